@@ -1,0 +1,61 @@
+"""Shared CLI plumbing: the ``--db`` option, connections, output helpers."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from typing import Annotated, Any
+
+import click
+import typer
+from rich.console import Console
+
+from kbtool.kb.db import default_db_path, open_ro, open_rw
+
+DbOption = Annotated[
+    str | None,
+    typer.Option("--db", help="KB file (default ./kbtool.db, or $KBTOOL_DB).", show_default=False),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the contract's JSON shape.")]
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+
+def db_path(db: str | None) -> str:
+    """The KB path: the command's ``--db``, else the global ``--db``, else $KBTOOL_DB/./kbtool.db."""
+    if db:
+        return db
+    cur = click.get_current_context(silent=True)
+    while cur is not None:
+        if isinstance(cur.obj, dict) and cur.obj.get("db"):
+            return cur.obj["db"]
+        cur = cur.parent
+    return default_db_path()
+
+
+def rw(db: str | None) -> sqlite3.Connection:
+    return open_rw(db_path(db))
+
+
+def ro(db: str | None) -> sqlite3.Connection:
+    return open_ro(db_path(db))
+
+
+def print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+
+
+def fail(message: str, code: int = 1) -> None:
+    """Print a one-line error and exit."""
+    err_console.print(f"[bold red]error:[/] {_escape(message)}")
+    raise typer.Exit(code)
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    from kbtool.textutil import printable
+
+    return escape(printable(text))

@@ -1,0 +1,214 @@
+"""Core commands: ingest, versions, functions, coverage, show, demo."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kbtool.commands.common import DbOption, JsonOption, console, err_console, print_json, ro, rw
+from kbtool.kb import queries
+from kbtool.views.text import lit
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(ingest)
+    app.command()(versions)
+    app.command()(functions)
+    app.command("coverage")(coverage_cmd)
+    app.command()(show)
+    app.command()(demo)
+
+
+def _progress_bar():
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeElapsedColumn(),
+        console=err_console, transient=True,
+    )
+
+
+def _run_ingest(conn, file: Path, label: str | None, js: Path | None, carry: bool = True):
+    from kbtool.ingest import ingest_file
+
+    big = file.exists() and file.stat().st_size > 1_000_000 and err_console.is_terminal
+    if not big:
+        return ingest_file(conn, file, label=label, glue_path=js, carry=carry)
+    with _progress_bar() as bar:
+        task = bar.add_task(f"decoding {file.name}", total=file.stat().st_size)
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if stage == "decode":
+                bar.update(task, completed=done, total=total)
+            else:
+                bar.update(task, description=f"{stage} {file.name}")
+
+        return ingest_file(conn, file, label=label, glue_path=js, progress=progress, carry=carry)
+
+
+def ingest(
+    file: Annotated[Path, typer.Argument(help="The .wasm module of one release.")],
+    label: Annotated[str | None, typer.Option("--label", "-l", help="Version label (default: file name).")] = None,
+    js: Annotated[Path | None, typer.Option("--js", help="Emscripten JS loader shipped beside the module; recovers minified export/import names.")] = None,
+    no_carry: Annotated[bool, typer.Option("--no-carry", help="Do not carry names from the previous version by fuzzy matching.")] = False,
+    json_out: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Ingest one release of a module: decode it, store facts, carry identities and names."""
+    conn = rw(db)
+    t0 = time.perf_counter()
+    res = _run_ingest(conn, file, label, js, carry=not no_carry)
+    secs = time.perf_counter() - t0
+    if json_out:
+        print_json({**res.__dict__, "seconds": round(secs, 3)})
+        return
+    console.print(
+        f"ingested version [bold]{res.version_id}[/] ", lit(res.label, "bold cyan"),
+        f" in {secs:.2f}s: {res.imported} imported + {res.defined} defined functions, "
+        f"{res.exported} exported, {res.instructions:,} instructions",
+    )
+    console.print("toolchain: ", lit(res.toolchain_version or "unknown"),
+                  f"  shared memory: {'yes' if res.shared_memory else 'no'}")
+    if res.parent_version_id is not None:
+        methods = ", ".join(f"{k} {v}" for k, v in sorted(res.carried_by_method.items()))
+        console.print(
+            f"identities carried from version {res.parent_version_id}: {res.carried}"
+            f" ({methods or 'none'}); body changed: {res.body_changed}; new: {res.new_identities}"
+        )
+    console.print(f"names from the binary: {res.names_written} written, {res.names_refused} refused")
+    if res.diff_carry:
+        dc = res.diff_carry
+        console.print(f"names carried by diff: {dc.get('written', 0)} written, {dc.get('refused', 0)} refused")
+    if res.glue is not None:
+        g = res.glue
+        console.print(
+            f"JS glue ({lit(g.get('shape') or 'unrecognised')}): {g['exports']} export names, "
+            f"{g['imports']} import names recovered"
+        )
+        for note in g["unknown"][:10]:
+            err_console.print("[yellow]glue:[/] ", lit(note))
+
+
+def versions(json_out: JsonOption = False, db: DbOption = None) -> None:
+    """List ingested versions with toolchain, function counts and coverage."""
+    conn = ro(db)
+    rows = queries.list_versions(conn)
+    if json_out:
+        print_json(rows)
+        return
+    if not rows:
+        console.print("The KB has no versions yet. Try: kbtool ingest app.wasm --label 1.0")
+        return
+    t = Table(title="versions")
+    for col in ("id", "label", "toolchain", "functions", "defined", "shared mem", "coverage"):
+        t.add_column(col, justify="right" if col in ("id", "functions", "defined", "coverage") else "left")
+    for v in rows:
+        cov = queries.coverage(conn, v["id"])
+        t.add_row(str(v["id"]), lit(v["label"]), lit(v["toolchain_version"]), str(v["functions"]),
+                  str(cov["defined"]), "yes" if v["shared_memory"] else "no", f"{cov['coverage_pct']:.1f}%")
+    console.print(t)
+
+
+def functions(
+    version: Annotated[int, typer.Argument(help="Version id (see `kbtool versions`).")],
+    unnamed: Annotated[bool, typer.Option("--unnamed", help="Only functions without a name.")] = False,
+    imports: Annotated[bool, typer.Option("--imports", help="Include imported functions.")] = False,
+    json_out: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """List the functions of a version with their names, provenance and confidence."""
+    conn = ro(db)
+    rows = queries.list_functions(conn, version, include_imports=imports)
+    if unnamed:
+        rows = [r for r in rows if r["name"] is None]
+    if json_out:
+        print_json(rows)
+        return
+    t = Table(title=f"functions of version {version}")
+    for col in ("index", "stable_id", "type", "name", "provenance", "conf"):
+        t.add_column(col, justify="right" if col in ("index", "conf") else "left")
+    for r in rows:
+        t.add_row(str(r["index"]), r["stable_id"], lit(r["type"]), lit(r["name"]), lit(r["provenance"]),
+                  "" if r["confidence"] is None else f"{r['confidence']:.2f}")
+    console.print(t)
+
+
+def coverage_cmd(
+    version: Annotated[int, typer.Argument(help="Version id (see `kbtool versions`).")],
+    json_out: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Show how many defined functions of a version are named, split by provenance."""
+    conn = ro(db)
+    cov = queries.coverage(conn, version)
+    if json_out:
+        print_json(cov)
+        return
+    from kbtool.views.terminal import coverage_table
+
+    console.print(coverage_table(cov, title=f"coverage of version {version}"))
+
+
+def show(
+    stable_id: Annotated[str, typer.Argument(help="A function's stable_id.")],
+    json_out: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Show a logical function: its annotation record and where it appears."""
+    conn = ro(db)
+    queries.require_stable_id(conn, stable_id)
+    sym = queries.get_symbol(conn, stable_id)
+    where = queries.functions_by_stable_id(conn, stable_id)
+    if json_out:
+        print_json(sym if sym is not None else {
+            "stable_id": stable_id, "name": None, "summary": None, "type_signature": None,
+            "provenance": None, "confidence": None, "locked": False, "evidence": [],
+        })
+        return
+    latest = where[-1]
+    fn = queries.get_function(conn, latest["version_id"], latest["index"])
+    t = Table.grid(padding=(0, 2))
+    t.add_column(style="bold")
+    t.add_column()
+    t.add_row("stable_id", stable_id)
+    t.add_row("name", lit(sym["name"] if sym else None, "bold"))
+    t.add_row("provenance", lit(sym["provenance"] if sym else "unnamed"))
+    t.add_row("confidence", f"{sym['confidence']:.2f}" if sym else "—")
+    t.add_row("locked", "yes" if sym and sym["locked"] else "no")
+    t.add_row("summary", lit(sym["summary"] if sym else None))
+    t.add_row("type", lit(fn["type"]))
+    if fn["imported"]:
+        t.add_row("import", lit(f"{fn['import_module']}.{fn['import_field']}"))
+    if fn["export_names"]:
+        t.add_row("exports", lit(", ".join(fn["export_names"])))
+    t.add_row("raw name", lit(fn["raw_name"]))
+    t.add_row("appears in", ", ".join(
+        f"v{w['version_id']}#{w['index']}{' (body changed)' if w['body_changed'] else ''}" for w in where))
+    console.print(t)
+    if sym and sym["evidence"]:
+        console.print("evidence:")
+        for ev in sym["evidence"]:
+            console.print("  ", lit(ev))
+
+
+def demo(
+    db: DbOption = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing KB file.")] = False,
+) -> None:
+    """Build a demo KB from the bundled zstd releases and show what it holds."""
+    from kbtool.commands.common import db_path, fail
+    from kbtool.demo import build_demo
+
+    path = Path(db_path(db) if db else "kbtool-demo.db")
+    if path.exists() and not force:
+        fail(f"{path} exists; pass --force to rebuild it, or --db another path")
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    steps = build_demo(path, echo=lambda msg: console.print(lit(msg)))
+    console.print()
+    versions(db=str(path))
+    for line in steps:
+        console.print(lit(line))

@@ -1,0 +1,207 @@
+"""Annotation commands, all through the gate: set-name, unlock, revert, import-names;
+and their read side: renames, history, search, export."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from kbtool.commands.common import DbOption, JsonOption, console, fail, print_json, ro, rw
+from kbtool.kb import economy, queries
+from kbtool.views.text import lit
+
+
+def register(app: typer.Typer) -> None:
+    app.command("set-name")(set_name)
+    app.command()(unlock)
+    app.command()(revert)
+    app.command()(renames)
+    app.command()(history)
+    app.command()(search)
+    app.command("export")(export_cmd)
+    app.command("import-names")(import_names)
+
+
+def _decision(d: economy.Decision, ok_text: str) -> None:
+    if d["written"]:
+        console.print(lit(ok_text))
+    else:
+        fail(f"not written: {d['reason']}")
+
+
+def set_name(
+    stable_id: Annotated[str, typer.Argument(help="The function's stable_id.")],
+    name: Annotated[str, typer.Argument(help="New name (a C-like identifier; `::` allowed).")],
+    summary: Annotated[str | None, typer.Option("--summary", help="Purpose, parameters, behaviour.")] = None,
+    type_: Annotated[str | None, typer.Option("--type", help="Type signature, e.g. 'int f(char *)'.")] = None,
+    confidence: Annotated[float, typer.Option("--confidence", help="0.0..1.0")] = 1.0,
+    no_lock: Annotated[bool, typer.Option("--no-lock", help="Leave the name open to higher-confidence oracle/export names.")] = False,
+    db: DbOption = None,
+) -> None:
+    """Name a function as a human (locked by default: no tool may overwrite it)."""
+    conn = rw(db)
+    d = economy.upsert_symbol(conn, stable_id, name, provenance="human", confidence=confidence,
+                              actor="human:cli", summary=summary, type_signature=type_,
+                              lock=not no_lock)
+    if not d["written"] and d["reason"] == "no change":
+        console.print(lit(f"{stable_id} is already named {name} (no change)"))
+        return
+    _decision(d, f"{stable_id} -> {name}" + ("" if no_lock else " (locked)"))
+
+
+def unlock(stable_id: Annotated[str, typer.Argument(help="The function's stable_id.")], db: DbOption = None) -> None:
+    """Unlock a human name so oracle/export names of higher confidence may replace it."""
+    conn = rw(db)
+    _decision(economy.set_lock(conn, stable_id, False, actor="human:cli"), f"{stable_id} unlocked")
+
+
+def revert(
+    stable_id: Annotated[str, typer.Argument(help="The function's stable_id.")],
+    steps: Annotated[int, typer.Option("--steps", help="How many written changes to go back.")] = 1,
+    db: DbOption = None,
+) -> None:
+    """Restore an earlier name (recorded as a human edit; see `kbtool renames`)."""
+    conn = rw(db)
+    _decision(economy.revert(conn, stable_id, steps=steps, actor="human:cli"), f"{stable_id}: reverted")
+    sym = queries.get_symbol(conn, stable_id)
+    if sym:
+        console.print("now: ", lit(sym["name"], "bold"))
+
+
+def renames(stable_id: Annotated[str, typer.Argument(help="The function's stable_id.")],
+            json_out: JsonOption = False, db: DbOption = None) -> None:
+    """The reversible rename trail of a function, newest first."""
+    conn = ro(db)
+    trail = queries.renames(conn, stable_id)
+    if json_out:
+        print_json(trail)
+        return
+    if not trail:
+        console.print(lit(f"{stable_id} has never been named"))
+        return
+    t = Table(title=f"renames of {stable_id}")
+    for col in ("steps", "when", "kind", "from", "to", "provenance", "conf", "actor"):
+        t.add_column(col)
+    for r in trail:
+        t.add_row(str(r["revert_steps"]), lit(r["at"]), lit(r["kind"]), lit(r["from"]), lit(r["to"]),
+                  lit(r["provenance"]), "" if r["confidence"] is None else f"{r['confidence']:.2f}",
+                  lit(r["actor"]))
+    console.print(t)
+    console.print("revert with: kbtool revert STABLE_ID --steps N")
+
+
+def history(stable_id: Annotated[str, typer.Argument(help="The function's stable_id.")],
+            json_out: JsonOption = False, db: DbOption = None) -> None:
+    """When a function was first seen, every version it is in, and every naming decision."""
+    conn = ro(db)
+    h = queries.history(conn, stable_id)
+    if json_out:
+        print_json(h)
+        return
+    fs = h["first_seen"]
+    console.print("first seen in version ", str(fs["version_id"]), " ", lit(fs["label"], "cyan"),
+                  f" at index {fs['index']}")
+    t = Table(title="versions")
+    for col in ("version", "label", "index", "body changed", "identity by", "name then"):
+        t.add_column(col)
+    names_then = {n["version_id"]: n["name"] for n in h["names_by_version"]}
+    for v in h["versions"]:
+        t.add_row(str(v["version_id"]), lit(v["label"]), str(v["index"]),
+                  "yes" if v["body_changed"] else "no", lit(v["match_method"]),
+                  lit(names_then.get(v["version_id"])))
+    console.print(t)
+    e = Table(title="annotation events")
+    for col in ("#", "when", "kind", "result", "name", "provenance", "conf", "actor", "reason"):
+        e.add_column(col)
+    for ev in h["events"]:
+        e.add_row(str(ev["id"]), lit(ev["created_at"]), lit(ev["kind"]),
+                  "written" if ev["written"] else "refused",
+                  lit(f"{ev['old_name'] or '∅'} → {ev['new_name'] or '∅'}"), lit(ev["provenance"]),
+                  "" if ev["confidence"] is None else f"{ev['confidence']:.2f}", lit(ev["actor"]),
+                  lit(ev["reason"]))
+    console.print(e)
+
+
+def search(
+    query: Annotated[str, typer.Argument(help="Case-insensitive substring of a name.")],
+    limit: Annotated[int, typer.Option("--limit", help=f"At most this many (cap {queries.SEARCH_CAP}).")] = 50,
+    json_out: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Search named functions across all versions."""
+    conn = ro(db)
+    rows = queries.search_symbols(conn, query, limit)
+    if json_out:
+        print_json(rows)
+        return
+    t = Table(title=f"{len(rows)} match(es)")
+    for col in ("name", "stable_id", "provenance", "conf"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(lit(r["name"], "bold"), r["stable_id"], lit(r["provenance"]), f"{r['confidence']:.2f}")
+    console.print(t)
+
+
+def export_cmd(
+    version: Annotated[int, typer.Argument(help="Version id.")],
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to this file instead of stdout.")] = None,
+    db: DbOption = None,
+) -> None:
+    """Export a version's names as git-diffable, tab-separated text."""
+    conn = ro(db)
+    text = queries.export_kb_text(conn, version)
+    if output is None:
+        import sys
+
+        sys.stdout.write(text)
+    else:
+        output.write_text(text, encoding="utf-8")
+        console.print(lit(f"wrote {output} ({text.count(chr(10)) - 3} functions)"))
+
+
+def import_names(
+    file: Annotated[Path, typer.Argument(help="A file written by `kbtool export`.")],
+    as_human: Annotated[bool, typer.Option("--as-human", help="Record as human names (locked) instead of oracle.")] = False,
+    db: DbOption = None,
+) -> None:
+    """Read names from an export (e.g. a teammate's, via git) back through the gate."""
+    from kbtool.kb.db import transaction
+
+    if not file.exists():
+        fail(f"no such file: {file}")
+    lines = file.read_text(encoding="utf-8").splitlines()
+    if not lines or lines[0].strip() != queries.EXPORT_HEADER:
+        fail(f"{file} is not a kbtool export (first line must be '{queries.EXPORT_HEADER}')")
+    rows = []
+    for n, line in enumerate(lines[1:], start=2):
+        try:
+            row = queries.parse_export_line(line)
+        except ValueError as exc:
+            fail(f"{file}:{n}: {exc}")
+        if row and row["name"]:
+            rows.append(row)
+    conn = rw(db)
+    prov = "human" if as_human else "oracle"
+    written = refused = unknown = 0
+    with transaction(conn):
+        for row in rows:
+            if not queries.stable_id_exists(conn, row["stable_id"]):
+                unknown += 1
+                continue
+            conf = 1.0 if as_human else min(row["confidence"] if row["confidence"] is not None else 0.9, 1.0)
+            d = economy.upsert_symbol(
+                conn, row["stable_id"], row["name"], provenance=prov, confidence=conf,
+                actor=f"import:{file.name}", summary=row["summary"], type_signature=None,
+                evidence={"source": "import-names", "file": file.name,
+                          "original_provenance": row["provenance"]},
+                lock=True if as_human else None,
+            )
+            if d["written"]:
+                written += 1
+            elif d["reason"] != "no change":
+                refused += 1
+    console.print(f"imported {written} name(s) as {prov}; {refused} refused by the gate;"
+                  f" {unknown} unknown stable_id(s) skipped")

@@ -1,0 +1,590 @@
+"""The shared read-query layer: every surface (CLI, TUI, web, MCP, terminal views) reads here.
+
+Functions take an open connection (read-only or not) and return plain dicts/lists shaped
+like the contract's resources (Version, Function list entry, Coverage, Annotation record,
+Search result, Function facts, History). Unknown ids raise the KB errors of
+:mod:`kbtool.kb.errors`, each with a message that says how to find valid ids.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from array import array
+from typing import Any, TypedDict
+
+from kbtool.kb.errors import UnknownFunctionError, UnknownStableIdError, UnknownVersionError
+
+SEARCH_CAP = 200          # hard cap of any search, whatever the caller asks
+EXPORT_HEADER = "# kbtool KB export"
+
+
+class Version(TypedDict, total=False):
+    id: int
+    label: str
+    toolchain_version: str | None
+    functions: int
+    shared_memory: bool
+    coverage_pct: float
+
+
+class FunctionEntry(TypedDict):
+    index: int
+    stable_id: str
+    type: str | None
+    name: str | None
+    provenance: str | None
+    confidence: float | None
+
+
+class Coverage(TypedDict):
+    defined: int
+    named: int
+    coverage_pct: float
+    oracle_named: int
+    human_named: int
+    agent_named: int
+    export_named: int
+    diff_carry_named: int
+
+
+# ---------------------------------------------------------------- versions
+
+def _version_row(conn: sqlite3.Connection, version_id: int) -> sqlite3.Row:
+    row = conn.execute("SELECT * FROM versions WHERE id = ?", (version_id,)).fetchone()
+    if row is None:
+        raise UnknownVersionError(f"unknown version id {version_id}; {_known_versions(conn)}")
+    return row
+
+
+def _known_versions(conn: sqlite3.Connection) -> str:
+    ids = [r[0] for r in conn.execute("SELECT id FROM versions ORDER BY id")]
+    if not ids:
+        return "the KB has no versions yet (run `kbtool ingest FILE --label L`)"
+    shown = ", ".join(str(i) for i in ids[:20]) + (", ..." if len(ids) > 20 else "")
+    return f"known version ids: {shown} (see `kbtool versions`)"
+
+
+def version_exists(conn: sqlite3.Connection, version_id: int) -> bool:
+    return conn.execute("SELECT 1 FROM versions WHERE id = ?", (version_id,)).fetchone() is not None
+
+
+def _version(row: sqlite3.Row) -> Version:
+    return {
+        "id": row["id"],
+        "label": row["label"],
+        "toolchain_version": row["toolchain_version"],
+        "functions": row["imported_functions"] + row["defined_functions"],
+        "shared_memory": bool(row["shared_memory"]),
+    }
+
+
+def list_versions(conn: sqlite3.Connection, *, with_coverage: bool = False) -> list[Version]:
+    """Every version, oldest first; ``coverage_pct`` added for the HTTP surface."""
+    rows = conn.execute("SELECT * FROM versions ORDER BY id").fetchall()
+    out = [_version(r) for r in rows]
+    if with_coverage:
+        pct = _coverage_pcts(conn)
+        for v in out:
+            v["coverage_pct"] = pct.get(v["id"], 0.0)
+    return out
+
+
+def get_version(conn: sqlite3.Connection, version_id: int) -> Version:
+    return _version(_version_row(conn, version_id))
+
+
+def version_info(conn: sqlite3.Connection, version_id: int) -> dict[str, Any]:
+    """Everything known about one version (Version fields plus counts, hashes, producers)."""
+    row = _version_row(conn, version_id)
+    info: dict[str, Any] = dict(_version(row))
+    info.update(
+        imported_functions=row["imported_functions"],
+        defined_functions=row["defined_functions"],
+        exported_functions=row["exported_functions"],
+        instructions=row["instructions"],
+        sha256=row["sha256"],
+        size=row["size"],
+        module_name=row["module_name"],
+        producers=json.loads(row["producers"] or "{}"),
+        target_features=json.loads(row["target_features"] or "[]"),
+        source_path=row["source_path"],
+        parent_version_id=row["parent_version_id"],
+        carried=row["carried"],
+        ingested_at=row["ingested_at"],
+    )
+    return info
+
+
+def latest_version_id(conn: sqlite3.Connection) -> int | None:
+    return conn.execute("SELECT MAX(id) FROM versions").fetchone()[0]
+
+
+# ---------------------------------------------------------------- functions
+
+def list_functions(
+    conn: sqlite3.Connection, version_id: int, include_imports: bool = False
+) -> list[FunctionEntry]:
+    """Function list entries of a version in index order (imports only when asked)."""
+    _version_row(conn, version_id)
+    sql = (
+        "SELECT f.idx, f.stable_id, f.type_sig, s.name, s.provenance, s.confidence"
+        " FROM functions f LEFT JOIN symbols s ON s.stable_id = f.stable_id"
+        " WHERE f.version_id = ?" + ("" if include_imports else " AND f.imported = 0") +
+        " ORDER BY f.idx"
+    )
+    return [
+        {"index": i, "stable_id": sid, "type": t, "name": n, "provenance": p, "confidence": c}
+        for i, sid, t, n, p, c in conn.execute(sql, (version_id,))
+    ]
+
+
+def heatmap_rows(conn: sqlite3.Connection, version_id: int) -> list[tuple]:
+    """Compact rows for heatmaps: (index, stable_id, name, provenance, confidence, body_size)."""
+    _version_row(conn, version_id)
+    return conn.execute(
+        "SELECT f.idx, f.stable_id, s.name, s.provenance, s.confidence, f.body_size"
+        " FROM functions f LEFT JOIN symbols s ON s.stable_id = f.stable_id"
+        " WHERE f.version_id = ? AND f.imported = 0 ORDER BY f.idx",
+        (version_id,),
+    ).fetchall()
+
+
+def _function_row(conn: sqlite3.Connection, version_id: int, index: int) -> sqlite3.Row:
+    _version_row(conn, version_id)
+    row = conn.execute(
+        "SELECT * FROM functions WHERE version_id = ? AND idx = ?", (version_id, index)
+    ).fetchone()
+    if row is None:
+        raise UnknownFunctionError(f"version {version_id} has no function {index}")
+    return row
+
+
+def get_function(conn: sqlite3.Connection, version_id: int, index: int) -> dict[str, Any]:
+    """One function of a version with its identity, binary names and annotation."""
+    row = _function_row(conn, version_id, index)
+    return _function_dict(conn, row)
+
+
+def _function_dict(conn: sqlite3.Connection, row: sqlite3.Row) -> dict[str, Any]:
+    sym = get_symbol(conn, row["stable_id"])
+    return {
+        "version_id": row["version_id"],
+        "index": row["idx"],
+        "stable_id": row["stable_id"],
+        "imported": bool(row["imported"]),
+        "import_module": row["import_module"],
+        "import_field": row["import_field"],
+        "type": row["type_sig"],
+        "raw_name": row["raw_name"],
+        "export_names": json.loads(row["export_names"] or "[]"),
+        "is_exported": bool(row["is_exported"]),
+        "body_size": row["body_size"],
+        "instr_count": row["instr_count"],
+        "body_hash": row["body_hash"],
+        "shape_hash": row["shape_hash"],
+        "body_changed": bool(row["body_changed"]),
+        "match_method": row["match_method"],
+        "match_score": row["match_score"],
+        "prev_index": row["prev_index"],
+        "name": sym["name"] if sym else None,
+        "provenance": sym["provenance"] if sym else None,
+        "confidence": sym["confidence"] if sym else None,
+        "symbol": sym,
+    }
+
+
+def functions_by_stable_id(conn: sqlite3.Connection, stable_id: str) -> list[dict[str, Any]]:
+    """Where a logical function appears: one row per version, oldest first."""
+    return [
+        {"version_id": v, "label": lab, "index": i, "body_changed": bool(bc),
+         "match_method": mm, "match_score": ms}
+        for v, lab, i, bc, mm, ms in conn.execute(
+            "SELECT f.version_id, v.label, f.idx, f.body_changed, f.match_method, f.match_score"
+            " FROM functions f JOIN versions v ON v.id = f.version_id"
+            " WHERE f.stable_id = ? ORDER BY f.version_id",
+            (stable_id,),
+        )
+    ]
+
+
+def _names_for(conn: sqlite3.Connection, version_id: int, indices: list[int]) -> dict[int, dict[str, Any]]:
+    out: dict[int, dict[str, Any]] = {}
+    if not indices:
+        return out
+    for chunk_start in range(0, len(indices), 500):
+        chunk = indices[chunk_start:chunk_start + 500]
+        marks = ",".join("?" * len(chunk))
+        for i, sid, imp, mod, fld, name, prov in conn.execute(
+            "SELECT f.idx, f.stable_id, f.imported, f.import_module, f.import_field, s.name, s.provenance"
+            " FROM functions f LEFT JOIN symbols s ON s.stable_id = f.stable_id"
+            f" WHERE f.version_id = ? AND f.idx IN ({marks})",
+            (version_id, *chunk),
+        ):
+            out[i] = {"index": i, "stable_id": sid, "imported": bool(imp),
+                      "import": f"{mod}.{fld}" if imp else None, "name": name, "provenance": prov}
+    return out
+
+
+def callees(conn: sqlite3.Connection, version_id: int, index: int) -> list[dict[str, Any]]:
+    """Distinct direct callees of a function, in index order, with their names."""
+    _function_row(conn, version_id, index)
+    idx = [r[0] for r in conn.execute(
+        "SELECT callee FROM call_edges WHERE version_id = ? AND caller = ? ORDER BY callee",
+        (version_id, index))]
+    names = _names_for(conn, version_id, idx)
+    return [names[i] for i in idx if i in names]
+
+
+def callers(conn: sqlite3.Connection, version_id: int, index: int) -> list[dict[str, Any]]:
+    """Distinct direct callers of a function, in index order, with their names."""
+    _function_row(conn, version_id, index)
+    idx = [r[0] for r in conn.execute(
+        "SELECT caller FROM call_edges WHERE version_id = ? AND callee = ? ORDER BY caller",
+        (version_id, index))]
+    names = _names_for(conn, version_id, idx)
+    return [names[i] for i in idx if i in names]
+
+
+def get_function_facts(conn: sqlite3.Connection, version_id: int, func_index: int) -> dict[str, Any] | None:
+    """The contract's Function facts, or None when the function is missing or imported.
+
+    Beyond the contract's fields: ``callees`` (defined callees with names), ``strings``
+    alias-free extras such as ``globals_used``, ``mem_ops``, ``loops``, ``atomic_sites``,
+    ``body_size``, ``instr_count``, ``export_names``.
+    """
+    _version_row(conn, version_id)
+    row = conn.execute(
+        "SELECT f.*, x.calls, x.call_indirect, x.consts, x.strings, x.globals_used, x.mem_ops,"
+        " x.atomic_sites, x.loops, x.ops FROM functions f JOIN facts x"
+        " ON x.version_id = f.version_id AND x.idx = f.idx"
+        " WHERE f.version_id = ? AND f.idx = ?",
+        (version_id, func_index),
+    ).fetchone()
+    if row is None or row["imported"]:
+        return None
+    from kbtool.wasm.opcodes import MNEMONICS
+
+    calls = json.loads(row["calls"])
+    distinct = list(dict.fromkeys(calls))
+    names = _names_for(conn, version_id, distinct)
+    targets = [names[c]["import"] for c in distinct if c in names and names[c]["imported"]]
+    targets += ["<indirect>"] * row["call_indirect"]
+    ops = array("H")
+    ops.frombytes(row["ops"])
+    mem_ops = [
+        {"op": MNEMONICS[op], "offset": off, "width": width}
+        for op, off, width in json.loads(row["mem_ops"])
+    ]
+    return {
+        "func_index": row["idx"],
+        "stable_id": row["stable_id"],
+        "type_signature": row["type_sig"],
+        "call_targets": targets,
+        "referenced_strings": json.loads(row["strings"]),
+        "raw_name": row["raw_name"],
+        "instruction_mnemonics": [MNEMONICS[o] for o in ops],
+        "is_exported": bool(row["is_exported"]),
+        "export_names": json.loads(row["export_names"] or "[]"),
+        "callees": [names[c] for c in distinct if c in names and not names[c]["imported"]],
+        "indirect_call_sites": row["call_indirect"],
+        "constants": json.loads(row["consts"]),
+        "globals_used": json.loads(row["globals_used"]),
+        "memory_accesses": mem_ops,
+        "atomic_sites": row["atomic_sites"],
+        "loops": row["loops"],
+        "body_size": row["body_size"],
+        "instr_count": row["instr_count"],
+    }
+
+
+# ---------------------------------------------------------------- coverage
+
+def coverage(conn: sqlite3.Connection, version_id: int) -> Coverage:
+    """Named share of a version's defined functions, split by provenance (sums to ``named``)."""
+    _version_row(conn, version_id)
+    defined = conn.execute(
+        "SELECT COUNT(*) FROM functions WHERE version_id = ? AND imported = 0", (version_id,)
+    ).fetchone()[0]
+    split = dict(conn.execute(
+        "SELECT s.provenance, COUNT(*) FROM functions f JOIN symbols s ON s.stable_id = f.stable_id"
+        " WHERE f.version_id = ? AND f.imported = 0 AND s.name IS NOT NULL GROUP BY s.provenance",
+        (version_id,),
+    ).fetchall())
+    named = sum(split.values())
+    return {
+        "defined": defined,
+        "named": named,
+        "coverage_pct": round(named / defined * 100, 2) if defined else 0.0,
+        "oracle_named": split.get("oracle", 0),
+        "human_named": split.get("human", 0),
+        "agent_named": split.get("agent", 0),
+        "export_named": split.get("export", 0),
+        "diff_carry_named": split.get("diff-carry", 0),
+    }
+
+
+def _coverage_pcts(conn: sqlite3.Connection) -> dict[int, float]:
+    out: dict[int, float] = {}
+    for vid, defined, named in conn.execute(
+        "SELECT f.version_id, COUNT(*), COUNT(s.name) FROM functions f"
+        " LEFT JOIN symbols s ON s.stable_id = f.stable_id"
+        " WHERE f.imported = 0 GROUP BY f.version_id"
+    ):
+        out[vid] = round(named / defined * 100, 2) if defined else 0.0
+    return out
+
+
+# ---------------------------------------------------------------- symbols
+
+def _symbol(row: sqlite3.Row) -> dict[str, Any]:
+    return {
+        "stable_id": row["stable_id"],
+        "name": row["name"],
+        "summary": row["summary"],
+        "type_signature": row["type_signature"],
+        "provenance": row["provenance"],
+        "confidence": row["confidence"],
+        "locked": bool(row["locked"]),
+        "evidence": json.loads(row["evidence"] or "[]"),
+        "version_id": row["version_id"],
+        "updated_at": row["updated_at"],
+    }
+
+
+def get_symbol(conn: sqlite3.Connection, stable_id: str) -> dict[str, Any] | None:
+    """The annotation record of a logical function, or None when it has none."""
+    row = conn.execute("SELECT * FROM symbols WHERE stable_id = ?", (stable_id,)).fetchone()
+    return _symbol(row) if row else None
+
+
+def stable_id_exists(conn: sqlite3.Connection, stable_id: str) -> bool:
+    return conn.execute(
+        "SELECT 1 FROM functions WHERE stable_id = ? LIMIT 1", (stable_id,)
+    ).fetchone() is not None
+
+
+def require_stable_id(conn: sqlite3.Connection, stable_id: str) -> None:
+    if not stable_id_exists(conn, stable_id):
+        raise UnknownStableIdError(
+            f"unknown stable_id {stable_id!r} (find ids with `kbtool functions VERSION` or `kbtool search NAME`)"
+        )
+
+
+def search_symbols(conn: sqlite3.Connection, query: str, limit: int = 50) -> list[dict[str, Any]]:
+    """Named symbols whose name contains ``query`` (case-insensitive), sorted by name, capped."""
+    if not query:
+        return []
+    limit = max(0, min(int(limit), SEARCH_CAP))
+    rows = conn.execute(
+        "SELECT stable_id, name, provenance, confidence FROM symbols"
+        " WHERE name IS NOT NULL AND instr(lower(name), lower(?)) > 0"
+        " ORDER BY name COLLATE NOCASE, name, stable_id LIMIT ?",
+        (query, limit),
+    ).fetchall()
+    return [{"stable_id": s, "name": n, "provenance": p, "confidence": c} for s, n, p, c in rows]
+
+
+def find_functions(conn: sqlite3.Connection, text: str, limit: int = 20) -> list[dict[str, Any]]:
+    """Jump targets for a palette: by stable_id prefix or name substring; latest version of each."""
+    if not text:
+        return []
+    rows = conn.execute(
+        "SELECT f.stable_id, MAX(f.version_id), s.name, s.provenance FROM functions f"
+        " LEFT JOIN symbols s ON s.stable_id = f.stable_id"
+        " WHERE f.stable_id LIKE ? || '%' OR (s.name IS NOT NULL AND instr(lower(s.name), lower(?)) > 0)"
+        " GROUP BY f.stable_id ORDER BY s.name IS NULL, s.name COLLATE NOCASE, f.stable_id LIMIT ?",
+        (text.replace("%", "").replace("_", ""), text, max(1, min(limit, SEARCH_CAP))),
+    ).fetchall()
+    out = []
+    for sid, vid, name, prov in rows:
+        idx = conn.execute(
+            "SELECT idx FROM functions WHERE stable_id = ? AND version_id = ?", (sid, vid)
+        ).fetchone()[0]
+        out.append({"stable_id": sid, "version_id": vid, "index": idx, "name": name, "provenance": prov})
+    return out
+
+
+# ---------------------------------------------------------------- history
+
+_EVENT_COLUMNS = (
+    "id, kind, written, reason, provenance, confidence, actor, old_name, new_name, old, new,"
+    " evidence, version_id, created_at"
+)
+
+
+def _event(row: sqlite3.Row) -> dict[str, Any]:
+    return {
+        "id": row["id"],
+        "kind": row["kind"],
+        "written": bool(row["written"]),
+        "reason": row["reason"],
+        "provenance": row["provenance"],
+        "confidence": row["confidence"],
+        "actor": row["actor"],
+        "old_name": row["old_name"],
+        "new_name": row["new_name"],
+        "old": json.loads(row["old"]) if row["old"] else None,
+        "new": json.loads(row["new"]) if row["new"] else None,
+        "evidence": json.loads(row["evidence"]) if row["evidence"] else None,
+        "version_id": row["version_id"],
+        "created_at": row["created_at"],
+    }
+
+
+def annotation_events(conn: sqlite3.Connection, stable_id: str) -> list[dict[str, Any]]:
+    return [_event(r) for r in conn.execute(
+        f"SELECT {_EVENT_COLUMNS} FROM annotation_events WHERE stable_id = ? ORDER BY id",
+        (stable_id,),
+    )]
+
+
+def history(conn: sqlite3.Connection, stable_id: str) -> dict[str, Any]:
+    """First seen, every version the function appears in (with body_changed), and its events."""
+    versions = functions_by_stable_id(conn, stable_id)
+    if not versions:
+        raise UnknownStableIdError(
+            f"unknown stable_id {stable_id!r} (find ids with `kbtool functions VERSION` or `kbtool search NAME`)"
+        )
+    first = versions[0]
+    seen_at = conn.execute("SELECT ingested_at FROM versions WHERE id = ?", (first["version_id"],)).fetchone()[0]
+    events = annotation_events(conn, stable_id)
+    labels = {v["id"]: v["label"] for v in list_versions(conn)}
+    for e in events:
+        e["version_label"] = labels.get(e["version_id"])
+    return {
+        "stable_id": stable_id,
+        "first_seen": {"version_id": first["version_id"], "label": first["label"],
+                       "index": first["index"], "ingested_at": seen_at},
+        "versions": versions,
+        "events": events,
+        "symbol": get_symbol(conn, stable_id),
+        "names_by_version": _names_by_version(versions, events),
+    }
+
+
+def _names_by_version(versions: list[dict[str, Any]], events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Time travel: the name the function had when each later version was current."""
+    out = []
+    name = None
+    written = [e for e in events if e["written"] and e["new"] is not None]
+    pos = 0
+    for i, v in enumerate(versions):
+        nxt = versions[i + 1]["version_id"] if i + 1 < len(versions) else None
+        while pos < len(written) and (
+            nxt is None or (written[pos]["version_id"] or 0) < nxt
+        ):
+            name = written[pos]["new"].get("name")
+            pos += 1
+        out.append({"version_id": v["version_id"], "label": v["label"], "name": name})
+    return out
+
+
+def renames(conn: sqlite3.Connection, stable_id: str) -> list[dict[str, Any]]:
+    """The reversible rename trail: written changes, newest first, with the steps to revert each."""
+    require_stable_id(conn, stable_id)
+    rows = conn.execute(
+        f"SELECT {_EVENT_COLUMNS} FROM annotation_events WHERE stable_id = ? AND written = 1"
+        " AND kind NOT IN ('lock', 'unlock') ORDER BY id DESC",
+        (stable_id,),
+    ).fetchall()
+    out = []
+    for step, r in enumerate(rows, start=1):
+        e = _event(r)
+        out.append({
+            "event_id": e["id"], "kind": e["kind"], "from": e["old_name"], "to": e["new_name"],
+            "provenance": e["provenance"], "confidence": e["confidence"], "actor": e["actor"],
+            "version_id": e["version_id"], "at": e["created_at"], "revert_steps": step,
+        })
+    return out
+
+
+def change_token(conn: sqlite3.Connection) -> tuple[int, int]:
+    """Changes whenever a version is ingested or an annotation decision is recorded."""
+    v = conn.execute("SELECT COALESCE(MAX(id), 0) FROM versions").fetchone()[0]
+    e = conn.execute("SELECT COALESCE(MAX(id), 0) FROM annotation_events").fetchone()[0]
+    return v, e
+
+
+# ---------------------------------------------------------------- export
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    text = str(value)
+    return (text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r"))
+
+
+def export_kb_text(conn: sqlite3.Connection, version_id: int) -> str:
+    """Git-diffable text export: a comment line, a header, one row per function in index order."""
+    info = _version_row(conn, version_id)
+    lines = [
+        EXPORT_HEADER,
+        f"# version {_cell(info['label'])} sha256 {info['sha256']}",
+        "\t".join(("index", "stable_id", "name", "provenance", "confidence", "type", "summary")),
+    ]
+    for idx, sid, typ, name, prov, conf, summary in conn.execute(
+        "SELECT f.idx, f.stable_id, f.type_sig, s.name, s.provenance, s.confidence, s.summary"
+        " FROM functions f LEFT JOIN symbols s ON s.stable_id = f.stable_id"
+        " WHERE f.version_id = ? ORDER BY f.idx",
+        (version_id,),
+    ):
+        lines.append("\t".join((
+            str(idx), sid, _cell(name), _cell(prov),
+            "" if conf is None else f"{conf:.4f}", _cell(typ), _cell(summary),
+        )))
+    return "\n".join(lines) + "\n"
+
+
+def parse_export_line(line: str) -> dict[str, Any] | None:
+    """Inverse of one export row (None for comments and the header)."""
+    if not line or line.startswith("#") or line.startswith("index\t"):
+        return None
+    parts = line.rstrip("\n").split("\t")
+    if len(parts) != 7:
+        raise ValueError(f"expected 7 tab-separated fields, got {len(parts)}")
+
+    def un(s: str) -> str | None:
+        if s == "":
+            return None
+        out, i = [], 0
+        while i < len(s):
+            ch = s[i]
+            if ch == "\\" and i + 1 < len(s):
+                out.append({"t": "\t", "n": "\n", "r": "\r", "\\": "\\"}.get(s[i + 1], s[i + 1]))
+                i += 2
+            else:
+                out.append(ch)
+                i += 1
+        return "".join(out)
+
+    idx, sid, name, prov, conf, typ, summary = parts
+    return {
+        "index": int(idx), "stable_id": sid, "name": un(name), "provenance": un(prov),
+        "confidence": float(conf) if conf else None, "type": un(typ), "summary": un(summary),
+    }
+
+
+# ---------------------------------------------------------------- matching input
+
+def matching_rows(conn: sqlite3.Connection, version_id: int) -> list[dict[str, Any]]:
+    """Per-function rows the diff matcher needs (identity, hashes, names, facts)."""
+    _version_row(conn, version_id)
+    out = []
+    for r in conn.execute(
+        "SELECT f.idx, f.stable_id, f.imported, f.import_module, f.import_field, f.type_sig,"
+        " f.body_hash, f.shape_hash, f.raw_name, f.export_names, f.body_size, f.instr_count,"
+        " x.calls, x.strings, x.consts, x.ops, x.loops, x.call_indirect"
+        " FROM functions f JOIN facts x ON x.version_id = f.version_id AND x.idx = f.idx"
+        " WHERE f.version_id = ? ORDER BY f.idx",
+        (version_id,),
+    ):
+        out.append({
+            "index": r[0], "stable_id": r[1], "imported": bool(r[2]),
+            "import_name": f"{r[3]}.{r[4]}" if r[2] else None, "type_sig": r[5],
+            "body_hash": r[6], "shape_hash": r[7], "raw_name": r[8],
+            "export_names": json.loads(r[9] or "[]"), "body_size": r[10], "instr_count": r[11],
+            "calls": json.loads(r[12]), "strings": json.loads(r[13]), "consts": json.loads(r[14]),
+            "ops": r[15], "loops": r[16], "call_indirect": r[17],
+        })
+    return out

@@ -1,0 +1,244 @@
+"""The KB schema: one module, one version number, forward-only migrations.
+
+A KB is a SQLite file whose ``meta`` table holds ``kind = 'kbtool-kb'`` and the
+``schema_version``. ``ensure_schema`` creates or migrates it; ``check_schema``
+verifies that a file opened read-only is a KB of the version this code reads.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+import sqlite_utils
+
+from kbtool.kb.errors import NotAKBError, SchemaVersionError
+
+SCHEMA_VERSION = 1
+KB_KIND = "kbtool-kb"
+
+_V1 = """
+CREATE TABLE meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+CREATE TABLE versions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    label TEXT NOT NULL UNIQUE,
+    sha256 TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    toolchain_version TEXT,
+    shared_memory INTEGER NOT NULL DEFAULT 0,
+    imported_functions INTEGER NOT NULL,
+    defined_functions INTEGER NOT NULL,
+    exported_functions INTEGER NOT NULL,
+    instructions INTEGER NOT NULL DEFAULT 0,
+    module_name TEXT,
+    producers TEXT,            -- JSON object
+    target_features TEXT,      -- JSON list
+    source_path TEXT,
+    parent_version_id INTEGER REFERENCES versions(id),
+    carried INTEGER NOT NULL DEFAULT 0,
+    ingested_at TEXT NOT NULL
+);
+
+-- the module bytes, so disassembly and re-analysis are always reproducible
+CREATE TABLE modules (
+    version_id INTEGER PRIMARY KEY REFERENCES versions(id),
+    data BLOB NOT NULL
+);
+
+CREATE TABLE functions (
+    version_id INTEGER NOT NULL REFERENCES versions(id),
+    idx INTEGER NOT NULL,
+    stable_id TEXT NOT NULL,
+    imported INTEGER NOT NULL,
+    import_module TEXT,
+    import_field TEXT,
+    type_sig TEXT NOT NULL,
+    body_hash TEXT,
+    shape_hash TEXT,
+    body_offset INTEGER NOT NULL DEFAULT 0,
+    body_size INTEGER NOT NULL DEFAULT 0,
+    instr_count INTEGER NOT NULL DEFAULT 0,
+    raw_name TEXT,
+    export_names TEXT,          -- JSON list
+    is_exported INTEGER NOT NULL DEFAULT 0,
+    prev_index INTEGER,         -- index in the parent version when identity carried
+    match_method TEXT,          -- how identity was carried (body, shape, name, ...) or 'new'
+    match_score REAL,
+    body_changed INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (version_id, idx)
+) WITHOUT ROWID;
+CREATE INDEX functions_stable_id ON functions(stable_id, version_id);
+CREATE INDEX functions_shape ON functions(shape_hash);
+
+CREATE TABLE facts (
+    version_id INTEGER NOT NULL,
+    idx INTEGER NOT NULL,
+    calls TEXT NOT NULL,            -- JSON list of direct callee indices (in order, dups kept)
+    call_indirect INTEGER NOT NULL,
+    ref_funcs TEXT NOT NULL,        -- JSON list
+    consts TEXT NOT NULL,           -- JSON list
+    strings TEXT NOT NULL,          -- JSON list
+    globals_used TEXT NOT NULL,     -- JSON list
+    mem_ops TEXT NOT NULL,          -- JSON list of [op id, offset, width]
+    atomic_sites INTEGER NOT NULL,
+    loops INTEGER NOT NULL,
+    ops BLOB NOT NULL,              -- array('H') of op ids (kbtool.wasm.opcodes.MNEMONICS)
+    PRIMARY KEY (version_id, idx)
+) WITHOUT ROWID;
+
+CREATE TABLE call_edges (
+    version_id INTEGER NOT NULL,
+    caller INTEGER NOT NULL,
+    callee INTEGER NOT NULL,
+    PRIMARY KEY (version_id, caller, callee)
+) WITHOUT ROWID;
+CREATE INDEX call_edges_callee ON call_edges(version_id, callee);
+
+-- one row per logical function (stable_id); written only by kbtool.kb.economy
+CREATE TABLE symbols (
+    stable_id TEXT PRIMARY KEY,
+    name TEXT,
+    summary TEXT,
+    type_signature TEXT,
+    provenance TEXT NOT NULL,
+    confidence REAL NOT NULL,
+    locked INTEGER NOT NULL DEFAULT 0,
+    evidence TEXT NOT NULL DEFAULT '[]',
+    version_id INTEGER,
+    updated_at TEXT NOT NULL
+);
+CREATE INDEX symbols_name ON symbols(name COLLATE NOCASE);
+
+-- every decision of the gate, written or refused
+CREATE TABLE annotation_events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    stable_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    written INTEGER NOT NULL,
+    reason TEXT NOT NULL,
+    provenance TEXT NOT NULL,
+    confidence REAL,
+    actor TEXT NOT NULL,
+    old_name TEXT,
+    new_name TEXT,
+    old TEXT,                   -- JSON of the record before (null when unnamed)
+    new TEXT,                   -- JSON of the proposed/written record
+    evidence TEXT,
+    version_id INTEGER,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX annotation_events_sid ON annotation_events(stable_id, id);
+
+-- agent/analysis feed (polled by the studio)
+CREATE TABLE events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL,
+    stable_id TEXT,
+    version_id INTEGER,
+    payload TEXT,
+    created_at TEXT NOT NULL
+);
+
+CREATE TABLE diffs (
+    from_version_id INTEGER NOT NULL REFERENCES versions(id),
+    to_version_id INTEGER NOT NULL REFERENCES versions(id),
+    report TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (from_version_id, to_version_id)
+);
+
+CREATE TABLE oracle_modules (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    label TEXT NOT NULL UNIQUE,
+    sha256 TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    source_path TEXT,
+    data BLOB NOT NULL,
+    created_at TEXT NOT NULL
+);
+"""
+
+# Migration n takes a KB at schema version n-1 to version n.
+def _run_script(conn: sqlite3.Connection, script: str) -> None:
+    """Run DDL statements one by one (``executescript`` would commit mid-migration)."""
+    buf = ""
+    for line in script.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            conn.execute(buf)
+            buf = ""
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
+    1: lambda conn: _run_script(conn, _V1),
+}
+
+TABLES = (
+    "meta", "versions", "modules", "functions", "facts", "call_edges", "symbols",
+    "annotation_events", "events", "diffs", "oracle_modules",
+)
+
+
+def read_schema_version(conn: sqlite3.Connection) -> int | None:
+    """The KB's schema version, 0 for an empty file, None when it is not a KB."""
+    db = sqlite_utils.Database(conn)
+    names = set(db.table_names())
+    if not names:
+        return 0
+    if "meta" not in names:
+        return None
+    rows = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    if rows.get("kind") != KB_KIND:
+        return None
+    return int(rows.get("schema_version", "0"))
+
+
+def check_schema(conn: sqlite3.Connection, path: str = "") -> None:
+    """Raise unless ``conn`` is a KB at exactly this code's schema version."""
+    try:
+        version = read_schema_version(conn)
+    except sqlite3.DatabaseError as exc:
+        raise NotAKBError(f"{path or 'file'} is not a kbtool KB ({exc})") from None
+    if version is None or version == 0:
+        raise NotAKBError(f"{path or 'file'} is not a kbtool KB")
+    if version < SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"{path} has KB schema {version}, this kbtool reads {SCHEMA_VERSION}: "
+            "run any writing command (e.g. `kbtool versions`) once to migrate it"
+        )
+    if version > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"{path} has KB schema {version}, newer than this kbtool ({SCHEMA_VERSION}): upgrade kbtool"
+        )
+
+
+def ensure_schema(conn: sqlite3.Connection, path: str = "") -> None:
+    """Create a fresh KB or migrate an older one, in one transaction."""
+    try:
+        version = read_schema_version(conn)
+    except sqlite3.DatabaseError as exc:
+        raise NotAKBError(f"{path or 'file'} is not a kbtool KB ({exc})") from None
+    if version is None:
+        raise NotAKBError(f"{path or 'file'} is not a kbtool KB (it has other tables)")
+    if version > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"{path} has KB schema {version}, newer than this kbtool ({SCHEMA_VERSION}): upgrade kbtool"
+        )
+    if version == SCHEMA_VERSION:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            MIGRATIONS[target](conn)
+        conn.execute(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES ('kind', ?), ('schema_version', ?)",
+            (KB_KIND, str(SCHEMA_VERSION)),
+        )
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
