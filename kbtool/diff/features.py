@@ -1,0 +1,178 @@
+"""Per-function features and pairwise similarity for the diff matcher (pure, stdlib only).
+
+Everything here is computed lazily and cached per record: the matcher only asks for the
+features of functions that are candidates of some still-unmatched function, so a large
+module that mostly matches by hash never pays for histograms.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from array import array
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+__all__ = [
+    "FeatureCache",
+    "is_minified_name",
+    "module_is_minified",
+    "size_ratio",
+]
+
+# Emscripten (and other minifiers) rename exports/imports to the shortest identifiers:
+# "a", "b", ..., "Ab", "$a", "a$", "_a". Anything of length <= 2 is never a name that
+# identifies a function across builds; a leading "$" plus one or two characters neither.
+_MINIFIED_RE = re.compile(r"^\$?[A-Za-z_$][A-Za-z0-9_$]?$")
+_SHORT3_RE = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]{2}$")
+
+
+def is_minified_name(name: str | None, *, module_minified: bool = False) -> bool:
+    """True when ``name`` looks like a minifier's output rather than a real symbol.
+
+    ``module_minified``: the module's export names are mostly minified, so three-character
+    identifiers (the next size a minifier hands out) are treated as minified too.
+    """
+    if not name:
+        return True
+    if len(name) <= 2 or _MINIFIED_RE.match(name):
+        return True
+    if module_minified and _SHORT3_RE.match(name):
+        return True
+    return False
+
+
+def module_is_minified(export_names: Iterable[str]) -> bool:
+    """Most function export names have <= 2 characters (an Emscripten -O2+ release build)."""
+    names = [n for n in export_names if n]
+    if len(names) < 8:
+        return False
+    short = sum(1 for n in names if len(n) <= 2 or _MINIFIED_RE.match(n))
+    return short * 2 >= len(names)
+
+
+def size_ratio(a: int, b: int) -> float:
+    if a == b:
+        return 1.0
+    lo, hi = (a, b) if a < b else (b, a)
+    if hi <= 0:
+        return 1.0
+    return max(lo, 0) / hi
+
+
+def _weighted_jaccard(a: frozenset, b: frozenset, idf: dict, default: float) -> float:
+    if not a and not b:
+        return -1.0
+    inter = a & b
+    if not inter:
+        return 0.0
+    # fsum: exactly rounded, so the result does not depend on set iteration order
+    wi = math.fsum([idf.get(x, default) for x in inter])
+    wu = wi + math.fsum([idf.get(x, default) for x in a ^ b])
+    return wi / wu if wu > 0 else 0.0
+
+
+class _Feat:
+    __slots__ = ("bigrams", "bnorm", "strings", "consts")
+
+    def __init__(self, ops: bytes, strings: Sequence[str], consts: Sequence[int]) -> None:
+        n = len(ops) - (len(ops) % 2)
+        # op bigrams discriminate control-flow/arith patterns much better than unigrams.
+        # Every pair of neighbouring 16-bit op ids is one 32-bit word read at an even or
+        # an odd op position: two C-level passes, no Python per instruction.
+        big: Counter = Counter()
+        if n >= 4:
+            big.update(array("I", ops[: n - (n % 4)]))
+            if n >= 6:
+                big.update(array("I", ops[2 : 2 + (n - 2) - ((n - 2) % 4)]))
+        self.bigrams = big
+        self.bnorm = math.sqrt(sum(v * v for v in big.values())) or 1.0
+        self.strings = frozenset(strings)
+        self.consts = frozenset(consts)
+
+
+def _cosine(a: Counter, na: float, b: Counter, nb: float) -> float:
+    if not a or not b:
+        return 1.0 if not a and not b else 0.0
+    if len(a) > len(b):
+        a, b = b, a
+    dot = 0
+    for k, v in a.items():
+        w = b.get(k)
+        if w:
+            dot += v * w
+    return dot / (na * nb)
+
+
+class FeatureCache:
+    """Lazily computed features of the records of one match run (both sides).
+
+    ``idf`` weights for constants and strings come from their document frequency over
+    both modules, so a constant that appears everywhere (0, 1, 8, ...) says nothing and
+    a rare string says a lot.
+    """
+
+    def __init__(self, old_recs: Sequence, new_recs: Sequence) -> None:
+        self._old = old_recs
+        self._new = new_recs
+        self._cache: dict[tuple[int, int], _Feat] = {}
+        n = len(old_recs) + len(new_recs)
+        df_s: Counter = Counter()
+        df_c: Counter = Counter()
+        for r in old_recs:
+            if r.strings:
+                df_s.update(set(r.strings))
+            if r.consts:
+                df_c.update(set(r.consts))
+        for r in new_recs:
+            if r.strings:
+                df_s.update(set(r.strings))
+            if r.consts:
+                df_c.update(set(r.consts))
+        self.n = max(n, 2)
+        logn = math.log(self.n)
+        self.idf_s = {k: math.log(self.n / v) + 0.1 for k, v in df_s.items()}
+        self.idf_c = {k: math.log(self.n / v) + 0.05 for k, v in df_c.items()}
+        self.default_idf = logn
+        self.df_s = df_s
+        self.df_c = df_c
+
+    def feat(self, side: int, rec) -> _Feat:
+        key = (side, rec.index)
+        f = self._cache.get(key)
+        if f is None:
+            f = _Feat(rec.ops, rec.strings, rec.consts)
+            self._cache[key] = f
+        return f
+
+    def content_similarity(self, o, n) -> tuple[float, float]:
+        """(weighted sum, total weight) of the features that do not depend on the match
+        state: op histograms, op bigrams, size, constants, strings, loops, call_indirect."""
+        fo = self.feat(0, o)
+        fn = self.feat(1, n)
+        total = 0.0
+        wsum = 0.0
+        # instruction mix
+        b = _cosine(fo.bigrams, fo.bnorm, fn.bigrams, fn.bnorm)
+        total += 0.35 * b
+        wsum += 0.35
+        # size
+        sr = size_ratio(o.instr_count, n.instr_count)
+        total += 0.15 * sr
+        wsum += 0.15
+        # constants (idf-weighted)
+        c = _weighted_jaccard(fo.consts, fn.consts, self.idf_c, self.default_idf)
+        if c >= 0:
+            total += 0.15 * c
+            wsum += 0.15
+        s = _weighted_jaccard(fo.strings, fn.strings, self.idf_s, self.default_idf)
+        if s >= 0:
+            total += 0.25 * s
+            wsum += 0.25
+        if o.loops or n.loops:
+            total += 0.05 * size_ratio(o.loops, n.loops)
+            wsum += 0.05
+        if o.call_indirect or n.call_indirect:
+            total += 0.05 * size_ratio(o.call_indirect, n.call_indirect)
+            wsum += 0.05
+        return total, wsum

@@ -1,0 +1,869 @@
+"""Instruction walk and per-function facts (the hot path).
+
+One table-driven loop over every body: the opcode byte indexes ``BYTE_KIND`` (immediate
+kind), immediates are skipped without building ints where the value is not needed, and
+the only per-instruction work is appending the op id to an ``array('H')``. Facts that
+need values (calls, constants, globals, memory offsets) decode just those LEBs.
+
+Shape hash (DESIGN "Identity"): the hash of the type signature text and the body bytes in
+which the build-dependent immediates are replaced: call/return_call/ref.func targets by
+``import module.field`` (imports) or a placeholder (defined functions); type indices
+(call_indirect, call_ref, block types) by the signature text; i32/i64 constants that point
+into a data segment by the bytes they point at (the string, or the first 16 bytes);
+table/element indices by a placeholder. Everything else (local indices, branch depths,
+memory offsets, other constants, local declarations) is kept verbatim.
+
+A body the fast loop cannot walk cleanly is re-decoded by the careful decoder
+(:func:`kbtool.wasm.instr.check_body`), which raises the precise WasmFormatError.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from array import array
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from hashlib import blake2b
+
+from .errors import WasmFormatError
+from .instr import check_body
+from .opcodes import BYTE_KIND, KIND, PREFIX_BASE, PREFIX_SLOTS, WIDTH
+from .reader import DataSegment, Module, parse_module
+
+# ----------------------------------------------------------------------------- results
+
+
+@dataclass(slots=True)
+class FuncFacts:
+    index: int
+    imported: bool
+    import_module: str | None
+    import_field: str | None
+    type_sig: str
+    export_names: list[str]
+    raw_name: str | None
+    body_offset: int
+    body_size: int
+    instr_count: int
+    ops: bytes
+    calls: list[int]
+    call_indirect: int
+    ref_funcs: list[int]
+    consts: list[int]
+    strings: list[str]
+    globals_used: list[int]
+    mem_ops: list[tuple[int, int, int]]
+    atomic_sites: int
+    loops: int
+    body_hash: str
+    shape_hash: str
+
+    @property
+    def import_name(self) -> str | None:
+        if not self.imported:
+            return None
+        return f"{self.import_module}.{self.import_field}"
+
+    def mnemonics(self) -> list[str]:
+        from .opcodes import MNEMONICS
+
+        a = array("H")
+        a.frombytes(self.ops)
+        return [MNEMONICS[i] for i in a]
+
+
+@dataclass
+class ModuleAnalysis:
+    module: Module
+    functions: list[FuncFacts] = field(default_factory=list)
+    toolchain_version: str | None = None
+
+    @property
+    def instr_count(self) -> int:
+        return sum(f.instr_count for f in self.functions)
+
+
+class _Bad(Exception):
+    """Internal: the fast loop met something it does not accept; diagnose carefully."""
+
+
+# ----------------------------------------------------------------------------- LEB helpers
+
+def _uleb_cont(data, p, x):
+    """Continue an unsigned LEB whose first byte ``x`` (>= 0x80) was consumed."""
+    x &= 0x7F
+    shift = 7
+    while True:
+        c = data[p]
+        p += 1
+        x |= (c & 0x7F) << shift
+        if c < 0x80:
+            return x, p
+        shift += 7
+        if shift > 63:
+            raise _Bad
+
+
+def _sleb_cont(data, p, x):
+    """Continue a signed LEB whose first byte ``x`` (>= 0x80) was consumed."""
+    x &= 0x7F
+    shift = 7
+    while True:
+        c = data[p]
+        p += 1
+        x |= (c & 0x7F) << shift
+        shift += 7
+        if c < 0x80:
+            if c & 0x40:
+                x -= 1 << shift
+            return x, p
+        if shift > 63:
+            raise _Bad
+
+
+def _skip(data, p):
+    """Skip a LEB whose first byte at ``p`` has the continuation bit set."""
+    q = p + 1
+    while data[q] & 0x80:
+        q += 1
+        if q - p > 9:
+            raise _Bad
+    return q + 1
+
+
+# ----------------------------------------------------------------------------- strings
+
+_RUN = re.compile(
+    rb"(?:[\t\n\r\x20-\x7e]|[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}"
+    rb"|[\xf0-\xf4][\x80-\xbf]{3})*"
+)
+MIN_STRING = 4
+MAX_CSTRING = 4096  # bytes scanned for a NUL-terminated string
+MAX_RUN = 200  # characters kept of an unterminated run (Rust-style str data)
+MAX_STR_LEN = 4096  # largest length accepted from a (ptr, len) pair
+
+
+def _printable_text(b: bytes) -> str | None:
+    """``b`` decoded if it is entirely printable UTF-8 text (\\t \\n \\r allowed)."""
+    m = _RUN.fullmatch(b)
+    if m is None:
+        return None
+    try:
+        s = b.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if not s.replace("\n", "").replace("\t", "").replace("\r", "").isprintable():
+        return None
+    return s
+
+
+def _plausible(s: str) -> bool:
+    """Conservative test for text that is not NUL-terminated (Rust str data)."""
+    if len(s) < MIN_STRING:
+        return False
+    letters = sum(1 for c in s if c.isalpha())
+    return letters >= 3 and letters * 2 >= len(s)
+
+
+_PRINTABLE_ASCII = frozenset(range(0x20, 0x7F)) | {0x09, 0x0A, 0x0D}
+
+
+class DataMap:
+    """Constant addresses -> the data they point at (active segments with a constant
+    offset, plus passive segments whose address is inferred from ``memory.init``).
+
+    ``sized_first`` (Rust, Go: strings are ``(ptr, len)`` pairs, not NUL-terminated)
+    changes which evidence wins, see :meth:`entry`.
+    """
+
+    def __init__(self, segs: list[tuple[int, bytes]], wasm32: bool = True,
+                 sized_first: bool = False) -> None:
+        segs = sorted((o, d) for o, d in segs if d)
+        self.starts = [o for o, _ in segs]
+        self.ends = [o + len(d) for o, d in segs]
+        self.datas = [d for _, d in segs]
+        self.lo = self.starts[0] if segs else 1
+        self.hi = max(self.ends) if segs else 0
+        self.wasm32 = wasm32
+        self.sized_first = sized_first
+        self.cache: dict[int, tuple | None] = {}
+
+    def locate(self, addr: int):
+        i = bisect_right(self.starts, addr) - 1
+        if i < 0 or addr >= self.ends[i]:
+            return None
+        return self.datas[i], addr - self.starts[i]
+
+    def entry(self, addr: int):
+        """Cached ``(shape_repl, immediate, fallback, seg, rel)`` for an address inside
+        data, or None outside every segment.
+
+        ``immediate``: a C string (NUL-terminated, printable, >= 4 chars, starting at the
+        address: the byte before it is not printable text); reported as soon as it is
+        seen, except in ``sized_first`` modules. ``fallback``: what is reported when no
+        length follows the pointer: the C string (C-style modules), else the string an
+        in-data ``(ptr, len)`` pair at the address refers to (Rust ``&str`` in a
+        ``Location`` or a format-pieces array), else a conservative unterminated printable
+        run (<= 200 chars). The decoder first tries a length given by the next
+        instruction (``i32.const ptr; i32.const len``).
+        """
+        e = self.cache.get(addr, 0)
+        if e != 0:
+            return e
+        loc = self.locate(addr)
+        if loc is None:
+            self.cache[addr] = None
+            return None
+        seg, rel = loc
+        cstr = indirect = run = None
+        at_start = rel == 0 or seg[rel - 1] not in _PRINTABLE_ASCII
+        m = _RUN.match(seg, rel, min(len(seg), rel + MAX_CSTRING))
+        e_ = m.end()
+        n = e_ - rel
+        if n >= MIN_STRING and (at_start or self.sized_first):
+            if at_start and e_ < len(seg) and seg[e_] == 0:
+                cstr = _printable_text(seg[rel:e_])
+            r = seg[rel:min(e_, rel + MAX_RUN)].decode("utf-8", "ignore")
+            if _plausible(r) and r.replace("\n", "").replace("\t", "").replace(
+                    "\r", "").isprintable():
+                run = r
+        if self.wasm32 and rel + 8 <= len(seg) and (cstr is None or self.sized_first):
+            p2, l2 = struct.unpack_from("<II", seg, rel)
+            if MIN_STRING <= l2 <= MAX_STR_LEN:
+                loc2 = self.locate(p2)
+                if loc2 is not None and loc2[1] + l2 <= len(loc2[0]):
+                    t2 = _printable_text(loc2[0][loc2[1]:loc2[1] + l2])
+                    if t2 is not None and any(c.isalpha() for c in t2):
+                        indirect = t2
+        if cstr is not None:
+            repl = b"\xffS" + seg[rel:e_] + b"\x00"
+        else:
+            w = seg[rel:rel + 16]
+            repl = b"\xffD" + bytes((len(w),)) + w
+        if self.sized_first:
+            e = (repl, None, indirect or run, seg, rel)
+        else:
+            e = (repl, cstr, cstr or indirect or run, seg, rel)
+        self.cache[addr] = e
+        return e
+
+    def sized_text(self, e, length: int) -> str | None:
+        """Text of ``length`` bytes at an entry's address (Rust ``(ptr, len)`` args)."""
+        seg, rel = e[3], e[4]
+        if rel + length > len(seg):
+            return None
+        return _printable_text(seg[rel:rel + length])
+
+
+_INIT_RE = re.compile(
+    rb"\x41([\x80-\xff]{0,4}[\x00-\x7f])\x41\x00\x41([\x80-\xff]{0,4}[\x00-\x7f])"
+    rb"\xfc\x08([\x80-\xff]{0,4}[\x00-\x7f])\x00",
+    re.DOTALL,
+)
+
+
+def _leb_bytes(b: bytes, signed: bool) -> int:
+    x = 0
+    shift = 0
+    for c in b:
+        x |= (c & 0x7F) << shift
+        shift += 7
+    if signed and b[-1] & 0x40:
+        x -= 1 << shift
+    return x
+
+
+def passive_addresses(data: bytes, m: Module) -> dict[int, int]:
+    """Addresses of passive data segments inferred from ``i32.const addr; i32.const 0;
+    i32.const size; memory.init seg`` sequences (Emscripten/LLVM ``__wasm_init_memory``
+    in threaded builds). Only segments with one consistent address are returned."""
+    passive = {i for i, s in enumerate(m.data_segments) if s.passive}
+    if not passive or not m.code:
+        return {}
+    lo = m.code[0][0]
+    hi = m.code[-1][1]
+    found: dict[int, set[int]] = {}
+    for mt in _INIT_RE.finditer(data, lo, hi):
+        seg = _leb_bytes(mt.group(3), False)
+        if seg not in passive:
+            continue
+        size = _leb_bytes(mt.group(2), True) & 0xFFFFFFFF
+        if size != len(m.data_segments[seg].data):
+            continue
+        found.setdefault(seg, set()).add(_leb_bytes(mt.group(1), True) & 0xFFFFFFFF)
+    return {s: next(iter(a)) for s, a in found.items() if len(a) == 1}
+
+
+def build_data_map(data: bytes, m: Module, sized_first: bool = False) -> DataMap:
+    segs = [(s.offset, s.data) for s in m.data_segments if not s.passive and s.offset is not None]
+    for i, addr in passive_addresses(data, m).items():
+        seg: DataSegment = m.data_segments[i]
+        segs.append((addr, seg.data))
+    wasm32 = not (m.memories and m.memories[0].memory64)
+    return DataMap(segs, wasm32, sized_first)
+
+
+# ----------------------------------------------------------------------------- context
+
+def _digest(b: bytes) -> str:
+    return blake2b(b, digest_size=16).hexdigest()
+
+
+class _Ctx:
+    def __init__(self, data: bytes, m: Module) -> None:
+        from .toolchain import detect_toolchain
+
+        self.data = data
+        self.m = m
+        self.toolchain = detect_toolchain(m, ())
+        tc = (self.toolchain or "").lower()
+        sized_first = tc.startswith(("rustc", "go"))
+        self.nimp = m.num_func_imports
+        self.type_text = [t.text() for t in m.types]
+        self.type_repl = [b"\xffT" + t.encode() + b"\x00" for t in self.type_text]
+        self.imp_repl = [
+            b"\xffI" + f"{i.module}.{i.field}".encode() + b"\x00" for i in m.func_imports
+        ]
+        self.dmap = build_data_map(data, m, sized_first)
+        self.exports: dict[int, list[str]] = {}
+        for e in m.exports:
+            if e.kind == "func":
+                self.exports.setdefault(e.index, []).append(e.name)
+
+    def sig(self, func_index: int) -> str:
+        ti = self.m.func_type_index(func_index)
+        return self.type_text[ti] if ti < len(self.type_text) else f"type[{ti}]"
+
+
+def _import_facts(ctx: _Ctx) -> list[FuncFacts]:
+    out = []
+    m = ctx.m
+    for i, imp in enumerate(m.func_imports):
+        sig = ctx.sig(i)
+        h = _digest(f"import {imp.module}.{imp.field} {sig}".encode())
+        out.append(FuncFacts(
+            i, True, imp.module, imp.field, sig, ctx.exports.get(i, []),
+            m.func_names.get(i), 0, 0, 0, b"", [], 0, [], [], [], [], [], 0, 0, h, h,
+        ))
+    return out
+
+
+# ----------------------------------------------------------------------------- hot loop
+
+_BAD_T = b"\xffT?\x00"
+_DEF = b"\xffF"
+_TAB = b"\xffX"
+_MISS = object()
+
+# per first byte: (base, kinds) of the prefix tables, else None
+_PFX = [None] * 256
+for _p in PREFIX_BASE:
+    _PFX[_p] = (PREFIX_BASE[_p], KIND[PREFIX_BASE[_p]:PREFIX_BASE[_p] + PREFIX_SLOTS[_p]])
+
+
+def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0,
+                   total=0) -> list[FuncFacts]:
+    """Facts of the defined functions with code indices ``first <= i < last``."""
+    data = ctx.data
+    m = ctx.m
+    code = m.code
+    nimp = ctx.nimp
+    KINDB = BYTE_KIND
+    PFX = _PFX
+    W = WIDTH
+    imp_repl = ctx.imp_repl
+    type_repl = ctx.type_repl
+    ntypes = len(type_repl)
+    dmap = ctx.dmap
+    dlo = dmap.lo
+    dhi = dmap.hi
+    dcache = dmap.cache
+    dentry = dmap.entry
+    sized_text = dmap.sized_text
+    func_names = m.func_names
+    exports = ctx.exports
+    ftypes = m.func_type_indices
+    type_text = ctx.type_text
+    mcache: dict = {}
+    msd = mcache.setdefault
+    out = []
+    next_progress = (code[first][0] if first < last else 0) + (1 << 20)
+    code_start = code[0][0] if code else 0
+
+    for ci_ in range(first, last):
+        start, end = code[ci_]
+        fidx = nimp + ci_
+        if progress is not None and start >= next_progress:
+            progress(total_done + start - code_start, total)
+            next_progress = start + (1 << 20)
+        ops = array("H")
+        app = ops.append
+        calls = []
+        capp = calls.append
+        consts = {}
+        strs = {}
+        globs = set()
+        gadd = globs.add
+        memops = []
+        mapp = memops.append
+        parts = []
+        papp = parts.append
+        refs = []
+        loops = 0
+        cind = 0
+        atomics = 0
+        pend = None
+        pend_at = -1
+        last_cut = start
+        try:
+            # local declarations
+            p = start
+            n = data[p]
+            p += 1
+            if n >= 0x80:
+                n, p = _uleb_cont(data, p, n)
+            if n > end - p:
+                raise _Bad
+            for _ in range(n):
+                if data[p] >= 0x80:
+                    p = _skip(data, p)
+                else:
+                    p += 1
+                t = data[p]
+                p += 1
+                if t == 0x63 or t == 0x64:
+                    if data[p] >= 0x80:
+                        p = _skip(data, p)
+                    else:
+                        p += 1
+            while p < end:
+                b = data[p]
+                p += 1
+                k = KINDB[b]
+                if k == 1:  # one LEB kept verbatim
+                    app(b)
+                    if data[p] < 0x80:
+                        p += 1
+                    else:
+                        p = _skip(data, p)
+                    continue
+                if k == 0:
+                    app(b)
+                    continue
+                if k == 2:  # memarg
+                    app(b)
+                    a = data[p]
+                    p += 1
+                    if a >= 0x40:
+                        if a >= 0x80:
+                            a, p = _uleb_cont(data, p, a)
+                        if a & 0x40:
+                            if data[p] < 0x80:
+                                p += 1
+                            else:
+                                p = _skip(data, p)
+                    x = data[p]
+                    p += 1
+                    if x >= 0x80:
+                        x, p = _uleb_cont(data, p, x)
+                    t = (b, x, W[b])
+                    mapp(msd(t, t))
+                    continue
+                if k == 3:  # i32.const
+                    app(b)
+                    s = p
+                    x = data[p]
+                    p += 1
+                    if x < 0x80:
+                        if x & 0x40:
+                            x -= 0x80
+                    else:
+                        x, p = _sleb_cont(data, p, x)
+                    if pend is not None:
+                        tx = None
+                        if s - 1 == pend_at and MIN_STRING <= x <= MAX_STR_LEN:
+                            tx = sized_text(pend, x)
+                        if tx is None:
+                            tx = pend[2]
+                        if tx:
+                            strs[tx] = None
+                        pend = None
+                    consts[x] = None
+                    u = x if x >= 0 else x + 0x100000000
+                    if dlo <= u < dhi:
+                        e = dcache.get(u, _MISS)
+                        if e is _MISS:
+                            e = dentry(u)
+                        if e is not None:
+                            papp(data[last_cut:s])
+                            papp(e[0])
+                            last_cut = p
+                            if e[1] is not None:  # C string
+                                strs[e[1]] = None
+                            else:
+                                pend = e
+                                pend_at = p
+                    continue
+                if k == 4:  # global.get / global.set
+                    app(b)
+                    x = data[p]
+                    p += 1
+                    if x >= 0x80:
+                        x, p = _uleb_cont(data, p, x)
+                    gadd(x)
+                    continue
+                if k == 5:  # call / return_call
+                    app(b)
+                    s = p
+                    x = data[p]
+                    p += 1
+                    if x >= 0x80:
+                        x, p = _uleb_cont(data, p, x)
+                    capp(x)
+                    papp(data[last_cut:s])
+                    papp(imp_repl[x] if x < nimp else _DEF)
+                    last_cut = p
+                    continue
+                if k == 6:  # block / loop / if / try
+                    app(b)
+                    if b == 3:
+                        loops += 1
+                    x = data[p]
+                    if x < 0x40:  # type index
+                        papp(data[last_cut:p])
+                        papp(type_repl[x] if x < ntypes else _BAD_T)
+                        p += 1
+                        last_cut = p
+                    elif x < 0x80:
+                        p += 1
+                        if x == 0x63 or x == 0x64:
+                            if data[p] < 0x80:
+                                p += 1
+                            else:
+                                p = _skip(data, p)
+                    else:
+                        s = p
+                        x, p = _sleb_cont(data, p + 1, x)
+                        papp(data[last_cut:s])
+                        papp(type_repl[x] if 0 <= x < ntypes else _BAD_T)
+                        last_cut = p
+                    continue
+                if k == 30:  # prefix
+                    x = data[p]
+                    p += 1
+                    if x >= 0x80:
+                        x, p = _uleb_cont(data, p, x)
+                    base, skinds = PFX[b]
+                    if x >= len(skinds):
+                        raise _Bad
+                    op = base + x
+                    k = skinds[x]
+                    if b == 0xFE:
+                        atomics += 1
+                    app(op)
+                    if k == 0:
+                        continue
+                    if k == 2 or k == 20:  # memarg (+ lane)
+                        a = data[p]
+                        p += 1
+                        if a >= 0x40:
+                            if a >= 0x80:
+                                a, p = _uleb_cont(data, p, a)
+                            if a & 0x40:
+                                if data[p] < 0x80:
+                                    p += 1
+                                else:
+                                    p = _skip(data, p)
+                        x = data[p]
+                        p += 1
+                        if x >= 0x80:
+                            x, p = _uleb_cont(data, p, x)
+                        t = (op, x, W[op])
+                        mapp(msd(t, t))
+                        if k == 20:
+                            p += 1
+                        continue
+                    if k == 1:
+                        if data[p] < 0x80:
+                            p += 1
+                        else:
+                            p = _skip(data, p)
+                        continue
+                    if k == 21:  # v128.const, i8x16.shuffle
+                        p += 16
+                        continue
+                    if k == 19 or k == 22:  # lane / reserved byte
+                        p += 1
+                        continue
+                    if k == 17:  # two LEBs
+                        p = p + 1 if data[p] < 0x80 else _skip(data, p)
+                        p = p + 1 if data[p] < 0x80 else _skip(data, p)
+                        continue
+                    if k == 14 or k == 15:  # table / elem indices -> placeholder
+                        s = p
+                        p = p + 1 if data[p] < 0x80 else _skip(data, p)
+                        if k == 15:
+                            p = p + 1 if data[p] < 0x80 else _skip(data, p)
+                        papp(data[last_cut:s])
+                        papp(_TAB)
+                        last_cut = p
+                        continue
+                    if k == 23:  # br_on_cast
+                        p += 1
+                        for _ in range(3):
+                            p = p + 1 if data[p] < 0x80 else _skip(data, p)
+                        continue
+                    raise _Bad
+                # ---- single-byte opcodes with rarer immediates
+                app(b)
+                if k == 7:  # i64.const
+                    s = p
+                    x = data[p]
+                    p += 1
+                    if x < 0x80:
+                        if x & 0x40:
+                            x -= 0x80
+                    else:
+                        x, p = _sleb_cont(data, p, x)
+                    consts[x] = None
+                    u = x if x >= 0 else x + 0x10000000000000000
+                    if dlo <= u < dhi:
+                        e = dcache.get(u, _MISS)
+                        if e is _MISS:
+                            e = dentry(u)
+                        if e is not None:
+                            papp(data[last_cut:s])
+                            papp(e[0])
+                            last_cut = p
+                            if e[2]:
+                                strs[e[2]] = None
+                    continue
+                if k == 8:
+                    p += 4
+                    continue
+                if k == 9:
+                    p += 8
+                    continue
+                if k == 10:  # br_table
+                    x = data[p]
+                    p += 1
+                    if x >= 0x80:
+                        x, p = _uleb_cont(data, p, x)
+                    if x > end - p:
+                        raise _Bad
+                    for _ in range(x + 1):
+                        if data[p] < 0x80:
+                            p += 1
+                        else:
+                            p = _skip(data, p)
+                    continue
+                if k == 11:  # call_indirect / return_call_indirect
+                    cind += 1
+                    s = p
+                    x = data[p]
+                    p += 1
+                    if x >= 0x80:
+                        x, p = _uleb_cont(data, p, x)
+                    p = p + 1 if data[p] < 0x80 else _skip(data, p)
+                    papp(data[last_cut:s])
+                    papp(type_repl[x] if x < ntypes else _BAD_T)
+                    papp(_TAB)
+                    last_cut = p
+                    continue
+                if k == 12:  # ref.func
+                    s = p
+                    x = data[p]
+                    p += 1
+                    if x >= 0x80:
+                        x, p = _uleb_cont(data, p, x)
+                    refs.append(x)
+                    papp(data[last_cut:s])
+                    papp(imp_repl[x] if x < nimp else _DEF)
+                    last_cut = p
+                    continue
+                if k == 14:  # table.get / table.set
+                    s = p
+                    p = p + 1 if data[p] < 0x80 else _skip(data, p)
+                    papp(data[last_cut:s])
+                    papp(_TAB)
+                    last_cut = p
+                    continue
+                if k == 16:  # call_ref / return_call_ref
+                    cind += 1
+                    s = p
+                    x = data[p]
+                    p += 1
+                    if x >= 0x80:
+                        x, p = _uleb_cont(data, p, x)
+                    papp(data[last_cut:s])
+                    papp(type_repl[x] if x < ntypes else _BAD_T)
+                    last_cut = p
+                    continue
+                if k == 13:  # select t*
+                    x = data[p]
+                    p += 1
+                    if x >= 0x80:
+                        x, p = _uleb_cont(data, p, x)
+                    if x > end - p:
+                        raise _Bad
+                    for _ in range(x):
+                        t = data[p]
+                        p += 1
+                        if t == 0x63 or t == 0x64:
+                            p = p + 1 if data[p] < 0x80 else _skip(data, p)
+                    continue
+                if k == 18:  # try_table
+                    x = data[p]
+                    if x < 0x40:
+                        papp(data[last_cut:p])
+                        papp(type_repl[x] if x < ntypes else _BAD_T)
+                        p += 1
+                        last_cut = p
+                    elif x < 0x80:
+                        p += 1
+                        if x == 0x63 or x == 0x64:
+                            p = p + 1 if data[p] < 0x80 else _skip(data, p)
+                    else:
+                        s = p
+                        x, p = _sleb_cont(data, p + 1, x)
+                        papp(data[last_cut:s])
+                        papp(type_repl[x] if 0 <= x < ntypes else _BAD_T)
+                        last_cut = p
+                    x = data[p]
+                    p += 1
+                    if x >= 0x80:
+                        x, p = _uleb_cont(data, p, x)
+                    if x > end - p:
+                        raise _Bad
+                    for _ in range(x):
+                        c = data[p]
+                        p += 1
+                        if c > 3:
+                            raise _Bad
+                        if c < 2:
+                            p = p + 1 if data[p] < 0x80 else _skip(data, p)
+                        p = p + 1 if data[p] < 0x80 else _skip(data, p)
+                    continue
+                raise _Bad  # K_BAD or a kind that no single-byte opcode has
+            if p != end or not ops or ops[-1] != 0x0B:
+                raise _Bad
+        except (_Bad, IndexError):
+            check_body(data, start, end)
+            raise WasmFormatError(start, "valid function body",
+                                  f"function {fidx} could not be decoded") from None
+        if pend is not None:
+            tx = pend[2]
+            if tx:
+                strs[tx] = None
+        ti = ftypes[ci_]
+        sig = type_text[ti] if ti < ntypes else f"type[{ti}]"
+        body = data[start:end]
+        if parts:
+            papp(data[last_cut:end])
+            norm = b"".join(parts)
+        else:
+            norm = body
+        sh = blake2b(sig.encode(), digest_size=16)
+        sh.update(b"\x00")
+        sh.update(norm)
+        out.append(FuncFacts(
+            fidx, False, None, None, sig, exports.get(fidx, []), func_names.get(fidx),
+            start, end - start, len(ops), ops.tobytes(), calls, cind, refs, list(consts),
+            list(strs), sorted(globs), memops, atomics, loops,
+            blake2b(body, digest_size=16).hexdigest(), sh.hexdigest(),
+        ))
+    return out
+
+
+# ----------------------------------------------------------------------------- workers
+
+_WORKER_STATE: dict = {}
+
+
+def _worker_run(rng: tuple[int, int]) -> list[tuple]:
+    ctx = _WORKER_STATE["ctx"]
+    res = _analyze_range(ctx, rng[0], rng[1])
+    return [tuple(getattr(f, s) for s in FuncFacts.__slots__) for f in res]
+
+
+def _split(code: list[tuple[int, int]], parts: int) -> list[tuple[int, int]]:
+    """Split body indices into ``parts`` ranges of about equal byte size."""
+    if not code:
+        return []
+    total = code[-1][1] - code[0][0]
+    bounds = [0]
+    target = total / parts
+    acc_start = code[0][0]
+    for i, (s, _e) in enumerate(code):
+        if len(bounds) < parts and s - acc_start >= target * len(bounds):
+            bounds.append(i)
+    bounds.append(len(code))
+    return [(bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)
+            if bounds[i] < bounds[i + 1]]
+
+
+# ----------------------------------------------------------------------------- API
+
+def analyze_module(data, *, progress=None, workers: int = 1) -> ModuleAnalysis:
+    """Parse ``data`` and compute :class:`FuncFacts` for every function (imports first).
+
+    ``progress(done_bytes, total_bytes)`` is called about every MB of code.
+    ``workers > 1`` splits the bodies over a process pool (fork); the default decodes in
+    this process.
+    """
+    if not isinstance(data, bytes):
+        data = bytes(data)
+    m = parse_module(data)
+    ctx = _Ctx(data, m)
+    funcs = _import_facts(ctx)
+    code = m.code
+    total = (code[-1][1] - code[0][0]) if code else 0
+    if workers > 1 and len(code) > 64:
+        funcs.extend(_analyze_parallel(data, ctx, workers, progress, total))
+    else:
+        funcs.extend(_analyze_range(ctx, 0, len(code), progress, 0, total))
+    if progress is not None:
+        progress(total, total)
+    from .toolchain import detect_toolchain
+
+    sample: dict[str, None] = {}
+    for f in funcs:
+        for s in f.strings:
+            sample[s] = None
+        if len(sample) > 5000:
+            break
+    tc = ctx.toolchain or detect_toolchain(m, list(sample))
+    return ModuleAnalysis(m, funcs, tc)
+
+
+def _analyze_parallel(data, ctx, workers, progress, total):
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    try:
+        mpctx = mp.get_context("fork")
+    except ValueError:  # pragma: no cover - platforms without fork
+        return _analyze_range(ctx, 0, len(ctx.m.code), progress, 0, total)
+    ranges = _split(ctx.m.code, workers * 4)
+    out: list[FuncFacts] = []
+    _WORKER_STATE["ctx"] = ctx  # inherited by the forked workers
+    try:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=mpctx) as ex:
+            done = 0
+            for (a, b), res in zip(ranges, ex.map(_worker_run, ranges), strict=True):
+                out.extend(FuncFacts(*t) for t in res)
+                done += ctx.m.code[b - 1][1] - ctx.m.code[a][0]
+                if progress is not None:
+                    progress(done, total)
+    finally:
+        _WORKER_STATE.pop("ctx", None)
+    return out
+
+
+def function_body(data, m: Module, func_index: int) -> tuple[int, int]:
+    """File offsets ``(start, end)`` of a defined function's body."""
+    i = func_index - m.num_func_imports
+    if i < 0 or i >= len(m.code):
+        raise IndexError(f"function {func_index} has no body")
+    return m.code[i]
