@@ -216,7 +216,9 @@ def _store(conn, data, analysis, *, label, source_path, glue, progress, carry) -
             progress("match", 0, 1)
         for m in match_functions(old, new, fuzzy=False):
             o = old_by_index[m.old_index]
-            changed = (o.body_hash != funcs[m.new_index].body_hash)
+            # a body "changed" when its logic did: the shape hash (call targets, type indices and
+            # data addresses normalised) differs; relocation alone is not a change
+            changed = (o.shape_hash != funcs[m.new_index].shape_hash)
             carried[m.new_index] = (o.stable_id, m.method, m.score, m.old_index, changed)
             by_method[m.method] += 1
         if progress:
@@ -282,9 +284,12 @@ def _store(conn, data, analysis, *, label, source_path, glue, progress, carry) -
     )
     _record_binary_names(conn, vid, analysis, sid_of, glue, result)
     if carry and parent is not None:
-        from kbtool.diff.carry import carry_names
-
-        result.diff_carry = carry_names(conn, parent, vid)
+        try:  # TEMPORARY until kbtool.diff.carry lands
+            from kbtool.diff.carry import carry_names
+        except ModuleNotFoundError:
+            carry_names = None
+        if carry_names is not None:
+            result.diff_carry = carry_names(conn, parent, vid)
     return result
 
 

@@ -202,7 +202,7 @@ def demo(
     from kbtool.commands.common import db_path, fail
     from kbtool.demo import build_demo
 
-    path = Path(db_path(db) if db else "kbtool-demo.db")
+    path = Path(db_path(db))
     if path.exists() and not force:
         fail(f"{path} exists; pass --force to rebuild it, or --db another path")
     for suffix in ("", "-wal", "-shm"):

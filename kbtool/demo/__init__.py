@@ -50,7 +50,9 @@ def build_demo(path: str | Path, echo: Callable[[str], None] = print) -> list[st
         last = queries.latest_version_id(conn)
     finally:
         conn.close()
-    db = f" --db {path}"
+    from kbtool.kb.db import default_db_path
+
+    db = "" if str(path) == default_db_path() else f" --db {path}"
     return [
         "",
         "Try next:",

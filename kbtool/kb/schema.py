@@ -10,8 +10,6 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-import sqlite_utils
-
 from kbtool.kb.errors import NotAKBError, SchemaVersionError
 
 SCHEMA_VERSION = 1
@@ -183,10 +181,18 @@ TABLES = (
 )
 
 
+def _verify(conn: sqlite3.Connection) -> None:
+    """After migrating: every table of this schema exists (sqlite-utils introspection)."""
+    import sqlite_utils  # only here: it is slow to import and reads need none of it
+
+    missing = set(TABLES) - set(sqlite_utils.Database(conn).table_names())
+    if missing:
+        raise RuntimeError(f"migration left tables missing: {sorted(missing)}")
+
+
 def read_schema_version(conn: sqlite3.Connection) -> int | None:
     """The KB's schema version, 0 for an empty file, None when it is not a KB."""
-    db = sqlite_utils.Database(conn)
-    names = set(db.table_names())
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if not names:
         return 0
     if "meta" not in names:
@@ -238,6 +244,7 @@ def ensure_schema(conn: sqlite3.Connection, path: str = "") -> None:
             "INSERT OR REPLACE INTO meta(key, value) VALUES ('kind', ?), ('schema_version', ?)",
             (KB_KIND, str(SCHEMA_VERSION)),
         )
+        _verify(conn)
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")

@@ -1,0 +1,36 @@
+"""``kbtool tui``: the full-screen terminal browser (Textual)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from kbtool.commands.common import DbOption, db_path
+
+
+def register(app: typer.Typer) -> None:
+    app.command("tui")(tui)
+
+
+def tui(
+    db: DbOption = None,
+    read_only: Annotated[bool, typer.Option(
+        "--read-only", help="Open the KB read-only: browsing only, no rename (n).")] = False,
+    version: Annotated[int | None, typer.Option(
+        "--version", "-V", help="Open the heatmap of this version id (default: the latest).")] = None,
+    theme: Annotated[str, typer.Option(
+        "--theme", help="dark, light, or any Textual theme name (t toggles dark/light).")] = "dark",
+) -> None:
+    """Browse the KB in the terminal: versions, heatmap, diff, search, detail, history.
+
+    Keys: arrows/hjkl move, Enter opens, Esc goes back, / search, d diff, v versions,
+    h history, n rename (not with --read-only), ctrl+p jump to a function, q quit.
+    """
+    from kbtool.tui.app import KbApp
+
+    # Opening the KB happens in the constructor: a missing file, a file that is not a KB,
+    # an older schema or an unknown --version fail here with one line, before the
+    # terminal switches to the full-screen app.
+    app = KbApp(db_path(db), read_only=read_only, version_id=version, theme=theme)
+    app.run()
