@@ -5,10 +5,11 @@ from __future__ import annotations
 import sys
 from typing import Annotated
 
-import click
 import typer
 
 from kbtool.commands import core, names
+from kbtool.commands import mcp as mcp_cmd
+from kbtool.commands.common import set_global_db
 
 app = typer.Typer(
     name="kbtool",
@@ -22,16 +23,18 @@ app = typer.Typer(
 
 @app.callback()
 def _root(
-    ctx: typer.Context,
     db: Annotated[str | None, typer.Option("--db", envvar="KBTOOL_DB",
                                            help="KB file (default ./kbtool.db).")] = None,
 ) -> None:
     """kbtool: name the functions of a stripped wasm module once, keep the names in every release."""
-    ctx.obj = {"db": db}
+    set_global_db(db)
 
 
 core.register(app)
 names.register(app)
+mcp_cmd.register(app)
+__import__("kbtool.commands.serve", fromlist=["register"]).register(app)
+__import__("kbtool.commands.tui", fromlist=["register"]).register(app)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,21 +43,15 @@ def main(argv: list[str] | None = None) -> int:
     from kbtool.wasm import WasmFormatError
 
     try:
-        rv = app(args=argv, standalone_mode=False)
-        return rv if isinstance(rv, int) else 0
-    except click.exceptions.Exit as exc:
-        return exc.exit_code
-    except click.exceptions.Abort:
-        sys.stderr.write("aborted\n")
-        return 130
-    except click.ClickException as exc:
-        exc.show()
-        return exc.exit_code
+        app(args=argv, prog_name="kbtool")  # standalone: usage errors and --help exit here
+        return 0
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except (KBError, WasmFormatError, ValueError, OSError) as exc:
         from kbtool.commands.common import err_console
         from kbtool.views.text import lit
 
-        err_console.print("[bold red]error:[/] ", lit(_one_line(exc)))
+        err_console.print("[bold red]error:[/]", lit(_one_line(exc)), soft_wrap=True)
         return 1
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")

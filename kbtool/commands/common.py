@@ -7,7 +7,6 @@ import sqlite3
 import sys
 from typing import Annotated, Any
 
-import click
 import typer
 from rich.console import Console
 
@@ -25,14 +24,16 @@ err_console = Console(stderr=True, highlight=False)
 
 def db_path(db: str | None) -> str:
     """The KB path: the command's ``--db``, else the global ``--db``, else $KBTOOL_DB/./kbtool.db."""
-    if db:
-        return db
-    cur = click.get_current_context(silent=True)
-    while cur is not None:
-        if isinstance(cur.obj, dict) and cur.obj.get("db"):
-            return cur.obj["db"]
-        cur = cur.parent
-    return default_db_path()
+    return db or _GLOBAL_DB or default_db_path()
+
+
+_GLOBAL_DB: str | None = None
+
+
+def set_global_db(db: str | None) -> None:
+    """Remember the ``kbtool --db PATH`` given before the command name."""
+    global _GLOBAL_DB
+    _GLOBAL_DB = db
 
 
 def rw(db: str | None) -> sqlite3.Connection:
@@ -49,7 +50,7 @@ def print_json(value: Any) -> None:
 
 def fail(message: str, code: int = 1) -> None:
     """Print a one-line error and exit."""
-    err_console.print(f"[bold red]error:[/] {_escape(message)}")
+    err_console.print(f"[bold red]error:[/] {_escape(message)}", soft_wrap=True)
     raise typer.Exit(code)
 
 

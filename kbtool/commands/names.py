@@ -191,6 +191,9 @@ def import_names(
             if not queries.stable_id_exists(conn, row["stable_id"]):
                 unknown += 1
                 continue
+            cur = queries.get_symbol(conn, row["stable_id"])
+            if cur is not None and cur["name"] == row["name"]:
+                continue  # the KB already has this name; re-labelling its provenance adds nothing
             conf = 1.0 if as_human else min(row["confidence"] if row["confidence"] is not None else 0.9, 1.0)
             d = economy.upsert_symbol(
                 conn, row["stable_id"], row["name"], provenance=prov, confidence=conf,
