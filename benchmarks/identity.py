@@ -56,18 +56,24 @@ def run(corpus: Path) -> list[dict]:
             ).fetchall()
             total_new = conn.execute("SELECT COUNT(*) FROM functions WHERE version_id=2").fetchone()[0]
             conn.close()
-        right = wrong = 0
+        right = wrong = renamed = 0
         wrong_by_method: dict[str, int] = {}
+        old_set, new_set = set(old_names.values()), set(new_names.values())
         for idx, sid, method in kept:
-            if old_names.get(ids_old[sid]) == new_names.get(idx):
+            was, now_ = old_names.get(ids_old[sid]), new_names.get(idx)
+            if was == now_:
                 right += 1
             else:
                 wrong += 1
                 wrong_by_method[method] = wrong_by_method.get(method, 0) + 1
+                # a function renamed between releases: the old name is gone, the new one is new
+                if was not in new_set and now_ not in old_set:
+                    renamed += 1
         reachable = sum(1 for i, n in new_names.items() if n in set(old_names.values()))
         rows.append({
             "pair": f"{old} -> {new}", "new_functions": total_new, "kept_identity": len(kept),
             "precision": right / len(kept) if kept else 0.0,
+            "precision_without_renames": right / (len(kept) - renamed) if len(kept) > renamed else 0.0,
             "recall": right / reachable if reachable else 0.0,
             "wrong": wrong, "wrong_by_method": wrong_by_method, "ingest_seconds": round(secs, 2),
         })
@@ -83,9 +89,11 @@ def main() -> None:
     if args.json:
         print(json.dumps(rows, indent=2))
         return
-    print(f"{'pair':48} {'new':>5} {'kept':>5} {'precision':>9} {'recall':>7} {'wrong':>5}  secs")
+    print(f"{'pair':48} {'new':>5} {'kept':>5} {'precision':>9} {'w/o renames':>11} {'recall':>7}"
+          f" {'wrong':>5}  secs")
     for r in rows:
         print(f"{r['pair']:48} {r['new_functions']:5} {r['kept_identity']:5} {r['precision']:9.2%}"
+              f" {r['precision_without_renames']:11.2%}"
               f" {r['recall']:7.2%} {r['wrong']:5}  {r['ingest_seconds']}  {r['wrong_by_method'] or ''}")
 
 

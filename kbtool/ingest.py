@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbtool.diff.matcher import FuncRecord, match_functions
+from kbtool.diff.features import module_is_minified
+from kbtool.diff.matcher import match_functions, records_from_analysis
+from kbtool.diff.records import is_minified, records_from_rows
 from kbtool.kb import queries
 from kbtool.kb.db import now, transaction
 from kbtool.kb.economy import upsert_symbol
@@ -29,25 +31,10 @@ EXPORT_CONFIDENCE = 0.95
 GLUE_CONFIDENCE = 0.95
 IMPORT_CONFIDENCE = 1.0
 
-# Emscripten (and other minifiers) rename exports/imports to one or two characters.
-_MINIFIED = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]?\Z")
 
 
 class IngestError(KBError):
     """The input cannot be ingested (missing, not wasm, malformed, label taken)."""
-
-
-def is_minified(name: str) -> bool:
-    """Names of one or two characters are minifier output, not names worth carrying."""
-    return bool(_MINIFIED.match(name))
-
-
-def carried_names(export_names: list[str], raw_name: str | None) -> tuple[str, ...]:
-    """The names a binary carries for a function, minified ones dropped, deduplicated."""
-    names = [n for n in export_names if not is_minified(n)]
-    if raw_name and not is_minified(raw_name):
-        names.append(raw_name)
-    return tuple(dict.fromkeys(names))
 
 
 @dataclass
@@ -69,32 +56,6 @@ class IngestResult:
     names_refused: int = 0
     glue: dict[str, Any] | None = None
     diff_carry: dict[str, int] | None = None
-
-
-def record_from_row(row: dict[str, Any]) -> FuncRecord:
-    """A matcher record from a stored function (see :func:`kbtool.kb.queries.matching_rows`)."""
-    return FuncRecord(
-        index=row["index"], stable_id=row["stable_id"], imported=row["imported"],
-        import_name=row["import_name"], type_sig=row["type_sig"], body_hash=row["body_hash"] or "",
-        shape_hash=row["shape_hash"] or "", names=carried_names(row["export_names"], row["raw_name"]),
-        calls=tuple(dict.fromkeys(row["calls"])), strings=tuple(row["strings"]),
-        consts=tuple(row["consts"]), ops=row["ops"], instr_count=row["instr_count"],
-        body_size=row["body_size"], loops=row["loops"], call_indirect=row["call_indirect"],
-    )
-
-
-def records_from_facts(analysis: ModuleAnalysis) -> list[FuncRecord]:
-    out = []
-    for f in analysis.functions:
-        out.append(FuncRecord(
-            index=f.index, stable_id=None, imported=f.imported,
-            import_name=f"{f.import_module}.{f.import_field}" if f.imported else None,
-            type_sig=f.type_sig, body_hash=f.body_hash or "", shape_hash=f.shape_hash or "",
-            names=carried_names(f.export_names, f.raw_name), calls=tuple(dict.fromkeys(f.calls)),
-            strings=tuple(f.strings), consts=tuple(f.consts), ops=f.ops, instr_count=f.instr_count,
-            body_size=f.body_size, loops=f.loops, call_indirect=f.call_indirect,
-        ))
-    return out
 
 
 def _digest(*parts: str) -> str:
@@ -203,15 +164,14 @@ def _store(conn, data, analysis, *, label, source_path, glue, progress, carry) -
     mod = analysis.module
     funcs = analysis.functions
     parent = queries.latest_version_id(conn)
+    new = records_from_analysis(analysis)
 
     # identity: carry stable ids from the latest earlier version (unique, non-fuzzy matches)
     carried: dict[int, tuple[str, str, float, int, bool]] = {}
     by_method: dict[str, int] = defaultdict(int)
     if parent is not None:
-        old_rows = queries.matching_rows(conn, parent)
-        old = [record_from_row(r) for r in old_rows]
+        old = records_from_rows(queries.matching_rows(conn, parent))
         old_by_index = {r.index: r for r in old}
-        new = records_from_facts(analysis)
         if progress:
             progress("match", 0, 1)
         for m in match_functions(old, new, fuzzy=False):
@@ -266,12 +226,12 @@ def _store(conn, data, analysis, *, label, source_path, glue, progress, carry) -
             vid, f.index, json.dumps(list(f.calls)), f.call_indirect, json.dumps(list(f.ref_funcs)),
             json.dumps(list(f.consts)), json.dumps(list(f.strings), ensure_ascii=False),
             json.dumps(list(f.globals_used)), json.dumps([list(m) for m in f.mem_ops]),
-            f.atomic_sites, f.loops, bytes(f.ops),
+            f.atomic_sites, f.loops, bytes(f.ops), json.dumps(list(new[f.index].table_slots)),
         ))
         for c in set(f.calls):
             erows.append((vid, f.index, c))
     conn.executemany("INSERT INTO functions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", frows)
-    conn.executemany("INSERT INTO facts VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", xrows)
+    conn.executemany("INSERT INTO facts VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", xrows)
     conn.executemany("INSERT INTO call_edges VALUES (?,?,?)", erows)
 
     result = IngestResult(
@@ -295,6 +255,7 @@ def _store(conn, data, analysis, *, label, source_path, glue, progress, carry) -
 
 def _record_binary_names(conn, vid, analysis, sid_of, glue, result: IngestResult) -> None:
     """Name-section names, exports, import names and JS-glue names, as ``export`` annotations."""
+    minified = module_is_minified(n for f in analysis.functions for n in f.export_names)
     glue_exports = glue.exports if glue else {}
     glue_imports = glue.imports if glue else {}
     if glue is not None:
@@ -312,13 +273,13 @@ def _record_binary_names(conn, vid, analysis, sid_of, glue, result: IngestResult
     for f in analysis.functions:
         # the best name this binary gives the function, the others kept as evidence
         cands: list[tuple[str, float, str, dict[str, Any]]] = []
-        if f.raw_name and not is_minified(f.raw_name):
+        if f.raw_name and not is_minified(f.raw_name, minified):
             cands.append((f.raw_name, NAME_SECTION_CONFIDENCE, "name-section", {}))
         for e in f.export_names:
             if e in glue_exports:
                 cands.append((glue_exports[e], GLUE_CONFIDENCE, "js-glue", {"minified": e}))
                 result.glue["exports"] += 1
-            elif not is_minified(e):
+            elif not is_minified(e, minified):
                 cands.append((e, EXPORT_CONFIDENCE, "export", {"export": e}))
         if f.imported:
             if glue is not None and f.import_field in glue_imports and (
@@ -327,7 +288,7 @@ def _record_binary_names(conn, vid, analysis, sid_of, glue, result: IngestResult
                 cands.append((glue_imports[f.import_field], GLUE_CONFIDENCE, "js-glue",
                               {"minified": f"{f.import_module}.{f.import_field}"}))
                 result.glue["imports"] += 1
-            elif f.import_field and not is_minified(f.import_field):
+            elif f.import_field and not is_minified(f.import_field, minified):
                 cands.append((f.import_field, IMPORT_CONFIDENCE, "import", {"module": f.import_module}))
         if not cands:
             continue

@@ -22,7 +22,7 @@ def bare_kb(path: Path, stable_ids: list[str], label: str = "v1") -> sqlite3.Con
         [(vid, i, sid) for i, sid in enumerate(stable_ids)],
     )
     conn.executemany(
-        "INSERT INTO facts VALUES (?,?,'[]',0,'[]','[]','[]','[]','[]',0,0,x'')",
+        "INSERT INTO facts VALUES (?,?,'[]',0,'[]','[]','[]','[]','[]',0,0,x'','[]')",
         [(vid, i) for i in range(len(stable_ids))],
     )
     return conn

@@ -72,10 +72,18 @@ def _weighted_jaccard(a: frozenset, b: frozenset, idf: dict, default: float) -> 
     return wi / wu if wu > 0 else 0.0
 
 
+_MAX_OPS = 16384  # instructions sampled per function for the op-bigram histogram
+
+
 class _Feat:
     __slots__ = ("bigrams", "bnorm", "strings", "consts")
 
     def __init__(self, ops: bytes, strings: Sequence[str], consts: Sequence[int]) -> None:
+        if len(ops) > 2 * _MAX_OPS:
+            # very large bodies: the head and the tail are a fair sample of the mix, and
+            # counting millions of instructions per candidate would dominate the run
+            half = _MAX_OPS  # in bytes (2 per op): _MAX_OPS / 2 ops from each end
+            ops = ops[:half] + ops[len(ops) - half :]
         n = len(ops) - (len(ops) % 2)
         # op bigrams discriminate control-flow/arith patterns much better than unigrams.
         # Every pair of neighbouring 16-bit op ids is one 32-bit word read at an even or

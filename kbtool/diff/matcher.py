@@ -4,24 +4,42 @@ Strongest evidence first (the families Diaphora and BinDiff use), each stage one
 among the functions still unmatched:
 
 1. ``import``    same import "module.field" (minified import names need the call graph)
-2. ``body``      exact body hash, unique on both sides
+2. ``body``      exact body hash, unique on both sides. Equal bytes mean equal callees only
+                 if the callee indices mean the same thing in both builds, so a body that is
+                 unique while its shape is not (wrappers calling different targets at
+                 coinciding indices) waits until its callees are matched and agree.
 3. ``shape``     normalised shape hash, unique on both sides
 4. ``name``      a non-minified export / name-section name present on both sides
 5. ``callgraph`` propagation from matched pairs to their callees and callers, iterated to a
-                 fixpoint: hash groups inside a neighbourhood, the single remaining pair, a
-                 unique signature, the position between matched anchors in the call
-                 sequence, a clearly best similarity inside a small neighbourhood.
-6. ``similarity`` (``fuzzy=True`` only) a feature score (instruction mix, op bigrams, size,
-                 idf-weighted constants and strings, loops, call_indirect, overlap of matched
-                 callees and callers, signature) with a global best-first one-to-one
-                 assignment in rounds of falling thresholds, call-graph propagation after
-                 each round. Candidates come from blocking (signature + size window, rare
-                 strings and constants, neighbours of matched functions), never all pairs.
+                 fixpoint: hash groups inside a neighbourhood (equal groups paired by call
+                 order), the single remaining pair, a signature unique in both
+                 neighbourhoods, the position between matched anchors of the call sequence,
+                 a clearly best pair inside a small neighbourhood. The function table
+                 (element segments, ``FuncRecord.table_slots``) is one more ordered
+                 neighbourhood.
+6. ``similarity`` (``fuzzy=True`` only) a feature score (op bigrams, size, idf-weighted
+                 constants and strings, loops, call_indirect, agreement of matched callees
+                 and callers, position between matched anchors of the function order,
+                 signature) with a global best-first one-to-one assignment (lazy greedy,
+                 scores refreshed as neighbours get matched) in rounds of falling
+                 thresholds, each demanding a lead over the second candidate; from the
+                 middle rounds on, an order-preserving alignment (LCS) of the unmatched
+                 functions between consecutive anchors, which pairs families of
+                 near-identical functions by their order; call-graph propagation after each
+                 step. Candidates come from blocking (signature + size window, rare strings
+                 and constants, neighbours of matched functions), never all pairs.
+   Leftovers: equal bodies in groups of equal size paired by index order, minified
+   imports with the same name and signature (both flagged for review).
+
+``review`` is set when the score is below ``REVIEW_SCORE`` or the pair was not at least
+``REVIEW_MARGIN`` ahead of the best alternative of either function (alternatives taken by
+a match that was itself flagged still count).
 
 With ``fuzzy=False`` only stages 1-5 run (what ingest uses to carry identities).
 
 Determinism: records are ordered by index before anything else, every tie is broken by
-indices, so the result depends neither on the input order nor on hash seeds.
+indices and sums over sets are exactly rounded, so the result depends neither on the
+input order nor on hash seeds.
 """
 
 from __future__ import annotations
@@ -194,9 +212,11 @@ class _Matcher:
     SMALL_HOOD = 12  # neighbourhoods larger than this only resolve by hashes
     # (similarity threshold, required lead over the second candidate), one round each
     ROUNDS = ((0.85, 0.05), (0.72, 0.05), (0.6, 0.04), (0.5, 0.03), (0.42, 0.02), (0.42, 0.0))
+    GAP_FROM = 0.6  # align gaps only once the confident content rounds are done
     GAP_MIN = 0.55  # never align below this similarity
     GAP_SINGLE = 0.4  # a 1x1 gap with the same signature
-    GAP_CELLS = 4096  # largest gap (unmatched old x unmatched new) aligned
+    GAP_CELLS = 4096
+    ALIGN_PAIR = 1.0  # weight of one aligned pair over its similarity (count first)  # largest gap (unmatched old x unmatched new) aligned
     MIN_TINY = 6  # below this many instructions a function carries too little evidence
 
     def __init__(self, old: Sequence[FuncRecord], new: Sequence[FuncRecord]) -> None:
@@ -211,6 +231,7 @@ class _Matcher:
         self._content: dict[tuple[int, int], tuple[float, float]] = {}
         self.anchor_o: list[int] | None = None
         self._anchors_at = -1
+        self._scored: tuple[int, list[tuple[float, int, int]]] | None = None
         self.anchor_n: list[int] = []
         self.span_o = self.span_n = (0, 0)
 
@@ -791,19 +812,25 @@ class _Matcher:
         every other free candidate of either function; the rest waits for more evidence.
         """
         self.update_anchors()
-        cands = self.candidates()
-        if not cands:
+        state = len(self.result)
+        if self._scored is not None and self._scored[0] == state:
+            scored = self._scored[1]  # nothing matched since: same candidates, same scores
+        else:
+            cands = self.candidates()
+            scored = [
+                (self.similarity(o, n), o, n) for n in sorted(cands) for o in sorted(cands[n])
+            ]
+            self._scored = (state, scored)
+        if not scored:
             return 0
         OLD, NEW = self.OLD, self.NEW
         heap: list[tuple[float, int, int, int]] = []
         alive_o: dict[int, dict[int, float]] = defaultdict(dict)
         alive_n: dict[int, dict[int, float]] = defaultdict(dict)
-        for n in sorted(cands):
-            for o in sorted(cands[n]):
-                s = self.similarity(o, n)
-                heap.append((-s, o, n, 0))
-                alive_o[o][n] = s
-                alive_n[n][o] = s
+        for s, o, n in scored:
+            heap.append((-s, o, n, 0))
+            alive_o[o][n] = s
+            alive_n[n][o] = s
         heapq.heapify(heap)
         epoch = 0
         touched_o: dict[int, int] = {}
@@ -822,17 +849,27 @@ class _Matcher:
             s = -neg
             if s < threshold:
                 break
-            second = 0.0
+            # rivals still free decide whether to take the pair at all; rivals taken by a
+            # match that is itself only a guess (flagged) still count against confidence
+            second = tentative = 0.0
             for other, t in alive_n[n].items():
-                if other != o and t > second and other not in self.o2n:
-                    second = t
+                if other != o:
+                    m = self.o2n.get(other)
+                    if m is None:
+                        second = max(second, t)
+                    elif self.result[m].review:
+                        tentative = max(tentative, t)
             for other, t in alive_o[o].items():
-                if other != n and t > second and other not in self.n2o:
-                    second = t
+                if other != n:
+                    m = self.n2o.get(other)
+                    if m is None:
+                        second = max(second, t)
+                    elif self.result[other].review:
+                        tentative = max(tentative, t)
             margin = s - second
             if margin <= 1e-9 or margin < min_margin:
                 continue  # no clear winner yet: wait for more evidence
-            review = s < REVIEW_SCORE or margin < REVIEW_MARGIN
+            review = s < REVIEW_SCORE or s - max(second, tentative) < REVIEW_MARGIN
             self.accept(o, n, s, "similarity", review)
             count += 1
             epoch += 1
@@ -892,28 +929,32 @@ class _Matcher:
     def _align(self, xs: list[int], ys: list[int], threshold: float) -> int:
         S = [[self.similarity(x, y) for y in ys] for x in xs]
         nx, ny = len(xs), len(ys)
-        # best[i][j]: best total weight aligning xs[:i] with ys[:j]
+        # Longest common subsequence over the pairs at or above the threshold, ties broken
+        # by total similarity: the diff principle (keep order, align as much as possible)
+        # rather than "most similar first", which shifts whole families by one.
         best = [[0.0] * (ny + 1) for _ in range(nx + 1)]
+        move = [[0] * (ny + 1) for _ in range(nx + 1)]  # 1 up, 2 left, 3 diagonal
         for i in range(1, nx + 1):
-            row, prev, srow = best[i], best[i - 1], S[i - 1]
+            row, prev, srow, mrow = best[i], best[i - 1], S[i - 1], move[i]
             for j in range(1, ny + 1):
-                v = prev[j] if prev[j] >= row[j - 1] else row[j - 1]
+                if prev[j] >= row[j - 1]:
+                    v, m = prev[j], 1
+                else:
+                    v, m = row[j - 1], 2
                 s = srow[j - 1]
-                if s >= threshold and prev[j - 1] + (s - threshold) + 1e-3 > v:
-                    v = prev[j - 1] + (s - threshold) + 1e-3
+                if s >= threshold and prev[j - 1] + self.ALIGN_PAIR + s > v:
+                    v, m = prev[j - 1] + self.ALIGN_PAIR + s, 3
                 row[j] = v
+                mrow[j] = m
         pairs = []
         i, j = nx, ny
         while i > 0 and j > 0:
-            s = S[i - 1][j - 1]
-            if (
-                s >= threshold
-                and abs(best[i][j] - (best[i - 1][j - 1] + s - threshold + 1e-3)) < 1e-12
-            ):
+            m = move[i][j]
+            if m == 3:
                 pairs.append((i - 1, j - 1))
                 i -= 1
                 j -= 1
-            elif best[i][j] == best[i - 1][j]:
+            elif m == 1:
                 i -= 1
             else:
                 j -= 1
@@ -947,10 +988,13 @@ class _Matcher:
                     gn[getattr(r, attr)].append(i)
             for h in sorted(go, key=lambda k: go[k][0]):
                 xs, ys = go[h], gn.get(h)
-                if ys and len(xs) == len(ys):
-                    for x, y in zip(xs, ys, strict=True):
-                        self.accept(x, y, score, "body" if attr == "body_hash" else "shape", True)
-                        count += 1
+                if not ys or len(xs) != len(ys):
+                    continue
+                if any(self.callee_check(x, y)[1] for x, y in zip(xs, ys, strict=True)):
+                    continue  # the order pairing contradicts matched callees
+                for x, y in zip(xs, ys, strict=True):
+                    self.accept(x, y, score, "body" if attr == "body_hash" else "shape", True)
+                    count += 1
         return count
 
     def stage_minified_imports(self) -> None:
@@ -989,8 +1033,9 @@ class _Matcher:
                 while True:
                     got = self.similarity_round(threshold, margin)
                     self.propagate()
-                    got += self.gap_align(max(threshold, self.GAP_MIN))
-                    self.propagate()
+                    if threshold <= self.GAP_FROM:
+                        got += self.gap_align(max(threshold, self.GAP_MIN))
+                        self.propagate()
                     if not got:
                         break
             self.stage_equal_groups()

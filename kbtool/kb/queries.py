@@ -574,7 +574,7 @@ def matching_rows(conn: sqlite3.Connection, version_id: int) -> list[dict[str, A
     for r in conn.execute(
         "SELECT f.idx, f.stable_id, f.imported, f.import_module, f.import_field, f.type_sig,"
         " f.body_hash, f.shape_hash, f.raw_name, f.export_names, f.body_size, f.instr_count,"
-        " x.calls, x.strings, x.consts, x.ops, x.loops, x.call_indirect"
+        " x.calls, x.strings, x.consts, x.ops, x.loops, x.call_indirect, x.table_slots"
         " FROM functions f JOIN facts x ON x.version_id = f.version_id AND x.idx = f.idx"
         " WHERE f.version_id = ? ORDER BY f.idx",
         (version_id,),
@@ -586,5 +586,6 @@ def matching_rows(conn: sqlite3.Connection, version_id: int) -> list[dict[str, A
             "export_names": json.loads(r[9] or "[]"), "body_size": r[10], "instr_count": r[11],
             "calls": json.loads(r[12]), "strings": json.loads(r[13]), "consts": json.loads(r[14]),
             "ops": r[15], "loops": r[16], "call_indirect": r[17],
+            "table_slots": json.loads(r[18] or "[]"),
         })
     return out

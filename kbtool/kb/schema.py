@@ -85,6 +85,7 @@ CREATE TABLE facts (
     atomic_sites INTEGER NOT NULL,
     loops INTEGER NOT NULL,
     ops BLOB NOT NULL,              -- array('H') of op ids (kbtool.wasm.opcodes.MNEMONICS)
+    table_slots TEXT NOT NULL DEFAULT '[]',  -- JSON list of positions in the element segments
     PRIMARY KEY (version_id, idx)
 ) WITHOUT ROWID;
 

@@ -1,0 +1,77 @@
+"""Ingest speed and memory on the largest corpus modules, next to `wasm-objdump -d` in the same run.
+
+    python benchmarks/ingest.py [--corpus ../shared/corpus] [--top 2] [--file X.wasm ...]
+
+Each kbtool ingest runs in a fresh process into a fresh KB (decode, facts, hashes, identities,
+KB writes, commit); peak memory is that process's max RSS. `wasm-objdump -d FILE > /dev/null`
+(wabt) is timed on the same file right after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CHILD = r"""
+import json, sys, time, resource
+from kbtool.ingest import ingest_file
+from kbtool.kb.db import open_rw
+t0 = time.perf_counter()
+conn = open_rw(sys.argv[2])
+res = ingest_file(conn, sys.argv[1], label="bench", carry=False)
+conn.close()
+secs = time.perf_counter() - t0
+print(json.dumps({"seconds": secs, "instructions": res.instructions, "functions": res.imported + res.defined,
+                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def kbtool_ingest(path: Path) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = subprocess.run([sys.executable, "-c", CHILD, str(path), str(Path(tmp) / "kb.db")],
+                             capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def objdump(path: Path) -> float | None:
+    exe = shutil.which("wasm-objdump")
+    if not exe:
+        return None
+    t0 = time.perf_counter()
+    with open(os.devnull, "wb") as devnull:
+        subprocess.run([exe, "-d", str(path)], stdout=devnull, stderr=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "corpus")
+    ap.add_argument("--top", type=int, default=2, help="how many of the largest corpus modules")
+    ap.add_argument("--file", type=Path, action="append", default=[])
+    args = ap.parse_args()
+    files = list(args.file)
+    if not files:
+        manifest = json.loads((args.corpus / "MANIFEST.json").read_text())
+        mods = sorted(manifest["modules"], key=lambda m: -m["size"])[: args.top]
+        files = [args.corpus / m["file"] for m in mods]
+    print(f"{'module':52} {'MB':>6} {'kbtool s':>9} {'MB/s':>6} {'Minstr/s':>9} {'peak MiB':>9}"
+          f" {'objdump s':>10} {'ratio':>6}")
+    for f in files:
+        mb = f.stat().st_size / 1e6
+        k = kbtool_ingest(f)
+        o = objdump(f)
+        ratio = f"{o / k['seconds']:.1f}x" if o else "n/a"
+        print(f"{f.name:52} {mb:6.1f} {k['seconds']:9.2f} {mb / k['seconds']:6.1f}"
+              f" {k['instructions'] / k['seconds'] / 1e6:9.2f} {k['peak_rss_mib']:9.0f}"
+              f" {o if o is not None else float('nan'):10.2f} {ratio:>6}")
+
+
+if __name__ == "__main__":
+    main()
