@@ -90,8 +90,9 @@ class _Bad(Exception):
 
 # ----------------------------------------------------------------------------- LEB helpers
 
-def _uleb_cont(data, p, x):
-    """Continue an unsigned LEB whose first byte ``x`` (>= 0x80) was consumed."""
+def _uleb_cont(data, p, x, maxshift=28):
+    """Continue an unsigned LEB whose first byte ``x`` (>= 0x80) was consumed
+    (``maxshift`` 28: u32, at most 5 bytes; 63: u64, at most 10 bytes)."""
     x &= 0x7F
     shift = 7
     while True:
@@ -101,11 +102,11 @@ def _uleb_cont(data, p, x):
         if c < 0x80:
             return x, p
         shift += 7
-        if shift > 63:
+        if shift > maxshift:
             raise _Bad
 
 
-def _sleb_cont(data, p, x):
+def _sleb_cont(data, p, x, maxshift=28):
     """Continue a signed LEB whose first byte ``x`` (>= 0x80) was consumed."""
     x &= 0x7F
     shift = 7
@@ -118,16 +119,16 @@ def _sleb_cont(data, p, x):
             if c & 0x40:
                 x -= 1 << shift
             return x, p
-        if shift > 63:
+        if shift > maxshift:
             raise _Bad
 
 
 def _skip(data, p):
-    """Skip a LEB whose first byte at ``p`` has the continuation bit set."""
+    """Skip a u32/s33 LEB whose first byte at ``p`` has the continuation bit set."""
     q = p + 1
     while data[q] & 0x80:
         q += 1
-        if q - p > 9:
+        if q - p > 4:
             raise _Bad
     return q + 1
 
@@ -162,7 +163,7 @@ def _plausible(s: str) -> bool:
     """Conservative test for text that is not NUL-terminated (Rust str data)."""
     if len(s) < MIN_STRING:
         return False
-    letters = sum(1 for c in s if c.isalpha())
+    letters = sum(map(str.isalpha, s))
     return letters >= 3 and letters * 2 >= len(s)
 
 
@@ -351,6 +352,8 @@ def _import_facts(ctx: _Ctx) -> list[FuncFacts]:
 
 # ----------------------------------------------------------------------------- hot loop
 
+PROGRESS_STEP = 1 << 20  # bytes of code between two progress callbacks
+
 _BAD_T = b"\xffT?\x00"
 _DEF = b"\xffF"
 _TAB = b"\xffX"
@@ -388,7 +391,8 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
     mcache: dict = {}
     msd = mcache.setdefault
     out = []
-    next_progress = (code[first][0] if first < last else 0) + (1 << 20)
+    step = PROGRESS_STEP
+    next_progress = (code[first][0] if first < last else 0) + step
     code_start = code[0][0] if code else 0
 
     for ci_ in range(first, last):
@@ -396,7 +400,7 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
         fidx = nimp + ci_
         if progress is not None and start >= next_progress:
             progress(total_done + start - code_start, total)
-            next_progress = start + (1 << 20)
+            next_progress = start + step
         ops = array("H")
         app = ops.append
         calls = []
@@ -466,7 +470,7 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
                     x = data[p]
                     p += 1
                     if x >= 0x80:
-                        x, p = _uleb_cont(data, p, x)
+                        x, p = _uleb_cont(data, p, x, 63)
                     t = (b, x, W[b])
                     mapp(msd(t, t))
                     continue
@@ -474,12 +478,26 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
                     app(b)
                     s = p
                     x = data[p]
-                    p += 1
                     if x < 0x80:
+                        p += 1
                         if x & 0x40:
                             x -= 0x80
-                    else:
-                        x, p = _sleb_cont(data, p, x)
+                    else:  # 2- and 3-byte values inline (addresses), longer ones in a call
+                        c = data[p + 1]
+                        if c < 0x80:
+                            x = (x & 0x7F) | (c << 7)
+                            p += 2
+                            if c & 0x40:
+                                x -= 0x4000
+                        else:
+                            c2 = data[p + 2]
+                            if c2 < 0x80:
+                                x = (x & 0x7F) | ((c & 0x7F) << 7) | (c2 << 14)
+                                p += 3
+                                if c2 & 0x40:
+                                    x -= 0x200000
+                            else:
+                                x, p = _sleb_cont(data, p + 1, x)
                     if pend is not None:
                         tx = None
                         if s - 1 == pend_at and MIN_STRING <= x <= MAX_STR_LEN:
@@ -578,7 +596,7 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
                         x = data[p]
                         p += 1
                         if x >= 0x80:
-                            x, p = _uleb_cont(data, p, x)
+                            x, p = _uleb_cont(data, p, x, 63)
                         t = (op, x, W[op])
                         mapp(msd(t, t))
                         if k == 20:
@@ -625,7 +643,7 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
                         if x & 0x40:
                             x -= 0x80
                     else:
-                        x, p = _sleb_cont(data, p, x)
+                        x, p = _sleb_cont(data, p, x, 63)
                     consts[x] = None
                     u = x if x >= 0 else x + 0x10000000000000000
                     if dlo <= u < dhi:

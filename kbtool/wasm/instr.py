@@ -88,6 +88,8 @@ def read_valtype(data, p: int, end: int, what: str = "value type") -> tuple[str,
     if t is not None:
         return t, p + 1
     if b in (0x63, 0x64):
+        if b == 0x63 and p + 1 < end and data[p + 1] in REF_SHORT:
+            return REF_SHORT[data[p + 1]], p + 2  # (ref null func) is funcref
         h, p2 = read_heaptype(data, p + 1, end)
         return (f"(ref null {h})" if b == 0x63 else f"(ref {h})"), p2
     raise WasmFormatError(p, what, f"unknown value type 0x{b:02x}")
@@ -256,7 +258,7 @@ def format_imms(op: int, imms: tuple, type_text=None) -> str:
         return s + (f" {imms[3]}" if k == K_MEM_LANE else "")
     if k == K_BR_TABLE:
         labels, d = imms
-        return " ".join(str(x) for x in labels) + (" " if labels else "") + f"default {d}"
+        return " ".join(str(x) for x in [*labels, d])
     if k == K_CALL_INDIRECT:
         t, tab = imms
         return f"{tab} (type {t})" if not type_text else f"{tab} (type {t}) {type_text(t)}"
@@ -267,7 +269,7 @@ def format_imms(op: int, imms: tuple, type_text=None) -> str:
         names = ("catch", "catch_ref", "catch_all", "catch_all_ref")
         parts = [bt if isinstance(bt, str) else f"type[{bt}]"] if bt != "" else []
         for ck, tag, lab in catches:
-            parts.append(f"({names[ck]}{'' if tag is None else ' ' + str(tag)} {lab})")
+            parts.append(f"{names[ck]}{'' if tag is None else ' ' + str(tag)} {lab}")
         return " ".join(parts)
     if k == K_V128:
         return "0x" + " 0x".join(

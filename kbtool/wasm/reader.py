@@ -394,38 +394,75 @@ def _storagetype(r: _R) -> None:
         raise WasmFormatError(at, "field mutability 0 or 1")
 
 
+def _import_desc(r: _R, m: Module, mod: str, fld: str, at: int, kind: int) -> None:
+    if kind == 0:
+        ti = r.u32("type index")
+        imp = Import(mod, fld, "func", len(m.func_imports), ti)
+        m.func_imports.append(imp)
+    elif kind == 1:
+        t = _tabletype(r, True)
+        imp = Import(mod, fld, "table", len(m.tables), None, t)
+        m.tables.append(t)
+    elif kind == 2:
+        mem = _memtype(r, True)
+        imp = Import(mod, fld, "memory", len(m.memories), None, mem)
+        m.memories.append(mem)
+    elif kind == 3:
+        g = _globaltype(r, True)
+        imp = Import(mod, fld, "global", len(m.globals), None, g)
+        m.globals.append(g)
+    elif kind == 4:
+        attr = r.u8("tag attribute")
+        ti = r.u32("tag type index")
+        tag = Tag(attr, ti)
+        imp = Import(mod, fld, "tag", len(m.tags), ti, tag)
+        m.tags.append(tag)
+    else:
+        raise WasmFormatError(at, "import kind 0..4", f"got {kind}")
+    m.imports.append(imp)
+
+
 def _import_section(r: _R, m: Module) -> None:
+    """Imports, including the compact encodings (``module "" 0x7F vec(name desc)`` and
+    ``module "" 0x7E desc vec(name)``) that wat2wasm --enable-all emits; the count is the
+    number of imports."""
     n = r.count("import count", 3)
-    for _ in range(n):
+    done = 0
+    while done < n:
         mod = r.name("import module name")
         fld = r.name("import field name")
         at = r.pos
         kind = r.u8("import kind")
-        if kind == 0:
-            ti = r.u32("type index")
-            imp = Import(mod, fld, "func", len(m.func_imports), ti)
-            m.func_imports.append(imp)
-        elif kind == 1:
-            t = _tabletype(r, True)
-            imp = Import(mod, fld, "table", len(m.tables), None, t)
-            m.tables.append(t)
-        elif kind == 2:
-            mem = _memtype(r, True)
-            imp = Import(mod, fld, "memory", len(m.memories), None, mem)
-            m.memories.append(mem)
-        elif kind == 3:
-            g = _globaltype(r, True)
-            imp = Import(mod, fld, "global", len(m.globals), None, g)
-            m.globals.append(g)
-        elif kind == 4:
-            attr = r.u8("tag attribute")
-            ti = r.u32("tag type index")
-            tag = Tag(attr, ti)
-            imp = Import(mod, fld, "tag", len(m.tags), ti, tag)
-            m.tags.append(tag)
+        if fld == "" and kind == 0x7F:
+            k = r.count("compact import count", 2)
+            for _ in range(k):
+                name = r.name("import field name")
+                at = r.pos
+                _import_desc(r, m, mod, name, at, r.u8("import kind"))
+            done += max(k, 1)
+        elif fld == "" and kind == 0x7E:
+            at = r.pos
+            kind = r.u8("import kind")
+            desc_start = r.pos
+            _import_desc(r, m, mod, "", at, kind)  # parsed once to find its end ...
+            _undo_import(m, m.imports.pop())  # ... and re-read below for each name
+            k = r.count("compact import count", 1)
+            for _ in range(k):
+                name = r.name("import field name")
+                resume = r.pos
+                r.pos = desc_start
+                _import_desc(r, m, mod, name, at, kind)
+                r.pos = resume
+            done += max(k, 1)
         else:
-            raise WasmFormatError(at, "import kind 0..4", f"got {kind}")
-        m.imports.append(imp)
+            _import_desc(r, m, mod, fld, at, kind)
+            done += 1
+
+
+def _undo_import(m: Module, imp: Import) -> None:
+    space = {"func": m.func_imports, "table": m.tables, "memory": m.memories,
+             "global": m.globals, "tag": m.tags}[imp.kind]
+    space.pop()
 
 
 def _element_section(r: _R, m: Module) -> None:
@@ -714,6 +751,10 @@ def parse_module(data) -> Module:
         raise WasmFormatError(code_sec.offset if code_sec else size,
                               f"{len(m.func_type_indices)} function bodies",
                               f"code section has {len(m.code)}")
+    if m.data_count is not None and m.data_count != len(m.data_segments):
+        sec = next((s for s in m.sections if s.id == 11), None)
+        raise WasmFormatError(sec.offset if sec else size, f"{m.data_count} data segments",
+                              f"data section has {len(m.data_segments)}")
     ntypes = len(m.types)
     for i, ti in enumerate(m.func_type_indices):
         if ti >= ntypes:

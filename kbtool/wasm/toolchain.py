@@ -23,6 +23,8 @@ def _short(entry: str) -> str:
     parts = entry.split()
     if len(parts) >= 2 and re.match(r"v?\d", parts[1]):
         return f"{parts[0]} {parts[1]}"
+    if len(parts) >= 2 and re.match(r"go\d", parts[1]):  # "Go go1.21.3"
+        return parts[1]
     return parts[0] if parts else entry
 
 
