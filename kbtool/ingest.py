@@ -244,12 +244,9 @@ def _store(conn, data, analysis, *, label, source_path, glue, progress, carry) -
     )
     _record_binary_names(conn, vid, analysis, sid_of, glue, result)
     if carry and parent is not None:
-        try:  # TEMPORARY until kbtool.diff.carry lands
-            from kbtool.diff.carry import carry_names
-        except ModuleNotFoundError:
-            carry_names = None
-        if carry_names is not None:
-            result.diff_carry = carry_names(conn, parent, vid)
+        from kbtool.diff.carry import carry_names
+
+        result.diff_carry = carry_names(conn, parent, vid)
     return result
 
 

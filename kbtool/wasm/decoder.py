@@ -311,6 +311,27 @@ def _digest(b: bytes) -> str:
     return blake2b(b, digest_size=16).hexdigest()
 
 
+def static_region(m: Module, dmap: DataMap) -> tuple[int, int]:
+    """The address range of static data (``.data`` + ``.bss``) as far as the module shows it.
+
+    Linkers lay out ``[data][bss]`` from the lowest data segment on; its end is not written
+    down, so: when the stack pointer (the first mutable i32 global with a constant
+    initialiser) starts above the data, the stack follows ``.bss`` (wasm-ld's default,
+    Emscripten) and its initial value bounds the region; otherwise (``--stack-first``) the
+    initial memory size does. Addresses in this range are build-dependent: the shape hash
+    replaces them by a placeholder (or, inside a data segment, by the bytes there).
+    """
+    if dmap.hi <= dmap.lo:
+        return 1, 0
+    sp = next((g.init for g in m.globals if g.mutable and g.valtype == "i32"
+               and not g.imported and isinstance(g.init, int)), None)
+    if sp is not None and sp > dmap.hi:
+        return dmap.lo, sp
+    mem = m.memories[0] if m.memories else None
+    mem_bytes = (mem.min << mem.page_size_log2) if mem is not None else 0
+    return dmap.lo, max(dmap.hi, mem_bytes)
+
+
 class _Ctx:
     def __init__(self, data: bytes, m: Module) -> None:
         from .toolchain import detect_toolchain
@@ -327,6 +348,7 @@ class _Ctx:
             b"\xffI" + f"{i.module}.{i.field}".encode() + b"\x00" for i in m.func_imports
         ]
         self.dmap = build_data_map(data, m, sized_first)
+        self.static_lo, self.static_hi = static_region(m, self.dmap)
         self.exports: dict[int, list[str]] = {}
         for e in m.exports:
             if e.kind == "func":
@@ -356,6 +378,7 @@ PROGRESS_STEP = 1 << 20  # bytes of code between two progress callbacks
 
 _BAD_T = b"\xffT?\x00"
 _DEF = b"\xffF"
+_STATIC = b"\xffB"
 _TAB = b"\xffX"
 _MISS = object()
 
@@ -381,6 +404,8 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
     dmap = ctx.dmap
     dlo = dmap.lo
     dhi = dmap.hi
+    slo = ctx.static_lo
+    shi = ctx.static_hi
     dcache = dmap.cache
     dentry = dmap.entry
     sized_text = dmap.sized_text
@@ -467,10 +492,15 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
                                 p += 1
                             else:
                                 p = _skip(data, p)
+                    s = p
                     x = data[p]
                     p += 1
                     if x >= 0x80:
                         x, p = _uleb_cont(data, p, x, 63)
+                    if slo <= x < shi:  # an absolute static address in the offset
+                        papp(data[last_cut:s])
+                        papp(_STATIC)
+                        last_cut = p
                     t = (b, x, W[b])
                     mapp(msd(t, t))
                     continue
@@ -522,6 +552,10 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
                             else:
                                 pend = e
                                 pend_at = p
+                    if slo <= u < shi and last_cut != p:  # .bss: no bytes to stand for it
+                        papp(data[last_cut:s])
+                        papp(_STATIC)
+                        last_cut = p
                     continue
                 if k == 4:  # global.get / global.set
                     app(b)
@@ -593,10 +627,15 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
                                     p += 1
                                 else:
                                     p = _skip(data, p)
+                        s = p
                         x = data[p]
                         p += 1
                         if x >= 0x80:
                             x, p = _uleb_cont(data, p, x, 63)
+                        if slo <= x < shi:
+                            papp(data[last_cut:s])
+                            papp(_STATIC)
+                            last_cut = p
                         t = (op, x, W[op])
                         mapp(msd(t, t))
                         if k == 20:
