@@ -35,6 +35,7 @@ names.register(app)
 mcp_cmd.register(app)
 __import__("kbtool.commands.serve", fromlist=["register"]).register(app)
 __import__("kbtool.commands.tui", fromlist=["register"]).register(app)
+__import__("kbtool.commands.diff", fromlist=["register"]).register(app)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
 
-from kbtool.commands.common import DbOption, db_path, fail
+from kbtool.commands.common import DbOption, db_path, err_console, fail
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
@@ -34,4 +35,7 @@ def mcp_cmd(
         server = build_server(db_path(db), log_level=level)
     except RuntimeError as exc:  # the SDK is missing or unusable
         fail(str(exc))
+    if sys.stdin.isatty():
+        err_console.print("kbtool mcp speaks MCP on stdin/stdout and is meant to be started by an "
+                          "MCP client (see the README); waiting for one. Ctrl-C quits.")
     server.run()

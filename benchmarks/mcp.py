@@ -1,0 +1,147 @@
+"""Latency of the MCP server over stdio, measured from the SDK's own client.
+
+Two generated KBs (one version each, 40% of the functions named through the gate):
+5,000 functions for the per-call medians of get_symbol, list_functions and
+propose_symbol, and 50,000 functions for the target "list_functions returns in under 1 s".
+Every call is a full round trip through a real `kbtool mcp --db ...` subprocess: JSON-RPC
+over the pipes, a fresh KB connection in the server, the query, and the client's JSON parse.
+
+Run:  python benchmarks/mcp.py [--calls N] [--big N] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+# this file is named mcp.py: keep its directory off the path so `import mcp` finds the SDK
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from kbtool.kb.db import transaction  # noqa: E402
+from kbtool.kb.economy import upsert_symbol  # noqa: E402
+from tests.kbfixtures import bare_kb  # noqa: E402
+
+TARGET_BIG_LIST_S = 1.0
+
+
+def build_kb(path: Path, functions: int, named_share: float = 0.4) -> list[str]:
+    """A one-version KB of ``functions`` defined functions; names written through the gate."""
+    sids = [f"{i:016x}" for i in range(functions)]
+    conn = bare_kb(path, sids, label=f"gen-{functions}")
+    with transaction(conn):
+        for i, sid in enumerate(sids):
+            if i % 10 < named_share * 10:
+                upsert_symbol(conn, sid, f"func_{i}", provenance="export", confidence=0.9,
+                              actor="bench", summary=None)
+    conn.close()
+    return sids
+
+
+async def _timed(session, tool: str, args: dict) -> float:
+    t0 = time.perf_counter()
+    result = await session.call_tool(tool, args)
+    d = result.model_dump(by_alias=True)
+    if d.get("isError"):
+        raise RuntimeError(f"{tool}: {d['content']}")
+    json.loads(d["content"][0]["text"])  # the client's parse is part of the latency
+    return time.perf_counter() - t0
+
+
+async def _measure(db: Path, plan) -> tuple[float, dict[str, list[float]]]:
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
+
+    # -P: never import from the working directory (which may be this one, holding mcp.py)
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-P", "-m", "kbtool.cli", "mcp", "--db", str(db)],
+                                   env={**get_default_environment(), "PYTHONPATH": str(ROOT)})
+    t0 = time.perf_counter()
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            startup = time.perf_counter() - t0
+            out: dict[str, list[float]] = {}
+            for label, tool, args_list in plan:
+                await _timed(session, tool, args_list[0])  # warm-up
+                out[label] = [await _timed(session, tool, a) for a in args_list]
+    return startup, out
+
+
+def _stats(xs: list[float]) -> dict[str, float]:
+    xs = sorted(xs)
+    return {
+        "n": len(xs),
+        "median_ms": round(statistics.median(xs) * 1000, 2),
+        "p95_ms": round(xs[min(len(xs) - 1, int(len(xs) * 0.95))] * 1000, 2),
+        "max_ms": round(xs[-1] * 1000, 2),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--calls", type=int, default=200, help="calls per measured tool (default 200)")
+    ap.add_argument("--small", type=int, default=5_000, help="functions in the small KB")
+    ap.add_argument("--big", type=int, default=50_000, help="functions in the big KB")
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = ap.parse_args(argv)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        small, big = Path(tmp, "small.db"), Path(tmp, "big.db")
+        t0 = time.perf_counter()
+        sids = build_kb(small, args.small)
+        build_kb(big, args.big)
+        build_s = time.perf_counter() - t0
+
+        n = args.calls
+        small_plan = [
+            ("get_symbol", "get_symbol", [{"stable_id": sids[(i * 7919) % len(sids)]} for i in range(n)]),
+            (f"list_functions ({args.small:,})", "list_functions",
+             [{"version_id": 1}] * max(10, n // 10)),
+            ("propose_symbol", "propose_symbol", [
+                {"stable_id": sids[(i * 104729) % len(sids)], "name": f"agent_name_{i}",
+                 "confidence": 0.5 + (i % 50) / 100}
+                for i in range(n)
+            ]),
+        ]
+        startup, small_res = asyncio.run(_measure(small, small_plan))
+        big_plan = [(f"list_functions ({args.big:,})", "list_functions", [{"version_id": 1}] * 10)]
+        _, big_res = asyncio.run(_measure(big, big_plan))
+
+    from importlib.metadata import version
+
+    figures = {
+        "mcp_sdk": version("mcp"),
+        "kb_build_seconds": round(build_s, 2),
+        "server_startup_ms": round(startup * 1000, 1),
+        "tools": {k: _stats(v) for k, v in {**small_res, **big_res}.items()},
+    }
+    big_key = f"list_functions ({args.big:,})"
+    big_max = figures["tools"][big_key]["max_ms"] / 1000
+    figures["target_list_functions_big_under_1s"] = big_max < TARGET_BIG_LIST_S
+
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    else:
+        print(f"mcp SDK {figures['mcp_sdk']}; KBs built in {build_s:.1f}s; "
+              f"server start to initialized {figures['server_startup_ms']:.0f} ms")
+        print(f"{'tool':<28}{'n':>5}{'median ms':>12}{'p95 ms':>10}{'max ms':>10}")
+        for name, st in figures["tools"].items():
+            print(f"{name:<28}{st['n']:>5}{st['median_ms']:>12.2f}{st['p95_ms']:>10.2f}{st['max_ms']:>10.2f}")
+        verdict = "PASS" if figures["target_list_functions_big_under_1s"] else "FAIL"
+        print(f"target: list_functions on {args.big:,} functions < 1 s (worst of 10): "
+              f"{big_max * 1000:.0f} ms  {verdict}")
+    return 0 if figures["target_list_functions_big_under_1s"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

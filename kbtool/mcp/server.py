@@ -1,0 +1,280 @@
+"""The MCP server: the KB as tools over stdio (contract part 4, MCP table).
+
+``build_server(db_path)`` returns an SDK server named ``kbtool`` whose ``run()`` blocks on
+stdio. Every tool call opens its own connection (``open_ro`` for reads, ``open_rw`` for
+``propose_symbol``) and closes it; answers come only from :mod:`kbtool.kb.queries`,
+:func:`kbtool.diff.report.get_diff` and the gate :func:`kbtool.kb.economy.upsert_symbol`.
+
+Results: each tool answers with exactly one text block, the JSON of the contract's shape
+(``null`` included), except ``export_kb_text`` whose block is the plain-text export.
+Errors: a KB error (unknown version id or stable_id, missing or locked KB) becomes an MCP
+tool error carrying its one-line message; anything unexpected is logged with its
+traceback on stderr and reaches the client as a generic one-line tool error.
+
+The SDK (``mcp``) is imported lazily in :func:`build_server`, so the rest of kbtool works
+without it. No ``from __future__ import annotations`` here: the SDK reads the tools'
+parameter annotations (``Annotated[..., Field(...)]``) as live objects.
+"""
+
+import functools
+import inspect
+import json
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+from kbtool.kb.errors import KBError, KBMissingError, UnknownStableIdError, UnknownVersionError
+
+log = logging.getLogger("kbtool.mcp")
+
+SERVER_NAME = "kbtool"
+AGENT_PROVENANCE = "agent"
+AGENT_ACTOR = "agent:mcp"
+TOOL_NAMES = (
+    "list_versions", "coverage", "list_functions", "get_function_facts", "get_symbol",
+    "search_symbols", "get_diff", "export_kb_text", "propose_symbol",
+)
+INSTRUCTIONS = """\
+kbtool is a knowledge base of the releases (versions) of a WebAssembly module and the names
+of their functions. Start with list_versions: its ids are the version_id every other tool
+takes. A function has an index inside one version and a stable_id that names the same
+logical function across versions; names are attached to stable_ids. To name functions:
+list_functions (name null = unnamed) -> get_function_facts -> propose_symbol. Your names
+are recorded as provenance 'agent' and never replace a human name."""
+
+
+def build_server(db_path: str | Path, *, log_level: str = "WARNING") -> Any:
+    """The MCP server for the KB at ``db_path``; ``server.run()`` blocks serving stdio.
+
+    Raises ``FileNotFoundError`` (a :class:`KBMissingError`) when the file does not exist,
+    another :class:`KBError` when it is not a readable KB, and ``RuntimeError`` with an
+    install hint when the ``mcp`` package is absent or unusable.
+    """
+    path = Path(db_path)
+    if not path.exists():
+        raise KBMissingError(
+            f"no KB at {path} (create one with `kbtool ingest FILE` or `kbtool demo`)"
+        )
+    from kbtool.kb.db import open_ro
+
+    open_ro(path).close()  # fail now, not on the first call, when it is not a KB
+
+    from kbtool.mcp import compat
+
+    sdk = compat.load()
+    server = sdk.new_server(SERVER_NAME, instructions=INSTRUCTIONS, log_level=log_level)
+    for fn, read_only, render in _tools(str(path.resolve())):
+        sdk.add_tool(server, _as_tool(fn, render, sdk.tool_error), read_only=read_only)
+    _stdio_only(server)
+    log.info("kbtool MCP server on %s (mcp SDK %s)", path, sdk.version)
+    return server
+
+
+def _stdio_only(server: Any) -> None:
+    """The contract's transport is stdio only: ``run()`` refuses any other."""
+    sdk_run = server.run
+
+    def run(transport: str = "stdio") -> None:
+        if transport != "stdio":
+            raise ValueError(f"kbtool's MCP server speaks stdio only, not {transport!r}")
+        sdk_run("stdio")
+
+    server.run = run
+
+
+# ---------------------------------------------------------------- results and errors
+
+def as_json(value: Any) -> str:
+    """Compact JSON (UTF-8 text as is); pydantic-core's encoder, ~4x faster on big lists,
+    is there whenever the SDK is."""
+    try:
+        from pydantic_core import to_json
+    except ImportError:  # pragma: no cover - the SDK depends on pydantic
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return to_json(value).decode("utf-8")
+
+
+def as_text(value: str) -> str:
+    return value
+
+
+def _as_tool(fn: Callable[..., Any], render: Callable[[Any], str], tool_error: type[Exception]) -> Callable[..., str]:
+    """``fn`` as an SDK tool: same name, docstring and parameters; returns one string;
+    raises only the SDK's tool error, with a one-line message and no traceback."""
+
+    @functools.wraps(fn)
+    def tool(**kwargs: Any) -> str:
+        try:
+            return render(fn(**kwargs))
+        except KBError as exc:
+            raise tool_error(_message(exc)) from None
+        except Exception:
+            log.exception("tool %s failed", fn.__name__)
+            raise tool_error(
+                f"internal error in {fn.__name__}; the server's log (stderr) has the details"
+            ) from None
+
+    tool.__signature__ = inspect.signature(fn).replace(return_annotation=str)
+    tool.__annotations__ = {**fn.__annotations__, "return": str}
+    return tool
+
+
+def _message(exc: KBError) -> str:
+    text = (str(exc) or exc.__class__.__name__).splitlines()[0]
+    if isinstance(exc, UnknownVersionError):
+        return text + "; over MCP, list_versions gives the ids"
+    if isinstance(exc, UnknownStableIdError):
+        return text + "; over MCP, list_functions(version_id) or search_symbols(query) give them"
+    return text
+
+
+# ---------------------------------------------------------------- the tools
+
+def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], str]]]:
+    """(function, read_only, renderer) for every tool, bound to ``db_path``."""
+    from pydantic import Field
+
+    from kbtool.kb import queries
+    from kbtool.kb.db import open_ro, open_rw
+
+    def read(query: Callable[..., Any], *args: Any) -> Any:
+        conn = open_ro(db_path)
+        try:
+            return query(conn, *args)
+        finally:
+            conn.close()
+
+    VersionId = Annotated[int, Field(description="A version id from list_versions.")]
+    StableId = Annotated[str, Field(description=(
+        "A function's stable_id (from list_functions, search_symbols or get_function_facts);"
+        " it names the same logical function in every version."))]
+
+    def list_versions() -> list[dict[str, Any]]:
+        """List every ingested version of the module, oldest first. Start here: each
+        entry's `id` is the version_id the other tools take.
+
+        Returns [{id, label, toolchain_version, functions, shared_memory}]; `functions`
+        counts imported plus defined functions."""
+        return read(queries.list_versions)
+
+    def coverage(version_id: VersionId) -> dict[str, Any]:
+        """How much of one version is named, to pick where to work or to measure progress.
+
+        Returns {defined, named, coverage_pct, oracle_named, human_named, agent_named,
+        export_named, diff_carry_named}; coverage_pct = named / defined * 100."""
+        return read(queries.coverage, version_id)
+
+    def list_functions(
+        version_id: VersionId,
+        include_imports: Annotated[bool, Field(description="Also list imported functions.")] = False,
+    ) -> list[dict[str, Any]]:
+        """Every function of a version in index order, all in one answer (no pagination).
+        Imported functions are left out unless include_imports is true. Use it to find
+        unnamed functions (name null) and the index/stable_id the other tools take.
+
+        Returns [{index, stable_id, type, name, provenance, confidence}]; name,
+        provenance and confidence are null for an unnamed function."""
+        return read(queries.list_functions, version_id, include_imports)
+
+    def get_function_facts(
+        version_id: VersionId,
+        func_index: Annotated[int, Field(description="The function's index in that version (from list_functions).")],
+    ) -> dict[str, Any] | None:
+        """Static facts of one defined function: what to read before proposing a name.
+
+        Returns {func_index, stable_id, type_signature, call_targets (imports called
+        directly, plus "<indirect>" per indirect call site), referenced_strings, raw_name
+        (name-section hint or null), instruction_mnemonics, is_exported} plus extras
+        (export_names, callees with their names, constants, globals_used,
+        memory_accesses, loops, atomic_sites, body_size, instr_count).
+        Returns null when the version has no such function or it is imported."""
+        return read(queries.get_function_facts, version_id, func_index)
+
+    def get_symbol(stable_id: StableId) -> dict[str, Any] | None:
+        """The annotation record (name and why) of one logical function.
+
+        Returns {stable_id, name, summary, type_signature, provenance, confidence, locked,
+        evidence, version_id, updated_at}; provenance is one of human, oracle, export,
+        agent, diff-carry; a locked record only a human may change. Returns null when
+        the function exists but has no annotation yet."""
+
+        def query(conn: Any, sid: str) -> dict[str, Any] | None:
+            sym = queries.get_symbol(conn, sid)
+            if sym is None:
+                queries.require_stable_id(conn, sid)  # unknown id: a tool error, not null
+            return sym
+
+        return read(query, stable_id)
+
+    def search_symbols(
+        query: Annotated[str, Field(description="Case-insensitive substring of a function name.")],
+        limit: Annotated[int, Field(description="Maximum number of results (capped at 200).")] = 50,
+    ) -> list[dict[str, Any]]:
+        """Find named functions by a case-insensitive substring of their name, across all
+        versions; one entry per stable_id, sorted by name. An empty query returns [].
+
+        Returns [{stable_id, name, provenance, confidence}]."""
+        return read(queries.search_symbols, query, limit)
+
+    def get_diff(
+        from_version_id: Annotated[int, Field(description="The older (baseline) version id.")],
+        to_version_id: Annotated[int, Field(description="The newer version id.")],
+    ) -> dict[str, Any]:
+        """What changed between two versions, function by function. Served from a stored
+        diff when one was saved, otherwise computed as a pure read (names are not carried
+        over and nothing is stored).
+
+        Returns {from, to (labels), from_version_id, to_version_id, stored, summary
+        (counts: unchanged, moved, modified, added, removed, runtime_churn, review),
+        changes: [{classification (unchanged|moved|modified|new|deleted), from_index,
+        to_index, from_stable_id, to_stable_id, score, review, runtime, name, provenance,
+        confidence}]}."""
+        from kbtool.diff.report import get_diff as report_diff
+
+        return read(report_diff, from_version_id, to_version_id)
+
+    def export_kb_text(version_id: VersionId) -> str:
+        """The version's names as git-diffable plain text (stable across runs), returned
+        as text, not JSON: a "# kbtool KB export" comment line, a version line, a
+        tab-separated header, then one row per function in index order with index,
+        stable_id, name, provenance, confidence, type and summary."""
+        return read(queries.export_kb_text, version_id)
+
+    def propose_symbol(
+        stable_id: StableId,
+        name: Annotated[str, Field(description="A C-like identifier, optionally qualified with ::.")],
+        summary: Annotated[str, Field(description="What the function does: purpose, parameters, behaviour.")] = "",
+        confidence: Annotated[float, Field(ge=0.0, le=1.0, description="How sure you are, 0.0 to 1.0.")] = 0.5,
+    ) -> dict[str, Any]:
+        """Propose a name (and optionally a summary) for a function. It is recorded with
+        provenance "agent" and actor "agent:mcp", and the KB's gate decides: written when
+        the function is unnamed or only diff-carried; over an oracle, export or agent
+        name only with a strictly higher confidence; never over a human name (locked or
+        not). Every decision is kept in the function's history.
+
+        Returns {written, reason}; written false means the current name stays."""
+        from kbtool.kb.economy import upsert_symbol
+
+        conn = open_rw(db_path, create=False)
+        try:
+            return upsert_symbol(
+                conn, stable_id, name,
+                provenance=AGENT_PROVENANCE, actor=AGENT_ACTOR, confidence=confidence,
+                summary=summary or None,
+                evidence={"actor": AGENT_ACTOR, "tool": "propose_symbol"},
+            )
+        finally:
+            conn.close()
+
+    return [
+        (list_versions, True, as_json),
+        (coverage, True, as_json),
+        (list_functions, True, as_json),
+        (get_function_facts, True, as_json),
+        (get_symbol, True, as_json),
+        (search_symbols, True, as_json),
+        (get_diff, True, as_json),
+        (export_kb_text, True, as_text),
+        (propose_symbol, False, as_json),
+    ]
