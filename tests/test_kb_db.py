@@ -81,9 +81,24 @@ def test_unknown_version_message_names_known_ids(tmp_path):
 
 def test_core_does_not_import_front_ends():
     code = (
-        "import sys, kbtool.kb.queries, kbtool.kb.economy, kbtool.ingest, kbtool.wasm, kbtool.diff.matcher\n"
+        "import sys, kbtool.kb.queries, kbtool.kb.economy, kbtool.ingest, kbtool.wasm, kbtool.diff.report, kbtool.diff.carry, kbtool.oracle\n"
         "bad = [m for m in ('textual', 'starlette', 'uvicorn', 'mcp', 'typer') if m in sys.modules]\n"
         "print(','.join(bad))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_import_linter_contract():
+    """The layering contract in pyproject.toml holds (import-linter)."""
+    import shutil
+
+    exe = shutil.which("lint-imports")
+    if exe is None:
+        pytest.skip("import-linter not installed")
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([exe], cwd=root, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "1 kept, 0 broken" in out.stdout

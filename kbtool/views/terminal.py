@@ -1,10 +1,17 @@
-"""Rich terminal views over the query layer (read-only): coverage now, diff tables beside it."""
+"""Rich terminal views over the query layer (read-only): coverage, the diff table and changelog.
+
+Every string that comes from a binary or the KB (names, strings, labels) is rendered with
+:func:`kbtool.views.text.lit`: literally, never parsed as Rich markup, controls escaped.
+"""
 
 from __future__ import annotations
 
+from rich import box
 from rich.table import Table
+from rich.text import Text
 
 from kbtool.kb import queries
+from kbtool.views.text import lit
 
 PROVENANCE_STYLE = {
     "human": "bold #10b981",       # emerald
@@ -41,3 +48,377 @@ def coverage_panel(kb, version_id: int) -> Table:
 
     with connection(kb) as conn:
         return coverage_table(queries.coverage(conn, version_id), title=f"coverage of version {version_id}")
+
+
+# ---------------------------------------------------------------- diff
+
+CLASS_STYLE = {
+    "unchanged": "dim",
+    "moved": "#a78bfa",
+    "modified": "bold yellow",
+    "new": "bold green",
+    "deleted": "bold red",
+}
+CLASS_ORDER = ("unchanged", "moved", "modified", "new", "deleted")
+
+
+def parse_only(only: str | list[str] | tuple[str, ...] | None) -> frozenset[str] | None:
+    """``"modified,new"`` -> the classifications to show (None: all). Also ``review``,
+    ``runtime`` and ``changed`` (modified, new, deleted). Unknown words raise ValueError."""
+    if only is None:
+        return None
+    words = [w.strip().lower() for part in ([only] if isinstance(only, str) else only)
+             for w in str(part).split(",") if w.strip()]
+    if not words or "all" in words:
+        return None
+    known = set(CLASS_ORDER) | {"review", "runtime", "changed", "added", "removed"}
+    bad = [w for w in words if w not in known]
+    if bad:
+        raise ValueError(
+            f"unknown --only value {', '.join(bad)!s}; use any of "
+            "unchanged, moved, modified, new, deleted, changed, review, runtime, all"
+        )
+    alias = {"added": "new", "removed": "deleted"}
+    out: set[str] = set()
+    for w in words:
+        if w == "changed":
+            out |= {"modified", "new", "deleted"}
+        else:
+            out.add(alias.get(w, w))
+    return frozenset(out)
+
+
+def _keep(change: dict, only: frozenset[str] | None) -> bool:
+    if only is None:
+        return True
+    if change["classification"] in only:
+        return True
+    if "review" in only and change.get("review"):
+        return True
+    return "runtime" in only and bool(change.get("runtime"))
+
+
+def _toolchain_changed(conn, report: dict) -> bool:
+    a = queries.get_version(conn, report["from_version_id"])["toolchain_version"]
+    b = queries.get_version(conn, report["to_version_id"])["toolchain_version"]
+    return bool(a and b and a != b)
+
+
+def _fmt_conf(value) -> Text:
+    return Text("" if value is None else f"{value:.2f}", justify="right")
+
+
+def _flags(change: dict, toolchain_changed: bool) -> Text:
+    t = Text()
+    if change.get("runtime"):
+        churn = toolchain_changed and change["classification"] in ("modified", "new", "deleted")
+        t.append("churn" if churn else "rt", style="magenta")  # runtime (toolchain) code
+    if change.get("review"):
+        if t:
+            t.append(" ")
+        t.append("review", style="bold red")
+    return t
+
+
+def summary_text(report: dict) -> Text:
+    """One line: the pair, where the report comes from, and the summary counts."""
+    s = report["summary"]
+    t = Text()
+    t.append_text(lit(report["from"], "bold"))
+    t.append(" → ")
+    t.append_text(lit(report["to"], "bold"))
+    t.append("  (stored)" if report.get("stored") else "  (computed, carry-over off)", style="dim")
+    t.append("\n")
+    parts = (
+        (s["unchanged"], "unchanged", CLASS_STYLE["unchanged"]),
+        (s["moved"], "moved", CLASS_STYLE["moved"]),
+        (s["modified"], "modified", CLASS_STYLE["modified"]),
+        (s["added"], "new", CLASS_STYLE["new"]),
+        (s["removed"], "deleted", CLASS_STYLE["deleted"]),
+        None,
+        (s["runtime_churn"], "runtime churn", "magenta"),
+        (s.get("review", 0), "flagged for review", "bold red"),
+    )
+    first = True
+    for part in parts:
+        if part is None:  # second line: what needs a closer look
+            t.append("\n")
+            first = True
+            continue
+        n, label, style = part
+        if not first:
+            t.append(" · ", style="dim")
+        first = False
+        t.append(f"{n:,}", style=style)
+        t.append(f" {label}")
+    return t
+
+
+def diff_table_from_report(report: dict, *, only=None, toolchain_changed: bool = False,
+                           title: str | None = None, show_score: bool = True) -> Table:
+    """The change table of a report (one row per change kept by ``only``)."""
+    keep = parse_only(only) if not isinstance(only, frozenset) else only
+    t = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1, 0, 0),
+              title_justify="left")
+    # only the name column gives way on a narrow terminal (long names end in an ellipsis)
+    t.add_column("change", no_wrap=True)
+    t.add_column("from", justify="right", no_wrap=True)
+    t.add_column("to", justify="right", no_wrap=True)
+    t.add_column("name", overflow="ellipsis", min_width=12)
+    t.add_column("provenance", no_wrap=True)
+    t.add_column("conf", justify="right", no_wrap=True)
+    if show_score:
+        t.add_column("score", justify="right", no_wrap=True)
+    t.add_column("flags", no_wrap=True)
+    for c in report["changes"]:
+        if not _keep(c, keep):
+            continue
+        cls = c["classification"]
+        prov = c.get("provenance")
+        cells = [
+            Text(cls, style=CLASS_STYLE.get(cls, "")),
+            "" if c.get("from_index") is None else str(c["from_index"]),
+            "" if c.get("to_index") is None else str(c["to_index"]),
+            lit(c.get("name"), PROVENANCE_STYLE.get(prov, PROVENANCE_STYLE[None]) if c.get("name") else "dim"),
+            lit(prov, PROVENANCE_STYLE.get(prov, "")) if prov else Text("—", style="dim"),
+            _fmt_conf(c.get("confidence")),
+        ]
+        if show_score:
+            cells.append(_fmt_conf(c.get("score")))
+        cells.append(_flags(c, toolchain_changed))
+        t.add_row(*cells)
+    return t
+
+
+def diff_lines(report: dict, *, width: int, only=None, toolchain_changed: bool = False,
+               show_score: bool = True) -> Text:
+    """The change table as one Rich Text laid out to ``width`` columns: the same columns as
+    :func:`diff_table_from_report`, ten times faster to print for thousands of rows (a Rich
+    Table measures every cell). Only the name column gives way (ellipsis)."""
+    keep = parse_only(only) if not isinstance(only, frozenset) else only
+    rows = [c for c in report["changes"] if _keep(c, keep)]
+    flags = [_flags(c, toolchain_changed) for c in rows]
+
+    def idx(v) -> str:
+        return "" if v is None else str(v)
+
+    w_cls = max([6, *(len(c["classification"]) for c in rows)])
+    w_from = max([4, *(len(idx(c["from_index"])) for c in rows)])
+    w_to = max([2, *(len(idx(c["to_index"])) for c in rows)])
+    w_prov = max([10, *(len(c["provenance"] or "—") for c in rows)])
+    w_flags = max([5, *(f.cell_len for f in flags)])
+    fixed = [w_cls, w_from, w_to, w_prov, 4] + ([5] if show_score else []) + [w_flags]
+    gaps = 2 * len(fixed)  # two spaces between the columns, the name column included
+    w_name = max(12, width - sum(fixed) - gaps)
+    w_name = min(w_name, max([4, *(len(printable_name(c["name"])) for c in rows)]))
+
+    out = Text(no_wrap=True, overflow="ellipsis")
+
+    def cell(text: Text | str, w: int, right: bool = False, style: str = "") -> Text:
+        t = text if isinstance(text, Text) else Text(text, style=style)
+        t = t.copy()
+        if t.cell_len > w:
+            t.truncate(w, overflow="ellipsis")
+        pad = " " * (w - t.cell_len)
+        return Text.assemble(pad, t) if right else Text.assemble(t, pad)
+
+    head = [cell("change", w_cls), cell("from", w_from, True), cell("to", w_to, True),
+            cell("name", w_name), cell("provenance", w_prov), cell("conf", 4, True)]
+    if show_score:
+        head.append(cell("score", 5, True))
+    head.append(cell("flags", w_flags))
+    line = Text("  ").join(head)
+    line.stylize("bold")
+    out.append_text(line)
+    out.append("\n" + "─" * line.cell_len, style="dim")
+    for c, fl in zip(rows, flags, strict=True):
+        cls = c["classification"]
+        prov = c.get("provenance")
+        name = c.get("name")
+        parts = [
+            cell(cls, w_cls, style=CLASS_STYLE.get(cls, "")),
+            cell(idx(c["from_index"]), w_from, True),
+            cell(idx(c["to_index"]), w_to, True),
+            cell(lit(name, PROVENANCE_STYLE.get(prov, PROVENANCE_STYLE[None])) if name else Text("—", style="dim"), w_name),
+            cell(lit(prov, PROVENANCE_STYLE.get(prov, "")) if prov else Text("—", style="dim"), w_prov),
+            cell(_fmt_conf(c.get("confidence")), 4, True),
+        ]
+        if show_score:
+            parts.append(cell(_fmt_conf(c.get("score")), 5, True))
+        parts.append(cell(fl, w_flags))
+        out.append("\n")
+        out.append_text(Text("  ").join(parts))
+    return out
+
+
+def printable_name(name) -> str:
+    from kbtool.textutil import printable
+
+    return printable(name) if name else "—"
+
+
+def diff_table(kb, from_version_id: int, to_version_id: int, *, only=None) -> Table:
+    """Contract view: one row per change (classification, from/to index, name, provenance,
+    confidence, score, runtime/churn and review flags). ``kb`` is a KB path or an open
+    connection; the stored report is used when there is one, else it is computed with
+    carry-over off (a pure read)."""
+    from kbtool.diff.report import get_diff
+    from kbtool.views.kbarg import connection
+
+    with connection(kb) as conn:
+        report = get_diff(conn, from_version_id, to_version_id)
+        churn = _toolchain_changed(conn, report)
+    return diff_table_from_report(report, only=only, toolchain_changed=churn)
+
+
+def _names(values: list[str], style: str) -> Text:
+    t = Text()
+    for i, v in enumerate(values):
+        if i:
+            t.append(", ", style="dim")
+        t.append_text(lit(v, style))
+    return t
+
+
+def _strings(values: list[str], style: str) -> Text:
+    t = Text()
+    for i, v in enumerate(values):
+        if i:
+            t.append("  ")
+        t.append_text(lit(repr(v), style))
+    return t
+
+
+def _delta(a: int, b: int, unit: str) -> str:
+    d = b - a
+    return f"{d:+,} {unit}" if d else f"±0 {unit}"
+
+
+def changelog_from_data(cl: dict, *, only=None):
+    """Rich renderable of :func:`kbtool.diff.changelog.changelog` data."""
+    from rich.console import Group
+    from rich.padding import Padding
+
+    keep = parse_only(only) if not isinstance(only, frozenset) else only
+
+    def show(cls: str) -> bool:
+        return keep is None or cls in keep
+
+    parts: list = [Text.assemble("\n", ("changelog", "bold underline"), " ", lit(cl["from"], "bold"),
+                                 " → ", lit(cl["to"], "bold"))]
+    if show("modified"):
+        parts.append(Text.assemble(
+            ("\nmodified", CLASS_STYLE["modified"]),
+            f" ({len(cl['modified'])} named",
+            f"; {cl['modified_unnamed']} unnamed not listed)" if cl["modified_unnamed"] else ")",
+        ))
+        for m in cl["modified"]:
+            head = Text("  ")
+            head.append_text(lit(m["name"], "bold"))
+            head.append(f"  #{m['from_index']}→#{m['to_index']}  ", style="dim")
+            head.append(f"{_delta(m['instr_from'], m['instr_to'], 'instr')}, "
+                        f"{_delta(m['size_from'], m['size_to'], 'B')}")
+            if m["runtime"]:
+                head.append("  runtime", style="magenta")
+            if m["review"]:
+                head.append("  review", style="bold red")
+            parts.append(head)
+            lines = []
+            if m["calls_added"]:
+                lines.append(Text.assemble(("+ calls ", "green"), _names(m["calls_added"], "green")))
+            if m["calls_removed"]:
+                lines.append(Text.assemble(("- calls ", "red"), _names(m["calls_removed"], "red")))
+            if m["strings_added"]:
+                lines.append(Text.assemble(("+ strings ", "green"), _strings(m["strings_added"], "green")))
+            if m["strings_removed"]:
+                lines.append(Text.assemble(("- strings ", "red"), _strings(m["strings_removed"], "red")))
+            for line in lines:
+                parts.append(Padding(line, (0, 0, 0, 4)))
+    if show("new"):
+        parts.append(Text.assemble(("\nnew", CLASS_STYLE["new"]), f" ({len(cl['new'])})"))
+        for f in cl["new"]:
+            head = Text(f"  #{f['to_index']} ")
+            head.append_text(lit(f["name"] or "unnamed", "bold" if f["name"] else "dim"))
+            head.append(f"  {f['instr']:,} instr, {f['size']:,} B", style="dim")
+            if f["runtime"]:
+                head.append("  runtime", style="magenta")
+            parts.append(head)
+            if f["strings"]:
+                more = f" (+{f['string_count'] - len(f['strings'])} more)" if f["string_count"] > len(f["strings"]) else ""
+                parts.append(Padding(Text.assemble(("strings ", "dim"), _strings(f["strings"], ""), (more, "dim")),
+                                     (0, 0, 0, 4)))
+            if f["calls"]:
+                parts.append(Padding(Text.assemble(("calls ", "dim"), _names(f["calls"], "")), (0, 0, 0, 4)))
+    if show("deleted"):
+        parts.append(Text.assemble(("\ndeleted", CLASS_STYLE["deleted"]), f" ({len(cl['deleted'])})"))
+        for f in cl["deleted"]:
+            head = Text(f"  #{f['from_index']} ")
+            head.append_text(lit(f["name"] or "unnamed", "bold" if f["name"] else "dim"))
+            head.append(f"  {f['instr']:,} instr, {f['size']:,} B", style="dim")
+            if f["runtime"]:
+                head.append("  runtime", style="magenta")
+            parts.append(head)
+            if f["strings"]:
+                parts.append(Padding(Text.assemble(("strings ", "dim"), _strings(f["strings"], "")), (0, 0, 0, 4)))
+    if cl["imports_added"] or cl["imports_removed"]:
+        parts.append(Text("\nimports", style="bold"))
+        if cl["imports_added"]:
+            parts.append(Text.assemble("  ", ("+ ", "green"), _names(cl["imports_added"], "green")))
+        if cl["imports_removed"]:
+            parts.append(Text.assemble("  ", ("- ", "red"), _names(cl["imports_removed"], "red")))
+    return Group(*parts)
+
+
+def changelog_renderable(report: dict, kb=None, *, only=None):
+    """The semantic changelog of a report as a Rich renderable. ``kb`` (path or connection)
+    supplies the facts; without it this returns None (a report alone has no facts)."""
+    if kb is None:
+        return None
+    from kbtool.diff.changelog import changelog
+    from kbtool.views.kbarg import connection
+
+    with connection(kb) as conn:
+        data = changelog(conn, report)
+    return changelog_from_data(data, only=only)
+
+
+def render_report(conn, report: dict, console, *, only=None, pairing=None) -> None:
+    """Print a report: the summary, the change table (score column from 100 columns up),
+    then the semantic changelog. ``conn`` supplies the facts; nothing is written."""
+    from kbtool.diff.changelog import changelog
+
+    keep = parse_only(only) if not isinstance(only, frozenset) else only
+    churn = _toolchain_changed(conn, report)
+    data = changelog(conn, report, pairing=pairing)
+    console.print(summary_text(report))
+    console.print()
+    console.print(diff_lines(report, width=console.width, only=keep, toolchain_changed=churn,
+                             show_score=console.width >= 100), no_wrap=True, crop=True)
+    console.print(changelog_from_data(data, only=keep))
+
+
+def read_report(conn, from_version_id: int, to_version_id: int):
+    """``(report, pairing)``: the stored report (pairing None), else computed with carry-over
+    off (a pure read) together with its pairing."""
+    from kbtool.diff.report import compute_diff_with_pairing, stored_diff
+
+    queries.get_version(conn, from_version_id)   # UnknownVersionError with the known ids
+    queries.get_version(conn, to_version_id)
+    report = stored_diff(conn, from_version_id, to_version_id)
+    if report is not None:
+        return report, None
+    return compute_diff_with_pairing(conn, from_version_id, to_version_id)
+
+
+def render_diff(kb, from_version_id: int, to_version_id: int, console=None, *, only=None) -> None:
+    """Contract view: print the summary, the change table, then the semantic changelog.
+    Read-only: the stored report if saved, else computed with carry-over off."""
+    from rich.console import Console
+
+    from kbtool.views.kbarg import connection
+
+    keep = parse_only(only)
+    console = console or Console(highlight=False)
+    with connection(kb) as conn:
+        report, pairing = read_report(conn, from_version_id, to_version_id)
+        render_report(conn, report, console, only=keep, pairing=pairing)

@@ -1,0 +1,194 @@
+"""Diff and oracle commands: ``kbtool diff``, ``kbtool ui diff`` (read-only), ``kbtool oracle``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kbtool.commands.common import (
+    DbOption,
+    JsonOption,
+    console,
+    err_console,
+    fail,
+    print_json,
+    ro,
+    rw,
+)
+from kbtool.views.text import lit
+
+OnlyOption = Annotated[
+    str | None,
+    typer.Option("--only", help="Show only these classifications, comma-separated: unchanged, "
+                 "moved, modified, new, deleted, changed (= modified,new,deleted), review, runtime, all."),
+]
+
+ui_app = typer.Typer(name="ui", help="Read-only terminal views (Rich).", no_args_is_help=True,
+                     rich_markup_mode=None)
+oracle_app = typer.Typer(name="oracle", help="Reference modules that carry names, and naming from them.",
+                         no_args_is_help=True, rich_markup_mode=None)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("diff")(diff_cmd)
+    ui_app.command("diff")(ui_diff)
+    app.add_typer(ui_app, name="ui")
+    oracle_app.command("add")(oracle_add)
+    oracle_app.command("match")(oracle_match)
+    oracle_app.command("list")(oracle_list)
+    app.add_typer(oracle_app, name="oracle")
+
+
+def _only(only: str | None):
+    from kbtool.views.terminal import parse_only
+
+    try:
+        return parse_only(only)
+    except ValueError as exc:
+        fail(str(exc))
+
+
+def _print_report(conn, report: dict, keep, *, pager: bool = False, pairing=None) -> None:
+    from kbtool.views.terminal import render_report
+
+    if pager:
+        with console.pager(styles=True):
+            render_report(conn, report, console, only=keep, pairing=pairing)
+    else:
+        render_report(conn, report, console, only=keep, pairing=pairing)
+
+
+def diff_cmd(
+    from_version: Annotated[int, typer.Argument(help="Older (baseline) version id.")],
+    to_version: Annotated[int, typer.Argument(help="Newer version id.")],
+    save: Annotated[bool, typer.Option("--save", help="Store the report (read back by every surface).")] = False,
+    carry: Annotated[bool, typer.Option("--carry", help="Carry names to matched functions of TO that got a new identity (diff-carry, through the gate).")] = False,
+    only: OnlyOption = None,
+    json_out: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """What changed between two versions: classification per function, then the changelog.
+
+    Without --save/--carry this is a pure read (the stored report if one was saved)."""
+    keep = _only(only)
+    from kbtool.diff.report import compute_diff_with_pairing, save_diff
+    from kbtool.views.terminal import read_report
+
+    if not (save or carry):
+        conn = ro(db)
+        report, pairing = read_report(conn, from_version, to_version)
+    else:
+        conn = rw(db)
+        from kbtool.kb import queries
+
+        queries.get_version(conn, from_version)
+        queries.get_version(conn, to_version)
+        if carry:
+            from kbtool.diff.carry import carry_names
+
+            res = carry_names(conn, from_version, to_version)
+            (err_console if json_out else console).print(
+                f"names carried from version {from_version} to {to_version}: {res['written']} written, "
+                f"{res['refused']} refused by the gate, {res['already']} already there, "
+                f"{res['duplicate']} skipped (name bound elsewhere), {res['review']} written under review"
+            )
+        report, pairing = compute_diff_with_pairing(conn, from_version, to_version)
+        if save:
+            save_diff(conn, report)
+            report["stored"] = True
+            (err_console if json_out else console).print(
+                f"saved the diff of version {from_version} -> {to_version}")
+    if json_out:
+        print_json(report)
+        return
+    _print_report(conn, report, keep, pairing=pairing)
+
+
+def ui_diff(
+    from_version: Annotated[int, typer.Argument(help="Older (baseline) version id.")],
+    to_version: Annotated[int, typer.Argument(help="Newer version id.")],
+    only: OnlyOption = None,
+    pager: Annotated[bool, typer.Option("--pager", help="Page the output (less -R or $PAGER).")] = False,
+    db: DbOption = None,
+) -> None:
+    """The diff as tables plus the semantic changelog; read-only, never carries names."""
+    keep = _only(only)
+    from kbtool.views.terminal import read_report
+
+    conn = ro(db)
+    try:
+        report, pairing = read_report(conn, from_version, to_version)
+        _print_report(conn, report, keep, pager=pager, pairing=pairing)
+    finally:
+        conn.close()
+
+
+# ---------------------------------------------------------------- oracle
+
+
+def oracle_add(
+    file: Annotated[Path, typer.Argument(help="Reference .wasm that carries names (name section or exports).")],
+    label: Annotated[str | None, typer.Option("--label", "-l", help="Label (default: file name).")] = None,
+    json_out: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Store a reference module whose names the oracle can give to matching functions."""
+    from kbtool.oracle import add_oracle
+
+    conn = rw(db)
+    res = add_oracle(conn, file, label=label)
+    if json_out:
+        print_json(res)
+        return
+    console.print(
+        f"added oracle [bold]{res['id']}[/] ", lit(res["label"], "bold cyan"),
+        f": {res['named']} named of {res['defined']} defined functions"
+        + (" (a runtime library)" if res["runtime"] else ""),
+    )
+
+
+def oracle_list(json_out: JsonOption = False, db: DbOption = None) -> None:
+    """List the stored reference modules."""
+    from rich.table import Table
+
+    from kbtool.oracle import list_oracles
+
+    rows = list_oracles(ro(db))
+    if json_out:
+        print_json(rows)
+        return
+    if not rows:
+        console.print("No oracle modules yet. Try: kbtool oracle add libc-ref.wasm")
+        return
+    t = Table(title="oracle modules")
+    for col in ("id", "label", "size", "sha256"):
+        t.add_column(col, justify="right" if col in ("id", "size") else "left")
+    for r in rows:
+        t.add_row(str(r["id"]), lit(r["label"]), f"{r['size']:,}", r["sha256"][:16])
+    console.print(t)
+
+
+def oracle_match(
+    version: Annotated[int, typer.Argument(help="Version id to name (see `kbtool versions`).")],
+    oracle: Annotated[list[int] | None, typer.Option("--oracle", help="Only this oracle id (repeatable).")] = None,
+    exact_only: Annotated[bool, typer.Option("--exact-only", help="Only exact shape matches (confidence 1.0).")] = False,
+    json_out: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Name functions of a version by exact shape (1.0) or structural match (the score), as oracle."""
+    from kbtool.oracle import match_oracle
+
+    conn = rw(db)
+    res = match_oracle(conn, version, oracle_ids=oracle or None, structural=not exact_only)
+    if json_out:
+        print_json(res)
+        return
+    for o in res["oracles"]:
+        console.print(
+            "oracle ", lit(o["label"], "bold cyan"),
+            f": {o['exact']} exact, {o['structural']} structural, {o['skipped_review']} skipped (review)"
+            f" -> {o['written']} written, {o['refused']} refused, {o['unchanged']} unchanged",
+        )
+    console.print(f"version {version}: {res['written']} written, {res['refused']} refused")

@@ -1,0 +1,123 @@
+"""Carry-over: names follow matched functions into a newer version, through the gate.
+
+Functions that kept their identity (same ``stable_id``) already share the annotation, so
+only matched new-side functions with a *different* stable_id receive anything: the old
+function's name (and summary) as a ``diff-carry`` annotation, via
+:func:`kbtool.kb.economy.upsert_symbol` (the lowest authority: it never overrides a human,
+oracle, export or agent name, and every refusal is recorded as an event).
+
+Confidence: ``score x old confidence``, capped at 0.49 when the match is flagged for
+review (so ``run_agent_pass --only-unconfident`` looks at those again), rounded to 4
+places.
+
+Skipped without a gate decision: the new function already has the same name (``already``),
+or the name is already bound to another function of the new version (``duplicate``: one
+of the two matches is wrong, the one that kept its identity is trusted).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from kbtool.diff.report import Pairing, pair_versions
+from kbtool.kb.db import transaction
+from kbtool.kb.economy import upsert_symbol
+
+__all__ = ["carry_names", "carry_confidence", "REVIEW_CAP", "ACTOR"]
+
+REVIEW_CAP = 0.49
+ACTOR = "diff-carry"
+
+
+def carry_confidence(score: float, old_confidence: float | None, review: bool) -> float:
+    """Confidence of a carried name, derived from the match score (see the module docstring)."""
+    c = max(0.0, min(1.0, float(score))) * max(
+        0.0, min(1.0, float(old_confidence if old_confidence is not None else 1.0))
+    )
+    if review:
+        c = min(c, REVIEW_CAP)
+    return round(c, 4)
+
+
+def _named(conn: sqlite3.Connection, version_id: int) -> dict[int, dict[str, Any]]:
+    return {
+        idx: {"name": name, "summary": summary, "provenance": prov, "confidence": conf}
+        for idx, name, summary, prov, conf in conn.execute(
+            "SELECT f.idx, s.name, s.summary, s.provenance, s.confidence FROM functions f"
+            " JOIN symbols s ON s.stable_id = f.stable_id"
+            " WHERE f.version_id = ? AND f.imported = 0 AND s.name IS NOT NULL",
+            (version_id,),
+        )
+    }
+
+
+def carry_names(
+    conn: sqlite3.Connection,
+    parent_version_id: int,
+    new_version_id: int,
+    *,
+    pairing: Pairing | None = None,
+    actor: str = ACTOR,
+) -> dict[str, Any]:
+    """Carry names from ``parent_version_id`` to matched functions of ``new_version_id``.
+
+    Returns counts: ``considered`` (matched pairs with a new identity whose old side is
+    named), ``written``, ``refused`` (by the gate), ``already`` (same name there),
+    ``duplicate`` (name bound elsewhere in the new version), ``review`` (written names
+    whose match is flagged for review).
+    """
+    pg = pairing or pair_versions(conn, parent_version_id, new_version_id)
+    old_named = _named(conn, parent_version_id)
+    new_named = _named(conn, new_version_id)
+    bound = {}
+    for idx, a in new_named.items():
+        bound.setdefault(a["name"], idx)
+    out = {"considered": 0, "written": 0, "refused": 0, "already": 0, "duplicate": 0, "review": 0}
+    with transaction(conn):
+        for p in pg.defined_pairs():
+            if p.identity:
+                continue
+            src = old_named.get(p.old_index)
+            if src is None:
+                continue
+            orow, nrow = pg.old_rows[p.old_index], pg.new_rows[p.new_index]
+            if orow["stable_id"] == nrow["stable_id"]:
+                continue
+            out["considered"] += 1
+            cur = new_named.get(p.new_index)
+            if cur is not None and cur["name"] == src["name"]:
+                out["already"] += 1
+                continue
+            holder = bound.get(src["name"])
+            if holder is not None and holder != p.new_index:
+                out["duplicate"] += 1
+                continue
+            conf = carry_confidence(p.score, src["confidence"], p.review)
+            d = upsert_symbol(
+                conn,
+                nrow["stable_id"],
+                src["name"],
+                provenance="diff-carry",
+                confidence=conf,
+                actor=actor,
+                summary=src["summary"],
+                version_id=new_version_id,
+                evidence={
+                    "source": "diff",
+                    "from_version_id": parent_version_id,
+                    "from_index": p.old_index,
+                    "from_stable_id": orow["stable_id"],
+                    "from_provenance": src["provenance"],
+                    "method": p.method,
+                    "score": p.score,
+                    "review": p.review,
+                },
+            )
+            if d["written"]:
+                out["written"] += 1
+                out["review"] += int(p.review)
+                bound.setdefault(src["name"], p.new_index)
+            elif d["reason"] != "no change":
+                out["refused"] += 1
+    return out
