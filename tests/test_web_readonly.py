@@ -1,0 +1,138 @@
+"""No HTTP route can write: every route, every method, SQL injection in every parameter.
+
+The KB file's bytes (and its WAL, if any) are hashed before and after; the logical content
+is compared too. The router is driven directly (every combination) and through a real
+``kbtool serve`` subprocess (every route and parameter, a smaller set of payloads).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+from kbtool.kb.db import open_ro
+from kbtool.web.router import route
+from tests.test_web_fixtures import copy_kb, web_kb
+from tests.test_web_http import ServerProcess, request
+
+INJECTIONS = [
+    "1; DROP TABLE versions; --",
+    "1'); DELETE FROM symbols; --",
+    "' OR '1'='1",
+    "1 OR 1=1",
+    "x' UNION SELECT sql FROM sqlite_master --",
+    "'; UPDATE symbols SET name='pwned'; --",
+    "1); INSERT INTO versions(label) VALUES('evil'); --",
+    "%' ; ATTACH DATABASE '/tmp/evil.db' AS e; --",
+    "\"; PRAGMA query_only=OFF; DELETE FROM functions; --",
+    "0x7fffffffffffffff",
+    "\x00",
+    "../../../../etc/passwd",
+    "<script>alert(1)</script>",
+    "%",
+    "_",
+    "a" * 5000,
+]
+METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH"]
+
+
+def _routes(kb, p: str) -> list[tuple[str, dict[str, list[str]]]]:
+    """Every route with ``p`` placed in each of its parameters in turn."""
+    v = str(kb.version_ids[0])
+    q = urllib.parse.quote(p, safe="")
+    return [
+        ("/", {"x": [p]}),
+        ("/api/versions", {"id": [p]}),
+        (f"/api/versions/{q}/functions", {}),
+        (f"/api/versions/{v}/functions", {"include_imports": [p]}),
+        (f"/api/versions/{q}/coverage", {}),
+        ("/api/diff", {"from": [p], "to": [v]}),
+        ("/api/diff", {"from": [v], "to": [p]}),
+        ("/api/diff", {"from": [p], "to": [p]}),
+        ("/api/search", {"q": [p]}),
+        ("/api/search", {"q": [p], "limit": [p]}),
+        (f"/api/symbol/{q}", {}),
+        (f"/api/history/{q}", {}),
+        (f"/api/history/{kb.history_sid}", {"version": [p]}),
+    ]
+
+
+def _fingerprint(path: Path) -> tuple[str, str]:
+    h = hashlib.sha256()
+    for suffix in ("", "-wal"):
+        f = Path(str(path) + suffix)
+        if f.exists():
+            h.update(f.read_bytes())
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        dump = hashlib.sha256("\n".join(conn.iterdump()).encode()).hexdigest()
+    finally:
+        conn.close()
+    return h.hexdigest(), dump
+
+
+@pytest.fixture()
+def kb_copy(tmp_path, tmp_path_factory):
+    kb = web_kb(tmp_path_factory.getbasetemp())
+    return kb, copy_kb(kb, tmp_path / "kb.db")
+
+
+def test_router_cannot_write(kb_copy):
+    kb, path = kb_copy
+    before = _fingerprint(path)
+    answers = 0
+    for payload in INJECTIONS:
+        for p, query in _routes(kb, payload):
+            # route() receives the decoded path, as the ASGI server gives it
+            decoded = urllib.parse.unquote(p)
+            for method in METHODS:
+                status, ctype, body = route(str(path), decoded, query, method)
+                answers += 1
+                assert status < 500, (p, method, body[:200])
+                assert b"Traceback" not in body
+                if ctype == "application/json" and status != 200:
+                    assert list(json.loads(body)) == ["error"]
+                if method not in ("GET", "HEAD"):
+                    assert status == 405
+    assert answers == len(INJECTIONS) * 13 * len(METHODS)
+    assert _fingerprint(path) == before
+
+
+def test_router_connection_refuses_writes(kb_copy):
+    """What the router opens cannot write even if a handler tried to."""
+    _, path = kb_copy
+    before = _fingerprint(path)
+    conn = open_ro(path)
+    try:
+        for sql in ("DELETE FROM symbols", "INSERT INTO meta VALUES ('k', 'v')", "DROP TABLE versions",
+                    "CREATE TABLE t (x)"):
+            with pytest.raises(sqlite3.OperationalError):
+                conn.execute(sql)
+        conn.execute("PRAGMA query_only = OFF")  # even then: the file is opened mode=ro
+        with pytest.raises(sqlite3.OperationalError):
+            conn.execute("DELETE FROM symbols")
+    finally:
+        conn.close()
+    assert _fingerprint(path) == before
+
+
+def test_http_cannot_write(kb_copy):
+    kb, path = kb_copy
+    before = _fingerprint(path)
+    with ServerProcess(path) as srv:
+        for payload in INJECTIONS[:9] + [INJECTIONS[-3]]:
+            for p, query in _routes(kb, payload):
+                url = p + ("?" + urllib.parse.urlencode(query, doseq=True) if query else "")
+                for method in ("GET", "POST", "PUT", "DELETE"):
+                    status, headers, body = request(srv.port, url, method=method,
+                                                    body=b"DELETE FROM symbols" if method != "GET" else None)
+                    assert status < 500, (url, method, body[:200])
+                    assert b"Traceback" not in body
+                    if method != "GET":
+                        assert status == 405
+    assert _fingerprint(path) == before

@@ -1,0 +1,359 @@
+"""The pure router ``kbtool.web.router.route``: routes, shapes, errors, one connection per request."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sqlite3
+
+import pytest
+
+from kbtool.kb import queries
+from kbtool.kb.db import open_ro
+from kbtool.web import router
+from kbtool.web.router import route
+from kbtool.web.security import inline_hashes, page_csp
+from tests.test_web_fixtures import XSS_SCRIPT, sha256, web_kb
+
+HAS_DIFF = importlib.util.find_spec("kbtool.diff.report") is not None
+needs_diff = pytest.mark.skipif(not HAS_DIFF, reason="kbtool.diff.report (get_diff) not there yet")
+
+
+@pytest.fixture(scope="module")
+def kb(tmp_path_factory):
+    return web_kb(tmp_path_factory.getbasetemp())
+
+
+def get(kb, path, **query):
+    status, ctype, body = route(str(kb.path), path, {k: [v] for k, v in query.items()})
+    return status, ctype, body
+
+
+def get_json(kb, path, **query):
+    status, ctype, body = get(kb, path, **query)
+    assert ctype == "application/json"
+    assert b"Traceback" not in body
+    return status, json.loads(body)
+
+
+def ro(kb) -> sqlite3.Connection:
+    return open_ro(kb.path)
+
+
+# ---------------------------------------------------------------- routes and shapes
+
+def test_page_is_html_and_self_contained(kb):
+    status, ctype, body = get(kb, "/")
+    assert status == 200 and ctype.startswith("text/html")
+    text = body.decode()
+    assert "<canvas" in text and "<script>" in text
+    # no CDN, no external fonts, nothing fetched from another origin
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text)
+    assert "@import" not in text and "url(http" not in text and "@font-face" not in text
+    # KB text is never parsed as HTML
+    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
+        assert sink not in text, sink
+    # one inline script and one inline style, both allowed by hash (no 'unsafe-inline')
+    scripts, styles = inline_hashes(body)
+    assert len(scripts) == 1 and len(styles) == 1
+    csp = page_csp(body)
+    assert "'unsafe-inline'" not in csp and "'unsafe-eval'" not in csp
+    assert scripts[0] in csp and styles[0] in csp
+    # no inline event handlers or style attributes (they would need 'unsafe-inline')
+    assert not re.search(r"\son[a-z]+\s*=", text.split("<script>")[0])
+    assert not re.search(r"\sstyle\s*=", text.split("<script>")[0])
+
+
+def test_versions_with_coverage(kb):
+    status, data = get_json(kb, "/api/versions")
+    assert status == 200
+    assert [v["id"] for v in data] == kb.version_ids
+    for v in data:
+        assert set(v) >= {"id", "label", "toolchain_version", "functions", "shared_memory", "coverage_pct"}
+        assert isinstance(v["shared_memory"], bool)
+    conn = ro(kb)
+    try:
+        for v in data:
+            assert v["coverage_pct"] == queries.coverage(conn, v["id"])["coverage_pct"]
+    finally:
+        conn.close()
+
+
+def test_functions_are_defined_only(kb):
+    vid = kb.version_ids[-1]
+    status, data = get_json(kb, f"/api/versions/{vid}/functions")
+    assert status == 200
+    conn = ro(kb)
+    try:
+        defined = queries.coverage(conn, vid)["defined"]
+        assert data == queries.list_functions(conn, vid)
+    finally:
+        conn.close()
+    assert len(data) == defined
+    assert set(data[0]) == {"index", "stable_id", "type", "name", "provenance", "confidence"}
+    assert [f["index"] for f in data] == sorted(f["index"] for f in data)
+    named = {f["stable_id"]: f for f in data if f["name"]}
+    assert named[kb.script_sid]["name"] == XSS_SCRIPT
+    assert all(f["confidence"] is None and f["provenance"] is None for f in data if f["name"] is None)
+
+
+def test_coverage(kb):
+    vid = kb.version_ids[0]
+    status, data = get_json(kb, f"/api/versions/{vid}/coverage")
+    assert status == 200
+    assert set(data) >= {"defined", "named", "coverage_pct", "oracle_named", "human_named", "agent_named"}
+    assert data["coverage_pct"] == (round(data["named"] / data["defined"] * 100, 2) if data["defined"] else 0.0)
+
+
+def test_search(kb):
+    assert get_json(kb, "/api/search") == (200, [])
+    assert get_json(kb, "/api/search", q="") == (200, [])
+    needle = kb.human_name[1:4].upper()
+    status, data = get_json(kb, "/api/search", q=needle)
+    assert status == 200 and data
+    assert any(r["name"] == kb.human_name for r in data)
+    assert all(needle.lower() in r["name"].lower() for r in data)
+    assert [r["name"].lower() for r in data] == sorted(r["name"].lower() for r in data)
+    assert len({r["stable_id"] for r in data}) == len(data)
+    assert set(data[0]) == {"stable_id", "name", "provenance", "confidence"}
+    # capped
+    status, data = get_json(kb, "/api/search", q="_")
+    assert status == 200 and len(data) <= router.SEARCH_LIMIT
+    # literal, not a pattern
+    assert get_json(kb, "/api/search", q="%")[1] == []
+    assert [r["stable_id"] for r in get_json(kb, "/api/search", q="<script>")[1]] == [kb.script_sid]
+
+
+def test_symbol(kb):
+    status, data = get_json(kb, f"/api/symbol/{kb.script_sid}")
+    assert status == 200
+    assert set(data) >= {"stable_id", "name", "summary", "type_signature", "provenance", "confidence",
+                         "locked", "evidence"}
+    assert data["stable_id"] == kb.script_sid and data["name"] == XSS_SCRIPT
+    assert isinstance(data["evidence"], list) and data["evidence"][0]["actor"] == "oracle:test"
+
+
+def test_symbol_404(kb):
+    status, data = get_json(kb, f"/api/symbol/{kb.unnamed_sid}")
+    assert status == 404 and list(data) == ["error"]
+    status, data = get_json(kb, "/api/symbol/0000000000000000")
+    assert status == 404 and list(data) == ["error"] and "unknown" in data["error"]
+
+
+def test_history(kb):
+    status, data = get_json(kb, f"/api/history/{kb.history_sid}")
+    assert status == 200
+    assert data["stable_id"] == kb.history_sid
+    assert {"version_id", "label"} <= set(data["first_seen"])
+    assert [v["version_id"] for v in data["versions"]] == kb.version_ids
+    assert all(isinstance(v["body_changed"], bool) for v in data["versions"])
+    kinds = [(e["kind"], e["written"], e["new_name"]) for e in data["events"]]
+    assert kinds[-3:] == [("agent-guess", True, "maybe_memcpy"), ("oracle-match", True, "ZSTD_copy16"),
+                          ("rejection", False, "copy_bytes")]
+    names = {n["version_id"]: n["name"] for n in data["names_by_version"]}
+    assert names[kb.version_ids[0]] == "maybe_memcpy" and names[kb.version_ids[-1]] == "ZSTD_copy16"
+    # the detail panel's extras: the function in one version and its facts
+    assert data["function"]["stable_id"] == kb.history_sid
+    assert data["function"]["version_id"] == kb.version_ids[-1]
+    assert data["facts"] is not None and "instruction_mnemonics" not in data["facts"]
+    status, first = get_json(kb, f"/api/history/{kb.history_sid}", version=str(kb.version_ids[0]))
+    assert first["function"]["version_id"] == kb.version_ids[0]
+
+
+def test_history_of_unnamed_and_unknown(kb):
+    status, data = get_json(kb, f"/api/history/{kb.unnamed_sid}")
+    assert status == 200 and data["symbol"] is None
+    status, data = get_json(kb, "/api/history/0000000000000000")
+    assert status == 404 and list(data) == ["error"]
+
+
+# ---------------------------------------------------------------- errors
+
+@pytest.mark.parametrize("path", [
+    "/nope", "/api", "/api/", "/api/versions/", "/api/versions/1", "/api/versions/1/functions/",
+    "/api/versions/1/functions/extra", "/API/versions", "/api/symbol", "/api/symbol/", "/index.html",
+    "/studio", "/api/analysis/x", "/api/events", "//api/versions", "/api/versions/1/../../etc/passwd",
+])
+def test_unknown_route_404(kb, path):
+    status, data = get_json(kb, path)
+    assert status == 404
+    assert list(data) == ["error"] and isinstance(data["error"], str)
+
+
+@pytest.mark.parametrize("vid", ["abc", "-1", "1.5", "1e3", " 1", "0x10", "99999999999999999999", "１"])
+@pytest.mark.parametrize("tail", ["functions", "coverage"])
+def test_malformed_version_400(kb, vid, tail):
+    status, data = get_json(kb, f"/api/versions/{vid}/{tail}")
+    assert status == 400 and list(data) == ["error"]
+
+
+@pytest.mark.parametrize("tail", ["functions", "coverage"])
+def test_unknown_version_404(kb, tail):
+    status, data = get_json(kb, f"/api/versions/987654/{tail}")
+    assert status == 404 and list(data) == ["error"] and "987654" in data["error"]
+
+
+@pytest.mark.parametrize("sid", ["a b", "x'--", "<script>", "a/b", "é", "x" * 129, "..%2f"])
+@pytest.mark.parametrize("base", ["/api/symbol/", "/api/history/"])
+def test_malformed_stable_id_400(kb, base, sid):
+    status, data = get_json(kb, base + sid)
+    assert status in (400, 404)
+    if "/" not in sid:
+        assert status == 400
+    assert list(data) == ["error"]
+
+
+@pytest.mark.parametrize("query", [{}, {"from": "1"}, {"to": "1"}, {"from": "", "to": "1"}, {"from": "1", "to": ""}])
+def test_diff_missing_parameters_400(kb, query):
+    status, data = get_json(kb, "/api/diff", **query)
+    assert status == 400 and list(data) == ["error"]
+
+
+@pytest.mark.parametrize("query", [{"from": "a", "to": "1"}, {"from": "1", "to": "2;DROP TABLE versions"}])
+def test_diff_malformed_400(kb, query):
+    status, data = get_json(kb, "/api/diff", **query)
+    assert status == 400 and list(data) == ["error"]
+
+
+def test_diff_unknown_version_404(kb):
+    status, data = get_json(kb, "/api/diff", **{"from": "1", "to": "987654"})
+    assert status == 404 and list(data) == ["error"]
+    status, data = get_json(kb, "/api/diff", **{"from": "987654", "to": "1"})
+    assert status == 404
+
+
+@needs_diff
+def test_diff_computed_without_storing(kb):
+    a, b = kb.version_ids[0], kb.version_ids[-1]
+    before = sha256(kb.path)
+    status, data = get_json(kb, "/api/diff", **{"from": str(a), "to": str(b)})
+    assert status == 200
+    assert {"from", "to", "summary", "changes"} <= set(data)
+    labels = {v["id"]: v["label"] for v in get_json(kb, "/api/versions")[1]}
+    assert data["from"] == labels[a] and data["to"] == labels[b]
+    assert data.get("stored") is False
+    assert isinstance(data["changes"], list) and data["changes"]
+    assert {"classification", "from_index", "to_index"} <= set(data["changes"][0])
+    assert sha256(kb.path) == before
+    from kbtool.diff.report import get_diff
+    conn = ro(kb)
+    try:
+        assert json.loads(json.dumps(get_diff(conn, a, b))) == data
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "CONNECT", "FOO"])
+@pytest.mark.parametrize("path", ["/", "/api/versions", "/api/search", "/api/diff", "/nope"])
+def test_other_methods_405(kb, method, path):
+    status, ctype, body = route(str(kb.path), path, {}, method)
+    assert status == 405 and ctype == "application/json"
+    assert list(json.loads(body)) == ["error"]
+
+
+def test_head_is_allowed(kb):
+    assert route(str(kb.path), "/api/versions", {}, "HEAD")[0] == 200
+
+
+def test_missing_or_foreign_kb_is_a_json_error(tmp_path):
+    status, ctype, body = route(str(tmp_path / "missing.db"), "/api/versions", {})
+    assert status == 503 and list(json.loads(body)) == ["error"]
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"not a database at all" * 100)
+    status, ctype, body = route(str(junk), "/api/versions", {})
+    assert status >= 400 and list(json.loads(body)) == ["error"] and b"Traceback" not in body
+    assert junk.read_bytes() == b"not a database at all" * 100
+    # the page itself needs no KB
+    assert route(str(tmp_path / "missing.db"), "/", {})[0] == 200
+
+
+def test_internal_errors_hide_the_traceback(kb, monkeypatch):
+    def boom(conn, version_id):
+        raise RuntimeError("secret detail /etc/passwd")
+
+    monkeypatch.setattr(queries, "coverage", boom)
+    status, ctype, body = route(str(kb.path), f"/api/versions/{kb.version_ids[0]}/coverage", {})
+    assert status == 500 and json.loads(body) == {"error": "internal error"}
+
+
+# ---------------------------------------------------------------- one read-only connection per request
+
+def test_fresh_read_only_connection_per_request_closed_after(kb, monkeypatch):
+    opened: list[sqlite3.Connection] = []
+    real = router.open_ro
+
+    def spy(path):
+        conn = real(path)
+        assert conn.execute("PRAGMA query_only").fetchone()[0] == 1
+        opened.append(conn)
+        return conn
+
+    monkeypatch.setattr(router, "open_ro", spy)
+    paths = ["/api/versions", f"/api/versions/{kb.version_ids[0]}/functions",
+             f"/api/versions/{kb.version_ids[0]}/coverage", f"/api/symbol/{kb.script_sid}",
+             f"/api/history/{kb.history_sid}", "/api/versions/9999/coverage", "/api/symbol/zz"]
+    for p in paths:
+        route(str(kb.path), p, {})
+    route(str(kb.path), "/api/search", {"q": ["a"]})
+    assert len(opened) == len(paths) + 1
+    assert len({id(c) for c in opened}) == len(opened)
+    for conn in opened:
+        with pytest.raises(sqlite3.ProgrammingError):
+            conn.execute("SELECT 1")
+    # the page and 405s need no connection
+    route(str(kb.path), "/", {})
+    route(str(kb.path), "/api/versions", {}, "POST")
+    assert len(opened) == len(paths) + 1
+
+
+# ---------------------------------------------------------------- host check (pure)
+
+@pytest.mark.parametrize("bound,allow,host,ok", [
+    ("127.0.0.1", (), "127.0.0.1:8787", True),
+    ("127.0.0.1", (), "localhost", True),
+    ("127.0.0.1", (), "[::1]:8787", True),
+    ("127.0.0.1", (), "evil.example", False),
+    ("127.0.0.1", (), "evil.example:8787", False),
+    ("127.0.0.1", (), "localhost.evil.example", False),
+    ("127.0.0.1", (), "", False),
+    ("127.0.0.1", (), None, False),
+    ("127.0.0.1", ("kb.lan",), "KB.lan:8787", True),
+    ("localhost", (), "127.0.0.1", True),
+    ("::1", (), "[::1]:9000", True),
+    ("192.168.5.5", (), "192.168.5.5:8787", True),
+    ("192.168.5.5", (), "localhost", False),
+    ("192.168.5.5", (), "evil.example", False),
+    ("192.168.5.5", ("kb.lan",), "kb.lan", True),
+    ("0.0.0.0", (), "10.1.2.3:8787", True),
+    ("0.0.0.0", (), "localhost", True),
+    ("0.0.0.0", (), "evil.example", False),
+])
+def test_host_check(bound, allow, host, ok):
+    from kbtool.web.security import HostCheck
+
+    assert HostCheck(bound, allow)(host) is ok
+
+
+@needs_diff
+def test_diff_serves_the_stored_report(kb, tmp_path):
+    from kbtool.diff.report import compute_diff, save_diff
+    from kbtool.kb.db import open_rw
+    from tests.test_web_fixtures import copy_kb
+
+    path = copy_kb(kb, tmp_path / "kb.db")
+    a, b = kb.version_ids[0], kb.version_ids[-1]
+    conn = open_rw(path)
+    try:
+        report = compute_diff(conn, a, b)
+        report["summary"] = dict(report["summary"], marker_only_in_the_stored_copy=1)
+        save_diff(conn, report)
+    finally:
+        conn.close()
+    status, ctype, body = route(str(path), "/api/diff", {"from": [str(a)], "to": [str(b)]})
+    data = json.loads(body)
+    assert status == 200 and data["stored"] is True
+    assert data["summary"]["marker_only_in_the_stored_copy"] == 1
+    # the reverse pair has no stored report: computed
+    status, ctype, body = route(str(path), "/api/diff", {"from": [str(b)], "to": [str(a)]})
+    assert status == 200 and json.loads(body)["stored"] is False
