@@ -303,15 +303,15 @@ def get_function_facts(conn: sqlite3.Connection, version_id: int, func_index: in
 def coverage(conn: sqlite3.Connection, version_id: int) -> Coverage:
     """Named share of a version's defined functions, split by provenance (sums to ``named``)."""
     _version_row(conn, version_id)
-    defined = conn.execute(
-        "SELECT COUNT(*) FROM functions WHERE version_id = ? AND imported = 0", (version_id,)
-    ).fetchone()[0]
+    # one scan: unnamed functions group under provenance NULL
     split = dict(conn.execute(
-        "SELECT s.provenance, COUNT(*) FROM functions f JOIN symbols s ON s.stable_id = f.stable_id"
-        " WHERE f.version_id = ? AND f.imported = 0 AND s.name IS NOT NULL GROUP BY s.provenance",
+        "SELECT CASE WHEN s.name IS NULL THEN NULL ELSE s.provenance END, COUNT(*)"
+        " FROM functions f LEFT JOIN symbols s ON s.stable_id = f.stable_id"
+        " WHERE f.version_id = ? AND f.imported = 0 GROUP BY 1",
         (version_id,),
     ).fetchall())
-    named = sum(split.values())
+    defined = sum(split.values())
+    named = defined - split.pop(None, 0)
     return {
         "defined": defined,
         "named": named,
