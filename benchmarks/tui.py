@@ -1,0 +1,295 @@
+"""Speed and memory of ``kbtool tui`` on a KB with a version of 50,000 defined functions.
+
+Targets (issue 5): start to first heatmap paint < 1.0 s; a cursor move or a page scroll
+< 50 ms per step (measured with Pilot, render included); memory < 500 MiB.
+
+The KB: one synthetic version with N defined functions (default 50,000: facts, call edges,
+~65% named across every provenance, names written through the gate in one transaction),
+and with --real also the largest corpus module (onnxruntime-web, 13,645 functions)
+ingested twice under two labels. It is built once and cached (``--db``, default
+/tmp/kbtool-tui-bench.db); ``--rebuild`` forces a new one.
+
+Each measurement runs in a fresh interpreter so import time and peak RSS are honest:
+
+    python benchmarks/tui.py                  # build (if needed) + measure, a table
+    python benchmarks/tui.py --json           # the figures as JSON
+    python benchmarks/tui.py --functions 20000 --db /tmp/x.db --rebuild
+    python benchmarks/tui.py --real           # + onnxruntime ingested as two more versions
+"""
+
+from __future__ import annotations
+
+import time
+
+T_PROCESS = time.perf_counter()          # as early as possible: "start" of the measured run
+
+import argparse  # noqa: E402
+import asyncio  # noqa: E402
+import hashlib  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import random  # noqa: E402
+import resource  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from array import array  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+DEFAULT_DB = Path("/tmp/kbtool-tui-bench.db")
+CORPUS = ROOT.parent / "shared" / "corpus" / "release" / "onnxruntime-web-1.20.1.ort-wasm-simd-threaded.wasm"
+TARGETS = {"first_paint_s": 1.0, "step_ms": 50.0, "rss_mib": 500.0}
+PROVS = (("human", 0.08), ("oracle", 0.22), ("export", 0.08), ("agent", 0.17), ("diff-carry", 0.10))
+WORDS = ("parse", "read", "write", "hash", "block", "frame", "table", "huf", "fse", "decode", "encode",
+         "init", "free", "alloc", "copy", "seq", "lit", "dict", "window", "tensor", "kernel", "gemm")
+
+
+# ---------------------------------------------------------------- building the KB
+
+def build(db: Path, n: int, real: bool) -> None:
+    from kbtool.kb.db import now, open_rw
+    from kbtool.kb.economy import upsert_symbol
+
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(db) + suffix).unlink(missing_ok=True)
+    t0 = time.perf_counter()
+    rng = random.Random(50_000)
+    conn = open_rw(db)
+    n_imp = 40
+    conn.execute("BEGIN IMMEDIATE")
+    cur = conn.execute(
+        "INSERT INTO versions (label, sha256, size, toolchain_version, shared_memory, imported_functions,"
+        " defined_functions, exported_functions, instructions, producers, target_features, ingested_at)"
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+        (f"synthetic-{n // 1000}k", hashlib.sha256(b"bench").hexdigest(), 40_000_000, "clang 19.1.0", 1,
+         n_imp, n, 200, n * 120, json.dumps({"processed-by": ["clang 19.1.0"]}), "[]", now()),
+    )
+    vid = cur.lastrowid
+    sids = [hashlib.blake2b(f"bench{i}".encode(), digest_size=8).hexdigest() for i in range(n_imp + n)]
+    ops = array("H", [32, 33, 16, 2, 3, 11] * 8).tobytes()
+    frows, xrows, erows = [], [], []
+    for i in range(n_imp + n):
+        imported = i < n_imp
+        calls = [] if imported else sorted({rng.randrange(n_imp + n) for _ in range(3)})
+        frows.append((vid, i, sids[i], int(imported), "env" if imported else None,
+                      f"imp{i}" if imported else None, "(i32, i32) -> i32", None, None, 0,
+                      0 if imported else 20 + i % 700, 0 if imported else 10 + i % 200, None, "[]", 0,
+                      None, "new", None, 0))
+        xrows.append((vid, i, json.dumps(calls), i % 3, "[]", "[]",
+                      json.dumps([f"message {i}"] if i % 9 == 0 else []), "[]", "[]", 0, i % 4,
+                      b"" if imported else ops))
+        erows.extend((vid, i, c) for c in calls)
+    conn.executemany("INSERT INTO functions (version_id, idx, stable_id, imported, import_module, import_field,"
+                     " type_sig, body_hash, shape_hash, body_offset, body_size, instr_count, raw_name,"
+                     " export_names, is_exported, prev_index, match_method, match_score, body_changed)"
+                     " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", frows)
+    conn.executemany("INSERT INTO facts (version_id, idx, calls, call_indirect, ref_funcs, consts, strings,"
+                     " globals_used, mem_ops, atomic_sites, loops, ops) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", xrows)
+    conn.executemany("INSERT OR IGNORE INTO call_edges VALUES (?,?,?)", erows)
+    # names through the gate (nested transactions become savepoints of this one)
+    for i in range(n_imp, n_imp + n):
+        r = rng.random()
+        acc = 0.0
+        for prov, share in PROVS:
+            acc += share
+            if r < acc:
+                conf = 1.0 if prov == "human" else round(rng.uniform(0.05, 1.0), 2)
+                name = f"{WORDS[i % len(WORDS)]}_{WORDS[(i * 7) % len(WORDS)]}_{i}"
+                upsert_symbol(conn, sids[i], name, provenance=prov, confidence=conf, actor=f"{prov}:bench")
+                break
+    conn.execute("COMMIT")
+    if real and CORPUS.exists():
+        from kbtool.ingest import ingest_file
+
+        for label in ("ort-1.20.1-a", "ort-1.20.1-b"):
+            ingest_file(conn, CORPUS, label=label)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    print(f"built {db} ({n:,} functions{' + onnxruntime x2' if real else ''}) in "
+          f"{time.perf_counter() - t0:.1f}s", file=sys.stderr)
+
+
+# ---------------------------------------------------------------- measuring (fresh process)
+
+async def _measure(db: Path, version: int | None, steps: int) -> dict:
+    t_import = time.perf_counter()
+    from textual import events
+
+    from kbtool.tui.app import KbApp
+    from kbtool.tui.screens.heatmap import HeatmapScreen
+    from kbtool.tui.widgets.heatmap import HeatmapGrid
+
+    t_construct = time.perf_counter()
+    app = KbApp(db, poll_seconds=None, version_id=version, blink=False)
+    out: dict = {"import_s": round(t_construct - t_import, 3)}
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(20_000):
+            screen = app.screen
+            if isinstance(screen, HeatmapScreen):
+                grids = screen.query(HeatmapGrid)
+                if grids and grids.first().first_paint is not None:
+                    break
+            await asyncio.sleep(0.001)
+        grid = app.screen.query_one(HeatmapGrid)
+        out["functions"] = grid.count
+        out["first_paint_s"] = round(grid.first_paint - T_PROCESS, 3)
+        out["first_paint_after_construct_s"] = round(grid.first_paint - t_construct, 3)
+        out["first_paint_cpu_s"] = round(time.process_time(), 3)   # CPU of the whole process so far
+        await pilot.pause()
+
+        # Key -> frame latency: the key event goes through the driver exactly as Pilot sends
+        # it, and the clock stops when the app hands the next frame to the terminal driver
+        # (the compositor has rendered the dirty lines). Pilot's own round trip is reported
+        # too, but it sleeps >= 40 ms per key by design (it waits for the process to go idle).
+        frames: list[float] = []
+        display = app._display
+
+        def spy(screen, renderable):
+            if renderable is not None:
+                frames.append(time.perf_counter())
+            return display(screen, renderable)
+
+        app._display = spy
+
+        cpu_steps: list[float] = []
+
+        async def timed(keys: list[str]) -> list[float]:
+            times = []
+            for key in keys:
+                await pilot.pause()
+                n = len(frames)
+                c = time.process_time()
+                t = time.perf_counter()
+                app._driver.send_message(events.Key(key, key if len(key) == 1 else None))
+                deadline = t + 5
+                while len(frames) == n and time.perf_counter() < deadline:
+                    await asyncio.sleep(0.0005)
+                times.append(((frames[n] if len(frames) > n else deadline) - t) * 1000)
+                cpu_steps.append((time.process_time() - c) * 1000)
+            return times
+
+        moves = await timed((["l"] * 5 + ["j"] * 5 + ["h"] * 5 + ["k"] * 5) * (steps // 20))
+        pages = await timed(["pagedown"] * (steps // 10) + ["pageup"] * (steps // 10))
+        ends = await timed(["G", "g"] * 5)
+        cpu_steps.sort()
+        out["step_cpu_ms_median"] = round(statistics.median(cpu_steps), 2)
+        out["step_cpu_ms_p95"] = round(cpu_steps[int(len(cpu_steps) * 0.95) - 1], 2)
+        cpu = time.process_time()
+        t = time.perf_counter()
+        for key in ["l", "j", "h", "k"] * 10:
+            await pilot.press(key)
+        out["pilot_press_ms_mean"] = round((time.perf_counter() - t) * 1000 / 40, 1)
+        out["pilot_press_cpu_ms_mean"] = round((time.process_time() - cpu) * 1000 / 40, 2)
+        for name, times in (("move", moves), ("page", pages), ("jump_end", ends)):
+            times.sort()
+            out[f"{name}_ms_median"] = round(statistics.median(times), 2)
+            out[f"{name}_ms_p95"] = round(times[int(len(times) * 0.95) - 1], 2)
+            out[f"{name}_ms_max"] = round(times[-1], 2)
+            out[f"{name}_steps"] = len(times)
+        # a few other interactions, key -> first frame showing the result
+        async def until(key: str, ready) -> float:
+            await pilot.pause()
+            t = time.perf_counter()
+            app._driver.send_message(events.Key(key, key if len(key) == 1 else None))
+            deadline = t + 10
+            while not ready() and time.perf_counter() < deadline:
+                await asyncio.sleep(0.0005)
+            n = len(frames)
+            while len(frames) == n and time.perf_counter() < deadline:
+                await asyncio.sleep(0.0005)
+            return round((time.perf_counter() - t) * 1000, 1)
+
+        from kbtool.tui.screens.detail import DetailScreen
+        from kbtool.tui.screens.search import SearchScreen
+        from kbtool.tui.screens.versions import VersionsScreen
+
+        out["open_detail_ms"] = await until(
+            "enter", lambda: isinstance(app.screen, DetailScreen) and app.screen.seen_token is not None)
+        out["back_to_heatmap_ms"] = await until("escape", lambda: isinstance(app.screen, HeatmapScreen))
+        await pilot.press("slash")
+        await app.workers.wait_for_complete()
+        screen = app.screen
+        assert isinstance(screen, SearchScreen)
+        t = time.perf_counter()
+        screen._run("decode")                 # the query and the table fill, without the debounce
+        out["search_query_ms"] = round((time.perf_counter() - t) * 1000, 1)
+        out["search_results"] = len(screen._results)
+        await pilot.press("escape")
+        await pilot.pause()
+        out["versions_screen_ms"] = await until(
+            "v", lambda: isinstance(app.screen, VersionsScreen) and app.screen.seen_token is not None)
+    out["rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    return out
+
+
+def run_measure(db: Path, version: int | None, steps: int) -> dict:
+    cmd = [sys.executable, __file__, "--measure", "--db", str(db), "--steps", str(steps)]
+    if version is not None:
+        cmd += ["--version", str(version)]
+    res = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    if res.returncode != 0:
+        sys.stderr.write(res.stderr)
+        raise SystemExit(res.returncode)
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--db", type=Path, default=DEFAULT_DB)
+    ap.add_argument("--functions", type=int, default=50_000)
+    ap.add_argument("--real", action="store_true", help="also ingest onnxruntime-web twice")
+    ap.add_argument("--rebuild", action="store_true")
+    ap.add_argument("--steps", type=int, default=200, help="cursor moves measured")
+    ap.add_argument("--runs", type=int, default=3, help="fresh processes; figures are the median run")
+    ap.add_argument("--version", type=int, default=None, help="version id to open (default: the synthetic one)")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+
+    if args.measure:
+        print(json.dumps(asyncio.run(_measure(args.db, args.version, args.steps))))
+        return 0
+    if args.rebuild or not args.db.exists():
+        build(args.db, args.functions, args.real)
+    version = args.version if args.version is not None else 1
+    runs = [run_measure(args.db, version, args.steps) for _ in range(args.runs)]
+    runs.sort(key=lambda r: r["first_paint_s"])
+    res = runs[len(runs) // 2]
+    res["first_paint_s_all_runs"] = [r["first_paint_s"] for r in runs]
+    ok = {
+        "first_paint_s": res["first_paint_s"] < TARGETS["first_paint_s"],
+        "step_ms": max(res["move_ms_p95"], res["page_ms_p95"]) < TARGETS["step_ms"],
+        "rss_mib": res["rss_mib"] < TARGETS["rss_mib"],
+    }
+    res["targets_met"] = ok
+    res["loadavg_1min"] = round(os.getloadavg()[0], 2)
+    if args.json:
+        print(json.dumps(res, indent=2))
+    else:
+        print(f"kbtool tui on {args.db} ({res['functions']:,} functions in the heatmap), 80x24, "
+              f"median of {len(runs)} fresh processes")
+        print(f"  start -> first heatmap paint : {res['first_paint_s']:.3f} s  (runs {res['first_paint_s_all_runs']};"
+              f" {res['import_s']:.3f} s of it importing textual+kbtool.tui)  target < 1.0 s"
+              f"  {'OK' if ok['first_paint_s'] else 'MISSED'}")
+        print(f"  CPU time of the process at first paint: {res['first_paint_cpu_s']:.3f} s"
+              f" (independent of other load on the machine; load average now {os.getloadavg()[0]:.1f})")
+        for name in ("move", "page", "jump_end"):
+            print(f"  {name:<9} per step: median {res[f'{name}_ms_median']:6.2f} ms  p95 {res[f'{name}_ms_p95']:6.2f} ms"
+                  f"  max {res[f'{name}_ms_max']:6.2f} ms  ({res[f'{name}_steps']} steps)")
+        print(f"  step target < 50 ms (p95, key -> frame): {'OK' if ok['step_ms'] else 'MISSED'};"
+              f" CPU per step median {res['step_cpu_ms_median']} ms, p95 {res['step_cpu_ms_p95']} ms")
+        print(f"  (Pilot press round trip {res['pilot_press_ms_mean']} ms mean, of which the app's CPU"
+              f" {res['pilot_press_cpu_ms_mean']} ms; the rest is Pilot waiting for idle)")
+        print(f"  peak RSS {res['rss_mib']:.0f} MiB  target < 500 MiB  {'OK' if ok['rss_mib'] else 'MISSED'}")
+        print(f"  key -> frame: open detail {res['open_detail_ms']} ms, back to the heatmap"
+              f" {res['back_to_heatmap_ms']} ms, versions screen {res['versions_screen_ms']} ms;"
+              f" search query + table fill {res['search_query_ms']} ms ({res['search_results']} results)")
+    return 0 if all(ok.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

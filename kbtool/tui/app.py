@@ -1,0 +1,260 @@
+"""``kbtool tui``: the Textual app. Thin: screen navigation, the KB connection, live refresh, rename.
+
+Reads go through :mod:`kbtool.kb.queries` (and :func:`kbtool.diff.report.get_diff`) on one
+read-only connection (``open_ro``); the only write, ``n`` rename, goes through the gate
+(:func:`kbtool.kb.economy.upsert_symbol`) on a short-lived ``open_rw`` connection, and does
+not exist with ``--read-only``.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding
+from textual.events import Resize
+from textual.widgets import Input
+
+from kbtool.kb import queries
+from kbtool.kb.db import open_ro, open_rw
+from kbtool.kb.errors import KBError, UnknownVersionError
+from kbtool.textutil import clip, printable
+from kbtool.tui.jump import FunctionJumpProvider
+from kbtool.tui.screens.base import FunctionRef, KbScreen
+from kbtool.tui.screens.detail import DetailScreen
+from kbtool.tui.screens.diff import DiffScreen
+from kbtool.tui.screens.heatmap import HeatmapScreen
+from kbtool.tui.screens.history import HistoryScreen
+from kbtool.tui.screens.rename import RenameScreen
+from kbtool.tui.screens.search import SearchScreen
+from kbtool.tui.screens.versions import VersionsScreen
+
+_PREFETCH = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kbtool-prefetch")
+
+
+def _heatmap_rows(db_path: Path, version_id: int) -> list[tuple]:
+    conn = open_ro(db_path)
+    try:
+        return queries.heatmap_rows(conn, version_id)
+    finally:
+        conn.close()
+
+
+MIN_SIZE = (80, 24)
+POLL_SECONDS = 1.5
+THEMES = {"dark": "textual-dark", "light": "textual-light"}
+
+
+class KbApp(App[None]):
+    """Browse a KB: versions, heatmap, diff, search, detail, history."""
+
+    CSS_PATH = "kbtool.tcss"
+    TITLE = "kbtool"
+    COMMANDS = App.COMMANDS | {FunctionJumpProvider}
+    COMMAND_PALETTE_BINDING = "ctrl+p"
+    BINDINGS = [
+        Binding("slash", "search", "search", key_display="/"),
+        Binding("d", "diff", "diff"),
+        Binding("v", "versions", "versions"),
+        Binding("t", "toggle_theme", "theme", show=False),
+        Binding("question_mark", "toggle_keys", "keys", key_display="?", show=False),  # in the title bar
+        Binding("q", "quit", "quit"),
+    ]
+
+    def __init__(
+        self,
+        db_path: str | os.PathLike[str],
+        *,
+        read_only: bool = False,
+        version_id: int | None = None,
+        theme: str = "dark",
+        poll_seconds: float | None = POLL_SECONDS,
+        start: str = "heatmap",
+        blink: bool = True,
+    ) -> None:
+        super().__init__()
+        self.db_path = Path(db_path)
+        self.read_only = read_only
+        # Opening here (not on mount) makes a missing KB, a file that is not a KB or an
+        # older schema fail with one clear message before the terminal is taken over.
+        self.conn = open_ro(self.db_path)
+        if version_id is not None and not queries.version_exists(self.conn, version_id):
+            self.conn.close()
+            raise UnknownVersionError(f"unknown version id {version_id} (see `kbtool versions`)")
+        self.version_id: int | None = version_id
+        self.kb_token = queries.change_token(self.conn)
+        self.poll_seconds = poll_seconds
+        self.start = start
+        # Starting on the heatmap: the versions screen underneath loads when first shown, and
+        # the heatmap rows are fetched on a thread (own read-only connection) while Textual
+        # starts up, so the first paint does not wait for both one after the other.
+        latest = queries.latest_version_id(self.conn)
+        self.heatmap_first = start == "heatmap" and latest is not None
+        self._prefetch: tuple[int, Future] | None = None
+        if self.heatmap_first:
+            vid = version_id or latest
+            self._prefetch = (vid, _PREFETCH.submit(_heatmap_rows, self.db_path, vid))
+        self.blink = blink          # text cursor blink (off in snapshot tests)
+        name = THEMES.get(theme, theme)
+        if name not in self.available_themes:
+            self.conn.close()
+            raise ValueError(f"unknown theme {theme!r}; use dark, light or one of: "
+                             + ", ".join(sorted(self.available_themes)))
+        self.theme = name
+
+    def heatmap_rows(self, version_id: int) -> list[tuple]:
+        """``queries.heatmap_rows``, served once from the start-up prefetch when it matches."""
+        pre, self._prefetch = self._prefetch, None
+        if pre is not None and pre[0] == version_id:
+            try:
+                return pre[1].result()
+            except Exception:
+                pass                  # fall back to the app's own connection
+        return queries.heatmap_rows(self.conn, version_id)
+
+    # ------------------------------------------------------------ lifecycle
+
+    def get_default_screen(self) -> VersionsScreen:
+        return VersionsScreen()
+
+    def on_mount(self) -> None:
+        if self.poll_seconds:
+            self.set_interval(self.poll_seconds, self.poll_changes)
+        self._size_class(self.size.width, self.size.height)
+        if self.heatmap_first:
+            self.open_heatmap(self.version_id or queries.latest_version_id(self.conn))
+
+    def on_unmount(self) -> None:
+        self.conn.close()
+
+    def on_resize(self, event: Resize) -> None:
+        self._size_class(event.size.width, event.size.height)
+
+    def _size_class(self, width: int, height: int) -> None:
+        small = width < MIN_SIZE[0] or height < MIN_SIZE[1]
+        self.set_class(small, "-small")
+
+    # ------------------------------------------------------------ live refresh
+
+    def poll_changes(self) -> bool:
+        """Refresh the current screen if the KB changed underneath (ingest, names). Cheap."""
+        try:
+            token = queries.change_token(self.conn)
+        except Exception:
+            return False
+        if token == self.kb_token:
+            return False
+        self.kb_token = token
+        screen = self.screen
+        if isinstance(screen, KbScreen):
+            screen.refresh_from_kb()
+        return True
+
+    # ------------------------------------------------------------ navigation
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # A key that would lead to the screen already shown is hidden from the footer.
+        if action == "diff" and isinstance(self.screen, DiffScreen):
+            return False
+        if isinstance(self.focused, Input) and action in ("search", "diff", "versions", "quit",
+                                                          "toggle_theme", "toggle_keys"):
+            return False      # while typing, these letters are text (the footer says so)
+        if action == "versions" and len(self.screen_stack) == 1:
+            return False
+        return True
+
+    def action_versions(self) -> None:
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
+
+    def action_search(self) -> None:
+        if isinstance(self.screen, SearchScreen):
+            self.screen.query_one("#search-input").focus()
+            return
+        self.push_screen(SearchScreen())
+
+    def action_diff(self) -> None:
+        self.open_diff()
+
+    def action_toggle_keys(self) -> None:
+        if self.screen.query("HelpPanel"):
+            self.action_hide_help_panel()
+        else:
+            self.action_show_help_panel()
+
+    def action_toggle_theme(self) -> None:
+        self.theme = "textual-light" if self.current_theme.dark else "textual-dark"
+
+    def open_heatmap(self, version_id: int, index: int | None = None) -> None:
+        self.push_screen(HeatmapScreen(version_id, index))
+
+    def open_detail(self, version_id: int, index: int) -> None:
+        self.push_screen(DetailScreen(version_id, index))
+
+    def open_history(self, stable_id: str) -> None:
+        self.push_screen(HistoryScreen(stable_id))
+
+    def open_diff(self, from_version: int | None = None, to_version: int | None = None) -> None:
+        if isinstance(self.screen, DiffScreen):
+            return
+        self.push_screen(DiffScreen(from_version, to_version))
+
+    # ------------------------------------------------------------ rename (the one write)
+
+    def start_rename(self, ref: FunctionRef) -> None:
+        if self.read_only:
+            return
+        screen = self.screen
+
+        def done(name: str | None) -> None:
+            if name:
+                self.write_name(ref, name, screen)
+
+        self.push_screen(RenameScreen(ref), done)
+
+    @work(thread=True, exclusive=True, group="rename")
+    def write_name(self, ref: FunctionRef, name: str, screen: KbScreen | None = None) -> dict:
+        """Write ``name`` as a locked human name through the gate, then toast the decision."""
+        from kbtool.kb.economy import upsert_symbol
+
+        try:
+            conn = open_rw(self.db_path, create=False)
+            try:
+                decision = upsert_symbol(
+                    conn, ref.stable_id, name, provenance="human", confidence=1.0,
+                    actor="human:tui", lock=True, version_id=ref.version_id,
+                    evidence={"source": "kbtool tui"},
+                )
+            finally:
+                conn.close()
+        except KBError as exc:
+            decision = {"written": False, "reason": str(exc)}
+        self.call_from_thread(self._renamed, ref, name, decision, screen)
+        return decision
+
+    def _renamed(self, ref: FunctionRef, name: str, decision: dict, screen: KbScreen | None) -> None:
+        old = printable(clip(ref.name or "unnamed", 40))
+        new = printable(clip(name, 40))
+        if decision["written"]:
+            self.notify(f"{old} → {new}\nsaved as a human name (locked)", title="renamed",
+                        markup=False, timeout=4)
+        elif decision["reason"] == "no change":
+            self.notify(f"{new} is already this function's locked human name", markup=False, timeout=4)
+        else:
+            self.notify(f"not renamed: {printable(decision['reason'])}", severity="error",
+                        markup=False, timeout=6)
+        self.kb_token = queries.change_token(self.conn)
+        for s in self.screen_stack:
+            if isinstance(s, KbScreen):
+                s.seen_token = None        # everything below re-reads when resumed
+        target = screen if screen is not None else self.screen
+        if isinstance(target, KbScreen) and target is self.screen:
+            after = getattr(target, "after_rename", None)
+            if after is not None:
+                after(ref)
+            else:
+                target.refresh_from_kb()
+            target.seen_token = self.kb_token

@@ -1,0 +1,102 @@
+"""What every kbtool screen shares: back, history, rename, live reload, the function under focus."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Input
+
+if TYPE_CHECKING:
+    from kbtool.tui.app import KbApp
+
+
+@dataclass(frozen=True)
+class FunctionRef:
+    """A function of one version, as the screens hand it to each other."""
+
+    version_id: int
+    index: int
+    stable_id: str
+    name: str | None = None
+
+
+BACK = Binding("escape,backspace", "back", "back", key_display="esc")
+BACK_HIDDEN = Binding("escape,backspace", "back", "back", show=False)
+RENAME = Binding("n", "rename", "rename")
+HISTORY = Binding("h", "history", "history")
+
+
+class KbScreen(Screen):
+    """Base of the kbtool screens.
+
+    Subclasses implement :meth:`reload` (re-read from the KB keeping the cursor; called on
+    mount and whenever the KB changes underneath) and :meth:`current_function` (what
+    ``n``, ``h`` and Enter act on).
+    """
+
+    BINDINGS: list = []      # each screen lists its own keys (BACK, HISTORY, RENAME, ...)
+
+    @property
+    def kb(self) -> KbApp:
+        return self.app  # type: ignore[return-value]
+
+    def current_function(self) -> FunctionRef | None:
+        return None
+
+    def reload(self) -> None:
+        """Re-read everything shown from the KB, keeping the cursor where it was."""
+
+    seen_token: tuple[int, int] | None = None
+
+    def refresh_from_kb(self) -> None:
+        if not self.is_current:
+            self.seen_token = None      # not visible: re-read when it is shown again
+            return
+        self.seen_token = self.kb.kb_token
+        self.reload()
+        self.refresh_bindings()         # what n / h / Enter can act on may have changed
+
+    def on_mount(self) -> None:
+        # Textual calls on_mount of every class in the MRO: subclasses set up their widgets
+        # in their own on_mount (which runs first) and must not call super().on_mount().
+        self.refresh_from_kb()
+
+    def on_screen_resume(self) -> None:
+        # Coming back from a screen pushed on top: the KB may have changed meanwhile.
+        if self.seen_token != self.kb.kb_token:
+            self.refresh_from_kb()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("rename", "history") and isinstance(self.focused, Input):
+            return False              # typing: n and h are letters here
+        if action == "rename":
+            if self.kb.read_only:
+                return False          # hidden: --read-only removes the action
+            return True if self.current_function() is not None else None
+        if action == "history":
+            return True if self.current_function() is not None else None
+        if action == "back":
+            return len(self.app.screen_stack) > 1
+        return True
+
+    def action_back(self) -> None:
+        if len(self.app.screen_stack) > 1:
+            self.app.pop_screen()
+
+    def action_history(self) -> None:
+        ref = self.current_function()
+        if ref is not None:
+            self.kb.open_history(ref.stable_id)
+
+    def action_rename(self) -> None:
+        ref = self.current_function()
+        if ref is not None and not self.kb.read_only:
+            self.kb.start_rename(ref)
+
+    def action_open(self) -> None:
+        ref = self.current_function()
+        if ref is not None:
+            self.kb.open_detail(ref.version_id, ref.index)

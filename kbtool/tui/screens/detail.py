@@ -1,0 +1,206 @@
+"""Detail: one function's annotation record, facts, and its callers and callees as links."""
+
+from __future__ import annotations
+
+import json
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import Footer, OptionList, Static
+
+from kbtool.kb import queries
+from kbtool.kb.errors import KBError
+from kbtool.textutil import clip, printable
+from kbtool.tui.screens.base import BACK, HISTORY, RENAME, FunctionRef, KbScreen
+from kbtool.tui.widgets.lists import LinkList, TitleBar
+from kbtool.tui.widgets.palette import name_text, prov_text
+from kbtool.views.text import lit
+
+MAX_STRINGS = 40
+
+
+def link_text(entry: dict) -> Text:
+    """``#12 name`` for a defined function, ``env.read (import)`` for an import; literal."""
+    t = Text()
+    if entry.get("imported"):
+        t.append_text(lit(entry.get("import") or "?", "italic"))
+        t.append(" import", style="dim")
+        return t
+    t.append(f"#{entry['index']} ", style="dim")
+    t.append_text(name_text(entry.get("name"), entry.get("provenance")))
+    return t
+
+
+class DetailScreen(KbScreen):
+    """Everything the KB knows about one function of one version."""
+
+    BINDINGS = [
+        BACK,
+        HISTORY,
+        RENAME,
+        Binding("[", "other_version(-1)", "prev version", show=False),
+        Binding("]", "other_version(1)", "next version", show=False),
+    ]
+
+    def __init__(self, version_id: int, index: int) -> None:
+        super().__init__()
+        self.version_id = version_id
+        self.index = index
+        self._fn: dict | None = None
+
+    def compose(self) -> ComposeResult:
+        yield TitleBar(id="title")
+        with Horizontal(id="detail-body"):
+            with VerticalScroll(id="detail-main"):
+                yield Static(id="record")
+                yield Static(id="facts")
+            with Vertical(id="links"):
+                yield Static(id="callers-label", classes="links-label")
+                yield LinkList(id="callers")
+                yield Static(id="callees-label", classes="links-label")
+                yield LinkList(id="callees")
+        yield Footer(compact=True, show_command_palette=False)
+
+    def on_mount(self) -> None:
+        self.query_one("#detail-main").focus()
+
+    def reload(self) -> None:
+        conn = self.kb.conn
+        try:
+            fn = queries.get_function(conn, self.version_id, self.index)
+            label = queries.get_version(conn, self.version_id)["label"]
+        except KBError as exc:
+            self._fn = None
+            self.query_one("#record", Static).update(lit(str(exc), "bold red"))
+            return
+        self._fn = fn
+        self.kb.version_id = self.version_id
+        self.query_one("#title", TitleBar).show(
+            lit(label, "bold"), Text(f"#{self.index} "), name_text(fn["name"], fn["provenance"], bold=True))
+        self.query_one("#record", Static).update(self._record(fn, label))
+        facts = None if fn["imported"] else queries.get_function_facts(conn, self.version_id, self.index)
+        self.query_one("#facts", Static).update(self._facts(fn, facts))
+        if fn["imported"]:
+            callers_, callees_ = queries.callers(conn, self.version_id, self.index), []
+        else:
+            callers_ = queries.callers(conn, self.version_id, self.index)
+            callees_ = queries.callees(conn, self.version_id, self.index)
+        self.query_one("#callers-label", Static).update(Text(f"callers ({len(callers_)})", style="bold"))
+        self.query_one("#callees-label", Static).update(Text(f"callees ({len(callees_)})", style="bold"))
+        self.query_one("#callers", LinkList).set_links(
+            ((f"{self.version_id}:{c['index']}", link_text(c)) for c in callers_), "no callers")
+        self.query_one("#callees", LinkList).set_links(
+            ((f"{self.version_id}:{c['index']}", link_text(c)) for c in callees_), "no callees")
+
+    # ------------------------------------------------------------ rendering
+
+    @staticmethod
+    def _grid() -> Table:
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(style="bold", no_wrap=True, min_width=9)
+        grid.add_column(overflow="fold")
+        return grid
+
+    def _record(self, fn: dict, label: str) -> Group:
+        sym = fn["symbol"]
+        g = self._grid()
+        g.add_row("name", name_text(fn["name"], fn["provenance"], bold=True))
+        prov = prov_text(fn["provenance"])
+        if sym:
+            prov.append(f"  confidence {sym['confidence']:.2f}")
+            if sym["locked"]:
+                prov.append("  locked", style="bold")
+        g.add_row("provenance", prov)
+        g.add_row("summary", lit(sym["summary"] if sym else None))
+        g.add_row("type", lit((sym or {}).get("type_signature") or fn["type"]))
+        g.add_row("stable_id", Text(fn["stable_id"]))
+        g.add_row("version", Text.assemble(lit(label), f"  index {fn['index']}"))
+        if fn["imported"]:
+            g.add_row("import", lit(f"{fn['import_module']}.{fn['import_field']}"))
+        if fn["export_names"]:
+            g.add_row("exports", lit(", ".join(fn["export_names"])))
+        g.add_row("raw name", lit(fn["raw_name"]))
+        ident = fn["match_method"] or "new"
+        if fn["match_score"] is not None:
+            ident += f" (score {fn['match_score']:.2f}"
+            ident += f", was #{fn['prev_index']})" if fn["prev_index"] is not None else ")"
+        if fn["body_changed"]:
+            ident += ", body changed"
+        g.add_row("identity", lit(ident))
+        g.add_row("size", Text(f"{fn['body_size']:,} bytes, {fn['instr_count']:,} instructions"))
+        if sym:
+            g.add_row("updated", lit(sym["updated_at"]))
+        parts: list = [Text("annotation", style="bold underline"), g]
+        evidence = sym["evidence"] if sym else []
+        if evidence:
+            ev = self._grid()
+            for i, item in enumerate(evidence, 1):
+                ev.add_row(f"  {i}", lit(json.dumps(item, ensure_ascii=False, sort_keys=True)))
+            parts += [Text("evidence", style="bold"), ev]
+        return Group(*parts)
+
+    def _facts(self, fn: dict, facts: dict | None) -> Group:
+        if facts is None:
+            return Group(Text(""), Text("facts", style="bold underline"),
+                         Text("imported function: no body" if fn["imported"] else "no facts recorded",
+                              style="dim italic"))
+        g = self._grid()
+        calls = facts["call_targets"]
+        imports = [c for c in calls if c != "<indirect>"]
+        g.add_row("imports", lit(", ".join(imports)) if imports else Text("none", style="dim"))
+        g.add_row("indirect", Text(str(facts["indirect_call_sites"])))
+        g.add_row("callees", Text(str(len(facts["callees"]))))
+        strings = facts["referenced_strings"]
+        if strings:
+            st = Text()
+            for i, s in enumerate(strings[:MAX_STRINGS]):
+                if i:
+                    st.append("\n")
+                st.append_text(lit(clip(printable(s), 120), "green"))
+            if len(strings) > MAX_STRINGS:
+                st.append(f"\n… {len(strings) - MAX_STRINGS} more", style="dim")
+            g.add_row("strings", st)
+        else:
+            g.add_row("strings", Text("none", style="dim"))
+        g.add_row("loops", Text(str(facts["loops"])))
+        if facts["atomic_sites"]:
+            g.add_row("atomics", Text(str(facts["atomic_sites"])))
+        if facts["globals_used"]:
+            g.add_row("globals", Text(", ".join(str(x) for x in facts["globals_used"][:30])))
+        g.add_row("memory", Text(f"{len(facts['memory_accesses'])} loads/stores"))
+        return Group(Text(""), Text("facts", style="bold underline"), g)
+
+    # ------------------------------------------------------------ actions
+
+    def current_function(self) -> FunctionRef | None:
+        if self._fn is None:
+            return None
+        return FunctionRef(self.version_id, self.index, self._fn["stable_id"], self._fn["name"])
+
+    def after_rename(self, ref: FunctionRef) -> None:
+        self.refresh_from_kb()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        oid = event.option.id
+        if oid:
+            vid, idx = (int(x) for x in oid.split(":"))
+            self.kb.open_detail(vid, idx)
+
+    def action_other_version(self, step: int) -> None:
+        if self._fn is None:
+            return
+        where = queries.functions_by_stable_id(self.kb.conn, self._fn["stable_id"])
+        ids = [w["version_id"] for w in where]
+        if self.version_id not in ids:
+            return
+        i = ids.index(self.version_id) + step
+        if 0 <= i < len(ids):
+            self.version_id, self.index = where[i]["version_id"], where[i]["index"]
+            self.refresh_from_kb()
+        else:
+            self.notify("the function appears in no " + ("earlier" if step < 0 else "later") + " version",
+                        timeout=3)

@@ -1,0 +1,335 @@
+"""Diff: what changed between two versions (``kbtool.diff.report.get_diff``), filtered and coloured.
+
+The report is the stored one when saved, otherwise computed as a pure read (carry-over off,
+nothing stored); it is computed in a worker thread on its own read-only connection so a
+large pair does not freeze the screen.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import DataTable, Footer, Select, Static, Tab, Tabs
+
+from kbtool.kb import queries
+from kbtool.kb.db import open_ro
+from kbtool.kb.errors import KBError
+from kbtool.textutil import clip, printable
+from kbtool.tui.screens.base import BACK, HISTORY, FunctionRef, KbScreen
+from kbtool.tui.widgets.lists import KbTable, TitleBar
+from kbtool.tui.widgets.palette import conf_text, name_text, prov_text
+from kbtool.views.terminal import CLASS_STYLE
+from kbtool.views.text import lit
+
+# filter id -> (tab label, predicate over a change entry)
+FILTERS: dict[str, tuple[str, object]] = {
+    "changed": ("changed", lambda c: c["classification"] != "unchanged"),
+    "modified": ("modified", lambda c: c["classification"] == "modified"),
+    "new": ("new", lambda c: c["classification"] == "new"),
+    "deleted": ("deleted", lambda c: c["classification"] == "deleted"),
+    "runtime": ("runtime", lambda c: bool(c.get("runtime"))),
+    "review": ("review", lambda c: bool(c.get("review"))),
+    "all": ("all", lambda c: True),
+}
+CHUNK = 500            # diff rows added to the table at a time
+
+
+def _get_diff():
+    """The diff service, or None while it is not installed (another front-end may ship first)."""
+    try:
+        from kbtool.diff.report import get_diff
+    except ImportError:
+        return None
+    return get_diff
+
+
+def _changelog(conn, report: dict):
+    """The semantic changelog (``kbtool.views.terminal.changelog_renderable``), or None."""
+    try:
+        from kbtool.views.terminal import changelog_renderable
+    except ImportError:
+        return None
+    try:
+        return changelog_renderable(report, conn)
+    except (KBError, LookupError, ValueError):   # an extra: the table stays useful without it
+        return None
+
+
+def _summary(report: dict) -> Text:
+    try:
+        from kbtool.views.terminal import summary_text
+    except ImportError:
+        summary_text = None
+    if summary_text is not None:
+        return summary_text(report)
+    return Text(", ".join(f"{v} {k}" for k, v in report["summary"].items()))
+
+
+class DiffScreen(KbScreen):
+    """From/to pickers, summary counts, filter tabs, the change table and the changelog."""
+
+    BINDINGS = [
+        BACK,
+        Binding("f", "next_filter", "filter"),
+        Binding("c", "toggle_changelog", "changelog"),
+        Binding("x", "swap", "swap", show=False),
+        HISTORY,
+        Binding("n", "rename", "rename", show=False),
+        *[Binding(str(i + 1), f"filter('{fid}')", fid, show=False) for i, fid in enumerate(FILTERS)],
+    ]
+
+    def __init__(self, from_version: int | None = None, to_version: int | None = None) -> None:
+        super().__init__()
+        self._from = from_version
+        self._to = to_version
+        self._report: dict | None = None
+        self._filter = "changed"
+        self._shown: list[dict] = []
+        self._loaded = 0
+        self._toolchain_changed = False
+        self._diff_want: tuple[int, int] | None = None
+        self._diff_gen = 0
+        self._diff_running = False
+        self._shown_pair: tuple[int, int] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield TitleBar(id="title")
+        with Vertical(id="diff-body"):
+            with Horizontal(id="diff-pick"):
+                yield Static("from", classes="pick-label")
+                yield Select([], id="diff-from", allow_blank=True, compact=True, prompt="version")
+                yield Static("to", classes="pick-label")
+                yield Select([], id="diff-to", allow_blank=True, compact=True, prompt="version")
+            yield Static(id="diff-summary")
+            yield Tabs(*[Tab(label, id=f"f-{fid}") for fid, (label, _) in FILTERS.items()], id="diff-filter")
+            yield KbTable(id="diff-table")
+            with VerticalScroll(id="diff-changelog"):
+                yield Static(id="changelog-body")
+        yield Footer(compact=True, show_command_palette=False)
+
+    def on_mount(self) -> None:
+        table = self.query_one("#diff-table", KbTable)
+        for label, width in (("change", 8), ("from", 5), ("to", 5), ("name", 20), ("provenance", 10),
+                             ("conf", 4), ("score", 5), ("flags", 9)):
+            table.add_column(label, key=label, width=width)
+        table.flex("name", 14)
+        table.focus()
+
+    # ------------------------------------------------------------ versions
+
+    def reload(self) -> None:
+        versions = queries.list_versions(self.kb.conn)
+        ids = [v["id"] for v in versions]
+        options = [(lit(clip(printable(v["label"]), 24)), v["id"]) for v in versions]
+        if len(ids) < 2:
+            self._message("A diff needs two versions; this KB has "
+                          f"{len(ids)}. Ingest another release with `kbtool ingest FILE --label L`.")
+            return
+        to = self._to if self._to in ids else (self.kb.version_id if self.kb.version_id in ids else ids[-1])
+        if self._from in ids and self._from != to:
+            frm = self._from
+        else:
+            pos = ids.index(to)
+            frm = ids[pos - 1] if pos > 0 else ids[1]
+        self._from, self._to = frm, to
+        with self.prevent(Select.Changed):
+            for sel_id, value in (("#diff-from", frm), ("#diff-to", to)):
+                sel = self.query_one(sel_id, Select)
+                sel.set_options(options)
+                sel.value = value
+        self.compute(frm, to)
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        if event.value is Select.BLANK:
+            return
+        if event.select.id == "diff-from":
+            self._from = int(event.value)
+        else:
+            self._to = int(event.value)
+        if self._from == self._to:
+            self._message("Pick two different versions.")
+            return
+        self.compute(self._from, self._to)
+
+    def action_swap(self) -> None:
+        if self._from is not None and self._to is not None:
+            self._from, self._to = self._to, self._from
+            self.reload()
+
+    # ------------------------------------------------------------ computing
+
+    def compute(self, frm: int, to: int) -> None:
+        """Ask for the report of (frm, to). One computation runs at a time; requests made
+        meanwhile (pickers, live refresh while an agent writes names) collapse into one rerun."""
+        self._diff_want = (frm, to)
+        self._diff_gen += 1
+        if self._diff_running:
+            return
+        self._diff_running = True
+        if self._shown_pair != (frm, to):
+            self._busy(frm, to)
+        self._compute(self._diff_gen, frm, to)
+
+    @work(thread=True, group="diff")
+    def _compute(self, gen: int, frm: int, to: int) -> None:
+        get_diff = _get_diff()
+        if get_diff is None:
+            self.app.call_from_thread(self._done, gen, None, "The diff service (kbtool.diff.report) is not installed.")
+            return
+        try:
+            conn = open_ro(self.kb.db_path)
+            try:
+                report = get_diff(conn, frm, to)
+                changelog = _changelog(conn, report)
+                a = queries.get_version(conn, frm)["toolchain_version"]
+                b = queries.get_version(conn, to)["toolchain_version"]
+            finally:
+                conn.close()
+        except KBError as exc:
+            self.app.call_from_thread(self._done, gen, None, str(exc))
+            return
+        except Exception as exc:      # never take the whole app down for one diff
+            self.app.call_from_thread(self._done, gen, None, f"the diff failed: {type(exc).__name__}: {exc}")
+            return
+        result = (report, changelog, bool(a and b and a != b))
+        self.app.call_from_thread(self._done, gen, result, None)
+
+    def _done(self, gen: int, result: tuple | None, error: str | None) -> None:
+        self._diff_running = False
+        if gen != self._diff_gen:                       # something newer was asked meanwhile
+            self.compute(*self._diff_want)
+            return
+        if error is not None:
+            self._message(error)
+            return
+        report, changelog, toolchain_changed = result
+        self._toolchain_changed = toolchain_changed
+        self._shown_pair = self._diff_want
+        self._show_report(report, changelog)
+
+    def _busy(self, frm: int, to: int) -> None:
+        self.query_one("#diff-summary", Static).update(Text(f"comparing version {frm} with {to}…", style="italic"))
+
+    def _message(self, text: str) -> None:
+        self._report = None
+        self._shown_pair = None
+        self.query_one("#diff-summary", Static).update(lit(text, "italic"))
+        self.query_one("#diff-table", KbTable).clear()
+        self.query_one("#changelog-body", Static).update("")
+        self.query_one("#title", TitleBar).show("diff")
+
+    def _show_report(self, report: dict, changelog) -> None:
+        self._report = report
+        self.query_one("#title", TitleBar).show(
+            "diff", Text.assemble(lit(report["from"], "bold"), " → ", lit(report["to"], "bold")))
+        self.query_one("#diff-summary", Static).update(_summary(report))
+        counts = {fid: 0 for fid in FILTERS}
+        for c in report["changes"]:
+            for fid, (_, pred) in FILTERS.items():
+                if pred(c):
+                    counts[fid] += 1
+        tabs = self.query_one("#diff-filter", Tabs)
+        for fid, (label, _) in FILTERS.items():
+            tab = tabs.query_one(f"#f-{fid}", Tab)
+            tab.label = Text(f"{label} {counts[fid]:,}")
+        self.query_one("#changelog-body", Static).update(
+            changelog if changelog is not None else Text("no semantic changelog for this pair", style="dim"))
+        self._fill_table()
+
+    def _fill_table(self) -> None:
+        """Rows of the current filter; the first CHUNK now, more as the cursor nears the end.
+
+        (A DataTable measures every cell it is given: 20,000 rows would freeze the screen for
+        seconds, so a large diff is added a chunk at a time; the counts are always exact.)
+        """
+        table = self.query_one("#diff-table", KbTable)
+        if self._report is None:
+            return
+        pred = FILTERS[self._filter][1]
+        keep_row = table.cursor_row if table.row_count else 0
+        self._shown = [c for c in self._report["changes"] if pred(c)]  # type: ignore[operator]
+        self._loaded = min(len(self._shown), max(CHUNK, (keep_row // CHUNK + 1) * CHUNK))
+        table.replace_rows(self._row(i) for i in range(self._loaded))
+        self.refresh_bindings()
+
+    def _row(self, i: int) -> tuple[str, list]:
+        c = self._shown[i]
+        cls = c["classification"]
+        flags = Text()
+        if c.get("runtime"):
+            churn = self._toolchain_changed and cls in ("modified", "new", "deleted")
+            flags.append("churn" if churn else "rt", style="magenta")
+        if c.get("review"):
+            flags.append(" review" if flags else "review", style="bold red")
+        score = c.get("score")
+        return (str(i), [
+            Text(cls, style=CLASS_STYLE.get(cls, "")),
+            Text("" if c.get("from_index") is None else str(c["from_index"]), justify="right"),
+            Text("" if c.get("to_index") is None else str(c["to_index"]), justify="right"),
+            name_text(c.get("name"), c.get("provenance")),
+            prov_text(c.get("provenance")),
+            conf_text(c.get("confidence")),
+            Text("" if score is None else f"{score:.2f}", justify="right"),
+            flags,
+        ])
+
+    def _load_more(self) -> None:
+        if self._loaded >= len(self._shown):
+            return
+        table = self.query_one("#diff-table", KbTable)
+        end = min(self._loaded + CHUNK, len(self._shown))
+        for i in range(self._loaded, end):
+            key, cells = self._row(i)
+            table.add_row(*cells, key=key)
+        self._loaded = end
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "diff-table" and event.cursor_row >= self._loaded - CHUNK // 5:
+            self._load_more()
+
+    # ------------------------------------------------------------ filters
+
+    def on_tabs_tab_activated(self, event: Tabs.TabActivated) -> None:
+        fid = (event.tab.id or "f-changed")[2:]
+        if fid in FILTERS and fid != self._filter:
+            self._filter = fid
+            self._fill_table()
+
+    def action_filter(self, fid: str) -> None:
+        self.query_one("#diff-filter", Tabs).active = f"f-{fid}"
+
+    def action_next_filter(self) -> None:
+        ids = list(FILTERS)
+        self.action_filter(ids[(ids.index(self._filter) + 1) % len(ids)])
+
+    def action_toggle_changelog(self) -> None:
+        self.toggle_class("-changelog")
+
+    # ------------------------------------------------------------ rows
+
+    def _current_change(self) -> dict | None:
+        key = self.query_one("#diff-table", KbTable).current_key()
+        if key is None or not key.isdigit() or int(key) >= len(self._shown):
+            return None
+        return self._shown[int(key)]
+
+    def current_function(self) -> FunctionRef | None:
+        c = self._current_change()
+        if c is None or self._report is None:
+            return None
+        if c.get("to_index") is not None and c.get("to_stable_id"):
+            return FunctionRef(self._report.get("to_version_id", self._to), c["to_index"],
+                               c["to_stable_id"], c.get("name"))
+        if c.get("from_index") is not None and c.get("from_stable_id"):
+            return FunctionRef(self._report.get("from_version_id", self._from), c["from_index"],
+                               c["from_stable_id"], c.get("name"))
+        return None
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.action_open()
+
+    def after_rename(self, ref: FunctionRef) -> None:
+        self.refresh_from_kb()

@@ -1,0 +1,243 @@
+"""Heatmap: every defined function of one version as a tinted cell, with the cell under the cursor."""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Footer, Static
+
+from kbtool.kb import queries
+from kbtool.kb.errors import KBError
+from kbtool.tui.screens.base import BACK_HIDDEN, RENAME, FunctionRef, KbScreen
+from kbtool.tui.widgets.heatmap import BUCKETS, HALF, UNNAMED, HeatmapGrid, cell_code
+from kbtool.tui.widgets.lists import Panel, TitleBar
+from kbtool.tui.widgets.palette import (
+    PROVENANCES,
+    conf_text,
+    coverage_bar,
+    name_text,
+    prov_text,
+    split_of,
+)
+from kbtool.views.text import lit
+
+
+class HeatmapScreen(KbScreen):
+    """One cell per defined function of a version, tinted by provenance, brighter when surer."""
+
+    BINDINGS = [
+        BACK_HIDDEN,          # works, not shown: here it is the same as v (versions)
+        Binding("H", "history", "history"),
+        RENAME,
+        Binding("u", "next_unnamed", "next unnamed", show=False),
+        Binding("[", "other_version(-1)", "prev version", show=False),
+        Binding("]", "other_version(1)", "next version", show=False),
+    ]
+
+    def __init__(self, version_id: int, index: int | None = None) -> None:
+        super().__init__()
+        self.version_id = version_id
+        self._want_index = index
+        self._rows: list[tuple] = []
+        self._indices: list[int] = []
+        self._label = ""
+
+    def compose(self) -> ComposeResult:
+        yield TitleBar(id="title")
+        with Horizontal(id="heatmap-body"):
+            yield HeatmapGrid(id="grid")
+            with Vertical(id="side"):
+                yield Panel(id="cell-info")
+                yield Static(id="legend")
+                yield Static(id="heat-coverage")
+        yield Panel(id="cell-line")            # shown instead of the side panel below 80x24
+        yield Footer(compact=True, show_command_palette=False)
+
+    def on_mount(self) -> None:
+        self.query_one(HeatmapGrid).focus()
+        self.app.theme_changed_signal.subscribe(self, lambda _t: self._show_legend())
+
+    # ------------------------------------------------------------ data
+
+    def reload(self) -> None:
+        conn = self.kb.conn
+        grid = self.query_one(HeatmapGrid)
+        keep = self._want_index
+        if keep is None and self._rows and grid.count:
+            keep = self._rows[min(grid.cursor, len(self._rows) - 1)][0]
+        self._want_index = None
+        try:
+            info = queries.get_version(conn, self.version_id)
+        except KBError:
+            self.query_one("#cell-info", Panel).set(Text("this version is gone from the KB", style="bold red"))
+            return
+        self._label = info["label"]
+        self._rows = self.kb.heatmap_rows(self.version_id)
+        self._indices = [r[0] for r in self._rows]
+        memo: dict[tuple, int] = {}
+
+        def code(row: tuple) -> int:
+            key = (row[3], row[4])
+            c = memo.get(key)
+            if c is None:
+                c = memo[key] = cell_code(row[3], row[4])
+            return c
+
+        codes = bytearray(map(code, self._rows))
+        pos = 0
+        if keep is not None and self._indices:
+            pos = min(bisect_left(self._indices, keep), len(self._indices) - 1)
+        self.kb.version_id = self.version_id
+        self._cov = self._coverage_of_rows()
+        self.query_one("#title", TitleBar).show(
+            lit(self._label, "bold"), f"heatmap  {len(self._rows):,} functions")
+        grid.set_cells(codes, cursor=pos)
+        self.kb.heatmap_first = False       # the versions screen underneath may load from now on
+        self._show_legend()
+        self._show_coverage()
+        if not self._rows:
+            self.query_one("#cell-info", Panel).set(
+                Text("This version has no defined functions.", style="italic"))
+
+    def _coverage_of_rows(self) -> dict:
+        """``queries.coverage`` of this version, counted from the rows already loaded (one query less)."""
+        split: dict[str, int] = {}
+        for row in self._rows:
+            if row[2] is not None:
+                split[row[3]] = split.get(row[3], 0) + 1
+        named = sum(split.values())
+        defined = len(self._rows)
+        return {
+            "defined": defined, "named": named,
+            "coverage_pct": round(named / defined * 100, 2) if defined else 0.0,
+            "oracle_named": split.get("oracle", 0), "human_named": split.get("human", 0),
+            "agent_named": split.get("agent", 0), "export_named": split.get("export", 0),
+            "diff_carry_named": split.get("diff-carry", 0),
+        }
+
+    def position_of_index(self, index: int) -> int | None:
+        pos = bisect_left(self._indices, index)
+        return pos if pos < len(self._indices) and self._indices[pos] == index else None
+
+    # ------------------------------------------------------------ side panel
+
+    def on_heatmap_grid_cursor_moved(self, event: HeatmapGrid.CursorMoved) -> None:
+        self._show_cell(event.position)
+
+    def on_heatmap_grid_selected(self, event: HeatmapGrid.Selected) -> None:
+        self.action_open()
+
+    def _show_cell(self, pos: int) -> None:
+        box = self.query_one("#cell-info", Panel)
+        if not self._rows or pos >= len(self._rows):
+            return
+        idx, sid, name, prov, conf, size = self._rows[pos]
+        try:
+            fn = queries.get_function(self.kb.conn, self.version_id, idx)
+        except KBError:
+            fn = None
+        sym = fn["symbol"] if fn else None
+        if fn is not None:            # the live record (a rename since the last reload shows at once)
+            name, prov, conf = fn["name"], fn["provenance"], fn["confidence"]
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(style="bold", no_wrap=True)
+        grid.add_column(no_wrap=True, overflow="ellipsis")
+        grid.add_row("func", Text(f"#{idx}  ({pos + 1:,}/{len(self._rows):,})"))
+        grid.add_row("name", name_text(name, prov, bold=True))
+        prov_line = prov_text(prov)
+        if sym and sym["locked"]:
+            prov_line.append("  locked", style="bold")
+        grid.add_row("prov", prov_line)
+        grid.add_row("conf", conf_text(conf))
+        grid.add_row("type", lit(fn["type"] if fn else None))
+        grid.add_row("size", Text(f"{size:,} B" + (f", {fn['instr_count']:,} instr" if fn else "")))
+        grid.add_row("id", Text(sid, style="dim"))
+        box.set(grid)
+        line = Text(f"#{idx} ")
+        line.append_text(name_text(name, prov, bold=True))
+        line.append("  ")
+        line.append_text(prov_text(prov))
+        if conf is not None:
+            line.append(f" {conf:.2f}")
+        line.append(f"  {pos + 1:,}/{len(self._rows):,}", style="dim")
+        self.query_one("#cell-line", Panel).set(line)
+
+    def _show_legend(self) -> None:
+        grid = self.query_one(HeatmapGrid)
+        pal = grid._get_palette()
+        out = Text()
+        names = {None: "unnamed"}
+        for i, prov in enumerate(PROVENANCES):
+            out.append(HALF * 2, style=f"{pal.color(cell_code(prov, 1.0), True).hex}")
+            out.append(f" {names.get(prov, prov):<11}")
+            if i % 2 == 1:
+                out.append("\n")
+        out.append("conf 0 ")
+        for b in range(BUCKETS):
+            out.append(HALF, style=pal.color(PROVENANCES.index("human") * BUCKETS + b, True).hex)
+        out.append(" 1\n")
+        out.append(HALF, style=pal.cursor.hex)
+        out.append(" cursor", style="dim")
+        self.query_one("#legend", Static).update(out)
+
+    def _show_coverage(self) -> None:
+        cov = self._cov
+        out = Text()
+        out.append(f"{cov['coverage_pct']:.1f}% named", style="bold")
+        out.append(f"  {cov['named']:,}/{cov['defined']:,}\n")
+        out.append_text(coverage_bar(split_of(cov), cov["defined"], 26))
+        self.query_one("#heat-coverage", Static).update(out)
+
+    # ------------------------------------------------------------ actions
+
+    def current_function(self) -> FunctionRef | None:
+        grid = self.query_one(HeatmapGrid)
+        if not self._rows or grid.cursor >= len(self._rows):
+            return None
+        idx, sid, name = self._rows[grid.cursor][:3]
+        return FunctionRef(self.version_id, idx, sid, name)
+
+    def after_rename(self, ref: FunctionRef) -> None:
+        pos = self.position_of_index(ref.index)
+        if pos is None:
+            return
+        fn = queries.get_function(self.kb.conn, self.version_id, ref.index)
+        row = self._rows[pos]
+        self._rows[pos] = (row[0], row[1], fn["name"], fn["provenance"], fn["confidence"], row[5])
+        self.query_one(HeatmapGrid).set_cell(pos, cell_code(fn["provenance"], fn["confidence"]))
+        self._show_cell(pos)
+        self._cov = self._coverage_of_rows()
+        self._show_coverage()
+
+    def action_next_unnamed(self) -> None:
+        grid = self.query_one(HeatmapGrid)
+        code = UNNAMED * BUCKETS + BUCKETS - 1
+        found = grid._codes.find(bytes([code]), grid.cursor + 1)
+        if found < 0:
+            found = grid._codes.find(bytes([code]), 0)
+        if found < 0:
+            self.notify("every function of this version is named", timeout=3)
+            return
+        grid.move_to(found)
+
+    def action_other_version(self, step: int) -> None:
+        ids = [v["id"] for v in queries.list_versions(self.kb.conn)]
+        if self.version_id not in ids:
+            return
+        i = ids.index(self.version_id) + step
+        if not 0 <= i < len(ids):
+            return
+        ref = self.current_function()
+        index = None
+        if ref is not None:
+            for where in queries.functions_by_stable_id(self.kb.conn, ref.stable_id):
+                if where["version_id"] == ids[i]:
+                    index = where["index"]
+        self.version_id = ids[i]
+        self._want_index = index if index is not None else 0
+        self.refresh_from_kb()

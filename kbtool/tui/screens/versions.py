@@ -1,0 +1,161 @@
+"""Versions: every ingested release with toolchain, counts, shared memory and coverage by provenance."""
+
+from __future__ import annotations
+
+import shlex
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.widgets import DataTable, Footer, Static
+
+from kbtool.kb import queries
+from kbtool.textutil import clip, printable
+from kbtool.tui.screens.base import KbScreen
+from kbtool.tui.widgets.lists import KbTable, TitleBar
+from kbtool.tui.widgets.palette import PROVENANCES, coverage_bar, prov_text, split_of
+from kbtool.views.text import lit
+
+
+class VersionsScreen(KbScreen):
+    """The home screen: pick a version (Enter opens its heatmap)."""
+
+    BINDINGS = [
+        Binding("d", "diff_to", "diff"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield TitleBar(id="title")
+        with Vertical(id="versions-body"):
+            yield KbTable(id="versions-table")
+            yield Static(id="version-info")
+            yield Static(id="versions-empty")
+        yield Footer(compact=True, show_command_palette=False)
+
+    def on_mount(self) -> None:
+        table = self.query_one("#versions-table", KbTable)
+        for label, key, width in (
+            ("id", "id", 3), ("label", "label", 14), ("toolchain", "toolchain", 14),
+            ("funcs", "funcs", 5), ("defined", "defined", 7), ("shm", "shm", 3),
+            ("coverage", "coverage", 19),
+        ):
+            table.add_column(label, key=key, width=width)
+        table.flex("label", 10)
+
+    # ------------------------------------------------------------ data
+
+    def reload(self) -> None:
+        if self.kb.heatmap_first:          # the heatmap opens on top at start: load when shown
+            self.seen_token = None
+            return
+        conn = self.kb.conn
+        self._versions = queries.list_versions(conn)
+        self._coverage = {v["id"]: queries.coverage(conn, v["id"]) for v in self._versions}
+        table = self.query_one("#versions-table", KbTable)
+        empty = not self._versions
+        self.set_class(empty, "-empty")
+        self.query_one("#title", TitleBar).show(f"versions ({len(self._versions)})")
+        table.disabled = empty            # nothing to open: no "⏎ open" in the footer
+        if empty:
+            self.query_one("#versions-empty", Static).update(self._empty_text())
+            table.clear()
+            return
+        keep = self.kb.version_id
+        rows = []
+        for v in self._versions:
+            cov = self._coverage[v["id"]]
+            bar = coverage_bar(split_of(cov), cov["defined"], 12)
+            bar.append(f" {cov['coverage_pct']:5.1f}%")
+            rows.append((str(v["id"]), [
+                Text(str(v["id"]), justify="right"),
+                lit(clip(printable(v["label"]), 40), "bold"),
+                lit(clip(printable(v["toolchain_version"]), 14)) if v["toolchain_version"] else Text("unknown", style="dim"),
+                Text(str(v["functions"]), justify="right"),
+                Text(str(cov["defined"]), justify="right"),
+                Text("yes" if v["shared_memory"] else "no"),
+                bar,
+            ]))
+        table.replace_rows(rows, keep_key=str(keep) if keep is not None else str(self._versions[-1]["id"]))
+        if self.focused is None:
+            table.focus()
+        self._show_info()
+
+    def _empty_text(self) -> Text:
+        db = printable(shlex.quote(str(self.kb.db_path)))
+        t = Text()
+        t.append("This KB has no versions yet.\n\n", style="bold")
+        t.append("Ingest a release of your module to start:\n\n")
+        t.append(f"    kbtool ingest app-1.0.wasm --label 1.0 --db {db}\n\n", style="bold cyan")
+        t.append("or try the bundled demo (two zstd releases):\n\n")
+        t.append("    kbtool demo --db kbtool-demo.db && kbtool tui --db kbtool-demo.db\n\n", style="bold cyan")
+        t.append("This screen updates by itself when a version arrives.", style="dim")
+        return t
+
+    # ------------------------------------------------------------ cursor
+
+    def _highlighted(self) -> int | None:
+        key = self.query_one("#versions-table", KbTable).current_key()
+        return int(key) if key is not None else None
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        vid = self._highlighted()
+        if vid is not None:
+            self.kb.version_id = vid
+        self._show_info()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.action_open_version()
+
+    def _show_info(self) -> None:
+        vid = self._highlighted()
+        box = self.query_one("#version-info", Static)
+        if vid is None:
+            box.update("")
+            return
+        info = queries.version_info(self.kb.conn, vid)
+        cov = self._coverage.get(vid) or queries.coverage(self.kb.conn, vid)
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(style="bold", no_wrap=True)
+        grid.add_column(overflow="fold")
+        grid.add_row("version", Text.assemble(lit(info["label"], "bold"), f"  (id {vid})"))
+        producers = "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(info["producers"].items()))
+        grid.add_row("toolchain", lit(info["toolchain_version"] or "unknown"))
+        if producers:
+            grid.add_row("producers", lit(clip(printable(producers), 200)))
+        grid.add_row("functions", Text(
+            f"{info['imported_functions']} imported + {info['defined_functions']} defined,"
+            f" {info['exported_functions']} exported, {info['instructions']:,} instructions"))
+        grid.add_row("module", Text(f"{info['size']:,} bytes  sha256 {info['sha256'][:16]}…"
+                                    f"  shared memory {'yes' if info['shared_memory'] else 'no'}"))
+        grid.add_row("ingested", lit(info["ingested_at"]))
+        split = Text()
+        parts = split_of(cov)
+        for prov in PROVENANCES:
+            if split:
+                split.append("  ")
+            split.append_text(prov_text(prov))
+            split.append(f" {parts[prov]}")
+        grid.add_row("named", Text(f"{cov['named']} of {cov['defined']} ({cov['coverage_pct']:.1f}%)"))
+        grid.add_row("split", split)
+        if info["parent_version_id"] is not None:
+            grid.add_row("carried", Text(f"{info['carried']} identities from version {info['parent_version_id']}"))
+        box.update(grid)
+
+    # ------------------------------------------------------------ actions
+
+    def action_open_version(self) -> None:
+        vid = self._highlighted()
+        if vid is not None:
+            self.kb.open_heatmap(vid)
+
+    def action_diff_to(self) -> None:
+        vid = self._highlighted()
+        self.kb.open_diff(to_version=vid)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("open_version", "diff_to"):
+            return True if getattr(self, "_versions", None) else None
+        return super().check_action(action, parameters)
+

@@ -1,0 +1,188 @@
+"""Tables and link lists with vim keys, plus the one-line title bar of every screen."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich.console import RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.geometry import Size
+from textual.widget import Widget
+from textual.widgets import DataTable, OptionList
+from textual.widgets.option_list import Option
+
+
+class KbTable(DataTable):
+    """A row-cursor DataTable with j/k/g/G. Cells must be Rich ``Text`` (never markup strings)."""
+
+    BINDINGS = [
+        Binding("enter", "select_cursor", "open", key_display="⏎"),
+        Binding("j", "cursor_down", "down", show=False),
+        Binding("k", "cursor_up", "up", show=False),
+        Binding("g", "scroll_top", "top", show=False),
+        Binding("G", "scroll_bottom", "bottom", show=False),
+    ]
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        # renderable priority: provenance colours stay visible on the cursor row
+        super().__init__(id=id, classes=classes, cursor_type="row", zebra_stripes=True,
+                         cursor_foreground_priority="renderable")
+        self._flex: tuple[str, int] | None = None
+
+    def flex(self, key: str, min_width: int = 12) -> None:
+        """Give column ``key`` whatever width the others leave (at least ``min_width``)."""
+        self._flex = (key, min_width)
+        self._apply_flex()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._apply_flex()
+
+    def _apply_flex(self) -> None:
+        if self._flex is None or not self.columns or not self.size.width:
+            return
+        key, min_width = self._flex
+        col = self.columns.get(key)  # type: ignore[call-overload]
+        if col is None:
+            return
+        pad = 2 * self.cell_padding
+        others = sum(c.get_render_width(self) for c in self.columns.values() if c is not col)
+        avail = self.size.width - self.styles.scrollbar_size_vertical
+        width = max(min_width, avail - others - pad)
+        if width != col.width or col.auto_width:
+            col.width = width
+            col.auto_width = False
+            self.virtual_size = Size(others + width + pad, self.virtual_size.height)
+            self._clear_caches()
+            self.refresh()
+
+    def replace_rows(self, rows: Iterable[tuple[str, list]], keep_key: str | None = None) -> None:
+        """Clear and add ``(key, cells)`` rows; put the cursor back on ``keep_key`` (or its row)."""
+        old_row = self.cursor_row
+        self.clear()
+        target = None
+        for i, (key, cells) in enumerate(rows):
+            self.add_row(*cells, key=key)
+            if key == keep_key:
+                target = i
+        if self.row_count:
+            row = target if target is not None else min(old_row, self.row_count - 1)
+            self.move_cursor(row=max(0, row), animate=False)
+
+    def current_key(self) -> str | None:
+        if not self.row_count:
+            return None
+        try:
+            key, _ = self.coordinate_to_cell_key(self.cursor_coordinate)
+        except Exception:
+            return None
+        return key.value
+
+
+class LinkList(OptionList):
+    """Navigable function links (callers, callees); option ids are ``version:index``."""
+
+    BINDINGS = [
+        Binding("enter", "select", "open", key_display="⏎"),
+        Binding("j", "cursor_down", "down", show=False),
+        Binding("k", "cursor_up", "up", show=False),
+    ]
+
+    MAX_LINKS = 1000
+
+    def set_links(self, links: Iterable[tuple[str, Text]], empty: str = "none") -> None:
+        keep = self.highlighted
+        self.clear_options()
+        opts = [Option(prompt, id=oid) for oid, prompt in links]
+        if not opts:
+            self.add_option(Option(Text(empty, style="dim italic"), disabled=True))
+            return
+        more = len(opts) - self.MAX_LINKS
+        if more > 0:
+            opts = opts[: self.MAX_LINKS]
+            opts.append(Option(Text(f"… {more:,} more", style="dim italic"), disabled=True))
+        self.add_options(opts)
+        self.highlighted = min(keep, len(opts) - 1) if keep is not None else 0
+
+
+class TitleBar(Widget):
+    """The top line of a screen: where you are (literal Text), and the keys to find the rest."""
+
+    DEFAULT_CSS = """
+    TitleBar {
+        height: 1;
+        width: 1fr;
+        background: $panel;
+        color: $foreground;
+        padding: 0 1;
+    }
+    """
+
+    MIN_SIZE = (80, 24)
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._parts: tuple[Text | str, ...] = ()
+
+    def show(self, *parts: Text | str) -> None:
+        self._parts = parts
+        self.refresh()
+
+    @property
+    def plain(self) -> str:
+        return self._left().plain
+
+    def _left(self) -> Text:
+        out = Text()
+        out.append("kbtool", style="bold")
+        for part in self._parts:
+            out.append("  ›  ", style="dim")
+            out.append_text(part if isinstance(part, Text) else Text(part))
+        return out
+
+    def render(self) -> Table:
+        right = Text()
+        w, h = self.app.size
+        if w < self.MIN_SIZE[0] or h < self.MIN_SIZE[1]:
+            right.append(f"{w}x{h} < 80x24: panels hidden ", style="bold yellow")
+        right.append("? ", style="bold")
+        right.append("keys ", style="dim")
+        right.append("^p ", style="bold")
+        right.append("jump", style="dim")
+        grid = Table.grid(expand=True)
+        grid.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
+        grid.add_column(no_wrap=True, justify="right")
+        grid.add_row(self._left(), right)
+        return grid
+
+
+class Panel(Widget):
+    """A fixed-size box showing one Rich renderable; updating it repaints without a relayout.
+
+    (``Static.update`` triggers a layout pass of the whole screen, which is what made a heatmap
+    cursor step cost ~100 ms; this only repaints its own lines.)
+    """
+
+    DEFAULT_CSS = """
+    Panel {
+        height: auto;
+        width: 1fr;
+    }
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._renderable: RenderableType = ""
+
+    def set(self, renderable: RenderableType) -> None:
+        self._renderable = renderable
+        self.refresh()
+
+    @property
+    def renderable(self) -> RenderableType:
+        return self._renderable
+
+    def render(self) -> RenderableType:
+        return self._renderable

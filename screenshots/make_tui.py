@@ -1,0 +1,136 @@
+"""Write an SVG screenshot of every ``kbtool tui`` screen into ``screenshots/``.
+
+The screens show the demo KB (two real zstd releases, built here with ``kbtool demo``'s
+code and a frozen clock), driven with Pilot exactly as a user would with the keyboard:
+
+    python screenshots/make_tui.py            # -> screenshots/tui-*.svg
+    python screenshots/make_tui.py --out DIR  # somewhere else
+
+Sizes: 80x24 (the size the TUI is designed to work at) unless noted in the table below.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+os.environ.setdefault("KBTOOL_FROZEN_TIME", "2026-01-15T12:00:00.000000Z")
+
+from kbtool.demo import build_demo  # noqa: E402
+from kbtool.kb import queries  # noqa: E402
+from kbtool.kb.db import open_ro  # noqa: E402
+from kbtool.tui.app import KbApp  # noqa: E402
+
+
+async def settle(pilot) -> None:
+    for _ in range(2):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+def keys(*presses: str):
+    async def run(pilot) -> None:
+        await settle(pilot)
+        for key in presses:
+            await pilot.press(key)
+            await settle(pilot)
+    return run
+
+
+def call(fn, *presses: str):
+    async def run(pilot) -> None:
+        await settle(pilot)
+        fn(pilot.app)
+        await settle(pilot)
+        for key in presses:
+            await pilot.press(key)
+            await settle(pilot)
+    return run
+
+
+async def shoot(db: Path, out: Path, name: str, step, size=(80, 24), **app_kw) -> Path:
+    app = KbApp(db, poll_seconds=None, blink=False, **app_kw)
+    async with app.run_test(size=size) as pilot:
+        await step(pilot)
+        path = out / f"tui-{name}.svg"
+        app.save_screenshot(filename=path.name, path=str(out))
+    return path
+
+
+def plan(db: Path) -> list[tuple[str, object, tuple[int, int], dict]]:
+    conn = open_ro(db)
+    try:
+        named = queries.search_symbols(conn, "HUF_decompress", limit=1) or queries.search_symbols(conn, "_", limit=1)
+        target = queries.functions_by_stable_id(conn, named[0]["stable_id"])[-1]
+    finally:
+        conn.close()
+    detail = (target["version_id"], target["index"])
+    return [
+        ("heatmap", keys(*"llllllllllllj"), (80, 24), {}),
+        ("heatmap-wide", keys(*"lllllllllllllllllllj"), (120, 36), {}),
+        ("heatmap-light", keys(*"llllllllllllj"), (80, 24), {"theme": "light"}),
+        ("versions", keys("v"), (80, 24), {}),
+        ("diff", keys("d"), (80, 24), {}),
+        ("diff-changelog", keys("d", "2", "c"), (100, 32), {}),
+        ("search", keys("slash", *"huf_dec", "down"), (80, 24), {}),
+        ("detail", call(lambda app: app.open_detail(*detail)), (80, 24), {}),
+        ("history", call(lambda app: app.open_detail(*detail), "h"), (80, 24), {}),
+        ("rename", call(lambda app: app.open_detail(*detail), "n"), (80, 24), {}),
+        ("palette", keys("ctrl+p", *"ZSTD_dec"), (80, 24), {}),
+        ("small-terminal", keys("l"), (60, 18), {}),
+        ("read-only", call(lambda app: app.open_detail(*detail)), (80, 24), {"read_only": True}),
+    ]
+
+
+async def main_async(out: Path, big: bool) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "kbtool-demo.db"
+        build_demo(db, echo=lambda _m: None)
+        written = []
+        for name, step, size, kw in plan(db):
+            written.append(await shoot(db, out, name, step, size, **kw))
+        if big:
+            import importlib.util
+
+            spec = importlib.util.spec_from_file_location("bench_tui", ROOT / "benchmarks" / "tui.py")
+            bench = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(bench)       # benchmarks/tui.py: 50,000 generated functions
+            build_big = bench.build
+
+            big_db = Path(tmp) / "big.db"
+            build_big(big_db, 50_000, False)
+            written.append(await shoot(big_db, out, "heatmap-50k", keys(*"jjjjjlllll", "pagedown"), (100, 30)))
+        empty = Path(tmp) / "empty.db"
+        from kbtool.kb.db import open_rw
+
+        open_rw(empty).close()
+        cwd = os.getcwd()
+        os.chdir(tmp)
+        try:
+            written.append(await shoot(Path("empty.db"), out, "empty-kb", keys(), (80, 24)))
+        finally:
+            os.chdir(cwd)
+    return written
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, default=ROOT / "screenshots")
+    ap.add_argument("--no-big", action="store_true", help="skip the 50,000-function heatmap (takes ~10 s)")
+    args = ap.parse_args()
+    for path in asyncio.run(main_async(args.out.resolve(), not args.no_big)):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
