@@ -115,6 +115,18 @@ def build(db: Path, n: int, real: bool) -> None:
 
 # ---------------------------------------------------------------- measuring (fresh process)
 
+def rss_mib() -> float:
+    """Peak RSS of this process image: VmHWM (ru_maxrss would include the parent's memory
+    inherited at fork, e.g. a KB build in the same run)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
 async def _measure(db: Path, version: int | None, steps: int) -> dict:
     t_import = time.perf_counter()
     from textual import events
@@ -172,9 +184,14 @@ async def _measure(db: Path, version: int | None, steps: int) -> dict:
                 cpu_steps.append((time.process_time() - c) * 1000)
             return times
 
+        out["rss_mib_at_first_paint"] = rss_mib()
         moves = await timed((["l"] * 5 + ["j"] * 5 + ["h"] * 5 + ["k"] * 5) * (steps // 20))
-        pages = await timed(["pagedown"] * (steps // 10) + ["pageup"] * (steps // 10))
+        # page down and back up without hitting the end (a key that changes nothing draws nothing)
+        page_lines = max(1, grid.scrollable_content_region.height)
+        n_pages = max(1, min(steps // 10, grid.virtual_size.height // page_lines - 1))
+        pages = await timed(["pagedown"] * n_pages + ["pageup"] * n_pages)
         ends = await timed(["G", "g"] * 5)
+        out["rss_mib_after_steps"] = rss_mib()
         cpu_steps.sort()
         out["step_cpu_ms_median"] = round(statistics.median(cpu_steps), 2)
         out["step_cpu_ms_p95"] = round(cpu_steps[int(len(cpu_steps) * 0.95) - 1], 2)
@@ -222,7 +239,7 @@ async def _measure(db: Path, version: int | None, steps: int) -> dict:
         await pilot.pause()
         out["versions_screen_ms"] = await until(
             "v", lambda: isinstance(app.screen, VersionsScreen) and app.screen.seen_token is not None)
-    out["rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    out["rss_mib"] = rss_mib()
     return out
 
 

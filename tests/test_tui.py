@@ -401,14 +401,11 @@ async def test_command_palette_jumps_to_a_function_by_name_and_stable_id(kb):
         await settle(pilot)
         await pilot.press("ctrl+p")
         await pilot.press(*"decode_frame_hea")
-        await settle(pilot)
-        await pilot.pause(0.1)   # the palette searches in its own worker
-        await settle(pilot)
+        await settle(pilot)                # the palette searches in a worker: awaited
         await pilot.press("enter")
         await settle(pilot)
         assert isinstance(app.screen, DetailScreen) and app.screen.index == 10
         await pilot.press("ctrl+p", *sid("fn7")[:10])
-        await pilot.pause(0.1)
         await settle(pilot)
         await pilot.press("enter")
         await settle(pilot)
@@ -649,3 +646,24 @@ async def test_diff_screen_refreshes_live_and_keeps_its_row(kb):
         await settle(pilot)
         assert table.cursor_row == row
         assert "live_name_2" in screen_text(app)
+
+
+async def test_mouse_clicks_rows_links_and_footer_keys(kb):
+    app = make_app(kb)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("v")
+        await settle(pilot)
+        await pilot.click("#versions-table", offset=(5, 1))     # row 1 (under the header): app-1.0
+        await settle(pilot)
+        assert app.screen.query_one("#versions-table").cursor_row == 0
+        await pilot.click("#versions-table", offset=(5, 1))     # a click on the cursor row opens it
+        await settle(pilot)
+        assert isinstance(app.screen, HeatmapScreen) and app.screen.version_id == 1
+        await pilot.click(HeatmapGrid, offset=(2, 0))
+        await pilot.click(HeatmapGrid, offset=(2, 0), times=2)  # double click opens
+        await settle(pilot)
+        assert isinstance(app.screen, DetailScreen)
+        await pilot.click("#callees", offset=(3, 0))            # follow the first callee link
+        await settle(pilot)
+        assert isinstance(app.screen, DetailScreen) and len(app.screen_stack) >= 4
