@@ -21,6 +21,7 @@ import sqlite3
 from typing import Any
 
 from kbtool.diff.report import Pairing, pair_versions
+from kbtool.kb import queries
 from kbtool.kb.db import transaction
 from kbtool.kb.economy import upsert_symbol
 
@@ -41,15 +42,7 @@ def carry_confidence(score: float, old_confidence: float | None, review: bool) -
 
 
 def _named(conn: sqlite3.Connection, version_id: int) -> dict[int, dict[str, Any]]:
-    return {
-        idx: {"name": name, "summary": summary, "provenance": prov, "confidence": conf}
-        for idx, name, summary, prov, conf in conn.execute(
-            "SELECT f.idx, s.name, s.summary, s.provenance, s.confidence FROM functions f"
-            " JOIN symbols s ON s.stable_id = f.stable_id"
-            " WHERE f.version_id = ? AND f.imported = 0 AND s.name IS NOT NULL",
-            (version_id,),
-        )
-    }
+    return queries.annotations_by_index(conn, version_id, defined_only=True)
 
 
 def carry_names(

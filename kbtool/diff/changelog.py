@@ -29,11 +29,7 @@ MAX_STRING_LEN = 160   # characters of one string
 
 
 def _names(conn: sqlite3.Connection, version_id: int) -> dict[int, str]:
-    return {
-        idx: name for idx, name in conn.execute(
-            "SELECT f.idx, s.name FROM functions f JOIN symbols s ON s.stable_id = f.stable_id"
-            " WHERE f.version_id = ? AND s.name IS NOT NULL", (version_id,))
-    }
+    return {i: a["name"] for i, a in queries.annotations_by_index(conn, version_id).items()}
 
 
 def _label_of(rows: dict[int, dict[str, Any]], names: dict[int, str], idx: int) -> str:

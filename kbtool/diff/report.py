@@ -215,25 +215,13 @@ def pair_versions(conn: sqlite3.Connection, a: int, b: int, *, fuzzy: bool = Tru
 def _annotations(conn: sqlite3.Connection, version_id: int) -> dict[int, dict[str, Any]]:
     """index -> {name, provenance, confidence, runtime_oracle} for named functions of a version."""
     out: dict[int, dict[str, Any]] = {}
-    for idx, name, prov, conf, ev in conn.execute(
-        "SELECT f.idx, s.name, s.provenance, s.confidence,"
-        " CASE WHEN s.provenance = 'oracle' THEN s.evidence END"
-        " FROM functions f JOIN symbols s ON s.stable_id = f.stable_id WHERE f.version_id = ?",
-        (version_id,),
-    ):
-        rt = False
-        if ev:
-            try:
-                items = json.loads(ev)
-            except ValueError:
-                items = []
-            for item in items if isinstance(items, list) else []:
-                if isinstance(item, dict) and (
-                    item.get("runtime") or is_runtime_label(item.get("oracle"))
-                ):
-                    rt = True
-                    break
-        out[idx] = {"name": name, "provenance": prov, "confidence": conf, "runtime_oracle": rt}
+    for idx, a in queries.annotations_by_index(conn, version_id, with_evidence=True).items():
+        rt = a["provenance"] == "oracle" and any(
+            isinstance(item, dict) and (item.get("runtime") or is_runtime_label(item.get("oracle")))
+            for item in (a["evidence"] if isinstance(a["evidence"], list) else [])
+        )
+        out[idx] = {"name": a["name"], "provenance": a["provenance"],
+                    "confidence": a["confidence"], "runtime_oracle": rt}
     return out
 
 
@@ -279,12 +267,9 @@ def compute_diff_with_pairing(conn: sqlite3.Connection, a: int, b: int) -> tuple
 
 def stored_diff(conn: sqlite3.Connection, a: int, b: int) -> dict[str, Any] | None:
     """The saved report of the pair, or None."""
-    row = conn.execute(
-        "SELECT report FROM diffs WHERE from_version_id = ? AND to_version_id = ?", (a, b)
-    ).fetchone()
-    if row is None:
+    report = queries.stored_diff_report(conn, a, b)
+    if report is None:
         return None
-    report = json.loads(row[0])
     report["stored"] = True
     return report
 

@@ -565,6 +565,38 @@ def parse_export_line(line: str) -> dict[str, Any] | None:
     }
 
 
+def annotations_by_index(
+    conn: sqlite3.Connection, version_id: int, *, defined_only: bool = False,
+    with_evidence: bool = False,
+) -> dict[int, dict[str, Any]]:
+    """index -> {name, summary, provenance, confidence[, evidence]} for a version's named functions."""
+    out: dict[int, dict[str, Any]] = {}
+    for idx, name, summary, prov, conf, ev in conn.execute(
+        "SELECT f.idx, s.name, s.summary, s.provenance, s.confidence, "
+        + ("s.evidence" if with_evidence else "NULL") +
+        " FROM functions f JOIN symbols s ON s.stable_id = f.stable_id"
+        " WHERE f.version_id = ? AND s.name IS NOT NULL" + (" AND f.imported = 0" if defined_only else ""),
+        (version_id,),
+    ):
+        rec: dict[str, Any] = {"name": name, "summary": summary, "provenance": prov, "confidence": conf}
+        if with_evidence:
+            try:
+                rec["evidence"] = json.loads(ev or "[]")
+            except ValueError:
+                rec["evidence"] = []
+        out[idx] = rec
+    return out
+
+
+def stored_diff_report(conn: sqlite3.Connection, from_version_id: int, to_version_id: int) -> dict[str, Any] | None:
+    """The diff report saved for the pair (``kbtool diff A B --save``), or None."""
+    row = conn.execute(
+        "SELECT report FROM diffs WHERE from_version_id = ? AND to_version_id = ?",
+        (from_version_id, to_version_id),
+    ).fetchone()
+    return json.loads(row[0]) if row else None
+
+
 # ---------------------------------------------------------------- matching input
 
 def matching_rows(conn: sqlite3.Connection, version_id: int) -> list[dict[str, Any]]:
