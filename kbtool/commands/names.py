@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from kbtool.commands.common import DbOption, JsonOption, console, fail, print_json, ro, rw
 from kbtool.kb import economy, queries
@@ -83,14 +84,22 @@ def renames(stable_id: Annotated[str, typer.Argument(help="The function's stable
         console.print(lit(f"{stable_id} has never been named"))
         return
     t = Table(title=f"renames of {stable_id}")
-    for col in ("steps", "when", "kind", "from", "to", "provenance", "conf", "actor"):
-        t.add_column(col)
+    t.add_column("steps", justify="right")
+    t.add_column("when", no_wrap=True)
+    t.add_column("from → to", ratio=3, overflow="fold")
+    t.add_column("by", ratio=1, overflow="fold")
+    t.add_column("conf", justify="right")
     for r in trail:
-        t.add_row(str(r["revert_steps"]), lit(r["at"]), lit(r["kind"]), lit(r["from"]), lit(r["to"]),
-                  lit(r["provenance"]), "" if r["confidence"] is None else f"{r['confidence']:.2f}",
-                  lit(r["actor"]))
+        t.add_row(str(r["revert_steps"]), _when(r["at"]), lit(f"{r['from'] or '∅'} → {r['to']}"),
+                  lit(f"{r['provenance']} ({r['actor']})"),
+                  "" if r["confidence"] is None else f"{r['confidence']:.2f}")
     console.print(t)
     console.print("revert with: kbtool revert STABLE_ID --steps N")
+
+
+def _when(ts: str | None) -> str:
+    """``2026-11-21T06:41:15.35Z`` -> ``2026-11-21 06:41`` (full value in --json)."""
+    return (ts or "")[:16].replace("T", " ")
 
 
 def history(stable_id: Annotated[str, typer.Argument(help="The function's stable_id.")],
@@ -114,14 +123,17 @@ def history(stable_id: Annotated[str, typer.Argument(help="The function's stable
                   lit(names_then.get(v["version_id"])))
     console.print(t)
     e = Table(title="annotation events")
-    for col in ("#", "when", "kind", "result", "name", "provenance", "conf", "actor", "reason"):
-        e.add_column(col)
+    e.add_column("when", no_wrap=True)
+    e.add_column("event", no_wrap=True)
+    e.add_column("name", ratio=3, overflow="fold")
+    e.add_column("conf", justify="right")
+    e.add_column("actor · reason", ratio=2, overflow="fold")
     for ev in h["events"]:
-        e.add_row(str(ev["id"]), lit(ev["created_at"]), lit(ev["kind"]),
-                  "written" if ev["written"] else "refused",
-                  lit(f"{ev['old_name'] or '∅'} → {ev['new_name'] or '∅'}"), lit(ev["provenance"]),
-                  "" if ev["confidence"] is None else f"{ev['confidence']:.2f}", lit(ev["actor"]),
-                  lit(ev["reason"]))
+        mark = Text("✓ " if ev["written"] else "✗ ", style="green" if ev["written"] else "red")
+        e.add_row(_when(ev["created_at"]), mark + lit(ev["kind"]),
+                  lit(f"{ev['old_name'] or '∅'} → {ev['new_name'] or '∅'}"),
+                  "" if ev["confidence"] is None else f"{ev['confidence']:.2f}",
+                  lit(f"{ev['actor']} · {ev['reason']}"))
     console.print(e)
 
 
