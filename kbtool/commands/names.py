@@ -179,7 +179,7 @@ def import_names(
     as_human: Annotated[bool, typer.Option("--as-human", help="Record as human names (locked) instead of oracle.")] = False,
     db: DbOption = None,
 ) -> None:
-    """Read names from an export (e.g. a teammate's, via git) back through the gate."""
+    """Read names from a `kbtool export` file back through the gate (share names via git)."""
     from kbtool.kb.db import transaction
 
     if not file.exists():
