@@ -275,3 +275,71 @@ def test_cli_diff_json_save_and_carry(demo_kb, capsys):
     assert get_diff(open_ro(demo_kb), 1, 2)["stored"] is True
     assert main(["diff", "1", "5", *db]) == 1
     assert "unknown version id 5" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- review signals
+
+
+def _pairing(old_recs, new_recs, pairs):
+    from kbtool.diff.report import Pair, Pairing
+
+    pg = Pairing(1, 2, {r.index: {} for r in old_recs}, {r.index: {} for r in new_recs},
+                 {r.index: r for r in old_recs}, {r.index: r for r in new_recs})
+    for o, n, score in pairs:
+        p = Pair(o, n, score, "similarity", False, False)
+        pg.by_new[n] = p
+        pg.by_old[o] = p
+    return pg
+
+
+def test_review_wrapper_split_flags_the_pair_both_ways():
+    from kbtool.diff.matcher import FuncRecord
+    from kbtool.diff.report import review_wrapper_splits
+
+    # old: f (body, sig A) called by g. new: f' (body, now sig B) + a new thin wrapper w with
+    # f's old signature A calling f': the name "f" may belong to w
+    old = [FuncRecord(0, type_sig="A", instr_count=200), FuncRecord(1, type_sig="X", calls=(0,), instr_count=50)]
+    new = [FuncRecord(0, type_sig="B", instr_count=200), FuncRecord(1, type_sig="X", calls=(0,), instr_count=50),
+           FuncRecord(2, type_sig="A", calls=(0,), instr_count=6)]
+    pg = _pairing(old, new, [(0, 0, 0.95), (1, 1, 0.99)])
+    assert review_wrapper_splits(pg) == 1
+    assert pg.by_new[0].review and not pg.by_new[1].review
+    # read backwards (a wrapper folded away): the deleted wrapper sits on the old side
+    pg = _pairing(new, old, [(0, 0, 0.95), (1, 1, 0.99)])
+    assert review_wrapper_splits(pg) == 1
+    assert pg.by_new[0].review and not pg.by_new[1].review
+    # a new small caller with another signature (a new feature using f) is no sign
+    new[2] = FuncRecord(2, type_sig="Z", calls=(0,), instr_count=6)
+    pg = _pairing(old, new, [(0, 0, 0.95), (1, 1, 0.99)])
+    assert review_wrapper_splits(pg) == 0 and not pg.by_new[0].review
+    # nor is a large new caller (not a wrapper)
+    new[2] = FuncRecord(2, type_sig="A", calls=(0,), instr_count=40)
+    pg = _pairing(old, new, [(0, 0, 0.95), (1, 1, 0.99)])
+    assert review_wrapper_splits(pg) == 0 and not pg.by_new[0].review
+
+
+def test_review_weak_neighbourhood_flags_siblings():
+    from kbtool.diff.matcher import FuncRecord
+    from kbtool.diff.report import review_weak_neighbourhoods
+
+    # old: create (0) called by init (2), expand (1) called by grow (3); new: the pair
+    # expand -> create at 0.7 with sizes 180 vs 120, but old expand's caller grow maps to
+    # new grow, which does not call new create
+    old = [FuncRecord(0, instr_count=120), FuncRecord(1, instr_count=180),
+           FuncRecord(2, calls=(0,), instr_count=30), FuncRecord(3, calls=(1,), instr_count=30)]
+    new = [FuncRecord(0, instr_count=120), FuncRecord(2, calls=(0,), instr_count=30),
+           FuncRecord(3, instr_count=30)]
+    pg = _pairing(old, new, [(1, 0, 0.7), (2, 2, 0.99), (3, 3, 0.9)])
+    assert review_weak_neighbourhoods(pg) == 1
+    assert pg.by_new[0].review
+    # the same pair with a neighbourhood that agrees is left alone
+    new[2] = FuncRecord(3, calls=(0,), instr_count=30)
+    pg = _pairing(old, new, [(1, 0, 0.7), (2, 2, 0.99), (3, 3, 0.9)])
+    assert review_weak_neighbourhoods(pg) == 0 and not pg.by_new[0].review
+    # a high score or a similar size is not weak enough
+    new[2] = FuncRecord(3, instr_count=30)
+    pg = _pairing(old, new, [(1, 0, 0.8), (2, 2, 0.99), (3, 3, 0.9)])
+    assert review_weak_neighbourhoods(pg) == 0
+    new[0] = FuncRecord(0, instr_count=170)
+    pg = _pairing(old, new, [(1, 0, 0.7), (2, 2, 0.99), (3, 3, 0.9)])
+    assert review_weak_neighbourhoods(pg) == 0
