@@ -45,27 +45,11 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.corpus_pairs import DEFAULT_CORPUS, corpus_pairs  # noqa: E402
 from kbtool.diff.carry import carry_names  # noqa: E402
 from kbtool.diff.report import compute_diff  # noqa: E402
 from kbtool.ingest import ingest_file  # noqa: E402
 from kbtool.kb.db import open_rw  # noqa: E402
-
-DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus"
-NEARBY = [("1.5.2", "1.5.5"), ("1.5.5", "1.5.6"), ("1.5.6", "1.5.7")]
-HARDEST = ("1.5.2", "1.5.7")
-
-
-def default_pairs() -> list[tuple[str, str, str]]:
-    rows = []
-    for flavour in ("O2", "O2.exports"):
-        for a, b in [*NEARBY, HARDEST]:
-            rows.append(("nearby" if (a, b) in NEARBY else "hardest", f"zstd-{a}.{flavour}", f"zstd-{b}.{flavour}"))
-        for a, b in [*NEARBY, HARDEST]:
-            rows.append(("swapped", f"zstd-{b}.{flavour}", f"zstd-{a}.{flavour}"))
-    rows.append(("opt-level", "zstd-1.5.6.O2", "zstd-1.5.6.Os"))
-    rows.append(("opt-level", "zstd-1.5.6.Os", "zstd-1.5.6.O2"))
-    return rows
-
 
 _TRUTH: dict[Path, dict[int, str | None]] = {}
 
@@ -240,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.json:
         print(hdr)
         print("-" * len(hdr))
-    for kind, old, new in default_pairs():
+    for kind, old, new in corpus_pairs(args.corpus):
         if args.only and args.only not in f"{kind} {old} {new}":
             continue
         s = evaluate(args.corpus, kind, old, new)

@@ -19,17 +19,11 @@ from kbtool.ingest import ingest_file
 from kbtool.kb.db import open_rw
 from kbtool.wasm import parse_module
 
-PAIRS = [
-    ("zstd-1.5.2.O2", "zstd-1.5.5.O2"),
-    ("zstd-1.5.5.O2", "zstd-1.5.6.O2"),
-    ("zstd-1.5.6.O2", "zstd-1.5.7.O2"),
-    ("zstd-1.5.2.O2.exports", "zstd-1.5.5.O2.exports"),
-    ("zstd-1.5.5.O2.exports", "zstd-1.5.6.O2.exports"),
-    ("zstd-1.5.6.O2.exports", "zstd-1.5.7.O2.exports"),
-    ("zstd-1.5.2.O2", "zstd-1.5.7.O2"),
-    ("zstd-1.5.7.O2", "zstd-1.5.6.O2"),
-    ("zstd-1.5.6.O2", "zstd-1.5.6.Os"),
-]
+try:
+    from benchmarks.corpus_pairs import corpus_pairs
+except ImportError:  # run as a script from benchmarks/
+    from corpus_pairs import corpus_pairs
+
 
 
 def true_names(path: Path) -> dict[int, str]:
@@ -39,7 +33,7 @@ def true_names(path: Path) -> dict[int, str]:
 def run(corpus: Path) -> list[dict]:
     gt = corpus / "gt"
     rows = []
-    for old, new in PAIRS:
+    for _kind, old, new in corpus_pairs(corpus):
         old_named, new_stripped = gt / f"{old}.named.wasm", gt / f"{new}.stripped.wasm"
         if not old_named.exists() or not new_stripped.exists():
             continue

@@ -33,32 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.corpus_pairs import DEFAULT_CORPUS, corpus_pairs  # noqa: E402
 from kbtool.diff.matcher import match_functions, records_from_analysis  # noqa: E402
-
-DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus"
-
-NEARBY = [("1.5.2", "1.5.5"), ("1.5.5", "1.5.6"), ("1.5.6", "1.5.7")]
-HARDEST = ("1.5.2", "1.5.7")
-
-
-def default_pairs() -> list[tuple[str, str, str]]:
-    """(label, old build, new build) rows: build = "zstd-V.FLAVOUR"."""
-    rows = []
-    for flavour in ("O2", "O2.exports"):
-        for a, b in [*NEARBY, HARDEST]:
-            rows.append(
-                (
-                    "nearby" if (a, b) in NEARBY else "hardest",
-                    f"zstd-{a}.{flavour}",
-                    f"zstd-{b}.{flavour}",
-                )
-            )
-        for a, b in [*NEARBY, HARDEST]:
-            rows.append(("swapped", f"zstd-{b}.{flavour}", f"zstd-{a}.{flavour}"))
-    rows.append(("opt-level", "zstd-1.5.6.O2", "zstd-1.5.6.Os"))
-    rows.append(("opt-level", "zstd-1.5.6.Os", "zstd-1.5.6.O2"))
-    return rows
-
 
 _ANALYSES: dict[Path, object] = {}
 
@@ -164,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.json:
         print(hdr)
         print("-" * len(hdr))
-    for kind, old, new in default_pairs():
+    for kind, old, new in corpus_pairs(args.corpus):
         for fuzzy in (True, False):
             s = evaluate(args.corpus, old, new, fuzzy=fuzzy)
             row = {
