@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from kbtool import ingest as ingest_mod
@@ -133,8 +131,12 @@ def test_js_glue_recovers_sqljs_names(tmp_path):
 
 
 def test_shared_memory_and_toolchain_on_threaded_build(tmp_path):
-    from kbtool.wasm import parse_module
+    from kbtool.wasm import detect_toolchain, parse_module
 
     wasm = corpus_file("release/onnxruntime-web-1.20.1.ort-wasm-simd-threaded.wasm")
-    assert parse_module(wasm.read_bytes()).shared_memory is True
-    json.dumps(str(wasm))
+    module = parse_module(wasm.read_bytes())
+    assert module.shared_memory is True
+    assert detect_toolchain(module, ()).startswith("emscripten")
+    named = parse_module(corpus_file("gt/zstd-1.5.5.O2.named.wasm").read_bytes())
+    assert named.shared_memory is False
+    assert detect_toolchain(named, ()) == "clang 22.1.8"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import sqlite3
@@ -15,9 +14,6 @@ from kbtool.web import router
 from kbtool.web.router import route
 from kbtool.web.security import inline_hashes, page_csp
 from tests.test_web_fixtures import XSS_SCRIPT, sha256, web_kb
-
-HAS_DIFF = importlib.util.find_spec("kbtool.diff.report") is not None
-needs_diff = pytest.mark.skipif(not HAS_DIFF, reason="kbtool.diff.report (get_diff) not there yet")
 
 
 @pytest.fixture(scope="module")
@@ -223,7 +219,6 @@ def test_diff_unknown_version_404(kb):
     assert status == 404
 
 
-@needs_diff
 def test_diff_computed_without_storing(kb):
     a, b = kb.version_ids[0], kb.version_ids[-1]
     before = sha256(kb.path)
@@ -335,7 +330,6 @@ def test_host_check(bound, allow, host, ok):
     assert HostCheck(bound, allow)(host) is ok
 
 
-@needs_diff
 def test_diff_serves_the_stored_report(kb, tmp_path):
     from kbtool.diff.report import compute_diff, save_diff
     from kbtool.kb.db import open_rw
