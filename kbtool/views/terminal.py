@@ -337,12 +337,7 @@ def changelog_from_data(cl: dict, *, only=None):
     if show("new"):
         parts.append(Text.assemble(("\nnew", CLASS_STYLE["new"]), f" ({len(cl['new'])})"))
         for f in cl["new"]:
-            head = Text(f"  #{f['to_index']} ")
-            head.append_text(lit(f["name"] or "unnamed", "bold" if f["name"] else "dim"))
-            head.append(f"  {f['instr']:,} instr, {f['size']:,} B", style="dim")
-            if f["runtime"]:
-                head.append("  runtime", style="magenta")
-            parts.append(head)
+            parts.append(_function_head(f, f["to_index"]))
             if f["strings"]:
                 more = f" (+{f['string_count'] - len(f['strings'])} more)" if f["string_count"] > len(f["strings"]) else ""
                 parts.append(Padding(Text.assemble(("strings ", "dim"), _strings(f["strings"], ""), (more, "dim")),
@@ -352,12 +347,7 @@ def changelog_from_data(cl: dict, *, only=None):
     if show("deleted"):
         parts.append(Text.assemble(("\ndeleted", CLASS_STYLE["deleted"]), f" ({len(cl['deleted'])})"))
         for f in cl["deleted"]:
-            head = Text(f"  #{f['from_index']} ")
-            head.append_text(lit(f["name"] or "unnamed", "bold" if f["name"] else "dim"))
-            head.append(f"  {f['instr']:,} instr, {f['size']:,} B", style="dim")
-            if f["runtime"]:
-                head.append("  runtime", style="magenta")
-            parts.append(head)
+            parts.append(_function_head(f, f["from_index"]))
             if f["strings"]:
                 parts.append(Padding(Text.assemble(("strings ", "dim"), _strings(f["strings"], "")), (0, 0, 0, 4)))
     if cl["imports_added"] or cl["imports_removed"]:
@@ -367,6 +357,16 @@ def changelog_from_data(cl: dict, *, only=None):
         if cl["imports_removed"]:
             parts.append(Text.assemble("  ", ("- ", "red"), _names(cl["imports_removed"], "red")))
     return Group(*parts)
+
+
+def _function_head(f: dict, index: int) -> Text:
+    """``#index name  N instr, M B  [runtime]`` for a new or deleted function (name literal)."""
+    head = Text(f"  #{index} ")
+    head.append_text(lit(f["name"] or "unnamed", "bold" if f["name"] else "dim"))
+    head.append(f"  {f['instr']:,} instr, {f['size']:,} B", style="dim")
+    if f["runtime"]:
+        head.append("  runtime", style="magenta")
+    return head
 
 
 def changelog_renderable(report: dict, kb=None, *, only=None):
