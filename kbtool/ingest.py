@@ -160,7 +160,7 @@ def ingest_bytes(
         raise IngestError(f"not a valid WebAssembly module: {exc}") from None
     glue = None
     if glue_text is not None:
-        from kbtool.wasm.emscripten_glue import parse_glue
+        from kbtool.glue import parse_glue
 
         glue = parse_glue(glue_text)
 

@@ -3,7 +3,7 @@
 No DB, no front-end imports; Python stdlib only.
 """
 
-from .decoder import FuncFacts, ModuleAnalysis, analyze_module, function_body
+from .facts import FuncFacts, ModuleAnalysis, analyze_module, function_body
 from .errors import WasmFormatError
 from .instr import disassemble, iter_instructions
 from .opcodes import MNEMONICS

@@ -2,7 +2,7 @@
 
 This is the slow path: constant expressions in the reader, ``iter_instructions`` for
 disassembly views, and the precise diagnosis of a body that the fast decode loop in
-:mod:`kbtool.wasm.decoder` rejected. It uses the same opcode table.
+:mod:`kbtool.wasm.facts` rejected. It uses the same opcode table.
 """
 
 from __future__ import annotations

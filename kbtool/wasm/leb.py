@@ -2,7 +2,7 @@
 
 Every reader takes ``(data, pos, end)`` and returns ``(value, new_pos)``; on truncation or
 overflow it raises :class:`WasmFormatError` with the file offset. The hot decode loop in
-:mod:`kbtool.wasm.decoder` inlines the one-byte case and only calls here for longer LEBs.
+:mod:`kbtool.wasm.facts` inlines the one-byte case and only calls here for longer LEBs.
 """
 
 from __future__ import annotations

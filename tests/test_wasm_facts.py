@@ -306,7 +306,7 @@ def test_iter_instructions_and_disassemble(build):
 
 
 def test_progress_and_workers_agree(build, monkeypatch):
-    from kbtool.wasm import decoder
+    from kbtool.wasm import facts as decoder
     from tests.fixtures.build import CORPUS
 
     monkeypatch.setattr(decoder, "PROGRESS_STEP", 64 * 1024)

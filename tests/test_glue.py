@@ -1,4 +1,4 @@
-"""Tests for kbtool.wasm.emscripten_glue (Emscripten JS glue -> real wasm names)."""
+"""Tests for kbtool.glue (Emscripten JS glue -> real wasm names)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kbtool.wasm.emscripten_glue import NO_SHAPE_NOTE, GlueNames, parse_glue
+from kbtool.glue import NO_SHAPE_NOTE, GlueNames, parse_glue
 
 CORPUS = Path("/work/shared/corpus/release")
 SQLJS_VERSIONS = ["1.10.3", "1.12.0"]
