@@ -46,10 +46,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.corpus_pairs import DEFAULT_CORPUS, corpus_pairs  # noqa: E402
-from kbtool.diff.carry import carry_names  # noqa: E402
-from kbtool.diff.report import compute_diff  # noqa: E402
-from kbtool.ingest import ingest_file  # noqa: E402
 from kbtool.kb.db import open_rw  # noqa: E402
+from kbtool.services.diff.carry import carry_names  # noqa: E402
+from kbtool.services.diff.report import compute_diff  # noqa: E402
+from kbtool.services.ingest import ingest_file  # noqa: E402
 
 _TRUTH: dict[Path, dict[int, str | None]] = {}
 

@@ -63,8 +63,8 @@ CHROMIUM = "/usr/bin/chromium"
 # ---------------------------------------------------------------- the KB
 
 def build_kb(path: Path) -> dict:
-    from kbtool.ingest import ingest_file
     from kbtool.kb.db import now, open_rw, transaction
+    from kbtool.services.ingest import ingest_file
 
     t0 = time.perf_counter()
     conn = open_rw(path)

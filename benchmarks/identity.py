@@ -15,8 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from kbtool.ingest import ingest_file
 from kbtool.kb.db import open_rw
+from kbtool.services.ingest import ingest_file
 from kbtool.wasm import parse_module
 
 try:

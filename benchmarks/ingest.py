@@ -21,7 +21,7 @@ from pathlib import Path
 
 CHILD = r"""
 import json, sys, time, resource
-from kbtool.ingest import ingest_file
+from kbtool.services.ingest import ingest_file
 from kbtool.kb.db import open_rw
 t0 = time.perf_counter()
 conn = open_rw(sys.argv[2])

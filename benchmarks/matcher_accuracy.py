@@ -1,4 +1,4 @@
-"""Accuracy and speed of kbtool.diff.matcher against ground truth.
+"""Accuracy and speed of kbtool.identity.matcher against ground truth.
 
 For each pair of zstd builds in ../shared/corpus/gt: records from the OLD NAMED module and
 the NEW STRIPPED module (names only from exports there), match them, and score every
@@ -34,7 +34,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.corpus_pairs import DEFAULT_CORPUS, corpus_pairs  # noqa: E402
-from kbtool.diff.matcher import match_functions, records_from_analysis  # noqa: E402
+from kbtool.identity.matcher import match_functions  # noqa: E402
+from kbtool.identity.records import records_from_analysis  # noqa: E402
 
 _ANALYSES: dict[Path, object] = {}
 

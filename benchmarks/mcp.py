@@ -28,7 +28,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from kbtool.kb.db import transaction  # noqa: E402
-from kbtool.kb.economy import upsert_symbol  # noqa: E402
+from kbtool.kb.gate import upsert_symbol  # noqa: E402
 from tests.kbfixtures import bare_kb  # noqa: E402
 
 TARGET_BIG_LIST_S = 1.0

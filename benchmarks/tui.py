@@ -52,7 +52,7 @@ WORDS = ("parse", "read", "write", "hash", "block", "frame", "table", "huf", "fs
 
 def build(db: Path, n: int, real: bool) -> None:
     from kbtool.kb.db import now, open_rw
-    from kbtool.kb.economy import upsert_symbol
+    from kbtool.kb.gate import upsert_symbol
 
     for suffix in ("", "-wal", "-shm"):
         Path(str(db) + suffix).unlink(missing_ok=True)
@@ -103,7 +103,7 @@ def build(db: Path, n: int, real: bool) -> None:
                 break
     conn.execute("COMMIT")
     if real and CORPUS.exists():
-        from kbtool.ingest import ingest_file
+        from kbtool.services.ingest import ingest_file
 
         for label in ("ort-1.20.1-a", "ort-1.20.1-b"):
             ingest_file(conn, CORPUS, label=label)

@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except (KBError, WasmFormatError, ValueError, OSError) as exc:
         from kbtool.commands.common import err_console
-        from kbtool.views.text import lit
+        from kbtool.render.text import lit
 
         err_console.print("[bold red]error:[/]", lit(_one_line(exc)), soft_wrap=True)
         return 1

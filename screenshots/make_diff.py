@@ -43,7 +43,7 @@ def shoot(db: Path, argv: list[str], width: int, out: Path, title: str) -> None:
 
 def main() -> int:
     os.environ.setdefault("KBTOOL_FROZEN_TIME", "2026-01-01T00:00:00.000000Z")
-    from kbtool.demo import build_demo
+    from kbtool.services.demo import build_demo
 
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "demo.db"

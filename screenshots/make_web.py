@@ -67,10 +67,10 @@ class Server:
 
 def build(db: Path) -> str:
     """The demo KB plus an annotation story; returns the story function's stable id."""
-    from kbtool.demo import build_demo
+    from kbtool.services.demo import build_demo
     from kbtool.kb import queries
     from kbtool.kb.db import open_rw
-    from kbtool.kb.economy import upsert_symbol
+    from kbtool.kb.gate import upsert_symbol
 
     build_demo(db, echo=lambda _m: None)
     conn = open_rw(db)

@@ -23,7 +23,7 @@ def demo_kb_master(tmp_path_factory) -> Path:
     """The demo KB, built once per session (copy it with ``demo_kb`` before writing)."""
     import os
 
-    from kbtool.demo import build_demo
+    from kbtool.services.demo import build_demo
 
     os.environ["KBTOOL_FROZEN_TIME"] = "2026-01-01T00:00:00.000000Z"
     path = tmp_path_factory.mktemp("demo") / "demo.db"

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from kbtool.diff.carry import carry_confidence, carry_names
-from kbtool.diff.report import compute_diff, get_diff, pair_versions, save_diff
-from kbtool.diff.runtime import is_runtime_import, is_runtime_label, is_runtime_name
+from kbtool.analysis.runtime import is_runtime_import, is_runtime_label, is_runtime_name
 from kbtool.kb.db import open_ro, open_rw
-from kbtool.kb.economy import upsert_symbol
 from kbtool.kb.errors import UnknownVersionError
+from kbtool.kb.gate import upsert_symbol
+from kbtool.services.diff.carry import carry_confidence, carry_names
+from kbtool.services.diff.report import compute_diff, get_diff, pair_versions, save_diff
 from tests.conftest import corpus_file
 
 CHANGE_KEYS = {"classification", "from_index", "to_index", "from_stable_id", "to_stable_id", "score",
@@ -38,7 +38,7 @@ def truth(path: Path) -> dict[int, str | None]:
 @pytest.fixture(scope="module")
 def corpus_pair(tmp_path_factory):
     """1.5.5 named -> 1.5.6 stripped, names carried at ingest (what a user gets)."""
-    from kbtool.ingest import ingest_file
+    from kbtool.services.ingest import ingest_file
 
     old = corpus_file("gt/zstd-1.5.5.O2.named.wasm")
     new = corpus_file("gt/zstd-1.5.6.O2.stripped.wasm")
@@ -174,7 +174,7 @@ def test_runtime_imports_and_labels():
 
 
 def test_runtime_flag_and_churn_on_named_builds(tmp_path):
-    from kbtool.ingest import ingest_file
+    from kbtool.services.ingest import ingest_file
 
     path = tmp_path / "kb.db"
     conn = open_rw(path)
@@ -281,7 +281,7 @@ def test_cli_diff_json_save_and_carry(demo_kb, capsys):
 
 
 def _pairing(old_recs, new_recs, pairs):
-    from kbtool.diff.report import Pair, Pairing
+    from kbtool.identity.pairing import Pair, Pairing
 
     pg = Pairing(1, 2, {r.index: {} for r in old_recs}, {r.index: {} for r in new_recs},
                  {r.index: r for r in old_recs}, {r.index: r for r in new_recs})
@@ -293,8 +293,8 @@ def _pairing(old_recs, new_recs, pairs):
 
 
 def test_review_wrapper_split_flags_the_pair_both_ways():
-    from kbtool.diff.matcher import FuncRecord
-    from kbtool.diff.report import review_wrapper_splits
+    from kbtool.identity.matcher import FuncRecord
+    from kbtool.identity.pairing import review_wrapper_splits
 
     # old: f (body, sig A) called by g. new: f' (body, now sig B) + a new thin wrapper w with
     # f's old signature A calling f': the name "f" may belong to w
@@ -319,8 +319,8 @@ def test_review_wrapper_split_flags_the_pair_both_ways():
 
 
 def test_review_weak_neighbourhood_flags_siblings():
-    from kbtool.diff.matcher import FuncRecord
-    from kbtool.diff.report import review_weak_neighbourhoods
+    from kbtool.identity.matcher import FuncRecord
+    from kbtool.identity.pairing import review_weak_neighbourhoods
 
     # old: create (0) called by init (2), expand (1) called by grow (3); new: the pair
     # expand -> create at 0.7 with sizes 180 vs 120, but old expand's caller grow maps to

@@ -12,17 +12,17 @@ import pytest
 from rich.console import Console
 from rich.table import Table
 
-from kbtool.diff.changelog import changelog
-from kbtool.diff.report import get_diff
 from kbtool.kb.db import open_ro, open_rw
-from kbtool.kb.economy import upsert_symbol
-from kbtool.views.terminal import (
+from kbtool.kb.gate import upsert_symbol
+from kbtool.render.terminal import (
     changelog_renderable,
     coverage_panel,
     diff_table,
     parse_only,
     render_diff,
 )
+from kbtool.services.diff.changelog import changelog
+from kbtool.services.diff.report import get_diff
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -169,7 +169,7 @@ def test_ui_diff_pager_and_errors(demo_kb):
 def test_diff_lines_fit_any_width():
     from rich.cells import cell_len
 
-    from kbtool.views.terminal import diff_lines
+    from kbtool.render.terminal import diff_lines
 
     long = "_ZN12lightningcss10properties4font" + "x" * 300
     report = {"changes": [

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from kbtool.kb import queries
-from kbtool.kb.economy import revert, set_lock, upsert_symbol
 from kbtool.kb.errors import UnknownStableIdError
+from kbtool.kb.gate import revert, set_lock, upsert_symbol
 from tests.kbfixtures import bare_kb
 
 SID = "aaaa000000000001"
@@ -213,7 +213,7 @@ def test_summary_and_type_kept_when_not_given(conn):
 
 
 def test_nothing_else_writes_symbols():
-    """Only kbtool/kb/economy.py may INSERT/UPDATE/DELETE/REPLACE the symbols table."""
+    """Only kbtool/kb/gate.py may INSERT/UPDATE/DELETE/REPLACE the symbols table."""
     pattern = re.compile(
         r"(INSERT\s+(OR\s+\w+\s+)?INTO\s+symbols\b|UPDATE\s+symbols\b|DELETE\s+FROM\s+symbols\b|"
         r"REPLACE\s+INTO\s+symbols\b|\[\s*['\"]symbols['\"]\s*\]|table\(\s*['\"]symbols['\"])",
@@ -222,9 +222,9 @@ def test_nothing_else_writes_symbols():
     root = Path(__file__).resolve().parents[1] / "kbtool"
     offenders = []
     for py in root.rglob("*.py"):
-        if py.relative_to(root).as_posix() in ("kb/economy.py", "kb/schema.py"):
+        if py.relative_to(root).as_posix() in ("kb/gate.py", "kb/schema.py"):
             continue
         if pattern.search(py.read_text(encoding="utf-8")):
             offenders.append(str(py))
     assert offenders == []
-    assert pattern.search((root / "kb/economy.py").read_text()), "the gate itself must match the pattern"
+    assert pattern.search((root / "kb/gate.py").read_text()), "the gate itself must match the pattern"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -599,58 +598,19 @@ def test_garbage_input(js: str) -> None:
 
 
 # --------------------------------------------------------------------------- bounded time
-
-_FIVE_MB = 5 * 1024 * 1024
-
-
-@pytest.mark.parametrize(
-    "name,unit",
-    [
-        ("long-identifier", "a"),
-        ("long-underscore-identifier", "_"),
-        ("open-parens", "("),
-        ("open-braces", "{a:"),
-        ("unterminated-strings", "\"'`"),
-        ("slashes", "/"),
-        ("regex-classes", "(/[\\"),
-        ("chains", "_a=Z.b;"),
-        ("long-chain", "a=f._b="),
-        ("dots", "Z."),
-        ("holder-brackets", "wasmExports['"),
-        ("templates", "`${"),
-        ("spaces-eq", " = "),
-        ("instantiate", "f.instantiateWasm(b,a);var b={"),
-        ("assign-fn", "function assignWasmExports(a){"),
-        ("legacy", "return Z.a.apply("),
-        ("aliases", "f._x=y;y=a=>(y=Z.q)(a);"),
-    ],
-)
-def test_adversarial_5mb_is_fast(name: str, unit: str) -> None:
-    js = "Z=c.exports;var b={a:$c};" + unit * (_FIVE_MB // len(unit))
-    _assert_fast(js, name)
+# Adversarial inputs (5 MB of one repeated unit, 250,000 distinct keys) live in
+# benchmarks/glue.py, which times them; its smoke mode checks the results at a small size.
 
 
-def _assert_fast(js: str, name: str) -> None:
-    t0 = time.perf_counter()
-    g = parse_glue(js)
-    elapsed = time.perf_counter() - t0
-    assert elapsed < 10.0, (name, elapsed)
-    assert len(g.unknown) <= 201
-    assert_well_formed(g)
+def test_adversarial_inputs_smoke() -> None:
+    import subprocess
+    import sys
 
-
-def test_adversarial_distinct_keys_and_big_import_object() -> None:
-    n = 250_000
-    _assert_fast("Z=c.exports;" + "".join(f"_a{i}=Z.b{i};" for i in range(n)), "keys")
-    _assert_fast(
-        "var b={a:$c};f.instantiateWasm(b,a);var $c={"
-        + "".join(f"a{i}:Y{i}," for i in range(n))
-        + "};"
-        + "".join(f"Y{i}=_q{i};" for i in range(n // 10)),
-        "imports",
-    )
-    _assert_fast("".join(f"h{i}=c.exports;_x=h{i}.q;" for i in range(n)), "holders")
-    _assert_fast("Z=c.exports;" + " " * _FIVE_MB + "=Z.a" + " " * _FIVE_MB, "spaces")
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, str(root / "benchmarks" / "glue.py"), "--smoke"],
+                         capture_output=True, text=True, cwd=root, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "cases: 21" in out.stdout, out.stdout
 
 
 def test_bytes_input_is_decoded() -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from kbtool import ingest as ingest_mod
-from kbtool.ingest import IngestError, ingest_file, is_minified
+from kbtool.services import ingest as ingest_mod
 from kbtool.kb import queries
 from kbtool.kb.db import open_rw
+from kbtool.services.ingest import IngestError, ingest_file, is_minified
 from tests.conftest import DEMO_DIR, corpus_file
 
 V1, V2 = DEMO_DIR / "zstd-1.5.5.wasm", DEMO_DIR / "zstd-1.5.6.wasm"

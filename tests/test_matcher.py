@@ -1,4 +1,4 @@
-"""kbtool.diff.matcher: stages, uniqueness, one-to-one, determinism, review flags."""
+"""kbtool.identity.matcher: stages, uniqueness, one-to-one, determinism, review flags."""
 
 from __future__ import annotations
 
@@ -12,15 +12,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kbtool.diff.features import is_minified_name, module_is_minified
-from kbtool.diff.matcher import (
+from kbtool.identity.features import is_minified_name, module_is_minified
+from kbtool.identity.matcher import (
     REVIEW_MARGIN,
     REVIEW_SCORE,
     FuncRecord,
     Match,
     match_functions,
-    records_from_analysis,
 )
+from kbtool.identity.records import records_from_analysis
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 _UNIQUE = itertools.count()

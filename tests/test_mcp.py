@@ -24,7 +24,7 @@ from mcp.client.stdio import StdioServerParameters, get_default_environment, std
 
 from kbtool.kb import queries  # noqa: E402
 from kbtool.kb.db import open_ro, open_rw  # noqa: E402
-from kbtool.kb.economy import upsert_symbol  # noqa: E402
+from kbtool.kb.gate import upsert_symbol  # noqa: E402
 
 TOOLS = {
     # name: (required params, {optional param: default}, {param: JSON type})
@@ -220,7 +220,7 @@ def test_read_tools_answer_the_contract_shapes(demo_db):
 
 
 def test_get_diff(demo_db):
-    from kbtool.diff.report import get_diff
+    from kbtool.services.diff.report import get_diff
 
     async def main():
         async with mcp_session(demo_db) as s:

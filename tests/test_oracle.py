@@ -11,12 +11,12 @@ import json
 import pytest
 
 from kbtool.cli import main
-from kbtool.diff.report import compute_diff
-from kbtool.ingest import ingest_file
 from kbtool.kb.db import open_ro, open_rw
-from kbtool.kb.economy import upsert_symbol
 from kbtool.kb.errors import UnknownVersionError
-from kbtool.oracle import OracleError, add_oracle, list_oracles, match_oracle
+from kbtool.kb.gate import upsert_symbol
+from kbtool.services.diff.report import compute_diff
+from kbtool.services.ingest import ingest_file
+from kbtool.services.oracle import OracleError, add_oracle, list_oracles, match_oracle
 from tests.conftest import DEMO_DIR, corpus_file
 
 

@@ -9,7 +9,7 @@ from textual.widgets import Input
 
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro, open_rw
-from kbtool.kb.economy import upsert_symbol
+from kbtool.kb.gate import upsert_symbol
 from kbtool.tui.screens.detail import DetailScreen
 from kbtool.tui.screens.diff import DiffScreen
 from kbtool.tui.screens.heatmap import HeatmapScreen
@@ -516,7 +516,7 @@ async def test_diff_screen_needs_two_versions(tmp_path):
 
 
 async def test_diff_screen_summary_filters_changelog_and_navigation(kb):
-    from kbtool.diff.report import get_diff
+    from kbtool.services.diff.report import get_diff
     from kbtool.tui.widgets.lists import KbTable
 
     conn = open_ro(kb)
@@ -567,7 +567,7 @@ async def test_diff_screen_summary_filters_changelog_and_navigation(kb):
 
 
 async def test_diff_on_the_demo_kb_matches_the_report(demo_kb):
-    from kbtool.diff.report import get_diff
+    from kbtool.services.diff.report import get_diff
 
     conn = open_ro(demo_kb)
     s = get_diff(conn, 1, 2)["summary"]

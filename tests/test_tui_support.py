@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from kbtool.kb.db import now, open_rw
-from kbtool.kb.economy import upsert_symbol
+from kbtool.kb.gate import upsert_symbol
 
 FROZEN = "2026-01-15T12:00:00.000000Z"
 N1 = 240            # defined functions of version 1
@@ -205,7 +205,7 @@ def kb_fixture(fixture_master, tmp_path) -> Path:
 @pytest.fixture(scope="session", name="demo_master")
 def demo_master_fixture(tmp_path_factory) -> Path:
     """The demo KB (two real zstd releases), built once per session with `kbtool demo`'s code."""
-    from kbtool.demo import build_demo
+    from kbtool.services.demo import build_demo
 
     path = tmp_path_factory.mktemp("tui-demo") / "demo.db"
     with frozen_time():

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from kbtool.kb import queries
 from kbtool.kb.db import now, open_ro
-from kbtool.kb.economy import upsert_symbol
+from kbtool.kb.gate import upsert_symbol
 
 XSS_SCRIPT = "<script>window.__xss=1</script>"
 XSS_IMG = '<img src=x onerror="window.__xss=2">'
@@ -143,7 +143,7 @@ def web_kb(tmp_dir: Path) -> WebKB:
     path = Path(tmp_dir) / "web.db"
     kind, notes = "demo", []
     try:
-        from kbtool.demo import build_demo
+        from kbtool.services.demo import build_demo
 
         build_demo(path, echo=lambda msg: None)
         conn = open_ro(path)

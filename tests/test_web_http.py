@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from kbtool.kb.db import open_rw
-from kbtool.kb.economy import upsert_symbol
+from kbtool.kb.gate import upsert_symbol
 from tests.test_web_fixtures import copy_kb, web_kb
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -231,7 +231,7 @@ def test_diff_computed_without_storing(kb):
     assert isinstance(data["changes"], list) and data["changes"]
     assert {"classification", "from_index", "to_index"} <= set(data["changes"][0])
     assert sha256(kb.path) == before
-    from kbtool.diff.report import get_diff
+    from kbtool.services.diff.report import get_diff
     conn = ro(kb)
     try:
         assert json.loads(json.dumps(get_diff(conn, a, b))) == data
@@ -331,8 +331,8 @@ def test_host_check(bound, allow, host, ok):
 
 
 def test_diff_serves_the_stored_report(kb, tmp_path):
-    from kbtool.diff.report import compute_diff, save_diff
     from kbtool.kb.db import open_rw
+    from kbtool.services.diff.report import compute_diff, save_diff
     from tests.test_web_fixtures import copy_kb
 
     path = copy_kb(kb, tmp_path / "kb.db")

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from kbtool.commands.common import DbOption, JsonOption, console, err_console, print_json, ro, rw
 from kbtool.kb import queries
-from kbtool.views.text import lit
+from kbtool.render.text import lit
 
 
 def register(app: typer.Typer) -> None:
@@ -32,7 +32,7 @@ def _progress_bar():
 
 
 def _run_ingest(conn, file: Path, label: str | None, js: Path | None, carry: bool = True):
-    from kbtool.ingest import ingest_file
+    from kbtool.services.ingest import ingest_file
 
     big = file.exists() and file.stat().st_size > 1_000_000 and err_console.is_terminal
     if not big:
@@ -147,7 +147,7 @@ def coverage_cmd(
     if json_out:
         print_json(cov)
         return
-    from kbtool.views.terminal import coverage_table
+    from kbtool.render.terminal import coverage_table
 
     console.print(coverage_table(cov, title=f"coverage of version {version}"))
 
@@ -200,7 +200,7 @@ def demo(
 ) -> None:
     """Build a demo KB from the bundled zstd releases and show what it holds."""
     from kbtool.commands.common import db_path, fail
-    from kbtool.demo import build_demo
+    from kbtool.services.demo import build_demo
 
     path = Path(db_path(db))
     if path.exists() and not force:

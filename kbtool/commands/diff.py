@@ -17,7 +17,13 @@ from kbtool.commands.common import (
     ro,
     rw,
 )
-from kbtool.views.text import lit
+from kbtool.kb import queries
+from kbtool.render.terminal import parse_only, render_view
+from kbtool.render.text import lit
+from kbtool.services.diff.carry import carry_names
+from kbtool.services.diff.changelog import changelog
+from kbtool.services.diff.report import compute_diff_with_pairing, save_diff
+from kbtool.services.diff.view import read_report, toolchain_changed
 
 OnlyOption = Annotated[
     str | None,
@@ -42,8 +48,6 @@ def register(app: typer.Typer) -> None:
 
 
 def _only(only: str | None):
-    from kbtool.views.terminal import parse_only
-
     try:
         return parse_only(only)
     except ValueError as exc:
@@ -51,13 +55,13 @@ def _only(only: str | None):
 
 
 def _print_report(conn, report: dict, keep, *, pager: bool = False, pairing=None) -> None:
-    from kbtool.views.terminal import render_report
-
+    view = {"report": report, "changelog": changelog(conn, report, pairing=pairing),
+            "toolchain_changed": toolchain_changed(conn, report)}
     if pager:
         with console.pager(styles=True):
-            render_report(conn, report, console, only=keep, pairing=pairing)
+            render_view(view, console, only=keep)
     else:
-        render_report(conn, report, console, only=keep, pairing=pairing)
+        render_view(view, console, only=keep)
 
 
 def diff_cmd(
@@ -73,21 +77,15 @@ def diff_cmd(
 
     Without --save/--carry this is a pure read (the stored report if one was saved)."""
     keep = _only(only)
-    from kbtool.diff.report import compute_diff_with_pairing, save_diff
-    from kbtool.views.terminal import read_report
 
     if not (save or carry):
         conn = ro(db)
         report, pairing = read_report(conn, from_version, to_version)
     else:
         conn = rw(db)
-        from kbtool.kb import queries
-
         queries.get_version(conn, from_version)
         queries.get_version(conn, to_version)
         if carry:
-            from kbtool.diff.carry import carry_names
-
             res = carry_names(conn, from_version, to_version)
             (err_console if json_out else console).print(
                 f"names carried from version {from_version} to {to_version}: {res['written']} written, "
@@ -115,7 +113,6 @@ def ui_diff(
 ) -> None:
     """The diff as tables plus the semantic changelog; read-only, never carries names."""
     keep = _only(only)
-    from kbtool.views.terminal import read_report
 
     conn = ro(db)
     try:
@@ -135,7 +132,7 @@ def oracle_add(
     db: DbOption = None,
 ) -> None:
     """Store a reference module whose names the oracle can give to matching functions."""
-    from kbtool.oracle import add_oracle
+    from kbtool.services.oracle import add_oracle
 
     conn = rw(db)
     res = add_oracle(conn, file, label=label)
@@ -153,7 +150,7 @@ def oracle_list(json_out: JsonOption = False, db: DbOption = None) -> None:
     """List the stored reference modules."""
     from rich.table import Table
 
-    from kbtool.oracle import list_oracles
+    from kbtool.services.oracle import list_oracles
 
     rows = list_oracles(ro(db))
     if json_out:
@@ -178,7 +175,7 @@ def oracle_match(
     db: DbOption = None,
 ) -> None:
     """Name functions of a version by exact shape (1.0) or structural match (the score), as oracle."""
-    from kbtool.oracle import match_oracle
+    from kbtool.services.oracle import match_oracle
 
     conn = rw(db)
     res = match_oracle(conn, version, oracle_ids=oracle or None, structural=not exact_only)

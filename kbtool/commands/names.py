@@ -11,8 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from kbtool.commands.common import DbOption, JsonOption, console, fail, print_json, ro, rw
-from kbtool.kb import economy, queries
-from kbtool.views.text import lit
+from kbtool.kb import gate, queries
+from kbtool.render.text import lit
 
 
 def register(app: typer.Typer) -> None:
@@ -26,7 +26,7 @@ def register(app: typer.Typer) -> None:
     app.command("import-names")(import_names)
 
 
-def _decision(d: economy.Decision, ok_text: str) -> None:
+def _decision(d: gate.Decision, ok_text: str) -> None:
     if d["written"]:
         console.print(lit(ok_text))
     else:
@@ -44,7 +44,7 @@ def set_name(
 ) -> None:
     """Name a function as a human (locked by default: no tool may overwrite it)."""
     conn = rw(db)
-    d = economy.upsert_symbol(conn, stable_id, name, provenance="human", confidence=confidence,
+    d = gate.upsert_symbol(conn, stable_id, name, provenance="human", confidence=confidence,
                               actor="human:cli", summary=summary, type_signature=type_,
                               lock=not no_lock)
     if not d["written"] and d["reason"] == "no change":
@@ -56,7 +56,7 @@ def set_name(
 def unlock(stable_id: Annotated[str, typer.Argument(help="The function's stable_id.")], db: DbOption = None) -> None:
     """Unlock a human name so oracle/export names of higher confidence may replace it."""
     conn = rw(db)
-    _decision(economy.set_lock(conn, stable_id, False, actor="human:cli"), f"{stable_id} unlocked")
+    _decision(gate.set_lock(conn, stable_id, False, actor="human:cli"), f"{stable_id} unlocked")
 
 
 def revert(
@@ -66,7 +66,7 @@ def revert(
 ) -> None:
     """Restore an earlier name (recorded as a human edit; see `kbtool renames`)."""
     conn = rw(db)
-    _decision(economy.revert(conn, stable_id, steps=steps, actor="human:cli"), f"{stable_id}: reverted")
+    _decision(gate.revert(conn, stable_id, steps=steps, actor="human:cli"), f"{stable_id}: reverted")
     sym = queries.get_symbol(conn, stable_id)
     if sym:
         console.print("now: ", lit(sym["name"], "bold"))
@@ -207,7 +207,7 @@ def import_names(
             if cur is not None and cur["name"] == row["name"]:
                 continue  # the KB already has this name; re-labelling its provenance adds nothing
             conf = 1.0 if as_human else min(row["confidence"] if row["confidence"] is not None else 0.9, 1.0)
-            d = economy.upsert_symbol(
+            d = gate.upsert_symbol(
                 conn, row["stable_id"], row["name"], provenance=prov, confidence=conf,
                 actor=f"import:{file.name}", summary=row["summary"], type_signature=None,
                 evidence={"source": "import-names", "file": file.name,

@@ -122,3 +122,17 @@ def transaction(conn: sqlite3.Connection, *, immediate: bool = True) -> Iterator
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+@contextmanager
+def connection(kb: str | os.PathLike[str] | sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """Accept a KB path or an open connection: yield ``kb`` itself, or a fresh read-only one
+    closed afterwards (library views take either)."""
+    if isinstance(kb, sqlite3.Connection):
+        yield kb
+        return
+    conn = open_ro(kb)
+    try:
+        yield conn
+    finally:
+        conn.close()

@@ -97,7 +97,7 @@ CREATE TABLE call_edges (
 ) WITHOUT ROWID;
 CREATE INDEX call_edges_callee ON call_edges(version_id, callee);
 
--- one row per logical function (stable_id); written only by kbtool.kb.economy
+-- one row per logical function (stable_id); written only by kbtool.kb.gate
 CREATE TABLE symbols (
     stable_id TEXT PRIMARY KEY,
     name TEXT,

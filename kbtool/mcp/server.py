@@ -3,7 +3,7 @@
 ``build_server(db_path)`` returns an SDK server named ``kbtool`` whose ``run()`` blocks on
 stdio. Every tool call opens its own connection (``open_ro`` for reads, ``open_rw`` for
 ``propose_symbol``) and closes it; answers come only from :mod:`kbtool.kb.queries`,
-:func:`kbtool.diff.report.get_diff` and the gate :func:`kbtool.kb.economy.upsert_symbol`.
+:func:`kbtool.services.diff.report.get_diff` and the gate :func:`kbtool.kb.gate.upsert_symbol`.
 
 Results: each tool answers with exactly one text block, the JSON of the contract's shape
 (``null`` included), except ``export_kb_text`` whose block is the plain-text export.
@@ -230,7 +230,7 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         changes: [{classification (unchanged|moved|modified|new|deleted), from_index,
         to_index, from_stable_id, to_stable_id, score, review, runtime, name, provenance,
         confidence}]}."""
-        from kbtool.diff.report import get_diff as report_diff
+        from kbtool.services.diff.report import get_diff as report_diff
 
         return read(report_diff, from_version_id, to_version_id)
 
@@ -254,7 +254,7 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         not). Every decision is kept in the function's history.
 
         Returns {written, reason}; written false means the current name stays."""
-        from kbtool.kb.economy import upsert_symbol
+        from kbtool.kb.gate import upsert_symbol
 
         conn = open_rw(db_path, create=False)
         try:

@@ -1,8 +1,8 @@
 """``kbtool tui``: the Textual app. Thin: screen navigation, the KB connection, live refresh, rename.
 
-Reads go through :mod:`kbtool.kb.queries` (and :func:`kbtool.diff.report.get_diff`) on one
+Reads go through :mod:`kbtool.kb.queries` (and :func:`kbtool.services.diff.report.get_diff`) on one
 read-only connection (``open_ro``); the only write, ``n`` rename, goes through the gate
-(:func:`kbtool.kb.economy.upsert_symbol`) on a short-lived ``open_rw`` connection, and does
+(:func:`kbtool.kb.gate.upsert_symbol`) on a short-lived ``open_rw`` connection, and does
 not exist with ``--read-only``.
 """
 
@@ -218,7 +218,7 @@ class KbApp(App[None]):
     @work(thread=True, exclusive=True, group="rename")
     def write_name(self, ref: FunctionRef, name: str, screen: KbScreen | None = None) -> dict:
         """Write ``name`` as a locked human name through the gate, then toast the decision."""
-        from kbtool.kb.economy import upsert_symbol
+        from kbtool.kb.gate import upsert_symbol
 
         try:
             conn = open_rw(self.db_path, create=False)

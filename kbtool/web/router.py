@@ -7,7 +7,7 @@ adds the security headers. ``query`` maps a parameter name to the list of its va
 
 Every API request opens a fresh read-only connection (``open_ro``: ``mode=ro`` URI plus
 ``PRAGMA query_only=ON``), answers through :mod:`kbtool.kb.queries` or
-:func:`kbtool.diff.report.get_diff`, and closes it. No route can write.
+:func:`kbtool.services.diff.report.get_diff`, and closes it. No route can write.
 
 Adding a route: write a handler ``(conn, params, query) -> JSON value`` and append one
 ``_Route`` to ``ROUTES`` (the path pattern names its parameters and how they are checked).
@@ -147,7 +147,7 @@ def _diff(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any
     for v in (va, vb):  # 404 before any diff work, with the known ids in the message
         queries.get_version(conn, v)
     try:
-        from kbtool.diff.report import get_diff
+        from kbtool.services.diff.report import get_diff
     except ImportError:
         raise HTTPError(503, "the diff service is not available in this build") from None
     return get_diff(conn, va, vb)

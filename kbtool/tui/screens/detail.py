@@ -14,11 +14,11 @@ from textual.widgets import Footer, OptionList, Static
 
 from kbtool.kb import queries
 from kbtool.kb.errors import KBError
+from kbtool.render.text import lit
 from kbtool.textutil import clip, printable
 from kbtool.tui.screens.base import BACK, HISTORY, RENAME, FunctionRef, KbScreen
 from kbtool.tui.widgets.lists import LinkList, TitleBar
 from kbtool.tui.widgets.palette import name_text, prov_text
-from kbtool.views.text import lit
 
 MAX_STRINGS = 40
 

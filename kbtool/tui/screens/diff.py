@@ -1,4 +1,4 @@
-"""Diff: what changed between two versions (``kbtool.diff.report.get_diff``), filtered and coloured.
+"""Diff: what changed between two versions (``kbtool.services.diff.report.get_diff``), filtered and coloured.
 
 The report is the stored one when saved, otherwise computed as a pure read (carry-over off,
 nothing stored); it is computed in a worker thread on its own read-only connection so a
@@ -17,12 +17,12 @@ from textual.widgets import DataTable, Footer, Select, Static, Tab, Tabs
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
 from kbtool.kb.errors import KBError
+from kbtool.render.terminal import CLASS_STYLE
+from kbtool.render.text import lit
 from kbtool.textutil import clip, printable
 from kbtool.tui.screens.base import BACK, HISTORY, FunctionRef, KbScreen
 from kbtool.tui.widgets.lists import KbTable, TitleBar
 from kbtool.tui.widgets.palette import conf_text, name_text, prov_text
-from kbtool.views.terminal import CLASS_STYLE
-from kbtool.views.text import lit
 
 # filter id -> (tab label, predicate over a change entry)
 FILTERS: dict[str, tuple[str, object]] = {
@@ -40,16 +40,16 @@ CHUNK = 500            # diff rows added to the table at a time
 def _get_diff():
     """The diff service, or None while it is not installed (another front-end may ship first)."""
     try:
-        from kbtool.diff.report import get_diff
+        from kbtool.services.diff.report import get_diff
     except ImportError:
         return None
     return get_diff
 
 
 def _changelog(conn, report: dict):
-    """The semantic changelog (``kbtool.views.terminal.changelog_renderable``), or None."""
+    """The semantic changelog (``kbtool.render.terminal.changelog_renderable``), or None."""
     try:
-        from kbtool.views.terminal import changelog_renderable
+        from kbtool.render.terminal import changelog_renderable
     except ImportError:
         return None
     try:
@@ -60,7 +60,7 @@ def _changelog(conn, report: dict):
 
 def _summary(report: dict) -> Text:
     try:
-        from kbtool.views.terminal import summary_text
+        from kbtool.render.terminal import summary_text
     except ImportError:
         summary_text = None
     if summary_text is not None:
@@ -177,7 +177,7 @@ class DiffScreen(KbScreen):
     def _compute(self, gen: int, frm: int, to: int) -> None:
         get_diff = _get_diff()
         if get_diff is None:
-            self.app.call_from_thread(self._done, gen, None, "The diff service (kbtool.diff.report) is not installed.")
+            self.app.call_from_thread(self._done, gen, None, "The diff service (kbtool.services.diff.report) is not installed.")
             return
         try:
             conn = open_ro(self.kb.db_path)

@@ -13,6 +13,7 @@ from textual.widgets import Footer, Static
 
 from kbtool.kb import queries
 from kbtool.kb.errors import KBError
+from kbtool.render.text import lit
 from kbtool.tui.screens.base import BACK_HIDDEN, RENAME, FunctionRef, KbScreen
 from kbtool.tui.widgets.heatmap import BUCKETS, HALF, UNNAMED, HeatmapGrid, cell_code
 from kbtool.tui.widgets.lists import Panel, TitleBar
@@ -24,7 +25,6 @@ from kbtool.tui.widgets.palette import (
     prov_text,
     split_of,
 )
-from kbtool.views.text import lit
 
 
 class HeatmapScreen(KbScreen):

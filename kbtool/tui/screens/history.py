@@ -10,11 +10,11 @@ from textual.widgets import DataTable, Footer, Static
 
 from kbtool.kb import queries
 from kbtool.kb.errors import KBError
+from kbtool.render.text import lit
 from kbtool.textutil import clip, printable
 from kbtool.tui.screens.base import BACK, RENAME, FunctionRef, KbScreen
 from kbtool.tui.widgets.lists import KbTable, TitleBar
 from kbtool.tui.widgets.palette import conf_text, name_text, prov_text
-from kbtool.views.text import lit
 
 KIND_STYLE = {
     "oracle-match": "#3b82f6",

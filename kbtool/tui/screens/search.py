@@ -13,10 +13,10 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Footer, Input, Static
 
 from kbtool.kb import queries
+from kbtool.render.text import lit
 from kbtool.tui.screens.base import BACK, HISTORY, RENAME, FunctionRef, KbScreen
 from kbtool.tui.widgets.lists import KbTable, TitleBar
 from kbtool.tui.widgets.palette import conf_text, name_text, prov_text
-from kbtool.views.text import lit
 
 DEBOUNCE_S = 0.15
 LIMIT = queries.SEARCH_CAP

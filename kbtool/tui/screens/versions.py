@@ -12,11 +12,11 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Footer, Static
 
 from kbtool.kb import queries
+from kbtool.render.text import lit
 from kbtool.textutil import clip, printable
 from kbtool.tui.screens.base import KbScreen
 from kbtool.tui.widgets.lists import KbTable, TitleBar
 from kbtool.tui.widgets.palette import PROVENANCES, coverage_bar, prov_text, split_of
-from kbtool.views.text import lit
 
 
 class VersionsScreen(KbScreen):

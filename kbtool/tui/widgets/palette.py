@@ -1,8 +1,8 @@
 """Provenance tints and small Rich renderables shared by the TUI screens.
 
-Colours come from the contract via :data:`kbtool.views.terminal.PROVENANCE_STYLE` (human
+Colours come from the contract via :data:`kbtool.render.terminal.PROVENANCE_STYLE` (human
 emerald, oracle blue, export cyan, diff-carry amber, agent darker amber, unnamed zinc).
-Everything that came out of a binary or the KB goes through :func:`kbtool.views.text.lit`,
+Everything that came out of a binary or the KB goes through :func:`kbtool.render.text.lit`,
 so it is shown literally: never parsed as markup, control characters escaped.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.color import Color
 
-from kbtool.views.terminal import PROVENANCE_STYLE
-from kbtool.views.text import lit
+from kbtool.render.terminal import PROVENANCE_STYLE
+from kbtool.render.text import lit
 
 # Order used by the heatmap codes and the legend (authority order, unnamed last).
 PROVENANCES: tuple[str | None, ...] = ("human", "oracle", "export", "agent", "diff-carry", None)

@@ -1,6 +1,6 @@
 """The semantic changelog of a diff: what changed in the code, in words a reverse engineer reads.
 
-For a diff report (:mod:`kbtool.diff.report`, stored or computed) and the KB's facts:
+For a diff report (:mod:`kbtool.services.diff.report`, stored or computed) and the KB's facts:
 
 - ``modified``: every *named* modified function (name of the to-side annotation, else the
   from-side one) with the direct calls added and removed (by callee name, or import
@@ -54,7 +54,7 @@ def _strings(values: list[str]) -> list[str]:
 def changelog(conn: sqlite3.Connection, report: dict[str, Any], *, pairing=None) -> dict[str, Any]:
     """The semantic changelog of ``report`` (see the module docstring); a pure read.
 
-    ``pairing``: the :class:`kbtool.diff.report.Pairing` the report was computed from, when
+    ``pairing``: the :class:`kbtool.services.diff.report.Pairing` the report was computed from, when
     at hand (saves loading the facts of both versions again)."""
     a, b = int(report["from_version_id"]), int(report["to_version_id"])
     if pairing is not None and (pairing.from_version_id, pairing.to_version_id) == (a, b):

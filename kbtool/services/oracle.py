@@ -11,7 +11,7 @@ Matching, for each reference (oldest first):
 1. **exact**: the normalised shape hash is unique among the reference's named functions
    (or all of its functions of that shape share one name) and unique in the version:
    confidence 1.0;
-2. **structural**: the diff matcher (:func:`kbtool.diff.matcher.match_functions`, fuzzy)
+2. **structural**: the diff matcher (:func:`kbtool.identity.matcher.match_functions`, fuzzy)
    pairs the rest; a pair the matcher flags for review, or one below
    :data:`MIN_STRUCTURAL_SCORE`, is skipped (an oracle name outranks agent and carried
    names, so it must be sure); confidence = the match score.
@@ -20,7 +20,7 @@ Every write is ``upsert_symbol(..., provenance="oracle")`` with the evidence ``{
 "oracle", oracle: label, oracle_id, oracle_index, method, score, runtime}``. ``runtime`` is
 true when the reference is a runtime library: its label says so (``libc``, ``musl``,
 ``compiler-rt``, ``dlmalloc``, ``emscripten``...), or at least half of its named functions
-have runtime names (:mod:`kbtool.diff.runtime`). The diff report marks functions named
+have runtime names (:mod:`kbtool.analysis.runtime`). The diff report marks functions named
 from a runtime reference as ``runtime``.
 """
 
@@ -32,12 +32,13 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from kbtool.diff.matcher import REVIEW_SCORE, match_functions, records_from_analysis
-from kbtool.diff.runtime import is_runtime_label, is_runtime_name
+from kbtool.analysis.runtime import is_runtime_label, is_runtime_name
+from kbtool.identity.matcher import REVIEW_SCORE, match_functions
+from kbtool.identity.records import records_from_analysis, records_from_rows
 from kbtool.kb import queries
 from kbtool.kb.db import now, transaction
-from kbtool.kb.economy import upsert_symbol
 from kbtool.kb.errors import KBError
+from kbtool.kb.gate import upsert_symbol
 
 __all__ = ["OracleError", "add_oracle", "list_oracles", "match_oracle", "MIN_STRUCTURAL_SCORE"]
 
@@ -123,10 +124,8 @@ def list_oracles(conn: sqlite3.Connection) -> list[dict[str, Any]]:
 
 
 def _target_records(conn: sqlite3.Connection, version_id: int):
-    from kbtool.diff.report import _records
-
     rows = queries.matching_rows(conn, version_id)
-    return rows, _records(rows)
+    return rows, records_from_rows(rows)
 
 
 def match_oracle(

@@ -12,7 +12,7 @@ from the churn a new compiler or libc brings. A function counts as runtime when
   ``internal/...``, ``syscall/js.`` packages, Zig's standard namespaces (``compiler_rt.``,
   ``c.``, ``heap.`` ...), Emscripten's ``emscripten_*``/``stackSave``/``dynCall_*`` glue;
 - its name came from an oracle reference module that is a runtime library (the evidence
-  of the oracle match says so, see :mod:`kbtool.oracle`);
+  of the oracle match says so, see :mod:`kbtool.services.oracle`);
 - by signature: it is a thin wrapper that calls a runtime import (WASI, Emscripten
   syscalls, wasm-bindgen, Go's ``gojs``) directly, with a small body.
 

@@ -3,7 +3,7 @@
 Functions that kept their identity (same ``stable_id``) already share the annotation, so
 only matched new-side functions with a *different* stable_id receive anything: the old
 function's name (and summary) as a ``diff-carry`` annotation, via
-:func:`kbtool.kb.economy.upsert_symbol` (the lowest authority: it never overrides a human,
+:func:`kbtool.kb.gate.upsert_symbol` (the lowest authority: it never overrides a human,
 oracle, export or agent name, and every refusal is recorded as an event).
 
 Confidence: ``score x old confidence``, capped at 0.49 when the match is flagged for
@@ -20,10 +20,10 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from kbtool.diff.report import Pairing, pair_versions
 from kbtool.kb import queries
 from kbtool.kb.db import transaction
-from kbtool.kb.economy import upsert_symbol
+from kbtool.kb.gate import upsert_symbol
+from kbtool.services.diff.report import Pairing, pair_versions
 
 __all__ = ["carry_names", "carry_confidence", "REVIEW_CAP", "ACTOR"]
 

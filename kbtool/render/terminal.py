@@ -1,7 +1,7 @@
 """Rich terminal views over the query layer (read-only): coverage, the diff table and changelog.
 
 Every string that comes from a binary or the KB (names, strings, labels) is rendered with
-:func:`kbtool.views.text.lit`: literally, never parsed as Rich markup, controls escaped.
+:func:`kbtool.render.text.lit`: literally, never parsed as Rich markup, controls escaped.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from kbtool.kb import queries
-from kbtool.views.text import lit
+from kbtool.render.text import lit
+from kbtool.services.diff.view import changelog_of, coverage_of, diff_view
 
 PROVENANCE_STYLE = {
     "human": "bold #10b981",       # emerald
@@ -23,7 +23,7 @@ PROVENANCE_STYLE = {
 }
 
 
-def coverage_table(cov: queries.Coverage, *, title: str = "coverage") -> Table:
+def coverage_table(cov: dict, *, title: str = "coverage") -> Table:
     """A table of defined, named, coverage % and the split by provenance."""
     t = Table(title=title)
     t.add_column("defined", justify="right")
@@ -44,10 +44,7 @@ def coverage_table(cov: queries.Coverage, *, title: str = "coverage") -> Table:
 
 def coverage_panel(kb, version_id: int) -> Table:
     """Contract view: coverage of one version. ``kb`` is a KB path or an open connection."""
-    from kbtool.views.kbarg import connection
-
-    with connection(kb) as conn:
-        return coverage_table(queries.coverage(conn, version_id), title=f"coverage of version {version_id}")
+    return coverage_table(coverage_of(kb, version_id), title=f"coverage of version {version_id}")
 
 
 # ---------------------------------------------------------------- diff
@@ -96,12 +93,6 @@ def _keep(change: dict, only: frozenset[str] | None) -> bool:
     if "review" in only and change.get("review"):
         return True
     return "runtime" in only and bool(change.get("runtime"))
-
-
-def _toolchain_changed(conn, report: dict) -> bool:
-    a = queries.get_version(conn, report["from_version_id"])["toolchain_version"]
-    b = queries.get_version(conn, report["to_version_id"])["toolchain_version"]
-    return bool(a and b and a != b)
 
 
 def _fmt_conf(value) -> Text:
@@ -262,13 +253,9 @@ def diff_table(kb, from_version_id: int, to_version_id: int, *, only=None) -> Ta
     confidence, score, runtime/churn and review flags). ``kb`` is a KB path or an open
     connection; the stored report is used when there is one, else it is computed with
     carry-over off (a pure read)."""
-    from kbtool.diff.report import get_diff
-    from kbtool.views.kbarg import connection
-
-    with connection(kb) as conn:
-        report = get_diff(conn, from_version_id, to_version_id)
-        churn = _toolchain_changed(conn, report)
-    return diff_table_from_report(report, only=only, toolchain_changed=churn)
+    view = diff_view(kb, from_version_id, to_version_id, with_changelog=False)
+    return diff_table_from_report(view["report"], only=only,
+                                  toolchain_changed=view["toolchain_changed"])
 
 
 def _names(values: list[str], style: str) -> Text:
@@ -295,7 +282,7 @@ def _delta(a: int, b: int, unit: str) -> str:
 
 
 def changelog_from_data(cl: dict, *, only=None):
-    """Rich renderable of :func:`kbtool.diff.changelog.changelog` data."""
+    """Rich renderable of :func:`kbtool.services.diff.changelog.changelog` data."""
     from rich.console import Group
     from rich.padding import Padding
 
@@ -374,40 +361,20 @@ def changelog_renderable(report: dict, kb=None, *, only=None):
     supplies the facts; without it this returns None (a report alone has no facts)."""
     if kb is None:
         return None
-    from kbtool.diff.changelog import changelog
-    from kbtool.views.kbarg import connection
-
-    with connection(kb) as conn:
-        data = changelog(conn, report)
-    return changelog_from_data(data, only=only)
+    return changelog_from_data(changelog_of(kb, report), only=only)
 
 
-def render_report(conn, report: dict, console, *, only=None, pairing=None) -> None:
-    """Print a report: the summary, the change table (score column from 100 columns up),
-    then the semantic changelog. ``conn`` supplies the facts; nothing is written."""
-    from kbtool.diff.changelog import changelog
-
+def render_view(view: dict, console, *, only=None) -> None:
+    """Print a :func:`kbtool.services.diff.view.diff_view`: the summary, the change table
+    (score column from 100 columns up), then the semantic changelog."""
     keep = parse_only(only) if not isinstance(only, frozenset) else only
-    churn = _toolchain_changed(conn, report)
-    data = changelog(conn, report, pairing=pairing)
+    report = view["report"]
     console.print(summary_text(report))
     console.print()
-    console.print(diff_lines(report, width=console.width, only=keep, toolchain_changed=churn,
+    console.print(diff_lines(report, width=console.width, only=keep,
+                             toolchain_changed=view["toolchain_changed"],
                              show_score=console.width >= 100), no_wrap=True, crop=True)
-    console.print(changelog_from_data(data, only=keep))
-
-
-def read_report(conn, from_version_id: int, to_version_id: int):
-    """``(report, pairing)``: the stored report (pairing None), else computed with carry-over
-    off (a pure read) together with its pairing."""
-    from kbtool.diff.report import compute_diff_with_pairing, stored_diff
-
-    queries.get_version(conn, from_version_id)   # UnknownVersionError with the known ids
-    queries.get_version(conn, to_version_id)
-    report = stored_diff(conn, from_version_id, to_version_id)
-    if report is not None:
-        return report, None
-    return compute_diff_with_pairing(conn, from_version_id, to_version_id)
+    console.print(changelog_from_data(view["changelog"], only=keep))
 
 
 def render_diff(kb, from_version_id: int, to_version_id: int, console=None, *, only=None) -> None:
@@ -415,10 +382,5 @@ def render_diff(kb, from_version_id: int, to_version_id: int, console=None, *, o
     Read-only: the stored report if saved, else computed with carry-over off."""
     from rich.console import Console
 
-    from kbtool.views.kbarg import connection
-
-    keep = parse_only(only)
     console = console or Console(highlight=False)
-    with connection(kb) as conn:
-        report, pairing = read_report(conn, from_version_id, to_version_id)
-        render_report(conn, report, console, only=keep, pairing=pairing)
+    render_view(diff_view(kb, from_version_id, to_version_id), console, only=parse_only(only))

@@ -18,14 +18,15 @@ from typing import Any
 
 import orjson
 
-from kbtool.diff.features import module_is_minified
-from kbtool.diff.matcher import match_functions, records_from_analysis
-from kbtool.diff.records import is_minified, records_from_rows
+from kbtool.identity.features import module_is_minified
+from kbtool.identity.ids import assign_new_ids
+from kbtool.identity.matcher import match_functions
+from kbtool.identity.records import is_minified, records_from_analysis, records_from_rows
 from kbtool.kb import queries
 from kbtool.kb.db import now, transaction
-from kbtool.kb.economy import upsert_symbol
 from kbtool.kb.errors import KBError
-from kbtool.wasm import ModuleAnalysis, analyze_module
+from kbtool.kb.gate import upsert_symbol
+from kbtool.wasm import analyze_module
 
 Progress = Callable[[str, int, int], None]
 
@@ -65,46 +66,6 @@ class IngestResult:
 def _json(value: Any) -> str:
     """Compact JSON of a fact list (orjson: this is the hot part of storing facts)."""
     return orjson.dumps(value).decode()
-
-
-def _digest(*parts: str) -> str:
-    return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
-
-
-def assign_new_ids(
-    analysis: ModuleAnalysis, unmatched: list[int], taken: Callable[[str], bool]
-) -> dict[int, str]:
-    """Deterministic ids for functions with no carried identity.
-
-    Derived from the shape hash (imports: module.field and type), tie-broken among equal
-    shapes by a digest of the callers' shapes and then position in index order; a salt is
-    bumped past any id the KB already uses, so an id never names two logical functions.
-    """
-    funcs = analysis.functions
-    callers: dict[int, list[str]] = defaultdict(list)
-    for f in funcs:
-        for c in set(f.calls):
-            callers[c].append(f.shape_hash or "")
-    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
-    for i in unmatched:
-        f = funcs[i]
-        key = (f"import:{f.import_module}.{f.import_field}:{f.type_sig}" if f.imported
-               else f"shape:{f.shape_hash}")
-        cd = _digest(*sorted(callers.get(i, [])))
-        groups[(key, cd)].append(i)
-    out: dict[int, str] = {}
-    used: set[str] = set()
-    for (key, cd) in sorted(groups):
-        for pos, i in enumerate(sorted(groups[(key, cd)])):
-            salt = 0
-            while True:
-                sid = _digest(key, cd, str(pos), str(salt))
-                if sid not in used and not taken(sid):
-                    break
-                salt += 1
-            used.add(sid)
-            out[i] = sid
-    return out
 
 
 def ingest_file(
@@ -253,7 +214,7 @@ def _store(conn, data, analysis, *, label, source_path, glue, progress, carry) -
     )
     _record_binary_names(conn, vid, analysis, sid_of, glue, result)
     if carry and parent is not None:
-        from kbtool.diff.carry import carry_names
+        from kbtool.services.diff.carry import carry_names
 
         result.diff_carry = carry_names(conn, parent, vid)
     return result

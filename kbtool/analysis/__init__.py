@@ -1,0 +1,1 @@
+"""Pure static analyses over decoded modules (no DB)."""

@@ -1,0 +1,97 @@
+"""Function matcher: pairs the functions of two versions of a module (pure, stdlib only).
+
+Strongest evidence first (the families Diaphora and BinDiff use), each stage one-to-one
+among the functions still unmatched:
+
+1. ``import``    same import "module.field" (minified import names need the call graph)
+2. ``body``      exact body hash, unique on both sides. Equal bytes mean equal callees only
+                 if the callee indices mean the same thing in both builds, so a body that is
+                 unique while its shape is not (wrappers calling different targets at
+                 coinciding indices) waits until its callees are matched and agree.
+3. ``shape``     normalised shape hash, unique on both sides
+4. ``name``      a non-minified export / name-section name present on both sides
+5. ``callgraph`` propagation from matched pairs to their callees and callers, iterated to a
+                 fixpoint: hash groups inside a neighbourhood (equal groups paired by call
+                 order), the single remaining pair, a signature unique in both
+                 neighbourhoods, the position between matched anchors of the call sequence,
+                 a clearly best pair inside a small neighbourhood. The function table
+                 (element segments, ``FuncRecord.table_slots``) is one more ordered
+                 neighbourhood.
+6. ``similarity`` (``fuzzy=True`` only) a feature score (op bigrams, size, idf-weighted
+                 constants and strings, loops, call_indirect, agreement of matched callees
+                 and callers, position between matched anchors of the function order,
+                 signature) with a global best-first one-to-one assignment (lazy greedy,
+                 scores refreshed as neighbours get matched) in rounds of falling
+                 thresholds, each demanding a lead over the second candidate; from the
+                 middle rounds on, an order-preserving alignment (LCS) of the unmatched
+                 functions between consecutive anchors, which pairs families of
+                 near-identical functions by their order; call-graph propagation after each
+                 step. Candidates come from blocking (signature + size window, rare strings
+                 and constants, neighbours of matched functions), never all pairs.
+   Leftovers: equal bodies in groups of equal size paired by index order, minified
+   imports with the same name and signature (both flagged for review).
+
+``review`` is set when the score is below ``REVIEW_SCORE`` or the pair was not at least
+``REVIEW_MARGIN`` ahead of the best alternative of either function (alternatives taken by
+a match that was itself flagged still count).
+
+With ``fuzzy=False`` only stages 1-5 run (what ingest uses to carry identities).
+
+Determinism: records are ordered by index before anything else, every tie is broken by
+indices and sums over sets are exactly rounded, so the result depends neither on the
+input order nor on hash seeds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kbtool.identity.matcher.base import REVIEW_MARGIN, REVIEW_SCORE, MatcherBase
+from kbtool.identity.matcher.callgraph import CallgraphStage
+from kbtool.identity.matcher.exact import ExactStages
+from kbtool.identity.matcher.similarity import SimilarityStage
+from kbtool.identity.records import FuncRecord, Match
+
+__all__ = ["FuncRecord", "Match", "match_functions", "REVIEW_SCORE", "REVIEW_MARGIN"]
+
+
+class _Matcher(ExactStages, CallgraphStage, SimilarityStage, MatcherBase):
+    # ---------------------------------------------------------------- driver
+    def run(self, fuzzy: bool) -> list[Match]:
+        self.stage_imports()
+        while True:
+            before = len(self.result)
+            self.stage_hash("body_hash", "body")
+            self.stage_hash("shape_hash", "shape")
+            self.stage_names()
+            self.propagate()
+            if len(self.result) == before:
+                break
+        if fuzzy:
+            for threshold, margin in self.ROUNDS:
+                while True:
+                    got = self.similarity_round(threshold, margin)
+                    self.propagate()
+                    if threshold <= self.GAP_FROM:
+                        got += self.gap_align(max(threshold, self.GAP_MIN))
+                        self.propagate()
+                    if not got:
+                        break
+            self.stage_equal_groups()
+            self.propagate()
+            self.stage_minified_imports()
+            self.propagate()
+        return [self.result[n] for n in sorted(self.result)]
+
+
+
+
+def match_functions(
+    old: Sequence[FuncRecord], new: Sequence[FuncRecord], *, fuzzy: bool = True
+) -> list[Match]:
+    """One-to-one matches between the functions of ``old`` and ``new``, sorted by new index.
+
+    ``fuzzy=False``: only unique, non-similarity evidence (imports, hashes, names, call
+    graph), what ingest uses to carry stable identities.
+    """
+    return _Matcher(old, new).run(fuzzy)

@@ -1,0 +1,256 @@
+"""Matcher state shared by every stage: both sides, bookkeeping, the pair similarity."""
+
+from __future__ import annotations
+
+import bisect
+from collections import deque
+from collections.abc import Iterable, Sequence
+
+from kbtool.identity.features import FeatureCache, is_minified_name, size_ratio
+from kbtool.identity.records import FuncRecord, Match
+
+REVIEW_SCORE = 0.6  # matches scoring below this are flagged for review
+REVIEW_MARGIN = 0.05  # ... and those whose best candidate is not this far ahead of the second
+
+_SCORE = {"import": 1.0, "body": 1.0, "shape": 0.99, "name": 0.95}
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _import_field_minified(import_name: str | None) -> bool:
+    if not import_name:
+        return False
+    _mod, _, field = import_name.partition(".")
+    return is_minified_name(field)
+
+
+def _plausible_size(a: int, b: int) -> bool:
+    """Sizes close enough for the two functions to be versions of one another."""
+    return abs(a - b) <= 12 or size_ratio(a, b) >= 0.33
+
+
+def _weak_name(name: str) -> bool:
+    """Short names (3 characters) are only trusted together with an equal signature."""
+    return len(name) <= 3
+
+
+class _Side:
+    __slots__ = ("recs", "order", "callees", "callers", "table")
+
+    def __init__(self, recs: Iterable[FuncRecord]) -> None:
+        by_index: dict[int, FuncRecord] = {}
+        for r in recs:
+            if r.index in by_index:
+                raise ValueError(f"duplicate function index {r.index}")
+            by_index[r.index] = r
+        self.order = sorted(by_index)
+        self.recs = {i: by_index[i] for i in self.order}
+        callees: dict[int, tuple[int, ...]] = {}
+        callers: dict[int, list[int]] = {i: [] for i in self.order}
+        for i in self.order:
+            seq = tuple(c for c in dict.fromkeys(self.recs[i].calls) if c in by_index and c != i)
+            callees[i] = seq
+            for c in seq:
+                callers[c].append(i)
+        self.callees = callees
+        self.callers = {i: tuple(v) for i, v in callers.items()}
+        first = sorted((min(r.table_slots), i) for i, r in self.recs.items() if r.table_slots)
+        self.table = tuple(i for _, i in first)
+
+
+class MatcherBase:
+    # callgraph acceptance thresholds on the pair similarity
+    CG_SINGLE = 0.45  # the only unmatched pair of a neighbourhood, same signature
+    CG_SINGLE_XSIG = 0.75  # ... different signature
+    CG_UNIQUE_SIG = 0.55  # the only pair of a signature inside a neighbourhood ...
+    CG_RIVAL_MARGIN = 0.03  # ... ahead of every other pair of the neighbourhood
+    CG_GAP = 0.5  # the only pair between two matched anchors of a call sequence
+    CG_BEST = 0.7  # a mutual best inside a small neighbourhood ...
+    CG_BEST_MARGIN = 0.15  # ... this far ahead of every alternative
+    SMALL_HOOD = 12  # neighbourhoods larger than this only resolve by hashes
+    # (similarity threshold, required lead over the second candidate), one round each
+    ROUNDS = ((0.85, 0.05), (0.72, 0.05), (0.6, 0.04), (0.5, 0.03), (0.42, 0.02), (0.42, 0.0))
+    GAP_FROM = 0.6  # align gaps only once the confident content rounds are done
+    GAP_MIN = 0.55  # never align below this similarity
+    GAP_SINGLE = 0.4  # a 1x1 gap with the same signature
+    GAP_CELLS = 4096
+    ALIGN_PAIR = 1.0  # weight of one aligned pair over its similarity (count first)  # largest gap (unmatched old x unmatched new) aligned
+    MIN_TINY = 6  # below this many instructions a function carries too little evidence
+
+    def __init__(self, old: Sequence[FuncRecord], new: Sequence[FuncRecord]) -> None:
+        self.OLD = _Side(old)
+        self.NEW = _Side(new)
+        self.o2n: dict[int, int] = {}
+        self.n2o: dict[int, int] = {}
+        self.result: dict[int, Match] = {}  # by new index
+        self.queue: deque[tuple[int, int]] = deque()
+        self.queued: set[tuple[int, int]] = set()
+        self._feats: FeatureCache | None = None
+        self._content: dict[tuple[int, int], tuple[float, float]] = {}
+        self.anchor_o: list[int] | None = None
+        self._anchors_at = -1
+        self._scored: tuple[int, list[tuple[float, int, int]]] | None = None
+        self.anchor_n: list[int] = []
+        self.span_o = self.span_n = (0, 0)
+
+    # ---------------------------------------------------------------- bookkeeping
+    @property
+    def feats(self) -> FeatureCache:
+        if self._feats is None:
+            self._feats = FeatureCache(list(self.OLD.recs.values()), list(self.NEW.recs.values()))
+        return self._feats
+
+    def accept(self, o: int, n: int, score: float, method: str, review: bool = False) -> None:
+        assert o not in self.o2n and n not in self.n2o
+        self.o2n[o] = n
+        self.n2o[n] = o
+        score = max(0.0, min(1.0, score))
+        self.result[n] = Match(o, n, round(score, 4), method, bool(review))
+        self._enqueue(o, n)
+        # the neighbourhoods of matched neighbours just changed: look at them again
+        for x in (*self.OLD.callers[o], *self.OLD.callees[o]):
+            y = self.o2n.get(x)
+            if y is not None:
+                self._enqueue(x, y)
+        for y in (*self.NEW.callers[n], *self.NEW.callees[n]):
+            x = self.n2o.get(y)
+            if x is not None:
+                self._enqueue(x, y)
+
+    def _enqueue(self, o: int, n: int) -> None:
+        if (o, n) not in self.queued:
+            self.queued.add((o, n))
+            self.queue.append((o, n))
+
+    def unmatched_old(self) -> list[int]:
+        return [i for i in self.OLD.order if i not in self.o2n]
+
+    def unmatched_new(self) -> list[int]:
+        return [i for i in self.NEW.order if i not in self.n2o]
+
+    def callee_check(self, o: int, n: int) -> tuple[int, int, int]:
+        """(agree, disagree, defined callees) of the pair's callees under the current match:
+        a callee matched to a callee of the other side agrees, matched elsewhere disagrees."""
+        co = [c for c in self.OLD.callees[o] if not self.OLD.recs[c].imported]
+        cn = [c for c in self.NEW.callees[n] if not self.NEW.recs[c].imported]
+        o2n, n2o = self.o2n, self.n2o
+        agree = disagree = 0
+        if len(co) == len(cn):
+            for a, b in zip(co, cn, strict=True):
+                m = o2n.get(a)
+                if m is not None:
+                    if m == b:
+                        agree += 1
+                    else:
+                        disagree += 1
+                elif b in n2o:
+                    disagree += 1
+        else:
+            mapped = {o2n[a] for a in co if a in o2n}
+            known = {b for b in cn if b in n2o}
+            agree = len(mapped & known)
+            disagree = len(mapped ^ known)
+        return agree, disagree, max(len(co), len(cn))
+
+    # ---------------------------------------------------------------- similarity
+    def content(self, o: int, n: int) -> tuple[float, float]:
+        key = (o, n)
+        v = self._content.get(key)
+        if v is None:
+            v = self.feats.content_similarity(self.OLD.recs[o], self.NEW.recs[n])
+            self._content[key] = v
+        return v
+
+    def _graph_term(self, lo: Sequence[int], ln: Sequence[int]) -> float | None:
+        """Agreement of two neighbour lists under the current match: a neighbour matched to
+        a neighbour of the other side counts 1, a pair of still unknown ones counts 1/2."""
+        if not lo and not ln:
+            return None
+        o2n, n2o = self.o2n, self.n2o
+        mapped = {o2n[x] for x in lo if x in o2n}
+        unk_o = len(lo) - len(mapped)
+        unk_n = sum(1 for y in ln if y not in n2o)
+        agree = len(mapped.intersection(ln)) if mapped else 0
+        return (agree + 0.5 * min(unk_o, unk_n)) / max(len(lo), len(ln))
+
+    def update_anchors(self) -> None:
+        if self._anchors_at == len(self.result):
+            return
+        self._anchors_at = len(self.result)
+        self._compute_anchors()
+
+    def _compute_anchors(self) -> None:
+        """Matched pairs that keep their relative order in both index sequences.
+
+        Linkers lay functions out in object-file and source order; between two builds most
+        matched pairs keep their order, so an unmatched function most likely sits between
+        the images of its nearest matched neighbours in index order (a diff of the function
+        sequence). Crossing pairs are dropped by a longest increasing subsequence.
+        """
+        pairs = sorted((o, n) for n, o in self.n2o.items() if not self.NEW.recs[n].imported)
+        tails: list[int] = []  # new index at the end of the best chain of each length
+        tail_pos: list[int] = []
+        prev = [-1] * len(pairs)
+        for k, (_o, n) in enumerate(pairs):
+            j = bisect.bisect_left(tails, n)
+            if j == len(tails):
+                tails.append(n)
+                tail_pos.append(k)
+            else:
+                tails[j] = n
+                tail_pos[j] = k
+            prev[k] = tail_pos[j - 1] if j else -1
+        chain = []
+        k = tail_pos[-1] if tail_pos else -1
+        while k >= 0:
+            chain.append(pairs[k])
+            k = prev[k]
+        chain.reverse()
+        self.anchor_o = [o for o, _ in chain]
+        self.anchor_n = [n for _, n in chain]
+        self.span_o = (self.OLD.order[0] - 1, self.OLD.order[-1] + 1) if self.OLD.order else (0, 0)
+        self.span_n = (self.NEW.order[0] - 1, self.NEW.order[-1] + 1) if self.NEW.order else (0, 0)
+
+    def locality(self, o: int, n: int) -> float | None:
+        """1.0 when ``n`` sits where ``o`` sits between matched anchors, 0.0 outside the gap."""
+        ao = self.anchor_o
+        if ao is None:
+            return None
+        an = self.anchor_n
+        k = bisect.bisect_left(ao, o)
+        lo_o, lo_n = (ao[k - 1], an[k - 1]) if k else (self.span_o[0], self.span_n[0])
+        hi_o, hi_n = (ao[k], an[k]) if k < len(ao) else (self.span_o[1], self.span_n[1])
+        if not lo_n < n < hi_n:
+            return 0.0
+        fo = (o - lo_o) / (hi_o - lo_o)
+        fn = (n - lo_n) / (hi_n - lo_n)
+        return 0.5 + 0.5 * (1.0 - abs(fo - fn))
+
+    def similarity(self, o: int, n: int, sig_penalty: bool = True) -> float:
+        ro = self.OLD.recs[o]
+        rn = self.NEW.recs[n]
+        total, wsum = self.content(o, n)
+        g = self._graph_term(self.OLD.callees[o], self.NEW.callees[n])
+        if g is not None:
+            total += 0.25 * g
+            wsum += 0.25
+        g = self._graph_term(self.OLD.callers[o], self.NEW.callers[n])
+        if g is not None:
+            total += 0.15 * g
+            wsum += 0.15
+        loc = self.locality(o, n)
+        if loc is not None:
+            total += 0.2 * loc
+            wsum += 0.2
+        s = total / wsum if wsum else 0.0
+        if sig_penalty and ro.type_sig != rn.type_sig:
+            s *= 0.8
+        if ro.shape_hash and ro.shape_hash == rn.shape_hash and not self.callee_check(o, n)[1]:
+            s = max(s, 0.9)  # same normalised code, callees not contradicting
+        # very small functions carry little evidence; temper their score
+        small = min(ro.instr_count, rn.instr_count)
+        if small < self.MIN_TINY:
+            s *= 0.85 + 0.15 * small / self.MIN_TINY
+        return s
+

@@ -1,0 +1,236 @@
+"""Stage 5: call-graph propagation from matched pairs to callees and callers."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+
+from kbtool.identity.matcher.base import REVIEW_SCORE, _plausible_size
+
+
+class CallgraphStage:
+    # ---------------------------------------------------------------- stage 5
+    def propagate(self) -> None:
+        OLD, NEW = self.OLD, self.NEW
+        self.update_anchors()
+        while True:
+            while self.queue:
+                o, n = self.queue.popleft()
+                self.queued.discard((o, n))
+                self._resolve(OLD.callees[o], NEW.callees[n], ordered=True)
+                self._resolve(OLD.callers[o], NEW.callers[n], ordered=False)
+            # the function table(s) as one more ordered neighbourhood of a matched root
+            if not (OLD.table and NEW.table):
+                break
+            before = len(self.result)
+            self._resolve(OLD.table, NEW.table, ordered=True)
+            if len(self.result) == before:
+                break
+
+    def _resolve(self, lo: Sequence[int], ln: Sequence[int], ordered: bool) -> None:
+        o2n, n2o = self.o2n, self.n2o
+        uo = [x for x in lo if x not in o2n]
+        if not uo:
+            return
+        un = [y for y in ln if y not in n2o]
+        if not un:
+            return
+        OLD, NEW = self.OLD.recs, self.NEW.recs
+
+        # (a) hash groups inside the neighbourhood
+        for attr, score in (("body_hash", 0.99), ("shape_hash", 0.97)):
+            go: dict[str, list[int]] = defaultdict(list)
+            gn: dict[str, list[int]] = defaultdict(list)
+            for x in uo:
+                h = getattr(OLD[x], attr)
+                if h:
+                    go[h].append(x)
+            for y in un:
+                h = getattr(NEW[y], attr)
+                if h:
+                    gn[h].append(y)
+            if attr == "body_hash":
+                shapes_o = Counter(OLD[x].shape_hash for x in uo)
+                shapes_n = Counter(NEW[y].shape_hash for y in un)
+            hit = False
+            for h, xs in go.items():
+                ys = gn.get(h)
+                if not ys or len(xs) != len(ys) or (len(xs) > 1 and not ordered):
+                    continue
+                pairs = list(zip(xs, ys, strict=True))
+                checks = [self.callee_check(x, y) for x, y in pairs]
+                if any(c[1] for c in checks):
+                    continue
+                if attr == "body_hash" and len(xs) == 1:
+                    x, y = xs[0], ys[0]
+                    dup = shapes_o[OLD[x].shape_hash] > 1 or shapes_n[NEW[y].shape_hash] > 1
+                    agree, _, total = checks[0]
+                    if dup and (total == 0 or agree < total):
+                        continue
+                # several equal bodies called in the same order: pair by call position
+                s = score if len(xs) == 1 else score - 0.04
+                for x, y in pairs:
+                    self.accept(x, y, s, "callgraph")
+                hit = True
+            if hit:
+                uo = [x for x in uo if x not in o2n]
+                un = [y for y in un if y not in n2o]
+                if not uo or not un:
+                    return
+
+        # (b) imports (no body): the only unmatched import pair with the same signature
+        io = [x for x in uo if OLD[x].imported]
+        inn = [y for y in un if NEW[y].imported]
+        if io and inn:
+            self._resolve_imports(io, inn)
+            uo = [x for x in uo if x not in o2n]
+            un = [y for y in un if y not in n2o]
+        uo = [x for x in uo if not OLD[x].imported]
+        un = [y for y in un if not NEW[y].imported]
+        if not uo or not un:
+            return
+        if len(uo) > self.SMALL_HOOD or len(un) > self.SMALL_HOOD:
+            if ordered:
+                self._resolve_gaps(lo, ln)
+            return
+
+        # (c) a single unmatched pair
+        if len(uo) == 1 and len(un) == 1:
+            x, y = uo[0], un[0]
+            s = self.similarity(x, y)
+            same = OLD[x].type_sig == NEW[y].type_sig
+            if s >= (self.CG_SINGLE if same else self.CG_SINGLE_XSIG):
+                self.accept(x, y, self._cg_score(s), "callgraph", self._cg_score(s) < REVIEW_SCORE)
+            return
+
+        # (d) a signature unique in both neighbourhoods, provided the neighbourhood is not
+        # full of look-alikes (a signature change can make the wrong pair the unique one)
+        so: dict[str, list[int]] = defaultdict(list)
+        sn: dict[str, list[int]] = defaultdict(list)
+        for x in uo:
+            so[OLD[x].type_sig].append(x)
+        for y in un:
+            sn[NEW[y].type_sig].append(y)
+        hit = False
+        for sig, xs in so.items():
+            ys = sn.get(sig)
+            if not (ys and len(xs) == 1 and len(ys) == 1):
+                continue
+            x, y = xs[0], ys[0]
+            s = self.similarity(x, y)
+            if s < self.CG_UNIQUE_SIG:
+                continue
+            plain = self.similarity(x, y, sig_penalty=False)
+            cx, cy = OLD[x].instr_count, NEW[y].instr_count
+            rival = max(
+                [
+                    self.similarity(x, y2, sig_penalty=False)
+                    for y2 in un
+                    if y2 != y and _plausible_size(cx, NEW[y2].instr_count)
+                ]
+                + [
+                    self.similarity(x2, y, sig_penalty=False)
+                    for x2 in uo
+                    if x2 != x and _plausible_size(OLD[x2].instr_count, cy)
+                ],
+                default=0.0,
+            )
+            if plain - rival >= self.CG_RIVAL_MARGIN:
+                self.accept(x, y, self._cg_score(s), "callgraph")
+                hit = True
+        if hit:
+            uo = [x for x in uo if x not in o2n]
+            un = [y for y in un if y not in n2o]
+            if not uo or not un:
+                return
+
+        # (e) position between matched anchors in the call sequence
+        if ordered:
+            self._resolve_gaps(lo, ln)
+            uo = [x for x in uo if x not in o2n]
+            un = [y for y in un if y not in n2o]
+            if not uo or not un:
+                return
+
+        # (f) a clear mutual best inside the small neighbourhood
+        self._resolve_best(uo, un)
+
+    def _cg_score(self, s: float) -> float:
+        # neighbour evidence lifts the similarity: the pair sits where the other's does
+        return min(0.95, 0.3 + 0.7 * s)
+
+    def _resolve_imports(self, io: list[int], inn: list[int]) -> None:
+        OLD, NEW = self.OLD.recs, self.NEW.recs
+        so: dict[str, list[int]] = defaultdict(list)
+        sn: dict[str, list[int]] = defaultdict(list)
+        for x in io:
+            so[OLD[x].type_sig].append(x)
+        for y in inn:
+            sn[NEW[y].type_sig].append(y)
+        for sig, xs in so.items():
+            ys = sn.get(sig)
+            if ys and len(xs) == 1 and len(ys) == 1:
+                x, y = xs[0], ys[0]
+                same_name = OLD[x].import_name == NEW[y].import_name
+                self.accept(x, y, 0.9 if same_name else 0.7, "callgraph")
+
+    def _resolve_gaps(self, lo: Sequence[int], ln: Sequence[int]) -> None:
+        """Callees between the same two matched anchors of both call sequences."""
+        o2n, n2o = self.o2n, self.n2o
+        pos_n = {y: j for j, y in enumerate(ln)}
+        anchors = []  # (i, j) positions of matched pairs, kept monotone
+        last_j = -1
+        for i, x in enumerate(lo):
+            y = o2n.get(x)
+            if y is None:
+                continue
+            j = pos_n.get(y)
+            if j is None or j <= last_j:
+                continue
+            anchors.append((i, j))
+            last_j = j
+        if not anchors:
+            return
+        bounds = [(-1, -1), *anchors, (len(lo), len(ln))]
+        OLD, NEW = self.OLD.recs, self.NEW.recs
+        for (i0, j0), (i1, j1) in zip(bounds, bounds[1:], strict=False):
+            xs = [x for x in lo[i0 + 1 : i1] if x not in o2n and not OLD[x].imported]
+            ys = [y for y in ln[j0 + 1 : j1] if y not in n2o and not NEW[y].imported]
+            if len(xs) == 1 and len(ys) == 1:
+                x, y = xs[0], ys[0]
+                if OLD[x].type_sig != NEW[y].type_sig:
+                    continue
+                s = self.similarity(x, y)
+                if s >= self.CG_GAP:
+                    self.accept(x, y, self._cg_score(s), "callgraph")
+
+    def _resolve_best(self, uo: list[int], un: list[int]) -> None:
+        """A pair clearly ahead of every other pair of the neighbourhood that shares one of
+        its functions. Rivals are compared without the signature penalty, so a changed
+        signature cannot hand the win to a look-alike that happens to keep the old one."""
+        OLD, NEW = self.OLD.recs, self.NEW.recs
+        plain = {
+            (x, y): self.similarity(x, y, sig_penalty=False)
+            for x in uo
+            for y in un
+            if _plausible_size(OLD[x].instr_count, NEW[y].instr_count)
+        }
+        by_o: dict[int, list[tuple[float, int]]] = defaultdict(list)
+        by_n: dict[int, list[tuple[float, int]]] = defaultdict(list)
+        for (x, y), p in plain.items():
+            by_o[x].append((p, y))
+            by_n[y].append((p, x))
+        for (x, y), p in sorted(plain.items(), key=lambda kv: (-kv[1], kv[0])):
+            if p < self.CG_BEST or x in self.o2n or y in self.n2o:
+                continue
+            s = self.similarity(x, y)
+            if s < self.CG_BEST:
+                continue
+            second = max(
+                [t for t, y2 in by_o[x] if y2 != y and y2 not in self.n2o]
+                + [t for t, x2 in by_n[y] if x2 != x and x2 not in self.o2n],
+                default=0.0,
+            )
+            if p - second >= self.CG_BEST_MARGIN:
+                self.accept(x, y, self._cg_score(s), "callgraph")
+

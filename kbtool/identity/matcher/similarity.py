@@ -1,0 +1,309 @@
+"""Stage 6 (fuzzy only): feature similarity, gap alignment, leftovers."""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from collections import defaultdict
+
+from kbtool.identity.features import size_ratio
+from kbtool.identity.matcher.base import REVIEW_MARGIN, REVIEW_SCORE, _Side
+
+
+class SimilarityStage:
+    # ---------------------------------------------------------------- stage 6
+    def candidates(self) -> dict[int, set[int]]:
+        """Blocking: bounded candidate lists, generated from both sides (so that the margin
+        of a pair sees the rivals of both of its functions). Returns new -> {old}."""
+        uo = [i for i in self.unmatched_old() if not self.OLD.recs[i].imported]
+        un = [i for i in self.unmatched_new() if not self.NEW.recs[i].imported]
+        out: dict[int, set[int]] = defaultdict(set)
+        if not uo or not un:
+            return out
+        for n, os_ in self._candidates_one_way(self.NEW, self.OLD, un, uo, self.n2o).items():
+            out[n].update(os_)
+        for o, ns in self._candidates_one_way(self.OLD, self.NEW, uo, un, self.o2n).items():
+            for n in ns:
+                out[n].add(o)
+        return out
+
+    def _candidates_one_way(
+        self, src: _Side, dst: _Side, us: list[int], ud: list[int], s2d: dict[int, int]
+    ) -> dict[int, list[int]]:
+        WINDOW = 12  # nearest in size with the same signature, each way
+        CAP = 40
+        RARE = 4  # a string/constant shared by at most this many unmatched functions
+        by_sig: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        for i in ud:
+            r = dst.recs[i]
+            by_sig[r.type_sig].append((r.instr_count, i))
+        for v in by_sig.values():
+            v.sort()
+        s_index: dict[str, list[int]] = defaultdict(list)
+        c_index: dict[int, list[int]] = defaultdict(list)
+        for i in ud:
+            r = dst.recs[i]
+            for s in set(r.strings):
+                s_index[s].append(i)
+            for c in set(r.consts):
+                if c >= 256 or c <= -256:
+                    c_index[c].append(i)
+        ud_set = set(ud)
+        out: dict[int, list[int]] = {}
+        for x in us:
+            rx = src.recs[x]
+            cand: dict[int, float] = {}
+            lst = by_sig.get(rx.type_sig)
+            if lst:
+                k = bisect.bisect_left(lst, (rx.instr_count, -1))
+                for cnt, i in lst[max(0, k - WINDOW) : k + WINDOW]:
+                    if size_ratio(cnt, rx.instr_count) >= 0.4 or abs(cnt - rx.instr_count) <= 8:
+                        cand[i] = cand.get(i, 0.0) + 1.0
+            for s in set(rx.strings):
+                hits = s_index.get(s)
+                if hits and len(hits) <= RARE:
+                    for i in hits:
+                        cand[i] = cand.get(i, 0.0) + 2.0
+            for c in set(rx.consts):
+                hits = c_index.get(c)
+                if hits and len(hits) <= RARE:
+                    for i in hits:
+                        cand[i] = cand.get(i, 0.0) + 1.0
+            # neighbours of matched neighbours
+            for rel_s, rel_d in ((src.callees, dst.callers), (src.callers, dst.callees)):
+                for m in rel_s[x]:
+                    dm = s2d.get(m)
+                    if dm is None:
+                        continue
+                    hood = rel_d[dm]
+                    if len(hood) > 64:
+                        continue
+                    for i in hood:
+                        if i in ud_set:
+                            cand[i] = cand.get(i, 0.0) + 1.5
+            if not cand:
+                continue
+            if len(cand) > CAP:
+                ic = rx.instr_count
+                ranked = sorted(
+                    cand, key=lambda i: (-(cand[i] + size_ratio(dst.recs[i].instr_count, ic)), i)
+                )
+                out[x] = ranked[:CAP]
+            else:
+                out[x] = list(cand)
+        return out
+
+    def similarity_round(self, threshold: float, min_margin: float) -> int:
+        """Best-first one-to-one assignment over the blocked candidates.
+
+        Scores go stale as pairs are accepted (the matched-neighbour terms change), so a
+        popped pair whose neighbourhood changed since it was scored is scored again and
+        pushed back (lazy greedy). A pair is taken only when it is ``min_margin`` ahead of
+        every other free candidate of either function; the rest waits for more evidence.
+        """
+        self.update_anchors()
+        state = len(self.result)
+        if self._scored is not None and self._scored[0] == state:
+            scored = self._scored[1]  # nothing matched since: same candidates, same scores
+        else:
+            cands = self.candidates()
+            scored = [
+                (self.similarity(o, n), o, n) for n in sorted(cands) for o in sorted(cands[n])
+            ]
+            self._scored = (state, scored)
+        if not scored:
+            return 0
+        OLD, NEW = self.OLD, self.NEW
+        heap: list[tuple[float, int, int, int]] = []
+        alive_o: dict[int, dict[int, float]] = defaultdict(dict)
+        alive_n: dict[int, dict[int, float]] = defaultdict(dict)
+        for s, o, n in scored:
+            heap.append((-s, o, n, 0))
+            alive_o[o][n] = s
+            alive_n[n][o] = s
+        heapq.heapify(heap)
+        epoch = 0
+        touched_o: dict[int, int] = {}
+        touched_n: dict[int, int] = {}
+        count = 0
+        while heap:
+            neg, o, n, seen = heapq.heappop(heap)
+            if o in self.o2n or n in self.n2o:
+                continue
+            if touched_o.get(o, -1) >= seen or touched_n.get(n, -1) >= seen:
+                s = self.similarity(o, n)
+                alive_o[o][n] = s
+                alive_n[n][o] = s
+                heapq.heappush(heap, (-s, o, n, epoch + 1))
+                continue
+            s = -neg
+            if s < threshold:
+                break
+            # rivals still free decide whether to take the pair at all; rivals taken by a
+            # match that is itself only a guess (flagged) still count against confidence
+            second = tentative = 0.0
+            for other, t in alive_n[n].items():
+                if other != o:
+                    m = self.o2n.get(other)
+                    if m is None:
+                        second = max(second, t)
+                    elif self.result[m].review:
+                        tentative = max(tentative, t)
+            for other, t in alive_o[o].items():
+                if other != n:
+                    m = self.n2o.get(other)
+                    if m is None:
+                        second = max(second, t)
+                    elif self.result[other].review:
+                        tentative = max(tentative, t)
+            margin = s - second
+            if margin <= 1e-9 or margin < min_margin:
+                continue  # no clear winner yet: wait for more evidence
+            review = s < REVIEW_SCORE or s - max(second, tentative) < REVIEW_MARGIN
+            self.accept(o, n, s, "similarity", review)
+            count += 1
+            epoch += 1
+            for x in (*OLD.callers[o], *OLD.callees[o]):
+                touched_o[x] = epoch
+            for y in (*NEW.callers[n], *NEW.callees[n]):
+                touched_n[y] = epoch
+        return count
+
+    def gap_align(self, threshold: float) -> int:
+        """Order-preserving alignment of the unmatched functions between two consecutive
+        anchors (a diff of the two function sequences, weighted by similarity).
+
+        Families of near-identical functions (template instances, per-parameter copies)
+        defeat content similarity, but the linker keeps them in source order: inside a gap
+        the best non-crossing assignment pairs them in order. Matches made here whose
+        content alone does not single them out are flagged for review.
+        """
+        self.update_anchors()
+        ao, an = self.anchor_o, self.anchor_n
+        if ao is None:
+            return 0
+        OLD, NEW = self.OLD, self.NEW
+        uo = [i for i in OLD.order if i not in self.o2n and not OLD.recs[i].imported]
+        un = [i for i in NEW.order if i not in self.n2o and not NEW.recs[i].imported]
+        if not uo or not un:
+            return 0
+        bo = [self.span_o[0], *ao, self.span_o[1]]
+        bn = [self.span_n[0], *an, self.span_n[1]]
+        count = 0
+        io = jn = 0
+        for k in range(len(bo) - 1):
+            xs = []
+            while io < len(uo) and uo[io] < bo[k + 1]:
+                if uo[io] > bo[k]:
+                    xs.append(uo[io])
+                io += 1
+            ys = []
+            while jn < len(un) and un[jn] < bn[k + 1]:
+                if un[jn] > bn[k]:
+                    ys.append(un[jn])
+                jn += 1
+            if not xs or not ys or len(xs) * len(ys) > self.GAP_CELLS:
+                continue
+            if len(xs) == 1 and len(ys) == 1:
+                # the only unmatched function between the same two anchors on both sides
+                x, y = xs[0], ys[0]
+                s = self.similarity(x, y)
+                same_sig = OLD.recs[x].type_sig == NEW.recs[y].type_sig
+                if s >= threshold or (same_sig and s >= self.GAP_SINGLE):
+                    self.accept(x, y, s, "similarity", s < REVIEW_SCORE)
+                    count += 1
+                continue
+            count += self._align(xs, ys, threshold)
+        return count
+
+    def _align(self, xs: list[int], ys: list[int], threshold: float) -> int:
+        S = [[self.similarity(x, y) for y in ys] for x in xs]
+        nx, ny = len(xs), len(ys)
+        # Longest common subsequence over the pairs at or above the threshold, ties broken
+        # by total similarity: the diff principle (keep order, align as much as possible)
+        # rather than "most similar first", which shifts whole families by one.
+        best = [[0.0] * (ny + 1) for _ in range(nx + 1)]
+        move = [[0] * (ny + 1) for _ in range(nx + 1)]  # 1 up, 2 left, 3 diagonal
+        for i in range(1, nx + 1):
+            row, prev, srow, mrow = best[i], best[i - 1], S[i - 1], move[i]
+            for j in range(1, ny + 1):
+                if prev[j] >= row[j - 1]:
+                    v, m = prev[j], 1
+                else:
+                    v, m = row[j - 1], 2
+                s = srow[j - 1]
+                if s >= threshold and prev[j - 1] + self.ALIGN_PAIR + s > v:
+                    v, m = prev[j - 1] + self.ALIGN_PAIR + s, 3
+                row[j] = v
+                mrow[j] = m
+        pairs = []
+        i, j = nx, ny
+        while i > 0 and j > 0:
+            m = move[i][j]
+            if m == 3:
+                pairs.append((i - 1, j - 1))
+                i -= 1
+                j -= 1
+            elif m == 1:
+                i -= 1
+            else:
+                j -= 1
+        count = 0
+        for i, j in reversed(pairs):
+            s = S[i][j]
+            rivals = [S[i][jj] for jj in range(ny) if jj != j] + [
+                S[ii][j] for ii in range(nx) if ii != i
+            ]
+            margin = s - max(rivals, default=0.0)
+            review = s < REVIEW_SCORE or margin < REVIEW_MARGIN
+            self.accept(xs[i], ys[j], s, "similarity", review)
+            count += 1
+        return count
+
+    # ---------------------------------------------------------------- leftovers
+    def stage_equal_groups(self) -> int:
+        """Identical bodies (or shapes) left in groups of equal size: pair by index order,
+        flagged for review (the code is the same, which alias is which is a guess)."""
+        count = 0
+        for attr, score in (("body_hash", 0.9), ("shape_hash", 0.85)):
+            go: dict[str, list[int]] = defaultdict(list)
+            gn: dict[str, list[int]] = defaultdict(list)
+            for i in self.unmatched_old():
+                r = self.OLD.recs[i]
+                if getattr(r, attr) and not r.imported:
+                    go[getattr(r, attr)].append(i)
+            for i in self.unmatched_new():
+                r = self.NEW.recs[i]
+                if getattr(r, attr) and not r.imported:
+                    gn[getattr(r, attr)].append(i)
+            for h in sorted(go, key=lambda k: go[k][0]):
+                xs, ys = go[h], gn.get(h)
+                if not ys or len(xs) != len(ys):
+                    continue
+                if any(self.callee_check(x, y)[1] for x, y in zip(xs, ys, strict=True)):
+                    continue  # the order pairing contradicts matched callees
+                for x, y in zip(xs, ys, strict=True):
+                    self.accept(x, y, score, "body" if attr == "body_hash" else "shape", True)
+                    count += 1
+        return count
+
+    def stage_minified_imports(self) -> None:
+        go: dict[tuple[str, str], list[int]] = defaultdict(list)
+        gn: dict[tuple[str, str], list[int]] = defaultdict(list)
+        for i in self.unmatched_old():
+            r = self.OLD.recs[i]
+            if r.imported and r.import_name:
+                go[(r.import_name, r.type_sig)].append(i)
+        for i in self.unmatched_new():
+            r = self.NEW.recs[i]
+            if r.imported and r.import_name:
+                gn[(r.import_name, r.type_sig)].append(i)
+        for key in sorted(go):
+            xs, ys = go[key], gn.get(key)
+            if ys and len(xs) == 1 and len(ys) == 1:
+                # minified names are handed out in order: the same slot is some evidence
+                if xs[0] == ys[0]:
+                    self.accept(xs[0], ys[0], 0.75, "import")
+                else:
+                    self.accept(xs[0], ys[0], 0.5, "import", True)
+

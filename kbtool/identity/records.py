@@ -1,0 +1,130 @@
+"""Matcher records: what the matcher knows of each function, built from a fresh module or stored rows.
+
+One builder for each source, one rule for names a binary carries (minified names dropped).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from kbtool.identity.features import is_minified_name, module_is_minified
+
+
+@dataclass(slots=True)
+class FuncRecord:
+    """What the matcher knows about one function of one version."""
+
+    index: int
+    stable_id: str | None = None
+    imported: bool = False
+    import_name: str | None = None  # "module.field" for imports
+    type_sig: str = ""
+    body_hash: str | None = None
+    shape_hash: str | None = None
+    names: tuple[str, ...] = ()  # non-minified export names + raw (name-section) name
+    calls: tuple[int, ...] = ()  # distinct direct callees, order of first call
+    strings: tuple[str, ...] = ()
+    consts: tuple[int, ...] = ()
+    ops: bytes = b""  # array('H') of op ids
+    instr_count: int = 0
+    body_size: int = 0
+    loops: int = 0
+    call_indirect: int = 0
+    # positions in the module's element segments (function tables), in segment order; the
+    # table is one more ordered "caller" (vtables, API tables), optional
+    table_slots: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    old_index: int
+    new_index: int
+    score: float
+    method: str  # "import", "body", "shape", "name", "callgraph", "similarity"
+    review: bool
+
+
+# --------------------------------------------------------------------------- records
+
+
+def records_from_analysis(analysis, stable_ids: dict[int, str] | None = None) -> list[FuncRecord]:
+    """FuncRecords of every function (imports first) of a ``kbtool.wasm.ModuleAnalysis``.
+
+    ``names`` keeps the export names and the name-section name the binary carries, minus
+    minified ones (length <= 2, ``$a``; in a module whose exports are mostly minified, also
+    three-character identifiers).
+    """
+    funcs = analysis.functions
+    minified = module_is_minified(n for f in funcs for n in (f.export_names or ()))
+    slots: dict[int, list[int]] = defaultdict(list)
+    pos = 0
+    for seg in getattr(getattr(analysis, "module", None), "elements", None) or ():
+        for fi in getattr(seg, "func_indices", None) or ():
+            if fi is not None:
+                slots[fi].append(pos)
+            pos += 1
+    out: list[FuncRecord] = []
+    for f in funcs:
+        cand = list(f.export_names or ())
+        if f.raw_name:
+            cand.append(f.raw_name)
+        names = tuple(
+            n for n in dict.fromkeys(cand) if not is_minified_name(n, module_minified=minified)
+        )
+        if f.imported:
+            imp = f"{f.import_module}.{f.import_field}"
+        else:
+            imp = None
+        out.append(
+            FuncRecord(
+                index=f.index,
+                stable_id=stable_ids.get(f.index) if stable_ids else None,
+                imported=bool(f.imported),
+                import_name=imp,
+                type_sig=f.type_sig,
+                body_hash=None if f.imported else f.body_hash,
+                shape_hash=None if f.imported else f.shape_hash,
+                names=names,
+                calls=tuple(dict.fromkeys(f.calls)),
+                strings=tuple(f.strings or ()),
+                consts=tuple(f.consts or ()),
+                ops=bytes(f.ops or b""),
+                instr_count=f.instr_count or 0,
+                body_size=f.body_size or 0,
+                loops=f.loops or 0,
+                call_indirect=f.call_indirect or 0,
+                table_slots=tuple(slots.get(f.index, ())),
+            )
+        )
+    return out
+
+def is_minified(name: str, module_minified: bool = False) -> bool:
+    """Minifier output (Emscripten's ``xa``), not a name worth carrying (one rule: the matcher's)."""
+    return is_minified_name(name, module_minified=module_minified)
+
+
+def carried_names(export_names: list[str], raw_name: str | None, module_minified: bool = False) -> tuple[str, ...]:
+    """The names a binary carries for a function, minified ones dropped, deduplicated."""
+    cand = list(export_names) + ([raw_name] if raw_name else [])
+    return tuple(n for n in dict.fromkeys(cand) if not is_minified(n, module_minified))
+
+
+def records_from_rows(rows: list[dict[str, Any]]) -> list[FuncRecord]:
+    """Matcher records of a stored version (rows of :func:`kbtool.kb.queries.matching_rows`)."""
+    minified = module_is_minified(n for r in rows for n in r["export_names"])
+    return [
+        FuncRecord(
+            index=row["index"], stable_id=row["stable_id"], imported=row["imported"],
+            import_name=row["import_name"], type_sig=row["type_sig"],
+            body_hash=None if row["imported"] else row["body_hash"],
+            shape_hash=None if row["imported"] else row["shape_hash"],
+            names=carried_names(row["export_names"], row["raw_name"], minified),
+            calls=tuple(dict.fromkeys(row["calls"])), strings=tuple(row["strings"]),
+            consts=tuple(row["consts"]), ops=row["ops"], instr_count=row["instr_count"],
+            body_size=row["body_size"], loops=row["loops"], call_indirect=row["call_indirect"],
+            table_slots=tuple(row.get("table_slots") or ()),
+        )
+        for row in rows
+    ]

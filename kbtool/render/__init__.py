@@ -1,0 +1,1 @@
+"""Rich renderers over plain dicts (no DB, no SQL)."""

@@ -1,0 +1,1 @@
+"""Use cases that write only through kbtool.kb.store and kbtool.kb.gate."""

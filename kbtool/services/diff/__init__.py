@@ -1,0 +1,1 @@
+"""Diff services: pairing two stored versions, the report, the changelog, carry-over."""

@@ -1,0 +1,63 @@
+"""What the read-only diff views need from a KB (a path or an open connection): a pure read.
+
+The report is the stored one when saved, else computed with carry-over off and nothing
+stored; the changelog reuses the pairing the report was computed from.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from typing import Any
+
+from kbtool.kb import queries
+from kbtool.kb.db import connection
+from kbtool.services.diff.changelog import changelog
+from kbtool.services.diff.report import Pairing, compute_diff_with_pairing, stored_diff
+
+KB = str | os.PathLike[str] | sqlite3.Connection
+
+
+def read_report(
+    conn: sqlite3.Connection, from_version_id: int, to_version_id: int
+) -> tuple[dict[str, Any], Pairing | None]:
+    """``(report, pairing)``: the stored report (pairing None), else computed with carry-over
+    off (a pure read) together with its pairing."""
+    queries.get_version(conn, from_version_id)  # UnknownVersionError with the known ids
+    queries.get_version(conn, to_version_id)
+    report = stored_diff(conn, from_version_id, to_version_id)
+    if report is not None:
+        return report, None
+    return compute_diff_with_pairing(conn, from_version_id, to_version_id)
+
+
+def toolchain_changed(conn: sqlite3.Connection, report: dict[str, Any]) -> bool:
+    """Both toolchain versions known and different (runtime changes then count as churn)."""
+    a = queries.get_version(conn, report["from_version_id"])["toolchain_version"]
+    b = queries.get_version(conn, report["to_version_id"])["toolchain_version"]
+    return bool(a and b and a != b)
+
+
+def diff_view(
+    kb: KB, from_version_id: int, to_version_id: int, *, with_changelog: bool = True
+) -> dict[str, Any]:
+    """``{"report", "changelog" (or None), "toolchain_changed"}`` for one pair."""
+    with connection(kb) as conn:
+        report, pairing = read_report(conn, from_version_id, to_version_id)
+        return {
+            "report": report,
+            "changelog": changelog(conn, report, pairing=pairing) if with_changelog else None,
+            "toolchain_changed": toolchain_changed(conn, report),
+        }
+
+
+def changelog_of(kb: KB, report: dict[str, Any]) -> dict[str, Any]:
+    """The semantic changelog of an already loaded report."""
+    with connection(kb) as conn:
+        return changelog(conn, report)
+
+
+def coverage_of(kb: KB, version_id: int) -> dict[str, Any]:
+    """The coverage object of one version."""
+    with connection(kb) as conn:
+        return dict(queries.coverage(conn, version_id))
