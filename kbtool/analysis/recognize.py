@@ -194,7 +194,10 @@ def behaviour_candidates(a: ModuleAnalysis, data: bytes, sp: int | None) -> list
             calls = a.functions[e.index].calls if e.index < len(a.functions) else []
             body = _decode(data, a.functions[e.index], 400) or []
             first = next((im[0] for mnem, im in body if mnem == "call"), None)
-            if first is not None and first in calls and a.functions[first].type_sig == "() -> ()":
+            tgt = a.functions[first] if first is not None and first in calls else None
+            # __wasm_call_ctors is a bare list of constructor calls (no other work)
+            if tgt is not None and tgt.type_sig == "() -> ()" and not tgt.imported \
+                    and set(tgt.mnemonics()) <= {"call", "end"}:
                 cand(first, "__wasm_call_ctors", 0.85,
                      f"first call of the exported crt entry {e.name}", entry=e.name)
             break

@@ -24,7 +24,7 @@ from .body import decode_body
 MAX_BODY = 3000
 MAX_DEPTH = 3
 MAX_OFFSET = 1 << 16
-DEFAULT_BUDGET = 1_500_000
+DEFAULT_BUDGET = 800_000  # instructions walked per module (keeps it under ingest time)
 
 # --- per-op handling codes
 (_RESET, _LGET, _LSET, _LTEE, _CONST, _ADD, _SUB, _LOAD, _STORE, _CALL, _CALLI,
@@ -265,7 +265,7 @@ def recover_structs(a: ModuleAnalysis, data: bytes, budget: int = DEFAULT_BUDGET
     for node in fields:
         groups[uf.find(node)].append(node)
     out = []
-    for root, nodes in groups.items():
+    for _root, nodes in groups.items():
         acc: dict[int, Counter] = defaultdict(Counter)
         for node in nodes:
             for off, w, t in fields[node]:

@@ -21,11 +21,12 @@ decoded, so the cost follows the number of atomic functions, not the module size
 from __future__ import annotations
 
 from kbtool.wasm import ModuleAnalysis
-from kbtool.wasm.opcodes import MNEMONICS, PREFIX_BASE, WIDTH
+from kbtool.wasm.opcodes import MNEMONICS, WIDTH
 
-from .body import decode_body
+from .body import atomic_sites, decode_body
 
-_ATOMIC_BASE = PREFIX_BASE[0xFE]
+MAX_LOCK_BODY = 160  # a lock is a small function; big ones merely contain a CAS loop
+
 WORKER_EXPORTS = {
     "wasi_thread_start": "wasi-threads entry",
     "_emscripten_thread_init": "Emscripten pthread init",
@@ -68,24 +69,19 @@ def thread_facts(a: ModuleAnalysis, data: bytes, progress=None) -> list[dict]:
         if mem.shared:
             facts.append({"kind": "shared_memory", "memory": i, "min_pages": mem.min,
                           "max_pages": mem.max, "imported": mem.imported})
-    loops_of: dict[int, int] = {}
     atomic_funcs = [f for f in a.functions if f.atomic_sites and not f.imported]
     for n, f in enumerate(atomic_funcs):
-        body = decode_body(data, f)
         classes: set[str] = set()
         site = 0
-        for op, imms in body:
-            if op < _ATOMIC_BASE:
-                continue
+        for op, offset in atomic_sites(data, f):
             mn = MNEMONICS[op]
             cls, rmw = atomic_class(mn)
             classes.add(cls if cls != "rmw" else f"rmw.{rmw}")
             facts.append({"kind": "atomic_site", "func_index": f.index, "site": site,
                           "op": mn, "class": cls, "rmw": rmw, "width": _width(op, mn),
-                          "offset": imms[1] if len(imms) >= 2 else None})
+                          "offset": offset})
             site += 1
-        loops_of[f.index] = f.loops
-        pattern = _lock_pattern(classes, f.loops)
+        pattern = _lock_pattern(classes, f.loops) if f.instr_count <= MAX_LOCK_BODY else None
         if pattern:
             facts.append({"kind": "lock", "func_index": f.index, "pattern": pattern,
                           "evidence": {"atomic_classes": sorted(classes), "loops": f.loops}})

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 import sys
 
 from kbtool.analysis.families import family_of
@@ -20,9 +21,36 @@ OWN = {"main", "cmp", "my_log", "worker", "__original_main", "__main_argc_argv",
        "point_norm", "node_walk", "entry", "__stack_chk_fail"}
 
 
+_SECTION = re.compile(r"^\s+-\s+[0-9a-f]+\s+[0-9a-f]+ ([A-Za-z_.]+)$")
+_INPUT = re.compile(r"^\s+-\s+[0-9a-f]+\s+[0-9a-f]+\s+\S.*:\((.+)\)$")
+_SYMBOL = re.compile(r"^\s+-\s+[0-9a-f]+\s+[0-9a-f]+\s+(\S+)$")
+
+
+def map_names(map_text: str) -> list[str]:
+    """Names of the CODE entries of a wasm-ld link map, in body order."""
+    out: list[str] = []
+    in_code = False
+    want = False
+    for line in map_text.splitlines():
+        sec = _SECTION.match(line)
+        if sec:
+            in_code = sec.group(1) == "CODE"
+            continue
+        if not in_code:
+            continue
+        if _INPUT.match(line):
+            out.append(_INPUT.match(line).group(1))
+            want = True
+        elif want and _SYMBOL.match(line):
+            out[-1] = _SYMBOL.match(line).group(1)
+            want = False
+    return out
+
+
 def describe(stem: str) -> str:
-    tool = "wasi-libc (Debian 0.0~git20220510) + clang 14" if stem.startswith("wasi-") \
-        else "emscripten 3.1.6 (Debian) emcc"
+    tool = {"wasi": "wasi-libc (Debian 0.0~git20220510) + clang 14",
+            "zig": "zig cc 0.17.1 (PyPI ziglang; its wasi-libc + compiler_rt)",
+            "emcc": "emscripten 3.1.6 (Debian) emcc"}.get(stem.split("-")[0], "?")
     return f"{tool}; {stem}"
 
 
@@ -36,7 +64,15 @@ def main(argv: list[str]) -> int:
         bid = path.stem
         builds[bid] = describe(bid)
         a = analyze_module(path.read_bytes())
-        names = a.module.func_names
+        names = dict(a.module.func_names)
+        mp = path.with_suffix(".map")
+        if not names and mp.exists():
+            listed = map_names(mp.read_text("utf-8"))
+            if len(listed) != len(a.module.code):
+                raise SystemExit(f"{mp}: {len(listed)} code entries, module has "
+                                 f"{len(a.module.code)}")
+            base = a.module.num_func_imports
+            names = {base + k: n for k, n in enumerate(listed)}
         for f in a.functions:
             name = names.get(f.index)
             if f.imported or not name or name in OWN:
