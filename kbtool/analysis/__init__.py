@@ -1,1 +1,84 @@
-"""Pure static analyses over decoded modules (no DB)."""
+"""kbtool.analysis: pure static analysis of one module (issue 15).
+
+No DB and no front-ends: only :mod:`kbtool.wasm` and the stdlib.
+
+    from kbtool.wasm import analyze_module
+    from kbtool.analysis import analyze_module_static
+    sa = analyze_module_static(analyze_module(data), data, progress=None)
+    sa.names         # [{func_index, name, confidence, family, evidence}] (recognised)
+    sa.review        # [{func_index, candidates, reason, evidence}] (fits several names)
+    sa.thread_facts  # [{kind, ...}] (see kbtool.analysis.threads)
+    sa.structs       # [{name, source_function, fields: [{offset, size, type, name}], members}]
+    sa.struct_for_param(func_index, param_index) -> struct dict | None
+
+Output is deterministic (sorted by function index / struct name).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kbtool.wasm import ModuleAnalysis
+
+from .fingerprints import FingerprintDB, default_db, full_hash
+from .recognize import recognize
+from .structs import DEFAULT_BUDGET, recover_structs
+from .threads import thread_facts
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class StaticAnalysis:
+    names: list[dict] = field(default_factory=list)
+    review: list[dict] = field(default_factory=list)
+    thread_facts: list[dict] = field(default_factory=list)
+    structs: list[dict] = field(default_factory=list)
+    _param_index: dict[tuple[int, int], int] = field(default_factory=dict, repr=False)
+
+    def struct_for_param(self, func_index: int, param_index: int) -> dict | None:
+        """The struct a parameter points to (name, source_function, fields), if recovered."""
+        if not self._param_index:
+            for k, s in enumerate(self.structs):
+                for mem in s["members"]:
+                    if mem["base"].startswith("p") and "@" not in mem["base"]:
+                        self._param_index[(mem["func_index"], int(mem["base"][1:]))] = k
+        k = self._param_index.get((func_index, param_index))
+        return None if k is None else self.structs[k]
+
+    def to_dict(self) -> dict:
+        return {"names": self.names, "review": self.review,
+                "thread_facts": self.thread_facts, "structs": self.structs}
+
+
+def analyze_module_static(analysis: ModuleAnalysis, data: bytes, *,
+                          progress: Progress | None = None,
+                          db: FingerprintDB | None = None,
+                          struct_budget: int = DEFAULT_BUDGET) -> StaticAnalysis:
+    """Recognise runtime functions, collect thread facts and recover structs.
+
+    ``progress(stage, done, total)`` is called per stage ("names", "threads", "structs").
+    """
+    if not isinstance(data, bytes):
+        data = bytes(data)
+
+    def stage(name: str):
+        if progress is None:
+            return None
+        return lambda done, total: progress(name, done, total)
+
+    if progress is not None:
+        progress("names", 0, 1)
+    names, review = recognize(analysis, data, db or default_db())
+    if progress is not None:
+        progress("names", 1, 1)
+    facts = thread_facts(analysis, data, stage("threads"))
+    structs = recover_structs(analysis, data, struct_budget, stage("structs"))
+    if progress is not None:
+        progress("structs", 1, 1)
+    return StaticAnalysis(names, review, facts, structs)
+
+
+__all__ = ["FingerprintDB", "StaticAnalysis", "analyze_module_static", "default_db",
+           "full_hash"]

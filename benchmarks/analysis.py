@@ -1,0 +1,171 @@
+"""Static analysis (kbtool.analysis) accuracy and speed.
+
+    python -m benchmarks.analysis [--smoke] [--corpus DIR] [--refs DIR]
+
+1. Recognizer precision/recall on the corpus ground truth (gt/<pair>.stripped.wasm analysed,
+   gt/<pair>.named.wasm's name section is the truth, same indices), per family:
+   truth functions of the family, names written, right, wrong, left for review.
+2. Generality: with ``--refs DIR`` (the output of kbtool/analysis/refs/build.sh), the
+   fingerprints of one toolchain are evaluated on the named builds of the other
+   (wasi-libc entries on emcc-* builds and vice versa).
+3. Thread facts on the threaded onnxruntime build: atomic sites found vs
+   ``wasm-objdump -d FILE | grep -c atomic``.
+4. Time of ``analyze_module_static`` next to ``kbtool.wasm.analyze_module`` on the largest
+   corpus modules, same run.
+
+``--smoke``: one small gt pair and no objdump/large modules (run by the tests).
+The corpus is only measured here; nothing is tuned on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from kbtool.analysis import analyze_module_static
+from kbtool.analysis.families import canonical, family_of
+from kbtool.analysis.fingerprints import FingerprintDB, default_db
+from kbtool.wasm import analyze_module
+
+CORPUS = Path(os.environ.get("KBTOOL_CORPUS", "/work/shared/corpus"))
+THREADED = "release/onnxruntime-web-1.20.1.ort-wasm-simd-threaded.wasm"
+
+
+def score(names: list[dict], review: list[dict], truth: dict[int, str],
+          table: dict[str, list[int]]) -> list[str]:
+    """Accumulate [truth, written, right, wrong, review] per family; return wrong lines."""
+    wrong_lines = []
+    known = {canonical(e.name) for e in default_db().entries}
+    for _i, t in truth.items():
+        if canonical(t) in known:
+            table[family_of(t)][0] += 1
+    for n in names:
+        t = truth.get(n["func_index"])
+        fam = family_of(n["name"])
+        table[fam][1] += 1
+        if t is not None and canonical(t) == canonical(n["name"]):
+            table[fam][2] += 1
+        else:
+            table[fam][3] += 1
+            wrong_lines.append(f"    wrong: f{n['func_index']} named {n['name']} (truth {t}) "
+                               f"via {n['evidence']['recognizer']}")
+    for r in review:
+        t = truth.get(r["func_index"])
+        table[family_of(t) if t else "libc"][4] += 1
+    return wrong_lines
+
+
+def print_table(title: str, table: dict[str, list[int]]) -> None:
+    print(f"\n{title}")
+    print(f"  {'family':<8} {'truth':>6} {'written':>8} {'right':>6} {'wrong':>6} "
+          f"{'review':>7} {'precision':>9} {'recall':>7}")
+    tot = [0] * 5
+    for fam in sorted(table):
+        row = table[fam]
+        tot = [a + b for a, b in zip(tot, row, strict=True)]
+        _row(fam, row)
+    _row("all", tot)
+
+
+def _row(fam: str, row: list[int]) -> None:
+    t, w, r, x, rv = row
+    prec = f"{100 * r / w:.1f}%" if w else "-"
+    rec = f"{100 * r / t:.1f}%" if t else "-"
+    print(f"  {fam:<8} {t:>6} {w:>8} {r:>6} {x:>6} {rv:>7} {prec:>9} {rec:>7}")
+
+
+def gt_pairs(smoke: bool) -> list[str]:
+    pairs = sorted({p.name.removesuffix(".stripped.wasm")
+                    for p in (CORPUS / "gt").glob("*.stripped.wasm")})
+    return pairs[:1] if smoke else pairs
+
+
+def bench_gt(smoke: bool) -> None:
+    table: dict[str, list[int]] = defaultdict(lambda: [0] * 5)
+    wrong: list[str] = []
+    pairs = gt_pairs(smoke)
+    for pair in pairs:
+        named = (CORPUS / "gt" / f"{pair}.named.wasm").read_bytes()
+        stripped = (CORPUS / "gt" / f"{pair}.stripped.wasm").read_bytes()
+        truth = analyze_module(named).module.func_names
+        sa = analyze_module_static(analyze_module(stripped), stripped)
+        wrong += score(sa.names, sa.review, truth, table)
+    print_table(f"1. corpus gt ({len(pairs)} stripped builds, zig cc / clang 22; "
+                "truth column = truth functions whose name the fingerprint DB knows)", table)
+    for line in wrong[:20]:
+        print(line)
+
+
+def bench_cross(refs: Path) -> None:
+    db = default_db()
+    for src, dst in (("wasi-", "emcc-"), ("emcc-", "wasi-")):
+        sub = FingerprintDB([e for e in db.entries if any(r.startswith(src) for r in e.refs)],
+                            db.builds)
+        table: dict[str, list[int]] = defaultdict(lambda: [0] * 5)
+        wrong: list[str] = []
+        files = sorted(refs.glob(f"{dst}*.wasm"))
+        for path in files:
+            data = path.read_bytes()
+            a = analyze_module(data)
+            sa = analyze_module_static(a, data, db=sub)
+            wrong += score(sa.names, sa.review, a.module.func_names, table)
+        print_table(f"2. {src}* fingerprints on {len(files)} {dst}* builds", table)
+        for line in wrong[:10]:
+            print(line)
+
+
+def bench_threads() -> None:
+    path = CORPUS / THREADED
+    data = path.read_bytes()
+    sa = analyze_module_static(analyze_module(data), data)
+    sites = sum(1 for f in sa.thread_facts if f["kind"] == "atomic_site")
+    kinds = defaultdict(int)
+    for f in sa.thread_facts:
+        kinds[f["kind"]] += 1
+    objdump = shutil.which("wasm-objdump")
+    ref = "n/a (no wasm-objdump)"
+    if objdump:
+        out = subprocess.run([objdump, "-d", str(path)], capture_output=True, text=True,
+                             check=True).stdout
+        ref = str(sum(1 for line in out.splitlines() if "atomic" in line))
+    print(f"\n3. thread facts on {path.name}: atomic sites {sites}, "
+          f"wasm-objdump -d | grep -c atomic = {ref}; facts by kind {dict(sorted(kinds.items()))}")
+
+
+def bench_time(smoke: bool) -> None:
+    files = [CORPUS / "gt" / f"{gt_pairs(True)[0]}.stripped.wasm"] if smoke else \
+        sorted((CORPUS / "release").glob("*.wasm"), key=lambda p: -p.stat().st_size)[:2]
+    print("\n4. time (same run)")
+    for path in files:
+        data = path.read_bytes()
+        t0 = time.perf_counter()
+        a = analyze_module(data)
+        t1 = time.perf_counter()
+        sa = analyze_module_static(a, data)
+        t2 = time.perf_counter()
+        print(f"  {path.name:<55} {len(data) / 1e6:6.1f} MB  analyze_module {t1 - t0:6.2f} s"
+              f"  analyze_module_static {t2 - t1:6.2f} s  ({len(sa.names)} names, "
+              f"{len(sa.structs)} structs, {len(sa.thread_facts)} thread facts)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--refs", type=Path, help="output directory of refs/build.sh")
+    args = ap.parse_args(argv)
+    bench_gt(args.smoke)
+    if args.refs is not None:
+        bench_cross(args.refs)
+    if not args.smoke:
+        bench_threads()
+    bench_time(args.smoke)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

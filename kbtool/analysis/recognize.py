@@ -1,0 +1,252 @@
+"""Recognizers that name runtime/libc functions in stripped builds.
+
+Each recognizer returns candidates ``(func_index, name, confidence, evidence)``; the
+evidence is a plain dict (``recognizer``, ``method``, ``fingerprint``, ``reference``...).
+:func:`recognize` resolves them: a name claimed for several functions, or a function
+fitting several names, is not written but listed for review.
+
+Recognizers (how each decides, see docs/analysis.md):
+
+- ``fingerprint.shape``: the function's shape hash equals a reference function's and the
+  body has at least ``SHAPE_FLOOR`` instructions; all reference entries with that hash
+  carry one canonical name. Callee context raises confidence when the reference callees
+  that were themselves recognised agree.
+- ``fingerprint.full``: no shape match, but the op sequence (constants dropped) equals a
+  reference function's, with at least ``FULL_FLOOR`` instructions; lower confidence.
+- ``behaviour``: small bodies whose behaviour pins the name down (``memory.fill`` of the
+  three parameters returning the first is memset; the stack pointer getters/setters;
+  ``__wasm_call_ctors`` as the first call of ``_start``/``_initialize``; ``__wasm_init_tls``
+  and ``__wasm_init_memory`` by their memory.init pattern).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+from kbtool.wasm import FuncFacts, ModuleAnalysis
+from kbtool.wasm.instr import decode_one, skip_local_decls
+from kbtool.wasm.opcodes import MNEMONICS
+
+from .families import canonical, family_of
+from .fingerprints import FingerprintDB, full_hash
+
+SHAPE_FLOOR = 12  # instructions; smaller exact-shape matches happen by accident
+FULL_FLOOR = 40  # the op stream alone is weaker evidence: demand a longer body
+MAX_BEHAVIOUR_BODY = 64  # behaviour patterns only look at small bodies
+
+OP = {m: i for i, m in enumerate(MNEMONICS)}
+
+
+@dataclass(slots=True)
+class Candidate:
+    func_index: int
+    name: str
+    confidence: float
+    evidence: dict
+
+
+def _decode(data: bytes, f: FuncFacts, limit: int = MAX_BEHAVIOUR_BODY):
+    """``[(mnemonic, imms)]`` of a small body, or None if it is larger than ``limit``."""
+    if f.imported or f.instr_count > limit:
+        return None
+    end = f.body_offset + f.body_size
+    p = skip_local_decls(data, f.body_offset, end)
+    out = []
+    while p < end:
+        op, p, imms = decode_one(data, p, end)
+        out.append((MNEMONICS[op], imms))
+    return out
+
+
+# ----------------------------------------------------------------------------- fingerprints
+
+def fingerprint_candidates(a: ModuleAnalysis, db: FingerprintDB,
+                           review: list[dict]) -> list[Candidate]:
+    out: list[Candidate] = []
+    for f in a.functions:
+        if f.imported:
+            continue
+        method, ents = "shape", db.by_shape.get(f.shape_hash)
+        if ents and f.instr_count < SHAPE_FLOOR:
+            continue
+        if not ents:
+            method, ents = "full", db.by_full.get(full_hash(f))
+            if not ents or f.instr_count < FULL_FLOOR:
+                continue
+        names = sorted({canonical(e.name) for e in ents})
+        ev = {"recognizer": f"fingerprint.{method}", "method": f"{method} hash",
+              "fingerprint": ents[0].id, "reference": sorted({r for e in ents for r in e.refs}),
+              "instr_count": f.instr_count}
+        if len(names) > 1:
+            review.append({"func_index": f.index, "candidates": names,
+                           "reason": "fingerprint fits several names", "evidence": ev})
+            continue
+        best = min(ents, key=lambda e: (len(e.name), e.name))
+        conf = 0.9 if method == "shape" else 0.75
+        ev["callees"] = list(best.callees)
+        out.append(Candidate(f.index, best.name, conf, ev))
+    return out
+
+
+def callee_agreement(a: ModuleAnalysis, named: dict[int, Candidate]) -> None:
+    """Raise (or lower) confidence where recognised callees agree with the reference."""
+    for c in named.values():
+        refc = {canonical(n) for n in c.evidence.get("callees", ()) if n != "?"}
+        if not refc:
+            continue
+        got = {canonical(named[t].name) for t in a.functions[c.func_index].calls if t in named}
+        if not got:
+            continue
+        if got <= refc:
+            c.confidence = min(0.97, c.confidence + 0.05)
+            c.evidence["callee_context"] = sorted(got)
+        else:
+            c.confidence = max(0.5, c.confidence - 0.2)
+            c.evidence["callee_conflict"] = sorted(got - refc)
+
+
+# ----------------------------------------------------------------------------- behaviour
+
+def stack_pointer_global(a: ModuleAnalysis) -> int | None:
+    """The mutable i32 global used by the most functions (LLVM's __stack_pointer), if it
+    is used by clearly more functions than any other global."""
+    m = a.module
+    use: Counter[int] = Counter()
+    for f in a.functions:
+        for g in f.globals_used:
+            use[g] += 1
+    ranked = [(n, g) for g, n in use.items() if _global_is_mut_i32(m, g)]
+    if not ranked:
+        return None
+    ranked.sort(reverse=True)
+    if len(ranked) > 1 and ranked[1][0] * 2 > ranked[0][0]:
+        return None
+    return ranked[0][1]
+
+
+def _global_is_mut_i32(m, g: int) -> bool:
+    gi = [i for i in m.imports if i.kind == "global"]
+    if g < len(gi):
+        d = gi[g].desc
+        return d is not None and getattr(d, "mutable", False) and getattr(d, "valtype", "") == "i32"
+    k = g - len(gi)
+    if 0 <= k < len(m.globals):
+        return m.globals[k].mutable and m.globals[k].valtype == "i32"
+    return False
+
+
+def _seq(body) -> list[str]:
+    return [f"{mn} {' '.join(map(str, im))}".strip() for mn, im in body]
+
+
+def behaviour_candidates(a: ModuleAnalysis, data: bytes, sp: int | None) -> list[Candidate]:
+    out: list[Candidate] = []
+    m = a.module
+
+    def cand(i: int, name: str, conf: float, pattern: str, **extra) -> None:
+        ev = {"recognizer": "behaviour", "method": pattern, "fingerprint": None,
+              "reference": None, **extra}
+        out.append(Candidate(i, name, conf, ev))
+
+    for f in a.functions:
+        if f.imported or f.instr_count > MAX_BEHAVIOUR_BODY:
+            continue
+        sig = f.type_sig
+        mn = set(f.mnemonics())
+        if sig == "(i32, i32, i32) -> i32" and not f.calls and (
+                "memory.fill" in mn or "memory.copy" in mn):
+            body = _decode(data, f)
+            s = _seq(body)
+            for op, name in (("memory.fill", "memset"), ("memory.copy", "memcpy|memmove")):
+                k = next((j for j, x in enumerate(s) if x.startswith(op)), None)
+                if k is None or k < 3 or s[k - 3:k] != ["local.get 0", "local.get 1",
+                                                          "local.get 2"]:
+                    continue
+                if s[-2:] != ["local.get 0", "end"]:
+                    continue
+                if name == "memset":
+                    cand(f.index, "memset", 0.9, "memory.fill(p0, p1, p2); return p0")
+                else:  # memcpy and memmove both fit: never written, only reviewed
+                    cand(f.index, name, 0.0, "memory.copy(p0, p1, p2); return p0",
+                         ambiguous=["memcpy", "memmove"])
+        if sp is None:
+            continue
+        if sig == "() -> i32" and f.instr_count == 2:
+            if _seq(_decode(data, f)) == [f"global.get {sp}", "end"]:
+                cand(f.index, "stackSave", 0.8, "returns the stack pointer global",
+                     stack_pointer=sp)
+        elif sig == "(i32) -> ()" and f.instr_count == 3:
+            if _seq(_decode(data, f)) == ["local.get 0", f"global.set {sp}", "end"]:
+                cand(f.index, "stackRestore", 0.8, "sets the stack pointer global from p0",
+                     stack_pointer=sp)
+        elif sig == "(i32) -> i32" and f.instr_count <= 12 and not f.calls:
+            s = _seq(_decode(data, f))
+            if (s[:3] == [f"global.get {sp}", "local.get 0", "i32.sub"]
+                    and "i32.and" in [x.split()[0] for x in s]
+                    and f"global.set {sp}" in s):
+                cand(f.index, "stackAlloc", 0.85,
+                     "stack pointer minus p0, aligned, stored back and returned",
+                     stack_pointer=sp)
+    # __wasm_call_ctors: the first call of the crt entry point
+    for e in m.exports:
+        if e.kind == "func" and e.name in ("_start", "_initialize"):
+            calls = a.functions[e.index].calls if e.index < len(a.functions) else []
+            body = _decode(data, a.functions[e.index], 400) or []
+            first = next((im[0] for mnem, im in body if mnem == "call"), None)
+            tgt = a.functions[first] if first is not None and first in calls else None
+            # __wasm_call_ctors is a bare list of constructor calls (no other work)
+            if tgt is not None and tgt.type_sig == "() -> ()" and not tgt.imported \
+                    and set(tgt.mnemonics()) <= {"call", "end"}:
+                cand(first, "__wasm_call_ctors", 0.85,
+                     f"first call of the exported crt entry {e.name}", entry=e.name)
+            break
+    return out
+
+
+# ----------------------------------------------------------------------------- resolve
+
+def resolve(cands: list[Candidate], review: list[dict]) -> dict[int, Candidate]:
+    """One name per function and one function per name, or none (reviewed instead)."""
+    by_func: dict[int, list[Candidate]] = defaultdict(list)
+    for c in cands:
+        by_func[c.func_index].append(c)
+    chosen: dict[int, Candidate] = {}
+    for i, cs in by_func.items():
+        names = {canonical(c.name) for c in cs}
+        if len(names) > 1 or any(c.confidence <= 0 for c in cs):
+            review.append({"func_index": i, "candidates": sorted({c.name for c in cs}),
+                           "reason": "several names fit", "evidence": cs[0].evidence})
+            continue
+        chosen[i] = max(cs, key=lambda c: c.confidence)
+        if len(cs) > 1:  # independent recognizers agree
+            chosen[i].confidence = min(0.98, chosen[i].confidence + 0.05)
+            chosen[i].evidence["agreeing"] = sorted({c.evidence["recognizer"] for c in cs})
+    by_name: dict[str, list[int]] = defaultdict(list)
+    for i, c in chosen.items():
+        by_name[canonical(c.name)].append(i)
+    for name, idx in by_name.items():
+        if len(idx) > 1:
+            for i in idx:
+                c = chosen.pop(i)
+                review.append({"func_index": i, "candidates": [c.name],
+                               "reason": f"{len(idx)} functions fit {name}",
+                               "evidence": c.evidence})
+    return chosen
+
+
+def recognize(a: ModuleAnalysis, data: bytes, db: FingerprintDB) -> tuple[list[dict], list[dict]]:
+    """``(names, review)``: names written (one per function, deterministic order) and the
+    functions left for review."""
+    review: list[dict] = []
+    cands = fingerprint_candidates(a, db, review)
+    cands += behaviour_candidates(a, data, stack_pointer_global(a))
+    chosen = resolve(cands, review)
+    callee_agreement(a, chosen)
+    names = [
+        {"func_index": i, "name": c.name, "confidence": round(c.confidence, 3),
+         "family": family_of(c.name), "evidence": c.evidence}
+        for i, c in sorted(chosen.items())
+    ]
+    review.sort(key=lambda r: r["func_index"])
+    return names, review
