@@ -49,10 +49,19 @@ from kbtool.agents.verifier import verify  # noqa: E402
 CORPUS = ROOT.parent / "shared" / "corpus" / "gt"
 if not CORPUS.is_dir():
     CORPUS = Path("/work/shared/corpus/gt")
-CALIBRATION_SPLIT = ["zstd-1.5.2.O2", "zstd-1.5.2.O2.exports", "zstd-1.5.5.O2",
-                     "zstd-1.5.5.O2.exports"]
-HELD_OUT_SPLIT = ["zstd-1.5.6.O2", "zstd-1.5.6.O2.exports", "zstd-1.5.6.Os", "zstd-1.5.7.O2",
-                  "zstd-1.5.7.O2.exports"]
+CALIBRATION_SPLIT = [
+    "zstd-1.5.2.O2",
+    "zstd-1.5.2.O2.exports",
+    "zstd-1.5.5.O2",
+    "zstd-1.5.5.O2.exports",
+]
+HELD_OUT_SPLIT = [
+    "zstd-1.5.6.O2",
+    "zstd-1.5.6.O2.exports",
+    "zstd-1.5.6.Os",
+    "zstd-1.5.7.O2",
+    "zstd-1.5.7.O2.exports",
+]
 SMOKE_SPLIT = ["zstd-1.5.6.O2.exports"]
 BINS = [(0.0, 0.2), (0.2, 0.4), (0.4, 0.6), (0.6, 0.8), (0.8, 1.01)]
 SKIP_THRESHOLD = 0.5
@@ -95,10 +104,12 @@ def simulate(stripped, truth, rounds: int, table=None, collect=None):
             prev = written.get(f.index)
             if prev and prev[1] >= SKIP_THRESHOLD:
                 continue
-            existing = {"name": prev[0], "confidence": prev[1], "provenance": "agent"} if prev \
-                else None
-            ctx = context_from_facts(fns, f.index, names, callers, existing=existing,
-                                     sharing=sharing)
+            existing = (
+                {"name": prev[0], "confidence": prev[1], "provenance": "agent"} if prev else None
+            )
+            ctx = context_from_facts(
+                fns, f.index, names, callers, existing=existing, sharing=sharing
+            )
             if collect is not None:
                 for _src, c in offline_candidates(ctx):
                     collect.setdefault(c.rule, [0, 0])
@@ -121,8 +132,19 @@ def simulate(stripped, truth, rounds: int, table=None, collect=None):
 
 
 def score(results):
-    tot = {"functions": 0, "written": 0, "exact": 0, "hit": 0, "gt": 0, "tt": 0, "hi": 0,
-           "hi_ok": 0, "secs": 0.0, "peer": 0.0, "n_all": 0}
+    tot = {
+        "functions": 0,
+        "written": 0,
+        "exact": 0,
+        "hit": 0,
+        "gt": 0,
+        "tt": 0,
+        "hi": 0,
+        "hi_ok": 0,
+        "secs": 0.0,
+        "peer": 0.0,
+        "n_all": 0,
+    }
     bins = [[0, 0, 0.0] for _ in BINS]
     rules: dict[str, list[int]] = {}
     for _stem, written, truth, secs, peer, n_scored, n_all in results:
@@ -165,17 +187,25 @@ def report(label, results):
     per_k = 1000.0 * tot["secs"] / max(1, tot["functions"]) * 1000
     peer_k = 1000.0 * tot["peer"] / max(1, tot["n_all"]) * 1000
     print(f"== {label}: {', '.join(x[0] for x in results)}")
-    print(f"scored functions {tot['functions']}  written {tot['written']} "
-          f"({pct(tot['written'], tot['functions'])})  exact {tot['exact']} "
-          f"(precision {pct(tot['exact'], tot['written'])})")
-    print(f"token P {100 * p:.1f}%  R {100 * r:.1f}%  F1 {100 * f1:.1f}%   "
-          f"conf>=0.8: {tot['hi']} written, {pct(tot['hi_ok'], tot['hi'])} exact")
-    print(f"time: agent {per_k:.1f} ms/1k functions   (peer: analyze_module {peer_k:.1f} "
-          f"ms/1k functions, same run)")
+    print(
+        f"scored functions {tot['functions']}  written {tot['written']} "
+        f"({pct(tot['written'], tot['functions'])})  exact {tot['exact']} "
+        f"(precision {pct(tot['exact'], tot['written'])})"
+    )
+    print(
+        f"token P {100 * p:.1f}%  R {100 * r:.1f}%  F1 {100 * f1:.1f}%   "
+        f"conf>=0.8: {tot['hi']} written, {pct(tot['hi_ok'], tot['hi'])} exact"
+    )
+    print(
+        f"time: agent {per_k:.1f} ms/1k functions   (peer: analyze_module {peer_k:.1f} "
+        f"ms/1k functions, same run)"
+    )
     print("calibration   bin        n   mean conf   share right")
     for (lo, hi), (n, ok, s) in zip(BINS, bins, strict=True):
-        print(f"          [{lo:.1f},{min(hi, 1.0):.1f})  {n:5d}     "
-              f"{(s / n if n else 0):5.2f}      {pct(ok, n)}")
+        print(
+            f"          [{lo:.1f},{min(hi, 1.0):.1f})  {n:5d}     "
+            f"{(s / n if n else 0):5.2f}      {pct(ok, n)}"
+        )
     print("per rule: " + "  ".join(f"{k or '-'} {v[1]}/{v[0]}" for k, v in sorted(rules.items())))
     return tot, bins
 
@@ -207,12 +237,16 @@ def provider_check(n: int = 4) -> int:
                     os.environ.pop(k, None)
                 else:
                     os.environ[k] = v
-        print(f"provider_b via fake server at {srv.url} (CANNED answers, plumbing only): "
-              f"{len(srv.requests)} requests")
+        print(
+            f"provider_b via fake server at {srv.url} (CANNED answers, plumbing only): "
+            f"{len(srv.requests)} requests"
+        )
     for rv in reviewed:
         p = rv.proposal
-        print(f"  func {p.index}: {p.name} conf={p.confidence} backend={p.backend} "
-              f"model={p.model} verdict={rv.verdict.code} (truth {truth.get(p.index)})")
+        print(
+            f"  func {p.index}: {p.name} conf={p.confidence} backend={p.backend} "
+            f"model={p.model} verdict={rv.verdict.code} (truth {truth.get(p.index)})"
+        )
     return 0
 
 
@@ -221,8 +255,11 @@ def main(argv=None) -> int:
     ap.add_argument("--smoke", action="store_true", help="one small pair")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--split", choices=["cal", "held", "all"], default="held")
-    ap.add_argument("--calibrate", action="store_true",
-                    help="rebuild kbtool/agents/calibration.json from the calibration split")
+    ap.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="rebuild kbtool/agents/calibration.json from the calibration split",
+    )
     ap.add_argument("--provider-check", action="store_true")
     ap.add_argument("--corpus", type=Path, default=CORPUS)
     args = ap.parse_args(argv)
@@ -236,25 +273,42 @@ def main(argv=None) -> int:
             for stem in CALIBRATION_SPLIT:
                 stripped, truth, _ = load_pair(stem, args.corpus)
                 simulate(stripped, truth, args.rounds, table=table, collect=counts)
-            table = cal.build_table({k: (v[0], v[1]) for k, v in counts.items()},
-                                    "benchmarks/agents.py --calibrate on "
-                                    + ", ".join(CALIBRATION_SPLIT))
+            table = cal.build_table(
+                {k: (v[0], v[1]) for k, v in counts.items()},
+                "benchmarks/agents.py --calibrate on " + ", ".join(CALIBRATION_SPLIT),
+            )
         out = ROOT / "kbtool" / "agents" / cal.TABLE_FILE
         out.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
-        print(f"wrote {out}: " + ", ".join(f"{k} {v['right']}/{v['n']}->{v['confidence']}"
-                                           for k, v in table["rules"].items()))
+        print(
+            f"wrote {out}: "
+            + ", ".join(
+                f"{k} {v['right']}/{v['n']}->{v['confidence']}" for k, v in table["rules"].items()
+            )
+        )
         return 0
-    stems = (SMOKE_SPLIT if args.smoke else
-             {"cal": CALIBRATION_SPLIT, "held": HELD_OUT_SPLIT,
-              "all": CALIBRATION_SPLIT + HELD_OUT_SPLIT}[args.split])
+    stems = (
+        SMOKE_SPLIT
+        if args.smoke
+        else {
+            "cal": CALIBRATION_SPLIT,
+            "held": HELD_OUT_SPLIT,
+            "all": CALIBRATION_SPLIT + HELD_OUT_SPLIT,
+        }[args.split]
+    )
     results = []
     for stem in stems:
         stripped, truth, peer = load_pair(stem, args.corpus)
         written, secs, n_scored = simulate(stripped, truth, 1 if args.smoke else args.rounds)
         results.append((stem, written, truth, secs, peer, n_scored, len(stripped.functions)))
-    label = "smoke" if args.smoke else {"cal": "CALIBRATION split (tuned on)",
-                                        "held": "HELD-OUT split (not tuned on)",
-                                        "all": "all"}[args.split]
+    label = (
+        "smoke"
+        if args.smoke
+        else {
+            "cal": "CALIBRATION split (tuned on)",
+            "held": "HELD-OUT split (not tuned on)",
+            "all": "all",
+        }[args.split]
+    )
     report(label, results)
     return 0
 

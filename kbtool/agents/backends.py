@@ -22,25 +22,40 @@ from .prompts import PROMPT_VERSION, SYSTEM_PROMPT, MalformedAnswer, parse_answe
 from .proposal import Proposal
 from .specialist import specialist_candidates
 
-SELECTORS = ("auto", "offline", "provider_a", "provider_a_alias_1", "provider_a_alias_2",
-             "provider_b")
+SELECTORS = (
+    "auto",
+    "offline",
+    "provider_a",
+    "provider_a_alias_1",
+    "provider_a_alias_2",
+    "provider_b",
+)
 AUTO_ORDER = ("provider_a", "provider_b", "offline")
 SPECIALIST_MIN = 0.5
 LLM_CONFIDENCE_CAP = 0.85
 
 _SPECS: dict[str, dict[str, Any]] = {
     "offline": {
-        "backend": "offline", "aliases": [], "package": None, "key": None,
+        "backend": "offline",
+        "aliases": [],
+        "package": None,
+        "key": None,
         "default_model": None,
     },
     "provider_a": {
-        "backend": "anthropic", "aliases": ["provider_a_alias_1", "provider_a_alias_2"],
-        "package": provider_a.PACKAGE, "key": provider_a.KEY_ENV,
-        "model_env": provider_a.MODEL_ENV, "default_model": provider_a.DEFAULT_MODEL,
+        "backend": "anthropic",
+        "aliases": ["provider_a_alias_1", "provider_a_alias_2"],
+        "package": provider_a.PACKAGE,
+        "key": provider_a.KEY_ENV,
+        "model_env": provider_a.MODEL_ENV,
+        "default_model": provider_a.DEFAULT_MODEL,
     },
     "provider_b": {
-        "backend": "openai", "aliases": [], "package": provider_b.PACKAGE,
-        "key": provider_b.KEY_ENV, "model_env": provider_b.MODEL_ENV,
+        "backend": "openai",
+        "aliases": [],
+        "package": provider_b.PACKAGE,
+        "key": provider_b.KEY_ENV,
+        "model_env": provider_b.MODEL_ENV,
         "default_model": provider_b.DEFAULT_MODEL,
     },
 }
@@ -78,21 +93,25 @@ def agent_backends(env: Mapping[str, str] | None = None) -> list[dict[str, Any]]
         spec = _SPECS[name]
         requires = [p for p in (spec["package"], spec["key"]) if p]
         model = env.get(spec["model_env"]) if spec.get("model_env") else None
-        out.append({
-            "name": name,
-            "backend": spec["backend"],
-            "aliases": list(spec["aliases"]),
-            "available": not _missing(name, env),
-            "requires": requires,
-            "default_model": model or spec["default_model"],
-        })
+        out.append(
+            {
+                "name": name,
+                "backend": spec["backend"],
+                "aliases": list(spec["aliases"]),
+                "available": not _missing(name, env),
+                "requires": requires,
+                "default_model": model or spec["default_model"],
+            }
+        )
     return out
 
 
 def canonical_selector(selector: str) -> str:
     """``provider_a`` for its aliases, the selector itself otherwise; ValueError if unknown."""
     if selector not in SELECTORS:
-        raise ValueError(f"unknown agent backend {selector!r}; choose one of {', '.join(SELECTORS)}")
+        raise ValueError(
+            f"unknown agent backend {selector!r}; choose one of {', '.join(SELECTORS)}"
+        )
     for name, spec in _SPECS.items():
         if selector in spec["aliases"]:
             return name
@@ -153,9 +172,16 @@ def specialist_proposal(
         return None
     conf, cand = best
     return Proposal(
-        index=int(ctx["index"]), stable_id=ctx.get("stable_id"), name=cand.name,
-        confidence=conf, summary=cand.summary, reasons=list(cand.reasons), backend=backend,
-        model=None, source="specialist", rule=cand.rule,
+        index=int(ctx["index"]),
+        stable_id=ctx.get("stable_id"),
+        name=cand.name,
+        confidence=conf,
+        summary=cand.summary,
+        reasons=list(cand.reasons),
+        backend=backend,
+        model=None,
+        source="specialist",
+        rule=cand.rule,
     )
 
 
@@ -178,26 +204,39 @@ class LLMBackend:
         spec = specialist_proposal(ctx, taken, self.backend)
         if spec is not None:
             return spec
-        base = {"index": int(ctx["index"]), "stable_id": ctx.get("stable_id"),
-                "backend": self.backend, "model": self.model, "source": "llm"}
+        base = {
+            "index": int(ctx["index"]),
+            "stable_id": ctx.get("stable_id"),
+            "backend": self.backend,
+            "model": self.model,
+            "source": "llm",
+        }
         try:
             text = self._complete(SYSTEM_PROMPT, user_prompt(ctx, self._max_chars))
         except Exception as e:  # SDK errors after its retries: counted, never a crash
-            return Proposal(name=None, confidence=0.0, error=f"provider error: {_one_line(e)}",
-                            rule="provider_error", **base)
+            return Proposal(
+                name=None,
+                confidence=0.0,
+                error=f"provider error: {_one_line(e)}",
+                rule="provider_error",
+                **base,
+            )
         try:
             ans = parse_answer(text)
         except MalformedAnswer as e:
-            return Proposal(name=None, confidence=0.0, error=f"malformed answer: {e}",
-                            rule="malformed", **base)
+            return Proposal(
+                name=None, confidence=0.0, error=f"malformed answer: {e}", rule="malformed", **base
+            )
         reasons = list(ans["reasons"])
         if ans["explanation"]:
             reasons.insert(0, ans["explanation"])
         reasons.append(f"model_confidence={ans['confidence']:g}; prompt={PROMPT_VERSION}")
         return Proposal(
-            name=ans["name"], confidence=round(min(max(ans["confidence"], 0.0),
-                                                   LLM_CONFIDENCE_CAP), 3),
-            summary=ans["summary"], reasons=reasons, **base,
+            name=ans["name"],
+            confidence=round(min(max(ans["confidence"], 0.0), LLM_CONFIDENCE_CAP), 3),
+            summary=ans["summary"],
+            reasons=reasons,
+            **base,
         )
 
 

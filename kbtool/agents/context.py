@@ -14,7 +14,8 @@ and the verifier read only this dict. Keys (all optional except ``index``):
                      known so far (None if unnamed), ``import`` is ``module.field`` for imports
 ``imports_called``   list[str], ``module.field`` of each import called
 ``call_indirect``    int, indirect call sites
-``callers``          list of ``{"index", "name", "instr_count"}``: direct callers
+``callers``          list of ``{"index", "name", "instr_count", "calls"}``: direct callers
+                     (``calls``: how many distinct functions that caller calls)
 ``globals``          list[int], global indices read or written
 ``mem_ops``          ``{"loads", "stores", "offsets"}``: memory access summary
 ``loops``            int
@@ -98,7 +99,12 @@ def context_from_facts(
         if imp:
             imports.append(imp)
     caller_list = [
-        {"index": i, "name": names.get(i), "instr_count": functions[i].instr_count}
+        {
+            "index": i,
+            "name": names.get(i),
+            "instr_count": functions[i].instr_count,
+            "calls": len(set(functions[i].calls)),
+        }
         for i in (callers or {}).get(index, [])
         if 0 <= i < len(functions)
     ]
@@ -160,8 +166,9 @@ def bound_context(ctx: Mapping[str, Any], max_chars: int = DEFAULT_MAX_CHARS) ->
     if isinstance(out.get("string_sharing"), dict):
         keep = set(out.get("strings") or [])
         out["string_sharing"] = {
-            _clip(k, _STRING_CAP): v for k, v in out["string_sharing"].items() if
-            _clip(k, _STRING_CAP) in keep
+            _clip(k, _STRING_CAP): v
+            for k, v in out["string_sharing"].items()
+            if _clip(k, _STRING_CAP) in keep
         }
     size = _size(out)
     if size > max_chars and isinstance(out.get("lifted_c"), str):
@@ -169,8 +176,16 @@ def bound_context(ctx: Mapping[str, Any], max_chars: int = DEFAULT_MAX_CHARS) ->
         out["lifted_c"] = out["lifted_c"][:room] + "\n/* ... truncated ... */"
         cut.append("lifted_c")
     shrinkable: list[Callable[[], bool]] = [
-        lambda k=k: _halve(out, k) for k in ("string_sharing", "mnemonics", "constants",
-                                             "callers", "strings", "callees", "globals")
+        lambda k=k: _halve(out, k)
+        for k in (
+            "string_sharing",
+            "mnemonics",
+            "constants",
+            "callers",
+            "strings",
+            "callees",
+            "globals",
+        )
     ]
     while _size(out) > max_chars:
         if not any(step() for step in shrinkable):
@@ -209,7 +224,5 @@ def refresh_names(ctx: Mapping[str, Any], names: Mapping[int, str]) -> Context:
     out: Context = dict(ctx)
     for key in ("callees", "callers"):
         if isinstance(ctx.get(key), list):
-            out[key] = [
-                {**e, "name": names.get(e.get("index"), e.get("name"))} for e in ctx[key]
-            ]
+            out[key] = [{**e, "name": names.get(e.get("index"), e.get("name"))} for e in ctx[key]]
     return out

@@ -8,7 +8,7 @@ Heuristic rules (after the specialist ones in :mod:`.specialist`):
 * ``global.getter`` / ``global.setter``: body reads or writes one global whose name is known
   (``ctx["global_names"]``, index -> name, optional);
 * ``strings.error_table``: a leaf ``(i32) -> i32`` selecting among many message strings;
-* ``compose.free``: a function whose known callees are all release functions (``free``,
+* ``compose.free``: a function whose callees are all known release functions (``free``,
   ``*_free``, ``destroy_*``...) and that reads its argument's fields: ``free_<noun>`` with the
   noun taken from the released callees.
 """
@@ -25,8 +25,9 @@ from .specialist import Candidate, specialist_candidates
 from .tokens import split_tokens
 
 MIN_CONFIDENCE = 0.15
-_FREE = re.compile(r"(?:^|_)(?:free|destroy|release|delete|dispose)(?:_|$)|Free|Destroy|Release",
-                   re.IGNORECASE)
+_FREE = re.compile(
+    r"(?:^|_)(?:free|destroy|release|delete|dispose)(?:_|$)|Free|Destroy|Release", re.IGNORECASE
+)
 
 
 def bulk_memory(ctx: Mapping[str, Any]) -> Candidate | None:
@@ -53,8 +54,9 @@ def global_accessor(ctx: Mapping[str, Any]) -> Candidate | None:
     if body == ["global.get"]:
         return Candidate("global.getter", f"get_{g}", [f"returns global {g}"], f"reads {g}")
     if body == ["local.get", "global.set"]:
-        return Candidate("global.setter", f"set_{g}", [f"stores its argument in {g}"],
-                         f"writes {g}")
+        return Candidate(
+            "global.setter", f"set_{g}", [f"stores its argument in {g}"], f"writes {g}"
+        )
     return None
 
 
@@ -65,26 +67,39 @@ def error_table(ctx: Mapping[str, Any]) -> Candidate | None:
     msgs = [s for s in strings if " " in s.strip() or s[:1].isupper()]
     if len(msgs) * 2 < len(strings):
         return None
-    return Candidate("strings.error_table", "get_error_string",
-                     [f"selects among {len(strings)} message strings"],
-                     "maps a code to its message")
+    return Candidate(
+        "strings.error_table",
+        "get_error_string",
+        [f"selects among {len(strings)} message strings"],
+        "maps a code to its message",
+    )
 
 
 def compose_free(ctx: Mapping[str, Any]) -> Candidate | None:
-    named = [c["name"] for c in ctx.get("callees") or () if c.get("name")]
+    callees = ctx.get("callees") or ()
+    named = [c["name"] for c in callees if c.get("name")]
     mem = ctx.get("mem_ops") or {}
-    if not named or not all(_FREE.search(n) for n in named) or not int(mem.get("loads") or 0):
+    if not named or len(named) < len(callees) or not all(_FREE.search(n) for n in named):
+        return None
+    if not int(mem.get("loads") or 0):
         return None
     nouns: dict[str, None] = {}
     for n in named:
         for t in split_tokens(n):
-            if t not in {"free", "destroy", "release", "delete", "dispose", "custom"} and len(t) > 1:
+            if (
+                t not in {"free", "destroy", "release", "delete", "dispose", "custom"}
+                and len(t) > 1
+            ):
                 nouns.setdefault(t, None)
     if not nouns:
         return None
     noun = "_".join(list(nouns)[:2])
-    return Candidate("compose.free", f"free_{noun}",
-                     [f"releases through {', '.join(named[:3])}"], "releases an object")
+    return Candidate(
+        "compose.free",
+        f"free_{noun}",
+        [f"releases through {', '.join(named[:3])}"],
+        "releases an object",
+    )
 
 
 HEURISTICS = (bulk_memory, global_accessor, error_table, compose_free)
@@ -126,7 +141,14 @@ def propose_offline(
         return None
     conf, _, source, cand = best
     return Proposal(
-        index=int(ctx["index"]), stable_id=ctx.get("stable_id"), name=cand.name,
-        confidence=conf, summary=cand.summary, reasons=list(cand.reasons), backend=backend,
-        model=None, source=source, rule=cand.rule,
+        index=int(ctx["index"]),
+        stable_id=ctx.get("stable_id"),
+        name=cand.name,
+        confidence=conf,
+        summary=cand.summary,
+        reasons=list(cand.reasons),
+        backend=backend,
+        model=None,
+        source=source,
+        rule=cand.rule,
     )

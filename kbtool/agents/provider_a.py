@@ -14,7 +14,7 @@ PACKAGE = "anthropic"
 KEY_ENV = "PROVIDER_A_API_KEY"
 MODEL_ENV = "PROVIDER_A_MODEL"
 BASE_URL_ENV = "PROVIDER_A_BASE_URL"
-DEFAULT_MODEL = "claude-sonnet-4-5"
+DEFAULT_MODEL = "claude-sonnet-4-6"
 MAX_TOKENS = 1024
 
 
@@ -36,14 +36,18 @@ class MessagesClient:
         self.model = model or env.get(MODEL_ENV) or DEFAULT_MODEL
         base_url = env.get(BASE_URL_ENV) or env.get("ANTHROPIC_BASE_URL") or None
         self._client = anthropic.Anthropic(
-            api_key=env.get(KEY_ENV), base_url=base_url, timeout=timeout,
+            api_key=env.get(KEY_ENV),
+            base_url=base_url,
+            timeout=timeout,
             max_retries=max_retries,
         )
 
     def complete(self, system: str, user: str) -> str:
         """The text of the model's answer to one user message."""
         msg = self._client.messages.create(
-            model=self.model, max_tokens=MAX_TOKENS, temperature=0.0, system=system,
+            model=self.model,
+            max_tokens=MAX_TOKENS,
+            system=system,
             messages=[{"role": "user", "content": user}],
         )
         return "".join(getattr(b, "text", "") for b in msg.content if b.type == "text")

@@ -14,7 +14,7 @@ PACKAGE = "openai"
 KEY_ENV = "PROVIDER_B_API_KEY"
 MODEL_ENV = "PROVIDER_B_MODEL"
 BASE_URL_ENV = "PROVIDER_B_BASE_URL"
-DEFAULT_MODEL = "gpt-4o-mini"
+DEFAULT_MODEL = "gpt-5.4-mini"
 MAX_TOKENS = 1024
 
 
@@ -34,16 +34,23 @@ class ChatClient:
 
         env = os.environ if env is None else env
         self.model = model or env.get(MODEL_ENV) or DEFAULT_MODEL
+        base_url = env.get(BASE_URL_ENV) or None
+        # OpenAI's own newer models want max_completion_tokens and refuse a temperature;
+        # compatible servers generally know only max_tokens.
+        self._limit_key = "max_tokens" if base_url else "max_completion_tokens"
         self._client = openai.OpenAI(
-            api_key=env.get(KEY_ENV), base_url=env.get(BASE_URL_ENV) or None, timeout=timeout,
+            api_key=env.get(KEY_ENV),
+            base_url=base_url,
+            timeout=timeout,
             max_retries=max_retries,
         )
 
     def complete(self, system: str, user: str) -> str:
         """The text of the model's answer to one user message."""
         resp = self._client.chat.completions.create(
-            model=self.model, max_tokens=MAX_TOKENS, temperature=0.0,
+            model=self.model,
             messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+            **{self._limit_key: MAX_TOKENS},
         )
         if not resp.choices:
             return ""

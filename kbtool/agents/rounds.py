@@ -31,8 +31,9 @@ class Reviewed:
     verdict: Verdict
 
 
-def map_bounded(fn: Callable[[T], R], items: Iterable[T], limit: int = DEFAULT_CONCURRENCY
-                ) -> list[R]:
+def map_bounded(
+    fn: Callable[[T], R], items: Iterable[T], limit: int = DEFAULT_CONCURRENCY
+) -> list[R]:
     """``[fn(x) for x in items]`` with at most ``limit`` calls in flight; order preserved."""
     seq = list(items)
     if limit <= 1 or len(seq) <= 1:

@@ -9,7 +9,7 @@ Families (rule ids in brackets; confidences come from :mod:`.calibration`, never
   ``__wasi_<f>`` [``import_wrapper.wasi``]; other hosts [``import_wrapper.other``];
 * thin wrappers and thunks of a named callee: ``foo`` calling ``foo_internal`` or
   ``foo_generic`` [``thunk.strip_suffix``]; and the callee of a thin named caller, which is
-  named after it [``thunk.single_caller``].
+  named after it [``thunk.caller_internal``].
 """
 
 from __future__ import annotations
@@ -99,10 +99,15 @@ def import_wrapper(ctx: Mapping[str, Any]) -> Candidate | None:
         return None
     why = [f"forwards to import {imp}"]
     if module.startswith("wasi"):
-        return Candidate("import_wrapper.wasi", f"__wasi_{fieldname}", why,
-                         f"WASI libc wrapper of {imp}")
-    return Candidate("import_wrapper.other", f"{fieldname.lstrip('_')}_wrapper", why,
-                     f"wrapper of host import {imp}")
+        return Candidate(
+            "import_wrapper.wasi", f"__wasi_{fieldname}", why, f"WASI libc wrapper of {imp}"
+        )
+    return Candidate(
+        "import_wrapper.other",
+        f"{fieldname.lstrip('_')}_wrapper",
+        why,
+        f"wrapper of host import {imp}",
+    )
 
 
 def thunks(ctx: Mapping[str, Any]) -> list[Candidate]:
@@ -114,18 +119,28 @@ def thunks(ctx: Mapping[str, Any]) -> list[Candidate]:
         if cname and not callee.get("import"):
             for suf in IMPL_SUFFIXES:
                 if cname.endswith(suf) and len(cname) > len(suf) + 2:
-                    out.append(Candidate("thunk.strip_suffix", cname[: -len(suf)],
-                                         [f"thin wrapper of {cname}"], f"entry point of {cname}"))
+                    out.append(
+                        Candidate(
+                            "thunk.strip_suffix",
+                            cname[: -len(suf)],
+                            [f"thin wrapper of {cname}"],
+                            f"entry point of {cname}",
+                        )
+                    )
                     break
-    callers = ctx.get("callers") or ()
-    if len(callers) == 1:
-        caller = callers[0]
+    for caller in ctx.get("callers") or ():
         cn = caller.get("name")
-        if cn and int(caller.get("instr_count") or 10**9) <= THIN_MAX_INSTR:
-            if not cn.endswith(IMPL_SUFFIXES):
-                out.append(Candidate("thunk.single_caller", f"{cn}_internal",
-                                     [f"only callee of thin wrapper {cn}"],
-                                     f"implementation behind {cn}"))
+        thin = int(caller.get("instr_count") or 10**9) <= THIN_MAX_INSTR
+        if cn and thin and int(caller.get("calls") or 0) == 1 and not cn.endswith(IMPL_SUFFIXES):
+            out.append(
+                Candidate(
+                    "thunk.caller_internal",
+                    f"{cn}_internal",
+                    [f"the one callee of thin wrapper {cn}"],
+                    f"implementation behind {cn}",
+                )
+            )
+            break
     return out
 
 

@@ -38,8 +38,11 @@ def verify(
     if is_generic_name(name):
         return Verdict.reject("generic", f"{name!r} is a placeholder name")
     c = proposal.confidence
-    if isinstance(c, bool) or not isinstance(c, (int, float)) or not math.isfinite(c) or not (
-        0.0 <= c <= 1.0
+    if (
+        isinstance(c, bool)
+        or not isinstance(c, (int, float))
+        or not math.isfinite(c)
+        or not (0.0 <= c <= 1.0)
     ):
         return Verdict.reject("bad_confidence", f"confidence {c!r} outside 0.0..1.0")
     own = (ctx.get("existing") or {}).get("name")

@@ -34,13 +34,15 @@ def canned_answer(prompt: str) -> str:
     ctx = json.loads(m.group(1)) if m else {"index": -1}
     p = propose_offline(ctx, min_confidence=0.0) if m else None
     name = p.name if p else f"fake_named_{ctx.get('index')}"
-    return json.dumps({
-        "explanation": "canned answer from the fake server",
-        "name": name,
-        "summary": "canned",
-        "confidence": 0.99,
-        "reasons": ["canned"],
-    })
+    return json.dumps(
+        {
+            "explanation": "canned answer from the fake server",
+            "name": name,
+            "summary": "canned",
+            "confidence": 0.99,
+            "reasons": ["canned"],
+        }
+    )
 
 
 class FakeLLMServer:
@@ -59,7 +61,7 @@ class FakeLLMServer:
             def do_POST(self) -> None:  # noqa: N802
                 owner._handle(self)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = _QuietServer(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
     @property
@@ -89,8 +91,11 @@ class FakeLLMServer:
         path = h.path.split("?", 1)[0]
         with self._lock:
             self.requests.append({"path": path, "model": body.get("model"), "body": body})
-        kind = "messages" if path.endswith("/messages") else (
-            "chat" if path.endswith("/chat/completions") else None)
+        kind = (
+            "messages"
+            if path.endswith("/messages")
+            else ("chat" if path.endswith("/chat/completions") else None)
+        )
         if kind is None:
             return self._send(h, 404, {"error": {"message": "no such route"}})
         action = self._next()
@@ -110,15 +115,28 @@ class FakeLLMServer:
         model = body.get("model") or "fake-model"
         if kind == "messages":
             payload = {
-                "id": "msg_fake", "type": "message", "role": "assistant", "model": model,
-                "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
-                "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1},
+                "id": "msg_fake",
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [{"type": "text", "text": text}],
+                "stop_reason": "end_turn",
+                "stop_sequence": None,
+                "usage": {"input_tokens": 1, "output_tokens": 1},
             }
         else:
             payload = {
-                "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": model,
-                "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": text}}],
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "created": 0,
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": text},
+                    }
+                ],
                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
             }
         return self._send(h, 200, payload)
@@ -135,6 +153,17 @@ class FakeLLMServer:
             h.send_header(k, v)
         h.end_headers()
         h.wfile.write(data)
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that gave up (timeout test) is expected; other errors still print."""
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
 
 
 def _prompt_of(kind: str, body: dict[str, Any]) -> str:
