@@ -152,3 +152,37 @@ def test_agents_package_is_pure():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_should_consider_follows_only_unconfident():
+    from kbtool.agents import should_consider
+
+    assert should_consider(None) and should_consider({"name": None})
+    assert should_consider({"name": "a", "confidence": 0.49, "locked": False})
+    assert not should_consider({"name": "a", "confidence": 0.5, "locked": False})
+    assert not should_consider({"name": "a", "confidence": 0.1, "locked": True})
+    assert should_consider({"name": "a", "confidence": 0.9, "locked": True}, only_unconfident=False)
+
+
+def test_pass_summary_has_exactly_the_contract_keys():
+    from kbtool.agents import PassSummary, Verdict
+
+    s = PassSummary("offline")
+    p = _p("parse_header", source="specialist")
+    s.record_proposal(p)
+    s.record_write(p)
+    q = _p("func_1")
+    s.record_proposal(q)
+    s.record_verifier_reject(q, Verdict.reject("generic", "placeholder"))
+    s.record_economy_reject(_p("other_name"), "confidence not above oracle 0.9")
+    d = s.to_dict()
+    assert list(d) == [
+        "backend", "considered", "proposed", "written", "rejected_by_verifier",
+        "rejected_by_economy", "skipped_existing", "specialist_proposed", "specialist_written",
+        "rounds_run", "details",
+    ]  # fmt: skip
+    assert (d["proposed"], d["written"], d["specialist_proposed"], d["specialist_written"]) == (
+        2, 1, 1, 1,
+    )  # fmt: skip
+    assert [x["kind"] for x in d["details"]] == ["write", "verifier_reject", "economy_reject"]
+    assert d["details"][1]["code"] == "generic"

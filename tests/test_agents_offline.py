@@ -163,3 +163,22 @@ def test_offline_backend_on_demo_module_is_deterministic_and_verified():
     assert "__wasi_fd_write" in ok
     assert all(r.proposal.backend == "offline" and r.proposal.model is None for r in first)
     assert len(ok) == len([r for r in first if r.verdict.ok])  # no duplicate names in a round
+
+
+def test_wasi_libc_family_by_calls_and_signature():
+    from kbtool.agents.specialist import wasi_libc
+
+    seek = {"index": 9, "instr_count": 41, "type": "(i32, i64, i32) -> i64",
+            "callees": [{"index": 16, "name": "__wasi_fd_seek", "import": None}]}  # fmt: skip
+    assert wasi_libc(seek).name == "__lseek"
+    direct = {**seek, "callees": [{"index": 4, "name": "fd_seek",
+                                   "import": "wasi_snapshot_preview1.fd_seek"}]}  # fmt: skip
+    assert wasi_libc(direct).name == "__lseek"
+    assert wasi_libc({**seek, "type": "(i32) -> i32"}) is None
+    more = {**seek, "callees": seek["callees"] + [{"index": 20, "name": "memcpy", "import": None}]}
+    assert wasi_libc(more) is None
+    main_void = {"index": 11, "instr_count": 79, "type": "() -> i32", "callees": [
+        {"index": 13, "name": "__wasi_args_sizes_get", "import": None},
+        {"index": 12, "name": "__wasi_args_get", "import": None},
+        {"index": 30, "name": None, "import": None}]}  # fmt: skip
+    assert wasi_libc(main_void).name == "__main_void"

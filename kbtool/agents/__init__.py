@@ -40,17 +40,20 @@ from .context import (
 from .offline import propose_offline
 from .proposal import Proposal, Verdict
 from .rounds import Reviewed, map_bounded, run_round
+from .summary import UNCONFIDENT_BELOW, PassSummary, should_consider
 from .tokens import is_c_identifier, is_generic_name, split_tokens
 from .verifier import verify
 
 __all__ = [
     "AUTO_ORDER",
     "SELECTORS",
+    "UNCONFIDENT_BELOW",
     "Backend",
     "BackendUnavailable",
     "Context",
     "LLMBackend",
     "OfflineBackend",
+    "PassSummary",
     "Proposal",
     "Reviewed",
     "Verdict",
@@ -66,6 +69,7 @@ __all__ = [
     "refresh_names",
     "resolve_backend",
     "run_round",
+    "should_consider",
     "split_tokens",
     "string_sharing",
     "verify",

@@ -7,6 +7,9 @@ Families (rule ids in brackets; confidences come from :mod:`.calibration`, never
   ``"foo_bar: invalid argument"`` or ``"fooBar(): failed"`` [``string_tag.prefix``];
 * import-call wrappers forwarding to one import: WASI libc wraps ``wasi_*.<f>`` as
   ``__wasi_<f>`` [``import_wrapper.wasi``]; other hosts [``import_wrapper.other``];
+* WASI libc (wasi-libc/musl) functions recognised by the one set of WASI calls they make and
+  their signature, e.g. ``__lseek`` is the only caller shape of ``fd_seek`` with
+  ``(i32, i64, i32) -> i64`` [``wasi_libc.posix``];
 * thin wrappers and thunks of a named callee: ``foo`` calling ``foo_internal`` or
   ``foo_generic`` [``thunk.strip_suffix``]; and the callee of a thin named caller, which is
   named after it [``thunk.caller_internal``].
@@ -110,6 +113,61 @@ def import_wrapper(ctx: Mapping[str, Any]) -> Candidate | None:
     )
 
 
+# (WASI calls made, signature or None for any) -> wasi-libc name. From the wasi-libc sources:
+# libc-bottom-half/cloudlibc and sources/ (the functions that own each WASI call).
+WASI_LIBC = {
+    (frozenset({"proc_exit"}), "(i32) -> ()"): "_Exit",
+    (frozenset({"fd_write"}), "(i32, i32, i32) -> i32"): "writev",
+    (frozenset({"fd_read"}), "(i32, i32, i32) -> i32"): "readv",
+    (frozenset({"fd_pwrite"}), "(i32, i32, i32, i64) -> i32"): "pwritev",
+    (frozenset({"fd_pread"}), "(i32, i32, i32, i64) -> i32"): "preadv",
+    (frozenset({"fd_fdstat_get"}), "(i32) -> i32"): "__isatty",
+    (frozenset({"fd_seek"}), "(i32, i64, i32) -> i64"): "__lseek",
+    (frozenset({"fd_close"}), "(i32) -> i32"): "close",
+    (frozenset({"fd_sync"}), "(i32) -> i32"): "fsync",
+    (frozenset({"fd_datasync"}), "(i32) -> i32"): "fdatasync",
+    (frozenset({"random_get"}), "(i32, i32) -> i32"): "getentropy",
+    (frozenset({"sched_yield"}), "() -> i32"): "sched_yield",
+    (frozenset({"args_sizes_get", "args_get"}), None): "__main_void",
+    (frozenset({"environ_sizes_get", "environ_get"}), None): "__wasilibc_initialize_environ",
+    (frozenset({"fd_prestat_get", "fd_prestat_dir_name"}), None): "__wasilibc_populate_preopens",
+}
+
+
+def wasi_calls(ctx: Mapping[str, Any]) -> set[str] | None:
+    """The WASI functions ``ctx`` calls (directly as imports or through ``__wasi_*``
+    wrappers), or None when it also calls anything else that is named or imported."""
+    out: set[str] = set()
+    for c in ctx.get("callees") or ():
+        imp, name = c.get("import"), c.get("name") or ""
+        if imp and str(imp).startswith("wasi"):
+            out.add(str(imp).rsplit(".", 1)[-1])
+        elif name.startswith("__wasi_"):
+            out.add(name[len("__wasi_") :])
+        elif imp or name:
+            return None
+    return out
+
+
+def wasi_libc(ctx: Mapping[str, Any]) -> Candidate | None:
+    """A wasi-libc function identified by the WASI calls it makes and its signature."""
+    if int(ctx.get("instr_count") or 0) > 200:
+        return None
+    calls = wasi_calls(ctx)
+    if not calls:
+        return None
+    key = frozenset(calls)
+    name = WASI_LIBC.get((key, ctx.get("type"))) or WASI_LIBC.get((key, None))
+    if not name:
+        return None
+    return Candidate(
+        "wasi_libc.posix",
+        name,
+        [f"wasi-libc shape: calls {', '.join(sorted(calls))} with type {ctx.get('type')}"],
+        f"wasi-libc {name}",
+    )
+
+
 def thunks(ctx: Mapping[str, Any]) -> list[Candidate]:
     """Names from a thin function's named callee, or from a thin named caller."""
     out: list[Candidate] = []
@@ -147,9 +205,10 @@ def thunks(ctx: Mapping[str, Any]) -> list[Candidate]:
 def specialist_candidates(ctx: Mapping[str, Any]) -> list[Candidate]:
     """All specialist candidates for ``ctx``, most specific family first."""
     out = string_tags(ctx)
-    w = import_wrapper(ctx)
-    if w:
-        out.append(w)
+    for fam in (import_wrapper, wasi_libc):
+        c = fam(ctx)
+        if c:
+            out.append(c)
     out.extend(thunks(ctx))
     return out
 
