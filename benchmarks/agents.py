@@ -43,8 +43,8 @@ from kbtool.agents.context import (  # noqa: E402
     string_sharing,
 )
 from kbtool.agents.offline import offline_candidates, propose_offline  # noqa: E402
+from kbtool.agents.rounds import run_rounds  # noqa: E402
 from kbtool.agents.tokens import token_scores  # noqa: E402
-from kbtool.agents.verifier import verify  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpus" / "gt"
 if not CORPUS.is_dir():
@@ -64,7 +64,6 @@ HELD_OUT_SPLIT = [
 ]
 SMOKE_SPLIT = ["zstd-1.5.6.O2.exports"]
 BINS = [(0.0, 0.2), (0.2, 0.4), (0.4, 0.6), (0.6, 0.8), (0.8, 1.01)]
-SKIP_THRESHOLD = 0.5
 
 
 def load_pair(stem: str, corpus: Path):
@@ -81,8 +80,28 @@ def load_pair(stem: str, corpus: Path):
     return stripped, truth, peer
 
 
+class _CalibratingOffline:
+    """The offline backend with an explicit table, recording every candidate per rule."""
+
+    name = backend = "offline"
+    model = None
+
+    def __init__(self, truth, table=None, collect=None):
+        self.truth, self.table, self.collect = truth, table, collect
+
+    def propose(self, ctx, taken):
+        if self.collect is not None:
+            for _src, c in offline_candidates(ctx):
+                entry = self.collect.setdefault(c.rule, [0, 0])
+                entry[1] += 1
+                entry[0] += int(c.name == self.truth.get(ctx["index"]))
+        return propose_offline(ctx, taken, table=self.table)
+
+
 def simulate(stripped, truth, rounds: int, table=None, collect=None):
-    """Run ``rounds`` offline rounds; return (written {index: (name, conf, rule)}, seconds)."""
+    """Offline pass over every unnamed function through ``kbtool.agents.run_rounds`` with a
+    dict standing in for the gate's agent rule; return (written {index: (name, conf, rule)},
+    seconds, functions scored)."""
     fns = stripped.functions
     names: dict[int, str] = {}
     for f in fns:
@@ -90,45 +109,23 @@ def simulate(stripped, truth, rounds: int, table=None, collect=None):
             names[f.index] = f.import_field
         elif f.export_names:
             names[f.index] = f.export_names[0]
-    preset = set(names)
-    taken = set(names.values())
+    written: dict[int, tuple[str, float, str]] = {}
+
+    def write(p):
+        prev = written.get(p.index)
+        if prev and p.confidence <= prev[1]:
+            return False, "confidence not strictly higher"
+        written[p.index] = (p.name, p.confidence, p.rule or "")
+        return True, "written"
+
+    t = time.perf_counter()
     callers = callers_of(fns)
     sharing = string_sharing(fns)
-    written: dict[int, tuple[str, float, str]] = {}
-    t = time.perf_counter()
-    for _ in range(rounds):
-        changed = False
-        for f in fns:
-            if f.index in preset or f.imported:
-                continue
-            prev = written.get(f.index)
-            if prev and prev[1] >= SKIP_THRESHOLD:
-                continue
-            existing = (
-                {"name": prev[0], "confidence": prev[1], "provenance": "agent"} if prev else None
-            )
-            ctx = context_from_facts(
-                fns, f.index, names, callers, existing=existing, sharing=sharing
-            )
-            if collect is not None:
-                for _src, c in offline_candidates(ctx):
-                    collect.setdefault(c.rule, [0, 0])
-                    collect[c.rule][1] += 1
-                    collect[c.rule][0] += int(c.name == truth.get(f.index))
-            p = propose_offline(ctx, taken - ({prev[0]} if prev else set()), table=table)
-            if p is None or not verify(p, ctx, taken).ok:
-                continue
-            if prev and p.confidence <= prev[1]:
-                continue
-            if prev:
-                taken.discard(prev[0])
-            written[f.index] = (p.name, p.confidence, p.rule or "")
-            names[f.index] = p.name
-            taken.add(p.name)
-            changed = True
-        if not changed:
-            break
-    return written, time.perf_counter() - t, len(fns) - len(preset)
+    todo = [f.index for f in fns if f.index not in names and not f.imported]
+    ctxs = [context_from_facts(fns, i, names, callers, sharing=sharing) for i in todo]
+    backend = _CalibratingOffline(truth, table, collect)
+    run_rounds(backend, ctxs, set(names.values()), write, rounds=rounds, concurrency=1)
+    return written, time.perf_counter() - t, len(todo)
 
 
 def score(results):

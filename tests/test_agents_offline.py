@@ -182,3 +182,65 @@ def test_wasi_libc_family_by_calls_and_signature():
         {"index": 12, "name": "__wasi_args_get", "import": None},
         {"index": 30, "name": None, "import": None}]}  # fmt: skip
     assert wasi_libc(main_void).name == "__main_void"
+
+
+def _chain_contexts():
+    thin = {"call_indirect": 0, "loops": 0, "strings": [], "mem_ops": {"loads": 0, "stores": 0}}
+    wrapper = {
+        **thin,
+        "index": 16,
+        "instr_count": 8,
+        "type": "(i32, i64, i32, i32) -> i32",
+        "callees": [{"index": 4, "name": "fd_seek", "import": "wasi_snapshot_preview1.fd_seek"}],
+        "callers": [{"index": 30, "name": None, "instr_count": 41, "calls": 1}],
+    }
+    lseek = {
+        **thin,
+        "index": 30,
+        "instr_count": 41,
+        "type": "(i32, i64, i32) -> i64",
+        "callees": [{"index": 16, "name": None, "import": None}],
+        "callers": [],
+    }
+    other = {
+        **thin,
+        "index": 31,
+        "instr_count": 300,
+        "type": "(i32) -> i32",
+        "callees": [],
+        "callers": [],
+    }
+    return [wrapper, lseek, other]  # fmt: skip
+
+
+def test_run_rounds_feeds_names_forward_and_stops_at_fixpoint():
+    from kbtool.agents import run_rounds
+
+    gate: dict[int, tuple[str, float]] = {}
+
+    def write(p):
+        cur = gate.get(p.index)
+        if cur and p.confidence <= cur[1]:
+            return False, "not strictly higher"
+        gate[p.index] = (p.name, p.confidence)
+        return True, "written"
+
+    one = run_rounds(OfflineBackend(), _chain_contexts(), {"fd_seek"}, write, rounds=1)
+    assert gate == {16: ("__wasi_fd_seek", gate[16][1])} and one.rounds_run == 1
+    gate.clear()
+    s = run_rounds(OfflineBackend(), _chain_contexts(), {"fd_seek"}, write, rounds=5)
+    assert {i: n for i, (n, _c) in gate.items()} == {16: "__wasi_fd_seek", 30: "__lseek"}
+    d = s.to_dict()
+    assert d["rounds_run"] == 2 and d["considered"] == 3 and d["written"] == 2
+    assert d["specialist_written"] == 2 and d["backend"] == "offline"
+    assert [x["name"] for x in d["details"]] == ["__wasi_fd_seek", "__lseek"]
+
+
+def test_run_rounds_counts_gate_refusals_as_economy_rejects():
+    from kbtool.agents import run_rounds
+
+    s = run_rounds(OfflineBackend(), _chain_contexts(), set(), lambda p: (False, "locked"),
+                   rounds=3)  # fmt: skip
+    d = s.to_dict()
+    assert (d["written"], d["rejected_by_economy"], d["rounds_run"]) == (0, 1, 1)
+    assert d["details"][0]["reason"] == "locked"

@@ -39,7 +39,7 @@ from .context import (
 )
 from .offline import propose_offline
 from .proposal import Proposal, Verdict
-from .rounds import Reviewed, map_bounded, run_round
+from .rounds import Reviewed, map_bounded, run_round, run_rounds
 from .summary import UNCONFIDENT_BELOW, PassSummary, should_consider
 from .tokens import is_c_identifier, is_generic_name, split_tokens
 from .verifier import verify
@@ -69,6 +69,7 @@ __all__ = [
     "refresh_names",
     "resolve_backend",
     "run_round",
+    "run_rounds",
     "should_consider",
     "split_tokens",
     "string_sharing",

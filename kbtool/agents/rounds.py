@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .backends import Backend
+from .context import refresh_names
 from .proposal import Proposal, Verdict
+from .summary import UNCONFIDENT_BELOW, PassSummary
 from .verifier import verify
 
 T = TypeVar("T")
@@ -69,4 +71,71 @@ def run_round(
         if verdict.ok and p.name:
             used.add(p.name)
         out.append(Reviewed(p, verdict))
+    return out
+
+
+def run_rounds(
+    backend: Backend,
+    contexts: Sequence[Mapping[str, Any]],
+    taken: Iterable[str],
+    write: Callable[[Proposal], tuple[bool, str]],
+    *,
+    rounds: int = 1,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    summary: PassSummary | None = None,
+) -> PassSummary:
+    """Propose, verify and write for ``contexts`` over up to ``rounds`` rounds.
+
+    ``write(proposal) -> (written, reason)`` is the caller's gate (the only side effect).
+    Round 1 covers every context; a later round re-proposes only for functions whose context
+    changed (a callee or caller got a name in the previous round) and that do not yet hold a
+    name at confidence 0.5 or more from this pass. It stops early at a fixpoint (a round that
+    writes nothing). ``considered`` counts functions once; the caller adds ``skipped_existing``.
+    """
+    out = summary or PassSummary(backend.name)
+    out.considered += len(contexts)
+    used = set(taken)
+    names: dict[int, str] = {}
+    current = {int(c["index"]): dict(c) for c in contexts}
+    pending = list(current)
+    for r in range(max(1, rounds)):
+        batch = [current[i] for i in pending]
+        if not batch:
+            break
+        reviewed = run_round(backend, batch, used, concurrency=concurrency)
+        out.rounds_run = r + 1
+        wrote: dict[int, Proposal] = {}
+        for rv in reviewed:
+            p = rv.proposal
+            out.record_proposal(p)
+            if not rv.verdict.ok:
+                out.record_verifier_reject(p, rv.verdict)
+                continue
+            ok, reason = write(p)
+            if not ok:
+                out.record_economy_reject(p, reason)
+                continue
+            out.record_write(p, reason)
+            old = (current[p.index].get("existing") or {}).get("name")
+            if old and old != p.name:
+                used.discard(old)
+            used.add(p.name or "")
+            names[p.index] = p.name or ""
+            wrote[p.index] = p
+        if not wrote:
+            break
+        for i, p in wrote.items():
+            current[i]["existing"] = {"name": p.name, "confidence": p.confidence,
+                                      "provenance": "agent"}  # fmt: skip
+        touched = set()
+        for i, ctx in current.items():
+            links = (ctx.get("callees") or []) + (ctx.get("callers") or [])
+            if any(e.get("index") in wrote for e in links):
+                current[i] = refresh_names(ctx, names)
+                touched.add(i)
+        pending = [
+            i for i in current
+            if i in touched and float((current[i].get("existing") or {}).get("confidence") or 0)
+            < UNCONFIDENT_BELOW
+        ]  # fmt: skip
     return out
