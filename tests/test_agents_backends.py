@@ -206,3 +206,24 @@ def test_same_name_twice_in_a_round_is_rejected_the_second_time():
         be = resolve_backend("provider_b", _env("b", srv), max_retries=0)
         got = run_round(be, [CTX, {**CTX, "index": 13}], set(), concurrency=1)
     assert [rv.verdict.code for rv in got] == ["ok", "taken"]
+
+
+def test_parse_answer_never_crashes_on_junk():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.one_of(st.text(max_size=300), st.from_regex(r"\{.{0,80}\}", fullmatch=True)))
+    def check(text):
+        try:
+            ans = parse_answer(text)
+        except MalformedAnswer:
+            return
+        assert isinstance(ans["name"], str) and isinstance(ans["confidence"], float)
+
+    check()
+
+
+def test_parse_answer_rejects_deep_nesting_cleanly():
+    with pytest.raises(MalformedAnswer):
+        parse_answer("{" + '"a":[' * 5000 + "]" * 5000 + "}")

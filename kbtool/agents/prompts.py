@@ -95,7 +95,7 @@ def _first_object(text: str) -> dict[str, Any]:
     for c in candidates:
         try:
             obj, _ = dec.raw_decode(c)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             continue
         if isinstance(obj, dict):
             return obj

@@ -57,16 +57,6 @@ def token_scores(guess: str, truth: str) -> tuple[int, int, int]:
     return hit, len(g), len(t)
 
 
-def identifiers_in(text: str, min_len: int = 3) -> list[str]:
-    """C identifiers found inside ``text`` (untrusted string), in order, de-duplicated."""
-    seen: dict[str, None] = {}
-    for m in re.finditer(r"[A-Za-z_][A-Za-z0-9_]*", text):
-        w = m.group(0)
-        if len(w) >= min_len and w not in C_KEYWORDS and len(w) <= MAX_NAME_LEN:
-            seen.setdefault(w, None)
-    return list(seen)
-
-
 def looks_like_symbol(word: str) -> bool:
     """An identifier that reads like a code symbol rather than an English word.
 
