@@ -228,7 +228,12 @@ def test_run_rounds_feeds_names_forward_and_stops_at_fixpoint():
     one = run_rounds(OfflineBackend(), _chain_contexts(), {"fd_seek"}, write, rounds=1)
     assert gate == {16: ("__wasi_fd_seek", gate[16][1])} and one.rounds_run == 1
     gate.clear()
-    s = run_rounds(OfflineBackend(), _chain_contexts(), {"fd_seek"}, write, rounds=5)
+    seen = []
+    s = run_rounds(
+        OfflineBackend(), _chain_contexts(), {"fd_seek"}, write, rounds=5,
+        on_result=lambda r, rv, outcome, _why: seen.append((r, rv.proposal.name, outcome)),
+    )  # fmt: skip
+    assert seen == [(1, "__wasi_fd_seek", "write"), (2, "__lseek", "write")]
     assert {i: n for i, (n, _c) in gate.items()} == {16: "__wasi_fd_seek", 30: "__lseek"}
     d = s.to_dict()
     assert d["rounds_run"] == 2 and d["considered"] == 3 and d["written"] == 2

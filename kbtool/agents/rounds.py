@@ -83,6 +83,7 @@ def run_rounds(
     rounds: int = 1,
     concurrency: int = DEFAULT_CONCURRENCY,
     summary: PassSummary | None = None,
+    on_result: Callable[[int, Reviewed, str, str], None] | None = None,
 ) -> PassSummary:
     """Propose, verify and write for ``contexts`` over up to ``rounds`` rounds.
 
@@ -91,6 +92,9 @@ def run_rounds(
     changed (a callee or caller got a name in the previous round) and that do not yet hold a
     name at confidence 0.5 or more from this pass. It stops early at a fixpoint (a round that
     writes nothing). ``considered`` counts functions once; the caller adds ``skipped_existing``.
+    ``on_result(round, reviewed, outcome, reason)`` (outcome ``write``, ``verifier_reject`` or
+    ``economy_reject``) is called in the calling thread after each decision, e.g. to emit
+    events for a live feed.
     """
     out = summary or PassSummary(backend.name)
     out.considered += len(contexts)
@@ -110,12 +114,18 @@ def run_rounds(
             out.record_proposal(p)
             if not rv.verdict.ok:
                 out.record_verifier_reject(p, rv.verdict)
+                if on_result:
+                    on_result(r + 1, rv, "verifier_reject", rv.verdict.reason)
                 continue
             ok, reason = write(p)
             if not ok:
                 out.record_economy_reject(p, reason)
+                if on_result:
+                    on_result(r + 1, rv, "economy_reject", reason)
                 continue
             out.record_write(p, reason)
+            if on_result:
+                on_result(r + 1, rv, "write", reason)
             old = (current[p.index].get("existing") or {}).get("name")
             if old and old != p.name:
                 used.discard(old)
