@@ -1,0 +1,151 @@
+"""What one round of a pass needs: propose for many contexts with bounded concurrency, then
+verify in index order so two functions of one round never get the same name.
+
+The caller (the pass service) selects candidates, builds contexts, writes accepted proposals
+through the gate, and for a later round rebuilds contexts with
+:func:`~.context.refresh_names` so new names inform callers; it stops at a fixpoint (a round
+that writes nothing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from .backends import Backend
+from .context import refresh_names
+from .proposal import Proposal, Verdict
+from .summary import UNCONFIDENT_BELOW, PassSummary
+from .verifier import verify
+
+T = TypeVar("T")
+R = TypeVar("R")
+DEFAULT_CONCURRENCY = 4
+
+
+@dataclass(slots=True)
+class Reviewed:
+    """A proposal and the verifier's verdict on it."""
+
+    proposal: Proposal
+    verdict: Verdict
+
+
+def map_bounded(
+    fn: Callable[[T], R], items: Iterable[T], limit: int = DEFAULT_CONCURRENCY
+) -> list[R]:
+    """``[fn(x) for x in items]`` with at most ``limit`` calls in flight; order preserved."""
+    seq = list(items)
+    if limit <= 1 or len(seq) <= 1:
+        return [fn(x) for x in seq]
+    with ThreadPoolExecutor(max_workers=min(limit, len(seq))) as pool:
+        return list(pool.map(fn, seq))
+
+
+def run_round(
+    backend: Backend,
+    contexts: Sequence[Mapping[str, Any]],
+    taken: Iterable[str],
+    *,
+    concurrency: int = DEFAULT_CONCURRENCY,
+) -> list[Reviewed]:
+    """Propose for every context, then verify in context order.
+
+    ``taken`` holds the names of the version's functions at the start of the round; names
+    accepted earlier in the round count as taken for later ones. Contexts without a proposal
+    are left out of the result. Deterministic when the backend is.
+    """
+    frozen = frozenset(taken)
+    proposals = map_bounded(lambda c: backend.propose(c, frozen), contexts, concurrency)
+    used = set(frozen)
+    out: list[Reviewed] = []
+    for ctx, p in zip(contexts, proposals, strict=True):
+        if p is None:
+            continue
+        own = (ctx.get("existing") or {}).get("name")
+        verdict = verify(p, ctx, used - {own} if own else used)
+        if p.error and p.rule in ("malformed", "provider_error"):
+            verdict = Verdict.reject(p.rule, p.error)
+        if verdict.ok and p.name:
+            used.add(p.name)
+        out.append(Reviewed(p, verdict))
+    return out
+
+
+def run_rounds(
+    backend: Backend,
+    contexts: Sequence[Mapping[str, Any]],
+    taken: Iterable[str],
+    write: Callable[[Proposal], tuple[bool, str]],
+    *,
+    rounds: int = 1,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    summary: PassSummary | None = None,
+    on_result: Callable[[int, Reviewed, str, str], None] | None = None,
+) -> PassSummary:
+    """Propose, verify and write for ``contexts`` over up to ``rounds`` rounds.
+
+    ``write(proposal) -> (written, reason)`` is the caller's gate (the only side effect).
+    Round 1 covers every context; a later round re-proposes only for functions whose context
+    changed (a callee or caller got a name in the previous round) and that do not yet hold a
+    name at confidence 0.5 or more from this pass. It stops early at a fixpoint (a round that
+    writes nothing). ``considered`` counts functions once; the caller adds ``skipped_existing``.
+    ``on_result(round, reviewed, outcome, reason)`` (outcome ``write``, ``verifier_reject`` or
+    ``economy_reject``) is called in the calling thread after each decision, e.g. to emit
+    events for a live feed.
+    """
+    out = summary or PassSummary(backend.name)
+    out.considered += len(contexts)
+    used = set(taken)
+    names: dict[int, str] = {}
+    current = {int(c["index"]): dict(c) for c in contexts}
+    pending = list(current)
+    for r in range(max(1, rounds)):
+        batch = [current[i] for i in pending]
+        if not batch:
+            break
+        reviewed = run_round(backend, batch, used, concurrency=concurrency)
+        out.rounds_run = r + 1
+        wrote: dict[int, Proposal] = {}
+        for rv in reviewed:
+            p = rv.proposal
+            out.record_proposal(p)
+            if not rv.verdict.ok:
+                out.record_verifier_reject(p, rv.verdict)
+                if on_result:
+                    on_result(r + 1, rv, "verifier_reject", rv.verdict.reason)
+                continue
+            ok, reason = write(p)
+            if not ok:
+                out.record_economy_reject(p, reason)
+                if on_result:
+                    on_result(r + 1, rv, "economy_reject", reason)
+                continue
+            out.record_write(p, reason)
+            if on_result:
+                on_result(r + 1, rv, "write", reason)
+            old = (current[p.index].get("existing") or {}).get("name")
+            if old and old != p.name:
+                used.discard(old)
+            used.add(p.name or "")
+            names[p.index] = p.name or ""
+            wrote[p.index] = p
+        if not wrote:
+            break
+        for i, p in wrote.items():
+            current[i]["existing"] = {"name": p.name, "confidence": p.confidence,
+                                      "provenance": "agent"}  # fmt: skip
+        touched = set()
+        for i, ctx in current.items():
+            links = (ctx.get("callees") or []) + (ctx.get("callers") or [])
+            if any(e.get("index") in wrote for e in links):
+                current[i] = refresh_names(ctx, names)
+                touched.add(i)
+        pending = [
+            i for i in current
+            if i in touched and float((current[i].get("existing") or {}).get("confidence") or 0)
+            < UNCONFIDENT_BELOW
+        ]  # fmt: skip
+    return out
