@@ -52,6 +52,7 @@ _QUANTUM = 1
 _HEADER_RE = re.compile(rb"[\xf0-\xff]\xff\xff\xff\x00\x00\x01\x08", re.DOTALL)
 _VERSION_RE = re.compile(rb"go1\.\d{1,3}(?:\.\d{1,3})?(?:(?:rc|beta)\d{1,3})?(?:-[\w.+-]{1,64})?")
 _ZERO_BUDGET_MIN = 1 << 20  # zero-filled gap bytes allowed in the memory image, at least
+_TAIL_ZEROS = 4096  # zero bytes readable past the end of each run (still zero memory)
 _MAX_HEADER_CANDIDATES = 64  # pclntab-header-like byte strings examined
 _MAX_VERSION_CANDIDATES = 32  # "go1.N" strings checked for a string header pointing at them
 
@@ -114,8 +115,9 @@ class _Image:
     """Initialised linear memory: contiguous runs built from the active data segments.
 
     Nearby segments are merged into one run (gaps read as zero, as wasm memory is
-    zero-initialised); the zero bytes added are capped by the segments' own size, so a module
-    declaring far-apart segments cannot make us allocate gigabytes.
+    zero-initialised, and so do the first :data:`_TAIL_ZEROS` bytes after a run); the zero
+    bytes added are capped by the segments' own size, so a module declaring far-apart segments
+    cannot make us allocate gigabytes.
     """
 
     __slots__ = ("starts", "runs")
@@ -153,6 +155,12 @@ class _Image:
                 end = off + len(data)
             members.append((k, off, data))
         self._close(start, pieces, members if overlaps else [])
+        # the linker omits trailing zeros too: a record's last fields may lie just past the data
+        for i, run in enumerate(self.runs):
+            room = _TAIL_ZEROS
+            if i + 1 < len(self.runs):
+                room = min(room, self.starts[i + 1] - self.starts[i] - len(run))
+            run.extend(bytes(room))
 
     def _close(
         self, start: int, pieces: list[bytes], members: list[tuple[int, int, bytes]]
@@ -303,7 +311,7 @@ def _parse_pclntab(image: _Image, hdr: int, magic: int) -> _Table:
     if nfunc <= 0 or loc is None or (nfunc + 1) * 2 * field > len(loc[0]) - loc[1]:
         raise GoSymbolsError(
             f"pclntab at 0x{hdr:x}: functab of {nfunc} entries at 0x{ftab:x} "
-            "does not fit in initialised data"
+            "is empty or does not fit in initialised data"
         )
     raw = image.read(ftab, (nfunc * 2 + 1) * field, "pclntab functab")
     fmt = "<I" if field == 4 else "<Q"
