@@ -8,6 +8,7 @@ import re
 import shutil
 import struct
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -309,3 +310,19 @@ def test_truncated_and_bit_flipped_tables_never_escape(magic):
             )
             outcomes["ok"] += 1
     assert outcomes["error"] > 0 and outcomes["ok"] > 0
+
+
+def test_benchmark_smoke():
+    res = subprocess.run(
+        [
+            sys.executable,
+            str(Path(__file__).resolve().parents[1] / "benchmarks" / "gosyms.py"),
+            "--smoke",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    assert res.stdout.count("named from the pclntab (100.0%)") == 4
+    for fmt in KNOWN_MAGICS.values():
+        assert f"{fmt} table of 300" in res.stdout
