@@ -326,3 +326,22 @@ def test_benchmark_smoke():
     assert res.stdout.count("named from the pclntab (100.0%)") == 4
     for fmt in KNOWN_MAGICS.values():
         assert f"{fmt} table of 300" in res.stdout
+
+
+def test_headers_sharing_one_functab_are_parsed_once():
+    """Copies of a header that point at one big functab cost one parse, not one each."""
+    names = [f"p.f{i}" for i in range(2000)]
+    table = pclntab(0xFFFFFFF1, names, pc_of=lambda i: 0x401000 + 0x40 * i, text_start=0x401000)
+    copies = []
+    for k in range(1, 6):
+        addr = PCLNTAB_ADDR - 0x100 * k
+        hdr = bytearray(table[:72])
+        words = struct.unpack_from("<8Q", hdr, 8)
+        shift = PCLNTAB_ADDR - addr
+        struct.pack_into("<8Q", hdr, 8, *words[:3], *(w + shift for w in words[3:]))
+        copies.append((addr, bytes(hdr)))
+    data = go_like_module(names, table=table, extra_data=copies)
+    with pytest.raises(GoSymbolsError) as exc:
+        recover_go_names(parse_module(data))
+    msg = str(exc.value)
+    assert "maps 0 of 2000 entries" in msg and msg.count("already examined") == 2

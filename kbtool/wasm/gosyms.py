@@ -7,7 +7,11 @@ pclntab entry holds a function's entry PC and its full Go name. Go's wasm linker
 function the PC ``(PC_F << 16) | PC_B`` where ``PC_F = 0x1000 + i`` for the i-th defined
 function (``cmd/link/internal/wasm/asm.go``: ``funcValueOffset``) and ``PC_B = 0`` at entry;
 the module's function table holds, at index ``PC_F``, that function (the runtime's
-``call_indirect`` dispatch). So ``wasm index = table[PC >> 16]``.
+``call_indirect`` dispatch). So ``wasm index = table[PC >> 16]`` (without a table:
+``imports + (PC >> 16) - 0x1000``, the linker's own formula). Go's wasm-only runtime functions
+(``wasm_export_run``, ``wasm_pc_f_loop``, ``go:buildid`` ...) are in the table like any other.
+The pclntab writes generic instantiations with their type arguments elided
+(``slices.Sort[...]``, cmd/link/internal/ld/pcln.go), exactly as Go's own stack traces do.
 
 Supported pclntab layouts (magic, little-endian, quantum 1, pointer size 8):
 ``0xfffffffb`` Go 1.2-1.15, ``0xfffffffa`` Go 1.16-1.17, ``0xfffffff0`` Go 1.18-1.19,
@@ -46,14 +50,13 @@ KNOWN_MAGICS = {
     0xFFFFFFF1: "go1.20+",
 }
 _PTR = 8  # GOARCH=wasm is a 64-bit architecture
-_QUANTUM = 1
 # header: magic, pad1=0, pad2=0, minLC (quantum), ptrSize; any 0xfffffffX magic is matched so
 # that an unknown (newer) layout on a Go module is reported instead of missed
-_HEADER_RE = re.compile(rb"[\xf0-\xff]\xff\xff\xff\x00\x00\x01\x08", re.DOTALL)
+_HEADER_RE = re.compile(rb"[\xf0-\xff]\xff\xff\xff\x00\x00\x01\x08")
 _VERSION_RE = re.compile(rb"go1\.\d{1,3}(?:\.\d{1,3})?(?:(?:rc|beta)\d{1,3})?(?:-[\w.+-]{1,64})?")
 _ZERO_BUDGET_MIN = 1 << 20  # zero-filled gap bytes allowed in the memory image, at least
 _TAIL_ZEROS = 4096  # zero bytes readable past the end of each run (still zero memory)
-_MAX_HEADER_CANDIDATES = 64  # pclntab-header-like byte strings examined
+_MAX_HEADER_CANDIDATES = 16  # pclntab-header-like byte strings examined
 _MAX_VERSION_CANDIDATES = 32  # "go1.N" strings checked for a string header pointing at them
 
 
@@ -288,8 +291,12 @@ def _cstring(image: _Image, addr: int, what: str) -> tuple[str, bool]:
     return bytes(run[rel:end]).decode("utf-8", "replace"), cut
 
 
-def _parse_pclntab(image: _Image, hdr: int, magic: int) -> _Table:
-    """Entries of the pclntab whose header is at linear address ``hdr``."""
+def _parse_pclntab(image: _Image, hdr: int, magic: int, seen: set[int]) -> _Table:
+    """Entries of the pclntab whose header is at linear address ``hdr``.
+
+    Stops at the first sign of corruption; ``seen`` (functab addresses already parsed) keeps
+    many headers that share one functab from costing one full parse each.
+    """
     notes: list[str] = []
     word = [
         _u64(image, hdr + 8 + 8 * k, "pclntab header")
@@ -307,8 +314,11 @@ def _parse_pclntab(image: _Image, hdr: int, magic: int) -> _Table:
         field = _PTR
     ftab = pcln if magic != 0xFFFFFFFB else hdr + 8 + _PTR
     # bounds before any per-entry work: the whole functab must be initialised data
+    if ftab in seen:
+        raise GoSymbolsError(f"pclntab at 0x{hdr:x}: functab at 0x{ftab:x} already examined")
+    seen.add(ftab)
     loc = image.locate(ftab)
-    if nfunc <= 0 or loc is None or (nfunc + 1) * 2 * field > len(loc[0]) - loc[1]:
+    if nfunc <= 0 or loc is None or (nfunc * 2 + 1) * field > len(loc[0]) - loc[1]:
         raise GoSymbolsError(
             f"pclntab at 0x{hdr:x}: functab of {nfunc} entries at 0x{ftab:x} "
             "is empty or does not fit in initialised data"
@@ -318,13 +328,22 @@ def _parse_pclntab(image: _Image, hdr: int, magic: int) -> _Table:
     vals = [v[0] for v in struct.iter_unpack(fmt, raw)]
     entries: list[tuple[int, str]] = []
     prev = -1
-    bad_order = mismatched = cut_names = 0
+    mismatched = cut_names = 0
+    tolerated = nfunc // 100
     for i in range(nfunc):
         entry, funcoff = vals[2 * i], vals[2 * i + 1]
         pc = text_start + entry if field == 4 else entry
         if entry < prev:
-            bad_order += 1
+            raise GoSymbolsError(
+                f"pclntab at 0x{hdr:x}: functab entry {i} of {nfunc} is out of order "
+                "(corrupt or not a pclntab)"
+            )
         prev = entry
+        if mismatched > tolerated:
+            raise GoSymbolsError(
+                f"pclntab at 0x{hdr:x}: {mismatched} functab entries disagree with their _func "
+                f"record (corrupt or not a pclntab)"
+            )
         fdata = pcln + funcoff
         f_entry = (
             struct.unpack("<I", image.read(fdata, 4, "_func entry"))[0]
@@ -341,10 +360,10 @@ def _parse_pclntab(image: _Image, hdr: int, magic: int) -> _Table:
         name, cut = _cstring(image, nameoff_base + nameoff, "function name")
         cut_names += cut
         entries.append((pc, name))
-    if bad_order or mismatched > nfunc // 100:
+    if mismatched > tolerated:
         raise GoSymbolsError(
-            f"pclntab at 0x{hdr:x}: {bad_order} out-of-order and {mismatched} inconsistent of "
-            f"{nfunc} functab entries (corrupt or not a pclntab)"
+            f"pclntab at 0x{hdr:x}: {mismatched} functab entries disagree with their _func "
+            f"record (corrupt or not a pclntab)"
         )
     if mismatched:
         notes.append(f"{mismatched} functab entries disagree with their _func record; skipped")
@@ -356,6 +375,7 @@ def _parse_pclntab(image: _Image, hdr: int, magic: int) -> _Table:
 def _candidates(image: _Image) -> Iterator[_Table | str]:
     """Each pclntab header in the image: a parsed table, or a one-line rejection."""
     seen = 0
+    ftabs: set[int] = set()
     for i, run in enumerate(image.runs):
         for m in _HEADER_RE.finditer(run):
             seen += 1
@@ -368,7 +388,7 @@ def _candidates(image: _Image) -> Iterator[_Table | str]:
                 yield f"unknown pclntab magic 0x{magic:08x} at 0x{addr:x} (layout not supported)"
                 continue
             try:
-                yield _parse_pclntab(image, addr, magic)
+                yield _parse_pclntab(image, addr, magic, ftabs)
             except GoSymbolsError as exc:
                 yield str(exc)
 
