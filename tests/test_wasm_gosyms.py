@@ -15,6 +15,7 @@ import pytest
 
 from kbtool.wasm import parse_module
 from kbtool.wasm.gosyms import (
+    FORMATS,
     KNOWN_MAGICS,
     MAX_NAME_BYTES,
     GoSymbols,
@@ -45,7 +46,9 @@ def _format_for(version: str) -> str:
         if minor < 18
         else "go1.18-1.19"
         if minor < 20
-        else "go1.20+"
+        else "go1.20-1.24"
+        if minor < 25
+        else "go1.25+"
     )
 
 
@@ -163,19 +166,46 @@ def test_wasip1_build_when_the_toolchain_has_it(go_builds):
 # ----------------------------------------------------------------------------- synthetic layouts
 
 
-@pytest.mark.parametrize("magic", sorted(KNOWN_MAGICS))
+LAYOUTS = [  # (magic, Go 1.25+ function-number entries, expected format, a matching version)
+    (0xFFFFFFFB, False, "go1.2-1.15", "go1.15"),
+    (0xFFFFFFFA, False, "go1.16-1.17", "go1.17.2"),
+    (0xFFFFFFF0, False, "go1.18-1.19", "go1.19.8"),
+    (0xFFFFFFF1, False, "go1.20-1.24", "go1.21.5"),
+    (0xFFFFFFF1, True, "go1.25+", "go1.27.3"),
+]
+
+
+def test_layouts_cover_every_supported_format():
+    assert {m for m, *_ in LAYOUTS} == set(KNOWN_MAGICS)
+    assert [fmt for _, _, fmt, _ in LAYOUTS] == list(FORMATS)
+
+
+@pytest.mark.parametrize(("magic", "by_index", "fmt", "version"), LAYOUTS)
 @pytest.mark.parametrize("with_table", [True, False])
-def test_every_known_layout(magic, with_table):
+def test_every_known_layout(magic, by_index, fmt, version, with_table):
     data = go_like_module(
-        NAMES, magic=magic, imports=3, element_table=with_table, producers_version="go1.21.5"
+        NAMES,
+        magic=magic,
+        by_index=by_index,
+        imports=3,
+        element_table=with_table,
+        producers_version=version,
     )
     syms = recover_go_names(parse_module(data))
     assert syms.names == {3 + i: n for i, n in enumerate(NAMES)}
-    assert syms.pclntab_format == KNOWN_MAGICS[magic] and syms.pclntab_magic == magic
+    assert syms.pclntab_format == fmt and syms.pclntab_magic == magic
+    assert syms.entry_pcs == {3 + i: (0x1000 + i) << 16 for i in range(len(NAMES))}
     assert syms.pclntab_address == PCLNTAB_ADDR
     assert syms.mapping == ("element-table" if with_table else "linker-formula")
-    assert (syms.go_version, syms.version_source) == ("go1.21.5", "producers")
+    assert (syms.go_version, syms.version_source) == (version, "producers")
     assert syms.notes == []
+
+
+def test_entry_encoding_that_contradicts_the_version_is_noted():
+    data = go_like_module(NAMES, by_index=True, producers_version="go1.22.0")
+    syms = recover_go_names(parse_module(data))
+    assert syms.pclntab_format == "go1.25+" and len(syms.names) == len(NAMES)
+    assert syms.notes == ["entry encoding go1.25+ is unexpected for go1.22.0"]
 
 
 def test_mapping_follows_the_function_table_not_the_order():
@@ -287,10 +317,10 @@ def test_offsets_outside_the_data_are_errors():
         recover_go_names(parse_module(go_like_module(NAMES, table=bytes(table))))
 
 
-@pytest.mark.parametrize("magic", sorted(KNOWN_MAGICS))
-def test_truncated_and_bit_flipped_tables_never_escape(magic):
-    table = pclntab(magic, NAMES)
-    rng = random.Random(magic)
+@pytest.mark.parametrize(("magic", "by_index", "fmt", "version"), LAYOUTS)
+def test_truncated_and_bit_flipped_tables_never_escape(magic, by_index, fmt, version):
+    table = pclntab(magic, NAMES, by_index=by_index)
+    rng = random.Random(f"{fmt}")
     variants = [table[:k] for k in range(0, len(table), 7)]
     for _ in range(150):
         b = bytearray(table)
@@ -323,8 +353,8 @@ def test_benchmark_smoke():
         capture_output=True,
         text=True,
     )
-    assert res.stdout.count("named from the pclntab (100.0%)") == 4
-    for fmt in KNOWN_MAGICS.values():
+    assert res.stdout.count("named from the pclntab (100.0%)") == len(LAYOUTS)
+    for _magic, _by_index, fmt, _version in LAYOUTS:
         assert f"{fmt} table of 300" in res.stdout
 
 

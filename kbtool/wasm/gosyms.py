@@ -15,8 +15,11 @@ The pclntab writes generic instantiations with their type arguments elided
 
 Supported pclntab layouts (magic, little-endian, quantum 1, pointer size 8):
 ``0xfffffffb`` Go 1.2-1.15, ``0xfffffffa`` Go 1.16-1.17, ``0xfffffff0`` Go 1.18-1.19,
-``0xfffffff1`` Go 1.20 and later. Another magic on a Go module raises :class:`GoSymbolsError`
-(reported, never guessed). Every offset and count read from the data is bounds-checked against
+``0xfffffff1`` Go 1.20 and later. Under 0xfffffff1, Go 1.25 changed what a wasm functab entry
+holds from ``PC - textStart`` to ``(PC - textStart) >> 16`` (the function number); the two are
+told apart exactly, as the linker guarantees PC_B = 0 at every entry: old-style entries are all
+multiples of 0x10000, new-style ones are consecutive numbers. Another magic on a Go module
+raises :class:`GoSymbolsError` (reported, never guessed). Every offset and count read from the data is bounds-checked against
 the initialised memory image; nothing is allocated from a declared count.
 
 Pure: stdlib + :mod:`kbtool.wasm` only.
@@ -37,6 +40,7 @@ __all__ = [
     "GoSymbols",
     "GoSymbolsError",
     "KNOWN_MAGICS",
+    "FORMATS",
     "MAX_NAME_BYTES",
     "recover_go_names",
 ]
@@ -49,6 +53,10 @@ KNOWN_MAGICS = {
     0xFFFFFFF0: "go1.18-1.19",
     0xFFFFFFF1: "go1.20+",
 }
+# what ``GoSymbols.pclntab_format`` can say: the 0xfffffff1 family is split by how wasm entries
+# are stored (PCs up to Go 1.24; function-index offsets, PC >> 16, from Go 1.25: ld/pcln.go
+# textOff)
+FORMATS = ("go1.2-1.15", "go1.16-1.17", "go1.18-1.19", "go1.20-1.24", "go1.25+")
 _PTR = 8  # GOARCH=wasm is a 64-bit architecture
 # header: magic, pad1=0, pad2=0, minLC (quantum), ptrSize; any 0xfffffffX magic is matched so
 # that an unknown (newer) layout on a Go module is reported instead of missed
@@ -81,7 +89,7 @@ class GoSymbols:
     go_version: str | None
     version_source: str | None  # "producers", "runtime.buildVersion" or None
     pclntab_magic: int
-    pclntab_format: str  # a KNOWN_MAGICS value
+    pclntab_format: str  # a FORMATS value
     pclntab_address: int  # linear-memory address of the pclntab header
     mapping: str  # "element-table" (the module's function table) or "linker-formula"
     names: dict[int, str] = field(default_factory=dict)
@@ -270,6 +278,7 @@ class _Table:
     magic: int
     address: int
     nfunc: int
+    format: str  # a FORMATS value
     entries: list[tuple[int, str]]  # (entry PC, name) in table order
     notes: list[str]
 
@@ -332,7 +341,6 @@ def _parse_pclntab(image: _Image, hdr: int, magic: int, seen: set[int]) -> _Tabl
     tolerated = nfunc // 100
     for i in range(nfunc):
         entry, funcoff = vals[2 * i], vals[2 * i + 1]
-        pc = text_start + entry if field == 4 else entry
         if entry < prev:
             raise GoSymbolsError(
                 f"pclntab at 0x{hdr:x}: functab entry {i} of {nfunc} is out of order "
@@ -359,7 +367,7 @@ def _parse_pclntab(image: _Image, hdr: int, magic: int, seen: set[int]) -> _Tabl
             continue
         name, cut = _cstring(image, nameoff_base + nameoff, "function name")
         cut_names += cut
-        entries.append((pc, name))
+        entries.append((entry, name))
     if mismatched > tolerated:
         raise GoSymbolsError(
             f"pclntab at 0x{hdr:x}: {mismatched} functab entries disagree with their _func "
@@ -369,7 +377,16 @@ def _parse_pclntab(image: _Image, hdr: int, magic: int, seen: set[int]) -> _Tabl
         notes.append(f"{mismatched} functab entries disagree with their _func record; skipped")
     if cut_names:
         notes.append(f"{cut_names} names longer than {MAX_NAME_BYTES} bytes were cut")
-    return _Table(magic, hdr, nfunc, entries, notes)
+    fmt_name = KNOWN_MAGICS[magic]
+    if field == 4:  # Go 1.18+: entries are offsets from textStart
+        by_index = magic == 0xFFFFFFF1 and any((text_start + e) & 0xFFFF for e, _ in entries)
+        if by_index:  # Go 1.25+ stores (PC - textStart) >> 16 on wasm; PC_B is always 0
+            entries = [((text_start + e) << 16, n) for e, n in entries]
+        else:
+            entries = [(text_start + e, n) for e, n in entries]
+        if magic == 0xFFFFFFF1:
+            fmt_name = "go1.25+" if by_index else "go1.20-1.24"
+    return _Table(magic, hdr, nfunc, fmt_name, entries, notes)
 
 
 def _candidates(image: _Image) -> Iterator[_Table | str]:
@@ -403,7 +420,7 @@ def _map_entries(module: Module, table: _Table) -> GoSymbols:
         go_version=None,
         version_source=None,
         pclntab_magic=table.magic,
-        pclntab_format=KNOWN_MAGICS[table.magic],
+        pclntab_format=table.format,
         pclntab_address=table.address,
         mapping=mapping,
         pclntab_funcs=table.nfunc,
@@ -474,4 +491,15 @@ def recover_go_names(module: Module) -> GoSymbols | None:
         version = _build_version(image)
         if version:
             syms.go_version, syms.version_source = version, "runtime.buildVersion"
+    minor = _minor(syms.go_version)
+    if minor is not None and syms.pclntab_format in ("go1.20-1.24", "go1.25+"):
+        if (minor >= 25) != (syms.pclntab_format == "go1.25+"):
+            syms.notes.append(
+                f"entry encoding {syms.pclntab_format} is unexpected for {syms.go_version}"
+            )
     return syms
+
+
+def _minor(version: str | None) -> int | None:
+    m = re.match(r"go1\.(\d+)", version or "")
+    return int(m.group(1)) if m else None
