@@ -150,9 +150,11 @@ def _linker_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.]", "_", name)
 
 
-def _agreement(section: dict[int, str], names: dict[int, str]) -> str:
-    if not section:
-        return "no name section"
+def _agreement(module, names: dict[int, str]) -> str:
+    section = module.func_names
+    if not section:  # the linker's own entry points still tell whether the mapping is right
+        exported = [f"{e.name}={names.get(e.index)}" for e in module.exports if e.kind == "func"]
+        return "no name section; exports " + ", ".join(exported)
     same = 0
     for i, n in section.items():
         got = names.get(i, "")
@@ -198,7 +200,7 @@ def _measure(label: str, data: bytes, runs: int, path: Path | None) -> None:
     print(
         f"  after: {len(syms.names)} named from the pclntab ({100 * syms.coverage:.1f}%), "
         f"{syms.pclntab_format} table of {syms.pclntab_funcs}, unmapped {syms.unmapped}, "
-        f"Go {syms.go_version} ({syms.version_source}); {_agreement(module.func_names, syms.names)}"
+        f"Go {syms.go_version} ({syms.version_source}); {_agreement(module, syms.names)}"
     )
     print(
         f"  time (best of {runs}): parse_module {best_parse:.3f} s, "
