@@ -66,7 +66,7 @@ def test_render_diff_table_then_changelog(demo_kb_master):
     render_diff(demo_kb_master, 1, 2, console=con)
     text = con.export_text()
     assert text.index("zstd-1.5.5 → zstd-1.5.6") < text.index("change") < text.index("changelog")
-    assert "computed, carry-over off" in text
+    assert "(stored)" in text  # the report ingest stored for the pair
     assert all(len(line) <= 80 for line in text.splitlines())
     for word in ("unchanged", "moved", "modified", "new (", "deleted ("):
         assert word in text
@@ -140,6 +140,7 @@ def test_ui_diff_is_read_only_byte_identical(demo_kb):
     assert "" in before
     with open_ro(demo_kb) as conn:
         events = conn.execute("SELECT COUNT(*) FROM annotation_events").fetchone()[0]
+        stored = conn.execute("SELECT COUNT(*) FROM diffs").fetchone()[0]
     r = kbtool("ui", "diff", "1", "2", "--db", str(demo_kb))
     assert r.returncode == 0, r.stderr
     assert "changelog" in r.stdout and "modified" in r.stdout
@@ -151,7 +152,7 @@ def test_ui_diff_is_read_only_byte_identical(demo_kb):
     assert kb_state(demo_kb) == before
     conn = open_ro(demo_kb)
     assert conn.execute("SELECT COUNT(*) FROM annotation_events").fetchone()[0] == events
-    assert conn.execute("SELECT COUNT(*) FROM diffs").fetchone()[0] == 0
+    assert conn.execute("SELECT COUNT(*) FROM diffs").fetchone()[0] == stored
 
 
 def test_ui_diff_pager_and_errors(demo_kb):

@@ -222,6 +222,12 @@ def test_read_tools_answer_the_contract_shapes(demo_db):
 def test_get_diff(demo_db):
     from kbtool.services.diff.report import get_diff
 
+    conn = open_ro(demo_db)
+    try:
+        stored = conn.execute("SELECT COUNT(*) FROM diffs").fetchone()[0]
+    finally:
+        conn.close()
+
     async def main():
         async with mcp_session(demo_db) as s:
             versions = await call(s, "list_versions")
@@ -234,7 +240,7 @@ def test_get_diff(demo_db):
             "unchanged", "moved", "modified", "new", "deleted"}
         conn = open_ro(demo_db)
         try:
-            assert conn.execute("SELECT COUNT(*) FROM diffs").fetchone()[0] == 0, "a pure read"
+            assert conn.execute("SELECT COUNT(*) FROM diffs").fetchone()[0] == stored, "a pure read"
         finally:
             conn.close()
 

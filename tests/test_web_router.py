@@ -219,8 +219,20 @@ def test_diff_unknown_version_404(kb):
     assert status == 404
 
 
-def test_diff_computed_without_storing(kb):
+def test_diff_computed_without_storing(kb, tmp_path):
+    import dataclasses
+    import shutil
+
+    from kbtool.kb.db import open_rw
+    from kbtool.services.diff.report import delete_diff
+
     a, b = kb.version_ids[0], kb.version_ids[-1]
+    src = kb.path
+    kb = dataclasses.replace(kb, path=tmp_path / "kb.db")
+    shutil.copy(src, kb.path)
+    conn = open_rw(kb.path)
+    delete_diff(conn, a, b)  # ingest stored the report of each (parent, new) pair
+    conn.close()
     before = sha256(kb.path)
     status, data = get_json(kb, "/api/diff", **{"from": str(a), "to": str(b)})
     assert status == 200

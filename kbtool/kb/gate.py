@@ -28,16 +28,8 @@ from typing import Any, TypedDict
 
 from kbtool.kb.db import now, transaction
 from kbtool.kb.errors import UnknownStableIdError
+from kbtool.kb.provenance import AUTHORITY, EVENT_KIND, PROVENANCES
 
-PROVENANCES = ("human", "oracle", "export", "agent", "diff-carry")
-AUTHORITY = {"diff-carry": 1, "agent": 2, "export": 3, "oracle": 4, "human": 5}
-EVENT_KIND = {
-    "human": "human-edit",
-    "oracle": "oracle-match",
-    "export": "export",
-    "agent": "agent-guess",
-    "diff-carry": "diff-carry",
-}
 MAX_NAME = 256          # names typed by people and agents
 MAX_BINARY_NAME = 1024  # names copied from binaries (Rust/C++ demangled names are long)
 MAX_SUMMARY = 8192

@@ -116,6 +116,34 @@ def version_info(conn: sqlite3.Connection, version_id: int) -> dict[str, Any]:
     return info
 
 
+def label_exists(conn: sqlite3.Connection, label: str) -> bool:
+    return conn.execute("SELECT 1 FROM versions WHERE label = ?", (label,)).fetchone() is not None
+
+
+def oracle_label_exists(conn: sqlite3.Connection, label: str) -> bool:
+    return conn.execute("SELECT 1 FROM oracle_modules WHERE label = ?", (label,)).fetchone() is not None
+
+
+def list_oracles(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Reference modules (without their bytes), oldest first."""
+    return [
+        {"id": i, "label": lab, "sha256": sha, "size": size, "source_path": src, "created_at": at}
+        for i, lab, sha, size, src, at in conn.execute(
+            "SELECT id, label, sha256, size, source_path, created_at FROM oracle_modules ORDER BY id")
+    ]
+
+
+def oracle_modules(conn: sqlite3.Connection) -> list[tuple[int, str, bytes]]:
+    """``(id, label, bytes)`` of every reference module, oldest first."""
+    return [(i, lab, bytes(data)) for i, lab, data in
+            conn.execute("SELECT id, label, data FROM oracle_modules ORDER BY id")]
+
+
+def taken_stable_ids(conn: sqlite3.Connection) -> set[str]:
+    """Every stable_id any version of the KB uses."""
+    return {r[0] for r in conn.execute("SELECT DISTINCT stable_id FROM functions")}
+
+
 def latest_version_id(conn: sqlite3.Connection) -> int | None:
     return conn.execute("SELECT MAX(id) FROM versions").fetchone()[0]
 

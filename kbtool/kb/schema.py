@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from kbtool.kb.errors import NotAKBError, SchemaVersionError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 KB_KIND = "kbtool-kb"
 
 _V1 = """
@@ -161,6 +161,62 @@ CREATE TABLE oracle_modules (
 );
 """
 
+# Version 2: programs (lineages), per-version analysis results (thread facts, structs), deep
+# records per stable_id, where the module bytes came from.
+_V2 = """
+CREATE TABLE programs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL UNIQUE,
+    created_at TEXT NOT NULL
+);
+ALTER TABLE versions ADD COLUMN program_id INTEGER REFERENCES programs(id);
+ALTER TABLE versions ADD COLUMN lineage TEXT;   -- JSON: how the parent was chosen (overlap, method)
+CREATE INDEX versions_program ON versions(program_id, id);
+CREATE INDEX versions_sha256 ON versions(sha256);
+
+CREATE TABLE thread_facts (
+    version_id INTEGER NOT NULL REFERENCES versions(id),
+    seq INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    func_index INTEGER,
+    payload TEXT NOT NULL,      -- JSON object (the fact as analyze_version returns it)
+    PRIMARY KEY (version_id, seq)
+) WITHOUT ROWID;
+CREATE INDEX thread_facts_func ON thread_facts(version_id, func_index);
+
+CREATE TABLE structs (
+    version_id INTEGER NOT NULL REFERENCES versions(id),
+    name TEXT NOT NULL,
+    source_function INTEGER,
+    fields TEXT NOT NULL,       -- JSON list of {offset, size, type, name}
+    members TEXT NOT NULL DEFAULT '[]',  -- JSON list of [func_index, param_index]
+    PRIMARY KEY (version_id, name)
+) WITHOUT ROWID;
+
+CREATE TABLE analyses (
+    stable_id TEXT PRIMARY KEY,
+    version_id INTEGER NOT NULL,
+    func_index INTEGER NOT NULL,
+    raw_c TEXT,
+    clean_c TEXT,
+    understanding TEXT,
+    rename_map TEXT NOT NULL DEFAULT '{}',  -- JSON object old -> new
+    status TEXT NOT NULL,
+    confidence REAL NOT NULL DEFAULT 0,
+    backend TEXT,
+    model TEXT,
+    updated_at TEXT NOT NULL
+);
+
+CREATE TABLE analysis_runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    version_id INTEGER NOT NULL REFERENCES versions(id),
+    kind TEXT NOT NULL,         -- analyze, agent, deep
+    summary TEXT NOT NULL,      -- JSON
+    created_at TEXT NOT NULL
+);
+"""
+
 # Migration n takes a KB at schema version n-1 to version n.
 def _run_script(conn: sqlite3.Connection, script: str) -> None:
     """Run DDL statements one by one (``executescript`` would commit mid-migration)."""
@@ -174,11 +230,13 @@ def _run_script(conn: sqlite3.Connection, script: str) -> None:
 
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: lambda conn: _run_script(conn, _V1),
+    2: lambda conn: _run_script(conn, _V2),
 }
 
 TABLES = (
     "meta", "versions", "modules", "functions", "facts", "call_edges", "symbols",
-    "annotation_events", "events", "diffs", "oracle_modules",
+    "annotation_events", "events", "diffs", "oracle_modules", "programs", "thread_facts",
+    "structs", "analyses", "analysis_runs",
 )
 
 

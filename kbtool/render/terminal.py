@@ -10,16 +10,13 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from kbtool.kb.provenance import CLASSIFICATION_COLOURS, PROVENANCES, colour
 from kbtool.render.text import lit
 from kbtool.services.diff.view import changelog_of, coverage_of, diff_view
 
-PROVENANCE_STYLE = {
-    "human": "bold #10b981",       # emerald
-    "oracle": "#3b82f6",           # blue
-    "export": "#06b6d4",           # cyan
-    "diff-carry": "#f59e0b",       # amber
-    "agent": "#b45309",            # darker amber
-    None: "#71717a",               # zinc (unnamed)
+PROVENANCE_STYLE: dict[str | None, str] = {
+    **{p: ("bold " if p == "human" else "") + colour(p) for p in PROVENANCES},
+    None: colour(None),  # unnamed
 }
 
 
@@ -50,11 +47,8 @@ def coverage_panel(kb, version_id: int) -> Table:
 # ---------------------------------------------------------------- diff
 
 CLASS_STYLE = {
-    "unchanged": "dim",
-    "moved": "#a78bfa",
-    "modified": "bold yellow",
-    "new": "bold green",
-    "deleted": "bold red",
+    k: ("dim" if k == "unchanged" else f"bold {c}" if k != "moved" else c)
+    for k, c in CLASSIFICATION_COLOURS.items()
 }
 CLASS_ORDER = ("unchanged", "moved", "modified", "new", "deleted")
 

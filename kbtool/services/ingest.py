@@ -16,17 +16,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from kbtool.glue import parse_glue
 from kbtool.identity.features import module_is_minified
 from kbtool.identity.ids import assign_new_ids
-from kbtool.identity.matcher import match_functions
+from kbtool.identity.matcher import match_functions_staged
+from kbtool.identity.pairing import pair_rows
 from kbtool.identity.records import is_minified, records_from_analysis, records_from_rows
-from kbtool.kb import queries
-from kbtool.kb.db import now, transaction
+from kbtool.kb import queries, store
+from kbtool.kb.db import transaction
 from kbtool.kb.errors import KBError
 from kbtool.kb.gate import upsert_symbol
-from kbtool.wasm import analyze_module
+from kbtool.services.diff.carry import carry_names
+from kbtool.services.diff.report import store_report
+from kbtool.wasm import WasmFormatError, analyze_module
 
 Progress = Callable[[str, int, int], None]
 
@@ -61,11 +63,6 @@ class IngestResult:
     names_refused: int = 0
     glue: dict[str, Any] | None = None
     diff_carry: dict[str, int] | None = None
-
-
-def _json(value: Any) -> str:
-    """Compact JSON of a fact list (orjson: this is the hot part of storing facts)."""
-    return orjson.dumps(value).decode()
 
 
 def ingest_file(
@@ -104,11 +101,9 @@ def ingest_bytes(
     progress: Progress | None = None,
     carry: bool = True,
 ) -> IngestResult:
-    from kbtool.wasm import WasmFormatError
-
     if not label or _CONTROL.search(label):
         raise IngestError("invalid label: empty or has control characters")
-    if conn.execute("SELECT 1 FROM versions WHERE label = ?", (label,)).fetchone():
+    if queries.label_exists(conn, label):
         raise IngestError(f"a version labelled {label!r} already exists (choose another --label)")
     # both cores for big modules: bodies decode independently (measured: ~15-40% faster)
     workers = 2 if len(data) > PARALLEL_DECODE_BYTES and (os.cpu_count() or 1) > 1 else 1
@@ -121,8 +116,6 @@ def ingest_bytes(
         raise IngestError(f"not a valid WebAssembly module: {exc}") from None
     glue = None
     if glue_text is not None:
-        from kbtool.glue import parse_glue
-
         glue = parse_glue(glue_text)
 
     with transaction(conn):
@@ -139,15 +132,21 @@ def _store(conn, data, analysis, *, label, source_path, glue, progress, carry) -
     parent = queries.latest_version_id(conn)
     new = records_from_analysis(analysis)
 
-    # identity: carry stable ids from the latest earlier version (unique, non-fuzzy matches)
+    # identity: carry stable ids from the latest earlier version (unique, non-fuzzy matches);
+    # the same matcher run goes on to the full (fuzzy) pairing that carry-over and the stored
+    # diff report use, so the matcher runs once per ingest
     carried: dict[int, tuple[str, str, float, int, bool]] = {}
     by_method: dict[str, int] = defaultdict(int)
+    full_matches = None
+    old_rows: list[dict[str, Any]] = []
     if parent is not None:
-        old = records_from_rows(queries.matching_rows(conn, parent))
+        old_rows = queries.matching_rows(conn, parent)
+        old = records_from_rows(old_rows)
         old_by_index = {r.index: r for r in old}
         if progress:
             progress("match", 0, 1)
-        for m in match_functions(old, new, fuzzy=False):
+        exact, full_matches = match_functions_staged(old, new)
+        for m in exact:
             o = old_by_index[m.old_index]
             # a body "changed" when its logic did: the shape hash (call targets, type indices and
             # data addresses normalised) differs; relocation alone is not a change
@@ -157,52 +156,56 @@ def _store(conn, data, analysis, *, label, source_path, glue, progress, carry) -
         if progress:
             progress("match", 1, 1)
     unmatched = [f.index for f in funcs if f.index not in carried]
-
-    existing = {r[0] for r in conn.execute("SELECT DISTINCT stable_id FROM functions")}
-    new_ids = assign_new_ids(analysis, unmatched, existing.__contains__)
+    new_ids = assign_new_ids(analysis, unmatched, queries.taken_stable_ids(conn).__contains__)
 
     exported = sum(1 for f in funcs if f.export_names)
     n_imp = sum(1 for f in funcs if f.imported)
     instructions = sum(f.instr_count for f in funcs)
-    cur = conn.execute(
-        "INSERT INTO versions (label, sha256, size, toolchain_version, shared_memory,"
-        " imported_functions, defined_functions, exported_functions, instructions, module_name,"
-        " producers, target_features, source_path, parent_version_id, carried, ingested_at)"
-        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        (
-            label, hashlib.sha256(data).hexdigest(), len(data), analysis.toolchain_version,
-            int(bool(mod.shared_memory)), n_imp, len(funcs) - n_imp, exported, instructions,
-            mod.module_name, json.dumps(mod.producers, sort_keys=True),
-            json.dumps(list(mod.target_features)), source_path, parent, len(carried), now(),
-        ),
-    )
-    vid = cur.lastrowid
-    conn.execute("INSERT INTO modules (version_id, data) VALUES (?, ?)", (vid, data))
+    vid = store.insert_version(conn, {
+        "label": label, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data),
+        "toolchain_version": analysis.toolchain_version,
+        "shared_memory": int(bool(mod.shared_memory)), "imported_functions": n_imp,
+        "defined_functions": len(funcs) - n_imp, "exported_functions": exported,
+        "instructions": instructions, "module_name": mod.module_name,
+        "producers": json.dumps(mod.producers, sort_keys=True),
+        "target_features": json.dumps(list(mod.target_features)), "source_path": source_path,
+        "parent_version_id": parent, "carried": len(carried),
+    })
+    store.insert_module_bytes(conn, vid, data)
 
-    frows, xrows, erows = [], [], []
     sid_of: dict[int, str] = {}
+    frows: list[dict[str, Any]] = []
+    xrows: list[dict[str, Any]] = []
+    erows: list[dict[str, Any]] = []
+    dumps = store.dumps
     for f in funcs:
         if f.index in carried:
             sid, method, score, prev_idx, changed = carried[f.index]
         else:
             sid, method, score, prev_idx, changed = new_ids[f.index], "new", None, None, False
         sid_of[f.index] = sid
-        frows.append((
-            vid, f.index, sid, int(f.imported), f.import_module, f.import_field, f.type_sig,
-            f.body_hash, f.shape_hash, f.body_offset, f.body_size, f.instr_count, f.raw_name,
-            json.dumps(list(f.export_names)), int(bool(f.export_names)), prev_idx, method, score,
-            int(changed),
-        ))
-        xrows.append((
-            vid, f.index, _json(f.calls), f.call_indirect, _json(f.ref_funcs), _json(f.consts),
-            _json(f.strings), _json(f.globals_used), _json(f.mem_ops), f.atomic_sites, f.loops,
-            bytes(f.ops), _json(new[f.index].table_slots),
-        ))
-        for c in set(f.calls):
-            erows.append((vid, f.index, c))
-    conn.executemany("INSERT INTO functions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", frows)
-    conn.executemany("INSERT INTO facts VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", xrows)
-    conn.executemany("INSERT INTO call_edges VALUES (?,?,?)", erows)
+        frows.append({
+            "version_id": vid, "idx": f.index, "stable_id": sid, "imported": int(f.imported),
+            "import_module": f.import_module, "import_field": f.import_field,
+            "type_sig": f.type_sig, "body_hash": f.body_hash, "shape_hash": f.shape_hash,
+            "body_offset": f.body_offset, "body_size": f.body_size,
+            "instr_count": f.instr_count, "raw_name": f.raw_name,
+            "export_names": json.dumps(list(f.export_names)),
+            "is_exported": int(bool(f.export_names)), "prev_index": prev_idx,
+            "match_method": method, "match_score": score, "body_changed": int(changed),
+        })
+        xrows.append({
+            "version_id": vid, "idx": f.index, "calls": dumps(f.calls),
+            "call_indirect": f.call_indirect, "ref_funcs": dumps(f.ref_funcs),
+            "consts": dumps(f.consts), "strings": dumps(f.strings),
+            "globals_used": dumps(f.globals_used), "mem_ops": dumps(f.mem_ops),
+            "atomic_sites": f.atomic_sites, "loops": f.loops, "ops": bytes(f.ops),
+            "table_slots": dumps(new[f.index].table_slots),
+        })
+        erows.extend({"version_id": vid, "caller": f.index, "callee": c} for c in set(f.calls))
+    store.insert_functions(conn, frows)
+    store.insert_facts(conn, xrows)
+    store.insert_call_edges(conn, erows)
 
     result = IngestResult(
         version_id=vid, label=label, imported=n_imp, defined=len(funcs) - n_imp, exported=exported,
@@ -213,10 +216,12 @@ def _store(conn, data, analysis, *, label, source_path, glue, progress, carry) -
         new_identities=len(unmatched),
     )
     _record_binary_names(conn, vid, analysis, sid_of, glue, result)
-    if carry and parent is not None:
-        from kbtool.services.diff.carry import carry_names
-
-        result.diff_carry = carry_names(conn, parent, vid)
+    if parent is not None:
+        pairing = pair_rows(parent, vid, old_rows, queries.matching_rows(conn, vid),
+                            matches=full_matches)
+        if carry:
+            result.diff_carry = carry_names(conn, parent, vid, pairing=pairing)
+        store_report(conn, pairing)
     return result
 
 

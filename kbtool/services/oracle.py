@@ -35,8 +35,8 @@ from typing import Any
 from kbtool.analysis.runtime import is_runtime_label, is_runtime_name
 from kbtool.identity.matcher import REVIEW_SCORE, match_functions
 from kbtool.identity.records import records_from_analysis, records_from_rows
-from kbtool.kb import queries
-from kbtool.kb.db import now, transaction
+from kbtool.kb import queries, store
+from kbtool.kb.db import transaction
 from kbtool.kb.errors import KBError
 from kbtool.kb.gate import upsert_symbol
 
@@ -101,26 +101,21 @@ def add_oracle(conn: sqlite3.Connection, path: str | Path, *, label: str | None 
             "an oracle needs a reference build that kept its names"
         )
     with transaction(conn):
-        if conn.execute("SELECT 1 FROM oracle_modules WHERE label = ?", (label,)).fetchone():
+        if queries.oracle_label_exists(conn, label):
             raise OracleError(f"an oracle labelled {label!r} already exists (choose another --label)")
-        cur = conn.execute(
-            "INSERT INTO oracle_modules (label, sha256, size, source_path, data, created_at)"
-            " VALUES (?,?,?,?,?,?)",
-            (label, hashlib.sha256(data).hexdigest(), len(data), str(p), data, now()),
-        )
+        oid = store.insert_oracle_module(conn, {
+            "label": label, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data),
+            "source_path": str(p), "data": data,
+        })
     return {
-        "id": cur.lastrowid, "label": label, "functions": len(analysis.functions),
+        "id": oid, "label": label, "functions": len(analysis.functions),
         "defined": sum(1 for f in analysis.functions if not f.imported), "named": len(names),
         "runtime": _is_runtime_module(label, names),
     }
 
 
 def list_oracles(conn: sqlite3.Connection) -> list[dict[str, Any]]:
-    return [
-        {"id": i, "label": lab, "sha256": sha, "size": size, "source_path": src, "created_at": at}
-        for i, lab, sha, size, src, at in conn.execute(
-            "SELECT id, label, sha256, size, source_path, created_at FROM oracle_modules ORDER BY id")
-    ]
+    return queries.list_oracles(conn)
 
 
 def _target_records(conn: sqlite3.Connection, version_id: int):
@@ -143,16 +138,13 @@ def match_oracle(
     gate's decisions (``unchanged``: the same oracle name was already there).
     """
     queries.get_version(conn, version_id)  # UnknownVersionError with the known ids
-    sql = "SELECT id, label, data FROM oracle_modules"
-    params: tuple = ()
+    refs = queries.oracle_modules(conn)
     if oracle_ids:
-        sql += f" WHERE id IN ({','.join('?' * len(oracle_ids))})"
-        params = tuple(oracle_ids)
-        known = {r[0] for r in conn.execute("SELECT id FROM oracle_modules")}
+        known = {r[0] for r in refs}
         missing = [i for i in oracle_ids if i not in known]
         if missing:
             raise OracleError(f"unknown oracle id {missing[0]} (see `kbtool oracle list`)")
-    refs = conn.execute(sql + " ORDER BY id", params).fetchall()
+        refs = [r for r in refs if r[0] in set(oracle_ids)]
     if not refs:
         raise OracleError("no oracle modules stored; add one with `kbtool oracle add REF.wasm`")
     rows, target = _target_records(conn, version_id)

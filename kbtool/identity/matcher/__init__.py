@@ -52,12 +52,16 @@ from kbtool.identity.matcher.exact import ExactStages
 from kbtool.identity.matcher.similarity import SimilarityStage
 from kbtool.identity.records import FuncRecord, Match
 
-__all__ = ["FuncRecord", "Match", "match_functions", "REVIEW_SCORE", "REVIEW_MARGIN"]
+__all__ = ["FuncRecord", "Match", "match_functions", "match_functions_staged", "REVIEW_SCORE", "REVIEW_MARGIN"]
 
 
 class _Matcher(ExactStages, CallgraphStage, SimilarityStage, MatcherBase):
     # ---------------------------------------------------------------- driver
     def run(self, fuzzy: bool) -> list[Match]:
+        return self.run_staged(fuzzy)[-1]
+
+    def run_staged(self, fuzzy: bool) -> tuple[list[Match], list[Match]]:
+        """(stages 1-5 result, final result): one run gives both (ingest needs both)."""
         self.stage_imports()
         while True:
             before = len(self.result)
@@ -67,21 +71,23 @@ class _Matcher(ExactStages, CallgraphStage, SimilarityStage, MatcherBase):
             self.propagate()
             if len(self.result) == before:
                 break
-        if fuzzy:
-            for threshold, margin in self.ROUNDS:
-                while True:
-                    got = self.similarity_round(threshold, margin)
+        exact = [self.result[n] for n in sorted(self.result)]
+        if not fuzzy:
+            return exact, exact
+        for threshold, margin in self.ROUNDS:
+            while True:
+                got = self.similarity_round(threshold, margin)
+                self.propagate()
+                if threshold <= self.GAP_FROM:
+                    got += self.gap_align(max(threshold, self.GAP_MIN))
                     self.propagate()
-                    if threshold <= self.GAP_FROM:
-                        got += self.gap_align(max(threshold, self.GAP_MIN))
-                        self.propagate()
-                    if not got:
-                        break
-            self.stage_equal_groups()
-            self.propagate()
-            self.stage_minified_imports()
-            self.propagate()
-        return [self.result[n] for n in sorted(self.result)]
+                if not got:
+                    break
+        self.stage_equal_groups()
+        self.propagate()
+        self.stage_minified_imports()
+        self.propagate()
+        return exact, [self.result[n] for n in sorted(self.result)]
 
 
 
@@ -95,3 +101,12 @@ def match_functions(
     graph), what ingest uses to carry stable identities.
     """
     return _Matcher(old, new).run(fuzzy)
+
+
+def match_functions_staged(
+    old: Sequence[FuncRecord], new: Sequence[FuncRecord]
+) -> tuple[list[Match], list[Match]]:
+    """``(match_functions(fuzzy=False), match_functions(fuzzy=True))`` from one matcher run:
+    the unique evidence ingest carries identities by, and the full pairing diff and carry-over
+    use. The first is exactly the non-fuzzy result (a snapshot taken before stage 6)."""
+    return _Matcher(old, new).run_staged(True)

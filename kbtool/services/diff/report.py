@@ -43,14 +43,13 @@ toolchain version changed between the two versions, both known) and ``review``.
 from __future__ import annotations
 
 import bisect
-import json
 import sqlite3
 from typing import Any
 
 from kbtool.analysis.runtime import is_runtime_label, is_runtime_name, runtime_by_signature
 from kbtool.identity.pairing import Pair, Pairing, pair_rows
-from kbtool.kb import queries
-from kbtool.kb.db import now, transaction
+from kbtool.kb import queries, store
+from kbtool.kb.db import transaction
 
 __all__ = [
     "get_diff",
@@ -138,7 +137,24 @@ def stored_diff(conn: sqlite3.Connection, a: int, b: int) -> dict[str, Any] | No
     if report is None:
         return None
     report["stored"] = True
+    _refresh_names(conn, report)
     return report
+
+
+def _refresh_names(conn: sqlite3.Connection, report: dict[str, Any]) -> None:
+    """Names move on after a report is stored (renames, carry, agents): show today's.
+
+    The pairing and classification stay as stored; ``name``/``provenance``/``confidence``
+    are the to-side annotation when there is one, else the from-side one (as when built).
+    """
+    old = queries.annotations_by_index(conn, report["from_version_id"])
+    new = queries.annotations_by_index(conn, report["to_version_id"])
+    for c in report["changes"]:
+        ann = (new.get(c["to_index"]) if c["to_index"] is not None else None) or (
+            old.get(c["from_index"]) if c["from_index"] is not None else None)
+        c["name"] = ann["name"] if ann else None
+        c["provenance"] = ann["provenance"] if ann else None
+        c["confidence"] = ann["confidence"] if ann else None
 
 
 def build_report(
@@ -241,19 +257,19 @@ def save_diff(conn: sqlite3.Connection, report: dict[str, Any]) -> None:
     a, b = int(report["from_version_id"]), int(report["to_version_id"])
     _label(conn, a)
     _label(conn, b)
-    body = dict(report, stored=True)
     with transaction(conn):
-        conn.execute(
-            "INSERT OR REPLACE INTO diffs (from_version_id, to_version_id, report, created_at)"
-            " VALUES (?, ?, ?, ?)",
-            (a, b, json.dumps(body, ensure_ascii=False, sort_keys=False), now()),
-        )
+        store.save_diff_report(conn, a, b, dict(report, stored=True))
+
+
+def store_report(conn: sqlite3.Connection, pg: Pairing) -> dict[str, Any]:
+    """Build the report of an already computed pairing and store it (ingest does this for
+    each (parent, new) pair, so every surface serves it without re-running the matcher)."""
+    report = build_report(conn, pg, _label(conn, pg.from_version_id), _label(conn, pg.to_version_id))
+    save_diff(conn, report)
+    return report
 
 
 def delete_diff(conn: sqlite3.Connection, a: int, b: int) -> bool:
     """Forget the stored report of a pair; True when there was one."""
     with transaction(conn):
-        cur = conn.execute(
-            "DELETE FROM diffs WHERE from_version_id = ? AND to_version_id = ?", (a, b)
-        )
-        return cur.rowcount > 0
+        return store.delete_diff_report(conn, a, b)

@@ -10,23 +10,16 @@ from textual.widgets import DataTable, Footer, Static
 
 from kbtool.kb import queries
 from kbtool.kb.errors import KBError
+from kbtool.kb.provenance import EVENT_COLOURS
 from kbtool.render.text import lit
 from kbtool.textutil import clip, printable
 from kbtool.tui.screens.base import BACK, RENAME, FunctionRef, KbScreen
 from kbtool.tui.widgets.lists import KbTable, TitleBar
 from kbtool.tui.widgets.palette import conf_text, name_text, prov_text
 
-KIND_STYLE = {
-    "oracle-match": "#3b82f6",
-    "human-edit": "bold #10b981",
-    "revert": "bold #10b981",
-    "agent-guess": "#b45309",
-    "diff-carry": "#f59e0b",
-    "export": "#06b6d4",
-    "rejection": "red",
-    "lock": "dim",
-    "unlock": "dim",
-}
+KIND_STYLE = {k: ("bold " if k in ("human-edit", "revert") else "") + c
+              for k, c in EVENT_COLOURS.items()}
+KIND_STYLE.update({"lock": "dim", "unlock": "dim", "rejection": "red"})
 
 
 def short_time(ts: str | None) -> str:

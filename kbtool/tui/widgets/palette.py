@@ -1,7 +1,7 @@
 """Provenance tints and small Rich renderables shared by the TUI screens.
 
-Colours come from the contract via :data:`kbtool.render.terminal.PROVENANCE_STYLE` (human
-emerald, oracle blue, export cyan, diff-carry amber, agent darker amber, unnamed zinc).
+Colours come from the one vocabulary, :mod:`kbtool.kb.provenance` (human emerald, oracle
+blue, export cyan, diff-carry amber, agent darker amber, unnamed zinc).
 Everything that came out of a binary or the KB goes through :func:`kbtool.render.text.lit`,
 so it is shown literally: never parsed as markup, control characters escaped.
 """
@@ -11,18 +11,15 @@ from __future__ import annotations
 from rich.text import Text
 from textual.color import Color
 
+from kbtool.kb.provenance import PROVENANCES as AUTHORITY_ORDER
+from kbtool.kb.provenance import colour
 from kbtool.render.terminal import PROVENANCE_STYLE
 from kbtool.render.text import lit
 
 # Order used by the heatmap codes and the legend (authority order, unnamed last).
-PROVENANCES: tuple[str | None, ...] = ("human", "oracle", "export", "agent", "diff-carry", None)
+PROVENANCES: tuple[str | None, ...] = (*AUTHORITY_ORDER, None)
 
-
-def _hex(style: str) -> str:
-    return next(tok for tok in style.split() if tok.startswith("#"))
-
-
-TINT: dict[str | None, Color] = {p: Color.parse(_hex(s)) for p, s in PROVENANCE_STYLE.items()}
+TINT: dict[str | None, Color] = {p: Color.parse(colour(p)) for p in PROVENANCES}
 
 
 def prov_style(provenance: str | None) -> str:
@@ -60,10 +57,10 @@ def coverage_bar(split: dict[str | None, int], total: int, width: int = 20) -> T
         acc += split.get(prov, 0) / total * width
         cells = round(acc) - used
         if cells > 0:
-            out.append("█" * cells, style=_hex(PROVENANCE_STYLE[prov]))
+            out.append("█" * cells, style=colour(prov))
             used += cells
     if width - used > 0:
-        out.append("░" * (width - used), style=_hex(PROVENANCE_STYLE[None]))
+        out.append("░" * (width - used), style=colour(None))
     return out
 
 

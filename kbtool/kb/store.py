@@ -1,0 +1,147 @@
+"""Named-column writes for every table except ``symbols`` (the gate owns that one).
+
+Services write rows as dicts through these functions (sqlite-utils ``Table.insert`` /
+``insert_all`` / ``upsert``), never positional SQL, so a new column cannot silently shift
+values. Every function runs inside the caller's transaction (sqlite-utils nests with a
+SAVEPOINT when one is open), so an ingest still lands whole or not at all.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+import sqlite_utils
+
+from kbtool.kb.db import now
+
+BATCH = 2000
+
+
+def _db(conn: sqlite3.Connection) -> sqlite_utils.Database:
+    return sqlite_utils.Database(conn)
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON of a stored value (orjson: storing facts is a hot path of ingest)."""
+    return orjson.dumps(value).decode()
+
+
+def _insert_all(conn: sqlite3.Connection, table: str, rows: Iterable[dict[str, Any]]) -> None:
+    _db(conn)[table].insert_all(rows, batch_size=BATCH)
+
+
+# --------------------------------------------------------------------------- versions
+
+
+def ensure_program(conn: sqlite3.Connection, name: str) -> int:
+    """The id of program ``name``, created when new."""
+    row = conn.execute("SELECT id FROM programs WHERE name = ?", (name,)).fetchone()
+    if row is not None:
+        return int(row[0])
+    return int(_db(conn)["programs"].insert({"name": name, "created_at": now()}).last_pk)
+
+
+def insert_version(conn: sqlite3.Connection, row: dict[str, Any]) -> int:
+    """Insert a ``versions`` row (``ingested_at`` defaults to now); return its id."""
+    return int(_db(conn)["versions"].insert({"ingested_at": now(), **row}).last_pk)
+
+
+def insert_module_bytes(conn: sqlite3.Connection, version_id: int, data: bytes) -> None:
+    _db(conn)["modules"].insert({"version_id": version_id, "data": data})
+
+
+def insert_functions(conn: sqlite3.Connection, rows: Iterable[dict[str, Any]]) -> None:
+    _insert_all(conn, "functions", rows)
+
+
+def insert_facts(conn: sqlite3.Connection, rows: Iterable[dict[str, Any]]) -> None:
+    _insert_all(conn, "facts", rows)
+
+
+def insert_call_edges(conn: sqlite3.Connection, rows: Iterable[dict[str, Any]]) -> None:
+    _insert_all(conn, "call_edges", rows)
+
+
+# --------------------------------------------------------------------------- diffs
+
+
+def save_diff_report(conn: sqlite3.Connection, a: int, b: int, report: dict[str, Any]) -> None:
+    """Store (or replace) the report of the pair ``a`` -> ``b``."""
+    _db(conn)["diffs"].upsert(
+        {"from_version_id": a, "to_version_id": b, "report": dumps(report), "created_at": now()},
+        pk=("from_version_id", "to_version_id"),
+    )
+
+
+def delete_diff_report(conn: sqlite3.Connection, a: int, b: int) -> bool:
+    cur = conn.execute(
+        "DELETE FROM diffs WHERE from_version_id = ? AND to_version_id = ?", (a, b)
+    )
+    return cur.rowcount > 0
+
+
+# --------------------------------------------------------------------------- oracle
+
+
+def insert_oracle_module(conn: sqlite3.Connection, row: dict[str, Any]) -> int:
+    return int(_db(conn)["oracle_modules"].insert({"created_at": now(), **row}).last_pk)
+
+
+# --------------------------------------------------------------------------- analysis
+
+
+def replace_thread_facts(
+    conn: sqlite3.Connection, version_id: int, facts: list[dict[str, Any]]
+) -> None:
+    """The thread facts of a version, replacing earlier ones."""
+    conn.execute("DELETE FROM thread_facts WHERE version_id = ?", (version_id,))
+    _insert_all(conn, "thread_facts", (
+        {"version_id": version_id, "seq": i, "kind": str(f.get("kind", "")),
+         "func_index": f.get("func_index"), "payload": dumps(f)}
+        for i, f in enumerate(facts)
+    ))
+
+
+def replace_structs(conn: sqlite3.Connection, version_id: int, structs: list[dict[str, Any]]) -> None:
+    """The recovered structs of a version, replacing earlier ones."""
+    conn.execute("DELETE FROM structs WHERE version_id = ?", (version_id,))
+    _insert_all(conn, "structs", (
+        {"version_id": version_id, "name": s["name"], "source_function": s.get("source_function"),
+         "fields": dumps(s.get("fields", [])), "members": dumps(s.get("members", []))}
+        for s in structs
+    ))
+
+
+def upsert_analysis(conn: sqlite3.Connection, row: dict[str, Any]) -> None:
+    """A deep-analysis record, keyed by ``stable_id``."""
+    rec = {"updated_at": now(), **row}
+    if isinstance(rec.get("rename_map"), dict):
+        rec["rename_map"] = dumps(rec["rename_map"])
+    _db(conn)["analyses"].upsert(rec, pk="stable_id")
+
+
+def record_run(conn: sqlite3.Connection, version_id: int, kind: str, summary: dict[str, Any]) -> int:
+    return int(_db(conn)["analysis_runs"].insert(
+        {"version_id": version_id, "kind": kind, "summary": dumps(summary), "created_at": now()}
+    ).last_pk)
+
+
+# --------------------------------------------------------------------------- feed
+
+
+def append_event(
+    conn: sqlite3.Connection,
+    kind: str,
+    *,
+    stable_id: str | None = None,
+    version_id: int | None = None,
+    payload: dict[str, Any] | None = None,
+) -> int:
+    """One event of the studio's feed (ids grow monotonically); returns its id."""
+    return int(_db(conn)["events"].insert({
+        "kind": kind, "stable_id": stable_id, "version_id": version_id,
+        "payload": dumps(payload or {}), "created_at": now(),
+    }).last_pk)
