@@ -118,7 +118,7 @@ def _merge(*es: _E):
 
 class _Blk:
     __slots__ = ("kind", "start", "end", "else_at", "parent", "sites", "form", "bt",
-                 "cross_loop", "label")
+                 "cross_loop", "label", "claimed")
 
     def __init__(self, kind, start, parent, bt):
         self.kind = kind
@@ -131,6 +131,7 @@ class _Blk:
         self.bt = bt
         self.cross_loop = 0
         self.label = ""
+        self.claimed = -1  # index of the br_table whose switch this block belongs to
 
 
 def _scan(ins, budget):
@@ -138,6 +139,8 @@ def _scan(ins, budget):
     blocks = [_Blk("func", -1, -1, None)]
     stack = [0]
     open_at: dict[int, int] = {}
+    tables: list[tuple[int, int, set[int]]] = []
+    order: list[int] = []
     for i, (_off, op, imms) in enumerate(ins):
         kind = _OPENERS.get(op)
         if kind is not None:
@@ -150,12 +153,14 @@ def _scan(ins, budget):
                 raise LiftError("unbalanced end")
             b = stack.pop()
             blocks[b].end = i
-            _decide(blocks, b, ins, budget)
+            order.append(b)
         elif op == 0x05 or op == 0x07 or op == 0x19:
             if len(stack) > 1 and blocks[stack[-1]].else_at < 0:
                 blocks[stack[-1]].else_at = i
         elif op == 0x0C or op == 0x0D or op == 0x0E:
             depths = [imms[0]] if op != 0x0E else sorted(set(imms[0]) | {imms[1]})
+            if op == 0x0E and depths[-1] < len(stack):
+                tables.append((i, stack[-1], {stack[-1 - d] for d in depths}))
             for d in depths:
                 if d >= len(stack):
                     raise LiftError(f"branch depth {d} out of range")
@@ -168,7 +173,40 @@ def _scan(ins, budget):
                     budget.spend(d)
     if stack:
         raise LiftError("function body not closed by end")
-    return blocks, open_at
+    switches = _switch_chains(blocks, tables)
+    for b in order:  # innermost first
+        if blocks[b].claimed < 0:
+            _decide(blocks, b, ins, budget)
+    return blocks, open_at, switches
+
+
+def _switch_chains(blocks, tables) -> dict[int, list[int]]:
+    """``br_table`` as the last instruction of nested plain blocks (LLVM's switch) becomes a
+    C ``switch`` whose case labels sit at the block ends: returns {instr index: chain of
+    block ids, innermost first}. The chain blocks lose their braces; the outermost one
+    closes the switch (form ``switchtail``)."""
+    out: dict[int, list[int]] = {}
+    for i, inner, targets in tables:
+        members: list[int] = []
+        cur = inner
+        while cur > 0:
+            b = blocks[cur]
+            if b.kind != "block" or b.bt != "" or b.claimed >= 0:
+                break
+            if not members and b.end != i + 1:
+                break
+            members.append(cur)
+            cur = b.parent
+        last = max((k for k, m in enumerate(members) if m in targets), default=-1)
+        if last < 0:
+            continue
+        members = members[:last + 1]
+        for m in members:
+            blocks[m].claimed = i
+            blocks[m].form = "plain"
+        blocks[members[-1]].form = "switchtail"
+        out[i] = members
+    return out
 
 
 def _decide(blocks, b, ins, budget):
@@ -206,7 +244,9 @@ def _decide(blocks, b, ins, budget):
             j = inner
             while j != b:
                 budget.spend(1)
-                if blocks[j].form in ("loop", "dowhile", "dowhile0"):
+                bj = blocks[j]
+                if bj.form in ("loop", "dowhile", "dowhile0") or (
+                        bj.form == "switchtail" and i > bj.claimed):
                     ok = False
                     break
                 j = blocks[j].parent
@@ -241,7 +281,7 @@ class _Budget:
 class _Frame:
     __slots__ = ("blk", "form", "params", "results", "height", "res_vars", "par_vars",
                  "label", "label_used", "branched", "opened", "cond", "live_in", "has_else",
-                 "id", "ind")
+                 "id", "ind", "cases", "switch_open")
 
     def __init__(self, blk, form, params, results, height):
         self.blk = blk
@@ -260,6 +300,8 @@ class _Frame:
         self.has_else = False
         self.id = 0
         self.ind = 1
+        self.cases: list[str] = []
+        self.switch_open = False
 
 
 def _i32_text(v: int) -> str:
@@ -633,6 +675,27 @@ class _Lifter:
                 raise LiftError(f"no C rendering for {MNEMONICS[op] or hex(op)}")
             self.table_op(op, ent, imms)
 
+    def switch_chain(self, idx: _E, labels, default: int, n: int) -> None:
+        """``switch`` whose case labels go to the ends of the ``n`` innermost frames."""
+        groups: dict[int, list[int]] = {}
+        for k, d in enumerate(labels):
+            groups.setdefault(d, []).append(k)
+        self.emit(f"switch ({idx.text}) {{")
+        self.extra += 2
+        for d in sorted(set(groups) | {default}):
+            heads = self.case_heads(groups.get(d, []), d == default)
+            if d < n:
+                self.frames[-1 - d].cases.extend(heads)
+                continue
+            lines = self.branch(d, [], in_switch=True)
+            self.extra -= 1
+            for h in heads[:-1]:
+                self.emit(h)
+            self.emit(f"{heads[-1]} " + " ".join(lines))
+            self.extra += 1
+        self.frames[-n].switch_open = True
+        self.dead = True
+
     # -- helpers for step
     def local(self, x: int) -> str:
         if x < 0 or x >= len(self.locals_c):
@@ -849,7 +912,8 @@ class _Lifter:
                 f"{('catch', 'catch_ref', 'catch_all', 'catch_all_ref')[ck]}"
                 f"{'' if tag is None else ' ' + str(tag)} -> {lab}" for ck, tag, lab in imms[1])
             self.emit(f"/* try_table: {comment_text(clauses)} */")
-        fr.ind = self.frames[-1].ind + (0 if form in ("plain", "try_table", "ifconv") else 1)
+        fr.ind = self.frames[-1].ind + (
+            0 if form in ("plain", "try_table", "ifconv", "switchtail") else 1)
         self.frames.append(fr)
         if form == "loop":
             fr.label = f"L{fr.id}"
@@ -969,6 +1033,18 @@ class _Lifter:
             self.emit("}")
             if form == "try":
                 after_reachable = True
+        if fr.cases:
+            after_reachable = True
+            self.extra -= 1
+            if form == "switchtail":
+                fr.cases[-1] += " break;"
+            for h in fr.cases:
+                self.emit(h)
+            self.extra += 1
+        if form == "switchtail" and fr.switch_open:
+            fr.switch_open = False
+            self.extra -= 2
+            self.emit("}")
         if fr.label_used and form != "loop":
             self.emit(f"{fr.label}:;")
             self.stats.labels += 1
@@ -1021,16 +1097,19 @@ class _Lifter:
         else:
             lines += [f"{var} = {v.text};" for var, v in zip(targets, vals, strict=True)
                       if var != v.text]
-        # the innermost C loop-like construct between here and the target
-        inner_loop = None
+        # C constructs between here and the target that capture `break` / `continue`
+        brk_ok = not in_switch
+        cont_ok = True
         self.budget.spend(depth)
         for k in range(1, depth + 1):
             f = frames[-k]
             if f.form in ("loop", "dowhile", "dowhile0"):
-                inner_loop = f
+                brk_ok = cont_ok = False
                 break
+            if f.switch_open:
+                brk_ok = False
         if t.form in ("loop", "dowhile"):
-            if inner_loop is None and t.form == "loop":
+            if cont_ok and t.form == "loop":
                 lines.append("continue;")
             else:
                 if not t.label:
@@ -1040,7 +1119,7 @@ class _Lifter:
                 self.stats.gotos += 1
             return lines
         t.branched = True
-        if t.form == "dowhile0" and inner_loop is None and not in_switch:
+        if brk_ok and (t.form == "dowhile0" or t.switch_open):
             lines.append("break;")
             return lines
         if not t.label:
@@ -1076,10 +1155,18 @@ class _Lifter:
                 self.emit("  " + line)
             self.emit("}")
 
+    def case_heads(self, ks: list[int], default: bool) -> list[str]:
+        heads = [f"case {k}:" for k in ks] + (["default:"] if default else [])
+        return [" ".join(heads[j:j + 8]) for j in range(0, len(heads), 8)]
+
     def br_table(self, i, labels, default):
         idx = self.pop()
         n_vals = self.branch_values(default, consume=False)
         self.spill_for_call()
+        members = self.switches.get(i)
+        if members is not None:
+            self.switch_chain(idx, labels, default, len(members))
+            return
         groups: dict[int, list[int]] = {}
         for k, d in enumerate(labels):
             groups.setdefault(d, []).append(k)
@@ -1233,8 +1320,9 @@ def lift_function(lm: LiftModule, func_index: int, *, max_seconds: float | None 
         for c, ty in decls:
             local_types.extend([ty] * c)
         locals_c = _local_names(lm, func_index, len(t.params), n_locals)
-        blocks, open_at = _scan(ins, budget)
+        blocks, open_at, switches = _scan(ins, budget)
         lf = _Lifter(lm, func_index, budget, max_chars)
+        lf.switches = switches
         lf.run(ins, blocks, open_at, locals_c, local_types, t)
     except (LiftError, WasmFormatError) as e:
         text = _stub(lm, func_index, str(e))
