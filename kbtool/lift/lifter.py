@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from kbtool.wasm.errors import WasmFormatError
 from kbtool.wasm.instr import decode_one, read_local_decls
-from kbtool.wasm.opcodes import K_MEM, KIND, MNEMONICS, PREFIX_BASE
+from kbtool.wasm.opcodes import MNEMONICS, PREFIX_BASE
 
 from .context import LiftModule, c_type, type_code
 from .ctable import CTABLE, PREC, imm_args, lane_arg
@@ -65,6 +65,7 @@ class LiftError(Exception):
 class LiftStats:
     instructions: int = 0
     lines: int = 0
+    body_lines: int = 0  # lines between the definition's braces
     gotos: int = 0
     labels: int = 0
     max_depth: int = 0
@@ -496,10 +497,28 @@ class _Lifter:
         self.ins = ins
         self.open_at = open_at
         n = len(ins)
+        budget = self.budget
+        ctable = CTABLE
+        stack = self.stack
+        lt = local_types
+        nloc = len(locals_c)
         for i in range(n):
             off, op, imms = ins[i]
-            self.budget.spend(1)
-            if self.dead:
+            if not i & 0x3FF:
+                budget.spend(0x400)
+            if not self.dead:
+                # fast paths for the commonest instructions
+                if op == 0x20:
+                    x = imms[0]
+                    if x >= nloc:
+                        raise LiftError(f"local index {x} out of range")
+                    stack.append(_E(locals_c[x], 0, lt[x], 0, (x,)))
+                    continue
+                ent = ctable[op]
+                if ent is not None:
+                    self.table_op(op, ent, imms)
+                    continue
+            else:
                 if op in _OPENERS:
                     self.dead_depth += 1
                     continue
@@ -529,6 +548,8 @@ class _Lifter:
                 self.emit(f"{name} = {v.text};")
             if op == 0x22:
                 self.push(_E(name, 0, self.local_types[x], 0, (x,)))
+        elif op in _MEMOPS:
+            self.mem_op(op, imms)
         elif op == 0x41:
             v = imms[0]
             self.push(self.i32_const(v))
@@ -607,8 +628,6 @@ class _Lifter:
             ref = self.pop()
             td = self.fn_typedef(t)
             self.do_call(None, t, op == 0x15, callee_ref=(td, ref))
-        elif KIND[op] == K_MEM and op in _MEMOPS:
-            self.mem_op(op, imms)
         elif op == 0x3F:
             self.push(_E("memory_size()", 0, "i32", F_MEM))
         elif op == 0x40:
@@ -1336,6 +1355,7 @@ def lift_function(lm: LiftModule, func_index: int, *, max_seconds: float | None 
     for f in lf.decl_funcs:
         lines.append(_signature(lm, f, None) + ";")
     lines.append(_signature(lm, func_index, locals_c[:len(t.params)]) + " {")
+    head = len(lines)
     by_type: dict[str, list[str]] = {}
     for x in range(len(t.params), n_locals):
         by_type.setdefault(c_type(local_types[x]), []).append(locals_c[x])
@@ -1355,6 +1375,7 @@ def lift_function(lm: LiftModule, func_index: int, *, max_seconds: float | None 
     st = lf.stats
     st.instructions = len(ins)
     st.lines = len(lines)
+    st.body_lines = len(lines) - head - 1
     st.temps = len(lf.temps)
     st.seconds = time.perf_counter() - t0
     return LiftResult(func_index, text, False, "", st)
