@@ -282,7 +282,7 @@ class _Budget:
 class _Frame:
     __slots__ = ("blk", "form", "params", "results", "height", "res_vars", "par_vars",
                  "label", "label_used", "branched", "opened", "cond", "live_in", "has_else",
-                 "id", "ind", "cases", "switch_open")
+                 "id", "ind", "cases", "switch_open", "heads")
 
     def __init__(self, blk, form, params, results, height):
         self.blk = blk
@@ -303,6 +303,7 @@ class _Frame:
         self.ind = 1
         self.cases: list[str] = []
         self.switch_open = False
+        self.heads: list[int] = []  # output index of each open `if (...) {` line
 
 
 def _i32_text(v: int) -> str:
@@ -494,6 +495,7 @@ class _Lifter:
         self.locals_c = locals_c
         self.local_types = local_types
         self.blocks = blocks
+        self.end_of = {b.end: k for k, b in enumerate(blocks) if k}
         self.ins = ins
         self.open_at = open_at
         n = len(ins)
@@ -875,6 +877,9 @@ class _Lifter:
                     and b.const not in (-(1 << 31), -(1 << 63)) and ty in ("i32", "i64"):
                 c = _i32_text(-b.const) if ty == "i32" else _i64_text(-b.const)
                 return _E(f"{_p(a, 4)} - {c}", 4, rty, fl, locs)
+            if P >= 8:  # bitwise: parenthesise arithmetic operands for the reader
+                la = a.text if a.prec <= 2 or a.prec == P else f"({a.text})"
+                return _E(f"{la} {op} {_p(b, 2)}", P, rty, fl, locs)
             return _E(f"{_p(a, P)} {op} {_p(b, P - 1)}", P, rty, fl, locs)
         st = "int32_t" if ty == "i32" else "int64_t"
         if form == "binu":
@@ -895,7 +900,7 @@ class _Lifter:
             cnt = f"({_p(b, 8)} & {bits})"
         if form == "shru":
             return _E(f"({st})({_u(a, ty)} >> {cnt})", 2, rty, fl, locs)
-        return _E(f"{_p(a, 5)} {op} {cnt}", 5, rty, fl, locs)
+        return _E(f"{_p(a, 2)} {op} {cnt}", 5, rty, fl, locs)
 
     # -- control flow
     def open_block(self, i, op, imms):
@@ -924,6 +929,7 @@ class _Lifter:
             self.emit("do {")
         elif form == "if":
             self.emit(f"if ({self.cond_text(cond)}) {{")
+            fr_heads = [len(self.out)]
         elif form == "try":
             self.emit("if (wasm_try()) {")
         elif form == "try_table":
@@ -931,6 +937,8 @@ class _Lifter:
                 f"{('catch', 'catch_ref', 'catch_all', 'catch_all_ref')[ck]}"
                 f"{'' if tag is None else ' ' + str(tag)} -> {lab}" for ck, tag, lab in imms[1])
             self.emit(f"/* try_table: {comment_text(clauses)} */")
+        if form == "if":
+            fr.heads = fr_heads
         fr.ind = self.frames[-1].ind + (
             0 if form in ("plain", "try_table", "ifconv", "switchtail") else 1)
         self.frames.append(fr)
@@ -1024,6 +1032,7 @@ class _Lifter:
         after_reachable = reach or fr.branched
         if form == "if" and not fr.has_else:
             if fr.results and fr.par_vars:
+                fr.has_else = True
                 self.frames.pop()
                 self.emit("} else {")
                 self.frames.append(fr)
@@ -1034,6 +1043,8 @@ class _Lifter:
         if form == "loop":
             if reach:
                 self.emit("  break;")
+            elif self.out and self.out[-1] is not None and self.out[-1].strip() == "continue;":
+                self.out.pop()  # the end of a while (1) body loops anyway
             self.emit("}")
             if fr.label_used:
                 self.out[fr.cond] = "  " * min(fr.ind, MAX_INDENT) + f"{fr.label}:;"
@@ -1046,8 +1057,10 @@ class _Lifter:
         elif form == "ifconv":
             for _ in range(fr.opened):
                 self.extra -= 1
-                self.emit("}")
+                self.close_if(fr.heads.pop())
                 after_reachable = True
+        elif form == "if" and not fr.has_else:
+            self.close_if(fr.heads[0])
         elif form in ("if", "try"):
             self.emit("}")
             if form == "try":
@@ -1072,6 +1085,50 @@ class _Lifter:
         for v, t in zip(fr.res_vars, fr.results, strict=True):
             self.stack.append(_E(v, 0, t))
         self.dead = not after_reachable
+
+    def tail_return(self, t: _Frame, vals: list[_E]) -> str | None:
+        """``return ...;`` when the code after ``t``'s end only returns (so a branch to
+        ``t`` needs no goto): block ends without results, then the function end, possibly
+        after one ``local.get``/constant that becomes the returned value."""
+        ins = self.ins
+        last = len(ins) - 1
+        j = t.blk.end + 1
+        func_res = self.frames[0].results
+        if vals:
+            if j == last and len(vals) == len(func_res) == 1:
+                return f"return {vals[0].text};"
+            return None
+        end_of = self.end_of
+        while j < last and ins[j][1] == 0x0B:
+            b = end_of.get(j)
+            if b is None or self.blocks[b].bt != "":
+                return None
+            j += 1
+        if j == last:
+            return "return;" if not func_res else None
+        if j == last - 1 and len(func_res) == 1:
+            _off, op, imms = ins[j]
+            if op == 0x20 and imms[0] < len(self.locals_c):
+                return f"return {self.locals_c[imms[0]]};"
+            if op == 0x41:
+                return f"return {self.i32_const(imms[0]).text};"
+            if op == 0x42:
+                return f"return {_i64_text(imms[0])};"
+        return None
+
+    def close_if(self, head: int) -> None:
+        """Close an ``if (...) {`` opened at ``out[head - 1]``; a single short statement
+        body becomes ``if (...) stmt;``."""
+        out = self.out
+        if len(out) == head + 1:
+            body = out[head]
+            if body is not None and len(body) < 100 and body.endswith(";") and (
+                    not body.endswith(":;")) and "{" not in body and "}" not in body:
+                h = out[head - 1]
+                out[head - 1] = h[:-1] + body.strip()
+                out.pop()
+                return
+        self.emit("}")
 
     def branch_values(self, depth: int, consume: bool) -> list[_E]:
         if depth >= len(self.frames):
@@ -1105,6 +1162,10 @@ class _Lifter:
                 st = self.ret_type(res)
                 lines.append(f"return ({st}){{{', '.join(v.text for v in vals)}}};")
             return lines
+        if t.form not in ("loop", "dowhile"):
+            ret = self.tail_return(t, vals)
+            if ret is not None:
+                return [ret]
         targets = t.par_vars if t.form in ("loop", "dowhile") else t.res_vars
         if len(targets) > 1:
             tmps = []
@@ -1161,6 +1222,7 @@ class _Lifter:
         self.spill_for_call()
         if t.form == "ifconv" and depth == 0 and not vals:
             self.emit(f"if ({self.cond_text(c, negate=True)}) {{")
+            t.heads.append(len(self.out))
             t.opened += 1
             t.branched = True
             self.extra += 1
@@ -1361,8 +1423,8 @@ def lift_function(lm: LiftModule, func_index: int, *, max_seconds: float | None 
         by_type.setdefault(c_type(local_types[x]), []).append(locals_c[x])
     for ct, ns in by_type.items():
         init = "{0}" if ct == "v128" else "0"
-        for k in range(0, len(ns), 8):
-            lines.append(f"  {ct} " + ", ".join(f"{n} = {init}" for n in ns[k:k + 8]) + ";")
+        for k in range(0, len(ns), 10):
+            lines.append(f"  {ct} " + ", ".join(f"{n} = {init}" for n in ns[k:k + 10]) + ";")
     tby: dict[str, list[str]] = {}
     for ct, n in lf.temps:
         tby.setdefault(ct, []).append(n)
