@@ -1018,7 +1018,7 @@ class _Lifter:
         fr = self.frames[-1]
         reach = not self.dead
         if fr.form == "func":
-            if reach:
+            if reach and fr.results:
                 vals = self.branch_values(0, consume=True)
                 for line in self.branch(0, vals):
                     self.emit(line)
