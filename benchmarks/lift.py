@@ -96,7 +96,9 @@ def _decompile_metrics(text: str) -> dict:
             else:
                 cur += 1
     return {
-        "lines": len(lines), "body_lines": sum(bodies), "funcs": len(bodies),
+        "lines": len(lines),
+        "body_lines": sum(bodies),
+        "funcs": len(bodies),
         "gotos": sum(len(re.findall(r"\bgoto\b", ln)) for ln in lines),
         "labels": sum(1 for ln in lines if re.match(r"^\s*label \w+:", ln)),
         "depth": _brace_depth(lines),
@@ -113,10 +115,13 @@ def _gcc_share(c_path: Path, starts: list[tuple[int, int]], n_lines: int) -> tup
     for a in range(0, len(starts), chunk):
         lo, hi = bounds[a], bounds[min(a + chunk, len(starts))]
         with tempfile.NamedTemporaryFile("w", suffix=".c", delete=False) as fh:
-            fh.write("".join(text[lo - 1:hi - 1]))
+            fh.write("".join(text[lo - 1 : hi - 1]))
             name = fh.name
-        p = subprocess.run(["nice", "gcc", "-fsyntax-only", "-fwrapv", "-w", "-include",
-                            prelude_path(), name], capture_output=True, text=True)
+        p = subprocess.run(
+            ["nice", "gcc", "-fsyntax-only", "-fwrapv", "-w", "-include", prelude_path(), name],
+            capture_output=True,
+            text=True,
+        )
         os.unlink(name)
         for m in re.finditer(r":(\d+):\d+: error:", p.stderr):
             ln = int(m.group(1)) + lo - 1
@@ -130,17 +135,32 @@ def bench_module(path: Path, workers: int, gcc: bool, decompile: bool) -> dict:
         c_path = Path(tmp) / "out.c"
         with open(Path(tmp) / "stats.json", "w") as fh:
             wall, rss, rc = _run_measured(
-                [sys.executable, __file__, "--_ours", str(path), "--workers", str(workers),
-                 "--out", str(c_path)], fh)
+                [
+                    sys.executable,
+                    __file__,
+                    "--_ours",
+                    str(path),
+                    "--workers",
+                    str(workers),
+                    "--out",
+                    str(c_path),
+                ],
+                fh,
+            )
         if rc != 0:
             raise SystemExit(f"lift failed on {path}")
         info = json.loads((Path(tmp) / "stats.json").read_text())
         lines = c_path.read_text().splitlines()
         ours = {
-            "time": wall, "rss": rss, "lines": len(lines), "body_lines": sum(info["bodies"]),
-            "gotos": sum(s[0] for s in info["stats"]), "labels": sum(s[1] for s in info["stats"]),
+            "time": wall,
+            "rss": rss,
+            "lines": len(lines),
+            "body_lines": sum(info["bodies"]),
+            "gotos": sum(s[0] for s in info["stats"]),
+            "labels": sum(s[1] for s in info["stats"]),
             "truncated": sum(1 for s in info["stats"] if s[2]),
-            "depth": _brace_depth(lines), "funcs": len(info["bodies"]),
+            "depth": _brace_depth(lines),
+            "funcs": len(info["bodies"]),
             "median": statistics.median(info["bodies"]) if info["bodies"] else 0,
         }
         if gcc:
@@ -159,9 +179,11 @@ def bench_module(path: Path, workers: int, gcc: bool, decompile: bool) -> dict:
 def _row(name: str, d: dict | None, valid: str) -> str:
     if d is None:
         return f"  {name:<15} (not available)"
-    return (f"  {name:<15} {valid:>6} {d['time']:8.2f} {d['rss']:8.0f} {d['lines']:9d} "
-            f"{d['body_lines']:9d} {d['gotos']:7d} {d['labels']:7d} {d['depth']:6d} "
-            f"{d['median']:7.1f}")
+    return (
+        f"  {name:<15} {valid:>6} {d['time']:8.2f} {d['rss']:8.0f} {d['lines']:9d} "
+        f"{d['body_lines']:9d} {d['gotos']:7d} {d['labels']:7d} {d['depth']:6d} "
+        f"{d['median']:7.1f}"
+    )
 
 
 def latency(path: Path, samples: int) -> str:
@@ -172,8 +194,9 @@ def latency(path: Path, samples: int) -> str:
     m = lm.module
     defined = list(range(m.num_func_imports, m.num_functions))
     rng = random.Random(7)
-    by_size = sorted(defined, key=lambda i: m.code[i - m.num_func_imports][1]
-                     - m.code[i - m.num_func_imports][0])
+    by_size = sorted(
+        defined, key=lambda i: m.code[i - m.num_func_imports][1] - m.code[i - m.num_func_imports][0]
+    )
     pick = rng.sample(defined, min(samples, len(defined))) + by_size[-5:]
     times, trunc = [], 0
     for fi in pick:
@@ -183,17 +206,27 @@ def latency(path: Path, samples: int) -> str:
         trunc += r.truncated
     times.sort()
     p95 = times[int(0.95 * (len(times) - 1))]
-    return (f"on-demand lift_function on {path.name}: prepare {prep * 1000:.0f} ms once; "
-            f"{len(pick)} functions ({samples} random + 5 largest): median "
-            f"{statistics.median(times) * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms, worst "
-            f"{times[-1] * 1000:.0f} ms, truncated {trunc}")
+    return (
+        f"on-demand lift_function on {path.name}: prepare {prep * 1000:.0f} ms once; "
+        f"{len(pick)} functions ({samples} random + 5 largest): median "
+        f"{statistics.median(times) * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms, worst "
+        f"{times[-1] * 1000:.0f} ms, truncated {trunc}"
+    )
 
 
 def _smoke_module(tmp: Path) -> Path:
     out = tmp / "features.wasm"
-    subprocess.run(["wat2wasm", "--enable-all", "--debug-names",
-                    str(ROOT / "tests" / "fixtures" / "lift" / "features.wat"), "-o", str(out)],
-                   check=True)
+    subprocess.run(
+        [
+            "wat2wasm",
+            "--enable-all",
+            "--debug-names",
+            str(ROOT / "tests" / "fixtures" / "lift" / "features.wat"),
+            "-o",
+            str(out),
+        ],
+        check=True,
+    )
     return out
 
 
@@ -219,8 +252,10 @@ def main(argv=None) -> None:
         else:
             files = a.files or _corpus()
             lat = a.latency or next((f for f in files if "lightningcss" in f.name), files[-1])
-        print(f"{'':2}{'tool':<15} {'gcc%':>6} {'wall s':>8} {'peak MB':>8} {'lines':>9} "
-              f"{'body ln':>9} {'gotos':>7} {'labels':>7} {'depth':>6} {'med/fn':>7}")
+        print(
+            f"{'':2}{'tool':<15} {'gcc%':>6} {'wall s':>8} {'peak MB':>8} {'lines':>9} "
+            f"{'body ln':>9} {'gotos':>7} {'labels':>7} {'depth':>6} {'med/fn':>7}"
+        )
         for f in files:
             r = bench_module(f, a.workers, not a.no_gcc, not a.no_decompile)
             o = r["ours"]

@@ -19,8 +19,10 @@ def feat(tmp_path_factory):
     if not shutil.which("wat2wasm"):
         pytest.skip("needs wat2wasm")
     out = tmp_path_factory.mktemp("cg") / "features.wasm"
-    subprocess.run(["wat2wasm", "--enable-all", "--debug-names", str(FIX / "features.wat"),
-                    "-o", str(out)], check=True)
+    subprocess.run(
+        ["wat2wasm", "--enable-all", "--debug-names", str(FIX / "features.wat"), "-o", str(out)],
+        check=True,
+    )
     data = out.read_bytes()
     return data, analyze_module(data)
 
@@ -35,8 +37,14 @@ def test_nodes_and_direct_edges(feat):
     nodes = {n["index"]: n for n in g["nodes"]}
     assert len(nodes) == a.module.num_functions
     add = nodes[_idx(a, "add")]
-    assert add == {"index": 2, "stable_id": "s-add", "name": "add", "status": "human",
-                   "imported": False, "in_table": True}
+    assert add == {
+        "index": 2,
+        "stable_id": "s-add",
+        "name": "add",
+        "status": "human",
+        "imported": False,
+        "in_table": True,
+    }
     assert nodes[0]["status"] == "import" and nodes[0]["imported"]
     assert not nodes[_idx(a, "sum_to")]["in_table"]
     edges = {(e["caller"], e["callee"], e["kind"]): e for e in g["edges"]}
@@ -53,8 +61,9 @@ def test_call_indirect_candidates_match_signature(feat):
     ind = sorted(e["callee"] for e in g["edges"] if e["kind"] == "indirect")
     # table 0 holds add, sub, neg, max; only the (i32, i32) -> i32 ones are candidates
     assert ind == sorted([_idx(a, "add"), _idx(a, "sub"), _idx(a, "max")])
-    assert all(e["caller"] == d and e["candidates"] == 3 for e in g["edges"]
-               if e["kind"] == "indirect")
+    assert all(
+        e["caller"] == d and e["candidates"] == 3 for e in g["edges"] if e["kind"] == "indirect"
+    )
     assert g["candidates"]["0:(i32, i32) -> i32"] == ind
     assert g["candidates"]["0:(i32) -> i32"] == [_idx(a, "neg")]
     assert g["indirect"] == []
@@ -64,9 +73,16 @@ def test_large_candidate_sets_are_summarised(feat):
     data, a = feat
     g = build_callgraph(a, data, expand_limit=2)
     assert not [e for e in g["edges"] if e["kind"] == "indirect"]
-    assert g["indirect"] == [{"caller": _idx(a, "dispatch"), "table": 0,
-                              "type": "(i32, i32) -> i32", "count": 1, "candidates": 3,
-                              "key": "0:(i32, i32) -> i32"}]
+    assert g["indirect"] == [
+        {
+            "caller": _idx(a, "dispatch"),
+            "table": 0,
+            "type": "(i32, i32) -> i32",
+            "count": 1,
+            "candidates": 3,
+            "key": "0:(i32, i32) -> i32",
+        }
+    ]
 
 
 def _uleb(n):

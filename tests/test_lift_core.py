@@ -28,16 +28,21 @@ def _wat2wasm(name: str, tmp_path: Path) -> bytes:
     if not shutil.which("wat2wasm"):
         pytest.skip("needs wat2wasm")
     out = tmp_path / (name + ".wasm")
-    subprocess.run(["wat2wasm", "--enable-all", "--debug-names", str(FIX / f"{name}.wat"),
-                    "-o", str(out)], check=True)
+    subprocess.run(
+        ["wat2wasm", "--enable-all", "--debug-names", str(FIX / f"{name}.wat"), "-o", str(out)],
+        check=True,
+    )
     return out.read_bytes()
 
 
 def gcc_check(texts: list[str], tmp_path: Path, tag: str = "all") -> subprocess.CompletedProcess:
     src = tmp_path / f"lifted_{tag}.c"
     src.write_text("".join(texts))
-    return subprocess.run(["gcc", "-fsyntax-only", "-fwrapv", "-w", "-include", prelude_path(),
-                           str(src)], capture_output=True, text=True)
+    return subprocess.run(
+        ["gcc", "-fsyntax-only", "-fwrapv", "-w", "-include", prelude_path(), str(src)],
+        capture_output=True,
+        text=True,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +56,7 @@ def _func(lm, name: str) -> int:
 
 # ----------------------------------------------------------------------------- disassembly
 
+
 def test_disassembly_names_structure_strings(features):
     text = disassemble_function(features, _func(features, "dispatch"))
     lines = text.splitlines()
@@ -60,6 +66,8 @@ def test_disassembly_names_structure_strings(features):
     # the comment terminator and newline in the data are escaped, one line per instruction
     assert any('"evil *\\/ comment\\n' in ln for ln in lines)
     assert any("call_indirect 0 (type 0) (i32, i32) -> i32" in ln for ln in lines)
+    assert any(ln.endswith("global.get $sp") for ln in lines)  # name section global names
+    assert disassemble_function(features.data, 8) == text  # raw bytes work too
     # offsets are the file offsets, strictly increasing
     offs = [int(ln.split(":")[0], 16) for ln in lines[1:]]
     assert offs == sorted(offs) and len(set(offs)) == len(offs)
@@ -85,6 +93,7 @@ def test_disassembly_unnamed_callee(features):
 
 
 # ----------------------------------------------------------------------------- lifting
+
 
 def test_lift_structured_control_flow(features):
     sum_to = lift_function(features, _func(features, "sum_to")).text
@@ -141,8 +150,14 @@ def test_field_hook_renders_struct_access(features):
         seen.append((base, off, ct))
         return f"{base}->field_{off}" if off == 8 else None
 
-    lm = prepare(features.data, Names(functions=dict(features.names.functions),
-                                      locals=dict(features.names.locals), field_hook=hook))
+    lm = prepare(
+        features.data,
+        Names(
+            functions=dict(features.names.functions),
+            locals=dict(features.names.locals),
+            field_hook=hook,
+        ),
+    )
     text = lift_function(lm, _func(lm, "mem")).text
     assert "p->field_8 = *(uint8_t *)(M + p + 1);" in text
     assert ("p", 8, "int32_t") in seen
@@ -178,6 +193,7 @@ def test_hostile_names_cannot_break_c(features, tmp_path):
 
 # ----------------------------------------------------------------------------- nesting, budgets
 
+
 def _uleb(n: int) -> bytes:
     out = bytearray()
     while True:
@@ -193,8 +209,12 @@ def _module(body: bytes) -> bytes:
         return bytes([i]) + _uleb(len(payload)) + payload
 
     code = b"\x00" + body
-    return (b"\x00asm\x01\x00\x00\x00" + sec(1, b"\x01\x60\x01\x7f\x01\x7f")
-            + sec(3, b"\x01\x00") + sec(10, b"\x01" + _uleb(len(code)) + code))
+    return (
+        b"\x00asm\x01\x00\x00\x00"
+        + sec(1, b"\x01\x60\x01\x7f\x01\x7f")
+        + sec(3, b"\x01\x00")
+        + sec(10, b"\x01" + _uleb(len(code)) + code)
+    )
 
 
 N = 10_000
@@ -203,8 +223,14 @@ N = 10_000
 @pytest.mark.parametrize("kind", ["blocks", "loops", "ifs"])
 def test_ten_thousand_nested_constructs(kind, tmp_path):
     if kind == "blocks":
-        body = (b"\x02\x40" * N + b"\x20\x00\x0d" + _uleb(N - 1) + b"\x20\x00\x0d"
-                + _uleb(N // 2) + b"\x0b" * N)
+        body = (
+            b"\x02\x40" * N
+            + b"\x20\x00\x0d"
+            + _uleb(N - 1)
+            + b"\x20\x00\x0d"
+            + _uleb(N // 2)
+            + b"\x0b" * N
+        )
     elif kind == "loops":
         body = b"\x03\x40" * N + b"\x20\x00\x0d" + _uleb(N - 1) + b"\x0b" * N
     else:
@@ -243,6 +269,7 @@ def test_prelude_file_is_current():
 
 
 # ----------------------------------------------------------------------------- corpus
+
 
 def _gt_modules():
     return sorted(GT.glob("zstd-*.wasm")) if GT.is_dir() else []

@@ -20,11 +20,16 @@ FIX = Path(__file__).parent / "fixtures" / "lift"
 wasmtime = pytest.importorskip("wasmtime")
 pytestmark = pytest.mark.skipif(
     not (shutil.which("clang") and shutil.which("wasm-ld") and shutil.which("gcc")),
-    reason="needs clang, wasm-ld and gcc")
+    reason="needs clang, wasm-ld and gcc",
+)
 
 _CT = {"i32": "int32_t", "i64": "int64_t", "f32": "float", "f64": "double"}
-_CTYPES = {"i32": ctypes.c_int32, "i64": ctypes.c_int64, "f32": ctypes.c_float,
-           "f64": ctypes.c_double}
+_CTYPES = {
+    "i32": ctypes.c_int32,
+    "i64": ctypes.c_int64,
+    "f32": ctypes.c_float,
+    "f64": ctypes.c_double,
+}
 
 
 def _runtime(lm) -> str:
@@ -32,10 +37,15 @@ def _runtime(lm) -> str:
     m = lm.module
     pages = m.memories[0].min if m.memories else 1
     size = pages * 65536
-    out = ["#include <stdint.h>", "#include <string.h>", "#include <stdlib.h>",
-           f"static uint8_t kb_mem[{size}];", "uint8_t *M = kb_mem;",
-           f"int32_t memory_size(void) {{ return {pages}; }}",
-           "int32_t memory_grow(int32_t n) { return n == 0 ? memory_size() : -1; }"]
+    out = [
+        "#include <stdint.h>",
+        "#include <string.h>",
+        "#include <stdlib.h>",
+        f"static uint8_t kb_mem[{size}];",
+        "uint8_t *M = kb_mem;",
+        f"int32_t memory_size(void) {{ return {pages}; }}",
+        "int32_t memory_grow(int32_t n) { return n == 0 ? memory_size() : -1; }",
+    ]
     for i, g in enumerate(m.globals):
         init = g.init if isinstance(g.init, int | float) else 0
         out.append(f"{_CT.get(g.valtype, 'void *')} {lm.global_c[i]} = {init};")
@@ -48,15 +58,20 @@ def _runtime(lm) -> str:
                 if fi is not None:
                     out.append(_proto(lm, fi))
                     table[el.offset + k] = f"(wasm_funcptr){lm.func_c[fi]}"
-    out.append(f"static wasm_funcptr kb_table[{max(len(table), 1)}] = {{{', '.join(table) or '0'}}};")
-    out.append("wasm_funcptr wasm_table_func(uint32_t t, int32_t i) "
-               "{ (void)t; return kb_table[i]; }")
+    out.append(
+        f"static wasm_funcptr kb_table[{max(len(table), 1)}] = {{{', '.join(table) or '0'}}};"
+    )
+    out.append(
+        "wasm_funcptr wasm_table_func(uint32_t t, int32_t i) { (void)t; return kb_table[i]; }"
+    )
     out.append("void kb_init(void) {")
     for k, seg in enumerate(m.data_segments):
         if not seg.passive and seg.offset is not None:
             arr = ", ".join(str(b) for b in seg.data)
-            out.append(f"  {{ static const uint8_t d{k}[] = {{{arr}}}; "
-                       f"memcpy(M + {seg.offset}, d{k}, {len(seg.data)}); }}")
+            out.append(
+                f"  {{ static const uint8_t d{k}[] = {{{arr}}}; "
+                f"memcpy(M + {seg.offset}, d{k}, {len(seg.data)}); }}"
+            )
     out.append("}")
     return "\n".join(out) + "\n"
 
@@ -69,11 +84,36 @@ def _proto(lm, fi: int) -> str:
 
 def _inputs(ty: str, rng: random.Random) -> list:
     if ty == "i32":
-        return [0, 1, -1, 2, 7, 13, 40, 100, 255, -100, 0x7FFFFFFF, -0x80000000, 12345,
-                rng.randrange(-1 << 31, 1 << 31), rng.randrange(0, 64), rng.randrange(0, 1000)]
+        return [
+            0,
+            1,
+            -1,
+            2,
+            7,
+            13,
+            40,
+            100,
+            255,
+            -100,
+            0x7FFFFFFF,
+            -0x80000000,
+            12345,
+            rng.randrange(-1 << 31, 1 << 31),
+            rng.randrange(0, 64),
+            rng.randrange(0, 1000),
+        ]
     if ty == "i64":
-        return [0, 1, -1, 3, 1 << 40, -(1 << 50), 0x7FFFFFFFFFFFFFFF,
-                rng.randrange(-1 << 63, 1 << 63), rng.randrange(0, 1000)]
+        return [
+            0,
+            1,
+            -1,
+            3,
+            1 << 40,
+            -(1 << 50),
+            0x7FFFFFFFFFFFFFFF,
+            rng.randrange(-1 << 63, 1 << 63),
+            rng.randrange(0, 1000),
+        ]
     return [0.0, 1.5, -2.25, 3.0, 1e10, -7.5, 0.1, rng.uniform(-100, 100)]
 
 
@@ -89,8 +129,20 @@ def _same(a, b, ty) -> bool:
 
 def test_lifted_c_agrees_with_wasmtime(tmp_path):
     wasm = tmp_path / "sem.wasm"
-    subprocess.run(["clang", "--target=wasm32", "-O2", "-nostdlib", "-Wl,--no-entry",
-                    "-Wl,--export-all", "-o", str(wasm), str(FIX / "semantics.c")], check=True)
+    subprocess.run(
+        [
+            "clang",
+            "--target=wasm32",
+            "-O2",
+            "-nostdlib",
+            "-Wl,--no-entry",
+            "-Wl,--export-all",
+            "-o",
+            str(wasm),
+            str(FIX / "semantics.c"),
+        ],
+        check=True,
+    )
     data = wasm.read_bytes()
     lm = prepare(data)
     results = list(lift_module(lm))
@@ -99,9 +151,24 @@ def test_lifted_c_agrees_with_wasmtime(tmp_path):
     lib = tmp_path / "lifted.so"
     # wasm-ld's symbols (__dso_handle, __stack_pointer...) would clash with the host's
     renames = [f"-D{n}=kb{n}" for n in [*lm.func_c, *lm.global_c] if n.startswith("__")]
-    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-fwrapv", "-w", *renames, "-include",
-                    prelude_path(), str(tmp_path / "lifted.c"), "-o", str(lib), "-lm"],
-                   check=True)
+    subprocess.run(
+        [
+            "gcc",
+            "-shared",
+            "-fPIC",
+            "-O1",
+            "-fwrapv",
+            "-w",
+            *renames,
+            "-include",
+            prelude_path(),
+            str(tmp_path / "lifted.c"),
+            "-o",
+            str(lib),
+            "-lm",
+        ],
+        check=True,
+    )
     so = ctypes.CDLL(str(lib))
     so.kb_init()
 
@@ -112,8 +179,9 @@ def test_lifted_c_agrees_with_wasmtime(tmp_path):
     rng = random.Random(1234)
     agree = disagree = 0
     mismatches = []
-    funcs = [(e.name, e.index) for e in m.exports if e.kind == "func"
-             and not e.name.startswith("__")]
+    funcs = [
+        (e.name, e.index) for e in m.exports if e.kind == "func" and not e.name.startswith("__")
+    ]
     assert len(funcs) >= 40
     for name, fi in sorted(funcs):
         t = m.func_type(fi)
@@ -124,8 +192,10 @@ def test_lifted_c_agrees_with_wasmtime(tmp_path):
         for k in range(24):
             args = [pool[(k * (j + 3) + j) % len(pool)] for j, pool in enumerate(pools)]
             if t.params and t.params[0] == "f32":
-                args = [struct.unpack("<f", struct.pack("<f", a))[0] if isinstance(a, float)
-                        else a for a in args]
+                args = [
+                    struct.unpack("<f", struct.pack("<f", a))[0] if isinstance(a, float) else a
+                    for a in args
+                ]
             want = exports[name](store, *args)
             got = cf(*args)
             if not t.results or _same(want, got, t.results[0]):

@@ -60,7 +60,19 @@ from .names import Names, c_ident, comment_text
 from .prelude import prelude_path, render_prelude
 
 __all__ = [
-    "LiftError", "LiftModule", "LiftResult", "LiftStats", "Names", "build_callgraph",
-    "c_ident", "comment_text", "disassemble_function", "indirect_types", "lift_function",
-    "lift_module", "prelude_path", "prepare", "render_prelude",
+    "LiftError",
+    "LiftModule",
+    "LiftResult",
+    "LiftStats",
+    "Names",
+    "build_callgraph",
+    "c_ident",
+    "comment_text",
+    "disassemble_function",
+    "indirect_types",
+    "lift_function",
+    "lift_module",
+    "prelude_path",
+    "prepare",
+    "render_prelude",
 ]

@@ -42,11 +42,15 @@ def indirect_types(data: bytes, analysis: ModuleAnalysis) -> dict[int, dict[tupl
     return out
 
 
-def build_callgraph(analysis: ModuleAnalysis, data: bytes, names: Mapping[int, str] | None = None,
-                    stable_ids: Mapping[int, str] | None = None,
-                    statuses: Mapping[int, str] | None = None,
-                    expand_limit: int = 8,
-                    sites: dict[int, dict[tuple[int, int], int]] | None = None) -> dict:
+def build_callgraph(
+    analysis: ModuleAnalysis,
+    data: bytes,
+    names: Mapping[int, str] | None = None,
+    stable_ids: Mapping[int, str] | None = None,
+    statuses: Mapping[int, str] | None = None,
+    expand_limit: int = 8,
+    sites: dict[int, dict[tuple[int, int], int]] | None = None,
+) -> dict:
     """The call graph object: ``{"nodes", "edges", "indirect", "candidates"}``.
 
     * ``nodes``: ``{"index", "stable_id", "name", "status", "imported", "in_table"}``
@@ -94,10 +98,16 @@ def build_callgraph(analysis: ModuleAnalysis, data: bytes, names: Mapping[int, s
         i = f.index
         name = names.get(i)
         status = statuses.get(i) or ("import" if f.imported else ("named" if name else "unnamed"))
-        nodes.append({
-            "index": i, "stable_id": stable_ids.get(i), "name": display_name(name) if name else None,
-            "status": status, "imported": f.imported, "in_table": i in in_table,
-        })
+        nodes.append(
+            {
+                "index": i,
+                "stable_id": stable_ids.get(i),
+                "name": display_name(name) if name else None,
+                "status": status,
+                "imported": f.imported,
+                "in_table": i in in_table,
+            }
+        )
 
     edges = []
     for f in analysis.functions:
@@ -123,10 +133,25 @@ def build_callgraph(analysis: ModuleAnalysis, data: bytes, names: Mapping[int, s
             cands = candidates.get(key, [])
             if len(cands) <= expand_limit:
                 for c in cands:
-                    edges.append({"caller": caller, "callee": c, "kind": "indirect",
-                                  "count": count, "candidates": len(cands)})
+                    edges.append(
+                        {
+                            "caller": caller,
+                            "callee": c,
+                            "kind": "indirect",
+                            "count": count,
+                            "candidates": len(cands),
+                        }
+                    )
                 if cands:
                     continue
-            indirect.append({"caller": caller, "table": table, "type": t, "count": count,
-                             "candidates": len(cands), "key": key})
+            indirect.append(
+                {
+                    "caller": caller,
+                    "table": table,
+                    "type": t,
+                    "count": count,
+                    "candidates": len(cands),
+                    "key": key,
+                }
+            )
     return {"nodes": nodes, "edges": edges, "indirect": indirect, "candidates": candidates}

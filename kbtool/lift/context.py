@@ -99,9 +99,7 @@ def prepare(module, names: Names | None = None) -> LiftModule:
     if names is None:
         names = Names.from_module(m)
     used: set[str] = set()
-    func_c = [
-        _unique(names.functions.get(i), f"f{i}", i, used) for i in range(m.num_functions)
-    ]
+    func_c = [_unique(names.functions.get(i), f"f{i}", i, used) for i in range(m.num_functions)]
     global_c = [_unique(names.globals.get(i), f"g{i}", i, used) for i in range(len(m.globals))]
     tc = (detect_toolchain(m, ()) or "").lower()
     try:
@@ -109,6 +107,12 @@ def prepare(module, names: Names | None = None) -> LiftModule:
     except Exception:  # noqa: BLE001 - annotations are optional
         dmap = None
     return LiftModule(
-        data=data, module=m, names=names, func_c=func_c, global_c=global_c,
-        module_idents=used, dmap=dmap, type_texts=[t.text() for t in m.types],
+        data=data,
+        module=m,
+        names=names,
+        func_c=func_c,
+        global_c=global_c,
+        module_idents=used,
+        dmap=dmap,
+        type_texts=[t.text() for t in m.types],
     )

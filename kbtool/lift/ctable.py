@@ -21,19 +21,63 @@ from __future__ import annotations
 
 from kbtool.wasm.opcodes import K_LANE, K_MEM, K_MEM_LANE, KIND, MNEMONICS, PREFIX_BASE
 
-PREC = {"*": 3, "/": 3, "%": 3, "+": 4, "-": 4, "<<": 5, ">>": 5, "<": 6, ">": 6,
-        "<=": 6, ">=": 6, "==": 7, "!=": 7, "&": 8, "^": 9, "|": 10}
+PREC = {
+    "*": 3,
+    "/": 3,
+    "%": 3,
+    "+": 4,
+    "-": 4,
+    "<<": 5,
+    ">>": 5,
+    "<": 6,
+    ">": 6,
+    "<=": 6,
+    ">=": 6,
+    "==": 7,
+    "!=": 7,
+    "&": 8,
+    "^": 9,
+    "|": 10,
+}
 SCALARS = ("i32", "i64", "f32", "f64")
 _CT = {"i32": "int32_t", "i64": "int64_t", "f32": "float", "f64": "double"}
 _UT = {"i32": "uint32_t", "i64": "uint64_t"}
-_INT_BIN = {"add": "+", "sub": "-", "mul": "*", "and": "&", "or": "|", "xor": "^",
-            "div_s": "/", "rem_s": "%"}
+_INT_BIN = {
+    "add": "+",
+    "sub": "-",
+    "mul": "*",
+    "and": "&",
+    "or": "|",
+    "xor": "^",
+    "div_s": "/",
+    "rem_s": "%",
+}
 _F_BIN = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "gt": ">", "le": "<=", "ge": ">="}
-_LANE_T = {"i8x16": "i32", "i16x8": "i32", "i32x4": "i32", "i64x2": "i64", "f32x4": "f32",
-           "f64x2": "f64"}
-_V_UNARY = ("not", "abs", "neg", "popcnt", "ceil", "floor", "trunc", "nearest", "sqrt",
-            "extend_", "extadd", "convert", "demote", "promote")
+_LANE_T = {
+    "i8x16": "i32",
+    "i16x8": "i32",
+    "i32x4": "i32",
+    "i64x2": "i64",
+    "f32x4": "f32",
+    "f64x2": "f64",
+}
+_V_UNARY = (
+    "not",
+    "abs",
+    "neg",
+    "popcnt",
+    "ceil",
+    "floor",
+    "trunc",
+    "nearest",
+    "sqrt",
+    "extend_",
+    "extadd",
+    "convert",
+    "demote",
+    "promote",
+)
 _V_TERNARY = ("bitselect", "relaxed_madd", "relaxed_nmadd", "laneselect", "dot_i8x16_i7x16_add")
 
 
@@ -59,7 +103,7 @@ def _numeric(name: str):
             return "cast", (src,), (t,), f"({_CT[t]})"
         return "call", (src,), (t,), name.replace(".", "_")  # trunc*, reinterpret
     if op.startswith("extend") and op.endswith("_s"):  # extend8_s ...
-        bits = op[len("extend"):-2]
+        bits = op[len("extend") : -2]
         return "cast", (t,), (t,), f"({_CT[t]})(int{bits}_t)"
     if t in ("i32", "i64"):
         if op == "eqz":
@@ -97,8 +141,12 @@ def _simd(op: int, name: str):
     k = KIND[op]
     if k in (K_MEM, K_MEM_LANE):
         if "store" in rest:
-            return "voidmem", ("i32", "v128") if k == K_MEM_LANE or rest == "store" else (
-                "i32", "v128"), (), h
+            return (
+                "voidmem",
+                ("i32", "v128") if k == K_MEM_LANE or rest == "store" else ("i32", "v128"),
+                (),
+                h,
+            )
         if k == K_MEM_LANE:
             return "mem", ("i32", "v128"), ("v128",), h
         return "mem", ("i32",), ("v128",), h

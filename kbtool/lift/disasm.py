@@ -40,8 +40,13 @@ def _local_name(lm: LiftModule, fi: int, x: int) -> str | None:
 
 
 def disassemble_function(lm: LiftModule, func_index: int, max_lines: int = MAX_LINES) -> str:
-    """Listing of ``func_index`` (imports give a one-line header). Raises IndexError for
+    """Listing of ``func_index`` of a prepared module (or raw wasm bytes; imports give a
+    one-line header). Raises IndexError for
     an index out of range and WasmFormatError for a malformed body."""
+    if not isinstance(lm, LiftModule):
+        from .context import prepare
+
+        lm = prepare(lm)
     m = lm.module
     if func_index < 0 or func_index >= m.num_functions:
         raise IndexError(f"function {func_index} out of range")
@@ -102,6 +107,7 @@ def disassemble_function(lm: LiftModule, func_index: int, max_lines: int = MAX_L
         p = p2
     else:
         if depth != 0:
-            raise WasmFormatError(end, "'end' opcode at the end of the function body",
-                                  "unbalanced blocks")
+            raise WasmFormatError(
+                end, "'end' opcode at the end of the function body", "unbalanced blocks"
+            )
     return "\n".join(lines) + "\n"

@@ -43,16 +43,31 @@ F_CALL, F_MEM, F_GLOB = 1, 2, 4
 
 _OPENERS = {0x02: "block", 0x03: "loop", 0x04: "if", 0x06: "try", 0x1F: "try_table"}
 _LOAD_CT = {
-    "i32.load": "int32_t", "i64.load": "int64_t", "f32.load": "float", "f64.load": "double",
-    "i32.load8_s": "int8_t", "i32.load8_u": "uint8_t", "i32.load16_s": "int16_t",
-    "i32.load16_u": "uint16_t", "i64.load8_s": "int8_t", "i64.load8_u": "uint8_t",
-    "i64.load16_s": "int16_t", "i64.load16_u": "uint16_t", "i64.load32_s": "int32_t",
+    "i32.load": "int32_t",
+    "i64.load": "int64_t",
+    "f32.load": "float",
+    "f64.load": "double",
+    "i32.load8_s": "int8_t",
+    "i32.load8_u": "uint8_t",
+    "i32.load16_s": "int16_t",
+    "i32.load16_u": "uint16_t",
+    "i64.load8_s": "int8_t",
+    "i64.load8_u": "uint8_t",
+    "i64.load16_s": "int16_t",
+    "i64.load16_u": "uint16_t",
+    "i64.load32_s": "int32_t",
     "i64.load32_u": "uint32_t",
 }
 _STORE_CT = {
-    "i32.store": "int32_t", "i64.store": "int64_t", "f32.store": "float", "f64.store": "double",
-    "i32.store8": "int8_t", "i32.store16": "int16_t", "i64.store8": "int8_t",
-    "i64.store16": "int16_t", "i64.store32": "int32_t",
+    "i32.store": "int32_t",
+    "i64.store": "int64_t",
+    "f32.store": "float",
+    "f64.store": "double",
+    "i32.store8": "int8_t",
+    "i32.store16": "int16_t",
+    "i64.store8": "int8_t",
+    "i64.store16": "int16_t",
+    "i64.store32": "int32_t",
 }
 _NEG_CMP = {"==": "!=", "!=": "==", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
 
@@ -118,8 +133,19 @@ def _merge(*es: _E):
 
 
 class _Blk:
-    __slots__ = ("kind", "start", "end", "else_at", "parent", "sites", "form", "bt",
-                 "cross_loop", "label", "claimed")
+    __slots__ = (
+        "kind",
+        "start",
+        "end",
+        "else_at",
+        "parent",
+        "sites",
+        "form",
+        "bt",
+        "cross_loop",
+        "label",
+        "claimed",
+    )
 
     def __init__(self, kind, start, parent, bt):
         self.kind = kind
@@ -201,7 +227,7 @@ def _switch_chains(blocks, tables) -> dict[int, list[int]]:
         last = max((k for k, m in enumerate(members) if m in targets), default=-1)
         if last < 0:
             continue
-        members = members[:last + 1]
+        members = members[: last + 1]
         for m in members:
             blocks[m].claimed = i
             blocks[m].form = "plain"
@@ -216,8 +242,7 @@ def _decide(blocks, b, ins, budget):
     simple = bt == ""
     if blk.kind == "loop":
         s = blk.sites
-        if (simple and len(s) == 1 and s[0][1] == 0x0D and s[0][0] == blk.end - 1
-                and s[0][2] == b):
+        if simple and len(s) == 1 and s[0][1] == 0x0D and s[0][0] == blk.end - 1 and s[0][2] == b:
             blk.form = "dowhile"
         else:
             blk.form = "loop"
@@ -228,8 +253,11 @@ def _decide(blocks, b, ins, budget):
     if not blk.sites:
         blk.form = "plain"
         return
-    if simple and len(blk.sites) <= 3 and all(op == 0x0D and inner == b
-                                              for _i, op, inner in blk.sites):
+    if (
+        simple
+        and len(blk.sites) <= 3
+        and all(op == 0x0D and inner == b for _i, op, inner in blk.sites)
+    ):
         blk.form = "ifconv"
         return
     if blk.cross_loop == 0:
@@ -247,7 +275,8 @@ def _decide(blocks, b, ins, budget):
                 budget.spend(1)
                 bj = blocks[j]
                 if bj.form in ("loop", "dowhile", "dowhile0") or (
-                        bj.form == "switchtail" and i > bj.claimed):
+                    bj.form == "switchtail" and i > bj.claimed
+                ):
                     ok = False
                     break
                 j = blocks[j].parent
@@ -280,9 +309,27 @@ class _Budget:
 
 
 class _Frame:
-    __slots__ = ("blk", "form", "params", "results", "height", "res_vars", "par_vars",
-                 "label", "label_used", "branched", "opened", "cond", "live_in", "has_else",
-                 "id", "ind", "cases", "switch_open", "heads")
+    __slots__ = (
+        "blk",
+        "form",
+        "params",
+        "results",
+        "height",
+        "res_vars",
+        "par_vars",
+        "label",
+        "label_used",
+        "branched",
+        "opened",
+        "cond",
+        "live_in",
+        "has_else",
+        "id",
+        "ind",
+        "cases",
+        "switch_open",
+        "heads",
+    )
 
     def __init__(self, blk, form, params, results, height):
         self.blk = blk
@@ -465,8 +512,9 @@ class _Lifter:
         name = "R_" + type_code(results)
         if name not in self.decl_types:
             fields = " ".join(f"{self.ctype(t)} v{k};" for k, t in enumerate(results))
-            self.decl_types[name] = (f"#ifndef KB_{name}\n#define KB_{name}\n"
-                                     f"struct {name} {{ {fields} }};\n#endif")
+            self.decl_types[name] = (
+                f"#ifndef KB_{name}\n#define KB_{name}\nstruct {name} {{ {fields} }};\n#endif"
+            )
         return f"struct {name}"
 
     def fn_typedef(self, t) -> str:
@@ -475,8 +523,9 @@ class _Lifter:
         key = "T_" + name
         if key not in self.decl_types:
             ps = ", ".join(self.ctype(p) for p in t.params) or "void"
-            self.decl_types[key] = (f"#ifndef KB_{name}\n#define KB_{name}\n"
-                                    f"typedef {ret} (*{name})({ps});\n#endif")
+            self.decl_types[key] = (
+                f"#ifndef KB_{name}\n#define KB_{name}\ntypedef {ret} (*{name})({ps});\n#endif"
+            )
         return name
 
     # -- block types
@@ -615,8 +664,11 @@ class _Lifter:
             fl, locs = _merge(a, b, c)
             self.push(_E(f"{_p(c, 12)} ? {_p(a, 12)} : {_p(b, 13)}", 13, a.ty, fl, locs))
         elif op == 0x10 or op == 0x12:
-            t = self.m.types[self.m.func_type_index(imms[0])] if imms[0] < self.m.num_functions \
+            t = (
+                self.m.types[self.m.func_type_index(imms[0])]
+                if imms[0] < self.m.num_functions
                 else None
+            )
             if t is None:
                 raise LiftError(f"call to function {imms[0]} out of range")
             self.do_call(self.fname(imms[0]), t, op == 0x12)
@@ -652,8 +704,7 @@ class _Lifter:
             pass  # ref.as_non_null: traps on null only
         elif op == 0x25:
             i_ = self.pop()
-            self.push(_E(f"table_get({imms[0]}, {i_.text})", 0, "funcref", F_GLOB | i_.fl,
-                         i_.locs))
+            self.push(_E(f"table_get({imms[0]}, {i_.text})", 0, "funcref", F_GLOB | i_.fl, i_.locs))
         elif op == 0x26:
             v = self.pop()
             i_ = self.pop()
@@ -681,8 +732,9 @@ class _Lifter:
         elif op == PREFIX_BASE[0xFD] + 0x0C:
             b = imms[0]
             ws = struct.unpack("<4I", b)
-            self.push(_E("v128_const(" + ", ".join(f"0x{w:08x}u" for w in ws) + ")", 0, "v128",
-                         const=ws))
+            self.push(
+                _E("v128_const(" + ", ".join(f"0x{w:08x}u" for w in ws) + ")", 0, "v128", const=ws)
+            )
         elif op == PREFIX_BASE[0xFD] + 0x0D:
             b_ = self.pop()
             a_ = self.pop()
@@ -852,9 +904,13 @@ class _Lifter:
         if lane_arg(op):
             texts.append(str(imms[-1]))
         call = f"{text}({', '.join(lead + texts)})"
-        effect = form in ("void", "voidmem") or MNEMONICS[op].startswith(
-            ("memory.", "table.", "data.", "elem.")) or ".atomic." in MNEMONICS[op] \
-            or MNEMONICS[op] == "atomic.fence" or MNEMONICS[op].startswith("memory.atomic")
+        effect = (
+            form in ("void", "voidmem")
+            or MNEMONICS[op].startswith(("memory.", "table.", "data.", "elem."))
+            or ".atomic." in MNEMONICS[op]
+            or MNEMONICS[op] == "atomic.fence"
+            or MNEMONICS[op].startswith("memory.atomic")
+        )
         if effect:
             self.spill_for_call()
             fl |= F_CALL
@@ -873,8 +929,14 @@ class _Lifter:
     def binary(self, form, op, a, b, ty, rty, fl, locs) -> _E:
         P = PREC[op]
         if form == "bin":
-            if op == "+" and b.const is not None and isinstance(b.const, int) and b.const < 0 \
-                    and b.const not in (-(1 << 31), -(1 << 63)) and ty in ("i32", "i64"):
+            if (
+                op == "+"
+                and b.const is not None
+                and isinstance(b.const, int)
+                and b.const < 0
+                and b.const not in (-(1 << 31), -(1 << 63))
+                and ty in ("i32", "i64")
+            ):
                 c = _i32_text(-b.const) if ty == "i32" else _i64_text(-b.const)
                 return _E(f"{_p(a, 4)} - {c}", 4, rty, fl, locs)
             if P >= 8:  # bitwise: parenthesise arithmetic operands for the reader
@@ -935,12 +997,15 @@ class _Lifter:
         elif form == "try_table":
             clauses = ", ".join(
                 f"{('catch', 'catch_ref', 'catch_all', 'catch_all_ref')[ck]}"
-                f"{'' if tag is None else ' ' + str(tag)} -> {lab}" for ck, tag, lab in imms[1])
+                f"{'' if tag is None else ' ' + str(tag)} -> {lab}"
+                for ck, tag, lab in imms[1]
+            )
             self.emit(f"/* try_table: {comment_text(clauses)} */")
         if form == "if":
             fr.heads = fr_heads
         fr.ind = self.frames[-1].ind + (
-            0 if form in ("plain", "try_table", "ifconv", "switchtail") else 1)
+            0 if form in ("plain", "try_table", "ifconv", "switchtail") else 1
+        )
         self.frames.append(fr)
         if form == "loop":
             fr.label = f"L{fr.id}"
@@ -985,7 +1050,7 @@ class _Lifter:
         fr = self.frames[-1]
         if not self.dead:
             self.fallthrough_assign(fr)
-        del self.stack[fr.height:]
+        del self.stack[fr.height :]
         self.dead = False
         fr.has_else = True
         self.frames.pop()
@@ -998,7 +1063,7 @@ class _Lifter:
         fr = self.frames[-1]
         if not self.dead:
             self.fallthrough_assign(fr)
-        del self.stack[fr.height:]
+        del self.stack[fr.height :]
         self.dead = False
         self.frames.pop()
         if op == 0x07:
@@ -1006,8 +1071,13 @@ class _Lifter:
             self.frames.append(fr)
             tag = self.tag_type(imms[0])
             for k, p in enumerate(tag.params):
-                fn = {"i32": "wasm_exn_i32", "i64": "wasm_exn_i64", "f32": "wasm_exn_f32",
-                      "f64": "wasm_exn_f64", "v128": "wasm_exn_v128"}.get(p, "wasm_exn_ref")
+                fn = {
+                    "i32": "wasm_exn_i32",
+                    "i64": "wasm_exn_i64",
+                    "f32": "wasm_exn_f32",
+                    "f64": "wasm_exn_f64",
+                    "v128": "wasm_exn_v128",
+                }.get(p, "wasm_exn_ref")
                 self.stack.append(_E(f"{fn}({k})", 0, p, F_CALL))
         else:
             self.emit("} else {")
@@ -1027,7 +1097,7 @@ class _Lifter:
         if reach:
             self.fallthrough_assign(fr)
         if len(self.stack) > fr.height:
-            del self.stack[fr.height:]
+            del self.stack[fr.height :]
         form = fr.form
         after_reachable = reach or fr.branched
         if form == "if" and not fr.has_else:
@@ -1036,8 +1106,9 @@ class _Lifter:
                 self.frames.pop()
                 self.emit("} else {")
                 self.frames.append(fr)
-                self.assign(fr.res_vars, [_E(v, 0, t) for v, t in
-                                          zip(fr.par_vars, fr.params, strict=True)])
+                self.assign(
+                    fr.res_vars, [_E(v, 0, t) for v, t in zip(fr.par_vars, fr.params, strict=True)]
+                )
             after_reachable = True
         self.frames.pop()
         if form == "loop":
@@ -1122,8 +1193,14 @@ class _Lifter:
         out = self.out
         if len(out) == head + 1:
             body = out[head]
-            if body is not None and len(body) < 100 and body.endswith(";") and (
-                    not body.endswith(":;")) and "{" not in body and "}" not in body:
+            if (
+                body is not None
+                and len(body) < 100
+                and body.endswith(";")
+                and (not body.endswith(":;"))
+                and "{" not in body
+                and "}" not in body
+            ):
                 h = out[head - 1]
                 out[head - 1] = h[:-1] + body.strip()
                 out.pop()
@@ -1175,8 +1252,9 @@ class _Lifter:
                 tmps.append(tn)
             lines += [f"{var} = {tn};" for var, tn in zip(targets, tmps, strict=True)]
         else:
-            lines += [f"{var} = {v.text};" for var, v in zip(targets, vals, strict=True)
-                      if var != v.text]
+            lines += [
+                f"{var} = {v.text};" for var, v in zip(targets, vals, strict=True) if var != v.text
+            ]
         # C constructs between here and the target that capture `break` / `continue`
         brk_ok = not in_switch
         cont_ok = True
@@ -1238,7 +1316,7 @@ class _Lifter:
 
     def case_heads(self, ks: list[int], default: bool) -> list[str]:
         heads = [f"case {k}:" for k in ks] + (["default:"] if default else [])
-        return [" ".join(heads[j:j + 8]) for j in range(0, len(heads), 8)]
+        return [" ".join(heads[j : j + 8]) for j in range(0, len(heads), 8)]
 
     def br_table(self, i, labels, default):
         idx = self.pop()
@@ -1268,12 +1346,17 @@ class _Lifter:
                 heads = [f"case {k}:" for k in ks]
                 if len(heads) > 8:
                     for j in range(0, len(heads) - 8, 8):
-                        self.emit("  " + " ".join(heads[j:j + 8]))
-                    heads = heads[(len(heads) - 1) // 8 * 8:]
+                        self.emit("  " + " ".join(heads[j : j + 8]))
+                    heads = heads[(len(heads) - 1) // 8 * 8 :]
                 head = " ".join(heads)
             t = self.frames[-1 - d]
-            if d == 0 and nxt_end and t is top and t.form not in ("loop", "dowhile", "func") \
-                    and not (t.res_vars or t.par_vars):
+            if (
+                d == 0
+                and nxt_end
+                and t is top
+                and t.form not in ("loop", "dowhile", "func")
+                and not (t.res_vars or t.par_vars)
+            ):
                 t.branched = True
                 lines = ["break;"]
             else:
@@ -1340,8 +1423,13 @@ def _local_names(lm: LiftModule, fi: int, n_params: int, n_total: int) -> list[s
             from .names import C_KEYWORDS
             from .prelude import PRELUDE_NAMES
 
-            if (cand in C_KEYWORDS or cand in PRELUDE_NAMES or _GENERATED.match(cand)
-                    or cand in lm.module_idents or cand in used):
+            if (
+                cand in C_KEYWORDS
+                or cand in PRELUDE_NAMES
+                or _GENERATED.match(cand)
+                or cand in lm.module_idents
+                or cand in used
+            ):
                 cand = f"{cand}_{x}"
             if cand not in used and cand not in lm.module_idents:
                 name = cand
@@ -1365,20 +1453,37 @@ def _stub(lm: LiftModule, fi: int, reason: str) -> str:
         fields = " ".join(f"{c_type(r)} v{k};" for k, r in enumerate(t.results))
         decls.append(f"#ifndef KB_{name}\n#define KB_{name}\nstruct {name} {{ {fields} }};\n#endif")
     names = [f"p{k}" for k in range(len(t.params))]
-    return "\n".join([
-        _header(lm, fi), *decls, _signature(lm, fi, names) + " {",
-        f"  /* kbtool: not lifted: {comment_text(reason)} */",
-        "  wasm_unreachable();", "}", ""])
+    return "\n".join(
+        [
+            _header(lm, fi),
+            *decls,
+            _signature(lm, fi, names) + " {",
+            f"  /* kbtool: not lifted: {comment_text(reason)} */",
+            "  wasm_unreachable();",
+            "}",
+            "",
+        ]
+    )
 
 
-def lift_function(lm: LiftModule, func_index: int, *, max_seconds: float | None = DEFAULT_SECONDS,
-                  max_instructions: int = MAX_INSTRUCTIONS,
-                  max_chars: int = MAX_OUTPUT_CHARS) -> LiftResult:
-    """Lift one function of a prepared module (see :func:`kbtool.lift.prepare`) to C.
+def lift_function(
+    lm: LiftModule,
+    func_index: int,
+    *,
+    max_seconds: float | None = DEFAULT_SECONDS,
+    max_instructions: int = MAX_INSTRUCTIONS,
+    max_chars: int = MAX_OUTPUT_CHARS,
+) -> LiftResult:
+    """Lift one function of a prepared module (see :func:`kbtool.lift.prepare`; raw wasm
+    bytes are prepared on the fly) to C.
 
     Imports give a prototype only. Never raises for a bad body: the result then carries a
     stub with a placeholder comment and ``truncated=True``.
     """
+    if not isinstance(lm, LiftModule):
+        from .context import prepare
+
+        lm = prepare(lm)
     m = lm.module
     if func_index < 0 or func_index >= m.num_functions:
         raise IndexError(f"function {func_index} out of range")
@@ -1407,8 +1512,7 @@ def lift_function(lm: LiftModule, func_index: int, *, max_seconds: float | None 
         lf.run(ins, blocks, open_at, locals_c, local_types, t)
     except (LiftError, WasmFormatError) as e:
         text = _stub(lm, func_index, str(e))
-        st = LiftStats(instructions=0, lines=text.count("\n"),
-                       seconds=time.perf_counter() - t0)
+        st = LiftStats(instructions=0, lines=text.count("\n"), seconds=time.perf_counter() - t0)
         return LiftResult(func_index, text, True, str(e), st)
     lines = [_header(lm, func_index)]
     lines += list(lf.decl_types.values())
@@ -1416,7 +1520,7 @@ def lift_function(lm: LiftModule, func_index: int, *, max_seconds: float | None 
         lines.append(f"extern {c_type(m.globals[g].valtype)} {lm.global_c[g]};")
     for f in lf.decl_funcs:
         lines.append(_signature(lm, f, None) + ";")
-    lines.append(_signature(lm, func_index, locals_c[:len(t.params)]) + " {")
+    lines.append(_signature(lm, func_index, locals_c[: len(t.params)]) + " {")
     head = len(lines)
     by_type: dict[str, list[str]] = {}
     for x in range(len(t.params), n_locals):
@@ -1424,13 +1528,13 @@ def lift_function(lm: LiftModule, func_index: int, *, max_seconds: float | None 
     for ct, ns in by_type.items():
         init = "{0}" if ct == "v128" else "0"
         for k in range(0, len(ns), 10):
-            lines.append(f"  {ct} " + ", ".join(f"{n} = {init}" for n in ns[k:k + 10]) + ";")
+            lines.append(f"  {ct} " + ", ".join(f"{n} = {init}" for n in ns[k : k + 10]) + ";")
     tby: dict[str, list[str]] = {}
     for ct, n in lf.temps:
         tby.setdefault(ct, []).append(n)
     for ct, ns in tby.items():
         for k in range(0, len(ns), 12):
-            lines.append(f"  {ct} " + ", ".join(ns[k:k + 12]) + ";")
+            lines.append(f"  {ct} " + ", ".join(ns[k : k + 12]) + ";")
     lines += [ln for ln in lf.out if ln is not None]
     lines.append("}")
     text = "\n".join(lines) + "\n"

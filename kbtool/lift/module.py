@@ -15,8 +15,9 @@ def _work(rng: tuple[int, int]) -> list[LiftResult]:
     return [lift_function(lm, i, **kw) for i in range(*rng)]
 
 
-def lift_module(lm: LiftModule, *, workers: int = 1, imports: bool = False,
-                **kw) -> Iterator[LiftResult]:
+def lift_module(
+    lm: LiftModule, *, workers: int = 1, imports: bool = False, **kw
+) -> Iterator[LiftResult]:
     """Lift every defined function (and import prototypes if ``imports``), in index order.
 
     ``workers > 1`` lifts chunks in forked processes; ``kw`` goes to :func:`lift_function`.

@@ -44,7 +44,7 @@ class Names:
         for i, n in module.func_names.items():
             if n:
                 funcs[i] = n
-        gl: dict[int, str] = {}
+        gl: dict[int, str] = _name_subsection(module, 7)
         for imp in module.imports:
             if imp.kind == "global":
                 gl[imp.index] = imp.field
@@ -54,7 +54,43 @@ class Names:
         return cls(functions=funcs, globals=gl, locals=dict(module.local_names))
 
 
-C_KEYWORDS = frozenset("""
+def _name_subsection(module, wanted: int) -> dict[int, str]:
+    """A name map subsection of the ``name`` custom section (7: globals); {} if absent or
+    malformed (names are optional, so a bad subsection is ignored)."""
+    from kbtool.wasm.errors import WasmFormatError
+    from kbtool.wasm.leb import read_uleb
+
+    c = module.custom("name")
+    if c is None:
+        return {}
+    data = c.data
+    out: dict[int, str] = {}
+    try:
+        p = 0
+        while p < len(data):
+            sid = data[p]
+            size, p = read_uleb(data, p + 1, len(data), 32, "name subsection size")
+            end = p + size
+            if end > len(data):
+                return {}
+            if sid == wanted:
+                n, p = read_uleb(data, p, end, 32, "name count")
+                for _ in range(min(n, end - p)):
+                    idx, p = read_uleb(data, p, end, 32, "index")
+                    ln, p = read_uleb(data, p, end, 32, "name length")
+                    if p + ln > end:
+                        return out
+                    out[idx] = bytes(data[p : p + ln]).decode("utf-8", "replace")
+                    p += ln
+                return out
+            p = end
+    except (WasmFormatError, IndexError):
+        return out
+    return out
+
+
+C_KEYWORDS = frozenset(
+    """
 auto break case char const continue default do double else enum extern float for goto if
 inline int long register restrict return short signed sizeof static struct switch typedef
 union unsigned void volatile while _Alignas _Alignof _Atomic _Bool _Complex _Generic
@@ -62,7 +98,8 @@ _Imaginary _Noreturn _Static_assert _Thread_local alignas alignof bool constexpr
 nullptr static_assert thread_local true typeof typeof_unqual asm fortran
 int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t intptr_t uintptr_t
 size_t ptrdiff_t NULL main
-""".split())
+""".split()
+)
 
 _NOT_IDENT = re.compile(r"[^A-Za-z0-9_]+")
 MAX_IDENT = 96
