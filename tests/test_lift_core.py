@@ -122,6 +122,13 @@ def test_lift_calls_memory_multivalue(features):
     assert "return (struct R_ij){" in mv
 
 
+def test_lift_float_constants(features):
+    t = lift_function(features, _func(features, "fconsts")).text
+    assert "return 3.4028235e+38f + " in t
+    assert "f32_reinterpret_i32(-8388608)" in t  # -inf by its bits
+    assert "f32_reinterpret_i32(0x7fa00000)" in t
+
+
 def test_lift_simd_atomics_refs_exceptions(features):
     s = lift_function(features, _func(features, "simd")).text
     assert "i32x4_add(v128_load(p), i32x4_splat(3))" in s and "v128 v = {0};" in s

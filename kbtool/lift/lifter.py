@@ -385,7 +385,11 @@ def _f32_text(v: float, bits: int) -> str:
         return f"f32_reinterpret_i32({_i32_text(struct.unpack('<i', struct.pack('<I', bits))[0])})"
     for n in range(1, 10):
         s = f"{v:.{n}g}"
-        if struct.unpack("<f", struct.pack("<f", float(s)))[0] == v:
+        try:
+            same = struct.unpack("<f", struct.pack("<f", float(s)))[0] == v
+        except OverflowError:  # rounded past FLT_MAX
+            same = False
+        if same:
             break
     if "." not in s and "e" not in s and "n" not in s:
         s += ".0"
@@ -1510,8 +1514,10 @@ def lift_function(
         lf = _Lifter(lm, func_index, budget, max_chars)
         lf.switches = switches
         lf.run(ins, blocks, open_at, locals_c, local_types, t)
-    except (LiftError, WasmFormatError) as e:
-        text = _stub(lm, func_index, str(e))
+    except (LiftError, WasmFormatError, IndexError, KeyError, ValueError, OverflowError) as e:
+        # a malformed body (or a lifter defect) must not take the caller down
+        text = _stub(lm, func_index, str(e) if isinstance(e, LiftError | WasmFormatError)
+                     else f"internal error {type(e).__name__}: {e}")
         st = LiftStats(instructions=0, lines=text.count("\n"), seconds=time.perf_counter() - t0)
         return LiftResult(func_index, text, True, str(e), st)
     lines = [_header(lm, func_index)]
