@@ -127,13 +127,17 @@ def _same(a, b, ty) -> bool:
     return a == b
 
 
-def test_lifted_c_agrees_with_wasmtime(tmp_path):
+@pytest.mark.parametrize(
+    "opt",
+    ["-O2", *(pytest.param(o, marks=pytest.mark.slow) for o in ("-O0", "-O1", "-Os", "-O3"))],
+)
+def test_lifted_c_agrees_with_wasmtime(tmp_path, opt):
     wasm = tmp_path / "sem.wasm"
     subprocess.run(
         [
             "clang",
             "--target=wasm32",
-            "-O2",
+            opt,
             "-nostdlib",
             "-Wl,--no-entry",
             "-Wl,--export-all",
