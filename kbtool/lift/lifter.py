@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from kbtool.wasm.errors import WasmFormatError
 from kbtool.wasm.instr import decode_one, read_local_decls
-from kbtool.wasm.opcodes import MNEMONICS, PREFIX_BASE
+from kbtool.wasm.opcodes import BYTE_KIND, K_NONE, MNEMONICS, PREFIX_BASE
 
 from .context import LiftModule, c_type, type_code
 from .ctable import CTABLE, PREC, imm_args, lane_arg
@@ -1179,9 +1179,9 @@ class _Lifter:
             if b is None or self.blocks[b].bt != "":
                 return None
             j += 1
-        if j == last:
+        if j == last or ins[j][1] == 0x0F:
             return "return;" if not func_res else None
-        if j == last - 1 and len(func_res) == 1:
+        if (j == last - 1 or ins[j + 1][1] == 0x0F) and len(func_res) == 1:
             _off, op, imms = ins[j]
             if op == 0x20 and imms[0] < len(self.locals_c):
                 return f"return {self.locals_c[imms[0]]};"
@@ -1387,15 +1387,32 @@ def _decode(data: bytes, start: int, end: int, budget: _Budget):
     decls, p = read_local_decls(data, start, end)
     ins = []
     append = ins.append
+    none = _NO_IMM
+    n = 0
     while p < end:
-        op, p2, imms = decode_one(data, p, end)
-        append((p, op, imms))
-        p = p2
-        if len(ins) > MAX_INSTRUCTIONS:
-            raise LiftError(f"more than {MAX_INSTRUCTIONS} instructions")
-        if len(ins) & 0xFFF == 0:
+        # shortcut for the two commonest shapes (no immediate; local op with a one-byte
+        # index); everything else goes through the shared careful decoder
+        b = data[p]
+        if b in none:
+            append((p, b, ()))
+            p += 1
+        elif 0x20 <= b <= 0x22 and p + 1 < end and data[p + 1] < 0x80:
+            append((p, b, (data[p + 1],)))
+            p += 2
+        else:
+            op, p2, imms = decode_one(data, p, end)
+            append((p, op, imms))
+            p = p2
+        n += 1
+        if not n & 0xFFF:
+            if n > MAX_INSTRUCTIONS:
+                raise LiftError(f"more than {MAX_INSTRUCTIONS} instructions")
             budget.spend(0)
     return decls, ins
+
+
+#: single-byte opcodes without immediates
+_NO_IMM = frozenset(b for b in range(0xFB) if BYTE_KIND[b] == K_NONE)
 
 
 def _signature(lm: LiftModule, fi: int, param_names: list[str] | None) -> str:
