@@ -145,6 +145,7 @@ class _Blk:
         "cross_loop",
         "label",
         "claimed",
+        "cross_block",
     )
 
     def __init__(self, kind, start, parent, bt):
@@ -157,6 +158,7 @@ class _Blk:
         self.form = ""
         self.bt = bt
         self.cross_loop = 0
+        self.cross_block = 0
         self.label = ""
         self.claimed = -1  # index of the br_table whose switch this block belongs to
 
@@ -198,11 +200,36 @@ def _scan(ins, budget):
                     for j in range(1, d + 1):
                         blocks[stack[-j]].cross_loop += 1
                     budget.spend(d)
+                elif op != 0x0E and t:
+                    # and on the way to a block: a do-while(0) there would eat its break
+                    for j in range(1, d + 1):
+                        blocks[stack[-j]].cross_block += 1
+                    budget.spend(d)
     if stack:
         raise LiftError("function body not closed by end")
     switches = _switch_chains(blocks, tables)
     for b in order:  # innermost first
         if blocks[b].claimed < 0:
+            _decide(blocks, b, ins, budget)
+    # second round: a block only risks the breaks of outer blocks that did become
+    # do { } while (0) in the first round
+    recount = [0] * len(blocks)
+    for t in order:
+        bt_ = blocks[t]
+        if bt_.form != "dowhile0":
+            continue
+        for _i, op, inner in bt_.sites:
+            if op == 0x0E:
+                continue
+            j = inner
+            while j != t:
+                budget.spend(1)
+                recount[j] += 1
+                j = blocks[j].parent
+    for b in order:
+        blk = blocks[b]
+        if blk.claimed < 0 and blk.kind == "block":
+            blk.cross_block = recount[b]
             _decide(blocks, b, ins, budget)
     return blocks, open_at, switches
 
@@ -261,16 +288,14 @@ def _decide(blocks, b, ins, budget):
         blk.form = "ifconv"
         return
     if blk.cross_loop == 0:
-        ok = True
-        needed = False
+        # do { } while (0) pays when more of its own branches become `break` than branches
+        # crossing it to outer blocks could lose theirs
+        breaks = 0
         for i, op, inner in blk.sites:
             if op == 0x0E:
-                if inner == b and i + 1 == blk.end:
-                    continue  # `break` out of the switch lands at the block end
-                ok = False
-                break
-            needed = True
+                continue  # inside a switch: `break` leaves the switch (or lands right)
             j = inner
+            ok = True
             while j != b:
                 budget.spend(1)
                 bj = blocks[j]
@@ -279,11 +304,10 @@ def _decide(blocks, b, ins, budget):
                 ):
                     ok = False
                     break
-                j = blocks[j].parent
-            if not ok:
-                break
-        if ok:
-            blk.form = "dowhile0" if needed else "plain"
+                j = bj.parent
+            breaks += ok
+        if breaks and breaks > blk.cross_block:
+            blk.form = "dowhile0"
             return
     blk.form = "plain"
 
