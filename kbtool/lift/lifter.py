@@ -1569,19 +1569,20 @@ def lift_function(
         lines.append(_signature(lm, f, None) + ";")
     lines.append(_signature(lm, func_index, locals_c[: len(t.params)]) + " {")
     head = len(lines)
-    by_type: dict[str, list[str]] = {}
+    decl: dict[str, list[str]] = {}  # one declaration list per C type: locals, then temps
     for x in range(len(t.params), n_locals):
-        by_type.setdefault(c_type(local_types[x]), []).append(locals_c[x])
-    for ct, ns in by_type.items():
-        init = "{0}" if ct == "v128" else "0"
-        for k in range(0, len(ns), 10):
-            lines.append(f"  {ct} " + ", ".join(f"{n} = {init}" for n in ns[k : k + 10]) + ";")
-    tby: dict[str, list[str]] = {}
+        ct = c_type(local_types[x])
+        decl.setdefault(ct, []).append(f"{locals_c[x]} = {'{0}' if ct == 'v128' else '0'}")
     for ct, n in lf.temps:
-        tby.setdefault(ct, []).append(n)
-    for ct, ns in tby.items():
-        for k in range(0, len(ns), 12):
-            lines.append(f"  {ct} " + ", ".join(ns[k : k + 12]) + ";")
+        decl.setdefault(ct, []).append(n)
+    for ct, items in decl.items():
+        cur = f"  {ct} "
+        for k, item in enumerate(items):
+            if k and len(cur) + len(item) > 96:
+                lines.append(cur[:-2] + ";")
+                cur = f"  {ct} "
+            cur += item + ", "
+        lines.append(cur[:-2] + ";")
     lines += [ln for ln in lf.out if ln is not None]
     lines.append("}")
     text = "\n".join(lines) + "\n"
