@@ -353,6 +353,7 @@ class _Frame:
         "cases",
         "switch_open",
         "heads",
+        "tern",
     )
 
     def __init__(self, blk, form, params, results, height):
@@ -375,6 +376,7 @@ class _Frame:
         self.cases: list[str] = []
         self.switch_open = False
         self.heads: list[int] = []  # output index of each open `if (...) {` line
+        self.tern: list | None = None  # if-with-result candidate for `c ? a : b`
 
 
 def _i32_text(v: int) -> str:
@@ -1031,6 +1033,8 @@ class _Lifter:
             self.emit(f"/* try_table: {comment_text(clauses)} */")
         if form == "if":
             fr.heads = fr_heads
+            if len(results) == 1 and not params:
+                fr.tern = [cond, None]
         fr.ind = self.frames[-1].ind + (
             0 if form in ("plain", "try_table", "ifconv", "switchtail") else 1
         )
@@ -1076,8 +1080,13 @@ class _Lifter:
 
     def do_else(self):
         fr = self.frames[-1]
+        if fr.tern is not None:
+            ok = not self.dead and len(self.stack) == fr.height + 1
+            fr.tern[1] = self.stack[-1] if ok else None
         if not self.dead:
             self.fallthrough_assign(fr)
+        if fr.tern is not None and (fr.tern[1] is None or len(self.out) != fr.heads[0] + 1):
+            fr.tern = None
         del self.stack[fr.height :]
         self.dead = False
         fr.has_else = True
@@ -1121,6 +1130,24 @@ class _Lifter:
                 for line in self.branch(0, vals):
                     self.emit(line)
             self.frames.pop()
+            return
+        if (
+            fr.tern is not None
+            and reach
+            and fr.has_else
+            and not fr.branched
+            and len(self.stack) == fr.height + 1
+            and len(self.out) == fr.heads[0] + 2
+        ):
+            # `if (c) { r = a; } else { r = b; }` is the expression `c ? a : b`
+            c, a = fr.tern
+            b = self.stack.pop()
+            del self.out[fr.heads[0] - 1 :]
+            rname = fr.res_vars[0]
+            self.temps = [x for x in self.temps if x[1] != rname]
+            self.frames.pop()
+            fl, locs = _merge(c, a, b)
+            self.push(_E(f"{_p(c, 12)} ? {_p(a, 12)} : {_p(b, 13)}", 13, fr.results[0], fl, locs))
             return
         if reach:
             self.fallthrough_assign(fr)
@@ -1557,8 +1584,13 @@ def lift_function(
         lf.run(ins, blocks, open_at, locals_c, local_types, t)
     except (LiftError, WasmFormatError, IndexError, KeyError, ValueError, OverflowError) as e:
         # a malformed body (or a lifter defect) must not take the caller down
-        text = _stub(lm, func_index, str(e) if isinstance(e, LiftError | WasmFormatError)
-                     else f"internal error {type(e).__name__}: {e}")
+        text = _stub(
+            lm,
+            func_index,
+            str(e)
+            if isinstance(e, LiftError | WasmFormatError)
+            else f"internal error {type(e).__name__}: {e}",
+        )
         st = LiftStats(instructions=0, lines=text.count("\n"), seconds=time.perf_counter() - t0)
         return LiftResult(func_index, text, True, str(e), st)
     lines = [_header(lm, func_index)]
