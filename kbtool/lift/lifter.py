@@ -1353,7 +1353,7 @@ class _Lifter:
             return
         vals = self.branch_values(depth, consume=False)
         self.spill_for_call()
-        if t.form == "ifconv" and depth == 0 and not vals:
+        if t.form == "ifconv" and depth == 0 and not vals and self.tail_return(t, vals) is None:
             self.emit(f"if ({self.cond_text(c, negate=True)}) {{")
             t.heads.append(len(self.out))
             t.opened += 1
