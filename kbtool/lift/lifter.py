@@ -1564,7 +1564,7 @@ def lift_function(
         text = f"{_header(lm, func_index)}\n{_signature(lm, func_index, None)};\n"
         return LiftResult(func_index, text, stats=LiftStats(lines=2))
     deadline = None if max_seconds is None else t0 + max_seconds
-    budget = _Budget(max_instructions * 8, deadline)
+    budget = _Budget(max_instructions * 100, deadline)
     start, end = m.code[func_index - m.num_func_imports]
     try:
         t = m.func_type(func_index)
