@@ -222,10 +222,12 @@ def _scan(ins, budget):
             if op == 0x0E:
                 continue
             j = inner
+            steps = 0
             while j != t:
-                budget.spend(1)
+                steps += 1
                 recount[j] += 1
                 j = blocks[j].parent
+            budget.spend(steps)
     for b in order:
         blk = blocks[b]
         if blk.claimed < 0 and blk.kind == "block":
@@ -296,8 +298,9 @@ def _decide(blocks, b, ins, budget):
                 continue  # inside a switch: `break` leaves the switch (or lands right)
             j = inner
             ok = True
+            steps = 0
             while j != b:
-                budget.spend(1)
+                steps += 1
                 bj = blocks[j]
                 if bj.form in ("loop", "dowhile", "dowhile0") or (
                     bj.form == "switchtail" and i > bj.claimed
@@ -305,6 +308,7 @@ def _decide(blocks, b, ins, budget):
                     ok = False
                     break
                 j = bj.parent
+            budget.spend(steps)
             breaks += ok
         if breaks and breaks > blk.cross_block:
             blk.form = "dowhile0"
