@@ -1,0 +1,271 @@
+"""Lifter benchmark: kbtool.lift next to ``wasm-decompile`` (wabt) on the same modules.
+
+    python benchmarks/lift.py [FILE ...] [--workers 2] [--no-gcc] [--latency FILE]
+    python benchmarks/lift.py --smoke
+
+Default FILEs: every ``.wasm`` of ../shared/corpus (gt/ and release/). Per module, in one
+run, side by side: share of functions whose lifted C passes ``gcc -fsyntax-only -include
+prelude.h``; for kbtool (whole-module lift, ``--workers`` processes) and wasm-decompile:
+wall time, peak RSS, total lines, body lines, gotos, labels, max brace nesting and the
+median body lines per function. Then single-function on-demand latency (median / p95 /
+worst of ``lift_function`` after one ``prepare``) on ``--latency`` (default: lightningcss).
+``--smoke`` runs everything on the small .wat fixture (needs wat2wasm).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from kbtool.lift import lift_function, lift_module, prelude_path, prepare  # noqa: E402
+
+DECOMPILE = shutil.which("wasm-decompile") or "/usr/bin/wasm-decompile"
+_COMMENT = re.compile(r"/\*.*?\*/")
+_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+
+
+def _corpus() -> list[Path]:
+    for p in (ROOT.parent / "shared" / "corpus", Path("/work/shared/corpus")):
+        if p.is_dir():
+            return sorted(p.rglob("*.wasm"), key=lambda q: q.stat().st_size)
+    raise SystemExit("corpus not found; pass FILE")
+
+
+def _run_measured(cmd: list[str], stdout) -> tuple[float, float, int]:
+    """Wall seconds, peak RSS (MB, the child and its waited-for children) and exit status."""
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.DEVNULL)
+    _pid, status, ru = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return time.perf_counter() - t, ru.ru_maxrss / 1024, proc.returncode
+
+
+def _brace_depth(lines: list[str]) -> int:
+    depth = best = 0
+    for line in lines:
+        s = _STRING.sub('""', _COMMENT.sub("", line))
+        for ch in s:
+            if ch == "{":
+                depth += 1
+                best = max(best, depth)
+            elif ch == "}":
+                depth -= 1
+    return best
+
+
+def _ours_child(path: str, workers: int, out: str) -> None:
+    """Child process: lift the whole module, write the C and print stats as JSON."""
+    data = Path(path).read_bytes()
+    lm = prepare(data)
+    bodies, starts, stats = [], [], []
+    line = 1
+    with open(out, "w") as fh:
+        for r in lift_module(lm, workers=workers):
+            starts.append((line, r.func_index))
+            fh.write(r.text)
+            line += r.text.count("\n")
+            st = r.stats
+            stats.append((st.gotos, st.labels, r.truncated))
+            bodies.append(st.body_lines)
+    print(json.dumps({"starts": starts, "bodies": bodies, "stats": stats}))
+
+
+def _decompile_metrics(text: str) -> dict:
+    lines = text.splitlines()
+    bodies, cur = [], None
+    for ln in lines:
+        if re.match(r"^(export )?function ", ln):
+            cur = 0
+        elif cur is not None:
+            if ln == "}":
+                bodies.append(cur)
+                cur = None
+            else:
+                cur += 1
+    return {
+        "lines": len(lines),
+        "body_lines": sum(bodies),
+        "funcs": len(bodies),
+        "gotos": sum(len(re.findall(r"\bgoto\b", ln)) for ln in lines),
+        "labels": sum(1 for ln in lines if re.match(r"^\s*label \w+:", ln)),
+        "depth": _brace_depth(lines),
+        "median": statistics.median(bodies) if bodies else 0,
+    }
+
+
+def _gcc_share(c_path: Path, starts: list[tuple[int, int]], n_lines: int) -> tuple[int, int]:
+    """(functions passing, total): one gcc per chunk, errors mapped to functions by line."""
+    text = c_path.read_text().splitlines(keepends=True)
+    failing: set[int] = set()
+    bounds = [s for s, _ in starts] + [n_lines + 1]
+    chunk = 3000
+    for a in range(0, len(starts), chunk):
+        lo, hi = bounds[a], bounds[min(a + chunk, len(starts))]
+        with tempfile.NamedTemporaryFile("w", suffix=".c", delete=False) as fh:
+            fh.write("".join(text[lo - 1 : hi - 1]))
+            name = fh.name
+        p = subprocess.run(
+            ["nice", "gcc", "-fsyntax-only", "-fwrapv", "-w", "-include", prelude_path(), name],
+            capture_output=True,
+            text=True,
+        )
+        os.unlink(name)
+        for m in re.finditer(r":(\d+):\d+: error:", p.stderr):
+            ln = int(m.group(1)) + lo - 1
+            k = max(j for j in range(a, min(a + chunk, len(starts))) if starts[j][0] <= ln)
+            failing.add(starts[k][1])
+    return len(starts) - len(failing), len(starts)
+
+
+def bench_module(path: Path, workers: int, gcc: bool, decompile: bool) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        c_path = Path(tmp) / "out.c"
+        with open(Path(tmp) / "stats.json", "w") as fh:
+            wall, rss, rc = _run_measured(
+                [
+                    sys.executable,
+                    __file__,
+                    "--_ours",
+                    str(path),
+                    "--workers",
+                    str(workers),
+                    "--out",
+                    str(c_path),
+                ],
+                fh,
+            )
+        if rc != 0:
+            raise SystemExit(f"lift failed on {path}")
+        info = json.loads((Path(tmp) / "stats.json").read_text())
+        lines = c_path.read_text().splitlines()
+        ours = {
+            "time": wall,
+            "rss": rss,
+            "lines": len(lines),
+            "body_lines": sum(info["bodies"]),
+            "gotos": sum(s[0] for s in info["stats"]),
+            "labels": sum(s[1] for s in info["stats"]),
+            "truncated": sum(1 for s in info["stats"] if s[2]),
+            "depth": _brace_depth(lines),
+            "funcs": len(info["bodies"]),
+            "median": statistics.median(info["bodies"]) if info["bodies"] else 0,
+        }
+        if gcc:
+            ok, n = _gcc_share(c_path, [tuple(s) for s in info["starts"]], len(lines))
+            ours["valid"] = 100.0 * ok / n if n else 100.0
+        theirs = None
+        if decompile and Path(DECOMPILE).exists():
+            d_path = Path(tmp) / "out.dcmp"
+            with open(d_path, "w") as fh:
+                wall, rss, rc = _run_measured([DECOMPILE, "--enable-all", str(path)], fh)
+            if rc == 0:
+                theirs = {"time": wall, "rss": rss, **_decompile_metrics(d_path.read_text())}
+    return {"module": path.name, "ours": ours, "theirs": theirs}
+
+
+def _row(name: str, d: dict | None, valid: str) -> str:
+    if d is None:
+        return f"  {name:<15} (not available)"
+    return (
+        f"  {name:<15} {valid:>6} {d['time']:8.2f} {d['rss']:8.0f} {d['lines']:9d} "
+        f"{d['body_lines']:9d} {d['gotos']:7d} {d['labels']:7d} {d['depth']:6d} "
+        f"{d['median']:7.1f}"
+    )
+
+
+def latency(path: Path, samples: int) -> str:
+    data = path.read_bytes()
+    t = time.perf_counter()
+    lm = prepare(data)
+    prep = time.perf_counter() - t
+    m = lm.module
+    defined = list(range(m.num_func_imports, m.num_functions))
+    rng = random.Random(7)
+    by_size = sorted(
+        defined, key=lambda i: m.code[i - m.num_func_imports][1] - m.code[i - m.num_func_imports][0]
+    )
+    pick = rng.sample(defined, min(samples, len(defined))) + by_size[-5:]
+    times, trunc = [], 0
+    for fi in pick:
+        t = time.perf_counter()
+        r = lift_function(lm, fi)
+        times.append(time.perf_counter() - t)
+        trunc += r.truncated
+    times.sort()
+    p95 = times[int(0.95 * (len(times) - 1))]
+    return (
+        f"on-demand lift_function on {path.name}: prepare {prep * 1000:.0f} ms once; "
+        f"{len(pick)} functions ({samples} random + 5 largest): median "
+        f"{statistics.median(times) * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms, worst "
+        f"{times[-1] * 1000:.0f} ms, truncated {trunc}"
+    )
+
+
+def _smoke_module(tmp: Path) -> Path:
+    out = tmp / "features.wasm"
+    subprocess.run(
+        [
+            "wat2wasm",
+            "--enable-all",
+            "--debug-names",
+            str(ROOT / "tests" / "fixtures" / "lift" / "features.wat"),
+            "-o",
+            str(out),
+        ],
+        check=True,
+    )
+    return out
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("files", nargs="*", type=Path)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--no-gcc", action="store_true")
+    ap.add_argument("--no-decompile", action="store_true")
+    ap.add_argument("--latency", type=Path, default=None)
+    ap.add_argument("--samples", type=int, default=300)
+    ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--_ours", help=argparse.SUPPRESS)
+    ap.add_argument("--out", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a._ours:
+        _ours_child(a._ours, a.workers, a.out)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        if a.smoke:
+            files = [_smoke_module(Path(tmp))]
+            lat = files[0]
+        else:
+            files = a.files or _corpus()
+            lat = a.latency or next((f for f in files if "lightningcss" in f.name), files[-1])
+        print(
+            f"{'':2}{'tool':<15} {'gcc%':>6} {'wall s':>8} {'peak MB':>8} {'lines':>9} "
+            f"{'body ln':>9} {'gotos':>7} {'labels':>7} {'depth':>6} {'med/fn':>7}"
+        )
+        for f in files:
+            r = bench_module(f, a.workers, not a.no_gcc, not a.no_decompile)
+            o = r["ours"]
+            print(f"{r['module']}  ({o['funcs']} functions, {o['truncated']} placeholders)")
+            valid = f"{o['valid']:.1f}" if "valid" in o else "-"
+            print(_row("kbtool.lift", o, valid))
+            print(_row("wasm-decompile", r["theirs"], "-"))
+            sys.stdout.flush()
+        print(latency(lat, 20 if a.smoke else a.samples))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""kbtool.lift: pure code views of one module version (no DB, no front end).
+
+Imports only :mod:`kbtool.wasm` and the standard library. Three views:
+
+**Disassembly** (the studio's Disassembly ``mnemonics``)::
+
+    lm = prepare(wasm_bytes, names)            # once per version; names optional
+    text = disassemble_function(lm, func_index)
+
+One instruction per line, ``<offset>: <indent><mnemonic> <immediates>``, block structure
+indented, callee names (``call $sqlite3_free`` / ``call func[812] <unnamed>``), global names,
+``call_indirect`` signatures and ``;; "string"`` notes on constants that point into data.
+Deterministic.
+
+**Lifted C** (the studio's ``lifted_c``)::
+
+    res = lift_function(lm, func_index)        # LiftResult(func_index, text, truncated,
+                                               #            reason, stats)
+    for res in lift_module(lm, workers=2): ...
+
+``res.text`` is self-contained C: the declarations the function needs (callee prototypes,
+``extern`` globals, multi-value result structs and call_indirect function-pointer typedefs,
+each behind an include guard) and the definition. Every function of a module, concatenated
+in any combination, is valid C with the prelude::
+
+    gcc -fsyntax-only -include $(python -c 'import kbtool.lift as l; print(l.prelude_path())')
+
+Locals are typed (``int32_t``/``int64_t``/``float``/``double``/``v128``/``wasm_ref``),
+parameters ``pN`` (or their sanitised names), locals ``lN``, temporaries ``tN``/``rN``,
+labels ``LN``. Memory accesses read ``*(int32_t *)(M + p + 8)`` (``M`` = linear memory
+base); ``Names.field_hook`` may render them as ``p->field_8``. Control flow is structured
+(``if``/``else``, ``while (1)``, ``do {} while (cond)``, ``do {} while (0)`` + ``break``,
+``switch``); ``goto`` only where C cannot express the branch. SIMD, atomics, bulk memory,
+tables, references and exceptions call prelude helpers named after the mnemonic
+(``i32x4_add(a, b)``, ``i32_atomic_rmw_add(addr, v)``). Semantics assume ``-fwrapv``.
+A function over the budget (instructions, output size, ``max_seconds``) or using an
+instruction without a C rendering (GC) gets a valid stub with a
+``/* kbtool: not lifted: <reason> */`` comment and ``truncated=True``. Names from the
+binary are untrusted: identifiers are sanitised and made unique, comment text is escaped.
+
+**Call graph** (the studio's Call graph object)::
+
+    analysis = kbtool.wasm.analyze_module(wasm_bytes)
+    graph = build_callgraph(analysis, wasm_bytes, names, stable_ids, statuses)
+    # {"nodes": [{index, stable_id, name, status, imported, in_table}],
+    #  "edges": [{caller, callee, kind: direct|ref|indirect, count[, candidates]}],
+    #  "indirect": [{caller, table, type, count, candidates, key}],   # large sets only
+    #  "candidates": {"<table>:<sig>": [func indices]}}
+
+The prelude header ships as package data: :func:`prelude_path` gives its path and
+:func:`kbtool.lift.prelude.render_prelude` its text.
+"""
+
+from .callgraph import build_callgraph, indirect_types
+from .context import LiftModule, prepare
+from .disasm import disassemble_function
+from .lifter import LiftError, LiftResult, LiftStats, lift_function
+from .module import lift_module
+from .names import Names, c_ident, comment_text
+from .prelude import prelude_path, render_prelude
+
+__all__ = [
+    "LiftError",
+    "LiftModule",
+    "LiftResult",
+    "LiftStats",
+    "Names",
+    "build_callgraph",
+    "c_ident",
+    "comment_text",
+    "disassemble_function",
+    "indirect_types",
+    "lift_function",
+    "lift_module",
+    "prelude_path",
+    "prepare",
+    "render_prelude",
+]

@@ -1,0 +1,118 @@
+"""Per-module state shared by the disassembler and the lifter (built once, reused per call).
+
+:func:`prepare` parses the module (or takes a parsed one), builds the data map used for
+string annotations and assigns every function and global a unique, sanitised C identifier.
+Building it costs about one parse; a front end keeps one per version for on-demand views.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from kbtool.wasm.facts import build_data_map
+from kbtool.wasm.reader import Module, parse_module
+from kbtool.wasm.toolchain import detect_toolchain
+
+from .names import C_KEYWORDS, Names, c_ident, display_name
+from .prelude import PRELUDE_NAMES
+
+#: identifiers the lifter generates itself (params, locals, temps, unnamed funcs/globals)
+_GENERATED = re.compile(r"^(?:[pltrgfL]\d+|M)$")
+VALTYPE_C = {"i32": "int32_t", "i64": "int64_t", "f32": "float", "f64": "double", "v128": "v128"}
+VALTYPE_CODE = {"i32": "i", "i64": "j", "f32": "f", "f64": "d", "v128": "v"}
+
+
+def c_type(valtype: str) -> str:
+    """C type of a wasm value type (references are ``wasm_ref``)."""
+    return VALTYPE_C.get(valtype, "wasm_ref")
+
+
+def type_code(valtypes) -> str:
+    return "".join(VALTYPE_CODE.get(t, "r") for t in valtypes)
+
+
+@dataclass
+class LiftModule:
+    """A module prepared for disassembly and lifting. Treat as read-only."""
+
+    data: bytes
+    module: Module
+    names: Names
+    func_c: list[str] = field(default_factory=list)  # C identifier per function index
+    global_c: list[str] = field(default_factory=list)
+    module_idents: set[str] = field(default_factory=set)
+    dmap: object = None
+    type_texts: list[str] = field(default_factory=list)
+
+    def func_display(self, index: int) -> str | None:
+        """The (untrusted) name of a function made safe for a listing, or None."""
+        n = self.names.functions.get(index)
+        return display_name(n) if n else None
+
+    def global_display(self, index: int) -> str | None:
+        n = self.names.globals.get(index)
+        return display_name(n) if n else None
+
+    def string_at(self, addr: int) -> str | None:
+        """The text a constant address points at (C string, ``(ptr, len)`` pair or run)."""
+        if self.dmap is None or addr < self.dmap.lo or addr >= self.dmap.hi:
+            return None
+        e = self.dmap.entry(addr)
+        return None if e is None else e[2]
+
+    def ret_struct(self, results) -> str:
+        return "R_" + type_code(results)
+
+    def fn_typedef(self, params, results) -> str:
+        return "fn_" + type_code(params) + "_" + type_code(results)
+
+
+def _unique(raw: str | None, fallback: str, index: int, used: set[str]) -> str:
+    if not raw:
+        name = fallback
+    else:
+        name = c_ident(raw)
+        if name in C_KEYWORDS or name in PRELUDE_NAMES or _GENERATED.match(name):
+            name = f"{name}_{index}"
+    while name in used:
+        name = f"{name}_{index}"
+    used.add(name)
+    return name
+
+
+def prepare(module, names: Names | None = None) -> LiftModule:
+    """Prepare ``module`` (wasm bytes, or a parsed :class:`Module` together with bytes via
+    ``(data, module)``) for :func:`disassemble_function` / :func:`lift_function`.
+
+    ``names`` defaults to :meth:`Names.from_module` (name section, exports, imports).
+    Raises :class:`kbtool.wasm.WasmFormatError` on a malformed module.
+    """
+    if isinstance(module, LiftModule):
+        return module
+    if isinstance(module, tuple):
+        data, m = module
+        data = bytes(data)
+    else:
+        data = bytes(module)
+        m = parse_module(data)
+    if names is None:
+        names = Names.from_module(m)
+    used: set[str] = set()
+    func_c = [_unique(names.functions.get(i), f"f{i}", i, used) for i in range(m.num_functions)]
+    global_c = [_unique(names.globals.get(i), f"g{i}", i, used) for i in range(len(m.globals))]
+    tc = (detect_toolchain(m, ()) or "").lower()
+    try:
+        dmap = build_data_map(data, m, tc.startswith(("rustc", "go")))
+    except Exception:  # noqa: BLE001 - annotations are optional
+        dmap = None
+    return LiftModule(
+        data=data,
+        module=m,
+        names=names,
+        func_c=func_c,
+        global_c=global_c,
+        module_idents=used,
+        dmap=dmap,
+        type_texts=[t.text() for t in m.types],
+    )

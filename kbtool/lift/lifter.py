@@ -1,0 +1,1631 @@
+"""Lift one wasm function to C (the studio's ``lifted_c``).
+
+Two linear passes, no recursion on nesting depth:
+
+1. :func:`_scan` decodes the body once (``kbtool.wasm.instr.decode_one``), matches block
+   ends and records every branch site, then decides per block how C will express it,
+   innermost first: a ``block`` nobody branches to is inlined; one whose only branches are
+   top-level ``br_if`` becomes ``if (!cond) { rest }``; one whose branches can all use C
+   ``break`` becomes ``do { ... } while (0)``; otherwise its end gets a label and the
+   branches a ``goto``. A ``loop`` is ``while (1)`` (``continue`` for back edges), or
+   ``do { ... } while (cond)`` when its only back edge is a final ``br_if``.
+2. :class:`_Lifter` walks the instructions with an expression stack. Values stay
+   expressions until an effect could change what they read (a store, a call, a write of a
+   local they read, a control-flow split), then they are spilled to temporaries ``tN``.
+
+Every emitted identifier is sanitised (see :mod:`kbtool.lift.context`); comments are
+escaped. A function over the size/time budget, or using an instruction without a C
+rendering (GC), gets a valid stub with a ``/* kbtool: ... */`` placeholder comment.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from dataclasses import dataclass, field
+
+from kbtool.wasm.errors import WasmFormatError
+from kbtool.wasm.instr import decode_one, read_local_decls
+from kbtool.wasm.opcodes import BYTE_KIND, K_NONE, MNEMONICS, PREFIX_BASE
+
+from .context import LiftModule, c_type, type_code
+from .ctable import CTABLE, PREC, imm_args, lane_arg
+from .names import c_ident, comment_text, escape_text
+
+MAX_INSTRUCTIONS = 400_000
+MAX_OUTPUT_CHARS = 4_000_000
+MAX_LOCALS = 50_000
+MAX_EXPR_CHARS = 1_500
+MAX_INDENT = 40
+DEFAULT_SECONDS = 10.0
+
+F_CALL, F_MEM, F_GLOB = 1, 2, 4
+
+_OPENERS = {0x02: "block", 0x03: "loop", 0x04: "if", 0x06: "try", 0x1F: "try_table"}
+_LOAD_CT = {
+    "i32.load": "int32_t",
+    "i64.load": "int64_t",
+    "f32.load": "float",
+    "f64.load": "double",
+    "i32.load8_s": "int8_t",
+    "i32.load8_u": "uint8_t",
+    "i32.load16_s": "int16_t",
+    "i32.load16_u": "uint16_t",
+    "i64.load8_s": "int8_t",
+    "i64.load8_u": "uint8_t",
+    "i64.load16_s": "int16_t",
+    "i64.load16_u": "uint16_t",
+    "i64.load32_s": "int32_t",
+    "i64.load32_u": "uint32_t",
+}
+_STORE_CT = {
+    "i32.store": "int32_t",
+    "i64.store": "int64_t",
+    "f32.store": "float",
+    "f64.store": "double",
+    "i32.store8": "int8_t",
+    "i32.store16": "int16_t",
+    "i64.store8": "int8_t",
+    "i64.store16": "int16_t",
+    "i64.store32": "int32_t",
+}
+_NEG_CMP = {"==": "!=", "!=": "==", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
+
+
+class LiftError(Exception):
+    """The function cannot be lifted (unsupported instruction, invalid stack, budget)."""
+
+
+@dataclass
+class LiftStats:
+    instructions: int = 0
+    lines: int = 0
+    body_lines: int = 0  # lines between the definition's braces
+    gotos: int = 0
+    labels: int = 0
+    max_depth: int = 0
+    temps: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class LiftResult:
+    """``text``: C for one function (declarations it needs + definition);
+    ``truncated``: a placeholder replaced the body (reason in ``reason``)."""
+
+    func_index: int
+    text: str
+    truncated: bool = False
+    reason: str = ""
+    stats: LiftStats = field(default_factory=LiftStats)
+
+
+class _E:
+    """An expression on the value stack."""
+
+    __slots__ = ("text", "prec", "ty", "fl", "locs", "neg", "const")
+
+    def __init__(self, text, prec, ty, fl=0, locs=(), neg=None, const=None):
+        self.text = text
+        self.prec = prec
+        self.ty = ty
+        self.fl = fl
+        self.locs = locs
+        self.neg = neg
+        self.const = const
+
+
+def _p(e: _E, maxprec: int) -> str:
+    return e.text if e.prec <= maxprec else f"({e.text})"
+
+
+def _merge(*es: _E):
+    fl = 0
+    locs: tuple = ()
+    for e in es:
+        fl |= e.fl
+        if e.locs:
+            locs = e.locs if not locs else tuple(set(locs) | set(e.locs))
+    return fl, locs
+
+
+# ----------------------------------------------------------------------------- pass 1
+
+
+class _Blk:
+    __slots__ = (
+        "kind",
+        "start",
+        "end",
+        "else_at",
+        "parent",
+        "sites",
+        "form",
+        "bt",
+        "cross_loop",
+        "label",
+        "claimed",
+        "cross_block",
+    )
+
+    def __init__(self, kind, start, parent, bt):
+        self.kind = kind
+        self.start = start
+        self.end = -1
+        self.else_at = -1
+        self.parent = parent
+        self.sites: list[tuple[int, int, int]] = []  # (instr index, op, innermost block)
+        self.form = ""
+        self.bt = bt
+        self.cross_loop = 0
+        self.cross_block = 0
+        self.label = ""
+        self.claimed = -1  # index of the br_table whose switch this block belongs to
+
+
+def _scan(ins, budget):
+    """Match blocks, record branch sites and choose each block's C form."""
+    blocks = [_Blk("func", -1, -1, None)]
+    stack = [0]
+    open_at: dict[int, int] = {}
+    tables: list[tuple[int, int, set[int]]] = []
+    order: list[int] = []
+    for i, (_off, op, imms) in enumerate(ins):
+        kind = _OPENERS.get(op)
+        if kind is not None:
+            b = len(blocks)
+            blocks.append(_Blk(kind, i, stack[-1], imms[0]))
+            open_at[i] = b
+            stack.append(b)
+        elif op == 0x0B or op == 0x18:
+            if not stack:
+                raise LiftError("unbalanced end")
+            b = stack.pop()
+            blocks[b].end = i
+            order.append(b)
+        elif op == 0x05 or op == 0x07 or op == 0x19:
+            if len(stack) > 1 and blocks[stack[-1]].else_at < 0:
+                blocks[stack[-1]].else_at = i
+        elif op == 0x0C or op == 0x0D or op == 0x0E:
+            depths = [imms[0]] if op != 0x0E else sorted(set(imms[0]) | {imms[1]})
+            if op == 0x0E and depths[-1] < len(stack):
+                tables.append((i, stack[-1], {stack[-1 - d] for d in depths}))
+            for d in depths:
+                if d >= len(stack):
+                    raise LiftError(f"branch depth {d} out of range")
+                t = stack[-1 - d]
+                blocks[t].sites.append((i, op, stack[-1]))
+                # blocks crossed on the way to a loop: a do-while(0) there would eat continue
+                if blocks[t].kind == "loop":
+                    for j in range(1, d + 1):
+                        blocks[stack[-j]].cross_loop += 1
+                    budget.spend(d)
+                elif op != 0x0E and t:
+                    # and on the way to a block: a do-while(0) there would eat its break
+                    for j in range(1, d + 1):
+                        blocks[stack[-j]].cross_block += 1
+                    budget.spend(d)
+    if stack:
+        raise LiftError("function body not closed by end")
+    switches = _switch_chains(blocks, tables)
+    for b in order:  # innermost first
+        if blocks[b].claimed < 0:
+            _decide(blocks, b, ins, budget)
+    # second round: a block only risks the breaks of outer blocks that did become
+    # do { } while (0) in the first round
+    recount = [0] * len(blocks)
+    for t in order:
+        bt_ = blocks[t]
+        if bt_.form != "dowhile0":
+            continue
+        for _i, op, inner in bt_.sites:
+            if op == 0x0E:
+                continue
+            j = inner
+            steps = 0
+            while j != t:
+                steps += 1
+                recount[j] += 1
+                j = blocks[j].parent
+            budget.spend(steps)
+    for b in order:
+        blk = blocks[b]
+        if blk.claimed < 0 and blk.kind == "block":
+            blk.cross_block = recount[b]
+            _decide(blocks, b, ins, budget)
+    return blocks, open_at, switches
+
+
+def _switch_chains(blocks, tables) -> dict[int, list[int]]:
+    """``br_table`` as the last instruction of nested plain blocks (LLVM's switch) becomes a
+    C ``switch`` whose case labels sit at the block ends: returns {instr index: chain of
+    block ids, innermost first}. The chain blocks lose their braces; the outermost one
+    closes the switch (form ``switchtail``)."""
+    out: dict[int, list[int]] = {}
+    for i, inner, targets in tables:
+        members: list[int] = []
+        cur = inner
+        while cur > 0:
+            b = blocks[cur]
+            if b.kind != "block" or b.bt != "" or b.claimed >= 0:
+                break
+            if not members and b.end != i + 1:
+                break
+            members.append(cur)
+            cur = b.parent
+        last = max((k for k, m in enumerate(members) if m in targets), default=-1)
+        if last < 0:
+            continue
+        members = members[: last + 1]
+        for m in members:
+            blocks[m].claimed = i
+            blocks[m].form = "plain"
+        blocks[members[-1]].form = "switchtail"
+        out[i] = members
+    return out
+
+
+def _decide(blocks, b, ins, budget):
+    blk = blocks[b]
+    bt = blk.bt
+    simple = bt == ""
+    if blk.kind == "loop":
+        s = blk.sites
+        if simple and len(s) == 1 and s[0][1] == 0x0D and s[0][0] == blk.end - 1 and s[0][2] == b:
+            blk.form = "dowhile"
+        else:
+            blk.form = "loop"
+        return
+    if blk.kind != "block":
+        blk.form = blk.kind
+        return
+    if not blk.sites:
+        blk.form = "plain"
+        return
+    if (
+        simple
+        and len(blk.sites) <= 3
+        and all(op == 0x0D and inner == b for _i, op, inner in blk.sites)
+    ):
+        blk.form = "ifconv"
+        return
+    if blk.cross_loop == 0:
+        # do { } while (0) pays when more of its own branches become `break` than branches
+        # crossing it to outer blocks could lose theirs
+        breaks = 0
+        for i, op, inner in blk.sites:
+            if op == 0x0E:
+                continue  # inside a switch: `break` leaves the switch (or lands right)
+            j = inner
+            ok = True
+            steps = 0
+            while j != b:
+                steps += 1
+                bj = blocks[j]
+                if bj.form in ("loop", "dowhile", "dowhile0") or (
+                    bj.form == "switchtail" and i > bj.claimed
+                ):
+                    ok = False
+                    break
+                j = bj.parent
+            budget.spend(steps)
+            breaks += ok
+        if breaks and breaks > blk.cross_block:
+            blk.form = "dowhile0"
+            return
+    blk.form = "plain"
+
+
+# ----------------------------------------------------------------------------- pass 2
+
+
+class _Budget:
+    def __init__(self, limit_units: int, deadline: float | None):
+        self.units = limit_units
+        self.deadline = deadline
+        self.n = 0
+
+    def spend(self, k: int) -> None:
+        self.units -= k
+        self.n += k
+        if self.units < 0:
+            raise LiftError("work budget exceeded")
+        if self.deadline is not None and self.n > 4096:
+            self.n = 0
+            if time.perf_counter() > self.deadline:
+                raise LiftError("time budget exceeded")
+
+
+class _Frame:
+    __slots__ = (
+        "blk",
+        "form",
+        "params",
+        "results",
+        "height",
+        "res_vars",
+        "par_vars",
+        "label",
+        "label_used",
+        "branched",
+        "opened",
+        "cond",
+        "live_in",
+        "has_else",
+        "id",
+        "ind",
+        "cases",
+        "switch_open",
+        "heads",
+        "tern",
+    )
+
+    def __init__(self, blk, form, params, results, height):
+        self.blk = blk
+        self.form = form
+        self.params = params
+        self.results = results
+        self.height = height
+        self.res_vars: list[str] = []
+        self.par_vars: list[str] = []
+        self.label = ""
+        self.label_used = False
+        self.branched = False
+        self.opened = 0
+        self.cond = None
+        self.live_in = True
+        self.has_else = False
+        self.id = 0
+        self.ind = 1
+        self.cases: list[str] = []
+        self.switch_open = False
+        self.heads: list[int] = []  # output index of each open `if (...) {` line
+        self.tern: list | None = None  # if-with-result candidate for `c ? a : b`
+
+
+def _i32_text(v: int) -> str:
+    if v == -0x80000000:
+        return "(-2147483647 - 1)"
+    if v >= 0x10000 and v & 0xFFF == 0 or v >= 0x1000000:
+        return f"0x{v:x}"
+    return str(v)
+
+
+def _u(e: _E, ty: str) -> str:
+    """``e`` read as unsigned: ``123u`` for a constant, else a cast."""
+    if isinstance(e.const, int) and not isinstance(e.const, bool):
+        if ty == "i32":
+            v = e.const & 0xFFFFFFFF
+            return f"{v}u" if v < 0x10000 else f"0x{v:x}u"
+        v = e.const & 0xFFFFFFFFFFFFFFFF
+        return f"{v}ULL" if v < 0x10000 else f"0x{v:x}ULL"
+    return f"({'uint32_t' if ty == 'i32' else 'uint64_t'}){_p(e, 2)}"
+
+
+def _i64_text(v: int) -> str:
+    if v == -(1 << 63):
+        return "(-9223372036854775807LL - 1)"
+    if v >= 0x1000000:
+        return f"0x{v:x}LL"
+    return f"{v}LL"
+
+
+def _f32_text(v: float, bits: int) -> str:
+    if v != v or v in (float("inf"), float("-inf")):
+        return f"f32_reinterpret_i32({_i32_text(struct.unpack('<i', struct.pack('<I', bits))[0])})"
+    for n in range(1, 10):
+        s = f"{v:.{n}g}"
+        try:
+            same = struct.unpack("<f", struct.pack("<f", float(s)))[0] == v
+        except OverflowError:  # rounded past FLT_MAX
+            same = False
+        if same:
+            break
+    if "." not in s and "e" not in s and "n" not in s:
+        s += ".0"
+    return s + "f"
+
+
+def _f64_text(v: float) -> str:
+    if v != v or v in (float("inf"), float("-inf")):
+        bits = struct.unpack("<q", struct.pack("<d", v))[0]
+        return f"f64_reinterpret_i64({_i64_text(bits)})"
+    s = repr(v)
+    if "." not in s and "e" not in s:
+        s += ".0"
+    return s
+
+
+class _Lifter:
+    def __init__(self, lm: LiftModule, func_index: int, budget: _Budget, max_chars: int):
+        self.lm = lm
+        self.m = lm.module
+        self.fi = func_index
+        self.budget = budget
+        self.max_chars = max_chars
+        self.out: list[str | None] = []
+        self.chars = 0
+        self.stack: list[_E] = []
+        self.frames: list[_Frame] = []
+        self.temps: list[tuple[str, str]] = []  # (c type, name)
+        self.decl_types: dict[str, str] = {}  # guard name -> text
+        self.decl_globals: dict[int, None] = {}
+        self.decl_funcs: dict[int, None] = {}
+        self.stats = LiftStats()
+        self.dead = False
+        self.dead_depth = 0
+        self.nlabel = 0
+        self.hook = lm.names.field_hook
+        self.extra = 0  # indentation of open if-converted blocks
+
+    # -- output
+    def emit(self, line: str) -> None:
+        depth = min((self.frames[-1].ind if self.frames else 0) + self.extra, MAX_INDENT)
+        self.out.append("  " * depth + line)
+        self.chars += len(line) + 2 * depth
+        if self.chars > self.max_chars:
+            raise LiftError(f"output larger than {self.max_chars} characters")
+
+    def new_temp(self, ty: str, prefix: str = "t") -> str:
+        name = f"{prefix}{len(self.temps) + 1}"
+        self.temps.append((self.ctype(ty), name))
+        return name
+
+    def ctype(self, ty: str) -> str:
+        return c_type(ty)
+
+    # -- stack
+    def pop(self) -> _E:
+        f = self.frames[-1]
+        if len(self.stack) <= f.height:
+            raise LiftError("value stack underflow")
+        return self.stack.pop()
+
+    def popn(self, n: int) -> list[_E]:
+        if n == 0:
+            return []
+        f = self.frames[-1]
+        if len(self.stack) - n < f.height:
+            raise LiftError("value stack underflow")
+        vals = self.stack[-n:]
+        del self.stack[-n:]
+        return vals
+
+    def push(self, e: _E) -> None:
+        if len(e.text) > MAX_EXPR_CHARS:
+            e = self.spill(e)
+        self.stack.append(e)
+
+    def spill(self, e: _E) -> _E:
+        name = self.new_temp(e.ty)
+        self.emit(f"{name} = {e.text};")
+        return _E(name, 0, e.ty)
+
+    def spill_where(self, pred) -> None:
+        st = self.stack
+        for k, e in enumerate(st):
+            if e.const is None and (e.fl or e.locs) and pred(e):
+                st[k] = self.spill(e)
+
+    def spill_all(self) -> None:
+        self.spill_where(lambda e: True)
+
+    def spill_for_call(self) -> None:
+        self.spill_where(lambda e: e.fl != 0)
+
+    def spill_for_local(self, idx: int) -> None:
+        self.spill_where(lambda e: idx in e.locs)
+
+    # -- names
+    def fname(self, idx: int) -> str:
+        if idx < 0 or idx >= len(self.lm.func_c):
+            raise LiftError(f"function index {idx} out of range")
+        if idx != self.fi:
+            self.decl_funcs[idx] = None
+        return self.lm.func_c[idx]
+
+    def gname(self, idx: int) -> str:
+        if idx < 0 or idx >= len(self.lm.global_c):
+            raise LiftError(f"global index {idx} out of range")
+        self.decl_globals[idx] = None
+        return self.lm.global_c[idx]
+
+    def functype(self, ti: int):
+        if not isinstance(ti, int) or ti < 0 or ti >= len(self.m.types):
+            raise LiftError(f"type index {ti} out of range")
+        t = self.m.types[ti]
+        if t.kind != "func":
+            raise LiftError("GC type used as a function type")
+        return t
+
+    def ret_type(self, results) -> str:
+        if not results:
+            return "void"
+        if len(results) == 1:
+            return self.ctype(results[0])
+        name = "R_" + type_code(results)
+        if name not in self.decl_types:
+            fields = " ".join(f"{self.ctype(t)} v{k};" for k, t in enumerate(results))
+            self.decl_types[name] = (
+                f"#ifndef KB_{name}\n#define KB_{name}\nstruct {name} {{ {fields} }};\n#endif"
+            )
+        return f"struct {name}"
+
+    def fn_typedef(self, t) -> str:
+        ret = self.ret_type(t.results)
+        name = "fn_" + type_code(t.params) + "_" + type_code(t.results)
+        key = "T_" + name
+        if key not in self.decl_types:
+            ps = ", ".join(self.ctype(p) for p in t.params) or "void"
+            self.decl_types[key] = (
+                f"#ifndef KB_{name}\n#define KB_{name}\ntypedef {ret} (*{name})({ps});\n#endif"
+            )
+        return name
+
+    # -- block types
+    def blocktype(self, bt):
+        if bt == "":
+            return (), ()
+        if isinstance(bt, str):
+            return (), (bt,)
+        t = self.functype(bt)
+        return t.params, t.results
+
+    # -- the walk
+    def run(self, ins, blocks, open_at, locals_c, local_types, ftype) -> None:
+        fr = _Frame(blocks[0], "func", (), ftype.results, 0)
+        self.frames.append(fr)
+        self.locals_c = locals_c
+        self.local_types = local_types
+        self.blocks = blocks
+        self.end_of = {b.end: k for k, b in enumerate(blocks) if k}
+        self.ins = ins
+        self.open_at = open_at
+        n = len(ins)
+        budget = self.budget
+        ctable = CTABLE
+        stack = self.stack
+        lt = local_types
+        nloc = len(locals_c)
+        for i in range(n):
+            off, op, imms = ins[i]
+            if not i & 0x3FF:
+                budget.spend(0x400)
+            if not self.dead:
+                # fast paths for the commonest instructions
+                if op == 0x20:
+                    x = imms[0]
+                    if x >= nloc:
+                        raise LiftError(f"local index {x} out of range")
+                    stack.append(_E(locals_c[x], 0, lt[x], 0, (x,)))
+                    continue
+                ent = ctable[op]
+                if ent is not None:
+                    self.table_op(op, ent, imms)
+                    continue
+            else:
+                if op in _OPENERS:
+                    self.dead_depth += 1
+                    continue
+                if op in (0x0B, 0x18):
+                    if self.dead_depth:
+                        self.dead_depth -= 1
+                        continue
+                elif op in (0x05, 0x07, 0x19):
+                    if self.dead_depth:
+                        continue
+                else:
+                    continue
+            self.step(i, off, op, imms)
+            if not self.frames:
+                return
+
+    def step(self, i, off, op, imms):  # noqa: C901 - one dispatch over opcodes
+        if op == 0x20:  # local.get
+            x = imms[0]
+            self.push(_E(self.local(x), 0, self.local_types[x], 0, (x,)))
+        elif op == 0x21 or op == 0x22:  # local.set / tee
+            x = imms[0]
+            v = self.pop()
+            name = self.local(x)
+            self.spill_for_local(x)
+            if v.text != name:
+                self.emit(f"{name} = {v.text};")
+            if op == 0x22:
+                self.push(_E(name, 0, self.local_types[x], 0, (x,)))
+        elif op in _MEMOPS:
+            self.mem_op(op, imms)
+        elif op == 0x41:
+            v = imms[0]
+            self.push(self.i32_const(v))
+        elif op == 0x42:
+            v = imms[0]
+            self.push(_E(_i64_text(v), 0 if v >= 0 else 2, "i64", const=v))
+        elif op == 0x43:
+            bits = struct.unpack_from("<I", self.lm.data, off + 1)[0]
+            t = _f32_text(imms[0], bits)
+            self.push(_E(t, 0 if not t.startswith("-") else 2, "f32", const=imms[0]))
+        elif op == 0x44:
+            t = _f64_text(imms[0])
+            self.push(_E(t, 0 if not t.startswith("-") else 2, "f64", const=imms[0]))
+        elif op == 0x23:
+            g = imms[0]
+            self.push(_E(self.gname(g), 0, self.global_type(g), F_GLOB))
+        elif op == 0x24:
+            g = imms[0]
+            v = self.pop()
+            self.spill_where(lambda e: e.fl & (F_GLOB | F_CALL))
+            self.emit(f"{self.gname(g)} = {v.text};")
+        elif op in _OPENERS:
+            self.open_block(i, op, imms)
+        elif op == 0x05:
+            self.do_else()
+        elif op == 0x0B:
+            self.do_end(i)
+        elif op == 0x0C:
+            vals = self.branch_values(imms[0], consume=True)
+            for line in self.branch(imms[0], vals):
+                self.emit(line)
+            self.dead = True
+        elif op == 0x0D:
+            self.br_if(i, imms[0])
+        elif op == 0x0E:
+            self.br_table(i, imms[0], imms[1])
+        elif op == 0x0F:
+            vals = self.branch_values(len(self.frames) - 1, consume=True)
+            for line in self.branch(len(self.frames) - 1, vals):
+                self.emit(line)
+            self.dead = True
+        elif op == 0x00:
+            self.spill_for_call()
+            self.emit("wasm_unreachable();")
+            self.dead = True
+        elif op == 0x01:
+            pass
+        elif op == 0x1A:
+            v = self.pop()
+            if v.fl & F_CALL:
+                self.emit(f"{v.text};")
+        elif op == 0x1B or op == 0x1C:
+            c = self.pop()
+            b = self.pop()
+            a = self.pop()
+            if (a.fl | b.fl) & F_CALL:
+                if a.fl & F_CALL:
+                    a = self.spill(a)
+                if b.fl & F_CALL:
+                    b = self.spill(b)
+            fl, locs = _merge(a, b, c)
+            self.push(_E(f"{_p(c, 12)} ? {_p(a, 12)} : {_p(b, 13)}", 13, a.ty, fl, locs))
+        elif op == 0x10 or op == 0x12:
+            t = (
+                self.m.types[self.m.func_type_index(imms[0])]
+                if imms[0] < self.m.num_functions
+                else None
+            )
+            if t is None:
+                raise LiftError(f"call to function {imms[0]} out of range")
+            self.do_call(self.fname(imms[0]), t, op == 0x12)
+        elif op == 0x11 or op == 0x13:
+            t = self.functype(imms[0])
+            idx = self.pop()
+            td = self.fn_typedef(t)
+            self.do_call(None, t, op == 0x13, callee_expr=(td, imms[1], idx))
+        elif op == 0x14 or op == 0x15:
+            t = self.functype(imms[0])
+            ref = self.pop()
+            td = self.fn_typedef(t)
+            self.do_call(None, t, op == 0x15, callee_ref=(td, ref))
+        elif op == 0x3F:
+            self.push(_E("memory_size()", 0, "i32", F_MEM))
+        elif op == 0x40:
+            n = self.pop()
+            self.spill_for_call()
+            self.push(_E(f"memory_grow({n.text})", 0, "i32", F_CALL | n.fl, n.locs))
+        elif op == 0xD0:
+            self.push(_E("REF_NULL", 0, "funcref", const=0))
+        elif op == 0xD1:
+            v = self.pop()
+            self.push(_E(f"{_p(v, 6)} == REF_NULL", 7, "i32", v.fl, v.locs))
+        elif op == 0xD2:
+            self.push(_E(f"REF_FUNC({self.fname(imms[0])})", 0, "funcref"))
+        elif op == 0xD3:
+            b = self.pop()
+            a = self.pop()
+            fl, locs = _merge(a, b)
+            self.push(_E(f"{_p(a, 6)} == {_p(b, 6)}", 7, "i32", fl, locs))
+        elif op == 0xD4:
+            pass  # ref.as_non_null: traps on null only
+        elif op == 0x25:
+            i_ = self.pop()
+            self.push(_E(f"table_get({imms[0]}, {i_.text})", 0, "funcref", F_GLOB | i_.fl, i_.locs))
+        elif op == 0x26:
+            v = self.pop()
+            i_ = self.pop()
+            self.spill_for_call()
+            self.emit(f"table_set({imms[0]}, {i_.text}, {v.text});")
+        elif op == 0x08:  # throw
+            tag = self.tag_type(imms[0])
+            args = self.popn(len(tag.params))
+            self.spill_for_call()
+            self.emit(f"wasm_throw({', '.join([str(imms[0])] + [a.text for a in args])});")
+            self.dead = True
+        elif op == 0x09:
+            self.spill_for_call()
+            self.emit(f"wasm_rethrow({imms[0]});")
+            self.dead = True
+        elif op == 0x0A:
+            v = self.pop()
+            self.spill_for_call()
+            self.emit(f"wasm_throw_ref({v.text});")
+            self.dead = True
+        elif op == 0x07 or op == 0x19:
+            self.do_catch(op, imms)
+        elif op == 0x18:  # delegate ends a try
+            self.do_end(i)
+        elif op == PREFIX_BASE[0xFD] + 0x0C:
+            b = imms[0]
+            ws = struct.unpack("<4I", b)
+            self.push(
+                _E("v128_const(" + ", ".join(f"0x{w:08x}u" for w in ws) + ")", 0, "v128", const=ws)
+            )
+        elif op == PREFIX_BASE[0xFD] + 0x0D:
+            b_ = self.pop()
+            a_ = self.pop()
+            ws = struct.unpack("<4I", imms[0])
+            lanes = "v128_const(" + ", ".join(f"0x{w:08x}u" for w in ws) + ")"
+            fl, locs = _merge(a_, b_)
+            self.push(_E(f"i8x16_shuffle({a_.text}, {b_.text}, {lanes})", 0, "v128", fl, locs))
+        else:
+            ent = CTABLE[op] if op < len(CTABLE) else None
+            if ent is None:
+                raise LiftError(f"no C rendering for {MNEMONICS[op] or hex(op)}")
+            self.table_op(op, ent, imms)
+
+    def switch_chain(self, idx: _E, labels, default: int, n: int) -> None:
+        """``switch`` whose case labels go to the ends of the ``n`` innermost frames."""
+        groups: dict[int, list[int]] = {}
+        for k, d in enumerate(labels):
+            groups.setdefault(d, []).append(k)
+        self.emit(f"switch ({idx.text}) {{")
+        self.extra += 2
+        for d in sorted(set(groups) | {default}):
+            heads = self.case_heads(groups.get(d, []), d == default)
+            if d < n:
+                self.frames[-1 - d].cases.extend(heads)
+                continue
+            lines = self.branch(d, [], in_switch=True)
+            self.extra -= 1
+            for h in heads[:-1]:
+                self.emit(h)
+            self.emit(f"{heads[-1]} " + " ".join(lines))
+            self.extra += 1
+        self.frames[-n].switch_open = True
+        self.dead = True
+
+    # -- helpers for step
+    def local(self, x: int) -> str:
+        if x < 0 or x >= len(self.locals_c):
+            raise LiftError(f"local index {x} out of range")
+        return self.locals_c[x]
+
+    def global_type(self, g: int) -> str:
+        if g < 0 or g >= len(self.m.globals):
+            raise LiftError(f"global index {g} out of range")
+        return self.m.globals[g].valtype
+
+    def tag_type(self, t: int):
+        if t < 0 or t >= len(self.m.tags):
+            raise LiftError(f"tag index {t} out of range")
+        return self.functype(self.m.tags[t].type_index)
+
+    def i32_const(self, v: int) -> _E:
+        text = _i32_text(v)
+        if v >= 256:
+            s = self.lm.string_at(v & 0xFFFFFFFF)
+            if s:
+                text = f'{text} /* "{escape_text(s, 60)}" */'
+        return _E(text, 0 if v >= 0 else 2, "i32", const=v)
+
+    def addr(self, base: _E, offset: int) -> str:
+        if base.const is not None and isinstance(base.const, int):
+            return _i32_text((base.const & 0xFFFFFFFF) + offset) if offset else base.text
+        if offset:
+            return f"{_p(base, 4)} + {offset}"
+        return base.text
+
+    def mem_ptr(self, base: _E, offset: int, ct: str) -> str:
+        if self.hook is not None and base.prec == 0 and base.const is None and base.locs:
+            r = self.hook(self.fi, base.text, offset, ct)
+            if r:
+                return c_ident_path(r)
+        if base.const is not None and isinstance(base.const, int):
+            a = _i32_text((base.const & 0xFFFFFFFF) + offset)
+            return f"*({ct} *)(M + {a})"
+        if offset:
+            return f"*({ct} *)(M + {_p(base, 4)} + {offset})"
+        return f"*({ct} *)(M + {_p(base, 4)})"
+
+    def mem_op(self, op, imms):
+        name = MNEMONICS[op]
+        offset = imms[1]
+        if name in _LOAD_CT:
+            ct = _LOAD_CT[name]
+            base = self.pop()
+            ty = name[:3]
+            text = self.mem_ptr(base, offset, ct)
+            prec = 2 if text.startswith("*") else 0
+            if ty == "i64" and ct != "int64_t":
+                text = f"(int64_t){text}"
+                prec = 2
+            self.push(_E(text, prec, ty, base.fl | F_MEM, base.locs))
+        else:
+            ct = _STORE_CT[name]
+            v = self.pop()
+            base = self.pop()
+            self.spill_where(lambda e: e.fl & (F_MEM | F_CALL))
+            self.emit(f"{self.mem_ptr(base, offset, ct)} = {v.text};")
+
+    def do_call(self, name, t, is_tail, callee_expr=None, callee_ref=None):
+        args = self.popn(len(t.params))
+        self.spill_for_call()
+        if callee_expr is not None:
+            td, table, idx = callee_expr
+            fn = f"(({td})wasm_table_func({table}, {idx.text}))"
+            args_fl, locs = _merge(idx, *args)
+        elif callee_ref is not None:
+            td, ref = callee_ref
+            fn = f"(({td}){_p(ref, 2)})"
+            args_fl, locs = _merge(ref, *args)
+        else:
+            self.ret_type(t.results)
+            fn = name
+            args_fl, locs = _merge(*args) if args else (0, ())
+        call = f"{fn}({', '.join(a.text for a in args)})"
+        if is_tail:
+            ft = self.frames[0].results
+            if len(ft) == 0:
+                self.emit(f"{call};")
+                self.emit("return;")
+            else:
+                self.emit(f"return {call};")
+            self.dead = True
+            return
+        res = t.results
+        if not res:
+            self.emit(f"{call};")
+        elif len(res) == 1:
+            self.push(_E(call, 0, res[0], F_CALL | args_fl, locs))
+        else:
+            st = self.ret_type(res)
+            tmp = f"t{len(self.temps) + 1}"
+            self.temps.append((st, tmp))
+            self.emit(f"{tmp} = {call};")
+            for k, r in enumerate(res):
+                self.stack.append(_E(f"{tmp}.v{k}", 0, r))
+
+    def table_op(self, op, ent, imms):
+        form, params, results, text = ent
+        if form in ("bin", "binu", "cmp", "cmpu", "shl", "shr", "shru"):
+            b = self.pop()
+            a = self.pop()
+            fl, locs = _merge(a, b)
+            self.push(self.binary(form, text, a, b, params[0], results[0], fl, locs))
+            return
+        if form in ("neg", "eqz", "cast"):
+            a = self.pop()
+            if form == "neg":
+                t = f"-{_p(a, 0)}" if not a.text.startswith("-") else f"-({a.text})"
+                self.push(_E(t, 2, results[0], a.fl, a.locs))
+            elif form == "eqz":
+                p = _p(a, 6)
+                neg = a.text if a.prec <= 12 else None
+                self.push(_E(f"{p} == 0", 7, "i32", a.fl, a.locs, neg=neg))
+            else:
+                self.push(_E(f"{text}{_p(a, 2)}", 2, results[0], a.fl, a.locs))
+            return
+        # helper calls
+        n_imm = imm_args(op)
+        args = self.popn(len(params))
+        lead = [str(x) for x in imms[:n_imm]] if n_imm else []
+        fl, locs = _merge(*args) if args else (0, ())
+        texts = [a.text for a in args]
+        if form in ("mem", "voidmem"):
+            offset = imms[1]
+            if offset:
+                texts[0] = self.addr(args[0], offset)
+            fl |= F_MEM
+        if lane_arg(op):
+            texts.append(str(imms[-1]))
+        call = f"{text}({', '.join(lead + texts)})"
+        effect = (
+            form in ("void", "voidmem")
+            or MNEMONICS[op].startswith(("memory.", "table.", "data.", "elem."))
+            or ".atomic." in MNEMONICS[op]
+            or MNEMONICS[op] == "atomic.fence"
+            or MNEMONICS[op].startswith("memory.atomic")
+        )
+        if effect:
+            self.spill_for_call()
+            fl |= F_CALL
+        if not results:
+            self.emit(f"{call};")
+        elif len(results) == 1:
+            self.push(_E(call, 0, results[0], fl, locs))
+        else:
+            st = self.ret_type(results)
+            tmp = f"t{len(self.temps) + 1}"
+            self.temps.append((st, tmp))
+            self.emit(f"{tmp} = {call};")
+            for k, r in enumerate(results):
+                self.stack.append(_E(f"{tmp}.v{k}", 0, r))
+
+    def binary(self, form, op, a, b, ty, rty, fl, locs) -> _E:
+        P = PREC[op]
+        if form == "bin":
+            if (
+                op == "+"
+                and b.const is not None
+                and isinstance(b.const, int)
+                and b.const < 0
+                and b.const not in (-(1 << 31), -(1 << 63))
+                and ty in ("i32", "i64")
+            ):
+                c = _i32_text(-b.const) if ty == "i32" else _i64_text(-b.const)
+                return _E(f"{_p(a, 4)} - {c}", 4, rty, fl, locs)
+            if P >= 8:  # bitwise: parenthesise arithmetic operands for the reader
+                la = a.text if a.prec <= 2 or a.prec == P else f"({a.text})"
+                return _E(f"{la} {op} {_p(b, 2)}", P, rty, fl, locs)
+            return _E(f"{_p(a, P)} {op} {_p(b, P - 1)}", P, rty, fl, locs)
+        st = "int32_t" if ty == "i32" else "int64_t"
+        if form == "binu":
+            return _E(f"({st})({_u(a, ty)} {op} {_u(b, ty)})", 2, rty, fl, locs)
+        if form in ("cmp", "cmpu"):
+            if form == "cmpu":
+                ta, tb = _u(a, ty), _u(b, ty)
+            else:
+                ta, tb = _p(a, P), _p(b, P - 1)
+            neg = None
+            if ty in ("i32", "i64"):
+                neg = f"{ta} {_NEG_CMP[op]} {tb}"
+            return _E(f"{ta} {op} {tb}", P, "i32", fl, locs, neg=neg)
+        bits = 31 if ty == "i32" else 63
+        if b.const is not None and isinstance(b.const, int):
+            cnt = str(b.const & bits)
+        else:
+            cnt = f"({_p(b, 8)} & {bits})"
+        if form == "shru":
+            return _E(f"({st})({_u(a, ty)} >> {cnt})", 2, rty, fl, locs)
+        return _E(f"{_p(a, 2)} {op} {cnt}", 5, rty, fl, locs)
+
+    # -- control flow
+    def open_block(self, i, op, imms):
+        b = self.open_at[i]
+        blk = self.blocks[b]
+        params, results = self.blocktype(imms[0])
+        cond = self.pop() if op == 0x04 else None
+        pvals = self.popn(len(params))
+        self.spill_all()
+        if cond is not None and cond.fl & F_CALL:
+            pass  # evaluated in the if head, after the spills: order preserved
+        fr = _Frame(blk, blk.form, params, results, len(self.stack))
+        self.nlabel += 1
+        fr.id = self.nlabel
+        fr.res_vars = [self.new_temp(t, "r") for t in results]
+        if params:
+            fr.par_vars = []
+            for v, t in zip(pvals, params, strict=True):
+                name = self.new_temp(t, "t")
+                self.emit(f"{name} = {v.text};")
+                fr.par_vars.append(name)
+        form = blk.form
+        if form == "loop":
+            self.emit("while (1) {")
+        elif form == "dowhile" or form == "dowhile0":
+            self.emit("do {")
+        elif form == "if":
+            self.emit(f"if ({self.cond_text(cond)}) {{")
+            fr_heads = [len(self.out)]
+        elif form == "try":
+            self.emit("if (wasm_try()) {")
+        elif form == "try_table":
+            clauses = ", ".join(
+                f"{('catch', 'catch_ref', 'catch_all', 'catch_all_ref')[ck]}"
+                f"{'' if tag is None else ' ' + str(tag)} -> {lab}"
+                for ck, tag, lab in imms[1]
+            )
+            self.emit(f"/* try_table: {comment_text(clauses)} */")
+        if form == "if":
+            fr.heads = fr_heads
+            if len(results) == 1 and not params:
+                fr.tern = [cond, None]
+        fr.ind = self.frames[-1].ind + (
+            0 if form in ("plain", "try_table", "ifconv", "switchtail") else 1
+        )
+        self.frames.append(fr)
+        if form == "loop":
+            fr.label = f"L{fr.id}"
+            self.out.append(None)  # placeholder for the loop-head label
+            fr.cond = len(self.out) - 1
+        for k, v in enumerate(fr.par_vars):
+            self.stack.append(_E(v, 0, params[k]))
+        d = len(self.frames)
+        if d > self.stats.max_depth:
+            self.stats.max_depth = d
+
+    def cond_text(self, c: _E, negate: bool = False) -> str:
+        if not negate:
+            return c.text
+        if c.neg is not None:
+            return c.neg
+        return f"!{_p(c, 0)}" if c.prec == 0 else f"!({c.text})"
+
+    def fallthrough_assign(self, fr: _Frame) -> None:
+        vals = self.popn(len(fr.results))
+        self.assign(fr.res_vars, vals)
+
+    def assign(self, vars_, vals) -> list[str]:
+        lines = []
+        if len(vars_) > 1:
+            tmps = []
+            for v in vals:
+                t = self.new_temp(v.ty)
+                lines.append(f"{t} = {v.text};")
+                tmps.append(t)
+            for var, t in zip(vars_, tmps, strict=True):
+                lines.append(f"{var} = {t};")
+        else:
+            for var, v in zip(vars_, vals, strict=True):
+                if var != v.text:
+                    lines.append(f"{var} = {v.text};")
+        for line in lines:
+            self.emit(line)
+        return lines
+
+    def do_else(self):
+        fr = self.frames[-1]
+        if fr.tern is not None:
+            ok = not self.dead and len(self.stack) == fr.height + 1
+            fr.tern[1] = self.stack[-1] if ok else None
+        if not self.dead:
+            self.fallthrough_assign(fr)
+        if fr.tern is not None and (fr.tern[1] is None or len(self.out) != fr.heads[0] + 1):
+            fr.tern = None
+        del self.stack[fr.height :]
+        self.dead = False
+        fr.has_else = True
+        self.frames.pop()
+        self.emit("} else {")
+        self.frames.append(fr)
+        for k, v in enumerate(fr.par_vars):
+            self.stack.append(_E(v, 0, fr.params[k]))
+
+    def do_catch(self, op, imms):
+        fr = self.frames[-1]
+        if not self.dead:
+            self.fallthrough_assign(fr)
+        del self.stack[fr.height :]
+        self.dead = False
+        self.frames.pop()
+        if op == 0x07:
+            self.emit(f"}} else if (wasm_catch({imms[0]})) {{")
+            self.frames.append(fr)
+            tag = self.tag_type(imms[0])
+            for k, p in enumerate(tag.params):
+                fn = {
+                    "i32": "wasm_exn_i32",
+                    "i64": "wasm_exn_i64",
+                    "f32": "wasm_exn_f32",
+                    "f64": "wasm_exn_f64",
+                    "v128": "wasm_exn_v128",
+                }.get(p, "wasm_exn_ref")
+                self.stack.append(_E(f"{fn}({k})", 0, p, F_CALL))
+        else:
+            self.emit("} else {")
+            self.frames.append(fr)
+        fr.has_else = True
+
+    def do_end(self, i):
+        fr = self.frames[-1]
+        reach = not self.dead
+        if fr.form == "func":
+            if reach and fr.results:
+                vals = self.branch_values(0, consume=True)
+                for line in self.branch(0, vals):
+                    self.emit(line)
+            self.frames.pop()
+            return
+        if (
+            fr.tern is not None
+            and reach
+            and fr.has_else
+            and not fr.branched
+            and len(self.stack) == fr.height + 1
+            and len(self.out) == fr.heads[0] + 2
+        ):
+            # `if (c) { r = a; } else { r = b; }` is the expression `c ? a : b`
+            c, a = fr.tern
+            b = self.stack.pop()
+            del self.out[fr.heads[0] - 1 :]
+            rname = fr.res_vars[0]
+            self.temps = [x for x in self.temps if x[1] != rname]
+            self.frames.pop()
+            fl, locs = _merge(c, a, b)
+            self.push(_E(f"{_p(c, 12)} ? {_p(a, 12)} : {_p(b, 13)}", 13, fr.results[0], fl, locs))
+            return
+        if reach:
+            self.fallthrough_assign(fr)
+        if len(self.stack) > fr.height:
+            del self.stack[fr.height :]
+        form = fr.form
+        after_reachable = reach or fr.branched
+        if form == "if" and not fr.has_else:
+            if fr.results and fr.par_vars:
+                fr.has_else = True
+                self.frames.pop()
+                self.emit("} else {")
+                self.frames.append(fr)
+                self.assign(
+                    fr.res_vars, [_E(v, 0, t) for v, t in zip(fr.par_vars, fr.params, strict=True)]
+                )
+            after_reachable = True
+        self.frames.pop()
+        if form == "loop":
+            if reach:
+                self.emit("  break;")
+            elif self.out and self.out[-1] is not None and self.out[-1].strip() == "continue;":
+                self.out.pop()  # the end of a while (1) body loops anyway
+            self.emit("}")
+            if fr.label_used:
+                self.out[fr.cond] = "  " * min(fr.ind, MAX_INDENT) + f"{fr.label}:;"
+                self.stats.labels += 1
+        elif form == "dowhile":
+            self.emit(f"}} while ({fr.cond.text if isinstance(fr.cond, _E) else '0'});")
+            after_reachable = reach or fr.cond is not None
+        elif form == "dowhile0":
+            self.emit("} while (0);")
+        elif form == "ifconv":
+            for _ in range(fr.opened):
+                self.extra -= 1
+                self.close_if(fr.heads.pop())
+                after_reachable = True
+        elif form == "if" and not fr.has_else:
+            self.close_if(fr.heads[0])
+        elif form in ("if", "try"):
+            self.emit("}")
+            if form == "try":
+                after_reachable = True
+        if fr.cases:
+            after_reachable = True
+            self.extra -= 1
+            if form == "switchtail":
+                fr.cases[-1] += " break;"
+            for h in fr.cases:
+                self.emit(h)
+            self.extra += 1
+        if form == "switchtail" and fr.switch_open:
+            fr.switch_open = False
+            self.extra -= 2
+            self.emit("}")
+        if fr.label_used and form != "loop":
+            self.emit(f"{fr.label}:;")
+            self.stats.labels += 1
+        if form == "loop" and fr.label_used:
+            pass
+        for v, t in zip(fr.res_vars, fr.results, strict=True):
+            self.stack.append(_E(v, 0, t))
+        self.dead = not after_reachable
+
+    def tail_return(self, t: _Frame, vals: list[_E]) -> str | None:
+        """``return ...;`` when the code after ``t``'s end only returns (so a branch to
+        ``t`` needs no goto): block ends without results, then the function end, possibly
+        after one ``local.get``/constant that becomes the returned value."""
+        ins = self.ins
+        last = len(ins) - 1
+        j = t.blk.end + 1
+        func_res = self.frames[0].results
+        if vals:
+            if j == last and len(vals) == len(func_res) == 1:
+                return f"return {vals[0].text};"
+            return None
+        end_of = self.end_of
+        while j < last and ins[j][1] == 0x0B:
+            b = end_of.get(j)
+            if b is None or self.blocks[b].bt != "":
+                return None
+            j += 1
+        if j == last or ins[j][1] == 0x0F:
+            return "return;" if not func_res else None
+        if (j == last - 1 or ins[j + 1][1] == 0x0F) and len(func_res) == 1:
+            _off, op, imms = ins[j]
+            if op == 0x20 and imms[0] < len(self.locals_c):
+                return f"return {self.locals_c[imms[0]]};"
+            if op == 0x41:
+                return f"return {self.i32_const(imms[0]).text};"
+            if op == 0x42:
+                return f"return {_i64_text(imms[0])};"
+        return None
+
+    def close_if(self, head: int) -> None:
+        """Close an ``if (...) {`` opened at ``out[head - 1]``; a single short statement
+        body becomes ``if (...) stmt;``."""
+        out = self.out
+        if len(out) == head + 1:
+            body = out[head]
+            if (
+                body is not None
+                and len(body) < 100
+                and body.endswith(";")
+                and (not body.endswith(":;"))
+                and "{" not in body
+                and "}" not in body
+            ):
+                h = out[head - 1]
+                out[head - 1] = h[:-1] + body.strip()
+                out.pop()
+                return
+        self.emit("}")
+
+    def branch_values(self, depth: int, consume: bool) -> list[_E]:
+        if depth >= len(self.frames):
+            raise LiftError(f"branch depth {depth} out of range")
+        t = self.frames[-1 - depth]
+        n = len(t.params) if t.form in ("loop", "dowhile") else len(t.results)
+        if consume:
+            return self.popn(n)
+        if n == 0:
+            return []
+        if len(self.stack) - n < self.frames[-1].height:
+            raise LiftError("value stack underflow")
+        for k in range(len(self.stack) - n, len(self.stack)):
+            e = self.stack[k]
+            if e.const is None:
+                self.stack[k] = self.spill(e)
+        return self.stack[-n:]
+
+    def branch(self, depth: int, vals: list[_E], in_switch: bool = False) -> list[str]:
+        """Statements for a branch to ``depth`` carrying ``vals`` (emitted by the caller)."""
+        frames = self.frames
+        t = frames[-1 - depth]
+        lines: list[str] = []
+        if t.form == "func":
+            res = t.results
+            if not res:
+                lines.append("return;")
+            elif len(res) == 1:
+                lines.append(f"return {vals[0].text};")
+            else:
+                st = self.ret_type(res)
+                lines.append(f"return ({st}){{{', '.join(v.text for v in vals)}}};")
+            return lines
+        if t.form not in ("loop", "dowhile"):
+            ret = self.tail_return(t, vals)
+            if ret is not None:
+                return [ret]
+        targets = t.par_vars if t.form in ("loop", "dowhile") else t.res_vars
+        if len(targets) > 1:
+            tmps = []
+            for v in vals:
+                tn = self.new_temp(v.ty)
+                lines.append(f"{tn} = {v.text};")
+                tmps.append(tn)
+            lines += [f"{var} = {tn};" for var, tn in zip(targets, tmps, strict=True)]
+        else:
+            lines += [
+                f"{var} = {v.text};" for var, v in zip(targets, vals, strict=True) if var != v.text
+            ]
+        # C constructs between here and the target that capture `break` / `continue`
+        brk_ok = not in_switch
+        cont_ok = True
+        self.budget.spend(depth)
+        for k in range(1, depth + 1):
+            f = frames[-k]
+            if f.form in ("loop", "dowhile", "dowhile0"):
+                brk_ok = cont_ok = False
+                break
+            if f.switch_open:
+                brk_ok = False
+        if t.form in ("loop", "dowhile"):
+            if cont_ok and t.form == "loop":
+                lines.append("continue;")
+            else:
+                if not t.label:
+                    t.label = f"L{t.id}"
+                t.label_used = True
+                lines.append(f"goto {t.label};")
+                self.stats.gotos += 1
+            return lines
+        t.branched = True
+        if brk_ok and (t.form == "dowhile0" or t.switch_open):
+            lines.append("break;")
+            return lines
+        if not t.label:
+            t.label = f"L{t.id}"
+        t.label_used = True
+        lines.append(f"goto {t.label};")
+        self.stats.gotos += 1
+        return lines
+
+    def br_if(self, i, depth):
+        c = self.pop()
+        if depth >= len(self.frames):
+            raise LiftError(f"branch depth {depth} out of range")
+        t = self.frames[-1 - depth]
+        if t.form == "dowhile" and depth == 0 and i == t.blk.end - 1:
+            self.spill_for_call()
+            t.cond = c
+            return
+        vals = self.branch_values(depth, consume=False)
+        self.spill_for_call()
+        if t.form == "ifconv" and depth == 0 and not vals and self.tail_return(t, vals) is None:
+            self.emit(f"if ({self.cond_text(c, negate=True)}) {{")
+            t.heads.append(len(self.out))
+            t.opened += 1
+            t.branched = True
+            self.extra += 1
+            return
+        lines = self.branch(depth, vals)
+        if len(lines) == 1:
+            self.emit(f"if ({c.text}) {lines[0]}")
+        else:
+            self.emit(f"if ({c.text}) {{")
+            for line in lines:
+                self.emit("  " + line)
+            self.emit("}")
+
+    def case_heads(self, ks: list[int], default: bool) -> list[str]:
+        heads = [f"case {k}:" for k in ks] + (["default:"] if default else [])
+        return [" ".join(heads[j : j + 8]) for j in range(0, len(heads), 8)]
+
+    def br_table(self, i, labels, default):
+        idx = self.pop()
+        n_vals = self.branch_values(default, consume=False)
+        self.spill_for_call()
+        members = self.switches.get(i)
+        if members is not None:
+            self.switch_chain(idx, labels, default, len(members))
+            return
+        groups: dict[int, list[int]] = {}
+        for k, d in enumerate(labels):
+            groups.setdefault(d, []).append(k)
+        if not groups:
+            for line in self.branch(default, n_vals):
+                self.emit(line)
+            self.dead = True
+            return
+        self.emit(f"switch ({idx.text}) {{")
+        top = self.frames[-1]
+        nxt_end = i + 1 < len(self.ins) and self.ins[i + 1][1] == 0x0B
+        order = sorted(groups.items(), key=lambda kv: kv[1][0])
+        entries = [(d, ks) for d, ks in order if d != default] + [(default, None)]
+        for d, ks in entries:
+            if ks is None:
+                head = "default:"
+            else:
+                heads = [f"case {k}:" for k in ks]
+                if len(heads) > 8:
+                    for j in range(0, len(heads) - 8, 8):
+                        self.emit("  " + " ".join(heads[j : j + 8]))
+                    heads = heads[(len(heads) - 1) // 8 * 8 :]
+                head = " ".join(heads)
+            t = self.frames[-1 - d]
+            if (
+                d == 0
+                and nxt_end
+                and t is top
+                and t.form not in ("loop", "dowhile", "func")
+                and not (t.res_vars or t.par_vars)
+            ):
+                t.branched = True
+                lines = ["break;"]
+            else:
+                lines = self.branch(d, n_vals, in_switch=True)
+            self.emit(f"  {head} " + " ".join(lines))
+        self.emit("}")
+        self.dead = True
+
+
+def c_ident_path(text: str) -> str:
+    """A hook result like ``p->field_8`` or ``p->a.b``: keep ``->``/``.`` between identifiers."""
+    out = []
+    for part in text.replace("->", "\x00->\x00").replace(".", "\x00.\x00").split("\x00"):
+        out.append(part if part in ("->", ".") else c_ident(part))
+    return "".join(out)
+
+
+_MEMOPS = frozenset(i for i, n in enumerate(MNEMONICS) if n in _LOAD_CT or n in _STORE_CT)
+
+# ----------------------------------------------------------------------------- entry
+
+
+def _decode(data: bytes, start: int, end: int, budget: _Budget):
+    decls, p = read_local_decls(data, start, end)
+    ins = []
+    append = ins.append
+    none = _NO_IMM
+    n = 0
+    while p < end:
+        # shortcut for the two commonest shapes (no immediate; local op with a one-byte
+        # index); everything else goes through the shared careful decoder
+        b = data[p]
+        if b in none:
+            append((p, b, ()))
+            p += 1
+        elif 0x20 <= b <= 0x22 and p + 1 < end and data[p + 1] < 0x80:
+            append((p, b, (data[p + 1],)))
+            p += 2
+        else:
+            op, p2, imms = decode_one(data, p, end)
+            append((p, op, imms))
+            p = p2
+        n += 1
+        if not n & 0xFFF:
+            if n > MAX_INSTRUCTIONS:
+                raise LiftError(f"more than {MAX_INSTRUCTIONS} instructions")
+            budget.spend(0)
+    return decls, ins
+
+
+#: single-byte opcodes without immediates
+_NO_IMM = frozenset(b for b in range(0xFB) if BYTE_KIND[b] == K_NONE)
+
+
+def _signature(lm: LiftModule, fi: int, param_names: list[str] | None) -> str:
+    t = lm.module.func_type(fi)
+    ret = "void"
+    if len(t.results) == 1:
+        ret = c_type(t.results[0])
+    elif t.results:
+        ret = "struct R_" + type_code(t.results)
+    if param_names is None:
+        ps = ", ".join(c_type(p) for p in t.params) or "void"
+    else:
+        ps = ", ".join(f"{c_type(p)} {n}" for p, n in zip(t.params, param_names, strict=True))
+        ps = ps or "void"
+    return f"{ret} {lm.func_c[fi]}({ps})"
+
+
+def _local_names(lm: LiftModule, fi: int, n_params: int, n_total: int) -> list[str]:
+    given = lm.names.locals.get(fi) or {}
+    used: set[str] = set()
+    out = []
+    for x in range(n_total):
+        default = f"p{x}" if x < n_params else f"l{x}"
+        raw = given.get(x)
+        name = default
+        if raw:
+            cand = c_ident(raw)
+            from .context import _GENERATED
+            from .names import C_KEYWORDS
+            from .prelude import PRELUDE_NAMES
+
+            if (
+                cand in C_KEYWORDS
+                or cand in PRELUDE_NAMES
+                or _GENERATED.match(cand)
+                or cand in lm.module_idents
+                or cand in used
+            ):
+                cand = f"{cand}_{x}"
+            if cand not in used and cand not in lm.module_idents:
+                name = cand
+        used.add(name)
+        out.append(name)
+    return out
+
+
+def _header(lm: LiftModule, fi: int) -> str:
+    name = lm.func_display(fi)
+    sig = lm.module.func_type(fi).text()
+    label = f"func[{fi}] <{comment_text(name)}>" if name else f"func[{fi}]"
+    return f"/* {label} {sig} */"
+
+
+def _stub(lm: LiftModule, fi: int, reason: str) -> str:
+    t = lm.module.func_type(fi)
+    decls = []
+    if len(t.results) > 1:
+        name = "R_" + type_code(t.results)
+        fields = " ".join(f"{c_type(r)} v{k};" for k, r in enumerate(t.results))
+        decls.append(f"#ifndef KB_{name}\n#define KB_{name}\nstruct {name} {{ {fields} }};\n#endif")
+    names = [f"p{k}" for k in range(len(t.params))]
+    return "\n".join(
+        [
+            _header(lm, fi),
+            *decls,
+            _signature(lm, fi, names) + " {",
+            f"  /* kbtool: not lifted: {comment_text(reason)} */",
+            "  wasm_unreachable();",
+            "}",
+            "",
+        ]
+    )
+
+
+def lift_function(
+    lm: LiftModule,
+    func_index: int,
+    *,
+    max_seconds: float | None = DEFAULT_SECONDS,
+    max_instructions: int = MAX_INSTRUCTIONS,
+    max_chars: int = MAX_OUTPUT_CHARS,
+) -> LiftResult:
+    """Lift one function of a prepared module (see :func:`kbtool.lift.prepare`; raw wasm
+    bytes are prepared on the fly) to C.
+
+    Imports give a prototype only. Never raises for a bad body: the result then carries a
+    stub with a placeholder comment and ``truncated=True``.
+    """
+    if not isinstance(lm, LiftModule):
+        from .context import prepare
+
+        lm = prepare(lm)
+    m = lm.module
+    if func_index < 0 or func_index >= m.num_functions:
+        raise IndexError(f"function {func_index} out of range")
+    t0 = time.perf_counter()
+    if func_index < m.num_func_imports:
+        text = f"{_header(lm, func_index)}\n{_signature(lm, func_index, None)};\n"
+        return LiftResult(func_index, text, stats=LiftStats(lines=2))
+    deadline = None if max_seconds is None else t0 + max_seconds
+    budget = _Budget(max_instructions * 100, deadline)
+    start, end = m.code[func_index - m.num_func_imports]
+    try:
+        t = m.func_type(func_index)
+        decls, ins = _decode(lm.data, start, end, budget)
+        if len(ins) > max_instructions:
+            raise LiftError(f"more than {max_instructions} instructions")
+        n_locals = len(t.params) + sum(c for c, _ in decls)
+        if n_locals > MAX_LOCALS:
+            raise LiftError(f"{n_locals} locals")
+        local_types = list(t.params)
+        for c, ty in decls:
+            local_types.extend([ty] * c)
+        locals_c = _local_names(lm, func_index, len(t.params), n_locals)
+        blocks, open_at, switches = _scan(ins, budget)
+        lf = _Lifter(lm, func_index, budget, max_chars)
+        lf.switches = switches
+        lf.run(ins, blocks, open_at, locals_c, local_types, t)
+    except (LiftError, WasmFormatError, IndexError, KeyError, ValueError, OverflowError) as e:
+        # a malformed body (or a lifter defect) must not take the caller down
+        text = _stub(
+            lm,
+            func_index,
+            str(e)
+            if isinstance(e, LiftError | WasmFormatError)
+            else f"internal error {type(e).__name__}: {e}",
+        )
+        st = LiftStats(instructions=0, lines=text.count("\n"), seconds=time.perf_counter() - t0)
+        return LiftResult(func_index, text, True, str(e), st)
+    lines = [_header(lm, func_index)]
+    lines += list(lf.decl_types.values())
+    for g in lf.decl_globals:
+        lines.append(f"extern {c_type(m.globals[g].valtype)} {lm.global_c[g]};")
+    for f in lf.decl_funcs:
+        lines.append(_signature(lm, f, None) + ";")
+    lines.append(_signature(lm, func_index, locals_c[: len(t.params)]) + " {")
+    head = len(lines)
+    decl: dict[str, list[str]] = {}  # one declaration list per C type: locals, then temps
+    for x in range(len(t.params), n_locals):
+        ct = c_type(local_types[x])
+        decl.setdefault(ct, []).append(f"{locals_c[x]} = {'{0}' if ct == 'v128' else '0'}")
+    for ct, n in lf.temps:
+        decl.setdefault(ct, []).append(n)
+    for ct, items in decl.items():
+        cur = f"  {ct} "
+        for k, item in enumerate(items):
+            if k and len(cur) + len(item) > 96:
+                lines.append(cur[:-2] + ";")
+                cur = f"  {ct} "
+            cur += item + ", "
+        lines.append(cur[:-2] + ";")
+    lines += [ln for ln in lf.out if ln is not None]
+    lines.append("}")
+    text = "\n".join(lines) + "\n"
+    st = lf.stats
+    st.instructions = len(ins)
+    st.lines = len(lines)
+    st.body_lines = len(lines) - head - 1
+    st.temps = len(lf.temps)
+    st.seconds = time.perf_counter() - t0
+    return LiftResult(func_index, text, False, "", st)

@@ -1,0 +1,160 @@
+"""Names given to the lifter, and the sanitising of untrusted text for C and listings.
+
+Every name may come from the binary (name section, exports, imports) or from a user: it is
+untrusted. :func:`c_ident` turns any text into a C identifier; :func:`comment_text` makes any
+text safe inside a ``/* ... */`` comment (one line, no ``*/``, no control characters, no
+trigraphs); :func:`display_name` makes a name safe for a one-instruction-per-line listing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+#: ``field_hook(func_index, base_text, offset, c_type) -> text or None``: a later struct
+#: analysis may render ``*(int32_t *)(M + p + 8)`` as ``p->field_8`` (``base_text`` is the
+#: C name of the base local, ``c_type`` the accessed C type, e.g. ``"int32_t"``).
+FieldHook = Callable[[int, str, int, str], "str | None"]
+
+
+@dataclass
+class Names:
+    """Names the caller knows (all optional; all untrusted).
+
+    ``functions``: function index -> name; ``globals``: global index -> name;
+    ``locals``: function index -> {local index -> name} (parameters are locals 0..n-1);
+    ``field_hook``: see :data:`FieldHook`.
+    """
+
+    functions: Mapping[int, str] = field(default_factory=dict)
+    globals: Mapping[int, str] = field(default_factory=dict)
+    locals: Mapping[int, Mapping[int, str]] = field(default_factory=dict)
+    field_hook: FieldHook | None = None
+
+    @classmethod
+    def from_module(cls, module) -> Names:
+        """Names the module itself carries: name section, else export, else import field."""
+        funcs: dict[int, str] = {}
+        for imp in module.func_imports:
+            funcs[imp.index] = imp.field
+        for e in module.exports:
+            if e.kind == "func":
+                funcs.setdefault(e.index, e.name)
+        for i, n in module.func_names.items():
+            if n:
+                funcs[i] = n
+        gl: dict[int, str] = _name_subsection(module, 7)
+        for imp in module.imports:
+            if imp.kind == "global":
+                gl[imp.index] = imp.field
+        for e in module.exports:
+            if e.kind == "global":
+                gl.setdefault(e.index, e.name)
+        return cls(functions=funcs, globals=gl, locals=dict(module.local_names))
+
+
+def _name_subsection(module, wanted: int) -> dict[int, str]:
+    """A name map subsection of the ``name`` custom section (7: globals); {} if absent or
+    malformed (names are optional, so a bad subsection is ignored)."""
+    from kbtool.wasm.errors import WasmFormatError
+    from kbtool.wasm.leb import read_uleb
+
+    c = module.custom("name")
+    if c is None:
+        return {}
+    data = c.data
+    out: dict[int, str] = {}
+    try:
+        p = 0
+        while p < len(data):
+            sid = data[p]
+            size, p = read_uleb(data, p + 1, len(data), 32, "name subsection size")
+            end = p + size
+            if end > len(data):
+                return {}
+            if sid == wanted:
+                n, p = read_uleb(data, p, end, 32, "name count")
+                for _ in range(min(n, end - p)):
+                    idx, p = read_uleb(data, p, end, 32, "index")
+                    ln, p = read_uleb(data, p, end, 32, "name length")
+                    if p + ln > end:
+                        return out
+                    out[idx] = bytes(data[p : p + ln]).decode("utf-8", "replace")
+                    p += ln
+                return out
+            p = end
+    except (WasmFormatError, IndexError):
+        return out
+    return out
+
+
+C_KEYWORDS = frozenset(
+    """
+auto break case char const continue default do double else enum extern float for goto if
+inline int long register restrict return short signed sizeof static struct switch typedef
+union unsigned void volatile while _Alignas _Alignof _Atomic _Bool _Complex _Generic
+_Imaginary _Noreturn _Static_assert _Thread_local alignas alignof bool constexpr false
+nullptr static_assert thread_local true typeof typeof_unqual asm fortran
+int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t intptr_t uintptr_t
+size_t ptrdiff_t NULL main
+""".split()
+)
+
+_NOT_IDENT = re.compile(r"[^A-Za-z0-9_]+")
+MAX_IDENT = 96
+
+
+def c_ident(name: str) -> str:
+    """A C identifier made from ``name`` (letters, digits, ``_``; never empty; bounded)."""
+    s = _NOT_IDENT.sub("_", name)
+    if not s:
+        return "_"
+    if s[0].isdigit():
+        s = "_" + s
+    if len(s) > MAX_IDENT:
+        s = s[:MAX_IDENT]
+    return s
+
+
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def escape_text(s: str, limit: int = 80) -> str:
+    """``s`` as the inside of a C string literal: escapes, no control or invisible characters,
+    no ``*/`` and no ``??`` (trigraphs); at most ``limit`` characters then ``...``."""
+    out = []
+    n = 0
+    for ch in s:
+        if n >= limit:
+            out.append("...")
+            break
+        e = _ESCAPES.get(ch)
+        if e is None:
+            if ch.isprintable():
+                e = ch
+            elif ord(ch) < 0x100:
+                e = f"\\x{ord(ch):02x}"
+            else:
+                e = f"\\u{ord(ch):04x}" if ord(ch) < 0x10000 else f"\\U{ord(ch):08x}"
+        out.append(e)
+        n += 1
+    t = "".join(out)
+    # neutralise comment terminators/openers and trigraphs (backslashes are doubled above)
+    return t.replace("*/", "*\\/").replace("/*", "/\\*").replace("??", "?\\?")
+
+
+def comment_text(s: str, limit: int = 120) -> str:
+    """Any text made safe inside a one-line ``/* ... */`` comment."""
+    return escape_text(s, limit)
+
+
+def display_name(name: str, limit: int = 200) -> str:
+    """A name for a listing line: printable, one line, bounded."""
+    out = []
+    for ch in name[:limit]:
+        if ch.isprintable() and ch not in "\r\n":
+            out.append(ch)
+        else:
+            out.append(f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+    return "".join(out) + ("..." if len(name) > limit else "")
