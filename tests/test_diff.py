@@ -21,6 +21,7 @@ from tests.conftest import corpus_file
 
 CHANGE_KEYS = {"classification", "from_index", "to_index", "from_stable_id", "to_stable_id", "score",
                "review", "runtime", "name", "provenance", "confidence"}
+EXPLAIN_KEYS = {"explain", "change_weight"}  # extra fields of modified entries
 SUMMARY_KEYS = {"unchanged", "moved", "modified", "added", "removed", "runtime_churn", "review"}
 
 
@@ -64,7 +65,10 @@ def test_report_shape_and_partition(demo_kb_master):
     assert computed["stored"] is False
     assert computed["changes"] == report["changes"] and computed["summary"] == report["summary"]
     changes = report["changes"]
-    assert changes and all(set(c) == CHANGE_KEYS for c in changes)
+    assert changes and all(CHANGE_KEYS <= set(c) <= CHANGE_KEYS | EXPLAIN_KEYS for c in changes)
+    # every modified function says what changed (named or not)
+    assert all(c["explain"] for c in changes if c["classification"] == "modified")
+    assert all("explain" not in c for c in changes if c["classification"] != "modified")
     # every defined function of each side appears exactly once
     old, new = defined(conn, 1), defined(conn, 2)
     froms = [c["from_index"] for c in changes if c["from_index"] is not None]

@@ -84,8 +84,13 @@ def test_changelog_data(demo_kb_master):
     report = get_diff(conn, 1, 2)
     cl = changelog(conn, report)
     named_modified = [c for c in report["changes"] if c["classification"] == "modified" and c["name"]]
-    assert len(cl["modified"]) == len(named_modified)
+    # every modified function is listed, named or not, most changed first
+    assert len(cl["modified"]) == report["summary"]["modified"]
     assert cl["modified_unnamed"] == report["summary"]["modified"] - len(named_modified)
+    assert all(m["items"] for m in cl["modified"])
+    assert all(m["hint"] for m in cl["modified"] if not m["name"])
+    weights = [m["weight"] for m in cl["modified"]]
+    assert weights == sorted(weights, reverse=True)
     assert len(cl["new"]) == report["summary"]["added"] and len(cl["deleted"]) == report["summary"]["removed"]
     for m in cl["modified"]:
         assert {"calls_added", "calls_removed", "strings_added", "strings_removed", "instr_from",

@@ -108,11 +108,14 @@ def ui_diff(
     from_version: Annotated[int, typer.Argument(help="Older (baseline) version id.")],
     to_version: Annotated[int, typer.Argument(help="Newer version id.")],
     only: OnlyOption = None,
+    show_all: Annotated[bool, typer.Option("--all", help="Also list unchanged and moved functions.")] = False,
     pager: Annotated[bool, typer.Option("--pager", help="Page the output (less -R or $PAGER).")] = False,
     db: DbOption = None,
 ) -> None:
-    """The diff as tables plus the semantic changelog; read-only, never carries names."""
-    keep = _only(only)
+    """The diff as tables plus the semantic changelog; read-only, never carries names.
+
+    Shows what changed (modified, new, deleted) unless --all or --only says otherwise."""
+    keep = _only(only if only is not None else (None if show_all else "changed"))
 
     conn = ro(db)
     try:

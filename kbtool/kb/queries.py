@@ -627,6 +627,19 @@ def stored_diff_report(conn: sqlite3.Connection, from_version_id: int, to_versio
 
 # ---------------------------------------------------------------- matching input
 
+def mem_ops_for(conn: sqlite3.Connection, version_id: int, indices: list[int]) -> dict[int, list]:
+    """index -> memory accesses [[op id, offset, width], ...] of some functions of a version."""
+    out: dict[int, list] = {}
+    for k in range(0, len(indices), 500):
+        chunk = indices[k:k + 500]
+        for idx, mem in conn.execute(
+            f"SELECT idx, mem_ops FROM facts WHERE version_id = ? AND idx IN ({','.join('?' * len(chunk))})",
+            (version_id, *chunk),
+        ):
+            out[idx] = json.loads(mem)
+    return out
+
+
 def matching_rows(conn: sqlite3.Connection, version_id: int) -> list[dict[str, Any]]:
     """Per-function rows the diff matcher needs (identity, hashes, names, facts)."""
     _version_row(conn, version_id)

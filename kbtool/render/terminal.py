@@ -288,14 +288,18 @@ def changelog_from_data(cl: dict, *, only=None):
     parts: list = [Text.assemble("\n", ("changelog", "bold underline"), " ", lit(cl["from"], "bold"),
                                  " → ", lit(cl["to"], "bold"))]
     if show("modified"):
+        named = sum(1 for m in cl["modified"] if m["name"])
         parts.append(Text.assemble(
             ("\nmodified", CLASS_STYLE["modified"]),
-            f" ({len(cl['modified'])} named",
-            f"; {cl['modified_unnamed']} unnamed not listed)" if cl["modified_unnamed"] else ")",
+            f" ({len(cl['modified'])}: {named} named, {len(cl['modified']) - named} unnamed;"
+            " most changed first)",
         ))
         for m in cl["modified"]:
             head = Text("  ")
-            head.append_text(lit(m["name"], "bold"))
+            if m["name"]:
+                head.append_text(lit(m["name"], "bold"))
+            else:
+                head.append(f"func[{m['to_index']}]", style="bold dim")
             head.append(f"  #{m['from_index']}→#{m['to_index']}  ", style="dim")
             head.append(f"{_delta(m['instr_from'], m['instr_to'], 'instr')}, "
                         f"{_delta(m['size_from'], m['size_to'], 'B')}")
@@ -304,6 +308,8 @@ def changelog_from_data(cl: dict, *, only=None):
             if m["review"]:
                 head.append("  review", style="bold red")
             parts.append(head)
+            if m.get("hint"):
+                parts.append(Padding(Text.assemble(("refs ", "dim"), lit(m["hint"], "dim")), (0, 0, 0, 4)))
             lines = []
             if m["calls_added"]:
                 lines.append(Text.assemble(("+ calls ", "green"), _names(m["calls_added"], "green")))
@@ -313,6 +319,10 @@ def changelog_from_data(cl: dict, *, only=None):
                 lines.append(Text.assemble(("+ strings ", "green"), _strings(m["strings_added"], "green")))
             if m["strings_removed"]:
                 lines.append(Text.assemble(("- strings ", "red"), _strings(m["strings_removed"], "red")))
+            shown = ("calls added", "calls removed", "strings added", "strings removed")
+            for item in m.get("items", []):
+                if not item.startswith(shown) and not item.endswith(" instructions"):
+                    lines.append(Text.assemble(("~ ", "yellow"), lit(item, "yellow")))
             for line in lines:
                 parts.append(Padding(line, (0, 0, 0, 4)))
     if show("new"):

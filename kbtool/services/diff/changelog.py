@@ -2,11 +2,12 @@
 
 For a diff report (:mod:`kbtool.services.diff.report`, stored or computed) and the KB's facts:
 
-- ``modified``: every *named* modified function (name of the to-side annotation, else the
-  from-side one) with the direct calls added and removed (by callee name, or import
-  ``module.field``, or ``func[index]``), the referenced strings added and removed, and the
-  size change (instructions and body bytes); unnamed modified functions are counted
-  (``modified_unnamed``);
+- ``modified``: every modified function, named or not (name of the to-side annotation, else
+  the from-side one; an unnamed one carries a ``hint`` of its strings and callees), ranked by
+  how much changed, with the explanation of :func:`kbtool.services.diff.explain.explain_pair`:
+  calls added/removed (by callee name, import ``module.field`` or ``func[index]``), strings,
+  constants changed (old -> new), memory offsets changed, signature, loops, callers, size,
+  and ``items``, the same as short lines; ``modified_unnamed`` counts the unnamed ones;
 - ``new``: every new function with its strings, size and callees;
 - ``deleted``: every deleted function with its strings and size;
 - ``imports_added`` / ``imports_removed``: function imports by ``module.field``.
@@ -18,9 +19,11 @@ callee, or both are the same import. Pure read; nothing is written.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
 from kbtool.kb import queries
+from kbtool.services.diff.explain import explain_pair
 
 __all__ = ["changelog", "MAX_STRINGS"]
 
@@ -41,6 +44,22 @@ def _label_of(rows: dict[int, dict[str, Any]], names: dict[int, str], idx: int) 
     if r is not None and r["raw_name"]:
         return r["raw_name"]
     return f"func[{idx}]"
+
+
+def _callers(rows: dict[int, dict[str, Any]]) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for i, r in rows.items():
+        for c in dict.fromkeys(r["calls"]):
+            if c != i:
+                out.setdefault(c, []).append(i)
+    return out
+
+
+def _hint(row: dict[str, Any], label: Callable[[int], str]) -> str:
+    """A few strings and callees that tell an unnamed function apart."""
+    parts = [repr(_clip(s)) for s in list(dict.fromkeys(row["strings"]))[:2]]
+    parts += [label(c) for c in list(dict.fromkeys(row["calls"]))[:3]]
+    return ", ".join(parts) if parts else f"{row['type_sig']}, {row['instr_count']} instr"
 
 
 def _clip(s: str) -> str:
@@ -84,16 +103,20 @@ def changelog(conn: sqlite3.Connection, report: dict[str, Any], *, pairing=None)
             return callee_label_new(n)
         return _label_of(old, names_old, i)
 
+    callers_old = _callers(old)
+    callers_new = _callers(new)
+    n2o = {v: k for k, v in o2n.items()}
+    pairs = [c for c in report["changes"] if c["classification"] == "modified"
+             and c["from_index"] in old and c["to_index"] in new]
+    mem_old = queries.mem_ops_for(conn, a, [c["from_index"] for c in pairs])
+    mem_new = queries.mem_ops_for(conn, b, [c["to_index"] for c in pairs])
+
     modified: list[dict[str, Any]] = []
-    modified_unnamed = 0
     added: list[dict[str, Any]] = []
     deleted: list[dict[str, Any]] = []
     for c in report["changes"]:
         cls = c["classification"]
         if cls == "modified":
-            if not c.get("name"):
-                modified_unnamed += 1
-                continue
             o, n = old.get(c["from_index"]), new.get(c["to_index"])
             if o is None or n is None:
                 continue
@@ -103,7 +126,17 @@ def changelog(conn: sqlite3.Connection, report: dict[str, Any], *, pairing=None)
             kept_new = set(cn)
             calls_added = [callee_label_new(y) for y in cn if y not in mapped]
             calls_removed = [callee_label_old(x) for x in co if o2n.get(x) not in kept_new]
-            so, sn = set(o["strings"]), set(n["strings"])
+            ko = callers_old.get(c["from_index"], [])
+            kn = callers_new.get(c["to_index"], [])
+            mapped_callers = {o2n.get(x) for x in ko}
+            ex = explain_pair(
+                o, n, calls_added=calls_added, calls_removed=calls_removed,
+                callers_added=[callee_label_new(y) for y in kn
+                               if y not in mapped_callers and n2o.get(y) is not None][:8],
+                callers_removed=[callee_label_old(x) for x in ko if o2n.get(x) not in set(kn)
+                                 and o2n.get(x) is not None][:8],
+                mem_old=mem_old.get(c["from_index"]), mem_new=mem_new.get(c["to_index"]),
+            )
             modified.append({
                 "name": c["name"],
                 "from_index": c["from_index"],
@@ -112,10 +145,11 @@ def changelog(conn: sqlite3.Connection, report: dict[str, Any], *, pairing=None)
                 "runtime": bool(c.get("runtime")),
                 "review": bool(c.get("review")),
                 "score": c.get("score"),
-                "calls_added": calls_added,
-                "calls_removed": calls_removed,
-                "strings_added": _strings([s for s in n["strings"] if s not in so]),
-                "strings_removed": _strings([s for s in o["strings"] if s not in sn]),
+                # an unnamed function is told apart by what it references
+                "hint": None if c["name"] else _hint(n, callee_label_new),
+                **{k: v for k, v in ex.items() if k not in ("instr_from", "instr_to")},
+                "strings_added": _strings(ex["strings_added"]),
+                "strings_removed": _strings(ex["strings_removed"]),
                 "instr_from": o["instr_count"],
                 "instr_to": n["instr_count"],
                 "size_from": o["body_size"],
@@ -155,8 +189,8 @@ def changelog(conn: sqlite3.Connection, report: dict[str, Any], *, pairing=None)
         "to": report["to"],
         "from_version_id": a,
         "to_version_id": b,
-        "modified": modified,
-        "modified_unnamed": modified_unnamed,
+        "modified": sorted(modified, key=lambda m: (-m["weight"], m["to_index"])),
+        "modified_unnamed": sum(1 for m in modified if not m["name"]),
         "new": added,
         "deleted": deleted,
         "imports_added": sorted(n for n in new_imports if n not in old_imports),

@@ -50,6 +50,7 @@ from kbtool.analysis.runtime import is_runtime_label, is_runtime_name, runtime_b
 from kbtool.identity.pairing import Pair, Pairing, pair_rows
 from kbtool.kb import queries, store
 from kbtool.kb.db import transaction
+from kbtool.services.diff.changelog import changelog
 
 __all__ = [
     "get_diff",
@@ -215,6 +216,15 @@ def build_report(
         keyed.append(((at, 1, o), entry("deleted", o, None, None)))
     keyed.sort(key=lambda kv: kv[0])
     changes = [c for _, c in keyed]
+    report_so_far = {"from": va["label"], "to": vb["label"], "from_version_id": pg.from_version_id,
+                     "to_version_id": pg.to_version_id, "changes": changes}
+    explained = {m["to_index"]: m for m in changelog(conn, report_so_far, pairing=pg)["modified"]}
+    for c in changes:
+        m = explained.get(c["to_index"]) if c["classification"] == "modified" else None
+        if m is not None:
+            # what changed, as short lines (the contract's change keys stay as they are)
+            c["explain"] = m["items"]
+            c["change_weight"] = m["weight"]
 
     counts = dict.fromkeys(CLASSIFICATIONS, 0)
     churn = review = 0

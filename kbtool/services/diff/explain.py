@@ -1,0 +1,202 @@
+"""Why a function counts as modified, in the words a reverse engineer uses.
+
+For one paired (old, new) function: calls added/removed (by name), strings added/removed,
+constants changed (``0x10 -> 0x18``) or added/removed, memory offsets changed
+(``i32.load offset 348 -> 356``: a struct layout change), type signature, size and loop
+changes, callers added/removed. ``weight`` ranks changes (how much changed); ``items`` is the
+same explanation as short lines for every surface (terminal, TUI, web, MCP).
+
+Constants that look like linear-memory addresses (``|c| >= ADDRESS_MIN``, relocated by any
+rebuild) are only reported when the non-address constants do not already explain the change
+and the address count changed. Pure functions over stored rows.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Callable
+from typing import Any
+
+from kbtool.wasm.opcodes import MNEMONICS
+
+ADDRESS_MIN = 1024
+# memarg offsets at least this large are static (.data/.bss) addresses folded into the access,
+# which every rebuild relocates; smaller ones are field offsets of a struct
+FIELD_OFFSET_MAX = 4096
+MAX_ITEMS = 12  # per list in one explanation
+
+
+def _small(consts: list[int]) -> list[int]:
+    return [c for c in dict.fromkeys(consts) if -ADDRESS_MIN < c < ADDRESS_MIN]
+
+
+def _hex(c: int) -> str:
+    return str(c) if -10 < c < 10 else (f"-0x{-c:x}" if c < 0 else f"0x{c:x}")
+
+
+def const_changes(old: list[int], new: list[int]) -> dict[str, list]:
+    """Changed (same position among the small constants), added and removed constants."""
+    so, sn = _small(old), _small(new)
+    changed: list[tuple[int, int]] = []
+    if len(so) == len(sn):
+        changed = [(a, b) for a, b in zip(so, sn, strict=True) if a != b]
+        if changed and len(changed) <= max(1, len(so) // 2):
+            return {"changed": changed[:MAX_ITEMS], "added": [], "removed": []}
+    setn, seto = set(sn), set(so)
+    return {"changed": [], "added": [c for c in sn if c not in seto][:MAX_ITEMS],
+            "removed": [c for c in so if c not in setn][:MAX_ITEMS]}
+
+
+def offset_changes(old: list, new: list) -> list[tuple[str, int, int]]:
+    """``(mnemonic, old offset, new offset)`` of field offsets (below ``FIELD_OFFSET_MAX``)
+    that moved: aligned by position when the access sequences (op, width) are equal, else per
+    op where exactly one offset left and one came."""
+    if not old or not new:
+        return []
+    old = [m for m in old if int(m[1]) < FIELD_OFFSET_MAX]
+    new = [m for m in new if int(m[1]) < FIELD_OFFSET_MAX]
+    ko = [(int(m[0]), int(m[2])) for m in old]
+    kn = [(int(m[0]), int(m[2])) for m in new]
+    out: list[tuple[str, int, int]] = []
+    seen: set[tuple[int, int, int]] = set()
+    if ko == kn:
+        for a, b in zip(old, new, strict=True):
+            if int(a[1]) != int(b[1]):
+                key = (int(a[0]), int(a[1]), int(b[1]))
+                if key not in seen:
+                    seen.add(key)
+                    out.append((_mnemonic(int(a[0])), int(a[1]), int(b[1])))
+        return out[:MAX_ITEMS]
+    # different access sequences: offsets present on one side only, per op
+    by_op_old: dict[int, set[int]] = {}
+    by_op_new: dict[int, set[int]] = {}
+    for m in old:
+        by_op_old.setdefault(int(m[0]), set()).add(int(m[1]))
+    for m in new:
+        by_op_new.setdefault(int(m[0]), set()).add(int(m[1]))
+    for op in sorted(set(by_op_old) & set(by_op_new)):
+        gone = sorted(by_op_old[op] - by_op_new[op])
+        came = sorted(by_op_new[op] - by_op_old[op])
+        if len(gone) == len(came) == 1:
+            out.append((_mnemonic(op), gone[0], came[0]))
+    return out[:MAX_ITEMS]
+
+
+def _mnemonic(op: int) -> str:
+    return MNEMONICS[op] if 0 <= op < len(MNEMONICS) else f"op{op}"
+
+
+def explain_pair(
+    o: dict[str, Any],
+    n: dict[str, Any],
+    *,
+    calls_added: list[str],
+    calls_removed: list[str],
+    callers_added: list[str] = (),  # type: ignore[assignment]
+    callers_removed: list[str] = (),  # type: ignore[assignment]
+    mem_old: list | None = None,
+    mem_new: list | None = None,
+) -> dict[str, Any]:
+    """The explanation of one modified pair (rows as :func:`kbtool.kb.queries.matching_rows`)."""
+    so, sn = set(o["strings"]), set(n["strings"])
+    strings_added = [s for s in dict.fromkeys(n["strings"]) if s not in so][:MAX_ITEMS]
+    strings_removed = [s for s in dict.fromkeys(o["strings"]) if s not in sn][:MAX_ITEMS]
+    consts = const_changes(o["consts"], n["consts"])
+    offsets = offset_changes(mem_old or [], mem_new or [])
+    ex: dict[str, Any] = {
+        "calls_added": calls_added[:MAX_ITEMS],
+        "calls_removed": calls_removed[:MAX_ITEMS],
+        "callers_added": list(callers_added)[:MAX_ITEMS],
+        "callers_removed": list(callers_removed)[:MAX_ITEMS],
+        "strings_added": strings_added,
+        "strings_removed": strings_removed,
+        "consts_changed": [[a, b] for a, b in consts["changed"]],
+        "consts_added": consts["added"],
+        "consts_removed": consts["removed"],
+        "offsets_changed": [[m, a, b] for m, a, b in offsets],
+        "type_from": o["type_sig"] if o["type_sig"] != n["type_sig"] else None,
+        "type_to": n["type_sig"] if o["type_sig"] != n["type_sig"] else None,
+        "instr_from": o["instr_count"],
+        "instr_to": n["instr_count"],
+        "loops_from": o.get("loops", 0),
+        "loops_to": n.get("loops", 0),
+    }
+    ex.update(_op_changes(o.get("ops") or b"", n.get("ops") or b""))
+    ex["address_consts"] = _address_delta(o["consts"], n["consts"])
+    ex["items"] = explanation_lines(ex)
+    ex["weight"] = _weight(ex)
+    return ex
+
+
+def _op_changes(a: bytes, b: bytes) -> dict[str, Any]:
+    """Same-length instruction streams: how many instructions differ and the first few."""
+    if not a or not b or len(a) != len(b):
+        return {"ops_differ": None, "op_changes": []}
+    oa, ob = array("H"), array("H")
+    oa.frombytes(a)
+    ob.frombytes(b)
+    diffs = [(x, y) for x, y in zip(oa, ob, strict=True) if x != y]
+    seen: list[list[str]] = []
+    for x, y in diffs:
+        pair = [_mnemonic(x), _mnemonic(y)]
+        if pair not in seen:
+            seen.append(pair)
+        if len(seen) >= 4:
+            break
+    return {"ops_differ": len(diffs), "op_changes": seen}
+
+
+def _address_delta(old: list[int], new: list[int]) -> int:
+    """How many address-like constants exist on one side only (relocation noise included)."""
+    ao = {c for c in old if not -ADDRESS_MIN < c < ADDRESS_MIN}
+    an = {c for c in new if not -ADDRESS_MIN < c < ADDRESS_MIN}
+    return len(ao ^ an)
+
+
+def _weight(ex: dict[str, Any]) -> float:
+    lists = ("calls_added", "calls_removed", "strings_added", "strings_removed",
+             "consts_changed", "consts_added", "consts_removed", "offsets_changed")
+    w = 2.0 * sum(len(ex[k]) for k in lists[:4]) + sum(len(ex[k]) for k in lists[4:])
+    w += 3.0 if ex["type_from"] else 0.0
+    w += abs(ex["instr_to"] - ex["instr_from"]) / 10.0
+    w += abs(ex["loops_to"] - ex["loops_from"])
+    return round(w, 2)
+
+
+def explanation_lines(ex: dict[str, Any], clip: Callable[[str], str] = lambda s: s) -> list[str]:
+    """Short lines, most telling first (every modified function gets at least one)."""
+    out: list[str] = []
+    if ex["type_from"]:
+        out.append(f"signature {ex['type_from']} -> {ex['type_to']}")
+    if ex["calls_added"]:
+        out.append("calls added: " + ", ".join(ex["calls_added"]))
+    if ex["calls_removed"]:
+        out.append("calls removed: " + ", ".join(ex["calls_removed"]))
+    for m, a, b in ex["offsets_changed"]:
+        out.append(f"{m} offset {a} -> {b}")
+    if ex["consts_changed"]:
+        out.append("constants " + ", ".join(f"{_hex(a)} -> {_hex(b)}" for a, b in ex["consts_changed"]))
+    if ex["consts_added"]:
+        out.append("constants added: " + ", ".join(_hex(c) for c in ex["consts_added"]))
+    if ex["consts_removed"]:
+        out.append("constants removed: " + ", ".join(_hex(c) for c in ex["consts_removed"]))
+    if ex["strings_added"]:
+        out.append("strings added: " + ", ".join(repr(clip(s)) for s in ex["strings_added"]))
+    if ex["strings_removed"]:
+        out.append("strings removed: " + ", ".join(repr(clip(s)) for s in ex["strings_removed"]))
+    if ex["callers_added"]:
+        out.append("new callers: " + ", ".join(ex["callers_added"]))
+    if ex["callers_removed"]:
+        out.append("callers gone: " + ", ".join(ex["callers_removed"]))
+    if ex["loops_to"] != ex["loops_from"]:
+        out.append(f"loops {ex['loops_from']} -> {ex['loops_to']}")
+    if ex.get("op_changes"):
+        out.append(f"{ex['ops_differ']} instruction(s) differ: "
+                   + ", ".join(f"{a} -> {b}" for a, b in ex["op_changes"]))
+    d = ex["instr_to"] - ex["instr_from"]
+    if d:
+        out.append(f"{d:+,} instructions")
+    if not out:
+        out.append(f"same instructions; {ex.get('address_consts', 0)} address constant(s) differ"
+                   if ex.get("address_consts") else "same instructions; call targets moved")
+    return out
