@@ -10,7 +10,9 @@ Matching, for each reference (oldest first):
 
 1. **exact**: the normalised shape hash is unique among the reference's named functions
    (or all of its functions of that shape share one name) and unique in the version:
-   confidence 1.0;
+   confidence 1.0, except for trivial bodies (fewer than :data:`TRIVIAL_INSTR` instructions:
+   getters, thunks, `return 0`) and shapes several reference functions share: those match by
+   accident (Ghidra FunctionID's lesson), so they get :data:`TRIVIAL_CONFIDENCE`;
 2. **structural**: the diff matcher (:func:`kbtool.identity.matcher.match_functions`, fuzzy)
    pairs the rest; a pair the matcher flags for review, or one below
    :data:`MIN_STRUCTURAL_SCORE`, is skipped (an oracle name outranks agent and carried
@@ -43,6 +45,8 @@ from kbtool.kb.gate import upsert_symbol
 __all__ = ["OracleError", "add_oracle", "list_oracles", "match_oracle", "MIN_STRUCTURAL_SCORE"]
 
 MIN_STRUCTURAL_SCORE = REVIEW_SCORE
+TRIVIAL_INSTR = 12          # bodies this small match other code by accident
+TRIVIAL_CONFIDENCE = 0.6    # an exact match of a trivial or shared shape
 ACTOR = "oracle"
 
 
@@ -163,11 +167,21 @@ def match_oracle(
         # 1. exact shape
         ref_by_shape: dict[str, set[str]] = defaultdict(set)
         ref_idx_by_shape: dict[str, int] = {}
+        ref_count: dict[str, int] = defaultdict(int)
         for r in recs:
             if r.imported or not r.shape_hash:
                 continue
             ref_by_shape[r.shape_hash].add(names.get(r.index, ""))
             ref_idx_by_shape.setdefault(r.shape_hash, r.index)
+            ref_count[r.shape_hash] += 1
+        ref_by_index = {r.index: r for r in recs}
+
+        def exact_confidence(ref_index: int, ref_by_index=ref_by_index,
+                             ref_count=ref_count) -> tuple[float, str]:
+            r = ref_by_index[ref_index]
+            if r.instr_count < TRIVIAL_INSTR or ref_count.get(r.shape_hash or "", 0) > 1:
+                return TRIVIAL_CONFIDENCE, "shape-trivial"
+            return 1.0, "shape"
         tgt_by_shape: dict[str, list[int]] = defaultdict(list)
         for r in target:
             if not r.imported and r.shape_hash:
@@ -176,7 +190,8 @@ def match_oracle(
             ns = ref_by_shape.get(shape)
             if len(tidx) != 1 or not ns or len(ns) != 1 or "" in ns:
                 continue
-            proposals[tidx[0]] = (ref_idx_by_shape[shape], 1.0, "shape", 1.0)
+            conf, method = exact_confidence(ref_idx_by_shape[shape])
+            proposals[tidx[0]] = (ref_idx_by_shape[shape], conf, method, 1.0)
             stats["exact"] += 1
 
         # 2. structural
@@ -188,7 +203,9 @@ def match_oracle(
                 if not name:
                     continue
                 if m.method in ("body", "shape") and not m.review:
-                    proposals[m.new_index] = (m.old_index, 1.0, m.method, m.score)
+                    conf, method = exact_confidence(m.old_index)
+                    proposals[m.new_index] = (m.old_index, conf,
+                                              m.method if conf == 1.0 else method, m.score)
                     stats["exact"] += 1
                     continue
                 if m.review or m.score < MIN_STRUCTURAL_SCORE:
