@@ -98,6 +98,8 @@ def diff_cmd(
             report["stored"] = True
             (err_console if json_out else console).print(
                 f"saved the diff of version {from_version} -> {to_version}")
+        elif carry:
+            report["carried"] = True  # the header says names were carried before this report
     if json_out:
         print_json(report)
         return

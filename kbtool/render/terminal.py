@@ -112,7 +112,9 @@ def summary_text(report: dict) -> Text:
     t.append_text(lit(report["from"], "bold"))
     t.append(" → ")
     t.append_text(lit(report["to"], "bold"))
-    t.append("  (stored)" if report.get("stored") else "  (computed, carry-over off)", style="dim")
+    source = ("stored" if report.get("stored") else
+              "computed after carry-over" if report.get("carried") else "computed, carry-over off")
+    t.append(f"  ({source})", style="dim")
     t.append("\n")
     parts = (
         (s["unchanged"], "unchanged", CLASS_STYLE["unchanged"]),
