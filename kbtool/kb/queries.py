@@ -13,7 +13,12 @@ import sqlite3
 from array import array
 from typing import Any, TypedDict
 
-from kbtool.kb.errors import UnknownFunctionError, UnknownStableIdError, UnknownVersionError
+from kbtool.kb.errors import (
+    KBError,
+    UnknownFunctionError,
+    UnknownStableIdError,
+    UnknownVersionError,
+)
 
 SEARCH_CAP = 200          # hard cap of any search, whatever the caller asks
 EXPORT_HEADER = "# kbtool KB export"
@@ -662,3 +667,89 @@ def matching_rows(conn: sqlite3.Connection, version_id: int) -> list[dict[str, A
             "table_slots": json.loads(r[18] or "[]"),
         })
     return out
+
+
+# --------------------------------------------------------------------------- deep analysis, feed
+
+EVENT_PAGE = 200          # most events one feed answer carries
+EVENT_DEFAULT_LATEST = 50  # `since` omitted: the latest this many
+
+
+def get_analysis(conn: sqlite3.Connection, stable_id: str) -> dict[str, Any] | None:
+    """The deep-analysis record of a function (contract: raw_c, clean_c, understanding,
+    rename_map, status, confidence; plus stable_id, version_id, func_index, backend, model,
+    updated_at), or None when ``kbtool deep`` has not run on it."""
+    row = conn.execute("SELECT * FROM analyses WHERE stable_id = ?", (stable_id,)).fetchone()
+    if row is None:
+        return None
+    return {
+        "stable_id": row["stable_id"], "version_id": row["version_id"],
+        "func_index": row["func_index"], "raw_c": row["raw_c"], "clean_c": row["clean_c"],
+        "understanding": row["understanding"],
+        "rename_map": json.loads(row["rename_map"] or "{}"), "status": row["status"],
+        "confidence": row["confidence"], "backend": row["backend"], "model": row["model"],
+        "updated_at": row["updated_at"],
+    }
+
+
+def events_since(conn: sqlite3.Connection, since: int | None = None,
+                 limit: int = EVENT_PAGE) -> dict[str, Any]:
+    """The studio's feed: ``{last_id, events}`` with ids greater than ``since`` (oldest
+    first, at most ``limit``, capped at EVENT_PAGE); without ``since``, the latest
+    EVENT_DEFAULT_LATEST. ``last_id`` is the id to poll from next (the newest id returned, or
+    ``since`` when nothing is new)."""
+    limit = max(1, min(int(limit), EVENT_PAGE))
+    if since is None:
+        rows = conn.execute("SELECT * FROM events ORDER BY id DESC LIMIT ?",
+                            (min(limit, EVENT_DEFAULT_LATEST),)).fetchall()[::-1]
+    else:
+        rows = conn.execute("SELECT * FROM events WHERE id > ? ORDER BY id LIMIT ?",
+                            (int(since), limit)).fetchall()
+    events = [{"id": r["id"], "kind": r["kind"], "stable_id": r["stable_id"],
+               "version_id": r["version_id"], "payload": json.loads(r["payload"] or "{}"),
+               "created_at": r["created_at"]} for r in rows]
+    if events:
+        last = events[-1]["id"]
+    elif since is not None:
+        last = int(since)
+    else:
+        last = conn.execute("SELECT COALESCE(MAX(id), 0) FROM events").fetchone()[0]
+    return {"last_id": last, "events": events}
+
+
+def deep_done(conn: sqlite3.Connection, version_id: int) -> set[int]:
+    """Function indices of a version that already have a finished deep record."""
+    return {r[0] for r in conn.execute(
+        "SELECT func_index FROM analyses WHERE version_id = ? AND status = 'done'", (version_id,))}
+
+
+def function_names(conn: sqlite3.Connection, version_id: int) -> dict[int, str]:
+    """index -> the best name the KB has for each function of a version: the annotation,
+    else the import field, else the name-section hint."""
+    out: dict[int, str] = {}
+    for idx, imported, field, raw, name in conn.execute(
+        "SELECT f.idx, f.imported, f.import_field, f.raw_name, s.name FROM functions f"
+        " LEFT JOIN symbols s ON s.stable_id = f.stable_id WHERE f.version_id = ?", (version_id,)
+    ):
+        best = name or (field if imported else None) or raw
+        if best:
+            out[idx] = best
+    return out
+
+
+def module_bytes(conn: sqlite3.Connection, version_id: int) -> bytes:
+    """The ingested bytes of a version (KBError when the KB no longer has them)."""
+    _version_row(conn, version_id)
+    row = conn.execute("SELECT data FROM modules WHERE version_id = ?", (version_id,)).fetchone()
+    if row is None:
+        raise KBError(f"version {version_id} has no stored module bytes (re-ingest the file)")
+    return bytes(row[0])
+
+
+def structs(conn: sqlite3.Connection, version_id: int) -> list[dict[str, Any]]:
+    """Recovered structs of a version (``kbtool analyze``): name, source_function, fields,
+    members ([func_index, param_index] pairs)."""
+    return [{"name": r["name"], "source_function": r["source_function"],
+             "fields": json.loads(r["fields"]), "members": json.loads(r["members"] or "[]")}
+            for r in conn.execute("SELECT * FROM structs WHERE version_id = ? ORDER BY name",
+                                  (version_id,))]

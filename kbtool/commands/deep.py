@@ -1,0 +1,59 @@
+"""``kbtool deep``: lifted C -> cleaned C + understanding per function, with live events."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from kbtool.commands.common import DbOption, JsonOption, console, print_json, rw
+from kbtool.services.deep import DEFAULT_MAX_FUNCTIONS, run_deep
+
+
+def register(app: typer.Typer) -> None:
+    app.command("deep")(deep)
+
+
+def deep(
+    version: Annotated[int, typer.Argument(help="Version id (see `kbtool versions`).")],
+    function: Annotated[list[int] | None, typer.Option(
+        "--function", "-f", help="Function index to analyse (repeatable); default: the unnamed "
+        "and unconfident functions without a deep record.")] = None,
+    backend: Annotated[str, typer.Option(
+        "--backend", help="Understanding backend: offline (no key, no network).")] = "offline",
+    all_functions: Annotated[bool, typer.Option(
+        "--all", help="Also functions already named with confidence >= 0.5.")] = False,
+    max_functions: Annotated[int, typer.Option(
+        "--max-functions", min=1, help="At most this many functions in one run.")] = DEFAULT_MAX_FUNCTIONS,
+    force: Annotated[bool, typer.Option("--force", help="Redo functions that have a record.")] = False,
+    json_out: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Lift each function to C, clean it (variables renamed from their roles) and write an
+    understanding; the studio's Agents panel shows the work live."""
+    if backend != "offline":
+        from kbtool.commands.common import fail
+
+        fail(f"deep supports the offline backend for now, not {backend!r}; "
+             "provider naming runs through `kbtool agent --backend ...`")
+    conn = rw(db)
+    show = sys.stderr.isatty() and not json_out
+    with Progress(TextColumn("deep"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, disable=not show, transient=True) as bar:
+        task = bar.add_task("deep", total=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        res = run_deep(conn, version, functions=function, all_functions=all_functions,
+                       force=force, max_functions=max_functions, progress=progress)
+    if json_out:
+        print_json(res)
+        return
+    console.print(
+        f"deep on version {version}: {res['considered']} considered, {res['done']} done, "
+        f"{res['truncated']} truncated, {res['failed']} failed, {res['skipped_existing']} already "
+        f"done; {res['renamed_variables']} of {res['variables']} variables renamed")
+    console.print("read them with `kbtool serve` (the studio) or `GET /api/analysis/{stable_id}`")
