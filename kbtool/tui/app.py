@@ -26,6 +26,7 @@ from kbtool.tui.jump import FunctionJumpProvider
 from kbtool.tui.screens.base import FunctionRef, KbScreen
 from kbtool.tui.screens.detail import DetailScreen
 from kbtool.tui.screens.diff import DiffScreen
+from kbtool.tui.screens.feed import FeedScreen
 from kbtool.tui.screens.heatmap import HeatmapScreen
 from kbtool.tui.screens.history import HistoryScreen
 from kbtool.tui.screens.rename import RenameScreen
@@ -59,6 +60,7 @@ class KbApp(App[None]):
         Binding("slash", "search", "search", key_display="/"),
         Binding("d", "diff", "diff"),
         Binding("v", "versions", "versions"),
+        Binding("a", "feed", "agents"),
         Binding("t", "toggle_theme", "theme", show=False),
         Binding("question_mark", "toggle_keys", "keys", key_display="?", show=False),  # in the title bar
         Binding("q", "quit", "quit"),
@@ -159,7 +161,7 @@ class KbApp(App[None]):
         # A key that would lead to the screen already shown is hidden from the footer.
         if action == "diff" and isinstance(self.screen, DiffScreen):
             return False
-        if isinstance(self.focused, Input) and action in ("search", "diff", "versions", "quit",
+        if isinstance(self.focused, Input) and action in ("search", "diff", "versions", "quit", "feed",
                                                           "toggle_theme", "toggle_keys"):
             return False      # while typing, these letters are text (the footer says so)
         if action == "versions" and len(self.screen_stack) == 1:
@@ -178,6 +180,10 @@ class KbApp(App[None]):
 
     def action_diff(self) -> None:
         self.open_diff()
+
+    def action_feed(self) -> None:
+        if not isinstance(self.screen, FeedScreen):
+            self.push_screen(FeedScreen())
 
     def action_toggle_keys(self) -> None:
         if self.screen.query("HelpPanel"):
