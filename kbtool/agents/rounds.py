@@ -58,7 +58,13 @@ def run_round(
     are left out of the result. Deterministic when the backend is.
     """
     frozen = frozenset(taken)
-    proposals = map_bounded(lambda c: backend.propose(c, frozen), contexts, concurrency)
+
+    def propose(ctx: Mapping[str, Any]) -> Any:
+        # a function's own current name is not "taken" from its point of view
+        own = (ctx.get("existing") or {}).get("name")
+        return backend.propose(ctx, frozen - {own} if own else frozen)
+
+    proposals = map_bounded(propose, contexts, concurrency)
     used = set(frozen)
     out: list[Reviewed] = []
     for ctx, p in zip(contexts, proposals, strict=True):

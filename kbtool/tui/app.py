@@ -60,7 +60,7 @@ class KbApp(App[None]):
         Binding("slash", "search", "search", key_display="/"),
         Binding("d", "diff", "diff"),
         Binding("v", "versions", "versions"),
-        Binding("a", "feed", "agents"),
+        Binding("a", "feed", "agents feed", show=False),
         Binding("t", "toggle_theme", "theme", show=False),
         Binding("question_mark", "toggle_keys", "keys", key_display="?", show=False),  # in the title bar
         Binding("q", "quit", "quit"),
