@@ -24,9 +24,17 @@ from kbtool.services.agent_pass import plan_agent_pass, run_agent_pass, would_wr
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "kbtool.cli"]
 SUMMARY_KEYS = {
-    "backend", "considered", "proposed", "written", "rejected_by_verifier",
-    "rejected_by_economy", "skipped_existing", "specialist_proposed", "specialist_written",
-    "rounds_run", "details",
+    "backend",
+    "considered",
+    "proposed",
+    "written",
+    "rejected_by_verifier",
+    "rejected_by_economy",
+    "skipped_existing",
+    "specialist_proposed",
+    "specialist_written",
+    "rounds_run",
+    "details",
 }
 OFFLINE = {"PATH": os.environ.get("PATH", "")}  # no provider key: offline is all there is
 
@@ -50,7 +58,8 @@ def latest(conn: sqlite3.Connection) -> int:
 def symbols(conn: sqlite3.Connection) -> list[tuple]:
     return conn.execute(
         "SELECT stable_id, name, provenance, confidence, locked, evidence FROM symbols"
-        " ORDER BY stable_id").fetchall()
+        " ORDER BY stable_id"
+    ).fetchall()
 
 
 def table_count(conn: sqlite3.Connection, table: str) -> int:
@@ -61,7 +70,8 @@ def feed(conn: sqlite3.Connection, kind: str) -> list[dict]:
     return [
         {"stable_id": s, "version_id": v, "payload": json.loads(p)}
         for s, v, p in conn.execute(
-            "SELECT stable_id, version_id, payload FROM events WHERE kind = ? ORDER BY id", (kind,))
+            "SELECT stable_id, version_id, payload FROM events WHERE kind = ? ORDER BY id", (kind,)
+        )
     ]
 
 
@@ -94,7 +104,10 @@ def test_writes_are_agent_annotations_with_evidence_and_feed_events(conn):
     for d in writes:
         sym = queries.get_symbol(conn, d["stable_id"])
         assert (sym["name"], sym["provenance"], sym["confidence"]) == (
-            d["name"], "agent", d["confidence"])
+            d["name"],
+            "agent",
+            d["confidence"],
+        )
         ev = sym["evidence"][0]
         assert ev["backend"] == "offline" and ev["actor"] == "agent:offline"
         assert ev["rule"] and ev["reasons"] and ev["source"] in ("specialist", "heuristic")
@@ -104,11 +117,14 @@ def test_writes_are_agent_annotations_with_evidence_and_feed_events(conn):
     assert {k: v for k, v in s.items() if k != "details"}.items() <= done[0]["payload"].items()
     named = feed(conn, "named")
     assert [(e["stable_id"], e["payload"]["name"]) for e in named] == [
-        (d["stable_id"], d["name"]) for d in writes]
+        (d["stable_id"], d["name"]) for d in writes
+    ]
     assert len(feed(conn, "rejected")) == s["rejected_by_verifier"] + s["rejected_by_economy"]
-    run = json.loads(conn.execute(
-        "SELECT summary FROM analysis_runs WHERE kind = 'agent' AND version_id = ?", (vid,)
-    ).fetchone()[0])
+    run = json.loads(
+        conn.execute(
+            "SELECT summary FROM analysis_runs WHERE kind = 'agent' AND version_id = ?", (vid,)
+        ).fetchone()[0]
+    )
     assert run["written"] == s["written"] and run["run"]["backend"] == "offline"
 
 
@@ -117,18 +133,56 @@ def test_gate_contract_rows_hold_under_a_pass(conn):
     picks = offline_writes(conn, vid)
     assert len(picks) >= 6, "the demo KB gives the offline pass enough to name"
     locked, human, low_agent, high_agent, same_agent, low_oracle = picks[:6]
-    upsert_symbol(conn, locked["stable_id"], "kept_locked", provenance="human", confidence=0.2,
-                  actor="human:test", lock=True)
-    upsert_symbol(conn, human["stable_id"], "kept_human", provenance="human", confidence=0.2,
-                  actor="human:test", lock=False)
-    upsert_symbol(conn, low_agent["stable_id"], "old_agent_guess", provenance="agent",
-                  confidence=0.01, actor="agent:test")
-    upsert_symbol(conn, high_agent["stable_id"], "strong_agent_guess", provenance="agent",
-                  confidence=0.99, actor="agent:test")
-    upsert_symbol(conn, same_agent["stable_id"], "equal_agent_guess", provenance="agent",
-                  confidence=same_agent["confidence"], actor="agent:test")
-    upsert_symbol(conn, low_oracle["stable_id"], "weak_oracle_name", provenance="oracle",
-                  confidence=0.01, actor="oracle:test")
+    upsert_symbol(
+        conn,
+        locked["stable_id"],
+        "kept_locked",
+        provenance="human",
+        confidence=0.2,
+        actor="human:test",
+        lock=True,
+    )
+    upsert_symbol(
+        conn,
+        human["stable_id"],
+        "kept_human",
+        provenance="human",
+        confidence=0.2,
+        actor="human:test",
+        lock=False,
+    )
+    upsert_symbol(
+        conn,
+        low_agent["stable_id"],
+        "old_agent_guess",
+        provenance="agent",
+        confidence=0.01,
+        actor="agent:test",
+    )
+    upsert_symbol(
+        conn,
+        high_agent["stable_id"],
+        "strong_agent_guess",
+        provenance="agent",
+        confidence=0.99,
+        actor="agent:test",
+    )
+    upsert_symbol(
+        conn,
+        same_agent["stable_id"],
+        "equal_agent_guess",
+        provenance="agent",
+        confidence=same_agent["confidence"],
+        actor="agent:test",
+    )
+    upsert_symbol(
+        conn,
+        low_oracle["stable_id"],
+        "weak_oracle_name",
+        provenance="oracle",
+        confidence=0.01,
+        actor="oracle:test",
+    )
 
     s = run_agent_pass(conn, vid, "offline", only_unconfident=False, env=OFFLINE)
     name = lambda d: queries.get_symbol(conn, d["stable_id"])["name"]  # noqa: E731
@@ -153,8 +207,7 @@ def test_reruns_converge(conn):
     again = run_agent_pass(conn, vid, "offline", rounds=5, env=OFFLINE)
     assert again["written"] == 0
     assert symbols(conn) == before
-    everything = run_agent_pass(conn, vid, "offline", only_unconfident=False, rounds=5,
-                                env=OFFLINE)
+    everything = run_agent_pass(conn, vid, "offline", only_unconfident=False, rounds=5, env=OFFLINE)
     assert everything["written"] == 0 and symbols(conn) == before
 
 
@@ -197,7 +250,9 @@ def test_only_unconfident_skips_before_any_backend_call(conn, monkeypatch):
             asked.append(ctx["stable_id"])
             return self.inner.propose(ctx, taken)
 
-    monkeypatch.setattr(agent_pass, "resolve_backend", lambda sel, env=None: Recording(real(sel, env)))
+    monkeypatch.setattr(
+        agent_pass, "resolve_backend", lambda sel, env=None: Recording(real(sel, env))
+    )
     s = run_agent_pass(conn, vid, "offline", env=OFFLINE)
     assert s["skipped_existing"] == len(confident)
     assert s["considered"] == len(fns) - len(confident)
@@ -210,13 +265,21 @@ def test_only_unconfident_skips_before_any_backend_call(conn, monkeypatch):
 
 def test_dry_run_writes_nothing_and_decides_as_the_gate(kb, conn, tmp_path):
     vid = latest(conn)
-    upsert_symbol(conn, offline_writes(conn, vid)[0]["stable_id"], "x_human", provenance="human",
-                  confidence=0.1, actor="human:test", lock=False)
+    upsert_symbol(
+        conn,
+        offline_writes(conn, vid)[0]["stable_id"],
+        "x_human",
+        provenance="human",
+        confidence=0.1,
+        actor="human:test",
+        lock=False,
+    )
     counts = {t: table_count(conn, t) for t in ("annotation_events", "events", "analysis_runs")}
     before = symbols(conn)
     ro = open_ro(kb)
-    dry = run_agent_pass(ro, vid, "offline", only_unconfident=False, rounds=3, dry_run=True,
-                         env=OFFLINE)
+    dry = run_agent_pass(
+        ro, vid, "offline", only_unconfident=False, rounds=3, dry_run=True, env=OFFLINE
+    )
     ro.close()
     assert symbols(conn) == before
     assert {t: table_count(conn, t) for t in counts} == counts
@@ -224,13 +287,15 @@ def test_dry_run_writes_nothing_and_decides_as_the_gate(kb, conn, tmp_path):
     strip = lambda s: [(d["kind"], d["index"], d["name"], d["confidence"]) for d in s["details"]]  # noqa: E731
     assert strip(dry) == strip(real)
     assert {k: v for k, v in dry.items() if k != "details"} == {
-        k: v for k, v in real.items() if k != "details"}
+        k: v for k, v in real.items() if k != "details"
+    }
     assert real["rejected_by_economy"] >= 1
 
 
 def test_would_write_follows_the_contract_table():
-    sym = lambda p, c, locked=False: {"name": "a", "provenance": p, "confidence": c,  # noqa: E731
-                                      "locked": locked}
+    def sym(p, c, locked=False):
+        return {"name": "a", "provenance": p, "confidence": c, "locked": locked}
+
     assert would_write(None, "b", 0.1) == (True, "unnamed")
     assert not would_write(sym("human", 0.1, True), "b", 1.0)[0]
     assert not would_write(sym("human", 0.1), "b", 1.0)[0]
@@ -294,9 +359,17 @@ def test_cli_agent(kb):
 def test_cli_escapes_untrusted_names(kb, capsys):
     from kbtool.commands.agent import _print_summary
 
-    detail = {"kind": "write", "index": 1, "stable_id": "s", "name": "[red]x\x1b[2J",
-              "confidence": 0.5, "source": "llm", "backend": "openai", "model": "m",
-              "reason": "unnamed"}
+    detail = {
+        "kind": "write",
+        "index": 1,
+        "stable_id": "s",
+        "name": "[red]x\x1b[2J",
+        "confidence": 0.5,
+        "source": "llm",
+        "backend": "openai",
+        "model": "m",
+        "reason": "unnamed",
+    }
     summary = {k: 0 for k in SUMMARY_KEYS} | {"backend": "offline", "details": [detail]}
     _print_summary(summary, 1, False)
     out = capsys.readouterr().out
@@ -312,11 +385,25 @@ def test_provider_b_pass_through_the_openai_sdk(kb):
 
     script = [("status", 429), ("text", "I think it is memcpy."), ("raw", "{not json")]
     with FakeLLMServer(script=script) as srv:
-        env = {"PROVIDER_B_API_KEY": "test-key", "PROVIDER_B_BASE_URL": srv.url + "/v1",
-               "PROVIDER_B_MODEL": "fake-model-b", "NO_PROXY": "127.0.0.1,localhost",
-               "no_proxy": "127.0.0.1,localhost"}
-        p = cli("agent", "2", "--db", str(kb), "--backend", "provider_b",
-                "--max-functions", "40", "--json", env=env)
+        env = {
+            "PROVIDER_B_API_KEY": "test-key",
+            "PROVIDER_B_BASE_URL": srv.url + "/v1",
+            "PROVIDER_B_MODEL": "fake-model-b",
+            "NO_PROXY": "127.0.0.1,localhost",
+            "no_proxy": "127.0.0.1,localhost",
+        }
+        p = cli(
+            "agent",
+            "2",
+            "--db",
+            str(kb),
+            "--backend",
+            "provider_b",
+            "--max-functions",
+            "40",
+            "--json",
+            env=env,
+        )
         requests = list(srv.requests)
     s = json.loads(p.stdout)
     assert s["backend"] == "provider_b" and s["considered"] == 40
@@ -325,8 +412,9 @@ def test_provider_b_pass_through_the_openai_sdk(kb):
     assert llm and all(d["model"] == "fake-model-b" and d["backend"] == "openai" for d in llm)
     # one 429 retried by the SDK; the two malformed answers are verifier rejects
     assert len(requests) == s["proposed"] - s["specialist_proposed"] + 1
-    assert all(r["path"] == "/v1/chat/completions" and r["model"] == "fake-model-b"
-               for r in requests)
+    assert all(
+        r["path"] == "/v1/chat/completions" and r["model"] == "fake-model-b" for r in requests
+    )
     bad = [d for d in s["details"] if d.get("code") in ("malformed", "provider_error")]
     assert len(bad) == 2 and s["rejected_by_verifier"] >= 2
     written = [d for d in llm if d["kind"] == "write"]
@@ -354,8 +442,7 @@ def test_mcp_agent_tools(kb):
         async with mcp_session(kb) as s:
             tools = {t.name: dump(t) for t in (await s.list_tools()).tools}
             backends = await call(s, "agent_backends")
-            summary = await call(s, "run_agent_pass", version_id=2, backend="offline",
-                                 rounds=2)
+            summary = await call(s, "run_agent_pass", version_id=2, backend="offline", rounds=2)
             again = await call(s, "run_agent_pass", version_id=2, backend="offline", rounds=2)
             errors = [
                 await call_error(s, "run_agent_pass", version_id=2, backend="gpt"),
@@ -374,12 +461,21 @@ def test_mcp_agent_tools(kb):
     props = schema["properties"]
     assert schema.get("required") == ["version_id"]
     assert props["version_id"]["type"] == "integer"
-    assert props["only_unconfident"] == {**props["only_unconfident"], "type": "boolean",
-                                         "default": True}
+    assert props["only_unconfident"] == {
+        **props["only_unconfident"],
+        "type": "boolean",
+        "default": True,
+    }
     assert props["rounds"]["type"] == "integer" and props["rounds"]["default"] == 1
     assert props["backend"]["default"] == "auto"
-    assert props["backend"]["enum"] == ["auto", "offline", "provider_a", "provider_a_alias_1",
-                                        "provider_a_alias_2", "provider_b"]
+    assert props["backend"]["enum"] == [
+        "auto",
+        "offline",
+        "provider_a",
+        "provider_a_alias_1",
+        "provider_a_alias_2",
+        "provider_b",
+    ]
     assert tools["agent_backends"]["inputSchema"].get("properties", {}) == {}
     assert backends == agent_backends(env)
     assert [b["name"] for b in backends] == ["offline", "provider_a", "provider_b"]

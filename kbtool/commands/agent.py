@@ -9,7 +9,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from kbtool.commands.common import DbOption, JsonOption, console, err_console, fail, print_json, ro, rw
+from kbtool.commands.common import (
+    DbOption,
+    JsonOption,
+    console,
+    err_console,
+    fail,
+    print_json,
+    ro,
+    rw,
+)
 from kbtool.kb.provenance import COLOURS
 from kbtool.render.text import lit
 
@@ -24,10 +33,36 @@ def register(app: typer.Typer) -> None:
 def agent(
     version: Annotated[int, typer.Argument(help="The version id (see `kbtool versions`).")],
     backend: Annotated[str, typer.Option("--backend", "-b", help=SELECTOR_HELP)] = "auto",
-    all_: Annotated[bool, typer.Option("--all", help="Also propose for functions named at confidence 0.5 or more (the gate still decides).")] = False,
-    rounds: Annotated[int, typer.Option("--rounds", min=1, help="Rounds; later ones use the names written so far and stop at a fixpoint.")] = 1,
-    max_functions: Annotated[int | None, typer.Option("--max-functions", min=0, help="Cost guard: candidates sent to the backend (default: all offline, 500 for a provider; 0 = no cap).", show_default=False)] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Propose, verify and decide as the gate would; write nothing.")] = False,
+    all_: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            help="Also propose for functions named at confidence 0.5 or more (the gate still decides).",
+        ),
+    ] = False,
+    rounds: Annotated[
+        int,
+        typer.Option(
+            "--rounds",
+            min=1,
+            help="Rounds; later ones use the names written so far and stop at a fixpoint.",
+        ),
+    ] = 1,
+    max_functions: Annotated[
+        int | None,
+        typer.Option(
+            "--max-functions",
+            min=0,
+            help="Cost guard: candidates sent to the backend (default: all offline, 500 for a provider; 0 = no cap).",
+            show_default=False,
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="Propose, verify and decide as the gate would; write nothing."
+        ),
+    ] = False,
     json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -41,22 +76,34 @@ def agent(
     except BackendUnavailable as exc:
         fail(str(exc))
     show_bar = err_console.is_terminal and not json_out and plan.candidates
+
     def notice(message: str) -> None:  # stderr: --json keeps stdout pure
         err_console.print(lit(message), soft_wrap=True)
 
     if not show_bar:
-        summary = run_agent_pass(conn, version, backend, not all_, rounds, dry_run=dry_run,
-                                 notice=notice, plan=plan)
+        summary = run_agent_pass(
+            conn, version, backend, not all_, rounds, dry_run=dry_run, notice=notice, plan=plan
+        )
     else:
         with _progress_bar() as bar:
             task = bar.add_task(f"{plan.backend.name} round 1", total=len(plan.candidates))
 
             def progress(stage: str, done: int, total: int | None) -> None:
-                bar.update(task, description=f"{plan.backend.name} {stage}", completed=done,
-                           total=total)
+                bar.update(
+                    task, description=f"{plan.backend.name} {stage}", completed=done, total=total
+                )
 
-            summary = run_agent_pass(conn, version, backend, not all_, rounds, dry_run=dry_run,
-                                     progress=progress, notice=notice, plan=plan)
+            summary = run_agent_pass(
+                conn,
+                version,
+                backend,
+                not all_,
+                rounds,
+                dry_run=dry_run,
+                progress=progress,
+                notice=notice,
+                plan=plan,
+            )
     if json_out:
         print_json(summary)
         return
@@ -65,38 +112,53 @@ def agent(
 
 def _progress_bar() -> Progress:
     return Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=err_console, transient=True,
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
     )
 
 
 def _print_summary(s: dict[str, Any], version: int, dry_run: bool) -> None:
     head = "dry run (nothing written): " if dry_run else ""
     verb = "would be written" if dry_run else "written"
-    console.print(Text.assemble(
-        f"{head}agent pass on version {version} with ", lit(s["backend"], "bold"),
-        f": {s['considered']} considered, {s['skipped_existing']} skipped (already named), "
-        f"{s['proposed']} proposed, {s['written']} {verb} ({s['specialist_written']} by the "
-        f"specialist), {s['rejected_by_verifier']} rejected by the verifier, "
-        f"{s['rejected_by_economy']} by the gate; {s['rounds_run']} round(s)",
-    ), soft_wrap=True)
+    console.print(
+        Text.assemble(
+            f"{head}agent pass on version {version} with ",
+            lit(s["backend"], "bold"),
+            f": {s['considered']} considered, {s['skipped_existing']} skipped (already named), "
+            f"{s['proposed']} proposed, {s['written']} {verb} ({s['specialist_written']} by the "
+            f"specialist), {s['rejected_by_verifier']} rejected by the verifier, "
+            f"{s['rejected_by_economy']} by the gate; {s['rounds_run']} round(s)",
+        ),
+        soft_wrap=True,
+    )
     details = s["details"]
     if not details:
         return
     table = Table(show_edge=False, pad_edge=False)
     for col in ("index", "outcome", "name", "conf", "source", "reason"):
-        table.add_column(col, justify="right" if col in ("index", "conf") else "left",
-                         overflow="fold")
+        table.add_column(
+            col, justify="right" if col in ("index", "conf") else "left", overflow="fold"
+        )
     order = {"write": 0, "economy_reject": 1, "verifier_reject": 2}
     shown = sorted(details, key=lambda d: (order.get(d["kind"], 3), d["index"]))[:SHOWN_DETAILS]
     for d in shown:
-        outcome = {"write": "would write" if dry_run else "written",
-                   "economy_reject": "gate: kept", "verifier_reject": "verifier"}.get(d["kind"], d["kind"])
+        outcome = {
+            "write": "would write" if dry_run else "written",
+            "economy_reject": "gate: kept",
+            "verifier_reject": "verifier",
+        }.get(d["kind"], d["kind"])
         name_style = COLOURS["agent"] if d["kind"] == "write" else "dim"
         table.add_row(
-            str(d["index"]), Text(outcome), lit(d["name"], name_style),
+            str(d["index"]),
+            Text(outcome),
+            lit(d["name"], name_style),
             f"{d['confidence']:.2f}" if d.get("confidence") is not None else "",
-            lit(d.get("source")), lit(d.get("reason")),
+            lit(d.get("source")),
+            lit(d.get("reason")),
         )
     console.print(table)
     if len(details) > SHOWN_DETAILS:

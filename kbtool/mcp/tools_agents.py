@@ -41,15 +41,34 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
 
     def run_agent_pass(
         version_id: Annotated[int, Field(description="A version id from list_versions.")],
-        backend: Annotated[BackendSelector, Field(description=(
-            "Which backend proposes names: auto (first available of provider_a, provider_b,"
-            " offline), offline, provider_a (or its aliases), provider_b."))] = "auto",
-        only_unconfident: Annotated[bool, Field(description=(
-            "Skip locked functions and functions already named at confidence 0.5 or more,"
-            " before any backend call."))] = True,
-        rounds: Annotated[int, Field(ge=1, description=(
-            "Rounds; each later round re-enriches contexts with the names written so far and"
-            " stops early at a fixpoint."))] = 1,
+        backend: Annotated[
+            BackendSelector,
+            Field(
+                description=(
+                    "Which backend proposes names: auto (first available of provider_a, provider_b,"
+                    " offline), offline, provider_a (or its aliases), provider_b."
+                )
+            ),
+        ] = "auto",
+        only_unconfident: Annotated[
+            bool,
+            Field(
+                description=(
+                    "Skip locked functions and functions already named at confidence 0.5 or more,"
+                    " before any backend call."
+                )
+            ),
+        ] = True,
+        rounds: Annotated[
+            int,
+            Field(
+                ge=1,
+                description=(
+                    "Rounds; each later round re-enriches contexts with the names written so far and"
+                    " stops early at a fixpoint."
+                ),
+            ),
+        ] = 1,
     ) -> dict[str, Any]:
         """Name a version's functions in one call: select candidates, build each function's
         context from stored facts, propose names with the backend, verify them and write the

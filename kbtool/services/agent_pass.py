@@ -92,12 +92,23 @@ class StoredFacts:
     @classmethod
     def from_row(cls, r: Mapping[str, Any]) -> StoredFacts:
         return cls(
-            index=r["index"], imported=r["imported"], import_module=r["import_module"],
-            import_field=r["import_field"], type_sig=r["type_sig"],
-            export_names=r["export_names"], instr_count=r["instr_count"], ops=bytes(r["ops"]),
-            calls=r["calls"], call_indirect=r["call_indirect"], consts=r["consts"],
-            strings=r["strings"], globals_used=r["globals_used"], mem_ops=r["mem_ops"],
-            loops=r["loops"], stable_id=r["stable_id"], symbol=r["symbol"],
+            index=r["index"],
+            imported=r["imported"],
+            import_module=r["import_module"],
+            import_field=r["import_field"],
+            type_sig=r["type_sig"],
+            export_names=r["export_names"],
+            instr_count=r["instr_count"],
+            ops=bytes(r["ops"]),
+            calls=r["calls"],
+            call_indirect=r["call_indirect"],
+            consts=r["consts"],
+            strings=r["strings"],
+            globals_used=r["globals_used"],
+            mem_ops=r["mem_ops"],
+            loops=r["loops"],
+            stable_id=r["stable_id"],
+            symbol=r["symbol"],
         )
 
 
@@ -200,25 +211,47 @@ def run_agent_pass(
     if plan.estimated_calls:
         say(_estimate_text(plan, rounds))
     if plan.left_for_later:
-        say(f"cost guard: {plan.left_for_later} more candidates left for a later pass "
-            f"(--max-functions {plan.limit}; 0 lifts the cap)")
-    log.info("agent pass on version %s: backend %s, %d candidates, %d skipped", version_id,
-             chosen.name, len(plan.candidates), plan.skipped_existing)
+        say(
+            f"cost guard: {plan.left_for_later} more candidates left for a later pass "
+            f"(--max-functions {plan.limit}; 0 lifts the cap)"
+        )
+    log.info(
+        "agent pass on version %s: backend %s, %d candidates, %d skipped",
+        version_id,
+        chosen.name,
+        len(plan.candidates),
+        plan.skipped_existing,
+    )
 
     summary = PassSummary(chosen.name)
     summary.skipped_existing = plan.skipped_existing
     callers = callers_of(plan.facts)
     sharing = string_sharing(plan.facts)
     contexts = [
-        context_from_facts(plan.facts, f.index, plan.names, callers, stable_id=f.stable_id,
-                           existing=_existing(f.symbol), sharing=sharing)
+        context_from_facts(
+            plan.facts,
+            f.index,
+            plan.names,
+            callers,
+            stable_id=f.stable_id,
+            existing=_existing(f.symbol),
+            sharing=sharing,
+        )
         for f in plan.candidates
     ]
     taken = set(plan.names.values())
-    run = dict(selector=backend, backend=chosen.name, model=chosen.model,
-               only_unconfident=only_unconfident, rounds=rounds, max_functions=plan.limit,
-               candidates=len(plan.candidates), left_for_later=plan.left_for_later,
-               estimated_calls=plan.estimated_calls, dry_run=dry_run)
+    run = dict(
+        selector=backend,
+        backend=chosen.name,
+        model=chosen.model,
+        only_unconfident=only_unconfident,
+        rounds=rounds,
+        max_functions=plan.limit,
+        candidates=len(plan.candidates),
+        left_for_later=plan.left_for_later,
+        estimated_calls=plan.estimated_calls,
+        dry_run=dry_run,
+    )
     emit = _Feed(conn, version_id, enabled=not dry_run)
     emit("agent-pass-started", payload=run)
 
@@ -230,20 +263,39 @@ def run_agent_pass(
         if dry_run:
             ok, reason = would_write(symbols.get(p.index), p.name or "", p.confidence)
             if ok:
-                symbols[p.index] = {"name": p.name, "provenance": PROVENANCE,
-                                    "confidence": p.confidence, "locked": False}
+                symbols[p.index] = {
+                    "name": p.name,
+                    "provenance": PROVENANCE,
+                    "confidence": p.confidence,
+                    "locked": False,
+                }
             return ok, reason
         sid = p.stable_id or by_index[p.index].stable_id
-        d = upsert_symbol(conn, sid, p.name or "", provenance=PROVENANCE,
-                          confidence=p.confidence, actor=actor, summary=p.summary or None,
-                          evidence=p.evidence(), version_id=version_id)
+        d = upsert_symbol(
+            conn,
+            sid,
+            p.name or "",
+            provenance=PROVENANCE,
+            confidence=p.confidence,
+            actor=actor,
+            summary=p.summary or None,
+            evidence=p.evidence(),
+            version_id=version_id,
+        )
         return d["written"], d["reason"]
 
     def on_result(round_no: int, rv: Reviewed, outcome: str, reason: str) -> None:
         p = rv.proposal
-        payload = {"name": p.name, "confidence": p.confidence, "round": round_no,
-                   "source": p.source, "rule": p.rule, "backend": p.backend, "model": p.model,
-                   "reason": reason}
+        payload = {
+            "name": p.name,
+            "confidence": p.confidence,
+            "round": round_no,
+            "source": p.source,
+            "rule": p.rule,
+            "backend": p.backend,
+            "model": p.model,
+            "reason": reason,
+        }
         if outcome == "write":
             emit("named", stable_id=p.stable_id, payload=payload)
         else:
@@ -253,8 +305,16 @@ def run_agent_pass(
 
     counted = _Counting(chosen, len(contexts), progress)
     concurrency = 1 if chosen.name == "offline" else PROVIDER_CONCURRENCY
-    run_rounds(counted, contexts, taken, write, rounds=rounds, concurrency=concurrency,
-               summary=summary, on_result=on_result)
+    run_rounds(
+        counted,
+        contexts,
+        taken,
+        write,
+        rounds=rounds,
+        concurrency=concurrency,
+        summary=summary,
+        on_result=on_result,
+    )
     out = summary.to_dict()
     brief = {k: v for k, v in out.items() if k != "details"}
     if not dry_run:
@@ -297,8 +357,10 @@ def _existing(symbol: Mapping[str, Any] | None) -> dict[str, Any] | None:
 def _estimate_text(plan: PassPlan, rounds: int) -> str:
     more = f", at most {plan.estimated_calls * rounds} over {rounds} rounds" if rounds > 1 else ""
     model = f" ({plan.backend.model})" if plan.backend.model else ""
-    return (f"estimate: up to {plan.estimated_calls} model calls to {plan.backend.name}{model} "
-            f"in round 1{more}; specialist hits make none")
+    return (
+        f"estimate: up to {plan.estimated_calls} model calls to {plan.backend.name}{model} "
+        f"in round 1{more}; specialist hits make none"
+    )
 
 
 class _Feed:
@@ -307,11 +369,13 @@ class _Feed:
     def __init__(self, conn: sqlite3.Connection, version_id: int, *, enabled: bool) -> None:
         self.conn, self.version_id, self.enabled = conn, version_id, enabled
 
-    def __call__(self, kind: str, *, stable_id: str | None = None,
-                 payload: dict[str, Any] | None = None) -> None:
+    def __call__(
+        self, kind: str, *, stable_id: str | None = None, payload: dict[str, Any] | None = None
+    ) -> None:
         if self.enabled:
-            store.append_event(self.conn, kind, stable_id=stable_id, version_id=self.version_id,
-                               payload=payload)
+            store.append_event(
+                self.conn, kind, stable_id=stable_id, version_id=self.version_id, payload=payload
+            )
 
 
 class _Counting:
