@@ -489,3 +489,18 @@ def test_mcp_agent_tools(kb):
     c = open_ro(kb)
     assert 0 < queries.coverage(c, 2)["agent_named"] <= summary["written"]
     c.close()
+
+
+# ---------------------------------------------------------------- benchmark
+
+
+def test_benchmark_smoke(capsys):
+    from benchmarks.agent_pass import CORPUS, main
+
+    if not (CORPUS / "zstd-1.5.6.O2.exports.stripped.wasm").exists():
+        pytest.skip("ground-truth corpus not present")
+
+    assert main(["--smoke"]) == 0
+    out = capsys.readouterr().out
+    assert "agent pass" in out and "ms/1k functions" in out
+    assert "agree with in-memory rounds 100.0%" in out

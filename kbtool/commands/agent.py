@@ -86,12 +86,15 @@ def agent(
         )
     else:
         with _progress_bar() as bar:
-            task = bar.add_task(f"{plan.backend.name} round 1", total=len(plan.candidates))
+            tasks = {"round 1": bar.add_task(f"{plan.backend.name} round 1",
+                                             total=len(plan.candidates))}  # fmt: skip
 
             def progress(stage: str, done: int, total: int | None) -> None:
-                bar.update(
-                    task, description=f"{plan.backend.name} {stage}", completed=done, total=total
-                )
+                if stage not in tasks:  # a later round: its size is unknown (pulsing bar)
+                    for t in tasks.values():
+                        bar.update(t, visible=False)
+                    tasks[stage] = bar.add_task(f"{plan.backend.name} {stage}", total=total)
+                bar.update(tasks[stage], completed=done)
 
             summary = run_agent_pass(
                 conn,
