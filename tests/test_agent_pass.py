@@ -119,7 +119,8 @@ def test_writes_are_agent_annotations_with_evidence_and_feed_events(conn):
     assert [(e["stable_id"], e["payload"]["name"]) for e in named] == [
         (d["stable_id"], d["name"]) for d in writes
     ]
-    assert len(feed(conn, "rejected")) == s["rejected_by_verifier"] + s["rejected_by_economy"]
+    news = [d for d in s["details"] if d["kind"] != "write" and d["reason"] != "no change"]
+    assert [e["stable_id"] for e in feed(conn, "rejected")] == [d["stable_id"] for d in news]
     run = json.loads(
         conn.execute(
             "SELECT summary FROM analysis_runs WHERE kind = 'agent' AND version_id = ?", (vid,)

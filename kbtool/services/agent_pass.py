@@ -16,8 +16,9 @@ Feed events (``kbtool.kb.store.append_event``): ``agent-pass-started`` and
 ``agent-pass-done`` (``version_id``; payload: run parameters / the summary without details),
 ``named`` and ``rejected`` per decision (``stable_id``, ``version_id``; payload: name,
 confidence, round, source, rule, backend, model, and for ``rejected`` ``by`` = verifier or
-economy, ``code`` and ``reason``). A dry run proposes and verifies, decides as the gate would
-(same table, nothing stored) and writes nothing at all: no symbol, no event, no run record.
+economy, ``code`` and ``reason``; the gate's "no change" on a re-run is not an event).
+A dry run proposes and verifies, decides as the gate would (same table, nothing stored) and
+writes nothing at all: no symbol, no event, no run record.
 """
 
 from __future__ import annotations
@@ -298,7 +299,7 @@ def run_agent_pass(
         }
         if outcome == "write":
             emit("named", stable_id=p.stable_id, payload=payload)
-        else:
+        elif reason != "no change":  # a re-run re-proposing what is stored is no news
             by = "verifier" if outcome == "verifier_reject" else "economy"
             code = rv.verdict.code if by == "verifier" else "gate"
             emit("rejected", stable_id=p.stable_id, payload={**payload, "by": by, "code": code})
