@@ -753,3 +753,34 @@ def structs(conn: sqlite3.Connection, version_id: int) -> list[dict[str, Any]]:
              "fields": json.loads(r["fields"]), "members": json.loads(r["members"] or "[]")}
             for r in conn.execute("SELECT * FROM structs WHERE version_id = ? ORDER BY name",
                                   (version_id,))]
+# ---------------------------------------------------------------- agent pass input
+
+def agent_rows(conn: sqlite3.Connection, version_id: int) -> list[dict[str, Any]]:
+    """Every function of a version (imports included) in index order, with the stored facts an
+    agent context needs and the current annotation (``symbol``: name, provenance, confidence,
+    locked; None when unnamed)."""
+    import orjson  # JSON columns of every function: the hot part of a pass's setup
+
+    _version_row(conn, version_id)
+    loads = orjson.loads
+    out = []
+    for r in conn.execute(
+        "SELECT f.idx, f.stable_id, f.imported, f.import_module, f.import_field, f.type_sig,"
+        " f.export_names, f.instr_count, x.calls, x.call_indirect, x.consts, x.strings,"
+        " x.globals_used, x.mem_ops, x.loops, x.ops, s.name, s.provenance, s.confidence, s.locked"
+        " FROM functions f JOIN facts x ON x.version_id = f.version_id AND x.idx = f.idx"
+        " LEFT JOIN symbols s ON s.stable_id = f.stable_id"
+        " WHERE f.version_id = ? ORDER BY f.idx",
+        (version_id,),
+    ):
+        out.append({
+            "index": r[0], "stable_id": r[1], "imported": bool(r[2]), "import_module": r[3],
+            "import_field": r[4], "type_sig": r[5], "export_names": loads(r[6] or "[]"),
+            "instr_count": r[7], "calls": loads(r[8]), "call_indirect": r[9],
+            "consts": loads(r[10]), "strings": loads(r[11]),
+            "globals_used": loads(r[12]), "mem_ops": [tuple(m) for m in loads(r[13])],
+            "loops": r[14], "ops": r[15],
+            "symbol": None if r[16] is None else {
+                "name": r[16], "provenance": r[17], "confidence": r[18], "locked": bool(r[19])},
+        })
+    return out

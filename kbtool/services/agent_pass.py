@@ -1,0 +1,402 @@
+"""The agent pass (contract ``run_agent_pass``): select candidates from the KB, build contexts
+from stored facts, run the pure agent rounds (:mod:`kbtool.agents`) and write accepted names
+through the gate as provenance ``agent``.
+
+Candidates are the version's defined functions; with ``only_unconfident`` a locked symbol or
+one named at confidence 0.5 or more is skipped before any backend call (``skipped_existing``).
+
+Cost guard: ``max_functions`` caps how many candidates (in index order) one pass sends to the
+backend. ``None`` means the default: unbounded for ``offline`` (local, deterministic, about a
+millisecond per function) and :data:`DEFAULT_PROVIDER_MAX_FUNCTIONS` for a provider backend
+(at most one model call per candidate and round; specialist hits make none); ``0`` lifts the
+cap. Before a provider pass the estimate of model calls goes to ``notice`` (and the
+``agent-pass-started`` event). Candidates beyond the cap stay for a later pass.
+
+Feed events (``kbtool.kb.store.append_event``): ``agent-pass-started`` and
+``agent-pass-done`` (``version_id``; payload: run parameters / the summary without details),
+``named`` and ``rejected`` per decision (``stable_id``, ``version_id``; payload: name,
+confidence, round, source, rule, backend, model, and for ``rejected`` ``by`` = verifier or
+economy, ``code`` and ``reason``; the gate's "no change" on a re-run is not an event).
+A dry run proposes and verifies, decides as the gate would (same table, nothing stored) and
+writes nothing at all: no symbol, no event, no run record.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from array import array
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kbtool.agents import (
+    Backend,
+    PassSummary,
+    Proposal,
+    Reviewed,
+    callers_of,
+    context_from_facts,
+    resolve_backend,
+    run_rounds,
+    should_consider,
+    string_sharing,
+)
+from kbtool.kb import queries, store
+from kbtool.kb.gate import upsert_symbol, validate_name
+from kbtool.kb.provenance import AUTHORITY
+from kbtool.wasm.opcodes import MNEMONICS
+
+log = logging.getLogger("kbtool.agent_pass")
+
+PROVENANCE = "agent"
+DEFAULT_PROVIDER_MAX_FUNCTIONS = 500
+PROVIDER_CONCURRENCY = 4
+#: progress(stage, done, total): stage ``round N``; total is None once later rounds start
+#: (their size is decided by the rounds themselves)
+Progress = Callable[[str, int, "int | None"], None]
+
+
+@dataclass(slots=True)
+class StoredFacts:
+    """A function's stored facts with the attributes :func:`context_from_facts` reads
+    (the subset of ``kbtool.wasm.FuncFacts`` an agent context needs)."""
+
+    index: int
+    imported: bool
+    import_module: str | None
+    import_field: str | None
+    type_sig: str
+    export_names: list[str]
+    instr_count: int
+    ops: bytes
+    calls: list[int]
+    call_indirect: int
+    consts: list[int]
+    strings: list[str]
+    globals_used: list[int]
+    mem_ops: list[tuple[int, int, int]]
+    loops: int
+    stable_id: str = ""
+    symbol: dict[str, Any] | None = field(default=None)
+
+    @property
+    def import_name(self) -> str | None:
+        return f"{self.import_module}.{self.import_field}" if self.imported else None
+
+    def mnemonics(self) -> list[str]:
+        a = array("H")
+        a.frombytes(self.ops)
+        return [MNEMONICS[i] for i in a]
+
+    @classmethod
+    def from_row(cls, r: Mapping[str, Any]) -> StoredFacts:
+        return cls(
+            index=r["index"],
+            imported=r["imported"],
+            import_module=r["import_module"],
+            import_field=r["import_field"],
+            type_sig=r["type_sig"],
+            export_names=r["export_names"],
+            instr_count=r["instr_count"],
+            ops=bytes(r["ops"]),
+            calls=r["calls"],
+            call_indirect=r["call_indirect"],
+            consts=r["consts"],
+            strings=r["strings"],
+            globals_used=r["globals_used"],
+            mem_ops=r["mem_ops"],
+            loops=r["loops"],
+            stable_id=r["stable_id"],
+            symbol=r["symbol"],
+        )
+
+
+@dataclass(slots=True)
+class PassPlan:
+    """What a pass will do before it calls the backend."""
+
+    backend: Backend
+    facts: list[StoredFacts]
+    names: dict[int, str]
+    candidates: list[StoredFacts]
+    skipped_existing: int
+    limit: int | None
+    left_for_later: int
+
+    @property
+    def estimated_calls(self) -> int:
+        """Upper bound of model calls for round 1 (0 offline); each later round re-asks at
+        most the functions whose neighbours got names."""
+        return 0 if self.backend.name == "offline" else len(self.candidates)
+
+
+def default_limit(backend_name: str, max_functions: int | None) -> int | None:
+    """The cost guard: ``max_functions`` if given (0 = no cap), else the backend's default."""
+    if max_functions is not None:
+        if max_functions < 0:
+            raise ValueError(f"max_functions must be 0 (no cap) or more, not {max_functions}")
+        return max_functions or None
+    return None if backend_name == "offline" else DEFAULT_PROVIDER_MAX_FUNCTIONS
+
+
+def plan_agent_pass(
+    conn: sqlite3.Connection,
+    version_id: int,
+    backend: str = "auto",
+    only_unconfident: bool = True,
+    max_functions: int | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+) -> PassPlan:
+    """Resolve the backend and select the candidates (no backend call, no write).
+
+    Raises ``UnknownVersionError``, ``ValueError`` (unknown selector, bad ``max_functions``)
+    or ``kbtool.agents.BackendUnavailable`` naming the missing package or variable.
+    """
+    queries.get_version(conn, version_id)
+    chosen = resolve_backend(backend, env)
+    limit = default_limit(chosen.name, max_functions)
+    facts = [StoredFacts.from_row(r) for r in queries.agent_rows(conn, version_id)]
+    if any(f.index != i for i, f in enumerate(facts)):
+        raise ValueError(f"version {version_id}: stored function indices are not contiguous")
+    names: dict[int, str] = {}
+    for f in facts:
+        if f.symbol and f.symbol["name"]:
+            names[f.index] = f.symbol["name"]
+        elif f.imported and f.import_field:
+            names[f.index] = f.import_field
+    candidates, skipped = [], 0
+    for f in facts:
+        if f.imported:
+            continue
+        if should_consider(f.symbol, only_unconfident):
+            candidates.append(f)
+        else:
+            skipped += 1
+    later = 0
+    if limit is not None and len(candidates) > limit:
+        later = len(candidates) - limit
+        candidates = candidates[:limit]
+    return PassPlan(chosen, facts, names, candidates, skipped, limit, later)
+
+
+def run_agent_pass(
+    conn: sqlite3.Connection,
+    version_id: int,
+    backend: str = "auto",
+    only_unconfident: bool = True,
+    rounds: int = 1,
+    max_functions: int | None = None,
+    dry_run: bool = False,
+    progress: Progress | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    notice: Callable[[str], None] | None = None,
+    plan: PassPlan | None = None,
+) -> dict[str, Any]:
+    """Name the version's functions with an agent backend; return the contract's summary.
+
+    ``rounds`` > 1 re-enriches contexts with the names written so far and stops early at a
+    fixpoint. ``env`` replaces ``os.environ`` for backend selection (keys, base URLs).
+    ``notice`` receives one-line messages for a person (the call estimate, the cap).
+    ``plan`` reuses a :func:`plan_agent_pass` result (the CLI shows it first).
+    """
+    if rounds < 1:
+        raise ValueError(f"rounds must be 1 or more, not {rounds}")
+    if plan is None:
+        plan = plan_agent_pass(conn, version_id, backend, only_unconfident, max_functions, env=env)
+    chosen = plan.backend
+    say = notice or (lambda _msg: None)
+    if plan.estimated_calls:
+        say(_estimate_text(plan, rounds))
+    if plan.left_for_later:
+        say(
+            f"cost guard: {plan.left_for_later} more candidates left for a later pass "
+            f"(--max-functions {plan.limit}; 0 lifts the cap)"
+        )
+    log.info(
+        "agent pass on version %s: backend %s, %d candidates, %d skipped",
+        version_id,
+        chosen.name,
+        len(plan.candidates),
+        plan.skipped_existing,
+    )
+
+    summary = PassSummary(chosen.name)
+    summary.skipped_existing = plan.skipped_existing
+    callers = callers_of(plan.facts)
+    sharing = string_sharing(plan.facts)
+    contexts = [
+        context_from_facts(
+            plan.facts,
+            f.index,
+            plan.names,
+            callers,
+            stable_id=f.stable_id,
+            existing=_existing(f.symbol),
+            sharing=sharing,
+        )
+        for f in plan.candidates
+    ]
+    taken = set(plan.names.values())
+    run = dict(
+        selector=backend,
+        backend=chosen.name,
+        model=chosen.model,
+        only_unconfident=only_unconfident,
+        rounds=rounds,
+        max_functions=plan.limit,
+        candidates=len(plan.candidates),
+        left_for_later=plan.left_for_later,
+        estimated_calls=plan.estimated_calls,
+        dry_run=dry_run,
+    )
+    emit = _Feed(conn, version_id, enabled=not dry_run)
+    emit("agent-pass-started", payload=run)
+
+    symbols = {f.index: f.symbol for f in plan.candidates}
+    by_index = {f.index: f for f in plan.candidates}
+    actor = f"agent:{chosen.name}"
+
+    def write(p: Proposal) -> tuple[bool, str]:
+        if dry_run:
+            ok, reason = would_write(symbols.get(p.index), p.name or "", p.confidence)
+            if ok:
+                symbols[p.index] = {
+                    "name": p.name,
+                    "provenance": PROVENANCE,
+                    "confidence": p.confidence,
+                    "locked": False,
+                }
+            return ok, reason
+        sid = p.stable_id or by_index[p.index].stable_id
+        d = upsert_symbol(
+            conn,
+            sid,
+            p.name or "",
+            provenance=PROVENANCE,
+            confidence=p.confidence,
+            actor=actor,
+            summary=p.summary or None,
+            evidence=p.evidence(),
+            version_id=version_id,
+        )
+        return d["written"], d["reason"]
+
+    def on_result(round_no: int, rv: Reviewed, outcome: str, reason: str) -> None:
+        p = rv.proposal
+        payload = {
+            "name": p.name,
+            "confidence": p.confidence,
+            "round": round_no,
+            "source": p.source,
+            "rule": p.rule,
+            "backend": p.backend,
+            "model": p.model,
+            "reason": reason,
+        }
+        if outcome == "write":
+            emit("named", stable_id=p.stable_id, payload=payload)
+        elif reason != "no change":  # a re-run re-proposing what is stored is no news
+            by = "verifier" if outcome == "verifier_reject" else "economy"
+            code = rv.verdict.code if by == "verifier" else "gate"
+            emit("rejected", stable_id=p.stable_id, payload={**payload, "by": by, "code": code})
+
+    counted = _Counting(chosen, len(contexts), progress)
+    concurrency = 1 if chosen.name == "offline" else PROVIDER_CONCURRENCY
+    run_rounds(
+        counted,
+        contexts,
+        taken,
+        write,
+        rounds=rounds,
+        concurrency=concurrency,
+        summary=summary,
+        on_result=on_result,
+    )
+    out = summary.to_dict()
+    brief = {k: v for k, v in out.items() if k != "details"}
+    if not dry_run:
+        run_id = store.record_run(conn, version_id, "agent", {**out, "run": run})
+        emit("agent-pass-done", payload={**brief, "run_id": run_id})
+    return out
+
+
+def would_write(symbol: Mapping[str, Any] | None, name: str, confidence: float) -> tuple[bool, str]:
+    """The gate's decision for an agent write onto ``symbol``, without writing (dry runs).
+
+    Mirrors :func:`kbtool.kb.gate.upsert_symbol` for provenance ``agent`` (contract Part 3);
+    tests check a dry run decides exactly as a real pass does.
+    """
+    problem = validate_name(name, PROVENANCE)
+    if problem is not None:
+        return False, problem
+    if not symbol or symbol.get("name") is None:
+        return True, "unnamed"
+    prov, e = symbol["provenance"], float(symbol["confidence"])
+    if symbol["name"] == name and prov == PROVENANCE and confidence <= e:
+        return False, "no change"
+    if symbol.get("locked"):
+        return False, "locked"
+    if prov == "human":
+        return False, "human name outranks agent"
+    if AUTHORITY[PROVENANCE] > AUTHORITY[prov]:
+        return True, f"agent outranks {prov}"
+    if confidence > e:
+        return True, f"confidence {confidence:g} > {e:g}"
+    return False, f"confidence {confidence:g} not above {prov} {e:g}"
+
+
+def _existing(symbol: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if not symbol or symbol.get("name") is None:
+        return None
+    return {k: symbol[k] for k in ("name", "confidence", "provenance")}
+
+
+def _estimate_text(plan: PassPlan, rounds: int) -> str:
+    more = f", at most {plan.estimated_calls * rounds} over {rounds} rounds" if rounds > 1 else ""
+    model = f" ({plan.backend.model})" if plan.backend.model else ""
+    return (
+        f"estimate: up to {plan.estimated_calls} model calls to {plan.backend.name}{model} "
+        f"in round 1{more}; specialist hits make none"
+    )
+
+
+class _Feed:
+    """Appends feed events unless disabled (dry runs); an event is never worth failing a pass."""
+
+    def __init__(self, conn: sqlite3.Connection, version_id: int, *, enabled: bool) -> None:
+        self.conn, self.version_id, self.enabled = conn, version_id, enabled
+
+    def __call__(
+        self, kind: str, *, stable_id: str | None = None, payload: dict[str, Any] | None = None
+    ) -> None:
+        if self.enabled:
+            store.append_event(
+                self.conn, kind, stable_id=stable_id, version_id=self.version_id, payload=payload
+            )
+
+
+class _Counting:
+    """The backend, reporting each proposal to ``progress`` (thread-safe)."""
+
+    def __init__(self, inner: Backend, first_round: int, progress: Progress | None) -> None:
+        self.inner, self.progress = inner, progress
+        self.name, self.backend, self.model = inner.name, inner.backend, inner.model
+        self._lock = threading.Lock()
+        self._round_taken: object = None
+        self._round, self._done, self._first = 0, 0, first_round
+
+    def propose(self, ctx: Mapping[str, Any], taken: frozenset[str] | set[str]) -> Proposal | None:
+        try:
+            return self.inner.propose(ctx, taken)
+        finally:
+            if self.progress is not None:
+                with self._lock:
+                    if taken is not self._round_taken:  # run_round passes one set per round
+                        self._round_taken, self._round, self._done = taken, self._round + 1, 0
+                    self._done += 1
+                    total = self._first if self._round == 1 else None
+                    self.progress(f"round {self._round}", self._done, total)
