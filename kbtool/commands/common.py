@@ -36,8 +36,10 @@ def set_global_db(db: str | None) -> None:
     _GLOBAL_DB = db
 
 
-def rw(db: str | None) -> sqlite3.Connection:
-    return open_rw(db_path(db))
+def rw(db: str | None, *, create: bool = False) -> sqlite3.Connection:
+    """A writable connection; only commands that add content (``create=True``: ingest,
+    oracle add) may create a KB, the others refuse a missing or empty file untouched."""
+    return open_rw(db_path(db), create=create)
 
 
 def ro(db: str | None) -> sqlite3.Connection:
