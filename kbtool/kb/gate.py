@@ -106,7 +106,7 @@ def validate_confidence(confidence: Any) -> str | None:
     if (
         isinstance(confidence, bool)
         or not isinstance(confidence, (int, float))
-        or not 0.0 <= float(confidence) <= 1.0
+        or not 0 <= confidence <= 1  # exact for ints of any size; False for NaN
     ):
         return f"invalid confidence {short_repr(confidence)}: must be within 0.0..1.0"
     return None
