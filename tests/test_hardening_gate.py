@@ -26,8 +26,14 @@ ESCAPES = "\x1b]0;TITLE\x07\x1b[2J"
 def kbtool(*args: str | Path, stdout=subprocess.PIPE) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     env.setdefault("PYTHONPATH", str(Path(__file__).resolve().parents[1]))
-    return subprocess.run([*CLI, *map(str, args)], stdout=stdout, stderr=subprocess.PIPE,
-                          text=True, env=env, timeout=300)
+    return subprocess.run(
+        [*CLI, *map(str, args)],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        timeout=300,
+    )
 
 
 def event_bytes(conn) -> int:
@@ -46,17 +52,32 @@ def test_refused_proposals_keep_a_bounded_excerpt(tmp_path):
     upsert_symbol(conn, SID, "owner", provenance="human", confidence=1.0, actor="human:t")
     big_summary, big_name = "s" * (8 << 20), "n" * (1 << 20)
     for _ in range(5):
-        d = upsert_symbol(conn, SID, "agent_name", provenance="agent", confidence=0.5,
-                          actor="agent:t", summary=big_summary)
+        d = upsert_symbol(
+            conn,
+            SID,
+            "agent_name",
+            provenance="agent",
+            confidence=0.5,
+            actor="agent:t",
+            summary=big_summary,
+        )
         assert not d["written"] and "summary" in d["reason"]
         d = upsert_symbol(conn, SID, big_name, provenance="agent", confidence=0.5, actor="agent:t")
         assert not d["written"] and "name" in d["reason"]
     # refused by the gate's decision (a locked human name) with a valid long summary
-    d = upsert_symbol(conn, SID, "agent_name", provenance="agent", confidence=0.9,
-                      actor="agent:t", summary="x" * 8000)
+    d = upsert_symbol(
+        conn,
+        SID,
+        "agent_name",
+        provenance="agent",
+        confidence=0.9,
+        actor="agent:t",
+        summary="x" * 8000,
+    )
     assert d == {"written": False, "reason": "locked"}
-    rows = conn.execute("SELECT new, new_name, evidence FROM annotation_events"
-                        " WHERE written = 0").fetchall()
+    rows = conn.execute(
+        "SELECT new, new_name, evidence FROM annotation_events WHERE written = 0"
+    ).fetchall()
     assert len(rows) == 11
     for row in rows:
         new = json.loads(row["new"])
@@ -68,10 +89,15 @@ def test_refused_proposals_keep_a_bounded_excerpt(tmp_path):
 
 def test_evidence_is_bounded_in_events_and_records(tmp_path):
     conn = bare_kb(tmp_path / "kb.db", [SID])
-    evidence = {"blob": "e" * 100_000, "many": list(range(10_000)), "huge": 10**5000,
-                "nested": {"a": {"b": {"c": {"d": {"e": "deep"}}}}}}
-    d = upsert_symbol(conn, SID, "named", provenance="agent", confidence=0.5, actor="agent:t",
-                      evidence=evidence)
+    evidence = {
+        "blob": "e" * 100_000,
+        "many": list(range(10_000)),
+        "huge": 10**5000,
+        "nested": {"a": {"b": {"c": {"d": {"e": "deep"}}}}},
+    }
+    d = upsert_symbol(
+        conn, SID, "named", provenance="agent", confidence=0.5, actor="agent:t", evidence=evidence
+    )
     assert d["written"]
     stored = json.loads(conn.execute("SELECT evidence FROM symbols").fetchone()[0])[0]
     assert len(stored["blob"]) <= MAX_EVIDENCE_TEXT + 40
@@ -86,23 +112,36 @@ def test_confidence_of_any_size_is_refused_in_one_short_line(tmp_path):
         d = upsert_symbol(conn, SID, "named", provenance="agent", confidence=bad, actor="agent:t")
         assert not d["written"] and d["reason"].startswith("invalid confidence"), d
         assert len(d["reason"]) < 120
-    assert upsert_symbol(conn, SID, "named", provenance="agent", confidence=1,
-                         actor="agent:t")["written"]
+    assert upsert_symbol(conn, SID, "named", provenance="agent", confidence=1, actor="agent:t")[
+        "written"
+    ]
     json.loads(conn.execute("SELECT json_group_array(new) FROM annotation_events").fetchone()[0])
 
 
 # ----------------------------------------------------------------- 5: control characters
 
 
-@pytest.mark.parametrize("summary", [
-    ESCAPES, "bell\x07", "cr\r", "del\x7f", "csi\x9b2J", "nel\x85", "ls\u2028", "rlo\u202e",
-    "isolate\u2066x\u2069", "rlm\u200f",
-])
+@pytest.mark.parametrize(
+    "summary",
+    [
+        ESCAPES,
+        "bell\x07",
+        "cr\r",
+        "del\x7f",
+        "csi\x9b2J",
+        "nel\x85",
+        "ls\u2028",
+        "rlo\u202e",
+        "isolate\u2066x\u2069",
+        "rlm\u200f",
+    ],
+)
 def test_summaries_refuse_control_and_bidi_characters(tmp_path, summary):
     conn = bare_kb(tmp_path / "kb.db", [SID])
     for prov in ("human", "agent", "oracle"):
-        d = upsert_symbol(conn, SID, "named", provenance=prov, confidence=1.0, actor="t",
-                          summary=summary)
+        d = upsert_symbol(
+            conn, SID, "named", provenance=prov, confidence=1.0, actor="t", summary=summary
+        )
         assert not d["written"] and d["reason"].startswith("invalid summary"), (prov, d)
     assert conn.execute("SELECT COUNT(*) FROM symbols").fetchone()[0] == 0
 
@@ -110,24 +149,45 @@ def test_summaries_refuse_control_and_bidi_characters(tmp_path, summary):
 def test_summaries_keep_newlines_and_tabs(tmp_path):
     conn = bare_kb(tmp_path / "kb.db", [SID])
     text = "Decompresses a frame.\n\tsrc: input\n\tdst: output"
-    assert upsert_symbol(conn, SID, "named", provenance="agent", confidence=0.5, actor="t",
-                         summary=text)["written"]
+    assert upsert_symbol(
+        conn, SID, "named", provenance="agent", confidence=0.5, actor="t", summary=text
+    )["written"]
     assert conn.execute("SELECT summary FROM symbols").fetchone()[0] == text
 
 
 def test_type_signatures_and_binary_names_refuse_controls(tmp_path):
     conn = bare_kb(tmp_path / "kb.db", [SID])
-    d = upsert_symbol(conn, SID, "named", provenance="human", confidence=1.0, actor="t",
-                      type_signature="int f(void)" + ESCAPES)
+    d = upsert_symbol(
+        conn,
+        SID,
+        "named",
+        provenance="human",
+        confidence=1.0,
+        actor="t",
+        type_signature="int f(void)" + ESCAPES,
+    )
     assert not d["written"] and d["reason"].startswith("invalid type signature")
-    d = upsert_symbol(conn, SID, "named", provenance="human", confidence=1.0, actor="t",
-                      type_signature="int f(\nvoid)")
+    d = upsert_symbol(
+        conn,
+        SID,
+        "named",
+        provenance="human",
+        confidence=1.0,
+        actor="t",
+        type_signature="int f(\nvoid)",
+    )
     assert not d["written"]
     for name in ("evil\u202etxt.exe", "a\u2028b", "x\x1b[2J"):  # names copied from binaries
         d = upsert_symbol(conn, SID, name, provenance="export", confidence=0.9, actor="t")
         assert not d["written"] and d["reason"].startswith("invalid name"), name
-    assert upsert_symbol(conn, SID, "std::vector<int>::push_back(int&&)", provenance="export",
-                         confidence=0.9, actor="t")["written"]
+    assert upsert_symbol(
+        conn,
+        SID,
+        "std::vector<int>::push_back(int&&)",
+        provenance="export",
+        confidence=0.9,
+        actor="t",
+    )["written"]
 
 
 def test_set_name_refuses_terminal_escapes_and_export_stays_clean(tmp_path):
@@ -185,8 +245,9 @@ def test_cli_json_of_an_old_kb_with_escapes_in_a_summary(tmp_path):
 # ----------------------------------------------------------------- CLI rough edges
 
 
-@pytest.mark.parametrize("command", [["ui", "diff", "1", "2"], ["functions", "1"],
-                                     ["diff", "1", "2", "--json"]])
+@pytest.mark.parametrize(
+    "command", [["ui", "diff", "1", "2"], ["functions", "1"], ["diff", "1", "2", "--json"]]
+)
 def test_broken_stdout_pipe_ends_quietly_with_status_0(demo_kb, command):
     r, w = os.pipe()
     os.close(r)  # the reader is gone before kbtool writes a byte (like `| head` exiting)
@@ -211,4 +272,6 @@ def test_a_real_error_with_a_broken_pipe_still_fails(demo_kb):
 def test_integers_beyond_64_bits_are_one_line_errors(demo_kb):
     res = kbtool("--db", demo_kb, "functions", str(10**30))
     assert res.returncode == 1 and "Traceback" not in res.stderr
-    assert res.stderr.strip().splitlines() == [f"error: a number is out of range (at most {2**63 - 1})"]
+    assert res.stderr.strip().splitlines() == [
+        f"error: a number is out of range (at most {2**63 - 1})"
+    ]

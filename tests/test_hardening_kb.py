@@ -27,8 +27,9 @@ SID = "ad3b6a9464533b98"  # a function of the demo KB's version 1
 def kbtool(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     env.setdefault("PYTHONPATH", str(Path(__file__).resolve().parents[1]))
-    return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, cwd=cwd,
-                          env=env, timeout=300)
+    return subprocess.run(
+        [*CLI, *map(str, args)], capture_output=True, text=True, cwd=cwd, env=env, timeout=300
+    )
 
 
 def digest(path: Path) -> str:
@@ -36,8 +37,9 @@ def digest(path: Path) -> str:
 
 
 def sidecars(path: Path) -> list[Path]:
-    return [p for p in (Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal"))
-            if p.exists()]
+    return [
+        p for p in (Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")) if p.exists()
+    ]
 
 
 def assert_one_line_error(res: subprocess.CompletedProcess[str], *words: str) -> None:
@@ -64,12 +66,15 @@ def _foreign_sqlite(path: Path, *, wal: bool = False) -> None:
 
 
 @pytest.mark.parametrize("wal", [False, True], ids=["rollback-journal", "wal"])
-@pytest.mark.parametrize("command", [
-    ["set-name", SID, "foo"],
-    ["ingest", str(MODULE)],
-    ["diff", "1", "2", "--save"],
-    ["unlock", SID],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["set-name", SID, "foo"],
+        ["ingest", str(MODULE)],
+        ["diff", "1", "2", "--save"],
+        ["unlock", SID],
+    ],
+)
 def test_foreign_sqlite_file_is_refused_untouched(tmp_path, command, wal):
     f = tmp_path / "f.db"
     _foreign_sqlite(f, wal=wal)
@@ -80,8 +85,11 @@ def test_foreign_sqlite_file_is_refused_untouched(tmp_path, command, wal):
     assert not sidecars(f)
 
 
-@pytest.mark.parametrize("content", [b"hello, not a database\n", b"SQLite format 3\x00" + b"\xff" * 200],
-                         ids=["text", "bad-header"])
+@pytest.mark.parametrize(
+    "content",
+    [b"hello, not a database\n", b"SQLite format 3\x00" + b"\xff" * 200],
+    ids=["text", "bad-header"],
+)
 def test_non_sqlite_file_is_refused_untouched(tmp_path, content):
     f = tmp_path / "g.db"
     f.write_bytes(content)
@@ -146,7 +154,7 @@ def test_transaction_after_sqlite_rolled_back_reports_the_first_error(tmp_path):
         with transaction(conn):
             conn.execute("INSERT INTO meta(key, value) VALUES ('x', 'y')")
             conn.execute("ROLLBACK")
-            1 / 0
+            raise ZeroDivisionError
     assert conn.execute("SELECT COUNT(*) FROM meta WHERE key = 'x'").fetchone()[0] == 0
 
 
@@ -190,8 +198,12 @@ def read_only_kb(demo_kb: Path, request) -> Iterator[Path]:
 def test_writes_to_a_read_only_kb_fail_with_one_line(read_only_kb):
     kb = read_only_kb
     before = digest(kb)
-    for command in (["set-name", SID, "foo"], ["ingest", str(MODULE)],
-                    ["diff", "1", "2", "--save"], ["revert", SID]):
+    for command in (
+        ["set-name", SID, "foo"],
+        ["ingest", str(MODULE)],
+        ["diff", "1", "2", "--save"],
+        ["revert", SID],
+    ):
         assert_one_line_error(kbtool("--db", kb, *command), "read-only")
         assert digest(kb) == before
     # reading still works

@@ -28,7 +28,8 @@ BIG = 2**63
 async def session_on(db: Path):
     extra = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "kbtool.cli", "mcp", "--db", str(db)],
+        command=sys.executable,
+        args=["-m", "kbtool.cli", "mcp", "--db", str(db)],
         env=server_env(**extra),
     )
     async with stdio_client(params) as (read, write):
@@ -40,10 +41,12 @@ async def session_on(db: Path):
 def events(db: Path) -> tuple[int, int]:
     conn = open_ro(db)
     try:
-        return tuple(conn.execute(
-            "SELECT COUNT(*), COALESCE(SUM(LENGTH(COALESCE(new, '')) + LENGTH(COALESCE(evidence, ''))), 0)"
-            " FROM annotation_events"
-        ).fetchone())
+        return tuple(
+            conn.execute(
+                "SELECT COUNT(*), COALESCE(SUM(LENGTH(COALESCE(new, '')) + LENGTH(COALESCE(evidence, ''))), 0)"
+                " FROM annotation_events"
+            ).fetchone()
+        )
     finally:
         conn.close()
 
@@ -61,14 +64,18 @@ def test_arguments_are_strict_and_bounded(demo_kb):
     async def main():
         async with session_on(demo_kb) as s:
             for bad in (True, False, "0.9", float("inf")):
-                msg = await call_error(s, "propose_symbol", stable_id=sid, name="by_bool", confidence=bad)
+                msg = await call_error(
+                    s, "propose_symbol", stable_id=sid, name="by_bool", confidence=bad
+                )
                 assert_clear(msg, "confidence")
             for vid in (10**30, BIG, -1, True, 1.5, "1"):
-                for tool, args in (("coverage", {"version_id": vid}),
-                                   ("list_functions", {"version_id": vid}),
-                                   ("get_function_facts", {"version_id": 1, "func_index": vid}),
-                                   ("get_diff", {"from_version_id": 1, "to_version_id": vid}),
-                                   ("export_kb_text", {"version_id": vid})):
+                for tool, args in (
+                    ("coverage", {"version_id": vid}),
+                    ("list_functions", {"version_id": vid}),
+                    ("get_function_facts", {"version_id": 1, "func_index": vid}),
+                    ("get_diff", {"from_version_id": 1, "to_version_id": vid}),
+                    ("export_kb_text", {"version_id": vid}),
+                ):
                     if vid == "1" and tool != "coverage":
                         continue  # a numeric string may be parsed as JSON by the SDK: check once
                     try:
@@ -100,8 +107,11 @@ def test_oversized_inputs_never_reach_the_kb(demo_kb):
 
     async def main():
         async with session_on(demo_kb) as s:
-            for args in ({"name": "n" * (1 << 20)}, {"name": "ok", "summary": "s" * (1 << 20)},
-                         {"name": "ok", "stable_id": "f" * 100_000}):
+            for args in (
+                {"name": "n" * (1 << 20)},
+                {"name": "ok", "summary": "s" * (1 << 20)},
+                {"name": "ok", "stable_id": "f" * 100_000},
+            ):
                 msg = await call_error(s, "propose_symbol", **{"stable_id": sid, **args})
                 assert_clear(msg)
                 assert len(msg) < 4096  # the error does not echo the input back
@@ -120,12 +130,24 @@ def test_summary_with_terminal_escapes_is_refused_by_the_gate(demo_kb):
 
     async def main():
         async with session_on(demo_kb) as s:
-            d = await call(s, "propose_symbol", stable_id=sid, name="titled",
-                           summary="\x1b]0;TITLE\x07\x1b[2J", confidence=0.9)
+            d = await call(
+                s,
+                "propose_symbol",
+                stable_id=sid,
+                name="titled",
+                summary="\x1b]0;TITLE\x07\x1b[2J",
+                confidence=0.9,
+            )
             assert d["written"] is False and d["reason"].startswith("invalid summary")
             assert await call(s, "get_symbol", stable_id=sid) is None
-            d = await call(s, "propose_symbol", stable_id=sid, name="multi_line",
-                           summary="line one\n\tline two", confidence=0.9)
+            d = await call(
+                s,
+                "propose_symbol",
+                stable_id=sid,
+                name="multi_line",
+                summary="line one\n\tline two",
+                confidence=0.9,
+            )
             assert d["written"] is True
 
     run(main())
@@ -153,7 +175,9 @@ def test_propose_on_a_read_only_kb_is_a_one_line_tool_error(demo_kb):
 
     async def main():
         async with session_on(demo_kb) as s:
-            result = dump(await s.call_tool("propose_symbol", {"stable_id": sid, "name": "ro_name"}))
+            result = dump(
+                await s.call_tool("propose_symbol", {"stable_id": sid, "name": "ro_name"})
+            )
             assert result.get("isError"), result
             text = " ".join(b.get("text", "") for b in result["content"])
             assert_clear(text, "read-only")

@@ -17,6 +17,16 @@ Authority, high to low: human locked, human, oracle, export, agent, diff-carry, 
 | human, unlocked    | oracle, export         | written only if c > e                     |
 | oracle/export/...  | higher authority       | written                                   |
 | oracle/export/...  | same or lower authority| written only if c > e (strictly)          |
+
+Text rules (every writer; a violation is a refusal with its event): human/agent names are
+C-like identifiers (``::`` allowed) of at most 256 characters; names from binaries at most
+1024 printable characters. No name, summary or type signature may hold a C0/DEL/C1 control,
+U+2028/U+2029 or a bidi control (U+061C, U+200E/F, U+202A-E, U+2066-9): they retitle or
+clear terminals and reorder what a reader sees. Summaries are prose and may span lines:
+``\n`` and ``\t`` are their only allowed controls (``\r`` is refused; exports and views
+escape newlines and tabs for their formats). A refused proposal's event keeps an excerpt
+of each value (:data:`EXCERPT` characters), never the whole input; evidence is bounded in
+events and records alike (:func:`excerpt`).
 """
 
 from __future__ import annotations
