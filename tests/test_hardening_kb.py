@@ -85,6 +85,16 @@ def test_foreign_sqlite_file_is_refused_untouched(tmp_path, command, wal):
     assert not sidecars(f)
 
 
+@pytest.mark.parametrize("command", [["versions"], ["search", "x", "--json"], ["export", "1"]])
+def test_read_commands_create_nothing_beside_a_foreign_wal_file(tmp_path, command):
+    f = tmp_path / "w.db"
+    _foreign_sqlite(f, wal=True)
+    before = digest(f)
+    assert_one_line_error(kbtool("--db", f, *command), "not a kbtool KB")
+    assert digest(f) == before
+    assert not sidecars(f)
+
+
 @pytest.mark.parametrize(
     "content",
     [b"hello, not a database\n", b"SQLite format 3\x00" + b"\xff" * 200],

@@ -154,6 +154,10 @@ def open_ro(path: str | os.PathLike[str]) -> sqlite3.Connection:
         raise KBMissingError(f"no KB at {p} (create one with `kbtool ingest FILE` or `kbtool demo`)")
     if p.is_dir():
         raise KBError(f"{p} is a directory, not a KB file")
+    if not Path(f"{p}-wal").exists():
+        # even a mode=ro reader creates -wal/-shm beside a WAL-mode file: look first, so a
+        # foreign file is refused with nothing created next to it
+        inspect_kb(p, allow_empty=False)
     uri = "file:" + quote(str(p.resolve())) + ("?immutable=1" if _unwritable_wal(p) else "?mode=ro")
     try:
         conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False,
