@@ -251,3 +251,15 @@ def test_ingest_on_a_full_disk_fails_with_one_line_and_keeps_the_kb(small_fs):
         assert conn.execute("SELECT COUNT(*) FROM functions").fetchone()[0] == 2
     finally:
         conn.close()  # an open file keeps the tmpfs busy
+
+
+def test_kb_of_a_newer_kbtool_is_refused_untouched(tmp_path):
+    path = tmp_path / "new.db"
+    conn = bare_kb(path, ["a" * 16])
+    conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    conn.close()
+    assert not sidecars(path)
+    before = digest(path)
+    for command in (["set-name", "a" * 16, "foo"], ["versions"]):
+        assert_one_line_error(kbtool("--db", path, *command), "newer than this kbtool")
+        assert digest(path) == before and not sidecars(path)
