@@ -41,7 +41,13 @@ __import__("kbtool.commands.agent", fromlist=["register"]).register(app)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: run the app, turn every known failure into one line and exit code 1."""
+    """Entry point: run the app, turn every known failure into one line and exit code 1.
+
+    A reader that stops early (``kbtool ui diff | head``) is not a failure: a broken pipe on
+    stdout ends the command quietly with status 0.
+    """
+    import sqlite3
+
     from kbtool.kb.errors import KBError
     from kbtool.wasm import WasmFormatError
 
@@ -49,16 +55,49 @@ def main(argv: list[str] | None = None) -> int:
         app(args=argv, prog_name="kbtool")  # standalone: usage errors and --help exit here
         return 0
     except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    except (KBError, WasmFormatError, ValueError, OSError) as exc:
-        from kbtool.commands.common import err_console
-        from kbtool.render.text import lit
-
-        err_console.print("[bold red]error:[/]", lit(_one_line(exc)), soft_wrap=True)
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if code and _stdout_broken():
+            return _quiet_broken_pipe()
+        return code
+    except BrokenPipeError:
+        return _quiet_broken_pipe()
+    except OverflowError:  # an integer argument beyond SQLite's 64 bits
+        _error(f"a number is out of range (at most {2**63 - 1})")
+        return 1
+    except (KBError, WasmFormatError, ValueError, OSError, sqlite3.Error) as exc:
+        _error(_one_line(exc))
         return 1
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         return 130
+
+
+def _error(message: str) -> None:
+    from kbtool.commands.common import err_console
+    from kbtool.render.text import lit
+
+    err_console.print("[bold red]error:[/]", lit(message), soft_wrap=True)
+
+
+def _stdout_broken() -> bool:
+    """Whether the command stopped because stdout's reader went away: Click/Typer turn a
+    broken pipe into ``exit(1)`` after wrapping stdout in ``PacifyFlushWrapper``, and the CLI
+    consoles (:mod:`kbtool.commands.common`) raise ``BrokenPipeError`` into that path.
+    (Typer vendors Click, so the wrapper is recognised by its class name.)"""
+    return type(sys.stdout).__name__ == "PacifyFlushWrapper"
+
+
+def _quiet_broken_pipe() -> int:
+    """Point stdout at /dev/null (the interpreter's final flush must not fail again) and
+    report success: the reader took what it wanted."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.__stdout__.fileno())
+    except (OSError, AttributeError, ValueError):
+        pass
+    return 0
 
 
 def _one_line(exc: BaseException) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import sqlite3
 import sys
@@ -11,6 +12,7 @@ import typer
 from rich.console import Console
 
 from kbtool.kb.db import default_db_path, open_ro, open_rw
+from kbtool.textutil import json_safe
 
 DbOption = Annotated[
     str | None,
@@ -18,8 +20,19 @@ DbOption = Annotated[
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the contract's JSON shape.")]
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+
+
+class _Console(Console):
+    """A Rich console whose broken pipe is an ``OSError(EPIPE)`` like any other write's
+    (Rich's own handler exits with status 1); ``kbtool.cli.main`` ends such a run quietly."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
+
+console = _Console(highlight=False)
+err_console = _Console(stderr=True, highlight=False)
 
 
 def db_path(db: str | None) -> str:
@@ -36,8 +49,10 @@ def set_global_db(db: str | None) -> None:
     _GLOBAL_DB = db
 
 
-def rw(db: str | None) -> sqlite3.Connection:
-    return open_rw(db_path(db))
+def rw(db: str | None, *, create: bool = False) -> sqlite3.Connection:
+    """A writable connection; only commands that add content (``create=True``: ingest,
+    oracle add) may create a KB, the others refuse a missing or empty file untouched."""
+    return open_rw(db_path(db), create=create)
 
 
 def ro(db: str | None) -> sqlite3.Connection:
@@ -45,7 +60,10 @@ def ro(db: str | None) -> sqlite3.Connection:
 
 
 def print_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+    """The contract's JSON on stdout: UTF-8 as is, except the characters a terminal or a
+    JavaScript reader treats specially (C1 controls, U+2028/U+2029, bidi controls), which
+    are written as ``\\uXXXX`` escapes (C0 controls are escaped by JSON itself)."""
+    sys.stdout.write(json_safe(json.dumps(value, indent=2, ensure_ascii=False)) + "\n")
 
 
 def fail(message: str, code: int = 1) -> None:

@@ -58,7 +58,7 @@ def ingest(
     db: DbOption = None,
 ) -> None:
     """Ingest one release of a module: decode it, store facts, carry identities and names."""
-    conn = rw(db)
+    conn = rw(db, create=True)
     t0 = time.perf_counter()
     res = _run_ingest(conn, file, label, js, carry=not no_carry)
     secs = time.perf_counter() - t0

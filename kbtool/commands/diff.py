@@ -139,7 +139,7 @@ def oracle_add(
     """Store a reference module whose names the oracle can give to matching functions."""
     from kbtool.services.oracle import add_oracle
 
-    conn = rw(db)
+    conn = rw(db, create=True)
     res = add_oracle(conn, file, label=label)
     if json_out:
         print_json(res)

@@ -10,11 +10,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote
 
-from kbtool.kb.errors import KBError, KBLockedError, KBMissingError
-from kbtool.kb.schema import check_schema, ensure_schema
+from kbtool.kb.errors import (
+    KBError,
+    KBFullError,
+    KBLockedError,
+    KBMissingError,
+    KBReadOnlyError,
+    NotAKBError,
+    SchemaVersionError,
+)
+from kbtool.kb.schema import SCHEMA_VERSION, check_schema, ensure_schema, read_schema_version
 
 DEFAULT_DB = "kbtool.db"
 BUSY_TIMEOUT_MS = 30_000
+SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 def default_db_path() -> str:
@@ -36,38 +45,106 @@ def _configure(conn: sqlite3.Connection) -> None:
 
 
 def open_rw(path: str | os.PathLike[str], *, create: bool = True) -> sqlite3.Connection:
-    """Open (and create/migrate) a KB for writing. Autocommit mode: callers use ``transaction``."""
+    """Open (and create/migrate) a KB for writing. Autocommit mode: callers use ``transaction``.
+
+    An existing file is looked at read-only first (:func:`inspect_kb`): a file that is not
+    a KB, or a KB of a newer kbtool, is refused byte-for-byte untouched (no WAL switch, no
+    ``-wal``/``-shm`` files). With ``create=False`` a missing or empty file is refused too.
+    A KB that cannot be written (permissions, immutable file, read-only file system) is
+    refused with :class:`KBReadOnlyError` before any write is tried.
+    """
     p = Path(path)
     if not create and not p.exists():
         raise KBMissingError(f"no KB at {p} (create one with `kbtool ingest FILE` or `kbtool demo`)")
     if p.exists() and p.is_dir():
         raise KBError(f"{p} is a directory, not a KB file")
+    if p.exists():
+        inspect_kb(p, allow_empty=create)
+    _require_writable(p)
     try:
         conn = sqlite3.connect(str(p), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000,
                                check_same_thread=False)
-        _configure(conn)
-        try:
-            conn.execute("PRAGMA journal_mode = WAL")
-        except sqlite3.OperationalError as exc:
-            conn.close()
-            raise _translate(exc, p) from None
-        except sqlite3.DatabaseError:
-            conn.close()
-            from kbtool.kb.errors import NotAKBError
-            raise NotAKBError(f"{p} is not a kbtool KB (not an SQLite database)") from None
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA foreign_keys = ON")
-        try:
-            ensure_schema(conn, str(p))
-        except sqlite3.OperationalError as exc:
-            conn.close()
-            raise _translate(exc, p) from None
-        except BaseException:
-            conn.close()
-            raise
-        return conn
     except sqlite3.OperationalError as exc:
         raise _translate(exc, p) from None
+    try:
+        _configure(conn)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        ensure_schema(conn, str(p))
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        raise _translate(exc, p) from None
+    except sqlite3.DatabaseError:
+        conn.close()
+        raise NotAKBError(f"{p} is not a kbtool KB (not an SQLite database)") from None
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def inspect_kb(p: Path, *, allow_empty: bool = True) -> int:
+    """The schema version of the existing file ``p``, read without changing anything.
+
+    Reads the SQLite header, then the ``meta`` table over a read-only connection (an
+    ``immutable`` one when the file is in WAL mode without a ``-wal`` file, so that not
+    even a ``-shm`` file is created). Returns 0 for an empty file or database (allowed only
+    with ``allow_empty``); raises :class:`NotAKBError` or :class:`SchemaVersionError`.
+    """
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(100)
+    except OSError as exc:
+        raise KBError(f"cannot read {p}: {exc.strerror or exc}") from None
+    wal = Path(f"{p}-wal")
+    if not head and not (wal.exists() and wal.stat().st_size):
+        if allow_empty:
+            return 0
+        raise NotAKBError(f"{p} is not a kbtool KB (an empty file)")
+    if head and not head.startswith(SQLITE_MAGIC):
+        raise NotAKBError(f"{p} is not a kbtool KB (not an SQLite database)")
+    immutable = len(head) > 18 and head[18] == 2 and not wal.exists()
+    uri = "file:" + quote(str(p.resolve())) + ("?immutable=1" if immutable else "?mode=ro")
+    try:
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+    except sqlite3.OperationalError as exc:
+        raise _translate(exc, p) from None
+    try:
+        conn.execute("PRAGMA query_only = ON")
+        version = read_schema_version(conn)
+    except sqlite3.OperationalError as exc:
+        raise _translate(exc, p) from None
+    except sqlite3.DatabaseError as exc:
+        raise NotAKBError(f"{p} is not a kbtool KB ({exc})") from None
+    finally:
+        conn.close()
+    if version is None:
+        raise NotAKBError(f"{p} is not a kbtool KB (it has other tables)")
+    if version == 0 and not allow_empty:
+        raise NotAKBError(f"{p} is not a kbtool KB (an empty database)")
+    if version > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"{p} has KB schema {version}, newer than this kbtool ({SCHEMA_VERSION}): upgrade kbtool"
+        )
+    return version
+
+
+def _require_writable(p: Path) -> None:
+    """Refuse a KB that cannot be written before a write fails halfway through a command.
+
+    ``os.access`` honours what root's permission bypass does not: immutable files and
+    read-only file systems. The directory must be writable too while the KB has no
+    ``-wal``/``-shm`` files (SQLite creates them beside the KB).
+    """
+    if p.exists() and not os.access(p, os.W_OK):
+        raise KBReadOnlyError(f"{p} is read-only: kbtool cannot write to it")
+    parent = p.parent if str(p.parent) else Path(".")
+    sidecars = (Path(f"{p}-wal"), Path(f"{p}-shm"))
+    if not all(s.exists() for s in sidecars) and not os.access(parent, os.W_OK):
+        raise KBReadOnlyError(
+            f"{parent} is read-only: kbtool cannot create {p.name} or its -wal/-shm files there"
+        )
 
 
 def open_ro(path: str | os.PathLike[str]) -> sqlite3.Connection:
@@ -77,7 +154,11 @@ def open_ro(path: str | os.PathLike[str]) -> sqlite3.Connection:
         raise KBMissingError(f"no KB at {p} (create one with `kbtool ingest FILE` or `kbtool demo`)")
     if p.is_dir():
         raise KBError(f"{p} is a directory, not a KB file")
-    uri = "file:" + quote(str(p.resolve())) + "?mode=ro"
+    if not Path(f"{p}-wal").exists():
+        # even a mode=ro reader creates -wal/-shm beside a WAL-mode file: look first, so a
+        # foreign file is refused with nothing created next to it
+        inspect_kb(p, allow_empty=False)
+    uri = "file:" + quote(str(p.resolve())) + ("?immutable=1" if _unwritable_wal(p) else "?mode=ro")
     try:
         conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False,
                                timeout=BUSY_TIMEOUT_MS / 1000)
@@ -91,37 +172,112 @@ def open_ro(path: str | os.PathLike[str]) -> sqlite3.Connection:
     return conn
 
 
-def _translate(exc: sqlite3.OperationalError, p: Path) -> KBError:
-    msg = str(exc)
-    if "locked" in msg or "busy" in msg:
+def _unwritable_wal(p: Path) -> bool:
+    """A WAL-mode KB without ``-wal``/``-shm`` files in a directory nobody can write (a
+    read-only medium or mount): SQLite cannot create the ``-shm`` a ``mode=ro`` reader needs,
+    and no writer can exist, so the file is read as immutable."""
+    if Path(f"{p}-wal").exists() or Path(f"{p}-shm").exists():
+        return False
+    parent = p.parent if str(p.parent) else Path(".")
+    if os.access(parent, os.W_OK):
+        return False
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(20)
+    except OSError:
+        return False
+    return len(head) > 18 and head[18] == 2
+
+
+def _translate(exc: sqlite3.Error, p: Path | str) -> KBError:
+    """A one-line KB error for an SQLite failure (by its result code where SQLite gives one)."""
+    msg = str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__
+    code = getattr(exc, "sqlite_errorname", "") or ""
+    if code.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in msg or "busy" in msg:
         return KBLockedError(f"{p} is locked by another process; try again when it finishes")
+    if code.startswith("SQLITE_READONLY") or "readonly database" in msg:
+        return KBReadOnlyError(f"{p} is read-only: kbtool cannot write to it ({msg})")
+    if code == "SQLITE_FULL" or "disk is full" in msg:
+        return KBFullError(f"cannot write {p}: the disk is full; nothing was written")
+    if code.startswith("SQLITE_IOERR"):
+        return KBError(f"cannot write {p}: {msg} (is the disk full or failing?); nothing was written")
     return KBError(f"cannot open {p}: {msg}")
+
+
+def _db_file(conn: sqlite3.Connection) -> str:
+    """The KB path of ``conn`` for messages (``KB`` when SQLite cannot tell)."""
+    try:
+        row = conn.execute("PRAGMA database_list").fetchone()
+        return str(row[2]) if row and row[2] else "KB"
+    except sqlite3.Error:
+        return "KB"
+
+
+_TRANSLATED = (sqlite3.OperationalError, sqlite3.DatabaseError)
+
+
+def _quiet(conn: sqlite3.Connection, sql: str) -> None:
+    """Run a rollback statement, ignoring failures: after SQLITE_FULL or an I/O error SQLite
+    may already have rolled the transaction back ("cannot rollback - no transaction is
+    active"), and the first error is the one worth reporting."""
+    try:
+        conn.execute(sql)
+    except sqlite3.Error:
+        pass
+
+
+def _is_write_failure(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorname", "") or ""
+    return code.startswith(("SQLITE_READONLY", "SQLITE_FULL", "SQLITE_IOERR", "SQLITE_BUSY",
+                            "SQLITE_LOCKED", "SQLITE_CANTOPEN")) or any(
+        m in str(exc) for m in ("readonly database", "disk is full", "database is locked")
+    )
 
 
 @contextmanager
 def transaction(conn: sqlite3.Connection, *, immediate: bool = True) -> Iterator[sqlite3.Connection]:
-    """One atomic unit: ``BEGIN IMMEDIATE`` at top level, a SAVEPOINT when nested."""
+    """One atomic unit: ``BEGIN IMMEDIATE`` at top level, a SAVEPOINT when nested.
+
+    On any exception the unit is rolled back (a failing rollback never hides the first
+    error); an SQLite write failure (read-only KB, disk full, I/O error, lock timeout)
+    leaves as a one-line :class:`KBError` subclass instead of a raw ``sqlite3`` error.
+    """
     if conn.in_transaction:
         name = f"sp_{id(conn)}_{os.getpid()}"
         conn.execute(f"SAVEPOINT {name}")
         try:
             yield conn
         except BaseException:
-            conn.execute(f"ROLLBACK TO {name}")
-            conn.execute(f"RELEASE {name}")
+            if conn.in_transaction:
+                _quiet(conn, f"ROLLBACK TO {name}")
+                _quiet(conn, f"RELEASE {name}")
             raise
         conn.execute(f"RELEASE {name}")
         return
     try:
         conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
     except sqlite3.OperationalError as exc:
-        raise _translate(exc, Path("KB")) from None
+        raise _translate(exc, _db_file(conn)) from None
     try:
         yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
+    except _TRANSLATED as exc:
+        if conn.in_transaction:
+            _quiet(conn, "ROLLBACK")
+        if _is_write_failure(exc):
+            raise _translate(exc, _db_file(conn)) from None
         raise
-    conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            _quiet(conn, "ROLLBACK")
+        raise
+    try:
+        conn.execute("COMMIT")
+    except _TRANSLATED as exc:
+        if conn.in_transaction:
+            _quiet(conn, "ROLLBACK")
+        if _is_write_failure(exc):
+            raise _translate(exc, _db_file(conn)) from None
+        raise
 
 
 @contextmanager

@@ -33,3 +33,12 @@ class UnknownStableIdError(KBError, LookupError):
 
 class UnknownFunctionError(KBError, LookupError):
     """No function at that index of the version."""
+
+
+class KBReadOnlyError(KBError):
+    """The KB (or its directory) cannot be written: permissions, an immutable file, a
+    read-only file system."""
+
+
+class KBFullError(KBError):
+    """The disk (or the file system quota) is full; the write was rolled back."""

@@ -17,6 +17,16 @@ Authority, high to low: human locked, human, oracle, export, agent, diff-carry, 
 | human, unlocked    | oracle, export         | written only if c > e                     |
 | oracle/export/...  | higher authority       | written                                   |
 | oracle/export/...  | same or lower authority| written only if c > e (strictly)          |
+
+Text rules (every writer; a violation is a refusal with its event): human/agent names are
+C-like identifiers (``::`` allowed) of at most 256 characters; names from binaries at most
+1024 printable characters. No name, summary or type signature may hold a C0/DEL/C1 control,
+U+2028/U+2029 or a bidi control (U+061C, U+200E/F, U+202A-E, U+2066-9): they retitle or
+clear terminals and reorder what a reader sees. Summaries are prose and may span lines:
+``\n`` and ``\t`` are their only allowed controls (``\r`` is refused; exports and views
+escape newlines and tabs for their formats). A refused proposal's event keeps an excerpt
+of each value (:data:`EXCERPT` characters), never the whole input; evidence is bounded in
+events and records alike (:func:`excerpt`).
 """
 
 from __future__ import annotations
@@ -33,12 +43,24 @@ from kbtool.kb.provenance import AUTHORITY, EVENT_KIND, PROVENANCES
 MAX_NAME = 256          # names typed by people and agents
 MAX_BINARY_NAME = 1024  # names copied from binaries (Rust/C++ demangled names are long)
 MAX_SUMMARY = 8192
+MAX_TYPE_SIGNATURE = 1024
+MAX_STABLE_ID = 64      # stable_ids are 16 hex digits; anything longer is not one
+EXCERPT = 200           # characters of each refused value kept in its event
+MAX_EVIDENCE_TEXT = 1024  # characters of each evidence string (evidence is kept in records)
+MAX_EVIDENCE_ITEMS = 32   # keys of an evidence object / items of an evidence list
 
 # People and agents give C-like identifiers, optionally qualified with `::` (C++/Rust paths).
 _IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(::[A-Za-z_$][A-Za-z0-9_$]*)*\Z")
 # Names copied out of binaries (name sections, exports, references) may be demangled
-# Rust/C++ names: anything printable without control characters.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Rust/C++ names: anything printable without control characters. "Control" here means
+# C0/DEL/C1 controls, the line/paragraph separators U+2028/U+2029 and the bidi controls
+# (U+061C, U+200E/U+200F, U+202A..U+202E, U+2066..U+2069): characters that move a
+# terminal's cursor, set its title, or reorder what a reader sees ("Trojan Source").
+_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029{_BIDI}]")
+# Summaries are prose: newlines and tabs are allowed (multi-line descriptions), every other
+# control character above is refused. Type signatures are one line: no control at all.
+_SUMMARY_CONTROL = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029{_BIDI}]")
 
 
 class Decision(TypedDict):
@@ -61,6 +83,84 @@ def validate_name(name: Any, provenance: str) -> str | None:
     if _CONTROL.search(name) or name != name.strip():
         return "invalid name: control characters or surrounding whitespace"
     return None
+
+
+def validate_summary(summary: Any) -> str | None:
+    """Why ``summary`` is not acceptable, or None (any writer; ``None`` means "keep")."""
+    if summary is None:
+        return None
+    if not isinstance(summary, str):
+        return "invalid summary: not text"
+    if len(summary) > MAX_SUMMARY:
+        return f"invalid summary: longer than {MAX_SUMMARY} characters"
+    if _SUMMARY_CONTROL.search(summary):
+        return "invalid summary: control or bidi characters (only newlines and tabs are allowed)"
+    return None
+
+
+def validate_type_signature(type_signature: Any) -> str | None:
+    """Why ``type_signature`` is not acceptable, or None (``None`` means "keep")."""
+    if type_signature is None:
+        return None
+    if not isinstance(type_signature, str):
+        return "invalid type signature: not text"
+    if len(type_signature) > MAX_TYPE_SIGNATURE:
+        return f"invalid type signature: longer than {MAX_TYPE_SIGNATURE} characters"
+    if _CONTROL.search(type_signature):
+        return "invalid type signature: control or bidi characters"
+    return None
+
+
+def validate_confidence(confidence: Any) -> str | None:
+    """Why ``confidence`` is not a number within 0.0..1.0 (booleans are not numbers here)."""
+    if (
+        isinstance(confidence, bool)
+        or not isinstance(confidence, (int, float))
+        or not 0 <= confidence <= 1  # exact for ints of any size; False for NaN
+    ):
+        return f"invalid confidence {short_repr(confidence)}: must be within 0.0..1.0"
+    return None
+
+
+def short_repr(value: Any, limit: int = 40) -> str:
+    """``repr(value)`` cut to ``limit`` characters; never builds a huge string (big ints,
+    long texts) just to throw it away."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"<integer of {value.bit_length()} bits>"
+    if isinstance(value, str):
+        return repr(clip(value, limit))
+    if isinstance(value, (bool, int, float, type(None))):
+        return repr(value)
+    return f"<{type(value).__name__}>"
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, saying how long it was."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"… ({len(text)} characters)"
+
+
+def excerpt(value: Any, limit: int = EXCERPT, _depth: int = 0) -> Any:
+    """A JSON-safe, bounded copy of ``value``: strings clipped to ``limit`` characters,
+    objects and lists to :data:`MAX_EVIDENCE_ITEMS` entries, 4 levels deep; other values
+    (and integers beyond 64 bits, non-finite floats) become a short description."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return clip(value, limit)
+    if isinstance(value, int):
+        return value if value.bit_length() <= 64 else short_repr(value)
+    if isinstance(value, float):
+        return value if value == value and abs(value) != float("inf") else repr(value)
+    if _depth >= 4:
+        return f"<{type(value).__name__}>"
+    if isinstance(value, dict):
+        items = list(value.items())[:MAX_EVIDENCE_ITEMS]
+        return {clip(str(k), 64): excerpt(v, limit, _depth + 1) for k, v in items}
+    if isinstance(value, (list, tuple)):
+        return [excerpt(v, limit, _depth + 1) for v in value[:MAX_EVIDENCE_ITEMS]]
+    return f"<{type(value).__name__}>"
 
 
 def _current(conn: sqlite3.Connection, stable_id: str) -> dict[str, Any] | None:
@@ -156,7 +256,7 @@ def _require_known(conn: sqlite3.Connection, stable_id: str) -> int:
     version_id = _latest_version(conn, stable_id)
     if version_id is None:
         raise UnknownStableIdError(
-            f"unknown stable_id {stable_id!r} (find ids with `kbtool functions VERSION` or `kbtool search NAME`)"
+            f"unknown stable_id {short_repr(stable_id)} (find ids with `kbtool functions VERSION` or `kbtool search NAME`)"
         )
     return version_id
 
@@ -190,7 +290,7 @@ def upsert_symbol(
         if version_id is None:
             version_id = ctx_version
         cur = _current(conn, stable_id)
-        ev = dict(evidence or {})
+        ev = excerpt(dict(evidence or {}), MAX_EVIDENCE_TEXT)
         ev.setdefault("actor", actor)
         ev_kind = kind or EVENT_KIND[provenance]
         proposal = {
@@ -198,21 +298,17 @@ def upsert_symbol(
             "provenance": provenance, "confidence": confidence,
         }
 
-        problem = validate_name(name, provenance)
-        if problem is None and (
-            isinstance(confidence, bool)
-            or not isinstance(confidence, (int, float))
-            or not 0.0 <= float(confidence) <= 1.0
-        ):
-            problem = f"invalid confidence {confidence!r}: must be within 0.0..1.0"
-        if problem is None and summary is not None and (
-            not isinstance(summary, str) or len(summary) > MAX_SUMMARY
-        ):
-            problem = f"invalid summary: longer than {MAX_SUMMARY} characters"
+        problem = (
+            validate_name(name, provenance)
+            or validate_confidence(confidence)
+            or validate_summary(summary)
+            or validate_type_signature(type_signature)
+        )
         if problem is not None:
+            # a refused proposal keeps an excerpt of what was proposed, never the whole input
             _record_event(conn, stable_id=stable_id, kind="rejection", written=False, reason=problem,
                           provenance=provenance, confidence=None, actor=actor,
-                          old=_public(cur) if cur else None, new=_jsonable(proposal), evidence=ev, version_id=version_id)
+                          old=_public(cur) if cur else None, new=excerpt(proposal), evidence=ev, version_id=version_id)
             return {"written": False, "reason": problem}
         confidence = float(confidence)
 
@@ -224,7 +320,7 @@ def upsert_symbol(
         if not ok:
             _record_event(conn, stable_id=stable_id, kind="rejection", written=False, reason=reason,
                           provenance=provenance, confidence=confidence, actor=actor,
-                          old=_public(cur) if cur else None, new=proposal, evidence=ev, version_id=version_id)
+                          old=_public(cur) if cur else None, new=excerpt(proposal), evidence=ev, version_id=version_id)
             return {"written": False, "reason": reason}
 
         new = {
@@ -269,13 +365,6 @@ def _merge_evidence(cur: dict[str, Any] | None, provenance: str, ev: dict[str, A
 
 def _public(rec: dict[str, Any]) -> dict[str, Any]:
     return {k: rec[k] for k in ("name", "summary", "type_signature", "provenance", "confidence", "locked")}
-
-
-def _jsonable(rec: dict[str, Any]) -> dict[str, Any]:
-    out = {}
-    for k, v in rec.items():
-        out[k] = v if isinstance(v, (str, int, float, bool, type(None))) else repr(v)
-    return out
 
 
 def set_lock(conn: sqlite3.Connection, stable_id: str, locked: bool, *, actor: str = "human") -> Decision:

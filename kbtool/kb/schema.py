@@ -306,5 +306,6 @@ def ensure_schema(conn: sqlite3.Connection, path: str = "") -> None:
         _verify(conn)
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:  # SQLITE_FULL/IOERR may have rolled back already
+            conn.execute("ROLLBACK")
         raise

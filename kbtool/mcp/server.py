@@ -25,10 +25,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from kbtool.kb.errors import KBError, KBMissingError, UnknownStableIdError, UnknownVersionError
+from kbtool.kb.gate import MAX_BINARY_NAME, MAX_NAME, MAX_STABLE_ID, MAX_SUMMARY
+from kbtool.textutil import json_safe
 
 log = logging.getLogger("kbtool.mcp")
 
 SERVER_NAME = "kbtool"
+MAX_INT = 2**63 - 1  # SQLite's largest integer: every id/index/limit argument is 0..MAX_INT
 AGENT_PROVENANCE = "agent"
 AGENT_ACTOR = "agent:mcp"
 TOOL_NAMES = (
@@ -87,13 +90,14 @@ def _stdio_only(server: Any) -> None:
 # ---------------------------------------------------------------- results and errors
 
 def as_json(value: Any) -> str:
-    """Compact JSON (UTF-8 text as is); pydantic-core's encoder, ~4x faster on big lists,
-    is there whenever the SDK is."""
+    """Compact JSON (UTF-8 text as is, but C1 controls, U+2028/U+2029 and bidi controls
+    written as ``\\uXXXX``: an agent's terminal or a JavaScript client never meets them raw);
+    pydantic-core's encoder, ~4x faster on big lists, is there whenever the SDK is."""
     try:
         from pydantic_core import to_json
     except ImportError:  # pragma: no cover - the SDK depends on pydantic
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return to_json(value).decode("utf-8")
+        return json_safe(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+    return json_safe(to_json(value).decode("utf-8"))
 
 
 def as_text(value: str) -> str:
@@ -110,6 +114,8 @@ def _as_tool(fn: Callable[..., Any], render: Callable[[Any], str], tool_error: t
             return render(fn(**kwargs))
         except KBError as exc:
             raise tool_error(_message(exc)) from None
+        except OverflowError:  # an integer SQLite cannot hold (the schemas bound them too)
+            raise tool_error(f"a number is out of range (0..{MAX_INT})") from None
         except Exception:
             log.exception("tool %s failed", fn.__name__)
             raise tool_error(
@@ -146,10 +152,18 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         finally:
             conn.close()
 
-    VersionId = Annotated[int, Field(description="A version id from list_versions.")]
-    StableId = Annotated[str, Field(description=(
+    # Strict, bounded arguments: pydantic's lax mode would turn `true` into 1 or 1.0 and
+    # let 10**30 reach SQLite; strict mode refuses both with a validation (tool) error.
+    def Count(description: str) -> Any:  # noqa: N802 - a type alias factory
+        return Annotated[int, Field(strict=True, ge=0, le=MAX_INT, description=description)]
+
+    def Text(description: str, max_length: int) -> Any:  # noqa: N802
+        return Annotated[str, Field(strict=True, max_length=max_length, description=description)]
+
+    VersionId = Count("A version id from list_versions.")
+    StableId = Text(
         "A function's stable_id (from list_functions, search_symbols or get_function_facts);"
-        " it names the same logical function in every version."))]
+        " it names the same logical function in every version.", MAX_STABLE_ID)
 
     def list_versions() -> list[dict[str, Any]]:
         """List every ingested version of the module, oldest first. Start here: each
@@ -168,7 +182,7 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
 
     def list_functions(
         version_id: VersionId,
-        include_imports: Annotated[bool, Field(description="Also list imported functions.")] = False,
+        include_imports: Annotated[bool, Field(strict=True, description="Also list imported functions.")] = False,
     ) -> list[dict[str, Any]]:
         """Every function of a version in index order, all in one answer (no pagination).
         Imported functions are left out unless include_imports is true. Use it to find
@@ -180,7 +194,7 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
 
     def get_function_facts(
         version_id: VersionId,
-        func_index: Annotated[int, Field(description="The function's index in that version (from list_functions).")],
+        func_index: Count("The function's index in that version (from list_functions)."),
     ) -> dict[str, Any] | None:
         """Static facts of one defined function: what to read before proposing a name.
 
@@ -209,8 +223,8 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         return read(query, stable_id)
 
     def search_symbols(
-        query: Annotated[str, Field(description="Case-insensitive substring of a function name.")],
-        limit: Annotated[int, Field(description="Maximum number of results (capped at 200).")] = 50,
+        query: Text("Case-insensitive substring of a function name.", MAX_BINARY_NAME),
+        limit: Count("Maximum number of results (capped at 200).") = 50,
     ) -> list[dict[str, Any]]:
         """Find named functions by a case-insensitive substring of their name, across all
         versions; one entry per stable_id, sorted by name. An empty query returns [].
@@ -219,8 +233,8 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         return read(queries.search_symbols, query, limit)
 
     def get_diff(
-        from_version_id: Annotated[int, Field(description="The older (baseline) version id.")],
-        to_version_id: Annotated[int, Field(description="The newer version id.")],
+        from_version_id: Count("The older (baseline) version id."),
+        to_version_id: Count("The newer version id."),
     ) -> dict[str, Any]:
         """What changed between two versions, function by function. Served from a stored
         diff when one was saved, otherwise computed as a pure read (names are not carried
@@ -244,9 +258,12 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
 
     def propose_symbol(
         stable_id: StableId,
-        name: Annotated[str, Field(description="A C-like identifier, optionally qualified with ::.")],
-        summary: Annotated[str, Field(description="What the function does: purpose, parameters, behaviour.")] = "",
-        confidence: Annotated[float, Field(ge=0.0, le=1.0, description="How sure you are, 0.0 to 1.0.")] = 0.5,
+        name: Text("A C-like identifier, optionally qualified with ::.", MAX_NAME),
+        summary: Text("What the function does: purpose, parameters, behaviour (plain text;"
+                      " newlines and tabs allowed, no other control characters).", MAX_SUMMARY) = "",
+        # a JSON number 0..1 (1 and 0 included); never a boolean or a string
+        confidence: Annotated[float, Field(strict=True, ge=0.0, le=1.0, allow_inf_nan=False,
+                                           description="How sure you are, 0.0 to 1.0.")] = 0.5,
     ) -> dict[str, Any]:
         """Propose a name (and optionally a summary) for a function. It is recorded with
         provenance "agent" and actor "agent:mcp", and the KB's gate decides: written when
