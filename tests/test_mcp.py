@@ -42,6 +42,7 @@ TOOLS = {
     "propose_symbol": (("stable_id", "name"), {"summary": "", "confidence": 0.5},
                        {"stable_id": "string", "name": "string", "summary": "string",
                         "confidence": "number"}),
+    "analyze_version": (("version_id",), {}, {"version_id": "integer"}),
 }
 VERSION_KEYS = {"id", "label", "toolchain_version", "functions", "shared_memory"}
 ENTRY_KEYS = {"index", "stable_id", "type", "name", "provenance", "confidence"}
@@ -148,7 +149,7 @@ def test_tools_and_schemas(demo_db):
                 assert "default" not in props[param], (name, param)
             assert len(tools[name]["description"]) > 80, f"{name}: tell an agent when to use it"
         assert tools["propose_symbol"]["inputSchema"]["properties"]["confidence"]["maximum"] == 1.0
-        assert not {"agent_backends", "analyze_version", "run_agent_pass"} & set(tools)
+        assert not {"agent_backends", "run_agent_pass"} & set(tools)
 
     run(main())
 
