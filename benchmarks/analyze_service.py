@@ -38,8 +38,10 @@ def _events(conn) -> int:
 
 def bench_time(files: list[Path]) -> None:
     print("1. time, same process and KB: ingest_file vs analyze_version (then the re-run)")
-    print(f"  {'module':<52} {'MB':>5} {'ingest':>8} {'analyze':>8} {'re-run':>8} "
-          f"{'ratio':>6}  written/refused/unchanged/skipped  facts  structs  new events")
+    print(
+        f"  {'module':<52} {'MB':>5} {'ingest':>8} {'analyze':>8} {'re-run':>8} "
+        f"{'ratio':>6}  written/refused/unchanged/skipped  facts  structs  new events"
+    )
     for path in files:
         with tempfile.TemporaryDirectory() as tmp:
             conn = open_rw(Path(tmp) / "kb.db")
@@ -55,10 +57,12 @@ def bench_time(files: list[Path]) -> None:
             conn.close()
         n = res["summary"]["names"]
         assert again["summary"]["names"]["written"] == 0
-        print(f"  {path.name[:52]:<52} {path.stat().st_size / 1e6:5.1f} {t1 - t0:7.2f}s "
-              f"{t2 - t1:7.2f}s {t3 - t2:7.2f}s {(t2 - t1) / (t1 - t0):6.2f}  "
-              f"{n['written']:>4}/{n['refused']}/{n['unchanged']}/{n['skipped']:<18} "
-              f"{len(res['thread_facts']):>6} {len(res['structs']):>8} {new_events:>6}")
+        print(
+            f"  {path.name[:52]:<52} {path.stat().st_size / 1e6:5.1f} {t1 - t0:7.2f}s "
+            f"{t2 - t1:7.2f}s {t3 - t2:7.2f}s {(t2 - t1) / (t1 - t0):6.2f}  "
+            f"{n['written']:>4}/{n['refused']}/{n['unchanged']}/{n['skipped']:<18} "
+            f"{len(res['thread_facts']):>6} {len(res['structs']):>8} {new_events:>6}"
+        )
 
 
 def bench_gt(pairs: list[str]) -> None:
@@ -66,7 +70,9 @@ def bench_gt(pairs: list[str]) -> None:
     wrong: list[str] = []
     outcomes: dict[str, int] = defaultdict(int)
     for pair in pairs:
-        truth = analyze_module((CORPUS / "gt" / f"{pair}.named.wasm").read_bytes()).module.func_names
+        truth = analyze_module(
+            (CORPUS / "gt" / f"{pair}.named.wasm").read_bytes()
+        ).module.func_names
         with tempfile.TemporaryDirectory() as tmp:
             conn = open_rw(Path(tmp) / "kb.db")
             vid = ingest_file(conn, CORPUS / "gt" / f"{pair}.stripped.wasm").version_id
@@ -75,12 +81,21 @@ def bench_gt(pairs: list[str]) -> None:
         for n in res["names"]:
             outcomes[n["outcome"]] += 1
         # a Zig path the KB spells with "::" (the gate's identifiers) is compared as dotted
-        written = [{"func_index": n["func_index"], "name": n["name"].replace("::", "."),
-                    "evidence": {"recognizer": n["recognizer"]}}
-                   for n in res["names"] if n["outcome"] == "written"]
+        written = [
+            {
+                "func_index": n["func_index"],
+                "name": n["name"].replace("::", "."),
+                "evidence": {"recognizer": n["recognizer"]},
+            }
+            for n in res["names"]
+            if n["outcome"] == "written"
+        ]
         wrong += score(written, res["review"], truth, table)
-    print_table(f"2. names written through the gate on {len(pairs)} corpus gt stripped builds "
-                f"(outcomes over all: {dict(sorted(outcomes.items()))})", table)
+    print_table(
+        f"2. names written through the gate on {len(pairs)} corpus gt stripped builds "
+        f"(outcomes over all: {dict(sorted(outcomes.items()))})",
+        table,
+    )
     for line in wrong[:20]:
         print(line)
 
@@ -97,10 +112,11 @@ def main(argv: list[str] | None = None) -> int:
         files = [DEMO]
     else:
         files = sorted((CORPUS / "release").glob("*.wasm"), key=lambda p: -p.stat().st_size)
-        files = files[:args.top]
+        files = files[: args.top]
     bench_time(files)
-    pairs = sorted({p.name.removesuffix(".stripped.wasm")
-                    for p in (CORPUS / "gt").glob("*.stripped.wasm")})
+    pairs = sorted(
+        {p.name.removesuffix(".stripped.wasm") for p in (CORPUS / "gt").glob("*.stripped.wasm")}
+    )
     if pairs:
         bench_gt(pairs[:1] if args.smoke else pairs)
     else:

@@ -45,6 +45,7 @@ THREADS_WAT = """
 
 # ---------------------------------------------------------------- helpers
 
+
 def events(conn) -> int:
     return conn.execute("SELECT COUNT(*) FROM annotation_events").fetchone()[0]
 
@@ -81,6 +82,7 @@ def threads_kb(tmp_path) -> tuple[Path, int]:
 
 # ---------------------------------------------------------------- the service on the demo KB
 
+
 def test_names_written_as_agent_by_analyzer(demo_kb):
     conn = open_rw(demo_kb)
     before = events(conn)
@@ -91,7 +93,11 @@ def test_names_written_as_agent_by_analyzer(demo_kb):
     for n in written:
         fn = queries.get_function(conn, 1, n["func_index"])
         sym = fn["symbol"]
-        assert (sym["name"], sym["provenance"], sym["confidence"]) == (n["name"], "agent", n["confidence"])
+        assert (sym["name"], sym["provenance"], sym["confidence"]) == (
+            n["name"],
+            "agent",
+            n["confidence"],
+        )
         assert sym["evidence"][0]["actor"] == ACTOR
         assert sym["evidence"][0]["recognizer"]
         last = queries.annotation_events(conn, fn["stable_id"])[-1]
@@ -133,20 +139,26 @@ def test_locked_human_and_higher_confidence_oracle_names_survive(demo_kb):
     locked, unlocked, oracle_hi, oracle_lo = unnamed[:4]
     sid = {i: queries.get_function(conn, 1, i)["stable_id"] for i in unnamed[:4]}
     upsert_symbol(conn, sid[locked], "kept_locked", provenance="human", confidence=1.0, actor="t")
-    upsert_symbol(conn, sid[unlocked], "kept_human", provenance="human", confidence=0.3,
-                  actor="t", lock=False)
-    upsert_symbol(conn, sid[oracle_hi], "kept_oracle", provenance="oracle", confidence=0.99,
-                  actor="t")
-    upsert_symbol(conn, sid[oracle_lo], "weak_oracle", provenance="oracle", confidence=0.1,
-                  actor="t")
+    upsert_symbol(
+        conn, sid[unlocked], "kept_human", provenance="human", confidence=0.3, actor="t", lock=False
+    )
+    upsert_symbol(
+        conn, sid[oracle_hi], "kept_oracle", provenance="oracle", confidence=0.99, actor="t"
+    )
+    upsert_symbol(
+        conn, sid[oracle_lo], "weak_oracle", provenance="oracle", confidence=0.1, actor="t"
+    )
     before = events(conn)
     res = analyze_version(conn, 1)
     outcome = {n["func_index"]: n for n in res["names"]}
     for i, name in ((locked, "kept_locked"), (unlocked, "kept_human"), (oracle_hi, "kept_oracle")):
         assert queries.get_function(conn, 1, i)["name"] == name
         assert outcome[i]["outcome"] == "refused"
-        rejections = [e for e in queries.annotation_events(conn, sid[i])
-                      if e["actor"] == ACTOR and not e["written"]]
+        rejections = [
+            e
+            for e in queries.annotation_events(conn, sid[i])
+            if e["actor"] == ACTOR and not e["written"]
+        ]
         assert len(rejections) == 1
     assert "locked" in outcome[locked]["reason"]
     # the contract's gate: a higher-confidence agent write replaces a weaker oracle name
@@ -176,6 +188,7 @@ def test_kb_name_spelling():
 
 
 # ---------------------------------------------------------------- thread facts, structs, views
+
 
 def test_thread_facts_and_structs_stored_and_read(threads_kb):
     db, vid = threads_kb
@@ -223,24 +236,35 @@ def test_tui_detail_shows_threads_and_structs(threads_kb):
 
 # ---------------------------------------------------------------- CLI
 
+
 def test_cli_json_shape_and_summary(demo_kb):
-    r = subprocess.run(CLI + ["--db", str(demo_kb), "analyze", "1", "--json"],
-                       capture_output=True, text=True, check=True)
+    r = subprocess.run(
+        CLI + ["--db", str(demo_kb), "analyze", "1", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     res = json.loads(r.stdout)
     assert {"thread_facts", "structs", "names", "review", "summary"} <= set(res)
-    assert res["structs"] and all({"name", "source_function", "fields"} <= set(s) for s in res["structs"])
+    assert res["structs"] and all(
+        {"name", "source_function", "fields"} <= set(s) for s in res["structs"]
+    )
     assert res["summary"]["names"]["written"] > 0
     assert res["summary"]["structs"] == len(res["structs"])
-    r2 = subprocess.run(CLI + ["--db", str(demo_kb), "analyze", "1"],
-                        capture_output=True, text=True, check=True)
+    r2 = subprocess.run(
+        CLI + ["--db", str(demo_kb), "analyze", "1"], capture_output=True, text=True, check=True
+    )
     assert "0 written" in r2.stdout and f"structs: {len(res['structs'])} recovered" in r2.stdout
     assert "thread facts: none" in r2.stdout
-    bad = subprocess.run(CLI + ["--db", str(demo_kb), "analyze", "42"], capture_output=True, text=True)
+    bad = subprocess.run(
+        CLI + ["--db", str(demo_kb), "analyze", "42"], capture_output=True, text=True
+    )
     assert bad.returncode == 1 and "unknown version id 42" in bad.stderr
     assert "Traceback" not in bad.stderr
 
 
 # ---------------------------------------------------------------- MCP
+
 
 def test_mcp_analyze_version(demo_kb):
     pytest.importorskip("mcp.client.stdio")
@@ -268,8 +292,9 @@ def test_mcp_analyze_version(demo_kb):
     assert "unknown version id 77" in err and "list_versions" in err
     conn = open_ro(demo_kb)
     assert queries.analysis_result(conn, 1)["structs"] == first["structs"]
-    sym = queries.get_function(conn, 1, next(n["func_index"] for n in first["names"]
-                                             if n["outcome"] == "written"))["symbol"]
+    sym = queries.get_function(
+        conn, 1, next(n["func_index"] for n in first["names"] if n["outcome"] == "written")
+    )["symbol"]
     assert sym["provenance"] == "agent" and sym["evidence"][0]["actor"] == ACTOR
 
 
@@ -302,9 +327,22 @@ def test_wasi_libc_program_named_right(tmp_path):
             (bindir / tool).symlink_to(shutil.which(tool))
     src, out, mapf = tmp_path / "p.c", tmp_path / "p.wasm", tmp_path / "p.map"
     src.write_text(WASI_PROG)
-    r = subprocess.run([str(bindir / "clang"), "--target=wasm32-wasi", "--sysroot=/usr", "-O2",
-                        str(src), "-o", str(out), f"-Wl,--Map={mapf}", "-Wl,--strip-all"],
-                       capture_output=True, text=True, env={"PATH": str(bindir)})
+    r = subprocess.run(
+        [
+            str(bindir / "clang"),
+            "--target=wasm32-wasi",
+            "--sysroot=/usr",
+            "-O2",
+            str(src),
+            "-o",
+            str(out),
+            f"-Wl,--Map={mapf}",
+            "-Wl,--strip-all",
+        ],
+        capture_output=True,
+        text=True,
+        env={"PATH": str(bindir)},
+    )
     if r.returncode:
         pytest.skip(f"wasi-libc link failed: {r.stderr[:200]}")
     sys.path.insert(0, str(REFS))

@@ -14,8 +14,13 @@ from kbtool.commands.common import DbOption, JsonOption, console, err_console, p
 from kbtool.render.text import lit
 
 BAR_AFTER_SECONDS = 1.0
-STAGES = {"decode": "decoding", "names": "recognising names", "threads": "thread facts",
-          "structs": "recovering structs", "write": "writing through the gate"}
+STAGES = {
+    "decode": "decoding",
+    "names": "recognising names",
+    "threads": "thread facts",
+    "structs": "recovering structs",
+    "write": "writing through the gate",
+}
 
 
 def register(app: typer.Typer) -> None:
@@ -38,13 +43,19 @@ class LazyBar:
         if self.bar is None:
             if time.perf_counter() - self.t0 < BAR_AFTER_SECONDS:
                 return
-            self.bar = Progress(TextColumn("{task.description}"), BarColumn(),
-                                TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(),
-                                console=err_console, transient=True)
+            self.bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TextColumn("{task.percentage:>3.0f}%"),
+                TimeElapsedColumn(),
+                console=err_console,
+                transient=True,
+            )
             self.bar.start()
             self.task = self.bar.add_task("", total=1)
-        self.bar.update(self.task, description=STAGES.get(stage, stage),
-                        completed=done, total=max(total, 1))
+        self.bar.update(
+            self.task, description=STAGES.get(stage, stage), completed=done, total=max(total, 1)
+        )
 
     def close(self) -> None:
         if self.bar is not None:
@@ -78,13 +89,21 @@ def analyze_cmd(
 
 def print_summary(res: dict[str, Any], secs: float) -> None:
     s = res["summary"]
-    console.print(Text.assemble("analysed version ", (str(res["version_id"]), "bold"), " ",
-                                lit(res["label"], "bold cyan"), f" in {secs:.2f}s"))
+    console.print(
+        Text.assemble(
+            "analysed version ",
+            (str(res["version_id"]), "bold"),
+            " ",
+            lit(res["label"], "bold cyan"),
+            f" in {secs:.2f}s",
+        )
+    )
     n = s["names"]
     console.print(
         f"names: {s['recognised']} recognised -> {n['written']} written, {n['refused']} refused "
         f"by the gate, {n['unchanged']} unchanged, {n['skipped']} skipped; "
-        f"{s['review']} left for review (fit several names)")
+        f"{s['review']} left for review (fit several names)"
+    )
     if s["names_by_family"]:
         t = Table(box=None, padding=(0, 2), pad_edge=False)
         t.add_column("family")

@@ -78,11 +78,13 @@ def analyze_version(
     data = queries.module_bytes(conn, version_id)
     if data is None:
         raise AnalyzeError(
-            f"version {version_id} has no stored module bytes; re-ingest the module to analyse it")
+            f"version {version_id} has no stored module bytes; re-ingest the module to analyse it"
+        )
     workers = 2 if len(data) > PARALLEL_DECODE_BYTES and (os.cpu_count() or 1) > 1 else 1
     try:
         analysis = analyze_module(
-            data, workers=workers,
+            data,
+            workers=workers,
             progress=(lambda done, total: progress("decode", done, total)) if progress else None,
         )
     except WasmFormatError as exc:
@@ -109,10 +111,14 @@ def analyze_version(
 
 
 def _write_names(
-    conn: sqlite3.Connection, version_id: int, recognised: list[dict[str, Any]],
+    conn: sqlite3.Connection,
+    version_id: int,
+    recognised: list[dict[str, Any]],
     progress: Progress | None,
 ) -> list[dict[str, Any]]:
-    entries = {e["index"]: e for e in queries.list_functions(conn, version_id, include_imports=True)}
+    entries = {
+        e["index"]: e for e in queries.list_functions(conn, version_id, include_imports=True)
+    }
     holder: dict[str, int] = {}
     for e in entries.values():
         if e["name"]:
@@ -123,9 +129,15 @@ def _write_names(
         entry = entries.get(idx)
         name = kb_name(n["name"])
         conf = float(n["confidence"])
-        rec = {"func_index": idx, "stable_id": entry["stable_id"] if entry else None,
-               "name": name or n["name"], "reference_name": n["name"], "confidence": conf,
-               "family": n["family"], "recognizer": n["evidence"].get("recognizer")}
+        rec = {
+            "func_index": idx,
+            "stable_id": entry["stable_id"] if entry else None,
+            "name": name or n["name"],
+            "reference_name": n["name"],
+            "confidence": conf,
+            "family": n["family"],
+            "recognizer": n["evidence"].get("recognizer"),
+        }
         rec["outcome"], rec["reason"] = _propose(conn, version_id, entry, name, conf, n, holder)
         out.append(rec)
         if progress and k % 64 == 0:
@@ -134,8 +146,13 @@ def _write_names(
 
 
 def _propose(
-    conn: sqlite3.Connection, version_id: int, entry: dict[str, Any] | None, name: str | None,
-    conf: float, n: dict[str, Any], holder: dict[str, int],
+    conn: sqlite3.Connection,
+    version_id: int,
+    entry: dict[str, Any] | None,
+    name: str | None,
+    conf: float,
+    n: dict[str, Any],
+    holder: dict[str, int],
 ) -> tuple[str, str]:
     """(outcome, reason) of one recognised name."""
     if entry is None:
@@ -149,24 +166,41 @@ def _propose(
         return "unchanged", f"already named so ({entry['provenance']})"
     sid = entry["stable_id"]
     last = queries.last_annotation_event(conn, sid)
-    if (last is not None and not last["written"] and last["actor"] == ACTOR
-            and last["new_name"] == name and last["confidence"] == conf):
+    if (
+        last is not None
+        and not last["written"]
+        and last["actor"] == ACTOR
+        and last["new_name"] == name
+        and last["confidence"] == conf
+    ):
         # nothing changed the record since the gate refused this very proposal
         return "refused", last["reason"]
     evidence = dict(n["evidence"])
     if name != n["name"]:
         evidence["reference_name"] = n["name"]
     evidence["actor"] = ACTOR
-    d = upsert_symbol(conn, sid, name, provenance=PROVENANCE, confidence=conf, actor=ACTOR,
-                      evidence=evidence, version_id=version_id)
+    d = upsert_symbol(
+        conn,
+        sid,
+        name,
+        provenance=PROVENANCE,
+        confidence=conf,
+        actor=ACTOR,
+        evidence=evidence,
+        version_id=version_id,
+    )
     if d["written"]:
         holder[name] = entry["index"]
         return "written", d["reason"]
     return ("unchanged" if d["reason"] == "no change" else "refused"), d["reason"]
 
 
-def _summary(names: list[dict[str, Any]], review: list[dict[str, Any]],
-             facts: list[dict[str, Any]], structs: list[dict[str, Any]]) -> dict[str, Any]:
+def _summary(
+    names: list[dict[str, Any]],
+    review: list[dict[str, Any]],
+    facts: list[dict[str, Any]],
+    structs: list[dict[str, Any]],
+) -> dict[str, Any]:
     by_family: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(OUTCOMES, 0))
     totals = dict.fromkeys(OUTCOMES, 0)
     for n in names:
