@@ -38,6 +38,7 @@ __import__("kbtool.commands.tui", fromlist=["register"]).register(app)
 __import__("kbtool.commands.diff", fromlist=["register"]).register(app)
 __import__("kbtool.commands.deep", fromlist=["register"]).register(app)
 __import__("kbtool.commands.agent", fromlist=["register"]).register(app)
+__import__("kbtool.commands.analyze", fromlist=["register"]).register(app)
 
 
 def main(argv: list[str] | None = None) -> int:

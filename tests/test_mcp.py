@@ -46,6 +46,7 @@ TOOLS = {
     "run_agent_pass": (("version_id",), {"backend": "auto", "only_unconfident": True, "rounds": 1},
                        {"version_id": "integer", "backend": "string",
                         "only_unconfident": "boolean", "rounds": "integer"}),
+    "analyze_version": (("version_id",), {}, {"version_id": "integer"}),
 }
 VERSION_KEYS = {"id", "label", "toolchain_version", "functions", "shared_memory"}
 ENTRY_KEYS = {"index", "stable_id", "type", "name", "provenance", "confidence"}
@@ -152,7 +153,6 @@ def test_tools_and_schemas(demo_db):
                 assert "default" not in props[param], (name, param)
             assert len(tools[name]["description"]) > 80, f"{name}: tell an agent when to use it"
         assert tools["propose_symbol"]["inputSchema"]["properties"]["confidence"]["maximum"] == 1.0
-        assert "analyze_version" not in tools
 
     run(main())
 

@@ -105,7 +105,7 @@ def test_stdout_carries_only_the_protocol(demo_db, tmp_path):  # noqa: F811
     assert init["result"]["serverInfo"]["name"] == "kbtool"
     srv.send("notifications/initialized", notify=True)
     tools = srv.send("tools/list", {})["result"]["tools"]
-    assert len(tools) == 11
+    assert len(tools) == 12
     calls = [
         ("list_versions", {}), ("coverage", {"version_id": a}),
         ("list_functions", {"version_id": a, "include_imports": True}),

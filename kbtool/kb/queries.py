@@ -14,7 +14,6 @@ from array import array
 from typing import Any, TypedDict
 
 from kbtool.kb.errors import (
-    KBError,
     UnknownFunctionError,
     UnknownStableIdError,
     UnknownVersionError,
@@ -737,22 +736,6 @@ def function_names(conn: sqlite3.Connection, version_id: int) -> dict[int, str]:
     return out
 
 
-def module_bytes(conn: sqlite3.Connection, version_id: int) -> bytes:
-    """The ingested bytes of a version (KBError when the KB no longer has them)."""
-    _version_row(conn, version_id)
-    row = conn.execute("SELECT data FROM modules WHERE version_id = ?", (version_id,)).fetchone()
-    if row is None:
-        raise KBError(f"version {version_id} has no stored module bytes (re-ingest the file)")
-    return bytes(row[0])
-
-
-def structs(conn: sqlite3.Connection, version_id: int) -> list[dict[str, Any]]:
-    """Recovered structs of a version (``kbtool analyze``): name, source_function, fields,
-    members ([func_index, param_index] pairs)."""
-    return [{"name": r["name"], "source_function": r["source_function"],
-             "fields": json.loads(r["fields"]), "members": json.loads(r["members"] or "[]")}
-            for r in conn.execute("SELECT * FROM structs WHERE version_id = ? ORDER BY name",
-                                  (version_id,))]
 # ---------------------------------------------------------------- agent pass input
 
 def agent_rows(conn: sqlite3.Connection, version_id: int) -> list[dict[str, Any]]:
@@ -784,3 +767,91 @@ def agent_rows(conn: sqlite3.Connection, version_id: int) -> list[dict[str, Any]
                 "name": r[16], "provenance": r[17], "confidence": r[18], "locked": bool(r[19])},
         })
     return out
+# ---------------------------------------------------------------- static analysis (analyze)
+
+def module_bytes(conn: sqlite3.Connection, version_id: int) -> bytes | None:
+    """The stored module bytes of a version (None when the KB holds none for it)."""
+    _version_row(conn, version_id)
+    row = conn.execute("SELECT data FROM modules WHERE version_id = ?", (version_id,)).fetchone()
+    return bytes(row[0]) if row is not None else None
+
+
+def thread_facts(
+    conn: sqlite3.Connection, version_id: int, func_index: int | None = None
+) -> list[dict[str, Any]]:
+    """The stored thread facts of a version (or of one function), in recorded order."""
+    _version_row(conn, version_id)
+    if func_index is None:
+        rows = conn.execute(
+            "SELECT payload FROM thread_facts WHERE version_id = ? ORDER BY seq", (version_id,))
+    else:
+        rows = conn.execute(
+            "SELECT payload FROM thread_facts WHERE version_id = ? AND func_index = ?"
+            " ORDER BY seq", (version_id, func_index))
+    return [json.loads(r[0]) for r in rows]
+
+
+def _struct(row: sqlite3.Row) -> dict[str, Any]:
+    return {"name": row["name"], "source_function": row["source_function"],
+            "fields": json.loads(row["fields"]), "members": json.loads(row["members"])}
+
+
+def structs(conn: sqlite3.Connection, version_id: int) -> list[dict[str, Any]]:
+    """The recovered structs of a version: {name, source_function, fields, members},
+    ordered by source function then name."""
+    _version_row(conn, version_id)
+    return [_struct(r) for r in conn.execute(
+        "SELECT name, source_function, fields, members FROM structs WHERE version_id = ?"
+        " ORDER BY source_function, name", (version_id,))]
+
+
+def structs_for_function(
+    conn: sqlite3.Connection, version_id: int, func_index: int
+) -> list[dict[str, Any]]:
+    """The structs of a version that one function accesses (it is among their members)."""
+    _version_row(conn, version_id)
+    needle = f'"func_index":{int(func_index)},'  # compact JSON written by kb.store
+    out = []
+    for r in conn.execute(
+        "SELECT name, source_function, fields, members FROM structs"
+        " WHERE version_id = ? AND instr(members, ?) > 0 ORDER BY source_function, name",
+        (version_id, needle),
+    ):
+        s = _struct(r)
+        if any(m.get("func_index") == func_index for m in s["members"]):
+            s["bases"] = [m.get("base") for m in s["members"] if m.get("func_index") == func_index]
+            out.append(s)
+    return out
+
+
+def last_analysis_run(
+    conn: sqlite3.Connection, version_id: int, kind: str = "analyze"
+) -> dict[str, Any] | None:
+    """The latest run record of ``kind`` for a version: {id, kind, summary, created_at}."""
+    row = conn.execute(
+        "SELECT id, kind, summary, created_at FROM analysis_runs WHERE version_id = ? AND kind = ?"
+        " ORDER BY id DESC LIMIT 1", (version_id, kind)).fetchone()
+    if row is None:
+        return None
+    return {"id": row[0], "kind": row[1], "summary": json.loads(row[2]), "created_at": row[3]}
+
+
+def analysis_result(conn: sqlite3.Connection, version_id: int) -> dict[str, Any]:
+    """The stored Analysis result of a version (the contract's shape: ``thread_facts``,
+    ``structs``) plus ``version_id``, ``analyzed`` and the last run's ``summary``."""
+    run = last_analysis_run(conn, version_id)
+    return {
+        "version_id": version_id,
+        "analyzed": run is not None,
+        "thread_facts": thread_facts(conn, version_id),
+        "structs": structs(conn, version_id),
+        "summary": run["summary"] if run else None,
+    }
+
+
+def last_annotation_event(conn: sqlite3.Connection, stable_id: str) -> dict[str, Any] | None:
+    """The newest gate decision recorded for a function (written or refused), or None."""
+    row = conn.execute(
+        f"SELECT {_EVENT_COLUMNS} FROM annotation_events WHERE stable_id = ?"
+        " ORDER BY id DESC LIMIT 1", (stable_id,)).fetchone()
+    return _event(row) if row is not None else None

@@ -38,6 +38,7 @@ TOOL_NAMES = (
     "list_versions", "coverage", "list_functions", "get_function_facts", "get_symbol",
     "search_symbols", "get_diff", "export_kb_text", "propose_symbol",
     "agent_backends", "run_agent_pass",
+    "analyze_version",
 )
 INSTRUCTIONS = """\
 kbtool is a knowledge base of the releases (versions) of a WebAssembly module and the names
@@ -296,4 +297,5 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         (export_kb_text, True, as_text),
         (propose_symbol, False, as_json),
         *__import__("kbtool.mcp.tools_agents", fromlist=["tools"]).tools(db_path),
+        *__import__("kbtool.mcp.tools_analysis", fromlist=["tools"]).tools(db_path),
     ]

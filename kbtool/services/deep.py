@@ -36,6 +36,8 @@ BACKEND = "offline"
 
 def _lift_module(conn: sqlite3.Connection, version_id: int) -> tuple[LiftModule, dict[int, str]]:
     data = queries.module_bytes(conn, version_id)
+    if data is None:
+        raise KBError(f"version {version_id} has no stored module bytes (re-ingest the file)")
     module = parse_module(data)
     names = Names.from_module(module)
     kb_names = queries.function_names(conn, version_id)
@@ -167,6 +169,12 @@ def _struct_params(conn: sqlite3.Connection, version_id: int) -> dict[int, dict[
     out: dict[int, dict[int, str]] = {}
     for s in queries.structs(conn, version_id):
         for member in s.get("members", []):
-            if isinstance(member, list | tuple) and len(member) == 2:
-                out.setdefault(int(member[0]), {}).setdefault(int(member[1]), s["name"])
+            if isinstance(member, dict):
+                fi, pi = member.get("func_index"), member.get("param_index", member.get("param"))
+            elif isinstance(member, list | tuple) and len(member) == 2:
+                fi, pi = member
+            else:
+                continue
+            if isinstance(fi, int) and isinstance(pi, int):
+                out.setdefault(fi, {}).setdefault(pi, s["name"])
     return out

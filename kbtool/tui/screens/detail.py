@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 from rich.console import Group
 from rich.table import Table
@@ -21,6 +22,8 @@ from kbtool.tui.widgets.lists import LinkList, TitleBar
 from kbtool.tui.widgets.palette import name_text, prov_text
 
 MAX_STRINGS = 40
+MAX_STRUCTS = 8
+MAX_FIELDS = 12
 
 
 def link_text(entry: dict) -> Text:
@@ -58,6 +61,7 @@ class DetailScreen(KbScreen):
             with VerticalScroll(id="detail-main"):
                 yield Static(id="record")
                 yield Static(id="facts")
+                yield Static(id="threads")
             with Vertical(id="links"):
                 yield Static(id="callers-label", classes="links-label")
                 yield LinkList(id="callers")
@@ -84,6 +88,11 @@ class DetailScreen(KbScreen):
         self.query_one("#record", Static).update(self._record(fn, label))
         facts = None if fn["imported"] else queries.get_function_facts(conn, self.version_id, self.index)
         self.query_one("#facts", Static).update(self._facts(fn, facts))
+        threads = self.query_one("#threads", Static)
+        analysis = None if fn["imported"] else self._analysis(conn)
+        threads.display = analysis is not None
+        if analysis is not None:
+            threads.update(analysis)
         if fn["imported"]:
             callers_, callees_ = queries.callers(conn, self.version_id, self.index), []
         else:
@@ -173,6 +182,43 @@ class DetailScreen(KbScreen):
             g.add_row("globals", Text(", ".join(str(x) for x in facts["globals_used"][:30])))
         g.add_row("memory", Text(f"{len(facts['memory_accesses'])} loads/stores"))
         return Group(Text(""), Text("facts", style="bold underline"), g)
+
+    def _analysis(self, conn) -> Group | None:
+        """Thread facts of this function and the structs it accesses (`kbtool analyze`);
+        None when the version was never analysed."""
+        if queries.last_analysis_run(conn, self.version_id) is None:
+            return None
+        facts = queries.thread_facts(conn, self.version_id, self.index)
+        structs = queries.structs_for_function(conn, self.version_id, self.index)
+        g = self._grid()
+        sites = [f for f in facts if f["kind"] == "atomic_site"]
+        if sites:
+            ops = Counter(f["op"] for f in sites)
+            g.add_row("atomics", Text(f"{len(sites)} sites: " + ", ".join(
+                f"{op} x{n}" for op, n in sorted(ops.items(), key=lambda kv: (-kv[1], kv[0])))))
+        for f in facts:
+            if f["kind"] == "lock":
+                g.add_row("lock", Text(f"{f['pattern']} ({', '.join(f['evidence']['atomic_classes'])})"))
+            elif f["kind"] == "worker_entry":
+                g.add_row("worker", Text.assemble("thread entry (export ", lit(f["export"]), ")"))
+            elif f["kind"] == "worker_only":
+                g.add_row("worker", Text("runs only on worker threads (reached only from thread entries)"))
+        if not g.rows:
+            g.add_row("", Text("no atomics, locks or worker-only facts", style="dim"))
+        parts: list = [Text(""), Text("threads", style="bold underline"), g]
+        sg = self._grid()
+        for st in structs[:MAX_STRUCTS]:
+            fields = ", ".join(f"+{f['offset']} {f['type']}" for f in st["fields"][:MAX_FIELDS])
+            if len(st["fields"]) > MAX_FIELDS:
+                fields += f", … {len(st['fields']) - MAX_FIELDS} more"
+            via = ", ".join(b for b in st["bases"] if b)
+            sg.add_row(lit(st["name"]), Text(f"{via}: {{{fields}}}  first seen in #{st['source_function']}"))
+        if len(structs) > MAX_STRUCTS:
+            sg.add_row("", Text(f"… {len(structs) - MAX_STRUCTS} more", style="dim"))
+        if not structs:
+            sg.add_row("", Text("no recovered struct accessed here", style="dim"))
+        parts += [Text("structs", style="bold underline"), sg]
+        return Group(*parts)
 
     # ------------------------------------------------------------ actions
 
