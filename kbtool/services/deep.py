@@ -170,7 +170,8 @@ def _struct_params(conn: sqlite3.Connection, version_id: int) -> dict[int, dict[
     for s in queries.structs(conn, version_id):
         for member in s.get("members", []):
             if isinstance(member, dict):
-                fi, pi = member.get("func_index"), member.get("param_index", member.get("param"))
+                fi, base = member.get("func_index"), str(member.get("base", ""))
+                pi = int(base[1:]) if re.fullmatch(r"p\d+", base) else None
             elif isinstance(member, list | tuple) and len(member) == 2:
                 fi, pi = member
             else:
