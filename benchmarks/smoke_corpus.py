@@ -23,18 +23,38 @@ from pathlib import Path
 FAMILY = "tiny"
 BUILDS = (("1.0.0", "O2"), ("1.1.0", "O2"), ("1.1.0", "Os"))
 FUNCTIONS = 60
-WORDS = ("parse", "read", "write", "hash", "block", "frame", "table", "huf", "fse", "decode",
-         "encode", "init", "free", "alloc", "copy", "seq", "lit", "dict", "window", "emit")
+WORDS = (
+    "parse",
+    "read",
+    "write",
+    "hash",
+    "block",
+    "frame",
+    "table",
+    "huf",
+    "fse",
+    "decode",
+    "encode",
+    "init",
+    "free",
+    "alloc",
+    "copy",
+    "seq",
+    "lit",
+    "dict",
+    "window",
+    "emit",
+)
 
 
 @dataclass
 class Func:
     name: str
-    arity: int                  # i32 params; every function returns one i32
+    arity: int  # i32 params; every function returns one i32
     consts: list[int]
     callees: list[str] = field(default_factory=list)
     loop: bool = False
-    string: int | None = None   # index of a data string it prints
+    string: int | None = None  # index of a data string it prints
     export: bool = False
 
 
@@ -42,9 +62,16 @@ def _library(rng: random.Random) -> list[Func]:
     funcs = []
     for k in range(FUNCTIONS):
         name = f"{WORDS[k % len(WORDS)]}_{WORDS[(k * 7 + 3) % len(WORDS)]}_{k}"
-        funcs.append(Func(name, 1 + k % 2, [rng.randrange(1, 5000) for _ in range(1 + k % 3)],
-                          loop=k % 5 == 0, string=k % len(WORDS) if k % 4 == 0 else None,
-                          export=k % 9 == 0))
+        funcs.append(
+            Func(
+                name,
+                1 + k % 2,
+                [rng.randrange(1, 5000) for _ in range(1 + k % 3)],
+                loop=k % 5 == 0,
+                string=k % len(WORDS) if k % 4 == 0 else None,
+                export=k % 9 == 0,
+            )
+        )
     for k, f in enumerate(funcs):
         f.callees = [funcs[rng.randrange(k)].name for _ in range(k % 4) if k > 0]
     return funcs
@@ -57,14 +84,20 @@ def _release(base: list[Func], rng: random.Random) -> list[Func]:
     for f in base:
         if f.name in dropped:
             continue
-        g = Func(f.name, f.arity, list(f.consts), [c for c in f.callees if c not in dropped],
-                 f.loop, f.string, f.export)
+        g = Func(
+            f.name,
+            f.arity,
+            list(f.consts),
+            [c for c in f.callees if c not in dropped],
+            f.loop,
+            f.string,
+            f.export,
+        )
         if rng.random() < 0.15:
             g.consts[0] += 1
         out.append(g)
     for j in range(3):
-        out.insert(20 + 9 * j, Func(f"new_feature_{j}", 1, [900 + j], [base[2 + j].name],
-                                    string=j))
+        out.insert(20 + 9 * j, Func(f"new_feature_{j}", 1, [900 + j], [base[2 + j].name], string=j))
     return out
 
 
@@ -75,26 +108,45 @@ def _wat(funcs: list[Func], opt: str) -> str:
     for w in WORDS:
         offsets.append(pos)
         pos += len(w) + len(" failed") + 1
-    lines = ['(module', '  (import "env" "puts" (func $puts (param i32)))', "  (memory 1)",
-             "  (global $g (mut i32) (i32.const 0))", f'  (data (i32.const 1024) "{data}")']
+    lines = [
+        "(module",
+        '  (import "env" "puts" (func $puts (param i32)))',
+        "  (memory 1)",
+        "  (global $g (mut i32) (i32.const 0))",
+        f'  (data (i32.const 1024) "{data}")',
+    ]
     for f in funcs:
         params = " ".join("i32" for _ in range(f.arity))
         export = f' (export "{f.name}")' if f.export else ""
         body = ["local.get 0"]
-        for c in f.consts:       # Os folds the constant first: same shape, another body hash
-            body += [f"i32.const {c}", "i32.add"] if opt == "O2" else [
-                f"i32.const {c}", "i32.xor", f"i32.const {c}", "i32.add"]
+        for c in f.consts:  # Os folds the constant first: same shape, another body hash
+            body += (
+                [f"i32.const {c}", "i32.add"]
+                if opt == "O2"
+                else [f"i32.const {c}", "i32.xor", f"i32.const {c}", "i32.add"]
+            )
         if f.arity == 2:
             body += ["local.get 1", "i32.mul"]
         body.append("local.set 0")
         if f.string is not None:
             body += [f"i32.const {offsets[f.string]}", "call $puts"]
         for c in f.callees:
-            body += ["local.get 0"] * arity[c] + [f"call ${c}", "global.get $g", "i32.add",
-                                                  "global.set $g"]
+            body += ["local.get 0"] * arity[c] + [
+                f"call ${c}",
+                "global.get $g",
+                "i32.add",
+                "global.set $g",
+            ]
         if f.loop:
-            body += ["loop $l", "local.get 0", "i32.const 1", "i32.sub", "local.tee 0",
-                     "br_if $l", "end"]
+            body += [
+                "loop $l",
+                "local.get 0",
+                "i32.const 1",
+                "i32.sub",
+                "local.tee 0",
+                "br_if $l",
+                "end",
+            ]
         body += ["local.get 0", "i32.load offset=8"]
         lines.append(f"  (func ${f.name}{export} (param {params}) (result i32)")
         lines += [f"    {op}" for op in body]
@@ -126,8 +178,15 @@ def make_corpus(dest: Path) -> Path:
         for role, names in (("named", True), ("stripped", False)):
             out = gt / f"{pair_id}.{role}.wasm"
             _assemble(wat, out, names)
-            modules.append({"file": f"gt/{out.name}", "pair_id": pair_id, "version": version,
-                            "role": role, "size": out.stat().st_size})
+            modules.append(
+                {
+                    "file": f"gt/{out.name}",
+                    "pair_id": pair_id,
+                    "version": version,
+                    "role": role,
+                    "size": out.stat().st_size,
+                }
+            )
         wat.unlink()
     (dest / "MANIFEST.json").write_text(json.dumps({"modules": modules}, indent=1))
     return dest

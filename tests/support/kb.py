@@ -36,16 +36,34 @@ def frozen_time(stamp: str = DEMO_TIME) -> Iterator[None]:
 
 def function_row(version_id: int, idx: int, stable_id: str, **cols: Any) -> dict[str, Any]:
     """A ``functions`` row of a defined function with no body facts (override any column)."""
-    return {"version_id": version_id, "idx": idx, "stable_id": stable_id, "imported": 0,
-            "type_sig": "() -> ()", **cols}
+    return {
+        "version_id": version_id,
+        "idx": idx,
+        "stable_id": stable_id,
+        "imported": 0,
+        "type_sig": "() -> ()",
+        **cols,
+    }
 
 
 def facts_row(version_id: int, idx: int, **cols: Any) -> dict[str, Any]:
     """A ``facts`` row of a function that calls, references and loops over nothing."""
-    return {"version_id": version_id, "idx": idx, "calls": "[]", "call_indirect": 0,
-            "ref_funcs": "[]", "consts": "[]", "strings": "[]", "globals_used": "[]",
-            "mem_ops": "[]", "atomic_sites": 0, "loops": 0, "ops": b"", "table_slots": "[]",
-            **cols}
+    return {
+        "version_id": version_id,
+        "idx": idx,
+        "calls": "[]",
+        "call_indirect": 0,
+        "ref_funcs": "[]",
+        "consts": "[]",
+        "strings": "[]",
+        "globals_used": "[]",
+        "mem_ops": "[]",
+        "atomic_sites": 0,
+        "loops": 0,
+        "ops": b"",
+        "table_slots": "[]",
+        **cols,
+    }
 
 
 def bare_kb(path: Path, stable_ids: list[str], label: str = "v1") -> sqlite3.Connection:
@@ -53,10 +71,17 @@ def bare_kb(path: Path, stable_ids: list[str], label: str = "v1") -> sqlite3.Con
     returns the open read-write connection."""
     conn = open_rw(path)
     with transaction(conn):
-        vid = store.insert_version(conn, {
-            "label": label, "sha256": "x", "size": 0, "imported_functions": 0,
-            "defined_functions": len(stable_ids), "exported_functions": 0,
-        })
+        vid = store.insert_version(
+            conn,
+            {
+                "label": label,
+                "sha256": "x",
+                "size": 0,
+                "imported_functions": 0,
+                "defined_functions": len(stable_ids),
+                "exported_functions": 0,
+            },
+        )
         store.insert_functions(conn, (function_row(vid, i, s) for i, s in enumerate(stable_ids)))
         store.insert_facts(conn, (facts_row(vid, i) for i in range(len(stable_ids))))
     return conn

@@ -8,7 +8,7 @@ from kbtool.tui.app import KbApp
 
 
 def make_app(db: Path | str, **kw) -> KbApp:
-    kw.setdefault("poll_seconds", None)   # tests call poll_changes() themselves: no timers racing
+    kw.setdefault("poll_seconds", None)  # tests call poll_changes() themselves: no timers racing
     kw.setdefault("blink", False)
     return KbApp(db, **kw)
 
@@ -23,4 +23,4 @@ async def settle(pilot) -> None:
     await pilot.app.workers.wait_for_complete()
     await pilot.pause()
     await pilot.app.workers.wait_for_complete()
-    await pilot.pause()          # the footer recomposes its keys one message later
+    await pilot.pause()  # the footer recomposes its keys one message later
