@@ -16,6 +16,8 @@ from collections import defaultdict
 from pathlib import Path
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+if not DEFAULT_CORPUS.is_dir():  # a git worktree elsewhere: the shared corpus
+    DEFAULT_CORPUS = Path("/work/shared/corpus")
 _OPT = re.compile(r"O[0-3sz]\Z")
 
 

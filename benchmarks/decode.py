@@ -1,12 +1,13 @@
 """Decode benchmark: kbtool.wasm.analyze_module next to ``wasm-objdump -d`` on one file.
 
     python benchmarks/decode.py [FILE ...] [--runs 3] [--workers 1] [--no-objdump]
-                                [--crosscheck]
+                                [--crosscheck] [--smoke]
 
 Default FILE: the largest module of ../shared/corpus. Prints, per file: best-of-N seconds
 of ``analyze_module`` (parse + decode + facts + hashes), MB/s, instructions/s, peak RSS of
 this process, and the wall time of ``wasm-objdump -d FILE > /dev/null`` in the same run.
-``--crosscheck`` also compares every function's mnemonics with wasm-objdump's.
+``--crosscheck`` also compares every function's mnemonics with wasm-objdump's. ``--smoke``: the
+bundled demo release (0.6 MB), one run, cross-checked (the test suite runs it).
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kbtool.wasm import analyze_module  # noqa: E402
+from tests.fixtures.build import objdump_mnemonics  # noqa: E402
+
+DEMO = ROOT / "kbtool" / "demo" / "zstd-1.5.5.wasm"
 
 
 def _corpus() -> Path:
@@ -48,8 +52,6 @@ def _objdump_seconds(path: Path) -> float | None:
 
 
 def _crosscheck(path: Path, analysis) -> str:
-    from tests.fixtures.build import objdump_mnemonics
-
     ref = objdump_mnemonics(path)
     defined = [f for f in analysis.functions if not f.imported]
     same = sum(1 for f in defined if f.mnemonics() == ref.get(f.index))
@@ -69,7 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--no-objdump", action="store_true")
     ap.add_argument("--crosscheck", action="store_true")
+    ap.add_argument("--smoke", action="store_true", help="the demo release, one run, a few seconds")
     args = ap.parse_args(argv)
+    if args.smoke:
+        args.files, args.runs, args.crosscheck = args.files or [DEMO], 1, True
     files = args.files or [max(_corpus().rglob("*.wasm"), key=lambda p: p.stat().st_size)]
     for path in files:
         data = path.read_bytes()

@@ -28,7 +28,10 @@ Also: the same pairs swapped (newer named -> older stripped), O2 vs Os builds of
 release, and the speed of a ~5,000-function diff (lightningcss-wasm ingested twice, and a
 real Emscripten release pair sql.js 1.10.3 -> 1.12.0).
 
-Run:  python benchmarks/diff_accuracy.py [--corpus DIR] [--json] [--errors N] [--no-speed]
+Run:  python benchmarks/diff_accuracy.py [--corpus DIR] [--json] [--errors N] [--no-speed] [--smoke]
+
+``--smoke``: the tiny generated corpus of benchmarks/smoke_corpus.py, no large-module timing (the
+test suite runs it).
 """
 
 from __future__ import annotations
@@ -46,10 +49,12 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.corpus_pairs import DEFAULT_CORPUS, corpus_pairs  # noqa: E402
+from benchmarks.smoke_corpus import temporary_corpus  # noqa: E402
 from kbtool.kb.db import open_rw  # noqa: E402
 from kbtool.services.diff.carry import carry_names  # noqa: E402
 from kbtool.services.diff.report import compute_diff  # noqa: E402
 from kbtool.services.ingest import ingest_file  # noqa: E402
+from kbtool.wasm import analyze_module  # noqa: E402
 
 _TRUTH: dict[Path, dict[int, str | None]] = {}
 
@@ -58,8 +63,6 @@ def true_names(path: Path) -> dict[int, str | None]:
     """Function index -> name-section name of the defined functions of a named module."""
     t = _TRUTH.get(path)
     if t is None:
-        from kbtool.wasm import analyze_module
-
         a = analyze_module(path.read_bytes())
         t = {f.index: f.raw_name for f in a.functions if not f.imported}
         _TRUTH[path] = t
@@ -213,10 +216,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--errors", type=int, default=0, help="list up to N wrong names per pair")
     ap.add_argument("--no-speed", action="store_true", help="skip the large-module timing")
     ap.add_argument("--only", default="", help="only pairs whose kind or names contain this")
+    ap.add_argument("--smoke", action="store_true", help="tiny generated corpus, a few seconds")
     args = ap.parse_args(argv)
+    if args.smoke:
+        with temporary_corpus() as tmp:
+            return report(args, Path(tmp), speed_cases=False)
     if not (args.corpus / "gt").is_dir():
         print(f"corpus not found: {args.corpus}", file=sys.stderr)
         return 2
+    return report(args, args.corpus, speed_cases=not args.no_speed)
+
+
+def report(args: argparse.Namespace, corpus: Path, *, speed_cases: bool) -> int:
+    """Score every pair of ``corpus`` (and time the large modules); print tables or JSON."""
     rows = []
     hdr = (f"{'kind':9} {'old named -> new stripped':30} {'prec':>7} {'prec*':>7} {'recall':>7} "
            f"{'cover':>6} {'reach':>5} {'wrong':>5} {'ren':>3} {'ident':>11} {'carry':>11} "
@@ -224,10 +236,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.json:
         print(hdr)
         print("-" * len(hdr))
-    for kind, old, new in corpus_pairs(args.corpus):
+    for kind, old, new in corpus_pairs(corpus):
         if args.only and args.only not in f"{kind} {old} {new}":
             continue
-        s = evaluate(args.corpus, kind, old, new)
+        s = evaluate(corpus, kind, old, new)
         row = {k: v for k, v in asdict(s).items() if k not in ("errors", "identity", "carry")}
         row.update(precision=round(s.precision, 4), precision_excl_renamed=round(s.precision_excl_renamed, 4),
                    recall=round(s.recall, 4), coverage=round(s.coverage, 4), wrong=s.wrong,
@@ -257,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{tot['wrong']} wrong, {tot['review_wrong']} of them flagged ({100 * share:.1f}%); "
               f"not counting renames: {real} wrong, {real_flagged} flagged "
               f"({100 * real_flagged / real if real else 100:.1f}%)")
-    sp = [] if args.no_speed else speed(args.corpus)
+    sp = speed(corpus) if speed_cases else []
     if args.json:
         print(json.dumps({"pairs": rows, "speed": sp}, indent=1))
         return 0

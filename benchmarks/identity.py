@@ -4,26 +4,29 @@ For each pair of releases: ingest OLD (named build) into a fresh KB, then NEW (s
 and check every new-version function that kept an old stable_id: does the old function's
 true name equal the new function's true name (read from NEW's named twin, same indices)?
 
-    python benchmarks/identity.py [--corpus ../shared/corpus]
+    python benchmarks/identity.py [--corpus ../shared/corpus] [--json] [--smoke]
+
+``--smoke`` runs on a tiny generated corpus (benchmarks/smoke_corpus.py; the test suite runs it).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from kbtool.kb.db import open_rw
-from kbtool.services.ingest import ingest_file
-from kbtool.wasm import parse_module
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 
-try:
-    from benchmarks.corpus_pairs import corpus_pairs
-except ImportError:  # run as a script from benchmarks/
-    from corpus_pairs import corpus_pairs
-
+from benchmarks.corpus_pairs import DEFAULT_CORPUS, corpus_pairs  # noqa: E402
+from benchmarks.smoke_corpus import temporary_corpus  # noqa: E402
+from kbtool.kb.db import open_rw  # noqa: E402
+from kbtool.services.ingest import ingest_file  # noqa: E402
+from kbtool.wasm import parse_module  # noqa: E402
 
 
 def true_names(path: Path) -> dict[int, str]:
@@ -74,22 +77,31 @@ def run(corpus: Path) -> list[dict]:
     return rows
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--corpus", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "corpus")
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--json", action="store_true")
-    args = ap.parse_args()
-    rows = run(args.corpus)
+    ap.add_argument("--smoke", action="store_true", help="tiny generated corpus, a few seconds")
+    args = ap.parse_args(argv)
+    if args.smoke:
+        with temporary_corpus() as tmp:
+            rows = run(Path(tmp))
+    elif not (args.corpus / "MANIFEST.json").is_file():
+        print(f"corpus not found: {args.corpus}", file=sys.stderr)
+        return 2
+    else:
+        rows = run(args.corpus)
     if args.json:
         print(json.dumps(rows, indent=2))
-        return
+        return 0
     print(f"{'pair':48} {'new':>5} {'kept':>5} {'precision':>9} {'w/o renames':>11} {'recall':>7}"
           f" {'wrong':>5}  secs")
     for r in rows:
         print(f"{r['pair']:48} {r['new_functions']:5} {r['kept_identity']:5} {r['precision']:9.2%}"
               f" {r['precision_without_renames']:11.2%}"
               f" {r['recall']:7.2%} {r['wrong']:5}  {r['ingest_seconds']}  {r['wrong_by_method'] or ''}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,10 +1,11 @@
 """Ingest speed and memory on the largest corpus modules, next to `wasm-objdump -d` in the same run.
 
-    python benchmarks/ingest.py [--corpus ../shared/corpus] [--top 2] [--file X.wasm ...]
+    python benchmarks/ingest.py [--corpus ../shared/corpus] [--top 2] [--file X.wasm ...] [--smoke]
 
 Each kbtool ingest runs in a fresh process into a fresh KB (decode, facts, hashes, identities,
 KB writes, commit); peak memory is that process's max RSS. `wasm-objdump -d FILE > /dev/null`
-(wabt) is timed on the same file right after.
+(wabt) is timed on the same file right after. ``--smoke``: the bundled demo release (0.6 MB)
+only (the test suite runs it).
 """
 
 from __future__ import annotations
@@ -19,6 +20,13 @@ import tempfile
 import time
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.corpus_pairs import DEFAULT_CORPUS  # noqa: E402
+
+DEMO = ROOT / "kbtool" / "demo" / "zstd-1.5.5.wasm"
 CHILD = r"""
 import json, sys, time, resource
 from kbtool.services.ingest import ingest_file
@@ -35,8 +43,10 @@ print(json.dumps({"seconds": secs, "instructions": res.instructions, "functions"
 
 def kbtool_ingest(path: Path) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
         out = subprocess.run([sys.executable, "-c", CHILD, str(path), str(Path(tmp) / "kb.db")],
-                             capture_output=True, text=True, check=True)
+                             capture_output=True, text=True, check=True, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -50,14 +60,18 @@ def objdump(path: Path) -> float | None:
     return time.perf_counter() - t0
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--corpus", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "corpus")
+    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--top", type=int, default=2, help="how many of the largest corpus modules")
     ap.add_argument("--file", type=Path, action="append", default=[])
-    args = ap.parse_args()
-    files = list(args.file)
+    ap.add_argument("--smoke", action="store_true", help="the demo release only, a few seconds")
+    args = ap.parse_args(argv)
+    files = [DEMO] if args.smoke else list(args.file)
     if not files:
+        if not (args.corpus / "MANIFEST.json").is_file():
+            print(f"corpus not found: {args.corpus}", file=sys.stderr)
+            return 2
         manifest = json.loads((args.corpus / "MANIFEST.json").read_text())
         mods = sorted(manifest["modules"], key=lambda m: -m["size"])[: args.top]
         files = [args.corpus / m["file"] for m in mods]
@@ -71,7 +85,8 @@ def main() -> None:
         print(f"{f.name:52} {mb:6.1f} {k['seconds']:9.2f} {mb / k['seconds']:6.1f}"
               f" {k['instructions'] / k['seconds'] / 1e6:9.2f} {k['peak_rss_mib']:9.0f}"
               f" {o if o is not None else float('nan'):10.2f} {ratio:>6}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -17,7 +17,9 @@ function's true name (from the new NAMED file, same indices).
 With --perf, also times the matcher on the large release modules (no ground truth there):
 each against itself, and sql.js 1.10.3 -> 1.12.0.
 
-Run:  python benchmarks/matcher_accuracy.py [--corpus DIR] [--json] [--errors N] [--perf]
+Run:  python benchmarks/matcher_accuracy.py [--corpus DIR] [--json] [--errors N] [--perf] [--smoke]
+
+``--smoke``: the tiny generated corpus of benchmarks/smoke_corpus.py (the test suite runs it).
 """
 
 from __future__ import annotations
@@ -34,8 +36,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.corpus_pairs import DEFAULT_CORPUS, corpus_pairs  # noqa: E402
+from benchmarks.smoke_corpus import temporary_corpus  # noqa: E402
 from kbtool.identity.matcher import match_functions  # noqa: E402
 from kbtool.identity.records import records_from_analysis  # noqa: E402
+from kbtool.wasm import analyze_module  # noqa: E402
 
 _ANALYSES: dict[Path, object] = {}
 
@@ -43,8 +47,6 @@ _ANALYSES: dict[Path, object] = {}
 def analyze(path: Path):
     a = _ANALYSES.get(path)
     if a is None:
-        from kbtool.wasm import analyze_module
-
         a = analyze_module(path.read_bytes())
         _ANALYSES[path] = a
     return a
@@ -128,10 +130,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print JSON rows instead of a table")
     ap.add_argument("--errors", type=int, default=0, help="list up to N wrong matches per row")
     ap.add_argument("--perf", action="store_true", help="also time the large release modules")
+    ap.add_argument("--smoke", action="store_true", help="tiny generated corpus, a few seconds")
     args = ap.parse_args(argv)
+    if args.smoke:
+        with temporary_corpus() as tmp:
+            return report(args, Path(tmp), perf_cases=False)
     if not (args.corpus / "gt").is_dir():
         print(f"corpus not found: {args.corpus}", file=sys.stderr)
         return 2
+    return report(args, args.corpus, perf_cases=args.perf)
+
+
+def report(args: argparse.Namespace, corpus: Path, *, perf_cases: bool) -> int:
+    """Score every pair of ``corpus`` (and time the large modules); print a table or JSON."""
     rows = []
     hdr = (
         f"{'kind':9} {'old -> new':38} {'mode':5} {'prec':>7} {'prec*':>7} {'recall':>7} "
@@ -141,9 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.json:
         print(hdr)
         print("-" * len(hdr))
-    for kind, old, new in corpus_pairs(args.corpus):
+    for kind, old, new in corpus_pairs(corpus):
         for fuzzy in (True, False):
-            s = evaluate(args.corpus, old, new, fuzzy=fuzzy)
+            s = evaluate(corpus, old, new, fuzzy=fuzzy)
             row = {
                 "kind": kind,
                 "old": old,
@@ -175,8 +186,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"      old {m.old_index:4d} {on!s:34} new {m.new_index:4d} {nn!s:34} "
                     f"{m.method:10} {m.score:.3f}{' review' if m.review else ''}"
                 )
-    if args.perf:
-        perf_rows = perf(args.corpus)
+    if perf_cases:
+        perf_rows = perf(corpus)
         if not args.json:
             print()
             print(

@@ -1,56 +1,52 @@
-"""Shared fixtures: the bundled demo releases, a built demo KB, the corpus (skipped when absent)."""
+"""Session fixtures shared by every test: the demo KB and the seeded TUI KB, each built once per
+session (per xdist worker) and copied for tests that write.
+
+Helpers that tests import live in ``tests/support/`` (never in a test module):
+``tests.support.paths`` (demo releases, corpus), ``tests.support.kb`` (KB builders through
+``kbtool.kb.store`` and the gate), ``tests.support.tui_kb`` (the seeded TUI KB), ``tests.support.tui`` (Pilot helpers).
+"""
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-DEMO_DIR = ROOT / "kbtool" / "demo"
-CORPUS = ROOT.parent / "shared" / "corpus"
+from tests.support.kb import DEMO_TIME, build_demo_kb
+from tests.support.tui_kb import build_fixture_kb
 
 
 @pytest.fixture(autouse=True)
 def _frozen_time(monkeypatch):
-    monkeypatch.setenv("KBTOOL_FROZEN_TIME", "2026-01-01T00:00:00.000000Z")
+    monkeypatch.setenv("KBTOOL_FROZEN_TIME", DEMO_TIME)
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    shutil.copyfile(src, dst)
+    return dst
 
 
 @pytest.fixture(scope="session")
 def demo_kb_master(tmp_path_factory) -> Path:
-    """The demo KB, built once per session (copy it with ``demo_kb`` before writing)."""
-    import os
-
-    from kbtool.services.demo import build_demo
-
-    os.environ["KBTOOL_FROZEN_TIME"] = "2026-01-01T00:00:00.000000Z"
-    path = tmp_path_factory.mktemp("demo") / "demo.db"
-    build_demo(path, echo=lambda _msg: None)
-    from kbtool.kb.db import open_rw
-
-    conn = open_rw(path)
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    conn.close()
-    return path
+    """The demo KB of ``kbtool demo`` (two real zstd releases), built once per session.
+    Read-only: copy it with ``demo_kb`` before writing."""
+    return build_demo_kb(tmp_path_factory.mktemp("demo") / "demo.db")
 
 
 @pytest.fixture
 def demo_kb(demo_kb_master, tmp_path) -> Path:
     """A private copy of the demo KB."""
-    dst = tmp_path / "demo.db"
-    shutil.copy(demo_kb_master, dst)
-    return dst
+    return _copy(demo_kb_master, tmp_path / "demo.db")
 
 
-def corpus_manifest() -> dict | None:
-    m = CORPUS / "MANIFEST.json"
-    return json.loads(m.read_text()) if m.exists() else None
+@pytest.fixture(scope="session")
+def tui_kb_master(tmp_path_factory) -> Path:
+    """The seeded TUI KB (``tests.support.tui_kb``), built once per session. Read-only."""
+    return build_fixture_kb(tmp_path_factory.mktemp("tui") / "fixture.db")
 
 
-def corpus_file(rel: str) -> Path:
-    p = CORPUS / rel
-    if not p.exists():
-        pytest.skip(f"corpus file {rel} not present")
-    return p
+@pytest.fixture
+def tui_kb(tui_kb_master, tmp_path) -> Path:
+    """A private copy of the seeded TUI KB (tests may write to it)."""
+    return _copy(tui_kb_master, tmp_path / "kb.db")

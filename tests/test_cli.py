@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
 import pytest
 
 from kbtool.cli import main
-from tests.conftest import DEMO_DIR
+from tests.support.paths import DEMO_DIR
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -121,8 +122,6 @@ def test_name_lifecycle(demo_kb, capsys, tmp_path):
 
 
 def test_import_names_round_trip(demo_kb_master, tmp_path, capsys):
-    import shutil
-
     a, b = tmp_path / "a.db", tmp_path / "b.db"
     shutil.copy(demo_kb_master, a)
     shutil.copy(demo_kb_master, b)

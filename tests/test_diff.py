@@ -7,17 +7,23 @@ Real modules only: the demo KB (two real zstd releases) and zstd pairs of the co
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from kbtool.analysis.runtime import is_runtime_import, is_runtime_label, is_runtime_name
+from kbtool.cli import main
+from kbtool.identity.matcher import FuncRecord
+from kbtool.identity.pairing import Pair, Pairing, review_weak_neighbourhoods, review_wrapper_splits
 from kbtool.kb.db import open_ro, open_rw
 from kbtool.kb.errors import UnknownVersionError
 from kbtool.kb.gate import upsert_symbol
 from kbtool.services.diff.carry import carry_confidence, carry_names
 from kbtool.services.diff.report import compute_diff, get_diff, pair_versions, save_diff
-from tests.conftest import corpus_file
+from kbtool.services.ingest import ingest_file
+from kbtool.wasm import analyze_module
+from tests.support.paths import corpus_file
 
 CHANGE_KEYS = {"classification", "from_index", "to_index", "from_stable_id", "to_stable_id", "score",
                "review", "runtime", "name", "provenance", "confidence"}
@@ -31,16 +37,12 @@ def defined(conn, vid: int) -> dict[int, str]:
 
 
 def truth(path: Path) -> dict[int, str | None]:
-    from kbtool.wasm import analyze_module
-
     return {f.index: f.raw_name for f in analyze_module(path.read_bytes()).functions if not f.imported}
 
 
 @pytest.fixture(scope="module")
 def corpus_pair(tmp_path_factory):
     """1.5.5 named -> 1.5.6 stripped, names carried at ingest (what a user gets)."""
-    from kbtool.services.ingest import ingest_file
-
     old = corpus_file("gt/zstd-1.5.5.O2.named.wasm")
     new = corpus_file("gt/zstd-1.5.6.O2.stripped.wasm")
     path = tmp_path_factory.mktemp("pair") / "kb.db"
@@ -182,8 +184,6 @@ def test_runtime_imports_and_labels():
 
 
 def test_runtime_flag_and_churn_on_named_builds(tmp_path):
-    from kbtool.services.ingest import ingest_file
-
     path = tmp_path / "kb.db"
     conn = open_rw(path)
     a = ingest_file(conn, corpus_file("gt/zstd-1.5.6.O2.named.wasm"), label="a").version_id
@@ -243,8 +243,6 @@ def test_carry_at_ingest_on_a_real_pair(corpus_pair):
 
 
 def test_carry_is_idempotent_and_counts_refusals(corpus_pair, tmp_path):
-    import shutil
-
     src, a, b, _names = corpus_pair
     path = tmp_path / "kb.db"
     shutil.copy(src, path)
@@ -270,8 +268,6 @@ def test_carry_is_idempotent_and_counts_refusals(corpus_pair, tmp_path):
 
 
 def test_cli_diff_json_save_and_carry(demo_kb, capsys):
-    from kbtool.cli import main
-
     db = ["--db", str(demo_kb)]
     assert main(["diff", "1", "2", "--json", *db]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -289,8 +285,6 @@ def test_cli_diff_json_save_and_carry(demo_kb, capsys):
 
 
 def _pairing(old_recs, new_recs, pairs):
-    from kbtool.identity.pairing import Pair, Pairing
-
     pg = Pairing(1, 2, {r.index: {} for r in old_recs}, {r.index: {} for r in new_recs},
                  {r.index: r for r in old_recs}, {r.index: r for r in new_recs})
     for o, n, score in pairs:
@@ -301,9 +295,6 @@ def _pairing(old_recs, new_recs, pairs):
 
 
 def test_review_wrapper_split_flags_the_pair_both_ways():
-    from kbtool.identity.matcher import FuncRecord
-    from kbtool.identity.pairing import review_wrapper_splits
-
     # old: f (body, sig A) called by g. new: f' (body, now sig B) + a new thin wrapper w with
     # f's old signature A calling f': the name "f" may belong to w
     old = [FuncRecord(0, type_sig="A", instr_count=200), FuncRecord(1, type_sig="X", calls=(0,), instr_count=50)]
@@ -327,9 +318,6 @@ def test_review_wrapper_split_flags_the_pair_both_ways():
 
 
 def test_review_weak_neighbourhood_flags_siblings():
-    from kbtool.identity.matcher import FuncRecord
-    from kbtool.identity.pairing import review_weak_neighbourhoods
-
     # old: create (0) called by init (2), expand (1) called by grow (3); new: the pair
     # expand -> create at 0.7 with sizes 180 vs 120, but old expand's caller grow maps to
     # new grow, which does not call new create

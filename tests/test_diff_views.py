@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 
@@ -17,6 +18,7 @@ from kbtool.kb.gate import upsert_symbol
 from kbtool.render.terminal import (
     changelog_renderable,
     coverage_panel,
+    diff_lines,
     diff_table,
     parse_only,
     render_diff,
@@ -173,10 +175,6 @@ def test_ui_diff_pager_and_errors(demo_kb):
 
 
 def test_diff_lines_fit_any_width():
-    from rich.cells import cell_len
-
-    from kbtool.render.terminal import diff_lines
-
     long = "_ZN12lightningcss10properties4font" + "x" * 300
     report = {"changes": [
         {"classification": "modified", "from_index": 123456, "to_index": 123457, "name": long,

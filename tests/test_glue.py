@@ -599,18 +599,8 @@ def test_garbage_input(js: str) -> None:
 
 # --------------------------------------------------------------------------- bounded time
 # Adversarial inputs (5 MB of one repeated unit, 250,000 distinct keys) live in
-# benchmarks/glue.py, which times them; its smoke mode checks the results at a small size.
-
-
-def test_adversarial_inputs_smoke() -> None:
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parents[1]
-    out = subprocess.run([sys.executable, str(root / "benchmarks" / "glue.py"), "--smoke"],
-                         capture_output=True, text=True, cwd=root, timeout=300)
-    assert out.returncode == 0, out.stdout + out.stderr
-    assert "cases: 21" in out.stdout, out.stdout
+# benchmarks/glue.py, which times them; tests/test_benchmarks_smoke.py runs its smoke mode,
+# which checks the results at a small size.
 
 
 def test_bytes_input_is_decoded() -> None:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from kbtool.services import ingest as ingest_mod
 from kbtool.kb import queries
 from kbtool.kb.db import open_rw
+from kbtool.services import ingest as ingest_mod
 from kbtool.services.ingest import IngestError, ingest_file, is_minified
-from tests.conftest import DEMO_DIR, corpus_file
+from kbtool.wasm import detect_toolchain, parse_module
+from tests.support.paths import DEMO_DIR, corpus_file
 
 V1, V2 = DEMO_DIR / "zstd-1.5.5.wasm", DEMO_DIR / "zstd-1.5.6.wasm"
 
@@ -131,8 +132,6 @@ def test_js_glue_recovers_sqljs_names(tmp_path):
 
 
 def test_shared_memory_and_toolchain_on_threaded_build(tmp_path):
-    from kbtool.wasm import detect_toolchain, parse_module
-
     wasm = corpus_file("release/onnxruntime-web-1.20.1.ort-wasm-simd-threaded.wasm")
     module = parse_module(wasm.read_bytes())
     assert module.shared_memory is True

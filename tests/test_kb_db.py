@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import subprocess
 import sys
+import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -12,7 +15,7 @@ from kbtool.kb import queries
 from kbtool.kb.db import open_ro, open_rw
 from kbtool.kb.errors import KBMissingError, NotAKBError, SchemaVersionError, UnknownVersionError
 from kbtool.kb.schema import SCHEMA_VERSION
-from tests.kbfixtures import bare_kb
+from tests.support.kb import bare_kb
 
 
 def test_fresh_kb_has_schema(tmp_path):
@@ -91,17 +94,13 @@ def test_core_does_not_import_front_ends():
 
 def test_import_linter_contract():
     """The layering contract in pyproject.toml holds (import-linter)."""
-    import shutil
-
     exe = shutil.which("lint-imports")
     if exe is None:
         pytest.skip("import-linter not installed")
-    from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
     out = subprocess.run([exe], cwd=root, capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
-    import tomllib
 
     names = [c["name"] for c in
              tomllib.loads((root / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]]

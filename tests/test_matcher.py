@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import random
 from array import array
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -21,8 +20,9 @@ from kbtool.identity.matcher import (
     match_functions,
 )
 from kbtool.identity.records import records_from_analysis
+from kbtool.wasm import analyze_module
+from tests.support.paths import CORPUS
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 _UNIQUE = itertools.count()
 METHODS = {"import", "body", "shape", "name", "callgraph", "similarity"}
 
@@ -446,20 +446,8 @@ def test_records_from_analysis():
 # ------------------------------------------------------------------ corpus
 
 
-def _corpus_available() -> bool:
-    if not (CORPUS / "gt").is_dir():
-        return False
-    try:
-        from kbtool.wasm import analyze_module  # noqa: F401
-    except Exception:
-        return False
-    return True
-
-
-@pytest.mark.skipif(not _corpus_available(), reason="corpus or kbtool.wasm missing")
+@pytest.mark.skipif(not (CORPUS / "gt").is_dir(), reason="corpus not present")
 def test_corpus_nearby_pair_precision():
-    from kbtool.wasm import analyze_module
-
     gt = CORPUS / "gt"
 
     def load(name):

@@ -24,7 +24,11 @@ from mcp.client.stdio import StdioServerParameters, get_default_environment, std
 
 from kbtool.kb import queries  # noqa: E402
 from kbtool.kb.db import open_ro, open_rw  # noqa: E402
+from kbtool.kb.errors import UnknownVersionError
 from kbtool.kb.gate import upsert_symbol  # noqa: E402
+from kbtool.mcp import compat
+from kbtool.mcp.server import _as_tool, as_json
+from kbtool.services.diff.report import get_diff
 
 TOOLS = {
     # name: (required params, {optional param: default}, {param: JSON type})
@@ -59,19 +63,6 @@ SEARCH_KEYS = {"stable_id", "name", "provenance", "confidence"}
 
 
 # ---------------------------------------------------------------- fixtures and helpers
-
-@pytest.fixture
-def demo_db(demo_kb_master) -> Path:
-    """The demo KB (two real zstd releases), built once per session by tests/conftest.py;
-    read-only here."""
-    return demo_kb_master
-
-
-@pytest.fixture
-def kb_copy(demo_kb) -> Path:
-    """A private copy of the demo KB for tests that write."""
-    return demo_kb
-
 
 def server_env(**extra: str) -> dict[str, str]:
     # 1.x clients replace the environment with `env`, 2.x merge it: pass a complete one.
@@ -134,9 +125,9 @@ def run(coro) -> Any:
 
 # ---------------------------------------------------------------- tools and schemas
 
-def test_tools_and_schemas(demo_db):
+def test_tools_and_schemas(demo_kb_master):
     async def main():
-        async with mcp_session(demo_db) as s:
+        async with mcp_session(demo_kb_master) as s:
             assert s.init_result["serverInfo"]["name"] == "kbtool"
             tools = {t.name: dump(t) for t in (await s.list_tools()).tools}
         assert set(tools) == set(TOOLS)
@@ -159,11 +150,11 @@ def test_tools_and_schemas(demo_db):
 
 # ---------------------------------------------------------------- read tools
 
-def test_read_tools_answer_the_contract_shapes(demo_db):
+def test_read_tools_answer_the_contract_shapes(demo_kb_master):
     async def main():
-        async with mcp_session(demo_db) as s:
+        async with mcp_session(demo_kb_master) as s:
             versions = await call(s, "list_versions")
-            assert versions == expected(demo_db, queries.list_versions)
+            assert versions == expected(demo_kb_master, queries.list_versions)
             assert len(versions) >= 2
             for v in versions:
                 assert set(v) == VERSION_KEYS
@@ -172,11 +163,11 @@ def test_read_tools_answer_the_contract_shapes(demo_db):
 
             cov = await call(s, "coverage", version_id=vid)
             assert COVERAGE_KEYS <= set(cov)
-            assert cov == expected(demo_db, queries.coverage, vid)
+            assert cov == expected(demo_kb_master, queries.coverage, vid)
             assert 0 < cov["named"] <= cov["defined"]
 
             defined = await call(s, "list_functions", version_id=vid)
-            assert defined == expected(demo_db, queries.list_functions, vid)
+            assert defined == expected(demo_kb_master, queries.list_functions, vid)
             assert len(defined) == cov["defined"]
             assert all(set(e) == ENTRY_KEYS for e in defined)
             everything = await call(s, "list_functions", version_id=vid, include_imports=True)
@@ -187,7 +178,7 @@ def test_read_tools_answer_the_contract_shapes(demo_db):
             named = next(e for e in defined if e["name"])
             facts = await call(s, "get_function_facts", version_id=vid, func_index=named["index"])
             assert FACTS_KEYS <= set(facts)
-            assert facts == expected(demo_db, queries.get_function_facts, vid, named["index"])
+            assert facts == expected(demo_kb_master, queries.get_function_facts, vid, named["index"])
             assert facts["stable_id"] == named["stable_id"]
             assert isinstance(facts["instruction_mnemonics"], list) and facts["instruction_mnemonics"]
             assert isinstance(facts["call_targets"], list)
@@ -197,12 +188,12 @@ def test_read_tools_answer_the_contract_shapes(demo_db):
 
             sym = await call(s, "get_symbol", stable_id=named["stable_id"])
             assert SYMBOL_KEYS <= set(sym) and sym["name"] == named["name"]
-            assert sym == expected(demo_db, queries.get_symbol, named["stable_id"])
+            assert sym == expected(demo_kb_master, queries.get_symbol, named["stable_id"])
             unnamed = next(e for e in defined if e["name"] is None)
             assert await call(s, "get_symbol", stable_id=unnamed["stable_id"]) is None
 
             hits = await call(s, "search_symbols", query=named["name"][:3])
-            assert hits == expected(demo_db, queries.search_symbols, named["name"][:3], 50)
+            assert hits == expected(demo_kb_master, queries.search_symbols, named["name"][:3], 50)
             assert hits and all(set(h) == SEARCH_KEYS for h in hits)
             keys = [h["name"].lower() for h in hits]
             assert keys == sorted(keys)
@@ -213,7 +204,7 @@ def test_read_tools_answer_the_contract_shapes(demo_db):
             assert await call(s, "search_symbols", query="") == []
 
             text = text_of(await s.call_tool("export_kb_text", {"version_id": vid}))
-            assert text == expected(demo_db, queries.export_kb_text, vid)
+            assert text == expected(demo_kb_master, queries.export_kb_text, vid)
             lines = text.splitlines()
             assert lines[0] == "# kbtool KB export"
             rows = [ln for ln in lines if ln and not ln.startswith("#")]
@@ -223,26 +214,24 @@ def test_read_tools_answer_the_contract_shapes(demo_db):
     run(main())
 
 
-def test_get_diff(demo_db):
-    from kbtool.services.diff.report import get_diff
-
-    conn = open_ro(demo_db)
+def test_get_diff(demo_kb_master):
+    conn = open_ro(demo_kb_master)
     try:
         stored = conn.execute("SELECT COUNT(*) FROM diffs").fetchone()[0]
     finally:
         conn.close()
 
     async def main():
-        async with mcp_session(demo_db) as s:
+        async with mcp_session(demo_kb_master) as s:
             versions = await call(s, "list_versions")
             a, b = versions[0]["id"], versions[1]["id"]
             report = await call(s, "get_diff", from_version_id=a, to_version_id=b)
-        assert report == expected(demo_db, get_diff, a, b)
+        assert report == expected(demo_kb_master, get_diff, a, b)
         assert report["from"] == versions[0]["label"] and report["to"] == versions[1]["label"]
         assert isinstance(report["summary"], dict) and report["changes"]
         assert {c["classification"] for c in report["changes"]} <= {
             "unchanged", "moved", "modified", "new", "deleted"}
-        conn = open_ro(demo_db)
+        conn = open_ro(demo_kb_master)
         try:
             assert conn.execute("SELECT COUNT(*) FROM diffs").fetchone()[0] == stored, "a pure read"
         finally:
@@ -253,9 +242,9 @@ def test_get_diff(demo_db):
 
 # ---------------------------------------------------------------- errors
 
-def test_errors_name_the_way_out(demo_db):
+def test_errors_name_the_way_out(demo_kb_master):
     async def main():
-        async with mcp_session(demo_db) as s:
+        async with mcp_session(demo_kb_master) as s:
             versions = await call(s, "list_versions")
             known = str(versions[0]["id"])
             for tool, args in [
@@ -289,9 +278,6 @@ def test_errors_name_the_way_out(demo_db):
 
 def test_unexpected_failures_become_generic_tool_errors(caplog):
     """A bug in a tool reaches the client as one generic line; the traceback goes to the log."""
-    from kbtool.kb.errors import UnknownVersionError
-    from kbtool.mcp.server import _as_tool, as_json
-
     class ToolError(Exception):
         pass
 
@@ -325,15 +311,15 @@ def _unnamed(db: Path, count: int) -> list[str]:
         conn.close()
 
 
-def test_propose_symbol_goes_through_the_gate(kb_copy):
-    sid, locked_sid, oracle_sid = _unnamed(kb_copy, 3)
-    conn = open_rw(kb_copy)
+def test_propose_symbol_goes_through_the_gate(demo_kb):
+    sid, locked_sid, oracle_sid = _unnamed(demo_kb, 3)
+    conn = open_rw(demo_kb)
     upsert_symbol(conn, locked_sid, "human_pick", provenance="human", confidence=1.0, actor="human:t")
     upsert_symbol(conn, oracle_sid, "oracle_pick", provenance="oracle", confidence=0.8, actor="oracle:t")
     conn.close()
 
     async def main():
-        async with mcp_session(kb_copy) as s:
+        async with mcp_session(demo_kb) as s:
             first = await call(s, "propose_symbol", stable_id=sid, name="read_header",
                                summary="Parses the frame header.")
             assert first == {"written": True, "reason": first["reason"]} and first["reason"]
@@ -376,7 +362,7 @@ def test_propose_symbol_goes_through_the_gate(kb_copy):
             assert cov["agent_named"] >= 2
 
     run(main())
-    conn = open_ro(kb_copy)
+    conn = open_ro(demo_kb)
     evs = queries.annotation_events(conn, sid)
     conn.close()
     mcp_evs = [e for e in evs if e["actor"] == "agent:mcp"]
@@ -384,10 +370,10 @@ def test_propose_symbol_goes_through_the_gate(kb_copy):
     assert not any(e["actor"] == "human:root" for e in evs)
 
 
-def test_concurrent_proposals_follow_the_gate(kb_copy):
+def test_concurrent_proposals_follow_the_gate(demo_kb):
     """32 concurrent propose_symbol calls: the gate's final state, one event per call."""
-    free_a, free_b, locked_sid, oracle_sid = _unnamed(kb_copy, 4)
-    conn = open_rw(kb_copy)
+    free_a, free_b, locked_sid, oracle_sid = _unnamed(demo_kb, 4)
+    conn = open_rw(demo_kb)
     upsert_symbol(conn, locked_sid, "human_pick", provenance="human", confidence=1.0, actor="human:t")
     upsert_symbol(conn, oracle_sid, "oracle_pick", provenance="oracle", confidence=0.7, actor="oracle:t")
     conn.close()
@@ -399,7 +385,7 @@ def test_concurrent_proposals_follow_the_gate(kb_copy):
     rng.shuffle(plan)
 
     async def main():
-        async with mcp_session(kb_copy) as s:
+        async with mcp_session(demo_kb) as s:
             results = await asyncio.gather(*(
                 call(s, "propose_symbol", stable_id=sid, name=name, confidence=c)
                 for sid, name, c in plan
@@ -408,7 +394,7 @@ def test_concurrent_proposals_follow_the_gate(kb_copy):
         return results
 
     results = run(main())
-    conn = open_ro(kb_copy)
+    conn = open_ro(demo_kb)
     try:
         for sid in (free_a, free_b, locked_sid, oracle_sid):
             mine = [p for p in plan if p[0] == sid]
@@ -430,24 +416,22 @@ def test_concurrent_proposals_follow_the_gate(kb_copy):
     assert written >= 2  # at least the first write on each free symbol
 
 
-def test_kbtool_db_environment_variable(demo_db, tmp_path):
+def test_kbtool_db_environment_variable(demo_kb_master, tmp_path):
     """Without --db the command uses $KBTOOL_DB (else ./kbtool.db)."""
     async def main():
         params = StdioServerParameters(
             command=sys.executable, args=["-m", "kbtool.cli", "mcp"],
-            env=server_env(KBTOOL_DB=str(demo_db)),
+            env=server_env(KBTOOL_DB=str(demo_kb_master)),
         )
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as s:
                 await s.initialize()
                 return await call(s, "list_versions")
 
-    assert run(main()) == expected(demo_db, queries.list_versions)
+    assert run(main()) == expected(demo_kb_master, queries.list_versions)
 
 
 def test_sdk_loading_failures_carry_an_install_hint(monkeypatch):
-    from kbtool.mcp import compat
-
     def missing():
         raise ModuleNotFoundError("No module named 'mcp'", name="mcp")
 
@@ -464,8 +448,6 @@ def test_sdk_loading_failures_carry_an_install_hint(monkeypatch):
 
 
 def test_sdk_is_found():
-    from kbtool.mcp import compat
-
     sdk = compat.load()
     assert sdk.server_class.__name__ in ("MCPServer", "FastMCP")
     assert issubclass(sdk.tool_error, Exception)

@@ -4,7 +4,9 @@ KB, a missing SDK (hidden from a subprocess), and the stdio-only transport."""
 from __future__ import annotations
 
 import json
+import os
 import queue
+import re
 import shutil
 import subprocess
 import sys
@@ -15,7 +17,7 @@ import pytest
 
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
-from tests.test_mcp import demo_db  # noqa: F401  (session fixture)
+from kbtool.mcp.server import build_server
 
 CLI = [sys.executable, "-m", "kbtool.cli"]
 
@@ -35,7 +37,6 @@ sys.meta_path.insert(0, _HideMCP())
 
 class RawServer:
     """`kbtool mcp` driven by hand-written JSON-RPC lines; keeps every stdout line."""
-
     def __init__(self, args: list[str], cwd: Path):
         self.proc = subprocess.Popen(
             CLI + ["mcp", *args], cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -88,10 +89,10 @@ def parse_protocol_line(line: str) -> dict:
     return msg
 
 
-def test_stdout_carries_only_the_protocol(demo_db, tmp_path):  # noqa: F811
+def test_stdout_carries_only_the_protocol(demo_kb_master, tmp_path):
     """Every tool, valid and invalid calls; the KB is ./kbtool.db of the working directory."""
-    shutil.copy(demo_db, tmp_path / "kbtool.db")
-    conn = open_ro(demo_db)
+    shutil.copy(demo_kb_master, tmp_path / "kbtool.db")
+    conn = open_ro(demo_kb_master)
     versions = queries.list_versions(conn)
     fn = queries.list_functions(conn, versions[0]["id"])[0]
     conn.close()
@@ -138,8 +139,6 @@ def test_missing_kb(tmp_path):
     assert "no KB at" in proc.stderr and proc.stdout == ""
     assert not (tmp_path / "nope.db").exists(), "serving never creates a KB"
 
-    from kbtool.mcp.server import build_server
-
     with pytest.raises(FileNotFoundError):
         build_server(tmp_path / "nope.db")
 
@@ -152,10 +151,9 @@ def test_not_a_kb(tmp_path):
     assert proc.returncode == 1 and "error" in proc.stderr and proc.stdout == ""
 
 
-def test_without_the_sdk(demo_db, tmp_path):  # noqa: F811
+def test_without_the_sdk(demo_kb_master, tmp_path):
     """`kbtool mcp` explains how to install the SDK; every other command still works."""
     (tmp_path / "sitecustomize.py").write_text(HIDE_MCP)
-    import os
 
     env = dict(os.environ, PYTHONPATH=str(tmp_path))
 
@@ -166,37 +164,34 @@ def test_without_the_sdk(demo_db, tmp_path):  # noqa: F811
     hidden = run(sys.executable, "-c", "import mcp")
     assert hidden.returncode != 0 and "No module named 'mcp'" in hidden.stderr
 
-    served = run(*CLI, "mcp", "--db", str(demo_db))
+    served = run(*CLI, "mcp", "--db", str(demo_kb_master))
     assert served.returncode == 1
     assert "pip install" in served.stderr and "mcp" in served.stderr
     assert "Traceback" not in served.stderr and served.stdout == ""
 
     built = run(sys.executable, "-c", (
         "import sys\nfrom kbtool.mcp.server import build_server\n"
-        f"try:\n    build_server({str(demo_db)!r})\n"
+        f"try:\n    build_server({str(demo_kb_master)!r})\n"
         "except RuntimeError as e:\n    print('RuntimeError', e)\n    sys.exit(3)\n"))
     assert built.returncode == 3 and built.stdout.startswith("RuntimeError") and "pip install" in built.stdout
 
-    versions = run(*CLI, "versions", "--json", "--db", str(demo_db))
+    versions = run(*CLI, "versions", "--json", "--db", str(demo_kb_master))
     assert versions.returncode == 0, versions.stderr
     assert json.loads(versions.stdout)[0]["id"] == 1
     helped = run(*CLI, "--help")
     assert helped.returncode == 0 and "mcp" in helped.stdout
 
 
-def test_stdio_only(demo_db):  # noqa: F811
+def test_stdio_only(demo_kb_master):
     pytest.importorskip("mcp")
-    from kbtool.mcp.server import build_server
 
-    server = build_server(demo_db)
+    server = build_server(demo_kb_master)
     with pytest.raises(ValueError, match="stdio only"):
         server.run("sse")
 
 
 def _readme_snippet() -> str:
     """The Python client example of the README's MCP section (docs/mcp.md until merged)."""
-    import re
-
     root = Path(__file__).resolve().parents[1]
     for doc in (root / "README.md", root / "docs" / "mcp.md"):
         if doc.exists():
@@ -206,11 +201,9 @@ def _readme_snippet() -> str:
     pytest.fail("no MCP client example in README.md or docs/mcp.md")
 
 
-def test_readme_client_example(demo_db, tmp_path):  # noqa: F811
+def test_readme_client_example(demo_kb_master, tmp_path):
     """The README's snippet, verbatim, as a new user runs it: `kbtool` on PATH, ./kbtool.db."""
-    import os
-
-    shutil.copy(demo_db, tmp_path / "kbtool.db")
+    shutil.copy(demo_kb_master, tmp_path / "kbtool.db")
     script = tmp_path / "example.py"
     script.write_text(_readme_snippet(), encoding="utf-8")
     bindir = str(Path(sys.executable).parent)

@@ -17,12 +17,11 @@ from kbtool.kb.gate import upsert_symbol
 from kbtool.services.diff.report import compute_diff
 from kbtool.services.ingest import ingest_file
 from kbtool.services.oracle import OracleError, add_oracle, list_oracles, match_oracle
-from tests.conftest import DEMO_DIR, corpus_file
+from kbtool.wasm import analyze_module
+from tests.support.paths import DEMO_DIR, corpus_file
 
 
 def truth(path) -> dict[int, str | None]:
-    from kbtool.wasm import analyze_module
-
     return {f.index: f.raw_name for f in analyze_module(path.read_bytes()).functions if not f.imported}
 
 

@@ -7,9 +7,12 @@ import sqlite3
 import pytest
 from textual.widgets import Input
 
-from kbtool.kb import queries
+from kbtool.cli import main
+from kbtool.kb import queries, schema, store
 from kbtool.kb.db import open_ro, open_rw
 from kbtool.kb.gate import upsert_symbol
+from kbtool.services.diff.report import get_diff
+from kbtool.tui.screens import diff as diff_screen
 from kbtool.tui.screens.detail import DetailScreen
 from kbtool.tui.screens.diff import DiffScreen
 from kbtool.tui.screens.heatmap import HeatmapScreen
@@ -17,20 +20,10 @@ from kbtool.tui.screens.history import HistoryScreen
 from kbtool.tui.screens.search import SearchScreen
 from kbtool.tui.screens.versions import VersionsScreen
 from kbtool.tui.widgets.heatmap import BUCKETS, HeatmapGrid, cell_code
-from tests.test_tui_support import (  # noqa: F401  (fixtures)
-    ESC_RAW,
-    MARKUP_NAME,
-    build_empty_kb,
-    demo_kb_fixture,
-    demo_master_fixture,
-    fixture_master_fixture,
-    frozen_time,
-    kb_fixture,
-    make_app,
-    screen_text,
-    settle,
-    sid,
-)
+from kbtool.tui.widgets.lists import KbTable
+from tests.support.tui import make_app, screen_text, settle
+from tests.support.tui_kb import ESC_RAW, MARKUP_NAME, build_empty_kb, frozen_time, sid
+from tests.support.tui_kb import build_fixture_kb as build
 
 SIZE = (80, 24)
 pytestmark = pytest.mark.anyio
@@ -39,6 +32,12 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture
+def kb(tui_kb):
+    """A private copy of the seeded TUI KB (``tui_kb`` of tests/conftest.py)."""
+    return tui_kb
 
 
 # ---------------------------------------------------------------- heatmap
@@ -203,8 +202,9 @@ async def test_new_version_appears_live_on_the_versions_screen(tmp_path):
         assert "no versions yet" in screen_text(app)
         with frozen_time():
             conn = open_rw(db)
-            conn.execute("INSERT INTO versions (label, sha256, size, imported_functions, defined_functions,"
-                         " exported_functions, ingested_at) VALUES ('late-1.0', 'x', 0, 0, 0, 0, 'now')")
+            store.insert_version(conn, {"label": "late-1.0", "sha256": "x", "size": 0,
+                                        "imported_functions": 0, "defined_functions": 0,
+                                        "exported_functions": 0, "ingested_at": "now"})
             conn.close()
         assert app.poll_changes() is True
         await settle(pilot)
@@ -468,8 +468,6 @@ async def test_hostile_names_are_shown_literally(kb):
 
 
 def test_cli_missing_kb_fails_before_the_app_starts(tmp_path, capsys):
-    from kbtool.cli import main
-
     rc = main(["tui", "--db", str(tmp_path / "nope.db")])
     assert rc == 1
     err = capsys.readouterr().err
@@ -477,9 +475,6 @@ def test_cli_missing_kb_fails_before_the_app_starts(tmp_path, capsys):
 
 
 def test_cli_older_and_newer_schema_are_clear_errors(kb, monkeypatch, capsys):
-    from kbtool.cli import main
-    from kbtool.kb import schema
-
     monkeypatch.setattr(schema, "SCHEMA_VERSION", schema.SCHEMA_VERSION + 1)
     assert main(["tui", "--db", str(kb)]) == 1
     assert "run any writing command" in capsys.readouterr().err
@@ -492,8 +487,6 @@ def test_cli_older_and_newer_schema_are_clear_errors(kb, monkeypatch, capsys):
 
 
 def test_cli_unknown_version_or_theme_is_a_clear_error(kb, capsys):
-    from kbtool.cli import main
-
     assert main(["tui", "--db", str(kb), "--version", "42"]) == 1
     assert "unknown version id 42" in capsys.readouterr().err
     assert main(["tui", "--db", str(kb), "--theme", "nope"]) == 1
@@ -503,8 +496,6 @@ def test_cli_unknown_version_or_theme_is_a_clear_error(kb, capsys):
 # ---------------------------------------------------------------- diff
 
 async def test_diff_screen_needs_two_versions(tmp_path):
-    from tests.test_tui_support import build_fixture_kb as build
-
     db = build(tmp_path / "one.db", versions=1)
     app = make_app(db)
     async with app.run_test(size=SIZE) as pilot:
@@ -516,9 +507,6 @@ async def test_diff_screen_needs_two_versions(tmp_path):
 
 
 async def test_diff_screen_summary_filters_changelog_and_navigation(kb):
-    from kbtool.services.diff.report import get_diff
-    from kbtool.tui.widgets.lists import KbTable
-
     conn = open_ro(kb)
     report = get_diff(conn, 1, 2)
     conn.close()
@@ -567,8 +555,6 @@ async def test_diff_screen_summary_filters_changelog_and_navigation(kb):
 
 
 async def test_diff_on_the_demo_kb_matches_the_report(demo_kb):
-    from kbtool.services.diff.report import get_diff
-
     conn = open_ro(demo_kb)
     s = get_diff(conn, 1, 2)["summary"]
     conn.close()
@@ -603,9 +589,6 @@ async def test_demo_kb_heatmap_search_and_detail(demo_kb):
 
 
 async def test_diff_table_loads_large_results_a_chunk_at_a_time(kb, monkeypatch):
-    from kbtool.tui.screens import diff as diff_screen
-    from kbtool.tui.widgets.lists import KbTable
-
     monkeypatch.setattr(diff_screen, "CHUNK", 40)
     app = make_app(kb)
     async with app.run_test(size=SIZE) as pilot:
@@ -624,8 +607,6 @@ async def test_diff_table_loads_large_results_a_chunk_at_a_time(kb, monkeypatch)
 
 
 async def test_diff_screen_refreshes_live_and_keeps_its_row(kb):
-    from kbtool.tui.widgets.lists import KbTable
-
     app = make_app(kb)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)

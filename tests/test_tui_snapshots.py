@@ -1,6 +1,6 @@
 """Snapshot tests of every ``kbtool tui`` screen (pytest-textual-snapshot).
 
-Deterministic: fixed terminal sizes, the seeded fixture KB of ``test_tui_support`` (built with
+Deterministic: fixed terminal sizes, the seeded TUI KB of ``tests/support/tui_kb.py`` (built with
 ``KBTOOL_FROZEN_TIME`` so every stored timestamp is the same), no live-refresh timer, no
 text-cursor blink, and workers (search debounce, diff) awaited instead of slept on.
 Update after an intended change with ``pytest tests/test_tui_snapshots.py --snapshot-update``
@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_tui_support import (  # noqa: F401  (fixtures)
-    build_empty_kb,
-    fixture_master_fixture,
-    kb_fixture,
-    make_app,
-    settle,
-    sid,
-)
+from tests.support.tui import make_app, settle
+from tests.support.tui_kb import build_empty_kb, sid
+
+
+@pytest.fixture
+def kb(tui_kb):
+    """A private copy of the seeded TUI KB (``tui_kb`` of tests/conftest.py)."""
+    return tui_kb
 
 
 def press_then_settle(*keys: str):

@@ -17,8 +17,10 @@ from kbtool.wasm import (
     iter_instructions,
     parse_module,
 )
+from kbtool.wasm import facts as decoder
 from kbtool.wasm.opcodes import OP_BY_NAME
 from tests.fixtures.build import (
+    CORPUS,
     custom_section,
     have_wabt,
     module,
@@ -306,9 +308,6 @@ def test_iter_instructions_and_disassemble(build):
 
 
 def test_progress_and_workers_agree(build, monkeypatch):
-    from kbtool.wasm import facts as decoder
-    from tests.fixtures.build import CORPUS
-
     monkeypatch.setattr(decoder, "PROGRESS_STEP", 64 * 1024)
 
     path = CORPUS / "release" / "sql.js-1.12.0.sql-wasm.wasm"

@@ -1,0 +1,26 @@
+"""Helpers to drive ``KbApp`` with Pilot in the TUI tests (the KB: ``tests.support.tui_kb``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kbtool.tui.app import KbApp
+
+
+def make_app(db: Path | str, **kw) -> KbApp:
+    kw.setdefault("poll_seconds", None)  # tests call poll_changes() themselves: no timers racing
+    kw.setdefault("blink", False)
+    return KbApp(db, **kw)
+
+
+def screen_text(app: KbApp) -> str:
+    """Everything visible on the terminal, as plain text lines."""
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+async def settle(pilot) -> None:
+    """Let workers (search debounce, diff, rename) finish and the screen repaint: no sleeping."""
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()  # the footer recomposes its keys one message later

@@ -1,0 +1,89 @@
+"""Every benchmark's ``--smoke`` mode runs (tiny input, no targets) and prints its figures.
+
+A benchmark nobody runs rots; these keep each one working against today's code. Timing
+targets are never checked here: they are what the full benchmark runs report.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NUMBER = r"\d[\d,]*(?:\.\d+)?"
+
+# benchmark -> patterns its smoke output must contain (each a figure or a row of figures)
+EXPECTED = {
+    "decode": [
+        rf"kbtool analyze_module \(workers=1, best of 1\): {NUMBER} s",
+        rf"wasm-objdump -d > /dev/null: {NUMBER} s",
+        r"cross-check: \d+/\d+ functions identical",
+    ],
+    "ingest": [rf"zstd-1\.5\.5\.wasm +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER}"],
+    "identity": [
+        rf"tiny-1\.0\.0\.O2 -> tiny-1\.1\.0\.O2 +\d+ +\d+ +{NUMBER}%",
+        rf"tiny-1\.1\.0\.Os -> tiny-1\.1\.0\.O2 +\d+ +\d+ +{NUMBER}%",
+    ],
+    "diff_accuracy": [
+        rf"nearby +1\.0\.0\.O2 -> 1\.1\.0\.O2 +{NUMBER}%",
+        rf"opt-level +1\.1\.0\.O2 -> 1\.1\.0\.Os +{NUMBER}%",
+        r"all pairs: \d+ names reached",
+    ],
+    "matcher_accuracy": [
+        rf"nearby +1\.0\.0\.O2 -> 1\.1\.0\.O2 +fuzzy +{NUMBER}%",
+        rf"swapped +1\.1\.0\.O2 -> 1\.0\.0\.O2 +exact +{NUMBER}%",
+    ],
+    "glue": [r"cases: 21, malformed: 0", rf"keys +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER}"],
+    "mcp": [
+        rf"get_symbol +\d+ +{NUMBER} +{NUMBER} +{NUMBER}",
+        rf"propose_symbol +\d+ +{NUMBER}",
+        rf"server start to initialized {NUMBER} ms",
+    ],
+    "tui": [
+        rf"start -> first heatmap paint : {NUMBER} s",
+        rf"move +per step: median +{NUMBER} ms",
+        rf"peak RSS {NUMBER} MiB",
+    ],
+}
+
+
+def test_every_owned_benchmark_is_listed():
+    """A new benchmark script gets a smoke run here (or is listed as run elsewhere)."""
+    elsewhere = {  # smoke-tested by their owners' test modules
+        "agents",
+        "analysis",
+        "gosyms",
+        "lift",
+        "fuzz",
+        "http",
+        "web_api",
+    }
+    helpers = {"__init__", "corpus_pairs", "smoke_corpus"}
+    scripts = {p.stem for p in (ROOT / "benchmarks").glob("*.py")}
+    assert scripts - elsewhere - helpers == set(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_smoke(name: str, tmp_path: Path) -> None:
+    if name == "mcp":
+        pytest.importorskip("mcp")
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
+    )
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / f"{name}.py"), "--smoke"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    for pattern in EXPECTED[name]:
+        assert re.search(pattern, out.stdout), (pattern, out.stdout)
