@@ -21,11 +21,11 @@ import re
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
-from kbtool.kb import queries
+from kbtool.kb import provenance, queries
 from kbtool.kb.db import open_ro
 from kbtool.kb.errors import (
     KBError,
@@ -40,6 +40,8 @@ log = logging.getLogger("kbtool.web")
 
 JSON = "application/json"
 HTML = "text/html; charset=utf-8"
+CSS = "text/css; charset=utf-8"
+JS = "text/javascript; charset=utf-8"
 ALLOWED_METHODS = ("GET", "HEAD")
 SEARCH_LIMIT = 100                      # the HTTP search cap (queries.SEARCH_CAP is the hard cap)
 MAX_SQLITE_INT = 2**63 - 1
@@ -88,10 +90,48 @@ def error(status: int, message: str) -> Response:
     return _json(status, {"error": message})
 
 
-@lru_cache(maxsize=1)
+# ---------------------------------------------------------------- static files
+
+#: every file served under /static/: a fixed whitelist of package files (no path from the
+#: request ever reaches the file system) and the generated provenance stylesheet
+STATIC_FILES: dict[str, str] = {
+    "dashboard.css": CSS,
+    "dom.js": JS,
+    "api.js": JS,
+    "state.js": JS,
+    "provenance.js": JS,
+    "heatmap.js": JS,
+    "diff.js": JS,
+    "search.js": JS,
+    "fnpanel.js": JS,
+    "main.js": JS,
+}
+
+
+@cache
+def _package_file(name: str) -> bytes:
+    return resources.files("kbtool.web").joinpath("static", name).read_bytes()
+
+
 def dashboard_html() -> bytes:
-    """The self-contained dashboard page (package data ``kbtool/web/dashboard.html``)."""
-    return resources.files("kbtool.web").joinpath("dashboard.html").read_bytes()
+    """The dashboard shell (package data ``kbtool/web/static/dashboard.html``)."""
+    return _package_file("dashboard.html")
+
+
+@lru_cache(maxsize=1)
+def provenance_css() -> bytes:
+    """``/static/provenance.css``: the colours of :mod:`kbtool.kb.provenance`."""
+    return provenance.stylesheet().encode("utf-8")
+
+
+def static_file(name: str) -> Response:
+    """``/static/<name>``: a whitelisted package file, or 404."""
+    if name == "provenance.css":
+        return 200, CSS, provenance_css()
+    ctype = STATIC_FILES.get(name)
+    if ctype is None:
+        return error(404, f"no static file {_clip(name)!r}")
+    return 200, ctype, _package_file(name)
 
 
 # ---------------------------------------------------------------- parameters
@@ -135,6 +175,10 @@ def _functions(conn: sqlite3.Connection, params: dict[str, str], query: Query) -
 
 def _coverage(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:
     return queries.coverage(conn, version_id(params["id"]))
+
+
+def _provenance(conn: Any, params: dict[str, str], query: Query) -> Any:
+    return provenance.vocabulary()
 
 
 def _diff(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:
@@ -226,10 +270,12 @@ Handler = Callable[[sqlite3.Connection, dict[str, str], Query], Any]
 class _Route:
     pattern: re.Pattern[str]
     handler: Handler
+    expensive: bool = False     # computes (CPU, memory): the app bounds how many run at once
+    needs_kb: bool = True
 
 
-def _r(pattern: str, handler: Handler) -> _Route:
-    return _Route(re.compile(pattern + r"\Z"), handler)
+def _r(pattern: str, handler: Handler, *, expensive: bool = False, needs_kb: bool = True) -> _Route:
+    return _Route(re.compile(pattern + r"\Z"), handler, expensive, needs_kb)
 
 
 # Path parameters match one segment ([^/]+) and are validated by the handler, so a
@@ -238,7 +284,8 @@ ROUTES: list[_Route] = [
     _r(r"/api/versions", _versions),
     _r(r"/api/versions/(?P<id>[^/]+)/functions", _functions),
     _r(r"/api/versions/(?P<id>[^/]+)/coverage", _coverage),
-    _r(r"/api/diff", _diff),
+    _r(r"/api/diff", _diff, expensive=True),
+    _r(r"/api/provenance", _provenance, needs_kb=False),
     _r(r"/api/search", _search),
     _r(r"/api/symbol/(?P<sid>[^/]+)", _symbol),
     _r(r"/api/history/(?P<sid>[^/]+)", _history),
@@ -247,6 +294,12 @@ ROUTES: list[_Route] = [
 PAGES: dict[str, Callable[[], bytes]] = {
     "/": dashboard_html,
 }
+STATIC_PREFIX = "/static/"
+
+
+def is_expensive(path: str) -> bool:
+    """True when ``path`` is a route that computes (the app bounds their concurrency)."""
+    return any(r.expensive and r.pattern.match(path) for r in ROUTES)
 
 
 def route(db_path: str, path: str, query: Query | None = None, method: str = "GET") -> Response:
@@ -258,9 +311,13 @@ def route(db_path: str, path: str, query: Query | None = None, method: str = "GE
         page = PAGES.get(path)
         if page is not None:
             return 200, HTML, page()
+        if path.startswith(STATIC_PREFIX):
+            return static_file(path[len(STATIC_PREFIX):])
         for r in ROUTES:
             m = r.pattern.match(path)
             if m is not None:
+                if not r.needs_kb:
+                    return _json(200, r.handler(None, m.groupdict(), query))
                 return _answer(db_path, r.handler, m.groupdict(), query)
         return error(404, f"no route {_clip(path)}")
     except Exception:  # pragma: no cover - defensive: never leak a traceback

@@ -12,15 +12,15 @@ import urllib.request
 
 import pytest
 
-from tests.test_web_fixtures import XSS_IMG, XSS_SCRIPT, XSS_SUMMARY, copy_kb, web_kb
-from tests.test_web_http import ServerProcess
-
-CHROMIUM = os.environ.get("KBTOOL_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
-    "--disable-default-apps", "--mute-audio",
-]
+from tests.web.support import (
+    CHROMIUM,
+    XSS_IMG,
+    XSS_SCRIPT,
+    XSS_SUMMARY,
+    ServerProcess,
+    copy_kb,
+    launch_chromium,
+)
 
 pytestmark = [
     pytest.mark.browser,
@@ -36,15 +36,6 @@ document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(e.
 """
 
 
-def launch(playwright):
-    return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-
-
-@pytest.fixture(scope="module")
-def kb(tmp_path_factory):
-    return web_kb(tmp_path_factory.getbasetemp())
-
-
 @pytest.fixture(scope="module")
 def server(kb, tmp_path_factory):
     with ServerProcess(copy_kb(kb, tmp_path_factory.mktemp("browser") / "served.db")) as srv:
@@ -56,7 +47,7 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        b = launch(pw)
+        b = launch_chromium(pw)
         yield b
         b.close()
 

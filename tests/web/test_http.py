@@ -2,115 +2,16 @@
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import http.client
 import json
-import os
-import re
 import socket
 import subprocess
-import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
 from kbtool.kb.db import open_rw
 from kbtool.kb.gate import upsert_symbol
-from tests.test_web_fixtures import copy_kb, web_kb
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def kbtool_cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "kbtool.cli", *args]
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    env["PYTHONUNBUFFERED"] = "1"
-    env.setdefault("COLUMNS", "200")
-    return env
-
-
-class ServerProcess:
-    """``kbtool serve --db PATH --port N`` in a subprocess, stopped on exit."""
-
-    def __init__(self, db: Path, *extra: str, port: int | None = None) -> None:
-        self.db, self.extra = db, extra
-        self.port = port or free_port()
-        self.proc: subprocess.Popen[str] | None = None
-        self.out: list[str] = []
-
-    def __enter__(self) -> ServerProcess:
-        self.proc = subprocess.Popen(
-            kbtool_cmd("serve", "--db", str(self.db), "--port", str(self.port), *self.extra),
-            cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline()  # the URL, printed once when listening
-        self.out.append(line)
-        if f":{self.port}/" not in line:
-            self.proc.kill()
-            raise RuntimeError(f"server did not start: {line!r} {self.proc.stderr.read()!r}")
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            try:
-                if request(self.port, "/api/versions")[0] == 200:
-                    return self
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("server never answered")
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/"
-
-    def __exit__(self, *exc: object) -> None:
-        assert self.proc is not None
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        for stream in (self.proc.stdout, self.proc.stderr):
-            if stream:
-                stream.close()
-
-
-def request(port: int, path: str, *, method: str = "GET", host: str | None = "default",
-            body: bytes | None = None, headers: dict[str, str] | None = None):
-    """One raw HTTP/1.1 request; ``host=None`` sends no Host header at all."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
-    try:
-        conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
-        if host == "default":
-            host = f"127.0.0.1:{port}"
-        if host is not None:
-            conn.putheader("Host", host)
-        for k, v in (headers or {}).items():
-            conn.putheader(k, v)
-        if body is not None:
-            conn.putheader("Content-Length", str(len(body)))
-        conn.endheaders(body)
-        resp = conn.getresponse()
-        data = resp.read()
-        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, data
-    finally:
-        conn.close()
-
-
-@pytest.fixture(scope="module")
-def kb(tmp_path_factory):
-    return web_kb(tmp_path_factory.getbasetemp())
+from tests.web.support import ROOT, ServerProcess, copy_kb, env, kbtool_cmd, request
 
 
 @pytest.fixture(scope="module")
@@ -133,17 +34,134 @@ def test_url_printed_once(server):
 def test_page_headers_and_csp(server):
     status, headers, body = request(server.port, "/")
     assert status == 200 and headers["content-type"].startswith("text/html")
-    csp = headers["content-security-policy"]
-    assert "default-src 'none'" in csp and "'unsafe-inline'" not in csp and "'unsafe-eval'" not in csp
-    assert "frame-ancestors 'none'" in csp and "connect-src 'self'" in csp
-    script = re.search(rb"<script>(.*?)</script>", body, re.S).group(1)
-    style = re.search(rb"<style>(.*?)</style>", body, re.S).group(1)
-    for block in (script, style):
-        digest = base64.b64encode(hashlib.sha256(block).digest()).decode()
-        assert f"'sha256-{digest}'" in csp
+    csp = [d.strip() for d in headers["content-security-policy"].split(";")]
+    for directive in ("default-src 'none'", "script-src 'self'", "style-src 'self'", "connect-src 'self'",
+                      "frame-ancestors 'none'", "require-trusted-types-for 'script'", "trusted-types 'none'"):
+        assert directive in csp
+    assert "unsafe" not in headers["content-security-policy"] and "sha256-" not in headers["content-security-policy"]
+    assert b"<style" not in body and b'<script type="module" src="/static/main.js"></script>' in body
     assert headers["x-content-type-options"] == "nosniff"
+    assert headers["referrer-policy"] == "no-referrer"
     assert headers["x-frame-options"] == "DENY"
     assert "server" not in headers
+
+
+@pytest.mark.parametrize("name,ctype", [
+    ("main.js", "text/javascript"), ("dom.js", "text/javascript"), ("heatmap.js", "text/javascript"),
+    ("dashboard.css", "text/css"), ("provenance.css", "text/css"),
+])
+def test_static_files(server, name, ctype):
+    status, headers, body = request(server.port, "/static/" + name)
+    assert status == 200 and headers["content-type"].startswith(ctype) and body
+    assert headers["x-content-type-options"] == "nosniff"
+
+
+@pytest.mark.parametrize("path", ["/static/../kbtool/web/router.py", "/static/%2e%2e/router.py", "/static/",
+                                  "/static/router.py", "/static/main.js/x", "/static//etc/passwd"])
+def test_static_outside_the_whitelist_404(server, path):
+    status, headers, body = request(server.port, path)
+    assert status == 404 and list(json.loads(body)) == ["error"]
+
+
+@pytest.mark.parametrize("headers,ok", [
+    ({}, True),
+    ({"Sec-Fetch-Site": "same-origin"}, True),
+    ({"Sec-Fetch-Site": "none"}, True),
+    ({"Sec-Fetch-Site": "cross-site"}, False),
+    ({"Sec-Fetch-Site": "same-site"}, False),       # another port of 127.0.0.1 is same-site
+    ({"Origin": "http://127.0.0.1:{port}"}, True),
+    ({"Origin": "http://127.0.0.1:{port}", "Sec-Fetch-Site": "same-origin"}, True),
+    ({"Origin": "http://127.0.0.1:1"}, False),
+    ({"Origin": "http://localhost:{port}"}, False),   # Host says 127.0.0.1: another origin
+    ({"Origin": "https://127.0.0.1:{port}"}, False),
+    ({"Origin": "https://evil.example"}, False),
+    ({"Origin": "null"}, False),
+])
+@pytest.mark.parametrize("path", ["/api/diff?from={a}&to={b}", "/api/versions", "/static/main.js", "/"])
+def test_cross_origin_requests_refused(server, kb, headers, ok, path):
+    h = {k: v.format(port=server.port) for k, v in headers.items()}
+    url = path.format(a=kb.version_ids[-1], b=kb.version_ids[0])
+    status, resp_headers, body = request(server.port, url, headers=h)
+    if ok:
+        assert status == 200, (h, url, body[:200])
+    else:
+        assert status == 403, (h, url)
+        assert "cross-origin" in json.loads(body)["error"]
+
+
+def test_cross_site_navigation_to_the_page_is_answered(server):
+    """A link from another site opens the dashboard; its own requests are then same-origin."""
+    nav = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}
+    assert request(server.port, "/", headers=nav)[0] == 200
+    assert request(server.port, "/api/versions", headers=nav)[0] == 403
+
+
+def test_expensive_routes_are_bounded(kb, monkeypatch):
+    """At most two diffs compute at once; the next waits (bounded), then gets 503 + Retry-After."""
+    import threading
+
+    from starlette.testclient import TestClient
+
+    from kbtool.web import app as webapp
+    from kbtool.web import router
+
+    release, entered, real = threading.Event(), threading.Semaphore(0), router.route
+
+    def slow_route(db_path, path, query=None, method="GET"):
+        if path == "/api/diff":
+            entered.release()
+            assert release.wait(30)
+        return real(db_path, path, query, method)
+
+    monkeypatch.setattr(router, "route", slow_route)
+    client = TestClient(webapp.create_app(str(kb.path), expensive_limit=2, expensive_wait=0.2),
+                        base_url="http://127.0.0.1")
+    url = f"/api/diff?from={kb.version_ids[-1]}&to={kb.version_ids[0]}"
+    results: list = []
+
+    def get(u):
+        r = client.get(u)
+        results.append((u, r.status_code, r.headers.get("retry-after"), r.json()))
+
+    first = [threading.Thread(target=get, args=(url,)) for _ in range(2)]
+    for t in first:
+        t.start()
+    for _ in first:
+        assert entered.acquire(timeout=30)     # both slots taken
+    more = [threading.Thread(target=get, args=(url,)) for _ in range(3)]
+    for t in more:
+        t.start()
+    cheap = client.get("/api/versions")          # cheap routes are not limited
+    assert cheap.status_code == 200
+    for t in more:
+        t.join(30)
+    busy = [r for r in results if r[1] == 503]
+    assert len(busy) == 3 and all(r[2] == str(webapp.RETRY_AFTER) and list(r[3]) == ["error"] for r in busy)
+    release.set()
+    for t in first:
+        t.join(30)
+    assert sorted(r[1] for r in results) == [200, 200, 503, 503, 503]
+    # the slots are free again
+    assert client.get(url).status_code == 200
+
+
+def test_bound_socket_sets_tcp_nodelay():
+    """Accepted connections get TCP_NODELAY (no Nagle + delayed-ACK stall on keep-alive)."""
+    from kbtool.web.app import bind
+
+    sock = bind("127.0.0.1", 0)
+    try:
+        assert sock.proto == socket.IPPROTO_TCP
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+        client = socket.create_connection(sock.getsockname())
+        conn, _ = sock.accept()
+        try:
+            assert conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+        finally:
+            conn.close()
+            client.close()
+    finally:
+        sock.close()
 
 
 def test_api_over_http(server, kb):
@@ -234,7 +252,7 @@ def test_port_in_use_is_a_clear_error(kb, tmp_path):
         s.listen()
         port = s.getsockname()[1]
         proc = subprocess.run(kbtool_cmd("serve", "--db", str(kb.path), "--port", str(port)),
-                              cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=30)
+                              cwd=ROOT, env=env(), capture_output=True, text=True, timeout=30)
     assert proc.returncode == 1
     assert "cannot listen" in proc.stderr and "--port" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -242,7 +260,7 @@ def test_port_in_use_is_a_clear_error(kb, tmp_path):
 
 def test_missing_kb_is_a_clear_error(tmp_path):
     proc = subprocess.run(kbtool_cmd("serve", "--db", str(tmp_path / "none.db"), "--port", "0"),
-                          cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=30)
+                          cwd=ROOT, env=env(), capture_output=True, text=True, timeout=30)
     assert proc.returncode == 1 and "no KB at" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "none.db").exists()
 
@@ -277,7 +295,8 @@ def test_create_app_is_embeddable(kb):
     assert client.post("/api/versions").status_code == 405
     assert client.get("/api/versions", headers={"host": "evil.example"}).status_code == 403
     r = client.get("/")
-    assert r.status_code == 200 and "sha256-" in r.headers["content-security-policy"]
+    assert r.status_code == 200 and "script-src 'self'" in r.headers["content-security-policy"]
+    assert client.get("/api/versions", headers={"sec-fetch-site": "cross-site"}).status_code == 403
 
 
 def test_server_stops_cleanly_on_sigterm(kb, tmp_path):

@@ -17,8 +17,7 @@ import pytest
 
 from kbtool.kb.db import open_ro
 from kbtool.web.router import route
-from tests.test_web_fixtures import copy_kb, web_kb
-from tests.test_web_http import ServerProcess, request
+from tests.web.support import ServerProcess, request
 
 INJECTIONS = [
     "1; DROP TABLE versions; --",
@@ -74,12 +73,6 @@ def _fingerprint(path: Path) -> tuple[str, str]:
     finally:
         conn.close()
     return h.hexdigest(), dump
-
-
-@pytest.fixture()
-def kb_copy(tmp_path, tmp_path_factory):
-    kb = web_kb(tmp_path_factory.getbasetemp())
-    return kb, copy_kb(kb, tmp_path / "kb.db")
 
 
 def test_router_cannot_write(kb_copy):

@@ -8,17 +8,11 @@ import sqlite3
 
 import pytest
 
-from kbtool.kb import queries
+from kbtool.kb import provenance, queries
 from kbtool.kb.db import open_ro
 from kbtool.web import router
 from kbtool.web.router import route
-from kbtool.web.security import inline_hashes, page_csp
-from tests.test_web_fixtures import XSS_SCRIPT, sha256, web_kb
-
-
-@pytest.fixture(scope="module")
-def kb(tmp_path_factory):
-    return web_kb(tmp_path_factory.getbasetemp())
+from tests.web.support import XSS_SCRIPT, copy_kb, sha256
 
 
 def get(kb, path, **query):
@@ -39,26 +33,129 @@ def ro(kb) -> sqlite3.Connection:
 
 # ---------------------------------------------------------------- routes and shapes
 
-def test_page_is_html_and_self_contained(kb):
+def _static(name: str) -> str:
+    status, ctype, body = route("/nonexistent.db", "/static/" + name, {})
+    assert status == 200, name
+    return body.decode()
+
+
+def test_page_is_a_shell_of_same_origin_files(kb):
     status, ctype, body = get(kb, "/")
     assert status == 200 and ctype.startswith("text/html")
     text = body.decode()
-    assert "<canvas" in text and "<script>" in text
+    assert "<canvas" in text
+    # no inline script or style, no inline handlers or style attributes ('self' only)
+    assert re.findall(r"<script[^>]*>", text) == ['<script type="module" src="/static/main.js">']
+    assert "</script>" in text and not re.search(r"<script[^>]*>[^<]", text)
+    assert "<style" not in text
+    assert not re.search(r"\son[a-z]+\s*=", text) and not re.search(r"\sstyle\s*=", text)
+    assert re.findall(r'<link rel="stylesheet" href="([^"]+)">', text) == [
+        "/static/provenance.css", "/static/dashboard.css"]
     # no CDN, no external fonts, nothing fetched from another origin
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text)
-    assert "@import" not in text and "url(http" not in text and "@font-face" not in text
-    # KB text is never parsed as HTML
-    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
-        assert sink not in text, sink
-    # one inline script and one inline style, both allowed by hash (no 'unsafe-inline')
-    scripts, styles = inline_hashes(body)
-    assert len(scripts) == 1 and len(styles) == 1
-    csp = page_csp(body)
-    assert "'unsafe-inline'" not in csp and "'unsafe-eval'" not in csp
-    assert scripts[0] in csp and styles[0] in csp
-    # no inline event handlers or style attributes (they would need 'unsafe-inline')
-    assert not re.search(r"\son[a-z]+\s*=", text.split("<script>")[0])
-    assert not re.search(r"\sstyle\s*=", text.split("<script>")[0])
+
+
+def test_static_modules_import_only_whitelisted_files():
+    seen, todo = set(), ["main.js"]
+    while todo:
+        name = todo.pop()
+        seen.add(name)
+        src = _static(name)
+        for dep in re.findall(r"""^import [^;]*? from "\./([a-z]+\.js)";""", src, re.M):
+            assert dep in router.STATIC_FILES
+            if dep not in seen:
+                todo.append(dep)
+    assert seen == {n for n in router.STATIC_FILES if n.endswith(".js")}
+
+
+@pytest.mark.parametrize("name", sorted(router.STATIC_FILES) + ["provenance.css"])
+def test_static_files_are_safe(name):
+    text = _static(name)
+    # KB text is never parsed as HTML, no code from strings, nothing from another origin
+    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(",
+                 "new Function", "http://", "https://", "@import", "url(", "@font-face"):
+        assert sink not in text, (name, sink)
+    # one vocabulary: no provenance or classification colour is spelled outside provenance.css
+    if name.endswith(".js"):
+        colours = {*provenance.COLOURS.values(), *provenance.CLASSIFICATION_COLOURS.values()}
+        assert not [c for c in colours if c.lower() in text.lower()], name
+    elif name != "provenance.css":   # the page's stylesheet defines none of the vocabulary's names
+        for p in provenance.COLOURS:
+            assert f"--{p}:" not in text and f".p-{p} " not in text, (name, p)
+        for c in provenance.CLASSIFICATION_COLOURS:
+            assert f"--c-{c}:" not in text and f".c-{c} " not in text, (name, c)
+
+
+def test_text_goes_through_the_visible_helper():
+    """Every module inserts text with dom.js (el/fill/setText): no raw textContent with data."""
+    for name in router.STATIC_FILES:
+        if not name.endswith(".js") or name == "dom.js":
+            continue
+        assert ".textContent =" not in _static(name), name
+        assert ".title =" not in _static(name), name
+
+
+def test_static_whitelist_and_generated_files(kb):
+    assert _static("provenance.css") == provenance.stylesheet()
+    status, data = get_json(kb, "/api/provenance")
+    assert status == 200 and data == json.loads(json.dumps(provenance.vocabulary()))
+    assert data["order"] == ["human", "oracle", "export", "agent", "diff-carry", "unnamed"]
+    for name, ctype in router.STATIC_FILES.items():
+        status, got, _ = get(kb, "/static/" + name)
+        assert status == 200 and got == ctype
+    for bad in ("", "dashboard.html", "../router.py", "../../pyproject.toml", "..", ".", "main.js/",
+                "MAIN.JS", "/etc/passwd", "static/main.js", "main.js\x00", "__init__.py"):
+        status, ctype, body = get(kb, "/static/" + bad)
+        assert status == 404 and list(json.loads(body)) == ["error"], bad
+
+
+def test_expensive_routes():
+    assert router.is_expensive("/api/diff")
+    assert not router.is_expensive("/api/versions") and not router.is_expensive("/static/main.js")
+    assert not router.is_expensive("/api/diffx")
+
+
+def test_csp_allows_only_same_origin_files():
+    from kbtool.web.security import PAGE_CSP
+
+    directives = dict(d.strip().split(" ", 1) for d in PAGE_CSP.split(";"))
+    assert directives["script-src"] == "'self'" and directives["style-src"] == "'self'"
+    assert directives["require-trusted-types-for"] == "'script'"
+    assert directives["default-src"] == "'none'"
+
+
+@pytest.mark.parametrize("headers,path,refused", [
+    ({}, "/api/diff", False),
+    ({"sec-fetch-site": "same-origin"}, "/api/diff", False),
+    ({"sec-fetch-site": "none"}, "/", False),
+    ({"sec-fetch-site": "cross-site"}, "/api/diff", True),
+    ({"sec-fetch-site": "same-site"}, "/api/diff", True),
+    ({"sec-fetch-site": "CROSS-SITE"}, "/api/versions", True),
+    ({"sec-fetch-site": "cross-site", "sec-fetch-mode": "navigate", "sec-fetch-dest": "document"}, "/", False),
+    ({"sec-fetch-site": "cross-site", "sec-fetch-mode": "navigate", "sec-fetch-dest": "iframe"}, "/", True),
+    ({"sec-fetch-site": "cross-site", "sec-fetch-mode": "navigate", "sec-fetch-dest": "document"},
+     "/api/diff", True),
+    ({"origin": "http://127.0.0.1:8787"}, "/api/diff", False),
+    ({"origin": "http://127.0.0.1:8788"}, "/api/diff", True),
+    ({"origin": "http://127.0.0.1"}, "/api/diff", True),
+    ({"origin": "null"}, "/api/diff", True),
+    ({"origin": ""}, "/api/diff", True),
+    ({"origin": "http://127.0.0.1:8787/x"}, "/api/diff", True),
+])
+def test_cross_origin_refusal(headers, path, refused):
+    from kbtool.web.security import cross_origin_refusal
+
+    why = cross_origin_refusal(headers, "http", "127.0.0.1:8787", path)
+    assert (why is not None) is refused
+
+
+def test_own_origin_default_ports():
+    from kbtool.web.security import cross_origin_refusal
+
+    assert cross_origin_refusal({"origin": "http://kb.lan"}, "http", "kb.lan:80") is None
+    assert cross_origin_refusal({"origin": "https://kb.lan"}, "https", "KB.lan") is None
+    assert cross_origin_refusal({"origin": "http://[::1]:9000"}, "http", "[::1]:9000") is None
+    assert cross_origin_refusal({"origin": "http://[::1]:9001"}, "http", "[::1]:9000") is not None
 
 
 def test_versions_with_coverage(kb):
@@ -308,8 +405,10 @@ def test_fresh_read_only_connection_per_request_closed_after(kb, monkeypatch):
     for conn in opened:
         with pytest.raises(sqlite3.ProgrammingError):
             conn.execute("SELECT 1")
-    # the page and 405s need no connection
+    # the page, static files, the vocabulary and 405s need no connection
     route(str(kb.path), "/", {})
+    route(str(kb.path), "/static/main.js", {})
+    route(str(kb.path), "/api/provenance", {})
     route(str(kb.path), "/api/versions", {}, "POST")
     assert len(opened) == len(paths) + 1
 
@@ -345,7 +444,6 @@ def test_host_check(bound, allow, host, ok):
 def test_diff_serves_the_stored_report(kb, tmp_path):
     from kbtool.kb.db import open_rw
     from kbtool.services.diff.report import compute_diff, save_diff
-    from tests.test_web_fixtures import copy_kb
 
     path = copy_kb(kb, tmp_path / "kb.db")
     a, b = kb.version_ids[0], kb.version_ids[-1]
