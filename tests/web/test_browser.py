@@ -13,6 +13,9 @@ import urllib.request
 import pytest
 
 from tests.web.support import (
+    BIDI_NAME,
+    BIDI_SHOWN,
+    BIDI_SUMMARY_SHOWN,
     CHROMIUM,
     XSS_IMG,
     XSS_SCRIPT,
@@ -307,3 +310,154 @@ def test_empty_kb(browser, tmp_path):
         assert "no named symbol" in pg.text_content("#search-results")
         assert errors == []
         pg.close()
+
+
+def test_bidi_and_invisible_characters_are_shown_as_escapes(page, server, kb):
+    """A right-to-left override in a name never reorders what the user reads."""
+    open_page(page, server)
+    page.fill("#search", "exe.txt")
+    page.wait_for_function("() => document.getElementById('search-results').dataset.q === 'exe.txt'")
+    names = page.locator("#search-results .sr .nm").all_text_contents()
+    assert names == [BIDI_SHOWN]
+    page.locator("#search-results .sr").first.click()
+    page.wait_for_function("(n) => document.getElementById('fn-name').textContent === n", arg=BIDI_SHOWN)
+    detail = page.text_content("#fn-detail")
+    assert BIDI_SUMMARY_SHOWN in detail and BIDI_SHOWN in detail        # summary and evidence
+    page.click("#tab-history")
+    page.wait_for_selector("#fn-history:not(.hidden) #timeline")
+    assert BIDI_SHOWN in page.text_content("#timeline")
+    # the heatmap tooltip too
+    fns = api(server, f"/api/versions/{kb.version_ids[-1]}/functions")
+    pos = next(i for i, f in enumerate(fns) if f["stable_id"] == kb.bidi_sid)
+    assert fns[pos]["name"] == BIDI_NAME                             # the API keeps the raw name
+    page.mouse.move(*cell_center(page, pos))
+    page.wait_for_function("(n) => document.getElementById('tooltip').textContent.includes(n)", arg=BIDI_SHOWN)
+    # no raw control character anywhere in the document's text or attributes
+    raw = page.evaluate("""() => {
+        const bad = /[\\u202a-\\u202e\\u2066-\\u2069\\u200b-\\u200f]/;
+        const all = [document.body.textContent];
+        for (const e of document.querySelectorAll('*')) for (const a of e.attributes) all.push(a.value);
+        return all.filter((t) => bad.test(t)).length;
+    }""")
+    assert raw == 0
+
+
+def test_legend_and_tints_follow_the_vocabulary(page, server, kb):
+    open_page(page, server)
+    vocab = api(server, "/api/provenance")
+    legend = page.eval_on_selector_all(
+        "#legend .lg", "bs => bs.map(b => [b.dataset.prov, getComputedStyle(b.querySelector('.sw')).backgroundColor])")
+
+    def rgb(hex_colour):
+        return tuple(int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
+
+    assert [p for p, _ in legend] == vocab["order"] == ["human", "oracle", "export", "agent", "diff-carry", "unnamed"]
+    for p, css in legend:
+        assert css == "rgb({}, {}, {})".format(*rgb(vocab["colours"][p])), p
+    # classification and provenance classes come from /static/provenance.css
+    colours = page.evaluate("""() => {
+        const out = {};
+        for (const cls of ['c-moved', 'c-new', 'p-agent', 'p-diff-carry']) {
+            const e = document.createElement('span'); e.className = 'chip ' + cls; document.body.append(e);
+            out[cls] = getComputedStyle(e).color; e.remove();
+        }
+        return out;
+    }""")
+    assert colours["c-moved"] == "rgb({}, {}, {})".format(*rgb(vocab["classification_colours"]["moved"]))
+    assert colours["c-new"] == "rgb({}, {}, {})".format(*rgb(vocab["classification_colours"]["new"]))
+    assert colours["p-agent"] == "rgb({}, {}, {})".format(*rgb(vocab["colours"]["agent"]))
+    # a heatmap cell is the oracle tint at the symbol's confidence over the background
+    fns = api(server, f"/api/versions/{kb.version_ids[-1]}/functions")
+    pos = next(i for i, f in enumerate(fns) if f["stable_id"] == kb.script_sid)
+    cell = int(page.get_attribute("#heatmap", "data-cell"))
+    cols = int(page.get_attribute("#heatmap", "data-cols"))
+    pixel = page.evaluate("""([x, y]) => {
+        const c = document.getElementById('heatmap'), d = window.devicePixelRatio || 1;
+        return Array.from(c.getContext('2d').getImageData(Math.floor(x * d), Math.floor(y * d), 1, 1).data.slice(0, 3));
+    }""", [(pos % cols) * cell + 1, (pos // cols) * cell + 1])
+    bg, tint, alpha = (0x0F, 0x13, 0x1A), rgb(vocab["colours"]["oracle"]), 0.22 + 0.78 * round(0.9 * 20) / 20
+    assert all(abs(p - round(b + (t - b) * alpha)) <= 1 for p, b, t in zip(pixel, bg, tint, strict=True)), pixel
+
+
+EVIL_PAGE = """<!doctype html><title>another origin</title><script>
+window.results = {};
+async function attempt(name, init) {
+  try { const r = await fetch(window.TARGET, init); window.results[name] = {type: r.type, status: r.status}; }
+  catch (e) { window.results[name] = {error: e.name}; }
+}
+</script>"""
+
+
+class _EvilSite:
+    """A page on another loopback port (a second origin) that tries to use the dashboard."""
+
+    def __enter__(self):
+        import http.server
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - http.server's name
+                body = EVIL_PAGE.encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+        return self
+
+    def url(self, host="127.0.0.1"):
+        return f"http://{host}:{self.httpd.server_address[1]}/"
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.mark.parametrize("evil_host", ["127.0.0.1", "localhost"])   # same-site other port; cross-site
+def test_another_origin_cannot_make_the_dashboard_work(browser, server, kb, evil_host):
+    a, b = kb.version_ids[-1], kb.version_ids[0]                 # not stored: would compute
+    target = f"{server.url}api/diff?from={a}&to={b}"
+    ctx = browser.new_context()
+    pg = ctx.new_page()
+    # the real status of every answer, even those the page may not read (DevTools protocol)
+    cdp = ctx.new_cdp_session(pg)
+    cdp.send("Network.enable")
+    urls: dict[str, str] = {}
+    statuses: dict[str, int] = {}
+    cdp.on("Network.requestWillBeSent", lambda e: urls.__setitem__(e["requestId"], e["request"]["url"]))
+    cdp.on("Network.responseReceivedExtraInfo",
+           lambda e: statuses.__setitem__(e["requestId"], e.get("statusCode")))
+    with _EvilSite() as evil:
+        pg.goto(evil.url(evil_host))
+        pg.evaluate("(t) => { window.TARGET = t; }", target)
+        pg.evaluate("() => Promise.all([attempt('cors', {}), attempt('no-cors', {mode: 'no-cors'}),"
+                    " attempt('cred', {mode: 'no-cors', credentials: 'include'})])")
+        pg.evaluate("""(t) => new Promise((done) => { const i = new Image(); i.onload = i.onerror = done;
+                       i.src = t + '&img=1'; document.body.append(i); })""", target)
+        results = pg.evaluate("window.results")
+        pg.wait_for_timeout(200)   # let the last protocol events arrive
+    ctx.close()
+    seen = [(url, statuses.get(rid)) for rid, url in urls.items() if url.startswith(server.url)]
+    # the page reads nothing: CORS fails; no-cors fails too (CORP same-origin) or stays opaque
+    assert results["cors"] == {"error": "TypeError"}, results
+    for name in ("no-cors", "cred"):
+        assert results[name] in ({"error": "TypeError"}, {"type": "opaque", "status": 0}), results
+    # and the dashboard did no work: every request the browser sent was refused
+    assert len(seen) >= 4 and all(status == 403 for _, status in seen), seen
+
+
+def test_the_dashboard_itself_still_runs_a_diff_after_refusals(page, server, kb):
+    open_page(page, server)
+    page.click("#tab-diff")
+    page.select_option("#diff-from", str(kb.version_ids[-1]))
+    page.select_option("#diff-to", str(kb.version_ids[0]))
+    page.click("#diff-run")
+    page.wait_for_selector("#diff-out:not(.hidden) #diff-summary .sum")
+    assert "computed on the fly" in page.text_content("#diff-state")
