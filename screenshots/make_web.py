@@ -7,7 +7,7 @@ short annotation story through the gate on an unnamed function (an agent guess, 
 match that outranks it, a refused agent write) so the history panel has a timeline, serves
 it with a real ``kbtool serve`` subprocess on a free loopback port, and drives Debian's
 headless Chromium with Playwright. ``--big`` adds the 50,000-cell heatmap of the KB that
-``benchmarks/http.py --kb PATH`` builds.
+``benchmarks/web_api.py --kb PATH`` builds.
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def cell_center(page, position: int) -> tuple[float, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--big", type=Path, help="the KB built by benchmarks/http.py --kb PATH (50,000-function version)")
+    ap.add_argument("--big", type=Path, help="the KB built by benchmarks/web_api.py --kb PATH (50,000-function version)")
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
