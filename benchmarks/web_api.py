@@ -51,7 +51,11 @@ ROOT = HERE.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-CORPUS = ROOT.parent / "shared" / "corpus" / "release" / "onnxruntime-web-1.20.1.ort-wasm-simd-threaded.wasm"
+ORT = "release/onnxruntime-web-1.20.1.ort-wasm-simd-threaded.wasm"
+# the shared corpus beside the checkout (or beside the worktrees' directory), or $KBTOOL_CORPUS
+_CORPORA = [Path(os.environ["KBTOOL_CORPUS"])] if os.environ.get("KBTOOL_CORPUS") else []
+_CORPORA += [ROOT.parent / "shared" / "corpus", ROOT.parents[1] / "shared" / "corpus"]
+CORPUS = next((c / ORT for c in _CORPORA if (c / ORT).exists()), _CORPORA[-1] / ORT)
 DEMO = ROOT / "kbtool" / "demo" / "zstd-1.5.6.wasm"
 BIG = 50_000
 SMOKE_BIG = 300
@@ -61,15 +65,48 @@ SQL = (
     " FROM functions f LEFT JOIN symbols s ON s.stable_id = f.stable_id"
     " WHERE f.version_id = :v AND f.imported = 0 ORDER BY f.idx"
 )
-SEARCHES = ["gemm", "conv", "Session", "ort_", "tensor", "x", "kernel_0", "zz_nothing", "Mlas", "_1"]
-WORDS = ["MlasGemm", "OrtSession", "ConvTranspose", "QuantizeLinear", "TensorShape", "KernelRegistry",
-         "ThreadPool", "Softmax", "LayerNorm", "GatherND", "Reshape", "Allocator", "Einsum", "Resize"]
-PROV_MIX = [("oracle", 25), ("export", 10), ("human", 5), ("agent", 15), ("diff-carry", 10), (None, 35)]
+SEARCHES = [
+    "gemm",
+    "conv",
+    "Session",
+    "ort_",
+    "tensor",
+    "x",
+    "kernel_0",
+    "zz_nothing",
+    "Mlas",
+    "_1",
+]
+WORDS = [
+    "MlasGemm",
+    "OrtSession",
+    "ConvTranspose",
+    "QuantizeLinear",
+    "TensorShape",
+    "KernelRegistry",
+    "ThreadPool",
+    "Softmax",
+    "LayerNorm",
+    "GatherND",
+    "Reshape",
+    "Allocator",
+    "Einsum",
+    "Resize",
+]
+PROV_MIX = [
+    ("oracle", 25),
+    ("export", 10),
+    ("human", 5),
+    ("agent", 15),
+    ("diff-carry", 10),
+    (None, 35),
+]
 CONFIDENCE = {"human": 1.0, "oracle": 0.9, "export": 0.95}
 CHROMIUM = "/usr/bin/chromium"
 
 
 # ---------------------------------------------------------------- the KB
+
 
 def _rows(conn, table: str, version_id: int) -> list[dict]:
     """Every row of ``table`` for one version, as dicts by column name (benchmark input only)."""
@@ -93,31 +130,58 @@ def build_kb(path: Path, source: Path, big: int) -> dict:
     rnd = random.Random(5)
     provs = [p for p, w in PROV_MIX for _ in range(w)]
     with transaction(conn):
-        vid = store.insert_version(conn, {
-            "label": BIG_LABEL, "sha256": hashlib.sha256(b"synthetic").hexdigest(), "size": 0,
-            "imported_functions": 0, "defined_functions": big, "exported_functions": 0})
+        vid = store.insert_version(
+            conn,
+            {
+                "label": BIG_LABEL,
+                "sha256": hashlib.sha256(b"synthetic").hexdigest(),
+                "size": 0,
+                "imported_functions": 0,
+                "defined_functions": big,
+                "exported_functions": 0,
+            },
+        )
         new_funcs, new_facts, names = [], [], []
         for i in range(big):
             f = funcs[i % len(funcs)]
             sid = hashlib.blake2b(f"bench|{i}".encode(), digest_size=8).hexdigest()
-            new_funcs.append({**f, "version_id": vid, "idx": i, "stable_id": sid, "imported": 0,
-                              "import_module": None, "import_field": None, "prev_index": None,
-                              "match_method": "new", "match_score": None, "body_changed": 0})
+            new_funcs.append(
+                {
+                    **f,
+                    "version_id": vid,
+                    "idx": i,
+                    "stable_id": sid,
+                    "imported": 0,
+                    "import_module": None,
+                    "import_field": None,
+                    "prev_index": None,
+                    "match_method": "new",
+                    "match_score": None,
+                    "body_changed": 0,
+                }
+            )
             new_facts.append({**facts[f["idx"]], "version_id": vid, "idx": i, "calls": "[]"})
             p = rnd.choice(provs)
             if p:
                 conf = CONFIDENCE.get(p) or round(rnd.uniform(0.1, 0.9), 3)
-                names.append((sid, f"{rnd.choice(WORDS)}_{'kernel' if i % 3 else 'impl'}_{i}", p, conf))
+                names.append(
+                    (sid, f"{rnd.choice(WORDS)}_{'kernel' if i % 3 else 'impl'}_{i}", p, conf)
+                )
         store.insert_functions(conn, new_funcs)
         store.insert_facts(conn, new_facts)
         for sid, name, p, conf in names:
-            upsert_symbol(conn, sid, name, provenance=p, confidence=conf, actor=f"{p}:bench",
-                          version_id=vid)
+            upsert_symbol(
+                conn, sid, name, provenance=p, confidence=conf, actor=f"{p}:bench", version_id=vid
+            )
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.execute("ANALYZE")
     conn.close()
-    return {"real_version": real, "big_version": vid, "named": len(names),
-            "build_seconds": round(time.perf_counter() - t0, 1)}
+    return {
+        "real_version": real,
+        "big_version": vid,
+        "named": len(names),
+        "build_seconds": round(time.perf_counter() - t0, 1),
+    }
 
 
 def describe(path: Path) -> dict:
@@ -132,10 +196,16 @@ def describe(path: Path) -> dict:
         cov = queries.coverage(conn, big["id"])
     finally:
         conn.close()
-    return {"real_version": real["id"], "big_version": big["id"], "named": cov["named"], "defined": cov["defined"]}
+    return {
+        "real_version": real["id"],
+        "big_version": big["id"],
+        "named": cov["named"],
+        "defined": cov["defined"],
+    }
 
 
 # ---------------------------------------------------------------- servers
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -162,8 +232,13 @@ def _env() -> dict[str, str]:
 
 def start_kbtool(path: Path) -> tuple[subprocess.Popen, int]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "kbtool.cli", "serve", "--db", str(path), "--port", str(port)],
-                            cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kbtool.cli", "serve", "--db", str(path), "--port", str(port)],
+        cwd=ROOT,
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     wait_http(port, "/api/versions")
     return proc, port
 
@@ -186,8 +261,13 @@ else:
 
 def start_variant(path: Path, mode: str) -> tuple[subprocess.Popen, int]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-c", SERVE_CHILD, str(path), str(port), mode], cwd=ROOT,
-                            env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SERVE_CHILD, str(path), str(port), mode],
+        cwd=ROOT,
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     wait_http(port, "/api/versions")
     return proc, port
 
@@ -198,9 +278,24 @@ def start_datasette(path: Path) -> tuple[subprocess.Popen, int] | None:
         return None
     port = free_port()
     proc = subprocess.Popen(
-        [exe, "serve", str(path), "--host", "127.0.0.1", "--port", str(port),
-         "--setting", "max_returned_rows", str(BIG * 4), "--setting", "sql_time_limit_ms", "60000"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            exe,
+            "serve",
+            str(path),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--setting",
+            "max_returned_rows",
+            str(BIG * 4),
+            "--setting",
+            "sql_time_limit_ms",
+            "60000",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     wait_http(port, "/-/versions.json")
     return proc, port
 
@@ -233,6 +328,7 @@ def pct(values: list[float], p: float) -> float:
 
 # ---------------------------------------------------------------- 1. function list vs datasette
 
+
 def time_list(port: int, path: str, runs: int) -> tuple[list[float], list]:
     """Time to the last byte of the body (connect, request, server work, transfer), per run."""
     for _ in range(2):
@@ -249,8 +345,12 @@ def time_list(port: int, path: str, runs: int) -> tuple[list[float], list]:
 def bench_list(path: Path, kb: dict, port: int, runs: int) -> dict:
     vid = kb["big_version"]
     ours, body = time_list(port, f"/api/versions/{vid}/functions", runs)
-    out = {"rows": len(body), "kbtool_median_ms": statistics.median(ours) * 1000,
-           "kbtool_p90_ms": pct(ours, 90) * 1000, "kbtool_bytes": len(json.dumps(body))}
+    out = {
+        "rows": len(body),
+        "kbtool_median_ms": statistics.median(ours) * 1000,
+        "kbtool_p90_ms": pct(ours, 90) * 1000,
+        "kbtool_bytes": len(json.dumps(body)),
+    }
     ds = start_datasette(path)
     if ds is None:
         out["datasette"] = "not installed"
@@ -263,12 +363,16 @@ def bench_list(path: Path, kb: dict, port: int, runs: int) -> dict:
     finally:
         stop(proc)
     assert dbody == body, "datasette and kbtool returned different rows"
-    out.update(datasette_median_ms=statistics.median(theirs) * 1000, datasette_p90_ms=pct(theirs, 90) * 1000,
-               ratio_datasette_over_kbtool=statistics.median(theirs) / statistics.median(ours))
+    out.update(
+        datasette_median_ms=statistics.median(theirs) * 1000,
+        datasette_p90_ms=pct(theirs, 90) * 1000,
+        ratio_datasette_over_kbtool=statistics.median(theirs) / statistics.median(ours),
+    )
     return out
 
 
 # ---------------------------------------------------------------- 2. keep-alive latency
+
 
 def keepalive_ms(port: int, path: str, requests: int) -> float:
     """Median ms per request on one reused connection (after 3 warm-ups)."""
@@ -339,16 +443,35 @@ print(json.dumps({"latencies": lat, "errors": errors, "wall": wall}))
 
 
 def load(port: int, paths: list[str], seconds: float, clients: int) -> dict:
-    out = subprocess.run([sys.executable, "-c", LOAD_CHILD, str(port), str(seconds), str(clients), json.dumps(paths)],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            LOAD_CHILD,
+            str(port),
+            str(seconds),
+            str(clients),
+            json.dumps(paths),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     r = json.loads(out.stdout)
     lat = r["latencies"]
-    return {"requests": len(lat), "errors": len(r["errors"]), "error_kinds": sorted(set(map(str, r["errors"])))[:5],
-            "rps": len(lat) / r["wall"], "p50_ms": pct(lat, 50) * 1000, "p99_ms": pct(lat, 99) * 1000,
-            "max_ms": max(lat) * 1000}
+    return {
+        "requests": len(lat),
+        "errors": len(r["errors"]),
+        "error_kinds": sorted(set(map(str, r["errors"])))[:5],
+        "rps": len(lat) / r["wall"],
+        "p50_ms": pct(lat, 50) * 1000,
+        "p99_ms": pct(lat, 99) * 1000,
+        "max_ms": max(lat) * 1000,
+    }
 
 
 # ---------------------------------------------------------------- 4. the heatmap in chromium
+
 
 def bench_browser(port: int, kb: dict, rounds: int = 5) -> dict:
     if not os.path.exists(CHROMIUM):
@@ -360,26 +483,43 @@ def bench_browser(port: int, kb: dict, rounds: int = 5) -> dict:
     small, big = kb["real_version"], kb["big_version"]
     page_ms, driver_ms, draw_ms = [], [], []
     with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run"])
+        b = pw.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
         pg = b.new_page(viewport={"width": 1600, "height": 1000})
         pg.goto(f"http://127.0.0.1:{port}/#v={small}")
         pg.wait_for_selector(f"body[data-ready='1'][data-version='{small}']", timeout=60_000)
         for _ in range(rounds):
             t0 = time.perf_counter()
             pg.click(f"#versions tr[data-vid='{big}']")
-            pg.wait_for_function(f"() => window.kbMetrics && window.kbMetrics.version === {big}", timeout=60_000,
-                                 polling="raf")
+            pg.wait_for_function(
+                f"() => window.kbMetrics && window.kbMetrics.version === {big}",
+                timeout=60_000,
+                polling="raf",
+            )
             driver_ms.append((time.perf_counter() - t0) * 1000)
             m = pg.evaluate("window.kbMetrics")
             assert m["cells"] == kb["defined"], m
             page_ms.append(m["selectToDrawMs"])
             draw_ms.append(m["drawMs"])
             pg.click(f"#versions tr[data-vid='{small}']")
-            pg.wait_for_function(f"() => window.kbMetrics && window.kbMetrics.version === {small}", timeout=60_000)
+            pg.wait_for_function(
+                f"() => window.kbMetrics && window.kbMetrics.version === {small}", timeout=60_000
+            )
         pg.click(f"#versions tr[data-vid='{big}']")
-        pg.wait_for_function(f"() => window.kbMetrics && window.kbMetrics.version === {big}", timeout=60_000)
+        pg.wait_for_function(
+            f"() => window.kbMetrics && window.kbMetrics.version === {big}", timeout=60_000
+        )
         hover = pg.evaluate("""() => {
             const c = document.getElementById('heatmap'), r = c.getBoundingClientRect();
             const n = 2000, t0 = performance.now();
@@ -392,21 +532,31 @@ def bench_browser(port: int, kb: dict, rounds: int = 5) -> dict:
                      cell: Number(c.dataset.cell), cols: Number(c.dataset.cols) };
         }""")
         b.close()
-    return {"select_to_drawn_page_median_ms": statistics.median(page_ms), "select_to_drawn_page_max_ms": max(page_ms),
-            "select_to_drawn_driver_median_ms": statistics.median(driver_ms), "draw_only_median_ms": statistics.median(draw_ms),
-            "hover": hover, "rounds": rounds}
+    return {
+        "select_to_drawn_page_median_ms": statistics.median(page_ms),
+        "select_to_drawn_page_max_ms": max(page_ms),
+        "select_to_drawn_driver_median_ms": statistics.median(driver_ms),
+        "draw_only_median_ms": statistics.median(draw_ms),
+        "hover": hover,
+        "rounds": rounds,
+    }
 
 
 # ---------------------------------------------------------------- main
 
+
 def main(argv: list[str] | None = None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--kb", type=Path, help="KB to build (if missing) and keep")
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--clients", type=int, default=32)
     ap.add_argument("--keepalive", type=int, default=200, help="requests on one reused connection")
-    ap.add_argument("--smoke", action="store_true", help="tiny input, a few seconds, no browser, no targets")
+    ap.add_argument(
+        "--smoke", action="store_true", help="tiny input, a few seconds, no browser, no targets"
+    )
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args(argv)
     if args.smoke:
@@ -433,14 +583,25 @@ def main(argv: list[str] | None = None) -> dict:
         try:
             from kbtool.web.router import ENCODER
 
-            results: dict = {"kb": kb, "cpus": os.cpu_count(), "json_encoder": ENCODER, "smoke": args.smoke,
-                             "load_average_before": os.getloadavg()}
+            results: dict = {
+                "kb": kb,
+                "cpus": os.cpu_count(),
+                "json_encoder": ENCODER,
+                "smoke": args.smoke,
+                "load_average_before": os.getloadavg(),
+            }
             results["functions"] = bench_list(path, kb, port, args.runs)
             results["keepalive"] = bench_keepalive(path, kb, port, args.keepalive)
             big_id = kb["big_version"]
-            results["load_search"] = load(port, [f"/api/search?q={urllib.parse.quote(q)}" for q in SEARCHES],
-                                          args.seconds, args.clients)
-            results["load_coverage"] = load(port, [f"/api/versions/{big_id}/coverage"], args.seconds, args.clients)
+            results["load_search"] = load(
+                port,
+                [f"/api/search?q={urllib.parse.quote(q)}" for q in SEARCHES],
+                args.seconds,
+                args.clients,
+            )
+            results["load_coverage"] = load(
+                port, [f"/api/versions/{big_id}/coverage"], args.seconds, args.clients
+            )
             results["browser"] = {"skipped": "--smoke"} if args.smoke else bench_browser(port, kb)
         finally:
             stop(proc)
@@ -457,16 +618,24 @@ def main(argv: list[str] | None = None) -> dict:
 
 def report(r: dict, args) -> None:
     f = r["functions"]
-    print(f"KB: {r['kb']['source']} ingested, plus a generated version {r['kb']['big_version']} of {f['rows']:,}"
-          f" defined functions ({r['kb']['named']:,} named); {r['cpus']} CPUs (load average"
-          f" {r['load_average_before'][0]:.1f} at start); JSON encoder {r['json_encoder']}; everything on 127.0.0.1"
-          + ("; SMOKE RUN (tiny input, figures mean nothing)" if r["smoke"] else ""))
+    print(
+        f"KB: {r['kb']['source']} ingested, plus a generated version {r['kb']['big_version']} of {f['rows']:,}"
+        f" defined functions ({r['kb']['named']:,} named); {r['cpus']} CPUs (load average"
+        f" {r['load_average_before'][0]:.1f} at start); JSON encoder {r['json_encoder']}; everything on 127.0.0.1"
+        + ("; SMOKE RUN (tiny input, figures mean nothing)" if r["smoke"] else "")
+    )
     target = "" if r["smoke"] else "   (target < 250 ms)"
-    print(f"\n1. GET /api/versions/{{id}}/functions, {f['rows']:,} rows ({f['kbtool_bytes'] / 1e6:.1f} MB JSON), {args.runs} runs")
-    print(f"   kbtool serve   median {f['kbtool_median_ms']:7.1f} ms   p90 {f['kbtool_p90_ms']:7.1f} ms{target}")
+    print(
+        f"\n1. GET /api/versions/{{id}}/functions, {f['rows']:,} rows ({f['kbtool_bytes'] / 1e6:.1f} MB JSON), {args.runs} runs"
+    )
+    print(
+        f"   kbtool serve   median {f['kbtool_median_ms']:7.1f} ms   p90 {f['kbtool_p90_ms']:7.1f} ms{target}"
+    )
     if "datasette_median_ms" in f:
-        print(f"   datasette      median {f['datasette_median_ms']:7.1f} ms   p90 {f['datasette_p90_ms']:7.1f} ms"
-              f"   same rows; datasette/kbtool = {f['ratio_datasette_over_kbtool']:.2f}x")
+        print(
+            f"   datasette      median {f['datasette_median_ms']:7.1f} ms   p90 {f['datasette_p90_ms']:7.1f} ms"
+            f"   same rows; datasette/kbtool = {f['ratio_datasette_over_kbtool']:.2f}x"
+        )
     else:
         print(f"   datasette {f.get('datasette')}")
     k = r["keepalive"]
@@ -475,22 +644,33 @@ def report(r: dict, args) -> None:
     print(f"   before: create_server socket, no TCP_NODELAY   {k['before_median_ms']:7.2f} ms")
     print(f"   kbtool serve now (IPPROTO_TCP + TCP_NODELAY)   {k['kbtool_median_ms']:7.2f} ms")
     print(f"\n3. {args.clients} concurrent clients x {args.seconds:g} s")
-    for key, label in (("load_search", "/api/search?q=..."), ("load_coverage", "/api/versions/{id}/coverage")):
+    for key, label in (
+        ("load_search", "/api/search?q=..."),
+        ("load_coverage", "/api/versions/{id}/coverage"),
+    ):
         x = r[key]
-        print(f"   {label:30} {x['rps']:8.1f} req/s  p50 {x['p50_ms']:7.1f} ms  p99 {x['p99_ms']:7.1f} ms"
-              f"  errors {x['errors']} of {x['requests']:,}")
+        print(
+            f"   {label:30} {x['rps']:8.1f} req/s  p50 {x['p50_ms']:7.1f} ms  p99 {x['p99_ms']:7.1f} ms"
+            f"  errors {x['errors']} of {x['requests']:,}"
+        )
     b = r["browser"]
     print(f"\n4. headless Chromium, heatmap of {f['rows']:,} cells")
     if "skipped" in b:
         print(f"   skipped: {b['skipped']}")
     else:
-        print(f"   select -> drawn (page clock)   median {b['select_to_drawn_page_median_ms']:7.1f} ms"
-              f"  max {b['select_to_drawn_page_max_ms']:7.1f} ms  (target < 1000 ms; fetch + parse + draw)")
-        print(f"   select -> drawn (driver clock) median {b['select_to_drawn_driver_median_ms']:7.1f} ms")
+        print(
+            f"   select -> drawn (page clock)   median {b['select_to_drawn_page_median_ms']:7.1f} ms"
+            f"  max {b['select_to_drawn_page_max_ms']:7.1f} ms  (target < 1000 ms; fetch + parse + draw)"
+        )
+        print(
+            f"   select -> drawn (driver clock) median {b['select_to_drawn_driver_median_ms']:7.1f} ms"
+        )
         print(f"   canvas draw alone              median {b['draw_only_median_ms']:7.1f} ms")
         h = b["hover"]
-        print(f"   hover: {h['ms_per_event']:.3f} ms per mousemove over {h['events']:,} events"
-              f" ({h['cell']} px cells, {h['cols']} columns)")
+        print(
+            f"   hover: {h['ms_per_event']:.3f} ms per mousemove over {h['events']:,} events"
+            f" ({h['cell']} px cells, {h['cols']} columns)"
+        )
     print(f"\nKB file unchanged by the whole run: {r['kb_unchanged']}")
 
 

@@ -88,11 +88,14 @@ class _Adapter:
         extra: dict[str, str] = {}
         refusal = None
         if not self.host_check(host):
-            refusal = ("host not allowed: open the dashboard through its loopback address,"
-                       " or start `kbtool serve --allow-host NAME`")
+            refusal = (
+                "host not allowed: open the dashboard through its loopback address,"
+                " or start `kbtool serve --allow-host NAME`"
+            )
         else:
-            refusal = cross_origin_refusal(request.headers, scope.get("scheme", "http"), host,
-                                           scope["path"])
+            refusal = cross_origin_refusal(
+                request.headers, scope.get("scheme", "http"), host, scope["path"]
+            )
         if refusal is not None:
             status, ctype, body = router.error(403, refusal)
         else:
@@ -113,8 +116,11 @@ class _Adapter:
         expensive = method in router.ALLOWED_METHODS and router.is_expensive(path)
         if expensive and not await self.limit.acquire(self.wait):
             extra["retry-after"] = str(RETRY_AFTER)
-            return router.error(503, f"busy: {self.limit.limit} diffs are already being computed;"
-                                     f" retry in {RETRY_AFTER} s")
+            return router.error(
+                503,
+                f"busy: {self.limit.limit} diffs are already being computed;"
+                f" retry in {RETRY_AFTER} s",
+            )
         try:
             return await run_in_threadpool(router.route, self.db_path, path, query, method)
         finally:
@@ -122,8 +128,14 @@ class _Adapter:
                 self.limit.release()
 
 
-def create_app(db_path: str, *, host: str = DEFAULT_HOST, allow_hosts: Iterable[str] = (),
-               expensive_limit: int = EXPENSIVE_LIMIT, expensive_wait: float = EXPENSIVE_WAIT) -> Starlette:
+def create_app(
+    db_path: str,
+    *,
+    host: str = DEFAULT_HOST,
+    allow_hosts: Iterable[str] = (),
+    expensive_limit: int = EXPENSIVE_LIMIT,
+    expensive_wait: float = EXPENSIVE_WAIT,
+) -> Starlette:
     """The dashboard and JSON API as a Starlette app serving ``db_path`` read-only.
 
     ``host`` is the address the server is bound to (it decides which Host headers are
@@ -131,8 +143,9 @@ def create_app(db_path: str, *, host: str = DEFAULT_HOST, allow_hosts: Iterable[
     ``expensive_limit`` expensive requests compute at once; one more waits up to
     ``expensive_wait`` seconds for a slot, then gets 503 with ``Retry-After``.
     """
-    adapter = _Adapter(db_path, HostCheck(host, allow_hosts), WorkLimit(expensive_limit),
-                       expensive_wait)
+    adapter = _Adapter(
+        db_path, HostCheck(host, allow_hosts), WorkLimit(expensive_limit), expensive_wait
+    )
     return Starlette(routes=[Route("/{path:path}", adapter)])
 
 
@@ -162,14 +175,21 @@ def bind(host: str, port: int) -> socket.socket:
         sock.listen(2048)
     except OSError as exc:
         sock.close()
-        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}"
-                      " (pick another port with --port)") from None
+        raise OSError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc} (pick another port with --port)"
+        ) from None
     sock.set_inheritable(True)
     return sock
 
 
-def serve(db_path: str, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *,
-          allow_hosts: Iterable[str] = (), echo=None) -> None:
+def serve(
+    db_path: str,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    *,
+    allow_hosts: Iterable[str] = (),
+    echo=None,
+) -> None:
     """Serve the dashboard and API on ``host:port`` until interrupted; prints the URL once."""
     import uvicorn
 
@@ -188,8 +208,15 @@ def serve(db_path: str, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *,
     sock = bind(host, port)
     port = sock.getsockname()[1]
     app = create_app(db_path, host=host, allow_hosts=allow_hosts)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
-                            server_header=False, date_header=False, timeout_graceful_shutdown=2)
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        server_header=False,
+        date_header=False,
+        timeout_graceful_shutdown=2,
+    )
     server = uvicorn.Server(config)
     echo(f"kbtool dashboard on {url_for(host, port)} (KB {db_path}; Ctrl-C to stop)")
     try:

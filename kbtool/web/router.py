@@ -43,7 +43,7 @@ HTML = "text/html; charset=utf-8"
 CSS = "text/css; charset=utf-8"
 JS = "text/javascript; charset=utf-8"
 ALLOWED_METHODS = ("GET", "HEAD")
-SEARCH_LIMIT = 100                      # the HTTP search cap (queries.SEARCH_CAP is the hard cap)
+SEARCH_LIMIT = 100  # the HTTP search cap (queries.SEARCH_CAP is the hard cap)
 MAX_SQLITE_INT = 2**63 - 1
 _INT = re.compile(r"[0-9]{1,19}\Z")
 # stable ids are 16 hex digits when ingested; accept any short token of safe characters
@@ -78,7 +78,9 @@ def _encode(value: Any) -> bytes:
             return _orjson.dumps(value, option=_orjson.OPT_NON_STR_KEYS)
         except TypeError:  # e.g. an integer beyond 64 bits: the stdlib encoder handles it
             pass
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode(
+        "utf-8"
+    )
 
 
 def _json(status: int, value: Any) -> Response:
@@ -136,6 +138,7 @@ def static_file(name: str) -> Response:
 
 # ---------------------------------------------------------------- parameters
 
+
 def version_id(text: str, what: str = "version id") -> int:
     """A version id from a path segment or query value; 400 when malformed."""
     if not _INT.match(text or "") or int(text) > MAX_SQLITE_INT:
@@ -146,7 +149,10 @@ def version_id(text: str, what: str = "version id") -> int:
 def stable_id(text: str) -> str:
     """A stable id from a path segment; 400 when malformed."""
     if not _STABLE_ID.match(text or ""):
-        raise HTTPError(400, f"malformed stable_id {_clip(text)!r}: expected letters, digits, '_', '.', ':' or '-'")
+        raise HTTPError(
+            400,
+            f"malformed stable_id {_clip(text)!r}: expected letters, digits, '_', '.', ':' or '-'",
+        )
     return text
 
 
@@ -164,6 +170,7 @@ def _one(query: Query, name: str) -> str | None:
 
 
 # ---------------------------------------------------------------- handlers
+
 
 def _versions(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:
     return queries.list_versions(conn, with_coverage=True)
@@ -185,7 +192,9 @@ def _diff(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any
     a, b = _one(query, "from"), _one(query, "to")
     missing = [n for n, v in (("from", a), ("to", b)) if v is None or v == ""]
     if missing:
-        raise HTTPError(400, f"missing query parameter {' and '.join(missing)}: /api/diff?from=ID&to=ID")
+        raise HTTPError(
+            400, f"missing query parameter {' and '.join(missing)}: /api/diff?from=ID&to=ID"
+        )
     assert a is not None and b is not None
     va, vb = version_id(a, "from version id"), version_id(b, "to version id")
     for v in (va, vb):  # 404 before any diff work, with the known ids in the message
@@ -236,10 +245,26 @@ def _history(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> 
     return hist
 
 
-_FUNCTION_KEYS = ("version_id", "index", "stable_id", "imported", "import_module", "import_field",
-                  "type", "raw_name", "export_names", "is_exported", "body_size", "instr_count",
-                  "body_hash", "shape_hash", "body_changed", "match_method", "match_score",
-                  "prev_index")
+_FUNCTION_KEYS = (
+    "version_id",
+    "index",
+    "stable_id",
+    "imported",
+    "import_module",
+    "import_field",
+    "type",
+    "raw_name",
+    "export_names",
+    "is_exported",
+    "body_size",
+    "instr_count",
+    "body_hash",
+    "shape_hash",
+    "body_changed",
+    "match_method",
+    "match_score",
+    "prev_index",
+)
 
 
 def _function_summary(fn: dict[str, Any]) -> dict[str, Any]:
@@ -270,7 +295,7 @@ Handler = Callable[[sqlite3.Connection, dict[str, str], Query], Any]
 class _Route:
     pattern: re.Pattern[str]
     handler: Handler
-    expensive: bool = False     # computes (CPU, memory): the app bounds how many run at once
+    expensive: bool = False  # computes (CPU, memory): the app bounds how many run at once
     needs_kb: bool = True
 
 
@@ -307,12 +332,14 @@ def route(db_path: str, path: str, query: Query | None = None, method: str = "GE
     query = query or {}
     try:
         if method.upper() not in ALLOWED_METHODS:
-            return error(405, f"method {_clip(method, 16)} not allowed: the API is read-only (GET, HEAD)")
+            return error(
+                405, f"method {_clip(method, 16)} not allowed: the API is read-only (GET, HEAD)"
+            )
         page = PAGES.get(path)
         if page is not None:
             return 200, HTML, page()
         if path.startswith(STATIC_PREFIX):
-            return static_file(path[len(STATIC_PREFIX):])
+            return static_file(path[len(STATIC_PREFIX) :])
         for r in ROUTES:
             m = r.pattern.match(path)
             if m is not None:

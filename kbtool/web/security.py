@@ -80,19 +80,21 @@ class HostCheck:
         return is_loopback(name) and any(is_loopback(a) for a in self.allowed)
 
 
-PAGE_CSP = "; ".join((
-    "default-src 'none'",
-    "script-src 'self'",
-    "style-src 'self'",
-    "connect-src 'self'",
-    "img-src 'self' data:",
-    "base-uri 'none'",
-    "form-action 'none'",
-    "frame-ancestors 'none'",
-    # no DOM XSS sink (innerHTML, document.write, ...) accepts a plain string at all
-    "require-trusted-types-for 'script'",
-    "trusted-types 'none'",
-))
+PAGE_CSP = "; ".join(
+    (
+        "default-src 'none'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "connect-src 'self'",
+        "img-src 'self' data:",
+        "base-uri 'none'",
+        "form-action 'none'",
+        "frame-ancestors 'none'",
+        # no DOM XSS sink (innerHTML, document.write, ...) accepts a plain string at all
+        "require-trusted-types-for 'script'",
+        "trusted-types 'none'",
+    )
+)
 
 #: Sec-Fetch-Site values a browser sends for the dashboard's own requests (``none``: the
 #: user typed the address or followed a bookmark)
@@ -109,7 +111,7 @@ def _origin_key(origin: str) -> tuple[str, str, int] | None:
         end = rest.find("]")
         if end < 0:
             return None
-        host, tail = rest[1:end], rest[end + 1:]
+        host, tail = rest[1:end], rest[end + 1 :]
     else:
         host, _, port_text = rest.partition(":")
         tail = ":" + port_text if port_text else ""
@@ -118,8 +120,9 @@ def _origin_key(origin: str) -> tuple[str, str, int] | None:
     return scheme, host.rstrip("."), int(tail[1:]) if tail else default
 
 
-def cross_origin_refusal(headers: Mapping[str, str], scheme: str, host_header: str | None,
-                         path: str = "") -> str | None:
+def cross_origin_refusal(
+    headers: Mapping[str, str], scheme: str, host_header: str | None, path: str = ""
+) -> str | None:
     """Why a request must be refused as cross-origin, or None when it may be answered.
 
     ``headers`` are the request's (lower-case names); the dashboard's own origin is
@@ -128,10 +131,15 @@ def cross_origin_refusal(headers: Mapping[str, str], scheme: str, host_header: s
     nothing, and the page's own requests are then same-origin.
     """
     site = (headers.get("sec-fetch-site") or "").strip().lower()
-    navigation = (path == "/" and headers.get("sec-fetch-mode") == "navigate"
-                  and headers.get("sec-fetch-dest") == "document")
+    navigation = (
+        path == "/"
+        and headers.get("sec-fetch-mode") == "navigate"
+        and headers.get("sec-fetch-dest") == "document"
+    )
     if site and site not in ALLOWED_FETCH_SITES and not navigation:
-        return f"cross-origin request refused (Sec-Fetch-Site: {site[:20]}): open the dashboard itself"
+        return (
+            f"cross-origin request refused (Sec-Fetch-Site: {site[:20]}): open the dashboard itself"
+        )
     origin = headers.get("origin")
     if origin is not None:
         own = _origin_key(f"{scheme}://{host_header or ''}")

@@ -32,12 +32,12 @@ from tests.web.support import (
 class WebKB:
     path: Path
     version_ids: list[int]
-    script_sid: str                   # named XSS_SCRIPT (oracle)
-    img_sid: str                      # named XSS_IMG (export)
-    bidi_sid: str                     # named BIDI_NAME (oracle), summary BIDI_SUMMARY
-    history_sid: str                  # agent guess -> oracle -> refused agent write
-    unnamed_sid: str                  # has no annotation
-    human_name: str                   # a searchable human name
+    script_sid: str  # named XSS_SCRIPT (oracle)
+    img_sid: str  # named XSS_IMG (export)
+    bidi_sid: str  # named BIDI_NAME (oracle), summary BIDI_SUMMARY
+    history_sid: str  # agent guess -> oracle -> refused agent write
+    unnamed_sid: str  # has no annotation
+    human_name: str  # a searchable human name
 
 
 def _name(conn, sid: str, name: str, provenance: str, *, written: bool = True, **kw) -> None:
@@ -59,21 +59,71 @@ def build_web_kb(path: Path) -> WebKB:
         fns = queries.list_functions(conn, last)
         unnamed = [f for f in fns if f["name"] is None]
         # unnamed functions present in every version, so history has more than one row
-        pool = [f["stable_id"] for f in unnamed
-                if len(queries.functions_by_stable_id(conn, f["stable_id"])) == len(vids)]
+        pool = [
+            f["stable_id"]
+            for f in unnamed
+            if len(queries.functions_by_stable_id(conn, f["stable_id"])) == len(vids)
+        ]
         script_sid, img_sid, hist_sid, bidi_sid = pool[:4]
-        _name(conn, script_sid, XSS_SCRIPT, "oracle", confidence=0.9, actor="oracle:test",
-              summary=XSS_SUMMARY, evidence={"note": XSS_IMG, "source": "<script>alert(1)</script>"})
-        _name(conn, img_sid, XSS_IMG, "export", confidence=0.7, actor="ingest:export",
-              evidence={"export": XSS_SCRIPT})
-        _name(conn, bidi_sid, BIDI_NAME, "oracle", confidence=0.8, actor="oracle:test",
-              summary=BIDI_SUMMARY, evidence={"note": BIDI_NAME})
-        _name(conn, hist_sid, "maybe_memcpy", "agent", confidence=0.35, actor="agent:offline",
-              evidence={"why": "loop copying bytes"}, version_id=vids[0])
-        _name(conn, hist_sid, "ZSTD_copy16", "oracle", confidence=0.9, actor="oracle:test",
-              evidence={"match": "symbolised build"}, version_id=last)
-        _name(conn, hist_sid, "copy_bytes", "agent", confidence=0.5, actor="agent:mcp",
-              version_id=last, written=False)       # refused: oracle is higher
+        _name(
+            conn,
+            script_sid,
+            XSS_SCRIPT,
+            "oracle",
+            confidence=0.9,
+            actor="oracle:test",
+            summary=XSS_SUMMARY,
+            evidence={"note": XSS_IMG, "source": "<script>alert(1)</script>"},
+        )
+        _name(
+            conn,
+            img_sid,
+            XSS_IMG,
+            "export",
+            confidence=0.7,
+            actor="ingest:export",
+            evidence={"export": XSS_SCRIPT},
+        )
+        _name(
+            conn,
+            bidi_sid,
+            BIDI_NAME,
+            "oracle",
+            confidence=0.8,
+            actor="oracle:test",
+            summary=BIDI_SUMMARY,
+            evidence={"note": BIDI_NAME},
+        )
+        _name(
+            conn,
+            hist_sid,
+            "maybe_memcpy",
+            "agent",
+            confidence=0.35,
+            actor="agent:offline",
+            evidence={"why": "loop copying bytes"},
+            version_id=vids[0],
+        )
+        _name(
+            conn,
+            hist_sid,
+            "ZSTD_copy16",
+            "oracle",
+            confidence=0.9,
+            actor="oracle:test",
+            evidence={"match": "symbolised build"},
+            version_id=last,
+        )
+        _name(
+            conn,
+            hist_sid,
+            "copy_bytes",
+            "agent",
+            confidence=0.5,
+            actor="agent:mcp",
+            version_id=last,
+            written=False,
+        )  # refused: oracle is higher
         human = [f["name"] for f in fns if f["provenance"] == "human"]
         assert human, "the demo KB has no human names"
         taken = {script_sid, img_sid, hist_sid, bidi_sid}
@@ -81,8 +131,16 @@ def build_web_kb(path: Path) -> WebKB:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # one stable file for read-only servers
     finally:
         conn.close()
-    return WebKB(path=path, version_ids=vids, script_sid=script_sid, img_sid=img_sid,
-                 bidi_sid=bidi_sid, history_sid=hist_sid, unnamed_sid=left[0], human_name=human[0])
+    return WebKB(
+        path=path,
+        version_ids=vids,
+        script_sid=script_sid,
+        img_sid=img_sid,
+        bidi_sid=bidi_sid,
+        history_sid=hist_sid,
+        unnamed_sid=left[0],
+        human_name=human[0],
+    )
 
 
 @pytest.fixture(scope="session")

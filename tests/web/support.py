@@ -26,9 +26,16 @@ BIDI_SUMMARY_SHOWN = "isolate ⟨U+2067⟩abc⟨U+2069⟩ and zero width ⟨U+20
 
 CHROMIUM = os.environ.get("KBTOOL_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
-    "--disable-default-apps", "--mute-audio",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-extensions",
+    "--disable-default-apps",
+    "--mute-audio",
 ]
 
 
@@ -73,7 +80,12 @@ class ServerProcess:
     def __enter__(self) -> ServerProcess:
         self.proc = subprocess.Popen(
             kbtool_cmd("serve", "--db", str(self.db), "--port", str(self.port), *self.extra),
-            cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            cwd=ROOT,
+            env=env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         line = self.proc.stdout.readline()  # the URL, printed once when listening
         self.out.append(line)
         if f":{self.port}/" not in line:
@@ -105,8 +117,15 @@ class ServerProcess:
                 stream.close()
 
 
-def request(port: int, path: str, *, method: str = "GET", host: str | None = "default",
-            body: bytes | None = None, headers: dict[str, str] | None = None):
+def request(
+    port: int,
+    path: str,
+    *,
+    method: str = "GET",
+    host: str | None = "default",
+    body: bytes | None = None,
+    headers: dict[str, str] | None = None,
+):
     """One raw HTTP/1.1 request; ``host=None`` sends no Host header at all."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
     try:

@@ -10,8 +10,14 @@ from tests.web.support import ROOT, env
 
 
 def test_web_api_benchmark_smoke():
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "web_api.py"), "--smoke", "--json"],
-                          cwd=ROOT, env=env(), capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "web_api.py"), "--smoke", "--json"],
+        cwd=ROOT,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     r = json.loads(proc.stdout)
     assert r["smoke"] is True and r["kb_unchanged"] is True

@@ -33,6 +33,7 @@ def ro(kb) -> sqlite3.Connection:
 
 # ---------------------------------------------------------------- routes and shapes
 
+
 def _static(name: str) -> str:
     status, ctype, body = route("/nonexistent.db", "/static/" + name, {})
     assert status == 200, name
@@ -50,7 +51,9 @@ def test_page_is_a_shell_of_same_origin_files(kb):
     assert "<style" not in text
     assert not re.search(r"\son[a-z]+\s*=", text) and not re.search(r"\sstyle\s*=", text)
     assert re.findall(r'<link rel="stylesheet" href="([^"]+)">', text) == [
-        "/static/provenance.css", "/static/dashboard.css"]
+        "/static/provenance.css",
+        "/static/dashboard.css",
+    ]
     # no CDN, no external fonts, nothing fetched from another origin
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text)
 
@@ -72,14 +75,25 @@ def test_static_modules_import_only_whitelisted_files():
 def test_static_files_are_safe(name):
     text = _static(name)
     # KB text is never parsed as HTML, no code from strings, nothing from another origin
-    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(",
-                 "new Function", "http://", "https://", "@import", "url(", "@font-face"):
+    for sink in (
+        "innerHTML",
+        "outerHTML",
+        "insertAdjacentHTML",
+        "document.write",
+        "eval(",
+        "new Function",
+        "http://",
+        "https://",
+        "@import",
+        "url(",
+        "@font-face",
+    ):
         assert sink not in text, (name, sink)
     # one vocabulary: no provenance or classification colour is spelled outside provenance.css
     if name.endswith(".js"):
         colours = {*provenance.COLOURS.values(), *provenance.CLASSIFICATION_COLOURS.values()}
         assert not [c for c in colours if c.lower() in text.lower()], name
-    elif name != "provenance.css":   # the page's stylesheet defines none of the vocabulary's names
+    elif name != "provenance.css":  # the page's stylesheet defines none of the vocabulary's names
         for p in provenance.COLOURS:
             assert f"--{p}:" not in text and f".p-{p} " not in text, (name, p)
         for c in provenance.CLASSIFICATION_COLOURS:
@@ -103,8 +117,20 @@ def test_static_whitelist_and_generated_files(kb):
     for name, ctype in router.STATIC_FILES.items():
         status, got, _ = get(kb, "/static/" + name)
         assert status == 200 and got == ctype
-    for bad in ("", "dashboard.html", "../router.py", "../../pyproject.toml", "..", ".", "main.js/",
-                "MAIN.JS", "/etc/passwd", "static/main.js", "main.js\x00", "__init__.py"):
+    for bad in (
+        "",
+        "dashboard.html",
+        "../router.py",
+        "../../pyproject.toml",
+        "..",
+        ".",
+        "main.js/",
+        "MAIN.JS",
+        "/etc/passwd",
+        "static/main.js",
+        "main.js\x00",
+        "__init__.py",
+    ):
         status, ctype, body = get(kb, "/static/" + bad)
         assert status == 404 and list(json.loads(body)) == ["error"], bad
 
@@ -124,24 +150,50 @@ def test_csp_allows_only_same_origin_files():
     assert directives["default-src"] == "'none'"
 
 
-@pytest.mark.parametrize("headers,path,refused", [
-    ({}, "/api/diff", False),
-    ({"sec-fetch-site": "same-origin"}, "/api/diff", False),
-    ({"sec-fetch-site": "none"}, "/", False),
-    ({"sec-fetch-site": "cross-site"}, "/api/diff", True),
-    ({"sec-fetch-site": "same-site"}, "/api/diff", True),
-    ({"sec-fetch-site": "CROSS-SITE"}, "/api/versions", True),
-    ({"sec-fetch-site": "cross-site", "sec-fetch-mode": "navigate", "sec-fetch-dest": "document"}, "/", False),
-    ({"sec-fetch-site": "cross-site", "sec-fetch-mode": "navigate", "sec-fetch-dest": "iframe"}, "/", True),
-    ({"sec-fetch-site": "cross-site", "sec-fetch-mode": "navigate", "sec-fetch-dest": "document"},
-     "/api/diff", True),
-    ({"origin": "http://127.0.0.1:8787"}, "/api/diff", False),
-    ({"origin": "http://127.0.0.1:8788"}, "/api/diff", True),
-    ({"origin": "http://127.0.0.1"}, "/api/diff", True),
-    ({"origin": "null"}, "/api/diff", True),
-    ({"origin": ""}, "/api/diff", True),
-    ({"origin": "http://127.0.0.1:8787/x"}, "/api/diff", True),
-])
+@pytest.mark.parametrize(
+    "headers,path,refused",
+    [
+        ({}, "/api/diff", False),
+        ({"sec-fetch-site": "same-origin"}, "/api/diff", False),
+        ({"sec-fetch-site": "none"}, "/", False),
+        ({"sec-fetch-site": "cross-site"}, "/api/diff", True),
+        ({"sec-fetch-site": "same-site"}, "/api/diff", True),
+        ({"sec-fetch-site": "CROSS-SITE"}, "/api/versions", True),
+        (
+            {
+                "sec-fetch-site": "cross-site",
+                "sec-fetch-mode": "navigate",
+                "sec-fetch-dest": "document",
+            },
+            "/",
+            False,
+        ),
+        (
+            {
+                "sec-fetch-site": "cross-site",
+                "sec-fetch-mode": "navigate",
+                "sec-fetch-dest": "iframe",
+            },
+            "/",
+            True,
+        ),
+        (
+            {
+                "sec-fetch-site": "cross-site",
+                "sec-fetch-mode": "navigate",
+                "sec-fetch-dest": "document",
+            },
+            "/api/diff",
+            True,
+        ),
+        ({"origin": "http://127.0.0.1:8787"}, "/api/diff", False),
+        ({"origin": "http://127.0.0.1:8788"}, "/api/diff", True),
+        ({"origin": "http://127.0.0.1"}, "/api/diff", True),
+        ({"origin": "null"}, "/api/diff", True),
+        ({"origin": ""}, "/api/diff", True),
+        ({"origin": "http://127.0.0.1:8787/x"}, "/api/diff", True),
+    ],
+)
 def test_cross_origin_refusal(headers, path, refused):
     from kbtool.web.security import cross_origin_refusal
 
@@ -163,7 +215,14 @@ def test_versions_with_coverage(kb):
     assert status == 200
     assert [v["id"] for v in data] == kb.version_ids
     for v in data:
-        assert set(v) >= {"id", "label", "toolchain_version", "functions", "shared_memory", "coverage_pct"}
+        assert set(v) >= {
+            "id",
+            "label",
+            "toolchain_version",
+            "functions",
+            "shared_memory",
+            "coverage_pct",
+        }
         assert isinstance(v["shared_memory"], bool)
     conn = ro(kb)
     try:
@@ -188,15 +247,26 @@ def test_functions_are_defined_only(kb):
     assert [f["index"] for f in data] == sorted(f["index"] for f in data)
     named = {f["stable_id"]: f for f in data if f["name"]}
     assert named[kb.script_sid]["name"] == XSS_SCRIPT
-    assert all(f["confidence"] is None and f["provenance"] is None for f in data if f["name"] is None)
+    assert all(
+        f["confidence"] is None and f["provenance"] is None for f in data if f["name"] is None
+    )
 
 
 def test_coverage(kb):
     vid = kb.version_ids[0]
     status, data = get_json(kb, f"/api/versions/{vid}/coverage")
     assert status == 200
-    assert set(data) >= {"defined", "named", "coverage_pct", "oracle_named", "human_named", "agent_named"}
-    assert data["coverage_pct"] == (round(data["named"] / data["defined"] * 100, 2) if data["defined"] else 0.0)
+    assert set(data) >= {
+        "defined",
+        "named",
+        "coverage_pct",
+        "oracle_named",
+        "human_named",
+        "agent_named",
+    }
+    assert data["coverage_pct"] == (
+        round(data["named"] / data["defined"] * 100, 2) if data["defined"] else 0.0
+    )
 
 
 def test_search(kb):
@@ -221,8 +291,16 @@ def test_search(kb):
 def test_symbol(kb):
     status, data = get_json(kb, f"/api/symbol/{kb.script_sid}")
     assert status == 200
-    assert set(data) >= {"stable_id", "name", "summary", "type_signature", "provenance", "confidence",
-                         "locked", "evidence"}
+    assert set(data) >= {
+        "stable_id",
+        "name",
+        "summary",
+        "type_signature",
+        "provenance",
+        "confidence",
+        "locked",
+        "evidence",
+    }
     assert data["stable_id"] == kb.script_sid and data["name"] == XSS_SCRIPT
     assert isinstance(data["evidence"], list) and data["evidence"][0]["actor"] == "oracle:test"
 
@@ -242,8 +320,11 @@ def test_history(kb):
     assert [v["version_id"] for v in data["versions"]] == kb.version_ids
     assert all(isinstance(v["body_changed"], bool) for v in data["versions"])
     kinds = [(e["kind"], e["written"], e["new_name"]) for e in data["events"]]
-    assert kinds[-3:] == [("agent-guess", True, "maybe_memcpy"), ("oracle-match", True, "ZSTD_copy16"),
-                          ("rejection", False, "copy_bytes")]
+    assert kinds[-3:] == [
+        ("agent-guess", True, "maybe_memcpy"),
+        ("oracle-match", True, "ZSTD_copy16"),
+        ("rejection", False, "copy_bytes"),
+    ]
     names = {n["version_id"]: n["name"] for n in data["names_by_version"]}
     assert names[kb.version_ids[0]] == "maybe_memcpy" and names[kb.version_ids[-1]] == "ZSTD_copy16"
     # the detail panel's extras: the function in one version and its facts
@@ -263,18 +344,37 @@ def test_history_of_unnamed_and_unknown(kb):
 
 # ---------------------------------------------------------------- errors
 
-@pytest.mark.parametrize("path", [
-    "/nope", "/api", "/api/", "/api/versions/", "/api/versions/1", "/api/versions/1/functions/",
-    "/api/versions/1/functions/extra", "/API/versions", "/api/symbol", "/api/symbol/", "/index.html",
-    "/studio", "/api/analysis/x", "/api/events", "//api/versions", "/api/versions/1/../../etc/passwd",
-])
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/nope",
+        "/api",
+        "/api/",
+        "/api/versions/",
+        "/api/versions/1",
+        "/api/versions/1/functions/",
+        "/api/versions/1/functions/extra",
+        "/API/versions",
+        "/api/symbol",
+        "/api/symbol/",
+        "/index.html",
+        "/studio",
+        "/api/analysis/x",
+        "/api/events",
+        "//api/versions",
+        "/api/versions/1/../../etc/passwd",
+    ],
+)
 def test_unknown_route_404(kb, path):
     status, data = get_json(kb, path)
     assert status == 404
     assert list(data) == ["error"] and isinstance(data["error"], str)
 
 
-@pytest.mark.parametrize("vid", ["abc", "-1", "1.5", "1e3", " 1", "0x10", "99999999999999999999", "１"])
+@pytest.mark.parametrize(
+    "vid", ["abc", "-1", "1.5", "1e3", " 1", "0x10", "99999999999999999999", "１"]
+)
 @pytest.mark.parametrize("tail", ["functions", "coverage"])
 def test_malformed_version_400(kb, vid, tail):
     status, data = get_json(kb, f"/api/versions/{vid}/{tail}")
@@ -297,13 +397,17 @@ def test_malformed_stable_id_400(kb, base, sid):
     assert list(data) == ["error"]
 
 
-@pytest.mark.parametrize("query", [{}, {"from": "1"}, {"to": "1"}, {"from": "", "to": "1"}, {"from": "1", "to": ""}])
+@pytest.mark.parametrize(
+    "query", [{}, {"from": "1"}, {"to": "1"}, {"from": "", "to": "1"}, {"from": "1", "to": ""}]
+)
 def test_diff_missing_parameters_400(kb, query):
     status, data = get_json(kb, "/api/diff", **query)
     assert status == 400 and list(data) == ["error"]
 
 
-@pytest.mark.parametrize("query", [{"from": "a", "to": "1"}, {"from": "1", "to": "2;DROP TABLE versions"}])
+@pytest.mark.parametrize(
+    "query", [{"from": "a", "to": "1"}, {"from": "1", "to": "2;DROP TABLE versions"}]
+)
 def test_diff_malformed_400(kb, query):
     status, data = get_json(kb, "/api/diff", **query)
     assert status == 400 and list(data) == ["error"]
@@ -341,6 +445,7 @@ def test_diff_computed_without_storing(kb, tmp_path):
     assert {"classification", "from_index", "to_index"} <= set(data["changes"][0])
     assert sha256(kb.path) == before
     from kbtool.services.diff.report import get_diff
+
     conn = ro(kb)
     try:
         assert json.loads(json.dumps(get_diff(conn, a, b))) == data
@@ -348,7 +453,9 @@ def test_diff_computed_without_storing(kb, tmp_path):
         conn.close()
 
 
-@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "CONNECT", "FOO"])
+@pytest.mark.parametrize(
+    "method", ["POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "CONNECT", "FOO"]
+)
 @pytest.mark.parametrize("path", ["/", "/api/versions", "/api/search", "/api/diff", "/nope"])
 def test_other_methods_405(kb, method, path):
     status, ctype, body = route(str(kb.path), path, {}, method)
@@ -383,6 +490,7 @@ def test_internal_errors_hide_the_traceback(kb, monkeypatch):
 
 # ---------------------------------------------------------------- one read-only connection per request
 
+
 def test_fresh_read_only_connection_per_request_closed_after(kb, monkeypatch):
     opened: list[sqlite3.Connection] = []
     real = router.open_ro
@@ -394,9 +502,15 @@ def test_fresh_read_only_connection_per_request_closed_after(kb, monkeypatch):
         return conn
 
     monkeypatch.setattr(router, "open_ro", spy)
-    paths = ["/api/versions", f"/api/versions/{kb.version_ids[0]}/functions",
-             f"/api/versions/{kb.version_ids[0]}/coverage", f"/api/symbol/{kb.script_sid}",
-             f"/api/history/{kb.history_sid}", "/api/versions/9999/coverage", "/api/symbol/zz"]
+    paths = [
+        "/api/versions",
+        f"/api/versions/{kb.version_ids[0]}/functions",
+        f"/api/versions/{kb.version_ids[0]}/coverage",
+        f"/api/symbol/{kb.script_sid}",
+        f"/api/history/{kb.history_sid}",
+        "/api/versions/9999/coverage",
+        "/api/symbol/zz",
+    ]
     for p in paths:
         route(str(kb.path), p, {})
     route(str(kb.path), "/api/search", {"q": ["a"]})
@@ -415,26 +529,30 @@ def test_fresh_read_only_connection_per_request_closed_after(kb, monkeypatch):
 
 # ---------------------------------------------------------------- host check (pure)
 
-@pytest.mark.parametrize("bound,allow,host,ok", [
-    ("127.0.0.1", (), "127.0.0.1:8787", True),
-    ("127.0.0.1", (), "localhost", True),
-    ("127.0.0.1", (), "[::1]:8787", True),
-    ("127.0.0.1", (), "evil.example", False),
-    ("127.0.0.1", (), "evil.example:8787", False),
-    ("127.0.0.1", (), "localhost.evil.example", False),
-    ("127.0.0.1", (), "", False),
-    ("127.0.0.1", (), None, False),
-    ("127.0.0.1", ("kb.lan",), "KB.lan:8787", True),
-    ("localhost", (), "127.0.0.1", True),
-    ("::1", (), "[::1]:9000", True),
-    ("192.168.5.5", (), "192.168.5.5:8787", True),
-    ("192.168.5.5", (), "localhost", False),
-    ("192.168.5.5", (), "evil.example", False),
-    ("192.168.5.5", ("kb.lan",), "kb.lan", True),
-    ("0.0.0.0", (), "10.1.2.3:8787", True),
-    ("0.0.0.0", (), "localhost", True),
-    ("0.0.0.0", (), "evil.example", False),
-])
+
+@pytest.mark.parametrize(
+    "bound,allow,host,ok",
+    [
+        ("127.0.0.1", (), "127.0.0.1:8787", True),
+        ("127.0.0.1", (), "localhost", True),
+        ("127.0.0.1", (), "[::1]:8787", True),
+        ("127.0.0.1", (), "evil.example", False),
+        ("127.0.0.1", (), "evil.example:8787", False),
+        ("127.0.0.1", (), "localhost.evil.example", False),
+        ("127.0.0.1", (), "", False),
+        ("127.0.0.1", (), None, False),
+        ("127.0.0.1", ("kb.lan",), "KB.lan:8787", True),
+        ("localhost", (), "127.0.0.1", True),
+        ("::1", (), "[::1]:9000", True),
+        ("192.168.5.5", (), "192.168.5.5:8787", True),
+        ("192.168.5.5", (), "localhost", False),
+        ("192.168.5.5", (), "evil.example", False),
+        ("192.168.5.5", ("kb.lan",), "kb.lan", True),
+        ("0.0.0.0", (), "10.1.2.3:8787", True),
+        ("0.0.0.0", (), "localhost", True),
+        ("0.0.0.0", (), "evil.example", False),
+    ],
+)
 def test_host_check(bound, allow, host, ok):
     from kbtool.web.security import HostCheck
 
