@@ -14,8 +14,8 @@ provenance through the gate (``kbtool.kb.gate``). ``--kb PATH`` reuses / keeps t
    requests (after 2 warm-ups), each a full HTTP round trip timed to the last byte of the
    body; in the same run datasette (when installed) serves the same rows (same SQL, same file)
    as a JSON array (``_shape=array``) and the ratio is reported. The bodies must be the same rows.
-2. Keep-alive latency: sequential requests on one reused connection to
-   ``/api/versions/{id}/coverage``, median, against (a) uvicorn binding the same app itself
+2. Keep-alive latency: sequential requests on one reused connection to ``/api/provenance``
+   (no KB work, so the round trip itself is measured), median, against (a) uvicorn binding the same app itself
    (the peer), (b) the app on a socket made like ``kbtool serve`` made it before the fix
    (``socket.create_server``: protocol 0, so asyncio never set TCP_NODELAY and Nagle met the
    client's delayed ACK), (c) ``kbtool serve`` today (IPPROTO_TCP + TCP_NODELAY).
@@ -392,7 +392,7 @@ def keepalive_ms(port: int, path: str, requests: int) -> float:
 
 
 def bench_keepalive(path: Path, kb: dict, kbtool_port: int, requests: int) -> dict:
-    url = f"/api/versions/{kb['real_version']}/coverage"
+    url = "/api/provenance"  # no KB work: the round trip itself is what is measured
     out = {"requests": requests, "path": url}
     for mode in ("uvicorn", "before"):
         proc, port = start_variant(path, mode)

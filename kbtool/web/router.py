@@ -9,6 +9,12 @@ Every API request opens a fresh read-only connection (``open_ro``: ``mode=ro`` U
 ``PRAGMA query_only=ON``), answers through :mod:`kbtool.kb.queries` or
 :func:`kbtool.services.diff.report.get_diff`, and closes it. No route can write.
 
+The page is a shell (``static/dashboard.html``) whose scripts and styles are served from a
+fixed whitelist of package files at ``/static/<name>`` (``STATIC_FILES``; a name from the
+request never reaches the file system) plus ``/static/provenance.css``, generated from
+:mod:`kbtool.kb.provenance` like ``/api/provenance``. Routes marked ``expensive`` compute
+(``/api/diff``); the app bounds how many of those run at once (:func:`is_expensive`).
+
 Adding a route: write a handler ``(conn, params, query) -> JSON value`` and append one
 ``_Route`` to ``ROUTES`` (the path pattern names its parameters and how they are checked).
 """
