@@ -7,7 +7,7 @@ short annotation story through the gate on an unnamed function (an agent guess, 
 match that outranks it, a refused agent write) so the history panel has a timeline, serves
 it with a real ``kbtool serve`` subprocess on a free loopback port, and drives Debian's
 headless Chromium with Playwright. ``--big`` adds the 50,000-cell heatmap of the KB that
-``benchmarks/http.py --kb PATH`` builds.
+``benchmarks/web_api.py --kb PATH`` builds.
 """
 
 from __future__ import annotations
@@ -28,8 +28,16 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--hide-scrollbars",
+]
 VIEWPORT = {"width": 1500, "height": 900}
 
 
@@ -45,9 +53,22 @@ class Server:
 
     def __enter__(self) -> Server:
         env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        self.proc = subprocess.Popen([sys.executable, "-m", "kbtool.cli", "serve", "--db", str(self.db),
-                                      "--port", str(self.port)], cwd=ROOT, env=env,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "kbtool.cli",
+                "serve",
+                "--db",
+                str(self.db),
+                "--port",
+                str(self.port),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         for _ in range(200):
             try:
                 urllib.request.urlopen(self.url + "api/versions", timeout=2).read()
@@ -67,26 +88,54 @@ class Server:
 
 def build(db: Path) -> str:
     """The demo KB plus an annotation story; returns the story function's stable id."""
-    from kbtool.services.demo import build_demo
     from kbtool.kb import queries
     from kbtool.kb.db import open_rw
     from kbtool.kb.gate import upsert_symbol
+    from kbtool.services.demo import build_demo
 
     build_demo(db, echo=lambda _m: None)
     conn = open_rw(db)
     try:
         vids = [v["id"] for v in queries.list_versions(conn)]
         fns = queries.list_functions(conn, vids[-1])
-        pick = next(f for f in fns if f["name"] is None and f["index"] > 150
-                    and len(queries.functions_by_stable_id(conn, f["stable_id"])) == len(vids))
+        pick = next(
+            f
+            for f in fns
+            if f["name"] is None
+            and f["index"] > 150
+            and len(queries.functions_by_stable_id(conn, f["stable_id"])) == len(vids)
+        )
         sid = pick["stable_id"]
-        upsert_symbol(conn, sid, "maybe_bit_reader", provenance="agent", confidence=0.35, actor="agent:offline",
-                      evidence={"why": "shifts and masks a 64-bit accumulator in a loop"}, version_id=vids[0])
-        upsert_symbol(conn, sid, "BIT_reloadDStream", provenance="oracle", confidence=0.9, actor="oracle:zstd-1.5.6-debug",
-                      summary="Refill the bit container of a backward bit stream; returns the stream status.",
-                      evidence={"match": "symbolised debug build", "score": 0.97}, version_id=vids[-1])
-        upsert_symbol(conn, sid, "read_bits", provenance="agent", confidence=0.5, actor="agent:mcp",
-                      version_id=vids[-1])
+        upsert_symbol(
+            conn,
+            sid,
+            "maybe_bit_reader",
+            provenance="agent",
+            confidence=0.35,
+            actor="agent:offline",
+            evidence={"why": "shifts and masks a 64-bit accumulator in a loop"},
+            version_id=vids[0],
+        )
+        upsert_symbol(
+            conn,
+            sid,
+            "BIT_reloadDStream",
+            provenance="oracle",
+            confidence=0.9,
+            actor="oracle:zstd-1.5.6-debug",
+            summary="Refill the bit container of a backward bit stream; returns the stream status.",
+            evidence={"match": "symbolised debug build", "score": 0.97},
+            version_id=vids[-1],
+        )
+        upsert_symbol(
+            conn,
+            sid,
+            "read_bits",
+            provenance="agent",
+            confidence=0.5,
+            actor="agent:mcp",
+            version_id=vids[-1],
+        )
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         conn.close()
@@ -108,12 +157,20 @@ def cell_center(page, position: int) -> tuple[float, float]:
     box = page.locator("#heatmap").bounding_box()
     cell = int(page.get_attribute("#heatmap", "data-cell"))
     cols = int(page.get_attribute("#heatmap", "data-cols"))
-    return box["x"] + (position % cols) * cell + cell / 2, box["y"] + (position // cols) * cell + cell / 2
+    return box["x"] + (position % cols) * cell + cell / 2, box["y"] + (
+        position // cols
+    ) * cell + cell / 2
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--big", type=Path, help="the KB built by benchmarks/http.py --kb PATH (50,000-function version)")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--big",
+        type=Path,
+        help="the KB built by benchmarks/web_api.py --kb PATH (50,000-function version)",
+    )
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -129,22 +186,28 @@ def main() -> None:
             shoot(page, "overview")
 
             vid = int(page.get_attribute("body", "data-version"))
-            fns = json.loads(urllib.request.urlopen(f"{srv.url}api/versions/{vid}/functions").read())
+            fns = json.loads(
+                urllib.request.urlopen(f"{srv.url}api/versions/{vid}/functions").read()
+            )
             pos = next(i for i, f in enumerate(fns) if f["provenance"] == "human" and i > 40)
             x, y = cell_center(page, pos)
             page.mouse.move(x, y)
             page.wait_for_selector("#tooltip:not(.hidden)")
             shoot(page, "heatmap-hover")
             page.mouse.click(x, y)
-            page.wait_for_function("() => !['loading…', ''].includes(document.getElementById('fn-name').textContent)")
+            page.wait_for_function(
+                "() => !['loading…', ''].includes(document.getElementById('fn-name').textContent)"
+            )
             settle(page)
             shoot(page, "detail")
 
             page.click("#tab-diff")
             page.click("#diff-run")
-            page.wait_for_function("() => !document.getElementById('diff-out').classList.contains('hidden')"
-                                   " || !document.getElementById('diff-error').classList.contains('hidden')",
-                                   timeout=60_000)
+            page.wait_for_function(
+                "() => !document.getElementById('diff-out').classList.contains('hidden')"
+                " || !document.getElementById('diff-error').classList.contains('hidden')",
+                timeout=60_000,
+            )
             if page.is_visible("#diff-error"):
                 raise SystemExit("diff failed: " + page.text_content("#diff-error"))
             settle(page)
@@ -152,14 +215,20 @@ def main() -> None:
 
             page.click("#tab-heatmap")
             page.fill("#search", "huf_")
-            page.wait_for_function("() => document.getElementById('search-results').dataset.q === 'huf_'")
+            page.wait_for_function(
+                "() => document.getElementById('search-results').dataset.q === 'huf_'"
+            )
             page.wait_for_timeout(100)
             shoot(page, "search")
 
             page.fill("#search", "BIT_reload")
-            page.wait_for_function("() => document.getElementById('search-results').dataset.q === 'BIT_reload'")
+            page.wait_for_function(
+                "() => document.getElementById('search-results').dataset.q === 'BIT_reload'"
+            )
             page.locator("#search-results .sr").first.click()
-            page.wait_for_function("() => document.getElementById('fn-name').textContent === 'BIT_reloadDStream'")
+            page.wait_for_function(
+                "() => document.getElementById('fn-name').textContent === 'BIT_reloadDStream'"
+            )
             page.click("#tab-history")
             page.wait_for_selector("#fn-history:not(.hidden) #timeline")
             page.locator("#tt-slider").fill("0")
@@ -174,7 +243,9 @@ def main() -> None:
                 versions = json.loads(urllib.request.urlopen(srv.url + "api/versions").read())
                 big = max(versions, key=lambda v: v["functions"])
                 page.goto(f"{srv.url}#v={big['id']}")
-                page.wait_for_selector(f"body[data-ready='1'][data-version='{big['id']}']", timeout=60_000)
+                page.wait_for_selector(
+                    f"body[data-ready='1'][data-version='{big['id']}']", timeout=60_000
+                )
                 x, y = cell_center(page, 20_000)
                 page.mouse.move(x, y)
                 page.wait_for_selector("#tooltip:not(.hidden)")

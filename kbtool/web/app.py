@@ -1,15 +1,20 @@
 """The Starlette adapter of :func:`kbtool.web.router.route` and the uvicorn server.
 
 ``create_app(db_path)`` is the embeddable factory; ``serve(db_path, host, port)`` blocks.
-The app checks the Host header (DNS rebinding), hands every request to the pure router in a
-worker thread, and adds the security headers (a hash-based Content-Security-Policy for the
-page). It never reads a request body.
+The app checks the Host header (DNS rebinding) and refuses cross-origin requests (any page
+the user visits could otherwise make the browser send work here), bounds how many expensive
+requests (``/api/diff``) compute at once (503 with ``Retry-After`` beyond that), hands every
+request to the pure router in a worker thread, and adds the security headers. It never reads
+a request body.
 """
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import sys
+import threading
+import time
 from collections.abc import Iterable
 from urllib.parse import parse_qs
 
@@ -21,34 +26,83 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from kbtool.web import router
-from kbtool.web.security import API_CSP, COMMON_HEADERS, HostCheck, is_loopback, page_csp
+from kbtool.web.security import (
+    API_CSP,
+    COMMON_HEADERS,
+    PAGE_CSP,
+    HostCheck,
+    cross_origin_refusal,
+    is_loopback,
+)
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
+#: expensive requests computing at once, and how long one more waits for a slot
+EXPENSIVE_LIMIT = 2
+EXPENSIVE_WAIT = 5.0
+RETRY_AFTER = 2
+
+
+class WorkLimit:
+    """At most ``limit`` holders at once; loop-agnostic (a lock and a counter)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.active = 0
+        self._lock = threading.Lock()
+
+    def try_acquire(self) -> bool:
+        with self._lock:
+            if self.active >= self.limit:
+                return False
+            self.active += 1
+            return True
+
+    def release(self) -> None:
+        with self._lock:
+            self.active -= 1
+
+    async def acquire(self, wait: float) -> bool:
+        """A slot within ``wait`` seconds (polling, so no thread is held while waiting)."""
+        deadline = time.monotonic() + wait
+        while not self.try_acquire():
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(0.02)
+        return True
 
 
 class _Adapter:
     """ASGI endpoint: every method and path goes to the router (which answers 404/405)."""
 
-    def __init__(self, db_path: str, host_check: HostCheck) -> None:
+    def __init__(self, db_path: str, host_check: HostCheck, limit: WorkLimit, wait: float) -> None:
         self.db_path = str(db_path)
         self.host_check = host_check
-        self.page_csp = page_csp(router.dashboard_html())  # hashes computed once, at startup
+        self.limit = limit
+        self.wait = wait
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
         method = request.method.upper()
-        if not self.host_check(request.headers.get("host")):
-            status, ctype, body = router.error(
-                403, "host not allowed: open the dashboard through its loopback address,"
-                     " or start `kbtool serve --allow-host NAME`")
+        host = request.headers.get("host")
+        extra: dict[str, str] = {}
+        refusal = None
+        if not self.host_check(host):
+            refusal = (
+                "host not allowed: open the dashboard through its loopback address,"
+                " or start `kbtool serve --allow-host NAME`"
+            )
         else:
-            query = parse_qs(scope.get("query_string", b"").decode("latin-1"),
-                             keep_blank_values=True)
-            status, ctype, body = await run_in_threadpool(
-                router.route, self.db_path, scope["path"], query, method)
+            refusal = cross_origin_refusal(
+                request.headers, scope.get("scheme", "http"), host, scope["path"]
+            )
+        if refusal is not None:
+            status, ctype, body = router.error(403, refusal)
+        else:
+            status, ctype, body = await self._route(scope, method, extra)
         headers = dict(COMMON_HEADERS)
-        headers["content-security-policy"] = self.page_csp if ctype == router.HTML else API_CSP
+        headers["content-security-policy"] = PAGE_CSP if ctype == router.HTML else API_CSP
+        headers.update(extra)
         if status == 405:
             headers["allow"] = ", ".join(router.ALLOWED_METHODS)
         response = Response(body, status_code=status, media_type=ctype, headers=headers)
@@ -56,14 +110,42 @@ class _Adapter:
             response.body = b""  # content-length stays that of the GET answer
         await response(scope, receive, send)
 
+    async def _route(self, scope: Scope, method: str, extra: dict[str, str]) -> router.Response:
+        path = scope["path"]
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        expensive = method in router.ALLOWED_METHODS and router.is_expensive(path)
+        if expensive and not await self.limit.acquire(self.wait):
+            extra["retry-after"] = str(RETRY_AFTER)
+            return router.error(
+                503,
+                f"busy: {self.limit.limit} diffs are already being computed;"
+                f" retry in {RETRY_AFTER} s",
+            )
+        try:
+            return await run_in_threadpool(router.route, self.db_path, path, query, method)
+        finally:
+            if expensive:
+                self.limit.release()
 
-def create_app(db_path: str, *, host: str = DEFAULT_HOST, allow_hosts: Iterable[str] = ()) -> Starlette:
+
+def create_app(
+    db_path: str,
+    *,
+    host: str = DEFAULT_HOST,
+    allow_hosts: Iterable[str] = (),
+    expensive_limit: int = EXPENSIVE_LIMIT,
+    expensive_wait: float = EXPENSIVE_WAIT,
+) -> Starlette:
     """The dashboard and JSON API as a Starlette app serving ``db_path`` read-only.
 
     ``host`` is the address the server is bound to (it decides which Host headers are
-    answered); ``allow_hosts`` adds names, e.g. a reverse proxy's.
+    answered); ``allow_hosts`` adds names, e.g. a reverse proxy's. At most
+    ``expensive_limit`` expensive requests compute at once; one more waits up to
+    ``expensive_wait`` seconds for a slot, then gets 503 with ``Retry-After``.
     """
-    adapter = _Adapter(db_path, HostCheck(host, allow_hosts))
+    adapter = _Adapter(
+        db_path, HostCheck(host, allow_hosts), WorkLimit(expensive_limit), expensive_wait
+    )
     return Starlette(routes=[Route("/{path:path}", adapter)])
 
 
@@ -75,19 +157,39 @@ def url_for(host: str, port: int) -> str:
 
 
 def bind(host: str, port: int) -> socket.socket:
-    """A listening socket; a clear ``OSError`` message when the port is taken."""
+    """A listening TCP socket; a clear ``OSError`` message when the port is taken.
+
+    The socket is created with ``IPPROTO_TCP`` (not protocol 0, as ``socket.create_server``
+    does) and ``TCP_NODELAY``: asyncio only sets ``TCP_NODELAY`` on accepted sockets whose
+    protocol is ``IPPROTO_TCP``, and without it Nagle's algorithm meets the client's delayed
+    ACK on keep-alive connections (about 40 ms per request instead of 2 ms).
+    """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
-        sock = socket.create_server((host, port), family=family, reuse_port=False, backlog=2048)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
     except OSError as exc:
-        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}"
-                      " (pick another port with --port)") from None
+        sock.close()
+        raise OSError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc} (pick another port with --port)"
+        ) from None
     sock.set_inheritable(True)
     return sock
 
 
-def serve(db_path: str, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *,
-          allow_hosts: Iterable[str] = (), echo=None) -> None:
+def serve(
+    db_path: str,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    *,
+    allow_hosts: Iterable[str] = (),
+    echo=None,
+) -> None:
     """Serve the dashboard and API on ``host:port`` until interrupted; prints the URL once."""
     import uvicorn
 
@@ -106,8 +208,15 @@ def serve(db_path: str, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *,
     sock = bind(host, port)
     port = sock.getsockname()[1]
     app = create_app(db_path, host=host, allow_hosts=allow_hosts)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
-                            server_header=False, date_header=False, timeout_graceful_shutdown=2)
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        server_header=False,
+        date_header=False,
+        timeout_graceful_shutdown=2,
+    )
     server = uvicorn.Server(config)
     echo(f"kbtool dashboard on {url_for(host, port)} (KB {db_path}; Ctrl-C to stop)")
     try:

@@ -9,6 +9,12 @@ Every API request opens a fresh read-only connection (``open_ro``: ``mode=ro`` U
 ``PRAGMA query_only=ON``), answers through :mod:`kbtool.kb.queries` or
 :func:`kbtool.services.diff.report.get_diff`, and closes it. No route can write.
 
+The page is a shell (``static/dashboard.html``) whose scripts and styles are served from a
+fixed whitelist of package files at ``/static/<name>`` (``STATIC_FILES``; a name from the
+request never reaches the file system) plus ``/static/provenance.css``, generated from
+:mod:`kbtool.kb.provenance` like ``/api/provenance``. Routes marked ``expensive`` compute
+(``/api/diff``); the app bounds how many of those run at once (:func:`is_expensive`).
+
 Adding a route: write a handler ``(conn, params, query) -> JSON value`` and append one
 ``_Route`` to ``ROUTES`` (the path pattern names its parameters and how they are checked).
 """
@@ -21,11 +27,11 @@ import re
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
-from kbtool.kb import queries
+from kbtool.kb import provenance, queries
 from kbtool.kb.db import open_ro
 from kbtool.kb.errors import (
     KBError,
@@ -40,8 +46,10 @@ log = logging.getLogger("kbtool.web")
 
 JSON = "application/json"
 HTML = "text/html; charset=utf-8"
+CSS = "text/css; charset=utf-8"
+JS = "text/javascript; charset=utf-8"
 ALLOWED_METHODS = ("GET", "HEAD")
-SEARCH_LIMIT = 100                      # the HTTP search cap (queries.SEARCH_CAP is the hard cap)
+SEARCH_LIMIT = 100  # the HTTP search cap (queries.SEARCH_CAP is the hard cap)
 MAX_SQLITE_INT = 2**63 - 1
 _INT = re.compile(r"[0-9]{1,19}\Z")
 # stable ids are 16 hex digits when ingested; accept any short token of safe characters
@@ -76,7 +84,9 @@ def _encode(value: Any) -> bytes:
             return _orjson.dumps(value, option=_orjson.OPT_NON_STR_KEYS)
         except TypeError:  # e.g. an integer beyond 64 bits: the stdlib encoder handles it
             pass
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode(
+        "utf-8"
+    )
 
 
 def _json(status: int, value: Any) -> Response:
@@ -88,13 +98,52 @@ def error(status: int, message: str) -> Response:
     return _json(status, {"error": message})
 
 
-@lru_cache(maxsize=1)
+# ---------------------------------------------------------------- static files
+
+#: every file served under /static/: a fixed whitelist of package files (no path from the
+#: request ever reaches the file system) and the generated provenance stylesheet
+STATIC_FILES: dict[str, str] = {
+    "dashboard.css": CSS,
+    "dom.js": JS,
+    "api.js": JS,
+    "state.js": JS,
+    "provenance.js": JS,
+    "heatmap.js": JS,
+    "diff.js": JS,
+    "search.js": JS,
+    "fnpanel.js": JS,
+    "main.js": JS,
+}
+
+
+@cache
+def _package_file(name: str) -> bytes:
+    return resources.files("kbtool.web").joinpath("static", name).read_bytes()
+
+
 def dashboard_html() -> bytes:
-    """The self-contained dashboard page (package data ``kbtool/web/dashboard.html``)."""
-    return resources.files("kbtool.web").joinpath("dashboard.html").read_bytes()
+    """The dashboard shell (package data ``kbtool/web/static/dashboard.html``)."""
+    return _package_file("dashboard.html")
+
+
+@lru_cache(maxsize=1)
+def provenance_css() -> bytes:
+    """``/static/provenance.css``: the colours of :mod:`kbtool.kb.provenance`."""
+    return provenance.stylesheet().encode("utf-8")
+
+
+def static_file(name: str) -> Response:
+    """``/static/<name>``: a whitelisted package file, or 404."""
+    if name == "provenance.css":
+        return 200, CSS, provenance_css()
+    ctype = STATIC_FILES.get(name)
+    if ctype is None:
+        return error(404, f"no static file {_clip(name)!r}")
+    return 200, ctype, _package_file(name)
 
 
 # ---------------------------------------------------------------- parameters
+
 
 def version_id(text: str, what: str = "version id") -> int:
     """A version id from a path segment or query value; 400 when malformed."""
@@ -106,7 +155,10 @@ def version_id(text: str, what: str = "version id") -> int:
 def stable_id(text: str) -> str:
     """A stable id from a path segment; 400 when malformed."""
     if not _STABLE_ID.match(text or ""):
-        raise HTTPError(400, f"malformed stable_id {_clip(text)!r}: expected letters, digits, '_', '.', ':' or '-'")
+        raise HTTPError(
+            400,
+            f"malformed stable_id {_clip(text)!r}: expected letters, digits, '_', '.', ':' or '-'",
+        )
     return text
 
 
@@ -125,6 +177,7 @@ def _one(query: Query, name: str) -> str | None:
 
 # ---------------------------------------------------------------- handlers
 
+
 def _versions(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:
     return queries.list_versions(conn, with_coverage=True)
 
@@ -137,11 +190,17 @@ def _coverage(conn: sqlite3.Connection, params: dict[str, str], query: Query) ->
     return queries.coverage(conn, version_id(params["id"]))
 
 
+def _provenance(conn: Any, params: dict[str, str], query: Query) -> Any:
+    return provenance.vocabulary()
+
+
 def _diff(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:
     a, b = _one(query, "from"), _one(query, "to")
     missing = [n for n, v in (("from", a), ("to", b)) if v is None or v == ""]
     if missing:
-        raise HTTPError(400, f"missing query parameter {' and '.join(missing)}: /api/diff?from=ID&to=ID")
+        raise HTTPError(
+            400, f"missing query parameter {' and '.join(missing)}: /api/diff?from=ID&to=ID"
+        )
     assert a is not None and b is not None
     va, vb = version_id(a, "from version id"), version_id(b, "to version id")
     for v in (va, vb):  # 404 before any diff work, with the known ids in the message
@@ -192,10 +251,26 @@ def _history(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> 
     return hist
 
 
-_FUNCTION_KEYS = ("version_id", "index", "stable_id", "imported", "import_module", "import_field",
-                  "type", "raw_name", "export_names", "is_exported", "body_size", "instr_count",
-                  "body_hash", "shape_hash", "body_changed", "match_method", "match_score",
-                  "prev_index")
+_FUNCTION_KEYS = (
+    "version_id",
+    "index",
+    "stable_id",
+    "imported",
+    "import_module",
+    "import_field",
+    "type",
+    "raw_name",
+    "export_names",
+    "is_exported",
+    "body_size",
+    "instr_count",
+    "body_hash",
+    "shape_hash",
+    "body_changed",
+    "match_method",
+    "match_score",
+    "prev_index",
+)
 
 
 def _function_summary(fn: dict[str, Any]) -> dict[str, Any]:
@@ -226,10 +301,12 @@ Handler = Callable[[sqlite3.Connection, dict[str, str], Query], Any]
 class _Route:
     pattern: re.Pattern[str]
     handler: Handler
+    expensive: bool = False  # computes (CPU, memory): the app bounds how many run at once
+    needs_kb: bool = True
 
 
-def _r(pattern: str, handler: Handler) -> _Route:
-    return _Route(re.compile(pattern + r"\Z"), handler)
+def _r(pattern: str, handler: Handler, *, expensive: bool = False, needs_kb: bool = True) -> _Route:
+    return _Route(re.compile(pattern + r"\Z"), handler, expensive, needs_kb)
 
 
 # Path parameters match one segment ([^/]+) and are validated by the handler, so a
@@ -238,7 +315,8 @@ ROUTES: list[_Route] = [
     _r(r"/api/versions", _versions),
     _r(r"/api/versions/(?P<id>[^/]+)/functions", _functions),
     _r(r"/api/versions/(?P<id>[^/]+)/coverage", _coverage),
-    _r(r"/api/diff", _diff),
+    _r(r"/api/diff", _diff, expensive=True),
+    _r(r"/api/provenance", _provenance, needs_kb=False),
     _r(r"/api/search", _search),
     _r(r"/api/symbol/(?P<sid>[^/]+)", _symbol),
     _r(r"/api/history/(?P<sid>[^/]+)", _history),
@@ -247,6 +325,12 @@ ROUTES: list[_Route] = [
 PAGES: dict[str, Callable[[], bytes]] = {
     "/": dashboard_html,
 }
+STATIC_PREFIX = "/static/"
+
+
+def is_expensive(path: str) -> bool:
+    """True when ``path`` is a route that computes (the app bounds their concurrency)."""
+    return any(r.expensive and r.pattern.match(path) for r in ROUTES)
 
 
 def route(db_path: str, path: str, query: Query | None = None, method: str = "GET") -> Response:
@@ -254,13 +338,19 @@ def route(db_path: str, path: str, query: Query | None = None, method: str = "GE
     query = query or {}
     try:
         if method.upper() not in ALLOWED_METHODS:
-            return error(405, f"method {_clip(method, 16)} not allowed: the API is read-only (GET, HEAD)")
+            return error(
+                405, f"method {_clip(method, 16)} not allowed: the API is read-only (GET, HEAD)"
+            )
         page = PAGES.get(path)
         if page is not None:
             return 200, HTML, page()
+        if path.startswith(STATIC_PREFIX):
+            return static_file(path[len(STATIC_PREFIX) :])
         for r in ROUTES:
             m = r.pattern.match(path)
             if m is not None:
+                if not r.needs_kb:
+                    return _json(200, r.handler(None, m.groupdict(), query))
                 return _answer(db_path, r.handler, m.groupdict(), query)
         return error(404, f"no route {_clip(path)}")
     except Exception:  # pragma: no cover - defensive: never leak a traceback

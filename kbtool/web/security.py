@@ -5,23 +5,24 @@
   ``Host: evil.example``. Only the names and addresses of the bound host (plus loopback
   names when bound to loopback or to every interface) and those named with
   ``--allow-host`` are answered; anything else gets 403.
-* Content-Security-Policy: the page's inline ``<script>`` and ``<style>`` are allowed by
-  their SHA-256 hashes, computed once from the page bytes, so no ``'unsafe-inline'`` is
-  needed and an injected script could never run. JSON answers get ``default-src 'none'``.
+* Cross-origin requests: any page the user visits can make the browser send GETs to
+  127.0.0.1:8787 (``<img src>``, ``fetch(..., {mode: "no-cors"})``); the browser hides the
+  answer but the server would still do the work (a diff costs seconds and memory). Requests
+  whose ``Sec-Fetch-Site`` is ``cross-site`` or ``same-site`` (another port of the same host is
+  same-site but another origin), and requests with an ``Origin`` that is not the dashboard's
+  own, are refused before any work (:func:`cross_origin_refusal`).
+* Content-Security-Policy: the page has no inline script or style at all; scripts and styles
+  come from ``'self'`` only (``/static/``), and Trusted Types make every HTML sink
+  (``innerHTML``...) refuse strings. JSON answers get ``default-src 'none'``.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import ipaddress
-import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 WILDCARD = ("0.0.0.0", "::", "")
-
-_BLOCK = re.compile(rb"<(script|style)(?:\s[^>]*)?>(.*?)</\1\s*>", re.S | re.I)
 
 
 def is_loopback(host: str) -> bool:
@@ -79,22 +80,11 @@ class HostCheck:
         return is_loopback(name) and any(is_loopback(a) for a in self.allowed)
 
 
-def inline_hashes(page: bytes) -> tuple[list[str], list[str]]:
-    """CSP source expressions (``'sha256-...'``) of the page's inline scripts and styles."""
-    scripts: list[str] = []
-    styles: list[str] = []
-    for m in _BLOCK.finditer(page):
-        digest = base64.b64encode(hashlib.sha256(m.group(2)).digest()).decode("ascii")
-        (scripts if m.group(1).lower() == b"script" else styles).append(f"'sha256-{digest}'")
-    return scripts, styles
-
-
-def page_csp(page: bytes) -> str:
-    scripts, styles = inline_hashes(page)
-    return "; ".join((
+PAGE_CSP = "; ".join(
+    (
         "default-src 'none'",
-        "script-src " + (" ".join(scripts) or "'none'"),
-        "style-src " + (" ".join(styles) or "'none'"),
+        "script-src 'self'",
+        "style-src 'self'",
         "connect-src 'self'",
         "img-src 'self' data:",
         "base-uri 'none'",
@@ -103,7 +93,59 @@ def page_csp(page: bytes) -> str:
         # no DOM XSS sink (innerHTML, document.write, ...) accepts a plain string at all
         "require-trusted-types-for 'script'",
         "trusted-types 'none'",
-    ))
+    )
+)
+
+#: Sec-Fetch-Site values a browser sends for the dashboard's own requests (``none``: the
+#: user typed the address or followed a bookmark)
+ALLOWED_FETCH_SITES = frozenset({"same-origin", "none"})
+
+
+def _origin_key(origin: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) of an origin or of ``scheme://host-header``; None when malformed."""
+    scheme, sep, rest = origin.strip().lower().partition("://")
+    if not sep or scheme not in ("http", "https") or not rest or "/" in rest:
+        return None
+    default = 443 if scheme == "https" else 80
+    if rest.startswith("["):
+        end = rest.find("]")
+        if end < 0:
+            return None
+        host, tail = rest[1:end], rest[end + 1 :]
+    else:
+        host, _, port_text = rest.partition(":")
+        tail = ":" + port_text if port_text else ""
+    if tail and not (tail.startswith(":") and tail[1:].isdigit()):
+        return None
+    return scheme, host.rstrip("."), int(tail[1:]) if tail else default
+
+
+def cross_origin_refusal(
+    headers: Mapping[str, str], scheme: str, host_header: str | None, path: str = ""
+) -> str | None:
+    """Why a request must be refused as cross-origin, or None when it may be answered.
+
+    ``headers`` are the request's (lower-case names); the dashboard's own origin is
+    ``scheme://Host``. Clients that send neither header (curl, scripts) are answered. A
+    top-level navigation to the page itself (a link from elsewhere) is answered: it costs
+    nothing, and the page's own requests are then same-origin.
+    """
+    site = (headers.get("sec-fetch-site") or "").strip().lower()
+    navigation = (
+        path == "/"
+        and headers.get("sec-fetch-mode") == "navigate"
+        and headers.get("sec-fetch-dest") == "document"
+    )
+    if site and site not in ALLOWED_FETCH_SITES and not navigation:
+        return (
+            f"cross-origin request refused (Sec-Fetch-Site: {site[:20]}): open the dashboard itself"
+        )
+    origin = headers.get("origin")
+    if origin is not None:
+        own = _origin_key(f"{scheme}://{host_header or ''}")
+        if own is None or _origin_key(origin) != own:
+            return "cross-origin request refused (Origin is not this dashboard): open the dashboard itself"
+    return None
 
 
 API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"

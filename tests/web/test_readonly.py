@@ -17,8 +17,7 @@ import pytest
 
 from kbtool.kb.db import open_ro
 from kbtool.web.router import route
-from tests.test_web_fixtures import copy_kb, web_kb
-from tests.test_web_http import ServerProcess, request
+from tests.web.support import ServerProcess, request
 
 INJECTIONS = [
     "1; DROP TABLE versions; --",
@@ -29,7 +28,7 @@ INJECTIONS = [
     "'; UPDATE symbols SET name='pwned'; --",
     "1); INSERT INTO versions(label) VALUES('evil'); --",
     "%' ; ATTACH DATABASE '/tmp/evil.db' AS e; --",
-    "\"; PRAGMA query_only=OFF; DELETE FROM functions; --",
+    '"; PRAGMA query_only=OFF; DELETE FROM functions; --',
     "0x7fffffffffffffff",
     "\x00",
     "../../../../etc/passwd",
@@ -76,12 +75,6 @@ def _fingerprint(path: Path) -> tuple[str, str]:
     return h.hexdigest(), dump
 
 
-@pytest.fixture()
-def kb_copy(tmp_path, tmp_path_factory):
-    kb = web_kb(tmp_path_factory.getbasetemp())
-    return kb, copy_kb(kb, tmp_path / "kb.db")
-
-
 def test_router_cannot_write(kb_copy):
     kb, path = kb_copy
     before = _fingerprint(path)
@@ -109,8 +102,12 @@ def test_router_connection_refuses_writes(kb_copy):
     before = _fingerprint(path)
     conn = open_ro(path)
     try:
-        for sql in ("DELETE FROM symbols", "INSERT INTO meta VALUES ('k', 'v')", "DROP TABLE versions",
-                    "CREATE TABLE t (x)"):
+        for sql in (
+            "DELETE FROM symbols",
+            "INSERT INTO meta VALUES ('k', 'v')",
+            "DROP TABLE versions",
+            "CREATE TABLE t (x)",
+        ):
             with pytest.raises(sqlite3.OperationalError):
                 conn.execute(sql)
         conn.execute("PRAGMA query_only = OFF")  # even then: the file is opened mode=ro
@@ -129,8 +126,12 @@ def test_http_cannot_write(kb_copy):
             for p, query in _routes(kb, payload):
                 url = p + ("?" + urllib.parse.urlencode(query, doseq=True) if query else "")
                 for method in ("GET", "POST", "PUT", "DELETE"):
-                    status, headers, body = request(srv.port, url, method=method,
-                                                    body=b"DELETE FROM symbols" if method != "GET" else None)
+                    status, headers, body = request(
+                        srv.port,
+                        url,
+                        method=method,
+                        body=b"DELETE FROM symbols" if method != "GET" else None,
+                    )
                     assert status < 500, (url, method, body[:200])
                     assert b"Traceback" not in body
                     if method != "GET":

@@ -1,0 +1,35 @@
+// The JSON API client: same-origin GETs, `{"error": ...}` bodies turned into Error messages,
+// and a one-line status in the footer (`#status`, when the page has one).
+import { $, setText } from "./dom.js";
+
+/** Show `msg` in the status line (red when `bad`). */
+export function status(msg, bad) {
+  const s = $("status");
+  if (!s) return;
+  setText(s, msg);
+  s.classList.toggle("err", !!bad);
+}
+
+/** GET `path` as JSON; throws an Error (with `.status`) carrying the API's error message. */
+export async function api(path, signal) {
+  const t0 = performance.now();
+  let r;
+  try {
+    r = await fetch(path, { signal, headers: { accept: "application/json" }, credentials: "same-origin" });
+  } catch (e) {
+    if (e.name === "AbortError") throw e;
+    status("network error: " + e.message, true);
+    throw e;
+  }
+  let body = null;
+  try { body = await r.json(); } catch (_) { body = null; }
+  const ms = Math.round(performance.now() - t0);
+  if (!r.ok) {
+    const err = new Error((body && typeof body.error === "string") ? body.error : ("HTTP " + r.status));
+    err.status = r.status;
+    if (r.status !== 404) status("GET " + path + " → " + r.status + ": " + err.message, true);
+    throw err;
+  }
+  status("GET " + path + " · " + r.status + " · " + ms + " ms");
+  return body;
+}

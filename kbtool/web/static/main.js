@@ -1,0 +1,146 @@
+// The dashboard: versions, coverage, heatmap, diff, search and the function panel.
+import { $, clear, el, fmtInt, setText, show } from "./dom.js";
+import { api, status } from "./api.js";
+import { Heatmap } from "./heatmap.js";
+import { initDiff } from "./diff.js";
+import { initSearch } from "./search.js";
+import { createFnPanel } from "./fnpanel.js";
+import { V, loadVocabulary } from "./provenance.js";
+import { S } from "./state.js";
+
+let HM = null, panel = null;
+
+async function loadVersions() {
+  const vs = await api("/api/versions");
+  S.versions = vs;
+  S.byId = new Map(vs.map((v) => [v.id, v]));
+  const tb = clear($("versions").tBodies[0]);
+  for (const v of vs) {
+    tb.append(el("tr", { tabindex: 0, dataset: { vid: String(v.id) }, title: (v.label || "") + (v.toolchain_version ? "\n" + v.toolchain_version : ""),
+      onclick: () => selectVersion(v.id), onkeydown: (e) => versionKey(e, v.id) },
+      el("td", { class: "num", text: v.id }),
+      el("td", {}, el("div", { class: "vlabel", text: v.label })),
+      el("td", { class: "num", text: fmtInt(v.functions) }),
+      el("td", { class: "num" }, (v.coverage_pct ?? 0).toFixed(1) + "%",
+        el("div", { class: "mini" }, el("i", { style: { width: Math.min(100, v.coverage_pct || 0) + "%" } })))));
+  }
+  setText($("vcount"), vs.length ? String(vs.length) : "");
+  show($("versions-empty"), vs.length === 0);
+  setText($("kbinfo"), vs.length ? (vs.length + " version" + (vs.length > 1 ? "s" : "") + " · latest " + vs[vs.length - 1].label) : "empty KB");
+  for (const id of ["diff-from", "diff-to"]) {
+    const sel = clear($(id));
+    for (const v of vs) sel.append(el("option", { value: String(v.id), text: v.id + " · " + v.label }));
+  }
+  if (vs.length >= 2) { $("diff-from").value = String(vs[vs.length - 2].id); $("diff-to").value = String(vs[vs.length - 1].id); }
+  $("diff-run").disabled = vs.length < 1;
+}
+
+function versionKey(e, id) {
+  const i = S.versions.findIndex((v) => v.id === id);
+  if (e.key === "Enter" || e.key === " ") { e.preventDefault(); selectVersion(id); }
+  else if (e.key === "ArrowDown" && i + 1 < S.versions.length) { e.preventDefault(); focusVersion(S.versions[i + 1].id, true); }
+  else if (e.key === "ArrowUp" && i > 0) { e.preventDefault(); focusVersion(S.versions[i - 1].id, true); }
+}
+
+function focusVersion(id, select) {
+  const tr = $("versions").querySelector('tr[data-vid="' + Number(id) + '"]');
+  if (tr) tr.focus();
+  if (select) selectVersion(id);
+}
+
+async function selectVersion(id) {
+  const t0 = performance.now();
+  const seq = ++S.loadSeq;
+  S.vid = id;
+  for (const tr of $("versions").tBodies[0].rows) tr.classList.toggle("sel", Number(tr.dataset.vid) === id);
+  setHash();
+  setText($("hm-info"), "loading…");
+  try {
+    const [cov, fns] = await Promise.all([api("/api/versions/" + id + "/coverage"), api("/api/versions/" + id + "/functions")]);
+    if (seq !== S.loadSeq) return;
+    S.cov = cov; S.fns = fns;
+    renderCoverage();
+    HM.setData(fns);
+    const here = S.hist && (S.hist.versions || []).find((v) => v.version_id === id);  // keep the open function outlined
+    if (here) HM.select(here.index);
+    const drawn = performance.now();
+    window.kbMetrics = { version: id, cells: fns.length, selectToDrawMs: drawn - t0, drawMs: HM.lastDrawMs };
+    setText($("perf"), fmtInt(fns.length) + " cells · draw " + HM.lastDrawMs.toFixed(1) + " ms · select→drawn " + Math.round(drawn - t0) + " ms");
+    document.body.dataset.version = String(id);
+  } catch (e) {
+    if (seq !== S.loadSeq) return;
+    setText($("hm-info"), "");
+    status(e.message, true);
+  }
+}
+
+/** Named count of provenance `p` in a Coverage answer (unnamed: defined - named). */
+function countOf(c, p) {
+  if (p === "unnamed") return Math.max(0, (c.defined || 0) - (c.named || 0));
+  return c[p.replace(/-/g, "_") + "_named"] || 0;
+}
+
+function renderCoverage() {
+  const c = S.cov, v = S.byId.get(S.vid) || {};
+  $("cov-pct").replaceChildren(c.coverage_pct.toFixed(1), el("small", { text: " % named" }));
+  setText($("cov-counts"), fmtInt(c.named) + " / " + fmtInt(c.defined) + " defined functions");
+  $("cov-meta").replaceChildren(
+    "version ", el("b", { text: String(v.id) }), " ", el("b", { text: v.label || "" }),
+    " · toolchain ", el("b", { text: v.toolchain_version || "unknown" }),
+    " · ", el("b", { text: fmtInt(v.functions) }), " functions incl. imports",
+    " · shared memory ", el("b", { text: v.shared_memory ? "yes" : "no" }));
+  const stack = clear($("cov-stack")), legend = clear($("legend"));
+  for (const p of V.order) {
+    const n = countOf(c, p), name = V.labels[p] ?? p;
+    if (c.defined) stack.append(el("i", { title: name + ": " + n, style: { width: (n / c.defined * 100) + "%", background: V.colours[p] } }));
+    legend.append(el("button", { class: "lg" + (S.hidden.has(p) ? " off" : ""), dataset: { prov: p }, title: "show/hide " + name + " cells",
+      onclick: () => { if (S.hidden.has(p)) S.hidden.delete(p); else S.hidden.add(p); renderCoverage(); HM.draw(); } },
+      el("span", { class: "sw", style: { background: V.colours[p] } }), name, el("span", { class: "num", text: fmtInt(n) })));
+  }
+}
+
+function tabs(ids) {
+  for (const id of ids) {
+    $(id).addEventListener("click", () => {
+      for (const other of ids) {
+        $(other).classList.toggle("on", other === id);
+        show($($(other).dataset.pane), other === id);
+      }
+      if (id === "tab-heatmap" && HM.n) HM.layout();
+    });
+  }
+}
+
+function setHash() {
+  const p = new URLSearchParams();
+  if (S.vid !== null) p.set("v", String(S.vid));
+  if (document.body.dataset.fn) p.set("fn", document.body.dataset.fn);
+  const h = "#" + p.toString();
+  if (location.hash !== h) history.replaceState(null, "", h === "#" ? location.pathname : h);
+}
+
+async function boot() {
+  try { await loadVocabulary(); } catch (e) { status("cannot load the provenance vocabulary: " + e.message, true); return; }
+  HM = new Heatmap(
+    { canvas: "heatmap", overlay: "hm-over", wrap: "hm-wrap", stage: "hm-stage", empty: "hm-empty",
+      info: "hm-info", order: "hm-order", tooltip: "tooltip" },
+    { hidden: S.hidden, onPick: (f) => panel.open(f.stable_id, S.vid),
+      emptyText: () => (S.vid === null ? "Pick a version." : "This version has no defined functions.") });
+  panel = createFnPanel({ heatmap: HM, onChange: setHash });
+  initDiff({ openFunction: panel.open });
+  initSearch({ openFunction: panel.open, closeFunction: panel.close });
+  tabs(["tab-heatmap", "tab-diff"]);
+  tabs(["tab-detail", "tab-history"]);
+
+  try { await loadVersions(); } catch (e) { status("cannot load versions: " + e.message, true); return; }
+  const p = new URLSearchParams(location.hash.slice(1));
+  const want = Number(p.get("v"));
+  const vid = S.byId.has(want) ? want : (S.versions.length ? S.versions[S.versions.length - 1].id : null);
+  if (vid !== null) await selectVersion(vid);
+  else HM.layout();
+  const fn = p.get("fn");
+  if (fn) panel.open(fn, vid);
+  document.body.dataset.ready = "1";
+}
+
+boot();

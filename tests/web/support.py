@@ -1,0 +1,150 @@
+"""Helpers of the web tests (not a test module, not fixtures): the hostile strings the
+fixture KB holds, a ``kbtool serve`` subprocess, one raw HTTP request, Chromium launch."""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+XSS_SCRIPT = "<script>window.__xss=1</script>"
+XSS_IMG = '<img src=x onerror="window.__xss=2">'
+XSS_SUMMARY = "<b>bold?</b><svg onload=window.__xss=3>"
+#: a right-to-left override: shown raw, "\u202eexe.txt" reads "txt.exe"
+BIDI_NAME = "\u202eexe.txt"
+BIDI_SHOWN = "⟨U+202E⟩exe.txt"
+BIDI_SUMMARY = "isolate \u2067abc\u2069 and zero width \u200b here"
+BIDI_SUMMARY_SHOWN = "isolate ⟨U+2067⟩abc⟨U+2069⟩ and zero width ⟨U+200B⟩ here"
+
+CHROMIUM = os.environ.get("KBTOOL_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-extensions",
+    "--disable-default-apps",
+    "--mute-audio",
+]
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def copy_kb(kb, dest: Path) -> Path:
+    """A private copy of a fixture KB's file at ``dest``."""
+    dest = Path(dest)
+    shutil.copyfile(kb.path, dest)
+    return dest
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def kbtool_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "kbtool.cli", *args]
+
+
+def env() -> dict[str, str]:
+    out = dict(os.environ)
+    out["PYTHONPATH"] = str(ROOT) + os.pathsep + out.get("PYTHONPATH", "")
+    out["PYTHONUNBUFFERED"] = "1"
+    out.setdefault("COLUMNS", "200")
+    return out
+
+
+class ServerProcess:
+    """``kbtool serve --db PATH --port N`` in a subprocess, stopped on exit."""
+
+    def __init__(self, db: Path, *extra: str, port: int | None = None) -> None:
+        self.db, self.extra = db, extra
+        self.port = port or free_port()
+        self.proc: subprocess.Popen[str] | None = None
+        self.out: list[str] = []
+
+    def __enter__(self) -> ServerProcess:
+        self.proc = subprocess.Popen(
+            kbtool_cmd("serve", "--db", str(self.db), "--port", str(self.port), *self.extra),
+            cwd=ROOT,
+            env=env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        line = self.proc.stdout.readline()  # the URL, printed once when listening
+        self.out.append(line)
+        if f":{self.port}/" not in line:
+            self.proc.kill()
+            raise RuntimeError(f"server did not start: {line!r} {self.proc.stderr.read()!r}")
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            try:
+                if request(self.port, "/api/versions")[0] == 200:
+                    return self
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("server never answered")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.proc is not None
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream:
+                stream.close()
+
+
+def request(
+    port: int,
+    path: str,
+    *,
+    method: str = "GET",
+    host: str | None = "default",
+    body: bytes | None = None,
+    headers: dict[str, str] | None = None,
+):
+    """One raw HTTP/1.1 request; ``host=None`` sends no Host header at all."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+    try:
+        conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        if host == "default":
+            host = f"127.0.0.1:{port}"
+        if host is not None:
+            conn.putheader("Host", host)
+        for k, v in (headers or {}).items():
+            conn.putheader(k, v)
+        if body is not None:
+            conn.putheader("Content-Length", str(len(body)))
+        conn.endheaders(body)
+        resp = conn.getresponse()
+        data = resp.read()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, data
+    finally:
+        conn.close()
+
+
+def launch_chromium(playwright):
+    return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
