@@ -209,7 +209,7 @@ def test_thread_facts_and_structs_stored_and_read(threads_kb):
 
 
 def test_tui_detail_shows_threads_and_structs(threads_kb):
-    from tests.test_tui_support import make_app, screen_text, settle
+    from tests.support.tui import make_app, screen_text, settle
 
     db, vid = threads_kb
 

@@ -17,7 +17,7 @@ import pytest
 from kbtool.kb.db import open_ro, open_rw, transaction
 from kbtool.kb.errors import KBFullError, KBReadOnlyError, NotAKBError
 from tests.conftest import DEMO_DIR
-from tests.kbfixtures import bare_kb
+from tests.support.kb import bare_kb
 
 CLI = [sys.executable, "-m", "kbtool.cli"]
 MODULE = DEMO_DIR / "zstd-1.5.6.wasm"
