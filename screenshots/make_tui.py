@@ -24,9 +24,9 @@ if str(ROOT) not in sys.path:
 
 os.environ.setdefault("KBTOOL_FROZEN_TIME", "2026-01-15T12:00:00.000000Z")
 
-from kbtool.services.demo import build_demo  # noqa: E402
 from kbtool.kb import queries  # noqa: E402
 from kbtool.kb.db import open_ro  # noqa: E402
+from kbtool.services.demo import build_demo  # noqa: E402
 from kbtool.tui.app import KbApp  # noqa: E402
 
 

@@ -437,7 +437,7 @@ def test_mcp_agent_tools(kb):
     pytest.importorskip("mcp.client.stdio")
     import asyncio
 
-    from tests.test_mcp import call, call_error, dump, mcp_session
+    from tests.support.mcp import call, call_error, dump, mcp_session
 
     async def main():
         async with mcp_session(kb) as s:
@@ -452,7 +452,7 @@ def test_mcp_agent_tools(kb):
             ]
         return tools, backends, summary, again, errors
 
-    from tests.test_mcp import server_env
+    from tests.support.mcp import server_env
 
     env = server_env()
     if env.get("PROVIDER_B_API_KEY") or os.environ.get("PROVIDER_B_API_KEY"):

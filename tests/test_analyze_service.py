@@ -268,7 +268,7 @@ def test_cli_json_shape_and_summary(demo_kb):
 
 def test_mcp_analyze_version(demo_kb):
     pytest.importorskip("mcp.client.stdio")
-    from tests.test_mcp import call, call_error, dump, mcp_session
+    from tests.support.mcp import call, call_error, dump, mcp_session
 
     async def main():
         async with mcp_session(demo_kb) as s:

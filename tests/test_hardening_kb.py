@@ -16,8 +16,8 @@ import pytest
 
 from kbtool.kb.db import open_ro, open_rw, transaction
 from kbtool.kb.errors import KBFullError, KBReadOnlyError, NotAKBError
-from tests.conftest import DEMO_DIR
 from tests.support.kb import bare_kb
+from tests.support.paths import DEMO_DIR
 
 CLI = [sys.executable, "-m", "kbtool.cli"]
 MODULE = DEMO_DIR / "zstd-1.5.6.wasm"

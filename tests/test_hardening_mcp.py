@@ -18,8 +18,8 @@ from mcp import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
 from kbtool.kb.db import open_ro  # noqa: E402
-from tests.test_hardening_kb import _run  # noqa: E402
-from tests.test_mcp import _unnamed, call, call_error, dump, run, server_env  # noqa: E402
+from tests.support.mcp import call, call_error, dump, run, server_env, unnamed_ids  # noqa: E402
+from tests.support.paths import run_ok as _run  # noqa: E402
 
 BIG = 2**63
 
@@ -58,7 +58,7 @@ def assert_clear(message: str, *words: str) -> None:
 
 
 def test_arguments_are_strict_and_bounded(demo_kb):
-    sid = _unnamed(demo_kb, 1)[0]
+    sid = unnamed_ids(demo_kb, 1)[0]
     before = events(demo_kb)
 
     async def main():
@@ -101,7 +101,7 @@ def test_arguments_are_strict_and_bounded(demo_kb):
 
 
 def test_oversized_inputs_never_reach_the_kb(demo_kb):
-    sid = _unnamed(demo_kb, 1)[0]
+    sid = unnamed_ids(demo_kb, 1)[0]
     before = events(demo_kb)
     size_before = demo_kb.stat().st_size
 
@@ -126,7 +126,7 @@ def test_oversized_inputs_never_reach_the_kb(demo_kb):
 
 
 def test_summary_with_terminal_escapes_is_refused_by_the_gate(demo_kb):
-    sid = _unnamed(demo_kb, 1)[0]
+    sid = unnamed_ids(demo_kb, 1)[0]
 
     async def main():
         async with session_on(demo_kb) as s:
@@ -170,7 +170,7 @@ def test_propose_on_a_read_only_kb_is_a_one_line_tool_error(demo_kb):
             pytest.skip("chattr +i not available here")
     else:
         demo_kb.chmod(0o444)
-    sid = _unnamed(demo_kb, 1)[0]
+    sid = unnamed_ids(demo_kb, 1)[0]
     before = demo_kb.read_bytes()
 
     async def main():

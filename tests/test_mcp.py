@@ -8,19 +8,15 @@ plain-text export. Expected values come from the query layer on the same KB file
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import sys
-from contextlib import asynccontextmanager
-from pathlib import Path
-from typing import Any
 
 import pytest
 
 pytest.importorskip("mcp.client.stdio")
 
 from mcp import ClientSession  # noqa: E402
-from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client  # noqa: E402
+from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
 from kbtool.kb import queries  # noqa: E402
 from kbtool.kb.db import open_ro, open_rw  # noqa: E402
@@ -29,6 +25,17 @@ from kbtool.kb.gate import upsert_symbol  # noqa: E402
 from kbtool.mcp import compat
 from kbtool.mcp.server import _as_tool, as_json
 from kbtool.services.diff.report import get_diff
+from tests.support.mcp import (  # noqa: E402
+    call,
+    call_error,
+    dump,
+    expected,
+    mcp_session,
+    run,
+    server_env,
+    text_of,
+    unnamed_ids,
+)
 
 TOOLS = {
     # name: (required params, {optional param: default}, {param: JSON type})
@@ -63,65 +70,6 @@ SEARCH_KEYS = {"stable_id", "name", "provenance", "confidence"}
 
 
 # ---------------------------------------------------------------- fixtures and helpers
-
-def server_env(**extra: str) -> dict[str, str]:
-    # 1.x clients replace the environment with `env`, 2.x merge it: pass a complete one.
-    env = dict(get_default_environment())
-    env.update(extra)
-    return env
-
-
-@asynccontextmanager
-async def mcp_session(db: Path):
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "kbtool.cli", "mcp", "--db", str(db)], env=server_env(),
-    )
-    async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write) as session:
-            init = await session.initialize()
-            session.init_result = init.model_dump(by_alias=True, mode="json")
-            yield session
-
-
-def dump(obj: Any) -> dict[str, Any]:
-    """An SDK model as wire JSON (camelCase on every SDK version)."""
-    return obj.model_dump(by_alias=True, mode="json", exclude_none=True)
-
-
-def text_of(result: Any) -> str:
-    """The single text block of a successful tool result."""
-    d = dump(result)
-    assert not d.get("isError"), d
-    blocks = d["content"]
-    assert len(blocks) == 1 and blocks[0]["type"] == "text", blocks
-    return blocks[0]["text"]
-
-
-async def call(session: ClientSession, tool: str, **args: Any) -> Any:
-    return json.loads(text_of(await session.call_tool(tool, args)))
-
-
-async def call_error(session: ClientSession, tool: str, **args: Any) -> str:
-    """The message of a tool error (no traceback, one text block)."""
-    d = dump(await session.call_tool(tool, args))
-    assert d.get("isError"), d
-    text = " ".join(b.get("text", "") for b in d["content"])
-    assert "Traceback" not in text and 'File "' not in text, text
-    return text
-
-
-def expected(db: Path, query, *args) -> Any:
-    """What the query layer says, as the wire carries it."""
-    conn = open_ro(db)
-    try:
-        return json.loads(json.dumps(query(conn, *args)))
-    finally:
-        conn.close()
-
-
-def run(coro) -> Any:
-    return asyncio.run(coro)
-
 
 # ---------------------------------------------------------------- tools and schemas
 
@@ -302,17 +250,8 @@ def test_unexpected_failures_become_generic_tool_errors(caplog):
 
 # ---------------------------------------------------------------- propose_symbol
 
-def _unnamed(db: Path, count: int) -> list[str]:
-    conn = open_ro(db)
-    try:
-        vid = queries.latest_version_id(conn)
-        return [e["stable_id"] for e in queries.list_functions(conn, vid) if e["name"] is None][:count]
-    finally:
-        conn.close()
-
-
 def test_propose_symbol_goes_through_the_gate(demo_kb):
-    sid, locked_sid, oracle_sid = _unnamed(demo_kb, 3)
+    sid, locked_sid, oracle_sid = unnamed_ids(demo_kb, 3)
     conn = open_rw(demo_kb)
     upsert_symbol(conn, locked_sid, "human_pick", provenance="human", confidence=1.0, actor="human:t")
     upsert_symbol(conn, oracle_sid, "oracle_pick", provenance="oracle", confidence=0.8, actor="oracle:t")
@@ -372,7 +311,7 @@ def test_propose_symbol_goes_through_the_gate(demo_kb):
 
 def test_concurrent_proposals_follow_the_gate(demo_kb):
     """32 concurrent propose_symbol calls: the gate's final state, one event per call."""
-    free_a, free_b, locked_sid, oracle_sid = _unnamed(demo_kb, 4)
+    free_a, free_b, locked_sid, oracle_sid = unnamed_ids(demo_kb, 4)
     conn = open_rw(demo_kb)
     upsert_symbol(conn, locked_sid, "human_pick", provenance="human", confidence=1.0, actor="human:t")
     upsert_symbol(conn, oracle_sid, "oracle_pick", provenance="oracle", confidence=0.7, actor="oracle:t")

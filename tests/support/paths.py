@@ -26,3 +26,10 @@ def corpus_file(rel: str) -> Path:
     if not p.exists():
         pytest.skip(f"corpus file {rel} not present")
     return p
+
+
+def run_ok(cmd: list[str]) -> bool:
+    """Whether a command runs and exits 0 (probing what this machine permits)."""
+    import subprocess
+
+    return subprocess.run(cmd, capture_output=True).returncode == 0

@@ -87,13 +87,16 @@ def build_web_kb(path: Path) -> WebKB:
         _name(
             conn,
             bidi_sid,
-            BIDI_NAME,
+            "bidi_placeholder",
             "oracle",
             confidence=0.8,
             actor="oracle:test",
-            summary=BIDI_SUMMARY,
             evidence={"note": BIDI_NAME},
         )
+        # The gate now refuses bidi controls in names and summaries; a KB written by an older
+        # kbtool may still hold them, and the page must show them visibly. Simulate that KB.
+        conn.execute("UPDATE symbols SET name = ?, summary = ? WHERE stable_id = ?",
+                     (BIDI_NAME, BIDI_SUMMARY, bidi_sid))
         _name(
             conn,
             hist_sid,
