@@ -25,6 +25,7 @@ from mcp.client.stdio import StdioServerParameters, get_default_environment, std
 from kbtool.kb import queries  # noqa: E402
 from kbtool.kb.db import open_ro, open_rw  # noqa: E402
 from kbtool.kb.gate import upsert_symbol  # noqa: E402
+from kbtool.services import names_io  # noqa: E402
 
 TOOLS = {
     # name: (required params, {optional param: default}, {param: JSON type})
@@ -209,7 +210,7 @@ def test_read_tools_answer_the_contract_shapes(demo_db):
             assert await call(s, "search_symbols", query="") == []
 
             text = text_of(await s.call_tool("export_kb_text", {"version_id": vid}))
-            assert text == expected(demo_db, queries.export_kb_text, vid)
+            assert text == expected(demo_db, names_io.export_text, vid)
             lines = text.splitlines()
             assert lines[0] == "# kbtool KB export"
             rows = [ln for ln in lines if ln and not ln.startswith("#")]
