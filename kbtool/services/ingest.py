@@ -161,7 +161,8 @@ def ingest_bytes(
         (f.body_hash, f.shape_hash, f.instr_count) for f in analysis.functions if not f.imported
     )
     lineage = lineage_svc.choose_lineage(
-        conn, new_profile, default_name=program_hint or label, program=program, base=base
+        conn, new_profile, default_name=program_hint or label, program=program, base=base,
+        same_bytes_as=same[-1]["id"] if same else None,
     )
     with transaction(conn):
         return _store(conn, data, analysis, label=label, source_path=source_path, glue=glue,

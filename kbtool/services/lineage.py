@@ -32,6 +32,7 @@ from kbtool.kb import queries, store
 from kbtool.kb.errors import KBError
 
 MIN_INSTRS = 8  # functions with fewer instructions do not count towards relatedness
+SMALL_MODULE = 16  # ... unless fewer than this many functions are left: then all count
 RELATED_THRESHOLD = 0.05  # overlap at or above: same program (measured: see module docstring)
 LEGACY_PROGRAM = queries.LEGACY_PROGRAM
 
@@ -55,7 +56,10 @@ class HashProfile:
 
 def profile(rows: Iterable[tuple[str | None, str | None, int]]) -> HashProfile:
     """Profile from ``(body_hash, shape_hash, instr_count)`` of defined functions."""
-    pairs = tuple((b, s) for b, s, n in rows if (n or 0) >= MIN_INSTRS and (b or s))
+    rows = [(b, s, n or 0) for b, s, n in rows if b or s]
+    pairs = tuple((b, s) for b, s, n in rows if n >= MIN_INSTRS)
+    if len(pairs) < SMALL_MODULE:  # a tiny module: every function counts
+        pairs = tuple((b, s) for b, s, _ in rows)
     return HashProfile(
         pairs=pairs,
         bodies=frozenset(b for b, _ in pairs if b),
@@ -101,7 +105,9 @@ def program_name_for(stem: str) -> str:
     """A program name from a file name or label: ``zstd-1.5.7.O2.wasm`` -> ``zstd``."""
     base = re.sub(r"\.wasm$", "", stem.strip(), flags=re.I)
     cut = re.split(r"(?:[-_.@ ]v?\d)", base, maxsplit=1)[0].strip("-_. ")
-    return cut or base or "program"
+    if not re.search(r"[A-Za-z]", cut):  # a bare version number: keep it whole
+        cut = base
+    return cut or "program"
 
 
 def _unique_program_name(conn: sqlite3.Connection, name: str) -> str:
@@ -121,9 +127,12 @@ def choose_lineage(
     default_name: str,
     program: str | None = None,
     base: int | None = None,
+    same_bytes_as: int | None = None,
 ) -> Lineage:
     """Decide program and parent for a module with profile ``new`` (reads only; see ``commit``)."""
     versions = queries.lineage_versions(conn)  # id, label, program (name)
+    if base is None and program is None and same_bytes_as is not None:
+        base = same_bytes_as  # the same module ingested again (--force): its own lineage
     if base is not None:
         row = next((v for v in versions if v["id"] == base), None)
         if row is None:

@@ -1,4 +1,5 @@
-"""Versions: every ingested release with toolchain, counts, shared memory and coverage by provenance."""
+"""Versions: every ingested release, grouped by program (lineage), with parent, toolchain, counts,
+shared memory and coverage by provenance."""
 
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ class VersionsScreen(KbScreen):
     def on_mount(self) -> None:
         table = self.query_one("#versions-table", KbTable)
         for label, key, width in (
-            ("id", "id", 3), ("label", "label", 14), ("toolchain", "toolchain", 14),
+            ("id", "id", 3), ("program", "program", 10), ("label", "label", 14),
+            ("parent", "parent", 6), ("toolchain", "toolchain", 14),
             ("funcs", "funcs", 5), ("defined", "defined", 7), ("shm", "shm", 3),
             ("coverage", "coverage", 19),
         ):
@@ -56,7 +58,13 @@ class VersionsScreen(KbScreen):
         table = self.query_one("#versions-table", KbTable)
         empty = not self._versions
         self.set_class(empty, "-empty")
-        self.query_one("#title", TitleBar).show(f"versions ({len(self._versions)})")
+        first_of: dict[str, int] = {}
+        for v in self._versions:
+            first_of.setdefault(v["program"], v["id"])
+        self._versions.sort(key=lambda v: (first_of[v["program"]], v["id"]))  # grouped by program
+        n_prog = len(first_of)
+        self.query_one("#title", TitleBar).show(
+            f"versions ({len(self._versions)}) · {n_prog} program{'s' if n_prog != 1 else ''}")
         table.disabled = empty            # nothing to open: no "⏎ open" in the footer
         if empty:
             self.query_one("#versions-empty", Static).update(self._empty_text())
@@ -64,19 +72,26 @@ class VersionsScreen(KbScreen):
             return
         keep = self.kb.version_id
         rows = []
+        prev_program = None
         for v in self._versions:
             cov = self._coverage[v["id"]]
             bar = coverage_bar(split_of(cov), cov["defined"], 12)
             bar.append(f" {cov['coverage_pct']:5.1f}%")
             rows.append((str(v["id"]), [
                 Text(str(v["id"]), justify="right"),
+                # the program name heads its group; later rows of the group show a rail
+                lit(clip(printable(v["program"]), 24), "bold magenta")
+                if v["program"] != prev_program else Text("│", style="dim magenta"),
                 lit(clip(printable(v["label"]), 40), "bold"),
+                Text("" if v["parent_version_id"] is None else str(v["parent_version_id"]),
+                     justify="right"),
                 lit(clip(printable(v["toolchain_version"]), 14)) if v["toolchain_version"] else Text("unknown", style="dim"),
                 Text(str(v["functions"]), justify="right"),
                 Text(str(cov["defined"]), justify="right"),
                 Text("yes" if v["shared_memory"] else "no"),
                 bar,
             ]))
+            prev_program = v["program"]
         table.replace_rows(rows, keep_key=str(keep) if keep is not None else str(self._versions[-1]["id"]))
         if self.focused is None:
             table.focus()
@@ -120,6 +135,12 @@ class VersionsScreen(KbScreen):
         grid.add_column(style="bold", no_wrap=True)
         grid.add_column(overflow="fold")
         grid.add_row("version", Text.assemble(lit(info["label"], "bold"), f"  (id {vid})"))
+        lin = info.get("lineage") or {}
+        parent = info["parent_version_id"]
+        how = f", overlap {lin['overlap']:.1%}" if lin.get("overlap") is not None else ""
+        grid.add_row("program", Text.assemble(
+            lit(info["program"], "bold magenta"),
+            f"  parent: version {parent}{how}" if parent is not None else "  (first of its lineage)"))
         producers = "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(info["producers"].items()))
         grid.add_row("toolchain", lit(info["toolchain_version"] or "unknown"))
         if producers:
