@@ -163,7 +163,7 @@ def test_read_tools_answer_the_contract_shapes(demo_db):
             assert versions == expected(demo_db, queries.list_versions)
             assert len(versions) >= 2
             for v in versions:
-                assert set(v) == VERSION_KEYS
+                assert VERSION_KEYS <= set(v)  # extra fields (program, parent_version_id) are fine
                 assert isinstance(v["id"], int) and isinstance(v["shared_memory"], bool)
             vid = versions[0]["id"]
 
