@@ -248,3 +248,10 @@ def test_version_option_and_demo_twice(tmp_path):
     (tmp_path / "other" / "kbtool.db").write_bytes(b"not a kb")
     third = _cli("demo", cwd=tmp_path / "other")
     assert third.returncode == 1 and "not the demo KB" in third.stderr.replace("\n", " ")
+
+
+def test_benchmark_smoke_runs_and_finds_no_wrong_merge():
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "lineage.py"), "--smoke"],
+                         capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert out.returncode == 0, out.stderr
+    assert "wrong merges 0" in out.stdout and "wrong 0" in out.stdout
