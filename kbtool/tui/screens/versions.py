@@ -1,5 +1,5 @@
-"""Versions: every ingested release, grouped by program (lineage), with parent, toolchain, counts,
-shared memory and coverage by provenance."""
+"""Versions: every ingested release, grouped by program (lineage), with toolchain, counts, shared
+memory and coverage by provenance; the info box shows the program and parent of the cursor's."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ from kbtool.textutil import clip, printable
 from kbtool.tui.screens.base import KbScreen
 from kbtool.tui.widgets.lists import KbTable, TitleBar
 from kbtool.tui.widgets.palette import PROVENANCES, coverage_bar, prov_text, split_of
+
+_PROGRAM_KEY = "program:"
 
 
 class VersionsScreen(KbScreen):
@@ -38,8 +40,7 @@ class VersionsScreen(KbScreen):
     def on_mount(self) -> None:
         table = self.query_one("#versions-table", KbTable)
         for label, key, width in (
-            ("id", "id", 3), ("program", "program", 10), ("label", "label", 14),
-            ("parent", "parent", 6), ("toolchain", "toolchain", 14),
+            ("id", "id", 3), ("label", "label", 14), ("toolchain", "toolchain", 14),
             ("funcs", "funcs", 5), ("defined", "defined", 7), ("shm", "shm", 3),
             ("coverage", "coverage", 19),
         ):
@@ -64,7 +65,8 @@ class VersionsScreen(KbScreen):
         self._versions.sort(key=lambda v: (first_of[v["program"]], v["id"]))  # grouped by program
         n_prog = len(first_of)
         self.query_one("#title", TitleBar).show(
-            f"versions ({len(self._versions)}) · {n_prog} program{'s' if n_prog != 1 else ''}")
+            f"versions ({len(self._versions)}) · {n_prog} program{'s' if n_prog != 1 else ''}"
+            + (f": {clip(printable(self._versions[0]['program']), 30)}" if n_prog == 1 else ""))
         table.disabled = empty            # nothing to open: no "⏎ open" in the footer
         if empty:
             self.query_one("#versions-empty", Static).update(self._empty_text())
@@ -74,24 +76,25 @@ class VersionsScreen(KbScreen):
         rows = []
         prev_program = None
         for v in self._versions:
+            if n_prog > 1 and v["program"] != prev_program:  # a header row per program
+                rows.append((f"{_PROGRAM_KEY}{v['id']}", [
+                    Text(""), Text.assemble(("▾ ", "magenta"),
+                                            lit(clip(printable(v["program"]), 40), "bold magenta")),
+                    Text(""), Text(""), Text(""), Text(""), Text(""),
+                ]))
+            prev_program = v["program"]
             cov = self._coverage[v["id"]]
             bar = coverage_bar(split_of(cov), cov["defined"], 12)
             bar.append(f" {cov['coverage_pct']:5.1f}%")
             rows.append((str(v["id"]), [
                 Text(str(v["id"]), justify="right"),
-                # the program name heads its group; later rows of the group show a rail
-                lit(clip(printable(v["program"]), 24), "bold magenta")
-                if v["program"] != prev_program else Text("│", style="dim magenta"),
                 lit(clip(printable(v["label"]), 40), "bold"),
-                Text("" if v["parent_version_id"] is None else str(v["parent_version_id"]),
-                     justify="right"),
                 lit(clip(printable(v["toolchain_version"]), 14)) if v["toolchain_version"] else Text("unknown", style="dim"),
                 Text(str(v["functions"]), justify="right"),
                 Text(str(cov["defined"]), justify="right"),
                 Text("yes" if v["shared_memory"] else "no"),
                 bar,
             ]))
-            prev_program = v["program"]
         table.replace_rows(rows, keep_key=str(keep) if keep is not None else str(self._versions[-1]["id"]))
         if self.focused is None:
             table.focus()
@@ -112,7 +115,9 @@ class VersionsScreen(KbScreen):
 
     def _highlighted(self) -> int | None:
         key = self.query_one("#versions-table", KbTable).current_key()
-        return int(key) if key is not None else None
+        if key is None or key.startswith(_PROGRAM_KEY):  # a program's header row
+            return None
+        return int(key)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         vid = self._highlighted()
