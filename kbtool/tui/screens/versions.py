@@ -65,8 +65,7 @@ class VersionsScreen(KbScreen):
         self._versions.sort(key=lambda v: (first_of[v["program"]], v["id"]))  # grouped by program
         n_prog = len(first_of)
         self.query_one("#title", TitleBar).show(
-            f"versions ({len(self._versions)}) · {n_prog} program{'s' if n_prog != 1 else ''}"
-            + (f": {clip(printable(self._versions[0]['program']), 30)}" if n_prog == 1 else ""))
+            f"versions ({len(self._versions)})" + (f" · {n_prog} programs" if n_prog > 1 else ""))
         table.disabled = empty            # nothing to open: no "⏎ open" in the footer
         if empty:
             self.query_one("#versions-empty", Static).update(self._empty_text())
