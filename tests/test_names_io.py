@@ -222,3 +222,15 @@ def test_name_section_writer_rejects_broken_modules():
         with_function_names(b"not wasm", {0: "a"})
     with pytest.raises(WasmFormatError):
         with_function_names(b"\x00asm\x01\x00\x00\x00\x01\xff\x7f", {0: "a"})
+
+
+def test_old_seven_column_exports_still_import_by_stable_id(demo_kb):
+    conn = open_rw(demo_kb)
+    sid = queries.get_function(conn, 2, 30)["stable_id"]
+    old = ("# kbtool KB export\n# version x sha256 y\n"
+           "index\tstable_id\tname\tprovenance\tconfidence\ttype\tsummary\n"
+           f"30\t{sid}\tfrom_old_file\thuman\t1.0000\t\tsum\\x1b\n")
+    rep = names_io.import_names(conn, old, source="old.txt")
+    assert rep.by_method["stable-id"] == 1 and rep.written == 1
+    sym = queries.get_symbol(conn, sid)
+    assert sym["name"] == "from_old_file" and sym["summary"] == "sum\x1b"

@@ -184,5 +184,7 @@ def describe(lineage: Lineage) -> str:
     how = {"related": "most related version", "base": "--base", "program": "--program"}[
         lineage.method
     ]
+    low = (lineage.overlap is not None and lineage.overlap < RELATED_THRESHOLD)
     return (f"program {lineage.program}: parent version {lineage.parent_version_id} "
-            f"({how}, overlap {pct})")
+            f"({how}, overlap {pct})"
+            + (f"; warning: under the {RELATED_THRESHOLD:.0%} of related modules" if low else ""))
