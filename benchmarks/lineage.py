@@ -71,10 +71,13 @@ def lineage_pairs(smoke: bool) -> dict[str, int]:
     for p in mods:
         a = analyze_module(p.read_bytes())
         analyses[p.name] = a
-        profs[p.name] = profile((f.body_hash, f.shape_hash, f.instr_count)
-                                for f in a.functions if not f.imported)
-    print(f"== lineage detection: {len(mods)} modules, {len(mods) * (len(mods) - 1) // 2} pairs,"
-          f" threshold {RELATED_THRESHOLD}")
+        profs[p.name] = profile(
+            (f.body_hash, f.shape_hash, f.instr_count) for f in a.functions if not f.imported
+        )
+    print(
+        f"== lineage detection: {len(mods)} modules, {len(mods) * (len(mods) - 1) // 2} pairs,"
+        f" threshold {RELATED_THRESHOLD}"
+    )
     print(f"{'overlap':>8}  {'decision':<9} {'truth':<9} verdict  pair")
     counts = {"right": 0, "wrong_merge": 0, "missed": 0}
     lo_rel, hi_unrel = 1.0, 0.0
@@ -95,31 +98,43 @@ def lineage_pairs(smoke: bool) -> dict[str, int]:
             lo_rel = min(lo_rel, ov)
         else:
             hi_unrel = max(hi_unrel, ov)
-        print(f"{ov:8.3f}  {'related' if related else 'new':<9} {'same' if truth else 'other':<9}"
-              f" {verdict:<7}  {a.name} ~ {b.name}")
-    print(f"pairs right {counts['right']}, wrong merges {counts['wrong_merge']}, missed "
-          f"{counts['missed']}; related pairs overlap >= {lo_rel:.3f}, unrelated <= {hi_unrel:.3f}")
+        print(
+            f"{ov:8.3f}  {'related' if related else 'new':<9} {'same' if truth else 'other':<9}"
+            f" {verdict:<7}  {a.name} ~ {b.name}"
+        )
+    print(
+        f"pairs right {counts['right']}, wrong merges {counts['wrong_merge']}, missed "
+        f"{counts['missed']}; related pairs overlap >= {lo_rel:.3f}, unrelated <= {hi_unrel:.3f}"
+    )
     # cost next to the peer step (the matcher it runs before), on the demo pair
     a, b = analyses["zstd-1.5.5.wasm"], analyses["zstd-1.5.6.wasm"]
     t0 = time.perf_counter()
     for _ in range(10):
-        pa = profile((f.body_hash, f.shape_hash, f.instr_count) for f in a.functions if not f.imported)
-        pb = profile((f.body_hash, f.shape_hash, f.instr_count) for f in b.functions if not f.imported)
+        pa = profile(
+            (f.body_hash, f.shape_hash, f.instr_count) for f in a.functions if not f.imported
+        )
+        pb = profile(
+            (f.body_hash, f.shape_hash, f.instr_count) for f in b.functions if not f.imported
+        )
         overlap(pb, pa)
     t_ov = (time.perf_counter() - t0) / 10
     t0 = time.perf_counter()
     match_functions_staged(records_from_analysis(a), records_from_analysis(b))
     t_match = time.perf_counter() - t0
-    print(f"time on zstd 1.5.5 ~ 1.5.6: overlap {t_ov * 1000:.2f} ms, matcher (peer) "
-          f"{t_match * 1000:.0f} ms")
+    print(
+        f"time on zstd 1.5.5 ~ 1.5.6: overlap {t_ov * 1000:.2f} ms, matcher (peer) "
+        f"{t_match * 1000:.0f} ms"
+    )
     return counts
 
 
 def _score(placed: dict[int, str], truth: dict[int, str], exported: int) -> str:
     right = sum(1 for i, n in placed.items() if truth.get(i) == n)
     wrong = len(placed) - right
-    return (f"rows with names {exported}: landed right {right}, wrong {wrong},"
-            f" unplaced/ambiguous {exported - len(placed)}")
+    return (
+        f"rows with names {exported}: landed right {right}, wrong {wrong},"
+        f" unplaced/ambiguous {exported - len(placed)}"
+    )
 
 
 def round_trip(tmp: Path, smoke: bool) -> None:
@@ -140,9 +155,11 @@ def round_trip(tmp: Path, smoke: bool) -> None:
     rep = names_io.import_names(dst, text, source="chain.txt")
     got = {i: a["name"] for i, a in queries.annotations_by_index(dst, 1).items()}
     right = sum(1 for i, n in want.items() if got.get(i) == n)
-    print(f"chain -> fresh KB of {label}: names {len(want)}, landed right {right}, wrong "
-          f"{sum(1 for i, n in want.items() if i in got and got[i] != n)}, unplaced "
-          f"{len(want) - len(got.keys() & want.keys())}; by method {rep.by_method}")
+    print(
+        f"chain -> fresh KB of {label}: names {len(want)}, landed right {right}, wrong "
+        f"{sum(1 for i, n in want.items() if i in got and got[i] != n)}, unplaced "
+        f"{len(want) - len(got.keys() & want.keys())}; by method {rep.by_method}"
+    )
     if smoke:
         return
     for a, b in (("1.5.5", "1.5.6"), ("1.5.6", "1.5.7"), ("1.5.2", "1.5.7"), ("1.5.6", "1.5.6")):
@@ -164,9 +181,11 @@ def round_trip(tmp: Path, smoke: bool) -> None:
             rep = names_io.import_names(d, text, source="x.txt", version_id=1)
             truth = parse_module(dst_named.read_bytes()).func_names
             n_rows = sum(1 for r in names_io.parse_export(text) if r["name"])
-            print(f"{src_named.name} -> {dst_stripped.name}: "
-                  f"{_score(rep.placed, truth, n_rows)}; ambiguous {len(rep.ambiguous)};"
-                  f" by method {rep.by_method}")
+            print(
+                f"{src_named.name} -> {dst_stripped.name}: "
+                f"{_score(rep.placed, truth, n_rows)}; ambiguous {len(rep.ambiguous)};"
+                f" by method {rep.by_method}"
+            )
 
 
 def go_names(tmp: Path, extra: list[Path], smoke: bool) -> None:
@@ -174,8 +193,7 @@ def go_names(tmp: Path, extra: list[Path], smoke: bool) -> None:
     mods: list[Path] = []
     if not smoke and shutil.which("go"):
         out = tmp / "go"
-        subprocess.run(["sh", str(HELLO / "build.sh"), str(out)], check=True,
-                       capture_output=True)
+        subprocess.run(["sh", str(HELLO / "build.sh"), str(out)], check=True, capture_output=True)
         mods += sorted(out.glob("*.wasm"))
     elif not smoke:
         print("go not on PATH: fixture skipped")
@@ -187,10 +205,12 @@ def go_names(tmp: Path, extra: list[Path], smoke: bool) -> None:
         secs = time.perf_counter() - t0
         go = res.go or {}
         cov = queries.coverage(conn, res.version_id)
-        print(f"{p.name}: {go.get('named', 0)} of {res.defined} defined functions named by"
-              f" go-pclntab ({go.get('named', 0) / max(res.defined, 1):.1%}), coverage"
-              f" {cov['coverage_pct']:.1f}%, {go.get('go_version')}, ingest {secs:.1f}s"
-              + (f"; error: {go['error']}" if "error" in go else ""))
+        print(
+            f"{p.name}: {go.get('named', 0)} of {res.defined} defined functions named by"
+            f" go-pclntab ({go.get('named', 0) / max(res.defined, 1):.1%}), coverage"
+            f" {cov['coverage_pct']:.1f}%, {go.get('go_version')}, ingest {secs:.1f}s"
+            + (f"; error: {go['error']}" if "error" in go else "")
+        )
     if smoke:
         print("(smoke: Go build skipped)")
 
@@ -198,8 +218,13 @@ def go_names(tmp: Path, extra: list[Path], smoke: bool) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--smoke", action="store_true", help="tiny input (the demo modules)")
-    ap.add_argument("--go-module", type=Path, nargs="*", default=[],
-                    help="more Go-built .wasm modules to measure")
+    ap.add_argument(
+        "--go-module",
+        type=Path,
+        nargs="*",
+        default=[],
+        help="more Go-built .wasm modules to measure",
+    )
     args = ap.parse_args(argv)
     counts = lineage_pairs(args.smoke)
     with tempfile.TemporaryDirectory() as d:

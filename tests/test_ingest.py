@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kbtool.services import ingest as ingest_mod
 from kbtool.kb import queries
 from kbtool.kb.db import open_rw
+from kbtool.services import ingest as ingest_mod
 from kbtool.services.ingest import IngestError, ingest_file, is_minified
 from tests.conftest import DEMO_DIR, corpus_file
 

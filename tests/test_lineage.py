@@ -39,8 +39,13 @@ def corpus_file(rel: str) -> Path:
 
 def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200")
-    return subprocess.run([sys.executable, "-m", "kbtool.cli", *args], capture_output=True,
-                          text=True, env=env, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "kbtool.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+    )
 
 
 # ----------------------------------------------------------------------------- pure parts
@@ -75,7 +80,9 @@ def test_readme_tour_sqljs_into_the_zstd_demo_starts_a_new_program(demo_kb):
     wasm = corpus_file("release/sql.js-1.10.3.sql-wasm.wasm")
     js = corpus_file("release/sql.js-1.10.3.sql-wasm.js")
     conn = open_rw(demo_kb)
-    zstd_named = {s for s, in conn.execute("SELECT stable_id FROM symbols WHERE name IS NOT NULL")}
+    zstd_named = {
+        s for (s,) in conn.execute("SELECT stable_id FROM symbols WHERE name IS NOT NULL")
+    }
     res = ingest_file(conn, wasm, glue_path=js)
     assert res.new_program and res.program == "sql.js"
     assert res.parent_version_id is None and res.carried == 0 and res.diff_carry is None
@@ -115,10 +122,12 @@ def test_base_and_program_options(tmp_path):
     with pytest.raises(LineageError):
         ingest_file(conn, corpus_file("gt/zstd-1.5.7.O2.stripped.wasm"), base=99)
     with pytest.raises(LineageError):
-        ingest_file(conn, corpus_file("gt/zstd-1.5.7.O2.stripped.wasm"), base=a.version_id,
-                    program="other")
-    c = ingest_file(conn, corpus_file("gt/zstd-1.5.7.O2.stripped.wasm"), label="c",
-                    base=a.version_id)
+        ingest_file(
+            conn, corpus_file("gt/zstd-1.5.7.O2.stripped.wasm"), base=a.version_id, program="other"
+        )
+    c = ingest_file(
+        conn, corpus_file("gt/zstd-1.5.7.O2.stripped.wasm"), label="c", base=a.version_id
+    )
     assert c.parent_version_id == a.version_id and c.program == "app"
     assert c.lineage["method"] == "base" and c.carried > 400
 
@@ -223,11 +232,13 @@ def test_go_names_recorded_at_ingest(go_hello, tmp_path):
 def test_revert_past_the_first_name_clears_it(tmp_path):
     conn = open_rw(tmp_path / "kb.db")
     res = ingest_file(conn, Z55, label="v1")
-    sid = next(r["stable_id"] for r in queries.list_functions(conn, res.version_id)
-               if r["name"] is None)
+    sid = next(
+        r["stable_id"] for r in queries.list_functions(conn, res.version_id) if r["name"] is None
+    )
     named_before = queries.coverage(conn, res.version_id)["named"]
-    assert gate.upsert_symbol(conn, sid, "parse_header", provenance="human", confidence=1.0,
-                              actor="h")["written"]
+    assert gate.upsert_symbol(
+        conn, sid, "parse_header", provenance="human", confidence=1.0, actor="h"
+    )["written"]
     d = gate.revert(conn, sid, actor="human:cli")
     assert d["written"] and "cleared" in d["reason"]
     sym = queries.get_symbol(conn, sid)
@@ -251,7 +262,11 @@ def test_version_option_and_demo_twice(tmp_path):
 
 
 def test_benchmark_smoke_runs_and_finds_no_wrong_merge():
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "lineage.py"), "--smoke"],
-                         capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "lineage.py"), "--smoke"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
     assert out.returncode == 0, out.stderr
     assert "wrong merges 0" in out.stdout and "wrong 0" in out.stdout

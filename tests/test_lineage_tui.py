@@ -32,9 +32,17 @@ async def test_versions_screen_groups_by_program(demo_kb):
         assert isinstance(app.screen, VersionsScreen)
         lines = screen_text(app).splitlines()
         assert "2 programs" in lines[0]
-        row = {name: next(i for i, ln in enumerate(lines) if name in ln)
-               for name in ("▾ zstd", "zstd-1.5.5", "zstd-1.5.6", "▾ sql.js", "sql-1.10")}
-        assert row["▾ zstd"] < row["zstd-1.5.5"] < row["zstd-1.5.6"] < row["▾ sql.js"] < row["sql-1.10"]
+        row = {
+            name: next(i for i, ln in enumerate(lines) if name in ln)
+            for name in ("▾ zstd", "zstd-1.5.5", "zstd-1.5.6", "▾ sql.js", "sql-1.10")
+        }
+        assert (
+            row["▾ zstd"]
+            < row["zstd-1.5.5"]
+            < row["zstd-1.5.6"]
+            < row["▾ sql.js"]
+            < row["sql-1.10"]
+        )
         await pilot.press("end")  # the last row: sql-1.10; its info names program and parent
         await settle(pilot)
         assert "first of its lineage" in screen_text(app) and "sql.js" in screen_text(app)

@@ -39,8 +39,9 @@ def test_cells_escape_every_control_character_and_round_trip():
 def test_export_rows_carry_hashes_and_escape_summaries(demo_kb):
     conn = open_rw(demo_kb)
     sid = queries.get_function(conn, 2, 20)["stable_id"]
-    gate.upsert_symbol(conn, sid, "evil", provenance="human", confidence=1.0, actor="t",
-                       summary="x\x1b]0;T\x07y")
+    gate.upsert_symbol(
+        conn, sid, "evil", provenance="human", confidence=1.0, actor="t", summary="x\x1b]0;T\x07y"
+    )
     text = names_io.export_text(conn, 2)
     assert "\x1b" not in text and "\x07" not in text
     lines = text.splitlines()
@@ -66,39 +67,66 @@ def test_not_an_export_is_a_clear_error():
 
 
 def _t(index, body, shape, sid=None, n=50):
-    return {"index": index, "stable_id": sid or f"s{index}", "body_hash": body,
-            "shape_hash": shape, "instr_count": n, "imported": False}
+    return {
+        "index": index,
+        "stable_id": sid or f"s{index}",
+        "body_hash": body,
+        "shape_hash": shape,
+        "instr_count": n,
+        "imported": False,
+    }
 
 
 def _r(index, name, body, shape, n=50, sid="zz", sha="other"):
-    return {"index": index, "name": name, "body_hash": body, "shape_hash": shape,
-            "instr_count": n, "stable_id": sid, "module_sha256": sha, "summary": None,
-            "provenance": "human", "confidence": 1.0}
+    return {
+        "index": index,
+        "name": name,
+        "body_hash": body,
+        "shape_hash": shape,
+        "instr_count": n,
+        "stable_id": sid,
+        "module_sha256": sha,
+        "summary": None,
+        "provenance": "human",
+        "confidence": 1.0,
+    }
 
 
 def test_place_rows_by_method_and_ambiguity():
-    target = [_t(0, "B0", "S0"), _t(1, "B1", "S1"), _t(2, "Bdup", "Sdup"), _t(3, "Bdup", "Sdup"),
-              _t(4, "B4", "Stiny", n=3), _t(5, "B5", "S5", sid="keep")]
+    target = [
+        _t(0, "B0", "S0"),
+        _t(1, "B1", "S1"),
+        _t(2, "Bdup", "Sdup"),
+        _t(3, "Bdup", "Sdup"),
+        _t(4, "B4", "Stiny", n=3),
+        _t(5, "B5", "S5", sid="keep"),
+    ]
     rows = [
         _r(10, "by_body", "B0", "S0"),
         _r(11, "by_shape", "Bx", "S1"),
-        _r(12, "twin", "Bdup", "Sdup"),          # two target functions: ambiguous
-        _r(13, "tiny", "By", "Stiny", n=3),      # unique tiny shape is not enough
+        _r(12, "twin", "Bdup", "Sdup"),  # two target functions: ambiguous
+        _r(13, "tiny", "By", "Stiny", n=3),  # unique tiny shape is not enough
         _r(14, "by_sid", "Bz", "Sz", sid="keep"),
         _r(15, "nowhere", "Bq", "Sq"),
     ]
     p = names_io.place_rows(rows, target, "sha", 1)
-    assert {i: r["name"] for i, r in p.targets.items()} == {0: "by_body", 1: "by_shape", 5: "by_sid"}
+    assert {i: r["name"] for i, r in p.targets.items()} == {
+        0: "by_body",
+        1: "by_shape",
+        5: "by_sid",
+    }
     assert p.by_method() == {"module+index": 0, "exact-body": 1, "shape": 1, "stable-id": 1}
     assert [a["name"] for a in p.ambiguous] == ["twin"]
     assert sorted(r["name"] for r in p.unplaced) == ["nowhere", "tiny"]
     # two rows with different names on one function: neither is written
-    clash = names_io.place_rows([_r(1, "a", "B0", "S0"), _r(2, "b", "Bk", "Snew", sid="s0")],
-                                target, "x", 1)
+    clash = names_io.place_rows(
+        [_r(1, "a", "B0", "S0"), _r(2, "b", "Bk", "Snew", sid="s0")], target, "x", 1
+    )
     assert not clash.targets and len(clash.ambiguous) == 2
     # a shape shared by two exported functions is ambiguous even when unique in the target
-    src_twins = names_io.place_rows([_r(1, "a", "Ba", "S1"), _r(2, None, "Bb", "S1")], target,
-                                    "x", 1)
+    src_twins = names_io.place_rows(
+        [_r(1, "a", "Ba", "S1"), _r(2, None, "Bb", "S1")], target, "x", 1
+    )
     assert not src_twins.targets and len(src_twins.ambiguous) == 1
     # same module: the index decides, even for twins
     same = names_io.place_rows([_r(3, "twin", "Bdup", "Sdup", sha="sha")], target, "sha", 1)
@@ -159,20 +187,22 @@ def test_cli_import_reports_methods(demo_kb, tmp_path):
 
 
 def _objdump_names(path: Path) -> dict[int, str]:
-    out = subprocess.run(["wasm-objdump", "-x", "-j", "name", str(path)], check=True,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        ["wasm-objdump", "-x", "-j", "name", str(path)], check=True, capture_output=True, text=True
+    ).stdout
     names = {}
     for line in out.splitlines():
         line = line.strip()
         if line.startswith("- func[") and "<" in line and " local[" not in line:
-            idx = int(line[7:line.index("]")])
-            names[idx] = line[line.index("<") + 1:line.rindex(">")]
+            idx = int(line[7 : line.index("]")])
+            names[idx] = line[line.index("<") + 1 : line.rindex(">")]
     return names
 
 
 needs_tools = pytest.mark.skipif(
     shutil.which("wasm-objdump") is None or shutil.which("wasm-tools") is None,
-    reason="wasm-objdump / wasm-tools not on PATH")
+    reason="wasm-objdump / wasm-tools not on PATH",
+)
 
 
 @needs_tools
@@ -210,8 +240,9 @@ def test_existing_name_section_is_replaced_and_other_custom_sections_kept(tmp_pa
     out.write_bytes(with_function_names(src, {0: "héllo_ünïcode", 1: "x"}))
     subprocess.run(["wasm-tools", "validate", str(out)], check=True)
     assert _objdump_names(out) == {0: "héllo_ünïcode", 1: "x"}
-    dump = subprocess.run(["wasm-objdump", "-x", str(out)], capture_output=True,
-                          text=True, check=True).stdout
+    dump = subprocess.run(
+        ["wasm-objdump", "-x", str(out)], capture_output=True, text=True, check=True
+    ).stdout
     assert "extra" in dump and dump.count('"name"') == 1
     assert "local[0] <p>" in dump  # the local names of the old section are kept
     assert out.read_bytes().count(b"\x04name") == 1
@@ -227,9 +258,11 @@ def test_name_section_writer_rejects_broken_modules():
 def test_old_seven_column_exports_still_import_by_stable_id(demo_kb):
     conn = open_rw(demo_kb)
     sid = queries.get_function(conn, 2, 30)["stable_id"]
-    old = ("# kbtool KB export\n# version x sha256 y\n"
-           "index\tstable_id\tname\tprovenance\tconfidence\ttype\tsummary\n"
-           f"30\t{sid}\tfrom_old_file\thuman\t1.0000\t\tsum\\x1b\n")
+    old = (
+        "# kbtool KB export\n# version x sha256 y\n"
+        "index\tstable_id\tname\tprovenance\tconfidence\ttype\tsummary\n"
+        f"30\t{sid}\tfrom_old_file\thuman\t1.0000\t\tsum\\x1b\n"
+    )
     rep = names_io.import_names(conn, old, source="old.txt")
     assert rep.by_method["stable-id"] == 1 and rep.written == 1
     sym = queries.get_symbol(conn, sid)

@@ -91,8 +91,10 @@ class Lineage:
     def record(self) -> dict[str, Any]:
         """JSON stored in ``versions.lineage``."""
         return {
-            "method": self.method, "overlap": _round(self.overlap),
-            "threshold": RELATED_THRESHOLD, "min_instrs": MIN_INSTRS,
+            "method": self.method,
+            "overlap": _round(self.overlap),
+            "threshold": RELATED_THRESHOLD,
+            "min_instrs": MIN_INSTRS,
             "candidates": self.candidates,
         }
 
@@ -148,8 +150,10 @@ def choose_lineage(
     pool = [v for v in versions if program is None or v["program"] == program]
     scored = [(overlap(new, profile(queries.hash_rows(conn, v["id"]))), v["id"], v) for v in pool]
     scored.sort(key=lambda t: (t[0], t[1]), reverse=True)  # ties: the latest version
-    cands = [{"version_id": v["id"], "label": v["label"], "program": v["program"],
-              "overlap": _round(ov)} for ov, _, v in scored[:3]]
+    cands = [
+        {"version_id": v["id"], "label": v["label"], "program": v["program"], "overlap": _round(ov)}
+        for ov, _, v in scored[:3]
+    ]
     if program is not None:
         if not scored:
             return Lineage(program, None, None, None, "new-program", True, cands)
@@ -178,13 +182,18 @@ def describe(lineage: Lineage) -> str:
     if lineage.method == "first":
         return f"program {lineage.program} (new: first version of the KB)"
     if lineage.new_program:
-        why = (f"best overlap {pct} with any version, under {RELATED_THRESHOLD:.0%}"
-               if lineage.overlap is not None else "no earlier version of it")
-        return (f"program {lineage.program} (new: {why}); nothing carried from other programs")
+        why = (
+            f"best overlap {pct} with any version, under {RELATED_THRESHOLD:.0%}"
+            if lineage.overlap is not None
+            else "no earlier version of it"
+        )
+        return f"program {lineage.program} (new: {why}); nothing carried from other programs"
     how = {"related": "most related version", "base": "--base", "program": "--program"}[
         lineage.method
     ]
-    low = (lineage.overlap is not None and lineage.overlap < RELATED_THRESHOLD)
-    return (f"program {lineage.program}: parent version {lineage.parent_version_id} "
-            f"({how}, overlap {pct})"
-            + (f"; warning: under the {RELATED_THRESHOLD:.0%} of related modules" if low else ""))
+    low = lineage.overlap is not None and lineage.overlap < RELATED_THRESHOLD
+    return (
+        f"program {lineage.program}: parent version {lineage.parent_version_id} "
+        f"({how}, overlap {pct})"
+        + (f"; warning: under the {RELATED_THRESHOLD:.0%} of related modules" if low else "")
+    )

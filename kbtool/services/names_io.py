@@ -50,8 +50,19 @@ from kbtool.services import lineage as lineage_svc
 from kbtool.wasm.namesec import with_function_names
 
 EXPORT_HEADER = "# kbtool KB export"
-COLUMNS = ("index", "stable_id", "name", "provenance", "confidence", "type", "summary",
-           "module_sha256", "body_hash", "shape_hash", "instrs")
+COLUMNS = (
+    "index",
+    "stable_id",
+    "name",
+    "provenance",
+    "confidence",
+    "type",
+    "summary",
+    "module_sha256",
+    "body_hash",
+    "shape_hash",
+    "instrs",
+)
 LEGACY_COLUMNS = 7
 MIN_SHAPE_INSTRS = 24  # under this many instructions a unique body/shape match is not enough
 METHODS = ("module+index", "exact-body", "shape", "stable-id")
@@ -80,8 +91,8 @@ def uncell(text: str) -> str | None:
         ch = text[i]
         if ch == "\\" and i + 1 < len(text):
             nxt = text[i + 1]
-            if nxt == "x" and re.fullmatch(r"[0-9a-fA-F]{2}", text[i + 2:i + 4]):
-                out.append(chr(int(text[i + 2:i + 4], 16)))
+            if nxt == "x" and re.fullmatch(r"[0-9a-fA-F]{2}", text[i + 2 : i + 4]):
+                out.append(chr(int(text[i + 2 : i + 4], 16)))
                 i += 4
                 continue
             out.append({"t": "\t", "n": "\n", "r": "\r", "\\": "\\"}.get(nxt, nxt))
@@ -98,12 +109,23 @@ def export_text(conn: sqlite3.Connection, version_id: int) -> str:
     sha = info["sha256"]
     lines = [EXPORT_HEADER, f"# version {cell(info['label'])} sha256 {sha}", "\t".join(COLUMNS)]
     for r in queries.export_rows(conn, version_id):
-        lines.append("\t".join((
-            str(r["index"]), r["stable_id"], cell(r["name"]), cell(r["provenance"]),
-            "" if r["confidence"] is None else f"{r['confidence']:.4f}", cell(r["type"]),
-            cell(r["summary"]), sha, r["body_hash"] or "", r["shape_hash"] or "",
-            str(r["instr_count"] or 0),
-        )))
+        lines.append(
+            "\t".join(
+                (
+                    str(r["index"]),
+                    r["stable_id"],
+                    cell(r["name"]),
+                    cell(r["provenance"]),
+                    "" if r["confidence"] is None else f"{r['confidence']:.4f}",
+                    cell(r["type"]),
+                    cell(r["summary"]),
+                    sha,
+                    r["body_hash"] or "",
+                    r["shape_hash"] or "",
+                    str(r["instr_count"] or 0),
+                )
+            )
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -120,10 +142,17 @@ def parse_line(line: str) -> dict[str, Any] | None:
     idx, sid, name, prov, conf, typ, summary, sha, body, shape, instrs = parts
     try:
         return {
-            "index": int(idx), "stable_id": sid, "name": uncell(name), "provenance": uncell(prov),
-            "confidence": float(conf) if conf else None, "type": uncell(typ),
-            "summary": uncell(summary), "module_sha256": sha or None, "body_hash": body or None,
-            "shape_hash": shape or None, "instr_count": int(instrs) if instrs else None,
+            "index": int(idx),
+            "stable_id": sid,
+            "name": uncell(name),
+            "provenance": uncell(prov),
+            "confidence": float(conf) if conf else None,
+            "type": uncell(typ),
+            "summary": uncell(summary),
+            "module_sha256": sha or None,
+            "body_hash": body or None,
+            "shape_hash": shape or None,
+            "instr_count": int(instrs) if instrs else None,
         }
     except ValueError as exc:
         raise ValueError(f"bad number: {exc}") from None
@@ -165,8 +194,9 @@ class Placement:
         return {m: c.get(m, 0) for m in METHODS}
 
 
-def place_rows(rows: list[dict[str, Any]], target: list[dict[str, Any]], target_sha: str,
-               version_id: int) -> Placement:
+def place_rows(
+    rows: list[dict[str, Any]], target: list[dict[str, Any]], target_sha: str, version_id: int
+) -> Placement:
     """Match the named export rows to the functions of a target version (pure; see the
     module doc). ``rows`` are all rows of the export: unnamed ones count for uniqueness."""
     by_index = {t["index"]: t for t in target}
@@ -199,11 +229,11 @@ def place_rows(rows: list[dict[str, Any]], target: list[dict[str, Any]], target_
         elif len(tb) == 1 and src_body[body] == 1 and big:
             hit = (tb[0], "exact-body")
         elif len(tb) > 1 or (tb and src_body[body] > 1):
-            why = (f"body hash held by {len(tb)} target and {src_body[body]} exported functions")
+            why = f"body hash held by {len(tb)} target and {src_body[body]} exported functions"
         elif len(ts) == 1 and src_shape[shape] == 1 and big:
             hit = (ts[0], "shape")
         elif len(ts) > 1 or (ts and src_shape[shape] > 1):
-            why = (f"shape hash held by {len(ts)} target and {src_shape[shape]} exported functions")
+            why = f"shape hash held by {len(ts)} target and {src_shape[shape]} exported functions"
         if hit is None and why is None and row["stable_id"] in by_sid:
             idx = by_sid[row["stable_id"]]
             if not ts or shape_of[idx] == shape:
@@ -219,7 +249,8 @@ def place_rows(rows: list[dict[str, Any]], target: list[dict[str, Any]], target_
         if len(names) > 1:
             out.ambiguous.extend(
                 {**r, "why": f"{len(got)} rows with different names land on function {idx}"}
-                for r, _ in got)
+                for r, _ in got
+            )
             continue
         row, method = min(got, key=lambda rm: METHODS.index(rm[1]))
         out.targets[idx] = row
@@ -237,10 +268,16 @@ def choose_target_version(conn: sqlite3.Connection, rows: list[dict[str, Any]]) 
         if same:
             return same[-1]["id"]
     prof = lineage_svc.profile(
-        (r["body_hash"], r["shape_hash"], r["instr_count"] or 0) for r in rows)
+        (r["body_hash"], r["shape_hash"], r["instr_count"] or 0) for r in rows
+    )
     best = max(
-        ((lineage_svc.overlap(prof, lineage_svc.profile(queries.hash_rows(conn, v["id"]))), v["id"])
-         for v in queries.lineage_versions(conn)),
+        (
+            (
+                lineage_svc.overlap(prof, lineage_svc.profile(queries.hash_rows(conn, v["id"]))),
+                v["id"],
+            )
+            for v in queries.lineage_versions(conn)
+        ),
     )
     if not shas:  # an old export without hashes: its stable ids are all there is
         return queries.latest_version_id(conn)
@@ -266,16 +303,27 @@ class ImportReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "version_id": self.version_id, "provenance": self.provenance,
-            "by_method": self.by_method, "written": self.written, "already": self.already,
-            "refused": self.refused, "unplaced": self.unplaced,
-            "ambiguous": [{"index": a["index"], "name": a["name"], "why": a["why"]}
-                          for a in self.ambiguous],
+            "version_id": self.version_id,
+            "provenance": self.provenance,
+            "by_method": self.by_method,
+            "written": self.written,
+            "already": self.already,
+            "refused": self.refused,
+            "unplaced": self.unplaced,
+            "ambiguous": [
+                {"index": a["index"], "name": a["name"], "why": a["why"]} for a in self.ambiguous
+            ],
         }
 
 
-def import_names(conn: sqlite3.Connection, text: str, *, source: str = "file",
-                 version_id: int | None = None, as_human: bool = False) -> ImportReport:
+def import_names(
+    conn: sqlite3.Connection,
+    text: str,
+    *,
+    source: str = "file",
+    version_id: int | None = None,
+    as_human: bool = False,
+) -> ImportReport:
     """Read an export and write its names onto the matching functions, through the gate."""
     rows = parse_export(text, source)
     if version_id is None:
@@ -285,8 +333,13 @@ def import_names(conn: sqlite3.Connection, text: str, *, source: str = "file",
     sid_of = {t["index"]: t["stable_id"] for t in target}
     placement = place_rows(rows, target, info["sha256"], version_id)
     prov = "human" if as_human else "oracle"
-    rep = ImportReport(version_id, prov, placement.by_method(), ambiguous=placement.ambiguous,
-                       unplaced=len(placement.unplaced))
+    rep = ImportReport(
+        version_id,
+        prov,
+        placement.by_method(),
+        ambiguous=placement.ambiguous,
+        unplaced=len(placement.unplaced),
+    )
     with transaction(conn):
         for idx, row in sorted(placement.targets.items()):
             sid = sid_of[idx]
@@ -295,14 +348,29 @@ def import_names(conn: sqlite3.Connection, text: str, *, source: str = "file",
             if cur is not None and cur["name"] == row["name"]:
                 rep.already += 1
                 continue
-            conf = 1.0 if as_human else min(
-                row["confidence"] if row["confidence"] is not None else 0.9, 1.0)
+            conf = (
+                1.0
+                if as_human
+                else min(row["confidence"] if row["confidence"] is not None else 0.9, 1.0)
+            )
             d = gate.upsert_symbol(
-                conn, sid, row["name"], provenance=prov, confidence=conf,
-                actor=f"import:{source}", summary=row["summary"], type_signature=None,
-                evidence={"source": "import-names", "file": source, "method": placement.method_of[idx],
-                          "from_index": row["index"], "original_provenance": row["provenance"]},
-                lock=True if as_human else None, version_id=version_id,
+                conn,
+                sid,
+                row["name"],
+                provenance=prov,
+                confidence=conf,
+                actor=f"import:{source}",
+                summary=row["summary"],
+                type_signature=None,
+                evidence={
+                    "source": "import-names",
+                    "file": source,
+                    "method": placement.method_of[idx],
+                    "from_index": row["index"],
+                    "original_provenance": row["provenance"],
+                },
+                lock=True if as_human else None,
+                version_id=version_id,
             )
             if d["written"]:
                 rep.written += 1

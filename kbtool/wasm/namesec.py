@@ -44,7 +44,7 @@ def _custom_name(data: bytes, payload: int, end: int) -> tuple[str, int]:
     n, pos = read_uleb(data, payload, end, what="custom section name")
     if n > end - pos:
         raise WasmFormatError(payload, "custom section", "name runs past the section")
-    return bytes(data[pos:pos + n]).decode("utf-8", "replace"), pos + n
+    return bytes(data[pos : pos + n]).decode("utf-8", "replace"), pos + n
 
 
 def _subsections(data: bytes, pos: int, end: int) -> dict[int, bytes] | None:
@@ -56,7 +56,7 @@ def _subsections(data: bytes, pos: int, end: int) -> dict[int, bytes] | None:
             size, p = read_uleb(data, pos + 1, end, what="name subsection size")
             if size > end - p:
                 return None
-            subs.setdefault(sub_id, bytes(data[p:p + size]))
+            subs.setdefault(sub_id, bytes(data[p : p + size]))
             pos = p + size
     except WasmFormatError:
         return None
