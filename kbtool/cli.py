@@ -21,10 +21,25 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError
+        from importlib.metadata import version as dist_version
+
+        try:
+            v = dist_version("kbtool")
+        except PackageNotFoundError:
+            v = "unknown (not installed)"
+        sys.stdout.write(f"kbtool {v}\n")
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(
     db: Annotated[str | None, typer.Option("--db", envvar="KBTOOL_DB",
                                            help="KB file (default ./kbtool.db).")] = None,
+    version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_print_version,
+                                          help="Show the kbtool version and exit.")] = False,
 ) -> None:
     """kbtool: name the functions of a stripped wasm module once, keep the names in every release."""
     set_global_db(db)

@@ -35,7 +35,8 @@ def test_json_shapes(demo_kb, capsys):
     code, out, _ = run(capsys, "versions", "--json", *db)
     versions = json.loads(out)
     assert code == 0 and [set(v) for v in versions] == [
-        {"id", "label", "toolchain_version", "functions", "shared_memory"}] * 2
+        {"id", "label", "toolchain_version", "functions", "shared_memory", "program",
+         "parent_version_id"}] * 2
     code, out, _ = run(capsys, "functions", "2", "--json", *db)
     funcs = json.loads(out)
     assert set(funcs[0]) == {"index", "stable_id", "type", "name", "provenance", "confidence"}

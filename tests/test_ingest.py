@@ -26,7 +26,8 @@ def test_ingest_real_module(tmp_path):
     assert res.exported == 186
     v = queries.list_versions(conn)[0]
     assert v == {"id": 1, "label": "1.5.5", "toolchain_version": v["toolchain_version"],
-                 "functions": 543, "shared_memory": False}
+                 "functions": 543, "shared_memory": False, "program": "zstd",
+                 "parent_version_id": None}
     funcs = queries.list_functions(conn, 1)
     assert len(funcs) == 535 and all(f["index"] >= 8 for f in funcs)
     assert set(funcs[0]) == {"index", "stable_id", "type", "name", "provenance", "confidence"}

@@ -31,12 +31,13 @@ def _progress_bar():
     )
 
 
-def _run_ingest(conn, file: Path, label: str | None, js: Path | None, carry: bool = True):
+def _run_ingest(conn, file: Path, label: str | None, js: Path | None, carry: bool = True,
+                **lineage):
     from kbtool.services.ingest import ingest_file
 
     big = file.exists() and file.stat().st_size > 1_000_000 and err_console.is_terminal
     if not big:
-        return ingest_file(conn, file, label=label, glue_path=js, carry=carry)
+        return ingest_file(conn, file, label=label, glue_path=js, carry=carry, **lineage)
     with _progress_bar() as bar:
         task = bar.add_task(f"decoding {file.name}", total=file.stat().st_size)
 
@@ -46,21 +47,40 @@ def _run_ingest(conn, file: Path, label: str | None, js: Path | None, carry: boo
             else:
                 bar.update(task, description=f"{stage} {file.name}")
 
-        return ingest_file(conn, file, label=label, glue_path=js, progress=progress, carry=carry)
+        return ingest_file(conn, file, label=label, glue_path=js, progress=progress, carry=carry,
+                           **lineage)
 
 
 def ingest(
     file: Annotated[Path, typer.Argument(help="The .wasm module of one release.")],
     label: Annotated[str | None, typer.Option("--label", "-l", help="Version label (default: file name).")] = None,
     js: Annotated[Path | None, typer.Option("--js", help="Emscripten JS loader shipped beside the module; recovers minified export/import names.")] = None,
-    no_carry: Annotated[bool, typer.Option("--no-carry", help="Do not carry names from the previous version by fuzzy matching.")] = False,
+    no_carry: Annotated[bool, typer.Option("--no-carry", help="Do not carry names from the parent version by fuzzy matching.")] = False,
+    program: Annotated[str | None, typer.Option("--program", help="The program (lineage) this version belongs to (default: found from the module).")] = None,
+    base: Annotated[int | None, typer.Option("--base", help="Carry identities and names from this version (forces the parent).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Ingest bytes already in the KB again (needs a new --label).")] = False,
     json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
-    """Ingest one release of a module: decode it, store facts, carry identities and names."""
+    """Ingest one release of a module: decode it, store facts, carry identities and names.
+
+    The parent is the earlier version the module shares most functions with (exact body or
+    shape); a module unrelated to every version starts a new program. Identities and names
+    never cross programs.
+    """
+    from kbtool.services.ingest import AlreadyIngested
+
     conn = rw(db, create=True)
     t0 = time.perf_counter()
-    res = _run_ingest(conn, file, label, js, carry=not no_carry)
+    try:
+        res = _run_ingest(conn, file, label, js, carry=not no_carry, program=program, base=base,
+                          force=force)
+    except AlreadyIngested as exc:
+        if json_out:
+            print_json({"already_ingested": exc.version_id, "label": exc.label})
+        else:
+            console.print(lit(str(exc), "yellow"))
+        return
     secs = time.perf_counter() - t0
     if json_out:
         print_json({**res.__dict__, "seconds": round(secs, 3)})
@@ -72,13 +92,25 @@ def ingest(
     )
     console.print("toolchain: ", lit(res.toolchain_version or "unknown"),
                   f"  shared memory: {'yes' if res.shared_memory else 'no'}")
+    console.print(lit(res.lineage_text, "bold" if res.new_program else ""))
     if res.parent_version_id is not None:
         methods = ", ".join(f"{k} {v}" for k, v in sorted(res.carried_by_method.items()))
         console.print(
             f"identities carried from version {res.parent_version_id}: {res.carried}"
             f" ({methods or 'none'}); body changed: {res.body_changed}; new: {res.new_identities}"
         )
-    console.print(f"names from the binary: {res.names_written} written, {res.names_refused} refused")
+    sources = ", ".join(f"{k} {v}" for k, v in sorted(res.names_by_source.items()))
+    console.print(
+        f"names from the binary: {res.names_written} written" + (f" ({sources})" if sources else "")
+        + f", {res.names_same} already named the same, {res.names_refused} refused"
+    )
+    if res.go is not None:
+        go = res.go
+        if "error" in go:
+            err_console.print("[yellow]go:[/] ", lit(go["error"]))
+        else:
+            console.print("Go pclntab (", lit(go.get("go_version") or "version unknown"),
+                          f", {go['pclntab_format']}): {go['named']} of {go['defined']} functions named")
     if res.diff_carry:
         dc = res.diff_carry
         console.print(f"names carried by diff: {dc.get('written', 0)} written, {dc.get('refused', 0)} refused")
@@ -103,13 +135,21 @@ def versions(json_out: JsonOption = False, db: DbOption = None) -> None:
         console.print("The KB has no versions yet. Try: kbtool ingest app.wasm --label 1.0")
         return
     t = Table(title="versions")
-    for col in ("id", "label", "toolchain", "functions", "defined", "shared mem", "coverage"):
-        t.add_column(col, justify="right" if col in ("id", "functions", "defined", "coverage") else "left")
-    for v in rows:
+    for col in ("id", "program", "label", "parent", "toolchain", "functions", "defined",
+                "shared mem", "coverage"):
+        t.add_column(col, justify="right" if col in ("id", "parent", "functions", "defined", "coverage") else "left")
+    for v in sorted(rows, key=lambda v: (_first_id(rows, v["program"]), v["id"])):
         cov = queries.coverage(conn, v["id"])
-        t.add_row(str(v["id"]), lit(v["label"]), lit(v["toolchain_version"]), str(v["functions"]),
-                  str(cov["defined"]), "yes" if v["shared_memory"] else "no", f"{cov['coverage_pct']:.1f}%")
+        parent = "" if v["parent_version_id"] is None else str(v["parent_version_id"])
+        t.add_row(str(v["id"]), lit(v["program"], "bold"), lit(v["label"]), parent,
+                  lit(v["toolchain_version"]), str(v["functions"]), str(cov["defined"]),
+                  "yes" if v["shared_memory"] else "no", f"{cov['coverage_pct']:.1f}%")
     console.print(t)
+
+
+def _first_id(rows: list, program: str) -> int:
+    """Programs in the order they first appeared."""
+    return min(v["id"] for v in rows if v["program"] == program)
 
 
 def functions(
@@ -204,7 +244,13 @@ def demo(
 
     path = Path(db_path(db))
     if path.exists() and not force:
-        fail(f"{path} exists; pass --force to rebuild it, or --db another path")
+        if _is_demo_kb(path):
+            console.print(lit(f"{path} already holds the demo KB; opening it"
+                              " (kbtool demo --force rebuilds it)"))
+            console.print()
+            versions(db=str(path))
+            return
+        fail(f"{path} exists and is not the demo KB; pass --force to replace it, or --db another path")
     for suffix in ("", "-wal", "-shm"):
         Path(str(path) + suffix).unlink(missing_ok=True)
     steps = build_demo(path, echo=lambda msg: console.print(lit(msg)))
@@ -212,3 +258,19 @@ def demo(
     versions(db=str(path))
     for line in steps:
         console.print(lit(line))
+
+
+def _is_demo_kb(path: Path) -> bool:
+    """``path`` is a KB holding the bundled demo releases."""
+    from kbtool.kb.db import open_ro
+    from kbtool.services.demo import RELEASES
+
+    try:
+        conn = open_ro(str(path))
+    except Exception:  # not a KB, or a newer schema: not ours to open silently
+        return False
+    try:
+        labels = {v["label"] for v in queries.list_versions(conn)}
+    finally:
+        conn.close()
+    return {label for _, label in RELEASES} <= labels

@@ -3,6 +3,7 @@ and their read side: renames, history, search, export."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -160,14 +161,20 @@ def search(
 def export_cmd(
     version: Annotated[int, typer.Argument(help="Version id.")],
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to this file instead of stdout.")] = None,
+    wasm: Annotated[Path | None, typer.Option("--wasm", help="Write a copy of the module with the KB's names in its `name` section.")] = None,
     db: DbOption = None,
 ) -> None:
-    """Export a version's names as git-diffable, tab-separated text."""
-    conn = ro(db)
-    text = queries.export_kb_text(conn, version)
-    if output is None:
-        import sys
+    """Export a version's names as git-diffable, tab-separated text (or into the module: --wasm)."""
+    from kbtool.services import names_io
 
+    conn = ro(db)
+    if wasm is not None:
+        n = names_io.write_named_module(conn, version, wasm)
+        console.print(lit(f"wrote {wasm} ({n} function names in its name section)"))
+        if output is None:
+            return
+    text = names_io.export_text(conn, version)
+    if output is None:
         sys.stdout.write(text)
     else:
         output.write_text(text, encoding="utf-8")
@@ -176,47 +183,30 @@ def export_cmd(
 
 def import_names(
     file: Annotated[Path, typer.Argument(help="A file written by `kbtool export`.")],
+    version: Annotated[int | None, typer.Option("--version", help="Target version (default: the one with the same module, else the most related).")] = None,
     as_human: Annotated[bool, typer.Option("--as-human", help="Record as human names (locked) instead of oracle.")] = False,
+    json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
-    """Read names from a `kbtool export` file back through the gate (share names via git)."""
-    from kbtool.kb.db import transaction
+    """Read names from a `kbtool export` file into the KB, each onto the function it belongs to:
+    same module + index, else a unique exact body, else a unique shape (not for tiny bodies),
+    else the stable id. Ambiguous rows name nothing and are listed."""
+    from kbtool.services import names_io
 
     if not file.exists():
         fail(f"no such file: {file}")
-    lines = file.read_text(encoding="utf-8").splitlines()
-    if not lines or lines[0].strip() != queries.EXPORT_HEADER:
-        fail(f"{file} is not a kbtool export (first line must be '{queries.EXPORT_HEADER}')")
-    rows = []
-    for n, line in enumerate(lines[1:], start=2):
-        try:
-            row = queries.parse_export_line(line)
-        except ValueError as exc:
-            fail(f"{file}:{n}: {exc}")
-        if row and row["name"]:
-            rows.append(row)
     conn = rw(db)
-    prov = "human" if as_human else "oracle"
-    written = refused = unknown = 0
-    with transaction(conn):
-        for row in rows:
-            if not queries.stable_id_exists(conn, row["stable_id"]):
-                unknown += 1
-                continue
-            cur = queries.get_symbol(conn, row["stable_id"])
-            if cur is not None and cur["name"] == row["name"]:
-                continue  # the KB already has this name; re-labelling its provenance adds nothing
-            conf = 1.0 if as_human else min(row["confidence"] if row["confidence"] is not None else 0.9, 1.0)
-            d = gate.upsert_symbol(
-                conn, row["stable_id"], row["name"], provenance=prov, confidence=conf,
-                actor=f"import:{file.name}", summary=row["summary"], type_signature=None,
-                evidence={"source": "import-names", "file": file.name,
-                          "original_provenance": row["provenance"]},
-                lock=True if as_human else None,
-            )
-            if d["written"]:
-                written += 1
-            elif d["reason"] != "no change":
-                refused += 1
-    console.print(f"imported {written} name(s) as {prov}; {refused} refused by the gate;"
-                  f" {unknown} unknown stable_id(s) skipped")
+    rep = names_io.import_names(conn, file.read_text(encoding="utf-8"), source=file.name,
+                                version_id=version, as_human=as_human)
+    if json_out:
+        print_json(rep.as_dict())
+        return
+    methods = ", ".join(f"{m} {n}" for m, n in rep.by_method.items())
+    console.print(f"placed on version {rep.version_id}: {methods}")
+    console.print(f"imported {rep.written} name(s) as {rep.provenance}; {rep.already} already named"
+                  f" the same; {rep.refused} refused by the gate; {rep.unplaced} unplaced;"
+                  f" {len(rep.ambiguous)} ambiguous (not named)")
+    for a in rep.ambiguous[:20]:
+        console.print("  ambiguous: ", lit(f"#{a['index']} {a['name']}: {a['why']}"))
+    if len(rep.ambiguous) > 20:
+        console.print(f"  ... {len(rep.ambiguous) - 20} more (--json lists all)")

@@ -52,9 +52,9 @@ class Match:
 def records_from_analysis(analysis, stable_ids: dict[int, str] | None = None) -> list[FuncRecord]:
     """FuncRecords of every function (imports first) of a ``kbtool.wasm.ModuleAnalysis``.
 
-    ``names`` keeps the export names and the name-section name the binary carries, minus
-    minified ones (length <= 2, ``$a``; in a module whose exports are mostly minified, also
-    three-character identifiers).
+    ``names`` keeps the export names the binary carries minus minified ones (length <= 2,
+    ``$a``; in a module whose exports are mostly minified, also three-character identifiers),
+    and the name-section name whatever its length.
     """
     funcs = analysis.functions
     minified = module_is_minified(n for f in funcs for n in (f.export_names or ()))
@@ -67,12 +67,7 @@ def records_from_analysis(analysis, stable_ids: dict[int, str] | None = None) ->
             pos += 1
     out: list[FuncRecord] = []
     for f in funcs:
-        cand = list(f.export_names or ())
-        if f.raw_name:
-            cand.append(f.raw_name)
-        names = tuple(
-            n for n in dict.fromkeys(cand) if not is_minified_name(n, module_minified=minified)
-        )
+        names = carried_names(list(f.export_names or ()), f.raw_name, minified)
         if f.imported:
             imp = f"{f.import_module}.{f.import_field}"
         else:
@@ -106,9 +101,12 @@ def is_minified(name: str, module_minified: bool = False) -> bool:
 
 
 def carried_names(export_names: list[str], raw_name: str | None, module_minified: bool = False) -> tuple[str, ...]:
-    """The names a binary carries for a function, minified ones dropped, deduplicated."""
-    cand = list(export_names) + ([raw_name] if raw_name else [])
-    return tuple(n for n in dict.fromkeys(cand) if not is_minified(n, module_minified))
+    """The names a binary carries for a function, deduplicated: export names minus minified
+    ones, and the name-section name whatever its length (the minified rule is for exports)."""
+    cand = [n for n in export_names if not is_minified(n, module_minified)]
+    if raw_name:
+        cand.append(raw_name)
+    return tuple(dict.fromkeys(cand))
 
 
 def records_from_rows(rows: list[dict[str, Any]]) -> list[FuncRecord]:

@@ -399,14 +399,15 @@ def revert(conn: sqlite3.Connection, stable_id: str, *, steps: int = 1, actor: s
         if len(rows) < steps:
             return {"written": False, "reason": f"no earlier value {steps} step(s) back"}
         old = rows[steps - 1]["old"]
-        if old is None:
-            return {"written": False, "reason": "no earlier value: the function was unnamed before"}
-        target = json.loads(old)
+        # back past the first name: the function was unnamed, so the name is cleared
+        target = json.loads(old) if old is not None else {"name": None}
         cur = _current(conn, stable_id)
         new = {
             "name": target["name"], "summary": target.get("summary"),
             "type_signature": target.get("type_signature"), "provenance": "human",
-            "confidence": 1.0, "locked": True,
+            # a cleared name: confidence 0, unlocked, so oracle/export names may fill it later
+            "confidence": 1.0 if target["name"] is not None else 0.0,
+            "locked": target["name"] is not None,
             "evidence": [{"actor": actor, "reverted_to_event": rows[steps - 1]["id"],
                           "restored_provenance": target.get("provenance")}],
         }
@@ -414,7 +415,9 @@ def revert(conn: sqlite3.Connection, stable_id: str, *, steps: int = 1, actor: s
             return {"written": False, "reason": "no change"}
         _write(conn, stable_id, new, version_id)
         _record_event(conn, stable_id=stable_id, kind="revert", written=True,
-                      reason=f"reverted {steps} step(s)", provenance="human", confidence=1.0,
+                      reason=f"reverted {steps} step(s)", provenance="human", confidence=new["confidence"],
                       actor=actor, old=_public(cur) if cur else None, new=_public(new),
                       evidence=new["evidence"][0], version_id=version_id)
+        if target["name"] is None:
+            return {"written": True, "reason": "reverted: name cleared (unnamed)"}
         return {"written": True, "reason": f"reverted to {target['name']!r}"}

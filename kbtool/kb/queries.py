@@ -20,7 +20,7 @@ from kbtool.kb.errors import (
 )
 
 SEARCH_CAP = 200          # hard cap of any search, whatever the caller asks
-EXPORT_HEADER = "# kbtool KB export"
+LEGACY_PROGRAM = "legacy"  # the program of versions ingested before schema v2 (program_id NULL)
 
 
 class Version(TypedDict, total=False):
@@ -30,6 +30,8 @@ class Version(TypedDict, total=False):
     functions: int
     shared_memory: bool
     coverage_pct: float
+    program: str               # extra fields beyond the contract's
+    parent_version_id: int | None
 
 
 class FunctionEntry(TypedDict):
@@ -55,7 +57,7 @@ class Coverage(TypedDict):
 # ---------------------------------------------------------------- versions
 
 def _version_row(conn: sqlite3.Connection, version_id: int) -> sqlite3.Row:
-    row = conn.execute("SELECT * FROM versions WHERE id = ?", (version_id,)).fetchone()
+    row = conn.execute(_VERSION_SELECT + " WHERE v.id = ?", (version_id,)).fetchone()
     if row is None:
         raise UnknownVersionError(f"unknown version id {version_id}; {_known_versions(conn)}")
     return row
@@ -80,12 +82,19 @@ def _version(row: sqlite3.Row) -> Version:
         "toolchain_version": row["toolchain_version"],
         "functions": row["imported_functions"] + row["defined_functions"],
         "shared_memory": bool(row["shared_memory"]),
+        "program": row["program"] or LEGACY_PROGRAM,
+        "parent_version_id": row["parent_version_id"],
     }
+
+
+_VERSION_SELECT = (
+    "SELECT v.*, p.name AS program FROM versions v LEFT JOIN programs p ON p.id = v.program_id"
+)
 
 
 def list_versions(conn: sqlite3.Connection, *, with_coverage: bool = False) -> list[Version]:
     """Every version, oldest first; ``coverage_pct`` added for the HTTP surface."""
-    rows = conn.execute("SELECT * FROM versions ORDER BY id").fetchall()
+    rows = conn.execute(_VERSION_SELECT + " ORDER BY v.id").fetchall()
     out = [_version(r) for r in rows]
     if with_coverage:
         pct = _coverage_pcts(conn)
@@ -116,8 +125,47 @@ def version_info(conn: sqlite3.Connection, version_id: int) -> dict[str, Any]:
         parent_version_id=row["parent_version_id"],
         carried=row["carried"],
         ingested_at=row["ingested_at"],
+        lineage=json.loads(row["lineage"]) if row["lineage"] else None,
     )
     return info
+
+
+# ---------------------------------------------------------------- lineages
+
+def program_names(conn: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in conn.execute("SELECT name FROM programs")}
+
+
+def lineage_versions(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """``id``, ``label``, ``program`` (name; ``legacy`` when unset) and ``program_id`` of every version."""
+    return [
+        {"id": i, "label": lab, "program": name or LEGACY_PROGRAM, "program_id": pid}
+        for i, lab, name, pid in conn.execute(
+            "SELECT v.id, v.label, p.name, v.program_id FROM versions v"
+            " LEFT JOIN programs p ON p.id = v.program_id ORDER BY v.id"
+        )
+    ]
+
+
+def has_versions_without_program(conn: sqlite3.Connection) -> bool:
+    return conn.execute(
+        "SELECT 1 FROM versions WHERE program_id IS NULL LIMIT 1"
+    ).fetchone() is not None
+
+
+def hash_rows(conn: sqlite3.Connection, version_id: int) -> list[tuple[str | None, str | None, int]]:
+    """``(body_hash, shape_hash, instr_count)`` of a version's defined functions."""
+    return conn.execute(
+        "SELECT body_hash, shape_hash, instr_count FROM functions"
+        " WHERE version_id = ? AND imported = 0",
+        (version_id,),
+    ).fetchall()
+
+
+def versions_with_sha256(conn: sqlite3.Connection, sha256: str) -> list[dict[str, Any]]:
+    """Versions whose module bytes have this sha256 (``id``, ``label``), oldest first."""
+    return [{"id": i, "label": lab} for i, lab in conn.execute(
+        "SELECT id, label FROM versions WHERE sha256 = ? ORDER BY id", (sha256,))]
 
 
 def label_exists(conn: sqlite3.Connection, label: str) -> bool:
@@ -540,61 +588,22 @@ def change_token(conn: sqlite3.Connection) -> tuple[int, int]:
 
 # ---------------------------------------------------------------- export
 
-def _cell(value: Any) -> str:
-    if value is None:
-        return ""
-    text = str(value)
-    return (text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r"))
-
-
-def export_kb_text(conn: sqlite3.Connection, version_id: int) -> str:
-    """Git-diffable text export: a comment line, a header, one row per function in index order."""
-    info = _version_row(conn, version_id)
-    lines = [
-        EXPORT_HEADER,
-        f"# version {_cell(info['label'])} sha256 {info['sha256']}",
-        "\t".join(("index", "stable_id", "name", "provenance", "confidence", "type", "summary")),
+def export_rows(conn: sqlite3.Connection, version_id: int) -> list[dict[str, Any]]:
+    """Every function of a version in index order with its annotation and the hashes a name
+    needs to find its function in another KB (text format: kbtool.services.names_io)."""
+    _version_row(conn, version_id)
+    return [
+        {"index": idx, "stable_id": sid, "type": typ, "name": name, "provenance": prov,
+         "confidence": conf, "summary": summary, "body_hash": bh, "shape_hash": sh,
+         "instr_count": n, "imported": bool(imp)}
+        for idx, sid, typ, name, prov, conf, summary, bh, sh, n, imp in conn.execute(
+            "SELECT f.idx, f.stable_id, f.type_sig, s.name, s.provenance, s.confidence, s.summary,"
+            " f.body_hash, f.shape_hash, f.instr_count, f.imported"
+            " FROM functions f LEFT JOIN symbols s ON s.stable_id = f.stable_id"
+            " WHERE f.version_id = ? ORDER BY f.idx",
+            (version_id,),
+        )
     ]
-    for idx, sid, typ, name, prov, conf, summary in conn.execute(
-        "SELECT f.idx, f.stable_id, f.type_sig, s.name, s.provenance, s.confidence, s.summary"
-        " FROM functions f LEFT JOIN symbols s ON s.stable_id = f.stable_id"
-        " WHERE f.version_id = ? ORDER BY f.idx",
-        (version_id,),
-    ):
-        lines.append("\t".join((
-            str(idx), sid, _cell(name), _cell(prov),
-            "" if conf is None else f"{conf:.4f}", _cell(typ), _cell(summary),
-        )))
-    return "\n".join(lines) + "\n"
-
-
-def parse_export_line(line: str) -> dict[str, Any] | None:
-    """Inverse of one export row (None for comments and the header)."""
-    if not line or line.startswith("#") or line.startswith("index\t"):
-        return None
-    parts = line.rstrip("\n").split("\t")
-    if len(parts) != 7:
-        raise ValueError(f"expected 7 tab-separated fields, got {len(parts)}")
-
-    def un(s: str) -> str | None:
-        if s == "":
-            return None
-        out, i = [], 0
-        while i < len(s):
-            ch = s[i]
-            if ch == "\\" and i + 1 < len(s):
-                out.append({"t": "\t", "n": "\n", "r": "\r", "\\": "\\"}.get(s[i + 1], s[i + 1]))
-                i += 2
-            else:
-                out.append(ch)
-                i += 1
-        return "".join(out)
-
-    idx, sid, name, prov, conf, typ, summary = parts
-    return {
-        "index": int(idx), "stable_id": sid, "name": un(name), "provenance": un(prov),
-        "confidence": float(conf) if conf else None, "type": un(typ), "summary": un(summary),
-    }
 
 
 def annotations_by_index(

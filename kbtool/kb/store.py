@@ -44,6 +44,11 @@ def ensure_program(conn: sqlite3.Connection, name: str) -> int:
     return int(_db(conn)["programs"].insert({"name": name, "created_at": now()}).last_pk)
 
 
+def assign_legacy_program(conn: sqlite3.Connection, program_id: int) -> None:
+    """Versions ingested before schema v2 (no program) join program ``program_id``."""
+    conn.execute("UPDATE versions SET program_id = ? WHERE program_id IS NULL", (program_id,))
+
+
 def insert_version(conn: sqlite3.Connection, row: dict[str, Any]) -> int:
     """Insert a ``versions`` row (``ingested_at`` defaults to now); return its id."""
     return int(_db(conn)["versions"].insert({"ingested_at": now(), **row}).last_pk)

@@ -145,6 +145,7 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
 
     from kbtool.kb import queries
     from kbtool.kb.db import open_ro, open_rw
+    from kbtool.services import names_io
 
     def read(query: Callable[..., Any], *args: Any) -> Any:
         conn = open_ro(db_path)
@@ -255,7 +256,7 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         as text, not JSON: a "# kbtool KB export" comment line, a version line, a
         tab-separated header, then one row per function in index order with index,
         stable_id, name, provenance, confidence, type and summary."""
-        return read(queries.export_kb_text, version_id)
+        return read(names_io.export_text, version_id)
 
     def propose_symbol(
         stable_id: StableId,

@@ -26,9 +26,11 @@ from kbtool.kb import queries, store
 from kbtool.kb.db import transaction
 from kbtool.kb.errors import KBError
 from kbtool.kb.gate import upsert_symbol
+from kbtool.services import lineage as lineage_svc
 from kbtool.services.diff.carry import carry_names
 from kbtool.services.diff.report import store_report
 from kbtool.wasm import WasmFormatError, analyze_module
+from kbtool.wasm.gosyms import GoSymbolsError, recover_go_names
 
 Progress = Callable[[str, int, int], None]
 
@@ -36,12 +38,24 @@ NAME_SECTION_CONFIDENCE = 1.0
 EXPORT_CONFIDENCE = 0.95
 GLUE_CONFIDENCE = 0.95
 IMPORT_CONFIDENCE = 1.0
+GO_PCLNTAB_CONFIDENCE = 1.0
 PARALLEL_DECODE_BYTES = 4_000_000
-
 
 
 class IngestError(KBError):
     """The input cannot be ingested (missing, not wasm, malformed, label taken)."""
+
+
+class AlreadyIngested(IngestError):
+    """The same bytes are already a version of the KB; nothing was ingested."""
+
+    def __init__(self, version_id: int, label: str) -> None:
+        self.version_id = version_id
+        self.label = label
+        super().__init__(
+            f"identical bytes are already version {version_id} ({label}); nothing ingested"
+            " (to ingest them again under another label: --label NEW --force)"
+        )
 
 
 @dataclass
@@ -60,9 +74,16 @@ class IngestResult:
     body_changed: int = 0
     new_identities: int = 0
     names_written: int = 0
-    names_refused: int = 0
+    names_refused: int = 0  # a real refusal by the gate (e.g. a locked human name)
+    names_same: int = 0  # the function already had that name (other provenance or confidence)
+    names_by_source: dict[str, int] = field(default_factory=dict)
     glue: dict[str, Any] | None = None
     diff_carry: dict[str, int] | None = None
+    program: str | None = None
+    new_program: bool = False
+    lineage: dict[str, Any] | None = None
+    lineage_text: str = ""
+    go: dict[str, Any] | None = None
 
 
 def ingest_file(
@@ -73,8 +94,15 @@ def ingest_file(
     glue_path: str | Path | None = None,
     progress: Progress | None = None,
     carry: bool = True,
+    program: str | None = None,
+    base: int | None = None,
+    force: bool = False,
 ) -> IngestResult:
-    """Read ``path`` (and optional Emscripten JS glue) and ingest it as a new version."""
+    """Read ``path`` (and optional Emscripten JS glue) and ingest it as a new version.
+
+    ``program``/``base`` choose the lineage (see :mod:`kbtool.services.lineage`); identical
+    bytes already in the KB raise :class:`AlreadyIngested` unless ``force`` and a new label.
+    """
     p = Path(path)
     if not p.exists():
         raise IngestError(f"no such file: {p}")
@@ -88,7 +116,8 @@ def ingest_file(
             raise IngestError(f"no such file: {gp}")
         glue_text = gp.read_text(encoding="utf-8", errors="replace")
     return ingest_bytes(conn, data, label=label or p.name, source_path=str(p), glue_text=glue_text,
-                        progress=progress, carry=carry)
+                        progress=progress, carry=carry, program=program, base=base, force=force,
+                        program_hint=p.name)
 
 
 def ingest_bytes(
@@ -100,9 +129,18 @@ def ingest_bytes(
     glue_text: str | None = None,
     progress: Progress | None = None,
     carry: bool = True,
+    program: str | None = None,
+    base: int | None = None,
+    force: bool = False,
+    program_hint: str | None = None,
 ) -> IngestResult:
     if not label or _CONTROL.search(label):
         raise IngestError("invalid label: empty or has control characters")
+    if program is not None and (not program.strip() or _CONTROL.search(program)):
+        raise IngestError("invalid program name: empty or has control characters")
+    same = queries.versions_with_sha256(conn, hashlib.sha256(data).hexdigest())
+    if same and not (force and not queries.label_exists(conn, label)):
+        raise AlreadyIngested(same[0]["id"], same[0]["label"])
     if queries.label_exists(conn, label):
         raise IngestError(f"a version labelled {label!r} already exists (choose another --label)")
     # both cores for big modules: bodies decode independently (measured: ~15-40% faster)
@@ -118,21 +156,32 @@ def ingest_bytes(
     if glue_text is not None:
         glue = parse_glue(glue_text)
 
+    # the lineage is decided before the matcher, from hashes alone (cheap)
+    new_profile = lineage_svc.profile(
+        (f.body_hash, f.shape_hash, f.instr_count) for f in analysis.functions if not f.imported
+    )
+    lineage = lineage_svc.choose_lineage(
+        conn, new_profile, default_name=program_hint or label, program=program, base=base,
+        same_bytes_as=same[-1]["id"] if same else None,
+    )
     with transaction(conn):
         return _store(conn, data, analysis, label=label, source_path=source_path, glue=glue,
-                      progress=progress, carry=carry)
+                      progress=progress, carry=carry, lineage=lineage)
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
-def _store(conn, data, analysis, *, label, source_path, glue, progress, carry) -> IngestResult:
+def _store(conn, data, analysis, *, label, source_path, glue, progress, carry,
+           lineage: lineage_svc.Lineage) -> IngestResult:
     mod = analysis.module
     funcs = analysis.functions
-    parent = queries.latest_version_id(conn)
+    program_id = lineage_svc.commit(conn, lineage)
+    parent = lineage.parent_version_id
     new = records_from_analysis(analysis)
 
-    # identity: carry stable ids from the latest earlier version (unique, non-fuzzy matches);
+    # identity: carry stable ids from the parent (the most related earlier version of the same
+    # program; none for a new program) by unique, non-fuzzy matches;
     # the same matcher run goes on to the full (fuzzy) pairing that carry-over and the stored
     # diff report use, so the matcher runs once per ingest
     carried: dict[int, tuple[str, str, float, int, bool]] = {}
@@ -170,6 +219,7 @@ def _store(conn, data, analysis, *, label, source_path, glue, progress, carry) -
         "producers": json.dumps(mod.producers, sort_keys=True),
         "target_features": json.dumps(list(mod.target_features)), "source_path": source_path,
         "parent_version_id": parent, "carried": len(carried),
+        "program_id": program_id, "lineage": json.dumps(lineage.record(), sort_keys=True),
     })
     store.insert_module_bytes(conn, vid, data)
 
@@ -214,6 +264,8 @@ def _store(conn, data, analysis, *, label, source_path, glue, progress, carry) -
         carried_by_method=dict(by_method),
         body_changed=sum(1 for c in carried.values() if c[4]),
         new_identities=len(unmatched),
+        program=lineage.program, new_program=lineage.new_program, lineage=lineage.record(),
+        lineage_text=lineage_svc.describe(lineage),
     )
     _record_binary_names(conn, vid, analysis, sid_of, glue, result)
     if parent is not None:
@@ -225,27 +277,59 @@ def _store(conn, data, analysis, *, label, source_path, glue, progress, carry) -
     return result
 
 
+def _go_symbols(analysis, result: IngestResult):
+    """Go names from the pclntab of a Go-built module (None for other modules)."""
+    try:
+        syms = recover_go_names(analysis.module)
+    except GoSymbolsError as exc:  # a Go module of an unknown layout: reported, never guessed
+        result.go = {"error": str(exc)}
+        return None
+    if syms is not None:
+        result.go = {"go_version": syms.go_version, "pclntab_format": syms.pclntab_format,
+                     "named": len(syms.names), "defined": syms.defined_functions,
+                     "notes": list(syms.notes)}
+    return syms
+
+
 def _record_binary_names(conn, vid, analysis, sid_of, glue, result: IngestResult) -> None:
-    """Name-section names, exports, import names and JS-glue names, as ``export`` annotations."""
+    """Go pclntab names, name-section names, exports, import names and JS-glue names, as
+    ``export`` annotations; each record's evidence says where the name came from.
+
+    Name-section names are kept whatever their length (a real ``cb`` is a name); the
+    minified-name rule applies to export and import names only.
+    """
     minified = module_is_minified(n for f in analysis.functions for n in f.export_names)
     glue_exports = glue.exports if glue else {}
     glue_imports = glue.imports if glue else {}
     if glue is not None:
         result.glue = {"exports": 0, "imports": 0, "unknown": list(glue.unknown),
                        "shape": glue.shape}
+    go = _go_symbols(analysis, result)
+    by_source: dict[str, int] = defaultdict(int)
 
     def propose(sid: str, name: str, conf: float, source: str, **extra: Any) -> None:
         d = upsert_symbol(conn, sid, name, provenance="export", confidence=conf,
                           actor="ingest", evidence={"source": source, **extra}, version_id=vid)
         if d["written"]:
             result.names_written += 1
-        elif d["reason"] != "no change":
-            result.names_refused += 1
+            by_source[source] += 1
+        elif d["reason"] == "no change":
+            return
+        else:
+            cur = queries.get_symbol(conn, sid)
+            if cur is not None and cur["name"] == name:
+                result.names_same += 1
+            else:
+                result.names_refused += 1
 
     for f in analysis.functions:
         # the best name this binary gives the function, the others kept as evidence
         cands: list[tuple[str, float, str, dict[str, Any]]] = []
-        if f.raw_name and not is_minified(f.raw_name, minified):
+        if go is not None and f.index in go.names:
+            ev = dict(go.evidence(f.index))
+            ev.pop("source", None)
+            cands.append((go.names[f.index], GO_PCLNTAB_CONFIDENCE, "go-pclntab", ev))
+        if f.raw_name:
             cands.append((f.raw_name, NAME_SECTION_CONFIDENCE, "name-section", {}))
         for e in f.export_names:
             if e in glue_exports:
@@ -269,3 +353,4 @@ def _record_binary_names(conn, vid, analysis, sid_of, glue, result: IngestResult
         if others:
             extra = dict(extra, aliases=others)
         propose(sid_of[f.index], name, conf, source, **extra)
+    result.names_by_source = dict(by_source)

@@ -1,4 +1,5 @@
-"""Versions: every ingested release with toolchain, counts, shared memory and coverage by provenance."""
+"""Versions: every ingested release, grouped by program (lineage), with toolchain, counts, shared
+memory and coverage by provenance; the info box shows the program and parent of the cursor's."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from kbtool.textutil import clip, printable
 from kbtool.tui.screens.base import KbScreen
 from kbtool.tui.widgets.lists import KbTable, TitleBar
 from kbtool.tui.widgets.palette import PROVENANCES, coverage_bar, prov_text, split_of
+
+_PROGRAM_KEY = "program:"
 
 
 class VersionsScreen(KbScreen):
@@ -56,7 +59,13 @@ class VersionsScreen(KbScreen):
         table = self.query_one("#versions-table", KbTable)
         empty = not self._versions
         self.set_class(empty, "-empty")
-        self.query_one("#title", TitleBar).show(f"versions ({len(self._versions)})")
+        first_of: dict[str, int] = {}
+        for v in self._versions:
+            first_of.setdefault(v["program"], v["id"])
+        self._versions.sort(key=lambda v: (first_of[v["program"]], v["id"]))  # grouped by program
+        n_prog = len(first_of)
+        self.query_one("#title", TitleBar).show(
+            f"versions ({len(self._versions)})" + (f" · {n_prog} programs" if n_prog > 1 else ""))
         table.disabled = empty            # nothing to open: no "⏎ open" in the footer
         if empty:
             self.query_one("#versions-empty", Static).update(self._empty_text())
@@ -64,7 +73,15 @@ class VersionsScreen(KbScreen):
             return
         keep = self.kb.version_id
         rows = []
+        prev_program = None
         for v in self._versions:
+            if n_prog > 1 and v["program"] != prev_program:  # a header row per program
+                rows.append((f"{_PROGRAM_KEY}{v['id']}", [
+                    Text(""), Text.assemble(("▾ ", "magenta"),
+                                            lit(clip(printable(v["program"]), 40), "bold magenta")),
+                    Text(""), Text(""), Text(""), Text(""), Text(""),
+                ]))
+            prev_program = v["program"]
             cov = self._coverage[v["id"]]
             bar = coverage_bar(split_of(cov), cov["defined"], 12)
             bar.append(f" {cov['coverage_pct']:5.1f}%")
@@ -97,7 +114,9 @@ class VersionsScreen(KbScreen):
 
     def _highlighted(self) -> int | None:
         key = self.query_one("#versions-table", KbTable).current_key()
-        return int(key) if key is not None else None
+        if key is None or key.startswith(_PROGRAM_KEY):  # a program's header row
+            return None
+        return int(key)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         vid = self._highlighted()
@@ -120,6 +139,12 @@ class VersionsScreen(KbScreen):
         grid.add_column(style="bold", no_wrap=True)
         grid.add_column(overflow="fold")
         grid.add_row("version", Text.assemble(lit(info["label"], "bold"), f"  (id {vid})"))
+        lin = info.get("lineage") or {}
+        parent = info["parent_version_id"]
+        how = f", overlap {lin['overlap']:.1%}" if lin.get("overlap") is not None else ""
+        grid.add_row("program", Text.assemble(
+            lit(info["program"], "bold magenta"),
+            f"  parent: version {parent}{how}" if parent is not None else "  (first of its lineage)"))
         producers = "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(info["producers"].items()))
         grid.add_row("toolchain", lit(info["toolchain_version"] or "unknown"))
         if producers:

@@ -1,0 +1,237 @@
+"""Lineages, names that travel, Go names: the figures of issue 12.
+
+1. Lineage detection: for every pair of corpus modules (zstd releases and builds, sql.js
+   releases, lightningcss, onnxruntime, plus the bundled demo zstd releases), the overlap of
+   :mod:`kbtool.services.lineage` and its decision (related = overlap >= RELATED_THRESHOLD)
+   against the truth (same project, from the file name). A wrong merge is an unrelated pair
+   decided related. Next to it, the time of the overlap (profile + compare) and of the full
+   matcher (the peer step it runs before) on the same pair.
+2. Import round trip (kbtool.services.names_io):
+   a. the README chain: demo KB (zstd 1.5.5 + hand names -> 1.5.6) + 1.5.7, export the last
+      version, import into a fresh KB holding only 1.5.7: right / wrong / unplaced by index;
+   b. across releases with ground truth: export a KB of a named zstd build (names from its
+      name section), import into a fresh KB of the stripped build of another release; the
+      stripped build's named twin gives the truth by index.
+3. Go names: share of defined functions named ``go-pclntab`` at ingest, on the Go fixture
+   (tests/fixtures/go/hello, built with the ``go`` on PATH) and on ``--go-module`` files.
+
+Run:  python benchmarks/lineage.py [--smoke] [--go-module FILE.wasm ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "benchmarks"]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from kbtool.identity.matcher import match_functions_staged  # noqa: E402
+from kbtool.identity.records import records_from_analysis  # noqa: E402
+from kbtool.kb import queries  # noqa: E402
+from kbtool.kb.db import open_rw  # noqa: E402
+from kbtool.services import names_io  # noqa: E402
+from kbtool.services.demo import build_demo  # noqa: E402
+from kbtool.services.ingest import ingest_file  # noqa: E402
+from kbtool.services.lineage import (  # noqa: E402
+    RELATED_THRESHOLD,
+    overlap,
+    profile,
+    program_name_for,
+)
+from kbtool.wasm import analyze_module, parse_module  # noqa: E402
+
+DEMO = ROOT / "kbtool" / "demo"
+CORPUS = ROOT.parent / "shared" / "corpus"
+if not CORPUS.is_dir():
+    CORPUS = Path("/work/shared/corpus")
+GT, REL = CORPUS / "gt", CORPUS / "release"
+HELLO = ROOT / "tests" / "fixtures" / "go" / "hello"
+
+
+def _modules(smoke: bool) -> list[Path]:
+    mods = [DEMO / "zstd-1.5.5.wasm", DEMO / "zstd-1.5.6.wasm"]
+    if smoke:
+        return mods + [p for p in (REL / "sql.js-1.10.3.sql-wasm.wasm",) if p.exists()]
+    mods += sorted(GT.glob("*.stripped.wasm")) + sorted(REL.glob("*.wasm"))
+    return [p for p in mods if p.exists()]
+
+
+def lineage_pairs(smoke: bool) -> dict[str, int]:
+    mods = _modules(smoke)
+    analyses, profs = {}, {}
+    for p in mods:
+        a = analyze_module(p.read_bytes())
+        analyses[p.name] = a
+        profs[p.name] = profile(
+            (f.body_hash, f.shape_hash, f.instr_count) for f in a.functions if not f.imported
+        )
+    print(
+        f"== lineage detection: {len(mods)} modules, {len(mods) * (len(mods) - 1) // 2} pairs,"
+        f" threshold {RELATED_THRESHOLD}"
+    )
+    print(f"{'overlap':>8}  {'decision':<9} {'truth':<9} verdict  pair")
+    counts = {"right": 0, "wrong_merge": 0, "missed": 0}
+    lo_rel, hi_unrel = 1.0, 0.0
+    for a, b in itertools.combinations(mods, 2):
+        ov = overlap(profs[b.name], profs[a.name])
+        related = ov >= RELATED_THRESHOLD
+        truth = program_name_for(a.name) == program_name_for(b.name)
+        if related == truth:
+            counts["right"] += 1
+            verdict = "ok"
+        elif related:
+            counts["wrong_merge"] += 1
+            verdict = "WRONG MERGE"
+        else:
+            counts["missed"] += 1
+            verdict = "missed"
+        if truth:
+            lo_rel = min(lo_rel, ov)
+        else:
+            hi_unrel = max(hi_unrel, ov)
+        print(
+            f"{ov:8.3f}  {'related' if related else 'new':<9} {'same' if truth else 'other':<9}"
+            f" {verdict:<7}  {a.name} ~ {b.name}"
+        )
+    print(
+        f"pairs right {counts['right']}, wrong merges {counts['wrong_merge']}, missed "
+        f"{counts['missed']}; related pairs overlap >= {lo_rel:.3f}, unrelated <= {hi_unrel:.3f}"
+    )
+    # cost next to the peer step (the matcher it runs before), on the demo pair
+    a, b = analyses["zstd-1.5.5.wasm"], analyses["zstd-1.5.6.wasm"]
+    t0 = time.perf_counter()
+    for _ in range(10):
+        pa = profile(
+            (f.body_hash, f.shape_hash, f.instr_count) for f in a.functions if not f.imported
+        )
+        pb = profile(
+            (f.body_hash, f.shape_hash, f.instr_count) for f in b.functions if not f.imported
+        )
+        overlap(pb, pa)
+    t_ov = (time.perf_counter() - t0) / 10
+    t0 = time.perf_counter()
+    match_functions_staged(records_from_analysis(a), records_from_analysis(b))
+    t_match = time.perf_counter() - t0
+    print(
+        f"time on zstd 1.5.5 ~ 1.5.6: overlap {t_ov * 1000:.2f} ms, matcher (peer) "
+        f"{t_match * 1000:.0f} ms"
+    )
+    return counts
+
+
+def _score(placed: dict[int, str], truth: dict[int, str], exported: int) -> str:
+    right = sum(1 for i, n in placed.items() if truth.get(i) == n)
+    wrong = len(placed) - right
+    return (
+        f"rows with names {exported}: landed right {right}, wrong {wrong},"
+        f" unplaced/ambiguous {exported - len(placed)}"
+    )
+
+
+def round_trip(tmp: Path, smoke: bool) -> None:
+    print("== import round trip")
+    src = tmp / "chain.db"
+    build_demo(src, echo=lambda _m: None)
+    conn = open_rw(src)
+    last = 2
+    z57 = GT / "zstd-1.5.7.O2.stripped.wasm"
+    if not smoke and z57.exists():
+        last = ingest_file(conn, z57, label="zstd-1.5.7").version_id
+    text = names_io.export_text(conn, last)
+    want = {i: a["name"] for i, a in queries.annotations_by_index(conn, last).items()}
+    label = queries.version_info(conn, last)["label"]
+    dst = open_rw(tmp / "fresh.db")
+    module = z57 if last != 2 else DEMO / "zstd-1.5.6.wasm"
+    ingest_file(dst, module, label="last")
+    rep = names_io.import_names(dst, text, source="chain.txt")
+    got = {i: a["name"] for i, a in queries.annotations_by_index(dst, 1).items()}
+    right = sum(1 for i, n in want.items() if got.get(i) == n)
+    print(
+        f"chain -> fresh KB of {label}: names {len(want)}, landed right {right}, wrong "
+        f"{sum(1 for i, n in want.items() if i in got and got[i] != n)}, unplaced "
+        f"{len(want) - len(got.keys() & want.keys())}; by method {rep.by_method}"
+    )
+    if smoke:
+        return
+    for a, b in (("1.5.5", "1.5.6"), ("1.5.6", "1.5.7"), ("1.5.2", "1.5.7"), ("1.5.6", "1.5.6")):
+        for build in ("O2", "O2.exports"):
+            src_named = GT / f"zstd-{a}.{build}.named.wasm"
+            dst_stripped = GT / f"zstd-{b}.{build}.stripped.wasm"
+            dst_named = GT / f"zstd-{b}.{build}.named.wasm"
+            if b == a:  # another optimisation level of the same release
+                src_named = GT / f"zstd-{a}.Os.named.wasm"
+                if build != "O2":
+                    continue
+            if not (src_named.exists() and dst_stripped.exists() and dst_named.exists()):
+                continue
+            s = open_rw(tmp / f"s-{a}-{b}-{build}.db")
+            sv = ingest_file(s, src_named, label="src").version_id
+            text = names_io.export_text(s, sv)
+            d = open_rw(tmp / f"d-{a}-{b}-{build}.db")
+            ingest_file(d, dst_stripped, label="dst", program="zstd")
+            rep = names_io.import_names(d, text, source="x.txt", version_id=1)
+            truth = parse_module(dst_named.read_bytes()).func_names
+            n_rows = sum(1 for r in names_io.parse_export(text) if r["name"])
+            print(
+                f"{src_named.name} -> {dst_stripped.name}: "
+                f"{_score(rep.placed, truth, n_rows)}; ambiguous {len(rep.ambiguous)};"
+                f" by method {rep.by_method}"
+            )
+
+
+def go_names(tmp: Path, extra: list[Path], smoke: bool) -> None:
+    print("== Go names (go-pclntab at ingest)")
+    mods: list[Path] = []
+    if not smoke and shutil.which("go"):
+        out = tmp / "go"
+        subprocess.run(["sh", str(HELLO / "build.sh"), str(out)], check=True, capture_output=True)
+        mods += sorted(out.glob("*.wasm"))
+    elif not smoke:
+        print("go not on PATH: fixture skipped")
+    mods += extra
+    for p in mods:
+        conn = open_rw(tmp / f"go-{p.name}.db")
+        t0 = time.perf_counter()
+        res = ingest_file(conn, p, label=p.name)
+        secs = time.perf_counter() - t0
+        go = res.go or {}
+        cov = queries.coverage(conn, res.version_id)
+        print(
+            f"{p.name}: {go.get('named', 0)} of {res.defined} defined functions named by"
+            f" go-pclntab ({go.get('named', 0) / max(res.defined, 1):.1%}), coverage"
+            f" {cov['coverage_pct']:.1f}%, {go.get('go_version')}, ingest {secs:.1f}s"
+            + (f"; error: {go['error']}" if "error" in go else "")
+        )
+    if smoke:
+        print("(smoke: Go build skipped)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--smoke", action="store_true", help="tiny input (the demo modules)")
+    ap.add_argument(
+        "--go-module",
+        type=Path,
+        nargs="*",
+        default=[],
+        help="more Go-built .wasm modules to measure",
+    )
+    args = ap.parse_args(argv)
+    counts = lineage_pairs(args.smoke)
+    with tempfile.TemporaryDirectory() as d:
+        round_trip(Path(d), args.smoke)
+        go_names(Path(d), args.go_module, args.smoke)
+    return 1 if counts["wrong_merge"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
