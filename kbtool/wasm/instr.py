@@ -66,14 +66,22 @@ _HEAPTYPE_OPS = {_REF_NULL} | {PREFIX_BASE[0xFB] + i for i in (0x14, 0x15, 0x16,
 
 
 def read_heaptype(data, p: int, end: int) -> tuple[str, int]:
+    """A heap type: an abstract one (one byte), ``0x65`` + an abstract one (shared,
+    shared-everything-threads; the prefix appears exactly once) or a type index (s33 >= 0)."""
     if p >= end:
         raise WasmFormatError(p, "heap type", "unexpected end of data")
     b = data[p]
     if b in HEAP_TYPES:
         return HEAP_TYPES[b], p + 1
-    if b == 0x65:  # shared heap type (shared-everything threads)
-        t, p2 = read_heaptype(data, p + 1, end)
-        return f"shared {t}", p2
+    if b == 0x65:
+        if p + 1 >= end:
+            raise WasmFormatError(p + 1, "abstract heap type after 'shared' (0x65)",
+                                  "unexpected end of data")
+        b2 = data[p + 1]
+        if b2 not in HEAP_TYPES:
+            raise WasmFormatError(p + 1, "abstract heap type after 'shared' (0x65)",
+                                  f"got 0x{b2:02x}")
+        return f"shared {HEAP_TYPES[b2]}", p + 2
     v, p2 = read_sleb(data, p, end, 33, "heap type")
     if v < 0:
         raise WasmFormatError(p, "heap type", f"unknown heap type 0x{b:02x}")
@@ -92,6 +100,9 @@ def read_valtype(data, p: int, end: int, what: str = "value type") -> tuple[str,
             return REF_SHORT[data[p + 1]], p + 2  # (ref null func) is funcref
         h, p2 = read_heaptype(data, p + 1, end)
         return (f"(ref null {h})" if b == 0x63 else f"(ref {h})"), p2
+    if b == 0x65:  # (ref null (shared ht)) shorthand
+        h, p2 = read_heaptype(data, p, end)
+        return f"(ref null {h})", p2
     raise WasmFormatError(p, what, f"unknown value type 0x{b:02x}")
 
 
@@ -102,7 +113,7 @@ def read_blocktype(data, p: int, end: int):
     b = data[p]
     if b == 0x40:
         return "", p + 1
-    if b in NUM_TYPES or b in REF_SHORT or b in (0x63, 0x64):
+    if b in NUM_TYPES or b in REF_SHORT or b in (0x63, 0x64, 0x65):
         return read_valtype(data, p, end, "block type")
     v, p2 = read_sleb(data, p, end, 33, "block type")
     if v < 0:
@@ -118,6 +129,17 @@ def _memarg(data, p, end):
         mem, p = read_uleb(data, p, end, 32, "memarg memory index")
     offset, p = read_uleb(data, p, end, 64, "memarg offset")
     return align, offset, mem, p
+
+
+def unsupported_hint(b: int, sub: int | None = None) -> str:
+    """Name the proposal an unknown opcode belongs to, when it is a known unsupported one."""
+    if b == 0xFE and sub is not None and 0x4F <= sub <= 0x7F:
+        return " (shared-everything-threads proposal instructions are not supported)"
+    if b == 0xFB and sub is not None and sub >= 0x1F:
+        return " (shared-everything-threads/GC extension instructions are not supported)"
+    if 0xE0 <= b <= 0xE6:
+        return " (stack-switching proposal instructions are not supported)"
+    return ""
 
 
 def decode_one(data, p: int, end: int):
@@ -136,11 +158,12 @@ def decode_one(data, p: int, end: int):
     if k == K_PREFIX:
         sub, p = read_uleb(data, p, end, 32, f"sub-opcode after prefix 0x{b:02x}")
         if sub >= PREFIX_SLOTS[b] or KIND[PREFIX_BASE[b] + sub] == K_BAD:
-            raise WasmFormatError(start, "opcode", f"unknown opcode 0x{b:02x} 0x{sub:x}")
+            raise WasmFormatError(start, "opcode",
+                                  f"unknown opcode 0x{b:02x} 0x{sub:x}" + unsupported_hint(b, sub))
         op = PREFIX_BASE[b] + sub
         k = KIND[op]
     elif k == K_BAD:
-        raise WasmFormatError(start, "opcode", f"unknown opcode 0x{b:02x}")
+        raise WasmFormatError(start, "opcode", f"unknown opcode 0x{b:02x}" + unsupported_hint(b))
     if k == K_NONE:
         return op, p, ()
     if k == K_U32:
@@ -321,7 +344,8 @@ def skip_local_decls(data, p: int, end: int) -> int:
 
 def check_body(data, body_start: int, body_end: int) -> None:
     """Decode one body carefully and raise WasmFormatError at the first problem
-    (used to diagnose a body the fast decoder rejected)."""
+    (used to diagnose a body the fast decoder rejected). The function's final ``end``
+    must close the body: nothing may follow it, and blocks must balance."""
     p = skip_local_decls(data, body_start, body_end)
     last = -1
     depth = 1
@@ -329,10 +353,11 @@ def check_body(data, body_start: int, body_end: int) -> None:
         op, p2, _ = decode_one(data, p, body_end)
         if op in (0x02, 0x03, 0x04, 0x06, 0x1F):
             depth += 1
-        elif op == 0x0B:
+        elif op == 0x0B or op == 0x18:  # end; delegate closes a try
             depth -= 1
-        elif op == 0x18:  # delegate closes a try
-            depth -= 1
+            if depth == 0 and p2 != body_end:
+                raise WasmFormatError(p2, "end of function body",
+                                      "instructions after the function's final 'end'")
         last = op
         p = p2
     if p != body_end:
