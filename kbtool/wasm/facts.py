@@ -231,6 +231,7 @@ def _plausible(s: str) -> bool:
 
 
 
+_PRINTABLE_ASCII = frozenset(range(0x20, 0x7F)) | {0x09, 0x0A, 0x0D}
 _RUNS = re.compile(_RUN.pattern[:-1] + b"+")  # maximal non-empty runs of printable text
 _CONT = range(0x80, 0xC0)  # UTF-8 continuation bytes
 
@@ -284,20 +285,20 @@ class DataMap:
             r = self.runs[i] = (starts, ends)
         return r
 
-    def _run(self, i: int, seg: bytes, rel: int) -> tuple[int, int]:
-        """``(run_start, match_end)``: the printable run that ``rel`` starts a character
-        in, and where a match from ``rel`` limited to ``MAX_CSTRING`` bytes ends (``rel``
-        itself when no text starts there)."""
+    def _match_end(self, i: int, seg: bytes, rel: int) -> int:
+        """Where ``_RUN.match(seg, rel, rel + MAX_CSTRING)`` ends, from the precomputed
+        runs: a run's characters start at its non-continuation bytes, so a match from
+        one of them ends at the run's end (or at the last whole character in the limit)."""
         rs, rend = self._runs_of(i)
         j = bisect_right(rs, rel) - 1
         if j < 0 or rel >= rend[j] or seg[rel] in _CONT:
-            return -1, rel
+            return rel
         e_ = rend[j]
-        if e_ - rel > MAX_CSTRING:  # the match stops at the last whole character
+        if e_ - rel > MAX_CSTRING:
             e_ = rel + MAX_CSTRING
             while seg[e_] in _CONT:
                 e_ -= 1
-        return rs[j], e_
+        return e_
 
     def _text(self, b: bytes) -> str | None:
         """:func:`_printable_text` within the text budget."""
@@ -311,7 +312,7 @@ class DataMap:
         data, or None outside every segment.
 
         ``immediate``: a C string (NUL-terminated, printable, >= 4 chars, starting at the
-        address: the address starts a run of printable text); reported as soon as it is
+        address: the byte before it is not printable text); reported as soon as it is
         seen, except in ``sized_first`` modules. ``fallback``: what is reported when no
         length follows the pointer: the C string (C-style modules), else the string an
         in-data ``(ptr, len)`` pair at the address refers to (Rust ``&str`` in a
@@ -329,8 +330,8 @@ class DataMap:
         seg = self.datas[i]
         rel = addr - self.starts[i]
         cstr = indirect = run = None
-        run_start, e_ = self._run(i, seg, rel)
-        at_start = run_start == rel
+        e_ = self._match_end(i, seg, rel)
+        at_start = rel == 0 or seg[rel - 1] not in _PRINTABLE_ASCII
         n = e_ - rel
         if n >= MIN_STRING and (at_start or self.sized_first):
             if at_start and e_ < len(seg) and seg[e_] == 0:
@@ -972,6 +973,41 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
 # ----------------------------------------------------------------------------- workers
 
 _WORKER_STATE: dict = {}
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+PARENT_POLL_SECONDS = 0.5
+
+
+def _worker_init(parent_pid: int) -> None:
+    """Pool worker start: exit when the parent dies (a SIGKILLed/SIGTERMed ``kbtool ingest``
+    must not leave workers running and holding its files). Linux: the kernel sends SIGKILL
+    (``prctl(PR_SET_PDEATHSIG)``); everywhere: a daemon thread polls the parent pid."""
+    import os
+    import signal
+    import sys
+    import threading
+
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):  # pragma: no cover - no usable libc
+            pass
+    if os.getppid() != parent_pid:  # the parent died before the death signal was armed
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True,
+                     name="kbtool-parent-watch").start()
+
+
+def _watch_parent(parent_pid: int) -> None:
+    import os
+    import time
+
+    while True:
+        time.sleep(PARENT_POLL_SECONDS)
+        if os.getppid() != parent_pid:
+            os._exit(1)
 
 
 def _worker_run(rng: tuple[int, int]) -> list[tuple]:
@@ -1032,6 +1068,7 @@ def analyze_module(data, *, progress=None, workers: int = 1) -> ModuleAnalysis:
 
 def _analyze_parallel(data, ctx, workers, progress, total):
     import multiprocessing as mp
+    import os
     from concurrent.futures import ProcessPoolExecutor
 
     try:
@@ -1042,7 +1079,9 @@ def _analyze_parallel(data, ctx, workers, progress, total):
     out: list[FuncFacts] = []
     _WORKER_STATE["ctx"] = ctx  # inherited by the forked workers
     try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=mpctx) as ex:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=mpctx,
+                                 initializer=_worker_init,
+                                 initargs=(os.getpid(),)) as ex:
             done = 0
             for (a, b), res in zip(ranges, ex.map(_worker_run, ranges), strict=True):
                 out.extend(FuncFacts(*t) for t in res)
