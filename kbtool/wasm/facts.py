@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from hashlib import blake2b
 
 from .errors import WasmFormatError
-from .instr import HEAP_TYPES, NUM_TYPES, REF_SHORT, check_body
+from .instr import HEAP_TYPES, MAX_LOCALS, NUM_TYPES, REF_SHORT, check_body
 from .opcodes import BYTE_KIND, KIND, PREFIX_BASE, PREFIX_SLOTS, WIDTH
 from .reader import DataSegment, Module, parse_module
 
@@ -587,15 +587,19 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
                 n, p = _uleb_cont(data, p, n)
             if n > end - p:
                 raise _Bad
+            nloc = 0
             for _ in range(n):
-                if data[p] >= 0x80:
-                    p = _skip(data, p)
-                else:
-                    p += 1
+                c = data[p]
+                p += 1
+                if c >= 0x80:
+                    c, p = _uleb_cont(data, p, c)
+                nloc += c
                 if _VT[data[p]] == 1:
                     p += 1
                 else:
                     p = _valtype_end(data, p)
+            if nloc > MAX_LOCALS:
+                raise _Bad
             depth = 1
             while p < end:
                 b = data[p]

@@ -60,6 +60,7 @@ REF_SHORT[0x72] = "nullexternref"
 REF_SHORT[0x73] = "nullfuncref"
 REF_SHORT[0x74] = "nullexnref"
 
+MAX_LOCALS = 50_000  # declared locals per function: the engines' (and wasm-tools') limit
 _OP_PREFIX_ATOMIC = PREFIX_BASE[0xFE]
 _REF_NULL = 0xD0
 _HEAPTYPE_OPS = {_REF_NULL} | {PREFIX_BASE[0xFB] + i for i in (0x14, 0x15, 0x16, 0x17)}
@@ -331,8 +332,14 @@ def read_local_decls(data, p: int, end: int) -> tuple[list[tuple[int, str]], int
     if n > end - p:
         raise WasmFormatError(p, "local declarations", "count larger than the body")
     out = []
+    total = 0
     for _ in range(n):
+        at = p
         c, p = read_uleb(data, p, end, 32, "local count")
+        total += c
+        if total > MAX_LOCALS:
+            raise WasmFormatError(at, f"at most {MAX_LOCALS} locals per function",
+                                  f"{total} declared (engine limit)")
         t, p = read_valtype(data, p, end, "local type")
         out.append((c, t))
     return out, p
