@@ -34,8 +34,12 @@ def module(*sections: bytes) -> bytes:
     return MAGIC + b"".join(sections)
 
 
-def one_function(body: bytes, locals_: bytes = b"\x00", functype: bytes = b"\x60\x00\x00",
-                 extra: tuple[bytes, ...] = ()) -> bytes:
+def one_function(
+    body: bytes,
+    locals_: bytes = b"\x00",
+    functype: bytes = b"\x60\x00\x00",
+    extra: tuple[bytes, ...] = (),
+) -> bytes:
     """A module with one type, one function whose body is ``locals_ + body``, and
     ``extra`` sections placed after the function section (memory, global, ...) and
     before the code section (data sections go in ``data``-less order: caller's job)."""
@@ -49,6 +53,7 @@ def one_function(body: bytes, locals_: bytes = b"\x00", functype: bytes = b"\x60
 
 
 # ----------------------------------------------------------------------------- issue 11 cases
+
 
 def shared_prefix_type(n: int = 2000) -> bytes:
     """A function type whose parameter is ``0x63`` + ``n`` 0x65 "shared" bytes (recursion)."""
@@ -98,8 +103,7 @@ def huge_counts() -> list[bytes]:
     return [
         module(section(1, big)),
         module(section(3, big)),
-        module(section(1, vec([b"\x60\x00\x00"])), section(3, vec([b"\x00"])),
-               section(10, big)),
+        module(section(1, vec([b"\x60\x00\x00"])), section(3, vec([b"\x00"])), section(10, big)),
         module(section(11, big)),
         module(section(2, big)),
         one_function(b"\x0b", locals_=b"\x01" + big + b"\x7f"),  # 4G locals of one type
@@ -125,10 +129,12 @@ def shared_everything() -> bytes:
 
 def compact_imports() -> bytes:
     """Compact import section (wasm-tools encoding: the count is the number of entries)."""
-    imp = vec([
-        b"\x03env\x00\x7f" + vec([b"\x01a\x00\x00", b"\x01b\x00\x00", b"\x01c\x03\x7f\x00"]),
-        b"\x04wasi\x00\x7e\x00\x01" + vec([b"\x01x", b"\x01y"]),
-    ])
+    imp = vec(
+        [
+            b"\x03env\x00\x7f" + vec([b"\x01a\x00\x00", b"\x01b\x00\x00", b"\x01c\x03\x7f\x00"]),
+            b"\x04wasi\x00\x7e\x00\x01" + vec([b"\x01x", b"\x01y"]),
+        ]
+    )
     return module(section(1, vec([b"\x60\x01\x7f\x00", b"\x60\x00\x00"])), section(2, imp))
 
 
@@ -150,6 +156,7 @@ def crafted_cases() -> dict[str, bytes]:
 
 # ----------------------------------------------------------------------------- benchmark
 
+
 def _time_analyze(data: bytes) -> tuple[float, int]:
     from kbtool.wasm import analyze_module
 
@@ -166,13 +173,17 @@ def main(argv: list[str] | None = None) -> int:
     count = 2048 if args.smoke else args.count
     crafted = quadratic_strings(count)
     dt, n = _time_analyze(crafted)
-    print(f"crafted quadratic-strings module: {len(crafted) / 1e6:.2f} MB, {n} instructions, "
-          f"analyze_module {dt:.2f} s ({len(crafted) / 1e6 / max(dt, 1e-9):.2f} MB/s)")
+    print(
+        f"crafted quadratic-strings module: {len(crafted) / 1e6:.2f} MB, {n} instructions, "
+        f"analyze_module {dt:.2f} s ({len(crafted) / 1e6 / max(dt, 1e-9):.2f} MB/s)"
+    )
     if not args.smoke and CORPUS.exists():
         peer = CORPUS.read_bytes()
         dt2, n2 = _time_analyze(peer)
-        print(f"peer {CORPUS.name}: {len(peer) / 1e6:.2f} MB, {n2} instructions, "
-              f"analyze_module {dt2:.2f} s ({len(peer) / 1e6 / max(dt2, 1e-9):.2f} MB/s)")
+        print(
+            f"peer {CORPUS.name}: {len(peer) / 1e6:.2f} MB, {n2} instructions, "
+            f"analyze_module {dt2:.2f} s ({len(peer) / 1e6 / max(dt2, 1e-9):.2f} MB/s)"
+        )
     return 0
 
 

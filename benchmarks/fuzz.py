@@ -38,17 +38,34 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 CORPUS = Path("/work/shared/corpus")
 SMITH_FLAGS = [
-    f"--{f}-enabled" for f in (
-        "bulk-memory", "compact-imports", "custom-page-sizes", "exceptions", "extended-const",
-        "gc", "memory64", "multi-value", "reference-types", "relaxed-simd",
-        "saturating-float-to-int", "shared-everything-threads", "sign-extension-ops", "simd",
-        "tail-call", "threads", "wide-arithmetic", "custom-descriptors")
+    f"--{f}-enabled"
+    for f in (
+        "bulk-memory",
+        "compact-imports",
+        "custom-page-sizes",
+        "exceptions",
+        "extended-const",
+        "gc",
+        "memory64",
+        "multi-value",
+        "reference-types",
+        "relaxed-simd",
+        "saturating-float-to-int",
+        "shared-everything-threads",
+        "sign-extension-ops",
+        "simd",
+        "tail-call",
+        "threads",
+        "wide-arithmetic",
+        "custom-descriptors",
+    )
 ]
 REFERENCE_MAX_BYTES = 256 * 1024  # larger inputs are not dumped by the reference tool
 UNSUPPORTED = re.compile(r"not supported")
 
 
 # ----------------------------------------------------------------------------- worker
+
 
 def _worker(mem_mb: int) -> int:
     """Decode framed inputs from stdin, one JSON line per input on stdout."""
@@ -116,8 +133,12 @@ class Runner:
         env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
         return subprocess.Popen(
             [sys.executable, "-m", "benchmarks.fuzz", "--worker", "--mem-mb", str(self.mem_mb)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            cwd=ROOT, env=env)
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            cwd=ROOT,
+            env=env,
+        )
 
     def run(self, data: bytes) -> dict:
         if self.proc is None or self.proc.poll() is not None:
@@ -149,6 +170,7 @@ class Runner:
 
 # ----------------------------------------------------------------------------- inputs
 
+
 def seed_modules(include_corpus: bool = True) -> list[tuple[str, bytes]]:
     """Seeds: the wat fixtures (built with wat2wasm/wasm-tools), the crafted cases and,
     when present, small corpus modules."""
@@ -159,8 +181,13 @@ def seed_modules(include_corpus: bool = True) -> list[tuple[str, bytes]]:
     with tempfile.TemporaryDirectory() as td:
         for wat in sorted(FIXTURES.glob("*.wat")):
             out = Path(td) / (wat.stem + ".wasm")
-            if tool and subprocess.run([tool, "parse", str(wat), "-o", str(out)],
-                                       capture_output=True).returncode == 0:
+            if (
+                tool
+                and subprocess.run(
+                    [tool, "parse", str(wat), "-o", str(out)], capture_output=True
+                ).returncode
+                == 0
+            ):
                 seeds.append((wat.name, out.read_bytes()))
     seeds.extend(crafted_cases().items())
     if include_corpus:
@@ -178,7 +205,7 @@ def _leb_grow(b: bytearray, rng: random.Random) -> None:
         return
     i = rng.choice(cands)
     k = rng.randint(1, 5)
-    b[i:i + 1] = bytes([b[i] | 0x80] + [0x80] * (k - 1) + [0x00])
+    b[i : i + 1] = bytes([b[i] | 0x80] + [0x80] * (k - 1) + [0x00])
 
 
 def mutate(data: bytes, rng: random.Random) -> bytes:
@@ -195,16 +222,17 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
         elif op == 1:
             b[i] ^= 1 << rng.randrange(8)
         elif op == 2:
-            del b[rng.randrange(8, n):]
+            del b[rng.randrange(8, n) :]
         elif op == 3:
             b[i:i] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 8)))
         elif op == 4:
-            del b[i:i + rng.randint(1, 8)]
+            del b[i : i + rng.randint(1, 8)]
         elif op == 5:
             _leb_grow(b, rng)
         else:  # an interesting byte: prefixes, 0x65 shared, ends, big LEB heads
-            b[i] = rng.choice((0x00, 0x0B, 0x40, 0x63, 0x64, 0x65, 0x7F, 0x80, 0xFF, 0xFB,
-                               0xFC, 0xFD, 0xFE))
+            b[i] = rng.choice(
+                (0x00, 0x0B, 0x40, 0x63, 0x64, 0x65, 0x7F, 0x80, 0xFF, 0xFB, 0xFC, 0xFD, 0xFE)
+            )
     return bytes(b)
 
 
@@ -219,14 +247,19 @@ def smith_module(rng: random.Random) -> bytes | None:
 
 # ----------------------------------------------------------------------------- reference
 
+
 def _reference(data: bytes) -> tuple[bool, list[int] | None]:
     """``(valid, counts)``: wasm-tools validate --features all, and per-function
     instruction counts from ``wasm-tools dump`` (None when it cannot parse the input)."""
     with tempfile.NamedTemporaryFile(suffix=".wasm") as f:
         f.write(data)
         f.flush()
-        valid = subprocess.run(["wasm-tools", "validate", "--features", "all", f.name],
-                               capture_output=True).returncode == 0
+        valid = (
+            subprocess.run(
+                ["wasm-tools", "validate", "--features", "all", f.name], capture_output=True
+            ).returncode
+            == 0
+        )
         r = subprocess.run(["wasm-tools", "dump", f.name], capture_output=True)
     if r.returncode != 0:
         return valid, None
@@ -260,8 +293,17 @@ def dump_counts(text: str) -> list[int]:
 
 # ----------------------------------------------------------------------------- driver
 
-def run(mutations: int, smith: int, seed: int, timeout: float, mem_mb: int,
-        include_corpus: bool = True, reference: bool = True, log=print) -> dict:
+
+def run(
+    mutations: int,
+    smith: int,
+    seed: int,
+    timeout: float,
+    mem_mb: int,
+    include_corpus: bool = True,
+    reference: bool = True,
+    log=print,
+) -> dict:
     rng = random.Random(seed)
     seeds = seed_modules(include_corpus)
     small = [s for s in seeds if len(s[1]) <= REFERENCE_MAX_BYTES]
@@ -289,8 +331,15 @@ def run(mutations: int, smith: int, seed: int, timeout: float, mem_mb: int,
             if st == "ok" and counts is not None:
                 stats[f"{kind}:compared"] += 1
                 if counts != res["counts"]:
-                    bad = next(i for i, (a, b) in enumerate(zip(counts, res["counts"], strict=True))
-                               if a != b) if len(counts) == len(res["counts"]) else -1
+                    bad = (
+                        next(
+                            i
+                            for i, (a, b) in enumerate(zip(counts, res["counts"], strict=True))
+                            if a != b
+                        )
+                        if len(counts) == len(res["counts"])
+                        else -1
+                    )
                     fail = f"instruction counts differ from wasm-tools dump (function {bad})"
             elif st == "ok":
                 stats[f"{kind}:ok_but_dump_fails"] += 1
@@ -329,8 +378,12 @@ def run(mutations: int, smith: int, seed: int, timeout: float, mem_mb: int,
                 log(f"{made} smith modules, {time.time() - t0:.0f} s, {len(failures)} failures")
     finally:
         runner.close()
-    return {"stats": dict(stats), "failures": failures, "seconds": round(time.time() - t0, 1),
-            "rejected_valid": dict(rejected_valid.most_common(20))}
+    return {
+        "stats": dict(stats),
+        "failures": failures,
+        "seconds": round(time.time() - t0, 1),
+        "rejected_valid": dict(rejected_valid.most_common(20)),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -350,13 +403,15 @@ def main(argv: list[str] | None = None) -> int:
         return _worker(a.mem_mb)
     if a.smoke:
         a.mutations, a.smith, a.no_corpus = min(a.mutations, 60), min(a.smith, 5), True
-    res = run(a.mutations, a.smith, a.seed, a.timeout, a.mem_mb, not a.no_corpus,
-              not a.no_reference)
+    res = run(
+        a.mutations, a.smith, a.seed, a.timeout, a.mem_mb, not a.no_corpus, not a.no_reference
+    )
     if a.json:
         print(json.dumps(res, indent=1))
     else:
-        print(f"{res['seconds']} s; " + ", ".join(f"{k} {v}" for k, v in
-                                                  sorted(res["stats"].items())))
+        print(
+            f"{res['seconds']} s; " + ", ".join(f"{k} {v}" for k, v in sorted(res["stats"].items()))
+        )
         for msg, n in res["rejected_valid"].items():
             print(f"  valid but rejected x{n}: {msg}")
         print(f"{len(res['failures'])} failures")

@@ -31,14 +31,20 @@ HAVE_WASM_TOOLS = shutil.which("wasm-tools") is not None
 def _wasm_tools_valid(tmp_path: Path, data: bytes) -> bool:
     p = tmp_path / "m.wasm"
     p.write_bytes(data)
-    return subprocess.run(["wasm-tools", "validate", "--features", "all", str(p)],
-                          capture_output=True).returncode == 0
+    return (
+        subprocess.run(
+            ["wasm-tools", "validate", "--features", "all", str(p)], capture_output=True
+        ).returncode
+        == 0
+    )
 
 
 # ----------------------------------------------------------------------------- 1. recursion
 
-@pytest.mark.parametrize("build", [crafted.shared_prefix_type, crafted.shared_prefix_block,
-                                   crafted.shared_prefix_local])
+
+@pytest.mark.parametrize(
+    "build", [crafted.shared_prefix_type, crafted.shared_prefix_block, crafted.shared_prefix_local]
+)
 def test_shared_prefix_run_is_a_format_error_not_recursion(build):
     data = build(2000)
     with pytest.raises(WasmFormatError) as ei:
@@ -61,6 +67,7 @@ def test_read_heaptype_is_iterative_and_takes_one_shared_prefix():
 
 
 # ----------------------------------------------------------------------------- agreement
+
 
 def _careful(data: bytes, m) -> list[int] | WasmFormatError:
     counts = []
@@ -105,8 +112,27 @@ SEED_BODIES = [
     b"\x42\xff\xff\xff\xff\xff\xff\xff\xff\xff\x00\x1a\x0b",  # i64.const, 10-byte LEB
 ]
 SEED_LOCALS = [b"\x00", b"\x01\x01\x63\x65\x70", b"\x01\x02\x7f", b"\x01\x01\x64\x05"]
-INTERESTING = [0x00, 0x0B, 0x40, 0x63, 0x64, 0x65, 0x6C, 0x70, 0x7F, 0x80, 0xFF, 0x0F, 0x10,
-               0x18, 0xD0, 0xFB, 0x14, 0x02, 0x1F]
+INTERESTING = [
+    0x00,
+    0x0B,
+    0x40,
+    0x63,
+    0x64,
+    0x65,
+    0x6C,
+    0x70,
+    0x7F,
+    0x80,
+    0xFF,
+    0x0F,
+    0x10,
+    0x18,
+    0xD0,
+    0xFB,
+    0x14,
+    0x02,
+    0x1F,
+]
 
 
 @st.composite
@@ -128,8 +154,11 @@ def mutated_function(draw):
 
 
 def _module_for(code: bytes) -> bytes:
-    return module(section(1, vec([b"\x60\x00\x00"])), section(3, vec([b"\x00"])),
-                  section(10, vec([encode_uleb(len(code)) + code])))
+    return module(
+        section(1, vec([b"\x60\x00\x00"])),
+        section(3, vec([b"\x00"])),
+        section(10, vec([encode_uleb(len(code)) + code])),
+    )
 
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -138,25 +167,29 @@ def test_fast_and_careful_decoders_agree_on_mutated_bodies(code):
     assert_decoders_agree(_module_for(code))
 
 
-@pytest.mark.parametrize("code", [
-    b"\x00\x01\x63" + b"\x65" * 50 + b"\x70\x0b",  # shared run in a local (was fast-accepted)
-    b"\x00\x02\x63\x65\x65\x70\x0b\x0b",  # in a block type
-    b"\x01\x01\x40\x0b",  # local of type 0x40 (not a value type)
-    b"\x00\x02\x50\x0b\x0b",  # block type 0x50 (not a value type)
-    b"\x00\x02\x40\x0b",  # block; end without the function's end
-    b"\x00\x0b\x01\x0b",  # instructions after the final end
-    b"\x00\x20\x80\x80\x80\x80\x10\x1a\x0b",  # u32 LEB with bits beyond 32
-    b"\x00\x41\x80\x80\x80\x80\x10\x1a\x0b",  # s32 LEB with bad sign bits
-    b"\x00\xd0\x65\x70\x1a\x0b",  # ref.null (shared func): valid
-    b"\x00\xd0\x65\x0b",  # ref.null with a cut shared heap type
-    b"\x00\x02\x80\x7f\x0b\x0b",  # negative multi-byte block type index
-    b"\x02\xff\xff\x03\x7f\x01\x7f\x0b",  # 65535+... locals over the engine limit
-])
+@pytest.mark.parametrize(
+    "code",
+    [
+        b"\x00\x01\x63" + b"\x65" * 50 + b"\x70\x0b",  # shared run in a local (was fast-accepted)
+        b"\x00\x02\x63\x65\x65\x70\x0b\x0b",  # in a block type
+        b"\x01\x01\x40\x0b",  # local of type 0x40 (not a value type)
+        b"\x00\x02\x50\x0b\x0b",  # block type 0x50 (not a value type)
+        b"\x00\x02\x40\x0b",  # block; end without the function's end
+        b"\x00\x0b\x01\x0b",  # instructions after the final end
+        b"\x00\x20\x80\x80\x80\x80\x10\x1a\x0b",  # u32 LEB with bits beyond 32
+        b"\x00\x41\x80\x80\x80\x80\x10\x1a\x0b",  # s32 LEB with bad sign bits
+        b"\x00\xd0\x65\x70\x1a\x0b",  # ref.null (shared func): valid
+        b"\x00\xd0\x65\x0b",  # ref.null with a cut shared heap type
+        b"\x00\x02\x80\x7f\x0b\x0b",  # negative multi-byte block type index
+        b"\x02\xff\xff\x03\x7f\x01\x7f\x0b",  # 65535+... locals over the engine limit
+    ],
+)
 def test_decoders_agree_on_known_divergences(code):
     assert_decoders_agree(_module_for(code))
 
 
 # ----------------------------------------------------------------------------- 2. strings
+
 
 def test_quadratic_strings_module_decodes_without_strings():
     a = analyze_module(crafted.quadratic_strings(3000))
@@ -167,8 +200,12 @@ def test_quadratic_strings_module_decodes_without_strings():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.binary(min_size=1, max_size=300).map(
-    lambda b: b.replace(b"\x00", b"A") if len(b) % 3 else b), st.integers(0, 299))
+@given(
+    st.binary(min_size=1, max_size=300).map(
+        lambda b: b.replace(b"\x00", b"A") if len(b) % 3 else b
+    ),
+    st.integers(0, 299),
+)
 def test_precomputed_runs_match_the_regex(seg, rel):
     rel %= len(seg)
     dm = DataMap([(0, seg)])
@@ -186,8 +223,9 @@ def test_match_end_respects_the_cstring_limit_at_character_boundaries():
 def test_string_text_is_bounded_by_a_budget():
     """(ptr, len) records pointing at one large text: each decoded once, within the budget."""
     text = b"x" * 4096
-    recs = b"".join((0x10000).to_bytes(4, "little") + (4096).to_bytes(4, "little")
-                    for _ in range(64))
+    recs = b"".join(
+        (0x10000).to_bytes(4, "little") + (4096).to_bytes(4, "little") for _ in range(64)
+    )
     dm = DataMap([(0, recs), (0x10000, text)])
     dm.text_budget = 3 * 4096
     found = [dm.entry(8 * i)[2] for i in range(64)]
@@ -206,22 +244,26 @@ def test_sized_text_is_cached():
 
 # ----------------------------------------------------------------------------- 3. sizes
 
+
 def test_huge_custom_page_size_is_rejected_before_use():
     with pytest.raises(WasmFormatError, match="invalid custom page size"):
         analyze_module(crafted.huge_page_size())
 
 
-@pytest.mark.parametrize("mem,ok", [
-    (b"\x08\x01\x00", True),  # page size 1 byte
-    (b"\x08\x01\x10", True),  # 64 KiB
-    (b"\x08\x01\x0c", False),  # 4 KiB: not (yet) allowed
-    (b"\x00" + encode_uleb(65536), True),
-    (b"\x00" + encode_uleb(65537), False),
-    (b"\x01\x02\x01", False),  # min > max
-    (b"\x04" + encode_uleb(1 << 48), True),  # memory64
-    (b"\x04" + encode_uleb((1 << 48) + 1), False),
-    (b"\x08" + encode_uleb(0xFFFFFFFF) + b"\x00", True),  # 4G - 1 one-byte pages
-])
+@pytest.mark.parametrize(
+    "mem,ok",
+    [
+        (b"\x08\x01\x00", True),  # page size 1 byte
+        (b"\x08\x01\x10", True),  # 64 KiB
+        (b"\x08\x01\x0c", False),  # 4 KiB: not (yet) allowed
+        (b"\x00" + encode_uleb(65536), True),
+        (b"\x00" + encode_uleb(65537), False),
+        (b"\x01\x02\x01", False),  # min > max
+        (b"\x04" + encode_uleb(1 << 48), True),  # memory64
+        (b"\x04" + encode_uleb((1 << 48) + 1), False),
+        (b"\x08" + encode_uleb(0xFFFFFFFF) + b"\x00", True),  # 4G - 1 one-byte pages
+    ],
+)
 def test_memory_limits_follow_the_spec(mem, ok, tmp_path):
     data = module(section(5, vec([mem])))
     if ok:
@@ -248,6 +290,7 @@ def test_huge_declared_counts_are_clean_errors(i):
 
 # ----------------------------------------------------------------------------- 12. proposals
 
+
 def test_shared_everything_threads_module(tmp_path):
     data = crafted.shared_everything()
     if HAVE_WASM_TOOLS:
@@ -273,17 +316,25 @@ def test_compact_imports_both_count_conventions(tmp_path):
         assert _wasm_tools_valid(tmp_path, data)
     m = parse_module(data)
     assert [(i.module, i.field, i.kind) for i in m.imports] == [
-        ("env", "a", "func"), ("env", "b", "func"), ("env", "c", "global"),
-        ("wasi", "x", "func"), ("wasi", "y", "func")]
+        ("env", "a", "func"),
+        ("env", "b", "func"),
+        ("env", "c", "global"),
+        ("wasi", "x", "func"),
+        ("wasi", "y", "func"),
+    ]
     assert [i.type_index for i in m.func_imports] == [0, 0, 1, 1]
     # wabt 1.0.x writes the number of imports instead
     sec2 = next(s for s in m.sections if s.id == 2)
-    payload = data[sec2.offset:sec2.offset + sec2.size]
-    wabt = module(section(1, vec([b"\x60\x01\x7f\x00", b"\x60\x00\x00"])),
-                  section(2, encode_uleb(5) + payload[1:]))
+    payload = data[sec2.offset : sec2.offset + sec2.size]
+    wabt = module(
+        section(1, vec([b"\x60\x01\x7f\x00", b"\x60\x00\x00"])),
+        section(2, encode_uleb(5) + payload[1:]),
+    )
     assert len(parse_module(wabt).imports) == 5
-    bad = module(section(1, vec([b"\x60\x01\x7f\x00", b"\x60\x00\x00"])),
-                 section(2, encode_uleb(3) + payload[1:]))
+    bad = module(
+        section(1, vec([b"\x60\x01\x7f\x00", b"\x60\x00\x00"])),
+        section(2, encode_uleb(3) + payload[1:]),
+    )
     with pytest.raises(WasmFormatError, match="3 imports"):
         parse_module(bad)
 
@@ -291,7 +342,8 @@ def test_compact_imports_both_count_conventions(tmp_path):
 @pytest.mark.skipif(not HAVE_WASM_TOOLS, reason="needs wasm-tools")
 def test_wasm_tools_text_modules_with_both_proposals(tmp_path):
     wat = tmp_path / "m.wat"
-    wat.write_text(textwrap.dedent("""
+    wat.write_text(
+        textwrap.dedent("""
         (module
           (type $s (shared (func)))
           (import "env" (item "a" (func (type $s))) (item "b" (global i32)))
@@ -299,7 +351,8 @@ def test_wasm_tools_text_modules_with_both_proposals(tmp_path):
           (table shared 1 (ref null (shared func)))
           (func (type $s) (local (ref null (shared any)))
             (block (result (ref null (shared extern))) (ref.null (shared extern))) drop))
-    """))
+    """)
+    )
     out = tmp_path / "m.wasm"
     subprocess.run(["wasm-tools", "parse", str(wat), "-o", str(out)], check=True)
     data = out.read_bytes()
@@ -310,6 +363,7 @@ def test_wasm_tools_text_modules_with_both_proposals(tmp_path):
 
 
 # ----------------------------------------------------------------------------- 7. workers
+
 
 def _alive(pid: int) -> bool:
     try:
@@ -341,8 +395,9 @@ analyze_module(data, workers=2, progress=progress)
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
 def test_decode_workers_exit_when_the_parent_is_killed(sig):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    p = subprocess.Popen([sys.executable, "-c", WORKER_SCRIPT], stdout=subprocess.PIPE,
-                         env=env, cwd=ROOT, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-c", WORKER_SCRIPT], stdout=subprocess.PIPE, env=env, cwd=ROOT, text=True
+    )
     try:
         line = p.stdout.readline()
         pids = [int(x) for x in line.split()]
@@ -362,14 +417,20 @@ def test_decode_workers_exit_when_the_parent_is_killed(sig):
 
 # ----------------------------------------------------------------------------- CLI
 
+
 def test_cli_ingest_of_crafted_cases_never_prints_a_traceback(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     for name, data in crafted.crafted_cases().items():
         f = tmp_path / f"{name}.wasm"
         f.write_bytes(data)
-        r = subprocess.run([sys.executable, "-m", "kbtool.cli", "--db", str(tmp_path / "kb.db"),
-                            "ingest", str(f)], capture_output=True, text=True, env=env,
-                           cwd=tmp_path, timeout=300)
+        r = subprocess.run(
+            [sys.executable, "-m", "kbtool.cli", "--db", str(tmp_path / "kb.db"), "ingest", str(f)],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=300,
+        )
         assert "Traceback" not in r.stderr, (name, r.stderr[-2000:])
         assert r.returncode in (0, 1), (name, r.returncode, r.stderr[-500:])
         if r.returncode == 1:
@@ -379,11 +440,20 @@ def test_cli_ingest_of_crafted_cases_never_prints_a_traceback(tmp_path):
 
 # ----------------------------------------------------------------------------- harness
 
+
 def test_fuzz_harness_small_budget():
     from benchmarks import fuzz
 
-    res = fuzz.run(mutations=40, smith=3 if HAVE_WASM_TOOLS else 0, seed=7, timeout=60,
-                   mem_mb=768, include_corpus=False, reference=HAVE_WASM_TOOLS, log=lambda *_: None)
+    res = fuzz.run(
+        mutations=40,
+        smith=3 if HAVE_WASM_TOOLS else 0,
+        seed=7,
+        timeout=60,
+        mem_mb=768,
+        include_corpus=False,
+        reference=HAVE_WASM_TOOLS,
+        log=lambda *_: None,
+    )
     assert res["failures"] == []
     assert sum(v for k, v in res["stats"].items() if k.startswith("mutation:")) >= 40
 
@@ -414,9 +484,16 @@ def test_fuzz_dump_counts_parser():
 def test_fuzz_harness_long_run():
     from benchmarks import fuzz
 
-    res = fuzz.run(mutations=3000, smith=200 if HAVE_WASM_TOOLS else 0, seed=11, timeout=60,
-                   mem_mb=768, include_corpus=True, reference=HAVE_WASM_TOOLS,
-                   log=lambda *_: None)
+    res = fuzz.run(
+        mutations=3000,
+        smith=200 if HAVE_WASM_TOOLS else 0,
+        seed=11,
+        timeout=60,
+        mem_mb=768,
+        include_corpus=True,
+        reference=HAVE_WASM_TOOLS,
+        log=lambda *_: None,
+    )
     assert res["failures"] == []
 
 
