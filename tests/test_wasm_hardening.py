@@ -303,10 +303,39 @@ def test_shared_everything_threads_module(tmp_path):
     assert a.functions[0].mnemonics() == ["block", "ref.null", "end", "drop", "end"]
 
 
-def test_shared_everything_instructions_name_the_proposal():
-    # i32.const 1; ref.i31_shared (0xFE 0x72); drop; end
-    with pytest.raises(WasmFormatError, match="shared-everything-threads proposal"):
-        analyze_module(one_function(b"\x41\x01\xfe\x72\x1a\x0b"))
+def _shared_global_module(body: bytes) -> bytes:
+    return module(
+        section(1, vec([b"\x60\x00\x00"])),
+        section(3, vec([b"\x00"])),
+        section(6, vec([b"\x7f\x03\x41\x00\x0b"])),
+        section(10, vec([encode_uleb(len(body) + 1) + b"\x00" + body])),
+    )
+
+
+def test_shared_everything_instructions(tmp_path):
+    # global.atomic.get seqcst 0; drop; i32.const 1; ref.i31_shared; drop; end
+    data = _shared_global_module(b"\xfe\x4f\x00\x00\x1a\x41\x01\xfe\x72\x1a\x0b")
+    if HAVE_WASM_TOOLS:
+        assert _wasm_tools_valid(tmp_path, data)
+    f = analyze_module(data).functions[0]
+    assert f.mnemonics() == [
+        "global.atomic.get",
+        "drop",
+        "i32.const",
+        "ref.i31_shared",
+        "drop",
+        "end",
+    ]
+    assert f.globals_used == [0]
+    with pytest.raises(WasmFormatError, match="memory ordering"):
+        analyze_module(_shared_global_module(b"\xfe\x4f\x02\x00\x1a\x0b"))
+
+
+def test_unsupported_proposals_are_named():
+    with pytest.raises(WasmFormatError, match="custom-descriptors proposal"):
+        analyze_module(one_function(b"\x0b", locals_=b"\x01\x01\x63\x62\x00"))
+    with pytest.raises(WasmFormatError, match="stack-switching proposal"):
+        analyze_module(one_function(b"\xe0\x00\x1a\x0b"))
 
 
 def test_compact_imports_both_count_conventions(tmp_path):

@@ -3,8 +3,8 @@
 No DB, no front-end imports; Python stdlib only.
 """
 
-from .facts import FuncFacts, ModuleAnalysis, analyze_module, function_body
 from .errors import WasmFormatError
+from .facts import FuncFacts, ModuleAnalysis, analyze_module, function_body
 from .instr import disassemble, iter_instructions
 from .opcodes import MNEMONICS
 from .reader import (

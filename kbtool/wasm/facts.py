@@ -500,20 +500,22 @@ _DEF = b"\xffF"
 _STATIC = b"\xffB"
 _TAB = b"\xffX"
 _MISS = object()
+_TABLE_ATOMIC = PREFIX_BASE[0xFE] + 0x58  # shared-everything: global.atomic.* are below
+_STRUCT_ATOMIC = PREFIX_BASE[0xFE] + 0x5C
 
-# The fast loop's kinds: the opcode table's, plus three of its own: 24 heap type (ref.null,
-# ref.test, ref.cast), 25 end, 26 delegate (they track block depth).
+# The fast loop's kinds: the opcode table's, plus three of its own: 40 heap type (ref.null,
+# ref.test, ref.cast), 41 end, 42 delegate (they track block depth).
 _FAST_KIND = bytearray(BYTE_KIND)
-_FAST_KIND[0xD0] = 24
-_FAST_KIND[0x0B] = 25
-_FAST_KIND[0x18] = 26
+_FAST_KIND[0xD0] = 40
+_FAST_KIND[0x0B] = 41
+_FAST_KIND[0x18] = 42
 # per first byte: (base, kinds) of the prefix tables, else None
 _PFX = [None] * 256
 for _p in PREFIX_BASE:
     _kinds = bytearray(KIND[PREFIX_BASE[_p]:PREFIX_BASE[_p] + PREFIX_SLOTS[_p]])
     if _p == 0xFB:
         for _i in (0x14, 0x15, 0x16, 0x17):
-            _kinds[_i] = 24
+            _kinds[_i] = 40
     _PFX[_p] = (PREFIX_BASE[_p], bytes(_kinds))
 
 
@@ -615,7 +617,7 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
                 if k == 0:
                     app(b)
                     continue
-                if k == 25:  # end
+                if k == 41:  # end
                     app(b)
                     depth -= 1
                     if depth == 0 and p != end:
@@ -628,6 +630,8 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
                     if a >= 0x40:
                         if a >= 0x80:
                             a, p = _uleb_cont(data, p, a)
+                            if a >= 0x80:  # malformed (spec: below 2**7)
+                                raise _Bad
                         if a & 0x40:
                             if data[p] < 0x80:
                                 p += 1
@@ -761,6 +765,8 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
                         if a >= 0x40:
                             if a >= 0x80:
                                 a, p = _uleb_cont(data, p, a)
+                            if a >= 0x80:  # malformed (spec: below 2**7)
+                                raise _Bad
                             if a & 0x40:
                                 if data[p] < 0x80:
                                     p += 1
@@ -786,7 +792,7 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
                         else:
                             p = _skip(data, p)
                         continue
-                    if k == 24:  # ref.test / ref.cast: heap type
+                    if k == 40:  # ref.test / ref.cast: heap type
                         p = _heaptype_end(data, p)
                         continue
                     if k == 21:  # v128.const, i8x16.shuffle
@@ -807,6 +813,24 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
                         papp(data[last_cut:s])
                         papp(_TAB)
                         last_cut = p
+                        continue
+                    if k == 24 or k == 25:  # shared-everything atomics: ordering, index(es)
+                        if data[p] > 1:
+                            raise _Bad
+                        p += 1
+                        s = p
+                        x = data[p]
+                        p += 1
+                        if x >= 0x80:
+                            x, p = _uleb_cont(data, p, x)
+                        if op < _TABLE_ATOMIC:  # global.atomic.*
+                            gadd(x)
+                        elif op < _STRUCT_ATOMIC:  # table.atomic.*: placeholder
+                            papp(data[last_cut:s])
+                            papp(_TAB)
+                            last_cut = p
+                        if k == 25:
+                            p = p + 1 if data[p] < 0x80 else _skip(data, p)
                         continue
                     if k == 23:  # br_on_cast: flags, label, heap type, heap type
                         p += 1
@@ -943,10 +967,10 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
                             p = p + 1 if data[p] < 0x80 else _skip(data, p)
                         p = p + 1 if data[p] < 0x80 else _skip(data, p)
                     continue
-                if k == 24:  # ref.null: heap type
+                if k == 40:  # ref.null: heap type
                     p = _heaptype_end(data, p)
                     continue
-                if k == 26:  # delegate: label, closes a try
+                if k == 42:  # delegate: label, closes a try
                     p = p + 1 if data[p] < 0x80 else _skip(data, p)
                     depth -= 1
                     if depth <= 0:

@@ -30,6 +30,8 @@ from .opcodes import (
     K_MEM,
     K_MEM_LANE,
     K_NONE,
+    K_ORD_U32,
+    K_ORD_U32X2,
     K_PREFIX,
     K_REF_FUNC,
     K_SELECT_T,
@@ -85,7 +87,12 @@ def read_heaptype(data, p: int, end: int) -> tuple[str, int]:
         return f"shared {HEAP_TYPES[b2]}", p + 2
     v, p2 = read_sleb(data, p, end, 33, "heap type")
     if v < 0:
-        raise WasmFormatError(p, "heap type", f"unknown heap type 0x{b:02x}")
+        hint = ""
+        if b == 0x62:
+            hint = " (custom-descriptors proposal exact types are not supported)"
+        elif b in (0x68, 0x75):
+            hint = " (stack-switching proposal continuation types are not supported)"
+        raise WasmFormatError(p, "heap type", f"unknown heap type 0x{b:02x}{hint}")
     return str(v), p2
 
 
@@ -123,7 +130,10 @@ def read_blocktype(data, p: int, end: int):
 
 
 def _memarg(data, p, end):
+    at = p
     align, p = read_uleb(data, p, end, 32, "memarg alignment")
+    if align >= 0x80:  # bit 6: a memory index follows; larger values are malformed
+        raise WasmFormatError(at, "memarg alignment below 128", f"got {align}")
     mem = 0
     if align & 0x40:
         align &= ~0x40
@@ -134,10 +144,8 @@ def _memarg(data, p, end):
 
 def unsupported_hint(b: int, sub: int | None = None) -> str:
     """Name the proposal an unknown opcode belongs to, when it is a known unsupported one."""
-    if b == 0xFE and sub is not None and 0x4F <= sub <= 0x7F:
-        return " (shared-everything-threads proposal instructions are not supported)"
-    if b == 0xFB and sub is not None and sub >= 0x1F:
-        return " (shared-everything-threads/GC extension instructions are not supported)"
+    if b == 0xFB and sub is not None and 0x20 <= sub <= 0x26:
+        return " (custom-descriptors proposal instructions are not supported)"
     if 0xE0 <= b <= 0xE6:
         return " (stack-switching proposal instructions are not supported)"
     return ""
@@ -255,6 +263,17 @@ def decode_one(data, p: int, end: int):
         if p + 16 > end:
             raise WasmFormatError(p, "16 immediate bytes", "unexpected end of data")
         return op, p + 16, (bytes(data[p:p + 16]),)
+    if k == K_ORD_U32 or k == K_ORD_U32X2:
+        if p >= end:
+            raise WasmFormatError(p, "memory ordering", "unexpected end of data")
+        order = data[p]
+        if order > 1:
+            raise WasmFormatError(p, "memory ordering 0 (seqcst) or 1 (acqrel)", f"got {order}")
+        a, p = read_uleb(data, p + 1, end, 32, "index")
+        if k == K_ORD_U32:
+            return op, p, (order, a)
+        c, p = read_uleb(data, p, end, 32, "field index")
+        return op, p, (order, a, c)
     if k == K_BR_ON_CAST:
         if p >= end:
             raise WasmFormatError(p, "cast flags", "unexpected end of data")

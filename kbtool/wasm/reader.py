@@ -406,6 +406,8 @@ def _subtype(r: _R, form: int, at: int) -> FuncType:
     hint = ""
     if form in (0x5D, 0x5C):
         hint = " (stack-switching proposal types are not supported)"
+    elif form in (0x4D, 0x4C):
+        hint = " (custom-descriptors proposal types are not supported)"
     raise WasmFormatError(at, "type form 0x60 (func)", f"got 0x{form:02x}{hint}")
 
 
