@@ -169,7 +169,7 @@ def test_fast_and_careful_decoders_agree_on_mutated_bodies(code):
 @pytest.mark.parametrize(
     "code",
     [
-        b"\x00\x01\x63" + b"\x65" * 50 + b"\x70\x0b",  # shared run in a local (was fast-accepted)
+        b"\x01\x01\x63" + b"\x65" * 50 + b"\x70\x0b",  # shared run in a local
         b"\x00\x02\x63\x65\x65\x70\x0b\x0b",  # in a block type
         b"\x01\x01\x40\x0b",  # local of type 0x40 (not a value type)
         b"\x00\x02\x50\x0b\x0b",  # block type 0x50 (not a value type)
