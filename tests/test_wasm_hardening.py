@@ -331,9 +331,26 @@ def test_shared_everything_instructions(tmp_path):
         analyze_module(_shared_global_module(b"\xfe\x4f\x02\x00\x1a\x0b"))
 
 
+def test_custom_descriptors_types_and_exact_heap_types(tmp_path):
+    # rec { $t (descriptor $d) struct, $d (describes $t) struct }; func (param (ref (exact $t)))
+    types = section(
+        1, vec([b"\x4e\x02\x4d\x01\x5f\x00\x4c\x00\x5f\x00", b"\x60\x01\x64\x62\x00\x00"])
+    )
+    body = b"\x01\x01\x63\x62\x00\xd0\x62\x00\x1a\x20\x00\xfb\x17\x62\x00\x1a\x0b"
+    data = module(
+        types, section(3, vec([b"\x02"])), section(10, vec([encode_uleb(len(body)) + body]))
+    )
+    if HAVE_WASM_TOOLS:
+        assert _wasm_tools_valid(tmp_path, data)
+    a = analyze_module(data)
+    assert a.module.types[2].text() == "((ref exact 0)) -> ()"
+    assert a.functions[0].instr_count == 6
+    assert_decoders_agree(data)
+
+
 def test_unsupported_proposals_are_named():
     with pytest.raises(WasmFormatError, match="custom-descriptors proposal"):
-        analyze_module(one_function(b"\x0b", locals_=b"\x01\x01\x63\x62\x00"))
+        analyze_module(one_function(b"\x20\x00\xfb\x22\x00\x1a\x0b"))
     with pytest.raises(WasmFormatError, match="stack-switching proposal"):
         analyze_module(one_function(b"\xe0\x00\x1a\x0b"))
 

@@ -166,6 +166,8 @@ def _heaptype_end(data, p):
         if _ABS_HEAP[data[p + 1]]:
             return p + 2
         raise _Bad
+    if b == 0x62:  # exact type index (u32)
+        return p + 2 if data[p + 1] < 0x80 else _skip(data, p + 1)
     if b < 0x40:  # one-byte type index
         return p + 1
     if b < 0x80:  # negative one-byte s33: not a heap type

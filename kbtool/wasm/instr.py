@@ -70,7 +70,8 @@ _HEAPTYPE_OPS = {_REF_NULL} | {PREFIX_BASE[0xFB] + i for i in (0x14, 0x15, 0x16,
 
 def read_heaptype(data, p: int, end: int) -> tuple[str, int]:
     """A heap type: an abstract one (one byte), ``0x65`` + an abstract one (shared,
-    shared-everything-threads; the prefix appears exactly once) or a type index (s33 >= 0)."""
+    shared-everything-threads; the prefix appears exactly once), ``0x62`` + a type index
+    (exact, custom-descriptors) or a type index (s33 >= 0)."""
     if p >= end:
         raise WasmFormatError(p, "heap type", "unexpected end of data")
     b = data[p]
@@ -85,12 +86,13 @@ def read_heaptype(data, p: int, end: int) -> tuple[str, int]:
             raise WasmFormatError(p + 1, "abstract heap type after 'shared' (0x65)",
                                   f"got 0x{b2:02x}")
         return f"shared {HEAP_TYPES[b2]}", p + 2
+    if b == 0x62:  # (exact $t), custom-descriptors
+        v, p2 = read_uleb(data, p + 1, end, 32, "exact type index")
+        return f"exact {v}", p2
     v, p2 = read_sleb(data, p, end, 33, "heap type")
     if v < 0:
         hint = ""
-        if b == 0x62:
-            hint = " (custom-descriptors proposal exact types are not supported)"
-        elif b in (0x68, 0x75):
+        if b in (0x68, 0x75):
             hint = " (stack-switching proposal continuation types are not supported)"
         raise WasmFormatError(p, "heap type", f"unknown heap type 0x{b:02x}{hint}")
     return str(v), p2

@@ -386,7 +386,13 @@ def _subtype(r: _R, form: int, at: int) -> FuncType:
             r.u32("supertype index")
         at = r.pos
         form = r.u8("composite type form")
-    if form == 0x65:  # shared composite type (shared-everything-threads), once
+    seen: set[int] = set()
+    # prefixes, each at most once: 0x4C describes / 0x4D descriptor (custom-descriptors),
+    # 0x65 shared (shared-everything-threads)
+    while form in (0x4C, 0x4D, 0x65) and form not in seen:
+        seen.add(form)
+        if form != 0x65:
+            r.u32("descriptor type index")
         at = r.pos
         form = r.u8("composite type form")
     if form == 0x60:
@@ -406,8 +412,6 @@ def _subtype(r: _R, form: int, at: int) -> FuncType:
     hint = ""
     if form in (0x5D, 0x5C):
         hint = " (stack-switching proposal types are not supported)"
-    elif form in (0x4D, 0x4C):
-        hint = " (custom-descriptors proposal types are not supported)"
     raise WasmFormatError(at, "type form 0x60 (func)", f"got 0x{form:02x}{hint}")
 
 
