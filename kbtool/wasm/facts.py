@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from hashlib import blake2b
 
 from .errors import WasmFormatError
-from .instr import check_body
+from .instr import HEAP_TYPES, MAX_LOCALS, NUM_TYPES, REF_SHORT, check_body
 from .opcodes import BYTE_KIND, KIND, PREFIX_BASE, PREFIX_SLOTS, WIDTH
 from .reader import DataSegment, Module, parse_module
 
@@ -92,45 +92,109 @@ class _Bad(Exception):
 
 def _uleb_cont(data, p, x, maxshift=28):
     """Continue an unsigned LEB whose first byte ``x`` (>= 0x80) was consumed
-    (``maxshift`` 28: u32, at most 5 bytes; 63: u64, at most 10 bytes)."""
+    (``maxshift`` 28: u32, at most 5 bytes; 63: u64, at most 10 bytes). The unused high
+    bits of a last byte at ``maxshift`` must be zero, as in :func:`kbtool.wasm.leb.read_uleb`."""
     x &= 0x7F
     shift = 7
     while True:
         c = data[p]
         p += 1
-        x |= (c & 0x7F) << shift
         if c < 0x80:
-            return x, p
+            if shift == maxshift and c >> (4 if maxshift == 28 else 1):
+                raise _Bad
+            return x | (c << shift), p
+        x |= (c & 0x7F) << shift
         shift += 7
         if shift > maxshift:
             raise _Bad
 
 
-def _sleb_cont(data, p, x, maxshift=28):
-    """Continue a signed LEB whose first byte ``x`` (>= 0x80) was consumed."""
+def _sleb_cont(data, p, x, bits=32):
+    """Continue a signed LEB (``bits`` 32, 33 or 64) whose first byte ``x`` (>= 0x80) was
+    consumed; the unused bits of a full-length last byte must extend the sign."""
+    maxshift = 63 if bits > 35 else 28
     x &= 0x7F
     shift = 7
     while True:
         c = data[p]
         p += 1
         x |= (c & 0x7F) << shift
-        shift += 7
         if c < 0x80:
+            if shift == maxshift:
+                used = bits - maxshift
+                top = c >> (used - 1)
+                if top and top != (1 << (8 - used)) - 1:
+                    raise _Bad
+            shift += 7
             if c & 0x40:
                 x -= 1 << shift
             return x, p
+        shift += 7
         if shift > maxshift:
             raise _Bad
 
 
 def _skip(data, p):
-    """Skip a u32/s33 LEB whose first byte at ``p`` has the continuation bit set."""
+    """Skip a u32 LEB whose first byte at ``p`` has the continuation bit set."""
     q = p + 1
     while data[q] & 0x80:
         q += 1
         if q - p > 4:
             raise _Bad
+    if q - p == 4 and data[q] > 0x0F:  # 5th byte: only 4 value bits
+        raise _Bad
     return q + 1
+
+
+# value type bytes: 1 = one-byte type, 2 = 0x63/0x64 + heap type, 3 = 0x65 shared shorthand
+_VT = bytearray(256)
+for _b in (*NUM_TYPES, *REF_SHORT):
+    _VT[_b] = 1
+_VT[0x63] = _VT[0x64] = 2
+_VT[0x65] = 3
+_ABS_HEAP = bytearray(256)
+for _b in HEAP_TYPES:
+    _ABS_HEAP[_b] = 1
+
+
+def _heaptype_end(data, p):
+    """End of the heap type at ``p``; accepts exactly what :func:`instr.read_heaptype` does."""
+    b = data[p]
+    if _ABS_HEAP[b]:
+        return p + 1
+    if b == 0x65:
+        if _ABS_HEAP[data[p + 1]]:
+            return p + 2
+        raise _Bad
+    if b == 0x62:  # exact type index (u32)
+        return p + 2 if data[p + 1] < 0x80 else _skip(data, p + 1)
+    if b < 0x40:  # one-byte type index
+        return p + 1
+    if b < 0x80:  # negative one-byte s33: not a heap type
+        raise _Bad
+    x, q = _sleb_cont(data, p + 1, b, 33)
+    if x < 0:
+        raise _Bad
+    return q
+
+
+def _valtype_end(data, p):
+    """End of the value type at ``p``; accepts exactly what :func:`instr.read_valtype` does."""
+    c = _VT[data[p]]
+    if c == 1:
+        return p + 1
+    if c == 2:
+        return _heaptype_end(data, p + 1)
+    if c == 3:
+        return _heaptype_end(data, p)
+    raise _Bad
+
+
+def _blocktype_end(data, p, x):
+    """End of a block type whose first byte ``x`` is in 0x40..0x7F (empty or a value type)."""
+    if x == 0x40 or _VT[x] == 1:
+        return p + 1
+    return _valtype_end(data, p)
 
 
 # ----------------------------------------------------------------------------- strings
@@ -167,7 +231,11 @@ def _plausible(s: str) -> bool:
     return letters >= 3 and letters * 2 >= len(s)
 
 
+
+
 _PRINTABLE_ASCII = frozenset(range(0x20, 0x7F)) | {0x09, 0x0A, 0x0D}
+_RUNS = re.compile(_RUN.pattern[:-1] + b"+")  # maximal non-empty runs of printable text
+_CONT = range(0x80, 0xC0)  # UTF-8 continuation bytes
 
 
 class DataMap:
@@ -176,7 +244,15 @@ class DataMap:
 
     ``sized_first`` (Rust, Go: strings are ``(ptr, len)`` pairs, not NUL-terminated)
     changes which evidence wins, see :meth:`entry`.
+
+    Cost is linear in the data size: the printable runs of a segment are found once (on
+    the first address inside it), each address then costs a bisection, and the text
+    decoded for strings is bounded by ``text_budget`` (a multiple of the data size), so a
+    crafted module cannot make string recovery quadratic.
     """
+
+    TEXT_BUDGET_FACTOR = 16
+    TEXT_BUDGET_MIN = 1 << 22
 
     def __init__(self, segs: list[tuple[int, bytes]], wasm32: bool = True,
                  sized_first: bool = False) -> None:
@@ -189,12 +265,49 @@ class DataMap:
         self.wasm32 = wasm32
         self.sized_first = sized_first
         self.cache: dict[int, tuple | None] = {}
+        self.runs: dict[int, tuple[list[int], list[int]]] = {}
+        self.sized_cache: dict[tuple[int, int, int], str | None] = {}
+        total = sum(len(d) for d in self.datas)
+        self.text_budget = max(self.TEXT_BUDGET_MIN, self.TEXT_BUDGET_FACTOR * total)
 
     def locate(self, addr: int):
         i = bisect_right(self.starts, addr) - 1
         if i < 0 or addr >= self.ends[i]:
             return None
         return self.datas[i], addr - self.starts[i]
+
+    def _runs_of(self, i: int) -> tuple[list[int], list[int]]:
+        r = self.runs.get(i)
+        if r is None:
+            starts: list[int] = []
+            ends: list[int] = []
+            for mt in _RUNS.finditer(self.datas[i]):
+                starts.append(mt.start())
+                ends.append(mt.end())
+            r = self.runs[i] = (starts, ends)
+        return r
+
+    def _match_end(self, i: int, seg: bytes, rel: int) -> int:
+        """Where ``_RUN.match(seg, rel, rel + MAX_CSTRING)`` ends, from the precomputed
+        runs: a run's characters start at its non-continuation bytes, so a match from
+        one of them ends at the run's end (or at the last whole character in the limit)."""
+        rs, rend = self._runs_of(i)
+        j = bisect_right(rs, rel) - 1
+        if j < 0 or rel >= rend[j] or seg[rel] in _CONT:
+            return rel
+        e_ = rend[j]
+        if e_ - rel > MAX_CSTRING:
+            e_ = rel + MAX_CSTRING
+            while seg[e_] in _CONT:
+                e_ -= 1
+        return e_
+
+    def _text(self, b: bytes) -> str | None:
+        """:func:`_printable_text` within the text budget."""
+        if self.text_budget < len(b):
+            return None
+        self.text_budget -= len(b)
+        return _printable_text(b)
 
     def entry(self, addr: int):
         """Cached ``(shape_repl, immediate, fallback, seg, rel)`` for an address inside
@@ -212,29 +325,31 @@ class DataMap:
         e = self.cache.get(addr, 0)
         if e != 0:
             return e
-        loc = self.locate(addr)
-        if loc is None:
+        i = bisect_right(self.starts, addr) - 1
+        if i < 0 or addr >= self.ends[i]:
             self.cache[addr] = None
             return None
-        seg, rel = loc
+        seg = self.datas[i]
+        rel = addr - self.starts[i]
         cstr = indirect = run = None
+        e_ = self._match_end(i, seg, rel)
         at_start = rel == 0 or seg[rel - 1] not in _PRINTABLE_ASCII
-        m = _RUN.match(seg, rel, min(len(seg), rel + MAX_CSTRING))
-        e_ = m.end()
         n = e_ - rel
         if n >= MIN_STRING and (at_start or self.sized_first):
             if at_start and e_ < len(seg) and seg[e_] == 0:
-                cstr = _printable_text(seg[rel:e_])
-            r = seg[rel:min(e_, rel + MAX_RUN)].decode("utf-8", "ignore")
-            if _plausible(r) and r.replace("\n", "").replace("\t", "").replace(
-                    "\r", "").isprintable():
-                run = r
+                cstr = self._text(seg[rel:e_])
+            if self.text_budget >= MAX_RUN:
+                r = seg[rel:min(e_, rel + MAX_RUN)].decode("utf-8", "ignore")
+                self.text_budget -= len(r)
+                if _plausible(r) and r.replace("\n", "").replace("\t", "").replace(
+                        "\r", "").isprintable():
+                    run = r
         if self.wasm32 and rel + 8 <= len(seg) and (cstr is None or self.sized_first):
             p2, l2 = struct.unpack_from("<II", seg, rel)
             if MIN_STRING <= l2 <= MAX_STR_LEN:
                 loc2 = self.locate(p2)
                 if loc2 is not None and loc2[1] + l2 <= len(loc2[0]):
-                    t2 = _printable_text(loc2[0][loc2[1]:loc2[1] + l2])
+                    t2 = self._text(loc2[0][loc2[1]:loc2[1] + l2])
                     if t2 is not None and any(c.isalpha() for c in t2):
                         indirect = t2
         if cstr is not None:
@@ -250,11 +365,16 @@ class DataMap:
         return e
 
     def sized_text(self, e, length: int) -> str | None:
-        """Text of ``length`` bytes at an entry's address (Rust ``(ptr, len)`` args)."""
+        """Text of ``length`` bytes at an entry's address (Rust ``(ptr, len)`` args);
+        cached per (address, length)."""
         seg, rel = e[3], e[4]
-        if rel + length > len(seg):
-            return None
-        return _printable_text(seg[rel:rel + length])
+        key = (id(seg), rel, length)
+        t = self.sized_cache.get(key, 0)
+        if t != 0:
+            return t
+        t = None if rel + length > len(seg) else self._text(seg[rel:rel + length])
+        self.sized_cache[key] = t
+        return t
 
 
 _INIT_RE = re.compile(
@@ -328,6 +448,7 @@ def static_region(m: Module, dmap: DataMap) -> tuple[int, int]:
     if sp is not None and sp > dmap.hi:
         return dmap.lo, sp
     mem = m.memories[0] if m.memories else None
+    # the reader bounds min and page size (at most 2**64 bytes): a plain shift is safe
     mem_bytes = (mem.min << mem.page_size_log2) if mem is not None else 0
     return dmap.lo, max(dmap.hi, mem_bytes)
 
@@ -381,11 +502,23 @@ _DEF = b"\xffF"
 _STATIC = b"\xffB"
 _TAB = b"\xffX"
 _MISS = object()
+_TABLE_ATOMIC = PREFIX_BASE[0xFE] + 0x58  # shared-everything: global.atomic.* are below
+_STRUCT_ATOMIC = PREFIX_BASE[0xFE] + 0x5C
 
+# The fast loop's kinds: the opcode table's, plus three of its own: 40 heap type (ref.null,
+# ref.test, ref.cast), 41 end, 42 delegate (they track block depth).
+_FAST_KIND = bytearray(BYTE_KIND)
+_FAST_KIND[0xD0] = 40
+_FAST_KIND[0x0B] = 41
+_FAST_KIND[0x18] = 42
 # per first byte: (base, kinds) of the prefix tables, else None
 _PFX = [None] * 256
 for _p in PREFIX_BASE:
-    _PFX[_p] = (PREFIX_BASE[_p], KIND[PREFIX_BASE[_p]:PREFIX_BASE[_p] + PREFIX_SLOTS[_p]])
+    _kinds = bytearray(KIND[PREFIX_BASE[_p]:PREFIX_BASE[_p] + PREFIX_SLOTS[_p]])
+    if _p == 0xFB:
+        for _i in (0x14, 0x15, 0x16, 0x17):
+            _kinds[_i] = 40
+    _PFX[_p] = (PREFIX_BASE[_p], bytes(_kinds))
 
 
 def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0,
@@ -395,7 +528,7 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
     m = ctx.m
     code = m.code
     nimp = ctx.nimp
-    KINDB = BYTE_KIND
+    KINDB = _FAST_KIND
     PFX = _PFX
     W = WIDTH
     imp_repl = ctx.imp_repl
@@ -436,8 +569,12 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
         gadd = globs.add
         memops = []
         mapp = memops.append
-        parts = []
-        papp = parts.append
+        ti = ftypes[ci_]
+        sig = type_text[ti] if ti < ntypes else f"type[{ti}]"
+        # the shape hash is fed as the normalised body is produced (never held in memory)
+        sh = blake2b(sig.encode(), digest_size=16)
+        sh.update(b"\x00")
+        papp = sh.update
         refs = []
         loops = 0
         cind = 0
@@ -454,18 +591,20 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
                 n, p = _uleb_cont(data, p, n)
             if n > end - p:
                 raise _Bad
+            nloc = 0
             for _ in range(n):
-                if data[p] >= 0x80:
-                    p = _skip(data, p)
-                else:
-                    p += 1
-                t = data[p]
+                c = data[p]
                 p += 1
-                if t == 0x63 or t == 0x64:
-                    if data[p] >= 0x80:
-                        p = _skip(data, p)
-                    else:
-                        p += 1
+                if c >= 0x80:
+                    c, p = _uleb_cont(data, p, c)
+                nloc += c
+                if _VT[data[p]] == 1:
+                    p += 1
+                else:
+                    p = _valtype_end(data, p)
+            if nloc > MAX_LOCALS:
+                raise _Bad
+            depth = 1
             while p < end:
                 b = data[p]
                 p += 1
@@ -480,6 +619,12 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
                 if k == 0:
                     app(b)
                     continue
+                if k == 41:  # end
+                    app(b)
+                    depth -= 1
+                    if depth == 0 and p != end:
+                        raise _Bad  # instructions after the function's final end
+                    continue
                 if k == 2:  # memarg
                     app(b)
                     a = data[p]
@@ -487,6 +632,8 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
                     if a >= 0x40:
                         if a >= 0x80:
                             a, p = _uleb_cont(data, p, a)
+                            if a >= 0x80:  # malformed (spec: below 2**7)
+                                raise _Bad
                         if a & 0x40:
                             if data[p] < 0x80:
                                 p += 1
@@ -527,7 +674,7 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
                                 if c2 & 0x40:
                                     x -= 0x200000
                             else:
-                                x, p = _sleb_cont(data, p + 1, x)
+                                x, p = _sleb_cont(data, p + 1, x, 32)
                     if pend is not None:
                         tx = None
                         if s - 1 == pend_at and MIN_STRING <= x <= MAX_STR_LEN:
@@ -579,6 +726,7 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
                     continue
                 if k == 6:  # block / loop / if / try
                     app(b)
+                    depth += 1
                     if b == 3:
                         loops += 1
                     x = data[p]
@@ -588,15 +736,12 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
                         p += 1
                         last_cut = p
                     elif x < 0x80:
-                        p += 1
-                        if x == 0x63 or x == 0x64:
-                            if data[p] < 0x80:
-                                p += 1
-                            else:
-                                p = _skip(data, p)
+                        p = _blocktype_end(data, p, x)
                     else:
                         s = p
-                        x, p = _sleb_cont(data, p + 1, x)
+                        x, p = _sleb_cont(data, p + 1, x, 33)
+                        if x < 0:
+                            raise _Bad
                         papp(data[last_cut:s])
                         papp(type_repl[x] if 0 <= x < ntypes else _BAD_T)
                         last_cut = p
@@ -622,6 +767,8 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
                         if a >= 0x40:
                             if a >= 0x80:
                                 a, p = _uleb_cont(data, p, a)
+                            if a >= 0x80:  # malformed (spec: below 2**7)
+                                raise _Bad
                             if a & 0x40:
                                 if data[p] < 0x80:
                                     p += 1
@@ -647,6 +794,9 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
                         else:
                             p = _skip(data, p)
                         continue
+                    if k == 40:  # ref.test / ref.cast: heap type
+                        p = _heaptype_end(data, p)
+                        continue
                     if k == 21:  # v128.const, i8x16.shuffle
                         p += 16
                         continue
@@ -666,10 +816,29 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
                         papp(_TAB)
                         last_cut = p
                         continue
-                    if k == 23:  # br_on_cast
+                    if k == 24 or k == 25:  # shared-everything atomics: ordering, index(es)
+                        if data[p] > 1:
+                            raise _Bad
                         p += 1
-                        for _ in range(3):
+                        s = p
+                        x = data[p]
+                        p += 1
+                        if x >= 0x80:
+                            x, p = _uleb_cont(data, p, x)
+                        if op < _TABLE_ATOMIC:  # global.atomic.*
+                            gadd(x)
+                        elif op < _STRUCT_ATOMIC:  # table.atomic.*: placeholder
+                            papp(data[last_cut:s])
+                            papp(_TAB)
+                            last_cut = p
+                        if k == 25:
                             p = p + 1 if data[p] < 0x80 else _skip(data, p)
+                        continue
+                    if k == 23:  # br_on_cast: flags, label, heap type, heap type
+                        p += 1
+                        p = p + 1 if data[p] < 0x80 else _skip(data, p)
+                        p = _heaptype_end(data, p)
+                        p = _heaptype_end(data, p)
                         continue
                     raise _Bad
                 # ---- single-byte opcodes with rarer immediates
@@ -682,7 +851,7 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
                         if x & 0x40:
                             x -= 0x80
                     else:
-                        x, p = _sleb_cont(data, p, x, 63)
+                        x, p = _sleb_cont(data, p, x, 64)
                     consts[x] = None
                     u = x if x >= 0 else x + 0x10000000000000000
                     if dlo <= u < dhi:
@@ -765,12 +934,10 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
                     if x > end - p:
                         raise _Bad
                     for _ in range(x):
-                        t = data[p]
-                        p += 1
-                        if t == 0x63 or t == 0x64:
-                            p = p + 1 if data[p] < 0x80 else _skip(data, p)
+                        p = _valtype_end(data, p)
                     continue
                 if k == 18:  # try_table
+                    depth += 1
                     x = data[p]
                     if x < 0x40:
                         papp(data[last_cut:p])
@@ -778,12 +945,12 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
                         p += 1
                         last_cut = p
                     elif x < 0x80:
-                        p += 1
-                        if x == 0x63 or x == 0x64:
-                            p = p + 1 if data[p] < 0x80 else _skip(data, p)
+                        p = _blocktype_end(data, p, x)
                     else:
                         s = p
-                        x, p = _sleb_cont(data, p + 1, x)
+                        x, p = _sleb_cont(data, p + 1, x, 33)
+                        if x < 0:
+                            raise _Bad
                         papp(data[last_cut:s])
                         papp(type_repl[x] if 0 <= x < ntypes else _BAD_T)
                         last_cut = p
@@ -802,8 +969,17 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
                             p = p + 1 if data[p] < 0x80 else _skip(data, p)
                         p = p + 1 if data[p] < 0x80 else _skip(data, p)
                     continue
+                if k == 40:  # ref.null: heap type
+                    p = _heaptype_end(data, p)
+                    continue
+                if k == 42:  # delegate: label, closes a try
+                    p = p + 1 if data[p] < 0x80 else _skip(data, p)
+                    depth -= 1
+                    if depth <= 0:
+                        raise _Bad
+                    continue
                 raise _Bad  # K_BAD or a kind that no single-byte opcode has
-            if p != end or not ops or ops[-1] != 0x0B:
+            if p != end or depth != 0:
                 raise _Bad
         except (_Bad, IndexError):
             check_body(data, start, end)
@@ -813,17 +989,8 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
             tx = pend[2]
             if tx:
                 strs[tx] = None
-        ti = ftypes[ci_]
-        sig = type_text[ti] if ti < ntypes else f"type[{ti}]"
         body = data[start:end]
-        if parts:
-            papp(data[last_cut:end])
-            norm = b"".join(parts)
-        else:
-            norm = body
-        sh = blake2b(sig.encode(), digest_size=16)
-        sh.update(b"\x00")
-        sh.update(norm)
+        papp(data[last_cut:end])
         out.append(FuncFacts(
             fidx, False, None, None, sig, exports.get(fidx, []), func_names.get(fidx),
             start, end - start, len(ops), ops.tobytes(), calls, cind, refs, list(consts),
@@ -836,6 +1003,41 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
 # ----------------------------------------------------------------------------- workers
 
 _WORKER_STATE: dict = {}
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+PARENT_POLL_SECONDS = 0.5
+
+
+def _worker_init(parent_pid: int) -> None:
+    """Pool worker start: exit when the parent dies (a SIGKILLed/SIGTERMed ``kbtool ingest``
+    must not leave workers running and holding its files). Linux: the kernel sends SIGKILL
+    (``prctl(PR_SET_PDEATHSIG)``); everywhere: a daemon thread polls the parent pid."""
+    import os
+    import signal
+    import sys
+    import threading
+
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):  # pragma: no cover - no usable libc
+            pass
+    if os.getppid() != parent_pid:  # the parent died before the death signal was armed
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True,
+                     name="kbtool-parent-watch").start()
+
+
+def _watch_parent(parent_pid: int) -> None:
+    import os
+    import time
+
+    while True:
+        time.sleep(PARENT_POLL_SECONDS)
+        if os.getppid() != parent_pid:
+            os._exit(1)
 
 
 def _worker_run(rng: tuple[int, int]) -> list[tuple]:
@@ -896,6 +1098,7 @@ def analyze_module(data, *, progress=None, workers: int = 1) -> ModuleAnalysis:
 
 def _analyze_parallel(data, ctx, workers, progress, total):
     import multiprocessing as mp
+    import os
     from concurrent.futures import ProcessPoolExecutor
 
     try:
@@ -906,7 +1109,9 @@ def _analyze_parallel(data, ctx, workers, progress, total):
     out: list[FuncFacts] = []
     _WORKER_STATE["ctx"] = ctx  # inherited by the forked workers
     try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=mpctx) as ex:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=mpctx,
+                                 initializer=_worker_init,
+                                 initargs=(os.getpid(),)) as ex:
             done = 0
             for (a, b), res in zip(ranges, ex.map(_worker_run, ranges), strict=True):
                 out.extend(FuncFacts(*t) for t in res)

@@ -30,6 +30,8 @@ from .opcodes import (
     K_MEM,
     K_MEM_LANE,
     K_NONE,
+    K_ORD_U32,
+    K_ORD_U32X2,
     K_PREFIX,
     K_REF_FUNC,
     K_SELECT_T,
@@ -60,23 +62,39 @@ REF_SHORT[0x72] = "nullexternref"
 REF_SHORT[0x73] = "nullfuncref"
 REF_SHORT[0x74] = "nullexnref"
 
+MAX_LOCALS = 50_000  # declared locals per function: the engines' (and wasm-tools') limit
 _OP_PREFIX_ATOMIC = PREFIX_BASE[0xFE]
 _REF_NULL = 0xD0
 _HEAPTYPE_OPS = {_REF_NULL} | {PREFIX_BASE[0xFB] + i for i in (0x14, 0x15, 0x16, 0x17)}
 
 
 def read_heaptype(data, p: int, end: int) -> tuple[str, int]:
+    """A heap type: an abstract one (one byte), ``0x65`` + an abstract one (shared,
+    shared-everything-threads; the prefix appears exactly once), ``0x62`` + a type index
+    (exact, custom-descriptors) or a type index (s33 >= 0)."""
     if p >= end:
         raise WasmFormatError(p, "heap type", "unexpected end of data")
     b = data[p]
     if b in HEAP_TYPES:
         return HEAP_TYPES[b], p + 1
-    if b == 0x65:  # shared heap type (shared-everything threads)
-        t, p2 = read_heaptype(data, p + 1, end)
-        return f"shared {t}", p2
+    if b == 0x65:
+        if p + 1 >= end:
+            raise WasmFormatError(p + 1, "abstract heap type after 'shared' (0x65)",
+                                  "unexpected end of data")
+        b2 = data[p + 1]
+        if b2 not in HEAP_TYPES:
+            raise WasmFormatError(p + 1, "abstract heap type after 'shared' (0x65)",
+                                  f"got 0x{b2:02x}")
+        return f"shared {HEAP_TYPES[b2]}", p + 2
+    if b == 0x62:  # (exact $t), custom-descriptors
+        v, p2 = read_uleb(data, p + 1, end, 32, "exact type index")
+        return f"exact {v}", p2
     v, p2 = read_sleb(data, p, end, 33, "heap type")
     if v < 0:
-        raise WasmFormatError(p, "heap type", f"unknown heap type 0x{b:02x}")
+        hint = ""
+        if b in (0x68, 0x75):
+            hint = " (stack-switching proposal continuation types are not supported)"
+        raise WasmFormatError(p, "heap type", f"unknown heap type 0x{b:02x}{hint}")
     return str(v), p2
 
 
@@ -92,6 +110,9 @@ def read_valtype(data, p: int, end: int, what: str = "value type") -> tuple[str,
             return REF_SHORT[data[p + 1]], p + 2  # (ref null func) is funcref
         h, p2 = read_heaptype(data, p + 1, end)
         return (f"(ref null {h})" if b == 0x63 else f"(ref {h})"), p2
+    if b == 0x65:  # (ref null (shared ht)) shorthand
+        h, p2 = read_heaptype(data, p, end)
+        return f"(ref null {h})", p2
     raise WasmFormatError(p, what, f"unknown value type 0x{b:02x}")
 
 
@@ -102,7 +123,7 @@ def read_blocktype(data, p: int, end: int):
     b = data[p]
     if b == 0x40:
         return "", p + 1
-    if b in NUM_TYPES or b in REF_SHORT or b in (0x63, 0x64):
+    if b in NUM_TYPES or b in REF_SHORT or b in (0x63, 0x64, 0x65):
         return read_valtype(data, p, end, "block type")
     v, p2 = read_sleb(data, p, end, 33, "block type")
     if v < 0:
@@ -111,13 +132,25 @@ def read_blocktype(data, p: int, end: int):
 
 
 def _memarg(data, p, end):
+    at = p
     align, p = read_uleb(data, p, end, 32, "memarg alignment")
+    if align >= 0x80:  # bit 6: a memory index follows; larger values are malformed
+        raise WasmFormatError(at, "memarg alignment below 128", f"got {align}")
     mem = 0
     if align & 0x40:
         align &= ~0x40
         mem, p = read_uleb(data, p, end, 32, "memarg memory index")
     offset, p = read_uleb(data, p, end, 64, "memarg offset")
     return align, offset, mem, p
+
+
+def unsupported_hint(b: int, sub: int | None = None) -> str:
+    """Name the proposal an unknown opcode belongs to, when it is a known unsupported one."""
+    if b == 0xFB and sub is not None and 0x20 <= sub <= 0x26:
+        return " (custom-descriptors proposal instructions are not supported)"
+    if 0xE0 <= b <= 0xE6:
+        return " (stack-switching proposal instructions are not supported)"
+    return ""
 
 
 def decode_one(data, p: int, end: int):
@@ -136,11 +169,12 @@ def decode_one(data, p: int, end: int):
     if k == K_PREFIX:
         sub, p = read_uleb(data, p, end, 32, f"sub-opcode after prefix 0x{b:02x}")
         if sub >= PREFIX_SLOTS[b] or KIND[PREFIX_BASE[b] + sub] == K_BAD:
-            raise WasmFormatError(start, "opcode", f"unknown opcode 0x{b:02x} 0x{sub:x}")
+            raise WasmFormatError(start, "opcode",
+                                  f"unknown opcode 0x{b:02x} 0x{sub:x}" + unsupported_hint(b, sub))
         op = PREFIX_BASE[b] + sub
         k = KIND[op]
     elif k == K_BAD:
-        raise WasmFormatError(start, "opcode", f"unknown opcode 0x{b:02x}")
+        raise WasmFormatError(start, "opcode", f"unknown opcode 0x{b:02x}" + unsupported_hint(b))
     if k == K_NONE:
         return op, p, ()
     if k == K_U32:
@@ -231,6 +265,17 @@ def decode_one(data, p: int, end: int):
         if p + 16 > end:
             raise WasmFormatError(p, "16 immediate bytes", "unexpected end of data")
         return op, p + 16, (bytes(data[p:p + 16]),)
+    if k == K_ORD_U32 or k == K_ORD_U32X2:
+        if p >= end:
+            raise WasmFormatError(p, "memory ordering", "unexpected end of data")
+        order = data[p]
+        if order > 1:
+            raise WasmFormatError(p, "memory ordering 0 (seqcst) or 1 (acqrel)", f"got {order}")
+        a, p = read_uleb(data, p + 1, end, 32, "index")
+        if k == K_ORD_U32:
+            return op, p, (order, a)
+        c, p = read_uleb(data, p, end, 32, "field index")
+        return op, p, (order, a, c)
     if k == K_BR_ON_CAST:
         if p >= end:
             raise WasmFormatError(p, "cast flags", "unexpected end of data")
@@ -308,8 +353,14 @@ def read_local_decls(data, p: int, end: int) -> tuple[list[tuple[int, str]], int
     if n > end - p:
         raise WasmFormatError(p, "local declarations", "count larger than the body")
     out = []
+    total = 0
     for _ in range(n):
+        at = p
         c, p = read_uleb(data, p, end, 32, "local count")
+        total += c
+        if total > MAX_LOCALS:
+            raise WasmFormatError(at, f"at most {MAX_LOCALS} locals per function",
+                                  f"{total} declared (engine limit)")
         t, p = read_valtype(data, p, end, "local type")
         out.append((c, t))
     return out, p
@@ -321,7 +372,8 @@ def skip_local_decls(data, p: int, end: int) -> int:
 
 def check_body(data, body_start: int, body_end: int) -> None:
     """Decode one body carefully and raise WasmFormatError at the first problem
-    (used to diagnose a body the fast decoder rejected)."""
+    (used to diagnose a body the fast decoder rejected). The function's final ``end``
+    must close the body: nothing may follow it, and blocks must balance."""
     p = skip_local_decls(data, body_start, body_end)
     last = -1
     depth = 1
@@ -329,10 +381,11 @@ def check_body(data, body_start: int, body_end: int) -> None:
         op, p2, _ = decode_one(data, p, body_end)
         if op in (0x02, 0x03, 0x04, 0x06, 0x1F):
             depth += 1
-        elif op == 0x0B:
+        elif op == 0x0B or op == 0x18:  # end; delegate closes a try
             depth -= 1
-        elif op == 0x18:  # delegate closes a try
-            depth -= 1
+            if depth == 0 and p2 != body_end:
+                raise WasmFormatError(p2, "end of function body",
+                                      "instructions after the function's final 'end'")
         last = op
         p = p2
     if p != body_end:

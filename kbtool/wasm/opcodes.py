@@ -41,6 +41,8 @@ K_MEM_LANE = 20   # memarg + lane byte
 K_V128 = 21       # 16 bytes (v128.const, i8x16.shuffle)
 K_BYTE = 22       # one reserved byte (atomic.fence)
 K_BR_ON_CAST = 23  # flags byte, label, heaptype, heaptype
+K_ORD_U32 = 24    # memory ordering byte, index (shared-everything global/table/array atomics)
+K_ORD_U32X2 = 25  # memory ordering byte, type index, field index (struct atomics)
 K_PREFIX = 30     # 0xFB..0xFE: sub-opcode follows
 K_BAD = 31        # not an opcode
 
@@ -50,13 +52,14 @@ KIND_NAMES = {
     K_BR_TABLE: "br_table", K_CALL_INDIRECT: "call_indirect", K_REF_FUNC: "ref_func",
     K_SELECT_T: "select_t", K_TABLE: "table", K_TABLE2: "table2", K_TYPE: "type",
     K_U32X2: "u32x2", K_TRY_TABLE: "try_table", K_LANE: "lane", K_MEM_LANE: "memarg_lane",
-    K_V128: "v128", K_BYTE: "byte", K_BR_ON_CAST: "br_on_cast", K_PREFIX: "prefix",
+    K_V128: "v128", K_BYTE: "byte", K_BR_ON_CAST: "br_on_cast", K_ORD_U32: "ord_u32",
+    K_ORD_U32X2: "ord_u32x2", K_PREFIX: "prefix",
     K_BAD: "bad",
 }
 
 PREFIX_BASE = {0xFC: 0x100, 0xFB: 0x120, 0xFD: 0x140, 0xFE: 0x260}
-PREFIX_SLOTS = {0xFC: 0x20, 0xFB: 0x20, 0xFD: 0x120, 0xFE: 0x50}
-NUM_OPS = 0x2B0
+PREFIX_SLOTS = {0xFC: 0x20, 0xFB: 0x20, 0xFD: 0x120, 0xFE: 0x73}
+NUM_OPS = 0x2D3
 
 _K = {
     "-": K_NONE, "u32": K_U32, "mem": K_MEM, "i32": K_I32, "global": K_GLOBAL,
@@ -64,7 +67,8 @@ _K = {
     "br_table": K_BR_TABLE, "call_indirect": K_CALL_INDIRECT, "ref_func": K_REF_FUNC,
     "select_t": K_SELECT_T, "table": K_TABLE, "table2": K_TABLE2, "type": K_TYPE,
     "u32x2": K_U32X2, "try_table": K_TRY_TABLE, "lane": K_LANE, "memlane": K_MEM_LANE,
-    "v128": K_V128, "byte": K_BYTE, "br_on_cast": K_BR_ON_CAST,
+    "v128": K_V128, "byte": K_BYTE, "br_on_cast": K_BR_ON_CAST, "ord": K_ORD_U32,
+    "ord2": K_ORD_U32X2,
 }
 
 # opcode  mnemonic  kind  [width]
@@ -462,6 +466,47 @@ _FE = """
 """
 
 
+# shared-everything-threads: 0xFE 0x4F.. (immediates: ordering byte 0 seqcst / 1 acqrel, ...)
+_FE_SHARED = """
+4f global.atomic.get ord
+50 global.atomic.set ord
+51 global.atomic.rmw.add ord
+52 global.atomic.rmw.sub ord
+53 global.atomic.rmw.and ord
+54 global.atomic.rmw.or ord
+55 global.atomic.rmw.xor ord
+56 global.atomic.rmw.xchg ord
+57 global.atomic.rmw.cmpxchg ord
+58 table.atomic.get ord
+59 table.atomic.set ord
+5a table.atomic.rmw.xchg ord
+5b table.atomic.rmw.cmpxchg ord
+5c struct.atomic.get ord2
+5d struct.atomic.get_s ord2
+5e struct.atomic.get_u ord2
+5f struct.atomic.set ord2
+60 struct.atomic.rmw.add ord2
+61 struct.atomic.rmw.sub ord2
+62 struct.atomic.rmw.and ord2
+63 struct.atomic.rmw.or ord2
+64 struct.atomic.rmw.xor ord2
+65 struct.atomic.rmw.xchg ord2
+66 struct.atomic.rmw.cmpxchg ord2
+67 array.atomic.get ord
+68 array.atomic.get_s ord
+69 array.atomic.get_u ord
+6a array.atomic.set ord
+6b array.atomic.rmw.add ord
+6c array.atomic.rmw.sub ord
+6d array.atomic.rmw.and ord
+6e array.atomic.rmw.or ord
+6f array.atomic.rmw.xor ord
+70 array.atomic.rmw.xchg ord
+71 array.atomic.rmw.cmpxchg ord
+72 ref.i31_shared -
+"""
+
+
 def _build():
     mnem = [""] * NUM_OPS
     kind = [K_BAD] * NUM_OPS
@@ -506,6 +551,7 @@ def _build():
         )
         for j, (name, w) in enumerate(names):
             put(base + 7 * i + j, name, "mem", w)
+    load(_FE_SHARED, PREFIX_BASE[0xFE])
     for prefix in PREFIX_BASE:
         kind[prefix] = K_PREFIX
     return mnem, kind, width

@@ -61,6 +61,7 @@ class Table:
     max: int | None
     imported: bool = False
     table64: bool = False
+    shared: bool = False  # shared-everything-threads
 
 
 @dataclass(slots=True)
@@ -79,6 +80,7 @@ class Global:
     mutable: bool
     imported: bool = False
     init: int | float | None = None  # value of a constant initialiser, None otherwise
+    shared: bool = False  # shared-everything-threads
 
 
 @dataclass(slots=True)
@@ -243,6 +245,9 @@ class _R:
 # ----------------------------------------------------------------------------- parts
 
 def _limits(r: _R, is_memory: bool):
+    """Limits of a memory or table, checked against the spec's bounds before any use:
+    page size log2 0 or 16 (custom-page-sizes), min <= max, sizes within the index type
+    (memory: at most 2**32 / 2**64 bytes worth of pages)."""
     at = r.pos
     flags = r.u8("limits flags")
     if flags & ~0x0F:
@@ -253,10 +258,25 @@ def _limits(r: _R, is_memory: bool):
     mx = rd("limits maximum") if flags & 1 else None
     page_log2 = 16
     if flags & 8:
+        if not is_memory:
+            raise WasmFormatError(at, "table limits", "tables have no page size")
+        p_at = r.pos
         page_log2 = r.u32("page size")
+        if page_log2 not in (0, 16):
+            raise WasmFormatError(p_at, "page size log2 0 or 16",
+                                  f"invalid custom page size (log2 {page_log2})")
     shared = bool(flags & 2)
-    if shared and not is_memory:
-        raise WasmFormatError(at, "table limits", "tables cannot be shared")
+    if mx is not None and mn > mx:
+        raise WasmFormatError(at, "limits minimum <= maximum", f"{mn} > {mx}")
+    if is_memory:
+        addr_bits = 64 if is64 else 32
+        max_pages = min((1 << addr_bits) - 1, 1 << (addr_bits - page_log2))
+        if addr_bits == 64 and page_log2 == 16:
+            max_pages = 1 << 48
+        for v in (mn, mx):
+            if v is not None and v > max_pages:
+                raise WasmFormatError(at, f"memory size of at most {max_pages} pages",
+                                      f"got {v} pages of 2**{page_log2} bytes")
     return mn, mx, shared, is64, page_log2
 
 
@@ -265,12 +285,12 @@ def _tabletype(r: _R, imported: bool) -> Table:
         r.pos += 1
         r.u8("reserved byte")
         t = r.valtype("table element type")
-        mn, mx, _sh, is64, _ = _limits(r, False)
+        mn, mx, sh, is64, _ = _limits(r, False)
         _const_expr(r, None)
-        return Table(t, mn, mx, imported, is64)
+        return Table(t, mn, mx, imported, is64, sh)
     t = r.valtype("table element type")
-    mn, mx, _sh, is64, _ = _limits(r, False)
-    return Table(t, mn, mx, imported, is64)
+    mn, mx, sh, is64, _ = _limits(r, False)
+    return Table(t, mn, mx, imported, is64, sh)
 
 
 def _memtype(r: _R, imported: bool) -> Memory:
@@ -282,9 +302,9 @@ def _globaltype(r: _R, imported: bool) -> Global:
     t = r.valtype("global type")
     at = r.pos
     m = r.u8("global mutability")
-    if m > 1:
-        raise WasmFormatError(at, "global mutability 0 or 1", f"got {m}")
-    return Global(t, bool(m), imported)
+    if m > 3:  # bit 0 mutable, bit 1 shared (shared-everything-threads)
+        raise WasmFormatError(at, "global mutability flags 0..3", f"got {m}")
+    return Global(t, bool(m & 1), imported, shared=bool(m & 2))
 
 
 _I32_ARITH = {0x6A: lambda a, b: a + b, 0x6B: lambda a, b: a - b, 0x6C: lambda a, b: a * b}
@@ -366,6 +386,15 @@ def _subtype(r: _R, form: int, at: int) -> FuncType:
             r.u32("supertype index")
         at = r.pos
         form = r.u8("composite type form")
+    seen: set[int] = set()
+    # prefixes, each at most once: 0x4C describes / 0x4D descriptor (custom-descriptors),
+    # 0x65 shared (shared-everything-threads)
+    while form in (0x4C, 0x4D, 0x65) and form not in seen:
+        seen.add(form)
+        if form != 0x65:
+            r.u32("descriptor type index")
+        at = r.pos
+        form = r.u8("composite type form")
     if form == 0x60:
         np = r.count("parameter count")
         params = tuple(r.valtype("parameter type") for _ in range(np))
@@ -380,7 +409,10 @@ def _subtype(r: _R, form: int, at: int) -> FuncType:
     if form == 0x5E:  # array
         _storagetype(r)
         return FuncType(kind="array")
-    raise WasmFormatError(at, "type form 0x60 (func)", f"got 0x{form:02x}")
+    hint = ""
+    if form in (0x5D, 0x5C):
+        hint = " (stack-switching proposal types are not supported)"
+    raise WasmFormatError(at, "type form 0x60 (func)", f"got 0x{form:02x}{hint}")
 
 
 def _storagetype(r: _R) -> None:
@@ -423,12 +455,15 @@ def _import_desc(r: _R, m: Module, mod: str, fld: str, at: int, kind: int) -> No
 
 
 def _import_section(r: _R, m: Module) -> None:
-    """Imports, including the compact encodings (``module "" 0x7F vec(name desc)`` and
-    ``module "" 0x7E desc vec(name)``) that wat2wasm --enable-all emits; the count is the
-    number of imports."""
+    """Imports, including the compact encodings of the compact-import-section proposal
+    (``module "" 0x7F vec(name desc)`` and ``module "" 0x7E desc vec(name)``). The section's
+    count is the number of entries (a group counts once: wasm-tools) or the number of
+    imports (wabt 1.0.x): entries are read to the end of the section and either must match.
+    """
+    at_count = r.pos
     n = r.count("import count", 3)
-    done = 0
-    while done < n:
+    entries = imports = 0
+    while r.pos < r.end and entries < n + 1:
         mod = r.name("import module name")
         fld = r.name("import field name")
         at = r.pos
@@ -439,7 +474,7 @@ def _import_section(r: _R, m: Module) -> None:
                 name = r.name("import field name")
                 at = r.pos
                 _import_desc(r, m, mod, name, at, r.u8("import kind"))
-            done += max(k, 1)
+            imports += max(k, 1)
         elif fld == "" and kind == 0x7E:
             at = r.pos
             kind = r.u8("import kind")
@@ -453,10 +488,16 @@ def _import_section(r: _R, m: Module) -> None:
                 r.pos = desc_start
                 _import_desc(r, m, mod, name, at, kind)
                 r.pos = resume
-            done += max(k, 1)
+            imports += max(k, 1)
         else:
             _import_desc(r, m, mod, fld, at, kind)
-            done += 1
+            imports += 1
+        entries += 1
+        if entries == n and imports == n:
+            break
+    if n not in (entries, imports):
+        raise WasmFormatError(at_count, f"{n} imports",
+                              f"section holds {entries} entries with {imports} imports")
 
 
 def _undo_import(m: Module, imp: Import) -> None:
