@@ -63,7 +63,9 @@ def test_every_owned_benchmark_is_listed():
         "analysis",
         "gosyms",
         "lift",
-        "fuzz",
+        "fuzz",  # tests/test_wasm_hardening.py
+        "crafted",  # tests/test_wasm_hardening.py
+        "lineage",  # tests/test_lineage.py
         "http",
         "web_api",
     }
