@@ -273,6 +273,35 @@ _FUNCTION_KEYS = (
 )
 
 
+def _analysis(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:
+    """The deep-analysis record (``kbtool deep``) of one function; 404 when there is none."""
+    sid = stable_id(params["sid"])
+    rec = queries.get_analysis(conn, sid)
+    if rec is None:
+        if queries.stable_id_exists(conn, sid):
+            raise HTTPError(404, f"no deep analysis of {sid} yet (run `kbtool deep VERSION -f INDEX`)")
+        raise HTTPError(404, f"unknown stable_id {sid!r}")
+    return rec
+
+
+def _renames(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:
+    """The reversible rename trail of one function, newest first."""
+    sid = stable_id(params["sid"])
+    queries.require_stable_id(conn, sid)
+    return queries.renames(conn, sid)
+
+
+def _events(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:
+    """The studio's feed: ``{last_id, events}`` after ``since`` (latest 50 without it)."""
+    since = _one(query, "since")
+    limit = _one(query, "limit")
+    return queries.events_since(
+        conn,
+        version_id(since, "since (event id)") if since is not None else None,
+        version_id(limit, "limit") if limit is not None else queries.EVENT_PAGE,
+    )
+
+
 def _function_summary(fn: dict[str, Any]) -> dict[str, Any]:
     return {k: fn.get(k) for k in _FUNCTION_KEYS}
 
@@ -320,6 +349,9 @@ ROUTES: list[_Route] = [
     _r(r"/api/search", _search),
     _r(r"/api/symbol/(?P<sid>[^/]+)", _symbol),
     _r(r"/api/history/(?P<sid>[^/]+)", _history),
+    _r(r"/api/analysis/(?P<sid>[^/]+)", _analysis),
+    _r(r"/api/renames/(?P<sid>[^/]+)", _renames),
+    _r(r"/api/events", _events),
 ]
 
 PAGES: dict[str, Callable[[], bytes]] = {
