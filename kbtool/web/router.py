@@ -113,6 +113,8 @@ STATIC_FILES: dict[str, str] = {
     "search.js": JS,
     "fnpanel.js": JS,
     "main.js": JS,
+    "studio.js": JS,
+    "studio.css": CSS,
 }
 
 
@@ -124,6 +126,11 @@ def _package_file(name: str) -> bytes:
 def dashboard_html() -> bytes:
     """The dashboard shell (package data ``kbtool/web/static/dashboard.html``)."""
     return _package_file("dashboard.html")
+
+
+def studio_html() -> bytes:
+    """The studio shell (package data ``kbtool/web/static/studio.html``)."""
+    return _package_file("studio.html")
 
 
 @lru_cache(maxsize=1)
@@ -356,6 +363,7 @@ ROUTES: list[_Route] = [
 
 PAGES: dict[str, Callable[[], bytes]] = {
     "/": dashboard_html,
+    "/studio": studio_html,
 }
 STATIC_PREFIX = "/static/"
 

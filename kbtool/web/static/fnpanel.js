@@ -115,6 +115,8 @@ export function createFnPanel(opts) {
         ["identity", f.match_method ? f.match_method + (f.match_score !== null && f.match_score !== undefined ? " · score " + Number(f.match_score).toFixed(2) : "") + (f.prev_index !== null && f.prev_index !== undefined ? " · was #" + f.prev_index : "") : null],
         ["body changed", f.body_changed ? "yes" : "no"],
         ["body hash", f.body_hash], ["shape hash", f.shape_hash]])));
+      box.append(el("a", { class: "tag", id: "open-in-studio", href: "/studio#v=" + f.version_id + "&f=" + f.index,
+        text: "open in the studio (code, cleaned C, agents)" }));
     }
     const x = hist.facts;
     if (x) {

@@ -1,0 +1,178 @@
+// The studio: read what per-function analysis recovered. Raw WASM / Inferred C (lifter) /
+// Cleaned C (`kbtool deep`), the understanding, callers and callees as links, the rename
+// trail, and an Agents panel that polls the event feed. Everything from the KB is text.
+import { $, el, fill, setText } from "./dom.js";
+import { api, status } from "./api.js";
+
+const POLL_MS = 1000;
+const MAX_LIST = 600;
+const state = { version: null, functions: [], current: null, view: "wasm", graph: null,
+                lastEvent: null, disasm: null, analysis: null };
+
+const C_WORDS = new Set(("auto break case char const continue default do double else enum extern float for " +
+  "goto if inline int long register return short signed sizeof static struct switch typedef union " +
+  "unsigned void volatile while").split(" "));
+const C_TYPES = /^(u?int(8|16|32|64)_t|v128|wasm_ref|size_t)$/;
+
+/** Highlighted code as spans (text nodes only); `fnref` tokens link to functions by name. */
+function highlight(text, byName) {
+  const out = [];
+  const re = /(\/\*[\s\S]*?\*\/|;;[^\n]*|"(?:[^"\\\n]|\\.)*"|\b0x[0-9a-fA-F]+\b|\b\d+\b|\$?[A-Za-z_][A-Za-z0-9_.$]*)/g;
+  let last = 0;
+  for (const m of text.matchAll(re)) {
+    if (m.index > last) out.push(text.slice(last, m.index));
+    const t = m[0];
+    let cls = null;
+    if (t.startsWith("/*") || t.startsWith(";;")) cls = "cm";
+    else if (t.startsWith('"')) cls = "str";
+    else if (/^(0x|\d)/.test(t)) cls = "num";
+    else if (C_WORDS.has(t)) cls = "kw";
+    else if (C_TYPES.test(t)) cls = "ty";
+    const target = byName.get(t.replace(/^\$/, ""));
+    if (target !== undefined && cls === null) {
+      out.push(el("span", { class: "fnref", text: t, title: "#" + target, onclick: () => openFunction(target) }));
+    } else out.push(cls ? el("span", { class: cls, text: t }) : t);
+    last = m.index + t.length;
+  }
+  if (last < text.length) out.push(text.slice(last));
+  return out;
+}
+
+function byName() {
+  const m = new Map();
+  for (const f of state.functions) if (f.name) m.set(f.name, f.index);
+  return m;
+}
+
+function renderList() {
+  const q = $("filter").value.trim().toLowerCase();
+  let rows = state.functions;
+  const idx = q.replace(/^#/, "");
+  if (/^\d+$/.test(idx)) rows = rows.filter((f) => String(f.index).startsWith(idx));
+  else if (q) rows = rows.filter((f) => (f.name || "").toLowerCase().includes(q));
+  setText($("fcount"), rows.length + " of " + state.functions.length);
+  fill($("flist"), rows.slice(0, MAX_LIST).map((f) => el("div", {
+    class: "fn" + (state.current && state.current.index === f.index ? " sel" : ""),
+    onclick: () => openFunction(f.index), dataset: { index: String(f.index) },
+  }, el("span", { class: "idx", text: "#" + f.index }),
+     el("span", { class: "nm p-" + (f.provenance || "unnamed"), text: f.name || "unnamed" }))));
+}
+
+function renderCode() {
+  for (const b of document.querySelectorAll(".views button")) b.classList.toggle("on", b.dataset.view === state.view);
+  const d = state.disasm, a = state.analysis;
+  let text;
+  if (state.view === "wasm") text = d ? d.mnemonics : "(disassembly unavailable)";
+  else if (state.view === "c") text = d ? d.lifted_c : "(lifted C unavailable)";
+  else if (a && a.clean_c) text = a.clean_c;
+  else {
+    const f = state.current;
+    fill($("code"), el("span", { class: "hint",
+      text: "No cleaned C yet: run `kbtool deep " + state.version + " --function " + (f ? f.index : "N") + "`" }));
+    return;
+  }
+  fill($("code"), highlight(text || "", byName()));
+}
+
+function renderSide() {
+  const a = state.analysis;
+  if (a) {
+    fill($("understanding"),
+      el("div", { text: a.understanding || "" }),
+      el("div", { class: "faint", text: "status " + a.status + " · confidence " + a.confidence +
+        " · " + (a.backend || "") + (a.model ? " / " + a.model : "") }),
+      Object.keys(a.rename_map || {}).length
+        ? el("div", { class: "faint", text: "renamed: " + Object.entries(a.rename_map).map(([o, n]) => o + "→" + n).join(", ") })
+        : null);
+  } else fill($("understanding"), el("span", { class: "hint", text: "No understanding yet (kbtool deep)." }));
+}
+
+async function renderXrefs(f) {
+  if (!state.graph) {
+    try { state.graph = await api("/api/callgraph/" + state.version); } catch (_) { state.graph = { nodes: [], edges: [] }; }
+  }
+  const names = new Map(state.functions.map((x) => [x.index, x.name]));
+  const callers = [], callees = [];
+  for (const e of state.graph.edges || []) {
+    if (e.callee === f.index) callers.push(e);
+    if (e.caller === f.index) callees.push(e);
+  }
+  const link = (i, kind) => el("span", { class: "xref", text: (names.get(i) || "#" + i) + (kind === "indirect" ? " (indirect)" : ""),
+    onclick: () => openFunction(i) });
+  fill($("xrefs"),
+    el("div", { class: "faint", text: callers.length + " callers" }), callers.slice(0, 200).map((e) => link(e.caller, e.kind)),
+    el("div", { class: "faint", text: callees.length + " callees" }), callees.slice(0, 200).map((e) => link(e.callee, e.kind)));
+}
+
+async function renderTrail(f) {
+  let trail = [];
+  try { trail = await api("/api/renames/" + encodeURIComponent(f.stable_id)); } catch (_) { trail = []; }
+  fill($("trail"), trail.length ? trail.map((t) => el("div", {
+    text: (t.at || "").slice(0, 16).replace("T", " ") + "  " + (t.from || "∅") + " → " + (t.to || "∅") +
+      "  (" + t.provenance + ", " + t.actor + ")" })) : el("span", { class: "hint", text: "never renamed" }));
+}
+
+async function openFunction(index) {
+  const f = state.functions.find((x) => x.index === index);
+  if (!f) return;
+  state.current = f;
+  history.replaceState(null, "", "#v=" + state.version + "&f=" + index);
+  setText($("fname"), (f.name || "unnamed") + "  #" + index);
+  fill($("fmeta"), el("span", { class: "p-" + (f.provenance || "unnamed"), text: f.provenance || "unnamed" }),
+    " · confidence " + (f.confidence === null ? "—" : f.confidence) + " · " + (f.type || "") + " · " + f.stable_id + " · ",
+    el("a", { id: "open-in-dashboard", href: "/#v=" + state.version + "&fn=" + encodeURIComponent(f.stable_id), text: "open in the dashboard" }));
+  renderList();
+  state.disasm = null; state.analysis = null;
+  try { state.disasm = await api("/api/disasm/" + state.version + "/" + index); } catch (_) { state.disasm = null; }
+  try { state.analysis = await api("/api/analysis/" + encodeURIComponent(f.stable_id)); } catch (_) { state.analysis = null; }
+  renderCode(); renderSide();
+  renderXrefs(f); renderTrail(f);
+}
+
+async function loadVersion(vid) {
+  state.version = vid; state.graph = null;
+  state.functions = await api("/api/versions/" + vid + "/functions");
+  renderList();
+}
+
+async function poll() {
+  try {
+    const q = state.lastEvent === null ? "" : "?since=" + state.lastEvent;
+    const feed = await api("/api/events" + q);
+    state.lastEvent = feed.last_id;
+    const box = $("feed");
+    for (const e of feed.events) {
+      const p = e.payload || {};
+      box.prepend(el("div", { class: "ev", dataset: { kind: e.kind },
+        text: "#" + e.id + " " + e.kind + (p.func_index !== undefined ? " f" + p.func_index : "") +
+          (p.status ? " " + p.status : "") + (p.name ? " " + p.name : "") }));
+      const cur = state.current;
+      if (cur && e.stable_id === cur.stable_id && (e.kind === "deep-done" || e.kind === "named")) openFunction(cur.index);
+    }
+    while (box.childNodes.length > 200) box.lastChild.remove();
+    setText($("feed-state"), "live");
+  } catch (_) { setText($("feed-state"), "offline"); }
+  setTimeout(poll, POLL_MS);
+}
+
+async function main() {
+  const versions = await api("/api/versions");
+  const sel = $("version");
+  fill(sel, versions.map((v) => el("option", { value: String(v.id), text: "#" + v.id + " " + v.label })));
+  const hash = new URLSearchParams(location.hash.slice(1));
+  const vid = Number(hash.get("v")) || (versions.length ? versions[versions.length - 1].id : null);
+  if (vid === null) { status("empty KB: ingest a module first"); return; }
+  sel.value = String(vid);
+  sel.addEventListener("change", async () => { await loadVersion(Number(sel.value)); });
+  $("filter").addEventListener("input", renderList);
+  for (const b of document.querySelectorAll(".views button")) {
+    b.addEventListener("click", () => { state.view = b.dataset.view; renderCode(); });
+  }
+  await loadVersion(vid);
+  const f = Number(hash.get("f"));
+  if (hash.has("f") && Number.isInteger(f)) await openFunction(f);
+  else if (state.functions.length) await openFunction(state.functions[0].index);
+  poll();
+}
+
+main();

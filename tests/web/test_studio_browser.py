@@ -1,0 +1,79 @@
+"""The studio in headless Chromium against a real `kbtool serve`: the function list, the
+Raw WASM / Inferred C / Cleaned C toggle, and `kbtool deep` run in another process showing up
+live in the Agents panel and in the code view without a reload."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from kbtool.kb import queries
+from kbtool.kb.db import open_ro
+from tests.web.support import CHROMIUM, XSS_SCRIPT, ServerProcess, copy_kb, launch_chromium
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM}"),
+    pytest.mark.skipif(importlib.util.find_spec("playwright") is None,
+                       reason="playwright is not installed"),
+]
+
+
+@pytest.fixture()
+def served(kb, tmp_path):
+    db = copy_kb(kb, tmp_path / "served.db")
+    with ServerProcess(db) as srv:
+        yield srv, db
+
+
+def test_studio_shows_deep_work_live(served):
+    from playwright.sync_api import sync_playwright
+
+    srv, db = served
+    conn = open_ro(db)
+    vid = queries.latest_version_id(conn)
+    unnamed = next(f for f in queries.list_functions(conn, vid) if f["name"] is None)
+    conn.close()
+    with sync_playwright() as pw:
+        browser = launch_chromium(pw)
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        page.set_default_timeout(15_000)
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"{srv.url}/studio#v={vid}&f={unnamed['index']}")
+        page.wait_for_selector(f".fn[data-index='{unnamed['index']}'].sel")
+        # the hostile name from the fixture KB is listed literally, and never runs
+        page.fill("#filter", "script")
+        assert XSS_SCRIPT in page.inner_text("#flist")
+        assert page.evaluate("window.__xss") is None
+        page.fill("#filter", f"#{unnamed['index']}")
+        page.wait_for_selector("#code .cm, #code .kw, #code")
+        page.click("#v-wasm")
+        page.wait_for_function("document.querySelector('#code').textContent.includes('end')")
+        page.click("#v-c")
+        page.wait_for_function("document.querySelector('#code').textContent.includes('{')")
+        page.click("#v-clean")
+        assert "kbtool deep" in page.inner_text("#code")  # the hint before deep ran
+        before = page.locator("#feed .ev").count()
+
+        t0 = time.monotonic()
+        out = subprocess.run([sys.executable, "-m", "kbtool.cli", "deep", str(vid), "-f",
+                              str(unnamed["index"]), "--db", str(db)],
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        page.wait_for_function(
+            "document.querySelectorAll('#feed .ev[data-kind=\"deep-done\"]').length > 0")
+        latency = time.monotonic() - t0
+        assert page.locator("#feed .ev").count() > before
+        # the cleaned C appears in place of the hint, without a reload
+        page.wait_for_function("!document.querySelector('#code').textContent.includes('kbtool deep')")
+        assert "{" in page.inner_text("#code")
+        assert "confidence" in page.inner_text("#understanding")
+        print(f"feed latency (deep finished -> shown): {latency:.2f} s")
+        assert errors == []
+        browser.close()
