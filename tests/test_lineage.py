@@ -23,8 +23,8 @@ from kbtool.services.lineage import (
     profile,
     program_name_for,
 )
-from tests.conftest import DEMO_DIR, ROOT
 from tests.fixtures.build import CORPUS, build_wat, have_wabt
+from tests.support.paths import DEMO_DIR, ROOT
 
 Z55, Z56 = DEMO_DIR / "zstd-1.5.5.wasm", DEMO_DIR / "zstd-1.5.6.wasm"
 HELLO = ROOT / "tests" / "fixtures" / "go" / "hello"

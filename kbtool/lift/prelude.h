@@ -454,4 +454,5 @@ extern int32_t i32_atomic_rmw16_cmpxchg_u(int32_t a0, int32_t a1, int32_t a2);
 extern int64_t i64_atomic_rmw8_cmpxchg_u(int32_t a0, int64_t a1, int64_t a2);
 extern int64_t i64_atomic_rmw16_cmpxchg_u(int32_t a0, int64_t a1, int64_t a2);
 extern int64_t i64_atomic_rmw32_cmpxchg_u(int32_t a0, int64_t a1, int64_t a2);
+extern wasm_ref global_atomic_get(int32_t a0, wasm_ref a1);
 #endif /* KBTOOL_LIFT_PRELUDE_H */
