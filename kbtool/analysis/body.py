@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from kbtool.wasm import FuncFacts
 from kbtool.wasm.instr import decode_one, skip_local_decls
+from kbtool.wasm.opcodes import KIND, PREFIX_BASE
 
 
 def decode_body(data: bytes, f: FuncFacts, limit: int | None = None) -> list[tuple[int, tuple]]:
@@ -27,7 +28,6 @@ _FIXED = {0: 0, 8: 4, 9: 8, 19: 1, 21: 16, 22: 1}
 
 
 def _fast_tables():
-    from kbtool.wasm.opcodes import KIND, PREFIX_BASE
 
     plan = []  # per op id: ("leb", n) / ("fix", n) / ("mem", lane_bytes) / ("slow", 0)
     for k in KIND:

@@ -9,6 +9,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from kbtool.agents import BackendUnavailable
 from kbtool.commands.common import (
     DbOption,
     JsonOption,
@@ -21,6 +22,7 @@ from kbtool.commands.common import (
 )
 from kbtool.kb.provenance import COLOURS
 from kbtool.render.text import lit
+from kbtool.services.agent_pass import plan_agent_pass, run_agent_pass
 
 SELECTOR_HELP = "auto, offline, provider_a (aliases provider_a_alias_1/_2) or provider_b"
 SHOWN_DETAILS = 40
@@ -67,8 +69,6 @@ def agent(
     db: DbOption = None,
 ) -> None:
     """Name functions of a version with an agent backend (provenance `agent`, through the gate)."""
-    from kbtool.agents import BackendUnavailable
-    from kbtool.services.agent_pass import plan_agent_pass, run_agent_pass
 
     conn = ro(db) if dry_run else rw(db)
     try:

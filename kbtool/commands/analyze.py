@@ -12,6 +12,7 @@ from rich.text import Text
 
 from kbtool.commands.common import DbOption, JsonOption, console, err_console, print_json, rw
 from kbtool.render.text import lit
+from kbtool.services.analyze import analyze_version
 
 BAR_AFTER_SECONDS = 1.0
 STAGES = {
@@ -70,7 +71,6 @@ def analyze_cmd(
     """Static analysis of a stored version: name libc/runtime functions (as agent, through
     the gate), record thread facts and recover structs. Needs no key and no network; runs
     on demand (ingest does not run it); a second run writes nothing new."""
-    from kbtool.services.analyze import analyze_version
 
     conn = rw(db)
     bar = LazyBar(err_console.is_terminal)

@@ -10,9 +10,10 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from kbtool.kb.db import default_db_path, open_ro, open_rw
-from kbtool.textutil import json_safe
+from kbtool.textutil import json_safe, printable
 
 DbOption = Annotated[
     str | None,
@@ -73,8 +74,6 @@ def fail(message: str, code: int = 1) -> None:
 
 
 def _escape(text: str) -> str:
-    from rich.markup import escape
 
-    from kbtool.textutil import printable
 
     return escape(printable(text))

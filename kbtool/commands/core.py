@@ -10,9 +10,23 @@ import typer
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kbtool.commands.common import DbOption, JsonOption, console, err_console, print_json, ro, rw
+from kbtool.commands.common import (
+    DbOption,
+    JsonOption,
+    console,
+    db_path,
+    err_console,
+    fail,
+    print_json,
+    ro,
+    rw,
+)
 from kbtool.kb import queries
+from kbtool.kb.db import open_ro
+from kbtool.render.terminal import coverage_table
 from kbtool.render.text import lit
+from kbtool.services.demo import RELEASES, build_demo
+from kbtool.services.ingest import AlreadyIngested, ingest_file
 
 
 def register(app: typer.Typer) -> None:
@@ -33,7 +47,6 @@ def _progress_bar():
 
 def _run_ingest(conn, file: Path, label: str | None, js: Path | None, carry: bool = True,
                 **lineage):
-    from kbtool.services.ingest import ingest_file
 
     big = file.exists() and file.stat().st_size > 1_000_000 and err_console.is_terminal
     if not big:
@@ -68,7 +81,6 @@ def ingest(
     shape); a module unrelated to every version starts a new program. Identities and names
     never cross programs.
     """
-    from kbtool.services.ingest import AlreadyIngested
 
     conn = rw(db, create=True)
     t0 = time.perf_counter()
@@ -187,7 +199,6 @@ def coverage_cmd(
     if json_out:
         print_json(cov)
         return
-    from kbtool.render.terminal import coverage_table
 
     console.print(coverage_table(cov, title=f"coverage of version {version}"))
 
@@ -239,8 +250,6 @@ def demo(
     force: Annotated[bool, typer.Option("--force", help="Replace an existing KB file.")] = False,
 ) -> None:
     """Build a demo KB from the bundled zstd releases and show what it holds."""
-    from kbtool.commands.common import db_path, fail
-    from kbtool.services.demo import build_demo
 
     path = Path(db_path(db))
     if path.exists() and not force:
@@ -262,8 +271,6 @@ def demo(
 
 def _is_demo_kb(path: Path) -> bool:
     """``path`` is a KB holding the bundled demo releases."""
-    from kbtool.kb.db import open_ro
-    from kbtool.services.demo import RELEASES
 
     try:
         conn = open_ro(str(path))

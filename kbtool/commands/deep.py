@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from kbtool.commands.common import DbOption, JsonOption, console, print_json, rw
+from kbtool.commands.common import DbOption, JsonOption, console, fail, print_json, rw
 from kbtool.services.deep import DEFAULT_MAX_FUNCTIONS, run_deep
 
 
@@ -34,7 +34,6 @@ def deep(
     """Lift each function to C, clean it (variables renamed from their roles) and write an
     understanding; the studio's Agents panel shows the work live."""
     if backend != "offline":
-        from kbtool.commands.common import fail
 
         fail(f"deep supports the offline backend for now, not {backend!r}; "
              "provider naming runs through `kbtool agent --backend ...`")

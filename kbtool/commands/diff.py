@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.table import Table
 
 from kbtool.commands.common import (
     DbOption,
@@ -24,6 +25,7 @@ from kbtool.services.diff.carry import carry_names
 from kbtool.services.diff.changelog import changelog
 from kbtool.services.diff.report import compute_diff_with_pairing, save_diff
 from kbtool.services.diff.view import read_report, toolchain_changed
+from kbtool.services.oracle import add_oracle, list_oracles, match_oracle
 
 OnlyOption = Annotated[
     str | None,
@@ -137,7 +139,6 @@ def oracle_add(
     db: DbOption = None,
 ) -> None:
     """Store a reference module whose names the oracle can give to matching functions."""
-    from kbtool.services.oracle import add_oracle
 
     conn = rw(db, create=True)
     res = add_oracle(conn, file, label=label)
@@ -153,9 +154,7 @@ def oracle_add(
 
 def oracle_list(json_out: JsonOption = False, db: DbOption = None) -> None:
     """List the stored reference modules."""
-    from rich.table import Table
 
-    from kbtool.services.oracle import list_oracles
 
     rows = list_oracles(ro(db))
     if json_out:
@@ -180,7 +179,6 @@ def oracle_match(
     db: DbOption = None,
 ) -> None:
     """Name functions of a version by exact shape (1.0) or structural match (the score), as oracle."""
-    from kbtool.services.oracle import match_oracle
 
     conn = rw(db)
     res = match_oracle(conn, version, oracle_ids=oracle or None, structural=not exact_only)

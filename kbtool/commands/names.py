@@ -14,6 +14,7 @@ from rich.text import Text
 from kbtool.commands.common import DbOption, JsonOption, console, fail, print_json, ro, rw
 from kbtool.kb import gate, queries
 from kbtool.render.text import lit
+from kbtool.services import names_io
 
 
 def register(app: typer.Typer) -> None:
@@ -165,7 +166,6 @@ def export_cmd(
     db: DbOption = None,
 ) -> None:
     """Export a version's names as git-diffable, tab-separated text (or into the module: --wasm)."""
-    from kbtool.services import names_io
 
     conn = ro(db)
     if wasm is not None:
@@ -191,7 +191,6 @@ def import_names(
     """Read names from a `kbtool export` file into the KB, each onto the function it belongs to:
     same module + index, else a unique exact body, else a unique shape (not for tiny bodies),
     else the stable id. Ambiguous rows name nothing and are listed."""
-    from kbtool.services import names_io
 
     if not file.exists():
         fail(f"no such file: {file}")

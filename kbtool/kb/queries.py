@@ -13,11 +13,14 @@ import sqlite3
 from array import array
 from typing import Any, TypedDict
 
+import orjson
+
 from kbtool.kb.errors import (
     UnknownFunctionError,
     UnknownStableIdError,
     UnknownVersionError,
 )
+from kbtool.wasm.opcodes import MNEMONICS
 
 SEARCH_CAP = 200          # hard cap of any search, whatever the caller asks
 LEGACY_PROGRAM = "legacy"  # the program of versions ingested before schema v2 (program_id NULL)
@@ -343,7 +346,6 @@ def get_function_facts(conn: sqlite3.Connection, version_id: int, func_index: in
     ).fetchone()
     if row is None or row["imported"]:
         return None
-    from kbtool.wasm.opcodes import MNEMONICS
 
     calls = json.loads(row["calls"])
     distinct = list(dict.fromkeys(calls))
@@ -751,7 +753,6 @@ def agent_rows(conn: sqlite3.Connection, version_id: int) -> list[dict[str, Any]
     """Every function of a version (imports included) in index order, with the stored facts an
     agent context needs and the current annotation (``symbol``: name, provenance, confidence,
     locked; None when unnamed)."""
-    import orjson  # JSON columns of every function: the hot part of a pass's setup
 
     _version_row(conn, version_id)
     loads = orjson.loads

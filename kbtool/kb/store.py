@@ -10,17 +10,23 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-import sqlite_utils
 
 from kbtool.kb.db import now
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 BATCH = 2000
 
 
 def _db(conn: sqlite3.Connection) -> sqlite_utils.Database:
+    # Imported on the first write, not at start-up: sqlite-utils costs 0.16-0.3 s to import
+    # (python -X importtime), more than every read-only command needs in total.
+    import sqlite_utils
+
     return sqlite_utils.Database(conn)
 
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from kbtool.wasm.facts import ModuleAnalysis
 from kbtool.wasm.instr import decode_one, skip_local_decls
 
-from .names import display_name
+from .names import Names, display_name
 
 
 def indirect_types(data: bytes, analysis: ModuleAnalysis) -> dict[int, dict[tuple[int, int], int]]:
@@ -69,7 +69,6 @@ def build_callgraph(
     m = analysis.module
     nfunc = m.num_functions
     if names is None:
-        from .names import Names
 
         names = Names.from_module(m).functions
     stable_ids = stable_ids or {}

@@ -12,8 +12,8 @@ from kbtool.wasm.errors import WasmFormatError
 from kbtool.wasm.instr import decode_one, format_imms, read_local_decls
 from kbtool.wasm.opcodes import K_CALL, K_GLOBAL, K_REF_FUNC, KIND, MNEMONICS
 
-from .context import LiftModule
-from .names import escape_text
+from .context import LiftModule, prepare
+from .names import display_name, escape_text
 
 MAX_LINES = 1_000_000
 
@@ -34,7 +34,6 @@ def _local_name(lm: LiftModule, fi: int, x: int) -> str | None:
     n = d.get(x) if d else None
     if not n:
         return None
-    from .names import display_name
 
     return display_name(n)
 
@@ -44,7 +43,6 @@ def disassemble_function(lm: LiftModule, func_index: int, max_lines: int = MAX_L
     one-line header). Raises IndexError for
     an index out of range and WasmFormatError for a malformed body."""
     if not isinstance(lm, LiftModule):
-        from .context import prepare
 
         lm = prepare(lm)
     m = lm.module

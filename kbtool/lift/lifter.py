@@ -28,9 +28,10 @@ from kbtool.wasm.errors import WasmFormatError
 from kbtool.wasm.instr import decode_one, read_local_decls
 from kbtool.wasm.opcodes import BYTE_KIND, K_NONE, MNEMONICS, PREFIX_BASE
 
-from .context import LiftModule, c_type, type_code
+from .context import _GENERATED, LiftModule, c_type, prepare, type_code
 from .ctable import CTABLE, PREC, imm_args, lane_arg
-from .names import c_ident, comment_text, escape_text
+from .names import C_KEYWORDS, c_ident, comment_text, escape_text
+from .prelude import PRELUDE_NAMES
 
 MAX_INSTRUCTIONS = 400_000
 MAX_OUTPUT_CHARS = 4_000_000
@@ -1495,9 +1496,6 @@ def _local_names(lm: LiftModule, fi: int, n_params: int, n_total: int) -> list[s
         name = default
         if raw:
             cand = c_ident(raw)
-            from .context import _GENERATED
-            from .names import C_KEYWORDS
-            from .prelude import PRELUDE_NAMES
 
             if (
                 cand in C_KEYWORDS
@@ -1557,7 +1555,6 @@ def lift_function(
     stub with a placeholder comment and ``truncated=True``.
     """
     if not isinstance(lm, LiftModule):
-        from .context import prepare
 
         lm = prepare(lm)
     m = lm.module

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import multiprocessing as mp
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 
 from .context import LiftModule
 from .lifter import LiftResult, lift_function
@@ -29,8 +31,6 @@ def lift_module(
         for i in range(first, n):
             yield lift_function(lm, i, **kw)
         return
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor
 
     step = max(16, (n - first) // (workers * 8))
     ranges = [(a, min(a + step, n)) for a in range(first, n, step)]

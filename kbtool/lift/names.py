@@ -12,6 +12,9 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from kbtool.wasm.errors import WasmFormatError
+from kbtool.wasm.leb import read_uleb
+
 #: ``field_hook(func_index, base_text, offset, c_type) -> text or None``: a later struct
 #: analysis may render ``*(int32_t *)(M + p + 8)`` as ``p->field_8`` (``base_text`` is the
 #: C name of the base local, ``c_type`` the accessed C type, e.g. ``"int32_t"``).
@@ -57,8 +60,6 @@ class Names:
 def _name_subsection(module, wanted: int) -> dict[int, str]:
     """A name map subsection of the ``name`` custom section (7: globals); {} if absent or
     malformed (names are optional, so a bad subsection is ignored)."""
-    from kbtool.wasm.errors import WasmFormatError
-    from kbtool.wasm.leb import read_uleb
 
     c = module.custom("name")
     if c is None:

@@ -15,6 +15,8 @@ table, reference, exception-handling and runtime helpers. Lifted C assumes ``-fw
 from __future__ import annotations
 
 import re
+import sys
+from pathlib import Path
 
 from .ctable import CTABLE, helper, imm_args, lane_arg
 
@@ -183,12 +185,10 @@ PRELUDE_NAMES = _names()
 
 def prelude_path() -> str:
     """Path of the shipped ``prelude.h``."""
-    from pathlib import Path
 
     return str(Path(__file__).with_name("prelude.h"))
 
 
 if __name__ == "__main__":  # pragma: no cover
-    import sys
 
     sys.stdout.write(render_prelude())

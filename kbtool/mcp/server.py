@@ -24,8 +24,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
+from kbtool.kb import queries
+from kbtool.kb.db import open_ro, open_rw
 from kbtool.kb.errors import KBError, KBMissingError, UnknownStableIdError, UnknownVersionError
-from kbtool.kb.gate import MAX_BINARY_NAME, MAX_NAME, MAX_STABLE_ID, MAX_SUMMARY
+from kbtool.kb.gate import MAX_BINARY_NAME, MAX_NAME, MAX_STABLE_ID, MAX_SUMMARY, upsert_symbol
+from kbtool.mcp import compat
+from kbtool.services import names_io
+from kbtool.services.diff.report import get_diff as report_diff
 from kbtool.textutil import json_safe
 
 log = logging.getLogger("kbtool.mcp")
@@ -61,11 +66,9 @@ def build_server(db_path: str | Path, *, log_level: str = "WARNING") -> Any:
         raise KBMissingError(
             f"no KB at {path} (create one with `kbtool ingest FILE` or `kbtool demo`)"
         )
-    from kbtool.kb.db import open_ro
 
     open_ro(path).close()  # fail now, not on the first call, when it is not a KB
 
-    from kbtool.mcp import compat
 
     sdk = compat.load()
     server = sdk.new_server(SERVER_NAME, instructions=INSTRUCTIONS, log_level=log_level)
@@ -141,11 +144,12 @@ def _message(exc: KBError) -> str:
 
 def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], str]]]:
     """(function, read_only, renderer) for every tool, bound to ``db_path``."""
+    # pydantic comes with the MCP SDK, which is optional: imported when the server is built
     from pydantic import Field
 
-    from kbtool.kb import queries
-    from kbtool.kb.db import open_ro, open_rw
-    from kbtool.services import names_io
+    # the feature tool modules import this one (as_json), so they are loaded here
+    from kbtool.mcp import tools_agents, tools_analysis
+
 
     def read(query: Callable[..., Any], *args: Any) -> Any:
         conn = open_ro(db_path)
@@ -247,7 +251,6 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         changes: [{classification (unchanged|moved|modified|new|deleted), from_index,
         to_index, from_stable_id, to_stable_id, score, review, runtime, name, provenance,
         confidence}]}."""
-        from kbtool.services.diff.report import get_diff as report_diff
 
         return read(report_diff, from_version_id, to_version_id)
 
@@ -274,7 +277,6 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         not). Every decision is kept in the function's history.
 
         Returns {written, reason}; written false means the current name stays."""
-        from kbtool.kb.gate import upsert_symbol
 
         conn = open_rw(db_path, create=False)
         try:
@@ -297,6 +299,6 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         (get_diff, True, as_json),
         (export_kb_text, True, as_text),
         (propose_symbol, False, as_json),
-        *__import__("kbtool.mcp.tools_agents", fromlist=["tools"]).tools(db_path),
-        *__import__("kbtool.mcp.tools_analysis", fromlist=["tools"]).tools(db_path),
+        *tools_agents.tools(db_path),
+        *tools_analysis.tools(db_path),
     ]

@@ -8,7 +8,12 @@
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
+from kbtool.agents import BackendUnavailable
+from kbtool.agents import agent_backends as entries
+from kbtool.kb.db import open_rw
 from kbtool.kb.errors import KBError
+from kbtool.mcp.server import as_json
+from kbtool.services.agent_pass import run_agent_pass as run_pass
 
 BackendSelector = Literal[
     "auto", "offline", "provider_a", "provider_a_alias_1", "provider_a_alias_2", "provider_b"
@@ -24,7 +29,6 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
     """(function, read_only, renderer) for the agent tools, bound to ``db_path``."""
     from pydantic import Field
 
-    from kbtool.mcp.server import as_json
 
     def agent_backends() -> list[dict[str, Any]]:
         """The agent backends this server can run, to choose the `backend` of
@@ -35,7 +39,6 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
         Returns [{name, backend, aliases, available, requires, default_model}]: name is the
         selector, backend the name written into evidence, requires the packages and
         environment variables it needs."""
-        from kbtool.agents import agent_backends as entries
 
         return entries()
 
@@ -81,9 +84,6 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
         rejected_by_economy, skipped_existing, specialist_proposed, specialist_written,
         rounds_run, details: [{kind (write|verifier_reject|economy_reject), index,
         stable_id, name, confidence, source, backend, model, reason}]}."""
-        from kbtool.agents import BackendUnavailable
-        from kbtool.kb.db import open_rw
-        from kbtool.services.agent_pass import run_agent_pass as run_pass
 
         conn = open_rw(db_path, create=False)
         try:

@@ -8,13 +8,15 @@
 from collections.abc import Callable
 from typing import Annotated, Any
 
+from kbtool.kb.db import open_rw
+from kbtool.mcp.server import as_json
+from kbtool.services.analyze import analyze_version as run
+
 
 def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], str]]]:
     """(function, read_only, renderer) of the analysis tools, bound to ``db_path``."""
     from pydantic import Field
 
-    from kbtool.kb.db import open_rw
-    from kbtool.mcp.server import as_json
 
     VersionId = Annotated[int, Field(description="A version id from list_versions.")]
 
@@ -32,7 +34,6 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
         [{func_index, stable_id, name, confidence, family, outcome (written, refused,
         unchanged, skipped), reason}], review: [{func_index, candidates, reason}], summary
         (counts)}."""
-        from kbtool.services.analyze import analyze_version as run
 
         conn = open_rw(db_path, create=False)
         try:

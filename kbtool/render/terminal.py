@@ -7,12 +7,15 @@ Every string that comes from a binary or the KB (names, strings, labels) is rend
 from __future__ import annotations
 
 from rich import box
+from rich.console import Console, Group
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
 from kbtool.kb.provenance import CLASSIFICATION_COLOURS, PROVENANCES, colour
 from kbtool.render.text import lit
 from kbtool.services.diff.view import changelog_of, coverage_of, diff_view
+from kbtool.textutil import printable
 
 PROVENANCE_STYLE: dict[str | None, str] = {
     **{p: ("bold " if p == "human" else "") + colour(p) for p in PROVENANCES},
@@ -239,7 +242,6 @@ def diff_lines(report: dict, *, width: int, only=None, toolchain_changed: bool =
 
 
 def printable_name(name) -> str:
-    from kbtool.textutil import printable
 
     return printable(name) if name else "—"
 
@@ -279,8 +281,6 @@ def _delta(a: int, b: int, unit: str) -> str:
 
 def changelog_from_data(cl: dict, *, only=None):
     """Rich renderable of :func:`kbtool.services.diff.changelog.changelog` data."""
-    from rich.console import Group
-    from rich.padding import Padding
 
     keep = parse_only(only) if not isinstance(only, frozenset) else only
 
@@ -386,7 +386,6 @@ def render_view(view: dict, console, *, only=None) -> None:
 def render_diff(kb, from_version_id: int, to_version_id: int, console=None, *, only=None) -> None:
     """Contract view: print the summary, the change table, then the semantic changelog.
     Read-only: the stored report if saved, else computed with carry-over off."""
-    from rich.console import Console
 
     console = console or Console(highlight=False)
     render_view(diff_view(kb, from_version_id, to_version_id), console, only=parse_only(only))

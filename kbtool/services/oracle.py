@@ -41,6 +41,7 @@ from kbtool.kb import queries, store
 from kbtool.kb.db import transaction
 from kbtool.kb.errors import KBError
 from kbtool.kb.gate import upsert_symbol
+from kbtool.wasm import WasmFormatError, analyze_module
 
 __all__ = ["OracleError", "add_oracle", "list_oracles", "match_oracle", "MIN_STRUCTURAL_SCORE"]
 
@@ -55,7 +56,6 @@ class OracleError(KBError):
 
 
 def _analyze(data: bytes, what: str):
-    from kbtool.wasm import WasmFormatError, analyze_module
 
     try:
         return analyze_module(data)

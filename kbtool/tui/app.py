@@ -21,6 +21,7 @@ from textual.widgets import Input
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro, open_rw
 from kbtool.kb.errors import KBError, UnknownVersionError
+from kbtool.kb.gate import upsert_symbol
 from kbtool.textutil import clip, printable
 from kbtool.tui.jump import FunctionJumpProvider
 from kbtool.tui.screens.base import FunctionRef, KbScreen
@@ -224,7 +225,6 @@ class KbApp(App[None]):
     @work(thread=True, exclusive=True, group="rename")
     def write_name(self, ref: FunctionRef, name: str, screen: KbScreen | None = None) -> dict:
         """Write ``name`` as a locked human name through the gate, then toast the decision."""
-        from kbtool.kb.gate import upsert_symbol
 
         try:
             conn = open_rw(self.db_path, create=False)

@@ -19,17 +19,26 @@ A body the fast loop cannot walk cleanly is re-decoded by the careful decoder
 
 from __future__ import annotations
 
+import ctypes
+import multiprocessing as mp
+import os
 import re
+import signal
 import struct
+import sys
+import threading
+import time
 from array import array
 from bisect import bisect_right
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from hashlib import blake2b
 
 from .errors import WasmFormatError
 from .instr import HEAP_TYPES, MAX_LOCALS, NUM_TYPES, REF_SHORT, check_body
-from .opcodes import BYTE_KIND, KIND, PREFIX_BASE, PREFIX_SLOTS, WIDTH
+from .opcodes import BYTE_KIND, KIND, MNEMONICS, PREFIX_BASE, PREFIX_SLOTS, WIDTH
 from .reader import DataSegment, Module, parse_module
+from .toolchain import detect_toolchain
 
 # ----------------------------------------------------------------------------- results
 
@@ -66,7 +75,6 @@ class FuncFacts:
         return f"{self.import_module}.{self.import_field}"
 
     def mnemonics(self) -> list[str]:
-        from .opcodes import MNEMONICS
 
         a = array("H")
         a.frombytes(self.ops)
@@ -455,7 +463,6 @@ def static_region(m: Module, dmap: DataMap) -> tuple[int, int]:
 
 class _Ctx:
     def __init__(self, data: bytes, m: Module) -> None:
-        from .toolchain import detect_toolchain
 
         self.data = data
         self.m = m
@@ -1011,14 +1018,9 @@ def _worker_init(parent_pid: int) -> None:
     """Pool worker start: exit when the parent dies (a SIGKILLed/SIGTERMed ``kbtool ingest``
     must not leave workers running and holding its files). Linux: the kernel sends SIGKILL
     (``prctl(PR_SET_PDEATHSIG)``); everywhere: a daemon thread polls the parent pid."""
-    import os
-    import signal
-    import sys
-    import threading
 
     if sys.platform.startswith("linux"):
         try:
-            import ctypes
 
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
@@ -1031,8 +1033,6 @@ def _worker_init(parent_pid: int) -> None:
 
 
 def _watch_parent(parent_pid: int) -> None:
-    import os
-    import time
 
     while True:
         time.sleep(PARENT_POLL_SECONDS)
@@ -1084,7 +1084,6 @@ def analyze_module(data, *, progress=None, workers: int = 1) -> ModuleAnalysis:
         funcs.extend(_analyze_range(ctx, 0, len(code), progress, 0, total))
     if progress is not None:
         progress(total, total)
-    from .toolchain import detect_toolchain
 
     sample: dict[str, None] = {}
     for f in funcs:
@@ -1097,9 +1096,6 @@ def analyze_module(data, *, progress=None, workers: int = 1) -> ModuleAnalysis:
 
 
 def _analyze_parallel(data, ctx, workers, progress, total):
-    import multiprocessing as mp
-    import os
-    from concurrent.futures import ProcessPoolExecutor
 
     try:
         mpctx = mp.get_context("fork")

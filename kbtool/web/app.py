@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterable
 from urllib.parse import parse_qs
 
+import uvicorn
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -25,6 +26,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from kbtool.kb.db import open_ro
 from kbtool.web import router
 from kbtool.web.security import (
     API_CSP,
@@ -191,9 +193,7 @@ def serve(
     echo=None,
 ) -> None:
     """Serve the dashboard and API on ``host:port`` until interrupted; prints the URL once."""
-    import uvicorn
 
-    from kbtool.kb.db import open_ro
 
     echo = echo or (lambda msg: print(msg, flush=True))
     open_ro(db_path).close()  # fail fast on a missing or foreign file

@@ -17,8 +17,9 @@ from textual.widgets import DataTable, Footer, Select, Static, Tab, Tabs
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
 from kbtool.kb.errors import KBError
-from kbtool.render.terminal import CLASS_STYLE
+from kbtool.render.terminal import CLASS_STYLE, changelog_renderable, summary_text
 from kbtool.render.text import lit
+from kbtool.services.diff.report import get_diff
 from kbtool.textutil import clip, printable
 from kbtool.tui.screens.base import BACK, HISTORY, FunctionRef, KbScreen
 from kbtool.tui.widgets.lists import KbTable, TitleBar
@@ -37,21 +38,8 @@ FILTERS: dict[str, tuple[str, object]] = {
 CHUNK = 500            # diff rows added to the table at a time
 
 
-def _get_diff():
-    """The diff service, or None while it is not installed (another front-end may ship first)."""
-    try:
-        from kbtool.services.diff.report import get_diff
-    except ImportError:
-        return None
-    return get_diff
-
-
 def _changelog(conn, report: dict):
     """The semantic changelog (``kbtool.render.terminal.changelog_renderable``), or None."""
-    try:
-        from kbtool.render.terminal import changelog_renderable
-    except ImportError:
-        return None
     try:
         return changelog_renderable(report, conn)
     except (KBError, LookupError, ValueError):   # an extra: the table stays useful without it
@@ -59,13 +47,7 @@ def _changelog(conn, report: dict):
 
 
 def _summary(report: dict) -> Text:
-    try:
-        from kbtool.render.terminal import summary_text
-    except ImportError:
-        summary_text = None
-    if summary_text is not None:
-        return summary_text(report)
-    return Text(", ".join(f"{v} {k}" for k, v in report["summary"].items()))
+    return summary_text(report)
 
 
 class DiffScreen(KbScreen):
@@ -175,10 +157,6 @@ class DiffScreen(KbScreen):
 
     @work(thread=True, group="diff")
     def _compute(self, gen: int, frm: int, to: int) -> None:
-        get_diff = _get_diff()
-        if get_diff is None:
-            self.app.call_from_thread(self._done, gen, None, "The diff service (kbtool.services.diff.report) is not installed.")
-            return
         try:
             conn = open_ro(self.kb.db_path)
             try:
