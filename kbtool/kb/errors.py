@@ -33,3 +33,11 @@ class UnknownStableIdError(KBError, LookupError):
 
 class UnknownFunctionError(KBError, LookupError):
     """No function at that index of the version."""
+
+
+class ModuleBytesMissingError(KBError, LookupError):
+    """The version exists but its module bytes are not stored."""
+
+
+class ImportedFunctionError(UnknownFunctionError):
+    """The function is an import: it has no body to show."""

@@ -13,7 +13,12 @@ import sqlite3
 from array import array
 from typing import Any, TypedDict
 
-from kbtool.kb.errors import UnknownFunctionError, UnknownStableIdError, UnknownVersionError
+from kbtool.kb.errors import (
+    ModuleBytesMissingError,
+    UnknownFunctionError,
+    UnknownStableIdError,
+    UnknownVersionError,
+)
 
 SEARCH_CAP = 200          # hard cap of any search, whatever the caller asks
 EXPORT_HEADER = "# kbtool KB export"
@@ -614,6 +619,32 @@ def annotations_by_index(
                 rec["evidence"] = []
         out[idx] = rec
     return out
+
+
+def module_bytes(conn: sqlite3.Connection, version_id: int) -> bytes:
+    """The stored wasm bytes of a version (for disassembly, lifting and re-analysis).
+
+    Raises UnknownVersionError for an unknown id and ModuleBytesMissingError when the
+    version exists but its bytes are not in the KB."""
+    _version_row(conn, version_id)
+    row = conn.execute("SELECT data FROM modules WHERE version_id = ?", (version_id,)).fetchone()
+    if row is None or not row[0]:
+        raise ModuleBytesMissingError(
+            f"the module bytes of version {version_id} are not in the KB (re-ingest the release"
+            " to see its code)")
+    return bytes(row[0])
+
+
+def function_identities(conn: sqlite3.Connection, version_id: int) -> list[tuple]:
+    """Every function of a version in index order, imports included:
+    ``(index, stable_id, imported, import_module, import_field, name, provenance)``."""
+    _version_row(conn, version_id)
+    return conn.execute(
+        "SELECT f.idx, f.stable_id, f.imported, f.import_module, f.import_field, s.name, s.provenance"
+        " FROM functions f LEFT JOIN symbols s ON s.stable_id = f.stable_id"
+        " WHERE f.version_id = ? ORDER BY f.idx",
+        (version_id,),
+    ).fetchall()
 
 
 def stored_diff_report(conn: sqlite3.Connection, from_version_id: int, to_version_id: int) -> dict[str, Any] | None:
