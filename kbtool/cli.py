@@ -36,6 +36,7 @@ mcp_cmd.register(app)
 __import__("kbtool.commands.serve", fromlist=["register"]).register(app)
 __import__("kbtool.commands.tui", fromlist=["register"]).register(app)
 __import__("kbtool.commands.diff", fromlist=["register"]).register(app)
+__import__("kbtool.commands.code", fromlist=["register"]).register(app)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -109,9 +109,15 @@ def ui_diff(
     to_version: Annotated[int, typer.Argument(help="Newer version id.")],
     only: OnlyOption = None,
     pager: Annotated[bool, typer.Option("--pager", help="Page the output (less -R or $PAGER).")] = False,
+    function: Annotated[str | None, typer.Option("--function", help="One function (stable_id): its code in both releases, changes marked.")] = None,
+    unified: Annotated[bool, typer.Option("--unified", help="With --function: one column instead of side by side.")] = False,
     db: DbOption = None,
 ) -> None:
     """The diff as tables plus the semantic changelog; read-only, never carries names."""
+    if function is not None:
+        from kbtool.commands.code import print_function_diff
+
+        return print_function_diff(db, function, from_version, to_version, unified=unified, pager=pager or None)
     keep = _only(only)
 
     conn = ro(db)

@@ -242,6 +242,7 @@ ROUTES: list[_Route] = [
     _r(r"/api/search", _search),
     _r(r"/api/symbol/(?P<sid>[^/]+)", _symbol),
     _r(r"/api/history/(?P<sid>[^/]+)", _history),
+    *__import__("kbtool.web.code_routes", fromlist=["ROUTES"]).ROUTES,
 ]
 
 PAGES: dict[str, Callable[[], bytes]] = {
