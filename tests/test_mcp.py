@@ -42,6 +42,10 @@ TOOLS = {
     "propose_symbol": (("stable_id", "name"), {"summary": "", "confidence": 0.5},
                        {"stable_id": "string", "name": "string", "summary": "string",
                         "confidence": "number"}),
+    "get_disassembly": (("version_id", "func_index"), {"offset": 0, "limit": 2000},
+                        {"version_id": "integer", "func_index": "integer", "offset": "integer", "limit": "integer"}),
+    "get_lifted_c": (("version_id", "func_index"), {"offset": 0, "limit": 2000},
+                     {"version_id": "integer", "func_index": "integer", "offset": "integer", "limit": "integer"}),
 }
 VERSION_KEYS = {"id", "label", "toolchain_version", "functions", "shared_memory"}
 ENTRY_KEYS = {"index", "stable_id", "type", "name", "provenance", "confidence"}

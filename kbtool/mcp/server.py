@@ -34,6 +34,7 @@ AGENT_ACTOR = "agent:mcp"
 TOOL_NAMES = (
     "list_versions", "coverage", "list_functions", "get_function_facts", "get_symbol",
     "search_symbols", "get_diff", "export_kb_text", "propose_symbol",
+    "get_disassembly", "get_lifted_c",
 )
 INSTRUCTIONS = """\
 kbtool is a knowledge base of the releases (versions) of a WebAssembly module and the names
@@ -277,4 +278,5 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         (get_diff, True, as_json),
         (export_kb_text, True, as_text),
         (propose_symbol, False, as_json),
+        *__import__("kbtool.mcp.tools_code", fromlist=["tools"]).tools(db_path),
     ]

@@ -70,6 +70,7 @@ class CodeModule:
     parsed: _Parsed
     rows: dict[int, tuple]            # index -> (stable_id, imported, module, field, name, provenance)
     graph: dict | None = None
+    display_index: dict[str, int] | None = None   # "$name" in a listing -> function index
 
     @property
     def num_functions(self) -> int:
@@ -207,10 +208,37 @@ def disassembly(conn: sqlite3.Connection, version_id: int, func_index: int) -> d
         "type": cm.lm.module.func_type(func_index).text(),
         "truncated": bool(res.truncated),
         "reason": res.reason or None,
+        "call_lines": call_lines(cm, mnemonics),
     }
     with _LOCK:
         _RESULTS.put(key, (cm, out))
     return dict(out)
+
+
+_CALL = re.compile(r"^ [0-9a-f]+: +(?:call|return_call|ref\.func) (\$.*?|func\[(\d+)\] <[^>]*>)(?:  ;; .*)?$")
+
+
+def call_lines(cm: CodeModule, mnemonics: str) -> list[list[int]]:
+    """``[[line, callee index], ...]`` (1-based lines of the listing that call or reference a
+    function), so a front end can make those lines links."""
+    if cm.display_index is None:
+        inverse: dict[str, int] = {}
+        for i in range(cm.num_functions):
+            name = cm.lm.func_display(i)
+            if name:
+                inverse.setdefault("$" + name, i)
+        cm.display_index = inverse
+    out = []
+    for n, line in enumerate(mnemonics.splitlines(), 1):
+        if "call" not in line and "ref.func" not in line:
+            continue
+        m = _CALL.match(line)
+        if m is None:
+            continue
+        idx = int(m.group(2)) if m.group(2) is not None else cm.display_index.get(m.group(1))
+        if idx is not None:
+            out.append([n, idx])
+    return out
 
 
 # ---------------------------------------------------------------- call graph
@@ -305,7 +333,7 @@ def _parse_lines(mnemonics: str) -> list[_Instr]:
         indent, mnemonic, rest = m.group(2), m.group(3), m.group(4)
         cut = (" " + rest).find(" ;; ")
         operands, note = (rest, "") if cut < 0 else (rest[:cut], rest[cut:])
-        shape = _NUMBER.sub("#", _FUNC_REF.sub("@", operands))
+        shape = "@" if _kind(mnemonic) == "callee" else _NUMBER.sub("#", _FUNC_REF.sub("@", operands))
         out.append(_Instr(indent + mnemonic + (" " + rest if rest else ""),
                           f"{indent}{mnemonic} {shape}", mnemonic, operands.strip(), note))
     return out
@@ -319,6 +347,12 @@ def _changed_spans(a: _Instr, b: _Instr) -> tuple[list[list[int]], list[list[int
         return [(m.start(), m.end(), m.group(0))
                 for m in _TOKEN.finditer(x.text, head)]
 
+    if _kind(a.mnemonic) == "callee":         # the whole reference (a name may hold spaces)
+        def whole(x: _Instr) -> list[list[int]]:
+            start = len(x.text) - len(x.text.lstrip(" ")) + len(x.mnemonic) + 1
+            return [[start, start + len(x.operands)]]
+
+        return whole(a), whole(b)
     ta, tb = spans(a), spans(b)
     sa: list[list[int]] = []
     sb: list[list[int]] = []
