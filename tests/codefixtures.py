@@ -21,7 +21,7 @@ HOSTILE_DATA = b"</script><b>x</b>[bold red]markup[/] \x1b[31mRED\x1b[0m\x07bell
 HOSTILE_NAME = "[bold red]pwn[/]\x1b[2Jname"
 DATA_ADDR = 1024
 ESC_AT = HOSTILE_DATA.index(b"\x1b")
-BIG_REPEAT = 2_500          # 4 instructions each: 10,000 instructions
+BIG_REPEAT = 2_500  # 4 instructions each: 10,000 instructions
 
 
 def uleb(n: int) -> bytes:
@@ -69,30 +69,59 @@ def _body(code: bytes, locals_: bytes = b"\x00") -> bytes:
 
 def build_module(release: int) -> bytes:
     """The module's bytes for release 1 or 2."""
-    t_ii = b"\x60\x01\x7f\x01\x7f"                          # (i32) -> i32
+    t_ii = b"\x60\x01\x7f\x01\x7f"  # (i32) -> i32
     types = _sec(1, _vec([t_ii]))
     imports = _sec(2, _vec([_name("env") + _name("log") + b"\x00\x00"]))
     funcs = _sec(3, _vec([b"\x00"] * 5))
     memory = _sec(5, _vec([b"\x00\x01"]))
-    exports = _sec(7, _vec([
-        _name("greet") + b"\x00\x01", _name("main") + b"\x00\x04", _name("big") + b"\x00\x05",
-        _name(HOSTILE_NAME) + b"\x00\x02",
-        _name("memory") + b"\x02\x00",
-    ]))
+    exports = _sec(
+        7,
+        _vec(
+            [
+                _name("greet") + b"\x00\x01",
+                _name("main") + b"\x00\x04",
+                _name("big") + b"\x00\x05",
+                _name(HOSTILE_NAME) + b"\x00\x02",
+                _name("memory") + b"\x02\x00",
+            ]
+        ),
+    )
     load_offset = 8 if release == 1 else 12
-    greet = (i32_const(DATA_ADDR) + b"\x10\x00"                   # call env.log
-             + i32_const(DATA_ADDR + ESC_AT) + b"\x10\x00" + b"\x1a"  # log(escapes); drop
-             + b"\x20\x00" + b"\x28\x02" + uleb(load_offset)      # local.get 0; i32.load
-             + b"\x6a")                                           # i32.add
-    helper_a = b"\x20\x00" + i32_const(7) + b"\x6c"               # p0 * 7
-    helper_b = b"\x20\x00" + i32_const(3) + b"\x6a"               # p0 + 3
+    greet = (
+        i32_const(DATA_ADDR)
+        + b"\x10\x00"  # call env.log
+        + i32_const(DATA_ADDR + ESC_AT)
+        + b"\x10\x00"
+        + b"\x1a"  # log(escapes); drop
+        + b"\x20\x00"
+        + b"\x28\x02"
+        + uleb(load_offset)  # local.get 0; i32.load
+        + b"\x6a"
+    )  # i32.add
+    helper_a = b"\x20\x00" + i32_const(7) + b"\x6c"  # p0 * 7
+    helper_b = b"\x20\x00" + i32_const(3) + b"\x6a"  # p0 + 3
     callee, addend = (2, 100) if release == 1 else (3, 200)
     main = b"\x20\x00" + b"\x10" + uleb(callee) + i32_const(addend) + b"\x6a" + b"\x10\x01"
-    big = b"".join(b"\x20\x00" + i32_const(k % 1000) + b"\x6a" + b"\x21\x00"
-                   for k in range(BIG_REPEAT)) + b"\x20\x00"
+    big = (
+        b"".join(
+            b"\x20\x00" + i32_const(k % 1000) + b"\x6a" + b"\x21\x00" for k in range(BIG_REPEAT)
+        )
+        + b"\x20\x00"
+    )
     code = _sec(10, _vec([_body(greet), _body(helper_a), _body(helper_b), _body(main), _body(big)]))
-    data = _sec(11, _vec([b"\x00" + i32_const(DATA_ADDR) + b"\x0b" + uleb(len(HOSTILE_DATA) + 1)
-                          + HOSTILE_DATA + b"\x00"]))
+    data = _sec(
+        11,
+        _vec(
+            [
+                b"\x00"
+                + i32_const(DATA_ADDR)
+                + b"\x0b"
+                + uleb(len(HOSTILE_DATA) + 1)
+                + HOSTILE_DATA
+                + b"\x00"
+            ]
+        ),
+    )
     return b"\x00asm\x01\x00\x00\x00" + types + imports + funcs + memory + exports + code + data
 
 

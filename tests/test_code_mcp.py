@@ -30,13 +30,29 @@ def test_code_tools_over_stdio(code_kb):
         async with mcp_session(code_kb) as s:
             tools = {t.name: dump(t) for t in (await s.list_tools()).tools}
             out = {"tools": tools}
-            out["wasm"] = text_of(await s.call_tool("get_disassembly", {"version_id": 1, "func_index": 4}))
-            out["c"] = text_of(await s.call_tool("get_lifted_c", {"version_id": 1, "func_index": 4}))
-            out["greet"] = text_of(await s.call_tool("get_disassembly", {"version_id": 1, "func_index": 1}))
-            out["p1"] = text_of(await s.call_tool("get_disassembly", {"version_id": 2, "func_index": 5, "limit": 100}))
-            out["p2"] = text_of(await s.call_tool(
-                "get_disassembly", {"version_id": 2, "func_index": 5, "offset": 100, "limit": 100}))
-            out["full"] = text_of(await s.call_tool("get_disassembly", {"version_id": 2, "func_index": 5}))
+            out["wasm"] = text_of(
+                await s.call_tool("get_disassembly", {"version_id": 1, "func_index": 4})
+            )
+            out["c"] = text_of(
+                await s.call_tool("get_lifted_c", {"version_id": 1, "func_index": 4})
+            )
+            out["greet"] = text_of(
+                await s.call_tool("get_disassembly", {"version_id": 1, "func_index": 1})
+            )
+            out["p1"] = text_of(
+                await s.call_tool(
+                    "get_disassembly", {"version_id": 2, "func_index": 5, "limit": 100}
+                )
+            )
+            out["p2"] = text_of(
+                await s.call_tool(
+                    "get_disassembly",
+                    {"version_id": 2, "func_index": 5, "offset": 100, "limit": 100},
+                )
+            )
+            out["full"] = text_of(
+                await s.call_tool("get_disassembly", {"version_id": 2, "func_index": 5})
+            )
             out["errors"] = [
                 await call_error(s, "get_disassembly", version_id=1, func_index=0),
                 await call_error(s, "get_lifted_c", version_id=1, func_index=6),
@@ -58,10 +74,12 @@ def test_code_tools_over_stdio(code_kb):
     total = len(lines)
     p1 = out["p1"].splitlines()
     assert p1[:100] == lines[:100] and len(p1) == 101
-    assert p1[100] == (f";; kbtool: truncated: lines 1-100 of {total} shown; for the rest call"
-                       " get_disassembly(version_id=2, func_index=5, offset=100)")
+    assert p1[100] == (
+        f";; kbtool: truncated: lines 1-100 of {total} shown; for the rest call"
+        " get_disassembly(version_id=2, func_index=5, offset=100)"
+    )
     assert out["p2"].splitlines()[:100] == lines[100:200]
-    full = out["full"].splitlines()           # the default page: 2,000 lines
+    full = out["full"].splitlines()  # the default page: 2,000 lines
     assert full[:2000] == lines[:2000] and "offset=2000" in full[2000] and total > 4 * BIG_REPEAT
 
     imp, rng, ver = out["errors"]
@@ -71,11 +89,15 @@ def test_code_tools_over_stdio(code_kb):
 
 
 def test_page_is_bounded_by_size():
-    text = "\n".join("x" * 1000 for _ in range(500))          # 500 KB
-    out = page(text, 0, 20_000, tool="get_lifted_c", version_id=1, func_index=2, comment=("/*", " */"))
+    text = "\n".join("x" * 1000 for _ in range(500))  # 500 KB
+    out = page(
+        text, 0, 20_000, tool="get_lifted_c", version_id=1, func_index=2, comment=("/*", " */")
+    )
     assert len(out) <= MAX_CHARS + 200
     last = out.splitlines()[-1]
-    assert last.startswith("/* kbtool: truncated: lines 1-99 of 500 shown") and last.endswith("offset=99) */")
+    assert last.startswith("/* kbtool: truncated: lines 1-99 of 500 shown") and last.endswith(
+        "offset=99) */"
+    )
     tail = page(text, 499, 10, tool="t", version_id=1, func_index=2, comment=(";;", ""))
     assert tail.splitlines() == ["x" * 1000, ";; kbtool: lines 500-500 of 500"]
     past = page(text, 900, 10, tool="t", version_id=1, func_index=2, comment=(";;", ""))

@@ -52,18 +52,21 @@ def test_callgraph(code_kb):
     assert all({"caller", "callee", "kind"} <= set(e) for e in g["edges"])
 
 
-@pytest.mark.parametrize("path, status, message", [
-    ("/api/disasm/1/0", 404, "is an import (env.log)"),
-    ("/api/disasm/1/6", 404, "version 1 has no function 6"),
-    ("/api/disasm/1/99999999999", 404, "has no function"),
-    ("/api/disasm/7/1", 404, "unknown version id 7"),
-    ("/api/callgraph/7", 404, "unknown version id 7"),
-    ("/api/disasm/x/1", 400, "malformed version id"),
-    ("/api/disasm/1/-1", 400, "malformed function index"),
-    ("/api/disasm/1/1e3", 400, "malformed function index"),
-    ("/api/disasm/1/99999999999999999999", 400, "malformed function index"),
-    ("/api/callgraph/1.5", 400, "malformed version id"),
-])
+@pytest.mark.parametrize(
+    "path, status, message",
+    [
+        ("/api/disasm/1/0", 404, "is an import (env.log)"),
+        ("/api/disasm/1/6", 404, "version 1 has no function 6"),
+        ("/api/disasm/1/99999999999", 404, "has no function"),
+        ("/api/disasm/7/1", 404, "unknown version id 7"),
+        ("/api/callgraph/7", 404, "unknown version id 7"),
+        ("/api/disasm/x/1", 400, "malformed version id"),
+        ("/api/disasm/1/-1", 400, "malformed function index"),
+        ("/api/disasm/1/1e3", 400, "malformed function index"),
+        ("/api/disasm/1/99999999999999999999", 400, "malformed function index"),
+        ("/api/callgraph/1.5", 400, "malformed version id"),
+    ],
+)
 def test_bad_input(code_kb, path, status, message):
     got, body = get(code_kb, path)
     assert got == status and set(body) == {"error"} and message in body["error"]

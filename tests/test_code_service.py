@@ -43,30 +43,41 @@ def conn(code_kb):
 
 def test_disassembly_has_names_strings_and_c(conn):
     d = code.disassembly(conn, 1, MAIN)
-    assert {"mnemonics", "lifted_c", "func_index", "stable_id", "name", "truncated", "reason"} <= set(d)
+    assert {
+        "mnemonics",
+        "lifted_c",
+        "func_index",
+        "stable_id",
+        "name",
+        "truncated",
+        "reason",
+    } <= set(d)
     assert d["func_index"] == MAIN and d["name"] == "main" and d["provenance"] == "export"
     assert d["stable_id"] == queries.get_function(conn, 1, MAIN)["stable_id"]
     assert "call $greet" in d["mnemonics"] and "i32.const 100" in d["mnemonics"]
     assert "int32_t main_4(int32_t p0)" in d["lifted_c"] and "+ 100" in d["lifted_c"]
     assert d["truncated"] is False and d["reason"] is None
     lines = d["mnemonics"].splitlines()
-    assert [lines[n - 1].split()[-1] for n, _ in d["call_lines"]] == [ESCAPED_NAME[ESCAPED_NAME.rfind(" ") + 1:], "$greet"]
+    assert [lines[n - 1].split()[-1] for n, _ in d["call_lines"]] == [
+        ESCAPED_NAME[ESCAPED_NAME.rfind(" ") + 1 :],
+        "$greet",
+    ]
     assert [i for _, i in d["call_lines"]] == [HELPER_A, GREET]
 
 
 def test_untrusted_strings_are_literal(conn):
     greet = code.disassembly(conn, 1, GREET)
-    assert '</script><b>x</b>[bold red]markup[/] ' in greet["mnemonics"]      # the data note
+    assert "</script><b>x</b>[bold red]markup[/] " in greet["mnemonics"]  # the data note
     assert "</script>" in greet["lifted_c"]
     main_ = code.disassembly(conn, 1, MAIN)
-    assert ESCAPED_NAME in main_["mnemonics"]                                 # the export name
+    assert ESCAPED_NAME in main_["mnemonics"]  # the export name
     for text in (greet["mnemonics"], greet["lifted_c"], main_["mnemonics"], main_["lifted_c"]):
         assert "\x1b" not in text and "\x07" not in text
 
 
 def test_big_function_is_whole(conn):
     d = code.disassembly(conn, 1, BIG)
-    assert d["mnemonics"].count("\n") == 4 * BIG_REPEAT + 3      # header, instructions, end
+    assert d["mnemonics"].count("\n") == 4 * BIG_REPEAT + 3  # header, instructions, end
     assert not d["truncated"] and d["lifted_c"].count("p0 = p0 +") == BIG_REPEAT
 
 
@@ -116,7 +127,9 @@ def test_callgraph(conn):
     assert nodes[0]["status"] == "import" and nodes[0]["imported"]
     assert nodes[MAIN]["status"] == "named" and nodes[MAIN]["provenance"] == "export"
     assert nodes[HELPER_B]["status"] == "unnamed" and nodes[HELPER_B]["provenance"] is None
-    assert all(n["stable_id"] == queries.get_function(conn, 1, i)["stable_id"] for i, n in nodes.items())
+    assert all(
+        n["stable_id"] == queries.get_function(conn, 1, i)["stable_id"] for i, n in nodes.items()
+    )
     edges = {(e["caller"], e["callee"], e["kind"]) for e in g["edges"]}
     assert edges == {(MAIN, HELPER_A, "direct"), (MAIN, GREET, "direct"), (GREET, 0, "direct")}
     two = {(e["caller"], e["callee"]) for e in code.callgraph(conn, 2)["edges"]}
@@ -137,7 +150,10 @@ def test_function_diff_marks_constants_offsets_callees(conn):
     assert [callee["b"][s:e] for s, e in callee["b_spans"]] == ["func[3] <unnamed>"]
     assert d["summary"]["const"] == 1 and d["summary"]["callee"] == 1
     assert d["summary"]["deleted"] == d["summary"]["inserted"] == 0
-    assert "\n-  return greet(_bold_red_pwn_2Jname(p0) + 100);\n+  return greet(f3(p0) + 200);\n" in d["c_diff"]
+    assert (
+        "\n-  return greet(_bold_red_pwn_2Jname(p0) + 100);\n+  return greet(f3(p0) + 200);\n"
+        in d["c_diff"]
+    )
     greet = code.function_diff(conn, queries.get_function(conn, 1, GREET)["stable_id"], 1, 2)
     assert [r["kinds"] for r in greet["rows"] if r["op"] == "changed"] == [["offset"]]
     with pytest.raises(UnknownVersionError):
@@ -146,10 +162,19 @@ def test_function_diff_marks_constants_offsets_callees(conn):
 
 def test_diff_lines_aligns_inserted_code():
     a = "func[1] <f>: () -> ()\n 000010:   i32.const 1\n 000012:   drop\n 000013: end\n"
-    b = ("func[1] <f>: () -> ()\n 000020:   nop\n 000021:   i32.const 2\n 000023:   drop\n"
-         " 000024:   i32.load 2 16\n 000027: end\n")
+    b = (
+        "func[1] <f>: () -> ()\n 000020:   nop\n 000021:   i32.const 2\n 000023:   drop\n"
+        " 000024:   i32.load 2 16\n 000027: end\n"
+    )
     d = code.diff_lines(a, b)
-    assert [r["op"] for r in d["rows"]] == ["equal", "insert", "changed", "equal", "insert", "equal"]
+    assert [r["op"] for r in d["rows"]] == [
+        "equal",
+        "insert",
+        "changed",
+        "equal",
+        "insert",
+        "equal",
+    ]
     assert d["rows"][2]["kinds"] == ["const"] and d["summary"]["inserted"] == 2
 
 
@@ -173,20 +198,23 @@ def test_cli_code_text_json_and_targets(code_kb, capsys):
     d = json.loads(out)
     assert d["func_index"] == MAIN and "call $greet" in d["mnemonics"] and "lifted_c" in d
     sid = d["stable_id"]
-    rc, out, _ = run(capsys, "--db", db, "code", sid, "--c", "--json")      # latest version
+    rc, out, _ = run(capsys, "--db", db, "code", sid, "--c", "--json")  # latest version
     d2 = json.loads(out)
     assert d2["version_id"] == 2 and "mnemonics" not in d2 and "200" in d2["lifted_c"]
     rc, out, _ = run(capsys, "--db", db, "code", sid, "--c", "--version", "1")
     assert rc == 0 and "100" in out and "raw wasm" not in out
 
 
-@pytest.mark.parametrize("args, message", [
-    (("1", "0"), "function 0 of version 1 is an import (env.log): it has no code"),
-    (("1", "6"), "version 1 has no function 6"),
-    (("9", "1"), "unknown version id 9"),
-    (("1:99",), "version 1 has no function 99"),
-    (("nosuchid",), "nosuchid"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("1", "0"), "function 0 of version 1 is an import (env.log): it has no code"),
+        (("1", "6"), "version 1 has no function 6"),
+        (("9", "1"), "unknown version id 9"),
+        (("1:99",), "version 1 has no function 99"),
+        (("nosuchid",), "nosuchid"),
+    ],
+)
 def test_cli_code_bad_input(code_kb, capsys, args, message):
     rc, out, err = run(capsys, "--db", str(code_kb), "code", *args)
     assert rc == 1 and message in err and out == ""

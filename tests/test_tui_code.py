@@ -29,6 +29,7 @@ def drive(db, steps, size=(100, 30)):
         async with app.run_test(size=size) as pilot:
             await settle(pilot)
             return await steps(app, pilot)
+
     return asyncio.run(main())
 
 
@@ -50,7 +51,11 @@ def test_detail_opens_code_and_toggles(code_kb):
         return c_text, wasm_text, screen_text(app)
 
     c_text, wasm_text, again = drive(code_kb, steps)
-    assert "int32_t main_4(int32_t p0) {" in c_text and "+ 100" in c_text and "Raw WASM" not in c_text.split("\n")[0]
+    assert (
+        "int32_t main_4(int32_t p0) {" in c_text
+        and "+ 100" in c_text
+        and "Raw WASM" not in c_text.split("\n")[0]
+    )
     assert "call $greet" in wasm_text and "i32.const 100" in wasm_text and "Raw WASM" in wasm_text
     assert ESCAPED_NAME in wasm_text and "\x1b" not in wasm_text
     assert "callees (2)" in c_text and "#1 greet" in c_text
@@ -61,12 +66,12 @@ def test_follow_a_call_and_the_links(code_kb):
     async def steps(app, pilot):
         app.push_screen(CodeScreen(1, 4, "wasm"))
         await settle(pilot)
-        await press(pilot, "down", "down", "enter")        # line 3: call helper_a
+        await press(pilot, "down", "down", "enter")  # line 3: call helper_a
         first = (app.screen.index, screen_text(app))
         await press(pilot, "escape")
-        await press(pilot, "end", "enter")                 # last line: end, no call
+        await press(pilot, "end", "enter")  # last line: end, no call
         no_call = app.screen.index
-        await press(pilot, "o", "enter")                   # the first callee link: greet
+        await press(pilot, "o", "enter")  # the first callee link: greet
         return first, no_call, app.screen.index, screen_text(app)
 
     (idx, text), no_call, linked, greet = drive(code_kb, steps)
@@ -89,7 +94,7 @@ def test_diff_enter_on_modified_row_opens_function_diff(code_kb):
 
     side, uni, c_diff = drive(code_kb, steps)
     row = next(line for line in side.splitlines() if "i32.const 100" in line)
-    assert "~" in row and "i32.const 200" in row                      # paired, marked changed
+    assert "~" in row and "i32.const 200" in row  # paired, marked changed
     assert "2 changed (const 1, callee 1)" in side
     assert "-   i32.const 100" in uni and "+   i32.const 200" in uni
     assert "-   call $" + ESCAPED_NAME[1:] in uni or ESCAPED_NAME in uni
@@ -114,7 +119,7 @@ def test_bad_input_is_a_message(code_kb):
             await press(pilot, "escape")
         return texts
 
-    for text, (_, message) in zip(drive(code_kb, steps), BAD):
+    for text, (_, message) in zip(drive(code_kb, steps), BAD, strict=True):
         assert message in text
 
 
@@ -124,7 +129,7 @@ def test_bytes_missing_and_imports_from_detail(code_kb_no_bytes):
         await settle(pilot)
         missing = screen_text(app)
         await press(pilot, "escape")
-        app.open_detail(1, 0)                                       # an import
+        app.open_detail(1, 0)  # an import
         await settle(pilot)
         await press(pilot, "c")
         return missing, type(app.screen).__name__
@@ -145,7 +150,7 @@ def test_long_function_is_drawn_lazily(code_kb):
 
     count, cached, cursor, text = drive(code_kb, steps, size=(100, 24))
     assert count == 4 * BIG_REPEAT + 3 and cursor == count - 1
-    assert cached < 150                          # only what was on screen was highlighted
+    assert cached < 150  # only what was on screen was highlighted
     assert f"{count}  " in text and ": end" in text
 
 
@@ -162,13 +167,17 @@ def _open(screen):
         await settle(pilot)
         pilot.app.push_screen(screen)
         await settle(pilot)
+
     return run
 
 
 def test_snapshot_code_wasm(snap_compare, code_kb):
-    assert snap_compare(make_app(code_kb), terminal_size=(100, 24), run_before=_open(CodeScreen(1, 4, "wasm")))
+    assert snap_compare(
+        make_app(code_kb), terminal_size=(100, 24), run_before=_open(CodeScreen(1, 4, "wasm"))
+    )
 
 
 def test_snapshot_function_diff(snap_compare, code_kb):
-    assert snap_compare(make_app(code_kb), terminal_size=(100, 24),
-                        run_before=_open(FunctionDiffScreen(1, 4, 2, 4)))
+    assert snap_compare(
+        make_app(code_kb), terminal_size=(100, 24), run_before=_open(FunctionDiffScreen(1, 4, 2, 4))
+    )

@@ -20,7 +20,7 @@ from rich.text import Text
 
 from kbtool.commands.common import DbOption, JsonOption, console, fail, print_json, ro
 from kbtool.kb import queries
-from kbtool.render.code import C, WASM, c_syntax, code_text, function_diff_view
+from kbtool.render.code import WASM, C, c_syntax, code_text, function_diff_view
 from kbtool.render.text import lit
 from kbtool.services import code as code_service
 
@@ -30,8 +30,11 @@ COption = Annotated[bool, typer.Option("--c", help="Only the lifted C.")]
 WasmOption = Annotated[bool, typer.Option("--wasm", help="Only the raw wasm disassembly.")]
 PagerOption = Annotated[
     bool | None,
-    typer.Option("--pager/--no-pager", help="Page the output (default: when longer than the terminal).",
-                 show_default=False),
+    typer.Option(
+        "--pager/--no-pager",
+        help="Page the output (default: when longer than the terminal).",
+        show_default=False,
+    ),
 ]
 
 
@@ -43,7 +46,9 @@ def resolve_target(conn, target: str, index: int | None, version: int | None) ->
     """``(version_id, func_index)`` from ``VERSION INDEX``, ``VERSION:INDEX`` or a stable_id."""
     if index is not None:
         if not target.isdigit():
-            raise typer.BadParameter(f"VERSION must be a version id when INDEX is given, not {target!r}")
+            raise typer.BadParameter(
+                f"VERSION must be a version id when INDEX is given, not {target!r}"
+            )
         return int(target), index
     m = _PAIR.match(target)
     if m:
@@ -55,7 +60,7 @@ def resolve_target(conn, target: str, index: int | None, version: int | None) ->
     for w in where:
         if w["version_id"] == version:
             return version, w["index"]
-    queries.get_version(conn, version)       # unknown version: its own message
+    queries.get_version(conn, version)  # unknown version: its own message
     seen = ", ".join(str(w["version_id"]) for w in where)
     fail(f"function {target} does not appear in version {version} (it appears in: {seen})")
     raise AssertionError  # unreachable
@@ -74,16 +79,23 @@ def _print(renderable: RenderableType, lines: int, pager: bool | None) -> None:
 def code_view(d: dict, *, show: str | None = None) -> tuple[Group, int]:
     """Header, then the wasm listing and/or the C; with the number of lines."""
     head = Text.assemble(
-        ("func ", "bold"), (f"#{d['func_index']} ", "bold"),
+        ("func ", "bold"),
+        (f"#{d['func_index']} ", "bold"),
         lit(d["name"] or "unnamed", "bold cyan" if d["name"] else "dim"),
-        ("  ", ""), lit(d["type"], "green"),
-        (f"  version {d['version_id']}  stable_id {d['stable_id']}", "dim"))
+        ("  ", ""),
+        lit(d["type"], "green"),
+        (f"  version {d['version_id']}  stable_id {d['stable_id']}", "dim"),
+    )
     if d.get("provenance"):
         head.append_text(Text.assemble(("  named by ", "dim"), lit(d["provenance"], "dim")))
     parts: list[RenderableType] = [head]
     lines = 1
     if show in (None, WASM):
-        parts += [Text(""), Text("raw wasm", style="bold underline"), code_text(d["mnemonics"], WASM)]
+        parts += [
+            Text(""),
+            Text("raw wasm", style="bold underline"),
+            code_text(d["mnemonics"], WASM),
+        ]
         lines += 2 + d["mnemonics"].count("\n")
     if show in (None, C):
         if d.get("truncated"):
@@ -94,12 +106,24 @@ def code_view(d: dict, *, show: str | None = None) -> tuple[Group, int]:
 
 
 def code_cmd(
-    target: Annotated[str, typer.Argument(
-        help="A version id (then INDEX), VERSION:INDEX, or a function's stable_id.", show_default=False)],
-    index: Annotated[int | None, typer.Argument(help="Function index in that version.", show_default=False)] = None,
+    target: Annotated[
+        str,
+        typer.Argument(
+            help="A version id (then INDEX), VERSION:INDEX, or a function's stable_id.",
+            show_default=False,
+        ),
+    ],
+    index: Annotated[
+        int | None, typer.Argument(help="Function index in that version.", show_default=False)
+    ] = None,
     c_only: COption = False,
     wasm_only: WasmOption = False,
-    version: Annotated[int | None, typer.Option("--version", help="With a stable_id: this version (default: the latest it appears in).")] = None,
+    version: Annotated[
+        int | None,
+        typer.Option(
+            "--version", help="With a stable_id: this version (default: the latest it appears in)."
+        ),
+    ] = None,
     pager: PagerOption = None,
     json_out: JsonOption = False,
     db: DbOption = None,
@@ -125,8 +149,15 @@ def code_cmd(
 
 
 def print_function_diff(
-    db: str | None, stable_id: str, from_version: int, to_version: int, *,
-    unified: bool = False, pager: bool | None = None, json_out: bool = False, context: int = 3,
+    db: str | None,
+    stable_id: str,
+    from_version: int,
+    to_version: int,
+    *,
+    unified: bool = False,
+    pager: bool | None = None,
+    json_out: bool = False,
+    context: int = 3,
 ) -> None:
     """``kbtool ui diff A B --function SID``: the function's code in both releases."""
     conn = ro(db)

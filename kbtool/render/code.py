@@ -23,7 +23,8 @@ C = "c"
 _W_LINE = re.compile(r"^( [0-9a-f]+:)( *)(\S+)(.*)$")
 _W_TOKENS = re.compile(
     r"(?P<note>;;.*)|(?P<name>\$\S+|func\[\d+\] <[^>]*>)"
-    r"|(?P<num>-?(?:0x[0-9a-fA-F]+|\d+(?:\.\d+)?(?:e[-+]?\d+)?)\b)|(?P<type>\b(?:i32|i64|f32|f64|v128)\b)")
+    r"|(?P<num>-?(?:0x[0-9a-fA-F]+|\d+(?:\.\d+)?(?:e[-+]?\d+)?)\b)|(?P<type>\b(?:i32|i64|f32|f64|v128)\b)"
+)
 _C_TOKENS = re.compile(
     r"(?P<comment>/\*.*?(?:\*/|$)|//.*)|(?P<string>\"(?:[^\"\\]|\\.)*\"?|'(?:[^'\\]|\\.)*'?)"
     r"|(?P<pre>^\s*#.*)"
@@ -32,20 +33,52 @@ _C_TOKENS = re.compile(
     r"|(?P<type>\b(?:void|u?int(?:8|16|32|64)_t|float|double|v128|wasm_ref|char|int|unsigned"
     r"|long|short|size_t|R_\w+|fn_\w+)\b)"
     r"|(?P<num>\b(?:0x[0-9a-fA-F]+|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)[uUlLfF]*\b)"
-    r"|(?P<label>\bL\d+\b)")
+    r"|(?P<label>\bL\d+\b)"
+)
 
 STYLE = {
-    "offset": "dim", "block": "bold magenta", "control": "bold magenta", "call": "bold yellow",
-    "memory": "cyan", "const": "blue", "local": "", "global": "green", "op": "",
-    "note": "dim italic", "name": "yellow", "num": "bright_blue", "type": "green",
-    "comment": "dim italic", "string": "green", "pre": "magenta", "kw": "bold magenta",
+    "offset": "dim",
+    "block": "bold magenta",
+    "control": "bold magenta",
+    "call": "bold yellow",
+    "memory": "cyan",
+    "const": "blue",
+    "local": "",
+    "global": "green",
+    "op": "",
+    "note": "dim italic",
+    "name": "yellow",
+    "num": "bright_blue",
+    "type": "green",
+    "comment": "dim italic",
+    "string": "green",
+    "pre": "magenta",
+    "kw": "bold magenta",
     "label": "bold red",
 }
 DIFF_STYLE = {
-    "equal": "", "changed": "", "delete": "red", "insert": "green", "replace": "",
-    "mark": "bold black on yellow", "del_line": "red", "ins_line": "green", "gutter": "dim",
+    "equal": "",
+    "changed": "",
+    "delete": "red",
+    "insert": "green",
+    "replace": "",
+    "mark": "bold black on yellow",
+    "del_line": "red",
+    "ins_line": "green",
+    "gutter": "dim",
 }
-_BLOCK = {"block", "loop", "if", "else", "end", "try", "try_table", "catch", "catch_all", "delegate"}
+_BLOCK = {
+    "block",
+    "loop",
+    "if",
+    "else",
+    "end",
+    "try",
+    "try_table",
+    "catch",
+    "catch_all",
+    "delegate",
+}
 _CONTROL = {"br", "br_if", "br_table", "return", "unreachable", "throw", "rethrow", "throw_ref"}
 
 
@@ -71,7 +104,7 @@ def wasm_line(line: str) -> Text:
     """One disassembly line, highlighted (offset, mnemonic class, names, numbers, notes)."""
     line = printable(line)
     m = _W_LINE.match(line)
-    if m is None:                         # header / locals
+    if m is None:  # header / locals
         t = Text(line)
         for tm in _W_TOKENS.finditer(line):
             t.stylize(STYLE[tm.lastgroup or "op"], tm.start(), tm.end())
@@ -119,8 +152,14 @@ def c_syntax(text: str, *, line_numbers: bool = False, theme: str = "monokai") -
     """Lifted C through Rich's Syntax (Pygments' C lexer); controls shown as escapes."""
     from rich.syntax import Syntax
 
-    return Syntax(printable(text, keep_newlines=True), "c", theme=theme, line_numbers=line_numbers,
-                  word_wrap=False, background_color="default")
+    return Syntax(
+        printable(text, keep_newlines=True),
+        "c",
+        theme=theme,
+        line_numbers=line_numbers,
+        word_wrap=False,
+        background_color="default",
+    )
 
 
 # ---------------------------------------------------------------- per-function diff
@@ -128,7 +167,10 @@ def c_syntax(text: str, *, line_numbers: bool = False, theme: str = "monokai") -
 
 def diff_summary_text(summary: dict) -> Text:
     """``12 changed lines (const 4, offset 3, callee 1) · 30 deleted · 28 inserted``."""
-    kinds = [(k, summary.get(k, 0)) for k in ("const", "offset", "callee", "global", "type", "string", "operand")]
+    kinds = [
+        (k, summary.get(k, 0))
+        for k in ("const", "offset", "callee", "global", "type", "string", "operand")
+    ]
     t = Text()
     t.append(f"{summary.get('changed', 0)} changed", style="bold yellow")
     detail = ", ".join(f"{k} {n}" for k, n in kinds if n)
@@ -159,8 +201,16 @@ def _row_cells(row: dict) -> tuple[Text, Text]:
         return wasm_line(row["a"]), wasm_line(row["b"])
     if op == "changed":
         return _marked(row["a"], row["a_spans"]), _marked(row["b"], row["b_spans"])
-    a = Text(printable(row["a"]), style=DIFF_STYLE["del_line"]) if row["a"] is not None else Text("")
-    b = Text(printable(row["b"]), style=DIFF_STYLE["ins_line"]) if row["b"] is not None else Text("")
+    a = (
+        Text(printable(row["a"]), style=DIFF_STYLE["del_line"])
+        if row["a"] is not None
+        else Text("")
+    )
+    b = (
+        Text(printable(row["b"]), style=DIFF_STYLE["ins_line"])
+        if row["b"] is not None
+        else Text("")
+    )
     return a, b
 
 
@@ -181,9 +231,9 @@ def fold_rows(rows: list[dict], context: int | None) -> list[dict | int]:
         head = context if i > 0 else 0
         tail = context if j < n else 0
         if j - i > head + tail + 1:
-            out.extend(rows[i:i + head])
+            out.extend(rows[i : i + head])
             out.append(j - i - head - tail)
-            out.extend(rows[j - tail:j])
+            out.extend(rows[j - tail : j])
         else:
             out.extend(rows[i:j])
         i = j
@@ -199,11 +249,19 @@ def side_by_side(diff: dict, *, context: int | None = 3) -> Table:
     a, b = diff["from"], diff["to"]
     t = Table(box=None, expand=True, padding=(0, 1), show_edge=False, pad_edge=False)
     t.add_column("", no_wrap=True, width=5)
-    t.add_column(Text.assemble(f"version {a['version_id']} · #{a['func_index']}", style="bold"),
-                 ratio=1, no_wrap=True, overflow="ellipsis")
+    t.add_column(
+        Text.assemble(f"version {a['version_id']} · #{a['func_index']}", style="bold"),
+        ratio=1,
+        no_wrap=True,
+        overflow="ellipsis",
+    )
     t.add_column("", no_wrap=True, width=5)
-    t.add_column(Text.assemble(f"version {b['version_id']} · #{b['func_index']}", style="bold"),
-                 ratio=1, no_wrap=True, overflow="ellipsis")
+    t.add_column(
+        Text.assemble(f"version {b['version_id']} · #{b['func_index']}", style="bold"),
+        ratio=1,
+        no_wrap=True,
+        overflow="ellipsis",
+    )
     for row in fold_rows(diff["rows"], context):
         if isinstance(row, int):
             gap = Text(f"… {row} equal lines …", style="dim italic")
@@ -229,36 +287,56 @@ def unified(diff: dict, *, context: int | None = 3) -> Text:
             continue
         ca, cb = _row_cells(row)
         if row["a"] is not None:
-            out.append("~ " if op == "changed" else "- ", style="yellow" if op == "changed" else "red")
+            out.append(
+                "~ " if op == "changed" else "- ", style="yellow" if op == "changed" else "red"
+            )
             out.append_text(ca)
             out.append("\n")
         if row["b"] is not None:
-            out.append("~ " if op == "changed" else "+ ", style="yellow" if op == "changed" else "green")
+            out.append(
+                "~ " if op == "changed" else "+ ", style="yellow" if op == "changed" else "green"
+            )
             out.append_text(cb)
             out.append("\n")
     return out
 
 
-def function_diff_view(diff: dict, *, side: bool = True, context: int | None = 3,
-                       c_diff: bool = True) -> Group:
+def function_diff_view(
+    diff: dict, *, side: bool = True, context: int | None = 3, c_diff: bool = True
+) -> Group:
     """Title, summary, the listing diff (side by side or unified) and the C diff."""
     a, b = diff["from"], diff["to"]
     name = b.get("name") or a.get("name")
     title = Text.assemble(
-        ("function ", "bold"), (printable(name) if name else "unnamed", "bold cyan"),
-        (f"  {diff.get('stable_id') or ''}", "dim"))
+        ("function ", "bold"),
+        (printable(name) if name else "unnamed", "bold cyan"),
+        (f"  {diff.get('stable_id') or ''}", "dim"),
+    )
     parts: list[RenderableType] = [title, diff_summary_text(diff["summary"]), Text("")]
     parts.append(side_by_side(diff, context=context) if side else unified(diff, context=context))
     if c_diff and diff.get("c_diff"):
-        parts += [Text(""), Text("lifted C (unified diff)", style="bold underline"), c_diff_text(diff["c_diff"])]
+        parts += [
+            Text(""),
+            Text("lifted C (unified diff)", style="bold underline"),
+            c_diff_text(diff["c_diff"]),
+        ]
     return Group(*parts)
 
 
 def c_diff_text(text: str) -> Text:
     out = Text()
     for line in text.splitlines():
-        style = ("bold" if line.startswith(("---", "+++")) else "red" if line.startswith("-")
-                 else "green" if line.startswith("+") else "cyan" if line.startswith("@@") else "")
+        style = (
+            "bold"
+            if line.startswith(("---", "+++"))
+            else "red"
+            if line.startswith("-")
+            else "green"
+            if line.startswith("+")
+            else "cyan"
+            if line.startswith("@@")
+            else ""
+        )
         out.append(printable(line), style=style)
         out.append("\n")
     return out

@@ -30,13 +30,20 @@ from typing import Any
 
 from kbtool.kb import queries
 from kbtool.kb.errors import ImportedFunctionError, KBError, UnknownFunctionError
-from kbtool.lift import LiftModule, Names, build_callgraph, disassemble_function, lift_function, prepare
+from kbtool.lift import (
+    LiftModule,
+    Names,
+    build_callgraph,
+    disassemble_function,
+    lift_function,
+    prepare,
+)
 from kbtool.wasm import WasmFormatError, analyze_module
 from kbtool.wasm.reader import Module, parse_module
 
-PREPARED_CACHE = 6          # prepared versions kept per process
-PARSED_CACHE = 4            # parsed modules (and their analyses), by content digest
-RESULT_CACHE = 128          # disassembly results kept per process
+PREPARED_CACHE = 6  # prepared versions kept per process
+PARSED_CACHE = 4  # parsed modules (and their analyses), by content digest
+RESULT_CACHE = 128  # disassembly results kept per process
 
 
 class CodeUnavailableError(KBError):
@@ -68,9 +75,9 @@ class CodeModule:
     version_id: int
     lm: LiftModule
     parsed: _Parsed
-    rows: dict[int, tuple]            # index -> (stable_id, imported, module, field, name, provenance)
+    rows: dict[int, tuple]  # index -> (stable_id, imported, module, field, name, provenance)
     graph: dict | None = None
-    display_index: dict[str, int] | None = None   # "$name" in a listing -> function index
+    display_index: dict[str, int] | None = None  # "$name" in a listing -> function index
 
     @property
     def num_functions(self) -> int:
@@ -82,7 +89,8 @@ class CodeModule:
         if func_index < 0 or func_index >= n:
             raise UnknownFunctionError(
                 f"version {self.version_id} has no function {func_index}"
-                f" (its indices run 0..{n - 1})")
+                f" (its indices run 0..{n - 1})"
+            )
         row = self.rows.get(func_index)
         m = self.lm.module
         if func_index < m.num_func_imports or (row is not None and row[1]):
@@ -90,7 +98,8 @@ class CodeModule:
             what = f"{imp.module}.{imp.field}" if imp else f"{row[2]}.{row[3]}"
             raise ImportedFunctionError(
                 f"function {func_index} of version {self.version_id} is an import ({_one_line(what)}):"
-                " it has no code")
+                " it has no code"
+            )
         return row or (None, False, None, None, None, None)
 
 
@@ -156,7 +165,7 @@ def code_module(conn: sqlite3.Connection, version_id: int) -> CodeModule:
         hit = _PREPARED.get_item(key)
     if hit is not None:
         return hit
-    data = queries.module_bytes(conn, version_id)   # UnknownVersion / ModuleBytesMissing
+    data = queries.module_bytes(conn, version_id)  # UnknownVersion / ModuleBytesMissing
     parsed = _parsed(data)
     rows: dict[int, tuple] = {}
     functions = dict(parsed.names.functions)
@@ -215,7 +224,9 @@ def disassembly(conn: sqlite3.Connection, version_id: int, func_index: int) -> d
     return dict(out)
 
 
-_CALL = re.compile(r"^ [0-9a-f]+: +(?:call|return_call|ref\.func) (\$.*?|func\[(\d+)\] <[^>]*>)(?:  ;; .*)?$")
+_CALL = re.compile(
+    r"^ [0-9a-f]+: +(?:call|return_call|ref\.func) (\$.*?|func\[(\d+)\] <[^>]*>)(?:  ;; .*)?$"
+)
 
 
 def call_lines(cm: CodeModule, mnemonics: str) -> list[list[int]]:
@@ -316,10 +327,10 @@ def _kind(mnemonic: str) -> str:
 
 @dataclass
 class _Instr:
-    text: str          # the line without its file offset
-    key: str           # indent + mnemonic + operand shape (numbers and names normalised)
+    text: str  # the line without its file offset
+    key: str  # indent + mnemonic + operand shape (numbers and names normalised)
     mnemonic: str
-    operands: str      # immediates (without the note)
+    operands: str  # immediates (without the note)
     note: str
 
 
@@ -327,27 +338,37 @@ def _parse_lines(mnemonics: str) -> list[_Instr]:
     out = []
     for line in mnemonics.splitlines():
         m = _LINE.match(line)
-        if m is None:                     # header, locals, notes: compared as they are
+        if m is None:  # header, locals, notes: compared as they are
             out.append(_Instr(line, "\0" + line, "", "", ""))
             continue
         indent, mnemonic, rest = m.group(2), m.group(3), m.group(4)
         cut = (" " + rest).find(" ;; ")
         operands, note = (rest, "") if cut < 0 else (rest[:cut], rest[cut:])
-        shape = "@" if _kind(mnemonic) == "callee" else _NUMBER.sub("#", _FUNC_REF.sub("@", operands))
-        out.append(_Instr(indent + mnemonic + (" " + rest if rest else ""),
-                          f"{indent}{mnemonic} {shape}", mnemonic, operands.strip(), note))
+        shape = (
+            "@" if _kind(mnemonic) == "callee" else _NUMBER.sub("#", _FUNC_REF.sub("@", operands))
+        )
+        out.append(
+            _Instr(
+                indent + mnemonic + (" " + rest if rest else ""),
+                f"{indent}{mnemonic} {shape}",
+                mnemonic,
+                operands.strip(),
+                note,
+            )
+        )
     return out
 
 
 def _changed_spans(a: _Instr, b: _Instr) -> tuple[list[list[int]], list[list[int]]]:
     """Character spans of the operand tokens that differ, on each side."""
+
     def spans(x: _Instr) -> list[tuple[int, int, str]]:
         head = len(x.text) - len(x.text.lstrip(" ")) + len(x.mnemonic)
         # a callee reference may contain spaces ("func[3] <unnamed>"): one token each
-        return [(m.start(), m.end(), m.group(0))
-                for m in _TOKEN.finditer(x.text, head)]
+        return [(m.start(), m.end(), m.group(0)) for m in _TOKEN.finditer(x.text, head)]
 
-    if _kind(a.mnemonic) == "callee":         # the whole reference (a name may hold spaces)
+    if _kind(a.mnemonic) == "callee":  # the whole reference (a name may hold spaces)
+
         def whole(x: _Instr) -> list[list[int]]:
             start = len(x.text) - len(x.text.lstrip(" ")) + len(x.mnemonic) + 1
             return [[start, start + len(x.operands)]]
@@ -379,22 +400,41 @@ def diff_lines(a_mnemonics: str, b_mnemonics: str) -> dict[str, Any]:
     a row is ``{op: equal|changed|replace|delete|insert, a, b, a_line, b_line, kinds,
     a_spans, b_spans}`` (``a_line``/``b_line``: 1-based line numbers in each listing)."""
     la, lb = _parse_lines(a_mnemonics), _parse_lines(b_mnemonics)
-    sm = difflib.SequenceMatcher(None, [x.key for x in la], [x.key for x in lb],
-                                 autojunk=len(la) + len(lb) > 4000)
+    sm = difflib.SequenceMatcher(
+        None, [x.key for x in la], [x.key for x in lb], autojunk=len(la) + len(lb) > 4000
+    )
     rows: list[dict[str, Any]] = []
-    summary = {"equal": 0, "changed": 0, "deleted": 0, "inserted": 0,
-               "const": 0, "offset": 0, "callee": 0, "global": 0, "type": 0, "operand": 0, "string": 0}
+    summary = {
+        "equal": 0,
+        "changed": 0,
+        "deleted": 0,
+        "inserted": 0,
+        "const": 0,
+        "offset": 0,
+        "callee": 0,
+        "global": 0,
+        "type": 0,
+        "operand": 0,
+        "string": 0,
+    }
 
     def row(op: str, i: int | None, j: int | None, kinds=(), sa=(), sb=()) -> None:
-        rows.append({
-            "op": op, "a": la[i].text if i is not None else None, "b": lb[j].text if j is not None else None,
-            "a_line": None if i is None else i + 1, "b_line": None if j is None else j + 1,
-            "kinds": list(kinds), "a_spans": list(sa), "b_spans": list(sb),
-        })
+        rows.append(
+            {
+                "op": op,
+                "a": la[i].text if i is not None else None,
+                "b": lb[j].text if j is not None else None,
+                "a_line": None if i is None else i + 1,
+                "b_line": None if j is None else j + 1,
+                "kinds": list(kinds),
+                "a_spans": list(sa),
+                "b_spans": list(sb),
+            }
+        )
 
     for tag, i1, i2, j1, j2 in sm.get_opcodes():
         if tag == "equal":
-            for i, j in zip(range(i1, i2), range(j1, j2)):
+            for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
                 x, y = la[i], lb[j]
                 if x.text == y.text:
                     summary["equal"] += 1
@@ -416,8 +456,14 @@ def diff_lines(a_mnemonics: str, b_mnemonics: str) -> dict[str, Any]:
         for k in range(paired):
             summary["deleted"] += 1
             summary["inserted"] += 1
-            row("replace", i1 + k, j1 + k, (),
-                [[0, len(la[i1 + k].text)]], [[0, len(lb[j1 + k].text)]])
+            row(
+                "replace",
+                i1 + k,
+                j1 + k,
+                (),
+                [[0, len(la[i1 + k].text)]],
+                [[0, len(lb[j1 + k].text)]],
+            )
         for i in range(i1 + paired, i2):
             summary["deleted"] += 1
             row("delete", i, None, (), [[0, len(la[i].text)]])
@@ -428,7 +474,10 @@ def diff_lines(a_mnemonics: str, b_mnemonics: str) -> dict[str, Any]:
 
 
 def function_diff(
-    conn: sqlite3.Connection, stable_id: str, from_version_id: int, to_version_id: int,
+    conn: sqlite3.Connection,
+    stable_id: str,
+    from_version_id: int,
+    to_version_id: int,
 ) -> dict[str, Any]:
     """One logical function in two versions: both sides' Disassembly objects (``from``,
     ``to``), the aligned listing diff (``rows``, ``summary``: see :func:`diff_lines`) and a
@@ -441,19 +490,35 @@ def function_diff(
         if vid not in where:
             raise UnknownFunctionError(
                 f"function {stable_id} does not appear in version {vid}"
-                f" (it appears in: {', '.join(str(v) for v in sorted(where)) or 'none'})")
+                f" (it appears in: {', '.join(str(v) for v in sorted(where)) or 'none'})"
+            )
         idx.append(where[vid])
     return function_diff_at(conn, from_version_id, idx[0], to_version_id, idx[1])
 
 
 def function_diff_at(
-    conn: sqlite3.Connection, from_version_id: int, from_index: int, to_version_id: int, to_index: int,
+    conn: sqlite3.Connection,
+    from_version_id: int,
+    from_index: int,
+    to_version_id: int,
+    to_index: int,
 ) -> dict[str, Any]:
     """:func:`function_diff` for two functions given by index (their identities may differ)."""
     a = disassembly(conn, from_version_id, from_index)
     b = disassembly(conn, to_version_id, to_index)
     lines = diff_lines(a["mnemonics"], b["mnemonics"])
-    c_diff = "".join(difflib.unified_diff(
-        a["lifted_c"].splitlines(keepends=True), b["lifted_c"].splitlines(keepends=True),
-        fromfile=f"v{from_version_id}/func[{from_index}].c", tofile=f"v{to_version_id}/func[{to_index}].c"))
-    return {"stable_id": b["stable_id"] or a["stable_id"], "from": a, "to": b, **lines, "c_diff": c_diff}
+    c_diff = "".join(
+        difflib.unified_diff(
+            a["lifted_c"].splitlines(keepends=True),
+            b["lifted_c"].splitlines(keepends=True),
+            fromfile=f"v{from_version_id}/func[{from_index}].c",
+            tofile=f"v{to_version_id}/func[{to_index}].c",
+        )
+    )
+    return {
+        "stable_id": b["stable_id"] or a["stable_id"],
+        "from": a,
+        "to": b,
+        **lines,
+        "c_diff": c_diff,
+    }

@@ -14,6 +14,7 @@ from typing import Any
 
 from kbtool.kb.errors import ModuleBytesMissingError
 from kbtool.services import code as code_service
+
 # imported by kbtool.web.router while it builds its route table (everything used is
 # defined above that table)
 from kbtool.web.router import HTTPError, Query, _r, version_id

@@ -24,14 +24,14 @@ from textual.widgets import Footer, OptionList, Static
 
 from kbtool.kb.db import open_ro
 from kbtool.kb.errors import KBError
-from kbtool.render.code import C, DIFF_STYLE, WASM, diff_summary_text, highlight_line, wasm_line
+from kbtool.render.code import DIFF_STYLE, WASM, C, diff_summary_text, highlight_line, wasm_line
 from kbtool.render.text import lit
 from kbtool.textutil import printable
 from kbtool.tui.screens.base import BACK, HISTORY, RENAME, FunctionRef, KbScreen
 from kbtool.tui.widgets.lists import LinkList, TitleBar
 from kbtool.tui.widgets.palette import name_text
 
-CACHE_LINES = 4_000          # highlighted lines kept per view
+CACHE_LINES = 4_000  # highlighted lines kept per view
 CURSOR = Style(bgcolor="grey27")
 MODE_LABEL = {WASM: "Raw WASM", C: "C"}
 
@@ -62,7 +62,9 @@ class LinesView(ScrollView, can_focus=True):
         self._cache: dict[int, Strip] = {}
         self._gutter_width = 0
 
-    def set_lines(self, count: int, render: Callable[[int], Text], width: int, *, cursor: int = 0) -> None:
+    def set_lines(
+        self, count: int, render: Callable[[int], Text], width: int, *, cursor: int = 0
+    ) -> None:
         """Show ``count`` lines; ``width`` is the longest line's cell width (for scrolling)."""
         self.count = count
         self.render_fn = render
@@ -208,7 +210,7 @@ class CodeScreen(KbScreen):
             result, error = _load(self.kb.db_path, both, version_id, index), None
         except KBError as exc:
             result, error = None, str(exc)
-        except Exception as exc:          # never take the app down for one function
+        except Exception as exc:  # never take the app down for one function
             result, error = None, f"cannot show this function: {type(exc).__name__}: {exc}"
         self.app.call_from_thread(self._loaded, gen, result, error)
 
@@ -231,8 +233,10 @@ class CodeScreen(KbScreen):
         if d is None:
             return
         self.query_one("#title", TitleBar).show(
-            Text(f"v{self.version_id} #{self.index} "), name_text(d["name"], d["provenance"], bold=True),
-            Text(f"  {MODE_LABEL[self.mode]}", style="bold reverse"))
+            Text(f"v{self.version_id} #{self.index} "),
+            name_text(d["name"], d["provenance"], bold=True),
+            Text(f"  {MODE_LABEL[self.mode]}", style="bold reverse"),
+        )
         status = Text.assemble(lit(d["type"], "green"), (f"  stable_id {d['stable_id']}", "dim"))
         if self.mode == C and d.get("truncated"):
             status.append_text(lit(f"  not lifted: {d.get('reason')}", "bold yellow"))
@@ -254,9 +258,12 @@ class CodeScreen(KbScreen):
         links = self.links or {"callers": [], "callees": []}
         for key in ("callers", "callees"):
             items = links[key]
-            self.query_one(f"#{key}-label", Static).update(Text(f"{key} ({len(items)})", style="bold"))
+            self.query_one(f"#{key}-label", Static).update(
+                Text(f"{key} ({len(items)})", style="bold")
+            )
             self.query_one(f"#{key}", LinkList).set_links(
-                ((f"{self.version_id}:{c['index']}", _link(c)) for c in items), f"no {key}")
+                ((f"{self.version_id}:{c['index']}", _link(c)) for c in items), f"no {key}"
+            )
 
     # ------------------------------------------------------------ actions
 
@@ -270,7 +277,9 @@ class CodeScreen(KbScreen):
             return
         target = self._calls.get(view.cursor) if self.mode == WASM else None
         if target is None:
-            self.notify("no call on this line (w: Raw WASM, then ⏎ on a call; o: the callees)", timeout=3)
+            self.notify(
+                "no call on this line (w: Raw WASM, then ⏎ on a call; o: the callees)", timeout=3
+            )
             return
         self.app.push_screen(CodeScreen(self.version_id, target, self.mode))
 
@@ -383,10 +392,15 @@ class FunctionDiffScreen(KbScreen):
         a, b = d["from"], d["to"]
         self.query_one("#title", TitleBar).show(
             name_text(b["name"] or a["name"], b["provenance"], bold=True),
-            Text(f"  v{a['version_id']} #{a['func_index']} → v{b['version_id']} #{b['func_index']}"),
-            Text(f"  {'C' if self.mode == C else 'Raw WASM'}"
-                 f"{'' if self.mode == C else (' · unified' if self.unified else ' · side by side')}",
-                 style="bold reverse"))
+            Text(
+                f"  v{a['version_id']} #{a['func_index']} → v{b['version_id']} #{b['func_index']}"
+            ),
+            Text(
+                f"  {'C' if self.mode == C else 'Raw WASM'}"
+                f"{'' if self.mode == C else (' · unified' if self.unified else ' · side by side')}",
+                style="bold reverse",
+            ),
+        )
         status = diff_summary_text(d["summary"])
         status.append("   n: next change · u: unified · w: wasm/C", style="dim")
         self.query_one("#fdiff-status", Static).update(status)
@@ -397,8 +411,11 @@ class FunctionDiffScreen(KbScreen):
             view.set_lines(len(lines), lambda i: _c_diff_line(lines[i]), _width(lines))
             return
         rows = d["rows"]
-        self._changes = [i for i, r in enumerate(rows) if r["op"] != "equal"
-                         and (i == 0 or rows[i - 1]["op"] == "equal")]
+        self._changes = [
+            i
+            for i, r in enumerate(rows)
+            if r["op"] != "equal" and (i == 0 or rows[i - 1]["op"] == "equal")
+        ]
         if self.unified:
             lines_u: list[tuple[str, dict]] = []
             for r in rows:
@@ -409,12 +426,15 @@ class FunctionDiffScreen(KbScreen):
                     lines_u.append(("-", r))
                 if r["b"] is not None:
                     lines_u.append(("+", r))
-            self._changes = [i for i, (s, _) in enumerate(lines_u)
-                             if s != " " and (i == 0 or lines_u[i - 1][0] == " ")]
+            self._changes = [
+                i
+                for i, (s, _) in enumerate(lines_u)
+                if s != " " and (i == 0 or lines_u[i - 1][0] == " ")
+            ]
             width = max((len(r["a"] or r["b"] or "") for _, r in lines_u), default=0) + 2
             view.set_lines(len(lines_u), lambda i: _unified_line(*lines_u[i]), width)
             return
-        half = max(20, (self.size.width - 2) // 2)
+        half = max(20, (self.size.width - 3) // 2)  # 2 columns for the scrollbar
         view.set_lines(len(rows), lambda i: _side_line(rows[i], half), half * 2 + 1)
 
     def action_toggle_unified(self) -> None:
@@ -486,8 +506,17 @@ def _unified_line(sign: str, row: dict) -> Text:
 
 
 def _c_diff_line(line: str) -> Text:
-    style = ("bold" if line.startswith(("---", "+++")) else DIFF_STYLE["del_line"] if line.startswith("-")
-             else DIFF_STYLE["ins_line"] if line.startswith("+") else "cyan" if line.startswith("@@") else "")
+    style = (
+        "bold"
+        if line.startswith(("---", "+++"))
+        else DIFF_STYLE["del_line"]
+        if line.startswith("-")
+        else DIFF_STYLE["ins_line"]
+        if line.startswith("+")
+        else "cyan"
+        if line.startswith("@@")
+        else ""
+    )
     if style:
         return Text(printable(line), style=style)
     return highlight_line(line, C)
