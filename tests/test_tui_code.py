@@ -181,3 +181,31 @@ def test_snapshot_function_diff(snap_compare, code_kb):
     assert snap_compare(
         make_app(code_kb), terminal_size=(100, 24), run_before=_open(FunctionDiffScreen(1, 4, 2, 4))
     )
+
+
+def test_live_rename_keeps_the_cursor(code_kb, tmp_path):
+    import shutil
+
+    from kbtool.kb import queries
+    from kbtool.kb.db import open_rw
+    from kbtool.kb.gate import upsert_symbol
+
+    db = tmp_path / "kb.db"
+    shutil.copy(code_kb, db)
+
+    async def steps(app, pilot):
+        app.push_screen(CodeScreen(1, 4, "wasm"))
+        await settle(pilot)
+        await press(pilot, "down", "down", "down")
+        conn = open_rw(db)
+        sid = queries.get_function(conn, 1, 1)["stable_id"]
+        upsert_symbol(
+            conn, sid, "say_hello", provenance="human", confidence=1.0, actor="human:test"
+        )
+        conn.close()
+        assert app.poll_changes()
+        await settle(pilot)
+        return app.screen.query_one("#code-view", LinesView).cursor, screen_text(app)
+
+    cursor, text = drive(db, steps)
+    assert cursor == 3 and "call $say_hello" in text and "#1 say_hello" in text

@@ -22,6 +22,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Footer, OptionList, Static
 
+from kbtool.kb import queries
 from kbtool.kb.db import open_ro
 from kbtool.kb.errors import KBError
 from kbtool.render.code import DIFF_STYLE, WASM, C, diff_summary_text, highlight_line, wasm_line
@@ -178,6 +179,7 @@ class CodeScreen(KbScreen):
         self.links: dict | None = None
         self._calls: dict[int, int] = {}
         self._gen = 0
+        self._shown: tuple[int, str] | None = None
 
     def compose(self) -> ComposeResult:
         yield TitleBar(id="title")
@@ -252,7 +254,9 @@ class CodeScreen(KbScreen):
                 t.stylize("underline")
             return t
 
-        view.set_lines(len(lines), render, _width(lines))
+        keep = view.cursor if self._shown == (self.index, mode) else 0  # a live refresh
+        self._shown = (self.index, mode)
+        view.set_lines(len(lines), render, _width(lines), cursor=keep)
 
     def _show_links(self) -> None:
         links = self.links or {"callers": [], "callees": []}
@@ -335,6 +339,7 @@ class FunctionDiffScreen(KbScreen):
         Binding("w", "toggle_mode", "wasm/C"),
         Binding("n", "next_change(1)", "next change"),
         Binding("N,p", "next_change(-1)", "prev change", show=False),
+        Binding("o", "open", "detail"),
         HISTORY,
     ]
 
@@ -462,10 +467,14 @@ class FunctionDiffScreen(KbScreen):
             self._show()
 
     def current_function(self) -> FunctionRef | None:
-        if self.diff is None:
+        if self.diff is not None:
+            b = self.diff["to"]
+            return FunctionRef(b["version_id"], b["func_index"], b["stable_id"], b["name"])
+        try:  # no code to compare (e.g. bytes not stored): the function itself still is
+            fn = queries.get_function(self.kb.conn, self.pair[2], self.pair[3])
+        except KBError:
             return None
-        b = self.diff["to"]
-        return FunctionRef(b["version_id"], b["func_index"], b["stable_id"], b["name"])
+        return FunctionRef(self.pair[2], self.pair[3], fn["stable_id"], fn["name"])
 
 
 def _cell(text: str | None, spans, style: str, width: int) -> Text:
