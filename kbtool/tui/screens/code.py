@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import work
@@ -98,8 +99,8 @@ class LinesView(ScrollView, can_focus=True):
             return Strip.blank(width, base)
         strip = self._strip(i).crop_extend(scroll_x, scroll_x + width, base)
         strip = strip.apply_style(base)
-        if i == self.cursor and self.has_focus:
-            strip = strip.apply_style(CURSOR)
+        if i == self.cursor and self.has_focus:  # over the line's own background
+            strip = Strip(Segment.apply_style(list(strip), post_style=CURSOR), strip.cell_length)
         return strip
 
     def on_focus(self) -> None:
