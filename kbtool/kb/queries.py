@@ -13,12 +13,7 @@ import sqlite3
 from array import array
 from typing import Any, TypedDict
 
-from kbtool.kb.errors import (
-    ModuleBytesMissingError,
-    UnknownFunctionError,
-    UnknownStableIdError,
-    UnknownVersionError,
-)
+from kbtool.kb.errors import UnknownFunctionError, UnknownStableIdError, UnknownVersionError
 
 SEARCH_CAP = 200          # hard cap of any search, whatever the caller asks
 EXPORT_HEADER = "# kbtool KB export"
@@ -621,18 +616,11 @@ def annotations_by_index(
     return out
 
 
-def module_bytes(conn: sqlite3.Connection, version_id: int) -> bytes:
-    """The stored wasm bytes of a version (for disassembly, lifting and re-analysis).
-
-    Raises UnknownVersionError for an unknown id and ModuleBytesMissingError when the
-    version exists but its bytes are not in the KB."""
+def module_bytes(conn: sqlite3.Connection, version_id: int) -> bytes | None:
+    """The stored module bytes of a version (None when the KB holds none for it)."""
     _version_row(conn, version_id)
     row = conn.execute("SELECT data FROM modules WHERE version_id = ?", (version_id,)).fetchone()
-    if row is None or not row[0]:
-        raise ModuleBytesMissingError(
-            f"the module bytes of version {version_id} are not in the KB (re-ingest the release"
-            " to see its code)")
-    return bytes(row[0])
+    return bytes(row[0]) if row is not None else None
 
 
 def function_identities(conn: sqlite3.Connection, version_id: int) -> list[tuple]:

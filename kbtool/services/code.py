@@ -29,7 +29,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbtool.kb import queries
-from kbtool.kb.errors import ImportedFunctionError, KBError, UnknownFunctionError
+from kbtool.kb.errors import (
+    ImportedFunctionError,
+    KBError,
+    ModuleBytesMissingError,
+    UnknownFunctionError,
+)
 from kbtool.lift import (
     LiftModule,
     Names,
@@ -165,7 +170,12 @@ def code_module(conn: sqlite3.Connection, version_id: int) -> CodeModule:
         hit = _PREPARED.get_item(key)
     if hit is not None:
         return hit
-    data = queries.module_bytes(conn, version_id)  # UnknownVersion / ModuleBytesMissing
+    data = queries.module_bytes(conn, version_id)  # UnknownVersionError for an unknown id
+    if not data:
+        raise ModuleBytesMissingError(
+            f"the module bytes of version {version_id} are not in the KB (re-ingest the release"
+            " to see its code)"
+        )
     parsed = _parsed(data)
     rows: dict[int, tuple] = {}
     functions = dict(parsed.names.functions)
