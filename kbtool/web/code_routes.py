@@ -43,7 +43,16 @@ def _callgraph(conn: sqlite3.Connection, params: dict[str, str], query: Query) -
         raise HTTPError(422, str(exc)) from None
 
 
+def _expensive(pattern: str, handler):
+    """A route the app bounds like the diff (a cold call parses the module, a call graph
+    decodes every body), where the router supports the mark."""
+    try:
+        return _r(pattern, handler, expensive=True)
+    except TypeError:  # a router without the mark
+        return _r(pattern, handler)
+
+
 ROUTES = [
-    _r(r"/api/disasm/(?P<vid>[^/]+)/(?P<idx>[^/]+)", _disasm),
-    _r(r"/api/callgraph/(?P<vid>[^/]+)", _callgraph),
+    _expensive(r"/api/disasm/(?P<vid>[^/]+)/(?P<idx>[^/]+)", _disasm),
+    _expensive(r"/api/callgraph/(?P<vid>[^/]+)", _callgraph),
 ]
