@@ -38,7 +38,11 @@ from kbtool.kb.db import open_ro, open_rw  # noqa: E402
 from kbtool.services import code  # noqa: E402
 from kbtool.services.ingest import ingest_bytes  # noqa: E402
 
-DEFAULT = ROOT.parent / "shared" / "corpus" / "release" / "lightningcss-wasm-1.29.1.wasm"
+_CORPUS = next(
+    (p / "shared" / "corpus" for p in ROOT.parents if (p / "shared" / "corpus").is_dir()),
+    ROOT.parent / "shared" / "corpus",
+)
+DEFAULT = _CORPUS / "release" / "lightningcss-wasm-1.29.1.wasm"
 SMOKE = ROOT / "kbtool" / "demo" / "zstd-1.5.5.wasm"
 
 

@@ -109,6 +109,7 @@ def test_rename_is_seen_on_the_next_call(code_kb, tmp_path):
     ro = open_ro(db)
     try:
         assert "call $greet" in code.disassembly(ro, 1, MAIN)["mnemonics"]
+        assert code.callgraph(ro, 1)["nodes"][GREET]["provenance"] == "export"
         rw = open_rw(db)
         sid = queries.get_function(rw, 1, GREET)["stable_id"]
         upsert_symbol(rw, sid, "say_hello", provenance="human", confidence=1.0, actor="human:test")
@@ -116,6 +117,9 @@ def test_rename_is_seen_on_the_next_call(code_kb, tmp_path):
         d = code.disassembly(ro, 1, MAIN)
         assert "call $say_hello" in d["mnemonics"] and "say_hello(" in d["lifted_c"]
         assert code.disassembly(ro, 1, GREET)["name"] == "say_hello"
+        node = code.callgraph(ro, 1)["nodes"][GREET]
+        assert node["name"] == "say_hello" and node["provenance"] == "human"
+        assert node["status"] == "named"
     finally:
         ro.close()
 

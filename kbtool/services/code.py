@@ -47,7 +47,7 @@ from kbtool.wasm import WasmFormatError, analyze_module
 from kbtool.wasm.reader import Module, parse_module
 
 PREPARED_CACHE = 6  # prepared versions kept per process
-PARSED_CACHE = 4  # parsed modules (and their analyses), by content digest
+PARSED_CACHE = 3  # parsed modules (and their analyses), by content digest
 RESULT_CACHE = 128  # disassembly results kept per process
 
 
@@ -66,11 +66,21 @@ class _Parsed:
     analysis: Any = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    graph: dict | None = None
+
     def get_analysis(self) -> Any:
         with self.lock:
             if self.analysis is None:
                 self.analysis = analyze_module(self.data)
             return self.analysis
+
+    def get_graph(self) -> dict:
+        """The call graph's structure (edges, candidates); names are added per KB state."""
+        analysis = self.get_analysis()
+        with self.lock:
+            if self.graph is None:
+                self.graph = build_callgraph(analysis, self.data, {}, {}, {})
+            return self.graph
 
 
 @dataclass
@@ -277,17 +287,28 @@ def callgraph(conn: sqlite3.Connection, version_id: int) -> dict[str, Any]:
     :func:`kbtool.lift.build_callgraph`)."""
     cm = code_module(conn, version_id)
     if cm.graph is None:
-        analysis = cm.parsed.get_analysis()
-        stable_ids = {i: r[0] for i, r in cm.rows.items()}
-        statuses = {}
-        for i, r in cm.rows.items():
-            statuses[i] = "import" if r[1] else ("named" if r[4] else "unnamed")
-        graph = build_callgraph(analysis, cm.lm.data, cm.lm.names.functions, stable_ids, statuses)
-        for node in graph["nodes"]:
-            r = cm.rows.get(node["index"])
-            node["provenance"] = r[5] if r is not None and r[4] else None
-        graph["version_id"] = version_id
-        cm.graph = graph
+        base = cm.parsed.get_graph()  # structure: once per module, whatever the names
+        names = cm.lm.names.functions
+        nodes = []
+        for node in base["nodes"]:
+            i = node["index"]
+            r = cm.rows.get(i)
+            named = r is not None and bool(r[4])
+            status = (
+                "import"
+                if (r[1] if r is not None else node["imported"])
+                else ("named" if named else "unnamed")
+            )
+            nodes.append(
+                dict(
+                    node,
+                    stable_id=r[0] if r is not None else None,
+                    name=names.get(i),
+                    status=status,
+                    provenance=r[5] if named else None,
+                )
+            )
+        cm.graph = {**base, "nodes": nodes, "version_id": version_id}
     return cm.graph
 
 
