@@ -50,8 +50,9 @@ def _peer(cmd: list[str]) -> float | None:
     if not shutil.which(cmd[0]):
         return None
     t = time.perf_counter()
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    return time.perf_counter() - t
+    done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    took = time.perf_counter() - t
+    return took if done.returncode == 0 else None  # a peer that fails has no figure
 
 
 def measure(module: Path, sample: int, seed: int = 1) -> dict:
@@ -112,7 +113,7 @@ def measure(module: Path, sample: int, seed: int = 1) -> dict:
 
 def _fmt(v) -> str:
     if v is None:
-        return "n/a"
+        return "n/a (not installed or failed)"
     return f"{v * 1000:.1f} ms" if isinstance(v, float) else f"{v:,}"
 
 
