@@ -13,7 +13,7 @@ import typer
 
 # Each command module imports its front-end (textual, uvicorn, the MCP SDK) inside the
 # command, so `kbtool versions` never pays for them (~0.4 s measured for textual alone).
-from kbtool.commands import agent, analyze, core, deep, diff, names, serve, tui
+from kbtool.commands import agent, analyze, code, core, deep, diff, names, serve, tui
 from kbtool.commands import mcp as mcp_cmd
 from kbtool.commands.common import err_console, set_global_db
 from kbtool.kb.errors import KBError
@@ -51,7 +51,7 @@ def _root(
     set_global_db(db)
 
 
-for _module in (core, names, mcp_cmd, serve, tui, diff, deep, agent, analyze):
+for _module in (core, names, mcp_cmd, serve, tui, diff, code, deep, agent, analyze):
     _module.register(app)
 
 

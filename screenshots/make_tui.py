@@ -7,6 +7,7 @@ code and a frozen clock), driven with Pilot exactly as a user would with the key
     python screenshots/make_tui.py --out DIR  # somewhere else
 
 Sizes: 80x24 (the size the TUI is designed to work at) unless noted in the table below.
+``--only NAME`` (repeatable) writes just those screenshots (e.g. ``--only code --only code-diff``).
 """
 
 from __future__ import annotations
@@ -87,18 +88,24 @@ def plan(db: Path) -> list[tuple[str, object, tuple[int, int], dict]]:
         ("palette", keys("ctrl+p", *"ZSTD_dec"), (80, 24), {}),
         ("small-terminal", keys("l"), (60, 18), {}),
         ("read-only", call(lambda app: app.open_detail(*detail)), (80, 24), {"read_only": True}),
+        ("code", call(lambda app: app.open_detail(*detail), "c"), (100, 30), {}),
+        ("code-wasm", call(lambda app: app.open_detail(*detail), "c", "w"), (100, 30), {}),
+        ("code-diff", keys("d", "2", "enter"), (120, 32), {}),
+        ("code-diff-unified", keys("d", "2", "enter", "u", "n"), (100, 30), {}),
     ]
 
 
-async def main_async(out: Path, big: bool) -> list[Path]:
+async def main_async(out: Path, big: bool, only: list[str] | None = None) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "kbtool-demo.db"
         build_demo(db, echo=lambda _m: None)
         written = []
         for name, step, size, kw in plan(db):
+            if only and name not in only:
+                continue
             written.append(await shoot(db, out, name, step, size, **kw))
-        if big:
+        if big and not only:
             import importlib.util
 
             spec = importlib.util.spec_from_file_location("bench_tui", ROOT / "benchmarks" / "tui.py")
@@ -109,6 +116,8 @@ async def main_async(out: Path, big: bool) -> list[Path]:
             big_db = Path(tmp) / "big.db"
             build_big(big_db, 50_000, False)
             written.append(await shoot(big_db, out, "heatmap-50k", keys(*"jjjjjlllll", "pagedown"), (100, 30)))
+        if only:
+            return written
         empty = Path(tmp) / "empty.db"
         from kbtool.kb.db import open_rw
 
@@ -126,8 +135,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=ROOT / "screenshots")
     ap.add_argument("--no-big", action="store_true", help="skip the 50,000-function heatmap (takes ~10 s)")
+    ap.add_argument("--only", action="append", help="only this screenshot (name without tui-); repeatable")
     args = ap.parse_args()
-    for path in asyncio.run(main_async(args.out.resolve(), not args.no_big)):
+    for path in asyncio.run(main_async(args.out.resolve(), not args.no_big, args.only)):
         print(path)
     return 0
 

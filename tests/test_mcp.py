@@ -59,6 +59,10 @@ TOOLS = {
                        {"version_id": "integer", "backend": "string",
                         "only_unconfident": "boolean", "rounds": "integer"}),
     "analyze_version": (("version_id",), {}, {"version_id": "integer"}),
+    "get_disassembly": (("version_id", "func_index"), {"offset": 0, "limit": 2000},
+                        {"version_id": "integer", "func_index": "integer", "offset": "integer", "limit": "integer"}),
+    "get_lifted_c": (("version_id", "func_index"), {"offset": 0, "limit": 2000},
+                     {"version_id": "integer", "func_index": "integer", "offset": "integer", "limit": "integer"}),
 }
 VERSION_KEYS = {"id", "label", "toolchain_version", "functions", "shared_memory"}
 ENTRY_KEYS = {"index", "stable_id", "type", "name", "provenance", "confidence"}

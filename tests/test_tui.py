@@ -544,9 +544,14 @@ async def test_diff_screen_summary_filters_changelog_and_navigation(kb):
         await pilot.press("c")                        # the semantic changelog
         await settle(pilot)
         assert "changelog" in screen_text(app)
-        await pilot.press("2", "enter")               # a modified function: its detail (to side)
+        await pilot.press("2", "enter")               # a modified function: its per-function diff
+        await settle(pilot)
+        assert type(app.screen).__name__ == "FunctionDiffScreen" and app.screen.pair[2] == 2
+        await pilot.press("o")                        # ... and from there its detail (to side)
         await settle(pilot)
         assert isinstance(app.screen, DetailScreen) and app.screen.version_id == 2
+        await pilot.press("escape")
+        await settle(pilot)
         await pilot.press("escape")
         await settle(pilot)
         await pilot.press("x")                        # swap from/to

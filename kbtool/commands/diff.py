@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from kbtool.commands.code import print_function_diff
 from kbtool.commands.common import (
     DbOption,
     JsonOption,
@@ -114,11 +115,17 @@ def ui_diff(
     only: OnlyOption = None,
     show_all: Annotated[bool, typer.Option("--all", help="Also list unchanged and moved functions.")] = False,
     pager: Annotated[bool, typer.Option("--pager", help="Page the output (less -R or $PAGER).")] = False,
+    function: Annotated[str | None, typer.Option("--function", help="One function (stable_id): its code in both releases, changes marked.")] = None,
+    unified: Annotated[bool, typer.Option("--unified", help="With --function: one column instead of side by side.")] = False,
     db: DbOption = None,
 ) -> None:
     """The diff as tables plus the semantic changelog; read-only, never carries names.
 
-    Shows what changed (modified, new, deleted) unless --all or --only says otherwise."""
+    Shows what changed (modified, new, deleted) unless --all or --only says otherwise;
+    --function STABLE_ID shows that function's code in both releases."""
+    if function is not None:
+        return print_function_diff(db, function, from_version, to_version, unified=unified,
+                                   pager=pager or None)
     keep = _only(only if only is not None else (None if show_all else "changed"))
 
     conn = ro(db)

@@ -42,3 +42,11 @@ class KBReadOnlyError(KBError):
 
 class KBFullError(KBError):
     """The disk (or the file system quota) is full; the write was rolled back."""
+
+
+class ModuleBytesMissingError(KBError, LookupError):
+    """The version exists but its module bytes are not stored."""
+
+
+class ImportedFunctionError(UnknownFunctionError):
+    """The function is an import: it has no body to show."""

@@ -631,6 +631,18 @@ def annotations_by_index(
     return out
 
 
+def function_identities(conn: sqlite3.Connection, version_id: int) -> list[tuple]:
+    """Every function of a version in index order, imports included:
+    ``(index, stable_id, imported, import_module, import_field, name, provenance)``."""
+    _version_row(conn, version_id)
+    return conn.execute(
+        "SELECT f.idx, f.stable_id, f.imported, f.import_module, f.import_field, s.name, s.provenance"
+        " FROM functions f LEFT JOIN symbols s ON s.stable_id = f.stable_id"
+        " WHERE f.version_id = ? ORDER BY f.idx",
+        (version_id,),
+    ).fetchall()
+
+
 def stored_diff_report(conn: sqlite3.Connection, from_version_id: int, to_version_id: int) -> dict[str, Any] | None:
     """The diff report saved for the pair (``kbtool diff A B --save``), or None."""
     row = conn.execute(

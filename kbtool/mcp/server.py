@@ -44,6 +44,7 @@ TOOL_NAMES = (
     "search_symbols", "get_diff", "export_kb_text", "propose_symbol",
     "agent_backends", "run_agent_pass",
     "analyze_version",
+    "get_disassembly", "get_lifted_c",
 )
 INSTRUCTIONS = """\
 kbtool is a knowledge base of the releases (versions) of a WebAssembly module and the names
@@ -148,7 +149,7 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
     from pydantic import Field
 
     # the feature tool modules import this one (as_json), so they are loaded here
-    from kbtool.mcp import tools_agents, tools_analysis
+    from kbtool.mcp import tools_agents, tools_analysis, tools_code
 
 
     def read(query: Callable[..., Any], *args: Any) -> Any:
@@ -301,4 +302,5 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         (propose_symbol, False, as_json),
         *tools_agents.tools(db_path),
         *tools_analysis.tools(db_path),
+        *tools_code.tools(db_path),
     ]

@@ -354,6 +354,11 @@ ROUTES: list[_Route] = [
     _r(r"/api/events", _events),
 ]
 
+# The code routes (/api/disasm, /api/callgraph) use the helpers above, so they join here.
+from kbtool.web import code_routes  # noqa: E402
+
+ROUTES += code_routes.ROUTES
+
 PAGES: dict[str, Callable[[], bytes]] = {
     "/": dashboard_html,
     "/studio": studio_html,

@@ -47,6 +47,7 @@ class DetailScreen(KbScreen):
         RENAME,
         Binding("[", "other_version(-1)", "prev version", show=False),
         Binding("]", "other_version(1)", "next version", show=False),
+        Binding("c", "code", "code"),
     ]
 
     def __init__(self, version_id: int, index: int) -> None:
@@ -250,3 +251,12 @@ class DetailScreen(KbScreen):
         else:
             self.notify("the function appears in no " + ("earlier" if step < 0 else "later") + " version",
                         timeout=3)
+
+    def action_code(self) -> None:
+        """The function's code (Raw WASM / C), on its own screen."""
+        if self._fn is None or self._fn["imported"]:
+            self.notify("an imported function has no code", timeout=3)
+            return
+        from kbtool.tui.screens.code import CodeScreen
+
+        self.app.push_screen(CodeScreen(self.version_id, self.index))

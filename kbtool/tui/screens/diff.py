@@ -307,6 +307,14 @@ class DiffScreen(KbScreen):
         return None
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        c = self._current_change()
+        if c is not None and self._report is not None and c["classification"] == "modified":
+            from kbtool.tui.screens.code import FunctionDiffScreen  # the per-function diff
+
+            self.app.push_screen(FunctionDiffScreen(
+                self._report.get("from_version_id", self._from), c["from_index"],
+                self._report.get("to_version_id", self._to), c["to_index"]))
+            return
         self.action_open()
 
     def after_rename(self, ref: FunctionRef) -> None:

@@ -1,0 +1,173 @@
+"""``kbtool code``: one function's disassembly and lifted C; the per-function diff of ``ui diff``.
+
+    kbtool code 2 812            # version 2, function index 812: raw wasm, then C
+    kbtool code 2:812 --c        # the same function, C only
+    kbtool code 9f3c0a1b2c3d4e5f --wasm [--version 2]   # by stable_id (latest version by default)
+    kbtool ui diff 1 2 --function STABLE_ID [--unified]  # both releases side by side
+
+Long output goes through the pager when stdout is a terminal (``--pager``/``--no-pager``).
+Names and strings from the binary are shown literally (no markup, controls escaped).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+import typer
+from rich.console import Group, RenderableType
+from rich.text import Text
+
+from kbtool.commands.common import DbOption, JsonOption, console, fail, print_json, ro
+from kbtool.kb import queries
+from kbtool.render.code import WASM, C, c_syntax, code_text, function_diff_view
+from kbtool.render.text import lit
+from kbtool.services import code as code_service
+
+_PAIR = re.compile(r"(\d+):(\d+)\Z")
+
+COption = Annotated[bool, typer.Option("--c", help="Only the lifted C.")]
+WasmOption = Annotated[bool, typer.Option("--wasm", help="Only the raw wasm disassembly.")]
+PagerOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--pager/--no-pager",
+        help="Page the output (default: when longer than the terminal).",
+        show_default=False,
+    ),
+]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("code")(code_cmd)
+
+
+def resolve_target(conn, target: str, index: int | None, version: int | None) -> tuple[int, int]:
+    """``(version_id, func_index)`` from ``VERSION INDEX``, ``VERSION:INDEX`` or a stable_id."""
+    if index is not None:
+        if not target.isdigit():
+            raise typer.BadParameter(
+                f"VERSION must be a version id when INDEX is given, not {target!r}"
+            )
+        return int(target), index
+    m = _PAIR.match(target)
+    if m:
+        return int(m.group(1)), int(m.group(2))
+    queries.require_stable_id(conn, target)
+    where = queries.functions_by_stable_id(conn, target)
+    if version is None:
+        return where[-1]["version_id"], where[-1]["index"]
+    for w in where:
+        if w["version_id"] == version:
+            return version, w["index"]
+    queries.get_version(conn, version)  # unknown version: its own message
+    seen = ", ".join(str(w["version_id"]) for w in where)
+    fail(f"function {target} does not appear in version {version} (it appears in: {seen})")
+    raise AssertionError  # unreachable
+
+
+def _print(renderable: RenderableType, lines: int, pager: bool | None) -> None:
+    if pager is None:
+        pager = console.is_terminal and lines > console.height - 2
+    if pager:
+        with console.pager(styles=True):
+            console.print(renderable, soft_wrap=True)
+    else:
+        console.print(renderable, soft_wrap=True)
+
+
+def code_view(d: dict, *, show: str | None = None) -> tuple[Group, int]:
+    """Header, then the wasm listing and/or the C; with the number of lines."""
+    head = Text.assemble(
+        ("func ", "bold"),
+        (f"#{d['func_index']} ", "bold"),
+        lit(d["name"] or "unnamed", "bold cyan" if d["name"] else "dim"),
+        ("  ", ""),
+        lit(d["type"], "green"),
+        (f"  version {d['version_id']}  stable_id {d['stable_id']}", "dim"),
+    )
+    if d.get("provenance"):
+        head.append_text(Text.assemble(("  named by ", "dim"), lit(d["provenance"], "dim")))
+    parts: list[RenderableType] = [head]
+    lines = 1
+    if show in (None, WASM):
+        parts += [
+            Text(""),
+            Text("raw wasm", style="bold underline"),
+            code_text(d["mnemonics"], WASM),
+        ]
+        lines += 2 + d["mnemonics"].count("\n")
+    if show in (None, C):
+        if d.get("truncated"):
+            parts.append(lit(f"C not lifted: {d.get('reason')}", "bold yellow"))
+        parts += [Text(""), Text("lifted C", style="bold underline"), c_syntax(d["lifted_c"])]
+        lines += 2 + d["lifted_c"].count("\n")
+    return Group(*parts), lines
+
+
+def code_cmd(
+    target: Annotated[
+        str,
+        typer.Argument(
+            help="A version id (then INDEX), VERSION:INDEX, or a function's stable_id.",
+            show_default=False,
+        ),
+    ],
+    index: Annotated[
+        int | None, typer.Argument(help="Function index in that version.", show_default=False)
+    ] = None,
+    c_only: COption = False,
+    wasm_only: WasmOption = False,
+    version: Annotated[
+        int | None,
+        typer.Option(
+            "--version", help="With a stable_id: this version (default: the latest it appears in)."
+        ),
+    ] = None,
+    pager: PagerOption = None,
+    json_out: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Show one function's code: the disassembly (raw wasm) and the C it lifts to."""
+    if c_only and wasm_only:
+        fail("--c and --wasm exclude each other (give neither for both)")
+    conn = ro(db)
+    try:
+        vid, idx = resolve_target(conn, target, index, version)
+        d = code_service.disassembly(conn, vid, idx)
+    finally:
+        conn.close()
+    if json_out:
+        if c_only:
+            d.pop("mnemonics")
+        elif wasm_only:
+            d.pop("lifted_c")
+        print_json(d)
+        return
+    view, lines = code_view(d, show=C if c_only else WASM if wasm_only else None)
+    _print(view, lines, pager)
+
+
+def print_function_diff(
+    db: str | None,
+    stable_id: str,
+    from_version: int,
+    to_version: int,
+    *,
+    unified: bool = False,
+    pager: bool | None = None,
+    json_out: bool = False,
+    context: int = 3,
+) -> None:
+    """``kbtool ui diff A B --function SID``: the function's code in both releases."""
+    conn = ro(db)
+    try:
+        diff = code_service.function_diff(conn, stable_id, from_version, to_version)
+    finally:
+        conn.close()
+    if json_out:
+        print_json(diff)
+        return
+    view = function_diff_view(diff, side=not unified, context=context)
+    lines = len(diff["rows"]) + diff["c_diff"].count("\n") + 4
+    _print(view, lines, pager)

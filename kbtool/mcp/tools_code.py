@@ -1,0 +1,155 @@
+"""MCP tools that show code: ``get_disassembly`` and ``get_lifted_c`` (what RE servers call
+disassemble/decompile), answered by :mod:`kbtool.services.code` on a read-only connection.
+
+Each answer is plain text, bounded: at most ``limit`` lines from line ``offset`` and at
+most ``MAX_CHARS`` characters; when more remains, the last line says which ``offset`` to
+ask for next. No ``from __future__ import annotations``: the SDK reads the annotations.
+"""
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+MAX_CHARS = 100_000  # one answer's size bound (characters)
+DEFAULT_LIMIT = 2_000  # lines per answer unless the caller asks otherwise
+MAX_LIMIT = 20_000
+
+
+def page(
+    text: str,
+    offset: int,
+    limit: int,
+    *,
+    tool: str,
+    version_id: int,
+    func_index: int,
+    comment: tuple[str, str],
+) -> str:
+    """Lines ``offset..offset+limit`` of ``text`` within MAX_CHARS, plus a note on what is left."""
+    lines = text.splitlines()
+    total = len(lines)
+    offset = max(0, offset)
+    limit = max(1, min(limit, MAX_LIMIT))
+    out: list[str] = []
+    size = 0
+    end = offset
+    for line in lines[offset : offset + limit]:
+        if size + len(line) + 1 > MAX_CHARS and out:
+            break
+        out.append(line[:MAX_CHARS])
+        size += len(line) + 1
+        end += 1
+    open_, close = comment
+    if offset >= total and total:
+        return (
+            f"{open_} kbtool: offset {offset} is past the end: the text has {total} lines{close}\n"
+        )
+    if end < total:
+        out.append(
+            f"{open_} kbtool: truncated: lines {offset + 1}-{end} of {total} shown; for the rest call"
+            f" {tool}(version_id={version_id}, func_index={func_index}, offset={end}){close}"
+        )
+    elif offset:
+        out.append(f"{open_} kbtool: lines {offset + 1}-{end} of {total}{close}")
+    return "\n".join(out) + "\n"
+
+
+def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], str]]]:
+    """(function, read_only, renderer) for the code tools, bound to ``db_path``."""
+    from pydantic import Field
+
+    from kbtool.kb.db import open_ro
+    from kbtool.services import code as code_service
+
+    VersionId = Annotated[int, Field(description="A version id from list_versions.")]
+    FuncIndex = Annotated[
+        int,
+        Field(
+            description=(
+                "The function's index in that version (from list_functions); imports have no code."
+            )
+        ),
+    ]
+    Offset = Annotated[
+        int,
+        Field(
+            ge=0,
+            description=(
+                "First line to return (0-based); use the offset a truncated answer names to get the rest."
+            ),
+        ),
+    ]
+    Limit = Annotated[
+        int,
+        Field(
+            ge=1,
+            le=MAX_LIMIT,
+            description=(
+                f"Maximum number of lines (the answer is also capped at {MAX_CHARS:,} characters)."
+            ),
+        ),
+    ]
+
+    def fetch(version_id: int, func_index: int) -> dict[str, Any]:
+        conn = open_ro(db_path)
+        try:
+            return code_service.disassembly(conn, version_id, func_index)
+        finally:
+            conn.close()
+
+    def get_disassembly(
+        version_id: VersionId,
+        func_index: FuncIndex,
+        offset: Offset = 0,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> str:
+        """The raw WebAssembly of one defined function, one instruction per line
+        (`<file offset>: <mnemonic> <immediates>`, indented by block structure), with the
+        KB's names on calls (`call $name`, `call func[N] <unnamed>`), global names,
+        call_indirect signatures and `;; "..."` notes on constants that point at strings.
+        Use it to check exactly what a function does, or when get_lifted_c is a placeholder.
+        Long functions come in pages: a last line starting `;; kbtool: truncated` gives the
+        offset to ask for next. An unknown version, an index out of range or an imported
+        function is an error."""
+        d = fetch(version_id, func_index)
+        return page(
+            d["mnemonics"],
+            offset,
+            limit,
+            tool="get_disassembly",
+            version_id=version_id,
+            func_index=func_index,
+            comment=(";;", ""),
+        )
+
+    def get_lifted_c(
+        version_id: VersionId,
+        func_index: FuncIndex,
+        offset: Offset = 0,
+        limit: Limit = DEFAULT_LIMIT,
+    ) -> str:
+        """One defined function decompiled to C: structured control flow, typed locals
+        (pN parameters, lN locals), memory as `*(int32_t *)(M + p + 8)`, calls by the KB's
+        names, prototypes of what it calls first. The quickest way to understand a
+        function before proposing a name. Over the lifter's size/time budget the body is
+        a stub whose comment says `kbtool: not lifted` (read get_disassembly then).
+        Long output comes in pages: a last line `/* kbtool: truncated ... */` gives the
+        offset to ask for next. An unknown version, an index out of range or an imported
+        function is an error."""
+        d = fetch(version_id, func_index)
+        return page(
+            d["lifted_c"],
+            offset,
+            limit,
+            tool="get_lifted_c",
+            version_id=version_id,
+            func_index=func_index,
+            comment=("/*", " */"),
+        )
+
+    def as_text(value: str) -> str:
+        return value
+
+    return [
+        (get_disassembly, True, as_text),
+        (get_lifted_c, True, as_text),
+    ]

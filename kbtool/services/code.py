@@ -1,0 +1,555 @@
+"""Code of a version's functions, with the KB's names: disassembly, lifted C, call graph, diff.
+
+Every surface (CLI ``kbtool code``, the TUI code screen, ``/api/disasm`` and
+``/api/callgraph``, the MCP ``get_disassembly``/``get_lifted_c`` tools) calls here::
+
+    disassembly(conn, version_id, func_index)   # the contract's Disassembly object
+    callgraph(conn, version_id)                 # the contract's Call graph object
+    function_diff(conn, stable_id, from_version_id, to_version_id)
+
+The module bytes come from the KB (``queries.module_bytes``); function names are the KB's
+(any provenance) over the module's own (name section, exports, import fields); global and
+local names are the module's. A prepared module (:func:`kbtool.lift.prepare`) is kept in an
+in-process LRU per (KB file, version id, change token), so on-demand calls after the first
+cost one small query plus the function's own work; a rename changes the token and the next
+call sees the new name. Errors are KB errors with one-line messages: unknown version
+(``UnknownVersionError``), index out of range (``UnknownFunctionError``), an import
+(``ImportedFunctionError``), bytes not stored (``ModuleBytesMissingError``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import re
+import sqlite3
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from kbtool.kb import queries
+from kbtool.kb.errors import (
+    ImportedFunctionError,
+    KBError,
+    ModuleBytesMissingError,
+    UnknownFunctionError,
+)
+from kbtool.lift import (
+    LiftModule,
+    Names,
+    build_callgraph,
+    disassemble_function,
+    lift_function,
+    prepare,
+)
+from kbtool.wasm import WasmFormatError, analyze_module
+from kbtool.wasm.reader import Module, parse_module
+
+PREPARED_CACHE = 6  # prepared versions kept per process
+PARSED_CACHE = 3  # parsed modules (and their analyses), by content digest
+RESULT_CACHE = 128  # disassembly results kept per process
+
+
+class CodeUnavailableError(KBError):
+    """The stored module bytes of a version cannot be decoded."""
+
+
+# ---------------------------------------------------------------- caches
+
+
+@dataclass
+class _Parsed:
+    data: bytes
+    module: Module
+    names: Names
+    analysis: Any = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    graph: dict | None = None
+
+    def get_analysis(self) -> Any:
+        with self.lock:
+            if self.analysis is None:
+                self.analysis = analyze_module(self.data)
+            return self.analysis
+
+    def get_graph(self) -> dict:
+        """The call graph's structure (edges, candidates); names are added per KB state."""
+        analysis = self.get_analysis()
+        with self.lock:
+            if self.graph is None:
+                self.graph = build_callgraph(analysis, self.data, {}, {}, {})
+            return self.graph
+
+
+@dataclass
+class CodeModule:
+    """One version prepared for code views, with the KB's identities and names."""
+
+    version_id: int
+    lm: LiftModule
+    parsed: _Parsed
+    rows: dict[int, tuple]  # index -> (stable_id, imported, module, field, name, provenance)
+    graph: dict | None = None
+    display_index: dict[str, int] | None = None  # "$name" in a listing -> function index
+
+    @property
+    def num_functions(self) -> int:
+        return self.lm.module.num_functions
+
+    def check(self, func_index: int) -> tuple:
+        """The KB row of a defined function; KB errors for out of range and imports."""
+        n = self.num_functions
+        if func_index < 0 or func_index >= n:
+            raise UnknownFunctionError(
+                f"version {self.version_id} has no function {func_index}"
+                f" (its indices run 0..{n - 1})"
+            )
+        row = self.rows.get(func_index)
+        m = self.lm.module
+        if func_index < m.num_func_imports or (row is not None and row[1]):
+            imp = m.func_imports[func_index] if func_index < m.num_func_imports else None
+            what = f"{imp.module}.{imp.field}" if imp else f"{row[2]}.{row[3]}"
+            raise ImportedFunctionError(
+                f"function {func_index} of version {self.version_id} is an import ({_one_line(what)}):"
+                " it has no code"
+            )
+        return row or (None, False, None, None, None, None)
+
+
+class _LRU(OrderedDict):
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    def get_item(self, key: Any) -> Any:
+        value = self.get(key)
+        if value is not None:
+            self.move_to_end(key)
+        return value
+
+    def put(self, key: Any, value: Any) -> None:
+        self[key] = value
+        self.move_to_end(key)
+        while len(self) > self.size:
+            self.popitem(last=False)
+
+
+_LOCK = threading.Lock()
+_PREPARED = _LRU(PREPARED_CACHE)
+_PARSED = _LRU(PARSED_CACHE)
+_RESULTS = _LRU(RESULT_CACHE)
+
+
+def clear_cache() -> None:
+    """Forget every prepared module (tests; memory)."""
+    with _LOCK:
+        _PREPARED.clear()
+        _PARSED.clear()
+        _RESULTS.clear()
+
+
+def _db_file(conn: sqlite3.Connection) -> str:
+    for _seq, name, path in conn.execute("PRAGMA database_list"):
+        if name == "main":
+            return path or f"memory:{id(conn)}"
+    return f"memory:{id(conn)}"
+
+
+def _parsed(data: bytes) -> _Parsed:
+    digest = hashlib.blake2b(data, digest_size=16).digest()
+    with _LOCK:
+        hit = _PARSED.get_item(digest)
+    if hit is not None:
+        return hit
+    try:
+        module = parse_module(data)
+    except WasmFormatError as exc:
+        raise CodeUnavailableError(f"the stored module cannot be decoded: {exc}") from None
+    parsed = _Parsed(data, module, Names.from_module(module))
+    with _LOCK:
+        _PARSED.put(digest, parsed)
+    return parsed
+
+
+def code_module(conn: sqlite3.Connection, version_id: int) -> CodeModule:
+    """The prepared version (cached per KB file, version id and change token)."""
+    key = (_db_file(conn), version_id, queries.change_token(conn))
+    with _LOCK:
+        hit = _PREPARED.get_item(key)
+    if hit is not None:
+        return hit
+    data = queries.module_bytes(conn, version_id)  # UnknownVersionError for an unknown id
+    if not data:
+        raise ModuleBytesMissingError(
+            f"the module bytes of version {version_id} are not in the KB (re-ingest the release"
+            " to see its code)"
+        )
+    parsed = _parsed(data)
+    rows: dict[int, tuple] = {}
+    functions = dict(parsed.names.functions)
+    for idx, sid, imported, mod, fld, name, prov in queries.function_identities(conn, version_id):
+        rows[idx] = (sid, bool(imported), mod, fld, name, prov)
+        if name:
+            functions[idx] = name
+    names = Names(functions=functions, globals=parsed.names.globals, locals=parsed.names.locals)
+    lm = prepare((data, parsed.module), names)
+    cm = CodeModule(version_id, lm, parsed, rows)
+    with _LOCK:
+        _PREPARED.put(key, cm)
+    return cm
+
+
+def _one_line(text: object) -> str:
+    from kbtool.textutil import printable
+
+    return printable(text)
+
+
+# ---------------------------------------------------------------- disassembly
+
+
+def disassembly(conn: sqlite3.Connection, version_id: int, func_index: int) -> dict[str, Any]:
+    """The contract's Disassembly object: ``mnemonics`` (raw wasm) and ``lifted_c``, plus
+    ``version_id``, ``func_index``, ``stable_id``, ``name``, ``provenance``, ``type``,
+    ``truncated`` and ``reason`` (why the C is a placeholder, else null)."""
+    cm = code_module(conn, version_id)
+    sid, _imp, _mod, _fld, name, prov = cm.check(func_index)
+    key = (id(cm), func_index)
+    with _LOCK:
+        hit = _RESULTS.get_item(key)
+    if hit is not None and hit[0] is cm:
+        return dict(hit[1])
+    try:
+        mnemonics = disassemble_function(cm.lm, func_index)
+    except WasmFormatError as exc:
+        mnemonics = f";; kbtool: cannot disassemble this body: {_one_line(exc)}\n"
+    res = lift_function(cm.lm, func_index)
+    out = {
+        "mnemonics": mnemonics,
+        "lifted_c": res.text,
+        "version_id": version_id,
+        "func_index": func_index,
+        "stable_id": sid,
+        "name": name or cm.lm.names.functions.get(func_index),
+        "provenance": prov,
+        "type": cm.lm.module.func_type(func_index).text(),
+        "truncated": bool(res.truncated),
+        "reason": res.reason or None,
+        "call_lines": call_lines(cm, mnemonics),
+    }
+    with _LOCK:
+        _RESULTS.put(key, (cm, out))
+    return dict(out)
+
+
+_CALL = re.compile(
+    r"^ [0-9a-f]+: +(?:call|return_call|ref\.func) (\$.*?|func\[(\d+)\] <[^>]*>)(?:  ;; .*)?$"
+)
+
+
+def call_lines(cm: CodeModule, mnemonics: str) -> list[list[int]]:
+    """``[[line, callee index], ...]`` (1-based lines of the listing that call or reference a
+    function), so a front end can make those lines links."""
+    if cm.display_index is None:
+        inverse: dict[str, int] = {}
+        for i in range(cm.num_functions):
+            name = cm.lm.func_display(i)
+            if name:
+                inverse.setdefault("$" + name, i)
+        cm.display_index = inverse
+    out = []
+    for n, line in enumerate(mnemonics.splitlines(), 1):
+        if "call" not in line and "ref.func" not in line:
+            continue
+        m = _CALL.match(line)
+        if m is None:
+            continue
+        idx = int(m.group(2)) if m.group(2) is not None else cm.display_index.get(m.group(1))
+        if idx is not None:
+            out.append([n, idx])
+    return out
+
+
+# ---------------------------------------------------------------- call graph
+
+
+def callgraph(conn: sqlite3.Connection, version_id: int) -> dict[str, Any]:
+    """The contract's Call graph object for a version.
+
+    ``nodes``: ``{index, stable_id, name, status, provenance, imported, in_table}`` with
+    ``status`` ``named`` (the KB has a name; ``provenance`` says whose), ``unnamed`` or
+    ``import``; ``edges``: ``{caller, callee, kind, count}`` with ``kind`` ``direct``,
+    ``ref`` (``ref.func``) or ``indirect`` (a ``call_indirect`` candidate, with
+    ``candidates`` = the candidate set size); ``indirect`` and ``candidates``: the
+    call_indirect sites whose candidate sets are too large to expand (see
+    :func:`kbtool.lift.build_callgraph`)."""
+    cm = code_module(conn, version_id)
+    if cm.graph is None:
+        base = cm.parsed.get_graph()  # structure: once per module, whatever the names
+        names = cm.lm.names.functions
+        nodes = []
+        for node in base["nodes"]:
+            i = node["index"]
+            r = cm.rows.get(i)
+            named = r is not None and bool(r[4])
+            status = (
+                "import"
+                if (r[1] if r is not None else node["imported"])
+                else ("named" if named else "unnamed")
+            )
+            nodes.append(
+                dict(
+                    node,
+                    stable_id=r[0] if r is not None else None,
+                    name=names.get(i),
+                    status=status,
+                    provenance=r[5] if named else None,
+                )
+            )
+        cm.graph = {**base, "nodes": nodes, "version_id": version_id}
+    return cm.graph
+
+
+def neighbours(conn: sqlite3.Connection, version_id: int, func_index: int) -> dict[str, list[dict]]:
+    """Direct callers and callees of one function (from the call graph): ``{callers, callees}``,
+    each ``[{index, stable_id, name, status, imported, kind}]`` in index order."""
+    graph = callgraph(conn, version_id)
+    nodes = {n["index"]: n for n in graph["nodes"]}
+    callers: dict[int, str] = {}
+    callees: dict[int, str] = {}
+    for e in graph["edges"]:
+        if e["kind"] == "indirect":
+            continue
+        if e["callee"] == func_index:
+            callers.setdefault(e["caller"], e["kind"])
+        if e["caller"] == func_index:
+            callees.setdefault(e["callee"], e["kind"])
+
+    def entries(found: dict[int, str]) -> list[dict]:
+        return [dict(nodes.get(i, {"index": i}), kind=k) for i, k in sorted(found.items())]
+
+    return {"callers": entries(callers), "callees": entries(callees)}
+
+
+# ---------------------------------------------------------------- per-function diff
+
+# one disassembly line: " 011a39:   global.get $__stack_pointer  ;; note"
+_LINE = re.compile(r"^ ([0-9a-f]+): ( *)(\S+) ?(.*)$")
+_NUMBER = re.compile(r"-?(?:0x[0-9a-fA-F]+|\d+(?:\.\d+)?(?:e[-+]?\d+)?)|nan|[-+]?inf")
+_FUNC_REF = re.compile(r"\$\S+|func\[\d+\] <[^>]*>")
+_TOKEN = re.compile(r"func\[\d+\] <[^>]*>|;;.*|\S+")
+
+
+def _kind(mnemonic: str) -> str:
+    if mnemonic in ("call", "return_call", "ref.func"):
+        return "callee"
+    if mnemonic.endswith(".const"):
+        return "const"
+    if ".load" in mnemonic or ".store" in mnemonic or ".atomic." in mnemonic:
+        return "offset"
+    if mnemonic.startswith("global."):
+        return "global"
+    if mnemonic.startswith("call_indirect") or mnemonic.startswith("return_call_indirect"):
+        return "type"
+    return "operand"
+
+
+@dataclass
+class _Instr:
+    text: str  # the line without its file offset
+    key: str  # indent + mnemonic + operand shape (numbers and names normalised)
+    mnemonic: str
+    operands: str  # immediates (without the note)
+    note: str
+
+
+def _parse_lines(mnemonics: str) -> list[_Instr]:
+    out = []
+    for line in mnemonics.splitlines():
+        m = _LINE.match(line)
+        if m is None:  # header, locals, notes: compared as they are
+            out.append(_Instr(line, "\0" + line, "", "", ""))
+            continue
+        indent, mnemonic, rest = m.group(2), m.group(3), m.group(4)
+        cut = (" " + rest).find(" ;; ")
+        operands, note = (rest, "") if cut < 0 else (rest[:cut], rest[cut:])
+        shape = (
+            "@" if _kind(mnemonic) == "callee" else _NUMBER.sub("#", _FUNC_REF.sub("@", operands))
+        )
+        out.append(
+            _Instr(
+                indent + mnemonic + (" " + rest if rest else ""),
+                f"{indent}{mnemonic} {shape}",
+                mnemonic,
+                operands.strip(),
+                note,
+            )
+        )
+    return out
+
+
+def _changed_spans(a: _Instr, b: _Instr) -> tuple[list[list[int]], list[list[int]]]:
+    """Character spans of the operand tokens that differ, on each side."""
+
+    def spans(x: _Instr) -> list[tuple[int, int, str]]:
+        head = len(x.text) - len(x.text.lstrip(" ")) + len(x.mnemonic)
+        # a callee reference may contain spaces ("func[3] <unnamed>"): one token each
+        return [(m.start(), m.end(), m.group(0)) for m in _TOKEN.finditer(x.text, head)]
+
+    if _kind(a.mnemonic) == "callee":  # the whole reference (a name may hold spaces)
+
+        def whole(x: _Instr) -> list[list[int]]:
+            start = len(x.text) - len(x.text.lstrip(" ")) + len(x.mnemonic) + 1
+            return [[start, start + len(x.operands)]]
+
+        return whole(a), whole(b)
+    ta, tb = spans(a), spans(b)
+    sa: list[list[int]] = []
+    sb: list[list[int]] = []
+    for i in range(max(len(ta), len(tb))):
+        x = ta[i] if i < len(ta) else None
+        y = tb[i] if i < len(tb) else None
+        if x is not None and y is not None and x[2] == y[2]:
+            continue
+        if x is not None:
+            sa.append([x[0], x[1]])
+        if y is not None:
+            sb.append([y[0], y[1]])
+    return sa, sb
+
+
+def diff_lines(a_mnemonics: str, b_mnemonics: str) -> dict[str, Any]:
+    """Align two listings and mark what changed.
+
+    Lines are aligned by difflib over a key with file offsets dropped and numbers and callee
+    names normalised, so a changed constant, memory offset or callee keeps its line paired;
+    paired lines whose operands differ are ``changed`` with ``kinds`` (``const``,
+    ``offset``, ``callee``, ``global``, ``type``, ``operand``, ``string``) and the character
+    spans of the differing tokens (``a_spans``/``b_spans``). Returns ``{rows, summary}``;
+    a row is ``{op: equal|changed|replace|delete|insert, a, b, a_line, b_line, kinds,
+    a_spans, b_spans}`` (``a_line``/``b_line``: 1-based line numbers in each listing)."""
+    la, lb = _parse_lines(a_mnemonics), _parse_lines(b_mnemonics)
+    sm = difflib.SequenceMatcher(
+        None, [x.key for x in la], [x.key for x in lb], autojunk=len(la) + len(lb) > 4000
+    )
+    rows: list[dict[str, Any]] = []
+    summary = {
+        "equal": 0,
+        "changed": 0,
+        "deleted": 0,
+        "inserted": 0,
+        "const": 0,
+        "offset": 0,
+        "callee": 0,
+        "global": 0,
+        "type": 0,
+        "operand": 0,
+        "string": 0,
+    }
+
+    def row(op: str, i: int | None, j: int | None, kinds=(), sa=(), sb=()) -> None:
+        rows.append(
+            {
+                "op": op,
+                "a": la[i].text if i is not None else None,
+                "b": lb[j].text if j is not None else None,
+                "a_line": None if i is None else i + 1,
+                "b_line": None if j is None else j + 1,
+                "kinds": list(kinds),
+                "a_spans": list(sa),
+                "b_spans": list(sb),
+            }
+        )
+
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        if tag == "equal":
+            for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
+                x, y = la[i], lb[j]
+                if x.text == y.text:
+                    summary["equal"] += 1
+                    row("equal", i, j)
+                    continue
+                kinds = []
+                if x.operands != y.operands:
+                    kinds.append(_kind(x.mnemonic) if x.mnemonic else "operand")
+                if x.note != y.note:
+                    kinds.append("string")
+                for k in kinds:
+                    summary[k] += 1
+                summary["changed"] += 1
+                sa, sb = _changed_spans(x, y)
+                row("changed", i, j, kinds, sa, sb)
+            continue
+        a_n, b_n = i2 - i1, j2 - j1
+        paired = min(a_n, b_n) if tag == "replace" else 0
+        for k in range(paired):
+            summary["deleted"] += 1
+            summary["inserted"] += 1
+            row(
+                "replace",
+                i1 + k,
+                j1 + k,
+                (),
+                [[0, len(la[i1 + k].text)]],
+                [[0, len(lb[j1 + k].text)]],
+            )
+        for i in range(i1 + paired, i2):
+            summary["deleted"] += 1
+            row("delete", i, None, (), [[0, len(la[i].text)]])
+        for j in range(j1 + paired, j2):
+            summary["inserted"] += 1
+            row("insert", None, j, (), (), [[0, len(lb[j].text)]])
+    return {"rows": rows, "summary": summary}
+
+
+def function_diff(
+    conn: sqlite3.Connection,
+    stable_id: str,
+    from_version_id: int,
+    to_version_id: int,
+) -> dict[str, Any]:
+    """One logical function in two versions: both sides' Disassembly objects (``from``,
+    ``to``), the aligned listing diff (``rows``, ``summary``: see :func:`diff_lines`) and a
+    unified diff of the lifted C (``c_diff``)."""
+    queries.require_stable_id(conn, stable_id)
+    where = {w["version_id"]: w["index"] for w in queries.functions_by_stable_id(conn, stable_id)}
+    idx = []
+    for vid in (from_version_id, to_version_id):
+        queries.get_version(conn, vid)
+        if vid not in where:
+            raise UnknownFunctionError(
+                f"function {stable_id} does not appear in version {vid}"
+                f" (it appears in: {', '.join(str(v) for v in sorted(where)) or 'none'})"
+            )
+        idx.append(where[vid])
+    return function_diff_at(conn, from_version_id, idx[0], to_version_id, idx[1])
+
+
+def function_diff_at(
+    conn: sqlite3.Connection,
+    from_version_id: int,
+    from_index: int,
+    to_version_id: int,
+    to_index: int,
+) -> dict[str, Any]:
+    """:func:`function_diff` for two functions given by index (their identities may differ)."""
+    a = disassembly(conn, from_version_id, from_index)
+    b = disassembly(conn, to_version_id, to_index)
+    lines = diff_lines(a["mnemonics"], b["mnemonics"])
+    c_diff = "".join(
+        difflib.unified_diff(
+            a["lifted_c"].splitlines(keepends=True),
+            b["lifted_c"].splitlines(keepends=True),
+            fromfile=f"v{from_version_id}/func[{from_index}].c",
+            tofile=f"v{to_version_id}/func[{to_index}].c",
+        )
+    )
+    return {
+        "stable_id": b["stable_id"] or a["stable_id"],
+        "from": a,
+        "to": b,
+        **lines,
+        "c_diff": c_diff,
+    }

@@ -1,0 +1,58 @@
+"""The studio's code routes: ``/api/disasm/{version_id}/{func_index}`` and
+``/api/callgraph/{version_id}`` (the contract's Disassembly and Call graph objects).
+
+Handlers have the router's shape ``(conn, params, query) -> JSON value`` and answer from
+:mod:`kbtool.services.code` on the router's read-only connection. Unknown version, index
+out of range, an import, or module bytes not stored: 404 ``{"error": ...}``; a malformed
+int: 400.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from kbtool.kb.errors import ModuleBytesMissingError
+from kbtool.services import code as code_service
+
+# imported by kbtool.web.router while it builds its route table (everything used is
+# defined above that table)
+from kbtool.web.router import HTTPError, Query, _r, version_id
+
+
+def _func_index(text: str) -> int:
+    return version_id(text, "function index")
+
+
+def _disasm(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:
+    vid, idx = version_id(params["vid"]), _func_index(params["idx"])
+    try:
+        return code_service.disassembly(conn, vid, idx)
+    except ModuleBytesMissingError as exc:
+        raise HTTPError(404, str(exc)) from None
+    except code_service.CodeUnavailableError as exc:
+        raise HTTPError(422, str(exc)) from None
+
+
+def _callgraph(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:
+    try:
+        return code_service.callgraph(conn, version_id(params["vid"]))
+    except ModuleBytesMissingError as exc:
+        raise HTTPError(404, str(exc)) from None
+    except code_service.CodeUnavailableError as exc:
+        raise HTTPError(422, str(exc)) from None
+
+
+def _expensive(pattern: str, handler):
+    """A route the app bounds like the diff (a cold call parses the module, a call graph
+    decodes every body), where the router supports the mark."""
+    try:
+        return _r(pattern, handler, expensive=True)
+    except TypeError:  # a router without the mark
+        return _r(pattern, handler)
+
+
+ROUTES = [
+    _expensive(r"/api/disasm/(?P<vid>[^/]+)/(?P<idx>[^/]+)", _disasm),
+    _expensive(r"/api/callgraph/(?P<vid>[^/]+)", _callgraph),
+]
