@@ -25,9 +25,9 @@ from typing import Any
 from kbtool.kb import queries, store
 from kbtool.kb.db import transaction
 from kbtool.kb.errors import KBError
-from kbtool.lift import LiftModule, Names, lift_function, prepare
+from kbtool.lift import LiftModule, lift_function
 from kbtool.lift.clean import clean_c, describe
-from kbtool.wasm import parse_module
+from kbtool.services.code import code_module
 
 Progress = Callable[[int, int], None]
 DEFAULT_MAX_FUNCTIONS = 200
@@ -35,15 +35,8 @@ BACKEND = "offline"
 
 
 def _lift_module(conn: sqlite3.Connection, version_id: int) -> tuple[LiftModule, dict[int, str]]:
-    data = queries.module_bytes(conn, version_id)
-    if data is None:
-        raise KBError(f"version {version_id} has no stored module bytes (re-ingest the file)")
-    module = parse_module(data)
-    names = Names.from_module(module)
-    kb_names = queries.function_names(conn, version_id)
-    merged = Names(functions={**dict(names.functions), **kb_names}, globals=names.globals,
-                   locals=names.locals)
-    return prepare(data, merged), kb_names
+    """The version prepared by the code service (KB names first), and the KB's names."""
+    return code_module(conn, version_id).lm, queries.function_names(conn, version_id)
 
 
 def _stack_globals(lm: LiftModule) -> tuple[str, ...]:

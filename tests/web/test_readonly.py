@@ -63,6 +63,9 @@ def _routes(kb, p: str) -> list[tuple[str, dict[str, list[str]]]]:
         (f"/api/renames/{q}", {}),
         ("/api/events", {"since": [p]}),
         ("/api/events", {"since": ["0"], "limit": [p]}),
+        (f"/api/disasm/{q}/1", {}),
+        (f"/api/disasm/{v}/{q}", {}),
+        (f"/api/callgraph/{q}", {}),
     ]
 
 

@@ -31,6 +31,16 @@ def served(kb, tmp_path):
         yield srv, db
 
 
+def _until(page, expression: str, seconds: float = 15.0) -> None:
+    """Poll a page expression from Python (the page's CSP forbids string evaluation, which
+    Playwright's wait_for_function needs)."""
+    end = time.monotonic() + seconds
+    while not page.evaluate(expression):
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {expression}")
+        time.sleep(0.1)
+
+
 def test_studio_shows_deep_work_live(served):
     from playwright.sync_api import sync_playwright
 
@@ -45,18 +55,17 @@ def test_studio_shows_deep_work_live(served):
         page.set_default_timeout(15_000)
         errors: list[str] = []
         page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(f"{srv.url}/studio#v={vid}&f={unnamed['index']}")
-        page.wait_for_selector(f".fn[data-index='{unnamed['index']}'].sel")
+        page.goto(f"{srv.url.rstrip('/')}/studio#v={vid}&f={unnamed['index']}")
+        page.wait_for_selector(f".fn.sel[data-index='{unnamed['index']}']")
         # the hostile name from the fixture KB is listed literally, and never runs
         page.fill("#filter", "script")
         assert XSS_SCRIPT in page.inner_text("#flist")
         assert page.evaluate("window.__xss") is None
         page.fill("#filter", f"#{unnamed['index']}")
-        page.wait_for_selector("#code .cm, #code .kw, #code")
         page.click("#v-wasm")
-        page.wait_for_function("document.querySelector('#code').textContent.includes('end')")
+        _until(page, "document.querySelector('#code').textContent.includes('end')")
         page.click("#v-c")
-        page.wait_for_function("document.querySelector('#code').textContent.includes('{')")
+        _until(page, "document.querySelector('#code').textContent.includes('{')")
         page.click("#v-clean")
         assert "kbtool deep" in page.inner_text("#code")  # the hint before deep ran
         before = page.locator("#feed .ev").count()
@@ -66,12 +75,11 @@ def test_studio_shows_deep_work_live(served):
                               str(unnamed["index"]), "--db", str(db)],
                              capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stderr
-        page.wait_for_function(
-            "document.querySelectorAll('#feed .ev[data-kind=\"deep-done\"]').length > 0")
+        page.wait_for_selector("#feed .ev[data-kind='deep-done']")
         latency = time.monotonic() - t0
         assert page.locator("#feed .ev").count() > before
         # the cleaned C appears in place of the hint, without a reload
-        page.wait_for_function("!document.querySelector('#code').textContent.includes('kbtool deep')")
+        _until(page, "!document.querySelector('#code').textContent.includes('kbtool deep')")
         assert "{" in page.inner_text("#code")
         assert "confidence" in page.inner_text("#understanding")
         print(f"feed latency (deep finished -> shown): {latency:.2f} s")

@@ -91,7 +91,8 @@ async function renderXrefs(f) {
   if (!state.graph) {
     try { state.graph = await api("/api/callgraph/" + state.version); } catch (_) { state.graph = { nodes: [], edges: [] }; }
   }
-  const names = new Map(state.functions.map((x) => [x.index, x.name]));
+  const names = new Map((state.graph.nodes || []).map((x) => [x.index, x.name]));
+  for (const x of state.functions) if (x.name) names.set(x.index, x.name);
   const callers = [], callees = [];
   for (const e of state.graph.edges || []) {
     if (e.callee === f.index) callers.push(e);
