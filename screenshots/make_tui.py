@@ -26,7 +26,8 @@ if str(ROOT) not in sys.path:
 os.environ.setdefault("KBTOOL_FROZEN_TIME", "2026-01-15T12:00:00.000000Z")
 
 from kbtool.kb import queries  # noqa: E402
-from kbtool.kb.db import open_ro  # noqa: E402
+from kbtool.kb.db import open_ro, open_rw  # noqa: E402
+from kbtool.services.deep import run_deep  # noqa: E402
 from kbtool.services.demo import build_demo  # noqa: E402
 from kbtool.tui.app import KbApp  # noqa: E402
 
@@ -92,6 +93,7 @@ def plan(db: Path) -> list[tuple[str, object, tuple[int, int], dict]]:
         ("code-wasm", call(lambda app: app.open_detail(*detail), "c", "w"), (100, 30), {}),
         ("code-diff", keys("d", "2", "enter"), (120, 32), {}),
         ("code-diff-unified", keys("d", "2", "enter", "u", "n"), (100, 30), {}),
+        ("feed", keys("a"), (100, 24), {}),
     ]
 
 
@@ -100,6 +102,9 @@ async def main_async(out: Path, big: bool, only: list[str] | None = None) -> lis
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "kbtool-demo.db"
         build_demo(db, echo=lambda _m: None)
+        conn = open_rw(db)
+        run_deep(conn, 2, max_functions=8)  # events for the agents feed screen
+        conn.close()
         written = []
         for name, step, size, kw in plan(db):
             if only and name not in only:
@@ -119,8 +124,6 @@ async def main_async(out: Path, big: bool, only: list[str] | None = None) -> lis
         if only:
             return written
         empty = Path(tmp) / "empty.db"
-        from kbtool.kb.db import open_rw
-
         open_rw(empty).close()
         cwd = os.getcwd()
         os.chdir(tmp)

@@ -91,6 +91,7 @@ def build(db: Path) -> str:
     from kbtool.kb import queries
     from kbtool.kb.db import open_rw
     from kbtool.kb.gate import upsert_symbol
+    from kbtool.services.deep import run_deep
     from kbtool.services.demo import build_demo
 
     build_demo(db, echo=lambda _m: None)
@@ -136,6 +137,8 @@ def build(db: Path) -> str:
             actor="agent:mcp",
             version_id=vids[-1],
         )
+        # deep analysis of the story function (and a few more, for the Agents panel)
+        run_deep(conn, vids[-1], functions=[pick["index"], pick["index"] + 1, pick["index"] + 2])
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         conn.close()
@@ -234,6 +237,21 @@ def main() -> None:
             page.locator("#tt-slider").fill("0")
             settle(page)
             shoot(page, "history")
+
+            # the studio: the story function with its cleaned C, understanding and live feed
+            hist = json.loads(urllib.request.urlopen(f"{srv.url}api/history/{story}").read())
+            index = hist["function"]["index"]
+            page.goto(f"{srv.url}studio#v={vid}&f={index}")
+            page.wait_for_selector(f".fn.sel[data-index='{index}']")
+            page.wait_for_selector("#feed .ev")
+            page.click("#v-clean")
+            page.wait_for_function("() => document.getElementById('code').textContent.includes('{')")
+            settle(page)
+            shoot(page, "studio")
+            page.click("#v-wasm")
+            page.wait_for_function("() => document.getElementById('code').textContent.includes('end')")
+            settle(page)
+            shoot(page, "studio-wasm")
             assert story
             browser.close()
         if args.big:

@@ -123,6 +123,8 @@ async function openFunction(index) {
     " · confidence " + (f.confidence === null ? "—" : f.confidence) + " · " + (f.type || "") + " · " + f.stable_id + " · ",
     el("a", { id: "open-in-dashboard", href: "/#v=" + state.version + "&fn=" + encodeURIComponent(f.stable_id), text: "open in the dashboard" }));
   renderList();
+  const row = document.querySelector(".fn.sel");
+  if (row) row.scrollIntoView({ block: "nearest" });
   state.disasm = null; state.analysis = null;
   try { state.disasm = await api("/api/disasm/" + state.version + "/" + index); } catch (_) { state.disasm = null; }
   try { state.analysis = await api("/api/analysis/" + encodeURIComponent(f.stable_id)); } catch (_) { state.analysis = null; }
