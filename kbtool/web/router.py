@@ -248,6 +248,9 @@ def _history(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> 
             vid = w
     hist["function"] = _function_summary(queries.get_function(conn, vid, appear[vid]))
     hist["facts"] = _facts_summary(queries.get_function_facts(conn, vid, appear[vid]))
+    # `kbtool analyze` results for this function (empty until the version is analysed)
+    hist["threads"] = queries.thread_facts(conn, vid, appear[vid])[:200]
+    hist["structs"] = queries.structs_for_function(conn, vid, appear[vid])[:20]
     return hist
 
 

@@ -132,6 +132,17 @@ export function createFnPanel(opts) {
         ["memory accesses", String(x.memory_access_count ?? 0)], ["indirect calls", String(x.indirect_call_sites ?? 0)],
         ["globals", (x.globals_used || []).length ? x.globals_used.join(", ") : null],
         ["constants", (x.constants || []).length ? x.constants.slice(0, 24).join(", ") + ((x.constants.length > 24) ? " …" : "") : null]])));
+      const threads = hist.threads || [];
+      if (threads.length) {
+        box.append(sect("Threads (" + threads.length + ")", el("div", { class: "list" }, threads.map((t) =>
+          el("span", { class: "tag", text: [t.kind, t.op, t.width ? t.width + "B" : null, t.offset !== undefined ? "offset " + t.offset : null, t.pattern]
+            .filter((v) => v !== null && v !== undefined).join(" ") })))));
+      }
+      const structs = hist.structs || [];
+      if (structs.length) {
+        box.append(sect("Structs (" + structs.length + ")", el("div", {}, structs.map((st) => el("div", { class: "mono",
+          text: st.name + " { " + (st.fields || []).map((fl) => "+" + fl.offset + " " + fl.type + " " + fl.name).join("; ") + " }" })))));
+      }
       const top = x.top_mnemonics || [];
       if (top.length) {
         const max = top[0][1] || 1;
