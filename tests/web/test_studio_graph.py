@@ -1,0 +1,157 @@
+"""The studio's neighbourhood graph and the dashboard's code section in headless Chromium
+against a real `kbtool serve`: graph nodes for callers and callees (clicking one opens it),
+the Raw WASM / C toggle of the dashboard's function panel, `#index` search, the per-function
+diff, and hostile strings shown literally with no script run."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import time
+
+import pytest
+
+from kbtool.kb import queries
+from kbtool.kb.db import open_ro
+from tests.web.support import CHROMIUM, XSS_SCRIPT, ServerProcess, copy_kb, launch_chromium, request
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM}"),
+    pytest.mark.skipif(importlib.util.find_spec("playwright") is None,
+                       reason="playwright is not installed"),
+]
+
+
+@pytest.fixture(scope="module")
+def served(kb, tmp_path_factory):
+    db = copy_kb(kb, tmp_path_factory.mktemp("graph") / "served.db")
+    with ServerProcess(db) as srv:
+        yield srv, db
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = launch_chromium(pw)
+        yield b
+        b.close()
+
+
+def _until(page, expression: str, seconds: float = 15.0) -> None:
+    """Poll a page expression from Python (the CSP forbids wait_for_function's strings)."""
+    end = time.monotonic() + seconds
+    while not page.evaluate(expression):
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {expression}")
+        time.sleep(0.1)
+
+
+def _get(srv, path):
+    status, _, body = request(srv.port, path)
+    assert status == 200, (path, body[:200])
+    return json.loads(body)
+
+
+def _page(browser, errors):
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    page.set_default_timeout(15_000)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    return page
+
+
+def test_graph_draws_callers_and_callees_and_opens_them(served, browser):
+    srv, db = served
+    conn = open_ro(db)
+    vid = queries.latest_version_id(conn)
+    conn.close()
+    graph = _get(srv, f"/api/callgraph/{vid}")
+    defined = {n["index"] for n in graph["nodes"] if not n.get("imported")}
+    callers: dict[int, set[int]] = {}
+    callees: dict[int, set[int]] = {}
+    for e in graph["edges"]:
+        callers.setdefault(e["callee"], set()).add(e["caller"])
+        callees.setdefault(e["caller"], set()).add(e["callee"])
+    # a defined function with both callers and defined callees
+    center = next(i for i in sorted(defined) if callers.get(i, set()) - {i}
+                  and (callees.get(i, set()) & defined) - {i})
+    errors: list[str] = []
+    page = _page(browser, errors)
+    page.goto(f"{srv.url.rstrip('/')}/studio#v={vid}&f={center}")
+    page.wait_for_selector(f"#graph .node.center[data-index='{center}']")
+    shown = {int(x) for x in page.eval_on_selector_all(
+        "#graph .node[data-index]", "els => els.map(e => e.dataset.index)")}
+    assert callers[center] - {center} & shown, "no caller drawn"
+    assert callees[center] - {center} & shown, "no callee drawn"
+    assert page.locator("#graph .edge").count() >= 2
+    # the layout is deterministic: the same function draws the same SVG
+    first = page.inner_html("#graph")
+    target = min((callees[center] & defined) - {center})
+    page.click(f"#graph .node[data-index='{target}']")
+    page.wait_for_selector(f"#graph .node.center[data-index='{target}']")
+    assert f"#{target}" in page.inner_text("#fname")
+    assert page.evaluate("location.hash").endswith(f"&f={target}")
+    page.goto(f"{srv.url.rstrip('/')}/studio#v={vid}&f={center}")
+    page.reload()
+    page.wait_for_selector(f"#graph .node.center[data-index='{center}']")
+    assert page.inner_html("#graph") == first
+    assert errors == []
+    page.close()
+
+
+def test_graph_caps_a_hub_with_more_node(served, browser):
+    """The most-called function: at most CAP nodes per column plus a "+N more" node."""
+    srv, db = served
+    conn = open_ro(db)
+    vid = queries.latest_version_id(conn)
+    conn.close()
+    graph = _get(srv, f"/api/callgraph/{vid}")
+    callers: dict[int, set[int]] = {}
+    for e in graph["edges"]:
+        callers.setdefault(e["callee"], set()).add(e["caller"])
+    defined = {n["index"] for n in graph["nodes"] if not n.get("imported")}
+    hub = max((i for i in callers if i in defined), key=lambda i: (len(callers[i]), -i))
+    n = len(callers[hub] - {hub})
+    errors: list[str] = []
+    page = _page(browser, errors)
+    page.goto(f"{srv.url.rstrip('/')}/studio#v={vid}&f={hub}")
+    page.wait_for_selector(f"#graph .node.center[data-index='{hub}']")
+    text = page.inner_text("#graph")
+    assert f"callers ({len(callers[hub])})" in text
+    if n > 12:
+        assert f"+{n - 12} more" in text
+    assert errors == []
+    page.close()
+
+
+def test_dashboard_code_toggle_and_index_search(served, browser, kb):
+    srv, db = served
+    conn = open_ro(db)
+    vid = queries.latest_version_id(conn)
+    script = next(f for f in queries.list_functions(conn, vid) if f["name"] == XSS_SCRIPT)
+    conn.close()
+    disasm = _get(srv, f"/api/disasm/{vid}/{script['index']}")
+    errors: list[str] = []
+    page = _page(browser, errors)
+    page.goto(srv.url)
+    page.wait_for_selector("body[data-ready='1']")
+    page.fill("#search", f"#{script['index']}")
+    page.press("#search", "Enter")
+    page.wait_for_selector("#fn-code .code")
+    page.click("#code-wasm")
+    first_line = disasm["mnemonics"].strip().splitlines()[0].strip()
+    _until(page, "document.querySelector('#fn-code .code').textContent.includes('end')")
+    assert first_line.split()[0] in page.inner_text("#fn-code .code")
+    page.click("#code-c")
+    _until(page, "document.querySelector('#fn-code .code').textContent.includes('{')")
+    # the hostile name is the function's own name: shown literally, never run
+    assert XSS_SCRIPT in page.inner_text("#fn-name")
+    assert page.evaluate("window.__xss") is None
+    assert page.locator("#fn-code script").count() == 0
+    page.click("#code-clean")
+    assert "kbtool deep" in page.inner_text("#fn-code")
+    assert errors == []
+    page.close()
