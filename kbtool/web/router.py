@@ -114,6 +114,7 @@ STATIC_FILES: dict[str, str] = {
     "studio.css": CSS,
     "code.js": JS,
     "graph.js": JS,
+    "fndiff.js": JS,
 }
 
 

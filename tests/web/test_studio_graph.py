@@ -155,3 +155,53 @@ def test_dashboard_code_toggle_and_index_search(served, browser, kb):
     assert "kbtool deep" in page.inner_text("#fn-code")
     assert errors == []
     page.close()
+
+
+def test_alignment_of_lines(served, browser):
+    """fndiff.alignLines: operands normalised, so a changed constant is one changed row."""
+    srv, _ = served
+    errors: list[str] = []
+    page = _page(browser, errors)
+    page.goto(srv.url)
+    page.wait_for_selector("body[data-ready='1']")
+    rows = page.evaluate("""async () => {
+        const m = await import('/static/fndiff.js');
+        return m.alignLines(['a', 'i32.const 1', 'call 5', 'b', 'end'],
+                            ['a', 'i32.const 2', 'b', 'x', 'end']);
+    }""")
+    assert rows == [["a", "a", "same"], ["i32.const 1", "i32.const 2", "changed"],
+                    ["call 5", None, "del"], ["b", "b", "same"], [None, "x", "add"],
+                    ["end", "end", "same"]]
+    assert errors == []
+    page.close()
+
+
+def test_modified_diff_row_shows_side_by_side(served, browser):
+    srv, db = served
+    conn = open_ro(db)
+    vids = [v["id"] for v in queries.list_versions(conn)]
+    conn.close()
+    a, b = vids[-2], vids[-1]
+    rep = _get(srv, f"/api/diff?from={a}&to={b}")
+    mod = [c for c in rep["changes"] if c["classification"] == "modified"]
+    if not mod:
+        pytest.skip("the fixture's diff has no modified function")
+    errors: list[str] = []
+    page = _page(browser, errors)
+    page.goto(srv.url)
+    page.wait_for_selector("body[data-ready='1']")
+    page.click("#tab-diff")
+    page.select_option("#diff-from", str(a))
+    page.select_option("#diff-to", str(b))
+    page.click("#diff-run")
+    page.wait_for_selector("#diff-table tbody tr")
+    page.select_option("#diff-class", "modified")
+    page.click("#diff-table tbody tr.mod >> nth=0")
+    page.wait_for_selector("#diff-fn .sbs-table tbody tr")
+    assert page.locator("#diff-fn tr.changed, #diff-fn tr.del, #diff-fn tr.add").count() > 0
+    head = page.inner_text("#diff-fn .sbs-head")
+    assert "changed" in head and "→" in head
+    page.click("#sbs-close")
+    assert not page.is_visible("#diff-fn")
+    assert errors == []
+    page.close()
