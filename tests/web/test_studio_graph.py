@@ -19,8 +19,9 @@ from tests.web.support import CHROMIUM, XSS_SCRIPT, ServerProcess, copy_kb, laun
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM}"),
-    pytest.mark.skipif(importlib.util.find_spec("playwright") is None,
-                       reason="playwright is not installed"),
+    pytest.mark.skipif(
+        importlib.util.find_spec("playwright") is None, reason="playwright is not installed"
+    ),
 ]
 
 
@@ -76,14 +77,21 @@ def test_graph_draws_callers_and_callees_and_opens_them(served, browser):
         callers.setdefault(e["callee"], set()).add(e["caller"])
         callees.setdefault(e["caller"], set()).add(e["callee"])
     # a defined function with both callers and defined callees
-    center = next(i for i in sorted(defined) if callers.get(i, set()) - {i}
-                  and (callees.get(i, set()) & defined) - {i})
+    center = next(
+        i
+        for i in sorted(defined)
+        if callers.get(i, set()) - {i} and (callees.get(i, set()) & defined) - {i}
+    )
     errors: list[str] = []
     page = _page(browser, errors)
     page.goto(f"{srv.url.rstrip('/')}/studio#v={vid}&f={center}")
     page.wait_for_selector(f"#graph .node.center[data-index='{center}']")
-    shown = {int(x) for x in page.eval_on_selector_all(
-        "#graph .node[data-index]", "els => els.map(e => e.dataset.index)")}
+    shown = {
+        int(x)
+        for x in page.eval_on_selector_all(
+            "#graph .node[data-index]", "els => els.map(e => e.dataset.index)"
+        )
+    }
     assert callers[center] - {center} & shown, "no caller drawn"
     assert callees[center] - {center} & shown, "no callee drawn"
     assert page.locator("#graph .edge").count() >= 2
@@ -169,9 +177,14 @@ def test_alignment_of_lines(served, browser):
         return m.alignLines(['a', 'i32.const 1', 'call 5', 'b', 'end'],
                             ['a', 'i32.const 2', 'b', 'x', 'end']);
     }""")
-    assert rows == [["a", "a", "same"], ["i32.const 1", "i32.const 2", "changed"],
-                    ["call 5", None, "del"], ["b", "b", "same"], [None, "x", "add"],
-                    ["end", "end", "same"]]
+    assert rows == [
+        ["a", "a", "same"],
+        ["i32.const 1", "i32.const 2", "changed"],
+        ["call 5", None, "del"],
+        ["b", "b", "same"],
+        [None, "x", "add"],
+        ["end", "end", "same"],
+    ]
     assert errors == []
     page.close()
 
