@@ -155,8 +155,12 @@ def test_dashboard_code_toggle_and_index_search(served, browser, kb):
     assert first_line.split()[0] in page.inner_text("#fn-code .code")
     page.click("#code-c")
     _until(page, "document.querySelector('#fn-code .code').textContent.includes('{')")
-    # the hostile name is the function's own name: shown literally, never run
+    # the hostile name is the function's own name: shown literally in the panel and in the
+    # disassembly's header line, never run
     assert XSS_SCRIPT in page.inner_text("#fn-name")
+    page.click("#code-wasm")
+    _until(page, "document.querySelector('#fn-code .code').textContent.includes('</script>')")
+    assert XSS_SCRIPT in page.inner_text("#fn-code .code")
     assert page.evaluate("window.__xss") is None
     assert page.locator("#fn-code script").count() == 0
     page.click("#code-clean")

@@ -6,7 +6,6 @@
 // thousands of callers. Indirect (call_indirect candidate) edges are dashed.
 import { visible } from "./dom.js";
 
-const NS = "http://www.w3.org/2000/svg";
 export const CAP = 12;
 const COL_W = 168, NODE_W = 140, ROW_H = 24, NODE_H = 18, PAD = 8, LABEL = 20;
 
@@ -29,6 +28,8 @@ function adjacencyOf(graph) {
   return a;
 }
 
+// The SVG namespace, read from the page's own <svg> root (no URL spelled in the scripts).
+let NS = null;
 const svg = (tag, attrs, ...kids) => {
   const n = document.createElementNS(NS, tag);
   for (const [k, v] of Object.entries(attrs || {})) if (v !== null && v !== undefined) n.setAttribute(k, String(v));
@@ -69,15 +70,17 @@ export function neighbourhood(graph, center) {
 }
 
 /**
- * Draw the neighbourhood of `center` into `host` (an element; its children are replaced).
+ * Draw the neighbourhood of `center` into `root`, an <svg> element of the page (its children
+ * are replaced).
  * `info(index)` -> {name, provenance}; `onOpen(index)` when a node is clicked.
  */
-export function drawNeighbourhood(host, graph, center, info, onOpen) {
+export function drawNeighbourhood(root, graph, center, info, onOpen) {
+  NS = root.namespaceURI;
   const nb = neighbourhood(graph, center);
   const rows = Math.max(...nb.cols.map((c) => c.shown.length + (c.more ? 1 : 0)), 1);
   const W = COL_W * 5, H = rows * ROW_H + 2 * PAD + 14;
-  const root = svg("svg", { viewBox: "0 0 " + W + " " + H, width: W, height: H, class: "nbgraph", role: "img",
-    "aria-label": "callers and callees of the function, two levels out" });
+  for (const [k, v] of Object.entries({ viewBox: "0 0 " + W + " " + H, width: W, height: H })) root.setAttribute(k, String(v));
+  root.replaceChildren();
   const pos = [];  // per column: Map index -> [x, y]
   const edges = svg("g", { class: "edges" }), nodes = svg("g", { class: "nodes" });
   root.append(edges, nodes);
@@ -123,6 +126,5 @@ export function drawNeighbourhood(host, graph, center, info, onOpen) {
       }
     }
   }
-  host.replaceChildren(root);
   return nb;
 }

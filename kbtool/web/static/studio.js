@@ -78,7 +78,7 @@ async function renderXrefs(f) {
     const n = nodes.get(i);
     return n ? { name: n.name, provenance: n.provenance } : null;
   };
-  if (state.current === f) drawNeighbourhood($("graph"), state.graph, f.index, info, openFunction);
+  if (state.current === f) drawNeighbourhood($("nbgraph"), state.graph, f.index, info, openFunction);
   fill($("xrefs"),
     el("div", { class: "faint", text: callers.length + " callers" }), callers.slice(0, 200).map((e) => link(e.caller, e.kind)),
     el("div", { class: "faint", text: callees.length + " callees" }), callees.slice(0, 200).map((e) => link(e.callee, e.kind)));
