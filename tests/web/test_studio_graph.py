@@ -178,16 +178,16 @@ def test_alignment_of_lines(served, browser):
     page.wait_for_selector("body[data-ready='1']")
     rows = page.evaluate("""async () => {
         const m = await import('/static/fndiff.js');
-        return m.alignLines(['a', 'i32.const 1', 'call 5', 'b', 'end'],
-                            ['a', 'i32.const 2', 'b', 'x', 'end']);
+        return m.alignLines(['a', '00f0: i32.const 1', 'call 5', 'b', '0100: end'],
+                            ['a', '00f4: i32.const 2', 'b', 'x', '010a: end']);
     }""")
     assert rows == [
         ["a", "a", "same"],
-        ["i32.const 1", "i32.const 2", "changed"],
+        ["00f0: i32.const 1", "00f4: i32.const 2", "changed"],
         ["call 5", None, "del"],
         ["b", "b", "same"],
         [None, "x", "add"],
-        ["end", "end", "same"],
+        ["0100: end", "010a: end", "same"],
     ]
     assert errors == []
     page.close()

@@ -10,8 +10,12 @@ import { highlight } from "./code.js";
 const MAX_CELLS = 4_000_000;
 const MAX_ROWS = 5000;
 
-/** A line with its operands normalised: numbers, hex and `func[N]` become placeholders. */
-export const normalise = (line) => line.replace(/\b0x[0-9a-fA-F]+\b/g, "N").replace(/-?\b\d+\b/g, "N").replace(/\s+/g, " ").trim();
+// the byte offset objdump-like listings start each instruction line with ("00920d: ")
+const OFFSET = /^\s*[0-9a-fA-F]+:\s?/;
+/** A line without its byte offset (offsets move whenever anything before them changes). */
+export const body = (line) => line.replace(OFFSET, "");
+/** A line with its operands normalised: offset dropped, numbers and hex become placeholders. */
+export const normalise = (line) => body(line).replace(/\b0x[0-9a-fA-F]+\b/g, "N").replace(/-?\b\d+\b/g, "N").replace(/\s+/g, " ").trim();
 
 /**
  * Aligned rows [oldLine|null, newLine|null, tag] with tag "same" (identical), "changed"
@@ -24,7 +28,7 @@ export function alignLines(a, b) {
   while (lo < a.length && lo < b.length && na[lo] === nb[lo]) lo++;
   let ea = a.length, eb = b.length;
   while (ea > lo && eb > lo && na[ea - 1] === nb[eb - 1]) { ea--; eb--; }
-  const pair = (i, j) => rows.push([a[i], b[j], a[i] === b[j] ? "same" : "changed"]);
+  const pair = (i, j) => rows.push([a[i], b[j], body(a[i]) === body(b[j]) ? "same" : "changed"]);
   for (let i = 0; i < lo; i++) pair(i, i);
   const n = ea - lo, m = eb - lo;
   if (n * m <= MAX_CELLS && n > 0 && m > 0) {
@@ -45,7 +49,7 @@ export function alignLines(a, b) {
   } else {
     for (let k = 0; k < Math.max(n, m); k++) {
       const x = k < n ? a[lo + k] : null, y = k < m ? b[lo + k] : null;
-      rows.push([x, y, x === null ? "add" : y === null ? "del" : x === y ? "same" : "changed"]);
+      rows.push([x, y, x === null ? "add" : y === null ? "del" : body(x) === body(y) ? "same" : "changed"]);
     }
   }
   for (let k = 0; k < a.length - ea; k++) pair(ea + k, eb + k);
