@@ -222,3 +222,53 @@ def test_modified_diff_row_shows_side_by_side(served, browser):
     assert not page.is_visible("#diff-fn")
     assert errors == []
     page.close()
+
+
+def test_graph_of_a_synthetic_hub_is_capped_dashed_and_deterministic(served, browser):
+    """graph.js on a made-up call graph: a function with 3,000 callers (every tenth an
+    indirect candidate) draws CAP caller nodes plus "+N more", dashes indirect edges, sorts
+    direct callers first, and draws the same SVG twice."""
+    srv, db = served
+    conn = open_ro(db)
+    vid = queries.latest_version_id(conn)
+    first = queries.list_functions(conn, vid)[0]["index"]
+    conn.close()
+    errors: list[str] = []
+    page = _page(browser, errors)
+    page.goto(f"{srv.url.rstrip('/')}/studio#v={vid}&f={first}")
+    page.wait_for_selector("#graph .node.center")
+    out = page.evaluate("""async () => {
+        const g = await import('/static/graph.js');
+        const edges = [];
+        for (let i = 1; i <= 3000; i++) edges.push({caller: 10000 - i, callee: 5, kind: i % 10 ? 'direct' : 'indirect'});
+        edges.push({caller: 9999, callee: 5, kind: 'indirect'});
+        edges.push({caller: 20000, callee: 9990, kind: 'direct'});
+        edges.push({caller: 30000, callee: 7001, kind: 'direct'});
+        edges.push({caller: 5, callee: 6, kind: 'indirect'});
+        edges.push({caller: 6, callee: 7, kind: 'direct'});
+        const graph = {nodes: [], edges};
+        const root = document.getElementById('nbgraph');
+        const t0 = performance.now();
+        const nb = g.drawNeighbourhood(root, graph, 5, (i) => ({name: 'f' + i, provenance: 'agent'}), () => {});
+        const ms = performance.now() - t0;
+        const html1 = root.outerHTML;
+        g.drawNeighbourhood(root, graph, 5, (i) => ({name: 'f' + i, provenance: 'agent'}), () => {});
+        return {cap: g.CAP, callers: nb.callers, cols: nb.cols.map((c) => [c.shown, c.more]),
+                text: root.textContent, same: html1 === root.outerHTML, ms,
+                dashed: [...root.querySelectorAll('.edge.indirect')].map((e) => e.dataset.kind),
+                nodes: root.querySelectorAll('.node[data-index]').length};
+    }""")
+    cap = out["cap"]
+    assert out["callers"] == 3001  # edges, one caller twice (direct and indirect)
+    shown, more = out["cols"][1]
+    assert len(shown) == cap and more == 3000 - cap
+    assert shown == sorted(shown) and shown[0] == 7001  # 7000 is indirect: direct first
+    assert all((10000 - i) % 10 for i in shown)  # no indirect-only caller before the direct ones
+    assert out["cols"][0] == [[30000], 0]  # 20000 calls 9990, which is not shown
+    assert out["cols"][3] == [[6], 0] and out["cols"][4] == [[7], 0]
+    assert f"+{3000 - cap} more" in out["text"]
+    assert out["dashed"] == ["indirect"]  # 5 -> 6
+    assert out["nodes"] == cap + 4 and out["same"]
+    print(f"hub of 3,000 callers drawn in {out['ms']:.1f} ms")
+    assert errors == []
+    page.close()
