@@ -95,7 +95,7 @@ export function drawNeighbourhood(root, graph, center, info, onOpen) {
       const y = top + r * ROW_H;
       at.set(idx, [x, y]);
       const f = info(idx) || {};
-      const prov = f.provenance || (f.name ? "agent" : "unnamed");
+      const prov = f.provenance || "unnamed";
       const g = svg("g", { class: "node p-" + prov.replace(/[^a-z-]/g, "") + (idx === center ? " center" : ""),
         "data-index": idx, tabindex: 0, role: "link" },
         svg("title", {}, document.createTextNode(visible((f.name || "unnamed") + "  #" + idx))),
