@@ -203,6 +203,13 @@ def main() -> None:
             )
             settle(page)
             shoot(page, "detail")
+            # the function panel's code section (Raw WASM / C / Cleaned C, highlighted locally)
+            page.wait_for_selector("#fn-code .code .kw, #fn-code .code .num")
+            page.click("#code-c")
+            page.locator("#fn-code").scroll_into_view_if_needed()
+            page.wait_for_selector("#fn-code .code .ty")
+            settle(page)
+            shoot(page, "code")
 
             page.click("#tab-diff")
             page.click("#diff-run")
@@ -215,6 +222,12 @@ def main() -> None:
                 raise SystemExit("diff failed: " + page.text_content("#diff-error"))
             settle(page)
             shoot(page, "diff")
+            # a modified row: the function's old and new disassembly side by side
+            page.select_option("#diff-class", "modified")
+            page.locator("#diff-table tbody tr.mod").first.click()
+            page.wait_for_selector("#diff-fn .sbs-table tbody tr")
+            settle(page)
+            shoot(page, "fndiff")
 
             page.click("#tab-heatmap")
             page.fill("#search", "huf_")

@@ -112,6 +112,9 @@ STATIC_FILES: dict[str, str] = {
     "main.js": JS,
     "studio.js": JS,
     "studio.css": CSS,
+    "code.js": JS,
+    "graph.js": JS,
+    "fndiff.js": JS,
 }
 
 

@@ -1,4 +1,4 @@
-"""Code: one function's raw wasm or lifted C; and one function's diff across two releases.
+"""Code: one function's raw wasm, lifted C or cleaned C (``kbtool deep``); and one function's diff across two releases.
 
 Both views draw with Textual's line API (:class:`LinesView`): only the visible lines are
 highlighted (and cached), so a 10,000-instruction function scrolls as fast as a short one.
@@ -35,7 +35,9 @@ from kbtool.tui.widgets.palette import name_text
 
 CACHE_LINES = 4_000  # highlighted lines kept per view
 CURSOR = Style(bgcolor="grey27")
-MODE_LABEL = {WASM: "Raw WASM", C: "C"}
+CLEAN = "clean"  # the cleaned C of `kbtool deep` (queries.get_analysis)
+MODE_LABEL = {WASM: "Raw WASM", C: "C", CLEAN: "Cleaned C"}
+MODE_CYCLE = {WASM: C, C: CLEAN, CLEAN: WASM}
 
 
 class LinesView(ScrollView, can_focus=True):
@@ -151,11 +153,16 @@ def _load(db_path, fn: Callable, *args):
 
 
 class CodeScreen(KbScreen):
-    """One function's code with a Raw WASM / C toggle; callers and callees as links."""
+    """One function's code: Raw WASM / C / Cleaned C (``w`` toggles wasm/C, ``v`` cycles all
+    three), the deep understanding above it when present; callers and callees as links."""
 
     DEFAULT_CSS = """
     CodeScreen #code-body { height: 1fr; }
-    CodeScreen #code-view { width: 1fr; }
+    CodeScreen #code-main { width: 1fr; }
+    CodeScreen #code-view { height: 1fr; }
+    CodeScreen #code-understanding { height: auto; max-height: 6; padding: 0 1;
+        background: $boost; display: none; }
+    CodeScreen #code-understanding.-shown { display: block; }
     CodeScreen #code-status { height: 1; padding: 0 1; background: $panel; }
     CodeScreen #code-links { width: 30; border-left: vkey $panel; }
     CodeScreen .links-label { height: 1; padding: 0 1; }
@@ -165,6 +172,7 @@ class CodeScreen(KbScreen):
     BINDINGS = [
         BACK,
         Binding("w", "toggle_mode", "wasm/C"),
+        Binding("v", "cycle_mode", "wasm/C/cleaned"),
         Binding("enter", "follow", "follow call", key_display="⏎"),
         Binding("o", "links", "callers/callees"),
         HISTORY,
@@ -178,6 +186,7 @@ class CodeScreen(KbScreen):
         self.mode = mode
         self.code: dict | None = None
         self.links: dict | None = None
+        self.analysis: dict | None = None
         self._calls: dict[int, int] = {}
         self._gen = 0
         self._shown: tuple[int, str] | None = None
@@ -186,7 +195,9 @@ class CodeScreen(KbScreen):
         yield TitleBar(id="title")
         yield Static(id="code-status")
         with Horizontal(id="code-body"):
-            yield LinesView(id="code-view")
+            with Vertical(id="code-main"):
+                yield Static(id="code-understanding")
+                yield LinesView(id="code-view")
             with Vertical(id="code-links"):
                 yield Static(id="callers-label", classes="links-label")
                 yield LinkList(id="callers")
@@ -207,7 +218,12 @@ class CodeScreen(KbScreen):
         from kbtool.services import code as code_service
 
         def both(conn, vid, idx):
-            return code_service.disassembly(conn, vid, idx), code_service.neighbours(conn, vid, idx)
+            d = code_service.disassembly(conn, vid, idx)
+            return (
+                d,
+                code_service.neighbours(conn, vid, idx),
+                queries.get_analysis(conn, d["stable_id"]),
+            )
 
         try:
             result, error = _load(self.kb.db_path, both, version_id, index), None
@@ -226,7 +242,7 @@ class CodeScreen(KbScreen):
             self.query_one("#code-status", Static).update(lit(error, "bold red"))
             self.query_one("#code-view", LinesView).set_lines(0, lambda i: Text(""), 0)
             return
-        self.code, self.links = result
+        self.code, self.links, self.analysis = result
         self._calls = {line - 1: idx for line, idx in self.code.get("call_lines", [])}
         self._show_links()
         self._show()
@@ -243,21 +259,55 @@ class CodeScreen(KbScreen):
         status = Text.assemble(lit(d["type"], "green"), (f"  stable_id {d['stable_id']}", "dim"))
         if self.mode == C and d.get("truncated"):
             status.append_text(lit(f"  not lifted: {d.get('reason')}", "bold yellow"))
-        status.append("   w: Raw WASM / C", style="dim")
+        status.append("   w: Raw WASM / C  v: + Cleaned C", style="dim")
         self.query_one("#code-status", Static).update(status)
-        lines = _lines(d["lifted_c"] if self.mode == C else d["mnemonics"])
-        mode = self.mode
+        self._show_understanding()
+        a = self.analysis
+        hint = False
+        if self.mode == CLEAN and a and a.get("clean_c"):
+            lines = _lines(a["clean_c"])
+        elif self.mode == CLEAN:
+            hint = True
+            lines = [
+                "No cleaned C for this function yet. Run:",
+                "",
+                f"    kbtool deep {self.version_id} -f {self.index}",
+            ]
+        else:
+            lines = _lines(d["lifted_c"] if self.mode == C else d["mnemonics"])
+        mode = C if self.mode == CLEAN else self.mode
         view = self.query_one("#code-view", LinesView)
 
         def render(i: int) -> Text:
+            if hint:
+                return lit(lines[i], "italic")
             t = highlight_line(lines[i], mode)
             if mode == WASM and i in self._calls:
                 t.stylize("underline")
             return t
 
-        keep = view.cursor if self._shown == (self.index, mode) else 0  # a live refresh
-        self._shown = (self.index, mode)
+        keep = view.cursor if self._shown == (self.index, self.mode) else 0  # a live refresh
+        self._shown = (self.index, self.mode)
         view.set_lines(len(lines), render, _width(lines), cursor=keep)
+
+    def _show_understanding(self) -> None:
+        """The deep understanding (status, confidence) above the code, when there is one."""
+        box = self.query_one("#code-understanding", Static)
+        a = self.analysis
+        if not a or not a.get("understanding"):
+            box.remove_class("-shown")
+            box.update("")
+            return
+        conf = a.get("confidence")
+        box.update(
+            Text.assemble(
+                lit(a["understanding"]),
+                (f"\n{a.get('status') or '?'}", "dim"),
+                (f" · confidence {conf:.2f}" if isinstance(conf, (int, float)) else "", "dim"),
+                lit(f" · {a.get('backend') or ''}", "dim"),
+            )
+        )
+        box.add_class("-shown")
 
     def _show_links(self) -> None:
         links = self.links or {"callers": [], "callees": []}
@@ -274,6 +324,10 @@ class CodeScreen(KbScreen):
 
     def action_toggle_mode(self) -> None:
         self.mode = WASM if self.mode == C else C
+        self._show()
+
+    def action_cycle_mode(self) -> None:
+        self.mode = MODE_CYCLE[self.mode]
         self._show()
 
     def action_follow(self) -> None:

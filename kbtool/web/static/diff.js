@@ -3,6 +3,7 @@ import { $, clear, el, fmtConf, fmtInt, setText, show } from "./dom.js";
 import { api } from "./api.js";
 import { chip } from "./provenance.js";
 import { S } from "./state.js";
+import { showFunctionDiff } from "./fndiff.js";
 
 const DIFF_PAGE = 400;
 
@@ -81,7 +82,14 @@ export function initDiff(opts) {
     for (const c of list.slice(0, shown)) {
       const sid = c.to_stable_id || c.from_stable_id;
       const vid = c.to_stable_id ? S.diff.to_version_id : S.diff.from_version_id;
-      frag.append(el("tr", { onclick: () => opts.openFunction(sid, vid), title: (c.from_stable_id || "–") + " → " + (c.to_stable_id || "–") },
+      const open = () => {
+        opts.openFunction(sid, vid);
+        if (c.classification === "modified" && c.from_index !== null && c.from_index !== undefined && c.to_index !== null && c.to_index !== undefined) {
+          show($("diff-fn"), true);
+          showFunctionDiff($("diff-fn"), c, S.diff.from_version_id, S.diff.to_version_id, () => show($("diff-fn"), false));
+        }
+      };
+      frag.append(el("tr", { onclick: open, class: c.classification === "modified" ? "mod" : null, title: (c.from_stable_id || "–") + " → " + (c.to_stable_id || "–") },
         el("td", {}, el("span", { class: "chip c-" + c.classification, text: c.classification })),
         el("td", { class: "num", text: c.from_index ?? "–" }),
         el("td", { class: "num", text: c.to_index ?? "–" }),

@@ -4,10 +4,12 @@ import { $, clear, el, fill, fmtConf, fmtInt, setText, show } from "./dom.js";
 import { api } from "./api.js";
 import { chip, confbar, provOf, tint } from "./provenance.js";
 import { S } from "./state.js";
+import { highlight, nameIndex } from "./code.js";
 
 /** The panel; `opts.heatmap` outlines the open function, `opts.onChange()` after open/close. */
 export function createFnPanel(opts) {
   let fnSeq = 0;
+  let codeView = "wasm";
 
   async function open(sid, vid) {
     const seq = ++fnSeq;
@@ -115,6 +117,7 @@ export function createFnPanel(opts) {
         ["identity", f.match_method ? f.match_method + (f.match_score !== null && f.match_score !== undefined ? " · score " + Number(f.match_score).toFixed(2) : "") + (f.prev_index !== null && f.prev_index !== undefined ? " · was #" + f.prev_index : "") : null],
         ["body changed", f.body_changed ? "yes" : "no"],
         ["body hash", f.body_hash], ["shape hash", f.shape_hash]])));
+      box.append(codeSection(sid, f));
       box.append(el("a", { class: "tag", id: "open-in-studio", href: "/studio#v=" + f.version_id + "&f=" + f.index,
         text: "open in the studio (code, cleaned C, agents)" }));
     }
@@ -151,6 +154,46 @@ export function createFnPanel(opts) {
         box.append(sect("Top opcodes", bars));
       }
     }
+  }
+
+  /** The code of the function: Raw WASM / Inferred C / Cleaned C, highlighted locally. */
+  function codeSection(sid, f) {
+    const views = [["wasm", "Raw WASM"], ["c", "C"], ["clean", "Cleaned C"]];
+    const pre = el("pre", { class: "code", id: "fn-code-text" });
+    const info = el("div", { class: "faint code-info" });
+    const data = { disasm: undefined, analysis: undefined };
+    const seq = fnSeq;
+    const buttons = views.map(([k, t]) => el("button", { class: "cv" + (codeView === k ? " on" : ""), id: "code-" + k,
+      dataset: { view: k }, text: t, onclick: () => { codeView = k; draw(); } }));
+    const names = () => (S.vid === f.version_id && S.fns ? nameIndex(S.fns) : new Map());
+    const onRef = (index) => {
+      const g = (S.fns || []).find((x) => x.index === index);
+      if (g) open(g.stable_id, f.version_id);
+    };
+    function draw() {
+      for (const b of buttons) b.classList.toggle("on", b.dataset.view === codeView);
+      const d = data.disasm, a = data.analysis;
+      fill(info);
+      if (codeView === "clean" && a && a.understanding) {
+        fill(info, el("span", { text: a.understanding }), " · " + (a.status || "") + " · confidence " + fmtConf(a.confidence));
+      }
+      if (d === undefined) { fill(pre, el("span", { class: "faint", text: "loading…" })); return; }
+      if (codeView === "clean") {
+        if (a && a.clean_c) fill(pre, highlight(a.clean_c, names(), onRef));
+        else fill(pre, el("span", { class: "faint", text: "No cleaned C yet: run `kbtool deep " + f.version_id + " --function " + f.index + "`" }));
+        return;
+      }
+      if (d === null) { fill(pre, el("span", { class: "faint", text: "(code unavailable: " + data.error + ")" })); return; }
+      fill(pre, highlight(codeView === "wasm" ? d.mnemonics : d.lifted_c, names(), onRef));
+    }
+    (async () => {
+      try { data.disasm = await api("/api/disasm/" + f.version_id + "/" + f.index); }
+      catch (e) { data.disasm = null; data.error = e.message; }
+      try { data.analysis = await api("/api/analysis/" + encodeURIComponent(sid)); } catch (_) { data.analysis = null; }
+      if (seq === fnSeq) draw();
+    })();
+    draw();
+    return el("div", { class: "sect", id: "fn-code" }, el("h4", {}, "Code ", el("span", { class: "cvs" }, buttons)), info, pre);
   }
 
   function renderHistory(h) {

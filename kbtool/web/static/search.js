@@ -2,6 +2,7 @@
 import { $, clear, el, fmtConf, show } from "./dom.js";
 import { api } from "./api.js";
 import { chip } from "./provenance.js";
+import { S } from "./state.js";
 
 /** Wire the search box; `opts.openFunction(stableId, versionId)`, `opts.closeFunction()`. */
 export function initSearch(opts) {
@@ -12,9 +13,21 @@ export function initSearch(opts) {
     clearTimeout(SR.timer);
     const q = input.value;
     if (!q.trim()) { close(); return; }
+    if (byIndex(q)) return;
     SR.timer = setTimeout(() => search(q), 90);
   }
+  /** `#1031` / `1031`: the function at that index of the selected version (client side). */
+  function byIndex(q) {
+    const m = /^\s*#?(\d{1,9})\s*$/.exec(q);
+    if (!m || !S.fns) return false;
+    const f = S.fns.find((x) => x.index === Number(m[1]));
+    if (!f) { render([], "no function #" + m[1] + " in this version", q); return true; }
+    render([{ name: (f.name || "unnamed") + "  #" + f.index, provenance: f.provenance, confidence: f.confidence,
+      stable_id: f.stable_id, vid: S.vid }], null, q);
+    return true;
+  }
   async function search(q) {
+    if (byIndex(q)) return;
     if (SR.abort) SR.abort.abort();
     SR.abort = new AbortController();
     let res;
@@ -41,7 +54,7 @@ export function initSearch(opts) {
     if (!r) return;
     close();
     input.blur();
-    opts.openFunction(r.stable_id, null);
+    opts.openFunction(r.stable_id, r.vid ?? null);
   }
   function close() { show(box, false); SR.active = -1; }
   function move(d) {

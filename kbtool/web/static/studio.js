@@ -3,45 +3,16 @@
 // trail, and an Agents panel that polls the event feed. Everything from the KB is text.
 import { $, el, fill, setText } from "./dom.js";
 import { api, status } from "./api.js";
+import { highlight, nameIndex } from "./code.js";
+import { drawNeighbourhood } from "./graph.js";
 
 const POLL_MS = 1000;
 const MAX_LIST = 600;
 const state = { version: null, functions: [], current: null, view: "wasm", graph: null,
-                lastEvent: null, disasm: null, analysis: null };
-
-const C_WORDS = new Set(("auto break case char const continue default do double else enum extern float for " +
-  "goto if inline int long register return short signed sizeof static struct switch typedef union " +
-  "unsigned void volatile while").split(" "));
-const C_TYPES = /^(u?int(8|16|32|64)_t|v128|wasm_ref|size_t)$/;
-
-/** Highlighted code as spans (text nodes only); `fnref` tokens link to functions by name. */
-function highlight(text, byName) {
-  const out = [];
-  const re = /(\/\*[\s\S]*?\*\/|;;[^\n]*|"(?:[^"\\\n]|\\.)*"|\b0x[0-9a-fA-F]+\b|\b\d+\b|\$?[A-Za-z_][A-Za-z0-9_.$]*)/g;
-  let last = 0;
-  for (const m of text.matchAll(re)) {
-    if (m.index > last) out.push(text.slice(last, m.index));
-    const t = m[0];
-    let cls = null;
-    if (t.startsWith("/*") || t.startsWith(";;")) cls = "cm";
-    else if (t.startsWith('"')) cls = "str";
-    else if (/^(0x|\d)/.test(t)) cls = "num";
-    else if (C_WORDS.has(t)) cls = "kw";
-    else if (C_TYPES.test(t)) cls = "ty";
-    const target = byName.get(t.replace(/^\$/, ""));
-    if (target !== undefined && cls === null) {
-      out.push(el("span", { class: "fnref", text: t, title: "#" + target, onclick: () => openFunction(target) }));
-    } else out.push(cls ? el("span", { class: cls, text: t }) : t);
-    last = m.index + t.length;
-  }
-  if (last < text.length) out.push(text.slice(last));
-  return out;
-}
+                lastEvent: null, disasm: null, analysis: null, byIndex: new Map() };
 
 function byName() {
-  const m = new Map();
-  for (const f of state.functions) if (f.name) m.set(f.name, f.index);
-  return m;
+  return nameIndex(state.functions);
 }
 
 function renderList() {
@@ -71,7 +42,7 @@ function renderCode() {
       text: "No cleaned C yet: run `kbtool deep " + state.version + " --function " + (f ? f.index : "N") + "`" }));
     return;
   }
-  fill($("code"), highlight(text || "", byName()));
+  fill($("code"), highlight(text || "", byName(), openFunction));
 }
 
 function renderSide() {
@@ -91,6 +62,7 @@ async function renderXrefs(f) {
   if (!state.graph) {
     try { state.graph = await api("/api/callgraph/" + state.version); } catch (_) { state.graph = { nodes: [], edges: [] }; }
   }
+  const nodes = new Map((state.graph.nodes || []).map((x) => [x.index, x]));
   const names = new Map((state.graph.nodes || []).map((x) => [x.index, x.name]));
   for (const x of state.functions) if (x.name) names.set(x.index, x.name);
   const callers = [], callees = [];
@@ -100,6 +72,13 @@ async function renderXrefs(f) {
   }
   const link = (i, kind) => el("span", { class: "xref", text: (names.get(i) || "#" + i) + (kind === "indirect" ? " (indirect)" : ""),
     onclick: () => openFunction(i) });
+  const info = (i) => {
+    const f = state.byIndex.get(i);
+    if (f) return f;
+    const n = nodes.get(i);
+    return n ? { name: n.name, provenance: n.provenance } : null;
+  };
+  if (state.current === f) drawNeighbourhood($("nbgraph"), state.graph, f.index, info, openFunction);
   fill($("xrefs"),
     el("div", { class: "faint", text: callers.length + " callers" }), callers.slice(0, 200).map((e) => link(e.caller, e.kind)),
     el("div", { class: "faint", text: callees.length + " callees" }), callees.slice(0, 200).map((e) => link(e.callee, e.kind)));
@@ -135,6 +114,7 @@ async function openFunction(index) {
 async function loadVersion(vid) {
   state.version = vid; state.graph = null;
   state.functions = await api("/api/versions/" + vid + "/functions");
+  state.byIndex = new Map(state.functions.map((f) => [f.index, f]));
   renderList();
 }
 
