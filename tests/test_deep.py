@@ -81,3 +81,26 @@ def test_deep_errors(demo_db):
     if imported:
         assert r.returncode == 1 and "no defined function 0" in r.stderr
         assert "Traceback" not in r.stderr
+
+
+def test_deep_proposes_names_through_the_gate(demo_db):
+    conn = open_rw(demo_db)
+    picked = [f["index"] for f in queries.list_functions(conn, 2) if f["name"] is None][:40]
+    res = run_deep(conn, 2, functions=picked)
+    naming = res["naming"]
+    assert naming["backend"] == "offline" and naming["considered"] <= len(picked)
+    for d in naming["details"]:
+        assert d.get("func_index", picked[0]) in picked or "stable_id" in d
+    written = [queries.get_symbol(conn, queries.get_function(conn, 2, i)["stable_id"])
+               for i in picked]
+    for sym in written:
+        if sym is not None:
+            assert sym["provenance"] in ("agent", "export", "human", "oracle", "diff-carry")
+    quiet = run_deep(conn, 2, functions=picked[:3], force=True, name=False)
+    assert "naming" not in quiet
+    r = subprocess.run([sys.executable, "-m", "kbtool.cli", "deep", "2", "-f", str(picked[0]),
+                        "--backend", "provider_b", "--force", "--db", str(demo_db)],
+                       capture_output=True, text=True,
+                       env={k: v for k, v in __import__("os").environ.items()
+                            if not k.startswith("PROVIDER_B")})
+    assert r.returncode == 1 and "PROVIDER_B_API_KEY" in r.stderr and "Traceback" not in r.stderr

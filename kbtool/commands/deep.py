@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from kbtool.agents import BackendUnavailable
 from kbtool.commands.common import DbOption, JsonOption, console, fail, print_json, rw
 from kbtool.services.deep import DEFAULT_MAX_FUNCTIONS, run_deep
 
@@ -22,7 +23,9 @@ def deep(
         "--function", "-f", help="Function index to analyse (repeatable); default: the unnamed "
         "and unconfident functions without a deep record.")] = None,
     backend: Annotated[str, typer.Option(
-        "--backend", help="Understanding backend: offline (no key, no network).")] = "offline",
+        "--backend", help="Naming backend for the functions read (offline: no key, no network; "
+        "provider_a, provider_b, auto as in `kbtool agent`).")] = "offline",
+    no_name: Annotated[bool, typer.Option("--no-name", help="Do not propose names.")] = False,
     all_functions: Annotated[bool, typer.Option(
         "--all", help="Also functions already named with confidence >= 0.5.")] = False,
     max_functions: Annotated[int, typer.Option(
@@ -33,10 +36,6 @@ def deep(
 ) -> None:
     """Lift each function to C, clean it (variables renamed from their roles) and write an
     understanding; the studio's Agents panel shows the work live."""
-    if backend != "offline":
-
-        fail(f"deep supports the offline backend for now, not {backend!r}; "
-             "provider naming runs through `kbtool agent --backend ...`")
     conn = rw(db)
     show = sys.stderr.isatty() and not json_out
     with Progress(TextColumn("deep"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -46,8 +45,12 @@ def deep(
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        res = run_deep(conn, version, functions=function, all_functions=all_functions,
-                       force=force, max_functions=max_functions, progress=progress)
+        try:
+            res = run_deep(conn, version, functions=function, all_functions=all_functions,
+                           force=force, max_functions=max_functions, progress=progress,
+                           name=not no_name, backend=backend)
+        except BackendUnavailable as exc:
+            fail(str(exc))
     if json_out:
         print_json(res)
         return
@@ -55,4 +58,9 @@ def deep(
         f"deep on version {version}: {res['considered']} considered, {res['done']} done, "
         f"{res['truncated']} truncated, {res['failed']} failed, {res['skipped_existing']} already "
         f"done; {res['renamed_variables']} of {res['variables']} variables renamed")
+    naming = res.get("naming")
+    if naming:
+        console.print(f"names ({naming['backend']}): {naming['proposed']} proposed, "
+                      f"{naming['written']} written, {naming['rejected_by_verifier']} rejected by "
+                      f"the verifier, {naming['rejected_by_economy']} by the gate")
     console.print("read them with `kbtool serve` (the studio) or `GET /api/analysis/{stable_id}`")

@@ -27,7 +27,7 @@ import logging
 import sqlite3
 import threading
 from array import array
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -149,6 +149,7 @@ def plan_agent_pass(
     max_functions: int | None = None,
     *,
     env: Mapping[str, str] | None = None,
+    functions: Collection[int] | None = None,
 ) -> PassPlan:
     """Resolve the backend and select the candidates (no backend call, no write).
 
@@ -168,8 +169,9 @@ def plan_agent_pass(
         elif f.imported and f.import_field:
             names[f.index] = f.import_field
     candidates, skipped = [], 0
+    only = set(functions) if functions is not None else None
     for f in facts:
-        if f.imported:
+        if f.imported or (only is not None and f.index not in only):
             continue
         if should_consider(f.symbol, only_unconfident):
             candidates.append(f)
@@ -195,6 +197,7 @@ def run_agent_pass(
     env: Mapping[str, str] | None = None,
     notice: Callable[[str], None] | None = None,
     plan: PassPlan | None = None,
+    functions: Collection[int] | None = None,
 ) -> dict[str, Any]:
     """Name the version's functions with an agent backend; return the contract's summary.
 
@@ -202,11 +205,13 @@ def run_agent_pass(
     fixpoint. ``env`` replaces ``os.environ`` for backend selection (keys, base URLs).
     ``notice`` receives one-line messages for a person (the call estimate, the cap).
     ``plan`` reuses a :func:`plan_agent_pass` result (the CLI shows it first).
+    ``functions`` limits the candidates to these indices (``kbtool deep`` names what it read).
     """
     if rounds < 1:
         raise ValueError(f"rounds must be 1 or more, not {rounds}")
     if plan is None:
-        plan = plan_agent_pass(conn, version_id, backend, only_unconfident, max_functions, env=env)
+        plan = plan_agent_pass(conn, version_id, backend, only_unconfident, max_functions, env=env,
+                               functions=functions)
     chosen = plan.backend
     say = notice or (lambda _msg: None)
     if plan.estimated_calls:

@@ -11,8 +11,10 @@ an ``understanding`` (offline: a few sentences from the facts and the cleaned co
 ``cleaned``, ``deep-done`` per function, ``failed``; ``deep-pass-started``/``-done`` around
 the pass), each in its own short transaction so a poller sees it at once.
 
-Name proposals: the offline backend of :mod:`kbtool.agents` through the gate is the agent
-pass's job (``kbtool agent``); deep never writes names itself.
+Name proposals: after the records, deep runs the agent pass
+(:func:`kbtool.services.agent_pass.run_agent_pass`) on the functions it read, with the chosen
+backend (offline by default; a provider when asked): names go through the gate like any
+agent's, and the pass's summary is returned under ``naming``. ``name=False`` skips it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from kbtool.kb.db import transaction
 from kbtool.kb.errors import KBError
 from kbtool.lift import LiftModule, lift_function
 from kbtool.lift.clean import clean_c, describe
+from kbtool.services.agent_pass import run_agent_pass
 from kbtool.services.code import code_module
 
 Progress = Callable[[int, int], None]
@@ -90,6 +93,8 @@ def run_deep(
     force: bool = False,
     max_functions: int | None = DEFAULT_MAX_FUNCTIONS,
     progress: Progress | None = None,
+    name: bool = True,
+    backend: str = "offline",
 ) -> dict[str, Any]:
     """Deep-analyse functions of ``version_id``; returns counts and per-function results."""
     queries.get_version(conn, version_id)  # UnknownVersionError with the known ids
@@ -145,7 +150,10 @@ def run_deep(
                    error=f"{type(exc).__name__}: {exc}"[:300])
     if progress:
         progress(len(picked), len(picked))
-    summary = {k: v for k, v in out.items() if k != "functions"}
+    if name and out["functions"]:
+        out["naming"] = run_agent_pass(conn, version_id, backend=backend, rounds=1,
+                                       functions=[f["func_index"] for f in out["functions"]])
+    summary = {k: v for k, v in out.items() if k not in ("functions", "naming")}
     with transaction(conn):
         store.record_run(conn, version_id, "deep", summary)
     _event(conn, "deep-pass-done", version_id,
