@@ -61,10 +61,7 @@ def page_rows(
         note = f"offset {offset} is past the end: there are {total} rows"
     elif truncated:
         head = call[:-1] + (", " if not call.endswith("(") else "")
-        note = (
-            f"rows {offset}-{end - 1} of {total}; for the rest call "
-            f"{head}offset={end})"
-        )
+        note = f"rows {offset}-{end - 1} of {total}; for the rest call {head}offset={end})"
     else:
         note = f"rows {offset}-{end - 1} of {total}; this is the last page" if total else "no rows"
     return {

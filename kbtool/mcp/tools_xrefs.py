@@ -59,14 +59,36 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
         finally:
             conn.close()
 
-    VersionId = Annotated[int, Field(strict=True, ge=0, le=MAX_INT,
-                                     description="A version id from list_versions.")]
-    FuncIndex = Annotated[int, Field(strict=True, ge=0, le=MAX_INT, description=(
-        "The function's index in that version (from list_functions)."))]
-    Offset = Annotated[int, Field(strict=True, ge=0, le=MAX_INT, description=(
-        "First row (0-based); use the next_offset of the previous page."))]
-    Limit = Annotated[int, Field(strict=True, ge=1, le=MAX_PAGE, description=(
-        f"Rows per page (1..{MAX_PAGE}); a page is also cut at 100 KB."))]
+    VersionId = Annotated[
+        int, Field(strict=True, ge=0, le=MAX_INT, description="A version id from list_versions.")
+    ]
+    FuncIndex = Annotated[
+        int,
+        Field(
+            strict=True,
+            ge=0,
+            le=MAX_INT,
+            description=("The function's index in that version (from list_functions)."),
+        ),
+    ]
+    Offset = Annotated[
+        int,
+        Field(
+            strict=True,
+            ge=0,
+            le=MAX_INT,
+            description=("First row (0-based); use the next_offset of the previous page."),
+        ),
+    ]
+    Limit = Annotated[
+        int,
+        Field(
+            strict=True,
+            ge=1,
+            le=MAX_PAGE,
+            description=(f"Rows per page (1..{MAX_PAGE}); a page is also cut at 100 KB."),
+        ),
+    ]
 
     def _module(version_id: int):
         from kbtool.wasm.reader import parse_module
@@ -76,8 +98,9 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
             raise XrefToolError(f"the KB holds no module bytes for version {version_id}")
         return parse_module(data)
 
-    def get_callers(version_id: VersionId, func_index: FuncIndex, offset: Offset = 0,
-                    limit: Limit = 500) -> dict[str, Any]:
+    def get_callers(
+        version_id: VersionId, func_index: FuncIndex, offset: Offset = 0, limit: Limit = 500
+    ) -> dict[str, Any]:
         """Who calls this function directly (distinct callers, index order, with their
         names): to name a function from how it is used, or to see what a change affects.
         Indirect calls (call_indirect through the table) are not attributed to a target.
@@ -88,8 +111,9 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
         call = call_text("get_callers", version_id=version_id, func_index=func_index, limit=limit)
         return page_rows(rows, offset, limit, call=call)
 
-    def get_callees(version_id: VersionId, func_index: FuncIndex, offset: Offset = 0,
-                    limit: Limit = 500) -> dict[str, Any]:
+    def get_callees(
+        version_id: VersionId, func_index: FuncIndex, offset: Offset = 0, limit: Limit = 500
+    ) -> dict[str, Any]:
         """What this function calls: distinct direct callees (imports and defined
         functions, with names) plus the number of its indirect call sites.
 
@@ -99,15 +123,24 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
         rows = read(queries.callees, version_id, func_index)
         call = call_text("get_callees", version_id=version_id, func_index=func_index, limit=limit)
         out = page_rows(rows, offset, limit, call=call)
-        sites = [t for t in read(queries.call_target_counts, version_id, func_index)
-                 if t["target"] == "<indirect>"]
+        sites = [
+            t
+            for t in read(queries.call_target_counts, version_id, func_index)
+            if t["target"] == "<indirect>"
+        ]
         out["indirect_call_sites"] = sites[0]["count"] if sites else 0
         return out
 
     def list_strings(
         version_id: VersionId,
-        contains: Annotated[str, Field(strict=True, max_length=MAX_TEXT, description=(
-            "Only strings containing this (case-insensitive); \"\" lists all."))] = "",
+        contains: Annotated[
+            str,
+            Field(
+                strict=True,
+                max_length=MAX_TEXT,
+                description=('Only strings containing this (case-insensitive); "" lists all.'),
+            ),
+        ] = "",
         offset: Offset = 0,
         limit: Limit = 500,
     ) -> dict[str, Any]:
@@ -119,16 +152,27 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
         Returns {items: [{text, functions}], total, offset, next_offset, truncated, note}."""
         strings = read(queries.version_strings, version_id)
         needle = contains.lower()
-        rows = [{"text": t, "functions": len(refs)} for t, refs in strings.items()
-                if needle in t.lower()]
-        call = call_text("list_strings", version_id=version_id, contains=contains or None,
-                         limit=limit)
+        rows = [
+            {"text": t, "functions": len(refs)}
+            for t, refs in strings.items()
+            if needle in t.lower()
+        ]
+        call = call_text(
+            "list_strings", version_id=version_id, contains=contains or None, limit=limit
+        )
         return page_rows(rows, offset, limit, call=call)
 
     def get_string_xrefs(
         version_id: VersionId,
-        text: Annotated[str, Field(strict=True, min_length=1, max_length=MAX_TEXT, description=(
-            "The string exactly as list_strings gives it."))],
+        text: Annotated[
+            str,
+            Field(
+                strict=True,
+                min_length=1,
+                max_length=MAX_TEXT,
+                description=("The string exactly as list_strings gives it."),
+            ),
+        ],
         offset: Offset = 0,
         limit: Limit = 500,
     ) -> dict[str, Any]:
@@ -144,14 +188,35 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
 
     def find_functions(
         version_id: VersionId,
-        string: Annotated[str | None, Field(strict=True, min_length=1, max_length=MAX_TEXT,
-                                            description=(
-            "Functions referencing a string that contains this (case-insensitive)."))] = None,
-        constant: Annotated[int | None, Field(strict=True, description=(
-            "Functions using this integer constant (e.g. a magic number or CRC polynomial)."
-        ))] = None,
-        calls: Annotated[int | None, Field(strict=True, ge=0, le=MAX_INT, description=(
-            "Functions calling the function of this index directly."))] = None,
+        string: Annotated[
+            str | None,
+            Field(
+                strict=True,
+                min_length=1,
+                max_length=MAX_TEXT,
+                description=(
+                    "Functions referencing a string that contains this (case-insensitive)."
+                ),
+            ),
+        ] = None,
+        constant: Annotated[
+            int | None,
+            Field(
+                strict=True,
+                description=(
+                    "Functions using this integer constant (e.g. a magic number or CRC polynomial)."
+                ),
+            ),
+        ] = None,
+        calls: Annotated[
+            int | None,
+            Field(
+                strict=True,
+                ge=0,
+                le=MAX_INT,
+                description=("Functions calling the function of this index directly."),
+            ),
+        ] = None,
         offset: Offset = 0,
         limit: Limit = 500,
     ) -> dict[str, Any]:
@@ -162,15 +227,27 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
         offset, next_offset, truncated, note}."""
         if string is None and constant is None and calls is None:
             raise XrefToolError("give at least one of string, constant, calls")
-        found = read(queries.functions_matching_facts, version_id,
-                     string=string, constant=constant, calls=calls)
+        found = read(
+            queries.functions_matching_facts,
+            version_id,
+            string=string,
+            constant=constant,
+            calls=calls,
+        )
         rows = read(queries.function_entries, version_id, found)
-        call = call_text("find_functions", version_id=version_id, string=string,
-                         constant=constant, calls=calls, limit=limit)
+        call = call_text(
+            "find_functions",
+            version_id=version_id,
+            string=string,
+            constant=constant,
+            calls=calls,
+            limit=limit,
+        )
         return page_rows(rows, offset, limit, call=call)
 
-    def list_globals(version_id: VersionId, offset: Offset = 0,
-                     limit: Limit = 500) -> dict[str, Any]:
+    def list_globals(
+        version_id: VersionId, offset: Offset = 0, limit: Limit = 500
+    ) -> dict[str, Any]:
         """The module's globals (imported first, as wasm numbers them): type, mutability,
         constant initial value, import or export name, and the functions that use them
         (global.get/global.set). The first mutable i32 global with a constant initialiser
@@ -191,20 +268,26 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
         for gi, g in enumerate(m.globals):
             imp = imports[gi] if g.imported and gi < len(imports) else None
             users = usage.get(gi, [])
-            rows.append({
-                "index": gi, "type": g.valtype, "mutable": g.mutable,
-                "initial": g.init if isinstance(g.init, int | float) else None,
-                "imported": g.imported,
-                "import": f"{imp.module}.{imp.field}" if imp else None,
-                "exports": exports.get(gi, []),
-                "role": "stack_pointer" if gi == sp else None,
-                "used_by": users[:50], "used_by_count": len(users),
-            })
+            rows.append(
+                {
+                    "index": gi,
+                    "type": g.valtype,
+                    "mutable": g.mutable,
+                    "initial": g.init if isinstance(g.init, int | float) else None,
+                    "imported": g.imported,
+                    "import": f"{imp.module}.{imp.field}" if imp else None,
+                    "exports": exports.get(gi, []),
+                    "role": "stack_pointer" if gi == sp else None,
+                    "used_by": users[:50],
+                    "used_by_count": len(users),
+                }
+            )
         call = call_text("list_globals", version_id=version_id, limit=limit)
         return page_rows(rows, offset, limit, call=call)
 
-    def list_memory_regions(version_id: VersionId, offset: Offset = 0,
-                            limit: Limit = 500) -> dict[str, Any]:
+    def list_memory_regions(
+        version_id: VersionId, offset: Offset = 0, limit: Limit = 500
+    ) -> dict[str, Any]:
         """The linear memory layout: the memories (initial/maximum pages, shared), every
         data segment (address, size, what it mostly holds: strings, zeros, table, data,
         and a short preview), the static data region, the stack pointer's initial value
@@ -216,25 +299,48 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
         m = _module(version_id)
         rows = []
         for si, seg in enumerate(m.data_segments):
-            rows.append({
-                "segment": si, "address": seg.offset, "size": len(seg.data),
-                "passive": seg.passive, "kind": segment_kind(seg.data),
-                "preview": preview(seg.data),
-            })
-        placed = [(r["address"], r["address"] + r["size"]) for r in rows
-                  if r["address"] is not None and r["size"]]
-        static = {"start": min(a for a, _ in placed), "end": max(b for _, b in placed)} \
-            if placed else None
+            rows.append(
+                {
+                    "segment": si,
+                    "address": seg.offset,
+                    "size": len(seg.data),
+                    "passive": seg.passive,
+                    "kind": segment_kind(seg.data),
+                    "preview": preview(seg.data),
+                }
+            )
+        placed = [
+            (r["address"], r["address"] + r["size"])
+            for r in rows
+            if r["address"] is not None and r["size"]
+        ]
+        static = (
+            {"start": min(a for a, _ in placed), "end": max(b for _, b in placed)}
+            if placed
+            else None
+        )
         sp_index = _stack_pointer(m)
         sp = m.globals[sp_index].init if sp_index is not None else None
         heap = None
         if static is not None and isinstance(sp, int):
             heap = sp if sp > static["end"] else static["end"]  # stack first: after the data
         call = call_text("list_memory_regions", version_id=version_id, limit=limit)
-        memories = [{"min_pages": mem.min, "max_pages": mem.max, "shared": mem.shared,
-                     "imported": mem.imported} for mem in m.memories]
-        return {"memories": memories, "static_region": static, "stack_pointer": sp,
-                "heap_base": heap, **page_rows(rows, offset, limit, call=call)}
+        memories = [
+            {
+                "min_pages": mem.min,
+                "max_pages": mem.max,
+                "shared": mem.shared,
+                "imported": mem.imported,
+            }
+            for mem in m.memories
+        ]
+        return {
+            "memories": memories,
+            "static_region": static,
+            "stack_pointer": sp,
+            "heap_base": heap,
+            **page_rows(rows, offset, limit, call=call),
+        }
 
     return [
         (get_callers, True, as_json),
