@@ -7,6 +7,7 @@ Every call is a full round trip through a real `kbtool mcp --db ...` subprocess:
 over the pipes, a fresh KB connection in the server, the query, and the client's JSON parse.
 
 Run:  python benchmarks/mcp.py [--calls N] [--big N] [--json] [--smoke]
+      python benchmarks/mcp.py --sizes KB   (answer sizes, contract calls vs paged, on a KB)
 
 ``--smoke``: one KB of 500 functions, 5 calls per tool, the target not enforced (the test suite
 runs it).
@@ -90,6 +91,63 @@ async def _measure(db: Path, plan) -> tuple[float, dict[str, list[float]]]:
     return startup, out
 
 
+async def _sizes(db: Path, version_id: int, func_index: int) -> list[tuple[str, int, float]]:
+    """(call, answer bytes, ms) of the big reads, as the contract calls them and paged."""
+    plan = [
+        ("list_functions", {"version_id": version_id}),
+        ("list_functions", {"version_id": version_id, "unnamed_only": True, "limit": 500}),
+        ("get_function_facts", {"version_id": version_id, "func_index": func_index}),
+        ("get_function_facts", {"version_id": version_id, "func_index": func_index,
+                                "max_items": 200, "aggregate_calls": True}),
+        ("get_diff", {"from_version_id": version_id, "to_version_id": version_id}),
+        ("get_diff", {"from_version_id": version_id, "to_version_id": version_id,
+                      "only": ["changed"], "limit": 500}),
+        ("get_diff", {"from_version_id": version_id, "to_version_id": version_id, "limit": 500}),
+        ("export_kb_text", {"version_id": version_id}),
+        ("export_kb_text", {"version_id": version_id, "limit": 500}),
+        ("list_strings", {"version_id": version_id}),
+        ("list_globals", {"version_id": version_id}),
+        ("list_memory_regions", {"version_id": version_id}),
+        ("get_callers", {"version_id": version_id, "func_index": func_index}),
+    ]
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-P", "-m", "kbtool.cli", "mcp", "--db", str(db)],
+                                   env={**get_default_environment(), "PYTHONPATH": str(ROOT)})
+    out = []
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            for tool, args in plan:
+                t0 = time.perf_counter()
+                d = (await session.call_tool(tool, args)).model_dump(by_alias=True)
+                ms = (time.perf_counter() - t0) * 1000
+                text = d["content"][0]["text"] if d["content"] else ""
+                extra = ", ".join(f"{k}={v}" for k, v in args.items() if "version_id" not in k)
+                label = f"{tool}({extra})" + (" ERROR" if d.get("isError") else "")
+                out.append((label, len(text.encode("utf-8")), ms))
+    return out
+
+
+def sizes_report(db: Path, vid: int | None = None) -> int:
+    """Answer sizes on an existing KB: version ``vid`` (default the largest), its largest
+    function."""
+    from kbtool.kb.db import open_ro
+
+    conn = open_ro(db)
+    if vid is None:
+        vid = conn.execute("SELECT version_id FROM functions GROUP BY version_id"
+                           " ORDER BY COUNT(*) DESC LIMIT 1").fetchone()[0]
+    fn = conn.execute("SELECT idx FROM functions WHERE version_id = ? AND imported = 0"
+                      " ORDER BY instr_count DESC LIMIT 1", (vid,)).fetchone()[0]
+    n = conn.execute("SELECT COUNT(*) FROM functions WHERE version_id = ?", (vid,)).fetchone()[0]
+    conn.close()
+    print(f"{db}: version {vid} ({n:,} functions), largest function {fn}")
+    print(f"{'call':<70}{'bytes':>12}{'ms':>9}")
+    for label, size, ms in asyncio.run(_sizes(db, vid, fn)):
+        print(f"{label[:69]:<70}{size:>12,}{ms:>9.0f}")
+    return 0
+
+
 def _stats(xs: list[float]) -> dict[str, float]:
     xs = sorted(xs)
     return {
@@ -107,7 +165,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--big", type=int, default=50_000, help="functions in the big KB")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--smoke", action="store_true", help="tiny KBs, a few calls, no target")
+    ap.add_argument("--sizes", type=Path, metavar="KB",
+                    help="only print answer sizes (contract vs paged) on an existing KB")
+    ap.add_argument("--version", type=int, help="with --sizes: the version id (default largest)")
     args = ap.parse_args(argv)
+    if args.sizes:
+        return sizes_report(args.sizes, args.version)
     if args.smoke:
         args.calls, args.small, args.big = 5, 500, 500   # one KB, one server process
 
