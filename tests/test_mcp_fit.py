@@ -132,6 +132,7 @@ def test_facts_diff_and_export_pages(demo_kb_master):
             assert cut["instruction_mnemonics"] == full["instruction_mnemonics"][:10]
             assert cut["truncated"]["instruction_mnemonics"] == len(
                 full["instruction_mnemonics"]) - 10
+            assert "max_items" in cut["note"]
             agg = await call(s, "get_function_facts", version_id=b, func_index=biggest,
                              aggregate_calls=True)
             conn = open_ro(db)
@@ -175,6 +176,7 @@ def test_page_bound_and_cuts_are_pure():
     assert page["truncated"] and 0 < page["next_offset"] < 500
     assert f"tool(a=1, offset={page['next_offset']})" in page["note"]
     out = cut_lists({"a": [1, 2, 3], "b": [1]}, 2, ("a", "b"))
+    assert out.pop("note").startswith("lists cut to 2 items (a: 1 more)")
     assert out == {"a": [1, 2], "b": [1], "truncated": {"a": 1}}
     assert segment_kind(b"\0" * 64) == "zeros"
     assert segment_kind(b"hello world\0error: %s\0") == "strings"

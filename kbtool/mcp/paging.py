@@ -82,7 +82,8 @@ def call_text(tool: str, **args: Any) -> str:
 
 def cut_lists(obj: dict[str, Any], max_items: int, fields: Sequence[str]) -> dict[str, Any]:
     """``obj`` with each list in ``fields`` cut to ``max_items``; ``truncated`` maps each cut
-    field to how many items were left out (absent when nothing was cut)."""
+    field to how many items were left out and ``note`` says so (both absent when nothing
+    was cut)."""
     out = dict(obj)
     left: dict[str, int] = {}
     for name in fields:
@@ -92,4 +93,8 @@ def cut_lists(obj: dict[str, Any], max_items: int, fields: Sequence[str]) -> dic
             out[name] = value[:max_items]
     if left:
         out["truncated"] = left
+        out["note"] = (
+            f"lists cut to {max_items} items ({', '.join(f'{k}: {n} more' for k, n in left.items())});"
+            " pass a larger max_items for more, or read the code with get_disassembly"
+        )
     return out
