@@ -213,6 +213,10 @@ def test_xref_tools(demo_kb_master):
     callee = edges[0]
     strings = query(db, queries.version_strings, vid)
     text, refs = max(strings.items(), key=lambda kv: len(kv[1]))
+    conn = open_ro(db)
+    dispatcher = conn.execute("SELECT idx FROM facts WHERE version_id = ? AND call_indirect > 0"
+                              " ORDER BY idx LIMIT 1", (vid,)).fetchone()[0]
+    conn.close()
 
     async def main():
         async with mcp_session(db) as s:
@@ -223,6 +227,14 @@ def test_xref_tools(demo_kb_master):
             callees = await call(s, "get_callees", version_id=vid, func_index=caller)
             assert callee in [c["index"] for c in callees["items"]]
             assert isinstance(callees["indirect_call_sites"], int)
+            assert "indirect_candidates" not in callees
+            wide = await call(s, "get_callees", version_id=vid, func_index=dispatcher,
+                              indirect=True)
+            assert wide["indirect_call_sites"] > 0 and wide["indirect_candidates"]
+            assert wide["indirect_candidates_total"] >= len(wide["indirect_candidates"])
+            target = wide["indirect_candidates"][0]["index"]
+            back = await call(s, "get_callers", version_id=vid, func_index=target, indirect=True)
+            assert dispatcher in [c["index"] for c in back["indirect_candidates"]]
 
             listed, _ = await walk(s, "list_strings", version_id=vid, limit=40)
             assert {r["text"]: r["functions"] for r in listed} == {

@@ -18,6 +18,7 @@ from kbtool.mcp.server import MAX_INT, as_json
 
 MAX_TEXT = 4096  # longest string argument
 PREVIEW = 64  # bytes of a data segment shown as text or hex
+MAX_CANDIDATES = 200  # call_indirect candidates listed per answer
 TABLE_STRIDE = 4  # word size used to call a segment an address table (wasm32)
 
 
@@ -98,24 +99,65 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
             raise XrefToolError(f"the KB holds no module bytes for version {version_id}")
         return parse_module(data)
 
+    Indirect = Annotated[
+        bool,
+        Field(
+            strict=True,
+            description=(
+                "Also list call_indirect candidates (functions in the table whose type matches"
+                " an indirect call site), from the call graph; the first call on a module"
+                " builds it (seconds on a large module)."
+            ),
+        ),
+    ]
+
+    def _indirect(version_id: int, func_index: int, side: str) -> dict[str, Any]:
+        from kbtool.services import code as code_service
+
+        graph = read(code_service.callgraph, version_id)
+        other = "callee" if side == "caller" else "caller"
+        nodes = {n["index"]: n for n in graph["nodes"]}
+        found = sorted(
+            {e[other] for e in graph["edges"] if e["kind"] == "indirect" and e[side] == func_index}
+        )
+        rows = [
+            {k: nodes.get(i, {}).get(k) for k in ("stable_id", "name", "provenance")} | {"index": i}
+            for i in found[:MAX_CANDIDATES]
+        ]
+        return {"indirect_candidates": rows, "indirect_candidates_total": len(found)}
+
     def get_callers(
-        version_id: VersionId, func_index: FuncIndex, offset: Offset = 0, limit: Limit = 500
+        version_id: VersionId,
+        func_index: FuncIndex,
+        offset: Offset = 0,
+        limit: Limit = 500,
+        indirect: Indirect = False,
     ) -> dict[str, Any]:
         """Who calls this function directly (distinct callers, index order, with their
         names): to name a function from how it is used, or to see what a change affects.
-        Indirect calls (call_indirect through the table) are not attributed to a target.
+        With indirect=true, also the functions whose call_indirect sites may reach it
+        (`indirect_candidates`, at most 200, and `indirect_candidates_total`).
 
         Returns {items: [{index, stable_id, name, provenance, imported, import}], total,
         offset, next_offset, truncated, note}; an unknown version or index is an error."""
         rows = read(queries.callers, version_id, func_index)
         call = call_text("get_callers", version_id=version_id, func_index=func_index, limit=limit)
-        return page_rows(rows, offset, limit, call=call)
+        out = page_rows(rows, offset, limit, call=call)
+        if indirect:
+            out.update(_indirect(version_id, func_index, "callee"))
+        return out
 
     def get_callees(
-        version_id: VersionId, func_index: FuncIndex, offset: Offset = 0, limit: Limit = 500
+        version_id: VersionId,
+        func_index: FuncIndex,
+        offset: Offset = 0,
+        limit: Limit = 500,
+        indirect: Indirect = False,
     ) -> dict[str, Any]:
         """What this function calls: distinct direct callees (imports and defined
-        functions, with names) plus the number of its indirect call sites.
+        functions, with names) plus the number of its indirect call sites; with
+        indirect=true also the candidates those sites may reach (`indirect_candidates`, at
+        most 200, and `indirect_candidates_total`).
 
         Returns {items: [{index, stable_id, name, provenance, imported, import}], total,
         offset, next_offset, truncated, note, indirect_call_sites}; an unknown version or
@@ -129,6 +171,8 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
             if t["target"] == "<indirect>"
         ]
         out["indirect_call_sites"] = sites[0]["count"] if sites else 0
+        if indirect:
+            out.update(_indirect(version_id, func_index, "caller"))
         return out
 
     def list_strings(
