@@ -7,6 +7,7 @@ Every call is a full round trip through a real `kbtool mcp --db ...` subprocess:
 over the pipes, a fresh KB connection in the server, the query, and the client's JSON parse.
 
 Run:  python benchmarks/mcp.py [--calls N] [--big N] [--json] [--smoke]
+      python benchmarks/mcp.py --sizes KB   (answer sizes, contract calls vs paged, on a KB)
 
 ``--smoke``: one KB of 500 functions, 5 calls per tool, the target not enforced (the test suite
 runs it).
@@ -55,14 +56,20 @@ def build_kb(path: Path, functions: int, named_share: float = 0.4) -> list[str]:
     return sids
 
 
-async def _timed(session, tool: str, args: dict) -> float:
+SIZES: dict[str, int] = {}  # label -> bytes of the last answer
+
+
+async def _timed(session, tool: str, args: dict, label: str | None = None) -> float:
     t0 = time.perf_counter()
     result = await session.call_tool(tool, args)
     d = result.model_dump(by_alias=True)
     if d.get("isError"):
         raise RuntimeError(f"{tool}: {d['content']}")
-    json.loads(d["content"][0]["text"])  # the client's parse is part of the latency
-    return time.perf_counter() - t0
+    text = d["content"][0]["text"]
+    json.loads(text)  # the client's parse is part of the latency
+    elapsed = time.perf_counter() - t0
+    SIZES[label or tool] = len(text.encode("utf-8"))
+    return elapsed
 
 
 async def _measure(db: Path, plan) -> tuple[float, dict[str, list[float]]]:
@@ -74,12 +81,71 @@ async def _measure(db: Path, plan) -> tuple[float, dict[str, list[float]]]:
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
-            startup = time.perf_counter() - t0
+            initialized = time.perf_counter() - t0
+            await session.call_tool("list_versions", {})
+            startup = (initialized, time.perf_counter() - t0)
             out: dict[str, list[float]] = {}
             for label, tool, args_list in plan:
-                await _timed(session, tool, args_list[0])  # warm-up
-                out[label] = [await _timed(session, tool, a) for a in args_list]
+                await _timed(session, tool, args_list[0], label)  # warm-up
+                out[label] = [await _timed(session, tool, a, label) for a in args_list]
     return startup, out
+
+
+async def _sizes(db: Path, version_id: int, func_index: int) -> list[tuple[str, int, float]]:
+    """(call, answer bytes, ms) of the big reads, as the contract calls them and paged."""
+    plan = [
+        ("list_functions", {"version_id": version_id}),
+        ("list_functions", {"version_id": version_id, "unnamed_only": True, "limit": 500}),
+        ("get_function_facts", {"version_id": version_id, "func_index": func_index}),
+        ("get_function_facts", {"version_id": version_id, "func_index": func_index,
+                                "max_items": 200, "aggregate_calls": True}),
+        ("get_diff", {"from_version_id": version_id, "to_version_id": version_id}),
+        ("get_diff", {"from_version_id": version_id, "to_version_id": version_id,
+                      "only": ["changed"], "limit": 500}),
+        ("get_diff", {"from_version_id": version_id, "to_version_id": version_id, "limit": 500}),
+        ("export_kb_text", {"version_id": version_id}),
+        ("export_kb_text", {"version_id": version_id, "limit": 500}),
+        ("list_strings", {"version_id": version_id}),
+        ("list_globals", {"version_id": version_id}),
+        ("list_memory_regions", {"version_id": version_id}),
+        ("get_callers", {"version_id": version_id, "func_index": func_index}),
+    ]
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-P", "-m", "kbtool.cli", "mcp", "--db", str(db)],
+                                   env={**get_default_environment(), "PYTHONPATH": str(ROOT)})
+    out = []
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            for tool, args in plan:
+                t0 = time.perf_counter()
+                d = (await session.call_tool(tool, args)).model_dump(by_alias=True)
+                ms = (time.perf_counter() - t0) * 1000
+                text = d["content"][0]["text"] if d["content"] else ""
+                extra = ", ".join(f"{k}={v}" for k, v in args.items() if "version_id" not in k)
+                label = f"{tool}({extra})" + (" ERROR" if d.get("isError") else "")
+                out.append((label, len(text.encode("utf-8")), ms))
+    return out
+
+
+def sizes_report(db: Path, vid: int | None = None) -> int:
+    """Answer sizes on an existing KB: version ``vid`` (default the largest), its largest
+    function."""
+    from kbtool.kb.db import open_ro
+
+    conn = open_ro(db)
+    if vid is None:
+        vid = conn.execute("SELECT version_id FROM functions GROUP BY version_id"
+                           " ORDER BY COUNT(*) DESC LIMIT 1").fetchone()[0]
+    fn = conn.execute("SELECT idx FROM functions WHERE version_id = ? AND imported = 0"
+                      " ORDER BY instr_count DESC LIMIT 1", (vid,)).fetchone()[0]
+    n = conn.execute("SELECT COUNT(*) FROM functions WHERE version_id = ?", (vid,)).fetchone()[0]
+    conn.close()
+    print(f"{db}: version {vid} ({n:,} functions), largest function {fn}")
+    print(f"{'call':<70}{'bytes':>12}{'ms':>9}")
+    for label, size, ms in asyncio.run(_sizes(db, vid, fn)):
+        print(f"{label[:69]:<70}{size:>12,}{ms:>9.0f}")
+    return 0
 
 
 def _stats(xs: list[float]) -> dict[str, float]:
@@ -99,7 +165,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--big", type=int, default=50_000, help="functions in the big KB")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--smoke", action="store_true", help="tiny KBs, a few calls, no target")
+    ap.add_argument("--sizes", type=Path, metavar="KB",
+                    help="only print answer sizes (contract vs paged) on an existing KB")
+    ap.add_argument("--version", type=int, help="with --sizes: the version id (default largest)")
     args = ap.parse_args(argv)
+    if args.sizes:
+        return sizes_report(args.sizes, args.version)
     if args.smoke:
         args.calls, args.small, args.big = 5, 500, 500   # one KB, one server process
 
@@ -122,9 +193,14 @@ def main(argv: list[str] | None = None) -> int:
                 for i in range(n)
             ]),
         ]
-        big_plan = [(f"list_functions ({args.big:,})", "list_functions", [{"version_id": 1}] * 10)]
-        if args.big == args.small:  # small_plan already lists this KB's functions
-            startup, small_res = asyncio.run(_measure(small, small_plan))
+        big_plan = [
+            (f"list_functions ({args.big:,})", "list_functions", [{"version_id": 1}] * 10),
+            (f"list_functions page ({args.big:,})", "list_functions",
+             [{"version_id": 1, "unnamed_only": True, "limit": 500, "offset": 500 * i}
+              for i in range(10)]),
+        ]
+        if args.big == args.small:  # one KB: both plans on it
+            startup, small_res = asyncio.run(_measure(small, small_plan + big_plan[1:]))
             big_res = {}
         else:
             startup, small_res = asyncio.run(_measure(small, small_plan))
@@ -133,8 +209,10 @@ def main(argv: list[str] | None = None) -> int:
     figures = {
         "mcp_sdk": version("mcp"),
         "kb_build_seconds": round(build_s, 2),
-        "server_startup_ms": round(startup * 1000, 1),
+        "server_startup_ms": round(startup[0] * 1000, 1),
+        "server_startup_to_first_list_versions_ms": round(startup[1] * 1000, 1),
         "tools": {k: _stats(v) for k, v in {**small_res, **big_res}.items()},
+        "answer_bytes": dict(SIZES),
     }
     big_key = f"list_functions ({args.big:,})"
     big_max = figures["tools"][big_key]["max_ms"] / 1000
@@ -144,10 +222,13 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(figures, indent=2))
     else:
         print(f"mcp SDK {figures['mcp_sdk']}; KBs built in {build_s:.1f}s; "
-              f"server start to initialized {figures['server_startup_ms']:.0f} ms")
-        print(f"{'tool':<28}{'n':>5}{'median ms':>12}{'p95 ms':>10}{'max ms':>10}")
+              f"server start to initialized {figures['server_startup_ms']:.0f} ms, "
+              "to the first list_versions answer "
+              f"{figures['server_startup_to_first_list_versions_ms']:.0f} ms")
+        print(f"{'tool':<34}{'n':>5}{'median ms':>12}{'p95 ms':>10}{'max ms':>10}{'bytes':>11}")
         for name, st in figures["tools"].items():
-            print(f"{name:<28}{st['n']:>5}{st['median_ms']:>12.2f}{st['p95_ms']:>10.2f}{st['max_ms']:>10.2f}")
+            print(f"{name:<34}{st['n']:>5}{st['median_ms']:>12.2f}{st['p95_ms']:>10.2f}"
+                  f"{st['max_ms']:>10.2f}{SIZES.get(name, 0):>11,}")
         verdict = "PASS" if figures["target_list_functions_big_under_1s"] else "FAIL"
         print(f"target: list_functions on {args.big:,} functions < 1 s (worst of 10): "
               f"{big_max * 1000:.0f} ms  {verdict}")

@@ -42,15 +42,44 @@ TOOLS = {
     # name: (required params, {optional param: default}, {param: JSON type})
     "list_versions": ((), {}, {}),
     "coverage": (("version_id",), {}, {"version_id": "integer"}),
-    "list_functions": (("version_id",), {"include_imports": False},
-                       {"version_id": "integer", "include_imports": "boolean"}),
-    "get_function_facts": (("version_id", "func_index"), {},
-                           {"version_id": "integer", "func_index": "integer"}),
+    "list_functions": (("version_id",), {"include_imports": False, "offset": None, "limit": None,
+                                         "unnamed_only": None, "name_contains": None,
+                                         "fields": None},
+                       {"version_id": "integer", "include_imports": "boolean",
+                        "offset": "integer?", "limit": "integer?", "unnamed_only": "boolean?",
+                        "name_contains": "string?", "fields": "array?"}),
+    "get_function_facts": (("version_id", "func_index"),
+                           {"max_items": None, "aggregate_calls": None},
+                           {"version_id": "integer", "func_index": "integer",
+                            "max_items": "integer?", "aggregate_calls": "boolean?"}),
     "get_symbol": (("stable_id",), {}, {"stable_id": "string"}),
     "search_symbols": (("query",), {"limit": 50}, {"query": "string", "limit": "integer"}),
-    "get_diff": (("from_version_id", "to_version_id"), {},
-                 {"from_version_id": "integer", "to_version_id": "integer"}),
-    "export_kb_text": (("version_id",), {}, {"version_id": "integer"}),
+    "get_diff": (("from_version_id", "to_version_id"), {"only": None, "limit": None, "offset": None},
+                 {"from_version_id": "integer", "to_version_id": "integer", "only": "array?",
+                  "limit": "integer?", "offset": "integer?"}),
+    "export_kb_text": (("version_id",), {"offset": None, "limit": None},
+                       {"version_id": "integer", "offset": "integer?", "limit": "integer?"}),
+    "propose_symbols": (("proposals",), {}, {"proposals": "array"}),
+    "get_callers": (("version_id", "func_index"), {"offset": 0, "limit": 500, "indirect": False},
+                    {"version_id": "integer", "func_index": "integer", "offset": "integer",
+                     "limit": "integer", "indirect": "boolean"}),
+    "get_callees": (("version_id", "func_index"), {"offset": 0, "limit": 500, "indirect": False},
+                    {"version_id": "integer", "func_index": "integer", "offset": "integer",
+                     "limit": "integer", "indirect": "boolean"}),
+    "list_strings": (("version_id",), {"contains": "", "offset": 0, "limit": 500},
+                     {"version_id": "integer", "contains": "string", "offset": "integer",
+                      "limit": "integer"}),
+    "get_string_xrefs": (("version_id", "text"), {"offset": 0, "limit": 500},
+                         {"version_id": "integer", "text": "string", "offset": "integer",
+                          "limit": "integer"}),
+    "find_functions": (("version_id",), {"string": None, "constant": None, "calls": None,
+                                         "offset": 0, "limit": 500},
+                       {"version_id": "integer", "string": "string?", "constant": "integer?",
+                        "calls": "integer?", "offset": "integer", "limit": "integer"}),
+    "list_globals": (("version_id",), {"offset": 0, "limit": 500},
+                     {"version_id": "integer", "offset": "integer", "limit": "integer"}),
+    "list_memory_regions": (("version_id",), {"offset": 0, "limit": 500},
+                            {"version_id": "integer", "offset": "integer", "limit": "integer"}),
     "propose_symbol": (("stable_id", "name"), {"summary": "", "confidence": 0.5},
                        {"stable_id": "string", "name": "string", "summary": "string",
                         "confidence": "number"}),
@@ -78,6 +107,15 @@ SEARCH_KEYS = {"stable_id", "name", "provenance", "confidence"}
 
 # ---------------------------------------------------------------- tools and schemas
 
+def _json_type(prop: dict) -> str:
+    """A property's JSON type; ``T?`` for an optional ``T | null`` (the paging inputs)."""
+    if "type" in prop:
+        return prop["type"]
+    types = [t.get("type") for t in prop.get("anyOf", [])]
+    assert "null" in types, prop
+    return next(t for t in types if t != "null") + "?"
+
+
 def test_tools_and_schemas(demo_kb_master):
     async def main():
         async with mcp_session(demo_kb_master) as s:
@@ -90,9 +128,9 @@ def test_tools_and_schemas(demo_kb_master):
             assert set(props) == set(types), name
             assert sorted(schema.get("required", [])) == sorted(required), name
             for param, typ in types.items():
-                assert props[param]["type"] == typ, (name, param)
+                assert _json_type(props[param]) == typ, (name, param)
             for param, default in defaults.items():
-                assert props[param]["default"] == default, (name, param)
+                assert props[param].get("default") == default, (name, param)
             for param in required:
                 assert "default" not in props[param], (name, param)
             assert len(tools[name]["description"]) > 80, f"{name}: tell an agent when to use it"

@@ -877,3 +877,95 @@ def last_annotation_event(conn: sqlite3.Connection, stable_id: str) -> dict[str,
         f"SELECT {_EVENT_COLUMNS} FROM annotation_events WHERE stable_id = ?"
         " ORDER BY id DESC LIMIT 1", (stable_id,)).fetchone()
     return _event(row) if row is not None else None
+
+
+# ---------------------------------------------------------------- MCP cross-references (mcp2)
+
+def call_target_counts(conn: sqlite3.Connection, version_id: int, func_index: int) -> list[dict[str, Any]]:
+    """Call sites of a defined function grouped by target, most called first:
+    [{target, index, count}] (import ``module.field``, a defined callee's name or
+    ``func[N]``, and ``<indirect>`` with index null); [] for a missing function."""
+    _version_row(conn, version_id)
+    row = conn.execute(
+        "SELECT calls, call_indirect FROM facts WHERE version_id = ? AND idx = ?",
+        (version_id, func_index),
+    ).fetchone()
+    if row is None:
+        return []
+    counts: dict[int, int] = {}
+    for callee in json.loads(row[0]):
+        counts[callee] = counts.get(callee, 0) + 1
+    names = _names_for(conn, version_id, list(counts))
+    out = []
+    for callee, n in counts.items():
+        entry = names.get(callee, {})
+        target = entry.get("import") or entry.get("name") or f"func[{callee}]"
+        out.append({"target": target, "index": callee, "count": n})
+    if row[1]:
+        out.append({"target": "<indirect>", "index": None, "count": row[1]})
+    out.sort(key=lambda e: (-e["count"], e["target"]))
+    return out
+
+
+def version_strings(conn: sqlite3.Connection, version_id: int) -> dict[str, list[int]]:
+    """Every string a function of the version references -> the referencing function
+    indices (index order), strings in first-reference order."""
+    _version_row(conn, version_id)
+    out: dict[str, list[int]] = {}
+    for idx, strings in conn.execute(
+        "SELECT idx, strings FROM facts WHERE version_id = ? AND strings != '[]' ORDER BY idx",
+        (version_id,),
+    ):
+        for text in json.loads(strings):
+            refs = out.setdefault(text, [])
+            if not refs or refs[-1] != idx:
+                refs.append(idx)
+    return out
+
+
+def functions_matching_facts(
+    conn: sqlite3.Connection,
+    version_id: int,
+    *,
+    string: str | None = None,
+    constant: int | None = None,
+    calls: int | None = None,
+) -> list[int]:
+    """Indices of the defined functions whose facts reference a string containing ``string``
+    (case-insensitive), use the constant ``constant`` and call function ``calls``
+    directly (all the given criteria hold), in index order."""
+    _version_row(conn, version_id)
+    needle = string.lower() if string is not None else None
+    out: list[int] = []
+    for idx, strings, consts, called in conn.execute(
+        "SELECT idx, strings, consts, calls FROM facts WHERE version_id = ? ORDER BY idx",
+        (version_id,),
+    ):
+        if needle is not None and not any(needle in s.lower() for s in json.loads(strings)):
+            continue
+        if constant is not None and constant not in json.loads(consts):
+            continue
+        if calls is not None and calls not in json.loads(called):
+            continue
+        out.append(idx)
+    return out
+
+
+def function_entries(conn: sqlite3.Connection, version_id: int, indices: list[int]) -> list[dict[str, Any]]:
+    """``{index, stable_id, name, provenance, imported, import}`` of ``indices`` (input order)."""
+    names = _names_for(conn, version_id, list(indices))
+    return [names[i] for i in indices if i in names]
+
+
+def globals_usage(conn: sqlite3.Connection, version_id: int) -> dict[int, list[int]]:
+    """Global index -> the defined functions (index order) whose facts use it."""
+    _version_row(conn, version_id)
+    out: dict[int, list[int]] = {}
+    for idx, used in conn.execute(
+        "SELECT idx, globals_used FROM facts WHERE version_id = ? AND globals_used != '[]'"
+        " ORDER BY idx",
+        (version_id,),
+    ):
+        for g in json.loads(used):
+            out.setdefault(g, []).append(idx)
+    return out

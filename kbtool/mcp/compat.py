@@ -46,26 +46,41 @@ class SDK:
             kwargs["instructions"] = instructions
         return self.server_class(name, **kwargs)
 
-    def add_tool(self, server: Any, fn: Callable[..., str], *, read_only: bool) -> None:
-        """Register ``fn`` (returns ``str``) under its own name, docstring as description."""
+    def add_tool(
+        self,
+        server: Any,
+        fn: Callable[..., str],
+        *,
+        read_only: bool,
+        title: str | None = None,
+        idempotent: bool | None = None,
+    ) -> None:
+        """Register ``fn`` (returns ``str``) under its own name, docstring as description;
+        ``title`` and the spec's annotations where the SDK supports them."""
         params = inspect.signature(server.tool).parameters
         kwargs: dict[str, Any] = {"name": fn.__name__, "description": inspect.getdoc(fn) or ""}
         if "structured_output" in params:
             kwargs["structured_output"] = False
+        if title and "title" in params:
+            kwargs["title"] = title
         if "annotations" in params and self.tool_annotations is not None:
-            kwargs["annotations"] = _annotations(self.tool_annotations, read_only)
+            idem = read_only if idempotent is None else idempotent
+            kwargs["annotations"] = _annotations(self.tool_annotations, read_only, idem, title)
         server.tool(**kwargs)(fn)
 
 
-def _annotations(cls: type, read_only: bool) -> Any:
+def _annotations(cls: type, read_only: bool, idempotent: bool, title: str | None) -> Any:
     # 1.x models take camelCase field names, 2.x snake_case (with camelCase aliases):
     # validating a dict by alias works on both.
-    return cls.model_validate({
+    fields: dict[str, Any] = {
         "readOnlyHint": read_only,
         "destructiveHint": False,
-        "idempotentHint": read_only,
+        "idempotentHint": idempotent,
         "openWorldHint": False,
-    })
+    }
+    if title:
+        fields["title"] = title
+    return cls.model_validate(fields)
 
 
 def load() -> SDK:

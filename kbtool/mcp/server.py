@@ -22,13 +22,14 @@ import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro, open_rw
 from kbtool.kb.errors import KBError, KBMissingError, UnknownStableIdError, UnknownVersionError
 from kbtool.kb.gate import MAX_BINARY_NAME, MAX_NAME, MAX_STABLE_ID, MAX_SUMMARY, upsert_symbol
 from kbtool.mcp import compat
+from kbtool.mcp.paging import MAX_ANSWER_BYTES, MAX_PAGE, call_text, cut_lists, page_rows
 from kbtool.services import names_io
 from kbtool.services.diff.report import get_diff as report_diff
 from kbtool.textutil import json_safe
@@ -39,20 +40,49 @@ SERVER_NAME = "kbtool"
 MAX_INT = 2**63 - 1  # SQLite's largest integer: every id/index/limit argument is 0..MAX_INT
 AGENT_PROVENANCE = "agent"
 AGENT_ACTOR = "agent:mcp"
+MAX_BATCH = 100  # proposals per propose_symbols call
 TOOL_NAMES = (
     "list_versions", "coverage", "list_functions", "get_function_facts", "get_symbol",
     "search_symbols", "get_diff", "export_kb_text", "propose_symbol",
     "agent_backends", "run_agent_pass",
     "analyze_version",
     "get_disassembly", "get_lifted_c",
+    "get_callers", "get_callees", "list_strings", "get_string_xrefs", "find_functions",
+    "list_globals", "list_memory_regions", "propose_symbols",
 )
+TITLES = {
+    "list_versions": "List versions", "coverage": "Naming coverage",
+    "list_functions": "List functions (pageable)", "get_function_facts": "Function facts",
+    "get_symbol": "Get a function's name record", "search_symbols": "Search names",
+    "get_diff": "Diff two versions (pageable)", "export_kb_text": "Export names as text",
+    "propose_symbol": "Propose a name (gated)", "agent_backends": "Agent backends",
+    "run_agent_pass": "Run an agent naming pass (gated)",
+    "analyze_version": "Static analysis (gated)", "get_disassembly": "Disassembly",
+    "get_lifted_c": "Decompiled C", "get_callers": "Callers", "get_callees": "Callees",
+    "list_strings": "List strings", "get_string_xrefs": "String cross-references",
+    "find_functions": "Find functions by string, constant or call",
+    "list_globals": "List globals", "list_memory_regions": "Memory regions",
+    "propose_symbols": "Propose names in a batch (gated)",
+}
+# gated writes whose repetition changes nothing more (the gate refuses an equal proposal)
+IDEMPOTENT_WRITES = {"propose_symbol", "propose_symbols", "analyze_version"}
+ENTRY_FIELDS = ("index", "stable_id", "type", "name", "provenance", "confidence")
+FACT_LISTS = (
+    "call_targets", "referenced_strings", "instruction_mnemonics", "export_names", "callees",
+    "constants", "globals_used", "memory_accesses",
+)
+DIFF_ONLY = ("unchanged", "moved", "modified", "new", "deleted", "changed", "review")
 INSTRUCTIONS = """\
 kbtool is a knowledge base of the releases (versions) of a WebAssembly module and the names
 of their functions. Start with list_versions: its ids are the version_id every other tool
 takes. A function has an index inside one version and a stable_id that names the same
 logical function across versions; names are attached to stable_ids. To name functions:
 list_functions (name null = unnamed) -> get_function_facts -> propose_symbol. Your names
-are recorded as provenance 'agent' and never replace a human name."""
+are recorded as provenance 'agent' and never replace a human name.
+Big modules: page. Pass offset/limit (and filters such as unnamed_only) to list_functions,
+get_diff and export_kb_text, max_items/aggregate_calls to get_function_facts; a paged answer
+is {items, total, offset, next_offset, truncated, note} (get_diff: the report plus a `page`
+object) and never exceeds 100 KB; call again with offset=next_offset until it is null."""
 
 
 def build_server(db_path: str | Path, *, log_level: str = "WARNING") -> Any:
@@ -74,7 +104,9 @@ def build_server(db_path: str | Path, *, log_level: str = "WARNING") -> Any:
     sdk = compat.load()
     server = sdk.new_server(SERVER_NAME, instructions=INSTRUCTIONS, log_level=log_level)
     for fn, read_only, render in _tools(str(path.resolve())):
-        sdk.add_tool(server, _as_tool(fn, render, sdk.tool_error), read_only=read_only)
+        sdk.add_tool(server, _as_tool(fn, render, sdk.tool_error), read_only=read_only,
+                     title=TITLES.get(fn.__name__), idempotent=fn.__name__ in IDEMPOTENT_WRITES
+                     if not read_only else True)
     _stdio_only(server)
     log.info("kbtool MCP server on %s (mcp SDK %s)", path, sdk.version)
     return server
@@ -146,10 +178,10 @@ def _message(exc: KBError) -> str:
 def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], str]]]:
     """(function, read_only, renderer) for every tool, bound to ``db_path``."""
     # pydantic comes with the MCP SDK, which is optional: imported when the server is built
-    from pydantic import Field
+    from pydantic import BaseModel, ConfigDict, Field
 
     # the feature tool modules import this one (as_json), so they are loaded here
-    from kbtool.mcp import tools_agents, tools_analysis, tools_code
+    from kbtool.mcp import tools_agents, tools_analysis, tools_code, tools_xrefs
 
 
     def read(query: Callable[..., Any], *args: Any) -> Any:
@@ -187,21 +219,66 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         export_named, diff_carry_named}; coverage_pct = named / defined * 100."""
         return read(queries.coverage, version_id)
 
+    Offset = Annotated[int | None, Field(strict=True, ge=0, le=MAX_INT, description=(
+        "Paging: the first row to return (0-based); use the next_offset of the previous page."
+        " Giving it turns the answer into a page."))]
+    Limit = Annotated[int | None, Field(strict=True, ge=1, le=MAX_PAGE, description=(
+        f"Paging: rows per page (1..{MAX_PAGE}; default 500 when paging). A page is also cut"
+        f" at {MAX_ANSWER_BYTES // 1000} KB. Giving it turns the answer into a page."))]
+
     def list_functions(
         version_id: VersionId,
         include_imports: Annotated[bool, Field(strict=True, description="Also list imported functions.")] = False,
-    ) -> list[dict[str, Any]]:
-        """Every function of a version in index order, all in one answer (no pagination).
-        Imported functions are left out unless include_imports is true. Use it to find
-        unnamed functions (name null) and the index/stable_id the other tools take.
+        offset: Offset = None,
+        limit: Limit = None,
+        unnamed_only: Annotated[bool | None, Field(strict=True, description=(
+            "Only functions without a name (what is left to name). Turns the answer into a page."
+        ))] = None,
+        name_contains: Annotated[str | None, Field(strict=True, max_length=MAX_BINARY_NAME, description=(
+            "Only functions whose name contains this (case-insensitive). Turns the answer into a page."
+        ))] = None,
+        fields: Annotated[list[Literal[ENTRY_FIELDS]] | None, Field(description=(
+            "Only these keys in each row (e.g. [\"index\", \"stable_id\"]) to make pages smaller."
+            " Turns the answer into a page."))] = None,
+    ) -> Any:
+        """The functions of a version in index order: find unnamed functions (name null) and
+        the index/stable_id the other tools take. Imported functions are left out unless
+        include_imports is true.
 
-        Returns [{index, stable_id, type, name, provenance, confidence}]; name,
-        provenance and confidence are null for an unnamed function."""
-        return read(queries.list_functions, version_id, include_imports)
+        Called with version_id (and include_imports) only, it returns every row in one list
+        [{index, stable_id, type, name, provenance, confidence}] (the contract's answer, about
+        130 bytes per function: on a large module, page instead). With any of offset, limit,
+        unnamed_only, name_contains or fields it returns one page {items, total, offset,
+        next_offset, truncated, note} of at most `limit` rows (default 500) and 100 KB;
+        call again with offset=next_offset until next_offset is null."""
+        paging = (offset, limit, unnamed_only, name_contains, fields)
+        rows = read(queries.list_functions, version_id, include_imports)
+        if all(p is None for p in paging):
+            return rows
+        if unnamed_only:
+            rows = [r for r in rows if r["name"] is None]
+        if name_contains:
+            needle = name_contains.lower()
+            rows = [r for r in rows if r["name"] and needle in r["name"].lower()]
+        if fields:
+            keep = [f for f in ENTRY_FIELDS if f in fields]
+            rows = [{k: r[k] for k in keep} for r in rows]
+        call = call_text("list_functions", version_id=version_id,
+                         include_imports=include_imports or None, unnamed_only=unnamed_only,
+                         name_contains=name_contains, fields=fields, limit=limit)
+        return page_rows(rows, offset or 0, limit, call=call)
 
     def get_function_facts(
         version_id: VersionId,
         func_index: Count("The function's index in that version (from list_functions)."),
+        max_items: Annotated[int | None, Field(strict=True, ge=0, le=MAX_INT, description=(
+            "Cut every list (instruction_mnemonics, constants, strings, call_targets, ...) to"
+            " this many items; `truncated` then maps each cut list to how many were left out."
+        ))] = None,
+        aggregate_calls: Annotated[bool | None, Field(strict=True, description=(
+            "call_targets as [{target, count}] with a count per call site (direct imports,"
+            " defined callees by name or func[N], and \"<indirect>\"), instead of one entry per"
+            " indirect site."))] = None,
     ) -> dict[str, Any] | None:
         """Static facts of one defined function: what to read before proposing a name.
 
@@ -210,8 +287,29 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         (name-section hint or null), instruction_mnemonics, is_exported} plus extras
         (export_names, callees with their names, constants, globals_used,
         memory_accesses, loops, atomic_sites, body_size, instr_count).
-        Returns null when the version has no such function or it is imported."""
-        return read(queries.get_function_facts, version_id, func_index)
+        Returns null when the version has no such function or it is imported.
+        A big function's answer can be hundreds of KB: pass max_items (e.g. 200) and
+        aggregate_calls=true to keep it small; above 100 KB the lists are cut anyway and
+        `truncated` says how much was left out (read the rest with get_disassembly)."""
+        facts = read(queries.get_function_facts, version_id, func_index)
+        if facts is None:
+            return None
+        if aggregate_calls:
+            facts = dict(facts)
+            facts["call_targets"] = read(queries.call_target_counts, version_id, func_index)
+        if max_items is not None:
+            return cut_lists(facts, max_items, FACT_LISTS)
+        if aggregate_calls is not None and len(as_json(facts)) > MAX_ANSWER_BYTES:
+            return _fit(facts)
+        return facts
+
+    def _fit(facts: dict[str, Any]) -> dict[str, Any]:
+        n = 4096
+        out = cut_lists(facts, n, FACT_LISTS)
+        while n > 16 and len(as_json(out)) > MAX_ANSWER_BYTES:
+            n //= 2
+            out = cut_lists(facts, n, FACT_LISTS)
+        return out
 
     def get_symbol(stable_id: StableId) -> dict[str, Any] | None:
         """The annotation record (name and why) of one logical function.
@@ -242,6 +340,11 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
     def get_diff(
         from_version_id: Count("The older (baseline) version id."),
         to_version_id: Count("The newer version id."),
+        only: Annotated[list[Literal[DIFF_ONLY]] | None, Field(description=(
+            "Only these classifications (\"changed\" = moved, modified, new and deleted;"
+            " \"review\" = flagged for review). Turns the answer into a page."))] = None,
+        limit: Limit = None,
+        offset: Offset = None,
     ) -> dict[str, Any]:
         """What changed between two versions, function by function. Served from a stored
         diff when one was saved, otherwise computed as a pure read (names are not carried
@@ -251,16 +354,55 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         (counts: unchanged, moved, modified, added, removed, runtime_churn, review),
         changes: [{classification (unchanged|moved|modified|new|deleted), from_index,
         to_index, from_stable_id, to_stable_id, score, review, runtime, name, provenance,
-        confidence}]}."""
+        confidence}]}. Without only/limit/offset every change is listed (hundreds of KB on a
+        large module): start with only=["changed"] and page. With any of them, `changes`
+        is one page (at most `limit` rows, default 500, and 100 KB) and a `page` object
+        {total, offset, next_offset, truncated, note} is added; call again with
+        offset=next_offset until it is null. `summary` always counts the whole diff."""
+        report = read(report_diff, from_version_id, to_version_id)
+        if only is None and limit is None and offset is None:
+            return report
+        changes = report["changes"]
+        if only:
+            wanted = set(only)
+            if "changed" in wanted:
+                wanted |= {"moved", "modified", "new", "deleted"}
+            changes = [
+                c for c in changes
+                if c["classification"] in wanted or ("review" in wanted and c.get("review"))
+            ]
+        call = call_text("get_diff", from_version_id=from_version_id,
+                         to_version_id=to_version_id, only=only, limit=limit)
+        budget = MAX_ANSWER_BYTES - 2_000 - len(as_json({**report, "changes": []}))
+        paged = page_rows(changes, offset or 0, limit, call=call, budget=budget)
+        out = {**report, "changes": paged.pop("items")}
+        out["page"] = paged
+        return out
 
-        return read(report_diff, from_version_id, to_version_id)
-
-    def export_kb_text(version_id: VersionId) -> str:
+    def export_kb_text(
+        version_id: VersionId,
+        offset: Offset = None,
+        limit: Limit = None,
+    ) -> str:
         """The version's names as git-diffable plain text (stable across runs), returned
         as text, not JSON: a "# kbtool KB export" comment line, a version line, a
         tab-separated header, then one row per function in index order with index,
-        stable_id, name, provenance, confidence, type and summary."""
-        return read(names_io.export_text, version_id)
+        stable_id, name, provenance, confidence, type and summary.
+        Without offset/limit the whole export comes in one answer (about 200 bytes per
+        function: page a large module). With them, the three header lines come first, then
+        at most `limit` rows (default 500, at most 100 KB) from row `offset`, and when rows
+        remain a last line "# kbtool: truncated: ... offset=N" says what to call next."""
+        text = read(names_io.export_text, version_id)
+        if offset is None and limit is None:
+            return text
+        lines = text.splitlines()
+        head, rows = lines[:3], lines[3:]
+        call = call_text("export_kb_text", version_id=version_id, limit=limit)
+        paged = page_rows(rows, offset or 0, limit, call=call)
+        out = head + paged["items"]
+        if paged["truncated"] or (offset or 0) >= len(rows):
+            out.append(f"# kbtool: truncated: {paged['note']}")
+        return "\n".join(out) + "\n"
 
     def propose_symbol(
         stable_id: StableId,
@@ -290,6 +432,46 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         finally:
             conn.close()
 
+    class Proposal(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        stable_id: StableId
+        name: Text("A C-like identifier, optionally qualified with ::.", MAX_NAME)
+        summary: Text("What the function does (plain text).", MAX_SUMMARY) = ""
+        confidence: Annotated[float, Field(strict=True, ge=0.0, le=1.0, allow_inf_nan=False,
+                                           description="How sure you are, 0.0 to 1.0.")] = 0.5
+
+    def propose_symbols(
+        proposals: Annotated[list[Proposal], Field(min_length=1, max_length=MAX_BATCH, description=(
+            f"1..{MAX_BATCH} proposals {{stable_id, name, summary, confidence}}; split larger"
+            " batches."))],
+    ) -> list[dict[str, Any]]:
+        """Propose names for many functions in one call (up to 100), e.g. a page of
+        list_functions(unnamed_only=true) you have read the facts of. Each proposal goes
+        through the KB's gate on its own, exactly as propose_symbol would (provenance
+        "agent", actor "agent:mcp"; never over a human name; over an oracle, export or agent
+        name only with a strictly higher confidence), and is committed on its own: an
+        unknown stable_id is refused for that entry only.
+
+        Returns one decision per proposal, in order: [{stable_id, written, reason}]."""
+        out: list[dict[str, Any]] = []
+        conn = open_rw(db_path, create=False)
+        try:
+            for p in proposals:
+                try:
+                    decision = upsert_symbol(
+                        conn, p.stable_id, p.name,
+                        provenance=AGENT_PROVENANCE, actor=AGENT_ACTOR,
+                        confidence=p.confidence, summary=p.summary or None,
+                        evidence={"actor": AGENT_ACTOR, "tool": "propose_symbols"},
+                    )
+                except (UnknownStableIdError, ValueError) as exc:
+                    decision = {"written": False, "reason": _message(exc) if isinstance(
+                        exc, KBError) else str(exc).splitlines()[0]}
+                out.append({"stable_id": p.stable_id, **decision})
+        finally:
+            conn.close()
+        return out
+
     return [
         (list_versions, True, as_json),
         (coverage, True, as_json),
@@ -300,6 +482,8 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         (get_diff, True, as_json),
         (export_kb_text, True, as_text),
         (propose_symbol, False, as_json),
+        (propose_symbols, False, as_json),
+        *tools_xrefs.tools(db_path),
         *tools_agents.tools(db_path),
         *tools_analysis.tools(db_path),
         *tools_code.tools(db_path),
