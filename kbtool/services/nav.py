@@ -61,7 +61,7 @@ def const_values(value: int) -> tuple[int, ...]:
             unsigned = value % mod
             out.add(unsigned)
             out.add(unsigned - mod if unsigned >= mod >> 1 else unsigned)
-    return tuple(sorted(out))
+    return tuple(sorted(v for v in out if -(1 << 63) <= v < (1 << 63)))  # SQLite's integers
 
 
 def classify(text: str) -> NavQuery:
