@@ -25,6 +25,7 @@ from kbtool.kb import queries
 from kbtool.kb.db import open_ro
 from kbtool.render.terminal import coverage_table
 from kbtool.render.text import lit
+from kbtool.services import nav
 from kbtool.services.demo import RELEASES, build_demo
 from kbtool.services.ingest import AlreadyIngested, ingest_file
 
@@ -204,13 +205,13 @@ def coverage_cmd(
 
 
 def show(
-    stable_id: Annotated[str, typer.Argument(help="A function's stable_id.")],
+    stable_id: Annotated[str, typer.Argument(help="A function's stable_id, or VERSION:INDEX (2:1031), or INDEX (#1031, 1031: latest version).")],
     json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
     """Show a logical function: its annotation record and where it appears."""
     conn = ro(db)
-    queries.require_stable_id(conn, stable_id)
+    stable_id, at_version = _resolve_function(conn, stable_id)
     sym = queries.get_symbol(conn, stable_id)
     where = queries.functions_by_stable_id(conn, stable_id)
     if json_out:
@@ -219,8 +220,8 @@ def show(
             "provenance": None, "confidence": None, "locked": False, "evidence": [],
         })
         return
-    latest = where[-1]
-    fn = queries.get_function(conn, latest["version_id"], latest["index"])
+    shown = next((w for w in where if w["version_id"] == at_version), where[-1])
+    fn = queries.get_function(conn, shown["version_id"], shown["index"])
     t = Table.grid(padding=(0, 2))
     t.add_column(style="bold")
     t.add_column()
@@ -243,6 +244,23 @@ def show(
         console.print("evidence:")
         for ev in sym["evidence"]:
             console.print("  ", lit(ev))
+
+
+def _resolve_function(conn, text: str) -> tuple[str, int | None]:
+    """``text`` as (stable_id, version asked for): a stable_id, ``V:INDEX`` or ``#INDEX``/``INDEX``
+    (the latest version). A known stable_id wins over an index spelled the same."""
+    if queries.stable_id_exists(conn, text):
+        return text, None
+    ref = nav.parse_ref(text)
+    if ref is None:
+        queries.require_stable_id(conn, text)  # raises the usual unknown-stable_id error
+    assert ref is not None
+    hit = nav.function_at(conn, ref[1], ref[0])
+    if hit is None:
+        vid = ref[0] if ref[0] is not None else queries.latest_version_id(conn)
+        fail(f"version {vid} has no function {ref[1]}")
+    assert hit is not None
+    return hit["stable_id"], hit["version_id"]
 
 
 def demo(
