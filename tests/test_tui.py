@@ -73,7 +73,7 @@ async def test_heatmap_cursor_moves_cell_by_cell_and_pages(kb):
         assert grid.cursor == 2
         await pilot.press("G")
         assert grid.cursor == grid.count - 1 == 249
-        await pilot.press("g")
+        await pilot.press("home")
         assert grid.cursor == 0
         await pilot.press("pagedown")
         assert grid.cursor > cols
@@ -156,7 +156,7 @@ async def test_heatmap_next_unnamed_and_other_version(kb):
         grid = screen.query_one(HeatmapGrid)
         await pilot.press("u")
         assert screen._rows[grid.cursor][2] is None
-        await pilot.press("g", "l", "l")
+        await pilot.press("home", "l", "l")
         before = screen._rows[grid.cursor][1]
         await pilot.press("left_square_bracket")
         await settle(pilot)

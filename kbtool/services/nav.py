@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kbtool.kb import queries
+from kbtool.kb.errors import KBError
 
 MAX_QUERY = 256
 _INDEX = re.compile(r"#?(\d{1,9})\Z")
@@ -125,3 +126,23 @@ def string_xrefs(conn: sqlite3.Connection, version_id: int, index: int, strings:
         if others:
             out.append((s, others[:per_string], len(others) > per_string))
     return out
+
+
+def located(conn: sqlite3.Connection, text: str, version_id: int | None,
+            limit: int = 20) -> list[dict[str, Any]]:
+    """Hits for a search box's ``text`` when it is an index (``#1031``, ``2:1031``), a string
+    (``"text``) or a constant (``=0x10``), in ``version_id`` (default latest); [] for a name
+    (names are the caller's ``queries.search_symbols``) or an unknown version."""
+    q = classify(text)
+    try:
+        if q.kind == "index" and q.index is not None:
+            hit = function_at(conn, q.index, q.version_id or version_id)
+            return [hit] if hit is not None else []
+        if q.kind == "string":
+            return by_string(conn, q.text, version_id, limit=limit)
+        if q.kind == "const" and q.values:
+            vid = default_version(conn, version_id)
+            return [] if vid is None else queries.functions_with_const(conn, vid, list(q.values), limit)
+    except KBError:
+        return []
+    return []

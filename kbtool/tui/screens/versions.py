@@ -15,7 +15,7 @@ from textual.widgets import DataTable, Footer, Static
 from kbtool.kb import queries
 from kbtool.render.text import lit
 from kbtool.textutil import clip, printable
-from kbtool.tui.screens.base import KbScreen
+from kbtool.tui.screens.base import BACK_HIDDEN, KbScreen
 from kbtool.tui.widgets.lists import KbTable, TitleBar
 from kbtool.tui.widgets.palette import PROVENANCES, coverage_bar, prov_text, split_of
 
@@ -27,7 +27,15 @@ class VersionsScreen(KbScreen):
 
     BINDINGS = [
         Binding("d", "diff_to", "diff"),
+        BACK_HIDDEN,          # back to the heatmap last shown (its cursor kept), if any
     ]
+
+    def action_back(self) -> None:
+        """Esc/Backspace: pop when something is above; else reopen the last heatmap shown."""
+        if len(self.app.screen_stack) > 1:
+            self.app.pop_screen()
+        elif self.kb.version_id is not None and queries.version_exists(self.kb.conn, self.kb.version_id):
+            self.kb.open_heatmap(self.kb.version_id)
 
     def compose(self) -> ComposeResult:
         yield TitleBar(id="title")
@@ -136,7 +144,7 @@ class VersionsScreen(KbScreen):
         info = queries.version_info(self.kb.conn, vid)
         cov = self._coverage.get(vid) or queries.coverage(self.kb.conn, vid)
         grid = Table.grid(padding=(0, 1))
-        grid.add_column(style="bold", no_wrap=True)
+        grid.add_column(style="bold", no_wrap=True, min_width=9)   # never "v… p… t…"
         grid.add_column(overflow="fold")
         grid.add_row("version", Text.assemble(lit(info["label"], "bold"), f"  (id {vid})"))
         lin = info.get("lineage") or {}
