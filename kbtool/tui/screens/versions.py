@@ -30,12 +30,16 @@ class VersionsScreen(KbScreen):
         BACK_HIDDEN,          # back to the heatmap last shown (its cursor kept), if any
     ]
 
+    def _heatmap_to_return_to(self) -> int | None:
+        vid = self.kb.version_id
+        return vid if vid is not None and queries.version_exists(self.kb.conn, vid) else None
+
     def action_back(self) -> None:
         """Esc/Backspace: pop when something is above; else reopen the last heatmap shown."""
         if len(self.app.screen_stack) > 1:
             self.app.pop_screen()
-        elif self.kb.version_id is not None and queries.version_exists(self.kb.conn, self.kb.version_id):
-            self.kb.open_heatmap(self.kb.version_id)
+        elif (vid := self._heatmap_to_return_to()) is not None:
+            self.kb.open_heatmap(vid)
 
     def compose(self) -> ComposeResult:
         yield TitleBar(id="title")
@@ -190,5 +194,7 @@ class VersionsScreen(KbScreen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("open_version", "diff_to"):
             return True if getattr(self, "_versions", None) else None
+        if action == "back":           # back to the heatmap last shown, when there is one
+            return len(self.app.screen_stack) > 1 or self._heatmap_to_return_to() is not None
         return super().check_action(action, parameters)
 
