@@ -34,7 +34,7 @@ class HeatmapScreen(KbScreen):
     BINDINGS = [
         BACK_HIDDEN,          # works, not shown: here it is the same as v (versions)
         Binding("H", "history", "history"),
-        Binding("g,number_sign", "goto", "go to #", key_display="g"),
+        Binding("g,number_sign", "goto", "go to #", key_display="g", show=False),  # ? lists it
         RENAME,
         Binding("u", "next_unnamed", "next unnamed", show=False),
         Binding("[", "other_version(-1)", "prev version", show=False),
