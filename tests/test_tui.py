@@ -525,7 +525,9 @@ async def test_diff_screen_summary_filters_changelog_and_navigation(kb):
                        f"{s['unchanged']} unchanged", f"{s['moved']} moved"):
             assert needle in text, needle
         table = screen.query_one("#diff-table", KbTable)
-        assert table.row_count == sum(1 for c in changes if c["classification"] != "unchanged")
+        # the default tab is "changed": modified + new + deleted (moved rows behind their tab)
+        assert table.row_count == sum(
+            1 for c in changes if c["classification"] in ("modified", "new", "deleted"))
         expect = {
             "2": lambda c: c["classification"] == "modified",
             "3": lambda c: c["classification"] == "new",
@@ -533,6 +535,8 @@ async def test_diff_screen_summary_filters_changelog_and_navigation(kb):
             "5": lambda c: c["runtime"],
             "6": lambda c: c["review"],
             "7": lambda c: True,
+            "8": lambda c: c["classification"] == "moved",
+            "9": lambda c: c["classification"] == "unchanged",
         }
         for key, pred in expect.items():
             await pilot.press(key)
