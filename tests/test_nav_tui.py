@@ -178,3 +178,34 @@ def test_tui_help_says_H_history(capsys):
     assert main(["tui", "--help"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "H on the heatmap" in out and "g go to an index" in out
+
+
+async def test_diff_opens_on_changed_and_says_why_runtime_is_not_churn(demo_kb):
+    from kbtool.services.diff.report import get_diff
+    from kbtool.tui.screens.diff import DiffScreen
+
+    conn = open_ro(str(demo_kb))
+    report = get_diff(conn, 1, 2)
+    conn.close()
+    changes = report["changes"]
+    app = make_app(demo_kb)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("d")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, DiffScreen) and screen._filter == "changed"
+        table = screen.query_one("#diff-table", KbTable)
+        changed = [c for c in changes if c["classification"] in ("modified", "new", "deleted")]
+        assert table.row_count == min(len(changed), 500)
+        text = screen_text(app)
+        assert f"changed {len(changed):,}" in text
+        moved = sum(c["classification"] == "moved" for c in changes)
+        assert f"moved {moved:,}" in text
+        runtime = sum(bool(c.get("runtime")) for c in changes)
+        assert report["summary"]["runtime_churn"] == 0           # toolchain unknown on both sides
+        if runtime:
+            assert f"runtime {runtime:,}" in text and "are not churn" in text
+        await pilot.press("8")
+        await settle(pilot)
+        assert table.row_count == min(moved, 500)
