@@ -26,10 +26,10 @@ from kbtool.kb import queries
 from kbtool.kb.db import open_ro
 from kbtool.render.terminal import coverage_table
 from kbtool.render.text import lit
-from kbtool.textutil import clip, printable
 from kbtool.services import nav
 from kbtool.services.demo import RELEASES, build_demo
 from kbtool.services.ingest import AlreadyIngested, ingest_file
+from kbtool.textutil import clip, printable
 
 
 def register(app: typer.Typer) -> None:
