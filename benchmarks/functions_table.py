@@ -28,9 +28,11 @@ if str(ROOT) not in sys.path:
 from benchmarks.tui import build  # noqa: E402
 
 TARGET_S = 2.0
-SQL = ("SELECT f.idx, f.stable_id, f.type_sig, s.provenance, s.confidence, s.name FROM functions f"
-       " LEFT JOIN symbols s ON s.stable_id = f.stable_id WHERE f.version_id = 1 AND f.imported = 0"
-       " ORDER BY f.idx")
+SQL = (
+    "SELECT f.idx, f.stable_id, f.type_sig, s.provenance, s.confidence, s.name FROM functions f"
+    " LEFT JOIN symbols s ON s.stable_id = f.stable_id WHERE f.version_id = 1 AND f.imported = 0"
+    " ORDER BY f.idx"
+)
 
 
 def _timed(cmd: list[str]) -> tuple[float, int]:
@@ -56,8 +58,14 @@ def _rich_table(db: Path) -> tuple[float, int]:
     for col in ("index", "stable_id", "type", "name", "provenance", "conf"):
         t.add_column(col)
     for r in rows:
-        t.add_row(str(r["index"]), r["stable_id"], lit(r["type"]), lit(r["name"]), lit(r["provenance"]),
-                  "" if r["confidence"] is None else f"{r['confidence']:.2f}")
+        t.add_row(
+            str(r["index"]),
+            r["stable_id"],
+            lit(r["type"]),
+            lit(r["name"]),
+            lit(r["provenance"]),
+            "" if r["confidence"] is None else f"{r['confidence']:.2f}",
+        )
     buf = io.StringIO()
     Console(file=buf, width=80).print(t)
     conn.close()
@@ -65,7 +73,9 @@ def _rich_table(db: Path) -> tuple[float, int]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--functions", type=int, default=22_500)
     ap.add_argument("--smoke", action="store_true", help="500 functions, no target")
     ap.add_argument("--no-rich", action="store_true", help="skip the (slow) Rich Table reference")
@@ -75,10 +85,14 @@ def main() -> None:
         db = Path(tmp) / "kb.db"
         build(db, n, False)
         kb = [sys.executable, "-m", "kbtool.cli", "--db", str(db), "functions", "1"]
-        figures = [("kbtool functions (streamed)", *_timed(kb)),
-                   ("kbtool functions --json", *_timed(kb + ["--json"]))]
+        figures = [
+            ("kbtool functions (streamed)", *_timed(kb)),
+            ("kbtool functions --json", *_timed(kb + ["--json"])),
+        ]
         if shutil.which("sqlite3"):
-            figures.append(("sqlite3 -column (peer)", *_timed(["sqlite3", "-column", str(db), SQL])))
+            figures.append(
+                ("sqlite3 -column (peer)", *_timed(["sqlite3", "-column", str(db), SQL]))
+            )
         if not args.no_rich:
             figures.append(("Rich Table, before (in-process)", *_rich_table(db)))
     print(f"functions {n:,}")

@@ -68,7 +68,10 @@ def test_search_by_string_and_const(kb, capsys):
 def test_search_by_index(kb, capsys):
     db, conn = kb
     code, out, _ = run(capsys, "search", "#51", "--json", "--db", str(db))
-    assert code == 0 and json.loads(out)[0]["stable_id"] == queries.get_function(conn, 2, 51)["stable_id"]
+    assert (
+        code == 0
+        and json.loads(out)[0]["stable_id"] == queries.get_function(conn, 2, 51)["stable_id"]
+    )
 
 
 def test_const_spellings():

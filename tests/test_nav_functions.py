@@ -37,21 +37,35 @@ def test_hostile_names_are_shown_escaped(tui_kb_master, capsys):
     assert main(["--db", str(tui_kb_master), "functions", "1"]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out
-    assert MARKUP_NAME in out                       # markup shown literally, never interpreted
+    assert MARKUP_NAME in out  # markup shown literally, never interpreted
     assert ESC_RAW not in out and "red" in out
 
 
 def test_terminal_width_clips_names_only():
-    rows = [{"index": 7, "stable_id": "a" * 16, "type": "(i32) -> i32", "name": "n" * 300,
-             "provenance": "human", "confidence": 1.0},
-            {"index": 12345, "stable_id": "b" * 16, "type": "(" + "i64, " * 40 + ") -> ()",
-             "name": None, "provenance": None, "confidence": None}]
+    rows = [
+        {
+            "index": 7,
+            "stable_id": "a" * 16,
+            "type": "(i32) -> i32",
+            "name": "n" * 300,
+            "provenance": "human",
+            "confidence": 1.0,
+        },
+        {
+            "index": 12345,
+            "stable_id": "b" * 16,
+            "type": "(" + "i64, " * 40 + ") -> ()",
+            "name": None,
+            "provenance": None,
+            "confidence": None,
+        },
+    ]
     wide = list(function_lines(rows))
-    assert wide[1].endswith("n" * 300)                 # a pipe gets whole names
+    assert wide[1].endswith("n" * 300)  # a pipe gets whole names
     narrow = list(function_lines(rows, width=100))
     assert all(len(line) <= 100 for line in narrow[1:])
-    assert narrow[1].endswith("…") and "…" in narrow[2]   # the long type is clipped too
-    assert narrow[1].index("a" * 16) == narrow[2].index("b" * 16)   # columns aligned
+    assert narrow[1].endswith("…") and "…" in narrow[2]  # the long type is clipped too
+    assert narrow[1].index("a" * 16) == narrow[2].index("b" * 16)  # columns aligned
 
 
 def test_help_summaries_are_not_cut(capsys):
@@ -73,9 +87,13 @@ def test_help_summaries_are_not_cut(capsys):
 
 
 def test_functions_benchmark_smoke():
-    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "functions_table.py"), "--smoke"],
-                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                         timeout=300)
+    res = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "functions_table.py"), "--smoke"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr
     assert "functions 500" in res.stdout
     assert re.search(r"kbtool functions \(streamed\)\s+[\d.]+ s\s+502 lines", res.stdout)

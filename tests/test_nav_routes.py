@@ -18,7 +18,9 @@ def _get(db, path, **q):
 def _facts(db, version, index):
     conn = open_ro(str(db))
     try:
-        return queries.get_function_facts(conn, version, index), queries.get_function(conn, version, index)
+        return queries.get_function_facts(conn, version, index), queries.get_function(
+            conn, version, index
+        )
     finally:
         conn.close()
 
@@ -30,7 +32,10 @@ def test_search_by_index_latest_and_explicit_version(demo_kb_master):
     assert hits[0]["stable_id"] == fn["stable_id"] and hits[0]["index"] == 51
     assert hits[0]["version_id"] == 2 and hits[0]["name"] == fn["name"]
     _f1, fn1 = _facts(demo_kb_master, 1, 51)
-    assert _get(demo_kb_master, "/api/search", q="#51", version="1")[1][0]["stable_id"] == fn1["stable_id"]
+    assert (
+        _get(demo_kb_master, "/api/search", q="#51", version="1")[1][0]["stable_id"]
+        == fn1["stable_id"]
+    )
     assert _get(demo_kb_master, "/api/search", q="1:51")[1][0]["stable_id"] == fn1["stable_id"]
     assert _get(demo_kb_master, "/api/search", q="#999999")[1] == []
     assert _get(demo_kb_master, "/api/search", q="#1", version="77")[0] == 404
@@ -45,7 +50,7 @@ def test_name_search_unchanged(demo_kb_master):
 
 def test_search_by_string(demo_kb_master):
     facts, _fn = _facts(demo_kb_master, 2, 51)
-    needle = facts["referenced_strings"][1]          # "(null)"
+    needle = facts["referenced_strings"][1]  # "(null)"
     status, hits = _get(demo_kb_master, "/api/search", string=needle.upper())
     assert status == 200 and 51 in [h["index"] for h in hits]
     for h in hits:

@@ -71,7 +71,7 @@ async def test_search_by_string_and_const_lists_unnamed(demo_kb, facts):
         value = max(c for c in f["constants"] if isinstance(c, int))
         screen._run(f"={hex(value)}")
         assert 51 in [r["index"] for r in screen._results]
-        assert all("index" in r for r in screen._results)       # no name hits mixed in
+        assert all("index" in r for r in screen._results)  # no name hits mixed in
         screen._run("=nope")
         assert screen._results == [] and "no function uses the constant" in screen_text(app)
 
@@ -89,7 +89,7 @@ async def test_palette_takes_an_index(demo_kb):
         await settle(pilot)
         assert isinstance(app.screen, DetailScreen) and app.screen.index == 139
         missing = [h async for h in provider.search("#99999")]
-        assert not [h for h in missing if h.text.startswith("#99999")]   # no such index: no jump
+        assert not [h for h in missing if h.text.startswith("#99999")]  # no such index: no jump
 
 
 async def test_heatmap_g_goes_to_an_index_and_back_keeps_cursor(demo_kb):
@@ -108,11 +108,11 @@ async def test_heatmap_g_goes_to_an_index_and_back_keeps_cursor(demo_kb):
         await settle(pilot)
         await pilot.press(*"99999", "enter")
         await settle(pilot)
-        assert heat._rows[grid.cursor][0] == 139            # unknown index: cursor stays
-        await pilot.press("v")                                # to the versions screen
+        assert heat._rows[grid.cursor][0] == 139  # unknown index: cursor stays
+        await pilot.press("v")  # to the versions screen
         await settle(pilot)
         assert isinstance(app.screen, VersionsScreen)
-        await pilot.press("escape")                           # back to the heatmap, cursor kept
+        await pilot.press("escape")  # back to the heatmap, cursor kept
         await settle(pilot)
         heat2 = app.screen
         assert isinstance(heat2, HeatmapScreen)
@@ -136,7 +136,7 @@ async def test_versions_escape_without_a_heatmap_stays(demo_kb):
 async def test_detail_lists_string_xrefs(demo_kb, facts):
     conn = open_ro(str(demo_kb))
     target = None
-    for idx in range(40, 200):           # a function sharing a string with another one
+    for idx in range(40, 200):  # a function sharing a string with another one
         f = facts(2, idx)
         if f and nav.string_xrefs(conn, 2, idx, f["referenced_strings"]):
             target = idx
@@ -203,7 +203,7 @@ async def test_diff_opens_on_changed_and_says_why_runtime_is_not_churn(demo_kb):
         moved = sum(c["classification"] == "moved" for c in changes)
         assert f"moved {moved:,}" in text
         runtime = sum(bool(c.get("runtime")) for c in changes)
-        assert report["summary"]["runtime_churn"] == 0           # toolchain unknown on both sides
+        assert report["summary"]["runtime_churn"] == 0  # toolchain unknown on both sides
         if runtime:
             assert f"runtime {runtime:,}" in text and "are not churn" in text
         await pilot.press("8")

@@ -91,14 +91,17 @@ def default_version(conn: sqlite3.Connection, version_id: int | None) -> int | N
     return queries.latest_version_id(conn)
 
 
-def function_at(conn: sqlite3.Connection, index: int, version_id: int | None = None) -> dict[str, Any] | None:
+def function_at(
+    conn: sqlite3.Connection, index: int, version_id: int | None = None
+) -> dict[str, Any] | None:
     """The function at ``index`` of ``version_id`` (default: latest), or None."""
     vid = default_version(conn, version_id)
     return None if vid is None else queries.function_at_index(conn, vid, index)
 
 
-def by_string(conn: sqlite3.Connection, text: str, version_id: int | None = None,
-              limit: int = 50) -> list[dict[str, Any]]:
+def by_string(
+    conn: sqlite3.Connection, text: str, version_id: int | None = None, limit: int = 50
+) -> list[dict[str, Any]]:
     """Functions of a version (default: latest) referencing a string containing ``text``."""
     vid = default_version(conn, version_id)
     if vid is None or not text:
@@ -106,8 +109,9 @@ def by_string(conn: sqlite3.Connection, text: str, version_id: int | None = None
     return queries.functions_with_string(conn, vid, text, limit=limit)
 
 
-def by_const(conn: sqlite3.Connection, value: int, version_id: int | None = None,
-             limit: int = 50) -> list[dict[str, Any]]:
+def by_const(
+    conn: sqlite3.Connection, value: int, version_id: int | None = None, limit: int = 50
+) -> list[dict[str, Any]]:
     """Functions of a version (default: latest) using the integer constant ``value``."""
     vid = default_version(conn, version_id)
     if vid is None:
@@ -115,8 +119,14 @@ def by_const(conn: sqlite3.Connection, value: int, version_id: int | None = None
     return queries.functions_with_const(conn, vid, list(const_values(value)), limit=limit)
 
 
-def string_xrefs(conn: sqlite3.Connection, version_id: int, index: int, strings: list[str],
-                 per_string: int = 8, max_strings: int = 6) -> list[tuple[str, list[dict[str, Any]], bool]]:
+def string_xrefs(
+    conn: sqlite3.Connection,
+    version_id: int,
+    index: int,
+    strings: list[str],
+    per_string: int = 8,
+    max_strings: int = 6,
+) -> list[tuple[str, list[dict[str, Any]], bool]]:
     """For each of the first ``max_strings`` strings: other functions referencing it (bounded),
     and whether the list was cut. Strings no other function uses are left out."""
     out = []
@@ -128,8 +138,9 @@ def string_xrefs(conn: sqlite3.Connection, version_id: int, index: int, strings:
     return out
 
 
-def located(conn: sqlite3.Connection, text: str, version_id: int | None,
-            limit: int = 20) -> list[dict[str, Any]]:
+def located(
+    conn: sqlite3.Connection, text: str, version_id: int | None, limit: int = 20
+) -> list[dict[str, Any]]:
     """Hits for a search box's ``text`` when it is an index (``#1031``, ``2:1031``), a string
     (``"text``) or a constant (``=0x10``), in ``version_id`` (default latest); [] for a name
     (names are the caller's ``queries.search_symbols``) or an unknown version."""
@@ -142,7 +153,11 @@ def located(conn: sqlite3.Connection, text: str, version_id: int | None,
             return by_string(conn, q.text, version_id, limit=limit)
         if q.kind == "const" and q.values:
             vid = default_version(conn, version_id)
-            return [] if vid is None else queries.functions_with_const(conn, vid, list(q.values), limit)
+            return (
+                []
+                if vid is None
+                else queries.functions_with_const(conn, vid, list(q.values), limit)
+            )
     except KBError:
         return []
     return []

@@ -29,9 +29,13 @@ class GotoScreen(ModalScreen[int | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="goto-box"):
-            yield Static(Text.assemble(("Go to function ", "bold"), (self.label, "dim")), id="goto-title")
+            yield Static(
+                Text.assemble(("Go to function ", "bold"), (self.label, "dim")), id="goto-title"
+            )
             yield Input(placeholder="#1031 or 1031", id="goto-input")
-            yield Static(Text("⏎ moves the cursor there · esc cancels", style="dim"), id="goto-hint")
+            yield Static(
+                Text("⏎ moves the cursor there · esc cancels", style="dim"), id="goto-hint"
+            )
 
     def on_mount(self) -> None:
         box = self.query_one(Input)
@@ -42,7 +46,8 @@ class GotoScreen(ModalScreen[int | None]):
         index = nav.parse_index(event.value)
         if index is None:
             self.query_one("#goto-hint", Static).update(
-                Text("a function index: digits, optionally after #", style="bold red"))
+                Text("a function index: digits, optionally after #", style="bold red")
+            )
             return
         self.dismiss(index)
 
