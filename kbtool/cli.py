@@ -55,6 +55,28 @@ for _module in (core, names, mcp_cmd, serve, tui, diff, code, deep, agent, analy
     _module.register(app)
 
 
+def short_help(doc: str | None) -> str | None:
+    """A command's whole first sentence (its docstring's first paragraph, up to ". "): Click
+    would cut it at 45 characters with "..." in ``kbtool --help``."""
+    if not doc:
+        return None
+    first = " ".join(doc.strip().split("\n\n")[0].split())
+    end = first.find(". ")
+    return first[: end + 1] if end >= 0 else first
+
+
+def _whole_short_helps(typer_app: typer.Typer) -> None:
+    for info in typer_app.registered_commands:
+        if info.short_help is None and info.callback is not None:
+            info.short_help = short_help(info.help or info.callback.__doc__)
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            _whole_short_helps(group.typer_instance)
+
+
+_whole_short_helps(app)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app, turn every known failure into one line and exit code 1.
 

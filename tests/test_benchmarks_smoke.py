@@ -69,6 +69,7 @@ def test_every_owned_benchmark_is_listed():
         "lineage",  # tests/test_lineage.py
         "http",
         "web_api",
+        "functions_table",  # tests/test_nav_functions.py
     }
     helpers = {"__init__", "corpus_pairs", "smoke_corpus"}
     scripts = {p.stem for p in (ROOT / "benchmarks").glob("*.py")}

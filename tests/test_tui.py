@@ -73,7 +73,7 @@ async def test_heatmap_cursor_moves_cell_by_cell_and_pages(kb):
         assert grid.cursor == 2
         await pilot.press("G")
         assert grid.cursor == grid.count - 1 == 249
-        await pilot.press("g")
+        await pilot.press("home")
         assert grid.cursor == 0
         await pilot.press("pagedown")
         assert grid.cursor > cols
@@ -156,7 +156,7 @@ async def test_heatmap_next_unnamed_and_other_version(kb):
         grid = screen.query_one(HeatmapGrid)
         await pilot.press("u")
         assert screen._rows[grid.cursor][2] is None
-        await pilot.press("g", "l", "l")
+        await pilot.press("home", "l", "l")
         before = screen._rows[grid.cursor][1]
         await pilot.press("left_square_bracket")
         await settle(pilot)
@@ -525,7 +525,9 @@ async def test_diff_screen_summary_filters_changelog_and_navigation(kb):
                        f"{s['unchanged']} unchanged", f"{s['moved']} moved"):
             assert needle in text, needle
         table = screen.query_one("#diff-table", KbTable)
-        assert table.row_count == sum(1 for c in changes if c["classification"] != "unchanged")
+        # the default tab is "changed": modified + new + deleted (moved rows behind their tab)
+        assert table.row_count == sum(
+            1 for c in changes if c["classification"] in ("modified", "new", "deleted"))
         expect = {
             "2": lambda c: c["classification"] == "modified",
             "3": lambda c: c["classification"] == "new",
@@ -533,6 +535,8 @@ async def test_diff_screen_summary_filters_changelog_and_navigation(kb):
             "5": lambda c: c["runtime"],
             "6": lambda c: c["review"],
             "7": lambda c: True,
+            "8": lambda c: c["classification"] == "moved",
+            "9": lambda c: c["classification"] == "unchanged",
         }
         for key, pred in expect.items():
             await pilot.press(key)

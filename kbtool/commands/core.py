@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import Annotated
@@ -25,8 +26,10 @@ from kbtool.kb import queries
 from kbtool.kb.db import open_ro
 from kbtool.render.terminal import coverage_table
 from kbtool.render.text import lit
+from kbtool.services import nav
 from kbtool.services.demo import RELEASES, build_demo
 from kbtool.services.ingest import AlreadyIngested, ingest_file
+from kbtool.textutil import clip, printable
 
 
 def register(app: typer.Typer) -> None:
@@ -179,13 +182,47 @@ def functions(
     if json_out:
         print_json(rows)
         return
-    t = Table(title=f"functions of version {version}")
-    for col in ("index", "stable_id", "type", "name", "provenance", "conf"):
-        t.add_column(col, justify="right" if col in ("index", "conf") else "left")
+    console.print(f"functions of version {version}: {len(rows):,}", style="bold", highlight=False)
+    write_function_rows(rows, width=console.width if console.is_terminal else None)
+
+
+TYPE_WIDTH = 32     # a longer type signature is clipped with "…"
+_CHUNK = 2000       # rows written (and flushed) at a time
+
+
+def function_lines(rows: list[dict], width: int | None = None):
+    """The function table as plain, aligned text lines (header first), one per row, generated
+    lazily: a Rich Table measures every cell before printing anything (43 s on 22.5k rows).
+    Names and types are untrusted: shown with :func:`printable`. ``width`` (a terminal's)
+    clips names to fit; without it (a pipe) names are whole."""
+    iw = max([5] + [len(str(r["index"])) for r in rows])
+    tw = min(TYPE_WIDTH, max([4] + [len(r["type"] or "") for r in rows]))
+    fixed = iw + 16 + tw + 10 + 4 + 5 * 2
+    nw = None if width is None else max(8, width - fixed)
+    yield (f"{'index':>{iw}}  {'stable_id':<16}  {'type':<{tw}}  {'provenance':<10}  {'conf':>4}  name")
     for r in rows:
-        t.add_row(str(r["index"]), r["stable_id"], lit(r["type"]), lit(r["name"]), lit(r["provenance"]),
-                  "" if r["confidence"] is None else f"{r['confidence']:.2f}")
-    console.print(t)
+        name = printable(r["name"]) if r["name"] is not None else "—"
+        if nw is not None:
+            name = clip(name, nw)
+        conf = "" if r["confidence"] is None else f"{r['confidence']:.2f}"
+        yield (f"{r['index']:>{iw}}  {r['stable_id']:<16}  {clip(printable(r['type']), tw):<{tw}}  "
+               f"{printable(r['provenance']) or '—':<10}  {conf:>4}  {name}")
+
+
+def write_function_rows(rows: list[dict], width: int | None = None) -> None:
+    """Stream :func:`function_lines` to stdout a chunk at a time (flushed: ``| head`` sees
+    rows at once)."""
+    out = sys.stdout
+    buf: list[str] = []
+    for line in function_lines(rows, width):
+        buf.append(line)
+        if len(buf) >= _CHUNK:
+            out.write("\n".join(buf) + "\n")
+            out.flush()
+            buf.clear()
+    if buf:
+        out.write("\n".join(buf) + "\n")
+    out.flush()
 
 
 def coverage_cmd(
@@ -204,13 +241,13 @@ def coverage_cmd(
 
 
 def show(
-    stable_id: Annotated[str, typer.Argument(help="A function's stable_id.")],
+    stable_id: Annotated[str, typer.Argument(help="A function's stable_id, or VERSION:INDEX (2:1031), or INDEX (#1031, 1031: latest version).")],
     json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
     """Show a logical function: its annotation record and where it appears."""
     conn = ro(db)
-    queries.require_stable_id(conn, stable_id)
+    stable_id, at_version = _resolve_function(conn, stable_id)
     sym = queries.get_symbol(conn, stable_id)
     where = queries.functions_by_stable_id(conn, stable_id)
     if json_out:
@@ -219,8 +256,8 @@ def show(
             "provenance": None, "confidence": None, "locked": False, "evidence": [],
         })
         return
-    latest = where[-1]
-    fn = queries.get_function(conn, latest["version_id"], latest["index"])
+    shown = next((w for w in where if w["version_id"] == at_version), where[-1])
+    fn = queries.get_function(conn, shown["version_id"], shown["index"])
     t = Table.grid(padding=(0, 2))
     t.add_column(style="bold")
     t.add_column()
@@ -243,6 +280,23 @@ def show(
         console.print("evidence:")
         for ev in sym["evidence"]:
             console.print("  ", lit(ev))
+
+
+def _resolve_function(conn, text: str) -> tuple[str, int | None]:
+    """``text`` as (stable_id, version asked for): a stable_id, ``V:INDEX`` or ``#INDEX``/``INDEX``
+    (the latest version). A known stable_id wins over an index spelled the same."""
+    if queries.stable_id_exists(conn, text):
+        return text, None
+    ref = nav.parse_ref(text)
+    if ref is None:
+        queries.require_stable_id(conn, text)  # raises the usual unknown-stable_id error
+    assert ref is not None
+    hit = nav.function_at(conn, ref[1], ref[0])
+    if hit is None:
+        vid = ref[0] if ref[0] is not None else queries.latest_version_id(conn)
+        fail(f"version {vid} has no function {ref[1]}")
+    assert hit is not None
+    return hit["stable_id"], hit["version_id"]
 
 
 def demo(

@@ -14,7 +14,7 @@ from rich.text import Text
 from kbtool.commands.common import DbOption, JsonOption, console, fail, print_json, ro, rw
 from kbtool.kb import gate, queries
 from kbtool.render.text import lit
-from kbtool.services import names_io
+from kbtool.services import names_io, nav
 
 
 def register(app: typer.Typer) -> None:
@@ -140,13 +140,36 @@ def history(stable_id: Annotated[str, typer.Argument(help="The function's stable
 
 
 def search(
-    query: Annotated[str, typer.Argument(help="Case-insensitive substring of a name.")],
+    query: Annotated[str | None, typer.Argument(help="Case-insensitive substring of a name; `#1031` or `2:1031` for an index.")] = None,
+    string: Annotated[str | None, typer.Option("--string", help="Functions referencing a string containing this text.")] = None,
+    const: Annotated[str | None, typer.Option("--const", help="Functions using this integer constant (42, -1, 0x5f3759df).")] = None,
+    version: Annotated[int | None, typer.Option("--version", help="Version for --string/--const/#index (default: latest).")] = None,
     limit: Annotated[int, typer.Option("--limit", help=f"At most this many (cap {queries.SEARCH_CAP}).")] = 50,
     json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
-    """Search named functions across all versions."""
+    """Search functions by name, index, referenced string or constant.
+
+    Name search covers every version; `--string`, `--const` and `#index` look in one version
+    (the latest unless `--version`) and list unnamed functions too.
+    """
+    if sum(x is not None for x in (query, string, const)) != 1:
+        fail("give exactly one of: a NAME, --string TEXT, --const N")
     conn = ro(db)
+    if string is not None or const is not None:
+        try:
+            rows = (nav.by_string(conn, string, version, limit) if string is not None
+                    else nav.by_const(conn, nav.parse_const(const or ""), version, limit))
+        except ValueError as exc:
+            fail(str(exc))
+        _print_located(rows, json_out, string is not None)
+        return
+    assert query is not None
+    ref = nav.parse_ref(query) if query.lstrip().startswith("#") or ":" in query else None
+    if ref is not None:
+        hit = nav.function_at(conn, ref[1], ref[0] if ref[0] is not None else version)
+        _print_located([hit] if hit else [], json_out, False)
+        return
     rows = queries.search_symbols(conn, query, limit)
     if json_out:
         print_json(rows)
@@ -156,6 +179,23 @@ def search(
         t.add_column(col)
     for r in rows:
         t.add_row(lit(r["name"], "bold"), r["stable_id"], lit(r["provenance"]), f"{r['confidence']:.2f}")
+    console.print(t)
+
+
+def _print_located(rows: list[dict], json_out: bool, with_strings: bool) -> None:
+    """Rows with a version and an index (unnamed functions included)."""
+    if json_out:
+        print_json(rows)
+        return
+    t = Table(title=f"{len(rows)} match(es)")
+    for col in ("where", "name", "stable_id", "provenance") + (("strings",) if with_strings else ()):
+        t.add_column(col)
+    for r in rows:
+        cells = [f"v{r['version_id']}#{r['index']}", lit(r["name"], "bold"), r["stable_id"],
+                 lit(r["provenance"] or "unnamed")]
+        if with_strings:
+            cells.append(lit("; ".join(r.get("strings", [])[:3])))
+        t.add_row(*cells)
     console.print(t)
 
 

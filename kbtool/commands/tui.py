@@ -25,7 +25,9 @@ def tui(
     """Browse the KB in the terminal: versions, heatmap, diff, search, detail, history.
 
     Keys: arrows/hjkl move, Enter opens, Esc goes back, / search, d diff, v versions,
-    h history, n rename (not with --read-only), ctrl+p jump to a function, q quit.
+    h history (H on the heatmap, where h moves left), g go to an index (heatmap),
+    n rename (not with --read-only), ctrl+p jump (name, stable_id, #index, "string, =const),
+    q quit.
     """
     from kbtool.tui.app import KbApp
 

@@ -969,3 +969,86 @@ def globals_usage(conn: sqlite3.Connection, version_id: int) -> dict[int, list[i
         for g in json.loads(used):
             out.setdefault(g, []).append(idx)
     return out
+# ---------------------------------------------------------------- navigation (index, string, const)
+
+_NAV_COLUMNS = (
+    "f.version_id, f.idx, f.stable_id, s.name, s.provenance, s.confidence"
+)
+
+
+def _nav_row(row: tuple) -> dict[str, Any]:
+    vid, idx, sid, name, prov, conf = row
+    return {"stable_id": sid, "name": name, "provenance": prov, "confidence": conf,
+            "version_id": vid, "index": idx}
+
+
+def function_at_index(conn: sqlite3.Connection, version_id: int, index: int) -> dict[str, Any] | None:
+    """A Search result (plus ``version_id``, ``index``) for function ``index`` of a version.
+
+    ``name`` is None for an unnamed function; None when the version has no such index."""
+    _version_row(conn, version_id)
+    row = conn.execute(
+        f"SELECT {_NAV_COLUMNS} FROM functions f LEFT JOIN symbols s ON s.stable_id = f.stable_id"
+        " WHERE f.version_id = ? AND f.idx = ?", (version_id, index)).fetchone()
+    return _nav_row(tuple(row)) if row is not None else None
+
+
+def functions_with_string(
+    conn: sqlite3.Connection, version_id: int, text: str, limit: int = 50
+) -> list[dict[str, Any]]:
+    """Functions of a version referencing a string that contains ``text`` (case-insensitive).
+
+    Each row is a Search result plus ``version_id``, ``index`` and ``strings`` (the matching
+    strings of that function), in index order, capped at ``SEARCH_CAP``."""
+    _version_row(conn, version_id)
+    limit = max(1, min(int(limit), SEARCH_CAP))
+    rows = conn.execute(
+        f"SELECT {_NAV_COLUMNS}, x.strings FROM facts x"
+        " JOIN functions f ON f.version_id = x.version_id AND f.idx = x.idx"
+        " LEFT JOIN symbols s ON s.stable_id = f.stable_id"
+        " WHERE x.version_id = ? AND x.strings != '[]' AND EXISTS ("
+        "  SELECT 1 FROM json_each(x.strings) j WHERE instr(lower(j.value), lower(?)) > 0)"
+        " ORDER BY f.idx LIMIT ?", (version_id, text, limit)).fetchall()
+    needle = text.lower()
+    out = []
+    for row in rows:
+        item = _nav_row(tuple(row)[:6])
+        item["strings"] = [s for s in json.loads(row[6]) if needle in str(s).lower()]
+        out.append(item)
+    return out
+
+
+def functions_with_const(
+    conn: sqlite3.Connection, version_id: int, values: list[int], limit: int = 50
+) -> list[dict[str, Any]]:
+    """Functions of a version whose constants include any of ``values`` (equal spellings of one
+    number, e.g. unsigned and two's complement), in index order, capped at ``SEARCH_CAP``."""
+    _version_row(conn, version_id)
+    limit = max(1, min(int(limit), SEARCH_CAP))
+    if not values:
+        return []
+    marks = ",".join("?" * len(values))
+    rows = conn.execute(
+        f"SELECT {_NAV_COLUMNS} FROM facts x"
+        " JOIN functions f ON f.version_id = x.version_id AND f.idx = x.idx"
+        " LEFT JOIN symbols s ON s.stable_id = f.stable_id"
+        " WHERE x.version_id = ? AND EXISTS ("
+        f"  SELECT 1 FROM json_each(x.consts) j WHERE j.value IN ({marks}))"
+        " ORDER BY f.idx LIMIT ?", (version_id, *values, limit)).fetchall()
+    return [_nav_row(tuple(r)) for r in rows]
+
+
+def functions_referencing_string(
+    conn: sqlite3.Connection, version_id: int, text: str, limit: int = 50
+) -> list[dict[str, Any]]:
+    """Cross-references: functions of a version that reference exactly the string ``text``."""
+    _version_row(conn, version_id)
+    limit = max(1, min(int(limit), SEARCH_CAP))
+    rows = conn.execute(
+        f"SELECT {_NAV_COLUMNS} FROM facts x"
+        " JOIN functions f ON f.version_id = x.version_id AND f.idx = x.idx"
+        " LEFT JOIN symbols s ON s.stable_id = f.stable_id"
+        " WHERE x.version_id = ? AND x.strings != '[]' AND EXISTS ("
+        "  SELECT 1 FROM json_each(x.strings) j WHERE j.value = ?)"
+        " ORDER BY f.idx LIMIT ?", (version_id, text, limit)).fetchall()
+    return [_nav_row(tuple(r)) for r in rows]

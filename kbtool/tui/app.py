@@ -88,6 +88,7 @@ class KbApp(App[None]):
             self.conn.close()
             raise UnknownVersionError(f"unknown version id {version_id} (see `kbtool versions`)")
         self.version_id: int | None = version_id
+        self.heatmap_cursor: dict[int, int] = {}   # version id -> function index under the cursor
         self.kb_token = queries.change_token(self.conn)
         self.poll_seconds = poll_seconds
         self.start = start

@@ -1,4 +1,5 @@
-"""Command palette provider: jump to a function by name or stable_id (``queries.find_functions``)."""
+"""Command palette provider: jump to a function by name, stable_id, index (``#1031``, ``2:1031``),
+referenced string (``"text``) or constant (``=0x10``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.markup import escape
 
 from kbtool.kb import queries
+from kbtool.services import nav
 from kbtool.textutil import printable
 from kbtool.tui.widgets.palette import name_text
 
@@ -18,7 +20,7 @@ if TYPE_CHECKING:
 
 
 class FunctionJumpProvider(Provider):
-    """``ctrl+p`` then a name substring or stable_id prefix: opens the function's detail."""
+    """``ctrl+p`` then a name substring, stable_id prefix, ``#index``, ``"string`` or ``=const``."""
 
     @property
     def kb(self) -> KbApp:
@@ -34,8 +36,16 @@ class FunctionJumpProvider(Provider):
 
     async def search(self, query: str) -> Hits:
         text = query.strip()
-        if not text:
+        if not text or text.startswith(('"', "=")) and len(text) < 2:
             return
+        for rank, hit in enumerate(nav.located(self.kb.conn, text, self.kb.version_id)):
+            display = Text()
+            display.append_text(name_text(hit["name"], hit["provenance"]))
+            display.append(f"  v{hit['version_id']} #{hit['index']}", style="dim")
+            plain = f"#{hit['index']} {hit['name'] or 'unnamed'} {hit['stable_id']}"
+            yield Hit(1.0 - rank * 0.01, display,
+                      partial(self.kb.open_detail, hit["version_id"], hit["index"]),
+                      text=plain, help=escape(printable(f"stable_id {hit['stable_id']}")))
         rows = queries.find_functions(self.kb.conn, text, limit=20)
         for rank, row in enumerate(rows):
             display = Text()

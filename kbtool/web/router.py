@@ -43,6 +43,7 @@ from kbtool.kb.errors import (
     UnknownStableIdError,
     UnknownVersionError,
 )
+from kbtool.services import nav
 from kbtool.services.diff.report import get_diff
 
 log = logging.getLogger("kbtool.web")
@@ -216,11 +217,30 @@ def _diff(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any
 
 
 def _search(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:
-    q = _one(query, "q")
+    """Name search (the contract); ``q=#1031`` (or ``q=2:1031``) the function at that index of
+    the latest version (or ``version=``, name null when unnamed); ``string=``/``const=`` the
+    functions referencing a string / using an integer constant (see docs/navigation.md)."""
+    q, text, const = _one(query, "q"), _one(query, "string"), _one(query, "const")
+    for value in (q, text, const):
+        if value and len(value) > 256:
+            raise HTTPError(400, "search text longer than 256 characters")
+    version = _one(query, "version")
+    vid = version_id(version) if version else None
+    if text:
+        return nav.by_string(conn, text, vid, limit=SEARCH_LIMIT)
+    if const:
+        try:
+            value = nav.parse_const(const)
+        except ValueError as exc:
+            raise HTTPError(400, str(exc)) from None
+        return nav.by_const(conn, value, vid, limit=SEARCH_LIMIT)
     if not q:
         return []
-    if len(q) > 256:
-        raise HTTPError(400, "search text longer than 256 characters")
+    if q.lstrip().startswith("#") or ":" in q:
+        ref = nav.parse_ref(q)
+        if ref is not None:
+            hit = nav.function_at(conn, ref[1], ref[0] if ref[0] is not None else vid)
+            return [hit] if hit is not None else []
     return queries.search_symbols(conn, q, limit=SEARCH_LIMIT)
 
 

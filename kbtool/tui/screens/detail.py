@@ -1,4 +1,5 @@
-"""Detail: one function's annotation record, facts, and its callers and callees as links."""
+"""Detail: one function's annotation record, facts, its callers and callees as links, and the
+other functions that reference the same strings (string xrefs)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from textual.widgets import Footer, OptionList, Static
 from kbtool.kb import queries
 from kbtool.kb.errors import KBError
 from kbtool.render.text import lit
+from kbtool.services import nav
 from kbtool.textutil import clip, printable
 from kbtool.tui.screens.base import BACK, HISTORY, RENAME, FunctionRef, KbScreen
 from kbtool.tui.widgets.lists import LinkList, TitleBar
@@ -24,6 +26,8 @@ from kbtool.tui.widgets.palette import name_text, prov_text
 MAX_STRINGS = 40
 MAX_STRUCTS = 8
 MAX_FIELDS = 12
+XREF_STRINGS = 6        # strings of this function looked up for cross-references
+XREFS_PER_STRING = 8    # other functions listed per string
 
 
 def link_text(entry: dict) -> Text:
@@ -68,6 +72,8 @@ class DetailScreen(KbScreen):
                 yield LinkList(id="callers")
                 yield Static(id="callees-label", classes="links-label")
                 yield LinkList(id="callees")
+                yield Static(id="xrefs-label", classes="links-label")
+                yield LinkList(id="xrefs")
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
@@ -105,6 +111,29 @@ class DetailScreen(KbScreen):
             ((f"{self.version_id}:{c['index']}", link_text(c)) for c in callers_), "no callers")
         self.query_one("#callees", LinkList).set_links(
             ((f"{self.version_id}:{c['index']}", link_text(c)) for c in callees_), "no callees")
+        self._show_xrefs(facts["referenced_strings"] if facts else [])
+
+    def _show_xrefs(self, strings: list[str]) -> None:
+        """Other functions of this version referencing the same strings (bounded); hidden if none."""
+        xrefs = nav.string_xrefs(self.kb.conn, self.version_id, self.index, strings,
+                                 per_string=XREFS_PER_STRING, max_strings=XREF_STRINGS)
+        label, links = self.query_one("#xrefs-label", Static), self.query_one("#xrefs", LinkList)
+        label.display = links.display = bool(xrefs)
+        if not xrefs:
+            return
+        count = sum(len(others) for _s, others, _cut in xrefs)
+        label.update(Text(f"string xrefs ({count})", style="bold"))
+        items: list[tuple[str, Text]] = []
+        for k, (text, others, cut) in enumerate(xrefs):
+            head = Text("“", style="dim")
+            head.append_text(lit(clip(printable(text), 26), "green"))
+            head.append("”", style="dim")
+            if cut:
+                head.append(" (more)", style="dim italic")
+            items.append((f"s:{k}", head))
+            items += [(f"{o['version_id']}:{o['index']}:{k}", Text("  ").append_text(link_text(o)))
+                      for o in others]
+        links.set_links(items)              # the string lines (ids "s:k") are headings: Enter ignores them
 
     # ------------------------------------------------------------ rendering
 
@@ -233,8 +262,8 @@ class DetailScreen(KbScreen):
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         oid = event.option.id
-        if oid:
-            vid, idx = (int(x) for x in oid.split(":"))
+        if oid and not oid.startswith("s:"):
+            vid, idx = (int(x) for x in oid.split(":")[:2])
             self.kb.open_detail(vid, idx)
 
     def action_other_version(self, step: int) -> None:

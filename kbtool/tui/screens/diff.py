@@ -19,21 +19,26 @@ from kbtool.kb.db import open_ro
 from kbtool.kb.errors import KBError
 from kbtool.render.terminal import CLASS_STYLE, changelog_renderable, summary_text
 from kbtool.render.text import lit
-from kbtool.services.diff.report import get_diff
+from kbtool.services.diff.report import CHANGED, get_diff
 from kbtool.textutil import clip, printable
 from kbtool.tui.screens.base import BACK, HISTORY, FunctionRef, KbScreen
 from kbtool.tui.widgets.lists import KbTable, TitleBar
 from kbtool.tui.widgets.palette import conf_text, name_text, prov_text
 
 # filter id -> (tab label, predicate over a change entry)
+# One meaning per word, as in docs/diff.md: "changed" = modified + new + deleted (the default
+# tab); unchanged and moved sit behind their own tabs; "runtime" = entries marked runtime (the
+# summary's "runtime churn" counts only those changed across a toolchain change).
 FILTERS: dict[str, tuple[str, object]] = {
-    "changed": ("changed", lambda c: c["classification"] != "unchanged"),
+    "changed": ("changed", lambda c: c["classification"] in CHANGED),
     "modified": ("modified", lambda c: c["classification"] == "modified"),
     "new": ("new", lambda c: c["classification"] == "new"),
     "deleted": ("deleted", lambda c: c["classification"] == "deleted"),
     "runtime": ("runtime", lambda c: bool(c.get("runtime"))),
     "review": ("review", lambda c: bool(c.get("review"))),
     "all": ("all", lambda c: True),
+    "moved": ("moved", lambda c: c["classification"] == "moved"),           # keys 8, 9: behind
+    "unchanged": ("unchanged", lambda c: c["classification"] == "unchanged"),  # their tabs
 }
 CHUNK = 500            # diff rows added to the table at a time
 
@@ -203,7 +208,10 @@ class DiffScreen(KbScreen):
         self._report = report
         self.query_one("#title", TitleBar).show(
             "diff", Text.assemble(lit(report["from"], "bold"), " → ", lit(report["to"], "bold")))
-        self.query_one("#diff-summary", Static).update(_summary(report))
+        summary = _summary(report)
+        if not self._toolchain_changed and any(c.get("runtime") for c in report["changes"]):
+            summary.append("  (toolchain same or unknown: runtime rows are not churn)", style="dim")
+        self.query_one("#diff-summary", Static).update(summary)
         counts = {fid: 0 for fid in FILTERS}
         for c in report["changes"]:
             for fid, (_, pred) in FILTERS.items():

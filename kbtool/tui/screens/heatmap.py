@@ -15,6 +15,7 @@ from kbtool.kb import queries
 from kbtool.kb.errors import KBError
 from kbtool.render.text import lit
 from kbtool.tui.screens.base import BACK_HIDDEN, RENAME, FunctionRef, KbScreen
+from kbtool.tui.screens.goto import GotoScreen
 from kbtool.tui.widgets.heatmap import BUCKETS, HALF, UNNAMED, HeatmapGrid, cell_code
 from kbtool.tui.widgets.lists import Panel, TitleBar
 from kbtool.tui.widgets.palette import (
@@ -33,6 +34,7 @@ class HeatmapScreen(KbScreen):
     BINDINGS = [
         BACK_HIDDEN,          # works, not shown: here it is the same as v (versions)
         Binding("H", "history", "history"),
+        Binding("g,number_sign", "goto", "go to #", key_display="g", show=False),  # ? lists it
         RENAME,
         Binding("u", "next_unnamed", "next unnamed", show=False),
         Binding("[", "other_version(-1)", "prev version", show=False),
@@ -70,6 +72,8 @@ class HeatmapScreen(KbScreen):
         keep = self._want_index
         if keep is None and self._rows and grid.count:
             keep = self._rows[min(grid.cursor, len(self._rows) - 1)][0]
+        if keep is None:                      # reopened: where the cursor was last time
+            keep = self.kb.heatmap_cursor.get(self.version_id)
         self._want_index = None
         try:
             info = queries.get_version(conn, self.version_id)
@@ -127,6 +131,8 @@ class HeatmapScreen(KbScreen):
     # ------------------------------------------------------------ side panel
 
     def on_heatmap_grid_cursor_moved(self, event: HeatmapGrid.CursorMoved) -> None:
+        if 0 <= event.position < len(self._rows):
+            self.kb.heatmap_cursor[self.version_id] = self._rows[event.position][0]
         self._show_cell(event.position)
 
     def on_heatmap_grid_selected(self, event: HeatmapGrid.Selected) -> None:
@@ -145,7 +151,7 @@ class HeatmapScreen(KbScreen):
         if fn is not None:            # the live record (a rename since the last reload shows at once)
             name, prov, conf = fn["name"], fn["provenance"], fn["confidence"]
         grid = Table.grid(padding=(0, 1))
-        grid.add_column(style="bold", no_wrap=True)
+        grid.add_column(style="bold", no_wrap=True, min_width=4)   # labels never collapse to "f…"
         grid.add_column(no_wrap=True, overflow="ellipsis")
         grid.add_row("func", Text(f"#{idx}  ({pos + 1:,}/{len(self._rows):,})"))
         grid.add_row("name", name_text(name, prov, bold=True))
@@ -213,6 +219,20 @@ class HeatmapScreen(KbScreen):
         self._show_cell(pos)
         self._cov = self._coverage_of_rows()
         self._show_coverage()
+
+    def action_goto(self) -> None:
+        """Prompt for a function index and move the cursor to it."""
+
+        def done(index: int | None) -> None:
+            if index is None:
+                return
+            pos = self.position_of_index(index)
+            if pos is None:
+                self.notify(f"{self._label} has no defined function #{index}", timeout=3)
+                return
+            self.query_one(HeatmapGrid).move_to(pos)
+
+        self.app.push_screen(GotoScreen(self._label), done)
 
     def action_next_unnamed(self) -> None:
         grid = self.query_one(HeatmapGrid)

@@ -1,4 +1,5 @@
-"""Search: named functions across every version, results as you type (debounced)."""
+"""Search: named functions across every version, or a function by index (``#1031``), referenced
+string (``"text``) or constant (``=0x10``) in the version on screen; results as you type."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 
 from kbtool.kb import queries
 from kbtool.render.text import lit
+from kbtool.services import nav
 from kbtool.tui.screens.base import BACK, HISTORY, RENAME, FunctionRef, KbScreen
 from kbtool.tui.widgets.lists import KbTable, TitleBar
 from kbtool.tui.widgets.palette import conf_text, name_text, prov_text
@@ -42,7 +44,7 @@ class SearchScreen(KbScreen):
     def compose(self) -> ComposeResult:
         yield TitleBar(id="title")
         with Vertical(id="search-body"):
-            yield Input(value=self._initial, placeholder="name or stable_id (case-insensitive substring)",
+            yield Input(value=self._initial, placeholder='name, stable_id, #index, "string or =constant',
                         id="search-input")
             yield Static(id="search-status")
             yield KbTable(id="search-results")
@@ -76,7 +78,14 @@ class SearchScreen(KbScreen):
         conn = self.kb.conn
         text = text.strip()
         self._query = text
-        results = queries.search_symbols(conn, text, limit=LIMIT) if text else []
+        query = nav.classify(text)
+        located = nav.located(conn, text, self.kb.version_id, limit=LIMIT) if text else []
+        if query.kind in ("string", "const"):
+            results = []                      # the prefix asks for strings/constants only
+        else:
+            results = queries.search_symbols(conn, text, limit=LIMIT) if text else []
+        seen = {r["stable_id"] for r in located}
+        results = located + [r for r in results if r["stable_id"] not in seen]
         seen = {r["stable_id"] for r in results}
         if _HEX.match(text.lower()):          # a stable_id prefix: unnamed functions too
             for f in queries.find_functions(conn, text.lower(), limit=20):
@@ -91,21 +100,25 @@ class SearchScreen(KbScreen):
         for r in results:
             where = queries.functions_by_stable_id(conn, r["stable_id"])
             r["where"] = where
+            span = f"v{r['version_id']}#{r['index']}" if "index" in r else _span(where)
             rows.append((r["stable_id"], [
                 name_text(r["name"], r["provenance"]),
                 prov_text(r["provenance"]),
                 conf_text(r["confidence"]),
-                Text(_span(where)),
+                Text(span),
                 Text(r["stable_id"], style="dim"),
             ]))
         table.replace_rows(rows, keep_key=keep_key)
         self.refresh_bindings()
         status = self.query_one("#search-status", Static)
         if not text:
-            status.update(Text("Type to search every version's named functions; ↓ moves to the results, "
+            status.update(Text("Type to search every version's named functions (#1031 an index, "
+                               '"text a string, =0x10 a constant); ↓ moves to the results, '
                                "⏎ opens one.", style="dim"))
         elif not results:
-            status.update(Text.assemble("no named function matches ", lit(text, "bold")))
+            what = {"index": "no function at index ", "string": "no function references a string with ",
+                    "const": "no function uses the constant "}.get(query.kind, "no named function matches ")
+            status.update(Text.assemble(what, lit(query.text if query.kind != "index" else text, "bold")))
         else:
             capped = " (capped)" if len(results) >= LIMIT else ""
             status.update(Text.assemble(f"{len(results)} result(s){capped} for ", lit(text, "bold")))
@@ -125,6 +138,8 @@ class SearchScreen(KbScreen):
     def current_function(self) -> FunctionRef | None:
         key = self.query_one("#search-results", KbTable).current_key()
         for r in self._results:
+            if r["stable_id"] == key and "index" in r:
+                return FunctionRef(r["version_id"], r["index"], key, r["name"])
             if r["stable_id"] == key and r.get("where"):
                 last = r["where"][-1]
                 return FunctionRef(last["version_id"], last["index"], key, r["name"])

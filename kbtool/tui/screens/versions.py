@@ -15,7 +15,7 @@ from textual.widgets import DataTable, Footer, Static
 from kbtool.kb import queries
 from kbtool.render.text import lit
 from kbtool.textutil import clip, printable
-from kbtool.tui.screens.base import KbScreen
+from kbtool.tui.screens.base import BACK_HIDDEN, KbScreen
 from kbtool.tui.widgets.lists import KbTable, TitleBar
 from kbtool.tui.widgets.palette import PROVENANCES, coverage_bar, prov_text, split_of
 
@@ -27,7 +27,19 @@ class VersionsScreen(KbScreen):
 
     BINDINGS = [
         Binding("d", "diff_to", "diff"),
+        BACK_HIDDEN,          # back to the heatmap last shown (its cursor kept), if any
     ]
+
+    def _heatmap_to_return_to(self) -> int | None:
+        vid = self.kb.version_id
+        return vid if vid is not None and queries.version_exists(self.kb.conn, vid) else None
+
+    def action_back(self) -> None:
+        """Esc/Backspace: pop when something is above; else reopen the last heatmap shown."""
+        if len(self.app.screen_stack) > 1:
+            self.app.pop_screen()
+        elif (vid := self._heatmap_to_return_to()) is not None:
+            self.kb.open_heatmap(vid)
 
     def compose(self) -> ComposeResult:
         yield TitleBar(id="title")
@@ -136,7 +148,7 @@ class VersionsScreen(KbScreen):
         info = queries.version_info(self.kb.conn, vid)
         cov = self._coverage.get(vid) or queries.coverage(self.kb.conn, vid)
         grid = Table.grid(padding=(0, 1))
-        grid.add_column(style="bold", no_wrap=True)
+        grid.add_column(style="bold", no_wrap=True, min_width=9)   # never "v… p… t…"
         grid.add_column(overflow="fold")
         grid.add_row("version", Text.assemble(lit(info["label"], "bold"), f"  (id {vid})"))
         lin = info.get("lineage") or {}
@@ -182,5 +194,7 @@ class VersionsScreen(KbScreen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("open_version", "diff_to"):
             return True if getattr(self, "_versions", None) else None
+        if action == "back":           # back to the heatmap last shown, when there is one
+            return len(self.app.screen_stack) > 1 or self._heatmap_to_return_to() is not None
         return super().check_action(action, parameters)
 

@@ -100,7 +100,7 @@ class HeatmapGrid(ScrollView, can_focus=True):
         Binding("down", "move(0, 1)", "down", show=False),
         Binding("pageup,ctrl+b", "page(-1)", "page up", show=False),
         Binding("pagedown,ctrl+f,space", "page(1)", "page down", show=False),
-        Binding("home,g", "jump(0)", "first", show=False),
+        Binding("home", "jump(0)", "first", show=False),   # g: go to an index (the screen)
         Binding("end,G", "jump(-1)", "last", show=False),
         Binding("enter", "select", "open", key_display="⏎"),
     ]
