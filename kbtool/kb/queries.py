@@ -1052,3 +1052,11 @@ def functions_referencing_string(
         "  SELECT 1 FROM json_each(x.strings) j WHERE j.value = ?)"
         " ORDER BY f.idx LIMIT ?", (version_id, text, limit)).fetchall()
     return [_nav_row(tuple(r)) for r in rows]
+
+
+def database_file(conn: sqlite3.Connection) -> str:
+    """The file of the connection's main database ('' for an in-memory one)."""
+    for _seq, name, path in conn.execute("PRAGMA database_list"):
+        if name == "main":
+            return path or ""
+    return ""

@@ -151,10 +151,7 @@ def clear_cache() -> None:
 
 
 def _db_file(conn: sqlite3.Connection) -> str:
-    for _seq, name, path in conn.execute("PRAGMA database_list"):
-        if name == "main":
-            return path or f"memory:{id(conn)}"
-    return f"memory:{id(conn)}"
+    return queries.database_file(conn) or f"memory:{id(conn)}"
 
 
 def _parsed(data: bytes) -> _Parsed:
