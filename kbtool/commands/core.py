@@ -132,8 +132,8 @@ def ingest(
     if res.glue is not None:
         g = res.glue
         console.print(
-            f"JS glue ({lit(g.get('shape') or 'unrecognised')}): {g['exports']} export names, "
-            f"{g['imports']} import names recovered"
+            "JS glue (", lit(g.get("shape") or "unrecognised"),
+            f"): {g['exports']} export names, {g['imports']} import names recovered",
         )
         for note in g["unknown"][:10]:
             err_console.print("[yellow]glue:[/] ", lit(note))
