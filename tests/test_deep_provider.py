@@ -238,3 +238,23 @@ def test_replay_backend_never_calls_a_model():
     be = DeepAnswerBackend(Inner(), {})  # type: ignore[arg-type]
     p = be.propose({"index": 9, "stable_id": "s9"}, set())
     assert p is not None and p.name is None and p.rule == "provider_error"
+
+
+def test_deep_benchmark_smoke(capsys):
+    """benchmarks/deep.py --smoke runs offline and through the openai SDK (no timing asserts)."""
+    if HAS["b"] is None:
+        pytest.skip("openai SDK not installed (kbtool[llm])")
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[1] / "benchmarks" / "deep.py"
+    spec = importlib.util.spec_from_file_location("bench_deep", bench)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--smoke", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["functions"] == 12 and r["offline_done"] == 12
+    assert r["provider_requests"] == 12 and r["provider_understood"] == 12
+    assert r["provider_fallbacks"] == 0
+    if r["offline_compiles"] is not None:
+        assert r["offline_compiles"] == r["provider_compiles"] == 12
+    assert 0 < r["renamed_variables"] <= r["variables"]
