@@ -55,7 +55,7 @@ function renderSide() {
       el("div", { id: "understanding-text", text: a.understanding || "" }),
       el("div", { class: "faint" },
         el("span", { id: "understanding-by", class: byAgent ? "p-agent" : "", text: byAgent ? "agent" : "offline" }),
-        " · " + (a.backend || "") + (a.model ? " / " + a.model : "") + " · status " + a.status +
+        (byAgent ? " · " + a.backend + (a.model ? " / " + a.model : "") : "") + " · status " + a.status +
         " · confidence " + a.confidence),
       Object.keys(a.rename_map || {}).length
         ? el("div", { class: "faint", text: "renamed: " + Object.entries(a.rename_map).map(([o, n]) => o + "→" + n).join(", ") })
