@@ -24,7 +24,7 @@ from typing import Any
 
 from .backends import LLM_CONFIDENCE_CAP, LLMBackend, proposal_from_answer, specialist_proposal
 from .context import bound_context
-from .prompts import MalformedAnswer, _first_object, parse_answer
+from .prompts import MalformedAnswer, answer_object, parse_answer
 from .proposal import Proposal
 
 DEEP_PROMPT_VERSION = "kbtool-deep-1"
@@ -35,7 +35,6 @@ MAX_FACTS_CHARS = 4000
 #: a stored understanding is at most this long, and at least MIN_UNDERSTANDING_CHARS
 MAX_UNDERSTANDING_CHARS = 1200
 MIN_UNDERSTANDING_CHARS = 20
-MAX_ANSWER_CHARS = 20_000
 
 DEEP_SYSTEM_PROMPT = """\
 You explain functions of a stripped WebAssembly module to a reverse engineer.
@@ -114,11 +113,7 @@ def clean_text(text: str, max_chars: int = MAX_UNDERSTANDING_CHARS) -> str:
 def parse_understanding(text: str) -> tuple[str, float]:
     """The validated understanding and the model's capped confidence from an answer;
     :class:`MalformedAnswer` when there is no usable understanding."""
-    if not isinstance(text, str) or not text.strip():
-        raise MalformedAnswer("empty answer")
-    if len(text) > MAX_ANSWER_CHARS:
-        raise MalformedAnswer(f"answer longer than {MAX_ANSWER_CHARS} characters")
-    obj = _first_object(text)
+    obj = answer_object(text)
     raw = obj.get("understanding")
     if raw is None:  # tolerated: a model that answered the naming prompt's keys
         raw = " ".join(str(obj.get(k) or "") for k in ("explanation", "summary"))

@@ -41,6 +41,15 @@ def _until(page, expression: str, seconds: float = 15.0) -> None:
         time.sleep(0.1)
 
 
+def _studio(browser, srv, vid: int, index: int, errors: list[str]):
+    """A new page on the studio at function ``index``; page errors go to ``errors``."""
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    page.set_default_timeout(15_000)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{srv.url.rstrip('/')}/studio#v={vid}&f={index}")
+    return page
+
+
 def test_studio_shows_deep_work_live(served):
     from playwright.sync_api import sync_playwright
 
@@ -51,11 +60,8 @@ def test_studio_shows_deep_work_live(served):
     conn.close()
     with sync_playwright() as pw:
         browser = launch_chromium(pw)
-        page = browser.new_page(viewport={"width": 1440, "height": 900})
-        page.set_default_timeout(15_000)
         errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(f"{srv.url.rstrip('/')}/studio#v={vid}&f={unnamed['index']}")
+        page = _studio(browser, srv, vid, unnamed["index"], errors)
         page.wait_for_selector(f".fn.sel[data-index='{unnamed['index']}']")
         # the hostile name from the fixture KB is listed literally, and never runs
         page.fill("#filter", "script")
@@ -116,11 +122,8 @@ def test_provider_understanding_is_shown_literally(served):
     assert out.returncode == 0, out.stderr
     with sync_playwright() as pw:
         browser = launch_chromium(pw)
-        page = browser.new_page(viewport={"width": 1440, "height": 900})
-        page.set_default_timeout(15_000)
         errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(f"{srv.url.rstrip('/')}/studio#v={vid}&f={unnamed['index']}")
+        page = _studio(browser, srv, vid, unnamed["index"], errors)
         page.wait_for_selector("#understanding-text")
         text = page.inner_text("#understanding-text")
         assert XSS_SCRIPT in text and XSS_IMG in text and "</script> [31mRED [0m;" in text
