@@ -60,11 +60,17 @@ def _stack_globals(lm: LiftModule) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _event(conn: sqlite3.Connection, kind: str, version_id: int, stable_id: str | None = None,
-           **payload: Any) -> int:
+def _event(
+    conn: sqlite3.Connection,
+    kind: str,
+    version_id: int,
+    stable_id: str | None = None,
+    **payload: Any,
+) -> int:
     with transaction(conn):
-        return store.append_event(conn, kind, stable_id=stable_id, version_id=version_id,
-                                  payload=payload)
+        return store.append_event(
+            conn, kind, stable_id=stable_id, version_id=version_id, payload=payload
+        )
 
 
 def select_functions(
@@ -81,13 +87,18 @@ def select_functions(
     if functions:
         missing = [i for i in functions if i not in entries]
         if missing:
-            raise KBError(f"version {version_id} has no defined function {missing[0]}"
-                          " (imports have no code; list them with `kbtool functions`)")
+            raise KBError(
+                f"version {version_id} has no defined function {missing[0]}"
+                " (imports have no code; list them with `kbtool functions`)"
+            )
         picked = [entries[i] for i in dict.fromkeys(functions)]
     else:
         done = set() if force else queries.deep_done(conn, version_id)
-        picked = [f for i, f in sorted(entries.items()) if i not in done
-                  and (all_functions or f["confidence"] is None or f["confidence"] < 0.5)]
+        picked = [
+            f
+            for i, f in sorted(entries.items())
+            if i not in done and (all_functions or f["confidence"] is None or f["confidence"] < 0.5)
+        ]
     if max_functions is not None and not functions:
         picked = picked[:max_functions]
     return picked
@@ -118,8 +129,14 @@ def run_deep(
     """
     queries.get_version(conn, version_id)  # UnknownVersionError with the known ids
     chosen = resolve_backend(backend, env)
-    picked = select_functions(conn, version_id, functions=functions, all_functions=all_functions,
-                              force=force, max_functions=max_functions)
+    picked = select_functions(
+        conn,
+        version_id,
+        functions=functions,
+        all_functions=all_functions,
+        force=force,
+        max_functions=max_functions,
+    )
     done = queries.deep_done(conn, version_id)
     if functions and not force:
         picked = [f for f in picked if not _finished(conn, f, done, version_id)]
@@ -130,17 +147,36 @@ def run_deep(
     reader = None
     if isinstance(chosen, LLMBackend):
         reader = _ProviderReader(conn, version_id, chosen, backend, env, picked)
-    out = {"version_id": version_id, "backend": chosen.name, "model": chosen.model,
-           "considered": len(picked) + skipped, "done": 0, "truncated": 0, "failed": 0,
-           "skipped_existing": skipped, "renamed_variables": 0, "variables": 0,
-           "understood_by_provider": 0, "understanding_fallbacks": 0, "understanding_errors": {},
-           "functions": []}
+    out = {
+        "version_id": version_id,
+        "backend": chosen.name,
+        "model": chosen.model,
+        "considered": len(picked) + skipped,
+        "done": 0,
+        "truncated": 0,
+        "failed": 0,
+        "skipped_existing": skipped,
+        "renamed_variables": 0,
+        "variables": 0,
+        "understood_by_provider": 0,
+        "understanding_fallbacks": 0,
+        "understanding_errors": {},
+        "functions": [],
+    }
     if reader is not None and notice is not None:
-        notice(f"estimate: up to {len(picked)} model calls to {chosen.name} ({chosen.model}), "
-               f"{PROVIDER_CONCURRENCY} at a time, one per function for its understanding and "
-               "name (--max-functions caps it)")
-    _event(conn, "deep-pass-started", version_id, functions=len(picked), backend=chosen.name,
-           model=chosen.model)
+        notice(
+            f"estimate: up to {len(picked)} model calls to {chosen.name} ({chosen.model}), "
+            f"{PROVIDER_CONCURRENCY} at a time, one per function for its understanding and "
+            "name (--max-functions caps it)"
+        )
+    _event(
+        conn,
+        "deep-pass-started",
+        version_id,
+        functions=len(picked),
+        backend=chosen.name,
+        model=chosen.model,
+    )
     pending: deque[_Job] = deque()
     with ThreadPoolExecutor(max_workers=PROVIDER_CONCURRENCY) as pool:
         for n, f in enumerate(picked):
@@ -152,8 +188,9 @@ def run_deep(
             if reader is not None:
                 job.answer = pool.submit(reader.ask, job.facts_index, job.clean_c)
             pending.append(job)
-            while pending and (reader is None or len(pending) > PROVIDER_CONCURRENCY
-                               or pending[0].answer.done()):
+            while pending and (
+                reader is None or len(pending) > PROVIDER_CONCURRENCY or pending[0].answer.done()
+            ):
                 _finish(conn, version_id, pending.popleft(), kb_names, reader, out)
         while pending:
             _finish(conn, version_id, pending.popleft(), kb_names, reader, out)
@@ -162,30 +199,42 @@ def run_deep(
     if name and out["functions"]:
         indices = [f["func_index"] for f in out["functions"]]
         if reader is None:
-            out["naming"] = run_agent_pass(conn, version_id, backend=chosen.name, rounds=1,
-                                           functions=indices, env=env)
+            out["naming"] = run_agent_pass(
+                conn, version_id, backend=chosen.name, rounds=1, functions=indices, env=env
+            )
         else:  # the names the provider gave with its understandings, through verifier and gate
-            plan = replace(reader.plan, backend=DeepAnswerBackend(chosen, reader.answers),
-                           candidates=[c for c in reader.plan.candidates if c.index in
-                                       set(indices)])
-            out["naming"] = run_agent_pass(conn, version_id, backend=chosen.name, rounds=1,
-                                           plan=plan, functions=indices, env=env)
+            plan = replace(
+                reader.plan,
+                backend=DeepAnswerBackend(chosen, reader.answers),
+                candidates=[c for c in reader.plan.candidates if c.index in set(indices)],
+            )
+            out["naming"] = run_agent_pass(
+                conn,
+                version_id,
+                backend=chosen.name,
+                rounds=1,
+                plan=plan,
+                functions=indices,
+                env=env,
+            )
     summary = {k: v for k, v in out.items() if k not in ("functions", "naming")}
     with transaction(conn):
         store.record_run(conn, version_id, "deep", summary)
-    _event(conn, "deep-pass-done", version_id,
-           **{k: v for k, v in summary.items() if k != "version_id"})
+    _event(
+        conn,
+        "deep-pass-done",
+        version_id,
+        **{k: v for k, v in summary.items() if k != "version_id"},
+    )
     return out
 
 
-def _finished(conn: sqlite3.Connection, f: dict[str, Any], done: set[int],
-              version_id: int) -> bool:
+def _finished(conn: sqlite3.Connection, f: dict[str, Any], done: set[int], version_id: int) -> bool:
     """An explicitly asked function that already has a finished record of this version."""
     if f["index"] not in done:
         return False
     existing = queries.get_analysis(conn, f["stable_id"])
-    return bool(existing and existing["status"] == "done"
-                and existing["version_id"] == version_id)
+    return bool(existing and existing["status"] == "done" and existing["version_id"] == version_id)
 
 
 @dataclass(slots=True)
@@ -202,29 +251,54 @@ class _Job:
     answer: Future[DeepAnswer] | None = None
 
 
-def _lift_and_clean(conn: sqlite3.Connection, version_id: int, f: dict[str, Any],
-                    lm: LiftModule, stack: tuple[str, ...], structs: dict[int, str] | None,
-                    out: dict[str, Any]) -> _Job | None:
+def _lift_and_clean(
+    conn: sqlite3.Connection,
+    version_id: int,
+    f: dict[str, Any],
+    lm: LiftModule,
+    stack: tuple[str, ...],
+    structs: dict[int, str] | None,
+    out: dict[str, Any],
+) -> _Job | None:
     idx, sid = f["index"], f["stable_id"]
     _event(conn, "deep-started", version_id, sid, func_index=idx, name=f["name"])
     try:
         res = lift_function(lm, idx)
-        _event(conn, "lifted", version_id, sid, func_index=idx, truncated=res.truncated,
-               lines=res.text.count("\n"))
+        _event(
+            conn,
+            "lifted",
+            version_id,
+            sid,
+            func_index=idx,
+            truncated=res.truncated,
+            lines=res.text.count("\n"),
+        )
         cleaned = clean_c(res.text, stack_globals=stack, struct_params=structs)
         _event(conn, "cleaned", version_id, sid, func_index=idx, renamed=len(cleaned.rename_map))
     except KBError:
         raise
     except Exception as exc:  # one function's failure never stops the pass
         out["failed"] += 1
-        _event(conn, "failed", version_id, sid, func_index=idx,
-               error=f"{type(exc).__name__}: {exc}"[:300])
+        _event(
+            conn,
+            "failed",
+            version_id,
+            sid,
+            func_index=idx,
+            error=f"{type(exc).__name__}: {exc}"[:300],
+        )
         return None
     return _Job(idx, sid, res.text, cleaned.text, cleaned, res.truncated, idx)
 
 
-def _finish(conn: sqlite3.Connection, version_id: int, job: _Job, kb_names: dict[int, str],
-            reader: _ProviderReader | None, out: dict[str, Any]) -> None:
+def _finish(
+    conn: sqlite3.Connection,
+    version_id: int,
+    job: _Job,
+    kb_names: dict[int, str],
+    reader: _ProviderReader | None,
+    out: dict[str, Any],
+) -> None:
     """Write one function's record: the provider's understanding when it gave a usable one,
     else the offline one (the event says why)."""
     idx, sid = job.index, job.stable_id
@@ -245,22 +319,47 @@ def _finish(conn: sqlite3.Connection, version_id: int, job: _Job, kb_names: dict
             errors[ans.code] = errors.get(ans.code, 0) + 1
     status = "truncated" if job.truncated else "done"
     with transaction(conn):
-        store.upsert_analysis(conn, {
-            "stable_id": sid, "version_id": version_id, "func_index": idx,
-            "raw_c": job.raw_c, "clean_c": job.clean_c, "understanding": understanding,
-            "rename_map": job.cleaned.rename_map, "status": status, "confidence": confidence,
-            "backend": by, "model": model,
-        })
+        store.upsert_analysis(
+            conn,
+            {
+                "stable_id": sid,
+                "version_id": version_id,
+                "func_index": idx,
+                "raw_c": job.raw_c,
+                "clean_c": job.clean_c,
+                "understanding": understanding,
+                "rename_map": job.cleaned.rename_map,
+                "status": status,
+                "confidence": confidence,
+                "backend": by,
+                "model": model,
+            },
+        )
     extra: dict[str, Any] = {"understanding_by": "agent" if by != BACKEND else BACKEND}
     if why:
         extra["understanding_fallback"] = why
-    _event(conn, "deep-done", version_id, sid, func_index=idx, status=status,
-           confidence=confidence, backend=by, model=model, **extra)
+    _event(
+        conn,
+        "deep-done",
+        version_id,
+        sid,
+        func_index=idx,
+        status=status,
+        confidence=confidence,
+        backend=by,
+        model=model,
+        **extra,
+    )
     out[status] += 1
     out["renamed_variables"] += len(job.cleaned.rename_map)
     out["variables"] += _variable_count(job.raw_c)
-    row = {"func_index": idx, "stable_id": sid, "status": status,
-           "renamed": len(job.cleaned.rename_map), **extra}
+    row = {
+        "func_index": idx,
+        "stable_id": sid,
+        "status": status,
+        "renamed": len(job.cleaned.rename_map),
+        **extra,
+    }
     out["functions"].append(row)
 
 
@@ -268,20 +367,31 @@ class _ProviderReader:
     """Builds each function's agent context once and asks the provider (thread-safe: the
     worker threads only read the plan and call the SDK; the DB stays in the main thread)."""
 
-    def __init__(self, conn: sqlite3.Connection, version_id: int, backend: LLMBackend,
-                 selector: str, env: Mapping[str, str] | None,
-                 picked: list[dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        version_id: int,
+        backend: LLMBackend,
+        selector: str,
+        env: Mapping[str, str] | None,
+        picked: list[dict[str, Any]],
+    ) -> None:
         self.backend = backend
         indices = [f["index"] for f in picked]
-        self.plan = plan_agent_pass(conn, version_id, selector, True, 0, functions=indices,
-                                    env=env)
+        self.plan = plan_agent_pass(conn, version_id, selector, True, 0, functions=indices, env=env)
         self._callers = callers_of(self.plan.facts)
         self.answers: dict[int, DeepAnswer] = {}
 
     def ask(self, index: int, clean: str) -> DeepAnswer:
         f = self.plan.facts[index]
-        ctx = context_from_facts(self.plan.facts, index, self.plan.names, self._callers,
-                                 stable_id=f.stable_id, existing=_named(f.symbol))
+        ctx = context_from_facts(
+            self.plan.facts,
+            index,
+            self.plan.names,
+            self._callers,
+            stable_id=f.stable_id,
+            existing=_named(f.symbol),
+        )
         return ask_deep(self.backend, ctx, clean)
 
 

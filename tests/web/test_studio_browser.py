@@ -19,8 +19,9 @@ from tests.web.support import CHROMIUM, XSS_SCRIPT, ServerProcess, copy_kb, laun
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM}"),
-    pytest.mark.skipif(importlib.util.find_spec("playwright") is None,
-                       reason="playwright is not installed"),
+    pytest.mark.skipif(
+        importlib.util.find_spec("playwright") is None, reason="playwright is not installed"
+    ),
 ]
 
 
@@ -77,9 +78,22 @@ def test_studio_shows_deep_work_live(served):
         before = page.locator("#feed .ev").count()
 
         t0 = time.monotonic()
-        out = subprocess.run([sys.executable, "-m", "kbtool.cli", "deep", str(vid), "-f",
-                              str(unnamed["index"]), "--db", str(db)],
-                             capture_output=True, text=True, timeout=120)
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "kbtool.cli",
+                "deep",
+                str(vid),
+                "-f",
+                str(unnamed["index"]),
+                "--db",
+                str(db),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert out.returncode == 0, out.stderr
         page.wait_for_selector("#feed .ev[data-kind='deep-done']")
         latency = time.monotonic() - t0
@@ -109,16 +123,38 @@ def test_provider_understanding_is_shown_literally(served):
     vid = queries.latest_version_id(conn)
     unnamed = [f for f in queries.list_functions(conn, vid) if f["name"] is None][1]
     conn.close()
-    hostile = (f"Reads {XSS_SCRIPT} then {XSS_IMG} and </script> \x1b[31mRED\x1b[0m; returns "
-               "the count.")
+    hostile = (
+        f"Reads {XSS_SCRIPT} then {XSS_IMG} and </script> \x1b[31mRED\x1b[0m; returns the count."
+    )
     answer = json.dumps({"understanding": hostile, "name": "read_things", "confidence": 0.6})
     with FakeLLMServer([("text", answer)]) as fake:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PROVIDER_")}
-        env.update(PROVIDER_B_API_KEY="k", PROVIDER_B_BASE_URL=fake.url + "/v1",
-                   PROVIDER_B_MODEL="fake-gpt", NO_PROXY="127.0.0.1", no_proxy="127.0.0.1")
-        out = subprocess.run([sys.executable, "-m", "kbtool.cli", "deep", str(vid), "-f",
-                              str(unnamed["index"]), "--backend", "provider_b", "--db", str(db)],
-                             capture_output=True, text=True, timeout=120, env=env)
+        env.update(
+            PROVIDER_B_API_KEY="k",
+            PROVIDER_B_BASE_URL=fake.url + "/v1",
+            PROVIDER_B_MODEL="fake-gpt",
+            NO_PROXY="127.0.0.1",
+            no_proxy="127.0.0.1",
+        )
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "kbtool.cli",
+                "deep",
+                str(vid),
+                "-f",
+                str(unnamed["index"]),
+                "--backend",
+                "provider_b",
+                "--db",
+                str(db),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
     assert out.returncode == 0, out.stderr
     with sync_playwright() as pw:
         browser = launch_chromium(pw)
