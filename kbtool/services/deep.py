@@ -3,7 +3,9 @@
 For each selected function of a version: ``raw_c`` (the lifter), ``clean_c`` and
 ``rename_map`` (:func:`kbtool.lift.clean.clean_c`: variables renamed from their roles,
 callee and global names from the KB in place, struct pointers named after recovered structs),
-an ``understanding`` (offline: a few sentences from the facts and the cleaned code), a
+an ``understanding`` (offline: a few sentences from the facts and the cleaned code; with a
+provider backend, the model's reading of the cleaned C and facts, validated by
+:mod:`kbtool.agents.understanding`, with the offline one as the fallback), a
 ``status`` (``done``; ``truncated`` when the lifter hit its budget; ``failed``) and a
 ``confidence`` (how much evidence the understanding rests on). Stored per stable_id with
 :func:`kbtool.kb.store.upsert_analysis`; re-running skips finished functions unless
@@ -13,8 +15,11 @@ the pass), each in its own short transaction so a poller sees it at once.
 
 Name proposals: after the records, deep runs the agent pass
 (:func:`kbtool.services.agent_pass.run_agent_pass`) on the functions it read, with the chosen
-backend (offline by default; a provider when asked): names go through the gate like any
-agent's, and the pass's summary is returned under ``naming``. ``name=False`` skips it.
+backend (offline by default; a provider when asked): names go through the verifier and the
+gate like any agent's, and the pass's summary is returned under ``naming``. ``name=False``
+skips it. With a provider the pass replays the names of the answers deep already got
+(:class:`~kbtool.agents.understanding.DeepAnswerBackend`): one model call per function in
+all, :data:`PROVIDER_CONCURRENCY` at a time in worker threads that never touch the DB.
 """
 
 from __future__ import annotations
@@ -383,15 +388,20 @@ class _ProviderReader:
         self.answers: dict[int, DeepAnswer] = {}
 
     def ask(self, index: int, clean: str) -> DeepAnswer:
-        f = self.plan.facts[index]
-        ctx = context_from_facts(
-            self.plan.facts,
-            index,
-            self.plan.names,
-            self._callers,
-            stable_id=f.stable_id,
-            existing=_named(f.symbol),
-        )
+        """The provider's answer for one function; never raises (a worker thread)."""
+        try:
+            f = self.plan.facts[index]
+            ctx = context_from_facts(
+                self.plan.facts,
+                index,
+                self.plan.names,
+                self._callers,
+                stable_id=f.stable_id,
+                existing=_named(f.symbol),
+            )
+        except Exception as exc:  # a context that cannot be built is this function's failure
+            why = f"no context: {type(exc).__name__}: {exc}"[:300]
+            return DeepAnswer(index, None, 0.0, None, "provider_error", why)
         return ask_deep(self.backend, ctx, clean)
 
 
