@@ -70,6 +70,7 @@ def test_every_owned_benchmark_is_listed():
         "http",
         "web_api",
         "functions_table",  # tests/test_nav_functions.py
+        "deep",  # tests/test_deep_provider.py
     }
     helpers = {"__init__", "corpus_pairs", "smoke_corpus"}
     scripts = {p.stem for p in (ROOT / "benchmarks").glob("*.py")}

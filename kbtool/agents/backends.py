@@ -227,17 +227,29 @@ class LLMBackend:
             return Proposal(
                 name=None, confidence=0.0, error=f"malformed answer: {e}", rule="malformed", **base
             )
-        reasons = list(ans["reasons"])
-        if ans["explanation"]:
-            reasons.insert(0, ans["explanation"])
-        reasons.append(f"model_confidence={ans['confidence']:g}; prompt={PROMPT_VERSION}")
-        return Proposal(
-            name=ans["name"],
-            confidence=round(min(max(ans["confidence"], 0.0), LLM_CONFIDENCE_CAP), 3),
-            summary=ans["summary"],
-            reasons=reasons,
-            **base,
-        )
+        return proposal_from_answer(ans, base)
+
+    def complete(self, system: str, user: str) -> str:
+        """One raw model call (the SDK's retries and timeout apply); errors propagate."""
+        return self._complete(system, user)
+
+
+def proposal_from_answer(
+    ans: Mapping[str, Any], base: Mapping[str, Any], prompt: str = PROMPT_VERSION
+) -> Proposal:
+    """A provider proposal from a parsed answer (:func:`~.prompts.parse_answer`); ``base``
+    holds index, stable_id, backend, model and source. The confidence is capped."""
+    reasons = list(ans["reasons"])
+    if ans["explanation"]:
+        reasons.insert(0, ans["explanation"])
+    reasons.append(f"model_confidence={ans['confidence']:g}; prompt={prompt}")
+    return Proposal(
+        name=ans["name"],
+        confidence=round(min(max(ans["confidence"], 0.0), LLM_CONFIDENCE_CAP), 3),
+        summary=ans["summary"],
+        reasons=reasons,
+        **base,
+    )
 
 
 def _one_line(e: BaseException) -> str:

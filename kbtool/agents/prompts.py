@@ -53,11 +53,7 @@ def parse_answer(text: str) -> dict[str, Any]:
     Accepts the object alone or wrapped in a Markdown fence or short prose; raises
     :class:`MalformedAnswer` for anything else (wrong types, missing name, no object).
     """
-    if not isinstance(text, str) or not text.strip():
-        raise MalformedAnswer("empty answer")
-    if len(text) > MAX_ANSWER_CHARS:
-        raise MalformedAnswer(f"answer longer than {MAX_ANSWER_CHARS} characters")
-    obj = _first_object(text)
+    obj = answer_object(text)
     name = obj.get("name")
     if not isinstance(name, str) or not name.strip():
         raise MalformedAnswer("answer has no string 'name'")
@@ -83,6 +79,16 @@ def parse_answer(text: str) -> dict[str, Any]:
         "reasons": [str(r)[:300] for r in reasons[:10]],
         "explanation": str(explanation)[:2000],
     }
+
+
+def answer_object(text: str) -> dict[str, Any]:
+    """The first JSON object of a bounded, non-empty answer (alone, fenced or in prose);
+    :class:`MalformedAnswer` otherwise."""
+    if not isinstance(text, str) or not text.strip():
+        raise MalformedAnswer("empty answer")
+    if len(text) > MAX_ANSWER_CHARS:
+        raise MalformedAnswer(f"answer longer than {MAX_ANSWER_CHARS} characters")
+    return _first_object(text)
 
 
 def _first_object(text: str) -> dict[str, Any]:

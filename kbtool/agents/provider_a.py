@@ -7,43 +7,29 @@ Environment: ``PROVIDER_A_API_KEY`` (required), ``PROVIDER_A_MODEL`` (default
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
+from typing import Any
+
+from .sdk_client import MAX_TOKENS, SDKClient
 
 PACKAGE = "anthropic"
 KEY_ENV = "PROVIDER_A_API_KEY"
 MODEL_ENV = "PROVIDER_A_MODEL"
 BASE_URL_ENV = "PROVIDER_A_BASE_URL"
 DEFAULT_MODEL = "claude-sonnet-4-6"
-MAX_TOKENS = 1024
 
 
-class MessagesClient:
-    """Blocking client for one model. Retries (429, 5xx, connection errors) with the SDK's
-    exponential backoff, ``max_retries`` times, each attempt bounded by ``timeout`` seconds."""
+class MessagesClient(SDKClient):
+    """The Messages API for one model (see :class:`~.sdk_client.SDKClient`)."""
 
-    def __init__(
-        self,
-        env: Mapping[str, str] | None = None,
-        *,
-        model: str | None = None,
-        timeout: float = 60.0,
-        max_retries: int = 3,
-    ) -> None:
+    KEY_ENV, MODEL_ENV, DEFAULT_MODEL = KEY_ENV, MODEL_ENV, DEFAULT_MODEL
+    BASE_URL_ENVS = (BASE_URL_ENV, "ANTHROPIC_BASE_URL")
+
+    def _connect(self, **settings: Any) -> Any:
         import anthropic  # optional extra: pip install kbtool[llm]
 
-        env = os.environ if env is None else env
-        self.model = model or env.get(MODEL_ENV) or DEFAULT_MODEL
-        base_url = env.get(BASE_URL_ENV) or env.get("ANTHROPIC_BASE_URL") or None
-        self._client = anthropic.Anthropic(
-            api_key=env.get(KEY_ENV),
-            base_url=base_url,
-            timeout=timeout,
-            max_retries=max_retries,
-        )
+        return anthropic.Anthropic(**settings)
 
     def complete(self, system: str, user: str) -> str:
-        """The text of the model's answer to one user message."""
         msg = self._client.messages.create(
             model=self.model,
             max_tokens=MAX_TOKENS,

@@ -7,46 +7,32 @@ to use any compatible server.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
+from typing import Any
+
+from .sdk_client import MAX_TOKENS, SDKClient
 
 PACKAGE = "openai"
 KEY_ENV = "PROVIDER_B_API_KEY"
 MODEL_ENV = "PROVIDER_B_MODEL"
 BASE_URL_ENV = "PROVIDER_B_BASE_URL"
 DEFAULT_MODEL = "gpt-5.4-mini"
-MAX_TOKENS = 1024
 
 
-class ChatClient:
-    """Blocking client for one model. Retries (429, 5xx, connection errors) with the SDK's
-    exponential backoff, ``max_retries`` times, each attempt bounded by ``timeout`` seconds."""
+class ChatClient(SDKClient):
+    """Chat completions for one model (see :class:`~.sdk_client.SDKClient`)."""
 
-    def __init__(
-        self,
-        env: Mapping[str, str] | None = None,
-        *,
-        model: str | None = None,
-        timeout: float = 60.0,
-        max_retries: int = 3,
-    ) -> None:
+    KEY_ENV, MODEL_ENV, DEFAULT_MODEL = KEY_ENV, MODEL_ENV, DEFAULT_MODEL
+    BASE_URL_ENVS = (BASE_URL_ENV,)
+
+    def _connect(self, **settings: Any) -> Any:
         import openai  # optional extra: pip install kbtool[llm]
 
-        env = os.environ if env is None else env
-        self.model = model or env.get(MODEL_ENV) or DEFAULT_MODEL
-        base_url = env.get(BASE_URL_ENV) or None
         # OpenAI's own newer models want max_completion_tokens and refuse a temperature;
         # compatible servers generally know only max_tokens.
-        self._limit_key = "max_tokens" if base_url else "max_completion_tokens"
-        self._client = openai.OpenAI(
-            api_key=env.get(KEY_ENV),
-            base_url=base_url,
-            timeout=timeout,
-            max_retries=max_retries,
-        )
+        self._limit_key = "max_tokens" if settings.get("base_url") else "max_completion_tokens"
+        return openai.OpenAI(**settings)
 
     def complete(self, system: str, user: str) -> str:
-        """The text of the model's answer to one user message."""
         resp = self._client.chat.completions.create(
             model=self.model,
             messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],

@@ -3,7 +3,9 @@
 For each selected function of a version: ``raw_c`` (the lifter), ``clean_c`` and
 ``rename_map`` (:func:`kbtool.lift.clean.clean_c`: variables renamed from their roles,
 callee and global names from the KB in place, struct pointers named after recovered structs),
-an ``understanding`` (offline: a few sentences from the facts and the cleaned code), a
+an ``understanding`` (offline: a few sentences from the facts and the cleaned code; with a
+provider backend, the model's reading of the cleaned C and facts, validated by
+:mod:`kbtool.agents.understanding`, with the offline one as the fallback), a
 ``status`` (``done``; ``truncated`` when the lifter hit its budget; ``failed``) and a
 ``confidence`` (how much evidence the understanding rests on). Stored per stable_id with
 :func:`kbtool.kb.store.upsert_analysis`; re-running skips finished functions unless
@@ -13,23 +15,35 @@ the pass), each in its own short transaction so a poller sees it at once.
 
 Name proposals: after the records, deep runs the agent pass
 (:func:`kbtool.services.agent_pass.run_agent_pass`) on the functions it read, with the chosen
-backend (offline by default; a provider when asked): names go through the gate like any
-agent's, and the pass's summary is returned under ``naming``. ``name=False`` skips it.
+backend (offline by default; a provider when asked): names go through the verifier and the
+gate like any agent's, and the pass's summary is returned under ``naming``. ``name=False``
+skips it. With a provider the pass replays the names of the answers deep already got
+(:class:`~kbtool.agents.understanding.DeepAnswerBackend`): one model call per function in
+all, :data:`PROVIDER_CONCURRENCY` at a time in worker threads that never touch the DB.
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from typing import Any
 
+from kbtool.agents import LLMBackend, callers_of, context_from_facts, resolve_backend
+from kbtool.agents.understanding import DeepAnswer, DeepAnswerBackend, ask_deep
 from kbtool.kb import queries, store
 from kbtool.kb.db import transaction
 from kbtool.kb.errors import KBError
 from kbtool.lift import LiftModule, lift_function
 from kbtool.lift.clean import clean_c, describe
-from kbtool.services.agent_pass import run_agent_pass
+from kbtool.services.agent_pass import (
+    PROVIDER_CONCURRENCY,
+    plan_agent_pass,
+    run_agent_pass,
+)
 from kbtool.services.code import code_module
 
 Progress = Callable[[int, int], None]
@@ -51,11 +65,17 @@ def _stack_globals(lm: LiftModule) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _event(conn: sqlite3.Connection, kind: str, version_id: int, stable_id: str | None = None,
-           **payload: Any) -> int:
+def _event(
+    conn: sqlite3.Connection,
+    kind: str,
+    version_id: int,
+    stable_id: str | None = None,
+    **payload: Any,
+) -> int:
     with transaction(conn):
-        return store.append_event(conn, kind, stable_id=stable_id, version_id=version_id,
-                                  payload=payload)
+        return store.append_event(
+            conn, kind, stable_id=stable_id, version_id=version_id, payload=payload
+        )
 
 
 def select_functions(
@@ -72,13 +92,18 @@ def select_functions(
     if functions:
         missing = [i for i in functions if i not in entries]
         if missing:
-            raise KBError(f"version {version_id} has no defined function {missing[0]}"
-                          " (imports have no code; list them with `kbtool functions`)")
+            raise KBError(
+                f"version {version_id} has no defined function {missing[0]}"
+                " (imports have no code; list them with `kbtool functions`)"
+            )
         picked = [entries[i] for i in dict.fromkeys(functions)]
     else:
         done = set() if force else queries.deep_done(conn, version_id)
-        picked = [f for i, f in sorted(entries.items()) if i not in done
-                  and (all_functions or f["confidence"] is None or f["confidence"] < 0.5)]
+        picked = [
+            f
+            for i, f in sorted(entries.items())
+            if i not in done and (all_functions or f["confidence"] is None or f["confidence"] < 0.5)
+        ]
     if max_functions is not None and not functions:
         picked = picked[:max_functions]
     return picked
@@ -95,70 +120,295 @@ def run_deep(
     progress: Progress | None = None,
     name: bool = True,
     backend: str = "offline",
+    env: Mapping[str, str] | None = None,
+    notice: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Deep-analyse functions of ``version_id``; returns counts and per-function results."""
+    """Deep-analyse functions of ``version_id``; returns counts and per-function results.
+
+    ``backend`` offline (default) writes the understanding from facts; a provider
+    (``provider_a``, ``provider_b``, ``auto``) writes it with one model call per function
+    (:data:`PROVIDER_CONCURRENCY` at a time) and its name proposal goes to the agent pass.
+    ``env`` replaces ``os.environ`` for the backend; ``notice`` gets the call estimate.
+    Raises ``UnknownVersionError``, ``KBError``, ``ValueError`` (unknown backend) or
+    ``BackendUnavailable``.
+    """
     queries.get_version(conn, version_id)  # UnknownVersionError with the known ids
-    picked = select_functions(conn, version_id, functions=functions, all_functions=all_functions,
-                              force=force, max_functions=max_functions)
+    chosen = resolve_backend(backend, env)
+    picked = select_functions(
+        conn,
+        version_id,
+        functions=functions,
+        all_functions=all_functions,
+        force=force,
+        max_functions=max_functions,
+    )
     done = queries.deep_done(conn, version_id)
+    if functions and not force:
+        picked = [f for f in picked if not _finished(conn, f, done, version_id)]
+    skipped = (len(dict.fromkeys(functions)) - len(picked)) if functions else 0
     lm, kb_names = _lift_module(conn, version_id)
     structs = _struct_params(conn, version_id)
     stack = _stack_globals(lm)
-    out = {"version_id": version_id, "backend": BACKEND, "considered": len(picked), "done": 0,
-           "truncated": 0, "failed": 0, "skipped_existing": 0, "renamed_variables": 0,
-           "variables": 0, "functions": []}
-    _event(conn, "deep-pass-started", version_id, functions=len(picked))
-    for n, f in enumerate(picked):
-        idx, sid = f["index"], f["stable_id"]
-        if progress:
-            progress(n, len(picked))
-        if idx in done and not force and functions:
-            existing = queries.get_analysis(conn, sid)
-            if existing and existing["status"] == "done" and existing["version_id"] == version_id:
-                out["skipped_existing"] += 1
+    reader = None
+    if isinstance(chosen, LLMBackend):
+        reader = _ProviderReader(conn, version_id, chosen, backend, env, picked)
+    out = {
+        "version_id": version_id,
+        "backend": chosen.name,
+        "model": chosen.model,
+        "considered": len(picked) + skipped,
+        "done": 0,
+        "truncated": 0,
+        "failed": 0,
+        "skipped_existing": skipped,
+        "renamed_variables": 0,
+        "variables": 0,
+        "understood_by_provider": 0,
+        "understanding_fallbacks": 0,
+        "understanding_errors": {},
+        "functions": [],
+    }
+    if reader is not None and notice is not None:
+        notice(
+            f"estimate: up to {len(picked)} model calls to {chosen.name} ({chosen.model}), "
+            f"{PROVIDER_CONCURRENCY} at a time, one per function for its understanding and "
+            "name (--max-functions caps it)"
+        )
+    _event(
+        conn,
+        "deep-pass-started",
+        version_id,
+        functions=len(picked),
+        backend=chosen.name,
+        model=chosen.model,
+    )
+    pending: deque[_Job] = deque()
+    with ThreadPoolExecutor(max_workers=PROVIDER_CONCURRENCY) as pool:
+        for n, f in enumerate(picked):
+            if progress:
+                progress(n, len(picked))
+            job = _lift_and_clean(conn, version_id, f, lm, stack, structs.get(f["index"]), out)
+            if job is None:
                 continue
-        _event(conn, "deep-started", version_id, sid, func_index=idx, name=f["name"])
-        try:
-            res = lift_function(lm, idx)
-            _event(conn, "lifted", version_id, sid, func_index=idx, truncated=res.truncated,
-                   lines=res.text.count("\n"))
-            cleaned = clean_c(res.text, stack_globals=stack, struct_params=structs.get(idx))
-            _event(conn, "cleaned", version_id, sid, func_index=idx,
-                   renamed=len(cleaned.rename_map))
-            facts = queries.get_function_facts(conn, version_id, idx) or {}
-            understanding, confidence = describe(facts, cleaned, name=kb_names.get(idx))
-            status = "truncated" if res.truncated else "done"
-            with transaction(conn):
-                store.upsert_analysis(conn, {
-                    "stable_id": sid, "version_id": version_id, "func_index": idx,
-                    "raw_c": res.text, "clean_c": cleaned.text, "understanding": understanding,
-                    "rename_map": cleaned.rename_map, "status": status, "confidence": confidence,
-                    "backend": BACKEND, "model": None,
-                })
-            _event(conn, "deep-done", version_id, sid, func_index=idx, status=status,
-                   confidence=confidence)
-            out[status] += 1
-            out["renamed_variables"] += len(cleaned.rename_map)
-            out["variables"] += _variable_count(res.text)
-            out["functions"].append({"func_index": idx, "stable_id": sid, "status": status,
-                                     "renamed": len(cleaned.rename_map)})
-        except KBError:
-            raise
-        except Exception as exc:  # one function's failure never stops the pass
-            out["failed"] += 1
-            _event(conn, "failed", version_id, sid, func_index=idx,
-                   error=f"{type(exc).__name__}: {exc}"[:300])
+            if reader is not None:
+                job.answer = pool.submit(reader.ask, job.facts_index, job.clean_c)
+            pending.append(job)
+            while pending and (
+                reader is None or len(pending) > PROVIDER_CONCURRENCY or pending[0].answer.done()
+            ):
+                _finish(conn, version_id, pending.popleft(), kb_names, reader, out)
+        while pending:
+            _finish(conn, version_id, pending.popleft(), kb_names, reader, out)
     if progress:
         progress(len(picked), len(picked))
     if name and out["functions"]:
-        out["naming"] = run_agent_pass(conn, version_id, backend=backend, rounds=1,
-                                       functions=[f["func_index"] for f in out["functions"]])
+        indices = [f["func_index"] for f in out["functions"]]
+        if reader is None:
+            out["naming"] = run_agent_pass(
+                conn, version_id, backend=chosen.name, rounds=1, functions=indices, env=env
+            )
+        else:  # the names the provider gave with its understandings, through verifier and gate
+            plan = replace(
+                reader.plan,
+                backend=DeepAnswerBackend(chosen, reader.answers),
+                candidates=[c for c in reader.plan.candidates if c.index in set(indices)],
+            )
+            out["naming"] = run_agent_pass(
+                conn,
+                version_id,
+                backend=chosen.name,
+                rounds=1,
+                plan=plan,
+                functions=indices,
+                env=env,
+            )
     summary = {k: v for k, v in out.items() if k not in ("functions", "naming")}
     with transaction(conn):
         store.record_run(conn, version_id, "deep", summary)
-    _event(conn, "deep-pass-done", version_id,
-           **{k: v for k, v in summary.items() if k != "version_id"})
+    _event(
+        conn,
+        "deep-pass-done",
+        version_id,
+        **{k: v for k, v in summary.items() if k != "version_id"},
+    )
     return out
+
+
+def _finished(conn: sqlite3.Connection, f: dict[str, Any], done: set[int], version_id: int) -> bool:
+    """An explicitly asked function that already has a finished record of this version."""
+    if f["index"] not in done:
+        return False
+    existing = queries.get_analysis(conn, f["stable_id"])
+    return bool(existing and existing["status"] == "done" and existing["version_id"] == version_id)
+
+
+@dataclass(slots=True)
+class _Job:
+    """One function between its cleaning and its record."""
+
+    index: int
+    stable_id: str
+    raw_c: str
+    clean_c: str
+    cleaned: Any
+    truncated: bool
+    facts_index: int
+    answer: Future[DeepAnswer] | None = None
+
+
+def _lift_and_clean(
+    conn: sqlite3.Connection,
+    version_id: int,
+    f: dict[str, Any],
+    lm: LiftModule,
+    stack: tuple[str, ...],
+    structs: dict[int, str] | None,
+    out: dict[str, Any],
+) -> _Job | None:
+    idx, sid = f["index"], f["stable_id"]
+    _event(conn, "deep-started", version_id, sid, func_index=idx, name=f["name"])
+    try:
+        res = lift_function(lm, idx)
+        _event(
+            conn,
+            "lifted",
+            version_id,
+            sid,
+            func_index=idx,
+            truncated=res.truncated,
+            lines=res.text.count("\n"),
+        )
+        cleaned = clean_c(res.text, stack_globals=stack, struct_params=structs)
+        _event(conn, "cleaned", version_id, sid, func_index=idx, renamed=len(cleaned.rename_map))
+    except KBError:
+        raise
+    except Exception as exc:  # one function's failure never stops the pass
+        out["failed"] += 1
+        _event(
+            conn,
+            "failed",
+            version_id,
+            sid,
+            func_index=idx,
+            error=f"{type(exc).__name__}: {exc}"[:300],
+        )
+        return None
+    return _Job(idx, sid, res.text, cleaned.text, cleaned, res.truncated, idx)
+
+
+def _finish(
+    conn: sqlite3.Connection,
+    version_id: int,
+    job: _Job,
+    kb_names: dict[int, str],
+    reader: _ProviderReader | None,
+    out: dict[str, Any],
+) -> None:
+    """Write one function's record: the provider's understanding when it gave a usable one,
+    else the offline one (the event says why)."""
+    idx, sid = job.index, job.stable_id
+    facts = queries.get_function_facts(conn, version_id, idx) or {}
+    understanding, confidence = describe(facts, job.cleaned, name=kb_names.get(idx))
+    by, model, why = BACKEND, None, None
+    if reader is not None and job.answer is not None:
+        ans = job.answer.result()
+        reader.answers[idx] = ans
+        if ans.understanding is not None:
+            understanding, confidence = ans.understanding, ans.confidence
+            by, model = reader.backend.name, reader.backend.model
+            out["understood_by_provider"] += 1
+        else:
+            why = ans.error
+            out["understanding_fallbacks"] += 1
+            errors = out["understanding_errors"]
+            errors[ans.code] = errors.get(ans.code, 0) + 1
+    status = "truncated" if job.truncated else "done"
+    with transaction(conn):
+        store.upsert_analysis(
+            conn,
+            {
+                "stable_id": sid,
+                "version_id": version_id,
+                "func_index": idx,
+                "raw_c": job.raw_c,
+                "clean_c": job.clean_c,
+                "understanding": understanding,
+                "rename_map": job.cleaned.rename_map,
+                "status": status,
+                "confidence": confidence,
+                "backend": by,
+                "model": model,
+            },
+        )
+    extra: dict[str, Any] = {"understanding_by": "agent" if by != BACKEND else BACKEND}
+    if why:
+        extra["understanding_fallback"] = why
+    _event(
+        conn,
+        "deep-done",
+        version_id,
+        sid,
+        func_index=idx,
+        status=status,
+        confidence=confidence,
+        backend=by,
+        model=model,
+        **extra,
+    )
+    out[status] += 1
+    out["renamed_variables"] += len(job.cleaned.rename_map)
+    out["variables"] += _variable_count(job.raw_c)
+    row = {
+        "func_index": idx,
+        "stable_id": sid,
+        "status": status,
+        "renamed": len(job.cleaned.rename_map),
+        **extra,
+    }
+    out["functions"].append(row)
+
+
+class _ProviderReader:
+    """Builds each function's agent context once and asks the provider (thread-safe: the
+    worker threads only read the plan and call the SDK; the DB stays in the main thread)."""
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        version_id: int,
+        backend: LLMBackend,
+        selector: str,
+        env: Mapping[str, str] | None,
+        picked: list[dict[str, Any]],
+    ) -> None:
+        self.backend = backend
+        indices = [f["index"] for f in picked]
+        self.plan = plan_agent_pass(conn, version_id, selector, True, 0, functions=indices, env=env)
+        self._callers = callers_of(self.plan.facts)
+        self.answers: dict[int, DeepAnswer] = {}
+
+    def ask(self, index: int, clean: str) -> DeepAnswer:
+        """The provider's answer for one function; never raises (a worker thread)."""
+        try:
+            f = self.plan.facts[index]
+            ctx = context_from_facts(
+                self.plan.facts,
+                index,
+                self.plan.names,
+                self._callers,
+                stable_id=f.stable_id,
+                existing=_named(f.symbol),
+            )
+        except Exception as exc:  # a context that cannot be built is this function's failure
+            why = f"no context: {type(exc).__name__}: {exc}"[:300]
+            return DeepAnswer(index, None, 0.0, None, "provider_error", why)
+        return ask_deep(self.backend, ctx, clean)
+
+
+def _named(symbol: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if not symbol or symbol.get("name") is None:
+        return None
+    return {k: symbol[k] for k in ("name", "confidence", "provenance")}
 
 
 def _variable_count(text: str) -> int:

@@ -129,8 +129,14 @@ def test_graph_caps_a_hub_with_more_node(served, browser):
     page.wait_for_selector(f"#graph .node.center[data-index='{hub}']")
     text = page.inner_text("#graph")
     assert f"callers ({len(callers[hub])})" in text
+    print(f"fixture hub #{hub}: {n} callers")
     if n > 12:
         assert f"+{n - 12} more" in text
+        page.click("#graph .node.more[data-col='1']")  # the real studio expands the column
+        gone = f"!document.querySelector('#graph').textContent.includes('+{n - 12} more')"
+        _until(page, gone)
+        shown = page.evaluate("document.querySelectorAll('#graph .node[data-index]').length")
+        assert shown >= 1 + min(n, 12 + 100)
     assert errors == []
     page.close()
 
@@ -270,5 +276,27 @@ def test_graph_of_a_synthetic_hub_is_capped_dashed_and_deterministic(served, bro
     assert out["dashed"] == ["indirect"]  # 5 -> 6
     assert out["nodes"] == cap + 4 and out["same"]
     print(f"hub of 3,000 callers drawn in {out['ms']:.1f} ms")
+    # "+N more" expands its column by a page; the last page leaves no "+N more"
+    more = "#nbgraph .node.more[data-col='1']"
+    callers = "#nbgraph .node[data-index]"
+    page.click(more)
+    page_size = page.evaluate("import('/static/graph.js').then((g) => g.PAGE)")
+    assert page.locator(callers).count() == cap + 4 + page_size
+    assert f"+{3000 - cap - page_size} more" in page.inner_text("#graph")
+    page.keyboard.press("Enter")  # the expanded node keeps the focus: the next page
+    shown = cap + 2 * page_size
+    assert page.locator(callers).count() == shown + 4
+    t0 = time.monotonic()
+    page.click(more, modifiers=["Shift"])  # shift: the rest at once
+    expand_s = time.monotonic() - t0
+    # every caller once, and 20000 (which calls 9990, now shown) joins the callers² column
+    assert page.locator(callers).count() == 3000 + 5
+    assert page.locator("#nbgraph .node[data-index='20000']").count() == 1
+    assert page.locator("#nbgraph .node.more").count() == 0
+    assert page.evaluate("document.querySelectorAll('#nbgraph .edge').length") >= 3000
+    # the box scrolls: the last caller is reachable
+    page.locator("#nbgraph .node[data-index='7000']").scroll_into_view_if_needed()
+    assert page.locator("#nbgraph .node[data-index='7000']").is_visible()
+    print(f"all 3,000 callers shown in {expand_s:.2f} s (click to drawn)")
     assert errors == []
     page.close()

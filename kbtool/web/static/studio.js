@@ -48,10 +48,15 @@ function renderCode() {
 function renderSide() {
   const a = state.analysis;
   if (a) {
+    // written by a provider model (`kbtool deep --backend provider_a|provider_b`): provenance
+    // agent; otherwise the offline reading of the facts
+    const byAgent = Boolean(a.backend) && a.backend !== "offline";
     fill($("understanding"),
-      el("div", { text: a.understanding || "" }),
-      el("div", { class: "faint", text: "status " + a.status + " · confidence " + a.confidence +
-        " · " + (a.backend || "") + (a.model ? " / " + a.model : "") }),
+      el("div", { id: "understanding-text", text: a.understanding || "" }),
+      el("div", { class: "faint" },
+        el("span", { id: "understanding-by", class: byAgent ? "p-agent" : "", text: byAgent ? "agent" : "offline" }),
+        (byAgent ? " · " + a.backend + (a.model ? " / " + a.model : "") : "") + " · status " + a.status +
+        " · confidence " + a.confidence),
       Object.keys(a.rename_map || {}).length
         ? el("div", { class: "faint", text: "renamed: " + Object.entries(a.rename_map).map(([o, n]) => o + "→" + n).join(", ") })
         : null);
