@@ -124,12 +124,15 @@ class PassPlan:
     skipped_existing: int
     limit: int | None
     left_for_later: int
+    replayed: bool = False  # answers already bought (``kbtool deep``): no model call at all
 
     @property
     def estimated_calls(self) -> int:
-        """Upper bound of model calls for round 1 (0 offline); each later round re-asks at
-        most the functions whose neighbours got names."""
-        return 0 if self.backend.name == "offline" else len(self.candidates)
+        """Upper bound of model calls for round 1 (0 offline or replayed); each later round
+        re-asks at most the functions whose neighbours got names."""
+        if self.replayed or self.backend.name == "offline":
+            return 0
+        return len(self.candidates)
 
 
 def default_limit(backend_name: str, max_functions: int | None) -> int | None:

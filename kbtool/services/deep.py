@@ -212,6 +212,7 @@ def run_deep(
                 reader.plan,
                 backend=DeepAnswerBackend(chosen, reader.answers),
                 candidates=[c for c in reader.plan.candidates if c.index in set(indices)],
+                replayed=True,
             )
             out["naming"] = run_agent_pass(
                 conn,
