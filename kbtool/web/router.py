@@ -109,6 +109,7 @@ STATIC_FILES: dict[str, str] = {
     "provenance.js": JS,
     "heatmap.js": JS,
     "diff.js": JS,
+    "changelog.js": JS,
     "search.js": JS,
     "fnpanel.js": JS,
     "main.js": JS,
