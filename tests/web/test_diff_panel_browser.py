@@ -230,3 +230,10 @@ def test_hostile_names_are_shown_literally(page):
     page.click("#cl-box .cl-entry[data-k='modified'][data-index='3'] .cl-head")
     _until(page, "document.getElementById('fn-name').textContent.includes('onerror')")
     assert HOSTILE in page.text_content("#fn-name")
+
+
+def test_undetected_toolchain_reads_unknown_as_in_the_cli_and_tui(page, server):
+    assert [v["toolchain_version"] for v in _api(server, "/api/versions")] == [None, None]
+    assert "toolchain unknown" in page.text_content("#cov-meta")
+    titles = page.eval_on_selector_all("#versions tbody tr", "rs => rs.map(r => r.title)")
+    assert titles and all(t.endswith("toolchain unknown") for t in titles)
