@@ -202,8 +202,11 @@ def test_default_filter_is_changed_and_moved_rows_sit_behind_it(page, server):
     # the option labels carry each word's count, as the TUI's tabs
     labels = page.eval_on_selector_all("#diff-class option", "os => os.map(o => o.textContent)")
     assert f"changed · {len(changed)}" in labels and f"moved · {len(moved)}" in labels
-    # the words are exactly those of docs/diff.md
+    # the words are exactly those of docs/diff.md ("`--only` takes `unchanged, moved, ...`")
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "diff.md").read_text()
+    words = re.search(r"--only` takes `([a-z, ]+)`", doc).group(1).split(", ")
     values = page.eval_on_selector_all("#diff-class option", "os => os.map(o => o.value)")
+    assert sorted(values) == sorted(words)
     assert values == [
         "changed",
         "modified",
