@@ -133,7 +133,7 @@ def kbs(tmp: Path, args) -> list[tuple[str, Path, int, int]]:
         db = tmp / f"kb{len(out)}.db"
         conn = open_rw(db)
         va = ingest_file(conn, fa, label="old").version_id
-        vb = ingest_file(conn, fb, label="new").version_id
+        vb = ingest_file(conn, fb, label="new", force=fa == fb).version_id
         conn.close()
         out.append((label, db, va, vb))
     return out

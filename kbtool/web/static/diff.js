@@ -162,6 +162,12 @@ export function initDiff(opts) {
     setText($("diff-count"), fmtInt(list.length) + " of " + fmtInt((S.diff.changes || []).length) + " changes");
     show($("diff-more"), list.length > shown);
     setText($("diff-more").lastElementChild, "showing " + fmtInt(Math.min(list.length, shown)) + " of " + fmtInt(list.length));
+  }
+
+  /** The table and the changelog panel after a filter change. */
+  function refilter() {
+    shown = DIFF_PAGE;
+    renderTable();
     renderPanel();
   }
 
@@ -170,10 +176,10 @@ export function initDiff(opts) {
   let filterTimer = 0;
   $("diff-filter").addEventListener("input", () => {
     clearTimeout(filterTimer);
-    filterTimer = setTimeout(() => { shown = DIFF_PAGE; renderTable(); }, 80);
+    filterTimer = setTimeout(refilter, 80);
   });
   for (const id of ["diff-class", "diff-noruntime"]) {
-    $(id).addEventListener("change", () => { shown = DIFF_PAGE; renderTable(); });
+    $(id).addEventListener("change", refilter);
   }
   for (const th of $("diff-table").tHead.rows[0].cells) {
     if (!th.dataset.k) continue;
