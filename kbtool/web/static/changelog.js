@@ -3,7 +3,7 @@
 // changed first (the `weight` ranking) with their explanation lines; an unnamed one carries a
 // `refs` line (its strings and callees) so it can be told apart; then new and deleted functions
 // and the imports added/removed. Every value from the KB is inserted as text (dom.js).
-import { el, fill, fmtInt } from "./dom.js";
+import { el, fill, fmtInt, setText } from "./dom.js";
 
 const PAGE = 100;
 
@@ -88,7 +88,7 @@ export function renderChangelog(box, cl, keep, open) {
       for (const e of list.slice(shown, shown + PAGE)) frag.append(make(e));
       shown = Math.min(list.length, shown + PAGE);
       body.append(frag);
-      more.textContent = "show more (" + fmtInt(list.length - shown) + " left)";
+      setText(more, "show more (" + fmtInt(list.length - shown) + " left)");
       more.classList.toggle("hidden", shown >= list.length);
     };
     more.addEventListener("click", page);

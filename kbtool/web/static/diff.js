@@ -137,7 +137,7 @@ export function initDiff(opts) {
     // each filter word with its count, as the TUI's tabs
     for (const o of $("diff-class").options) {
       const pred = FILTERS[o.value];
-      if (pred) o.textContent = o.dataset.label + " · " + fmtInt((rep.changes || []).filter(pred).length);
+      if (pred) setText(o, o.dataset.label + " · " + fmtInt((rep.changes || []).filter(pred).length));
     }
     renderTable();
   }
