@@ -220,10 +220,12 @@ def main() -> None:
             )
             if page.is_visible("#diff-error"):
                 raise SystemExit("diff failed: " + page.text_content("#diff-error"))
+            page.wait_for_selector("#cl-box .cl-entry", timeout=60_000)  # the changelog panel
             settle(page)
             shoot(page, "diff")
             # a modified row: the function's old and new disassembly side by side
             page.select_option("#diff-class", "modified")
+            page.click("#diff-changelog > summary")  # fold the changelog away
             page.locator("#diff-table tbody tr.mod").first.click()
             page.wait_for_selector("#diff-fn .sbs-table tbody tr")
             settle(page)

@@ -52,6 +52,15 @@ EXPECTED = {
 }
 
 
+EXPECTED["ui_diff_lines"] = [
+    rf"nearby +tiny-1\.0\.0\.O2 -> tiny-1\.1\.0\.O2 +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER}",
+    r"modified functions explained \d+/\d+",
+]
+EXPECTED["diff_api"] = [
+    rf"/api/diff +1->2 +stored +{NUMBER} +{NUMBER}",
+    rf"/api/diff +2->1 +computed +{NUMBER} +{NUMBER}",
+    rf"/api/diff +2->1 +after write +{NUMBER}",
+]
 EXPECTED["analyze_service"] = [r"ingest\s", r"\ball\s+\d+\s+\d+"]
 
 

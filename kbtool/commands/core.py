@@ -25,7 +25,7 @@ from kbtool.commands.common import (
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
 from kbtool.render.terminal import coverage_table
-from kbtool.render.text import lit
+from kbtool.render.text import lit, toolchain_text
 from kbtool.services import nav
 from kbtool.services.demo import RELEASES, build_demo
 from kbtool.services.ingest import AlreadyIngested, ingest_file
@@ -105,7 +105,7 @@ def ingest(
         f" in {secs:.2f}s: {res.imported} imported + {res.defined} defined functions, "
         f"{res.exported} exported, {res.instructions:,} instructions",
     )
-    console.print("toolchain: ", lit(res.toolchain_version or "unknown"),
+    console.print("toolchain: ", toolchain_text(res.toolchain_version),
                   f"  shared memory: {'yes' if res.shared_memory else 'no'}")
     console.print(lit(res.lineage_text, "bold" if res.new_program else ""))
     if res.parent_version_id is not None:
@@ -157,7 +157,7 @@ def versions(json_out: JsonOption = False, db: DbOption = None) -> None:
         cov = queries.coverage(conn, v["id"])
         parent = "" if v["parent_version_id"] is None else str(v["parent_version_id"])
         t.add_row(str(v["id"]), lit(v["program"], "bold"), lit(v["label"]), parent,
-                  lit(v["toolchain_version"]), str(v["functions"]), str(cov["defined"]),
+                  toolchain_text(v["toolchain_version"]), str(v["functions"]), str(cov["defined"]),
                   "yes" if v["shared_memory"] else "no", f"{cov['coverage_pct']:.1f}%")
     console.print(t)
 

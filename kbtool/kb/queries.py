@@ -1060,3 +1060,15 @@ def database_file(conn: sqlite3.Connection) -> str:
         if name == "main":
             return path or ""
     return ""
+
+
+def stored_diff_stamp(
+    conn: sqlite3.Connection, from_version_id: int, to_version_id: int
+) -> tuple[str, int] | None:
+    """``(created_at, size)`` of the stored report of a pair, or None: changes when a report is
+    saved again or deleted (the in-process diff cache keys on it)."""
+    row = conn.execute(
+        "SELECT created_at, length(report) FROM diffs WHERE from_version_id = ? AND to_version_id = ?",
+        (from_version_id, to_version_id),
+    ).fetchone()
+    return (str(row[0]), int(row[1])) if row else None

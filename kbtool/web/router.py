@@ -7,13 +7,14 @@ adds the security headers. ``query`` maps a parameter name to the list of its va
 
 Every API request opens a fresh read-only connection (``open_ro``: ``mode=ro`` URI plus
 ``PRAGMA query_only=ON``), answers through :mod:`kbtool.kb.queries` or
-:func:`kbtool.services.diff.report.get_diff`, and closes it. No route can write.
+:func:`kbtool.services.diff.report.get_diff` semantics (through the in-process cache of
+:mod:`kbtool.services.diff.cache`), and closes it. No route can write.
 
 The page is a shell (``static/dashboard.html``) whose scripts and styles are served from a
 fixed whitelist of package files at ``/static/<name>`` (``STATIC_FILES``; a name from the
 request never reaches the file system) plus ``/static/provenance.css``, generated from
 :mod:`kbtool.kb.provenance` like ``/api/provenance``. Routes marked ``expensive`` compute
-(``/api/diff``); the app bounds how many of those run at once (:func:`is_expensive`).
+(``/api/diff``, ``/api/changelog``); the app bounds how many of those run at once (:func:`is_expensive`).
 
 Adding a route: write a handler ``(conn, params, query) -> JSON value`` and append one
 ``_Route`` to ``ROUTES`` (the path pattern names its parameters and how they are checked).
@@ -44,7 +45,7 @@ from kbtool.kb.errors import (
     UnknownVersionError,
 )
 from kbtool.services import nav
-from kbtool.services.diff.report import get_diff
+from kbtool.services.diff.cache import DIFF_CACHE
 
 log = logging.getLogger("kbtool.web")
 
@@ -108,6 +109,7 @@ STATIC_FILES: dict[str, str] = {
     "provenance.js": JS,
     "heatmap.js": JS,
     "diff.js": JS,
+    "changelog.js": JS,
     "search.js": JS,
     "fnpanel.js": JS,
     "main.js": JS,
@@ -202,18 +204,31 @@ def _provenance(conn: Any, params: dict[str, str], query: Query) -> Any:
     return provenance.vocabulary()
 
 
-def _diff(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:
+def _pair(conn: sqlite3.Connection, query: Query, route_path: str) -> tuple[int, int]:
     a, b = _one(query, "from"), _one(query, "to")
     missing = [n for n, v in (("from", a), ("to", b)) if v is None or v == ""]
     if missing:
         raise HTTPError(
-            400, f"missing query parameter {' and '.join(missing)}: /api/diff?from=ID&to=ID"
+            400, f"missing query parameter {' and '.join(missing)}: {route_path}?from=ID&to=ID"
         )
     assert a is not None and b is not None
     va, vb = version_id(a, "from version id"), version_id(b, "to version id")
     for v in (va, vb):  # 404 before any diff work, with the known ids in the message
         queries.get_version(conn, v)
-    return get_diff(conn, va, vb)
+    return va, vb
+
+
+def _diff(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:
+    """The contract's diff report: stored if saved, else computed (and kept in memory until
+    the KB changes, :mod:`kbtool.services.diff.cache`)."""
+    return DIFF_CACHE.report(conn, *_pair(conn, query, "/api/diff"))
+
+
+def _changelog(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:
+    """The semantic changelog of the pair (what ``kbtool ui diff`` and the TUI print after the
+    table): modified functions most changed first with their explanation lines (``items``)
+    and, when unnamed, a ``hint``; new and deleted functions; imports added/removed."""
+    return DIFF_CACHE.changelog(conn, *_pair(conn, query, "/api/changelog"))
 
 
 def _search(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:
@@ -371,6 +386,7 @@ ROUTES: list[_Route] = [
     _r(r"/api/versions/(?P<id>[^/]+)/functions", _functions),
     _r(r"/api/versions/(?P<id>[^/]+)/coverage", _coverage),
     _r(r"/api/diff", _diff, expensive=True),
+    _r(r"/api/changelog", _changelog, expensive=True),
     _r(r"/api/provenance", _provenance, needs_kb=False),
     _r(r"/api/search", _search),
     _r(r"/api/symbol/(?P<sid>[^/]+)", _symbol),

@@ -206,11 +206,12 @@ def test_run_a_diff(page, server, kb):
     assert report["from"] in page.text_content("#diff-head") and report["to"] in page.text_content(
         "#diff-head"
     )
-    changed = [c for c in report["changes"] if c["classification"] != "unchanged"]
+    # the default filter is "changed" (modified + new + deleted; docs/diff.md)
+    changed = [c for c in report["changes"] if c["classification"] in ("modified", "new", "deleted")]
     assert f"{len(changed):,} of {len(report['changes']):,} changes" in page.text_content(
         "#diff-count"
     )
-    page.select_option("#diff-class", "")
+    page.select_option("#diff-class", "all")
     page.wait_for_function(
         "(n) => document.getElementById('diff-count').textContent.startsWith(n)",
         arg=f"{len(report['changes']):,} of",

@@ -53,6 +53,8 @@ def _routes(kb, p: str) -> list[tuple[str, dict[str, list[str]]]]:
         ("/api/diff", {"from": [p], "to": [v]}),
         ("/api/diff", {"from": [v], "to": [p]}),
         ("/api/diff", {"from": [p], "to": [p]}),
+        ("/api/changelog", {"from": [p], "to": [v]}),
+        ("/api/changelog", {"from": [v], "to": [p]}),
         ("/api/search", {"q": [p]}),
         ("/api/search", {"q": [p], "limit": [p]}),
         ("/api/search", {"q": ["#1"], "version": [p]}),

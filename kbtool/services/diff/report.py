@@ -124,12 +124,16 @@ def compute_diff(conn: sqlite3.Connection, a: int, b: int) -> dict[str, Any]:
     return compute_diff_with_pairing(conn, a, b)[0]
 
 
-def compute_diff_with_pairing(conn: sqlite3.Connection, a: int, b: int) -> tuple[dict[str, Any], Pairing]:
-    """:func:`compute_diff` plus the pairing it was built from (its rows serve the changelog)."""
+def compute_diff_with_pairing(
+    conn: sqlite3.Connection, a: int, b: int, *, keep: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], Pairing]:
+    """:func:`compute_diff` plus the pairing it was built from (its rows serve the changelog).
+
+    ``keep``: a dict that receives the ``changelog`` built on the way (the explanations)."""
     va = _label(conn, a)
     vb = _label(conn, b)
     pg = pair_versions(conn, a, b)
-    return build_report(conn, pg, va, vb), pg
+    return build_report(conn, pg, va, vb, keep=keep), pg
 
 
 def stored_diff(conn: sqlite3.Connection, a: int, b: int) -> dict[str, Any] | None:
@@ -159,7 +163,8 @@ def _refresh_names(conn: sqlite3.Connection, report: dict[str, Any]) -> None:
 
 
 def build_report(
-    conn: sqlite3.Connection, pg: Pairing, va: dict[str, Any], vb: dict[str, Any]
+    conn: sqlite3.Connection, pg: Pairing, va: dict[str, Any], vb: dict[str, Any],
+    *, keep: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     ann_old = _annotations(conn, pg.from_version_id)
     ann_new = _annotations(conn, pg.to_version_id)
@@ -218,7 +223,10 @@ def build_report(
     changes = [c for _, c in keyed]
     report_so_far = {"from": va["label"], "to": vb["label"], "from_version_id": pg.from_version_id,
                      "to_version_id": pg.to_version_id, "changes": changes}
-    explained = {m["to_index"]: m for m in changelog(conn, report_so_far, pairing=pg)["modified"]}
+    cl = changelog(conn, report_so_far, pairing=pg)
+    if keep is not None:
+        keep["changelog"] = cl
+    explained = {m["to_index"]: m for m in cl["modified"]}
     for c in changes:
         m = explained.get(c["to_index"]) if c["classification"] == "modified" else None
         if m is not None:

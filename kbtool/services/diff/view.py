@@ -12,6 +12,7 @@ from typing import Any
 
 from kbtool.kb import queries
 from kbtool.kb.db import connection
+from kbtool.services.diff.cache import DIFF_CACHE, DiffCache
 from kbtool.services.diff.changelog import changelog
 from kbtool.services.diff.report import Pairing, compute_diff_with_pairing, stored_diff
 
@@ -61,3 +62,26 @@ def coverage_of(kb: KB, version_id: int) -> dict[str, Any]:
     """The coverage object of one version."""
     with connection(kb) as conn:
         return dict(queries.coverage(conn, version_id))
+
+
+def cached_view(
+    conn: sqlite3.Connection,
+    from_version_id: int,
+    to_version_id: int,
+    *,
+    cache: DiffCache | None = None,
+    with_changelog: bool = True,
+) -> dict[str, Any]:
+    """:func:`diff_view` through the in-process cache (:mod:`kbtool.services.diff.cache`):
+    the long-lived surfaces (``kbtool serve``, the TUI) ask for the same pair again."""
+    cache = cache if cache is not None else DIFF_CACHE
+    queries.get_version(conn, from_version_id)  # UnknownVersionError with the known ids
+    queries.get_version(conn, to_version_id)
+    report = cache.report(conn, from_version_id, to_version_id)
+    return {
+        "report": report,
+        "changelog": (
+            cache.changelog(conn, from_version_id, to_version_id) if with_changelog else None
+        ),
+        "toolchain_changed": toolchain_changed(conn, report),
+    }

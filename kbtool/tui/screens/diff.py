@@ -2,7 +2,8 @@
 
 The report is the stored one when saved, otherwise computed as a pure read (carry-over off,
 nothing stored); it is computed in a worker thread on its own read-only connection so a
-large pair does not freeze the screen.
+large pair does not freeze the screen, and kept in the process's diff cache
+(:mod:`kbtool.services.diff.cache`) until the KB changes, so going back to a pair is instant.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from textual.widgets import DataTable, Footer, Select, Static, Tab, Tabs
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
 from kbtool.kb.errors import KBError
-from kbtool.render.terminal import CLASS_STYLE, changelog_renderable, summary_text
+from kbtool.render.terminal import CLASS_STYLE, changelog_from_data, summary_text
 from kbtool.render.text import lit
-from kbtool.services.diff.report import CHANGED, get_diff
+from kbtool.services.diff.report import CHANGED
+from kbtool.services.diff.view import cached_view
 from kbtool.textutil import clip, printable
 from kbtool.tui.screens.base import BACK, HISTORY, FunctionRef, KbScreen
 from kbtool.tui.widgets.lists import KbTable, TitleBar
@@ -43,12 +45,14 @@ FILTERS: dict[str, tuple[str, object]] = {
 CHUNK = 500            # diff rows added to the table at a time
 
 
-def _changelog(conn, report: dict):
-    """The semantic changelog (``kbtool.render.terminal.changelog_renderable``), or None."""
+def _view(conn, frm: int, to: int) -> tuple[dict, object, bool]:
+    """(report, changelog renderable or None, toolchain changed), through the diff cache."""
     try:
-        return changelog_renderable(report, conn)
-    except (KBError, LookupError, ValueError):   # an extra: the table stays useful without it
-        return None
+        view = cached_view(conn, frm, to)
+    except (LookupError, ValueError):   # the changelog is an extra: the table stays useful
+        view = cached_view(conn, frm, to, with_changelog=False)
+    cl = view["changelog"]
+    return view["report"], changelog_from_data(cl) if cl is not None else None, view["toolchain_changed"]
 
 
 def _summary(report: dict) -> Text:
@@ -165,10 +169,7 @@ class DiffScreen(KbScreen):
         try:
             conn = open_ro(self.kb.db_path)
             try:
-                report = get_diff(conn, frm, to)
-                changelog = _changelog(conn, report)
-                a = queries.get_version(conn, frm)["toolchain_version"]
-                b = queries.get_version(conn, to)["toolchain_version"]
+                result = _view(conn, frm, to)
             finally:
                 conn.close()
         except KBError as exc:
@@ -177,7 +178,6 @@ class DiffScreen(KbScreen):
         except Exception as exc:      # never take the whole app down for one diff
             self.app.call_from_thread(self._done, gen, None, f"the diff failed: {type(exc).__name__}: {exc}")
             return
-        result = (report, changelog, bool(a and b and a != b))
         self.app.call_from_thread(self._done, gen, result, None)
 
     def _done(self, gen: int, result: tuple | None, error: str | None) -> None:

@@ -13,7 +13,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Footer, Static
 
 from kbtool.kb import queries
-from kbtool.render.text import lit
+from kbtool.render.text import lit, toolchain_text
 from kbtool.textutil import clip, printable
 from kbtool.tui.screens.base import BACK_HIDDEN, KbScreen
 from kbtool.tui.widgets.lists import KbTable, TitleBar
@@ -100,7 +100,7 @@ class VersionsScreen(KbScreen):
             rows.append((str(v["id"]), [
                 Text(str(v["id"]), justify="right"),
                 lit(clip(printable(v["label"]), 40), "bold"),
-                lit(clip(printable(v["toolchain_version"]), 14)) if v["toolchain_version"] else Text("unknown", style="dim"),
+                toolchain_text(v["toolchain_version"], 14),
                 Text(str(v["functions"]), justify="right"),
                 Text(str(cov["defined"]), justify="right"),
                 Text("yes" if v["shared_memory"] else "no"),
@@ -158,7 +158,7 @@ class VersionsScreen(KbScreen):
             lit(info["program"], "bold magenta"),
             f"  parent: version {parent}{how}" if parent is not None else "  (first of its lineage)"))
         producers = "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(info["producers"].items()))
-        grid.add_row("toolchain", lit(info["toolchain_version"] or "unknown"))
+        grid.add_row("toolchain", toolchain_text(info["toolchain_version"]))
         if producers:
             grid.add_row("producers", lit(clip(printable(producers), 200)))
         grid.add_row("functions", Text(

@@ -1,11 +1,29 @@
-// The diff tab: run /api/diff for two versions, summary cards, a filterable, sortable table.
+// The diff tab: run /api/diff for two versions, summary cards, the changelog panel
+// (/api/changelog, changelog.js) and a filterable, sortable table.
 import { $, clear, el, fmtConf, fmtInt, setText, show } from "./dom.js";
 import { api } from "./api.js";
 import { chip } from "./provenance.js";
 import { S } from "./state.js";
 import { showFunctionDiff } from "./fndiff.js";
+import { renderChangelog } from "./changelog.js";
 
 const DIFF_PAGE = 400;
+const CHANGED = new Set(["modified", "new", "deleted"]);
+
+// The filter words of docs/diff.md, one meaning on every surface (CLI --only, TUI tabs, MCP):
+// "changed" = modified + new + deleted (the default: a moved function kept its code),
+// "review" = flagged for review, "runtime" = marked runtime, "all" = everything.
+export const FILTERS = {
+  changed: (c) => CHANGED.has(c.classification),
+  modified: (c) => c.classification === "modified",
+  new: (c) => c.classification === "new",
+  deleted: (c) => c.classification === "deleted",
+  runtime: (c) => !!c.runtime,
+  review: (c) => !!c.review,
+  all: () => true,
+  moved: (c) => c.classification === "moved",
+  unchanged: (c) => c.classification === "unchanged",
+};
 
 /** Wire the diff tab; `opts.openFunction(stableId, versionId)` opens a row. */
 export function initDiff(opts) {
@@ -20,11 +38,14 @@ export function initDiff(opts) {
     $("diff-run").disabled = true;
     const t0 = performance.now();
     try {
-      const rep = await api("/api/diff?from=" + encodeURIComponent(a) + "&to=" + encodeURIComponent(b), abort.signal);
+      const pair = "?from=" + encodeURIComponent(a) + "&to=" + encodeURIComponent(b);
+      const rep = await api("/api/diff" + pair, abort.signal);
       S.diff = rep;
+      S.changelog = null;
       shown = DIFF_PAGE;
       setText($("diff-state"), (rep.stored ? "stored report" : "computed on the fly (not stored, no carry-over)") + " · " + Math.round(performance.now() - t0) + " ms");
       render();
+      loadChangelog(pair, abort.signal);
     } catch (e) {
       if (e.name === "AbortError") return;
       setText($("diff-state"), "");
@@ -36,20 +57,61 @@ export function initDiff(opts) {
     }
   }
 
-  function rows() {
-    const rep = S.diff;
+  async function loadChangelog(pair, signal) {
+    const box = $("cl-box");
+    setText($("cl-state"), "loading…");
+    clear(box);
+    try {
+      S.changelog = await api("/api/changelog" + pair, signal);
+      setText($("cl-state"), "");
+      renderPanel();
+    } catch (e) {
+      if (e.name === "AbortError") return;
+      setText($("cl-state"), "changelog unavailable: " + e.message);
+    }
+  }
+
+  /** The filter of the table as a predicate over a change (or a changelog entry). */
+  function keeper() {
     const q = $("diff-filter").value.trim().toLowerCase();
-    const cls = $("diff-class").value, review = $("diff-review").checked, noRt = $("diff-noruntime").checked;
-    let out = (rep.changes || []).filter((c) => {
-      if (cls === "changed" ? c.classification === "unchanged" : (cls && c.classification !== cls)) return false;
-      if (review && !c.review) return false;
+    const pred = FILTERS[$("diff-class").value] || FILTERS.changed;
+    const noRt = $("diff-noruntime").checked;
+    return (c) => {
+      if (!pred(c)) return false;
       if (noRt && c.runtime) return false;
       if (q) {
-        const hay = [c.name, c.from_stable_id, c.to_stable_id, c.from_index, c.to_index].map((x) => x === null || x === undefined ? "" : String(x).toLowerCase());
+        const hay = [c.name, c.from_stable_id, c.to_stable_id, c.stable_id, c.from_index, c.to_index].map((x) => x === null || x === undefined ? "" : String(x).toLowerCase());
         if (!hay.some((h) => h.includes(q))) return false;
       }
       return true;
-    });
+    };
+  }
+
+  function renderPanel() {
+    if (!S.changelog || !S.diff) return;
+    const keep = keeper();
+    const n = renderChangelog($("cl-box"), S.changelog, (e, kind) => keep({ ...e, classification: kind }), openEntry);
+    setText($("cl-count"), "· " + fmtInt(n) + " function" + (n === 1 ? "" : "s"));
+  }
+
+  function openEntry(e, kind) {
+    const c = (S.diff.changes || []).find((x) => x.classification === kind &&
+      (kind === "deleted" ? x.from_index === e.from_index : x.to_index === e.to_index));
+    if (c) openChange(c);
+  }
+
+  function openChange(c) {
+    const sid = c.to_stable_id || c.from_stable_id;
+    const vid = c.to_stable_id ? S.diff.to_version_id : S.diff.from_version_id;
+    opts.openFunction(sid, vid);
+    if (c.classification === "modified" && c.from_index !== null && c.from_index !== undefined && c.to_index !== null && c.to_index !== undefined) {
+      show($("diff-fn"), true);
+      showFunctionDiff($("diff-fn"), c, S.diff.from_version_id, S.diff.to_version_id, () => show($("diff-fn"), false));
+    }
+  }
+
+  function rows() {
+    let out = (S.diff.changes || []).filter(keeper());
     if (sort) {
       const k = sort;
       out = out.slice().sort((x, y) => {
@@ -72,6 +134,11 @@ export function initDiff(opts) {
     for (const [k, v] of Object.entries(rep.summary || {})) {
       sg.append(el("div", { class: "sum", dataset: { k } }, el("div", { class: "k", text: k.replace(/_/g, " ") }), el("div", { class: "v", text: fmtInt(v) })));
     }
+    // each filter word with its count, as the TUI's tabs
+    for (const o of $("diff-class").options) {
+      const pred = FILTERS[o.value];
+      if (pred) setText(o, o.dataset.label + " · " + fmtInt((rep.changes || []).filter(pred).length));
+    }
     renderTable();
   }
 
@@ -80,15 +147,7 @@ export function initDiff(opts) {
     const tb = clear($("diff-table").tBodies[0]);
     const frag = document.createDocumentFragment();
     for (const c of list.slice(0, shown)) {
-      const sid = c.to_stable_id || c.from_stable_id;
-      const vid = c.to_stable_id ? S.diff.to_version_id : S.diff.from_version_id;
-      const open = () => {
-        opts.openFunction(sid, vid);
-        if (c.classification === "modified" && c.from_index !== null && c.from_index !== undefined && c.to_index !== null && c.to_index !== undefined) {
-          show($("diff-fn"), true);
-          showFunctionDiff($("diff-fn"), c, S.diff.from_version_id, S.diff.to_version_id, () => show($("diff-fn"), false));
-        }
-      };
+      const open = () => openChange(c);
       frag.append(el("tr", { onclick: open, class: c.classification === "modified" ? "mod" : null, title: (c.from_stable_id || "–") + " → " + (c.to_stable_id || "–") },
         el("td", {}, el("span", { class: "chip c-" + c.classification, text: c.classification })),
         el("td", { class: "num", text: c.from_index ?? "–" }),
@@ -105,15 +164,22 @@ export function initDiff(opts) {
     setText($("diff-more").lastElementChild, "showing " + fmtInt(Math.min(list.length, shown)) + " of " + fmtInt(list.length));
   }
 
+  /** The table and the changelog panel after a filter change. */
+  function refilter() {
+    shown = DIFF_PAGE;
+    renderTable();
+    renderPanel();
+  }
+
   $("diff-run").addEventListener("click", run);
   $("diff-more-btn").addEventListener("click", () => { shown += DIFF_PAGE; renderTable(); });
   let filterTimer = 0;
   $("diff-filter").addEventListener("input", () => {
     clearTimeout(filterTimer);
-    filterTimer = setTimeout(() => { shown = DIFF_PAGE; renderTable(); }, 80);
+    filterTimer = setTimeout(refilter, 80);
   });
-  for (const id of ["diff-class", "diff-review", "diff-noruntime"]) {
-    $(id).addEventListener("change", () => { shown = DIFF_PAGE; renderTable(); });
+  for (const id of ["diff-class", "diff-noruntime"]) {
+    $(id).addEventListener("change", refilter);
   }
   for (const th of $("diff-table").tHead.rows[0].cells) {
     if (!th.dataset.k) continue;

@@ -63,3 +63,7 @@ export function fill(node, ...kids) {
 export const show = (node, on) => node.classList.toggle("hidden", !on);
 export const fmtInt = (n) => (n === null || n === undefined) ? "–" : Number(n).toLocaleString("en-US");
 export const fmtConf = (c) => (c === null || c === undefined) ? "–" : Number(c).toFixed(2);
+
+/** A version's toolchain for a human: the API's null reads "unknown", as in the CLI and TUI
+ *  (kbtool.render.text.UNKNOWN_TOOLCHAIN). */
+export const toolchainWord = (t) => (t === null || t === undefined || t === "") ? "unknown" : String(t);

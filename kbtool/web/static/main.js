@@ -1,5 +1,5 @@
 // The dashboard: versions, coverage, heatmap, diff, search and the function panel.
-import { $, clear, el, fmtInt, setText, show } from "./dom.js";
+import { $, clear, el, fmtInt, setText, show, toolchainWord } from "./dom.js";
 import { api, status } from "./api.js";
 import { Heatmap } from "./heatmap.js";
 import { initDiff } from "./diff.js";
@@ -16,7 +16,7 @@ async function loadVersions() {
   S.byId = new Map(vs.map((v) => [v.id, v]));
   const tb = clear($("versions").tBodies[0]);
   for (const v of vs) {
-    tb.append(el("tr", { tabindex: 0, dataset: { vid: String(v.id) }, title: (v.label || "") + (v.toolchain_version ? "\n" + v.toolchain_version : ""),
+    tb.append(el("tr", { tabindex: 0, dataset: { vid: String(v.id) }, title: (v.label || "") + "\ntoolchain " + toolchainWord(v.toolchain_version),
       onclick: () => selectVersion(v.id), onkeydown: (e) => versionKey(e, v.id) },
       el("td", { class: "num", text: v.id }),
       el("td", {}, el("div", { class: "vlabel", text: v.label })),
@@ -86,7 +86,7 @@ function renderCoverage() {
   setText($("cov-counts"), fmtInt(c.named) + " / " + fmtInt(c.defined) + " defined functions");
   $("cov-meta").replaceChildren(
     "version ", el("b", { text: String(v.id) }), " ", el("b", { text: v.label || "" }),
-    " · toolchain ", el("b", { text: v.toolchain_version || "unknown" }),
+    " · toolchain ", el("b", { text: toolchainWord(v.toolchain_version) }),
     " · ", el("b", { text: fmtInt(v.functions) }), " functions incl. imports",
     " · shared memory ", el("b", { text: v.shared_memory ? "yes" : "no" }));
   const stack = clear($("cov-stack")), legend = clear($("legend"));

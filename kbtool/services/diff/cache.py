@@ -1,0 +1,151 @@
+"""In-process cache of diff reports and changelogs, for the long-lived read surfaces.
+
+``kbtool serve`` and the TUI ask for the same pair again and again (a page reload, a tab
+switch, the changelog panel after the table). Ingest stores the report of each (parent, new)
+pair; any other pair is computed (the matcher: seconds on a large module). This cache keeps
+the last few answers in memory, keyed by
+
+    (KB file, from id, to id, kind, the KB's change token, the stored report's stamp)
+
+``kind`` is ``report`` or ``changelog``. The change token
+(:func:`kbtool.kb.queries.change_token`) moves with every ingest and every annotation
+decision of the gate, so a rename (or any other gate write) invalidates every entry of that
+KB: names are part of both answers. The stamp (:func:`kbtool.kb.queries.stored_diff_stamp`)
+moves when a report is saved or deleted. A computed report brings its changelog along (it is
+built on the way), so the changelog panel after the table costs nothing more.
+
+Answers are shared: callers must not mutate them. Counters (``computed``, ``loaded``,
+``hits``) say what happened, for tests and benchmarks. Pure read; nothing is written.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from kbtool.kb import queries
+from kbtool.services.diff.changelog import changelog
+from kbtool.services.diff.report import compute_diff_with_pairing, stored_diff
+
+__all__ = ["DiffCache", "DIFF_CACHE", "MAX_ENTRIES", "MAX_CHANGES"]
+
+MAX_ENTRIES = 8  # answers kept (reports and changelogs)
+MAX_CHANGES = 200_000  # change entries kept across all reports (a 22k-function pair is ~23k)
+
+
+def _size(kind: str, value: dict[str, Any]) -> int:
+    if kind == "report":
+        return len(value.get("changes") or ())
+    return (
+        len(value.get("modified") or ())
+        + len(value.get("new") or ())
+        + len(value.get("deleted") or ())
+    )
+
+
+class DiffCache:
+    """A small LRU of diff answers (see the module docstring); thread-safe."""
+
+    def __init__(self, max_entries: int = MAX_ENTRIES, max_changes: int = MAX_CHANGES) -> None:
+        self.max_entries = max_entries
+        self.max_changes = max_changes
+        self._items: OrderedDict[tuple, tuple[int, dict[str, Any]]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._pending: dict[tuple, threading.Lock] = {}
+        self.computed = 0  # reports computed (the matcher ran)
+        self.loaded = 0  # stored reports read from the KB
+        self.changelogs = 0  # changelogs built from the facts (stored reports only)
+        self.hits = 0
+
+    # ------------------------------------------------------------ public
+
+    def report(self, conn: sqlite3.Connection, a: int, b: int) -> dict[str, Any]:
+        """The diff report of ``a`` -> ``b``: stored if saved, else computed (carry-over off)."""
+        return self._get(conn, a, b, "report")
+
+    def changelog(self, conn: sqlite3.Connection, a: int, b: int) -> dict[str, Any]:
+        """The semantic changelog of the report of ``a`` -> ``b``."""
+        return self._get(conn, a, b, "changelog")
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    # ------------------------------------------------------------ inside
+
+    def _key(self, conn: sqlite3.Connection, a: int, b: int, kind: str) -> tuple:
+        db = queries.database_file(conn) or f"memory:{id(conn)}"
+        return (db, a, b, kind, queries.change_token(conn), queries.stored_diff_stamp(conn, a, b))
+
+    def _lookup(self, key: tuple, *, count: bool = True) -> dict[str, Any] | None:
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is None:
+                return None
+            self._items.move_to_end(key)
+            self.hits += count
+            return hit[1]
+
+    def _put(self, key: tuple, value: dict[str, Any]) -> None:
+        with self._lock:
+            self._items[key] = (_size(key[3], value), value)
+            self._items.move_to_end(key)
+            stale = [k for k in self._items if k[:4] == key[:4] and k != key]
+            for k in stale:  # older answers for the same question: the KB moved on
+                del self._items[k]
+            total = sum(n for n, _ in self._items.values())
+            while len(self._items) > 1 and (
+                len(self._items) > self.max_entries or total > self.max_changes
+            ):
+                _k, (n, _v) = self._items.popitem(last=False)
+                total -= n
+
+    def _get(self, conn: sqlite3.Connection, a: int, b: int, kind: str) -> dict[str, Any]:
+        key = self._key(conn, a, b, kind)
+        hit = self._lookup(key)
+        if hit is not None:
+            return hit
+        with self._lock:  # one computation per question at a time; the others wait for it
+            gate = self._pending.setdefault(key, threading.Lock())
+        with gate:
+            hit = self._lookup(key)
+            if hit is not None:
+                return hit
+            try:
+                return self._fill(conn, a, b, kind, key)
+            finally:
+                with self._lock:
+                    self._pending.pop(key, None)
+
+    def _fill(self, conn: sqlite3.Connection, a: int, b: int, kind: str, key: tuple):
+        report_key = key[:3] + ("report",) + key[4:]
+        report = self._lookup(report_key, count=False) if kind == "changelog" else None
+        if report is None:
+            report = stored_diff(conn, a, b)
+            if report is not None:
+                self.loaded += 1
+                self._put(report_key, report)
+            else:
+                keep: dict[str, Any] = {}
+                report, _pairing = compute_diff_with_pairing(conn, a, b, keep=keep)
+                self.computed += 1
+                self._put(report_key, report)
+                self._put(key[:3] + ("changelog",) + key[4:], keep["changelog"])
+        if kind == "report":
+            return report
+        hit = self._lookup(key, count=False)  # computed just now, with the report
+        if hit is not None:
+            return hit
+        cl = changelog(conn, report)
+        self.changelogs += 1
+        self._put(key, cl)
+        return cl
+
+
+#: the process-wide cache of ``kbtool serve`` and the TUI
+DIFF_CACHE = DiffCache()
