@@ -124,6 +124,28 @@ def test_stored_reports_are_loaded_once_and_follow_save_and_delete(kb):
     conn.close()
 
 
+def test_a_kb_replaced_at_the_same_path_is_another_kb(kb, tmp_path):
+    other = tmp_path / "other.db"
+    shutil.copyfile(kb, other)
+    sid = _some_sid(kb)
+    for path, name in ((kb, "named_here"), (other, "named_elsewhere")):
+        rw = open_rw(path)  # one decision each: the same ids and the same change token
+        upsert_symbol(rw, sid, name, provenance="human", confidence=1.0, actor="t")
+        rw.close()
+    cache = DiffCache()
+    conn = open_ro(kb)
+    token = queries.change_token(conn)
+    first = cache.report(conn, 1, 2)
+    conn.close()
+    other.replace(kb)  # the same path now holds another file
+    conn = open_ro(kb)
+    assert queries.change_token(conn) == token
+    again = cache.report(conn, 1, 2)
+    conn.close()
+    assert again is not first and cache.loaded == 2
+    assert "named_elsewhere" in orjson.dumps(again).decode()
+
+
 def test_bounded_by_entries():
     cache = DiffCache(max_entries=2)
     for i in range(5):

@@ -5,7 +5,7 @@ switch, the changelog panel after the table). Ingest stores the report of each (
 pair; any other pair is computed (the matcher: seconds on a large module). This cache keeps
 the last few answers in memory, keyed by
 
-    (KB file, from id, to id, kind, the KB's change token, the stored report's stamp)
+    (KB file and its inode, from id, to id, kind, the KB's change token, the stored report's stamp)
 
 ``kind`` is ``report`` or ``changelog``. The change token
 (:func:`kbtool.kb.queries.change_token`) moves with every ingest and every annotation
@@ -20,6 +20,7 @@ Answers are shared: callers must not mutate them. Counters (``computed``, ``load
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -43,6 +44,16 @@ def _size(kind: str, value: dict[str, Any]) -> int:
         + len(value.get("new") or ())
         + len(value.get("deleted") or ())
     )
+
+
+def _file_identity(path: str) -> tuple[int, int]:
+    """(device, inode) of the KB file: a KB replaced at the same path is another KB (version
+    ids never repeat inside one KB: AUTOINCREMENT)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (0, 0)
+    return (st.st_dev, st.st_ino)
 
 
 class DiffCache:
@@ -79,7 +90,8 @@ class DiffCache:
     # ------------------------------------------------------------ inside
 
     def _key(self, conn: sqlite3.Connection, a: int, b: int, kind: str) -> tuple:
-        db = queries.database_file(conn) or f"memory:{id(conn)}"
+        path = queries.database_file(conn)
+        db = (path, _file_identity(path)) if path else f"memory:{id(conn)}"
         return (db, a, b, kind, queries.change_token(conn), queries.stored_diff_stamp(conn, a, b))
 
     def _lookup(self, key: tuple, *, count: bool = True) -> dict[str, Any] | None:
