@@ -21,6 +21,7 @@ import inspect
 import json
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -30,8 +31,6 @@ from kbtool.kb.errors import KBError, KBMissingError, UnknownStableIdError, Unkn
 from kbtool.kb.gate import MAX_BINARY_NAME, MAX_NAME, MAX_STABLE_ID, MAX_SUMMARY, upsert_symbol
 from kbtool.mcp import compat
 from kbtool.mcp.paging import MAX_ANSWER_BYTES, MAX_PAGE, call_text, cut_lists, page_rows
-from kbtool.services import names_io
-from kbtool.services.diff.report import get_diff as report_diff
 from kbtool.textutil import json_safe
 
 log = logging.getLogger("kbtool.mcp")
@@ -85,28 +84,57 @@ is {items, total, offset, next_offset, truncated, note} (get_diff: the report pl
 object) and never exceeds 100 KB; call again with offset=next_offset until it is null."""
 
 
-def build_server(db_path: str | Path, *, log_level: str = "WARNING") -> Any:
-    """The MCP server for the KB at ``db_path``; ``server.run()`` blocks serving stdio.
-
-    Raises ``FileNotFoundError`` (a :class:`KBMissingError`) when the file does not exist,
-    another :class:`KBError` when it is not a readable KB, and ``RuntimeError`` with an
-    install hint when the ``mcp`` package is absent or unusable.
-    """
+def check_kb(db_path: str | Path) -> Path:
+    """The KB file, resolved; :class:`KBMissingError` when it does not exist, another
+    :class:`KBError` when it is not a readable KB."""
     path = Path(db_path)
     if not path.exists():
         raise KBMissingError(
             f"no KB at {path} (create one with `kbtool ingest FILE` or `kbtool demo`)"
         )
-
     open_ro(path).close()  # fail now, not on the first call, when it is not a KB
+    return path.resolve()
 
 
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool as both servers register it: ``fn`` takes the validated arguments and
+    returns the answer's text, raising only the given tool error (one line)."""
+
+    fn: Callable[..., str]
+    read_only: bool
+    title: str | None
+    idempotent: bool
+
+    @property
+    def name(self) -> str:
+        return self.fn.__name__
+
+
+def tool_specs(db_path: str | Path, tool_error: type[Exception]) -> list[ToolSpec]:
+    """Every tool bound to the KB at ``db_path`` (already checked), in registration order."""
+    return [
+        ToolSpec(_as_tool(fn, render, tool_error), read_only, TITLES.get(fn.__name__),
+                 fn.__name__ in IDEMPOTENT_WRITES if not read_only else True)
+        for fn, read_only, render in _tools(str(Path(db_path).resolve()))
+    ]
+
+
+def build_server(db_path: str | Path, *, log_level: str = "WARNING") -> Any:
+    """The MCP SDK's server for the KB at ``db_path``; ``server.run()`` blocks serving stdio.
+    ``kbtool mcp`` serves with :mod:`kbtool.mcp.wire` instead (same tools, no SDK import);
+    this one is the reference the tests compare it with, and ``KBTOOL_MCP_SDK=1`` selects it.
+
+    Raises ``FileNotFoundError`` (a :class:`KBMissingError`) when the file does not exist,
+    another :class:`KBError` when it is not a readable KB, and ``RuntimeError`` with an
+    install hint when the ``mcp`` package is absent or unusable.
+    """
+    path = check_kb(db_path)
     sdk = compat.load()
     server = sdk.new_server(SERVER_NAME, instructions=INSTRUCTIONS, log_level=log_level)
-    for fn, read_only, render in _tools(str(path.resolve())):
-        sdk.add_tool(server, _as_tool(fn, render, sdk.tool_error), read_only=read_only,
-                     title=TITLES.get(fn.__name__), idempotent=fn.__name__ in IDEMPOTENT_WRITES
-                     if not read_only else True)
+    for spec in tool_specs(path, sdk.tool_error):
+        sdk.add_tool(server, spec.fn, read_only=spec.read_only, title=spec.title,
+                     idempotent=spec.idempotent)
     _stdio_only(server)
     log.info("kbtool MCP server on %s (mcp SDK %s)", path, sdk.version)
     return server
@@ -359,6 +387,8 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         is one page (at most `limit` rows, default 500, and 100 KB) and a `page` object
         {total, offset, next_offset, truncated, note} is added; call again with
         offset=next_offset until it is null. `summary` always counts the whole diff."""
+        from kbtool.services.diff.report import get_diff as report_diff
+
         report = read(report_diff, from_version_id, to_version_id)
         if only is None and limit is None and offset is None:
             return report
@@ -392,6 +422,8 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         function: page a large module). With them, the three header lines come first, then
         at most `limit` rows (default 500, at most 100 KB) from row `offset`, and when rows
         remain a last line "# kbtool: truncated: ... offset=N" says what to call next."""
+        from kbtool.services import names_io
+
         text = read(names_io.export_text, version_id)
         if offset is None and limit is None:
             return text
