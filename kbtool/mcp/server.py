@@ -29,7 +29,7 @@ from kbtool.kb import queries
 from kbtool.kb.db import open_ro, open_rw
 from kbtool.kb.errors import KBError, KBMissingError, UnknownStableIdError, UnknownVersionError
 from kbtool.kb.gate import MAX_BINARY_NAME, MAX_NAME, MAX_STABLE_ID, MAX_SUMMARY, upsert_symbol
-from kbtool.mcp import compat
+from kbtool.mcp import compat, reads
 from kbtool.mcp.paging import MAX_ANSWER_BYTES, MAX_PAGE, call_text, cut_lists, page_rows
 from kbtool.textutil import json_safe
 
@@ -212,12 +212,7 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
     from kbtool.mcp import tools_agents, tools_analysis, tools_code, tools_xrefs
 
 
-    def read(query: Callable[..., Any], *args: Any) -> Any:
-        conn = open_ro(db_path)
-        try:
-            return query(conn, *args)
-        finally:
-            conn.close()
+    read = reads.pool_for(db_path).read  # a reused read-only connection per call
 
     # Strict, bounded arguments: pydantic's lax mode would turn `true` into 1 or 1.0 and
     # let 10**30 reach SQLite; strict mode refuses both with a validation (tool) error.
