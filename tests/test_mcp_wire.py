@@ -32,9 +32,14 @@ CLI = [sys.executable, "-m", "kbtool.cli"]
 def exchange(db: Path, requests: list[dict], **env: str) -> list[dict]:
     """Send ``requests`` (one JSON line each) to a `kbtool mcp` process and wait for every
     reply before closing its stdin; the replies sorted by id."""
-    proc = subprocess.Popen([*CLI, "mcp", "--db", str(db)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **env})
+    proc = subprocess.Popen(
+        [*CLI, "mcp", "--db", str(db)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **env},
+    )
     wanted = sum(1 for r in requests if "id" in r)
     try:
         proc.stdin.write("".join(json.dumps(r) + "\n" for r in requests))
@@ -52,12 +57,17 @@ def _requests(db: Path) -> list[dict]:
     fn = queries.list_functions(conn, 1)[3]
     conn.close()
     calls = [
-        ("list_versions", {}), ("coverage", {"version_id": 1}), ("coverage", {"version_id": 99}),
-        ("coverage", {"version_id": "1"}), ("coverage", {}), ("coverage", {"version_id": True}),
+        ("list_versions", {}),
+        ("coverage", {"version_id": 1}),
+        ("coverage", {"version_id": 99}),
+        ("coverage", {"version_id": "1"}),
+        ("coverage", {}),
+        ("coverage", {"version_id": True}),
         ("list_functions", {"version_id": 1, "fields": '["index"]', "limit": 3}),
         ("list_functions", {"version_id": 2, "unnamed_only": True, "limit": 2, "offset": 4}),
         ("get_function_facts", {"version_id": 1, "func_index": fn["index"], "max_items": 5}),
-        ("get_symbol", {"stable_id": fn["stable_id"]}), ("get_symbol", {"stable_id": "nosuch"}),
+        ("get_symbol", {"stable_id": fn["stable_id"]}),
+        ("get_symbol", {"stable_id": "nosuch"}),
         ("search_symbols", {"query": "huf", "limit": 3}),
         ("get_diff", {"from_version_id": 1, "to_version_id": 2, "only": ["changed"], "limit": 5}),
         ("export_kb_text", {"version_id": 2, "limit": 4}),
@@ -68,9 +78,16 @@ def _requests(db: Path) -> list[dict]:
         ("no_such_tool", {}),
     ]
     out: list[dict] = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2024-11-05", "capabilities": {},
-            "clientInfo": {"name": "t", "version": "0"}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2024-11-05",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"},
+            },
+        },
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}},
         {"jsonrpc": "2.0", "id": 3, "method": "ping"},
@@ -78,8 +95,14 @@ def _requests(db: Path) -> list[dict]:
         {"jsonrpc": "2.0", "id": 5, "method": "prompts/list", "params": {}},
     ]
     for i, (name, args) in enumerate(calls):
-        out.append({"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call",
-                    "params": {"name": name, "arguments": args}})
+        out.append(
+            {
+                "jsonrpc": "2.0",
+                "id": 10 + i,
+                "method": "tools/call",
+                "params": {"name": name, "arguments": args},
+            }
+        )
     return out
 
 
@@ -88,8 +111,11 @@ def test_same_answers_as_the_sdk_server(demo_kb_master):
     requests = _requests(demo_kb_master)
     ours = exchange(demo_kb_master, requests)
     sdk = exchange(demo_kb_master, requests, KBTOOL_MCP_SDK="1")
-    assert [r["id"] for r in ours] == [r["id"] for r in sdk] == [
-        r["id"] for r in requests if "id" in r]
+    assert (
+        [r["id"] for r in ours]
+        == [r["id"] for r in sdk]
+        == [r["id"] for r in requests if "id" in r]
+    )
 
     init, sdk_init = ours[0]["result"], sdk[0]["result"]
     assert init["protocolVersion"] == sdk_init["protocolVersion"] == "2024-11-05"
@@ -115,55 +141,91 @@ def test_protocol_edges():
 
     server = WireServer.__new__(WireServer)  # no KB needed for the protocol itself
     server.tools = {}
-    for asked, agreed in (("2025-06-18", "2025-06-18"), ("2099-01-01", HANDSHAKE_VERSIONS[-1]),
-                          (None, HANDSHAKE_VERSIONS[-1])):
-        reply = server.handle({"jsonrpc": "2.0", "id": 7, "method": "initialize",
-                               "params": {"protocolVersion": asked}})
+    for asked, agreed in (
+        ("2025-06-18", "2025-06-18"),
+        ("2099-01-01", HANDSHAKE_VERSIONS[-1]),
+        (None, HANDSHAKE_VERSIONS[-1]),
+    ):
+        reply = server.handle(
+            {
+                "jsonrpc": "2.0",
+                "id": 7,
+                "method": "initialize",
+                "params": {"protocolVersion": asked},
+            }
+        )
         assert reply["id"] == 7 and reply["result"]["protocolVersion"] == agreed
     assert server.handle({"jsonrpc": "2.0", "method": "notifications/cancelled"}) is None
     assert server.handle({"jsonrpc": "2.0", "id": 3, "result": {}}) is None  # a response
     assert server.handle({"id": 1, "method": "ping"})["error"]["code"] == -32600
     assert server.handle({"jsonrpc": "2.0", "id": 1, "method": "x/y"})["error"] == {
-        "code": -32601, "message": "Method not found", "data": "x/y"}
+        "code": -32601,
+        "message": "Method not found",
+        "data": "x/y",
+    }
     bad = server.handle({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": 3}})
     assert bad["error"]["code"] == -32602
-    assert server.handle({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                          "params": {"name": "nope"}})["result"]["isError"] is True
+    assert (
+        server.handle(
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "nope"}}
+        )["result"]["isError"]
+        is True
+    )
 
 
 def test_parse_errors_and_stray_prints_stay_off_the_protocol(demo_kb_master, tmp_path):
-    lines = ("not json\n\n" + json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}) + "\n")
-    proc = subprocess.run([*CLI, "mcp", "--db", str(demo_kb_master)], input=lines,
-                          capture_output=True, text=True, timeout=60)
+    lines = "not json\n\n" + json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}) + "\n"
+    proc = subprocess.run(
+        [*CLI, "mcp", "--db", str(demo_kb_master)],
+        input=lines,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     replies = [json.loads(line) for line in proc.stdout.splitlines()]
-    assert replies == [{"jsonrpc": "2.0", "id": None, "error": {"code": -32700,
-                                                                 "message": "Parse error"}},
-                       {"jsonrpc": "2.0", "id": 1, "result": {}}]
+    assert replies == [
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}},
+        {"jsonrpc": "2.0", "id": 1, "result": {}},
+    ]
 
 
 def test_fast_path_reads_the_same_options_as_typer(monkeypatch, demo_kb_master):
     opts: dict = {}
-    assert cli._take_options(["--db", "a.db", "--log-level=info"],
-                             {"--db": "db", "--log-level": "log_level"}, opts)
+    assert cli._take_options(
+        ["--db", "a.db", "--log-level=info"], {"--db": "db", "--log-level": "log_level"}, opts
+    )
     assert opts == {"db": "a.db", "log_level": "info"}
     assert not cli._take_options(["--help"], {"--db": "db"}, {})
     assert not cli._take_options(["--db"], {"--db": "db"}, {})
     # anything else goes to Typer (None): help, a bad level, another command, a missing KB
-    for args in (["mcp", "--help"], ["mcp", "--log-level", "loud"], ["search", "mcp"],
-                 ["--db", "mcp", "versions"], ["mcp", "--db", "/nonexistent/kb.db"]):
+    for args in (
+        ["mcp", "--help"],
+        ["mcp", "--log-level", "loud"],
+        ["search", "mcp"],
+        ["--db", "mcp", "versions"],
+        ["mcp", "--db", "/nonexistent/kb.db"],
+    ):
         assert cli._serve_mcp(args) is None, args
 
 
 # ---------------------------------------------------------------- read connection reuse
 
+
 def _write_name(db: Path, sid: str, name: str) -> None:
     """A gated write from another process (a `kbtool` command would do the same)."""
-    code = ("import sys\nfrom kbtool.kb.db import open_rw\nfrom kbtool.kb.gate import upsert_symbol\n"
-            "c = open_rw(sys.argv[1], create=False)\n"
-            "print(upsert_symbol(c, sys.argv[2], sys.argv[3], provenance='human', confidence=1.0,"
-            " actor='human:test'))\n")
-    proc = subprocess.run([sys.executable, "-c", code, str(db), sid, name], capture_output=True,
-                          text=True, timeout=60, cwd=Path(__file__).resolve().parents[1])
+    code = (
+        "import sys\nfrom kbtool.kb.db import open_rw\nfrom kbtool.kb.gate import upsert_symbol\n"
+        "c = open_rw(sys.argv[1], create=False)\n"
+        "print(upsert_symbol(c, sys.argv[2], sys.argv[3], provenance='human', confidence=1.0,"
+        " actor='human:test'))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(db), sid, name],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[1],
+    )
     assert proc.returncode == 0 and "'written': True" in proc.stdout, proc.stderr
 
 
@@ -236,13 +298,27 @@ def test_server_process_keeps_its_read_connection(demo_kb, reuse):
     """Between calls the server holds the KB open (reuse) or not (KBTOOL_MCP_REUSE=0); a
     write by another process is seen by the next call either way."""
     sid = unnamed_ids(demo_kb, 1)[0]
-    proc = subprocess.Popen([*CLI, "mcp", "--db", str(demo_kb)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "KBTOOL_MCP_REUSE": reuse})
+    proc = subprocess.Popen(
+        [*CLI, "mcp", "--db", str(demo_kb)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "KBTOOL_MCP_REUSE": reuse},
+    )
 
     def get_symbol(rid: int) -> object:
-        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {
-            "name": "get_symbol", "arguments": {"stable_id": sid}}}) + "\n")
+        proc.stdin.write(
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": rid,
+                    "method": "tools/call",
+                    "params": {"name": "get_symbol", "arguments": {"stable_id": sid}},
+                }
+            )
+            + "\n"
+        )
         proc.stdin.flush()
         reply = json.loads(proc.stdout.readline())
         return json.loads(reply["result"]["content"][0]["text"])

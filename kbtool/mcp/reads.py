@@ -40,7 +40,12 @@ MAX_IDLE = 8  # idle connections kept; more concurrent calls open (and then clos
 
 def reuse_enabled() -> bool:
     """Reuse unless ``KBTOOL_MCP_REUSE`` is ``0``/``false``/``no``/``off``."""
-    return os.environ.get("KBTOOL_MCP_REUSE", "1").strip().lower() not in ("0", "false", "no", "off")
+    return os.environ.get("KBTOOL_MCP_REUSE", "1").strip().lower() not in (
+        "0",
+        "false",
+        "no",
+        "off",
+    )
 
 
 class ReadPool:

@@ -78,8 +78,12 @@ class Tool:
         out["description"] = inspect.getdoc(spec.fn) or ""
         out["inputSchema"] = self.model.model_json_schema(by_alias=True)
         annotations: dict[str, Any] = {"title": spec.title} if spec.title else {}
-        annotations.update(readOnlyHint=spec.read_only, destructiveHint=False,
-                           idempotentHint=spec.idempotent, openWorldHint=False)
+        annotations.update(
+            readOnlyHint=spec.read_only,
+            destructiveHint=False,
+            idempotentHint=spec.idempotent,
+            openWorldHint=False,
+        )
         out["annotations"] = annotations
         return out
 
@@ -141,8 +145,10 @@ def _pre_parse_json(model: Any, data: dict[str, Any]) -> dict[str, Any]:
 
 def _one_level(parsed: Any) -> dict[str, Any]:
     """The validated fields as keyword arguments (nested models stay models)."""
-    return {(info.alias or name): getattr(parsed, name)
-            for name, info in type(parsed).model_fields.items()}
+    return {
+        (info.alias or name): getattr(parsed, name)
+        for name, info in type(parsed).model_fields.items()
+    }
 
 
 class WireServer:
@@ -156,8 +162,9 @@ class WireServer:
     def handle(self, msg: Any) -> dict[str, Any] | None:
         """The response to one parsed message (``None`` for notifications and responses)."""
         if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
-            return _error(msg.get("id") if isinstance(msg, dict) else None, INVALID_REQUEST,
-                          "Invalid Request")
+            return _error(
+                msg.get("id") if isinstance(msg, dict) else None, INVALID_REQUEST, "Invalid Request"
+            )
         method, rid = msg.get("method"), msg.get("id")
         if "id" not in msg or not isinstance(method, str):
             return None  # a notification, or a response to a request we never send
@@ -251,13 +258,15 @@ def _kbtool_version() -> str:
         return ""
 
 
-def serve_stdio(db_path: str | Path, *, log_level: str = "WARNING",
-                server: WireServer | None = None) -> None:
+def serve_stdio(
+    db_path: str | Path, *, log_level: str = "WARNING", server: WireServer | None = None
+) -> None:
     """Serve the KB at ``db_path`` (or the ready ``server``) on this process's stdin/stdout
     until stdin closes. Raises before reading anything when the KB is missing or not a KB,
     or pydantic is missing (``RuntimeError`` with an install hint)."""
-    logging.basicConfig(stream=sys.stderr, level=log_level,
-                        format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        stream=sys.stderr, level=log_level, format="%(levelname)s %(name)s: %(message)s"
+    )
     try:
         import pydantic  # noqa: F401  (the argument models)
     except ImportError:
