@@ -184,21 +184,25 @@ def startup_figures(db: Path, runs: int) -> dict[str, dict[str, float]]:
             for name, xs in times.items()}
 
 
-async def _parallel(db: Path, env: dict[str, str], rounds: int, functions: int,
+MIXES = {
+    # the brief's mix: facts of one function and a 100-row page of the function list
+    "facts+pages": lambda i, n: (
+        ("get_function_facts", {"version_id": 1, "func_index": (i * 7919) % n}) if i % 2 else
+        ("list_functions", {"version_id": 1, "limit": 100, "offset": (i * 100) % n})),
+    # cheap reads, where opening a connection is most of a call's work
+    "get_symbol": lambda i, n: ("get_symbol", {"stable_id": f"{(i * 7919) % n:016x}"}),
+}
+
+
+async def _parallel(db: Path, env: dict[str, str], rounds: int, functions: int, mix: str,
                     width: int = 32) -> dict[str, float]:
-    """``rounds`` rounds of ``width`` parallel calls through one session: half
-    get_function_facts, half list_functions pages of 100."""
+    """``rounds`` rounds of ``width`` parallel calls of ``mix`` through one session."""
     async with stdio_client(_server(db, **env)) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
 
             async def one(i: int) -> float:
-                if i % 2:
-                    args = {"version_id": 1, "func_index": (i * 7919) % functions}
-                    tool = "get_function_facts"
-                else:
-                    args = {"version_id": 1, "limit": 100, "offset": (i * 100) % functions}
-                    tool = "list_functions"
+                tool, args = MIXES[mix](i, functions)
                 return await _timed(session, tool, args, label=f"parallel {tool}")
 
             await asyncio.gather(*(one(i) for i in range(width)))  # warm-up
@@ -214,12 +218,14 @@ async def _parallel(db: Path, env: dict[str, str], rounds: int, functions: int,
 
 
 def concurrency_figures(db: Path, rounds: int, functions: int) -> dict[str, dict[str, float]]:
+    """Per mix, server and reuse setting; reuse on and off run back to back."""
     out = {}
-    for name, env in SERVERS.items():
-        for reuse in ("1", "0"):
-            label = f"{name}, reuse {'on' if reuse == '1' else 'off'}"
-            out[label] = asyncio.run(
-                _parallel(db, {**env, "KBTOOL_MCP_REUSE": reuse}, rounds, functions))
+    for mix in MIXES:
+        for name, env in SERVERS.items():
+            for reuse in ("1", "0"):
+                label = f"{mix}: {name}, reuse {'on' if reuse == '1' else 'off'}"
+                out[label] = asyncio.run(
+                    _parallel(db, {**env, "KBTOOL_MCP_REUSE": reuse}, rounds, functions, mix))
     return out
 
 
@@ -320,12 +326,12 @@ def main(argv: list[str] | None = None) -> int:
                 "SDK server (KBTOOL_MCP_SDK=1), the peer"
             print(f"  {what:<42}{st['median_ms']:>8.0f} ms  (min {st['min_ms']:.0f},"
                   f" max {st['max_ms']:.0f})")
-        print(f"32 parallel calls x {args.rounds} rounds, one session "
-              f"(get_function_facts + list_functions pages, {args.small:,} functions):")
-        print(f"  {'server, read connection':<28}{'calls':>7}{'p50 ms':>10}{'p95 ms':>10}"
+        print(f"32 parallel calls x {args.rounds} rounds, one session, {args.small:,} functions"
+              " (facts+pages: get_function_facts + 100-row list_functions pages):")
+        print(f"  {'mix: server, read connection':<40}{'calls':>7}{'p50 ms':>10}{'p95 ms':>10}"
               f"{'calls/s':>10}")
         for label, st in parallel.items():
-            print(f"  {label:<28}{st['calls']:>7}{st['p50_ms']:>10.2f}{st['p95_ms']:>10.2f}"
+            print(f"  {label:<40}{st['calls']:>7}{st['p50_ms']:>10.2f}{st['p95_ms']:>10.2f}"
                   f"{st['calls_per_s']:>10.1f}")
         verdict = "PASS" if figures["target_list_functions_big_under_1s"] else "FAIL"
         print(f"target: list_functions on {args.big:,} functions < 1 s (worst of 10): "
