@@ -1,8 +1,10 @@
-"""The MCP server: the KB as tools over stdio (contract part 4, MCP table).
+"""The MCP tools over the KB (contract part 4, MCP table), for both servers.
 
-``build_server(db_path)`` returns an SDK server named ``kbtool`` whose ``run()`` blocks on
-stdio. Every tool call opens its own connection (``open_ro`` for reads, ``open_rw`` for
-``propose_symbol``) and closes it; answers come only from :mod:`kbtool.kb.queries`,
+:func:`tool_specs` binds every tool to a KB file; :mod:`kbtool.mcp.wire` serves them over
+stdio (what ``kbtool mcp`` runs) and :func:`build_server` registers them with the MCP
+SDK's server (``KBTOOL_MCP_SDK=1``, and the reference the tests compare with). Reads borrow
+a reused read-only connection (:mod:`kbtool.mcp.reads`); each gated write opens its own
+read-write connection; answers come only from :mod:`kbtool.kb.queries`,
 :func:`kbtool.services.diff.report.get_diff` and the gate :func:`kbtool.kb.gate.upsert_symbol`.
 
 Results: each tool answers with exactly one text block, the JSON of the contract's shape
