@@ -58,7 +58,6 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
     from pydantic import Field
 
     from kbtool.mcp import reads
-    from kbtool.services import code as code_service
 
     VersionId = Annotated[int, Field(description="A version id from list_versions.")]
     FuncIndex = Annotated[
@@ -90,6 +89,8 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
     ]
 
     def fetch(version_id: int, func_index: int) -> dict[str, Any]:
+        from kbtool.services import code as code_service
+
         return reads.pool_for(db_path).read(code_service.disassembly, version_id, func_index)
 
     def get_disassembly(
