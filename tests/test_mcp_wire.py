@@ -332,3 +332,28 @@ def test_server_process_keeps_its_read_connection(demo_kb, reuse):
     finally:
         proc.stdin.close()
         proc.wait(timeout=30)
+
+
+def test_parallel_calls_on_reused_connections_answer_right(demo_kb_master):
+    """32 calls in flight through one SDK client session: each answer is its own query's."""
+    pytest.importorskip("mcp.client.stdio")
+    import asyncio
+
+    from tests.support.mcp import call, expected, mcp_session
+
+    entries = expected(demo_kb_master, queries.list_functions, 2, False)[:16]
+
+    async def main() -> list:
+        async with mcp_session(demo_kb_master) as s:
+            jobs = []
+            for e in entries:
+                jobs.append(call(s, "get_symbol", stable_id=e["stable_id"]))
+                jobs.append(call(s, "get_function_facts", version_id=2, func_index=e["index"]))
+            return await asyncio.gather(*jobs)
+
+    answers = asyncio.run(main())
+    for i, e in enumerate(entries):
+        assert answers[2 * i] == expected(demo_kb_master, queries.get_symbol, e["stable_id"])
+        assert answers[2 * i + 1] == expected(
+            demo_kb_master, queries.get_function_facts, 2, e["index"]
+        )
