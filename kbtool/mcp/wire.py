@@ -61,6 +61,7 @@ class Tool:
     def __init__(self, spec: ToolSpec) -> None:
         self.spec = spec
         self._model: Any = None
+        self._description: dict[str, Any] | None = None
         self._lock = threading.Lock()
 
     @property
@@ -71,6 +72,12 @@ class Tool:
             return self._model
 
     def describe(self) -> dict[str, Any]:
+        """The tool's ``tools/list`` entry (built once)."""
+        if self._description is None:
+            self._description = self._describe()
+        return self._description
+
+    def _describe(self) -> dict[str, Any]:
         spec = self.spec
         out: dict[str, Any] = {"name": spec.name}
         if spec.title:
