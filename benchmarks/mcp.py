@@ -195,8 +195,9 @@ MIXES = {
 
 
 async def _parallel(db: Path, env: dict[str, str], rounds: int, functions: int, mix: str,
-                    width: int = 32) -> dict[str, float]:
-    """``rounds`` rounds of ``width`` parallel calls of ``mix`` through one session."""
+                    width: int = 32) -> tuple[list[float], float]:
+    """``rounds`` rounds of ``width`` parallel calls of ``mix`` through one session:
+    (per-call latencies, wall seconds)."""
     async with stdio_client(_server(db, **env)) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
@@ -210,22 +211,31 @@ async def _parallel(db: Path, env: dict[str, str], rounds: int, functions: int, 
             t0 = time.perf_counter()
             for r in range(rounds):
                 lat += await asyncio.gather(*(one(r * width + i) for i in range(width)))
-            wall = time.perf_counter() - t0
-    lat.sort()
-    return {"calls": len(lat), "p50_ms": round(statistics.median(lat) * 1000, 2),
-            "p95_ms": round(lat[min(len(lat) - 1, int(len(lat) * 0.95))] * 1000, 2),
-            "calls_per_s": round(len(lat) / wall, 1)}
+            return lat, time.perf_counter() - t0
 
 
 def concurrency_figures(db: Path, rounds: int, functions: int) -> dict[str, dict[str, float]]:
-    """Per mix, server and reuse setting; reuse on and off run back to back."""
+    """Per mix and server, reuse on and off; the rounds are split into two halves run in
+    alternating order (on, off, off, on), so a change of machine load hits both alike."""
     out = {}
     for mix in MIXES:
         for name, env in SERVERS.items():
-            for reuse in ("1", "0"):
-                label = f"{mix}: {name}, reuse {'on' if reuse == '1' else 'off'}"
-                out[label] = asyncio.run(
-                    _parallel(db, {**env, "KBTOOL_MCP_REUSE": reuse}, rounds, functions, mix))
+            runs: dict[str, tuple[list[float], float]] = {"1": ([], 0.0), "0": ([], 0.0)}
+            halves = [(rounds + 1) // 2, rounds // 2]
+            for order, half in zip((("1", "0"), ("0", "1")), halves, strict=True):
+                for reuse in order:
+                    if not half:
+                        continue
+                    lat, wall = asyncio.run(_parallel(
+                        db, {**env, "KBTOOL_MCP_REUSE": reuse}, half, functions, mix))
+                    runs[reuse] = (runs[reuse][0] + lat, runs[reuse][1] + wall)
+            for reuse, (lat, wall) in runs.items():
+                lat.sort()
+                out[f"{mix}: {name}, reuse {'on' if reuse == '1' else 'off'}"] = {
+                    "calls": len(lat), "p50_ms": round(statistics.median(lat) * 1000, 2),
+                    "p95_ms": round(lat[min(len(lat) - 1, int(len(lat) * 0.95))] * 1000, 2),
+                    "calls_per_s": round(len(lat) / wall, 1),
+                }
     return out
 
 
