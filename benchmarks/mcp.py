@@ -6,11 +6,20 @@ propose_symbol, and 50,000 functions for the target "list_functions returns in u
 Every call is a full round trip through a real `kbtool mcp --db ...` subprocess: JSON-RPC
 over the pipes, a fresh KB connection in the server, the query, and the client's JSON parse.
 
-Run:  python benchmarks/mcp.py [--calls N] [--big N] [--json] [--smoke]
+Also measured, in the same run:
+
+- start-up: spawn to the first ``list_versions`` answer (median of ``--starts`` runs) for
+  ``kbtool mcp`` (kbtool's own stdio transport) and, as the peer, the MCP SDK's server
+  (``KBTOOL_MCP_SDK=1``), with the load average (the machine is shared);
+- concurrency: rounds of 32 parallel calls (``asyncio.gather`` of ``get_function_facts`` and
+  paged ``list_functions`` through one client session) with the read connection reused
+  (default) and not (``KBTOOL_MCP_REUSE=0``), for both servers: latency p50/p95 and calls/s.
+
+Run:  python benchmarks/mcp.py [--calls N] [--big N] [--starts N] [--rounds N] [--json] [--smoke]
       python benchmarks/mcp.py --sizes KB   (answer sizes, contract calls vs paged, on a KB)
 
-``--smoke``: one KB of 500 functions, 5 calls per tool, the target not enforced (the test suite
-runs it).
+``--smoke``: one KB of 500 functions, 5 calls per tool, one start-up and one round per
+configuration, the target not enforced (the test suite runs it).
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -72,11 +82,15 @@ async def _timed(session, tool: str, args: dict, label: str | None = None) -> fl
     return elapsed
 
 
-async def _measure(db: Path, plan) -> tuple[float, dict[str, list[float]]]:
+def _server(db: Path, **env: str) -> StdioServerParameters:
     # -P: never import from the working directory (which may be this one, holding mcp.py)
-    params = StdioServerParameters(command=sys.executable,
-                                   args=["-P", "-m", "kbtool.cli", "mcp", "--db", str(db)],
-                                   env={**get_default_environment(), "PYTHONPATH": str(ROOT)})
+    return StdioServerParameters(command=sys.executable,
+                                 args=["-P", "-m", "kbtool.cli", "mcp", "--db", str(db)],
+                                 env={**get_default_environment(), "PYTHONPATH": str(ROOT), **env})
+
+
+async def _measure(db: Path, plan) -> tuple[float, dict[str, list[float]]]:
+    params = _server(db)
     t0 = time.perf_counter()
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
@@ -110,9 +124,7 @@ async def _sizes(db: Path, version_id: int, func_index: int) -> list[tuple[str, 
         ("list_memory_regions", {"version_id": version_id}),
         ("get_callers", {"version_id": version_id, "func_index": func_index}),
     ]
-    params = StdioServerParameters(command=sys.executable,
-                                   args=["-P", "-m", "kbtool.cli", "mcp", "--db", str(db)],
-                                   env={**get_default_environment(), "PYTHONPATH": str(ROOT)})
+    params = _server(db)
     out = []
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
@@ -148,6 +160,85 @@ def sizes_report(db: Path, vid: int | None = None) -> int:
     return 0
 
 
+SERVERS = {"kbtool": {}, "sdk": {"KBTOOL_MCP_SDK": "1"}}  # kbtool's transport; the SDK's server
+
+
+async def _first_answer(db: Path, env: dict[str, str]) -> float:
+    """Seconds from spawning the server to the first list_versions answer."""
+    t0 = time.perf_counter()
+    async with stdio_client(_server(db, **env)) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            await session.call_tool("list_versions", {})
+            return time.perf_counter() - t0
+
+
+def startup_figures(db: Path, runs: int) -> dict[str, dict[str, float]]:
+    """Median (and min/max) start-up to the first answer, per server, runs interleaved."""
+    times: dict[str, list[float]] = {name: [] for name in SERVERS}
+    for _ in range(runs):
+        for name, env in SERVERS.items():
+            times[name].append(asyncio.run(_first_answer(db, env)))
+    return {name: {"runs": len(xs), "median_ms": round(statistics.median(xs) * 1000, 1),
+                   "min_ms": round(min(xs) * 1000, 1), "max_ms": round(max(xs) * 1000, 1)}
+            for name, xs in times.items()}
+
+
+MIXES = {
+    # the brief's mix: facts of one function and a 100-row page of the function list
+    "facts+pages": lambda i, n: (
+        ("get_function_facts", {"version_id": 1, "func_index": (i * 7919) % n}) if i % 2 else
+        ("list_functions", {"version_id": 1, "limit": 100, "offset": (i * 100) % n})),
+    # cheap reads, where opening a connection is most of a call's work
+    "get_symbol": lambda i, n: ("get_symbol", {"stable_id": f"{(i * 7919) % n:016x}"}),
+}
+
+
+async def _parallel(db: Path, env: dict[str, str], rounds: int, functions: int, mix: str,
+                    width: int = 32) -> tuple[list[float], float]:
+    """``rounds`` rounds of ``width`` parallel calls of ``mix`` through one session:
+    (per-call latencies, wall seconds)."""
+    async with stdio_client(_server(db, **env)) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+
+            async def one(i: int) -> float:
+                tool, args = MIXES[mix](i, functions)
+                return await _timed(session, tool, args, label=f"parallel {tool}")
+
+            await asyncio.gather(*(one(i) for i in range(width)))  # warm-up
+            lat: list[float] = []
+            t0 = time.perf_counter()
+            for r in range(rounds):
+                lat += await asyncio.gather(*(one(r * width + i) for i in range(width)))
+            return lat, time.perf_counter() - t0
+
+
+def concurrency_figures(db: Path, rounds: int, functions: int) -> dict[str, dict[str, float]]:
+    """Per mix and server, reuse on and off; the rounds are split into two halves run in
+    alternating order (on, off, off, on), so a change of machine load hits both alike."""
+    out = {}
+    for mix in MIXES:
+        for name, env in SERVERS.items():
+            runs: dict[str, tuple[list[float], float]] = {"1": ([], 0.0), "0": ([], 0.0)}
+            halves = [(rounds + 1) // 2, rounds // 2]
+            for order, half in zip((("1", "0"), ("0", "1")), halves, strict=True):
+                for reuse in order:
+                    if not half:
+                        continue
+                    lat, wall = asyncio.run(_parallel(
+                        db, {**env, "KBTOOL_MCP_REUSE": reuse}, half, functions, mix))
+                    runs[reuse] = (runs[reuse][0] + lat, runs[reuse][1] + wall)
+            for reuse, (lat, wall) in runs.items():
+                lat.sort()
+                out[f"{mix}: {name}, reuse {'on' if reuse == '1' else 'off'}"] = {
+                    "calls": len(lat), "p50_ms": round(statistics.median(lat) * 1000, 2),
+                    "p95_ms": round(lat[min(len(lat) - 1, int(len(lat) * 0.95))] * 1000, 2),
+                    "calls_per_s": round(len(lat) / wall, 1),
+                }
+    return out
+
+
 def _stats(xs: list[float]) -> dict[str, float]:
     xs = sorted(xs)
     return {
@@ -163,6 +254,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--calls", type=int, default=200, help="calls per measured tool (default 200)")
     ap.add_argument("--small", type=int, default=5_000, help="functions in the small KB")
     ap.add_argument("--big", type=int, default=50_000, help="functions in the big KB")
+    ap.add_argument("--starts", type=int, default=7, help="start-ups per server (default 7)")
+    ap.add_argument("--rounds", type=int, default=20,
+                    help="rounds of 32 parallel calls per configuration (default 20)")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--smoke", action="store_true", help="tiny KBs, a few calls, no target")
     ap.add_argument("--sizes", type=Path, metavar="KB",
@@ -173,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         return sizes_report(args.sizes, args.version)
     if args.smoke:
         args.calls, args.small, args.big = 5, 500, 500   # one KB, one server process
+        args.starts, args.rounds = 1, 1
 
     with tempfile.TemporaryDirectory() as tmp:
         small, big = Path(tmp, "small.db"), Path(tmp, "big.db")
@@ -205,12 +300,17 @@ def main(argv: list[str] | None = None) -> int:
         else:
             startup, small_res = asyncio.run(_measure(small, small_plan))
             _, big_res = asyncio.run(_measure(big, big_plan))
+        starts = startup_figures(small, args.starts)
+        parallel = concurrency_figures(small, args.rounds, args.small)
 
     figures = {
         "mcp_sdk": version("mcp"),
         "kb_build_seconds": round(build_s, 2),
         "server_startup_ms": round(startup[0] * 1000, 1),
         "server_startup_to_first_list_versions_ms": round(startup[1] * 1000, 1),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "startup_to_first_answer": starts,
+        "parallel_32": parallel,
         "tools": {k: _stats(v) for k, v in {**small_res, **big_res}.items()},
         "answer_bytes": dict(SIZES),
     }
@@ -229,6 +329,20 @@ def main(argv: list[str] | None = None) -> int:
         for name, st in figures["tools"].items():
             print(f"{name:<34}{st['n']:>5}{st['median_ms']:>12.2f}{st['p95_ms']:>10.2f}"
                   f"{st['max_ms']:>10.2f}{SIZES.get(name, 0):>11,}")
+        print(f"start-up to the first list_versions answer, median of {args.starts} "
+              f"(load average {' '.join(f'{x:.2f}' for x in figures['load_average'])}):")
+        for name, st in starts.items():
+            what = "kbtool mcp (own stdio transport)" if name == "kbtool" else \
+                "SDK server (KBTOOL_MCP_SDK=1), the peer"
+            print(f"  {what:<42}{st['median_ms']:>8.0f} ms  (min {st['min_ms']:.0f},"
+                  f" max {st['max_ms']:.0f})")
+        print(f"32 parallel calls x {args.rounds} rounds, one session, {args.small:,} functions"
+              " (facts+pages: get_function_facts + 100-row list_functions pages):")
+        print(f"  {'mix: server, read connection':<40}{'calls':>7}{'p50 ms':>10}{'p95 ms':>10}"
+              f"{'calls/s':>10}")
+        for label, st in parallel.items():
+            print(f"  {label:<40}{st['calls']:>7}{st['p50_ms']:>10.2f}{st['p95_ms']:>10.2f}"
+                  f"{st['calls_per_s']:>10.1f}")
         verdict = "PASS" if figures["target_list_functions_big_under_1s"] else "FAIL"
         print(f"target: list_functions on {args.big:,} functions < 1 s (worst of 10): "
               f"{big_max * 1000:.0f} ms  {verdict}")

@@ -21,18 +21,24 @@ from kbtool.mcp.server import build_server
 
 CLI = [sys.executable, "-m", "kbtool.cli"]
 
-HIDE_MCP = '''
+HIDE = '''
 import sys
 
-class _HideMCP:
-    """Make the mcp SDK look uninstalled."""
+class _Hide:
+    """Make some packages look uninstalled."""
     def find_spec(self, name, path=None, target=None):
-        if name == "mcp" or name.startswith("mcp."):
+        if name.split(".")[0] in HIDDEN:
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
         return None
 
-sys.meta_path.insert(0, _HideMCP())
+sys.meta_path.insert(0, _Hide())
 '''
+
+
+def hide(tmp_path: Path, *packages: str) -> dict[str, str]:
+    """An environment whose Python cannot import ``packages`` (a sitecustomize hook)."""
+    (tmp_path / "sitecustomize.py").write_text(f"HIDDEN = {set(packages)!r}\n" + HIDE)
+    return dict(os.environ, PYTHONPATH=str(tmp_path))
 
 
 class RawServer:
@@ -152,10 +158,9 @@ def test_not_a_kb(tmp_path):
 
 
 def test_without_the_sdk(demo_kb_master, tmp_path):
-    """`kbtool mcp` explains how to install the SDK; every other command still works."""
-    (tmp_path / "sitecustomize.py").write_text(HIDE_MCP)
-
-    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    """`kbtool mcp` serves without the SDK (its stdio transport is kbtool's own; pydantic
+    validates); the SDK's server explains how to install it; every other command works."""
+    env = hide(tmp_path, "mcp")
 
     def run(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run(list(args), capture_output=True, text=True, env=env, timeout=120,
@@ -164,10 +169,32 @@ def test_without_the_sdk(demo_kb_master, tmp_path):
     hidden = run(sys.executable, "-c", "import mcp")
     assert hidden.returncode != 0 and "No module named 'mcp'" in hidden.stderr
 
-    served = run(*CLI, "mcp", "--db", str(demo_kb_master))
-    assert served.returncode == 1
-    assert "pip install" in served.stderr and "mcp" in served.stderr
-    assert "Traceback" not in served.stderr and served.stdout == ""
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "list_versions", "arguments": {}}},
+    ]
+    served = subprocess.run([*CLI, "mcp", "--db", str(demo_kb_master)], env=env, timeout=120,
+                            input="".join(json.dumps(r) + "\n" for r in requests),
+                            capture_output=True, text=True)
+    assert served.returncode == 0, served.stderr
+    replies = [parse_protocol_line(line) for line in served.stdout.splitlines()]
+    assert [r["id"] for r in replies] == [1, 2]
+    assert replies[0]["result"]["protocolVersion"] == "2025-06-18"
+    conn = open_ro(demo_kb_master)
+    expected = queries.list_versions(conn)
+    conn.close()
+    assert json.loads(replies[1]["result"]["content"][0]["text"]) == expected
+
+    sdk_served = subprocess.run([*CLI, "mcp", "--db", str(demo_kb_master)], timeout=120,
+                                env={**env, "KBTOOL_MCP_SDK": "1"}, stdin=subprocess.DEVNULL,
+                                capture_output=True, text=True)
+    assert sdk_served.returncode == 1
+    assert "pip install" in sdk_served.stderr and "mcp" in sdk_served.stderr
+    assert "Traceback" not in sdk_served.stderr and sdk_served.stdout == ""
 
     built = run(sys.executable, "-c", (
         "import sys\nfrom kbtool.mcp.server import build_server\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated
 
@@ -29,13 +30,27 @@ def mcp_cmd(
     level = log_level.upper()
     if level not in LOG_LEVELS:
         fail(f"unknown log level {log_level!r}; one of {', '.join(LOG_LEVELS)}")
-    from kbtool.mcp.server import build_server
+    from kbtool.mcp.server import check_kb
 
-    try:
-        server = build_server(db_path(db), log_level=level)
-    except RuntimeError as exc:  # the SDK is missing or unusable
-        fail(str(exc))
+    path = db_path(db)
+    check_kb(path)  # a missing or foreign KB fails before the note below
     if sys.stdin.isatty():
         err_console.print("kbtool mcp speaks MCP on stdin/stdout and is meant to be started by an "
                           "MCP client (see the README); waiting for one. Ctrl-C quits.")
-    server.run()
+    try:
+        if use_sdk():
+            from kbtool.mcp.server import build_server
+
+            build_server(path, log_level=level).run()
+        else:
+            from kbtool.mcp.wire import serve_stdio
+
+            serve_stdio(path, log_level=level)
+    except RuntimeError as exc:  # pydantic or the SDK is missing or unusable
+        fail(str(exc))
+
+
+def use_sdk() -> bool:
+    """``KBTOOL_MCP_SDK=1``: serve with the MCP SDK's server instead of kbtool's own stdio
+    loop (:mod:`kbtool.mcp.wire`, the default: same tools and answers, ~1 s faster start)."""
+    return os.environ.get("KBTOOL_MCP_SDK", "") not in ("", "0")

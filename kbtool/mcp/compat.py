@@ -12,8 +12,8 @@ What differs between the SDK lines, and how kbtool irons it out:
   so every client sees the same single text block on every SDK version;
 - tool annotations (``readOnlyHint``) and server ``instructions`` exist only in newer
   SDKs: passed when supported, skipped otherwise;
-- sync tools run on worker threads in 2.x and inline on the event loop in 1.x; the
-  tools open their own connection per call, so both are safe.
+- sync tools run on worker threads in 2.x and inline on the event loop in 1.x; a call
+  borrows a read connection no other call holds (:mod:`kbtool.mcp.reads`), so both are safe.
 
 Importing this module never imports ``mcp``; :func:`load` does, and turns a missing or
 broken SDK into a ``RuntimeError`` carrying an install hint.

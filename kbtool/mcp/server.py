@@ -1,8 +1,10 @@
-"""The MCP server: the KB as tools over stdio (contract part 4, MCP table).
+"""The MCP tools over the KB (contract part 4, MCP table), for both servers.
 
-``build_server(db_path)`` returns an SDK server named ``kbtool`` whose ``run()`` blocks on
-stdio. Every tool call opens its own connection (``open_ro`` for reads, ``open_rw`` for
-``propose_symbol``) and closes it; answers come only from :mod:`kbtool.kb.queries`,
+:func:`tool_specs` binds every tool to a KB file; :mod:`kbtool.mcp.wire` serves them over
+stdio (what ``kbtool mcp`` runs) and :func:`build_server` registers them with the MCP
+SDK's server (``KBTOOL_MCP_SDK=1``, and the reference the tests compare with). Reads borrow
+a reused read-only connection (:mod:`kbtool.mcp.reads`); each gated write opens its own
+read-write connection; answers come only from :mod:`kbtool.kb.queries`,
 :func:`kbtool.services.diff.report.get_diff` and the gate :func:`kbtool.kb.gate.upsert_symbol`.
 
 Results: each tool answers with exactly one text block, the JSON of the contract's shape
@@ -21,6 +23,7 @@ import inspect
 import json
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -28,10 +31,8 @@ from kbtool.kb import queries
 from kbtool.kb.db import open_ro, open_rw
 from kbtool.kb.errors import KBError, KBMissingError, UnknownStableIdError, UnknownVersionError
 from kbtool.kb.gate import MAX_BINARY_NAME, MAX_NAME, MAX_STABLE_ID, MAX_SUMMARY, upsert_symbol
-from kbtool.mcp import compat
+from kbtool.mcp import compat, reads
 from kbtool.mcp.paging import MAX_ANSWER_BYTES, MAX_PAGE, call_text, cut_lists, page_rows
-from kbtool.services import names_io
-from kbtool.services.diff.report import get_diff as report_diff
 from kbtool.textutil import json_safe
 
 log = logging.getLogger("kbtool.mcp")
@@ -85,28 +86,57 @@ is {items, total, offset, next_offset, truncated, note} (get_diff: the report pl
 object) and never exceeds 100 KB; call again with offset=next_offset until it is null."""
 
 
-def build_server(db_path: str | Path, *, log_level: str = "WARNING") -> Any:
-    """The MCP server for the KB at ``db_path``; ``server.run()`` blocks serving stdio.
-
-    Raises ``FileNotFoundError`` (a :class:`KBMissingError`) when the file does not exist,
-    another :class:`KBError` when it is not a readable KB, and ``RuntimeError`` with an
-    install hint when the ``mcp`` package is absent or unusable.
-    """
+def check_kb(db_path: str | Path) -> Path:
+    """The KB file, resolved; :class:`KBMissingError` when it does not exist, another
+    :class:`KBError` when it is not a readable KB."""
     path = Path(db_path)
     if not path.exists():
         raise KBMissingError(
             f"no KB at {path} (create one with `kbtool ingest FILE` or `kbtool demo`)"
         )
-
     open_ro(path).close()  # fail now, not on the first call, when it is not a KB
+    return path.resolve()
 
 
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool as both servers register it: ``fn`` takes the validated arguments and
+    returns the answer's text, raising only the given tool error (one line)."""
+
+    fn: Callable[..., str]
+    read_only: bool
+    title: str | None
+    idempotent: bool
+
+    @property
+    def name(self) -> str:
+        return self.fn.__name__
+
+
+def tool_specs(db_path: str | Path, tool_error: type[Exception]) -> list[ToolSpec]:
+    """Every tool bound to the KB at ``db_path`` (already checked), in registration order."""
+    return [
+        ToolSpec(_as_tool(fn, render, tool_error), read_only, TITLES.get(fn.__name__),
+                 fn.__name__ in IDEMPOTENT_WRITES if not read_only else True)
+        for fn, read_only, render in _tools(str(Path(db_path).resolve()))
+    ]
+
+
+def build_server(db_path: str | Path, *, log_level: str = "WARNING") -> Any:
+    """The MCP SDK's server for the KB at ``db_path``; ``server.run()`` blocks serving stdio.
+    ``kbtool mcp`` serves with :mod:`kbtool.mcp.wire` instead (same tools, no SDK import);
+    this one is the reference the tests compare it with, and ``KBTOOL_MCP_SDK=1`` selects it.
+
+    Raises ``FileNotFoundError`` (a :class:`KBMissingError`) when the file does not exist,
+    another :class:`KBError` when it is not a readable KB, and ``RuntimeError`` with an
+    install hint when the ``mcp`` package is absent or unusable.
+    """
+    path = check_kb(db_path)
     sdk = compat.load()
     server = sdk.new_server(SERVER_NAME, instructions=INSTRUCTIONS, log_level=log_level)
-    for fn, read_only, render in _tools(str(path.resolve())):
-        sdk.add_tool(server, _as_tool(fn, render, sdk.tool_error), read_only=read_only,
-                     title=TITLES.get(fn.__name__), idempotent=fn.__name__ in IDEMPOTENT_WRITES
-                     if not read_only else True)
+    for spec in tool_specs(path, sdk.tool_error):
+        sdk.add_tool(server, spec.fn, read_only=spec.read_only, title=spec.title,
+                     idempotent=spec.idempotent)
     _stdio_only(server)
     log.info("kbtool MCP server on %s (mcp SDK %s)", path, sdk.version)
     return server
@@ -184,12 +214,7 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
     from kbtool.mcp import tools_agents, tools_analysis, tools_code, tools_xrefs
 
 
-    def read(query: Callable[..., Any], *args: Any) -> Any:
-        conn = open_ro(db_path)
-        try:
-            return query(conn, *args)
-        finally:
-            conn.close()
+    read = reads.pool_for(db_path).read  # a reused read-only connection per call
 
     # Strict, bounded arguments: pydantic's lax mode would turn `true` into 1 or 1.0 and
     # let 10**30 reach SQLite; strict mode refuses both with a validation (tool) error.
@@ -359,6 +384,8 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         is one page (at most `limit` rows, default 500, and 100 KB) and a `page` object
         {total, offset, next_offset, truncated, note} is added; call again with
         offset=next_offset until it is null. `summary` always counts the whole diff."""
+        from kbtool.services.diff.report import get_diff as report_diff
+
         report = read(report_diff, from_version_id, to_version_id)
         if only is None and limit is None and offset is None:
             return report
@@ -392,6 +419,8 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         function: page a large module). With them, the three header lines come first, then
         at most `limit` rows (default 500, at most 100 KB) from row `offset`, and when rows
         remain a last line "# kbtool: truncated: ... offset=N" says what to call next."""
+        from kbtool.services import names_io
+
         text = read(names_io.export_text, version_id)
         if offset is None and limit is None:
             return text

@@ -8,12 +8,9 @@
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from kbtool.agents import BackendUnavailable
-from kbtool.agents import agent_backends as entries
 from kbtool.kb.db import open_rw
 from kbtool.kb.errors import KBError
 from kbtool.mcp.server import as_json
-from kbtool.services.agent_pass import run_agent_pass as run_pass
 
 BackendSelector = Literal[
     "auto", "offline", "provider_a", "provider_a_alias_1", "provider_a_alias_2", "provider_b"
@@ -39,6 +36,8 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
         Returns [{name, backend, aliases, available, requires, default_model}]: name is the
         selector, backend the name written into evidence, requires the packages and
         environment variables it needs."""
+
+        from kbtool.agents import agent_backends as entries
 
         return entries()
 
@@ -84,6 +83,9 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
         rejected_by_economy, skipped_existing, specialist_proposed, specialist_written,
         rounds_run, details: [{kind (write|verifier_reject|economy_reject), index,
         stable_id, name, confidence, source, backend, model, reason}]}."""
+
+        from kbtool.agents import BackendUnavailable
+        from kbtool.services.agent_pass import run_agent_pass as run_pass
 
         conn = open_rw(db_path, create=False)
         try:

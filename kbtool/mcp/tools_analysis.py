@@ -10,7 +10,6 @@ from typing import Annotated, Any
 
 from kbtool.kb.db import open_rw
 from kbtool.mcp.server import as_json
-from kbtool.services.analyze import analyze_version as run
 
 
 def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], str]]]:
@@ -34,6 +33,8 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
         [{func_index, stable_id, name, confidence, family, outcome (written, refused,
         unchanged, skipped), reason}], review: [{func_index, candidates, reason}], summary
         (counts)}."""
+
+        from kbtool.services.analyze import analyze_version as run
 
         conn = open_rw(db_path, create=False)
         try:

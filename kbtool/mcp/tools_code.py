@@ -57,8 +57,7 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
     """(function, read_only, renderer) for the code tools, bound to ``db_path``."""
     from pydantic import Field
 
-    from kbtool.kb.db import open_ro
-    from kbtool.services import code as code_service
+    from kbtool.mcp import reads
 
     VersionId = Annotated[int, Field(description="A version id from list_versions.")]
     FuncIndex = Annotated[
@@ -90,11 +89,9 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
     ]
 
     def fetch(version_id: int, func_index: int) -> dict[str, Any]:
-        conn = open_ro(db_path)
-        try:
-            return code_service.disassembly(conn, version_id, func_index)
-        finally:
-            conn.close()
+        from kbtool.services import code as code_service
+
+        return reads.pool_for(db_path).read(code_service.disassembly, version_id, func_index)
 
     def get_disassembly(
         version_id: VersionId,

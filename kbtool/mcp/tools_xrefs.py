@@ -11,8 +11,8 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 from kbtool.kb import queries
-from kbtool.kb.db import open_ro
 from kbtool.kb.errors import KBError
+from kbtool.mcp import reads
 from kbtool.mcp.paging import MAX_PAGE, call_text, page_rows
 from kbtool.mcp.server import MAX_INT, as_json
 
@@ -53,12 +53,7 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
     """(function, read_only, renderer) of the cross-reference tools, bound to ``db_path``."""
     from pydantic import Field
 
-    def read(query: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        conn = open_ro(db_path)
-        try:
-            return query(conn, *args, **kwargs)
-        finally:
-            conn.close()
+    read = reads.pool_for(db_path).read  # a reused read-only connection per call
 
     VersionId = Annotated[
         int, Field(strict=True, ge=0, le=MAX_INT, description="A version id from list_versions.")
