@@ -20,7 +20,15 @@ from kbtool.kb.errors import (
     UnknownStableIdError,
     UnknownVersionError,
 )
-from kbtool.wasm.opcodes import MNEMONICS
+
+
+def _mnemonics() -> list[str]:
+    """The opcode table, imported on first use: importing ``kbtool.wasm`` loads the decoders,
+    which a read that never shows an instruction (``kbtool mcp`` start-up) does not need."""
+    from kbtool.wasm.opcodes import MNEMONICS
+
+    return MNEMONICS
+
 
 SEARCH_CAP = 200          # hard cap of any search, whatever the caller asks
 LEGACY_PROGRAM = "legacy"  # the program of versions ingested before schema v2 (program_id NULL)
@@ -354,8 +362,9 @@ def get_function_facts(conn: sqlite3.Connection, version_id: int, func_index: in
     targets += ["<indirect>"] * row["call_indirect"]
     ops = array("H")
     ops.frombytes(row["ops"])
+    mnemonics = _mnemonics()
     mem_ops = [
-        {"op": MNEMONICS[op], "offset": off, "width": width}
+        {"op": mnemonics[op], "offset": off, "width": width}
         for op, off, width in json.loads(row["mem_ops"])
     ]
     return {
@@ -365,7 +374,7 @@ def get_function_facts(conn: sqlite3.Connection, version_id: int, func_index: in
         "call_targets": targets,
         "referenced_strings": json.loads(row["strings"]),
         "raw_name": row["raw_name"],
-        "instruction_mnemonics": [MNEMONICS[o] for o in ops],
+        "instruction_mnemonics": [mnemonics[o] for o in ops],
         "is_exported": bool(row["is_exported"]),
         "export_names": json.loads(row["export_names"] or "[]"),
         "callees": [names[c] for c in distinct if c in names and not names[c]["imported"]],
