@@ -164,14 +164,16 @@ class _Blk:
         self.claimed = -1  # index of the br_table whose switch this block belongs to
 
 
-def _scan(ins, budget):
-    """Match blocks, record branch sites and choose each block's C form."""
+def _scan(ins, ctrl, budget):
+    """Match blocks, record branch sites and choose each block's C form (``ctrl``: the
+    indices of the control instructions in ``ins``)."""
     blocks = [_Blk("func", -1, -1, None)]
     stack = [0]
     open_at: dict[int, int] = {}
     tables: list[tuple[int, int, set[int]]] = []
     order: list[int] = []
-    for i, (_off, op, imms) in enumerate(ins):
+    for i in ctrl:
+        _off, op, imms = ins[i]
         kind = _OPENERS.get(op)
         if kind is not None:
             b = len(blocks)
@@ -1440,35 +1442,108 @@ _MEMOPS = frozenset(i for i, n in enumerate(MNEMONICS) if n in _LOAD_CT or n in 
 
 
 def _decode(data: bytes, start: int, end: int, budget: _Budget):
+    """Decode a body into ``[(offset, op, imms)]`` plus the indices of control instructions.
+
+    Inline fast paths cover the common shapes with one- or two-byte LEBs (no immediate;
+    local/global/label/call index; ``i32.const``; memarg; empty block type); anything else
+    (and any shape near ``end``) goes through the shared careful decoder.
+    """
     decls, p = read_local_decls(data, start, end)
     ins = []
+    ctrl = []
     append = ins.append
+    cappend = ctrl.append
     none = _NO_IMM
+    fast = _FAST
+    is_ctrl = _CTRL
     n = 0
+    lim = end - 3  # fast paths read at most three bytes after the opcode
     while p < end:
-        # shortcut for the two commonest shapes (no immediate; local op with a one-byte
-        # index); everything else goes through the shared careful decoder
         b = data[p]
-        if b in none:
+        k = fast[b]
+        if k == 1:
             append((p, b, ()))
             p += 1
-        elif 0x20 <= b <= 0x22 and p + 1 < end and data[p + 1] < 0x80:
-            append((p, b, (data[p + 1],)))
-            p += 2
+        elif k and p < lim:
+            b1 = data[p + 1]
+            if k == 2:  # one uleb
+                if b1 < 0x80:
+                    append((p, b, (b1,)))
+                    p += 2
+                elif data[p + 2] < 0x80:
+                    append((p, b, ((b1 & 0x7F) | (data[p + 2] << 7),)))
+                    p += 3
+                else:
+                    op, p2, imms = decode_one(data, p, end)
+                    append((p, op, imms))
+                    p = p2
+            elif k == 3:  # i32.const
+                if b1 < 0x80:
+                    append((p, b, (b1 - 0x80 if b1 & 0x40 else b1,)))
+                    p += 2
+                elif data[p + 2] < 0x80:
+                    v = (b1 & 0x7F) | (data[p + 2] << 7)
+                    append((p, b, (v - 0x4000 if v & 0x2000 else v,)))
+                    p += 3
+                else:
+                    op, p2, imms = decode_one(data, p, end)
+                    append((p, op, imms))
+                    p = p2
+            elif k == 4:  # memarg: align < 0x40 (no memory index), offset
+                b2 = data[p + 2]
+                if b1 >= 0x40:
+                    op, p2, imms = decode_one(data, p, end)
+                    append((p, op, imms))
+                    p = p2
+                elif b2 < 0x80:
+                    append((p, b, (b1, b2, 0)))
+                    p += 3
+                elif data[p + 3] < 0x80:
+                    append((p, b, (b1, (b2 & 0x7F) | (data[p + 3] << 7), 0)))
+                    p += 4
+                else:
+                    op, p2, imms = decode_one(data, p, end)
+                    append((p, op, imms))
+                    p = p2
+            elif b1 == 0x40:  # block / loop / if with an empty block type
+                append((p, b, ("",)))
+                p += 2
+            else:
+                op, p2, imms = decode_one(data, p, end)
+                append((p, op, imms))
+                p = p2
         else:
             op, p2, imms = decode_one(data, p, end)
             append((p, op, imms))
             p = p2
+        if b in is_ctrl:
+            cappend(n)
         n += 1
         if not n & 0xFFF:
             if n > MAX_INSTRUCTIONS:
                 raise LiftError(f"more than {MAX_INSTRUCTIONS} instructions")
             budget.spend(0)
-    return decls, ins
+    return decls, ins, ctrl
 
 
 #: single-byte opcodes without immediates
 _NO_IMM = frozenset(b for b in range(0xFB) if BYTE_KIND[b] == K_NONE)
+#: control instructions the structurer looks at (openers, else/catch, ends, branches)
+#: (by first byte; 0xD5/0xD6 br_on_null/non_null, 0xFB GC ops incl. br_on_cast)
+_CTRL = frozenset(
+    {0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x0B, 0x0C, 0x0D, 0x0E, 0x18, 0x19, 0x1F, 0xD5, 0xD6, 0xFB}
+)
+#: fast decode shape per first byte: 1 none, 2 one uleb, 3 i32.const, 4 memarg, 5 block
+_FAST = [0] * 256
+for _b in _NO_IMM:
+    _FAST[_b] = 1
+for _b in (0x0C, 0x0D, 0x10, 0x12, 0x20, 0x21, 0x22, 0x23, 0x24):
+    _FAST[_b] = 2
+_FAST[0x41] = 3
+for _b in range(0x28, 0x3F):
+    _FAST[_b] = 4
+for _b in (0x02, 0x03, 0x04):
+    _FAST[_b] = 5
 
 
 def _signature(lm: LiftModule, fi: int, param_names: list[str] | None) -> str:
@@ -1569,7 +1644,7 @@ def lift_function(
     start, end = m.code[func_index - m.num_func_imports]
     try:
         t = m.func_type(func_index)
-        decls, ins = _decode(lm.data, start, end, budget)
+        decls, ins, ctrl = _decode(lm.data, start, end, budget)
         if len(ins) > max_instructions:
             raise LiftError(f"more than {max_instructions} instructions")
         n_locals = len(t.params) + sum(c for c, _ in decls)
@@ -1579,7 +1654,7 @@ def lift_function(
         for c, ty in decls:
             local_types.extend([ty] * c)
         locals_c = _local_names(lm, func_index, len(t.params), n_locals)
-        blocks, open_at, switches = _scan(ins, budget)
+        blocks, open_at, switches = _scan(ins, ctrl, budget)
         lf = _Lifter(lm, func_index, budget, max_chars)
         lf.switches = switches
         lf.run(ins, blocks, open_at, locals_c, local_types, t)
