@@ -41,6 +41,8 @@ MAX_INDENT = 40
 DEFAULT_SECONDS = 10.0
 
 F_CALL, F_MEM, F_GLOB = 1, 2, 4
+F_SET = 8  # the expression assigns a local (a folded ``local.tee``)
+F_EFFECT = F_CALL | F_MEM | F_GLOB
 
 _OPENERS = {0x02: "block", 0x03: "loop", 0x04: "if", 0x06: "try", 0x1F: "try_table"}
 _LOAD_CT = {
@@ -104,16 +106,17 @@ class LiftResult:
 class _E:
     """An expression on the value stack."""
 
-    __slots__ = ("text", "prec", "ty", "fl", "locs", "neg", "const")
+    __slots__ = ("text", "prec", "ty", "fl", "locs", "neg", "const", "tee")
 
-    def __init__(self, text, prec, ty, fl=0, locs=(), neg=None, const=None):
+    def __init__(self, text, prec, ty, fl=0, locs=(), neg=None, const=None, tee=None):
         self.text = text
         self.prec = prec
         self.ty = ty
         self.fl = fl
-        self.locs = locs
+        self.locs = locs  # locals the expression reads (x) and assigns (~x, with F_SET)
         self.neg = neg
         self.const = const
+        self.tee = tee  # local index when the expression is exactly ``lN = value``
 
 
 def _p(e: _E, maxprec: int) -> str:
@@ -460,6 +463,7 @@ class _Lifter:
         self.nlabel = 0
         self.hook = lm.names.field_hook
         self.extra = 0  # indentation of open if-converted blocks
+        self.pend: set[int] = set()  # locals with a folded tee possibly on the stack
 
     # -- output
     def emit(self, line: str) -> None:
@@ -500,6 +504,10 @@ class _Lifter:
         self.stack.append(e)
 
     def spill(self, e: _E) -> _E:
+        if e.tee is not None:  # a folded tee becomes its own statement again
+            self.emit(f"{e.text};")
+            x = e.tee
+            return _E(self.locals_c[x], 0, e.ty, 0, (x,))
         name = self.new_temp(e.ty)
         self.emit(f"{name} = {e.text};")
         return _E(name, 0, e.ty)
@@ -514,10 +522,89 @@ class _Lifter:
         self.spill_where(lambda e: True)
 
     def spill_for_call(self) -> None:
+        """Before control flow: everything with an effect or a pending local assignment."""
         self.spill_where(lambda e: e.fl != 0)
 
+    def spill_effects(self) -> None:
+        """Before a call or another effect: what reads memory/globals or calls."""
+        self.spill_where(lambda e: e.fl & F_EFFECT)
+
+    def spill_pending(self, x: int) -> None:
+        """Before a read of local ``x``: the folded tees that assign it."""
+        nx = ~x
+        self.spill_where(lambda e: e.fl & F_SET and nx in e.locs)
+        self.pend.discard(x)
+
+    def set_local(self, x: int, v: _E, tee: bool) -> None:
+        """``local.set`` / ``local.tee``: a tee stays an expression ``(lN = v)`` until it
+        is consumed (folded into the consumer) or something reads ``lN`` first."""
+        if x < 0 or x >= len(self.locals_c):
+            raise LiftError(f"local index {x} out of range")
+        name = self.locals_c[x]
+        nx = ~x
+        if v.fl & F_SET and nx in v.locs:
+            v = self.spill(v)  # `x = (x = a) + 1` would be unsequenced
+        self.spill_for_local(x)
+        if v.text == name:
+            if tee:
+                self.stack.append(_E(name, 0, self.local_types[x], 0, (x,)))
+            return
+        if not tee or not self.foldable(x):
+            self.emit(f"{name} = {v.text};")
+            if tee:
+                self.stack.append(_E(name, 0, self.local_types[x], 0, (x,)))
+            return
+        locs = v.locs + (nx,)
+        self.pend.add(x)
+        self.push(_E(f"{name} = {v.text}", 14, self.local_types[x], v.fl | F_SET, locs, tee=x))
+
     def spill_for_local(self, idx: int) -> None:
-        self.spill_where(lambda e: idx in e.locs)
+        nx = ~idx
+        self.spill_where(lambda e: idx in e.locs or nx in e.locs)
+
+    def foldable(self, x: int) -> bool:
+        """Whether the ``local.tee x`` at the current instruction may stay an expression:
+        a short forward simulation of the stack finds the statement that consumes its
+        value before anything reads or writes ``x`` again (else a fold would force a
+        temporary later) and before any control flow leaves the value on the stack."""
+        ins = self.ins
+        i = self.cur
+        last = min(len(ins), i + 48)
+        d = 0  # values above the (possibly composed) tee value
+        effects = _STACK_EFFECT
+        m = self.m
+        for j in range(i + 1, last):
+            _off, op, imms = ins[j]
+            if op == 0x20 or op == 0x21 or op == 0x22:
+                if imms[0] == x:
+                    return False
+                if op == 0x20:
+                    d += 1
+                    continue
+            if op == 0x10:
+                if imms[0] >= m.num_functions:
+                    return False
+                t = m.types[m.func_type_index(imms[0])]
+                pops, pushes = len(t.params), len(t.results)
+            else:
+                eff = effects[op] if op < len(effects) else None
+                if eff is None:
+                    return False
+                pops, pushes = eff
+            if pops <= d:
+                if pushes < 0:
+                    return False  # control flow with the value still on the stack
+                d += pushes - pops
+                continue
+            # this instruction consumes the value
+            if op == 0x1B:
+                return False
+            if pushes == 0 or pushes == -2:
+                return True  # a statement (set, store, drop, call, br_if/if condition)
+            if pushes != 1:
+                return False
+            d = 0
+        return False
 
     # -- names
     def fname(self, idx: int) -> str:
@@ -590,8 +677,10 @@ class _Lifter:
         stack = self.stack
         lt = local_types
         nloc = len(locals_c)
+        pend = self.pend
         for i in range(n):
             off, op, imms = ins[i]
+            self.cur = i
             if not i & 0x3FF:
                 budget.spend(0x400)
             if not self.dead:
@@ -600,6 +689,8 @@ class _Lifter:
                     x = imms[0]
                     if x >= nloc:
                         raise LiftError(f"local index {x} out of range")
+                    if pend and x in pend:
+                        self.spill_pending(x)
                     stack.append(_E(locals_c[x], 0, lt[x], 0, (x,)))
                     continue
                 ent = ctable[op]
@@ -626,16 +717,12 @@ class _Lifter:
     def step(self, i, off, op, imms):  # noqa: C901 - one dispatch over opcodes
         if op == 0x20:  # local.get
             x = imms[0]
-            self.push(_E(self.local(x), 0, self.local_types[x], 0, (x,)))
-        elif op == 0x21 or op == 0x22:  # local.set / tee
-            x = imms[0]
-            v = self.pop()
             name = self.local(x)
-            self.spill_for_local(x)
-            if v.text != name:
-                self.emit(f"{name} = {v.text};")
-            if op == 0x22:
-                self.push(_E(name, 0, self.local_types[x], 0, (x,)))
+            if x in self.pend:
+                self.spill_pending(x)
+            self.push(_E(name, 0, self.local_types[x], 0, (x,)))
+        elif op == 0x21 or op == 0x22:  # local.set / tee
+            self.set_local(imms[0], self.pop(), op == 0x22)
         elif op in _MEMOPS:
             self.mem_op(op, imms)
         elif op == 0x41:
@@ -667,6 +754,7 @@ class _Lifter:
             self.do_end(i)
         elif op == 0x0C:
             vals = self.branch_values(imms[0], consume=True)
+            self.spill_for_call()
             for line in self.branch(imms[0], vals):
                 self.emit(line)
             self.dead = True
@@ -676,6 +764,7 @@ class _Lifter:
             self.br_table(i, imms[0], imms[1])
         elif op == 0x0F:
             vals = self.branch_values(len(self.frames) - 1, consume=True)
+            self.spill_for_call()
             for line in self.branch(len(self.frames) - 1, vals):
                 self.emit(line)
             self.dead = True
@@ -687,16 +776,16 @@ class _Lifter:
             pass
         elif op == 0x1A:
             v = self.pop()
-            if v.fl & F_CALL:
+            if v.fl & (F_CALL | F_SET):
                 self.emit(f"{v.text};")
         elif op == 0x1B or op == 0x1C:
             c = self.pop()
             b = self.pop()
             a = self.pop()
-            if (a.fl | b.fl) & F_CALL:
-                if a.fl & F_CALL:
+            if (a.fl | b.fl) & (F_CALL | F_SET):  # C evaluates one arm only
+                if a.fl & (F_CALL | F_SET):
                     a = self.spill(a)
-                if b.fl & F_CALL:
+                if b.fl & (F_CALL | F_SET):
                     b = self.spill(b)
             fl, locs = _merge(a, b, c)
             self.push(_E(f"{_p(c, 12)} ? {_p(a, 12)} : {_p(b, 13)}", 13, a.ty, fl, locs))
@@ -723,7 +812,7 @@ class _Lifter:
             self.push(_E("memory_size()", 0, "i32", F_MEM))
         elif op == 0x40:
             n = self.pop()
-            self.spill_for_call()
+            self.spill_effects()
             self.push(_E(f"memory_grow({n.text})", 0, "i32", F_CALL | n.fl, n.locs))
         elif op == 0xD0:
             self.push(_E("REF_NULL", 0, "funcref", const=0))
@@ -745,7 +834,7 @@ class _Lifter:
         elif op == 0x26:
             v = self.pop()
             i_ = self.pop()
-            self.spill_for_call()
+            self.spill_effects()
             self.emit(f"table_set({imms[0]}, {i_.text}, {v.text});")
         elif op == 0x08:  # throw
             tag = self.tag_type(imms[0])
@@ -871,7 +960,7 @@ class _Lifter:
 
     def do_call(self, name, t, is_tail, callee_expr=None, callee_ref=None):
         args = self.popn(len(t.params))
-        self.spill_for_call()
+        self.spill_for_call() if is_tail else self.spill_effects()
         if callee_expr is not None:
             td, table, idx = callee_expr
             fn = f"(({td})wasm_table_func({table}, {idx.text}))"
@@ -922,7 +1011,7 @@ class _Lifter:
                 self.push(_E(t, 2, results[0], a.fl, a.locs))
             elif form == "eqz":
                 p = _p(a, 6)
-                neg = a.text if a.prec <= 12 else None
+                neg = a.text if a.prec <= 13 else f"({a.text})"
                 self.push(_E(f"{p} == 0", 7, "i32", a.fl, a.locs, neg=neg))
             else:
                 self.push(_E(f"{text}{_p(a, 2)}", 2, results[0], a.fl, a.locs))
@@ -949,7 +1038,7 @@ class _Lifter:
             or MNEMONICS[op].startswith("memory.atomic")
         )
         if effect:
-            self.spill_for_call()
+            self.spill_effects()
             fl |= F_CALL
         if not results:
             self.emit(f"{call};")
@@ -1058,7 +1147,7 @@ class _Lifter:
 
     def cond_text(self, c: _E, negate: bool = False) -> str:
         if not negate:
-            return c.text
+            return c.text if c.prec < 14 else f"({c.text})"
         if c.neg is not None:
             return c.neg
         return f"!{_p(c, 0)}" if c.prec == 0 else f"!({c.text})"
@@ -1183,7 +1272,8 @@ class _Lifter:
                 self.out[fr.cond] = "  " * min(fr.ind, MAX_INDENT) + f"{fr.label}:;"
                 self.stats.labels += 1
         elif form == "dowhile":
-            self.emit(f"}} while ({fr.cond.text if isinstance(fr.cond, _E) else '0'});")
+            c = self.cond_text(fr.cond) if isinstance(fr.cond, _E) else "0"
+            self.emit(f"}} while ({c});")
             after_reachable = reach or fr.cond is not None
         elif form == "dowhile0":
             self.emit("} while (0);")
@@ -1368,10 +1458,11 @@ class _Lifter:
             self.extra += 1
             return
         lines = self.branch(depth, vals)
+        ct = self.cond_text(c)
         if len(lines) == 1:
-            self.emit(f"if ({c.text}) {lines[0]}")
+            self.emit(f"if ({ct}) {lines[0]}")
         else:
-            self.emit(f"if ({c.text}) {{")
+            self.emit(f"if ({ct}) {{")
             for line in lines:
                 self.emit("  " + line)
             self.emit("}")
@@ -1525,6 +1616,35 @@ def _decode(data: bytes, start: int, end: int, budget: _Budget):
             budget.spend(0)
     return decls, ins, ctrl
 
+
+def _stack_effects() -> list:
+    """(pops, pushes) per op for the tee-folding lookahead; pushes -1: control flow that
+    leaves values behind (no fold), -2: control flow consuming its operand as a condition;
+    None: unknown (no fold). Calls (0x10) are looked up by type."""
+    eff: list = [None] * len(MNEMONICS)
+    for op, ent in enumerate(CTABLE):
+        if ent is not None:
+            eff[op] = (len(ent[1]), len(ent[2]))
+    for op in range(0x28, 0x36):
+        eff[op] = (1, 1)
+    for op in range(0x36, 0x3F):
+        eff[op] = (2, 0)
+    for op in (0x23, 0x3F, 0x41, 0x42, 0x43, 0x44):
+        eff[op] = (0, 1)
+    eff[0x24] = (1, 0)
+    eff[0x21] = (1, 0)
+    eff[0x22] = (1, 1)
+    eff[0x40] = (1, 1)
+    eff[0x1A] = (1, 0)
+    eff[0x1B] = (3, 1)  # select: C evaluates one arm only, never fold into it
+    for op in (0x0D, 0x04, 0x0E):
+        eff[op] = (1, -2)
+    for op in (0x00, 0x02, 0x03, 0x05, 0x0B, 0x0C, 0x0F):
+        eff[op] = (0, -1)
+    return eff
+
+
+_STACK_EFFECT = _stack_effects()
 
 #: single-byte opcodes without immediates
 _NO_IMM = frozenset(b for b in range(0xFB) if BYTE_KIND[b] == K_NONE)
