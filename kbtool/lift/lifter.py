@@ -1544,7 +1544,6 @@ def _decode(data: bytes, start: int, end: int, budget: _Budget):
     ctrl = []
     append = ins.append
     cappend = ctrl.append
-    none = _NO_IMM
     fast = _FAST
     is_ctrl = _CTRL
     n = 0
@@ -1750,7 +1749,6 @@ def lift_function(
     stub with a placeholder comment and ``truncated=True``.
     """
     if not isinstance(lm, LiftModule):
-
         lm = prepare(lm)
     m = lm.module
     if func_index < 0 or func_index >= m.num_functions:

@@ -190,5 +190,4 @@ def prelude_path() -> str:
 
 
 if __name__ == "__main__":  # pragma: no cover
-
     sys.stdout.write(render_prelude())
