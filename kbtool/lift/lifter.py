@@ -38,6 +38,7 @@ MAX_OUTPUT_CHARS = 4_000_000
 MAX_LOCALS = 50_000
 MAX_EXPR_CHARS = 1_500
 MAX_INDENT = 40
+_INDENT = ["  " * d for d in range(MAX_INDENT + 1)]
 DEFAULT_SECONDS = 10.0
 
 F_CALL, F_MEM, F_GLOB = 1, 2, 4
@@ -72,6 +73,7 @@ _STORE_CT = {
     "i64.store16": "int16_t",
     "i64.store32": "int32_t",
 }
+_BINARY_FORMS = frozenset(("bin", "binu", "cmp", "cmpu", "shl", "shr", "shru"))
 _NEG_CMP = {"==": "!=", "!=": "==", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
 
 
@@ -467,8 +469,12 @@ class _Lifter:
 
     # -- output
     def emit(self, line: str) -> None:
-        depth = min((self.frames[-1].ind if self.frames else 0) + self.extra, MAX_INDENT)
-        self.out.append("  " * depth + line)
+        depth = (self.frames[-1].ind if self.frames else 0) + self.extra
+        if depth > MAX_INDENT:
+            depth = MAX_INDENT
+        elif depth < 0:
+            depth = 0
+        self.out.append(_INDENT[depth] + line)
         self.chars += len(line) + 2 * depth
         if self.chars > self.max_chars:
             raise LiftError(f"output larger than {self.max_chars} characters")
@@ -678,9 +684,12 @@ class _Lifter:
         lt = local_types
         nloc = len(locals_c)
         pend = self.pend
+        lget: list = [None] * nloc  # one immutable expression per local, made on first use
+        self.lget = lget
+        loads = _LOAD_INFO
+        frames = self.frames
         for i in range(n):
             off, op, imms = ins[i]
-            self.cur = i
             if not i & 0x3FF:
                 budget.spend(0x400)
             if not self.dead:
@@ -691,12 +700,33 @@ class _Lifter:
                         raise LiftError(f"local index {x} out of range")
                     if pend and x in pend:
                         self.spill_pending(x)
-                    stack.append(_E(locals_c[x], 0, lt[x], 0, (x,)))
+                    e = lget[x]
+                    if e is None:
+                        e = lget[x] = _E(locals_c[x], 0, lt[x], 0, (x,))
+                    stack.append(e)
                     continue
                 ent = ctable[op]
                 if ent is not None:
                     self.table_op(op, ent, imms)
                     continue
+                ld = loads[op]
+                if ld is not None:
+                    if len(stack) <= frames[-1].height:
+                        raise LiftError("value stack underflow")
+                    base = stack.pop()
+                    ct, ty, widen = ld
+                    text = self.mem_ptr(base, imms[1], ct)
+                    prec = 2 if text[0] == "*" else 0
+                    if widen:
+                        text = f"(int64_t){text}"
+                        prec = 2
+                    stack.append(_E(text, prec, ty, base.fl | F_MEM, base.locs))
+                    continue
+                if op == 0x41:
+                    v = imms[0]
+                    if 0 <= v < 256:
+                        stack.append(_E(str(v), 0, "i32", 0, (), None, v))
+                        continue
             else:
                 if op in _OPENERS:
                     self.dead_depth += 1
@@ -710,6 +740,7 @@ class _Lifter:
                         continue
                 else:
                     continue
+            self.cur = i
             self.step(i, off, op, imms)
             if not self.frames:
                 return
@@ -998,11 +1029,21 @@ class _Lifter:
 
     def table_op(self, op, ent, imms):
         form, params, results, text = ent
-        if form in ("bin", "binu", "cmp", "cmpu", "shl", "shr", "shru"):
-            b = self.pop()
-            a = self.pop()
-            fl, locs = _merge(a, b)
-            self.push(self.binary(form, text, a, b, params[0], results[0], fl, locs))
+        if form in _BINARY_FORMS:
+            stack = self.stack
+            if len(stack) - 2 < self.frames[-1].height:
+                raise LiftError("value stack underflow")
+            b = stack.pop()
+            a = stack.pop()
+            if a.locs:
+                locs = b.locs and (a.locs if a.locs == b.locs else tuple(set(a.locs) | set(b.locs)))
+                locs = locs or a.locs
+            else:
+                locs = b.locs
+            e = self.binary(form, text, a, b, params[0], results[0], a.fl | b.fl, locs)
+            if len(e.text) > MAX_EXPR_CHARS:
+                e = self.spill(e)
+            stack.append(e)
             return
         if form in ("neg", "eqz", "cast"):
             a = self.pop()
@@ -1528,6 +1569,11 @@ def c_ident_path(text: str) -> str:
 
 
 _MEMOPS = frozenset(i for i, n in enumerate(MNEMONICS) if n in _LOAD_CT or n in _STORE_CT)
+#: per op: (C type, wasm result type, widened to int64_t) for plain loads, else None
+_LOAD_INFO: list = [None] * len(MNEMONICS)
+for _op, _n in enumerate(MNEMONICS):
+    if _n in _LOAD_CT:
+        _LOAD_INFO[_op] = (_LOAD_CT[_n], _n[:3], _n[:3] == "i64" and _LOAD_CT[_n] != "int64_t")
 
 # ----------------------------------------------------------------------------- entry
 
