@@ -73,7 +73,7 @@ def _ours_child(path: str, workers: int, out: str) -> None:
     bodies, starts, stats = [], [], []
     line = 1
     with open(out, "w") as fh:
-        for r in lift_module(lm, workers=workers):
+        for r in lift_module(lm, workers=workers or None):
             starts.append((line, r.func_index))
             fh.write(r.text)
             line += r.text.count("\n")
@@ -233,7 +233,9 @@ def _smoke_module(tmp: Path) -> Path:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("files", nargs="*", type=Path)
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument(
+        "--workers", type=int, default=0, help="lift processes (default 0: every usable core)"
+    )
     ap.add_argument("--no-gcc", action="store_true")
     ap.add_argument("--no-decompile", action="store_true")
     ap.add_argument("--latency", type=Path, default=None)
