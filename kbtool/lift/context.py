@@ -44,6 +44,8 @@ class LiftModule:
     module_idents: set[str] = field(default_factory=set)
     dmap: object = None
     type_texts: list[str] = field(default_factory=list)
+    #: the type of every function index (None where the type index is not a func type)
+    func_types: list = field(default_factory=list)
 
     def func_display(self, index: int) -> str | None:
         """The (untrusted) name of a function made safe for a listing, or None."""
@@ -115,4 +117,15 @@ def prepare(module, names: Names | None = None) -> LiftModule:
         module_idents=used,
         dmap=dmap,
         type_texts=[t.text() for t in m.types],
+        func_types=_func_types(m),
     )
+
+
+def _func_types(m: Module) -> list:
+    types = m.types
+    out = []
+    for i in range(m.num_functions):
+        ti = m.func_type_index(i)
+        t = types[ti] if 0 <= ti < len(types) else None
+        out.append(t if t is not None and t.kind == "func" else None)
+    return out

@@ -578,7 +578,7 @@ class _Lifter:
         last = min(len(ins), i + 48)
         d = 0  # values above the (possibly composed) tee value
         effects = _STACK_EFFECT
-        m = self.m
+        ftypes = self.lm.func_types
         for j in range(i + 1, last):
             _off, op, imms = ins[j]
             if op == 0x20 or op == 0x21 or op == 0x22:
@@ -588,9 +588,9 @@ class _Lifter:
                     d += 1
                     continue
             if op == 0x10:
-                if imms[0] >= m.num_functions:
+                t = ftypes[imms[0]] if imms[0] < len(ftypes) else None
+                if t is None:
                     return False
-                t = m.types[m.func_type_index(imms[0])]
                 pops, pushes = len(t.params), len(t.results)
             else:
                 eff = effects[op] if op < len(effects) else None
@@ -821,13 +821,10 @@ class _Lifter:
             fl, locs = _merge(a, b, c)
             self.push(_E(f"{_p(c, 12)} ? {_p(a, 12)} : {_p(b, 13)}", 13, a.ty, fl, locs))
         elif op == 0x10 or op == 0x12:
-            t = (
-                self.m.types[self.m.func_type_index(imms[0])]
-                if imms[0] < self.m.num_functions
-                else None
-            )
+            ft = self.lm.func_types
+            t = ft[imms[0]] if imms[0] < len(ft) else None
             if t is None:
-                raise LiftError(f"call to function {imms[0]} out of range")
+                raise LiftError(f"call to function {imms[0]} out of range or not a func type")
             self.do_call(self.fname(imms[0]), t, op == 0x12)
         elif op == 0x11 or op == 0x13:
             t = self.functype(imms[0])
