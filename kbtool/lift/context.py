@@ -14,6 +14,7 @@ from kbtool.wasm.facts import build_data_map
 from kbtool.wasm.reader import Module, parse_module
 from kbtool.wasm.toolchain import detect_toolchain
 
+from .gctypes import gc_types
 from .names import C_KEYWORDS, Names, c_ident, display_name
 from .prelude import PRELUDE_NAMES
 
@@ -46,6 +47,8 @@ class LiftModule:
     type_texts: list[str] = field(default_factory=list)
     #: the type of every function index (None where the type index is not a func type)
     func_types: list = field(default_factory=list)
+    #: per type index: None (func), ("struct", [field types]) or ("array", elem type)
+    gc: list = field(default_factory=list)
 
     def func_display(self, index: int) -> str | None:
         """The (untrusted) name of a function made safe for a listing, or None."""
@@ -118,7 +121,15 @@ def prepare(module, names: Names | None = None) -> LiftModule:
         dmap=dmap,
         type_texts=[t.text() for t in m.types],
         func_types=_func_types(m),
+        gc=_gc(data, m),
     )
+
+
+def _gc(data: bytes, m: Module) -> list:
+    try:
+        return gc_types(data, m)
+    except Exception:  # noqa: BLE001 - a GC op then fails to lift with a clear reason
+        return []
 
 
 def _func_types(m: Module) -> list:

@@ -73,6 +73,49 @@ _STORE_CT = {
     "i64.store16": "int16_t",
     "i64.store32": "int32_t",
 }
+_GC_BASE = PREFIX_BASE[0xFB]
+_BR_ON_CAST = frozenset((_GC_BASE + 0x18, _GC_BASE + 0x19))
+_BR_ON = frozenset((0xD5, 0xD6)) | _BR_ON_CAST
+_GC_OPS = frozenset([0xD5, 0xD6] + [_GC_BASE + k for k in range(0x1F) if MNEMONICS[_GC_BASE + k]])
+_HEAPTYPE_C = {
+    "func": "HT_FUNC",
+    "extern": "HT_EXTERN",
+    "any": "HT_ANY",
+    "eq": "HT_EQ",
+    "i31": "HT_I31",
+    "struct": "HT_STRUCT",
+    "array": "HT_ARRAY",
+    "exn": "HT_EXN",
+    "none": "HT_NONE",
+    "noextern": "HT_NOEXTERN",
+    "nofunc": "HT_NOFUNC",
+    "noexn": "HT_NOEXN",
+}
+
+
+def _heaptype_c(h) -> str:
+    """A heap type as a C integer: a type index, or an ``HT_*`` constant of the prelude."""
+    h = str(h)
+    shared = h.startswith("shared ")
+    h = h.removeprefix("shared ").removeprefix("exact ")
+    c = h if h.isdigit() else _HEAPTYPE_C.get(h)
+    if c is None:
+        raise LiftError("unknown heap type")
+    return f"HT_SHARED({c})" if shared else c
+
+
+def _gc_value(storage: str) -> str:
+    """The wasm value type a field/element of ``storage`` type reads as."""
+    return "i32" if storage in ("i8", "i16") else storage
+
+
+def _gc_suffix(storage: str) -> str:
+    """Helper suffix per storage type: i32 (also packed i8/i16), i64, f32, f64, v128, ref."""
+    if storage in ("i8", "i16"):
+        return "i32"
+    return storage if storage in ("i32", "i64", "f32", "f64", "v128") else "ref"
+
+
 _BINARY_FORMS = frozenset(("bin", "binu", "cmp", "cmpu", "shl", "shr", "shru"))
 _NEG_CMP = {"==": "!=", "!=": "==", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
 
@@ -194,8 +237,11 @@ def _scan(ins, ctrl, budget):
         elif op == 0x05 or op == 0x07 or op == 0x19:
             if len(stack) > 1 and blocks[stack[-1]].else_at < 0:
                 blocks[stack[-1]].else_at = i
-        elif op == 0x0C or op == 0x0D or op == 0x0E:
-            depths = [imms[0]] if op != 0x0E else sorted(set(imms[0]) | {imms[1]})
+        elif op == 0x0C or op == 0x0D or op == 0x0E or op in _BR_ON:
+            if op == 0x0E:
+                depths = sorted(set(imms[0]) | {imms[1]})
+            else:
+                depths = [imms[1] if op in _BR_ON_CAST else imms[0]]
             if op == 0x0E and depths[-1] < len(stack):
                 tables.append((i, stack[-1], {stack[-1 - d] for d in depths}))
             for d in depths:
@@ -896,11 +942,173 @@ class _Lifter:
             lanes = "v128_const(" + ", ".join(f"0x{w:08x}u" for w in ws) + ")"
             fl, locs = _merge(a_, b_)
             self.push(_E(f"i8x16_shuffle({a_.text}, {b_.text}, {lanes})", 0, "v128", fl, locs))
+        elif op in _GC_OPS:
+            self.gc_op(i, op, imms)
         else:
             ent = CTABLE[op] if op < len(CTABLE) else None
             if ent is None:
                 raise LiftError(f"no C rendering for {MNEMONICS[op] or hex(op)}")
             self.table_op(op, ent, imms)
+
+    # -- GC proposal and br_on_*: prelude helper calls with the ops' stack effects
+    def gc_type(self, ti, kind: str):
+        gc = self.lm.gc
+        t = gc[ti] if isinstance(ti, int) and 0 <= ti < len(gc) else None
+        if t is None or t[0] != kind:
+            raise LiftError(f"type {ti} is not a {kind} type")
+        return t[1]
+
+    def gc_call(self, text: str, args: list[_E], ty: str | None, fl: int = F_CALL) -> None:
+        """Push ``text`` (a helper call over ``args``) as a value of type ``ty``, or emit it
+        as a statement when ``ty`` is None (a heap write: readers of the heap spill first)."""
+        afl, locs = _merge(*args) if args else (0, ())
+        if ty is None:
+            self.spill_where(lambda e: e.fl & (F_MEM | F_CALL))
+            self.emit(f"{text};")
+            return
+        if fl & F_CALL:
+            self.spill_effects()
+        self.push(_E(text, 0, ty, afl | fl, locs))
+
+    def gc_op(self, i, op, imms) -> None:  # noqa: C901 - one dispatch over the GC ops
+        name = MNEMONICS[op]
+        if op == 0xD5 or op == 0xD6 or name in ("br_on_cast", "br_on_cast_fail"):
+            self.br_on(i, op, name, imms)
+            return
+        if name in ("struct.new", "struct.new_default"):
+            fields = self.gc_type(imms[0], "struct")
+            if name == "struct.new_default":
+                self.gc_call(f"struct_new_default({imms[0]})", [], "anyref")
+                return
+            args = self.popn(len(fields))
+            texts = ", ".join([str(imms[0])] + [a.text for a in args])
+            self.gc_call(f"struct_new({texts})", args, "anyref")
+        elif name.startswith("struct.get"):
+            fields = self.gc_type(imms[0], "struct")
+            if imms[1] >= len(fields):
+                raise LiftError(f"field {imms[1]} out of range")
+            ref = self.pop()
+            ft = fields[imms[1]]
+            h = "struct_" + (name[-5:] if name != "struct.get" else "get_" + _gc_suffix(ft))
+            self.gc_call(f"{h}({ref.text}, {imms[0]}, {imms[1]})", [ref], _gc_value(ft), F_MEM)
+        elif name == "struct.set":
+            fields = self.gc_type(imms[0], "struct")
+            if imms[1] >= len(fields):
+                raise LiftError(f"field {imms[1]} out of range")
+            v = self.pop()
+            ref = self.pop()
+            h = "struct_set_" + _gc_suffix(fields[imms[1]])
+            self.gc_call(f"{h}({ref.text}, {imms[0]}, {imms[1]}, {v.text})", [ref, v], None)
+        elif name.startswith("array."):
+            self.array_op(name, imms)
+        elif name in ("ref.test", "ref.cast"):
+            ref = self.pop()
+            null = int(op in (PREFIX_BASE[0xFB] + 0x15, PREFIX_BASE[0xFB] + 0x17))
+            ht = _heaptype_c(imms[0])
+            if name == "ref.test":
+                self.gc_call(f"ref_test({ref.text}, {ht}, {null})", [ref], "i32", 0)
+            else:  # traps on failure: keep its place among effects
+                self.gc_call(f"ref_cast({ref.text}, {ht}, {null})", [ref], "anyref")
+        elif name in ("any.convert_extern", "extern.convert_any", "i31.get_s", "i31.get_u"):
+            ref = self.pop()
+            ty = "i32" if name.startswith("i31") else "anyref"
+            h = name.replace(".", "_")
+            self.gc_call(f"{h}({ref.text})", [ref], ty, F_CALL if ty == "i32" else 0)
+        elif name == "ref.i31":
+            v = self.pop()
+            self.gc_call(f"ref_i31({v.text})", [v], "anyref", 0)
+        else:
+            raise LiftError(f"no C rendering for {name}")
+
+    def array_op(self, name: str, imms) -> None:
+        if name == "array.len":
+            ref = self.pop()
+            self.gc_call(f"array_len({ref.text})", [ref], "i32", F_MEM)
+            return
+        t = imms[0]
+        et = self.gc_type(t, "array")
+        sfx = _gc_suffix(et)
+        if name == "array.new":
+            n = self.pop()
+            v = self.pop()
+            self.gc_call(f"array_new_{sfx}({t}, {v.text}, {n.text})", [v, n], "anyref")
+        elif name == "array.new_default":
+            n = self.pop()
+            self.gc_call(f"array_new_default({t}, {n.text})", [n], "anyref")
+        elif name == "array.new_fixed":
+            if imms[1] > 10_000:
+                raise LiftError(f"array.new_fixed with {imms[1]} values")
+            vals = self.popn(imms[1])
+            texts = ", ".join([str(t), str(imms[1])] + [v.text for v in vals])
+            self.gc_call(f"array_new_fixed({texts})", vals, "anyref")
+        elif name in ("array.new_data", "array.new_elem"):
+            n = self.pop()
+            off = self.pop()
+            h = name.replace(".", "_")
+            self.gc_call(f"{h}({t}, {imms[1]}, {off.text}, {n.text})", [off, n], "anyref")
+        elif name.startswith("array.get"):
+            i_ = self.pop()
+            ref = self.pop()
+            h = "array_" + (name[-5:] if name != "array.get" else "get_" + sfx)
+            self.gc_call(f"{h}({ref.text}, {t}, {i_.text})", [ref, i_], _gc_value(et), F_MEM)
+        elif name == "array.set":
+            v = self.pop()
+            i_ = self.pop()
+            ref = self.pop()
+            self.gc_call(
+                f"array_set_{sfx}({ref.text}, {t}, {i_.text}, {v.text})", [ref, i_, v], None
+            )
+        elif name == "array.fill":
+            n = self.pop()
+            v = self.pop()
+            off = self.pop()
+            ref = self.pop()
+            args = [ref, off, v, n]
+            self.gc_call(
+                f"array_fill_{sfx}({ref.text}, {t}, {off.text}, {v.text}, {n.text})", args, None
+            )
+        elif name == "array.copy":
+            self.gc_type(imms[1], "array")
+            n, soff, src, doff, dst = (self.pop() for _ in range(5))
+            args = [dst, doff, src, soff, n]
+            texts = ", ".join([str(t), str(imms[1])] + [a.text for a in args])
+            self.gc_call(f"array_copy({texts})", args, None)
+        elif name in ("array.init_data", "array.init_elem"):
+            n, soff, doff, ref = (self.pop() for _ in range(4))
+            args = [ref, doff, soff, n]
+            texts = ", ".join([str(t), str(imms[1])] + [a.text for a in args])
+            self.gc_call(f"{name.replace('.', '_')}({texts})", args, None)
+        else:
+            raise LiftError(f"no C rendering for {name}")
+
+    def br_on(self, i, op, name, imms) -> None:
+        """``br_on_null`` / ``br_on_non_null`` / ``br_on_cast[_fail]``: a conditional break
+        on a test of the reference on top of the stack (kept in a named value)."""
+        label = imms[0] if op in (0xD5, 0xD6) else imms[1]
+        ref = self.pop()
+        if ref.prec or ref.fl or ref.const is not None:
+            ref = self.spill(ref)
+        r = ref.text
+        if op == 0xD5:  # branch on null without the ref; else the ref stays
+            self.br_if(
+                i, label, _E(f"{r} == REF_NULL", 7, "i32", 0, ref.locs, neg=f"{r} != REF_NULL")
+            )
+            self.stack.append(ref)
+            return
+        if op == 0xD6:  # branch with the ref when not null; else it is dropped
+            self.stack.append(ref)
+            cond = _E(f"{r} != REF_NULL", 7, "i32", 0, ref.locs, neg=f"{r} == REF_NULL")
+            self.br_if(i, label, cond, keep=1)
+            self.pop()
+            return
+        flags = imms[0]
+        test = f"ref_test({r}, {_heaptype_c(imms[3])}, {int(bool(flags & 2))})"
+        self.stack.append(ref)
+        if name == "br_on_cast":
+            cond = _E(test, 0, "i32", 0, ref.locs, neg=f"!{test}")
+        else:
+            cond = _E(f"!{test}", 2, "i32", 0, ref.locs, neg=test)
+        self.br_if(i, label, cond, keep=1)
 
     def switch_chain(self, idx: _E, labels, default: int, n: int) -> None:
         """``switch`` whose case labels go to the ends of the ``n`` innermost frames."""
@@ -1477,12 +1685,13 @@ class _Lifter:
         self.stats.gotos += 1
         return lines
 
-    def br_if(self, i, depth):
-        c = self.pop()
+    def br_if(self, i, depth, c: _E | None = None, keep: int = 0):
+        if c is None:
+            c = self.pop()
         if depth >= len(self.frames):
             raise LiftError(f"branch depth {depth} out of range")
         t = self.frames[-1 - depth]
-        if t.form == "dowhile" and depth == 0 and i == t.blk.end - 1:
+        if t.form == "dowhile" and depth == 0 and i == t.blk.end - 1 and not keep:
             self.spill_for_call()
             t.cond = c
             return
