@@ -1695,7 +1695,14 @@ class _Lifter:
             self.spill_for_call()
             t.cond = c
             return
-        vals = self.branch_values(depth, consume=False)
+        dropped = (
+            t.form not in ("loop", "dowhile", "func")
+            and len(t.results) == 1
+            and self.cur + 1 < len(self.ins)
+            and self.ins[self.cur + 1][1] == 0x1A
+        )
+        # a value the fall-through path drops right away needs no temporary
+        vals = self.branch_values(depth, consume=dropped)
         self.spill_for_call()
         if t.form == "ifconv" and depth == 0 and not vals and self.tail_return(t, vals) is None:
             self.emit(f"if ({self.cond_text(c, negate=True)}) {{")
@@ -1705,6 +1712,19 @@ class _Lifter:
             self.extra += 1
             return
         lines = self.branch(depth, vals)
+        if (
+            len(lines) == 2
+            and len(t.res_vars) == 1
+            and t.form not in ("loop", "dowhile", "func")
+            and lines[0].startswith(t.res_vars[0] + " = ")
+            and (lines[1] == "break;" or lines[1].startswith("goto "))
+        ):
+            # the block's result variable is read only after the block: assign it before
+            # the test, so the branch is a one-line `if (c) break;`
+            self.emit(lines[0])
+            lines = lines[1:]
+        if dropped:
+            self.stack.append(_E("0", 0, t.results[0], const=0))
         ct = self.cond_text(c)
         if len(lines) == 1:
             self.emit(f"if ({ct}) {lines[0]}")
