@@ -49,6 +49,8 @@ class LiftModule:
     func_types: list = field(default_factory=list)
     #: per type index: None (func), ("struct", [field types]) or ("array", elem type)
     gc: list = field(default_factory=list)
+    #: i32 constant -> its C text with the string it points at (filled while lifting)
+    const_text: dict = field(default_factory=dict)
 
     def func_display(self, index: int) -> str | None:
         """The (untrusted) name of a function made safe for a listing, or None."""

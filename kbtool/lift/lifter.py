@@ -1148,11 +1148,16 @@ class _Lifter:
         return self.functype(self.m.tags[t].type_index)
 
     def i32_const(self, v: int) -> _E:
-        text = _i32_text(v)
-        if v >= 256:
-            s = self.lm.string_at(v & 0xFFFFFFFF)
-            if s:
-                text = f'{text} /* "{escape_text(s, 60)}" */'
+        cache = self.lm.const_text
+        text = cache.get(v)
+        if text is None:
+            text = _i32_text(v)
+            if v >= 256:
+                s = self.lm.string_at(v & 0xFFFFFFFF)
+                if s:
+                    text = f'{text} /* "{escape_text(s, 60)}" */'
+            if len(cache) < 1_000_000:
+                cache[v] = text
         return _E(text, 0 if v >= 0 else 2, "i32", const=v)
 
     def addr(self, base: _E, offset: int) -> str:
