@@ -38,6 +38,7 @@ MAX_OUTPUT_CHARS = 4_000_000
 MAX_LOCALS = 50_000
 MAX_EXPR_CHARS = 1_500
 MAX_INDENT = 40
+MAX_BREAK_WALK = 10_000  # blocks walked per branch when choosing do { } while (0)
 _INDENT = ["  " * d for d in range(MAX_INDENT + 1)]
 DEFAULT_SECONDS = 10.0
 
@@ -220,6 +221,10 @@ def _scan(ins, ctrl, budget):
     open_at: dict[int, int] = {}
     tables: list[tuple[int, int, set[int]]] = []
     order: list[int] = []
+    # crossing counts: "+1 for the innermost d open blocks" in O(1) with a difference
+    # stack (acc[top] += 1, acc[top - d] -= 1; a closing block passes its sum down)
+    acc_loop = [0]
+    acc_blk = [0]
     for i in ctrl:
         _off, op, imms = ins[i]
         kind = _OPENERS.get(op)
@@ -228,11 +233,19 @@ def _scan(ins, ctrl, budget):
             blocks.append(_Blk(kind, i, stack[-1], imms[0]))
             open_at[i] = b
             stack.append(b)
+            acc_loop.append(0)
+            acc_blk.append(0)
         elif op == 0x0B or op == 0x18:
             if not stack:
                 raise LiftError("unbalanced end")
             b = stack.pop()
-            blocks[b].end = i
+            blk = blocks[b]
+            blk.end = i
+            blk.cross_loop = cl = acc_loop.pop()
+            blk.cross_block = cb = acc_blk.pop()
+            if stack:
+                acc_loop[-1] += cl
+                acc_blk[-1] += cb
             order.append(b)
         elif op == 0x05 or op == 0x07 or op == 0x19:
             if len(stack) > 1 and blocks[stack[-1]].else_at < 0:
@@ -249,16 +262,16 @@ def _scan(ins, ctrl, budget):
                     raise LiftError(f"branch depth {d} out of range")
                 t = stack[-1 - d]
                 blocks[t].sites.append((i, op, stack[-1]))
+                if not d:
+                    continue
                 # blocks crossed on the way to a loop: a do-while(0) there would eat continue
                 if blocks[t].kind == "loop":
-                    for j in range(1, d + 1):
-                        blocks[stack[-j]].cross_loop += 1
-                    budget.spend(d)
+                    acc_loop[-1] += 1
+                    acc_loop[-1 - d] -= 1
                 elif op != 0x0E and t:
                     # and on the way to a block: a do-while(0) there would eat its break
-                    for j in range(1, d + 1):
-                        blocks[stack[-j]].cross_block += 1
-                    budget.spend(d)
+                    acc_blk[-1] += 1
+                    acc_blk[-1 - d] -= 1
     if stack:
         raise LiftError("function body not closed by end")
     switches = _switch_chains(blocks, tables)
@@ -272,16 +285,17 @@ def _scan(ins, ctrl, budget):
         bt_ = blocks[t]
         if bt_.form != "dowhile0":
             continue
+        # +1 on the tree path from the site's block up to t (exclusive): a difference on
+        # the tree, summed over subtrees below
         for _i, op, inner in bt_.sites:
             if op == 0x0E:
                 continue
-            j = inner
-            steps = 0
-            while j != t:
-                steps += 1
-                recount[j] += 1
-                j = blocks[j].parent
-            budget.spend(steps)
+            recount[inner] += 1
+            recount[t] -= 1
+        budget.spend(len(bt_.sites))
+    for b in order:  # children end before their parents
+        if b:
+            recount[blocks[b].parent] += recount[b]
     for b in order:
         blk = blocks[b]
         if blk.claimed < 0 and blk.kind == "block":
@@ -347,7 +361,10 @@ def _decide(blocks, b, ins, budget):
         # do { } while (0) pays when more of its own branches become `break` than branches
         # crossing it to outer blocks could lose theirs
         breaks = 0
+        need = blk.cross_block
+        left = len(blk.sites)
         for i, op, inner in blk.sites:
+            left -= 1
             if op == 0x0E:
                 continue  # inside a switch: `break` leaves the switch (or lands right)
             j = inner
@@ -355,6 +372,9 @@ def _decide(blocks, b, ins, budget):
             steps = 0
             while j != b:
                 steps += 1
+                if steps > MAX_BREAK_WALK:  # very deep: assume a goto (structure stays valid)
+                    ok = False
+                    break
                 bj = blocks[j]
                 if bj.form in ("loop", "dowhile", "dowhile0") or (
                     bj.form == "switchtail" and i > bj.claimed
@@ -364,6 +384,8 @@ def _decide(blocks, b, ins, budget):
                 j = bj.parent
             budget.spend(steps)
             breaks += ok
+            if breaks > need or breaks + left <= need:
+                break  # decided either way
         if breaks and breaks > blk.cross_block:
             blk.form = "dowhile0"
             return
@@ -512,6 +534,8 @@ class _Lifter:
         self.hook = lm.names.field_hook
         self.extra = 0  # indentation of open if-converted blocks
         self.pend: set[int] = set()  # locals with a folded tee possibly on the stack
+        self.loopish: list[int] = []  # frame indices of open loop / do-while frames
+        self.sw_open: list[int] = []  # frame indices whose C switch is open
 
     # -- output
     def emit(self, line: str) -> None:
@@ -1129,6 +1153,7 @@ class _Lifter:
             self.emit(f"{heads[-1]} " + " ".join(lines))
             self.extra += 1
         self.frames[-n].switch_open = True
+        self.sw_open.append(len(self.frames) - n)
         self.dead = True
 
     # -- helpers for step
@@ -1386,6 +1411,8 @@ class _Lifter:
             0 if form in ("plain", "try_table", "ifconv", "switchtail") else 1
         )
         self.frames.append(fr)
+        if form == "loop" or form == "dowhile" or form == "dowhile0":
+            self.loopish.append(len(self.frames) - 1)
         if form == "loop":
             fr.label = f"L{fr.id}"
             self.out.append(None)  # placeholder for the loop-head label
@@ -1513,6 +1540,8 @@ class _Lifter:
                 )
             after_reachable = True
         self.frames.pop()
+        if self.loopish and self.loopish[-1] == len(self.frames):
+            self.loopish.pop()
         if form == "loop":
             if reach:
                 self.emit("  break;")
@@ -1549,6 +1578,7 @@ class _Lifter:
             self.extra += 1
         if form == "switchtail" and fr.switch_open:
             fr.switch_open = False
+            self.sw_open.remove(len(self.frames))
             self.extra -= 2
             self.emit("}")
         if fr.label_used and form != "loop":
@@ -1659,16 +1689,14 @@ class _Lifter:
                 f"{var} = {v.text};" for var, v in zip(targets, vals, strict=True) if var != v.text
             ]
         # C constructs between here and the target that capture `break` / `continue`
-        brk_ok = not in_switch
-        cont_ok = True
-        self.budget.spend(depth)
-        for k in range(1, depth + 1):
-            f = frames[-k]
-            if f.form in ("loop", "dowhile", "dowhile0"):
-                brk_ok = cont_ok = False
-                break
-            if f.switch_open:
-                brk_ok = False
+        # (frames above the target's index: the innermost loop-like one and open switches)
+        ti = len(frames) - 1 - depth
+        lp = self.loopish
+        if lp and lp[-1] > ti:
+            brk_ok = cont_ok = False
+        else:
+            cont_ok = True
+            brk_ok = not in_switch and not any(k > ti for k in self.sw_open)
         if t.form in ("loop", "dowhile"):
             if cont_ok and t.form == "loop":
                 lines.append("continue;")
