@@ -10,6 +10,13 @@ wall time, peak RSS, total lines, body lines, gotos, labels, max brace nesting a
 median body lines per function. Then single-function on-demand latency (median / p95 /
 worst of ``lift_function`` after one ``prepare``) on ``--latency`` (default: lightningcss).
 ``--smoke`` runs everything on the small .wat fixture (needs wat2wasm).
+
+How lines are counted (the same rule for both tools): ``lines`` is every line of the
+whole-module output; ``body ln`` counts, per function, the lines strictly between the line
+that opens the definition (``int32_t f(...) {`` / ``function f(...) {``) and its closing
+``}`` at column 0, so local declarations (``int32_t l1 = 0, ...;`` / ``var a:int;``) count
+and headers, prototypes and ``extern`` declarations outside the body do not. No line is
+joined or split for the count: it is the text the tool prints.
 """
 
 from __future__ import annotations
