@@ -12,10 +12,15 @@ Two linear passes, no recursion on nesting depth:
 2. :class:`_Lifter` walks the instructions with an expression stack. Values stay
    expressions until an effect could change what they read (a store, a call, a write of a
    local they read, a control-flow split), then they are spilled to temporaries ``tN``.
+   A ``local.tee`` stays the expression ``(lN = v)`` (flag ``F_SET``, ``~N`` in ``locs``)
+   when :meth:`_Lifter.foldable` sees its consumer before any other use of ``lN``; a read
+   of ``lN`` or control flow while it is pending turns it back into a statement.
 
 Every emitted identifier is sanitised (see :mod:`kbtool.lift.context`); comments are
 escaped. A function over the size/time budget, or using an instruction without a C
-rendering (GC), gets a valid stub with a ``/* kbtool: ... */`` placeholder comment.
+rendering, gets a valid stub with a ``/* kbtool: ... */`` placeholder comment. GC ops are
+prelude helper calls (field types from :mod:`kbtool.lift.gctypes`); ``br_on_*`` are
+conditional breaks through :meth:`_Lifter.br_if`.
 """
 
 from __future__ import annotations
