@@ -51,6 +51,8 @@ class LiftModule:
     gc: list = field(default_factory=list)
     #: i32 constant -> its C text with the string it points at (filled while lifting)
     const_text: dict = field(default_factory=dict)
+    #: function index -> its C prototype line (filled while lifting)
+    protos: dict = field(default_factory=dict)
 
     def func_display(self, index: int) -> str | None:
         """The (untrusted) name of a function made safe for a listing, or None."""

@@ -2101,8 +2101,12 @@ def lift_function(
     lines += list(lf.decl_types.values())
     for g in lf.decl_globals:
         lines.append(f"extern {c_type(m.globals[g].valtype)} {lm.global_c[g]};")
+    protos = lm.protos
     for f in lf.decl_funcs:
-        lines.append(_signature(lm, f, None) + ";")
+        pr = protos.get(f)
+        if pr is None:
+            pr = protos[f] = _signature(lm, f, None) + ";"
+        lines.append(pr)
     lines.append(_signature(lm, func_index, locals_c[: len(t.params)]) + " {")
     head = len(lines)
     decl: dict[str, list[str]] = {}  # one declaration list per C type: locals, then temps
