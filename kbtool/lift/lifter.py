@@ -763,6 +763,7 @@ class _Lifter:
         self.lget = lget
         loads = _LOAD_INFO
         frames = self.frames
+        fast = _FAST_STEP
         for i in range(n):
             off, op, imms = ins[i]
             if not i & 0x3FF:
@@ -816,7 +817,11 @@ class _Lifter:
                 else:
                     continue
             self.cur = i
-            self.step(i, off, op, imms)
+            h = fast.get(op)
+            if h is not None:
+                h(self, i, op, imms)
+            else:
+                self.step(i, off, op, imms)
             if not self.frames:
                 return
 
@@ -1724,7 +1729,8 @@ class _Lifter:
         return lines
 
     def br_if(self, i, depth, c: _E | None = None, keep: int = 0):
-        if c is None:
+        plain = c is None  # a br_if (not a br_on_* with its own test)
+        if plain:
             c = self.pop()
         if depth >= len(self.frames):
             raise LiftError(f"branch depth {depth} out of range")
@@ -1734,7 +1740,8 @@ class _Lifter:
             t.cond = c
             return
         dropped = (
-            t.form not in ("loop", "dowhile", "func")
+            plain
+            and t.form not in ("loop", "dowhile", "func")
             and len(t.results) == 1
             and self.cur + 1 < len(self.ins)
             and self.ins[self.cur + 1][1] == 0x1A
@@ -1822,6 +1829,32 @@ class _Lifter:
             self.emit(f"  {head} " + " ".join(lines))
         self.emit("}")
         self.dead = True
+
+
+def _fs_set(lf: _Lifter, i, op, imms) -> None:
+    lf.set_local(imms[0], lf.pop(), op == 0x22)
+
+
+def _fs_call(lf: _Lifter, i, op, imms) -> None:
+    ft = lf.lm.func_types
+    t = ft[imms[0]] if imms[0] < len(ft) else None
+    if t is None:
+        raise LiftError(f"call to function {imms[0]} out of range or not a func type")
+    lf.do_call(lf.fname(imms[0]), t, False)
+
+
+#: handlers for the commonest ops that :meth:`_Lifter.step` reaches late in its chain
+_FAST_STEP = {
+    0x21: _fs_set,
+    0x22: _fs_set,
+    0x10: _fs_call,
+    0x02: lambda lf, i, op, imms: lf.open_block(i, op, imms),
+    0x03: lambda lf, i, op, imms: lf.open_block(i, op, imms),
+    0x04: lambda lf, i, op, imms: lf.open_block(i, op, imms),
+    0x0B: lambda lf, i, op, imms: lf.do_end(i),
+    0x0D: lambda lf, i, op, imms: lf.br_if(i, imms[0]),
+    **{op: (lambda lf, i, op, imms: lf.mem_op(op, imms)) for op in range(0x36, 0x3F)},
+}
 
 
 def c_ident_path(text: str) -> str:
