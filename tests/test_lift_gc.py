@@ -82,7 +82,7 @@ def test_br_on_ops_are_conditional_breaks(gc):
     assert "if (p0 != REF_NULL) return t2;" in nn and "r1 = ref_i31(3);" in nn
     c = t["cast"].text
     # the branch carries the reference in the block's result variable
-    assert "r1 = p0;\n    if (ref_test(p0, 0, 0)) break;\n    return -1;" in c
+    assert "r1 = t2;\n    if (ref_test(p0, 0, 0)) break;\n    return -1;" in c
     assert "return struct_get_i32(r1, 0, 0);" in c
     cf = t["castfail"].text
     assert "if (!ref_test(p0, 0, 1)) break;" in cf and "return t2 == REF_NULL;" in cf
