@@ -78,6 +78,8 @@ def test_br_on_ops_are_conditional_breaks(gc):
     _, t = gc
     assert "if (p0 == REF_NULL) return 7;" in t["getx"].text
     assert "return struct_get_i32(p0, 0, 0);" in t["getx"].text
+    # br_on_null leaves the value below the reference for the fall-through path
+    assert "if (p0 == REF_NULL) return 7;\n    r1 = 7 + 1;" in t["nullval"].text
     nn = t["nonnull"].text
     assert "if (p0 != REF_NULL) return t2;" in nn and "r1 = ref_i31(3);" in nn
     c = t["cast"].text
