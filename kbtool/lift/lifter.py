@@ -600,15 +600,25 @@ class _Lifter:
                 st[k] = self.spill(e)
 
     def spill_all(self) -> None:
-        self.spill_where(lambda e: True)
+        """Before a block opens: everything that is not a constant or a temporary."""
+        st = self.stack
+        for k, e in enumerate(st):
+            if e.const is None and (e.fl or e.locs):
+                st[k] = self.spill(e)
 
     def spill_for_call(self) -> None:
         """Before control flow: everything with an effect or a pending local assignment."""
-        self.spill_where(lambda e: e.fl != 0)
+        st = self.stack
+        for k, e in enumerate(st):
+            if e.fl and e.const is None:
+                st[k] = self.spill(e)
 
     def spill_effects(self) -> None:
         """Before a call or another effect: what reads memory/globals or calls."""
-        self.spill_where(lambda e: e.fl & F_EFFECT)
+        st = self.stack
+        for k, e in enumerate(st):
+            if e.fl & F_EFFECT and e.const is None:
+                st[k] = self.spill(e)
 
     def spill_pending(self, x: int) -> None:
         """Before a read of local ``x``: the folded tees that assign it."""
@@ -640,8 +650,11 @@ class _Lifter:
         self.push(_E(f"{name} = {v.text}", 14, self.local_types[x], v.fl | F_SET, locs, tee=x))
 
     def spill_for_local(self, idx: int) -> None:
+        st = self.stack
         nx = ~idx
-        self.spill_where(lambda e: idx in e.locs or nx in e.locs)
+        for k, e in enumerate(st):
+            if e.locs and (idx in e.locs or nx in e.locs) and e.const is None:
+                st[k] = self.spill(e)
 
     def foldable(self, x: int) -> bool:
         """Whether the ``local.tee x`` at the current instruction may stay an expression:
