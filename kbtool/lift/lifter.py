@@ -539,6 +539,7 @@ class _Lifter:
         self.hook = lm.names.field_hook
         self.extra = 0  # indentation of open if-converted blocks
         self.pend: set[int] = set()  # locals with a folded tee possibly on the stack
+        self.gget: dict[int, _E] = {}  # one immutable expression per global read
         self.loopish: list[int] = []  # frame indices of open loop / do-while frames
         self.sw_open: list[int] = []  # frame indices whose C switch is open
 
@@ -863,8 +864,7 @@ class _Lifter:
             t = _f64_text(imms[0])
             self.push(_E(t, 0 if not t.startswith("-") else 2, "f64", const=imms[0]))
         elif op == 0x23:
-            g = imms[0]
-            self.push(_E(self.gname(g), 0, self.global_type(g), F_GLOB))
+            self.global_get(imms[0])
         elif op == 0x24:
             g = imms[0]
             v = self.pop()
@@ -877,11 +877,7 @@ class _Lifter:
         elif op == 0x0B:
             self.do_end(i)
         elif op == 0x0C:
-            vals = self.branch_values(imms[0], consume=True)
-            self.spill_for_call()
-            for line in self.branch(imms[0], vals):
-                self.emit(line)
-            self.dead = True
+            self.do_br(imms[0])
         elif op == 0x0D:
             self.br_if(i, imms[0])
         elif op == 0x0E:
@@ -899,20 +895,9 @@ class _Lifter:
         elif op == 0x01:
             pass
         elif op == 0x1A:
-            v = self.pop()
-            if v.fl & (F_CALL | F_SET):
-                self.emit(f"{v.text};")
+            self.do_drop()
         elif op == 0x1B or op == 0x1C:
-            c = self.pop()
-            b = self.pop()
-            a = self.pop()
-            if (a.fl | b.fl) & (F_CALL | F_SET):  # C evaluates one arm only
-                if a.fl & (F_CALL | F_SET):
-                    a = self.spill(a)
-                if b.fl & (F_CALL | F_SET):
-                    b = self.spill(b)
-            fl, locs = _merge(a, b, c)
-            self.push(_E(f"{_p(c, 12)} ? {_p(a, 12)} : {_p(b, 13)}", 13, a.ty, fl, locs))
+            self.do_select()
         elif op == 0x10 or op == 0x12:
             ft = self.lm.func_types
             t = ft[imms[0]] if imms[0] < len(ft) else None
@@ -1156,6 +1141,36 @@ class _Lifter:
         else:
             cond = _E(f"!{test}", 2, "i32", 0, ref.locs, neg=test)
         self.br_if(i, label, cond, keep=1)
+
+    def do_drop(self) -> None:
+        v = self.pop()
+        if v.fl & (F_CALL | F_SET):
+            self.emit(f"{v.text};")
+
+    def do_select(self) -> None:
+        c = self.pop()
+        b = self.pop()
+        a = self.pop()
+        if (a.fl | b.fl) & (F_CALL | F_SET):  # C evaluates one arm only
+            if a.fl & (F_CALL | F_SET):
+                a = self.spill(a)
+            if b.fl & (F_CALL | F_SET):
+                b = self.spill(b)
+        fl, locs = _merge(a, b, c)
+        self.push(_E(f"{_p(c, 12)} ? {_p(a, 12)} : {_p(b, 13)}", 13, a.ty, fl, locs))
+
+    def do_br(self, depth: int) -> None:
+        vals = self.branch_values(depth, consume=True)
+        self.spill_for_call()
+        for line in self.branch(depth, vals):
+            self.emit(line)
+        self.dead = True
+
+    def global_get(self, g: int) -> None:
+        e = self.gget.get(g)
+        if e is None:
+            e = self.gget[g] = _E(self.gname(g), 0, self.global_type(g), F_GLOB)
+        self.stack.append(e)
 
     def switch_chain(self, idx: _E, labels, default: int, n: int) -> None:
         """``switch`` whose case labels go to the ends of the ``n`` innermost frames."""
@@ -1865,6 +1880,12 @@ _FAST_STEP = {
     0x03: lambda lf, i, op, imms: lf.open_block(i, op, imms),
     0x04: lambda lf, i, op, imms: lf.open_block(i, op, imms),
     0x0B: lambda lf, i, op, imms: lf.do_end(i),
+    0x05: lambda lf, i, op, imms: lf.do_else(),
+    0x0C: lambda lf, i, op, imms: lf.do_br(imms[0]),
+    0x1A: lambda lf, i, op, imms: lf.do_drop(),
+    0x1B: lambda lf, i, op, imms: lf.do_select(),
+    0x23: lambda lf, i, op, imms: lf.global_get(imms[0]),
+    0x41: lambda lf, i, op, imms: lf.push(lf.i32_const(imms[0])),
     0x0D: lambda lf, i, op, imms: lf.br_if(i, imms[0]),
     **{op: (lambda lf, i, op, imms: lf.mem_op(op, imms)) for op in range(0x36, 0x3F)},
 }
