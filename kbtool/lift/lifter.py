@@ -1952,6 +1952,10 @@ def _decode(data: bytes, start: int, end: int, budget: _Budget):
                     v = (b1 & 0x7F) | (data[p + 2] << 7)
                     append((p, b, (v - 0x4000 if v & 0x2000 else v,)))
                     p += 3
+                elif data[p + 3] < 0x80:
+                    v = (b1 & 0x7F) | ((data[p + 2] & 0x7F) << 7) | (data[p + 3] << 14)
+                    append((p, b, (v - 0x200000 if v & 0x100000 else v,)))
+                    p += 4
                 else:
                     op, p2, imms = decode_one(data, p, end)
                     append((p, op, imms))
