@@ -43,6 +43,7 @@ def disassemble_function(lm: LiftModule, func_index: int, max_lines: int = MAX_L
     one-line header). Raises IndexError for
     an index out of range and WasmFormatError for a malformed body."""
     if not isinstance(lm, LiftModule):
+
         lm = prepare(lm)
     m = lm.module
     if func_index < 0 or func_index >= m.num_functions:
