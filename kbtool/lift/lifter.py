@@ -778,13 +778,16 @@ class _Lifter:
         loads = _LOAD_INFO
         frames = self.frames
         fast = _FAST_STEP
+        kinds = _RUN_KIND
+        dead = False  # mirrors self.dead, which only the handlers below change
         for i in range(n):
             off, op, imms = ins[i]
             if not i & 0x3FF:
                 budget.spend(0x400)
-            if not self.dead:
+            if not dead:
                 # fast paths for the commonest instructions
-                if op == 0x20:
+                k = kinds[op]
+                if k == 1:  # local.get
                     x = imms[0]
                     if x >= nloc:
                         raise LiftError(f"local index {x} out of range")
@@ -795,12 +798,11 @@ class _Lifter:
                         e = lget[x] = _E(locals_c[x], 0, lt[x], 0, (x,))
                     stack.append(e)
                     continue
-                ent = ctable[op]
-                if ent is not None:
-                    self.table_op(op, ent, imms)
+                if k == 2:
+                    self.table_op(op, ctable[op], imms)
                     continue
-                ld = loads[op]
-                if ld is not None:
+                if k == 3:
+                    ld = loads[op]
                     if len(stack) <= frames[-1].height:
                         raise LiftError("value stack underflow")
                     base = stack.pop()
@@ -812,7 +814,7 @@ class _Lifter:
                         prec = 2
                     stack.append(_E(text, prec, ty, base.fl | F_MEM, base.locs))
                     continue
-                if op == 0x41:
+                if k == 4:
                     v = imms[0]
                     if 0 <= v < 256:
                         stack.append(_E(str(v), 0, "i32", 0, (), None, v))
@@ -836,7 +838,8 @@ class _Lifter:
                 h(self, i, op, imms)
             else:
                 self.step(i, off, op, imms)
-            if not self.frames:
+            dead = self.dead
+            if not frames:
                 return
 
     def step(self, i, off, op, imms):  # noqa: C901 - one dispatch over opcodes
@@ -1905,6 +1908,17 @@ _LOAD_INFO: list = [None] * len(MNEMONICS)
 for _op, _n in enumerate(MNEMONICS):
     if _n in _LOAD_CT:
         _LOAD_INFO[_op] = (_LOAD_CT[_n], _n[:3], _n[:3] == "i64" and _LOAD_CT[_n] != "int64_t")
+
+#: per op, the inline path of :meth:`_Lifter.run`: 1 local.get, 2 table op, 3 plain load,
+#: 4 i32.const, 0 a handler
+_RUN_KIND = [0] * len(MNEMONICS)
+_RUN_KIND[0x20] = 1
+_RUN_KIND[0x41] = 4
+for _op in range(len(MNEMONICS)):
+    if CTABLE[_op] is not None:
+        _RUN_KIND[_op] = 2
+    elif _LOAD_INFO[_op] is not None:
+        _RUN_KIND[_op] = 3
 
 # ----------------------------------------------------------------------------- entry
 
