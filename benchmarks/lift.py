@@ -1,15 +1,24 @@
 """Lifter benchmark: kbtool.lift next to ``wasm-decompile`` (wabt) on the same modules.
 
-    python benchmarks/lift.py [FILE ...] [--workers 2] [--no-gcc] [--latency FILE]
+    python benchmarks/lift.py [FILE ...] [--workers N] [--no-gcc] [--latency FILE]
     python benchmarks/lift.py --smoke
 
 Default FILEs: every ``.wasm`` of ../shared/corpus (gt/ and release/). Per module, in one
 run, side by side: share of functions whose lifted C passes ``gcc -fsyntax-only -include
-prelude.h``; for kbtool (whole-module lift, ``--workers`` processes) and wasm-decompile:
-wall time, peak RSS, total lines, body lines, gotos, labels, max brace nesting and the
-median body lines per function. Then single-function on-demand latency (median / p95 /
-worst of ``lift_function`` after one ``prepare``) on ``--latency`` (default: lightningcss).
+prelude.h``; for kbtool (whole-module lift, ``--workers`` processes, default every usable
+core) and wasm-decompile: wall time, CPU time (user + system of the tool and its worker
+processes: the steadier figure on a shared machine), peak RSS (the largest process), total
+lines, body lines, gotos, labels, max brace nesting and the median body lines per function.
+Then single-function on-demand latency (median / p95 / worst of ``lift_function`` after one
+``prepare``, wall and CPU) on ``--latency`` (default: lightningcss).
 ``--smoke`` runs everything on the small .wat fixture (needs wat2wasm).
+
+How lines are counted (the same rule for both tools): ``lines`` is every line of the
+whole-module output; ``body ln`` counts, per function, the lines strictly between the line
+that opens the definition (``int32_t f(...) {`` / ``function f(...) {``) and its closing
+``}`` at column 0, so local declarations (``int32_t l1 = 0, ...;`` / ``var a:int;``) count
+and headers, prototypes and ``extern`` declarations outside the body do not. No line is
+joined or split for the count: it is the text the tool prints.
 """
 
 from __future__ import annotations
@@ -44,13 +53,16 @@ def _corpus() -> list[Path]:
     raise SystemExit("corpus not found; pass FILE")
 
 
-def _run_measured(cmd: list[str], stdout) -> tuple[float, float, int]:
-    """Wall seconds, peak RSS (MB, the child and its waited-for children) and exit status."""
+def _run_measured(cmd: list[str], stdout) -> tuple[float, float, float, int]:
+    """Wall seconds, CPU seconds (user + system), peak RSS (MB) and exit status, for the child
+    and its waited-for children (kbtool's worker processes). On a shared machine the CPU time
+    is the steadier figure: wall time depends on what else runs."""
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.DEVNULL)
     _pid, status, ru = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return time.perf_counter() - t, ru.ru_maxrss / 1024, proc.returncode
+    cpu = ru.ru_utime + ru.ru_stime
+    return time.perf_counter() - t, cpu, ru.ru_maxrss / 1024, proc.returncode
 
 
 def _brace_depth(lines: list[str]) -> int:
@@ -73,7 +85,7 @@ def _ours_child(path: str, workers: int, out: str) -> None:
     bodies, starts, stats = [], [], []
     line = 1
     with open(out, "w") as fh:
-        for r in lift_module(lm, workers=workers):
+        for r in lift_module(lm, workers=workers or None):
             starts.append((line, r.func_index))
             fh.write(r.text)
             line += r.text.count("\n")
@@ -134,7 +146,7 @@ def bench_module(path: Path, workers: int, gcc: bool, decompile: bool) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         c_path = Path(tmp) / "out.c"
         with open(Path(tmp) / "stats.json", "w") as fh:
-            wall, rss, rc = _run_measured(
+            wall, cpu, rss, rc = _run_measured(
                 [
                     sys.executable,
                     __file__,
@@ -153,6 +165,7 @@ def bench_module(path: Path, workers: int, gcc: bool, decompile: bool) -> dict:
         lines = c_path.read_text().splitlines()
         ours = {
             "time": wall,
+            "cpu": cpu,
             "rss": rss,
             "lines": len(lines),
             "body_lines": sum(info["bodies"]),
@@ -170,9 +183,14 @@ def bench_module(path: Path, workers: int, gcc: bool, decompile: bool) -> dict:
         if decompile and Path(DECOMPILE).exists():
             d_path = Path(tmp) / "out.dcmp"
             with open(d_path, "w") as fh:
-                wall, rss, rc = _run_measured([DECOMPILE, "--enable-all", str(path)], fh)
+                wall, cpu, rss, rc = _run_measured([DECOMPILE, "--enable-all", str(path)], fh)
             if rc == 0:
-                theirs = {"time": wall, "rss": rss, **_decompile_metrics(d_path.read_text())}
+                theirs = {
+                    "time": wall,
+                    "cpu": cpu,
+                    "rss": rss,
+                    **_decompile_metrics(d_path.read_text()),
+                }
     return {"module": path.name, "ours": ours, "theirs": theirs}
 
 
@@ -180,7 +198,7 @@ def _row(name: str, d: dict | None, valid: str) -> str:
     if d is None:
         return f"  {name:<15} (not available)"
     return (
-        f"  {name:<15} {valid:>6} {d['time']:8.2f} {d['rss']:8.0f} {d['lines']:9d} "
+        f"  {name:<15} {valid:>6} {d['time']:8.2f} {d['cpu']:8.2f} {d['rss']:8.0f} {d['lines']:9d} "
         f"{d['body_lines']:9d} {d['gotos']:7d} {d['labels']:7d} {d['depth']:6d} "
         f"{d['median']:7.1f}"
     )
@@ -198,19 +216,23 @@ def latency(path: Path, samples: int) -> str:
         defined, key=lambda i: m.code[i - m.num_func_imports][1] - m.code[i - m.num_func_imports][0]
     )
     pick = rng.sample(defined, min(samples, len(defined))) + by_size[-5:]
-    times, trunc = [], 0
+    times, cpus, trunc = [], [], 0
     for fi in pick:
         t = time.perf_counter()
+        c = time.process_time()
         r = lift_function(lm, fi)
         times.append(time.perf_counter() - t)
+        cpus.append(time.process_time() - c)
         trunc += r.truncated
+    cpus.sort()
     times.sort()
     p95 = times[int(0.95 * (len(times) - 1))]
     return (
         f"on-demand lift_function on {path.name}: prepare {prep * 1000:.0f} ms once; "
         f"{len(pick)} functions ({samples} random + 5 largest): median "
         f"{statistics.median(times) * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms, worst "
-        f"{times[-1] * 1000:.0f} ms, truncated {trunc}"
+        f"{times[-1] * 1000:.0f} ms (CPU: median {statistics.median(cpus) * 1000:.1f} ms, worst "
+        f"{cpus[-1] * 1000:.0f} ms), truncated {trunc}"
     )
 
 
@@ -233,7 +255,9 @@ def _smoke_module(tmp: Path) -> Path:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("files", nargs="*", type=Path)
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument(
+        "--workers", type=int, default=0, help="lift processes (default 0: every usable core)"
+    )
     ap.add_argument("--no-gcc", action="store_true")
     ap.add_argument("--no-decompile", action="store_true")
     ap.add_argument("--latency", type=Path, default=None)
@@ -253,7 +277,7 @@ def main(argv=None) -> None:
             files = a.files or _corpus()
             lat = a.latency or next((f for f in files if "lightningcss" in f.name), files[-1])
         print(
-            f"{'':2}{'tool':<15} {'gcc%':>6} {'wall s':>8} {'peak MB':>8} {'lines':>9} "
+            f"{'':2}{'tool':<15} {'gcc%':>6} {'wall s':>8} {'cpu s':>8} {'peak MB':>8} {'lines':>9} "
             f"{'body ln':>9} {'gotos':>7} {'labels':>7} {'depth':>6} {'med/fn':>7}"
         )
         for f in files:

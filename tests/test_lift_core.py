@@ -294,6 +294,16 @@ def test_zstd_every_function_valid_c(tmp_path):
     assert p.returncode == 0, p.stderr[:2000]
 
 
+@pytest.mark.skipif(not _gt_modules(), reason="corpus absent")
+def test_lift_module_workers_give_the_same_text_in_order():
+    path = next(p for p in _gt_modules() if "1.5.6.O2.named" in p.name)
+    lm = prepare(path.read_bytes())
+    one = [(r.func_index, r.text) for r in lift_module(lm, workers=1, imports=True)]
+    two = [(r.func_index, r.text) for r in lift_module(lm, workers=2, imports=True)]
+    assert [i for i, _ in one] == list(range(lm.module.num_functions))
+    assert two == one
+
+
 @pytest.mark.slow
 @needs_gcc
 @pytest.mark.skipif(not _gt_modules(), reason="corpus absent")

@@ -16,7 +16,8 @@ Deterministic.
 
     res = lift_function(lm, func_index)        # LiftResult(func_index, text, truncated,
                                                #            reason, stats)
-    for res in lift_module(lm, workers=2): ...
+    for res in lift_module(lm): ...            # in index order; forked workers on every
+                                               # usable core (workers=1: this process)
 
 ``res.text`` is self-contained C: the declarations the function needs (callee prototypes,
 ``extern`` globals, multi-value result structs and call_indirect function-pointer typedefs,
@@ -27,15 +28,19 @@ in any combination, is valid C with the prelude::
 
 Locals are typed (``int32_t``/``int64_t``/``float``/``double``/``v128``/``wasm_ref``),
 parameters ``pN`` (or their sanitised names), locals ``lN``, temporaries ``tN``/``rN``,
-labels ``LN``. Memory accesses read ``*(int32_t *)(M + p + 8)`` (``M`` = linear memory
+labels ``LN``. A ``local.tee`` stays an expression (``if ((l3 = f(p0)) == 0) ...``) when a
+lookahead shows its value is consumed before anything reads the local again. Memory accesses read ``*(int32_t *)(M + p + 8)`` (``M`` = linear memory
 base); ``Names.field_hook`` may render them as ``p->field_8``. Control flow is structured
 (``if``/``else``, ``while (1)``, ``do {} while (cond)``, ``do {} while (0)`` + ``break``,
 ``switch``); ``goto`` only where C cannot express the branch. SIMD, atomics, bulk memory,
 tables, references and exceptions call prelude helpers named after the mnemonic
-(``i32x4_add(a, b)``, ``i32_atomic_rmw_add(addr, v)``). Semantics assume ``-fwrapv``.
-A function over the budget (instructions, output size, ``max_seconds``) or using an
-instruction without a C rendering (GC) gets a valid stub with a
-``/* kbtool: not lifted: <reason> */`` comment and ``truncated=True``. Names from the
+(``i32x4_add(a, b)``, ``i32_atomic_rmw_add(addr, v)``); GC ops too (``struct_new(t, ...)``,
+``struct_get_i32(ref, t, field)``, ``array_len(a)``, ``ref_test(r, HT_I31, 1)``), and
+``br_on_null`` / ``br_on_non_null`` / ``br_on_cast[_fail]`` are conditional breaks
+(``if (r == REF_NULL) break;``). Semantics assume ``-fwrapv``. A function over the budget
+(instructions, output size, ``max_seconds``) or using an instruction without a C rendering
+gets a valid stub with a ``/* kbtool: not lifted: <reason> */`` comment and
+``truncated=True``. Names from the
 binary are untrusted: identifiers are sanitised and made unique, comment text is escaped.
 
 **Call graph** (the studio's Call graph object)::
@@ -55,7 +60,7 @@ from .callgraph import build_callgraph, indirect_types
 from .context import LiftModule, prepare
 from .disasm import disassemble_function
 from .lifter import LiftError, LiftResult, LiftStats, lift_function
-from .module import lift_module
+from .module import default_workers, lift_module
 from .names import Names, c_ident, comment_text
 from .prelude import prelude_path, render_prelude
 
@@ -68,6 +73,7 @@ __all__ = [
     "build_callgraph",
     "c_ident",
     "comment_text",
+    "default_workers",
     "disassemble_function",
     "indirect_types",
     "lift_function",

@@ -14,6 +14,7 @@ from kbtool.wasm.facts import build_data_map
 from kbtool.wasm.reader import Module, parse_module
 from kbtool.wasm.toolchain import detect_toolchain
 
+from .gctypes import gc_types
 from .names import C_KEYWORDS, Names, c_ident, display_name
 from .prelude import PRELUDE_NAMES
 
@@ -44,6 +45,14 @@ class LiftModule:
     module_idents: set[str] = field(default_factory=set)
     dmap: object = None
     type_texts: list[str] = field(default_factory=list)
+    #: the type of every function index (None where the type index is not a func type)
+    func_types: list = field(default_factory=list)
+    #: per type index: None (func), ("struct", [field types]) or ("array", elem type)
+    gc: list = field(default_factory=list)
+    #: i32 constant -> its C text with the string it points at (filled while lifting)
+    const_text: dict = field(default_factory=dict)
+    #: function index -> its C prototype line (filled while lifting)
+    protos: dict = field(default_factory=dict)
 
     def func_display(self, index: int) -> str | None:
         """The (untrusted) name of a function made safe for a listing, or None."""
@@ -115,4 +124,23 @@ def prepare(module, names: Names | None = None) -> LiftModule:
         module_idents=used,
         dmap=dmap,
         type_texts=[t.text() for t in m.types],
+        func_types=_func_types(m),
+        gc=_gc(data, m),
     )
+
+
+def _gc(data: bytes, m: Module) -> list:
+    try:
+        return gc_types(data, m)
+    except Exception:  # noqa: BLE001 - a GC op then fails to lift with a clear reason
+        return []
+
+
+def _func_types(m: Module) -> list:
+    types = m.types
+    out = []
+    for i in range(m.num_functions):
+        ti = m.func_type_index(i)
+        t = types[ti] if 0 <= ti < len(types) else None
+        out.append(t if t is not None and t.kind == "func" else None)
+    return out

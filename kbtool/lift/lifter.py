@@ -12,10 +12,15 @@ Two linear passes, no recursion on nesting depth:
 2. :class:`_Lifter` walks the instructions with an expression stack. Values stay
    expressions until an effect could change what they read (a store, a call, a write of a
    local they read, a control-flow split), then they are spilled to temporaries ``tN``.
+   A ``local.tee`` stays the expression ``(lN = v)`` (flag ``F_SET``, ``~N`` in ``locs``)
+   when :meth:`_Lifter.foldable` sees its consumer before any other use of ``lN``; a read
+   of ``lN`` or control flow while it is pending turns it back into a statement.
 
 Every emitted identifier is sanitised (see :mod:`kbtool.lift.context`); comments are
 escaped. A function over the size/time budget, or using an instruction without a C
-rendering (GC), gets a valid stub with a ``/* kbtool: ... */`` placeholder comment.
+rendering, gets a valid stub with a ``/* kbtool: ... */`` placeholder comment. GC ops are
+prelude helper calls (field types from :mod:`kbtool.lift.gctypes`); ``br_on_*`` are
+conditional breaks through :meth:`_Lifter.br_if`.
 """
 
 from __future__ import annotations
@@ -38,9 +43,13 @@ MAX_OUTPUT_CHARS = 4_000_000
 MAX_LOCALS = 50_000
 MAX_EXPR_CHARS = 1_500
 MAX_INDENT = 40
+MAX_BREAK_WALK = 10_000  # blocks walked per branch when choosing do { } while (0)
+_INDENT = ["  " * d for d in range(MAX_INDENT + 1)]
 DEFAULT_SECONDS = 10.0
 
 F_CALL, F_MEM, F_GLOB = 1, 2, 4
+F_SET = 8  # the expression assigns a local (a folded ``local.tee``)
+F_EFFECT = F_CALL | F_MEM | F_GLOB
 
 _OPENERS = {0x02: "block", 0x03: "loop", 0x04: "if", 0x06: "try", 0x1F: "try_table"}
 _LOAD_CT = {
@@ -70,6 +79,50 @@ _STORE_CT = {
     "i64.store16": "int16_t",
     "i64.store32": "int32_t",
 }
+_GC_BASE = PREFIX_BASE[0xFB]
+_BR_ON_CAST = frozenset((_GC_BASE + 0x18, _GC_BASE + 0x19))
+_BR_ON = frozenset((0xD5, 0xD6)) | _BR_ON_CAST
+_GC_OPS = frozenset([0xD5, 0xD6] + [_GC_BASE + k for k in range(0x1F) if MNEMONICS[_GC_BASE + k]])
+_HEAPTYPE_C = {
+    "func": "HT_FUNC",
+    "extern": "HT_EXTERN",
+    "any": "HT_ANY",
+    "eq": "HT_EQ",
+    "i31": "HT_I31",
+    "struct": "HT_STRUCT",
+    "array": "HT_ARRAY",
+    "exn": "HT_EXN",
+    "none": "HT_NONE",
+    "noextern": "HT_NOEXTERN",
+    "nofunc": "HT_NOFUNC",
+    "noexn": "HT_NOEXN",
+}
+
+
+def _heaptype_c(h) -> str:
+    """A heap type as a C integer: a type index, or an ``HT_*`` constant of the prelude."""
+    h = str(h)
+    shared = h.startswith("shared ")
+    h = h.removeprefix("shared ").removeprefix("exact ")
+    c = h if h.isdigit() else _HEAPTYPE_C.get(h)
+    if c is None:
+        raise LiftError("unknown heap type")
+    return f"HT_SHARED({c})" if shared else c
+
+
+def _gc_value(storage: str) -> str:
+    """The wasm value type a field/element of ``storage`` type reads as."""
+    return "i32" if storage in ("i8", "i16") else storage
+
+
+def _gc_suffix(storage: str) -> str:
+    """Helper suffix per storage type: i32 (also packed i8/i16), i64, f32, f64, v128, ref."""
+    if storage in ("i8", "i16"):
+        return "i32"
+    return storage if storage in ("i32", "i64", "f32", "f64", "v128") else "ref"
+
+
+_BINARY_FORMS = frozenset(("bin", "binu", "cmp", "cmpu", "shl", "shr", "shru"))
 _NEG_CMP = {"==": "!=", "!=": "==", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
 
 
@@ -104,16 +157,17 @@ class LiftResult:
 class _E:
     """An expression on the value stack."""
 
-    __slots__ = ("text", "prec", "ty", "fl", "locs", "neg", "const")
+    __slots__ = ("text", "prec", "ty", "fl", "locs", "neg", "const", "tee")
 
-    def __init__(self, text, prec, ty, fl=0, locs=(), neg=None, const=None):
+    def __init__(self, text, prec, ty, fl=0, locs=(), neg=None, const=None, tee=None):
         self.text = text
         self.prec = prec
         self.ty = ty
         self.fl = fl
-        self.locs = locs
+        self.locs = locs  # locals the expression reads (x) and assigns (~x, with F_SET)
         self.neg = neg
         self.const = const
+        self.tee = tee  # local index when the expression is exactly ``lN = value``
 
 
 def _p(e: _E, maxprec: int) -> str:
@@ -164,31 +218,48 @@ class _Blk:
         self.claimed = -1  # index of the br_table whose switch this block belongs to
 
 
-def _scan(ins, budget):
-    """Match blocks, record branch sites and choose each block's C form."""
+def _scan(ins, ctrl, budget):
+    """Match blocks, record branch sites and choose each block's C form (``ctrl``: the
+    indices of the control instructions in ``ins``)."""
     blocks = [_Blk("func", -1, -1, None)]
     stack = [0]
     open_at: dict[int, int] = {}
     tables: list[tuple[int, int, set[int]]] = []
     order: list[int] = []
-    for i, (_off, op, imms) in enumerate(ins):
+    # crossing counts: "+1 for the innermost d open blocks" in O(1) with a difference
+    # stack (acc[top] += 1, acc[top - d] -= 1; a closing block passes its sum down)
+    acc_loop = [0]
+    acc_blk = [0]
+    for i in ctrl:
+        _off, op, imms = ins[i]
         kind = _OPENERS.get(op)
         if kind is not None:
             b = len(blocks)
             blocks.append(_Blk(kind, i, stack[-1], imms[0]))
             open_at[i] = b
             stack.append(b)
+            acc_loop.append(0)
+            acc_blk.append(0)
         elif op == 0x0B or op == 0x18:
             if not stack:
                 raise LiftError("unbalanced end")
             b = stack.pop()
-            blocks[b].end = i
+            blk = blocks[b]
+            blk.end = i
+            blk.cross_loop = cl = acc_loop.pop()
+            blk.cross_block = cb = acc_blk.pop()
+            if stack:
+                acc_loop[-1] += cl
+                acc_blk[-1] += cb
             order.append(b)
         elif op == 0x05 or op == 0x07 or op == 0x19:
             if len(stack) > 1 and blocks[stack[-1]].else_at < 0:
                 blocks[stack[-1]].else_at = i
-        elif op == 0x0C or op == 0x0D or op == 0x0E:
-            depths = [imms[0]] if op != 0x0E else sorted(set(imms[0]) | {imms[1]})
+        elif op == 0x0C or op == 0x0D or op == 0x0E or op in _BR_ON:
+            if op == 0x0E:
+                depths = sorted(set(imms[0]) | {imms[1]})
+            else:
+                depths = [imms[1] if op in _BR_ON_CAST else imms[0]]
             if op == 0x0E and depths[-1] < len(stack):
                 tables.append((i, stack[-1], {stack[-1 - d] for d in depths}))
             for d in depths:
@@ -196,16 +267,16 @@ def _scan(ins, budget):
                     raise LiftError(f"branch depth {d} out of range")
                 t = stack[-1 - d]
                 blocks[t].sites.append((i, op, stack[-1]))
+                if not d:
+                    continue
                 # blocks crossed on the way to a loop: a do-while(0) there would eat continue
                 if blocks[t].kind == "loop":
-                    for j in range(1, d + 1):
-                        blocks[stack[-j]].cross_loop += 1
-                    budget.spend(d)
+                    acc_loop[-1] += 1
+                    acc_loop[-1 - d] -= 1
                 elif op != 0x0E and t:
                     # and on the way to a block: a do-while(0) there would eat its break
-                    for j in range(1, d + 1):
-                        blocks[stack[-j]].cross_block += 1
-                    budget.spend(d)
+                    acc_blk[-1] += 1
+                    acc_blk[-1 - d] -= 1
     if stack:
         raise LiftError("function body not closed by end")
     switches = _switch_chains(blocks, tables)
@@ -219,16 +290,17 @@ def _scan(ins, budget):
         bt_ = blocks[t]
         if bt_.form != "dowhile0":
             continue
+        # +1 on the tree path from the site's block up to t (exclusive): a difference on
+        # the tree, summed over subtrees below
         for _i, op, inner in bt_.sites:
             if op == 0x0E:
                 continue
-            j = inner
-            steps = 0
-            while j != t:
-                steps += 1
-                recount[j] += 1
-                j = blocks[j].parent
-            budget.spend(steps)
+            recount[inner] += 1
+            recount[t] -= 1
+        budget.spend(len(bt_.sites))
+    for b in order:  # children end before their parents
+        if b:
+            recount[blocks[b].parent] += recount[b]
     for b in order:
         blk = blocks[b]
         if blk.claimed < 0 and blk.kind == "block":
@@ -294,7 +366,10 @@ def _decide(blocks, b, ins, budget):
         # do { } while (0) pays when more of its own branches become `break` than branches
         # crossing it to outer blocks could lose theirs
         breaks = 0
+        need = blk.cross_block
+        left = len(blk.sites)
         for i, op, inner in blk.sites:
+            left -= 1
             if op == 0x0E:
                 continue  # inside a switch: `break` leaves the switch (or lands right)
             j = inner
@@ -302,6 +377,9 @@ def _decide(blocks, b, ins, budget):
             steps = 0
             while j != b:
                 steps += 1
+                if steps > MAX_BREAK_WALK:  # very deep: assume a goto (structure stays valid)
+                    ok = False
+                    break
                 bj = blocks[j]
                 if bj.form in ("loop", "dowhile", "dowhile0") or (
                     bj.form == "switchtail" and i > bj.claimed
@@ -311,6 +389,8 @@ def _decide(blocks, b, ins, budget):
                 j = bj.parent
             budget.spend(steps)
             breaks += ok
+            if breaks > need or breaks + left <= need:
+                break  # decided either way
         if breaks and breaks > blk.cross_block:
             blk.form = "dowhile0"
             return
@@ -458,11 +538,19 @@ class _Lifter:
         self.nlabel = 0
         self.hook = lm.names.field_hook
         self.extra = 0  # indentation of open if-converted blocks
+        self.pend: set[int] = set()  # locals with a folded tee possibly on the stack
+        self.gget: dict[int, _E] = {}  # one immutable expression per global read
+        self.loopish: list[int] = []  # frame indices of open loop / do-while frames
+        self.sw_open: list[int] = []  # frame indices whose C switch is open
 
     # -- output
     def emit(self, line: str) -> None:
-        depth = min((self.frames[-1].ind if self.frames else 0) + self.extra, MAX_INDENT)
-        self.out.append("  " * depth + line)
+        depth = (self.frames[-1].ind if self.frames else 0) + self.extra
+        if depth > MAX_INDENT:
+            depth = MAX_INDENT
+        elif depth < 0:
+            depth = 0
+        self.out.append(_INDENT[depth] + line)
         self.chars += len(line) + 2 * depth
         if self.chars > self.max_chars:
             raise LiftError(f"output larger than {self.max_chars} characters")
@@ -498,6 +586,10 @@ class _Lifter:
         self.stack.append(e)
 
     def spill(self, e: _E) -> _E:
+        if e.tee is not None:  # a folded tee becomes its own statement again
+            self.emit(f"{e.text};")
+            x = e.tee
+            return _E(self.locals_c[x], 0, e.ty, 0, (x,))
         name = self.new_temp(e.ty)
         self.emit(f"{name} = {e.text};")
         return _E(name, 0, e.ty)
@@ -509,13 +601,105 @@ class _Lifter:
                 st[k] = self.spill(e)
 
     def spill_all(self) -> None:
-        self.spill_where(lambda e: True)
+        """Before a block opens: everything that is not a constant or a temporary."""
+        st = self.stack
+        for k, e in enumerate(st):
+            if e.const is None and (e.fl or e.locs):
+                st[k] = self.spill(e)
 
     def spill_for_call(self) -> None:
-        self.spill_where(lambda e: e.fl != 0)
+        """Before control flow: everything with an effect or a pending local assignment."""
+        st = self.stack
+        for k, e in enumerate(st):
+            if e.fl and e.const is None:
+                st[k] = self.spill(e)
+
+    def spill_effects(self) -> None:
+        """Before a call or another effect: what reads memory/globals or calls."""
+        st = self.stack
+        for k, e in enumerate(st):
+            if e.fl & F_EFFECT and e.const is None:
+                st[k] = self.spill(e)
+
+    def spill_pending(self, x: int) -> None:
+        """Before a read of local ``x``: the folded tees that assign it."""
+        nx = ~x
+        self.spill_where(lambda e: e.fl & F_SET and nx in e.locs)
+        self.pend.discard(x)
+
+    def set_local(self, x: int, v: _E, tee: bool) -> None:
+        """``local.set`` / ``local.tee``: a tee stays an expression ``(lN = v)`` until it
+        is consumed (folded into the consumer) or something reads ``lN`` first."""
+        if x < 0 or x >= len(self.locals_c):
+            raise LiftError(f"local index {x} out of range")
+        name = self.locals_c[x]
+        nx = ~x
+        if v.fl & F_SET and nx in v.locs:
+            v = self.spill(v)  # `x = (x = a) + 1` would be unsequenced
+        self.spill_for_local(x)
+        if v.text == name:
+            if tee:
+                self.stack.append(_E(name, 0, self.local_types[x], 0, (x,)))
+            return
+        if not tee or not self.foldable(x):
+            self.emit(f"{name} = {v.text};")
+            if tee:
+                self.stack.append(_E(name, 0, self.local_types[x], 0, (x,)))
+            return
+        locs = v.locs + (nx,)
+        self.pend.add(x)
+        self.push(_E(f"{name} = {v.text}", 14, self.local_types[x], v.fl | F_SET, locs, tee=x))
 
     def spill_for_local(self, idx: int) -> None:
-        self.spill_where(lambda e: idx in e.locs)
+        st = self.stack
+        nx = ~idx
+        for k, e in enumerate(st):
+            if e.locs and (idx in e.locs or nx in e.locs) and e.const is None:
+                st[k] = self.spill(e)
+
+    def foldable(self, x: int) -> bool:
+        """Whether the ``local.tee x`` at the current instruction may stay an expression:
+        a short forward simulation of the stack finds the statement that consumes its
+        value before anything reads or writes ``x`` again (else a fold would force a
+        temporary later) and before any control flow leaves the value on the stack."""
+        ins = self.ins
+        i = self.cur
+        last = min(len(ins), i + 48)
+        d = 0  # values above the (possibly composed) tee value
+        effects = _STACK_EFFECT
+        ftypes = self.lm.func_types
+        for j in range(i + 1, last):
+            _off, op, imms = ins[j]
+            if op == 0x20 or op == 0x21 or op == 0x22:
+                if imms[0] == x:
+                    return False
+                if op == 0x20:
+                    d += 1
+                    continue
+            if op == 0x10:
+                t = ftypes[imms[0]] if imms[0] < len(ftypes) else None
+                if t is None:
+                    return False
+                pops, pushes = len(t.params), len(t.results)
+            else:
+                eff = effects[op] if op < len(effects) else None
+                if eff is None:
+                    return False
+                pops, pushes = eff
+            if pops <= d:
+                if pushes < 0:
+                    return False  # control flow with the value still on the stack
+                d += pushes - pops
+                continue
+            # this instruction consumes the value
+            if op == 0x1B:
+                return False
+            if pushes == 0 or pushes == -2:
+                return True  # a statement (set, store, drop, call, br_if/if condition)
+            if pushes != 1:
+                return False
+            d = 0
+        return False
 
     # -- names
     def fname(self, idx: int) -> str:
@@ -588,22 +772,53 @@ class _Lifter:
         stack = self.stack
         lt = local_types
         nloc = len(locals_c)
+        pend = self.pend
+        lget: list = [None] * nloc  # one immutable expression per local, made on first use
+        self.lget = lget
+        loads = _LOAD_INFO
+        frames = self.frames
+        fast = _FAST_STEP
+        kinds = _RUN_KIND
+        dead = False  # mirrors self.dead, which only the handlers below change
         for i in range(n):
             off, op, imms = ins[i]
             if not i & 0x3FF:
                 budget.spend(0x400)
-            if not self.dead:
+            if not dead:
                 # fast paths for the commonest instructions
-                if op == 0x20:
+                k = kinds[op]
+                if k == 1:  # local.get
                     x = imms[0]
                     if x >= nloc:
                         raise LiftError(f"local index {x} out of range")
-                    stack.append(_E(locals_c[x], 0, lt[x], 0, (x,)))
+                    if pend and x in pend:
+                        self.spill_pending(x)
+                    e = lget[x]
+                    if e is None:
+                        e = lget[x] = _E(locals_c[x], 0, lt[x], 0, (x,))
+                    stack.append(e)
                     continue
-                ent = ctable[op]
-                if ent is not None:
-                    self.table_op(op, ent, imms)
+                if k == 2:
+                    self.table_op(op, ctable[op], imms)
                     continue
+                if k == 3:
+                    ld = loads[op]
+                    if len(stack) <= frames[-1].height:
+                        raise LiftError("value stack underflow")
+                    base = stack.pop()
+                    ct, ty, widen = ld
+                    text = self.mem_ptr(base, imms[1], ct)
+                    prec = 2 if text[0] == "*" else 0
+                    if widen:
+                        text = f"(int64_t){text}"
+                        prec = 2
+                    stack.append(_E(text, prec, ty, base.fl | F_MEM, base.locs))
+                    continue
+                if k == 4:
+                    v = imms[0]
+                    if 0 <= v < 256:
+                        stack.append(_E(str(v), 0, "i32", 0, (), None, v))
+                        continue
             else:
                 if op in _OPENERS:
                     self.dead_depth += 1
@@ -617,23 +832,25 @@ class _Lifter:
                         continue
                 else:
                     continue
-            self.step(i, off, op, imms)
-            if not self.frames:
+            self.cur = i
+            h = fast.get(op)
+            if h is not None:
+                h(self, i, op, imms)
+            else:
+                self.step(i, off, op, imms)
+            dead = self.dead
+            if not frames:
                 return
 
     def step(self, i, off, op, imms):  # noqa: C901 - one dispatch over opcodes
         if op == 0x20:  # local.get
             x = imms[0]
-            self.push(_E(self.local(x), 0, self.local_types[x], 0, (x,)))
-        elif op == 0x21 or op == 0x22:  # local.set / tee
-            x = imms[0]
-            v = self.pop()
             name = self.local(x)
-            self.spill_for_local(x)
-            if v.text != name:
-                self.emit(f"{name} = {v.text};")
-            if op == 0x22:
-                self.push(_E(name, 0, self.local_types[x], 0, (x,)))
+            if x in self.pend:
+                self.spill_pending(x)
+            self.push(_E(name, 0, self.local_types[x], 0, (x,)))
+        elif op == 0x21 or op == 0x22:  # local.set / tee
+            self.set_local(imms[0], self.pop(), op == 0x22)
         elif op in _MEMOPS:
             self.mem_op(op, imms)
         elif op == 0x41:
@@ -650,8 +867,7 @@ class _Lifter:
             t = _f64_text(imms[0])
             self.push(_E(t, 0 if not t.startswith("-") else 2, "f64", const=imms[0]))
         elif op == 0x23:
-            g = imms[0]
-            self.push(_E(self.gname(g), 0, self.global_type(g), F_GLOB))
+            self.global_get(imms[0])
         elif op == 0x24:
             g = imms[0]
             v = self.pop()
@@ -664,16 +880,14 @@ class _Lifter:
         elif op == 0x0B:
             self.do_end(i)
         elif op == 0x0C:
-            vals = self.branch_values(imms[0], consume=True)
-            for line in self.branch(imms[0], vals):
-                self.emit(line)
-            self.dead = True
+            self.do_br(imms[0])
         elif op == 0x0D:
             self.br_if(i, imms[0])
         elif op == 0x0E:
             self.br_table(i, imms[0], imms[1])
         elif op == 0x0F:
             vals = self.branch_values(len(self.frames) - 1, consume=True)
+            self.spill_for_call()
             for line in self.branch(len(self.frames) - 1, vals):
                 self.emit(line)
             self.dead = True
@@ -684,28 +898,14 @@ class _Lifter:
         elif op == 0x01:
             pass
         elif op == 0x1A:
-            v = self.pop()
-            if v.fl & F_CALL:
-                self.emit(f"{v.text};")
+            self.do_drop()
         elif op == 0x1B or op == 0x1C:
-            c = self.pop()
-            b = self.pop()
-            a = self.pop()
-            if (a.fl | b.fl) & F_CALL:
-                if a.fl & F_CALL:
-                    a = self.spill(a)
-                if b.fl & F_CALL:
-                    b = self.spill(b)
-            fl, locs = _merge(a, b, c)
-            self.push(_E(f"{_p(c, 12)} ? {_p(a, 12)} : {_p(b, 13)}", 13, a.ty, fl, locs))
+            self.do_select()
         elif op == 0x10 or op == 0x12:
-            t = (
-                self.m.types[self.m.func_type_index(imms[0])]
-                if imms[0] < self.m.num_functions
-                else None
-            )
+            ft = self.lm.func_types
+            t = ft[imms[0]] if imms[0] < len(ft) else None
             if t is None:
-                raise LiftError(f"call to function {imms[0]} out of range")
+                raise LiftError(f"call to function {imms[0]} out of range or not a func type")
             self.do_call(self.fname(imms[0]), t, op == 0x12)
         elif op == 0x11 or op == 0x13:
             t = self.functype(imms[0])
@@ -721,7 +921,7 @@ class _Lifter:
             self.push(_E("memory_size()", 0, "i32", F_MEM))
         elif op == 0x40:
             n = self.pop()
-            self.spill_for_call()
+            self.spill_effects()
             self.push(_E(f"memory_grow({n.text})", 0, "i32", F_CALL | n.fl, n.locs))
         elif op == 0xD0:
             self.push(_E("REF_NULL", 0, "funcref", const=0))
@@ -743,7 +943,7 @@ class _Lifter:
         elif op == 0x26:
             v = self.pop()
             i_ = self.pop()
-            self.spill_for_call()
+            self.spill_effects()
             self.emit(f"table_set({imms[0]}, {i_.text}, {v.text});")
         elif op == 0x08:  # throw
             tag = self.tag_type(imms[0])
@@ -777,11 +977,203 @@ class _Lifter:
             lanes = "v128_const(" + ", ".join(f"0x{w:08x}u" for w in ws) + ")"
             fl, locs = _merge(a_, b_)
             self.push(_E(f"i8x16_shuffle({a_.text}, {b_.text}, {lanes})", 0, "v128", fl, locs))
+        elif op in _GC_OPS:
+            self.gc_op(i, op, imms)
         else:
             ent = CTABLE[op] if op < len(CTABLE) else None
             if ent is None:
                 raise LiftError(f"no C rendering for {MNEMONICS[op] or hex(op)}")
             self.table_op(op, ent, imms)
+
+    # -- GC proposal and br_on_*: prelude helper calls with the ops' stack effects
+    def gc_type(self, ti, kind: str):
+        gc = self.lm.gc
+        t = gc[ti] if isinstance(ti, int) and 0 <= ti < len(gc) else None
+        if t is None or t[0] != kind:
+            raise LiftError(f"type {ti} is not a {kind} type")
+        return t[1]
+
+    def gc_call(self, text: str, args: list[_E], ty: str | None, fl: int = F_CALL) -> None:
+        """Push ``text`` (a helper call over ``args``) as a value of type ``ty``, or emit it
+        as a statement when ``ty`` is None (a heap write: readers of the heap spill first)."""
+        afl, locs = _merge(*args) if args else (0, ())
+        if ty is None:
+            self.spill_where(lambda e: e.fl & (F_MEM | F_CALL))
+            self.emit(f"{text};")
+            return
+        if fl & F_CALL:
+            self.spill_effects()
+        self.push(_E(text, 0, ty, afl | fl, locs))
+
+    def gc_op(self, i, op, imms) -> None:  # noqa: C901 - one dispatch over the GC ops
+        name = MNEMONICS[op]
+        if op == 0xD5 or op == 0xD6 or name in ("br_on_cast", "br_on_cast_fail"):
+            self.br_on(i, op, name, imms)
+            return
+        if name in ("struct.new", "struct.new_default"):
+            fields = self.gc_type(imms[0], "struct")
+            if name == "struct.new_default":
+                self.gc_call(f"struct_new_default({imms[0]})", [], "anyref")
+                return
+            args = self.popn(len(fields))
+            texts = ", ".join([str(imms[0])] + [a.text for a in args])
+            self.gc_call(f"struct_new({texts})", args, "anyref")
+        elif name.startswith("struct.get"):
+            fields = self.gc_type(imms[0], "struct")
+            if imms[1] >= len(fields):
+                raise LiftError(f"field {imms[1]} out of range")
+            ref = self.pop()
+            ft = fields[imms[1]]
+            h = "struct_" + (name[-5:] if name != "struct.get" else "get_" + _gc_suffix(ft))
+            self.gc_call(f"{h}({ref.text}, {imms[0]}, {imms[1]})", [ref], _gc_value(ft), F_MEM)
+        elif name == "struct.set":
+            fields = self.gc_type(imms[0], "struct")
+            if imms[1] >= len(fields):
+                raise LiftError(f"field {imms[1]} out of range")
+            v = self.pop()
+            ref = self.pop()
+            h = "struct_set_" + _gc_suffix(fields[imms[1]])
+            self.gc_call(f"{h}({ref.text}, {imms[0]}, {imms[1]}, {v.text})", [ref, v], None)
+        elif name.startswith("array."):
+            self.array_op(name, imms)
+        elif name in ("ref.test", "ref.cast"):
+            ref = self.pop()
+            null = int(op in (PREFIX_BASE[0xFB] + 0x15, PREFIX_BASE[0xFB] + 0x17))
+            ht = _heaptype_c(imms[0])
+            if name == "ref.test":
+                self.gc_call(f"ref_test({ref.text}, {ht}, {null})", [ref], "i32", 0)
+            else:  # traps on failure: keep its place among effects
+                self.gc_call(f"ref_cast({ref.text}, {ht}, {null})", [ref], "anyref")
+        elif name in ("any.convert_extern", "extern.convert_any", "i31.get_s", "i31.get_u"):
+            ref = self.pop()
+            ty = "i32" if name.startswith("i31") else "anyref"
+            h = name.replace(".", "_")
+            self.gc_call(f"{h}({ref.text})", [ref], ty, F_CALL if ty == "i32" else 0)
+        elif name == "ref.i31":
+            v = self.pop()
+            self.gc_call(f"ref_i31({v.text})", [v], "anyref", 0)
+        else:
+            raise LiftError(f"no C rendering for {name}")
+
+    def array_op(self, name: str, imms) -> None:
+        if name == "array.len":
+            ref = self.pop()
+            self.gc_call(f"array_len({ref.text})", [ref], "i32", F_MEM)
+            return
+        t = imms[0]
+        et = self.gc_type(t, "array")
+        sfx = _gc_suffix(et)
+        if name == "array.new":
+            n = self.pop()
+            v = self.pop()
+            self.gc_call(f"array_new_{sfx}({t}, {v.text}, {n.text})", [v, n], "anyref")
+        elif name == "array.new_default":
+            n = self.pop()
+            self.gc_call(f"array_new_default({t}, {n.text})", [n], "anyref")
+        elif name == "array.new_fixed":
+            if imms[1] > 10_000:
+                raise LiftError(f"array.new_fixed with {imms[1]} values")
+            vals = self.popn(imms[1])
+            texts = ", ".join([str(t), str(imms[1])] + [v.text for v in vals])
+            self.gc_call(f"array_new_fixed({texts})", vals, "anyref")
+        elif name in ("array.new_data", "array.new_elem"):
+            n = self.pop()
+            off = self.pop()
+            h = name.replace(".", "_")
+            self.gc_call(f"{h}({t}, {imms[1]}, {off.text}, {n.text})", [off, n], "anyref")
+        elif name.startswith("array.get"):
+            i_ = self.pop()
+            ref = self.pop()
+            h = "array_" + (name[-5:] if name != "array.get" else "get_" + sfx)
+            self.gc_call(f"{h}({ref.text}, {t}, {i_.text})", [ref, i_], _gc_value(et), F_MEM)
+        elif name == "array.set":
+            v = self.pop()
+            i_ = self.pop()
+            ref = self.pop()
+            self.gc_call(
+                f"array_set_{sfx}({ref.text}, {t}, {i_.text}, {v.text})", [ref, i_, v], None
+            )
+        elif name == "array.fill":
+            n = self.pop()
+            v = self.pop()
+            off = self.pop()
+            ref = self.pop()
+            args = [ref, off, v, n]
+            self.gc_call(
+                f"array_fill_{sfx}({ref.text}, {t}, {off.text}, {v.text}, {n.text})", args, None
+            )
+        elif name == "array.copy":
+            self.gc_type(imms[1], "array")
+            n, soff, src, doff, dst = (self.pop() for _ in range(5))
+            args = [dst, doff, src, soff, n]
+            texts = ", ".join([str(t), str(imms[1])] + [a.text for a in args])
+            self.gc_call(f"array_copy({texts})", args, None)
+        elif name in ("array.init_data", "array.init_elem"):
+            n, soff, doff, ref = (self.pop() for _ in range(4))
+            args = [ref, doff, soff, n]
+            texts = ", ".join([str(t), str(imms[1])] + [a.text for a in args])
+            self.gc_call(f"{name.replace('.', '_')}({texts})", args, None)
+        else:
+            raise LiftError(f"no C rendering for {name}")
+
+    def br_on(self, i, op, name, imms) -> None:
+        """``br_on_null`` / ``br_on_non_null`` / ``br_on_cast[_fail]``: a conditional break
+        on a test of the reference on top of the stack (kept in a named value)."""
+        label = imms[0] if op in (0xD5, 0xD6) else imms[1]
+        ref = self.pop()
+        if ref.prec or ref.fl or ref.const is not None:
+            ref = self.spill(ref)
+        r = ref.text
+        if op == 0xD5:  # branch on null without the ref; else the ref stays
+            self.br_if(
+                i, label, _E(f"{r} == REF_NULL", 7, "i32", 0, ref.locs, neg=f"{r} != REF_NULL")
+            )
+            self.stack.append(ref)
+            return
+        if op == 0xD6:  # branch with the ref when not null; else it is dropped
+            self.stack.append(ref)
+            cond = _E(f"{r} != REF_NULL", 7, "i32", 0, ref.locs, neg=f"{r} == REF_NULL")
+            self.br_if(i, label, cond, keep=1)
+            self.pop()
+            return
+        flags = imms[0]
+        test = f"ref_test({r}, {_heaptype_c(imms[3])}, {int(bool(flags & 2))})"
+        self.stack.append(ref)
+        if name == "br_on_cast":
+            cond = _E(test, 0, "i32", 0, ref.locs, neg=f"!{test}")
+        else:
+            cond = _E(f"!{test}", 2, "i32", 0, ref.locs, neg=test)
+        self.br_if(i, label, cond, keep=1)
+
+    def do_drop(self) -> None:
+        v = self.pop()
+        if v.fl & (F_CALL | F_SET):
+            self.emit(f"{v.text};")
+
+    def do_select(self) -> None:
+        c = self.pop()
+        b = self.pop()
+        a = self.pop()
+        if (a.fl | b.fl) & (F_CALL | F_SET):  # C evaluates one arm only
+            if a.fl & (F_CALL | F_SET):
+                a = self.spill(a)
+            if b.fl & (F_CALL | F_SET):
+                b = self.spill(b)
+        fl, locs = _merge(a, b, c)
+        self.push(_E(f"{_p(c, 12)} ? {_p(a, 12)} : {_p(b, 13)}", 13, a.ty, fl, locs))
+
+    def do_br(self, depth: int) -> None:
+        vals = self.branch_values(depth, consume=True)
+        self.spill_for_call()
+        for line in self.branch(depth, vals):
+            self.emit(line)
+        self.dead = True
+
+    def global_get(self, g: int) -> None:
+        e = self.gget.get(g)
+        if e is None:
+            e = self.gget[g] = _E(self.gname(g), 0, self.global_type(g), F_GLOB)
+        self.stack.append(e)
 
     def switch_chain(self, idx: _E, labels, default: int, n: int) -> None:
         """``switch`` whose case labels go to the ends of the ``n`` innermost frames."""
@@ -802,6 +1194,7 @@ class _Lifter:
             self.emit(f"{heads[-1]} " + " ".join(lines))
             self.extra += 1
         self.frames[-n].switch_open = True
+        self.sw_open.append(len(self.frames) - n)
         self.dead = True
 
     # -- helpers for step
@@ -821,11 +1214,16 @@ class _Lifter:
         return self.functype(self.m.tags[t].type_index)
 
     def i32_const(self, v: int) -> _E:
-        text = _i32_text(v)
-        if v >= 256:
-            s = self.lm.string_at(v & 0xFFFFFFFF)
-            if s:
-                text = f'{text} /* "{escape_text(s, 60)}" */'
+        cache = self.lm.const_text
+        text = cache.get(v)
+        if text is None:
+            text = _i32_text(v)
+            if v >= 256:
+                s = self.lm.string_at(v & 0xFFFFFFFF)
+                if s:
+                    text = f'{text} /* "{escape_text(s, 60)}" */'
+            if len(cache) < 1_000_000:
+                cache[v] = text
         return _E(text, 0 if v >= 0 else 2, "i32", const=v)
 
     def addr(self, base: _E, offset: int) -> str:
@@ -869,7 +1267,7 @@ class _Lifter:
 
     def do_call(self, name, t, is_tail, callee_expr=None, callee_ref=None):
         args = self.popn(len(t.params))
-        self.spill_for_call()
+        self.spill_for_call() if is_tail else self.spill_effects()
         if callee_expr is not None:
             td, table, idx = callee_expr
             fn = f"(({td})wasm_table_func({table}, {idx.text}))"
@@ -907,11 +1305,21 @@ class _Lifter:
 
     def table_op(self, op, ent, imms):
         form, params, results, text = ent
-        if form in ("bin", "binu", "cmp", "cmpu", "shl", "shr", "shru"):
-            b = self.pop()
-            a = self.pop()
-            fl, locs = _merge(a, b)
-            self.push(self.binary(form, text, a, b, params[0], results[0], fl, locs))
+        if form in _BINARY_FORMS:
+            stack = self.stack
+            if len(stack) - 2 < self.frames[-1].height:
+                raise LiftError("value stack underflow")
+            b = stack.pop()
+            a = stack.pop()
+            if a.locs:
+                locs = b.locs and (a.locs if a.locs == b.locs else tuple(set(a.locs) | set(b.locs)))
+                locs = locs or a.locs
+            else:
+                locs = b.locs
+            e = self.binary(form, text, a, b, params[0], results[0], a.fl | b.fl, locs)
+            if len(e.text) > MAX_EXPR_CHARS:
+                e = self.spill(e)
+            stack.append(e)
             return
         if form in ("neg", "eqz", "cast"):
             a = self.pop()
@@ -920,7 +1328,7 @@ class _Lifter:
                 self.push(_E(t, 2, results[0], a.fl, a.locs))
             elif form == "eqz":
                 p = _p(a, 6)
-                neg = a.text if a.prec <= 12 else None
+                neg = a.text if a.prec <= 13 else f"({a.text})"
                 self.push(_E(f"{p} == 0", 7, "i32", a.fl, a.locs, neg=neg))
             else:
                 self.push(_E(f"{text}{_p(a, 2)}", 2, results[0], a.fl, a.locs))
@@ -947,7 +1355,7 @@ class _Lifter:
             or MNEMONICS[op].startswith("memory.atomic")
         )
         if effect:
-            self.spill_for_call()
+            self.spill_effects()
             fl |= F_CALL
         if not results:
             self.emit(f"{call};")
@@ -1044,6 +1452,8 @@ class _Lifter:
             0 if form in ("plain", "try_table", "ifconv", "switchtail") else 1
         )
         self.frames.append(fr)
+        if form == "loop" or form == "dowhile" or form == "dowhile0":
+            self.loopish.append(len(self.frames) - 1)
         if form == "loop":
             fr.label = f"L{fr.id}"
             self.out.append(None)  # placeholder for the loop-head label
@@ -1056,7 +1466,7 @@ class _Lifter:
 
     def cond_text(self, c: _E, negate: bool = False) -> str:
         if not negate:
-            return c.text
+            return c.text if c.prec < 14 else f"({c.text})"
         if c.neg is not None:
             return c.neg
         return f"!{_p(c, 0)}" if c.prec == 0 else f"!({c.text})"
@@ -1171,6 +1581,8 @@ class _Lifter:
                 )
             after_reachable = True
         self.frames.pop()
+        if self.loopish and self.loopish[-1] == len(self.frames):
+            self.loopish.pop()
         if form == "loop":
             if reach:
                 self.emit("  break;")
@@ -1181,7 +1593,8 @@ class _Lifter:
                 self.out[fr.cond] = "  " * min(fr.ind, MAX_INDENT) + f"{fr.label}:;"
                 self.stats.labels += 1
         elif form == "dowhile":
-            self.emit(f"}} while ({fr.cond.text if isinstance(fr.cond, _E) else '0'});")
+            c = self.cond_text(fr.cond) if isinstance(fr.cond, _E) else "0"
+            self.emit(f"}} while ({c});")
             after_reachable = reach or fr.cond is not None
         elif form == "dowhile0":
             self.emit("} while (0);")
@@ -1206,6 +1619,7 @@ class _Lifter:
             self.extra += 1
         if form == "switchtail" and fr.switch_open:
             fr.switch_open = False
+            self.sw_open.remove(len(self.frames))
             self.extra -= 2
             self.emit("}")
         if fr.label_used and form != "loop":
@@ -1316,16 +1730,14 @@ class _Lifter:
                 f"{var} = {v.text};" for var, v in zip(targets, vals, strict=True) if var != v.text
             ]
         # C constructs between here and the target that capture `break` / `continue`
-        brk_ok = not in_switch
-        cont_ok = True
-        self.budget.spend(depth)
-        for k in range(1, depth + 1):
-            f = frames[-k]
-            if f.form in ("loop", "dowhile", "dowhile0"):
-                brk_ok = cont_ok = False
-                break
-            if f.switch_open:
-                brk_ok = False
+        # (frames above the target's index: the innermost loop-like one and open switches)
+        ti = len(frames) - 1 - depth
+        lp = self.loopish
+        if lp and lp[-1] > ti:
+            brk_ok = cont_ok = False
+        else:
+            cont_ok = True
+            brk_ok = not in_switch and not any(k > ti for k in self.sw_open)
         if t.form in ("loop", "dowhile"):
             if cont_ok and t.form == "loop":
                 lines.append("continue;")
@@ -1347,16 +1759,26 @@ class _Lifter:
         self.stats.gotos += 1
         return lines
 
-    def br_if(self, i, depth):
-        c = self.pop()
+    def br_if(self, i, depth, c: _E | None = None, keep: int = 0):
+        plain = c is None  # a br_if (not a br_on_* with its own test)
+        if plain:
+            c = self.pop()
         if depth >= len(self.frames):
             raise LiftError(f"branch depth {depth} out of range")
         t = self.frames[-1 - depth]
-        if t.form == "dowhile" and depth == 0 and i == t.blk.end - 1:
+        if t.form == "dowhile" and depth == 0 and i == t.blk.end - 1 and not keep:
             self.spill_for_call()
             t.cond = c
             return
-        vals = self.branch_values(depth, consume=False)
+        dropped = (
+            plain
+            and t.form not in ("loop", "dowhile", "func")
+            and len(t.results) == 1
+            and self.cur + 1 < len(self.ins)
+            and self.ins[self.cur + 1][1] == 0x1A
+        )
+        # a value the fall-through path drops right away needs no temporary
+        vals = self.branch_values(depth, consume=dropped)
         self.spill_for_call()
         if t.form == "ifconv" and depth == 0 and not vals and self.tail_return(t, vals) is None:
             self.emit(f"if ({self.cond_text(c, negate=True)}) {{")
@@ -1366,10 +1788,24 @@ class _Lifter:
             self.extra += 1
             return
         lines = self.branch(depth, vals)
+        if (
+            len(lines) == 2
+            and len(t.res_vars) == 1
+            and t.form not in ("loop", "dowhile", "func")
+            and lines[0].startswith(t.res_vars[0] + " = ")
+            and (lines[1] == "break;" or lines[1].startswith("goto "))
+        ):
+            # the block's result variable is read only after the block: assign it before
+            # the test, so the branch is a one-line `if (c) break;`
+            self.emit(lines[0])
+            lines = lines[1:]
+        if dropped:
+            self.stack.append(_E("0", 0, t.results[0], const=0))
+        ct = self.cond_text(c)
         if len(lines) == 1:
-            self.emit(f"if ({c.text}) {lines[0]}")
+            self.emit(f"if ({ct}) {lines[0]}")
         else:
-            self.emit(f"if ({c.text}) {{")
+            self.emit(f"if ({ct}) {{")
             for line in lines:
                 self.emit("  " + line)
             self.emit("}")
@@ -1426,6 +1862,38 @@ class _Lifter:
         self.dead = True
 
 
+def _fs_set(lf: _Lifter, i, op, imms) -> None:
+    lf.set_local(imms[0], lf.pop(), op == 0x22)
+
+
+def _fs_call(lf: _Lifter, i, op, imms) -> None:
+    ft = lf.lm.func_types
+    t = ft[imms[0]] if imms[0] < len(ft) else None
+    if t is None:
+        raise LiftError(f"call to function {imms[0]} out of range or not a func type")
+    lf.do_call(lf.fname(imms[0]), t, False)
+
+
+#: handlers for the commonest ops that :meth:`_Lifter.step` reaches late in its chain
+_FAST_STEP = {
+    0x21: _fs_set,
+    0x22: _fs_set,
+    0x10: _fs_call,
+    0x02: lambda lf, i, op, imms: lf.open_block(i, op, imms),
+    0x03: lambda lf, i, op, imms: lf.open_block(i, op, imms),
+    0x04: lambda lf, i, op, imms: lf.open_block(i, op, imms),
+    0x0B: lambda lf, i, op, imms: lf.do_end(i),
+    0x05: lambda lf, i, op, imms: lf.do_else(),
+    0x0C: lambda lf, i, op, imms: lf.do_br(imms[0]),
+    0x1A: lambda lf, i, op, imms: lf.do_drop(),
+    0x1B: lambda lf, i, op, imms: lf.do_select(),
+    0x23: lambda lf, i, op, imms: lf.global_get(imms[0]),
+    0x41: lambda lf, i, op, imms: lf.push(lf.i32_const(imms[0])),
+    0x0D: lambda lf, i, op, imms: lf.br_if(i, imms[0]),
+    **{op: (lambda lf, i, op, imms: lf.mem_op(op, imms)) for op in range(0x36, 0x3F)},
+}
+
+
 def c_ident_path(text: str) -> str:
     """A hook result like ``p->field_8`` or ``p->a.b``: keep ``->``/``.`` between identifiers."""
     out = []
@@ -1435,40 +1903,161 @@ def c_ident_path(text: str) -> str:
 
 
 _MEMOPS = frozenset(i for i, n in enumerate(MNEMONICS) if n in _LOAD_CT or n in _STORE_CT)
+#: per op: (C type, wasm result type, widened to int64_t) for plain loads, else None
+_LOAD_INFO: list = [None] * len(MNEMONICS)
+for _op, _n in enumerate(MNEMONICS):
+    if _n in _LOAD_CT:
+        _LOAD_INFO[_op] = (_LOAD_CT[_n], _n[:3], _n[:3] == "i64" and _LOAD_CT[_n] != "int64_t")
+
+#: per op, the inline path of :meth:`_Lifter.run`: 1 local.get, 2 table op, 3 plain load,
+#: 4 i32.const, 0 a handler
+_RUN_KIND = [0] * len(MNEMONICS)
+_RUN_KIND[0x20] = 1
+_RUN_KIND[0x41] = 4
+for _op in range(len(MNEMONICS)):
+    if CTABLE[_op] is not None:
+        _RUN_KIND[_op] = 2
+    elif _LOAD_INFO[_op] is not None:
+        _RUN_KIND[_op] = 3
 
 # ----------------------------------------------------------------------------- entry
 
 
 def _decode(data: bytes, start: int, end: int, budget: _Budget):
+    """Decode a body into ``[(offset, op, imms)]`` plus the indices of control instructions.
+
+    Inline fast paths cover the common shapes with one- or two-byte LEBs (no immediate;
+    local/global/label/call index; ``i32.const``; memarg; empty block type); anything else
+    (and any shape near ``end``) goes through the shared careful decoder.
+    """
     decls, p = read_local_decls(data, start, end)
     ins = []
+    ctrl = []
     append = ins.append
-    none = _NO_IMM
+    cappend = ctrl.append
+    fast = _FAST
+    is_ctrl = _CTRL
     n = 0
+    lim = end - 3  # fast paths read at most three bytes after the opcode
     while p < end:
-        # shortcut for the two commonest shapes (no immediate; local op with a one-byte
-        # index); everything else goes through the shared careful decoder
         b = data[p]
-        if b in none:
+        k = fast[b]
+        if k == 1:
             append((p, b, ()))
             p += 1
-        elif 0x20 <= b <= 0x22 and p + 1 < end and data[p + 1] < 0x80:
-            append((p, b, (data[p + 1],)))
-            p += 2
+        elif k and p < lim:
+            b1 = data[p + 1]
+            if k == 2:  # one uleb
+                if b1 < 0x80:
+                    append((p, b, (b1,)))
+                    p += 2
+                elif data[p + 2] < 0x80:
+                    append((p, b, ((b1 & 0x7F) | (data[p + 2] << 7),)))
+                    p += 3
+                else:
+                    op, p2, imms = decode_one(data, p, end)
+                    append((p, op, imms))
+                    p = p2
+            elif k == 3:  # i32.const
+                if b1 < 0x80:
+                    append((p, b, (b1 - 0x80 if b1 & 0x40 else b1,)))
+                    p += 2
+                elif data[p + 2] < 0x80:
+                    v = (b1 & 0x7F) | (data[p + 2] << 7)
+                    append((p, b, (v - 0x4000 if v & 0x2000 else v,)))
+                    p += 3
+                elif data[p + 3] < 0x80:
+                    v = (b1 & 0x7F) | ((data[p + 2] & 0x7F) << 7) | (data[p + 3] << 14)
+                    append((p, b, (v - 0x200000 if v & 0x100000 else v,)))
+                    p += 4
+                else:
+                    op, p2, imms = decode_one(data, p, end)
+                    append((p, op, imms))
+                    p = p2
+            elif k == 4:  # memarg: align < 0x40 (no memory index), offset
+                b2 = data[p + 2]
+                if b1 >= 0x40:
+                    op, p2, imms = decode_one(data, p, end)
+                    append((p, op, imms))
+                    p = p2
+                elif b2 < 0x80:
+                    append((p, b, (b1, b2, 0)))
+                    p += 3
+                elif data[p + 3] < 0x80:
+                    append((p, b, (b1, (b2 & 0x7F) | (data[p + 3] << 7), 0)))
+                    p += 4
+                else:
+                    op, p2, imms = decode_one(data, p, end)
+                    append((p, op, imms))
+                    p = p2
+            elif b1 == 0x40:  # block / loop / if with an empty block type
+                append((p, b, ("",)))
+                p += 2
+            else:
+                op, p2, imms = decode_one(data, p, end)
+                append((p, op, imms))
+                p = p2
         else:
             op, p2, imms = decode_one(data, p, end)
             append((p, op, imms))
             p = p2
+        if b in is_ctrl:
+            cappend(n)
         n += 1
         if not n & 0xFFF:
             if n > MAX_INSTRUCTIONS:
                 raise LiftError(f"more than {MAX_INSTRUCTIONS} instructions")
             budget.spend(0)
-    return decls, ins
+    return decls, ins, ctrl
 
+
+def _stack_effects() -> list:
+    """(pops, pushes) per op for the tee-folding lookahead; pushes -1: control flow that
+    leaves values behind (no fold), -2: control flow consuming its operand as a condition;
+    None: unknown (no fold). Calls (0x10) are looked up by type."""
+    eff: list = [None] * len(MNEMONICS)
+    for op, ent in enumerate(CTABLE):
+        if ent is not None:
+            eff[op] = (len(ent[1]), len(ent[2]))
+    for op in range(0x28, 0x36):
+        eff[op] = (1, 1)
+    for op in range(0x36, 0x3F):
+        eff[op] = (2, 0)
+    for op in (0x23, 0x3F, 0x41, 0x42, 0x43, 0x44):
+        eff[op] = (0, 1)
+    eff[0x24] = (1, 0)
+    eff[0x21] = (1, 0)
+    eff[0x22] = (1, 1)
+    eff[0x40] = (1, 1)
+    eff[0x1A] = (1, 0)
+    eff[0x1B] = (3, 1)  # select: C evaluates one arm only, never fold into it
+    for op in (0x0D, 0x04, 0x0E):
+        eff[op] = (1, -2)
+    for op in (0x00, 0x02, 0x03, 0x05, 0x0B, 0x0C, 0x0F):
+        eff[op] = (0, -1)
+    return eff
+
+
+_STACK_EFFECT = _stack_effects()
 
 #: single-byte opcodes without immediates
 _NO_IMM = frozenset(b for b in range(0xFB) if BYTE_KIND[b] == K_NONE)
+#: control instructions the structurer looks at (openers, else/catch, ends, branches)
+#: (by first byte; 0xD5/0xD6 br_on_null/non_null, 0xFB GC ops incl. br_on_cast)
+_CTRL = frozenset(
+    {0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x0B, 0x0C, 0x0D, 0x0E, 0x18, 0x19, 0x1F, 0xD5, 0xD6, 0xFB}
+)
+#: fast decode shape per first byte: 1 none, 2 one uleb, 3 i32.const, 4 memarg, 5 block
+_FAST = [0] * 256
+for _b in _NO_IMM:
+    _FAST[_b] = 1
+for _b in (0x0C, 0x0D, 0x10, 0x12, 0x20, 0x21, 0x22, 0x23, 0x24):
+    _FAST[_b] = 2
+_FAST[0x41] = 3
+for _b in range(0x28, 0x3F):
+    _FAST[_b] = 4
+for _b in (0x02, 0x03, 0x04):
+    _FAST[_b] = 5
 
 
 def _signature(lm: LiftModule, fi: int, param_names: list[str] | None) -> str:
@@ -1555,7 +2144,6 @@ def lift_function(
     stub with a placeholder comment and ``truncated=True``.
     """
     if not isinstance(lm, LiftModule):
-
         lm = prepare(lm)
     m = lm.module
     if func_index < 0 or func_index >= m.num_functions:
@@ -1569,7 +2157,7 @@ def lift_function(
     start, end = m.code[func_index - m.num_func_imports]
     try:
         t = m.func_type(func_index)
-        decls, ins = _decode(lm.data, start, end, budget)
+        decls, ins, ctrl = _decode(lm.data, start, end, budget)
         if len(ins) > max_instructions:
             raise LiftError(f"more than {max_instructions} instructions")
         n_locals = len(t.params) + sum(c for c, _ in decls)
@@ -1579,7 +2167,7 @@ def lift_function(
         for c, ty in decls:
             local_types.extend([ty] * c)
         locals_c = _local_names(lm, func_index, len(t.params), n_locals)
-        blocks, open_at, switches = _scan(ins, budget)
+        blocks, open_at, switches = _scan(ins, ctrl, budget)
         lf = _Lifter(lm, func_index, budget, max_chars)
         lf.switches = switches
         lf.run(ins, blocks, open_at, locals_c, local_types, t)
@@ -1598,8 +2186,12 @@ def lift_function(
     lines += list(lf.decl_types.values())
     for g in lf.decl_globals:
         lines.append(f"extern {c_type(m.globals[g].valtype)} {lm.global_c[g]};")
+    protos = lm.protos
     for f in lf.decl_funcs:
-        lines.append(_signature(lm, f, None) + ";")
+        pr = protos.get(f)
+        if pr is None:
+            pr = protos[f] = _signature(lm, f, None) + ";"
+        lines.append(pr)
     lines.append(_signature(lm, func_index, locals_c[: len(t.params)]) + " {")
     head = len(lines)
     decl: dict[str, list[str]] = {}  # one declaration list per C type: locals, then temps

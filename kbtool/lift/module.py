@@ -1,8 +1,9 @@
-"""Whole-module lifting (optionally over a fork process pool)."""
+"""Whole-module lifting, over a fork process pool on every core by default."""
 
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 
@@ -10,6 +11,9 @@ from .context import LiftModule
 from .lifter import LiftResult, lift_function
 
 _STATE: dict = {}
+#: below this many defined functions (or body bytes) a pool costs more than it saves
+MIN_PARALLEL_FUNCTIONS = 64
+MIN_PARALLEL_BYTES = 200_000
 
 
 def _work(rng: tuple[int, int]) -> list[LiftResult]:
@@ -17,23 +21,58 @@ def _work(rng: tuple[int, int]) -> list[LiftResult]:
     return [lift_function(lm, i, **kw) for i in range(*rng)]
 
 
+def default_workers() -> int:
+    """Worker processes for a whole-module lift: the cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _ranges(lm: LiftModule, first: int, parts: int) -> list[tuple[int, int]]:
+    """Consecutive function ranges of about equal body size (a size proxy for work)."""
+    m = lm.module
+    imp = m.num_func_imports
+    sizes = [e - s for s, e in m.code[first - imp :]]
+    target = max(1, sum(sizes) // parts)
+    out: list[tuple[int, int]] = []
+    a = first
+    acc = 0
+    for k, sz in enumerate(sizes):
+        acc += sz
+        if acc >= target:
+            out.append((a, first + k + 1))
+            a = first + k + 1
+            acc = 0
+    if a < m.num_functions:
+        out.append((a, m.num_functions))
+    return out
+
+
 def lift_module(
-    lm: LiftModule, *, workers: int = 1, imports: bool = False, **kw
+    lm: LiftModule, *, workers: int | None = None, imports: bool = False, **kw
 ) -> Iterator[LiftResult]:
     """Lift every defined function (and import prototypes if ``imports``), in index order.
 
-    ``workers > 1`` lifts chunks in forked processes; ``kw`` goes to :func:`lift_function`.
+    ``workers`` processes (default :func:`default_workers`, i.e. every usable core) lift
+    ranges of about equal body size; the children are forked, so they share the prepared
+    module without copying it. ``workers=1`` (or a small module) lifts in this process.
+    ``kw`` goes to :func:`lift_function`.
     """
     m = lm.module
     first = 0 if imports else m.num_func_imports
     n = m.num_functions
-    if workers <= 1 or n - first < 64:
+    if workers is None:
+        workers = default_workers()
+    small = n - first < MIN_PARALLEL_FUNCTIONS or sum(e - s for s, e in m.code) < MIN_PARALLEL_BYTES
+    if workers <= 1 or small or "fork" not in mp.get_all_start_methods():
         for i in range(first, n):
             yield lift_function(lm, i, **kw)
         return
-
-    step = max(16, (n - first) // (workers * 8))
-    ranges = [(a, min(a + step, n)) for a in range(first, n, step)]
+    head = [i for i in range(first, m.num_func_imports)]  # import prototypes: cheap
+    for i in head:
+        yield lift_function(lm, i, **kw)
+    ranges = _ranges(lm, max(first, m.num_func_imports), workers * 8)
     _STATE["lm"], _STATE["kw"] = lm, kw
     try:
         with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as ex:

@@ -132,6 +132,71 @@ extern wasm_ref wasm_exn_ref(uint32_t k);
 __attribute__((noreturn)) extern void wasm_throw(uint32_t tag, ...);
 __attribute__((noreturn)) extern void wasm_rethrow(uint32_t depth);
 __attribute__((noreturn)) extern void wasm_throw_ref(wasm_ref exn);
+
+/* GC proposal: structs, arrays, i31, casts. A heap type is a type index or an HT_* code
+   (the abstract heap types' s33 encodings); nullable is 0 or 1. Packed i8/i16 fields
+   read with *_get_s / *_get_u and write with the i32 setters. */
+enum { HT_NOEXN = -12, HT_NOFUNC = -13, HT_NOEXTERN = -14, HT_NONE = -15, HT_FUNC = -16,
+       HT_EXTERN = -17, HT_ANY = -18, HT_EQ = -19, HT_I31 = -20, HT_STRUCT = -21,
+       HT_ARRAY = -22, HT_EXN = -23 };
+#define HT_SHARED(h) ((h) - 1000)
+extern wasm_ref struct_new(uint32_t type, ...);
+extern wasm_ref struct_new_default(uint32_t type);
+extern int32_t struct_get_i32(wasm_ref s, uint32_t type, uint32_t field);
+extern int64_t struct_get_i64(wasm_ref s, uint32_t type, uint32_t field);
+extern float struct_get_f32(wasm_ref s, uint32_t type, uint32_t field);
+extern double struct_get_f64(wasm_ref s, uint32_t type, uint32_t field);
+extern v128 struct_get_v128(wasm_ref s, uint32_t type, uint32_t field);
+extern wasm_ref struct_get_ref(wasm_ref s, uint32_t type, uint32_t field);
+extern int32_t struct_get_s(wasm_ref s, uint32_t type, uint32_t field);
+extern int32_t struct_get_u(wasm_ref s, uint32_t type, uint32_t field);
+extern void struct_set_i32(wasm_ref s, uint32_t type, uint32_t field, int32_t v);
+extern void struct_set_i64(wasm_ref s, uint32_t type, uint32_t field, int64_t v);
+extern void struct_set_f32(wasm_ref s, uint32_t type, uint32_t field, float v);
+extern void struct_set_f64(wasm_ref s, uint32_t type, uint32_t field, double v);
+extern void struct_set_v128(wasm_ref s, uint32_t type, uint32_t field, v128 v);
+extern void struct_set_ref(wasm_ref s, uint32_t type, uint32_t field, wasm_ref v);
+extern wasm_ref array_new_i32(uint32_t type, int32_t v, int32_t n);
+extern wasm_ref array_new_i64(uint32_t type, int64_t v, int32_t n);
+extern wasm_ref array_new_f32(uint32_t type, float v, int32_t n);
+extern wasm_ref array_new_f64(uint32_t type, double v, int32_t n);
+extern wasm_ref array_new_v128(uint32_t type, v128 v, int32_t n);
+extern wasm_ref array_new_ref(uint32_t type, wasm_ref v, int32_t n);
+extern wasm_ref array_new_default(uint32_t type, int32_t n);
+extern wasm_ref array_new_fixed(uint32_t type, uint32_t n, ...);
+extern wasm_ref array_new_data(uint32_t type, uint32_t seg, int32_t off, int32_t n);
+extern wasm_ref array_new_elem(uint32_t type, uint32_t seg, int32_t off, int32_t n);
+extern int32_t array_get_i32(wasm_ref a, uint32_t type, int32_t i);
+extern int64_t array_get_i64(wasm_ref a, uint32_t type, int32_t i);
+extern float array_get_f32(wasm_ref a, uint32_t type, int32_t i);
+extern double array_get_f64(wasm_ref a, uint32_t type, int32_t i);
+extern v128 array_get_v128(wasm_ref a, uint32_t type, int32_t i);
+extern wasm_ref array_get_ref(wasm_ref a, uint32_t type, int32_t i);
+extern int32_t array_get_s(wasm_ref a, uint32_t type, int32_t i);
+extern int32_t array_get_u(wasm_ref a, uint32_t type, int32_t i);
+extern void array_set_i32(wasm_ref a, uint32_t type, int32_t i, int32_t v);
+extern void array_set_i64(wasm_ref a, uint32_t type, int32_t i, int64_t v);
+extern void array_set_f32(wasm_ref a, uint32_t type, int32_t i, float v);
+extern void array_set_f64(wasm_ref a, uint32_t type, int32_t i, double v);
+extern void array_set_v128(wasm_ref a, uint32_t type, int32_t i, v128 v);
+extern void array_set_ref(wasm_ref a, uint32_t type, int32_t i, wasm_ref v);
+extern int32_t array_len(wasm_ref a);
+extern void array_fill_i32(wasm_ref a, uint32_t type, int32_t off, int32_t v, int32_t n);
+extern void array_fill_i64(wasm_ref a, uint32_t type, int32_t off, int64_t v, int32_t n);
+extern void array_fill_f32(wasm_ref a, uint32_t type, int32_t off, float v, int32_t n);
+extern void array_fill_f64(wasm_ref a, uint32_t type, int32_t off, double v, int32_t n);
+extern void array_fill_v128(wasm_ref a, uint32_t type, int32_t off, v128 v, int32_t n);
+extern void array_fill_ref(wasm_ref a, uint32_t type, int32_t off, wasm_ref v, int32_t n);
+extern void array_copy(uint32_t dtype, uint32_t stype, wasm_ref d, int32_t doff, wasm_ref s, int32_t soff, int32_t n);
+extern void array_init_data(uint32_t type, uint32_t seg, wasm_ref a, int32_t doff, int32_t soff, int32_t n);
+extern void array_init_elem(uint32_t type, uint32_t seg, wasm_ref a, int32_t doff, int32_t soff, int32_t n);
+extern int32_t ref_test(wasm_ref r, int32_t heaptype, int32_t nullable);
+extern wasm_ref ref_cast(wasm_ref r, int32_t heaptype, int32_t nullable);
+extern wasm_ref any_convert_extern(wasm_ref r);
+extern wasm_ref extern_convert_any(wasm_ref r);
+extern wasm_ref ref_i31(int32_t x);
+extern int32_t i31_get_s(wasm_ref r);
+extern int32_t i31_get_u(wasm_ref r);
 """
 
 _DEFINED = set(re.findall(r"\b(\w+)\s*\(", _HEAD))
@@ -176,6 +241,7 @@ def _names() -> frozenset[str]:
     found = set(re.findall(r"\b([A-Za-z_]\w*)\s*\(", text))
     found |= set(re.findall(r"#define\s+(\w+)", text))
     found |= {"v128", "wasm_ref", "wasm_funcptr", "M", "KB_TRUNC", "KB_SAT"}
+    found |= set(re.findall(r"\b(HT_\w+) =", text))
     return frozenset(found)
 
 
@@ -190,5 +256,4 @@ def prelude_path() -> str:
 
 
 if __name__ == "__main__":  # pragma: no cover
-
     sys.stdout.write(render_prelude())
