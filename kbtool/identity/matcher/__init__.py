@@ -49,13 +49,14 @@ from collections.abc import Sequence
 from kbtool.identity.matcher.base import REVIEW_MARGIN, REVIEW_SCORE, MatcherBase
 from kbtool.identity.matcher.callgraph import CallgraphStage
 from kbtool.identity.matcher.exact import ExactStages
+from kbtool.identity.matcher.family import FamilyStage
 from kbtool.identity.matcher.similarity import SimilarityStage
 from kbtool.identity.records import FuncRecord, Match
 
 __all__ = ["FuncRecord", "Match", "match_functions", "match_functions_staged", "REVIEW_SCORE", "REVIEW_MARGIN"]
 
 
-class _Matcher(ExactStages, CallgraphStage, SimilarityStage, MatcherBase):
+class _Matcher(ExactStages, CallgraphStage, SimilarityStage, FamilyStage, MatcherBase):
     # ---------------------------------------------------------------- driver
     def run(self, fuzzy: bool) -> list[Match]:
         return self.run_staged(fuzzy)[-1]
@@ -69,8 +70,13 @@ class _Matcher(ExactStages, CallgraphStage, SimilarityStage, MatcherBase):
             self.stage_hash("shape_hash", "shape")
             self.stage_names()
             self.propagate()
+            if self.stage_wrapper_splits():
+                self.propagate()
+                continue
             if len(self.result) == before:
                 break
+        self.review_families()
+        self.cap_flagged()
         exact = [self.result[n] for n in sorted(self.result)]
         if not fuzzy:
             return exact, exact
@@ -87,6 +93,10 @@ class _Matcher(ExactStages, CallgraphStage, SimilarityStage, MatcherBase):
         self.propagate()
         self.stage_minified_imports()
         self.propagate()
+        if self.stage_wrapper_splits():
+            self.propagate()
+        self.review_families()
+        self.cap_flagged()
         return exact, [self.result[n] for n in sorted(self.result)]
 
 

@@ -1,0 +1,286 @@
+"""Look-alike families and wrapper splits: context decides, or the pair is flagged.
+
+Two checks run over the matched pairs after the exact stages and again at the end.
+
+**Wrapper splits** (an inlining difference: one build has ``F`` with the body inlined, the
+other a thin wrapper ``F`` that calls the body ``F_internal``). Body similarity pairs the old
+``F`` with the new body; the name belongs to the wrapper. For a matched pair ``(o, n)`` and a
+thin unmatched function ``w`` of the same side as ``n`` that calls ``n`` (or, read
+backwards, of the same side as ``o`` calling ``o``), the context of ``o`` votes between
+``n`` and ``w``: matched callers of ``o`` whose images call ``w`` or ``n``, matched callers
+of ``w``/``n`` whose originals do not call ``o`` (against), the type signature, and both
+being roots (no callers: an API entry). The wrapper wins -> re-paired (flagged unless
+callers back it and none contradict); a tie -> kept and flagged.
+
+**Look-alike families**: functions of one side with the same signature and the same
+instruction stream (methods of one type, closures, template instances, twins differing in
+one constant). A matched pair with a look-alike on either side needs more than its body: the
+*context* score (matched callers that call the other side's function, at the same position
+of their call sequence; matched callees that map onto its callees; the nearest matched
+non-family neighbours in function order at the same offset) must put it ahead of every
+alternative pairing inside the family, or its body must single it out (same normalised shape
+while no rival has it). Where the context prefers a swap with another pair of the family,
+the two are swapped; where nothing decides (a tie, or context against body), the pair is
+flagged for review.
+
+A flagged pair never keeps a score at or above ``REVIEW_SCORE``
+(:meth:`cap_flagged`): a diff never shows an undecided look-alike as ``unchanged`` or
+``moved`` with a confident score.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from kbtool.identity.features import size_ratio
+from kbtool.identity.matcher.base import REVIEW_SCORE, _Side
+from kbtool.identity.records import Match
+
+WRAPPER_MAX_INSTR = 32  # a thin wrapper: at most this many instructions ...
+FAMILY_RIVALS = 16  # rivals of one pair looked at (nearest in index order)
+HOOD_CAP = 64  # callers looked at per function
+FLAGGED_SCORE = round(REVIEW_SCORE - 0.01, 4)  # the highest score a flagged pair keeps
+
+
+def _family_key(rec) -> tuple[str, bytes] | None:
+    if rec.imported or not rec.ops:
+        return None
+    return (rec.type_sig, rec.ops)
+
+
+class FamilyStage:
+    # ---------------------------------------------------------------- bookkeeping
+    def unaccept(self, o: int, n: int) -> None:
+        """Undo a match (a re-pairing); the neighbours get looked at again."""
+        del self.o2n[o]
+        del self.n2o[n]
+        del self.result[n]
+        self._scored = None
+
+    def _families(self) -> tuple[dict, dict]:
+        cache = getattr(self, "_fam_cache", None)
+        if cache is None:
+            fo: dict[tuple[str, bytes], list[int]] = defaultdict(list)
+            fn: dict[tuple[str, bytes], list[int]] = defaultdict(list)
+            for i in self.OLD.order:
+                k = _family_key(self.OLD.recs[i])
+                if k is not None:
+                    fo[k].append(i)
+            for i in self.NEW.order:
+                k = _family_key(self.NEW.recs[i])
+                if k is not None:
+                    fn[k].append(i)
+            cache = (fo, fn)
+            self._fam_cache = cache
+        return cache
+
+    # ---------------------------------------------------------------- wrapper splits
+    def stage_wrapper_splits(self) -> int:
+        """Re-pair (or flag) matched pairs next to a wrapper split; returns re-pairings."""
+        moved = 0
+        for n in sorted(self.result):
+            m = self.result.get(n)
+            if m is None or self.NEW.recs[n].imported:
+                continue
+            got = self._wrapper_vote(m, forward=True)
+            if got is None and m.new_index in self.result:
+                got = self._wrapper_vote(self.result[m.new_index], forward=False)
+            moved += bool(got)
+        return moved
+
+    def _wrapper_vote(self, m: Match, forward: bool) -> bool | None:
+        """``forward``: a new wrapper calling ``n``; else an old wrapper calling ``o``.
+
+        Returns None when no thin wrapper calls the pair's far side, True on a re-pairing."""
+        if forward:
+            a, b, A, B, a2b, b2a = m.old_index, m.new_index, self.OLD, self.NEW, self.o2n, self.n2o
+        else:
+            a, b, A, B, a2b, b2a = m.new_index, m.old_index, self.NEW, self.OLD, self.n2o, self.o2n
+        rb = B.recs[b]
+        ra = A.recs[a]
+        thin = [
+            w for w in B.callers[b]
+            if w not in b2a and not B.recs[w].imported
+            and B.recs[w].instr_count <= WRAPPER_MAX_INSTR
+            and B.recs[w].instr_count < min(rb.instr_count, ra.instr_count)
+        ]
+        if not thin:
+            return None
+        backed_b = self._backing(a, b, A, B, a2b)
+        root = not A.callers[a]
+        votes = [(self._backing(a, w, A, B, a2b), w) for w in thin]
+        keep_sig = [(v, w) for v, w in votes if B.recs[w].type_sig == ra.type_sig]
+        twin = len(self._families()[0 if forward else 1].get(_family_key(ra), ())) > 1
+        doubt = any(v for v, _ in votes) or (root and any(not B.callers[w] for w in thin))
+        if len(keep_sig) == 1 and not twin:
+            backed_w, w = keep_sig[0]
+            w_root = not B.callers[w]
+            private = all(c == w for c in B.callers[b])  # the body serves only the wrapper
+            if backed_w and not backed_b:
+                self._repair(m, a, w, forward, review=False)
+                return True
+            if (not backed_w and not backed_b and root and w_root and private
+                    and not self._unmatched_twin(a, A, a2b)):
+                self._repair(m, a, w, forward, review=True)
+                return True
+        if doubt and (backed_b == 0 or any(v for v, _ in votes)):
+            self.flag(m.old_index, m.new_index)
+        return False
+
+    def _unmatched_twin(self, a: int, A: _Side, a2b: dict) -> bool:
+        """An unmatched function of ``a``'s side with its signature and about its size (it
+        may be the one the wrapper inlined): scanned only for the rare root-only case."""
+        ra = A.recs[a]
+        return any(
+            x != a and x not in a2b and not A.recs[x].imported
+            and A.recs[x].type_sig == ra.type_sig
+            and size_ratio(A.recs[x].instr_count, ra.instr_count) >= 0.8
+            for x in A.order
+        )
+
+    def _repair(self, m: Match, a: int, w: int, forward: bool, review: bool) -> None:
+        self.unaccept(m.old_index, m.new_index)
+        o, n = (a, w) if forward else (w, a)
+        self.accept(o, n, FLAGGED_SCORE if review else 0.7, "callgraph", review)
+
+    def _backing(self, a: int, x: int, A: _Side, B: _Side, a2b: dict) -> int:
+        """Callers of ``a`` whose images call ``x``."""
+        return sum(
+            1 for c in A.callers[a][:HOOD_CAP] if (y := a2b.get(c)) is not None and x in B.callees[y]
+        )
+
+    def flag(self, o: int, n: int) -> None:
+        m = self.result[n]
+        if not m.review or m.score > FLAGGED_SCORE:
+            self.result[n] = Match(o, n, min(m.score, FLAGGED_SCORE), m.method, True)
+
+    # ---------------------------------------------------------------- families
+    def review_families(self) -> int:
+        """Swap or flag matched look-alikes the context does not decide; returns flags set."""
+        fo, fn = self._families()
+        flagged = 0
+        for n in sorted(self.result):
+            m = self.result.get(n)
+            if m is None or m.review or self.NEW.recs[n].imported:
+                continue
+            o = m.old_index
+            ko, kn = _family_key(self.OLD.recs[o]), _family_key(self.NEW.recs[n])
+            rivals_n = self._rivals(n, (fn.get(ko, ()), fn.get(kn, ())))
+            rivals_o = self._rivals(o, (fo.get(ko, ()), fo.get(kn, ())))
+            if not rivals_n and not rivals_o:
+                continue
+            own = self.context(o, n)
+            alt = [(self.context(o, y), o, y) for y in rivals_n]
+            alt += [(self.context(x, n), x, n) for x in rivals_o]
+            best_alt = max(alt)[0]
+            if own > best_alt:
+                continue  # the context decides
+            if best_alt > own and self._try_swap(o, n, alt):
+                continue
+            if own == best_alt and self._body_decides(o, n, rivals_o, rivals_n):
+                continue
+            self.flag(o, n)
+            flagged += 1
+        return flagged
+
+    def _rivals(self, i: int, groups: Sequence[Sequence[int]]) -> list[int]:
+        seen = {j for g in groups for j in g if j != i}
+        return sorted(seen, key=lambda j: (abs(j - i), j))[:FAMILY_RIVALS]
+
+    def _body_decides(self, o: int, n: int, rivals_o: list[int], rivals_n: list[int]) -> bool:
+        """Same normalised code, no rival shares it, matched callees agree."""
+        so, sn = self.OLD.recs[o].shape_hash, self.NEW.recs[n].shape_hash
+        if not so or so != sn or self.callee_check(o, n)[1]:
+            return False
+        return not any(self.NEW.recs[y].shape_hash == so for y in rivals_n) and not any(
+            self.OLD.recs[x].shape_hash == sn for x in rivals_o
+        )
+
+    def _try_swap(self, o: int, n: int, alt: list[tuple[float, int, int]]) -> bool:
+        """Swap with a rival pair when the context of both swapped pairs is better."""
+        own = self.context(o, n)
+        for c, x, y in sorted(alt, reverse=True):
+            if c <= own:
+                break
+            if x == o:  # (o, y) wanted: y is matched to some o2, which would take n
+                o2 = self.n2o.get(y)
+                if o2 is None:
+                    continue
+                cur, new = [(o, n), (o2, y)], [(o, y), (o2, n)]
+            else:  # (x, n) wanted: x is matched to some n2, which o would take
+                n2 = self.o2n.get(x)
+                if n2 is None:
+                    continue
+                cur, new = [(o, n), (x, n2)], [(x, n), (o, n2)]
+            if self.result[cur[1][1]].review:
+                continue  # never undo a pair flagged for another reason
+            before = sum(self.context(*p) for p in cur)
+            after = sum(self.context(*p) for p in new)
+            if after <= before:
+                continue
+            for p in cur:
+                self.unaccept(*p)
+            clear = after - before >= 1.0
+            for p in new:
+                s = self.similarity(*p)
+                score = min(0.95, 0.3 + 0.7 * s) if clear else FLAGGED_SCORE
+                self.accept(p[0], p[1], score, "callgraph", not clear)
+            return True
+        return False
+
+    def context(self, o: int, n: int) -> float:
+        """Call-graph and order evidence for pairing ``o`` with ``n`` (counts, not a ratio)."""
+        OLD, NEW, o2n = self.OLD, self.NEW, self.o2n
+        score = 0.0
+        for c in OLD.callers[o][:HOOD_CAP]:
+            d = o2n.get(c)
+            if d is None:
+                continue
+            seq_n = NEW.callees[d]
+            if n in seq_n:
+                score += 1.0
+                if OLD.callees[c].index(o) == seq_n.index(n):
+                    score += 0.5  # same position in the caller's call sequence
+        callees_n = set(NEW.callees[n])
+        for c in OLD.callees[o]:
+            d = o2n.get(c)
+            if d is not None and d in callees_n and not OLD.recs[c].imported:
+                score += 1.0
+        score += 0.5 * self._order_agrees(o, n, -1) + 0.5 * self._order_agrees(o, n, 1)
+        return score
+
+    def _order_agrees(self, o: int, n: int, step: int) -> bool:
+        """The nearest matched non-look-alike neighbour of ``o`` in index order (direction
+        ``step``) maps to the neighbour of ``n`` at the same offset."""
+        fo, _ = self._families()
+        key = _family_key(self.OLD.recs[o])
+        family = set(fo.get(key, ())) if key else set()
+        order = self.OLD.order
+        pos = self._pos_old().get(o)
+        if pos is None:
+            return False
+        k = pos + step
+        while 0 <= k < len(order) and abs(k - pos) <= FAMILY_RIVALS:
+            x = order[k]
+            if x not in family and not self.OLD.recs[x].imported:
+                y = self.o2n.get(x)
+                if y is None:
+                    return False
+                return y - n == x - o
+            k += step
+        return False
+
+    def _pos_old(self) -> dict[int, int]:
+        p = getattr(self, "_pos_cache", None)
+        if p is None:
+            p = {i: k for k, i in enumerate(self.OLD.order)}
+            self._pos_cache = p
+        return p
+
+    # ---------------------------------------------------------------- invariant
+    def cap_flagged(self) -> None:
+        """No flagged pair keeps a score at or above the review threshold."""
+        for n, m in list(self.result.items()):
+            if m.review and m.score > FLAGGED_SCORE:
+                self.result[n] = Match(m.old_index, n, FLAGGED_SCORE, m.method, True)
