@@ -75,7 +75,9 @@ class _Matcher(ExactStages, CallgraphStage, SimilarityStage, FamilyStage, Matche
                 continue
             if len(self.result) == before:
                 break
-        self.review_families()
+        if self.review_families():
+            self.propagate()  # a re-paired family freed functions the call graph may place
+            self.review_families()
         self.cap_flagged()
         exact = [self.result[n] for n in sorted(self.result)]
         if not fuzzy:
@@ -95,7 +97,9 @@ class _Matcher(ExactStages, CallgraphStage, SimilarityStage, FamilyStage, Matche
         self.propagate()
         if self.stage_wrapper_splits():
             self.propagate()
-        self.review_families()
+        if self.review_families():
+            self.propagate()
+            self.review_families()
         self.cap_flagged()
         return exact, [self.result[n] for n in sorted(self.result)]
 

@@ -100,8 +100,10 @@ class FamilyStage:
         rb = B.recs[b]
         ra = A.recs[a]
         thin = [
-            w for w in B.callers[b]
-            if w not in b2a and not B.recs[w].imported
+            w
+            for w in B.callers[b]
+            if w not in b2a
+            and not B.recs[w].imported
             and B.recs[w].instr_count <= WRAPPER_MAX_INSTR
             and B.recs[w].instr_count < min(rb.instr_count, ra.instr_count)
         ]
@@ -120,8 +122,14 @@ class FamilyStage:
             if backed_w and not backed_b:
                 self._repair(m, a, w, forward, review=False)
                 return True
-            if (not backed_w and not backed_b and root and w_root and private
-                    and not self._unmatched_twin(a, A, a2b)):
+            if (
+                not backed_w
+                and not backed_b
+                and root
+                and w_root
+                and private
+                and not self._unmatched_twin(a, A, a2b)
+            ):
                 self._repair(m, a, w, forward, review=True)
                 return True
         if doubt and (backed_b == 0 or any(v for v, _ in votes)):
@@ -133,7 +141,9 @@ class FamilyStage:
         may be the one the wrapper inlined): scanned only for the rare root-only case."""
         ra = A.recs[a]
         return any(
-            x != a and x not in a2b and not A.recs[x].imported
+            x != a
+            and x not in a2b
+            and not A.recs[x].imported
             and A.recs[x].type_sig == ra.type_sig
             and size_ratio(A.recs[x].instr_count, ra.instr_count) >= 0.8
             for x in A.order
@@ -147,7 +157,9 @@ class FamilyStage:
     def _backing(self, a: int, x: int, A: _Side, B: _Side, a2b: dict) -> int:
         """Callers of ``a`` whose images call ``x``."""
         return sum(
-            1 for c in A.callers[a][:HOOD_CAP] if (y := a2b.get(c)) is not None and x in B.callees[y]
+            1
+            for c in A.callers[a][:HOOD_CAP]
+            if (y := a2b.get(c)) is not None and x in B.callees[y]
         )
 
     def flag(self, o: int, n: int) -> None:
@@ -157,7 +169,8 @@ class FamilyStage:
 
     # ---------------------------------------------------------------- families
     def review_families(self) -> int:
-        """Swap or flag matched look-alikes the context does not decide; returns flags set."""
+        """Swap or flag matched look-alikes the context does not decide; returns how many
+        pairs were flagged or re-paired."""
         fo, fn = self._families()
         flagged = 0
         for n in sorted(self.result):
@@ -174,15 +187,28 @@ class FamilyStage:
             alt = [(self.context(o, y), o, y) for y in rivals_n]
             alt += [(self.context(x, n), x, n) for x in rivals_o]
             best_alt = max(alt)[0]
+            body = self._body_decides(o, n, rivals_o, rivals_n)
             if own > best_alt:
-                continue  # the context decides
-            if best_alt > own and self._try_swap(o, n, alt):
-                continue
-            if own == best_alt and self._body_decides(o, n, rivals_o, rivals_n):
-                continue
-            self.flag(o, n)
+                if not self._body_elsewhere(o, n, rivals_o, rivals_n):
+                    continue  # the context decides, the body does not object
+            elif own == best_alt:
+                if body:
+                    continue  # the body decides, the context is silent
+            elif not body and self._try_swap(o, n, alt):
+                flagged += 1  # counted as a change: the caller propagates again
+                continue  # the body cannot tell them apart: the context re-pairs
+            self.flag(o, n)  # a tie, or context and body disagree
             flagged += 1
         return flagged
+
+    def _body_elsewhere(self, o: int, n: int, rivals_o: list[int], rivals_n: list[int]) -> bool:
+        """A rival has exactly the normalised code of ``o`` (or ``n``) while the pair differs."""
+        so, sn = self.OLD.recs[o].shape_hash, self.NEW.recs[n].shape_hash
+        if so == sn:
+            return False
+        return any(so and self.NEW.recs[y].shape_hash == so for y in rivals_n) or any(
+            sn and self.OLD.recs[x].shape_hash == sn for x in rivals_o
+        )
 
     def _rivals(self, i: int, groups: Sequence[Sequence[int]]) -> list[int]:
         seen = {j for g in groups for j in g if j != i}
@@ -198,22 +224,22 @@ class FamilyStage:
         )
 
     def _try_swap(self, o: int, n: int, alt: list[tuple[float, int, int]]) -> bool:
-        """Swap with a rival pair when the context of both swapped pairs is better."""
+        """Swap with a rival pair (or move to a free rival) when the context is better."""
         own = self.context(o, n)
         for c, x, y in sorted(alt, reverse=True):
             if c <= own:
                 break
-            if x == o:  # (o, y) wanted: y is matched to some o2, which would take n
+            if x == o:  # (o, y) wanted: y's partner o2 (if any) takes n
                 o2 = self.n2o.get(y)
-                if o2 is None:
-                    continue
-                cur, new = [(o, n), (o2, y)], [(o, y), (o2, n)]
-            else:  # (x, n) wanted: x is matched to some n2, which o would take
+                cur, new = (
+                    ([(o, n)], [(o, y)]) if o2 is None else ([(o, n), (o2, y)], [(o, y), (o2, n)])
+                )
+            else:  # (x, n) wanted: x's partner n2 (if any) goes to o
                 n2 = self.o2n.get(x)
-                if n2 is None:
-                    continue
-                cur, new = [(o, n), (x, n2)], [(x, n), (o, n2)]
-            if self.result[cur[1][1]].review:
+                cur, new = (
+                    ([(o, n)], [(x, n)]) if n2 is None else ([(o, n), (x, n2)], [(x, n), (o, n2)])
+                )
+            if len(cur) > 1 and self.result[cur[1][1]].review:
                 continue  # never undo a pair flagged for another reason
             before = sum(self.context(*p) for p in cur)
             after = sum(self.context(*p) for p in new)
