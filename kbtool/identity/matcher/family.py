@@ -202,13 +202,16 @@ class FamilyStage:
         return flagged
 
     def _body_elsewhere(self, o: int, n: int, rivals_o: list[int], rivals_n: list[int]) -> bool:
-        """A rival has exactly the normalised code of ``o`` (or ``n``) while the pair differs."""
+        """A rival has exactly the normalised code of ``o`` (or ``n``) while the pair differs.
+        A rival the pair's function calls is no objection: that is a wrapper split (the body
+        moved into the callee, the wrapper kept the callers)."""
         so, sn = self.OLD.recs[o].shape_hash, self.NEW.recs[n].shape_hash
         if so == sn:
             return False
-        return any(so and self.NEW.recs[y].shape_hash == so for y in rivals_n) or any(
-            sn and self.OLD.recs[x].shape_hash == sn for x in rivals_o
-        )
+        calls_n, calls_o = set(self.NEW.callees[n]), set(self.OLD.callees[o])
+        return any(
+            so and self.NEW.recs[y].shape_hash == so and y not in calls_n for y in rivals_n
+        ) or any(sn and self.OLD.recs[x].shape_hash == sn and x not in calls_o for x in rivals_o)
 
     def _rivals(self, i: int, groups: Sequence[Sequence[int]]) -> list[int]:
         seen = {j for g in groups for j in g if j != i}
@@ -217,7 +220,7 @@ class FamilyStage:
     def _body_decides(self, o: int, n: int, rivals_o: list[int], rivals_n: list[int]) -> bool:
         """Same normalised code, no rival shares it, matched callees agree."""
         so, sn = self.OLD.recs[o].shape_hash, self.NEW.recs[n].shape_hash
-        if not so or so != sn or self.callee_check(o, n)[1]:
+        if not so or so != sn or self._callees_contradict(o, n):
             return False
         return not any(self.NEW.recs[y].shape_hash == so for y in rivals_n) and not any(
             self.OLD.recs[x].shape_hash == sn for x in rivals_o
@@ -255,12 +258,20 @@ class FamilyStage:
             return True
         return False
 
+    def _sure(self, o: int) -> int | None:
+        """The image of old ``o`` under a match not itself flagged for review."""
+        n = self.o2n.get(o)
+        if n is None or self.result[n].review:
+            return None
+        return n
+
     def context(self, o: int, n: int) -> float:
-        """Call-graph and order evidence for pairing ``o`` with ``n`` (counts, not a ratio)."""
-        OLD, NEW, o2n = self.OLD, self.NEW, self.o2n
+        """Call-graph and order evidence for pairing ``o`` with ``n`` (counts, not a ratio);
+        only matches not flagged for review count as evidence."""
+        OLD, NEW = self.OLD, self.NEW
         score = 0.0
         for c in OLD.callers[o][:HOOD_CAP]:
-            d = o2n.get(c)
+            d = self._sure(c)
             if d is None:
                 continue
             seq_n = NEW.callees[d]
@@ -270,11 +281,22 @@ class FamilyStage:
                     score += 0.5  # same position in the caller's call sequence
         callees_n = set(NEW.callees[n])
         for c in OLD.callees[o]:
-            d = o2n.get(c)
-            if d is not None and d in callees_n and not OLD.recs[c].imported:
+            if OLD.recs[c].imported:
+                continue
+            d = self._sure(c)
+            if d is not None and d in callees_n:
                 score += 1.0
         score += 0.5 * self._order_agrees(o, n, -1) + 0.5 * self._order_agrees(o, n, 1)
         return score
+
+    def _callees_contradict(self, o: int, n: int) -> bool:
+        """A callee of ``o`` surely matched to a function ``n`` does not call."""
+        callees_n = set(self.NEW.callees[n])
+        for c in self.OLD.callees[o]:
+            d = self._sure(c)
+            if d is not None and d not in callees_n:
+                return True
+        return False
 
     def _order_agrees(self, o: int, n: int, step: int) -> bool:
         """The nearest matched non-look-alike neighbour of ``o`` in index order (direction
@@ -290,7 +312,7 @@ class FamilyStage:
         while 0 <= k < len(order) and abs(k - pos) <= FAMILY_RIVALS:
             x = order[k]
             if x not in family and not self.OLD.recs[x].imported:
-                y = self.o2n.get(x)
+                y = self._sure(x)
                 if y is None:
                     return False
                 return y - n == x - o
