@@ -53,6 +53,7 @@ EXPECTED = {
 
 
 EXPECTED["analyze_service"] = [r"ingest\s", r"\ball\s+\d+\s+\d+"]
+EXPECTED["lookalike"] = [rf"wat v1 -> v2 +{NUMBER}% +{NUMBER}%", rf"wat v2 -> v1 +{NUMBER}%"]
 
 
 def test_every_owned_benchmark_is_listed():
