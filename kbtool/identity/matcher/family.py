@@ -30,6 +30,7 @@ A flagged pair never keeps a score at or above ``REVIEW_SCORE``
 
 from __future__ import annotations
 
+import bisect
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -214,8 +215,14 @@ class FamilyStage:
         ) or any(sn and self.OLD.recs[x].shape_hash == sn and x not in calls_o for x in rivals_o)
 
     def _rivals(self, i: int, groups: Sequence[Sequence[int]]) -> list[int]:
-        seen = {j for g in groups for j in g if j != i}
-        return sorted(seen, key=lambda j: (abs(j - i), j))[:FAMILY_RIVALS]
+        """The ``FAMILY_RIVALS`` members of ``groups`` (index-sorted) nearest to ``i``;
+        bounded work per pair however large a family is."""
+        near: set[int] = set()
+        for g in groups:
+            k = bisect.bisect_left(g, i)
+            near.update(g[max(0, k - FAMILY_RIVALS) : k + FAMILY_RIVALS + 1])
+        near.discard(i)
+        return sorted(near, key=lambda j: (abs(j - i), j))[:FAMILY_RIVALS]
 
     def _body_decides(self, o: int, n: int, rivals_o: list[int], rivals_n: list[int]) -> bool:
         """Same normalised code, no rival shares it, matched callees agree."""
@@ -301,9 +308,7 @@ class FamilyStage:
     def _order_agrees(self, o: int, n: int, step: int) -> bool:
         """The nearest matched non-look-alike neighbour of ``o`` in index order (direction
         ``step``) maps to the neighbour of ``n`` at the same offset."""
-        fo, _ = self._families()
         key = _family_key(self.OLD.recs[o])
-        family = set(fo.get(key, ())) if key else set()
         order = self.OLD.order
         pos = self._pos_old().get(o)
         if pos is None:
@@ -311,7 +316,8 @@ class FamilyStage:
         k = pos + step
         while 0 <= k < len(order) and abs(k - pos) <= FAMILY_RIVALS:
             x = order[k]
-            if x not in family and not self.OLD.recs[x].imported:
+            rx = self.OLD.recs[x]
+            if not rx.imported and (key is None or _family_key(rx) != key):
                 y = self._sure(x)
                 if y is None:
                     return False
