@@ -42,6 +42,9 @@ WRAPPER_MAX_INSTR = 32  # a thin wrapper: at most this many instructions ...
 FAMILY_RIVALS = 16  # rivals of one pair looked at (nearest in index order)
 HOOD_CAP = 64  # callers looked at per function
 FLAGGED_SCORE = round(REVIEW_SCORE - 0.01, 4)  # the highest score a flagged pair keeps
+CONTEXT_LEAD = 0.5  # context decides when this far ahead of every rival pairing (a position)
+CONTEXT_AGAINST = 1.0  # ... and is against a pair when a rival is this far ahead (a caller)
+BODY_LEAD = 0.02  # content similarity lead over every rival pairing for the body to decide
 
 
 def _family_key(rec) -> tuple[str, bytes] | None:
@@ -115,7 +118,9 @@ class FamilyStage:
         votes = [(self._backing(a, w, A, B, a2b), w) for w in thin]
         keep_sig = [(v, w) for v, w in votes if B.recs[w].type_sig == ra.type_sig]
         twin = len(self._families()[0 if forward else 1].get(_family_key(ra), ())) > 1
-        doubt = any(v for v, _ in votes) or (root and any(not B.callers[w] for w in thin))
+        doubt = any(v for v, _ in votes) or (
+            root and any(not B.callers[w] and B.recs[w].type_sig == ra.type_sig for w in thin)
+        )
         if len(keep_sig) == 1 and not twin:
             backed_w, w = keep_sig[0]
             w_root = not B.callers[w]
@@ -189,12 +194,12 @@ class FamilyStage:
             alt += [(self.context(x, n), x, n) for x in rivals_o]
             best_alt = max(alt)[0]
             body = self._body_decides(o, n, rivals_o, rivals_n)
-            if own > best_alt:
+            if own >= best_alt + CONTEXT_LEAD:
                 if not self._body_elsewhere(o, n, rivals_o, rivals_n):
                     continue  # the context decides, the body does not object
-            elif own == best_alt:
+            elif best_alt < own + CONTEXT_AGAINST:
                 if body:
-                    continue  # the body decides, the context is silent
+                    continue  # the body decides, the context is (nearly) silent
             elif not body and self._try_swap(o, n, alt):
                 flagged += 1  # counted as a change: the caller propagates again
                 continue  # the body cannot tell them apart: the context re-pairs
@@ -225,13 +230,27 @@ class FamilyStage:
         return sorted(near, key=lambda j: (abs(j - i), j))[:FAMILY_RIVALS]
 
     def _body_decides(self, o: int, n: int, rivals_o: list[int], rivals_n: list[int]) -> bool:
-        """Same normalised code, no rival shares it, matched callees agree."""
-        so, sn = self.OLD.recs[o].shape_hash, self.NEW.recs[n].shape_hash
-        if not so or so != sn or self._callees_contradict(o, n):
+        """The bodies single the pair out: matched callees agree, and either the same
+        normalised code no rival shares, or a content similarity (constants, strings, op
+        bigrams) ``BODY_LEAD`` ahead of every rival pairing (twins differing in a constant)."""
+        if self._callees_contradict(o, n):
             return False
-        return not any(self.NEW.recs[y].shape_hash == so for y in rivals_n) and not any(
-            self.OLD.recs[x].shape_hash == sn for x in rivals_o
+        so, sn = self.OLD.recs[o].shape_hash, self.NEW.recs[n].shape_hash
+        if so and so == sn:
+            return not any(self.NEW.recs[y].shape_hash == so for y in rivals_n) and not any(
+                self.OLD.recs[x].shape_hash == sn for x in rivals_o
+            )
+        own = self._content_score(o, n)
+        best = max(
+            [self._content_score(o, y) for y in rivals_n]
+            + [self._content_score(x, n) for x in rivals_o],
+            default=0.0,
         )
+        return own >= best + BODY_LEAD
+
+    def _content_score(self, o: int, n: int) -> float:
+        total, wsum = self.content(o, n)
+        return total / wsum if wsum else 0.0
 
     def _try_swap(self, o: int, n: int, alt: list[tuple[float, int, int]]) -> bool:
         """Swap with a rival pair (or move to a free rival) when the context is better."""
@@ -294,6 +313,8 @@ class FamilyStage:
             if d is not None and d in callees_n:
                 score += 1.0
         score += 0.5 * self._order_agrees(o, n, -1) + 0.5 * self._order_agrees(o, n, 1)
+        if self.OLD.table and self.NEW.table:
+            score += self._table_agrees(o, n, -1) + self._table_agrees(o, n, 1)  # explicit data
         return score
 
     def _callees_contradict(self, o: int, n: int) -> bool:
@@ -308,28 +329,44 @@ class FamilyStage:
     def _order_agrees(self, o: int, n: int, step: int) -> bool:
         """The nearest matched non-look-alike neighbour of ``o`` in index order (direction
         ``step``) maps to the neighbour of ``n`` at the same offset."""
+        return self._seq_agrees(o, n, step, self.OLD.order, self._pos("order"), None)
+
+    def _table_agrees(self, o: int, n: int, step: int) -> bool:
+        """The same in the function table's order (vtables, dispatch tables)."""
+        return self._seq_agrees(
+            o, n, step, self.OLD.table, self._pos("table"), self._pos("table_new")
+        )
+
+    def _seq_agrees(
+        self, o: int, n: int, step: int, seq: Sequence[int], pos_o: dict, pos_n: dict | None
+    ) -> bool:
         key = _family_key(self.OLD.recs[o])
-        order = self.OLD.order
-        pos = self._pos_old().get(o)
+        pos = pos_o.get(o)
         if pos is None:
             return False
+        if pos_n is not None and n not in pos_n:
+            return False
         k = pos + step
-        while 0 <= k < len(order) and abs(k - pos) <= FAMILY_RIVALS:
-            x = order[k]
+        while 0 <= k < len(seq) and abs(k - pos) <= FAMILY_RIVALS:
+            x = seq[k]
             rx = self.OLD.recs[x]
             if not rx.imported and (key is None or _family_key(rx) != key):
                 y = self._sure(x)
                 if y is None:
                     return False
-                return y - n == x - o
+                if pos_n is None:
+                    return y - n == x - o
+                return y in pos_n and pos_n[y] - pos_n[n] == k - pos
             k += step
         return False
 
-    def _pos_old(self) -> dict[int, int]:
-        p = getattr(self, "_pos_cache", None)
+    def _pos(self, which: str) -> dict[int, int]:
+        cache = self.__dict__.setdefault("_pos_caches", {})
+        p = cache.get(which)
         if p is None:
-            p = {i: k for k, i in enumerate(self.OLD.order)}
-            self._pos_cache = p
+            seq = {"order": self.OLD.order, "table": self.OLD.table, "table_new": self.NEW.table}
+            p = {i: k for k, i in enumerate(seq[which])}
+            cache[which] = p
         return p
 
     # ---------------------------------------------------------------- invariant
