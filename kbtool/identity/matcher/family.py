@@ -43,7 +43,7 @@ FAMILY_RIVALS = 16  # rivals of one pair looked at (nearest in index order)
 HOOD_CAP = 64  # callers looked at per function
 FLAGGED_SCORE = round(REVIEW_SCORE - 0.01, 4)  # the highest score a flagged pair keeps
 CONTEXT_LEAD = 0.5  # context decides when this far ahead of every rival pairing (a position)
-CONTEXT_AGAINST = 1.0  # ... and is against a pair when a rival is this far ahead (a caller)
+CONTEXT_AGAINST = 0.5  # ... and is against a pair when a rival is this far ahead
 BODY_LEAD = 0.02  # content similarity lead over every rival pairing for the body to decide
 
 
