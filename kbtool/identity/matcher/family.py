@@ -39,7 +39,7 @@ from kbtool.identity.matcher.base import REVIEW_SCORE, _Side
 from kbtool.identity.records import Match
 
 WRAPPER_MAX_INSTR = 32  # a thin wrapper: at most this many instructions ...
-FAMILY_RIVALS = 16  # rivals of one pair looked at (nearest in index order)
+FAMILY_RIVALS = 8  # rivals of one pair looked at (nearest in index order)
 HOOD_CAP = 64  # callers looked at per function
 FLAGGED_SCORE = round(REVIEW_SCORE - 0.01, 4)  # the highest score a flagged pair keeps
 CONTEXT_LEAD = 0.5  # context decides when this far ahead of every rival pairing (a position)
@@ -61,6 +61,7 @@ class FamilyStage:
         del self.n2o[n]
         del self.result[n]
         self._scored = None
+        self._flags = self.__dict__.get("_flags", 0) + 1
 
     def _families(self) -> tuple[dict, dict]:
         cache = getattr(self, "_fam_cache", None)
@@ -169,6 +170,7 @@ class FamilyStage:
         )
 
     def flag(self, o: int, n: int) -> None:
+        self._flags = self.__dict__.get("_flags", 0) + 1
         m = self.result[n]
         if not m.review or m.score > FLAGGED_SCORE:
             self.result[n] = Match(o, n, min(m.score, FLAGGED_SCORE), m.method, True)
@@ -178,6 +180,7 @@ class FamilyStage:
         """Swap or flag matched look-alikes the context does not decide; returns how many
         pairs were flagged or re-paired."""
         fo, fn = self._families()
+        passed = self.__dict__.setdefault("_passed", {})
         flagged = 0
         for n in sorted(self.result):
             m = self.result.get(n)
@@ -189,6 +192,12 @@ class FamilyStage:
             rivals_o = self._rivals(o, (fo.get(ko, ()), fo.get(kn, ())))
             if not rivals_n and not rivals_o:
                 continue
+            # a pair a previous pass let stand, whose rivals are matched as they were then
+            state = tuple(self.o2n.get(x) for x in rivals_o) + tuple(
+                self.n2o.get(y) for y in rivals_n
+            )
+            if passed.get((o, n)) == state:
+                continue
             own = self.context(o, n)
             alt = [(self.context(o, y), o, y) for y in rivals_n]
             alt += [(self.context(x, n), x, n) for x in rivals_o]
@@ -196,9 +205,11 @@ class FamilyStage:
             body = self._body_decides(o, n, rivals_o, rivals_n)
             if own >= best_alt + CONTEXT_LEAD:
                 if not self._body_elsewhere(o, n, rivals_o, rivals_n):
+                    passed[(o, n)] = state
                     continue  # the context decides, the body does not object
             elif best_alt < own + CONTEXT_AGAINST:
                 if body:
+                    passed[(o, n)] = state
                     continue  # the body decides, the context is (nearly) silent
             elif not body and self._try_swap(o, n, alt):
                 flagged += 1  # counted as a change: the caller propagates again
@@ -294,28 +305,49 @@ class FamilyStage:
     def context(self, o: int, n: int) -> float:
         """Call-graph and order evidence for pairing ``o`` with ``n`` (counts, not a ratio);
         only matches not flagged for review count as evidence."""
-        OLD, NEW = self.OLD, self.NEW
+        caller_imgs, callee_imgs = self._images(o)
         score = 0.0
-        for c in OLD.callers[o][:HOOD_CAP]:
-            d = self._sure(c)
-            if d is None:
-                continue
-            seq_n = NEW.callees[d]
-            if n in seq_n:
-                score += 1.0
-                if OLD.callees[c].index(o) == seq_n.index(n):
-                    score += 0.5  # same position in the caller's call sequence
-        callees_n = set(NEW.callees[n])
-        for c in OLD.callees[o]:
-            if OLD.recs[c].imported:
-                continue
-            d = self._sure(c)
-            if d is not None and d in callees_n:
-                score += 1.0
+        for d, pos in caller_imgs:
+            at = self._callee_pos(d).get(n)
+            if at is not None:
+                score += 1.5 if at == pos else 1.0  # + same place in the call sequence
+        if callee_imgs:
+            score += len(callee_imgs.intersection(self.NEW.callees[n]))
         score += 0.5 * self._order_agrees(o, n, -1) + 0.5 * self._order_agrees(o, n, 1)
         if self.OLD.table and self.NEW.table:
             score += self._table_agrees(o, n, -1) + self._table_agrees(o, n, 1)  # explicit data
         return score
+
+    def _images(self, o: int) -> tuple[list[tuple[int, int]], set[int]]:
+        """Sure images of ``o``'s callers (with ``o``'s place in each caller's call sequence)
+        and of its defined callees; cached until a match changes."""
+        cache = self.__dict__.setdefault("_img_cache", {})
+        key = (o, len(self.result), self.__dict__.get("_flags", 0))
+        got = cache.get(o)
+        if got is not None and got[0] == key:
+            return got[1]
+        OLD = self.OLD
+        callers = []
+        for c in OLD.callers[o][:HOOD_CAP]:
+            d = self._sure(c)
+            if d is not None:
+                callers.append((d, OLD.callees[c].index(o)))
+        callees = set()
+        for c in OLD.callees[o]:
+            if not OLD.recs[c].imported:
+                d = self._sure(c)
+                if d is not None:
+                    callees.add(d)
+        cache[o] = (key, (callers, callees))
+        return callers, callees
+
+    def _callee_pos(self, d: int) -> dict[int, int]:
+        cache = self.__dict__.setdefault("_cpos_cache", {})
+        p = cache.get(d)
+        if p is None:
+            p = {y: k for k, y in enumerate(self.NEW.callees[d])}
+            cache[d] = p
+        return p
 
     def _callees_contradict(self, o: int, n: int) -> bool:
         """A callee of ``o`` surely matched to a function ``n`` does not call."""
@@ -329,36 +361,53 @@ class FamilyStage:
     def _order_agrees(self, o: int, n: int, step: int) -> bool:
         """The nearest matched non-look-alike neighbour of ``o`` in index order (direction
         ``step``) maps to the neighbour of ``n`` at the same offset."""
-        return self._seq_agrees(o, n, step, self.OLD.order, self._pos("order"), None)
+        nb = self._neighbour("order", o, step)
+        if nb is None:
+            return False
+        y = self._sure(nb[0])
+        return y is not None and y - n == nb[0] - o
 
     def _table_agrees(self, o: int, n: int, step: int) -> bool:
         """The same in the function table's order (vtables, dispatch tables)."""
-        return self._seq_agrees(
-            o, n, step, self.OLD.table, self._pos("table"), self._pos("table_new")
-        )
+        pos_n = self._pos("table_new")
+        if n not in pos_n:
+            return False
+        nb = self._neighbour("table", o, step)
+        if nb is None:
+            return False
+        y = self._sure(nb[0])
+        return y is not None and y in pos_n and pos_n[y] - pos_n[n] == nb[1]
 
-    def _seq_agrees(
-        self, o: int, n: int, step: int, seq: Sequence[int], pos_o: dict, pos_n: dict | None
-    ) -> bool:
-        key = _family_key(self.OLD.recs[o])
-        pos = pos_o.get(o)
-        if pos is None:
-            return False
-        if pos_n is not None and n not in pos_n:
-            return False
-        k = pos + step
-        while 0 <= k < len(seq) and abs(k - pos) <= FAMILY_RIVALS:
-            x = seq[k]
-            rx = self.OLD.recs[x]
-            if not rx.imported and (key is None or _family_key(rx) != key):
-                y = self._sure(x)
-                if y is None:
-                    return False
-                if pos_n is None:
-                    return y - n == x - o
-                return y in pos_n and pos_n[y] - pos_n[n] == k - pos
-            k += step
-        return False
+    def _neighbour(self, which: str, o: int, step: int) -> tuple[int, int] | None:
+        """(x, offset) of the nearest defined non-look-alike of ``o`` in an old sequence
+        (``order`` or ``table``) within ``FAMILY_RIVALS`` places; cached (static)."""
+        cache = self.__dict__.setdefault("_nb_cache", {})
+        key = (which, o, step)
+        if key in cache:
+            return cache[key]
+        seq = self.OLD.order if which == "order" else self.OLD.table
+        pos = self._pos(which).get(o)
+        found = None
+        if pos is not None:
+            fid = self._fid_old()
+            own = fid.get(o)
+            k = pos + step
+            while 0 <= k < len(seq) and abs(k - pos) <= FAMILY_RIVALS:
+                x = seq[k]
+                if not self.OLD.recs[x].imported and (own is None or fid.get(x) != own):
+                    found = (x, k - pos)
+                    break
+                k += step
+        cache[key] = found
+        return found
+
+    def _fid_old(self) -> dict[int, int]:
+        """Old index -> family number (functions with a family key only)."""
+        f = self.__dict__.get("_fid_cache")
+        if f is None:
+            f = {i: k for k, g in enumerate(self._families()[0].values()) for i in g}
+            self._fid_cache = f
+        return f
 
     def _pos(self, which: str) -> dict[int, int]:
         cache = self.__dict__.setdefault("_pos_caches", {})
