@@ -31,6 +31,12 @@ among the functions still unmatched:
    Leftovers: equal bodies in groups of equal size paired by index order, minified
    imports with the same name and signature (both flagged for review).
 
+After stages 1-5 and again at the end, :mod:`kbtool.identity.matcher.family` checks
+look-alike families (same signature and instruction stream: context decides, a tie or
+context against body is flagged) and wrapper splits (the name follows the callers to a thin
+wrapper around the outlined body, or the pair is flagged); a flagged pair's score is capped
+just below ``REVIEW_SCORE``.
+
 ``review`` is set when the score is below ``REVIEW_SCORE`` or the pair was not at least
 ``REVIEW_MARGIN`` ahead of the best alternative of either function (alternatives taken by
 a match that was itself flagged still count).
