@@ -142,3 +142,51 @@ def test_added_wrapper_does_not_steal(tmp_path: Path) -> None:
     )
     got = _pairs(_records(tmp_path, "v1", v1), _records(tmp_path, "v2", v2))
     assert got[0][0] == 0 and not got[0][2]
+
+
+def test_diff_never_shows_flagged_twins_as_confident(tmp_path: Path) -> None:
+    """End to end: ingest named v1 and v2 (twins whose order flips), diff, carry-over. No
+    flagged change is unchanged/moved at or above the review threshold, and names carried
+    over flagged pairs say so (review evidence, confidence below 0.5)."""
+    from kbtool.kb import queries
+    from kbtool.kb.db import open_rw
+    from kbtool.services.diff.carry import carry_names
+    from kbtool.services.diff.report import compute_diff
+    from kbtool.services.ingest import ingest_bytes
+
+    anchor_a = ("$a", _caller(1, "$x"))
+    anchor_b = ("$b", _caller(2, "$x"))
+    x = ("$x", "(param i32) (result i32) local.get 0 i32.const 99 i32.rotl")
+    exports = ' (export "a" (func $a)) (export "b" (func $b))'
+    v1 = _module([x, anchor_a, ("$t1", _body(1)), ("$t2", _body(2)), anchor_b])[:-1] + exports + ")"
+    v2 = _module([x, anchor_a, ("$t2", _body(2)), ("$t1", _body(1)), anchor_b])[:-1] + exports + ")"
+    blobs = []
+    for name, text, flags in (("v1", v1, ["--debug-names"]), ("v2", v2, [])):
+        (tmp_path / f"{name}.wat").write_text(text)
+        out = tmp_path / f"{name}.wasm"
+        subprocess.run(
+            ["wat2wasm", *flags, str(tmp_path / f"{name}.wat"), "-o", str(out)], check=True
+        )
+        blobs.append(out.read_bytes())
+    conn = open_rw(tmp_path / "kb.db")
+    a = ingest_bytes(conn, blobs[0], label="v1", carry=False).version_id
+    b = ingest_bytes(conn, blobs[1], label="v2", carry=False).version_id
+    carry_names(conn, a, b)
+    report = compute_diff(conn, a, b)
+    twins = [c for c in report["changes"] if c["to_index"] in (2, 3)]
+    assert twins and all(c["review"] for c in twins), twins
+    for c in report["changes"]:
+        if c["review"]:
+            assert c["score"] is None or c["score"] < REVIEW_SCORE, c
+    carried = queries.annotations_by_index(conn, b, with_evidence=True)
+    seen = 0
+    for idx in (2, 3):
+        ann = carried.get(idx)
+        if ann is not None and ann["provenance"] == "diff-carry":
+            seen += 1
+            assert ann["confidence"] < 0.5
+            ev = ann["evidence"]
+            ev = ev[-1] if isinstance(ev, list) else ev
+            assert ev.get("review") is True, ann
+    assert seen, carried  # the twins' names did travel, as flagged carries
+    conn.close()

@@ -85,7 +85,10 @@ class _Matcher(ExactStages, CallgraphStage, SimilarityStage, FamilyStage, Matche
             self.propagate()  # a re-paired family freed functions the call graph may place
             self.review_families()
         self.cap_flagged()
-        exact = [self.result[n] for n in sorted(self.result)]
+        # identities are kept by decided evidence only: a flagged pair (a look-alike nothing
+        # decides, a doubtful wrapper split) stays in the full pairing, where carry-over
+        # names it with a review flag, but is no identity
+        exact = [self.result[n] for n in sorted(self.result) if not self.result[n].review]
         if not fuzzy:
             return exact, exact
         for threshold, margin in self.ROUNDS:
@@ -118,7 +121,7 @@ def match_functions(
     """One-to-one matches between the functions of ``old`` and ``new``, sorted by new index.
 
     ``fuzzy=False``: only unique, non-similarity evidence (imports, hashes, names, call
-    graph), what ingest uses to carry stable identities.
+    graph) not flagged for review, what ingest uses to carry stable identities.
     """
     return _Matcher(old, new).run(fuzzy)
 
@@ -128,5 +131,6 @@ def match_functions_staged(
 ) -> tuple[list[Match], list[Match]]:
     """``(match_functions(fuzzy=False), match_functions(fuzzy=True))`` from one matcher run:
     the unique evidence ingest carries identities by, and the full pairing diff and carry-over
-    use. The first is exactly the non-fuzzy result (a snapshot taken before stage 6)."""
+    use. The first is exactly the non-fuzzy result (a snapshot taken before stage 6, without
+    the pairs flagged for review)."""
     return _Matcher(old, new).run_staged(True)
