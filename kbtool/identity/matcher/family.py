@@ -44,6 +44,7 @@ HOOD_CAP = 64  # callers looked at per function
 FLAGGED_SCORE = round(REVIEW_SCORE - 0.01, 4)  # the highest score a flagged pair keeps
 CONTEXT_LEAD = 0.5  # context decides when this far ahead of every rival pairing (a position)
 CONTEXT_AGAINST = 0.5  # ... and is against a pair when a rival is this far ahead
+NAMED = ("name", "import")  # pairs by a name both binaries carry: never second-guessed
 BODY_LEAD = 0.02  # content similarity lead over every rival pairing for the body to decide
 
 
@@ -86,11 +87,12 @@ class FamilyStage:
         moved = 0
         for n in sorted(self.result):
             m = self.result.get(n)
-            if m is None or self.NEW.recs[n].imported:
+            if m is None or m.method in NAMED or self.NEW.recs[n].imported:
                 continue
             got = self._wrapper_vote(m, forward=True)
-            if got is None and m.new_index in self.result:
-                got = self._wrapper_vote(self.result[m.new_index], forward=False)
+            m2 = self.result.get(m.new_index)
+            if got is None and m2 is not None and m2.method not in NAMED:
+                got = self._wrapper_vote(m2, forward=False)
             moved += bool(got)
         return moved
 
@@ -184,7 +186,7 @@ class FamilyStage:
         flagged = 0
         for n in sorted(self.result):
             m = self.result.get(n)
-            if m is None or m.review or self.NEW.recs[n].imported:
+            if m is None or m.review or m.method in NAMED or self.NEW.recs[n].imported:
                 continue
             o = m.old_index
             ko, kn = _family_key(self.OLD.recs[o]), _family_key(self.NEW.recs[n])
@@ -279,8 +281,10 @@ class FamilyStage:
                 cur, new = (
                     ([(o, n)], [(x, n)]) if n2 is None else ([(o, n), (x, n2)], [(x, n), (o, n2)])
                 )
-            if len(cur) > 1 and self.result[cur[1][1]].review:
-                continue  # never undo a pair flagged for another reason
+            if len(cur) > 1 and (
+                self.result[cur[1][1]].review or self.result[cur[1][1]].method in NAMED
+            ):
+                continue  # never undo a pair flagged for another reason, or paired by name
             before = sum(self.context(*p) for p in cur)
             after = sum(self.context(*p) for p in new)
             if after <= before:
