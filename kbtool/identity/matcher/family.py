@@ -190,8 +190,8 @@ class FamilyStage:
                 continue
             o = m.old_index
             ko, kn = _family_key(self.OLD.recs[o]), _family_key(self.NEW.recs[n])
-            rivals_n = self._rivals(n, (fn.get(ko, ()), fn.get(kn, ())))
-            rivals_o = self._rivals(o, (fo.get(ko, ()), fo.get(kn, ())))
+            rivals_n = self._rivals(n, fn.get(ko, ()), fn.get(kn, ()))
+            rivals_o = self._rivals(o, fo.get(ko, ()), fo.get(kn, ()))
             if not rivals_n and not rivals_o:
                 continue
             # a pair a previous pass let stand, whose rivals are matched as they were then
@@ -232,15 +232,22 @@ class FamilyStage:
             so and self.NEW.recs[y].shape_hash == so and y not in calls_n for y in rivals_n
         ) or any(sn and self.OLD.recs[x].shape_hash == sn and x not in calls_o for x in rivals_o)
 
-    def _rivals(self, i: int, groups: Sequence[Sequence[int]]) -> list[int]:
-        """The ``FAMILY_RIVALS`` members of ``groups`` (index-sorted) nearest to ``i``;
-        bounded work per pair however large a family is."""
+    def _rivals(self, i: int, g1: Sequence[int], g2: Sequence[int]) -> list[int]:
+        """The ``FAMILY_RIVALS`` members of two index-sorted family lists nearest to ``i``;
+        bounded work per pair however large a family is (cached: families are static)."""
+        cache = self.__dict__.setdefault("_rival_cache", {})
+        key = (i, id(g1), id(g2))
+        got = cache.get(key)
+        if got is not None:
+            return got
         near: set[int] = set()
-        for g in groups:
+        for g in (g1, g2) if g1 is not g2 else (g1,):
             k = bisect.bisect_left(g, i)
             near.update(g[max(0, k - FAMILY_RIVALS) : k + FAMILY_RIVALS + 1])
         near.discard(i)
-        return sorted(near, key=lambda j: (abs(j - i), j))[:FAMILY_RIVALS]
+        got = sorted(near, key=lambda j: (abs(j - i), j))[:FAMILY_RIVALS]
+        cache[key] = got
+        return got
 
     def _body_decides(self, o: int, n: int, rivals_o: list[int], rivals_n: list[int]) -> bool:
         """The bodies single the pair out: matched callees agree, and either the same
@@ -309,7 +316,7 @@ class FamilyStage:
     def context(self, o: int, n: int) -> float:
         """Call-graph and order evidence for pairing ``o`` with ``n`` (counts, not a ratio);
         only matches not flagged for review count as evidence."""
-        caller_imgs, callee_imgs = self._images(o)
+        caller_imgs, callee_imgs, order_nb, table_nb = self._images(o)
         score = 0.0
         for d, pos in caller_imgs:
             at = self._callee_pos(d).get(n)
@@ -317,16 +324,25 @@ class FamilyStage:
                 score += 1.5 if at == pos else 1.0  # + same place in the call sequence
         if callee_imgs:
             score += len(callee_imgs.intersection(self.NEW.callees[n]))
-        score += 0.5 * self._order_agrees(o, n, -1) + 0.5 * self._order_agrees(o, n, 1)
-        if self.OLD.table and self.NEW.table:
-            score += self._table_agrees(o, n, -1) + self._table_agrees(o, n, 1)  # explicit data
+        for off, y in order_nb:  # matched neighbours in function order at the same offset
+            if y - n == off:
+                score += 0.5
+        if table_nb:  # ... and in the function table's order (explicit data: weight 1)
+            pos_n = self._pos("table_new")
+            at = pos_n.get(n)
+            if at is not None:
+                for off, y in table_nb:
+                    if pos_n.get(y, -1) - at == off:
+                        score += 1.0
         return score
 
-    def _images(self, o: int) -> tuple[list[tuple[int, int]], set[int]]:
-        """Sure images of ``o``'s callers (with ``o``'s place in each caller's call sequence)
-        and of its defined callees; cached until a match changes."""
+    def _images(self, o: int) -> tuple[list, set, list, list]:
+        """What ``o``'s context is made of, under sure matches: images of its callers (with
+        ``o``'s place in each caller's call sequence), of its defined callees, and of its
+        nearest non-look-alike neighbours in function and table order (with their offset);
+        cached until a match changes."""
         cache = self.__dict__.setdefault("_img_cache", {})
-        key = (o, len(self.result), self.__dict__.get("_flags", 0))
+        key = (len(self.result), self.__dict__.get("_flags", 0))
         got = cache.get(o)
         if got is not None and got[0] == key:
             return got[1]
@@ -342,8 +358,18 @@ class FamilyStage:
                 d = self._sure(c)
                 if d is not None:
                     callees.add(d)
-        cache[o] = (key, (callers, callees))
-        return callers, callees
+        order_nb, table_nb = [], []
+        for step in (-1, 1):
+            nb = self._neighbour("order", o, step)
+            if nb is not None and (y := self._sure(nb[0])) is not None:
+                order_nb.append((nb[0] - o, y))
+            if self.OLD.table and self.NEW.table:
+                nb = self._neighbour("table", o, step)
+                if nb is not None and (y := self._sure(nb[0])) is not None:
+                    table_nb.append((nb[1], y))
+        value = (callers, callees, order_nb, table_nb)
+        cache[o] = (key, value)
+        return value
 
     def _callee_pos(self, d: int) -> dict[int, int]:
         cache = self.__dict__.setdefault("_cpos_cache", {})
@@ -361,26 +387,6 @@ class FamilyStage:
             if d is not None and d not in callees_n:
                 return True
         return False
-
-    def _order_agrees(self, o: int, n: int, step: int) -> bool:
-        """The nearest matched non-look-alike neighbour of ``o`` in index order (direction
-        ``step``) maps to the neighbour of ``n`` at the same offset."""
-        nb = self._neighbour("order", o, step)
-        if nb is None:
-            return False
-        y = self._sure(nb[0])
-        return y is not None and y - n == nb[0] - o
-
-    def _table_agrees(self, o: int, n: int, step: int) -> bool:
-        """The same in the function table's order (vtables, dispatch tables)."""
-        pos_n = self._pos("table_new")
-        if n not in pos_n:
-            return False
-        nb = self._neighbour("table", o, step)
-        if nb is None:
-            return False
-        y = self._sure(nb[0])
-        return y is not None and y in pos_n and pos_n[y] - pos_n[n] == nb[1]
 
     def _neighbour(self, which: str, o: int, step: int) -> tuple[int, int] | None:
         """(x, offset) of the nearest defined non-look-alike of ``o`` in an old sequence
