@@ -183,6 +183,7 @@ class FamilyStage:
         pairs were flagged or re-paired."""
         fo, fn = self._families()
         passed = self.__dict__.setdefault("_passed", {})
+        clean = self._clean_families(fo, fn)
         flagged = 0
         for n in sorted(self.result):
             m = self.result.get(n)
@@ -190,6 +191,8 @@ class FamilyStage:
                 continue
             o = m.old_index
             ko, kn = _family_key(self.OLD.recs[o]), _family_key(self.NEW.recs[n])
+            if ko == kn and ko in clean:
+                continue
             rivals_n = self._rivals(n, fn.get(ko, ()), fn.get(kn, ()))
             rivals_o = self._rivals(o, fo.get(ko, ()), fo.get(kn, ()))
             if not rivals_n and not rivals_o:
@@ -231,6 +234,26 @@ class FamilyStage:
         return any(
             so and self.NEW.recs[y].shape_hash == so and y not in calls_n for y in rivals_n
         ) or any(sn and self.OLD.recs[x].shape_hash == sn and x not in calls_o for x in rivals_o)
+
+    def _clean_families(self, fo: dict, fn: dict) -> set:
+        """Families matched member for member onto the same family of the other side, each
+        pair byte-identical, in the same index order: nothing in them is ambiguous (the
+        common case of two near-identical builds; skipped for speed)."""
+        clean = set()
+        for key, xs in fo.items():
+            ys = fn.get(key)
+            if not ys or len(xs) != len(ys) or len(xs) < 2:
+                continue
+            images = [self.o2n.get(x) for x in xs]
+            if images != ys:  # ys is index-sorted: same members, same order
+                continue
+            if all(
+                self.OLD.recs[x].body_hash == self.NEW.recs[y].body_hash
+                and not self.result[y].review
+                for x, y in zip(xs, ys, strict=True)
+            ):
+                clean.add(key)
+        return clean
 
     def _rivals(self, i: int, g1: Sequence[int], g2: Sequence[int]) -> list[int]:
         """The ``FAMILY_RIVALS`` members of two index-sorted family lists nearest to ``i``;
