@@ -190,3 +190,52 @@ def test_diff_never_shows_flagged_twins_as_confident(tmp_path: Path) -> None:
             assert ev.get("review") is True, ann
     assert seen, carried  # the twins' names did travel, as flagged carries
     conn.close()
+
+
+def test_folded_wrapper_follows_the_callers(tmp_path: Path) -> None:
+    """The mirror case: v1 has ``api`` (thin wrapper) + ``internal`` (body); v2 inlined the
+    body into ``api``. The new ``api`` pairs with the old wrapper, as its callers say."""
+    body = (
+        "(param i32) (result i32) local.get 0 i32.load offset=4 local.get 0 i32.load offset=12 "
+        "i32.add i32.const 17 i32.mul local.get 0 i32.load offset=20 i32.xor i32.const 3 i32.shl"
+    )
+    v1 = _module(
+        [
+            ("$internal", body),
+            ("$api", "(param i32) (result i32) local.get 0 call $internal"),
+            ("$user", _caller(7, "$api")),
+        ]
+    )
+    v2 = _module([("$api", body), ("$user", _caller(7, "$api"))])
+    got = _pairs(_records(tmp_path, "v1", v1), _records(tmp_path, "v2", v2))
+    assert got.get(1, (None,))[0] == 0, got  # old wrapper api -> new api
+    assert 0 not in got or got[0][0] != 0  # the old body does not take the name
+
+
+def test_flagged_pairs_keep_no_identity(tmp_path: Path) -> None:
+    """``fuzzy=False`` (what ingest keeps identities by) leaves out flagged look-alikes."""
+    x = ("$x", "(param i32) (result i32) local.get 0 i32.const 99 i32.rotl")
+    v1 = _module(
+        [
+            x,
+            ("$a", _caller(1, "$x")),
+            ("$t1", _body(1)),
+            ("$t2", _body(2)),
+            ("$b", _caller(2, "$x")),
+        ]
+    )
+    v2 = _module(
+        [
+            x,
+            ("$a", _caller(1, "$x")),
+            ("$t2", _body(2)),
+            ("$t1", _body(1)),
+            ("$b", _caller(2, "$x")),
+        ]
+    )
+    old, new = _records(tmp_path, "v1", v1), _records(tmp_path, "v2", v2)
+    exact = {m.old_index for m in match_functions(old, new, fuzzy=False)}
+    full = {m.old_index: m for m in match_functions(old, new)}
+    assert 2 not in exact and 3 not in exact
+    assert full[2].review and full[3].review
+    assert all(not m.review for m in match_functions(old, new, fuzzy=False))
