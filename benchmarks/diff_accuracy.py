@@ -23,6 +23,10 @@ counted (``own``) but not scored.
     renamed   = wrong names where the old name exists only in the old version and the new
                 one only in the new (a rename: no name-based metric can score it right);
                 prec* = precision without them
+    unflag    = wrong names whose pair is NOT flagged review (goal 0)
+    conf.wr   = wrong pairs of the report (true old name != true new name) classified
+                ``unchanged``/``moved`` with a score at or above the review threshold (goal 0);
+                in brackets, how many of those are renames
 
 Also: the same pairs swapped (newer named -> older stripped), O2 vs Os builds of one
 release, and the speed of a ~5,000-function diff (lightningcss-wasm ingested twice, and a
@@ -50,6 +54,7 @@ if str(ROOT) not in sys.path:
 
 from benchmarks.corpus_pairs import DEFAULT_CORPUS, corpus_pairs  # noqa: E402
 from benchmarks.smoke_corpus import temporary_corpus  # noqa: E402
+from kbtool.identity.matcher import REVIEW_SCORE  # noqa: E402
 from kbtool.kb.db import open_rw  # noqa: E402
 from kbtool.services.diff.carry import carry_names  # noqa: E402
 from kbtool.services.diff.report import compute_diff  # noqa: E402
@@ -93,6 +98,8 @@ class Score:
     review: int = 0
     review_wrong: int = 0
     own: int = 0
+    confident_wrong: int = 0
+    confident_wrong_renamed: int = 0
     identity: Route = field(default_factory=Route)
     carry: Route = field(default_factory=Route)
     carry_counts: dict = field(default_factory=dict)
@@ -120,6 +127,10 @@ class Score:
     @property
     def coverage(self) -> float:
         return self.reached / self.defined if self.defined else 0.0
+
+    @property
+    def unflagged_wrong(self) -> int:
+        return self.wrong - self.review_wrong
 
     @property
     def flagged_share(self) -> float:
@@ -150,6 +161,14 @@ def evaluate(corpus: Path, kind: str, old: str, new: str) -> Score:
             " WHERE f.version_id = ? AND f.imported = 0 ORDER BY f.idx", (b,)).fetchall()
         conn.close()
     change = {c["to_index"]: c for c in report["changes"] if c["to_index"] is not None}
+    for c in report["changes"]:
+        if c["classification"] not in ("unchanged", "moved") or (c["score"] or 0) < REVIEW_SCORE:
+            continue
+        was, now = truth_old.get(c["from_index"]), truth_new.get(c["to_index"])
+        if was != now:
+            s.confident_wrong += 1
+            s.confident_wrong_renamed += was not in new_set and now not in old_set
+            s.errors.append((c["to_index"], was, now, c["classification"], c["score"], c["review"]))
     s.defined = len(rows)
     s.relevant = sum(1 for i, _sid, _n, _p in rows if truth_new.get(i) and truth_new[i] in old_set)
     for idx, sid, name, prov in rows:
@@ -195,7 +214,7 @@ def speed(corpus: Path) -> list[dict]:
         with tempfile.TemporaryDirectory() as tmp:
             conn = open_rw(Path(tmp) / "kb.db")
             a = ingest_file(conn, fa, label="a", carry=False)
-            b = ingest_file(conn, fb, label="b", carry=False)
+            b = ingest_file(conn, fb, label="b", carry=False, force=True)  # x2: same bytes
             t0 = time.perf_counter()
             report = compute_diff(conn, a.version_id, b.version_id)
             diff_s = time.perf_counter() - t0
@@ -232,7 +251,7 @@ def report(args: argparse.Namespace, corpus: Path, *, speed_cases: bool) -> int:
     rows = []
     hdr = (f"{'kind':9} {'old named -> new stripped':30} {'prec':>7} {'prec*':>7} {'recall':>7} "
            f"{'cover':>6} {'reach':>5} {'wrong':>5} {'ren':>3} {'ident':>11} {'carry':>11} "
-           f"{'review':>6} {'rev.wr':>6} {'flag%':>6} {'secs':>5}")
+           f"{'review':>6} {'rev.wr':>6} {'flag%':>6} {'unflag':>6} {'conf.wr':>8} {'secs':>5}")
     if not args.json:
         print(hdr)
         print("-" * len(hdr))
@@ -245,7 +264,7 @@ def report(args: argparse.Namespace, corpus: Path, *, speed_cases: bool) -> int:
                    recall=round(s.recall, 4), coverage=round(s.coverage, 4), wrong=s.wrong,
                    identity={"reached": s.identity.reached, "correct": s.identity.correct},
                    carry={"reached": s.carry.reached, "correct": s.carry.correct},
-                   flagged_share=round(s.flagged_share, 4),
+                   flagged_share=round(s.flagged_share, 4), unflagged_wrong=s.unflagged_wrong,
                    carry_seconds=round(s.carry_seconds, 3), diff_seconds=round(s.diff_seconds, 3))
         rows.append(row)
         if args.json:
@@ -255,20 +274,25 @@ def report(args: argparse.Namespace, corpus: Path, *, speed_cases: bool) -> int:
         print(f"{kind:9} {old[5:] + ' -> ' + new[5:]:30} {100 * s.precision:6.2f}% "
               f"{100 * s.precision_excl_renamed:6.2f}% {100 * s.recall:6.2f}% {100 * s.coverage:5.1f}% "
               f"{s.reached:5d} {s.wrong:5d} {s.renamed:3d} {ident:>11} {carry:>11} {s.review:6d} "
-              f"{s.review_wrong:6d} {100 * s.flagged_share:5.1f}% {s.carry_seconds + s.diff_seconds:5.2f}")
+              f"{s.review_wrong:6d} {100 * s.flagged_share:5.1f}% {s.unflagged_wrong:6d} "
+              f"{s.confident_wrong:3d} ({s.confident_wrong_renamed:2d}) "
+              f"{s.carry_seconds + s.diff_seconds:5.2f}")
         for idx, name, truth, route, score, flagged in s.errors[: args.errors]:
             print(f"      new {idx:4d} got {name!s:36} true {truth!s:36} {route:8} "
                   f"{'' if score is None else f'{score:.3f}'}{' review' if flagged else ''}")
     if not args.json and rows:
         tot = {k: sum(r[k] for r in rows)
-               for k in ("reached", "wrong", "review_wrong", "renamed", "renamed_review", "review")}
+               for k in ("reached", "wrong", "review_wrong", "renamed", "renamed_review", "review",
+                         "confident_wrong", "confident_wrong_renamed")}
         share = tot["review_wrong"] / tot["wrong"] if tot["wrong"] else 1.0
         real = tot["wrong"] - tot["renamed"]
         real_flagged = tot["review_wrong"] - tot["renamed_review"]
         print(f"\nall pairs: {tot['reached']} names reached, {tot['review']} flagged review; "
               f"{tot['wrong']} wrong, {tot['review_wrong']} of them flagged ({100 * share:.1f}%); "
               f"not counting renames: {real} wrong, {real_flagged} flagged "
-              f"({100 * real_flagged / real if real else 100:.1f}%)")
+              f"({100 * real_flagged / real if real else 100:.1f}%); wrong pairs unchanged/moved "
+              f"at or above the review threshold: {tot['confident_wrong']} "
+              f"({tot['confident_wrong_renamed']} renames)")
     sp = speed(corpus) if speed_cases else []
     if args.json:
         print(json.dumps({"pairs": rows, "speed": sp}, indent=1))

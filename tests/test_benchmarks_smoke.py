@@ -62,6 +62,7 @@ EXPECTED["diff_api"] = [
     rf"/api/diff +2->1 +after write +{NUMBER}",
 ]
 EXPECTED["analyze_service"] = [r"ingest\s", r"\ball\s+\d+\s+\d+"]
+EXPECTED["lookalike"] = [rf"wat v1 -> v2 +{NUMBER}% +{NUMBER}%", rf"wat v2 -> v1 +{NUMBER}%"]
 
 
 def test_every_owned_benchmark_is_listed():

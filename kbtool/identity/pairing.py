@@ -9,6 +9,8 @@
 
 Review flags (never change the pairing): the matcher's own, a changed signature below
 ``REVIEW_SIG_SCORE``, next to a wrapper split, and weak pairs the call graph does not back.
+A flagged pair's score is capped just below ``REVIEW_SCORE`` (``FLAGGED_SCORE``), so no pair
+reads as a confident ``unchanged``/``moved`` while it waits for review.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from kbtool.identity.features import FeatureCache, size_ratio
 from kbtool.identity.matcher import REVIEW_SCORE, FuncRecord, Match, match_functions
+from kbtool.identity.matcher.family import FLAGGED_SCORE
 from kbtool.identity.records import records_from_rows
 
 # a pair whose type signature changed is flagged for review below this score
@@ -163,6 +166,10 @@ def pair_rows(
             p.review = True
     review_wrapper_splits(pg)
     review_weak_neighbourhoods(pg)
+    # a flagged pair never shows a confident score (never "unchanged at 0.99, review")
+    for p in pg.by_new.values():
+        if p.review and p.score > FLAGGED_SCORE:
+            p.score = FLAGGED_SCORE
     return pg
 
 

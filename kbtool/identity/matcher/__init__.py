@@ -31,6 +31,12 @@ among the functions still unmatched:
    Leftovers: equal bodies in groups of equal size paired by index order, minified
    imports with the same name and signature (both flagged for review).
 
+After stages 1-5 and again at the end, :mod:`kbtool.identity.matcher.family` checks
+look-alike families (same signature and instruction stream: context decides, a tie or
+context against body is flagged) and wrapper splits (the name follows the callers to a thin
+wrapper around the outlined body, or the pair is flagged); a flagged pair's score is capped
+just below ``REVIEW_SCORE``.
+
 ``review`` is set when the score is below ``REVIEW_SCORE`` or the pair was not at least
 ``REVIEW_MARGIN`` ahead of the best alternative of either function (alternatives taken by
 a match that was itself flagged still count).
@@ -49,13 +55,14 @@ from collections.abc import Sequence
 from kbtool.identity.matcher.base import REVIEW_MARGIN, REVIEW_SCORE, MatcherBase
 from kbtool.identity.matcher.callgraph import CallgraphStage
 from kbtool.identity.matcher.exact import ExactStages
+from kbtool.identity.matcher.family import FamilyStage
 from kbtool.identity.matcher.similarity import SimilarityStage
 from kbtool.identity.records import FuncRecord, Match
 
 __all__ = ["FuncRecord", "Match", "match_functions", "match_functions_staged", "REVIEW_SCORE", "REVIEW_MARGIN"]
 
 
-class _Matcher(ExactStages, CallgraphStage, SimilarityStage, MatcherBase):
+class _Matcher(ExactStages, CallgraphStage, SimilarityStage, FamilyStage, MatcherBase):
     # ---------------------------------------------------------------- driver
     def run(self, fuzzy: bool) -> list[Match]:
         return self.run_staged(fuzzy)[-1]
@@ -69,9 +76,19 @@ class _Matcher(ExactStages, CallgraphStage, SimilarityStage, MatcherBase):
             self.stage_hash("shape_hash", "shape")
             self.stage_names()
             self.propagate()
+            if self.stage_wrapper_splits():
+                self.propagate()
+                continue
             if len(self.result) == before:
                 break
-        exact = [self.result[n] for n in sorted(self.result)]
+        if self.review_families():
+            self.propagate()  # a re-paired family freed functions the call graph may place
+            self.review_families()
+        self.cap_flagged()
+        # identities are kept by decided evidence only: a flagged pair (a look-alike nothing
+        # decides, a doubtful wrapper split) stays in the full pairing, where carry-over
+        # names it with a review flag, but is no identity
+        exact = [self.result[n] for n in sorted(self.result) if not self.result[n].review]
         if not fuzzy:
             return exact, exact
         for threshold, margin in self.ROUNDS:
@@ -87,6 +104,12 @@ class _Matcher(ExactStages, CallgraphStage, SimilarityStage, MatcherBase):
         self.propagate()
         self.stage_minified_imports()
         self.propagate()
+        if self.stage_wrapper_splits():
+            self.propagate()
+        if self.review_families():
+            self.propagate()
+            self.review_families()
+        self.cap_flagged()
         return exact, [self.result[n] for n in sorted(self.result)]
 
 
@@ -98,7 +121,7 @@ def match_functions(
     """One-to-one matches between the functions of ``old`` and ``new``, sorted by new index.
 
     ``fuzzy=False``: only unique, non-similarity evidence (imports, hashes, names, call
-    graph), what ingest uses to carry stable identities.
+    graph) not flagged for review, what ingest uses to carry stable identities.
     """
     return _Matcher(old, new).run(fuzzy)
 
@@ -108,5 +131,6 @@ def match_functions_staged(
 ) -> tuple[list[Match], list[Match]]:
     """``(match_functions(fuzzy=False), match_functions(fuzzy=True))`` from one matcher run:
     the unique evidence ingest carries identities by, and the full pairing diff and carry-over
-    use. The first is exactly the non-fuzzy result (a snapshot taken before stage 6)."""
+    use. The first is exactly the non-fuzzy result (a snapshot taken before stage 6, without
+    the pairs flagged for review)."""
     return _Matcher(old, new).run_staged(True)

@@ -1,0 +1,459 @@
+"""Look-alike families and wrapper splits: context decides, or the pair is flagged.
+
+Two checks run over the matched pairs after the exact stages and again at the end.
+
+**Wrapper splits** (an inlining difference: one build has ``F`` with the body inlined, the
+other a thin wrapper ``F`` that calls the body ``F_internal``). Body similarity pairs the old
+``F`` with the new body; the name belongs to the wrapper. For a matched pair ``(o, n)`` and a
+thin unmatched function ``w`` of the same side as ``n`` that calls ``n`` (or, read
+backwards, of the same side as ``o`` calling ``o``), the context of ``o`` votes between
+``n`` and ``w``: matched callers of ``o`` whose images call ``w`` or ``n``, matched callers
+of ``w``/``n`` whose originals do not call ``o`` (against), the type signature, and both
+being roots (no callers: an API entry). The wrapper wins -> re-paired (flagged unless
+callers back it and none contradict); a tie -> kept and flagged.
+
+**Look-alike families**: functions of one side with the same signature and the same
+instruction stream (methods of one type, closures, template instances, twins differing in
+one constant). A matched pair with a look-alike on either side needs more than its body: the
+*context* score (matched callers that call the other side's function, at the same position
+of their call sequence; matched callees that map onto its callees; the nearest matched
+non-family neighbours in function order at the same offset) must put it ahead of every
+alternative pairing inside the family, or its body must single it out (same normalised shape
+while no rival has it). Where the context prefers a swap with another pair of the family,
+the two are swapped; where nothing decides (a tie, or context against body), the pair is
+flagged for review.
+
+A flagged pair never keeps a score at or above ``REVIEW_SCORE``
+(:meth:`cap_flagged`): a diff never shows an undecided look-alike as ``unchanged`` or
+``moved`` with a confident score.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from collections.abc import Sequence
+
+from kbtool.identity.features import size_ratio
+from kbtool.identity.matcher.base import REVIEW_SCORE, _Side
+from kbtool.identity.records import Match
+
+WRAPPER_MAX_INSTR = 32  # a thin wrapper: at most this many instructions ...
+FAMILY_RIVALS = 8  # rivals of one pair looked at (nearest in index order)
+HOOD_CAP = 64  # callers looked at per function
+FLAGGED_SCORE = round(REVIEW_SCORE - 0.01, 4)  # the highest score a flagged pair keeps
+CONTEXT_LEAD = 0.5  # context decides when this far ahead of every rival pairing (a position)
+CONTEXT_AGAINST = 0.5  # ... and is against a pair when a rival is this far ahead
+NAMED = ("name", "import")  # pairs by a name both binaries carry: never second-guessed
+BODY_LEAD = 0.02  # content similarity lead over every rival pairing for the body to decide
+
+
+def _family_key(rec) -> tuple[str, bytes] | None:
+    if rec.imported or not rec.ops:
+        return None
+    return (rec.type_sig, rec.ops)
+
+
+class FamilyStage:
+    # ---------------------------------------------------------------- bookkeeping
+    def unaccept(self, o: int, n: int) -> None:
+        """Undo a match (a re-pairing); the neighbours get looked at again."""
+        del self.o2n[o]
+        del self.n2o[n]
+        del self.result[n]
+        self._scored = None
+        self._flags = self.__dict__.get("_flags", 0) + 1
+
+    def _families(self) -> tuple[dict, dict]:
+        cache = getattr(self, "_fam_cache", None)
+        if cache is None:
+            fo: dict[tuple[str, bytes], list[int]] = defaultdict(list)
+            fn: dict[tuple[str, bytes], list[int]] = defaultdict(list)
+            for i in self.OLD.order:
+                k = _family_key(self.OLD.recs[i])
+                if k is not None:
+                    fo[k].append(i)
+            for i in self.NEW.order:
+                k = _family_key(self.NEW.recs[i])
+                if k is not None:
+                    fn[k].append(i)
+            cache = (fo, fn)
+            self._fam_cache = cache
+        return cache
+
+    # ---------------------------------------------------------------- wrapper splits
+    def stage_wrapper_splits(self) -> int:
+        """Re-pair (or flag) matched pairs next to a wrapper split; returns re-pairings."""
+        moved = 0
+        for n in sorted(self.result):
+            m = self.result.get(n)
+            if m is None or m.method in NAMED or self.NEW.recs[n].imported:
+                continue
+            got = self._wrapper_vote(m, forward=True)
+            m2 = self.result.get(m.new_index)
+            if got is None and m2 is not None and m2.method not in NAMED:
+                got = self._wrapper_vote(m2, forward=False)
+            moved += bool(got)
+        return moved
+
+    def _wrapper_vote(self, m: Match, forward: bool) -> bool | None:
+        """``forward``: a new wrapper calling ``n``; else an old wrapper calling ``o``.
+
+        Returns None when no thin wrapper calls the pair's far side, True on a re-pairing."""
+        if forward:
+            a, b, A, B, a2b, b2a = m.old_index, m.new_index, self.OLD, self.NEW, self.o2n, self.n2o
+        else:
+            a, b, A, B, a2b, b2a = m.new_index, m.old_index, self.NEW, self.OLD, self.n2o, self.o2n
+        rb = B.recs[b]
+        ra = A.recs[a]
+        thin = [
+            w
+            for w in B.callers[b]
+            if w not in b2a
+            and not B.recs[w].imported
+            and B.recs[w].instr_count <= WRAPPER_MAX_INSTR
+            and B.recs[w].instr_count < min(rb.instr_count, ra.instr_count)
+        ]
+        if not thin:
+            return None
+        backed_b = self._backing(a, b, A, B, a2b)
+        root = not A.callers[a]
+        votes = [(self._backing(a, w, A, B, a2b), w) for w in thin]
+        keep_sig = [(v, w) for v, w in votes if B.recs[w].type_sig == ra.type_sig]
+        twin = len(self._families()[0 if forward else 1].get(_family_key(ra), ())) > 1
+        doubt = any(v for v, _ in votes) or (
+            root and any(not B.callers[w] and B.recs[w].type_sig == ra.type_sig for w in thin)
+        )
+        if len(keep_sig) == 1 and not twin:
+            backed_w, w = keep_sig[0]
+            w_root = not B.callers[w]
+            private = all(c == w for c in B.callers[b])  # the body serves only the wrapper
+            if backed_w and not backed_b:
+                self._repair(m, a, w, forward, review=False)
+                return True
+            if (
+                not backed_w
+                and not backed_b
+                and root
+                and w_root
+                and private
+                and not self._unmatched_twin(a, A, a2b)
+            ):
+                self._repair(m, a, w, forward, review=True)
+                return True
+        if doubt and (backed_b == 0 or any(v for v, _ in votes)):
+            self.flag(m.old_index, m.new_index)
+        return False
+
+    def _unmatched_twin(self, a: int, A: _Side, a2b: dict) -> bool:
+        """An unmatched function of ``a``'s side with its signature and about its size (it
+        may be the one the wrapper inlined): scanned only for the rare root-only case."""
+        ra = A.recs[a]
+        return any(
+            x != a
+            and x not in a2b
+            and not A.recs[x].imported
+            and A.recs[x].type_sig == ra.type_sig
+            and size_ratio(A.recs[x].instr_count, ra.instr_count) >= 0.8
+            for x in A.order
+        )
+
+    def _repair(self, m: Match, a: int, w: int, forward: bool, review: bool) -> None:
+        self.unaccept(m.old_index, m.new_index)
+        o, n = (a, w) if forward else (w, a)
+        self.accept(o, n, FLAGGED_SCORE if review else 0.7, "callgraph", review)
+
+    def _backing(self, a: int, x: int, A: _Side, B: _Side, a2b: dict) -> int:
+        """Callers of ``a`` whose images call ``x``."""
+        return sum(
+            1
+            for c in A.callers[a][:HOOD_CAP]
+            if (y := a2b.get(c)) is not None and x in B.callees[y]
+        )
+
+    def flag(self, o: int, n: int) -> None:
+        self._flags = self.__dict__.get("_flags", 0) + 1
+        m = self.result[n]
+        if not m.review or m.score > FLAGGED_SCORE:
+            self.result[n] = Match(o, n, min(m.score, FLAGGED_SCORE), m.method, True)
+
+    # ---------------------------------------------------------------- families
+    def review_families(self) -> int:
+        """Swap or flag matched look-alikes the context does not decide; returns how many
+        pairs were flagged or re-paired."""
+        fo, fn = self._families()
+        passed = self.__dict__.setdefault("_passed", {})
+        clean = self._clean_families(fo, fn)
+        flagged = 0
+        for n in sorted(self.result):
+            m = self.result.get(n)
+            if m is None or m.review or m.method in NAMED or self.NEW.recs[n].imported:
+                continue
+            o = m.old_index
+            ko, kn = _family_key(self.OLD.recs[o]), _family_key(self.NEW.recs[n])
+            if ko == kn and ko in clean:
+                continue
+            rivals_n = self._rivals(n, fn.get(ko, ()), fn.get(kn, ()))
+            rivals_o = self._rivals(o, fo.get(ko, ()), fo.get(kn, ()))
+            if not rivals_n and not rivals_o:
+                continue
+            # a pair a previous pass let stand, whose rivals are matched as they were then
+            state = tuple(self.o2n.get(x) for x in rivals_o) + tuple(
+                self.n2o.get(y) for y in rivals_n
+            )
+            if passed.get((o, n)) == state:
+                continue
+            own = self.context(o, n)
+            alt = [(self.context(o, y), o, y) for y in rivals_n]
+            alt += [(self.context(x, n), x, n) for x in rivals_o]
+            best_alt = max(alt)[0]
+            body = self._body_decides(o, n, rivals_o, rivals_n)
+            if own >= best_alt + CONTEXT_LEAD:
+                if not self._body_elsewhere(o, n, rivals_o, rivals_n):
+                    passed[(o, n)] = state
+                    continue  # the context decides, the body does not object
+            elif best_alt < own + CONTEXT_AGAINST:
+                if body:
+                    passed[(o, n)] = state
+                    continue  # the body decides, the context is (nearly) silent
+            elif not body and self._try_swap(o, n, alt):
+                flagged += 1  # counted as a change: the caller propagates again
+                continue  # the body cannot tell them apart: the context re-pairs
+            self.flag(o, n)  # a tie, or context and body disagree
+            flagged += 1
+        return flagged
+
+    def _body_elsewhere(self, o: int, n: int, rivals_o: list[int], rivals_n: list[int]) -> bool:
+        """A rival has exactly the normalised code of ``o`` (or ``n``) while the pair differs.
+        A rival the pair's function calls is no objection: that is a wrapper split (the body
+        moved into the callee, the wrapper kept the callers)."""
+        so, sn = self.OLD.recs[o].shape_hash, self.NEW.recs[n].shape_hash
+        if so == sn:
+            return False
+        calls_n, calls_o = set(self.NEW.callees[n]), set(self.OLD.callees[o])
+        return any(
+            so and self.NEW.recs[y].shape_hash == so and y not in calls_n for y in rivals_n
+        ) or any(sn and self.OLD.recs[x].shape_hash == sn and x not in calls_o for x in rivals_o)
+
+    def _clean_families(self, fo: dict, fn: dict) -> set:
+        """Families matched member for member onto the same family of the other side, each
+        pair byte-identical, in the same index order: nothing in them is ambiguous (the
+        common case of two near-identical builds; skipped for speed)."""
+        clean = set()
+        for key, xs in fo.items():
+            ys = fn.get(key)
+            if not ys or len(xs) != len(ys) or len(xs) < 2:
+                continue
+            images = [self.o2n.get(x) for x in xs]
+            if images != ys:  # ys is index-sorted: same members, same order
+                continue
+            if all(
+                self.OLD.recs[x].body_hash == self.NEW.recs[y].body_hash
+                and not self.result[y].review
+                for x, y in zip(xs, ys, strict=True)
+            ):
+                clean.add(key)
+        return clean
+
+    def _rivals(self, i: int, g1: Sequence[int], g2: Sequence[int]) -> list[int]:
+        """The ``FAMILY_RIVALS`` members of two index-sorted family lists nearest to ``i``;
+        bounded work per pair however large a family is (cached: families are static)."""
+        cache = self.__dict__.setdefault("_rival_cache", {})
+        key = (i, id(g1), id(g2))
+        got = cache.get(key)
+        if got is not None:
+            return got
+        near: set[int] = set()
+        for g in (g1, g2) if g1 is not g2 else (g1,):
+            k = bisect.bisect_left(g, i)
+            near.update(g[max(0, k - FAMILY_RIVALS) : k + FAMILY_RIVALS + 1])
+        near.discard(i)
+        got = sorted(near, key=lambda j: (abs(j - i), j))[:FAMILY_RIVALS]
+        cache[key] = got
+        return got
+
+    def _body_decides(self, o: int, n: int, rivals_o: list[int], rivals_n: list[int]) -> bool:
+        """The bodies single the pair out: matched callees agree, and either the same
+        normalised code no rival shares, or a content similarity (constants, strings, op
+        bigrams) ``BODY_LEAD`` ahead of every rival pairing (twins differing in a constant)."""
+        if self._callees_contradict(o, n):
+            return False
+        so, sn = self.OLD.recs[o].shape_hash, self.NEW.recs[n].shape_hash
+        if so and so == sn:
+            return not any(self.NEW.recs[y].shape_hash == so for y in rivals_n) and not any(
+                self.OLD.recs[x].shape_hash == sn for x in rivals_o
+            )
+        own = self._content_score(o, n)
+        best = max(
+            [self._content_score(o, y) for y in rivals_n]
+            + [self._content_score(x, n) for x in rivals_o],
+            default=0.0,
+        )
+        return own >= best + BODY_LEAD
+
+    def _content_score(self, o: int, n: int) -> float:
+        total, wsum = self.content(o, n)
+        return total / wsum if wsum else 0.0
+
+    def _try_swap(self, o: int, n: int, alt: list[tuple[float, int, int]]) -> bool:
+        """Swap with a rival pair (or move to a free rival) when the context is better."""
+        own = self.context(o, n)
+        for c, x, y in sorted(alt, reverse=True):
+            if c <= own:
+                break
+            if x == o:  # (o, y) wanted: y's partner o2 (if any) takes n
+                o2 = self.n2o.get(y)
+                cur, new = (
+                    ([(o, n)], [(o, y)]) if o2 is None else ([(o, n), (o2, y)], [(o, y), (o2, n)])
+                )
+            else:  # (x, n) wanted: x's partner n2 (if any) goes to o
+                n2 = self.o2n.get(x)
+                cur, new = (
+                    ([(o, n)], [(x, n)]) if n2 is None else ([(o, n), (x, n2)], [(x, n), (o, n2)])
+                )
+            if len(cur) > 1 and (
+                self.result[cur[1][1]].review or self.result[cur[1][1]].method in NAMED
+            ):
+                continue  # never undo a pair flagged for another reason, or paired by name
+            before = sum(self.context(*p) for p in cur)
+            after = sum(self.context(*p) for p in new)
+            if after <= before:
+                continue
+            for p in cur:
+                self.unaccept(*p)
+            clear = after - before >= 1.0
+            for p in new:
+                s = self.similarity(*p)
+                score = min(0.95, 0.3 + 0.7 * s) if clear else FLAGGED_SCORE
+                self.accept(p[0], p[1], score, "callgraph", not clear)
+            return True
+        return False
+
+    def _sure(self, o: int) -> int | None:
+        """The image of old ``o`` under a match not itself flagged for review."""
+        n = self.o2n.get(o)
+        if n is None or self.result[n].review:
+            return None
+        return n
+
+    def context(self, o: int, n: int) -> float:
+        """Call-graph and order evidence for pairing ``o`` with ``n`` (counts, not a ratio);
+        only matches not flagged for review count as evidence."""
+        caller_imgs, callee_imgs, order_nb, table_nb = self._images(o)
+        score = 0.0
+        for d, pos in caller_imgs:
+            at = self._callee_pos(d).get(n)
+            if at is not None:
+                score += 1.5 if at == pos else 1.0  # + same place in the call sequence
+        if callee_imgs:
+            score += len(callee_imgs.intersection(self.NEW.callees[n]))
+        for off, y in order_nb:  # matched neighbours in function order at the same offset
+            if y - n == off:
+                score += 0.5
+        if table_nb:  # ... and in the function table's order (explicit data: weight 1)
+            pos_n = self._pos("table_new")
+            at = pos_n.get(n)
+            if at is not None:
+                for off, y in table_nb:
+                    if pos_n.get(y, -1) - at == off:
+                        score += 1.0
+        return score
+
+    def _images(self, o: int) -> tuple[list, set, list, list]:
+        """What ``o``'s context is made of, under sure matches: images of its callers (with
+        ``o``'s place in each caller's call sequence), of its defined callees, and of its
+        nearest non-look-alike neighbours in function and table order (with their offset);
+        cached until a match changes."""
+        cache = self.__dict__.setdefault("_img_cache", {})
+        key = (len(self.result), self.__dict__.get("_flags", 0))
+        got = cache.get(o)
+        if got is not None and got[0] == key:
+            return got[1]
+        OLD = self.OLD
+        callers = []
+        for c in OLD.callers[o][:HOOD_CAP]:
+            d = self._sure(c)
+            if d is not None:
+                callers.append((d, OLD.callees[c].index(o)))
+        callees = set()
+        for c in OLD.callees[o]:
+            if not OLD.recs[c].imported:
+                d = self._sure(c)
+                if d is not None:
+                    callees.add(d)
+        order_nb, table_nb = [], []
+        for step in (-1, 1):
+            nb = self._neighbour("order", o, step)
+            if nb is not None and (y := self._sure(nb[0])) is not None:
+                order_nb.append((nb[0] - o, y))
+            if self.OLD.table and self.NEW.table:
+                nb = self._neighbour("table", o, step)
+                if nb is not None and (y := self._sure(nb[0])) is not None:
+                    table_nb.append((nb[1], y))
+        value = (callers, callees, order_nb, table_nb)
+        cache[o] = (key, value)
+        return value
+
+    def _callee_pos(self, d: int) -> dict[int, int]:
+        cache = self.__dict__.setdefault("_cpos_cache", {})
+        p = cache.get(d)
+        if p is None:
+            p = {y: k for k, y in enumerate(self.NEW.callees[d])}
+            cache[d] = p
+        return p
+
+    def _callees_contradict(self, o: int, n: int) -> bool:
+        """A callee of ``o`` surely matched to a function ``n`` does not call."""
+        callees_n = set(self.NEW.callees[n])
+        for c in self.OLD.callees[o]:
+            d = self._sure(c)
+            if d is not None and d not in callees_n:
+                return True
+        return False
+
+    def _neighbour(self, which: str, o: int, step: int) -> tuple[int, int] | None:
+        """(x, offset) of the nearest defined non-look-alike of ``o`` in an old sequence
+        (``order`` or ``table``) within ``FAMILY_RIVALS`` places; cached (static)."""
+        cache = self.__dict__.setdefault("_nb_cache", {})
+        key = (which, o, step)
+        if key in cache:
+            return cache[key]
+        seq = self.OLD.order if which == "order" else self.OLD.table
+        pos = self._pos(which).get(o)
+        found = None
+        if pos is not None:
+            fid = self._fid_old()
+            own = fid.get(o)
+            k = pos + step
+            while 0 <= k < len(seq) and abs(k - pos) <= FAMILY_RIVALS:
+                x = seq[k]
+                if not self.OLD.recs[x].imported and (own is None or fid.get(x) != own):
+                    found = (x, k - pos)
+                    break
+                k += step
+        cache[key] = found
+        return found
+
+    def _fid_old(self) -> dict[int, int]:
+        """Old index -> family number (functions with a family key only)."""
+        f = self.__dict__.get("_fid_cache")
+        if f is None:
+            f = {i: k for k, g in enumerate(self._families()[0].values()) for i in g}
+            self._fid_cache = f
+        return f
+
+    def _pos(self, which: str) -> dict[int, int]:
+        cache = self.__dict__.setdefault("_pos_caches", {})
+        p = cache.get(which)
+        if p is None:
+            seq = {"order": self.OLD.order, "table": self.OLD.table, "table_new": self.NEW.table}
+            p = {i: k for k, i in enumerate(seq[which])}
+            cache[which] = p
+        return p
+
+    # ---------------------------------------------------------------- invariant
+    def cap_flagged(self) -> None:
+        """No flagged pair keeps a score at or above the review threshold."""
+        for n, m in list(self.result.items()):
+            if m.review and m.score > FLAGGED_SCORE:
+                self.result[n] = Match(m.old_index, n, FLAGGED_SCORE, m.method, True)
