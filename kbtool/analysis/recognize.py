@@ -29,11 +29,19 @@ from kbtool.wasm.instr import decode_one, skip_local_decls
 from kbtool.wasm.opcodes import MNEMONICS
 
 from .families import canonical, family_of
-from .fingerprints import FingerprintDB, full_hash
+from .fingerprints import (
+    FingerprintDB,
+    LooseContext,
+    RefEntry,
+    full_hash,
+    loose_digests,
+    loose_hash,
+)
 
 SHAPE_FLOOR = 12  # instructions; smaller exact-shape matches happen by accident
 FULL_FLOOR = 40  # the op stream alone is weaker evidence: demand a longer body
 MAX_BEHAVIOUR_BODY = 64  # behaviour patterns only look at small bodies
+ANCHOR_ROUNDS = 4  # anchored small bodies: rounds of callers-of-the-newly-named
 
 OP = {m: i for i, m in enumerate(MNEMONICS)}
 
@@ -61,19 +69,37 @@ def _decode(data: bytes, f: FuncFacts, limit: int = MAX_BEHAVIOUR_BODY):
 
 # ----------------------------------------------------------------------------- fingerprints
 
-def fingerprint_candidates(a: ModuleAnalysis, db: FingerprintDB,
-                           review: list[dict]) -> list[Candidate]:
+CONF = {"shape": 0.9, "loose": 0.88, "full": 0.75}
+
+
+def display_name(e: RefEntry) -> str:
+    """The name written for a reference entry: a mangled Rust symbol as its path (the hash
+    of the reference build means nothing here); C names as the toolchain spells them."""
+    c = canonical(e.name)
+    return c if e.name.startswith("_ZN") else e.name
+
+
+def fingerprint_candidates(a: ModuleAnalysis, data: bytes, db: FingerprintDB,
+                           review: list[dict], ctx: LooseContext) -> list[Candidate]:
     out: list[Candidate] = []
     for f in a.functions:
-        if f.imported:
+        if f.imported or f.instr_count < SHAPE_FLOOR:
             continue
         method, ents = "shape", db.by_shape.get(f.shape_hash)
-        if ents and f.instr_count < SHAPE_FLOOR:
-            continue
         if not ents:
-            method, ents = "full", db.by_full.get(full_hash(f))
-            if not ents or f.instr_count < FULL_FLOOR:
+            fh = full_hash(f)
+            if fh not in db.by_full:
                 continue
+            loose, texts = loose_digests(data, f, ctx)
+            method, ents = "loose", db.by_loose.get(loose)
+            if not ents:
+                if f.instr_count < FULL_FLOOR:
+                    continue
+                # the op stream alone, but the strings the body refers to must agree
+                method = "full"
+                ents = [e for e in db.by_full[fh] if not e.texts or e.texts == texts]
+                if not ents:
+                    continue
         names = sorted({canonical(e.name) for e in ents})
         ev = {"recognizer": f"fingerprint.{method}", "method": f"{method} hash",
               "fingerprint": ents[0].id, "reference": sorted({r for e in ents for r in e.refs}),
@@ -83,9 +109,60 @@ def fingerprint_candidates(a: ModuleAnalysis, db: FingerprintDB,
                            "reason": "fingerprint fits several names", "evidence": ev})
             continue
         best = min(ents, key=lambda e: (len(e.name), e.name))
-        conf = 0.9 if method == "shape" else 0.75
         ev["callees"] = list(best.callees)
-        out.append(Candidate(f.index, best.name, conf, ev))
+        out.append(Candidate(f.index, display_name(best), CONF[method], ev))
+    return out
+
+
+_IMPORT_PREFIX = "__imported_"
+
+
+def _callee_key(name: str) -> str:
+    """Comparison key of a callee name (wasi-libc spells its imports
+    ``__imported_wasi_snapshot_preview1_fd_write``)."""
+    if name.startswith(_IMPORT_PREFIX):
+        for mod in ("wasi_snapshot_preview1_", "wasi_unstable_"):
+            if name.startswith(_IMPORT_PREFIX + mod):
+                return name[len(_IMPORT_PREFIX + mod):]
+    return canonical(name)
+
+
+def anchored_candidates(a: ModuleAnalysis, data: bytes, db: FingerprintDB,
+                        named: dict[int, Candidate], ctx: LooseContext) -> list[Candidate]:
+    """Bodies below the shape floor (forwarders such as ``__rust_alloc`` -> ``__rdl_alloc``,
+    ``emscripten_longjmp`` -> ``setThrew``): the shape (or loose) hash equals a reference
+    function's AND every direct callee is already known (recognised, or an import, whose
+    field name counts) and the callee names equal the reference's. The callees anchor the
+    tiny shape; one canonical name must remain."""
+    imports = [i for i in a.module.imports if i.kind == "func"]
+    out: list[Candidate] = []
+    for f in a.functions:
+        if f.imported or f.index in named or not f.calls or f.instr_count >= SHAPE_FLOOR:
+            continue
+        got: set[str] = set()
+        for t in f.calls:
+            if t < len(imports):
+                got.add(imports[t].field)
+            elif t in named:
+                got.add(canonical(named[t].name))
+            else:
+                break
+        else:
+            ents = db.by_shape.get(f.shape_hash) or []
+            method = "shape"
+            if not any({_callee_key(n) for n in e.callees} == got for e in ents):
+                ents, method = db.by_loose.get(loose_hash(data, f, ctx)) or [], "loose"
+            fit = [e for e in ents if {_callee_key(n) for n in e.callees} == got]
+            names = {canonical(e.name) for e in fit}
+            if len(names) != 1:
+                continue
+            best = min(fit, key=lambda e: (len(e.name), e.name))
+            ev = {"recognizer": "fingerprint.anchored",
+                  "method": f"{method} hash of a small body + its known callees",
+                  "fingerprint": best.id, "reference": sorted({r for e in fit for r in e.refs}),
+                  "instr_count": f.instr_count, "callees": list(best.callees),
+                  "anchor_callees": sorted(got)}
+            out.append(Candidate(f.index, display_name(best), 0.8, ev))
     return out
 
 
@@ -239,10 +316,24 @@ def recognize(a: ModuleAnalysis, data: bytes, db: FingerprintDB) -> tuple[list[d
     """``(names, review)``: names written (one per function, deterministic order) and the
     functions left for review."""
     review: list[dict] = []
-    cands = fingerprint_candidates(a, db, review)
+    ctx = LooseContext(data, a.module)
+    cands = fingerprint_candidates(a, data, db, review, ctx)
     cands += behaviour_candidates(a, data, stack_pointer_global(a))
     chosen = resolve(cands, review)
     callee_agreement(a, chosen)
+    for _round in range(ANCHOR_ROUNDS):  # each round may anchor the callers of the last
+        new = anchored_candidates(a, data, db, chosen, ctx)
+        taken = {canonical(c.name) for c in chosen.values()}
+        fresh = [c for c in new if canonical(c.name) not in taken]
+        for c in new:
+            if canonical(c.name) in taken:
+                review.append({"func_index": c.func_index, "candidates": [c.name],
+                               "reason": "name already recognised elsewhere",
+                               "evidence": c.evidence})
+        more = resolve(fresh, review)
+        if not more:
+            break
+        chosen.update(more)
     names = [
         {"func_index": i, "name": c.name, "confidence": round(c.confidence, 3),
          "family": family_of(c.name), "evidence": c.evidence}
