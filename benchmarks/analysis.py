@@ -12,6 +12,11 @@
    ``wasm-objdump -d FILE | grep -c atomic``.
 4. Time of ``analyze_module_static`` next to ``kbtool.wasm.analyze_module`` on the largest
    corpus modules, same run.
+5. Rust: tests/fixtures/analysis/rust_eval.rs (a different program from the fingerprint
+   source refs/rust_std.rs) built with Debian's /usr/bin/rustc at opt-levels 3 and z (the
+   references use 2 and s) for wasm32-unknown-unknown and wasm32-wasi, stripped here, its
+   own name section the truth; then what is written on the corpus Rust module
+   (lightningcss, no names: precision cannot be checked there, only counted).
 
 ``--smoke``: one small gt pair and no objdump/large modules (run by the tests).
 The corpus is only measured here; nothing is tuned on it.
@@ -28,7 +33,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from kbtool.analysis import analyze_module_static
-from kbtool.analysis.families import canonical, family_of
+from kbtool.analysis.families import canonical, family_of, is_type_glue
 from kbtool.analysis.fingerprints import FingerprintDB, default_db
 from kbtool.wasm import analyze_module
 
@@ -42,7 +47,7 @@ def score(names: list[dict], review: list[dict], truth: dict[int, str],
     wrong_lines = []
     known = {canonical(e.name) for e in default_db().entries}
     for _i, t in truth.items():
-        if canonical(t) in known:
+        if canonical(t) in known and not is_type_glue(canonical(t)):
             table[family_of(t)][0] += 1
     for n in names:
         t = truth.get(n["func_index"])
@@ -96,7 +101,8 @@ def bench_gt(smoke: bool) -> None:
         sa = analyze_module_static(analyze_module(stripped), stripped)
         wrong += score(sa.names, sa.review, truth, table)
     print_table(f"1. corpus gt ({len(pairs)} stripped builds, zig cc / clang 22; "
-                "truth column = truth functions whose name the fingerprint DB knows)", table)
+                "truth column = truth functions whose name the fingerprint DB knows; "
+                "Rust type glue, never written, not counted)", table)
     for line in wrong[:20]:
         print(line)
 
@@ -153,6 +159,89 @@ def bench_time(smoke: bool) -> None:
               f"{len(sa.structs)} structs, {len(sa.thread_facts)} thread facts)")
 
 
+RUSTC = Path("/usr/bin/rustc")
+RUST_EVAL = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "analysis" / "rust_eval.rs"
+LIGHTNINGCSS = "release/lightningcss-wasm-1.29.1.wasm"
+
+
+def strip_custom_sections(data: bytes) -> bytes:
+    """The module without its custom sections (name, producers...): a stripped build."""
+    from kbtool.wasm.leb import read_uleb
+
+    out = bytearray(data[:8])
+    p = 8
+    while p < len(data):
+        sid = data[p]
+        size, q = read_uleb(data, p + 1, len(data), 32, "section size")
+        if sid != 0:
+            out += data[p:q + size]
+        p = q + size
+    return bytes(out)
+
+
+def rust_eval_builds(outdir: Path, opts: tuple[str, ...] = ("3", "z")) -> list[Path]:
+    """Build rust_eval.rs with Debian's rustc for each wasm32 target whose std is installed;
+    [] when rustc or the wasm32 std is absent."""
+    if not RUSTC.exists():
+        return []
+    sysroot = subprocess.run([str(RUSTC), "--print", "sysroot"], capture_output=True,
+                             text=True).stdout.strip()
+    built = []
+    for target in ("wasm32-unknown-unknown", "wasm32-wasi"):
+        if not (Path(sysroot) / "lib" / "rustlib" / target / "lib").is_dir():
+            continue
+        kind = "cdylib" if target == "wasm32-unknown-unknown" else "bin"
+        for opt in opts:
+            out = outdir / f"rust_eval-{target}-O{opt}.wasm"
+            r = subprocess.run([str(RUSTC), "--target", target, "-C", f"opt-level={opt}",
+                                "--crate-type", kind, "--crate-name", "rust_eval", "-C",
+                                "strip=debuginfo", str(RUST_EVAL), "-o", str(out)],
+                               capture_output=True, text=True)
+            if r.returncode == 0:
+                built.append(out)
+    return built
+
+
+def bench_rust(smoke: bool) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        files = rust_eval_builds(Path(tmp), ("z",) if smoke else ("3", "z"))
+        if not files:
+            print("\n5. Rust: skipped (no /usr/bin/rustc with a wasm32 std; "
+                  "apt-get install rustc libstd-rust-dev-wasm32)")
+        else:
+            table: dict[str, list[int]] = defaultdict(lambda: [0] * 5)
+            wrong: list[str] = []
+            for path in files:
+                named = path.read_bytes()
+                stripped = strip_custom_sections(named)
+                truth = analyze_module(named).module.func_names
+                sa = analyze_module_static(analyze_module(stripped), stripped)
+                wrong += score(sa.names, sa.review, truth, table)
+            print_table(f"5. Rust: rust_eval.rs (not a fingerprint source), {len(files)} stripped "
+                        "builds (" + ", ".join(p.stem.removeprefix("rust_eval-")
+                                               for p in files) + ")", table)
+            for line in wrong[:10]:
+                print(line)
+    path = CORPUS / LIGHTNINGCSS
+    if smoke or not path.exists():
+        return
+    data = path.read_bytes()
+    t0 = time.perf_counter()
+    a = analyze_module(data)
+    t1 = time.perf_counter()
+    sa = analyze_module_static(a, data)
+    t2 = time.perf_counter()
+    fams: dict[str, int] = defaultdict(int)
+    for n in sa.names:
+        fams[n["family"]] += 1
+    print(f"\n   {path.name} (Rust 1.83, no name section: precision cannot be checked here, "
+          f"only counted): {len(sa.names)} names written, {len(sa.review)} reviewed; "
+          f"by family {dict(sorted(fams.items()))}; analyze_module {t1 - t0:.1f} s, "
+          f"analyze_module_static {t2 - t1:.1f} s")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--smoke", action="store_true")
@@ -164,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.smoke:
         bench_threads()
     bench_time(args.smoke)
+    bench_rust(args.smoke)
     return 0
 
 

@@ -133,6 +133,19 @@ def demangle_rust(name: str) -> str | None:
     return "::".join(_rust_ident(x) for x in parts)
 
 
+_TYPE_GLUE = re.compile(
+    r"drop_in_place|as core::ops::drop::Drop>::drop|^<(?:&|&mut |\*const |\*mut )*[A-Z]\b"
+    r"|^<(?:&|&mut )*\[[A-Z]\]")
+
+
+def is_type_glue(path: str) -> bool:
+    """Rust code whose identity is the type it was instantiated for, not its body: drop
+    glue (``core::ptr::drop_in_place<String>`` and ``<RawVec<T> as Drop>::drop`` compile to
+    the same body) and blanket forwarders (``<&T as core::fmt::Debug>::fmt``). Such a body
+    proves no name: recognizers never write these."""
+    return bool(_TYPE_GLUE.search(path))
+
+
 def is_rust_runtime(path: str) -> bool:
     """A demangled Rust path (or an impl ``<T as core::...>``) of the std/runtime crates."""
     if path.startswith(_RUST_RUNTIME) or path.startswith(("__rust_", "__rdl_", "__rg_",

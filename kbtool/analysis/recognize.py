@@ -28,7 +28,7 @@ from kbtool.wasm import FuncFacts, ModuleAnalysis
 from kbtool.wasm.instr import decode_one, skip_local_decls
 from kbtool.wasm.opcodes import MNEMONICS
 
-from .families import canonical, family_of
+from .families import canonical, family_of, is_type_glue
 from .fingerprints import (
     FingerprintDB,
     LooseContext,
@@ -108,6 +108,11 @@ def fingerprint_candidates(a: ModuleAnalysis, data: bytes, db: FingerprintDB,
             review.append({"func_index": f.index, "candidates": names,
                            "reason": "fingerprint fits several names", "evidence": ev})
             continue
+        if is_type_glue(names[0]):
+            review.append({"func_index": f.index, "candidates": names,
+                           "reason": "type-dependent glue: the body does not prove the name",
+                           "evidence": ev})
+            continue
         best = min(ents, key=lambda e: (len(e.name), e.name))
         ev["callees"] = list(best.callees)
         out.append(Candidate(f.index, display_name(best), CONF[method], ev))
@@ -154,7 +159,7 @@ def anchored_candidates(a: ModuleAnalysis, data: bytes, db: FingerprintDB,
                 ents, method = db.by_loose.get(loose_hash(data, f, ctx)) or [], "loose"
             fit = [e for e in ents if {_callee_key(n) for n in e.callees} == got]
             names = {canonical(e.name) for e in fit}
-            if len(names) != 1:
+            if len(names) != 1 or is_type_glue(next(iter(names))):
                 continue
             best = min(fit, key=lambda e: (len(e.name), e.name))
             ev = {"recognizer": "fingerprint.anchored",
