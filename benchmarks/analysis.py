@@ -41,8 +41,9 @@ CORPUS = Path(os.environ.get("KBTOOL_CORPUS", "/work/shared/corpus"))
 THREADED = "release/onnxruntime-web-1.20.1.ort-wasm-simd-threaded.wasm"
 
 
-def score(names: list[dict], review: list[dict], truth: dict[int, str],
-          table: dict[str, list[int]]) -> list[str]:
+def score(
+    names: list[dict], review: list[dict], truth: dict[int, str], table: dict[str, list[int]]
+) -> list[str]:
     """Accumulate [truth, written, right, wrong, review] per family; return wrong lines."""
     wrong_lines = []
     known = {canonical(e.name) for e in default_db().entries}
@@ -57,8 +58,10 @@ def score(names: list[dict], review: list[dict], truth: dict[int, str],
             table[fam][2] += 1
         else:
             table[fam][3] += 1
-            wrong_lines.append(f"    wrong: f{n['func_index']} named {n['name']} (truth {t}) "
-                               f"via {n['evidence']['recognizer']}")
+            wrong_lines.append(
+                f"    wrong: f{n['func_index']} named {n['name']} (truth {t}) "
+                f"via {n['evidence']['recognizer']}"
+            )
     for r in review:
         t = truth.get(r["func_index"])
         table[family_of(t) if t else "libc"][4] += 1
@@ -67,8 +70,10 @@ def score(names: list[dict], review: list[dict], truth: dict[int, str],
 
 def print_table(title: str, table: dict[str, list[int]]) -> None:
     print(f"\n{title}")
-    print(f"  {'family':<8} {'truth':>6} {'written':>8} {'right':>6} {'wrong':>6} "
-          f"{'review':>7} {'precision':>9} {'recall':>7}")
+    print(
+        f"  {'family':<8} {'truth':>6} {'written':>8} {'right':>6} {'wrong':>6} "
+        f"{'review':>7} {'precision':>9} {'recall':>7}"
+    )
     tot = [0] * 5
     for fam in sorted(table):
         row = table[fam]
@@ -85,8 +90,9 @@ def _row(fam: str, row: list[int]) -> None:
 
 
 def gt_pairs(smoke: bool) -> list[str]:
-    pairs = sorted({p.name.removesuffix(".stripped.wasm")
-                    for p in (CORPUS / "gt").glob("*.stripped.wasm")})
+    pairs = sorted(
+        {p.name.removesuffix(".stripped.wasm") for p in (CORPUS / "gt").glob("*.stripped.wasm")}
+    )
     return pairs[:1] if smoke else pairs
 
 
@@ -100,9 +106,12 @@ def bench_gt(smoke: bool) -> None:
         truth = analyze_module(named).module.func_names
         sa = analyze_module_static(analyze_module(stripped), stripped)
         wrong += score(sa.names, sa.review, truth, table)
-    print_table(f"1. corpus gt ({len(pairs)} stripped builds, zig cc / clang 22; "
-                "truth column = truth functions whose name the fingerprint DB knows; "
-                "Rust type glue, never written, not counted)", table)
+    print_table(
+        f"1. corpus gt ({len(pairs)} stripped builds, zig cc / clang 22; "
+        "truth column = truth functions whose name the fingerprint DB knows; "
+        "Rust type glue, never written, not counted)",
+        table,
+    )
     for line in wrong[:20]:
         print(line)
 
@@ -110,8 +119,9 @@ def bench_gt(smoke: bool) -> None:
 def bench_cross(refs: Path) -> None:
     db = default_db()
     for src, dst in (("wasi-", "emcc-"), ("emcc-", "wasi-")):
-        sub = FingerprintDB([e for e in db.entries if any(r.startswith(src) for r in e.refs)],
-                            db.builds)
+        sub = FingerprintDB(
+            [e for e in db.entries if any(r.startswith(src) for r in e.refs)], db.builds
+        )
         table: dict[str, list[int]] = defaultdict(lambda: [0] * 5)
         wrong: list[str] = []
         files = sorted(refs.glob(f"{dst}*.wasm"))
@@ -136,16 +146,22 @@ def bench_threads() -> None:
     objdump = shutil.which("wasm-objdump")
     ref = "n/a (no wasm-objdump)"
     if objdump:
-        out = subprocess.run([objdump, "-d", str(path)], capture_output=True, text=True,
-                             check=True).stdout
+        out = subprocess.run(
+            [objdump, "-d", str(path)], capture_output=True, text=True, check=True
+        ).stdout
         ref = str(sum(1 for line in out.splitlines() if "atomic" in line))
-    print(f"\n3. thread facts on {path.name}: atomic sites {sites}, "
-          f"wasm-objdump -d | grep -c atomic = {ref}; facts by kind {dict(sorted(kinds.items()))}")
+    print(
+        f"\n3. thread facts on {path.name}: atomic sites {sites}, "
+        f"wasm-objdump -d | grep -c atomic = {ref}; facts by kind {dict(sorted(kinds.items()))}"
+    )
 
 
 def bench_time(smoke: bool) -> None:
-    files = [CORPUS / "gt" / f"{gt_pairs(True)[0]}.stripped.wasm"] if smoke else \
-        sorted((CORPUS / "release").glob("*.wasm"), key=lambda p: -p.stat().st_size)[:2]
+    files = (
+        [CORPUS / "gt" / f"{gt_pairs(True)[0]}.stripped.wasm"]
+        if smoke
+        else sorted((CORPUS / "release").glob("*.wasm"), key=lambda p: -p.stat().st_size)[:2]
+    )
     print("\n4. time (same run)")
     for path in files:
         data = path.read_bytes()
@@ -154,9 +170,11 @@ def bench_time(smoke: bool) -> None:
         t1 = time.perf_counter()
         sa = analyze_module_static(a, data)
         t2 = time.perf_counter()
-        print(f"  {path.name:<55} {len(data) / 1e6:6.1f} MB  analyze_module {t1 - t0:6.2f} s"
-              f"  analyze_module_static {t2 - t1:6.2f} s  ({len(sa.names)} names, "
-              f"{len(sa.structs)} structs, {len(sa.thread_facts)} thread facts)")
+        print(
+            f"  {path.name:<55} {len(data) / 1e6:6.1f} MB  analyze_module {t1 - t0:6.2f} s"
+            f"  analyze_module_static {t2 - t1:6.2f} s  ({len(sa.names)} names, "
+            f"{len(sa.structs)} structs, {len(sa.thread_facts)} thread facts)"
+        )
 
 
 RUSTC = Path("/usr/bin/rustc")
@@ -174,7 +192,7 @@ def strip_custom_sections(data: bytes) -> bytes:
         sid = data[p]
         size, q = read_uleb(data, p + 1, len(data), 32, "section size")
         if sid != 0:
-            out += data[p:q + size]
+            out += data[p : q + size]
         p = q + size
     return bytes(out)
 
@@ -184,8 +202,9 @@ def rust_eval_builds(outdir: Path, opts: tuple[str, ...] = ("3", "z")) -> list[P
     [] when rustc or the wasm32 std is absent."""
     if not RUSTC.exists():
         return []
-    sysroot = subprocess.run([str(RUSTC), "--print", "sysroot"], capture_output=True,
-                             text=True).stdout.strip()
+    sysroot = subprocess.run(
+        [str(RUSTC), "--print", "sysroot"], capture_output=True, text=True
+    ).stdout.strip()
     built = []
     for target in ("wasm32-unknown-unknown", "wasm32-wasi"):
         if not (Path(sysroot) / "lib" / "rustlib" / target / "lib").is_dir():
@@ -193,10 +212,26 @@ def rust_eval_builds(outdir: Path, opts: tuple[str, ...] = ("3", "z")) -> list[P
         kind = "cdylib" if target == "wasm32-unknown-unknown" else "bin"
         for opt in opts:
             out = outdir / f"rust_eval-{target}-O{opt}.wasm"
-            r = subprocess.run([str(RUSTC), "--target", target, "-C", f"opt-level={opt}",
-                                "--crate-type", kind, "--crate-name", "rust_eval", "-C",
-                                "strip=debuginfo", str(RUST_EVAL), "-o", str(out)],
-                               capture_output=True, text=True)
+            r = subprocess.run(
+                [
+                    str(RUSTC),
+                    "--target",
+                    target,
+                    "-C",
+                    f"opt-level={opt}",
+                    "--crate-type",
+                    kind,
+                    "--crate-name",
+                    "rust_eval",
+                    "-C",
+                    "strip=debuginfo",
+                    str(RUST_EVAL),
+                    "-o",
+                    str(out),
+                ],
+                capture_output=True,
+                text=True,
+            )
             if r.returncode == 0:
                 built.append(out)
     return built
@@ -208,8 +243,10 @@ def bench_rust(smoke: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         files = rust_eval_builds(Path(tmp), ("z",) if smoke else ("3", "z"))
         if not files:
-            print("\n5. Rust: skipped (no /usr/bin/rustc with a wasm32 std; "
-                  "apt-get install rustc libstd-rust-dev-wasm32)")
+            print(
+                "\n5. Rust: skipped (no /usr/bin/rustc with a wasm32 std; "
+                "apt-get install rustc libstd-rust-dev-wasm32)"
+            )
         else:
             table: dict[str, list[int]] = defaultdict(lambda: [0] * 5)
             wrong: list[str] = []
@@ -219,9 +256,11 @@ def bench_rust(smoke: bool) -> None:
                 truth = analyze_module(named).module.func_names
                 sa = analyze_module_static(analyze_module(stripped), stripped)
                 wrong += score(sa.names, sa.review, truth, table)
-            print_table(f"5. Rust: rust_eval.rs (not a fingerprint source), {len(files)} stripped "
-                        "builds (" + ", ".join(p.stem.removeprefix("rust_eval-")
-                                               for p in files) + ")", table)
+            print_table(
+                f"5. Rust: rust_eval.rs (not a fingerprint source), {len(files)} stripped "
+                "builds (" + ", ".join(p.stem.removeprefix("rust_eval-") for p in files) + ")",
+                table,
+            )
             for line in wrong[:10]:
                 print(line)
     path = CORPUS / LIGHTNINGCSS
@@ -236,10 +275,12 @@ def bench_rust(smoke: bool) -> None:
     fams: dict[str, int] = defaultdict(int)
     for n in sa.names:
         fams[n["family"]] += 1
-    print(f"\n   {path.name} (Rust 1.83, no name section: precision cannot be checked here, "
-          f"only counted): {len(sa.names)} names written, {len(sa.review)} reviewed; "
-          f"by family {dict(sorted(fams.items()))}; analyze_module {t1 - t0:.1f} s, "
-          f"analyze_module_static {t2 - t1:.1f} s")
+    print(
+        f"\n   {path.name} (Rust 1.83, no name section: precision cannot be checked here, "
+        f"only counted): {len(sa.names)} names written, {len(sa.review)} reviewed; "
+        f"by family {dict(sorted(fams.items()))}; analyze_module {t1 - t0:.1f} s, "
+        f"analyze_module_static {t2 - t1:.1f} s"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -49,8 +49,7 @@ _K_I32, _K_CALL, _K_CALL_INDIRECT, _K_TYPE, _K_TABLE, _K_REF_FUNC = 3, 5, 11, 16
 
 def static_bounds(m: Module) -> tuple[int, int]:
     """``[lo, hi)`` of the static data addresses (see :func:`kbtool.wasm.facts.static_region`)."""
-    segs = [(d.offset, d.data) for d in m.data_segments
-            if d.offset is not None and not d.passive]
+    segs = [(d.offset, d.data) for d in m.data_segments if d.offset is not None and not d.passive]
     return static_region(m, DataMap(segs))
 
 
@@ -79,7 +78,7 @@ class LooseContext:
         lo, hi = self.bounds
         words = []
         for k in range(rel, min(rel + 8, len(seg) - 3), 4):
-            w = int.from_bytes(seg[k:k + 4], "little")
+            w = int.from_bytes(seg[k : k + 4], "little")
             words.append("@" if lo <= w < hi else str(w))
         return "d:" + ",".join(words)
 
@@ -150,9 +149,19 @@ class FingerprintDB:
         if obj.get("format") != 1:
             raise ValueError("fingerprint data: unknown format")
         ents = [
-            RefEntry(e["id"], e["name"], e["family"], e["shape"], e["full"],
-                     int(e["instr_count"]), e["type_sig"], tuple(e["callees"]),
-                     tuple(e["refs"]), e.get("loose", ""), e.get("texts", ""))
+            RefEntry(
+                e["id"],
+                e["name"],
+                e["family"],
+                e["shape"],
+                e["full"],
+                int(e["instr_count"]),
+                e["type_sig"],
+                tuple(e["callees"]),
+                tuple(e["refs"]),
+                e.get("loose", ""),
+                e.get("texts", ""),
+            )
             for e in obj["entries"]
         ]
         return cls(ents, dict(obj.get("builds", {})))
@@ -162,10 +171,19 @@ class FingerprintDB:
             "format": 1,
             "builds": dict(sorted(self.builds.items())),
             "entries": [
-                {"id": e.id, "name": e.name, "family": e.family, "shape": e.shape,
-                 "full": e.full, "instr_count": e.instr_count, "type_sig": e.type_sig,
-                 "callees": list(e.callees), "refs": list(e.refs), "loose": e.loose,
-                 "texts": e.texts}
+                {
+                    "id": e.id,
+                    "name": e.name,
+                    "family": e.family,
+                    "shape": e.shape,
+                    "full": e.full,
+                    "instr_count": e.instr_count,
+                    "type_sig": e.type_sig,
+                    "callees": list(e.callees),
+                    "refs": list(e.refs),
+                    "loose": e.loose,
+                    "texts": e.texts,
+                }
                 for e in sorted(self.entries, key=lambda e: e.id)
             ],
         }

@@ -79,8 +79,9 @@ def display_name(e: RefEntry) -> str:
     return c if e.name.startswith("_ZN") else e.name
 
 
-def fingerprint_candidates(a: ModuleAnalysis, data: bytes, db: FingerprintDB,
-                           review: list[dict], ctx: LooseContext) -> list[Candidate]:
+def fingerprint_candidates(
+    a: ModuleAnalysis, data: bytes, db: FingerprintDB, review: list[dict], ctx: LooseContext
+) -> list[Candidate]:
     out: list[Candidate] = []
     for f in a.functions:
         if f.imported or f.instr_count < SHAPE_FLOOR:
@@ -101,17 +102,32 @@ def fingerprint_candidates(a: ModuleAnalysis, data: bytes, db: FingerprintDB,
                 if not ents:
                     continue
         names = sorted({canonical(e.name) for e in ents})
-        ev = {"recognizer": f"fingerprint.{method}", "method": f"{method} hash",
-              "fingerprint": ents[0].id, "reference": sorted({r for e in ents for r in e.refs}),
-              "instr_count": f.instr_count}
+        ev = {
+            "recognizer": f"fingerprint.{method}",
+            "method": f"{method} hash",
+            "fingerprint": ents[0].id,
+            "reference": sorted({r for e in ents for r in e.refs}),
+            "instr_count": f.instr_count,
+        }
         if len(names) > 1:
-            review.append({"func_index": f.index, "candidates": names,
-                           "reason": "fingerprint fits several names", "evidence": ev})
+            review.append(
+                {
+                    "func_index": f.index,
+                    "candidates": names,
+                    "reason": "fingerprint fits several names",
+                    "evidence": ev,
+                }
+            )
             continue
         if is_type_glue(names[0]):
-            review.append({"func_index": f.index, "candidates": names,
-                           "reason": "type-dependent glue: the body does not prove the name",
-                           "evidence": ev})
+            review.append(
+                {
+                    "func_index": f.index,
+                    "candidates": names,
+                    "reason": "type-dependent glue: the body does not prove the name",
+                    "evidence": ev,
+                }
+            )
             continue
         best = min(ents, key=lambda e: (len(e.name), e.name))
         ev["callees"] = list(best.callees)
@@ -128,12 +144,17 @@ def _callee_key(name: str) -> str:
     if name.startswith(_IMPORT_PREFIX):
         for mod in ("wasi_snapshot_preview1_", "wasi_unstable_"):
             if name.startswith(_IMPORT_PREFIX + mod):
-                return name[len(_IMPORT_PREFIX + mod):]
+                return name[len(_IMPORT_PREFIX + mod) :]
     return canonical(name)
 
 
-def anchored_candidates(a: ModuleAnalysis, data: bytes, db: FingerprintDB,
-                        named: dict[int, Candidate], ctx: LooseContext) -> list[Candidate]:
+def anchored_candidates(
+    a: ModuleAnalysis,
+    data: bytes,
+    db: FingerprintDB,
+    named: dict[int, Candidate],
+    ctx: LooseContext,
+) -> list[Candidate]:
     """Bodies below the shape floor (forwarders such as ``__rust_alloc`` -> ``__rdl_alloc``,
     ``emscripten_longjmp`` -> ``setThrew``): the shape (or loose) hash equals a reference
     function's AND every direct callee is already known (recognised, or an import, whose
@@ -162,11 +183,15 @@ def anchored_candidates(a: ModuleAnalysis, data: bytes, db: FingerprintDB,
             if len(names) != 1 or is_type_glue(next(iter(names))):
                 continue
             best = min(fit, key=lambda e: (len(e.name), e.name))
-            ev = {"recognizer": "fingerprint.anchored",
-                  "method": f"{method} hash of a small body + its known callees",
-                  "fingerprint": best.id, "reference": sorted({r for e in fit for r in e.refs}),
-                  "instr_count": f.instr_count, "callees": list(best.callees),
-                  "anchor_callees": sorted(got)}
+            ev = {
+                "recognizer": "fingerprint.anchored",
+                "method": f"{method} hash of a small body + its known callees",
+                "fingerprint": best.id,
+                "reference": sorted({r for e in fit for r in e.refs}),
+                "instr_count": f.instr_count,
+                "callees": list(best.callees),
+                "anchor_callees": sorted(got),
+            }
             out.append(Candidate(f.index, display_name(best), 0.8, ev))
     return out
 
@@ -189,6 +214,7 @@ def callee_agreement(a: ModuleAnalysis, named: dict[int, Candidate]) -> None:
 
 
 # ----------------------------------------------------------------------------- behaviour
+
 
 def stack_pointer_global(a: ModuleAnalysis) -> int | None:
     """The mutable i32 global used by the most functions (LLVM's __stack_pointer), if it
@@ -227,8 +253,13 @@ def behaviour_candidates(a: ModuleAnalysis, data: bytes, sp: int | None) -> list
     m = a.module
 
     def cand(i: int, name: str, conf: float, pattern: str, **extra) -> None:
-        ev = {"recognizer": "behaviour", "method": pattern, "fingerprint": None,
-              "reference": None, **extra}
+        ev = {
+            "recognizer": "behaviour",
+            "method": pattern,
+            "fingerprint": None,
+            "reference": None,
+            **extra,
+        }
         out.append(Candidate(i, name, conf, ev))
 
     for f in a.functions:
@@ -236,40 +267,63 @@ def behaviour_candidates(a: ModuleAnalysis, data: bytes, sp: int | None) -> list
             continue
         sig = f.type_sig
         mn = set(f.mnemonics())
-        if sig == "(i32, i32, i32) -> i32" and not f.calls and (
-                "memory.fill" in mn or "memory.copy" in mn):
+        if (
+            sig == "(i32, i32, i32) -> i32"
+            and not f.calls
+            and ("memory.fill" in mn or "memory.copy" in mn)
+        ):
             body = _decode(data, f)
             s = _seq(body)
             for op, name in (("memory.fill", "memset"), ("memory.copy", "memcpy|memmove")):
                 k = next((j for j, x in enumerate(s) if x.startswith(op)), None)
-                if k is None or k < 3 or s[k - 3:k] != ["local.get 0", "local.get 1",
-                                                          "local.get 2"]:
+                if (
+                    k is None
+                    or k < 3
+                    or s[k - 3 : k] != ["local.get 0", "local.get 1", "local.get 2"]
+                ):
                     continue
                 if s[-2:] != ["local.get 0", "end"]:
                     continue
                 if name == "memset":
                     cand(f.index, "memset", 0.9, "memory.fill(p0, p1, p2); return p0")
                 else:  # memcpy and memmove both fit: never written, only reviewed
-                    cand(f.index, name, 0.0, "memory.copy(p0, p1, p2); return p0",
-                         ambiguous=["memcpy", "memmove"])
+                    cand(
+                        f.index,
+                        name,
+                        0.0,
+                        "memory.copy(p0, p1, p2); return p0",
+                        ambiguous=["memcpy", "memmove"],
+                    )
         if sp is None:
             continue
         if sig == "() -> i32" and f.instr_count == 2:
             if _seq(_decode(data, f)) == [f"global.get {sp}", "end"]:
-                cand(f.index, "stackSave", 0.8, "returns the stack pointer global",
-                     stack_pointer=sp)
+                cand(
+                    f.index, "stackSave", 0.8, "returns the stack pointer global", stack_pointer=sp
+                )
         elif sig == "(i32) -> ()" and f.instr_count == 3:
             if _seq(_decode(data, f)) == ["local.get 0", f"global.set {sp}", "end"]:
-                cand(f.index, "stackRestore", 0.8, "sets the stack pointer global from p0",
-                     stack_pointer=sp)
+                cand(
+                    f.index,
+                    "stackRestore",
+                    0.8,
+                    "sets the stack pointer global from p0",
+                    stack_pointer=sp,
+                )
         elif sig == "(i32) -> i32" and f.instr_count <= 12 and not f.calls:
             s = _seq(_decode(data, f))
-            if (s[:3] == [f"global.get {sp}", "local.get 0", "i32.sub"]
-                    and "i32.and" in [x.split()[0] for x in s]
-                    and f"global.set {sp}" in s):
-                cand(f.index, "stackAlloc", 0.85,
-                     "stack pointer minus p0, aligned, stored back and returned",
-                     stack_pointer=sp)
+            if (
+                s[:3] == [f"global.get {sp}", "local.get 0", "i32.sub"]
+                and "i32.and" in [x.split()[0] for x in s]
+                and f"global.set {sp}" in s
+            ):
+                cand(
+                    f.index,
+                    "stackAlloc",
+                    0.85,
+                    "stack pointer minus p0, aligned, stored back and returned",
+                    stack_pointer=sp,
+                )
     # __wasm_call_ctors: the first call of the crt entry point
     for e in m.exports:
         if e.kind == "func" and e.name in ("_start", "_initialize"):
@@ -278,15 +332,25 @@ def behaviour_candidates(a: ModuleAnalysis, data: bytes, sp: int | None) -> list
             first = next((im[0] for mnem, im in body if mnem == "call"), None)
             tgt = a.functions[first] if first is not None and first in calls else None
             # __wasm_call_ctors is a bare list of constructor calls (no other work)
-            if tgt is not None and tgt.type_sig == "() -> ()" and not tgt.imported \
-                    and set(tgt.mnemonics()) <= {"call", "end"}:
-                cand(first, "__wasm_call_ctors", 0.85,
-                     f"first call of the exported crt entry {e.name}", entry=e.name)
+            if (
+                tgt is not None
+                and tgt.type_sig == "() -> ()"
+                and not tgt.imported
+                and set(tgt.mnemonics()) <= {"call", "end"}
+            ):
+                cand(
+                    first,
+                    "__wasm_call_ctors",
+                    0.85,
+                    f"first call of the exported crt entry {e.name}",
+                    entry=e.name,
+                )
             break
     return out
 
 
 # ----------------------------------------------------------------------------- resolve
+
 
 def resolve(cands: list[Candidate], review: list[dict]) -> dict[int, Candidate]:
     """One name per function and one function per name, or none (reviewed instead)."""
@@ -297,8 +361,14 @@ def resolve(cands: list[Candidate], review: list[dict]) -> dict[int, Candidate]:
     for i, cs in by_func.items():
         names = {canonical(c.name) for c in cs}
         if len(names) > 1 or any(c.confidence <= 0 for c in cs):
-            review.append({"func_index": i, "candidates": sorted({c.name for c in cs}),
-                           "reason": "several names fit", "evidence": cs[0].evidence})
+            review.append(
+                {
+                    "func_index": i,
+                    "candidates": sorted({c.name for c in cs}),
+                    "reason": "several names fit",
+                    "evidence": cs[0].evidence,
+                }
+            )
             continue
         chosen[i] = max(cs, key=lambda c: c.confidence)
         if len(cs) > 1:  # independent recognizers agree
@@ -311,9 +381,14 @@ def resolve(cands: list[Candidate], review: list[dict]) -> dict[int, Candidate]:
         if len(idx) > 1:
             for i in idx:
                 c = chosen.pop(i)
-                review.append({"func_index": i, "candidates": [c.name],
-                               "reason": f"{len(idx)} functions fit {name}",
-                               "evidence": c.evidence})
+                review.append(
+                    {
+                        "func_index": i,
+                        "candidates": [c.name],
+                        "reason": f"{len(idx)} functions fit {name}",
+                        "evidence": c.evidence,
+                    }
+                )
     return chosen
 
 
@@ -332,16 +407,26 @@ def recognize(a: ModuleAnalysis, data: bytes, db: FingerprintDB) -> tuple[list[d
         fresh = [c for c in new if canonical(c.name) not in taken]
         for c in new:
             if canonical(c.name) in taken:
-                review.append({"func_index": c.func_index, "candidates": [c.name],
-                               "reason": "name already recognised elsewhere",
-                               "evidence": c.evidence})
+                review.append(
+                    {
+                        "func_index": c.func_index,
+                        "candidates": [c.name],
+                        "reason": "name already recognised elsewhere",
+                        "evidence": c.evidence,
+                    }
+                )
         more = resolve(fresh, review)
         if not more:
             break
         chosen.update(more)
     names = [
-        {"func_index": i, "name": c.name, "confidence": round(c.confidence, 3),
-         "family": family_of(c.name), "evidence": c.evidence}
+        {
+            "func_index": i,
+            "name": c.name,
+            "confidence": round(c.confidence, 3),
+            "family": family_of(c.name),
+            "evidence": c.evidence,
+        }
         for i, c in sorted(chosen.items())
     ]
     review.sort(key=lambda r: r["func_index"])

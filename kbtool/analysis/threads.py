@@ -67,8 +67,15 @@ def thread_facts(a: ModuleAnalysis, data: bytes, progress=None) -> list[dict]:
     facts: list[dict] = []
     for i, mem in enumerate(m.memories):
         if mem.shared:
-            facts.append({"kind": "shared_memory", "memory": i, "min_pages": mem.min,
-                          "max_pages": mem.max, "imported": mem.imported})
+            facts.append(
+                {
+                    "kind": "shared_memory",
+                    "memory": i,
+                    "min_pages": mem.min,
+                    "max_pages": mem.max,
+                    "imported": mem.imported,
+                }
+            )
     atomic_funcs = [f for f in a.functions if f.atomic_sites and not f.imported]
     for n, f in enumerate(atomic_funcs):
         classes: set[str] = set()
@@ -77,14 +84,29 @@ def thread_facts(a: ModuleAnalysis, data: bytes, progress=None) -> list[dict]:
             mn = MNEMONICS[op]
             cls, rmw = atomic_class(mn)
             classes.add(cls if cls != "rmw" else f"rmw.{rmw}")
-            facts.append({"kind": "atomic_site", "func_index": f.index, "site": site,
-                          "op": mn, "class": cls, "rmw": rmw, "width": _width(op, mn),
-                          "offset": offset})
+            facts.append(
+                {
+                    "kind": "atomic_site",
+                    "func_index": f.index,
+                    "site": site,
+                    "op": mn,
+                    "class": cls,
+                    "rmw": rmw,
+                    "width": _width(op, mn),
+                    "offset": offset,
+                }
+            )
             site += 1
         pattern = _lock_pattern(classes, f.loops) if f.instr_count <= MAX_LOCK_BODY else None
         if pattern:
-            facts.append({"kind": "lock", "func_index": f.index, "pattern": pattern,
-                          "evidence": {"atomic_classes": sorted(classes), "loops": f.loops}})
+            facts.append(
+                {
+                    "kind": "lock",
+                    "func_index": f.index,
+                    "pattern": pattern,
+                    "evidence": {"atomic_classes": sorted(classes), "loops": f.loops},
+                }
+            )
         if progress is not None and n % 256 == 0:
             progress(n, len(atomic_funcs))
     facts.extend(_tls_facts(a, data))
@@ -113,12 +135,22 @@ def _tls_facts(a: ModuleAnalysis, data: bytes) -> list[dict]:
         if "global.set" not in ops or not ({"memory.init", "memory.copy"} & set(ops)):
             continue
         body = decode_body(data, f)
-        if len(body) >= 2 and MNEMONICS[body[0][0]] == "local.get" and body[0][1] == (0,) \
-                and MNEMONICS[body[1][0]] == "global.set":
+        if (
+            len(body) >= 2
+            and MNEMONICS[body[0][0]] == "local.get"
+            and body[0][1] == (0,)
+            and MNEMONICS[body[1][0]] == "global.set"
+        ):
             g = body[1][1][0]
-            out.append({"kind": "tls_base", "global_index": g, "init_function": f.index,
-                        "evidence": "global set from p0 of a (i32)->() memory.init/copy "
-                                    "initialiser (__wasm_init_tls shape)"})
+            out.append(
+                {
+                    "kind": "tls_base",
+                    "global_index": g,
+                    "init_function": f.index,
+                    "evidence": "global set from p0 of a (i32)->() memory.init/copy "
+                    "initialiser (__wasm_init_tls shape)",
+                }
+            )
     return out if len(out) == 1 else []
 
 
@@ -130,8 +162,10 @@ def _worker_facts(a: ModuleAnalysis) -> list[dict]:
             entries[e.index] = e.name
     if not entries:
         return []
-    out = [{"kind": "worker_entry", "func_index": i, "export": n,
-            "evidence": WORKER_EXPORTS[n]} for i, n in sorted(entries.items())]
+    out = [
+        {"kind": "worker_entry", "func_index": i, "export": n, "evidence": WORKER_EXPORTS[n]}
+        for i, n in sorted(entries.items())
+    ]
     roots = {e.index for e in m.exports if e.kind == "func" and e.index not in entries}
     if m.start is not None:
         roots.add(m.start)
@@ -140,8 +174,13 @@ def _worker_facts(a: ModuleAnalysis) -> list[dict]:
     main_reach = _reach(a, roots)
     worker_reach = _reach(a, set(entries))
     for i in sorted(worker_reach - main_reach - set(entries)):
-        out.append({"kind": "worker_only", "func_index": i,
-                    "evidence": "reached by direct calls only from worker entries"})
+        out.append(
+            {
+                "kind": "worker_only",
+                "func_index": i,
+                "evidence": "reached by direct calls only from worker entries",
+            }
+        )
     return out
 
 

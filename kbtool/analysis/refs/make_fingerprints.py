@@ -15,16 +15,29 @@ import sys
 from kbtool.analysis.families import demangle_rust, family_of, is_rust_runtime
 from kbtool.analysis.fingerprints import (
     FingerprintDB,
+    LooseContext,
     RefEntry,
     full_hash,
     loose_digests,
-    LooseContext,
 )
 from kbtool.wasm import analyze_module
 
 # functions of the reference programs (not library code)
-OWN = {"main", "cmp", "my_log", "worker", "__original_main", "__main_argc_argv",
-       "point_norm", "node_walk", "entry", "__stack_chk_fail", "fail", "guarded", "run"}
+OWN = {
+    "main",
+    "cmp",
+    "my_log",
+    "worker",
+    "__original_main",
+    "__main_argc_argv",
+    "point_norm",
+    "node_walk",
+    "entry",
+    "__stack_chk_fail",
+    "fail",
+    "guarded",
+    "run",
+}
 
 
 def is_reference_library(name: str) -> bool:
@@ -62,17 +75,22 @@ def map_names(map_text: str) -> list[str]:
 
 
 def describe(stem: str) -> str:
-    tool = {"wasi": "wasi-libc (Debian 0.0~git20220510) + clang 14",
-            "zig": "zig cc 0.17.1 (PyPI ziglang; its wasi-libc + compiler_rt)",
-            "emcc": "emscripten 3.1.6 (Debian) emcc",
-            "rust": "rustc 1.63 (Debian) + libstd-rust-dev-wasm32; refs/rust_std.rs"}.get(stem.split("-")[0], "?")
+    tool = {
+        "wasi": "wasi-libc (Debian 0.0~git20220510) + clang 14",
+        "zig": "zig cc 0.17.1 (PyPI ziglang; its wasi-libc + compiler_rt)",
+        "emcc": "emscripten 3.1.6 (Debian) emcc",
+        "rust": "rustc 1.63 (Debian) + libstd-rust-dev-wasm32; refs/rust_std.rs",
+    }.get(stem.split("-")[0], "?")
     return f"{tool}; {stem}"
 
 
 def main(argv: list[str]) -> int:
     src = pathlib.Path(argv[1])
-    out = pathlib.Path(argv[2]) if len(argv) > 2 else \
-        pathlib.Path(__file__).resolve().parent.parent / "data" / "fingerprints.json"
+    out = (
+        pathlib.Path(argv[2])
+        if len(argv) > 2
+        else pathlib.Path(__file__).resolve().parent.parent / "data" / "fingerprints.json"
+    )
     merged: dict[tuple[str, str, str], dict] = {}
     builds: dict[str, str] = {}
     for path in sorted(src.glob("*.wasm")):
@@ -86,8 +104,9 @@ def main(argv: list[str]) -> int:
         if not names and mp.exists():
             listed = map_names(mp.read_text("utf-8"))
             if len(listed) != len(a.module.code):
-                raise SystemExit(f"{mp}: {len(listed)} code entries, module has "
-                                 f"{len(a.module.code)}")
+                raise SystemExit(
+                    f"{mp}: {len(listed)} code entries, module has {len(a.module.code)}"
+                )
             base = a.module.num_func_imports
             names = {base + k: n for k, n in enumerate(listed)}
         for f in a.functions:
@@ -95,16 +114,33 @@ def main(argv: list[str]) -> int:
             if f.imported or not name or not is_reference_library(name):
                 continue
             key = (f.shape_hash, full_hash(f), name)
-            ent = merged.setdefault(key, {
-                "name": name, "shape": f.shape_hash, "full": key[1],
-                "instr_count": f.instr_count, "type_sig": f.type_sig,
-                "callees": sorted({names.get(c, "?") for c in f.calls}), "refs": set(),
-                "loose": loose_digests(data, f, bounds)})
+            ent = merged.setdefault(
+                key,
+                {
+                    "name": name,
+                    "shape": f.shape_hash,
+                    "full": key[1],
+                    "instr_count": f.instr_count,
+                    "type_sig": f.type_sig,
+                    "callees": sorted({names.get(c, "?") for c in f.calls}),
+                    "refs": set(),
+                    "loose": loose_digests(data, f, bounds),
+                },
+            )
             ent["refs"].add(bid)
     entries = [
-        RefEntry(f"{v['shape'][:16]}:{v['name']}", v["name"], family_of(v["name"]),
-                 v["shape"], v["full"], v["instr_count"], v["type_sig"],
-                 tuple(v["callees"]), tuple(sorted(v["refs"])), *v["loose"])
+        RefEntry(
+            f"{v['shape'][:16]}:{v['name']}",
+            v["name"],
+            family_of(v["name"]),
+            v["shape"],
+            v["full"],
+            v["instr_count"],
+            v["type_sig"],
+            tuple(v["callees"]),
+            tuple(sorted(v["refs"])),
+            *v["loose"],
+        )
         for v in merged.values()
     ]
     db = FingerprintDB(entries, builds)
