@@ -17,6 +17,9 @@
    references use 2 and s) for wasm32-unknown-unknown and wasm32-wasi, stripped here, its
    own name section the truth; then what is written on the corpus Rust module
    (lightningcss, no names: precision cannot be checked there, only counted).
+6. C through Emscripten: tests/fixtures/analysis/c_eval.c (not a fingerprint source; errno,
+   setjmp, stdio, strings, malloc) built with emcc -O3 and -Oz (references: -O2/-Os),
+   stripped here; skipped without emcc.
 
 ``--smoke``: one small gt pair and no objdump/large modules (run by the tests).
 The corpus is only measured here; nothing is tuned on it.
@@ -283,6 +286,40 @@ def bench_rust(smoke: bool) -> None:
     )
 
 
+C_EVAL = RUST_EVAL.with_name("c_eval.c")
+
+
+def bench_emcc(smoke: bool) -> None:
+    import tempfile
+
+    emcc = shutil.which("emcc")
+    if emcc is None:
+        print("\n6. C via emcc: skipped (no emcc)")
+        return
+    table: dict[str, list[int]] = defaultdict(lambda: [0] * 5)
+    wrong: list[str] = []
+    opts = ("Oz",) if smoke else ("O3", "Oz")
+    with tempfile.TemporaryDirectory() as tmp:
+        for opt in opts:
+            out = Path(tmp) / f"c_eval-{opt}.wasm"
+            r = subprocess.run(
+                [emcc, f"-{opt}", "--profiling-funcs", str(C_EVAL), "-o", str(out)],
+                capture_output=True,
+                text=True,
+            )
+            if r.returncode or not out.exists():
+                print(f"\n6. C via emcc: build failed ({r.stderr.strip()[:120]})")
+                return
+            named = out.read_bytes()
+            stripped = strip_custom_sections(named)
+            truth = analyze_module(named).module.func_names
+            sa = analyze_module_static(analyze_module(stripped), stripped)
+            wrong += score(sa.names, sa.review, truth, table)
+    print_table(f"6. C via emcc: c_eval.c (not a fingerprint source), -{'/-'.join(opts)}", table)
+    for line in wrong[:10]:
+        print(line)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--smoke", action="store_true")
@@ -295,6 +332,7 @@ def main(argv: list[str] | None = None) -> int:
         bench_threads()
     bench_time(args.smoke)
     bench_rust(args.smoke)
+    bench_emcc(args.smoke)
     return 0
 
 

@@ -28,6 +28,7 @@ from kbtool.wasm import FuncFacts, ModuleAnalysis
 from kbtool.wasm.instr import decode_one, skip_local_decls
 from kbtool.wasm.opcodes import MNEMONICS
 
+from .errno import errno_candidates
 from .families import canonical, family_of, is_type_glue
 from .fingerprints import (
     FingerprintDB,
@@ -398,7 +399,12 @@ def recognize(a: ModuleAnalysis, data: bytes, db: FingerprintDB) -> tuple[list[d
     review: list[dict] = []
     ctx = LooseContext(data, a.module)
     cands = fingerprint_candidates(a, data, db, review, ctx)
-    cands += behaviour_candidates(a, data, stack_pointer_global(a))
+    sp = stack_pointer_global(a)
+    cands += behaviour_candidates(a, data, sp)
+    cands += [
+        Candidate(i, "__errno_location", conf, ev)
+        for i, conf, ev in errno_candidates(a, data, sp, ctx.bounds)
+    ]
     chosen = resolve(cands, review)
     callee_agreement(a, chosen)
     for _round in range(ANCHOR_ROUNDS):  # each round may anchor the callers of the last

@@ -18,8 +18,18 @@ static int guarded(int n) {
     return depth;
 }
 
+/* a second, nested setjmp site: keeps saveSetjmp/testSetjmp out of line */
+static int nested(int n) {
+    jmp_buf inner;
+    volatile int tries = 0;
+    if (setjmp(inner) != 0 || tries > 2) return tries;
+    tries++;
+    if (n > 1) longjmp(inner, n);
+    return guarded(n) + tries;
+}
+
 int main(int argc, char **argv) {
     (void)argv;
-    printf("%d\n", guarded(argc + 3));
+    printf("%d %d\n", guarded(argc + 3), nested(argc));
     return 0;
 }
