@@ -237,3 +237,42 @@ def test_rust_eval_program_shims_named_right(tmp_path):
         ):
             assert want in written, (path.name, want)
         assert written["__rust_alloc"]["evidence"]["recognizer"] == "fingerprint.anchored"
+
+
+LOCK_WAT = """
+(module
+  (memory 1 1 shared)
+  (func $futex_wait (param i32 i32)
+    local.get 0 local.get 1 i64.const -1 memory.atomic.wait32 drop)
+  (func $timedwait (param i32 i32) local.get 0 local.get 1 call $futex_wait)
+  (func $mutex_lock (param i32)
+    (loop $again
+      local.get 0 i32.const 0 i32.const 1 i32.atomic.rmw.cmpxchg
+      if local.get 0 i32.const 1 call $timedwait br $again end))
+  (func $cas_update (param i32 i32)
+    (loop $again
+      local.get 0 local.get 0 i32.atomic.load local.get 1 i32.atomic.rmw.cmpxchg
+      i32.eqz br_if $again))
+  (func $once (param i32)
+    local.get 0 i32.const 0 i32.const 1 i32.atomic.rmw.cmpxchg
+    if local.get 0 i32.const 1 i64.const -1 memory.atomic.wait32 drop end))
+"""
+
+
+def test_lock_facts_follow_waits_through_callees_and_grade_strength(tmp_path):
+    if WAT2WASM is None:
+        pytest.skip("wat2wasm not installed")
+    src = tmp_path / "l.wat"
+    src.write_text(LOCK_WAT)
+    out = tmp_path / "l.wasm"
+    subprocess.run([WAT2WASM, "--enable-threads", str(src), "-o", str(out)], check=True)
+    data = out.read_bytes()
+    sa = analyze_module_static(analyze_module(data), data)
+    locks = {f["func_index"]: f for f in sa.thread_facts if f["kind"] == "lock"}
+    assert (locks[2]["pattern"], locks[2]["strength"]) == ("futex", "strong")
+    assert locks[2]["evidence"]["wait_via"] == [1]  # $timedwait -> $futex_wait
+    assert (locks[3]["pattern"], locks[3]["strength"]) == ("spin", "weak")
+    assert (locks[4]["pattern"], locks[4]["strength"]) == ("futex", "weak")  # no retry loop
+    assert 0 not in locks and 1 not in locks
+    # lock patterns never become libc names (pthread_mutex_lock/__lock/__lockfile all fit)
+    assert not {n["name"] for n in sa.names} & {"pthread_mutex_lock", "__lock", "__lockfile"}
