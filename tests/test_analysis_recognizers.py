@@ -229,6 +229,7 @@ def test_rust_eval_program_shims_named_right(tmp_path):
             assert canonical(n["name"]) == canonical(truth[n["func_index"]]), n
         for want in (
             "__rust_alloc",
+            "__rust_dealloc",
             "__rust_realloc",
             "__rdl_alloc",
             "rust_begin_unwind",

@@ -409,10 +409,11 @@ def recognize(a: ModuleAnalysis, data: bytes, db: FingerprintDB) -> tuple[list[d
     callee_agreement(a, chosen)
     for _round in range(ANCHOR_ROUNDS):  # each round may anchor the callers of the last
         new = anchored_candidates(a, data, db, chosen, ctx)
-        taken = {canonical(c.name) for c in chosen.values()}
-        fresh = [c for c in new if canonical(c.name) not in taken]
+        # exact spellings: wasi-libc's `free` is a forwarder to a separate `dlfree`
+        taken = {c.name for c in chosen.values()}
+        fresh = [c for c in new if c.name not in taken]
         for c in new:
-            if canonical(c.name) in taken:
+            if c.name in taken:
                 review.append(
                     {
                         "func_index": c.func_index,
