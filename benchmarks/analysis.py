@@ -19,7 +19,8 @@
    (lightningcss, no names: precision cannot be checked there, only counted).
 6. C through Emscripten: tests/fixtures/analysis/c_eval.c (not a fingerprint source; errno,
    setjmp, stdio, strings, malloc) built with emcc -O3 and -Oz (references: -O2/-Os),
-   stripped here; skipped without emcc.
+   stripped here; skipped without emcc. With ``ZIG`` set (as for refs/build.sh, e.g.
+   ``ZIG="python -m ziglang"``) also zig cc -O3 with wasm-EH setjmp (``__wasm_setjmp``...).
 
 ``--smoke``: one small gt pair and no objdump/large modules (run by the tests).
 The corpus is only measured here; nothing is tuned on it.
@@ -299,14 +300,28 @@ def bench_emcc(smoke: bool) -> None:
     table: dict[str, list[int]] = defaultdict(lambda: [0] * 5)
     wrong: list[str] = []
     opts = ("Oz",) if smoke else ("O3", "Oz")
+    builds = [([emcc, f"-{o}", "--profiling-funcs", str(C_EVAL)], f"emcc-{o}") for o in opts]
+    zig = os.environ.get("ZIG")
+    if zig and not smoke:  # zig's -Oz drops the name section: -O3 only
+        tag = Path(__file__).resolve().parents[1] / "kbtool/analysis/refs/c_longjmp_tag.s"
+        zcmd = [
+            *zig.split(),
+            "cc",
+            "-target",
+            "wasm32-wasi",
+            "-O3",
+            "-mllvm",
+            "-wasm-enable-sjlj",
+            "-mcpu=generic+exception_handling",
+            str(C_EVAL),
+            str(tag),
+            "-lsetjmp",
+        ]
+        builds.append((zcmd, "zig-O3-wasm-sjlj"))
     with tempfile.TemporaryDirectory() as tmp:
-        for opt in opts:
+        for cmd, opt in builds:
             out = Path(tmp) / f"c_eval-{opt}.wasm"
-            r = subprocess.run(
-                [emcc, f"-{opt}", "--profiling-funcs", str(C_EVAL), "-o", str(out)],
-                capture_output=True,
-                text=True,
-            )
+            r = subprocess.run([*cmd, "-o", str(out)], capture_output=True, text=True)
             if r.returncode or not out.exists():
                 print(f"\n6. C via emcc: build failed ({r.stderr.strip()[:120]})")
                 return
@@ -315,7 +330,9 @@ def bench_emcc(smoke: bool) -> None:
             truth = analyze_module(named).module.func_names
             sa = analyze_module_static(analyze_module(stripped), stripped)
             wrong += score(sa.names, sa.review, truth, table)
-    print_table(f"6. C via emcc: c_eval.c (not a fingerprint source), -{'/-'.join(opts)}", table)
+    print_table(
+        "6. C: c_eval.c (not a fingerprint source), " + ", ".join(o for _, o in builds), table
+    )
     for line in wrong[:10]:
         print(line)
 

@@ -36,6 +36,13 @@ if [ -n "${ZIG:-}" ]; then  # optional: zig cc (its own wasi-libc + compiler_rt)
       $ZIG cc -target wasm32-wasi -"$opt" "$here/$src.c" -o "$out/zig-$src-$opt.wasm"
     done
   done
+  # setjmp/longjmp through wasm exception handling (__wasm_setjmp, __wasm_setjmp_test,
+  # __wasm_longjmp from wasi-libc's libsetjmp)
+  for opt in O2 Os; do
+    $ZIG cc -target wasm32-wasi -"$opt" -mllvm -wasm-enable-sjlj \
+      -mcpu=generic+exception_handling "$here/libc_setjmp.c" "$here/c_longjmp_tag.s" \
+      -lsetjmp -o "$out/zig-libc_setjmp-$opt.wasm"
+  done
 fi
 if command -v emcc >/dev/null 2>&1; then
   for src in libc_strings libc_stdio libc_setjmp; do
