@@ -280,3 +280,49 @@ def test_lock_facts_follow_waits_through_callees_and_grade_strength(tmp_path):
     assert 0 not in locks and 1 not in locks
     # lock patterns never become libc names (pthread_mutex_lock/__lock/__lockfile all fit)
     assert not {n["name"] for n in sa.names} & {"pthread_mutex_lock", "__lock", "__lockfile"}
+
+
+CALLEE_WAT = """
+(module
+  (func $caller (param i32 i32) (result i32)
+    local.get 0 local.get 1 i32.add local.get 0 i32.mul local.get 1 i32.const 9 i32.shl
+    i32.xor local.get 0 i32.const 5 i32.rotl i32.add call $helper)
+  (func $helper (param i32) (result i32) local.get 0 i32.const 1 i32.sub)
+  (func $decoy (param i32) (result i32) local.get 0 i32.const 1 i32.sub))
+"""
+
+
+def test_tiny_callee_named_through_its_named_caller(tmp_path):
+    data = _wat(tmp_path, CALLEE_WAT)
+    a = analyze_module(data)
+    caller, helper, decoy = a.functions
+    assert helper.shape_hash == decoy.shape_hash and helper.instr_count < 12
+    ctx = LooseContext(data, a.module)
+
+    def entry(name, f, callees):
+        loose, texts = loose_digests(data, f, ctx)
+        return RefEntry(
+            f"x:{name}",
+            name,
+            "libc",
+            f.shape_hash,
+            full_hash(f),
+            f.instr_count,
+            f.type_sig,
+            callees,
+            ("ref",),
+            loose,
+            texts,
+        )
+
+    db = FingerprintDB(
+        [entry("outer_fn", caller, ("inner_fn",)), entry("inner_fn", helper, ())],
+        {"ref": "test"},
+    )
+    sa = analyze_module_static(a, data, db=db)
+    got = {n["func_index"]: n for n in sa.names}
+    assert got[0]["name"] == "outer_fn"
+    assert got[1]["name"] == "inner_fn"
+    assert got[1]["evidence"]["recognizer"] == "fingerprint.callee_of"
+    assert got[1]["evidence"]["caller"] == 0
+    assert 2 not in got  # same tiny shape, but nothing anchors it

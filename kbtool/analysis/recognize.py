@@ -160,11 +160,13 @@ def anchored_candidates(
     ``emscripten_longjmp`` -> ``setThrew``): the shape (or loose) hash equals a reference
     function's AND every direct callee is already known (recognised, or an import, whose
     field name counts) and the callee names equal the reference's. The callees anchor the
-    tiny shape; one canonical name must remain."""
+    tiny shape; one canonical name must remain. Mid-size bodies (below the full-hash floor)
+    may also match by the full hash when the strings they refer to agree (``panic_fmt``
+    whose frame size differs between builds, anchored by ``rust_begin_unwind``)."""
     imports = [i for i in a.module.imports if i.kind == "func"]
     out: list[Candidate] = []
     for f in a.functions:
-        if f.imported or f.index in named or not f.calls or f.instr_count >= SHAPE_FLOOR:
+        if f.imported or f.index in named or not f.calls or f.instr_count >= FULL_FLOOR:
             continue
         got: set[str] = set()
         for t in f.calls:
@@ -180,6 +182,15 @@ def anchored_candidates(
             if not any({_callee_key(n) for n in e.callees} == got for e in ents):
                 ents, method = db.by_loose.get(loose_hash(data, f, ctx)) or [], "loose"
             fit = [e for e in ents if {_callee_key(n) for n in e.callees} == got]
+            if not fit and f.instr_count >= SHAPE_FLOOR:
+                loose, texts = loose_digests(data, f, ctx)
+                method = "full"
+                fit = [
+                    e
+                    for e in db.by_full.get(full_hash(f), ())
+                    if {_callee_key(n) for n in e.callees} == got
+                    and (not e.texts or e.texts == texts)
+                ]
             names = {canonical(e.name) for e in fit}
             if len(names) != 1 or is_type_glue(next(iter(names))):
                 continue
@@ -193,7 +204,65 @@ def anchored_candidates(
                 "callees": list(best.callees),
                 "anchor_callees": sorted(got),
             }
-            out.append(Candidate(f.index, display_name(best), 0.8, ev))
+            conf = 0.75 if method == "full" else 0.8
+            out.append(Candidate(f.index, display_name(best), conf, ev))
+    return out
+
+
+def callee_candidates(
+    a: ModuleAnalysis,
+    data: bytes,
+    db: FingerprintDB,
+    named: dict[int, Candidate],
+    ctx: LooseContext,
+) -> list[Candidate]:
+    """Downward anchoring: a named function whose reference calls exactly one function not
+    yet accounted for, and which itself calls exactly one unnamed function, names that
+    callee, if the callee's shape (or loose) hash equals a reference entry of that name
+    (any size: ``rust_panic`` -> ``__rust_start_panic``, a 3-instruction body)."""
+    imports = [i for i in a.module.imports if i.kind == "func"]
+    out: list[Candidate] = []
+    seen: set[int] = set()
+    for c in list(named.values()):
+        refc = {_callee_key(n) for n in c.evidence.get("callees", ()) if n != "?"}
+        if not refc:
+            continue
+        fn = a.functions[c.func_index]
+        unnamed = {t for t in fn.calls if t >= len(imports) and t not in named}
+        if len(unnamed) != 1:
+            continue
+        here = {canonical(named[t].name) for t in fn.calls if t in named}
+        here |= {imports[t].field for t in fn.calls if t < len(imports)}
+        left = refc - here
+        if len(left) != 1:
+            continue
+        want = left.pop()
+        g = a.functions[unnamed.pop()]
+        if g.index in seen or is_type_glue(want):
+            continue
+        method = "shape"
+        ents = [e for e in db.by_shape.get(g.shape_hash, ()) if canonical(e.name) == want]
+        if not ents:
+            method = "loose"
+            ents = [
+                e
+                for e in db.by_loose.get(loose_hash(data, g, ctx), ())
+                if canonical(e.name) == want
+            ]
+        if not ents:
+            continue
+        seen.add(g.index)
+        best = min(ents, key=lambda e: (len(e.name), e.name))
+        ev = {
+            "recognizer": "fingerprint.callee_of",
+            "method": f"{method} hash + the one callee of {c.name} left unnamed",
+            "fingerprint": best.id,
+            "reference": sorted({r for e in ents for r in e.refs}),
+            "instr_count": g.instr_count,
+            "callees": list(best.callees),
+            "caller": c.func_index,
+        }
+        out.append(Candidate(g.index, display_name(best), 0.75, ev))
     return out
 
 
@@ -409,6 +478,7 @@ def recognize(a: ModuleAnalysis, data: bytes, db: FingerprintDB) -> tuple[list[d
     callee_agreement(a, chosen)
     for _round in range(ANCHOR_ROUNDS):  # each round may anchor the callers of the last
         new = anchored_candidates(a, data, db, chosen, ctx)
+        new += callee_candidates(a, data, db, chosen, ctx)
         # exact spellings: wasi-libc's `free` is a forwarder to a separate `dlfree`
         taken = {c.name for c in chosen.values()}
         fresh = [c for c in new if c.name not in taken]
