@@ -11,8 +11,16 @@ Recognizers (how each decides, see docs/analysis.md):
   body has at least ``SHAPE_FLOOR`` instructions; all reference entries with that hash
   carry one canonical name. Callee context raises confidence when the reference callees
   that were themselves recognised agree.
+- ``fingerprint.loose``: no shape match, but the shape with static addresses replaced by
+  what they point at (pointers abstracted) equals a reference's (Rust panic/fmt data).
 - ``fingerprint.full``: no shape match, but the op sequence (constants dropped) equals a
-  reference function's, with at least ``FULL_FLOOR`` instructions; lower confidence.
+  reference function's, with at least ``FULL_FLOOR`` instructions and the same strings
+  referred to; lower confidence.
+- ``fingerprint.anchored``: a body below the floors whose shape/loose (or, mid-size, full)
+  hash matches AND whose direct callees are all known and equal the reference's.
+- ``fingerprint.callee_of``: the one unnamed callee of a named function, when the
+  reference calls exactly one function not accounted for and the shapes agree.
+- ``__errno_location`` by behaviour (:mod:`.errno`).
 - ``behaviour``: small bodies whose behaviour pins the name down (``memory.fill`` of the
   three parameters returning the first is memset; the stack pointer getters/setters;
   ``__wasm_call_ctors`` as the first call of ``_start``/``_initialize``; ``__wasm_init_tls``
