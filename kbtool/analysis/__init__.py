@@ -48,14 +48,22 @@ class StaticAnalysis:
         return None if k is None else self.structs[k]
 
     def to_dict(self) -> dict:
-        return {"names": self.names, "review": self.review,
-                "thread_facts": self.thread_facts, "structs": self.structs}
+        return {
+            "names": self.names,
+            "review": self.review,
+            "thread_facts": self.thread_facts,
+            "structs": self.structs,
+        }
 
 
-def analyze_module_static(analysis: ModuleAnalysis, data: bytes, *,
-                          progress: Progress | None = None,
-                          db: FingerprintDB | None = None,
-                          struct_budget: int = DEFAULT_BUDGET) -> StaticAnalysis:
+def analyze_module_static(
+    analysis: ModuleAnalysis,
+    data: bytes,
+    *,
+    progress: Progress | None = None,
+    db: FingerprintDB | None = None,
+    struct_budget: int = DEFAULT_BUDGET,
+) -> StaticAnalysis:
     """Recognise runtime functions, collect thread facts and recover structs.
 
     ``progress(stage, done, total)`` is called per stage ("names", "threads", "structs").
@@ -80,5 +88,4 @@ def analyze_module_static(analysis: ModuleAnalysis, data: bytes, *,
     return StaticAnalysis(names, review, facts, structs)
 
 
-__all__ = ["FingerprintDB", "StaticAnalysis", "analyze_module_static", "default_db",
-           "full_hash"]
+__all__ = ["FingerprintDB", "StaticAnalysis", "analyze_module_static", "default_db", "full_hash"]

@@ -5,7 +5,14 @@ Two hashes per function, both computed from :class:`kbtool.wasm.FuncFacts`:
 - ``shape``: ``FuncFacts.shape_hash`` (body bytes with call targets, type indices and
   static data addresses normalised; everything else verbatim);
 - ``full``: the signature plus the op sequence with every immediate dropped (the
-  mnemonic stream, as Ghidra's FunctionID "full hash" ignores constants).
+  mnemonic stream, as Ghidra's FunctionID "full hash" ignores constants);
+- ``loose``: the shape with every ``i32.const`` inside the module's static region replaced
+  by what it points at, pointers abstracted: the text it refers to (a C string, or the
+  string of an in-data ``(ptr, len)`` pair: Rust's ``fmt::Arguments`` pieces and panic
+  ``Location``s), else its first 8 bytes with any word that is itself a static address
+  replaced by a placeholder (the shape hash keeps the raw bytes *at* the address, which
+  differ between builds when the data holds pointers). Computed only for functions whose
+  full hash is known (cheap).
 
 The reference database (``data/fingerprints.json``) is derived from modules built by
 ``refs/build.sh`` (named builds: the name section is the truth) with
@@ -19,7 +26,11 @@ from dataclasses import dataclass
 from hashlib import blake2b
 from importlib import resources
 
-from kbtool.wasm import FuncFacts
+from kbtool.wasm import FuncFacts, Module
+from kbtool.wasm.facts import DataMap, build_data_map, static_region
+from kbtool.wasm.opcodes import KIND, MNEMONICS
+
+from .body import decode_body
 
 DATA_FILE = "fingerprints.json"
 
@@ -31,6 +42,74 @@ def full_hash(f: FuncFacts) -> str:
     h.update(b"\0")
     h.update(f.ops)
     return h.hexdigest()
+
+
+_K_I32, _K_CALL, _K_CALL_INDIRECT, _K_TYPE, _K_TABLE, _K_REF_FUNC = 3, 5, 11, 16, 14, 12
+
+
+def static_bounds(m: Module) -> tuple[int, int]:
+    """``[lo, hi)`` of the static data addresses (see :func:`kbtool.wasm.facts.static_region`)."""
+    segs = [(d.offset, d.data) for d in m.data_segments if d.offset is not None and not d.passive]
+    return static_region(m, DataMap(segs))
+
+
+class LooseContext:
+    """Per-module state of :func:`loose_hash`: the static region and the data map."""
+
+    def __init__(self, data: bytes, m: Module) -> None:
+        self.bounds = static_bounds(m)
+        self.dmap = build_data_map(data, m)
+        self.tokens: dict[int, str] = {}
+
+    def address_token(self, v: int) -> str:
+        t = self.tokens.get(v)
+        if t is None:
+            t = self.tokens[v] = self._token(v)
+        return t
+
+    def _token(self, v: int) -> str:
+        e = self.dmap.entry(v)
+        if e is None:
+            return "@"
+        text = e[1] or e[2]
+        if text:
+            return "s:" + text[:64]
+        seg, rel = e[3], e[4]
+        lo, hi = self.bounds
+        words = []
+        for k in range(rel, min(rel + 8, len(seg) - 3), 4):
+            w = int.from_bytes(seg[k : k + 4], "little")
+            words.append("@" if lo <= w < hi else str(w))
+        return "d:" + ",".join(words)
+
+
+def loose_hash(data: bytes, f: FuncFacts, ctx: LooseContext) -> str:
+    """Hash of the signature and the body with call targets and type/table indices replaced
+    by placeholders and static data addresses by what they point at; other immediates kept."""
+    return loose_digests(data, f, ctx)[0]
+
+
+def loose_digests(data: bytes, f: FuncFacts, ctx: LooseContext) -> tuple[str, str]:
+    """``(loose hash, texts hash)``: the texts hash covers only the strings the body refers
+    to, in order (a full-hash match must agree on them)."""
+    lo, hi = ctx.bounds
+    h = blake2b(digest_size=12)
+    ht = blake2b(digest_size=8)
+    h.update(f.type_sig.encode())
+    parts = []
+    for op, imms in decode_body(data, f):
+        k = KIND[op]
+        if k in (_K_CALL, _K_CALL_INDIRECT, _K_TYPE, _K_TABLE, _K_REF_FUNC):
+            parts.append(MNEMONICS[op])
+        elif k == _K_I32 and imms and lo <= imms[0] < hi:
+            tok = ctx.address_token(imms[0])
+            parts.append("i32.const " + tok)
+            if tok.startswith("s:"):
+                ht.update(tok.encode() + b"\0")
+        else:
+            parts.append(f"{MNEMONICS[op]} {imms!r}")
+    h.update("\n".join(parts).encode())
+    return h.hexdigest(), ht.hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +125,8 @@ class RefEntry:
     type_sig: str
     callees: tuple[str, ...]  # names of the direct callees in the reference build
     refs: tuple[str, ...]  # reference build ids
+    loose: str = ""  # loose hash (see loose_hash); "" when not recorded
+    texts: str = ""  # hash of the strings the body refers to (see loose_digests)
 
 
 class FingerprintDB:
@@ -56,18 +137,31 @@ class FingerprintDB:
         self.builds = builds  # build id -> description (toolchain, flags)
         self.by_shape: dict[str, list[RefEntry]] = {}
         self.by_full: dict[str, list[RefEntry]] = {}
+        self.by_loose: dict[str, list[RefEntry]] = {}
         for e in entries:
             self.by_shape.setdefault(e.shape, []).append(e)
             self.by_full.setdefault(e.full, []).append(e)
+            if e.loose:
+                self.by_loose.setdefault(e.loose, []).append(e)
 
     @classmethod
     def from_json(cls, obj: dict) -> FingerprintDB:
         if obj.get("format") != 1:
             raise ValueError("fingerprint data: unknown format")
         ents = [
-            RefEntry(e["id"], e["name"], e["family"], e["shape"], e["full"],
-                     int(e["instr_count"]), e["type_sig"], tuple(e["callees"]),
-                     tuple(e["refs"]))
+            RefEntry(
+                e["id"],
+                e["name"],
+                e["family"],
+                e["shape"],
+                e["full"],
+                int(e["instr_count"]),
+                e["type_sig"],
+                tuple(e["callees"]),
+                tuple(e["refs"]),
+                e.get("loose", ""),
+                e.get("texts", ""),
+            )
             for e in obj["entries"]
         ]
         return cls(ents, dict(obj.get("builds", {})))
@@ -77,9 +171,19 @@ class FingerprintDB:
             "format": 1,
             "builds": dict(sorted(self.builds.items())),
             "entries": [
-                {"id": e.id, "name": e.name, "family": e.family, "shape": e.shape,
-                 "full": e.full, "instr_count": e.instr_count, "type_sig": e.type_sig,
-                 "callees": list(e.callees), "refs": list(e.refs)}
+                {
+                    "id": e.id,
+                    "name": e.name,
+                    "family": e.family,
+                    "shape": e.shape,
+                    "full": e.full,
+                    "instr_count": e.instr_count,
+                    "type_sig": e.type_sig,
+                    "callees": list(e.callees),
+                    "refs": list(e.refs),
+                    "loose": e.loose,
+                    "texts": e.texts,
+                }
                 for e in sorted(self.entries, key=lambda e: e.id)
             ],
         }

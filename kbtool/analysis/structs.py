@@ -24,16 +24,70 @@ from .body import decode_body
 MAX_BODY = 3000
 MAX_DEPTH = 3
 MAX_OFFSET = 1 << 16
-DEFAULT_BUDGET = 800_000  # instructions walked per module (keeps it under ingest time)
+DEFAULT_BUDGET = 600_000  # instructions walked per module (keeps analyze under ingest time:
+# lightningcss measured 1.02x / 0.96x of ingest at 800k on the shared 2-core machine)
 
 # --- per-op handling codes
-(_RESET, _LGET, _LSET, _LTEE, _CONST, _ADD, _SUB, _LOAD, _STORE, _CALL, _CALLI,
- _JOIN, _GEN, _IF, _BRIF) = range(15)
+(
+    _RESET,
+    _LGET,
+    _LSET,
+    _LTEE,
+    _CONST,
+    _ADD,
+    _SUB,
+    _LOAD,
+    _STORE,
+    _CALL,
+    _CALLI,
+    _JOIN,
+    _GEN,
+    _IF,
+    _BRIF,
+) = range(15)
 
-_UNARY = ("eqz", "clz", "ctz", "popcnt", "abs", "neg", "sqrt", "ceil", "floor", "trunc",
-          "nearest", "wrap", "extend", "convert", "demote", "promote", "reinterpret")
-_BINARY = ("add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr", "rotl",
-           "rotr", "min", "max", "copysign", "eq", "ne", "lt", "gt", "le", "ge")
+_UNARY = (
+    "eqz",
+    "clz",
+    "ctz",
+    "popcnt",
+    "abs",
+    "neg",
+    "sqrt",
+    "ceil",
+    "floor",
+    "trunc",
+    "nearest",
+    "wrap",
+    "extend",
+    "convert",
+    "demote",
+    "promote",
+    "reinterpret",
+)
+_BINARY = (
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "rem",
+    "and",
+    "or",
+    "xor",
+    "shl",
+    "shr",
+    "rotl",
+    "rotr",
+    "min",
+    "max",
+    "copysign",
+    "eq",
+    "ne",
+    "lt",
+    "gt",
+    "le",
+    "ge",
+)
 
 
 def _classify(op: int, mn: str):
@@ -101,7 +155,7 @@ def _classify(op: int, mn: str):
 
 def _access_width(mn: str) -> int:
     for token, w in (("8", 1), ("16", 2), ("32_", 4)):
-        if (f"load{token}" in mn or f"store{token}" in mn or f"rmw{token}" in mn):
+        if f"load{token}" in mn or f"store{token}" in mn or f"rmw{token}" in mn:
             return w
     head = mn.split(".")[0]
     return {"i32": 4, "i64": 8, "f32": 4, "f64": 8, "v128": 16}.get(head, 0)
@@ -127,8 +181,9 @@ def _walk(data: bytes, a: ModuleAnalysis, f, fields, links) -> None:
     m = a.module
     ftype = m.func_type(f.index)
     assigned = {imms[0] for op, imms in body if op in (0x21, 0x22)}
-    params = {k: (f"p{k}", 0) for k, t in enumerate(ftype.params)
-              if t == "i32" and k not in assigned}
+    params = {
+        k: (f"p{k}", 0) for k, t in enumerate(ftype.params) if t == "i32" and k not in assigned
+    }
     loc: dict[int, tuple | None] = dict(params)
     stack: list = []
     pop = stack.pop
@@ -234,16 +289,22 @@ class _UF:
             self.p[ry] = rx
 
 
-def recover_structs(a: ModuleAnalysis, data: bytes, budget: int = DEFAULT_BUDGET,
-                    progress=None) -> list[dict]:
+def recover_structs(
+    a: ModuleAnalysis, data: bytes, budget: int = DEFAULT_BUDGET, progress=None
+) -> list[dict]:
     """Structs as plain dicts (see :mod:`kbtool.analysis` for the shape)."""
     m = a.module
     fields: dict[tuple[int, str], list] = defaultdict(list)
     links: list = []
     spent = 0
-    todo = [f for f in a.functions
-            if not f.imported and f.instr_count <= MAX_BODY and f.mem_ops
-            and "i32" in m.func_type(f.index).params]
+    todo = [
+        f
+        for f in a.functions
+        if not f.imported
+        and f.instr_count <= MAX_BODY
+        and f.mem_ops
+        and "i32" in m.func_type(f.index).params
+    ]
     for n, f in enumerate(todo):
         if spent + f.instr_count > budget:
             break
@@ -277,16 +338,19 @@ def recover_structs(a: ModuleAnalysis, data: bytes, budget: int = DEFAULT_BUDGET
         flist = []
         for off in sorted(acc):
             c = acc[off]
-            (w, t), _ = max(c.items(), key=lambda kv: (kv[1], kv[0][1] == "ptr", kv[0][0],
-                                                       kv[0][1]))
+            (w, t), _ = max(
+                c.items(), key=lambda kv: (kv[1], kv[0][1] == "ptr", kv[0][0], kv[0][1])
+            )
             if any(tt == "ptr" for (_, tt) in c):
                 w, t = 4, "ptr"
             flist.append({"offset": off, "size": w, "type": t, "name": f"field_{off}"})
-        out.append({
-            "name": f"struct_f{src[0]}_{src[1].replace('@', '_at')}",
-            "source_function": src[0],
-            "fields": flist,
-            "members": [{"func_index": fi, "base": b} for fi, b in nodes],
-        })
+        out.append(
+            {
+                "name": f"struct_f{src[0]}_{src[1].replace('@', '_at')}",
+                "source_function": src[0],
+                "fields": flist,
+                "members": [{"func_index": fi, "base": b} for fi, b in nodes],
+            }
+        )
     out.sort(key=lambda s: (s["source_function"], s["name"]))
     return out

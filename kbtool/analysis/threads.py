@@ -25,7 +25,7 @@ from kbtool.wasm.opcodes import MNEMONICS, WIDTH
 
 from .body import atomic_sites, decode_body
 
-MAX_LOCK_BODY = 160  # a lock is a small function; big ones merely contain a CAS loop
+MAX_LOCK_BODY = 256  # a lock is a small function; big ones merely contain a CAS loop
 
 WORKER_EXPORTS = {
     "wasi_thread_start": "wasi-threads entry",
@@ -67,9 +67,17 @@ def thread_facts(a: ModuleAnalysis, data: bytes, progress=None) -> list[dict]:
     facts: list[dict] = []
     for i, mem in enumerate(m.memories):
         if mem.shared:
-            facts.append({"kind": "shared_memory", "memory": i, "min_pages": mem.min,
-                          "max_pages": mem.max, "imported": mem.imported})
+            facts.append(
+                {
+                    "kind": "shared_memory",
+                    "memory": i,
+                    "min_pages": mem.min,
+                    "max_pages": mem.max,
+                    "imported": mem.imported,
+                }
+            )
     atomic_funcs = [f for f in a.functions if f.atomic_sites and not f.imported]
+    classes_of: dict[int, set[str]] = {}
     for n, f in enumerate(atomic_funcs):
         classes: set[str] = set()
         site = 0
@@ -77,29 +85,86 @@ def thread_facts(a: ModuleAnalysis, data: bytes, progress=None) -> list[dict]:
             mn = MNEMONICS[op]
             cls, rmw = atomic_class(mn)
             classes.add(cls if cls != "rmw" else f"rmw.{rmw}")
-            facts.append({"kind": "atomic_site", "func_index": f.index, "site": site,
-                          "op": mn, "class": cls, "rmw": rmw, "width": _width(op, mn),
-                          "offset": offset})
+            facts.append(
+                {
+                    "kind": "atomic_site",
+                    "func_index": f.index,
+                    "site": site,
+                    "op": mn,
+                    "class": cls,
+                    "rmw": rmw,
+                    "width": _width(op, mn),
+                    "offset": offset,
+                }
+            )
             site += 1
-        pattern = _lock_pattern(classes, f.loops) if f.instr_count <= MAX_LOCK_BODY else None
-        if pattern:
-            facts.append({"kind": "lock", "func_index": f.index, "pattern": pattern,
-                          "evidence": {"atomic_classes": sorted(classes), "loops": f.loops}})
+        classes_of[f.index] = classes
         if progress is not None and n % 256 == 0:
             progress(n, len(atomic_funcs))
+    facts.extend(_lock_facts(a, atomic_funcs, classes_of))
     facts.extend(_tls_facts(a, data))
     facts.extend(_worker_facts(a))
     return facts
 
 
-def _lock_pattern(classes: set[str], loops: int) -> str | None:
+def _lock_facts(a: ModuleAnalysis, funcs: list, classes_of: dict[int, set[str]]) -> list[dict]:
+    """``lock`` facts: the atomic pattern of small functions, with the wait/notify of a
+    direct callee counted (Emscripten's locks call ``emscripten_futex_wait``/``_wake``)."""
+    waits = {i for i, c in classes_of.items() if "wait" in c}
+    notifies = {i for i, c in classes_of.items() if "notify" in c}
+    # one level further: musl's __timedwait -> emscripten_futex_wait
+    waits |= {g.index for g in a.functions if not g.imported and waits.intersection(g.calls)}
+    notifies |= {
+        g.index
+        for g in a.functions
+        if not g.imported and g.instr_count <= 32 and notifies.intersection(g.calls)
+    }
+    out = []
+    for f in funcs:
+        if f.instr_count > MAX_LOCK_BODY:
+            continue
+        classes = classes_of[f.index]
+        via_wait = sorted(t for t in set(f.calls) if t in waits and t != f.index)
+        via_notify = sorted(t for t in set(f.calls) if t in notifies and t != f.index)
+        got = _lock_pattern(classes, f.loops, bool(via_wait), bool(via_notify))
+        if got is None:
+            continue
+        pattern, strength = got
+        ev = {"atomic_classes": sorted(classes), "loops": f.loops}
+        if via_wait:
+            ev["wait_via"] = via_wait[:4]
+        if via_notify:
+            ev["notify_via"] = via_notify[:4]
+        out.append(
+            {
+                "kind": "lock",
+                "func_index": f.index,
+                "pattern": pattern,
+                "strength": strength,
+                "evidence": ev,
+            }
+        )
+    return out
+
+
+def _lock_pattern(
+    classes: set[str], loops: int, callee_wait: bool = False, callee_notify: bool = False
+) -> tuple[str, str] | None:
+    """``(pattern, strength)``. ``futex``: an acquire (cmpxchg/xchg) and a wait (own or a
+    direct callee's); strong only inside a loop (retry after wake-up), else weak (a
+    once-guard fits too). ``spin``: a cmpxchg loop without wait/notify: always weak (a
+    lock-free CAS update such as sbrk's fits too). ``futex_release``: a releasing write
+    plus a notify (own or callee's): strong unless the body also has a cmpxchg (an inlined
+    lock/unlock pair in a bigger function)."""
     acquire = "cmpxchg" in classes or "rmw.xchg" in classes
-    if acquire and "wait" in classes:
-        return "futex"
-    if "cmpxchg" in classes and loops and "notify" not in classes:
-        return "spin"
-    if "notify" in classes and (classes & {"rmw.xchg", "rmw.sub", "store", "rmw.and"}):
-        return "futex_release"
+    wait = "wait" in classes or callee_wait
+    notify = "notify" in classes or callee_notify
+    if acquire and wait:
+        return "futex", "strong" if loops else "weak"
+    if "cmpxchg" in classes and loops and not notify:
+        return "spin", "weak"
+    if notify and (classes & {"rmw.xchg", "rmw.sub", "store", "rmw.and"}):
+        return "futex_release", "weak" if "cmpxchg" in classes else "strong"
     return None
 
 
@@ -113,12 +178,22 @@ def _tls_facts(a: ModuleAnalysis, data: bytes) -> list[dict]:
         if "global.set" not in ops or not ({"memory.init", "memory.copy"} & set(ops)):
             continue
         body = decode_body(data, f)
-        if len(body) >= 2 and MNEMONICS[body[0][0]] == "local.get" and body[0][1] == (0,) \
-                and MNEMONICS[body[1][0]] == "global.set":
+        if (
+            len(body) >= 2
+            and MNEMONICS[body[0][0]] == "local.get"
+            and body[0][1] == (0,)
+            and MNEMONICS[body[1][0]] == "global.set"
+        ):
             g = body[1][1][0]
-            out.append({"kind": "tls_base", "global_index": g, "init_function": f.index,
-                        "evidence": "global set from p0 of a (i32)->() memory.init/copy "
-                                    "initialiser (__wasm_init_tls shape)"})
+            out.append(
+                {
+                    "kind": "tls_base",
+                    "global_index": g,
+                    "init_function": f.index,
+                    "evidence": "global set from p0 of a (i32)->() memory.init/copy "
+                    "initialiser (__wasm_init_tls shape)",
+                }
+            )
     return out if len(out) == 1 else []
 
 
@@ -130,8 +205,10 @@ def _worker_facts(a: ModuleAnalysis) -> list[dict]:
             entries[e.index] = e.name
     if not entries:
         return []
-    out = [{"kind": "worker_entry", "func_index": i, "export": n,
-            "evidence": WORKER_EXPORTS[n]} for i, n in sorted(entries.items())]
+    out = [
+        {"kind": "worker_entry", "func_index": i, "export": n, "evidence": WORKER_EXPORTS[n]}
+        for i, n in sorted(entries.items())
+    ]
     roots = {e.index for e in m.exports if e.kind == "func" and e.index not in entries}
     if m.start is not None:
         roots.add(m.start)
@@ -140,8 +217,13 @@ def _worker_facts(a: ModuleAnalysis) -> list[dict]:
     main_reach = _reach(a, roots)
     worker_reach = _reach(a, set(entries))
     for i in sorted(worker_reach - main_reach - set(entries)):
-        out.append({"kind": "worker_only", "func_index": i,
-                    "evidence": "reached by direct calls only from worker entries"})
+        out.append(
+            {
+                "kind": "worker_only",
+                "func_index": i,
+                "evidence": "reached by direct calls only from worker entries",
+            }
+        )
     return out
 
 

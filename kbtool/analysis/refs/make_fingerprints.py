@@ -12,13 +12,40 @@ import pathlib
 import re
 import sys
 
-from kbtool.analysis.families import family_of
-from kbtool.analysis.fingerprints import FingerprintDB, RefEntry, full_hash
+from kbtool.analysis.families import demangle_rust, family_of, is_rust_runtime
+from kbtool.analysis.fingerprints import (
+    FingerprintDB,
+    LooseContext,
+    RefEntry,
+    full_hash,
+    loose_digests,
+)
 from kbtool.wasm import analyze_module
 
 # functions of the reference programs (not library code)
-OWN = {"main", "cmp", "my_log", "worker", "__original_main", "__main_argc_argv",
-       "point_norm", "node_walk", "entry", "__stack_chk_fail"}
+OWN = {
+    "main",
+    "cmp",
+    "my_log",
+    "worker",
+    "__original_main",
+    "__main_argc_argv",
+    "point_norm",
+    "node_walk",
+    "entry",
+    "__stack_chk_fail",
+    "fail",
+    "guarded",
+    "run",
+}
+
+
+def is_reference_library(name: str) -> bool:
+    """Library code of a reference build (not the reference program's own functions)."""
+    if name in OWN:
+        return False
+    rust = demangle_rust(name)
+    return rust is None or is_rust_runtime(rust)
 
 
 _SECTION = re.compile(r"^\s+-\s+[0-9a-f]+\s+[0-9a-f]+ ([A-Za-z_.]+)$")
@@ -48,45 +75,72 @@ def map_names(map_text: str) -> list[str]:
 
 
 def describe(stem: str) -> str:
-    tool = {"wasi": "wasi-libc (Debian 0.0~git20220510) + clang 14",
-            "zig": "zig cc 0.17.1 (PyPI ziglang; its wasi-libc + compiler_rt)",
-            "emcc": "emscripten 3.1.6 (Debian) emcc"}.get(stem.split("-")[0], "?")
+    tool = {
+        "wasi": "wasi-libc (Debian 0.0~git20220510) + clang 14",
+        "zig": "zig cc 0.17.1 (PyPI ziglang; its wasi-libc + compiler_rt)",
+        "emcc": "emscripten 3.1.6 (Debian) emcc",
+        "rust": "rustc 1.63 (Debian) + libstd-rust-dev-wasm32; refs/rust_std.rs",
+    }.get(stem.split("-")[0], "?")
     return f"{tool}; {stem}"
 
 
 def main(argv: list[str]) -> int:
     src = pathlib.Path(argv[1])
-    out = pathlib.Path(argv[2]) if len(argv) > 2 else \
-        pathlib.Path(__file__).resolve().parent.parent / "data" / "fingerprints.json"
+    out = (
+        pathlib.Path(argv[2])
+        if len(argv) > 2
+        else pathlib.Path(__file__).resolve().parent.parent / "data" / "fingerprints.json"
+    )
     merged: dict[tuple[str, str, str], dict] = {}
     builds: dict[str, str] = {}
     for path in sorted(src.glob("*.wasm")):
         bid = path.stem
         builds[bid] = describe(bid)
-        a = analyze_module(path.read_bytes())
+        data = path.read_bytes()
+        a = analyze_module(data)
+        bounds = LooseContext(data, a.module)
         names = dict(a.module.func_names)
         mp = path.with_suffix(".map")
         if not names and mp.exists():
             listed = map_names(mp.read_text("utf-8"))
             if len(listed) != len(a.module.code):
-                raise SystemExit(f"{mp}: {len(listed)} code entries, module has "
-                                 f"{len(a.module.code)}")
+                raise SystemExit(
+                    f"{mp}: {len(listed)} code entries, module has {len(a.module.code)}"
+                )
             base = a.module.num_func_imports
             names = {base + k: n for k, n in enumerate(listed)}
         for f in a.functions:
             name = names.get(f.index)
-            if f.imported or not name or name in OWN:
+            if f.imported or not name or not is_reference_library(name):
                 continue
             key = (f.shape_hash, full_hash(f), name)
-            ent = merged.setdefault(key, {
-                "name": name, "shape": f.shape_hash, "full": key[1],
-                "instr_count": f.instr_count, "type_sig": f.type_sig,
-                "callees": sorted({names.get(c, "?") for c in f.calls}), "refs": set()})
+            ent = merged.setdefault(
+                key,
+                {
+                    "name": name,
+                    "shape": f.shape_hash,
+                    "full": key[1],
+                    "instr_count": f.instr_count,
+                    "type_sig": f.type_sig,
+                    "callees": sorted({names.get(c, "?") for c in f.calls}),
+                    "refs": set(),
+                    "loose": loose_digests(data, f, bounds),
+                },
+            )
             ent["refs"].add(bid)
     entries = [
-        RefEntry(f"{v['shape'][:16]}:{v['name']}", v["name"], family_of(v["name"]),
-                 v["shape"], v["full"], v["instr_count"], v["type_sig"],
-                 tuple(v["callees"]), tuple(sorted(v["refs"])))
+        RefEntry(
+            f"{v['shape'][:16]}:{v['name']}",
+            v["name"],
+            family_of(v["name"]),
+            v["shape"],
+            v["full"],
+            v["instr_count"],
+            v["type_sig"],
+            tuple(v["callees"]),
+            tuple(sorted(v["refs"])),
+            *v["loose"],
+        )
         for v in merged.values()
     ]
     db = FingerprintDB(entries, builds)
