@@ -113,6 +113,26 @@ def test_list_functions_pages_and_filters(demo_kb_master):
     run(main())
 
 
+def test_function_list_window_is_a_slice_of_the_list(demo_kb_master):
+    """The paged list reads one window in SQL: the same rows as slicing the whole list."""
+    conn = open_ro(demo_kb_master)
+    try:
+        vid = queries.latest_version_id(conn)
+        for imports in (False, True):
+            every = queries.list_functions(conn, vid, imports)
+            unnamed = [e for e in every if e["name"] is None]
+            for rows, only in ((every, False), (unnamed, True)):
+                for offset, count in ((0, 7), (5, 100), (len(rows) - 3, 50), (len(rows) + 9, 5)):
+                    total, window = queries.function_list_window(
+                        conn, vid, imports, offset, count, only)
+                    assert total == len(rows)
+                    assert window == rows[offset:offset + count]
+        with pytest.raises(queries.UnknownVersionError):
+            queries.function_list_window(conn, 999, False, 0, 5)
+    finally:
+        conn.close()
+
+
 def test_facts_diff_and_export_pages(demo_kb_master):
     db = demo_kb_master
     vids = [v["id"] for v in query(db, queries.list_versions)]

@@ -1081,3 +1081,33 @@ def stored_diff_stamp(
         (from_version_id, to_version_id),
     ).fetchone()
     return (str(row[0]), int(row[1])) if row else None
+
+
+# ---------------------------------------------------------------- function list pages
+
+def function_list_window(
+    conn: sqlite3.Connection,
+    version_id: int,
+    include_imports: bool,
+    offset: int,
+    count: int,
+    unnamed_only: bool = False,
+) -> tuple[int, list[FunctionEntry]]:
+    """``(total, rows)``: how many function list entries match, and ``count`` of them from
+    ``offset`` in index order (the same rows as :func:`list_functions`, filtered to unnamed
+    ones when asked). A page of a 50,000-function version without reading all of it."""
+    _version_row(conn, version_id)
+    where = " WHERE f.version_id = ?" + ("" if include_imports else " AND f.imported = 0")
+    join = " FROM functions f LEFT JOIN symbols s ON s.stable_id = f.stable_id"
+    if unnamed_only:
+        where += " AND s.name IS NULL"
+    total = conn.execute("SELECT COUNT(*)" + join + where, (version_id,)).fetchone()[0]
+    rows = [
+        {"index": i, "stable_id": sid, "type": t, "name": n, "provenance": p, "confidence": c}
+        for i, sid, t, n, p, c in conn.execute(
+            "SELECT f.idx, f.stable_id, f.type_sig, s.name, s.provenance, s.confidence"
+            + join + where + " ORDER BY f.idx LIMIT ? OFFSET ?",
+            (version_id, max(0, count), max(0, offset)),
+        )
+    ]
+    return total, rows

@@ -44,12 +44,29 @@ def page_rows(
     ``call`` is the tool call without its offset, e.g. ``list_functions(version_id=3)``;
     the note tells the agent to repeat it with ``offset=next_offset``.
     """
-    total = len(rows)
-    limit = DEFAULT_PAGE if limit is None else max(1, min(limit, MAX_PAGE))
+    limit = page_limit(limit)
     offset = max(0, offset)
+    return page_window(rows[offset : offset + limit], len(rows), offset, call=call, budget=budget)
+
+
+def page_limit(limit: int | None) -> int:
+    """The rows a page may hold: ``limit`` within 1..MAX_PAGE, DEFAULT_PAGE when absent."""
+    return DEFAULT_PAGE if limit is None else max(1, min(limit, MAX_PAGE))
+
+
+def page_window(
+    window: Sequence[Any],
+    total: int,
+    offset: int,
+    *,
+    call: str,
+    budget: int = MAX_ANSWER_BYTES - 2_000,
+) -> dict[str, Any]:
+    """The page of :func:`page_rows` when the caller already read only the rows from
+    ``offset`` (at most one page of them) and knows ``total`` (e.g. LIMIT/OFFSET in SQL)."""
     items: list[Any] = []
     size = 0
-    for row in rows[offset : offset + limit]:
+    for row in window:
         size += _size(row)
         if size > budget and items:
             break

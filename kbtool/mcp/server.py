@@ -32,7 +32,15 @@ from kbtool.kb.db import open_ro, open_rw
 from kbtool.kb.errors import KBError, KBMissingError, UnknownStableIdError, UnknownVersionError
 from kbtool.kb.gate import MAX_BINARY_NAME, MAX_NAME, MAX_STABLE_ID, MAX_SUMMARY, upsert_symbol
 from kbtool.mcp import compat, reads
-from kbtool.mcp.paging import MAX_ANSWER_BYTES, MAX_PAGE, call_text, cut_lists, page_rows
+from kbtool.mcp.paging import (
+    MAX_ANSWER_BYTES,
+    MAX_PAGE,
+    call_text,
+    cut_lists,
+    page_limit,
+    page_rows,
+    page_window,
+)
 from kbtool.textutil import json_safe
 
 log = logging.getLogger("kbtool.mcp")
@@ -277,20 +285,27 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         next_offset, truncated, note} of at most `limit` rows (default 500) and 100 KB;
         call again with offset=next_offset until next_offset is null."""
         paging = (offset, limit, unnamed_only, name_contains, fields)
-        rows = read(queries.list_functions, version_id, include_imports)
         if all(p is None for p in paging):
-            return rows
+            return read(queries.list_functions, version_id, include_imports)
+        call = call_text("list_functions", version_id=version_id,
+                         include_imports=include_imports or None, unnamed_only=unnamed_only,
+                         name_contains=name_contains, fields=fields, limit=limit)
+        keep = [f for f in ENTRY_FIELDS if f in fields] if fields else None
+        if not name_contains:  # one page read in SQL, not the whole list
+            start = max(0, offset or 0)
+            total, window = read(queries.function_list_window, version_id, include_imports,
+                                 start, page_limit(limit), bool(unnamed_only))
+            if keep:
+                window = [{k: r[k] for k in keep} for r in window]
+            return page_window(window, total, start, call=call)
+        rows = read(queries.list_functions, version_id, include_imports)
         if unnamed_only:
             rows = [r for r in rows if r["name"] is None]
         if name_contains:
             needle = name_contains.lower()
             rows = [r for r in rows if r["name"] and needle in r["name"].lower()]
-        if fields:
-            keep = [f for f in ENTRY_FIELDS if f in fields]
+        if keep:
             rows = [{k: r[k] for k in keep} for r in rows]
-        call = call_text("list_functions", version_id=version_id,
-                         include_imports=include_imports or None, unnamed_only=unnamed_only,
-                         name_contains=name_contains, fields=fields, limit=limit)
         return page_rows(rows, offset or 0, limit, call=call)
 
     def get_function_facts(
