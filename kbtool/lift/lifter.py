@@ -28,6 +28,7 @@ from __future__ import annotations
 import struct
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from kbtool.wasm.errors import WasmFormatError
 from kbtool.wasm.instr import decode_one, read_local_decls
@@ -159,7 +160,17 @@ class _E:
 
     __slots__ = ("text", "prec", "ty", "fl", "locs", "neg", "const", "tee")
 
-    def __init__(self, text, prec, ty, fl=0, locs=(), neg=None, const=None, tee=None):
+    def __init__(
+        self,
+        text: str,
+        prec: int,
+        ty: str,
+        fl: int = 0,
+        locs: tuple = (),
+        neg: str | None = None,
+        const: Any = None,
+        tee: int | None = None,
+    ):
         self.text = text
         self.prec = prec
         self.ty = ty
@@ -203,7 +214,7 @@ class _Blk:
         "cross_block",
     )
 
-    def __init__(self, kind, start, parent, bt):
+    def __init__(self, kind: str, start: int, parent: int, bt: Any):
         self.kind = kind
         self.start = start
         self.end = -1
@@ -218,7 +229,7 @@ class _Blk:
         self.claimed = -1  # index of the br_table whose switch this block belongs to
 
 
-def _scan(ins, ctrl, budget):
+def _scan(ins: list[tuple[int, int, Any]], ctrl: list[int], budget: _Budget) -> tuple:
     """Match blocks, record branch sites and choose each block's C form (``ctrl``: the
     indices of the control instructions in ``ins``)."""
     blocks = [_Blk("func", -1, -1, None)]
@@ -338,7 +349,7 @@ def _switch_chains(blocks, tables) -> dict[int, list[int]]:
     return out
 
 
-def _decide(blocks, b, ins, budget):
+def _decide(blocks: list[_Blk], b: int, ins: list[tuple[int, int, Any]], budget: _Budget) -> None:
     blk = blocks[b]
     bt = blk.bt
     simple = bt == ""
@@ -441,7 +452,7 @@ class _Frame:
         "tern",
     )
 
-    def __init__(self, blk, form, params, results, height):
+    def __init__(self, blk: _Blk, form: str, params: Any, results: Any, height: int):
         self.blk = blk
         self.form = form
         self.params = params
@@ -453,7 +464,7 @@ class _Frame:
         self.label_used = False
         self.branched = False
         self.opened = 0
-        self.cond = None
+        self.cond: Any = None
         self.live_in = True
         self.has_else = False
         self.id = 0
@@ -542,6 +553,7 @@ class _Lifter:
         self.gget: dict[int, _E] = {}  # one immutable expression per global read
         self.loopish: list[int] = []  # frame indices of open loop / do-while frames
         self.sw_open: list[int] = []  # frame indices whose C switch is open
+        self.switches: dict[int, list[int]] = {}  # set by lift_function from _scan
 
     # -- output
     def emit(self, line: str) -> None:
@@ -757,7 +769,15 @@ class _Lifter:
         return t.params, t.results
 
     # -- the walk
-    def run(self, ins, blocks, open_at, locals_c, local_types, ftype) -> None:
+    def run(
+        self,
+        ins: list[tuple[int, int, Any]],
+        blocks: list[_Blk],
+        open_at: dict[int, int],
+        locals_c: list[str],
+        local_types: list[str],
+        ftype: Any,
+    ) -> None:
         fr = _Frame(blocks[0], "func", (), ftype.results, 0)
         self.frames.append(fr)
         self.locals_c = locals_c
@@ -842,7 +862,7 @@ class _Lifter:
             if not frames:
                 return
 
-    def step(self, i, off, op, imms):  # noqa: C901 - one dispatch over opcodes
+    def step(self, i: int, off: int, op: int, imms: Any) -> None:  # noqa: C901 - one dispatch over opcodes
         if op == 0x20:  # local.get
             x = imms[0]
             name = self.local(x)
@@ -861,11 +881,11 @@ class _Lifter:
             self.push(_E(_i64_text(v), 0 if v >= 0 else 2, "i64", const=v))
         elif op == 0x43:
             bits = struct.unpack_from("<I", self.lm.data, off + 1)[0]
-            t = _f32_text(imms[0], bits)
-            self.push(_E(t, 0 if not t.startswith("-") else 2, "f32", const=imms[0]))
+            txt = _f32_text(imms[0], bits)
+            self.push(_E(txt, 0 if not txt.startswith("-") else 2, "f32", const=imms[0]))
         elif op == 0x44:
-            t = _f64_text(imms[0])
-            self.push(_E(t, 0 if not t.startswith("-") else 2, "f64", const=imms[0]))
+            txt = _f64_text(imms[0])
+            self.push(_E(txt, 0 if not txt.startswith("-") else 2, "f64", const=imms[0]))
         elif op == 0x23:
             self.global_get(imms[0])
         elif op == 0x24:
@@ -1245,7 +1265,7 @@ class _Lifter:
             return f"*({ct} *)(M + {_p(base, 4)} + {offset})"
         return f"*({ct} *)(M + {_p(base, 4)})"
 
-    def mem_op(self, op, imms):
+    def mem_op(self, op: int, imms: Any) -> None:
         name = MNEMONICS[op]
         offset = imms[1]
         if name in _LOAD_CT:
@@ -1303,7 +1323,7 @@ class _Lifter:
             for k, r in enumerate(res):
                 self.stack.append(_E(f"{tmp}.v{k}", 0, r))
 
-    def table_op(self, op, ent, imms):
+    def table_op(self, op: int, ent: Any, imms: Any) -> None:
         form, params, results, text = ent
         if form in _BINARY_FORMS:
             stack = self.stack
@@ -1369,7 +1389,9 @@ class _Lifter:
             for k, r in enumerate(results):
                 self.stack.append(_E(f"{tmp}.v{k}", 0, r))
 
-    def binary(self, form, op, a, b, ty, rty, fl, locs) -> _E:
+    def binary(
+        self, form: str, op: str, a: _E, b: _E, ty: str, rty: str, fl: int, locs: tuple
+    ) -> _E:
         P = PREC[op]
         if form == "bin":
             if (
@@ -1408,7 +1430,7 @@ class _Lifter:
         return _E(f"{_p(a, 2)} {op} {cnt}", 5, rty, fl, locs)
 
     # -- control flow
-    def open_block(self, i, op, imms):
+    def open_block(self, i: int, op: int, imms: Any) -> None:
         b = self.open_at[i]
         blk = self.blocks[b]
         params, results = self.blocktype(imms[0])
@@ -1433,6 +1455,7 @@ class _Lifter:
         elif form == "dowhile" or form == "dowhile0":
             self.emit("do {")
         elif form == "if":
+            assert cond is not None
             self.emit(f"if ({self.cond_text(cond)}) {{")
             fr_heads = [len(self.out)]
         elif form == "try":
@@ -1458,8 +1481,8 @@ class _Lifter:
             fr.label = f"L{fr.id}"
             self.out.append(None)  # placeholder for the loop-head label
             fr.cond = len(self.out) - 1
-        for k, v in enumerate(fr.par_vars):
-            self.stack.append(_E(v, 0, params[k]))
+        for k, pv in enumerate(fr.par_vars):
+            self.stack.append(_E(pv, 0, params[k]))
         d = len(self.frames)
         if d > self.stats.max_depth:
             self.stats.max_depth = d
@@ -1536,7 +1559,7 @@ class _Lifter:
             self.frames.append(fr)
         fr.has_else = True
 
-    def do_end(self, i):
+    def do_end(self, i: int) -> None:
         fr = self.frames[-1]
         reach = not self.dead
         if fr.form == "func":
@@ -1676,6 +1699,7 @@ class _Lifter:
                 and "}" not in body
             ):
                 h = out[head - 1]
+                assert h is not None
                 out[head - 1] = h[:-1] + body.strip()
                 out.pop()
                 return
@@ -1759,9 +1783,9 @@ class _Lifter:
         self.stats.gotos += 1
         return lines
 
-    def br_if(self, i, depth, c: _E | None = None, keep: int = 0):
+    def br_if(self, i: int, depth: int, c: _E | None = None, keep: int = 0) -> None:
         plain = c is None  # a br_if (not a br_on_* with its own test)
-        if plain:
+        if c is None:
             c = self.pop()
         if depth >= len(self.frames):
             raise LiftError(f"branch depth {depth} out of range")
@@ -1862,11 +1886,11 @@ class _Lifter:
         self.dead = True
 
 
-def _fs_set(lf: _Lifter, i, op, imms) -> None:
+def _fs_set(lf: _Lifter, i: int, op: int, imms: Any) -> None:
     lf.set_local(imms[0], lf.pop(), op == 0x22)
 
 
-def _fs_call(lf: _Lifter, i, op, imms) -> None:
+def _fs_call(lf: _Lifter, i: int, op: int, imms: Any) -> None:
     ft = lf.lm.func_types
     t = ft[imms[0]] if imms[0] < len(ft) else None
     if t is None:
@@ -1923,7 +1947,7 @@ for _op in range(len(MNEMONICS)):
 # ----------------------------------------------------------------------------- entry
 
 
-def _decode(data: bytes, start: int, end: int, budget: _Budget):
+def _decode(data: bytes, start: int, end: int, budget: _Budget) -> tuple:
     """Decode a body into ``[(offset, op, imms)]`` plus the indices of control instructions.
 
     Inline fast paths cover the common shapes with one- or two-byte LEBs (no immediate;
@@ -1931,8 +1955,8 @@ def _decode(data: bytes, start: int, end: int, budget: _Budget):
     (and any shape near ``end``) goes through the shared careful decoder.
     """
     decls, p = read_local_decls(data, start, end)
-    ins = []
-    ctrl = []
+    ins: list[tuple] = []
+    ctrl: list[int] = []
     append = ins.append
     cappend = ctrl.append
     fast = _FAST
