@@ -28,7 +28,7 @@ from __future__ import annotations
 import struct
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from kbtool.wasm.errors import WasmFormatError
 from kbtool.wasm.instr import decode_one, read_local_decls
@@ -39,21 +39,23 @@ from .ctable import CTABLE, PREC, imm_args, lane_arg
 from .names import C_KEYWORDS, c_ident, comment_text, escape_text
 from .prelude import PRELUDE_NAMES
 
-MAX_INSTRUCTIONS = 400_000
-MAX_OUTPUT_CHARS = 4_000_000
-MAX_LOCALS = 50_000
-MAX_EXPR_CHARS = 1_500
-MAX_INDENT = 40
-MAX_BREAK_WALK = 10_000  # blocks walked per branch when choosing do { } while (0)
-_INDENT = ["  " * d for d in range(MAX_INDENT + 1)]
-DEFAULT_SECONDS = 10.0
+MAX_INSTRUCTIONS: Final = 400_000
+MAX_OUTPUT_CHARS: Final = 4_000_000
+MAX_LOCALS: Final = 50_000
+MAX_EXPR_CHARS: Final = 1_500
+MAX_INDENT: Final = 40
+MAX_BREAK_WALK: Final = 10_000  # blocks walked per branch when choosing do { } while (0)
+_INDENT: Final = ["  " * d for d in range(MAX_INDENT + 1)]
+DEFAULT_SECONDS: Final = 10.0
 
-F_CALL, F_MEM, F_GLOB = 1, 2, 4
-F_SET = 8  # the expression assigns a local (a folded ``local.tee``)
-F_EFFECT = F_CALL | F_MEM | F_GLOB
+F_CALL: Final = 1
+F_MEM: Final = 2
+F_GLOB: Final = 4
+F_SET: Final = 8  # the expression assigns a local (a folded ``local.tee``)
+F_EFFECT: Final = F_CALL | F_MEM | F_GLOB
 
-_OPENERS = {0x02: "block", 0x03: "loop", 0x04: "if", 0x06: "try", 0x1F: "try_table"}
-_LOAD_CT = {
+_OPENERS: Final = {0x02: "block", 0x03: "loop", 0x04: "if", 0x06: "try", 0x1F: "try_table"}
+_LOAD_CT: Final = {
     "i32.load": "int32_t",
     "i64.load": "int64_t",
     "f32.load": "float",
@@ -69,7 +71,7 @@ _LOAD_CT = {
     "i64.load32_s": "int32_t",
     "i64.load32_u": "uint32_t",
 }
-_STORE_CT = {
+_STORE_CT: Final = {
     "i32.store": "int32_t",
     "i64.store": "int64_t",
     "f32.store": "float",
@@ -81,9 +83,11 @@ _STORE_CT = {
     "i64.store32": "int32_t",
 }
 _GC_BASE = PREFIX_BASE[0xFB]
-_BR_ON_CAST = frozenset((_GC_BASE + 0x18, _GC_BASE + 0x19))
-_BR_ON = frozenset((0xD5, 0xD6)) | _BR_ON_CAST
-_GC_OPS = frozenset([0xD5, 0xD6] + [_GC_BASE + k for k in range(0x1F) if MNEMONICS[_GC_BASE + k]])
+_BR_ON_CAST: Final = frozenset((_GC_BASE + 0x18, _GC_BASE + 0x19))
+_BR_ON: Final = frozenset((0xD5, 0xD6)) | _BR_ON_CAST
+_GC_OPS: Final = frozenset(
+    [0xD5, 0xD6] + [_GC_BASE + k for k in range(0x1F) if MNEMONICS[_GC_BASE + k]]
+)
 _HEAPTYPE_C = {
     "func": "HT_FUNC",
     "extern": "HT_EXTERN",
@@ -123,8 +127,8 @@ def _gc_suffix(storage: str) -> str:
     return storage if storage in ("i32", "i64", "f32", "f64", "v128") else "ref"
 
 
-_BINARY_FORMS = frozenset(("bin", "binu", "cmp", "cmpu", "shl", "shr", "shru"))
-_NEG_CMP = {"==": "!=", "!=": "==", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
+_BINARY_FORMS: Final = frozenset(("bin", "binu", "cmp", "cmpu", "shl", "shr", "shru"))
+_NEG_CMP: Final = {"==": "!=", "!=": "==", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
 
 
 class LiftError(Exception):
@@ -793,7 +797,9 @@ class _Lifter:
         lt = local_types
         nloc = len(locals_c)
         pend = self.pend
-        lget: list = [None] * nloc  # one immutable expression per local, made on first use
+        lget: list[_E | None] = [
+            None
+        ] * nloc  # one immutable expression per local, made on first use
         self.lget = lget
         loads = _LOAD_INFO
         frames = self.frames
@@ -1899,7 +1905,7 @@ def _fs_call(lf: _Lifter, i: int, op: int, imms: Any) -> None:
 
 
 #: handlers for the commonest ops that :meth:`_Lifter.step` reaches late in its chain
-_FAST_STEP = {
+_FAST_STEP: Final = {
     0x21: _fs_set,
     0x22: _fs_set,
     0x10: _fs_call,
@@ -1926,16 +1932,16 @@ def c_ident_path(text: str) -> str:
     return "".join(out)
 
 
-_MEMOPS = frozenset(i for i, n in enumerate(MNEMONICS) if n in _LOAD_CT or n in _STORE_CT)
+_MEMOPS: Final = frozenset(i for i, n in enumerate(MNEMONICS) if n in _LOAD_CT or n in _STORE_CT)
 #: per op: (C type, wasm result type, widened to int64_t) for plain loads, else None
-_LOAD_INFO: list = [None] * len(MNEMONICS)
+_LOAD_INFO: Final[list] = [None] * len(MNEMONICS)
 for _op, _n in enumerate(MNEMONICS):
     if _n in _LOAD_CT:
         _LOAD_INFO[_op] = (_LOAD_CT[_n], _n[:3], _n[:3] == "i64" and _LOAD_CT[_n] != "int64_t")
 
 #: per op, the inline path of :meth:`_Lifter.run`: 1 local.get, 2 table op, 3 plain load,
 #: 4 i32.const, 0 a handler
-_RUN_KIND = [0] * len(MNEMONICS)
+_RUN_KIND: Final = [0] * len(MNEMONICS)
 _RUN_KIND[0x20] = 1
 _RUN_KIND[0x41] = 4
 for _op in range(len(MNEMONICS)):
@@ -2062,17 +2068,17 @@ def _stack_effects() -> list:
     return eff
 
 
-_STACK_EFFECT = _stack_effects()
+_STACK_EFFECT: Final = _stack_effects()
 
 #: single-byte opcodes without immediates
-_NO_IMM = frozenset(b for b in range(0xFB) if BYTE_KIND[b] == K_NONE)
+_NO_IMM: Final = frozenset(b for b in range(0xFB) if BYTE_KIND[b] == K_NONE)
 #: control instructions the structurer looks at (openers, else/catch, ends, branches)
 #: (by first byte; 0xD5/0xD6 br_on_null/non_null, 0xFB GC ops incl. br_on_cast)
-_CTRL = frozenset(
+_CTRL: Final = frozenset(
     {0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x0B, 0x0C, 0x0D, 0x0E, 0x18, 0x19, 0x1F, 0xD5, 0xD6, 0xFB}
 )
 #: fast decode shape per first byte: 1 none, 2 one uleb, 3 i32.const, 4 memarg, 5 block
-_FAST = [0] * 256
+_FAST: Final = [0] * 256
 for _b in _NO_IMM:
     _FAST[_b] = 1
 for _b in (0x0C, 0x0D, 0x10, 0x12, 0x20, 0x21, 0x22, 0x23, 0x24):
