@@ -26,16 +26,45 @@ needs_compiled = pytest.mark.skipif(
 )
 
 
+# shapes the fixtures above miss (a v128.const once crashed only the compiled path)
+EXTRA_WAT = """(module
+  (type $bin (func (param i32 i32) (result i32)))
+  (memory 1) (table 2 funcref) (elem (i32.const 0) $add $pick)
+  (global $g (mut i64) (i64.const -5))
+  (func $add (type $bin) (i32.add (local.get 0) (local.get 1)))
+  (func $pick (type $bin) (select (local.get 0) (local.get 1) (i32.lt_s (local.get 0) (i32.const 3))))
+  (func $vec (param i32) (result i32)
+    (v128.store (local.get 0) (i32x4.add (v128.load (local.get 0))
+      (v128.const i32x4 1 -2 0x7fffffff 0x80000000)))
+    (i32x4.extract_lane 3 (v128.const i8x16 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)))
+  (func $consts (result f64)
+    (f64.add (f64.const nan) (f64.promote_f32 (f32.add (f32.const -inf) (f32.const 0x1p-149)))))
+  (func $two (param i64) (result i64 i32)
+    (i64.mul (local.get 0) (i64.const -9223372036854775808)) (i32.wrap_i64 (global.get $g)))
+  (func $sw (param i32) (result i32) (local i32)
+    (block $d (block $c (block $b (block $a
+      (br_table $a $b $c $d (local.get 0)))
+      (local.set 1 (i32.const 10)) (br $d))
+      (local.set 1 (call_indirect (type $bin) (local.get 0) (i32.const 2) (i32.const 1))) (br $d))
+      (loop $l (local.set 1 (local.tee 0 (i32.sub (local.get 0) (i32.const 1))))
+        (br_if $l (i32.gt_s (local.get 0) (i32.const 0)))))
+    (if (result i32) (local.get 1) (then (call $add (local.get 1) (i32.const 1)))
+      (else (call $two (i64.const 7)) (drop) (drop) (i32.const -1))))
+)
+"""
+
+
 def _modules(tmp: Path) -> dict[str, bytes]:
     mods = {
         "gc.wasm": (FIX / "gc.wasm").read_bytes(),
         "zstd-1.5.5.wasm": (ROOT / "kbtool" / "demo" / "zstd-1.5.5.wasm").read_bytes(),
     }
     if shutil.which("wat2wasm"):
-        for wat in ("features.wat", "tees.wat"):
-            out = tmp / wat.replace(".wat", ".wasm")
+        (tmp / "extra.wat").write_text(EXTRA_WAT)
+        for wat in (FIX / "features.wat", FIX / "tees.wat", tmp / "extra.wat"):
+            out = tmp / wat.name.replace(".wat", ".wasm")
             subprocess.run(
-                ["wat2wasm", "--enable-all", "--debug-names", str(FIX / wat), "-o", str(out)],
+                ["wat2wasm", "--enable-all", "--debug-names", str(wat), "-o", str(out)],
                 check=True,
             )
             mods[out.name] = out.read_bytes()

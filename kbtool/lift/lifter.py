@@ -991,8 +991,7 @@ class _Lifter:
         elif op == 0x18:  # delegate ends a try
             self.do_end(i)
         elif op == PREFIX_BASE[0xFD] + 0x0C:
-            b = imms[0]
-            ws = struct.unpack("<4I", b)
+            ws = struct.unpack("<4I", imms[0])
             self.push(
                 _E("v128_const(" + ", ".join(f"0x{w:08x}u" for w in ws) + ")", 0, "v128", const=ws)
             )
