@@ -1,6 +1,6 @@
 """Optional mypyc-compiled lifter: the same ``lifter.py`` source as a C extension (~2.5x less CPU).
 
-    pip install mypy                      # mypyc ships with mypy; needs a C compiler (gcc)
+    pip install mypy setuptools           # mypyc ships with mypy; needs a C compiler (gcc)
     python -m kbtool.lift.accel build     # compile; writes kbtool/lift/_clifter*.so
     python -m kbtool.lift.accel status    # which path kbtool.lift uses, and why
     python -m kbtool.lift.accel clean     # remove the compiled files
@@ -38,7 +38,7 @@ from .active import (
 def build(verbose: bool = False) -> list[Path]:
     """Compile ``lifter.py`` with mypyc into ``_clifter`` next to this file; return its files."""
     if importlib.util.find_spec("mypyc") is None:
-        raise RuntimeError("mypyc not found: pip install mypy (it ships mypyc)")
+        raise RuntimeError("mypyc not found: pip install mypy setuptools (mypy ships mypyc)")
     pkg_root = HERE.parent.parent  # the directory holding the kbtool package
     digest = source_digest()
     with tempfile.TemporaryDirectory(prefix="kbtool-accel-") as tmp:
