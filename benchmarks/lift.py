@@ -12,6 +12,9 @@ lines, body lines, gotos, labels, max brace nesting and the median body lines pe
 Then single-function on-demand latency (median / p95 / worst of ``lift_function`` after one
 ``prepare``, wall and CPU) on ``--latency`` (default: lightningcss).
 ``--smoke`` runs everything on the small .wat fixture (needs wat2wasm).
+Lifter path: rows read ``kbtool.lift/compiled`` (the mypyc build, ``python -m
+kbtool.lift.accel build``) and then ``kbtool.lift/pure`` when the compiled lifter is built
+(and ``KBTOOL_LIFT`` is not ``pure``), else ``kbtool.lift/pure`` alone; latency likewise.
 
 How lines are counted (the same rule for both tools): ``lines`` is every line of the
 whole-module output; ``body ln`` counts, per function, the lines strictly between the line
@@ -39,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kbtool.lift import lift_function, lift_module, prelude_path, prepare  # noqa: E402
+from kbtool.lift import active, lift_module, prelude_path, prepare  # noqa: E402
 
 DECOMPILE = shutil.which("wasm-decompile") or "/usr/bin/wasm-decompile"
 _COMMENT = re.compile(r"/\*.*?\*/")
@@ -53,12 +56,14 @@ def _corpus() -> list[Path]:
     raise SystemExit("corpus not found; pass FILE")
 
 
-def _run_measured(cmd: list[str], stdout) -> tuple[float, float, float, int]:
+def _run_measured(
+    cmd: list[str], stdout, env: dict | None = None
+) -> tuple[float, float, float, int]:
     """Wall seconds, CPU seconds (user + system), peak RSS (MB) and exit status, for the child
     and its waited-for children (kbtool's worker processes). On a shared machine the CPU time
     is the steadier figure: wall time depends on what else runs."""
     t = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.DEVNULL, env=env)
     _pid, status, ru = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     cpu = ru.ru_utime + ru.ru_stime
@@ -142,9 +147,20 @@ def _gcc_share(c_path: Path, starts: list[tuple[int, int]], n_lines: int) -> tup
     return len(starts) - len(failing), len(starts)
 
 
-def bench_module(path: Path, workers: int, gcc: bool, decompile: bool) -> dict:
+def lifter_paths() -> list[str]:
+    """The lifter paths to measure: the one ``kbtool.lift`` uses first, then the pure one
+    too when the mypyc-compiled lifter is built (``python -m kbtool.lift.accel build``)."""
+    if active.PATH == "compiled":
+        return ["compiled", "pure"]
+    return ["pure"]
+
+
+def bench_module(
+    path: Path, workers: int, gcc: bool, decompile: bool, lifter: str = "pure"
+) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         c_path = Path(tmp) / "out.c"
+        env = {**os.environ, active.ENV: lifter}
         with open(Path(tmp) / "stats.json", "w") as fh:
             wall, cpu, rss, rc = _run_measured(
                 [
@@ -158,6 +174,7 @@ def bench_module(path: Path, workers: int, gcc: bool, decompile: bool) -> dict:
                     str(c_path),
                 ],
                 fh,
+                env,
             )
         if rc != 0:
             raise SystemExit(f"lift failed on {path}")
@@ -196,15 +213,18 @@ def bench_module(path: Path, workers: int, gcc: bool, decompile: bool) -> dict:
 
 def _row(name: str, d: dict | None, valid: str) -> str:
     if d is None:
-        return f"  {name:<15} (not available)"
+        return f"  {name:<20} (not available)"
     return (
-        f"  {name:<15} {valid:>6} {d['time']:8.2f} {d['cpu']:8.2f} {d['rss']:8.0f} {d['lines']:9d} "
+        f"  {name:<20} {valid:>6} {d['time']:8.2f} {d['cpu']:8.2f} {d['rss']:8.0f} {d['lines']:9d} "
         f"{d['body_lines']:9d} {d['gotos']:7d} {d['labels']:7d} {d['depth']:6d} "
         f"{d['median']:7.1f}"
     )
 
 
-def latency(path: Path, samples: int) -> str:
+def latency(path: Path, samples: int, lifter: str = "pure") -> str:
+    mod = active.load_compiled() if lifter == "compiled" else active.load_pure()
+    assert mod is not None
+    lift_function = mod.lift_function
     data = path.read_bytes()
     t = time.perf_counter()
     lm = prepare(data)
@@ -228,7 +248,7 @@ def latency(path: Path, samples: int) -> str:
     times.sort()
     p95 = times[int(0.95 * (len(times) - 1))]
     return (
-        f"on-demand lift_function on {path.name}: prepare {prep * 1000:.0f} ms once; "
+        f"on-demand lift_function ({lifter}) on {path.name}: prepare {prep * 1000:.0f} ms once; "
         f"{len(pick)} functions ({samples} random + 5 largest): median "
         f"{statistics.median(times) * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms, worst "
         f"{times[-1] * 1000:.0f} ms (CPU: median {statistics.median(cpus) * 1000:.1f} ms, worst "
@@ -276,19 +296,30 @@ def main(argv=None) -> None:
         else:
             files = a.files or _corpus()
             lat = a.latency or next((f for f in files if "lightningcss" in f.name), files[-1])
+        paths = lifter_paths()
+        note = (
+            "pure also measured"
+            if len(paths) > 1
+            else "the compiled one is not built: python -m kbtool.lift.accel build"
+        )
+        print(f"lifter path: {paths[0]} ({note})")
         print(
-            f"{'':2}{'tool':<15} {'gcc%':>6} {'wall s':>8} {'cpu s':>8} {'peak MB':>8} {'lines':>9} "
+            f"{'':2}{'tool':<20} {'gcc%':>6} {'wall s':>8} {'cpu s':>8} {'peak MB':>8} {'lines':>9} "
             f"{'body ln':>9} {'gotos':>7} {'labels':>7} {'depth':>6} {'med/fn':>7}"
         )
         for f in files:
-            r = bench_module(f, a.workers, not a.no_gcc, not a.no_decompile)
+            r = bench_module(f, a.workers, not a.no_gcc, not a.no_decompile, paths[0])
             o = r["ours"]
             print(f"{r['module']}  ({o['funcs']} functions, {o['truncated']} placeholders)")
             valid = f"{o['valid']:.1f}" if "valid" in o else "-"
-            print(_row("kbtool.lift", o, valid))
+            print(_row(f"kbtool.lift/{paths[0]}", o, valid))
+            for other in paths[1:]:
+                o2 = bench_module(f, a.workers, False, False, other)["ours"]
+                print(_row(f"kbtool.lift/{other}", o2, "-"))
             print(_row("wasm-decompile", r["theirs"], "-"))
             sys.stdout.flush()
-        print(latency(lat, 20 if a.smoke else a.samples))
+        for p in paths:
+            print(latency(lat, 20 if a.smoke else a.samples, p))
 
 
 if __name__ == "__main__":

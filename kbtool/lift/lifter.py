@@ -28,6 +28,7 @@ from __future__ import annotations
 import struct
 import time
 from dataclasses import dataclass, field
+from typing import Any, Final
 
 from kbtool.wasm.errors import WasmFormatError
 from kbtool.wasm.instr import decode_one, read_local_decls
@@ -38,21 +39,23 @@ from .ctable import CTABLE, PREC, imm_args, lane_arg
 from .names import C_KEYWORDS, c_ident, comment_text, escape_text
 from .prelude import PRELUDE_NAMES
 
-MAX_INSTRUCTIONS = 400_000
-MAX_OUTPUT_CHARS = 4_000_000
-MAX_LOCALS = 50_000
-MAX_EXPR_CHARS = 1_500
-MAX_INDENT = 40
-MAX_BREAK_WALK = 10_000  # blocks walked per branch when choosing do { } while (0)
-_INDENT = ["  " * d for d in range(MAX_INDENT + 1)]
-DEFAULT_SECONDS = 10.0
+MAX_INSTRUCTIONS: Final = 400_000
+MAX_OUTPUT_CHARS: Final = 4_000_000
+MAX_LOCALS: Final = 50_000
+MAX_EXPR_CHARS: Final = 1_500
+MAX_INDENT: Final = 40
+MAX_BREAK_WALK: Final = 10_000  # blocks walked per branch when choosing do { } while (0)
+_INDENT: Final = ["  " * d for d in range(MAX_INDENT + 1)]
+DEFAULT_SECONDS: Final = 10.0
 
-F_CALL, F_MEM, F_GLOB = 1, 2, 4
-F_SET = 8  # the expression assigns a local (a folded ``local.tee``)
-F_EFFECT = F_CALL | F_MEM | F_GLOB
+F_CALL: Final = 1
+F_MEM: Final = 2
+F_GLOB: Final = 4
+F_SET: Final = 8  # the expression assigns a local (a folded ``local.tee``)
+F_EFFECT: Final = F_CALL | F_MEM | F_GLOB
 
-_OPENERS = {0x02: "block", 0x03: "loop", 0x04: "if", 0x06: "try", 0x1F: "try_table"}
-_LOAD_CT = {
+_OPENERS: Final = {0x02: "block", 0x03: "loop", 0x04: "if", 0x06: "try", 0x1F: "try_table"}
+_LOAD_CT: Final = {
     "i32.load": "int32_t",
     "i64.load": "int64_t",
     "f32.load": "float",
@@ -68,7 +71,7 @@ _LOAD_CT = {
     "i64.load32_s": "int32_t",
     "i64.load32_u": "uint32_t",
 }
-_STORE_CT = {
+_STORE_CT: Final = {
     "i32.store": "int32_t",
     "i64.store": "int64_t",
     "f32.store": "float",
@@ -80,9 +83,11 @@ _STORE_CT = {
     "i64.store32": "int32_t",
 }
 _GC_BASE = PREFIX_BASE[0xFB]
-_BR_ON_CAST = frozenset((_GC_BASE + 0x18, _GC_BASE + 0x19))
-_BR_ON = frozenset((0xD5, 0xD6)) | _BR_ON_CAST
-_GC_OPS = frozenset([0xD5, 0xD6] + [_GC_BASE + k for k in range(0x1F) if MNEMONICS[_GC_BASE + k]])
+_BR_ON_CAST: Final = frozenset((_GC_BASE + 0x18, _GC_BASE + 0x19))
+_BR_ON: Final = frozenset((0xD5, 0xD6)) | _BR_ON_CAST
+_GC_OPS: Final = frozenset(
+    [0xD5, 0xD6] + [_GC_BASE + k for k in range(0x1F) if MNEMONICS[_GC_BASE + k]]
+)
 _HEAPTYPE_C = {
     "func": "HT_FUNC",
     "extern": "HT_EXTERN",
@@ -122,8 +127,8 @@ def _gc_suffix(storage: str) -> str:
     return storage if storage in ("i32", "i64", "f32", "f64", "v128") else "ref"
 
 
-_BINARY_FORMS = frozenset(("bin", "binu", "cmp", "cmpu", "shl", "shr", "shru"))
-_NEG_CMP = {"==": "!=", "!=": "==", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
+_BINARY_FORMS: Final = frozenset(("bin", "binu", "cmp", "cmpu", "shl", "shr", "shru"))
+_NEG_CMP: Final = {"==": "!=", "!=": "==", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
 
 
 class LiftError(Exception):
@@ -159,7 +164,17 @@ class _E:
 
     __slots__ = ("text", "prec", "ty", "fl", "locs", "neg", "const", "tee")
 
-    def __init__(self, text, prec, ty, fl=0, locs=(), neg=None, const=None, tee=None):
+    def __init__(
+        self,
+        text: str,
+        prec: int,
+        ty: str,
+        fl: int = 0,
+        locs: tuple = (),
+        neg: str | None = None,
+        const: Any = None,
+        tee: int | None = None,
+    ):
         self.text = text
         self.prec = prec
         self.ty = ty
@@ -203,7 +218,7 @@ class _Blk:
         "cross_block",
     )
 
-    def __init__(self, kind, start, parent, bt):
+    def __init__(self, kind: str, start: int, parent: int, bt: Any):
         self.kind = kind
         self.start = start
         self.end = -1
@@ -218,7 +233,7 @@ class _Blk:
         self.claimed = -1  # index of the br_table whose switch this block belongs to
 
 
-def _scan(ins, ctrl, budget):
+def _scan(ins: list[tuple[int, int, Any]], ctrl: list[int], budget: _Budget) -> tuple:
     """Match blocks, record branch sites and choose each block's C form (``ctrl``: the
     indices of the control instructions in ``ins``)."""
     blocks = [_Blk("func", -1, -1, None)]
@@ -338,7 +353,7 @@ def _switch_chains(blocks, tables) -> dict[int, list[int]]:
     return out
 
 
-def _decide(blocks, b, ins, budget):
+def _decide(blocks: list[_Blk], b: int, ins: list[tuple[int, int, Any]], budget: _Budget) -> None:
     blk = blocks[b]
     bt = blk.bt
     simple = bt == ""
@@ -441,7 +456,7 @@ class _Frame:
         "tern",
     )
 
-    def __init__(self, blk, form, params, results, height):
+    def __init__(self, blk: _Blk, form: str, params: Any, results: Any, height: int):
         self.blk = blk
         self.form = form
         self.params = params
@@ -453,7 +468,7 @@ class _Frame:
         self.label_used = False
         self.branched = False
         self.opened = 0
-        self.cond = None
+        self.cond: Any = None
         self.live_in = True
         self.has_else = False
         self.id = 0
@@ -542,6 +557,7 @@ class _Lifter:
         self.gget: dict[int, _E] = {}  # one immutable expression per global read
         self.loopish: list[int] = []  # frame indices of open loop / do-while frames
         self.sw_open: list[int] = []  # frame indices whose C switch is open
+        self.switches: dict[int, list[int]] = {}  # set by lift_function from _scan
 
     # -- output
     def emit(self, line: str) -> None:
@@ -757,7 +773,15 @@ class _Lifter:
         return t.params, t.results
 
     # -- the walk
-    def run(self, ins, blocks, open_at, locals_c, local_types, ftype) -> None:
+    def run(
+        self,
+        ins: list[tuple[int, int, Any]],
+        blocks: list[_Blk],
+        open_at: dict[int, int],
+        locals_c: list[str],
+        local_types: list[str],
+        ftype: Any,
+    ) -> None:
         fr = _Frame(blocks[0], "func", (), ftype.results, 0)
         self.frames.append(fr)
         self.locals_c = locals_c
@@ -773,7 +797,9 @@ class _Lifter:
         lt = local_types
         nloc = len(locals_c)
         pend = self.pend
-        lget: list = [None] * nloc  # one immutable expression per local, made on first use
+        lget: list[_E | None] = [
+            None
+        ] * nloc  # one immutable expression per local, made on first use
         self.lget = lget
         loads = _LOAD_INFO
         frames = self.frames
@@ -842,7 +868,7 @@ class _Lifter:
             if not frames:
                 return
 
-    def step(self, i, off, op, imms):  # noqa: C901 - one dispatch over opcodes
+    def step(self, i: int, off: int, op: int, imms: Any) -> None:  # noqa: C901 - one dispatch over opcodes
         if op == 0x20:  # local.get
             x = imms[0]
             name = self.local(x)
@@ -861,11 +887,11 @@ class _Lifter:
             self.push(_E(_i64_text(v), 0 if v >= 0 else 2, "i64", const=v))
         elif op == 0x43:
             bits = struct.unpack_from("<I", self.lm.data, off + 1)[0]
-            t = _f32_text(imms[0], bits)
-            self.push(_E(t, 0 if not t.startswith("-") else 2, "f32", const=imms[0]))
+            txt = _f32_text(imms[0], bits)
+            self.push(_E(txt, 0 if not txt.startswith("-") else 2, "f32", const=imms[0]))
         elif op == 0x44:
-            t = _f64_text(imms[0])
-            self.push(_E(t, 0 if not t.startswith("-") else 2, "f64", const=imms[0]))
+            txt = _f64_text(imms[0])
+            self.push(_E(txt, 0 if not txt.startswith("-") else 2, "f64", const=imms[0]))
         elif op == 0x23:
             self.global_get(imms[0])
         elif op == 0x24:
@@ -965,8 +991,7 @@ class _Lifter:
         elif op == 0x18:  # delegate ends a try
             self.do_end(i)
         elif op == PREFIX_BASE[0xFD] + 0x0C:
-            b = imms[0]
-            ws = struct.unpack("<4I", b)
+            ws = struct.unpack("<4I", imms[0])
             self.push(
                 _E("v128_const(" + ", ".join(f"0x{w:08x}u" for w in ws) + ")", 0, "v128", const=ws)
             )
@@ -1245,7 +1270,7 @@ class _Lifter:
             return f"*({ct} *)(M + {_p(base, 4)} + {offset})"
         return f"*({ct} *)(M + {_p(base, 4)})"
 
-    def mem_op(self, op, imms):
+    def mem_op(self, op: int, imms: Any) -> None:
         name = MNEMONICS[op]
         offset = imms[1]
         if name in _LOAD_CT:
@@ -1303,7 +1328,7 @@ class _Lifter:
             for k, r in enumerate(res):
                 self.stack.append(_E(f"{tmp}.v{k}", 0, r))
 
-    def table_op(self, op, ent, imms):
+    def table_op(self, op: int, ent: Any, imms: Any) -> None:
         form, params, results, text = ent
         if form in _BINARY_FORMS:
             stack = self.stack
@@ -1369,7 +1394,9 @@ class _Lifter:
             for k, r in enumerate(results):
                 self.stack.append(_E(f"{tmp}.v{k}", 0, r))
 
-    def binary(self, form, op, a, b, ty, rty, fl, locs) -> _E:
+    def binary(
+        self, form: str, op: str, a: _E, b: _E, ty: str, rty: str, fl: int, locs: tuple
+    ) -> _E:
         P = PREC[op]
         if form == "bin":
             if (
@@ -1408,7 +1435,7 @@ class _Lifter:
         return _E(f"{_p(a, 2)} {op} {cnt}", 5, rty, fl, locs)
 
     # -- control flow
-    def open_block(self, i, op, imms):
+    def open_block(self, i: int, op: int, imms: Any) -> None:
         b = self.open_at[i]
         blk = self.blocks[b]
         params, results = self.blocktype(imms[0])
@@ -1433,6 +1460,7 @@ class _Lifter:
         elif form == "dowhile" or form == "dowhile0":
             self.emit("do {")
         elif form == "if":
+            assert cond is not None
             self.emit(f"if ({self.cond_text(cond)}) {{")
             fr_heads = [len(self.out)]
         elif form == "try":
@@ -1458,8 +1486,8 @@ class _Lifter:
             fr.label = f"L{fr.id}"
             self.out.append(None)  # placeholder for the loop-head label
             fr.cond = len(self.out) - 1
-        for k, v in enumerate(fr.par_vars):
-            self.stack.append(_E(v, 0, params[k]))
+        for k, pv in enumerate(fr.par_vars):
+            self.stack.append(_E(pv, 0, params[k]))
         d = len(self.frames)
         if d > self.stats.max_depth:
             self.stats.max_depth = d
@@ -1536,7 +1564,7 @@ class _Lifter:
             self.frames.append(fr)
         fr.has_else = True
 
-    def do_end(self, i):
+    def do_end(self, i: int) -> None:
         fr = self.frames[-1]
         reach = not self.dead
         if fr.form == "func":
@@ -1676,6 +1704,7 @@ class _Lifter:
                 and "}" not in body
             ):
                 h = out[head - 1]
+                assert h is not None
                 out[head - 1] = h[:-1] + body.strip()
                 out.pop()
                 return
@@ -1759,9 +1788,9 @@ class _Lifter:
         self.stats.gotos += 1
         return lines
 
-    def br_if(self, i, depth, c: _E | None = None, keep: int = 0):
+    def br_if(self, i: int, depth: int, c: _E | None = None, keep: int = 0) -> None:
         plain = c is None  # a br_if (not a br_on_* with its own test)
-        if plain:
+        if c is None:
             c = self.pop()
         if depth >= len(self.frames):
             raise LiftError(f"branch depth {depth} out of range")
@@ -1862,11 +1891,11 @@ class _Lifter:
         self.dead = True
 
 
-def _fs_set(lf: _Lifter, i, op, imms) -> None:
+def _fs_set(lf: _Lifter, i: int, op: int, imms: Any) -> None:
     lf.set_local(imms[0], lf.pop(), op == 0x22)
 
 
-def _fs_call(lf: _Lifter, i, op, imms) -> None:
+def _fs_call(lf: _Lifter, i: int, op: int, imms: Any) -> None:
     ft = lf.lm.func_types
     t = ft[imms[0]] if imms[0] < len(ft) else None
     if t is None:
@@ -1875,7 +1904,7 @@ def _fs_call(lf: _Lifter, i, op, imms) -> None:
 
 
 #: handlers for the commonest ops that :meth:`_Lifter.step` reaches late in its chain
-_FAST_STEP = {
+_FAST_STEP: Final = {
     0x21: _fs_set,
     0x22: _fs_set,
     0x10: _fs_call,
@@ -1902,16 +1931,16 @@ def c_ident_path(text: str) -> str:
     return "".join(out)
 
 
-_MEMOPS = frozenset(i for i, n in enumerate(MNEMONICS) if n in _LOAD_CT or n in _STORE_CT)
+_MEMOPS: Final = frozenset(i for i, n in enumerate(MNEMONICS) if n in _LOAD_CT or n in _STORE_CT)
 #: per op: (C type, wasm result type, widened to int64_t) for plain loads, else None
-_LOAD_INFO: list = [None] * len(MNEMONICS)
+_LOAD_INFO: Final[list] = [None] * len(MNEMONICS)
 for _op, _n in enumerate(MNEMONICS):
     if _n in _LOAD_CT:
         _LOAD_INFO[_op] = (_LOAD_CT[_n], _n[:3], _n[:3] == "i64" and _LOAD_CT[_n] != "int64_t")
 
 #: per op, the inline path of :meth:`_Lifter.run`: 1 local.get, 2 table op, 3 plain load,
 #: 4 i32.const, 0 a handler
-_RUN_KIND = [0] * len(MNEMONICS)
+_RUN_KIND: Final = [0] * len(MNEMONICS)
 _RUN_KIND[0x20] = 1
 _RUN_KIND[0x41] = 4
 for _op in range(len(MNEMONICS)):
@@ -1923,7 +1952,7 @@ for _op in range(len(MNEMONICS)):
 # ----------------------------------------------------------------------------- entry
 
 
-def _decode(data: bytes, start: int, end: int, budget: _Budget):
+def _decode(data: bytes, start: int, end: int, budget: _Budget) -> tuple:
     """Decode a body into ``[(offset, op, imms)]`` plus the indices of control instructions.
 
     Inline fast paths cover the common shapes with one- or two-byte LEBs (no immediate;
@@ -1931,8 +1960,8 @@ def _decode(data: bytes, start: int, end: int, budget: _Budget):
     (and any shape near ``end``) goes through the shared careful decoder.
     """
     decls, p = read_local_decls(data, start, end)
-    ins = []
-    ctrl = []
+    ins: list[tuple] = []
+    ctrl: list[int] = []
     append = ins.append
     cappend = ctrl.append
     fast = _FAST
@@ -2038,17 +2067,17 @@ def _stack_effects() -> list:
     return eff
 
 
-_STACK_EFFECT = _stack_effects()
+_STACK_EFFECT: Final = _stack_effects()
 
 #: single-byte opcodes without immediates
-_NO_IMM = frozenset(b for b in range(0xFB) if BYTE_KIND[b] == K_NONE)
+_NO_IMM: Final = frozenset(b for b in range(0xFB) if BYTE_KIND[b] == K_NONE)
 #: control instructions the structurer looks at (openers, else/catch, ends, branches)
 #: (by first byte; 0xD5/0xD6 br_on_null/non_null, 0xFB GC ops incl. br_on_cast)
-_CTRL = frozenset(
+_CTRL: Final = frozenset(
     {0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x0B, 0x0C, 0x0D, 0x0E, 0x18, 0x19, 0x1F, 0xD5, 0xD6, 0xFB}
 )
 #: fast decode shape per first byte: 1 none, 2 one uleb, 3 i32.const, 4 memarg, 5 block
-_FAST = [0] * 256
+_FAST: Final = [0] * 256
 for _b in _NO_IMM:
     _FAST[_b] = 1
 for _b in (0x0C, 0x0D, 0x10, 0x12, 0x20, 0x21, 0x22, 0x23, 0x24):

@@ -6,9 +6,13 @@ import multiprocessing as mp
 import os
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from typing import TYPE_CHECKING
 
+from .active import IMPL
 from .context import LiftModule
-from .lifter import LiftResult, lift_function
+
+if TYPE_CHECKING:
+    from .lifter import LiftResult
 
 _STATE: dict = {}
 #: below this many defined functions (or body bytes) a pool costs more than it saves
@@ -18,7 +22,8 @@ MIN_PARALLEL_BYTES = 200_000
 
 def _work(rng: tuple[int, int]) -> list[LiftResult]:
     lm, kw = _STATE["lm"], _STATE["kw"]
-    return [lift_function(lm, i, **kw) for i in range(*rng)]
+    lift = IMPL.lift_function
+    return [lift(lm, i, **kw) for i in range(*rng)]
 
 
 def default_workers() -> int:
@@ -59,6 +64,7 @@ def lift_module(
     module without copying it. ``workers=1`` (or a small module) lifts in this process.
     ``kw`` goes to :func:`lift_function`.
     """
+    lift_function = IMPL.lift_function
     m = lm.module
     first = 0 if imports else m.num_func_imports
     n = m.num_functions

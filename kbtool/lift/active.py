@@ -1,0 +1,77 @@
+"""Which lifter ``kbtool.lift`` runs: the pure ``lifter.py`` or its mypyc-compiled twin.
+
+:data:`IMPL` is the compiled ``kbtool.lift._clifter`` when it is present, loads, was built from
+today's ``lifter.py`` (SHA-256 in ``_clifter.sha256``) and ``KBTOOL_LIFT`` is not ``pure``;
+otherwise the pure module (the reference, and the default on a plain install). Both give
+byte-identical output. ``KBTOOL_LIFT=compiled`` turns a missing or stale build into an
+error instead of a silent fallback. Build it with ``python -m kbtool.lift.accel build``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+from pathlib import Path
+from types import ModuleType
+
+HERE = Path(__file__).resolve().parent
+SOURCE = HERE / "lifter.py"
+COMPILED_NAME = "_clifter"
+STAMP = HERE / f"{COMPILED_NAME}.sha256"
+ENV = "KBTOOL_LIFT"  # "pure" | "compiled" | unset (auto)
+
+
+def source_digest() -> str:
+    return hashlib.sha256(SOURCE.read_bytes()).hexdigest()
+
+
+def compiled_files() -> list[Path]:
+    """The extension modules a build left next to this file (the module and mypyc's runtime)."""
+    return sorted(HERE.glob(f"{COMPILED_NAME}*.so")) + sorted(HERE.glob(f"{COMPILED_NAME}*.pyd"))
+
+
+def compiled_state() -> str:
+    """``absent``, ``stale`` (built from another ``lifter.py``) or ``ready``."""
+    if not compiled_files() or not STAMP.is_file():
+        return "absent"
+    if STAMP.read_text().strip() != source_digest():
+        return "stale"
+    return "ready"
+
+
+def load_pure() -> ModuleType:
+    return importlib.import_module(f"{__package__}.lifter")
+
+
+def load_compiled() -> ModuleType | None:
+    """The compiled lifter, or None when absent, stale or not loadable on this interpreter."""
+    if compiled_state() != "ready":
+        return None
+    try:
+        mod = importlib.import_module(f"{__package__}.{COMPILED_NAME}")
+    except ImportError:
+        return None
+    return mod if is_compiled(mod) else None
+
+
+def is_compiled(mod: ModuleType) -> bool:
+    return not str(getattr(mod, "__file__", "")).endswith(".py")
+
+
+def _choose() -> tuple[ModuleType, str]:
+    want = os.environ.get(ENV, "").strip().lower()
+    if want == "pure":
+        return load_pure(), "pure"
+    mod = load_compiled()
+    if mod is not None:
+        return mod, "compiled"
+    if want == "compiled":
+        raise ImportError(
+            f"{ENV}=compiled but the compiled lifter is {compiled_state()}: "
+            "run `python -m kbtool.lift.accel build`"
+        )
+    return load_pure(), "pure"
+
+
+IMPL, PATH = _choose()
