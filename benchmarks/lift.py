@@ -56,18 +56,43 @@ def _corpus() -> list[Path]:
     raise SystemExit("corpus not found; pass FILE")
 
 
+# Runs the measured command as its grandchild and reports that process's own rusage. A
+# child forked straight from this (by now large) benchmark process would inherit its RSS
+# high-water mark through fork + exec (Linux keeps it in signal->maxrss), so every peak
+# after the first module would read at least this process's size. The launcher is small
+# and its fresh child starts from the launcher's mark, not ours.
+_LAUNCHER = """
+import os, sys, time
+t = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[2], sys.argv[2:])
+_, status, ru = os.wait4(pid, 0)
+wall = time.perf_counter() - t
+os.write(int(sys.argv[1]), f"{wall} {ru.ru_utime + ru.ru_stime} {ru.ru_maxrss}".encode())
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def _run_measured(
     cmd: list[str], stdout, env: dict | None = None
 ) -> tuple[float, float, float, int]:
-    """Wall seconds, CPU seconds (user + system), peak RSS (MB) and exit status, for the child
-    and its waited-for children (kbtool's worker processes). On a shared machine the CPU time
-    is the steadier figure: wall time depends on what else runs."""
-    t = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.DEVNULL, env=env)
-    _pid, status, ru = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    cpu = ru.ru_utime + ru.ru_stime
-    return time.perf_counter() - t, cpu, ru.ru_maxrss / 1024, proc.returncode
+    """Wall seconds (fork to exit), CPU seconds (user + system), peak RSS (MB) and exit
+    status, for the command and its waited-for children (kbtool's worker processes). On a shared machine the
+    CPU time is the steadier figure: wall time depends on what else runs."""
+    rfd, wfd = os.pipe()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _LAUNCHER, str(wfd), *cmd],
+        stdout=stdout, stderr=subprocess.DEVNULL, env=env, pass_fds=(wfd,),
+    )
+    os.close(wfd)
+    proc.wait()
+    with os.fdopen(rfd, "rb") as fh:
+        report = fh.read().split()
+    if len(report) != 3:
+        raise RuntimeError(f"measuring {cmd[0]} failed (exit {proc.returncode})")
+    wall, cpu, maxrss = (float(x) for x in report)
+    return wall, cpu, maxrss / 1024, proc.returncode
 
 
 def _brace_depth(lines: list[str]) -> int:
