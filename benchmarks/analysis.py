@@ -7,7 +7,8 @@
    truth functions of the family, names written, right, wrong, left for review.
 2. Generality: with ``--refs DIR`` (the output of kbtool/analysis/refs/build.sh), the
    fingerprints of one toolchain are evaluated on the named builds of the other
-   (wasi-libc entries on emcc-* builds and vice versa).
+   (wasi-libc entries on emcc-* builds and vice versa); 2b: each emcc build with every
+   other build's fingerprints (leave-one-build-out), scoring the behaviour rules.
 3. Thread facts on the threaded onnxruntime build: atomic sites found vs
    ``wasm-objdump -d FILE | grep -c atomic``.
 4. Time of ``analyze_module_static`` next to ``kbtool.wasm.analyze_module`` on the largest
@@ -140,6 +141,33 @@ def bench_cross(refs: Path) -> None:
         print_table(f"2. {src}* fingerprints on {len(files)} {dst}* builds", table)
         for line in wrong[:10]:
             print(line)
+
+
+def bench_leave_one_out(refs: Path) -> None:
+    """2b. Each emcc reference build, stripped, analysed with the fingerprints of every OTHER
+    build (its own entries removed): what the behaviour rules add where no shape is left."""
+    db = default_db()
+    table: dict[str, list[int]] = defaultdict(lambda: [0] * 5)
+    wrong: list[str] = []
+    behaviour: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    files = sorted(refs.glob("emcc-*.wasm"))
+    for path in files:
+        sub = FingerprintDB([e for e in db.entries if set(e.refs) - {path.stem}], db.builds)
+        named = path.read_bytes()
+        stripped = strip_custom_sections(named)
+        truth = analyze_module(named).module.func_names
+        sa = analyze_module_static(analyze_module(stripped), stripped, db=sub)
+        wrong += score(sa.names, sa.review, truth, table)
+        for n in sa.names:
+            rec = n["evidence"]["recognizer"]
+            if rec.startswith("behaviour."):
+                ok = canonical(truth.get(n["func_index"], "")) == canonical(n["name"])
+                behaviour[f"{rec} {n['name']}"][0 if ok else 1] += 1
+    print_table(f"2b. leave-one-build-out on {len(files)} emcc reference builds", table)
+    for line in wrong[:10]:
+        print(line)
+    for k, (ok, bad) in sorted(behaviour.items()):
+        print(f"  {k}: {ok} right, {bad} wrong")
 
 
 def bench_threads() -> None:
@@ -394,6 +422,7 @@ def main(argv: list[str] | None = None) -> int:
     bench_gt(args.smoke)
     if args.refs is not None:
         bench_cross(args.refs)
+        bench_leave_one_out(args.refs)
     if not args.smoke:
         bench_threads()
     bench_time(args.smoke)

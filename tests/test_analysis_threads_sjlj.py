@@ -25,8 +25,9 @@ def _wat(tmp_path: Path, text: str) -> bytes:
         pytest.skip("wat2wasm not installed")
     src = tmp_path / "m.wat"
     src.write_text(text)
-    subprocess.run([WAT2WASM, str(src), "-o", str(tmp_path / "m.wasm")], check=True)
-    return (tmp_path / "m.wasm").read_bytes()
+    out = tmp_path / "m.wasm"
+    subprocess.run([WAT2WASM, "--enable-threads", str(src), "-o", str(out)], check=True)
+    return out.read_bytes()
 
 
 def _emcc(tmp_path: Path, src: Path, *flags: str) -> tuple[bytes, dict[int, str]]:
@@ -117,7 +118,13 @@ def test_threaded_eval_program_names_are_right(tmp_path):
     ]
     assert wrong == []
     got = {canonical(n["name"]) for n in sa.names}
-    assert {"pthread_mutex_unlock", "emscripten_futex_wait", "__wait", "__lockfile"} <= got
+    assert {
+        "pthread_mutex_lock",
+        "pthread_mutex_unlock",
+        "emscripten_futex_wait",
+        "__wait",
+        "__lockfile",
+    } <= got
 
 
 @pytest.mark.skipif(EMCC is None, reason="emcc not installed")
@@ -126,3 +133,36 @@ def test_save_setjmp_named_in_an_emcc_build_whose_shape_differs(tmp_path):
     sa = analyze_module_static(analyze_module(data), data)
     hit = [n for n in sa.names if n["name"] == "saveSetjmp"]
     assert len(hit) == 1 and truth[hit[0]["func_index"]] == "saveSetjmp"
+
+
+LOCK_WAT = """
+(module
+  (memory 1 1 shared)
+  (func $try (param i32) (result i32)
+    local.get 0 i32.const 0 i32.const 16 i32.atomic.rmw.cmpxchg)
+  (func $lock (param i32) (result i32)
+    local.get 0 call $try
+    if (result i32)
+      (loop $spin
+        local.get 0 i32.const 0 i32.const 1 i32.atomic.rmw.cmpxchg
+        br_if $spin)
+      local.get 0 call $try
+    else i32.const 0 end)
+  (func $app (param i32) (result i32)
+    local.get 0 call $try local.get 0 i32.const 1 i32.atomic.rmw.add i32.add))
+"""
+
+
+def test_mutex_lock_named_by_its_trylock_calls(tmp_path):
+    from kbtool.analysis.pthread import mutex_lock_candidates
+
+    a = analyze_module(_wat(tmp_path, LOCK_WAT))
+    got = mutex_lock_candidates(a, {0: "__pthread_mutex_trylock"})
+    assert [(i, ev["trylock_calls"]) for i, _c, ev in got] == [(1, 2)]  # $app calls it once
+    assert mutex_lock_candidates(a, {}) == []  # no recognised trylock: no anchor
+    two = LOCK_WAT.replace(
+        "local.get 0 call $try local.get 0 i32.const 1",
+        "local.get 0 call $try local.get 0 call $try i32.add local.get 0 i32.const 1",
+    )
+    a2 = analyze_module(_wat(tmp_path, two))
+    assert mutex_lock_candidates(a2, {0: "__pthread_mutex_trylock"}) == []  # two fit: none

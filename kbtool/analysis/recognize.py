@@ -46,6 +46,7 @@ from .fingerprints import (
     loose_digests,
     loose_hash,
 )
+from .pthread import mutex_lock_candidates
 from .sjlj import save_setjmp_candidates
 
 SHAPE_FLOOR = 12  # instructions; smaller exact-shape matches happen by accident
@@ -543,6 +544,10 @@ def recognize(a: ModuleAnalysis, data: bytes, db: FingerprintDB) -> tuple[list[d
         if not more:
             break
         chosen.update(more)
+    lock = mutex_lock_candidates(a, {i: c.name for i, c in chosen.items()})
+    chosen.update(
+        resolve([Candidate(i, "__pthread_mutex_lock", conf, ev) for i, conf, ev in lock], review)
+    )
     names = [
         {
             "func_index": i,
