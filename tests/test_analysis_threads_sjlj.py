@@ -124,6 +124,7 @@ def test_threaded_eval_program_names_are_right(tmp_path):
         "emscripten_futex_wait",
         "__wait",
         "__lockfile",
+        "pthread_join",
     } <= got
 
 
@@ -166,3 +167,43 @@ def test_mutex_lock_named_by_its_trylock_calls(tmp_path):
     )
     a2 = analyze_module(_wat(tmp_path, two))
     assert mutex_lock_candidates(a2, {0: "__pthread_mutex_trylock"}) == []  # two fit: none
+
+
+RT_WAT = """
+(module
+  (import "env" "__thread_cleanup_js" (func $cleanup (param i32)))
+  (import "env" "check_blocking" (func $check))
+  (func $join (param i32) call $check local.get 0 call $cleanup)
+  (func $app (param i32) call $check)
+  (func $other (param i32) local.get 0 call $cleanup))
+"""
+
+
+def test_runtime_imports_name_the_only_caller_of_the_reference_set(tmp_path):
+    from kbtool.analysis.fingerprints import FingerprintDB, RefEntry
+    from kbtool.analysis.pthread import private_import_candidates
+
+    def ent(name, callees):
+        return RefEntry(f"x:{name}", name, "thread", "s", "f", 50, "(i32) -> ()", callees, ("b",))
+
+    db = FingerprintDB(
+        [
+            ent("__pthread_join", ("__thread_cleanup_js", "check_blocking", "__timedwait")),
+            ent("clock", ("check_blocking",)),  # public import only: never used
+        ],
+        {"b": "test"},
+    )
+    a = analyze_module(_wat(tmp_path, RT_WAT))
+    got = private_import_candidates(a, db, {})
+    assert [(i, n) for i, n, _c, _e in got] == [(2, "__pthread_join")]  # not $app, not $other
+    assert got[0][3]["env_imports"] == ["__thread_cleanup_js", "check_blocking"]
+    two = RT_WAT.replace(
+        "(func $app (param i32) call $check)",
+        "(func $app (param i32) call $check i32.const 0 call $cleanup)",
+    )
+    assert private_import_candidates(analyze_module(_wat(tmp_path, two)), db, {}) == []
+    # a second reference name with the same set makes it ambiguous
+    db2 = FingerprintDB(
+        [*db.entries, ent("exit_thread", ("__thread_cleanup_js", "check_blocking"))], {"b": "t"}
+    )
+    assert private_import_candidates(a, db2, {}) == []

@@ -46,7 +46,7 @@ from .fingerprints import (
     loose_digests,
     loose_hash,
 )
-from .pthread import mutex_lock_candidates
+from .pthread import mutex_lock_candidates, private_import_candidates
 from .sjlj import save_setjmp_candidates
 
 SHAPE_FLOOR = 12  # instructions; smaller exact-shape matches happen by accident
@@ -544,6 +544,8 @@ def recognize(a: ModuleAnalysis, data: bytes, db: FingerprintDB) -> tuple[list[d
         if not more:
             break
         chosen.update(more)
+    private = private_import_candidates(a, db, {i: c.name for i, c in chosen.items()})
+    chosen.update(resolve([Candidate(i, n, conf, ev) for i, n, conf, ev in private], review))
     lock = mutex_lock_candidates(a, {i: c.name for i, c in chosen.items()})
     chosen.update(
         resolve([Candidate(i, "__pthread_mutex_lock", conf, ev) for i, conf, ev in lock], review)
