@@ -20,7 +20,9 @@ Recognizers (how each decides, see docs/analysis.md):
   hash matches AND whose direct callees are all known and equal the reference's.
 - ``fingerprint.callee_of``: the one unnamed callee of a named function, when the
   reference calls exactly one function not accounted for and the shapes agree.
-- ``__errno_location`` by behaviour (:mod:`.errno`).
+- ``__errno_location`` by behaviour (:mod:`.errno`); ``saveSetjmp`` by the setjmp
+  lowering's call pattern (:mod:`.sjlj`); ``__pthread_mutex_lock`` anchored on a recognised
+  trylock and Emscripten runtime functions by the ``env`` imports they call (:mod:`.pthread`).
 - ``behaviour``: small bodies whose behaviour pins the name down (``memory.fill`` of the
   three parameters returning the first is memset; the stack pointer getters/setters;
   ``__wasm_call_ctors`` as the first call of ``_start``/``_initialize``; ``__wasm_init_tls``
