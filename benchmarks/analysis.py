@@ -7,7 +7,8 @@
    truth functions of the family, names written, right, wrong, left for review.
 2. Generality: with ``--refs DIR`` (the output of kbtool/analysis/refs/build.sh), the
    fingerprints of one toolchain are evaluated on the named builds of the other
-   (wasi-libc entries on emcc-* builds and vice versa).
+   (wasi-libc entries on emcc-* builds and vice versa); 2b: each emcc build with every
+   other build's fingerprints (leave-one-build-out), scoring the behaviour rules.
 3. Thread facts on the threaded onnxruntime build: atomic sites found vs
    ``wasm-objdump -d FILE | grep -c atomic``.
 4. Time of ``analyze_module_static`` next to ``kbtool.wasm.analyze_module`` on the largest
@@ -21,6 +22,9 @@
    setjmp, stdio, strings, malloc) built with emcc -O3 and -Oz (references: -O2/-Os),
    stripped here; skipped without emcc. With ``ZIG`` set (as for refs/build.sh, e.g.
    ``ZIG="python -m ziglang"``) also zig cc -O3 with wasm-EH setjmp (``__wasm_setjmp``...).
+7. Threads: tests/fixtures/analysis/c_threads_eval.c (not a fingerprint source) built with
+   ``emcc -pthread -Oz`` (threaded references: -O2/-Os/-O3), stripped here; skipped without
+   emcc and in ``--smoke``.
 
 ``--smoke``: one small gt pair and no objdump/large modules (run by the tests).
 The corpus is only measured here; nothing is tuned on it.
@@ -139,6 +143,33 @@ def bench_cross(refs: Path) -> None:
             print(line)
 
 
+def bench_leave_one_out(refs: Path) -> None:
+    """2b. Each emcc reference build, stripped, analysed with the fingerprints of every OTHER
+    build (its own entries removed): what the behaviour rules add where no shape is left."""
+    db = default_db()
+    table: dict[str, list[int]] = defaultdict(lambda: [0] * 5)
+    wrong: list[str] = []
+    behaviour: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    files = sorted(refs.glob("emcc-*.wasm"))
+    for path in files:
+        sub = FingerprintDB([e for e in db.entries if set(e.refs) - {path.stem}], db.builds)
+        named = path.read_bytes()
+        stripped = strip_custom_sections(named)
+        truth = analyze_module(named).module.func_names
+        sa = analyze_module_static(analyze_module(stripped), stripped, db=sub)
+        wrong += score(sa.names, sa.review, truth, table)
+        for n in sa.names:
+            rec = n["evidence"]["recognizer"]
+            if rec.startswith("behaviour."):
+                ok = canonical(truth.get(n["func_index"], "")) == canonical(n["name"])
+                behaviour[f"{rec} {n['name']}"][0 if ok else 1] += 1
+    print_table(f"2b. leave-one-build-out on {len(files)} emcc reference builds", table)
+    for line in wrong[:10]:
+        print(line)
+    for k, (ok, bad) in sorted(behaviour.items()):
+        print(f"  {k}: {ok} right, {bad} wrong")
+
+
 def bench_threads() -> None:
     path = CORPUS / THREADED
     data = path.read_bytes()
@@ -157,6 +188,11 @@ def bench_threads() -> None:
     print(
         f"\n3. thread facts on {path.name}: atomic sites {sites}, "
         f"wasm-objdump -d | grep -c atomic = {ref}; facts by kind {dict(sorted(kinds.items()))}"
+    )
+    print(
+        f"   names written there (no name section, no JS glue in the corpus: precision cannot "
+        f"be checked): {len(sa.names)}, reviewed {len(sa.review)}: "
+        + ", ".join(f"f{n['func_index']} {n['name']}" for n in sa.names)
     )
 
 
@@ -337,6 +373,47 @@ def bench_emcc(smoke: bool) -> None:
         print(line)
 
 
+C_THREADS_EVAL = RUST_EVAL.with_name("c_threads_eval.c")
+
+
+def bench_emcc_threads(smoke: bool) -> None:
+    """7. Emscripten threaded builds: c_threads_eval.c (not a fingerprint source) with
+    ``emcc -pthread`` at -Oz (the threaded references use -O2/-Os/-O3), stripped here."""
+    import tempfile
+
+    emcc = shutil.which("emcc")
+    if emcc is None or smoke:
+        print(
+            "\n7. threaded C via emcc -pthread: skipped (" + ("smoke" if smoke else "no emcc") + ")"
+        )
+        return
+    table: dict[str, list[int]] = defaultdict(lambda: [0] * 5)
+    wrong: list[str] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        js = Path(tmp) / "c_threads_eval.js"
+        cmd = [emcc, "-Oz", "-pthread", "-sPTHREAD_POOL_SIZE=2", "--profiling-funcs"]
+        subprocess.run([*cmd, str(C_THREADS_EVAL), "-o", str(js)], capture_output=True)
+        wasm = js.with_suffix(".wasm")  # the .js step may fail on the minifier; .wasm is done
+        if not wasm.exists() or not wasm.stat().st_size:
+            print("\n7. threaded C via emcc -pthread: build failed")
+            return
+        named = wasm.read_bytes()
+    stripped = strip_custom_sections(named)
+    truth = analyze_module(named).module.func_names
+    sa = analyze_module_static(analyze_module(stripped), stripped)
+    wrong += score(sa.names, sa.review, truth, table)
+    print_table(
+        "7. threaded C: c_threads_eval.c (not a fingerprint source), emcc -pthread -Oz", table
+    )
+    for line in wrong[:10]:
+        print(line)
+    fams = ("thread", "lock")
+    print(
+        "  thread/lock names written: "
+        + ", ".join(sorted(n["name"] for n in sa.names if n["family"] in fams))
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--smoke", action="store_true")
@@ -345,11 +422,13 @@ def main(argv: list[str] | None = None) -> int:
     bench_gt(args.smoke)
     if args.refs is not None:
         bench_cross(args.refs)
+        bench_leave_one_out(args.refs)
     if not args.smoke:
         bench_threads()
     bench_time(args.smoke)
     bench_rust(args.smoke)
     bench_emcc(args.smoke)
+    bench_emcc_threads(args.smoke)
     return 0
 
 

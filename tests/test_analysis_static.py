@@ -33,8 +33,21 @@ def _clang_wasm(tmp_path: Path, src: Path, *extra: str) -> bytes:
     if clang is None or not shutil.which("wasm-ld"):
         pytest.skip("clang/wasm-ld not installed")
     out = tmp_path / "s.wasm"
-    r = subprocess.run([clang, "--target=wasm32", "-O2", "-nostdlib", "-Wl,--no-entry",
-                        *extra, str(src), "-o", str(out)], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            clang,
+            "--target=wasm32",
+            "-O2",
+            "-nostdlib",
+            "-Wl,--no-entry",
+            *extra,
+            str(src),
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+    )
     if r.returncode:
         pytest.skip(f"clang cannot build wasm32 here: {r.stderr[:200]}")
     return out.read_bytes()
@@ -99,9 +112,10 @@ def test_behaviour_recognizers_name_pinned_bodies_and_review_ambiguous(tmp_path)
 
 
 def test_two_functions_fitting_one_name_are_not_named(tmp_path):
-    two = MEM_WAT.replace("(func $save (result i32) global.get $sp)",
-                          "(func $save (result i32) global.get $sp)\n"
-                          "(func $save2 (result i32) global.get $sp)")
+    two = MEM_WAT.replace(
+        "(func $save (result i32) global.get $sp)",
+        "(func $save (result i32) global.get $sp)\n(func $save2 (result i32) global.get $sp)",
+    )
     data = _wat(tmp_path, two)
     sa = analyze_module_static(analyze_module(data), data)
     assert "stackSave" not in {n["name"] for n in sa.names}
@@ -115,8 +129,17 @@ def test_fingerprint_match_respects_floor_and_ambiguity(tmp_path):
     user2 = a.functions[5]
 
     def entry(name, f, ref="test-build"):
-        return RefEntry(f"x:{name}", name, "libc", f.shape_hash, full_hash(f), f.instr_count,
-                        f.type_sig, (), (ref,))
+        return RefEntry(
+            f"x:{name}",
+            name,
+            "libc",
+            f.shape_hash,
+            full_hash(f),
+            f.instr_count,
+            f.type_sig,
+            (),
+            (ref,),
+        )
 
     # user bodies are 15 instructions: above the shape floor -> named
     db = FingerprintDB([entry("known_fn", user)], {"test-build": "t"})
@@ -167,10 +190,18 @@ def test_thread_facts_sites_locks_tls_workers(tmp_path):
         kinds.setdefault(f["kind"], []).append(f)
     assert len(kinds["shared_memory"]) == 1
     sites = [(s["func_index"], s["class"], s["width"], s["offset"]) for s in kinds["atomic_site"]]
-    assert sites == [(0, "cmpxchg", 4, 8), (0, "wait", 4, 0), (1, "store", 4, 8),
-                     (1, "notify", 4, 0), (2, "fence", 0, None), (2, "rmw", 8, 16)]
+    assert sites == [
+        (0, "cmpxchg", 4, 8),
+        (0, "wait", 4, 0),
+        (1, "store", 4, 8),
+        (1, "notify", 4, 0),
+        (2, "fence", 0, None),
+        (2, "rmw", 8, 16),
+    ]
     assert {(f["func_index"], f["pattern"]) for f in kinds["lock"]} == {
-        (0, "futex"), (1, "futex_release")}
+        (0, "futex"),
+        (1, "futex_release"),
+    }
     assert kinds["tls_base"][0]["global_index"] == 0
     assert kinds["tls_base"][0]["init_function"] == 3
     assert [f["func_index"] for f in kinds["worker_entry"]] == [4]
@@ -208,22 +239,37 @@ def test_wasi_libc_fixture_named_by_committed_fingerprints(tmp_path):
     if clang is None or not Path("/usr/lib/wasm32-wasi/libc.a").exists():
         pytest.skip("clang or Debian wasi-libc not installed")
     src = tmp_path / "p.c"
-    src.write_text('#include <string.h>\n#include <stdlib.h>\n#include <stdio.h>\n'
-                   'int main(int c, char **v) { char *p = malloc(c * 9 + 1);\n'
-                   '  memset(p, c, c * 9); p[c] = 0; printf("%zu\\n", strlen(p) + strlen(v[0]));\n'
-                   '  free(p); return 0; }\n')
+    src.write_text(
+        "#include <string.h>\n#include <stdlib.h>\n#include <stdio.h>\n"
+        "int main(int c, char **v) { char *p = malloc(c * 9 + 1);\n"
+        '  memset(p, c, c * 9); p[c] = 0; printf("%zu\\n", strlen(p) + strlen(v[0]));\n'
+        "  free(p); return 0; }\n"
+    )
     out = tmp_path / "p.wasm"
     bindir = tmp_path / "bin"
     bindir.mkdir()
     for tool in ("clang", "wasm-ld", "wasm-ld-14"):
         if shutil.which(tool):
             (bindir / tool).symlink_to(shutil.which(tool))
-    r = subprocess.run([str(bindir / "clang"), "--target=wasm32-wasi", "--sysroot=/usr", "-Os",
-                        str(src), "-o", str(out), f"-Wl,--Map={tmp_path / 'p.map'}"],
-                       capture_output=True, text=True, env={"PATH": str(bindir)})
+    r = subprocess.run(
+        [
+            str(bindir / "clang"),
+            "--target=wasm32-wasi",
+            "--sysroot=/usr",
+            "-Os",
+            str(src),
+            "-o",
+            str(out),
+            f"-Wl,--Map={tmp_path / 'p.map'}",
+        ],
+        capture_output=True,
+        text=True,
+        env={"PATH": str(bindir)},
+    )
     if r.returncode:
         pytest.skip(f"wasi-libc link failed: {r.stderr[:200]}")
     import sys
+
     sys.path.insert(0, str(REFS))
     from make_fingerprints import map_names
 

@@ -20,7 +20,9 @@ Recognizers (how each decides, see docs/analysis.md):
   hash matches AND whose direct callees are all known and equal the reference's.
 - ``fingerprint.callee_of``: the one unnamed callee of a named function, when the
   reference calls exactly one function not accounted for and the shapes agree.
-- ``__errno_location`` by behaviour (:mod:`.errno`).
+- ``__errno_location`` by behaviour (:mod:`.errno`); ``saveSetjmp`` by the setjmp
+  lowering's call pattern (:mod:`.sjlj`); ``__pthread_mutex_lock`` anchored on a recognised
+  trylock and Emscripten runtime functions by the ``env`` imports they call (:mod:`.pthread`).
 - ``behaviour``: small bodies whose behaviour pins the name down (``memory.fill`` of the
   three parameters returning the first is memset; the stack pointer getters/setters;
   ``__wasm_call_ctors`` as the first call of ``_start``/``_initialize``; ``__wasm_init_tls``
@@ -46,6 +48,8 @@ from .fingerprints import (
     loose_digests,
     loose_hash,
 )
+from .pthread import mutex_lock_candidates, private_import_candidates
+from .sjlj import save_setjmp_candidates
 
 SHAPE_FLOOR = 12  # instructions; smaller exact-shape matches happen by accident
 FULL_FLOOR = 40  # the op stream alone is weaker evidence: demand a longer body
@@ -294,7 +298,7 @@ def callee_agreement(a: ModuleAnalysis, named: dict[int, Candidate]) -> None:
 # ----------------------------------------------------------------------------- behaviour
 
 
-def stack_pointer_global(a: ModuleAnalysis) -> int | None:
+def stack_pointer_global(a: ModuleAnalysis, data: bytes | None = None) -> int | None:
     """The mutable i32 global used by the most functions (LLVM's __stack_pointer), if it
     is used by clearly more functions than any other global."""
     m = a.module
@@ -307,8 +311,43 @@ def stack_pointer_global(a: ModuleAnalysis) -> int | None:
         return None
     ranked.sort(reverse=True)
     if len(ranked) > 1 and ranked[1][0] * 2 > ranked[0][0]:
-        return None
+        # close use counts (threaded builds: the TLS/thread-pointer global is read almost as
+        # often): decide by the frame prologue `global.get G; <k>; i32.sub`
+        return _prologue_stack_pointer(a, data, [g for _n, g in ranked[:2]])
     return ranked[0][1]
+
+
+def _prologue_stack_pointer(a: ModuleAnalysis, data: bytes | None, cands: list[int]) -> int | None:
+    """The candidate global that opens clearly more frame prologues (``global.get G;
+    i32.const k | local.get; i32.sub``) than the other; only the first 3 instructions of
+    the bodies using a candidate are decoded."""
+    if data is None:
+        return None
+    want = set(cands)
+    opens: Counter[int] = Counter()
+    for f in a.functions:
+        if f.imported or f.instr_count < 4 or not want.intersection(f.globals_used):
+            continue
+        end = f.body_offset + f.body_size
+        p = skip_local_decls(data, f.body_offset, end)
+        seq = []
+        for _k in range(3):
+            if p >= end:
+                break
+            op, p, imms = decode_one(data, p, end)
+            seq.append((MNEMONICS[op], imms))
+        if (
+            len(seq) == 3
+            and seq[0][0] == "global.get"
+            and seq[0][1][0] in want
+            and seq[1][0] in ("i32.const", "local.get")
+            and seq[2][0] == "i32.sub"
+        ):
+            opens[seq[0][1][0]] += 1
+    ranked = opens.most_common()
+    if not ranked or (len(ranked) > 1 and ranked[1][1] * 2 > ranked[0][1]):
+        return None
+    return ranked[0][0]
 
 
 def _global_is_mut_i32(m, g: int) -> bool:
@@ -476,11 +515,14 @@ def recognize(a: ModuleAnalysis, data: bytes, db: FingerprintDB) -> tuple[list[d
     review: list[dict] = []
     ctx = LooseContext(data, a.module)
     cands = fingerprint_candidates(a, data, db, review, ctx)
-    sp = stack_pointer_global(a)
+    sp = stack_pointer_global(a, data)
     cands += behaviour_candidates(a, data, sp)
     cands += [
         Candidate(i, "__errno_location", conf, ev)
         for i, conf, ev in errno_candidates(a, data, sp, ctx.bounds)
+    ]
+    cands += [
+        Candidate(i, "saveSetjmp", conf, ev) for i, conf, ev in save_setjmp_candidates(a, data)
     ]
     chosen = resolve(cands, review)
     callee_agreement(a, chosen)
@@ -504,6 +546,12 @@ def recognize(a: ModuleAnalysis, data: bytes, db: FingerprintDB) -> tuple[list[d
         if not more:
             break
         chosen.update(more)
+    private = private_import_candidates(a, db, {i: c.name for i, c in chosen.items()})
+    chosen.update(resolve([Candidate(i, n, conf, ev) for i, n, conf, ev in private], review))
+    lock = mutex_lock_candidates(a, {i: c.name for i, c in chosen.items()})
+    chosen.update(
+        resolve([Candidate(i, "__pthread_mutex_lock", conf, ev) for i, conf, ev in lock], review)
+    )
     names = [
         {
             "func_index": i,

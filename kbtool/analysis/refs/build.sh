@@ -52,6 +52,17 @@ if command -v emcc >/dev/null 2>&1; then
   done
   emcc -O2 -pthread --profiling-funcs -sPTHREAD_POOL_SIZE=4 "$here/libc_threads.c" \
     -o "$out/emcc-libc_threads-O2.js" || test -s "$out/emcc-libc_threads-O2.wasm"
+  # threaded libc (-pthread: locks in malloc/stdio, futex waits, the pthread runtime) at
+  # three opt-levels; the .js step may fail on the minifier, the .wasm is written before it
+  for src in libc_threads libc_pthread_api libc_stdio libc_strings; do
+    for opt in Os O3 O2; do
+      w="$out/emcc-pthread-$src-$opt"
+      [ "$src-$opt" = libc_threads-O2 ] && continue  # built above (kept for its id)
+      rm -f "$w.wasm"
+      emcc -"$opt" -pthread --profiling-funcs -sPTHREAD_POOL_SIZE=4 "$here/$src.c" \
+        -o "$w.js" >/dev/null 2>&1 || test -s "$w.wasm"
+    done
+  done
   # setjmp through wasm exception handling (__wasm_longjmp) instead of JS invoke_*
   emcc -O2 --profiling-funcs -sSUPPORT_LONGJMP=wasm -fwasm-exceptions "$here/libc_setjmp.c" \
     -o "$out/emcc-libc_setjmp-O2-wasmsjlj.wasm"

@@ -37,6 +37,7 @@ OWN = {
     "fail",
     "guarded",
     "run",
+    "setup",
 }
 
 
