@@ -24,6 +24,7 @@ import re
 from bisect import bisect_right
 
 from kbtool.wasm import FuncFacts, ModuleAnalysis
+from kbtool.wasm.leb import encode_sleb, encode_uleb
 
 from .body import decode_body
 from .runtime import is_runtime_import
@@ -35,29 +36,6 @@ MAX_CANDIDATES = 64
 _STORE_LOCAL = rb"\x20([\x00-\x7f])\x36\x02\x00"  # local.get L; i32.store offset=0
 SYSCALL_RET_MAX_BODY = 32
 _STORE_CONST = rb"\x41([\x01-\x3f]|[\xc0-\xff]\x00|[\x80-\x8c]\x01)\x36\x02\x00"
-
-
-def _uleb(v: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def _sleb(v: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if (v == 0 and not b & 0x40) or (v == -1 and b & 0x40):
-            out.append(b)
-            return bytes(out)
-        out.append(b | 0x80)
 
 
 def _sleb_value(b: bytes) -> int:
@@ -126,9 +104,9 @@ def errno_candidates(
 
     fits = []
     for f, form, addr in cands:
-        heads = [rb"\x10" + re.escape(_uleb(f.index))]
+        heads = [rb"\x10" + re.escape(encode_uleb(f.index))]
         if form == "const":
-            heads.append(rb"\x41" + re.escape(_sleb(addr)))
+            heads.append(rb"\x41" + re.escape(encode_sleb(addr)))
         funcs: set[int] = set()
         codes: set[int] = set()
         relays: set[int] = set()
