@@ -3,6 +3,8 @@ analysis walks; the whole-module work stays in :mod:`kbtool.wasm.facts`)."""
 
 from __future__ import annotations
 
+from array import array
+
 from kbtool.wasm import FuncFacts
 from kbtool.wasm.instr import decode_one, skip_local_decls
 from kbtool.wasm.opcodes import KIND, PREFIX_BASE
@@ -51,8 +53,37 @@ _ATOMIC = _PBASE[0xFE]
 
 
 def atomic_sites(data: bytes, f: FuncFacts) -> list[tuple[int, int | None]]:
-    """``[(op_id, memarg_offset | None)]`` of every atomic (0xFE) instruction of ``f``,
-    in order. A lean skipper: immediates are skipped, only atomic memargs are decoded;
+    """``[(op_id, memarg_offset | None)]`` of every atomic (0xFE) instruction of ``f``, in
+    order: read off the facts the module decoder already made (the op stream and the memargs)
+    when they account for every site, else by scanning the body."""
+    sites = _atomic_sites_from_facts(f)
+    return sites if sites is not None else _scan_atomic_sites(data, f)
+
+
+def _atomic_sites_from_facts(f: FuncFacts) -> list[tuple[int, int | None]] | None:
+    """The sites from ``f.ops`` (every op id in order) and ``f.mem_ops`` (every memarg in
+    order); None when they do not hold all ``f.atomic_sites`` sites."""
+    ops = array("H")
+    ops.frombytes(f.ops)
+    offsets = [off for op, off, _w in f.mem_ops if op >= _ATOMIC]
+    out: list[tuple[int, int | None]] = []
+    k = 0
+    for op in ops:
+        if op >= _ATOMIC:
+            if KIND[op] in (2, 20):  # a memarg (+ lane)
+                if k >= len(offsets):
+                    return None
+                out.append((op, offsets[k]))
+                k += 1
+            else:  # atomic.fence
+                out.append((op, None))
+    if len(out) != f.atomic_sites or k != len(offsets):
+        return None
+    return out
+
+
+def _scan_atomic_sites(data: bytes, f: FuncFacts) -> list[tuple[int, int | None]]:
+    """:func:`atomic_sites` by scanning the body. A lean skipper: immediates are skipped, only atomic memargs are decoded;
     rare immediate kinds go through the careful decoder."""
     end = f.body_offset + f.body_size
     p = skip_local_decls(data, f.body_offset, end)
