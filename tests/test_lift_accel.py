@@ -159,3 +159,21 @@ def test_build_state_absent_stale_ready(tmp_path, monkeypatch):
     assert active.compiled_state() == "ready"
     src.write_text("X = 2\n")  # the source changed after the build
     assert active.compiled_state() == "stale"
+
+
+def test_a_type_error_in_the_compiled_lifter_falls_back_to_pure(tmp_path):
+    """mypyc checks types at run time: a shape no test met may fail only compiled; that
+    function is then lifted by the pure lifter instead of failing the caller."""
+    import types
+
+    lm = prepare((ROOT / "kbtool" / "demo" / "zstd-1.5.5.wasm").read_bytes())
+    pure = active.load_pure()
+
+    def broken(_lm, _index, **_kw):
+        raise TypeError("str object expected; got tuple")
+
+    wrapped = active._with_pure_fallback(types.SimpleNamespace(lift_function=broken))
+    index = lm.module.num_func_imports
+    got = wrapped(lm, index)
+    want = pure.lift_function(lm, index)
+    assert (got.text, got.truncated) == (want.text, want.truncated) and not got.truncated

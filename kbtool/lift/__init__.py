@@ -62,6 +62,7 @@ The prelude header ships as package data: :func:`prelude_path` gives its path an
 
 from .active import IMPL as _LIFTER
 from .active import PATH as LIFTER_PATH
+from .active import lift_function  # the compiled one hands type errors to the pure one
 from .callgraph import build_callgraph, indirect_types
 from .context import LiftModule, prepare
 from .disasm import disassemble_function
@@ -73,7 +74,6 @@ from .prelude import prelude_path, render_prelude
 LiftError = _LIFTER.LiftError
 LiftResult = _LIFTER.LiftResult
 LiftStats = _LIFTER.LiftStats
-lift_function = _LIFTER.lift_function
 
 __all__ = [
     "LIFTER_PATH",

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import logging
 import os
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "lifter.py"
@@ -75,3 +77,26 @@ def _choose() -> tuple[ModuleType, str]:
 
 
 IMPL, PATH = _choose()
+
+log = logging.getLogger("kbtool.lift")
+
+
+def _with_pure_fallback(compiled: ModuleType) -> Any:
+    """``compiled.lift_function`` that hands a function to the pure lifter when the compiled
+    code raises a type error: mypyc checks types at run time where Python does not, so an
+    input shape no test has met may fail only there. The pure lifter is the reference."""
+    fast = compiled.lift_function
+
+    def lift_function(lm: Any, func_index: int, **kw: Any) -> Any:
+        try:
+            return fast(lm, func_index, **kw)
+        except (TypeError, AttributeError) as e:
+            log.warning("compiled lifter failed on function %s (%s); the pure one lifts it",
+                        func_index, e)
+            return load_pure().lift_function(lm, func_index, **kw)
+
+    return lift_function
+
+
+# what kbtool.lift calls: the chosen lifter's entry point
+lift_function = _with_pure_fallback(IMPL) if PATH == "compiled" else IMPL.lift_function

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from typing import TYPE_CHECKING
 
-from .active import IMPL
+from . import active
 from .context import LiftModule
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ MIN_PARALLEL_BYTES = 200_000
 
 def _work(rng: tuple[int, int]) -> list[LiftResult]:
     lm, kw = _STATE["lm"], _STATE["kw"]
-    lift = IMPL.lift_function
+    lift = active.lift_function
     return [lift(lm, i, **kw) for i in range(*rng)]
 
 
@@ -64,7 +64,7 @@ def lift_module(
     module without copying it. ``workers=1`` (or a small module) lifts in this process.
     ``kw`` goes to :func:`lift_function`.
     """
-    lift_function = IMPL.lift_function
+    lift_function = active.lift_function
     m = lm.module
     first = 0 if imports else m.num_func_imports
     n = m.num_functions
