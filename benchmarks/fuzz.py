@@ -61,14 +61,86 @@ SMITH_FLAGS = [
     )
 ]
 REFERENCE_MAX_BYTES = 256 * 1024  # larger inputs are not dumped by the reference tool
+LAYERS = ("wasm", "lift", "analysis")
+C_SAMPLE_CHARS = 60_000  # C per module handed to the compile check
 UNSUPPORTED = re.compile(r"not supported")
 
 
 # ----------------------------------------------------------------------------- worker
 
 
-def _worker(mem_mb: int) -> int:
-    """Decode framed inputs from stdin, one JSON line per input on stdout."""
+def _sample(first: int, end: int, limit: int) -> list[int]:
+    """Up to ``limit`` function indices of ``range(first, end)``, evenly spread."""
+    n = end - first
+    if n <= limit:
+        return list(range(first, end))
+    return [first + (k * n) // limit for k in range(limit)]
+
+
+def _lift_layer(data: bytes, a, max_funcs: int) -> dict:
+    """Lift (pure, and compiled when built) and disassemble a sample of defined functions.
+
+    Returns ``{"lifted", "internal"?, "mismatch"?, "c"}``: ``internal`` is the first stub
+    whose reason is a caught lifter defect (``internal error ...``), ``mismatch`` the first
+    function whose compiled text differs from the pure one, ``c`` the concatenated C of the
+    first functions (bounded) for the compile check. Exceptions escape to the caller."""
+    from kbtool.lift import disassemble_function, prepare
+    from kbtool.lift.active import load_compiled, load_pure
+    from kbtool.wasm import WasmFormatError
+
+    pure = load_pure()
+    comp = load_compiled()
+    lm = prepare(data)
+    m = lm.module
+    out: dict = {"lifted": 0, "disasm_rejects": 0}
+    parts: list[str] = []
+    size = 0
+    for fi in _sample(m.num_func_imports, m.num_functions, max_funcs):
+        r = pure.lift_function(lm, fi)
+        out["lifted"] += 1
+        if r.truncated and "internal" not in out and "not lifted: internal error" in r.text:
+            out["internal"] = f"function {fi}: {r.reason}"
+        if comp is not None:
+            try:
+                r2 = comp.lift_function(lm, fi)
+            except Exception as e:  # noqa: BLE001 - reported as a difference
+                r2 = None
+                diff = f"compiled raised {type(e).__name__}: {e}"
+            else:
+                diff = "" if r2.text == r.text else "texts differ"
+            if diff and "mismatch" not in out:
+                out["mismatch"] = f"function {fi}: {diff}"
+        if size < C_SAMPLE_CHARS:
+            parts.append(r.text)
+            size += len(r.text)
+        try:
+            disassemble_function(lm, fi)
+        except WasmFormatError:
+            out["disasm_rejects"] += 1  # allowed by contract, but the decoder accepted it
+    for bad in (-1, m.num_functions):
+        try:
+            pure.lift_function(lm, bad)
+        except IndexError:
+            pass
+        else:
+            raise AssertionError(f"lift_function({bad}) did not raise IndexError")
+    out["c"] = "\n".join(parts)
+    return out
+
+
+def _analysis_layer(data: bytes, a) -> dict:
+    """Static analysis and the call graph; exceptions escape to the caller."""
+    from kbtool.analysis import analyze_module_static
+    from kbtool.lift import build_callgraph
+
+    sa = analyze_module_static(a, data)
+    g = build_callgraph(a, data)
+    return {"names": len(sa.names), "structs": len(sa.structs), "edges": len(g["edges"])}
+
+
+def _worker(mem_mb: int, layers: tuple[str, ...] = LAYERS, max_funcs: int = 200) -> int:
+    """Decode framed inputs from stdin (and lift / analyse the accepted ones, per
+    ``layers``), one JSON line per input on stdout."""
     import resource
     import traceback
 
@@ -116,6 +188,21 @@ def _worker(mem_mb: int) -> int:
         if res.get("status") == "reject" and "\n" in res["error"]:
             res["status"] = "crash"
             res["tb"] = "multi-line error: " + res["error"]
+        if res.get("status") == "ok":
+            for layer in layers:
+                if layer == "wasm":
+                    continue
+                try:
+                    if layer == "lift":
+                        res["lift"] = _lift_layer(data, a, max_funcs)
+                    else:
+                        res["analysis"] = _analysis_layer(data, a)
+                except MemoryError:
+                    res = {"status": "memory", "layer": layer}
+                except Exception:  # noqa: BLE001 - the harness reports every exception
+                    res = {"status": "crash", "layer": layer, "tb": traceback.format_exc()[-3000:]}
+                if res["status"] != "ok":
+                    break
         out.write(json.dumps(res) + "\n")
         out.flush()
 
@@ -123,16 +210,24 @@ def _worker(mem_mb: int) -> int:
 class Runner:
     """A worker subprocess with a per-input timeout; restarted after a hang or a death."""
 
-    def __init__(self, timeout: float, mem_mb: int) -> None:
+    def __init__(
+        self, timeout: float, mem_mb: int, layers: tuple[str, ...] = LAYERS, max_funcs: int = 200
+    ) -> None:
         self.timeout = timeout
         self.mem_mb = mem_mb
+        self.layers = layers
+        self.max_funcs = max_funcs
         self.proc: subprocess.Popen | None = None
 
     def _start(self) -> subprocess.Popen:
         env = dict(os.environ)
         env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
         return subprocess.Popen(
-            [sys.executable, "-m", "benchmarks.fuzz", "--worker", "--mem-mb", str(self.mem_mb)],
+            [
+                sys.executable,
+                *("-m", "benchmarks.fuzz", "--worker", "--mem-mb", str(self.mem_mb)),
+                *("--layers", ",".join(self.layers), "--max-funcs", str(self.max_funcs)),
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -305,6 +400,33 @@ def counts_agree(reference: list[int], ours: list[int]) -> int | None:
     return None
 
 
+def parse_layers(text: str) -> tuple[str, ...]:
+    """``"wasm,lift"`` -> ``("wasm", "lift")`` (the decoder always runs: it feeds the rest)."""
+    got = [x.strip() for x in text.split(",") if x.strip()]
+    bad = [x for x in got if x not in LAYERS]
+    if bad:
+        raise SystemExit(f"unknown layer(s) {', '.join(bad)}; choose from {', '.join(LAYERS)}")
+    return tuple(x for x in LAYERS if x in got or x == "wasm")
+
+
+def compile_c(text: str, timeout: float = 60.0) -> str | None:
+    """None when ``gcc -fsyntax-only`` accepts ``text`` with the prelude, else its first error."""
+    from kbtool.lift import prelude_path
+
+    with tempfile.NamedTemporaryFile("w", suffix=".c") as f:
+        f.write(text)
+        f.flush()
+        args = ["gcc", "-fsyntax-only", "-fwrapv", "-w", "-include", prelude_path(), f.name]
+        try:
+            r = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return "gcc timed out"
+    if r.returncode == 0:
+        return None
+    errs = [ln for ln in r.stderr.splitlines() if "error" in ln]
+    return (errs[0] if errs else r.stderr.strip()[:300]).replace(f.name, "<module>.c")
+
+
 # ----------------------------------------------------------------------------- driver
 
 
@@ -317,13 +439,17 @@ def run(
     include_corpus: bool = True,
     reference: bool = True,
     log=print,
+    layers: tuple[str, ...] = LAYERS,
+    max_funcs: int = 200,
+    gcc_modules: int = 300,
 ) -> dict:
     rng = random.Random(seed)
     seeds = seed_modules(include_corpus)
     small = [s for s in seeds if len(s[1]) <= REFERENCE_MAX_BYTES]
     big = [s for s in seeds if len(s[1]) > REFERENCE_MAX_BYTES]
     have_tools = reference and shutil.which("wasm-tools") is not None
-    runner = Runner(timeout, mem_mb)
+    runner = Runner(timeout, mem_mb, layers, max_funcs)
+    have_gcc = "lift" in layers and shutil.which("gcc") is not None
     stats: Counter = Counter()
     failures: list[dict] = []
     rejected_valid: Counter = Counter()
@@ -334,15 +460,36 @@ def run(
         st = res["status"]
         stats[f"{kind}:{st}"] += 1
         fail = None
+        lift = res.get("lift")
+        if lift is not None:
+            stats["lift:modules"] += 1
+            stats["lift:functions"] += lift["lifted"]
+            stats["lift:disasm_rejects"] += lift["disasm_rejects"]
+        if "analysis" in res:
+            stats["analysis:modules"] += 1
         if st in ("crash", "hang", "memory", "died"):
-            fail = res.get("tb") or st
+            fail = (f"[{res['layer']}] " if "layer" in res else "") + (res.get("tb") or st)
         elif res.get("disagree"):
             fail = res["disagree"]
+        elif lift is not None and lift.get("internal"):
+            fail = f"[lift] caught lifter defect: {lift['internal']}"
         elif have_tools and len(data) <= REFERENCE_MAX_BYTES and (st == "ok" or kind != "mutation"):
             # mutations that kbtool rejects are not sent to the reference (they are almost
             # all invalid; smith modules and seeds are, to count valid-but-rejected ones)
             valid, counts = _reference(data)
-            if st == "ok" and counts is not None:
+            if valid and lift is not None:
+                stats["lift:valid_modules"] += 1
+                if lift.get("mismatch"):
+                    fail = f"[lift] compiled and pure lifters differ: {lift['mismatch']}"
+                elif have_gcc and stats["lift:c_checked"] < gcc_modules and lift["c"]:
+                    stats["lift:c_checked"] += 1
+                    err = compile_c(lift["c"])
+                    if err is not None:
+                        stats["lift:c_failed"] += 1
+                        fail = f"[lift] C does not compile: {err}"
+            if fail:
+                pass
+            elif st == "ok" and counts is not None:
                 stats[f"{kind}:compared"] += 1
                 if -1 in counts:
                     stats[f"{kind}:reference_undecoded_bodies"] += counts.count(-1)
@@ -402,17 +549,33 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--timeout", type=float, default=20.0, help="seconds per input")
     ap.add_argument("--mem-mb", type=int, default=768, help="address-space bound per worker")
+    ap.add_argument("--layers", default=",".join(LAYERS), help="wasm,lift,analysis (default all)")
+    ap.add_argument("--max-funcs", type=int, default=200, help="functions lifted per module")
+    ap.add_argument(
+        "--gcc-modules", type=int, default=300, help="valid modules whose C is compiled"
+    )
     ap.add_argument("--no-corpus", action="store_true")
     ap.add_argument("--no-reference", action="store_true")
     ap.add_argument("--smoke", action="store_true", help="tiny budget (tests)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
+    layers = parse_layers(a.layers)
     if a.worker:
-        return _worker(a.mem_mb)
+        return _worker(a.mem_mb, layers, a.max_funcs)
     if a.smoke:
         a.mutations, a.smith, a.no_corpus = min(a.mutations, 60), min(a.smith, 5), True
+        a.gcc_modules = min(a.gcc_modules, 5)
     res = run(
-        a.mutations, a.smith, a.seed, a.timeout, a.mem_mb, not a.no_corpus, not a.no_reference
+        a.mutations,
+        a.smith,
+        a.seed,
+        a.timeout,
+        a.mem_mb,
+        not a.no_corpus,
+        not a.no_reference,
+        layers=layers,
+        max_funcs=a.max_funcs,
+        gcc_modules=a.gcc_modules,
     )
     if a.json:
         print(json.dumps(res, indent=1))
