@@ -505,7 +505,7 @@ def run(
                 if not UNSUPPORTED.search(msg):
                     stats[f"{kind}:rejected_valid_unexplained"] += 1
         if fail:
-            path = Path(tempfile.gettempdir()) / f"kbtool-fuzz-{len(failures)}.wasm"
+            path = Path(tempfile.gettempdir()) / f"kbtool-fuzz-{os.getpid()}-{len(failures)}.wasm"
             path.write_bytes(data)
             failures.append({"input": name, "kind": kind, "failure": fail, "saved": str(path)})
             log(f"FAIL {kind} {name}: {fail.splitlines()[-1] if fail else ''} -> {path}")

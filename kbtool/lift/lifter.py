@@ -2200,6 +2200,7 @@ def lift_function(
         lf = _Lifter(lm, func_index, budget, max_chars)
         lf.switches = switches
         lf.run(ins, blocks, open_at, locals_c, local_types, t)
+        lf.ret_type(t.results)  # the signature names it even when no return was lifted
     except (LiftError, WasmFormatError, IndexError, KeyError, ValueError, OverflowError) as e:
         # a malformed body (or a lifter defect) must not take the caller down
         text = _stub(
