@@ -331,6 +331,30 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
     return bytes(b)
 
 
+def body_ranges(data: bytes) -> list[tuple[int, int]]:
+    """The function body byte ranges of a seed (empty when it does not parse)."""
+    from kbtool.wasm import WasmFormatError, parse_module
+
+    try:
+        return [(s, e) for s, e in parse_module(data).code if e > s]
+    except WasmFormatError:
+        return []
+
+
+_OPCODE_BYTES = bytes(range(0x00, 0xC5)) + bytes((0xFB, 0xFC, 0xFD, 0xFE))
+
+
+def mutate_body(data: bytes, ranges: list[tuple[int, int]], rng: random.Random) -> bytes:
+    """Overwrite 1-4 bytes inside function bodies (sizes unchanged, so the module stays
+    framed and the decoder often accepts it: ill-typed code for the lifter and analyses)."""
+    b = bytearray(data)
+    for _ in range(rng.choice((1, 1, 2, 4))):
+        s, e = rng.choice(ranges)
+        i = rng.randrange(s, e)
+        b[i] = rng.choice(_OPCODE_BYTES) if rng.random() < 0.7 else rng.randrange(256)
+    return bytes(b)
+
+
 def smith_module(rng: random.Random) -> bytes | None:
     seed = rng.randbytes(rng.randint(64, 4096))
     args = ["wasm-tools", "smith"]
@@ -442,6 +466,7 @@ def run(
     layers: tuple[str, ...] = LAYERS,
     max_funcs: int = 200,
     gcc_modules: int = 300,
+    body_mutations: int | None = None,
 ) -> dict:
     rng = random.Random(seed)
     seeds = seed_modules(include_corpus)
@@ -473,7 +498,11 @@ def run(
             fail = res["disagree"]
         elif lift is not None and lift.get("internal"):
             fail = f"[lift] caught lifter defect: {lift['internal']}"
-        elif have_tools and len(data) <= REFERENCE_MAX_BYTES and (st == "ok" or kind != "mutation"):
+        elif (
+            have_tools
+            and len(data) <= REFERENCE_MAX_BYTES
+            and (st == "ok" or kind not in ("mutation", "body_mutation"))
+        ):
             # mutations that kbtool rejects are not sent to the reference (they are almost
             # all invalid; smith modules and seeds are, to count valid-but-rejected ones)
             valid, counts = _reference(data)
@@ -520,6 +549,13 @@ def run(
             check(f"{name}#m{i}", mutate(base, rng), "mutation")
             if (i + 1) % 1000 == 0:
                 log(f"{i + 1} mutations, {time.time() - t0:.0f} s, {len(failures)} failures")
+        bodies = [(n, d, r) for n, d in small if (r := body_ranges(d))]
+        n_body = mutations if body_mutations is None else body_mutations
+        for i in range(n_body if bodies else 0):
+            name, base, ranges = rng.choice(bodies)
+            check(f"{name}#b{i}", mutate_body(base, ranges, rng), "body_mutation")
+            if (i + 1) % 1000 == 0:
+                log(f"{i + 1} body mutations, {time.time() - t0:.0f} s, {len(failures)} failures")
         made = 0
         for i in range(smith * 2):
             if made >= smith:
@@ -546,6 +582,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--mutations", type=int, default=2000)
     ap.add_argument("--smith", type=int, default=100)
+    ap.add_argument(
+        "--body-mutations",
+        type=int,
+        default=None,
+        help="in-body byte overwrites (default: --mutations)",
+    )
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--timeout", type=float, default=20.0, help="seconds per input")
     ap.add_argument("--mem-mb", type=int, default=768, help="address-space bound per worker")
@@ -576,6 +618,7 @@ def main(argv: list[str] | None = None) -> int:
         layers=layers,
         max_funcs=a.max_funcs,
         gcc_modules=a.gcc_modules,
+        body_mutations=a.body_mutations,
     )
     if a.json:
         print(json.dumps(res, indent=1))

@@ -55,3 +55,48 @@ def test_multi_value_function_that_never_returns_declares_its_result_struct(tmp_
     assert "struct R_ij {" in texts[0]
     r = _gcc(texts, tmp_path)
     assert r.returncode == 0, r.stderr
+
+
+def _module(body: bytes, result_i32: bool = False) -> bytes:
+    """One function ``() -> ()`` (or ``-> i32``) with ``body`` (no locals, ends included)."""
+
+    def sec(sid: int, content: bytes) -> bytes:
+        return bytes([sid, len(content)]) + content
+
+    ftype = b"\x60\x00" + (b"\x01\x7f" if result_i32 else b"\x00")
+    fbody = b"\x00" + body
+    return (
+        b"\0asm\1\0\0\0"
+        + sec(1, b"\x01" + ftype)
+        + sec(3, b"\x01\x00")
+        + sec(10, b"\x01" + bytes([len(fbody)]) + fbody)
+    )
+
+
+def test_else_outside_an_if_is_a_stub_not_an_internal_error():
+    # an `else` with no open `if`: the decoder checks nesting only, and the lifter's else
+    # handler assumed an if frame (ValueError from a strict zip: "internal error")
+    lm = prepare(_module(bytes.fromhex("4100050b"), result_i32=True))  # i32.const 0; else; end
+    res = lift_function(lm, 0)
+    assert res.truncated
+    assert "else outside an if" in res.reason
+    assert "internal error" not in res.text
+    assert "else" in disassemble_function(lm, 0)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "0240190b0b",  # block; catch_all; end; end
+        "024018000b",  # block; delegate 0; end
+        "044005050b",  # if; else; else; end
+    ],
+)
+def test_misplaced_catch_delegate_else_are_stubs(body):
+    res = lift_function(
+        prepare(
+            _module(bytes.fromhex("4100" + body) if body.startswith("04") else bytes.fromhex(body))
+        ),
+        0,
+    )
+    assert res.truncated and "internal error" not in res.text, res.text

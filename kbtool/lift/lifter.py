@@ -258,6 +258,8 @@ def _scan(ins: list[tuple[int, int, Any]], ctrl: list[int], budget: _Budget) -> 
         elif op == 0x0B or op == 0x18:
             if not stack:
                 raise LiftError("unbalanced end")
+            if op == 0x18 and blocks[stack[-1]].kind != "try":
+                raise LiftError("delegate outside a try")
             b = stack.pop()
             blk = blocks[b]
             blk.end = i
@@ -268,8 +270,14 @@ def _scan(ins: list[tuple[int, int, Any]], ctrl: list[int], budget: _Budget) -> 
                 acc_blk[-1] += cb
             order.append(b)
         elif op == 0x05 or op == 0x07 or op == 0x19:
-            if len(stack) > 1 and blocks[stack[-1]].else_at < 0:
+            # the decoder checks nesting only: an else/catch must belong to its if/try
+            want = "if" if op == 0x05 else "try"
+            if len(stack) < 2 or blocks[stack[-1]].kind != want:
+                raise LiftError("else outside an if" if op == 0x05 else "catch outside a try")
+            if blocks[stack[-1]].else_at < 0:
                 blocks[stack[-1]].else_at = i
+            elif op == 0x05:
+                raise LiftError("second else in an if")
         elif op == 0x0C or op == 0x0D or op == 0x0E or op in _BR_ON:
             if op == 0x0E:
                 depths = sorted(set(imms[0]) | {imms[1]})
