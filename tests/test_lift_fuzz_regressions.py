@@ -100,3 +100,23 @@ def test_misplaced_catch_delegate_else_are_stubs(body):
         0,
     )
     assert res.truncated and "internal error" not in res.text, res.text
+
+
+def test_if_without_else_with_results_unlike_its_params_is_a_stub(tmp_path):
+    # (i32) -> (i32, i32) on an `if` with no `else` is ill-typed (the implicit else passes
+    # the params on): the lifter zipped 1 param onto 2 results ("internal error")
+    sec = bytes.fromhex(
+        "010c02" + "6001 7f02 7f7f".replace(" ", "") + "6001 7f01 7f".replace(" ", "")
+    )
+    body = bytes.fromhex("00" + "2000" + "4100" + "0400" + "4102" + "0b" + "6a" + "0b")
+    # locals; local.get 0; i32.const 0; if type 0; i32.const 2; end; i32.add; end
+    data = (
+        b"\0asm\1\0\0\0"
+        + sec
+        + bytes.fromhex("03020101")  # function 0: type 1 (i32) -> i32
+        + bytes([10, len(body) + 2, 1, len(body)])
+        + body
+    )
+    res = lift_function(prepare(data), 0)
+    assert res.truncated
+    assert "if without else" in res.reason

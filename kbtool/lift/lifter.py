@@ -1607,6 +1607,9 @@ class _Lifter:
         form = fr.form
         after_reachable = reach or fr.branched
         if form == "if" and not fr.has_else:
+            if tuple(fr.params) != tuple(fr.results):
+                # the implicit else passes the params on as the results
+                raise LiftError("if without else whose results differ from its params")
             if fr.results and fr.par_vars:
                 fr.has_else = True
                 self.frames.pop()
