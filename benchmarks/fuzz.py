@@ -286,7 +286,12 @@ def seed_modules(include_corpus: bool = True) -> list[tuple[str, bytes]]:
                 seeds.append((wat.name, out.read_bytes()))
     seeds.extend(crafted_cases().items())
     if include_corpus:
-        for name in ("gt/zstd-1.5.6.Os.stripped.wasm", "gt/zstd-1.5.7.O2.stripped.wasm"):
+        for name in (
+            "gt/zstd-1.5.6.Os.stripped.wasm",
+            "gt/zstd-1.5.7.O2.stripped.wasm",
+            "gt/zstd-1.5.6.Os.named.wasm",  # a name section for the lifter's names
+            "release/sql.js-1.12.0.sql-wasm.wasm",  # emscripten runtime, setjmp/longjmp
+        ):
             p = CORPUS / name
             if p.exists():
                 seeds.append((name, p.read_bytes()))
@@ -550,9 +555,12 @@ def run(
             if (i + 1) % 1000 == 0:
                 log(f"{i + 1} mutations, {time.time() - t0:.0f} s, {len(failures)} failures")
         bodies = [(n, d, r) for n, d in small if (r := body_ranges(d))]
+        big_bodies = [(n, d, r) for n, d in big if (r := body_ranges(d))]
         n_body = mutations if body_mutations is None else body_mutations
         for i in range(n_body if bodies else 0):
-            name, base, ranges = rng.choice(bodies)
+            # real code now and then: what the recognisers and struct recovery are made for
+            pool_b = big_bodies if big_bodies and rng.random() < 0.05 else bodies
+            name, base, ranges = rng.choice(pool_b)
             check(f"{name}#b{i}", mutate_body(base, ranges, rng), "body_mutation")
             if (i + 1) % 1000 == 0:
                 log(f"{i + 1} body mutations, {time.time() - t0:.0f} s, {len(failures)} failures")
