@@ -1,4 +1,4 @@
-"""Fuzz harness for the wasm layer (issue 11).
+"""Fuzz harness for the wasm, lift and analysis layers (issue 11).
 
 Inputs: mutations of seed modules (byte flips, bit flips, truncation, insertion, deletion,
 LEB growth) where the seeds are the wat fixtures, the crafted cases of
@@ -12,6 +12,17 @@ error message, a hang, the memory bound, the fast and the careful decoder disagr
 modules ``wasm-tools dump`` parses, a per-function instruction count different from its.
 Valid modules (``wasm-tools validate --features all``) that kbtool rejects are counted and
 listed by error (acceptable only when the error names an unsupported proposal).
+
+``--layers wasm,lift,analysis`` (default all): every input the decoder accepts is also
+lifted (``kbtool.lift.prepare``, ``lift_function`` with the default budgets on up to
+``--max-funcs`` defined functions, ``disassemble_function``, and the IndexError contract
+for out-of-range indices) and analysed (``analyze_module_static`` and ``build_callgraph``).
+A failure there is an exception escaping, a hang, the memory bound, or a stub whose reason
+is ``internal error`` (a lifter defect the lifter caught). For valid modules the C of the
+sampled functions is compiled with ``gcc -fsyntax-only -fwrapv -w -include prelude.h``
+(``--gcc-modules`` of them) and, when the compiled lifter is built, its text must equal the
+pure lifter's. Besides the whole-module mutations, ``--body-mutations`` overwrite bytes
+inside function bodies (sizes kept), which the decoder mostly accepts: ill-typed code.
 
     nice python -m benchmarks.fuzz --mutations 20000 --smith 1000       # the full run
     python -m benchmarks.fuzz --smoke                                   # seconds
