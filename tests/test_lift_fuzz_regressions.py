@@ -120,3 +120,13 @@ def test_if_without_else_with_results_unlike_its_params_is_a_stub(tmp_path):
     res = lift_function(prepare(data), 0)
     assert res.truncated
     assert "if without else" in res.reason
+
+
+def test_br_table_targets_of_different_arities_is_a_stub():
+    # block; block (result i32); block; i32.const 0; br_table 2 1 0; end; unreachable; end;
+    # drop; end: label 1 carries an i32, the default none (ill-typed); the switch lowering
+    # zipped no values onto the block's result ("internal error")
+    body = bytes.fromhex("0240027f024041000e020201000b000b1a0b0b")
+    res = lift_function(prepare(_module(body)), 0)
+    assert res.truncated
+    assert "br_table targets of different arities" in res.reason

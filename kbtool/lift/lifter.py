@@ -1857,6 +1857,13 @@ class _Lifter:
     def br_table(self, i, labels, default):
         idx = self.pop()
         n_vals = self.branch_values(default, consume=False)
+        frames = self.frames
+        for d in set(labels):
+            if d >= len(frames):
+                raise LiftError(f"branch depth {d} out of range")
+            t = frames[-1 - d]
+            if len(t.params if t.form in ("loop", "dowhile") else t.results) != len(n_vals):
+                raise LiftError("br_table targets of different arities")
         self.spill_for_call()
         members = self.switches.get(i)
         if members is not None:
