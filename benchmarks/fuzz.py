@@ -376,6 +376,11 @@ def smith_module(rng: random.Random) -> bytes | None:
     args = ["wasm-tools", "smith"]
     for f in SMITH_FLAGS:
         args += [f, "true"]
+    r = rng.random()
+    if r < 0.3:  # more functions: call graphs, prototypes, names
+        args += ["--min-funcs", "8"]
+    elif r < 0.5:  # ill-typed bodies in a well-framed module: the lifter's error paths
+        args += ["--allow-invalid-funcs", "true"]
     r = subprocess.run(args, input=seed, capture_output=True)
     return r.stdout if r.returncode == 0 and r.stdout.startswith(b"\0asm") else None
 
