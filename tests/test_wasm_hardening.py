@@ -507,6 +507,43 @@ def test_fuzz_harness_small_budget():
     )
     assert res["failures"] == []
     assert sum(v for k, v in res["stats"].items() if k.startswith("mutation:")) >= 40
+    # every accepted input also went through the lifter and the static analyses
+    accepted = sum(v for k, v in res["stats"].items() if k.endswith(":ok"))
+    assert res["stats"]["lift:modules"] == res["stats"]["analysis:modules"] == accepted > 0
+    assert res["stats"]["lift:functions"] > 0
+
+
+def test_fuzz_layers_option():
+    from benchmarks import fuzz
+
+    assert fuzz.parse_layers("lift") == ("wasm", "lift")
+    assert fuzz.parse_layers("analysis,wasm") == ("wasm", "analysis")
+    with pytest.raises(SystemExit):
+        fuzz.parse_layers("wasm,bogus")
+    res = fuzz.run(
+        mutations=10,
+        smith=0,
+        seed=3,
+        timeout=60,
+        mem_mb=768,
+        include_corpus=False,
+        reference=False,
+        log=lambda *_: None,
+        layers=("wasm",),
+        body_mutations=5,
+    )
+    assert res["failures"] == []
+    assert "lift:modules" not in res["stats"] and "analysis:modules" not in res["stats"]
+
+
+def test_fuzz_compile_check_reports_the_first_error():
+    from benchmarks.fuzz import compile_c
+
+    if not shutil.which("gcc"):
+        pytest.skip("needs gcc")
+    assert compile_c("int32_t f(void) { return 0; }\n") is None
+    err = compile_c("struct R_ij f0(void) { }\n")
+    assert err is not None and "incomplete" in err
 
 
 def test_fuzz_dump_counts_parser():

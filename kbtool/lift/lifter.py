@@ -258,6 +258,8 @@ def _scan(ins: list[tuple[int, int, Any]], ctrl: list[int], budget: _Budget) -> 
         elif op == 0x0B or op == 0x18:
             if not stack:
                 raise LiftError("unbalanced end")
+            if op == 0x18 and blocks[stack[-1]].kind != "try":
+                raise LiftError("delegate outside a try")
             b = stack.pop()
             blk = blocks[b]
             blk.end = i
@@ -268,8 +270,14 @@ def _scan(ins: list[tuple[int, int, Any]], ctrl: list[int], budget: _Budget) -> 
                 acc_blk[-1] += cb
             order.append(b)
         elif op == 0x05 or op == 0x07 or op == 0x19:
-            if len(stack) > 1 and blocks[stack[-1]].else_at < 0:
+            # the decoder checks nesting only: an else/catch must belong to its if/try
+            want = "if" if op == 0x05 else "try"
+            if len(stack) < 2 or blocks[stack[-1]].kind != want:
+                raise LiftError("else outside an if" if op == 0x05 else "catch outside a try")
+            if blocks[stack[-1]].else_at < 0:
                 blocks[stack[-1]].else_at = i
+            elif op == 0x05:
+                raise LiftError("second else in an if")
         elif op == 0x0C or op == 0x0D or op == 0x0E or op in _BR_ON:
             if op == 0x0E:
                 depths = sorted(set(imms[0]) | {imms[1]})
@@ -1599,6 +1607,9 @@ class _Lifter:
         form = fr.form
         after_reachable = reach or fr.branched
         if form == "if" and not fr.has_else:
+            if tuple(fr.params) != tuple(fr.results):
+                # the implicit else passes the params on as the results
+                raise LiftError("if without else whose results differ from its params")
             if fr.results and fr.par_vars:
                 fr.has_else = True
                 self.frames.pop()
@@ -1846,6 +1857,13 @@ class _Lifter:
     def br_table(self, i, labels, default):
         idx = self.pop()
         n_vals = self.branch_values(default, consume=False)
+        frames = self.frames
+        for d in set(labels):
+            if d >= len(frames):
+                raise LiftError(f"branch depth {d} out of range")
+            t = frames[-1 - d]
+            if len(t.params if t.form in ("loop", "dowhile") else t.results) != len(n_vals):
+                raise LiftError("br_table targets of different arities")
         self.spill_for_call()
         members = self.switches.get(i)
         if members is not None:
@@ -2200,6 +2218,7 @@ def lift_function(
         lf = _Lifter(lm, func_index, budget, max_chars)
         lf.switches = switches
         lf.run(ins, blocks, open_at, locals_c, local_types, t)
+        lf.ret_type(t.results)  # the signature names it even when no return was lifted
     except (LiftError, WasmFormatError, IndexError, KeyError, ValueError, OverflowError) as e:
         # a malformed body (or a lifter defect) must not take the caller down
         text = _stub(
