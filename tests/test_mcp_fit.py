@@ -346,3 +346,28 @@ def test_agent_names_a_whole_module_page_by_page(demo_kb):
     events = query(demo_kb, queries.annotation_events, unnamed[-1])
     agent = [e for e in events if e["actor"] == "agent:mcp"]
     assert agent and all(e["provenance"] == "agent" for e in agent)
+
+
+def test_paging_a_computed_diff_runs_the_matcher_once(demo_kb_master, tmp_path):
+    """get_diff pages of a pair with no stored report come from the process's diff cache:
+    the matcher runs for the first page only, and every page is a slice of the one report."""
+    import shutil
+
+    from kbtool.mcp.server import tool_specs
+    from kbtool.services.diff.cache import DIFF_CACHE
+
+    db = tmp_path / "kb.db"
+    shutil.copyfile(demo_kb_master, db)
+    tools = {t.name: t.fn for t in tool_specs(db, RuntimeError)}
+    DIFF_CACHE.clear()
+    before = DIFF_CACHE.computed
+    pages = [json.loads(tools["get_diff"](from_version_id=2, to_version_id=1, limit=50,
+                                           offset=off)) for off in (0, 50, 100)]
+    assert DIFF_CACHE.computed == before + 1  # (2, 1) is not an ingest pair: computed once
+    whole = json.loads(tools["get_diff"](from_version_id=2, to_version_id=1))
+    assert [c for p in pages for c in p["changes"]] == whole["changes"][:150]
+    conn = open_ro(db)
+    try:
+        assert whole == json.loads(json.dumps(get_diff(conn, 2, 1)))  # the query layer's answer
+    finally:
+        conn.close()

@@ -399,9 +399,12 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         is one page (at most `limit` rows, default 500, and 100 KB) and a `page` object
         {total, offset, next_offset, truncated, note} is added; call again with
         offset=next_offset until it is null. `summary` always counts the whole diff."""
-        from kbtool.services.diff.report import get_diff as report_diff
+        # the process cache: an agent paging a computed diff must not re-run the matcher on
+        # every page (the same report as services.diff.report.get_diff, kept until the KB
+        # changes)
+        from kbtool.services.diff.cache import DIFF_CACHE
 
-        report = read(report_diff, from_version_id, to_version_id)
+        report = read(DIFF_CACHE.report, from_version_id, to_version_id)
         if only is None and limit is None and offset is None:
             return report
         changes = report["changes"]
