@@ -52,9 +52,10 @@ binary are untrusted: identifiers are sanitised and made unique, comment text is
     #  "indirect": [{caller, table, type, count, candidates, key}],   # large sets only
     #  "candidates": {"<table>:<sig>": [func indices]}}
 
-**Speed**: ``python -m kbtool.lift.accel build`` (needs ``pip install mypy`` and gcc) compiles
-the lifter with mypyc (about 2.5x less CPU, identical output); :data:`LIFTER_PATH` says which
-one runs (``pure`` / ``compiled``), ``KBTOOL_LIFT=pure`` forces the pure one.
+**Speed**: ``pip install`` compiles the lifter with mypyc when it can (``setup.py``; about
+2.5x less CPU, identical output; ``python -m kbtool.lift.accel build`` does it again by hand);
+:data:`LIFTER_PATH` says which one runs (``pure`` / ``compiled``), ``KBTOOL_LIFT=pure`` forces
+the pure one.
 
 The prelude header ships as package data: :func:`prelude_path` gives its path and
 :func:`kbtool.lift.prelude.render_prelude` its text.

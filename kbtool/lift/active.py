@@ -2,14 +2,15 @@
 
 :data:`IMPL` is the compiled ``kbtool.lift._clifter`` when it is present, loads, was built from
 today's ``lifter.py`` (SHA-256 in ``_clifter.sha256``) and ``KBTOOL_LIFT`` is not ``pure``;
-otherwise the pure module (the reference, and the default on a plain install). Both give
+otherwise the pure module (the reference). ``pip install`` builds the compiled one when it
+can (``setup.py``; a C compiler and Python headers), else the pure one runs. Both give
 byte-identical output. ``KBTOOL_LIFT=compiled`` turns a missing or stale build into an
 error instead of a silent fallback. Build it with ``python -m kbtool.lift.accel build``.
 """
 
 from __future__ import annotations
 
-import hashlib
+import gc
 import importlib
 import logging
 import os
@@ -17,29 +18,30 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from . import _build
+
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "lifter.py"
-COMPILED_NAME = "_clifter"
-STAMP = HERE / f"{COMPILED_NAME}.sha256"
+COMPILED_NAME = _build.COMPILED_NAME
+STAMP = HERE / _build.STAMP_NAME
 ENV = "KBTOOL_LIFT"  # "pure" | "compiled" | unset (auto)
 
 
 def source_digest() -> str:
-    return hashlib.sha256(SOURCE.read_bytes()).hexdigest()
+    return _build.source_digest(HERE)
 
 
 def compiled_files() -> list[Path]:
     """The extension modules a build left next to this file (the module and mypyc's runtime)."""
-    return sorted(HERE.glob(f"{COMPILED_NAME}*.so")) + sorted(HERE.glob(f"{COMPILED_NAME}*.pyd"))
+    return _build.compiled_files(HERE)
 
 
 def compiled_state() -> str:
-    """``absent``, ``stale`` (built from another ``lifter.py``) or ``ready``."""
+    """``absent``, ``stale`` (built from another ``lifter.py`` or for another interpreter)
+    or ``ready``."""
     if not compiled_files() or not STAMP.is_file():
         return "absent"
-    if STAMP.read_text().strip() != source_digest():
-        return "stale"
-    return "ready"
+    return "ready" if _build.ready_files(HERE) else "stale"
 
 
 def load_pure() -> ModuleType:
@@ -98,5 +100,25 @@ def _with_pure_fallback(compiled: ModuleType) -> Any:
     return lift_function
 
 
+def _without_gc(lift: Any) -> Any:
+    """``lift`` with the cyclic garbage collector paused: a lift allocates many short-lived
+    tuples and strings, reference counting frees them all, and the collector's passes over
+    them cost about a tenth of the time. The previous state comes back afterwards."""
+
+    def lift_function(lm: Any, func_index: int, **kw: Any) -> Any:
+        if not gc.isenabled():
+            return lift(lm, func_index, **kw)
+        gc.disable()
+        try:
+            return lift(lm, func_index, **kw)
+        finally:
+            gc.enable()
+
+    lift_function.__doc__ = getattr(IMPL.lift_function, "__doc__", None)
+    return lift_function
+
+
 # what kbtool.lift calls: the chosen lifter's entry point
-lift_function = _with_pure_fallback(IMPL) if PATH == "compiled" else IMPL.lift_function
+lift_function = _without_gc(
+    _with_pure_fallback(IMPL) if PATH == "compiled" else IMPL.lift_function
+)
