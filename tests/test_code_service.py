@@ -243,3 +243,51 @@ def test_cli_ui_diff_function(code_kb, capsys):
     assert rc == 0 and "version 1 · #4" in out and "version 2 · #4" in out
     rc, _, err = run(capsys, "--db", db, "ui", "diff", "1", "2", "--function", "nosuchid")
     assert rc == 1 and "nosuchid" in err
+
+
+def test_cli_code_all_writes_the_whole_module_c(code_kb, capsys, tmp_path):
+    db = str(code_kb)
+    out_c = tmp_path / "v1.c"
+    rc, out, err = run(capsys, "--db", db, "code", "1", "--all", "-o", str(out_c))
+    assert rc == 0 and out == "" and f"wrote 5 functions of version 1 to {out_c}" in err
+    text = out_c.read_text()
+    # every defined function once, in index order, with the KB's / module's names
+    heads = [ln for ln in text.splitlines() if ln.startswith("/* func[")]
+    assert [h.split("]")[0] for h in heads] == [f"/* func[{i}" for i in range(1, 6)]
+    one = code.disassembly(open_ro(code_kb), 1, MAIN)["lifted_c"]
+    assert one in text  # the same C as the one-function view
+    assert "\x1b" not in text and "</script>" in text  # strings stay literal, in comments
+    gcc = shutil.which("gcc")
+    if gcc:
+        import subprocess
+
+        from kbtool.lift import prelude_path
+
+        p = subprocess.run([gcc, "-fsyntax-only", "-include", str(prelude_path()), "-x", "c",
+                            str(out_c)], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr[:2000]
+    rc, out2, _ = run(capsys, "--db", db, "code", "1", "--all")  # stdout
+    assert rc == 0 and out2 == text
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("1", "4", "--all"), "--all takes a version id alone"),
+        (("1", "--all", "--wasm"), "--all writes C only"),
+        (("9", "--all"), "unknown version id 9"),
+        (("1", "4"), "-o goes with --all"),
+    ],
+)
+def test_cli_code_all_bad_input_writes_nothing(code_kb, capsys, tmp_path, args, message):
+    out_c = tmp_path / "never.c"
+    rc, out, err = run(capsys, "--db", str(code_kb), "code", *args, "-o", str(out_c))
+    assert rc == 1 and message in err and out == ""
+    assert list(tmp_path.iterdir()) == []  # no file, no temporary left
+
+
+def test_cli_code_all_bytes_missing(code_kb_no_bytes, capsys, tmp_path):
+    out_c = tmp_path / "v2.c"
+    rc, _, err = run(capsys, "--db", str(code_kb_no_bytes), "code", "2", "--all", "-o", str(out_c))
+    assert rc == 1 and "module bytes of version 2 are not in the KB" in err
+    assert list(tmp_path.iterdir()) == []

@@ -3,6 +3,7 @@
     kbtool code 2 812            # version 2, function index 812: raw wasm, then C
     kbtool code 2:812 --c        # the same function, C only
     kbtool code 9f3c0a1b2c3d4e5f --wasm [--version 2]   # by stable_id (latest version by default)
+    kbtool code 2 --all -o app.c # the whole version's C, every core, progress on stderr
     kbtool ui diff 1 2 --function STABLE_ID [--unified]  # both releases side by side
 
 Long output goes through the pager when stdout is a terminal (``--pager``/``--no-pager``).
@@ -12,13 +13,24 @@ Names and strings from the binary are shown literally (no markup, controls escap
 from __future__ import annotations
 
 import re
+import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Group, RenderableType
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from kbtool.commands.common import DbOption, JsonOption, console, fail, print_json, ro
+from kbtool.commands.common import (
+    DbOption,
+    JsonOption,
+    console,
+    err_console,
+    fail,
+    print_json,
+    ro,
+)
 from kbtool.kb import queries
 from kbtool.render.code import WASM, C, c_syntax, code_text, function_diff_view
 from kbtool.render.text import lit
@@ -125,12 +137,33 @@ def code_cmd(
         ),
     ] = None,
     pager: PagerOption = None,
+    all_functions: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            help="The whole version's C (every defined function, KB names) as one file that"
+            " compiles with the prelude; lifted on every core.",
+        ),
+    ] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option("-o", "--output", help="With --all: write the C here (default: stdout)."),
+    ] = None,
     json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
     """Show one function's code: the disassembly (raw wasm) and the C it lifts to."""
     if c_only and wasm_only:
         fail("--c and --wasm exclude each other (give neither for both)")
+    if all_functions:
+        if index is not None or not target.isdigit():
+            fail("--all takes a version id alone: kbtool code VERSION --all [-o FILE]")
+        if wasm_only or json_out:
+            fail("--all writes C only (no --wasm, no --json)")
+        _write_module_c(db, int(target), output)
+        return
+    if output is not None:
+        fail("-o goes with --all (one function's code prints to the terminal)")
     conn = ro(db)
     try:
         vid, idx = resolve_target(conn, target, index, version)
@@ -146,6 +179,54 @@ def code_cmd(
         return
     view, lines = code_view(d, show=C if c_only else WASM if wasm_only else None)
     _print(view, lines, pager)
+
+
+def _write_module_c(db: str | None, version_id: int, output: Path | None) -> None:
+    """``kbtool code VERSION --all``: stream the C to a file (atomically) or stdout."""
+    conn = ro(db)
+    tmp = None
+    show = err_console.is_terminal
+    try:
+        chunks = code_service.module_c(conn, version_id)
+        first = next(chunks)  # unknown version / missing bytes fail here, before any file
+        if output is not None:
+            tmp = output.with_name(f".{output.name}.kbtool-tmp")
+            fh = open(tmp, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+        else:
+            fh = sys.stdout
+        with Progress(
+            TextColumn("lifting"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err_console,
+            disable=not show,
+            transient=True,
+        ) as bar:
+            task = bar.add_task("lift", total=None)
+            fh.write(first)
+            n = 0
+            for chunk in chunks:
+                fh.write(chunk)
+                n += 1
+                if not n & 63:
+                    bar.update(task, completed=n)
+        if fh is not sys.stdout:
+            fh.close()
+            tmp.replace(output)
+            tmp = None
+            err_console.print(f"wrote {n} functions of version {version_id} to {output}",
+                              markup=False, highlight=False, soft_wrap=True)
+    except BrokenPipeError:  # `kbtool code 2 --all | head`: the reader is gone; stop quietly
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except OSError as exc:
+        fail(f"cannot write {output or 'stdout'}: {exc.strerror or exc}")
+    finally:
+        conn.close()
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
 
 
 def print_function_diff(

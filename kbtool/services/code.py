@@ -4,6 +4,7 @@ Every surface (CLI ``kbtool code``, the TUI code screen, ``/api/disasm`` and
 ``/api/callgraph``, the MCP ``get_disassembly``/``get_lifted_c`` tools) calls here::
 
     disassembly(conn, version_id, func_index)   # the contract's Disassembly object
+    module_c(conn, version_id)                  # the whole module's C, one chunk per function
     callgraph(conn, version_id)                 # the contract's Call graph object
     function_diff(conn, stable_id, from_version_id, to_version_id)
 
@@ -25,6 +26,7 @@ import re
 import sqlite3
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +43,7 @@ from kbtool.lift import (
     build_callgraph,
     disassemble_function,
     lift_function,
+    lift_module,
     prepare,
 )
 from kbtool.wasm import WasmFormatError, analyze_module
@@ -239,6 +242,36 @@ def disassembly(conn: sqlite3.Connection, version_id: int, func_index: int) -> d
     with _LOCK:
         _RESULTS.put(key, (cm, out))
     return dict(out)
+
+
+def module_c(
+    conn: sqlite3.Connection,
+    version_id: int,
+    *,
+    workers: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Iterator[str]:
+    """The whole version lifted to C with the KB's names: a header comment, then every
+    defined function in index order (one chunk each). The text compiles as one file with
+    ``gcc -fsyntax-only -include prelude.h``. ``workers`` processes lift it (default: every
+    usable core); ``progress(done, total)`` is called as functions come back."""
+    cm = code_module(conn, version_id)
+    v = queries.get_version(conn, version_id)
+    m = cm.lm.module
+    total = m.num_functions - m.num_func_imports
+    label = _one_line(v.get("label") or "").replace("*/", "* /")
+    yield (
+        f"/* kbtool: version {version_id} ({label}), {total} functions lifted to C with the"
+        " KB's names.\n"
+        "   Check: gcc -fsyntax-only -include prelude.h FILE"
+        " (prelude.h: python -c 'import kbtool.lift as l; print(l.prelude_path())') */\n\n"
+    )
+    done = 0
+    for res in lift_module(cm.lm, workers=workers):
+        done += 1
+        if progress is not None:
+            progress(done, total)
+        yield res.text + "\n"
 
 
 _CALL = re.compile(
