@@ -811,8 +811,7 @@ class _Lifter:
         self.lget = lget
         loads = _LOAD_INFO
         frames = self.frames
-        fast = _FAST_STEP
-        kinds = _RUN_KIND
+        kinds = _RUN_KINDS
         dead = False  # mirrors self.dead, which only the handlers below change
         for i in range(n):
             off, op, imms = ins[i]
@@ -867,9 +866,35 @@ class _Lifter:
                 else:
                     continue
             self.cur = i
-            h = fast.get(op)
-            if h is not None:
-                h(self, i, op, imms)
+            k = kinds[op]
+            if k == 5:  # local.set / local.tee
+                self.set_local(imms[0], self.pop(), op == 0x22)
+            elif k == 8:
+                self.do_end(i)
+            elif k == 14:
+                self.br_if(i, imms[0])
+            elif k == 6:  # call
+                ft = self.lm.func_types
+                t = ft[imms[0]] if imms[0] < len(ft) else None
+                if t is None:
+                    raise LiftError(f"call to function {imms[0]} out of range or not a func type")
+                self.do_call(self.fname(imms[0]), t, False)
+            elif k == 7:
+                self.open_block(i, op, imms)
+            elif k == 15:
+                self.mem_op(op, imms)
+            elif k == 4:
+                self.push(self.i32_const(imms[0]))
+            elif k == 10:
+                self.do_br(imms[0])
+            elif k == 13:
+                self.global_get(imms[0])
+            elif k == 11:
+                self.do_drop()
+            elif k == 12:
+                self.do_select()
+            elif k == 9:
+                self.do_else()
             else:
                 self.step(i, off, op, imms)
             dead = self.dead
@@ -1909,38 +1934,6 @@ class _Lifter:
         self.dead = True
 
 
-def _fs_set(lf: _Lifter, i: int, op: int, imms: Any) -> None:
-    lf.set_local(imms[0], lf.pop(), op == 0x22)
-
-
-def _fs_call(lf: _Lifter, i: int, op: int, imms: Any) -> None:
-    ft = lf.lm.func_types
-    t = ft[imms[0]] if imms[0] < len(ft) else None
-    if t is None:
-        raise LiftError(f"call to function {imms[0]} out of range or not a func type")
-    lf.do_call(lf.fname(imms[0]), t, False)
-
-
-#: handlers for the commonest ops that :meth:`_Lifter.step` reaches late in its chain
-_FAST_STEP: Final = {
-    0x21: _fs_set,
-    0x22: _fs_set,
-    0x10: _fs_call,
-    0x02: lambda lf, i, op, imms: lf.open_block(i, op, imms),
-    0x03: lambda lf, i, op, imms: lf.open_block(i, op, imms),
-    0x04: lambda lf, i, op, imms: lf.open_block(i, op, imms),
-    0x0B: lambda lf, i, op, imms: lf.do_end(i),
-    0x05: lambda lf, i, op, imms: lf.do_else(),
-    0x0C: lambda lf, i, op, imms: lf.do_br(imms[0]),
-    0x1A: lambda lf, i, op, imms: lf.do_drop(),
-    0x1B: lambda lf, i, op, imms: lf.do_select(),
-    0x23: lambda lf, i, op, imms: lf.global_get(imms[0]),
-    0x41: lambda lf, i, op, imms: lf.push(lf.i32_const(imms[0])),
-    0x0D: lambda lf, i, op, imms: lf.br_if(i, imms[0]),
-    **{op: (lambda lf, i, op, imms: lf.mem_op(op, imms)) for op in range(0x36, 0x3F)},
-}
-
-
 def c_ident_path(text: str) -> str:
     """A hook result like ``p->field_8`` or ``p->a.b``: keep ``->``/``.`` between identifiers."""
     out = []
@@ -1966,6 +1959,25 @@ for _op in range(len(MNEMONICS)):
         _RUN_KIND[_op] = 2
     elif _LOAD_INFO[_op] is not None:
         _RUN_KIND[_op] = 3
+#: ... and the direct calls after it: 5 local.set/tee, 6 call, 7 block/loop/if, 8 end,
+#: 9 else, 10 br, 11 drop, 12 select, 13 global.get, 14 br_if, 15 store; 0 :meth:`step`
+for _k, _ops in (
+    (5, (0x21, 0x22)),
+    (6, (0x10,)),
+    (7, (0x02, 0x03, 0x04)),
+    (8, (0x0B,)),
+    (9, (0x05,)),
+    (10, (0x0C,)),
+    (11, (0x1A,)),
+    (12, (0x1B,)),
+    (13, (0x23,)),
+    (14, (0x0D,)),
+    (15, tuple(range(0x36, 0x3F))),
+):
+    for _op in _ops:
+        assert _RUN_KIND[_op] == 0
+        _RUN_KIND[_op] = _k
+_RUN_KINDS: Final = bytes(_RUN_KIND)
 
 # ----------------------------------------------------------------------------- entry
 
@@ -1982,8 +1994,8 @@ def _decode(data: bytes, start: int, end: int, budget: _Budget) -> tuple:
     ctrl: list[int] = []
     append = ins.append
     cappend = ctrl.append
-    fast = _FAST
-    is_ctrl = _CTRL
+    fast = _FAST_BYTES
+    is_ctrl = _CTRL_BYTES
     n = 0
     lim = end - 3  # fast paths read at most three bytes after the opcode
     while p < end:
@@ -2048,7 +2060,7 @@ def _decode(data: bytes, start: int, end: int, budget: _Budget) -> tuple:
             op, p2, imms = decode_one(data, p, end)
             append((p, op, imms))
             p = p2
-        if b in is_ctrl:
+        if is_ctrl[b]:
             cappend(n)
         n += 1
         if not n & 0xFFF:
@@ -2105,6 +2117,8 @@ for _b in range(0x28, 0x3F):
     _FAST[_b] = 4
 for _b in (0x02, 0x03, 0x04):
     _FAST[_b] = 5
+_FAST_BYTES: Final = bytes(_FAST)
+_CTRL_BYTES: Final = bytes(1 if _b in _CTRL else 0 for _b in range(256))
 
 
 def _signature(lm: LiftModule, fi: int, param_names: list[str] | None) -> str:
