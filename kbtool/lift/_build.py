@@ -10,13 +10,11 @@ compiled module only when that matches today's source.
 from __future__ import annotations
 
 import hashlib
+import importlib.machinery
 import importlib.util
 import os
 import shutil
-import subprocess
 import sys
-import sysconfig
-import tempfile
 from pathlib import Path
 
 COMPILED_NAME = "_clifter"
@@ -38,7 +36,7 @@ def ready_files(lift_dir: Path) -> list[Path]:
     """This interpreter's compiled files in ``lift_dir`` when they were built from the
     ``lifter.py`` next to them; else an empty list."""
     stamp = lift_dir / STAMP_NAME
-    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]  # this interpreter's, e.g. .cpython-311-...so
     files = [f for f in compiled_files(lift_dir) if f.name.endswith(suffix)]
     if not files or not stamp.is_file():
         return []
@@ -72,6 +70,9 @@ def compile_lifter(pkg_root: Path, dest: Path, verbose: bool = False) -> list[Pa
     Raises RuntimeError when mypyc is missing or the compile fails (no C compiler, no
     Python headers); ``dest`` is left as it was then.
     """
+    import subprocess  # the compile path only: kbtool.lift imports this module on every start
+    import tempfile
+
     if importlib.util.find_spec("mypyc") is None:
         raise RuntimeError("mypyc not found: pip install mypy setuptools (mypy ships mypyc)")
     lift_dir = pkg_root / "kbtool" / "lift"

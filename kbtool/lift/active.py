@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import gc
 import importlib
-import logging
 import os
 from pathlib import Path
 from types import ModuleType
@@ -80,7 +79,6 @@ def _choose() -> tuple[ModuleType, str]:
 
 IMPL, PATH = _choose()
 
-log = logging.getLogger("kbtool.lift")
 
 
 def _with_pure_fallback(compiled: ModuleType) -> Any:
@@ -93,8 +91,11 @@ def _with_pure_fallback(compiled: ModuleType) -> Any:
         try:
             return fast(lm, func_index, **kw)
         except (TypeError, AttributeError) as e:
-            log.warning("compiled lifter failed on function %s (%s); the pure one lifts it",
-                        func_index, e)
+            import logging
+
+            logging.getLogger("kbtool.lift").warning(
+                "compiled lifter failed on function %s (%s); the pure one lifts it", func_index, e
+            )
             return load_pure().lift_function(lm, func_index, **kw)
 
     return lift_function

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
 from typing import TYPE_CHECKING
 
 from . import active
@@ -70,6 +68,9 @@ def lift_module(
     n = m.num_functions
     if workers is None:
         workers = default_workers()
+    import multiprocessing as mp  # here: one-function users (web, MCP, TUI) need no pool
+    from concurrent.futures import ProcessPoolExecutor
+
     small = n - first < MIN_PARALLEL_FUNCTIONS or sum(e - s for s, e in m.code) < MIN_PARALLEL_BYTES
     if workers <= 1 or small or "fork" not in mp.get_all_start_methods():
         for i in range(first, n):

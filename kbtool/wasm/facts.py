@@ -19,18 +19,14 @@ A body the fast loop cannot walk cleanly is re-decoded by the careful decoder
 
 from __future__ import annotations
 
-import ctypes
-import multiprocessing as mp
 import os
 import re
-import signal
 import struct
 import sys
 import threading
 import time
 from array import array
 from bisect import bisect_right
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from hashlib import blake2b
 
@@ -1021,6 +1017,8 @@ def _worker_init(parent_pid: int) -> None:
 
     if sys.platform.startswith("linux"):
         try:
+            import ctypes
+            import signal
 
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
@@ -1096,6 +1094,9 @@ def analyze_module(data, *, progress=None, workers: int = 1) -> ModuleAnalysis:
 
 
 def _analyze_parallel(data, ctx, workers, progress, total):
+    # imported here: a plain import of kbtool.wasm (the lifter, the web server) needs no pool
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
 
     try:
         mpctx = mp.get_context("fork")
