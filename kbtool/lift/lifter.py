@@ -233,9 +233,9 @@ class _Blk:
         self.claimed = -1  # index of the br_table whose switch this block belongs to
 
 
-def _scan(ins: list[tuple[int, int, Any]], ctrl: list[int], budget: _Budget) -> tuple:
+def _scan(ops: list[int], args: list[tuple], ctrl: list[int], budget: _Budget) -> tuple:
     """Match blocks, record branch sites and choose each block's C form (``ctrl``: the
-    indices of the control instructions in ``ins``)."""
+    indices of the control instructions in ``ops``)."""
     blocks = [_Blk("func", -1, -1, None)]
     stack = [0]
     open_at: dict[int, int] = {}
@@ -246,7 +246,8 @@ def _scan(ins: list[tuple[int, int, Any]], ctrl: list[int], budget: _Budget) -> 
     acc_loop = [0]
     acc_blk = [0]
     for i in ctrl:
-        _off, op, imms = ins[i]
+        op = ops[i]
+        imms = args[i]
         kind = _OPENERS.get(op)
         if kind is not None:
             b = len(blocks)
@@ -305,7 +306,7 @@ def _scan(ins: list[tuple[int, int, Any]], ctrl: list[int], budget: _Budget) -> 
     switches = _switch_chains(blocks, tables)
     for b in order:  # innermost first
         if blocks[b].claimed < 0:
-            _decide(blocks, b, ins, budget)
+            _decide(blocks, b, budget)
     # second round: a block only risks the breaks of outer blocks that did become
     # do { } while (0) in the first round
     recount = [0] * len(blocks)
@@ -328,7 +329,7 @@ def _scan(ins: list[tuple[int, int, Any]], ctrl: list[int], budget: _Budget) -> 
         blk = blocks[b]
         if blk.claimed < 0 and blk.kind == "block":
             blk.cross_block = recount[b]
-            _decide(blocks, b, ins, budget)
+            _decide(blocks, b, budget)
     return blocks, open_at, switches
 
 
@@ -361,7 +362,7 @@ def _switch_chains(blocks, tables) -> dict[int, list[int]]:
     return out
 
 
-def _decide(blocks: list[_Blk], b: int, ins: list[tuple[int, int, Any]], budget: _Budget) -> None:
+def _decide(blocks: list[_Blk], b: int, budget: _Budget) -> None:
     blk = blocks[b]
     bt = blk.bt
     simple = bt == ""
@@ -566,6 +567,8 @@ class _Lifter:
         self.loopish: list[int] = []  # frame indices of open loop / do-while frames
         self.sw_open: list[int] = []  # frame indices whose C switch is open
         self.switches: dict[int, list[int]] = {}  # set by lift_function from _scan
+        self.ops: list[int] = []  # the body's opcodes and their immediates (set by run)
+        self.args: list[tuple] = []
 
     # -- output
     def emit(self, line: str) -> None:
@@ -686,22 +689,24 @@ class _Lifter:
         a short forward simulation of the stack finds the statement that consumes its
         value before anything reads or writes ``x`` again (else a fold would force a
         temporary later) and before any control flow leaves the value on the stack."""
-        ins = self.ins
+        ops = self.ops
+        args = self.args
         i = self.cur
-        last = min(len(ins), i + 48)
+        last = min(len(ops), i + 48)
         d = 0  # values above the (possibly composed) tee value
         effects = _STACK_EFFECT
         ftypes = self.lm.func_types
         for j in range(i + 1, last):
-            _off, op, imms = ins[j]
+            op = ops[j]
             if op == 0x20 or op == 0x21 or op == 0x22:
-                if imms[0] == x:
+                if args[j][0] == x:
                     return False
                 if op == 0x20:
                     d += 1
                     continue
             if op == 0x10:
-                t = ftypes[imms[0]] if imms[0] < len(ftypes) else None
+                callee: int = args[j][0]
+                t = ftypes[callee] if callee < len(ftypes) else None
                 if t is None:
                     return False
                 pops, pushes = len(t.params), len(t.results)
@@ -783,7 +788,8 @@ class _Lifter:
     # -- the walk
     def run(
         self,
-        ins: list[tuple[int, int, Any]],
+        ops: list[int],
+        args: list[tuple],
         blocks: list[_Blk],
         open_at: dict[int, int],
         locals_c: list[str],
@@ -796,9 +802,10 @@ class _Lifter:
         self.local_types = local_types
         self.blocks = blocks
         self.end_of = {b.end: k for k, b in enumerate(blocks) if k}
-        self.ins = ins
+        self.ops = ops
+        self.args = args
         self.open_at = open_at
-        n = len(ins)
+        n = len(ops)
         budget = self.budget
         ctable = CTABLE
         stack = self.stack
@@ -814,7 +821,8 @@ class _Lifter:
         kinds = _RUN_KINDS
         dead = False  # mirrors self.dead, which only the handlers below change
         for i in range(n):
-            off, op, imms = ins[i]
+            op = ops[i]
+            imms = args[i]
             if not i & 0x3FF:
                 budget.spend(0x400)
             if not dead:
@@ -896,12 +904,12 @@ class _Lifter:
             elif k == 9:
                 self.do_else()
             else:
-                self.step(i, off, op, imms)
+                self.step(i, op, imms)
             dead = self.dead
             if not frames:
                 return
 
-    def step(self, i: int, off: int, op: int, imms: Any) -> None:  # noqa: C901 - one dispatch over opcodes
+    def step(self, i: int, op: int, imms: tuple) -> None:  # noqa: C901 - one dispatch over opcodes
         if op == 0x20:  # local.get
             x = imms[0]
             name = self.local(x)
@@ -919,7 +927,7 @@ class _Lifter:
             v = imms[0]
             self.push(_E(_i64_text(v), 0 if v >= 0 else 2, "i64", const=v))
         elif op == 0x43:
-            bits = struct.unpack_from("<I", self.lm.data, off + 1)[0]
+            bits = imms[1]  # the raw bits, kept by _decode (a NaN's payload survives)
             txt = _f32_text(imms[0], bits)
             self.push(_E(txt, 0 if not txt.startswith("-") else 2, "f32", const=imms[0]))
         elif op == 0x44:
@@ -1303,7 +1311,7 @@ class _Lifter:
             return f"*({ct} *)(M + {_p(base, 4)} + {offset})"
         return f"*({ct} *)(M + {_p(base, 4)})"
 
-    def mem_op(self, op: int, imms: Any) -> None:
+    def mem_op(self, op: int, imms: tuple) -> None:
         name = MNEMONICS[op]
         offset = imms[1]
         if name in _LOAD_CT:
@@ -1361,7 +1369,7 @@ class _Lifter:
             for k, r in enumerate(res):
                 self.stack.append(_E(f"{tmp}.v{k}", 0, r))
 
-    def table_op(self, op: int, ent: Any, imms: Any) -> None:
+    def table_op(self, op: int, ent: Any, imms: tuple) -> None:
         form, params, results, text = ent
         if form in _BINARY_FORMS:
             stack = self.stack
@@ -1468,7 +1476,7 @@ class _Lifter:
         return _E(f"{_p(a, 2)} {op} {cnt}", 5, rty, fl, locs)
 
     # -- control flow
-    def open_block(self, i: int, op: int, imms: Any) -> None:
+    def open_block(self, i: int, op: int, imms: tuple) -> None:
         b = self.open_at[i]
         blk = self.blocks[b]
         params, results = self.blocktype(imms[0])
@@ -1699,8 +1707,8 @@ class _Lifter:
         """``return ...;`` when the code after ``t``'s end only returns (so a branch to
         ``t`` needs no goto): block ends without results, then the function end, possibly
         after one ``local.get``/constant that becomes the returned value."""
-        ins = self.ins
-        last = len(ins) - 1
+        ops = self.ops
+        last = len(ops) - 1
         j = t.blk.end + 1
         func_res = self.frames[0].results
         if vals:
@@ -1708,15 +1716,16 @@ class _Lifter:
                 return f"return {vals[0].text};"
             return None
         end_of = self.end_of
-        while j < last and ins[j][1] == 0x0B:
+        while j < last and ops[j] == 0x0B:
             b = end_of.get(j)
             if b is None or self.blocks[b].bt != "":
                 return None
             j += 1
-        if j == last or ins[j][1] == 0x0F:
+        if j == last or ops[j] == 0x0F:
             return "return;" if not func_res else None
-        if (j == last - 1 or ins[j + 1][1] == 0x0F) and len(func_res) == 1:
-            _off, op, imms = ins[j]
+        if (j == last - 1 or ops[j + 1] == 0x0F) and len(func_res) == 1:
+            op = ops[j]
+            imms = self.args[j]
             if op == 0x20 and imms[0] < len(self.locals_c):
                 return f"return {self.locals_c[imms[0]]};"
             if op == 0x41:
@@ -1839,8 +1848,8 @@ class _Lifter:
             plain
             and t.form not in ("loop", "dowhile", "func")
             and len(t.results) == 1
-            and self.cur + 1 < len(self.ins)
-            and self.ins[self.cur + 1][1] == 0x1A
+            and self.cur + 1 < len(self.ops)
+            and self.ops[self.cur + 1] == 0x1A
         )
         # a value the fall-through path drops right away needs no temporary
         vals = self.branch_values(depth, consume=dropped)
@@ -1904,7 +1913,7 @@ class _Lifter:
             return
         self.emit(f"switch ({idx.text}) {{")
         top = self.frames[-1]
-        nxt_end = i + 1 < len(self.ins) and self.ins[i + 1][1] == 0x0B
+        nxt_end = i + 1 < len(self.ops) and self.ops[i + 1] == 0x0B
         order = sorted(groups.items(), key=lambda kv: kv[1][0])
         entries = [(d, ks) for d, ks in order if d != default] + [(default, None)]
         for d, ks in entries:
@@ -1983,16 +1992,21 @@ _RUN_KINDS: Final = bytes(_RUN_KIND)
 
 
 def _decode(data: bytes, start: int, end: int, budget: _Budget) -> tuple:
-    """Decode a body into ``[(offset, op, imms)]`` plus the indices of control instructions.
+    """Decode a body into two parallel lists, opcodes and immediates (a tuple each; ``()``
+    when none; an ``f32.const`` carries ``(value, raw bits)``), plus the indices of the
+    control instructions. No offsets and no per-instruction tuple: they cost allocations
+    in the hottest loop and no later pass needs them.
 
     Inline fast paths cover the common shapes with one- or two-byte LEBs (no immediate;
     local/global/label/call index; ``i32.const``; memarg; empty block type); anything else
     (and any shape near ``end``) goes through the shared careful decoder.
     """
     decls, p = read_local_decls(data, start, end)
-    ins: list[tuple] = []
+    ops: list[int] = []
+    args: list[tuple] = []
     ctrl: list[int] = []
-    append = ins.append
+    oappend = ops.append
+    append = args.append
     cappend = ctrl.append
     fast = _FAST_BYTES
     is_ctrl = _CTRL_BYTES
@@ -2002,63 +2016,80 @@ def _decode(data: bytes, start: int, end: int, budget: _Budget) -> tuple:
         b = data[p]
         k = fast[b]
         if k == 1:
-            append((p, b, ()))
+            oappend(b)
+            append(())
             p += 1
         elif k and p < lim:
             b1 = data[p + 1]
             if k == 2:  # one uleb
                 if b1 < 0x80:
-                    append((p, b, (b1,)))
+                    oappend(b)
+                    append((b1,))
                     p += 2
                 elif data[p + 2] < 0x80:
-                    append((p, b, ((b1 & 0x7F) | (data[p + 2] << 7),)))
+                    oappend(b)
+                    append(((b1 & 0x7F) | (data[p + 2] << 7),))
                     p += 3
                 else:
                     op, p2, imms = decode_one(data, p, end)
-                    append((p, op, imms))
+                    oappend(op)
+                    append(imms)
                     p = p2
             elif k == 3:  # i32.const
                 if b1 < 0x80:
-                    append((p, b, (b1 - 0x80 if b1 & 0x40 else b1,)))
+                    oappend(b)
+                    append((b1 - 0x80 if b1 & 0x40 else b1,))
                     p += 2
                 elif data[p + 2] < 0x80:
                     v = (b1 & 0x7F) | (data[p + 2] << 7)
-                    append((p, b, (v - 0x4000 if v & 0x2000 else v,)))
+                    oappend(b)
+                    append((v - 0x4000 if v & 0x2000 else v,))
                     p += 3
                 elif data[p + 3] < 0x80:
                     v = (b1 & 0x7F) | ((data[p + 2] & 0x7F) << 7) | (data[p + 3] << 14)
-                    append((p, b, (v - 0x200000 if v & 0x100000 else v,)))
+                    oappend(b)
+                    append((v - 0x200000 if v & 0x100000 else v,))
                     p += 4
                 else:
                     op, p2, imms = decode_one(data, p, end)
-                    append((p, op, imms))
+                    oappend(op)
+                    append(imms)
                     p = p2
             elif k == 4:  # memarg: align < 0x40 (no memory index), offset
                 b2 = data[p + 2]
                 if b1 >= 0x40:
                     op, p2, imms = decode_one(data, p, end)
-                    append((p, op, imms))
+                    oappend(op)
+                    append(imms)
                     p = p2
                 elif b2 < 0x80:
-                    append((p, b, (b1, b2, 0)))
+                    oappend(b)
+                    append((b1, b2, 0))
                     p += 3
                 elif data[p + 3] < 0x80:
-                    append((p, b, (b1, (b2 & 0x7F) | (data[p + 3] << 7), 0)))
+                    oappend(b)
+                    append((b1, (b2 & 0x7F) | (data[p + 3] << 7), 0))
                     p += 4
                 else:
                     op, p2, imms = decode_one(data, p, end)
-                    append((p, op, imms))
+                    oappend(op)
+                    append(imms)
                     p = p2
             elif b1 == 0x40:  # block / loop / if with an empty block type
-                append((p, b, ("",)))
+                oappend(b)
+                append(("",))
                 p += 2
             else:
                 op, p2, imms = decode_one(data, p, end)
-                append((p, op, imms))
+                oappend(op)
+                append(imms)
                 p = p2
         else:
             op, p2, imms = decode_one(data, p, end)
-            append((p, op, imms))
+            if op == 0x43:  # f32.const: keep the raw bits (a NaN payload)
+                imms = (imms[0], int.from_bytes(data[p + 1 : p + 5], "little"))
+            oappend(op)
+            append(imms)
             p = p2
         if is_ctrl[b]:
             cappend(n)
@@ -2067,7 +2098,7 @@ def _decode(data: bytes, start: int, end: int, budget: _Budget) -> tuple:
             if n > MAX_INSTRUCTIONS:
                 raise LiftError(f"more than {MAX_INSTRUCTIONS} instructions")
             budget.spend(0)
-    return decls, ins, ctrl
+    return decls, ops, args, ctrl
 
 
 def _stack_effects() -> list:
@@ -2218,8 +2249,8 @@ def lift_function(
     start, end = m.code[func_index - m.num_func_imports]
     try:
         t = m.func_type(func_index)
-        decls, ins, ctrl = _decode(lm.data, start, end, budget)
-        if len(ins) > max_instructions:
+        decls, ops, args, ctrl = _decode(lm.data, start, end, budget)
+        if len(ops) > max_instructions:
             raise LiftError(f"more than {max_instructions} instructions")
         n_locals = len(t.params) + sum(c for c, _ in decls)
         if n_locals > MAX_LOCALS:
@@ -2228,10 +2259,10 @@ def lift_function(
         for c, ty in decls:
             local_types.extend([ty] * c)
         locals_c = _local_names(lm, func_index, len(t.params), n_locals)
-        blocks, open_at, switches = _scan(ins, ctrl, budget)
+        blocks, open_at, switches = _scan(ops, args, ctrl, budget)
         lf = _Lifter(lm, func_index, budget, max_chars)
         lf.switches = switches
-        lf.run(ins, blocks, open_at, locals_c, local_types, t)
+        lf.run(ops, args, blocks, open_at, locals_c, local_types, t)
         lf.ret_type(t.results)  # the signature names it even when no return was lifted
     except (LiftError, WasmFormatError, IndexError, KeyError, ValueError, OverflowError) as e:
         # a malformed body (or a lifter defect) must not take the caller down
@@ -2274,7 +2305,7 @@ def lift_function(
     lines.append("}")
     text = "\n".join(lines) + "\n"
     st = lf.stats
-    st.instructions = len(ins)
+    st.instructions = len(ops)
     st.lines = len(lines)
     st.body_lines = len(lines) - head - 1
     st.temps = len(lf.temps)
