@@ -1369,7 +1369,7 @@ class _Lifter:
             for k, r in enumerate(res):
                 self.stack.append(_E(f"{tmp}.v{k}", 0, r))
 
-    def table_op(self, op: int, ent: Any, imms: tuple) -> None:
+    def table_op(self, op: int, ent: tuple[str, tuple, tuple, str], imms: tuple) -> None:
         form, params, results, text = ent
         if form in _BINARY_FORMS:
             stack = self.stack
