@@ -110,6 +110,7 @@ def _brace_depth(lines: list[str]) -> int:
 
 def _ours_child(path: str, workers: int, out: str) -> None:
     """Child process: lift the whole module, write the C and print stats as JSON."""
+    t0 = time.perf_counter()
     data = Path(path).read_bytes()
     lm = prepare(data)
     bodies, starts, stats = [], [], []
@@ -122,7 +123,8 @@ def _ours_child(path: str, workers: int, out: str) -> None:
             st = r.stats
             stats.append((st.gotos, st.labels, r.truncated))
             bodies.append(st.body_lines)
-    print(json.dumps({"starts": starts, "bodies": bodies, "stats": stats}))
+    lift_s = time.perf_counter() - t0
+    print(json.dumps({"starts": starts, "bodies": bodies, "stats": stats, "lift_s": lift_s}))
 
 
 def _decompile_metrics(text: str) -> dict:
@@ -217,6 +219,7 @@ def bench_module(
             "depth": _brace_depth(lines),
             "funcs": len(info["bodies"]),
             "median": statistics.median(info["bodies"]) if info["bodies"] else 0,
+            "lift_s": info["lift_s"],
         }
         if gcc:
             ok, n = _gcc_share(c_path, [tuple(s) for s in info["starts"]], len(lines))
@@ -234,6 +237,17 @@ def bench_module(
                     **_decompile_metrics(d_path.read_text()),
                 }
     return {"module": path.name, "ours": ours, "theirs": theirs}
+
+
+def python_start() -> float:
+    """Wall seconds of ``python -c pass`` through the same launcher (best of 5): the fixed
+    cost every kbtool process pays before its first import, which wasm-decompile does not."""
+    best = float("inf")
+    for _ in range(5):
+        with open(os.devnull, "w") as fh:
+            wall, _cpu, _rss, _rc = _run_measured([sys.executable, "-c", "pass"], fh)
+        best = min(best, wall)
+    return best
 
 
 def _row(name: str, d: dict | None, valid: str) -> str:
@@ -329,6 +343,10 @@ def main(argv=None) -> None:
         )
         print(f"lifter path: {paths[0]} ({note})")
         print(
+            f"python start (python -c pass, nothing imported or lifted): {python_start():.3f} s;"
+            " 'lift s' below: read + prepare + lift + write inside the kbtool process"
+        )
+        print(
             f"{'':2}{'tool':<20} {'gcc%':>6} {'wall s':>8} {'cpu s':>8} {'peak MB':>8} {'lines':>9} "
             f"{'body ln':>9} {'gotos':>7} {'labels':>7} {'depth':>6} {'med/fn':>7}"
         )
@@ -337,10 +355,10 @@ def main(argv=None) -> None:
             o = r["ours"]
             print(f"{r['module']}  ({o['funcs']} functions, {o['truncated']} placeholders)")
             valid = f"{o['valid']:.1f}" if "valid" in o else "-"
-            print(_row(f"kbtool.lift/{paths[0]}", o, valid))
+            print(_row(f"kbtool.lift/{paths[0]}", o, valid) + f"   lift s {o['lift_s']:.2f}")
             for other in paths[1:]:
                 o2 = bench_module(f, a.workers, False, False, other)["ours"]
-                print(_row(f"kbtool.lift/{other}", o2, "-"))
+                print(_row(f"kbtool.lift/{other}", o2, "-") + f"   lift s {o2['lift_s']:.2f}")
             print(_row("wasm-decompile", r["theirs"], "-"))
             sys.stdout.flush()
         for p in paths:
