@@ -46,6 +46,8 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # `python benchmarks/fuzz.py` as well as `python -m benchmarks.fuzz`
+    sys.path.insert(0, str(ROOT))
 FIXTURES = ROOT / "tests" / "fixtures"
 CORPUS = Path("/work/shared/corpus")
 SMITH_FLAGS = [
