@@ -130,3 +130,64 @@ def test_br_table_targets_of_different_arities_is_a_stub():
     res = lift_function(prepare(_module(body)), 0)
     assert res.truncated
     assert "br_table targets of different arities" in res.reason
+
+
+# ---------------------------------------------------------------- call targets out of range
+# The decoder accepts a body whose `call` names a function the module does not have (only
+# validation would reject it); the fuzz harness met one in a zstd build, where the
+# recognizer's downward anchoring indexed the function list with it and raised IndexError.
+
+DEMO = Path(__file__).resolve().parents[1] / "kbtool" / "demo" / "zstd-1.5.5.wasm"
+SHARED_OS = Path("/work/shared/corpus/gt/zstd-1.5.6.Os.stripped.wasm")
+
+
+def _calls_out_of_range(data: bytes, every: int) -> bytes:
+    """Every ``every``-th call whose index takes 2 to 5 LEB bytes (linkers pad them to 5)
+    now calls the largest index of that width, past the module's functions; sizes kept."""
+    from kbtool.wasm import parse_module
+    from kbtool.wasm.instr import decode_one, skip_local_decls
+
+    m = parse_module(data)
+    out = bytearray(data)
+    k = 0
+    for s, e in m.code:
+        p = skip_local_decls(data, s, e)
+        while p < e:
+            op, p2, _imms = decode_one(data, p, e)
+            width = p2 - p - 1
+            if op == 0x10 and 2 <= width <= 5:
+                k += 1
+                if k % every == 0:
+                    out[p + 1 : p2] = b"\xff" * (width - 1) + (b"\x0f" if width == 5 else b"\x7f")
+            p = p2
+    return bytes(out)
+
+
+@pytest.mark.parametrize("every", [1, 2, 3])
+def test_calls_past_the_last_function_are_harmless(every):
+    from kbtool.analysis import analyze_module_static
+    from kbtool.lift import build_callgraph
+    from kbtool.wasm import analyze_module
+
+    data = _calls_out_of_range(DEMO.read_bytes(), every)
+    assert data != DEMO.read_bytes()
+    a = analyze_module(data)
+    analyze_module_static(a, data)
+    g = build_callgraph(a, data)
+    assert g["nodes"]
+    lm = prepare(data)
+    for fi in range(lm.module.num_func_imports, lm.module.num_functions, 7):
+        assert "internal error" not in lift_function(lm, fi).text
+
+
+@pytest.mark.skipif(not SHARED_OS.is_file(), reason="corpus not present")
+def test_fuzz_case_zstd_os_one_byte():
+    """The harness's case itself: one byte of zstd 1.5.6 -Os (a call's LEB) changed."""
+    from kbtool.analysis import analyze_module_static
+    from kbtool.wasm import analyze_module
+
+    data = bytearray(SHARED_OS.read_bytes())
+    assert data[2386] == 0x80
+    data[2386] = 0x8F
+    a = analyze_module(bytes(data))
+    analyze_module_static(a, bytes(data))

@@ -240,7 +240,9 @@ def callee_candidates(
         if not refc:
             continue
         fn = a.functions[c.func_index]
-        unnamed = {t for t in fn.calls if t >= len(imports) and t not in named}
+        # a call past the last function decodes (only validation rejects it): skip it
+        nfun = len(a.functions)
+        unnamed = {t for t in fn.calls if len(imports) <= t < nfun and t not in named}
         if len(unnamed) != 1:
             continue
         here = {canonical(named[t].name) for t in fn.calls if t in named}
@@ -447,7 +449,11 @@ def behaviour_candidates(a: ModuleAnalysis, data: bytes, sp: int | None) -> list
             calls = a.functions[e.index].calls if e.index < len(a.functions) else []
             body = _decode(data, a.functions[e.index], 400) or []
             first = next((im[0] for mnem, im in body if mnem == "call"), None)
-            tgt = a.functions[first] if first is not None and first in calls else None
+            tgt = (
+                a.functions[first]
+                if first is not None and first in calls and first < len(a.functions)
+                else None
+            )
             # __wasm_call_ctors is a bare list of constructor calls (no other work)
             if (
                 tgt is not None
