@@ -191,3 +191,25 @@ def test_fuzz_case_zstd_os_one_byte():
     data[2386] = 0x8F
     a = analyze_module(bytes(data))
     analyze_module_static(a, bytes(data))
+
+
+def test_export_or_start_past_the_last_function_is_a_clear_error():
+    """An export or start naming a function the module lacks is rejected when the module
+    is read (the recognizer once indexed the function list with it)."""
+    from kbtool.wasm import WasmFormatError, parse_module
+
+    def module(tail: bytes) -> bytes:
+        # one type () -> i32, one function, then `tail`, then the code section
+        return (
+            b"\0asm\1\0\0\0"
+            + b"\x01\x05\x01\x60\x00\x01\x7f"
+            + b"\x03\x02\x01\x00"
+            + tail
+            + b"\x0a\x06\x01\x04\x00\x41\x01\x0b"
+        )
+
+    assert parse_module(module(b"\x07\x0a\x01\x06_start\x00\x00")).exports[0].index == 0
+    with pytest.raises(WasmFormatError, match=r"export '_start' names function 7; the module has 1"):
+        parse_module(module(b"\x07\x0a\x01\x06_start\x00\x07"))
+    with pytest.raises(WasmFormatError, match=r"start names function 3; the module has 1"):
+        parse_module(module(b"\x08\x01\x03"))

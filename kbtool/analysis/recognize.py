@@ -445,8 +445,8 @@ def behaviour_candidates(a: ModuleAnalysis, data: bytes, sp: int | None) -> list
                 )
     # __wasm_call_ctors: the first call of the crt entry point
     for e in m.exports:
-        if e.kind == "func" and e.name in ("_start", "_initialize"):
-            calls = a.functions[e.index].calls if e.index < len(a.functions) else []
+        if e.kind == "func" and e.name in ("_start", "_initialize") and e.index < len(a.functions):
+            calls = a.functions[e.index].calls
             body = _decode(data, a.functions[e.index], 400) or []
             first = next((im[0] for mnem, im in body if mnem == "call"), None)
             tgt = (

@@ -765,9 +765,22 @@ def parse_module(data) -> Module:
                 if name in seen:
                     raise WasmFormatError(at, "unique export name", f"duplicate {name!r}")
                 seen.add(name)
-                m.exports.append(Export(name, KIND_NAMES[k], r.u32("export index")))
+                iat = r.pos
+                idx = r.u32("export index")
+                if k == 0 and idx >= m.num_functions:  # every function is declared by now
+                    raise WasmFormatError(
+                        iat, "an existing function",
+                        f"export {name!r} names function {idx}; the module has {m.num_functions}",
+                    )
+                m.exports.append(Export(name, KIND_NAMES[k], idx))
         elif sid == 8:
+            sat = r.pos
             m.start = r.u32("start function index")
+            if m.start >= m.num_functions:
+                raise WasmFormatError(
+                    sat, "an existing function",
+                    f"start names function {m.start}; the module has {m.num_functions}",
+                )
         elif sid == 9:
             _element_section(r, m)
         elif sid == 10:
