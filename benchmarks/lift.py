@@ -328,6 +328,11 @@ def main(argv=None) -> None:
     if a._ours:
         _ours_child(a._ours, a.workers, a.out)
         return
+    # byte-compile kbtool as an installed package is, so that no child pays for compiling a
+    # source changed since (PYTHONDONTWRITEBYTECODE=1 would otherwise make it pay every time)
+    import compileall
+
+    compileall.compile_dir(str(ROOT / "kbtool"), quiet=1)
     with tempfile.TemporaryDirectory() as tmp:
         if a.smoke:
             files = [_smoke_module(Path(tmp))]
