@@ -19,13 +19,13 @@ from typing import Annotated
 
 import typer
 from rich.console import Group, RenderableType
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
 from kbtool.commands.common import (
     DbOption,
     JsonOption,
     console,
+    count_progress,
     err_console,
     fail,
     print_json,
@@ -194,15 +194,7 @@ def _write_module_c(db: str | None, version_id: int, output: Path | None) -> Non
             fh = open(tmp, "w", encoding="utf-8")  # noqa: SIM115 - closed below
         else:
             fh = sys.stdout
-        with Progress(
-            TextColumn("lifting"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err_console,
-            disable=not show,
-            transient=True,
-        ) as bar:
+        with count_progress("lifting", show=show) as bar:
             task = bar.add_task("lift", total=None)
             fh.write(first)
             n = 0

@@ -36,6 +36,27 @@ console = _Console(highlight=False)
 err_console = _Console(stderr=True, highlight=False)
 
 
+def count_progress(label: str, *, show: bool, to: Console | None = None):
+    """A transient ``label [bar] done/total elapsed`` bar (disabled when not ``show``)."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    return Progress(
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=to or err_console,
+        disable=not show,
+        transient=True,
+    )
+
+
 def db_path(db: str | None) -> str:
     """The KB path: the command's ``--db``, else the global ``--db``, else $KBTOOL_DB/./kbtool.db."""
     return db or _GLOBAL_DB or default_db_path()

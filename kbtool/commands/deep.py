@@ -6,13 +6,13 @@ import sys
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kbtool.agents import BackendUnavailable
 from kbtool.commands.common import (
     DbOption,
     JsonOption,
     console,
+    count_progress,
     err_console,
     fail,
     print_json,
@@ -66,15 +66,7 @@ def deep(
     understanding; the studio's Agents panel shows the work live."""
     conn = rw(db)
     show = sys.stderr.isatty() and not json_out
-    with Progress(
-        TextColumn("deep"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        disable=not show,
-        transient=True,
-    ) as bar:
+    with count_progress("deep", show=show, to=console) as bar:
         task = bar.add_task("deep", total=None)
 
         def progress(done: int, total: int) -> None:
