@@ -274,7 +274,8 @@ def test_cli_code_all_writes_the_whole_module_c(code_kb, capsys, tmp_path):
     "args, message",
     [
         (("1", "4", "--all"), "--all takes a version id alone"),
-        (("1", "--all", "--wasm"), "--all writes C only"),
+        (("1", "--all", "--c"), "--all writes the C, or the disassembly with --wasm"),
+        (("1", "--all", "--json"), "--all writes the C, or the disassembly with --wasm"),
         (("9", "--all"), "unknown version id 9"),
         (("1", "4"), "-o goes with --all"),
     ],
@@ -284,6 +285,19 @@ def test_cli_code_all_bad_input_writes_nothing(code_kb, capsys, tmp_path, args, 
     rc, out, err = run(capsys, "--db", str(code_kb), "code", *args, "-o", str(out_c))
     assert rc == 1 and message in err and out == ""
     assert list(tmp_path.iterdir()) == []  # no file, no temporary left
+
+
+def test_cli_code_all_wasm_writes_the_whole_listing(code_kb, capsys, tmp_path):
+    out = tmp_path / "v1.dis"
+    rc, stdout, err = run(capsys, "--db", str(code_kb), "code", "1", "--all", "--wasm",
+                          "-o", str(out))
+    assert rc == 0 and stdout == "" and "wrote 5 functions of version 1" in err
+    text = out.read_text()
+    heads = [ln.split(">")[0] for ln in text.splitlines() if ln.startswith("func[")]
+    assert [h.split("]")[0] for h in heads] == [f"func[{i}" for i in range(1, 6)]
+    assert code.disassembly(open_ro(code_kb), 1, MAIN)["mnemonics"] in text
+    assert ESCAPED_NAME in text and "\x1b" not in text  # hostile names and strings: literal
+    assert "int32_t" not in text  # no C
 
 
 def test_cli_code_all_bytes_missing(code_kb_no_bytes, capsys, tmp_path):

@@ -312,3 +312,34 @@ def test_corpus_every_function_valid_c(path, tmp_path):
     lm = prepare(path.read_bytes())
     p = gcc_check([r.text for r in lift_module(lm, imports=True)], tmp_path, path.stem)
     assert p.returncode == 0, p.stderr[:2000]
+
+
+def test_disassemble_module_workers_give_the_same_listing_in_order():
+    """The demo zstd build (in the package): forked workers give the one-process listing,
+    which is each function's own disassembly, in index order."""
+    from kbtool.lift import disassemble_function, disassemble_module
+
+    data = (Path(__file__).resolve().parents[1] / "kbtool" / "demo" / "zstd-1.5.5.wasm").read_bytes()
+    lm = prepare(data)
+    one = list(disassemble_module(lm, workers=1))
+    two = list(disassemble_module(lm, workers=2))
+    m = lm.module
+    assert len(one) == m.num_functions - m.num_func_imports
+    assert two == one
+    assert one[0] == disassemble_function(lm, m.num_func_imports)
+    assert one[-1].startswith(f"func[{m.num_functions - 1}] <")
+    heads = list(disassemble_module(lm, workers=1, imports=True))[: m.num_func_imports]
+    assert all(";; import " in h for h in heads)
+
+
+def test_disassemble_module_notes_a_body_it_cannot_decode():
+    from kbtool.lift import disassemble_module
+
+    # one () -> () function whose body is an unknown opcode 0xff, then `end`
+    data = (
+        b"\0asm\1\0\0\0" + b"\x01\x04\x01\x60\x00\x00" + b"\x03\x02\x01\x00"
+        + b"\x0a\x05\x01\x03\x00\xff\x0b"
+    )
+    (text,) = disassemble_module(prepare(data), workers=1)
+    assert text.startswith("func[0] <unnamed>:\n ;; kbtool: cannot disassemble this body: ")
+    assert text.count("\n") == 2

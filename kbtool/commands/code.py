@@ -4,6 +4,7 @@
     kbtool code 2:812 --c        # the same function, C only
     kbtool code 9f3c0a1b2c3d4e5f --wasm [--version 2]   # by stable_id (latest version by default)
     kbtool code 2 --all -o app.c # the whole version's C, every core, progress on stderr
+    kbtool code 2 --all --wasm -o app.dis   # ... or its disassembly, objdump-like
     kbtool ui diff 1 2 --function STABLE_ID [--unified]  # both releases side by side
 
 Long output goes through the pager when stdout is a terminal (``--pager``/``--no-pager``).
@@ -142,7 +143,7 @@ def code_cmd(
         typer.Option(
             "--all",
             help="The whole version's C (every defined function, KB names) as one file that"
-            " compiles with the prelude; lifted on every core.",
+            " compiles with the prelude, lifted on every core; with --wasm its disassembly.",
         ),
     ] = False,
     output: Annotated[
@@ -158,9 +159,9 @@ def code_cmd(
     if all_functions:
         if index is not None or not target.isdigit():
             fail("--all takes a version id alone: kbtool code VERSION --all [-o FILE]")
-        if wasm_only or json_out:
-            fail("--all writes C only (no --wasm, no --json)")
-        _write_module_c(db, int(target), output)
+        if c_only or json_out:
+            fail("--all writes the C, or the disassembly with --wasm (no --c, no --json)")
+        _write_module(db, int(target), output, listing=wasm_only)
         return
     if output is not None:
         fail("-o goes with --all (one function's code prints to the terminal)")
@@ -181,20 +182,22 @@ def code_cmd(
     _print(view, lines, pager)
 
 
-def _write_module_c(db: str | None, version_id: int, output: Path | None) -> None:
-    """``kbtool code VERSION --all``: stream the C to a file (atomically) or stdout."""
+def _write_module(db: str | None, version_id: int, output: Path | None, *, listing: bool) -> None:
+    """``kbtool code VERSION --all [--wasm]``: stream the C (or the disassembly) to a file
+    (atomically) or stdout."""
     conn = ro(db)
     tmp = None
     show = err_console.is_terminal
     try:
-        chunks = code_service.module_c(conn, version_id)
+        make = code_service.module_listing if listing else code_service.module_c
+        chunks = make(conn, version_id)
         first = next(chunks)  # unknown version / missing bytes fail here, before any file
         if output is not None:
             tmp = output.with_name(f".{output.name}.kbtool-tmp")
             fh = open(tmp, "w", encoding="utf-8")  # noqa: SIM115 - closed below
         else:
             fh = sys.stdout
-        with count_progress("lifting", show=show) as bar:
+        with count_progress("disassembling" if listing else "lifting", show=show) as bar:
             task = bar.add_task("lift", total=None)
             fh.write(first)
             n = 0

@@ -6,6 +6,7 @@ Imports only :mod:`kbtool.wasm` and the standard library. Three views:
 
     lm = prepare(wasm_bytes, names)            # once per version; names optional
     text = disassemble_function(lm, func_index)
+    for text in disassemble_module(lm): ...    # every defined function, like lift_module
 
 One instruction per line, ``<offset>: <indent><mnemonic> <immediates>``, block structure
 indented, callee names (``call $sqlite3_free`` / ``call func[812] <unnamed>``), global names,
@@ -67,7 +68,7 @@ from .active import lift_function  # the compiled one hands type errors to the p
 from .callgraph import build_callgraph, indirect_types
 from .context import LiftModule, prepare
 from .disasm import disassemble_function
-from .module import default_workers, lift_module
+from .module import default_workers, disassemble_module, lift_module
 from .names import Names, c_ident, comment_text
 from .prelude import prelude_path, render_prelude
 
@@ -88,6 +89,7 @@ __all__ = [
     "comment_text",
     "default_workers",
     "disassemble_function",
+    "disassemble_module",
     "indirect_types",
     "lift_function",
     "lift_module",

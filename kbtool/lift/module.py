@@ -1,4 +1,4 @@
-"""Whole-module lifting, over a fork process pool on every core by default."""
+"""Whole-module lifting and disassembly, over a fork process pool on every core by default."""
 
 from __future__ import annotations
 
@@ -6,8 +6,11 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from kbtool.wasm.errors import WasmFormatError
+
 from . import active
 from .context import LiftModule
+from .disasm import disassemble_function
 
 if TYPE_CHECKING:
     from .lifter import LiftResult
@@ -18,10 +21,22 @@ MIN_PARALLEL_FUNCTIONS = 64
 MIN_PARALLEL_BYTES = 200_000
 
 
-def _work(rng: tuple[int, int]) -> list[LiftResult]:
-    lm, kw = _STATE["lm"], _STATE["kw"]
-    lift = active.lift_function
-    return [lift(lm, i, **kw) for i in range(*rng)]
+def _work(rng: tuple[int, int]) -> list:
+    lm, kw, one = _STATE["lm"], _STATE["kw"], _STATE["one"]
+    return [one(lm, i, **kw) for i in range(*rng)]
+
+
+def _lift_one(lm: LiftModule, i: int, **kw) -> LiftResult:
+    return active.lift_function(lm, i, **kw)
+
+
+def _disasm_one(lm: LiftModule, i: int, **kw) -> str:
+    """One function's listing; a body the decoder rejects is a one-line note instead."""
+    try:
+        return disassemble_function(lm, i, **kw)
+    except WasmFormatError as exc:
+        head = f"func[{i}] <{lm.func_display(i) or 'unnamed'}>:"
+        return f"{head}\n ;; kbtool: cannot disassemble this body: {exc}\n"
 
 
 def default_workers() -> int:
@@ -62,7 +77,19 @@ def lift_module(
     module without copying it. ``workers=1`` (or a small module) lifts in this process.
     ``kw`` goes to :func:`lift_function`.
     """
-    lift_function = active.lift_function
+    return _map_functions(lm, _lift_one, workers, imports, kw)
+
+
+def disassemble_module(
+    lm: LiftModule, *, workers: int | None = None, imports: bool = False, **kw
+) -> Iterator[str]:
+    """Every defined function's listing (and import headers if ``imports``), in index order,
+    on ``workers`` processes like :func:`lift_module`; ``kw`` goes to
+    :func:`disassemble_function`. A body the decoder rejects gives a one-line note."""
+    return _map_functions(lm, _disasm_one, workers, imports, kw)
+
+
+def _map_functions(lm: LiftModule, one, workers: int | None, imports: bool, kw: dict) -> Iterator:
     m = lm.module
     first = 0 if imports else m.num_func_imports
     n = m.num_functions
@@ -74,13 +101,12 @@ def lift_module(
     small = n - first < MIN_PARALLEL_FUNCTIONS or sum(e - s for s, e in m.code) < MIN_PARALLEL_BYTES
     if workers <= 1 or small or "fork" not in mp.get_all_start_methods():
         for i in range(first, n):
-            yield lift_function(lm, i, **kw)
+            yield one(lm, i, **kw)
         return
-    head = [i for i in range(first, m.num_func_imports)]  # import prototypes: cheap
-    for i in head:
-        yield lift_function(lm, i, **kw)
+    for i in range(first, m.num_func_imports):  # import prototypes / headers: cheap
+        yield one(lm, i, **kw)
     ranges = _ranges(lm, max(first, m.num_func_imports), workers * 8)
-    _STATE["lm"], _STATE["kw"] = lm, kw
+    _STATE["lm"], _STATE["kw"], _STATE["one"] = lm, kw, one
     try:
         with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as ex:
             for res in ex.map(_work, ranges):

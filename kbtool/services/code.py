@@ -5,6 +5,7 @@ Every surface (CLI ``kbtool code``, the TUI code screen, ``/api/disasm`` and
 
     disassembly(conn, version_id, func_index)   # the contract's Disassembly object
     module_c(conn, version_id)                  # the whole module's C, one chunk per function
+    module_listing(conn, version_id)            # the whole module's disassembly, likewise
     callgraph(conn, version_id)                 # the contract's Call graph object
     function_diff(conn, stable_id, from_version_id, to_version_id)
 
@@ -42,6 +43,7 @@ from kbtool.lift import (
     Names,
     build_callgraph,
     disassemble_function,
+    disassemble_module,
     lift_function,
     lift_module,
     prepare,
@@ -272,6 +274,30 @@ def module_c(
         if progress is not None:
             progress(done, total)
         yield res.text + "\n"
+
+
+def module_listing(
+    conn: sqlite3.Connection,
+    version_id: int,
+    *,
+    workers: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Iterator[str]:
+    """The whole version's disassembly with the KB's names, objdump-like: a header line,
+    then every defined function's listing in index order (one chunk each); as
+    :func:`module_c` otherwise."""
+    cm = code_module(conn, version_id)
+    v = queries.get_version(conn, version_id)
+    m = cm.lm.module
+    total = m.num_functions - m.num_func_imports
+    label = _one_line(v.get("label") or "")
+    yield f";; kbtool: version {version_id} ({label}), {total} functions, KB names\n\n"
+    done = 0
+    for text in disassemble_module(cm.lm, workers=workers):
+        done += 1
+        if progress is not None:
+            progress(done, total)
+        yield text + "\n"
 
 
 _CALL = re.compile(
