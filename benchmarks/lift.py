@@ -11,7 +11,9 @@ processes: the steadier figure on a shared machine), peak RSS (the largest proce
 lines, body lines, gotos, labels, max brace nesting and the median body lines per function.
 Then single-function on-demand latency (median / p95 / worst of ``lift_function`` after one
 ``prepare``, wall and CPU) on ``--latency`` (default: lightningcss).
-``--smoke`` runs everything on the small .wat fixture (needs wat2wasm).
+``--listing`` adds the whole-module disassembly (``kbtool code --all --wasm``) next to
+``wasm-objdump -d`` (wall, CPU, peak RSS, lines). ``--smoke`` runs everything on the small
+.wat fixture (needs wat2wasm).
 Lifter path: rows read ``kbtool.lift/compiled`` (the mypyc build, ``python -m
 kbtool.lift.accel build``) and then ``kbtool.lift/pure`` when the compiled lifter is built
 (and ``KBTOOL_LIFT`` is not ``pure``), else ``kbtool.lift/pure`` alone; latency likewise.
@@ -42,7 +44,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kbtool.lift import active, lift_module, prelude_path, prepare  # noqa: E402
+from kbtool.lift import (  # noqa: E402
+    active,
+    disassemble_module,
+    lift_module,
+    prelude_path,
+    prepare,
+)
 
 DECOMPILE = shutil.which("wasm-decompile") or "/usr/bin/wasm-decompile"
 _COMMENT = re.compile(r"/\*.*?\*/")
@@ -125,6 +133,45 @@ def _ours_child(path: str, workers: int, out: str) -> None:
             bodies.append(st.body_lines)
     lift_s = time.perf_counter() - t0
     print(json.dumps({"starts": starts, "bodies": bodies, "stats": stats, "lift_s": lift_s}))
+
+
+def _listing_child(path: str, workers: int, out: str) -> None:
+    """Child process: write the whole module's disassembly (``kbtool code --all --wasm``)."""
+    lm = prepare(Path(path).read_bytes())
+    with open(out, "w") as fh:
+        for text in disassemble_module(lm, workers=workers or None):
+            fh.write(text)
+
+
+def bench_listing(path: Path, workers: int) -> list[str]:
+    """Rows: the whole-module listing, kbtool next to ``wasm-objdump -d`` (wall, CPU, peak,
+    lines), each written to a file."""
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "out.dis"
+        cmds = [
+            ("kbtool listing", [sys.executable, __file__, "--_listing", str(path), "--workers",
+                                str(workers), "--out", str(out)], None),
+        ]
+        objdump = shutil.which("wasm-objdump")
+        if objdump:
+            cmds.append(("wasm-objdump -d", [objdump, "-d", str(path)], out))
+        for name, cmd, stdout_to in cmds:
+            if stdout_to is not None:
+                with open(stdout_to, "w") as fh:
+                    wall, cpu, rss, rc = _run_measured(cmd, fh)
+            else:
+                with open(os.devnull, "w") as fh:
+                    wall, cpu, rss, rc = _run_measured(cmd, fh)
+            if rc != 0:
+                rows.append(f"  {name:<20} failed (exit {rc})")
+                continue
+            with open(out, "rb") as fh:
+                lines = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
+            rows.append(f"  {name:<20} {wall:8.2f} {cpu:8.2f} {rss:8.0f} {lines:11d}")
+        if not objdump:
+            rows.append(f"  {'wasm-objdump -d':<20} (not available)")
+    return rows
 
 
 def _decompile_metrics(text: str) -> dict:
@@ -322,11 +369,19 @@ def main(argv=None) -> None:
     ap.add_argument("--latency", type=Path, default=None)
     ap.add_argument("--samples", type=int, default=300)
     ap.add_argument("--smoke", action="store_true")
+    ap.add_argument(
+        "--listing", action="store_true",
+        help="also the whole-module disassembly next to wasm-objdump -d",
+    )
+    ap.add_argument("--_listing", help=argparse.SUPPRESS)
     ap.add_argument("--_ours", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a._ours:
         _ours_child(a._ours, a.workers, a.out)
+        return
+    if a._listing:
+        _listing_child(a._listing, a.workers, a.out)
         return
     # byte-compile kbtool as an installed package is, so that no child pays for compiling a
     # source changed since (PYTHONDONTWRITEBYTECODE=1 would otherwise make it pay every time)
@@ -366,6 +421,14 @@ def main(argv=None) -> None:
                 print(_row(f"kbtool.lift/{other}", o2, "-") + f"   lift s {o2['lift_s']:.2f}")
             print(_row("wasm-decompile", r["theirs"], "-"))
             sys.stdout.flush()
+        if a.listing or a.smoke:
+            print("whole-module disassembly (kbtool code --all --wasm) next to wasm-objdump -d")
+            print(f"{'':2}{'tool':<20} {'wall s':>8} {'cpu s':>8} {'peak MB':>8} {'lines':>11}")
+            for f in files:
+                print(f.name)
+                for row in bench_listing(f, a.workers):
+                    print(row)
+                sys.stdout.flush()
         for p in paths:
             print(latency(lat, 20 if a.smoke else a.samples, p))
 
