@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections import deque
 from collections.abc import Iterator
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from kbtool.wasm.errors import WasmFormatError
@@ -77,7 +79,7 @@ def lift_module(
     module without copying it. ``workers=1`` (or a small module) lifts in this process.
     ``kw`` goes to :func:`lift_function`.
     """
-    return _map_functions(lm, _lift_one, workers, imports, kw)
+    return _map_functions(lm, _lift_one, workers, imports, kw, 8)
 
 
 def disassemble_module(
@@ -86,10 +88,13 @@ def disassemble_module(
     """Every defined function's listing (and import headers if ``imports``), in index order,
     on ``workers`` processes like :func:`lift_module`; ``kw`` goes to
     :func:`disassemble_function`. A body the decoder rejects gives a one-line note."""
-    return _map_functions(lm, _disasm_one, workers, imports, kw)
+    # a listing is ~3x the C: smaller ranges keep fewer finished ones waiting in memory
+    return _map_functions(lm, _disasm_one, workers, imports, kw, 32)
 
 
-def _map_functions(lm: LiftModule, one, workers: int | None, imports: bool, kw: dict) -> Iterator:
+def _map_functions(
+    lm: LiftModule, one, workers: int | None, imports: bool, kw: dict, per_worker: int
+) -> Iterator:
     m = lm.module
     first = 0 if imports else m.num_func_imports
     n = m.num_functions
@@ -105,11 +110,19 @@ def _map_functions(lm: LiftModule, one, workers: int | None, imports: bool, kw: 
         return
     for i in range(first, m.num_func_imports):  # import prototypes / headers: cheap
         yield one(lm, i, **kw)
-    ranges = _ranges(lm, max(first, m.num_func_imports), workers * 8)
+    ranges = _ranges(lm, max(first, m.num_func_imports), workers * per_worker)
     _STATE["lm"], _STATE["kw"], _STATE["one"] = lm, kw, one
     try:
         with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as ex:
-            for res in ex.map(_work, ranges):
+            # a window of ranges in flight (not all of them): finished ranges wait for the
+            # slower one before them in memory, so the window bounds what waits
+            todo = iter(ranges)
+            window = deque(ex.submit(_work, r) for r in islice(todo, workers * 2))
+            while window:
+                res = window.popleft().result()
+                nxt = next(todo, None)
+                if nxt is not None:
+                    window.append(ex.submit(_work, nxt))
                 yield from res
     finally:
         _STATE.clear()
