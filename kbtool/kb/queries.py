@@ -590,11 +590,16 @@ def renames(conn: sqlite3.Connection, stable_id: str) -> list[dict[str, Any]]:
     return out
 
 
-def change_token(conn: sqlite3.Connection) -> tuple[int, int]:
-    """Changes whenever a version is ingested or an annotation decision is recorded."""
+def change_token(conn: sqlite3.Connection) -> tuple[int, int, int]:
+    """Changes whenever a version is ingested, an annotation decision is recorded or an
+    analysis run (analyze, agent, deep: structs, facts) is stored."""
     v = conn.execute("SELECT COALESCE(MAX(id), 0) FROM versions").fetchone()[0]
     e = conn.execute("SELECT COALESCE(MAX(id), 0) FROM annotation_events").fetchone()[0]
-    return v, e
+    try:
+        r = conn.execute("SELECT COALESCE(MAX(id), 0) FROM analysis_runs").fetchone()[0]
+    except sqlite3.OperationalError:  # a KB from before analysis runs were recorded
+        r = 0
+    return v, e, r
 
 
 # ---------------------------------------------------------------- export

@@ -76,6 +76,7 @@ from .prelude import prelude_path, render_prelude
 LiftError = _LIFTER.LiftError
 LiftResult = _LIFTER.LiftResult
 LiftStats = _LIFTER.LiftStats
+param_c_names = _LIFTER.param_c_names
 
 __all__ = [
     "LIFTER_PATH",
@@ -93,6 +94,7 @@ __all__ = [
     "indirect_types",
     "lift_function",
     "lift_module",
+    "param_c_names",
     "prelude_path",
     "prepare",
     "render_prelude",

@@ -1302,6 +1302,11 @@ class _Lifter:
     def mem_ptr(self, base: _E, offset: int, ct: str) -> str:
         if self.hook is not None and base.prec == 0 and base.const is None and base.locs:
             r = self.hook(self.fi, base.text, offset, ct)
+            if isinstance(r, tuple):  # (expression, guard, declaration): a typed struct field
+                text, guard, decl = r
+                if guard not in self.decl_types:
+                    self.decl_types[guard] = decl
+                return text
             if r:
                 return c_ident_path(r)
         if base.const is not None and isinstance(base.const, int):
@@ -2191,6 +2196,13 @@ def _local_names(lm: LiftModule, fi: int, n_params: int, n_total: int) -> list[s
         used.add(name)
         out.append(name)
     return out
+
+
+def param_c_names(lm: LiftModule, fi: int) -> list[str]:
+    """The C names the lifted text gives function ``fi``'s parameters (``p0``... or their
+    sanitised names from the module's name section)."""
+    n = len(lm.module.func_type(fi).params)
+    return _local_names(lm, fi, n, n)
 
 
 def _header(lm: LiftModule, fi: int) -> str:

@@ -15,10 +15,13 @@ from dataclasses import dataclass, field
 from kbtool.wasm.errors import WasmFormatError
 from kbtool.wasm.leb import read_uleb
 
-#: ``field_hook(func_index, base_text, offset, c_type) -> text or None``: a later struct
-#: analysis may render ``*(int32_t *)(M + p + 8)`` as ``p->field_8`` (``base_text`` is the
-#: C name of the base local, ``c_type`` the accessed C type, e.g. ``"int32_t"``).
-FieldHook = Callable[[int, str, int, str], "str | None"]
+#: ``field_hook(func_index, base_text, offset, c_type) -> text, (text, guard, decl) or None``:
+#: a later struct analysis may render ``*(int32_t *)(M + p + 8)`` as ``p->field_8``
+#: (``base_text`` is the C name of the base local, ``c_type`` the accessed C type, e.g.
+#: ``"int32_t"``). A plain text is sanitised as an identifier path; a tuple is used as is
+#: and its ``decl`` (a struct typedef behind the include guard ``guard``) is declared once
+#: before the function, so the text stays valid C.
+FieldHook = Callable[[int, str, int, str], "str | tuple[str, str, str] | None"]
 
 
 @dataclass
