@@ -305,3 +305,11 @@ def test_cli_code_all_bytes_missing(code_kb_no_bytes, capsys, tmp_path):
     rc, _, err = run(capsys, "--db", str(code_kb_no_bytes), "code", "2", "--all", "-o", str(out_c))
     assert rc == 1 and "module bytes of version 2 are not in the KB" in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_module_c_and_listing_report_progress(conn):
+    for make in (code.module_c, code.module_listing):
+        seen: list[tuple[int, int]] = []
+        chunks = list(make(conn, 1, workers=1, progress=lambda d, t: seen.append((d, t))))
+        assert len(chunks) == 1 + 5  # header + the 5 defined functions
+        assert seen == [(k, 5) for k in range(1, 6)]

@@ -184,29 +184,33 @@ def code_cmd(
 
 def _write_module(db: str | None, version_id: int, output: Path | None, *, listing: bool) -> None:
     """``kbtool code VERSION --all [--wasm]``: stream the C (or the disassembly) to a file
-    (atomically) or stdout."""
+    (atomically: a temporary renamed at the end) or stdout, with a done/total bar on a
+    terminal."""
     conn = ro(db)
-    tmp = None
-    show = err_console.is_terminal
+    tmp: Path | None = None
+    fh = None
+    n = 0
+    label = "disassembling" if listing else "lifting"
     try:
-        make = code_service.module_listing if listing else code_service.module_c
-        chunks = make(conn, version_id)
-        first = next(chunks)  # unknown version / missing bytes fail here, before any file
-        if output is not None:
-            tmp = output.with_name(f".{output.name}.kbtool-tmp")
-            fh = open(tmp, "w", encoding="utf-8")  # noqa: SIM115 - closed below
-        else:
-            fh = sys.stdout
-        with count_progress("disassembling" if listing else "lifting", show=show) as bar:
-            task = bar.add_task("lift", total=None)
-            fh.write(first)
-            n = 0
+        with count_progress(label, show=err_console.is_terminal) as bar:
+            task = bar.add_task(label, total=None)
+
+            def progress(done: int, total: int) -> None:
+                if not done & 63 or done == total:
+                    bar.update(task, completed=done, total=total)
+
+            make = code_service.module_listing if listing else code_service.module_c
+            chunks = make(conn, version_id, progress=progress)
+            first = next(chunks)  # unknown version / missing bytes fail here, before any file
+            if output is not None:
+                tmp = output.with_name(f".{output.name}.kbtool-tmp")
+                fh = open(tmp, "w", encoding="utf-8")  # noqa: SIM115 - closed in finally
+            out = fh or sys.stdout
+            out.write(first)
             for chunk in chunks:
-                fh.write(chunk)
+                out.write(chunk)
                 n += 1
-                if not n & 63:
-                    bar.update(task, completed=n)
-        if fh is not sys.stdout:
+        if fh is not None and tmp is not None and output is not None:
             fh.close()
             tmp.replace(output)
             tmp = None
@@ -220,6 +224,8 @@ def _write_module(db: str | None, version_id: int, output: Path | None, *, listi
         fail(f"cannot write {output or 'stdout'}: {exc.strerror or exc}")
     finally:
         conn.close()
+        if fh is not None:
+            fh.close()
         if tmp is not None:
             tmp.unlink(missing_ok=True)
 
