@@ -307,9 +307,9 @@ def test_cli_code_all_bytes_missing(code_kb_no_bytes, capsys, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_module_c_and_listing_report_progress(conn):
-    for make in (code.module_c, code.module_listing):
-        seen: list[tuple[int, int]] = []
-        chunks = list(make(conn, 1, workers=1, progress=lambda d, t: seen.append((d, t))))
-        assert len(chunks) == 1 + 5  # header + the 5 defined functions
-        assert seen == [(k, 5) for k in range(1, 6)]
+@pytest.mark.parametrize("make", [code.module_c, code.module_listing])
+def test_module_c_and_listing_report_progress(conn, make):
+    seen: list[tuple[int, int]] = []
+    chunks = list(make(conn, 1, workers=1, progress=lambda d, t: seen.append((d, t))))
+    assert len(chunks) == 1 + 5  # header + the 5 defined functions
+    assert seen == [(k, 5) for k in range(1, 6)]
