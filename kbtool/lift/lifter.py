@@ -2020,82 +2020,53 @@ def _decode(data: bytes, start: int, end: int, budget: _Budget) -> tuple:
     while p < end:
         b = data[p]
         k = fast[b]
+        imms: tuple | None = None  # set by a fast path, else the careful decoder runs
+        q = p
         if k == 1:
-            oappend(b)
-            append(())
-            p += 1
+            imms = ()
+            q = p + 1
         elif k and p < lim:
             b1 = data[p + 1]
+            b2 = data[p + 2]
             if k == 2:  # one uleb
                 if b1 < 0x80:
-                    oappend(b)
-                    append((b1,))
-                    p += 2
-                elif data[p + 2] < 0x80:
-                    oappend(b)
-                    append(((b1 & 0x7F) | (data[p + 2] << 7),))
-                    p += 3
-                else:
-                    op, p2, imms = decode_one(data, p, end)
-                    oappend(op)
-                    append(imms)
-                    p = p2
+                    imms = (b1,)
+                    q = p + 2
+                elif b2 < 0x80:
+                    imms = ((b1 & 0x7F) | (b2 << 7),)
+                    q = p + 3
             elif k == 3:  # i32.const
                 if b1 < 0x80:
-                    oappend(b)
-                    append((b1 - 0x80 if b1 & 0x40 else b1,))
-                    p += 2
-                elif data[p + 2] < 0x80:
-                    v = (b1 & 0x7F) | (data[p + 2] << 7)
-                    oappend(b)
-                    append((v - 0x4000 if v & 0x2000 else v,))
-                    p += 3
-                elif data[p + 3] < 0x80:
-                    v = (b1 & 0x7F) | ((data[p + 2] & 0x7F) << 7) | (data[p + 3] << 14)
-                    oappend(b)
-                    append((v - 0x200000 if v & 0x100000 else v,))
-                    p += 4
-                else:
-                    op, p2, imms = decode_one(data, p, end)
-                    oappend(op)
-                    append(imms)
-                    p = p2
-            elif k == 4:  # memarg: align < 0x40 (no memory index), offset
-                b2 = data[p + 2]
-                if b1 >= 0x40:
-                    op, p2, imms = decode_one(data, p, end)
-                    oappend(op)
-                    append(imms)
-                    p = p2
+                    imms = (b1 - 0x80 if b1 & 0x40 else b1,)
+                    q = p + 2
                 elif b2 < 0x80:
-                    oappend(b)
-                    append((b1, b2, 0))
-                    p += 3
+                    v = (b1 & 0x7F) | (b2 << 7)
+                    imms = (v - 0x4000 if v & 0x2000 else v,)
+                    q = p + 3
                 elif data[p + 3] < 0x80:
-                    oappend(b)
-                    append((b1, (b2 & 0x7F) | (data[p + 3] << 7), 0))
-                    p += 4
-                else:
-                    op, p2, imms = decode_one(data, p, end)
-                    oappend(op)
-                    append(imms)
-                    p = p2
+                    v = (b1 & 0x7F) | ((b2 & 0x7F) << 7) | (data[p + 3] << 14)
+                    imms = (v - 0x200000 if v & 0x100000 else v,)
+                    q = p + 4
+            elif k == 4:  # memarg: align < 0x40 (no memory index), offset
+                if b1 < 0x40:
+                    if b2 < 0x80:
+                        imms = (b1, b2, 0)
+                        q = p + 3
+                    elif data[p + 3] < 0x80:
+                        imms = (b1, (b2 & 0x7F) | (data[p + 3] << 7), 0)
+                        q = p + 4
             elif b1 == 0x40:  # block / loop / if with an empty block type
-                oappend(b)
-                append(("",))
-                p += 2
-            else:
-                op, p2, imms = decode_one(data, p, end)
-                oappend(op)
-                append(imms)
-                p = p2
-        else:
-            op, p2, imms = decode_one(data, p, end)
+                imms = ("",)
+                q = p + 2
+        if imms is None:
+            op, q, imms = decode_one(data, p, end)
             if op == 0x43:  # f32.const: keep the raw bits (a NaN payload)
                 imms = (imms[0], int.from_bytes(data[p + 1 : p + 5], "little"))
             oappend(op)
-            append(imms)
-            p = p2
+        else:
+            oappend(b)
+        append(imms)
+        p = q
         if is_ctrl[b]:
             cappend(n)
         n += 1
