@@ -355,23 +355,7 @@ def module_c(
     defined function in index order (one chunk each). The text compiles as one file with
     ``gcc -fsyntax-only -include prelude.h``. ``workers`` processes lift it (default: every
     usable core); ``progress(done, total)`` is called as functions come back."""
-    cm = code_module(conn, version_id)
-    v = queries.get_version(conn, version_id)
-    m = cm.lm.module
-    total = m.num_functions - m.num_func_imports
-    label = _one_line(v.get("label") or "").replace("*/", "* /")
-    yield (
-        f"/* kbtool: version {version_id} ({label}), {total} functions lifted to C with the"
-        " KB's names.\n"
-        "   Check: gcc -fsyntax-only -include prelude.h FILE"
-        " (prelude.h: python -c 'import kbtool.lift as l; print(l.prelude_path())') */\n\n"
-    )
-    done = 0
-    for res in lift_module(cm.lm, workers=workers):
-        done += 1
-        if progress is not None:
-            progress(done, total)
-        yield res.text + "\n"
+    return _whole_module(conn, version_id, "c", workers, progress)
 
 
 def module_listing(
@@ -384,15 +368,32 @@ def module_listing(
     """The whole version's disassembly with the KB's names, objdump-like: a header line,
     then every defined function's listing in index order (one chunk each); as
     :func:`module_c` otherwise."""
+    return _whole_module(conn, version_id, "listing", workers, progress)
+
+
+def _whole_module(
+    conn: sqlite3.Connection,
+    version_id: int,
+    kind: str,
+    workers: int | None,
+    progress: Callable[[int, int], None] | None,
+) -> Iterator[str]:
     cm = code_module(conn, version_id)
-    v = queries.get_version(conn, version_id)
+    label = _one_line(queries.get_version(conn, version_id).get("label") or "")
     m = cm.lm.module
     total = m.num_functions - m.num_func_imports
-    label = _one_line(v.get("label") or "")
-    yield f";; kbtool: version {version_id} ({label}), {total} functions, KB names\n\n"
-    done = 0
-    for text in disassemble_module(cm.lm, workers=workers):
-        done += 1
+    if kind == "c":
+        yield (
+            f"/* kbtool: version {version_id} ({label.replace('*/', '* /')}), {total} functions"
+            " lifted to C with the KB's names.\n"
+            "   Check: gcc -fsyntax-only -include prelude.h FILE"
+            " (prelude.h: python -c 'import kbtool.lift as l; print(l.prelude_path())') */\n\n"
+        )
+        texts = (res.text for res in lift_module(cm.lm, workers=workers))
+    else:
+        yield f";; kbtool: version {version_id} ({label}), {total} functions, KB names\n\n"
+        texts = disassemble_module(cm.lm, workers=workers)
+    for done, text in enumerate(texts, 1):
         if progress is not None:
             progress(done, total)
         yield text + "\n"
