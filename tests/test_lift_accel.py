@@ -148,10 +148,11 @@ def test_build_state_absent_stale_ready(tmp_path, monkeypatch):
     src = tmp_path / "lifter.py"
     src.write_text("X = 1\n")
     monkeypatch.setattr(active, "HERE", tmp_path)
-    monkeypatch.setattr(active, "SOURCE", src)
     monkeypatch.setattr(active, "STAMP", tmp_path / "_clifter.sha256")
     assert active.compiled_state() == "absent"
-    (tmp_path / "_clifter.cpython-311-x86_64-linux-gnu.so").write_bytes(b"")
+    import importlib.machinery
+
+    (tmp_path / f"_clifter{importlib.machinery.EXTENSION_SUFFIXES[0]}").write_bytes(b"")
     assert active.compiled_state() == "absent"  # no stamp: not a finished build
     (tmp_path / "_clifter.sha256").write_text("0" * 64 + "\n")
     assert active.compiled_state() == "stale"

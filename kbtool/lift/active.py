@@ -20,7 +20,6 @@ from typing import Any
 from . import _build
 
 HERE = Path(__file__).resolve().parent
-SOURCE = HERE / "lifter.py"
 COMPILED_NAME = _build.COMPILED_NAME
 STAMP = HERE / _build.STAMP_NAME
 ENV = "KBTOOL_LIFT"  # "pure" | "compiled" | unset (auto)
