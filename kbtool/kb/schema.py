@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from kbtool.kb.errors import NotAKBError, SchemaVersionError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 KB_KIND = "kbtool-kb"
 
 _V1 = """
@@ -217,6 +217,27 @@ CREATE TABLE analysis_runs (
 );
 """
 
+# Version 3: agent names below the write floor, kept for a person to accept or dismiss.
+_V3 = """
+CREATE TABLE suggestions (
+    version_id INTEGER NOT NULL REFERENCES versions(id),
+    stable_id TEXT NOT NULL,
+    func_index INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    confidence REAL NOT NULL,
+    backend TEXT NOT NULL,
+    model TEXT,
+    rule TEXT,
+    source TEXT,
+    evidence TEXT NOT NULL DEFAULT '{}',   -- JSON (the proposal's evidence)
+    status TEXT NOT NULL DEFAULT 'open',   -- open, accepted, dismissed
+    created_at TEXT NOT NULL,
+    decided_at TEXT,
+    PRIMARY KEY (version_id, stable_id)
+) WITHOUT ROWID;
+CREATE INDEX suggestions_status ON suggestions(version_id, status, confidence);
+"""
+
 # Migration n takes a KB at schema version n-1 to version n.
 def _run_script(conn: sqlite3.Connection, script: str) -> None:
     """Run DDL statements one by one (``executescript`` would commit mid-migration)."""
@@ -231,12 +252,13 @@ def _run_script(conn: sqlite3.Connection, script: str) -> None:
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: lambda conn: _run_script(conn, _V1),
     2: lambda conn: _run_script(conn, _V2),
+    3: lambda conn: _run_script(conn, _V3),
 }
 
 TABLES = (
     "meta", "versions", "modules", "functions", "facts", "call_edges", "symbols",
     "annotation_events", "events", "diffs", "oracle_modules", "programs", "thread_facts",
-    "structs", "analyses", "analysis_runs",
+    "structs", "analyses", "analysis_runs", "suggestions",
 )
 
 
