@@ -5,6 +5,11 @@ then puts the compiled lifter (``kbtool/lift/_clifter*``, see ``kbtool/lift/_bui
 the built package, or in the source tree for an editable install. Without mypy, a C compiler
 or the Python headers the install still succeeds and says so: kbtool then runs the pure
 lifter, which gives the same output more slowly. ``KBTOOL_ACCEL=0`` skips the compile.
+
+A wheel that carries the compiled lifter is tagged for this interpreter and platform
+(``cp311-cp311-linux_x86_64``): it holds a CPython extension. A wheel built without it
+(``KBTOOL_ACCEL=0``, no compiler) stays pure (``py3-none-any``). The decision is
+``_build.wheel_is_pure``: whatever the built package holds is what the tag says.
 """
 
 from __future__ import annotations
@@ -15,7 +20,9 @@ import sys
 from pathlib import Path
 
 from setuptools import setup
+from setuptools.command.bdist_wheel import bdist_wheel
 from setuptools.command.build_py import build_py
+from setuptools.dist import Distribution
 
 ROOT = Path(__file__).resolve().parent
 
@@ -29,13 +36,26 @@ def _builder():
     return mod
 
 
+class KbtoolDistribution(Distribution):
+    """Has extension modules once the built package holds the compiled lifter (set by
+    :class:`bdist_wheel_tagged` after the build): ``install`` then puts it in platlib."""
+
+    compiled_lifter = False
+
+    def has_ext_modules(self) -> bool:
+        return self.compiled_lifter or super().has_ext_modules()
+
+
 class build_py_and_lifter(build_py):
     def run(self) -> None:
         super().run()
-        if os.environ.get("KBTOOL_ACCEL", "").strip() == "0":
-            return
+        editable = getattr(self, "editable_mode", False)
         src = ROOT / "kbtool" / "lift"
-        dest = src if getattr(self, "editable_mode", False) else Path(self.build_lib) / "kbtool" / "lift"
+        dest = src if editable else Path(self.build_lib) / "kbtool" / "lift"
+        if os.environ.get("KBTOOL_ACCEL", "").strip() == "0":
+            if not editable:  # a build left by an earlier run must not ride along in the wheel
+                _builder().clean(dest)
+            return
         try:
             files = _builder().ensure_compiled(ROOT, dest)
         except Exception as e:  # noqa: BLE001 - any failure leaves the pure lifter in place
@@ -44,4 +64,21 @@ class build_py_and_lifter(build_py):
         sys.stderr.write(f"kbtool: compiled lifter: {', '.join(f.name for f in files)}\n")
 
 
-setup(cmdclass={"build_py": build_py_and_lifter})
+class bdist_wheel_tagged(bdist_wheel):
+    """Build first, then tag the wheel by what the built package holds: platform-specific
+    with the compiled lifter, ``py3-none-any`` without it."""
+
+    def run(self) -> None:
+        if not self.skip_build:
+            self.run_command("build")
+        build_lib = Path(self.get_finalized_command("build_py").build_lib)
+        pure = _builder().wheel_is_pure(build_lib)
+        self.distribution.compiled_lifter = not pure
+        self.root_is_pure = pure
+        super().run()
+
+
+setup(
+    distclass=KbtoolDistribution,
+    cmdclass={"build_py": build_py_and_lifter, "bdist_wheel": bdist_wheel_tagged},
+)

@@ -47,6 +47,13 @@ def ready_files(lift_dir: Path) -> list[Path]:
     return files
 
 
+def wheel_is_pure(build_lib: Path) -> bool:
+    """Whether a wheel of the package built in ``build_lib`` is pure Python: no compiled
+    lifter in ``build_lib/kbtool/lift`` (a wheel with one holds a CPython extension and is
+    tagged for its interpreter and platform)."""
+    return not compiled_files(build_lib / "kbtool" / "lift")
+
+
 def clean(lift_dir: Path) -> None:
     for f in compiled_files(lift_dir):
         f.unlink()
