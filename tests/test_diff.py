@@ -59,7 +59,8 @@ def corpus_pair(tmp_path_factory):
 def test_report_shape_and_partition(demo_kb_master):
     conn = open_ro(demo_kb_master)
     report = get_diff(conn, 1, 2)
-    assert set(report) == {"from", "to", "from_version_id", "to_version_id", "stored", "summary", "changes"}
+    assert set(report) == {"from", "to", "from_version_id", "to_version_id", "stored", "summary", "changes",
+                           "from_program", "to_program"}  # + "warning" only across programs
     assert (report["from"], report["to"]) == ("zstd-1.5.5", "zstd-1.5.6")
     # ingest stored the report of its (parent, new) pair: served without re-running the matcher
     assert report["stored"] is True and set(report["summary"]) == SUMMARY_KEYS

@@ -24,6 +24,7 @@ from kbtool.render.terminal import parse_only, render_view
 from kbtool.render.text import lit
 from kbtool.services.diff.carry import carry_names
 from kbtool.services.diff.changelog import changelog
+from kbtool.services.diff.programs import program_fields
 from kbtool.services.diff.report import compute_diff_with_pairing, save_diff
 from kbtool.services.diff.view import read_report, toolchain_changed
 from kbtool.services.oracle import add_oracle, list_oracles, match_oracle
@@ -50,6 +51,25 @@ def register(app: typer.Typer) -> None:
     app.add_typer(oracle_app, name="oracle")
 
 
+CrossProgramOption = Annotated[
+    bool,
+    typer.Option("--cross-program", help="Compare versions of two different programs anyway "
+                 "(unrelated code: names are never carried between programs)."),
+]
+
+
+def _check_programs(conn, a: int, b: int, cross: bool, *, to_stderr: bool = False) -> None:
+    """Refuse a cross-program pair (exit 2) unless ``--cross-program``; with it, print the
+    warning line first."""
+    warning = program_fields(conn, a, b).get("warning")
+    if warning is None:
+        return
+    if not cross:
+        fail(f"{warning}; add --cross-program to compare them anyway", 2)
+    (err_console if to_stderr else console).print(
+        f"[bold yellow]warning:[/] {lit(warning)}", soft_wrap=True)
+
+
 def _only(only: str | None):
     try:
         return parse_only(only)
@@ -73,21 +93,29 @@ def diff_cmd(
     save: Annotated[bool, typer.Option("--save", help="Store the report (read back by every surface).")] = False,
     carry: Annotated[bool, typer.Option("--carry", help="Carry names to matched functions of TO that got a new identity (diff-carry, through the gate).")] = False,
     only: OnlyOption = None,
+    cross_program: CrossProgramOption = False,
     json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
     """What changed between two versions: classification per function, then the changelog.
 
-    Without --save/--carry this is a pure read (the stored report if one was saved)."""
+    Without --save/--carry this is a pure read (the stored report if one was saved). Two
+    versions of different programs are refused unless --cross-program; --carry never
+    carries names between programs."""
     keep = _only(only)
 
     if not (save or carry):
         conn = ro(db)
+        _check_programs(conn, from_version, to_version, cross_program, to_stderr=json_out)
         report, pairing = read_report(conn, from_version, to_version)
     else:
         conn = rw(db)
         queries.get_version(conn, from_version)
         queries.get_version(conn, to_version)
+        crossing = program_fields(conn, from_version, to_version).get("warning")
+        if carry and crossing:
+            fail(f"--carry never carries names between programs: {crossing}", 2)
+        _check_programs(conn, from_version, to_version, cross_program, to_stderr=json_out)
         if carry:
             res = carry_names(conn, from_version, to_version)
             (err_console if json_out else console).print(
@@ -117,12 +145,19 @@ def ui_diff(
     pager: Annotated[bool, typer.Option("--pager", help="Page the output (less -R or $PAGER).")] = False,
     function: Annotated[str | None, typer.Option("--function", help="One function (stable_id): its code in both releases, changes marked.")] = None,
     unified: Annotated[bool, typer.Option("--unified", help="With --function: one column instead of side by side.")] = False,
+    cross_program: CrossProgramOption = False,
     db: DbOption = None,
 ) -> None:
     """The diff as tables plus the semantic changelog; read-only, never carries names.
 
     Shows what changed (modified, new, deleted) unless --all or --only says otherwise;
-    --function STABLE_ID shows that function's code in both releases."""
+    --function STABLE_ID shows that function's code in both releases. Two versions of
+    different programs are refused unless --cross-program."""
+    conn = ro(db)
+    try:
+        _check_programs(conn, from_version, to_version, cross_program)
+    finally:
+        conn.close()
     if function is not None:
         return print_function_diff(db, function, from_version, to_version, unified=unified,
                                    pager=pager or None)

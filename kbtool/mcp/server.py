@@ -394,7 +394,9 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         (counts: unchanged, moved, modified, added, removed, runtime_churn, review),
         changes: [{classification (unchanged|moved|modified|new|deleted), from_index,
         to_index, from_stable_id, to_stable_id, score, review, runtime, name, provenance,
-        confidence}]}. Without only/limit/offset every change is listed (hundreds of KB on a
+        confidence}], from_program, to_program, warning (only when the two versions belong
+        to different programs: names never cross programs, the diff compares unrelated
+        code)}. Without only/limit/offset every change is listed (hundreds of KB on a
         large module): start with only=["changed"] and page. With any of them, `changes`
         is one page (at most `limit` rows, default 500, and 100 KB) and a `page` object
         {total, offset, next_offset, truncated, note} is added; call again with

@@ -220,14 +220,16 @@ def _pair(conn: sqlite3.Connection, query: Query, route_path: str) -> tuple[int,
 
 def _diff(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:
     """The contract's diff report: stored if saved, else computed (and kept in memory until
-    the KB changes, :mod:`kbtool.services.diff.cache`)."""
+    the KB changes, :mod:`kbtool.services.diff.cache`). It names each side's program
+    (``from_program``, ``to_program``) and carries a ``warning`` when they differ."""
     return DIFF_CACHE.report(conn, *_pair(conn, query, "/api/diff"))
 
 
 def _changelog(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:
     """The semantic changelog of the pair (what ``kbtool ui diff`` and the TUI print after the
     table): modified functions most changed first with their explanation lines (``items``)
-    and, when unnamed, a ``hint``; new and deleted functions; imports added/removed."""
+    and, when unnamed, a ``hint``; new and deleted functions; imports added/removed; the
+    programs of both sides and, across programs, the ``warning``."""
     return DIFF_CACHE.changelog(conn, *_pair(conn, query, "/api/changelog"))
 
 

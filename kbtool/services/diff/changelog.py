@@ -10,7 +10,9 @@ For a diff report (:mod:`kbtool.services.diff.report`, stored or computed) and t
   and ``items``, the same as short lines; ``modified_unnamed`` counts the unnamed ones;
 - ``new``: every new function with its strings, size and callees;
 - ``deleted``: every deleted function with its strings and size;
-- ``imports_added`` / ``imports_removed``: function imports by ``module.field``.
+- ``imports_added`` / ``imports_removed``: function imports by ``module.field``;
+- ``from_program`` / ``to_program``, and ``warning`` when they differ (see
+  :mod:`kbtool.services.diff.programs`).
 
 A callee counts as the same call when the old callee is paired (by the report) with the new
 callee, or both are the same import. Pure read; nothing is written.
@@ -24,6 +26,7 @@ from typing import Any
 
 from kbtool.kb import queries
 from kbtool.services.diff.explain import explain_pair
+from kbtool.services.diff.programs import program_fields
 
 __all__ = ["changelog", "MAX_STRINGS"]
 
@@ -189,6 +192,7 @@ def changelog(conn: sqlite3.Connection, report: dict[str, Any], *, pairing=None)
         "to": report["to"],
         "from_version_id": a,
         "to_version_id": b,
+        **program_fields(conn, a, b),  # from_program, to_program, warning when they differ
         "modified": sorted(modified, key=lambda m: (-m["weight"], m["to_index"])),
         "modified_unnamed": sum(1 for m in modified if not m["name"]),
         "new": added,

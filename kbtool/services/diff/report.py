@@ -38,6 +38,10 @@ carried name shows as soon as it was carried). ``runtime``: see :mod:`kbtool.ana
 Summary: counts of ``unchanged``, ``moved``, ``modified``, ``added`` (new), ``removed``
 (deleted), ``runtime_churn`` (runtime functions modified, new or deleted while the
 toolchain version changed between the two versions, both known) and ``review``.
+
+Programs: ``from_program`` and ``to_program`` name the program (lineage) of each side, and
+``warning`` (one sentence) is present only when they differ: names are never carried between
+programs, so such a diff compares unrelated code (:mod:`kbtool.services.diff.programs`).
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from kbtool.identity.pairing import Pair, Pairing, pair_rows
 from kbtool.kb import queries, store
 from kbtool.kb.db import transaction
 from kbtool.services.diff.changelog import changelog
+from kbtool.services.diff.programs import add_program_fields, program_fields
 
 __all__ = [
     "get_diff",
@@ -143,6 +148,7 @@ def stored_diff(conn: sqlite3.Connection, a: int, b: int) -> dict[str, Any] | No
         return None
     report["stored"] = True
     _refresh_names(conn, report)
+    add_program_fields(conn, report)  # programs are today's (a lineage can be reassigned)
     return report
 
 
@@ -247,6 +253,7 @@ def build_report(
         "from_version_id": pg.from_version_id,
         "to_version_id": pg.to_version_id,
         "stored": False,
+        **program_fields(conn, pg.from_version_id, pg.to_version_id),
         "summary": {
             "unchanged": counts["unchanged"],
             "moved": counts["moved"],
