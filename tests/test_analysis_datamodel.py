@@ -1,0 +1,77 @@
+"""The data model (kbtool.analysis.datamodel): globals with roles, data items, references."""
+
+from __future__ import annotations
+
+import pytest
+
+from kbtool.analysis.datamodel import build_data_model, read_memory
+from kbtool.analysis.recognize import stack_pointer_global
+from kbtool.wasm import analyze_module
+from tests.fixtures.build import CORPUS, build_wat, have_wabt
+
+pytestmark = pytest.mark.skipif(not have_wabt(), reason="wat2wasm not installed")
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    data = build_wat("datamodel", tmp_path_factory.mktemp("dm")).read_bytes()
+    a = analyze_module(data)
+    return a, build_data_model(a, data, stack_pointer=stack_pointer_global(a, data))
+
+
+def test_globals_get_roles_and_names(model):
+    _a, dm = model
+    by = {g.index: g for g in dm.globals}
+    assert by[0].name == "__stack_pointer" and by[0].role == "stack_pointer"
+    assert (by[0].reads, by[0].writes) == (1, 1)
+    assert by[1].name == "__heap_base" and by[1].confidence == 1.0
+    assert by[2].name is None and (by[2].reads, by[2].writes) == (1, 1)
+
+
+def test_items_are_cut_and_classified(model):
+    _a, dm = model
+    kinds = {it.address: (it.kind, it.label) for it in dm.items}
+    assert kinds[1024] == ("cstring", "s_create_table_s")
+    assert dm.item_at(1030).address == 1024  # inside the string and its padding
+    assert kinds[1056][0] == "numeric" and kinds[1060][0] == "zero"
+    # indexed, loaded and called through call_indirect: a function-pointer table
+    assert kinds[1072][0] == "funcptr_table"
+    assert dm.item_at(1072).targets[:3] == [1, 2, 3]
+
+
+def test_references_from_code(model):
+    _a, dm = model
+    refs = {(r.func_index, r.kind, r.target_kind, r.target) for r in dm.refs}
+    assert (1, "addr", "data", 1024) in refs  # the string passed to puts
+    assert (1, "load", "data", 1056) in refs  # i32.const 0; i32.load offset=1056
+    assert (1, "store", "data", 1060) in refs  # i32.const 0; ...; i32.store offset=1060
+    assert (2, "funcptr", "data", 1072) in refs
+    assert (2, "call_indirect", "table", 0) in refs
+    assert (2, "write", "global", 2) in refs
+    assert dm.item_at(1024).refs == 1
+
+
+def test_read_memory_bounds(model):
+    a, _dm = model
+    assert read_memory(a, 1024, 6) == b"create"
+    assert read_memory(a, 1020, 8) == b"\0\0\0\0crea"  # bytes no segment sets read as zero
+    assert read_memory(a, 60000, 4) is None
+    assert read_memory(a, -1, 4) is None
+
+
+def test_interior_string_reference_is_not_an_item():
+    """``"directory" + 1`` refers into a string: the string stays one item."""
+    demo = CORPUS / "gt" / "zstd-1.5.5.O2.stripped.wasm"
+    if not demo.exists():
+        pytest.skip("corpus absent")
+    data = demo.read_bytes()
+    a = analyze_module(data)
+    dm = build_data_model(a, data, stack_pointer=stack_pointer_global(a, data))
+    strings = [it for it in dm.items if it.kind == "cstring"]
+    assert len(strings) > 50
+    # every string item starts at a string start: the byte before it is not text
+    for it in strings:
+        before = read_memory(a, it.address - 1, 1)
+        assert before is None or not (0x20 <= before[0] < 0x7F), (hex(it.address), it.text)
+    labels = [it.label for it in dm.items]
+    assert len(labels) == len(set(labels))  # labels are unique
