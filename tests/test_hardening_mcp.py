@@ -125,7 +125,7 @@ def test_oversized_inputs_never_reach_the_kb(demo_kb):
     assert demo_kb.stat().st_size == size_before
 
 
-def test_summary_with_terminal_escapes_is_refused_by_the_gate(demo_kb):
+def test_summary_with_terminal_escapes_is_cleaned_and_the_name_kept(demo_kb):
     sid = unnamed_ids(demo_kb, 1)[0]
 
     async def main():
@@ -138,15 +138,16 @@ def test_summary_with_terminal_escapes_is_refused_by_the_gate(demo_kb):
                 summary="\x1b]0;TITLE\x07\x1b[2J",
                 confidence=0.9,
             )
-            assert d["written"] is False and d["reason"].startswith("invalid summary")
-            assert await call(s, "get_symbol", stable_id=sid) is None
+            assert d["written"] is True, d
+            sym = await call(s, "get_symbol", stable_id=sid)
+            assert sym["name"] == "titled" and sym["summary"] == "]0;TITLE[2J"
             d = await call(
                 s,
                 "propose_symbol",
                 stable_id=sid,
                 name="multi_line",
                 summary="line one\n\tline two",
-                confidence=0.9,
+                confidence=0.95,
             )
             assert d["written"] is True
 

@@ -327,7 +327,7 @@ def test_propose_symbol_goes_through_the_gate(demo_kb):
                 assert sym["name"] == "forged" and sym["evidence"][0]["actor"] == "agent:mcp"
 
             # a locked human name is always refused, whatever the confidence
-            refused = await call(s, "propose_symbol", stable_id=locked_sid, name="x", confidence=1.0)
+            refused = await call(s, "propose_symbol", stable_id=locked_sid, name="parse_frame", confidence=1.0)
             assert refused["written"] is False and "locked" in refused["reason"]
             assert (await call(s, "get_symbol", stable_id=locked_sid))["name"] == "human_pick"
 
@@ -363,7 +363,7 @@ def test_concurrent_proposals_follow_the_gate(demo_kb):
     rng = random.Random(7)
     confs = rng.sample(range(1, 100), 32)  # distinct: no ties, no "no change" no-ops
     targets = [free_a] * 16 + [free_b] * 6 + [locked_sid] * 5 + [oracle_sid] * 5
-    plan = [(sid, f"name_{i}", confs[i] / 100) for i, sid in enumerate(targets)]
+    plan = [(sid, f"guess_{i}", confs[i] / 100) for i, sid in enumerate(targets)]
     rng.shuffle(plan)
 
     async def main():

@@ -118,6 +118,12 @@ def run_rounds(
         for rv in reviewed:
             p = rv.proposal
             out.record_proposal(p)
+            if rv.verdict.code == "taken" and p.name not in used:
+                # reserved by an earlier proposal of this round that the gate then refused:
+                # the name is free, judge the proposal again against the names really written
+                ctx = current[p.index]
+                own = (ctx.get("existing") or {}).get("name")
+                rv = Reviewed(p, verify(p, ctx, used - {own} if own else used))
             if not rv.verdict.ok:
                 out.record_verifier_reject(p, rv.verdict)
                 if on_result:

@@ -211,6 +211,61 @@ def _message(exc: KBError) -> str:
     return text
 
 
+def _propose(conn: Any, stable_id: str, name: str, summary: str, confidence: float,
+             tool: str, names: dict[int, dict[int, str]]) -> dict[str, Any]:
+    """One MCP proposal: the agent verifier (:mod:`kbtool.agents.verifier`, the one
+    ``run_agent_pass`` uses), then the gate. ``names`` caches each version's names (index ->
+    name) across a batch and learns the names written."""
+    from kbtool.agents.proposal import Proposal as AgentProposal
+    from kbtool.agents.verifier import clean_summary, verify
+
+    where = queries.functions_by_stable_id(conn, stable_id)
+    if not where:  # the gate's one-line unknown-stable_id error
+        queries.require_stable_id(conn, stable_id)
+    vid, idx = (where[-1]["version_id"], where[-1]["index"]) if where else (None, None)
+    current = queries.get_symbol(conn, stable_id)
+    ctx: dict[str, Any] = {}
+    taken: set[str] = set()
+    if vid is not None:
+        facts = queries.get_function_facts(conn, vid, idx)
+        if facts is not None:
+            ctx = _facts_context(facts)
+        if vid not in names:
+            names[vid] = queries.function_names(conn, vid)
+        taken = {n for i, n in names[vid].items() if i != idx}
+    if current and current.get("name"):
+        ctx["existing"] = {"name": current["name"], "confidence": current["confidence"],
+                           "provenance": current["provenance"]}
+    proposal = AgentProposal(index=idx if idx is not None else -1, name=name,
+                             confidence=confidence, summary=summary, stable_id=stable_id)
+    verdict = verify(proposal, ctx, taken)
+    if not verdict.ok:
+        return {"written": False, "reason": f"verifier: {verdict.reason}"}
+    decision = upsert_symbol(
+        conn, stable_id, name,
+        provenance=AGENT_PROVENANCE, actor=AGENT_ACTOR, confidence=confidence,
+        summary=clean_summary(summary) or None,
+        evidence={"actor": AGENT_ACTOR, "tool": tool},
+    )
+    if decision["written"] and vid is not None:
+        names[vid][idx] = name
+    return decision
+
+
+def _facts_context(facts: dict[str, Any]) -> dict[str, Any]:
+    """The parts of an agent context the verifier reads, from the stored function facts."""
+    stores = sum(1 for m in facts.get("memory_accesses") or () if "store" in m["op"])
+    return {
+        "type": facts.get("type_signature") or "",
+        "callees": facts.get("callees") or [],
+        "call_indirect": facts.get("indirect_call_sites") or 0,
+        "mnemonics": sorted(set(facts.get("instruction_mnemonics") or ())),
+        "mem_ops": {"stores": stores, "loads": len(facts.get("memory_accesses") or ()) - stores},
+        "globals": facts.get("globals_used") or [],
+        "strings": facts.get("referenced_strings") or [],
+    }
+
+
 # ---------------------------------------------------------------- the tools
 
 def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], str]]]:
@@ -455,29 +510,31 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
 
     def propose_symbol(
         stable_id: StableId,
-        name: Text("A C-like identifier, optionally qualified with ::.", MAX_NAME),
+        name: Text("A C-like identifier naming what the function does, optionally qualified"
+                   " with ::. Placeholders (sub_1234, func_12), keywords and sentences are"
+                   " refused.", MAX_NAME),
         summary: Text("What the function does: purpose, parameters, behaviour (plain text;"
-                      " newlines and tabs allowed, no other control characters).", MAX_SUMMARY) = "",
+                      " newlines and tabs kept, other control characters removed).", MAX_SUMMARY) = "",
         # a JSON number 0..1 (1 and 0 included); never a boolean or a string
         confidence: Annotated[float, Field(strict=True, ge=0.0, le=1.0, allow_inf_nan=False,
                                            description="How sure you are, 0.0 to 1.0.")] = 0.5,
     ) -> dict[str, Any]:
-        """Propose a name (and optionally a summary) for a function. It is recorded with
-        provenance "agent" and actor "agent:mcp", and the KB's gate decides: written when
-        the function is unnamed or only diff-carried; over an oracle, export or agent
-        name only with a strictly higher confidence; never over a human name (locked or
-        not). Every decision is kept in the function's history.
+        """Propose a name (and optionally a summary) for a function. The proposal first goes
+        through the same verifier as run_agent_pass (a C-like identifier that is not a
+        keyword, a tool placeholder such as sub_1234 or FUN_00401000, an instruction or a
+        sentence, not already the name of another function of the version, and not
+        contradicted by the function's facts), then the KB's gate decides, recording
+        provenance "agent" and actor "agent:mcp": written when the function is unnamed or
+        only diff-carried; over an oracle, export or agent name only with a strictly higher
+        confidence; never over a human name (locked or not). Every gate decision is kept in
+        the function's history.
 
-        Returns {written, reason}; written false means the current name stays."""
+        Returns {written, reason}; written false means the current name stays, and a reason
+        starting "verifier:" says what the verifier refused."""
 
         conn = open_rw(db_path, create=False)
         try:
-            return upsert_symbol(
-                conn, stable_id, name,
-                provenance=AGENT_PROVENANCE, actor=AGENT_ACTOR, confidence=confidence,
-                summary=summary or None,
-                evidence={"actor": AGENT_ACTOR, "tool": "propose_symbol"},
-            )
+            return _propose(conn, stable_id, name, summary, confidence, "propose_symbol", {})
         finally:
             conn.close()
 
@@ -496,23 +553,22 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
     ) -> list[dict[str, Any]]:
         """Propose names for many functions in one call (up to 100), e.g. a page of
         list_functions(unnamed_only=true) you have read the facts of. Each proposal goes
-        through the KB's gate on its own, exactly as propose_symbol would (provenance
-        "agent", actor "agent:mcp"; never over a human name; over an oracle, export or agent
-        name only with a strictly higher confidence), and is committed on its own: an
-        unknown stable_id is refused for that entry only.
+        through the verifier and the KB's gate on its own, exactly as propose_symbol would
+        (provenance "agent", actor "agent:mcp"; never over a human name; over an oracle,
+        export or agent name only with a strictly higher confidence), and is committed on its
+        own: an unknown stable_id is refused for that entry only, and a name written earlier
+        in the batch is taken for the later ones.
 
-        Returns one decision per proposal, in order: [{stable_id, written, reason}]."""
+        Returns one decision per proposal, in order: [{stable_id, written, reason}]
+        (at most 100 entries, a few KB)."""
         out: list[dict[str, Any]] = []
+        names: dict[int, dict[int, str]] = {}  # version -> index -> name, kept up to date
         conn = open_rw(db_path, create=False)
         try:
             for p in proposals:
                 try:
-                    decision = upsert_symbol(
-                        conn, p.stable_id, p.name,
-                        provenance=AGENT_PROVENANCE, actor=AGENT_ACTOR,
-                        confidence=p.confidence, summary=p.summary or None,
-                        evidence={"actor": AGENT_ACTOR, "tool": "propose_symbols"},
-                    )
+                    decision = _propose(conn, p.stable_id, p.name, p.summary, p.confidence,
+                                        "propose_symbols", names)
                 except (UnknownStableIdError, ValueError) as exc:
                     decision = {"written": False, "reason": _message(exc) if isinstance(
                         exc, KBError) else str(exc).splitlines()[0]}
