@@ -31,6 +31,7 @@ def build_app() -> Any:
     # Each command module imports its front-end (textual, uvicorn, the MCP SDK) inside the
     # command, so `kbtool versions` never pays for them (~0.4 s measured for textual alone).
     from kbtool.commands import agent, analyze, code, core, deep, diff, names, serve, tui
+    from kbtool.commands import backup as backup_cmd
     from kbtool.commands import mcp as mcp_cmd
     from kbtool.commands.common import set_global_db
 
@@ -65,7 +66,7 @@ def build_app() -> Any:
         """kbtool: name the functions of a stripped wasm module once, keep the names in every release."""
         set_global_db(db)
 
-    for module in (core, names, mcp_cmd, serve, tui, diff, code, deep, agent, analyze):
+    for module in (core, names, mcp_cmd, serve, tui, diff, code, deep, agent, analyze, backup_cmd):
         module.register(app)
     _whole_short_helps(app)
     _APP = app

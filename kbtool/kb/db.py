@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import sqlite3
+import tempfile
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -39,6 +42,73 @@ def now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+CLOSE_BUSY_MS = 2_000  # how long a closing writer waits for readers of an older snapshot
+
+
+class RWConnection(sqlite3.Connection):
+    """A read-write KB connection that checkpoints the WAL into the KB file when it closes.
+
+    SQLite checkpoints on close only when the closing connection is the last one; a reader
+    (``kbtool serve``, the TUI, the MCP read pool) still open then, and read-only connections
+    never checkpoint, so a name written meanwhile stayed in ``kbtool.db-wal`` after every
+    kbtool process had exited. Every writer therefore checkpoints itself: on ``close()``,
+    when garbage-collected, and at interpreter exit (:func:`_checkpoint_open_writers`).
+    """
+
+    _kb_closed = False
+
+    def close(self) -> None:
+        if not self._kb_closed:
+            self._kb_closed = True
+            _OPEN_RW.discard(self)
+            checkpoint(self)
+        super().close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - a finaliser must not raise
+            pass
+
+
+_OPEN_RW: weakref.WeakSet[RWConnection] = weakref.WeakSet()
+
+
+def checkpoint(conn: sqlite3.Connection) -> bool:
+    """Copy every committed page of the WAL into the KB file; True when nothing is left only
+    in the WAL. Never raises (it runs while closing).
+
+    A passive checkpoint first (it never waits); when a reader of an older snapshot kept some
+    frames out, a FULL one waiting at most :data:`CLOSE_BUSY_MS` for it; then a TRUNCATE that
+    does not wait, so the ``-wal`` file is also emptied when nobody is reading.
+    """
+    try:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")  # what closing would do; a checkpoint needs no open unit
+        conn.execute("PRAGMA busy_timeout = 0")
+        busy, log, done = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        if log > 0 and done < log:
+            conn.execute(f"PRAGMA busy_timeout = {CLOSE_BUSY_MS}")
+            busy, log, done = conn.execute("PRAGMA wal_checkpoint(FULL)").fetchone()
+            conn.execute("PRAGMA busy_timeout = 0")
+        whole = log <= 0 or done >= log
+        if whole:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        return whole
+    except sqlite3.Error:
+        return False
+
+
+@atexit.register
+def _checkpoint_open_writers() -> None:
+    """The safety net: writers still open when the interpreter exits checkpoint and close."""
+    for conn in list(_OPEN_RW):
+        try:
+            conn.close()
+        except sqlite3.Error:
+            pass
+
+
 def _configure(conn: sqlite3.Connection) -> None:
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -63,9 +133,10 @@ def open_rw(path: str | os.PathLike[str], *, create: bool = True) -> sqlite3.Con
     _require_writable(p)
     try:
         conn = sqlite3.connect(str(p), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000,
-                               check_same_thread=False)
+                               check_same_thread=False, factory=RWConnection)
     except sqlite3.OperationalError as exc:
         raise _translate(exc, p) from None
+    _OPEN_RW.add(conn)
     try:
         _configure(conn)
         conn.execute("PRAGMA journal_mode = WAL")
@@ -292,3 +363,57 @@ def connection(kb: str | os.PathLike[str] | sqlite3.Connection) -> Iterator[sqli
         yield conn
     finally:
         conn.close()
+
+
+def backup(src: str | os.PathLike[str], out: str | os.PathLike[str], *, force: bool = False) -> dict[str, int | str]:
+    """A consistent copy of the KB ``src`` at ``out`` while others read and write it.
+
+    SQLite's online backup API copies every page in one step inside one read transaction of
+    a read-only connection: a snapshot of the last commit, WAL included, never blocking
+    writers. The copy is written beside ``out`` under a temporary name, checked
+    (``PRAGMA integrity_check``, a KB of this schema), then renamed over ``out``. Refuses
+    ``out`` being the KB itself (or its ``-wal``/``-shm``), a directory, or an existing file
+    unless ``force``. Returns ``{"path", "bytes", "schema_version"}``.
+    """
+    sp, op = Path(src), Path(out)
+    if op.is_dir():
+        raise KBError(f"{op} is a directory: give the file to write, e.g. {op / 'kbtool-backup.db'}")
+    source = open_ro(sp)  # refuses a missing file or a foreign one with one line
+    try:
+        kb_files = {sp.resolve(), Path(f"{sp}-wal").resolve(), Path(f"{sp}-shm").resolve()}
+        if op.resolve() in kb_files or (op.exists() and os.path.samefile(op, sp)):
+            raise KBError(f"{op} is the KB itself: give another path for the backup")
+        if op.exists() and not force:
+            raise KBError(f"{op} exists: pass --force to overwrite it")
+        parent = op.parent if str(op.parent) else Path(".")
+        if not parent.is_dir():
+            raise KBError(f"cannot write {op}: no directory {parent}")
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{op.name}.", suffix=".kbtool-backup", dir=parent)
+        os.close(fd)
+        tmp = Path(tmp_name)
+        try:
+            dest = sqlite3.connect(str(tmp), isolation_level=None)
+            try:
+                source.backup(dest)
+                dest.execute("PRAGMA journal_mode = DELETE")  # one self-contained file
+                ok = dest.execute("PRAGMA integrity_check").fetchone()[0]
+                check_schema(dest, str(op))
+                version = read_schema_version(dest) or 0
+            finally:
+                dest.close()
+            if ok != "ok":
+                raise KBError(f"the copy failed its integrity check ({ok}); {op} not written")
+            with open(tmp, "rb+") as fh:
+                os.fsync(fh.fileno())
+            os.chmod(tmp, sp.stat().st_mode & 0o777)  # mkstemp made it 0600
+            for side in (Path(f"{op}-wal"), Path(f"{op}-shm")):
+                # a stale -wal beside the old file would be replayed onto the new one
+                side.unlink(missing_ok=True)
+            os.replace(tmp, op)
+        except sqlite3.Error as exc:
+            raise _translate(exc, op) from None
+        finally:
+            tmp.unlink(missing_ok=True)
+    finally:
+        source.close()
+    return {"path": str(op), "bytes": op.stat().st_size, "schema_version": version}
