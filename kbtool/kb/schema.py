@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from kbtool.kb.errors import NotAKBError, SchemaVersionError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 KB_KIND = "kbtool-kb"
 
 _V1 = """
@@ -238,6 +238,18 @@ CREATE TABLE suggestions (
 CREATE INDEX suggestions_status ON suggestions(version_id, status, confidence);
 """
 
+# Version 4: bounded refusals. An identical refused proposal (same function, caller, reason,
+# proposal and current record, nothing written since) is one row with a count and the time
+# of its last repeat; `fingerprint` finds it. Rows written before v4 count once.
+_V4 = """
+ALTER TABLE annotation_events ADD COLUMN repeats INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE annotation_events ADD COLUMN last_at TEXT;
+ALTER TABLE annotation_events ADD COLUMN fingerprint TEXT;
+CREATE INDEX annotation_events_fingerprint ON annotation_events(fingerprint)
+    WHERE fingerprint IS NOT NULL;
+CREATE INDEX annotation_events_refused ON annotation_events(actor, created_at) WHERE written = 0;
+"""
+
 # Migration n takes a KB at schema version n-1 to version n.
 def _run_script(conn: sqlite3.Connection, script: str) -> None:
     """Run DDL statements one by one (``executescript`` would commit mid-migration)."""
@@ -253,6 +265,7 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: lambda conn: _run_script(conn, _V1),
     2: lambda conn: _run_script(conn, _V2),
     3: lambda conn: _run_script(conn, _V3),
+    4: lambda conn: _run_script(conn, _V4),
 }
 
 TABLES = (
