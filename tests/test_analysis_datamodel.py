@@ -75,3 +75,43 @@ def test_interior_string_reference_is_not_an_item():
         assert before is None or not (0x20 <= before[0] < 0x7F), (hex(it.address), it.text)
     labels = [it.label for it in dm.items]
     assert len(labels) == len(set(labels))  # labels are unique
+
+
+GO_LITERALS = ("needle-in-a-haystack", "found the needle", "nothing found here",
+               "a third literal string")
+
+
+@pytest.fixture(scope="module")
+def go_module(tmp_path_factory):
+    import os
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    if shutil.which("go") is None:
+        pytest.skip("go not installed")
+    out = tmp_path_factory.mktemp("go") / "strings.wasm"
+    src = Path(__file__).parent / "fixtures" / "go" / "strings" / "main.go"
+    env = dict(os.environ, GOOS="js", GOARCH="wasm", CGO_ENABLED="0",
+               GOCACHE=os.environ.get("GOCACHE", "/tmp/kbtool-go-cache"))
+    subprocess.run(["go", "build", "-o", str(out), str(src)], check=True, env=env,
+                   cwd=src.parent, capture_output=True)
+    return out.read_bytes()
+
+
+def test_go_string_literals_are_items_with_xrefs(go_module):
+    from kbtool.wasm.gosyms import recover_go_names
+
+    a = analyze_module(go_module)
+    dm = build_data_model(a, go_module, go=True)
+    names = recover_go_names(a.module).names
+    for text in GO_LITERALS:
+        items = [it for it in dm.items if it.text == text]
+        assert len(items) == 1 and items[0].kind == "gostring", text
+        it = items[0]
+        assert it.size == len(text)  # cut at its length: no neighbour glued on
+        users = {r.func_index for r in dm.refs if r.target_kind == "data"
+                 and it.address <= r.target < it.address + it.size}
+        assert "main.main" in {names.get(u) for u in users}, text
+    g = {x.index: x.name for x in dm.globals}
+    assert g[0] == "SP" and g[2] == "g"  # Go's own globals

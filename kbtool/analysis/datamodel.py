@@ -36,7 +36,10 @@ MIN_ZERO = 16  # a run of zero bytes at least this long is a zero block
 MAX_LABEL = 32  # characters of a string label taken from its text
 MAX_ITEMS = 500_000  # items kept per module (a crafted module cannot grow the model unbounded)
 MAX_REFS = 4_000_000  # references kept per module
+MAX_IMAGE = 256 << 20  # bytes of initial memory scanned as one image (Go string headers)
 MAX_TEXT = 256  # characters of an item's text kept in the model
+GO_PAIR_WINDOW = 12  # instructions between the stores of a Go string's pointer and length
+MAX_GO_STRING = 1 << 16  # longest Go string literal taken from a (pointer, length) pair
 
 # names toolchains give their globals when they export or import them
 KNOWN_GLOBAL_NAMES = frozenset({
@@ -249,18 +252,24 @@ for _op, _mn in enumerate(MNEMONICS):
 
 
 def function_refs(data: bytes, func_index: int, body_offset: int, body_size: int,
-                  lo: int, hi: int) -> Iterable[DataRef]:
+                  lo: int, hi: int, go: bool = False) -> Iterable[DataRef]:
     """The data and global references of one body; data addresses are those in ``[lo, hi)``.
 
     Stack entries: ``("c", value, offset)`` a constant, ``("a", base, offset)`` an address
     computed from a data constant, ``("l", base, offset)`` a value loaded through such an
     address, ``None`` unknown. A ``call_indirect`` whose index was loaded through
     ``base + i * 4`` marks ``base`` as a function-pointer table (kind ``funcptr``).
+
+    Go (``go=True``) builds a string value by storing its pointer and then, a few
+    instructions later, its length: such a pair is a ``gostring`` reference whose ``width``
+    is the length.
     """
     end = body_offset + body_size
     p = skip_local_decls(data, body_offset, end)
     stack: list[tuple[str, int, int] | None] = []
     cls = _CLASS
+    pending: tuple[int, int, int] | None = None  # Go: (pointer stored, its offset, instrs ago)
+    n = 0
 
     def pop() -> tuple[str, int, int] | None:
         return stack.pop() if stack else None
@@ -276,7 +285,16 @@ def function_refs(data: bytes, func_index: int, body_offset: int, body_size: int
     while p < end:
         at = p
         op, p, imms = decode_one(data, p, end)
+        n += 1
         c = cls[op] if op < len(cls) else 0
+        if go and c == 3 and stack and stack[-1] is not None and stack[-1][0] == "c":
+            v = stack[-1][1]
+            if pending is not None and n - pending[2] <= GO_PAIR_WINDOW and 0 < v <= MAX_GO_STRING \
+                    and pending[0] + v <= hi:
+                yield DataRef(func_index, pending[1], "gostring", "data", pending[0], v)
+                pending = None
+            elif lo <= v < hi:
+                pending = (v, stack[-1][2], n)
         if c == 1:
             stack.append(("c", int(imms[0]), at))
         elif c == 2:  # load: address on top
@@ -357,6 +375,48 @@ def _cstring_at(mem: bytes, k: int) -> str | None:
     return text
 
 
+def _utf8_text(raw: bytes) -> str | None:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return text if text and all(ch.isprintable() or ch in "\t\n\r" for ch in text) else None
+
+
+def memory_image(analysis: ModuleAnalysis, limit: int = MAX_IMAGE) -> tuple[int, bytes]:
+    """``(lowest address, bytes)``: the initial memory from the lowest to the highest byte any
+    active segment sets (gaps read as zero); empty when that span exceeds ``limit``."""
+    segs = segments(analysis)
+    if not segs:
+        return 0, b""
+    lo, hi = segs[0][0], max(b + len(d) for b, d, _ in segs)
+    if hi - lo > limit:
+        return lo, b""
+    img = bytearray(hi - lo)
+    for b, d, _k in segs:
+        img[b - lo : b - lo + len(d)] = d
+    return lo, bytes(img)
+
+
+def go_string_headers(analysis: ModuleAnalysis, lo: int, hi: int) -> list[DataRef]:
+    """Go string headers in data: 8-byte aligned (pointer, length) pairs of 64-bit words whose
+    pointer lies in the data and whose bytes are text; as ``gostring`` references from the
+    header's own address (function -1: data, not code). Go's linker trims the zero bytes at
+    segment ends (a length's high bytes), so the scan runs over the whole memory image."""
+    base, img = memory_image(analysis)
+    out: list[DataRef] = []
+    for q in range((-base) % 8, len(img) - 15, 8):
+        ptr = int.from_bytes(img[q : q + 8], "little")
+        if not lo <= ptr < hi:
+            continue
+        ln = int.from_bytes(img[q + 8 : q + 16], "little")
+        if not 0 < ln <= 4096 or ptr + ln > hi:
+            continue
+        if _utf8_text(img[ptr - base : ptr - base + ln]) is not None:
+            out.append(DataRef(-1, base + q, "gostring", "data", ptr, ln))
+    return out
+
+
 def _string_start(mem: bytes, k: int) -> int:
     """``k`` itself, or the start of the C string ``mem[k]`` lies inside (not at its start)."""
     if k == 0 or mem[k - 1] == 0 or not (0x20 <= mem[k - 1] < 0x7F):
@@ -411,13 +471,18 @@ def build_items(analysis: ModuleAnalysis, refs: list[DataRef],
     lo, hi = segs[0][0], max(b + len(d) for b, d, _ in segs)
     cuts = {r.target for r in refs if r.target_kind == "data"}
     fptr = {r.target for r in refs if r.kind == "funcptr"}
+    gostr = {r.target: r.width for r in refs if r.kind == "gostring"}
+    for a, w in list(gostr.items()):
+        cuts.add(a + w)  # a Go string ends where its length says (no NUL)
     items: list[DataItem] = []
     truncated = False
     for base, mem, k in segs:
         end = base + len(mem)
         # a reference into the middle of a C string (``"directory" + 1``) is an interior
         # reference of that string, not the start of an item
-        inside = sorted({_string_start(mem, a - base) + base for a in cuts if base <= a < end})
+        # (Go strings have no NUL: every cut stands)
+        inside = sorted({a if gostr else _string_start(mem, a - base) + base
+                         for a in cuts if base <= a < end})
         # pointer tables point at more items: one level of their words as cuts
         starts = sorted(set([base] + inside))
         # strings run to their NUL: a new item starts after it when nothing else cuts there
@@ -439,7 +504,10 @@ def build_items(analysis: ModuleAnalysis, refs: list[DataRef],
         for i, a in enumerate(bounds):
             b = bounds[i + 1] if i + 1 < len(bounds) else end
             piece = mem[a - base : b - base]
-            kind, text, targets = _classify(piece, a, lo, hi, table_range, a in fptr)
+            if a in gostr and b - a == gostr[a] and _utf8_text(piece) is not None:
+                kind, text, targets = "gostring", _utf8_text(piece), []
+            else:
+                kind, text, targets = _classify(piece, a, lo, hi, table_range, a in fptr)
             items.append(DataItem(address=a, size=b - a, kind=kind, segment=k,
                                   text=text[:MAX_TEXT] if text is not None else None,
                                   targets=targets[:256]))
@@ -484,13 +552,20 @@ def build_data_model(analysis: ModuleAnalysis, data: bytes, *, stack_pointer: in
     for n, f in enumerate(defined):
         if progress is not None and n % 512 == 0:
             progress(n, len(defined))
-        for r in function_refs(data, f.index, f.body_offset, f.body_size, lo, hi):
+        for r in function_refs(data, f.index, f.body_offset, f.body_size, lo, hi, go):
             refs.append(r)
         if len(refs) >= MAX_REFS:
             truncated = True
             break
     if progress is not None:
         progress(len(defined), len(defined))
+    if go:
+        headers = go_string_headers(analysis, lo, hi)
+        # code that takes a header's address uses its string: the string's xref too
+        by_header = {h.offset: h for h in headers}
+        refs.extend(DataRef(r.func_index, r.offset, "via_header", "data", by_header[r.target].target)
+                    for r in list(refs) if r.target_kind == "data" and r.target in by_header)
+        refs.extend(headers)
     elems = [e for e in analysis.module.elements if e.mode == "active" and e.offset is not None]
     table_range = (min(e.offset for e in elems), max(e.offset + len(e.func_indices) for e in elems)) \
         if elems else None
