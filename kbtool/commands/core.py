@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from kbtool.commands.common import (
     DbOption,
@@ -24,7 +25,8 @@ from kbtool.commands.common import (
 )
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
-from kbtool.render.terminal import coverage_table
+from kbtool.render.code import c_syntax
+from kbtool.render.terminal import coverage_table, evidence_table
 from kbtool.render.text import lit, toolchain_text
 from kbtool.services import nav
 from kbtool.services.demo import RELEASES, build_demo
@@ -242,6 +244,7 @@ def coverage_cmd(
 
 def show(
     stable_id: Annotated[str, typer.Argument(help="A function's stable_id, or VERSION:INDEX (2:1031), or INDEX (#1031, 1031: latest version).")],
+    deep: Annotated[bool, typer.Option("--deep", help="Also the `kbtool deep` record: understanding, renamed variables and the cleaned C.")] = False,
     json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -250,11 +253,13 @@ def show(
     stable_id, at_version = _resolve_function(conn, stable_id)
     sym = queries.get_symbol(conn, stable_id)
     where = queries.functions_by_stable_id(conn, stable_id)
+    analysis = queries.get_analysis(conn, stable_id) if deep else None
     if json_out:
-        print_json(sym if sym is not None else {
+        out = sym if sym is not None else {
             "stable_id": stable_id, "name": None, "summary": None, "type_signature": None,
             "provenance": None, "confidence": None, "locked": False, "evidence": [],
-        })
+        }
+        print_json({**out, "deep": analysis} if deep else out)
         return
     shown = next((w for w in where if w["version_id"] == at_version), where[-1])
     fn = queries.get_function(conn, shown["version_id"], shown["index"])
@@ -277,9 +282,45 @@ def show(
         f"v{w['version_id']}#{w['index']}{' (body changed)' if w['body_changed'] else ''}" for w in where))
     console.print(t)
     if sym and sym["evidence"]:
-        console.print("evidence:")
-        for ev in sym["evidence"]:
-            console.print("  ", lit(ev))
+        console.print()
+        console.print(evidence_table(sym["evidence"]))
+    if deep:
+        console.print()
+        _print_deep(analysis, shown)
+
+
+def _print_deep(a: dict | None, shown: dict) -> None:
+    """The ``kbtool deep`` record: understanding, renamed variables, cleaned C (highlighted;
+    every text from the binary or a model shown literally)."""
+    console.print(Text("deep", style="bold underline"))
+    if a is None:
+        console.print(Text(f"no deep record yet: kbtool deep {shown['version_id']} -f "
+                           f"{shown['index']}", style="dim"))
+        return
+    t = Table.grid(padding=(0, 2))
+    t.add_column(style="bold")
+    t.add_column()
+    conf = a.get("confidence")
+    by = a.get("backend") or "offline"
+    t.add_row("status", Text.assemble(lit(a.get("status")), (
+        f"  confidence {conf:.2f}" if isinstance(conf, (int, float)) else "", "dim")))
+    t.add_row("by", lit(by + (f" ({a['model']})" if a.get("model") else "")))
+    t.add_row("lifted from", f"v{a['version_id']}#{a['func_index']}")
+    t.add_row("understanding", lit(a.get("understanding")))
+    renames = a.get("rename_map") or {}
+    if renames:
+        names = Text()
+        for i, (old, new) in enumerate(renames.items()):
+            if i:
+                names.append(", ", style="dim")
+            names.append_text(lit(old, "dim"))
+            names.append(" → ", style="dim")
+            names.append_text(lit(new, "cyan"))
+        t.add_row("variables", names)
+    console.print(t)
+    if a.get("clean_c"):
+        console.print(Text("cleaned C", style="bold"))
+        console.print(c_syntax(a["clean_c"]), soft_wrap=True)  # whole lines, never cropped
 
 
 def _resolve_function(conn, text: str) -> tuple[str, int | None]:

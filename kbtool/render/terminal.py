@@ -92,6 +92,75 @@ def _keep(change: dict, only: frozenset[str] | None) -> bool:
     return "runtime" in only and bool(change.get("runtime"))
 
 
+#: what the flags column of ``ui diff`` / ``diff`` means (the legend under the table)
+FLAG_LEGEND = (
+    ("rt", "magenta", "runtime/toolchain code"),
+    ("churn", "magenta", "runtime code changed with the toolchain"),
+    ("review", "bold red", "an uncertain match to check"),
+)
+
+
+def flags_legend(shown: set[str] | frozenset[str] | None = None) -> Text | None:
+    """One line explaining the flags (``rt``, ``churn``, ``review``) that appear in
+    ``shown`` (None: all of them); None when no flag is shown."""
+    t = Text("flags: ", style="dim")
+    n = 0
+    for word, style, meaning in FLAG_LEGEND:
+        if shown is not None and word not in shown:
+            continue
+        if n:
+            t.append(" · ", style="dim")
+        t.append(word, style=style)
+        t.append(f" = {meaning}", style="dim")
+        n += 1
+    return t if n else None
+
+
+def shown_flags(report: dict, keep: frozenset[str] | None, toolchain_changed: bool) -> set[str]:
+    """The flag words the change table of ``report`` shows (rows kept by ``keep``)."""
+    out: set[str] = set()
+    for c in report["changes"]:
+        if (c.get("runtime") or c.get("review")) and _keep(c, keep):
+            out.update(_flags(c, toolchain_changed).plain.split())
+    return out
+
+
+def _evidence_value(value) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, (list, tuple)):
+        return "; ".join(_evidence_value(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_evidence_value(v)}" for k, v in value.items())
+    return "" if value is None else str(value)
+
+
+def evidence_table(items: list, *, title: str | None = "evidence") -> Table:
+    """The evidence of an annotation as a table: one row per item (oldest first), with its
+    source, actor and the rest as ``key: value`` lines. Every value is shown literally."""
+    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False,
+              padding=(0, 1, 0, 0))
+    t.add_column("#", justify="right", style="dim", no_wrap=True)
+    t.add_column("source", no_wrap=True)
+    t.add_column("actor", no_wrap=True)
+    t.add_column("details", overflow="fold")
+    for n, item in enumerate(items, 1):
+        if not isinstance(item, dict):
+            t.add_row(str(n), Text("—", style="dim"), Text("—", style="dim"), lit(item))
+            continue
+        rest = [(k, v) for k, v in item.items() if k not in ("source", "actor")]
+        details = Text()
+        for i, (k, v) in enumerate(rest):
+            if i:
+                details.append("\n")
+            details.append_text(lit(k, "dim"))
+            details.append(": ", style="dim")
+            details.append_text(lit(_evidence_value(v)))
+        t.add_row(str(n), lit(item.get("source"), "bold"), lit(item.get("actor")),
+                  details if rest else Text("—", style="dim"))
+    return t
+
+
 def _fmt_conf(value) -> Text:
     return Text("" if value is None else f"{value:.2f}", justify="right")
 
@@ -146,10 +215,12 @@ def summary_text(report: dict) -> Text:
 
 def diff_table_from_report(report: dict, *, only=None, toolchain_changed: bool = False,
                            title: str | None = None, show_score: bool = True) -> Table:
-    """The change table of a report (one row per change kept by ``only``)."""
+    """The change table of a report (one row per change kept by ``only``), the flags
+    legend as its caption."""
     keep = parse_only(only) if not isinstance(only, frozenset) else only
     t = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1, 0, 0),
-              title_justify="left")
+              title_justify="left", caption_justify="left",
+              caption=flags_legend(shown_flags(report, keep, toolchain_changed)))
     # only the name column gives way on a narrow terminal (long names end in an ellipsis)
     t.add_column("change", no_wrap=True)
     t.add_column("from", justify="right", no_wrap=True)
@@ -372,7 +443,8 @@ def changelog_renderable(report: dict, kb=None, *, only=None):
 
 def render_view(view: dict, console, *, only=None) -> None:
     """Print a :func:`kbtool.services.diff.view.diff_view`: the summary, the change table
-    (score column from 100 columns up), then the semantic changelog."""
+    (score column from 100 columns up) with the flags legend under it, then the semantic
+    changelog."""
     keep = parse_only(only) if not isinstance(only, frozenset) else only
     report = view["report"]
     console.print(summary_text(report))
@@ -380,6 +452,9 @@ def render_view(view: dict, console, *, only=None) -> None:
     console.print(diff_lines(report, width=console.width, only=keep,
                              toolchain_changed=view["toolchain_changed"],
                              show_score=console.width >= 100), no_wrap=True, crop=True)
+    legend = flags_legend(shown_flags(report, keep, view["toolchain_changed"]))
+    if legend is not None:
+        console.print(legend)
     console.print(changelog_from_data(view["changelog"], only=keep))
 
 
