@@ -36,6 +36,7 @@ SUMMARY_KEYS = {
     "rounds_run",
     "details",
 }
+EXTRA_KEYS = {"suggested", "cancelled"}  # extra fields (the contract allows them)
 OFFLINE = {"PATH": os.environ.get("PATH", "")}  # no provider key: offline is all there is
 
 
@@ -86,15 +87,18 @@ def offline_writes(conn: sqlite3.Connection, vid: int) -> list[dict]:
 
 def test_summary_has_exactly_the_contract_keys(conn):
     s = run_agent_pass(conn, latest(conn), "offline", env=OFFLINE)
-    assert set(s) == SUMMARY_KEYS
+    assert set(s) == SUMMARY_KEYS | EXTRA_KEYS
+    assert s["cancelled"] is False
     assert s["backend"] == "offline"
-    for k in SUMMARY_KEYS - {"backend", "details"}:
+    for k in SUMMARY_KEYS - {"backend", "details"} | {"suggested"}:
         assert isinstance(s[k], int) and s[k] >= 0, k
     assert s["written"] > 0 and s["rounds_run"] == 1
-    assert s["proposed"] == s["written"] + s["rejected_by_verifier"] + s["rejected_by_economy"]
+    assert s["proposed"] == (s["written"] + s["rejected_by_verifier"] + s["rejected_by_economy"]
+                             + s["suggested"])
     assert s["specialist_written"] <= s["written"] and s["specialist_proposed"] <= s["proposed"]
     assert len(s["details"]) == s["proposed"]
-    assert {d["kind"] for d in s["details"]} <= {"write", "verifier_reject", "economy_reject"}
+    assert {d["kind"] for d in s["details"]} <= {"write", "suggest", "verifier_reject",
+                                                 "economy_reject"}
 
 
 def test_writes_are_agent_annotations_with_evidence_and_feed_events(conn):
@@ -119,7 +123,11 @@ def test_writes_are_agent_annotations_with_evidence_and_feed_events(conn):
     assert [(e["stable_id"], e["payload"]["name"]) for e in named] == [
         (d["stable_id"], d["name"]) for d in writes
     ]
-    news = [d for d in s["details"] if d["kind"] != "write" and d["reason"] != "no change"]
+    news = [d for d in s["details"]
+            if d["kind"] not in ("write", "suggest") and d["reason"] != "no change"]
+    kept = [d for d in s["details"] if d["kind"] == "suggest"]
+    assert kept and [e["stable_id"] for e in feed(conn, "suggested")] == [
+        d["stable_id"] for d in kept]
     assert [e["stable_id"] for e in feed(conn, "rejected")] == [d["stable_id"] for d in news]
     run = json.loads(
         conn.execute(
@@ -342,7 +350,7 @@ def cli(*args: str, env: dict | None = None, check: bool = True) -> subprocess.C
 def test_cli_agent(kb):
     dry = cli("agent", "2", "--db", str(kb), "--backend", "offline", "--dry-run", "--json")
     s = json.loads(dry.stdout)
-    assert set(s) == SUMMARY_KEYS and s["written"] > 0
+    assert set(s) == SUMMARY_KEYS | EXTRA_KEYS and s["written"] > 0
     c = open_ro(kb)
     assert queries.coverage(c, 2)["agent_named"] == 0
     c.close()
@@ -482,7 +490,7 @@ def test_mcp_agent_tools(kb):
     assert [b["name"] for b in backends] == ["offline", "provider_a", "provider_b"]
     for b in backends:
         assert set(b) == {"name", "backend", "aliases", "available", "requires", "default_model"}
-    assert set(summary) == SUMMARY_KEYS and summary["written"] > 0
+    assert set(summary) == SUMMARY_KEYS | EXTRA_KEYS and summary["written"] > 0
     assert again["written"] == 0
     assert "auto" in errors[0] or "offline" in errors[0]
     assert "unknown version id 999" in errors[1]

@@ -179,7 +179,7 @@ def test_pass_summary_has_exactly_the_contract_keys():
     assert list(d) == [
         "backend", "considered", "proposed", "written", "rejected_by_verifier",
         "rejected_by_economy", "skipped_existing", "specialist_proposed", "specialist_written",
-        "rounds_run", "details",
+        "rounds_run", "suggested", "cancelled", "details",
     ]  # fmt: skip
     assert (d["proposed"], d["written"], d["specialist_proposed"], d["specialist_written"]) == (
         2, 1, 1, 1,

@@ -112,7 +112,7 @@ def test_stdout_carries_only_the_protocol(demo_kb_master, tmp_path):
     assert init["result"]["serverInfo"]["name"] == "kbtool"
     srv.send("notifications/initialized", notify=True)
     tools = srv.send("tools/list", {})["result"]["tools"]
-    assert len(tools) == 22
+    assert len(tools) == 23
     calls = [
         ("list_versions", {}), ("coverage", {"version_id": a}),
         ("list_functions", {"version_id": a, "include_imports": True}),

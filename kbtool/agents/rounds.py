@@ -50,16 +50,21 @@ def run_round(
     taken: Iterable[str],
     *,
     concurrency: int = DEFAULT_CONCURRENCY,
+    cancelled: Callable[[], bool] | None = None,
 ) -> list[Reviewed]:
     """Propose for every context, then verify in context order.
 
     ``taken`` holds the names of the version's functions at the start of the round; names
     accepted earlier in the round count as taken for later ones. Contexts without a proposal
-    are left out of the result. Deterministic when the backend is.
+    are left out of the result. Deterministic when the backend is. ``cancelled()`` is asked
+    before every backend call; once it is true no further call is made (the answers already
+    received are still verified and returned).
     """
     frozen = frozenset(taken)
 
     def propose(ctx: Mapping[str, Any]) -> Any:
+        if cancelled is not None and cancelled():
+            return None
         # a function's own current name is not "taken" from its point of view
         own = (ctx.get("existing") or {}).get("name")
         return backend.propose(ctx, frozen - {own} if own else frozen)
@@ -90,6 +95,9 @@ def run_rounds(
     concurrency: int = DEFAULT_CONCURRENCY,
     summary: PassSummary | None = None,
     on_result: Callable[[int, Reviewed, str, str], None] | None = None,
+    floor: float = 0.0,
+    suggest: Callable[[Proposal], tuple[bool, str]] | None = None,
+    cancelled: Callable[[], bool] | None = None,
 ) -> PassSummary:
     """Propose, verify and write for ``contexts`` over up to ``rounds`` rounds.
 
@@ -99,8 +107,13 @@ def run_rounds(
     name at confidence 0.5 or more from this pass. It stops early at a fixpoint (a round that
     writes nothing). ``considered`` counts functions once; the caller adds ``skipped_existing``.
     ``on_result(round, reviewed, outcome, reason)`` (outcome ``write``, ``verifier_reject`` or
-    ``economy_reject``) is called in the calling thread after each decision, e.g. to emit
-    events for a live feed.
+    ``economy_reject``, ``suggest``) is called in the calling thread after each decision, e.g.
+    to emit events for a live feed.
+
+    The write floor: a verified proposal below ``floor`` is not written; ``suggest(proposal)
+    -> (kept, reason)`` keeps it for a person (counted in ``suggested``; not kept: an economy
+    reject with the reason). ``cancelled()`` is asked before every backend call; once true,
+    the answers already received are decided and the pass stops (``summary.cancelled``).
     """
     out = summary or PassSummary(backend.name)
     out.considered += len(contexts)
@@ -112,7 +125,7 @@ def run_rounds(
         batch = [current[i] for i in pending]
         if not batch:
             break
-        reviewed = run_round(backend, batch, used, concurrency=concurrency)
+        reviewed = run_round(backend, batch, used, concurrency=concurrency, cancelled=cancelled)
         out.rounds_run = r + 1
         wrote: dict[int, Proposal] = {}
         for rv in reviewed:
@@ -129,6 +142,17 @@ def run_rounds(
                 if on_result:
                     on_result(r + 1, rv, "verifier_reject", rv.verdict.reason)
                 continue
+            if (p.confidence or 0.0) < floor:
+                kept, reason = suggest(p) if suggest else (False, "below the write floor")
+                if kept:
+                    out.record_suggestion(p, reason)
+                    if on_result:
+                        on_result(r + 1, rv, "suggest", reason)
+                else:
+                    out.record_economy_reject(p, reason)
+                    if on_result:
+                        on_result(r + 1, rv, "economy_reject", reason)
+                continue
             ok, reason = write(p)
             if not ok:
                 out.record_economy_reject(p, reason)
@@ -144,6 +168,9 @@ def run_rounds(
             used.add(p.name or "")
             names[p.index] = p.name or ""
             wrote[p.index] = p
+        if cancelled is not None and cancelled():
+            out.cancelled = True
+            break
         if not wrote:
             break
         for i, p in wrote.items():

@@ -1,7 +1,8 @@
 """Pure helpers for the pass service: which symbols a pass considers, and the pass summary.
 
 :class:`PassSummary` holds exactly the keys of the contract's "Agent pass summary" (Part 2);
-the service records each outcome and returns :meth:`PassSummary.to_dict`.
+the service records each outcome and returns :meth:`PassSummary.to_dict`, with two extra
+fields: ``suggested`` (proposals below the write floor kept for a person) and ``cancelled``.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ class PassSummary:
     specialist_proposed: int = 0
     specialist_written: int = 0
     rounds_run: int = 0
+    suggested: int = 0  # extra field: names kept as suggestions (below the write floor)
+    cancelled: bool = False  # extra field: the caller went away; the pass stopped early
     details: list[dict[str, Any]] = field(default_factory=list)
 
     def record_proposal(self, p: Proposal) -> None:
@@ -58,6 +61,10 @@ class PassSummary:
         self.written += 1
         self.specialist_written += p.source == "specialist"
         self.details.append(self._detail("write", p, reason))
+
+    def record_suggestion(self, p: Proposal, reason: str = "suggested") -> None:
+        self.suggested += 1
+        self.details.append(self._detail("suggest", p, reason))
 
     def record_economy_reject(self, p: Proposal, reason: str) -> None:
         self.rejected_by_economy += 1
@@ -90,5 +97,7 @@ class PassSummary:
             "specialist_proposed": self.specialist_proposed,
             "specialist_written": self.specialist_written,
             "rounds_run": self.rounds_run,
+            "suggested": self.suggested,
+            "cancelled": self.cancelled,
             "details": list(self.details),
         }

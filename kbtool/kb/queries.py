@@ -1116,3 +1116,72 @@ def function_list_window(
         )
     ]
     return total, rows
+
+
+# --------------------------------------------------------------------------- suggestions
+
+SUGGESTION_PAGE = 500  # hard cap of one page of suggestions
+
+
+def _suggestion(r: sqlite3.Row) -> dict[str, Any]:
+    return {
+        "version_id": r["version_id"], "stable_id": r["stable_id"], "index": r["func_index"],
+        "name": r["name"], "confidence": r["confidence"], "backend": r["backend"],
+        "model": r["model"], "rule": r["rule"], "source": r["source"],
+        "evidence": json.loads(r["evidence"] or "{}"), "status": r["status"],
+        "created_at": r["created_at"], "decided_at": r["decided_at"],
+        "current": ({"name": r["cur_name"], "provenance": r["cur_prov"],
+                     "confidence": r["cur_conf"], "locked": bool(r["cur_locked"])}
+                    if r["cur_name"] is not None else None),
+    }
+
+
+_SUGGESTION_SELECT = (
+    "SELECT s.*, y.name AS cur_name, y.provenance AS cur_prov, y.confidence AS cur_conf, "
+    "y.locked AS cur_locked FROM suggestions s LEFT JOIN symbols y ON y.stable_id = s.stable_id "
+)
+
+
+def suggestions(
+    conn: sqlite3.Connection,
+    version_id: int,
+    *,
+    status: str | None = "open",
+    min_confidence: float | None = None,
+    offset: int = 0,
+    limit: int = 100,
+) -> dict[str, Any]:
+    """A version's agent suggestions (names kept below the write floor), highest confidence
+    first: ``{version_id, total, offset, limit, items}`` (``status`` None: all of them).
+    Each item carries the function's ``current`` annotation (or None). Unknown version:
+    :class:`UnknownVersionError`."""
+    get_version(conn, version_id)
+    limit = max(0, min(int(limit), SUGGESTION_PAGE))
+    offset = max(0, int(offset))
+    where, args = ["s.version_id = ?"], [version_id]
+    if status is not None:
+        where.append("s.status = ?")
+        args.append(status)
+    if min_confidence is not None:
+        where.append("s.confidence >= ?")
+        args.append(float(min_confidence))
+    cond = " AND ".join(where)
+    total = conn.execute(f"SELECT COUNT(*) FROM suggestions s WHERE {cond}", args).fetchone()[0]
+    rows = conn.execute(
+        _SUGGESTION_SELECT + f"WHERE {cond} ORDER BY s.confidence DESC, s.func_index "
+        "LIMIT ? OFFSET ?", [*args, limit, offset]).fetchall()
+    return {"version_id": version_id, "total": total, "offset": offset, "limit": limit,
+            "items": [_suggestion(r) for r in rows]}
+
+
+def open_suggestion(
+    conn: sqlite3.Connection, stable_id: str, version_id: int | None = None
+) -> dict[str, Any] | None:
+    """The open suggestion for ``stable_id`` (in ``version_id``, else in its newest version)."""
+    sql = _SUGGESTION_SELECT + "WHERE s.stable_id = ? AND s.status = 'open'"
+    args: list[Any] = [stable_id]
+    if version_id is not None:
+        sql += " AND s.version_id = ?"
+        args.append(version_id)
+    row = conn.execute(sql + " ORDER BY s.version_id DESC LIMIT 1", args).fetchone()
+    return _suggestion(row) if row else None

@@ -156,3 +156,46 @@ def append_event(
         "kind": kind, "stable_id": stable_id, "version_id": version_id,
         "payload": dumps(payload or {}), "created_at": now(),
     }).last_pk)
+
+
+# --------------------------------------------------------------------------- suggestions
+
+
+def save_suggestion(conn: sqlite3.Connection, row: dict[str, Any]) -> bool:
+    """Keep an agent name below the write floor for a person (one per version and function).
+
+    ``row`` has version_id, stable_id, func_index, name, confidence, backend, model, rule,
+    source, evidence (dict). A suggestion a person already accepted or dismissed under the
+    same name stays decided (a re-run does not bring it back); otherwise the row is replaced
+    by the newer proposal, open. Returns True when the row was stored.
+    """
+    from kbtool.kb.db import transaction
+
+    with transaction(conn):
+        cur = conn.execute(
+            "SELECT name, status FROM suggestions WHERE version_id = ? AND stable_id = ?",
+            (row["version_id"], row["stable_id"]),
+        ).fetchone()
+        if cur is not None and cur[1] != "open" and cur[0] == row["name"]:
+            return False
+        rec = {**row, "evidence": dumps(row.get("evidence") or {}), "status": "open",
+               "created_at": now(), "decided_at": None}
+        _db(conn)["suggestions"].upsert(rec, pk=("version_id", "stable_id"))
+    return True
+
+
+def decide_suggestion(
+    conn: sqlite3.Connection, version_id: int, stable_id: str, status: str
+) -> bool:
+    """Mark an open suggestion ``accepted`` or ``dismissed``; False when none was open."""
+    if status not in ("accepted", "dismissed"):
+        raise ValueError(f"unknown suggestion status {status!r}")
+    from kbtool.kb.db import transaction
+
+    with transaction(conn):
+        n = conn.execute(
+            "UPDATE suggestions SET status = ?, decided_at = ? "
+            "WHERE version_id = ? AND stable_id = ? AND status = 'open'",
+            (status, now(), version_id, stable_id),
+        ).rowcount
+    return n > 0

@@ -53,7 +53,7 @@ MAX_BATCH = 100  # proposals per propose_symbols call
 TOOL_NAMES = (
     "list_versions", "coverage", "list_functions", "get_function_facts", "get_symbol",
     "search_symbols", "get_diff", "export_kb_text", "propose_symbol",
-    "agent_backends", "run_agent_pass",
+    "agent_backends", "run_agent_pass", "list_suggestions",
     "analyze_version",
     "get_disassembly", "get_lifted_c",
     "get_callers", "get_callees", "list_strings", "get_string_xrefs", "find_functions",
@@ -72,6 +72,7 @@ TITLES = {
     "find_functions": "Find functions by string, constant or call",
     "list_globals": "List globals", "list_memory_regions": "Memory regions",
     "propose_symbols": "Propose names in a batch (gated)",
+    "list_suggestions": "Agent name suggestions (pageable)",
 }
 # gated writes whose repetition changes nothing more (the gate refuses an equal proposal)
 IDEMPOTENT_WRITES = {"propose_symbol", "propose_symbols", "analyze_version"}
@@ -151,13 +152,17 @@ def build_server(db_path: str | Path, *, log_level: str = "WARNING") -> Any:
 
 
 def _stdio_only(server: Any) -> None:
-    """The contract's transport is stdio only: ``run()`` refuses any other."""
+    """The contract's transport is stdio only: ``run()`` refuses any other, and serves
+    behind :func:`kbtool.mcp.linebound.guarded_stdio` (line length and nesting bounds)."""
     sdk_run = server.run
 
     def run(transport: str = "stdio") -> None:
         if transport != "stdio":
             raise ValueError(f"kbtool's MCP server speaks stdio only, not {transport!r}")
-        sdk_run("stdio")
+        from kbtool.mcp.linebound import guarded_stdio
+
+        with guarded_stdio():  # the SDK reads lines unbounded: the bounds stand in front
+            sdk_run("stdio")
 
     server.run = run
 

@@ -1,14 +1,23 @@
-"""MCP tools of the agent half of the contract: ``agent_backends`` and ``run_agent_pass``.
+"""MCP tools of the agent half of the contract: ``agent_backends`` and ``run_agent_pass``, and
+the read-only ``list_suggestions`` (agent names kept below the write floor; accepting them is a
+person's act, not a tool's).
+
+A running pass stops calling providers once its client is gone: :func:`client_gone` (stdin's
+pipe hung up, or the client process that started this server exited) is the pass's
+cancellation check, asked before every backend call.
 
 :func:`tools` returns ``(function, read_only, renderer)`` triples in the style of
 ``kbtool.mcp.server._tools``; the server appends them to its own. No
 ``from __future__ import annotations``: the SDK reads the parameter annotations live.
 """
 
+import os
+import select
+import sys
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from kbtool.kb.db import open_rw
+from kbtool.kb.db import open_ro, open_rw
 from kbtool.kb.errors import KBError
 from kbtool.mcp.server import as_json
 
@@ -22,9 +31,39 @@ class AgentToolError(KBError):
     message reaches the MCP client as a tool error."""
 
 
+def stdin_hung_up() -> bool:
+    """True when this process's stdin is a pipe or socket whose other end has closed (the MCP
+    client went away). Non-consuming (``poll`` with no events asked), so the server's own
+    reader is undisturbed; False when stdin is not a pollable descriptor."""
+    try:
+        fd = sys.__stdin__.fileno() if sys.__stdin__ is not None else 0
+        poller = select.poll()
+        poller.register(fd, 0)  # POLLHUP/POLLERR/POLLNVAL are always reported
+        return any(ev & (select.POLLHUP | select.POLLERR | select.POLLNVAL)
+                   for _fd, ev in poller.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def client_gone_check(parent: int | None = None) -> Callable[[], bool]:
+    """The cancellation check of a pass run for an MCP client: stdin hung up, or the process
+    that started this server (``parent``, default the current parent) exited."""
+    parent = os.getppid() if parent is None else parent
+
+    def gone() -> bool:
+        return stdin_hung_up() or (parent > 1 and os.getppid() != parent)
+
+    return gone
+
+
+SUGGESTION_PAGE_MAX = 500
+
+
 def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], str]]]:
     """(function, read_only, renderer) for the agent tools, bound to ``db_path``."""
     from pydantic import Field
+
+    client_gone = client_gone_check()
 
 
     def agent_backends() -> list[dict[str, Any]]:
@@ -81,21 +120,54 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
 
         Returns {backend, considered, proposed, written, rejected_by_verifier,
         rejected_by_economy, skipped_existing, specialist_proposed, specialist_written,
-        rounds_run, details: [{kind (write|verifier_reject|economy_reject), index,
-        stable_id, name, confidence, source, backend, model, reason}]}."""
+        rounds_run, suggested, cancelled, details: [{kind (write|suggest|verifier_reject|
+        economy_reject), index, stable_id, name, confidence, source, backend, model, reason}]}.
+        Names below calibrated confidence 0.5 are not written: they are kept as suggestions
+        (`suggested`; see list_suggestions) for a person to accept. If this client goes away
+        the pass makes no further provider call."""
 
         from kbtool.agents import BackendUnavailable
         from kbtool.services.agent_pass import run_agent_pass as run_pass
 
         conn = open_rw(db_path, create=False)
         try:
-            return run_pass(conn, version_id, backend, only_unconfident, rounds)
+            return run_pass(conn, version_id, backend, only_unconfident, rounds,
+                            cancelled=client_gone)
         except (BackendUnavailable, ValueError) as exc:
             raise AgentToolError(str(exc).splitlines()[0]) from None
         finally:
             conn.close()
 
+    def list_suggestions(
+        version_id: Annotated[int, Field(description="A version id from list_versions.")],
+        offset: Annotated[int, Field(ge=0, description="Rows to skip (paging).")] = 0,
+        limit: Annotated[
+            int, Field(ge=1, le=SUGGESTION_PAGE_MAX, description="Rows per page (1..500).")
+        ] = 100,
+        min_confidence: Annotated[
+            float | None, Field(ge=0.0, le=1.0, description="Only suggestions at this or more.")
+        ] = None,
+    ) -> dict[str, Any]:
+        """Agent names kept below the write floor (calibrated confidence under 0.5) for a
+        person to accept or dismiss; open ones only, highest confidence first. Read-only:
+        accepting is done by a person (`kbtool suggestions accept SID`, the TUI).
+
+        Returns {version_id, total, offset, limit, next_offset, items: [{stable_id, index,
+        name, confidence, backend, model, rule, source, evidence, status, created_at,
+        current (the function's annotation now, or null)}]}."""
+        from kbtool.kb import queries
+
+        conn = open_ro(db_path)
+        try:
+            page = queries.suggestions(conn, version_id, offset=offset, limit=limit,
+                                       min_confidence=min_confidence)
+        finally:
+            conn.close()
+        end = page["offset"] + len(page["items"])
+        return {**page, "next_offset": end if end < page["total"] else None}
+
     return [
         (agent_backends, True, as_json),
         (run_agent_pass, False, as_json),
+        (list_suggestions, True, as_json),
     ]

@@ -17,6 +17,17 @@ Feed events (``kbtool.kb.store.append_event``): ``agent-pass-started`` and
 ``named`` and ``rejected`` per decision (``stable_id``, ``version_id``; payload: name,
 confidence, round, source, rule, backend, model, and for ``rejected`` ``by`` = verifier or
 economy, ``code`` and ``reason``; the gate's "no change" on a re-run is not an event).
+Write floor: a verified proposal below ``min_confidence`` (default :data:`DEFAULT_MIN_CONFIDENCE`,
+0.5) is not written as a name; it is kept as a suggestion (``kbtool.kb.store.save_suggestion``,
+table ``suggestions``) that a person lists and accepts or dismisses (``kbtool suggestions``,
+the TUI's suggestions screen, MCP ``list_suggestions``), counted in the extra summary field
+``suggested`` and announced by a ``suggested`` event. A proposal the gate would refuse anyway
+(a human name, the same name stored) is an economy reject as before.
+
+Cancellation: ``cancelled`` (a callable or a ``threading.Event``) is checked before every
+backend call; once set, the pass decides the answers already received, stops, records the
+run and returns with ``cancelled: true`` (the MCP tool sets it when its client goes away).
+
 A dry run proposes and verifies, decides as the gate would (same table, nothing stored) and
 writes nothing at all: no symbol, no event, no run record.
 """
@@ -51,6 +62,7 @@ from kbtool.wasm.opcodes import MNEMONICS
 log = logging.getLogger("kbtool.agent_pass")
 
 PROVENANCE = "agent"
+DEFAULT_MIN_CONFIDENCE = 0.5  # the write floor: below it a proposal becomes a suggestion
 DEFAULT_PROVIDER_MAX_FUNCTIONS = 500
 PROVIDER_CONCURRENCY = 4
 #: progress(stage, done, total): stage ``round N``; total is None once later rounds start
@@ -201,6 +213,8 @@ def run_agent_pass(
     notice: Callable[[str], None] | None = None,
     plan: PassPlan | None = None,
     functions: Collection[int] | None = None,
+    min_confidence: float = DEFAULT_MIN_CONFIDENCE,
+    cancelled: Callable[[], bool] | threading.Event | None = None,
 ) -> dict[str, Any]:
     """Name the version's functions with an agent backend; return the contract's summary.
 
@@ -209,9 +223,14 @@ def run_agent_pass(
     ``notice`` receives one-line messages for a person (the call estimate, the cap).
     ``plan`` reuses a :func:`plan_agent_pass` result (the CLI shows it first).
     ``functions`` limits the candidates to these indices (``kbtool deep`` names what it read).
+    ``min_confidence`` is the write floor (lower proposals become suggestions); ``cancelled``
+    (callable or ``threading.Event``) is checked before every backend call.
     """
     if rounds < 1:
         raise ValueError(f"rounds must be 1 or more, not {rounds}")
+    if not 0.0 <= min_confidence <= 1.0:
+        raise ValueError(f"min_confidence must be between 0 and 1, not {min_confidence:g}")
+    is_cancelled = _cancel_check(cancelled)
     if plan is None:
         plan = plan_agent_pass(conn, version_id, backend, only_unconfident, max_functions, env=env,
                                functions=functions)
@@ -260,6 +279,7 @@ def run_agent_pass(
         left_for_later=plan.left_for_later,
         estimated_calls=plan.estimated_calls,
         dry_run=dry_run,
+        min_confidence=min_confidence,
     )
     emit = _Feed(conn, version_id, enabled=not dry_run)
     emit("agent-pass-started", payload=run)
@@ -293,6 +313,23 @@ def run_agent_pass(
         )
         return d["written"], d["reason"]
 
+    def suggest(p: Proposal) -> tuple[bool, str]:
+        ok, reason = would_write(symbols.get(p.index), p.name or "", p.confidence)
+        if not ok:
+            return False, reason
+        why = f"confidence {p.confidence:g} below the write floor {min_confidence:g}"
+        if dry_run:
+            return True, why
+        f = by_index[p.index]
+        store.save_suggestion(conn, {
+            "version_id": version_id, "stable_id": p.stable_id or f.stable_id,
+            "func_index": p.index, "name": p.name, "confidence": p.confidence,
+            "backend": p.backend or chosen.backend, "model": p.model, "rule": p.rule,
+            "source": p.source,
+            "evidence": {**p.evidence(), "actor": actor, "summary": p.summary or None},
+        })
+        return True, why
+
     def on_result(round_no: int, rv: Reviewed, outcome: str, reason: str) -> None:
         p = rv.proposal
         payload = {
@@ -307,6 +344,8 @@ def run_agent_pass(
         }
         if outcome == "write":
             emit("named", stable_id=p.stable_id, payload=payload)
+        elif outcome == "suggest":
+            emit("suggested", stable_id=p.stable_id, payload=payload)
         elif reason != "no change":  # a re-run re-proposing what is stored is no news
             by = "verifier" if outcome == "verifier_reject" else "economy"
             code = rv.verdict.code if by == "verifier" else "gate"
@@ -323,7 +362,13 @@ def run_agent_pass(
         concurrency=concurrency,
         summary=summary,
         on_result=on_result,
+        floor=min_confidence,
+        suggest=suggest,
+        cancelled=is_cancelled,
     )
+    if is_cancelled():
+        summary.cancelled = True
+        log.info("agent pass on version %s cancelled by its caller", version_id)
     out = summary.to_dict()
     brief = {k: v for k, v in out.items() if k != "details"}
     if not dry_run:
@@ -355,6 +400,14 @@ def would_write(symbol: Mapping[str, Any] | None, name: str, confidence: float) 
     if confidence > e:
         return True, f"confidence {confidence:g} > {e:g}"
     return False, f"confidence {confidence:g} not above {prov} {e:g}"
+
+
+def _cancel_check(cancelled: Callable[[], bool] | threading.Event | None) -> Callable[[], bool]:
+    if cancelled is None:
+        return lambda: False
+    if isinstance(cancelled, threading.Event):
+        return cancelled.is_set
+    return cancelled
 
 
 def _existing(symbol: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -408,3 +461,99 @@ class _Counting:
                     self._done += 1
                     total = self._first if self._round == 1 else None
                     self.progress(f"round {self._round}", self._done, total)
+
+
+# --------------------------------------------------------------------------- suggestions
+# Agent names below the write floor wait for a person. Accepting one name is a person's
+# decision: a human name, locked (as `kbtool set-name`). Accepting everything above a
+# threshold vouches for the threshold, not for each name: the names keep provenance agent and
+# their calibrated confidence, so oracle matches and better agent names may still replace them.
+
+
+class NoSuggestion(LookupError):
+    """No open suggestion for that function (never made, or already accepted/dismissed)."""
+
+
+def _open(conn: sqlite3.Connection, stable_id: str, version_id: int | None) -> dict[str, Any]:
+    s = queries.open_suggestion(conn, stable_id, version_id)
+    if s is None:
+        where = f" in version {version_id}" if version_id is not None else ""
+        raise NoSuggestion(
+            f"no open suggestion for {stable_id!r}{where} (list them with `kbtool suggestions VERSION`)"
+        )
+    return s
+
+
+def accept_suggestion(
+    conn: sqlite3.Connection,
+    stable_id: str,
+    version_id: int | None = None,
+    *,
+    as_human: bool = True,
+    actor: str = "human:cli",
+) -> dict[str, Any]:
+    """Write the open suggestion of ``stable_id`` through the gate and mark it accepted.
+
+    ``as_human`` (default): provenance human, locked, confidence 1.0 (a person chose the name);
+    else provenance agent at the suggestion's calibrated confidence. Returns the gate's
+    decision plus ``name``, ``stable_id`` and ``version_id``; a refused write leaves the
+    suggestion open. Raises :class:`NoSuggestion`.
+    """
+    s = _open(conn, stable_id, version_id)
+    evidence = {
+        "accepted_suggestion": {
+            k: s[k] for k in ("backend", "model", "rule", "source", "confidence", "created_at")
+        },
+        "reasons": list(s["evidence"].get("reasons") or [])[:8],
+    }
+    summary = s["evidence"].get("summary") or None
+    if as_human:
+        d = upsert_symbol(conn, s["stable_id"], s["name"], provenance="human", confidence=1.0,
+                          actor=actor, summary=summary, evidence=evidence, lock=True,
+                          version_id=s["version_id"])
+    else:
+        d = upsert_symbol(conn, s["stable_id"], s["name"], provenance=PROVENANCE,
+                          confidence=float(s["confidence"]), actor=actor, summary=summary,
+                          evidence={**s["evidence"], **evidence}, version_id=s["version_id"])
+    if d["written"]:
+        store.decide_suggestion(conn, s["version_id"], s["stable_id"], "accepted")
+        store.append_event(conn, "suggestion-accepted", stable_id=s["stable_id"],
+                           version_id=s["version_id"],
+                           payload={"name": s["name"], "as_human": as_human, "actor": actor})
+    return {**d, "name": s["name"], "stable_id": s["stable_id"], "version_id": s["version_id"]}
+
+
+def accept_suggestions_above(
+    conn: sqlite3.Connection,
+    version_id: int,
+    threshold: float,
+    *,
+    as_human: bool = False,
+    actor: str = "human:cli",
+) -> list[dict[str, Any]]:
+    """Accept every open suggestion of ``version_id`` at confidence ``threshold`` or more
+    (provenance agent unless ``as_human``); one decision per suggestion, highest first."""
+    if not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"the threshold must be between 0 and 1, not {threshold:g}")
+    out = []
+    while True:
+        page = queries.suggestions(conn, version_id, min_confidence=threshold, limit=200)
+        todo = [s for s in page["items"] if s["stable_id"] not in {d["stable_id"] for d in out}]
+        if not todo:
+            return out
+        for s in todo:
+            out.append(accept_suggestion(conn, s["stable_id"], version_id, as_human=as_human,
+                                         actor=actor))
+
+
+def dismiss_suggestion(
+    conn: sqlite3.Connection, stable_id: str, version_id: int | None = None,
+    *, actor: str = "human:cli",
+) -> dict[str, Any]:
+    """Mark the open suggestion of ``stable_id`` dismissed (a re-run does not bring the same
+    name back). Raises :class:`NoSuggestion`."""
+    s = _open(conn, stable_id, version_id)
+    store.decide_suggestion(conn, s["version_id"], s["stable_id"], "dismissed")
+    store.append_event(conn, "suggestion-dismissed", stable_id=s["stable_id"],
+                       version_id=s["version_id"], payload={"name": s["name"], "actor": actor})
+    return {"stable_id": s["stable_id"], "version_id": s["version_id"], "name": s["name"]}
