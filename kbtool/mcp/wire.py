@@ -14,6 +14,9 @@ the client's when known, else the newest), ``ping``, ``tools/list`` (one page),
 ``tools/call`` (on worker threads, answers in completion order), empty
 ``resources/list``, ``resources/templates/list`` and ``prompts/list`` (the capabilities the
 SDK's server announces), notifications (ignored) and ``Method not found`` for the rest.
+Bounds (:mod:`kbtool.mcp.linebound`): a line longer than ``KBTOOL_MCP_MAX_LINE`` (8 MiB) is
+discarded as it is read and one nested deeper than ``KBTOOL_MCP_MAX_DEPTH`` (64) is not
+parsed; each is answered with a JSON-RPC error (-32600) and the server keeps serving.
 stdout carries only the protocol: the real stdout is kept for it and file descriptor 1
 is pointed at stderr, so a stray ``print`` in a tool cannot corrupt the stream.
 """
@@ -31,6 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Annotated, Any, BinaryIO
 
+from kbtool.mcp import linebound
 from kbtool.mcp.server import INSTRUCTIONS, SERVER_NAME, ToolSpec, check_kb, tool_specs
 
 log = logging.getLogger("kbtool.mcp")
@@ -229,12 +233,18 @@ class WireServer:
                 log.exception("cannot answer")
 
         with ThreadPoolExecutor(WORKERS, thread_name_prefix="kbtool-mcp") as pool:
-            for line in stdin:
+            for line in linebound.bounded_lines(stdin):
+                refused = linebound.check(line)
+                if refused is not None:  # too long or too deep: answered, never parsed
+                    with lock:
+                        stdout.write(refused)
+                        stdout.flush()
+                    continue
                 if not line.strip():
                     continue
                 try:
                     msg = json.loads(line)
-                except ValueError:
+                except (ValueError, RecursionError):
                     send(_error(None, PARSE_ERROR, "Parse error"))
                     continue
                 if isinstance(msg, dict) and msg.get("method") == "tools/call":

@@ -1,0 +1,200 @@
+"""Bounds on what an MCP client may send: the longest line and the deepest nesting.
+
+A JSON-RPC message over stdio is one line. Without a bound a single line of 200 MB is read
+whole (and decoded, and parsed: several times its size in memory), and a line of 100,000
+nested brackets overflows the parser's recursion. Here:
+
+- :func:`bounded_lines` reads at most :data:`MAX_LINE` bytes of a line (``KBTOOL_MCP_MAX_LINE``,
+  default 8 MiB); the rest of an overlong line is read in 64 KB chunks and thrown away, never
+  buffered, and the line is reported as :class:`Overlong`;
+- :func:`nesting_problem` refuses a line nested deeper than :data:`MAX_DEPTH` brackets
+  (``KBTOOL_MCP_MAX_DEPTH``, default 64) before any JSON parser sees it;
+- :func:`refusal` is the JSON-RPC error answer (-32600 Invalid Request), with the request's
+  ``id`` when it can be read from the line's top level, else ``null``.
+
+Both servers use them: :mod:`kbtool.mcp.wire` in its read loop, and the SDK's server
+(``KBTOOL_MCP_SDK=1``) behind :func:`guarded_stdio`, a pair of pipes between the real stdin and
+stdout and the SDK (the SDK reads lines without a bound). The server answers and keeps
+serving. Pure standard library.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import re
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+log = logging.getLogger("kbtool.mcp")
+
+PARSE_ERROR, INVALID_REQUEST = -32700, -32600
+CHUNK = 1 << 16
+PREFIX = 4096  # bytes of an overlong line kept to find its id
+
+
+def _env_int(name: str, default: int) -> int:
+    try:
+        value = int(os.environ.get(name, ""))
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+MAX_LINE = _env_int("KBTOOL_MCP_MAX_LINE", 8 << 20)
+MAX_DEPTH = _env_int("KBTOOL_MCP_MAX_DEPTH", 64)
+
+
+@dataclass(frozen=True, slots=True)
+class Overlong:
+    """A line longer than the bound: its first bytes and its full size."""
+
+    prefix: bytes
+    size: int
+
+
+def bounded_lines(stream: BinaryIO, max_line: int | None = None) -> Iterator[bytes | Overlong]:
+    """The lines of ``stream`` (with their newline), an overlong one as :class:`Overlong`;
+    memory stays within ``max_line`` (default :data:`MAX_LINE`) plus one chunk."""
+    limit = max_line or MAX_LINE
+    while True:
+        line = stream.readline(limit + 1)
+        if not line:
+            return
+        if len(line) <= limit or line.endswith(b"\n"):  # limit bytes and their newline
+            yield line
+            continue
+        size = len(line)
+        prefix = line[:PREFIX]
+        del line
+        while True:  # discard the rest of the line without keeping it
+            chunk = stream.readline(CHUNK)
+            size += len(chunk)
+            if not chunk or chunk.endswith(b"\n"):
+                break
+        yield Overlong(prefix, size)
+
+
+_OPEN = frozenset(b"[{")
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+
+
+def nesting_problem(line: bytes, max_depth: int | None = None) -> str | None:
+    """Why ``line`` is nested too deep to parse, or None (brackets inside strings ignored)."""
+    limit = max_depth or MAX_DEPTH
+    if line.count(b"[") + line.count(b"{") <= limit:  # the common case: cheap
+        return None
+    depth = deepest = 0
+    for b in _STRING.sub(b'""', line).translate(None, delete=_NOT_BRACKET):
+        depth += 1 if b in _OPEN else -1
+        if depth > deepest:
+            deepest = depth
+            if deepest > limit:
+                return f"request nested deeper than {limit} levels"
+    return None
+
+
+_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+_TOP_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,128}")')
+
+
+def request_id(prefix: bytes) -> Any:
+    """The ``id`` of a request from its first bytes when it sits at the top level (before any
+    nested object or array), else None."""
+    body = prefix.lstrip()
+    if not body.startswith(b"{"):
+        return None
+    top = re.split(rb"[\[{]", body[1:], maxsplit=1)[0]
+    m = _TOP_ID.search(top)
+    if not m:
+        return None
+    try:
+        return json.loads(m.group(1))
+    except ValueError:
+        return None
+
+
+def refusal(rid: Any, code: int, message: str) -> bytes:
+    """One JSON-RPC error line."""
+    reply = {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
+    return json.dumps(reply, separators=(",", ":")).encode() + b"\n"
+
+
+def check(item: bytes | Overlong, max_line: int | None = None) -> bytes | None:
+    """The error line answering ``item`` when it breaks a bound, else None."""
+    if isinstance(item, Overlong):
+        limit = max_line or MAX_LINE
+        log.warning("refused a request line of %d bytes (limit %d)", item.size, limit)
+        return refusal(request_id(item.prefix), INVALID_REQUEST,
+                       f"Invalid Request: line of {item.size} bytes is longer than the limit of"
+                       f" {limit} bytes (KBTOOL_MCP_MAX_LINE)")
+    problem = nesting_problem(item)
+    if problem:
+        log.warning("refused a request line: %s", problem)
+        return refusal(request_id(item[:PREFIX]), INVALID_REQUEST,
+                       f"Invalid Request: {problem} (KBTOOL_MCP_MAX_DEPTH)")
+    return None
+
+
+@contextmanager
+def guarded_stdio() -> Iterator[None]:
+    """Put the bounds between this process's real stdin/stdout and whatever serves fds 0/1
+    inside the block (the SDK's stdio server): good lines go through, a refused line is
+    answered with its error line, written between whole output lines."""
+    sys.stdout.flush()
+    real_in = os.fdopen(os.dup(0), "rb")
+    real_out_fd = os.dup(1)
+    real_out = os.fdopen(os.dup(real_out_fd), "wb")
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    os.dup2(in_r, 0)
+    os.dup2(out_w, 1)
+    os.close(in_r)
+    os.close(out_w)
+    sys.stdin = io.TextIOWrapper(os.fdopen(0, "rb", closefd=False), encoding="utf-8")
+    sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", closefd=False), encoding="utf-8",
+                                  line_buffering=True)
+    lock = threading.Lock()
+
+    def emit(data: bytes) -> None:
+        with lock:
+            real_out.write(data)
+            real_out.flush()
+
+    def pump_in() -> None:
+        try:
+            for item in bounded_lines(real_in):
+                answer = check(item)
+                if answer is not None:
+                    emit(answer)
+                    continue
+                data = item if item.endswith(b"\n") else item + b"\n"
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(in_w, view):]
+        except OSError:  # the server went away
+            pass
+        finally:
+            os.close(in_w)
+
+    def pump_out() -> None:
+        with os.fdopen(out_r, "rb") as src:
+            for line in src:
+                emit(line)
+
+    threads = [threading.Thread(target=f, daemon=True, name=f"kbtool-mcp-{f.__name__}")
+               for f in (pump_in, pump_out)]
+    for t in threads:
+        t.start()
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(real_out_fd, 1)  # our end of the output pipe closes: pump_out sees its end
+        threads[1].join(timeout=2)
