@@ -115,3 +115,25 @@ def test_go_string_literals_are_items_with_xrefs(go_module):
         assert "main.main" in {names.get(u) for u in users}, text
     g = {x.index: x.name for x in dm.globals}
     assert g[0] == "SP" and g[2] == "g"  # Go's own globals
+
+
+def test_fast_scan_matches_the_careful_decoder():
+    """The inlined scan gives exactly the references of the careful decoder's walk."""
+    from pathlib import Path
+
+    from kbtool.analysis import datamodel as dmod
+
+    demo = Path(__file__).resolve().parents[1] / "kbtool" / "demo" / "zstd-1.5.5.wasm"
+    data = demo.read_bytes()
+    a = analyze_module(data)
+    segs = dmod.segments(a)
+    lo, hi = 1024, max(b + len(x) for b, x, _ in segs)
+    n = 0
+    for f in a.functions:
+        if f.imported:
+            continue
+        fast = dmod.function_refs(data, f.index, f.body_offset, f.body_size, lo, hi)
+        slow = list(dmod.function_refs_careful(data, f.index, f.body_offset, f.body_size, lo, hi))
+        assert fast == slow, f.index
+        n += len(fast)
+    assert n > 1000

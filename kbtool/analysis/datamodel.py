@@ -29,7 +29,24 @@ from dataclasses import asdict, dataclass, field
 
 from kbtool.wasm import ModuleAnalysis
 from kbtool.wasm.instr import decode_one, skip_local_decls
-from kbtool.wasm.opcodes import MNEMONICS, WIDTH
+from kbtool.wasm.leb import read_sleb, read_uleb
+from kbtool.wasm.opcodes import (
+    K_CALL,
+    K_CALL_INDIRECT,
+    K_GLOBAL,
+    K_I32,
+    K_I64,
+    K_MEM,
+    K_NONE,
+    K_PREFIX,
+    K_REF_FUNC,
+    K_TABLE,
+    K_TYPE,
+    K_U32,
+    KIND,
+    MNEMONICS,
+    WIDTH,
+)
 
 MIN_STRING = 4  # printable bytes for a C string item (shorter runs stay numeric data)
 MIN_ZERO = 16  # a run of zero bytes at least this long is a zero block
@@ -251,9 +268,11 @@ for _op, _mn in enumerate(MNEMONICS):
         _CLASS[_op] = 12
 
 
-def function_refs(data: bytes, func_index: int, body_offset: int, body_size: int,
-                  lo: int, hi: int, go: bool = False) -> Iterable[DataRef]:
+def function_refs_careful(data: bytes, func_index: int, body_offset: int, body_size: int,
+                          lo: int, hi: int, go: bool = False) -> Iterable[DataRef]:
     """The data and global references of one body; data addresses are those in ``[lo, hi)``.
+    (The reference implementation, on the careful decoder; :func:`function_refs` is the fast
+    one and gives the same references.)
 
     Stack entries: ``("c", value, offset)`` a constant, ``("a", base, offset)`` an address
     computed from a data constant, ``("l", base, offset)`` a value loaded through such an
@@ -350,6 +369,135 @@ def function_refs(data: bytes, func_index: int, body_offset: int, body_size: int
             pass
         else:  # calls, control flow, anything else: operands leave, what stays is unknown
             yield from spill(len(stack))
+
+
+def _uleb(data: bytes, p: int) -> tuple[int, int]:
+    x = data[p]
+    if x < 0x80:
+        return x, p + 1
+    return read_uleb(data, p, len(data), 64)
+
+
+def _sleb(data: bytes, p: int, bits: int) -> tuple[int, int]:
+    x = data[p]
+    if x < 0x40:
+        return x, p + 1
+    if x < 0x80:
+        return x - 0x80, p + 1
+    return read_sleb(data, p, len(data), bits)
+
+
+# immediate kinds the fast scan reads itself; every other kind goes to decode_one
+_ONE_LEB = frozenset({K_U32, K_GLOBAL, K_CALL, K_REF_FUNC, K_TABLE, K_TYPE})
+
+
+def function_refs(data: bytes, func_index: int, body_offset: int, body_size: int,
+                  lo: int, hi: int, go: bool = False) -> list[DataRef]:
+    """The data and global references of one body (see :func:`function_refs_careful`, which
+    this inlines: the common immediates are read here, rare ones by the careful decoder)."""
+    end = body_offset + body_size
+    p = skip_local_decls(data, body_offset, end)
+    out: list[DataRef] = []
+    emit = out.append
+    stack: list[tuple[str, int, int] | None] = []
+    push = stack.append
+    cls, kinds, width = _CLASS, KIND, WIDTH
+    pending: tuple[int, int, int] | None = None
+    n = 0
+
+    def spill(k: int) -> None:
+        for _ in range(min(k, len(stack))):
+            v = stack.pop()
+            if v is not None and v[0] == "c" and lo <= v[1] < hi:
+                emit(DataRef(func_index, v[2], "addr", "data", v[1]))
+
+    while p < end:
+        at = p
+        b = data[p]
+        k = kinds[b] if b < 0xFB else K_PREFIX
+        if k == K_NONE:
+            op, p, x = b, p + 1, 0
+        elif k in _ONE_LEB:
+            op = b
+            x, p = _uleb(data, p + 1)
+        elif k == K_I32:
+            op = b
+            x, p = _sleb(data, p + 1, 32)
+        elif k == K_I64:
+            op = b
+            x, p = _sleb(data, p + 1, 64)
+        elif k == K_MEM:
+            op = b
+            align, p = _uleb(data, p + 1)
+            if align & 0x40:
+                _mi, p = _uleb(data, p)
+            x, p = _uleb(data, p)
+        else:
+            op, p, imms = decode_one(data, p, end)
+            x = int(imms[1]) if kinds[op] in (K_MEM, K_CALL_INDIRECT) else 0
+        n += 1
+        c = cls[op] if op < len(cls) else 0
+        if c == 0:
+            spill(len(stack))
+            continue
+        if go and c == 3 and stack and stack[-1] is not None and stack[-1][0] == "c":
+            v = stack[-1][1]
+            if pending is not None and n - pending[2] <= GO_PAIR_WINDOW and 0 < v <= MAX_GO_STRING \
+                    and pending[0] + v <= hi:
+                emit(DataRef(func_index, pending[1], "gostring", "data", pending[0], v))
+                pending = None
+            elif lo <= v < hi:
+                pending = (v, stack[-1][2], n)
+        if c == 6:
+            push(None)
+        elif c == 1:
+            push(("c", x, at))
+        elif c == 2:
+            a = stack.pop() if stack else None
+            if a is not None and a[0] == "c" and lo <= a[1] + x < hi:
+                emit(DataRef(func_index, a[2], "load", "data", a[1] + x, width[op]))
+                push(None)
+            elif a is not None and a[0] == "a":
+                push(("l", a[1], a[2]))
+            else:
+                push(None)
+        elif c == 3:
+            spill(1)
+            a = stack.pop() if stack else None
+            if a is not None and a[0] == "c" and lo <= a[1] + x < hi:
+                emit(DataRef(func_index, a[2], "store", "data", a[1] + x, width[op]))
+        elif c == 4:
+            v2 = stack.pop() if stack else None
+            v1 = stack.pop() if stack else None
+            derived = None
+            for v in (v1, v2):
+                if v is not None and v[0] == "c" and lo <= v[1] < hi:
+                    emit(DataRef(func_index, v[2], "addr", "data", v[1]))
+                    derived = ("a", v[1], v[2])
+                elif v is not None and v[0] == "a":
+                    derived = v
+            push(derived)
+        elif c == 5:
+            spill(1)
+            push(None)
+        elif c == 7:
+            spill(1)
+        elif c == 8:
+            spill(1)
+            push(None)
+        elif c == 9:
+            emit(DataRef(func_index, at, "read", "global", x))
+            push(None)
+        elif c == 10:
+            emit(DataRef(func_index, at, "write", "global", x))
+            spill(1)
+        elif c == 11:
+            idx = stack.pop() if stack else None
+            if idx is not None and idx[0] == "l":
+                emit(DataRef(func_index, idx[2], "funcptr", "data", idx[1]))
+            emit(DataRef(func_index, at, "call_indirect", "table", x))
+            spill(len(stack))
+    return out
 
 
 # ----------------------------------------------------------------------------- items
