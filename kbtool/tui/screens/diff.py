@@ -20,6 +20,7 @@ from kbtool.kb.db import open_ro
 from kbtool.kb.errors import KBError
 from kbtool.render.terminal import CLASS_STYLE, changelog_from_data, summary_text
 from kbtool.render.text import lit
+from kbtool.services.diff.programs import cross_program_warning, default_pair
 from kbtool.services.diff.report import CHANGED
 from kbtool.services.diff.view import cached_view
 from kbtool.textutil import clip, printable
@@ -60,7 +61,26 @@ def _summary(report: dict) -> Text:
 
 
 class DiffScreen(KbScreen):
-    """From/to pickers, summary counts, filter tabs, the change table and the changelog."""
+    """From/to pickers, summary counts, filter tabs, the change table and the changelog.
+
+    Opens on the selected version and its parent (never two programs by default); a
+    cross-program pair picked by hand shows the report's warning above the summary. Names are
+    shown whole: the name column is as wide as the longest, and the table scrolls sideways
+    (left/right arrows) when that is wider than the terminal."""
+
+    DEFAULT_CSS = """
+    DiffScreen #diff-warning {
+        display: none;
+        height: auto;
+        padding: 0 1;
+        background: $warning 30%;
+        color: $text;
+        text-style: bold;
+    }
+    DiffScreen.-cross #diff-warning {
+        display: block;
+    }
+    """
 
     BINDINGS = [
         BACK,
@@ -94,6 +114,7 @@ class DiffScreen(KbScreen):
                 yield Select([], id="diff-from", allow_blank=True, compact=True, prompt="version")
                 yield Static("to", classes="pick-label")
                 yield Select([], id="diff-to", allow_blank=True, compact=True, prompt="version")
+            yield Static(id="diff-warning")
             yield Static(id="diff-summary")
             yield Tabs(*[Tab(label, id=f"f-{fid}") for fid, (label, _) in FILTERS.items()], id="diff-filter")
             yield KbTable(id="diff-table")
@@ -113,25 +134,42 @@ class DiffScreen(KbScreen):
 
     def reload(self) -> None:
         versions = queries.list_versions(self.kb.conn)
+        self._versions = {v["id"]: v for v in versions}
         ids = [v["id"] for v in versions]
-        options = [(lit(clip(printable(v["label"]), 24)), v["id"]) for v in versions]
+        options = [(Text.assemble(lit(clip(printable(v["label"]), 16)), " · ",
+                                  lit(clip(printable(v["program"]), 12), "magenta")), v["id"])
+                   for v in versions]
         if len(ids) < 2:
             self._message("A diff needs two versions; this KB has "
                           f"{len(ids)}. Ingest another release with `kbtool ingest FILE --label L`.")
             return
         to = self._to if self._to in ids else (self.kb.version_id if self.kb.version_id in ids else ids[-1])
         if self._from in ids and self._from != to:
-            frm = self._from
+            frm = self._from                      # a pair asked for (or picked) explicitly
         else:
-            pos = ids.index(to)
-            frm = ids[pos - 1] if pos > 0 else ids[1]
+            pair = default_pair(versions, to)     # the version and its parent, one program
+            if pair is None:
+                v = self._versions[to]
+                self._from, self._to = None, to
+                self._fill_pickers(options, None, to)
+                self._message(f"version {to} is the only version of program {v['program']}: "
+                              "there is nothing of the same program to compare it with; pick "
+                              "a pair above (two programs compare unrelated code)")
+                return
+            frm, to = pair
         self._from, self._to = frm, to
+        self._fill_pickers(options, frm, to)
+        self.compute(frm, to)
+
+    def _fill_pickers(self, options: list, frm: int | None, to: int | None) -> None:
         with self.prevent(Select.Changed):
             for sel_id, value in (("#diff-from", frm), ("#diff-to", to)):
                 sel = self.query_one(sel_id, Select)
                 sel.set_options(options)
-                sel.value = value
-        self.compute(frm, to)
+                if value is None:
+                    sel.clear()
+                else:
+                    sel.value = value
 
     def on_select_changed(self, event: Select.Changed) -> None:
         if event.value is Select.BLANK:
@@ -140,6 +178,8 @@ class DiffScreen(KbScreen):
             self._from = int(event.value)
         else:
             self._to = int(event.value)
+        if self._from is None or self._to is None:
+            return
         if self._from == self._to:
             self._message("Pick two different versions.")
             return
@@ -195,10 +235,20 @@ class DiffScreen(KbScreen):
 
     def _busy(self, frm: int, to: int) -> None:
         self.query_one("#diff-summary", Static).update(Text(f"comparing version {frm} with {to}…", style="italic"))
+        versions = getattr(self, "_versions", {})
+        if frm in versions and to in versions:   # say it before the answer comes
+            self._warn(cross_program_warning(versions[frm], versions[to]))
+
+    def _warn(self, warning: str | None) -> None:
+        """The cross-program warning above the summary (hidden for a pair of one program)."""
+        self.query_one("#diff-warning", Static).update(
+            Text.assemble(("⚠ ", "bold"), lit(warning, "bold")) if warning else "")
+        self.set_class(bool(warning), "-cross")
 
     def _message(self, text: str) -> None:
         self._report = None
         self._shown_pair = None
+        self._warn(None)
         self.query_one("#diff-summary", Static).update(lit(text, "italic"))
         self.query_one("#diff-table", KbTable).clear()
         self.query_one("#changelog-body", Static).update("")
@@ -206,6 +256,7 @@ class DiffScreen(KbScreen):
 
     def _show_report(self, report: dict, changelog) -> None:
         self._report = report
+        self._warn(report.get("warning"))
         self.query_one("#title", TitleBar).show(
             "diff", Text.assemble(lit(report["from"], "bold"), " → ", lit(report["to"], "bold")))
         summary = _summary(report)
@@ -239,7 +290,14 @@ class DiffScreen(KbScreen):
         self._shown = [c for c in self._report["changes"] if pred(c)]  # type: ignore[operator]
         self._loaded = min(len(self._shown), max(CHUNK, (keep_row // CHUNK + 1) * CHUNK))
         table.replace_rows(self._row(i) for i in range(self._loaded))
+        self._fit_names()
         self.refresh_bindings()
+
+    def _fit_names(self) -> None:
+        """The name column as wide as the longest name of the filter (whole names; the table
+        scrolls sideways when that is wider than the screen)."""
+        longest = max((len(printable(c.get("name") or "unnamed")) for c in self._shown), default=0)
+        self.query_one("#diff-table", KbTable).flex("name", max(14, min(longest + 1, 400)))
 
     def _row(self, i: int) -> tuple[str, list]:
         c = self._shown[i]

@@ -25,6 +25,45 @@ export const FILTERS = {
   unchanged: (c) => c.classification === "unchanged",
 };
 
+/**
+ * The pair the diff tab opens for version `selected` (else the latest), as [from, to] ids, or
+ * null: the version and its parent; else the previous version of its program; for the first
+ * of its program, it and the next one. Never two programs (kbtool.services.diff.programs).
+ */
+export function defaultPair(versions, selected) {
+  const rows = versions.slice().sort((a, b) => a.id - b.id);
+  if (!rows.length) return null;
+  const byId = new Map(rows.map((v) => [v.id, v]));
+  const cur = byId.get(selected) || rows[rows.length - 1];
+  const parent = byId.get(cur.parent_version_id);
+  if (parent && parent.program === cur.program && parent.id !== cur.id) return [parent.id, cur.id];
+  const same = rows.filter((v) => v.program === cur.program).map((v) => v.id);
+  const pos = same.indexOf(cur.id);
+  if (pos > 0) return [same[pos - 1], cur.id];
+  if (same.length > 1) return [cur.id, same[1]];
+  return null;
+}
+
+/** Put the default pair of version `selected` in the pickers (see defaultPair). */
+export function setDiffDefaults(versions, selected) {
+  const pair = defaultPair(versions, selected);
+  if (pair) {
+    $("diff-from").value = String(pair[0]);
+    $("diff-to").value = String(pair[1]);
+  }
+  pickHint(versions);
+}
+
+/** Under the pickers: a cross-program pair picked by hand is said before it is run. */
+function pickHint(versions) {
+  const byId = new Map(versions.map((v) => [String(v.id), v]));
+  const a = byId.get($("diff-from").value), b = byId.get($("diff-to").value);
+  const cross = !!(a && b && a.program !== b.program);
+  setText($("diff-pick-warning"), cross ? "versions " + a.id + " (" + a.program + ") and " + b.id + " (" +
+    b.program + ") belong to different programs: names are not carried between programs; this diff compares unrelated code" : "");
+  show($("diff-pick-warning"), cross);
+}
+
 /** Wire the diff tab; `opts.openFunction(stableId, versionId)` opens a row. */
 export function initDiff(opts) {
   let shown = DIFF_PAGE, sort = null, abort = null;
@@ -128,6 +167,9 @@ export function initDiff(opts) {
   function render() {
     const rep = S.diff;
     show($("diff-out"), true);
+    // across programs: the report's own warning, above everything else
+    setText($("diff-warning"), rep.warning || "");
+    show($("diff-warning"), !!rep.warning);
     $("diff-head").replaceChildren("from ", el("b", { text: rep.from }), " (", String(rep.from_version_id ?? ""), ") → to ",
       el("b", { text: rep.to }), " (", String(rep.to_version_id ?? ""), ")");
     const sg = clear($("diff-summary"));
@@ -172,6 +214,9 @@ export function initDiff(opts) {
   }
 
   $("diff-run").addEventListener("click", run);
+  for (const id of ["diff-from", "diff-to"]) {
+    $(id).addEventListener("change", () => pickHint(S.versions || []));
+  }
   $("diff-more-btn").addEventListener("click", () => { shown += DIFF_PAGE; renderTable(); });
   let filterTimer = 0;
   $("diff-filter").addEventListener("input", () => {

@@ -2,7 +2,7 @@
 import { $, clear, el, fmtInt, setText, show, toolchainWord } from "./dom.js";
 import { api, status } from "./api.js";
 import { Heatmap } from "./heatmap.js";
-import { initDiff } from "./diff.js";
+import { initDiff, setDiffDefaults } from "./diff.js";
 import { initSearch } from "./search.js";
 import { createFnPanel } from "./fnpanel.js";
 import { V, loadVocabulary } from "./provenance.js";
@@ -29,9 +29,10 @@ async function loadVersions() {
   setText($("kbinfo"), vs.length ? (vs.length + " version" + (vs.length > 1 ? "s" : "") + " · latest " + vs[vs.length - 1].label) : "empty KB");
   for (const id of ["diff-from", "diff-to"]) {
     const sel = clear($(id));
-    for (const v of vs) sel.append(el("option", { value: String(v.id), text: v.id + " · " + v.label }));
+    for (const v of vs) sel.append(el("option", { value: String(v.id), text: v.id + " · " + v.label + " · " + (v.program || "") }));
   }
-  if (vs.length >= 2) { $("diff-from").value = String(vs[vs.length - 2].id); $("diff-to").value = String(vs[vs.length - 1].id); }
+  // the latest version and its parent until a version is selected (never two programs)
+  setDiffDefaults(vs, null);
   $("diff-run").disabled = vs.length < 1;
 }
 
@@ -52,6 +53,7 @@ async function selectVersion(id) {
   const t0 = performance.now();
   const seq = ++S.loadSeq;
   S.vid = id;
+  setDiffDefaults(S.versions, id);  // the diff tab follows: this version and its parent
   for (const tr of $("versions").tBodies[0].rows) tr.classList.toggle("sel", Number(tr.dataset.vid) === id);
   setHash();
   setText($("hm-info"), "loading…");
