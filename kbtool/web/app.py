@@ -3,7 +3,10 @@
 ``create_app(db_path)`` is the embeddable factory; ``serve(db_path, host, port)`` blocks.
 The app checks the Host header (DNS rebinding) and refuses cross-origin requests (any page
 the user visits could otherwise make the browser send work here), bounds how many expensive
-requests (``/api/diff``) compute at once (503 with ``Retry-After`` beyond that), hands every
+requests (``/api/diff``, ``/api/changelog``, the function list, the code routes) compute at
+once and how many requests of any route are answered at once (``KBTOOL_WEB_MAX_REQUESTS``,
+default 6: each holds a KB connection and its answer in memory); beyond either bound a request
+waits briefly for a slot, then gets 503 with a JSON error and ``Retry-After``. It hands every
 request to the pure router in a worker thread, and adds the security headers. It never reads
 a request body.
 """
@@ -11,6 +14,7 @@ a request body.
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import sys
 import threading
@@ -45,6 +49,19 @@ EXPENSIVE_WAIT = 5.0
 RETRY_AFTER = 2
 
 
+def _env_number(name: str, default: float) -> float:
+    try:
+        value = float(os.environ.get(name, ""))
+    except ValueError:
+        return default
+    return value if value >= 0 else default
+
+
+#: requests of any route answered at once, and how long one more waits for a slot
+REQUEST_LIMIT = max(1, int(_env_number("KBTOOL_WEB_MAX_REQUESTS", 6)))
+REQUEST_WAIT = _env_number("KBTOOL_WEB_REQUEST_WAIT", 10.0)
+
+
 class WorkLimit:
     """At most ``limit`` holders at once; loop-agnostic (a lock and a counter)."""
 
@@ -77,11 +94,21 @@ class WorkLimit:
 class _Adapter:
     """ASGI endpoint: every method and path goes to the router (which answers 404/405)."""
 
-    def __init__(self, db_path: str, host_check: HostCheck, limit: WorkLimit, wait: float) -> None:
+    def __init__(
+        self,
+        db_path: str,
+        host_check: HostCheck,
+        limit: WorkLimit,
+        wait: float,
+        requests: WorkLimit | None = None,
+        requests_wait: float = REQUEST_WAIT,
+    ) -> None:
         self.db_path = str(db_path)
         self.host_check = host_check
         self.limit = limit
         self.wait = wait
+        self.requests = requests or WorkLimit(REQUEST_LIMIT)
+        self.requests_wait = requests_wait
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
@@ -113,6 +140,19 @@ class _Adapter:
         await response(scope, receive, send)
 
     async def _route(self, scope: Scope, method: str, extra: dict[str, str]) -> router.Response:
+        if not await self.requests.acquire(self.requests_wait):
+            extra["retry-after"] = str(RETRY_AFTER)
+            return router.error(
+                503,
+                f"busy: {self.requests.limit} requests are already being answered;"
+                f" retry in {RETRY_AFTER} s",
+            )
+        try:
+            return await self._bounded(scope, method, extra)
+        finally:
+            self.requests.release()
+
+    async def _bounded(self, scope: Scope, method: str, extra: dict[str, str]) -> router.Response:
         path = scope["path"]
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
         expensive = method in router.ALLOWED_METHODS and router.is_expensive(path)
@@ -120,8 +160,8 @@ class _Adapter:
             extra["retry-after"] = str(RETRY_AFTER)
             return router.error(
                 503,
-                f"busy: {self.limit.limit} diffs are already being computed;"
-                f" retry in {RETRY_AFTER} s",
+                f"busy: {self.limit.limit} expensive requests (diffs, function lists, code)"
+                f" are already being computed; retry in {RETRY_AFTER} s",
             )
         try:
             return await run_in_threadpool(router.route, self.db_path, path, query, method)
@@ -137,16 +177,26 @@ def create_app(
     allow_hosts: Iterable[str] = (),
     expensive_limit: int = EXPENSIVE_LIMIT,
     expensive_wait: float = EXPENSIVE_WAIT,
+    request_limit: int | None = None,
+    request_wait: float | None = None,
 ) -> Starlette:
     """The dashboard and JSON API as a Starlette app serving ``db_path`` read-only.
 
     ``host`` is the address the server is bound to (it decides which Host headers are
     answered); ``allow_hosts`` adds names, e.g. a reverse proxy's. At most
     ``expensive_limit`` expensive requests compute at once; one more waits up to
-    ``expensive_wait`` seconds for a slot, then gets 503 with ``Retry-After``.
+    ``expensive_wait`` seconds for a slot, then gets 503 with ``Retry-After``. Likewise at
+    most ``request_limit`` requests of any route (default :data:`REQUEST_LIMIT`,
+    ``KBTOOL_WEB_MAX_REQUESTS``) are answered at once, one more waiting up to ``request_wait``
+    seconds (:data:`REQUEST_WAIT`, ``KBTOOL_WEB_REQUEST_WAIT``).
     """
     adapter = _Adapter(
-        db_path, HostCheck(host, allow_hosts), WorkLimit(expensive_limit), expensive_wait
+        db_path,
+        HostCheck(host, allow_hosts),
+        WorkLimit(expensive_limit),
+        expensive_wait,
+        WorkLimit(REQUEST_LIMIT if request_limit is None else max(1, request_limit)),
+        REQUEST_WAIT if request_wait is None else request_wait,
     )
     return Starlette(routes=[Route("/{path:path}", adapter)])
 

@@ -385,7 +385,8 @@ def _r(pattern: str, handler: Handler, *, expensive: bool = False, needs_kb: boo
 # malformed id is a 400 with a message rather than an unknown-route 404.
 ROUTES: list[_Route] = [
     _r(r"/api/versions", _versions),
-    _r(r"/api/versions/(?P<id>[^/]+)/functions", _functions),
+    # one row per function: tens of MB of objects on a 200,000-function module
+    _r(r"/api/versions/(?P<id>[^/]+)/functions", _functions, expensive=True),
     _r(r"/api/versions/(?P<id>[^/]+)/coverage", _coverage),
     _r(r"/api/diff", _diff, expensive=True),
     _r(r"/api/changelog", _changelog, expensive=True),
