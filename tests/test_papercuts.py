@@ -212,3 +212,46 @@ def test_readme_client_table_names_every_client():
 
     rows = _readme_table("MCP client configs")
     assert {r[0] for r in rows} >= {f"kbtool mcp --print-config {c}" for c in CLIENTS}
+
+
+# ---------------------------------------------------------------- TUI code pane at 80x24
+
+
+def test_code_pane_usable_at_80x24(demo_kb_master):
+    from kbtool.tui.screens.code import CodeScreen, LinesView
+    from tests.support.tui import make_app, screen_text, settle
+
+    name = "ZSTD_estimateCStreamSize_usingCCtxParams"  # 40 characters, v2 #167
+
+    async def main():
+        app = make_app(demo_kb_master)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+            app.push_screen(CodeScreen(2, 167))
+            await settle(pilot)
+            first = screen_text(app)
+            view = app.screen.query_one("#code-view", LinesView)
+            await pilot.press("right", "right", "right")
+            await settle(pilot)
+            moved = (view.scroll_offset.x, screen_text(app))
+            await pilot.press("shift+right")
+            await settle(pilot)
+            far = view.scroll_offset.x
+            await pilot.press("shift+left", "left", "left", "left", "left")
+            await settle(pilot)
+            return first, moved, far, view.scroll_offset.x
+
+    first, (x, moved), far, back = asyncio.run(main())
+    lines = first.splitlines()
+    assert name in lines[0]  # the title: the whole name
+    assert "←→ scroll" in lines[1]
+    # callers: one line each, an ellipsis only where the name is wider than the pane
+    assert any("#168 ZSTD_estimateCStreamSiz…" in line for line in lines)
+    assert any(line.rstrip().endswith("#169 ZSTD_estimateCStreamSize") for line in lines)
+    assert not any(line.split("▏")[-1].strip() == "gCParams" for line in lines)  # no wrap
+    # sideways scroll: 4 columns a press, the gutter stays
+    code_before = next(line for line in lines if line.startswith(" 1 /* func[167]"))
+    assert x == 12
+    code_after = next(line for line in moved.splitlines() if line.startswith(" 1 "))
+    assert code_after[3:].startswith(code_before[3 + 12:3 + 12 + 20])
+    assert far == 12 + 32 and back == 0

@@ -104,3 +104,14 @@ def test_empty_kb(snap_compare, tmp_path, monkeypatch):
 @pytest.fixture(autouse=True)
 def _no_textual_devtools(monkeypatch):
     monkeypatch.delenv("TEXTUAL", raising=False)
+
+
+def test_code_pane_80x24(snap_compare, demo_kb_master):
+    """The code pane at 80x24 (issue #23.11): the whole 40-character name in the title, links
+    on one line each (an ellipsis only past the pane), sideways scrolling with the line
+    numbers kept (three presses of → = 12 columns)."""
+    from kbtool.tui.screens.code import CodeScreen
+
+    assert snap_compare(make_app(demo_kb_master), terminal_size=(80, 24),
+                        run_before=open_then_settle(lambda app: app.push_screen(CodeScreen(2, 167)),
+                                                    "right", "right", "right"))

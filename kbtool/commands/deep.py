@@ -109,4 +109,8 @@ def deep(
             f"{naming['written']} written, {naming['rejected_by_verifier']} rejected by "
             f"the verifier, {naming['rejected_by_economy']} by the gate"
         )
-    console.print("read them with `kbtool serve` (the studio) or `GET /api/analysis/{stable_id}`")
+    first = (function or [None])[0]
+    console.print(
+        f"read them with `kbtool show {version}:{first if first is not None else 'INDEX'} --deep`"
+        ", the TUI's code screen (v: Cleaned C), `kbtool serve` (the studio) or "
+        "`GET /api/analysis/{stable_id}`", markup=False, highlight=False)

@@ -35,13 +35,17 @@ from kbtool.tui.widgets.palette import name_text
 
 CACHE_LINES = 4_000  # highlighted lines kept per view
 CURSOR = Style(bgcolor="grey27")
+GUTTER = Style(dim=True)
 CLEAN = "clean"  # the cleaned C of `kbtool deep` (queries.get_analysis)
 MODE_LABEL = {WASM: "Raw WASM", C: "C", CLEAN: "Cleaned C"}
 MODE_CYCLE = {WASM: C, C: CLEAN, CLEAN: WASM}
 
 
 class LinesView(ScrollView, can_focus=True):
-    """A scrollable list of lines drawn on demand: ``render(i) -> Text`` for line ``i``."""
+    """A scrollable list of lines drawn on demand: ``render(i) -> Text`` for line ``i``.
+
+    Long lines scroll sideways (left/right, shift for bigger steps); the line numbers stay put.
+    """
 
     DEFAULT_CSS = """
     LinesView { background: $surface; }
@@ -53,9 +57,12 @@ class LinesView(ScrollView, can_focus=True):
         Binding("pagedown,space", "page(1)", "page down", show=False),
         Binding("home,g", "cursor_to(0)", "top", show=False),
         Binding("end,G", "cursor_to(-1)", "bottom", show=False),
-        Binding("left", "scroll_left", "left", show=False),
-        Binding("right", "scroll_right", "right", show=False),
+        Binding("left", "columns(-1)", "scroll left", show=False),
+        Binding("right", "columns(1)", "scroll right", show=False),
+        Binding("shift+left", "columns(-8)", "scroll far left", show=False),
+        Binding("shift+right", "columns(8)", "scroll far right", show=False),
     ]
+    COLUMNS_STEP = 4  # columns per left/right press (shift: 8 steps)
 
     def __init__(self, *, id: str | None = None, gutter: bool = True) -> None:
         super().__init__(id=id)
@@ -80,12 +87,10 @@ class LinesView(ScrollView, can_focus=True):
         self.refresh()
 
     def _strip(self, i: int) -> Strip:
+        """Line ``i`` without its number (the gutter is drawn apart: it never scrolls)."""
         strip = self._cache.get(i)
         if strip is None:
-            text = Text()
-            if self.line_numbers:
-                text.append(f"{i + 1:>{self._gutter_width - 1}} ", style="dim")
-            text.append_text(self.render_fn(i))
+            text = self.render_fn(i)
             strip = Strip(list(text.render(self.app.console)))
             if len(self._cache) >= CACHE_LINES:
                 self._cache.clear()
@@ -99,7 +104,11 @@ class LinesView(ScrollView, can_focus=True):
         base = self.rich_style
         if i >= self.count:
             return Strip.blank(width, base)
-        strip = self._strip(i).crop_extend(scroll_x, scroll_x + width, base)
+        gw = min(self._gutter_width, width)
+        strip = self._strip(i).crop_extend(scroll_x, scroll_x + width - gw, base)
+        if gw:
+            number = f"{i + 1:>{gw - 1}} "[:gw]
+            strip = Strip.join([Strip([Segment(number, GUTTER)], gw), strip])
         strip = strip.apply_style(base)
         if i == self.cursor and self.has_focus:  # over the line's own background
             strip = Strip(Segment.apply_style(list(strip), post_style=CURSOR), strip.cell_length)
@@ -122,6 +131,14 @@ class LinesView(ScrollView, can_focus=True):
         elif self.cursor >= top + height:
             self.scroll_to(y=self.cursor - height + 1, animate=False)
         self.refresh()
+
+    @property
+    def wider_than_view(self) -> bool:
+        """Whether some line is cut at the right edge (sideways scrolling has work to do)."""
+        return self.virtual_size.width > self.size.width
+
+    def action_columns(self, steps: int) -> None:
+        self.scroll_to(x=max(0, self.scroll_offset.x + steps * self.COLUMNS_STEP), animate=False)
 
     def action_cursor(self, step: int) -> None:
         self._move(self.cursor + step)
@@ -166,7 +183,8 @@ class CodeScreen(KbScreen):
     CodeScreen #code-status { height: 1; padding: 0 1; background: $panel; }
     CodeScreen #code-links { width: 30; border-left: vkey $panel; }
     CodeScreen .links-label { height: 1; padding: 0 1; }
-    CodeScreen LinkList { height: 1fr; border: none; padding: 0; }
+    CodeScreen LinkList { height: 1fr; border: none; padding: 0;
+        text-wrap: nowrap; text-overflow: ellipsis; }
     App.-small CodeScreen #code-links { display: none; }
     """
     BINDINGS = [
@@ -251,16 +269,11 @@ class CodeScreen(KbScreen):
         d = self.code
         if d is None:
             return
+        # the name gets the title bar to itself: whole up to ~40 characters at 80 columns
         self.query_one("#title", TitleBar).show(
-            Text(f"v{self.version_id} #{self.index} "),
+            Text(f"v{self.version_id} #{self.index}"),
             name_text(d["name"], d["provenance"], bold=True),
-            Text(f"  {MODE_LABEL[self.mode]}", style="bold reverse"),
         )
-        status = Text.assemble(lit(d["type"], "green"), (f"  stable_id {d['stable_id']}", "dim"))
-        if self.mode == C and d.get("truncated"):
-            status.append_text(lit(f"  not lifted: {d.get('reason')}", "bold yellow"))
-        status.append("   w: Raw WASM / C  v: + Cleaned C", style="dim")
-        self.query_one("#code-status", Static).update(status)
         self._show_understanding()
         a = self.analysis
         hint = False
@@ -289,6 +302,29 @@ class CodeScreen(KbScreen):
         keep = view.cursor if self._shown == (self.index, self.mode) else 0  # a live refresh
         self._shown = (self.index, self.mode)
         view.set_lines(len(lines), render, _width(lines), cursor=keep)
+        self._show_status()
+        self.call_after_refresh(self._show_status)  # the view's width is known after layout
+
+    def _show_status(self) -> None:
+        """Mode, type, stable_id, what is missing; ``←→ scroll`` when lines are cut."""
+        d = self.code
+        if d is None:
+            return
+        view = self.query_one("#code-view", LinesView)
+        status = Text(no_wrap=True, overflow="ellipsis")
+        status.append(f" {MODE_LABEL[self.mode]} ", style="bold reverse")
+        status.append("  ")
+        status.append_text(lit(d["type"], "green"))
+        if self.mode == C and d.get("truncated"):
+            status.append_text(lit(f"  not lifted: {d.get('reason')}", "bold yellow"))
+        if view.wider_than_view:
+            status.append("  ←→ scroll", style="bold")
+        status.append(f"  stable_id {d['stable_id']}", style="dim")
+        status.append("  w: Raw WASM / C  v: + Cleaned C", style="dim")
+        self.query_one("#code-status", Static).update(status)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._show_status)
 
     def _show_understanding(self) -> None:
         """The deep understanding (status, confidence) above the code, when there is one."""
