@@ -154,6 +154,148 @@ def crafted_cases() -> dict[str, bytes]:
     return cases
 
 
+# ----------------------------------------------------------------------------- issue 24: matcher
+
+
+FAMILY_CALLS = (1, 2, 4, 8, 16)  # f_i calls f_(i+k) mod F for each k
+
+
+def _code_section(bodies: list[bytes]) -> bytes:
+    return section(10, vec([encode_uleb(len(b)) + b for b in bodies]))
+
+
+def matcher_family(count: int, release: int = 0) -> bytes:
+    """``count`` functions of one type ``() -> ()`` calling each other (f_i calls
+    f_(i+k) mod count for k in ``FAMILY_CALLS``): one huge look-alike family.
+
+    ``release=1`` is the next release: every other function calls targets shifted by one
+    and every third function gains ``i32.const 7; drop`` (issue 24's hostile pair: a third
+    of the bodies stay byte-identical, all share one signature and two shapes).
+    """
+    bodies = []
+    for i in range(count):
+        body = bytearray(b"\x00")  # no locals
+        if release and i % 3 == 0:
+            body += b"\x41\x07\x1a"
+        for step in FAMILY_CALLS:
+            target = (i + step + (1 if release and i % 2 else 0)) % count
+            body += b"\x10" + encode_uleb(target)
+        body += b"\x0b"
+        bodies.append(bytes(body))
+    return module(
+        section(1, vec([b"\x60\x00\x00"])),
+        section(3, vec([b"\x00"] * count)),
+        _code_section(bodies),
+    )
+
+
+# value types and the stack-neutral snippets a "normal" function is made of
+_VT = {"i32": 0x7F, "i64": 0x7E, "f32": 0x7D, "f64": 0x7C}
+_ZERO = {"i32": b"\x41\x00", "i64": b"\x42\x00", "f32": b"\x43" + bytes(4),
+         "f64": b"\x44" + bytes(8)}
+
+
+def _normal_types(rng) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+    names = list(_VT)
+    types = {((), ()), (("i32",), ()), (("i32",), ("i32",)), (("i32", "i32"), ("i32",))}
+    while len(types) < 40:
+        params = tuple(rng.choice(names) for _ in range(rng.randint(0, 4)))
+        results = tuple(rng.choice(names) for _ in range(rng.randint(0, 1)))
+        types.add((params, results))
+    return sorted(types)
+
+
+Chunk = tuple[bytes, int | None, bytes]  # code before a call, the callee (or None), code after
+
+
+def _normal_chunk(rng, f_types, sigs, index: int, count: int) -> Chunk:
+    """One stack-neutral snippet: constants, arithmetic, memory, a loop, a call."""
+    kind = rng.random()
+    if kind < 0.30:
+        a, b = rng.randint(0, 5000), rng.randint(0, 300)
+        op = rng.choice((0x6A, 0x6B, 0x6C, 0x71, 0x72, 0x73, 0x74))
+        return (b"\x41" + encode_sleb(a) + b"\x41" + encode_sleb(b) + bytes((op,)) + b"\x1a", None, b"")
+    if kind < 0.45:
+        addr = rng.randint(0, 60000)
+        return (b"\x41" + encode_sleb(addr) + b"\x28\x02" + encode_uleb(rng.randint(0, 64)) + b"\x1a",
+                None, b"")
+    if kind < 0.55:
+        return (b"\x41" + encode_sleb(rng.randint(0, 4000)) + b"\x41" + encode_sleb(rng.randint(0, 9))
+                + b"\x36\x02" + encode_uleb(rng.randint(0, 64)), None, b"")
+    if kind < 0.62:
+        return (b"\x03\x40\x41\x00\x0d\x00\x0b", None, b"")  # loop; i32.const 0; br_if 0; end
+    if kind < 0.68:
+        return (b"\x42" + encode_sleb(rng.randint(-(1 << 40), 1 << 40)) + b"\x1a", None, b"")
+    # a call to a nearby function (callers and callees cluster, as source files do)
+    callee = min(count - 1, max(0, index + rng.randint(-40, 40)))
+    params, results = sigs[f_types[callee]]
+    return (b"".join(_ZERO[p] for p in params), callee, b"\x1a" * len(results))
+
+
+def normal_release(count: int, release: int = 0, seed: int = 24) -> bytes:
+    """A synthetic release of ``count`` functions with realistic variety: 40 signatures,
+    sizes from a few to a few hundred instructions, constants, memory accesses, loops and
+    calls to nearby functions. ``release=1`` is the next release: ~3% of the functions
+    edited, ~1% deleted and ~1% added (so indices shift), the rest identical."""
+    import random
+
+    rng = random.Random(seed)
+    sigs = _normal_types(rng)
+    f_types = [rng.randrange(len(sigs)) for _ in range(count)]
+    sizes = [max(1, min(120, int(rng.lognormvariate(1.6, 0.9)))) for _ in range(count)]
+    bodies = [
+        [_normal_chunk(rng, f_types, sigs, i, count) for _ in range(sizes[i])] for i in range(count)
+    ]
+    order = list(range(count))
+    if release:
+        edit = random.Random(seed + release)
+        for i in range(count):
+            r = edit.random()
+            if r < 0.03:
+                bodies[i].insert(edit.randrange(len(bodies[i]) + 1),
+                                 _normal_chunk(edit, f_types, sigs, i, count))
+        dropped = {i for i in range(count) if edit.random() < 0.01}
+        order = [i for i in order if i not in dropped]
+        for _ in range(len(dropped)):
+            order.insert(edit.randrange(len(order) + 1), -1)  # a new function
+    # function indices of this release, calls remapped (a call to a dropped function
+    # becomes a call to its neighbour)
+    new_index = {}
+    for pos, i in enumerate(order):
+        if i >= 0:
+            new_index[i] = pos
+    extra = random.Random(seed + 100 + release)
+    type_of, codes = [], []
+    for pos, i in enumerate(order):
+        if i < 0:
+            t = extra.randrange(len(sigs))
+            chunks = [_normal_chunk(extra, f_types, sigs, min(pos, count - 1), count)
+                      for _ in range(extra.randint(2, 30))]
+        else:
+            t, chunks = f_types[i], bodies[i]
+        type_of.append(t)
+        body = bytearray(b"\x00")
+        for before, callee, after in chunks:
+            body += before
+            if callee is not None:
+                if callee in new_index:
+                    body += b"\x10" + encode_uleb(new_index[callee])
+                else:  # the callee was dropped: the call site goes, its operands stay
+                    ps, rs = sigs[f_types[callee]]
+                    body += b"\x1a" * len(ps) + b"".join(_ZERO[r] for r in rs)
+            body += after
+        body += b"".join(_ZERO[r] for r in sigs[t][1]) + b"\x0b"
+        codes.append(bytes(body))
+    types = [b"\x60" + vec([bytes((_VT[p],)) for p in ps]) + vec([bytes((_VT[r],)) for r in rs])
+             for ps, rs in sigs]
+    return module(
+        section(1, vec(types)),
+        section(3, vec([encode_uleb(t) for t in type_of])),
+        section(5, vec([b"\x00\x02"])),
+        _code_section(codes),
+    )
+
+
 # ----------------------------------------------------------------------------- benchmark
 
 

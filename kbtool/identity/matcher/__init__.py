@@ -52,14 +52,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kbtool.identity.matcher.base import REVIEW_MARGIN, REVIEW_SCORE, MatcherBase
+from kbtool.identity.matcher.base import REVIEW_MARGIN, REVIEW_SCORE, MatcherBase, MatchStats
 from kbtool.identity.matcher.callgraph import CallgraphStage
 from kbtool.identity.matcher.exact import ExactStages
 from kbtool.identity.matcher.family import FamilyStage
 from kbtool.identity.matcher.similarity import SimilarityStage
 from kbtool.identity.records import FuncRecord, Match
 
-__all__ = ["FuncRecord", "Match", "match_functions", "match_functions_staged", "REVIEW_SCORE", "REVIEW_MARGIN"]
+__all__ = [
+    "FuncRecord",
+    "Match",
+    "MatchStats",
+    "match_functions",
+    "match_functions_staged",
+    "REVIEW_SCORE",
+    "REVIEW_MARGIN",
+]
 
 
 class _Matcher(ExactStages, CallgraphStage, SimilarityStage, FamilyStage, MatcherBase):
@@ -92,7 +100,7 @@ class _Matcher(ExactStages, CallgraphStage, SimilarityStage, FamilyStage, Matche
         if not fuzzy:
             return exact, exact
         for threshold, margin in self.ROUNDS:
-            while True:
+            while not self.exhausted("similarity"):
                 got = self.similarity_round(threshold, margin)
                 self.propagate()
                 if threshold <= self.GAP_FROM:
@@ -116,21 +124,38 @@ class _Matcher(ExactStages, CallgraphStage, SimilarityStage, FamilyStage, Matche
 
 
 def match_functions(
-    old: Sequence[FuncRecord], new: Sequence[FuncRecord], *, fuzzy: bool = True
+    old: Sequence[FuncRecord],
+    new: Sequence[FuncRecord],
+    *,
+    fuzzy: bool = True,
+    stats: list[MatchStats] | None = None,
 ) -> list[Match]:
     """One-to-one matches between the functions of ``old`` and ``new``, sorted by new index.
 
     ``fuzzy=False``: only unique, non-similarity evidence (imports, hashes, names, call
     graph) not flagged for review, what ingest uses to carry stable identities.
+    ``stats``: a list the run's :class:`MatchStats` (work per stage, budget notes) is
+    appended to.
     """
-    return _Matcher(old, new).run(fuzzy)
+    m = _Matcher(old, new)
+    out = m.run(fuzzy)
+    if stats is not None:
+        stats.append(m.finish_stats())
+    return out
 
 
 def match_functions_staged(
-    old: Sequence[FuncRecord], new: Sequence[FuncRecord]
+    old: Sequence[FuncRecord],
+    new: Sequence[FuncRecord],
+    *,
+    stats: list[MatchStats] | None = None,
 ) -> tuple[list[Match], list[Match]]:
     """``(match_functions(fuzzy=False), match_functions(fuzzy=True))`` from one matcher run:
     the unique evidence ingest carries identities by, and the full pairing diff and carry-over
     use. The first is exactly the non-fuzzy result (a snapshot taken before stage 6, without
     the pairs flagged for review)."""
-    return _Matcher(old, new).run_staged(True)
+    m = _Matcher(old, new)
+    out = m.run_staged(True)
+    if stats is not None:
+        stats.append(m.finish_stats())
+    return out

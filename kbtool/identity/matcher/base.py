@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 from collections import deque
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 from kbtool.identity.features import FeatureCache, is_minified_name, size_ratio
 from kbtool.identity.records import FuncRecord, Match
@@ -59,7 +60,33 @@ class _Side:
         self.table = tuple(i for _, i in first)
 
 
+@dataclass
+class MatchStats:
+    """What a matcher run cost: comparisons per stage, each stage's budget, and one note per
+    stage stopped at its budget (ingest prints them). ``work`` counts pair scorings,
+    candidate pairs generated, rival and neighbourhood entries scanned and alignment cells:
+    the units every stage's running time is proportional to."""
+
+    functions: int = 0
+    work: dict[str, int] = field(default_factory=dict)
+    budget: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    left_unmatched: int = 0
+
+    @property
+    def total(self) -> int:
+        return sum(self.work.values())
+
+
+STAGES = ("callgraph", "similarity", "alignment", "family")
+
+
 class MatcherBase:
+    # work budget of each stage: BUDGET_PER_FUNCTION * (functions of both sides) + BUDGET_BASE
+    # comparisons; far above what real modules need (see benchmarks/crafted.py), so only a
+    # hostile input (one huge family of look-alikes) meets it
+    BUDGET_PER_FUNCTION = 400
+    BUDGET_BASE = 200_000
     # callgraph acceptance thresholds on the pair similarity
     CG_SINGLE = 0.45  # the only unmatched pair of a neighbourhood, same signature
     CG_SINGLE_XSIG = 0.75  # ... different signature
@@ -93,6 +120,45 @@ class MatcherBase:
         self._scored: tuple[int, list[tuple[float, int, int]]] | None = None
         self.anchor_n: list[int] = []
         self.span_o = self.span_n = (0, 0)
+        size = len(self.OLD.order) + len(self.NEW.order)
+        budget = self.BUDGET_PER_FUNCTION * size + self.BUDGET_BASE
+        self.stats = MatchStats(
+            functions=size, work=dict.fromkeys(STAGES, 0), budget=dict.fromkeys(STAGES, budget)
+        )
+        self.stage = "callgraph"  # the stage the work meter charges
+        self._stopped: set[str] = set()
+
+    # ---------------------------------------------------------------- work meter
+    def spend(self, units: int, stage: str | None = None) -> bool:
+        """Charge ``units`` comparisons to ``stage`` (default: the current one); False once
+        that stage's budget is spent (the stage then stops and a note says so)."""
+        st = stage or self.stage
+        w = self.stats.work[st] + units
+        self.stats.work[st] = w
+        if w <= self.stats.budget[st]:
+            return True
+        self._stopped.add(st)
+        return False
+
+    def exhausted(self, stage: str | None = None) -> bool:
+        """The stage's budget is spent (it stops; :meth:`finish_stats` writes the note)."""
+        st = stage or self.stage
+        if self.stats.work[st] > self.stats.budget[st]:
+            self._stopped.add(st)
+        return st in self._stopped
+
+    def finish_stats(self) -> MatchStats:
+        """Fill the notes of the stages that stopped at their budget."""
+        st = self.stats
+        left = sum(1 for i in self.NEW.order if i not in self.n2o and not self.NEW.recs[i].imported)
+        st.left_unmatched = left
+        st.notes = [
+            f"matcher: {name} stage stopped at its work budget after {st.work[name]:,} "
+            f"comparisons; {left:,} functions left unmatched"
+            for name in STAGES
+            if name in self._stopped
+        ]
+        return st
 
     # ---------------------------------------------------------------- bookkeeping
     @property
@@ -228,6 +294,7 @@ class MatcherBase:
         return 0.5 + 0.5 * (1.0 - abs(fo - fn))
 
     def similarity(self, o: int, n: int, sig_penalty: bool = True) -> float:
+        self.stats.work[self.stage] += 1
         ro = self.OLD.recs[o]
         rn = self.NEW.recs[n]
         total, wsum = self.content(o, n)

@@ -11,18 +11,38 @@ from kbtool.identity.matcher.base import REVIEW_SCORE, _plausible_size
 class CallgraphStage:
     # ---------------------------------------------------------------- stage 5
     def propagate(self) -> None:
+        """Resolve the neighbourhoods of queued matched pairs to a fixpoint, within the
+        stage's work budget (each neighbourhood entry looked at counts; past the budget the
+        queue is dropped and the stage stops for the rest of the run)."""
+        prev, self.stage = self.stage, "callgraph"
+        try:
+            self._propagate()
+        finally:
+            if self.exhausted():
+                self.queue.clear()
+                self.queued.clear()
+            self.stage = prev
+
+    def _propagate(self) -> None:
         OLD, NEW = self.OLD, self.NEW
         self.update_anchors()
-        while True:
+        while not self.exhausted():
             while self.queue:
                 o, n = self.queue.popleft()
                 self.queued.discard((o, n))
-                self._resolve(OLD.callees[o], NEW.callees[n], ordered=True)
-                self._resolve(OLD.callers[o], NEW.callers[n], ordered=False)
+                lo, ln = OLD.callees[o], NEW.callees[n]
+                co, cn = OLD.callers[o], NEW.callers[n]
+                hood = len(lo) + len(ln) + len(co) + len(cn)
+                if not self.spend(1 + hood // self.SCAN_PER_UNIT):
+                    return
+                self._resolve(lo, ln, ordered=True)
+                self._resolve(co, cn, ordered=False)
             # the function table(s) as one more ordered neighbourhood of a matched root
             if not (OLD.table and NEW.table):
                 break
             before = len(self.result)
+            if not self.spend(1 + (len(OLD.table) + len(NEW.table)) // self.SCAN_PER_UNIT):
+                return
             self._resolve(OLD.table, NEW.table, ordered=True)
             if len(self.result) == before:
                 break

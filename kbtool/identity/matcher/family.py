@@ -85,16 +85,25 @@ class FamilyStage:
     def stage_wrapper_splits(self) -> int:
         """Re-pair (or flag) matched pairs next to a wrapper split; returns re-pairings."""
         moved = 0
-        for n in sorted(self.result):
-            m = self.result.get(n)
-            if m is None or m.method in NAMED or self.NEW.recs[n].imported:
-                continue
-            got = self._wrapper_vote(m, forward=True)
-            m2 = self.result.get(m.new_index)
-            if got is None and m2 is not None and m2.method not in NAMED:
-                got = self._wrapper_vote(m2, forward=False)
-            moved += bool(got)
+        prev, self.stage = self.stage, "family"
+        try:
+            for n in sorted(self.result):
+                if self.exhausted():
+                    break
+                moved += self._wrapper_pair(n)
+        finally:
+            self.stage = prev
         return moved
+
+    def _wrapper_pair(self, n: int) -> int:
+        m = self.result.get(n)
+        if m is None or m.method in NAMED or self.NEW.recs[n].imported:
+            return 0
+        got = self._wrapper_vote(m, forward=True)
+        m2 = self.result.get(m.new_index)
+        if got is None and m2 is not None and m2.method not in NAMED:
+            got = self._wrapper_vote(m2, forward=False)
+        return int(bool(got))
 
     def _wrapper_vote(self, m: Match, forward: bool) -> bool | None:
         """``forward``: a new wrapper calling ``n``; else an old wrapper calling ``o``.
@@ -106,6 +115,7 @@ class FamilyStage:
             a, b, A, B, a2b, b2a = m.new_index, m.old_index, self.NEW, self.OLD, self.n2o, self.o2n
         rb = B.recs[b]
         ra = A.recs[a]
+        self.spend(1 + len(B.callers[b]))
         thin = [
             w
             for w in B.callers[b]
@@ -149,14 +159,25 @@ class FamilyStage:
         """An unmatched function of ``a``'s side with its signature and about its size (it
         may be the one the wrapper inlined): scanned only for the rare root-only case."""
         ra = A.recs[a]
-        return any(
-            x != a
-            and x not in a2b
-            and not A.recs[x].imported
-            and A.recs[x].type_sig == ra.type_sig
-            and size_ratio(A.recs[x].instr_count, ra.instr_count) >= 0.8
-            for x in A.order
-        )
+        by_sig = self.__dict__.setdefault("_sig_sizes", {}).get(id(A))
+        if by_sig is None:  # signature -> [(instr_count, index)], sorted (static)
+            by_sig = defaultdict(list)
+            for x in A.order:
+                if not A.recs[x].imported:
+                    by_sig[A.recs[x].type_sig].append((A.recs[x].instr_count, x))
+            for v in by_sig.values():
+                v.sort()
+            self._sig_sizes[id(A)] = by_sig
+        lst = by_sig.get(ra.type_sig, [])
+        k = bisect.bisect_left(lst, (int(ra.instr_count * 0.8), -1))
+        for scanned, (cnt, x) in enumerate(lst[k:]):
+            if size_ratio(cnt, ra.instr_count) < 0.8 and cnt > ra.instr_count:
+                return False
+            if not self.spend(1) or scanned >= HOOD_CAP * 4:
+                return True  # not looked at further: assume a twin (keeps the pair, flagged)
+            if x != a and x not in a2b and size_ratio(cnt, ra.instr_count) >= 0.8:
+                return True
+        return False
 
     def _repair(self, m: Match, a: int, w: int, forward: bool, review: bool) -> None:
         self.unaccept(m.old_index, m.new_index)
@@ -181,11 +202,20 @@ class FamilyStage:
     def review_families(self) -> int:
         """Swap or flag matched look-alikes the context does not decide; returns how many
         pairs were flagged or re-paired."""
+        prev, self.stage = self.stage, "family"
+        try:
+            return self._review_families()
+        finally:
+            self.stage = prev
+
+    def _review_families(self) -> int:
         fo, fn = self._families()
         passed = self.__dict__.setdefault("_passed", {})
         clean = self._clean_families(fo, fn)
         flagged = 0
         for n in sorted(self.result):
+            if self.exhausted():
+                break
             m = self.result.get(n)
             if m is None or m.review or m.method in NAMED or self.NEW.recs[n].imported:
                 continue
@@ -203,6 +233,7 @@ class FamilyStage:
             )
             if passed.get((o, n)) == state:
                 continue
+            self.spend(1 + len(rivals_n) + len(rivals_o))
             own = self.context(o, n)
             alt = [(self.context(o, y), o, y) for y in rivals_n]
             alt += [(self.context(x, n), x, n) for x in rivals_o]

@@ -12,27 +12,76 @@ from kbtool.identity.matcher.base import REVIEW_MARGIN, REVIEW_SCORE, _Side
 
 class SimilarityStage:
     # ---------------------------------------------------------------- stage 6
+    CAND_WINDOW = 12  # nearest in size (then in expected position) with the same signature
+    CAND_CAP = 40  # candidates kept per function, each way
+    CAND_IN = 80  # candidate pairs any one function takes part in (both ways together)
+    RARE = 4  # a string/constant shared by at most this many unmatched functions
+    HOOD_MAX = 64  # matched neighbours with larger neighbourhoods propose no candidates
+    SCAN_PER_UNIT = 16  # entries of a rival or neighbourhood scan charged as one comparison
+
     def candidates(self) -> dict[int, set[int]]:
         """Blocking: bounded candidate lists, generated from both sides (so that the margin
-        of a pair sees the rivals of both of its functions). Returns new -> {old}."""
+        of a pair sees the rivals of both of its functions). Returns new -> {old}.
+
+        Every function takes part in at most ``CAND_IN`` pairs: a function many others
+        picked (one signature and one size shared by thousands of look-alikes) keeps the
+        ones with the strongest blocking evidence, then the nearest in expected position,
+        so the rival scans of the assignment stay bounded."""
         uo = [i for i in self.unmatched_old() if not self.OLD.recs[i].imported]
         un = [i for i in self.unmatched_new() if not self.NEW.recs[i].imported]
         out: dict[int, set[int]] = defaultdict(set)
         if not uo or not un:
             return out
-        for n, os_ in self._candidates_one_way(self.NEW, self.OLD, un, uo, self.n2o).items():
-            out[n].update(os_)
-        for o, ns in self._candidates_one_way(self.OLD, self.NEW, uo, un, self.o2n).items():
-            for n in ns:
-                out[n].add(o)
+        weight: dict[tuple[int, int], float] = {}  # (old, new) -> blocking evidence
+        for n, os_ in self._candidates_one_way(self.NEW, self.OLD, un, uo, self.n2o, 1).items():
+            for o, w in os_:
+                weight[(o, n)] = w
+        for o, ns in self._candidates_one_way(self.OLD, self.NEW, uo, un, self.o2n, 0).items():
+            for n, w in ns:
+                k = (o, n)
+                weight[k] = max(weight.get(k, 0.0), w)
+        self.spend(len(weight) // self.SCAN_PER_UNIT + 1)
+        by_o: dict[int, list[tuple[float, int, int]]] = defaultdict(list)
+        by_n: dict[int, list[tuple[float, int, int]]] = defaultdict(list)
+        for (o, n), w in weight.items():
+            d = abs(self.expected_pos(o, 0) - n)
+            by_o[o].append((-w, d, n))
+            by_n[n].append((-w, d, o))
+        keep = set(weight)
+        cap = self.CAND_IN
+        for side, lists in ((0, by_o), (1, by_n)):
+            for x, lst in lists.items():
+                if len(lst) > cap:
+                    lst.sort()
+                    for _w, _d, y in lst[cap:]:
+                        keep.discard((x, y) if side == 0 else (y, x))
+        for o, n in keep:
+            out[n].add(o)
         return out
 
+    def expected_pos(self, i: int, side: int) -> float:
+        """Where function ``i`` of one side (0 old, 1 new) is expected on the other side:
+        linear between the matched anchors around it (the function order is kept by
+        linkers), or the proportional position when nothing is matched yet."""
+        self.update_anchors()
+        src, dst = (self.anchor_o, self.anchor_n) if side == 0 else (self.anchor_n, self.anchor_o)
+        if side == 0:
+            (s0, s1), (d0, d1) = self.span_o, self.span_n
+        else:
+            (s0, s1), (d0, d1) = self.span_n, self.span_o
+        src = src or []
+        k = bisect.bisect_left(src, i)
+        lo_s, lo_d = (src[k - 1], dst[k - 1]) if k else (s0, d0)
+        hi_s, hi_d = (src[k], dst[k]) if k < len(src) else (s1, d1)
+        if hi_s == lo_s:
+            return float(lo_d)
+        return lo_d + (i - lo_s) * (hi_d - lo_d) / (hi_s - lo_s)
+
     def _candidates_one_way(
-        self, src: _Side, dst: _Side, us: list[int], ud: list[int], s2d: dict[int, int]
-    ) -> dict[int, list[int]]:
-        WINDOW = 12  # nearest in size with the same signature, each way
-        CAP = 40
-        RARE = 4  # a string/constant shared by at most this many unmatched functions
+        self, src: _Side, dst: _Side, us: list[int], ud: list[int], s2d: dict[int, int],
+        side: int,
+    ) -> dict[int, list[tuple[int, float]]]:
+        WINDOW, CAP, RARE = self.CAND_WINDOW, self.CAND_CAP, self.RARE
         by_sig: dict[str, list[tuple[int, int]]] = defaultdict(list)
         for i in ud:
             r = dst.recs[i]
@@ -49,13 +98,15 @@ class SimilarityStage:
                 if c >= 256 or c <= -256:
                     c_index[c].append(i)
         ud_set = set(ud)
-        out: dict[int, list[int]] = {}
+        out: dict[int, list[tuple[int, float]]] = {}
         for x in us:
             rx = src.recs[x]
             cand: dict[int, float] = {}
             lst = by_sig.get(rx.type_sig)
             if lst:
-                k = bisect.bisect_left(lst, (rx.instr_count, -1))
+                # functions of the same size sit by index: start at the expected position,
+                # so a run of equal sizes offers the nearest, not always the first ones
+                k = bisect.bisect_left(lst, (rx.instr_count, self.expected_pos(x, side)))
                 for cnt, i in lst[max(0, k - WINDOW) : k + WINDOW]:
                     if size_ratio(cnt, rx.instr_count) >= 0.4 or abs(cnt - rx.instr_count) <= 8:
                         cand[i] = cand.get(i, 0.0) + 1.0
@@ -76,21 +127,21 @@ class SimilarityStage:
                     if dm is None:
                         continue
                     hood = rel_d[dm]
-                    if len(hood) > 64:
+                    if len(hood) > self.HOOD_MAX:
                         continue
                     for i in hood:
                         if i in ud_set:
                             cand[i] = cand.get(i, 0.0) + 1.5
             if not cand:
                 continue
+            ic = rx.instr_count
             if len(cand) > CAP:
-                ic = rx.instr_count
                 ranked = sorted(
                     cand, key=lambda i: (-(cand[i] + size_ratio(dst.recs[i].instr_count, ic)), i)
-                )
-                out[x] = ranked[:CAP]
+                )[:CAP]
             else:
-                out[x] = list(cand)
+                ranked = list(cand)
+            out[x] = [(i, cand[i] + size_ratio(dst.recs[i].instr_count, ic)) for i in ranked]
         return out
 
     def similarity_round(self, threshold: float, min_margin: float) -> int:
@@ -101,6 +152,9 @@ class SimilarityStage:
         pushed back (lazy greedy). A pair is taken only when it is ``min_margin`` ahead of
         every other free candidate of either function; the rest waits for more evidence.
         """
+        self.stage = "similarity"
+        if self.exhausted():
+            return 0
         self.update_anchors()
         state = len(self.result)
         if self._scored is not None and self._scored[0] == state:
@@ -125,44 +179,72 @@ class SimilarityStage:
         epoch = 0
         touched_o: dict[int, int] = {}
         touched_n: dict[int, int] = {}
+        # best and second-best score among the free candidates of each function, kept
+        # until one of its candidates is matched or re-scored: a pop costs O(1), not a scan
+        top_o: dict[int, tuple[float, int, float]] = {}
+        top_n: dict[int, tuple[float, int, float]] = {}
+        scan = self.SCAN_PER_UNIT
+
+        def top(alive: dict[int, float], matched: dict[int, int]) -> tuple[float, int, float]:
+            self.spend(1 + len(alive) // scan)
+            b1, who, b2 = 0.0, -1, 0.0
+            for other, t in alive.items():
+                if other in matched:
+                    continue
+                if t > b1 or (t == b1 and who >= 0 and other < who):
+                    b1, who, b2 = t, other, b1
+                elif t > b2:
+                    b2 = t
+            return b1, who, b2
+
         count = 0
         while heap:
             neg, o, n, seen = heapq.heappop(heap)
             if o in self.o2n or n in self.n2o:
                 continue
+            if not self.spend(1):
+                break  # the budget is spent: what is matched so far stays
             if touched_o.get(o, -1) >= seen or touched_n.get(n, -1) >= seen:
                 s = self.similarity(o, n)
                 alive_o[o][n] = s
                 alive_n[n][o] = s
+                top_o.pop(o, None)
+                top_n.pop(n, None)
                 heapq.heappush(heap, (-s, o, n, epoch + 1))
                 continue
             s = -neg
             if s < threshold:
                 break
-            # rivals still free decide whether to take the pair at all; rivals taken by a
-            # match that is itself only a guess (flagged) still count against confidence
-            second = tentative = 0.0
-            for other, t in alive_n[n].items():
-                if other != o:
-                    m = self.o2n.get(other)
-                    if m is None:
-                        second = max(second, t)
-                    elif self.result[m].review:
-                        tentative = max(tentative, t)
-            for other, t in alive_o[o].items():
-                if other != n:
-                    m = self.n2o.get(other)
-                    if m is None:
-                        second = max(second, t)
-                    elif self.result[other].review:
-                        tentative = max(tentative, t)
+            # rivals still free decide whether to take the pair at all
+            tn = top_n.get(n)
+            if tn is None:
+                tn = top_n[n] = top(alive_n[n], self.o2n)
+            to = top_o.get(o)
+            if to is None:
+                to = top_o[o] = top(alive_o[o], self.n2o)
+            second = max(tn[2] if tn[1] == o else tn[0], to[2] if to[1] == n else to[0])
             margin = s - second
             if margin <= 1e-9 or margin < min_margin:
                 continue  # no clear winner yet: wait for more evidence
+            # rivals taken by a match that is itself only a guess (flagged) still count
+            # against confidence
+            tentative = 0.0
+            for other, t in alive_n[n].items():
+                m = self.o2n.get(other)
+                if other != o and m is not None and self.result[m].review:
+                    tentative = max(tentative, t)
+            for other, t in alive_o[o].items():
+                if other != n and other in self.n2o and self.result[other].review:
+                    tentative = max(tentative, t)
             review = s < REVIEW_SCORE or s - max(second, tentative) < REVIEW_MARGIN
             self.accept(o, n, s, "similarity", review)
             count += 1
             epoch += 1
+            # o and n are no longer free rivals of anyone
+            for y in alive_o[o]:
+                top_n.pop(y, None)
+            for x in alive_n[n]:
+                top_o.pop(x, None)
             for x in (*OLD.callers[o], *OLD.callees[o]):
                 touched_o[x] = epoch
             for y in (*NEW.callers[n], *NEW.callees[n]):
@@ -178,6 +260,9 @@ class SimilarityStage:
         the best non-crossing assignment pairs them in order. Matches made here whose
         content alone does not single them out are flagged for review.
         """
+        self.stage = "alignment"
+        if self.exhausted():
+            return 0
         self.update_anchors()
         ao, an = self.anchor_o, self.anchor_n
         if ao is None:
@@ -204,6 +289,8 @@ class SimilarityStage:
                 jn += 1
             if not xs or not ys or len(xs) * len(ys) > self.GAP_CELLS:
                 continue
+            if not self.spend(len(xs) * len(ys) * 2):  # scoring + the alignment table
+                break
             if len(xs) == 1 and len(ys) == 1:
                 # the only unmatched function between the same two anchors on both sides
                 x, y = xs[0], ys[0]
