@@ -132,9 +132,10 @@ def test_import_names_round_trip(demo_kb_master, tmp_path, capsys):
     exp = tmp_path / "names.txt"
     run(capsys, "export", "2", "-o", str(exp), "--db", str(a))
     code, out, _ = run(capsys, "import-names", str(exp), "--db", str(b))
-    assert code == 0 and "imported 5 name(s) as oracle" in out
+    # a teammate's human names stay human, unlocked (issue #23.7; docs/DECISIONS.md)
+    assert code == 0 and "imported 5 name(s): human 5" in " ".join(out.split())
     rec = json.loads(run(capsys, "show", funcs[0]["stable_id"], "--json", "--db", str(b))[1])
-    assert rec["name"] == "teammate_fn_0" and rec["provenance"] == "oracle"
+    assert rec["name"] == "teammate_fn_0" and rec["provenance"] == "human" and not rec["locked"]
     code, out, _ = run(capsys, "import-names", str(exp), "--db", str(b))
     assert "imported 0 name(s)" in out, "re-import is idempotent"
     bad = tmp_path / "bad.txt"

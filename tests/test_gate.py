@@ -190,7 +190,8 @@ def test_revert_restores_and_records(conn):
     d = revert(conn, SID, steps=2)
     assert d["written"]
     sym = queries.get_symbol(conn, SID)
-    assert sym["name"] == "first" and sym["provenance"] == "human" and sym["locked"]
+    # the record as it was (issue #23.7), not a locked human name
+    assert (sym["name"], sym["provenance"], sym["confidence"], sym["locked"]) == ("first", "agent", 0.3, False)
     assert events(conn)[-1]["kind"] == "revert"
     trail = queries.renames(conn, SID)
     assert [t["to"] for t in trail] == ["first", "third", "second", "first"]

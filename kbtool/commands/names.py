@@ -42,15 +42,24 @@ def set_name(
     type_: Annotated[str | None, typer.Option("--type", help="Type signature, e.g. 'int f(char *)'.")] = None,
     confidence: Annotated[float, typer.Option("--confidence", help="0.0..1.0")] = 1.0,
     no_lock: Annotated[bool, typer.Option("--no-lock", help="Leave the name open to higher-confidence oracle/export names.")] = False,
+    confirm: Annotated[bool, typer.Option("--confirm", help="Make the unchanged current name your own human name (locked unless --no-lock).")] = False,
     db: DbOption = None,
 ) -> None:
-    """Name a function as a human (locked by default: no tool may overwrite it)."""
+    """Name a function as a human (locked by default: no tool may overwrite it).
+
+    The function's current name, with no new --summary or --type, writes nothing (an oracle
+    or agent name stays what it is); --confirm records it as your decision.
+    """
     conn = rw(db)
-    d = gate.upsert_symbol(conn, stable_id, name, provenance="human", confidence=confidence,
-                              actor="human:cli", summary=summary, type_signature=type_,
-                              lock=not no_lock)
-    if not d["written"] and d["reason"] == "no change":
-        console.print(lit(f"{stable_id} is already named {name} (no change)"))
+    d = gate.human_rename(conn, stable_id, name, actor="human:cli", summary=summary,
+                          type_signature=type_, confidence=confidence, lock=not no_lock,
+                          confirm=confirm)
+    if not d["written"] and d["reason"] in ("no change", "unchanged"):
+        sym = queries.get_symbol(conn, stable_id) or {}
+        how = f"{sym.get('provenance')} {float(sym.get('confidence') or 0):.2f}" + (
+            ", locked" if sym.get("locked") else "")
+        hint = "" if sym.get("provenance") == "human" else "; --confirm makes it your human name"
+        console.print(lit(f"{stable_id} is already named {name} ({how}): nothing written{hint}"))
         return
     _decision(d, f"{stable_id} -> {name}" + ("" if no_lock else " (locked)"))
 
@@ -66,12 +75,17 @@ def revert(
     steps: Annotated[int, typer.Option("--steps", help="How many written changes to go back.")] = 1,
     db: DbOption = None,
 ) -> None:
-    """Restore an earlier name (recorded as a human edit; see `kbtool renames`)."""
+    """Restore the annotation as it was before a change: name, provenance, confidence, lock
+    (see `kbtool renames`; reverting twice redoes)."""
     conn = rw(db)
     _decision(gate.revert(conn, stable_id, steps=steps, actor="human:cli"), f"{stable_id}: reverted")
     sym = queries.get_symbol(conn, stable_id)
-    if sym:
-        console.print("now: ", lit(sym["name"], "bold"))
+    if sym and sym.get("name"):
+        console.print("now: ", lit(sym["name"], "bold"),
+                      lit(f"  {sym['provenance']} {float(sym['confidence']):.2f}"
+                          + ("  locked" if sym.get("locked") else "")))
+    else:
+        console.print("now: unnamed")
 
 
 def renames(stable_id: Annotated[str, typer.Argument(help="The function's stable_id.")],
@@ -224,27 +238,38 @@ def export_cmd(
 def import_names(
     file: Annotated[Path, typer.Argument(help="A file written by `kbtool export`.")],
     version: Annotated[int | None, typer.Option("--version", help="Target version (default: the one with the same module, else the most related).")] = None,
-    as_human: Annotated[bool, typer.Option("--as-human", help="Record as human names (locked) instead of oracle.")] = False,
+    as_human: Annotated[bool, typer.Option("--as-human", help="Record every name as your own human name (locked unless --no-lock), whatever the file says.")] = False,
+    no_lock: Annotated[bool, typer.Option("--no-lock", help="With --as-human: leave the names unlocked.")] = False,
     json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
     """Read names from a `kbtool export` file into the KB, each onto the function it belongs to:
     same module + index, else a unique exact body, else a unique shape (not for tiny bodies),
-    else the stable id. Ambiguous rows name nothing and are listed."""
+    else the stable id. Ambiguous rows name nothing and are listed.
+
+    Each name keeps the provenance and confidence its row gives (oracle, export, agent,
+    diff-carry); a teammate's human names land as human but unlocked, and never replace a
+    human name of this KB. With --as-human every name is your decision: human, locked."""
 
     if not file.exists():
         fail(f"no such file: {file}")
     conn = rw(db)
     rep = names_io.import_names(conn, file.read_text(encoding="utf-8"), source=file.name,
-                                version_id=version, as_human=as_human)
+                                version_id=version, as_human=as_human, lock=not no_lock)
     if json_out:
         print_json(rep.as_dict())
         return
     methods = ", ".join(f"{m} {n}" for m, n in rep.by_method.items())
     console.print(f"placed on version {rep.version_id}: {methods}")
-    console.print(f"imported {rep.written} name(s) as {rep.provenance}; {rep.already} already named"
-                  f" the same; {rep.refused} refused by the gate; {rep.unplaced} unplaced;"
-                  f" {len(rep.ambiguous)} ambiguous (not named)")
+    kinds = ", ".join(f"{p} {n}" for p, n in sorted(rep.by_provenance.items())) or "none"
+    lock_note = " (locked)" if as_human and not no_lock else ""
+    console.print(lit(f"imported {rep.written} name(s){lock_note}: {kinds}; {rep.already} already"
+                      f" the same; {rep.refused} refused by the gate; {rep.unplaced} unplaced;"
+                      f" {len(rep.ambiguous)} ambiguous (not named)"))
+    for r in rep.refusals[:20]:
+        console.print("  refused: ", lit(f"#{r['index']} {r['name']}: {r['why']}"))
+    if len(rep.refusals) > 20:
+        console.print(f"  ... {len(rep.refusals) - 20} more refused (--json lists all)")
     for a in rep.ambiguous[:20]:
         console.print("  ambiguous: ", lit(f"#{a['index']} {a['name']}: {a['why']}"))
     if len(rep.ambiguous) > 20:

@@ -31,9 +31,11 @@ events and records alike (:func:`excerpt`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import sqlite3
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypedDict
 
 from kbtool.kb.db import now, transaction
@@ -48,6 +50,8 @@ MAX_STABLE_ID = 64      # stable_ids are 16 hex digits; anything longer is not o
 EXCERPT = 200           # characters of each refused value kept in its event
 MAX_EVIDENCE_TEXT = 1024  # characters of each evidence string (evidence is kept in records)
 MAX_EVIDENCE_ITEMS = 32   # keys of an evidence object / items of an evidence list
+MAX_REFUSALS_PER_MINUTE = 120  # refusal rows one caller (actor) may add per minute; beyond,
+                               # a function's further refusals are counted on one row
 
 # People and agents give C-like identifiers, optionally qualified with `::` (C++/Rust paths).
 _IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(::[A-Za-z_$][A-Za-z0-9_$]*)*\Z")
@@ -220,10 +224,23 @@ def _record_event(
     evidence: Any,
     version_id: int | None,
 ) -> None:
+    stamp = now()
+    fingerprint = None
+    if not written:
+        fingerprint = _fingerprint(stable_id, kind, reason, provenance, confidence, actor, old, new)
+        if _repeat(conn, stable_id, fingerprint, stamp):
+            return
+        if _refusals_last_minute(conn, actor, stamp) >= MAX_REFUSALS_PER_MINUTE:
+            # over the caller's budget: counted on one row per function and caller
+            fingerprint = _fingerprint(stable_id, "throttled", actor)
+            if _repeat(conn, stable_id, fingerprint, stamp, since_write=False):
+                return
+            reason = (f"refused proposals from {actor} over {MAX_REFUSALS_PER_MINUTE} a minute,"
+                      f" counted here (first: {reason})")
     conn.execute(
         "INSERT INTO annotation_events (stable_id, kind, written, reason, provenance, confidence,"
-        " actor, old_name, new_name, old, new, evidence, version_id, created_at)"
-        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        " actor, old_name, new_name, old, new, evidence, version_id, created_at, repeats,"
+        " last_at, fingerprint) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (
             stable_id, kind, int(written), reason, provenance, confidence, actor,
             old.get("name") if old else None,
@@ -231,9 +248,50 @@ def _record_event(
             json.dumps(old, sort_keys=True) if old else None,
             json.dumps(new, sort_keys=True) if new else None,
             json.dumps(evidence, sort_keys=True) if evidence is not None else None,
-            version_id, now(),
+            version_id, stamp, 1, stamp, fingerprint,
         ),
     )
+
+
+def _fingerprint(*parts: Any) -> str:
+    """What makes two refusals the same refusal (a digest of their JSON)."""
+    blob = json.dumps(parts, sort_keys=True, default=str)
+    return hashlib.blake2b(blob.encode(), digest_size=16).hexdigest()
+
+
+def _repeat(conn: sqlite3.Connection, stable_id: str, fingerprint: str, stamp: str,
+            *, since_write: bool = True) -> bool:
+    """Count a repeated refusal on its earlier row (``repeats`` + 1, ``last_at``) when one
+    exists and, with ``since_write``, nothing was written to the function since; True then."""
+    row = conn.execute(
+        "SELECT id FROM annotation_events WHERE fingerprint = ? ORDER BY id DESC LIMIT 1",
+        (fingerprint,),
+    ).fetchone()
+    if row is None:
+        return False
+    if since_write and conn.execute(
+        "SELECT 1 FROM annotation_events WHERE stable_id = ? AND written = 1 AND id > ? LIMIT 1",
+        (stable_id, row[0]),
+    ).fetchone():
+        return False
+    conn.execute(
+        "UPDATE annotation_events SET repeats = repeats + 1, last_at = ? WHERE id = ?",
+        (stamp, row[0]),
+    )
+    return True
+
+
+def _refusals_last_minute(conn: sqlite3.Connection, actor: str, stamp: str) -> int:
+    """Refusal rows ``actor`` added in the minute before ``stamp``."""
+    try:
+        t = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    except ValueError:
+        return 0
+    since = (t - timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return int(conn.execute(
+        "SELECT COUNT(*) FROM annotation_events WHERE actor = ? AND written = 0 AND created_at >= ?",
+        (actor, since),
+    ).fetchone()[0])
 
 
 def _write(conn: sqlite3.Connection, stable_id: str, rec: dict[str, Any], version_id: int | None) -> None:
@@ -275,11 +333,13 @@ def upsert_symbol(
     lock: bool | None = None,
     version_id: int | None = None,
     kind: str | None = None,
+    yield_to_human: bool = False,
 ) -> Decision:
     """Propose ``name`` for ``stable_id``; the one decision point for every annotation write.
 
     ``lock`` only matters for human writes (default: locked). ``summary``/``type_signature``
-    of None keep the current values when the write wins. Raises
+    of None keep the current values when the write wins. ``yield_to_human``: a human name
+    from elsewhere (a teammate's export) that never replaces a human name of this KB. Raises
     :class:`UnknownStableIdError` for an id the KB has never seen; every other refusal is a
     ``{"written": False, "reason": ...}`` decision with its event.
     """
@@ -317,6 +377,8 @@ def upsert_symbol(
             return {"written": False, "reason": "no change"}
 
         ok, reason = _decide(cur, provenance, confidence)
+        if ok and yield_to_human and cur is not None and cur["provenance"] == "human":
+            ok, reason = False, "this KB's human name stays (an imported human name does not replace it)"
         if not ok:
             _record_event(conn, stable_id=stable_id, kind="rejection", written=False, reason=reason,
                           provenance=provenance, confidence=confidence, actor=actor,
@@ -335,8 +397,38 @@ def upsert_symbol(
         _write(conn, stable_id, new, version_id)
         _record_event(conn, stable_id=stable_id, kind=ev_kind, written=True, reason=reason,
                       provenance=provenance, confidence=confidence, actor=actor,
-                      old=_public(cur) if cur else None, new=_public(new), evidence=ev, version_id=version_id)
+                      old=_snapshot(cur), new=_snapshot(new), evidence=ev, version_id=version_id)
         return {"written": True, "reason": reason}
+
+
+def human_rename(
+    conn: sqlite3.Connection,
+    stable_id: str,
+    name: str,
+    *,
+    actor: str,
+    summary: str | None = None,
+    type_signature: str | None = None,
+    confidence: float = 1.0,
+    lock: bool = True,
+    confirm: bool = False,
+    evidence: dict[str, Any] | None = None,
+    version_id: int | None = None,
+) -> Decision:
+    """A person renaming a function (``set-name``, a rename dialog). The unchanged name, with
+    no new summary or type, writes nothing and records nothing (reason ``unchanged``): an
+    oracle name at 0.60 stays one. ``confirm`` makes the unchanged name the person's own
+    human name (locked unless ``lock=False``)."""
+    with transaction(conn):
+        _require_known(conn, stable_id)
+        cur = _current(conn, stable_id)
+        if (not confirm and cur is not None and cur["name"] == name
+                and summary in (None, cur["summary"])
+                and type_signature in (None, cur["type_signature"])):
+            return {"written": False, "reason": "unchanged"}
+        return upsert_symbol(conn, stable_id, name, provenance="human", confidence=confidence, actor=actor,
+                             summary=summary, type_signature=type_signature, lock=lock,
+                             evidence=evidence, version_id=version_id)
 
 
 def _same(cur: dict[str, Any], name: str, summary: str | None, type_signature: str | None,
@@ -367,6 +459,13 @@ def _public(rec: dict[str, Any]) -> dict[str, Any]:
     return {k: rec[k] for k in ("name", "summary", "type_signature", "provenance", "confidence", "locked")}
 
 
+def _snapshot(rec: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The whole record as a written event keeps it (``old``/``new``): what revert restores."""
+    if rec is None:
+        return None
+    return {**_public(rec), "evidence": rec.get("evidence", [])}
+
+
 def set_lock(conn: sqlite3.Connection, stable_id: str, locked: bool, *, actor: str = "human") -> Decision:
     """Lock or unlock a record (a human action, recorded as an event)."""
     with transaction(conn):
@@ -380,13 +479,17 @@ def set_lock(conn: sqlite3.Connection, stable_id: str, locked: bool, *, actor: s
         _write(conn, stable_id, new, version_id)
         _record_event(conn, stable_id=stable_id, kind="lock" if locked else "unlock", written=True,
                       reason="human " + ("lock" if locked else "unlock"), provenance=cur["provenance"],
-                      confidence=cur["confidence"], actor=actor, old=_public(cur), new=_public(new),
+                      confidence=cur["confidence"], actor=actor, old=_snapshot(cur), new=_snapshot(new),
                       evidence={"actor": actor}, version_id=version_id)
         return {"written": True, "reason": "locked" if locked else "unlocked"}
 
 
 def revert(conn: sqlite3.Connection, stable_id: str, *, steps: int = 1, actor: str = "human") -> Decision:
-    """Restore the value the record had ``steps`` written changes ago, as a recorded human edit."""
+    """Restore the record as it was before the ``steps``-th latest written change, exactly:
+    name, summary, type signature, provenance, confidence, lock and evidence (an oracle name
+    at 0.60 comes back as that, not as a human name). Going back past the first name clears
+    it (the function is unnamed again, open to every writer). Recorded as a ``revert`` event
+    by ``actor``; reverting a revert redoes the change."""
     if steps < 1:
         return {"written": False, "reason": "steps must be at least 1"}
     with transaction(conn):
@@ -398,26 +501,36 @@ def revert(conn: sqlite3.Connection, stable_id: str, *, steps: int = 1, actor: s
         ).fetchall()
         if len(rows) < steps:
             return {"written": False, "reason": f"no earlier value {steps} step(s) back"}
-        old = rows[steps - 1]["old"]
-        # back past the first name: the function was unnamed, so the name is cleared
-        target = json.loads(old) if old is not None else {"name": None}
+        event_id, old = rows[steps - 1]["id"], rows[steps - 1]["old"]
+        target = json.loads(old) if old is not None else None
+        if target is not None and target.get("name") is None:
+            target = None  # a name cleared by an older kbtool's revert: unnamed
         cur = _current(conn, stable_id)
+        if target is None:
+            if cur is None:
+                return {"written": False, "reason": "no change"}
+            conn.execute("DELETE FROM symbols WHERE stable_id = ?", (stable_id,))
+            _record_event(conn, stable_id=stable_id, kind="revert", written=True,
+                          reason=f"reverted {steps} step(s): name cleared (unnamed)",
+                          provenance="human", confidence=None, actor=actor, old=_snapshot(cur),
+                          new={"name": None}, evidence={"actor": actor, "reverted_to_event": event_id},
+                          version_id=version_id)
+            return {"written": True, "reason": "reverted: name cleared (unnamed)"}
         new = {
             "name": target["name"], "summary": target.get("summary"),
-            "type_signature": target.get("type_signature"), "provenance": "human",
-            # a cleared name: confidence 0, unlocked, so oracle/export names may fill it later
-            "confidence": 1.0 if target["name"] is not None else 0.0,
-            "locked": target["name"] is not None,
-            "evidence": [{"actor": actor, "reverted_to_event": rows[steps - 1]["id"],
-                          "restored_provenance": target.get("provenance")}],
+            "type_signature": target.get("type_signature"), "provenance": target["provenance"],
+            "confidence": float(target["confidence"]), "locked": bool(target.get("locked")),
+            # events written before kbtool kept evidence in them: say where the value came from
+            "evidence": target["evidence"] if "evidence" in target else [
+                {"actor": actor, "reverted_to_event": event_id}],
         }
-        if cur is not None and _public(cur) == _public(new):
+        if cur is not None and _snapshot(cur) == _snapshot(new):
             return {"written": False, "reason": "no change"}
         _write(conn, stable_id, new, version_id)
         _record_event(conn, stable_id=stable_id, kind="revert", written=True,
-                      reason=f"reverted {steps} step(s)", provenance="human", confidence=new["confidence"],
-                      actor=actor, old=_public(cur) if cur else None, new=_public(new),
-                      evidence=new["evidence"][0], version_id=version_id)
-        if target["name"] is None:
-            return {"written": True, "reason": "reverted: name cleared (unnamed)"}
+                      reason=f"reverted {steps} step(s): {new['provenance']} {new['confidence']:.2f}"
+                             + (", locked" if new["locked"] else ""),
+                      provenance=new["provenance"], confidence=new["confidence"], actor=actor,
+                      old=_snapshot(cur), new=_snapshot(new),
+                      evidence={"actor": actor, "reverted_to_event": event_id}, version_id=version_id)
         return {"written": True, "reason": f"reverted to {target['name']!r}"}

@@ -289,17 +289,50 @@ def choose_target_version(conn: sqlite3.Connection, rows: list[dict[str, Any]]) 
 # --------------------------------------------------------------------------- importing
 
 
+IMPORT_DEFAULT_CONFIDENCE = 0.9  # a row without a confidence (older exports)
+KEEPS_PROVENANCE = ("oracle", "export", "agent", "diff-carry")
+
+
+def import_as(row: dict[str, Any], *, as_human: bool, lock: bool = True) -> dict[str, Any]:
+    """What an import writes for ``row``: provenance, confidence, lock, and whether a human
+    name of this KB wins over it. Rules (docs/DECISIONS.md, "Imported names keep where they
+    came from"):
+
+    - ``--as-human``: your decision: human, confidence 1.0, locked unless ``lock=False``,
+      whatever the row says and even when the name is already the current one;
+    - a row the exporter's KB had from a person (``human``): human, unlocked, at the row's
+      confidence; it outranks agents and carried names but never replaces a human name of
+      this KB (yours win; the row is refused and listed);
+    - ``oracle``/``export``/``agent``/``diff-carry`` rows keep their provenance and
+      confidence, and the gate weighs them as it would locally;
+    - a row without provenance (an older export): oracle at 0.9.
+    """
+    conf = row["confidence"] if row["confidence"] is not None else IMPORT_DEFAULT_CONFIDENCE
+    conf = min(max(float(conf), 0.0), 1.0)
+    if as_human:
+        return {"provenance": "human", "confidence": 1.0, "lock": lock, "yield_to_human": False}
+    if row["provenance"] == "human":
+        return {"provenance": "human", "confidence": conf, "lock": False, "yield_to_human": True}
+    if row["provenance"] in KEEPS_PROVENANCE:
+        return {"provenance": row["provenance"], "confidence": conf, "lock": None,
+                "yield_to_human": False}
+    return {"provenance": "oracle", "confidence": IMPORT_DEFAULT_CONFIDENCE if row["confidence"] is None
+            else conf, "lock": None, "yield_to_human": False}
+
+
 @dataclass
 class ImportReport:
     version_id: int
-    provenance: str
+    provenance: str  # "human" with --as-human, else "as exported"
     by_method: dict[str, int]
     written: int = 0
-    already: int = 0  # the function already had that name
+    already: int = 0  # the function already had that record (nothing to write)
     refused: int = 0  # the gate refused (a locked or higher-ranked name)
     ambiguous: list[dict[str, Any]] = field(default_factory=list)
     unplaced: int = 0
     placed: dict[int, str] = field(default_factory=dict)  # target index -> name
+    by_provenance: dict[str, int] = field(default_factory=dict)  # written names per provenance
+    refusals: list[dict[str, Any]] = field(default_factory=list)  # {index, name, why}
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -307,8 +340,10 @@ class ImportReport:
             "provenance": self.provenance,
             "by_method": self.by_method,
             "written": self.written,
+            "written_by_provenance": self.by_provenance,
             "already": self.already,
             "refused": self.refused,
+            "refusals": self.refusals,
             "unplaced": self.unplaced,
             "ambiguous": [
                 {"index": a["index"], "name": a["name"], "why": a["why"]} for a in self.ambiguous
@@ -323,8 +358,10 @@ def import_names(
     source: str = "file",
     version_id: int | None = None,
     as_human: bool = False,
+    lock: bool = True,
 ) -> ImportReport:
-    """Read an export and write its names onto the matching functions, through the gate."""
+    """Read an export and write its names onto the matching functions, through the gate,
+    each with the provenance :func:`import_as` gives it."""
     rows = parse_export(text, source)
     if version_id is None:
         version_id = choose_target_version(conn, rows)
@@ -332,10 +369,9 @@ def import_names(
     target = queries.export_rows(conn, version_id)
     sid_of = {t["index"]: t["stable_id"] for t in target}
     placement = place_rows(rows, target, info["sha256"], version_id)
-    prov = "human" if as_human else "oracle"
     rep = ImportReport(
         version_id,
-        prov,
+        "human" if as_human else "as exported",
         placement.by_method(),
         ambiguous=placement.ambiguous,
         unplaced=len(placement.unplaced),
@@ -344,21 +380,18 @@ def import_names(
         for idx, row in sorted(placement.targets.items()):
             sid = sid_of[idx]
             rep.placed[idx] = row["name"]
-            cur = queries.get_symbol(conn, sid)
-            if cur is not None and cur["name"] == row["name"]:
-                rep.already += 1
-                continue
-            conf = (
-                1.0
-                if as_human
-                else min(row["confidence"] if row["confidence"] is not None else 0.9, 1.0)
-            )
+            how = import_as(row, as_human=as_human, lock=lock)
+            if how["yield_to_human"]:
+                cur = queries.get_symbol(conn, sid)
+                if cur is not None and cur["provenance"] == "human" and cur["name"] == row["name"]:
+                    rep.already += 1  # both people agree: this KB's record stays as it is
+                    continue
             d = gate.upsert_symbol(
                 conn,
                 sid,
                 row["name"],
-                provenance=prov,
-                confidence=conf,
+                provenance=how["provenance"],
+                confidence=how["confidence"],
                 actor=f"import:{source}",
                 summary=row["summary"],
                 type_signature=None,
@@ -368,14 +401,20 @@ def import_names(
                     "method": placement.method_of[idx],
                     "from_index": row["index"],
                     "original_provenance": row["provenance"],
+                    "original_confidence": row["confidence"],
                 },
-                lock=True if as_human else None,
+                lock=how["lock"],
                 version_id=version_id,
+                yield_to_human=how["yield_to_human"],
             )
             if d["written"]:
                 rep.written += 1
+                rep.by_provenance[how["provenance"]] = rep.by_provenance.get(how["provenance"], 0) + 1
+            elif d["reason"] == "no change":
+                rep.already += 1
             else:
                 rep.refused += 1
+                rep.refusals.append({"index": idx, "name": row["name"], "why": d["reason"]})
     return rep
 
 

@@ -14,7 +14,9 @@ from kbtool.tui.widgets.palette import name_text
 
 
 class RenameScreen(ModalScreen[str | None]):
-    """Dismisses with the typed name, or None on Esc."""
+    """Dismisses with the typed name, or None on Esc, an empty box or the unchanged name:
+    confirming the name the function already has (a stray ``n`` then ``enter``) writes
+    nothing, so an oracle or agent name never silently becomes a locked human one."""
 
     BINDINGS = [Binding("escape", "cancel", "cancel", key_display="esc")]
 
@@ -40,6 +42,9 @@ class RenameScreen(ModalScreen[str | None]):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         value = event.value.strip()
+        if value and value == (self.ref.name or ""):
+            self.notify("name unchanged: nothing written", timeout=3)
+            value = ""
         self.dismiss(value or None)
 
     def action_cancel(self) -> None:
