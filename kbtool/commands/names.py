@@ -140,13 +140,18 @@ def history(stable_id: Annotated[str, typer.Argument(help="The function's stable
     console.print(t)
     e = Table(title="annotation events")
     e.add_column("when", no_wrap=True)
-    e.add_column("event", no_wrap=True)
+    e.add_column("event", no_wrap=True)  # "rejection ×N": N identical refusals
     e.add_column("name", ratio=3, overflow="fold")
     e.add_column("conf", justify="right")
     e.add_column("actor · reason", ratio=2, overflow="fold")
     for ev in h["events"]:
         mark = Text("✓ " if ev["written"] else "✗ ", style="green" if ev["written"] else "red")
-        e.add_row(_when(ev["created_at"]), mark + lit(ev["kind"]),
+        kind = lit(ev["kind"])
+        when = _when(ev["created_at"])
+        if (ev.get("repeats") or 1) > 1:  # identical refusals: one row, how often, the last time
+            kind.append(f" ×{ev['repeats']:,}", style="bold")
+            when += f" … {_when(ev['last_at'])}"
+        e.add_row(when, mark + kind,
                   lit(f"{ev['old_name'] or '∅'} → {ev['new_name'] or '∅'}"),
                   "" if ev["confidence"] is None else f"{ev['confidence']:.2f}",
                   lit(f"{ev['actor']} · {ev['reason']}"))

@@ -500,7 +500,7 @@ def find_functions(conn: sqlite3.Connection, text: str, limit: int = 20) -> list
 
 _EVENT_COLUMNS = (
     "id, kind, written, reason, provenance, confidence, actor, old_name, new_name, old, new,"
-    " evidence, version_id, created_at"
+    " evidence, version_id, created_at, repeats, last_at"
 )
 
 
@@ -520,6 +520,8 @@ def _event(row: sqlite3.Row) -> dict[str, Any]:
         "evidence": json.loads(row["evidence"]) if row["evidence"] else None,
         "version_id": row["version_id"],
         "created_at": row["created_at"],
+        "repeats": row["repeats"],  # identical refusals counted on one row (schema 4)
+        "last_at": row["last_at"] or row["created_at"],
     }
 
 
