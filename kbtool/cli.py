@@ -32,6 +32,7 @@ def build_app() -> Any:
     # command, so `kbtool versions` never pays for them (~0.4 s measured for textual alone).
     from kbtool.commands import agent, analyze, code, core, deep, diff, names, serve, tui
     from kbtool.commands import backup as backup_cmd
+    from kbtool.commands import data as data_cmd
     from kbtool.commands import mcp as mcp_cmd
     from kbtool.commands.common import set_global_db
 
@@ -66,7 +67,8 @@ def build_app() -> Any:
         """kbtool: name the functions of a stripped wasm module once, keep the names in every release."""
         set_global_db(db)
 
-    for module in (core, names, mcp_cmd, serve, tui, diff, code, deep, agent, analyze, backup_cmd):
+    for module in (core, names, mcp_cmd, serve, tui, diff, code, deep, agent, analyze, backup_cmd,
+                   data_cmd):
         module.register(app)
     _whole_short_helps(app)
     _APP = app

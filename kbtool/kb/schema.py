@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from kbtool.kb.errors import NotAKBError, SchemaVersionError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 KB_KIND = "kbtool-kb"
 
 _V1 = """
@@ -250,6 +250,60 @@ CREATE INDEX annotation_events_fingerprint ON annotation_events(fingerprint)
 CREATE INDEX annotation_events_refused ON annotation_events(actor, created_at) WHERE written = 0;
 """
 
+# Version 5: the data model of a version (kbtool.analysis.datamodel): globals with roles, data
+# items (strings, tables, ...) with a content identity, and references from code to both.
+_V5 = """
+CREATE TABLE data_globals (
+    version_id INTEGER NOT NULL REFERENCES versions(id),
+    idx INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    mutable INTEGER NOT NULL,
+    initial TEXT,               -- JSON number or null
+    imported INTEGER NOT NULL,
+    import_name TEXT,
+    exports TEXT NOT NULL DEFAULT '[]',   -- JSON list
+    role TEXT,
+    name TEXT,                  -- what the toolchain calls it, when known
+    confidence REAL NOT NULL DEFAULT 0,
+    reads INTEGER NOT NULL DEFAULT 0,
+    writes INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (version_id, idx)
+) WITHOUT ROWID;
+CREATE TABLE data_items (
+    version_id INTEGER NOT NULL REFERENCES versions(id),
+    address INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    kind TEXT NOT NULL,         -- cstring, utf16, gostring, pointer_table, funcptr_table, numeric, zero
+    segment INTEGER NOT NULL,
+    text TEXT,
+    label TEXT NOT NULL,
+    data_id TEXT NOT NULL,      -- identity across releases: kind + content (+ n-th duplicate)
+    refs INTEGER NOT NULL DEFAULT 0,
+    targets TEXT NOT NULL DEFAULT '[]',   -- JSON list (tables)
+    PRIMARY KEY (version_id, address)
+) WITHOUT ROWID;
+CREATE INDEX data_items_id ON data_items(data_id);
+CREATE INDEX data_items_label ON data_items(version_id, label);
+CREATE TABLE data_refs (
+    version_id INTEGER NOT NULL REFERENCES versions(id),
+    func_index INTEGER NOT NULL,   -- -1: a reference from data (a Go string header)
+    offset INTEGER NOT NULL,       -- file offset of the instruction (or of the header)
+    kind TEXT NOT NULL,            -- load, store, addr, funcptr, gostring, via_header, read, write, call_indirect
+    target_kind TEXT NOT NULL,     -- data, global, table
+    target INTEGER NOT NULL,
+    width INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX data_refs_target ON data_refs(version_id, target_kind, target);
+CREATE INDEX data_refs_func ON data_refs(version_id, func_index);
+CREATE TABLE data_models (
+    version_id INTEGER PRIMARY KEY REFERENCES versions(id),
+    data_start INTEGER NOT NULL,
+    data_end INTEGER NOT NULL,
+    truncated INTEGER NOT NULL DEFAULT 0,
+    built_at TEXT NOT NULL
+);
+"""
+
 # Migration n takes a KB at schema version n-1 to version n.
 def _run_script(conn: sqlite3.Connection, script: str) -> None:
     """Run DDL statements one by one (``executescript`` would commit mid-migration)."""
@@ -266,12 +320,14 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     2: lambda conn: _run_script(conn, _V2),
     3: lambda conn: _run_script(conn, _V3),
     4: lambda conn: _run_script(conn, _V4),
+    5: lambda conn: _run_script(conn, _V5),
 }
 
 TABLES = (
     "meta", "versions", "modules", "functions", "facts", "call_edges", "symbols",
     "annotation_events", "events", "diffs", "oracle_modules", "programs", "thread_facts",
-    "structs", "analyses", "analysis_runs", "suggestions",
+    "structs", "analyses", "analysis_runs", "suggestions", "data_globals", "data_items",
+    "data_refs", "data_models",
 )
 
 

@@ -21,7 +21,6 @@ name), and names the gate would reject as identifiers are skipped, never propose
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -34,7 +33,9 @@ from kbtool.kb.db import transaction
 from kbtool.kb.errors import KBError
 from kbtool.kb.gate import upsert_symbol, validate_name
 from kbtool.kb.provenance import AUTHORITY
+from kbtool.services import data as data_model
 from kbtool.wasm import WasmFormatError, analyze_module
+from kbtool.wasm.facts import decode_workers
 
 __all__ = ["ACTOR", "PROVENANCE", "AnalyzeError", "analyze_version", "kb_name"]
 
@@ -43,7 +44,6 @@ Progress = Callable[[str, int, int], None]
 ACTOR = "analyzer"
 PROVENANCE = "agent"
 RUN_KIND = "analyze"
-PARALLEL_DECODE_BYTES = 4_000_000  # as ingest: both cores decode bodies of big modules
 OUTCOMES = ("written", "refused", "unchanged", "skipped")
 
 
@@ -80,7 +80,7 @@ def analyze_version(
         raise AnalyzeError(
             f"version {version_id} has no stored module bytes; re-ingest the module to analyse it"
         )
-    workers = 2 if len(data) > PARALLEL_DECODE_BYTES and (os.cpu_count() or 1) > 1 else 1
+    workers = decode_workers(len(data))  # 2 for big modules (KBTOOL_PARALLEL_DECODE_BYTES)
     try:
         analysis = analyze_module(
             data,
@@ -98,6 +98,10 @@ def analyze_version(
         store.replace_thread_facts(conn, version_id, sa.thread_facts)
         store.replace_structs(conn, version_id, sa.structs)
         summary = _summary(names, sa.review, sa.thread_facts, sa.structs)
+        summary["data"] = data_model.build(  # globals, data items, xrefs (issue 26)
+            conn, version_id, analysis, data,
+            progress=(lambda done, total: progress("data", done, total)) if progress else None,
+        )
         store.record_run(conn, version_id, RUN_KIND, summary)
     return {
         "version_id": version_id,

@@ -1,0 +1,272 @@
+"""Writes and reads of a version's data model (tables ``data_globals``, ``data_items``,
+``data_refs``, ``data_models``; built by :mod:`kbtool.services.data`).
+
+Reads return plain dicts; every list is bounded by the caller's ``limit``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from typing import Any, TypedDict
+
+import orjson
+
+from kbtool.kb.db import now
+
+REF_BATCH = 5000
+
+
+class DataItemRow(TypedDict):
+    address: int
+    size: int
+    kind: str
+    segment: int
+    text: str | None
+    label: str
+    data_id: str
+    refs: int
+    targets: list[int]
+
+
+class GlobalRow(TypedDict):
+    index: int
+    type: str
+    mutable: bool
+    initial: int | float | None
+    imported: bool
+    import_name: str | None
+    exports: list[str]
+    role: str | None
+    name: str | None
+    confidence: float
+    reads: int
+    writes: int
+
+
+class RefRow(TypedDict):
+    func_index: int
+    offset: int
+    kind: str
+    target_kind: str
+    target: int
+    width: int
+
+
+# --------------------------------------------------------------------------- writes
+
+
+def replace_data_model(
+    conn: sqlite3.Connection,
+    version_id: int,
+    *,
+    globals_: Iterable[dict[str, Any]],
+    items: Iterable[dict[str, Any]],
+    refs: Iterable[tuple[int, int, str, str, int, int]],
+    data_start: int,
+    data_end: int,
+    truncated: bool,
+) -> None:
+    """Store the data model of ``version_id`` (replacing an older one), in the caller's
+    transaction. ``refs`` are ``(func_index, offset, kind, target_kind, target, width)``."""
+    for table in ("data_globals", "data_items", "data_refs", "data_models"):
+        conn.execute(f"DELETE FROM {table} WHERE version_id = ?", (version_id,))  # noqa: S608
+    conn.executemany(
+        "INSERT INTO data_globals(version_id, idx, type, mutable, initial, imported, import_name,"
+        " exports, role, name, confidence, reads, writes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        [
+            (version_id, g["index"], g["type"], int(g["mutable"]),
+             None if g["initial"] is None else orjson.dumps(g["initial"]).decode(),
+             int(g["imported"]), g["import_name"], orjson.dumps(g["exports"]).decode(),
+             g["role"], g["name"], g["confidence"], g["reads"], g["writes"])
+            for g in globals_
+        ],
+    )
+    conn.executemany(
+        "INSERT INTO data_items(version_id, address, size, kind, segment, text, label, data_id,"
+        " refs, targets) VALUES (?,?,?,?,?,?,?,?,?,?)",
+        [
+            (version_id, i["address"], i["size"], i["kind"], i["segment"], i["text"], i["label"],
+             i["data_id"], i["refs"], orjson.dumps(i["targets"]).decode())
+            for i in items
+        ],
+    )
+    batch: list[tuple] = []
+    for r in refs:
+        batch.append((version_id, *r))
+        if len(batch) >= REF_BATCH:
+            _insert_refs(conn, batch)
+            batch = []
+    _insert_refs(conn, batch)
+    conn.execute(
+        "INSERT INTO data_models(version_id, data_start, data_end, truncated, built_at)"
+        " VALUES (?,?,?,?,?)",
+        (version_id, data_start, data_end, int(truncated), now()),
+    )
+
+
+def _insert_refs(conn: sqlite3.Connection, rows: list[tuple]) -> None:
+    if rows:
+        conn.executemany(
+            "INSERT INTO data_refs(version_id, func_index, offset, kind, target_kind, target, width)"
+            " VALUES (?,?,?,?,?,?,?)",
+            rows,
+        )
+
+
+# --------------------------------------------------------------------------- reads
+
+
+def model_info(conn: sqlite3.Connection, version_id: int) -> dict[str, Any] | None:
+    """``{data_start, data_end, truncated, built_at, items, globals, refs}`` or None when the
+    version has no data model yet."""
+    row = conn.execute(
+        "SELECT data_start, data_end, truncated, built_at FROM data_models WHERE version_id = ?",
+        (version_id,),
+    ).fetchone()
+    if row is None:
+        return None
+    count = {
+        t: conn.execute(f"SELECT count(*) FROM {t} WHERE version_id = ?", (version_id,)).fetchone()[0]  # noqa: S608
+        for t in ("data_items", "data_globals", "data_refs")
+    }
+    return {
+        "data_start": row[0], "data_end": row[1], "truncated": bool(row[2]), "built_at": row[3],
+        "items": count["data_items"], "globals": count["data_globals"], "refs": count["data_refs"],
+    }
+
+
+_ITEM_COLS = "address, size, kind, segment, text, label, data_id, refs, targets"
+
+
+def _item(row: tuple) -> DataItemRow:
+    return {
+        "address": row[0], "size": row[1], "kind": row[2], "segment": row[3], "text": row[4],
+        "label": row[5], "data_id": row[6], "refs": row[7], "targets": orjson.loads(row[8]),
+    }
+
+
+def list_items(
+    conn: sqlite3.Connection,
+    version_id: int,
+    *,
+    kinds: tuple[str, ...] | None = None,
+    search: str | None = None,
+    offset: int = 0,
+    limit: int = 100,
+) -> tuple[list[DataItemRow], int]:
+    """A page of items by address, and the total that matched. ``search`` is a
+    case-insensitive substring of the text or the label."""
+    where, args = ["version_id = ?"], [version_id]
+    if kinds:
+        where.append(f"kind IN ({','.join('?' * len(kinds))})")
+        args += list(kinds)
+    if search:
+        where.append("(instr(lower(coalesce(text, '')), lower(?)) > 0 OR instr(lower(label), lower(?)) > 0)")
+        args += [search, search]
+    cond = " AND ".join(where)
+    total = conn.execute(f"SELECT count(*) FROM data_items WHERE {cond}", args).fetchone()[0]  # noqa: S608
+    rows = conn.execute(
+        f"SELECT {_ITEM_COLS} FROM data_items WHERE {cond} ORDER BY address LIMIT ? OFFSET ?",  # noqa: S608
+        [*args, limit, offset],
+    ).fetchall()
+    return [_item(r) for r in rows], int(total)
+
+
+def item_at(conn: sqlite3.Connection, version_id: int, address: int) -> DataItemRow | None:
+    """The item holding ``address`` (None outside every item)."""
+    row = conn.execute(
+        f"SELECT {_ITEM_COLS} FROM data_items WHERE version_id = ? AND address <= ?"  # noqa: S608
+        " ORDER BY address DESC LIMIT 1",
+        (version_id, address),
+    ).fetchone()
+    if row is None:
+        return None
+    it = _item(row)
+    return it if it["address"] <= address < it["address"] + max(it["size"], 1) else None
+
+
+def item_by_label(conn: sqlite3.Connection, version_id: int, label: str) -> DataItemRow | None:
+    row = conn.execute(
+        f"SELECT {_ITEM_COLS} FROM data_items WHERE version_id = ? AND label = ?",  # noqa: S608
+        (version_id, label),
+    ).fetchone()
+    return None if row is None else _item(row)
+
+
+def items_by_text(conn: sqlite3.Connection, version_id: int, text: str, limit: int = 50) -> list[DataItemRow]:
+    """String items whose text equals ``text``, else contains it (case-sensitive first)."""
+    rows = conn.execute(
+        f"SELECT {_ITEM_COLS} FROM data_items WHERE version_id = ? AND text = ? ORDER BY address LIMIT ?",  # noqa: S608
+        (version_id, text, limit),
+    ).fetchall()
+    if not rows:
+        rows = conn.execute(
+            f"SELECT {_ITEM_COLS} FROM data_items WHERE version_id = ? AND instr(text, ?) > 0"  # noqa: S608
+            " ORDER BY address LIMIT ?",
+            (version_id, text, limit),
+        ).fetchall()
+    return [_item(r) for r in rows]
+
+
+def globals_of(conn: sqlite3.Connection, version_id: int) -> list[GlobalRow]:
+    rows = conn.execute(
+        "SELECT idx, type, mutable, initial, imported, import_name, exports, role, name,"
+        " confidence, reads, writes FROM data_globals WHERE version_id = ? ORDER BY idx",
+        (version_id,),
+    ).fetchall()
+    return [
+        {
+            "index": r[0], "type": r[1], "mutable": bool(r[2]),
+            "initial": None if r[3] is None else orjson.loads(r[3]), "imported": bool(r[4]),
+            "import_name": r[5], "exports": orjson.loads(r[6]), "role": r[7], "name": r[8],
+            "confidence": r[9], "reads": r[10], "writes": r[11],
+        }
+        for r in rows
+    ]
+
+
+def _ref(r: tuple) -> RefRow:
+    return {"func_index": r[0], "offset": r[1], "kind": r[2], "target_kind": r[3],
+            "target": r[4], "width": r[5]}
+
+
+def refs_to(
+    conn: sqlite3.Connection, version_id: int, target_kind: str, lo: int, hi: int | None = None,
+    *, limit: int = 500,
+) -> tuple[list[RefRow], int]:
+    """References to ``target`` (``hi`` None) or to any target in ``[lo, hi)``, by function
+    and offset; and their total."""
+    if hi is None:
+        cond, args = "target = ?", [lo]
+    else:
+        cond, args = "target >= ? AND target < ?", [lo, hi]
+    base = f"FROM data_refs WHERE version_id = ? AND target_kind = ? AND {cond}"
+    total = conn.execute(f"SELECT count(*) {base}", [version_id, target_kind, *args]).fetchone()[0]  # noqa: S608
+    rows = conn.execute(
+        f"SELECT func_index, offset, kind, target_kind, target, width {base}"  # noqa: S608
+        " ORDER BY func_index, offset LIMIT ?",
+        [version_id, target_kind, *args, limit],
+    ).fetchall()
+    return [_ref(r) for r in rows], int(total)
+
+
+def refs_from(conn: sqlite3.Connection, version_id: int, func_index: int, *, limit: int = 2000) -> list[RefRow]:
+    """What one function references (data and globals), by offset."""
+    rows = conn.execute(
+        "SELECT func_index, offset, kind, target_kind, target, width FROM data_refs"
+        " WHERE version_id = ? AND func_index = ? ORDER BY offset LIMIT ?",
+        (version_id, func_index, limit),
+    ).fetchall()
+    return [_ref(r) for r in rows]
+
+
+def ref_counts_by_function(conn: sqlite3.Connection, version_id: int, func_indices: list[int]) -> dict[int, int]:
+    if not func_indices:
+        return {}
+    rows = conn.execute(
+        f"SELECT func_index, count(*) FROM data_refs WHERE version_id = ? AND func_index IN"  # noqa: S608
+        f" ({','.join('?' * len(func_indices))}) GROUP BY func_index",
+        [version_id, *func_indices],
+    ).fetchall()
+    return {r[0]: r[1] for r in rows}

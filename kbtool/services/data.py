@@ -1,0 +1,285 @@
+"""Data symbols and cross-references of a version (issue 26): build and store the data model
+(:mod:`kbtool.analysis.datamodel`), and answer "who uses this" for functions, globals,
+addresses and strings.
+
+``build(conn, version_id, analysis, data)`` runs inside ``kbtool analyze``; every read here
+works on the stored model (no module pass per request). Targets of :func:`xrefs`:
+
+- a function: a name, ``#index`` or a stable id -> its callers (and, ``uses``, what it calls
+  and the data and globals it touches);
+- a global: ``g:NAME`` or ``g:INDEX``;
+- an address: ``0x1234`` (or a decimal number) -> the item holding it;
+- a string: ``"text`` (the item whose text equals it, else contains it) or a data label.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+from kbtool.analysis.datamodel import build_data_model, read_memory
+from kbtool.analysis.recognize import stack_pointer_global
+from kbtool.kb import datamodel as dm_store
+from kbtool.kb import queries
+from kbtool.kb.errors import KBError
+from kbtool.wasm import ModuleAnalysis
+
+MAX_READ = 4096  # bytes read_memory answers at most
+MAX_XREFS = 500  # references listed per answer (the total is always given)
+_HEX = re.compile(r"(0x[0-9a-f]+|\d+)\Z", re.IGNORECASE)
+_GLOBAL = re.compile(r"g:(.+)\Z", re.IGNORECASE)
+
+
+class DataError(KBError):
+    """A data-model request that cannot be answered: bad target or range, no model yet."""
+
+
+# --------------------------------------------------------------------------- build
+
+
+def _data_ids(items: list[dict[str, Any]], memory: Callable[[int, int], bytes | None]) -> None:
+    """``data_id``: kind + content digest, ``#n`` for the n-th duplicate by address. Stable
+    across releases while the content stays (addresses move, content does not)."""
+    seen: dict[str, int] = {}
+    for it in items:
+        raw = memory(it["address"], min(it["size"], 1 << 16)) or b""
+        h = hashlib.blake2b(it["kind"].encode() + b"\0" + raw, digest_size=8).hexdigest()
+        n = seen.get(h, 0)
+        seen[h] = n + 1
+        it["data_id"] = f"d:{h}" if n == 0 else f"d:{h}#{n}"
+
+
+def build(
+    conn: sqlite3.Connection,
+    version_id: int,
+    analysis: ModuleAnalysis,
+    data: bytes,
+    *,
+    go: bool | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Build and store the data model of a version (in the caller's transaction); return
+    its counts."""
+    if go is None:
+        tc = (analysis.toolchain_version or "").lower()
+        go = tc.startswith("go") or any(
+            f.import_module == "gojs" or (f.import_module or "").startswith("go") for f in analysis.functions
+            if f.imported
+        )
+    sp = stack_pointer_global(analysis, data) if not go else None
+    model = build_data_model(analysis, data, stack_pointer=sp, go=go, progress=progress)
+    items = [
+        {
+            "address": i.address, "size": i.size, "kind": i.kind, "segment": i.segment,
+            "text": i.text, "label": i.label or f"data_{i.address:x}", "refs": i.refs,
+            "targets": i.targets,
+        }
+        for i in model.items
+    ]
+    _data_ids(items, lambda a, n: read_memory(analysis, a, n))
+    globals_ = [
+        {
+            "index": g.index, "type": g.type, "mutable": g.mutable, "initial": g.initial,
+            "imported": g.imported, "import_name": g.import_name, "exports": g.exports,
+            "role": g.role, "name": g.name, "confidence": g.confidence, "reads": g.reads,
+            "writes": g.writes,
+        }
+        for g in model.globals
+    ]
+    dm_store.replace_data_model(
+        conn, version_id, globals_=globals_, items=items,
+        refs=((r.func_index, r.offset, r.kind, r.target_kind, r.target, r.width) for r in model.refs),
+        data_start=model.data_start, data_end=model.data_end, truncated=model.truncated,
+    )
+    kinds: dict[str, int] = {}
+    for i in items:
+        kinds[i["kind"]] = kinds.get(i["kind"], 0) + 1
+    return {
+        "items": len(items), "items_by_kind": dict(sorted(kinds.items())),
+        "globals": len(globals_), "named_globals": sum(1 for g in globals_ if g["name"]),
+        "refs": len(model.refs), "truncated": model.truncated,
+    }
+
+
+# --------------------------------------------------------------------------- reads
+
+
+def _require_model(conn: sqlite3.Connection, version_id: int) -> dict[str, Any]:
+    queries.get_version(conn, version_id)  # UnknownVersionError for an unknown id
+    info = dm_store.model_info(conn, version_id)
+    if info is None:
+        raise DataError(
+            f"version {version_id} has no data model yet: run `kbtool analyze {version_id}`"
+        )
+    return info
+
+
+def status(conn: sqlite3.Connection, version_id: int) -> dict[str, Any] | None:
+    queries.get_version(conn, version_id)
+    return dm_store.model_info(conn, version_id)
+
+
+def globals_of(conn: sqlite3.Connection, version_id: int) -> list[dict[str, Any]]:
+    """The version's globals with roles, names and use counts."""
+    _require_model(conn, version_id)
+    return list(dm_store.globals_of(conn, version_id))
+
+
+def list_data(
+    conn: sqlite3.Connection, version_id: int, *, kind: str | None = None,
+    search: str | None = None, offset: int = 0, limit: int = 100,
+) -> dict[str, Any]:
+    """A page of data items: ``{items, total, offset, next_offset}``. ``kind``: one item
+    kind, or ``string`` for every string kind."""
+    _require_model(conn, version_id)
+    kinds = None
+    if kind:
+        kinds = ("cstring", "utf16", "gostring") if kind in ("string", "strings") else (kind,)
+    items, total = dm_store.list_items(conn, version_id, kinds=kinds, search=search,
+                                       offset=offset, limit=limit)
+    nxt = offset + len(items)
+    return {"items": items, "total": total, "offset": offset,
+            "next_offset": nxt if nxt < total else None}
+
+
+def strings(conn: sqlite3.Connection, version_id: int, *, search: str | None = None,
+            offset: int = 0, limit: int = 100) -> dict[str, Any]:
+    return list_data(conn, version_id, kind="string", search=search, offset=offset, limit=limit)
+
+
+def memory(conn: sqlite3.Connection, version_id: int, address: int, length: int) -> dict[str, Any]:
+    """``length`` bytes of the initial memory at ``address`` (at most MAX_READ), as hex and
+    ASCII rows of 16 bytes, with the item that holds ``address``."""
+    if address < 0 or length <= 0:
+        raise DataError(f"bad range: address {address}, length {length} (both must be positive)")
+    if length > MAX_READ:
+        raise DataError(f"length {length} is over the bound of {MAX_READ} bytes")
+    info = _require_model(conn, version_id)
+    if address >= info["data_end"] or address + length <= info["data_start"]:
+        raise DataError(
+            f"address 0x{address:x} is outside the initialised data"
+            f" (0x{info['data_start']:x}..0x{info['data_end']:x})"
+        )
+    data = queries.module_bytes(conn, version_id)
+    if data is None:
+        raise DataError(f"version {version_id} has no stored module bytes")
+    from kbtool.wasm import parse_module  # the segments only (no code decode)
+
+    raw = _read_segments(parse_module(data), address, length)
+    rows = []
+    for k in range(0, len(raw), 16):
+        chunk = raw[k : k + 16]
+        rows.append({
+            "address": address + k,
+            "hex": " ".join(f"{b:02x}" for b in chunk),
+            "ascii": "".join(chr(b) if 0x20 <= b < 0x7F else "." for b in chunk),
+        })
+    return {"address": address, "length": len(raw), "rows": rows,
+            "item": dm_store.item_at(conn, version_id, address)}
+
+
+def _read_segments(module: Any, address: int, length: int) -> bytes:
+    out = bytearray(length)
+    for s in module.data_segments:
+        if s.passive or s.offset is None or s.memory_index != 0:
+            continue
+        base = int(s.offset)
+        lo, hi = max(base, address), min(base + len(s.data), address + length)
+        if lo < hi:
+            out[lo - address : hi - address] = s.data[lo - base : hi - base]
+    return bytes(out)
+
+
+def _func_entry(names: dict[int, str], index: int) -> dict[str, Any]:
+    return {"index": index, "name": names.get(index)}
+
+
+def _resolve_function(conn: sqlite3.Connection, version_id: int, text: str) -> int | None:
+    t = text.strip()
+    if t.startswith("#") and t[1:].isdigit():
+        return int(t[1:])
+    if re.fullmatch(r"[0-9a-f]{16}", t):
+        for f in queries.functions_by_stable_id(conn, t):
+            if f.get("version_id") == version_id:
+                return int(f["index"])
+    for idx, name in queries.function_names(conn, version_id).items():
+        if name == t:
+            return idx
+    return None
+
+
+def xrefs(conn: sqlite3.Connection, version_id: int, target: str, *, limit: int = MAX_XREFS) -> dict[str, Any]:
+    """Cross-references of ``target`` (see the module docstring):
+    ``{target: {kind, ...}, refs: [{func_index, name, offset, kind, ...}], total, uses?}``."""
+    target = (target or "").strip()
+    if not target:
+        raise DataError("empty target: give a function, g:GLOBAL, 0xADDRESS or \"text")
+    if len(target) > 512:
+        raise DataError("target longer than 512 characters")
+    _require_model(conn, version_id)
+    names = queries.function_names(conn, version_id)
+
+    def entries(refs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [dict(r, name=names.get(r["func_index"])) for r in refs]
+
+    m = _GLOBAL.match(target)
+    if m:
+        key = m.group(1)
+        gl = dm_store.globals_of(conn, version_id)
+        g = next((x for x in gl if (key.isdigit() and x["index"] == int(key)) or x["name"] == key), None)
+        if g is None:
+            raise DataError(f"no global {key!r} in version {version_id} (see `kbtool globals {version_id}`)")
+        refs, total = dm_store.refs_to(conn, version_id, "global", g["index"], limit=limit)
+        return {"target": {"kind": "global", **g}, "refs": entries(refs), "total": total}
+    if target.startswith('"'):
+        text = target[1:].rstrip('"')
+        found = dm_store.items_by_text(conn, version_id, text, limit=2)
+        if not found:
+            raise DataError(f"no string {text[:60]!r} in version {version_id}")
+        return _item_xrefs(conn, version_id, found[0], entries, limit)
+    if _HEX.match(target):
+        address = int(target, 0)
+        it = dm_store.item_at(conn, version_id, address)
+        if it is None:
+            raise DataError(f"no data item at 0x{address:x} in version {version_id}")
+        return _item_xrefs(conn, version_id, it, entries, limit)
+    it = dm_store.item_by_label(conn, version_id, target)
+    if it is not None:
+        return _item_xrefs(conn, version_id, it, entries, limit)
+    idx = _resolve_function(conn, version_id, target)
+    if idx is None or queries.function_at_index(conn, version_id, idx) is None:
+        raise DataError(
+            f"{target[:60]!r} matches nothing in version {version_id}: give a function name,"
+            " #index or stable id, g:GLOBAL, 0xADDRESS, a data label or \"text"
+        )
+    callers = queries.callers(conn, version_id, idx)
+    uses = dm_store.refs_from(conn, version_id, idx, limit=limit)
+    return {
+        "target": {"kind": "function", "index": idx, "name": names.get(idx)},
+        "refs": [{"func_index": c["index"], "name": c.get("name"), "kind": "call",
+                  "offset": None} for c in callers][:limit],
+        "total": len(callers),
+        "uses": {
+            "calls": queries.callees(conn, version_id, idx),
+            "data": [_use(conn, version_id, r) for r in uses],
+        },
+    }
+
+
+def _use(conn: sqlite3.Connection, version_id: int, r: dict[str, Any]) -> dict[str, Any]:
+    out = dict(r)
+    if r["target_kind"] == "data":
+        it = dm_store.item_at(conn, version_id, r["target"])
+        if it is not None:
+            out["label"], out["text"] = it["label"], it["text"]
+    return out
+
+
+def _item_xrefs(conn: sqlite3.Connection, version_id: int, it: dict[str, Any],
+                entries: Callable[[list[dict[str, Any]]], list[dict[str, Any]]], limit: int) -> dict[str, Any]:
+    refs, total = dm_store.refs_to(conn, version_id, "data", it["address"],
+                                   it["address"] + max(it["size"], 1), limit=limit)
+    return {"target": {"kind": "data", **it}, "refs": entries(refs), "total": total}
