@@ -116,6 +116,8 @@ def ingest(
             f"identities carried from version {res.parent_version_id}: {res.carried}"
             f" ({methods or 'none'}); body changed: {res.body_changed}; new: {res.new_identities}"
         )
+    for note in res.matcher_notes:  # a matcher stage stopped at its work budget (hostile input)
+        console.print("[yellow]note:[/] ", lit(note))
     sources = ", ".join(f"{k} {v}" for k, v in sorted(res.names_by_source.items()))
     console.print(
         f"names from the binary: {res.names_written} written" + (f" ({sources})" if sources else "")

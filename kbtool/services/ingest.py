@@ -19,7 +19,7 @@ from typing import Any
 from kbtool.glue import parse_glue
 from kbtool.identity.features import module_is_minified
 from kbtool.identity.ids import assign_new_ids
-from kbtool.identity.matcher import match_functions_staged
+from kbtool.identity.matcher import MatchStats, match_functions_staged
 from kbtool.identity.pairing import pair_rows
 from kbtool.identity.records import is_minified, records_from_analysis, records_from_rows
 from kbtool.kb import queries, store
@@ -84,6 +84,7 @@ class IngestResult:
     lineage: dict[str, Any] | None = None
     lineage_text: str = ""
     go: dict[str, Any] | None = None
+    matcher_notes: list[str] = field(default_factory=list)  # a matcher stage stopped at its budget
 
 
 def ingest_file(
@@ -187,6 +188,7 @@ def _store(conn, data, analysis, *, label, source_path, glue, progress, carry,
     carried: dict[int, tuple[str, str, float, int, bool]] = {}
     by_method: dict[str, int] = defaultdict(int)
     full_matches = None
+    matcher_notes: list[str] = []
     old_rows: list[dict[str, Any]] = []
     if parent is not None:
         old_rows = queries.matching_rows(conn, parent)
@@ -194,7 +196,9 @@ def _store(conn, data, analysis, *, label, source_path, glue, progress, carry,
         old_by_index = {r.index: r for r in old}
         if progress:
             progress("match", 0, 1)
-        exact, full_matches = match_functions_staged(old, new)
+        mstats: list[MatchStats] = []
+        exact, full_matches = match_functions_staged(old, new, stats=mstats)
+        matcher_notes = mstats[0].notes
         for m in exact:
             o = old_by_index[m.old_index]
             # a body "changed" when its logic did: the shape hash (call targets, type indices and
@@ -265,7 +269,7 @@ def _store(conn, data, analysis, *, label, source_path, glue, progress, carry,
         body_changed=sum(1 for c in carried.values() if c[4]),
         new_identities=len(unmatched),
         program=lineage.program, new_program=lineage.new_program, lineage=lineage.record(),
-        lineage_text=lineage_svc.describe(lineage),
+        lineage_text=lineage_svc.describe(lineage), matcher_notes=matcher_notes,
     )
     _record_binary_names(conn, vid, analysis, sid_of, glue, result)
     if parent is not None:

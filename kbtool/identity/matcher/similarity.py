@@ -161,9 +161,11 @@ class SimilarityStage:
             scored = self._scored[1]  # nothing matched since: same candidates, same scores
         else:
             cands = self.candidates()
-            scored = [
-                (self.similarity(o, n), o, n) for n in sorted(cands) for o in sorted(cands[n])
-            ]
+            scored = []
+            for n in sorted(cands):
+                scored.extend((self.similarity(o, n), o, n) for o in sorted(cands[n]))
+                if self.exhausted():
+                    return 0  # the budget is spent before the assignment could start
             self._scored = (state, scored)
         if not scored:
             return 0
