@@ -141,7 +141,7 @@ def test_facts_diff_and_export_pages(demo_kb_master):
     facts = {e["index"]: query(db, queries.get_function_facts, b, e["index"]) for e in defined}
     biggest = max(facts, key=lambda i: len(facts[i]["instruction_mnemonics"]))
     report = query(db, get_diff, a, b)
-    changed = [c for c in report["changes"] if c["classification"] != "unchanged"]
+    changed = [c for c in report["changes"] if c["classification"] in ("modified", "new", "deleted")]
     export = query(db, names_io.export_text, b).splitlines()
 
     async def main():

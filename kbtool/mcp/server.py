@@ -81,7 +81,9 @@ FACT_LISTS = (
     "call_targets", "referenced_strings", "instruction_mnemonics", "export_names", "callees",
     "constants", "globals_used", "memory_accesses",
 )
-DIFF_ONLY = ("unchanged", "moved", "modified", "new", "deleted", "changed", "review")
+# the words of `kbtool diff --only` (kbtool.render.terminal.parse_only defines them)
+DIFF_ONLY = ("unchanged", "moved", "modified", "new", "deleted", "changed", "review", "runtime",
+             "added", "removed", "all")
 INSTRUCTIONS = """\
 kbtool is a knowledge base of the releases (versions) of a WebAssembly module and the names
 of their functions. Start with list_versions: its ids are the version_id every other tool
@@ -92,7 +94,10 @@ are recorded as provenance 'agent' and never replace a human name.
 Big modules: page. Pass offset/limit (and filters such as unnamed_only) to list_functions,
 get_diff and export_kb_text, max_items/aggregate_calls to get_function_facts; a paged answer
 is {items, total, offset, next_offset, truncated, note} (get_diff: the report plus a `page`
-object) and never exceeds 100 KB; call again with offset=next_offset until it is null."""
+object) and never exceeds 100 KB; call again with offset=next_offset until it is null.
+Called without paging inputs, list_functions, get_function_facts, get_diff and
+export_kb_text give their whole answer, which can be several MB on a large module; every
+other tool is bounded by default (a page of at most 100 KB with a note saying how to go on)."""
 
 
 def check_kb(db_path: str | Path) -> Path:
@@ -340,7 +345,7 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
 
         Called with version_id (and include_imports) only, it returns every row in one list
         [{index, stable_id, type, name, provenance, confidence}] (the contract's answer, about
-        130 bytes per function: on a large module, page instead). With any of offset, limit,
+        130 bytes per function, several MB on a large module: page instead). With any of offset, limit,
         unnamed_only, name_contains or fields it returns one page {items, total, offset,
         next_offset, truncated, note} of at most `limit` rows (default 500) and 100 KB;
         call again with offset=next_offset until next_offset is null."""
@@ -388,9 +393,11 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         (export_names, callees with their names, constants, globals_used,
         memory_accesses, loops, atomic_sites, body_size, instr_count).
         Returns null when the version has no such function or it is imported.
-        A big function's answer can be hundreds of KB: pass max_items (e.g. 200) and
-        aggregate_calls=true to keep it small; above 100 KB the lists are cut anyway and
-        `truncated` says how much was left out (read the rest with get_disassembly)."""
+        Called with version_id and func_index only it is the contract's full answer, one
+        mnemonic per instruction: about 10 bytes per instruction, several MB for a big
+        function (5 MB seen). Pass max_items (e.g. 200) to cut every list, or
+        aggregate_calls=true: then an answer above 100 KB has its lists cut and `truncated`
+        says how much was left out (read the code with get_disassembly)."""
         facts = read(queries.get_function_facts, version_id, func_index)
         if facts is None:
             return None
@@ -441,8 +448,10 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         from_version_id: Count("The older (baseline) version id."),
         to_version_id: Count("The newer version id."),
         only: Annotated[list[Literal[DIFF_ONLY]] | None, Field(description=(
-            "Only these classifications (\"changed\" = moved, modified, new and deleted;"
-            " \"review\" = flagged for review). Turns the answer into a page."))] = None,
+            "Only these classifications, the words of `kbtool diff --only`: \"changed\" ="
+            " modified, new and deleted (not moved: a move keeps the code); \"review\" ="
+            " flagged for review; \"runtime\" = runtime/toolchain code; \"added\"/\"removed\""
+            " = new/deleted; \"all\" = everything. Turns the answer into a page."))] = None,
         limit: Limit = None,
         offset: Offset = None,
     ) -> dict[str, Any]:
@@ -456,8 +465,9 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         to_index, from_stable_id, to_stable_id, score, review, runtime, name, provenance,
         confidence}], from_program, to_program, warning (only when the two versions belong
         to different programs: names never cross programs, the diff compares unrelated
-        code)}. Without only/limit/offset every change is listed (hundreds of KB on a
-        large module): start with only=["changed"] and page. With any of them, `changes`
+        code)}. Without only/limit/offset every change is listed, the contract's full
+        answer: about 250 bytes per function, several MB on a large module (3 MB seen).
+        Start with only=["changed"] and limit instead. With any of them, `changes`
         is one page (at most `limit` rows, default 500, and 100 KB) and a `page` object
         {total, offset, next_offset, truncated, note} is added; call again with
         offset=next_offset until it is null. `summary` always counts the whole diff."""
@@ -471,13 +481,10 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
             return report
         changes = report["changes"]
         if only:
-            wanted = set(only)
-            if "changed" in wanted:
-                wanted |= {"moved", "modified", "new", "deleted"}
-            changes = [
-                c for c in changes
-                if c["classification"] in wanted or ("review" in wanted and c.get("review"))
-            ]
+            from kbtool.render.terminal import keep_change, parse_only
+
+            wanted = parse_only(list(only))
+            changes = [c for c in changes if keep_change(c, wanted)]
         call = call_text("get_diff", from_version_id=from_version_id,
                          to_version_id=to_version_id, only=only, limit=limit)
         budget = MAX_ANSWER_BYTES - 2_000 - len(as_json({**report, "changes": []}))
@@ -495,8 +502,8 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         as text, not JSON: a "# kbtool KB export" comment line, a version line, a
         tab-separated header, then one row per function in index order with index,
         stable_id, name, provenance, confidence, type and summary.
-        Without offset/limit the whole export comes in one answer (about 200 bytes per
-        function: page a large module). With them, the three header lines come first, then
+        Without offset/limit the whole export comes in one answer, the contract's: about 200
+        bytes per function, several MB on a large module (2.5 MB seen): pass offset/limit. With them, the three header lines come first, then
         at most `limit` rows (default 500, at most 100 KB) from row `offset`, and when rows
         remain a last line "# kbtool: truncated: ... offset=N" says what to call next."""
         from kbtool.services import names_io

@@ -32,7 +32,8 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
         source_function, fields: [{offset, size, type, name}], members}], names:
         [{func_index, stable_id, name, confidence, family, outcome (written, refused,
         unchanged, skipped), reason}], review: [{func_index, candidates, reason}], summary
-        (counts)}."""
+        (counts)}: the contract's full answer, one entry per fact, name and struct, which
+        can be hundreds of KB on a large module (341 KB seen); `summary` has the counts."""
 
         from kbtool.services.analyze import analyze_version as run
 

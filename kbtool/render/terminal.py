@@ -92,6 +92,9 @@ def _keep(change: dict, only: frozenset[str] | None) -> bool:
     return "runtime" in only and bool(change.get("runtime"))
 
 
+keep_change = _keep  # the one filter of --only words, shared with MCP get_diff's `only`
+
+
 #: what the flags column of ``ui diff`` / ``diff`` means (the legend under the table)
 FLAG_LEGEND = (
     ("rt", "magenta", "runtime/toolchain code"),
