@@ -1,11 +1,19 @@
-"""Crafted hostile modules (issue 11) and an ingest benchmark of the worst one.
+"""Crafted hostile modules (issues 11 and 24) and benchmarks of the worst ones.
 
-The builders are used by tests/test_wasm_hardening.py and benchmarks/fuzz.py. The benchmark
-times :func:`kbtool.wasm.analyze_module` on the quadratic-strings module (one data segment
-of ``A`` bytes without a NUL, one i32.const per distinct address inside it) next to a real
-module of the corpus (lightningcss, 14 MB) measured in the same run.
+The builders are used by tests/test_wasm_hardening.py, tests/test_matcher_bounds.py and
+benchmarks/fuzz.py. Two benchmarks:
 
-    nice python -m benchmarks.crafted            # full size (1.57 MB crafted module)
+* decode: :func:`kbtool.wasm.analyze_module` on the quadratic-strings module (one data
+  segment of ``A`` bytes without a NUL, one i32.const per distinct address inside it) next to
+  a real module of the corpus (lightningcss, 14 MB) measured in the same run;
+* matcher (issue 24): the growth curve of ingesting the next release of the look-alike
+  family (:func:`matcher_family`: F functions of one signature calling each other) for
+  F = 1k, 2k, 4k, 10k, 100k, next to a normal release of the same function count
+  (:func:`normal_release`), each measured in a fresh process (ingest seconds of the release
+  that runs the matcher, peak RSS, the matcher's budget notes), plus ``oracle match`` at 2k.
+
+    nice python -m benchmarks.crafted            # both, full sizes
+    python -m benchmarks.crafted --only matcher --sizes 1000,2000
     python -m benchmarks.crafted --smoke         # tiny sizes, no corpus module
 """
 
@@ -164,13 +172,21 @@ def _code_section(bodies: list[bytes]) -> bytes:
     return section(10, vec([encode_uleb(len(b)) + b for b in bodies]))
 
 
-def matcher_family(count: int, release: int = 0) -> bytes:
+def name_section(names: list[str]) -> bytes:
+    """A ``name`` custom section naming function ``i`` ``names[i]``."""
+    entries = [encode_uleb(i) + vec([bytes((b,)) for b in n.encode()]) for i, n in enumerate(names)]
+    sub = b"\x01" + encode_uleb(len(vec(entries))) + vec(entries)
+    return section(0, b"\x04name" + sub)
+
+
+def matcher_family(count: int, release: int = 0, named: bool = False) -> bytes:
     """``count`` functions of one type ``() -> ()`` calling each other (f_i calls
     f_(i+k) mod count for k in ``FAMILY_CALLS``): one huge look-alike family.
 
     ``release=1`` is the next release: every other function calls targets shifted by one
     and every third function gains ``i32.const 7; drop`` (issue 24's hostile pair: a third
     of the bodies stay byte-identical, all share one signature and two shapes).
+    ``named``: with a name section (``family_<i>``), a reference for ``oracle match``.
     """
     bodies = []
     for i in range(count):
@@ -182,10 +198,12 @@ def matcher_family(count: int, release: int = 0) -> bytes:
             body += b"\x10" + encode_uleb(target)
         body += b"\x0b"
         bodies.append(bytes(body))
+    names = (name_section([f"family_{i}" for i in range(count)]),) if named else ()
     return module(
         section(1, vec([b"\x60\x00\x00"])),
         section(3, vec([b"\x00"] * count)),
         _code_section(bodies),
+        *names,
     )
 
 
@@ -232,11 +250,12 @@ def _normal_chunk(rng, f_types, sigs, index: int, count: int) -> Chunk:
     return (b"".join(_ZERO[p] for p in params), callee, b"\x1a" * len(results))
 
 
-def normal_release(count: int, release: int = 0, seed: int = 24) -> bytes:
+def normal_release(count: int, release: int = 0, seed: int = 24, named: bool = False) -> bytes:
     """A synthetic release of ``count`` functions with realistic variety: 40 signatures,
     sizes from a few to a few hundred instructions, constants, memory accesses, loops and
     calls to nearby functions. ``release=1`` is the next release: ~3% of the functions
-    edited, ~1% deleted and ~1% added (so indices shift), the rest identical."""
+    edited, ~1% deleted and ~1% added (so indices shift), the rest identical. ``named``:
+    with a name section (``fn_<original index>``, ``new_<index>`` for added ones)."""
     import random
 
     rng = random.Random(seed)
@@ -288,11 +307,13 @@ def normal_release(count: int, release: int = 0, seed: int = 24) -> bytes:
         codes.append(bytes(body))
     types = [b"\x60" + vec([bytes((_VT[p],)) for p in ps]) + vec([bytes((_VT[r],)) for r in rs])
              for ps, rs in sigs]
+    names = [f"fn_{i}" if i >= 0 else f"new_{pos}" for pos, i in enumerate(order)]
     return module(
         section(1, vec(types)),
         section(3, vec([encode_uleb(t) for t in type_of])),
         section(5, vec([b"\x00\x02"])),
         _code_section(codes),
+        *((name_section(names),) if named else ()),
     )
 
 
@@ -307,25 +328,118 @@ def _time_analyze(data: bytes) -> tuple[float, int]:
     return time.perf_counter() - t0, a.instr_count
 
 
+GROWTH_SIZES = (1_000, 2_000, 4_000, 10_000, 100_000)
+SMOKE_SIZES = (100, 200)
+ROOT = Path(__file__).resolve().parents[1]
+
+# one measurement in a fresh process (its own peak RSS): ingest release 0 then release 1 of
+# one generator into a fresh KB; the second ingest runs the matcher against the first
+_CHILD = r"""
+import json, resource, sys, tempfile, time
+from pathlib import Path
+from benchmarks import crafted
+from kbtool.kb.db import open_rw
+from kbtool.services.ingest import ingest_bytes
+kind, count = sys.argv[1], int(sys.argv[2])
+gen = crafted.matcher_family if kind == "family" else crafted.normal_release
+a, b = gen(count, 0), gen(count, 1)
+with tempfile.TemporaryDirectory() as tmp:
+    conn = open_rw(Path(tmp) / "kb.db")
+    t0 = time.perf_counter()
+    ingest_bytes(conn, a, label="r0", program="bench")
+    t1 = time.perf_counter()
+    res = ingest_bytes(conn, b, label="r1", program="bench")
+    t2 = time.perf_counter()
+    out = {"bytes": len(b), "first": t1 - t0, "second": t2 - t1, "carried": res.carried,
+           "notes": res.matcher_notes}
+    if len(sys.argv) > 3:  # oracle match: release 0 with names as the reference of release 1
+        from kbtool.services.oracle import add_oracle, match_oracle
+        ref = Path(tmp) / "ref.wasm"
+        ref.write_bytes(gen(count, 0, named=True))
+        add_oracle(conn, ref, label="ref")
+        t3 = time.perf_counter()
+        got = match_oracle(conn, res.version_id)
+        out["oracle"] = time.perf_counter() - t3
+        out["oracle_named"] = got["written"]
+    conn.close()
+out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps(out))
+"""
+
+
+def measure(kind: str, count: int, oracle: bool = False, timeout: float = 3600) -> dict:
+    """Ingest seconds (both releases), peak RSS and the matcher notes of one size, measured
+    in a fresh process; ``{"error": ...}`` when it fails or runs past ``timeout``."""
+    import json
+    import os
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    argv = [sys.executable, "-c", _CHILD, kind, str(count)] + (["oracle"] if oracle else [])
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"over {timeout:.0f} s"}
+    if out.returncode:
+        tail = (out.stderr.strip().splitlines() or ["?"])[-1]
+        return {"error": tail[:80]}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def growth(sizes: tuple[int, ...], oracle_at: int | None, timeout: float) -> None:
+    """Print the matcher family's ingest growth curve next to a normal release."""
+    print("matcher look-alike family (issue 24) vs a normal release of the same size:")
+    print(f"{'functions':>9}  {'family KB':>9} {'ingest s':>9} {'peak MiB':>9}  "
+          f"{'normal KB':>9} {'ingest s':>9} {'peak MiB':>9}  family notes")
+    for count in sizes:
+        fam, norm = measure("family", count, timeout=timeout), measure("normal", count,
+                                                                      timeout=timeout)
+
+        def cols(r: dict) -> str:
+            if "error" in r:
+                return f"{'-':>9} {r['error'][:19]:>19}"
+            return f"{r['bytes'] / 1024:9.0f} {r['second']:9.2f} {r['peak_rss_mib']:9.0f}"
+
+        notes = "; ".join(fam.get("notes") or []) or ("-" if "error" not in fam else "")
+        print(f"{count:>9,}  {cols(fam)}  {cols(norm)}  {notes}", flush=True)
+    if oracle_at:
+        for kind in ("family", "normal"):
+            r = measure(kind, oracle_at, oracle=True, timeout=timeout)
+            if "error" in r:
+                print(f"oracle match at {oracle_at:,} functions ({kind}): {r['error']}")
+            else:
+                print(f"oracle match at {oracle_at:,} functions ({kind}): {r['oracle']:.2f} s, "
+                      f"{r['oracle_named']:,} names written")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--smoke", action="store_true", help="tiny crafted module, no corpus")
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes, no corpus")
     ap.add_argument("--count", type=int, default=262_144, help="i32.const addresses")
+    ap.add_argument("--sizes", type=lambda v: tuple(int(x) for x in v.split(",")),
+                    help="matcher family sizes (default 1000,2000,4000,10000,100000)")
+    ap.add_argument("--only", choices=("strings", "matcher"), help="run one benchmark only")
+    ap.add_argument("--timeout", type=float, default=3600, help="seconds per measurement")
     args = ap.parse_args(argv)
-    count = 2048 if args.smoke else args.count
-    crafted = quadratic_strings(count)
-    dt, n = _time_analyze(crafted)
-    print(
-        f"crafted quadratic-strings module: {len(crafted) / 1e6:.2f} MB, {n} instructions, "
-        f"analyze_module {dt:.2f} s ({len(crafted) / 1e6 / max(dt, 1e-9):.2f} MB/s)"
-    )
-    if not args.smoke and CORPUS.exists():
-        peer = CORPUS.read_bytes()
-        dt2, n2 = _time_analyze(peer)
+    if args.only != "matcher":
+        count = 2048 if args.smoke else args.count
+        crafted = quadratic_strings(count)
+        dt, n = _time_analyze(crafted)
         print(
-            f"peer {CORPUS.name}: {len(peer) / 1e6:.2f} MB, {n2} instructions, "
-            f"analyze_module {dt2:.2f} s ({len(peer) / 1e6 / max(dt2, 1e-9):.2f} MB/s)"
+            f"crafted quadratic-strings module: {len(crafted) / 1e6:.2f} MB, {n} instructions, "
+            f"analyze_module {dt:.2f} s ({len(crafted) / 1e6 / max(dt, 1e-9):.2f} MB/s)"
         )
+        if not args.smoke and CORPUS.exists():
+            peer = CORPUS.read_bytes()
+            dt2, n2 = _time_analyze(peer)
+            print(
+                f"peer {CORPUS.name}: {len(peer) / 1e6:.2f} MB, {n2} instructions, "
+                f"analyze_module {dt2:.2f} s ({len(peer) / 1e6 / max(dt2, 1e-9):.2f} MB/s)"
+            )
+    if args.only != "strings":
+        sizes = args.sizes or (SMOKE_SIZES if args.smoke else GROWTH_SIZES)
+        growth(sizes, oracle_at=SMOKE_SIZES[0] if args.smoke else 2_000, timeout=args.timeout)
     return 0
 
 

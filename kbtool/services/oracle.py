@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from kbtool.analysis.runtime import is_runtime_label, is_runtime_name
-from kbtool.identity.matcher import REVIEW_SCORE, match_functions
+from kbtool.identity.matcher import REVIEW_SCORE, MatchStats, match_functions
 from kbtool.identity.records import records_from_analysis, records_from_rows
 from kbtool.kb import queries, store
 from kbtool.kb.db import transaction
@@ -196,7 +196,11 @@ def match_oracle(
 
         # 2. structural
         if structural:
-            for m in match_functions(recs, target, fuzzy=True):
+            mstats: list[MatchStats] = []
+            matches = match_functions(recs, target, fuzzy=True, stats=mstats)
+            if mstats[0].notes:  # a matcher stage stopped at its work budget (hostile input)
+                stats["notes"] = list(mstats[0].notes)
+            for m in matches:
                 if m.new_index in proposals or by_index[m.new_index]["imported"]:
                     continue
                 name = names.get(m.old_index)
