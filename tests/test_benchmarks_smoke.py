@@ -82,6 +82,7 @@ def test_every_owned_benchmark_is_listed():
         "functions_table",  # tests/test_nav_functions.py
         "deep",  # tests/test_deep_provider.py
         "mcp_bounds",  # tests/test_mcp_bounds.py
+        "refusal_growth",  # tests/test_refusal_bounds.py
     }
     helpers = {"__init__", "corpus_pairs", "smoke_corpus"}
     scripts = {p.stem for p in (ROOT / "benchmarks").glob("*.py")}

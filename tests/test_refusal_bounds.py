@@ -124,3 +124,13 @@ def test_mcp_refusal_loop_adds_one_row(tmp_path):
     rows = refusals(conn)
     conn.close()
     assert [r["repeats"] for r in rows] == [300]
+
+
+def test_refusal_growth_benchmark_smoke():
+    """benchmarks/refusal_growth.py --smoke: 200 identical refused calls add one event row."""
+    root = __import__("pathlib").Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, str(root / "benchmarks" / "refusal_growth.py"), "--smoke"],
+                          capture_output=True, text=True, timeout=300, cwd=root)
+    assert done.returncode == 0, done.stderr
+    assert "refused propose_symbol calls: 200/200" in done.stdout
+    assert "annotation_events rows: 1 -> 2" in done.stdout
