@@ -260,7 +260,7 @@ def test_only_unconfident_skips_before_any_backend_call(conn, monkeypatch):
             return self.inner.propose(ctx, taken)
 
     monkeypatch.setattr(
-        agent_pass, "resolve_backend", lambda sel, env=None: Recording(real(sel, env))
+        agent_pass, "resolve_backend", lambda sel, env=None, **kw: Recording(real(sel, env, **kw))
     )
     s = run_agent_pass(conn, vid, "offline", env=OFFLINE)
     assert s["skipped_existing"] == len(confident)

@@ -175,7 +175,7 @@ def test_provider_timeout_is_a_reject_not_a_hang():
     with FakeLLMServer([("sleep", 2.0)]) as srv:
         be = resolve_backend("provider_b", _env("b", srv), timeout=0.3, max_retries=0)
         (rv,) = run_round(be, [CTX], set())
-    assert rv.verdict.code == "provider_error" and "Timeout" in rv.proposal.error
+    assert rv.verdict.code == "provider_error" and "DeadlineExceeded" in rv.proposal.error
 
 
 @needs_b

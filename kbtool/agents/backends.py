@@ -122,12 +122,17 @@ def resolve_backend(
     selector: str = "auto",
     env: Mapping[str, str] | None = None,
     *,
-    timeout: float = 60.0,
+    timeout: float | None = None,
     max_retries: int = 3,
     max_chars: int = DEFAULT_MAX_CHARS,
+    max_bytes: int | None = None,
 ) -> Backend:
     """The backend for ``selector``; ``auto`` = first available of provider_a, provider_b,
-    offline. A named backend that is unavailable raises :class:`BackendUnavailable`."""
+    offline. A named backend that is unavailable raises :class:`BackendUnavailable`.
+
+    ``timeout`` is the total deadline of one provider call in seconds, retries included, and
+    ``max_bytes`` its largest response (None: ``KBTOOL_AGENT_TIMEOUT`` /
+    ``KBTOOL_AGENT_MAX_BYTES`` in ``env``, else 120 s and 4 MB; see :mod:`.sdk_client`)."""
     env = os.environ if env is None else env
     name = canonical_selector(selector)
     if name == "auto":
@@ -140,9 +145,11 @@ def resolve_backend(
     if name == "offline":
         return OfflineBackend()
     if name == "provider_a":
-        client: Any = provider_a.MessagesClient(env, timeout=timeout, max_retries=max_retries)
+        client: Any = provider_a.MessagesClient(env, timeout=timeout, max_retries=max_retries,
+                                                max_bytes=max_bytes)
     else:
-        client = provider_b.ChatClient(env, timeout=timeout, max_retries=max_retries)
+        client = provider_b.ChatClient(env, timeout=timeout, max_retries=max_retries,
+                                       max_bytes=max_bytes)
     return LLMBackend(name, _SPECS[name]["backend"], client.model, client.complete, max_chars)
 
 

@@ -29,7 +29,7 @@ class MessagesClient(SDKClient):
 
         return anthropic.Anthropic(**settings)
 
-    def complete(self, system: str, user: str) -> str:
+    def _complete(self, system: str, user: str) -> str:
         msg = self._client.messages.create(
             model=self.model,
             max_tokens=MAX_TOKENS,

@@ -32,7 +32,7 @@ class ChatClient(SDKClient):
         self._limit_key = "max_tokens" if settings.get("base_url") else "max_completion_tokens"
         return openai.OpenAI(**settings)
 
-    def complete(self, system: str, user: str) -> str:
+    def _complete(self, system: str, user: str) -> str:
         resp = self._client.chat.completions.create(
             model=self.model,
             messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],

@@ -76,6 +76,15 @@ def agent(
             "(`kbtool suggestions VERSION`) instead of written.",
         ),
     ] = 0.5,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout",
+            help="Total deadline of one provider call in seconds, retries included "
+            "(default: $KBTOOL_AGENT_TIMEOUT or 120).",
+            show_default=False,
+        ),
+    ] = None,
     json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -83,7 +92,7 @@ def agent(
 
     conn = ro(db) if dry_run else rw(db)
     try:
-        plan = plan_agent_pass(conn, version, backend, not all_, max_functions)
+        plan = plan_agent_pass(conn, version, backend, not all_, max_functions, timeout=timeout)
     except BackendUnavailable as exc:
         fail(str(exc))
     show_bar = err_console.is_terminal and not json_out and plan.candidates

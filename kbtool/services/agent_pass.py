@@ -165,14 +165,19 @@ def plan_agent_pass(
     *,
     env: Mapping[str, str] | None = None,
     functions: Collection[int] | None = None,
+    timeout: float | None = None,
 ) -> PassPlan:
     """Resolve the backend and select the candidates (no backend call, no write).
 
-    Raises ``UnknownVersionError``, ``ValueError`` (unknown selector, bad ``max_functions``)
-    or ``kbtool.agents.BackendUnavailable`` naming the missing package or variable.
+    ``timeout`` is the total deadline of one provider call (None: ``KBTOOL_AGENT_TIMEOUT``
+    or 120 s). Raises ``UnknownVersionError``, ``ValueError`` (unknown selector, bad
+    ``max_functions`` or timeout) or ``kbtool.agents.BackendUnavailable`` naming the missing
+    package or variable.
     """
     queries.get_version(conn, version_id)
-    chosen = resolve_backend(backend, env)
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"the provider timeout must be a positive number of seconds, not {timeout:g}")
+    chosen = resolve_backend(backend, env, timeout=timeout)
     limit = default_limit(chosen.name, max_functions)
     facts = [StoredFacts.from_row(r) for r in queries.agent_rows(conn, version_id)]
     if any(f.index != i for i, f in enumerate(facts)):
@@ -215,6 +220,7 @@ def run_agent_pass(
     functions: Collection[int] | None = None,
     min_confidence: float = DEFAULT_MIN_CONFIDENCE,
     cancelled: Callable[[], bool] | threading.Event | None = None,
+    timeout: float | None = None,
 ) -> dict[str, Any]:
     """Name the version's functions with an agent backend; return the contract's summary.
 
@@ -224,7 +230,8 @@ def run_agent_pass(
     ``plan`` reuses a :func:`plan_agent_pass` result (the CLI shows it first).
     ``functions`` limits the candidates to these indices (``kbtool deep`` names what it read).
     ``min_confidence`` is the write floor (lower proposals become suggestions); ``cancelled``
-    (callable or ``threading.Event``) is checked before every backend call.
+    (callable or ``threading.Event``) is checked before every backend call; ``timeout`` is
+    the total deadline of one provider call (see :func:`plan_agent_pass`).
     """
     if rounds < 1:
         raise ValueError(f"rounds must be 1 or more, not {rounds}")
@@ -233,7 +240,7 @@ def run_agent_pass(
     is_cancelled = _cancel_check(cancelled)
     if plan is None:
         plan = plan_agent_pass(conn, version_id, backend, only_unconfident, max_functions, env=env,
-                               functions=functions)
+                               functions=functions, timeout=timeout)
     chosen = plan.backend
     say = notice or (lambda _msg: None)
     if plan.estimated_calls:
