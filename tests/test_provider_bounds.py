@@ -70,7 +70,7 @@ class Server:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
-        self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
 
     def answer(self, h: BaseHTTPRequestHandler) -> None:
         body = _answer(h.path)
