@@ -264,6 +264,7 @@ class CodeScreen(KbScreen):
         self._calls = {line - 1: idx for line, idx in self.code.get("call_lines", [])}
         self._show_links()
         self._show()
+        self.refresh_bindings()  # rename/history need the function just loaded
 
     def _show(self) -> None:
         d = self.code
