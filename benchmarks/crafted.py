@@ -179,7 +179,7 @@ def name_section(names: list[str]) -> bytes:
     return section(0, b"\x04name" + sub)
 
 
-def matcher_family(count: int, release: int = 0, named: bool = False) -> bytes:
+def matcher_family(count: int, release: int = 0, named: bool = False, hub: bool = False) -> bytes:
     """``count`` functions of one type ``() -> ()`` calling each other (f_i calls
     f_(i+k) mod count for k in ``FAMILY_CALLS``): one huge look-alike family.
 
@@ -187,12 +187,15 @@ def matcher_family(count: int, release: int = 0, named: bool = False) -> bytes:
     and every third function gains ``i32.const 7; drop`` (issue 24's hostile pair: a third
     of the bodies stay byte-identical, all share one signature and two shapes).
     ``named``: with a name section (``family_<i>``), a reference for ``oracle match``.
+    ``hub``: every function also calls function 0 first (one caller list of ``count``).
     """
     bodies = []
     for i in range(count):
         body = bytearray(b"\x00")  # no locals
         if release and i % 3 == 0:
             body += b"\x41\x07\x1a"
+        if hub and i:
+            body += b"\x10\x00"
         for step in FAMILY_CALLS:
             target = (i + step + (1 if release and i % 2 else 0)) % count
             body += b"\x10" + encode_uleb(target)

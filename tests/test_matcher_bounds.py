@@ -43,8 +43,13 @@ def test_crafted_family_modules_are_what_the_issue_describes():
     assert all(len(r.calls) == 5 for r in old)
 
 
-def test_matcher_work_grows_linearly_on_the_crafted_family():
-    small, big = _work(400), _work(800)
+def _hub_family(count: int, release: int = 0) -> bytes:
+    return matcher_family(count, release, hub=True)
+
+
+@pytest.mark.parametrize("gen", [matcher_family, _hub_family], ids=["family", "hub"])
+def test_matcher_work_grows_linearly_on_the_crafted_family(gen):
+    small, big = _work(400, gen), _work(800, gen)
     assert small.notes == [] and big.notes == []  # the real work, not a budget cut
     assert big.total <= 2.5 * small.total, (small.work, big.work)
     # every stage, not only the total

@@ -294,7 +294,10 @@ class MatcherBase:
         return 0.5 + 0.5 * (1.0 - abs(fo - fn))
 
     def similarity(self, o: int, n: int, sig_penalty: bool = True) -> float:
-        self.stats.work[self.stage] += 1
+        OLD, NEW = self.OLD, self.NEW
+        # one scoring, plus the neighbour lists it walks (a hub's callers) at 1/16 an entry
+        hood = len(OLD.callers[o]) + len(NEW.callers[n]) + len(OLD.callees[o]) + len(NEW.callees[n])
+        self.stats.work[self.stage] += 1 + hood // 16
         ro = self.OLD.recs[o]
         rn = self.NEW.recs[n]
         total, wsum = self.content(o, n)
