@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -63,12 +64,32 @@ HELD_OUT_SPLIT = [
     "zstd-1.5.7.O2.exports",
 ]
 SMOKE_SPLIT = ["zstd-1.5.6.O2.exports"]
+# benchmarks/programs.py builds these (named + stripped twins, clang wasm32-wasi) into
+# ~/.cache/kbtool-programs; a stem present there joins its split, absent ones are skipped.
+PROGRAMS = Path(os.environ.get("KBTOOL_PROGRAMS") or Path.home() / ".cache" / "kbtool-programs")
+CALIBRATION_PROGRAMS = ["lua-5.3.6.clang.O2", "sqlite-3.45.3.clang.O2", "brotli-1.1.0.clang.O2"]
+HELD_OUT_PROGRAMS = [
+    "lua-5.4.6.clang.O2",
+    "sqlite-3.46.1.clang.O2",
+    "libyaml-0.1.7.clang.O2",
+    "lz4-1.9.4.clang.O2",
+    "zstd-1.5.6.clang.O2",
+]
+
+
+def _programs(stems):
+    return [s for s in stems if (PROGRAMS / f"{s}.named.wasm").exists()]
+
+
+def _dir(stem: str, corpus: Path) -> Path:
+    return PROGRAMS if (PROGRAMS / f"{stem}.named.wasm").exists() and ".clang." in stem else corpus
 BINS = [(0.0, 0.2), (0.2, 0.4), (0.4, 0.6), (0.6, 0.8), (0.8, 1.01)]
 
 
 def load_pair(stem: str, corpus: Path):
     from kbtool.wasm import analyze_module
 
+    corpus = _dir(stem, corpus)
     t = time.perf_counter()
     stripped = analyze_module((corpus / f"{stem}.stripped.wasm").read_bytes())
     peer = time.perf_counter() - t
@@ -203,6 +224,14 @@ def report(label, results):
             f"          [{lo:.1f},{min(hi, 1.0):.1f})  {n:5d}     "
             f"{(s / n if n else 0):5.2f}      {pct(ok, n)}"
         )
+    floor = [(ok, conf >= 0.5) for _s, written, truth, *_ in results
+             for idx, (name, conf, _r) in written.items() for ok in [name == truth.get(idx, "")]]
+    hi = [ok for ok, above in floor if above]
+    lo = [ok for ok, above in floor if not above]
+    print(
+        f"write floor 0.5: {len(hi)} written, {pct(sum(hi), len(hi))} exact; "
+        f"{len(lo)} kept as suggestions, {pct(sum(lo), len(lo))} exact"
+    )
     print("per rule: " + "  ".join(f"{k or '-'} {v[1]}/{v[0]}" for k, v in sorted(rules.items())))
     return tot, bins
 
@@ -267,12 +296,13 @@ def main(argv=None) -> int:
         table = None
         for _ in range(2):  # the second pass sees names written with the first table
             counts = {}
-            for stem in CALIBRATION_SPLIT:
+            for stem in CALIBRATION_SPLIT + _programs(CALIBRATION_PROGRAMS):
                 stripped, truth, _ = load_pair(stem, args.corpus)
                 simulate(stripped, truth, args.rounds, table=table, collect=counts)
             table = cal.build_table(
                 {k: (v[0], v[1]) for k, v in counts.items()},
-                "benchmarks/agents.py --calibrate on " + ", ".join(CALIBRATION_SPLIT),
+                "benchmarks/agents.py --calibrate on "
+                + ", ".join(CALIBRATION_SPLIT + _programs(CALIBRATION_PROGRAMS)),
             )
         out = ROOT / "kbtool" / "agents" / cal.TABLE_FILE
         out.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
@@ -287,9 +317,10 @@ def main(argv=None) -> int:
         SMOKE_SPLIT
         if args.smoke
         else {
-            "cal": CALIBRATION_SPLIT,
-            "held": HELD_OUT_SPLIT,
-            "all": CALIBRATION_SPLIT + HELD_OUT_SPLIT,
+            "cal": CALIBRATION_SPLIT + _programs(CALIBRATION_PROGRAMS),
+            "held": HELD_OUT_SPLIT + _programs(HELD_OUT_PROGRAMS),
+            "all": CALIBRATION_SPLIT + HELD_OUT_SPLIT + _programs(CALIBRATION_PROGRAMS
+                                                                 + HELD_OUT_PROGRAMS),
         }[args.split]
     )
     results = []

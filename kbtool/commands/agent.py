@@ -293,7 +293,7 @@ def _print_suggestions(page: dict[str, Any]) -> None:
     table = Table(show_edge=False, pad_edge=False)
     for col in ("stable_id", "index", "name", "conf", "backend", "rule", "now", "status"):
         table.add_column(col, justify="right" if col in ("index", "conf") else "left",
-                         overflow="fold")
+                         overflow="fold", no_wrap=col == "stable_id")
     for s in items:
         cur = s["current"]
         table.add_row(
