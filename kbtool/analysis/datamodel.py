@@ -54,6 +54,8 @@ MAX_LABEL = 32  # characters of a string label taken from its text
 MAX_ITEMS = 500_000  # items kept per module (a crafted module cannot grow the model unbounded)
 MAX_REFS = 4_000_000  # references kept per module
 MAX_IMAGE = 256 << 20  # bytes of initial memory scanned as one image (Go string headers)
+MAX_BSS = 64 << 20  # .bss assumed at most this long after the data (stack start bound)
+MAX_BSS_ITEM = 1 << 20  # a .bss item's size is capped (its end is only the next reference)
 MAX_TEXT = 256  # characters of an item's text kept in the model
 GO_PAIR_WINDOW = 12  # instructions between the stores of a Go string's pointer and length
 MAX_GO_STRING = 1 << 16  # longest Go string literal taken from a (pointer, length) pair
@@ -96,7 +98,7 @@ class GlobalInfo:
 class DataItem:
     address: int
     size: int
-    kind: str  # cstring, utf16, gostring, pointer_table, funcptr_table, numeric, zero
+    kind: str  # cstring, utf16, gostring, pointer_table, funcptr_table, numeric, zero, bss
     segment: int  # index of the data segment it sits in
     text: str | None = None  # strings: the text (cut at MAX_TEXT)
     label: str | None = None
@@ -269,7 +271,8 @@ for _op, _mn in enumerate(MNEMONICS):
 
 
 def function_refs_careful(data: bytes, func_index: int, body_offset: int, body_size: int,
-                          lo: int, hi: int, go: bool = False) -> Iterable[DataRef]:
+                          lo: int, hi: int, go: bool = False,
+                          mem_hi: int | None = None) -> Iterable[DataRef]:
     """The data and global references of one body; data addresses are those in ``[lo, hi)``.
     (The reference implementation, on the careful decoder; :func:`function_refs` is the fast
     one and gives the same references.)
@@ -278,12 +281,16 @@ def function_refs_careful(data: bytes, func_index: int, body_offset: int, body_s
     computed from a data constant, ``("l", base, offset)`` a value loaded through such an
     address, ``None`` unknown. A ``call_indirect`` whose index was loaded through
     ``base + i * 4`` marks ``base`` as a function-pointer table (kind ``funcptr``).
+    Loads and stores count up to ``mem_hi`` (default ``hi``): static variables without
+    initial bytes (.bss) are only ever addressed by memory accesses; a constant merely
+    passed on counts only inside the initialised data.
 
     Go (``go=True``) builds a string value by storing its pointer and then, a few
     instructions later, its length: such a pair is a ``gostring`` reference whose ``width``
     is the length.
     """
     end = body_offset + body_size
+    mem_hi = hi if mem_hi is None else mem_hi
     p = skip_local_decls(data, body_offset, end)
     stack: list[tuple[str, int, int] | None] = []
     cls = _CLASS
@@ -319,7 +326,7 @@ def function_refs_careful(data: bytes, func_index: int, body_offset: int, body_s
         elif c == 2:  # load: address on top
             a = pop()
             off = int(imms[1])
-            if a is not None and a[0] == "c" and lo <= a[1] + off < hi:
+            if a is not None and a[0] == "c" and lo <= a[1] + off < mem_hi:
                 yield DataRef(func_index, a[2], "load", "data", a[1] + off, WIDTH[op])
                 stack.append(None)
             elif a is not None and a[0] == "a":
@@ -330,7 +337,7 @@ def function_refs_careful(data: bytes, func_index: int, body_offset: int, body_s
             yield from spill(1)
             a = pop()
             off = int(imms[1])
-            if a is not None and a[0] == "c" and lo <= a[1] + off < hi:
+            if a is not None and a[0] == "c" and lo <= a[1] + off < mem_hi:
                 yield DataRef(func_index, a[2], "store", "data", a[1] + off, WIDTH[op])
         elif c == 4:
             b, a = pop(), pop()
@@ -392,10 +399,11 @@ _ONE_LEB = frozenset({K_U32, K_GLOBAL, K_CALL, K_REF_FUNC, K_TABLE, K_TYPE})
 
 
 def function_refs(data: bytes, func_index: int, body_offset: int, body_size: int,
-                  lo: int, hi: int, go: bool = False) -> list[DataRef]:
+                  lo: int, hi: int, go: bool = False, mem_hi: int | None = None) -> list[DataRef]:
     """The data and global references of one body (see :func:`function_refs_careful`, which
     this inlines: the common immediates are read here, rare ones by the careful decoder)."""
     end = body_offset + body_size
+    mem_hi = hi if mem_hi is None else mem_hi
     p = skip_local_decls(data, body_offset, end)
     out: list[DataRef] = []
     emit = out.append
@@ -454,7 +462,7 @@ def function_refs(data: bytes, func_index: int, body_offset: int, body_size: int
             push(("c", x, at))
         elif c == 2:
             a = stack.pop() if stack else None
-            if a is not None and a[0] == "c" and lo <= a[1] + x < hi:
+            if a is not None and a[0] == "c" and lo <= a[1] + x < mem_hi:
                 emit(DataRef(func_index, a[2], "load", "data", a[1] + x, width[op]))
                 push(None)
             elif a is not None and a[0] == "a":
@@ -464,7 +472,7 @@ def function_refs(data: bytes, func_index: int, body_offset: int, body_size: int
         elif c == 3:
             spill(1)
             a = stack.pop() if stack else None
-            if a is not None and a[0] == "c" and lo <= a[1] + x < hi:
+            if a is not None and a[0] == "c" and lo <= a[1] + x < mem_hi:
                 emit(DataRef(func_index, a[2], "store", "data", a[1] + x, width[op]))
         elif c == 4:
             v2 = stack.pop() if stack else None
@@ -611,8 +619,11 @@ def _classify(mem: bytes, base: int, lo: int, hi: int, table: tuple[int, int] | 
 
 
 def build_items(analysis: ModuleAnalysis, refs: list[DataRef],
-                table_range: tuple[int, int] | None = None) -> tuple[list[DataItem], bool]:
-    """Cut every segment at the referenced addresses and at string ends; classify the pieces."""
+                table_range: tuple[int, int] | None = None,
+                bss_hi: int = 0) -> tuple[list[DataItem], bool]:
+    """Cut every segment at the referenced addresses and at string ends; classify the pieces.
+    Referenced addresses in ``[end of the data, bss_hi)`` become ``bss`` items (variables
+    with no initial bytes), each up to the next referenced address."""
     segs = segments(analysis)
     if not segs:
         return [], False
@@ -661,6 +672,12 @@ def build_items(analysis: ModuleAnalysis, refs: list[DataRef],
                                   targets=targets[:256]))
             if len(items) >= MAX_ITEMS:
                 return items, True
+    bss = sorted(a for a in cuts if hi <= a < bss_hi)
+    for i, a in enumerate(bss):
+        b = bss[i + 1] if i + 1 < len(bss) else bss_hi
+        items.append(DataItem(address=a, size=min(b - a, MAX_BSS_ITEM), kind="bss", segment=-1))
+        if len(items) >= MAX_ITEMS:
+            return items, True
     return items, truncated
 
 
@@ -673,6 +690,8 @@ def label_items(items: list[DataItem]) -> None:
             base = "s_" + (_slug(it.text) or f"{it.address:x}")
         elif it.kind == "zero":
             base = f"zero_{it.address:x}"
+        elif it.kind == "bss":
+            base = f"bss_{it.address:x}"
         elif it.kind in ("pointer_table", "funcptr_table"):
             base = ("fptrs_" if it.kind == "funcptr_table" else "ptrs_") + f"{it.address:x}"
         else:
@@ -685,13 +704,36 @@ def label_items(items: list[DataItem]) -> None:
 # ----------------------------------------------------------------------------- whole module
 
 
+def bss_end(analysis: ModuleAnalysis, data_end: int, stack_pointer: int | None) -> int:
+    """Where the zero-initialised data after the segments ends: ``__heap_base`` when the
+    module exports it, else the stack pointer's start when it lies above the data (wasm-ld
+    puts the stack after .bss unless --stack-first), else the data end (no .bss assumed)."""
+    m = analysis.module
+    for e in m.exports:
+        if e.kind == "global" and e.name == "__heap_base" and 0 <= e.index < len(m.globals):
+            init = m.globals[e.index].init
+            if isinstance(init, int) and init > data_end:
+                return init
+    if stack_pointer is not None and 0 <= stack_pointer < len(m.globals):
+        init = m.globals[stack_pointer].init
+        if isinstance(init, int) and data_end < init <= data_end + MAX_BSS:
+            return init
+    if m.memories and not m.memories[0].memory64:
+        # stack first (the stack below the data): .bss runs on into the heap; bounded by the
+        # initial memory size
+        return max(data_end, min(m.memories[0].min * 65536, data_end + MAX_BSS))
+    return data_end
+
+
 def build_data_model(analysis: ModuleAnalysis, data: bytes, *, stack_pointer: int | None = None,
                      go: bool = False,
                      progress: Callable[[int, int], None] | None = None) -> DataModel:
     """The data model of one module (see the module docstring)."""
     segs = segments(analysis)
     lo = segs[0][0] if segs else 0
-    hi = max((b + len(d) for b, d, _ in segs), default=0)
+    data_end = max((b + len(d) for b, d, _ in segs), default=0)
+    mem_hi = bss_end(analysis, data_end, stack_pointer) if segs else 0
+    hi = data_end
     # address 0 and tiny constants are never data (NULL, flags, small counts)
     lo = max(lo, 1024) if hi > 1024 else lo
     refs: list[DataRef] = []
@@ -700,7 +742,7 @@ def build_data_model(analysis: ModuleAnalysis, data: bytes, *, stack_pointer: in
     for n, f in enumerate(defined):
         if progress is not None and n % 512 == 0:
             progress(n, len(defined))
-        for r in function_refs(data, f.index, f.body_offset, f.body_size, lo, hi, go):
+        for r in function_refs(data, f.index, f.body_offset, f.body_size, lo, hi, go, mem_hi):
             refs.append(r)
         if len(refs) >= MAX_REFS:
             truncated = True
@@ -717,7 +759,7 @@ def build_data_model(analysis: ModuleAnalysis, data: bytes, *, stack_pointer: in
     elems = [e for e in analysis.module.elements if e.mode == "active" and e.offset is not None]
     table_range = (min(e.offset for e in elems), max(e.offset + len(e.func_indices) for e in elems)) \
         if elems else None
-    items, cut = build_items(analysis, refs, table_range)
+    items, cut = build_items(analysis, refs, table_range, mem_hi)
     label_items(items)
     starts = [it.address for it in items]
     for r in refs:
@@ -734,4 +776,4 @@ def build_data_model(analysis: ModuleAnalysis, data: bytes, *, stack_pointer: in
     for g in gl:
         g.reads = len(readers.get(g.index, ()))
         g.writes = len(writers.get(g.index, ()))
-    return DataModel(gl, items, refs, lo, hi, truncated or cut, starts)
+    return DataModel(gl, items, refs, lo, max(hi, mem_hi), truncated or cut, starts)

@@ -8,6 +8,7 @@ Building it costs about one parse; a front end keeps one per version for on-dema
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from kbtool.wasm.facts import build_data_map
@@ -53,6 +54,20 @@ class LiftModule:
     const_text: dict = field(default_factory=dict)
     #: function index -> its C prototype line (filled while lifting)
     protos: dict = field(default_factory=dict)
+    #: labelled data items by address: starts, (start, size, C identifier, text or None)
+    data_starts: list = field(default_factory=list)
+    data_items: list = field(default_factory=list)
+
+    def data_label(self, addr: int) -> tuple[str, int, int, str | None] | None:
+        """``(C identifier, item address, offset into it, text)`` of the labelled data item
+        holding ``addr``, or None."""
+        k = bisect_right(self.data_starts, addr) - 1
+        if k < 0:
+            return None
+        start, size, ident, text = self.data_items[k]
+        if addr >= start + max(size, 1):
+            return None
+        return ident, start, addr - start, text
 
     def func_display(self, index: int) -> str | None:
         """The (untrusted) name of a function made safe for a listing, or None."""
@@ -110,6 +125,11 @@ def prepare(module, names: Names | None = None) -> LiftModule:
     used: set[str] = set()
     func_c = [_unique(names.functions.get(i), f"f{i}", i, used) for i in range(m.num_functions)]
     global_c = [_unique(names.globals.get(i), f"g{i}", i, used) for i in range(len(m.globals))]
+    data_items = [
+        (a, sz, _unique(label, f"d_{a:x}", a, used), text)
+        for a, sz, label, text in sorted(names.data)
+        if 0 <= a < 1 << 31  # enum constants: int
+    ]
     tc = (detect_toolchain(m, ()) or "").lower()
     try:
         dmap = build_data_map(data, m, tc.startswith(("rustc", "go")))
@@ -126,6 +146,8 @@ def prepare(module, names: Names | None = None) -> LiftModule:
         type_texts=[t.text() for t in m.types],
         func_types=_func_types(m),
         gc=_gc(data, m),
+        data_starts=[d[0] for d in data_items],
+        data_items=data_items,
     )
 
 

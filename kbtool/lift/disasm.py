@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from kbtool.wasm.errors import WasmFormatError
 from kbtool.wasm.instr import decode_one, format_imms, read_local_decls
-from kbtool.wasm.opcodes import K_CALL, K_GLOBAL, K_REF_FUNC, KIND, MNEMONICS
+from kbtool.wasm.opcodes import K_CALL, K_GLOBAL, K_MEM, K_REF_FUNC, KIND, MNEMONICS
 
 from .context import LiftModule, prepare
 from .names import display_name, escape_text
@@ -67,6 +67,7 @@ def disassemble_function(lm: LiftModule, func_index: int, max_lines: int = MAX_L
     types = lm.type_texts
     depth = 1
     n = 0
+    prev_const: int | None = None  # the previous instruction's i32.const value
 
     def type_text(t: int) -> str:
         return types[t] if 0 <= t < len(types) else f"<bad type {t}>"
@@ -95,11 +96,20 @@ def disassemble_function(lm: LiftModule, func_index: int, max_lines: int = MAX_L
         else:
             imm = format_imms(op, imms, type_text)
             text = f"{mn} {imm}" if imm else mn
-            if op == 0x41 and imms[0] >= 256:
+            if k == K_MEM and prev_const is not None and lm.data_starts:
+                # i32.const C; i32.load offset=O: a static variable at C + O
+                d = lm.data_label((prev_const + imms[1]) & 0xFFFFFFFF)
+                if d is not None:
+                    note = f"  ;; {d[0]}" + (f"+{d[2]}" if d[2] else "")
+            d = lm.data_label(imms[0] & 0xFFFFFFFF) if op == 0x41 and lm.data_starts else None
+            if d is not None and d[2] == 0:  # the start of a labelled data item
+                note = f"  ;; {d[0]}" + (f' "{escape_text(d[3], 80)}"' if d[3] else "")
+            elif op == 0x41 and imms[0] >= 256:
                 s = lm.string_at(imms[0] & 0xFFFFFFFF)
                 if s:
                     note = f'  ;; "{escape_text(s, 80)}"'
         lines.append(f" {p:06x}: {'  ' * min(depth, 40)}{text}{note}")
+        prev_const = imms[0] if op == 0x41 else None
         if op in _OPEN or op in _MID:
             depth += 1
         p = p2

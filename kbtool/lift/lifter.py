@@ -1279,7 +1279,28 @@ class _Lifter:
             raise LiftError(f"tag index {t} out of range")
         return self.functype(self.m.tags[t].type_index)
 
+    def data_ref(self, addr: int) -> str | None:
+        """The label text of a constant data address (``s_usage``, ``tbl_1230 + 8``), its
+        ``enum`` declared before the function so the C compiles; None if unlabelled."""
+        d = self.lm.data_label(addr)
+        if d is None:
+            return None
+        ident, start, off, _text = d
+        guard = "D_" + ident
+        if guard not in self.decl_types:
+            self.decl_types[guard] = (
+                f"#ifndef KB_{guard}\n#define KB_{guard}\nenum {{ {ident} = {start} }};\n#endif"
+            )
+        return f"{ident} + {off}" if off else ident
+
     def i32_const(self, v: int) -> _E:
+        if self.lm.data_starts and v >= 256:
+            d = self.lm.data_label(v)
+            if d is not None and d[2] == 0:  # the start of a labelled item
+                text = self.data_ref(v) or ""
+                if d[3]:
+                    text += f' /* "{escape_text(d[3], 60)}" */'
+                return _E(text, 0, "i32", const=v)
         cache = self.lm.const_text
         text = cache.get(v)
         if text is None:
@@ -1294,7 +1315,12 @@ class _Lifter:
 
     def addr(self, base: _E, offset: int) -> str:
         if base.const is not None and isinstance(base.const, int):
-            return _i32_text((base.const & 0xFFFFFFFF) + offset) if offset else base.text
+            a = (base.const & 0xFFFFFFFF) + offset
+            if self.lm.data_starts:
+                label = self.data_ref(a)
+                if label is not None:
+                    return label
+            return _i32_text(a) if offset else base.text
         if offset:
             return f"{_p(base, 4)} + {offset}"
         return base.text
@@ -1310,7 +1336,10 @@ class _Lifter:
             if r:
                 return c_ident_path(r)
         if base.const is not None and isinstance(base.const, int):
-            a = _i32_text((base.const & 0xFFFFFFFF) + offset)
+            if self.lm.data_starts:  # a labelled static variable: M + its label
+                a = self.addr(base, offset)
+            else:
+                a = _i32_text((base.const & 0xFFFFFFFF) + offset)
             return f"*({ct} *)(M + {a})"
         if offset:
             return f"*({ct} *)(M + {_p(base, 4)} + {offset})"

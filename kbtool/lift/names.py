@@ -30,13 +30,16 @@ class Names:
 
     ``functions``: function index -> name; ``globals``: global index -> name;
     ``locals``: function index -> {local index -> name} (parameters are locals 0..n-1);
-    ``field_hook``: see :data:`FieldHook`.
+    ``field_hook``: see :data:`FieldHook`; ``data``: labelled data items as
+    ``(address, size, label, text or None)`` (strings, tables: the data model of
+    :mod:`kbtool.analysis.datamodel`), used for constant addresses.
     """
 
     functions: Mapping[int, str] = field(default_factory=dict)
     globals: Mapping[int, str] = field(default_factory=dict)
     locals: Mapping[int, Mapping[int, str]] = field(default_factory=dict)
     field_hook: FieldHook | None = None
+    data: list[tuple[int, int, str, str | None]] = field(default_factory=list)
 
     @classmethod
     def from_module(cls, module) -> Names:

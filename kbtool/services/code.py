@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbtool.kb import queries
+from kbtool.kb import datamodel, queries
 from kbtool.kb.errors import (
     ImportedFunctionError,
     KBError,
@@ -56,6 +56,7 @@ from kbtool.wasm.reader import Module, parse_module
 PREPARED_CACHE = 6  # prepared versions kept per process
 PARSED_CACHE = 3  # parsed modules (and their analyses), by content digest
 RESULT_CACHE = 128  # disassembly results kept per process
+MAX_DATA_LABELS = 1_000_000  # data items labelled in the C (the data model bounds them too)
 
 
 class CodeUnavailableError(KBError):
@@ -198,11 +199,13 @@ def code_module(conn: sqlite3.Connection, version_id: int) -> CodeModule:
         if name:
             functions[idx] = name
     fields = StructFields(queries.structs(conn, version_id))
+    global_names, data_labels = _data_names(conn, version_id)
     names = Names(
         functions=functions,
-        globals=parsed.names.globals,
+        globals={**global_names, **parsed.names.globals},
         locals=parsed.names.locals,
         field_hook=fields.hook if fields else None,
+        data=data_labels,
     )
     lm = prepare((data, parsed.module), names)
     fields.lm = lm
@@ -210,6 +213,18 @@ def code_module(conn: sqlite3.Connection, version_id: int) -> CodeModule:
     with _LOCK:
         _PREPARED.put(key, cm)
     return cm
+
+
+def _data_names(conn: sqlite3.Connection, version_id: int) -> tuple[dict[int, str], list]:
+    """Global names and data labels from the version's data model (``kbtool analyze``);
+    empty without one."""
+    if datamodel.model_info(conn, version_id) is None:
+        return {}, []
+    gl = {g["index"]: g["name"] for g in datamodel.globals_of(conn, version_id) if g["name"]}
+    items, _total = datamodel.list_items(conn, version_id, offset=0, limit=MAX_DATA_LABELS)
+    labels = [(i["address"], i["size"], i["label"], i["text"]) for i in items
+              if i["kind"] != "zero" or i["refs"]]
+    return gl, labels
 
 
 # C type of a struct field the lifter can render as a member: (analysis type, size) -> C
