@@ -43,6 +43,13 @@ a match that was itself flagged still count).
 
 With ``fuzzy=False`` only stages 1-5 run (what ingest uses to carry identities).
 
+Bounded work (issue 24): candidates come from blocking with at most ``CAND_IN`` pairs per
+function, the assignment checks rivals in O(1), gap alignment only runs on gaps of at most
+``GAP_CELLS`` cells, the look-alike review looks at ``FAMILY_RIVALS`` rivals per pair. Each
+stage (call graph, similarity, alignment, family) counts its comparisons in a
+:class:`MatchStats` and stops at a budget linear in the function count; the stats (and a
+note per stage that stopped) come back through the ``stats`` argument.
+
 Determinism: records are ordered by index before anything else, every tie is broken by
 indices and sums over sets are exactly rounded, so the result depends neither on the
 input order nor on hash seeds.
