@@ -13,6 +13,7 @@ Names and strings from the binary are shown literally (no markup, controls escap
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 from pathlib import Path
@@ -24,7 +25,9 @@ from rich.text import Text
 
 from kbtool.commands.common import (
     DbOption,
+    ForceOption,
     JsonOption,
+    check_output,
     console,
     count_progress,
     err_console,
@@ -36,6 +39,7 @@ from kbtool.kb import queries
 from kbtool.render.code import WASM, C, c_syntax, code_text, function_diff_view
 from kbtool.render.text import lit
 from kbtool.services import code as code_service
+from kbtool.services.outfile import atomic_output, terminate_raises
 
 _PAIR = re.compile(r"(\d+):(\d+)\Z")
 
@@ -150,6 +154,7 @@ def code_cmd(
         Path | None,
         typer.Option("-o", "--output", help="With --all: write the C here (default: stdout)."),
     ] = None,
+    force: ForceOption = False,
     json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -161,7 +166,7 @@ def code_cmd(
             fail("--all takes a version id alone: kbtool code VERSION --all [-o FILE]")
         if c_only or json_out:
             fail("--all writes the C, or the disassembly with --wasm (no --c, no --json)")
-        _write_module(db, int(target), output, listing=wasm_only)
+        _write_module(db, int(target), output, listing=wasm_only, force=force)
         return
     if output is not None:
         fail("-o goes with --all (one function's code prints to the terminal)")
@@ -182,38 +187,38 @@ def code_cmd(
     _print(view, lines, pager)
 
 
-def _write_module(db: str | None, version_id: int, output: Path | None, *, listing: bool) -> None:
+def _write_module(db: str | None, version_id: int, output: Path | None, *, listing: bool,
+                  force: bool = False) -> None:
     """``kbtool code VERSION --all [--wasm]``: stream the C (or the disassembly) to a file
-    (atomically: a temporary renamed at the end) or stdout, with a done/total bar on a
-    terminal."""
+    or stdout, with a done/total bar on a terminal. The file is written atomically (the
+    old one stays until the new one is complete; never the KB, see
+    :mod:`kbtool.services.outfile`); SIGTERM and Ctrl-C stop the workers and leave no
+    temporary."""
+    check_output(output, db, force)
     conn = ro(db)
-    tmp: Path | None = None
-    fh = None
     n = 0
     label = "disassembling" if listing else "lifting"
+    chunks = None
     try:
-        with count_progress(label, show=err_console.is_terminal) as bar:
+        # no refresh thread: the lift pool forks only from a single-threaded process
+        with terminate_raises(), count_progress(label, show=err_console.is_terminal,
+                                                auto_refresh=False) as bar:
             task = bar.add_task(label, total=None)
 
             def progress(done: int, total: int) -> None:
                 if not done & 63 or done == total:
-                    bar.update(task, completed=done, total=total)
+                    bar.update(task, completed=done, total=total, refresh=True)
 
             make = code_service.module_listing if listing else code_service.module_c
             chunks = make(conn, version_id, progress=progress)
             first = next(chunks)  # unknown version / missing bytes fail here, before any file
-            if output is not None:
-                tmp = output.with_name(f".{output.name}.kbtool-tmp")
-                fh = open(tmp, "w", encoding="utf-8")  # noqa: SIM115 - closed in finally
-            out = fh or sys.stdout
-            out.write(first)
-            for chunk in chunks:
-                out.write(chunk)
-                n += 1
-        if fh is not None and tmp is not None and output is not None:
-            fh.close()
-            tmp.replace(output)
-            tmp = None
+            with (atomic_output(output) if output is not None
+                  else contextlib.nullcontext(sys.stdout)) as out:
+                out.write(first)
+                for chunk in chunks:
+                    out.write(chunk)
+                    n += 1
+        if output is not None:
             err_console.print(f"wrote {n} functions of version {version_id} to {output}",
                               markup=False, highlight=False, soft_wrap=True)
     except BrokenPipeError:  # `kbtool code 2 --all | head`: the reader is gone; stop quietly
@@ -223,11 +228,9 @@ def _write_module(db: str | None, version_id: int, output: Path | None, *, listi
     except OSError as exc:
         fail(f"cannot write {output or 'stdout'}: {exc.strerror or exc}")
     finally:
+        if chunks is not None:
+            chunks.close()  # an error or a signal: stop the worker pool now
         conn.close()
-        if fh is not None:
-            fh.close()
-        if tmp is not None:
-            tmp.unlink(missing_ok=True)
 
 
 def print_function_diff(

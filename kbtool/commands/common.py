@@ -6,6 +6,7 @@ import errno
 import json
 import sqlite3
 import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -36,8 +37,11 @@ console = _Console(highlight=False)
 err_console = _Console(stderr=True, highlight=False)
 
 
-def count_progress(label: str, *, show: bool, to: Console | None = None):
-    """A transient ``label [bar] done/total elapsed`` bar (disabled when not ``show``)."""
+def count_progress(label: str, *, show: bool, to: Console | None = None,
+                   auto_refresh: bool = True):
+    """A transient ``label [bar] done/total elapsed`` bar (disabled when not ``show``).
+    ``auto_refresh=False`` starts no refresh thread (update with ``refresh=True``): a
+    command that forks a worker pool must stay single-threaded."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -54,6 +58,7 @@ def count_progress(label: str, *, show: bool, to: Console | None = None):
         console=to or err_console,
         disable=not show,
         transient=True,
+        auto_refresh=auto_refresh,
     )
 
 
@@ -79,6 +84,25 @@ def rw(db: str | None, *, create: bool = False) -> sqlite3.Connection:
 
 def ro(db: str | None) -> sqlite3.Connection:
     return open_ro(db_path(db))
+
+
+ForceOption = Annotated[
+    bool,
+    typer.Option("--force", help="Replace an existing output file even if it is a SQLite database."),
+]
+
+
+def check_output(out: str | Path | None, db: str | None, force: bool = False) -> None:
+    """Fail with one line when ``out`` is the KB (or its -wal/-shm, by any path or link) or,
+    without ``force``, an existing SQLite database; ``None`` (stdout) is always fine."""
+    from kbtool.services.outfile import OutputRefused, check_output_path
+
+    if out is None:
+        return
+    try:
+        check_output_path(out, db_path(db), force)
+    except OutputRefused as exc:
+        fail(str(exc))
 
 
 def print_json(value: Any) -> None:

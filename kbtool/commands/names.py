@@ -3,6 +3,7 @@ and their read side: renames, history, search, export."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -11,10 +12,21 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from kbtool.commands.common import DbOption, JsonOption, console, fail, print_json, ro, rw
+from kbtool.commands.common import (
+    DbOption,
+    ForceOption,
+    JsonOption,
+    check_output,
+    console,
+    fail,
+    print_json,
+    ro,
+    rw,
+)
 from kbtool.kb import gate, queries
 from kbtool.render.text import lit
 from kbtool.services import names_io, nav
+from kbtool.services.outfile import terminate_raises, write_atomic
 
 
 def register(app: typer.Typer) -> None:
@@ -222,22 +234,37 @@ def export_cmd(
     version: Annotated[int, typer.Argument(help="Version id.")],
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to this file instead of stdout.")] = None,
     wasm: Annotated[Path | None, typer.Option("--wasm", help="Write a copy of the module with the KB's names in its `name` section.")] = None,
+    force: ForceOption = False,
     db: DbOption = None,
 ) -> None:
-    """Export a version's names as git-diffable, tab-separated text (or into the module: --wasm)."""
+    """Export a version's names as git-diffable, tab-separated text (or into the module: --wasm).
 
+    Files are replaced atomically; the KB itself (or its -wal/-shm) is never an output, and
+    an existing SQLite database is replaced only with --force."""
+
+    for out in (wasm, output):
+        check_output(out, db, force)
+    if wasm is not None and output is not None and os.path.abspath(wasm) == os.path.abspath(output):
+        fail("--wasm and -o name the same file")
     conn = ro(db)
-    if wasm is not None:
-        n = names_io.write_named_module(conn, version, wasm)
-        console.print(lit(f"wrote {wasm} ({n} function names in its name section)"))
-        if output is None:
-            return
-    text = names_io.export_text(conn, version)
-    if output is None:
-        sys.stdout.write(text)
-    else:
-        output.write_text(text, encoding="utf-8")
-        console.print(lit(f"wrote {output} ({text.count(chr(10)) - 3} functions)"))
+    try:
+        with terminate_raises():
+            if wasm is not None:
+                data, n = names_io.named_module(conn, version)
+                write_atomic(wasm, data)
+                console.print(lit(f"wrote {wasm} ({n} function names in its name section)"))
+                if output is None:
+                    return
+            text = names_io.export_text(conn, version)
+            if output is None:
+                sys.stdout.write(text)
+            else:
+                write_atomic(output, text)
+                console.print(lit(f"wrote {output} ({text.count(chr(10)) - 3} functions)"))
+    except OSError as exc:
+        fail(f"cannot write {exc.filename or wasm or output}: {exc.strerror or exc}")
+    finally:
+        conn.close()
 
 
 def import_names(

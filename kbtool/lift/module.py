@@ -1,4 +1,7 @@
-"""Whole-module lifting and disassembly, over a fork process pool on every core by default."""
+"""Whole-module lifting and disassembly, over a process pool on every core by default.
+
+The pool forks only from a single-threaded process (a threaded one lifts in-process) and
+its workers die with this process (:mod:`kbtool.wasm.workers`)."""
 
 from __future__ import annotations
 
@@ -76,8 +79,9 @@ def lift_module(
 
     ``workers`` processes (default :func:`default_workers`, i.e. every usable core) lift
     ranges of about equal body size; the children are forked, so they share the prepared
-    module without copying it. ``workers=1`` (or a small module) lifts in this process.
-    ``kw`` goes to :func:`lift_function`.
+    module without copying it. ``workers=1``, a small module or a process running several
+    threads (a fork there can deadlock) lifts in this process. ``kw`` goes to
+    :func:`lift_function`.
     """
     return _map_functions(lm, _lift_one, workers, imports, kw, 8)
 
@@ -100,11 +104,13 @@ def _map_functions(
     n = m.num_functions
     if workers is None:
         workers = default_workers()
-    import multiprocessing as mp  # here: one-function users (web, MCP, TUI) need no pool
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import ProcessPoolExecutor  # here: one-function users need no pool
+
+    from kbtool.wasm.workers import kill_workers, pool_context, worker_init
 
     small = n - first < MIN_PARALLEL_FUNCTIONS or sum(e - s for s, e in m.code) < MIN_PARALLEL_BYTES
-    if workers <= 1 or small or "fork" not in mp.get_all_start_methods():
+    mpctx = None if workers <= 1 or small else pool_context()
+    if mpctx is None:
         for i in range(first, n):
             yield one(lm, i, **kw)
         return
@@ -112,17 +118,23 @@ def _map_functions(
         yield one(lm, i, **kw)
     ranges = _ranges(lm, max(first, m.num_func_imports), workers * per_worker)
     _STATE["lm"], _STATE["kw"], _STATE["one"] = lm, kw, one
+    ex = ProcessPoolExecutor(workers, mp_context=mpctx, initializer=worker_init,
+                             initargs=(os.getpid(),))
     try:
-        with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as ex:
-            # a window of ranges in flight (not all of them): finished ranges wait for the
-            # slower one before them in memory, so the window bounds what waits
-            todo = iter(ranges)
-            window = deque(ex.submit(_work, r) for r in islice(todo, workers * 2))
-            while window:
-                res = window.popleft().result()
-                nxt = next(todo, None)
-                if nxt is not None:
-                    window.append(ex.submit(_work, nxt))
-                yield from res
+        # a window of ranges in flight (not all of them): finished ranges wait for the
+        # slower one before them in memory, so the window bounds what waits
+        todo = iter(ranges)
+        window = deque(ex.submit(_work, r) for r in islice(todo, workers * 2))
+        while window:
+            res = window.popleft().result()
+            nxt = next(todo, None)
+            if nxt is not None:
+                window.append(ex.submit(_work, nxt))
+            yield from res
+    except BaseException:  # an error, SIGTERM (raised by the CLI) or a closed generator
+        kill_workers(ex)
+        raise
+    else:
+        ex.shutdown(wait=True)
     finally:
         _STATE.clear()

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import sqlite3
 from collections import defaultdict
@@ -30,6 +29,7 @@ from kbtool.services import lineage as lineage_svc
 from kbtool.services.diff.carry import carry_names
 from kbtool.services.diff.report import store_report
 from kbtool.wasm import WasmFormatError, analyze_module
+from kbtool.wasm.facts import decode_workers
 from kbtool.wasm.gosyms import GoSymbolsError, recover_go_names
 
 Progress = Callable[[str, int, int], None]
@@ -39,7 +39,6 @@ EXPORT_CONFIDENCE = 0.95
 GLUE_CONFIDENCE = 0.95
 IMPORT_CONFIDENCE = 1.0
 GO_PCLNTAB_CONFIDENCE = 1.0
-PARALLEL_DECODE_BYTES = 4_000_000
 
 
 class IngestError(KBError):
@@ -145,7 +144,7 @@ def ingest_bytes(
     if queries.label_exists(conn, label):
         raise IngestError(f"a version labelled {label!r} already exists (choose another --label)")
     # both cores for big modules: bodies decode independently (measured: ~15-40% faster)
-    workers = 2 if len(data) > PARALLEL_DECODE_BYTES and (os.cpu_count() or 1) > 1 else 1
+    workers = decode_workers(len(data))  # 2 for big modules (KBTOOL_PARALLEL_DECODE_BYTES)
     try:
         analysis = analyze_module(
             data, progress=(lambda done, total: progress("decode", done, total)) if progress else None,

@@ -22,9 +22,6 @@ from __future__ import annotations
 import os
 import re
 import struct
-import sys
-import threading
-import time
 from array import array
 from bisect import bisect_right
 from dataclasses import dataclass, field
@@ -1006,36 +1003,19 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
 # ----------------------------------------------------------------------------- workers
 
 _WORKER_STATE: dict = {}
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
-PARENT_POLL_SECONDS = 0.5
+#: modules with more code bytes than this decode on two processes (``decode_workers``);
+#: ``KBTOOL_PARALLEL_DECODE_BYTES`` overrides it (tests lower it to exercise the pool)
+PARALLEL_DECODE_BYTES = 4_000_000
 
 
-def _worker_init(parent_pid: int) -> None:
-    """Pool worker start: exit when the parent dies (a SIGKILLed/SIGTERMed ``kbtool ingest``
-    must not leave workers running and holding its files). Linux: the kernel sends SIGKILL
-    (``prctl(PR_SET_PDEATHSIG)``); everywhere: a daemon thread polls the parent pid."""
-
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-            import signal
-
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-        except (OSError, AttributeError):  # pragma: no cover - no usable libc
-            pass
-    if os.getppid() != parent_pid:  # the parent died before the death signal was armed
-        os._exit(1)
-    threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True,
-                     name="kbtool-parent-watch").start()
-
-
-def _watch_parent(parent_pid: int) -> None:
-
-    while True:
-        time.sleep(PARENT_POLL_SECONDS)
-        if os.getppid() != parent_pid:
-            os._exit(1)
+def decode_workers(nbytes: int) -> int:
+    """Processes for decoding a module of ``nbytes``: 2 for big modules on a multi-core
+    machine (bodies decode independently; measured ~15-40% faster), else 1."""
+    try:
+        limit = int(os.environ.get("KBTOOL_PARALLEL_DECODE_BYTES", PARALLEL_DECODE_BYTES))
+    except ValueError:
+        limit = PARALLEL_DECODE_BYTES
+    return 2 if nbytes > limit and (os.cpu_count() or 1) > 1 else 1
 
 
 def _worker_run(rng: tuple[int, int]) -> list[tuple]:
@@ -1094,27 +1074,34 @@ def analyze_module(data, *, progress=None, workers: int = 1) -> ModuleAnalysis:
 
 
 def _analyze_parallel(data, ctx, workers, progress, total):
+    """Decode the bodies on a pool of ``workers`` forked processes that inherit the context
+    and die with this process; in this process instead when it runs several threads (a
+    fork from the threaded MCP server can deadlock): see :mod:`kbtool.wasm.workers`."""
     # imported here: a plain import of kbtool.wasm (the lifter, the web server) needs no pool
-    import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
-    try:
-        mpctx = mp.get_context("fork")
-    except ValueError:  # pragma: no cover - platforms without fork
+    from .workers import kill_workers, pool_context, worker_init
+
+    mpctx = pool_context()
+    if mpctx is None:
         return _analyze_range(ctx, 0, len(ctx.m.code), progress, 0, total)
     ranges = _split(ctx.m.code, workers * 4)
     out: list[FuncFacts] = []
     _WORKER_STATE["ctx"] = ctx  # inherited by the forked workers
+    ex = ProcessPoolExecutor(max_workers=workers, mp_context=mpctx, initializer=worker_init,
+                             initargs=(os.getpid(),))
     try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=mpctx,
-                                 initializer=_worker_init,
-                                 initargs=(os.getpid(),)) as ex:
-            done = 0
-            for (a, b), res in zip(ranges, ex.map(_worker_run, ranges), strict=True):
-                out.extend(FuncFacts(*t) for t in res)
-                done += ctx.m.code[b - 1][1] - ctx.m.code[a][0]
-                if progress is not None:
-                    progress(done, total)
+        done = 0
+        for (a, b), res in zip(ranges, ex.map(_worker_run, ranges), strict=True):
+            out.extend(FuncFacts(*t) for t in res)
+            done += ctx.m.code[b - 1][1] - ctx.m.code[a][0]
+            if progress is not None:
+                progress(done, total)
+    except BaseException:
+        kill_workers(ex)
+        raise
+    else:
+        ex.shutdown(wait=True)
     finally:
         _WORKER_STATE.pop("ctx", None)
     return out
