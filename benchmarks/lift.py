@@ -1,6 +1,6 @@
 """Lifter benchmark: kbtool.lift next to ``wasm-decompile`` (wabt) on the same modules.
 
-    python benchmarks/lift.py [FILE ...] [--workers N] [--no-gcc] [--latency FILE]
+    python benchmarks/lift.py [FILE ...] [--workers N] [--no-gcc] [--latency FILE] [--buckets]
     python benchmarks/lift.py --smoke
 
 Default FILEs: every ``.wasm`` of ../shared/corpus (gt/ and release/). Per module, in one
@@ -11,7 +11,11 @@ processes: the steadier figure on a shared machine), peak RSS (the largest proce
 lines, body lines, gotos, labels, max brace nesting and the median body lines per function.
 Then single-function on-demand latency (median / p95 / worst of ``lift_function`` after one
 ``prepare``, wall and CPU) on ``--latency`` (default: lightningcss).
-``--listing`` adds the whole-module disassembly (``kbtool code --all --wasm``) next to
+``--buckets`` adds, per module and function size bucket (< 50, 50-500, > 500 instructions),
+gotos, labels, body lines, maximum brace nesting, casts per 100 body lines and infinite
+loops (C ``while (1)`` / wasm-decompile ``loop L {``) for both tools over the same functions
+(casts: C ``(type)``/``(type *)``; wasm-decompile ``]:type`` accesses, conversion calls and
+``as``). ``--listing`` adds the whole-module disassembly (``kbtool code --all --wasm``) next to
 ``wasm-objdump -d`` (wall, CPU, peak RSS, lines). ``--smoke`` runs everything on the small
 .wat fixture (needs wat2wasm).
 Lifter path: rows read ``kbtool.lift/compiled`` (the mypyc build, ``python -m
@@ -116,12 +120,93 @@ def _brace_depth(lines: list[str]) -> int:
     return best
 
 
+BUCKETS: tuple[tuple[str, int, int], ...] = (
+    ("< 50", 0, 50),
+    ("50-500", 50, 501),
+    ("> 500", 501, 1 << 62),
+)
+_C_CAST = re.compile(
+    r"\((?:const )?(?:u?int(?:8|16|32|64)_t|float|double|bool|_Bool|char|void|uintptr_t)"
+    r"(?: \*+)?\)"
+)
+_C_LABEL = re.compile(r"^\s*(?!default\b)[A-Za-z_]\w*:;?\s*$")
+_D_LABEL = re.compile(r"^\s*label \w+:")
+_D_CAST = re.compile(
+    r"\]:\w+|\b[if](?:32|64)_(?:convert|trunc|extend|wrap|demote|promote|reinterpret)\w*\("
+    r"|\bas\b"
+)
+
+
+def _body_metrics(body: list[str], cast: re.Pattern, label: re.Pattern, inf: re.Pattern) -> dict:
+    """gotos, labels, body lines, max brace nesting, casts and infinite loops of one body."""
+    return {
+        "gotos": sum(len(re.findall(r"\bgoto\b", ln)) for ln in body),
+        "labels": sum(1 for ln in body if label.match(ln)),
+        "lines": len(body),
+        "depth": _brace_depth(body),
+        "casts": sum(len(cast.findall(_STRING.sub('""', ln))) for ln in body),
+        "inf": sum(len(inf.findall(ln)) for ln in body),
+    }
+
+
+def _c_function_metrics(text: str) -> dict:
+    """Metrics of one lifted function's body (the lines between its definition's braces)."""
+    lines = text.splitlines()
+    start = next((k for k, ln in enumerate(lines) if ln.endswith(") {") and ln[:1] != " "), None)
+    body = lines[start + 1 : -1] if start is not None else []
+    return _body_metrics(body, _C_CAST, _C_LABEL, re.compile(r"\bwhile \(1\)|\bfor \(;;\)"))
+
+
+def _decompile_functions(text: str) -> list[dict]:
+    """Per-function metrics of wasm-decompile's output, in function order."""
+    out, cur = [], None
+    for ln in text.splitlines():
+        if re.match(r"^(export )?function ", ln):
+            cur = []
+        elif cur is not None:
+            if ln == "}":
+                out.append(_body_metrics(cur, _D_CAST, _D_LABEL, re.compile(r"^\s*loop \w+ \{")))
+                cur = None
+            else:
+                cur.append(ln)
+    return out
+
+
+def bucket_table(per: list, theirs: list[dict] | None) -> list[str]:
+    """Rows per function size bucket (instructions): kbtool next to wasm-decompile, over
+    the functions both rendered (kbtool's placeholders are left out of both sides)."""
+    keys = ("gotos", "labels", "lines", "depth", "casts", "inf")
+    rows = [
+        f"  {'bucket':<8} {'tool':<15} {'funcs':>6} {'gotos':>7} {'labels':>7} {'body ln':>9} "
+        f"{'depth':>6} {'casts/100':>9} {'while(1)':>9}"
+    ]
+    paired = theirs is not None and len(theirs) == len(per)
+    for name, lo, hi in BUCKETS:
+        idx = [k for k, (n, trunc, _m) in enumerate(per) if not trunc and lo <= n < hi]
+        sides = [("kbtool", [per[k][2] for k in idx])]
+        if paired:
+            assert theirs is not None
+            sides.append(("wasm-decompile", [theirs[k] for k in idx]))
+        for tool, ms in sides:
+            tot = {k: sum(m[k] for m in ms) for k in keys}
+            depth = max((m["depth"] for m in ms), default=0)
+            per100 = 100.0 * tot["casts"] / tot["lines"] if tot["lines"] else 0.0
+            rows.append(
+                f"  {name:<8} {tool:<15} {len(ms):6d} {tot['gotos']:7d} {tot['labels']:7d} "
+                f"{tot['lines']:9d} {depth:6d} {per100:9.1f} {tot['inf']:9d}"
+            )
+    if not paired and theirs is not None:
+        rows.append(f"  (wasm-decompile printed {len(theirs)} functions, kbtool {len(per)})")
+    return rows
+
+
 def _ours_child(path: str, workers: int, out: str) -> None:
     """Child process: lift the whole module, write the C and print stats as JSON."""
     t0 = time.perf_counter()
     data = Path(path).read_bytes()
     lm = prepare(data)
     bodies, starts, stats = [], [], []
+    per: list = []  # defined functions in index order: (instructions, truncated, metrics)
     line = 1
     with open(out, "w") as fh:
         for r in lift_module(lm, workers=workers or None):
@@ -131,8 +216,12 @@ def _ours_child(path: str, workers: int, out: str) -> None:
             st = r.stats
             stats.append((st.gotos, st.labels, r.truncated))
             bodies.append(st.body_lines)
+            if st.instructions or r.truncated:
+                per.append((st.instructions, r.truncated, _c_function_metrics(r.text)))
     lift_s = time.perf_counter() - t0
-    print(json.dumps({"starts": starts, "bodies": bodies, "stats": stats, "lift_s": lift_s}))
+    print(json.dumps(
+        {"starts": starts, "bodies": bodies, "stats": stats, "lift_s": lift_s, "per": per}
+    ))
 
 
 def _listing_child(path: str, workers: int, out: str) -> None:
@@ -267,6 +356,7 @@ def bench_module(
             "funcs": len(info["bodies"]),
             "median": statistics.median(info["bodies"]) if info["bodies"] else 0,
             "lift_s": info["lift_s"],
+            "per": info["per"],
         }
         if gcc:
             ok, n = _gcc_share(c_path, [tuple(s) for s in info["starts"]], len(lines))
@@ -277,11 +367,13 @@ def bench_module(
             with open(d_path, "w") as fh:
                 wall, cpu, rss, rc = _run_measured([DECOMPILE, "--enable-all", str(path)], fh)
             if rc == 0:
+                dtext = d_path.read_text()
                 theirs = {
                     "time": wall,
                     "cpu": cpu,
                     "rss": rss,
-                    **_decompile_metrics(d_path.read_text()),
+                    **_decompile_metrics(dtext),
+                    "per": _decompile_functions(dtext),
                 }
     return {"module": path.name, "ours": ours, "theirs": theirs}
 
@@ -373,6 +465,11 @@ def main(argv=None) -> None:
         "--listing", action="store_true",
         help="also the whole-module disassembly next to wasm-objdump -d",
     )
+    ap.add_argument(
+        "--buckets", action="store_true",
+        help="per function size bucket (< 50, 50-500, > 500 instructions): gotos, labels, body "
+        "lines, max nesting, casts per 100 lines, while (1) loops, next to wasm-decompile",
+    )
     ap.add_argument("--_listing", help=argparse.SUPPRESS)
     ap.add_argument("--_ours", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
@@ -420,6 +517,10 @@ def main(argv=None) -> None:
                 o2 = bench_module(f, a.workers, False, False, other)["ours"]
                 print(_row(f"kbtool.lift/{other}", o2, "-") + f"   lift s {o2['lift_s']:.2f}")
             print(_row("wasm-decompile", r["theirs"], "-"))
+            if a.buckets or a.smoke:
+                th = r["theirs"]
+                for row in bucket_table(o["per"], th["per"] if th else None):
+                    print(row)
             sys.stdout.flush()
         if a.listing or a.smoke:
             print("whole-module disassembly (kbtool code --all --wasm) next to wasm-objdump -d")
