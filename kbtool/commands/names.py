@@ -26,6 +26,7 @@ from kbtool.commands.common import (
 from kbtool.kb import gate, queries
 from kbtool.render.text import lit
 from kbtool.services import names_io, nav
+from kbtool.services.inputs import read_text_input
 from kbtool.services.outfile import terminate_raises, write_atomic
 
 
@@ -283,10 +284,9 @@ def import_names(
     diff-carry); a teammate's human names land as human but unlocked, and never replace a
     human name of this KB. With --as-human every name is your decision: human, locked."""
 
-    if not file.exists():
-        fail(f"no such file: {file}")
+    text = read_text_input(file, "names")  # at most KBTOOL_MAX_NAMES_BYTES (256 MiB)
     conn = rw(db)
-    rep = names_io.import_names(conn, file.read_text(encoding="utf-8"), source=file.name,
+    rep = names_io.import_names(conn, text, source=file.name,
                                 version_id=version, as_human=as_human, lock=not no_lock)
     if json_out:
         print_json(rep.as_dict())

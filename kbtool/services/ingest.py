@@ -28,6 +28,7 @@ from kbtool.kb.gate import upsert_symbol
 from kbtool.services import lineage as lineage_svc
 from kbtool.services.diff.carry import carry_names
 from kbtool.services.diff.report import store_report
+from kbtool.services.inputs import read_input, read_text_input
 from kbtool.wasm import WasmFormatError, analyze_module
 from kbtool.wasm.facts import decode_workers
 from kbtool.wasm.gosyms import GoSymbolsError, recover_go_names
@@ -108,13 +109,13 @@ def ingest_file(
         raise IngestError(f"no such file: {p}")
     if p.is_dir():
         raise IngestError(f"{p} is a directory, not a wasm module")
-    data = p.read_bytes()
+    data = read_input(p, "wasm")  # at most KBTOOL_MAX_WASM_BYTES (1 GiB)
     glue_text = None
     if glue_path is not None:
         gp = Path(glue_path)
         if not gp.exists():
             raise IngestError(f"no such file: {gp}")
-        glue_text = gp.read_text(encoding="utf-8", errors="replace")
+        glue_text = read_text_input(gp, "js", errors="replace")  # KBTOOL_MAX_JS_BYTES
     return ingest_bytes(conn, data, label=label or p.name, source_path=str(p), glue_text=glue_text,
                         progress=progress, carry=carry, program=program, base=base, force=force,
                         program_hint=p.name)

@@ -36,6 +36,7 @@ id has the row's shape, or the row's shape occurs nowhere in the target.
 
 from __future__ import annotations
 
+import math
 import re
 import sqlite3
 from collections import Counter, defaultdict
@@ -308,7 +309,9 @@ def import_as(row: dict[str, Any], *, as_human: bool, lock: bool = True) -> dict
     - a row without provenance (an older export): oracle at 0.9.
     """
     conf = row["confidence"] if row["confidence"] is not None else IMPORT_DEFAULT_CONFIDENCE
-    conf = min(max(float(conf), 0.0), 1.0)
+    conf = float(conf)
+    if math.isfinite(conf):  # inf/nan reach the gate, which refuses them (never clamped)
+        conf = min(max(conf, 0.0), 1.0)
     if as_human:
         return {"provenance": "human", "confidence": 1.0, "lock": lock, "yield_to_human": False}
     if row["provenance"] == "human":

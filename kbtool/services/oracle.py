@@ -41,6 +41,7 @@ from kbtool.kb import queries, store
 from kbtool.kb.db import transaction
 from kbtool.kb.errors import KBError
 from kbtool.kb.gate import upsert_symbol
+from kbtool.services.inputs import read_input
 from kbtool.wasm import WasmFormatError, analyze_module
 
 __all__ = ["OracleError", "add_oracle", "list_oracles", "match_oracle", "MIN_STRUCTURAL_SCORE"]
@@ -93,7 +94,7 @@ def add_oracle(conn: sqlite3.Connection, path: str | Path, *, label: str | None 
         raise OracleError(f"no such file: {p}")
     if p.is_dir():
         raise OracleError(f"{p} is a directory, not a wasm module")
-    data = p.read_bytes()
+    data = read_input(p, "wasm")  # at most KBTOOL_MAX_WASM_BYTES (1 GiB)
     label = label or p.name
     if not label.strip() or any(ord(ch) < 32 for ch in label):
         raise OracleError("invalid label: empty or has control characters")
