@@ -169,6 +169,14 @@ class SimilarityStage:
             self._scored = (state, scored)
         if not scored:
             return 0
+        memo = self.__dict__.get("_margins")
+        if memo is not None and memo[0] is scored and not any(
+            s >= threshold and m >= min_margin and m > 1e-9 for s, m in memo[1]
+        ):
+            # nothing matched since a round that took nothing: every pair's margin is as it
+            # was then, and none clears this round's bar (skips the heap, same result)
+            self.spend(1 + len(scored) // self.SCAN_PER_UNIT)
+            return 0
         OLD, NEW = self.OLD, self.NEW
         heap: list[tuple[float, int, int, int]] = []
         alive_o: dict[int, dict[int, float]] = defaultdict(dict)
@@ -251,6 +259,15 @@ class SimilarityStage:
                 touched_o[x] = epoch
             for y in (*NEW.callers[n], *NEW.callees[n]):
                 touched_n[y] = epoch
+        if count == 0 and not self.exhausted():
+            # no match, no re-scoring: remember each pair's margin for the next rounds
+            margins = []
+            for sc, o, n in scored:
+                tn = top_n.get(n) or top_n.setdefault(n, top(alive_n[n], self.o2n))
+                to = top_o.get(o) or top_o.setdefault(o, top(alive_o[o], self.n2o))
+                second = max(tn[2] if tn[1] == o else tn[0], to[2] if to[1] == n else to[0])
+                margins.append((sc, sc - second))
+            self._margins = (scored, margins)
         return count
 
     def gap_align(self, threshold: float) -> int:
