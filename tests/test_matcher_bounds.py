@@ -112,3 +112,20 @@ def test_no_note_on_a_normal_release(tmp_path: Path):
 def test_tiny_families_do_not_break_the_matcher(count: int):
     st = _work(count)
     assert st.notes == []
+
+
+def test_oracle_match_reports_the_budget_note(monkeypatch, tmp_path: Path):
+    from kbtool.services.oracle import add_oracle, match_oracle
+
+    conn = open_rw(tmp_path / "kb.db")
+    res = ingest_bytes(conn, matcher_family(150, 1), label="v2", program="p")
+    ref = tmp_path / "ref.wasm"
+    ref.write_bytes(matcher_family(150, 0, named=True))
+    add_oracle(conn, ref, label="ref")
+    full = match_oracle(conn, res.version_id)
+    assert "notes" not in full["oracles"][0]  # the normal budget is far away
+    monkeypatch.setattr(MatcherBase, "BUDGET_PER_FUNCTION", 0)
+    monkeypatch.setattr(MatcherBase, "BUDGET_BASE", 50)
+    cut = match_oracle(conn, res.version_id)
+    notes = cut["oracles"][0]["notes"]
+    assert notes and "stopped at its work budget" in notes[0]
