@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from kbtool.kb.errors import NotAKBError, SchemaVersionError
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 KB_KIND = "kbtool-kb"
 
 _V1 = """
@@ -304,6 +304,32 @@ CREATE TABLE data_models (
 );
 """
 
+# Version 6: knowledge beyond names (issue 27): function and line comments, prototypes, local
+# names, data/global names (later: types), one row per (kind, target, key), written only by
+# kbtool.kb.gate like symbols. Their gate decisions are annotation_events rows whose stable_id
+# is the annotation's own key (``k:<kind>:<target>:<key>``, never a function id, so the name
+# history of a function is unchanged) and whose ``subject``/``target``/``akey`` say what it is.
+_V6 = """
+CREATE TABLE knowledge (
+    kind TEXT NOT NULL,          -- comment, line_comment, prototype, local, data_name (, type)
+    target TEXT NOT NULL,        -- function stable_id, data_id, g:<global key>, type name
+    key TEXT NOT NULL DEFAULT '',  -- '' or the line offset in the body or the local index
+    value TEXT NOT NULL,         -- JSON object (text / name / prototype / anchor ...)
+    provenance TEXT NOT NULL,
+    confidence REAL NOT NULL,
+    locked INTEGER NOT NULL DEFAULT 0,
+    evidence TEXT NOT NULL DEFAULT '[]',
+    version_id INTEGER,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (kind, target, key)
+) WITHOUT ROWID;
+CREATE INDEX knowledge_target ON knowledge(target, kind);
+ALTER TABLE annotation_events ADD COLUMN subject TEXT;
+ALTER TABLE annotation_events ADD COLUMN target TEXT;
+ALTER TABLE annotation_events ADD COLUMN akey TEXT;
+CREATE INDEX annotation_events_target ON annotation_events(target, id) WHERE target IS NOT NULL;
+"""
+
 # Migration n takes a KB at schema version n-1 to version n.
 def _run_script(conn: sqlite3.Connection, script: str) -> None:
     """Run DDL statements one by one (``executescript`` would commit mid-migration)."""
@@ -321,13 +347,14 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     3: lambda conn: _run_script(conn, _V3),
     4: lambda conn: _run_script(conn, _V4),
     5: lambda conn: _run_script(conn, _V5),
+    6: lambda conn: _run_script(conn, _V6),
 }
 
 TABLES = (
     "meta", "versions", "modules", "functions", "facts", "call_edges", "symbols",
     "annotation_events", "events", "diffs", "oracle_modules", "programs", "thread_facts",
     "structs", "analyses", "analysis_runs", "suggestions", "data_globals", "data_items",
-    "data_refs", "data_models",
+    "data_refs", "data_models", "knowledge",
 )
 
 

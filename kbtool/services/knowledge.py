@@ -1,0 +1,476 @@
+"""Knowledge beyond names (issue 27): comments, line comments, prototypes, local names and data
+names, as use cases over the one gate (:func:`kbtool.kb.gate.upsert_knowledge`).
+
+Every front-end (CLI ``kbtool comment/set-type/rename-local/name-data``, the TUI code pane,
+the MCP ``set_comment``/``set_prototype``/``rename_local``/``name_data`` tools, the agent pass
+and ``kbtool deep``) calls here; these functions resolve a target, check what needs the module
+(a line offset is an instruction of the body, a local index is within the function's locals)
+and hand the value to the gate. Carry-over to a new release (:func:`carry_knowledge`) runs at
+ingest beside the name carry; data names carry by content identity when the new release's data
+model is built (:func:`apply_data_names`).
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from typing import Any
+
+from kbtool.kb import datamodel as dm_store
+from kbtool.kb import knowledge as kn
+from kbtool.kb import queries
+from kbtool.kb.errors import KBError
+from kbtool.kb.gate import Decision, record_knowledge_drop, upsert_knowledge
+from kbtool.wasm import WasmFormatError
+from kbtool.wasm.instr import decode_one, read_local_decls
+from kbtool.wasm.opcodes import MNEMONICS
+from kbtool.wasm.reader import parse_module
+
+ANCHOR = 3          # instructions each side of a line that make its context
+CARRY_ACTOR = "diff-carry"
+_SID = re.compile(r"[0-9a-f]{16}\Z")
+
+
+class KnowledgeError(KBError):
+    """A knowledge request that cannot be served: unknown function, line or local."""
+
+
+# --------------------------------------------------------------------------- functions
+
+
+def resolve_function(conn: sqlite3.Connection, target: str, version_id: int | None = None
+                     ) -> dict[str, Any]:
+    """A function by stable id, ``#index`` / ``VERSION:INDEX`` or name ->
+    ``{version_id, index, stable_id, type_sig}`` (the latest version holding it by default)."""
+    t = (target or "").strip()
+    if not t:
+        raise KnowledgeError("empty function: give a stable id, #INDEX, VERSION:INDEX or a name")
+    if len(t) > 300:
+        raise KnowledgeError("function target longer than 300 characters")
+    m = re.fullmatch(r"(?:(\d+):|#)(\d+)", t)
+    if m:
+        vid = int(m.group(1)) if m.group(1) else (version_id or queries.latest_version_id(conn))
+        if vid is None:
+            raise KnowledgeError("the KB has no versions")
+        row = queries.function_at_index(conn, vid, int(m.group(2)))
+        if row is None:
+            raise KnowledgeError(f"version {vid} has no function {m.group(2)}")
+        return _entry(conn, row["stable_id"], vid)
+    if _SID.match(t):
+        rows = queries.functions_by_stable_id(conn, t)
+        if rows:
+            if version_id is not None:
+                rows = [r for r in rows if r["version_id"] == version_id] or rows
+            return _entry(conn, t, rows[-1]["version_id"])
+    vid = version_id or queries.latest_version_id(conn)
+    if vid is not None:
+        for idx, name in queries.function_names(conn, vid).items():
+            if name == t:
+                row = queries.function_at_index(conn, vid, idx)
+                if row is not None:
+                    return _entry(conn, row["stable_id"], vid)
+    raise KnowledgeError(f"no function {t[:60]!r} (give a stable id, #INDEX, VERSION:INDEX or a name)")
+
+
+def _entry(conn: sqlite3.Connection, stable_id: str, version_id: int) -> dict[str, Any]:
+    for f in queries.functions_by_stable_id(conn, stable_id):
+        if f["version_id"] == version_id:
+            row = queries.get_function(conn, version_id, int(f["index"]))
+            if row["imported"]:
+                raise KnowledgeError(f"function {row['index']} of version {version_id} is an import:"
+                                     " it has no code to annotate")
+            return {"version_id": version_id, "index": int(row["index"]), "stable_id": stable_id,
+                    "type_sig": row["type"] or "", "name": row["name"]}
+    raise KnowledgeError(f"stable id {stable_id} is not in version {version_id}")
+
+
+def body_instructions(data: bytes, module: Any, index: int) -> tuple[int, list[tuple[int, str]], list[str]]:
+    """``(body start, [(file offset, mnemonic)], local types)`` of a defined function."""
+    k = index - module.num_func_imports
+    if k < 0 or k >= len(module.code):
+        raise KnowledgeError(f"function {index} has no body")
+    start, end = module.code[k]
+    decls, p = read_local_decls(data, start, end)
+    ft = module.func_type(index)
+    types = [str(t) for t in ft.params]
+    for count, ty in decls:
+        types.extend([str(ty)] * min(count, kn.MAX_LOCAL_INDEX + 1 - len(types)))
+        if len(types) > kn.MAX_LOCAL_INDEX:
+            break
+    out: list[tuple[int, str]] = []
+    while p < end:
+        op, p2, _imms = decode_one(data, p, end)
+        out.append((p, MNEMONICS[op]))
+        p = p2
+    return start, out, types
+
+
+class _Code:
+    """A version's module, parsed once for a batch of requests."""
+
+    def __init__(self, conn: sqlite3.Connection, version_id: int) -> None:
+        data = queries.module_bytes(conn, version_id)
+        if not data:
+            raise KnowledgeError(f"the module bytes of version {version_id} are not in the KB")
+        self.data = data
+        try:
+            self.module = parse_module(data)
+        except WasmFormatError as exc:
+            raise KnowledgeError(f"the module of version {version_id} cannot be decoded: {exc}") from None
+        self._cache: dict[int, tuple[int, list[tuple[int, str]], list[str]]] = {}
+
+    def body(self, index: int) -> tuple[int, list[tuple[int, str]], list[str]]:
+        hit = self._cache.get(index)
+        if hit is None:
+            try:
+                hit = body_instructions(self.data, self.module, index)
+            except WasmFormatError as exc:
+                raise KnowledgeError(f"function {index} cannot be decoded: {exc}") from None
+            self._cache[index] = hit
+        return hit
+
+
+def _anchor(instrs: list[tuple[int, str]], pos: int) -> list[str]:
+    lo, hi = max(0, pos - ANCHOR), min(len(instrs), pos + ANCHOR + 1)
+    return ["^"] * (ANCHOR - (pos - lo)) + [m for _o, m in instrs[lo:hi]] + ["$"] * (ANCHOR + 1 - (hi - pos))
+
+
+def _line_key(code: _Code, index: int, offset: int) -> tuple[str, list[str], int]:
+    """The stored key of the line at ``offset`` (a file offset as the disassembly shows it, or
+    an offset relative to the body start): ``(key, anchor, ordinal)``."""
+    start, instrs, _t = code.body(index)
+    for pos, (off, _m) in enumerate(instrs):
+        if off == offset or off - start == offset:
+            return str(off - start), _anchor(instrs, pos), pos
+    raise KnowledgeError(f"no instruction at offset 0x{offset:x} in function {index}"
+                         " (give an offset from its disassembly)")
+
+
+# --------------------------------------------------------------------------- writes
+
+
+def _who(provenance: str, actor: str | None) -> str:
+    return actor or ("human:cli" if provenance == "human" else provenance)
+
+
+def set_comment(conn: sqlite3.Connection, target: str, text: str | None, *, line: int | None = None,
+                version_id: int | None = None, provenance: str = "human", confidence: float = 1.0,
+                actor: str | None = None, lock: bool | None = None,
+                evidence: dict[str, Any] | None = None) -> Decision:
+    """The function comment, or with ``line`` the comment of the instruction at that offset;
+    ``text`` None (or empty from a person) clears it."""
+    f = resolve_function(conn, target, version_id)
+    value: dict[str, Any] | None = None if text is None or (provenance == "human" and text == "") else {"text": text}
+    if line is None:
+        return upsert_knowledge(conn, "comment", f["stable_id"], "", value, provenance=provenance,
+                                confidence=confidence, actor=_who(provenance, actor), lock=lock,
+                                version_id=f["version_id"], evidence=evidence)
+    if not isinstance(line, int) or isinstance(line, bool) or line < 0:
+        raise KnowledgeError(f"bad line offset {line!r}: a non-negative offset from the disassembly")
+    key, anchor, ordinal = _line_key(_Code(conn, f["version_id"]), f["index"], line)
+    if value is not None:
+        value.update(anchor=anchor, ordinal=ordinal)
+    return upsert_knowledge(conn, "line_comment", f["stable_id"], key, value, provenance=provenance,
+                            confidence=confidence, actor=_who(provenance, actor), lock=lock,
+                            version_id=f["version_id"], evidence=evidence)
+
+
+def set_prototype(conn: sqlite3.Connection, target: str, prototype: str | None, *,
+                  version_id: int | None = None, provenance: str = "human", confidence: float = 1.0,
+                  actor: str | None = None, lock: bool | None = None,
+                  evidence: dict[str, Any] | None = None) -> Decision:
+    """The function's prototype (``int f(sqlite3 *db, const char *zSql)``), checked against
+    its wasm signature by the gate; None clears it."""
+    f = resolve_function(conn, target, version_id)
+    value = None if prototype is None else {"text": prototype}
+    return upsert_knowledge(conn, "prototype", f["stable_id"], "", value, provenance=provenance,
+                            confidence=confidence, actor=_who(provenance, actor), lock=lock,
+                            version_id=f["version_id"], evidence=evidence)
+
+
+def local_index(conn: sqlite3.Connection, f: dict[str, Any], local: str | int, code: _Code | None = None
+                ) -> int:
+    """A local by wasm index (``3``, ``l3``, ``p0``) or by its current name."""
+    code = code or _Code(conn, f["version_id"])
+    _start, _instrs, types = code.body(f["index"])
+    s = str(local).strip()
+    m = re.fullmatch(r"[lp]?(\d+)", s)
+    idx = None
+    if m:
+        idx = int(m.group(1))
+    else:
+        for k, name in local_names(conn, f["stable_id"]).items():
+            if name == s:
+                idx = k
+        proto = kn.get(conn, "prototype", f["stable_id"])
+        if idx is None and proto:
+            for k, p in enumerate(proto["value"]["params"]):
+                if p.get("name") == s:
+                    idx = k
+    if idx is None or idx >= len(types):
+        raise KnowledgeError(f"unknown local {s[:60]!r}: function {f['index']} has locals 0..{len(types) - 1}"
+                             " (parameters first)")
+    return idx
+
+
+def rename_local(conn: sqlite3.Connection, target: str, local: str | int, name: str | None, *,
+                 version_id: int | None = None, provenance: str = "human", confidence: float = 1.0,
+                 actor: str | None = None, lock: bool | None = None,
+                 evidence: dict[str, Any] | None = None) -> Decision:
+    """Name wasm local ``local`` (index, ``lN``/``pN`` or its current name) of a function."""
+    f = resolve_function(conn, target, version_id)
+    idx = local_index(conn, f, local)
+    value = None if name is None else {"name": name}
+    return upsert_knowledge(conn, "local", f["stable_id"], str(idx), value, provenance=provenance,
+                            confidence=confidence, actor=_who(provenance, actor), lock=lock,
+                            version_id=f["version_id"], evidence=evidence)
+
+
+def global_key(g: dict[str, Any]) -> str:
+    """The version-independent key of a global: its import name, export, toolchain name or index."""
+    if g.get("import_name"):
+        return f"g:{g['import_name']}"
+    if g.get("exports"):
+        return f"g:{g['exports'][0]}"
+    if g.get("name"):
+        return f"g:{g['name']}"
+    return f"g:#{g['index']}"
+
+
+def resolve_data(conn: sqlite3.Connection, version_id: int, target: str) -> dict[str, Any]:
+    """A data item or global as ``kbtool xrefs`` takes it (0xADDR, a label, "text, g:NAME) ->
+    ``{kind: data|global, key, address|index, label}``."""
+    queries.get_version(conn, version_id)
+    if dm_store.model_info(conn, version_id) is None:
+        raise KnowledgeError(f"version {version_id} has no data model yet: run `kbtool analyze {version_id}`")
+    t = (target or "").strip()
+    if not t or len(t) > 512:
+        raise KnowledgeError("give a data target: 0xADDRESS, a data label, \"text or g:GLOBAL")
+    m = re.fullmatch(r"g:(.+)", t, re.I)
+    if m:
+        key = m.group(1)
+        for g in dm_store.globals_of(conn, version_id):
+            names = {g["name"], g.get("import_name"), *(g.get("exports") or [])}
+            if (key.lstrip("#").isdigit() and g["index"] == int(key.lstrip("#"))) or key in names \
+                    or global_key(g) == t:
+                return {"kind": "global", "key": global_key(g), "index": g["index"], "label": g["name"]}
+        raise KnowledgeError(f"no global {key[:60]!r} in version {version_id}")
+    it = None
+    if t.startswith('"'):
+        found = dm_store.items_by_text(conn, version_id, t[1:].rstrip('"'), limit=1)
+        it = found[0] if found else None
+    elif re.fullmatch(r"0x[0-9a-f]+|\d+", t, re.I):
+        it = dm_store.item_at(conn, version_id, int(t, 0))
+    else:
+        it = dm_store.item_by_label(conn, version_id, t)
+        if it is None:
+            for rec in kn.of_kind(conn, "data_name"):
+                if rec["value"].get("name") == t and rec["target"].startswith("d:"):
+                    it = _item_by_id(conn, version_id, rec["target"])
+                    break
+    if it is None:
+        raise KnowledgeError(f"no data item {t[:60]!r} in version {version_id}")
+    return {"kind": "data", "key": it["data_id"], "address": it["address"], "label": it["label"]}
+
+
+def _item_by_id(conn: sqlite3.Connection, version_id: int, data_id: str) -> dict[str, Any] | None:
+    items, _n = dm_store.list_items(conn, version_id, offset=0, limit=1_000_000)
+    return next((i for i in items if i["data_id"] == data_id), None)
+
+
+def name_data(conn: sqlite3.Connection, version_id: int, target: str, name: str | None, *,
+              provenance: str = "human", confidence: float = 1.0, actor: str | None = None,
+              lock: bool | None = None, evidence: dict[str, Any] | None = None) -> Decision:
+    """Name a data item (by content identity) or a global (by its version-independent key)."""
+    d = resolve_data(conn, version_id, target)
+    value = None if name is None else {"name": name}
+    return upsert_knowledge(conn, "data_name", d["key"], "", value, provenance=provenance,
+                            confidence=confidence, actor=_who(provenance, actor), lock=lock,
+                            version_id=version_id, evidence=evidence)
+
+
+# --------------------------------------------------------------------------- reads
+
+
+def local_names(conn: sqlite3.Connection, stable_id: str) -> dict[int, str]:
+    return {int(r["key"]): r["value"]["name"] for r in kn.for_target(conn, stable_id)
+            if r["kind"] == "local"}
+
+
+def function_knowledge(conn: sqlite3.Connection, stable_id: str) -> dict[str, Any]:
+    """Everything known about one function beyond its name (JSON-ready)."""
+    out: dict[str, Any] = {"comment": None, "prototype": None, "line_comments": [], "locals": []}
+    for r in kn.for_target(conn, stable_id):
+        meta = {"provenance": r["provenance"], "confidence": r["confidence"], "locked": r["locked"],
+                "carried": _carried(r)}
+        if r["kind"] == "comment":
+            out["comment"] = {"text": r["value"]["text"], **meta}
+        elif r["kind"] == "prototype":
+            out["prototype"] = {"text": r["value"]["text"], "params": r["value"].get("params", []), **meta}
+        elif r["kind"] == "line_comment":
+            out["line_comments"].append({"offset": int(r["key"]), "text": r["value"]["text"], **meta})
+        elif r["kind"] == "local":
+            out["locals"].append({"index": int(r["key"]), "name": r["value"]["name"], **meta})
+    return out
+
+
+def _carried(r: dict[str, Any]) -> dict[str, Any] | None:
+    ev = r["evidence"][0] if r["evidence"] else {}
+    if r["provenance"] == "diff-carry" and isinstance(ev, dict):
+        return {"from_version_id": ev.get("carried_from"), "how": ev.get("how")}
+    return None
+
+
+def code_knowledge(conn: sqlite3.Connection, version_id: int) -> dict[int, dict[str, Any]]:
+    """function index -> {comment, prototype, lines: {file offset: text}, locals: {i: name}}
+    for the version's annotated functions (what the lifter and the disassembly show)."""
+    rows = kn.version_targets(conn, version_id)
+    if not rows:
+        return {}
+    by_sid = kn.for_targets(conn, [sid for _i, sid, _t in rows])
+    code: _Code | None = None
+    out: dict[int, dict[str, Any]] = {}
+    for idx, sid, _sig in rows:
+        recs = by_sid.get(sid) or []
+        k: dict[str, Any] = {"comment": None, "prototype": None, "lines": {}, "locals": {}}
+        for r in recs:
+            if r["kind"] == "comment":
+                k["comment"] = r["value"]["text"]
+            elif r["kind"] == "prototype":
+                k["prototype"] = r["value"]
+            elif r["kind"] == "local":
+                k["locals"][int(r["key"])] = r["value"]["name"]
+            elif r["kind"] == "line_comment":
+                if code is None:
+                    code = _Code(conn, version_id)
+                try:
+                    start = code.body(idx)[0]
+                except KnowledgeError:
+                    continue
+                k["lines"][start + int(r["key"])] = r["value"]["text"]
+        out[idx] = k
+    return out
+
+
+def data_names(conn: sqlite3.Connection) -> dict[str, str]:
+    """data_id / global key -> the annotated name."""
+    return {r["target"]: r["value"]["name"] for r in kn.of_kind(conn, "data_name")}
+
+
+def history(conn: sqlite3.Connection, target: str, kind: str | None = None) -> list[dict[str, Any]]:
+    return kn.events(conn, target, kind)
+
+
+# --------------------------------------------------------------------------- carry-over
+
+
+def _match_line(old: dict[str, Any], instrs: list[tuple[int, str]]) -> int | None:
+    """The position in ``instrs`` whose context equals the line's stored anchor (closest to
+    its old ordinal when several do; None when none does)."""
+    anchor = old.get("anchor") or []
+    if not anchor:
+        return None
+    hits = [pos for pos in range(len(instrs)) if _anchor(instrs, pos) == anchor]
+    if not hits:
+        # a looser context: the instruction itself and one neighbour each side
+        core = anchor[ANCHOR - 1 : ANCHOR + 2]
+        hits = [pos for pos in range(len(instrs)) if _anchor(instrs, pos)[ANCHOR - 1 : ANCHOR + 2] == core]
+        if len(hits) != 1:
+            return None
+    want = int(old.get("ordinal") or 0)
+    hits.sort(key=lambda pos: (abs(pos - want), pos))
+    if len(hits) > 1 and abs(hits[0] - want) == abs(hits[1] - want):
+        return None
+    return hits[0]
+
+
+def carry_knowledge(conn: sqlite3.Connection, parent_version_id: int, new_version_id: int,
+                    pairs: list[tuple[int, int, str, str, float, bool]]) -> dict[str, int]:
+    """Carry comments, prototypes, line comments and local names along matched functions
+    ``(old index, new index, old stable_id, new stable_id, score, review)`` whose identity
+    changed, as ``diff-carry`` through the gate (evidence ``{carried_from, how}``). A line
+    comment is re-anchored by its instruction context, or dropped with an event."""
+    out = {"written": 0, "refused": 0, "dropped": 0, "considered": 0}
+    olds = [p for p in pairs if p[2] != p[3]]
+    if not olds:
+        return out
+    by_sid = kn.for_targets(conn, sorted({p[2] for p in olds}))
+    if not by_sid:
+        return out
+    old_code = new_code = None
+    for oi, ni, osid, nsid, score, review in olds:
+        recs = by_sid.get(osid)
+        if not recs:
+            continue
+        conf_base = max(0.0, min(1.0, float(score)))
+        for r in recs:
+            out["considered"] += 1
+            conf = round(conf_base * float(r["confidence"]), 4)
+            if review:
+                conf = min(conf, 0.49)
+            key, value, how = r["key"], r["value"], "same function"
+            if r["kind"] in ("line_comment", "local"):
+                if old_code is None:
+                    old_code, new_code = _Code(conn, parent_version_id), _Code(conn, new_version_id)
+                assert new_code is not None
+                try:
+                    ostart, oinstrs, otypes = old_code.body(oi)
+                    nstart, ninstrs, ntypes = new_code.body(ni)
+                except KnowledgeError:
+                    continue
+                if r["kind"] == "local":
+                    li = int(key)
+                    if li < len(otypes) and li < len(ntypes) and otypes[li] == ntypes[li]:
+                        how = "same local index and type"
+                    else:
+                        record_knowledge_drop(conn, "local", nsid, key, value, actor=CARRY_ACTOR,
+                                              version_id=new_version_id,
+                                              reason=f"local {li} has no counterpart of the same type",
+                                              evidence={"carried_from": parent_version_id})
+                        out["dropped"] += 1
+                        continue
+                else:
+                    same = [m for _o, m in oinstrs] == [m for _o, m in ninstrs]
+                    pos = None
+                    if same:
+                        pos = next((k for k, (o, _m) in enumerate(oinstrs) if o - ostart == int(key)), None)
+                        how = "same instructions"
+                    if pos is None:
+                        pos = _match_line(value, ninstrs)
+                        how = "re-anchored line"
+                    if pos is None:
+                        record_knowledge_drop(conn, "line_comment", nsid, key, value, actor=CARRY_ACTOR,
+                                              version_id=new_version_id,
+                                              reason="the line's instruction context is gone from the new body",
+                                              evidence={"carried_from": parent_version_id, "from_index": oi})
+                        out["dropped"] += 1
+                        continue
+                    key = str(ninstrs[pos][0] - nstart)
+                    value = dict(value, anchor=_anchor(ninstrs, pos), ordinal=pos)
+            d = upsert_knowledge(
+                conn, r["kind"], nsid, key, value, provenance="diff-carry", confidence=conf,
+                actor=CARRY_ACTOR, version_id=new_version_id,
+                evidence={"carried_from": parent_version_id, "how": how, "from_index": oi,
+                          "from_stable_id": osid, "from_provenance": r["provenance"], "score": score,
+                          "review": review},
+            )
+            if d["written"]:
+                out["written"] += 1
+            elif d["reason"] != "no change":
+                out["refused"] += 1
+    return out
+
+
+def apply_data_names(conn: sqlite3.Connection, version_id: int) -> dict[str, int]:
+    """Data names carry by content: a name given to a data item in one release names the item
+    with the same ``data_id`` in every release (the annotation is keyed by it, nothing to copy);
+    this counts how many of the version's items and globals carry one."""
+    if dm_store.model_info(conn, version_id) is None:
+        return {"items": 0, "globals": 0}
+    names = data_names(conn)
+    if not names:
+        return {"items": 0, "globals": 0}
+    items, _n = dm_store.list_items(conn, version_id, offset=0, limit=1_000_000)
+    gl = dm_store.globals_of(conn, version_id)
+    return {"items": sum(1 for i in items if i["data_id"] in names),
+            "globals": sum(1 for g in gl if global_key(g) in names)}
