@@ -95,6 +95,13 @@ TOOLS = {
                         {"version_id": "integer", "func_index": "integer", "offset": "integer", "limit": "integer"}),
     "get_lifted_c": (("version_id", "func_index"), {"offset": 0, "limit": 2000},
                      {"version_id": "integer", "func_index": "integer", "offset": "integer", "limit": "integer"}),
+    "get_xrefs_to": (("version_id", "target"), {"offset": 0, "limit": 200},
+                     {"version_id": "integer", "target": "string", "offset": "integer", "limit": "integer"}),
+    "list_data": (("version_id",), {"kind": None, "offset": 0, "limit": 100, "search": None},
+                  {"version_id": "integer", "kind": "string?", "offset": "integer", "limit": "integer",
+                   "search": "string?"}),
+    "read_memory": (("version_id", "address"), {"length": 64},
+                    {"version_id": "integer", "address": "integer", "length": "integer"}),
 }
 VERSION_KEYS = {"id", "label", "toolchain_version", "functions", "shared_memory"}
 ENTRY_KEYS = {"index", "stable_id", "type", "name", "provenance", "confidence"}

@@ -25,7 +25,8 @@ PAGE_KEYS = {"items", "total", "offset", "next_offset", "truncated", "note"}
 READS = {"list_versions", "coverage", "list_functions", "get_function_facts", "get_symbol",
          "search_symbols", "get_diff", "export_kb_text", "agent_backends", "get_disassembly",
          "get_lifted_c", "get_callers", "get_callees", "list_strings", "get_string_xrefs",
-         "find_functions", "list_globals", "list_memory_regions", "list_suggestions"}
+         "find_functions", "list_globals", "list_memory_regions", "list_suggestions",
+         "get_xrefs_to", "list_data", "read_memory"}
 
 
 def query(db, fn, *args, **kwargs):

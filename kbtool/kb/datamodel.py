@@ -233,7 +233,7 @@ def _ref(r: tuple) -> RefRow:
 
 def refs_to(
     conn: sqlite3.Connection, version_id: int, target_kind: str, lo: int, hi: int | None = None,
-    *, limit: int = 500,
+    *, limit: int = 500, offset: int = 0,
 ) -> tuple[list[RefRow], int]:
     """References to ``target`` (``hi`` None) or to any target in ``[lo, hi)``, by function
     and offset; and their total."""
@@ -245,8 +245,8 @@ def refs_to(
     total = conn.execute(f"SELECT count(*) {base}", [version_id, target_kind, *args]).fetchone()[0]  # noqa: S608
     rows = conn.execute(
         f"SELECT func_index, offset, kind, target_kind, target, width {base}"  # noqa: S608
-        " ORDER BY func_index, offset LIMIT ?",
-        [version_id, target_kind, *args, limit],
+        " ORDER BY func_index, offset LIMIT ? OFFSET ?",
+        [version_id, target_kind, *args, limit, offset],
     ).fetchall()
     return [_ref(r) for r in rows], int(total)
 
@@ -270,3 +270,33 @@ def ref_counts_by_function(conn: sqlite3.Connection, version_id: int, func_indic
         [version_id, *func_indices],
     ).fetchall()
     return {r[0]: r[1] for r in rows}
+
+
+def function_names_for(conn: sqlite3.Connection, version_id: int, indices: Iterable[int]) -> dict[int, str]:
+    """index -> the best name of each of ``indices`` (annotation, import field, name-section
+    hint), like :func:`kbtool.kb.queries.function_names` but reading only those rows."""
+    idx = sorted({int(i) for i in indices if i >= 0})
+    out: dict[int, str] = {}
+    for k in range(0, len(idx), 500):
+        chunk = idx[k : k + 500]
+        for i, imported, fld, raw, name in conn.execute(
+            "SELECT f.idx, f.imported, f.import_field, f.raw_name, s.name FROM functions f"
+            " LEFT JOIN symbols s ON s.stable_id = f.stable_id"
+            f" WHERE f.version_id = ? AND f.idx IN ({','.join('?' * len(chunk))})",  # noqa: S608
+            [version_id, *chunk],
+        ):
+            best = name or (fld if imported else None) or raw
+            if best:
+                out[i] = best
+    return out
+
+
+def function_by_name(conn: sqlite3.Connection, version_id: int, name: str) -> int | None:
+    """The lowest index whose best name (as :func:`function_names_for`) is ``name``."""
+    row = conn.execute(
+        "SELECT min(f.idx) FROM functions f LEFT JOIN symbols s ON s.stable_id = f.stable_id"
+        " WHERE f.version_id = ? AND coalesce(nullif(s.name, ''), CASE WHEN f.imported THEN nullif(f.import_field, '') END,"
+        " nullif(f.raw_name, '')) = ?",
+        (version_id, name),
+    ).fetchone()
+    return None if row is None or row[0] is None else int(row[0])

@@ -58,6 +58,7 @@ TOOL_NAMES = (
     "get_disassembly", "get_lifted_c",
     "get_callers", "get_callees", "list_strings", "get_string_xrefs", "find_functions",
     "list_globals", "list_memory_regions", "propose_symbols",
+    "get_xrefs_to", "list_data", "read_memory",
 )
 TITLES = {
     "list_versions": "List versions", "coverage": "Naming coverage",
@@ -73,6 +74,8 @@ TITLES = {
     "list_globals": "List globals", "list_memory_regions": "Memory regions",
     "propose_symbols": "Propose names in a batch (gated)",
     "list_suggestions": "Agent name suggestions (pageable)",
+    "get_xrefs_to": "Cross-references to a function, global, address or string",
+    "list_data": "Data items (pageable)", "read_memory": "Read initial memory (hex + ascii)",
 }
 # gated writes whose repetition changes nothing more (the gate refuses an equal proposal)
 IDEMPOTENT_WRITES = {"propose_symbol", "propose_symbols", "analyze_version"}
@@ -284,7 +287,7 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
     from pydantic import BaseModel, ConfigDict, Field
 
     # the feature tool modules import this one (as_json), so they are loaded here
-    from kbtool.mcp import tools_agents, tools_analysis, tools_code, tools_xrefs
+    from kbtool.mcp import tools_agents, tools_analysis, tools_code, tools_data, tools_xrefs
 
 
     read = reads.pool_for(db_path).read  # a reused read-only connection per call
@@ -604,4 +607,5 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         *tools_agents.tools(db_path),
         *tools_analysis.tools(db_path),
         *tools_code.tools(db_path),
+        *tools_data.tools(db_path),
     ]

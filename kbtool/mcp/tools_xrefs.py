@@ -289,14 +289,20 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
     ) -> dict[str, Any]:
         """The module's globals (imported first, as wasm numbers them): type, mutability,
         constant initial value, import or export name, and the functions that use them
-        (global.get/global.set). The first mutable i32 global with a constant initialiser
-        is usually the stack pointer (role "stack_pointer").
+        (global.get/global.set). Once the version has a data model (analyze_version), each
+        global also has the name and role the model inferred (`__stack_pointer` /
+        stack_pointer, `__heap_base`, `__tls_base`, Go's SP and g...), with `confidence`
+        and how many functions read and write it; follow up with get_xrefs_to("g:NAME").
+        Without a model, the first mutable i32 global with a constant initialiser is
+        called the stack pointer (role "stack_pointer") and `name` is null.
 
         Returns {items: [{index, type, mutable, initial, imported, import, exports, role,
-        used_by: [func index], used_by_count}], total, offset, next_offset, truncated,
-        note}; used_by lists at most 50 functions."""
+        name, confidence, reads, writes, used_by: [func index], used_by_count}], total,
+        offset, next_offset, truncated, note, data_model (bool)}; used_by lists at most 50
+        functions."""
         m = _module(version_id)
         usage = read(queries.globals_usage, version_id)
+        model = read(_model_globals, version_id)
         imports = [i for i in m.imports if i.kind == "global"]
         exports: dict[int, list[str]] = {}
         for e in m.exports:
@@ -307,6 +313,7 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
         for gi, g in enumerate(m.globals):
             imp = imports[gi] if g.imported and gi < len(imports) else None
             users = usage.get(gi, [])
+            known = model.get(gi) if model is not None else None
             rows.append(
                 {
                     "index": gi,
@@ -316,13 +323,17 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
                     "imported": g.imported,
                     "import": f"{imp.module}.{imp.field}" if imp else None,
                     "exports": exports.get(gi, []),
-                    "role": "stack_pointer" if gi == sp else None,
+                    "role": known["role"] if known else ("stack_pointer" if gi == sp and model is None else None),
+                    "name": known["name"] if known else None,
+                    "confidence": known["confidence"] if known and known["name"] else None,
+                    "reads": known["reads"] if known else None,
+                    "writes": known["writes"] if known else None,
                     "used_by": users[:50],
                     "used_by_count": len(users),
                 }
             )
         call = call_text("list_globals", version_id=version_id, limit=limit)
-        return page_rows(rows, offset, limit, call=call)
+        return {**page_rows(rows, offset, limit, call=call), "data_model": model is not None}
 
     def list_memory_regions(
         version_id: VersionId, offset: Offset = 0, limit: Limit = 500
@@ -390,6 +401,16 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
         (list_globals, True, as_json),
         (list_memory_regions, True, as_json),
     ]
+
+
+def _model_globals(conn: Any, version_id: int) -> dict[int, dict[str, Any]] | None:
+    """The data model's globals by index (name, role, confidence, reads, writes), or None
+    when the version has no data model yet."""
+    from kbtool.services import data as data_svc
+
+    if data_svc.status(conn, version_id) is None:
+        return None
+    return {g["index"]: dict(g) for g in data_svc.globals_of(conn, version_id)}
 
 
 def _stack_pointer(m: Any) -> int | None:

@@ -29,6 +29,8 @@ from kbtool.wasm import ModuleAnalysis
 
 MAX_READ = 4096  # bytes read_memory answers at most
 MAX_XREFS = 500  # references listed per answer (the total is always given)
+ITEM_KINDS = ("cstring", "utf16", "gostring", "pointer_table", "funcptr_table", "numeric", "zero", "bss")
+STRING_KINDS = ("cstring", "utf16", "gostring")
 _HEX = re.compile(r"(0x[0-9a-f]+|\d+)\Z", re.IGNORECASE)
 _GLOBAL = re.compile(r"g:(.+)\Z", re.IGNORECASE)
 
@@ -137,7 +139,14 @@ def list_data(
     _require_model(conn, version_id)
     kinds = None
     if kind:
-        kinds = ("cstring", "utf16", "gostring") if kind in ("string", "strings") else (kind,)
+        if kind in ("string", "strings"):
+            kinds = STRING_KINDS
+        elif kind in ITEM_KINDS:
+            kinds = (kind,)
+        else:
+            raise DataError(f"unknown kind {kind[:40]!r}: one of string, {', '.join(ITEM_KINDS)}")
+    if offset < 0 or limit < 1:
+        raise DataError(f"bad page: offset {offset}, limit {limit}")
     items, total = dm_store.list_items(conn, version_id, kinds=kinds, search=search,
                                        offset=offset, limit=limit)
     nxt = offset + len(items)
@@ -205,24 +214,30 @@ def _resolve_function(conn: sqlite3.Connection, version_id: int, text: str) -> i
         for f in queries.functions_by_stable_id(conn, t):
             if f.get("version_id") == version_id:
                 return int(f["index"])
-    for idx, name in queries.function_names(conn, version_id).items():
-        if name == t:
-            return idx
-    return None
+    return dm_store.function_by_name(conn, version_id, t)
 
 
-def xrefs(conn: sqlite3.Connection, version_id: int, target: str, *, limit: int = MAX_XREFS) -> dict[str, Any]:
+def xrefs(conn: sqlite3.Connection, version_id: int, target: str, *, limit: int = MAX_XREFS,
+          offset: int = 0) -> dict[str, Any]:
     """Cross-references of ``target`` (see the module docstring):
-    ``{target: {kind, ...}, refs: [{func_index, name, offset, kind, ...}], total, uses?}``."""
+    ``{target: {kind, ...}, refs: [{func_index, name, offset, kind, ...}], total, offset,
+    uses?}``; ``refs`` is the page ``[offset, offset + limit)`` of the ``total``."""
     target = (target or "").strip()
     if not target:
         raise DataError("empty target: give a function, g:GLOBAL, 0xADDRESS or \"text")
     if len(target) > 512:
         raise DataError("target longer than 512 characters")
+    if offset < 0 or limit < 1:
+        raise DataError(f"bad page: offset {offset}, limit {limit}")
     _require_model(conn, version_id)
-    names = queries.function_names(conn, version_id)
+    res = _xrefs(conn, version_id, target, limit, offset)
+    res["offset"] = offset
+    return res
 
+
+def _xrefs(conn: sqlite3.Connection, version_id: int, target: str, limit: int, offset: int) -> dict[str, Any]:
     def entries(refs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        names = dm_store.function_names_for(conn, version_id, {r["func_index"] for r in refs})
         return [dict(r, name=names.get(r["func_index"])) for r in refs]
 
     m = _GLOBAL.match(target)
@@ -232,23 +247,24 @@ def xrefs(conn: sqlite3.Connection, version_id: int, target: str, *, limit: int 
         g = next((x for x in gl if (key.isdigit() and x["index"] == int(key)) or x["name"] == key), None)
         if g is None:
             raise DataError(f"no global {key!r} in version {version_id} (see `kbtool globals {version_id}`)")
-        refs, total = dm_store.refs_to(conn, version_id, "global", g["index"], limit=limit)
+        refs, total = dm_store.refs_to(conn, version_id, "global", g["index"], limit=limit,
+                                       offset=offset)
         return {"target": {"kind": "global", **g}, "refs": entries(refs), "total": total}
     if target.startswith('"'):
         text = target[1:].rstrip('"')
         found = dm_store.items_by_text(conn, version_id, text, limit=2)
         if not found:
             raise DataError(f"no string {text[:60]!r} in version {version_id}")
-        return _item_xrefs(conn, version_id, found[0], entries, limit)
+        return _item_xrefs(conn, version_id, found[0], entries, limit, offset)
     if _HEX.match(target):
         address = int(target, 0)
         it = dm_store.item_at(conn, version_id, address)
         if it is None:
             raise DataError(f"no data item at 0x{address:x} in version {version_id}")
-        return _item_xrefs(conn, version_id, it, entries, limit)
+        return _item_xrefs(conn, version_id, it, entries, limit, offset)
     it = dm_store.item_by_label(conn, version_id, target)
     if it is not None:
-        return _item_xrefs(conn, version_id, it, entries, limit)
+        return _item_xrefs(conn, version_id, it, entries, limit, offset)
     idx = _resolve_function(conn, version_id, target)
     if idx is None or queries.function_at_index(conn, version_id, idx) is None:
         raise DataError(
@@ -257,10 +273,11 @@ def xrefs(conn: sqlite3.Connection, version_id: int, target: str, *, limit: int 
         )
     callers = queries.callers(conn, version_id, idx)
     uses = dm_store.refs_from(conn, version_id, idx, limit=limit)
+    name = dm_store.function_names_for(conn, version_id, {idx}).get(idx)
     return {
-        "target": {"kind": "function", "index": idx, "name": names.get(idx)},
+        "target": {"kind": "function", "index": idx, "name": name},
         "refs": [{"func_index": c["index"], "name": c.get("name"), "kind": "call",
-                  "offset": None} for c in callers][:limit],
+                  "offset": None} for c in callers][offset : offset + limit],
         "total": len(callers),
         "uses": {
             "calls": queries.callees(conn, version_id, idx),
@@ -279,7 +296,8 @@ def _use(conn: sqlite3.Connection, version_id: int, r: dict[str, Any]) -> dict[s
 
 
 def _item_xrefs(conn: sqlite3.Connection, version_id: int, it: dict[str, Any],
-                entries: Callable[[list[dict[str, Any]]], list[dict[str, Any]]], limit: int) -> dict[str, Any]:
+                entries: Callable[[list[dict[str, Any]]], list[dict[str, Any]]], limit: int,
+                offset: int) -> dict[str, Any]:
     refs, total = dm_store.refs_to(conn, version_id, "data", it["address"],
-                                   it["address"] + max(it["size"], 1), limit=limit)
+                                   it["address"] + max(it["size"], 1), limit=limit, offset=offset)
     return {"target": {"kind": "data", **it}, "refs": entries(refs), "total": total}
