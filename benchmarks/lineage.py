@@ -1,11 +1,22 @@
-"""Lineages, names that travel, Go names: the figures of issue 12.
+"""Lineages, names that travel, Go names: the figures of issues 12 and 23.
 
 1. Lineage detection: for every pair of corpus modules (zstd releases and builds, sql.js
-   releases, lightningcss, onnxruntime, plus the bundled demo zstd releases), the overlap of
-   :mod:`kbtool.services.lineage` and its decision (related = overlap >= RELATED_THRESHOLD)
-   against the truth (same project, from the file name). A wrong merge is an unrelated pair
-   decided related. Next to it, the time of the overlap (profile + compare) and of the full
-   matcher (the peer step it runs before) on the same pair.
+   releases, lightningcss, onnxruntime, plus the bundled demo zstd releases), the own-code
+   overlap of :mod:`kbtool.services.lineage` and its decision (related = overlap >=
+   RELATED_THRESHOLD) against the truth (same project, from the file name). A wrong merge is
+   an unrelated pair decided related. Next to it, the time of the overlap (library
+   recognition + profile + compare) and of the full matcher (the peer step it runs before).
+1b. Cross-program matrix (issue 23) on the corpus of ``benchmarks/programs.py`` (different
+   C programs sharing one runtime: zstd, lua, sqlite, brotli, lz4, libyaml with clang +
+   wasi-libc, zig cc, emcc at O2/Os/O3; ``--programs DIR``, default ~/.cache/kbtool-programs;
+   skipped when absent): every pair of stripped builds decided; per program x toolchain the
+   highest overlap with another program and the lowest with its own other builds (releases,
+   opt levels); wrong merges and missed merges (same toolchain). Pairs across toolchains of
+   one program are listed apart: different compilers give different bodies, so they are
+   not expected to be related. Then names carried across programs: per toolchain one KB,
+   each program's stripped build ingested into a KB that holds the named builds of the
+   programs before it (the order that used to merge: sqlite, then lua, ...), counting names
+   that reached it from another program's version (carried identities and ``diff-carry``).
 2. Import round trip (kbtool.services.names_io):
    a. the README chain: demo KB (zstd 1.5.5 + hand names -> 1.5.6) + 1.5.7, export the last
       version, import into a fresh KB holding only 1.5.7: right / wrong / unplaced by index;
@@ -15,7 +26,7 @@
 3. Go names: share of defined functions named ``go-pclntab`` at ingest, on the Go fixture
    (tests/fixtures/go/hello, built with the ``go`` on PATH) and on ``--go-module`` files.
 
-Run:  python benchmarks/lineage.py [--smoke] [--go-module FILE.wasm ...]
+Run:  python benchmarks/lineage.py [--smoke] [--programs DIR] [--go-module FILE.wasm ...]
 """
 
 from __future__ import annotations
@@ -43,8 +54,8 @@ from kbtool.services.demo import build_demo  # noqa: E402
 from kbtool.services.ingest import ingest_file  # noqa: E402
 from kbtool.services.lineage import (  # noqa: E402
     RELATED_THRESHOLD,
-    overlap,
-    profile,
+    module_rows,
+    pair_overlap,
     program_name_for,
 )
 from kbtool.wasm import analyze_module, parse_module  # noqa: E402
@@ -69,11 +80,10 @@ def lineage_pairs(smoke: bool) -> dict[str, int]:
     mods = _modules(smoke)
     analyses, profs = {}, {}
     for p in mods:
-        a = analyze_module(p.read_bytes())
+        data = p.read_bytes()
+        a = analyze_module(data)
         analyses[p.name] = a
-        profs[p.name] = profile(
-            (f.body_hash, f.shape_hash, f.instr_count) for f in a.functions if not f.imported
-        )
+        profs[p.name] = module_rows(a, data)
     print(
         f"== lineage detection: {len(mods)} modules, {len(mods) * (len(mods) - 1) // 2} pairs,"
         f" threshold {RELATED_THRESHOLD}"
@@ -82,7 +92,7 @@ def lineage_pairs(smoke: bool) -> dict[str, int]:
     counts = {"right": 0, "wrong_merge": 0, "missed": 0}
     lo_rel, hi_unrel = 1.0, 0.0
     for a, b in itertools.combinations(mods, 2):
-        ov = overlap(profs[b.name], profs[a.name])
+        ov, _ = pair_overlap(profs[b.name], profs[a.name])
         related = ov >= RELATED_THRESHOLD
         truth = program_name_for(a.name) == program_name_for(b.name)
         if related == truth:
@@ -108,15 +118,10 @@ def lineage_pairs(smoke: bool) -> dict[str, int]:
     )
     # cost next to the peer step (the matcher it runs before), on the demo pair
     a, b = analyses["zstd-1.5.5.wasm"], analyses["zstd-1.5.6.wasm"]
+    da, db_ = (DEMO / "zstd-1.5.5.wasm").read_bytes(), (DEMO / "zstd-1.5.6.wasm").read_bytes()
     t0 = time.perf_counter()
     for _ in range(10):
-        pa = profile(
-            (f.body_hash, f.shape_hash, f.instr_count) for f in a.functions if not f.imported
-        )
-        pb = profile(
-            (f.body_hash, f.shape_hash, f.instr_count) for f in b.functions if not f.imported
-        )
-        overlap(pb, pa)
+        pair_overlap(module_rows(b, db_), module_rows(a, da))
     t_ov = (time.perf_counter() - t0) / 10
     t0 = time.perf_counter()
     match_functions_staged(records_from_analysis(a), records_from_analysis(b))
@@ -126,6 +131,124 @@ def lineage_pairs(smoke: bool) -> dict[str, int]:
         f"{t_match * 1000:.0f} ms"
     )
     return counts
+
+
+PROGRAMS_DIR = Path.home() / ".cache" / "kbtool-programs"
+CARRY_ORDER = ("sqlite", "lua", "zstd", "brotli", "lz4", "libyaml")  # sqlite then lua: issue 23
+
+
+def _program_modules(pdir: Path, smoke: bool) -> list[dict]:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from programs import load_manifest
+
+    mods = [m for m in load_manifest(pdir) if m["role"] == "stripped"]
+    if smoke:  # what `programs.py --smoke` builds
+        mods = [m for m in mods if m["program"] in ("lz4", "libyaml")
+                and m["toolchain"] == "clang" and m["opt"] == "O2"]
+    return mods
+
+
+def program_matrix(pdir: Path, smoke: bool) -> dict[str, int]:
+    """Every pair of the programs corpus decided; the programs x toolchains matrix."""
+    mods = _program_modules(pdir, smoke)
+    counts = {"pairs": 0, "wrong_merge": 0, "missed": 0, "cross_toolchain_related": 0,
+              "cross_toolchain": 0}
+    if len(mods) < 2:
+        print(f"== cross-program matrix: no programs corpus in {pdir}"
+              " (build it: python benchmarks/programs.py)")
+        return counts
+    rows = {}
+    for m in mods:
+        data = (pdir / m["file"]).read_bytes()
+        rows[m["file"]] = module_rows(analyze_module(data), data)
+    key = {m["file"]: m for m in mods}
+    other_max: dict[tuple[str, str], tuple[float, str]] = {}
+    own_min: dict[tuple[str, str], tuple[float, str]] = {}
+    wrong: list[str] = []
+    for a, b in itertools.combinations(sorted(rows), 2):
+        ma, mb = key[a], key[b]
+        ov, prof = pair_overlap(rows[b], rows[a])
+        related = ov >= RELATED_THRESHOLD
+        same = ma["program"] == mb["program"]
+        counts["pairs"] += 1
+        if ma["toolchain"] != mb["toolchain"] and same:
+            counts["cross_toolchain"] += 1
+            counts["cross_toolchain_related"] += related
+            continue
+        if related and not same:
+            counts["wrong_merge"] += 1
+            wrong.append(f"  WRONG MERGE {ov:.3f} {a} ~ {b} (basis {prof.basis})")
+        elif same and not related:
+            counts["missed"] += 1
+            wrong.append(f"  missed {ov:.3f} {a} ~ {b} (basis {prof.basis})")
+        for m, o in ((ma, b), (mb, a)):
+            k = (m["program"], m["toolchain"])
+            if same:
+                own_min[k] = min(own_min.get(k, (2.0, "")), (ov, o))
+            else:
+                other_max[k] = max(other_max.get(k, (-1.0, "")), (ov, o))
+    progs = sorted({m["program"] for m in mods})
+    tcs = sorted({m["toolchain"] for m in mods})
+    opts = sorted({m["opt"] for m in mods})
+    print(f"== cross-program matrix: {len(mods)} stripped builds ({len(progs)} programs x "
+          f"{len(tcs)} toolchains x opt {'/'.join(opts)}), {counts['pairs']} pairs, "
+          f"threshold {RELATED_THRESHOLD}")
+    print("cell: highest overlap with another program / lowest with its own other builds"
+          " (same toolchain; - = none)")
+    print(f"{'program':<10}" + "".join(f"{t:>18}" for t in tcs))
+    for p in progs:
+        cells = []
+        for t in tcs:
+            hi = other_max.get((p, t))
+            lo = own_min.get((p, t))
+            cells.append(f"{hi[0]:.3f}/" if hi else "-/")
+            cells[-1] += f"{lo[0]:.3f}" if lo else "-"
+        print(f"{p:<10}" + "".join(f"{c:>18}" for c in cells))
+    for w in wrong:
+        print(w)
+    print(
+        f"program pairs: wrong merges {counts['wrong_merge']}, missed merges {counts['missed']}"
+        f" (same toolchain); same program across toolchains: {counts['cross_toolchain']} pairs,"
+        f" {counts['cross_toolchain_related']} decided related"
+    )
+    return counts
+
+
+def carried_across(pdir: Path, tmp: Path, smoke: bool) -> int:
+    """Names that reach a program from another program's version at ingest (should be 0)."""
+    mods = [m for m in _program_modules(pdir, smoke) if m["opt"] == "O2"]
+    total = 0
+    for tc in sorted({m["toolchain"] for m in mods}):
+        latest: dict[str, dict] = {}
+        for m in mods:
+            if m["toolchain"] == tc and m["program"] in CARRY_ORDER:
+                if m["program"] not in latest or m["version"] > latest[m["program"]]["version"]:
+                    latest[m["program"]] = m
+        order = [latest[p] for p in CARRY_ORDER if p in latest]
+        conn = open_rw(tmp / f"carry-{tc}.db")
+        truth: dict[int, str] = {}
+        crossed, merged = 0, 0
+        for m in order:
+            stripped = pdir / m["file"]
+            res = ingest_file(conn, stripped, label=f"{m['program']}-stripped")
+            truth[res.version_id] = m["program"]
+            parent = res.parent_version_id
+            if parent is not None and truth.get(parent) != m["program"]:
+                merged += 1
+                theirs = {r["stable_id"] for r in queries.matching_rows(conn, parent)}
+                mine = {r["idx"]: r["stable_id"] for r in queries.matching_rows(conn,
+                                                                               res.version_id)}
+                names = queries.annotations_by_index(conn, res.version_id, defined_only=True)
+                crossed += sum(1 for i, a in names.items()
+                               if a["provenance"] == "diff-carry" or mine.get(i) in theirs)
+            named = pdir / m["file"].replace(".stripped.wasm", ".named.wasm")
+            res = ingest_file(conn, named, label=f"{m['program']}-named")
+            truth[res.version_id] = m["program"]
+        print(f"{tc}: {len(order)} programs ({', '.join(m['program'] for m in order)}):"
+              f" merged into another program {merged}, names carried across programs {crossed}")
+        total += crossed
+    print(f"names carried by diff across programs: {total}")
+    return total
 
 
 def _score(placed: dict[int, str], truth: dict[int, str], exported: int) -> str:
@@ -225,12 +348,16 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         help="more Go-built .wasm modules to measure",
     )
+    ap.add_argument("--programs", type=Path, default=PROGRAMS_DIR,
+                    help="programs corpus of benchmarks/programs.py (default %(default)s)")
     args = ap.parse_args(argv)
     counts = lineage_pairs(args.smoke)
+    pcounts = program_matrix(args.programs.expanduser(), args.smoke)
     with tempfile.TemporaryDirectory() as d:
+        crossed = carried_across(args.programs.expanduser(), Path(d), args.smoke)
         round_trip(Path(d), args.smoke)
         go_names(Path(d), args.go_module, args.smoke)
-    return 1 if counts["wrong_merge"] else 0
+    return 1 if counts["wrong_merge"] or pcounts["wrong_merge"] or crossed else 0
 
 
 if __name__ == "__main__":

@@ -1187,3 +1187,28 @@ def open_suggestion(
         args.append(version_id)
     row = conn.execute(sql + " ORDER BY s.version_id DESC LIMIT 1", args).fetchone()
     return _suggestion(row) if row else None
+
+
+# ---------------------------------------------------------------- lineage: own-code overlap
+
+
+def lineage_hash_rows(
+    conn: sqlite3.Connection, version_id: int
+) -> list[tuple[int, str | None, str | None, int]]:
+    """``(idx, body_hash, shape_hash, instr_count)`` of a version's defined functions."""
+    return conn.execute(
+        "SELECT idx, body_hash, shape_hash, instr_count FROM functions"
+        " WHERE version_id = ? AND imported = 0 ORDER BY idx",
+        (version_id,),
+    ).fetchall()
+
+
+def lineage_records(conn: sqlite3.Connection) -> dict[int, dict[str, Any] | None]:
+    """The stored lineage record (JSON) of every version, by version id."""
+    out: dict[int, dict[str, Any] | None] = {}
+    for vid, text in conn.execute("SELECT id, lineage FROM versions"):
+        try:
+            out[vid] = json.loads(text) if text else None
+        except ValueError:
+            out[vid] = None
+    return out

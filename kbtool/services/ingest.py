@@ -158,12 +158,10 @@ def ingest_bytes(
         glue = parse_glue(glue_text)
 
     # the lineage is decided before the matcher, from hashes alone (cheap)
-    new_profile = lineage_svc.profile(
-        (f.body_hash, f.shape_hash, f.instr_count) for f in analysis.functions if not f.imported
-    )
+    # (on the program's own code: library/runtime functions recognised and left out)
     lineage = lineage_svc.choose_lineage(
-        conn, new_profile, default_name=program_hint or label, program=program, base=base,
-        same_bytes_as=same[-1]["id"] if same else None,
+        conn, lineage_svc.module_rows(analysis, data), default_name=program_hint or label,
+        program=program, base=base, same_bytes_as=same[-1]["id"] if same else None,
     )
     with transaction(conn):
         return _store(conn, data, analysis, label=label, source_path=source_path, glue=glue,

@@ -2,19 +2,33 @@
 
 A KB can hold several applications (programs); each version belongs to one. Identities and
 names are carried only from the version the new module is most related to, never across
-programs. Relatedness is the share of functions two modules have in common by exact body
-hash or shape hash, counted on non-trivial functions only (tiny bodies such as ``return 0``
-or a libc stub are the same in unrelated modules):
+programs. Relatedness is the share of the program's *own* functions two modules have in
+common by exact body hash or shape hash:
 
-    overlap = |new functions whose body or shape hash occurs in the old version|
-              / max(non-trivial functions of new, of old)
+    overlap = |own functions of new whose body or shape hash occurs among old's own|
+              / max(own functions of new, of old)
 
-Normalising by the larger side keeps a small module that shares only a runtime or libc with
-a large one (a Go ``hello`` beside a Go application, two Emscripten builds) apart.
-``RELATED_THRESHOLD`` was measured on the corpus (``benchmarks/lineage.py``, figures in
-docs/lineage.md): releases of one program overlap at 0.17 (zstd 1.5.2 -O2 vs 1.5.6 -Os) to 1.0,
-unrelated modules (zstd, sql.js, lightningcss, onnxruntime) at 0.001 at most; 0.05 sits
-between with a wide margin on both sides.
+Own code leaves out what two different programs built with one toolchain share (wasi-libc,
+zig's libc, Emscripten's musl and dlmalloc, compiler-rt, Rust std, Go runtime):
+
+- library/runtime functions (:func:`library_functions`): named by the fingerprint
+  recognizers (:mod:`kbtool.analysis.recognize`, also the ambiguous ones: every candidate is
+  a library name), whose shape is a reference fingerprint's, whose name in the binary (name
+  section, exports) is a runtime name, small wrappers of runtime imports
+  (:mod:`kbtool.analysis.runtime`), and then every function called only by library code
+  (libc's internal helpers; the entry glue ``_start``/``__main_void`` is no source, so
+  ``main`` stays the program's). A function whose hash is library code in either module of
+  a pair is library code in both.
+- tiny bodies (fewer than ``MIN_INSTRS`` instructions) and bodies that occur more than once
+  in the module (by body or shape hash): both are the same in unrelated modules.
+
+When fewer than ``SMALL_MODULE`` own functions are left, the tiny ones count too (basis
+``own-small``); when none is left at all (a module that is only runtime code), every
+non-trivial function counts as before (basis ``all``), and the lineage record says so.
+Normalising by the larger side keeps a small module that shares code with a large one apart.
+``RELATED_THRESHOLD`` was measured with ``benchmarks/lineage.py`` (figures in
+docs/lineage.md) on the shared corpus and on ``benchmarks/programs.py`` (zstd, lua, sqlite,
+brotli, lz4, libyaml with clang/zig/emcc at O2/Os/O3).
 
 KBs created before schema v2 hold versions without a program: on the first ingest they are
 assigned to one program named ``legacy`` (reads show ``legacy`` for them until then).
@@ -24,15 +38,25 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kbtool.analysis.fingerprints import FingerprintDB, default_db
+from kbtool.analysis.recognize import recognize
+from kbtool.analysis.runtime import any_runtime_name, is_runtime_name, runtime_by_signature
 from kbtool.kb import queries, store
 from kbtool.kb.errors import KBError
+from kbtool.wasm import ModuleAnalysis
 
 MIN_INSTRS = 8  # functions with fewer instructions do not count towards relatedness
-SMALL_MODULE = 16  # ... unless fewer than this many functions are left: then all count
+SMALL_MODULE = 16  # ... unless fewer than this many own functions are left: then all own count
+# the entry glue calls main: it is runtime code, but what it calls is the program's
+ENTRY_GLUE = frozenset({
+    "_start", "_initialize", "__main_void", "__original_main", "__main_argc_argv",
+    "main_argc_argv", "__wasm_call_ctors", "_emscripten_start", "__libc_start_main",
+})
 RELATED_THRESHOLD = 0.05  # overlap at or above: same program (measured: see module docstring)
 LEGACY_PROGRAM = queries.LEGACY_PROGRAM
 
@@ -43,15 +67,34 @@ class LineageError(KBError):
 
 @dataclass(frozen=True, slots=True)
 class HashProfile:
-    """The non-trivial functions of one module as (body hash, shape hash) pairs."""
+    """The counted functions of one module as (body hash, shape hash) pairs."""
 
     pairs: tuple[tuple[str | None, str | None], ...]
     bodies: frozenset[str]
     shapes: frozenset[str]
+    basis: str = "all"  # "own", "own-small" or "all" (see the module docstring)
+    library: int = 0  # functions left out as library/runtime code
 
     @property
     def size(self) -> int:
         return len(self.pairs)
+
+
+Row = tuple[str | None, str | None, int, bool]  # body hash, shape hash, instrs, library
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleRows:
+    """A module's defined functions for the lineage decision, and which are library code."""
+
+    rows: tuple[Row, ...]
+    library_indices: tuple[int, ...] = ()  # function indices (for the lineage record)
+
+    def library_hashes(self) -> frozenset[str]:
+        """Body and shape hashes of the non-trivial library functions."""
+        return frozenset(
+            h for b, s, n, lib in self.rows if lib and n >= MIN_INSTRS for h in (b, s) if h
+        )
 
 
 def profile(rows: Iterable[tuple[str | None, str | None, int]]) -> HashProfile:
@@ -65,6 +108,132 @@ def profile(rows: Iterable[tuple[str | None, str | None, int]]) -> HashProfile:
         bodies=frozenset(b for b, _ in pairs if b),
         shapes=frozenset(s for _, s in pairs if s),
     )
+
+
+def own_profile(rows: Iterable[Row], also_library: frozenset[str] = frozenset()) -> HashProfile:
+    """Profile on the program's own code (see the module docstring); a function whose body or
+    shape hash is in ``also_library`` (library code of the other module) counts as library."""
+    rows = [(b, s, n or 0, lib) for b, s, n, lib in rows if b or s]
+    bodies = Counter(b for b, _, _, _ in rows if b)
+    shapes = Counter(s for _, s, _, _ in rows if s)
+
+    def library(b: str | None, s: str | None, lib: bool) -> bool:
+        return lib or (b in also_library) or (s in also_library)
+
+    mine = [
+        (b, s, n) for b, s, n, lib in rows
+        if not library(b, s, lib) and bodies[b] <= 1 and shapes[s] <= 1
+    ]
+    n_lib = sum(1 for b, s, _, lib in rows if library(b, s, lib))
+    pairs = tuple((b, s) for b, s, n in mine if n >= MIN_INSTRS)
+    basis = "own"
+    if len(pairs) < SMALL_MODULE:
+        pairs, basis = tuple((b, s) for b, s, _ in mine), "own-small"
+    if not pairs:  # nothing of its own left: every non-trivial function counts
+        old = profile((b, s, n) for b, s, n, _ in rows)
+        return HashProfile(old.pairs, old.bodies, old.shapes, "all", n_lib)
+    return HashProfile(
+        pairs=pairs,
+        bodies=frozenset(b for b, _ in pairs if b),
+        shapes=frozenset(s for _, s in pairs if s),
+        basis=basis,
+        library=n_lib,
+    )
+
+
+def library_functions(
+    analysis: ModuleAnalysis, data: bytes, db: FingerprintDB | None = None
+) -> set[int]:
+    """Indices of defined functions that are library/runtime code (see the module docstring)."""
+    db = db or default_db()
+    funcs = [f for f in analysis.functions if not f.imported]
+    imports = {f.index: f.import_name for f in analysis.functions if f.imported}
+    names, review = recognize(analysis, data, db)
+    lib = {n["func_index"] for n in names} | {r["func_index"] for r in review}
+    entry = {n["func_index"] for n in names if n["name"] in ENTRY_GLUE}
+    own_api: set[int] = set()  # exported under an application name: never propagated to
+    for f in funcs:
+        bin_names = [f.raw_name, *f.export_names]
+        if any(n in ENTRY_GLUE for n in bin_names if n):
+            entry.add(f.index)
+        if f.shape_hash in db.by_shape or any_runtime_name(bin_names):
+            lib.add(f.index)
+        elif runtime_by_signature((imports.get(c) for c in f.calls), f.instr_count):
+            lib.add(f.index)
+        if (f.raw_name and not is_runtime_name(f.raw_name)) or (
+            f.export_names and not any_runtime_name(f.export_names)
+        ):
+            own_api.add(f.index)
+    callers: dict[int, set[int]] = defaultdict(set)
+    for f in funcs:
+        for c in f.calls:
+            callers[c].add(f.index)
+    source = lib - entry
+    todo = [f.index for f in funcs if f.index not in lib and f.index not in own_api]
+    changed = True
+    while changed:  # called only by library code: library code (libc's helpers)
+        changed = False
+        rest = []
+        for i in todo:
+            if callers[i] and callers[i] <= source:
+                lib.add(i)
+                source.add(i)
+                changed = True
+            else:
+                rest.append(i)
+        todo = rest
+    return lib
+
+
+def module_rows(analysis: ModuleAnalysis, data: bytes) -> ModuleRows:
+    """The lineage rows of a freshly analysed module (library code recognised)."""
+    lib = library_functions(analysis, data)
+    return ModuleRows(
+        rows=tuple(
+            (f.body_hash, f.shape_hash, f.instr_count, f.index in lib)
+            for f in analysis.functions if not f.imported
+        ),
+        library_indices=tuple(sorted(lib)),
+    )
+
+
+def ranges(indices: Iterable[int]) -> str:
+    """``1,2,3,7`` -> ``"1-3,7"``."""
+    out: list[str] = []
+    for i in sorted(set(indices)):
+        if out and "-" in out[-1] and int(out[-1].split("-")[1]) == i - 1:
+            out[-1] = f"{out[-1].split('-')[0]}-{i}"
+        elif out and "-" not in out[-1] and int(out[-1]) == i - 1:
+            out[-1] = f"{out[-1]}-{i}"
+        else:
+            out.append(str(i))
+    return ",".join(out)
+
+
+def parse_ranges(text: str | None) -> set[int]:
+    """Inverse of :func:`ranges` (empty or malformed text: nothing)."""
+    out: set[int] = set()
+    for part in (text or "").split(","):
+        lo, _, hi = part.partition("-")
+        if lo.isdigit() and (not hi or hi.isdigit()):
+            out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def stored_rows(conn: sqlite3.Connection, version_id: int, record: dict | None) -> ModuleRows:
+    """Lineage rows of a stored version: library code from its lineage record (versions
+    ingested before it was recorded: none; the pair's other side still marks what it knows)."""
+    lib = parse_ranges((record or {}).get("library"))
+    return ModuleRows(tuple(
+        (b, s, n, i in lib) for i, b, s, n in queries.lineage_hash_rows(conn, version_id)
+    ))
+
+
+def pair_overlap(new: ModuleRows, old: ModuleRows) -> tuple[float, HashProfile]:
+    """Own-code overlap of two modules and new's profile for this pair."""
+    pn = own_profile(new.rows, old.library_hashes())
+    po = own_profile(old.rows, new.library_hashes())
+    return overlap(pn, po), pn
 
 
 def overlap(new: HashProfile, old: HashProfile) -> float:
@@ -87,6 +256,9 @@ class Lineage:
     method: str  # "related", "base", "program", "new-program", "first"
     new_program: bool
     candidates: list[dict[str, Any]] = field(default_factory=list)  # best first, at most 3
+    basis: str = "own"  # what the overlap was measured on (see the module docstring)
+    own_functions: int = 0
+    library: str = ""  # ranges of library/runtime function indices in the new module
 
     def record(self) -> dict[str, Any]:
         """JSON stored in ``versions.lineage``."""
@@ -96,6 +268,10 @@ class Lineage:
             "threshold": RELATED_THRESHOLD,
             "min_instrs": MIN_INSTRS,
             "candidates": self.candidates,
+            "basis": self.basis,
+            "own_functions": self.own_functions,
+            "library_functions": len(parse_ranges(self.library)),
+            "library": self.library,
         }
 
 
@@ -124,15 +300,29 @@ def _unique_program_name(conn: sqlite3.Connection, name: str) -> str:
 
 def choose_lineage(
     conn: sqlite3.Connection,
-    new: HashProfile,
+    new: ModuleRows,
     *,
     default_name: str,
     program: str | None = None,
     base: int | None = None,
     same_bytes_as: int | None = None,
 ) -> Lineage:
-    """Decide program and parent for a module with profile ``new`` (reads only; see ``commit``)."""
+    """Decide program and parent for a module with rows ``new`` (reads only; see ``commit``)."""
     versions = queries.lineage_versions(conn)  # id, label, program (name)
+    records = queries.lineage_records(conn)
+    lib_text = ranges(new.library_indices)
+
+    def score(vid: int) -> tuple[float, HashProfile]:
+        return pair_overlap(new, stored_rows(conn, vid, records.get(vid)))
+
+    def made(program_name: str, pid: int | None, parent: int | None, ov: float | None,
+             method: str, is_new: bool, cands: list[dict[str, Any]],
+             prof: HashProfile | None) -> Lineage:
+        if prof is None:  # nothing to compare with: new's profile on its own
+            prof = own_profile(new.rows)
+        return Lineage(program_name, pid, parent, ov, method, is_new, cands,
+                       basis=prof.basis, own_functions=prof.size, library=lib_text)
+
     if base is None and program is None and same_bytes_as is not None:
         base = same_bytes_as  # the same module ingested again (--force): its own lineage
     if base is not None:
@@ -143,28 +333,29 @@ def choose_lineage(
             raise LineageError(
                 f"--base {base} belongs to program {row['program']!r}, not {program!r}"
             )
-        ov = overlap(new, profile(queries.hash_rows(conn, base)))
+        ov, prof = score(base)
         cand = [{"version_id": base, "label": row["label"], "overlap": _round(ov)}]
-        return Lineage(row["program"], row["program_id"], base, ov, "base", False, cand)
+        return made(row["program"], row["program_id"], base, ov, "base", False, cand, prof)
 
     pool = [v for v in versions if program is None or v["program"] == program]
-    scored = [(overlap(new, profile(queries.hash_rows(conn, v["id"]))), v["id"], v) for v in pool]
-    scored.sort(key=lambda t: (t[0], t[1]), reverse=True)  # ties: the latest version
+    scored = [(*score(v["id"]), v["id"], v) for v in pool]
+    scored.sort(key=lambda t: (t[0], t[2]), reverse=True)  # ties: the latest version
     cands = [
         {"version_id": v["id"], "label": v["label"], "program": v["program"], "overlap": _round(ov)}
-        for ov, _, v in scored[:3]
+        for ov, _, _, v in scored[:3]
     ]
     if program is not None:
         if not scored:
-            return Lineage(program, None, None, None, "new-program", True, cands)
-        ov, vid, v = scored[0]
-        return Lineage(program, v["program_id"], vid, ov, "program", False, cands)
+            return made(program, None, None, None, "new-program", True, cands, None)
+        ov, prof, vid, v = scored[0]
+        return made(program, v["program_id"], vid, ov, "program", False, cands, prof)
     if scored and scored[0][0] >= RELATED_THRESHOLD:
-        ov, vid, v = scored[0]
-        return Lineage(v["program"], v["program_id"], vid, ov, "related", False, cands)
-    best = scored[0][0] if scored else None
+        ov, prof, vid, v = scored[0]
+        return made(v["program"], v["program_id"], vid, ov, "related", False, cands, prof)
+    best, prof = (scored[0][0], scored[0][1]) if scored else (None, None)
     name = _unique_program_name(conn, program_name_for(default_name))
-    return Lineage(name, None, None, best, "new-program" if versions else "first", True, cands)
+    return made(name, None, None, best, "new-program" if versions else "first", True, cands,
+                prof)
 
 
 def commit(conn: sqlite3.Connection, lineage: Lineage) -> int:
