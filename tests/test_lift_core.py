@@ -103,7 +103,7 @@ def test_lift_structured_control_flow(features):
     classify = lift_function(features, _func(features, "classify")).text
     assert "switch (p0) {" in classify and "case 0:" in classify
     nested = lift_function(features, _func(features, "nested")).text
-    assert "if (!(p0 & 1)) p1 = p1 + p0;" in nested  # block + br_if became an if
+    assert "if (!(p0 & 1)) p1 += p0;" in nested  # block + br_if became an if
     assert "r1 = p1 ? 1 : 2;" in nested  # if/else with one value per arm
     assert "if (p0 > 100) return -1;" in nested  # branch to a block that only returns
 

@@ -25,6 +25,7 @@ conditional breaks through :meth:`_Lifter.br_if`.
 
 from __future__ import annotations
 
+import re
 import struct
 import time
 from dataclasses import dataclass, field
@@ -54,6 +55,11 @@ F_GLOB: Final = 4
 F_SET: Final = 8  # the expression assigns a local (a folded ``local.tee``)
 F_EFFECT: Final = F_CALL | F_MEM | F_GLOB
 
+# a loop's last statement that steps a counter: `i = i + k;`, `i++;`, `i += k;`
+_STEP: Final = re.compile(r"([A-Za-z_]\w*)(?: = \1 [-+] [^;]+|\+\+|--| [-+]= [^;]+);$")
+_COMPOUND: Final = re.compile(
+    r"([-+*&|^]|<<|>>) ([A-Za-z_]\w*|-?[0-9]+(?:LL)?|0x[0-9a-f]+(?:LL)?)$"
+)
 _OPENERS: Final = {0x02: "block", 0x03: "loop", 0x04: "if", 0x06: "try", 0x1F: "try_table"}
 _LOAD_CT: Final = {
     "i32.load": "int32_t",
@@ -162,7 +168,7 @@ class LiftResult:
 class _E:
     """An expression on the value stack."""
 
-    __slots__ = ("text", "prec", "ty", "fl", "locs", "neg", "const", "tee")
+    __slots__ = ("text", "prec", "ty", "fl", "locs", "neg", "const", "tee", "negp")
 
     def __init__(
         self,
@@ -174,6 +180,7 @@ class _E:
         neg: str | None = None,
         const: Any = None,
         tee: int | None = None,
+        negp: int = -1,
     ):
         self.text = text
         self.prec = prec
@@ -183,6 +190,7 @@ class _E:
         self.neg = neg
         self.const = const
         self.tee = tee  # local index when the expression is exactly ``lN = value``
+        self.negp = negp  # precedence of ``neg`` when it is a 0/1 value (a comparison), else -1
 
 
 def _p(e: _E, maxprec: int) -> str:
@@ -463,6 +471,9 @@ class _Frame:
         "switch_open",
         "heads",
         "tern",
+        "conts",
+        "last_cont",
+        "headed",
     )
 
     def __init__(self, blk: _Blk, form: str, params: Any, results: Any, height: int):
@@ -486,6 +497,21 @@ class _Frame:
         self.switch_open = False
         self.heads: list[int] = []  # output index of each open `if (...) {` line
         self.tern: list | None = None  # if-with-result candidate for `c ? a : b`
+        self.conts = 0  # `continue;` statements to this loop
+        self.last_cont: tuple[int, str] | None = None  # (out index, cond) of `if (c) continue;`
+        self.headed = False  # `while (1)` became `while (cond)`
+
+
+def _assign_stmt(name: str, text: str) -> str:
+    """``x = x + 1;`` as ``x++;``, ``x = x + k;`` as ``x += k;`` (a simple right operand)."""
+    if text.startswith(name) and text[len(name) : len(name) + 1] == " ":
+        m = _COMPOUND.match(text, len(name) + 1)
+        if m is not None:
+            op, rhs = m.group(1), m.group(2)
+            if rhs == "1" and (op == "+" or op == "-"):
+                return f"{name}{op}{op};"
+            return f"{name} {op}= {rhs};"
+    return f"{name} = {text};"
 
 
 def _i32_text(v: int) -> str:
@@ -567,6 +593,7 @@ class _Lifter:
         self.loopish: list[int] = []  # frame indices of open loop / do-while frames
         self.sw_open: list[int] = []  # frame indices whose C switch is open
         self.switches: dict[int, list[int]] = {}  # set by lift_function from _scan
+        self.brk_frame = 0  # frame index the last `break;` from :meth:`branch` leaves
         self.ops: list[int] = []  # the body's opcodes and their immediates (set by run)
         self.args: list[tuple] = []
 
@@ -669,7 +696,7 @@ class _Lifter:
                 self.stack.append(_E(name, 0, self.local_types[x], 0, (x,)))
             return
         if not tee or not self.foldable(x):
-            self.emit(f"{name} = {v.text};")
+            self.emit(_assign_stmt(name, v.text))
             if tee:
                 self.stack.append(_E(name, 0, self.local_types[x], 0, (x,)))
             return
@@ -1427,6 +1454,9 @@ class _Lifter:
                 t = f"-{_p(a, 0)}" if not a.text.startswith("-") else f"-({a.text})"
                 self.push(_E(t, 2, results[0], a.fl, a.locs))
             elif form == "eqz":
+                if a.negp >= 0 and a.neg is not None:  # !(a < b) is a >= b
+                    self.push(_E(a.neg, a.negp, "i32", a.fl, a.locs, a.text, None, None, a.prec))
+                    return
                 p = _p(a, 6)
                 neg = a.text if a.prec <= 13 else f"({a.text})"
                 self.push(_E(f"{p} == 0", 7, "i32", a.fl, a.locs, neg=neg))
@@ -1475,15 +1505,19 @@ class _Lifter:
         P = PREC[op]
         if form == "bin":
             if (
-                op == "+"
+                (op == "+" or op == "-")
                 and b.const is not None
                 and isinstance(b.const, int)
                 and b.const < 0
                 and b.const not in (-(1 << 31), -(1 << 63))
                 and ty in ("i32", "i64")
             ):
+                # x + -8 is x - 8, x - -64 is x + 64
                 c = _i32_text(-b.const) if ty == "i32" else _i64_text(-b.const)
-                return _E(f"{_p(a, 4)} - {c}", 4, rty, fl, locs)
+                return _E(f"{_p(a, 4)} {'-' if op == '+' else '+'} {c}", 4, rty, fl, locs)
+            if op == "-" and a.const == 0 and ty in ("i32", "i64") and type(a.const) is int:
+                t = f"-{_p(b, 2)}" if not b.text.startswith("-") else f"-({b.text})"
+                return _E(t, 2, rty, fl, locs)
             if P >= 8:  # bitwise: parenthesise arithmetic operands for the reader
                 la = a.text if a.prec <= 2 or a.prec == P else f"({a.text})"
                 return _E(f"{la} {op} {_p(b, 2)}", P, rty, fl, locs)
@@ -1496,10 +1530,23 @@ class _Lifter:
                 ta, tb = _u(a, ty), _u(b, ty)
             else:
                 ta, tb = _p(a, P), _p(b, P - 1)
+            if (
+                (op == "==" or op == "!=")
+                and b.const == 0
+                and type(b.const) is int
+                and a.negp >= 0
+                and a.neg is not None
+            ):
+                # (a < b) == 0 is a >= b; (a < b) != 0 is a < b
+                if op == "==":
+                    return _E(a.neg, a.negp, "i32", fl, locs, a.text, None, None, a.prec)
+                return _E(a.text, a.prec, "i32", fl, locs, a.neg, None, None, a.negp)
             neg = None
+            negp = -1
             if ty in ("i32", "i64"):
                 neg = f"{ta} {_NEG_CMP[op]} {tb}"
-            return _E(f"{ta} {op} {tb}", P, "i32", fl, locs, neg=neg)
+                negp = P
+            return _E(f"{ta} {op} {tb}", P, "i32", fl, locs, neg, None, None, negp)
         bits = 31 if ty == "i32" else 63
         if b.const is not None and isinstance(b.const, int):
             cnt = str(b.const & bits)
@@ -1531,6 +1578,8 @@ class _Lifter:
                 fr.par_vars.append(name)
         form = blk.form
         if form == "loop":
+            self.out.append(None)  # placeholder for the loop-head label (before the loop)
+            fr.cond = len(self.out) - 1
             self.emit("while (1) {")
         elif form == "dowhile" or form == "dowhile0":
             self.emit("do {")
@@ -1559,8 +1608,6 @@ class _Lifter:
             self.loopish.append(len(self.frames) - 1)
         if form == "loop":
             fr.label = f"L{fr.id}"
-            self.out.append(None)  # placeholder for the loop-head label
-            fr.cond = len(self.out) - 1
         for k, pv in enumerate(fr.par_vars):
             self.stack.append(_E(pv, 0, params[k]))
         d = len(self.frames)
@@ -1690,13 +1737,33 @@ class _Lifter:
         if self.loopish and self.loopish[-1] == len(self.frames):
             self.loopish.pop()
         if form == "loop":
-            if reach:
-                self.emit("  break;")
-            elif self.out and self.out[-1] is not None and self.out[-1].strip() == "continue;":
-                self.out.pop()  # the end of a while (1) body loops anyway
-            self.emit("}")
+            out = self.out
+            lc = fr.last_cont
+            head = fr.cond + 1
+            hl = out[head]
+            if (
+                reach
+                and fr.conts == 1
+                and not fr.headed
+                and lc is not None
+                and lc[0] == len(out) - 1
+                and hl is not None
+                and hl.endswith("while (1) {")
+            ):
+                # `while (1) { ...; if (c) continue; break; }` is `do { ... } while (c);`
+                out[head] = hl[: -len("while (1) {")] + "do {"
+                out.pop()
+                self.emit(f"}} while ({lc[1]});")
+            elif reach and not fr.headed and self.guarded_loop(fr, head):
+                self.emit("}")
+            else:
+                if reach:
+                    self.emit("  break;")
+                elif out and out[-1] is not None and out[-1].strip() == "continue;":
+                    out.pop()  # the end of a while (1) body loops anyway
+                self.emit("}")
             if fr.label_used:
-                self.out[fr.cond] = "  " * min(fr.ind, MAX_INDENT) + f"{fr.label}:;"
+                self.out[fr.cond] = "  " * min(fr.ind - 1, MAX_INDENT) + f"{fr.label}:;"
                 self.stats.labels += 1
         elif form == "dowhile":
             c = self.cond_text(fr.cond) if isinstance(fr.cond, _E) else "0"
@@ -1736,6 +1803,73 @@ class _Lifter:
         for v, t in zip(fr.res_vars, fr.results, strict=True):
             self.stack.append(_E(v, 0, t))
         self.dead = not after_reachable
+
+    def guarded_loop(self, fr: _Frame, head: int) -> bool:
+        """``while (1) { if (c) { body continue; } break; }`` (a loop whose whole body is
+        an ``if`` that loops back) becomes ``while (c) { body }``, and a counted one
+        ``for (i = a; c; i = i + k) { body }``; True when rewritten."""
+        out = self.out
+        n = len(out)
+        hl = out[head]
+        first = out[head + 1] if head + 1 < n else None
+        if hl is None or first is None or n < head + 4 or not hl.endswith("while (1) {"):
+            return False
+        ind = len(first) - len(first.lstrip())
+        fs = first.strip()
+        last = out[-1]
+        cont = out[-2]
+        cs = cont.strip() if cont is not None else ""
+        if not (
+            fs.startswith("if (")
+            and fs.endswith(") {")
+            and last is not None
+            and last.strip() == "}"
+            and len(last) - 1 == ind
+            and cont is not None
+            and len(cont) - len(cs) == ind + 2
+            # the if's body must not fall through (it would leave the loop)
+            and (cs in ("continue;", "break;") or cs.startswith(("return", "goto ")))
+        ):
+            return False
+        for k in range(head + 2, n - 1):
+            ln = out[k]
+            if ln is not None and len(ln) - len(ln.lstrip()) <= ind:
+                return False
+        self.budget.spend(n - head)
+        cond = fs[4:-3]
+        dropped = cs == "continue;"
+        body = [ln[2:] if ln is not None else None for ln in out[head + 2 : n - 1 - dropped]]
+        del out[head + 1 :]
+        out.extend(body)
+        fr.headed = True
+        pre = hl[: -len("while (1) {")]
+        step = None
+        if dropped and fr.conts == 1 and not fr.label_used and body:
+            st = body[-1]
+            if st is not None and len(st) - len(st.lstrip()) == ind and st.endswith(";"):
+                m = _STEP.match(st.strip())
+                if m is not None and re.search(rf"\b{m.group(1)}\b", cond):
+                    step = st.strip()[:-1]
+        if step is None:
+            out[head] = f"{pre}while ({cond}) {{"
+            return True
+        out.pop()
+        init = ""
+        prev = out[head - 2] if head >= 2 else None
+        var = step.split(" ", 1)[0].rstrip("+-")
+        if (
+            prev is not None
+            and prev.startswith(pre)
+            and not prev[len(pre) :].startswith(" ")
+            and prev.startswith(pre + var + " = ")
+            and prev.endswith(";")
+            and "{" not in prev
+            and "}" not in prev
+        ):
+            init = prev.strip()[:-1]
+            out[head - 2] = None
+        out[head] = f"{pre}for ({init}; {cond}; {step}) {{"
+        return True
 
     def tail_return(self, t: _Frame, vals: list[_E]) -> str | None:
         """``return ...;`` when the code after ``t``'s end only returns (so a branch to
@@ -1848,6 +1982,7 @@ class _Lifter:
             brk_ok = not in_switch and not any(k > ti for k in self.sw_open)
         if t.form in ("loop", "dowhile"):
             if cont_ok and t.form == "loop":
+                t.conts += 1
                 lines.append("continue;")
             else:
                 if not t.label:
@@ -1856,16 +1991,56 @@ class _Lifter:
                 lines.append(f"goto {t.label};")
                 self.stats.gotos += 1
             return lines
-        t.branched = True
         if brk_ok and (t.form == "dowhile0" or t.switch_open):
+            t.branched = True
+            self.brk_frame = ti
             lines.append("break;")
             return lines
+        if not in_switch and lp and self.break_lands(ti, lp[-1]):
+            # leaving the innermost loop lands where the target's end leads: `break`
+            frames[lp[-1]].branched = True
+            self.brk_frame = lp[-1]
+            lines.append("break;")
+            return lines
+        t.branched = True
         if not t.label:
             t.label = f"L{t.id}"
         t.label_used = True
         lines.append(f"goto {t.label};")
         self.stats.gotos += 1
         return lines
+
+    def landing(self, j: int) -> int:
+        """Where control goes after the ``end`` at ``j``: past every directly following
+        ``end`` of a block, loop or if without results (they are no-ops on the way out)."""
+        ops = self.ops
+        end_of = self.end_of
+        blocks = self.blocks
+        n = len(ops)
+        steps = 0
+        while j < n and ops[j] == 0x0B and steps < MAX_BREAK_WALK:
+            b = end_of.get(j)
+            if b is None:
+                return j
+            blk = blocks[b]
+            if blk.bt != "" or blk.kind not in ("block", "loop", "if"):
+                return j
+            j += 1
+            steps += 1
+        return j
+
+    def break_lands(self, ti: int, li: int) -> bool:
+        """Whether ``break`` out of loop-like frame ``li`` (the innermost one) goes where a
+        branch to block frame ``ti`` goes: no switch open inside the loop, and both ends
+        land on the same instruction."""
+        if any(k > li for k in self.sw_open):
+            return False
+        t = self.frames[ti]
+        lf = self.frames[li]
+        if lf.blk.bt != "" or t.blk.bt != "" or lf.form not in ("loop", "dowhile", "dowhile0"):
+            return False
+        self.budget.spend(8)
+        return self.landing(lf.blk.end) == self.landing(t.blk.end)
 
     def br_if(self, i: int, depth: int, c: _E | None = None, keep: int = 0) -> None:
         plain = c is None  # a br_if (not a br_on_* with its own test)
@@ -1911,7 +2086,20 @@ class _Lifter:
             self.stack.append(_E("0", 0, t.results[0], const=0))
         ct = self.cond_text(c)
         if len(lines) == 1:
-            self.emit(f"if ({ct}) {lines[0]}")
+            line = lines[0]
+            if line == "break;":
+                lf = self.frames[self.brk_frame]
+                out = self.out
+                if lf.form == "loop" and not lf.headed and len(out) == lf.cond + 2:
+                    # the loop's first statement is its exit test: `while (!c) {`
+                    hl = out[lf.cond + 1]
+                    if hl is not None and hl.endswith("while (1) {"):
+                        out[lf.cond + 1] = hl[: -len("1) {")] + self.cond_text(c, True) + ") {"
+                        lf.headed = True
+                        return
+            self.emit(f"if ({ct}) {line}")
+            if line == "continue;":
+                t.last_cont = (len(self.out) - 1, ct)
         else:
             self.emit(f"if ({ct}) {{")
             for line in lines:
