@@ -666,6 +666,7 @@ def upsert_knowledge(
                     provenance != "human" and confidence < cur["confidence"])):
             return {"written": False, "reason": "no change"}
         ok, reason = _decide(cur, provenance, confidence)
+        reason = "new annotation" if cur is None else reason.replace(" name", "")
         if ok and yield_to_human and cur is not None and cur["provenance"] == "human":
             ok, reason = False, "this KB's human annotation stays (an imported one does not replace it)"
         if not ok:

@@ -3,7 +3,9 @@
 One instruction per line: ``<file offset>: <indent><mnemonic> <immediates>[  ;; note]``,
 indented by block structure. Calls show the callee (``call $sqlite3_free`` /
 ``call func[812] <unnamed>``), globals their names, ``call_indirect`` its signature,
-constants that point into data the text there. Deterministic for equal input.
+constants that point into data the text there; the KB's function comment and prototype as
+``;;`` lines under the header, a line comment as ``;; // text`` after its instruction.
+Deterministic for equal input.
 """
 
 from __future__ import annotations
@@ -58,6 +60,13 @@ def disassemble_function(lm: LiftModule, func_index: int, max_lines: int = MAX_L
     data = lm.data
     decls, p = read_local_decls(data, start, end)
     lines = [head]
+    comment = lm.names.comments.get(func_index)
+    if comment:
+        lines += [f" ;; {display_name(row, 200)}" for row in comment.splitlines()[:40]]
+    proto = lm.names.prototypes.get(func_index)
+    if proto:
+        lines.append(f" ;; prototype: {display_name(proto, 400)}")
+    line_notes = lm.names.line_comments.get(func_index) or {}
     x = len(ft.params)
     for count, ty in decls:
         if count:
@@ -108,6 +117,9 @@ def disassemble_function(lm: LiftModule, func_index: int, max_lines: int = MAX_L
                 s = lm.string_at(imms[0] & 0xFFFFFFFF)
                 if s:
                     note = f'  ;; "{escape_text(s, 80)}"'
+        lc = line_notes.get(p) if line_notes else None
+        if lc:
+            note += f"  ;; // {display_name(' '.join(lc.split()), 200)}"
         lines.append(f" {p:06x}: {'  ' * min(depth, 40)}{text}{note}")
         prev_const = imms[0] if op == 0x41 else None
         if op in _OPEN or op in _MID:

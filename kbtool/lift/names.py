@@ -32,7 +32,8 @@ class Names:
     ``locals``: function index -> {local index -> name} (parameters are locals 0..n-1);
     ``field_hook``: see :data:`FieldHook`; ``data``: labelled data items as
     ``(address, size, label, text or None)`` (strings, tables: the data model of
-    :mod:`kbtool.analysis.datamodel`), used for constant addresses.
+    :mod:`kbtool.analysis.datamodel`), used for constant addresses; ``comments``,
+    ``prototypes``, ``line_comments``: what :func:`annotate_c` and the disassembly show.
     """
 
     functions: Mapping[int, str] = field(default_factory=dict)
@@ -40,6 +41,11 @@ class Names:
     locals: Mapping[int, Mapping[int, str]] = field(default_factory=dict)
     field_hook: FieldHook | None = None
     data: list[tuple[int, int, str, str | None]] = field(default_factory=list)
+    #: knowledge beyond names (issue 27), all untrusted text: function index -> comment,
+    #: -> declared prototype text, -> {file offset of an instruction -> line comment}
+    comments: Mapping[int, str] = field(default_factory=dict)
+    prototypes: Mapping[int, str] = field(default_factory=dict)
+    line_comments: Mapping[int, Mapping[int, str]] = field(default_factory=dict)
 
     @classmethod
     def from_module(cls, module) -> Names:
@@ -165,3 +171,46 @@ def display_name(name: str, limit: int = 200) -> str:
         else:
             out.append(f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
     return "".join(out) + ("..." if len(name) > limit else "")
+
+
+MAX_COMMENT_LINES = 40
+
+
+def comment_block(text: str, indent: str = "", limit: int = 200) -> list[str]:
+    """A multi-line ``/* ... */`` block of untrusted ``text``: one escaped line per line of it
+    (at most :data:`MAX_COMMENT_LINES`), never closing early, valid C."""
+    rows = text.splitlines() or [""]
+    out = [f"{indent}/*"]
+    for row in rows[:MAX_COMMENT_LINES]:
+        out.append(f"{indent} * {comment_text(row, limit)}".rstrip())
+    if len(rows) > MAX_COMMENT_LINES:
+        out.append(f"{indent} * ... ({len(rows) - MAX_COMMENT_LINES} more lines)")
+    out.append(f"{indent} */")
+    return out
+
+
+def annotate_c(text: str, func_index: int, names: Names) -> str:
+    """The lifted C of one function with the KB's knowledge shown: the function comment and
+    the declared prototype above the definition, the line comments (by instruction offset)
+    at the top of its body. Comments only, so the C compiles exactly as before."""
+    comment = names.comments.get(func_index)
+    proto = names.prototypes.get(func_index)
+    lines_ = names.line_comments.get(func_index) or {}
+    if not (comment or proto or lines_):
+        return text
+    rows = text.split("\n")
+    sig = next((k for k, r in enumerate(rows) if r.endswith(") {") and r[:1] not in (" ", "#", "/", "\t")),
+               None)
+    if sig is None:  # an import's prototype: the comment above it
+        sig = next((k for k, r in enumerate(rows) if r.endswith(");") and r[:1] not in (" ", "#", "/")),
+                   None)
+        lines_ = {}
+        if sig is None:
+            return text
+    head: list[str] = []
+    if comment:
+        head += comment_block(comment)
+    if proto:
+        head.append(f"/* prototype: {comment_text(proto, 400)} */")
+    body = [f"  /* @{off:06x}: {comment_text(t, 200)} */" for off, t in sorted(lines_.items())]
+    return "\n".join(rows[:sig] + head + [rows[sig]] + body + rows[sig + 1 :])

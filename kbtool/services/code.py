@@ -49,7 +49,8 @@ from kbtool.lift import (
     param_c_names,
     prepare,
 )
-from kbtool.lift.names import C_KEYWORDS, c_ident
+from kbtool.lift.names import C_KEYWORDS, annotate_c, c_ident
+from kbtool.services import knowledge
 from kbtool.wasm import WasmFormatError, analyze_module
 from kbtool.wasm.reader import Module, parse_module
 
@@ -200,12 +201,16 @@ def code_module(conn: sqlite3.Connection, version_id: int) -> CodeModule:
             functions[idx] = name
     fields = StructFields(queries.structs(conn, version_id))
     global_names, data_labels = _data_names(conn, version_id)
+    known = knowledge.code_knowledge(conn, version_id)
     names = Names(
         functions=functions,
-        globals={**global_names, **parsed.names.globals},
-        locals=parsed.names.locals,
+        globals={**global_names, **parsed.names.globals, **knowledge.global_names(conn, version_id)},
+        locals=knowledge.merged_locals(parsed.names.locals, known),
         field_hook=fields.hook if fields else None,
         data=data_labels,
+        comments={i: k["comment"] for i, k in known.items() if k["comment"]},
+        prototypes={i: k["prototype"]["text"] for i, k in known.items() if k["prototype"]},
+        line_comments={i: k["lines"] for i, k in known.items() if k["lines"]},
     )
     lm = prepare((data, parsed.module), names)
     fields.lm = lm
@@ -220,10 +225,11 @@ def _data_names(conn: sqlite3.Connection, version_id: int) -> tuple[dict[int, st
     empty without one."""
     if datamodel.model_info(conn, version_id) is None:
         return {}, []
+    given = knowledge.data_names(conn)  # names people and agents gave (issue 27) win
     gl = {g["index"]: g["name"] for g in datamodel.globals_of(conn, version_id) if g["name"]}
     items, _total = datamodel.list_items(conn, version_id, offset=0, limit=MAX_DATA_LABELS)
-    labels = [(i["address"], i["size"], i["label"], i["text"]) for i in items
-              if i["kind"] != "zero" or i["refs"]]
+    labels = [(i["address"], i["size"], given.get(i["data_id"]) or i["label"], i["text"]) for i in items
+              if i["kind"] != "zero" or i["refs"] or i["data_id"] in given]
     return gl, labels
 
 
@@ -343,7 +349,7 @@ def disassembly(conn: sqlite3.Connection, version_id: int, func_index: int) -> d
     res = lift_function(cm.lm, func_index)
     out = {
         "mnemonics": mnemonics,
-        "lifted_c": res.text,
+        "lifted_c": annotate_c(res.text, func_index, cm.lm.names),
         "version_id": version_id,
         "func_index": func_index,
         "stable_id": sid,
@@ -404,7 +410,8 @@ def _whole_module(
             "   Check: gcc -fsyntax-only -include prelude.h FILE"
             " (prelude.h: python -c 'import kbtool.lift as l; print(l.prelude_path())') */\n\n"
         )
-        texts = (res.text for res in lift_module(cm.lm, workers=workers))
+        texts = (annotate_c(res.text, res.func_index, cm.lm.names)
+                 for res in lift_module(cm.lm, workers=workers))
     else:
         yield f";; kbtool: version {version_id} ({label}), {total} functions, KB names\n\n"
         texts = disassemble_module(cm.lm, workers=workers)

@@ -297,10 +297,21 @@ def local_names(conn: sqlite3.Connection, stable_id: str) -> dict[int, str]:
             if r["kind"] == "local"}
 
 
-def function_knowledge(conn: sqlite3.Connection, stable_id: str) -> dict[str, Any]:
-    """Everything known about one function beyond its name (JSON-ready)."""
+def function_knowledge(conn: sqlite3.Connection, stable_id: str, version_id: int | None = None
+                       ) -> dict[str, Any]:
+    """Everything known about one function beyond its name (JSON-ready). Line comments carry
+    ``offset`` (from the body start) and, with ``version_id``, ``address`` (the file offset
+    the disassembly of that version shows)."""
     out: dict[str, Any] = {"comment": None, "prototype": None, "line_comments": [], "locals": []}
-    for r in kn.for_target(conn, stable_id):
+    start = None
+    recs = kn.for_target(conn, stable_id)
+    if version_id is not None and any(r["kind"] == "line_comment" for r in recs):
+        try:
+            f = _entry(conn, stable_id, version_id)
+            start = _Code(conn, version_id).body(f["index"])[0]
+        except KBError:
+            start = None
+    for r in recs:
         meta = {"provenance": r["provenance"], "confidence": r["confidence"], "locked": r["locked"],
                 "carried": _carried(r)}
         if r["kind"] == "comment":
@@ -308,7 +319,9 @@ def function_knowledge(conn: sqlite3.Connection, stable_id: str) -> dict[str, An
         elif r["kind"] == "prototype":
             out["prototype"] = {"text": r["value"]["text"], "params": r["value"].get("params", []), **meta}
         elif r["kind"] == "line_comment":
-            out["line_comments"].append({"offset": int(r["key"]), "text": r["value"]["text"], **meta})
+            out["line_comments"].append({"offset": int(r["key"]), "text": r["value"]["text"],
+                                         "address": start + int(r["key"]) if start is not None else None,
+                                         **meta})
         elif r["kind"] == "local":
             out["locals"].append({"index": int(r["key"]), "name": r["value"]["name"], **meta})
     return out
@@ -344,10 +357,12 @@ def code_knowledge(conn: sqlite3.Connection, version_id: int) -> dict[int, dict[
                 if code is None:
                     code = _Code(conn, version_id)
                 try:
-                    start = code.body(idx)[0]
+                    start, instrs, _types = code.body(idx)
                 except KnowledgeError:
                     continue
-                k["lines"][start + int(r["key"])] = r["value"]["text"]
+                pos = locate_line(r["value"], int(r["key"]), start, instrs)
+                if pos is not None:
+                    k["lines"][instrs[pos][0]] = r["value"]["text"]
         out[idx] = k
     return out
 
@@ -355,6 +370,30 @@ def code_knowledge(conn: sqlite3.Connection, version_id: int) -> dict[int, dict[
 def data_names(conn: sqlite3.Connection) -> dict[str, str]:
     """data_id / global key -> the annotated name."""
     return {r["target"]: r["value"]["name"] for r in kn.of_kind(conn, "data_name")}
+
+
+def global_names(conn: sqlite3.Connection, version_id: int) -> dict[int, str]:
+    """global index -> the name given to it (by its version-independent key); needs the data model."""
+    given = {t: n for t, n in data_names(conn).items() if t.startswith("g:")}
+    if not given or dm_store.model_info(conn, version_id) is None:
+        return {}
+    return {g["index"]: given[global_key(g)] for g in dm_store.globals_of(conn, version_id)
+            if global_key(g) in given}
+
+
+def merged_locals(module_locals: Any, known: dict[int, dict[str, Any]]) -> dict[int, dict[int, str]]:
+    """Local names the code shows: the module's own (name section), then the declared
+    prototype's parameter names, then the local names given in the KB."""
+    out: dict[int, dict[int, str]] = {i: dict(d) for i, d in module_locals.items()}
+    for idx, k in known.items():
+        d = out.setdefault(idx, {})
+        proto = k.get("prototype")
+        if proto:
+            for pos, p in enumerate(p for p in proto.get("params", []) if not p.get("varargs")):
+                if p.get("name"):
+                    d[pos] = p["name"]
+        d.update(k.get("locals") or {})
+    return out
 
 
 def history(conn: sqlite3.Connection, target: str, kind: str | None = None) -> list[dict[str, Any]]:
@@ -382,6 +421,18 @@ def _match_line(old: dict[str, Any], instrs: list[tuple[int, str]]) -> int | Non
     if len(hits) > 1 and abs(hits[0] - want) == abs(hits[1] - want):
         return None
     return hits[0]
+
+
+def locate_line(value: dict[str, Any], offset: int, start: int, instrs: list[tuple[int, str]]
+                ) -> int | None:
+    """Where a line comment stands in a body: at its offset when the instruction context there
+    is the stored one, else re-anchored by that context (a function that kept its identity
+    across a changed body), else None (not shown)."""
+    pos = next((k for k, (o, _m) in enumerate(instrs) if o - start == offset), None)
+    anchor = value.get("anchor")
+    if pos is not None and (not anchor or _anchor(instrs, pos) == anchor):
+        return pos
+    return _match_line(value, instrs)
 
 
 def carry_knowledge(conn: sqlite3.Connection, parent_version_id: int, new_version_id: int,

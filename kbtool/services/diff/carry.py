@@ -10,6 +10,11 @@ Confidence: ``score x old confidence``, capped at 0.49 when the match is flagged
 review (so ``run_agent_pass --only-unconfident`` looks at those again), rounded to 4
 places.
 
+Knowledge beyond names (comments, prototypes, line comments, local names) follows the same
+pairs through :func:`kbtool.services.knowledge.carry_knowledge` (``diff-carry``, evidence
+``{carried_from, how}``; a line comment whose instruction context is gone is dropped with an
+event); counted as ``knowledge_carried`` / ``knowledge_dropped``.
+
 Skipped without a gate decision: the new function already has the same name (``already``),
 or the name is already bound to another function of the new version (``duplicate``: one
 of the two matches is wrong, the one that kept its identity is trusted).
@@ -24,6 +29,7 @@ from kbtool.kb import queries
 from kbtool.kb.db import transaction
 from kbtool.kb.gate import upsert_symbol
 from kbtool.services.diff.report import Pairing, pair_versions
+from kbtool.services.knowledge import carry_knowledge
 
 __all__ = ["carry_names", "carry_confidence", "REVIEW_CAP", "ACTOR"]
 
@@ -67,10 +73,15 @@ def carry_names(
     for idx, a in new_named.items():
         bound.setdefault(a["name"], idx)
     out = {"considered": 0, "written": 0, "refused": 0, "already": 0, "duplicate": 0, "review": 0}
+    moved: list[tuple[int, int, str, str, float, bool]] = []
     with transaction(conn):
         for p in pg.defined_pairs():
             if p.identity:
                 continue
+            osid = pg.old_rows[p.old_index]["stable_id"]
+            nsid = pg.new_rows[p.new_index]["stable_id"]
+            if osid != nsid:
+                moved.append((p.old_index, p.new_index, osid, nsid, p.score, p.review))
             src = old_named.get(p.old_index)
             if src is None:
                 continue
@@ -113,4 +124,6 @@ def carry_names(
                 bound.setdefault(src["name"], p.new_index)
             elif d["reason"] != "no change":
                 out["refused"] += 1
+        k = carry_knowledge(conn, parent_version_id, new_version_id, moved)
+    out["knowledge_carried"], out["knowledge_dropped"] = k["written"], k["dropped"]
     return out
