@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .errors import WasmFormatError
@@ -677,6 +678,105 @@ def _target_features_section(c: CustomSection, m: Module) -> None:
 
 # ----------------------------------------------------------------------------- entry
 
+# --------------------------------------------------------------------------- sections
+
+
+def _custom_section(r: _R, m: Module) -> None:
+    name = r.name("custom section name")
+    c = CustomSection(name, r.pos, r.data[r.pos : r.end])
+    m.customs.append(c)
+    parse = _CUSTOM_PARSERS.get(name)
+    if parse is not None:
+        parse(c, m)
+    r.pos = r.end
+
+
+def _function_section(r: _R, m: Module) -> None:
+    n = r.count("function count")
+    m.func_type_indices = [r.u32("type index") for _ in range(n)]
+
+
+def _table_section(r: _R, m: Module) -> None:
+    for _ in range(r.count("table count")):
+        m.tables.append(_tabletype(r, False))
+
+
+def _memory_section(r: _R, m: Module) -> None:
+    for _ in range(r.count("memory count", 2)):
+        m.memories.append(_memtype(r, False))
+
+
+def _global_section(r: _R, m: Module) -> None:
+    for _ in range(r.count("global count", 3)):
+        g = _globaltype(r, False)
+        g.init, _ = _const_expr(r, m.globals)
+        m.globals.append(g)
+
+
+def _export_section(r: _R, m: Module) -> None:
+    seen = set()
+    for _ in range(r.count("export count", 3)):
+        at = r.pos
+        name = r.name("export name")
+        kat = r.pos
+        k = r.u8("export kind")
+        if k not in KIND_NAMES:
+            raise WasmFormatError(kat, "export kind 0..4", f"got {k}")
+        if name in seen:
+            raise WasmFormatError(at, "unique export name", f"duplicate {name!r}")
+        seen.add(name)
+        iat = r.pos
+        idx = r.u32("export index")
+        if k == 0 and idx >= m.num_functions:  # every function is declared by now
+            raise WasmFormatError(
+                iat, "an existing function",
+                f"export {name!r} names function {idx}; the module has {m.num_functions}",
+            )
+        m.exports.append(Export(name, KIND_NAMES[k], idx))
+
+
+def _start_section(r: _R, m: Module) -> None:
+    sat = r.pos
+    m.start = r.u32("start function index")
+    if m.start >= m.num_functions:
+        raise WasmFormatError(
+            sat, "an existing function",
+            f"start names function {m.start}; the module has {m.num_functions}",
+        )
+
+
+def _code_section_checked(r: _R, m: Module) -> None:
+    at = r.pos
+    _code_section(r, m)
+    if m.code and not any(s.id == 3 for s in m.sections):
+        raise WasmFormatError(at, "function section before the code section",
+                              f"{len(m.code)} bodies without declarations")
+
+
+def _data_count_section(r: _R, m: Module) -> None:
+    m.data_count = r.u32("data count")
+
+
+def _tag_section(r: _R, m: Module) -> None:
+    for _ in range(r.count("tag count", 2)):
+        attr = r.u8("tag attribute")
+        m.tags.append(Tag(attr, r.u32("tag type index")))
+
+
+# one parser per section id (the order rule is checked before a parser runs)
+_SECTION_PARSERS: dict[int, Callable[[_R, Module], None]] = {
+    0: _custom_section, 1: _type_section, 2: _import_section, 3: _function_section,
+    4: _table_section, 5: _memory_section, 6: _global_section, 7: _export_section,
+    8: _start_section, 9: _element_section, 10: _code_section_checked, 11: _data_section,
+    12: _data_count_section, 13: _tag_section,
+}
+# custom sections kbtool reads (others are kept as bytes)
+_CUSTOM_PARSERS: dict[str, Callable[[CustomSection, Module], None]] = {
+    "name": _name_section, "producers": _producers_section,
+    "target_features": _target_features_section,
+}
+
+
 def parse_module(data) -> Module:
     """Parse the sections of a WebAssembly module (no per-instruction work).
 
@@ -699,7 +799,6 @@ def parse_module(data) -> Module:
     m = Module(size=size)
     pos = 8
     last_rank = 0
-    func_count = None
     while pos < size:
         sec_at = pos
         sid = data[pos]
@@ -719,84 +818,7 @@ def parse_module(data) -> Module:
                 raise WasmFormatError(sec_at, "sections in order, each at most once",
                                       f"unexpected {SECTION_NAMES[sid]} section")
             last_rank = rank
-        if sid == 0:
-            name = r.name("custom section name")
-            c = CustomSection(name, r.pos, data[r.pos:end])
-            m.customs.append(c)
-            if name == "name":
-                _name_section(c, m)
-            elif name == "producers":
-                _producers_section(c, m)
-            elif name == "target_features":
-                _target_features_section(c, m)
-            r.pos = end
-        elif sid == 1:
-            _type_section(r, m)
-        elif sid == 2:
-            _import_section(r, m)
-        elif sid == 3:
-            n = r.count("function count")
-            m.func_type_indices = [r.u32("type index") for _ in range(n)]
-            func_count = n
-        elif sid == 4:
-            n = r.count("table count")
-            for _ in range(n):
-                m.tables.append(_tabletype(r, False))
-        elif sid == 5:
-            n = r.count("memory count", 2)
-            for _ in range(n):
-                m.memories.append(_memtype(r, False))
-        elif sid == 6:
-            n = r.count("global count", 3)
-            for _ in range(n):
-                g = _globaltype(r, False)
-                g.init, _ = _const_expr(r, m.globals)
-                m.globals.append(g)
-        elif sid == 7:
-            n = r.count("export count", 3)
-            seen = set()
-            for _ in range(n):
-                at = r.pos
-                name = r.name("export name")
-                kat = r.pos
-                k = r.u8("export kind")
-                if k not in KIND_NAMES:
-                    raise WasmFormatError(kat, "export kind 0..4", f"got {k}")
-                if name in seen:
-                    raise WasmFormatError(at, "unique export name", f"duplicate {name!r}")
-                seen.add(name)
-                iat = r.pos
-                idx = r.u32("export index")
-                if k == 0 and idx >= m.num_functions:  # every function is declared by now
-                    raise WasmFormatError(
-                        iat, "an existing function",
-                        f"export {name!r} names function {idx}; the module has {m.num_functions}",
-                    )
-                m.exports.append(Export(name, KIND_NAMES[k], idx))
-        elif sid == 8:
-            sat = r.pos
-            m.start = r.u32("start function index")
-            if m.start >= m.num_functions:
-                raise WasmFormatError(
-                    sat, "an existing function",
-                    f"start names function {m.start}; the module has {m.num_functions}",
-                )
-        elif sid == 9:
-            _element_section(r, m)
-        elif sid == 10:
-            _code_section(r, m)
-            if func_count is None and m.code:
-                raise WasmFormatError(pos, "function section before the code section",
-                                      f"{len(m.code)} bodies without declarations")
-        elif sid == 11:
-            _data_section(r, m)
-        elif sid == 12:
-            m.data_count = r.u32("data count")
-        elif sid == 13:
-            n = r.count("tag count", 2)
-            for _ in range(n):
-                attr = r.u8("tag attribute")
-                m.tags.append(Tag(attr, r.u32("tag type index")))
+        _SECTION_PARSERS[sid](r, m)
         r.done(f"{SECTION_NAMES[sid]} section")
         pos = end
 
