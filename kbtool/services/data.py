@@ -39,6 +39,11 @@ class DataError(KBError):
     """A data-model request that cannot be answered: bad target or range, no model yet."""
 
 
+class DataNotFoundError(DataError):
+    """Nothing there: no data model yet, a target that matches nothing, an address outside
+    the data (a 404 on the web; a bad request is a plain :class:`DataError`)."""
+
+
 # --------------------------------------------------------------------------- build
 
 
@@ -113,7 +118,7 @@ def _require_model(conn: sqlite3.Connection, version_id: int) -> dict[str, Any]:
     queries.get_version(conn, version_id)  # UnknownVersionError for an unknown id
     info = dm_store.model_info(conn, version_id)
     if info is None:
-        raise DataError(
+        raise DataNotFoundError(
             f"version {version_id} has no data model yet: run `kbtool analyze {version_id}`"
         )
     return info
@@ -168,13 +173,13 @@ def memory(conn: sqlite3.Connection, version_id: int, address: int, length: int)
         raise DataError(f"length {length} is over the bound of {MAX_READ} bytes")
     info = _require_model(conn, version_id)
     if address >= info["data_end"] or address + length <= info["data_start"]:
-        raise DataError(
+        raise DataNotFoundError(
             f"address 0x{address:x} is outside the initialised data"
             f" (0x{info['data_start']:x}..0x{info['data_end']:x})"
         )
     data = queries.module_bytes(conn, version_id)
     if data is None:
-        raise DataError(f"version {version_id} has no stored module bytes")
+        raise DataNotFoundError(f"version {version_id} has no stored module bytes")
     from kbtool.wasm import parse_module  # the segments only (no code decode)
 
     raw = _read_segments(parse_module(data), address, length)
@@ -246,7 +251,7 @@ def _xrefs(conn: sqlite3.Connection, version_id: int, target: str, limit: int, o
         gl = dm_store.globals_of(conn, version_id)
         g = next((x for x in gl if (key.isdigit() and x["index"] == int(key)) or x["name"] == key), None)
         if g is None:
-            raise DataError(f"no global {key!r} in version {version_id} (see `kbtool globals {version_id}`)")
+            raise DataNotFoundError(f"no global {key!r} in version {version_id} (see `kbtool globals {version_id}`)")
         refs, total = dm_store.refs_to(conn, version_id, "global", g["index"], limit=limit,
                                        offset=offset)
         return {"target": {"kind": "global", **g}, "refs": entries(refs), "total": total}
@@ -254,20 +259,20 @@ def _xrefs(conn: sqlite3.Connection, version_id: int, target: str, limit: int, o
         text = target[1:].rstrip('"')
         found = dm_store.items_by_text(conn, version_id, text, limit=2)
         if not found:
-            raise DataError(f"no string {text[:60]!r} in version {version_id}")
+            raise DataNotFoundError(f"no string {text[:60]!r} in version {version_id}")
         return _item_xrefs(conn, version_id, found[0], entries, limit, offset)
     if _HEX.match(target):
         address = int(target, 0)
         it = dm_store.item_at(conn, version_id, address)
         if it is None:
-            raise DataError(f"no data item at 0x{address:x} in version {version_id}")
+            raise DataNotFoundError(f"no data item at 0x{address:x} in version {version_id}")
         return _item_xrefs(conn, version_id, it, entries, limit, offset)
     it = dm_store.item_by_label(conn, version_id, target)
     if it is not None:
         return _item_xrefs(conn, version_id, it, entries, limit, offset)
     idx = _resolve_function(conn, version_id, target)
     if idx is None or queries.function_at_index(conn, version_id, idx) is None:
-        raise DataError(
+        raise DataNotFoundError(
             f"{target[:60]!r} matches nothing in version {version_id}: give a function name,"
             " #index or stable id, g:GLOBAL, 0xADDRESS, a data label or \"text"
         )

@@ -118,6 +118,7 @@ STATIC_FILES: dict[str, str] = {
     "code.js": JS,
     "graph.js": JS,
     "fndiff.js": JS,
+    "data.js": JS,
 }
 
 
@@ -403,6 +404,9 @@ ROUTES: list[_Route] = [
 from kbtool.web import code_routes  # noqa: E402
 
 ROUTES += code_routes.ROUTES
+from kbtool.web import data_routes  # noqa: E402  (strings, globals, xrefs, memory: issue 26)
+
+ROUTES += data_routes.ROUTES
 
 PAGES: dict[str, Callable[[], bytes]] = {
     "/": dashboard_html,

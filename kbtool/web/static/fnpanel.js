@@ -5,6 +5,7 @@ import { api } from "./api.js";
 import { chip, confbar, provOf, tint } from "./provenance.js";
 import { S } from "./state.js";
 import { highlight, nameIndex } from "./code.js";
+import { usesSection } from "./data.js";
 
 /** The panel; `opts.heatmap` outlines the open function, `opts.onChange()` after open/close. */
 export function createFnPanel(opts) {
@@ -118,6 +119,10 @@ export function createFnPanel(opts) {
         ["body changed", f.body_changed ? "yes" : "no"],
         ["body hash", f.body_hash], ["shape hash", f.shape_hash]])));
       box.append(codeSection(sid, f));
+      box.append(usesSection(f.version_id, f.index, (i) => {  // data xrefs (issue 26)
+        const g = (S.vid === f.version_id ? S.fns || [] : []).find((x) => x.index === i);
+        if (g) open(g.stable_id, f.version_id);
+      }));
       box.append(el("a", { class: "tag", id: "open-in-studio", href: "/studio#v=" + f.version_id + "&f=" + f.index,
         text: "open in the studio (code, cleaned C, agents)" }));
     }

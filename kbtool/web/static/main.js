@@ -5,10 +5,11 @@ import { Heatmap } from "./heatmap.js";
 import { initDiff, setDiffDefaults } from "./diff.js";
 import { initSearch } from "./search.js";
 import { createFnPanel } from "./fnpanel.js";
+import { initDataPane } from "./data.js";
 import { V, loadVocabulary } from "./provenance.js";
 import { S } from "./state.js";
 
-let HM = null, panel = null;
+let HM = null, panel = null, dataPane = null;
 
 async function loadVersions() {
   const vs = await api("/api/versions");
@@ -54,6 +55,7 @@ async function selectVersion(id) {
   const seq = ++S.loadSeq;
   S.vid = id;
   setDiffDefaults(S.versions, id);  // the diff tab follows: this version and its parent
+  if (dataPane) dataPane.refresh();  // the Data tab follows too
   for (const tr of $("versions").tBodies[0].rows) tr.classList.toggle("sel", Number(tr.dataset.vid) === id);
   setHash();
   setText($("hm-info"), "loading…");
@@ -131,7 +133,9 @@ async function boot() {
   panel = createFnPanel({ heatmap: HM, onChange: setHash });
   initDiff({ openFunction: panel.open });
   initSearch({ openFunction: panel.open, closeFunction: panel.close });
-  tabs(["tab-heatmap", "tab-diff"]);
+  tabs(["tab-heatmap", "tab-diff", "tab-data"]);
+  dataPane = initDataPane({ version: () => S.vid,
+    openIndex: (i) => { const f = (S.fns || []).find((x) => x.index === i); if (f) panel.open(f.stable_id, S.vid); } });
   tabs(["tab-detail", "tab-history"]);
 
   try { await loadVersions(); } catch (e) { status("cannot load versions: " + e.message, true); return; }

@@ -5,6 +5,7 @@ import { $, el, fill, setText } from "./dom.js";
 import { api, status } from "./api.js";
 import { highlight, nameIndex } from "./code.js";
 import { drawNeighbourhood } from "./graph.js";
+import { usesSection } from "./data.js";
 
 const POLL_MS = 1000;
 const MAX_LIST = 600;
@@ -114,6 +115,7 @@ async function openFunction(index) {
   try { state.analysis = await api("/api/analysis/" + encodeURIComponent(f.stable_id)); } catch (_) { state.analysis = null; }
   renderCode(); renderSide();
   renderXrefs(f); renderTrail(f);
+  fill($("dataxrefs"), usesSection(state.version, index, openFunction));  // data and globals it uses
 }
 
 async function loadVersion(vid) {
