@@ -129,3 +129,17 @@ def test_oracle_match_reports_the_budget_note(monkeypatch, tmp_path: Path):
     cut = match_oracle(conn, res.version_id)
     notes = cut["oracles"][0]["notes"]
     assert notes and "stopped at its work budget" in notes[0]
+
+
+def test_crafted_benchmark_prints_the_growth_curve(capsys):
+    import re
+
+    from benchmarks import crafted
+
+    assert crafted.main(["--smoke", "--only", "matcher"]) == 0
+    out = capsys.readouterr().out
+    num = r"\d[\d,]*(?:\.\d+)?"
+    for count in crafted.SMOKE_SIZES:
+        # functions, family KB / ingest s / peak MiB, normal KB / ingest s / peak MiB
+        assert re.search(rf"^ +{count} +{num} +{num} +{num} +{num} +{num} +{num} +-$", out, re.M), out
+    assert re.search(rf"oracle match at 100 functions \(family\): {num} s", out), out
