@@ -60,6 +60,7 @@ _STEP: Final = re.compile(r"([A-Za-z_]\w*)(?: = \1 [-+] [^;]+|\+\+|--| [-+]= [^;
 _COMPOUND: Final = re.compile(
     r"([-+*&|^]|<<|>>) ([A-Za-z_]\w*|-?[0-9]+(?:LL)?|0x[0-9a-f]+(?:LL)?)$"
 )
+_MASKED: Final = re.compile(r" & (?:1|3|7|15|31|63)$")
 _OPENERS: Final = {0x02: "block", 0x03: "loop", 0x04: "if", 0x06: "try", 0x1F: "try_table"}
 _LOAD_CT: Final = {
     "i32.load": "int32_t",
@@ -362,6 +363,13 @@ def _switch_chains(blocks, tables) -> dict[int, list[int]]:
         if last < 0:
             continue
         members = members[: last + 1]
+        # the block right around the chain: the code after the chain up to its end is the
+        # last case's body, inside the switch; branches to its end become `break`
+        up = blocks[members[-1]].parent
+        if up > 0:
+            ub = blocks[up]
+            if ub.kind == "block" and ub.claimed < 0 and (ub.bt == "" or up not in targets):
+                members.append(up)
         for m in members:
             blocks[m].claimed = i
             blocks[m].form = "plain"
@@ -1550,6 +1558,8 @@ class _Lifter:
         bits = 31 if ty == "i32" else 63
         if b.const is not None and isinstance(b.const, int):
             cnt = str(b.const & bits)
+        elif b.prec == 8 and _MASKED.search(b.text) and int(b.text.rsplit(" ", 1)[1]) <= bits:
+            cnt = f"({b.text})"  # already masked: (n & 31) needs no second & 31
         else:
             cnt = f"({_p(b, 8)} & {bits})"
         if form == "shru":
@@ -1761,6 +1771,11 @@ class _Lifter:
                     self.emit("  break;")
                 elif out and out[-1] is not None and out[-1].strip() == "continue;":
                     out.pop()  # the end of a while (1) body loops anyway
+                    hl = out[head]
+                    if fr.headed and fr.conts == 1 and hl is not None and hl.endswith(") {"):
+                        pre = hl[: len(hl) - len(hl.lstrip())]
+                        cond = hl.strip()[len("while (") : -len(") {")]
+                        self.for_loop(fr, head, pre, cond, len(pre) + 2)
                 self.emit("}")
             if fr.label_used:
                 self.out[fr.cond] = "  " * min(fr.ind - 1, MAX_INDENT) + f"{fr.label}:;"
@@ -1843,16 +1858,25 @@ class _Lifter:
         out.extend(body)
         fr.headed = True
         pre = hl[: -len("while (1) {")]
+        out[head] = f"{pre}while ({cond}) {{"
+        if dropped and fr.conts == 1:
+            self.for_loop(fr, head, pre, cond, ind)
+        return True
+
+    def for_loop(self, fr: _Frame, head: int, pre: str, cond: str, ind: int) -> None:
+        """``i = a; while (c) { body i += k; }`` (no other ``continue``) as
+        ``for (i = a; c; i += k) { body }``."""
+        out = self.out
+        if fr.label_used or len(out) <= head + 1:
+            return
+        st = out[-1]
         step = None
-        if dropped and fr.conts == 1 and not fr.label_used and body:
-            st = body[-1]
-            if st is not None and len(st) - len(st.lstrip()) == ind and st.endswith(";"):
-                m = _STEP.match(st.strip())
-                if m is not None and re.search(rf"\b{m.group(1)}\b", cond):
-                    step = st.strip()[:-1]
+        if st is not None and len(st) - len(st.lstrip()) == ind and st.endswith(";"):
+            m = _STEP.match(st.strip())
+            if m is not None and re.search(rf"\b{m.group(1)}\b", cond):
+                step = st.strip()[:-1]
         if step is None:
-            out[head] = f"{pre}while ({cond}) {{"
-            return True
+            return
         out.pop()
         init = ""
         prev = out[head - 2] if head >= 2 else None
@@ -1869,7 +1893,6 @@ class _Lifter:
             init = prev.strip()[:-1]
             out[head - 2] = None
         out[head] = f"{pre}for ({init}; {cond}; {step}) {{"
-        return True
 
     def tail_return(self, t: _Frame, vals: list[_E]) -> str | None:
         """``return ...;`` when the code after ``t``'s end only returns (so a branch to
@@ -1955,7 +1978,24 @@ class _Lifter:
                 st = self.ret_type(res)
                 lines.append(f"return ({st}){{{', '.join(v.text for v in vals)}}};")
             return lines
+        lp = self.loopish
+        ti = len(frames) - 1 - depth
         if t.form not in ("loop", "dowhile"):
+            lf = frames[lp[-1]] if lp else None
+            if (
+                lf is not None
+                and lf.form == "loop"
+                and not lf.headed
+                and not vals
+                and not in_switch
+                and len(self.out) == lf.cond + 2
+                and lp[-1] > ti
+                and self.break_lands(ti, lp[-1])
+            ):
+                # a loop's leading exit test stays a `break` so the loop reads `while (!c)`
+                lf.branched = True
+                self.brk_frame = lp[-1]
+                return ["break;"]
             ret = self.tail_return(t, vals)
             if ret is not None:
                 return [ret]
@@ -1973,8 +2013,6 @@ class _Lifter:
             ]
         # C constructs between here and the target that capture `break` / `continue`
         # (frames above the target's index: the innermost loop-like one and open switches)
-        ti = len(frames) - 1 - depth
-        lp = self.loopish
         if lp and lp[-1] > ti:
             brk_ok = cont_ok = False
         else:
