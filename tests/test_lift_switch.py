@@ -1,0 +1,44 @@
+"""Switches without trampolines: a br_table's case bodies sit inside their case, the last
+case's code (after the chain of blocks) inside the switch as ``default:``, fall-through
+kept, and the lifted C agrees with wasmtime."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.support import lift_sem
+
+pytest.importorskip("wasmtime")
+FIX = Path(__file__).parent / "fixtures" / "lift"
+pytestmark = pytest.mark.skipif(
+    not (shutil.which("clang") and shutil.which("wasm-ld") and shutil.which("gcc")),
+    reason="needs clang, wasm-ld and gcc",
+)
+
+
+@pytest.mark.parametrize("opt", ["-O2", "-O1"])
+def test_switch_cases_inline_and_agree(tmp_path, opt):
+    r = lift_sem.check(tmp_path, (FIX / "loops.c").read_text(), opt)
+    assert not r.mismatches, r.mismatches[:5]
+    classify = r.c["classify"]
+    assert "switch (" in classify
+    assert "goto" not in classify, classify
+    # the default body is inside the switch, right under its label
+    assert re.search(r"default:\n +r\d+ = -p0;\n +}", classify), classify
+    # fall-through from case 1/2 into case 3 is kept (no break between)
+    assert re.search(r"case 1: case 2:\n +p0 \+= 7;\n +case 3:", classify), classify
+    # cases branching past the switch are `break`, not `goto`
+    assert classify.count("break;") >= 3
+
+
+def test_switch_in_loop(tmp_path):
+    r = lift_sem.check(tmp_path, (FIX / "loops.c").read_text(), "-O2")
+    sw = r.c["switch_in_loop"]
+    assert not r.mismatches
+    assert re.search(r"case 0:\n +r\d+ = l\d+ \+ 1;\n +break;", sw), sw
+    assert re.search(r"default:\n +r\d+ = ", sw), sw
+    assert not re.search(r"case \d+: goto", sw)
