@@ -59,6 +59,7 @@ TOOL_NAMES = (
     "get_callers", "get_callees", "list_strings", "get_string_xrefs", "find_functions",
     "list_globals", "list_memory_regions", "propose_symbols",
     "get_xrefs_to", "list_data", "read_memory",
+    "set_comment", "set_prototype", "rename_local", "name_data", "get_comments", "get_prototype",
 )
 TITLES = {
     "list_versions": "List versions", "coverage": "Naming coverage",
@@ -288,6 +289,7 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
 
     # the feature tool modules import this one (as_json), so they are loaded here
     from kbtool.mcp import tools_agents, tools_analysis, tools_code, tools_data, tools_xrefs
+    from kbtool.mcp import tools_knowledge
 
 
     read = reads.pool_for(db_path).read  # a reused read-only connection per call
@@ -608,4 +610,5 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         *tools_analysis.tools(db_path),
         *tools_code.tools(db_path),
         *tools_data.tools(db_path),
+        *tools_knowledge.tools(db_path),
     ]

@@ -525,3 +525,28 @@ def apply_data_names(conn: sqlite3.Connection, version_id: int) -> dict[str, int
     gl = dm_store.globals_of(conn, version_id)
     return {"items": sum(1 for i in items if i["data_id"] in names),
             "globals": sum(1 for g in gl if global_key(g) in names)}
+
+
+# --------------------------------------------------------------------------- agents
+
+AGENT_ACTOR = "agent:mcp"
+
+
+def agent_check(kind: str, text: str) -> str | None:
+    """The agent verifier's word on a proposed local/data name or comment (None: fine): the
+    same name rules as ``propose_symbol`` (no placeholder, keyword or instruction), and no
+    instruction to the reader in a comment."""
+    from kbtool.agents.verifier import check_name, injection
+
+    if kind in ("local", "data_name"):
+        if kind == "local" and isinstance(text, str) and re.fullmatch(r"[a-z]{1,2}", text) \
+                and text not in ("do", "if"):
+            return None  # i, j, n, ch: fine names for a local
+        v = check_name(text)
+        return None if v.ok else f"verifier: {v.reason}"
+    if kind in ("comment", "line_comment") and isinstance(text, str):
+        for row in text.splitlines()[:200]:
+            why = injection(row)
+            if why:
+                return f"verifier: the comment {why}"
+    return None
