@@ -1337,8 +1337,10 @@ class _Lifter:
                     text += f' /* "{escape_text(d[3], 60)}" */'
                 return _E(text, 0, "i32", const=v)
         cache = self.lm.const_text
-        text = cache.get(v)
-        if text is None:
+        cached: str | None = cache.get(v)
+        if cached is not None:
+            text = cached
+        else:
             text = _i32_text(v)
             if v >= 256:
                 s = self.lm.string_at(v & 0xFFFFFFFF)
