@@ -42,6 +42,7 @@ from kbtool.kb import knowledge as kn
 from kbtool.kb.db import now, transaction
 from kbtool.kb.errors import UnknownStableIdError
 from kbtool.kb.provenance import AUTHORITY, EVENT_KIND, PROVENANCES
+from kbtool.textutil import BIDI, INVISIBLE
 
 MAX_NAME = 256          # names typed by people and agents
 MAX_BINARY_NAME = 1024  # names copied from binaries (Rust/C++ demangled names are long)
@@ -61,11 +62,13 @@ _IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(::[A-Za-z_$][A-Za-z0-9_$]*)*\Z")
 # C0/DEL/C1 controls, the line/paragraph separators U+2028/U+2029 and the bidi controls
 # (U+061C, U+200E/U+200F, U+202A..U+202E, U+2066..U+2069): characters that move a
 # terminal's cursor, set its title, or reorder what a reader sees ("Trojan Source").
-_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
-_CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029{_BIDI}]")
+# The invisibles (zero-width, soft hyphen, tag characters U+E0000..U+E007F) hide text from a
+# reader: refused too. One vocabulary for every surface: kbtool.textutil.
+_BIDI = BIDI
+_CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029{BIDI}{INVISIBLE}]")
 # Summaries are prose: newlines and tabs are allowed (multi-line descriptions), every other
 # control character above is refused. Type signatures are one line: no control at all.
-_SUMMARY_CONTROL = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029{_BIDI}]")
+_SUMMARY_CONTROL = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029{BIDI}{INVISIBLE}]")
 
 
 class Decision(TypedDict):

@@ -48,6 +48,7 @@ from kbtool.kb import gate, queries
 from kbtool.kb.db import transaction
 from kbtool.kb.errors import KBError
 from kbtool.services import lineage as lineage_svc
+from kbtool.textutil import BIDI, INVISIBLE
 from kbtool.wasm.namesec import with_function_names
 
 EXPORT_HEADER = "# kbtool KB export"
@@ -68,7 +69,8 @@ LEGACY_COLUMNS = 7
 MIN_SHAPE_INSTRS = 24  # under this many instructions a unique body/shape match is not enough
 METHODS = ("module+index", "exact-body", "shape", "stable-id")
 
-_ESCAPE = re.compile(r"[\x00-\x1f\x7f-\x9f\\]")
+# controls, line separators, bidi controls and invisibles (kbtool.textutil) and the backslash
+_ESCAPE = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029{BIDI}{INVISIBLE}\\\\]")
 _NAMED = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 
@@ -80,7 +82,12 @@ def cell(value: Any) -> str:
     """One escaped cell (empty for None)."""
     if value is None:
         return ""
-    return _ESCAPE.sub(lambda m: _NAMED.get(m.group(), f"\\x{ord(m.group()):02x}"), str(value))
+    return _ESCAPE.sub(lambda m: _NAMED.get(m.group()) or _hex_escape(m.group()), str(value))
+
+
+def _hex_escape(ch: str) -> str:
+    o = ord(ch)
+    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}"
 
 
 def uncell(text: str) -> str | None:
@@ -92,9 +99,12 @@ def uncell(text: str) -> str | None:
         ch = text[i]
         if ch == "\\" and i + 1 < len(text):
             nxt = text[i + 1]
-            if nxt == "x" and re.fullmatch(r"[0-9a-fA-F]{2}", text[i + 2 : i + 4]):
-                out.append(chr(int(text[i + 2 : i + 4], 16)))
-                i += 4
+            width = {"x": 2, "u": 4, "U": 8}.get(nxt, 0)
+            digits = text[i + 2 : i + 2 + width]
+            if width and len(digits) == width and re.fullmatch(r"[0-9a-fA-F]+", digits) \
+                    and int(digits, 16) <= 0x10FFFF:
+                out.append(chr(int(digits, 16)))
+                i += 2 + width
                 continue
             out.append({"t": "\t", "n": "\n", "r": "\r", "\\": "\\"}.get(nxt, nxt))
             i += 2

@@ -7,14 +7,15 @@
 // or `setText` — never assign `textContent` with KB data directly.
 
 // C0/C1 controls (but tab and newline), bidi embeddings/overrides/isolates/marks,
-// zero-width characters, line/paragraph separators, the BOM, interlinear annotations.
-const INVISIBLE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u115f\u1160\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]/g;
+// zero-width characters, line/paragraph separators, the BOM, interlinear annotations, and
+// the tag characters U+E0000-U+E007F (invisible text; the same set as kbtool/textutil.py).
+const INVISIBLE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u115f\u1160\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb\u{e0000}-\u{e007f}]/gu;
 
 /** `value` as a string with every invisible or reordering character made visible. */
 export function visible(value) {
   if (value === null || value === undefined) return "";
   return String(value).replace(INVISIBLE, (ch) =>
-    "⟨U+" + ch.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0") + "⟩");
+    "⟨U+" + ch.codePointAt(0).toString(16).toUpperCase().padStart(4, "0") + "⟩");
 }
 
 export const $ = (id) => document.getElementById(id);
