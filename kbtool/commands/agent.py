@@ -28,6 +28,12 @@ SELECTOR_HELP = "auto, offline, provider_a (aliases provider_a_alias_1/_2) or pr
 SHOWN_DETAILS = 40
 
 
+#: later rounds stop at a fixpoint long before this; a bound keeps every count a small integer
+MAX_ROUNDS = 100
+#: the WebAssembly implementation limit on functions (JS API): no module has more candidates
+MAX_FUNCTIONS = 1_000_000
+
+
 def register(app: typer.Typer) -> None:
     app.command("agent")(agent)
     app.command("suggestions")(suggestions)
@@ -48,6 +54,7 @@ def agent(
         typer.Option(
             "--rounds",
             min=1,
+            max=MAX_ROUNDS,
             help="Rounds; later ones use the names written so far and stop at a fixpoint.",
         ),
     ] = 1,
@@ -56,6 +63,7 @@ def agent(
         typer.Option(
             "--max-functions",
             min=0,
+            max=MAX_FUNCTIONS,
             help="Cost guard: candidates sent to the backend (default: all offline, 500 for a provider; 0 = no cap).",
             show_default=False,
         ),
@@ -85,16 +93,56 @@ def agent(
             show_default=False,
         ),
     ] = None,
+    retries: Annotated[
+        int | None,
+        typer.Option("--retries", min=0, max=20,
+                     help="Retries of a 429/5xx/connection error per call (default: "
+                     "$KBTOOL_AGENT_RETRIES or 3).", show_default=False),
+    ] = None,
+    concurrency: Annotated[
+        int | None,
+        typer.Option("--concurrency", min=1, max=64,
+                     help="Provider calls in flight (default: $KBTOOL_AGENT_CONCURRENCY or 4).",
+                     show_default=False),
+    ] = None,
+    opinions: Annotated[
+        int | None,
+        typer.Option("--opinions", min=1, max=2,
+                     help="2: a second prompt checks each answer (agreement raises the "
+                     "calibrated confidence); 1 halves the calls (default: "
+                     "$KBTOOL_AGENT_OPINIONS or 2).", show_default=False),
+    ] = None,
+    price: Annotated[
+        str | None,
+        typer.Option("--price", help="IN,OUT: US$ per million input/output tokens of the model "
+                     "(default: the price table, $KBTOOL_AGENT_PRICES).", show_default=False),
+    ] = None,
+    no_knowledge: Annotated[
+        bool, typer.Option("--no-knowledge",
+                           help="Write names only, not the answers' comments, local names and "
+                           "prototypes."),
+    ] = False,
     json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
-    """Name functions of a version with an agent backend (provenance `agent`, through the gate)."""
+    """Name functions of a version with an agent backend (provenance `agent`, through the gate).
 
+    A provider pass names callees before callers, keeps every answer in the KB as it arrives
+    (a re-run sends only what has no answer) and shows calls, tokens and the estimated cost."""
+    from kbtool.agents.costs import parse_price
+
+    try:
+        price_v = parse_price(price) if price is not None else None
+    except ValueError as exc:
+        fail(str(exc))
     conn = ro(db) if dry_run else rw(db)
     try:
-        plan = plan_agent_pass(conn, version, backend, not all_, max_functions, timeout=timeout)
-    except BackendUnavailable as exc:
-        fail(str(exc))
+        plan = plan_agent_pass(conn, version, backend, not all_, max_functions, timeout=timeout,
+                               retries=retries, concurrency=concurrency, opinions=opinions,
+                               price=price_v)
+    except (BackendUnavailable, ValueError) as exc:
+        fail(str(exc).splitlines()[0])
+    extra = {"knowledge": not no_knowledge}
     show_bar = err_console.is_terminal and not json_out and plan.candidates
 
     def notice(message: str) -> None:  # stderr: --json keeps stdout pure
@@ -103,19 +151,22 @@ def agent(
     if not show_bar:
         summary = run_agent_pass(
             conn, version, backend, not all_, rounds, dry_run=dry_run, notice=notice, plan=plan,
-            min_confidence=min_confidence,
+            min_confidence=min_confidence, **extra,
         )
     else:
         with _progress_bar() as bar:
             tasks = {"round 1": bar.add_task(f"{plan.backend.name} round 1",
-                                             total=len(plan.candidates))}  # fmt: skip
+                                             total=len(plan.candidates), spend="")}  # fmt: skip
+            meter = getattr(plan.backend, "meter", None)
 
             def progress(stage: str, done: int, total: int | None) -> None:
                 if stage not in tasks:  # a later round: its size is unknown (pulsing bar)
                     for t in tasks.values():
                         bar.update(t, visible=False)
-                    tasks[stage] = bar.add_task(f"{plan.backend.name} {stage}", total=total)
-                bar.update(tasks[stage], completed=done)
+                    tasks[stage] = bar.add_task(f"{plan.backend.name} {stage}", total=total,
+                                                spend="")
+                bar.update(tasks[stage], completed=done,
+                           spend=spend_text(meter.to_dict()) if meter is not None else "")
 
             summary = run_agent_pass(
                 conn,
@@ -128,6 +179,7 @@ def agent(
                 notice=notice,
                 plan=plan,
                 min_confidence=min_confidence,
+                **extra,
             )
     if json_out:
         print_json(summary)
@@ -140,10 +192,20 @@ def _progress_bar() -> Progress:
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
+        TextColumn("{task.fields[spend]}"),
         TimeElapsedColumn(),
         console=err_console,
         transient=True,
     )
+
+
+def spend_text(m: dict[str, Any]) -> str:
+    """``12 calls (3 stored) 4,210 in / 900 out $0.0261`` for the progress bar and summary."""
+    usd = m.get("estimated_cost_usd")
+    cost = f" ${usd:.4f}" if usd is not None else " $?"
+    stored = f" ({m['cached_answers']} stored)" if m.get("cached_answers") else ""
+    return (f"{m.get('calls', 0)} calls{stored} {m.get('tokens_in', 0):,} in / "
+            f"{m.get('tokens_out', 0):,} out{cost}")
 
 
 def _print_summary(s: dict[str, Any], version: int, dry_run: bool) -> None:
@@ -161,6 +223,10 @@ def _print_summary(s: dict[str, Any], version: int, dry_run: bool) -> None:
         ),
         soft_wrap=True,
     )
+    if "calls" in s:
+        console.print(Text.assemble("provider: ", lit(spend_text(s)),
+                                    " (circuit breaker open: re-run to resume)"
+                                    if s.get("circuit_open") else ""), soft_wrap=True)
     details = s["details"]
     if not details:
         return

@@ -39,7 +39,7 @@ from kbtool.kb import queries
 from kbtool.render.code import WASM, C, c_syntax, code_text, function_diff_view
 from kbtool.render.text import lit
 from kbtool.services import code as code_service
-from kbtool.services.outfile import atomic_output, terminate_raises
+from kbtool.services.outfile import Terminated, atomic_output, terminate_raises
 
 _PAIR = re.compile(r"(\d+):(\d+)\Z")
 
@@ -222,15 +222,25 @@ def _write_module(db: str | None, version_id: int, output: Path | None, *, listi
             err_console.print(f"wrote {n} functions of version {version_id} to {output}",
                               markup=False, highlight=False, soft_wrap=True)
     except BrokenPipeError:  # `kbtool code 2 --all | head`: the reader is gone; stop quietly
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _drop_stdout()
+    except Terminated:  # SIGTERM: what is still buffered for a stalled reader is dropped
+        if output is None:
+            _drop_stdout()
+        raise
     except OSError as exc:
         fail(f"cannot write {output or 'stdout'}: {exc.strerror or exc}")
     finally:
         if chunks is not None:
             chunks.close()  # an error or a signal: stop the worker pool now
         conn.close()
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null: the exit flush must not block on (or fail at) a reader
+    that is gone or stalled."""
+    import os
+
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def print_function_diff(

@@ -205,7 +205,10 @@ def _as_tool(fn: Callable[..., Any], render: Callable[[Any], str], tool_error: t
             raise tool_error(_message(exc)) from None
         except OverflowError:  # an integer SQLite cannot hold (the schemas bound them too)
             raise tool_error(f"a number is out of range (0..{MAX_INT})") from None
-        except Exception:
+        except Exception as exc:
+            if _disk_full(exc):  # the KB's disk: an answer the agent can act on
+                raise tool_error(f"disk full: {fn.__name__} could not write the KB; free some"
+                                 " space and call it again") from None
             log.exception("tool %s failed", fn.__name__)
             raise tool_error(
                 f"internal error in {fn.__name__}; the server's log (stderr) has the details"
@@ -214,6 +217,19 @@ def _as_tool(fn: Callable[..., Any], render: Callable[[Any], str], tool_error: t
     tool.__signature__ = inspect.signature(fn).replace(return_annotation=str)
     tool.__annotations__ = {**fn.__annotations__, "return": str}
     return tool
+
+
+def _disk_full(exc: BaseException) -> bool:
+    """SQLite's ``database or disk is full`` (SQLITE_FULL) or an OSError ENOSPC/EDQUOT."""
+    import errno
+    import sqlite3
+
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+    return isinstance(exc, sqlite3.Error) and (
+        getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+        or "disk is full" in str(exc)
+    )
 
 
 def _message(exc: KBError) -> str:
