@@ -278,6 +278,7 @@ def _xrefs(conn: sqlite3.Connection, version_id: int, target: str, limit: int, o
         )
     callers = queries.callers(conn, version_id, idx)
     uses = dm_store.refs_from(conn, version_id, idx, limit=limit)
+    gnames = {g["index"]: g["name"] for g in dm_store.globals_of(conn, version_id) if g["name"]}
     name = dm_store.function_names_for(conn, version_id, {idx}).get(idx)
     return {
         "target": {"kind": "function", "index": idx, "name": name},
@@ -286,13 +287,16 @@ def _xrefs(conn: sqlite3.Connection, version_id: int, target: str, limit: int, o
         "total": len(callers),
         "uses": {
             "calls": queries.callees(conn, version_id, idx),
-            "data": [_use(conn, version_id, r) for r in uses],
+            "data": [_use(conn, version_id, r, gnames) for r in uses],
         },
     }
 
 
-def _use(conn: sqlite3.Connection, version_id: int, r: dict[str, Any]) -> dict[str, Any]:
+def _use(conn: sqlite3.Connection, version_id: int, r: dict[str, Any],
+         gnames: dict[int, str]) -> dict[str, Any]:
     out = dict(r)
+    if r["target_kind"] == "global" and r["target"] in gnames:
+        out["label"] = gnames[r["target"]]
     if r["target_kind"] == "data":
         it = dm_store.item_at(conn, version_id, r["target"])
         if it is not None:
@@ -306,3 +310,98 @@ def _item_xrefs(conn: sqlite3.Connection, version_id: int, it: dict[str, Any],
     refs, total = dm_store.refs_to(conn, version_id, "data", it["address"],
                                    it["address"] + max(it["size"], 1), limit=limit, offset=offset)
     return {"target": {"kind": "data", **it}, "refs": entries(refs), "total": total}
+
+
+# --------------------------------------------------------------------------- code lines
+
+_C_WORDS = frozenset({
+    "if", "else", "while", "for", "do", "break", "continue", "goto", "switch", "case", "default",
+    "return", "sizeof", "void", "char", "short", "int", "long", "float", "double", "unsigned",
+    "signed", "const", "static", "extern", "enum", "struct", "union", "typedef", "M", "define",
+    "ifndef", "endif", "include", "bool", "true", "false", "NULL",
+})
+_C_IDENT = re.compile(r"[A-Za-z_]\w*")
+_C_LOCAL = re.compile(r"(?:[plL]\d+|.*_t|KB_D_\w*|f32|f64|i32|i64|v128)\Z")
+_C_COMMENT = re.compile(r"/\*.*?\*/")
+_NOTE_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+_WASM_NOTE = re.compile(r";;\s*([A-Za-z_][\w.$]*)")
+_WASM_GLOBAL = re.compile(r"global\.(?:get|set)\s+(\$\S+|\d+)")
+_WASM_MEMARG = re.compile(r"\.(?:load|store)\w*\s+\d+\s+(\d+)")
+_WASM_CONST = re.compile(r"i(?:32|64)\.const\s+(-?\d+)")
+_FN_INDEX = re.compile(r"(?:f|func_?)(\d+)\Z|.*_(\d+)\Z")
+
+
+def line_targets(line: str, mode: str, *, call_target: int | None = None) -> list[str]:
+    """What one line of code refers to, most specific first, as :func:`xrefs` targets: a
+    called function, a data label (``;; s_hello`` notes, enum names in the C), a global
+    (``global.get $__stack_pointer``, a C identifier), a string note, an address. ``mode``
+    is ``wasm`` (the disassembly) or ``c`` (lifted or cleaned C). Pure text: the caller
+    tries each until one resolves."""
+    out: list[str] = []
+
+    def add(t: str) -> None:
+        if t and t not in out:
+            out.append(t)
+
+    if call_target is not None:
+        add(f"#{call_target}")
+    if mode == "wasm":
+        code, _, note = line.partition(";;")
+        m = _WASM_NOTE.search(";;" + note) if note else None
+        if m:
+            add(m.group(1))
+        g = _WASM_GLOBAL.search(code)
+        if g:
+            add("g:" + g.group(1).lstrip("$"))
+        s = _NOTE_STRING.search(note)
+        if s:
+            add('"' + _unescape(s.group(1)))
+        mem = _WASM_MEMARG.search(code)
+        if mem and int(mem.group(1)):
+            add(hex(int(mem.group(1))))
+        c = _WASM_CONST.search(code)
+        if c and int(c.group(1)) > 0:
+            add(hex(int(c.group(1))))
+        return out
+    strings = [_unescape(x) for x in _NOTE_STRING.findall(" ".join(_C_COMMENT.findall(line)))]
+    code = _C_COMMENT.sub(" ", line)
+    calls: list[str] = []
+    for m in _C_IDENT.finditer(code):
+        word = m.group(0)
+        if word in _C_WORDS or _C_LOCAL.match(word):
+            continue
+        if code[m.end():].lstrip().startswith("("):
+            calls.append(word)
+            continue
+        add(word)  # a data label, else a function name
+        add("g:" + word)
+    for text in strings:
+        add('"' + text)
+    for word in calls:
+        add(word)
+        n = _FN_INDEX.match(word)
+        if n:
+            add("#" + (n.group(1) or n.group(2)))
+    return out
+
+
+def _unescape(text: str) -> str:
+    try:
+        import json
+
+        return str(json.loads('"' + text + '"'))
+    except ValueError:
+        return text
+
+
+def first_xrefs(conn: sqlite3.Connection, version_id: int, targets: list[str], *,
+                limit: int = MAX_XREFS) -> tuple[str, dict[str, Any]] | None:
+    """The first of ``targets`` that resolves, with its :func:`xrefs` answer; None when
+    none does (a missing model still raises)."""
+    _require_model(conn, version_id)
+    for t in targets:
+        try:
+            return t, xrefs(conn, version_id, t, limit=limit)
+        except DataNotFoundError:
+            continue
+    return None

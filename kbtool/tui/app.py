@@ -62,6 +62,7 @@ class KbApp(App[None]):
         Binding("d", "diff", "diff"),
         Binding("v", "versions", "versions"),
         Binding("a", "feed", "agents feed", show=False),
+        Binding("s", "data", "strings/globals", show=False),  # issue 26: the data screen
         Binding("t", "toggle_theme", "theme", show=False),
         Binding("question_mark", "toggle_keys", "keys", key_display="?", show=False),  # in the title bar
         Binding("q", "quit", "quit"),
@@ -164,7 +165,7 @@ class KbApp(App[None]):
         if action == "diff" and isinstance(self.screen, DiffScreen):
             return False
         if isinstance(self.focused, Input) and action in ("search", "diff", "versions", "quit", "feed",
-                                                          "toggle_theme", "toggle_keys"):
+                                                          "toggle_theme", "toggle_keys", "data"):
             return False      # while typing, these letters are text (the footer says so)
         if action == "versions" and len(self.screen_stack) == 1:
             return False
@@ -186,6 +187,15 @@ class KbApp(App[None]):
     def action_feed(self) -> None:
         if not isinstance(self.screen, FeedScreen):
             self.push_screen(FeedScreen())
+
+    def action_data(self) -> None:
+        """The strings and globals of the version on screen (else the one picked last)."""
+        from kbtool.tui.screens.data import DataScreen
+
+        vid = getattr(self.screen, "version_id", None)
+        vid = vid if isinstance(vid, int) else self.version_id
+        if vid is not None and not isinstance(self.screen, DataScreen):
+            self.push_screen(DataScreen(vid))
 
     def action_toggle_keys(self) -> None:
         if self.screen.query("HelpPanel"):

@@ -195,7 +195,9 @@ class CodeScreen(KbScreen):
         Binding("o", "links", "callers/callees"),
         HISTORY,
         RENAME,
+        Binding("x", "xrefs", "xrefs", show=False),  # issue 26: what this line references
     ]
+    at_offset: int | None = None  # open the disassembly on this instruction (file offset)
 
     def __init__(self, version_id: int, index: int, mode: str = C) -> None:
         super().__init__()
@@ -301,6 +303,9 @@ class CodeScreen(KbScreen):
             return t
 
         keep = view.cursor if self._shown == (self.index, self.mode) else 0  # a live refresh
+        if self.at_offset is not None and mode == WASM and not hint:  # from the xrefs screen
+            keep = next((k for k, x in enumerate(lines) if x.lstrip().startswith(f"{self.at_offset:06x}:")), keep)
+            self.at_offset = None
         self._shown = (self.index, self.mode)
         view.set_lines(len(lines), render, _width(lines), cursor=keep)
         self._show_status()
@@ -378,6 +383,41 @@ class CodeScreen(KbScreen):
             )
             return
         self.app.push_screen(CodeScreen(self.version_id, target, self.mode))
+
+    def action_xrefs(self) -> None:
+        """``x``: the xrefs of what the line under the cursor references (a call, a data
+        label, a global, a string), on a worker thread."""
+        view = self.query_one("#code-view", LinesView)
+        d = self.code
+        if d is None or not view.has_focus:
+            return
+        if self.mode == CLEAN and self.analysis and self.analysis.get("clean_c"):
+            text, mode = _lines(self.analysis["clean_c"]), C
+        else:
+            text, mode = _lines(d["lifted_c"] if self.mode == C else d["mnemonics"]), self.mode
+        line = text[view.cursor] if view.cursor < len(text) else ""
+        call = self._calls.get(view.cursor) if mode == WASM else None
+        self._xrefs_of(self.version_id, line, "wasm" if mode == WASM else "c", call)
+
+    @work(thread=True, group="xrefs", exclusive=True)
+    def _xrefs_of(self, version_id: int, line: str, mode: str, call: int | None) -> None:
+        from kbtool.services import data as data_svc
+
+        targets = data_svc.line_targets(line, mode, call_target=call)
+        try:
+            found = _load(self.kb.db_path, data_svc.first_xrefs, version_id, targets) if targets else None
+            error = None if found else "nothing on this line to cross-reference (a call, a global, a data label or a string)"
+        except KBError as exc:
+            found, error = None, str(exc)
+        self.app.call_from_thread(self._xrefs_found, found, error)
+
+    def _xrefs_found(self, found, error: str | None) -> None:
+        if found is None:
+            self.notify(printable(error or "no xrefs"), timeout=4, markup=False)
+            return
+        from kbtool.tui.screens.xrefs import XrefsScreen
+
+        self.app.push_screen(XrefsScreen(self.version_id, found[0], found[1]))
 
     def action_links(self) -> None:
         callees = self.query_one("#callees", LinkList)

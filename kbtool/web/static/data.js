@@ -69,7 +69,7 @@ export function usesSection(vid, index, onFunc) {
     }
     if (!seen.size) { fill(list, el("span", { class: "faint", text: "none" })); return; }
     fill(list, [...seen.entries()].slice(0, 200).map(([key, { u, kinds }]) => {
-      const text = u.target_kind === "global" ? "g" + u.target : (u.label || hex(u.target)) + (u.text !== null && u.text !== undefined ? " " + quoted(u.text, 40) : "");
+      const text = u.target_kind === "global" ? "g" + u.target + (u.label ? " " + u.label : "") : (u.label || hex(u.target)) + (u.text !== null && u.text !== undefined ? " " + quoted(u.text, 40) : "");
       return el("a", { class: "tag dataref", title: [...kinds].join(", "), text,
         onclick: () => showXrefs(xbox, vid, u.target_kind === "global" ? "g:" + u.target : hex(u.target), onFunc) });
     }));
