@@ -8,7 +8,14 @@ Two linear passes, no recursion on nesting depth:
    top-level ``br_if`` becomes ``if (!cond) { rest }``; one whose branches can all use C
    ``break`` becomes ``do { ... } while (0)``; otherwise its end gets a label and the
    branches a ``goto``. A ``loop`` is ``while (1)`` (``continue`` for back edges), or
-   ``do { ... } while (cond)`` when its only back edge is a final ``br_if``.
+   ``do { ... } while (cond)`` when its only back edge is a final ``br_if``. A branch that
+   leaves the innermost loop to where the loop's own end leads is ``break``
+   (:meth:`_Lifter.break_lands`); at the loop's end ``while (1)`` is rewritten when its
+   shape allows: a leading exit test gives ``while (!c)``, a body that is one ``if``
+   looping back gives ``while (c)``, a final ``if (c) continue;`` gives ``do ... while
+   (c)``, and a ``while`` whose last statement steps a counter of its condition (no other
+   ``continue``) gives ``for (i = a; c; i++)``. The block right around a ``br_table``
+   chain closes the ``switch``, so the last case's code sits under its label.
 2. :class:`_Lifter` walks the instructions with an expression stack. Values stay
    expressions until an effect could change what they read (a store, a call, a write of a
    local they read, a control-flow split), then they are spilled to temporaries ``tN``.
