@@ -47,6 +47,7 @@ from typing import Any
 from kbtool.kb import gate, queries
 from kbtool.kb.db import transaction
 from kbtool.kb.errors import KBError
+from kbtool.services import knowledge as knowledge_svc
 from kbtool.services import lineage as lineage_svc
 from kbtool.textutil import BIDI, INVISIBLE
 from kbtool.wasm.namesec import with_function_names
@@ -114,8 +115,56 @@ def uncell(text: str) -> str | None:
     return "".join(out)
 
 
-def export_text(conn: sqlite3.Connection, version_id: int) -> str:
-    """The export of a version: two comment lines, a header line, one row per function."""
+KNOWLEDGE_PREFIX = "# knowledge\t"
+
+
+def knowledge_lines(conn: sqlite3.Connection, version_id: int) -> list[str]:
+    """The knowledge section: one ``#``-prefixed line per comment, line comment, prototype,
+    local name (by function index of this version) and data name (by content id), sorted, so
+    older kbtools skip it and the file stays git-diffable::
+
+        # knowledge  KIND  INDEX  KEY  PROVENANCE  CONFIDENCE  VALUE  ANCHOR
+    """
+    out: list[tuple] = []
+    for idx, sid, _sig in knowledge_svc.kn.version_targets(conn, version_id):
+        for r in knowledge_svc.kn.for_target(conn, sid):
+            v = r["value"]
+            value = v.get("name") if r["kind"] == "local" else v.get("text")
+            anchor = " ".join([str(v.get("ordinal") or 0), *(v.get("anchor") or [])]) \
+                if r["kind"] == "line_comment" else ""
+            out.append((idx, r["kind"], int(r["key"]) if r["key"].isdigit() else 0, r["kind"], str(idx),
+                        r["key"], r["provenance"], f"{r['confidence']:.4f}", value, anchor))
+    for r in knowledge_svc.kn.of_kind(conn, "data_name"):
+        out.append((1 << 62, r["kind"], 0, r["kind"], "-", r["target"], r["provenance"],
+                    f"{r['confidence']:.4f}", r["value"].get("name"), ""))
+    out.sort(key=lambda t: (t[0], t[1], t[2], t[5]))
+    return [KNOWLEDGE_PREFIX + "\t".join(cell(c) or "" for c in t[3:]) for t in out]
+
+
+def parse_knowledge(text: str, source: str = "file") -> list[dict[str, Any]]:
+    """The knowledge lines of an export (none in an older file)."""
+    out = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.startswith(KNOWLEDGE_PREFIX):
+            continue
+        parts = line[len(KNOWLEDGE_PREFIX):].split("\t")
+        if len(parts) != 7:
+            raise ExportFormatError(f"{source}:{n}: a knowledge line has 7 fields, got {len(parts)}")
+        kind, idx, key, prov, conf, value, anchor = parts
+        if kind not in knowledge_svc.kn.KINDS:
+            raise ExportFormatError(f"{source}:{n}: unknown knowledge kind {kind[:30]!r}")
+        try:
+            out.append({"kind": kind, "index": None if idx == "-" else int(idx), "key": uncell(key) or "",
+                        "provenance": uncell(prov), "confidence": float(conf) if conf else None,
+                        "value": uncell(value), "anchor": (uncell(anchor) or "").split()})
+        except ValueError as exc:
+            raise ExportFormatError(f"{source}:{n}: bad number: {exc}") from None
+    return out
+
+
+def export_text(conn: sqlite3.Connection, version_id: int, *, knowledge: bool = True) -> str:
+    """The export of a version: two comment lines, a header line, one row per function, then
+    (``knowledge``) the knowledge section (:func:`knowledge_lines`)."""
     info = queries.version_info(conn, version_id)
     sha = info["sha256"]
     lines = [EXPORT_HEADER, f"# version {cell(info['label'])} sha256 {sha}", "\t".join(COLUMNS)]
@@ -137,6 +186,8 @@ def export_text(conn: sqlite3.Connection, version_id: int) -> str:
                 )
             )
         )
+    if knowledge:
+        lines += knowledge_lines(conn, version_id)
     return "\n".join(lines) + "\n"
 
 
@@ -346,6 +397,7 @@ class ImportReport:
     placed: dict[int, str] = field(default_factory=dict)  # target index -> name
     by_provenance: dict[str, int] = field(default_factory=dict)  # written names per provenance
     refusals: list[dict[str, Any]] = field(default_factory=list)  # {index, name, why}
+    knowledge: dict[str, int] = field(default_factory=dict)  # comments, prototypes, ... imported
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -361,6 +413,7 @@ class ImportReport:
             "ambiguous": [
                 {"index": a["index"], "name": a["name"], "why": a["why"]} for a in self.ambiguous
             ],
+            "knowledge": self.knowledge,
         }
 
 
@@ -428,19 +481,100 @@ def import_names(
             else:
                 rep.refused += 1
                 rep.refusals.append({"index": idx, "name": row["name"], "why": d["reason"]})
+        klines = parse_knowledge(text, source)
+        if klines:
+            rep.knowledge = _import_knowledge(conn, rows, klines, target, info["sha256"], version_id,
+                                              source=source, as_human=as_human, lock=lock)
     return rep
+
+
+def _import_knowledge(conn: sqlite3.Connection, rows: list[dict[str, Any]], klines: list[dict[str, Any]],
+                      target: list[dict[str, Any]], target_sha: str, version_id: int, *, source: str,
+                      as_human: bool, lock: bool) -> dict[str, int]:
+    """Place the knowledge lines with their functions (the rows' placement, unnamed functions
+    included) and write them through the gate; line comments move with their instruction
+    context when the body is not the same."""
+    out = {"written": 0, "already": 0, "refused": 0, "unplaced": 0}
+    wanted = {k["index"] for k in klines if k["index"] is not None}
+    rows2 = [dict(r, name=r["name"] or (f"\x00{r['index']}" if r["index"] in wanted else None)) for r in rows]
+    placement = place_rows(rows2, target, target_sha, version_id)
+    to_target = {row["index"]: (idx, placement.method_of[idx]) for idx, row in placement.targets.items()}
+    sid_of = {t["index"]: t["stable_id"] for t in target}
+    code = None
+    for k in klines:
+        how = import_as({"provenance": k["provenance"], "confidence": k["confidence"]}, as_human=as_human,
+                        lock=lock)
+        key, value = k["key"], None
+        if k["kind"] == "data_name":
+            tsid = key
+            key = ""
+            value = {"name": k["value"]}
+        else:
+            hit = to_target.get(k["index"])
+            if hit is None:
+                out["unplaced"] += 1
+                continue
+            idx, method = hit
+            tsid = sid_of[idx]
+            if k["kind"] == "local":
+                value = {"name": k["value"]}
+            elif k["kind"] in ("comment", "prototype"):
+                value = {"text": k["value"]}
+            else:
+                ordinal = int(k["anchor"][0]) if k["anchor"] and k["anchor"][0].isdigit() else 0
+                value = {"text": k["value"], "anchor": k["anchor"][1:], "ordinal": ordinal}
+                if method not in ("module+index", "exact-body"):
+                    if code is None:
+                        code = knowledge_svc._Code(conn, version_id)
+                    try:
+                        start, instrs, _t = code.body(idx)
+                    except KBError:
+                        out["unplaced"] += 1
+                        continue
+                    pos = knowledge_svc.locate_line(value, int(key or 0), start, instrs)
+                    if pos is None:
+                        out["unplaced"] += 1
+                        continue
+                    key = str(instrs[pos][0] - start)
+                    value["ordinal"] = pos
+        try:
+            d = gate.upsert_knowledge(
+                conn, k["kind"], tsid, key, value, provenance=how["provenance"],
+                confidence=how["confidence"], actor=f"import:{source}", lock=how["lock"],
+                version_id=version_id, yield_to_human=how["yield_to_human"],
+                evidence={"source": "import-names", "file": source, "from_index": k["index"],
+                          "original_provenance": k["provenance"]},
+            )
+        except KBError:
+            out["refused"] += 1
+            continue
+        if d["written"]:
+            out["written"] += 1
+        elif d["reason"] == "no change":
+            out["already"] += 1
+        else:
+            out["refused"] += 1
+    return out
 
 
 # --------------------------------------------------------------------------- into the binary
 
 
 def named_module(conn: sqlite3.Connection, version_id: int) -> tuple[bytes, int]:
-    """The version's module bytes with the KB's function names in its ``name`` section."""
+    """The version's module bytes with the KB's function names in its ``name`` section, and
+    the parameter/local names the KB knows (prototypes, local names) in its local subsection
+    (over the module's own local names)."""
     names = {i: a["name"] for i, a in queries.annotations_by_index(conn, version_id).items()}
     data = queries.module_bytes(conn, version_id)
     if data is None:
         raise KBError(f"version {version_id} has no stored module bytes (re-ingest the file)")
-    return with_function_names(data, names), len(names)
+    local_names = None
+    known = knowledge_svc.code_knowledge(conn, version_id)
+    if any(k["locals"] or k["prototype"] for k in known.values()):
+        from kbtool.wasm.reader import parse_module
+
+        local_names = knowledge_svc.merged_locals(parse_module(data).local_names, known)
+    return with_function_names(data, names, local_names), len(names)
 
 
 def write_named_module(conn: sqlite3.Connection, version_id: int, out: str | Path) -> int:

@@ -2,7 +2,7 @@
 
 Pure: bytes in, bytes out. The new section replaces an existing ``name`` section (keeping
 its module-name and local/label/... subsections, only the function-names subsection is
-rebuilt) and goes where the old one was, else right after the last standard section (the
+rebuilt, and the local-names subsection when local names are given) and goes where the old one was, else right after the last standard section (the
 place the spec's appendix gives it), before trailing custom sections such as ``producers``.
 Every other section is copied byte for byte. Names are written as UTF-8 with LEB128 lengths.
 """
@@ -16,6 +16,7 @@ from .leb import encode_uleb, read_uleb
 
 MAGIC = b"\x00asm\x01\x00\x00\x00"
 FUNCTION_NAMES = 1
+LOCAL_NAMES = 2
 
 
 def _name_bytes(s: str) -> bytes:
@@ -74,8 +75,26 @@ def function_names_payload(names: Mapping[int, str]) -> bytes:
     return bytes(body)
 
 
-def with_function_names(data: bytes, names: Mapping[int, str]) -> bytes:
-    """A copy of the module ``data`` whose ``name`` section holds ``names`` (index -> name)."""
+def local_names_payload(names: Mapping[int, Mapping[int, str]]) -> bytes:
+    """The local-names subsection payload: an indirect name map (function -> local -> name),
+    both levels sorted by index."""
+    funcs = sorted((int(f), m) for f, m in names.items() if m and any(m.values()))
+    body = bytearray(encode_uleb(len(funcs)))
+    for fi, m in funcs:
+        items = sorted((int(i), n) for i, n in m.items() if n)
+        if fi < 0 or any(i < 0 for i, _n in items):
+            raise ValueError(f"negative index in the local names of function {fi}")
+        body += encode_uleb(fi) + encode_uleb(len(items))
+        for idx, name in items:
+            body += encode_uleb(idx) + _name_bytes(name)
+    return bytes(body)
+
+
+def with_function_names(data: bytes, names: Mapping[int, str],
+                        local_names: Mapping[int, Mapping[int, str]] | None = None) -> bytes:
+    """A copy of the module ``data`` whose ``name`` section holds ``names`` (index -> name)
+    and, when given, ``local_names`` (function index -> local index -> name) in place of
+    the local-names subsection."""
     secs = _sections(data)
     keep: dict[int, bytes] = {}
     insert_at = None
@@ -93,6 +112,8 @@ def with_function_names(data: bytes, names: Mapping[int, str]) -> bytes:
         last_std = max((n for n, (sid, *_rest) in enumerate(secs) if sid != 0), default=-1)
         insert_at = last_std + 1
     keep[FUNCTION_NAMES] = function_names_payload(names)
+    if local_names:
+        keep[LOCAL_NAMES] = local_names_payload(local_names)
     content = bytearray(_name_bytes("name"))
     for sub_id in sorted(keep):
         content += bytes([sub_id]) + encode_uleb(len(keep[sub_id])) + keep[sub_id]
