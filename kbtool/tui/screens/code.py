@@ -30,6 +30,7 @@ from kbtool.render.code import DIFF_STYLE, WASM, C, diff_summary_text, highlight
 from kbtool.render.text import lit
 from kbtool.textutil import printable
 from kbtool.tui.screens.base import BACK, HISTORY, RENAME, FunctionRef, KbScreen
+from kbtool.tui.screens.knowledge import KnowledgeEdits
 from kbtool.tui.widgets.lists import LinkList, TitleBar
 from kbtool.tui.widgets.palette import name_text
 
@@ -169,7 +170,7 @@ def _load(db_path, fn: Callable, *args):
 # ---------------------------------------------------------------- one function
 
 
-class CodeScreen(KbScreen):
+class CodeScreen(KnowledgeEdits, KbScreen):
     """One function's code: Raw WASM / C / Cleaned C (``w`` toggles wasm/C, ``v`` cycles all
     three), the deep understanding above it when present; callers and callees as links."""
 
@@ -196,6 +197,7 @@ class CodeScreen(KbScreen):
         HISTORY,
         RENAME,
         Binding("x", "xrefs", "xrefs", show=False),  # issue 26: what this line references
+        *KnowledgeEdits.KNOWLEDGE_BINDINGS,  # issue 27: ; comment, n local, y prototype
     ]
     at_offset: int | None = None  # open the disassembly on this instruction (file offset)
 
