@@ -343,18 +343,28 @@ from pathlib import Path
 from benchmarks import crafted
 from kbtool.kb.db import open_rw
 from kbtool.services.ingest import ingest_bytes
+import kbtool.services.ingest as ingest_mod
 kind, count = sys.argv[1], int(sys.argv[2])
 gen = crafted.matcher_family if kind == "family" else crafted.normal_release
 a, b = gen(count, 0), gen(count, 1)
+seen = []  # the matcher's own stats of the ingest's run (comparisons: load-independent)
+real = ingest_mod.match_functions_staged
+def _staged(old, new, stats=None):
+    stats = [] if stats is None else stats
+    out = real(old, new, stats=stats)
+    seen.extend(stats)
+    return out
+ingest_mod.match_functions_staged = _staged
 with tempfile.TemporaryDirectory() as tmp:
     conn = open_rw(Path(tmp) / "kb.db")
     t0 = time.perf_counter()
     ingest_bytes(conn, a, label="r0", program="bench")
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     res = ingest_bytes(conn, b, label="r1", program="bench")
-    t2 = time.perf_counter()
-    out = {"bytes": len(b), "first": t1 - t0, "second": t2 - t1, "carried": res.carried,
-           "notes": res.matcher_notes}
+    t2, c2 = time.perf_counter(), time.process_time()
+    out = {"bytes": len(b), "first": t1 - t0, "second": t2 - t1, "cpu": c2 - c1,
+           "carried": res.carried, "notes": res.matcher_notes,
+           "work": seen[-1].total if seen else 0}
     if len(sys.argv) > 3:  # oracle match: release 0 with names as the reference of release 1
         from kbtool.services.oracle import add_oracle, match_oracle
         ref = Path(tmp) / "ref.wasm"
@@ -393,16 +403,20 @@ def measure(kind: str, count: int, oracle: bool = False, timeout: float = 3600) 
 def growth(sizes: tuple[int, ...], oracle_at: int | None, timeout: float) -> None:
     """Print the matcher family's ingest growth curve next to a normal release."""
     print("matcher look-alike family (issue 24) vs a normal release of the same size:")
-    print(f"{'functions':>9}  {'family KB':>9} {'ingest s':>9} {'peak MiB':>9}  "
-          f"{'normal KB':>9} {'ingest s':>9} {'peak MiB':>9}  family notes")
+    print("(ingest s: wall seconds of the release that runs the matcher; cpu s: its CPU seconds;"
+          " work/fn: the matcher's comparisons per function, load-independent)")
+    print(f"{'functions':>9}  {'family KB':>9} {'ingest s':>9} {'cpu s':>8} {'work/fn':>7} "
+          f"{'peak MiB':>8}  {'normal KB':>9} {'ingest s':>9} {'cpu s':>8} {'work/fn':>7} "
+          f"{'peak MiB':>8}  family notes")
     for count in sizes:
         fam, norm = measure("family", count, timeout=timeout), measure("normal", count,
                                                                       timeout=timeout)
 
-        def cols(r: dict) -> str:
+        def cols(r: dict, count: int = count) -> str:
             if "error" in r:
-                return f"{'-':>9} {r['error'][:19]:>19}"
-            return f"{r['bytes'] / 1024:9.0f} {r['second']:9.2f} {r['peak_rss_mib']:9.0f}"
+                return f"{'-':>9} {r['error'][:36]:>36}"
+            return (f"{r['bytes'] / 1024:9.0f} {r['second']:9.2f} {r['cpu']:8.2f} "
+                    f"{r['work'] / (2 * count):7.1f} {r['peak_rss_mib']:8.0f}")
 
         notes = "; ".join(fam.get("notes") or []) or ("-" if "error" not in fam else "")
         print(f"{count:>9,}  {cols(fam)}  {cols(norm)}  {notes}", flush=True)
