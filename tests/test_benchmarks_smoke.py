@@ -62,6 +62,11 @@ EXPECTED["diff_api"] = [
     rf"/api/diff +2->1 +after write +{NUMBER}",
 ]
 EXPECTED["analyze_service"] = [r"ingest\s", r"\ball\s+\d+\s+\d+"]
+EXPECTED["data_symbols"] = [
+    rf"zstd-1\.5\.6\.Os\.stripped\.wasm +{NUMBER}% +{NUMBER}%",
+    r"global names: \d+/\d+ written names right",
+    rf"services\.data\.xrefs: \d+ calls, p50 {NUMBER} ms, p95 {NUMBER} ms",
+]
 EXPECTED["lookalike"] = [rf"wat v1 -> v2 +{NUMBER}% +{NUMBER}%", rf"wat v2 -> v1 +{NUMBER}%"]
 
 

@@ -1,0 +1,446 @@
+"""Data symbols and cross-references (issue 26): how much of the lifted C names its data, how
+right the names and boundaries are, Go literal recovery, and `kbtool xrefs` latency.
+
+    python benchmarks/data_symbols.py [--smoke] [--sample N] [--big lightningcss|onnxruntime]
+
+1. **Named share per corpus module**: each module of /work/shared/corpus (MANIFEST.json) is
+   ingested and analysed into a fresh KB; in the lifted C of ``--sample`` functions (evenly
+   spaced), every data reference is either a name (a data label, a string note) or a bare
+   integer that falls in a data item. Share = named / (named + bare); "before" is the same
+   count on the KB before ``kbtool analyze`` (the string notes only).
+2. **Precision against builds with symbols**, on a C program built here with clang
+   --target=wasm32-wasi (-O2, --no-gc-sections so both builds lay data out the same):
+   globals: the names the data model writes on the build without a name section, against
+   wasm-ld's global names in the build that keeps them; data symbols: a second build with
+   -Wl,--export-all exports every data symbol's address; a written string item is right
+   when its text is exactly one of the program's literals (among items made of the
+   program's literals), a data symbol's boundary is right when an item starts at it.
+3. **Go**: a generated program of 120 literals, each printed by its own function
+   (GOOS=js GOARCH=wasm); recovered = an item whose text is exactly the literal, with an
+   xref from the function that uses it (pclntab names).
+4. **Latency** of ``services.data.xrefs`` (what ``kbtool xrefs`` runs) after ingest and
+   analyze of the biggest module: p50/p95 over functions, globals, strings and addresses;
+   and one ``kbtool xrefs`` process, start to exit.
+
+``--smoke``: one small gt module, 20 functions, the C program, no Go, the same module for
+the latency (run by tests/test_benchmarks_smoke.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from kbtool.kb import datamodel as dm_store  # noqa: E402
+from kbtool.kb.db import open_ro, open_rw  # noqa: E402
+from kbtool.services import code as code_svc  # noqa: E402
+from kbtool.services import data as data_svc  # noqa: E402
+from kbtool.services.analyze import analyze_version  # noqa: E402
+from kbtool.services.ingest import ingest_file  # noqa: E402
+
+CORPUS = Path(os.environ.get("KBTOOL_CORPUS", "/work/shared/corpus"))
+SMOKE_MODULE = "gt/zstd-1.5.6.Os.stripped.wasm"
+BIG = {"lightningcss": "release/lightningcss-wasm-1.29.1.wasm",
+       "onnxruntime": "release/onnxruntime-web-1.20.1.ort-wasm-simd-threaded.wasm"}
+_INT = re.compile(r"(?<![\w.])(0x[0-9a-fA-F]+|\d+)(?![\w.])")
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_COMMENT = re.compile(r"/\*.*?\*/")
+
+
+def kb_of(wasm: Path, d: Path, *, analyze: bool = True) -> tuple[Path, float]:
+    db = d / (wasm.stem + (".a" if analyze else ".b") + ".db")
+    t0 = time.perf_counter()
+    conn = open_rw(str(db), create=True)
+    try:
+        ingest_file(conn, str(wasm), label="1")
+        if analyze:
+            analyze_version(conn, 1)
+    finally:
+        conn.close()
+    return db, time.perf_counter() - t0
+
+
+# ------------------------------------------------------------------ 1. named share
+
+
+def count_refs(c: str, labels: set[str], spans: list[tuple[int, int]]) -> tuple[int, int]:
+    """(named, bare) data references in one function's C: a data label, or a bare integer
+    inside a data item (a string note after it makes it named)."""
+    import bisect
+
+    starts = [a for a, _ in spans]
+    named = bare = 0
+    for line in c.splitlines():
+        s = line.strip()
+        if s.startswith(("#", "enum {", "/*", "extern", "int32_t ", "int64_t ")) and "(" not in s[:3]:
+            if s.startswith(("#", "enum {", "/*", "extern")):
+                continue
+        notes = _COMMENT.findall(line)
+        code = _COMMENT.sub(" ", line)
+        named += sum(1 for w in _IDENT.findall(code) if w in labels)
+        for m in _INT.finditer(code):
+            v = int(m.group(1), 0)
+            k = bisect.bisect_right(starts, v) - 1
+            if v >= 1024 and k >= 0 and v < spans[k][1]:
+                rest = code[m.end():m.end() + 3]
+                if notes and rest.strip().startswith("") and any('"' in n for n in notes):
+                    named += 1  # `1024 /* "text" */`: a string note
+                else:
+                    bare += 1
+    return named, bare
+
+
+def named_share(db: Path, sample: int, spans: list[tuple[int, int]] | None = None) -> tuple[int, int, list]:
+    conn = open_ro(str(db))
+    try:
+        info = dm_store.model_info(conn, 1)
+        labels: set[str] = set()
+        if info is not None:
+            items, _ = dm_store.list_items(conn, 1, limit=10_000_000)
+            labels = {i["label"] for i in items}
+            spans = [(i["address"], i["address"] + max(1, i["size"])) for i in items]
+        funcs = [r[0] for r in conn.execute(
+            "SELECT idx FROM functions WHERE version_id = 1 AND imported = 0 ORDER BY idx")]
+        step = max(1, len(funcs) // sample)
+        named = bare = 0
+        for idx in funcs[::step][:sample]:
+            try:
+                c = code_svc.disassembly(conn, 1, idx)["lifted_c"]
+            except Exception:  # noqa: BLE001 - a function the lifter refuses is skipped
+                continue
+            n, b = count_refs(c, labels, spans or [])
+            named += n
+            bare += b
+        return named, bare, spans or []
+    finally:
+        conn.close()
+
+
+def corpus_share(modules: list[str], sample: int, tmp: Path) -> None:
+    print("1. data references in the lifted C shown as a name or a string"
+          f" ({sample} functions per module)")
+    print(f"   {'module':58} {'before':>8} {'after':>8} {'named':>7} {'bare':>6} {'ingest+analyze s':>16}")
+    for rel in modules:
+        wasm = CORPUS / rel
+        after_db, secs = kb_of(wasm, tmp)
+        n, b, spans = named_share(after_db, sample)
+        before_db, _ = kb_of(wasm, tmp, analyze=False)
+        n0, b0, _ = named_share(before_db, sample, spans)
+        share = 100.0 * n / max(1, n + b)
+        share0 = 100.0 * n0 / max(1, n0 + b0)
+        print(f"   {rel:58} {share0:7.1f}% {share:7.1f}% {n:7d} {b:6d} {secs:16.1f}")
+        for p in (after_db, before_db):
+            p.unlink(missing_ok=True)
+
+
+# ------------------------------------------------------------------ 2. precision
+
+C_PROGRAM = r"""
+#include <stdio.h>
+#include <string.h>
+#include <stdlib.h>
+struct op { const char *name; int code; int (*fn)(int); };
+static int twice(int x) { return 2 * x; }
+static int negate(int x) { return -x; }
+static int square(int x) { return x * x; }
+struct op ops[] = { {"twice", 1, twice}, {"negate", 2, negate}, {"square", 3, square} };
+const char *colours[] = { "crimson", "teal", "amber", "violet", "olive" };
+int counters[16];
+long long big_total = 1234567890123LL;
+static const unsigned char table[64] = { 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233 };
+char scratch[256];
+int run(const char *what, int x) {
+  for (unsigned i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    if (strcmp(ops[i].name, what) == 0) { counters[i]++; return ops[i].fn(x); }
+  fprintf(stderr, "unknown operation: %s\n", what);
+  return -1;
+}
+int main(int argc, char **argv) {
+  int x = argc > 2 ? atoi(argv[2]) : 7;
+  const char *what = argc > 1 ? argv[1] : "twice";
+  int r = run(what, x);
+  snprintf(scratch, sizeof scratch, "result of %s(%d) is %d", what, x, r);
+  puts(scratch);
+  printf("colour of the day: %s\n", colours[r & 3]);
+  printf("table entry %d, total %lld\n", table[x & 63], big_total + counters[0]);
+  if (r < 0) { puts("giving up after a bad operation"); return 2; }
+  puts("all operations finished without error");
+  return 0;
+}
+"""
+C_LITERALS = ["twice", "negate", "square", "crimson", "teal", "amber", "violet", "olive",
+              "unknown operation: %s\n", "result of %s(%d) is %d", "colour of the day: %s\n",
+              "table entry %d, total %lld\n", "giving up after a bad operation",
+              "all operations finished without error"]
+
+
+def clang_build(src: Path, out: Path, *extra: str) -> bool:
+    clang = shutil.which("clang")
+    if clang is None or not Path("/usr/include/wasm32-wasi").is_dir():
+        return False
+    # compile at -O2, link without -O: the driver would run wasm-opt after an optimising
+    # link, which drops the name section the truth comes from
+    obj = out.with_suffix(".o")
+    base = [clang, "--target=wasm32-wasi", "--sysroot=/usr"]
+    r = subprocess.run([*base, "-O2", "-c", "-o", str(obj), str(src)], capture_output=True, text=True)
+    if r.returncode == 0:
+        r = subprocess.run([*base, "-o", str(out), str(obj), "-Wl,--no-gc-sections", *extra],
+                           capture_output=True, text=True)
+    if r.returncode != 0:
+        print("   clang failed:", r.stderr.strip().splitlines()[-1:] or r.returncode)
+        return False
+    return True
+
+
+def name_section_globals(data: bytes) -> dict[int, str]:
+    """wasm-ld's global names (name section, subsection 7)."""
+    from kbtool.wasm import parse_module
+    from kbtool.wasm.leb import read_uleb
+
+    out: dict[int, str] = {}
+    for c in parse_module(data).customs:
+        if c.name != "name":
+            continue
+        b, p = c.data, 0
+        while p < len(b):
+            sub = b[p]
+            size, p = read_uleb(b, p + 1, len(b))
+            end = p + size
+            if sub == 7:
+                n, q = read_uleb(b, p, end)
+                for _ in range(n):
+                    idx, q = read_uleb(b, q, end)
+                    ln, q = read_uleb(b, q, end)
+                    out[idx] = b[q:q + ln].decode("utf-8", "replace")
+                    q += ln
+            p = end
+    return out
+
+
+def strip_names(data: bytes) -> bytes:
+    """The module without its name section (what a stripped release looks like)."""
+    from kbtool.wasm import parse_module
+
+    m = parse_module(data)
+    out = bytearray(data)
+    for c in sorted(m.customs, key=lambda c: -c.offset):
+        if c.name == "name":
+            # offset is the payload start; walk back over the name and the section header
+            start = c.offset - len(c.name.encode()) - 1
+            k = start - 1
+            while k > 0 and out[k - 1] & 0x80:
+                k -= 1
+            del out[k - 1:c.offset + len(c.data)]
+    return bytes(out)
+
+
+def precision(tmp: Path) -> None:
+    from kbtool.analysis.datamodel import build_data_model
+    from kbtool.analysis.recognize import stack_pointer_global
+    from kbtool.wasm import analyze_module
+
+    print("2. precision against builds with symbols (clang wasm32-wasi -O2, own program)")
+    src = tmp / "ops.c"
+    src.write_text(C_PROGRAM)
+    named, exported = tmp / "ops.named.wasm", tmp / "ops.exports.wasm"
+    if not (clang_build(src, named) and clang_build(src, exported, "-Wl,--export-all")):
+        print("   skipped: clang or wasi-libc missing")
+        return
+    data = named.read_bytes()
+    truth_globals = name_section_globals(data)
+    stripped = strip_names(data)
+    assert not name_section_globals(stripped), "the name section is still there"
+    a = analyze_module(stripped)
+    model = build_data_model(a, stripped, stack_pointer=stack_pointer_global(a, stripped))
+    written = {g.index: g.name for g in model.globals if g.name}
+    right = sum(1 for i, n in written.items() if truth_globals.get(i) == n)
+    print(f"   global names: {right}/{len(written)} written names right"
+          f" ({100.0 * right / max(1, len(written)):.1f}%), {len(truth_globals)} globals in the truth")
+
+    gt_right = gt_written = 0
+    for m in json.loads((CORPUS / "MANIFEST.json").read_text())["modules"]:
+        if m["role"] != "stripped" or not (CORPUS / m["file"].replace(".stripped.", ".named.")).exists():
+            continue
+        truth = name_section_globals((CORPUS / m["file"].replace(".stripped.", ".named.")).read_bytes())
+        sd = (CORPUS / m["file"]).read_bytes()
+        sa = analyze_module(sd)
+        sm = build_data_model(sa, sd, stack_pointer=stack_pointer_global(sa, sd))
+        w = {g.index: g.name for g in sm.globals if g.name}
+        gt_written += len(w)
+        gt_right += sum(1 for i, n in w.items() if truth.get(i) == n)
+    print(f"   global names on the corpus gt pairs (named build's name section):"
+          f" {gt_right}/{gt_written} right ({100.0 * gt_right / max(1, gt_written):.1f}%)")
+
+    # data symbols: the --export-all build exports each as an i32 global holding its address
+    from kbtool.wasm import parse_module
+
+    em = parse_module(exported.read_bytes())
+    symbols = {}
+    for e in em.exports:
+        if e.kind == "global" and not e.name.startswith("__") and e.index < len(em.globals):
+            init = em.globals[e.index].init
+            if isinstance(init, int):
+                symbols[e.name] = init
+    ea = analyze_module(exported.read_bytes())
+    emodel = build_data_model(ea, exported.read_bytes(), stack_pointer=stack_pointer_global(ea, exported.read_bytes()))
+    starts = {i.address for i in emodel.items}
+    refd = {r.target for r in emodel.refs if r.target_kind == "data"}
+    mine = {n: a for n, a in symbols.items() if n in ("ops", "colours", "counters", "big_total", "table", "scratch")}
+    hit = sum(1 for a in mine.values() if a in starts)
+    print(f"   data symbols of the program: {hit}/{len(mine)} start a data item"
+          f" ({', '.join(f'{n}@0x{a:x}' + ('' if a in starts else ' MISSED') for n, a in sorted(mine.items()))})")
+    strings = [i for i in model.items if i.kind == "cstring" and i.text]
+    ours = [i for i in strings if any(i.text in lit or lit in i.text for lit in C_LITERALS)]
+    exact = [i for i in ours if i.text in C_LITERALS]
+    found = {lit for lit in C_LITERALS if any(i.text == lit for i in strings)}
+    print(f"   string items of the program's literals: {len(exact)}/{len(ours)} exact"
+          f" ({100.0 * len(exact) / max(1, len(ours)):.1f}%); literals recovered"
+          f" {len(found)}/{len(C_LITERALS)}; {len(strings)} C strings in all, {len(refd)} referenced addresses")
+    wrong = [i.text for i in ours if i.text not in C_LITERALS]
+    if wrong:
+        print("   not exact:", "; ".join(repr(t)[:60] for t in wrong[:6]))
+
+
+# ------------------------------------------------------------------ 3. Go
+
+GO_WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india",
+            "juliet", "kilo", "lima", "mike", "november", "oscar", "papa"]
+
+
+def go_program(n: int) -> tuple[str, dict[str, str]]:
+    lits: dict[str, str] = {}
+    funcs = []
+    for k in range(n):
+        words = " ".join(GO_WORDS[(k * 7 + j) % len(GO_WORDS)] for j in range(1 + k % 6))
+        lit = f"literal {k:03d}: {words}"
+        lits[f"main.say{k:03d}"] = lit
+        funcs.append(f"//go:noinline\nfunc say{k:03d}(w io.Writer) {{ fmt.Fprintln(w, \"{lit}\") }}\n")
+    calls = "\n".join(f"\tsay{k:03d}(os.Stdout)" for k in range(n))
+    src = ("package main\n\nimport (\n\t\"fmt\"\n\t\"io\"\n\t\"os\"\n)\n\n" + "".join(funcs)
+           + f"\nfunc main() {{\n{calls}\n}}\n")
+    return src, lits
+
+
+def go_recovery(tmp: Path, n: int = 120) -> None:
+    from kbtool.analysis.datamodel import build_data_model
+    from kbtool.wasm import analyze_module
+    from kbtool.wasm.gosyms import recover_go_names
+
+    print(f"3. Go string literals recovered as separate items ({n} literals, GOOS=js GOARCH=wasm)")
+    if shutil.which("go") is None:
+        print("   skipped: go not installed")
+        return
+    d = tmp / "golits"
+    d.mkdir(exist_ok=True)
+    src, lits = go_program(n)
+    (d / "main.go").write_text(src)
+    (d / "go.mod").write_text("module golits\n\ngo 1.21\n")
+    env = dict(os.environ, GOOS="js", GOARCH="wasm", CGO_ENABLED="0",
+               GOCACHE=os.environ.get("GOCACHE", "/tmp/kbtool-go-cache"))
+    r = subprocess.run(["go", "build", "-o", "golits.wasm", "."], cwd=d, env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        print("   go build failed:", r.stderr.strip()[:200])
+        return
+    data = (d / "golits.wasm").read_bytes()
+    a = analyze_module(data)
+    model = build_data_model(a, data, go=True)
+    names = recover_go_names(a.module).names
+    by_text: dict[str, list] = {}
+    for it in model.items:
+        if it.text:
+            by_text.setdefault(it.text, []).append(it)
+    separate = with_xref = 0
+    for fn, lit in lits.items():
+        items = by_text.get(lit, [])
+        if len(items) != 1:
+            continue
+        separate += 1
+        it = items[0]
+        users = {names.get(rf.func_index) for rf in model.refs
+                 if rf.target_kind == "data" and it.address <= rf.target < it.address + max(1, it.size)}
+        if fn in users:
+            with_xref += 1
+    print(f"   separate items: {separate}/{n} ({100.0 * separate / n:.1f}%);"
+          f" with an xref from the function using it: {with_xref}/{n} ({100.0 * with_xref / n:.1f}%)")
+
+
+# ------------------------------------------------------------------ 4. latency
+
+
+def latency(rel: str, tmp: Path, rounds: int) -> None:
+    wasm = CORPUS / rel
+    db, secs = kb_of(wasm, tmp)
+    conn = open_ro(str(db))
+    try:
+        funcs = conn.execute("SELECT count(*) FROM functions WHERE version_id = 1").fetchone()[0]
+        gl = dm_store.globals_of(conn, 1)
+        strings, _ = dm_store.list_items(conn, 1, kinds=("cstring",), limit=200)
+        items, _ = dm_store.list_items(conn, 1, limit=400)
+        names = list(dm_store.function_names_for(conn, 1, range(0, funcs, max(1, funcs // 50))).values())
+        targets = ([f"g:{g['index']}" for g in gl[:20]] + [hex(i["address"]) for i in items[::8]]
+                   + ['"' + s["text"][:20] for s in strings[::4] if s["text"]]
+                   + [f"#{k}" for k in range(0, funcs, max(1, funcs // 40))] + names[:40])
+        times = []
+        for _ in range(rounds):
+            for t in targets:
+                t0 = time.perf_counter()
+                try:
+                    data_svc.xrefs(conn, 1, t)
+                except data_svc.DataError:
+                    pass
+                times.append((time.perf_counter() - t0) * 1000)
+    finally:
+        conn.close()
+    times.sort()
+    p95 = times[min(len(times) - 1, int(len(times) * 0.95))]
+    print(f"4. xrefs latency on {rel} ({funcs:,} functions; ingest+analyze {secs:.1f} s)")
+    print(f"   services.data.xrefs: {len(times)} calls, p50 {statistics.median(times):.2f} ms,"
+          f" p95 {p95:.2f} ms, max {times[-1]:.2f} ms")
+    cli = []
+    for t in (targets[0], targets[-1]):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "kbtool", "--db", str(db), "xrefs", "1", t, "--json"],
+                       capture_output=True, text=True, check=False)
+        cli.append((time.perf_counter() - t0) * 1000)
+    print(f"   kbtool xrefs process (start to exit): {', '.join(f'{x:.0f} ms' for x in cli)}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--sample", type=int, default=300, help="functions lifted per module")
+    ap.add_argument("--big", choices=sorted(BIG), default="lightningcss")
+    ap.add_argument("--modules", nargs="*", help="corpus paths (default: every stripped/release module)")
+    ap.add_argument("--skip", nargs="*", default=[], choices=["share", "precision", "go", "latency"])
+    args = ap.parse_args()
+    manifest = json.loads((CORPUS / "MANIFEST.json").read_text())
+    modules = args.modules or [m["file"] for m in manifest["modules"] if m["role"] != "named"]
+    sample = args.sample
+    if args.smoke:
+        modules, sample = [SMOKE_MODULE], 20
+    with tempfile.TemporaryDirectory(prefix="kbtool-data-") as t:
+        tmp = Path(t)
+        if "share" not in args.skip:
+            corpus_share(modules, sample, tmp)
+        if "precision" not in args.skip:
+            precision(tmp)
+        if not args.smoke and "go" not in args.skip:
+            go_recovery(tmp)
+        if "latency" not in args.skip:
+            latency(SMOKE_MODULE if args.smoke else BIG[args.big], tmp, 1 if args.smoke else 3)
+
+
+if __name__ == "__main__":
+    main()
