@@ -27,7 +27,8 @@ from tests.support.paths import corpus_file
 
 CHANGE_KEYS = {"classification", "from_index", "to_index", "from_stable_id", "to_stable_id", "score",
                "review", "runtime", "name", "provenance", "confidence"}
-EXPLAIN_KEYS = {"explain", "change_weight"}  # extra fields of modified entries
+EXPLAIN_KEYS = {"explain", "change_weight", "triage", "reasons", "triage_kind",
+                "relocated"}  # extra fields (issue 29: triage, relocation mark)
 SUMMARY_KEYS = {"unchanged", "moved", "modified", "added", "removed", "runtime_churn", "review"}
 
 

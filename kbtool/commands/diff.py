@@ -20,10 +20,10 @@ from kbtool.commands.common import (
     rw,
 )
 from kbtool.kb import queries
-from kbtool.render.terminal import parse_only, render_view
+from kbtool.render.terminal import TOP_DEFAULT, parse_only, render_view, triage_lines
 from kbtool.render.text import lit
 from kbtool.services.diff.carry import carry_names
-from kbtool.services.diff.changelog import changelog
+from kbtool.services.diff.changelog import ORDERS, changelog
 from kbtool.services.diff.programs import program_fields
 from kbtool.services.diff.report import compute_diff_with_pairing, save_diff
 from kbtool.services.diff.view import read_report, toolchain_changed
@@ -77,14 +77,36 @@ def _only(only: str | None):
         fail(str(exc))
 
 
-def _print_report(conn, report: dict, keep, *, pager: bool = False, pairing=None) -> None:
-    view = {"report": report, "changelog": changelog(conn, report, pairing=pairing),
+OrderOption = Annotated[
+    str,
+    typer.Option("--order", help="Order of the modified functions: triage (patch-like first: "
+                 "new bounds checks, error paths, widened arithmetic), index, or weight "
+                 "(most changed first)."),
+]
+
+
+def _check_order(order: str) -> None:
+    if order not in ORDERS:
+        fail(f"unknown --order {order!r}: use one of {', '.join(ORDERS)}")
+
+
+def _print_report(conn, report: dict, keep, *, pager: bool = False, pairing=None,
+                  order: str = "triage", short: bool = False, top: int = TOP_DEFAULT) -> None:
+    view = {"report": report, "changelog": changelog(conn, report, pairing=pairing, order=order),
             "toolchain_changed": toolchain_changed(conn, report)}
+
+    def show() -> None:
+        if short:
+            console.print(triage_lines(view, top=top, from_id=report["from_version_id"],
+                                       to_id=report["to_version_id"]))
+        else:
+            render_view(view, console, only=keep)
+
     if pager:
         with console.pager(styles=True):
-            render_view(view, console, only=keep)
+            show()
     else:
-        render_view(view, console, only=keep)
+        show()
 
 
 def diff_cmd(
@@ -94,6 +116,7 @@ def diff_cmd(
     carry: Annotated[bool, typer.Option("--carry", help="Carry names to matched functions of TO that got a new identity (diff-carry, through the gate).")] = False,
     only: OnlyOption = None,
     cross_program: CrossProgramOption = False,
+    order: OrderOption = "triage",
     json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -103,6 +126,7 @@ def diff_cmd(
     versions of different programs are refused unless --cross-program; --carry never
     carries names between programs."""
     keep = _only(only)
+    _check_order(order)
 
     if not (save or carry):
         conn = ro(db)
@@ -134,25 +158,31 @@ def diff_cmd(
     if json_out:
         print_json(report)
         return
-    _print_report(conn, report, keep, pairing=pairing)
+    _print_report(conn, report, keep, pairing=pairing, order=order)
 
 
 def ui_diff(
     from_version: Annotated[int, typer.Argument(help="Older (baseline) version id.")],
     to_version: Annotated[int, typer.Argument(help="Newer version id.")],
     only: OnlyOption = None,
-    show_all: Annotated[bool, typer.Option("--all", help="Also list unchanged and moved functions.")] = False,
+    show_all: Annotated[bool, typer.Option("--all", help="The full listing: every function's row (unchanged and moved too) and the whole changelog.")] = False,
+    top: Annotated[int, typer.Option("--top", min=1, help="How many modified functions the short view lists by triage.")] = TOP_DEFAULT,
+    order: OrderOption = "triage",
     pager: Annotated[bool, typer.Option("--pager", help="Page the output (less -R or $PAGER).")] = False,
     function: Annotated[str | None, typer.Option("--function", help="One function (stable_id): its code in both releases, changes marked.")] = None,
     unified: Annotated[bool, typer.Option("--unified", help="With --function: one column instead of side by side.")] = False,
     cross_program: CrossProgramOption = False,
     db: DbOption = None,
 ) -> None:
-    """The diff as tables plus the semantic changelog; read-only, never carries names.
+    """The diff for patch triage; read-only, never carries names.
 
-    Shows what changed (modified, new, deleted) unless --all or --only says otherwise;
-    --function STABLE_ID shows that function's code in both releases. Two versions of
-    different programs are refused unless --cross-program."""
+    By default a short view: the summary, the top modified functions by triage (new bounds
+    checks, error paths, widened arithmetic first) with the reason for each, and one line
+    per group for the rest (layout changes, relocations, churn, new, deleted). --all (or
+    --only) gives the full table and changelog; --function STABLE_ID shows that function's
+    code in both releases. Two versions of different programs are refused unless
+    --cross-program."""
+    _check_order(order)
     conn = ro(db)
     try:
         _check_programs(conn, from_version, to_version, cross_program)
@@ -162,11 +192,13 @@ def ui_diff(
         return print_function_diff(db, function, from_version, to_version, unified=unified,
                                    pager=pager or None)
     keep = _only(only if only is not None else (None if show_all else "changed"))
+    short = only is None and not show_all
 
     conn = ro(db)
     try:
         report, pairing = read_report(conn, from_version, to_version)
-        _print_report(conn, report, keep, pager=pager, pairing=pairing)
+        _print_report(conn, report, keep, pager=pager, pairing=pairing, order=order,
+                      short=short, top=top)
     finally:
         conn.close()
 

@@ -27,8 +27,13 @@ from typing import Any
 from kbtool.kb import queries
 from kbtool.services.diff.explain import explain_pair
 from kbtool.services.diff.programs import program_fields
+from kbtool.services.diff.relocation import body_tokens, module_view
+from kbtool.services.diff.triage import KINDS, layout_groups, triage_pair
+from kbtool.wasm.errors import WasmFormatError
 
-__all__ = ["changelog", "MAX_STRINGS"]
+__all__ = ["changelog", "MAX_STRINGS", "ORDERS"]
+
+ORDERS = ("triage", "index", "weight")  # the modified list: patch-likeness, index, size
 
 MAX_STRINGS = 12       # strings listed per function (the count stays exact)
 MAX_STRING_LEN = 160   # characters of one string
@@ -73,11 +78,16 @@ def _strings(values: list[str]) -> list[str]:
     return [_clip(s) for s in list(dict.fromkeys(values))[:MAX_STRINGS]]
 
 
-def changelog(conn: sqlite3.Connection, report: dict[str, Any], *, pairing=None) -> dict[str, Any]:
+def changelog(conn: sqlite3.Connection, report: dict[str, Any], *, pairing=None,
+              order: str = "triage") -> dict[str, Any]:
     """The semantic changelog of ``report`` (see the module docstring); a pure read.
 
     ``pairing``: the :class:`kbtool.services.diff.report.Pairing` the report was computed from, when
-    at hand (saves loading the facts of both versions again)."""
+    at hand (saves loading the facts of both versions again). ``order``: how ``modified`` is
+    sorted: ``triage`` (patch-likeness first, see :mod:`kbtool.services.diff.triage`),
+    ``index`` (new-side index) or ``weight`` (most changed first)."""
+    if order not in ORDERS:
+        raise ValueError(f"unknown order {order!r}: use one of {', '.join(ORDERS)}")
     a, b = int(report["from_version_id"]), int(report["to_version_id"])
     if pairing is not None and (pairing.from_version_id, pairing.to_version_id) == (a, b):
         old, new = pairing.old_rows, pairing.new_rows
@@ -114,6 +124,7 @@ def changelog(conn: sqlite3.Connection, report: dict[str, Any], *, pairing=None)
     mem_old = queries.mem_ops_for(conn, a, [c["from_index"] for c in pairs])
     mem_new = queries.mem_ops_for(conn, b, [c["to_index"] for c in pairs])
 
+    views = _views(conn, a, b) if pairs else None
     modified: list[dict[str, Any]] = []
     added: list[dict[str, Any]] = []
     deleted: list[dict[str, Any]] = []
@@ -140,6 +151,7 @@ def changelog(conn: sqlite3.Connection, report: dict[str, Any], *, pairing=None)
                                  and o2n.get(x) is not None][:8],
                 mem_old=mem_old.get(c["from_index"]), mem_new=mem_new.get(c["to_index"]),
             )
+            tri = _triage(views, c, ex, new, callee_label_new)
             modified.append({
                 "name": c["name"],
                 "from_index": c["from_index"],
@@ -157,6 +169,7 @@ def changelog(conn: sqlite3.Connection, report: dict[str, Any], *, pairing=None)
                 "instr_to": n["instr_count"],
                 "size_from": o["body_size"],
                 "size_to": n["body_size"],
+                **tri,
             })
         elif cls == "new":
             n = new.get(c["to_index"])
@@ -193,10 +206,73 @@ def changelog(conn: sqlite3.Connection, report: dict[str, Any], *, pairing=None)
         "from_version_id": a,
         "to_version_id": b,
         **program_fields(conn, a, b),  # from_program, to_program, warning when they differ
-        "modified": sorted(modified, key=lambda m: (-m["weight"], m["to_index"])),
+        "order": order,
+        "modified": _sorted(modified, order),
+        "groups": _groups(report, modified),
         "modified_unnamed": sum(1 for m in modified if not m["name"]),
         "new": added,
         "deleted": deleted,
         "imports_added": sorted(n for n in new_imports if n not in old_imports),
         "imports_removed": sorted(n for n in old_imports if n not in new_imports),
     }
+
+
+def _views(conn: sqlite3.Connection, a: int, b: int):
+    """The two modules, parsed (None when the KB holds no bytes or they do not decode)."""
+    try:
+        va = module_view(queries.module_bytes(conn, a))
+        vb = module_view(queries.module_bytes(conn, b))
+    except WasmFormatError:
+        return None
+    return (va, vb) if va is not None and vb is not None else None
+
+
+def _triage(views, c: dict[str, Any], ex: dict[str, Any], new: dict[int, dict[str, Any]],
+            label: Callable[[int], str]) -> dict[str, Any]:
+    ta: list = []
+    tb: list = []
+    if views is not None:
+        try:
+            ta = body_tokens(views[0], c["from_index"])
+            tb = body_tokens(views[1], c["to_index"])
+        except WasmFormatError:
+            ta, tb = [], []
+    return triage_pair(ex, ta, tb, label,
+                       lambda i: (new.get(i) or {}).get("strings") or ())
+
+
+_KIND_RANK = {k: i for i, k in enumerate(KINDS)}
+
+
+def _sorted(modified: list[dict[str, Any]], order: str) -> list[dict[str, Any]]:
+    if order == "index":
+        return sorted(modified, key=lambda m: m["to_index"])
+    if order == "weight":
+        return sorted(modified, key=lambda m: (-m["weight"], m["to_index"]))
+    return sorted(modified, key=lambda m: (_KIND_RANK.get(m["triage_kind"], 9), -m["triage"],
+                                           m["to_index"]))
+
+
+def _groups(report: dict[str, Any], modified: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the short views fold into one line each: layout changes (one struct offset
+    shift seen in many functions, listed once with its functions), relocations (same code,
+    data moved: moved/unchanged with ``relocated``), churn (refactors, inlining)."""
+    layouts = []
+    for g in layout_groups(modified):
+        fns = g["functions"]
+        layouts.append({
+            "delta": g["delta"], "offsets": g["offsets"], "count": len(fns),
+            "layout_only": sum(1 for m in fns if m["triage_kind"] == "layout"),
+            "functions": [{"name": m["name"], "to_index": m["to_index"],
+                           "stable_id": m["stable_id"]} for m in fns[:200]],
+        })
+        for m in fns:  # the shift is the layout change's, not each function's
+            m["layout_delta"] = g["delta"]
+    relocated = [c for c in report["changes"] if c.get("relocated")
+                 and c["classification"] in ("moved", "unchanged")]
+    counts = {k: 0 for k in KINDS}
+    for m in modified:
+        counts[m["triage_kind"]] += 1
+    return {"layout": layouts, "relocated": len(relocated),
+            "relocated_moved": sum(1 for c in relocated if c["classification"] == "moved"),
+            "kinds": counts}

@@ -56,6 +56,8 @@ from kbtool.kb import queries, store
 from kbtool.kb.db import transaction
 from kbtool.services.diff.changelog import changelog
 from kbtool.services.diff.programs import add_program_fields, program_fields
+from kbtool.services.diff.relocation import ModuleView, compare_bodies, module_view
+from kbtool.wasm.errors import WasmFormatError
 
 __all__ = [
     "get_diff",
@@ -168,6 +170,40 @@ def _refresh_names(conn: sqlite3.Connection, report: dict[str, Any]) -> None:
         c["confidence"] = ann["confidence"] if ann else None
 
 
+class _Relocation:
+    """Relocation-aware equivalence of the pairs the facts call different
+    (:mod:`kbtool.services.diff.relocation`): only pairs with the same instruction stream are
+    decoded, the two modules are parsed on first need."""
+
+    def __init__(self, conn: sqlite3.Connection, pg: Pairing) -> None:
+        self.conn, self.pg = conn, pg
+        self.views: tuple[ModuleView, ModuleView] | None | bool = False
+
+    def _views(self) -> tuple[ModuleView, ModuleView] | None:
+        if self.views is False:
+            a = queries.module_bytes(self.conn, self.pg.from_version_id)
+            b = queries.module_bytes(self.conn, self.pg.to_version_id)
+            try:
+                va, vb = module_view(a), module_view(b)
+                self.views = (va, vb) if va is not None and vb is not None else None
+            except WasmFormatError:
+                self.views = None
+        return self.views  # type: ignore[return-value]
+
+    def callee(self, i: int) -> int | None:
+        p = self.pg.by_old.get(i)
+        return p.new_index if p is not None else None
+
+    def same(self, p: Pair) -> bool:
+        o, n = self.pg.old_rows[p.old_index], self.pg.new_rows[p.new_index]
+        if o["ops"] != n["ops"] or o["type_sig"] != n["type_sig"]:
+            return False
+        views = self._views()
+        if views is None:
+            return False
+        return compare_bodies(views[0], p.old_index, views[1], p.new_index, self.callee).same
+
+
 def build_report(
     conn: sqlite3.Connection, pg: Pairing, va: dict[str, Any], vb: dict[str, Any],
     *, keep: dict[str, Any] | None = None,
@@ -204,15 +240,19 @@ def build_report(
 
     # old index -> new index of paired defined functions, to place deleted ones in order
     anchors: list[tuple[int, int]] = []
+    reloc = _Relocation(conn, pg)
     for p in pg.defined_pairs():
-        if p.new_index == p.old_index and pg.same_code(p):
-            cls = "unchanged"
-        elif pg.same_code(p):
-            cls = "moved"
-        else:
-            cls = "modified"
+        same = pg.same_code(p)
+        relocated = same and (pg.old_rows[p.old_index]["body_hash"]
+                              != pg.new_rows[p.new_index]["body_hash"])
+        if not same and reloc.same(p):
+            same = relocated = True
+        cls = ("unchanged" if p.new_index == p.old_index else "moved") if same else "modified"
         anchors.append((p.old_index, p.new_index))
-        keyed.append(((p.new_index, 0, p.old_index), entry(cls, p.old_index, p.new_index, p)))
+        e = entry(cls, p.old_index, p.new_index, p)
+        if relocated:
+            e["relocated"] = True  # same code; only data addresses (or call targets) moved
+        keyed.append(((p.new_index, 0, p.old_index), e))
     for n, row in sorted(pg.new_rows.items()):
         if row["imported"] or n in pg.by_new:
             continue
@@ -239,6 +279,9 @@ def build_report(
             # what changed, as short lines (the contract's change keys stay as they are)
             c["explain"] = m["items"]
             c["change_weight"] = m["weight"]
+            c["triage"] = m["triage"]
+            c["reasons"] = m["reasons"]
+            c["triage_kind"] = m["triage_kind"]
 
     counts = dict.fromkeys(CLASSIFICATIONS, 0)
     churn = review = 0

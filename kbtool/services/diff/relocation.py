@@ -1,0 +1,346 @@
+"""Relocation-aware equivalence of two function bodies (diff triage, issue 29.1).
+
+A rebuild moves data: every constant that is a linear-memory address (a string, a table, a
+``.bss`` variable) may change although the code did not. Two bodies with the same
+instruction stream are compared immediate by immediate, and an address is compared through
+what it points at, in its own module:
+
+- inside a data segment: the same bytes there (a C string up to its NUL; a Go/Rust sized
+  string ``(ptr, len)`` over ``len`` bytes; otherwise a 16-byte window in which
+  pointer-sized words that are themselves addresses on their side are masked, so a table of
+  pointers compares by its layout);
+- in ``.bss`` (no bytes): the same relative layout, i.e. one consistent, order-preserving
+  mapping old address -> new address within the function;
+- call / ``ref.func`` targets through the pairing (``callee_map``); type indices by their
+  signature text; Go function values ``(PC_F << 16) | PC_B`` (``PC_F = 0x1000 + i``, the
+  Go linker's ``funcValueOffset``) as the function they name, through the pairing.
+
+Everything else (opcodes, locals, branch depths, field offsets, small constants) must be
+equal. The answer says whether the bodies are the same code up to relocation, whether any
+address differed (``relocated``) and which data really differs (``data_changes``: old
+text -> new text, only when the two strings are not the same).
+
+Pure: bytes in, answer out (the service layer supplies the module bytes).
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from hashlib import blake2b
+from typing import Any
+
+from kbtool.wasm.errors import WasmFormatError
+from kbtool.wasm.facts import build_data_map, static_region
+from kbtool.wasm.instr import decode_one, skip_local_decls
+from kbtool.wasm.opcodes import KIND, MNEMONICS
+from kbtool.wasm.reader import Module, parse_module
+from kbtool.wasm.toolchain import detect_toolchain
+
+__all__ = ["module_view", "ModuleView", "BodyCompare", "compare_bodies", "body_tokens", "GO_FUNC_VALUE_OFFSET"]
+
+GO_FUNC_VALUE_OFFSET = 0x1000  # cmd/link/internal/wasm: PC_F of the first defined function
+MAX_CSTR = 256
+WINDOW = 16
+MAX_SIZED = 4096
+PREFIX_MIN = 8  # an unsized Go/Rust string pointer: this many equal bytes there
+
+_K_MEM, _K_I32, _K_CALL, _K_BLOCK, _K_I64 = 2, 3, 5, 6, 7
+_K_CALL_INDIRECT, _K_REF_FUNC, _K_TYPE, _K_MEM_LANE = 11, 12, 16, 20
+
+
+class ModuleView:
+    """One module's bytes with what relocation-aware comparison needs (parsed once)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.m: Module = parse_module(data)
+        m = self.m
+        tc = (detect_toolchain(m, ()) or "").lower()
+        self.go = tc.startswith("go") or any(
+            el.offset == GO_FUNC_VALUE_OFFSET and len(el.func_indices) >= len(m.code) // 2
+            for el in m.elements if isinstance(el.offset, int)) if m.code else False
+        self.sized = self.go or tc.startswith("rustc")
+        self.dmap = build_data_map(data, m, self.sized)
+        self.slo, self.shi = static_region(m, self.dmap)
+        self.nimp = m.num_func_imports
+        self.ndef = len(m.code)
+        self.type_text = [t.text() for t in m.types]
+
+    def body(self, index: int) -> tuple[int, int] | None:
+        ci = index - self.nimp
+        if not 0 <= ci < self.ndef:
+            return None
+        return self.m.code[ci]
+
+    def is_static(self, u: int) -> bool:
+        return self.slo <= u < self.shi
+
+    def go_func(self, c: int) -> int | None:
+        """The function index a Go function value ``(PC_F << 16) | PC_B`` names, or None."""
+        if not self.go or c < 0:
+            return None
+        f = (c >> 16) - GO_FUNC_VALUE_OFFSET
+        if 0 <= f < self.ndef:
+            return self.nimp + f
+        return None
+
+    def cstring(self, u: int) -> bytes | None:
+        loc = self.dmap.locate(u)
+        if loc is None:
+            return None
+        seg, rel = loc
+        end = seg.find(b"\x00", rel, rel + MAX_CSTR)
+        if end < 0 or end - rel < 1:
+            return None
+        s = seg[rel:end]
+        if any(b < 0x20 and b not in (9, 10, 13) for b in s):
+            return None
+        return bytes(s)
+
+    def sized_bytes(self, u: int, n: int) -> bytes | None:
+        loc = self.dmap.locate(u)
+        if loc is None or n <= 0 or n > MAX_SIZED:
+            return None
+        seg, rel = loc
+        return bytes(seg[rel:rel + n]) if rel + n <= len(seg) else None
+
+    def window(self, u: int) -> bytes | None:
+        """16 bytes at ``u`` with the words that are addresses on this side masked."""
+        loc = self.dmap.locate(u)
+        if loc is None:
+            return None
+        seg, rel = loc
+        w = bytearray(seg[rel:rel + WINDOW])
+        step = 8 if self.go else 4
+        fmt = "<Q" if step == 8 else "<I"
+        for i in range(0, len(w) - step + 1, step):
+            (v,) = struct.unpack_from(fmt, w, i)
+            if v and (self.is_static(v) or self.dmap.locate(v) is not None or self.go_func(v)):
+                w[i:i + step] = b"\xfe" * step
+        return bytes(w)
+
+
+_VIEWS: OrderedDict[bytes, ModuleView] = OrderedDict()
+_VIEWS_LOCK = threading.Lock()
+MAX_VIEWS = 4
+
+
+def module_view(data: bytes | None) -> ModuleView | None:
+    """The parsed view of a module's bytes (a small LRU keyed by content; None for None)."""
+    if not data:
+        return None
+    key = blake2b(data, digest_size=16).digest()
+    with _VIEWS_LOCK:
+        v = _VIEWS.get(key)
+        if v is not None:
+            _VIEWS.move_to_end(key)
+            return v
+    v = ModuleView(data)
+    with _VIEWS_LOCK:
+        _VIEWS[key] = v
+        while len(_VIEWS) > MAX_VIEWS:
+            _VIEWS.popitem(last=False)
+    return v
+
+
+def body_tokens(view: ModuleView, index: int) -> list[tuple[int, tuple]]:
+    """``[(op, immediates)]`` of one defined function's body (empty when it has none)."""
+    rng = view.body(index)
+    if rng is None:
+        return []
+    data = view.data
+    start, end = rng
+    p = skip_local_decls(data, start, end)
+    out: list[tuple[int, tuple]] = []
+    while p < end:
+        op, p, imms = decode_one(data, p, end)
+        out.append((op, imms))
+    return out
+
+
+def locals_decl(view: ModuleView, index: int) -> bytes:
+    rng = view.body(index)
+    if rng is None:
+        return b""
+    start, end = rng
+    return bytes(view.data[start:skip_local_decls(view.data, start, end)])
+
+
+@dataclass
+class BodyCompare:
+    """The answer of :func:`compare_bodies`."""
+
+    same: bool
+    relocated: bool = False
+    reason: str = ""
+    data_changes: list[tuple[str, str]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"same": self.same, "relocated": self.relocated, "reason": self.reason,
+                "data_changes": [list(x) for x in self.data_changes]}
+
+
+def _text(b: bytes | None) -> str:
+    if b is None:
+        return "?"
+    return b.decode("utf-8", "replace")[:120]
+
+
+class _Addr:
+    """Compares address pairs of one function pair, with the .bss layout mapping."""
+
+    def __init__(self, va: ModuleView, vb: ModuleView) -> None:
+        self.va, self.vb = va, vb
+        self.bss: dict[int, int] = {}
+        self.bss_rev: dict[int, int] = {}
+        self.relocated = False
+        self.changes: list[tuple[str, str]] = []
+
+    def same(self, a: int, b: int, size: int | None) -> bool:
+        """Two constants at the same position: the same data up to relocation?"""
+        if a == b:
+            return True
+        va, vb = self.va, self.vb
+        ua, ub = a & 0xFFFFFFFFFFFFFFFF, b & 0xFFFFFFFFFFFFFFFF
+        la, lb = va.dmap.locate(ua), vb.dmap.locate(ub)
+        if la is not None and lb is not None:
+            if size is not None:
+                xa, xb = va.sized_bytes(ua, size), vb.sized_bytes(ub, size)
+                if xa is not None and xa == xb:
+                    self.relocated = True
+                    return True
+            ca, cb = va.cstring(ua), vb.cstring(ub)
+            if ca is not None and cb is not None and not va.sized:
+                if ca == cb:
+                    self.relocated = True
+                    return True
+                self.changes.append((_text(ca), _text(cb)))
+                return False
+            if size is not None and size <= MAX_SIZED:
+                xa, xb = va.sized_bytes(ua, size), vb.sized_bytes(ub, size)
+                if xa is not None and xb is not None and _printable(xa) and _printable(xb):
+                    self.changes.append((_text(xa), _text(xb)))
+                    return False
+            wa, wb = va.window(ua), vb.window(ub)
+            if wa is not None and wa == wb:
+                self.relocated = True
+                return True
+            if size is None and va.sized and _common_prefix(va, ua, vb, ub) >= PREFIX_MIN:
+                # an unsized pointer into a string blob: the same text starts there
+                self.relocated = True
+                return True
+            return False
+        if la is None and lb is None and va.is_static(ua) and vb.is_static(ub):
+            # .bss: no bytes; the same relative layout (one consistent, ordered mapping)
+            if self.bss.get(ua, ub) != ub or self.bss_rev.get(ub, ua) != ua:
+                return False
+            for xa, xb in self.bss.items():
+                if (xa < ua) != (xb < ub):
+                    return False
+            self.bss[ua] = ub
+            self.bss_rev[ub] = ua
+            self.relocated = True
+            return True
+        return False
+
+
+def _common_prefix(va: ModuleView, ua: int, vb: ModuleView, ub: int) -> int:
+    xa, xb = va.sized_bytes(ua, 64) or b"", vb.sized_bytes(ub, 64) or b""
+    n = 0
+    for x, y in zip(xa, xb, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _printable(b: bytes) -> bool:
+    try:
+        s = b.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return s.replace("\n", "").replace("\t", "").isprintable()
+
+
+def compare_bodies(
+    va: ModuleView, ia: int, vb: ModuleView, ib: int, callee_map: Callable[[int], int | None],
+) -> BodyCompare:
+    """Are function ``ia`` of ``va`` and ``ib`` of ``vb`` the same code up to relocation?
+
+    ``callee_map``: old function index -> the new index it is paired with (None: unpaired).
+    """
+    try:
+        if locals_decl(va, ia) != locals_decl(vb, ib):
+            return BodyCompare(False, reason="locals differ")
+        ta, tb = body_tokens(va, ia), body_tokens(vb, ib)
+    except WasmFormatError as exc:
+        return BodyCompare(False, reason=f"undecodable: {exc}")
+    if len(ta) != len(tb):
+        return BodyCompare(False, reason="instruction count differs")
+    addr = _Addr(va, vb)
+    for k, ((oa, ma), (ob, mb)) in enumerate(zip(ta, tb, strict=True)):
+        if oa != ob:
+            return BodyCompare(False, reason=f"{MNEMONICS[oa]} -> {MNEMONICS[ob]}")
+        if ma == mb:
+            continue
+        kind = KIND[oa]
+        if kind in (_K_CALL, _K_REF_FUNC):
+            if callee_map(ma[0]) == mb[0]:
+                continue
+            return BodyCompare(False, reason=f"{MNEMONICS[oa]} target differs")
+        if kind in (_K_I32, _K_I64):
+            a, b = ma[0], mb[0]
+            ga, gb = va.go_func(a), vb.go_func(b)
+            if ga is not None and gb is not None:
+                if (a & 0xFFFF) == (b & 0xFFFF) and callee_map(ga) == gb:
+                    addr.relocated = True
+                    continue
+                return BodyCompare(False, reason="Go function value differs")
+            size = _size_after(ta, tb, k)
+            if addr.same(a, b, size):
+                continue
+            return BodyCompare(False, data_changes=addr.changes,
+                               reason=f"{MNEMONICS[oa]} {a} -> {b}")
+        if kind in (_K_MEM, _K_MEM_LANE):
+            if ma[0] != mb[0] or ma[2:] != mb[2:]:
+                return BodyCompare(False, reason="memarg differs")
+            oa_, ob_ = ma[1], mb[1]
+            if va.is_static(oa_) and vb.is_static(ob_) and addr.same(oa_, ob_, None):
+                continue
+            return BodyCompare(False, reason=f"{MNEMONICS[oa]} offset {oa_} -> {ob_}")
+        if kind == _K_CALL_INDIRECT:
+            if _tt(va, ma[0]) == _tt(vb, mb[0]) and ma[1] == mb[1]:
+                continue
+            return BodyCompare(False, reason="call_indirect type differs")
+        if kind in (_K_BLOCK, _K_TYPE):
+            x, y = ma[0], mb[0]
+            if isinstance(x, int) and isinstance(y, int) and _tt(va, x) == _tt(vb, y):
+                continue
+            return BodyCompare(False, reason=f"{MNEMONICS[oa]} type differs")
+        return BodyCompare(False, reason=f"{MNEMONICS[oa]} operand differs")
+    return BodyCompare(True, relocated=addr.relocated)
+
+
+def _tt(v: ModuleView, t: int) -> str | None:
+    return v.type_text[t] if 0 <= t < len(v.type_text) else None
+
+
+def _size_after(ta: list, tb: list, k: int) -> int | None:
+    """The length of a sized string (Go/Rust ``(ptr, len)``): the first constant within
+    twelve instructions that is stored right away (``i64.const len; i64.store``) or, right
+    after the pointer, the next constant; the same small value on both sides."""
+    for j in range(k + 1, min(k + 13, len(ta) - 1)):
+        oa, ma = ta[j]
+        ob, mb = tb[j]
+        if KIND[oa] in (_K_I32, _K_I64) and oa == ob:
+            nxt = MNEMONICS[ta[j + 1][0]]
+            if j == k + 1 or ".store" in nxt:
+                if ma == mb and 0 < ma[0] <= MAX_SIZED:
+                    return int(ma[0])
+                if j == k + 1:
+                    return None
+    return None
