@@ -412,17 +412,23 @@ def test_provider_b_pass_through_the_openai_sdk(kb):
             "provider_b",
             "--max-functions",
             "40",
+            "--concurrency",
+            "1",
             "--json",
             env=env,
         )
         requests = list(srv.requests)
+        billed = (srv.tokens_in, srv.tokens_out)
     s = json.loads(p.stdout)
     assert s["backend"] == "provider_b" and s["considered"] == 40
-    assert "estimate: up to 40 model calls to provider_b (fake-model-b)" in p.stderr
+    assert "estimate: up to 80 model calls to provider_b (fake-model-b)" in p.stderr
     llm = [d for d in s["details"] if d["source"] == "llm"]
     assert llm and all(d["model"] == "fake-model-b" and d["backend"] == "openai" for d in llm)
-    # one 429 retried by the SDK; the two malformed answers are verifier rejects
-    assert len(requests) == s["proposed"] - s["specialist_proposed"] + 1
+    # two prompts per function, except the two whose first answer was malformed; one 429
+    # retried by the SDK
+    assert len(requests) == 2 * (s["proposed"] - s["specialist_proposed"]) - 2 + 1
+    assert (s["tokens_in"], s["tokens_out"]) == billed
+    assert s["calls"] + s["call_errors"] == len(requests) - 1
     assert all(
         r["path"] == "/v1/chat/completions" and r["model"] == "fake-model-b" for r in requests
     )

@@ -36,7 +36,8 @@ CTX = {
 }
 ANSWER = (
     '{"explanation": "checks the magic then reads", "name": "read_frame_header", '
-    '"summary": "parses a header", "confidence": 0.97, "reasons": ["magic string"]}'
+    '"summary": "parses a header", "confidence": 0.97, "reasons": ["magic string"], '
+    '"evidence": {"strings": ["bad magic number"], "callees": ["f3"]}}'
 )
 
 
@@ -117,24 +118,27 @@ PROVIDERS = [
 
 @pytest.mark.parametrize(("kind", "selector", "backend", "path"), PROVIDERS)
 def test_provider_success_records_backend_and_model(kind, selector, backend, path):
-    with FakeLLMServer([("text", ANSWER)]) as srv:
+    with FakeLLMServer([("text", ANSWER), ("text", ANSWER)]) as srv:
         be = resolve_backend(selector, _env(kind, srv), max_retries=0)
         (rv,) = run_round(be, [CTX], set())
     p = rv.proposal
     assert rv.verdict.ok and p.name == "read_frame_header" and p.source == "llm"
-    assert p.confidence == 0.85  # model's 0.97 capped: uncalibrated
+    # calibrated, not the model's 0.97: two prompts agree and both claims are in the facts
+    assert p.confidence == 0.8 and p.rule == "llm_agreed_evidenced"
+    assert p.calibration["agree"] is True and len(p.calibration["verified"]) == 2
+    assert be.meter.calls == 2 and be.meter.tokens_in == srv.tokens_in > 100
     ev = p.evidence()
     assert ev["backend"] == backend and ev["model"] == srv.requests[0]["model"]
     assert ev["model"] == ("fake-claude" if kind == "a" else "fake-gpt")
     assert any("model_confidence=0.97" in r for r in ev["reasons"])
-    assert [r["path"] for r in srv.requests] == [path]
+    assert [r["path"] for r in srv.requests] == [path, path]
     assert "bad magic number" in str(srv.requests[0]["body"]["messages"])
 
 
 @pytest.mark.parametrize(("kind", "selector", "backend", "path"), PROVIDERS)
 def test_provider_retries_429_then_succeeds(kind, selector, backend, path):
     with FakeLLMServer([("status", 429), ("text", ANSWER)]) as srv:
-        be = resolve_backend(selector, _env(kind, srv), max_retries=2)
+        be = resolve_backend(selector, _env(kind, srv), max_retries=2, opinions=1)
         (rv,) = run_round(be, [CTX], set())
     assert rv.verdict.ok and rv.proposal.name == "read_frame_header"
     assert len(srv.requests) == 2
@@ -151,7 +155,7 @@ def test_provider_500_and_malformed_bodies_are_counted_rejects(kind, selector, b
     ]
     ctxs = [{**CTX, "index": i} for i in range(4)]
     with FakeLLMServer(script) as srv:
-        be = resolve_backend(selector, _env(kind, srv), max_retries=1)
+        be = resolve_backend(selector, _env(kind, srv), max_retries=1, opinions=1)
         got = run_round(be, ctxs, set(), concurrency=1)
     codes = [rv.verdict.code for rv in got]
     assert codes == ["provider_error", "provider_error", "malformed", "generic"]
@@ -195,7 +199,7 @@ def test_specialist_answers_known_families_without_a_model_call():
         got = run_round(be, [wrapper, CTX, {**CTX, "index": 13}], {"fd_close"}, concurrency=3)
     assert [rv.proposal.source for rv in got] == ["specialist", "llm", "llm"]
     assert got[0].proposal.name == "__wasi_fd_close" and got[0].proposal.backend == "openai"
-    assert len(srv.requests) == 2  # the specialist case made no call
+    assert len(srv.requests) == 4  # two prompts each; the specialist case made no call
     # both llm answers are canned "fake_named_<index>" names: distinct, verified
     assert [rv.verdict.ok for rv in got] == [True, True, True]
 
@@ -203,7 +207,7 @@ def test_specialist_answers_known_families_without_a_model_call():
 @needs_b
 def test_same_name_twice_in_a_round_is_rejected_the_second_time():
     with FakeLLMServer([("text", ANSWER), ("text", ANSWER)]) as srv:
-        be = resolve_backend("provider_b", _env("b", srv), max_retries=0)
+        be = resolve_backend("provider_b", _env("b", srv), max_retries=0, opinions=1)
         got = run_round(be, [CTX, {**CTX, "index": 13}], set(), concurrency=1)
     assert [rv.verdict.code for rv in got] == ["ok", "taken"]
 

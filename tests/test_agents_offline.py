@@ -225,20 +225,28 @@ def test_run_rounds_feeds_names_forward_and_stops_at_fixpoint():
         gate[p.index] = (p.name, p.confidence)
         return True, "written"
 
-    one = run_rounds(OfflineBackend(), _chain_contexts(), {"fd_seek"}, write, rounds=1)
-    assert gate == {16: ("__wasi_fd_seek", gate[16][1])} and one.rounds_run == 1
-    gate.clear()
+    # bottom-up: the callee (16) is proposed first, so its caller (30) already sees the name
+    # in round 1; a second round has nothing left to revisit
     seen = []
     s = run_rounds(
         OfflineBackend(), _chain_contexts(), {"fd_seek"}, write, rounds=5,
         on_result=lambda r, rv, outcome, _why: seen.append((r, rv.proposal.name, outcome)),
     )  # fmt: skip
-    assert seen == [(1, "__wasi_fd_seek", "write"), (2, "__lseek", "write")]
+    assert seen == [(1, "__wasi_fd_seek", "write"), (1, "__lseek", "write")]
     assert {i: n for i, (n, _c) in gate.items()} == {16: "__wasi_fd_seek", 30: "__lseek"}
     d = s.to_dict()
-    assert d["rounds_run"] == 2 and d["considered"] == 3 and d["written"] == 2
+    assert d["rounds_run"] == 1 and d["considered"] == 3 and d["written"] == 2
     assert d["specialist_written"] == 2 and d["backend"] == "offline"
     assert [x["name"] for x in d["details"]] == ["__wasi_fd_seek", "__lseek"]
+    # in context order without bottom-up, the caller needs a second round
+    gate.clear()
+    seen.clear()
+    s = run_rounds(
+        OfflineBackend(), _chain_contexts(), {"fd_seek"}, write, rounds=5, bottom_up=False,
+        on_result=lambda r, rv, outcome, _why: seen.append((r, rv.proposal.name, outcome)),
+    )  # fmt: skip
+    assert seen == [(1, "__wasi_fd_seek", "write"), (2, "__lseek", "write")]
+    assert s.to_dict()["rounds_run"] == 2
 
 
 def test_run_rounds_counts_gate_refusals_as_economy_rejects():

@@ -3,24 +3,46 @@ backend objects that turn one context into one :class:`~.proposal.Proposal`.
 
 Every backend runs the specialist first; a specialist candidate whose calibrated confidence
 reaches :data:`SPECIALIST_MIN` wins without calling a model. Provider backends then ask the
-model; their self-reported confidence is not calibrated, so it is capped at
-:data:`LLM_CONFIDENCE_CAP` (the raw value stays in the evidence as ``model_confidence``).
+model with the naming prompt (:func:`~.prompts.build_prompt`: the function's C, its callees
+and callers, strings and data labels, under a token budget) and, by default, a second
+differently ordered prompt; the written confidence comes from
+:func:`~.calibration.llm_confidence` (evidence checked against the facts, agreement of the two
+answers, consistency with the callees), never from the model's own number (kept in the
+evidence as ``model_confidence``).
+
+Answers are kept as they arrive in an :class:`AnswerStore` (the pass service's is the KB's
+``agent_answers`` table), keyed by backend, model and prompt hash: a re-run, or a pass
+resumed after an interruption, sends only the prompts that have no answer yet. A circuit
+breaker stops calling after :data:`DEFAULT_BREAKER` consecutive failed calls.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from . import provider_a, provider_b
-from .calibration import rule_confidence
+from .calibration import llm_confidence, rule_confidence
 from .context import DEFAULT_MAX_CHARS
+from .costs import Meter, price_table
 from .offline import propose_offline
-from .prompts import PROMPT_VERSION, SYSTEM_PROMPT, MalformedAnswer, parse_answer, user_prompt
+from .prompts import (
+    DEFAULT_PROMPT_TOKENS,
+    PROMPT_VERSION,
+    MalformedAnswer,
+    Prompt,
+    build_prompt,
+    c_text,
+    parse_answer,
+)
 from .proposal import Proposal
+from .sdk_client import Completion
 from .specialist import specialist_candidates
+from .tokens import split_tokens
+from .verifier import check_evidence, consistent_with_facts
 
 SELECTORS = (
     "auto",
@@ -32,7 +54,13 @@ SELECTORS = (
 )
 AUTO_ORDER = ("provider_a", "provider_b", "offline")
 SPECIALIST_MIN = 0.5
-LLM_CONFIDENCE_CAP = 0.85
+LLM_CONFIDENCE_CAP = 0.85  # the deep understanding's cap (its answers are not re-asked)
+DEFAULT_RETRIES = 3
+DEFAULT_CONCURRENCY = 4
+DEFAULT_BREAKER = 5  # consecutive failed calls that open the circuit
+RETRIES_ENV = "KBTOOL_AGENT_RETRIES"
+CONCURRENCY_ENV = "KBTOOL_AGENT_CONCURRENCY"
+OPINIONS_ENV = "KBTOOL_AGENT_OPINIONS"
 
 _SPECS: dict[str, dict[str, Any]] = {
     "offline": {
@@ -118,21 +146,43 @@ def canonical_selector(selector: str) -> str:
     return selector
 
 
+def int_setting(env: Mapping[str, str], key: str, default: int, lo: int, hi: int) -> int:
+    """An integer setting from ``env[key]`` (default when unset); ValueError with one line
+    when it is not a whole number in ``lo..hi``."""
+    raw = (env.get(key) or "").strip()
+    if not raw:
+        return default
+    try:
+        v = int(raw)
+    except ValueError:
+        raise ValueError(f"{key} must be a whole number from {lo} to {hi}, not {raw!r}") from None
+    if not lo <= v <= hi:
+        raise ValueError(f"{key} must be a whole number from {lo} to {hi}, not {raw!r}")
+    return v
+
+
 def resolve_backend(
     selector: str = "auto",
     env: Mapping[str, str] | None = None,
     *,
     timeout: float | None = None,
-    max_retries: int = 3,
+    max_retries: int | None = None,
     max_chars: int = DEFAULT_MAX_CHARS,
     max_bytes: int | None = None,
+    budget: int = DEFAULT_PROMPT_TOKENS,
+    opinions: int | None = None,
+    price: tuple[float, float] | None = None,
 ) -> Backend:
     """The backend for ``selector``; ``auto`` = first available of provider_a, provider_b,
     offline. A named backend that is unavailable raises :class:`BackendUnavailable`.
 
     ``timeout`` is the total deadline of one provider call in seconds, retries included, and
     ``max_bytes`` its largest response (None: ``KBTOOL_AGENT_TIMEOUT`` /
-    ``KBTOOL_AGENT_MAX_BYTES`` in ``env``, else 120 s and 4 MB; see :mod:`.sdk_client`)."""
+    ``KBTOOL_AGENT_MAX_BYTES`` in ``env``, else 120 s and 4 MB; see :mod:`.sdk_client`);
+    ``max_retries`` the SDK's retries of a 429/5xx/connection error (None:
+    ``KBTOOL_AGENT_RETRIES`` or 3); ``budget`` the prompt's token budget; ``opinions`` 2 asks
+    a second prompt for the agreement check, 1 does not (None: ``KBTOOL_AGENT_OPINIONS`` or
+    2); ``price`` (US$ per million tokens in, out) overrides the price table."""
     env = os.environ if env is None else env
     name = canonical_selector(selector)
     if name == "auto":
@@ -144,13 +194,22 @@ def resolve_backend(
         )
     if name == "offline":
         return OfflineBackend()
+    if max_retries is None:
+        max_retries = int_setting(env, RETRIES_ENV, DEFAULT_RETRIES, 0, 20)
+    if max_retries < 0:
+        raise ValueError(f"retries must be 0 or more, not {max_retries}")
+    if opinions is None:
+        opinions = int_setting(env, OPINIONS_ENV, 2, 1, 2)
     if name == "provider_a":
         client: Any = provider_a.MessagesClient(env, timeout=timeout, max_retries=max_retries,
                                                 max_bytes=max_bytes)
     else:
         client = provider_b.ChatClient(env, timeout=timeout, max_retries=max_retries,
                                        max_bytes=max_bytes)
-    return LLMBackend(name, _SPECS[name]["backend"], client.model, client.complete, max_chars)
+    if price is None:
+        price = price_table(env).get(client.model)
+    return LLMBackend(name, _SPECS[name]["backend"], client.model, client.complete_full,
+                      max_chars, budget=budget, opinions=opinions, meter=Meter(price))
 
 
 class OfflineBackend:
@@ -192,71 +251,189 @@ def specialist_proposal(
     )
 
 
+class AnswerStore(Protocol):
+    """Where answers are kept as they arrive (the pass service: the KB; thread-safe)."""
+
+    def get(self, key: str) -> Mapping[str, Any] | None:
+        """``{"text", "tokens_in", "tokens_out"}`` of a stored answer, or None."""
+        ...
+
+    def put(self, key: str, answer: Mapping[str, Any]) -> None:
+        """Store ``answer`` (text, tokens_in, tokens_out, index, variant) under ``key``."""
+        ...
+
+
 class LLMBackend:
-    """A provider backend: specialist first, then one model call per function."""
+    """A provider backend: specialist first, then one model call per prompt (two prompts per
+    function with ``opinions=2``), answers kept in ``store``, spending counted in ``meter``."""
 
     def __init__(
         self,
         name: str,
         backend: str,
         model: str,
-        complete: Callable[[str, str], str],
+        complete: Callable[[str, str], str | Completion],
         max_chars: int = DEFAULT_MAX_CHARS,
+        *,
+        budget: int = DEFAULT_PROMPT_TOKENS,
+        opinions: int = 2,
+        meter: Meter | None = None,
+        store: AnswerStore | None = None,
+        breaker: int = DEFAULT_BREAKER,
     ) -> None:
         self.name, self.backend, self.model = name, backend, model
         self._complete = complete
         self._max_chars = max_chars
+        self.budget, self.opinions = budget, opinions
+        self.meter = meter or Meter()
+        self.store = store
+        self.breaker = breaker
+        self._failures = 0
+        self.circuit_open = False
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ calls
+    def prompts(self, ctx: Mapping[str, Any]) -> list[Prompt]:
+        """The prompts one function costs (the second only with ``opinions=2``)."""
+        out = [build_prompt(ctx, self.budget)]
+        if self.opinions > 1:
+            out.append(build_prompt(ctx, self.budget, variant="b"))
+        return out
+
+    def ask(self, prompt: Prompt, index: int | None = None) -> str:
+        """The answer text to ``prompt``: from the store, else one model call (stored at
+        once). Raises the SDK's error after its retries, or RuntimeError while the circuit
+        is open."""
+        key = prompt.key(self.backend, self.model)
+        if self.store is not None:
+            hit = self.store.get(key)
+            if hit is not None:
+                self.meter.hit()
+                return str(hit["text"])
+        if self.circuit_open:
+            raise RuntimeError(f"circuit open: {self.breaker} calls in a row failed; "
+                               "no further call in this pass")
+        try:
+            res = self._complete(prompt.system, prompt.text)
+        except Exception:
+            self.meter.fail()
+            with self._lock:
+                self._failures += 1
+                if self._failures >= self.breaker:
+                    self.circuit_open = True
+            raise
+        with self._lock:
+            self._failures = 0
+        if isinstance(res, Completion):
+            text, tin, tout = res.text, res.tokens_in, res.tokens_out
+        else:
+            text, tin, tout = str(res), None, None
+        self.meter.add(tin, tout, prompt=prompt.system + prompt.text, answer=text)
+        if self.store is not None:
+            self.store.put(key, {"text": text, "tokens_in": tin, "tokens_out": tout,
+                                 "index": index, "variant": prompt.variant,
+                                 "prompt_tokens": prompt.tokens})
+        return text
 
     def propose(self, ctx: Mapping[str, Any], taken: frozenset[str] | set[str]) -> Proposal | None:
         spec = specialist_proposal(ctx, taken, self.backend)
         if spec is not None:
             return spec
+        index = int(ctx["index"])
         base = {
-            "index": int(ctx["index"]),
+            "index": index,
             "stable_id": ctx.get("stable_id"),
             "backend": self.backend,
             "model": self.model,
             "source": "llm",
         }
-        try:
-            text = self._complete(SYSTEM_PROMPT, user_prompt(ctx, self._max_chars))
-        except Exception as e:  # SDK errors after its retries: counted, never a crash
-            return Proposal(
-                name=None,
-                confidence=0.0,
-                error=f"provider error: {_one_line(e)}",
-                rule="provider_error",
-                **base,
-            )
-        try:
-            ans = parse_answer(text)
-        except MalformedAnswer as e:
-            return Proposal(
-                name=None, confidence=0.0, error=f"malformed answer: {e}", rule="malformed", **base
-            )
-        return proposal_from_answer(ans, base)
+        prompts = self.prompts(ctx)
+        answers: list[dict[str, Any] | None] = []
+        for i, prompt in enumerate(prompts):
+            try:
+                text = self.ask(prompt, index)
+            except Exception as e:  # SDK errors after its retries: counted, never a crash
+                if i == 0:
+                    return Proposal(name=None, confidence=0.0, rule="provider_error",
+                                    error=f"provider error: {_one_line(e)}", **base)
+                answers.append(None)
+                continue
+            try:
+                answers.append(parse_answer(text))
+            except MalformedAnswer as e:
+                if i == 0:
+                    return Proposal(name=None, confidence=0.0, error=f"malformed answer: {e}",
+                                    rule="malformed", **base)
+                answers.append(None)
+        first = answers[0]
+        assert first is not None
+        second = answers[1] if len(answers) > 1 else None
+        agree: bool | None = None
+        if len(prompts) > 1:
+            agree = second is not None and same_name(first["name"], second["name"])
+        return proposal_from_answer(first, base, ctx=ctx, agree=agree,
+                                    c=c_text(ctx), second=second)
 
     def complete(self, system: str, user: str) -> str:
         """One raw model call (the SDK's retries and timeout apply); errors propagate."""
-        return self._complete(system, user)
+        res = self._complete(system, user)
+        if isinstance(res, Completion):
+            self.meter.add(res.tokens_in, res.tokens_out, prompt=system + user, answer=res.text)
+            return res.text
+        return str(res)
+
+
+def same_name(a: str, b: str) -> bool:
+    """Two answers name the function alike: equal ignoring case and separators."""
+    return split_tokens(a) == split_tokens(b)
 
 
 def proposal_from_answer(
-    ans: Mapping[str, Any], base: Mapping[str, Any], prompt: str = PROMPT_VERSION
+    ans: Mapping[str, Any],
+    base: Mapping[str, Any],
+    prompt: str = PROMPT_VERSION,
+    *,
+    ctx: Mapping[str, Any] | None = None,
+    agree: bool | None = None,
+    c: str = "",
+    second: Mapping[str, Any] | None = None,
 ) -> Proposal:
     """A provider proposal from a parsed answer (:func:`~.prompts.parse_answer`); ``base``
-    holds index, stable_id, backend, model and source. The confidence is capped."""
+    holds index, stable_id, backend, model and source. With ``ctx`` the confidence is
+    calibrated (:func:`~.calibration.llm_confidence`: evidence checked against ``ctx`` and
+    the C ``c`` the prompt showed, ``agree`` with a second opinion); without it (the deep
+    reader, whose answer is not re-asked) the model's number capped at
+    :data:`LLM_CONFIDENCE_CAP`."""
     reasons = list(ans["reasons"])
     if ans["explanation"]:
         reasons.insert(0, ans["explanation"])
     reasons.append(f"model_confidence={ans['confidence']:g}; prompt={prompt}")
-    return Proposal(
-        name=ans["name"],
-        confidence=round(min(max(ans["confidence"], 0.0), LLM_CONFIDENCE_CAP), 3),
-        summary=ans["summary"],
-        reasons=reasons,
-        **base,
-    )
+    extra: dict[str, Any] = {"locals": dict(ans.get("locals") or {}),
+                             "prototype": str(ans.get("prototype") or "")}
+    if ctx is None:
+        return Proposal(
+            name=ans["name"],
+            confidence=round(min(max(ans["confidence"], 0.0), LLM_CONFIDENCE_CAP), 3),
+            summary=ans["summary"],
+            reasons=reasons,
+            **extra,
+            **base,
+        )
+    ok, bad = check_evidence(ans.get("evidence") or {}, ctx, c)
+    name = ans["name"]
+    words = {t for t in split_tokens(name) if len(t) >= 3}
+    linked = any(w in claim.lower() for w in words for claim in ok)
+    consistent = consistent_with_facts(name, ctx)
+    conf, rule = llm_confidence(verified=len(ok), false=len(bad), agree=agree,
+                                consistent=consistent, linked=linked)
+    calib = {"model_confidence": ans["confidence"], "verified": ok[:8], "false": bad[:8],
+             "agree": agree, "consistent": consistent}
+    if second is not None and agree is False:
+        calib["second_name"] = str(second.get("name"))[:96]
+    if bad:
+        reasons.append("evidence not in the facts: " + "; ".join(bad[:4]))
+    return Proposal(name=name, confidence=conf, summary=ans["summary"], reasons=reasons,
+                    rule=rule, calibration=calib, **extra, **base)
 
 
 def _one_line(e: BaseException) -> str:

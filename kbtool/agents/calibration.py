@@ -54,3 +54,46 @@ def build_table(counts: dict[str, tuple[int, int]], source: str) -> dict[str, An
             for r, (right, n) in sorted(counts.items())
         },
     }
+
+
+# ----------------------------------------------------------------- provider answers
+# A model's own confidence is not calibrated (7.5 and 0.9 both mean "sure"). The written
+# confidence of a provider answer comes from what can be checked instead:
+#   * evidence: every string, callee, constant or line of code the answer claims must be in
+#     the prompt's facts; one false claim means the model is reading something that is not
+#     there (a confabulation);
+#   * agreement: a second, differently ordered prompt (or a second model) names the function
+#     independently; a guess rarely repeats, a reading does;
+#   * consistency: the name shares a word with a callee, a string or a data label.
+# The levels below were set on the fake provider's error model (benchmarks/agent_pass.py) and
+# are deliberately conservative: only agreed, evidenced answers reach the 0.5 write floor.
+LLM_FALSE_EVIDENCE = 0.1
+LLM_DISAGREE = 0.2
+LLM_AGREED_EVIDENCED = 0.8
+LLM_AGREED_BARE = 0.4
+LLM_SINGLE_STRONG = 0.55  # one prompt, two or more verified claims, a name word among them
+LLM_SINGLE = 0.35
+LLM_CONSISTENT_BONUS = 0.05
+
+
+def llm_confidence(
+    *, verified: int, false: int, agree: bool | None, consistent: bool, linked: bool = False
+) -> tuple[float, str]:
+    """(written confidence, rule) of a provider answer from its checks (see above).
+
+    ``verified``/``false``: evidence claims found / not found in the facts; ``agree``: the
+    second opinion gave the same name (None: no second opinion); ``consistent``: a name word
+    appears among the callees, strings or data labels; ``linked``: a name word appears in a
+    verified claim."""
+    if false:
+        return LLM_FALSE_EVIDENCE, "llm_false_evidence"
+    if agree is False:
+        return LLM_DISAGREE, "llm_disagree"
+    bonus = LLM_CONSISTENT_BONUS if consistent else 0.0
+    if agree:
+        if verified:
+            return round(LLM_AGREED_EVIDENCED + bonus, 3), "llm_agreed_evidenced"
+        return round(LLM_AGREED_BARE + bonus, 3), "llm_agreed_bare"
+    if verified >= 2 and linked:
+        return round(LLM_SINGLE_STRONG + bonus, 3), "llm_single_strong"
+    return round(LLM_SINGLE + bonus, 3), "llm_single"

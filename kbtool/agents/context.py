@@ -22,6 +22,10 @@ and the verifier read only this dict. Keys (all optional except ``index``):
 ``exports``          list[str], export names of the function
 ``mnemonics``        list[str], the whole body for short functions (see ``SHORT_BODY``)
 ``lifted_c``         str, optional lifted C text
+``c``                str, the cleaned C the naming prompt shows (the pass service adds it)
+``c_names``          dict index -> identifier the C uses for that callee/caller (its placeholder)
+``data``             list[str], data labels and globals the function uses (``kbtool analyze``)
+``comments``         list[str], comments already written on the function
 ``existing``         ``{"name", "confidence", "provenance"}`` of the current annotation or None
 ``string_sharing``   dict str -> int, how many functions of the version reference each string
 ===================  ==========================================================================
@@ -95,7 +99,7 @@ def context_from_facts(
             continue
         g = functions[c]
         imp = g.import_name if g.imported else None
-        callees.append({"index": c, "name": names.get(c), "import": imp})
+        callees.append({"index": c, "name": names.get(c), "import": imp, "type": g.type_sig})
         if imp:
             imports.append(imp)
     caller_list = [
@@ -104,6 +108,7 @@ def context_from_facts(
             "name": names.get(i),
             "instr_count": functions[i].instr_count,
             "calls": len(set(functions[i].calls)),
+            "type": functions[i].type_sig,
         }
         for i in (callers or {}).get(index, [])
         if 0 <= i < len(functions)

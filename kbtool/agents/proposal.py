@@ -28,6 +28,9 @@ class Proposal:
     source: str = "heuristic"
     rule: str | None = None
     error: str | None = None
+    locals: dict[str, str] = field(default_factory=dict)  # C variable -> better name
+    prototype: str = ""
+    calibration: dict[str, Any] = field(default_factory=dict)  # how the confidence was made
 
     def evidence(self) -> dict[str, Any]:
         """The evidence object to store with the annotation (JSON-ready)."""
@@ -41,6 +44,8 @@ class Proposal:
             ev["rule"] = self.rule
         if self.error:
             ev["error"] = self.error
+        if self.calibration:
+            ev["calibration"] = dict(self.calibration)
         return ev
 
     def to_dict(self) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .sdk_client import MAX_TOKENS, SDKClient
+from .sdk_client import MAX_TOKENS, Completion, SDKClient, usage_count
 
 PACKAGE = "anthropic"
 KEY_ENV = "PROVIDER_A_API_KEY"
@@ -29,11 +29,14 @@ class MessagesClient(SDKClient):
 
         return anthropic.Anthropic(**settings)
 
-    def _complete(self, system: str, user: str) -> str:
+    def _complete(self, system: str, user: str) -> Completion:
         msg = self._client.messages.create(
             model=self.model,
             max_tokens=MAX_TOKENS,
             system=system,
             messages=[{"role": "user", "content": user}],
         )
-        return "".join(getattr(b, "text", "") for b in msg.content if b.type == "text")
+        text = "".join(getattr(b, "text", "") for b in msg.content if b.type == "text")
+        usage = getattr(msg, "usage", None)
+        return Completion(text, usage_count(usage, "input_tokens"),
+                          usage_count(usage, "output_tokens"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .sdk_client import MAX_TOKENS, SDKClient
+from .sdk_client import MAX_TOKENS, Completion, SDKClient, usage_count
 
 PACKAGE = "openai"
 KEY_ENV = "PROVIDER_B_API_KEY"
@@ -32,12 +32,14 @@ class ChatClient(SDKClient):
         self._limit_key = "max_tokens" if settings.get("base_url") else "max_completion_tokens"
         return openai.OpenAI(**settings)
 
-    def _complete(self, system: str, user: str) -> str:
+    def _complete(self, system: str, user: str) -> Completion:
         resp = self._client.chat.completions.create(
             model=self.model,
             messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
             **{self._limit_key: MAX_TOKENS},
         )
+        usage = getattr(resp, "usage", None)
+        tin, tout = usage_count(usage, "prompt_tokens"), usage_count(usage, "completion_tokens")
         if not resp.choices:
-            return ""
-        return resp.choices[0].message.content or ""
+            return Completion("", tin, tout)
+        return Completion(resp.choices[0].message.content or "", tin, tout)

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from .backends import Backend
 from .context import refresh_names
+from .order import bottom_up_levels
 from .proposal import Proposal, Verdict
 from .summary import UNCONFIDENT_BELOW, PassSummary
 from .verifier import verify
@@ -98,11 +99,14 @@ def run_rounds(
     floor: float = 0.0,
     suggest: Callable[[Proposal], tuple[bool, str]] | None = None,
     cancelled: Callable[[], bool] | None = None,
+    bottom_up: bool = True,
 ) -> PassSummary:
     """Propose, verify and write for ``contexts`` over up to ``rounds`` rounds.
 
     ``write(proposal) -> (written, reason)`` is the caller's gate (the only side effect).
-    Round 1 covers every context; a later round re-proposes only for functions whose context
+    Round 1 covers every context, callees first (``bottom_up``: level by level of
+    :func:`~.order.bottom_up_levels`, strongly connected components together, each level's
+    contexts refreshed with the names written so far); a later round re-proposes only for functions whose context
     changed (a callee or caller got a name in the previous round) and that do not yet hold a
     name at confidence 0.5 or more from this pass. It stops early at a fixpoint (a round that
     writes nothing). ``considered`` counts functions once; the caller adds ``skipped_existing``.
@@ -121,53 +125,68 @@ def run_rounds(
     names: dict[int, str] = {}
     current = {int(c["index"]): dict(c) for c in contexts}
     pending = list(current)
+    asked_with: dict[int, tuple] = {}  # the callee names each function was last asked with
     for r in range(max(1, rounds)):
-        batch = [current[i] for i in pending]
-        if not batch:
+        if not pending:
             break
-        reviewed = run_round(backend, batch, used, concurrency=concurrency, cancelled=cancelled)
+        if bottom_up and r == 0:
+            waves = [[pending[k] for k in level]
+                     for level in bottom_up_levels([current[i] for i in pending])]
+        else:
+            waves = [pending]
         out.rounds_run = r + 1
         wrote: dict[int, Proposal] = {}
-        for rv in reviewed:
-            p = rv.proposal
-            out.record_proposal(p)
-            if rv.verdict.code == "taken" and p.name not in used:
-                # reserved by an earlier proposal of this round that the gate then refused:
-                # the name is free, judge the proposal again against the names really written
-                ctx = current[p.index]
-                own = (ctx.get("existing") or {}).get("name")
-                rv = Reviewed(p, verify(p, ctx, used - {own} if own else used))
-            if not rv.verdict.ok:
-                out.record_verifier_reject(p, rv.verdict)
-                if on_result:
-                    on_result(r + 1, rv, "verifier_reject", rv.verdict.reason)
-                continue
-            if (p.confidence or 0.0) < floor:
-                kept, reason = suggest(p) if suggest else (False, "below the write floor")
-                if kept:
-                    out.record_suggestion(p, reason)
+        for wave in waves:
+            if cancelled is not None and cancelled():
+                break
+            if names:  # callees named in an earlier wave (or round) show their new names
+                for i in wave:
+                    current[i] = refresh_names(current[i], names)
+            batch = [current[i] for i in wave]
+            for i in wave:
+                asked_with[i] = _callee_names(current[i], names)
+            reviewed = run_round(backend, batch, used, concurrency=concurrency,
+                                 cancelled=cancelled)
+            for rv in reviewed:
+                p = rv.proposal
+                out.record_proposal(p)
+                if rv.verdict.code == "taken" and p.name not in used:
+                    # reserved by an earlier proposal of this round that the gate then refused:
+                    # the name is free, judge the proposal again against the names really written
+                    ctx = current[p.index]
+                    own = (ctx.get("existing") or {}).get("name")
+                    rv = Reviewed(p, verify(p, ctx, used - {own} if own else used))
+                if not rv.verdict.ok:
+                    out.record_verifier_reject(p, rv.verdict)
                     if on_result:
-                        on_result(r + 1, rv, "suggest", reason)
-                else:
+                        on_result(r + 1, rv, "verifier_reject", rv.verdict.reason)
+                    continue
+                if (p.confidence or 0.0) < floor:
+                    kept, reason = suggest(p) if suggest else (False, "below the write floor")
+                    if kept:
+                        out.record_suggestion(p, reason)
+                        if on_result:
+                            on_result(r + 1, rv, "suggest", reason)
+                    else:
+                        out.record_economy_reject(p, reason)
+                        if on_result:
+                            on_result(r + 1, rv, "economy_reject", reason)
+                    continue
+                ok, reason = write(p)
+                if not ok:
                     out.record_economy_reject(p, reason)
                     if on_result:
                         on_result(r + 1, rv, "economy_reject", reason)
-                continue
-            ok, reason = write(p)
-            if not ok:
-                out.record_economy_reject(p, reason)
+                    continue
+                out.record_write(p, reason)
                 if on_result:
-                    on_result(r + 1, rv, "economy_reject", reason)
-                continue
-            out.record_write(p, reason)
-            if on_result:
-                on_result(r + 1, rv, "write", reason)
-            old = (current[p.index].get("existing") or {}).get("name")
-            if old and old != p.name:
-                used.discard(old)
-            used.add(p.name or "")
-            names[p.index] = p.name or ""
-            wrote[p.index] = p
+                    on_result(r + 1, rv, "write", reason)
+                old = (current[p.index].get("existing") or {}).get("name")
+                if old and old != p.name:
+                    used.discard(old)
+                used.add(p.name or "")
+                names[p.index] = p.name or ""
+                wrote[p.index] = p
         if cancelled is not None and cancelled():
             out.cancelled = True
             break
@@ -176,15 +195,19 @@ def run_rounds(
         for i, p in wrote.items():
             current[i]["existing"] = {"name": p.name, "confidence": p.confidence,
                                       "provenance": "agent"}  # fmt: skip
-        touched = set()
         for i, ctx in current.items():
             links = (ctx.get("callees") or []) + (ctx.get("callers") or [])
             if any(e.get("index") in wrote for e in links):
                 current[i] = refresh_names(ctx, names)
-                touched.add(i)
+        # revisit callers whose callees got a name after they were asked
         pending = [
             i for i in current
-            if i in touched and float((current[i].get("existing") or {}).get("confidence") or 0)
+            if i in asked_with and _callee_names(current[i], names) != asked_with[i]
+            and float((current[i].get("existing") or {}).get("confidence") or 0)
             < UNCONFIDENT_BELOW
         ]  # fmt: skip
     return out
+
+
+def _callee_names(ctx: Mapping[str, Any], names: Mapping[int, str]) -> tuple:
+    return tuple(names.get(e.get("index"), e.get("name")) for e in ctx.get("callees") or [])

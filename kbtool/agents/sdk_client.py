@@ -33,6 +33,15 @@ TIMEOUT_ENV = "KBTOOL_AGENT_TIMEOUT"
 MAX_BYTES_ENV = "KBTOOL_AGENT_MAX_BYTES"
 
 
+@dataclass(frozen=True)
+class Completion:
+    """One answer: its text and the tokens the provider counted (None: not reported)."""
+
+    text: str
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+
+
 class ProviderCallError(RuntimeError):
     """A provider call cut by its bounds; ``kind`` is ``deadline`` or ``size``."""
 
@@ -221,11 +230,16 @@ class SDKClient:
     def _connect(self, **settings: Any) -> Any:
         raise NotImplementedError
 
-    def _complete(self, system: str, user: str) -> str:
+    def _complete(self, system: str, user: str) -> Completion:
         raise NotImplementedError
 
     def complete(self, system: str, user: str) -> str:
-        """The text of the model's answer to one user message, within the call's bounds.
+        """The text of the model's answer to one user message (see :meth:`complete_full`)."""
+        return self.complete_full(system, user).text
+
+    def complete_full(self, system: str, user: str) -> Completion:
+        """The model's answer to one user message with its token counts, within the call's
+        bounds.
 
         Raises :class:`DeadlineExceeded` at the deadline (the SDK call is abandoned, its
         sockets shut, no further attempt made) and :class:`ResponseTooLarge` for a body over
@@ -236,7 +250,7 @@ class SDKClient:
         def run() -> None:
             _BUDGET.set(budget)
             try:
-                box["text"] = self._complete(system, user)
+                box["answer"] = self._complete(system, user)
             except BaseException as e:  # handed to the caller below
                 box["error"] = e
 
@@ -251,4 +265,10 @@ class SDKClient:
             raise budget.error
         if "error" in box:
             raise box["error"]
-        return box["text"]
+        return box["answer"]
+
+
+def usage_count(usage: Any, key: str) -> int | None:
+    """A token count from an SDK ``usage`` object (None when absent or not a count)."""
+    v = getattr(usage, key, None) if usage is not None else None
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None

@@ -209,3 +209,55 @@ def _returns_value(sig: str) -> bool | None:
         return None
     res = sig.split("->", 1)[1].strip()
     return res not in ("()", "")
+
+
+def check_evidence(evidence: Mapping[str, Any], ctx: Mapping[str, Any], c: str = "") -> tuple[
+        list[str], list[str]]:
+    """(verified, false) claims of an answer's ``evidence`` against the function's facts:
+    a string must be one the function references (or a data label it uses), a callee one of
+    its callees (name, ``fN`` placeholder or import field), a constant one of its constants
+    or a number in its C, a line of code a line of its C (whitespace ignored). ``c`` is the C
+    the prompt showed."""
+    ok: list[str] = []
+    bad: list[str] = []
+    strings = [s for s in (ctx.get("strings") or []) if isinstance(s, str)]
+    labels = [str(d) for d in (ctx.get("data") or [])]
+    squashed = {_squash(s) for s in strings + labels if _squash(s)}
+    callee_names: set[str] = set()
+    for e in ctx.get("callees") or []:
+        for n in (e.get("name"), f"f{e.get('index')}", e.get("import"),
+                  (e.get("import") or "").split(".")[-1]):
+            if n:
+                callee_names.add(str(n).lower())
+    consts = {int(x) for x in ctx.get("constants") or [] if isinstance(x, int)}
+    c_flat = re.sub(r"\s+", "", c or ctx.get("c") or "")
+    c_numbers = {int(m, 0) for m in re.findall(r"\b(?:0x[0-9a-fA-F]+|\d+)\b", c or ctx.get("c") or "")}
+    for s in evidence.get("strings") or []:
+        q = _squash(str(s))
+        hit = bool(q) and (q in squashed or any(q in t for t in squashed if len(q) >= 6))
+        (ok if hit else bad).append(f"string {printable(str(s)[:60])!r}")
+    for n in evidence.get("callees") or []:
+        key = str(n).strip().rstrip("()").lower()
+        (ok if key in callee_names else bad).append(f"callee {printable(str(n)[:60])!r}")
+    for v in evidence.get("constants") or []:
+        hit = v in consts or (v & 0xFFFFFFFF) in {x & 0xFFFFFFFF for x in consts} or v in c_numbers
+        (ok if hit else bad).append(f"constant {v}")
+    for line in evidence.get("code") or []:
+        q = re.sub(r"\s+", "", str(line)).rstrip(";")
+        hit = bool(q) and len(q) >= 4 and q in c_flat
+        (ok if hit else bad).append(f"code {printable(str(line)[:60])!r}")
+    return ok, bad
+
+
+def consistent_with_facts(name: str, ctx: Mapping[str, Any]) -> bool:
+    """A word of ``name`` (3+ letters) appears in a callee name, a string or a data label."""
+    words = {t for t in split_tokens(name) if len(t) >= 3}
+    if not words:
+        return False
+    pool: set[str] = set()
+    for e in ctx.get("callees") or []:
+        pool.update(split_tokens(str(e.get("name") or "")))
+    for s in list(ctx.get("strings") or []) + list(ctx.get("data") or []):
+        pool.update(t.lower() for t in re.findall(r"[A-Za-z]{3,}", str(s)))
+        pool.update(split_tokens(str(s)))
+    return bool(words & pool)

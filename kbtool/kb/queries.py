@@ -1212,3 +1212,31 @@ def lineage_records(conn: sqlite3.Connection) -> dict[int, dict[str, Any] | None
         except ValueError:
             out[vid] = None
     return out
+
+
+# ---------------------------------------------------------------- agent answers (issue 31)
+
+
+def agent_answer(
+    conn: sqlite3.Connection, backend: str, model: str | None, prompt_hash: str
+) -> dict[str, Any] | None:
+    """The stored provider answer to one prompt (``text``, ``tokens_in``, ``tokens_out``), or
+    None."""
+    row = conn.execute(
+        "SELECT answer, tokens_in, tokens_out FROM agent_answers"
+        " WHERE backend = ? AND model = ? AND prompt_hash = ?",
+        (backend, model or "", prompt_hash),
+    ).fetchone()
+    if row is None:
+        return None
+    return {"text": row[0], "tokens_in": row[1], "tokens_out": row[2]}
+
+
+def agent_answer_counts(conn: sqlite3.Connection, version_id: int) -> dict[str, int]:
+    """Answers stored for a version's prompts and the provider tokens they cost."""
+    n, tin, tout = conn.execute(
+        "SELECT COUNT(*), COALESCE(SUM(tokens_in), 0), COALESCE(SUM(tokens_out), 0)"
+        " FROM agent_answers WHERE version_id = ?",
+        (version_id,),
+    ).fetchone()
+    return {"answers": n, "tokens_in": tin, "tokens_out": tout}

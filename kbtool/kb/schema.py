@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from kbtool.kb.errors import NotAKBError, SchemaVersionError
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 KB_KIND = "kbtool-kb"
 
 _V1 = """
@@ -330,6 +330,27 @@ ALTER TABLE annotation_events ADD COLUMN akey TEXT;
 CREATE INDEX annotation_events_target ON annotation_events(target, id) WHERE target IS NOT NULL;
 """
 
+# Version 7: provider answers kept as they arrive (issue 31): an interrupted agent pass loses
+# nothing and a re-run sends only the prompts without an answer. Keyed by backend, model and
+# the hash of the prompt (so a changed prompt is a new question).
+_V7 = """
+CREATE TABLE agent_answers (
+    backend TEXT NOT NULL,
+    model TEXT NOT NULL,
+    prompt_hash TEXT NOT NULL,
+    version_id INTEGER,
+    func_index INTEGER,
+    variant TEXT,
+    answer TEXT NOT NULL,
+    tokens_in INTEGER,           -- as the provider counted (NULL: not reported)
+    tokens_out INTEGER,
+    prompt_tokens INTEGER,       -- kbtool's estimate when the prompt was built
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (backend, model, prompt_hash)
+) WITHOUT ROWID;
+CREATE INDEX agent_answers_version ON agent_answers(version_id, func_index);
+"""
+
 # Migration n takes a KB at schema version n-1 to version n.
 def _run_script(conn: sqlite3.Connection, script: str) -> None:
     """Run DDL statements one by one (``executescript`` would commit mid-migration)."""
@@ -348,13 +369,14 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     4: lambda conn: _run_script(conn, _V4),
     5: lambda conn: _run_script(conn, _V5),
     6: lambda conn: _run_script(conn, _V6),
+    7: lambda conn: _run_script(conn, _V7),
 }
 
 TABLES = (
     "meta", "versions", "modules", "functions", "facts", "call_edges", "symbols",
     "annotation_events", "events", "diffs", "oracle_modules", "programs", "thread_facts",
     "structs", "analyses", "analysis_runs", "suggestions", "data_globals", "data_items",
-    "data_refs", "data_models", "knowledge",
+    "data_refs", "data_models", "knowledge", "agent_answers",
 )
 
 

@@ -199,3 +199,20 @@ def decide_suggestion(
             (status, now(), version_id, stable_id),
         ).rowcount
     return n > 0
+
+
+def save_agent_answer(conn: sqlite3.Connection, row: dict[str, Any]) -> None:
+    """Keep one provider answer as it arrives (its own short transaction, so an interrupted
+    pass keeps every answer it paid for). ``row``: backend, model, prompt_hash, version_id,
+    func_index, variant, answer, tokens_in, tokens_out, prompt_tokens."""
+    from kbtool.kb.db import transaction
+
+    with transaction(conn):
+        conn.execute(
+            "INSERT OR REPLACE INTO agent_answers (backend, model, prompt_hash, version_id,"
+            " func_index, variant, answer, tokens_in, tokens_out, prompt_tokens, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (row["backend"], row.get("model") or "", row["prompt_hash"], row.get("version_id"),
+             row.get("func_index"), row.get("variant"), row["answer"], row.get("tokens_in"),
+             row.get("tokens_out"), row.get("prompt_tokens"), now()),
+        )

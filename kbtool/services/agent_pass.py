@@ -35,6 +35,7 @@ writes nothing at all: no symbol, no event, no run record.
 from __future__ import annotations
 
 import logging
+import re
 import sqlite3
 import threading
 from array import array
@@ -44,6 +45,7 @@ from typing import Any
 
 from kbtool.agents import (
     Backend,
+    LLMBackend,
     PassSummary,
     Proposal,
     Reviewed,
@@ -54,7 +56,15 @@ from kbtool.agents import (
     should_consider,
     string_sharing,
 )
+from kbtool.agents.backends import (
+    CONCURRENCY_ENV,
+    DEFAULT_CONCURRENCY,
+    int_setting,
+)
+from kbtool.agents.costs import EXPECTED_OUTPUT_TOKENS, cost, estimate_tokens
+from kbtool.agents.prompts import DEFAULT_PROMPT_TOKENS, SYSTEM_PROMPT, cleaned_c
 from kbtool.kb import queries, store
+from kbtool.kb.errors import KBError
 from kbtool.kb.gate import upsert_symbol, validate_name
 from kbtool.kb.provenance import AUTHORITY
 from kbtool.wasm.opcodes import MNEMONICS
@@ -64,7 +74,7 @@ log = logging.getLogger("kbtool.agent_pass")
 PROVENANCE = "agent"
 DEFAULT_MIN_CONFIDENCE = 0.5  # the write floor: below it a proposal becomes a suggestion
 DEFAULT_PROVIDER_MAX_FUNCTIONS = 500
-PROVIDER_CONCURRENCY = 4
+PROVIDER_CONCURRENCY = DEFAULT_CONCURRENCY
 #: progress(stage, done, total): stage ``round N``; total is None once later rounds start
 #: (their size is decided by the rounds themselves)
 Progress = Callable[[str, int, "int | None"], None]
@@ -137,6 +147,7 @@ class PassPlan:
     limit: int | None
     left_for_later: int
     replayed: bool = False  # answers already bought (``kbtool deep``): no model call at all
+    concurrency: int = PROVIDER_CONCURRENCY
 
     @property
     def estimated_calls(self) -> int:
@@ -144,7 +155,7 @@ class PassPlan:
         re-asks at most the functions whose neighbours got names."""
         if self.replayed or self.backend.name == "offline":
             return 0
-        return len(self.candidates)
+        return len(self.candidates) * int(getattr(self.backend, "opinions", 1) or 1)
 
 
 def default_limit(backend_name: str, max_functions: int | None) -> int | None:
@@ -166,8 +177,18 @@ def plan_agent_pass(
     env: Mapping[str, str] | None = None,
     functions: Collection[int] | None = None,
     timeout: float | None = None,
+    retries: int | None = None,
+    concurrency: int | None = None,
+    opinions: int | None = None,
+    price: tuple[float, float] | None = None,
+    budget: int = DEFAULT_PROMPT_TOKENS,
 ) -> PassPlan:
     """Resolve the backend and select the candidates (no backend call, no write).
+
+    ``retries`` (None: ``KBTOOL_AGENT_RETRIES`` or 3), ``concurrency`` (calls in flight; None:
+    ``KBTOOL_AGENT_CONCURRENCY`` or 4), ``opinions`` (2: a second prompt checks agreement; None:
+    ``KBTOOL_AGENT_OPINIONS`` or 2), ``price`` (US$ per million tokens in, out; None: the
+    price table) and ``budget`` (prompt tokens) configure a provider backend.
 
     ``timeout`` is the total deadline of one provider call (None: ``KBTOOL_AGENT_TIMEOUT``
     or 120 s). Raises ``UnknownVersionError``, ``ValueError`` (unknown selector, bad
@@ -177,7 +198,17 @@ def plan_agent_pass(
     queries.get_version(conn, version_id)
     if timeout is not None and not timeout > 0:
         raise ValueError(f"the provider timeout must be a positive number of seconds, not {timeout:g}")
-    chosen = resolve_backend(backend, env, timeout=timeout)
+    if retries is not None and retries < 0:
+        raise ValueError(f"retries must be 0 or more, not {retries}")
+    if concurrency is None:
+        concurrency = int_setting(env if env is not None else _environ(), CONCURRENCY_ENV,
+                                  DEFAULT_CONCURRENCY, 1, 64)
+    if not 1 <= concurrency <= 64:
+        raise ValueError(f"concurrency must be from 1 to 64, not {concurrency}")
+    if budget < 200:
+        raise ValueError(f"the prompt budget must be 200 tokens or more, not {budget}")
+    chosen = resolve_backend(backend, env, timeout=timeout, max_retries=retries,
+                             opinions=opinions, price=price, budget=budget)
     limit = default_limit(chosen.name, max_functions)
     facts = [StoredFacts.from_row(r) for r in queries.agent_rows(conn, version_id)]
     if any(f.index != i for i, f in enumerate(facts)):
@@ -201,7 +232,14 @@ def plan_agent_pass(
     if limit is not None and len(candidates) > limit:
         later = len(candidates) - limit
         candidates = candidates[:limit]
-    return PassPlan(chosen, facts, names, candidates, skipped, limit, later)
+    return PassPlan(chosen, facts, names, candidates, skipped, limit, later,
+                    concurrency=concurrency)
+
+
+def _environ() -> Mapping[str, str]:
+    import os
+
+    return os.environ
 
 
 def run_agent_pass(
@@ -221,8 +259,22 @@ def run_agent_pass(
     min_confidence: float = DEFAULT_MIN_CONFIDENCE,
     cancelled: Callable[[], bool] | threading.Event | None = None,
     timeout: float | None = None,
+    retries: int | None = None,
+    concurrency: int | None = None,
+    opinions: int | None = None,
+    price: tuple[float, float] | None = None,
+    knowledge: bool = True,
 ) -> dict[str, Any]:
     """Name the version's functions with an agent backend; return the contract's summary.
+
+    A provider pass proposes callees first (bottom-up), keeps every answer in the KB as it
+    arrives (a re-run sends only prompts without a stored answer), stops calling after
+    repeated failures (``circuit_open`` in the summary) and reports what it spent (``calls``,
+    ``cached_answers``, ``tokens_in``, ``tokens_out``, ``estimated_cost_usd``; ``progress``
+    can read ``plan.backend.meter`` as it goes). With ``knowledge`` a written name also
+    writes the answer's summary as the function comment, its local names and its prototype
+    (each through the gate, provenance agent). ``retries``, ``concurrency`` and ``opinions``:
+    see :func:`plan_agent_pass`.
 
     ``rounds`` > 1 re-enriches contexts with the names written so far and stops early at a
     fixpoint. ``env`` replaces ``os.environ`` for backend selection (keys, base URLs).
@@ -240,11 +292,10 @@ def run_agent_pass(
     is_cancelled = _cancel_check(cancelled)
     if plan is None:
         plan = plan_agent_pass(conn, version_id, backend, only_unconfident, max_functions, env=env,
-                               functions=functions, timeout=timeout)
+                               functions=functions, timeout=timeout, retries=retries,
+                               concurrency=concurrency, opinions=opinions, price=price)
     chosen = plan.backend
     say = notice or (lambda _msg: None)
-    if plan.estimated_calls:
-        say(_estimate_text(plan, rounds))
     if plan.left_for_later:
         say(
             f"cost guard: {plan.left_for_later} more candidates left for a later pass "
@@ -274,6 +325,16 @@ def run_agent_pass(
         )
         for f in plan.candidates
     ]
+    llm = chosen if isinstance(chosen, LLMBackend) else None
+    estimate: dict[str, Any] = {}
+    if llm is not None and not plan.replayed:
+        from kbtool.services.agent_prompts import enrich_contexts
+
+        enrich_contexts(conn, version_id, contexts)
+        llm.store = _KBAnswers(conn, version_id, llm)
+        estimate = _estimate(conn, llm, contexts)
+        if contexts:
+            say(_estimate_text(plan, rounds, estimate))
     taken = set(plan.names.values())
     run = dict(
         selector=backend,
@@ -285,6 +346,8 @@ def run_agent_pass(
         candidates=len(plan.candidates),
         left_for_later=plan.left_for_later,
         estimated_calls=plan.estimated_calls,
+        estimate=estimate,
+        concurrency=plan.concurrency,
         dry_run=dry_run,
         min_confidence=min_confidence,
     )
@@ -292,6 +355,7 @@ def run_agent_pass(
     emit("agent-pass-started", payload=run)
 
     symbols = {f.index: f.symbol for f in plan.candidates}
+    contexts_by_index = {int(c["index"]): c for c in contexts}
     by_index = {f.index: f for f in plan.candidates}
     actor = f"agent:{chosen.name}"
 
@@ -318,6 +382,8 @@ def run_agent_pass(
             evidence=p.evidence(),
             version_id=version_id,
         )
+        if d["written"] and knowledge and p.source == "llm":
+            _write_knowledge(conn, sid, version_id, p, contexts_by_index.get(p.index), actor)
         return d["written"], d["reason"]
 
     def suggest(p: Proposal) -> tuple[bool, str]:
@@ -359,24 +425,35 @@ def run_agent_pass(
             emit("rejected", stable_id=p.stable_id, payload={**payload, "by": by, "code": code})
 
     counted = _Counting(chosen, len(contexts), progress)
-    concurrency = 1 if chosen.name == "offline" else PROVIDER_CONCURRENCY
+    workers = 1 if chosen.name == "offline" else plan.concurrency
+
+    def stop() -> bool:
+        return is_cancelled() or bool(llm is not None and llm.circuit_open)
+
     run_rounds(
         counted,
         contexts,
         taken,
         write,
         rounds=rounds,
-        concurrency=concurrency,
+        concurrency=workers,
         summary=summary,
         on_result=on_result,
         floor=min_confidence,
         suggest=suggest,
-        cancelled=is_cancelled,
+        cancelled=stop,
     )
     if is_cancelled():
         summary.cancelled = True
         log.info("agent pass on version %s cancelled by its caller", version_id)
     out = summary.to_dict()
+    if llm is not None:
+        out.update(llm.meter.to_dict())
+        out["circuit_open"] = llm.circuit_open
+        if llm.circuit_open:
+            out["cancelled"] = False
+            say(f"circuit breaker: {llm.breaker} provider calls in a row failed; the pass "
+                "stopped calling (answers so far are kept; re-run to resume)")
     brief = {k: v for k, v in out.items() if k != "details"}
     if not dry_run:
         run_id = store.record_run(conn, version_id, "agent", {**out, "run": run})
@@ -423,13 +500,102 @@ def _existing(symbol: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return {k: symbol[k] for k in ("name", "confidence", "provenance")}
 
 
-def _estimate_text(plan: PassPlan, rounds: int) -> str:
-    more = f", at most {plan.estimated_calls * rounds} over {rounds} rounds" if rounds > 1 else ""
+def _estimate(conn: sqlite3.Connection, llm: LLMBackend,
+              contexts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Prompts, stored answers, tokens and cost of round 1 before any call."""
+    prompts = answered = tokens = 0
+    sizes: list[int] = []
+    for ctx in contexts:
+        for pr in llm.prompts(ctx):
+            prompts += 1
+            sizes.append(pr.tokens)
+            if queries.agent_answer(conn, llm.backend, llm.model, pr.key(llm.backend, llm.model)):
+                answered += 1
+            else:
+                tokens += pr.tokens + _SYSTEM_TOKENS
+    calls = prompts - answered
+    usd = cost(tokens, calls * EXPECTED_OUTPUT_TOKENS, llm.meter.price)
+    sizes.sort()
+    return {
+        "prompts": prompts,
+        "answered": answered,
+        "calls": calls,
+        "tokens_in": tokens,
+        "tokens_out": calls * EXPECTED_OUTPUT_TOKENS,
+        "cost_usd": round(usd, 4) if usd is not None else None,
+        "prompt_tokens_median": sizes[len(sizes) // 2] if sizes else 0,
+        "prompt_tokens_max": sizes[-1] if sizes else 0,
+    }
+
+
+def _estimate_text(plan: PassPlan, rounds: int, est: Mapping[str, Any]) -> str:
+    more = " in round 1 (later rounds re-ask only callers whose callees changed)" if rounds > 1 else ""
     model = f" ({plan.backend.model})" if plan.backend.model else ""
+    usd = (f"about ${est['cost_usd']:.4f}" if est.get("cost_usd") is not None
+           else "cost unknown (no price for this model: --price IN,OUT)")
+    stored = f", {est['answered']} already answered (kept in the KB)" if est.get("answered") else ""
     return (
-        f"estimate: up to {plan.estimated_calls} model calls to {plan.backend.name}{model} "
-        f"in round 1{more}; specialist hits make none"
+        f"estimate: up to {est['calls']} model calls to {plan.backend.name}{model}{more}"
+        f"{stored}; about {est['tokens_in']} tokens in, {est['tokens_out']} out, {usd}; "
+        "specialist hits make none"
     )
+
+
+def _write_knowledge(conn: sqlite3.Connection, stable_id: str, version_id: int, p: Proposal,
+                     ctx: Mapping[str, Any] | None, actor: str) -> None:
+    """A written provider name brings its knowledge: the summary as the function comment,
+    the local names and the prototype, each through the gate at the name's confidence (a
+    refusal, e.g. a human comment or a prototype that does not fit the signature, only
+    drops that piece)."""
+    from kbtool.services import knowledge as kn
+
+    common = {"version_id": version_id, "provenance": PROVENANCE, "confidence": p.confidence,
+              "actor": actor, "evidence": {"backend": p.backend, "model": p.model,
+                                           "source": "llm", "name": p.name}}
+    try:
+        if p.summary:
+            kn.set_comment(conn, stable_id, p.summary, **common)
+        if p.prototype:
+            kn.set_prototype(conn, stable_id, p.prototype, **common)
+        if p.locals and ctx is not None:
+            res = cleaned_c(ctx)
+            back = {new: old for old, new in (res.rename_map if res is not None else {}).items()}
+            for shown, name in list(p.locals.items())[:32]:
+                wasm = back.get(shown, shown)
+                if not re.fullmatch(r"[pl]\d+", wasm):
+                    continue
+                try:
+                    kn.rename_local(conn, stable_id, wasm, name, **common)
+                except KBError as exc:
+                    log.info("local %s of %s not named: %s", wasm, stable_id, exc)
+    except KBError as exc:
+        log.info("knowledge of %s not written: %s", stable_id, exc)
+
+
+_SYSTEM_TOKENS = estimate_tokens(SYSTEM_PROMPT)
+
+
+class _KBAnswers:
+    """The pass's answer store: the KB's ``agent_answers`` (thread-safe; one short
+    transaction per answer, so an interrupted pass keeps what it paid for)."""
+
+    def __init__(self, conn: sqlite3.Connection, version_id: int, llm: LLMBackend) -> None:
+        self.conn, self.version_id, self.llm = conn, version_id, llm
+        self.lock = threading.Lock()
+
+    def get(self, key: str) -> Mapping[str, Any] | None:
+        with self.lock:
+            return queries.agent_answer(self.conn, self.llm.backend, self.llm.model, key)
+
+    def put(self, key: str, answer: Mapping[str, Any]) -> None:
+        with self.lock:
+            store.save_agent_answer(self.conn, {
+                "backend": self.llm.backend, "model": self.llm.model, "prompt_hash": key,
+                "version_id": self.version_id, "func_index": answer.get("index"),
+                "variant": answer.get("variant"), "answer": answer["text"],
+                "tokens_in": answer.get("tokens_in"), "tokens_out": answer.get("tokens_out"),
+                "prompt_tokens": answer.get("prompt_tokens"),
+            })
 
 
 class _Feed:

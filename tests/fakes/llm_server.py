@@ -11,6 +11,10 @@ consumes the next action of ``script`` (then ``"canned"`` forever):
 * ``("text", text)``: a well-formed API envelope whose answer text is ``text``;
 * ``("sleep", seconds)``: wait, then answer canned (for timeouts).
 
+With ``key`` (an :class:`AnswerKey`) the canned answers come from a hidden answer key with a
+realistic error rate instead. Every answer reports token usage counted by the fake's own
+tokenizer (:func:`count_tokens`); ``tokens_in``/``tokens_out`` add them up.
+
 ``requests`` records every request (path, model, body) for assertions.
 """
 
@@ -24,32 +28,155 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 _FACTS = re.compile(r"Facts about the function \(JSON\):\n(.*?)\n\nAnswer", re.DOTALL)
+_TOKEN = re.compile(r"[A-Za-z]{1,6}|[0-9]{1,3}|\s{2,}|[^\sA-Za-z0-9]")
+
+
+def count_tokens(text: str) -> int:
+    """The fake provider's own token count (a word-piece split that is NOT kbtool's
+    estimator: letters in pieces of up to 6, digits of up to 3, each mark one token)."""
+    return len(_TOKEN.findall(text))
+
+
+def prompt_facts(prompt: str) -> dict[str, Any]:
+    """What a naming prompt shows: function index, callee names, strings, C lines."""
+    from kbtool.agents.prompts import function_index_of
+
+    out: dict[str, Any] = {"index": function_index_of(prompt), "callees": [], "strings": [],
+                           "code": []}
+    section = None
+    in_c = False
+    for line in prompt.splitlines():
+        if line.startswith("```c"):
+            in_c = True
+            continue
+        if line.startswith("```"):
+            in_c = False
+            continue
+        if in_c:
+            if line.strip() and len(line.strip()) > 8 and not line.strip().startswith("/*"):
+                out["code"].append(line.strip())
+            continue
+        if line.startswith("Calls (names"):
+            section = "callees"
+        elif line.startswith("Strings and data"):
+            section = "strings"
+        elif not line.startswith("- "):
+            section = None
+        elif section == "callees" and not line.startswith("- ..."):
+            out["callees"].append(line[2:].split(" ")[0])
+        elif section == "strings" and not line.startswith("- ..."):
+            try:
+                out["strings"].append(json.loads(line[2:]))
+            except ValueError:
+                pass
+    return out
 
 
 def canned_answer(prompt: str) -> str:
-    """The answer text for a prompt: explanation first, then a name from offline rules."""
+    """The answer text for a prompt: explanation first, then a name (offline rules on an old
+    facts prompt, ``fake_named_N`` on a code prompt) and evidence from the prompt itself."""
     from kbtool.agents.offline import propose_offline
 
     m = _FACTS.search(prompt)
-    ctx = json.loads(m.group(1)) if m else {"index": -1}
-    p = propose_offline(ctx, min_confidence=0.0) if m else None
-    name = p.name if p else f"fake_named_{ctx.get('index')}"
+    if m:
+        ctx = json.loads(m.group(1))
+        p = propose_offline(ctx, min_confidence=0.0)
+        name = p.name if p else f"fake_named_{ctx.get('index')}"
+        evidence: dict[str, Any] = {}
+    else:
+        facts = prompt_facts(prompt)
+        name = f"fake_named_{facts['index']}"
+        evidence = {"callees": facts["callees"][:1], "strings": facts["strings"][:1],
+                    "code": facts["code"][:1]}
     return json.dumps(
         {
             "explanation": "canned answer from the fake server",
             "name": name,
             "summary": "canned",
+            "evidence": evidence,
             "confidence": 0.99,
             "reasons": ["canned"],
         }
     )
 
 
+class AnswerKey:
+    """A fake model with a realistic error rate, answering from a hidden key (index -> true
+    name). Per function (a stable hash of ``seed`` and the index) it is *right* (share
+    ``right``), *plausibly wrong* (``wrong``) or *malformed* (the rest). A right answer names
+    the function, cites facts really in the prompt and repeats itself on the second prompt
+    with probability ``stable_right``. A wrong answer names another function of the key
+    (a plausible name from the same program), repeats on the second prompt with probability
+    ``stable_wrong``, and cites a made-up string (``hallucinate``), nothing (``bare``) or the
+    prompt's real facts (the rest). Every answer claims confidence 0.9."""
+
+    def __init__(self, key: dict[int, str], *, seed: int = 7, right: float = 0.7,
+                 wrong: float = 0.24, stable_right: float = 0.95, stable_wrong: float = 0.25,
+                 hallucinate: float = 0.4, bare: float = 0.3) -> None:
+        self.key, self.seed = dict(key), seed
+        self.right, self.wrong = right, wrong
+        self.stable_right, self.stable_wrong = stable_right, stable_wrong
+        self.hallucinate, self.bare = hallucinate, bare
+        self.names = sorted(set(self.key.values()))
+
+    def _u(self, *parts: Any) -> float:
+        import hashlib
+
+        h = hashlib.sha256(repr((self.seed, *parts)).encode()).digest()
+        return int.from_bytes(h[:8], "big") / 2**64
+
+    def kind(self, index: int) -> str:
+        u = self._u("kind", index)
+        return "right" if u < self.right else "wrong" if u < self.right + self.wrong else "malformed"
+
+    def _other(self, index: int, salt: str) -> str:
+        truth = self.key.get(index, "")
+        for k in range(8):
+            cand = self.names[int(self._u("other", index, salt, k) * len(self.names))]
+            if cand != truth:
+                return cand
+        return f"{truth}_impl" if truth else "process_data"
+
+    def answer(self, prompt: str) -> str:
+        facts = prompt_facts(prompt)
+        idx = facts["index"]
+        variant = "b" if "a second reader names it independently" in prompt else "a"
+        if idx is None or idx not in self.key:
+            return canned_answer(prompt)
+        kind = self.kind(idx)
+        real = {"callees": facts["callees"][:2], "strings": facts["strings"][:2],
+                "code": facts["code"][:1]}
+        if kind == "malformed":
+            return "I think this function is probably a helper. {name: unclear"
+        if kind == "right":
+            name = self.key[idx]
+            if variant == "b" and self._u("stable", idx) >= self.stable_right:
+                name = self._other(idx, "right-b")
+            evidence = real
+        else:
+            name = self._other(idx, "wrong")
+            if variant == "b" and self._u("stable", idx) >= self.stable_wrong:
+                name = self._other(idx, "wrong-b")
+            u = self._u("evidence", idx)
+            if u < self.hallucinate:
+                evidence = {"strings": ["cannot allocate %s buffer"], "callees": ["xmalloc"]}
+            elif u < self.hallucinate + self.bare:
+                evidence = {}
+            else:
+                evidence = real
+        return json.dumps({"explanation": "From the code and its callees.", "name": name,
+                           "summary": f"{name}: what the code does.", "evidence": evidence,
+                           "confidence": 0.9, "reasons": ["read the C"]})
+
+
 class FakeLLMServer:
     """Context manager running the fake server in a thread; ``url`` is ``http://127.0.0.1:N``."""
 
-    def __init__(self, script: list[Any] | None = None) -> None:
+    def __init__(self, script: list[Any] | None = None, *, key: AnswerKey | None = None,
+                 delay: float = 0.0) -> None:
         self.script = list(script or [])
+        self.key, self.delay = key, delay
+        self.tokens_in = self.tokens_out = 0  # what this provider "billed"
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         owner = self
@@ -108,10 +235,20 @@ class FakeLLMServer:
             return self._send(h, code, err, {"retry-after-ms": "1", "retry-after": "0"})
         if isinstance(action, tuple) and action[0] == "raw":
             return self._send_bytes(h, 200, str(action[1]).encode(), "application/json")
+        prompt = _prompt_of(kind, body)
+        if self.delay:
+            time.sleep(self.delay)
         if isinstance(action, tuple) and action[0] == "text":
             text = str(action[1])
+        elif self.key is not None:
+            text = self.key.answer(prompt)
         else:
-            text = canned_answer(_prompt_of(kind, body))
+            text = canned_answer(prompt)
+        tin = count_tokens(_system_of(body) + prompt)
+        tout = count_tokens(text)
+        with self._lock:
+            self.tokens_in += tin
+            self.tokens_out += tout
         model = body.get("model") or "fake-model"
         if kind == "messages":
             payload = {
@@ -122,7 +259,7 @@ class FakeLLMServer:
                 "content": [{"type": "text", "text": text}],
                 "stop_reason": "end_turn",
                 "stop_sequence": None,
-                "usage": {"input_tokens": 1, "output_tokens": 1},
+                "usage": {"input_tokens": tin, "output_tokens": tout},
             }
         else:
             payload = {
@@ -137,7 +274,8 @@ class FakeLLMServer:
                         "message": {"role": "assistant", "content": text},
                     }
                 ],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                "usage": {"prompt_tokens": tin, "completion_tokens": tout,
+                          "total_tokens": tin + tout},
             }
         return self._send(h, 200, payload)
 
@@ -174,4 +312,13 @@ def _prompt_of(kind: str, body: dict[str, Any]) -> str:
             if isinstance(c, list):
                 return "".join(part.get("text", "") for part in c if isinstance(part, dict))
             return str(c or "")
+    return ""
+
+
+def _system_of(body: dict[str, Any]) -> str:
+    if isinstance(body.get("system"), str):
+        return body["system"]
+    for m in body.get("messages") or []:
+        if m.get("role") == "system":
+            return str(m.get("content") or "")
     return ""

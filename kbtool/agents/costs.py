@@ -1,0 +1,148 @@
+"""Token counts, prices and the running meter of a provider pass (pure).
+
+Tokens: the SDK's own count is used wherever the provider reports one (the ``usage`` of each
+answer: what the provider bills); before a call, and for prompt budgets, :func:`estimate_tokens`
+approximates a BPE tokenizer (words and numbers split into pieces of about four characters,
+every punctuation mark one token), within about 10 % of the counts providers report for C and
+English (measured in ``benchmarks/agent_pass.py``).
+
+Prices are US dollars per million tokens (input, output) per model. :data:`DEFAULT_PRICES`
+holds list prices at the time of writing; a user overrides or adds models with
+``KBTOOL_AGENT_PRICES`` (a JSON object ``{"model": [in, out]}`` or the path of a file holding
+one) or ``kbtool agent --price IN,OUT``. An unknown model has no price: the meter still counts
+tokens and shows the cost as unknown.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PRICES_ENV = "KBTOOL_AGENT_PRICES"
+#: US$ per million tokens (input, output); override with KBTOOL_AGENT_PRICES / --price
+DEFAULT_PRICES: dict[str, tuple[float, float]] = {
+    "claude-sonnet-4-6": (3.0, 15.0),
+    "claude-opus-4-6": (15.0, 75.0),
+    "claude-haiku-4-5": (1.0, 5.0),
+    "gpt-5.4-mini": (0.25, 2.0),
+    "gpt-5.4": (1.25, 10.0),
+}
+#: output tokens assumed per answer before any answer arrived (the JSON answer asked for)
+EXPECTED_OUTPUT_TOKENS = 220
+
+_PIECE = re.compile(r"[A-Za-z]+|[0-9]+|\s+|[^\sA-Za-z0-9]")
+
+
+def estimate_tokens(text: str) -> int:
+    """Approximate BPE token count of ``text`` (no tokenizer download, no network)."""
+    n = 0
+    for m in _PIECE.finditer(text):
+        s = m.group(0)
+        if s[0].isspace():
+            n += 0 if len(s) == 1 else max(1, len(s) // 4)
+        elif s[0].isalpha():
+            n += max(1, math.ceil(len(s) / 4))
+        elif s[0].isdigit():
+            n += max(1, math.ceil(len(s) / 3))
+        else:
+            n += 1
+    return n
+
+
+def parse_price(text: str) -> tuple[float, float]:
+    """``"3,15"`` -> (3.0, 15.0) US$ per million input/output tokens; ValueError otherwise."""
+    parts = [p.strip() for p in str(text).split(",")]
+    try:
+        vals = [float(p) for p in parts]
+    except ValueError:
+        vals = []
+    if len(vals) != 2 or not all(math.isfinite(v) and v >= 0 for v in vals):
+        raise ValueError(f"a price is IN,OUT in US$ per million tokens (e.g. 3,15), not {text!r}")
+    return vals[0], vals[1]
+
+
+def price_table(env: Mapping[str, str] | None = None) -> dict[str, tuple[float, float]]:
+    """:data:`DEFAULT_PRICES` updated from ``KBTOOL_AGENT_PRICES`` (JSON or a JSON file path);
+    ValueError with one line for a value that is not such an object."""
+    env = os.environ if env is None else env
+    out = dict(DEFAULT_PRICES)
+    raw = (env.get(PRICES_ENV) or "").strip()
+    if not raw:
+        return out
+    text = raw
+    if not raw.startswith("{"):
+        try:
+            text = Path(raw).read_text("utf-8")
+        except OSError as e:
+            raise ValueError(f"{PRICES_ENV}: cannot read {raw!r}: {e.strerror}") from None
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{PRICES_ENV} is not JSON: {e.msg} (line {e.lineno})") from None
+    if not isinstance(obj, dict):
+        raise ValueError(f'{PRICES_ENV} must be a JSON object {{"model": [in, out]}}')
+    for model, v in obj.items():
+        if not isinstance(v, list | tuple) or len(v) != 2:
+            raise ValueError(f"{PRICES_ENV}: the price of {model!r} must be [in, out]")
+        out[str(model)] = parse_price(f"{v[0]},{v[1]}")
+    return out
+
+
+def cost(tokens_in: int, tokens_out: int, price: tuple[float, float] | None) -> float | None:
+    """US$ for these tokens at ``price`` (None: unknown)."""
+    if price is None:
+        return None
+    return (tokens_in * price[0] + tokens_out * price[1]) / 1_000_000
+
+
+@dataclass
+class Meter:
+    """What a provider pass has spent so far (thread-safe updates)."""
+
+    price: tuple[float, float] | None = None
+    calls: int = 0  # model calls that got an answer
+    cached: int = 0  # answers taken from the KB's answer store (no call)
+    errors: int = 0  # calls that failed after their retries
+    tokens_in: int = 0
+    tokens_out: int = 0
+    estimated: bool = False  # some counts are estimates (the provider reported none)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, tokens_in: int | None, tokens_out: int | None, *, prompt: str = "",
+            answer: str = "") -> None:
+        with self._lock:
+            self.calls += 1
+            if tokens_in is None or tokens_out is None:
+                self.estimated = True
+            self.tokens_in += tokens_in if tokens_in is not None else estimate_tokens(prompt)
+            self.tokens_out += tokens_out if tokens_out is not None else estimate_tokens(answer)
+
+    def hit(self) -> None:
+        with self._lock:
+            self.cached += 1
+
+    def fail(self) -> None:
+        with self._lock:
+            self.errors += 1
+
+    @property
+    def cost(self) -> float | None:
+        return cost(self.tokens_in, self.tokens_out, self.price)
+
+    def to_dict(self) -> dict[str, Any]:
+        c = self.cost
+        return {
+            "calls": self.calls,
+            "cached_answers": self.cached,
+            "call_errors": self.errors,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "estimated_cost_usd": round(c, 6) if c is not None else None,
+        }
