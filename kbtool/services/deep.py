@@ -45,6 +45,7 @@ from kbtool.services.agent_pass import (
     run_agent_pass,
 )
 from kbtool.services.code import code_module
+from kbtool.services.knowledge import write_understanding
 
 Progress = Callable[[int, int], None]
 DEFAULT_MAX_FUNCTIONS = 200
@@ -341,6 +342,9 @@ def _finish(
                 "model": model,
             },
         )
+    # the understanding as the function comment, the renames as local names (issue 27)
+    write_understanding(conn, version_id, sid, understanding, confidence, job.cleaned.rename_map,
+                        evidence={"backend": by, "model": model})
     extra: dict[str, Any] = {"understanding_by": "agent" if by != BACKEND else BACKEND}
     if why:
         extra["understanding_fallback"] = why

@@ -12,8 +12,10 @@ model is built (:func:`apply_data_names`).
 
 from __future__ import annotations
 
+import hashlib
 import re
 import sqlite3
+import threading
 from typing import Any
 
 from kbtool.kb import datamodel as dm_store
@@ -105,6 +107,10 @@ def body_instructions(data: bytes, module: Any, index: int) -> tuple[int, list[t
     return start, out, types
 
 
+_PARSED: dict[bytes, Any] = {}  # parsed modules by content digest (the last two)
+_PARSED_LOCK = threading.Lock()
+
+
 class _Code:
     """A version's module, parsed once for a batch of requests."""
 
@@ -113,10 +119,19 @@ class _Code:
         if not data:
             raise KnowledgeError(f"the module bytes of version {version_id} are not in the KB")
         self.data = data
-        try:
-            self.module = parse_module(data)
-        except WasmFormatError as exc:
-            raise KnowledgeError(f"the module of version {version_id} cannot be decoded: {exc}") from None
+        digest = hashlib.blake2b(data, digest_size=16).digest()
+        with _PARSED_LOCK:
+            module = _PARSED.get(digest)
+        if module is None:
+            try:
+                module = parse_module(data)
+            except WasmFormatError as exc:
+                raise KnowledgeError(f"the module of version {version_id} cannot be decoded: {exc}") from None
+            with _PARSED_LOCK:
+                _PARSED[digest] = module
+                while len(_PARSED) > 2:
+                    _PARSED.pop(next(iter(_PARSED)))
+        self.module = module
         self._cache: dict[int, tuple[int, list[tuple[int, str]], list[str]]] = {}
 
     def body(self, index: int) -> tuple[int, list[tuple[int, str]], list[str]]:
@@ -550,3 +565,33 @@ def agent_check(kind: str, text: str) -> str | None:
             if why:
                 return f"verifier: the comment {why}"
     return None
+
+
+def write_understanding(conn: sqlite3.Connection, version_id: int, stable_id: str, text: str | None,
+                        confidence: float, rename_map: dict[str, str], *, actor: str = "agent:deep",
+                        evidence: dict[str, Any] | None = None) -> dict[str, int]:
+    """``kbtool deep``'s understanding as the function comment and its variable renames
+    (``p0``/``l3`` -> a role name) as local names, as provenance agent through the gate (a
+    human or better-founded annotation stays; a refusal only drops that piece)."""
+    out = {"written": 0, "refused": 0}
+    conf = round(max(0.0, min(1.0, float(confidence))), 4)
+    common: dict[str, Any] = {"version_id": version_id, "provenance": "agent", "confidence": conf,
+                              "actor": actor, "evidence": {"source": "deep", **(evidence or {})}}
+    decisions = []
+    try:
+        if text and text.strip():
+            decisions.append(set_comment(conn, stable_id, text.strip()[: kn.MAX_COMMENT], **common))
+        for old, new in list(rename_map.items())[:64]:
+            if re.fullmatch(r"[pl]\d+", old) and isinstance(new, str):
+                try:
+                    decisions.append(rename_local(conn, stable_id, old, new, **common))
+                except KnowledgeError:
+                    continue
+    except KBError:
+        return out
+    for d in decisions:
+        if d["written"]:
+            out["written"] += 1
+        elif d["reason"] != "no change":
+            out["refused"] += 1
+    return out
