@@ -25,6 +25,7 @@ from kbtool.analysis.recognize import stack_pointer_global
 from kbtool.kb import datamodel as dm_store
 from kbtool.kb import queries
 from kbtool.kb.errors import KBError
+from kbtool.services import knowledge
 from kbtool.wasm import ModuleAnalysis
 
 MAX_READ = 4096  # bytes read_memory answers at most
@@ -132,7 +133,7 @@ def status(conn: sqlite3.Connection, version_id: int) -> dict[str, Any] | None:
 def globals_of(conn: sqlite3.Connection, version_id: int) -> list[dict[str, Any]]:
     """The version's globals with roles, names and use counts."""
     _require_model(conn, version_id)
-    return list(dm_store.globals_of(conn, version_id))
+    return knowledge.overlay_globals(conn, list(dm_store.globals_of(conn, version_id)))
 
 
 def list_data(
@@ -155,6 +156,7 @@ def list_data(
     items, total = dm_store.list_items(conn, version_id, kinds=kinds, search=search,
                                        offset=offset, limit=limit)
     nxt = offset + len(items)
+    items = knowledge.overlay_items(conn, list(items))  # names given in the KB (issue 27)
     return {"items": items, "total": total, "offset": offset,
             "next_offset": nxt if nxt < total else None}
 
@@ -248,13 +250,15 @@ def _xrefs(conn: sqlite3.Connection, version_id: int, target: str, limit: int, o
     m = _GLOBAL.match(target)
     if m:
         key = m.group(1)
-        gl = dm_store.globals_of(conn, version_id)
-        g = next((x for x in gl if (key.isdigit() and x["index"] == int(key)) or x["name"] == key), None)
+        gl = knowledge.overlay_globals(conn, list(dm_store.globals_of(conn, version_id)))
+        g = next((x for x in gl if (key.isdigit() and x["index"] == int(key)) or key in (
+            x["name"], x.get("analysis_name"))), None)
         if g is None:
             raise DataNotFoundError(f"no global {key!r} in version {version_id} (see `kbtool globals {version_id}`)")
         refs, total = dm_store.refs_to(conn, version_id, "global", g["index"], limit=limit,
                                        offset=offset)
-        return {"target": {"kind": "global", **g}, "refs": entries(refs), "total": total}
+        return {"target": {"kind": "global", **knowledge.overlay_globals(conn, [dict(g)])[0]},
+                "refs": entries(refs), "total": total}
     if target.startswith('"'):
         text = target[1:].rstrip('"')
         found = dm_store.items_by_text(conn, version_id, text, limit=2)
@@ -267,7 +271,7 @@ def _xrefs(conn: sqlite3.Connection, version_id: int, target: str, limit: int, o
         if it is None:
             raise DataNotFoundError(f"no data item at 0x{address:x} in version {version_id}")
         return _item_xrefs(conn, version_id, it, entries, limit, offset)
-    it = dm_store.item_by_label(conn, version_id, target)
+    it = dm_store.item_by_label(conn, version_id, target) or knowledge.item_by_given_name(conn, version_id, target)
     if it is not None:
         return _item_xrefs(conn, version_id, it, entries, limit, offset)
     idx = _resolve_function(conn, version_id, target)
@@ -309,7 +313,8 @@ def _item_xrefs(conn: sqlite3.Connection, version_id: int, it: dict[str, Any],
                 offset: int) -> dict[str, Any]:
     refs, total = dm_store.refs_to(conn, version_id, "data", it["address"],
                                    it["address"] + max(it["size"], 1), limit=limit, offset=offset)
-    return {"target": {"kind": "data", **it}, "refs": entries(refs), "total": total}
+    return {"target": {"kind": "data", **knowledge.overlay_items(conn, [dict(it)])[0]},
+            "refs": entries(refs), "total": total}
 
 
 # --------------------------------------------------------------------------- code lines

@@ -279,10 +279,7 @@ def resolve_data(conn: sqlite3.Connection, version_id: int, target: str) -> dict
     else:
         it = dm_store.item_by_label(conn, version_id, t)
         if it is None:
-            for rec in kn.of_kind(conn, "data_name"):
-                if rec["value"].get("name") == t and rec["target"].startswith("d:"):
-                    it = _item_by_id(conn, version_id, rec["target"])
-                    break
+            it = item_by_given_name(conn, version_id, t)
     if it is None:
         raise KnowledgeError(f"no data item {t[:60]!r} in version {version_id}")
     return {"kind": "data", "key": it["data_id"], "address": it["address"], "label": it["label"]}
@@ -595,3 +592,40 @@ def write_understanding(conn: sqlite3.Connection, version_id: int, stable_id: st
         elif d["reason"] != "no change":
             out["refused"] += 1
     return out
+
+
+def overlay_items(conn: sqlite3.Connection, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Data items with the names people and agents gave them: ``label`` becomes the given name,
+    ``analysis_label`` keeps the analysis' one, ``name_provenance`` says who gave it."""
+    given = {r["target"]: r for r in kn.of_kind(conn, "data_name")}
+    if not given:
+        return items
+    out = []
+    for it in items:
+        r = given.get(it.get("data_id") or "")
+        out.append(dict(it, label=r["value"]["name"], analysis_label=it["label"],
+                        name_provenance=r["provenance"]) if r else it)
+    return out
+
+
+def overlay_globals(conn: sqlite3.Connection, globals_: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Globals with their given names (``name``; ``analysis_name`` keeps the analysis' one)."""
+    given = {r["target"]: r for r in kn.of_kind(conn, "data_name") if r["target"].startswith("g:")}
+    if not given:
+        return globals_
+    out = []
+    for g in globals_:
+        r = given.get(global_key(g))
+        out.append(dict(g, name=r["value"]["name"], analysis_name=g["name"],
+                        name_provenance=r["provenance"]) if r else g)
+    return out
+
+
+def item_by_given_name(conn: sqlite3.Connection, version_id: int, name: str) -> dict[str, Any] | None:
+    """The version's data item a person or agent named ``name`` (None when none)."""
+    for rec in kn.of_kind(conn, "data_name"):
+        if rec["value"].get("name") == name and rec["target"].startswith("d:"):
+            it = _item_by_id(conn, version_id, rec["target"])
+            if it is not None:
+                return it
+    return None
