@@ -30,7 +30,9 @@ def kbtool(*args: str, cwd: Path, limit: int | None = None) -> subprocess.Comple
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-    return subprocess.run(CLI + list(args), cwd=cwd, capture_output=True, text=True,
+    # no bytecode writes under the limit: a truncated .pyc would break later imports
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    return subprocess.run(CLI + list(args), cwd=cwd, capture_output=True, text=True, env=env,
                           timeout=TIMEOUT, preexec_fn=fsize if limit is not None else None)
 
 

@@ -206,9 +206,11 @@ def _as_tool(fn: Callable[..., Any], render: Callable[[Any], str], tool_error: t
         except OverflowError:  # an integer SQLite cannot hold (the schemas bound them too)
             raise tool_error(f"a number is out of range (0..{MAX_INT})") from None
         except Exception as exc:
-            if _disk_full(exc):  # the KB's disk: an answer the agent can act on
-                raise tool_error(f"disk full: {fn.__name__} could not write the KB; free some"
-                                 " space and call it again") from None
+            problem = _disk_problem(exc)  # the KB's disk: an answer the agent can act on
+            if problem is not None:
+                log.warning("tool %s: %s", fn.__name__, exc)
+                raise tool_error(f"{problem}: {fn.__name__} could not write the KB; free some"
+                                 " space (or check the disk) and call it again") from None
             log.exception("tool %s failed", fn.__name__)
             raise tool_error(
                 f"internal error in {fn.__name__}; the server's log (stderr) has the details"
@@ -219,17 +221,22 @@ def _as_tool(fn: Callable[..., Any], render: Callable[[Any], str], tool_error: t
     return tool
 
 
-def _disk_full(exc: BaseException) -> bool:
-    """SQLite's ``database or disk is full`` (SQLITE_FULL) or an OSError ENOSPC/EDQUOT."""
+def _disk_problem(exc: BaseException) -> str | None:
+    """``"disk full"`` for SQLite's SQLITE_FULL or an OSError ENOSPC/EDQUOT/EFBIG,
+    ``"disk I/O error"`` for SQLite's SQLITE_IOERR (e.g. a file size limit), else None."""
     import errno
     import sqlite3
 
     if isinstance(exc, OSError):
-        return exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
-    return isinstance(exc, sqlite3.Error) and (
-        getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
-        or "disk is full" in str(exc)
-    )
+        return "disk full" if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) else None
+    if not isinstance(exc, sqlite3.Error):
+        return None
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code == sqlite3.SQLITE_FULL or "disk is full" in str(exc):
+        return "disk full"
+    if (code is not None and code & 0xFF == sqlite3.SQLITE_IOERR) or "disk I/O error" in str(exc):
+        return "disk I/O error"
+    return None
 
 
 def _message(exc: KBError) -> str:
