@@ -482,6 +482,11 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
             " = new/deleted; \"all\" = everything. Turns the answer into a page."))] = None,
         limit: Limit = None,
         offset: Offset = None,
+        order: Annotated[Literal["triage", "index"] | None, Field(description=(
+            "Order of `changes`: \"triage\" = modified functions that look like patches first"
+            " (new bounds checks, error paths, widened arithmetic; each with `triage`, `reasons`),"
+            " then new, deleted, moved, unchanged; \"index\" = by new-side index. Default:"
+            " triage for a page (only/limit/offset), index for the full answer."))] = None,
     ) -> dict[str, Any]:
         """What changed between two versions, function by function. Served from a stored
         diff when one was saved, otherwise computed as a pure read (names are not carried
@@ -503,21 +508,25 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         # every page (the same report as services.diff.report.get_diff, kept until the KB
         # changes)
         from kbtool.services.diff.cache import DIFF_CACHE
+        from kbtool.services.diff.triage import order_changes
 
         report = read(DIFF_CACHE.report, from_version_id, to_version_id)
         if only is None and limit is None and offset is None:
-            return report
-        changes = report["changes"]
+            if order in (None, "index"):
+                return report
+            return {**report, "order": order,
+                    "changes": order_changes(report["changes"], order)}
+        changes = order_changes(report["changes"], order or "triage")
         if only:
             from kbtool.render.terminal import keep_change, parse_only
 
             wanted = parse_only(list(only))
             changes = [c for c in changes if keep_change(c, wanted)]
         call = call_text("get_diff", from_version_id=from_version_id,
-                         to_version_id=to_version_id, only=only, limit=limit)
+                         to_version_id=to_version_id, only=only, limit=limit, order=order)
         budget = MAX_ANSWER_BYTES - 2_000 - len(as_json({**report, "changes": []}))
         paged = page_rows(changes, offset or 0, limit, call=call, budget=budget)
-        out = {**report, "changes": paged.pop("items")}
+        out = {**report, "changes": paged.pop("items"), "order": order or "triage"}
         out["page"] = paged
         return out
 

@@ -46,6 +46,7 @@ from kbtool.kb.errors import (
 )
 from kbtool.services import nav
 from kbtool.services.diff.cache import DIFF_CACHE
+from kbtool.services.diff.changelog import ORDERS, reorder
 
 log = logging.getLogger("kbtool.web")
 
@@ -230,8 +231,12 @@ def _changelog(conn: sqlite3.Connection, params: dict[str, str], query: Query) -
     """The semantic changelog of the pair (what ``kbtool ui diff`` and the TUI print after the
     table): modified functions most changed first with their explanation lines (``items``)
     and, when unnamed, a ``hint``; new and deleted functions; imports added/removed; the
-    programs of both sides and, across programs, the ``warning``."""
-    return DIFF_CACHE.changelog(conn, *_pair(conn, query, "/api/changelog"))
+    programs of both sides and, across programs, the ``warning``. ``order=triage`` (default:
+    patch-like first, each with ``triage`` and ``reasons``), ``index`` or ``weight``."""
+    order = _one(query, "order") or "triage"
+    if order not in ORDERS:
+        raise HTTPError(400, f"unknown order {order!r}: use one of {', '.join(ORDERS)}")
+    return reorder(DIFF_CACHE.changelog(conn, *_pair(conn, query, "/api/changelog")), order)
 
 
 def _search(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:

@@ -276,3 +276,13 @@ def _groups(report: dict[str, Any], modified: list[dict[str, Any]]) -> dict[str,
     return {"layout": layouts, "relocated": len(relocated),
             "relocated_moved": sum(1 for c in relocated if c["classification"] == "moved"),
             "kinds": counts}
+
+
+def reorder(cl: dict[str, Any], order: str) -> dict[str, Any]:
+    """A changelog with ``modified`` in another order (a shallow copy; the cached one is
+    shared and stays as it is)."""
+    if order not in ORDERS:
+        raise ValueError(f"unknown order {order!r}: use one of {', '.join(ORDERS)}")
+    if cl.get("order") == order:
+        return cl
+    return {**cl, "order": order, "modified": _sorted(list(cl["modified"]), order)}

@@ -270,3 +270,21 @@ def layout_groups(entries: list[dict[str, Any]], min_functions: int = 3) -> list
             out.append({"delta": d, "offsets": sorted(g["offsets"], key=lambda s: int(s.split()[0]))[:12],
                         "functions": g["functions"]})
     return out
+
+
+_KIND_RANK = {k: i for i, k in enumerate(KINDS)}
+_CLASS_RANK = {"modified": 0, "new": 1, "deleted": 2, "moved": 3, "unchanged": 4}
+
+
+def order_changes(changes: list[dict[str, Any]], order: str = "triage") -> list[dict[str, Any]]:
+    """Diff report entries in ``order``: ``index`` (as the report lists them: by new-side
+    index) or ``triage`` (modified functions patch-like first, by ``triage_kind`` then
+    ``triage``; then new, deleted, moved, unchanged, each by index)."""
+    if order == "index":
+        return list(changes)
+    if order != "triage":
+        raise ValueError(f"unknown order {order!r}: use triage or index")
+    return sorted(changes, key=lambda c: (
+        _CLASS_RANK.get(c["classification"], 9),
+        _KIND_RANK.get(c.get("triage_kind", "change"), 9) if c["classification"] == "modified" else 0,
+        -(c.get("triage") or 0.0) if c["classification"] == "modified" else 0.0))

@@ -22,6 +22,7 @@ from kbtool.render.terminal import CLASS_STYLE, changelog_from_data, summary_tex
 from kbtool.render.text import lit
 from kbtool.services.diff.programs import cross_program_warning, default_pair
 from kbtool.services.diff.report import CHANGED
+from kbtool.services.diff.triage import order_changes
 from kbtool.services.diff.view import cached_view
 from kbtool.textutil import clip, printable
 from kbtool.tui.screens.base import BACK, HISTORY, FunctionRef, KbScreen
@@ -287,7 +288,8 @@ class DiffScreen(KbScreen):
             return
         pred = FILTERS[self._filter][1]
         keep_row = table.cursor_row if table.row_count else 0
-        self._shown = [c for c in self._report["changes"] if pred(c)]  # type: ignore[operator]
+        # triage order: modified functions that look like patches first (issue 29)
+        self._shown = order_changes([c for c in self._report["changes"] if pred(c)], "triage")  # type: ignore[operator]
         self._loaded = min(len(self._shown), max(CHUNK, (keep_row // CHUNK + 1) * CHUNK))
         table.replace_rows(self._row(i) for i in range(self._loaded))
         self._fit_names()

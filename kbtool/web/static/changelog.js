@@ -1,11 +1,15 @@
 // The diff's changelog panel: what changed in each function, the same lines as `kbtool ui diff`
-// and the TUI (GET /api/changelog: kbtool.services.diff.changelog). Modified functions come most
-// changed first (the `weight` ranking) with their explanation lines; an unnamed one carries a
+// and the TUI (GET /api/changelog: kbtool.services.diff.changelog). Modified functions come in
+// triage order (patch-like first: new bounds checks, error paths, widened arithmetic; the
+// `triage` score and its `reasons`, "why" lines), the first TOP of them, then one line per
+// group (layout changes, relocations, churn) and "show more" for the rest; each with its
+// explanation lines; an unnamed one carries a
 // `refs` line (its strings and callees) so it can be told apart; then new and deleted functions
 // and the imports added/removed. Every value from the KB is inserted as text (dom.js).
 import { el, fill, fmtInt, setText } from "./dom.js";
 
 const PAGE = 100;
+const TOP = 20; // modified functions shown before "show more" (the short view, as `ui diff`)
 
 const delta = (a, b, unit) => {
   const d = (b ?? 0) - (a ?? 0);
@@ -37,9 +41,12 @@ function modifiedEntry(m, open) {
     nameNode(m, m.to_index),
     el("span", { class: "faint", text: " #" + m.from_index + "→#" + m.to_index + " " }),
     el("span", { class: "dim", text: delta(m.instr_from, m.instr_to, "instr") + ", " + delta(m.size_from, m.size_to, "B") }),
-    " ", el("span", { class: "cl-weight", title: "change weight (the ranking)", text: "w " + m.weight }),
+    " ", m.triage !== undefined
+      ? el("span", { class: "cl-weight", title: "triage score (" + (m.triage_kind || "") + "): patch-like changes rank first", text: "triage " + Number(m.triage).toFixed(1) })
+      : el("span", { class: "cl-weight", title: "change weight", text: "w " + m.weight }),
     " ", ...flags(m));
   const lines = [];
+  for (const r of (m.reasons || []).slice(0, 3)) lines.push(el("li", { class: "cl-why", text: "why: " + r }));
   if (m.hint) lines.push(el("li", { class: "cl-refs" }, el("span", { class: "faint", text: "refs " }), m.hint));
   for (const item of m.items || []) {
     if (/^[+-][\d,]+ instructions$/.test(item)) continue; // the head says it (as the CLI)
@@ -64,6 +71,21 @@ function functionEntry(f, kind, open) {
     lines.length ? el("ul", { class: "cl-lines" }, lines) : null);
 }
 
+/** One line per group the triage folds (layout changes, relocations, churn). */
+function groupLines(cl) {
+  const g = cl.groups;
+  if (!g) return null;
+  const lines = [];
+  const k = g.kinds || {};
+  lines.push(el("li", { class: "cl-chg", text: fmtInt(k.fix || 0) + " look like fixes · " + fmtInt(k.change || 0) + " other changes · " + fmtInt(k.churn || 0) + " churn · " + fmtInt(k.layout || 0) + " offset shifts only" }));
+  for (const l of (g.layout || []).slice(0, 4)) {
+    const names = l.functions.slice(0, 4).map((f) => f.name || "func[" + f.to_index + "]").join(", ");
+    lines.push(el("li", { class: "cl-group", text: "layout: struct offsets " + (l.delta > 0 ? "+" : "") + l.delta + " (" + l.offsets.slice(0, 3).join(", ") + ") in " + fmtInt(l.count) + " functions (" + fmtInt(l.layout_only) + " with no other change): " + names + (l.count > 4 ? " +" + (l.count - 4) + " more" : "") }));
+  }
+  if (g.relocated) lines.push(el("li", { class: "cl-group", text: "relocated: " + fmtInt(g.relocated) + " functions are the same code with data addresses moved (moved/unchanged, not modified)" }));
+  return el("ul", { class: "cl-lines cl-groups" }, lines);
+}
+
 /**
  * Fill `box` with the changelog `cl`, keeping the entries `keep(entry, kind)` accepts (the
  * diff table's filter), `PAGE` per section at a time. `open(entry, kind)` opens one.
@@ -85,8 +107,9 @@ export function renderChangelog(box, cl, keep, open) {
     const more = el("button", { class: "btn ghost cl-more" });
     const page = () => {
       const frag = document.createDocumentFragment();
-      for (const e of list.slice(shown, shown + PAGE)) frag.append(make(e));
-      shown = Math.min(list.length, shown + PAGE);
+      const step = kind === "modified" && shown === 0 && cl.order === "triage" ? TOP : PAGE;
+      for (const e of list.slice(shown, shown + step)) frag.append(make(e));
+      shown = Math.min(list.length, shown + step);
       body.append(frag);
       setText(more, "show more (" + fmtInt(list.length - shown) + " left)");
       more.classList.toggle("hidden", shown >= list.length);
@@ -96,10 +119,12 @@ export function renderChangelog(box, cl, keep, open) {
     let note = "";
     if (kind === "modified") {
       const named = list.filter((m) => m.name).length;
-      note = " · " + fmtInt(named) + " named, " + fmtInt(list.length - named) + " unnamed · most changed first";
+      note = " · " + fmtInt(named) + " named, " + fmtInt(list.length - named) + " unnamed · "
+        + (cl.order === "triage" ? "patch-like first (triage)" : cl.order === "index" ? "by index" : "most changed first");
     }
     out.push(el("section", { class: "cl-sect", dataset: { k: kind } },
       el("h4", {}, el("span", { class: "chip c-" + kind, text: kind }), " " + fmtInt(list.length) + note),
+      kind === "modified" ? groupLines(cl) : null,
       body, more));
   }
   const imports = [];
