@@ -91,7 +91,8 @@ def count_refs(c: str, labels: set[str], spans: list[tuple[int, int]]) -> tuple[
         code = _COMMENT.sub(" ", line)
         named += sum(1 for w in _IDENT.findall(code) if w in labels)
         for m in _INT.finditer(code):
-            v = int(m.group(1), 0)
+            t = m.group(1)
+            v = int(t, 16) if t[:2].lower() == "0x" else int(t)
             k = bisect.bisect_right(starts, v) - 1
             if v >= 1024 and k >= 0 and v < spans[k][1]:
                 rest = code[m.end():m.end() + 3]

@@ -97,6 +97,25 @@ def plan(db: Path) -> list[tuple[str, object, tuple[int, int], dict]]:
     ]
 
 
+def data_plan(db: Path) -> list[tuple[str, object, tuple[int, int], dict]]:
+    """The data screens (issue 26) on the analysed copy of the demo KB: the strings and
+    globals of the latest version, and the xrefs of its most used string."""
+    from kbtool.services import data as data_svc
+    from kbtool.tui.screens.xrefs import XrefsScreen
+
+    conn = open_ro(db)
+    try:
+        vid = queries.latest_version_id(conn)
+        items = data_svc.strings(conn, vid, limit=100_000)["items"]
+        top = max(items, key=lambda i: i["refs"])
+    finally:
+        conn.close()
+    return [
+        ("data", keys("s"), (100, 30), {}),
+        ("xrefs", call(lambda app: app.push_screen(XrefsScreen(vid, hex(top["address"])))), (100, 30), {}),
+    ]
+
+
 async def main_async(out: Path, big: bool, only: list[str] | None = None) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -110,6 +129,20 @@ async def main_async(out: Path, big: bool, only: list[str] | None = None) -> lis
             if only and name not in only:
                 continue
             written.append(await shoot(db, out, name, step, size, **kw))
+        if not only or {"data", "xrefs"} & set(only):
+            import shutil
+
+            from kbtool.services.analyze import analyze_version
+
+            adb = Path(tmp) / "analysed.db"  # analyze writes names: the other shots keep the demo
+            shutil.copyfile(db, adb)
+            conn = open_rw(adb)
+            analyze_version(conn, queries.latest_version_id(conn))
+            conn.close()
+            for name, step, size, kw in data_plan(adb):
+                if only and name not in only:
+                    continue
+                written.append(await shoot(adb, out, name, step, size, **kw))
         if big and not only:
             import importlib.util
 

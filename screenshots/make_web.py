@@ -69,7 +69,7 @@ class Server:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        for _ in range(200):
+        for _ in range(600):  # a loaded machine: up to ~30 s
             try:
                 urllib.request.urlopen(self.url + "api/versions", timeout=2).read()
                 return self
@@ -165,6 +165,53 @@ def cell_center(page, position: int) -> tuple[float, float]:
     ) * cell + cell / 2
 
 
+def data_shots(tmp: Path) -> None:
+    """The Data tab (strings, globals, the xrefs of a string) and the studio's data xrefs, on
+    the demo KB's latest version after ``kbtool analyze`` (issue 26)."""
+    from playwright.sync_api import sync_playwright
+
+    from kbtool.kb import queries
+    from kbtool.kb.db import open_rw
+    from kbtool.services.analyze import analyze_version
+    from kbtool.services.demo import build_demo
+
+    db = tmp / "data.db"
+    build_demo(db, echo=lambda _m: None)
+    conn = open_rw(db)
+    try:
+        vid = queries.latest_version_id(conn)
+        analyze_version(conn, vid)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+    with Server(db) as srv, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        page = browser.new_page(viewport=VIEWPORT)
+        page.goto(f"{srv.url}#v={vid}")
+        page.wait_for_selector("body[data-ready='1']")
+        page.click("#tab-data")
+        page.wait_for_selector("#data-strings tbody tr.ds")
+        strings = json.loads(urllib.request.urlopen(f"{srv.url}api/strings/{vid}?limit=500").read())
+        top = max(strings["items"], key=lambda i: i["refs"])
+        page.fill("#data-target", hex(top["address"]))
+        page.press("#data-target", "Enter")
+        page.wait_for_selector("#data-xrefs tr.xr")
+        page.click("#data-xrefs tr.xr a.tag")
+        page.wait_for_selector("#fn-data a.dataref")
+        settle(page)
+        shoot(page, "data")
+        xr = json.loads(urllib.request.urlopen(
+            f"{srv.url}api/xrefs/{vid}?target={hex(top['address'])}").read())
+        index = xr["refs"][0]["func_index"]
+        page.goto(f"{srv.url}studio#v={vid}&f={index}")
+        page.wait_for_selector("#dataxrefs a.dataref")
+        page.locator("#dataxrefs a.dataref").first.click()
+        page.wait_for_selector("#dataxrefs tr.xr")
+        settle(page)
+        shoot(page, "studio-data")
+        browser.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -174,7 +221,12 @@ def main() -> None:
         type=Path,
         help="the KB built by benchmarks/web_api.py --kb PATH (50,000-function version)",
     )
+    ap.add_argument("--only", choices=["data"], help="only the data screenshots (web-data, web-studio-data)")
     args = ap.parse_args()
+    if args.only == "data":
+        with tempfile.TemporaryDirectory() as tmp:
+            data_shots(Path(tmp))
+        return
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory() as tmp:
