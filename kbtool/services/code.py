@@ -597,7 +597,32 @@ def _changed_spans(a: _Instr, b: _Instr) -> tuple[list[list[int]], list[list[int
     return sa, sb
 
 
-def diff_lines(a_mnemonics: str, b_mnemonics: str) -> dict[str, Any]:
+_LOCAL_OPS = ("local.get", "local.set", "local.tee")
+
+
+def _local_map(la: list[_Instr], lb: list[_Instr], blocks: list) -> dict[str, str]:
+    """Old local -> new local, matched by use: every pair of aligned ``local.*`` lines votes
+    for its two numbers; the strongest votes win, one to one (a renumbered local, label or
+    temporary then compares equal, so only real differences show)."""
+    votes: dict[tuple[str, str], int] = {}
+    for tag, i1, i2, j1, j2 in blocks:
+        if tag != "equal":
+            continue
+        for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
+            x, y = la[i], lb[j]
+            if x.mnemonic in _LOCAL_OPS and x.mnemonic == y.mnemonic:
+                k = (x.operands, y.operands)
+                votes[k] = votes.get(k, 0) + 1
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    for (a, b), _n in sorted(votes.items(), key=lambda kv: (-kv[1], kv[0])):
+        if a not in out and b not in taken:
+            out[a] = b
+            taken.add(b)
+    return out
+
+
+def diff_lines(a_mnemonics: str, b_mnemonics: str, *, align: bool = True) -> dict[str, Any]:
     """Align two listings and mark what changed.
 
     Lines are aligned by difflib over a key with file offsets dropped and numbers and callee
@@ -606,11 +631,17 @@ def diff_lines(a_mnemonics: str, b_mnemonics: str) -> dict[str, Any]:
     ``offset``, ``callee``, ``global``, ``type``, ``operand``, ``string``) and the character
     spans of the differing tokens (``a_spans``/``b_spans``). Returns ``{rows, summary}``;
     a row is ``{op: equal|changed|replace|delete|insert, a, b, a_line, b_line, kinds,
-    a_spans, b_spans}`` (``a_line``/``b_line``: 1-based line numbers in each listing)."""
+    a_spans, b_spans}`` (``a_line``/``b_line``: 1-based line numbers in each listing).
+
+    ``align`` (default): locals are matched between the two bodies by use first
+    (:func:`_local_map`), so a line that differs only by a renumbered local is ``equal``
+    (``summary["aligned"]`` counts them; ``summary["local_map"]`` is the mapping)."""
     la, lb = _parse_lines(a_mnemonics), _parse_lines(b_mnemonics)
     sm = difflib.SequenceMatcher(
         None, [x.key for x in la], [x.key for x in lb], autojunk=len(la) + len(lb) > 4000
     )
+    blocks = sm.get_opcodes()
+    lmap = _local_map(la, lb, blocks) if align else {}
     rows: list[dict[str, Any]] = []
     summary = {
         "equal": 0,
@@ -624,6 +655,8 @@ def diff_lines(a_mnemonics: str, b_mnemonics: str) -> dict[str, Any]:
         "type": 0,
         "operand": 0,
         "string": 0,
+        "aligned": 0,
+        "local_map": {a: b for a, b in lmap.items() if a != b},
     }
 
     def row(op: str, i: int | None, j: int | None, kinds=(), sa=(), sb=()) -> None:
@@ -640,12 +673,18 @@ def diff_lines(a_mnemonics: str, b_mnemonics: str) -> dict[str, Any]:
             }
         )
 
-    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+    for tag, i1, i2, j1, j2 in blocks:
         if tag == "equal":
             for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
                 x, y = la[i], lb[j]
                 if x.text == y.text:
                     summary["equal"] += 1
+                    row("equal", i, j)
+                    continue
+                if (x.mnemonic in _LOCAL_OPS and x.mnemonic == y.mnemonic and x.note == y.note
+                        and lmap.get(x.operands) == y.operands):
+                    summary["equal"] += 1
+                    summary["aligned"] += 1
                     row("equal", i, j)
                     continue
                 kinds = []
