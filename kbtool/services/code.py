@@ -359,6 +359,8 @@ def disassembly(conn: sqlite3.Connection, version_id: int, func_index: int) -> d
         "truncated": bool(res.truncated),
         "reason": res.reason or None,
         "call_lines": call_lines(cm, mnemonics),
+        # comments, prototype, line comments, local names with provenance (issue 27)
+        "knowledge": knowledge.function_knowledge(conn, sid, version_id) if sid else None,
     }
     with _LOCK:
         _RESULTS.put(key, (cm, out))

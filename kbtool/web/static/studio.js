@@ -64,6 +64,23 @@ function renderSide() {
   } else fill($("understanding"), el("span", { class: "hint", text: "No understanding yet (kbtool deep)." }));
 }
 
+// What people and agents wrote beyond the name (kbtool comment / set-type / rename-local,
+// the MCP knowledge tools, kbtool deep), each tinted by its provenance; text only.
+function renderKnowledge() {
+  const k = state.disasm && state.disasm.knowledge;
+  const tint = (r) => el("span", { class: "p-" + r.provenance, text: " " + r.provenance +
+    (r.carried ? " from v" + r.carried.from_version_id + " (" + r.carried.how + ")" : "") + (r.locked ? " · locked" : "") });
+  const rows = [];
+  if (k && k.comment) rows.push(el("div", { id: "kn-comment" }, el("div", { class: "kn-text", text: k.comment.text }), tint(k.comment)));
+  if (k && k.prototype) rows.push(el("div", { id: "kn-prototype" }, el("code", { text: k.prototype.text }), tint(k.prototype)));
+  for (const l of (k && k.locals) || []) rows.push(el("div", { class: "kn-local" }, "local " + l.index + " → ", el("code", { text: l.name }), tint(l)));
+  for (const c of (k && k.line_comments) || []) {
+    const at = c.address === null || c.address === undefined ? "+" + c.offset : c.address.toString(16).padStart(6, "0");
+    rows.push(el("div", { class: "kn-line" }, el("code", { text: at }), " ", el("span", { text: c.text }), tint(c)));
+  }
+  fill($("knowledge"), rows.length ? rows : el("span", { class: "hint", text: "No comments, prototype or local names yet." }));
+}
+
 async function renderXrefs(f) {
   if (!state.graph) {
     try { state.graph = await api("/api/callgraph/" + state.version); } catch (_) { state.graph = { nodes: [], edges: [] }; }
@@ -113,7 +130,7 @@ async function openFunction(index) {
   state.disasm = null; state.analysis = null;
   try { state.disasm = await api("/api/disasm/" + state.version + "/" + index); } catch (_) { state.disasm = null; }
   try { state.analysis = await api("/api/analysis/" + encodeURIComponent(f.stable_id)); } catch (_) { state.analysis = null; }
-  renderCode(); renderSide();
+  renderCode(); renderSide(); renderKnowledge();
   renderXrefs(f); renderTrail(f);
   fill($("dataxrefs"), usesSection(state.version, index, openFunction));  // data and globals it uses
 }
