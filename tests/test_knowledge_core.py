@@ -226,3 +226,6 @@ def test_cli_commands(demo_kb):
     assert json.loads(run("knowledge", f"1:{idx}", "--json").stdout)["locals"] == []
     p = run("code", "1", str(idx))
     assert "Reads a block." in p.stdout
+    shown = json.loads(run("show", f"1:{idx}", "--json").stdout)
+    assert shown["knowledge"]["comment"]["text"] == "Reads a block."
+    assert "Reads a block." in run("show", f"1:{idx}").stdout

@@ -261,6 +261,9 @@ def show(
             "stable_id": stable_id, "name": None, "summary": None, "type_signature": None,
             "provenance": None, "confidence": None, "locked": False, "evidence": [],
         }
+        from kbtool.commands.knowledge import knowledge_of  # issue 27
+
+        out = {**out, "knowledge": knowledge_of(conn, stable_id, at_version)}
         print_json({**out, "deep": analysis} if deep else out)
         return
     shown = next((w for w in where if w["version_id"] == at_version), where[-1])
@@ -283,6 +286,9 @@ def show(
     t.add_row("appears in", ", ".join(
         f"v{w['version_id']}#{w['index']}{' (body changed)' if w['body_changed'] else ''}" for w in where))
     console.print(t)
+    from kbtool.commands.knowledge import print_knowledge_for  # issue 27
+
+    print_knowledge_for(conn, stable_id, shown)
     if sym and sym["evidence"]:
         console.print()
         console.print(evidence_table(sym["evidence"]))

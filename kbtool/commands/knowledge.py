@@ -240,3 +240,16 @@ def print_history(events: list[dict[str, Any]]) -> None:
                   lit(e["old_text"]), lit(e["new_text"]), lit(e["provenance"]), lit(e["actor"]),
                   lit(e["reason"]))
     console.print(t)
+
+
+def knowledge_of(conn: Any, stable_id: str, version_id: int | None) -> dict[str, Any]:
+    """``kbtool show --json``'s ``knowledge`` field."""
+    return ks.function_knowledge(conn, stable_id, version_id)
+
+
+def print_knowledge_for(conn: Any, stable_id: str, shown: dict[str, Any]) -> None:
+    """``kbtool show``: the knowledge table when the function has any."""
+    k = ks.function_knowledge(conn, stable_id, shown["version_id"])
+    if k["comment"] or k["prototype"] or k["locals"] or k["line_comments"]:
+        console.print()
+        print_knowledge(k, {"stable_id": stable_id, "version_id": shown["version_id"], "index": shown["index"]})
