@@ -89,7 +89,8 @@ def test_every_owned_benchmark_is_listed():
         "mcp_bounds",  # tests/test_mcp_bounds.py
         "refusal_growth",  # tests/test_refusal_bounds.py
     }
-    helpers = {"__init__", "corpus_pairs", "smoke_corpus"}
+    # helpers, and the corpus builder programs.py (it downloads sources: not a smoke run)
+    helpers = {"__init__", "corpus_pairs", "smoke_corpus", "programs"}
     scripts = {p.stem for p in (ROOT / "benchmarks").glob("*.py")}
     assert scripts - elsewhere - helpers == set(EXPECTED)
 
