@@ -20,6 +20,23 @@ The calibration table was fitted on zstd 1.5.2/1.5.5 (benchmarks/agents.py --cal
 default split is the held-out builds.
 
 Run:  python benchmarks/agent_pass.py [--smoke] [--rounds N] [--split cal|held|all]
+
+``--provider`` measures the provider pass instead (issue 31), on a stripped build with a named
+twin (default: the largest sqlite of ~/.cache/kbtool-programs, built by benchmarks/programs.py;
+``--smoke``: zstd 1.5.5 of the ground-truth corpus), against the local fake provider of
+tests/fakes (real ``openai`` SDK, a hidden answer key with a realistic error rate):
+
+    prompt     bytes and tokens per function (median, p90, max) and the total scaled to a
+               2,000-function module: the facts-JSON prompt (kbtool-agents-1) and the code
+               prompt (kbtool-agents-2)
+    calib      wrong names written as a share of written names, and the share of right
+               answers written, with the new calibration and without it (every verified answer
+               written at min(model confidence, 0.85), as before)
+    resume     `kbtool agent` killed (SIGKILL) half way, then re-run: calls sent the second
+               time against the prompts left without a stored answer
+    cost       the pre-pass estimate (tokens, US$) against the tokens the fake provider counted
+
+Run:  python benchmarks/agent_pass.py --provider [--smoke] [--module PATH]
 """
 
 from __future__ import annotations
@@ -42,7 +59,7 @@ from benchmarks.agents import (  # noqa: E402
     HELD_OUT_SPLIT,
     SMOKE_SPLIT,
     load_pair,
-    pct,
+    pct as _pct2,
     simulate,
 )
 from kbtool.agents.tokens import token_scores  # noqa: E402
@@ -136,14 +153,14 @@ def report(label: str, runs: list[dict]) -> dict:
     print(f"== {label}: {', '.join(r['stem'] for r in runs)}")
     print(
         f"candidates {tot['cands']}  agent names {tot['written']} "
-        f"({pct(tot['written'], tot['cands'])})  exact {tot['exact']} "
-        f"(precision {pct(tot['exact'], tot['written'])})  gate writes {tot['wrote']}, "
+        f"({_pct2(tot['written'], tot['cands'])})  exact {tot['exact']} "
+        f"(precision {_pct2(tot['exact'], tot['written'])})  gate writes {tot['wrote']}, "
         f"rounds run <= {tot['rounds']}"
     )
     print(
         f"token P {100 * p:.1f}%  R {100 * rc:.1f}%  F1 {100 * f1:.1f}%   "
-        f"conf>=0.8: {tot['hi']} names, {pct(tot['hi_ok'], tot['hi'])} exact   "
-        f"agree with in-memory rounds {pct(tot['agree'], tot['written'])}"
+        f"conf>=0.8: {tot['hi']} names, {_pct2(tot['hi_ok'], tot['hi'])} exact   "
+        f"agree with in-memory rounds {_pct2(tot['agree'], tot['written'])}"
     )
     print(
         f"time: agent pass {per_k:.1f} ms/1k functions   (peers, same run: kbtool ingest "
@@ -153,18 +170,198 @@ def report(label: str, runs: list[dict]) -> dict:
     for (lo, hi), (n, ok, sc) in zip(BINS, bins, strict=True):
         print(
             f"          [{lo:.1f},{min(hi, 1.0):.1f})  {n:5d}     "
-            f"{(sc / n if n else 0):5.2f}      {pct(ok, n)}"
+            f"{(sc / n if n else 0):5.2f}      {_pct2(ok, n)}"
         )
     return tot
+
+
+PROGRAMS = Path.home() / ".cache" / "kbtool-programs"
+PROVIDER_MODULE = PROGRAMS / "sqlite-3.46.1.emcc.Os.stripped.wasm"
+PROVIDER_SMOKE = CORPUS / "zstd-1.5.5.O2.stripped.wasm"
+PRICE = (3.0, 15.0)
+
+
+def share_pct(x: float) -> str:
+    return f"{100 * x:+.1f} %" if x < 0 else f"{100 * x:.1f} %"
+
+
+def _stats(values: list[int]) -> str:
+    v = sorted(values)
+    if not v:
+        return "-"
+    return (f"median {v[len(v) // 2]:,}  p90 {v[int(len(v) * 0.9)]:,}  max {v[-1]:,}  "
+            f"per-2000 total {round(sum(v) * 2000 / len(v)):,}")
+
+
+def _truth(stripped_path: Path) -> dict[int, str]:
+    from kbtool.wasm import analyze_module
+
+    named = stripped_path.with_name(stripped_path.name.replace(".stripped.", ".named."))
+    s = analyze_module(stripped_path.read_bytes()).functions
+    n = analyze_module(named.read_bytes()).functions
+    if len(s) != len(n) or any(a.body_hash != b.body_hash for a, b in zip(s, n, strict=True)):
+        raise SystemExit(f"{stripped_path.name}: stripped and named twins differ by index")
+    return {f.index: f.raw_name for f in n if not f.imported and f.raw_name}
+
+
+def _fresh(path: Path, module: Path) -> int:
+    from kbtool.services.analyze import analyze_version
+
+    conn = open_rw(path)
+    try:
+        vid = ingest_file(conn, module, label=module.stem).version_id
+        analyze_version(conn, vid)  # the data model: data labels in the C and the prompt
+    finally:
+        conn.close()
+    return vid
+
+
+def _env(srv) -> dict:
+    import os
+
+    return {**os.environ, "PROVIDER_B_API_KEY": "bench", "PROVIDER_B_BASE_URL": srv.url + "/v1",
+            "PROVIDER_B_MODEL": "bench-model", "NO_PROXY": "127.0.0.1,localhost",
+            "no_proxy": "127.0.0.1,localhost"}
+
+
+def prompt_sizes(db: Path, vid: int) -> dict:
+    from kbtool.agents import callers_of, context_from_facts, string_sharing
+    from kbtool.agents.costs import estimate_tokens
+    from kbtool.agents.prompts import build_prompt, legacy_prompt
+    from kbtool.services.agent_pass import StoredFacts
+    from kbtool.services.agent_prompts import enrich_contexts
+
+    conn = open_rw(db)
+    try:
+        facts = [StoredFacts.from_row(r) for r in queries.agent_rows(conn, vid)]
+        names = {f.index: f.import_field for f in facts if f.imported and f.import_field}
+        callers, sharing = callers_of(facts), string_sharing(facts)
+        ctxs = [context_from_facts(facts, f.index, names, callers, stable_id=f.stable_id,
+                                   sharing=sharing) for f in facts if not f.imported]
+        old = [legacy_prompt(c) for c in ctxs]
+        t = time.perf_counter()
+        enrich_contexts(conn, vid, ctxs)
+        enrich_s = time.perf_counter() - t
+        new = [build_prompt(c) for c in ctxs]
+    finally:
+        conn.close()
+    with_c = sum(1 for c in ctxs if c.get("c_raw"))
+    cut = sum(1 for p in new if "C lines" in p.dropped)
+    print(f"prompt  functions {len(ctxs)}, with C {with_c}, C cut to fit {cut}; "
+          f"reading C/data/comments {enrich_s:.1f} s")
+    print(f"  before bytes   {_stats([len(x.encode()) for x in old])}")
+    print(f"  before tokens  {_stats([estimate_tokens(x) for x in old])}")
+    print(f"  after  bytes   {_stats([p.bytes for p in new])}")
+    print(f"  after  tokens  {_stats([p.tokens for p in new])}")
+    return {"functions": len(ctxs)}
+
+
+def calibration(db: Path, vid: int, truth: dict[int, str]) -> dict:
+    from kbtool.services.agent_pass import run_agent_pass
+    from tests.fakes.llm_server import AnswerKey, FakeLLMServer
+
+    key = AnswerKey(truth)
+    with FakeLLMServer(key=key) as srv:
+        conn = open_rw(db)
+        try:
+            s = run_agent_pass(conn, vid, "provider_b", max_functions=0, env=_env(srv),
+                               price=PRICE, concurrency=8, knowledge=False)
+        finally:
+            conn.close()
+        billed = (srv.tokens_in, srv.tokens_out)
+    llm = [d for d in s["details"] if d.get("source") == "llm"]
+    right_answers = [d for d in llm if d.get("name") and d["name"] == truth.get(d["index"])]
+    new_w = [d for d in llm if d["kind"] == "write"]
+    # before: every answer the verifier accepted was written at min(model, 0.85) >= 0.5
+    old_w = [d for d in llm if d["kind"] in ("write", "suggest")]
+
+    def share(ws: list[dict]) -> tuple[float, float]:
+        wrong = sum(1 for d in ws if d["name"] != truth.get(d["index"]))
+        right = sum(1 for d in ws if d["name"] == truth.get(d["index"]))
+        return (wrong / len(ws) if ws else 0.0,
+                right / len(right_answers) if right_answers else 0.0)
+
+    kinds = [key.kind(i) for i in {d["index"] for d in llm}]
+    print(f"calib   fake model: {kinds.count('right')} right, {kinds.count('wrong')} plausible "
+          f"but wrong, {kinds.count('malformed')} malformed answers; {s['calls']} calls")
+    for label, ws in (("without calibration", old_w), ("with calibration   ", new_w)):
+        wrong, right = share(ws)
+        print(f"  {label}: {len(ws)} written, wrong {share_pct(wrong)} of written, "
+              f"right answers written {share_pct(right)}")
+    est = s.get("estimate") or {}
+    est_cost = (est.get("tokens_in", 0) * PRICE[0] + est.get("tokens_out", 0) * PRICE[1]) / 1e6
+    real_cost = (billed[0] * PRICE[0] + billed[1] * PRICE[1]) / 1e6
+    print(f"cost    estimate {est.get('tokens_in', 0):,} in / {est.get('tokens_out', 0):,} out "
+          f"${est_cost:.4f}; fake provider counted {billed[0]:,} in / {billed[1]:,} out "
+          f"${real_cost:.4f}: input {share_pct(est.get('tokens_in', 0) / max(1, billed[0]) - 1)} off, "
+          f"cost {share_pct(est_cost / max(1e-9, real_cost) - 1)} off; meter ${s['estimated_cost_usd']:.4f}")
+    return s
+
+
+def resume(db: Path, vid: int, truth: dict[int, str], full_calls: int) -> None:
+    import os
+    import signal
+    import subprocess
+
+    from tests.fakes.llm_server import AnswerKey, FakeLLMServer
+
+    cmd = [sys.executable, "-m", "kbtool.cli", "agent", str(vid), "--db", str(db), "--backend",
+           "provider_b", "--max-functions", "0", "--json", "--concurrency", "4"]
+    with FakeLLMServer(key=AnswerKey(truth), delay=0.01) as srv:
+        proc = subprocess.Popen(cmd, env=_env(srv), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, cwd=ROOT)
+        t0 = time.monotonic()
+        while len(srv.requests) < full_calls // 2 and proc.poll() is None:
+            if time.monotonic() - t0 > 600:
+                break
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        sent1 = len(srv.requests)
+    conn = open_rw(db)
+    try:
+        stored = queries.agent_answer_counts(conn, vid)["answers"]
+    finally:
+        conn.close()
+    with FakeLLMServer(key=AnswerKey(truth)) as srv:
+        p = subprocess.run(cmd, env=_env(srv), capture_output=True, text=True, cwd=ROOT)
+        sent2 = len(srv.requests)
+    if p.returncode != 0:
+        raise SystemExit(p.stderr[-2000:])
+    print(f"resume  uninterrupted pass {full_calls} calls; killed after {sent1} sent, "
+          f"{stored} answers stored; re-run sent {sent2} (unanswered: {full_calls - stored}) "
+          f"{'OK' if sent2 == full_calls - stored else 'MISMATCH'}  pid {os.getpid()}")
+
+
+def provider_main(module: Path) -> int:
+    if not module.exists():
+        print(f"no module {module} (python benchmarks/programs.py builds the programs)")
+        return 1
+    truth = _truth(module)
+    with tempfile.TemporaryDirectory(prefix="kbtool-agent-provider-") as tmp:
+        a, b = Path(tmp) / "a.db", Path(tmp) / "b.db"
+        vid = _fresh(a, module)
+        _fresh(b, module)
+        print(f"== {module.name}: {len(truth)} named functions")
+        prompt_sizes(a, vid)
+        s = calibration(a, vid, truth)
+        resume(b, vid, truth, s["calls"])
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--smoke", action="store_true", help="one small build, one round")
+    ap.add_argument("--provider", action="store_true",
+                    help="the provider pass against the local fake provider (issue 31)")
+    ap.add_argument("--module", type=Path, default=None)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--split", choices=("cal", "held", "all"), default="held")
     ap.add_argument("--corpus", type=Path, default=CORPUS)
     args = ap.parse_args(argv)
+    if args.provider:
+        module = args.module or (PROVIDER_SMOKE if args.smoke else PROVIDER_MODULE)
+        return provider_main(module)
     if args.smoke:
         stems, rounds = SMOKE_SPLIT, 1
     else:

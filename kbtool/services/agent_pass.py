@@ -449,6 +449,7 @@ def run_agent_pass(
     out = summary.to_dict()
     if llm is not None:
         out.update(llm.meter.to_dict())
+        out["estimate"] = estimate
         out["circuit_open"] = llm.circuit_open
         if llm.circuit_open:
             out["cancelled"] = False
@@ -505,7 +506,11 @@ def _estimate(conn: sqlite3.Connection, llm: LLMBackend,
     """Prompts, stored answers, tokens and cost of round 1 before any call."""
     prompts = answered = tokens = 0
     sizes: list[int] = []
+    from kbtool.agents.backends import specialist_proposal
+
     for ctx in contexts:
+        if specialist_proposal(ctx, frozenset(), llm.backend) is not None:
+            continue  # the specialist names it without a call
         for pr in llm.prompts(ctx):
             prompts += 1
             sizes.append(pr.tokens)

@@ -164,8 +164,15 @@ class AnswerKey:
                 evidence = {}
             else:
                 evidence = real
-        return json.dumps({"explanation": "From the code and its callees.", "name": name,
-                           "summary": f"{name}: what the code does.", "evidence": evidence,
+        explanation = (  # two to four sentences, as the prompt asks (a realistic length)
+            "The function checks its arguments, then walks the structure its first parameter "
+            "points to and calls the helpers listed above on each element. The strings and "
+            "the callee names show which subsystem it belongs to. It returns a status code "
+            "that the callers test against zero.")
+        return json.dumps({"explanation": explanation, "name": name,
+                           "summary": f"{name}: validates its input and processes each "
+                                      "element, returning a status code.",
+                           "evidence": evidence,
                            "confidence": 0.9, "reasons": ["read the C"]})
 
 
