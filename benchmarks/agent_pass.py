@@ -59,8 +59,10 @@ from benchmarks.agents import (  # noqa: E402
     HELD_OUT_SPLIT,
     SMOKE_SPLIT,
     load_pair,
-    pct as _pct2,
     simulate,
+)
+from benchmarks.agents import (
+    pct as _pct2,
 )
 from kbtool.agents.tokens import token_scores  # noqa: E402
 from kbtool.kb import queries  # noqa: E402
