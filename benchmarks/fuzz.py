@@ -626,6 +626,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-reference", action="store_true")
     ap.add_argument("--smoke", action="store_true", help="tiny budget (tests)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--cli-cases", type=int, default=40,
+                    help="CLI hardening cases (benchmarks.fuzz_cli: output paths, signals, full"
+                    " disk, huge inputs); 0 skips them")
     a = ap.parse_args(argv)
     layers = parse_layers(a.layers)
     if a.worker:
@@ -633,6 +636,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.smoke:
         a.mutations, a.smith, a.no_corpus = min(a.mutations, 60), min(a.smith, 5), True
         a.gcc_modules = min(a.gcc_modules, 5)
+        a.cli_cases = min(a.cli_cases, 5)
     res = run(
         a.mutations,
         a.smith,
@@ -646,6 +650,12 @@ def main(argv: list[str] | None = None) -> int:
         gcc_modules=a.gcc_modules,
         body_mutations=a.body_mutations,
     )
+    if a.cli_cases:
+        from benchmarks.fuzz_cli import run as run_cli
+
+        cli = run_cli(a.cli_cases, a.seed)
+        res["failures"] += [{"cli": f} for f in cli["failures"]]
+        res["stats"].update({f"cli {k}": v for k, v in cli["stats"].items()})
     if a.json:
         print(json.dumps(res, indent=1))
     else:
