@@ -88,6 +88,7 @@ def test_every_owned_benchmark_is_listed():
         "deep",  # tests/test_deep_provider.py
         "mcp_bounds",  # tests/test_mcp_bounds.py
         "refusal_growth",  # tests/test_refusal_bounds.py
+        "knowledge",  # tests/test_knowledge_bench.py
     }
     # helpers, and the corpus builder programs.py (it downloads sources: not a smoke run)
     helpers = {"__init__", "corpus_pairs", "smoke_corpus", "programs"}
