@@ -202,21 +202,22 @@ class _Addr:
 
     def same(self, a: int, b: int, size: int | None) -> bool:
         """Two constants at the same position: the same data up to relocation?"""
-        if a == b:
-            return True
         va, vb = self.va, self.vb
         ua, ub = a & 0xFFFFFFFFFFFFFFFF, b & 0xFFFFFFFFFFFFFFFF
         la, lb = va.dmap.locate(ua), vb.dmap.locate(ub)
+        if a == b and (la is None or lb is None):
+            return True
+        moved = a != b
         if la is not None and lb is not None:
             if size is not None:
                 xa, xb = va.sized_bytes(ua, size), vb.sized_bytes(ub, size)
                 if xa is not None and xa == xb:
-                    self.relocated = True
+                    self.relocated |= moved
                     return True
             ca, cb = va.cstring(ua), vb.cstring(ub)
             if ca is not None and cb is not None and not va.sized:
                 if ca == cb:
-                    self.relocated = True
+                    self.relocated |= moved
                     return True
                 self.changes.append((_text(ca), _text(cb)))
                 return False
@@ -225,6 +226,8 @@ class _Addr:
                 if xa is not None and xb is not None and _printable(xa) and _printable(xb):
                     self.changes.append((_text(xa), _text(xb)))
                     return False
+            if not moved:
+                return True  # the same address; what is there is no string we can compare
             wa, wb = va.window(ua), vb.window(ub)
             if wa is not None and wa == wb:
                 self.relocated = True
@@ -285,9 +288,10 @@ def compare_bodies(
     for k, ((oa, ma), (ob, mb)) in enumerate(zip(ta, tb, strict=True)):
         if oa != ob:
             return BodyCompare(False, reason=f"{MNEMONICS[oa]} -> {MNEMONICS[ob]}")
-        if ma == mb:
-            continue
         kind = KIND[oa]
+        if ma == mb and (kind not in (_K_I32, _K_I64) or va.dmap.locate(
+                ma[0] & 0xFFFFFFFFFFFFFFFF) is None):
+            continue
         if kind in (_K_CALL, _K_REF_FUNC):
             if callee_map(ma[0]) == mb[0]:
                 continue

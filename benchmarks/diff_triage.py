@@ -1,0 +1,194 @@
+"""Diff triage on real release pairs (issue 29): where the fixed functions land, relocation
+noise, the length of the default `kbtool ui diff`, per-function diff lines before and after
+local alignment, and no loss (every modified function reachable from the short view).
+
+Pairs (sources from registries with their ordinary clients, built like benchmarks/programs.py):
+- lua 5.4.4 (lupa==2.0 sdist) -> 5.4.6 (lupa==2.2), clang --target=wasm32-wasi -O2. Fixed
+  functions: the lua.org bug list of 5.4.4, each mapped to the function its fix changed
+  (checked against the two source trees): lua_settop ("'lua_settop' may use an invalid
+  pointer to stack"), iter_aux and iter_codes ("'utf8.codes' does not raise an error on
+  spurious continuation bytes"), luaD_growstack ("Lua-stack overflow when C stack overflows
+  while handling an error", CVE-2022-33099), lua_resetthread ("C-stack overflow with deep
+  nesting of coroutine.close"), luaC_fullgc ("GC not setting a proper target for next cycle
+  after a full collection in generational mode").
+- sqlite 3.45.3 -> 3.46.1 (better-sqlite3 9.6.0 / 11.3.0 npm tarballs): noise figures only.
+- esbuild-wasm 0.24.0 -> 0.24.2 (`npm pack`, Go): relocation-only functions flagged modified.
+
+The old side is ingested with its name section, the new side stripped (as an analyst gets
+it); the fixed functions' new indices come from the new side's named build.
+
+Run:  python benchmarks/diff_triage.py [--pairs lua sqlite esbuild] [--out DIR]
+      python benchmarks/diff_triage.py --smoke     # lua only
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks import programs as P  # noqa: E402
+
+OUT = Path(os.environ.get("KBTOOL_DIFF_TRIAGE", Path.home() / ".cache" / "kbtool-diff-triage"))
+
+LUA = [P.Program("lua", v, P.Source("pypi", spec, root), ("third-party/lua54/*.c",),
+                 exclude=P._LUA_SKIP, includes=("third-party/lua54",), defines=P._LUA_DEFS,
+                 driver=P.LUA_MAIN, shim_setjmp=True)
+       for v, spec, root in (("5.4.4", "lupa==2.0", "lupa-2.0"), ("5.4.6", "lupa==2.2", "lupa-2.2"))]
+LUA_FIXES = {
+    "lua_settop": "'lua_settop' may use an invalid pointer to stack",
+    "iter_aux": "'utf8.codes' does not raise an error on spurious continuation bytes",
+    "iter_codes": "'utf8.codes' does not raise an error on spurious continuation bytes",
+    "luaD_growstack": "Lua-stack overflow when C stack overflows while handling an error",
+    "lua_resetthread": "C-stack overflow with deep nesting of coroutine.close",
+    "luaC_fullgc": "GC target after a full collection in generational mode",
+}
+SQLITE = [p for p in P.PROGRAMS if p.name == "sqlite"]
+
+
+def kb(args: list[str], db: Path) -> str:
+    r = subprocess.run([sys.executable, "-m", "kbtool.cli", "--db", str(db), *args],
+                       capture_output=True, text=True, env={**os.environ, "COLUMNS": "100"})
+    if r.returncode:
+        raise RuntimeError(f"kbtool {' '.join(args)}: {r.stderr.strip()[-400:]}")
+    return r.stdout
+
+
+def names_of(path: Path) -> dict[str, int]:
+    from kbtool.wasm.reader import parse_module
+    m = parse_module(path.read_bytes())
+    return {n: i for i, n in m.func_names.items()}
+
+
+def esbuild(out: Path) -> tuple[Path, Path]:
+    files = []
+    for v in ("0.24.0", "0.24.2"):
+        dst = out / f"esbuild-wasm-{v}.wasm"
+        if not dst.exists():
+            d = out / "dl" / v
+            d.mkdir(parents=True, exist_ok=True)
+            subprocess.run(["npm", "pack", "--silent", "--pack-destination", str(d),
+                            f"esbuild-wasm@{v}"], check=True, capture_output=True)
+            tgz = next(d.glob("*.tgz"))
+            with tarfile.open(tgz) as t:
+                dst.write_bytes(t.extractfile("package/esbuild.wasm").read())  # type: ignore[union-attr]
+        files.append(dst)
+    return files[0], files[1]
+
+
+def measure(name: str, old: Path, new: Path, new_named: Path | None, fixes: dict[str, str],
+            work: Path) -> dict:
+    from kbtool.kb.db import open_ro
+    from kbtool.render.terminal import triage_counts
+    from kbtool.services.code import diff_lines, disassembly
+    from kbtool.services.diff.changelog import changelog
+    from kbtool.services.diff.relocation import compare_bodies, module_view
+    from kbtool.services.diff.view import read_report
+
+    db = work / f"{name}.db"
+    db.unlink(missing_ok=True)
+    kb(["ingest", str(old), "-l", f"{name}-old"], db)
+    kb(["ingest", str(new), "-l", f"{name}-new"], db)
+    short = kb(["ui", "diff", "1", "2"], db)
+    full = kb(["ui", "diff", "1", "2", "--all"], db)
+    conn = open_ro(db)
+    report, pairing = read_report(conn, 1, 2)
+    cl = changelog(conn, report, pairing=pairing)
+    counts = triage_counts(cl)
+    reach = counts["top"] + counts["more"] + counts["churn"] + counts["layout_only"]
+    mods = [c for c in report["changes"] if c["classification"] == "modified"]
+    # relocation-only functions still flagged modified (the comparator says same code)
+    va = module_view(old.read_bytes())
+    vb = module_view(new.read_bytes())
+    by_old = {c["from_index"]: c["to_index"] for c in report["changes"]
+              if c["from_index"] is not None and c["to_index"] is not None}
+    reloc_only = sum(1 for c in mods if compare_bodies(
+        va, c["from_index"], vb, c["to_index"], by_old.get).same)  # type: ignore[arg-type]
+    ranked = [m for m in cl["modified"]]
+    rank_of = {m["to_index"]: i + 1 for i, m in enumerate(ranked)}
+    fixed = []
+    if new_named is not None:
+        idx = names_of(new_named)
+        for fn, why in fixes.items():
+            i = idx.get(fn)
+            m = next((m for m in ranked if m["to_index"] == i), None)
+            lines = None
+            if m is not None:
+                a = disassembly(conn, 1, m["from_index"])
+                b = disassembly(conn, 2, m["to_index"])
+                s0 = diff_lines(a["mnemonics"], b["mnemonics"], align=False)["summary"]
+                s1 = diff_lines(a["mnemonics"], b["mnemonics"])["summary"]
+                lines = (s0["changed"] + s0["deleted"] + s0["inserted"],
+                         s1["changed"] + s1["deleted"] + s1["inserted"])
+            fixed.append({"function": fn, "bug": why,
+                          "rank": rank_of.get(i) if i is not None else None,
+                          "reasons": m["reasons"][:2] if m else [], "diff_lines": lines})
+    before = after = 0
+    for c in mods[:300]:
+        a = disassembly(conn, 1, c["from_index"])
+        b = disassembly(conn, 2, c["to_index"])
+        s0 = diff_lines(a["mnemonics"], b["mnemonics"], align=False)["summary"]
+        s1 = diff_lines(a["mnemonics"], b["mnemonics"])["summary"]
+        before += s0["changed"] + s0["deleted"] + s0["inserted"]
+        after += s1["changed"] + s1["deleted"] + s1["inserted"]
+    conn.close()
+    return {"pair": name, "summary": report["summary"],
+            "relocated": cl["groups"]["relocated"], "reloc_only_modified": reloc_only,
+            "short_lines": short.count("\n"), "all_lines": full.count("\n"),
+            "modified": len(mods), "reachable": reach, "fixed": fixed,
+            "fn_diff_lines": (before, after)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--pairs", nargs="*", default=["lua", "sqlite", "esbuild"])
+    ap.add_argument("--smoke", action="store_true", help="the lua pair only")
+    args = ap.parse_args(argv)
+    if args.smoke:
+        args.pairs = ["lua"]
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        if "lua" in args.pairs:
+            rows = [P.build_one(p, "clang", "O2", out) for p in LUA]
+            f = [out / r[0]["file"] for r in rows]
+            results.append(measure("lua-5.4.4-5.4.6", f[0], f[1].with_name(
+                f[1].name.replace(".named.", ".stripped.")), f[1], LUA_FIXES, work))
+        if "sqlite" in args.pairs:
+            rows = [P.build_one(p, "clang", "O2", out) for p in SQLITE]
+            f = [out / r[0]["file"] for r in rows]
+            results.append(measure("sqlite-3.45.3-3.46.1", f[0], f[1].with_name(
+                f[1].name.replace(".named.", ".stripped.")), f[1], {}, work))
+        if "esbuild" in args.pairs:
+            a, b = esbuild(out)
+            results.append(measure("esbuild-wasm-0.24.0-0.24.2", a, b, None, {}, work))
+    buf = io.StringIO()
+    print(f"{'pair':<28} {'modified':>8} {'reloc':>6} {'reloc-only mod':>14} {'ui diff':>8} "
+          f"{'--all':>7} {'reachable':>9} {'fn diff lines (before -> after align)':>38}", file=buf)
+    for r in results:
+        b, a = r["fn_diff_lines"]
+        print(f"{r['pair']:<28} {r['modified']:>8} {r['relocated']:>6} "
+              f"{r['reloc_only_modified']:>14} {r['short_lines']:>8} {r['all_lines']:>7} "
+              f"{r['reachable']:>5}/{r['modified']:<3} {b:>20} -> {a}", file=buf)
+    print("\nfixed functions: rank in the default (triage) order", file=buf)
+    for r in results:
+        for f in r["fixed"]:
+            dl = f"{f['diff_lines'][0]} -> {f['diff_lines'][1]} lines" if f["diff_lines"] else ""
+            print(f"  {r['pair']:<24} {f['function']:<18} rank {f['rank'] or '-':>4}  {dl:<18} "
+                  f"{'; '.join(f['reasons'])[:70]}", file=buf)
+    sys.stdout.write(buf.getvalue())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
