@@ -80,6 +80,7 @@ def test_every_owned_benchmark_is_listed():
         "gosyms",
         "lift",
         "fuzz",  # tests/test_wasm_hardening.py
+        "fuzz_cli",  # tests/test_output_paths.py
         "crafted",  # tests/test_wasm_hardening.py
         "lineage",  # tests/test_lineage.py
         "http",

@@ -255,3 +255,12 @@ def test_temporaries_of_killed_writers_are_removed_next_time(tmp_path: Path):
     write_atomic(out, "done")
     assert [x.name for x in tmp_path.iterdir()] == ["o.txt"]
     assert out.read_text() == "done"
+
+
+def test_fuzz_cli_smoke(tmp_path: Path):
+    """The harness's CLI cases (output paths, full disk, links, signals, huge inputs) pass."""
+    r = subprocess.run([sys.executable, "-m", "benchmarks.fuzz_cli", "--smoke"],
+                       cwd=Path(__file__).resolve().parent.parent, capture_output=True,
+                       text=True, timeout=TIMEOUT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "0 failures" in r.stdout
