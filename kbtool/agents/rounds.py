@@ -135,6 +135,9 @@ def run_rounds(
         else:
             waves = [pending]
         out.rounds_run = r + 1
+        start = getattr(backend, "start_round", None)
+        if callable(start):  # progress reporters count per round, not per wave
+            start(r + 1, len(pending))
         wrote: dict[int, Proposal] = {}
         for wave in waves:
             if cancelled is not None and cancelled():

@@ -110,6 +110,16 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
                 ),
             ),
         ] = 1,
+        max_functions: Annotated[
+            int | None,
+            Field(ge=0, description="Cost guard: candidates sent to a provider (default 500; "
+                  "0 = no cap)."),
+        ] = None,
+        opinions: Annotated[
+            int | None,
+            Field(ge=1, le=2, description="2 (default): a second prompt checks each provider "
+                  "answer; 1 halves the calls."),
+        ] = None,
     ) -> dict[str, Any]:
         """Name a version's functions in one call: select candidates, build each function's
         context from stored facts, propose names with the backend, verify them and write the
@@ -124,15 +134,39 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
         economy_reject), index, stable_id, name, confidence, source, backend, model, reason}]}.
         Names below calibrated confidence 0.5 are not written: they are kept as suggestions
         (`suggested`; see list_suggestions) for a person to accept. If this client goes away
-        the pass makes no further provider call."""
+        the pass makes no further provider call. A provider pass names callees first, keeps
+        every answer in the KB (a re-run sends only what has no answer) and adds calls,
+        cached_answers, tokens_in, tokens_out, estimated_cost_usd and circuit_open; with a
+        progressToken it sends notifications/progress as functions are done."""
 
         from kbtool.agents import BackendUnavailable
+        from kbtool.mcp import progress as mcp_progress
+        from kbtool.services.agent_pass import plan_agent_pass
         from kbtool.services.agent_pass import run_agent_pass as run_pass
 
         conn = open_rw(db_path, create=False)
         try:
+            plan = plan_agent_pass(conn, version_id, backend, only_unconfident,
+                                   max_functions, opinions=opinions)
+            meter = getattr(plan.backend, "meter", None)
+            sink = mcp_progress.current()  # provider calls run on worker threads
+
+            def report(stage: str, done: int, total: int | None) -> None:
+                spend = ""
+                if meter is not None:
+                    m = meter.to_dict()
+                    usd = m["estimated_cost_usd"]
+                    spend = (f"; {m['calls']} calls ({m['cached_answers']} stored), "
+                             f"{m['tokens_in']} tokens in, {m['tokens_out']} out"
+                             + (f", ${usd:.4f}" if usd is not None else ""))
+                if sink is not None:
+                    try:
+                        sink(done, total, f"{stage}: {done} functions{spend}")
+                    except Exception:  # the client went away: the pass's own check stops it
+                        pass
+
             return run_pass(conn, version_id, backend, only_unconfident, rounds,
-                            cancelled=client_gone)
+                            cancelled=client_gone, plan=plan, progress=report)
         except (BackendUnavailable, ValueError) as exc:
             raise AgentToolError(str(exc).splitlines()[0]) from None
         finally:

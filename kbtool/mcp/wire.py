@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Annotated, Any, BinaryIO
 
-from kbtool.mcp import linebound
+from kbtool.mcp import linebound, progress
 from kbtool.mcp.server import INSTRUCTIONS, SERVER_NAME, ToolSpec, check_kb, tool_specs
 
 log = logging.getLogger("kbtool.mcp")
@@ -227,10 +227,16 @@ class WireServer:
                 stdout.flush()
 
         def answer(msg: Any) -> None:
+            token = progress.token_of(msg)  # notifications/progress for this call
+            bound = progress.bind(lambda p, t, m: send(progress.notification(token, p, t, m))
+                                  ) if token is not None else None
             try:
                 send(self.handle(msg))
             except Exception:  # a broken pipe: the client is gone
                 log.exception("cannot answer")
+            finally:
+                if bound is not None:
+                    progress.unbind(bound)
 
         with ThreadPoolExecutor(WORKERS, thread_name_prefix="kbtool-mcp") as pool:
             for line in linebound.bounded_lines(stdin):

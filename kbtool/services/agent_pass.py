@@ -625,8 +625,11 @@ class _Counting:
         self.inner, self.progress = inner, progress
         self.name, self.backend, self.model = inner.name, inner.backend, inner.model
         self._lock = threading.Lock()
-        self._round_taken: object = None
         self._round, self._done, self._first = 0, 0, first_round
+
+    def start_round(self, round_no: int, size: int) -> None:
+        with self._lock:
+            self._round, self._done = round_no, 0
 
     def propose(self, ctx: Mapping[str, Any], taken: frozenset[str] | set[str]) -> Proposal | None:
         try:
@@ -634,11 +637,9 @@ class _Counting:
         finally:
             if self.progress is not None:
                 with self._lock:
-                    if taken is not self._round_taken:  # run_round passes one set per round
-                        self._round_taken, self._round, self._done = taken, self._round + 1, 0
                     self._done += 1
-                    total = self._first if self._round == 1 else None
-                    self.progress(f"round {self._round}", self._done, total)
+                    total = self._first if self._round <= 1 else None
+                    self.progress(f"round {max(1, self._round)}", self._done, total)
 
 
 # --------------------------------------------------------------------------- suggestions
