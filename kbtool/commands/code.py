@@ -154,6 +154,14 @@ def code_cmd(
         Path | None,
         typer.Option("-o", "--output", help="With --all: write the C here (default: stdout)."),
     ] = None,
+    runnable: Annotated[
+        bool,
+        typer.Option(
+            "--runnable",
+            help="With --all -o DIR: write the C plus a runtime, a WASI shim and a Makefile"
+            " into DIR; `make -C DIR` builds DIR/program, which runs like `wasmtime run`.",
+        ),
+    ] = False,
     force: ForceOption = False,
     json_out: JsonOption = False,
     db: DbOption = None,
@@ -161,11 +169,18 @@ def code_cmd(
     """Show one function's code: the disassembly (raw wasm) and the C it lifts to."""
     if c_only and wasm_only:
         fail("--c and --wasm exclude each other (give neither for both)")
+    if runnable and (not all_functions or output is None or wasm_only):
+        fail("--runnable writes a directory: kbtool code VERSION --all --runnable -o DIR")
     if all_functions:
         if index is not None or not target.isdigit():
             fail("--all takes a version id alone: kbtool code VERSION --all [-o FILE]")
         if c_only or json_out:
             fail("--all writes the C, or the disassembly with --wasm (no --c, no --json)")
+        if runnable:
+            from kbtool.commands.code_runnable import write_runnable_cmd
+
+            write_runnable_cmd(db, int(target), output)
+            return
         _write_module(db, int(target), output, listing=wasm_only, force=force)
         return
     if output is not None:
