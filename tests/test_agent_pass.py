@@ -5,8 +5,8 @@ fake server. All on the demo KB (two real zstd releases, export and hand names).
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import sqlite3
 import subprocess
 import sys
