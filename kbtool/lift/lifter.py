@@ -159,6 +159,8 @@ class LiftStats:
     max_depth: int = 0
     temps: int = 0
     seconds: float = 0.0
+    frame_slots: int = 0  # memory accesses at a constant offset from a shadow-stack frame base
+    frame_named: int = 0  # ... of them shown as a named frame slot (``frame->local_0c``)
 
 
 @dataclass
@@ -611,6 +613,16 @@ class _Lifter:
         self.brk_frame = 0  # frame index the last `break;` from :meth:`branch` leaves
         self.ops: list[int] = []  # the body's opcodes and their immediates (set by run)
         self.args: list[tuple] = []
+        self.cur = 0
+        # shadow-stack frame: base local -> regions (start, end, size); named slots
+        self.fregion: dict[int, list[tuple[int, int, int]]] = {}
+        self.fstart_at: dict[int, int] = {}  # prologue instruction -> frame base local
+        self.fslots: dict[int, tuple[str, int]] = {}  # offset -> (C type, size)
+        self.fsize = 0
+        self.fptr = ""  # the C pointer to the frame struct ("frame")
+        self.fstruct = ""  # its struct tag
+        self.fwait = ""  # "lN = " while the frame pointer's assignment waits for lN's
+        self.fused: list[int] = []  # output lines that assign the frame pointer
 
     # -- output
     def emit(self, line: str) -> None:
@@ -621,6 +633,12 @@ class _Lifter:
             depth = 0
         self.out.append(_INDENT[depth] + line)
         self.chars += len(line) + 2 * depth
+        if self.fwait and self.fwait in line:
+            # the prologue just set the frame base: point the frame struct at it
+            base = self.fwait[:-3]
+            self.fwait = ""
+            self.fused.append(len(self.out))
+            self.out.append(f"{_INDENT[depth]}{self.fptr} = (struct {self.fstruct} *)(M + {base});")
         if self.chars > self.max_chars:
             raise LiftError(f"output larger than {self.max_chars} characters")
 
@@ -710,7 +728,13 @@ class _Lifter:
             if tee:
                 self.stack.append(_E(name, 0, self.local_types[x], 0, (x,)))
             return
-        if not tee or not self.foldable(x):
+        prologue = False
+        if self.fstart_at and self.cur in self.fstart_at:
+            self.fwait = name + " = "
+            j = self.cur + 1
+            # `SP = lN = SP - 16;` stays one statement; any other use of the tee does not
+            prologue = not (j < len(self.ops) and self.ops[j] == 0x24)
+        if not tee or prologue or not self.foldable(x):
             self.emit(_assign_stmt(name, v.text))
             if tee:
                 self.stack.append(_E(name, 0, self.local_types[x], 0, (x,)))
@@ -890,8 +914,9 @@ class _Lifter:
                         raise LiftError("value stack underflow")
                     base = stack.pop()
                     ct, ty, widen = ld
+                    self.cur = i
                     text = self.mem_ptr(base, imms[1], ct)
-                    prec = 2 if text[0] == "*" else 0
+                    prec = 2 if text[0] == "*" or text[0] == "(" else 0
                     if widen:
                         text = f"(int64_t){text}"
                         prec = 2
@@ -1369,7 +1394,48 @@ class _Lifter:
             return f"{_p(base, 4)} + {offset}"
         return base.text
 
-    def mem_ptr(self, base: _E, offset: int, ct: str) -> str:
+    def frame_slot(self, base: _E, offset: int, ct: str, store: bool) -> str:
+        """``frame->local_0c`` when ``base`` is a frame base local inside its region and
+        the access fits one slot of the frame struct (the first access of an offset decides
+        its type; a same-size integer access of the other signedness reads through a cast;
+        an access overlapping another slot stays raw memory); else ""."""
+        x = base.locs[0]
+        regs = self.fregion.get(x)
+        if regs is None or x < 0 or base.text != self.locals_c[x]:
+            return ""
+        i = self.cur
+        n = -1
+        for s, e, sz in regs:
+            if s <= i < e:
+                n = sz
+                break
+        if n < 0:
+            return ""
+        self.stats.frame_slots += 1
+        size = _CT_SIZE[ct]
+        if offset + size > n:
+            return ""
+        slot = self.fslots.get(offset)
+        if slot is None:
+            if len(self.fslots) >= 512:
+                return ""
+            for o, t in self.fslots.items():
+                if o < offset + size and offset < o + t[1]:
+                    return ""
+            slot = self.fslots[offset] = (ct, size)
+        elif slot[1] != size or (slot[0] != ct and (ct in _FLOAT_CT or slot[0] in _FLOAT_CT)):
+            return ""
+        self.stats.frame_named += 1
+        text = f"{self.fptr}->local_{offset:02x}"
+        if slot[0] != ct and not store:
+            return f"({ct}){text}"
+        return text
+
+    def mem_ptr(self, base: _E, offset: int, ct: str, store: bool = False) -> str:
+        if self.fregion and base.prec == 0 and base.const is None and len(base.locs) == 1:
+            fs = self.frame_slot(base, offset, ct, store)
+            if fs:
+                return fs
         if self.hook is not None and base.prec == 0 and base.const is None and base.locs:
             r = self.hook(self.fi, base.text, offset, ct)
             if isinstance(r, tuple):  # (expression, guard, declaration): a typed struct field
@@ -1397,7 +1463,7 @@ class _Lifter:
             base = self.pop()
             ty = name[:3]
             text = self.mem_ptr(base, offset, ct)
-            prec = 2 if text.startswith("*") else 0
+            prec = 2 if text[0] == "*" or text[0] == "(" else 0
             if ty == "i64" and ct != "int64_t":
                 text = f"(int64_t){text}"
                 prec = 2
@@ -1407,7 +1473,7 @@ class _Lifter:
             v = self.pop()
             base = self.pop()
             self.spill_where(lambda e: e.fl & (F_MEM | F_CALL))
-            self.emit(f"{self.mem_ptr(base, offset, ct)} = {v.text};")
+            self.emit(f"{self.mem_ptr(base, offset, ct, True)} = {v.text};")
 
     def do_call(self, name, t, is_tail, callee_expr=None, callee_ref=None):
         args = self.popn(len(t.params))
@@ -2220,6 +2286,108 @@ def c_ident_path(text: str) -> str:
     return "".join(out)
 
 
+#: i32.sub / i32.add, the ops of a shadow-stack prologue ``global.get SP; i32.const N; i32.sub``
+_I32_SUB: Final = 0x6B
+_I32_ADD: Final = 0x6A
+
+
+def _frame_regions(ops: list[int], args: list[tuple], sp_hint: int) -> list[tuple[int, int, int, int]]:
+    """Shadow-stack frames of clang/Emscripten/Rust code: ``(F, start, end, size)`` per
+    prologue ``global.get SP; i32.const N; i32.sub; local.tee/set F`` (also through locals,
+    as at -O0), confirmed by a ``global.set SP`` of that value or by SP being ``sp_hint``
+    (the module's first mutable i32 global: leaf functions never write SP back). Within
+    ``start..end`` (instruction indices) local F holds the frame base: the region ends at
+    the end of the block around the prologue, at the next assignment of F, or at the head
+    of a loop that contains that assignment (its back edge would reach earlier uses)."""
+    # symbolic values: ("g", g) global g; ("c", n) constant; ("f", g, n) g - n; None unknown
+    stk: list[tuple | None] = []
+    lsym: dict[int, tuple] = {}
+    cands: list[list[int]] = []  # [pos, F, n, g, block start, confirmed]
+    cand_locals: set[int] = set()
+    sets: dict[int, list[tuple[int, tuple[int, ...]]]] = {}  # F -> (pos, loop starts open there)
+    bstack: list[tuple[int, bool]] = [(-1, False)]
+    ends: dict[int, int] = {-1: len(ops)}
+    for i in range(len(ops)):
+        op = ops[i]
+        if op == 0x23:
+            stk.append(("g", args[i][0]))
+        elif op == 0x41:
+            stk.append(("c", args[i][0]))
+        elif op == 0x20:
+            stk.append(lsym.get(args[i][0]))
+        elif op == _I32_SUB or op == _I32_ADD:
+            b = stk.pop() if stk else None
+            a = stk.pop() if stk else None
+            r: tuple | None = None
+            if a is not None and b is not None and a[0] == "g" and b[0] == "c":
+                n = b[1] if op == _I32_SUB else -b[1]
+                if 0 < n < (1 << 24):
+                    r = ("f", a[1], n)
+            stk.append(r)
+        elif op == 0x21 or op == 0x22:
+            x = args[i][0]
+            v = stk[-1] if stk else None
+            if op == 0x21 and stk:
+                stk.pop()
+            if x in cand_locals:
+                opened = tuple(s for s, lp in bstack if lp)
+                sets.setdefault(x, []).append((i, opened))
+            if v is None:
+                lsym.pop(x, None)
+            else:
+                lsym[x] = v
+                if v[0] == "f":
+                    cands.append([i, x, v[2], v[1], bstack[-1][0], 0])
+                    cand_locals.add(x)
+        elif op == 0x24:
+            v = stk.pop() if stk else None
+            g = args[i][0]
+            if v is not None and v[0] == "f" and v[1] == g:
+                for c in cands:
+                    if c[3] == g and c[2] == v[2] and lsym.get(c[1]) == v:
+                        c[5] = 1
+            lsym = {k: w for k, w in lsym.items() if w[0] == "c"}
+        else:
+            stk.clear()
+            if op in _OPENERS:
+                bstack.append((i, op == 0x03))
+                lsym.clear()
+            elif op == 0x0B:
+                if len(bstack) > 1:
+                    ends[bstack.pop()[0]] = i
+                lsym.clear()
+            elif 0x05 <= op <= 0x0E or op == 0x18 or op == 0x19:
+                lsym.clear()
+    out: list[tuple[int, int, int, int]] = []
+    for pos, x, n, g, bs, ok in cands:
+        if not ok and g != sp_hint:
+            continue
+        end = ends.get(bs, len(ops))
+        for q, loops in sets.get(x, []):
+            if q > pos:
+                if q < end:
+                    end = q
+                for ls in loops:
+                    if pos < ls < end:
+                        end = ls
+                break
+        if end > pos + 1:
+            out.append((x, pos + 1, end, n))
+    return out
+
+
+_CT_SIZE: Final = {
+    "int8_t": 1,
+    "uint8_t": 1,
+    "int16_t": 2,
+    "uint16_t": 2,
+    "int32_t": 4,
+    "uint32_t": 4,
+    "float": 4,
+    "int64_t": 8,
+    "double": 8,
+}
+_FLOAT_CT: Final = frozenset(("float", "double"))
 _MEMOPS: Final = frozenset(i for i, n in enumerate(MNEMONICS) if n in _LOAD_CT or n in _STORE_CT)
 #: per op: (C type, wasm result type, widened to int64_t) for plain loads, else None
 _LOAD_INFO: Final[list] = [None] * len(MNEMONICS)
@@ -2392,6 +2560,56 @@ _FAST_BYTES: Final = bytes(_FAST)
 _CTRL_BYTES: Final = bytes(1 if _b in _CTRL else 0 for _b in range(256))
 
 
+def _setup_frame(
+    lf: _Lifter, lm: LiftModule, ops: list[int], args: list[tuple], locals_c: list[str]
+) -> None:
+    """Find the function's shadow-stack frames (:func:`_frame_regions`) and prepare the
+    frame struct its slots are named in."""
+    sp_hint = -1
+    for g, gl in enumerate(lm.module.globals):
+        if gl.mutable and gl.valtype == "i32":
+            sp_hint = g
+            break
+    regions = _frame_regions(ops, args, sp_hint)
+    if not regions:
+        return
+    # one pointer names the slots: keep one base local's regions (a nested frame of another
+    # local re-points it, and the outer frame's later slots would read the inner frame)
+    regions = [r for r in regions if r[0] == regions[0][0]]
+    for x, s, e, n in regions:
+        lf.fregion.setdefault(x, []).append((s, e, n))
+        lf.fstart_at[s - 1] = x
+        if n > lf.fsize:
+            lf.fsize = n
+    name = "frame"
+    taken = set(locals_c)
+    while name in taken or name in lm.module_idents:
+        name += "_"
+    lf.fptr = name
+    lf.fstruct = c_ident(lm.func_c[lf.fi] + "_frame")
+
+
+def _frame_struct(lf: _Lifter) -> str:
+    """The declaration of the frame struct: named slots at their offsets, the bytes
+    between them as arrays (packed, so every slot sits at its wasm offset)."""
+    parts = []
+    pos = 0
+    for o in sorted(lf.fslots):
+        ct, size = lf.fslots[o]
+        if o > pos:
+            parts.append(f"  uint8_t local_{pos:02x}[{o - pos}];")
+        parts.append(f"  {ct} local_{o:02x};")
+        pos = o + size
+    if pos < lf.fsize:
+        parts.append(f"  uint8_t local_{pos:02x}[{lf.fsize - pos}];")
+    g = "KB_" + lf.fstruct
+    body = "\n".join(parts)
+    return (
+        f"#ifndef {g}\n#define {g}\n/* shadow-stack frame, {lf.fsize} bytes */\n"
+        f"struct __attribute__((packed)) {lf.fstruct} {{\n{body}\n}};\n#endif"
+    )
+
+
 def _signature(lm: LiftModule, fi: int, param_names: list[str] | None) -> str:
     t = lm.module.func_type(fi)
     ret = "void"
@@ -2509,6 +2727,8 @@ def lift_function(
         blocks, open_at, switches = _scan(ops, args, ctrl, budget)
         lf = _Lifter(lm, func_index, budget, max_chars)
         lf.switches = switches
+        if _I32_SUB in ops or _I32_ADD in ops:
+            _setup_frame(lf, lm, ops, args, locals_c)
         lf.run(ops, args, blocks, open_at, locals_c, local_types, t)
         lf.ret_type(t.results)  # the signature names it even when no return was lifted
     except (LiftError, WasmFormatError, IndexError, KeyError, ValueError, OverflowError) as e:
@@ -2540,6 +2760,13 @@ def lift_function(
         decl.setdefault(ct, []).append(f"{locals_c[x]} = {'{0}' if ct == 'v128' else '0'}")
     for ct, n in lf.temps:
         decl.setdefault(ct, []).append(n)
+    if not lf.fslots:
+        for k in lf.fused:  # no slot is named: the frame pointer is noise
+            lf.out[k] = None
+    else:
+        lines.insert(head - 1, _frame_struct(lf))
+        head += 1
+        lines.append(f"  struct {lf.fstruct} *{lf.fptr} = 0;")
     for ct, items in decl.items():
         cur = f"  {ct} "
         for k, item in enumerate(items):
