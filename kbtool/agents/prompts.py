@@ -94,10 +94,20 @@ def func_label(ctx: Mapping[str, Any]) -> str:
     return (ctx.get("existing") or {}).get("name") or f"f{int(ctx['index'])}"
 
 
+_PRELUDE = re.compile(
+    r"^(?:#(?:ifndef|define|endif)\b.*|enum \{ \w+ = -?\d+ \};|extern .*;"
+    r"|[A-Za-z_][\w ]*[\w*]\s*\**\w+\([^()]*\);)\s*$")
+
+
 def c_text(ctx: Mapping[str, Any]) -> str:
-    """The function's cleaned C as the prompt shows it (:func:`cleaned_c`'s text)."""
+    """The function's cleaned C as the prompt shows it (:func:`cleaned_c`'s text without the
+    prelude a compiler needs and a reader does not: include guards, the data labels' address
+    enums (raw addresses), extern declarations and callee prototypes, which the prompt lists
+    by name above the code)."""
     res = cleaned_c(ctx)
-    return res.text if res is not None else ""
+    if res is None:
+        return ""
+    return "\n".join(line for line in res.text.splitlines() if not _PRELUDE.match(line))
 
 
 def cleaned_c(ctx: Mapping[str, Any]) -> Any:
