@@ -208,3 +208,32 @@ def test_analyze_version_over_mcp_with_decode_workers(demo_kb):
 
     text = asyncio.run(main())
     assert '"version_id":2' in text.replace(" ", "")
+
+
+HALF_MESSAGE = """
+import multiprocessing as mp, os, struct, time
+from concurrent.futures import ProcessPoolExecutor
+from kbtool.wasm.workers import kill_workers, worker_init
+
+EX = None
+
+def half_message():
+    # what a worker killed in the middle of sending a big result leaves in the pipe
+    os.write(EX._result_queue._writer.fileno(), struct.pack("!i", 1 << 20) + b"x" * 10)
+    time.sleep(600)
+
+EX = ProcessPoolExecutor(1, mp_context=mp.get_context("fork"), initializer=worker_init,
+                         initargs=(os.getpid(),))
+fut = EX.submit(half_message)
+time.sleep(1)  # let the manager thread start reading the half message (either order passes)
+kill_workers(EX)
+print("stopped", flush=True)
+"""
+
+
+def test_killing_workers_never_waits_for_a_half_sent_result():
+    """A worker killed mid-send (SIGTERM or a full disk while it returns a big range) must
+    not leave the pool's manager thread waiting forever for the rest of the message."""
+    out = subprocess.run([sys.executable, "-c", HALF_MESSAGE], capture_output=True, text=True,
+                         timeout=DEADLINE)
+    assert out.returncode == 0 and "stopped" in out.stdout, out.stderr

@@ -79,19 +79,30 @@ def _watch_parent(parent_pid: int, direct: int) -> None:
 
 def kill_workers(executor: Any) -> None:
     """Stop a pool at once (an exception, SIGTERM or a closed generator while it works):
-    cancel what is queued and kill the workers instead of waiting for their ranges."""
+    kill the workers instead of waiting for their ranges, then shut the pool down.
+
+    A worker killed while sending a result leaves half a message in the result pipe, and
+    the pool's manager thread would wait for the rest forever (this process holds a write
+    end too, so no end-of-file comes): closing that write end once the workers are gone
+    turns the wait into an end-of-file, which the pool treats as a broken worker."""
     procs = list((getattr(executor, "_processes", None) or {}).values())
     for p in procs:
         try:
             p.kill()
-        except (OSError, AttributeError):  # pragma: no cover - already gone
+        except (OSError, AttributeError, ValueError):  # pragma: no cover - already gone
+            pass
+    for p in procs:
+        try:
+            p.join(timeout=5)
+        except (OSError, AttributeError, AssertionError, ValueError):  # pragma: no cover
+            pass
+    writer = getattr(getattr(executor, "_result_queue", None), "_writer", None)
+    if writer is not None:
+        try:
+            writer.close()
+        except OSError:  # pragma: no cover
             pass
     try:
         executor.shutdown(wait=True, cancel_futures=True)
     except Exception:  # noqa: BLE001 - a broken pool after the kill: nothing left to stop
         pass
-    for p in procs:
-        try:
-            p.join(timeout=5)
-        except (OSError, AttributeError, AssertionError):  # pragma: no cover
-            pass
