@@ -141,6 +141,10 @@ def case_signal(kb: Path, work: Path, rng: random.Random) -> str | None:
     p = subprocess.Popen(args, cwd=d, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
     seen: set[int] = set()
+    if sig == signal.SIGINT:  # Ctrl-C while the interpreter still imports is Python's own
+        start = time.monotonic() + 30  # traceback (before kbtool runs): wait for the pool
+        while not _children(p.pid) and p.poll() is None and time.monotonic() < start:
+            time.sleep(0.01)
     end = time.monotonic() + rng.uniform(0.05, 1.5)
     while time.monotonic() < end and p.poll() is None:
         seen |= _children(p.pid)
