@@ -101,6 +101,13 @@ FRAME_WAT = """
         (local.set $a (i32.wrap_i64 (i64.shl (i64.load offset=16 (local.get $f)) (i64.const 1))))
         (global.set $sp (i32.add (local.get $f) (i32.const 32)))))
     (local.get $a))
+  ;; one slot seen as an i64 and as two i32 halves (a struct copied with one i64 store)
+  (func (export "views") (param $a i64) (result i32) (local $f i32)
+    (global.set $sp (local.tee $f (i32.sub (global.get $sp) (i32.const 16))))
+    (i64.store offset=8 (local.get $f) (local.get $a))
+    (i32.store offset=4 (local.get $f) (i32.const 7))
+    (i32.add (i32.load offset=8 (local.get $f))
+      (i32.add (i32.load offset=12 (local.get $f)) (i32.load offset=4 (local.get $f)))))
 )
 """
 
@@ -119,3 +126,8 @@ def test_frame_regions_from_wat(tmp_path):
     assert "*(int32_t *)(M + l1 + 4) = p0;" in reuse, reuse
     assert "frame->local_10 = (int64_t)p0;" in wrapped, wrapped
     assert "uint8_t local_00[16];" in wrapped and "uint8_t local_18[8];" in wrapped, wrapped
+    views = r.c["views"]
+    assert "frame->local_08 = p0;" in views, views
+    assert "frame->local_08_i32 + (frame->local_0c + frame->local_04)" in views, views
+    assert "  union __attribute__((packed)) {\n    int64_t local_08;\n    int32_t local_08_i32;\n" in views
+    assert "struct __attribute__((packed)) { uint8_t pad_local_0c[4]; int32_t local_0c; };" in views

@@ -618,6 +618,7 @@ class _Lifter:
         self.fregion: dict[int, list[tuple[int, int, int]]] = {}
         self.fstart_at: dict[int, int] = {}  # prologue instruction -> frame base local
         self.fslots: dict[int, tuple[str, int]] = {}  # offset -> (C type, size)
+        self.fextra: dict[str, tuple[int, str, int]] = {}  # other views: name -> (offset, type, size)
         self.fsize = 0
         self.fptr = ""  # the C pointer to the frame struct ("frame")
         self.fstruct = ""  # its struct tag
@@ -1416,17 +1417,22 @@ class _Lifter:
         if offset + size > n:
             return ""
         slot = self.fslots.get(offset)
+        name = f"local_{offset:02x}"
         if slot is None:
-            if len(self.fslots) >= 512:
+            if len(self.fslots) + len(self.fextra) >= 512:
                 return ""
-            for o, t in self.fslots.items():
-                if o < offset + size and offset < o + t[1]:
-                    return ""
             slot = self.fslots[offset] = (ct, size)
         elif slot[1] != size or (slot[0] != ct and (ct in _FLOAT_CT or slot[0] in _FLOAT_CT)):
-            return ""
+            # another view of the same bytes: a member of the union the slot becomes
+            name = f"{name}_{_CT_TAG[ct]}"
+            ex = self.fextra.get(name)
+            if ex is None:
+                if len(self.fslots) + len(self.fextra) >= 512:
+                    return ""
+                ex = self.fextra[name] = (offset, ct, size)
+            slot = (ex[1], ex[2])
         self.stats.frame_named += 1
-        text = f"{self.fptr}->local_{offset:02x}"
+        text = f"{self.fptr}->{name}"
         if slot[0] != ct and not store:
             return f"({ct}){text}"
         return text
@@ -2388,6 +2394,17 @@ _CT_SIZE: Final = {
     "double": 8,
 }
 _FLOAT_CT: Final = frozenset(("float", "double"))
+_CT_TAG: Final = {
+    "int8_t": "i8",
+    "uint8_t": "i8",
+    "int16_t": "i16",
+    "uint16_t": "i16",
+    "int32_t": "i32",
+    "uint32_t": "i32",
+    "float": "f32",
+    "int64_t": "i64",
+    "double": "f64",
+}
 _MEMOPS: Final = frozenset(i for i, n in enumerate(MNEMONICS) if n in _LOAD_CT or n in _STORE_CT)
 #: per op: (C type, wasm result type, widened to int64_t) for plain loads, else None
 _LOAD_INFO: Final[list] = [None] * len(MNEMONICS)
@@ -2591,15 +2608,42 @@ def _setup_frame(
 
 def _frame_struct(lf: _Lifter) -> str:
     """The declaration of the frame struct: named slots at their offsets, the bytes
-    between them as arrays (packed, so every slot sits at its wasm offset)."""
-    parts = []
+    between them as arrays (packed, so every slot sits at its wasm offset); slots whose
+    bytes overlap (an i64 slot also read as two i32) share an anonymous union, a member
+    that starts later wrapped in a struct with leading padding."""
+    fields: list[tuple[int, int, str, str]] = [
+        (o, t[1], t[0], f"local_{o:02x}") for o, t in lf.fslots.items()
+    ]
+    for name, ex in lf.fextra.items():
+        fields.append((ex[0], ex[2], ex[1], name))
+    fields.sort(key=lambda f: (f[0], -f[1], f[3]))
+    parts: list[str] = []
     pos = 0
-    for o in sorted(lf.fslots):
-        ct, size = lf.fslots[o]
+    k = 0
+    while k < len(fields):
+        o = fields[k][0]
+        end = o + fields[k][1]
+        j = k + 1
+        while j < len(fields) and fields[j][0] < end:
+            end = max(end, fields[j][0] + fields[j][1])
+            j += 1
         if o > pos:
             parts.append(f"  uint8_t local_{pos:02x}[{o - pos}];")
-        parts.append(f"  {ct} local_{o:02x};")
-        pos = o + size
+        if j == k + 1:
+            parts.append(f"  {fields[k][2]} {fields[k][3]};")
+        else:
+            parts.append("  union __attribute__((packed)) {")
+            for fo, _sz, ct, name in fields[k:j]:
+                if fo == o:
+                    parts.append(f"    {ct} {name};")
+                else:
+                    parts.append(
+                        f"    struct __attribute__((packed)) {{ uint8_t pad_{name}[{fo - o}]; "
+                        f"{ct} {name}; }};"
+                    )
+            parts.append("  };")
+        pos = end
+        k = j
     if pos < lf.fsize:
         parts.append(f"  uint8_t local_{pos:02x}[{lf.fsize - pos}];")
     g = "KB_" + lf.fstruct
