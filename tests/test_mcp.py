@@ -102,6 +102,17 @@ TOOLS = {
                    "search": "string?"}),
     "read_memory": (("version_id", "address"), {"length": 64},
                     {"version_id": "integer", "address": "integer", "length": "integer"}),
+    # knowledge beyond names (issue 27): kbtool/mcp/tools_knowledge.py
+    "set_comment": (("function", "text"), {"line": None, "confidence": 0.5},
+                    {"function": "string", "text": "string", "line": "integer?", "confidence": "number"}),
+    "set_prototype": (("function", "prototype"), {"confidence": 0.5},
+                      {"function": "string", "prototype": "string", "confidence": "number"}),
+    "rename_local": (("function", "local", "name"), {"confidence": 0.5},
+                     {"function": "string", "local": "string", "name": "string", "confidence": "number"}),
+    "name_data": (("version_id", "target", "name"), {"confidence": 0.5},
+                  {"version_id": "integer", "target": "string", "name": "string", "confidence": "number"}),
+    "get_comments": (("function",), {}, {"function": "string"}),
+    "get_prototype": (("function",), {}, {"function": "string"}),
 }
 VERSION_KEYS = {"id", "label", "toolchain_version", "functions", "shared_memory"}
 ENTRY_KEYS = {"index", "stable_id", "type", "name", "provenance", "confidence"}
