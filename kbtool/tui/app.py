@@ -62,6 +62,7 @@ class KbApp(App[None]):
         Binding("d", "diff", "diff"),
         Binding("v", "versions", "versions"),
         Binding("a", "feed", "agents feed", show=False),
+        Binding("S", "suggestions", "suggestions", show=False),  # issue 31: agent suggestions
         Binding("s", "data", "strings/globals", show=False),  # issue 26: the data screen
         Binding("t", "toggle_theme", "theme", show=False),
         Binding("question_mark", "toggle_keys", "keys", key_display="?", show=False),  # in the title bar
@@ -187,6 +188,13 @@ class KbApp(App[None]):
     def action_feed(self) -> None:
         if not isinstance(self.screen, FeedScreen):
             self.push_screen(FeedScreen())
+
+    def action_suggestions(self) -> None:
+        from kbtool.tui.screens.suggestions import SuggestionsScreen
+
+        vid = self.version_id or queries.latest_version_id(self.conn)
+        if vid is not None and not isinstance(self.screen, SuggestionsScreen):
+            self.push_screen(SuggestionsScreen(vid))
 
     def action_data(self) -> None:
         """The strings and globals of the version on screen (else the one picked last)."""
