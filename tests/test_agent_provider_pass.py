@@ -75,6 +75,10 @@ def test_calibration_comes_from_checks_not_from_the_model():
     lie = {"strings": ["cannot open file"], "callees": ["read_header"]}
     p = proposal_from_answer(ans(lie, 0.99), base, ctx=CTX, agree=True, c=c)
     assert p.confidence == 0.1 and "string 'cannot open file'" in p.calibration["false"][0]
+    odd = {**CTX, "c_raw": C + "\nint x = 001 + 0X1F + 08;"}  # numbers a C text may hold
+    p = proposal_from_answer(ans({"constants": [31]}), base, ctx=odd, agree=True,
+                             c=odd["c_raw"])
+    assert p.calibration["verified"] == ["constant 31"]
     p = proposal_from_answer(ans({}), base, ctx=CTX, agree=True, c=c)
     assert p.rule == "llm_agreed_bare" and p.confidence < 0.5
 

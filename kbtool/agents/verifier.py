@@ -231,7 +231,8 @@ def check_evidence(evidence: Mapping[str, Any], ctx: Mapping[str, Any], c: str =
                 callee_names.add(str(n).lower())
     consts = {int(x) for x in ctx.get("constants") or [] if isinstance(x, int)}
     c_flat = re.sub(r"\s+", "", c or ctx.get("c") or "")
-    c_numbers = {int(m, 0) for m in re.findall(r"\b(?:0x[0-9a-fA-F]+|\d+)\b", c or ctx.get("c") or "")}
+    c_numbers = {int(m, 16) if m[:2].lower() == "0x" else int(m)
+                 for m in re.findall(r"\b(?:0[xX][0-9a-fA-F]+|\d+)\b", c or ctx.get("c") or "")}
     for s in evidence.get("strings") or []:
         q = _squash(str(s))
         hit = bool(q) and (q in squashed or any(q in t for t in squashed if len(q) >= 6))
