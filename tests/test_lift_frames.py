@@ -73,8 +73,10 @@ def test_named_share_and_slot_types(tmp_path):
                  "int8_t local_12;", "int64_t local_18;", "uint8_t local_00[8];"):
         assert decl in point, point
     # the escaping address stays the wasm address; the reads after the calls go through the struct
-    assert re.search(r"f\d+\(l2 \+ 8, ", point) and "= frame->local_18;" in point
+    assert re.search(r"f\d+\(l2 \+ 8 /\* &local_08 \*/, ", point) and "= frame->local_18;" in point
     assert "*(int64_t *)(M + l2" not in point
+    counter = texts["counter"]
+    assert re.search(r"f\d+\(l2 \+ 12 /\* &local_0c \*/, p1\);", counter), counter
 
 
 FRAME_WAT = """
@@ -88,6 +90,7 @@ FRAME_WAT = """
     (i32.store offset=4 (local.get $f) (local.get $a))
     (i32.store8 offset=8 (local.get $f) (i32.const 200))
     (local.set $a (i32.add (i32.load offset=4 (local.get $f)) (i32.load8_u offset=8 (local.get $f))))
+    (local.set $a (i32.add (local.get $a) (i32.load8_s offset=8 (local.get $f))))
     (global.set $sp (i32.add (local.get $f) (i32.const 16)))
     (local.set $f (i32.and (local.get $a) (i32.const 1020)))
     (i32.store offset=4 (local.get $f) (local.get $a))
@@ -101,6 +104,17 @@ FRAME_WAT = """
         (local.set $a (i32.wrap_i64 (i64.shl (i64.load offset=16 (local.get $f)) (i64.const 1))))
         (global.set $sp (i32.add (local.get $f) (i32.const 32)))))
     (local.get $a))
+  (func $touch (param $p i32)
+    (i32.store offset=4 (local.get $p) (i32.add (i32.load (local.get $p)) (i32.const 5))))
+  ;; an address taken where no slot starts: a byte array up to the next slot
+  (func (export "arr") (param $a i32) (result i32) (local $f i32)
+    (global.set $sp (local.tee $f (i32.sub (global.get $sp) (i32.const 32))))
+    (i32.store offset=4 (local.get $f) (local.get $a))
+    (i32.store offset=20 (local.get $f) (i32.const 9))
+    (call $touch (i32.add (local.get $f) (i32.const 8)))
+    (local.set $a (i32.add (i32.load offset=4 (local.get $f)) (i32.load offset=20 (local.get $f))))
+    (global.set $sp (i32.add (local.get $f) (i32.const 32)))
+    (i32.add (local.get $a) (i32.load offset=12 (local.get $f))))
   ;; one slot seen as an i64 and as two i32 halves (a struct copied with one i64 store)
   (func (export "views") (param $a i64) (result i32) (local $f i32)
     (global.set $sp (local.tee $f (i32.sub (global.get $sp) (i32.const 16))))
@@ -120,12 +134,19 @@ def test_frame_regions_from_wat(tmp_path):
     assert r.memory_same
     reuse, wrapped = r.c["reuse"], r.c["wrapped"]
     assert "frame->local_04 = p0;" in reuse, reuse
-    # same-size integer slot read with the other signedness: a cast, not raw memory
-    assert "frame->local_08 = 200;" in reuse and "(uint8_t)frame->local_08" in reuse, reuse
+    # a slot only stored to takes the type of its first load (no cast there); a read
+    # with the other signedness goes through a cast, not raw memory
+    assert "frame->local_08 = 200;" in reuse and "  uint8_t local_08;" in reuse, reuse
+    assert "(int8_t)frame->local_08" in reuse and "(uint8_t)frame" not in reuse, reuse
     # after the epilogue, l1 holds another value: raw memory again
     assert "*(int32_t *)(M + l1 + 4) = p0;" in reuse, reuse
     assert "frame->local_10 = (int64_t)p0;" in wrapped, wrapped
     assert "uint8_t local_00[16];" in wrapped and "uint8_t local_18[8];" in wrapped, wrapped
+    arr = r.c["arr"]
+    assert "(l1 + 8 /* &local_08 */);" in arr, arr
+    for decl in ("  int32_t local_04;", "  uint8_t local_08[4];", "  int32_t local_0c;",
+                 "  uint8_t local_10[4];", "  int32_t local_14;", "  uint8_t local_18[8];"):
+        assert decl in arr, arr
     views = r.c["views"]
     assert "frame->local_08 = p0;" in views, views
     assert "frame->local_08_i32 + (frame->local_0c + frame->local_04)" in views, views

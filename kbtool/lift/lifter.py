@@ -618,6 +618,8 @@ class _Lifter:
         self.fregion: dict[int, list[tuple[int, int, int]]] = {}
         self.fstart_at: dict[int, int] = {}  # prologue instruction -> frame base local
         self.fslots: dict[int, tuple[str, int]] = {}  # offset -> (C type, size)
+        self.fesc: set[int] = set()  # frame offsets whose address is taken (an array/struct)
+        self.fsoft: set[int] = set()  # slots only stored to so far
         self.fextra: dict[str, tuple[int, str, int]] = {}  # other views: name -> (offset, type, size)
         self.fsize = 0
         self.fptr = ""  # the C pointer to the frame struct ("frame")
@@ -1422,6 +1424,15 @@ class _Lifter:
             if len(self.fslots) + len(self.fextra) >= 512:
                 return ""
             slot = self.fslots[offset] = (ct, size)
+            if store:
+                self.fsoft.add(offset)
+        elif offset in self.fsoft and not store and slot[1] == size and slot[0] != ct and (
+            ct not in _FLOAT_CT and slot[0] not in _FLOAT_CT
+        ):
+            # only stores saw the slot so far (their text has no type): the first load's
+            # signedness types it, so the reads need no cast
+            slot = self.fslots[offset] = (ct, size)
+            self.fsoft.discard(offset)
         elif slot[1] != size or (slot[0] != ct and (ct in _FLOAT_CT or slot[0] in _FLOAT_CT)):
             # another view of the same bytes: a member of the union the slot becomes
             name = f"{name}_{_CT_TAG[ct]}"
@@ -1431,11 +1442,29 @@ class _Lifter:
                     return ""
                 ex = self.fextra[name] = (offset, ct, size)
             slot = (ex[1], ex[2])
+        if not store and offset in self.fsoft and slot[0] == ct:
+            self.fsoft.discard(offset)
         self.stats.frame_named += 1
         text = f"{self.fptr}->{name}"
         if slot[0] != ct and not store:
             return f"({ct}){text}"
         return text
+
+    def frame_addr(self, base: _E, offset: int) -> str:
+        """The slot name for the address ``base + offset`` when ``base`` is a frame base
+        local inside its region (the address of a frame array or struct), else ""."""
+        x = base.locs[0]
+        regs = self.fregion.get(x)
+        if regs is None or x < 0 or base.text != self.locals_c[x]:
+            return ""
+        i = self.cur
+        for s, e, sz in regs:
+            if s <= i < e:
+                if 0 <= offset < sz and len(self.fesc) < 512:
+                    self.fesc.add(offset)
+                    return f"local_{offset:02x}"
+                return ""
+        return ""
 
     def mem_ptr(self, base: _E, offset: int, ct: str, store: bool = False) -> str:
         if self.fregion and base.prec == 0 and base.const is None and len(base.locs) == 1:
@@ -1593,6 +1622,18 @@ class _Lifter:
     ) -> _E:
         P = PREC[op]
         if form == "bin":
+            if (
+                op == "+"
+                and self.fregion
+                and b.const is not None
+                and type(b.const) is int
+                and a.prec == 0
+                and len(a.locs) == 1
+                and a.const is None
+            ):
+                nm = self.frame_addr(a, b.const)
+                if nm:  # the address of a frame array/struct: say which
+                    return _E(f"{a.text} + {b.text} /* &{nm} */", 4, rty, fl, locs)
             if (
                 (op == "+" or op == "-")
                 and b.const is not None
@@ -2616,6 +2657,13 @@ def _frame_struct(lf: _Lifter) -> str:
     ]
     for name, ex in lf.fextra.items():
         fields.append((ex[0], ex[2], ex[1], name))
+    # an address taken where no slot starts: the object there is a byte array up to the
+    # next slot or taken address (the frame's buffers and structs)
+    starts = sorted(set(lf.fslots) | lf.fesc)
+    for k, o in enumerate(starts):
+        if o in lf.fesc and o not in lf.fslots:
+            nxt = starts[k + 1] if k + 1 < len(starts) else lf.fsize
+            fields.append((o, nxt - o, "uint8_t", f"local_{o:02x}[{nxt - o}]"))
     fields.sort(key=lambda f: (f[0], -f[1], f[3]))
     parts: list[str] = []
     pos = 0
@@ -2804,7 +2852,7 @@ def lift_function(
         decl.setdefault(ct, []).append(f"{locals_c[x]} = {'{0}' if ct == 'v128' else '0'}")
     for ct, n in lf.temps:
         decl.setdefault(ct, []).append(n)
-    if not lf.fslots:
+    if not lf.fslots and not lf.fesc:
         for k in lf.fused:  # no slot is named: the frame pointer is noise
             lf.out[k] = None
     else:
