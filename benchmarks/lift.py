@@ -15,7 +15,8 @@ Then single-function on-demand latency (median / p95 / worst of ``lift_function`
 gotos, labels, body lines, maximum brace nesting, casts per 100 body lines and infinite
 loops (C ``while (1)`` / wasm-decompile ``loop L {``) for both tools over the same functions
 (casts: C ``(type)``/``(type *)``; wasm-decompile ``]:type`` accesses, conversion calls and
-``as``). ``--listing`` adds the whole-module disassembly (``kbtool code --all --wasm``) next to
+``as``), and the share of shadow-stack frame accesses (constant offset from the frame
+base inside its region) the C shows as named slots (``frame->local_0c``). ``--listing`` adds the whole-module disassembly (``kbtool code --all --wasm``) next to
 ``wasm-objdump -d`` (wall, CPU, peak RSS, lines). ``--smoke`` runs everything on the small
 .wat fixture (needs wat2wasm).
 Lifter path: rows read ``kbtool.lift/compiled`` (the mypyc build, ``python -m
@@ -214,7 +215,7 @@ def _ours_child(path: str, workers: int, out: str) -> None:
             fh.write(r.text)
             line += r.text.count("\n")
             st = r.stats
-            stats.append((st.gotos, st.labels, r.truncated))
+            stats.append((st.gotos, st.labels, r.truncated, st.frame_slots, st.frame_named))
             bodies.append(st.body_lines)
             if st.instructions or r.truncated:
                 per.append((st.instructions, r.truncated, _c_function_metrics(r.text)))
@@ -352,6 +353,9 @@ def bench_module(
             "gotos": sum(s[0] for s in info["stats"]),
             "labels": sum(s[1] for s in info["stats"]),
             "truncated": sum(1 for s in info["stats"] if s[2]),
+            "frame_slots": sum(s[3] for s in info["stats"]),
+            "frame_named": sum(s[4] for s in info["stats"]),
+            "frame_funcs": sum(1 for s in info["stats"] if s[3]),
             "depth": _brace_depth(lines),
             "funcs": len(info["bodies"]),
             "median": statistics.median(info["bodies"]) if info["bodies"] else 0,
@@ -521,6 +525,11 @@ def main(argv=None) -> None:
                 th = r["theirs"]
                 for row in bucket_table(o["per"], th["per"] if th else None):
                     print(row)
+                fs, fn = o["frame_slots"], o["frame_named"]
+                print(
+                    f"  frame slots: {fn} of {fs} shadow-stack frame accesses named "
+                    f"({100.0 * fn / fs if fs else 100.0:.1f} %) in {o['frame_funcs']} functions"
+                )
             sys.stdout.flush()
         if a.listing or a.smoke:
             print("whole-module disassembly (kbtool code --all --wasm) next to wasm-objdump -d")
