@@ -325,8 +325,10 @@ def validate_target(kind: str, target: Any) -> str | None:
     """Why ``target`` cannot carry ``kind`` (function kinds: checked by the gate)."""
     if not isinstance(target, str) or not target:
         return "empty target"
-    if kind == "data_name" and not _TARGET.match(target):
+    if kind in ("data_name", "data_type") and not _TARGET.match(target):
         return f"invalid data target {target[:60]!r}: a data_id (d:...) or g:GLOBAL"
+    if kind == "type" and (why := _types.validate_target(kind, target)):  # types (issue 27)
+        return why
     if len(target) > 300:
         return "target longer than 300 characters"
     return None
@@ -424,3 +426,13 @@ def events(conn: sqlite3.Connection, target: str, kind: str | None = None) -> li
 
 def counts(conn: sqlite3.Connection) -> dict[str, int]:
     return {k: n for k, n in conn.execute("SELECT kind, COUNT(*) FROM knowledge GROUP BY kind")}
+
+
+# --------------------------------------------------------------------------- types (issue 27)
+# struct/union/enum/typedef declarations and the types applied to locals and data: three more
+# kinds through the same gate; their value rules live in kbtool.kb.types.
+from kbtool.kb import types as _types  # noqa: E402
+
+KINDS = KINDS + _types.TYPE_KINDS
+FUNCTION_KINDS = FUNCTION_KINDS | {"local_type"}
+VALIDATORS.update(_types.VALIDATORS)

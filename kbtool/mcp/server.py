@@ -311,8 +311,15 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
     from pydantic import BaseModel, ConfigDict, Field
 
     # the feature tool modules import this one (as_json), so they are loaded here
-    from kbtool.mcp import tools_agents, tools_analysis, tools_code, tools_data, tools_xrefs
-    from kbtool.mcp import tools_knowledge
+    from kbtool.mcp import (
+        tools_agents,
+        tools_analysis,
+        tools_code,
+        tools_data,
+        tools_knowledge,
+        tools_types,
+        tools_xrefs,
+    )
 
 
     read = reads.pool_for(db_path).read  # a reused read-only connection per call
@@ -643,4 +650,5 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         *tools_code.tools(db_path),
         *tools_data.tools(db_path),
         *tools_knowledge.tools(db_path),
+        *tools_types.tools(db_path),
     ]

@@ -51,6 +51,7 @@ from kbtool.lift import (
 )
 from kbtool.lift.names import C_KEYWORDS, annotate_c, c_ident
 from kbtool.services import knowledge
+from kbtool.services import types as types_svc
 from kbtool.wasm import WasmFormatError, analyze_module
 from kbtool.wasm.reader import Module, parse_module
 
@@ -202,18 +203,19 @@ def code_module(conn: sqlite3.Connection, version_id: int) -> CodeModule:
     fields = StructFields(queries.structs(conn, version_id))
     global_names, data_labels = _data_names(conn, version_id)
     known = knowledge.code_knowledge(conn, version_id)
+    typed = types_svc.code_types(conn, version_id, known, fields)  # KB types (issue 27) over `fields`
     names = Names(
         functions=functions,
         globals={**global_names, **parsed.names.globals, **knowledge.global_names(conn, version_id)},
         locals=knowledge.merged_locals(parsed.names.locals, known),
-        field_hook=fields.hook if fields else None,
+        field_hook=typed.hook if typed else None,
         data=data_labels,
         comments={i: k["comment"] for i, k in known.items() if k["comment"]},
         prototypes={i: k["prototype"]["text"] for i, k in known.items() if k["prototype"]},
         line_comments={i: k["lines"] for i, k in known.items() if k["lines"]},
     )
     lm = prepare((data, parsed.module), names)
-    fields.lm = lm
+    fields.lm = typed.lm = lm
     cm = CodeModule(version_id, lm, parsed, rows)
     with _LOCK:
         _PREPARED.put(key, cm)
