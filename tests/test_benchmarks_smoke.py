@@ -68,6 +68,10 @@ EXPECTED["data_symbols"] = [
     rf"services\.data\.xrefs: \d+ calls, p50 {NUMBER} ms, p95 {NUMBER} ms",
 ]
 EXPECTED["lookalike"] = [rf"wat v1 -> v2 +{NUMBER}% +{NUMBER}%", rf"wat v2 -> v1 +{NUMBER}%"]
+EXPECTED["runnable"] = [
+    rf"prog clang O2 +\d+ +{NUMBER} +{NUMBER} +ok +(\d+)/\1 ",
+    r"programs built: 1/1; runs identical \(stdout \+ exit status\): (\d+)/\1 \(100\.0%\)",
+]
 
 
 def test_every_owned_benchmark_is_listed():
