@@ -61,9 +61,7 @@ from benchmarks.agents import (  # noqa: E402
     load_pair,
     simulate,
 )
-from benchmarks.agents import (
-    pct as _pct2,
-)
+from benchmarks.agents import pct as _pct2  # noqa: E402
 from kbtool.agents.tokens import token_scores  # noqa: E402
 from kbtool.kb import queries  # noqa: E402
 from kbtool.kb.db import open_rw  # noqa: E402
