@@ -201,3 +201,37 @@ def test_types_mcp_tools_over_stdio(demo_kb):
     assert rec["provenance"] == "agent" and rec["evidence"][0]["actor"] == "agent:mcp"
     assert kn.get(conn, "local_type", sid, "0")["provenance"] == "agent"
     conn.close()
+
+
+def test_types_travel_in_the_export_and_carry_with_the_function(demo_kb, tmp_path):
+    from kbtool.services import names_io
+
+    conn = open_rw(demo_kb)
+    ts.add_types(conn, HEADER)
+    idx = _fn(conn, 1)
+    sid1 = queries.function_at_index(conn, 1, idx)["stable_id"]
+    assert ts.apply_local(conn, f"1:{idx}", 0, "struct ctx *", param=True)["written"]
+    text = names_io.export_text(conn, 1)
+    assert "# knowledge\ttype\t-\tstruct ctx\thuman" in text and "# knowledge\tlocal_type\t" in text
+    conn.close()
+    # a KB without them imports them through the gate (types in dependency order)
+    other = tmp_path / "other.db"
+    shutil.copy(demo_kb, other)
+    conn = open_rw(other)
+    from kbtool.kb.gate import upsert_knowledge
+
+    for r in kn.of_kind(conn, "type") + kn.of_kind(conn, "local_type"):
+        assert upsert_knowledge(conn, r["kind"], r["target"], r["key"], None, provenance="human",
+                                confidence=1.0, actor="test")["written"]
+    assert kn.get(conn, "type", "struct ctx") is None
+    rep = names_io.import_names(conn, text, source="kb.txt", version_id=1)
+    assert rep.knowledge["written"] >= 5 and rep.knowledge["refused"] == 0, rep.knowledge
+    assert kn.get(conn, "type", "struct ctx")["value"]["size"] == 40
+    assert kn.get(conn, "local_type", sid1, "0")["value"]["text"] == "struct ctx *"
+    code.clear_cache()
+    assert "((struct ctx *)(M + p0))->" in code.disassembly(conn, 1, idx)["lifted_c"]
+    # the applied type is the function's: the next release's same function shows it too
+    later = [f for f in queries.functions_by_stable_id(conn, sid1) if f["version_id"] == 2]
+    if later:
+        assert "((struct ctx *)(M + p0))->" in code.disassembly(conn, 2, int(later[0]["index"]))["lifted_c"]
+    conn.close()

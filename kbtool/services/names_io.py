@@ -49,6 +49,7 @@ from kbtool.kb.db import transaction
 from kbtool.kb.errors import KBError
 from kbtool.services import knowledge as knowledge_svc
 from kbtool.services import lineage as lineage_svc
+from kbtool.services import types as types_svc
 from kbtool.textutil import BIDI, INVISIBLE
 from kbtool.wasm.namesec import with_function_names
 
@@ -137,6 +138,10 @@ def knowledge_lines(conn: sqlite3.Connection, version_id: int) -> list[str]:
     for r in knowledge_svc.kn.of_kind(conn, "data_name"):
         out.append((1 << 62, r["kind"], 0, r["kind"], "-", r["target"], r["provenance"],
                     f"{r['confidence']:.4f}", r["value"].get("name"), ""))
+    for kind in ("data_type", "type"):  # types (issue 27): by data key / by type name
+        for r in knowledge_svc.kn.of_kind(conn, kind):
+            out.append((1 << 62, r["kind"], 0, r["kind"], "-", r["target"], r["provenance"],
+                        f"{r['confidence']:.4f}", r["value"].get("text"), ""))
     out.sort(key=lambda t: (t[0], t[1], t[2], t[5]))
     return [KNOWLEDGE_PREFIX + "\t".join(cell(c) or "" for c in t[3:]) for t in out]
 
@@ -501,14 +506,23 @@ def _import_knowledge(conn: sqlite3.Connection, rows: list[dict[str, Any]], klin
     to_target = {row["index"]: (idx, placement.method_of[idx]) for idx, row in placement.targets.items()}
     sid_of = {t["index"]: t["stable_id"] for t in target}
     code = None
+    type_values: dict[str, Any] | None = None
     for k in klines:
         how = import_as({"provenance": k["provenance"], "confidence": k["confidence"]}, as_human=as_human,
                         lock=lock)
         key, value = k["key"], None
-        if k["kind"] == "data_name":
+        if k["kind"] in ("data_name", "data_type", "type"):
             tsid = key
             key = ""
-            value = {"name": k["value"]}
+            value = {"name": k["value"]} if k["kind"] == "data_name" else {"text": k["value"]}
+            if k["kind"] == "type":  # types (issue 27): parsed against the KB's other types
+                if type_values is None:
+                    type_values = types_svc.import_values(
+                        conn, [(x["key"], x["value"]) for x in klines if x["kind"] == "type"])
+                value = type_values.get(tsid)
+                if value is None:
+                    out["refused"] += 1
+                    continue
         else:
             hit = to_target.get(k["index"])
             if hit is None:
@@ -518,7 +532,7 @@ def _import_knowledge(conn: sqlite3.Connection, rows: list[dict[str, Any]], klin
             tsid = sid_of[idx]
             if k["kind"] == "local":
                 value = {"name": k["value"]}
-            elif k["kind"] in ("comment", "prototype"):
+            elif k["kind"] in ("comment", "prototype", "local_type"):
                 value = {"text": k["value"]}
             else:
                 ordinal = int(k["anchor"][0]) if k["anchor"] and k["anchor"][0].isdigit() else 0

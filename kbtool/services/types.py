@@ -692,3 +692,28 @@ def code_types(conn: sqlite3.Connection, version_id: int, known: dict[int, dict[
             apps.setdefault(idx, {}).setdefault(pos, pt)
     taken = {lay[0] for lay in getattr(fallback, "layouts", [])}
     return TypedFields(env, apps, fallback, taken)
+
+
+def import_values(conn: sqlite3.Connection, lines: list[tuple[str, str]]) -> dict[str, dict[str, Any] | None]:
+    """``{target: value}`` of exported type lines ``(target, declaration)`` (parsed in any
+    order, each after the ones it needs; None for one that does not parse)."""
+    env = kb_env(conn)
+    out: dict[str, dict[str, Any] | None] = {t: None for t, _x in lines}
+    pending = list(lines)
+    while pending:
+        left = []
+        for target, text in pending:
+            trial = env.copy()
+            try:
+                decls = cd.parse_decls(text or "", trial)
+            except cd.CDeclError:
+                left.append((target, text))
+                continue
+            d = next((d for d in reversed(decls) if d.key == target), None)
+            if d is not None:
+                env.types, env.consts = trial.types, trial.consts
+                out[target] = cd.summary(d, env)
+        if len(left) == len(pending):
+            break
+        pending = left
+    return out
