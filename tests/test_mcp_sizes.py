@@ -42,7 +42,10 @@ def test_every_tool_beyond_the_contract_is_bounded_by_default(demo_kb):
     versions, vid, big, text = _facts(demo_kb)
     values = {"version_id": vid, "func_index": big["index"], "text": text,
               "stable_id": big["stable_id"],
-              "proposals": [{"stable_id": big["stable_id"], "name": "decode_sequences"}]}
+              "proposals": [{"stable_id": big["stable_id"], "name": "decode_sequences"}],
+              # the knowledge tools (kbtool/mcp/tools_knowledge.py)
+              "function": f"{vid}:{big['index']}", "prototype": "int f(void)", "local": "0",
+              "name": "seq_len", "target": "0x0"}
 
     async def main():
         sizes = {}

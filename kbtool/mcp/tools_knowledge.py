@@ -14,6 +14,7 @@ from kbtool.mcp.server import MAX_INT, as_json
 
 AGENT = "agent"
 ACTOR = "agent:mcp"
+MAX_LINE_COMMENTS = 15  # x at most ~4 KB each (plus locals: bounded by the function's locals)
 
 
 def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], str]]]:
@@ -110,12 +111,17 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
             conn.close()
 
     def get_comments(function: Function) -> dict[str, Any]:
-        """A function's comment, line comments (offset in the body, address in the version)
-        and local names, each with provenance, confidence and lock.
+        """A function's comment, line comments (offset in the body, address in the version;
+        the first 15, with a note when there are more) and local names, each with provenance,
+        confidence and lock.
         Returns {stable_id, version_id, index, comment, line_comments, locals, prototype}."""
         def run(conn: Any) -> dict[str, Any]:
             f = ks.resolve_function(conn, function)
             k = ks.function_knowledge(conn, f["stable_id"], f["version_id"])
+            total = len(k["line_comments"])
+            if total > MAX_LINE_COMMENTS:  # the answer stays well under 100 KB
+                k["line_comments"] = k["line_comments"][:MAX_LINE_COMMENTS]
+                k["line_comments_truncated"] = f"the first {MAX_LINE_COMMENTS} of {total} (kbtool knowledge shows all)"
             return {"stable_id": f["stable_id"], "version_id": f["version_id"], "index": f["index"], **k}
         return _read(run)
 
