@@ -51,6 +51,38 @@ LUA_FIXES = {
     "luaC_fullgc": "GC target after a full collection in generational mode",
 }
 SQLITE = [p for p in P.PROGRAMS if p.name == "sqlite"]
+# lz4 1.9.3 (lz4==3.1.3 sdist) -> 1.9.4 (lz4==4.3.3): CVE-2021-3520, "memmove() on a negative
+# size" in LZ4_decompress_generic (always inlined: the exported decoders carry the fix)
+LZ4 = [P.Program("lz4", v, P.Source("pypi", spec, root),
+                 ("lz4libs/lz4.c", "lz4libs/lz4hc.c", "lz4libs/lz4frame.c", "lz4libs/xxhash.c"),
+                 includes=("lz4libs",), driver=P.LZ4_MAIN)
+       for v, spec, root in (("1.9.3", "lz4==3.1.3", "lz4-3.1.3"), ("1.9.4", "lz4==4.3.3", "lz4-4.3.3"))]
+LZ4_FIXES = {
+    "LZ4_decompress_safe": "CVE-2021-3520: negative outputSize reaches memmove (decompress_generic)",
+    "LZ4_decompress_safe_partial": "CVE-2021-3520 (same fix, inlined decoder)",
+}
+# SQLite with the session extension and every API function kept (--export-dynamic), as a
+# library build ships it; sources from better-sqlite3 npm tarballs
+_SQLITE_DEFS = ("SQLITE_OS_OTHER=1", "SQLITE_THREADSAFE=0", "SQLITE_TEMP_STORE=3",
+                "SQLITE_OMIT_LOAD_EXTENSION=1", "SQLITE_OMIT_WAL=1", "SQLITE_ENABLE_SESSION=1",
+                "SQLITE_ENABLE_PREUPDATE_HOOK=1")
+SQLITE_PAIRS = {
+    "sqlite-3.43.0-3.43.2": (("3.43.0", "8.6.0"), ("3.43.2", "9.0.0"), {
+        "sessionReadRecord": "CVE-2023-7104: sessionReadRecord reads 8 bytes past a "
+                             "corrupt changeset record"}),
+    "sqlite-3.39.1-3.40.0": (("3.39.1", "7.6.2"), ("3.40.0", "8.0.0"), {
+        "sqlite3_str_vappendf": "CVE-2022-35737: %q/%Q/%w of a string over 2 GB overflows "
+                                "an int in sqlite3_str_vappendf"}),
+}
+
+
+def sqlite_programs(pair: str) -> list[P.Program]:
+    """The two builds of one SQLite release pair."""
+    return [P.Program("sqlite", v, P.Source("npm", f"better-sqlite3@{b}", "package"),
+                      ("deps/sqlite3/sqlite3.c",), includes=("deps/sqlite3",),
+                      defines=_SQLITE_DEFS, driver=P.SQLITE_MAIN,
+                      extra=("-Wl,--export-dynamic",))
+            for v, b in SQLITE_PAIRS[pair][:2]]
 
 
 def kb(args: list[str], db: Path) -> str:

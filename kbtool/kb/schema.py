@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from kbtool.kb.errors import NotAKBError, SchemaVersionError
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 KB_KIND = "kbtool-kb"
 
 _V1 = """
@@ -351,6 +351,40 @@ CREATE TABLE agent_answers (
 CREATE INDEX agent_answers_version ON agent_answers(version_id, func_index);
 """
 
+def _v8_go_shapes(conn: sqlite3.Connection) -> None:
+    """Version 8: shape hashes of Go modules normalise function values and return PCs
+    (``(PC_F << 16) | PC_B``) and static addresses outside the data (issue 29.5): recompute
+    them from the stored module bytes, and ``body_changed`` of the functions that carried an
+    identity from a Go parent. Stable ids are opaque once assigned and stay as they are."""
+    from kbtool.wasm.facts import analyze_module, is_go_module
+    from kbtool.wasm.reader import parse_module
+
+    go: set[int] = set()
+    for vid, data in conn.execute("SELECT version_id, data FROM modules ORDER BY version_id"):
+        try:
+            if not is_go_module(parse_module(bytes(data))):
+                continue
+            funcs = analyze_module(bytes(data)).functions
+        except Exception:  # noqa: BLE001 - a module the old code stored but cannot re-read
+            continue
+        go.add(vid)
+        conn.executemany(
+            "UPDATE functions SET shape_hash = ? WHERE version_id = ? AND idx = ? AND imported = 0",
+            [(f.shape_hash, vid, f.index) for f in funcs if not f.imported])
+    for vid in sorted(go):
+        parent = conn.execute("SELECT parent_version_id FROM versions WHERE id = ?",
+                              (vid,)).fetchone()
+        if not parent or parent[0] not in go:
+            continue
+        conn.execute(
+            "UPDATE functions SET body_changed = (SELECT CASE WHEN p.shape_hash IS"
+            " functions.shape_hash THEN 0 ELSE 1 END FROM functions p"
+            " WHERE p.version_id = ? AND p.idx = functions.prev_index)"
+            " WHERE version_id = ? AND prev_index IS NOT NULL AND imported = 0"
+            " AND EXISTS (SELECT 1 FROM functions p WHERE p.version_id = ?"
+            " AND p.idx = functions.prev_index)", (parent[0], vid, parent[0]))
+
+
 # Migration n takes a KB at schema version n-1 to version n.
 def _run_script(conn: sqlite3.Connection, script: str) -> None:
     """Run DDL statements one by one (``executescript`` would commit mid-migration)."""
@@ -370,6 +404,7 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     5: lambda conn: _run_script(conn, _V5),
     6: lambda conn: _run_script(conn, _V6),
     7: lambda conn: _run_script(conn, _V7),
+    8: _v8_go_shapes,
 }
 
 TABLES = (

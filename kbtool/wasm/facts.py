@@ -10,8 +10,11 @@ which the build-dependent immediates are replaced: call/return_call/ref.func tar
 ``import module.field`` (imports) or a placeholder (defined functions); type indices
 (call_indirect, call_ref, block types) by the signature text; i32/i64 constants that point
 into a data segment by the bytes they point at (the string, or the first 16 bytes);
-table/element indices by a placeholder. Everything else (local indices, branch depths,
-memory offsets, other constants, local declarations) is kept verbatim.
+table/element indices by a placeholder; in a Go module, function values and return PCs
+``(PC_F << 16) | PC_B`` (``PC_F = 0x1000 + i``: every function carries its own number and
+its callees' in ``i64.const``/``i32.const``) by a placeholder plus ``PC_B`` (the resume
+block, which is structure). Everything else (local indices, branch depths, memory offsets,
+other constants, local declarations) is kept verbatim.
 
 A body the fast loop cannot walk cleanly is re-decoded by the careful decoder
 (:func:`kbtool.wasm.instr.check_body`), which raises the precise WasmFormatError.
@@ -270,6 +273,10 @@ class DataMap:
         self.sized_cache: dict[tuple[int, int, int], str | None] = {}
         total = sum(len(d) for d in self.datas)
         self.text_budget = max(self.TEXT_BUDGET_MIN, self.TEXT_BUDGET_FACTOR * total)
+        #: Go: ``(lo, hi, glo, ghi)``: 8-byte words of a data window that are static
+        #: addresses (``lo <= v < hi``) or function values (``glo <= v < ghi``) are masked
+        #: in the shape replacement (they relocate with every build)
+        self.ptr_mask: tuple[int, int, int, int] | None = None
 
     def locate(self, addr: int):
         i = bisect_right(self.starts, addr) - 1
@@ -357,6 +364,8 @@ class DataMap:
             repl = b"\xffS" + seg[rel:e_] + b"\x00"
         else:
             w = seg[rel:rel + 16]
+            if self.ptr_mask is not None:
+                w = _mask_words(w, self.ptr_mask)
             repl = b"\xffD" + bytes((len(w),)) + w
         if self.sized_first:
             e = (repl, None, indirect or run, seg, rel)
@@ -376,6 +385,18 @@ class DataMap:
         t = None if rel + length > len(seg) else self._text(seg[rel:rel + length])
         self.sized_cache[key] = t
         return t
+
+
+def _mask_words(w: bytes, mask: tuple[int, int, int, int]) -> bytes:
+    """``w`` with its little-endian 8-byte words that are addresses or Go function values
+    replaced by ``0xfe`` bytes."""
+    lo, hi, glo, ghi = mask
+    out = bytearray(w)
+    for i in range(0, len(w) - 7, 8):
+        (v,) = struct.unpack_from("<Q", w, i)
+        if lo <= v < hi or glo <= v < ghi:
+            out[i:i + 8] = b"\xfe" * 8
+    return bytes(out)
 
 
 _INIT_RE = re.compile(
@@ -454,6 +475,17 @@ def static_region(m: Module, dmap: DataMap) -> tuple[int, int]:
     return dmap.lo, max(dmap.hi, mem_bytes)
 
 
+def is_go_module(m: Module, toolchain: str | None = None) -> bool:
+    """A Go-built module: the toolchain says so, or the function table at ``0x1000`` lists
+    most defined functions (the Go linker's function-value table)."""
+    if not m.code:
+        return False
+    tc = (toolchain if toolchain is not None else detect_toolchain(m, ()) or "").lower()
+    return tc.startswith("go") or any(
+        el.offset == GO_FUNC_VALUE_OFFSET and len(el.func_indices) >= len(m.code) // 2
+        for el in m.elements if isinstance(el.offset, int))
+
+
 class _Ctx:
     def __init__(self, data: bytes, m: Module) -> None:
 
@@ -470,6 +502,16 @@ class _Ctx:
         ]
         self.dmap = build_data_map(data, m, sized_first)
         self.static_lo, self.static_hi = static_region(m, self.dmap)
+        # Go: function values (PC_F << 16) | PC_B with PC_F = 0x1000 + code index
+        self.go = is_go_module(m, self.toolchain)
+        self.gov_lo = GO_FUNC_VALUE_OFFSET << 16 if self.go else 1
+        self.gov_hi = (GO_FUNC_VALUE_OFFSET + len(m.code)) << 16 if self.go else 0
+        # Go addresses are i64 constants: static ones outside every data segment (zero-filled
+        # gaps, .bss/.noptrbss) get a placeholder
+        self.go_bss_lo = self.static_lo if self.go else 1
+        self.go_bss_hi = self.static_hi if self.go else 0
+        if self.go:
+            self.dmap.ptr_mask = (self.static_lo, self.static_hi, self.gov_lo, self.gov_hi)
         self.exports: dict[int, list[str]] = {}
         for e in m.exports:
             if e.kind == "func":
@@ -501,6 +543,8 @@ _BAD_T = b"\xffT?\x00"
 _DEF = b"\xffF"
 _STATIC = b"\xffB"
 _TAB = b"\xffX"
+_GOV = [b"\xffG" + (i).to_bytes(2, "little") for i in range(1 << 16)]  # Go PC_B placeholders
+GO_FUNC_VALUE_OFFSET = 0x1000  # cmd/link/internal/wasm funcValueOffset: PC_F of code index 0
 _MISS = object()
 _TABLE_ATOMIC = PREFIX_BASE[0xFE] + 0x58  # shared-everything: global.atomic.* are below
 _STRUCT_ATOMIC = PREFIX_BASE[0xFE] + 0x5C
@@ -539,6 +583,10 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
     dhi = dmap.hi
     slo = ctx.static_lo
     shi = ctx.static_hi
+    glo = ctx.gov_lo
+    ghi = ctx.gov_hi
+    blo = ctx.go_bss_lo
+    bhi = ctx.go_bss_hi
     dcache = dmap.cache
     dentry = dmap.entry
     sized_text = dmap.sized_text
@@ -686,6 +734,11 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
                         pend = None
                     consts[x] = None
                     u = x if x >= 0 else x + 0x100000000
+                    if glo <= u < ghi:  # Go function value / return PC
+                        papp(data[last_cut:s])
+                        papp(_GOV[u & 0xFFFF])
+                        last_cut = p
+                        continue
                     if dlo <= u < dhi:
                         e = dcache.get(u, _MISS)
                         if e is _MISS:
@@ -854,6 +907,11 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
                         x, p = _sleb_cont(data, p, x, 64)
                     consts[x] = None
                     u = x if x >= 0 else x + 0x10000000000000000
+                    if glo <= u < ghi:  # Go function value / return PC
+                        papp(data[last_cut:s])
+                        papp(_GOV[u & 0xFFFF])
+                        last_cut = p
+                        continue
                     if dlo <= u < dhi:
                         e = dcache.get(u, _MISS)
                         if e is _MISS:
@@ -864,6 +922,11 @@ def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done=0
                             last_cut = p
                             if e[2]:
                                 strs[e[2]] = None
+                            continue
+                    if blo <= u < bhi:  # Go: zero-filled data and .bss, no bytes to compare
+                        papp(data[last_cut:s])
+                        papp(_STATIC)
+                        last_cut = p
                     continue
                 if k == 8:
                     p += 4
