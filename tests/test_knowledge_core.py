@@ -229,3 +229,48 @@ def test_cli_commands(demo_kb):
     shown = json.loads(run("show", f"1:{idx}", "--json").stdout)
     assert shown["knowledge"]["comment"]["text"] == "Reads a block."
     assert "Reads a block." in run("show", f"1:{idx}").stdout
+
+
+def test_a_line_whose_context_is_gone_is_dropped_with_an_event(tmp_path):
+    """Carry-over along a pair whose new body has no instruction with the line's context: the
+    line comment is not put on a guess; a carry-dropped event says so, nothing is written; the
+    function comment and a same-typed local still carry, with how in the evidence."""
+    from kbtool.kb import queries
+
+    db = tmp_path / "kb.db"
+    conn = open_rw(db, create=True)
+    ingest_file(conn, DEMO_V1, program="a")
+    ingest_file(conn, DEMO_V2, program="b")
+
+    def pick(vid: int, other: dict | None) -> dict:
+        for f in queries.list_functions(conn, vid):
+            row = queries.get_function(conn, vid, f["index"])
+            if not row["imported"] and row["instr_count"] > 40 and row["type"].startswith("(i32") and (
+                    other is None or (abs(row["instr_count"] - other["instr_count"]) > 30
+                                      and row["type"].split(")")[0] == other["type"].split(")")[0])):
+                return row
+        raise AssertionError
+
+    old = pick(1, None)
+    new = pick(2, old)
+    from collections import Counter
+
+    old_instrs = ks._Code(conn, 1).body(old["index"])[1]
+    new_instrs = ks._Code(conn, 2).body(new["index"])[1]
+    new_ctx = {tuple(ks._anchor(new_instrs, k)) for k in range(len(new_instrs))}
+    cores = Counter(tuple(ks._anchor(new_instrs, k)[ks.ANCHOR - 1 : ks.ANCHOR + 2]) for k in range(len(new_instrs)))
+    pos = next(k for k in range(len(old_instrs)) if tuple(ks._anchor(old_instrs, k)) not in new_ctx
+               and cores[tuple(ks._anchor(old_instrs, k)[ks.ANCHOR - 1 : ks.ANCHOR + 2])] != 1)
+    sid = old["stable_id"]
+    assert ks.set_comment(conn, f"1:{old['index']}", "gone line", line=old_instrs[pos][0])["written"]
+    assert ks.set_comment(conn, f"1:{old['index']}", "the function")["written"]
+    assert ks.rename_local(conn, f"1:{old['index']}", "0", "first")["written"]
+    k = ks.carry_knowledge(conn, 1, 2, [(old["index"], new["index"], sid, new["stable_id"], 0.9, False)])
+    assert k["dropped"] == 1 and not [r for r in kn.for_target(conn, new["stable_id"]) if r["kind"] == "line_comment"]
+    ev = [e for e in ks.history(conn, new["stable_id"]) if e["kind"] == "carry-dropped"]
+    assert len(ev) == 1 and not ev[0]["written"] and ev[0]["subject"] == "line_comment"
+    assert "context is gone" in ev[0]["reason"]
+    c = kn.get(conn, "comment", new["stable_id"])
+    assert c["provenance"] == "diff-carry" and c["confidence"] == 0.9
+    assert c["evidence"][0]["carried_from"] == 1 and c["evidence"][0]["how"] == "same function"
+    assert kn.get(conn, "local", new["stable_id"], "0")["evidence"][0]["how"] == "same local index and type"
