@@ -140,6 +140,7 @@ class WasmtimeRunner:
             store.set_wasi(cfg)
             linker = wt.Linker(self.engine)
             linker.define_wasi()
+            _define_emscripten(wt, linker, store)
             t0 = time.perf_counter()
             code = 0
             err_extra = b""
@@ -157,6 +158,17 @@ class WasmtimeRunner:
             secs = time.perf_counter() - t0
             return Run(code, (tdp / "out").read_bytes(), (tdp / "err").read_bytes() + err_extra,
                        secs)
+
+
+def _define_emscripten(wt, linker, store) -> None:
+    """The two host functions Emscripten's STANDALONE_WASM builds import besides WASI, as a
+    standalone host gives them (and as the runnable glue does): a no-op and -ENOSYS."""
+    i32 = wt.ValType.i32()
+    linker.allow_shadowing = True
+    linker.define(store, "env", "emscripten_notify_memory_growth",
+                  wt.Func(store, wt.FuncType([i32], []), lambda n: None))
+    linker.define(store, "env", "__syscall_dup3",
+                  wt.Func(store, wt.FuncType([i32, i32, i32], [i32]), lambda a, b, c: -52))
 
 
 def run_native(program: Path, case: Case, workdir: Path | None = None,

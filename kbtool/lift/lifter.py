@@ -207,6 +207,10 @@ def _p(e: _E, maxprec: int) -> str:
     return e.text if e.prec <= maxprec else f"({e.text})"
 
 
+def _has_call(e: _E) -> bool:
+    return bool(e.fl & F_CALL)
+
+
 def _merge(*es: _E):
     fl = 0
     locs: tuple = ()
@@ -916,6 +920,8 @@ class _Lifter:
                     if len(stack) <= frames[-1].height:
                         raise LiftError("value stack underflow")
                     base = stack.pop()
+                    if self.calls_pending():
+                        self.spill_where(_has_call)  # wasm reads after the call; C must too
                     ct, ty, widen = ld
                     self.cur = i
                     text = self.mem_ptr(base, imms[1], ct)
@@ -1305,7 +1311,18 @@ class _Lifter:
             self.emit(line)
         self.dead = True
 
+    def calls_pending(self) -> bool:
+        """Whether a value on the stack calls something: a memory or global read after it
+        must not share an expression with it (C leaves the order of operands and
+        arguments unspecified: ``f(g(p), *(M + x))`` may read before calling g)."""
+        for e in self.stack:
+            if e.fl & F_CALL:
+                return True
+        return False
+
     def global_get(self, g: int) -> None:
+        if self.calls_pending():
+            self.spill_where(_has_call)
         e = self.gget.get(g)
         if e is None:
             e = self.gget[g] = _E(self.gname(g), 0, self.global_type(g), F_GLOB)
@@ -1496,6 +1513,8 @@ class _Lifter:
         if name in _LOAD_CT:
             ct = _LOAD_CT[name]
             base = self.pop()
+            if self.calls_pending():
+                self.spill_where(_has_call)
             ty = name[:3]
             text = self.mem_ptr(base, offset, ct)
             prec = 2 if text[0] == "*" or text[0] == "(" else 0

@@ -80,6 +80,13 @@ WASI_SIGS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "sock_shutdown": (("i32", "i32"), ("i32",)),
 }
 WASI_MODULES = ("wasi_snapshot_preview1", "wasi_unstable")
+#: host functions Emscripten's STANDALONE_WASM builds import besides WASI: ``env`` field ->
+#: ((params, results), C body); the same as a standalone host gives them (a memory-growth
+#: notice is nothing to do natively, dup3 is not supported: -ENOSYS)
+EMSCRIPTEN_IMPORTS: dict[str, tuple[tuple[tuple[str, ...], tuple[str, ...]], str]] = {
+    "emscripten_notify_memory_growth": ((("i32",), ()), "(void)a0;"),
+    "__syscall_dup3": ((("i32", "i32", "i32"), ("i32",)), "(void)a0; (void)a1; (void)a2; return -52;"),
+}
 RUNTIME_FILES = ("kb_runtime.h", "kb_runtime.c", "kb_wasi.c")
 PROGRAM = "program"
 
@@ -193,6 +200,9 @@ def runnable_glue(lm: LiftModule, label: str = "", opt: str = "-O1") -> dict[str
             out.append(f"{ret} {shim}({decl_args});")
             body = f"return {shim}({call});" if ret != "void" else f"{shim}({call});"
             out.append(f"{ret} {cname}({args}) {{ {body} }}")
+        elif (imp.module == "env" and imp.field in EMSCRIPTEN_IMPORTS
+              and EMSCRIPTEN_IMPORTS[imp.field][0] == (tuple(t.params), tuple(t.results))):
+            out.append(f"{ret} {cname}({args}) {{ {EMSCRIPTEN_IMPORTS[imp.field][1]} }}")
         else:
             what = _label_comment(f"{imp.module}.{imp.field}")
             unused = " ".join(f"(void)a{k};" for k in range(len(params)))
