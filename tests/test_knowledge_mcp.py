@@ -12,7 +12,7 @@ from kbtool.kb import knowledge as kn  # noqa: E402
 from kbtool.kb import queries  # noqa: E402
 from kbtool.kb.db import open_ro, open_rw  # noqa: E402
 from kbtool.services import knowledge as ks  # noqa: E402
-from tests.support.mcp import call, call_error, mcp_session, run  # noqa: E402
+from tests.support.mcp import call, call_error, mcp_session, run, text_of  # noqa: E402
 
 
 def _target(db) -> tuple[str, int, str]:
@@ -52,6 +52,9 @@ def test_knowledge_tools_over_stdio(demo_kb):
             out["control"] = await call(s, "set_comment", function=target, text="a\x1b[2Jb")
             out["comments"] = await call(s, "get_comments", function=target)
             out["prototype"] = await call(s, "get_prototype", function=sid)
+            out["export"] = text_of(await s.call_tool("export_kb_text", {"version_id": 1}))
+            out["export_names_only"] = text_of(await s.call_tool("export_kb_text", {"version_id": 1,
+                                                                                    "knowledge": False}))
             out["too_long"] = await call_error(s, "set_comment", function=target, text="x" * 5000)
             out["no_fn"] = await call_error(s, "get_comments", function="nosuchfn")
             return out
@@ -71,6 +74,8 @@ def test_knowledge_tools_over_stdio(demo_kb):
                             "locked": False, "carried": None}]
     assert out["prototype"]["prototype"]["text"] == "int cmp(const void *a, const void *b)"
     assert out["prototype"]["wasm_type"] == "(i32, i32) -> i32"
+    assert f"# knowledge\tprototype\t{idx}\t\tagent\t0.8000\tint cmp(const void *a, const void *b)" in out["export"]
+    assert "# knowledge" not in out["export_names_only"]
     assert "at most 4096 characters" in out["too_long"]
     assert "\n" not in out["no_fn"] and "no function" in out["no_fn"]
     conn = open_ro(demo_kb)

@@ -541,6 +541,9 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         version_id: VersionId,
         offset: Offset = None,
         limit: Limit = None,
+        knowledge: Annotated[bool, Field(strict=True, description=(
+            "Also the '# knowledge' lines after the rows: comments, line comments, prototypes,"
+            " local and data names (and types), as `kbtool export` writes them."))] = True,
     ) -> str:
         """The version's names as git-diffable plain text (stable across runs), returned
         as text, not JSON: a "# kbtool KB export" comment line, a version line, a
@@ -549,10 +552,11 @@ def _tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any],
         Without offset/limit the whole export comes in one answer, the contract's: about 200
         bytes per function, several MB on a large module (2.5 MB seen): pass offset/limit. With them, the three header lines come first, then
         at most `limit` rows (default 500, at most 100 KB) from row `offset`, and when rows
-        remain a last line "# kbtool: truncated: ... offset=N" says what to call next."""
+        remain a last line "# kbtool: truncated: ... offset=N" says what to call next.
+        knowledge=false leaves out the '# knowledge' lines (they are paged like rows)."""
         from kbtool.services import names_io
 
-        text = read(names_io.export_text, version_id)
+        text = read(names_io.export_text, version_id, knowledge=knowledge)
         if offset is None and limit is None:
             return text
         lines = text.splitlines()
