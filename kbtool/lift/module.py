@@ -106,7 +106,7 @@ def _map_functions(
         workers = default_workers()
     from concurrent.futures import ProcessPoolExecutor  # here: one-function users need no pool
 
-    from kbtool.wasm.workers import kill_workers, pool_context, worker_init
+    from kbtool.wasm.workers import kill_workers, pool_context, signals_deferred, worker_init
 
     small = n - first < MIN_PARALLEL_FUNCTIONS or sum(e - s for s, e in m.code) < MIN_PARALLEL_BYTES
     mpctx = None if workers <= 1 or small else pool_context()
@@ -124,7 +124,8 @@ def _map_functions(
         # a window of ranges in flight (not all of them): finished ranges wait for the
         # slower one before them in memory, so the window bounds what waits
         todo = iter(ranges)
-        window = deque(ex.submit(_work, r) for r in islice(todo, workers * 2))
+        with signals_deferred():  # the first submit forks the workers
+            window = deque(ex.submit(_work, r) for r in islice(todo, workers * 2))
         while window:
             res = window.popleft().result()
             nxt = next(todo, None)

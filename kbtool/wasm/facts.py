@@ -1143,7 +1143,7 @@ def _analyze_parallel(data, ctx, workers, progress, total):
     # imported here: a plain import of kbtool.wasm (the lifter, the web server) needs no pool
     from concurrent.futures import ProcessPoolExecutor
 
-    from .workers import kill_workers, pool_context, worker_init
+    from .workers import kill_workers, pool_context, signals_deferred, worker_init
 
     mpctx = pool_context()
     if mpctx is None:
@@ -1155,7 +1155,9 @@ def _analyze_parallel(data, ctx, workers, progress, total):
                              initargs=(os.getpid(),))
     try:
         done = 0
-        for (a, b), res in zip(ranges, ex.map(_worker_run, ranges), strict=True):
+        with signals_deferred():  # map submits every range: the workers fork here
+            results = ex.map(_worker_run, ranges)
+        for (a, b), res in zip(ranges, results, strict=True):
             out.extend(FuncFacts(*t) for t in res)
             done += ctx.m.code[b - 1][1] - ctx.m.code[a][0]
             if progress is not None:

@@ -17,10 +17,13 @@ Two rules for every ``ProcessPoolExecutor`` in kbtool (the decode pool of
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -37,8 +40,30 @@ def pool_context() -> Any | None:
     return None
 
 
+DEFERRED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM while the pool forks its workers: a handler that raises (Ctrl-C,
+    kbtool's SIGTERM handler) inside the interpreter's at-fork callbacks is swallowed
+    ("Exception ignored"), and the signal would be lost. Delivered when the block ends."""
+    if not hasattr(signal, "pthread_sigmask") or (
+        threading.current_thread() is not threading.main_thread()
+    ):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, DEFERRED_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def worker_init(parent_pid: int) -> None:
     """Pool initializer: die with ``parent_pid`` (the process that made the pool)."""
+    if hasattr(signal, "pthread_sigmask"):  # forked inside signals_deferred: take them again
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, DEFERRED_SIGNALS)
     arm_parent_death(parent_pid)
 
 
@@ -47,7 +72,6 @@ def arm_parent_death(parent_pid: int) -> None:
     if sys.platform.startswith("linux"):
         try:
             import ctypes
-            import signal
 
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
