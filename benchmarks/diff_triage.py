@@ -51,18 +51,23 @@ LUA_FIXES = {
     "luaC_fullgc": "GC target after a full collection in generational mode",
 }
 SQLITE = [p for p in P.PROGRAMS if p.name == "sqlite"]
+# a fixed function renamed by the release (the fix is in the function under its new name):
+# 5.4.6 keeps lua_resetthread as a wrapper of the new lua_closethread, which the driver
+# does not call (so the linker drops the wrapper)
+RENAMED = {"lua_resetthread": "lua_closethread"}
 # lz4 1.9.3 (lz4==3.1.3 sdist) -> 1.9.4 (lz4==4.3.3): CVE-2021-3520, "memmove() on a negative
 # size" in LZ4_decompress_generic (always inlined: the exported decoders carry the fix)
 LZ4 = [P.Program("lz4", v, P.Source("pypi", spec, root),
                  ("lz4libs/lz4.c", "lz4libs/lz4hc.c", "lz4libs/lz4frame.c", "lz4libs/xxhash.c"),
-                 includes=("lz4libs",), driver=P.LZ4_MAIN)
+                 includes=("lz4libs",), driver=P.LZ4_MAIN, extra=("-Wl,--export-all",))
        for v, spec, root in (("1.9.3", "lz4==3.1.3", "lz4-3.1.3"), ("1.9.4", "lz4==4.3.3", "lz4-4.3.3"))]
 LZ4_FIXES = {
     "LZ4_decompress_safe": "CVE-2021-3520: negative outputSize reaches memmove (decompress_generic)",
     "LZ4_decompress_safe_partial": "CVE-2021-3520 (same fix, inlined decoder)",
+    "LZ4_decompress_safe_forceExtDict": "CVE-2021-3520 (same fix, inlined decoder)",
 }
-# SQLite with the session extension and every API function kept (--export-dynamic), as a
-# library build ships it; sources from better-sqlite3 npm tarballs
+# SQLite with the session extension and every API function kept and exported (--export-all;
+# the amalgamation's internals are static), as a library build ships it; sources from better-sqlite3 npm tarballs
 _SQLITE_DEFS = ("SQLITE_OS_OTHER=1", "SQLITE_THREADSAFE=0", "SQLITE_TEMP_STORE=3",
                 "SQLITE_OMIT_LOAD_EXTENSION=1", "SQLITE_OMIT_WAL=1", "SQLITE_ENABLE_SESSION=1",
                 "SQLITE_ENABLE_PREUPDATE_HOOK=1")
@@ -81,7 +86,7 @@ def sqlite_programs(pair: str) -> list[P.Program]:
     return [P.Program("sqlite", v, P.Source("npm", f"better-sqlite3@{b}", "package"),
                       ("deps/sqlite3/sqlite3.c",), includes=("deps/sqlite3",),
                       defines=_SQLITE_DEFS, driver=P.SQLITE_MAIN,
-                      extra=("-Wl,--export-dynamic",))
+                      extra=("-Wl,--export-all",))
             for v, b in SQLITE_PAIRS[pair][:2]]
 
 
@@ -119,7 +124,7 @@ def measure(name: str, old: Path, new: Path, new_named: Path | None, fixes: dict
             work: Path) -> dict:
     from kbtool.kb.db import open_ro
     from kbtool.render.terminal import triage_counts
-    from kbtool.services.code import diff_lines, disassembly
+    from kbtool.services.code import callee_pairing, diff_lines, disassembly
     from kbtool.services.diff.changelog import changelog
     from kbtool.services.diff.relocation import compare_bodies, module_view
     from kbtool.services.diff.view import read_report
@@ -144,19 +149,20 @@ def measure(name: str, old: Path, new: Path, new_named: Path | None, fixes: dict
     reloc_only = sum(1 for c in mods if compare_bodies(
         va, c["from_index"], vb, c["to_index"], by_old.get).same)  # type: ignore[arg-type]
     ranked = [m for m in cl["modified"]]
+    same = callee_pairing(conn, 1, 2)
     rank_of = {m["to_index"]: i + 1 for i, m in enumerate(ranked)}
     fixed = []
     if new_named is not None:
         idx = names_of(new_named)
         for fn, why in fixes.items():
-            i = idx.get(fn)
+            i = idx.get(fn, idx.get(RENAMED.get(fn, "")))
             m = next((m for m in ranked if m["to_index"] == i), None)
             lines = None
             if m is not None:
                 a = disassembly(conn, 1, m["from_index"])
                 b = disassembly(conn, 2, m["to_index"])
                 s0 = diff_lines(a["mnemonics"], b["mnemonics"], align=False)["summary"]
-                s1 = diff_lines(a["mnemonics"], b["mnemonics"])["summary"]
+                s1 = diff_lines(a["mnemonics"], b["mnemonics"], same_callee=same)["summary"]
                 lines = (s0["changed"] + s0["deleted"] + s0["inserted"],
                          s1["changed"] + s1["deleted"] + s1["inserted"])
             fixed.append({"function": fn, "bug": why,
@@ -167,7 +173,7 @@ def measure(name: str, old: Path, new: Path, new_named: Path | None, fixes: dict
         a = disassembly(conn, 1, c["from_index"])
         b = disassembly(conn, 2, c["to_index"])
         s0 = diff_lines(a["mnemonics"], b["mnemonics"], align=False)["summary"]
-        s1 = diff_lines(a["mnemonics"], b["mnemonics"])["summary"]
+        s1 = diff_lines(a["mnemonics"], b["mnemonics"], same_callee=same)["summary"]
         before += s0["changed"] + s0["deleted"] + s0["inserted"]
         after += s1["changed"] + s1["deleted"] + s1["inserted"]
     conn.close()
@@ -181,7 +187,9 @@ def measure(name: str, old: Path, new: Path, new_named: Path | None, fixes: dict
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=OUT)
-    ap.add_argument("--pairs", nargs="*", default=["lua", "sqlite", "esbuild"])
+    ap.add_argument("--pairs", nargs="*", default=["lua", "lz4", "sqlite-cve", "esbuild"],
+                    help="lua lz4 sqlite-cve (both CVE pairs) sqlite-3.43.0-3.43.2 "
+                         "sqlite-3.39.1-3.40.0 sqlite (3.45.3 -> 3.46.1, noise only) esbuild")
     ap.add_argument("--smoke", action="store_true", help="the lua pair only")
     args = ap.parse_args(argv)
     if args.smoke:
@@ -196,6 +204,18 @@ def main(argv: list[str] | None = None) -> int:
             f = [out / r[0]["file"] for r in rows]
             results.append(measure("lua-5.4.4-5.4.6", f[0], f[1].with_name(
                 f[1].name.replace(".named.", ".stripped.")), f[1], LUA_FIXES, work))
+        if "lz4" in args.pairs:
+            rows = [P.build_one(p, "clang", "O2", out) for p in LZ4]
+            f = [out / r[0]["file"] for r in rows]
+            results.append(measure("lz4-1.9.3-1.9.4", f[0], f[1].with_name(
+                f[1].name.replace(".named.", ".stripped.")), f[1], LZ4_FIXES, work))
+        for pair, (_a, _b, fixes) in SQLITE_PAIRS.items():
+            if pair not in args.pairs and "sqlite-cve" not in args.pairs:
+                continue
+            rows = [P.build_one(p, "clang", "O2", out) for p in sqlite_programs(pair)]
+            f = [out / r[0]["file"] for r in rows]
+            results.append(measure(pair, f[0], f[1].with_name(
+                f[1].name.replace(".named.", ".stripped.")), f[1], fixes, work))
         if "sqlite" in args.pairs:
             rows = [P.build_one(p, "clang", "O2", out) for p in SQLITE]
             f = [out / r[0]["file"] for r in rows]

@@ -626,7 +626,55 @@ def _local_map(la: list[_Instr], lb: list[_Instr], blocks: list) -> dict[str, st
     return out
 
 
-def diff_lines(a_mnemonics: str, b_mnemonics: str, *, align: bool = True) -> dict[str, Any]:
+_OPENERS = ("block", "loop", "if", "try", "try_table")
+_BRANCHES = ("br", "br_if", "br_table")
+_CALLEE_IDX = re.compile(r"func\[(\d+)\]")
+
+
+def _branch_targets(lines: list[_Instr]) -> dict[int, tuple[int, ...]]:
+    """Line of each branch -> where each of its targets lands: a loop's own line, else the
+    first line after the block's ``end`` that is not itself an ``end`` (leaving nested
+    blocks that end together lands at the same place); -1 past the last line."""
+    stack: list[int] = []
+    ends: dict[int, int] = {}
+    pending: list[tuple[int, list[int]]] = []
+    for i, x in enumerate(lines):
+        m = x.mnemonic
+        if m in _OPENERS:
+            stack.append(i)
+        elif m == "end":
+            if stack:
+                ends[stack.pop()] = i
+        elif m in _BRANCHES:
+            try:
+                depths = [int(t) for t in x.operands.split()]
+            except ValueError:
+                continue
+            pending.append((i, [stack[-1 - d] if d < len(stack) else -1 for d in depths]))
+
+    def land(op: int) -> int:
+        if op < 0:
+            return -1
+        if lines[op].mnemonic == "loop":
+            return op
+        k = ends.get(op, len(lines)) + 1
+        while k < len(lines) and lines[k].mnemonic == "end":
+            k += 1
+        return k if k < len(lines) else -1
+
+    return {i: tuple(land(o) for o in ops) for i, ops in pending}
+
+
+def _same_label(i: int, j: int, ta: dict, tb: dict, lmap_: dict[int, int]) -> bool:
+    """Do branch lines ``i`` (old) and ``j`` (new) land at the same (aligned) lines?"""
+    if i not in ta or j not in tb or len(ta[i]) != len(tb[j]):
+        return False
+    return all((x == -1 and y == -1) or (x >= 0 and lmap_.get(x) == y)
+               for x, y in zip(ta[i], tb[j], strict=True))
+
+
+def diff_lines(a_mnemonics: str, b_mnemonics: str, *, align: bool = True,
+               same_callee: Callable[[int, int], bool] | None = None) -> dict[str, Any]:
     """Align two listings and mark what changed.
 
     Lines are aligned by difflib over a key with file offsets dropped and numbers and callee
@@ -639,13 +687,29 @@ def diff_lines(a_mnemonics: str, b_mnemonics: str, *, align: bool = True) -> dic
 
     ``align`` (default): locals are matched between the two bodies by use first
     (:func:`_local_map`), so a line that differs only by a renumbered local is ``equal``
-    (``summary["aligned"]`` counts them; ``summary["local_map"]`` is the mapping)."""
+    (``summary["aligned"]`` counts them; ``summary["local_map"]`` is the mapping); lines are
+    aligned whatever their nesting (a block wrapped around code does not make the code
+    inside it a change), branches are compared by where they land (a label depth that
+    changed because a block was added around the branch is not a change: ``labels``), and
+    with ``same_callee(old_index, new_index)`` (the pairing of the two versions) a call to
+    the same function under a shifted index is not a change either (``callees``)."""
     la, lb = _parse_lines(a_mnemonics), _parse_lines(b_mnemonics)
+
+    def akey(x: _Instr) -> str:
+        return x.key.lstrip(" ") if align else x.key
+
     sm = difflib.SequenceMatcher(
-        None, [x.key for x in la], [x.key for x in lb], autojunk=len(la) + len(lb) > 4000
+        None, [akey(x) for x in la], [akey(x) for x in lb], autojunk=len(la) + len(lb) > 4000
     )
     blocks = sm.get_opcodes()
     lmap = _local_map(la, lb, blocks) if align else {}
+    ta = tb_ = bmap = None
+    if align:
+        ta, tb_ = _branch_targets(la), _branch_targets(lb)
+        bmap = {}  # aligned lines, old -> new
+        for tag, i1, i2, j1, j2 in blocks:
+            if tag == "equal":
+                bmap.update(zip(range(i1, i2), range(j1, j2), strict=True))
     rows: list[dict[str, Any]] = []
     summary = {
         "equal": 0,
@@ -660,6 +724,8 @@ def diff_lines(a_mnemonics: str, b_mnemonics: str, *, align: bool = True) -> dic
         "operand": 0,
         "string": 0,
         "aligned": 0,
+        "labels": 0,
+        "callees": 0,
         "local_map": {a: b for a, b in lmap.items() if a != b},
     }
 
@@ -681,10 +747,23 @@ def diff_lines(a_mnemonics: str, b_mnemonics: str, *, align: bool = True) -> dic
         if tag == "equal":
             for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
                 x, y = la[i], lb[j]
-                if x.text == y.text:
+                if x.text == y.text or (align and x.text.lstrip(" ") == y.text.lstrip(" ")):
                     summary["equal"] += 1
                     row("equal", i, j)
                     continue
+                if align and x.note == y.note and x.mnemonic == y.mnemonic:
+                    if x.mnemonic in _BRANCHES and _same_label(i, j, ta, tb_, bmap):
+                        summary["equal"] += 1
+                        summary["labels"] += 1
+                        row("equal", i, j)
+                        continue
+                    ca, cb = _CALLEE_IDX.match(x.operands), _CALLEE_IDX.match(y.operands)
+                    if (same_callee is not None and _kind(x.mnemonic) == "callee" and ca and cb
+                            and same_callee(int(ca.group(1)), int(cb.group(1)))):
+                        summary["equal"] += 1
+                        summary["callees"] += 1
+                        row("equal", i, j)
+                        continue
                 if (x.mnemonic in _LOCAL_OPS and x.mnemonic == y.mnemonic and x.note == y.note
                         and lmap.get(x.operands) == y.operands):
                     summary["equal"] += 1
@@ -747,6 +826,21 @@ def function_diff(
     return function_diff_at(conn, from_version_id, idx[0], to_version_id, idx[1])
 
 
+def callee_pairing(conn: sqlite3.Connection, va: int, vb: int) -> Callable[[int, int], bool]:
+    """``(old index, new index) -> same logical function?`` (by stable id; read on first use)."""
+    ids: list[dict[int, str]] = []
+
+    def same(i: int, j: int) -> bool:
+        if not ids:
+            for v in (va, vb):
+                ids.append({r["index"]: r["stable_id"]
+                            for r in queries.list_functions(conn, v, include_imports=True)})
+        a = ids[0].get(i)
+        return a is not None and a == ids[1].get(j)
+
+    return same
+
+
 def function_diff_at(
     conn: sqlite3.Connection,
     from_version_id: int,
@@ -757,7 +851,8 @@ def function_diff_at(
     """:func:`function_diff` for two functions given by index (their identities may differ)."""
     a = disassembly(conn, from_version_id, from_index)
     b = disassembly(conn, to_version_id, to_index)
-    lines = diff_lines(a["mnemonics"], b["mnemonics"])
+    lines = diff_lines(a["mnemonics"], b["mnemonics"],
+                       same_callee=callee_pairing(conn, from_version_id, to_version_id))
     c_diff = "".join(
         difflib.unified_diff(
             a["lifted_c"].splitlines(keepends=True),

@@ -5,14 +5,19 @@ where it does) from what changed, read off an alignment of the two instruction s
 
 - new comparisons (``+ bounds check: l7 > l6``, ``+ bounds check: l3 >=u 0x400``) and new
   traps or calls to error/abort paths (``+ error path: call abort``), new error strings;
+- a call's result now kept (``+ call result kept: call f -> l3``: a pointer refreshed after
+  a call that may move what it pointed at) and a value loaded again right after a call
+  (``+ value reloaded after call f``);
 - widened or changed arithmetic (``arith widened: i32.mul -> i64.mul``, ``signedness:
   i32.lt_s -> i32.lt_u``), changed constants next to a comparison (``bound changed: 0x100 ->
   0x200``) or feeding an allocator (``alloc size changed``), new early returns;
 - pure refactors (many calls in and out, large size change), inlining churn and struct
   offset shifts rank last (``kind``: ``fix`` > ``change`` > ``churn`` > ``layout``).
 
-A small change with a fix-like reason ranks above a large one with the same reason: a
-security fix is usually a few instructions. Pure functions over decoded bodies.
+Score: the strongest reason, plus half the second, a quarter of the third... (many new
+comparisons in a rewrite do not outrank one targeted check), minus a size term: a small
+change with a fix-like reason ranks above a large one with the same reason (a security fix
+is usually a few instructions). Pure functions over decoded bodies.
 """
 
 from __future__ import annotations
@@ -134,6 +139,7 @@ def triage_pair(
             inserted.extend(range(j1, j2))
             deleted += i2 - i1
     # what was inserted
+    ins_set = set(inserted)
     for j in inserted:
         op, imms = tb[j]
         m = MNEMONICS[op]
@@ -153,6 +159,15 @@ def triage_pair(
             add(4.0, "+ trap (unreachable)")
         elif m == "return":
             add(3.0, "+ early return")
+        elif m in ("local.set", "local.tee") and j and j - 1 not in ins_set \
+                and KIND[tb[j - 1][0]] == _K_CALL:
+            add(4.0, f"+ call result kept: call {callee_label(tb[j - 1][1][0])} -> "
+                     f"l{imms[0]} (refreshed after the call)")
+        elif KIND[op] == _K_MEM and ".load" in m:
+            c_at = next((q for q in range(j - 1, max(-1, j - 4), -1)
+                         if KIND[tb[q][0]] == _K_CALL), None)
+            if c_at is not None and any(tb[q] == tb[j] for q in range(max(0, c_at - 40), c_at)):
+                add(3.5, f"+ value reloaded after call {callee_label(tb[c_at][1][0])}")
         elif KIND[op] == _K_CALL:
             label = callee_label(imms[0])
             if is_error_callee(label, callee_strings(imms[0])):
@@ -191,7 +206,8 @@ def triage_pair(
         ex.get(k) for k in ("calls_added", "calls_removed", "strings_added", "strings_removed",
                             "consts_changed", "consts_added", "consts_removed", "type_from")
     ) and ex.get("instr_to") == ex.get("instr_from")
-    signal = sum(w for w, _ in sorted(reasons, reverse=True)[:4])
+    # the strongest reason counts fully, each next one half as much
+    signal = sum(w / (1 << k) for k, (w, _) in enumerate(sorted(reasons, reverse=True)[:4]))
     if only_offsets and not reasons:
         kind = "layout"
         shifts = ", ".join(f"{m} {a} -> {b}" for m, a, b in ex["offsets_changed"][:2])
@@ -209,7 +225,7 @@ def triage_pair(
         else:
             kind = "fix"
         # a small, targeted change ranks above a large one with the same signal
-        score = signal + 1.0 - math.log2(1 + amount) / 4.0 - (1.0 if churn else 0.0)
+        score = signal + 1.0 - math.log2(1 + amount) / 3.0 - (1.0 if churn else 0.0)
     reasons.sort(key=lambda r: -r[0])
     return {"triage": round(score, 2), "reasons": [t for _, t in reasons[:MAX_REASONS]],
             "triage_kind": kind}
