@@ -212,6 +212,29 @@ def data_shots(tmp: Path) -> None:
         browser.close()
 
 
+def diff_shots(page) -> None:
+    """web-diff (the triaged changelog above the table) and web-fndiff (side by side)."""
+    page.click("#tab-diff")
+    page.click("#diff-run")
+    page.wait_for_function(
+        "() => !document.getElementById('diff-out').classList.contains('hidden')"
+        " || !document.getElementById('diff-error').classList.contains('hidden')",
+        timeout=60_000,
+    )
+    if page.is_visible("#diff-error"):
+        raise SystemExit("diff failed: " + page.text_content("#diff-error"))
+    page.wait_for_selector("#cl-box .cl-entry", timeout=60_000)  # the changelog panel
+    settle(page)
+    shoot(page, "diff")
+    # a modified row: the function's old and new disassembly side by side
+    page.select_option("#diff-class", "modified")
+    page.click("#diff-changelog > summary")  # fold the changelog away
+    page.locator("#diff-table tbody tr.mod").first.click()
+    page.wait_for_selector("#diff-fn .sbs-table tbody tr")
+    settle(page)
+    shoot(page, "fndiff")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -221,7 +244,9 @@ def main() -> None:
         type=Path,
         help="the KB built by benchmarks/web_api.py --kb PATH (50,000-function version)",
     )
-    ap.add_argument("--only", choices=["data"], help="only the data screenshots (web-data, web-studio-data)")
+    ap.add_argument("--only", choices=["data", "diff"],
+                    help="only the data screenshots (web-data, web-studio-data) or the diff "
+                         "ones (web-diff, web-fndiff)")
     args = ap.parse_args()
     if args.only == "data":
         with tempfile.TemporaryDirectory() as tmp:
@@ -238,6 +263,10 @@ def main() -> None:
             page.goto(srv.url)
             page.wait_for_selector("body[data-ready='1']")
             settle(page)
+            if args.only == "diff":
+                diff_shots(page)
+                browser.close()
+                return
             shoot(page, "overview")
 
             vid = int(page.get_attribute("body", "data-version"))
@@ -263,25 +292,7 @@ def main() -> None:
             settle(page)
             shoot(page, "code")
 
-            page.click("#tab-diff")
-            page.click("#diff-run")
-            page.wait_for_function(
-                "() => !document.getElementById('diff-out').classList.contains('hidden')"
-                " || !document.getElementById('diff-error').classList.contains('hidden')",
-                timeout=60_000,
-            )
-            if page.is_visible("#diff-error"):
-                raise SystemExit("diff failed: " + page.text_content("#diff-error"))
-            page.wait_for_selector("#cl-box .cl-entry", timeout=60_000)  # the changelog panel
-            settle(page)
-            shoot(page, "diff")
-            # a modified row: the function's old and new disassembly side by side
-            page.select_option("#diff-class", "modified")
-            page.click("#diff-changelog > summary")  # fold the changelog away
-            page.locator("#diff-table tbody tr.mod").first.click()
-            page.wait_for_selector("#diff-fn .sbs-table tbody tr")
-            settle(page)
-            shoot(page, "fndiff")
+            diff_shots(page)
 
             page.click("#tab-heatmap")
             page.fill("#search", "huf_")
