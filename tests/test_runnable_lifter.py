@@ -4,7 +4,11 @@ C leaves the order of a call's arguments (and of an operator's operands) unspeci
 evaluates left to right: a memory or global read that comes after a call in wasm must not
 share one C expression with that call (gcc evaluates ``use(set(1), *(M + 8))`` right to
 left and read the memory before ``set`` wrote it; Lua 5.4's ``print`` printed truncated
-strings). The read now follows the call, spilled to a temporary."""
+strings). The read now follows the call, spilled to a temporary.
+
+A frame struct whose union holds a byte array at a later offset padded it with
+``uint8_t pad_local_18[4][4]`` (16 bytes, not 4): every later slot moved, and SQLite said
+"database disk image is malformed". The padding is now ``pad_local_18[4]``."""
 
 from __future__ import annotations
 
@@ -81,3 +85,50 @@ def test_lifted_order_agrees_with_wasmtime(tmp_path, opt):
     for name in ("arg_after_call", "global_after_call", "operand_after_call"):
         want.append(str(ex[name](store)))
     assert got == want == ["1042", "2007", "-39"]
+
+
+FRAME_WAT = """
+(module
+  (memory (export "memory") 1)
+  (global $sp (mut i32) (i32.const 4096))
+  (func $fill (param i32) (i32.store8 (local.get 0) (i32.const 7)))
+  (func $get (param i32) (result i32) (i32.load (local.get 0)))
+  (func (export "frame") (result i32)
+    (local $fp i32) (local $r i32)
+    (global.set $sp (local.tee $fp (i32.sub (global.get $sp) (i32.const 48))))
+    (i64.store offset=20 (local.get $fp) (i64.const 0x0102030405060708))
+    (drop (i32.load offset=20 (local.get $fp)))
+    (call $fill (i32.add (local.get $fp) (i32.const 24)))
+    (i32.store offset=32 (local.get $fp) (i32.const 1000))
+    (local.set $r (i32.add (call $get (i32.add (local.get $fp) (i32.const 32)))
+                           (i32.and (call $get (i32.add (local.get $fp) (i32.const 24)))
+                                    (i32.const 255))))
+    (global.set $sp (i32.add (local.get $fp) (i32.const 48)))
+    (local.get $r)))
+"""
+
+
+@pytest.mark.skipif(not shutil.which("gcc"), reason="needs gcc")
+def test_frame_union_with_an_array_keeps_later_slots_in_place(tmp_path):
+    data = bytes(wasmtime.wat2wasm(FRAME_WAT))
+    lm = prepare(data)
+    text = "".join(r.text + "\n" for r in lift_module(lm, workers=1))
+    assert "->local_20 = 1000;" in text  # the slot is named through the frame struct
+    fn = next(lm.func_c[e.index] for e in lm.module.exports if e.name == "frame")
+    src = tmp_path / "f.c"
+    src.write_text("\n".join([
+        "#include <stdio.h>",
+        "static uint8_t mem[65536]; uint8_t *M = mem;",
+        "int32_t memory_size(void) { return 1; }",
+        "int32_t memory_grow(int32_t n) { return -1; }",
+        f"int32_t {lm.global_c[0]} = 4096;",
+        text,
+        f'int main(void) {{ printf("%d\\n", {fn}()); return 0; }}',
+    ]))
+    exe = tmp_path / "f"
+    subprocess.run(["gcc", "-O1", "-fwrapv", "-w", "-include", prelude_path(), str(src), "-o",
+                    str(exe)], check=True)
+    got = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.strip()
+    store = wasmtime.Store()
+    inst = wasmtime.Instance(store, wasmtime.Module(store.engine, data), [])
+    assert got == str(inst.exports(store)["frame"](store)) == "1007"

@@ -2705,7 +2705,7 @@ def _frame_struct(lf: _Lifter) -> str:
                     parts.append(f"    {ct} {name};")
                 else:
                     parts.append(
-                        f"    struct __attribute__((packed)) {{ uint8_t pad_{name}[{fo - o}]; "
+                        f"    struct __attribute__((packed)) {{ uint8_t pad_{name.split('[', 1)[0]}[{fo - o}]; "
                         f"{ct} {name}; }};"
                     )
             parts.append("  };")
