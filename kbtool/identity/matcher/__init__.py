@@ -58,11 +58,17 @@ input order nor on hash seeds.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from kbtool.identity.matcher.base import REVIEW_MARGIN, REVIEW_SCORE, MatcherBase, MatchStats
 from kbtool.identity.matcher.callgraph import CallgraphStage
 from kbtool.identity.matcher.exact import ExactStages
 from kbtool.identity.matcher.family import FamilyStage
+from kbtool.identity.matcher.review import (
+    review_signatures,
+    review_weak_neighbourhoods,
+    review_wrapper_splits,
+)
 from kbtool.identity.matcher.similarity import SimilarityStage
 from kbtool.identity.records import FuncRecord, Match
 
@@ -125,7 +131,37 @@ class _Matcher(ExactStages, CallgraphStage, SimilarityStage, FamilyStage, Matche
             self.propagate()
             self.review_families()
         self.cap_flagged()
-        return exact, [self.result[n] for n in sorted(self.result)]
+        final = [self.result[n] for n in sorted(self.result)]
+        return self.undoubted(exact, final), final
+
+    def undoubted(self, exact: list[Match], final: list[Match]) -> list[Match]:
+        """The exact pairs still unflagged in the final pairing once the pairing's own review
+        checks (:mod:`kbtool.identity.matcher.review`) ran on it: a pair a diff would show
+        flagged is no identity (its name is carried with the review flag instead)."""
+        view = _View(self.OLD.recs, self.NEW.recs, final)
+        review_signatures(view)
+        review_wrapper_splits(view)
+        review_weak_neighbourhoods(view)
+        ok = {(p.old_index, p.new_index) for p in view.by_new.values() if not p.review}
+        return [m for m in exact if (m.old_index, m.new_index) in ok]
+
+
+@dataclass(slots=True)
+class _Flag:
+    old_index: int
+    new_index: int
+    score: float
+    review: bool
+
+
+class _View:
+    """A pairing as the review checks read it (mutable copies of the matches)."""
+
+    def __init__(self, old_recs: dict, new_recs: dict, matches: list[Match]) -> None:
+        self.old_recs, self.new_recs = old_recs, new_recs
+        self.by_new = {m.new_index: _Flag(m.old_index, m.new_index, m.score, m.review)
+                       for m in matches}
+        self.by_old = {p.old_index: p for p in self.by_new.values()}
 
 
 

@@ -39,6 +39,9 @@ from kbtool.identity.matcher.base import REVIEW_SCORE, _Side
 from kbtool.identity.records import Match
 
 WRAPPER_MAX_INSTR = 32  # a thin wrapper: at most this many instructions ...
+INLINE_MIN_EXTRA = 8  # instructions ``a`` has beyond ``b`` before an inlining is considered
+INLINE_SIZE = (0.25, 4.0)  # an inliner's size over what ``a`` has beyond ``b``
+INLINE_BACKING = 2  # callers agreeing before a re-pairing to a (non-thin) inliner is unflagged
 FAMILY_RIVALS = 8  # rivals of one pair looked at (nearest in index order)
 HOOD_CAP = 64  # callers looked at per function
 FLAGGED_SCORE = round(REVIEW_SCORE - 0.01, 4)  # the highest score a flagged pair keeps
@@ -125,7 +128,7 @@ class FamilyStage:
             and B.recs[w].instr_count < min(rb.instr_count, ra.instr_count)
         ]
         if not thin:
-            return None
+            return self._inliner_vote(m, a, b, A, B, a2b, b2a, forward)
         backed_b = self._backing(a, b, A, B, a2b)
         root = not A.callers[a]
         votes = [(self._backing(a, w, A, B, a2b), w) for w in thin]
@@ -152,6 +155,43 @@ class FamilyStage:
                 self._repair(m, a, w, forward, review=True)
                 return True
         if doubt and (backed_b == 0 or any(v for v, _ in votes)):
+            self.flag(m.old_index, m.new_index)
+        return False
+
+    def _inliner_vote(self, m: Match, a: int, b: int, A: _Side, B: _Side, a2b: dict,
+                      b2a: dict, forward: bool) -> bool | None:
+        """An inlining difference with a caller that is no thin wrapper: ``a`` has ``b``'s
+        body inlined (or ``b`` is ``a``'s outlined part) and an unmatched caller ``w`` of
+        ``b`` with ``a``'s signature is where ``a``'s callers went. ``a``'s matched callers
+        decide: some call ``w`` and none calls ``b`` -> re-paired (flagged unless at least
+        ``INLINE_BACKING`` callers agree); callers split between the two -> flagged."""
+        ra, rb = A.recs[a], B.recs[b]
+        if (ra.shape_hash and ra.shape_hash == rb.shape_hash) or ra.body_hash == rb.body_hash:
+            return None  # the same code has no inlining difference
+        extra = ra.instr_count - rb.instr_count  # what ``a`` has beyond ``b``: ``w``'s own code
+        if extra < INLINE_MIN_EXTRA or len(self._families()[0 if forward else 1].get(
+                _family_key(ra), ())) > 1:
+            return None  # too little inlined code to tell, or a look-alike (families decide)
+        inliners = [
+            w
+            for w in B.callers[b]
+            if w not in b2a
+            and not B.recs[w].imported
+            and B.recs[w].type_sig == ra.type_sig
+            and extra * INLINE_SIZE[0] <= B.recs[w].instr_count <= extra * INLINE_SIZE[1]
+        ]
+        if not inliners:
+            return None
+        backed_b = self._backing(a, b, A, B, a2b)
+        votes = sorted(((self._backing(a, w, A, B, a2b), w) for w in inliners), reverse=True)
+        best, w = votes[0]
+        if best == 0:
+            return None
+        runner_up = votes[1][0] if len(votes) > 1 else 0
+        if backed_b == 0 and runner_up == 0:
+            self._repair(m, a, w, forward, review=best < INLINE_BACKING)
+            return True
+        if best >= backed_b:
             self.flag(m.old_index, m.new_index)
         return False
 
