@@ -57,6 +57,9 @@ def client_gone_check(parent: int | None = None) -> Callable[[], bool]:
 
 
 SUGGESTION_PAGE_MAX = 500
+#: the CLI's bounds (``kbtool agent --rounds`` / ``--max-functions``)
+MAX_ROUNDS = 100
+MAX_FUNCTIONS = 1_000_000
 
 
 def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], str]]]:
@@ -104,16 +107,18 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
             int,
             Field(
                 ge=1,
+                json_schema_extra={"maximum": MAX_ROUNDS},
                 description=(
-                    "Rounds; each later round re-enriches contexts with the names written so far and"
+                    "Rounds (1..100); each later round re-enriches contexts with the names written so far and"
                     " stops early at a fixpoint."
                 ),
             ),
         ] = 1,
         max_functions: Annotated[
             int | None,
-            Field(ge=0, description="Cost guard: candidates sent to a provider (default 500; "
-                  "0 = no cap)."),
+            Field(ge=0, json_schema_extra={"maximum": MAX_FUNCTIONS},
+                  description="Cost guard: candidates sent to a provider (default 500; "
+                  "0 = no cap; at most 1,000,000)."),
         ] = None,
         opinions: Annotated[
             int | None,
@@ -139,6 +144,10 @@ def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], 
         cached_answers, tokens_in, tokens_out, estimated_cost_usd and circuit_open; with a
         progressToken it sends notifications/progress as functions are done."""
 
+        if rounds > MAX_ROUNDS or (max_functions or 0) > MAX_FUNCTIONS:
+            which, cap = (("rounds", MAX_ROUNDS) if rounds > MAX_ROUNDS
+                          else ("max_functions", MAX_FUNCTIONS))
+            raise AgentToolError(f"{which} must be at most {cap:,} (as kbtool agent's --{which.replace('_', '-')})")
         from kbtool.agents import BackendUnavailable
         from kbtool.mcp import progress as mcp_progress
         from kbtool.services.agent_pass import plan_agent_pass
