@@ -136,7 +136,7 @@ def test_frame_regions_from_wat(tmp_path):
     assert "frame->local_04 = p0;" in reuse, reuse
     # a slot only stored to takes the type of its first load (no cast there); a read
     # with the other signedness goes through a cast, not raw memory
-    assert "frame->local_08 = 200;" in reuse and "  uint8_t local_08;" in reuse, reuse
+    assert "frame->local_08 = 200;" in reuse and " uint8_t local_08;" in reuse, reuse
     assert "(int8_t)frame->local_08" in reuse and "(uint8_t)frame" not in reuse, reuse
     # after the epilogue, l1 holds another value: raw memory again
     assert "*(int32_t *)(M + l1 + 4) = p0;" in reuse, reuse
@@ -144,8 +144,8 @@ def test_frame_regions_from_wat(tmp_path):
     assert "uint8_t local_00[16];" in wrapped and "uint8_t local_18[8];" in wrapped, wrapped
     arr = r.c["arr"]
     assert "(l1 + 8 /* &local_08 */);" in arr, arr
-    for decl in ("  int32_t local_04;", "  uint8_t local_08[4];", "  int32_t local_0c;",
-                 "  uint8_t local_10[4];", "  int32_t local_14;", "  uint8_t local_18[8];"):
+    for decl in (" int32_t local_04;", " uint8_t local_08[4];", " int32_t local_0c;",
+                 " uint8_t local_10[4];", " int32_t local_14;", " uint8_t local_18[8];"):
         assert decl in arr, arr
     views = r.c["views"]
     assert "frame->local_08 = p0;" in views, views

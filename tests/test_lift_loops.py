@@ -79,7 +79,8 @@ def test_loop_shapes_from_wat(tmp_path):
     assert "while (1)" not in count and "continue" not in count
     assert "while ((uint32_t)p0 >= 2u) {" in halve, halve
     assert "} while (p0);" in digits and "while (1)" not in digits, digits
-    assert "for (; (uint32_t)l1 < 64u; l1++) {" in scan and "goto" not in scan, scan
+    assert "for (; l1 < 64; l1++) {" in scan and "goto" not in scan, scan
+    assert "uint32_t l1 = 0;" in scan, scan  # every use of l1 is unsigned
     assert "& 31 & 31" not in scan
     for text in r.c.values():
         assert "goto" not in text

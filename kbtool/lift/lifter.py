@@ -178,7 +178,7 @@ class LiftResult:
 class _E:
     """An expression on the value stack."""
 
-    __slots__ = ("text", "prec", "ty", "fl", "locs", "neg", "const", "tee", "negp")
+    __slots__ = ("text", "prec", "ty", "fl", "locs", "neg", "const", "tee", "negp", "u")
 
     def __init__(
         self,
@@ -191,6 +191,7 @@ class _E:
         const: Any = None,
         tee: int | None = None,
         negp: int = -1,
+        u: bool = False,
     ):
         self.text = text
         self.prec = prec
@@ -201,6 +202,7 @@ class _E:
         self.const = const
         self.tee = tee  # local index when the expression is exactly ``lN = value``
         self.negp = negp  # precedence of ``neg`` when it is a 0/1 value (a comparison), else -1
+        self.u = u  # the C type is unsigned (uint32_t / uint64_t), not int32_t / int64_t
 
 
 def _p(e: _E, maxprec: int) -> str:
@@ -554,6 +556,25 @@ def _u(e: _E, ty: str) -> str:
     return f"({'uint32_t' if ty == 'i32' else 'uint64_t'}){_p(e, 2)}"
 
 
+def _uo(e: _E, ty: str, maxprec: int, other_u: bool) -> str:
+    """An operand of an unsigned operation: as is when its C type is already unsigned, a
+    non-negative constant as is when the other operand is unsigned (C converts it), else
+    :func:`_u`."""
+    if e.u:
+        return _p(e, maxprec)
+    c = e.const
+    if other_u and type(c) is int and 0 <= c <= (0x7FFFFFFF if ty == "i32" else 1 << 62):
+        return _p(e, maxprec)
+    return _u(e, ty)
+
+
+def _so(e: _E, ty: str, maxprec: int) -> str:
+    """An operand of a signed operation (``<``, ``/``, ``>>``): an unsigned value is cast."""
+    if e.u:
+        return f"({'int32_t' if ty == 'i32' else 'int64_t'}){_p(e, 2)}"
+    return _p(e, maxprec)
+
+
 def _i64_text(v: int) -> str:
     if v == -(1 << 63):
         return "(-9223372036854775807LL - 1)"
@@ -630,6 +651,7 @@ class _Lifter:
         self.fstruct = ""  # its struct tag
         self.fwait = ""  # "lN = " while the frame pointer's assignment waits for lN's
         self.fused: list[int] = []  # output lines that assign the frame pointer
+        self.lsign: list[int] = []  # per local: 0 int32_t, 1 uint32_t, 2 bool (_local_signs)
 
     # -- output
     def emit(self, line: str) -> None:
@@ -649,10 +671,21 @@ class _Lifter:
         if self.chars > self.max_chars:
             raise LiftError(f"output larger than {self.max_chars} characters")
 
-    def new_temp(self, ty: str, prefix: str = "t") -> str:
+    def new_temp(self, ty: str, prefix: str = "t", u: bool = False) -> str:
         name = f"{prefix}{len(self.temps) + 1}"
-        self.temps.append((self.ctype(ty), name))
+        ct = self.ctype(ty)
+        if u:
+            ct = "u" + ct
+        self.temps.append((ct, name))
         return name
+
+    def local_e(self, x: int) -> _E:
+        """A read of local ``x`` (its C type: int32_t, uint32_t or bool)."""
+        name = self.locals_c[x]
+        k = self.lsign[x]
+        if k == 2:  # bool: !b is its negation
+            return _E(name, 0, self.local_types[x], 0, (x,), f"!{name}", None, None, 2)
+        return _E(name, 0, self.local_types[x], 0, (x,), u=k == 1)
 
     def ctype(self, ty: str) -> str:
         return c_type(ty)
@@ -682,11 +715,10 @@ class _Lifter:
     def spill(self, e: _E) -> _E:
         if e.tee is not None:  # a folded tee becomes its own statement again
             self.emit(f"{e.text};")
-            x = e.tee
-            return _E(self.locals_c[x], 0, e.ty, 0, (x,))
-        name = self.new_temp(e.ty)
+            return self.local_e(e.tee)
+        name = self.new_temp(e.ty, "t", e.u)
         self.emit(f"{name} = {e.text};")
-        return _E(name, 0, e.ty)
+        return _E(name, 0, e.ty, u=e.u)
 
     def spill_where(self, pred) -> None:
         st = self.stack
@@ -733,7 +765,7 @@ class _Lifter:
         self.spill_for_local(x)
         if v.text == name:
             if tee:
-                self.stack.append(_E(name, 0, self.local_types[x], 0, (x,)))
+                self.stack.append(self.local_e(x))
             return
         prologue = False
         if self.fstart_at and self.cur in self.fstart_at:
@@ -741,14 +773,18 @@ class _Lifter:
             j = self.cur + 1
             # `SP = lN = SP - 16;` stays one statement; any other use of the tee does not
             prologue = not (j < len(self.ops) and self.ops[j] == 0x24)
+        if self.lsign[x] == 2 and type(v.const) is int:
+            v = _E("true" if v.const else "false", 0, v.ty)  # 0/1 into a bool local
         if not tee or prologue or not self.foldable(x):
             self.emit(_assign_stmt(name, v.text))
             if tee:
-                self.stack.append(_E(name, 0, self.local_types[x], 0, (x,)))
+                self.stack.append(self.local_e(x))
             return
         locs = v.locs + (nx,)
         self.pend.add(x)
-        self.push(_E(f"{name} = {v.text}", 14, self.local_types[x], v.fl | F_SET, locs, tee=x))
+        t = _E(f"{name} = {v.text}", 14, self.local_types[x], v.fl | F_SET, locs, tee=x)
+        t.u = self.lsign[x] == 1
+        self.push(t)
 
     def spill_for_local(self, idx: int) -> None:
         st = self.stack
@@ -882,7 +918,6 @@ class _Lifter:
         budget = self.budget
         ctable = CTABLE
         stack = self.stack
-        lt = local_types
         nloc = len(locals_c)
         pend = self.pend
         lget: list[_E | None] = [
@@ -909,7 +944,7 @@ class _Lifter:
                         self.spill_pending(x)
                     e = lget[x]
                     if e is None:
-                        e = lget[x] = _E(locals_c[x], 0, lt[x], 0, (x,))
+                        e = lget[x] = self.local_e(x)
                     stack.append(e)
                     continue
                 if k == 2:
@@ -988,10 +1023,10 @@ class _Lifter:
     def step(self, i: int, op: int, imms: tuple) -> None:  # noqa: C901 - one dispatch over opcodes
         if op == 0x20:  # local.get
             x = imms[0]
-            name = self.local(x)
+            self.local(x)  # range check
             if x in self.pend:
                 self.spill_pending(x)
-            self.push(_E(name, 0, self.local_types[x], 0, (x,)))
+            self.push(self.local_e(x))
         elif op == 0x21 or op == 0x22:  # local.set / tee
             self.set_local(imms[0], self.pop(), op == 0x22)
         elif op in _MEMOPS:
@@ -1302,7 +1337,7 @@ class _Lifter:
             if b.fl & (F_CALL | F_SET):
                 b = self.spill(b)
         fl, locs = _merge(a, b, c)
-        self.push(_E(f"{_p(c, 12)} ? {_p(a, 12)} : {_p(b, 13)}", 13, a.ty, fl, locs))
+        self.push(_E(f"{_p(c, 12)} ? {_p(a, 12)} : {_p(b, 13)}", 13, a.ty, fl, locs, u=a.u or b.u))
 
     def do_br(self, depth: int) -> None:
         vals = self.branch_values(depth, consume=True)
@@ -1598,6 +1633,11 @@ class _Lifter:
                 neg = a.text if a.prec <= 13 else f"({a.text})"
                 self.push(_E(f"{p} == 0", 7, "i32", a.fl, a.locs, neg=neg))
             else:
+                if a.u:  # an unsigned operand: (int64_t)(uint32_t)x is (int64_t)x
+                    if text.endswith(("(uint32_t)", "(uint64_t)")):
+                        text = text[:-10]
+                    elif text in ("(int64_t)", "(float)", "(double)"):  # read as signed
+                        text += "(int32_t)" if params[0] == "i32" else "(int64_t)"
                 self.push(_E(f"{text}{_p(a, 2)}", 2, results[0], a.fl, a.locs))
             return
         # helper calls
@@ -1640,7 +1680,11 @@ class _Lifter:
         self, form: str, op: str, a: _E, b: _E, ty: str, rty: str, fl: int, locs: tuple
     ) -> _E:
         P = PREC[op]
+        isint = ty == "i32" or ty == "i64"
         if form == "bin":
+            if isint and (op == "/" or op == "%"):  # div_s / rem_s
+                return _E(f"{_so(a, ty, P)} {op} {_so(b, ty, P - 1)}", P, rty, fl, locs)
+            u = isint and (a.u or b.u)  # C's usual conversions: the same bits, unsigned
             if (
                 op == "+"
                 and self.fregion
@@ -1652,31 +1696,34 @@ class _Lifter:
             ):
                 nm = self.frame_addr(a, b.const)
                 if nm:  # the address of a frame array/struct: say which
-                    return _E(f"{a.text} + {b.text} /* &{nm} */", 4, rty, fl, locs)
+                    return _E(f"{a.text} + {b.text} /* &{nm} */", 4, rty, fl, locs, u=u)
             if (
                 (op == "+" or op == "-")
                 and b.const is not None
                 and isinstance(b.const, int)
                 and b.const < 0
                 and b.const not in (-(1 << 31), -(1 << 63))
-                and ty in ("i32", "i64")
+                and isint
             ):
                 # x + -8 is x - 8, x - -64 is x + 64
                 c = _i32_text(-b.const) if ty == "i32" else _i64_text(-b.const)
-                return _E(f"{_p(a, 4)} {'-' if op == '+' else '+'} {c}", 4, rty, fl, locs)
-            if op == "-" and a.const == 0 and ty in ("i32", "i64") and type(a.const) is int:
+                return _E(f"{_p(a, 4)} {'-' if op == '+' else '+'} {c}", 4, rty, fl, locs, u=u)
+            if op == "-" and a.const == 0 and isint and type(a.const) is int:
                 t = f"-{_p(b, 2)}" if not b.text.startswith("-") else f"-({b.text})"
-                return _E(t, 2, rty, fl, locs)
+                return _E(t, 2, rty, fl, locs, u=u)
             if P >= 8:  # bitwise: parenthesise arithmetic operands for the reader
                 la = a.text if a.prec <= 2 or a.prec == P else f"({a.text})"
-                return _E(f"{la} {op} {_p(b, 2)}", P, rty, fl, locs)
-            return _E(f"{_p(a, P)} {op} {_p(b, P - 1)}", P, rty, fl, locs)
-        st = "int32_t" if ty == "i32" else "int64_t"
+                return _E(f"{la} {op} {_p(b, 2)}", P, rty, fl, locs, u=u)
+            return _E(f"{_p(a, P)} {op} {_p(b, P - 1)}", P, rty, fl, locs, u=u)
         if form == "binu":
-            return _E(f"({st})({_u(a, ty)} {op} {_u(b, ty)})", 2, rty, fl, locs)
+            # unsigned operands give an unsigned result: no cast back to signed
+            ta, tb = _uo(a, ty, P, b.u), _uo(b, ty, P - 1, a.u)
+            return _E(f"{ta} {op} {tb}", P, rty, fl, locs, u=True)
         if form in ("cmp", "cmpu"):
             if form == "cmpu":
-                ta, tb = _u(a, ty), _u(b, ty)
+                ta, tb = _uo(a, ty, P, b.u), _uo(b, ty, P - 1, a.u)
+            elif isint and op != "==" and op != "!=":
+                ta, tb = _so(a, ty, P), _so(b, ty, P - 1)
             else:
                 ta, tb = _p(a, P), _p(b, P - 1)
             if (
@@ -1692,7 +1739,7 @@ class _Lifter:
                 return _E(a.text, a.prec, "i32", fl, locs, a.neg, None, None, a.negp)
             neg = None
             negp = -1
-            if ty in ("i32", "i64"):
+            if isint:
                 neg = f"{ta} {_NEG_CMP[op]} {tb}"
                 negp = P
             return _E(f"{ta} {op} {tb}", P, "i32", fl, locs, neg, None, None, negp)
@@ -1704,8 +1751,10 @@ class _Lifter:
         else:
             cnt = f"({_p(b, 8)} & {bits})"
         if form == "shru":
-            return _E(f"({st})({_u(a, ty)} >> {cnt})", 2, rty, fl, locs)
-        return _E(f"{_p(a, 2)} {op} {cnt}", 5, rty, fl, locs)
+            return _E(f"{_uo(a, ty, 2, False)} >> {cnt}", 5, rty, fl, locs, u=True)
+        if form == "shr":
+            return _E(f"{_so(a, ty, 2)} >> {cnt}", 5, rty, fl, locs)
+        return _E(f"{_p(a, 2)} {op} {cnt}", 5, rty, fl, locs, u=a.u)
 
     # -- control flow
     def open_block(self, i: int, op: int, imms: tuple) -> None:
@@ -1863,7 +1912,8 @@ class _Lifter:
             self.temps = [x for x in self.temps if x[1] != rname]
             self.frames.pop()
             fl, locs = _merge(c, a, b)
-            self.push(_E(f"{_p(c, 12)} ? {_p(a, 12)} : {_p(b, 13)}", 13, fr.results[0], fl, locs))
+            u = a.u or b.u
+            self.push(_E(f"{_p(c, 12)} ? {_p(a, 12)} : {_p(b, 13)}", 13, fr.results[0], fl, locs, u=u))
             return
         if reach:
             self.fallthrough_assign(fr)
@@ -2637,6 +2687,204 @@ _FAST_BYTES: Final = bytes(_FAST)
 _CTRL_BYTES: Final = bytes(1 if _b in _CTRL else 0 for _b in range(256))
 
 
+def _sign_table() -> bytes:
+    """Per op, how the local-typing pass (:func:`_local_signs`) sees it: 1 i32 arithmetic
+    whose result carries its operands' C type (+ - * & | ^), 2 shl (the value operand), 3
+    unsigned on both operands, 4 signed on both, 5 shr_u, 6 shr_s, 7 unsigned on its one
+    operand (extend/convert _u), 8 signed on it, 9 select, 10 a 0/1 result (a comparison)."""
+    t = [0] * len(MNEMONICS)
+    for op, name in enumerate(MNEMONICS):
+        if not name:
+            continue
+        ty, _, rest = name.partition(".")
+        if name == "select":
+            t[op] = 9
+        elif ty == "i32" and rest in ("add", "sub", "mul", "and", "or", "xor"):
+            t[op] = 1
+        elif name == "i32.shl":
+            t[op] = 2
+        elif ty == "i32" and rest in ("div_u", "rem_u", "lt_u", "gt_u", "le_u", "ge_u"):
+            t[op] = 3
+        elif ty == "i32" and rest in ("div_s", "rem_s", "lt_s", "gt_s", "le_s", "ge_s"):
+            t[op] = 4
+        elif name == "i32.shr_u":
+            t[op] = 5
+        elif name == "i32.shr_s":
+            t[op] = 6
+        elif name in ("i64.extend_i32_u", "f32.convert_i32_u", "f64.convert_i32_u"):
+            t[op] = 7
+        elif name in ("i64.extend_i32_s", "f32.convert_i32_s", "f64.convert_i32_s"):
+            t[op] = 8
+        if ty in ("i32", "i64", "f32", "f64") and (
+            rest in ("eqz", "eq", "ne", "lt", "gt", "le", "ge")
+            or rest[:3] in ("lt_", "gt_", "le_", "ge_")
+        ):
+            t[op] = 10 if t[op] == 0 else t[op]
+    return bytes(t)
+
+
+_SIGN_OP: Final = _sign_table()
+_NO_ORIGIN: Final[frozenset[int]] = frozenset()
+
+
+def _local_signs(
+    ops: list[int], args: list[tuple], local_types: list[str], n_params: int, ftypes: list
+) -> list[int]:
+    """C types of the function's i32 locals (not parameters: prototypes stay as the wasm
+    type says): 1 ``uint32_t`` when more of the uses that care read it unsigned (``<u``,
+    ``/u``, ``>>u``, extend/convert ``_u``, also through ``+ - * & | ^ <<``) than signed;
+    2 ``bool`` when every value stored in it is 0 or 1 (a comparison, ``0``/``1``, or
+    ``& | ^`` / select of those) and at least one is a comparison; else 0 (``int32_t``).
+    One pass simulating the value stack inside straight-line code (values crossing a
+    control instruction are unknown, which only ever keeps the default)."""
+    n = len(local_types)
+    out = [0] * n
+    cand = [x >= n_params and local_types[x] == "i32" for x in range(n)]
+    if not any(cand):
+        return out
+    uv = [0] * n
+    sv = [0] * n
+    strong = [False] * n
+    notbool = [False] * n
+    orig: list[frozenset[int]] = []  # per stack value: candidate locals its C type follows
+    b01: list[int] = []  # per stack value: 0 unknown, 1 0/1 (a constant, or the locals in
+    # its ``orig`` are bool), 2 a comparison (0/1 once those locals are bool)
+    deps: dict[int, set[int]] = {}  # local -> locals whose values were stored in it
+    sign = _SIGN_OP
+    effects = _STACK_EFFECT
+    none = _NO_ORIGIN
+    for i in range(len(ops)):
+        op = ops[i]
+        k = sign[op] if op < len(sign) else 0
+        if op == 0x20:
+            x = args[i][0]
+            c = x < n and cand[x]
+            orig.append(frozenset((x,)) if c else none)
+            b01.append(1 if c else 0)  # 0/1 if x turns out bool (its deps)
+            continue
+        if op == 0x41:
+            orig.append(none)
+            b01.append(1 if args[i][0] in (0, 1) else 0)
+            continue
+        if op == 0x21 or op == 0x22:
+            x = args[i][0]
+            bv = b01.pop() if b01 else 0
+            ov = orig.pop() if orig else none
+            c = x < n and cand[x]
+            if c:
+                if bv == 0:
+                    notbool[x] = True
+                else:
+                    if bv == 2:
+                        strong[x] = True
+                    if ov:
+                        deps.setdefault(x, set()).update(ov)
+            if op == 0x22:
+                orig.append(frozenset((x,)) if c else none)
+                b01.append(1 if c else 0)
+            continue
+        if k:
+            if k == 1 or k == 3 or k == 4 or k == 10 and op != 0x45 and op != 0x50:
+                cmp = 0 if k == 1 or 0x6D <= op <= 0x70 else 2  # div/rem are not 0/1
+                if len(orig) < 2:
+                    orig.clear()
+                    b01.clear()
+                    orig.append(none)
+                    b01.append(cmp)
+                    continue
+                ob = orig.pop()
+                oa = orig.pop()
+                bb = b01.pop()
+                ba = b01.pop()
+                if k == 1:
+                    u = oa | ob
+                    big = len(u) > 8
+                    orig.append(none if big else u)
+                    # & | ^ of 0/1 values is 0/1 (when the locals it reads are bool)
+                    ok = ba and bb and not big and 0x71 <= op <= 0x73
+                    b01.append(min(ba, bb) if ok else 0)
+                    continue
+                if k == 3 or k == 4:
+                    votes = uv if k == 3 else sv
+                    for x in oa | ob:
+                        votes[x] += 1
+                orig.append(none)
+                b01.append(cmp)
+                continue
+            if k == 2 or k == 5 or k == 6:
+                if len(orig) < 2:
+                    orig.clear()
+                    b01.clear()
+                    orig.append(none)
+                    b01.append(0)
+                    continue
+                orig.pop()
+                oa = orig.pop()
+                b01.pop()
+                b01.pop()
+                if k == 5 or k == 6:
+                    votes = uv if k == 5 else sv
+                    for x in oa:
+                        votes[x] += 1
+                    oa = none
+                orig.append(oa)
+                b01.append(0)
+                continue
+            if k == 7 or k == 8 or k == 10:  # unary (eqz is 10)
+                oa = orig.pop() if orig else none
+                if b01:
+                    b01.pop()
+                if k != 10:
+                    votes = uv if k == 7 else sv
+                    for x in oa:
+                        votes[x] += 1
+                orig.append(none)
+                b01.append(2 if k == 10 else 0)
+                continue
+            if k == 9 and len(orig) >= 3:
+                orig.pop()
+                ob = orig.pop()
+                oa = orig.pop()
+                b01.pop()
+                bb = b01.pop()
+                ba = b01.pop()
+                u = oa | ob
+                big = len(u) > 8
+                orig.append(none if big else u)
+                b01.append(min(ba, bb) if ba and bb and not big else 0)
+                continue
+        if op == 0x10:
+            callee = args[i][0]
+            t = ftypes[callee] if callee < len(ftypes) else None
+            eff = (len(t.params), len(t.results)) if t is not None else None
+        else:
+            eff = effects[op] if op < len(effects) else None
+        if eff is None or eff[1] < 0 or eff[0] > len(orig):
+            orig.clear()
+            b01.clear()
+            continue
+        if eff[0]:
+            del orig[-eff[0] :]
+            del b01[-eff[0] :]
+        for _ in range(eff[1]):
+            orig.append(none)
+            b01.append(0)
+    isbool = {x for x in range(n) if cand[x] and strong[x] and not notbool[x]}
+    changed = True
+    while changed:  # a value read from another local is 0/1 only if that one is bool
+        changed = False
+        for x in list(isbool):
+            if not deps.get(x, isbool) <= isbool:
+                isbool.discard(x)
+                changed = True
+    for x in range(n):
+        if x in isbool:
+            out[x] = 2
+        elif cand[x] and uv[x] > sv[x]:
+            out[x] = 1
+    return out
+
+
 def _setup_frame(
     lf: _Lifter, lm: LiftModule, ops: list[int], args: list[tuple], locals_c: list[str]
 ) -> None:
@@ -2713,12 +2961,38 @@ def _frame_struct(lf: _Lifter) -> str:
         k = j
     if pos < lf.fsize:
         parts.append(f"  uint8_t local_{pos:02x}[{lf.fsize - pos}];")
-    g = "KB_" + lf.fstruct
-    body = "\n".join(parts)
+    # several members per line, in offset order (a union keeps its own lines); the struct
+    # tag is the function's own, so it needs no include guard
+    lines: list[str] = []
+    for part in parts:
+        if (
+            lines
+            and part.startswith("  ") and not part.startswith("   ")
+            and not part.startswith("  union") and part != "  };"
+            and lines[-1].startswith("  ") and not lines[-1].startswith("   ")
+            and not lines[-1].startswith("  union") and lines[-1] != "  };"
+            and len(lines[-1]) + len(part) <= 96
+        ):
+            lines[-1] += part[1:]
+        else:
+            lines.append(part)
+    body = "\n".join(lines)
     return (
-        f"#ifndef {g}\n#define {g}\n/* shadow-stack frame, {lf.fsize} bytes */\n"
-        f"struct __attribute__((packed)) {lf.fstruct} {{\n{body}\n}};\n#endif"
+        f"struct __attribute__((packed)) {lf.fstruct} {{ /* shadow-stack frame, {lf.fsize} bytes */"
+        f"\n{body}\n}};"
     )
+
+
+def _pack_decl(lines: list[str], cur: str, stmt: str, ind: str = "  ") -> str:
+    """Append declaration ``stmt`` to the pending line ``cur`` (flushed to ``lines``,
+    indented by ``ind``, when the two would pass ~96 characters); returns the new pending
+    line."""
+    if not cur:
+        return stmt
+    if len(cur) + len(stmt) < 96:
+        return f"{cur} {stmt}"
+    lines.append(ind + cur)
+    return stmt
 
 
 def _signature(lm: LiftModule, fi: int, param_names: list[str] | None) -> str:
@@ -2838,6 +3112,7 @@ def lift_function(
         blocks, open_at, switches = _scan(ops, args, ctrl, budget)
         lf = _Lifter(lm, func_index, budget, max_chars)
         lf.switches = switches
+        lf.lsign = _local_signs(ops, args, local_types, len(t.params), lm.func_types)
         if _I32_SUB in ops or _I32_ADD in ops:
             _setup_frame(lf, lm, ops, args, locals_c)
         lf.run(ops, args, blocks, open_at, locals_c, local_types, t)
@@ -2855,20 +3130,31 @@ def lift_function(
         return LiftResult(func_index, text, True, str(e), st)
     lines = [_header(lm, func_index)]
     lines += list(lf.decl_types.values())
+    # what the body uses, for the compiler: several declarations per line
+    dline = ""
     for g in lf.decl_globals:
-        lines.append(f"extern {c_type(m.globals[g].valtype)} {lm.global_c[g]};")
+        ext = f"extern {c_type(m.globals[g].valtype)} {lm.global_c[g]};"
+        dline = _pack_decl(lines, dline, ext, "")
     protos = lm.protos
     for f in lf.decl_funcs:
         pr = protos.get(f)
         if pr is None:
             pr = protos[f] = _signature(lm, f, None) + ";"
-        lines.append(pr)
+        dline = _pack_decl(lines, dline, pr, "")
+    if dline:
+        lines.append(dline)
     lines.append(_signature(lm, func_index, locals_c[: len(t.params)]) + " {")
     head = len(lines)
     decl: dict[str, list[str]] = {}  # one declaration list per C type: locals, then temps
+    lsign = lf.lsign
     for x in range(len(t.params), n_locals):
         ct = c_type(local_types[x])
-        decl.setdefault(ct, []).append(f"{locals_c[x]} = {'{0}' if ct == 'v128' else '0'}")
+        init = "{0}" if ct == "v128" else "0"
+        if lsign[x] == 1:
+            ct = "uint32_t"
+        elif lsign[x] == 2:
+            ct, init = "bool", "false"
+        decl.setdefault(ct, []).append(f"{locals_c[x]} = {init}")
     for ct, n in lf.temps:
         decl.setdefault(ct, []).append(n)
     if not lf.fslots and not lf.fesc:
@@ -2878,14 +3164,18 @@ def lift_function(
         lines.insert(head - 1, _frame_struct(lf))
         head += 1
         lines.append(f"  struct {lf.fstruct} *{lf.fptr} = 0;")
+    # declarations: several per line (one C type per declaration), up to ~96 characters
+    dline = ""
     for ct, items in decl.items():
-        cur = f"  {ct} "
+        cur = f"{ct} "
         for k, item in enumerate(items):
-            if k and len(cur) + len(item) > 96:
-                lines.append(cur[:-2] + ";")
-                cur = f"  {ct} "
+            if k and len(cur) + len(item) > 94:
+                dline = _pack_decl(lines, dline, cur[:-2] + ";")
+                cur = f"{ct} "
             cur += item + ", "
-        lines.append(cur[:-2] + ";")
+        dline = _pack_decl(lines, dline, cur[:-2] + ";")
+    if dline:
+        lines.append("  " + dline)
     lines += [ln for ln in lf.out if ln is not None]
     lines.append("}")
     text = "\n".join(lines) + "\n"

@@ -1,6 +1,7 @@
 /* kbtool lift prelude: declarations for lifted WebAssembly functions (generated). */
 #ifndef KBTOOL_LIFT_PRELUDE_H
 #define KBTOOL_LIFT_PRELUDE_H
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct v128 { uint8_t b[16]; } v128;

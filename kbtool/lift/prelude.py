@@ -26,6 +26,7 @@ _CODE = {"i32": "i", "i64": "j", "f32": "f", "f64": "d", "v128": "v"}
 _HEAD = r"""/* kbtool lift prelude: declarations for lifted WebAssembly functions (generated). */
 #ifndef KBTOOL_LIFT_PRELUDE_H
 #define KBTOOL_LIFT_PRELUDE_H
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct v128 { uint8_t b[16]; } v128;
