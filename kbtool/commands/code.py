@@ -2,6 +2,7 @@
 
     kbtool code 2 812            # version 2, function index 812: raw wasm, then C
     kbtool code 2:812 --c        # the same function, C only
+    kbtool code 2 812 --cleaned  # its cleaned C (kbtool deep's, else the lifter's cleaner)
     kbtool code 9f3c0a1b2c3d4e5f --wasm [--version 2]   # by stable_id (latest version by default)
     kbtool code 2 --all -o app.c # the whole version's C, every core, progress on stderr
     kbtool code 2 --all --wasm -o app.dis   # ... or its disassembly, objdump-like
@@ -45,6 +46,11 @@ _PAIR = re.compile(r"(\d+):(\d+)\Z")
 
 COption = Annotated[bool, typer.Option("--c", help="Only the lifted C.")]
 WasmOption = Annotated[bool, typer.Option("--wasm", help="Only the raw wasm disassembly.")]
+CleanedOption = Annotated[
+    bool,
+    typer.Option("--cleaned", help="The cleaned C (variables named from their roles): kbtool"
+                 " deep's record when there is one, else the lifter's C through the cleaner."),
+]
 PagerOption = Annotated[
     bool | None,
     typer.Option(
@@ -135,6 +141,7 @@ def code_cmd(
     ] = None,
     c_only: COption = False,
     wasm_only: WasmOption = False,
+    cleaned: CleanedOption = False,
     version: Annotated[
         int | None,
         typer.Option(
@@ -185,6 +192,11 @@ def code_cmd(
         return
     if output is not None:
         fail("-o goes with --all (one function's code prints to the terminal)")
+    if cleaned:
+        if c_only or wasm_only or all_functions:
+            fail("--cleaned shows one function's cleaned C (no --c, --wasm or --all)")
+        _print_cleaned(db, target, index, version, json_out, pager)
+        return
     conn = ro(db)
     try:
         vid, idx = resolve_target(conn, target, index, version)
@@ -200,6 +212,33 @@ def code_cmd(
         return
     view, lines = code_view(d, show=C if c_only else WASM if wasm_only else None)
     _print(view, lines, pager)
+
+
+def _print_cleaned(db: str | None, target: str, index: int | None, version: int | None,
+                   json_out: bool, pager: bool | None) -> None:
+    """``kbtool code V I --cleaned``: the header, where the cleaned C comes from, the C."""
+    from kbtool.services.cleaned import cleaned_c
+
+    conn = ro(db)
+    try:
+        vid, idx = resolve_target(conn, target, index, version)
+        d = cleaned_c(conn, vid, idx)
+    finally:
+        conn.close()
+    if json_out:
+        print_json(d)
+        return
+    view, lines = code_view({**d, "mnemonics": "", "lifted_c": ""}, show="header")
+    where = (f"from kbtool deep (version {d['source_version_id']})" if d["source"] == "deep"
+             else "the lifter's C through the cleaner")
+    renamed = ", ".join(f"{old} -> {new}" for old, new in sorted(d["rename_map"].items()))
+    parts = [view, Text(""), Text.assemble(("cleaned C", "bold underline"), (f"  {where}", "dim"))]
+    if renamed:
+        parts.append(lit(f"renamed: {renamed}", "dim"))
+    if d.get("truncated"):
+        parts.append(lit("the lifter gave up on this body: the C is a placeholder", "bold yellow"))
+    parts.append(c_syntax(d["clean_c"]))
+    _print(Group(*parts), lines + 3 + d["clean_c"].count("\n"), pager)
 
 
 def _write_module(db: str | None, version_id: int, output: Path | None, *, listing: bool,
