@@ -67,6 +67,10 @@ EXPECTED["data_symbols"] = [
     r"global names: \d+/\d+ written names right",
     rf"services\.data\.xrefs: \d+ calls, p50 {NUMBER} ms, p95 {NUMBER} ms",
 ]
+EXPECTED["optlevels"] = [
+    rf"tiny clang O2 -> Os +{NUMBER}% +{NUMBER}% +{NUMBER}%",
+    r"TUNE all: \d+ names reached",
+]
 EXPECTED["lookalike"] = [rf"wat v1 -> v2 +{NUMBER}% +{NUMBER}%", rf"wat v2 -> v1 +{NUMBER}%"]
 EXPECTED["runnable"] = [
     rf"prog clang O2 +\d+ +{NUMBER} +{NUMBER} +ok +(\d+)/\1 ",
