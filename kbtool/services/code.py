@@ -695,11 +695,13 @@ def diff_lines(a_mnemonics: str, b_mnemonics: str, *, align: bool = True,
     the same function under a shifted index is not a change either (``callees``)."""
     la, lb = _parse_lines(a_mnemonics), _parse_lines(b_mnemonics)
 
+    big = len(la) + len(lb) > 4000  # difflib's autojunk: keep the nesting in the key there
+
     def akey(x: _Instr) -> str:
-        return x.key.lstrip(" ") if align else x.key
+        return x.key.lstrip(" ") if align and not big else x.key
 
     sm = difflib.SequenceMatcher(
-        None, [akey(x) for x in la], [akey(x) for x in lb], autojunk=len(la) + len(lb) > 4000
+        None, [akey(x) for x in la], [akey(x) for x in lb], autojunk=big
     )
     blocks = sm.get_opcodes()
     lmap = _local_map(la, lb, blocks) if align else {}
