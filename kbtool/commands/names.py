@@ -28,6 +28,7 @@ from kbtool.render.text import lit
 from kbtool.services import names_io, nav
 from kbtool.services.inputs import read_text_input
 from kbtool.services.outfile import terminate_raises, write_atomic
+from kbtool.textutil import clip
 
 
 def register(app: typer.Typer) -> None:
@@ -133,10 +134,14 @@ def _when(ts: str | None) -> str:
 
 def history(stable_id: Annotated[str, typer.Argument(help="The function's stable_id.")],
             json_out: JsonOption = False, db: DbOption = None) -> None:
-    """When a function was first seen, every version it is in, and every naming decision."""
+    """When a function was first seen, every version it is in, and every decision on its name
+    and knowledge (comment, line comments, prototype, local names and types)."""
+    from kbtool.services.history import function_history
+
     conn = ro(db)
-    h = queries.history(conn, stable_id)
+    h = function_history(conn, stable_id)
     if json_out:
+        h.pop("timeline")  # the same events as events + knowledge_events
         print_json(h)
         return
     fs = h["first_seen"]
@@ -153,19 +158,22 @@ def history(stable_id: Annotated[str, typer.Argument(help="The function's stable
     console.print(t)
     e = Table(title="annotation events")
     e.add_column("when", no_wrap=True)
+    e.add_column("what", no_wrap=True)   # name, comment, line +9, prototype, local 0...
     e.add_column("event", no_wrap=True)  # "rejection ×N": N identical refusals
-    e.add_column("name", ratio=3, overflow="fold")
+    e.add_column("change", ratio=3, overflow="fold")
     e.add_column("conf", justify="right")
     e.add_column("actor · reason", ratio=2, overflow="fold")
-    for ev in h["events"]:
+    for ev in h["timeline"]:
         mark = Text("✓ " if ev["written"] else "✗ ", style="green" if ev["written"] else "red")
         kind = lit(ev["kind"])
         when = _when(ev["created_at"])
         if (ev.get("repeats") or 1) > 1:  # identical refusals: one row, how often, the last time
             kind.append(f" ×{ev['repeats']:,}", style="bold")
-            when += f" … {_when(ev['last_at'])}"
-        e.add_row(when, mark + kind,
-                  lit(f"{ev['old_name'] or '∅'} → {ev['new_name'] or '∅'}"),
+            if ev.get("last_at") and ev["last_at"] != ev["created_at"]:
+                when += f" … {_when(ev['last_at'])}"
+        old, new = (clip(x, 120) if x else "∅" for x in (ev["old_name"], ev["new_name"]))
+        e.add_row(when, lit(ev["what"], "bold" if ev["what"] == "name" else "cyan"), mark + kind,
+                  lit(f"{old} → {new}"),
                   "" if ev["confidence"] is None else f"{ev['confidence']:.2f}",
                   lit(f"{ev['actor']} · {ev['reason']}"))
     console.print(e)

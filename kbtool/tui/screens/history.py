@@ -1,4 +1,6 @@
-"""History: when a logical function was first seen, every version it is in, and its annotation events."""
+"""History: when a logical function was first seen, every version it is in, and its annotation
+events: its name's and its knowledge's (comment, line comments, prototype, local names and
+types), labelled by what changed; identical refusals are one row with ``×N``."""
 
 from __future__ import annotations
 
@@ -8,10 +10,10 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import DataTable, Footer, Static
 
-from kbtool.kb import queries
 from kbtool.kb.errors import KBError
 from kbtool.kb.provenance import EVENT_COLOURS
 from kbtool.render.text import lit
+from kbtool.services.history import function_history
 from kbtool.textutil import clip, printable
 from kbtool.tui.screens.base import BACK, RENAME, FunctionRef, KbScreen
 from kbtool.tui.widgets.lists import KbTable, TitleBar
@@ -59,7 +61,7 @@ class HistoryScreen(KbScreen):
             vt.add_column(label, key=label, width=width)
         vt.flex("name then", 16)
         et = self.query_one("#hist-events", KbTable)
-        for label, width in (("when", 16), ("kind", 12), ("", 1), ("change", 24), ("conf", 4),
+        for label, width in (("when", 16), ("what", 10), ("kind", 12), ("", 1), ("change", 24), ("conf", 4),
                              ("actor", 14), ("reason", 36), ("version", 10)):
             et.add_column(label, key=label or "ok", width=width)
         et.flex("change", 24)
@@ -67,7 +69,7 @@ class HistoryScreen(KbScreen):
 
     def reload(self) -> None:
         try:
-            hist = queries.history(self.kb.conn, self.stable_id)
+            hist = function_history(self.kb.conn, self.stable_id)
         except KBError as exc:
             self._hist = None
             self.query_one("#first-seen", Static).update(lit(str(exc), "bold red"))
@@ -93,7 +95,7 @@ class HistoryScreen(KbScreen):
                 head.append("  locked", style="bold")
         else:
             head.append("unnamed", style="dim italic")
-        head.append(f"   in {len(hist['versions'])} version(s), {len(hist['events'])} event(s)")
+        head.append(f"   in {len(hist['versions'])} version(s), {len(hist['timeline'])} event(s)")
         self.query_one("#first-seen", Static).update(head)
 
         names_then = {n["version_id"]: n["name"] for n in hist["names_by_version"]}
@@ -115,15 +117,19 @@ class HistoryScreen(KbScreen):
 
         et = self.query_one("#hist-events", KbTable)
         erows = []
-        for e in hist["events"]:
+        for e in hist["timeline"]:
             change = Text()
             if e["old_name"] is not None or e["new_name"] is not None:
-                change.append_text(lit(e["old_name"]) if e["old_name"] else Text("∅", style="dim"))
+                change.append_text(lit(clip(e["old_name"], 80)) if e["old_name"] else Text("∅", style="dim"))
                 change.append(" → ")
-                change.append_text(lit(e["new_name"]) if e["new_name"] else Text("∅", style="dim"))
+                change.append_text(lit(clip(e["new_name"], 80)) if e["new_name"] else Text("∅", style="dim"))
+            kind = lit(e["kind"], KIND_STYLE.get(e["kind"], ""))
+            if (e.get("repeats") or 1) > 1:  # identical refusals counted on one row
+                kind.append(f" ×{e['repeats']:,}", style="bold")
             erows.append((str(e["id"]), [
                 Text(short_time(e["created_at"])),
-                lit(e["kind"], KIND_STYLE.get(e["kind"], "")),
+                lit(e["what"], "bold" if e["what"] == "name" else "cyan"),
+                kind,
                 Text("✓", style="green") if e["written"] else Text("✗", style="red"),
                 change,
                 conf_text(e["confidence"]),
@@ -132,7 +138,7 @@ class HistoryScreen(KbScreen):
                 lit(e.get("version_label") or ""),
             ]))
         if not erows:
-            erows.append(("none", [Text(""), Text("no events", style="dim italic")] + [Text("")] * 6))
+            erows.append(("none", [Text(""), Text("no events", style="dim italic")] + [Text("")] * 7))
         et.replace_rows(erows, keep_key=et.current_key())
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
