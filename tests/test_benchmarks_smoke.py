@@ -71,6 +71,16 @@ EXPECTED["optlevels"] = [
     rf"tiny clang O2 -> Os +{NUMBER}% +{NUMBER}% +{NUMBER}%",
     r"TUNE all: \d+ names reached",
 ]
+EXPECTED["interactive"] = [
+    rf"TUI start +{NUMBER} +{NUMBER} +{NUMBER}",
+    rf"open code \(largest\) +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER}",
+    rf"code page down +{NUMBER}",
+    rf"diff \(not stored\) +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER}",
+    rf"get_lifted_c \(largest\) +{NUMBER}",
+    rf"wasm-objdump -d +{NUMBER}",
+    rf"zstd-1\.5\.6\.wasm +{NUMBER} +{NUMBER} +\d+ +{NUMBER} +{NUMBER}",
+    r"machine: load average",
+]
 EXPECTED["lookalike"] = [rf"wat v1 -> v2 +{NUMBER}% +{NUMBER}%", rf"wat v2 -> v1 +{NUMBER}%"]
 EXPECTED["runnable"] = [
     rf"prog clang O2 +\d+ +{NUMBER} +{NUMBER} +ok +(\d+)/\1 ",

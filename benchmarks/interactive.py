@@ -1,0 +1,627 @@
+"""Every step a person waits for, cold and warm, on the largest module: the real TUI (Pilot),
+a real ``kbtool serve`` and the real MCP stdio client (issue 30).
+
+    python benchmarks/interactive.py                 # the ffmpeg KB (built once, kept in ~/.cache)
+    python benchmarks/interactive.py --fetch         # npm pack the two ffmpeg releases first
+    python benchmarks/interactive.py --ingest        # + ingest beside wasm-objdump -d / wasm-tools validate
+    python benchmarks/interactive.py --only tui,api  # some sections (tui, api, mcp, peers, ingest)
+    python benchmarks/interactive.py --json          # the figures as JSON
+    python benchmarks/interactive.py --smoke         # the demo KB, one run, no targets (the tests run it)
+    python benchmarks/interactive.py --root /tmp/base  # measure another checkout (a baseline)
+
+The KB: @ffmpeg/core-mt 0.12.10 (32.7 MB, 22,521 defined functions) ingested as version 1 and
+analysed (``kbtool analyze 1``), then 0.12.6 ingested as version 2 (stored pair 1 -> 2; the
+reversed pair 2 -> 1 is not stored). Built once at ``--kb`` (default
+~/.cache/kbtool-interactive/ffmpeg.db) from the modules in ~/.cache/kbtool-big (``--fetch``
+gets them with ``npm pack``; the tests never do).
+
+"Cold" is the first time a step runs in a fresh process (a new TUI, a new server, a new MCP
+server: ``--runs`` of each); "warm" is the same kind of step again in that process (another
+function of the same size class, the same route again). Each figure is p50 / p95 / max in ms
+over all samples of its kind, key (or request) to the frame (or the last byte) that shows the
+answer. The machine's load average is printed before and after each section. Peers: datasette
+serving the same KB file read-only for the API; ``wasm-objdump -d`` and ``wasm-decompile`` of the
+whole module for code (neither shows one function alone); ``wasm-tools validate`` for ingest.
+"""
+
+from __future__ import annotations
+
+import time
+
+T_PROCESS = time.perf_counter()  # the TUI child's "start"
+
+import argparse  # noqa: E402
+import asyncio  # noqa: E402
+import http.client  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import os  # noqa: E402
+import shutil  # noqa: E402
+import socket  # noqa: E402
+import sqlite3  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import urllib.parse  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+# never import this folder's mcp.py as the MCP SDK
+sys.path[:] = [x for x in sys.path if Path(x or ".").resolve() != ROOT / "benchmarks"]
+BIG = Path.home() / ".cache" / "kbtool-big"
+NEW = BIG / "package" / "dist" / "esm" / "ffmpeg-core.wasm"  # 0.12.10
+OLD = BIG / "v0126" / "package" / "dist" / "esm" / "ffmpeg-core.wasm"  # 0.12.6
+DEFAULT_KB = Path.home() / ".cache" / "kbtool-interactive" / "ffmpeg.db"
+CORPUS = ROOT.parent / "shared" / "corpus"
+GOALS = {"warm_p95_ms": 100.0, "cold_p95_ms": 300.0, "diff_ms": 250.0}
+WARM = 8  # warm samples per step and process
+
+
+# ---------------------------------------------------------------- figures
+
+
+def pct(values: list[float], p: float) -> float:
+    s = sorted(values)
+    return s[max(0, math.ceil(len(s) * p / 100) - 1)] if s else float("nan")
+
+
+def stats(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {"n": 0}
+    return {"n": len(values), "p50": round(pct(values, 50), 1), "p95": round(pct(values, 95), 1),
+            "max": round(max(values), 1)}
+
+
+def load() -> str:
+    a, b, c = os.getloadavg()
+    return f"load average {a:.2f} {b:.2f} {c:.2f} on {os.cpu_count()} cores"
+
+
+def merge(runs: list[dict[str, dict[str, list[float]]]]) -> dict[str, dict[str, list[float]]]:
+    out: dict[str, dict[str, list[float]]] = {}
+    for r in runs:
+        for step, kinds in r.items():
+            for kind, xs in kinds.items():
+                out.setdefault(step, {}).setdefault(kind, []).extend(xs)
+    return out
+
+
+def env(root: Path) -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+
+def kbtool(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-P", "-m", "kbtool.cli", *args], cwd=root,
+                          env=env(root), capture_output=True, text=True, check=check)
+
+
+# ---------------------------------------------------------------- the KB
+
+
+def fetch() -> None:
+    """``npm pack`` the two ffmpeg releases into ~/.cache/kbtool-big (never in tests)."""
+    for version, dest in (("0.12.10", BIG), ("0.12.6", BIG / "v0126")):
+        dest.mkdir(parents=True, exist_ok=True)
+        target = dest / "package" / "dist" / "esm" / "ffmpeg-core.wasm"
+        if target.exists():
+            continue
+        subprocess.run(["npm", "pack", f"@ffmpeg/core-mt@{version}"], cwd=dest, check=True)
+        subprocess.run(["tar", "xzf", f"ffmpeg-core-mt-{version}.tgz"], cwd=dest, check=True)
+
+
+def build_kb(kb: Path, root: Path, new: Path, old: Path | None) -> None:
+    kb.parent.mkdir(parents=True, exist_ok=True)
+    for label, path in (("new", new), ("old", old)):
+        if path is None:
+            continue
+        t = time.perf_counter()
+        kbtool(root, "--db", str(kb), "ingest", str(path), "--label", path.parent.parent.parent.name
+               if label == "new" and path.name == "ffmpeg-core.wasm" else path.stem + f"-{label}")
+        print(f"  ingested {path.name} ({label}) in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+        if label == "new":
+            t = time.perf_counter()
+            kbtool(root, "--db", str(kb), "analyze", "1")
+            print(f"  analysed version 1 in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+
+
+def plan(kb: Path) -> dict:
+    """What to open: functions by size class, a modified pair, a stored and an unstored pair."""
+    conn = sqlite3.connect(f"file:{kb}?mode=ro", uri=True)
+    vids = [r[0] for r in conn.execute("SELECT id FROM versions ORDER BY id")]
+    v = vids[0]
+    rows = conn.execute("SELECT idx, body_size, instr_count FROM functions WHERE version_id = ?"
+                        " AND imported = 0 ORDER BY body_size, idx", (v,)).fetchall()
+    n = len(rows)
+
+    def around(q: float, k: int) -> list[int]:
+        i = min(n - 1, int(n * q))
+        return [rows[max(0, min(n - 1, i + d))][0] for d in range(k)]
+
+    out = {"version": v, "functions": n, "small": around(0.10, WARM + 1),
+           "median": around(0.50, WARM + 1), "largest": [rows[-1][0]],
+           "largest_body": rows[-1][1], "largest_instr": rows[-1][2]}
+    if len(vids) > 1:
+        w = vids[1]
+        pairs = conn.execute(
+            "SELECT a.idx, b.idx FROM functions a JOIN functions b ON a.stable_id = b.stable_id"
+            " WHERE a.version_id = ? AND b.version_id = ? AND a.imported = 0 AND a.body_hash != b.body_hash"
+            " ORDER BY a.body_size LIMIT 400", (v, w)).fetchall()
+        step = max(1, len(pairs) // (WARM + 1))
+        out["fdiff"] = [(v, a, w, b) for a, b in pairs[::step][: WARM + 1]]
+        out["pair_stored"] = (v, w)
+        out["pair_unstored"] = (w, v)
+    conn.close()
+    return out
+
+
+# ---------------------------------------------------------------- TUI (a fresh process per run)
+
+
+async def _tui(kb: Path, p: dict) -> dict[str, dict[str, list[float]]]:
+    from textual import events
+
+    from kbtool.tui.app import KbApp
+    from kbtool.tui.screens.code import CodeScreen, FunctionDiffScreen, LinesView
+    from kbtool.tui.screens.detail import DetailScreen
+    from kbtool.tui.screens.heatmap import HeatmapScreen
+    from kbtool.tui.screens.search import SearchScreen
+    from kbtool.tui.widgets.heatmap import HeatmapGrid
+
+    res: dict[str, dict[str, list[float]]] = {}
+
+    def add(step: str, ms: float, cold: bool) -> None:
+        res.setdefault(step, {}).setdefault("cold" if cold else "warm", []).append(round(ms, 2))
+
+    app = KbApp(kb, poll_seconds=None, version_id=p["version"], blink=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        while True:
+            s = app.screen
+            if isinstance(s, HeatmapScreen) and s.query(HeatmapGrid) and s.query_one(HeatmapGrid).first_paint:
+                break
+            await asyncio.sleep(0.001)
+        add("TUI start", (app.screen.query_one(HeatmapGrid).first_paint - T_PROCESS) * 1000, True)
+        frames: list[float] = []
+        display = app._display
+
+        def spy(screen, renderable):
+            if renderable is not None:
+                frames.append(time.perf_counter())
+            return display(screen, renderable)
+
+        app._display = spy
+
+        async def until(act, ready, timeout: float = 120.0) -> float:
+            await pilot.pause()
+            t = time.perf_counter()
+            act()
+            deadline = t + timeout
+            while not ready() and time.perf_counter() < deadline:
+                await asyncio.sleep(0.0005)
+            n = len(frames)
+            while len(frames) == n and time.perf_counter() < deadline:
+                await asyncio.sleep(0.0005)
+            return (time.perf_counter() - t) * 1000
+
+        def key(k: str):
+            return lambda: app._driver.send_message(events.Key(k, k if len(k) == 1 else None))
+
+        async def keyframe(k: str) -> float:
+            await pilot.pause()
+            n = len(frames)
+            t = time.perf_counter()
+            key(k)()
+            while len(frames) == n and time.perf_counter() < t + 10:
+                await asyncio.sleep(0.0005)
+            return (time.perf_counter() - t) * 1000
+
+        for i, k in enumerate(["l", "j", "h", "k"] * 6):
+            add("heatmap move", await keyframe(k), i == 0)
+        for i in range(4):
+            add("open detail", await until(key("enter"), lambda: isinstance(app.screen, DetailScreen)
+                                           and app.screen.seen_token is not None), i == 0)
+            await until(key("escape"), lambda: isinstance(app.screen, HeatmapScreen))
+            await keyframe("l")
+
+        def code_ready(screen):
+            def ready() -> bool:  # the code (or its error) is on screen
+                return screen.is_mounted and screen._shown is not None or getattr(screen, "_failed", False)
+            return ready
+
+        for cls in ("small", "median", "largest"):
+            for i, idx in enumerate(p[cls] if cls != "largest" else p[cls] * 3):
+                screen = CodeScreen(p["version"], idx)
+                add(f"open code ({cls})", await until(lambda s=screen: app.push_screen(s),
+                                                      code_ready(screen)), i == 0)
+                if cls == "largest" and i < 2:
+                    view = screen.query_one("#code-view", LinesView)
+                    view.focus()
+                    for j in range(10):
+                        add("code page down", await keyframe("pagedown"), i == 0 and j == 0)
+                app.pop_screen()
+                await pilot.pause()
+        for i, pair in enumerate(p.get("fdiff", [])):
+            screen = FunctionDiffScreen(*pair)
+            add("function diff", await until(lambda s=screen: app.push_screen(s),
+                                             lambda s=screen: s.diff is not None), i == 0)
+            app.pop_screen()
+            await pilot.pause()
+        await pilot.press("slash")
+        await pilot.pause()
+        screen = app.screen
+        if isinstance(screen, SearchScreen):
+            for i, q in enumerate(["av", "codec", "#100", "frame", "mem", "init", "x", "h264", "free"]):
+                t = time.perf_counter()
+                screen._run(q)
+                add("search", (time.perf_counter() - t) * 1000, i == 0)
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            res["peak RSS MiB"] = {"cold": [round(int(line.split()[1]) / 1024, 1)]}
+    return res
+
+
+def tui_runs(kb: Path, p: dict, runs: int, root: Path) -> dict:
+    out = []
+    for _ in range(runs):
+        r = subprocess.run([sys.executable, "-P", __file__, "--tui-child", "--kb", str(kb),
+                            "--plan", json.dumps(p)], cwd=root, env=env(root),
+                           capture_output=True, text=True, timeout=3600)
+        if r.returncode:
+            sys.stderr.write(r.stderr[-4000:])
+            raise SystemExit("the TUI child failed")
+        out.append(json.loads(r.stdout.strip().splitlines()[-1]))
+    return merge(out)
+
+
+# ---------------------------------------------------------------- API (real servers)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get(port: int, path: str) -> tuple[int, bytes, float]:
+    t = time.perf_counter()
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    try:
+        c.request("GET", path)
+        r = c.getresponse()
+        body = r.read()
+        return r.status, body, (time.perf_counter() - t) * 1000
+    finally:
+        c.close()
+
+
+def wait(port: int, path: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if get(port, path)[0] == 200:
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"no answer on :{port}{path}")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def api_paths(p: dict) -> list[tuple[str, list[str]]]:
+    v = p["version"]
+    out = [("versions", ["/api/versions"]), ("functions", [f"/api/versions/{v}/functions"]),
+           ("coverage", [f"/api/versions/{v}/coverage"])]
+    if "pair_stored" in p:
+        a, b = p["pair_stored"]
+        out.append(("diff (stored)", [f"/api/diff?from={a}&to={b}"]))
+        a, b = p["pair_unstored"]
+        out.append(("diff (not stored)", [f"/api/diff?from={a}&to={b}"]))
+    for cls in ("small", "median", "largest"):
+        out.append((f"disasm ({cls})", [f"/api/disasm/{v}/{i}" for i in p[cls][: WARM + 1]]))
+    out.append(("callgraph", [f"/api/callgraph/{v}"]))
+    out.append(("xrefs", [f"/api/xrefs/{v}?" + urllib.parse.urlencode({"target": f"#{i}"})
+                          for i in p["median"][: WARM + 1]]))
+    return out
+
+
+def api_runs(kb: Path, p: dict, runs: int, root: Path) -> dict:
+    out = []
+    for _ in range(runs):
+        port = free_port()
+        proc = subprocess.Popen([sys.executable, "-P", "-m", "kbtool.cli", "serve", "--db", str(kb),
+                                 "--port", str(port)], cwd=root, env=env(root),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            wait(port, "/api/provenance")
+            res: dict[str, dict[str, list[float]]] = {}
+            for step, paths in api_paths(p):
+                seq = paths if len(paths) > 1 else paths * (WARM + 1)
+                for i, path in enumerate(seq):
+                    status, _body, ms = get(port, path)
+                    if status != 200:
+                        raise SystemExit(f"{path}: HTTP {status}")
+                    res.setdefault(step, {}).setdefault("cold" if i == 0 else "warm", []).append(ms)
+            out.append(res)
+        finally:
+            stop(proc)
+    return merge(out)
+
+
+def datasette_runs(kb: Path, p: dict, runs: int) -> dict | None:
+    exe = shutil.which("datasette")
+    if not exe:
+        return None
+    v = p["version"]
+    sql = {"versions": "SELECT * FROM versions ORDER BY id",
+           "functions": "SELECT f.idx, f.stable_id, f.type_sig, s.name, s.provenance, s.confidence"
+                        " FROM functions f LEFT JOIN symbols s ON s.stable_id = f.stable_id"
+                        f" WHERE f.version_id = {v} AND f.imported = 0 ORDER BY f.idx",
+           "coverage": "SELECT s.provenance, COUNT(*) FROM functions f LEFT JOIN symbols s"
+                       f" ON s.stable_id = f.stable_id WHERE f.version_id = {v} AND f.imported = 0"
+                       " GROUP BY s.provenance"}
+    out = []
+    for _ in range(runs):
+        port = free_port()
+        proc = subprocess.Popen([exe, "serve", "-i", str(kb), "--host", "127.0.0.1", "--port", str(port),
+                                 "--setting", "max_returned_rows", "100000",
+                                 "--setting", "sql_time_limit_ms", "60000"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait(port, "/-/versions.json")
+            res: dict[str, dict[str, list[float]]] = {}
+            for step, q in sql.items():
+                path = f"/{kb.stem}.json?" + urllib.parse.urlencode({"sql": q, "_shape": "array"})
+                for i in range(WARM + 1):
+                    status, _b, ms = get(port, path)
+                    res.setdefault(step, {}).setdefault("cold" if i == 0 else "warm", []).append(ms)
+            out.append(res)
+        finally:
+            stop(proc)
+    return merge(out)
+
+
+# ---------------------------------------------------------------- MCP (the SDK's stdio client)
+
+
+async def _mcp(kb: Path, p: dict, root: Path) -> dict:
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
+
+    v = p["version"]
+    plan_: list[tuple[str, str, list[dict]]] = [
+        ("list_versions", "list_versions", [{}]),
+        ("list_functions", "list_functions", [{"version_id": v, "limit": 200}]),
+        ("coverage", "coverage", [{"version_id": v}]),
+    ]
+    if "pair_stored" in p:
+        a, b = p["pair_stored"]
+        plan_.append(("get_diff (stored)", "get_diff", [{"from_version_id": a, "to_version_id": b}]))
+        a, b = p["pair_unstored"]
+        plan_.append(("get_diff (not stored)", "get_diff", [{"from_version_id": a, "to_version_id": b}]))
+    for cls in ("small", "median", "largest"):
+        idx = p[cls][: WARM + 1]
+        plan_.append((f"get_disassembly ({cls})", "get_disassembly",
+                      [{"version_id": v, "func_index": i, "limit": 200} for i in idx]))
+        plan_.append((f"get_lifted_c ({cls})", "get_lifted_c",
+                      [{"version_id": v, "func_index": i, "limit": 200} for i in idx]))
+    plan_.append(("get_callers", "get_callers", [{"version_id": v, "func_index": i} for i in p["median"]]))
+    plan_.append(("get_xrefs_to", "get_xrefs_to", [{"version_id": v, "target": f"#{i}"} for i in p["median"]]))
+    params = StdioServerParameters(command=sys.executable, args=["-P", "-m", "kbtool.cli", "mcp", "--db", str(kb)],
+                                   env={**get_default_environment(), "PYTHONPATH": str(root)})
+    res: dict[str, dict[str, list[float]]] = {}
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            for step, tool, args in plan_:
+                seq = args if len(args) > 1 else args * (WARM + 1)
+                for i, a in enumerate(seq):
+                    t = time.perf_counter()
+                    r = await session.call_tool(tool, a)
+                    ms = (time.perf_counter() - t) * 1000
+                    if getattr(r, "is_error", None) or getattr(r, "isError", None):
+                        raise SystemExit(f"{tool}{a}: {r.content[0].text if r.content else 'error'}")
+                    res.setdefault(step, {}).setdefault("cold" if i == 0 else "warm", []).append(ms)
+    return res
+
+
+def mcp_runs(kb: Path, p: dict, runs: int, root: Path) -> dict | None:
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        print("  (the MCP SDK is not installed: no MCP figures)", file=sys.stderr)
+        return None
+    return merge([asyncio.run(_mcp(kb, p, root)) for _ in range(runs)])
+
+
+# ---------------------------------------------------------------- peers and ingest
+
+
+def timed(cmd: list[str], **kw) -> float | None:
+    if shutil.which(cmd[0]) is None and not Path(cmd[0]).exists():
+        return None
+    t = time.perf_counter()
+    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kw)
+    return round(time.perf_counter() - t, 2) if r.returncode == 0 else None
+
+
+def peers(module: Path, kb: Path, root: Path) -> dict:
+    out = {"wasm-objdump -d": timed(["wasm-objdump", "-d", str(module)]),
+           "wasm-decompile": timed(["wasm-decompile", str(module), "-o", "/dev/null"]),
+           "wasm2wat": timed(["wasm2wat", "--enable-all", str(module), "-o", "/dev/null"])}
+    t = time.perf_counter()
+    r = subprocess.run([sys.executable, "-P", "-m", "kbtool.cli", "code", "--db", str(kb), "1", "--all",
+                        "-o", os.devnull], cwd=root, env=env(root), capture_output=True, text=True)
+    out["kbtool code --all (C)"] = round(time.perf_counter() - t, 2) if r.returncode == 0 else None
+    return out
+
+
+def ingest_row(module: Path, root: Path) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "kb.db"
+        t = time.perf_counter()
+        r = subprocess.run(["/usr/bin/time", "-f", "%M", sys.executable, "-P", "-m", "kbtool.cli",
+                            "--db", str(db), "ingest", str(module)], cwd=root, env=env(root),
+                           capture_output=True, text=True)
+        wall = time.perf_counter() - t
+        rss = r.stderr.strip().splitlines()[-1] if r.returncode == 0 else "0"
+    obj = timed(["wasm-objdump", "-d", str(module)])
+    val = timed(["wasm-tools", "validate", "--features", "all", str(module)])
+    return {"module": module.name, "mb": round(module.stat().st_size / 1e6, 1),
+            "ingest_s": round(wall, 2) if r.returncode == 0 else None,
+            "ingest_peak_mib": round(int(rss) / 1024) if rss.isdigit() else None,
+            "objdump_s": obj, "validate_s": val}
+
+
+def corpus_modules(smoke: bool) -> list[Path]:
+    if smoke:
+        return [ROOT / "kbtool" / "demo" / "zstd-1.5.6.wasm"]
+    try:
+        manifest = json.loads((CORPUS / "MANIFEST.json").read_text())
+        entries = manifest if isinstance(manifest, list) else manifest.get("files") or manifest.get("modules") or []
+        paths = [CORPUS / (e["path"] if isinstance(e, dict) else e) for e in entries]
+    except (OSError, ValueError, KeyError, TypeError):
+        paths = []
+    paths = [x for x in paths if x.suffix == ".wasm" and x.exists()] or sorted(CORPUS.rglob("*.wasm"))
+    return sorted(set(paths), key=lambda x: x.stat().st_size)
+
+
+# ---------------------------------------------------------------- report
+
+
+def table(title: str, figures: dict, peer: dict | None = None, goal: str = "") -> list[str]:
+    lines = [title, f"  {'step':<30} {'cold p50':>9} {'p95':>8} {'max':>8}   {'warm p50':>9} {'p95':>8} {'max':>8}"
+             + ("   peer (warm p50)" if peer else "")]
+    for step, kinds in figures.items():
+        if step == "peak RSS MiB":
+            continue
+        c, w = stats(kinds.get("cold", [])), stats(kinds.get("warm", []))
+
+        def f(s, k):
+            return f"{s[k]:>8.1f}" if k in s else f"{'-':>8}"
+
+        row = (f"  {step:<30} {f(c, 'p50'):>9} {f(c, 'p95')} {f(c, 'max')}   {f(w, 'p50'):>9} {f(w, 'p95')}"
+               f" {f(w, 'max')}")
+        base = step.split(" (")[0]
+        if peer and base in peer:
+            ps = stats(peer[base].get("warm", []))
+            row += f"   datasette {ps['p50']:.1f} ms (cold {stats(peer[base]['cold'])['p50']:.1f})"
+        lines.append(row)
+    if "peak RSS MiB" in figures:
+        lines.append(f"  peak RSS of the TUI process: {max(figures['peak RSS MiB']['cold']):.0f} MiB")
+    if goal:
+        lines.append(goal)
+    return lines
+
+
+def verdict(figures: dict) -> str:
+    warm = [s for k in figures.values() for s in [stats(k.get("warm", []))] if s.get("n")]
+    cold = [s for k in figures.values() for s in [stats(k.get("cold", []))] if s.get("n")]
+    worst_w = max((s["p95"] for s in warm), default=0)
+    worst_c = max((s["p95"] for s in cold), default=0)
+    return (f"  worst p95: warm {worst_w:.1f} ms (goal < {GOALS['warm_p95_ms']:.0f}), cold {worst_c:.1f} ms"
+            f" (goal < {GOALS['cold_p95_ms']:.0f})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kb", type=Path, default=DEFAULT_KB)
+    ap.add_argument("--module", type=Path, default=NEW, help="the largest module (ffmpeg 0.12.10)")
+    ap.add_argument("--old", type=Path, default=OLD, help="its earlier release (ffmpeg 0.12.6)")
+    ap.add_argument("--fetch", action="store_true", help="npm pack the ffmpeg releases if missing")
+    ap.add_argument("--runs", type=int, default=3, help="fresh processes per surface")
+    ap.add_argument("--only", default="tui,api,mcp,peers", help="sections: tui,api,mcp,peers,ingest")
+    ap.add_argument("--ingest", action="store_true", help="also the ingest section (every corpus module)")
+    ap.add_argument("--root", type=Path, default=ROOT, help="the kbtool checkout measured")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--smoke", action="store_true", help="the demo KB, one run, no targets")
+    ap.add_argument("--tui-child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--plan", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    global WARM
+    if args.tui_child:
+        WARM = max(len(json.loads(args.plan)["small"]) - 1, 1)
+        print(json.dumps(asyncio.run(_tui(args.kb, json.loads(args.plan)))))
+        return 0
+    sections = set(args.only.split(",")) | ({"ingest"} if args.ingest else set())
+    root = args.root.resolve()
+    tmp = None
+    if args.smoke:
+        tmp = tempfile.TemporaryDirectory()
+        args.kb, args.runs = Path(tmp.name) / "demo.db", 1
+        args.module = ROOT / "kbtool" / "demo" / "zstd-1.5.6.wasm"
+        kbtool(root, "demo", "--db", str(args.kb))
+        kbtool(root, "--db", str(args.kb), "analyze", "1")
+        sections |= {"ingest"}
+        WARM = 3
+    else:
+        if args.fetch:
+            fetch()
+        if not args.kb.exists():
+            if not args.module.exists():
+                raise SystemExit(f"{args.module} is missing: run with --fetch (npm pack @ffmpeg/core-mt)")
+            build_kb(args.kb, root, args.module, args.old if args.old.exists() else None)
+    try:
+        return report(args, sections, root)
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+
+
+def report(args, sections: set[str], root: Path) -> int:
+    p = plan(args.kb)
+    out: dict = {"kb": str(args.kb), "functions": p["functions"], "root": str(root), "load_start": load()}
+    print(f"kbtool interactive benchmark: {args.kb} (version {p['version']}: {p['functions']:,} defined"
+          f" functions; largest body {p['largest_body']:,} bytes, {p['largest_instr']:,} instructions);"
+          f" {args.runs} fresh process(es) per surface; checkout {root}")
+    print(f"machine: {load()}")
+    lines: list[str] = []
+    if "tui" in sections:
+        out["tui"] = tui_runs(args.kb, p, args.runs, root)
+        lines += table(f"TUI (Pilot, 100x30; key -> frame) — {load()}", out["tui"], goal=verdict(out["tui"]))
+    if "api" in sections:
+        out["api"] = api_runs(args.kb, p, args.runs, root)
+        out["datasette"] = datasette_runs(args.kb, p, args.runs)
+        lines += table(f"API (kbtool serve; request -> last byte) — {load()}", out["api"], out["datasette"],
+                       goal=verdict(out["api"]))
+        if out["datasette"] is None:
+            lines.append("  datasette: not installed (pip install datasette) — no peer figures")
+    if "mcp" in sections:
+        out["mcp"] = mcp_runs(args.kb, p, args.runs, root)
+        if out["mcp"] is not None:
+            lines += table(f"MCP (the SDK's stdio client; call -> answer) — {load()}", out["mcp"],
+                           goal=verdict(out["mcp"]))
+    if "peers" in sections:
+        out["peers"] = peers(args.module, args.kb, root)
+        lines.append(f"code peers on {args.module.name} (whole module, s) — {load()}")
+        for k, v in out["peers"].items():
+            lines.append(f"  {k:<28} {v if v is not None else 'n/a'}")
+    if "ingest" in sections:
+        mods = corpus_modules(args.smoke)
+        if not args.smoke and args.module.exists():
+            mods.append(args.module)
+        out["ingest"] = [ingest_row(m, root) for m in mods]
+        lines.append(f"ingest (fresh KB each) beside native parse — {load()}")
+        lines.append(f"  {'module':<58} {'MB':>6} {'ingest s':>9} {'peak MiB':>9} {'objdump -d':>11}"
+                     f" {'validate':>9} {'x objdump':>10} {'x validate':>10}")
+        for r in out["ingest"]:
+            ratio = (f"{r['ingest_s'] / r['objdump_s']:.2f}" if r["ingest_s"] and r["objdump_s"] else "-")
+            rv = (f"{r['ingest_s'] / r['validate_s']:.1f}" if r["ingest_s"] and r["validate_s"] else "-")
+            lines.append(f"  {r['module'][:58]:<58} {r['mb']:>6} {r['ingest_s']!s:>9} {r['ingest_peak_mib']!s:>9}"
+                         f" {r['objdump_s']!s:>11} {r['validate_s']!s:>9} {ratio:>10} {rv:>10}")
+    out["load_end"] = load()
+    if args.json:
+        print(json.dumps(out, indent=1))
+    else:
+        print("\n".join(lines))
+        print(f"machine at the end: {load()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
