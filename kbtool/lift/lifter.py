@@ -1538,9 +1538,12 @@ class _Lifter:
             else:
                 a = _i32_text((base.const & 0xFFFFFFFF) + offset)
             return f"*({ct} *)(M + {a})"
+        # an unsigned sum is computed whole, wrapping like wasm: `M + l6 + l7` would add a
+        # "negative" uint32_t l6 to the pointer as a huge offset
+        b = f"({base.text})" if base.u and base.prec > 0 else _p(base, 4)
         if offset:
-            return f"*({ct} *)(M + {_p(base, 4)} + {offset})"
-        return f"*({ct} *)(M + {_p(base, 4)})"
+            return f"*({ct} *)(M + {b} + {offset})"
+        return f"*({ct} *)(M + {b})"
 
     def mem_op(self, op: int, imms: tuple) -> None:
         name = MNEMONICS[op]
