@@ -34,6 +34,7 @@ from .prompts import (
     PROMPT_VERSION,
     MalformedAnswer,
     Prompt,
+    base_key,
     build_prompt,
     c_text,
     parse_answer,
@@ -209,7 +210,8 @@ def resolve_backend(
     if price is None:
         price = price_table(env).get(client.model)
     return LLMBackend(name, _SPECS[name]["backend"], client.model, client.complete_full,
-                      max_chars, budget=budget, opinions=opinions, meter=Meter(price))
+                      max_chars, budget=budget, opinions=opinions, meter=Meter(price),
+                      count=client.count_tokens)
 
 
 class OfflineBackend:
@@ -280,6 +282,7 @@ class LLMBackend:
         meter: Meter | None = None,
         store: AnswerStore | None = None,
         breaker: int = DEFAULT_BREAKER,
+        count: Callable[[str, str], int | None] | None = None,
     ) -> None:
         self.name, self.backend, self.model = name, backend, model
         self._complete = complete
@@ -288,9 +291,18 @@ class LLMBackend:
         self.meter = meter or Meter()
         self.store = store
         self.breaker = breaker
+        #: the provider's token counter (system, user) -> tokens or None (see the estimate)
+        self.count = count
         self._failures = 0
         self.circuit_open = False
         self._lock = threading.Lock()
+        #: reuse a stored answer to the same question with other neighbour names (round 1)
+        self.reuse = True
+        self.round = 1
+
+    def start_round(self, round_no: int, size: int) -> None:
+        """Round ``round_no`` starts (round 1 may reuse answers; see :func:`~.prompts.base_key`)."""
+        self.round = round_no
 
     # ------------------------------------------------------------------ calls
     def prompts(self, ctx: Mapping[str, Any]) -> list[Prompt]:
@@ -298,18 +310,29 @@ class LLMBackend:
         out = [build_prompt(ctx, self.budget)]
         if self.opinions > 1:
             out.append(build_prompt(ctx, self.budget, variant="b"))
+        for p in out:
+            p.base = base_key(ctx, p.variant, self.budget, self.backend, self.model, p.system)
         return out
+
+    def stored(self, prompt: Prompt) -> Mapping[str, Any] | None:
+        """The stored answer to ``prompt``: its exact prompt, else (round 1, ``reuse``) the
+        same question asked when its neighbours had other names."""
+        if self.store is None:
+            return None
+        hit = self.store.get(prompt.key(self.backend, self.model))
+        if hit is None and self.reuse and self.round <= 1 and prompt.base:
+            hit = self.store.get(prompt.base)
+        return hit
 
     def ask(self, prompt: Prompt, index: int | None = None) -> str:
         """The answer text to ``prompt``: from the store, else one model call (stored at
         once). Raises the SDK's error after its retries, or RuntimeError while the circuit
         is open."""
         key = prompt.key(self.backend, self.model)
-        if self.store is not None:
-            hit = self.store.get(key)
-            if hit is not None:
-                self.meter.hit()
-                return str(hit["text"])
+        hit = self.stored(prompt)
+        if hit is not None:
+            self.meter.hit()
+            return str(hit["text"])
         if self.circuit_open:
             raise RuntimeError(f"circuit open: {self.breaker} calls in a row failed; "
                                "no further call in this pass")
@@ -332,7 +355,7 @@ class LLMBackend:
         if self.store is not None:
             self.store.put(key, {"text": text, "tokens_in": tin, "tokens_out": tout,
                                  "index": index, "variant": prompt.variant,
-                                 "prompt_tokens": prompt.tokens})
+                                 "prompt_tokens": prompt.tokens, "base": prompt.base})
         return text
 
     def propose(self, ctx: Mapping[str, Any], taken: frozenset[str] | set[str]) -> Proposal | None:

@@ -75,6 +75,9 @@ class Prompt:
     dropped: list[str] = field(default_factory=list)
     variant: str = "a"
     system: str = SYSTEM_PROMPT
+    #: the question without its neighbours' names (:func:`base_key`); a stored answer under it
+    #: serves round 1 of a later pass whose neighbours got names since
+    base: str = ""
 
     @property
     def bytes(self) -> int:
@@ -87,6 +90,36 @@ class Prompt:
             h.update(part.encode())
             h.update(b"\0")
         return h.hexdigest()
+
+
+def base_key(ctx: Mapping[str, Any], variant: str, budget: int, backend: str,
+             model: str | None, system: str = SYSTEM_PROMPT) -> str:
+    """The answer store key of the same question asked without the names of the function's
+    callees and callers (imports keep theirs: they never change): the function's own facts,
+    C, strings, data labels, comments, current name, the variant and the budget.
+
+    A pass stores each answer under its exact prompt and under this key. Round 1 of a later
+    pass (a resume after an interruption, a re-run) reuses the answer when only neighbour
+    names differ: naming a callee after its caller was answered does not buy the caller's
+    answer again. Later rounds, which re-ask callers *because* their callees got names,
+    use exact prompts only."""
+    masked = {k: v for k, v in ctx.items() if k not in ("stable_id", "lifted_c", "c_names")}
+    raw, c_names = ctx.get("c_raw"), ctx.get("c_names") or {}
+    subst = {str(old): f"f{i}" for i, old in c_names.items() if old and str(old) != f"f{i}"}
+    if raw and subst:  # the lifter writes KB names in the C: back to the placeholders
+        pat = re.compile(r"\b(" + "|".join(map(re.escape, sorted(subst, key=len, reverse=True)))
+                         + r")\b")
+        masked["c_raw"] = pat.sub(lambda m: subst[m.group(1)], raw)
+    for side in ("callees", "callers"):
+        if isinstance(ctx.get(side), list):
+            masked[side] = [{**e, "name": e.get("name") if e.get("import") else None}
+                            for e in ctx[side]]
+    h = hashlib.sha256()
+    for part in (PROMPT_VERSION, "base", backend, model or "", system, variant, str(budget),
+                 json.dumps(masked, sort_keys=True, default=str, ensure_ascii=False)):
+        h.update(part.encode())
+        h.update(b"\0")
+    return "base:" + h.hexdigest()
 
 
 def func_label(ctx: Mapping[str, Any]) -> str:

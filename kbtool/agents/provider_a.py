@@ -40,3 +40,9 @@ class MessagesClient(SDKClient):
         usage = getattr(msg, "usage", None)
         return Completion(text, usage_count(usage, "input_tokens"),
                           usage_count(usage, "output_tokens"))
+
+    def _count(self, system: str, user: str) -> int | None:
+        """The Messages API's own token counter (``messages.count_tokens``; free, no answer)."""
+        res = self._client.messages.count_tokens(
+            model=self.model, system=system, messages=[{"role": "user", "content": user}])
+        return usage_count(res, "input_tokens")

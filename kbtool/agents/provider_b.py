@@ -32,6 +32,17 @@ class ChatClient(SDKClient):
         self._limit_key = "max_tokens" if settings.get("base_url") else "max_completion_tokens"
         return openai.OpenAI(**settings)
 
+    def _count(self, system: str, user: str) -> int | None:
+        """``tiktoken``'s count for an OpenAI model when that package is installed and the
+        endpoint is OpenAI's own (a compatible server's tokenizer is unknown): the two
+        messages plus the chat format's few tokens per message. None otherwise."""
+        if self.base_url:
+            return None
+        enc = _encoding(self.model)
+        if enc is None:
+            return None
+        return len(enc.encode(system)) + len(enc.encode(user)) + 3 + 2 * 4
+
     def _complete(self, system: str, user: str) -> Completion:
         resp = self._client.chat.completions.create(
             model=self.model,
@@ -43,3 +54,22 @@ class ChatClient(SDKClient):
         if not resp.choices:
             return Completion("", tin, tout)
         return Completion(resp.choices[0].message.content or "", tin, tout)
+
+
+_ENCODINGS: dict[str, Any] = {}
+
+
+def _encoding(model: str) -> Any:
+    """tiktoken's encoding for ``model`` (o200k_base when unknown), None without tiktoken
+    or when its tables cannot be loaded (they are downloaded once by tiktoken itself)."""
+    if model not in _ENCODINGS:
+        try:
+            import tiktoken
+
+            try:
+                _ENCODINGS[model] = tiktoken.encoding_for_model(model)
+            except KeyError:
+                _ENCODINGS[model] = tiktoken.get_encoding("o200k_base")
+        except Exception:  # not installed, or no table offline: kbtool's estimate instead
+            _ENCODINGS[model] = None
+    return _ENCODINGS[model]

@@ -22,7 +22,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -244,13 +244,24 @@ class SDKClient:
         Raises :class:`DeadlineExceeded` at the deadline (the SDK call is abandoned, its
         sockets shut, no further attempt made) and :class:`ResponseTooLarge` for a body over
         ``max_bytes``; other SDK errors propagate."""
+        return self._bounded(lambda: self._complete(system, user))
+
+    def _count(self, system: str, user: str) -> int | None:
+        return None
+
+    def count_tokens(self, system: str, user: str) -> int | None:
+        """The provider's own count of the input tokens of one prompt (None: this provider
+        has no counter here), within the same bounds as a call; SDK errors propagate."""
+        return self._bounded(lambda: self._count(system, user))
+
+    def _bounded(self, fn: Callable[[], Any]) -> Any:
         budget = CallBudget(time.monotonic() + self.timeout, self.max_bytes, self.timeout)
         box: dict[str, Any] = {}
 
         def run() -> None:
             _BUDGET.set(budget)
             try:
-                box["answer"] = self._complete(system, user)
+                box["answer"] = fn()
             except BaseException as e:  # handed to the caller below
                 box["error"] = e
 

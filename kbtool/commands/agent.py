@@ -122,6 +122,12 @@ def agent(
                            help="Write names only, not the answers' comments, local names and "
                            "prototypes."),
     ] = False,
+    ask_again: Annotated[
+        bool, typer.Option("--ask-again",
+                           help="Ask again where a callee or caller got a name since the stored "
+                           "answer (default: a function already answered is not bought twice; "
+                           "--rounds 2 re-asks within the pass)."),
+    ] = False,
     json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -142,7 +148,7 @@ def agent(
                                price=price_v)
     except (BackendUnavailable, ValueError) as exc:
         fail(str(exc).splitlines()[0])
-    extra = {"knowledge": not no_knowledge}
+    extra = {"knowledge": not no_knowledge, "reuse_answers": not ask_again}
     show_bar = err_console.is_terminal and not json_out and plan.candidates
 
     def notice(message: str) -> None:  # stderr: --json keeps stdout pure

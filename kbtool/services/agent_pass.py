@@ -264,6 +264,7 @@ def run_agent_pass(
     opinions: int | None = None,
     price: tuple[float, float] | None = None,
     knowledge: bool = True,
+    reuse_answers: bool = True,
 ) -> dict[str, Any]:
     """Name the version's functions with an agent backend; return the contract's summary.
 
@@ -274,7 +275,10 @@ def run_agent_pass(
     can read ``plan.backend.meter`` as it goes). With ``knowledge`` a written name also
     writes the answer's summary as the function comment, its local names and its prototype
     (each through the gate, provenance agent). ``retries``, ``concurrency`` and ``opinions``:
-    see :func:`plan_agent_pass`.
+    see :func:`plan_agent_pass`. ``reuse_answers`` (default) lets round 1 reuse a stored
+    answer to the same question asked when the function's callees/callers had other names
+    (:func:`kbtool.agents.prompts.base_key`: a resumed pass sends exactly the prompts the
+    interrupted one left unanswered); False asks again wherever the prompt text changed.
 
     ``rounds`` > 1 re-enriches contexts with the names written so far and stops early at a
     fixpoint. ``env`` replaces ``os.environ`` for backend selection (keys, base URLs).
@@ -332,6 +336,7 @@ def run_agent_pass(
 
         enrich_contexts(conn, version_id, contexts)
         llm.store = _KBAnswers(conn, version_id, llm)
+        llm.reuse, llm.round = reuse_answers, 1
         estimate = _estimate(conn, llm, contexts)
         if contexts:
             say(_estimate_text(plan, rounds, estimate))
@@ -501,11 +506,27 @@ def _existing(symbol: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return {k: symbol[k] for k in ("name", "confidence", "provenance")}
 
 
+#: prompts the provider's own counter reads before a pass (spread over the sizes)
+COUNT_SAMPLE = 8
+#: billed answers of the same prompts that replace the counter / the estimator's ratio
+HISTORY_MIN = 8
+
+
 def _estimate(conn: sqlite3.Connection, llm: LLMBackend,
               contexts: list[dict[str, Any]]) -> dict[str, Any]:
-    """Prompts, stored answers, tokens and cost of round 1 before any call."""
-    prompts = answered = tokens = 0
+    """Prompts, stored answers, tokens and cost of round 1 before any call.
+
+    Input tokens start from :func:`~kbtool.agents.costs.estimate_tokens` and are scaled by
+    the provider's own count, best first: the tokens the provider billed for the prompts of
+    this pass that already have an answer (a resumed pass: ``HISTORY_MIN`` or more), else the
+    provider's token counter on ``COUNT_SAMPLE`` unanswered prompts (Anthropic's
+    ``messages.count_tokens``; ``tiktoken`` for OpenAI's own endpoint when installed), else
+    the estimator alone. ``basis`` says which; output tokens per answer are the billed mean
+    with a history, else :data:`~kbtool.agents.costs.EXPECTED_OUTPUT_TOKENS`."""
+    prompts = answered = 0
     sizes: list[int] = []
+    todo: list[Any] = []
+    billed_in = billed_est = billed_out = billed_n = 0
     from kbtool.agents.backends import specialist_proposal
 
     for ctx in contexts:
@@ -514,23 +535,68 @@ def _estimate(conn: sqlite3.Connection, llm: LLMBackend,
         for pr in llm.prompts(ctx):
             prompts += 1
             sizes.append(pr.tokens)
-            if queries.agent_answer(conn, llm.backend, llm.model, pr.key(llm.backend, llm.model)):
-                answered += 1
-            else:
-                tokens += pr.tokens + _SYSTEM_TOKENS
+            hit = llm.stored(pr)
+            if hit is None:
+                todo.append(pr)
+                continue
+            answered += 1
+            if hit.get("tokens_in") and hit.get("tokens_out") is not None:
+                billed_n += 1
+                billed_in += int(hit["tokens_in"])
+                billed_out += int(hit["tokens_out"])
+                billed_est += pr.tokens + _system_tokens(pr.system)
+    raw = sum(pr.tokens + _system_tokens(pr.system) for pr in todo)
+    ratio, basis, per_answer = 1.0, "kbtool's estimate (no token counter for this provider)", \
+        EXPECTED_OUTPUT_TOKENS
+    if billed_n >= HISTORY_MIN and billed_est:
+        ratio = billed_in / billed_est
+        per_answer = round(billed_out / billed_n)
+        basis = f"calibrated on {billed_n} answers the provider billed"
+    elif todo and llm.count is not None:
+        sample = _count_sample(llm, todo)
+        if sample is not None:
+            ratio = sample[0]
+            basis = f"the provider's token counter on {sample[1]} prompts"
     calls = prompts - answered
-    usd = cost(tokens, calls * EXPECTED_OUTPUT_TOKENS, llm.meter.price)
+    tokens = round(raw * ratio)
+    usd = cost(tokens, calls * per_answer, llm.meter.price)
     sizes.sort()
     return {
         "prompts": prompts,
         "answered": answered,
         "calls": calls,
         "tokens_in": tokens,
-        "tokens_out": calls * EXPECTED_OUTPUT_TOKENS,
+        "tokens_out": calls * per_answer,
         "cost_usd": round(usd, 4) if usd is not None else None,
         "prompt_tokens_median": sizes[len(sizes) // 2] if sizes else 0,
         "prompt_tokens_max": sizes[-1] if sizes else 0,
+        "basis": basis,
+        "token_ratio": round(ratio, 4),
     }
+
+
+def _count_sample(llm: LLMBackend, todo: list[Any]) -> tuple[float, int] | None:
+    """(provider tokens / estimated tokens, prompts counted) over up to ``COUNT_SAMPLE``
+    prompts spread over the sizes; None when the counter is missing or fails."""
+    by_size = sorted(todo, key=lambda p: p.tokens)
+    n = min(COUNT_SAMPLE, len(by_size))
+    picks = [by_size[(2 * k + 1) * len(by_size) // (2 * n)] for k in range(n)]
+    got = est = 0
+    for pr in picks:
+        try:
+            c = llm.count(pr.system, pr.text) if llm.count is not None else None
+        except Exception as exc:  # the counter is a nicety: the estimate stands without it
+            log.info("token counter failed: %s", exc)
+            return None
+        if c is None:
+            return None
+        got += c
+        est += pr.tokens + _system_tokens(pr.system)
+    return (got / est, n) if est else None
+
+
+def _system_tokens(system: str) -> int:
+    return _SYSTEM_TOKENS if system == SYSTEM_PROMPT else estimate_tokens(system)
 
 
 def _estimate_text(plan: PassPlan, rounds: int, est: Mapping[str, Any]) -> str:
@@ -539,9 +605,10 @@ def _estimate_text(plan: PassPlan, rounds: int, est: Mapping[str, Any]) -> str:
     usd = (f"about ${est['cost_usd']:.4f}" if est.get("cost_usd") is not None
            else "cost unknown (no price for this model: --price IN,OUT)")
     stored = f", {est['answered']} already answered (kept in the KB)" if est.get("answered") else ""
+    basis = f" (tokens: {est['basis']})" if est.get("basis") else ""
     return (
         f"estimate: up to {est['calls']} model calls to {plan.backend.name}{model}{more}"
-        f"{stored}; about {est['tokens_in']} tokens in, {est['tokens_out']} out, {usd}; "
+        f"{stored}; about {est['tokens_in']} tokens in, {est['tokens_out']} out, {usd}{basis}; "
         "specialist hits make none"
     )
 
@@ -601,6 +668,14 @@ class _KBAnswers:
                 "tokens_in": answer.get("tokens_in"), "tokens_out": answer.get("tokens_out"),
                 "prompt_tokens": answer.get("prompt_tokens"),
             })
+            if answer.get("base"):  # the same question without neighbour names: no version,
+                # so the version's answer counts and token sums see each answer once
+                store.save_agent_answer(self.conn, {
+                    "backend": self.llm.backend, "model": self.llm.model,
+                    "prompt_hash": answer["base"], "version_id": None, "func_index": None,
+                    "variant": answer.get("variant"), "answer": answer["text"],
+                    "tokens_in": None, "tokens_out": None, "prompt_tokens": None,
+                })
 
 
 class _Feed:
@@ -630,6 +705,9 @@ class _Counting:
     def start_round(self, round_no: int, size: int) -> None:
         with self._lock:
             self._round, self._done = round_no, 0
+        start = getattr(self.inner, "start_round", None)
+        if callable(start):
+            start(round_no, size)
 
     def propose(self, ctx: Mapping[str, Any], taken: frozenset[str] | set[str]) -> Proposal | None:
         try:

@@ -16,6 +16,9 @@ realistic error rate instead. Every answer reports token usage counted by the fa
 tokenizer (:func:`count_tokens`); ``tokens_in``/``tokens_out`` add them up.
 
 ``requests`` records every request (path, model, body) for assertions.
+``POST /v1/messages/count_tokens`` (Anthropic's token counter) answers
+``{"input_tokens": n}`` with the count a call of the same prompt is billed; those requests
+are recorded in ``count_requests``, not ``requests`` (they are not model calls).
 """
 
 from __future__ import annotations
@@ -185,6 +188,7 @@ class FakeLLMServer:
         self.key, self.delay = key, delay
         self.tokens_in = self.tokens_out = 0  # what this provider "billed"
         self.requests: list[dict[str, Any]] = []
+        self.count_requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         owner = self
 
@@ -223,6 +227,12 @@ class FakeLLMServer:
         except json.JSONDecodeError:
             body = {}
         path = h.path.split("?", 1)[0]
+        if path.endswith("/messages/count_tokens"):
+            with self._lock:
+                self.count_requests.append({"path": path, "model": body.get("model"),
+                                            "body": body})
+            n = count_tokens(_system_of(body) + _prompt_of("messages", body))
+            return self._send(h, 200, {"input_tokens": n})
         with self._lock:
             self.requests.append({"path": path, "model": body.get("model"), "body": body})
         kind = (
