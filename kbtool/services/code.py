@@ -21,6 +21,7 @@ call sees the new name. Errors are KB errors with one-line messages: unknown ver
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import hashlib
 import re
@@ -49,10 +50,13 @@ from kbtool.lift import (
     param_c_names,
     prepare,
 )
-from kbtool.lift.names import C_KEYWORDS, annotate_c, c_ident
+from kbtool.lift.names import C_KEYWORDS, annotate_c, c_ident, display_name
 from kbtool.services import knowledge
 from kbtool.services import types as types_svc
 from kbtool.wasm import WasmFormatError, analyze_module
+from kbtool.wasm.instr import decode_one, read_local_decls
+from kbtool.wasm.leb import encode_uleb
+from kbtool.wasm.opcodes import K_REF_FUNC, KIND
 from kbtool.wasm.reader import Module, parse_module
 
 PREPARED_CACHE = 6  # prepared versions kept per process
@@ -77,6 +81,9 @@ class _Parsed:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     graph: dict | None = None
+    in_table: set[int] | None = None  # functions placed in a table (element segments)
+    code_starts: list[int] | None = None  # file offset of each defined body, for bisect
+    body_refs: dict[int, set[int]] = field(default_factory=dict)  # index -> ref.func targets
 
     def get_analysis(self) -> Any:
         with self.lock:
@@ -333,10 +340,20 @@ def _one_line(text: object) -> str:
 # ---------------------------------------------------------------- disassembly
 
 
-def disassembly(conn: sqlite3.Connection, version_id: int, func_index: int) -> dict[str, Any]:
+HUGE_INSTRUCTIONS = 20_000  # a body this long shows its first screen before the rest
+FIRST_SCREEN = 2_000  # instructions in that first screen
+
+
+def disassembly(
+    conn: sqlite3.Connection, version_id: int, func_index: int, *, max_lines: int | None = None
+) -> dict[str, Any]:
     """The contract's Disassembly object: ``mnemonics`` (raw wasm) and ``lifted_c``, plus
     ``version_id``, ``func_index``, ``stable_id``, ``name``, ``provenance``, ``type``,
-    ``truncated`` and ``reason`` (why the C is a placeholder, else null)."""
+    ``truncated`` and ``reason`` (why the C is a placeholder, else null).
+
+    ``max_lines``: disassemble at most that many instructions (the first screen of a huge
+    function, in bounded time and memory); ``partial`` is then true when more remain and
+    ``instructions`` says how many there are. A partial answer is not cached."""
     cm = code_module(conn, version_id)
     sid, _imp, _mod, _fld, name, prov = cm.check(func_index)
     key = (id(cm), func_index)
@@ -344,8 +361,11 @@ def disassembly(conn: sqlite3.Connection, version_id: int, func_index: int) -> d
         hit = _RESULTS.get_item(key)
     if hit is not None and hit[0] is cm:
         return dict(hit[1])
+    total = body_instructions(conn, version_id, func_index) if max_lines is not None else None
+    partial = max_lines is not None and total is not None and total > max_lines
     try:
-        mnemonics = disassemble_function(cm.lm, func_index)
+        mnemonics = (disassemble_function(cm.lm, func_index, max_lines=max_lines) if partial
+                     else disassemble_function(cm.lm, func_index))
     except WasmFormatError as exc:
         mnemonics = f";; kbtool: cannot disassemble this body: {_one_line(exc)}\n"
     res = lift_function(cm.lm, func_index)
@@ -363,10 +383,77 @@ def disassembly(conn: sqlite3.Connection, version_id: int, func_index: int) -> d
         "call_lines": call_lines(cm, mnemonics),
         # comments, prototype, line comments, local names with provenance (issue 27)
         "knowledge": knowledge.function_knowledge(conn, sid, version_id) if sid else None,
+        "partial": partial,
     }
-    with _LOCK:
-        _RESULTS.put(key, (cm, out))
+    if total is not None:
+        out["instructions"] = total
+    if not partial:
+        with _LOCK:
+            _RESULTS.put(key, (cm, out))
     return dict(out)
+
+
+def body_instructions(conn: sqlite3.Connection, version_id: int, func_index: int) -> int | None:
+    """Instructions in a defined body (stored at ingest), or None when unknown."""
+    try:
+        n = queries.get_function(conn, version_id, func_index).get("instr_count")
+    except KBError:
+        return None
+    return n if isinstance(n, int) else None
+
+
+def is_cached(conn: sqlite3.Connection, version_id: int) -> bool:
+    """Whether the version is prepared for code views in this process (no work to wait for)."""
+    key = (_db_file(conn), version_id, queries.change_token(conn))
+    with _LOCK:
+        return key in _PREPARED
+
+
+def code_window(
+    conn: sqlite3.Connection,
+    version_id: int,
+    func_index: int,
+    *,
+    kind: str = "wasm",
+    offset: int = 0,
+    limit: int = 200,
+) -> dict[str, Any]:
+    """A window of one function's code: lines ``offset..offset+limit`` of its disassembly
+    (``kind="wasm"``) or lifted C (``"c"``), as ``{kind, lines, offset, limit, total,
+    next_offset, version_id, func_index}`` (``next_offset`` null at the end). The disassembly
+    of a window near the top decodes only the instructions up to it (a huge function's first
+    screen costs what a small one costs); the C is lifted whole (and cached)."""
+    if kind not in ("wasm", "c"):
+        raise ValueError(f"kind must be wasm or c, not {_one_line(kind)[:20]}")
+    offset, limit = max(0, offset), max(1, min(limit, 20_000))
+    cm = code_module(conn, version_id)
+    cm.check(func_index)
+    with _LOCK:
+        hit = _RESULTS.get_item((id(cm), func_index))
+    if kind == "c" or (hit is not None and hit[0] is cm):
+        d = disassembly(conn, version_id, func_index)
+        lines = (d["lifted_c"] if kind == "c" else d["mnemonics"]).splitlines()
+        total = len(lines)
+        window = lines[offset: offset + limit]
+    else:
+        total_instr = body_instructions(conn, version_id, func_index) or 0
+        want = offset + limit
+        try:
+            text = disassemble_function(cm.lm, func_index, max_lines=want)
+        except WasmFormatError as exc:
+            text = f";; kbtool: cannot disassemble this body: {_one_line(exc)}\n"
+        lines = text.splitlines()
+        if total_instr > want and lines and lines[-1].startswith(" ;; ... truncated after"):
+            lines.pop()  # the window's own cut, not the function's
+            head = len(lines) - want  # header, comment and locals lines above the code
+            total = head + total_instr
+        else:
+            total = len(lines)
+        window = lines[offset: offset + limit]
+    end = offset + len(window)
+    return {"kind": kind, "lines": window, "offset": offset, "limit": limit, "total": total,
+            "next_offset": end if end < total else None, "version_id": version_id,
+            "func_index": func_index}
 
 
 def module_c(
@@ -494,9 +581,32 @@ def callgraph(conn: sqlite3.Connection, version_id: int) -> dict[str, Any]:
 
 
 def neighbours(conn: sqlite3.Connection, version_id: int, func_index: int) -> dict[str, list[dict]]:
-    """Direct callers and callees of one function (from the call graph): ``{callers, callees}``,
-    each ``[{index, stable_id, name, status, imported, kind}]`` in index order."""
-    graph = callgraph(conn, version_id)
+    """Direct callers and callees of one function: ``{callers, callees}``, each ``[{index,
+    stable_id, name, status, provenance, imported, in_table, kind}]`` in index order.
+
+    Per function, never a whole-module pass: direct calls come from the call edges ingest
+    stored; ``ref.func`` edges from this body (callees) and from the bodies holding
+    ``ref.func <this index>`` (callers: the code bytes are searched for the instruction's
+    encoding, each hit confirmed by decoding its body). Once the whole call graph was built
+    in this process (``callgraph``), it answers instead: the same edges."""
+    cm = code_module(conn, version_id)
+    if cm.graph is not None:
+        return _neighbours_from_graph(cm.graph, func_index)
+    cm.check(func_index)
+    callees = {c["index"]: "direct" for c in queries.callees(conn, version_id, func_index)}
+    callers = {c["index"]: "direct" for c in queries.callers(conn, version_id, func_index)}
+    for i in sorted(_body_refs(cm, func_index)):
+        callees.setdefault(i, "ref")
+    for i in sorted(_ref_holders(cm, func_index)):
+        callers.setdefault(i, "ref")
+
+    def entries(found: dict[int, str]) -> list[dict]:
+        return [dict(_node(cm, i), kind=k) for i, k in sorted(found.items())]
+
+    return {"callers": entries(callers), "callees": entries(callees)}
+
+
+def _neighbours_from_graph(graph: dict, func_index: int) -> dict[str, list[dict]]:
     nodes = {n["index"]: n for n in graph["nodes"]}
     callers: dict[int, str] = {}
     callees: dict[int, str] = {}
@@ -512,6 +622,88 @@ def neighbours(conn: sqlite3.Connection, version_id: int, func_index: int) -> di
         return [dict(nodes.get(i, {"index": i}), kind=k) for i, k in sorted(found.items())]
 
     return {"callers": entries(callers), "callees": entries(callees)}
+
+
+def _in_table(cm: CodeModule) -> set[int]:
+    found = cm.parsed.in_table
+    if found is None:
+        m = cm.lm.module
+        found = {fi for el in m.elements if el.mode != "declarative" for fi in el.func_indices
+                 if fi is not None and 0 <= fi < m.num_functions}
+        cm.parsed.in_table = found
+    return found
+
+
+def _node(cm: CodeModule, i: int) -> dict[str, Any]:
+    """One call-graph node (the shape of :func:`callgraph`'s nodes) from the prepared module."""
+    r = cm.rows.get(i)
+    m = cm.lm.module
+    imported = bool(r[1]) if r is not None else i < m.num_func_imports
+    named = r is not None and bool(r[4])
+    name = cm.lm.names.functions.get(i)
+    return {
+        "index": i,
+        "stable_id": r[0] if r is not None else None,
+        "name": display_name(name) if name else None,
+        "status": "import" if imported else ("named" if named else "unnamed"),
+        "imported": imported,
+        "in_table": i in _in_table(cm),
+        "provenance": r[5] if named else None,
+    }
+
+
+def _body_refs(cm: CodeModule, func_index: int) -> set[int]:
+    """``ref.func`` targets in one defined body (cached per parsed module)."""
+    cache = cm.parsed.body_refs
+    hit = cache.get(func_index)
+    if hit is not None:
+        return hit
+    m = cm.lm.module
+    k = func_index - m.num_func_imports
+    out: set[int] = set()
+    if 0 <= k < len(m.code) and cm.lm.data.find(b"\xd2", *m.code[k]) >= 0:  # else: no ref.func
+        start, end = m.code[k]
+        data = cm.lm.data
+        try:
+            _decls, p = read_local_decls(data, start, end)
+            while p < end:
+                op, p, imms = decode_one(data, p, end)
+                if KIND[op] == K_REF_FUNC:
+                    out.add(imms[0])
+        except WasmFormatError:
+            pass
+    cache[func_index] = out
+    return out
+
+
+def _ref_holders(cm: CodeModule, func_index: int) -> set[int]:
+    """Defined functions whose body holds ``ref.func func_index``: a byte search for the
+    instruction's encoding (0xd2 + the index as LEB128) over the code, each candidate body
+    decoded to confirm (a hit inside another instruction's immediates is not a reference)."""
+    m = cm.lm.module
+    if not m.code:
+        return set()
+    data = cm.lm.data
+    pattern = b"\xd2" + encode_uleb(func_index)
+    starts = cm.parsed.code_starts
+    if starts is None:
+        starts = cm.parsed.code_starts = [s for s, _e in m.code]
+    lo, hi = m.code[0][0], m.code[-1][1]
+    seen: set[int] = set()
+    out: set[int] = set()
+    p = data.find(pattern, lo, hi)
+    while p >= 0:
+        k = bisect.bisect_right(starts, p) - 1
+        if k >= 0 and p < m.code[k][1]:
+            fi = m.num_func_imports + k
+            if fi not in seen:
+                seen.add(fi)
+                if func_index in _body_refs(cm, fi):
+                    out.add(fi)
+            p = data.find(pattern, max(p + 1, m.code[k][1]), hi)  # the next body
+        else:
+            p = data.find(pattern, p + 1, hi)
+    return out
 
 
 # ---------------------------------------------------------------- per-function diff
@@ -689,21 +881,28 @@ def diff_lines(a_mnemonics: str, b_mnemonics: str, *, align: bool = True,
     (:func:`_local_map`), so a line that differs only by a renumbered local is ``equal``
     (``summary["aligned"]`` counts them; ``summary["local_map"]`` is the mapping); lines are
     aligned whatever their nesting (a block wrapped around code does not make the code
-    inside it a change), branches are compared by where they land (a label depth that
+    inside it a change; in functions over 4,000 lines, where difflib junks popular lines,
+    the nesting-aware alignment is kept when it is shorter), branches are compared by where they land (a label depth that
     changed because a block was added around the branch is not a change: ``labels``), and
     with ``same_callee(old_index, new_index)`` (the pairing of the two versions) a call to
     the same function under a shifted index is not a change either (``callees``)."""
     la, lb = _parse_lines(a_mnemonics), _parse_lines(b_mnemonics)
 
-    big = len(la) + len(lb) > 4000  # difflib's autojunk: keep the nesting in the key there
+    big = len(la) + len(lb) > 4000  # difflib junks popular lines there
 
-    def akey(x: _Instr) -> str:
-        return x.key.lstrip(" ") if align and not big else x.key
+    def opcodes(flat: bool) -> list:
+        ka = [x.key.lstrip(" ") if flat else x.key for x in la]
+        kb = [x.key.lstrip(" ") if flat else x.key for x in lb]
+        return difflib.SequenceMatcher(None, ka, kb, autojunk=big).get_opcodes()
 
-    sm = difflib.SequenceMatcher(
-        None, [akey(x) for x in la], [akey(x) for x in lb], autojunk=big
-    )
-    blocks = sm.get_opcodes()
+    def cost(ops: list) -> int:
+        return sum(max(i2 - i1, j2 - j1) for t, i1, i2, j1, j2 in ops if t != "equal")
+
+    blocks = opcodes(align)
+    if align and big:  # with autojunk either key can align better: keep the shorter diff
+        nested = opcodes(False)
+        if cost(nested) < cost(blocks):
+            blocks = nested
     lmap = _local_map(la, lb, blocks) if align else {}
     ta = tb_ = bmap = None
     if align:
