@@ -64,6 +64,7 @@ class KbApp(App[None]):
         Binding("a", "feed", "agents feed", show=False),
         Binding("S", "suggestions", "suggestions", show=False),  # issue 31: agent suggestions
         Binding("s", "data", "strings/globals", show=False),  # issue 26: the data screen
+        Binding("T", "types", "types", show=False),  # issue 27: the KB's types (read-only)
         Binding("t", "toggle_theme", "theme", show=False),
         Binding("question_mark", "toggle_keys", "keys", key_display="?", show=False),  # in the title bar
         Binding("q", "quit", "quit"),
@@ -166,7 +167,7 @@ class KbApp(App[None]):
         if action == "diff" and isinstance(self.screen, DiffScreen):
             return False
         if isinstance(self.focused, Input) and action in ("search", "diff", "versions", "quit", "feed",
-                                                          "toggle_theme", "toggle_keys", "data"):
+                                                          "toggle_theme", "toggle_keys", "data", "types"):
             return False      # while typing, these letters are text (the footer says so)
         if action == "versions" and len(self.screen_stack) == 1:
             return False
@@ -204,6 +205,12 @@ class KbApp(App[None]):
         vid = vid if isinstance(vid, int) else self.version_id
         if vid is not None and not isinstance(self.screen, DataScreen):
             self.push_screen(DataScreen(vid))
+
+    def action_types(self) -> None:
+        from kbtool.tui.screens.types import TypesScreen
+
+        if not isinstance(self.screen, TypesScreen):
+            self.push_screen(TypesScreen())
 
     def action_toggle_keys(self) -> None:
         if self.screen.query("HelpPanel"):

@@ -120,6 +120,7 @@ STATIC_FILES: dict[str, str] = {
     "graph.js": JS,
     "fndiff.js": JS,
     "data.js": JS,
+    "types.js": JS,
 }
 
 
@@ -412,6 +413,9 @@ ROUTES += code_routes.ROUTES
 from kbtool.web import data_routes  # noqa: E402  (strings, globals, xrefs, memory: issue 26)
 
 ROUTES += data_routes.ROUTES
+from kbtool.web import types_routes  # noqa: E402  (the KB's types, read-only: issue 27)
+
+ROUTES += types_routes.ROUTES
 
 PAGES: dict[str, Callable[[], bytes]] = {
     "/": dashboard_html,

@@ -6,6 +6,7 @@ import { api, status } from "./api.js";
 import { highlight, nameIndex } from "./code.js";
 import { drawNeighbourhood } from "./graph.js";
 import { usesSection } from "./data.js";
+import { typesPanel } from "./types.js";
 
 const POLL_MS = 1000;
 const MAX_LIST = 600;
@@ -176,6 +177,7 @@ async function main() {
     b.addEventListener("click", () => { state.view = b.dataset.view; renderCode(); });
   }
   await loadVersion(vid);
+  typesPanel($("types"), (index) => openFunction(index));  // the KB's types (issue 27)
   const f = Number(hash.get("f"));
   if (hash.has("f") && Number.isInteger(f)) await openFunction(f);
   else if (state.functions.length) await openFunction(state.functions[0].index);
