@@ -116,6 +116,66 @@ def data_plan(db: Path) -> list[tuple[str, object, tuple[int, int], dict]]:
     ]
 
 
+KNOWLEDGE_FN = (2, 100)  # zstd's HIST_countFast_wksp in the demo (unnamed there)
+KNOWLEDGE_SHOTS = {"code-comment", "code-prototype", "code-knowledge", "types"}
+
+
+def knowledge_plan(db: Path) -> list[tuple[str, object, tuple[int, int], dict]]:
+    """The knowledge shots (issue 27) on the demo KB: the line-comment dialog on an
+    instruction of Raw WASM (``;``) and the prototype dialog (``y``, prefilled from the wasm
+    signature)."""
+    vid, idx = KNOWLEDGE_FN
+    return [
+        ("code-comment", call(lambda app: app.open_detail(vid, idx), "c", "w", *"jjjjjjj", "semicolon",
+                              *"workspace must be 4-aligned"), (100, 30), {}),
+        ("code-prototype", call(lambda app: app.open_detail(vid, idx), "c", "y"), (100, 30), {}),
+    ]
+
+
+def write_knowledge(db: Path) -> None:
+    """What the dialogs write, as a person would (through the gate, ``human:tui``): a name,
+    the function comment, a line comment, the prototype and local names; and a header of
+    types, one applied to a parameter."""
+    from kbtool.kb.gate import upsert_symbol
+    from kbtool.services import knowledge as ks
+    from kbtool.services import types as ts
+
+    vid, idx = KNOWLEDGE_FN
+    target, who = f"{vid}:{idx}", "human:tui"
+    conn = open_rw(db)
+    try:
+        f = ks.resolve_function(conn, target)
+        upsert_symbol(conn, f["stable_id"], "HIST_countFast_wksp", provenance="human", confidence=1.0,
+                      actor=who, lock=True, version_id=vid)
+        ks.set_comment(conn, target, "Counts the bytes of source into count[0..255]; needs a 4-aligned"
+                       " workspace of 4 KiB.", actor=who)
+        from kbtool.services.code import disassembly
+
+        offs = [int(ln[1:7], 16) for ln in disassembly(conn, vid, idx)["mnemonics"].splitlines()
+                if len(ln) > 8 and ln[7] == ":" and ln[1:7].isalnum()]
+        ks.set_comment(conn, target, "workspace must be 4-aligned", line=offs[3], actor=who)
+        ks.set_prototype(conn, target, "int HIST_countFast_wksp(unsigned *count, unsigned *maxSymbolValuePtr,"
+                         " const void *source, int sourceSize, void *workSpace, int workSpaceSize)", actor=who)
+        for local, name in (("l6", "largest"), ("l7", "symbol")):
+            ks.rename_local(conn, target, local, name, actor=who)
+        ts.add_types(conn, "struct HIST_wksp { unsigned counting[4][256]; };\n"
+                           "typedef enum { trustInput, checkMaxSymbolValue } HIST_checkInput_e;\n"
+                           "struct ZSTD_inBuffer { const void *src; int size; int pos; };\n")
+        ts.apply_local(conn, target, 4, "struct HIST_wksp *", param=True)
+    finally:
+        conn.close()
+
+
+def knowledge_after_plan(db: Path) -> list[tuple[str, object, tuple[int, int], dict]]:
+    """The code pane after the writes (comment, prototype, local names, a line comment in
+    the C) and the types screen (``T``) on the struct applied to a parameter."""
+    vid, idx = KNOWLEDGE_FN
+    return [
+        ("code-knowledge", call(lambda app: app.open_detail(vid, idx), "c"), (100, 30), {}),
+        ("types", keys("T", "down"), (100, 30), {}),
+    ]
+
+
 async def main_async(out: Path, big: bool, only: list[str] | None = None) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -143,6 +203,18 @@ async def main_async(out: Path, big: bool, only: list[str] | None = None) -> lis
                 if only and name not in only:
                     continue
                 written.append(await shoot(adb, out, name, step, size, **kw))
+        if not only or KNOWLEDGE_SHOTS & set(only):
+            import shutil
+
+            for name, step, size, kw in knowledge_plan(db):
+                if not only or name in only:
+                    written.append(await shoot(db, out, name, step, size, **kw))
+            kdb = Path(tmp) / "knowledge.db"  # the writes stay off the other shots
+            shutil.copyfile(db, kdb)
+            write_knowledge(kdb)
+            for name, step, size, kw in knowledge_after_plan(kdb):
+                if not only or name in only:
+                    written.append(await shoot(kdb, out, name, step, size, **kw))
         if big and not only:
             import importlib.util
 
