@@ -4,12 +4,15 @@ the tokens billed for stored answers); a full pass through the real ``anthropic`
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro, open_rw
@@ -146,3 +149,41 @@ def test_full_pass_through_the_anthropic_sdk_from_the_cli(demo_kb):
     sym = {f["index"]: f for f in queries.list_functions(c, VID)}
     c.close()
     assert all(sym[d["index"]]["name"] == d["name"] for d in written)
+
+
+@pytest.mark.parametrize("sdk_server,selector", [("1", "provider_a"), ("1", "provider_b"),
+                                                 ("0", "provider_a")])
+def test_mcp_progress_on_both_servers_with_both_sdks(demo_kb, sdk_server, selector):
+    """run_agent_pass sends notifications/progress from the MCP SDK's own server
+    (KBTOOL_MCP_SDK=1) as from kbtool's wire server, for either provider SDK."""
+    pytest.importorskip("mcp.client.stdio")
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    from tests.support.mcp import server_env, text_of
+
+    notes: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress, total, message):
+        notes.append((progress, total, message))
+
+    async def main(srv):
+        env = _env_a(srv) if selector == "provider_a" else _env_b(srv)
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "kbtool.cli", "mcp", "--db", str(demo_kb)],
+            env=server_env(KBTOOL_MCP_SDK=sdk_server, **env))
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as s:
+                await s.initialize()
+                res = await s.call_tool("run_agent_pass", {"version_id": VID,
+                                                           "backend": selector,
+                                                           "max_functions": 5},
+                                        progress_callback=on_progress)
+                return json.loads(text_of(res))
+
+    with FakeLLMServer() as srv:
+        summary = asyncio.run(main(srv))
+        sent = len(srv.requests)
+    assert summary["backend"] == selector and summary["calls"] == sent > 0
+    assert (5, 5) in [(p, t) for p, t, _m in notes]
+    assert "calls" in (notes[-1][2] or "") and "tokens in" in (notes[-1][2] or "")

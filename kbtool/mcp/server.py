@@ -153,11 +153,53 @@ def build_server(db_path: str | Path, *, log_level: str = "WARNING") -> Any:
     sdk = compat.load()
     server = sdk.new_server(SERVER_NAME, instructions=INSTRUCTIONS, log_level=log_level)
     for spec in tool_specs(path, sdk.tool_error):
-        sdk.add_tool(server, spec.fn, read_only=spec.read_only, title=spec.title,
+        fn = _with_progress(spec.fn, server) if spec.fn.__name__ in PROGRESS_TOOLS else spec.fn
+        sdk.add_tool(server, fn, read_only=spec.read_only, title=spec.title,
                      idempotent=spec.idempotent)
     _stdio_only(server)
     log.info("kbtool MCP server on %s (mcp SDK %s)", path, sdk.version)
     return server
+
+
+PROGRESS_TOOLS = ("run_agent_pass",)
+
+
+def _with_progress(fn: Callable[..., str], server: Any) -> Callable[..., str]:
+    """``fn`` taking the SDK's request context too, so its :mod:`kbtool.mcp.progress` reports
+    become the SDK's ``notifications/progress`` (from any thread of the call; the SDK runs a
+    sync tool in a worker thread and sends nothing when the client gave no progressToken)."""
+    import asyncio
+    import importlib
+
+    import anyio.from_thread
+
+    from kbtool.mcp import progress
+
+    context_cls = getattr(importlib.import_module(type(server).__module__.rsplit(".", 1)[0]),
+                          "Context", None)
+    if context_cls is None:  # an SDK without request contexts: no progress, same tool
+        return fn
+
+    @functools.wraps(fn)
+    def tool(**kwargs: Any) -> str:
+        ctx = kwargs.pop("kbtool_ctx")
+        loop = anyio.from_thread.run_sync(asyncio.get_running_loop)
+
+        def sink(done: float, total: float | None, message: str | None) -> None:
+            asyncio.run_coroutine_threadsafe(ctx.report_progress(done, total, message), loop)
+
+        token = progress.bind(sink)
+        try:
+            return fn(**kwargs)
+        finally:
+            progress.unbind(token)
+
+    sig = inspect.signature(fn)
+    ctx_param = inspect.Parameter("kbtool_ctx", inspect.Parameter.KEYWORD_ONLY,
+                                  annotation=context_cls)
+    tool.__signature__ = sig.replace(parameters=[*sig.parameters.values(), ctx_param])
+    tool.__annotations__ = {**fn.__annotations__, "kbtool_ctx": context_cls}
+    return tool
 
 
 def _stdio_only(server: Any) -> None:
