@@ -137,3 +137,28 @@ def test_fast_scan_matches_the_careful_decoder():
         assert fast == slow, f.index
         n += len(fast)
     assert n > 1000
+
+
+def test_role_labels_from_the_functions_around(tmp_path):
+    """errno (what __errno_location returns), the malloc family's static state merged into
+    one item, a function-pointer table named from what it holds, a table of string pointers
+    from its first string."""
+    from kbtool.analysis.datamodel import role_labels
+
+    data = build_wat("roles", tmp_path).read_bytes()
+    a = analyze_module(data)
+    dm = build_data_model(a, data, stack_pointer=stack_pointer_global(a, data))
+    before = {it.label for it in dm.items}
+    assert "errno" not in before and "malloc_state" not in before
+    names = {0: "__errno_location", 1: "set_errno", 2: "malloc", 3: "free", 4: "cmp_int",
+             5: "cmp_str", 6: "cmp_len", 7: "sort_items", 8: "name_of"}
+    role_labels(dm, a, names)
+    by = {it.label: it for it in dm.items}
+    assert by["errno"].address == 2048
+    state = by["malloc_state"]
+    assert state.address == 4096 and state.size >= 16  # fields 0, 4, 8, 12 as one item
+    assert dm.item_at(4104).label == "malloc_state"  # a field is inside it
+    assert by["ftable_cmp"].kind == "funcptr_table"
+    assert by["strtab_first_name"].kind == "pointer_table"
+    labels = [it.label for it in dm.items]
+    assert len(labels) == len(set(labels))

@@ -20,7 +20,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-from kbtool.analysis.datamodel import build_data_model, read_memory
+from kbtool.analysis.datamodel import build_data_model, read_memory, role_labels
 from kbtool.analysis.recognize import stack_pointer_global
 from kbtool.kb import datamodel as dm_store
 from kbtool.kb import queries
@@ -79,6 +79,8 @@ def build(
         )
     sp = stack_pointer_global(analysis, data) if not go else None
     model = build_data_model(analysis, data, stack_pointer=sp, go=go, progress=progress)
+    # labels from the functions the KB knows around an item (errno, malloc state, tables)
+    role_labels(model, analysis, queries.function_names(conn, version_id))
     items = [
         {
             "address": i.address, "size": i.size, "kind": i.kind, "segment": i.segment,
