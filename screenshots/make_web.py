@@ -235,6 +235,42 @@ def diff_shots(page) -> None:
     shoot(page, "fndiff")
 
 
+def knowledge_shots(tmp: Path) -> None:
+    """The studio on a function with knowledge (issue 27): its comment, prototype, local
+    names and a line comment in the C, the "Comments · prototype · locals" panel, and the
+    Types panel with the struct applied to one of its parameters opened. The writes are
+    those of ``screenshots/make_tui.py`` (``write_knowledge``: a person through the gate)."""
+    import importlib.util
+
+    from playwright.sync_api import sync_playwright
+
+    from kbtool.kb.db import open_rw
+    from kbtool.services.demo import build_demo
+
+    spec = importlib.util.spec_from_file_location("make_tui", HERE / "make_tui.py")
+    make_tui = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make_tui)
+    db = tmp / "knowledge.db"
+    build_demo(db, echo=lambda _m: None)
+    make_tui.write_knowledge(db)
+    conn = open_rw(db)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    vid, idx = make_tui.KNOWLEDGE_FN
+    with Server(db) as srv, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        page = browser.new_page(viewport=VIEWPORT)
+        page.goto(f"{srv.url}studio#v={vid}&f={idx}")
+        page.wait_for_selector("#kn-comment")
+        page.click("#v-c")
+        page.wait_for_selector("#types .tyrow")
+        page.locator("#types .tyrow", has_text="struct HIST_wksp").click()
+        page.wait_for_selector("#type-detail .ty-members")
+        settle(page)
+        shoot(page, "studio-knowledge")
+        browser.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -244,10 +280,14 @@ def main() -> None:
         type=Path,
         help="the KB built by benchmarks/web_api.py --kb PATH (50,000-function version)",
     )
-    ap.add_argument("--only", choices=["data", "diff"],
-                    help="only the data screenshots (web-data, web-studio-data) or the diff "
-                         "ones (web-diff, web-fndiff)")
+    ap.add_argument("--only", choices=["data", "diff", "knowledge"],
+                    help="only the data screenshots (web-data, web-studio-data), the diff "
+                         "ones (web-diff, web-fndiff) or web-studio-knowledge")
     args = ap.parse_args()
+    if args.only == "knowledge":  # web-studio-knowledge: comments, prototype, locals, types
+        with tempfile.TemporaryDirectory() as tmp:
+            knowledge_shots(Path(tmp))
+        return
     if args.only == "data":
         with tempfile.TemporaryDirectory() as tmp:
             data_shots(Path(tmp))
