@@ -1,0 +1,112 @@
+"""Stored analysis: deep-analysis results, threads, recovered structs, analysis runs."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from kbtool.kb.queries._base import version_row
+
+
+def get_analysis(conn: sqlite3.Connection, stable_id: str) -> dict[str, Any] | None:
+    """The deep-analysis record of a function (contract: raw_c, clean_c, understanding,
+    rename_map, status, confidence; plus stable_id, version_id, func_index, backend, model,
+    updated_at), or None when ``kbtool deep`` has not run on it."""
+    row = conn.execute("SELECT * FROM analyses WHERE stable_id = ?", (stable_id,)).fetchone()
+    if row is None:
+        return None
+    return {
+        "stable_id": row["stable_id"], "version_id": row["version_id"],
+        "func_index": row["func_index"], "raw_c": row["raw_c"], "clean_c": row["clean_c"],
+        "understanding": row["understanding"],
+        "rename_map": json.loads(row["rename_map"] or "{}"), "status": row["status"],
+        "confidence": row["confidence"], "backend": row["backend"], "model": row["model"],
+        "updated_at": row["updated_at"],
+    }
+
+
+def deep_done(conn: sqlite3.Connection, version_id: int) -> set[int]:
+    """Function indices of a version that already have a finished deep record."""
+    return {r[0] for r in conn.execute(
+        "SELECT func_index FROM analyses WHERE version_id = ? AND status = 'done'", (version_id,))}
+
+
+def module_bytes(conn: sqlite3.Connection, version_id: int) -> bytes | None:
+    """The stored module bytes of a version (None when the KB holds none for it)."""
+    version_row(conn, version_id)
+    row = conn.execute("SELECT data FROM modules WHERE version_id = ?", (version_id,)).fetchone()
+    return bytes(row[0]) if row is not None else None
+
+
+def thread_facts(
+    conn: sqlite3.Connection, version_id: int, func_index: int | None = None
+) -> list[dict[str, Any]]:
+    """The stored thread facts of a version (or of one function), in recorded order."""
+    version_row(conn, version_id)
+    if func_index is None:
+        rows = conn.execute(
+            "SELECT payload FROM thread_facts WHERE version_id = ? ORDER BY seq", (version_id,))
+    else:
+        rows = conn.execute(
+            "SELECT payload FROM thread_facts WHERE version_id = ? AND func_index = ?"
+            " ORDER BY seq", (version_id, func_index))
+    return [json.loads(r[0]) for r in rows]
+
+
+def _struct(row: sqlite3.Row) -> dict[str, Any]:
+    return {"name": row["name"], "source_function": row["source_function"],
+            "fields": json.loads(row["fields"]), "members": json.loads(row["members"])}
+
+
+def structs(conn: sqlite3.Connection, version_id: int) -> list[dict[str, Any]]:
+    """The recovered structs of a version: {name, source_function, fields, members},
+    ordered by source function then name."""
+    version_row(conn, version_id)
+    return [_struct(r) for r in conn.execute(
+        "SELECT name, source_function, fields, members FROM structs WHERE version_id = ?"
+        " ORDER BY source_function, name", (version_id,))]
+
+
+def structs_for_function(
+    conn: sqlite3.Connection, version_id: int, func_index: int
+) -> list[dict[str, Any]]:
+    """The structs of a version that one function accesses (it is among their members)."""
+    version_row(conn, version_id)
+    needle = f'"func_index":{int(func_index)},'  # compact JSON written by kb.store
+    out = []
+    for r in conn.execute(
+        "SELECT name, source_function, fields, members FROM structs"
+        " WHERE version_id = ? AND instr(members, ?) > 0 ORDER BY source_function, name",
+        (version_id, needle),
+    ):
+        s = _struct(r)
+        if any(m.get("func_index") == func_index for m in s["members"]):
+            s["bases"] = [m.get("base") for m in s["members"] if m.get("func_index") == func_index]
+            out.append(s)
+    return out
+
+
+def last_analysis_run(
+    conn: sqlite3.Connection, version_id: int, kind: str = "analyze"
+) -> dict[str, Any] | None:
+    """The latest run record of ``kind`` for a version: {id, kind, summary, created_at}."""
+    row = conn.execute(
+        "SELECT id, kind, summary, created_at FROM analysis_runs WHERE version_id = ? AND kind = ?"
+        " ORDER BY id DESC LIMIT 1", (version_id, kind)).fetchone()
+    if row is None:
+        return None
+    return {"id": row[0], "kind": row[1], "summary": json.loads(row[2]), "created_at": row[3]}
+
+
+def analysis_result(conn: sqlite3.Connection, version_id: int) -> dict[str, Any]:
+    """The stored Analysis result of a version (the contract's shape: ``thread_facts``,
+    ``structs``) plus ``version_id``, ``analyzed`` and the last run's ``summary``."""
+    run = last_analysis_run(conn, version_id)
+    return {
+        "version_id": version_id,
+        "analyzed": run is not None,
+        "thread_facts": thread_facts(conn, version_id),
+        "structs": structs(conn, version_id),
+        "summary": run["summary"] if run else None,
+    }

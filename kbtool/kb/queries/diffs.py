@@ -1,0 +1,79 @@
+"""Stored diff reports and the input of the matcher (identities, hashes, memory ops)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from kbtool.kb.queries._base import version_row
+
+
+def function_identities(conn: sqlite3.Connection, version_id: int) -> list[tuple]:
+    """Every function of a version in index order, imports included:
+    ``(index, stable_id, imported, import_module, import_field, name, provenance)``."""
+    version_row(conn, version_id)
+    return conn.execute(
+        "SELECT f.idx, f.stable_id, f.imported, f.import_module, f.import_field, s.name, s.provenance"
+        " FROM functions f LEFT JOIN symbols s ON s.stable_id = f.stable_id"
+        " WHERE f.version_id = ? ORDER BY f.idx",
+        (version_id,),
+    ).fetchall()
+
+
+def stored_diff_report(conn: sqlite3.Connection, from_version_id: int, to_version_id: int) -> dict[str, Any] | None:
+    """The diff report saved for the pair (``kbtool diff A B --save``), or None."""
+    row = conn.execute(
+        "SELECT report FROM diffs WHERE from_version_id = ? AND to_version_id = ?",
+        (from_version_id, to_version_id),
+    ).fetchone()
+    return json.loads(row[0]) if row else None
+
+
+def mem_ops_for(conn: sqlite3.Connection, version_id: int, indices: list[int]) -> dict[int, list]:
+    """index -> memory accesses [[op id, offset, width], ...] of some functions of a version."""
+    out: dict[int, list] = {}
+    for k in range(0, len(indices), 500):
+        chunk = indices[k:k + 500]
+        for idx, mem in conn.execute(
+            f"SELECT idx, mem_ops FROM facts WHERE version_id = ? AND idx IN ({','.join('?' * len(chunk))})",
+            (version_id, *chunk),
+        ):
+            out[idx] = json.loads(mem)
+    return out
+
+
+def matching_rows(conn: sqlite3.Connection, version_id: int) -> list[dict[str, Any]]:
+    """Per-function rows the diff matcher needs (identity, hashes, names, facts)."""
+    version_row(conn, version_id)
+    out = []
+    for r in conn.execute(
+        "SELECT f.idx, f.stable_id, f.imported, f.import_module, f.import_field, f.type_sig,"
+        " f.body_hash, f.shape_hash, f.raw_name, f.export_names, f.body_size, f.instr_count,"
+        " x.calls, x.strings, x.consts, x.ops, x.loops, x.call_indirect, x.table_slots"
+        " FROM functions f JOIN facts x ON x.version_id = f.version_id AND x.idx = f.idx"
+        " WHERE f.version_id = ? ORDER BY f.idx",
+        (version_id,),
+    ):
+        out.append({
+            "index": r[0], "stable_id": r[1], "imported": bool(r[2]),
+            "import_name": f"{r[3]}.{r[4]}" if r[2] else None, "type_sig": r[5],
+            "body_hash": r[6], "shape_hash": r[7], "raw_name": r[8],
+            "export_names": json.loads(r[9] or "[]"), "body_size": r[10], "instr_count": r[11],
+            "calls": json.loads(r[12]), "strings": json.loads(r[13]), "consts": json.loads(r[14]),
+            "ops": r[15], "loops": r[16], "call_indirect": r[17],
+            "table_slots": json.loads(r[18] or "[]"),
+        })
+    return out
+
+
+def stored_diff_stamp(
+    conn: sqlite3.Connection, from_version_id: int, to_version_id: int
+) -> tuple[str, int] | None:
+    """``(created_at, size)`` of the stored report of a pair, or None: changes when a report is
+    saved again or deleted (the in-process diff cache keys on it)."""
+    row = conn.execute(
+        "SELECT created_at, length(report) FROM diffs WHERE from_version_id = ? AND to_version_id = ?",
+        (from_version_id, to_version_id),
+    ).fetchone()
+    return (str(row[0]), int(row[1])) if row else None

@@ -1,0 +1,221 @@
+"""The functions of a version: list entries, pages, facts, callers and callees."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from array import array
+from typing import Any, TypedDict
+
+from kbtool.kb.errors import UnknownFunctionError
+from kbtool.kb.queries._base import names_for, opcode_names, version_row
+from kbtool.kb.queries.symbols import get_symbol
+
+
+class FunctionEntry(TypedDict):
+    index: int
+    stable_id: str
+    type: str | None
+    name: str | None
+    provenance: str | None
+    confidence: float | None
+
+
+def list_functions(
+    conn: sqlite3.Connection, version_id: int, include_imports: bool = False
+) -> list[FunctionEntry]:
+    """Function list entries of a version in index order (imports only when asked)."""
+    version_row(conn, version_id)
+    sql = (
+        "SELECT f.idx, f.stable_id, f.type_sig, s.name, s.provenance, s.confidence"
+        " FROM functions f LEFT JOIN symbols s ON s.stable_id = f.stable_id"
+        " WHERE f.version_id = ?" + ("" if include_imports else " AND f.imported = 0") +
+        " ORDER BY f.idx"
+    )
+    return [
+        {"index": i, "stable_id": sid, "type": t, "name": n, "provenance": p, "confidence": c}
+        for i, sid, t, n, p, c in conn.execute(sql, (version_id,))
+    ]
+
+
+def heatmap_rows(conn: sqlite3.Connection, version_id: int) -> list[tuple]:
+    """Compact rows for heatmaps: (index, stable_id, name, provenance, confidence, body_size)."""
+    version_row(conn, version_id)
+    return conn.execute(
+        "SELECT f.idx, f.stable_id, s.name, s.provenance, s.confidence, f.body_size"
+        " FROM functions f LEFT JOIN symbols s ON s.stable_id = f.stable_id"
+        " WHERE f.version_id = ? AND f.imported = 0 ORDER BY f.idx",
+        (version_id,),
+    ).fetchall()
+
+
+def _function_row(conn: sqlite3.Connection, version_id: int, index: int) -> sqlite3.Row:
+    version_row(conn, version_id)
+    row = conn.execute(
+        "SELECT * FROM functions WHERE version_id = ? AND idx = ?", (version_id, index)
+    ).fetchone()
+    if row is None:
+        raise UnknownFunctionError(f"version {version_id} has no function {index}")
+    return row
+
+
+def get_function(conn: sqlite3.Connection, version_id: int, index: int) -> dict[str, Any]:
+    """One function of a version with its identity, binary names and annotation."""
+    row = _function_row(conn, version_id, index)
+    return _function_dict(conn, row)
+
+
+def _function_dict(conn: sqlite3.Connection, row: sqlite3.Row) -> dict[str, Any]:
+    sym = get_symbol(conn, row["stable_id"])
+    return {
+        "version_id": row["version_id"],
+        "index": row["idx"],
+        "stable_id": row["stable_id"],
+        "imported": bool(row["imported"]),
+        "import_module": row["import_module"],
+        "import_field": row["import_field"],
+        "type": row["type_sig"],
+        "raw_name": row["raw_name"],
+        "export_names": json.loads(row["export_names"] or "[]"),
+        "is_exported": bool(row["is_exported"]),
+        "body_size": row["body_size"],
+        "instr_count": row["instr_count"],
+        "body_hash": row["body_hash"],
+        "shape_hash": row["shape_hash"],
+        "body_changed": bool(row["body_changed"]),
+        "match_method": row["match_method"],
+        "match_score": row["match_score"],
+        "prev_index": row["prev_index"],
+        "name": sym["name"] if sym else None,
+        "provenance": sym["provenance"] if sym else None,
+        "confidence": sym["confidence"] if sym else None,
+        "symbol": sym,
+    }
+
+
+def functions_by_stable_id(conn: sqlite3.Connection, stable_id: str) -> list[dict[str, Any]]:
+    """Where a logical function appears: one row per version, oldest first."""
+    return [
+        {"version_id": v, "label": lab, "index": i, "body_changed": bool(bc),
+         "match_method": mm, "match_score": ms}
+        for v, lab, i, bc, mm, ms in conn.execute(
+            "SELECT f.version_id, v.label, f.idx, f.body_changed, f.match_method, f.match_score"
+            " FROM functions f JOIN versions v ON v.id = f.version_id"
+            " WHERE f.stable_id = ? ORDER BY f.version_id",
+            (stable_id,),
+        )
+    ]
+
+
+def callees(conn: sqlite3.Connection, version_id: int, index: int) -> list[dict[str, Any]]:
+    """Distinct direct callees of a function, in index order, with their names."""
+    _function_row(conn, version_id, index)
+    idx = [r[0] for r in conn.execute(
+        "SELECT callee FROM call_edges WHERE version_id = ? AND caller = ? ORDER BY callee",
+        (version_id, index))]
+    names = names_for(conn, version_id, idx)
+    return [names[i] for i in idx if i in names]
+
+
+def callers(conn: sqlite3.Connection, version_id: int, index: int) -> list[dict[str, Any]]:
+    """Distinct direct callers of a function, in index order, with their names."""
+    _function_row(conn, version_id, index)
+    idx = [r[0] for r in conn.execute(
+        "SELECT caller FROM call_edges WHERE version_id = ? AND callee = ? ORDER BY caller",
+        (version_id, index))]
+    names = names_for(conn, version_id, idx)
+    return [names[i] for i in idx if i in names]
+
+
+def get_function_facts(conn: sqlite3.Connection, version_id: int, func_index: int) -> dict[str, Any] | None:
+    """The contract's Function facts, or None when the function is missing or imported.
+
+    Beyond the contract's fields: ``callees`` (defined callees with names), ``strings``
+    alias-free extras such as ``globals_used``, ``mem_ops``, ``loops``, ``atomic_sites``,
+    ``body_size``, ``instr_count``, ``export_names``.
+    """
+    version_row(conn, version_id)
+    row = conn.execute(
+        "SELECT f.*, x.calls, x.call_indirect, x.consts, x.strings, x.globals_used, x.mem_ops,"
+        " x.atomic_sites, x.loops, x.ops FROM functions f JOIN facts x"
+        " ON x.version_id = f.version_id AND x.idx = f.idx"
+        " WHERE f.version_id = ? AND f.idx = ?",
+        (version_id, func_index),
+    ).fetchone()
+    if row is None or row["imported"]:
+        return None
+
+    calls = json.loads(row["calls"])
+    distinct = list(dict.fromkeys(calls))
+    names = names_for(conn, version_id, distinct)
+    targets = [names[c]["import"] for c in distinct if c in names and names[c]["imported"]]
+    targets += ["<indirect>"] * row["call_indirect"]
+    ops = array("H")
+    ops.frombytes(row["ops"])
+    mnemonics = opcode_names()
+    mem_ops = [
+        {"op": mnemonics[op], "offset": off, "width": width}
+        for op, off, width in json.loads(row["mem_ops"])
+    ]
+    return {
+        "func_index": row["idx"],
+        "stable_id": row["stable_id"],
+        "type_signature": row["type_sig"],
+        "call_targets": targets,
+        "referenced_strings": json.loads(row["strings"]),
+        "raw_name": row["raw_name"],
+        "instruction_mnemonics": [mnemonics[o] for o in ops],
+        "is_exported": bool(row["is_exported"]),
+        "export_names": json.loads(row["export_names"] or "[]"),
+        "callees": [names[c] for c in distinct if c in names and not names[c]["imported"]],
+        "indirect_call_sites": row["call_indirect"],
+        "constants": json.loads(row["consts"]),
+        "globals_used": json.loads(row["globals_used"]),
+        "memory_accesses": mem_ops,
+        "atomic_sites": row["atomic_sites"],
+        "loops": row["loops"],
+        "body_size": row["body_size"],
+        "instr_count": row["instr_count"],
+    }
+
+
+def function_names(conn: sqlite3.Connection, version_id: int) -> dict[int, str]:
+    """index -> the best name the KB has for each function of a version: the annotation,
+    else the import field, else the name-section hint."""
+    out: dict[int, str] = {}
+    for idx, imported, field, raw, name in conn.execute(
+        "SELECT f.idx, f.imported, f.import_field, f.raw_name, s.name FROM functions f"
+        " LEFT JOIN symbols s ON s.stable_id = f.stable_id WHERE f.version_id = ?", (version_id,)
+    ):
+        best = name or (field if imported else None) or raw
+        if best:
+            out[idx] = best
+    return out
+
+
+def function_list_window(
+    conn: sqlite3.Connection,
+    version_id: int,
+    include_imports: bool,
+    offset: int,
+    count: int,
+    unnamed_only: bool = False,
+) -> tuple[int, list[FunctionEntry]]:
+    """``(total, rows)``: how many function list entries match, and ``count`` of them from
+    ``offset`` in index order (the same rows as :func:`list_functions`, filtered to unnamed
+    ones when asked). A page of a 50,000-function version without reading all of it."""
+    version_row(conn, version_id)
+    where = " WHERE f.version_id = ?" + ("" if include_imports else " AND f.imported = 0")
+    join = " FROM functions f LEFT JOIN symbols s ON s.stable_id = f.stable_id"
+    if unnamed_only:
+        where += " AND s.name IS NULL"
+    total = conn.execute("SELECT COUNT(*)" + join + where, (version_id,)).fetchone()[0]
+    rows = [
+        {"index": i, "stable_id": sid, "type": t, "name": n, "provenance": p, "confidence": c}
+        for i, sid, t, n, p, c in conn.execute(
+            "SELECT f.idx, f.stable_id, f.type_sig, s.name, s.provenance, s.confidence"
+            + join + where + " ORDER BY f.idx LIMIT ? OFFSET ?",
+            (version_id, max(0, count), max(0, offset)),
+        )
+    ]
+    return total, rows
