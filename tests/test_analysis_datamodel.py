@@ -48,6 +48,7 @@ def test_references_from_code(model):
     assert (2, "funcptr", "data", 1072) in refs
     assert (2, "call_indirect", "table", 0) in refs
     assert (2, "write", "global", 2) in refs
+    assert (3, "load", "data", 1056) in refs  # a static array indexed by p0 (memarg offset)
     assert dm.item_at(1024).refs == 1
 
 

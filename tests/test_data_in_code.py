@@ -55,6 +55,12 @@ def test_labels_and_global_names_in_the_code(tmp_path):
     assert "__stack_pointer" in c and "g0" not in c
     assert ";; s_create_table_s \"create table %s\"" in after["mnemonics"]
     assert "global.get $__stack_pointer" in after["mnemonics"]
+    conn = open_ro(str(db))
+    try:
+        indexed = code.disassembly(conn, 1, 3)["lifted_c"]
+    finally:
+        conn.close()
+    assert "*(uint8_t *)(M + p0 + data_420)" in indexed  # table[p0], not M + p0 + 1056
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not installed")

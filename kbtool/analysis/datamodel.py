@@ -332,6 +332,8 @@ def function_refs_careful(data: bytes, func_index: int, body_offset: int, body_s
             elif a is not None and a[0] == "a":
                 stack.append(("l", a[1], a[2]))
             else:
+                if lo <= off < mem_hi:  # a static array indexed by a computed value
+                    yield DataRef(func_index, at, "load", "data", off, WIDTH[op])
                 stack.append(None)
         elif c == 3:  # store: value on top, address below
             yield from spill(1)
@@ -339,6 +341,8 @@ def function_refs_careful(data: bytes, func_index: int, body_offset: int, body_s
             off = int(imms[1])
             if a is not None and a[0] == "c" and lo <= a[1] + off < mem_hi:
                 yield DataRef(func_index, a[2], "store", "data", a[1] + off, WIDTH[op])
+            elif (a is None or a[0] != "a") and lo <= off < mem_hi:
+                yield DataRef(func_index, at, "store", "data", off, WIDTH[op])
         elif c == 4:
             b, a = pop(), pop()
             derived = None
@@ -468,12 +472,16 @@ def function_refs(data: bytes, func_index: int, body_offset: int, body_size: int
             elif a is not None and a[0] == "a":
                 push(("l", a[1], a[2]))
             else:
+                if lo <= x < mem_hi:
+                    emit(DataRef(func_index, at, "load", "data", x, width[op]))
                 push(None)
         elif c == 3:
             spill(1)
             a = stack.pop() if stack else None
             if a is not None and a[0] == "c" and lo <= a[1] + x < mem_hi:
                 emit(DataRef(func_index, a[2], "store", "data", a[1] + x, width[op]))
+            elif (a is None or a[0] != "a") and lo <= x < mem_hi:
+                emit(DataRef(func_index, at, "store", "data", x, width[op]))
         elif c == 4:
             v2 = stack.pop() if stack else None
             v1 = stack.pop() if stack else None

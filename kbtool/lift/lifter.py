@@ -484,6 +484,7 @@ class _Frame:
         "label",
         "label_used",
         "branched",
+        "then_live",
         "opened",
         "cond",
         "live_in",
@@ -510,6 +511,7 @@ class _Frame:
         self.label = ""
         self.label_used = False
         self.branched = False
+        self.then_live = False  # an if's then-branch reaches its end (code after is live)
         self.opened = 0
         self.cond: Any = None
         self.live_in = True
@@ -1541,6 +1543,12 @@ class _Lifter:
         # an unsigned sum is computed whole, wrapping like wasm: `M + l6 + l7` would add a
         # "negative" uint32_t l6 to the pointer as a huge offset
         b = f"({base.text})" if base.u and base.prec > 0 else _p(base, 4)
+        if offset >= 1024 and self.lm.data_starts:
+            # an array in static data indexed by a computed value: `upper_to_lower + l3`
+            d = self.lm.data_label(offset)
+            if d is not None and d[2] == 0:
+                label = self.data_ref(offset) or str(offset)
+                return f"*({ct} *)(M + {b} + {label})"
         if offset:
             return f"*({ct} *)(M + {b} + {offset})"
         return f"*({ct} *)(M + {b})"
@@ -1853,6 +1861,7 @@ class _Lifter:
             fr.tern[1] = self.stack[-1] if ok else None
         if not self.dead:
             self.fallthrough_assign(fr)
+            fr.then_live = True
         if fr.tern is not None and (fr.tern[1] is None or len(self.out) != fr.heads[0] + 1):
             fr.tern = None
         del self.stack[fr.height :]
@@ -1923,7 +1932,7 @@ class _Lifter:
         if len(self.stack) > fr.height:
             del self.stack[fr.height :]
         form = fr.form
-        after_reachable = reach or fr.branched
+        after_reachable = reach or fr.branched or fr.then_live
         if form == "if" and not fr.has_else:
             if tuple(fr.params) != tuple(fr.results):
                 # the implicit else passes the params on as the results
