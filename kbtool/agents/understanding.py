@@ -27,7 +27,7 @@ from .context import bound_context
 from .prompts import MalformedAnswer, answer_object, parse_answer
 from .proposal import Proposal
 
-DEEP_PROMPT_VERSION = "kbtool-deep-1"
+DEEP_PROMPT_VERSION = "kbtool-deep-2"
 #: characters of cleaned C sent per function (the rest is cut, and the prompt says so)
 MAX_CODE_CHARS = 8000
 #: characters of the facts JSON sent per function (see :func:`~.context.bound_context`)
@@ -50,7 +50,8 @@ result, and its side effects (memory written, globals, calls to the host),
 unsure); never a placeholder such as func_12, sub_1f or unknown,
   "summary": one sentence on purpose, parameters and result,
   "confidence": a number from 0.0 to 1.0: how likely the name matches the original source,
-  "reasons": a list of short facts supporting the name.
+  "reasons": a list of short facts supporting the name,
+  "locals": optional {"a0": "buf", ...}: better names for parameters and locals of the C.
 If the code is too thin, still answer with your best reading and a low confidence."""
 
 # control characters (C0 but newline/tab, DEL, C1) and invisible format characters such as
@@ -165,6 +166,76 @@ def ask_deep(backend: LLMBackend, ctx: Mapping[str, Any], clean_c: str) -> DeepA
             ans = {**ans, "summary": understanding.split(". ")[0][:300]}
         proposal = proposal_from_answer(ans, base, DEEP_PROMPT_VERSION)
     return DeepAnswer(index, understanding, conf, proposal, code, error)
+
+
+_STORE_OPS = ("i32.store", "i64.store", "f32.store", "f64.store")
+
+
+def facts_understanding(facts: Mapping[str, Any], cleaned: Any,
+                        name: str | None = None) -> tuple[str, float]:
+    """The offline understanding: what the function's facts and cleaned C show, stated as
+    facts (signature, what it calls, the host functions it reaches, indirect calls, memory
+    read and written, globals read and written, strings, loops), never a purpose it cannot
+    know; and how much evidence it rests on (0..0.6: names of callees, strings, host calls).
+    ``facts`` is :func:`kbtool.kb.queries.get_function_facts`'s dict, ``cleaned`` a
+    :func:`kbtool.lift.clean.clean_c` result (``roles``, ``rename_map``)."""
+    idx = facts.get("func_index")
+    me = name or (f"f{idx}" if idx is not None else "The function")
+    sig = str(facts.get("type_signature") or "")
+    params, _, result = sig.partition(" -> ")
+    n_params = len([p for p in params.strip("()").split(",") if p.strip()])
+    result = result.strip()
+    returns = "returns nothing" if result in ("", "()") else f"returns {result.strip('()')}"
+    out = [f"{me} takes {n_params} parameter{'s' if n_params != 1 else ''} and {returns}"
+           + (f" ({sig})." if sig else ".")]
+    evidence = 0.1
+    callees = [c for c in facts.get("callees") or [] if isinstance(c, dict)]
+    host = sorted({str(c["import"]) for c in callees if c.get("import")})
+    own = [c for c in callees if not c.get("import")]
+    shown = list(dict.fromkeys("itself" if c.get("index") == idx else
+                               (c.get("name") or f"f{c.get('index')}") for c in own))
+    n_ind = int(facts.get("indirect_call_sites") or 0)
+    if shown:
+        more = f" and {len(shown) - 8} more" if len(shown) > 8 else ""
+        out.append("It calls " + ", ".join(shown[:8]) + more + ".")
+        evidence += 0.1 * min(3, sum(1 for c in own if c.get("name")))
+    if host:
+        out.append("It calls the host: " + ", ".join(host[:6]) + ".")
+        evidence += 0.1
+    if n_ind:
+        out.append(f"It makes {n_ind} indirect call{'s' if n_ind != 1 else ''} through the "
+                   "function table.")
+    if not shown and not host and not n_ind:
+        out.append("It calls no function (a leaf).")
+    mem = [m for m in facts.get("memory_accesses") or [] if isinstance(m, dict)]
+    stores = sum(1 for m in mem if str(m.get("op", "")).startswith(_STORE_OPS))
+    loads = sum(1 for m in mem if ".load" in str(m.get("op", "")))
+    if loads or stores:
+        out.append(f"It reads memory at {loads} place{'s' if loads != 1 else ''} and writes "
+                   f"it at {stores}.")
+    ops = [str(o) for o in facts.get("instruction_mnemonics") or []]
+    gets, sets = ops.count("global.get"), ops.count("global.set")
+    if gets or sets:
+        gl = ", ".join(f"g{g}" for g in (facts.get("globals_used") or [])[:6])
+        out.append(f"It reads globals {gets} time{'s' if gets != 1 else ''} and writes them "
+                   f"{sets} time{'s' if sets != 1 else ''}" + (f" ({gl})." if gl else "."))
+    strings = [str(t) for t in facts.get("referenced_strings") or []][:3]
+    if strings:
+        out.append("It references the strings " + ", ".join(repr(t[:60]) for t in strings)
+                   + ".")
+        evidence += 0.15
+    roles = getattr(cleaned, "roles", {}) or {}
+    structs = [n for n, r in roles.items() if r == "struct pointer"]
+    if structs:
+        out.append("It reads or writes fields through " + ", ".join(structs[:4]) + ".")
+    loops = int(facts.get("loops") or 0)
+    if loops:
+        counters = [n for n, r in roles.items() if r == "loop counter"]
+        out.append(f"It has {loops} loop{'s' if loops != 1 else ''}"
+                   + (f", counted by {', '.join(counters[:4])}." if counters else "."))
+    if "frame" in (getattr(cleaned, "rename_map", {}) or {}).values():
+        out.append("It keeps locals in a shadow-stack frame.")
+    return " ".join(out), round(min(0.6, evidence), 2)
 
 
 class DeepAnswerBackend:

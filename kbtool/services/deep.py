@@ -33,12 +33,17 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kbtool.agents import LLMBackend, callers_of, context_from_facts, resolve_backend
-from kbtool.agents.understanding import DeepAnswer, DeepAnswerBackend, ask_deep
+from kbtool.agents.understanding import (
+    DeepAnswer,
+    DeepAnswerBackend,
+    ask_deep,
+    facts_understanding,
+)
 from kbtool.kb import queries, store
 from kbtool.kb.db import transaction
 from kbtool.kb.errors import KBError
 from kbtool.lift import LiftModule, lift_function
-from kbtool.lift.clean import clean_c, describe
+from kbtool.lift.clean import clean_c
 from kbtool.services.agent_pass import (
     PROVIDER_CONCURRENCY,
     plan_agent_pass,
@@ -310,7 +315,7 @@ def _finish(
     else the offline one (the event says why)."""
     idx, sid = job.index, job.stable_id
     facts = queries.get_function_facts(conn, version_id, idx) or {}
-    understanding, confidence = describe(facts, job.cleaned, name=kb_names.get(idx))
+    understanding, confidence = facts_understanding(facts, job.cleaned, kb_names.get(idx))
     by, model, why = BACKEND, None, None
     if reader is not None and job.answer is not None:
         ans = job.answer.result()
@@ -342,8 +347,12 @@ def _finish(
                 "model": model,
             },
         )
-    # the understanding as the function comment, the renames as local names (issue 27)
-    write_understanding(conn, version_id, sid, understanding, confidence, job.cleaned.rename_map,
+    # the understanding as the function comment, the renames as local names (issue 27); a
+    # provider's own names for the variables win over the cleaner's role names
+    renames = dict(job.cleaned.rename_map)
+    if by != BACKEND and reader is not None:
+        renames.update(_provider_locals(reader.answers.get(idx), job.cleaned.rename_map))
+    write_understanding(conn, version_id, sid, understanding, confidence, renames,
                         evidence={"backend": by, "model": model})
     extra: dict[str, Any] = {"understanding_by": "agent" if by != BACKEND else BACKEND}
     if why:
@@ -408,6 +417,21 @@ class _ProviderReader:
             why = f"no context: {type(exc).__name__}: {exc}"[:300]
             return DeepAnswer(index, None, 0.0, None, "provider_error", why)
         return ask_deep(self.backend, ctx, clean)
+
+
+def _provider_locals(ans: DeepAnswer | None, rename_map: Mapping[str, str]) -> dict[str, str]:
+    """wasm variable (``p0``, ``l3``) -> the provider's name for it: the answer's ``locals``
+    name the cleaned C's variables, mapped back through the cleaner's ``rename_map``."""
+    locs = getattr(ans.proposal, "locals", None) if ans is not None else None
+    if not locs:
+        return {}
+    back = {new: old for old, new in rename_map.items()}
+    out: dict[str, str] = {}
+    for shown, new in list(locs.items())[:64]:
+        wasm = back.get(shown, shown)
+        if re.fullmatch(r"[pl]\d+", wasm) and re.fullmatch(r"[A-Za-z_]\w{0,63}", new):
+            out[wasm] = new
+    return out
 
 
 def _named(symbol: Mapping[str, Any] | None) -> dict[str, Any] | None:
