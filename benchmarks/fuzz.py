@@ -24,6 +24,10 @@ sampled functions is compiled with ``gcc -fsyntax-only -fwrapv -w -include prelu
 pure lifter's. Besides the whole-module mutations, ``--body-mutations`` overwrite bytes
 inside function bodies (sizes kept), which the decoder mostly accepts: ill-typed code.
 
+``--cli-cases`` (:mod:`benchmarks.fuzz_cli`: output paths, signals, huge inputs) and
+``--provider-cases`` (:mod:`benchmarks.fuzz_provider`: hostile provider endpoints) run the
+CLI in real subprocesses after the decoder cases.
+
     nice python -m benchmarks.fuzz --mutations 20000 --smith 1000       # the full run
     python -m benchmarks.fuzz --smoke                                   # seconds
 """
@@ -629,6 +633,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cli-cases", type=int, default=40,
                     help="CLI hardening cases (benchmarks.fuzz_cli: output paths, signals, full"
                     " disk, huge inputs); 0 skips them")
+    ap.add_argument("--provider-cases", type=int, default=14,
+                    help="provider cases (benchmarks.fuzz_provider: `kbtool agent --backend"
+                    " provider_b` against trickling, oversized, malformed, 429/500-storm and"
+                    " resetting endpoints); 0 skips them")
     a = ap.parse_args(argv)
     layers = parse_layers(a.layers)
     if a.worker:
@@ -637,6 +645,7 @@ def main(argv: list[str] | None = None) -> int:
         a.mutations, a.smith, a.no_corpus = min(a.mutations, 60), min(a.smith, 5), True
         a.gcc_modules = min(a.gcc_modules, 5)
         a.cli_cases = min(a.cli_cases, 5)
+        a.provider_cases = min(a.provider_cases, 7)  # one of each endpoint
     res = run(
         a.mutations,
         a.smith,
@@ -656,6 +665,12 @@ def main(argv: list[str] | None = None) -> int:
         cli = run_cli(a.cli_cases, a.seed)
         res["failures"] += [{"cli": f} for f in cli["failures"]]
         res["stats"].update({f"cli {k}": v for k, v in cli["stats"].items()})
+    if a.provider_cases:
+        from benchmarks.fuzz_provider import run as run_provider
+
+        prov = run_provider(a.provider_cases, a.seed)
+        res["failures"] += [{"provider": f} for f in prov["failures"]]
+        res["stats"].update(prov["stats"])
     if a.json:
         print(json.dumps(res, indent=1))
     else:

@@ -99,6 +99,7 @@ def test_every_owned_benchmark_is_listed():
         "lift",
         "fuzz",  # tests/test_wasm_hardening.py
         "fuzz_cli",  # tests/test_output_paths.py
+        "fuzz_provider",  # tests/test_fuzz_provider.py
         "crafted",  # tests/test_wasm_hardening.py
         "lineage",  # tests/test_lineage.py
         "http",
