@@ -8,7 +8,11 @@ strings). The read now follows the call, spilled to a temporary.
 
 A frame struct whose union holds a byte array at a later offset padded it with
 ``uint8_t pad_local_18[4][4]`` (16 bytes, not 4): every later slot moved, and SQLite said
-"database disk image is malformed". The padding is now ``pad_local_18[4]``."""
+"database disk image is malformed". The padding is now ``pad_local_18[4]``.
+
+An ``if``/``else`` whose then-branch falls through and whose else-branch branches away
+(``br`` back to a loop) left the code after it for dead: the loop never ended and its
+result was never assigned (SQLite 3.45 from emcc looped in sqlite3_exec)."""
 
 from __future__ import annotations
 
@@ -132,3 +136,59 @@ def test_frame_union_with_an_array_keeps_later_slots_in_place(tmp_path):
     store = wasmtime.Store()
     inst = wasmtime.Instance(store, wasmtime.Module(store.engine, data), [])
     assert got == str(inst.exports(store)["frame"](store)) == "1007"
+
+
+LOOP_WAT = """
+(module
+  (global $g (export "g") (mut i32) (i32.const 0))
+  (func (export "loop_value") (param $n i32) (result i32)
+    (local $i i32)
+    (if (result i32) (i32.gt_s (local.get $n) (i32.const 0))
+      (then
+        (loop $l (result i32)
+          (global.set $g (i32.add (global.get $g) (i32.const 1)))
+          (if (result i32) (i32.eq (local.get $n) (local.tee $i (i32.add (local.get $i) (i32.const 1))))
+            (then (local.get $n))
+            (else (global.set $g (i32.add (global.get $g) (i32.const 100))) (br $l)))))
+      (else (i32.const -1))))
+  (func (export "loop_void") (param $n i32) (result i32)
+    (local $i i32)
+    (loop $l
+      (if (i32.eq (local.get $n) (local.tee $i (i32.add (local.get $i) (i32.const 1))))
+        (then (nop))
+        (else (br $l))))
+    (i32.mul (local.get $i) (i32.const 3))))
+"""
+
+
+@pytest.mark.skipif(not shutil.which("gcc"), reason="needs gcc")
+def test_if_else_whose_else_branches_away_falls_through(tmp_path):
+    data = bytes(wasmtime.wat2wasm(LOOP_WAT))
+    lm = prepare(data)
+    text = "".join(r.text + "\n" for r in lift_module(lm, workers=1))
+    fns = {e.name: lm.func_c[e.index] for e in lm.module.exports if e.kind == "func"}
+    g = lm.global_c[0]
+    calls = [("loop_value", n) for n in (-2, 1, 4)] + [("loop_void", n) for n in (1, 5)]
+    src = tmp_path / "l.c"
+    src.write_text("\n".join([
+        "#include <stdio.h>",
+        "uint8_t *M;",
+        f"int32_t {g} = 0;",
+        text,
+        "int main(void) {",
+        *(f'  {{ int r = {fns[f]}({n}); printf("%d %d\\n", r, {g}); }}' for f, n in calls),
+        "  return 0;\n}",
+    ]))
+    exe = tmp_path / "l"
+    subprocess.run(["gcc", "-O1", "-fwrapv", "-w", "-include", prelude_path(), str(src), "-o",
+                    str(exe)], check=True)
+    got = subprocess.run([str(exe)], capture_output=True, text=True, check=True,
+                         timeout=20).stdout.splitlines()
+    store = wasmtime.Store()
+    inst = wasmtime.Instance(store, wasmtime.Module(store.engine, data), [])
+    ex = inst.exports(store)
+    want = []
+    for f, n in calls:
+        r = ex[f](store, n)
+        want.append(f"{r} {ex['g'].value(store)}")
+    assert got == want
