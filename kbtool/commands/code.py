@@ -6,6 +6,7 @@
     kbtool code 9f3c0a1b2c3d4e5f --wasm [--version 2]   # by stable_id (latest version by default)
     kbtool code 2 --all -o app.c # the whole version's C, every core, progress on stderr
     kbtool code 2 --all --wasm -o app.dis   # ... or its disassembly, objdump-like
+    kbtool code 2 --all --runnable -o app/  # C that builds and runs: make -C app; app/program ARGS
     kbtool ui diff 1 2 --function STABLE_ID [--unified]  # both releases side by side
 
 Long output goes through the pager when stdout is a terminal (``--pager``/``--no-pager``).
