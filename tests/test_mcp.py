@@ -23,7 +23,8 @@ from kbtool.kb.db import open_ro, open_rw  # noqa: E402
 from kbtool.kb.errors import UnknownVersionError
 from kbtool.kb.gate import upsert_symbol  # noqa: E402
 from kbtool.mcp import compat
-from kbtool.mcp.server import _as_tool, as_json
+from kbtool.mcp.errors import as_tool as _as_tool
+from kbtool.mcp.registry import as_json
 from kbtool.services import names_io  # noqa: E402
 from kbtool.services.diff.report import get_diff
 from tests.support.mcp import (  # noqa: E402

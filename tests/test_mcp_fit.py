@@ -26,7 +26,8 @@ READS = {"list_versions", "coverage", "list_functions", "get_function_facts", "g
          "search_symbols", "get_diff", "export_kb_text", "agent_backends", "get_disassembly",
          "get_lifted_c", "get_callers", "get_callees", "list_strings", "get_string_xrefs",
          "find_functions", "list_globals", "list_memory_regions", "list_suggestions",
-         "get_xrefs_to", "list_data", "read_memory"}
+         "get_xrefs_to", "list_data", "read_memory", "get_comments", "get_prototype",
+         "list_types"}
 
 
 def query(db, fn, *args, **kwargs):

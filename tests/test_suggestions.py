@@ -103,17 +103,18 @@ def test_cli_lists_accepts_and_dismisses(demo_kb):
 
 
 def test_mcp_list_suggestions_is_bounded_and_read_only(demo_kb):
-    from kbtool.mcp import tools_agents
+    from kbtool.mcp import registry
 
     conn = open_rw(demo_kb, create=False)
     s = run_agent_pass(conn, 2, "offline", env=OFFLINE)
     conn.close()
-    tools = {fn.__name__: (fn, ro) for fn, ro, _r in tools_agents.tools(str(demo_kb))}
+    tools = {t.name: (t.fn, t.read_only) for t in registry.load()}
     fn, read_only = tools["list_suggestions"]
     assert read_only
-    page = fn(2, offset=0, limit=2)
-    assert page["total"] == s["suggested"] and len(page["items"]) == 2
-    assert page["next_offset"] == 2
-    rest = fn(2, offset=2, limit=500)
-    assert rest["next_offset"] is None and len(rest["items"]) == s["suggested"] - 2
-    assert fn(2, limit=10_000)["limit"] == 500  # the cap holds below the schema too
+    with registry.bound(str(demo_kb)):
+        page = fn(2, offset=0, limit=2)
+        assert page["total"] == s["suggested"] and len(page["items"]) == 2
+        assert page["next_offset"] == 2
+        rest = fn(2, offset=2, limit=500)
+        assert rest["next_offset"] is None and len(rest["items"]) == s["suggested"] - 2
+        assert fn(2, limit=10_000)["limit"] == 500  # the cap holds below the schema too

@@ -6,8 +6,12 @@ most ``MAX_CHARS`` characters; when more remains, the last line says which ``off
 ask for next. No ``from __future__ import annotations``: the SDK reads the annotations.
 """
 
-from collections.abc import Callable
 from typing import Annotated, Any
+
+from pydantic import Field
+
+from kbtool.mcp import reads
+from kbtool.mcp.registry import kb_path, tool
 
 MAX_CHARS = 100_000  # one answer's size bound (characters)
 DEFAULT_LIMIT = 2_000  # lines per answer unless the caller asks otherwise
@@ -53,100 +57,97 @@ def page(
     return "\n".join(out) + "\n"
 
 
-def tools(db_path: str) -> list[tuple[Callable[..., Any], bool, Callable[[Any], str]]]:
-    """(function, read_only, renderer) for the code tools, bound to ``db_path``."""
-    from pydantic import Field
+VersionId = Annotated[int, Field(description="A version id from list_versions.")]
 
-    from kbtool.mcp import reads
 
-    VersionId = Annotated[int, Field(description="A version id from list_versions.")]
-    FuncIndex = Annotated[
-        int,
-        Field(
-            description=(
-                "The function's index in that version (from list_functions); imports have no code."
-            )
-        ),
-    ]
-    Offset = Annotated[
-        int,
-        Field(
-            ge=0,
-            description=(
-                "First line to return (0-based); use the offset a truncated answer names to get the rest."
-            ),
-        ),
-    ]
-    Limit = Annotated[
-        int,
-        Field(
-            ge=1,
-            le=MAX_LIMIT,
-            description=(
-                f"Maximum number of lines (the answer is also capped at {MAX_CHARS:,} characters)."
-            ),
-        ),
-    ]
-
-    def fetch(version_id: int, func_index: int) -> dict[str, Any]:
-        from kbtool.services import code as code_service
-
-        return reads.pool_for(db_path).read(code_service.disassembly, version_id, func_index)
-
-    def get_disassembly(
-        version_id: VersionId,
-        func_index: FuncIndex,
-        offset: Offset = 0,
-        limit: Limit = DEFAULT_LIMIT,
-    ) -> str:
-        """The raw WebAssembly of one defined function, one instruction per line
-        (`<file offset>: <mnemonic> <immediates>`, indented by block structure), with the
-        KB's names on calls (`call $name`, `call func[N] <unnamed>`), global names,
-        call_indirect signatures and `;; "..."` notes on constants that point at strings.
-        Use it to check exactly what a function does, or when get_lifted_c is a placeholder.
-        Long functions come in pages: a last line starting `;; kbtool: truncated` gives the
-        offset to ask for next. An unknown version, an index out of range or an imported
-        function is an error."""
-        d = fetch(version_id, func_index)
-        return page(
-            d["mnemonics"],
-            offset,
-            limit,
-            tool="get_disassembly",
-            version_id=version_id,
-            func_index=func_index,
-            comment=(";;", ""),
+FuncIndex = Annotated[
+    int,
+    Field(
+        description=(
+            "The function's index in that version (from list_functions); imports have no code."
         )
+    ),
+]
 
-    def get_lifted_c(
-        version_id: VersionId,
-        func_index: FuncIndex,
-        offset: Offset = 0,
-        limit: Limit = DEFAULT_LIMIT,
-    ) -> str:
-        """One defined function decompiled to C: structured control flow, typed locals
-        (pN parameters, lN locals), memory as `*(int32_t *)(M + p + 8)`, calls by the KB's
-        names, prototypes of what it calls first. The quickest way to understand a
-        function before proposing a name. Over the lifter's size/time budget the body is
-        a stub whose comment says `kbtool: not lifted` (read get_disassembly then).
-        Long output comes in pages: a last line `/* kbtool: truncated ... */` gives the
-        offset to ask for next. An unknown version, an index out of range or an imported
-        function is an error."""
-        d = fetch(version_id, func_index)
-        return page(
-            d["lifted_c"],
-            offset,
-            limit,
-            tool="get_lifted_c",
-            version_id=version_id,
-            func_index=func_index,
-            comment=("/*", " */"),
-        )
 
-    def as_text(value: str) -> str:
-        return value
+Offset = Annotated[
+    int,
+    Field(
+        ge=0,
+        description=(
+            "First line to return (0-based); use the offset a truncated answer names to get the rest."
+        ),
+    ),
+]
 
-    return [
-        (get_disassembly, True, as_text),
-        (get_lifted_c, True, as_text),
-    ]
+
+Limit = Annotated[
+    int,
+    Field(
+        ge=1,
+        le=MAX_LIMIT,
+        description=(
+            f"Maximum number of lines (the answer is also capped at {MAX_CHARS:,} characters)."
+        ),
+    ),
+]
+
+
+def fetch(version_id: int, func_index: int) -> dict[str, Any]:
+    from kbtool.services import code as code_service
+
+    return reads.pool_for(kb_path()).read(code_service.disassembly, version_id, func_index)
+
+
+@tool(title='Disassembly', text=True)
+def get_disassembly(
+    version_id: VersionId,
+    func_index: FuncIndex,
+    offset: Offset = 0,
+    limit: Limit = DEFAULT_LIMIT,
+) -> str:
+    """The raw WebAssembly of one defined function, one instruction per line
+    (`<file offset>: <mnemonic> <immediates>`, indented by block structure), with the
+    KB's names on calls (`call $name`, `call func[N] <unnamed>`), global names,
+    call_indirect signatures and `;; "..."` notes on constants that point at strings.
+    Use it to check exactly what a function does, or when get_lifted_c is a placeholder.
+    Long functions come in pages: a last line starting `;; kbtool: truncated` gives the
+    offset to ask for next. An unknown version, an index out of range or an imported
+    function is an error."""
+    d = fetch(version_id, func_index)
+    return page(
+        d["mnemonics"],
+        offset,
+        limit,
+        tool="get_disassembly",
+        version_id=version_id,
+        func_index=func_index,
+        comment=(";;", ""),
+    )
+
+
+@tool(title='Decompiled C', text=True)
+def get_lifted_c(
+    version_id: VersionId,
+    func_index: FuncIndex,
+    offset: Offset = 0,
+    limit: Limit = DEFAULT_LIMIT,
+) -> str:
+    """One defined function decompiled to C: structured control flow, typed locals
+    (pN parameters, lN locals), memory as `*(int32_t *)(M + p + 8)`, calls by the KB's
+    names, prototypes of what it calls first. The quickest way to understand a
+    function before proposing a name. Over the lifter's size/time budget the body is
+    a stub whose comment says `kbtool: not lifted` (read get_disassembly then).
+    Long output comes in pages: a last line `/* kbtool: truncated ... */` gives the
+    offset to ask for next. An unknown version, an index out of range or an imported
+    function is an error."""
+    d = fetch(version_id, func_index)
+    return page(
+        d["lifted_c"],
+        offset,
+        limit,
+        tool="get_lifted_c",
+        version_id=version_id,
+        func_index=func_index,
+        comment=("/*", " */"),
+    )

@@ -18,6 +18,12 @@ One module per resource; this package re-exports every public name, so callers w
 - :mod:`.agents`: Agent pass input, suggestions and the agents' answers.
 """
 
+# the KB errors the reads raise, reachable as queries.UnknownVersionError (as before the split)
+from kbtool.kb.errors import (  # noqa: F401
+    UnknownFunctionError,
+    UnknownStableIdError,
+    UnknownVersionError,
+)
 from kbtool.kb.queries._base import (
     LEGACY_PROGRAM,
     SEARCH_CAP,
