@@ -1,4 +1,5 @@
-"""The studio's code routes: ``/api/disasm/{version_id}/{func_index}`` and
+"""The studio's code routes: ``/api/disasm/{version_id}/{func_index}`` (with
+``?kind=wasm|c&offset=&limit=``: a window of lines) and
 ``/api/callgraph/{version_id}`` (the contract's Disassembly and Call graph objects).
 
 Handlers have the router's shape ``(conn, params, query) -> JSON value`` and answer from
@@ -25,8 +26,19 @@ def _func_index(text: str) -> int:
 
 
 def _disasm(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:
+    """The Disassembly object; with ``kind`` (``wasm``/``c``), ``offset`` or ``limit`` a window
+    of lines instead (``{kind, lines, offset, limit, total, next_offset}``): a huge function's
+    first screen without its whole listing."""
     vid, idx = version_id(params["vid"]), _func_index(params["idx"])
+    paged = any(query.get(k) for k in ("kind", "offset", "limit"))
     try:
+        if paged:
+            kind = (query.get("kind") or ["wasm"])[0]
+            if kind not in ("wasm", "c"):
+                raise HTTPError(400, f"kind must be wasm or c, not {kind[:20]!r}")
+            offset = version_id((query.get("offset") or ["0"])[0], "offset")
+            limit = version_id((query.get("limit") or ["200"])[0], "limit")
+            return code_service.code_window(conn, vid, idx, kind=kind, offset=offset, limit=limit)
         return code_service.disassembly(conn, vid, idx)
     except ModuleBytesMissingError as exc:
         raise HTTPError(404, str(exc)) from None

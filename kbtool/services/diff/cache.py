@@ -15,25 +15,98 @@ moves when a report is saved or deleted. A computed report brings its changelog 
 built on the way), so the changelog panel after the table costs nothing more.
 
 Answers are shared: callers must not mutate them. Counters (``computed``, ``loaded``,
-``hits``) say what happened, for tests and benchmarks. Pure read; nothing is written.
+``hits``, ``disk_hits``) say what happened, for tests and benchmarks. Nothing is written to the KB.
+
+A computed answer is also kept on disk (issue 30: a pair is computed once, not once per
+process): one JSON file per answer in ``$KBTOOL_DIFF_CACHE_DIR`` (default
+``$XDG_CACHE_HOME/kbtool/diffs``, else ``~/.cache/kbtool/diffs``; ``off`` turns it off), named
+by a digest of the same key plus both modules' SHA-256, so a KB replaced at the same path, a
+rename (the change token) or a saved report (the stamp) never meets an old file. Files are
+written atomically; at most ``DISK_FILES`` are kept (the oldest go); an unreadable file is
+ignored and replaced. A new ``kbtool serve``, TUI or MCP server then answers a pair computed
+before in the time it takes to read the file.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import sqlite3
+import tempfile
 import threading
 from collections import OrderedDict
+from pathlib import Path
 from typing import Any
 
 from kbtool.kb import queries
 from kbtool.services.diff.changelog import changelog
 from kbtool.services.diff.report import compute_diff_with_pairing, stored_diff
 
-__all__ = ["DiffCache", "DIFF_CACHE", "MAX_ENTRIES", "MAX_CHANGES"]
+__all__ = ["DiffCache", "DIFF_CACHE", "DiskAnswers", "MAX_ENTRIES", "MAX_CHANGES", "disk_dir"]
 
 MAX_ENTRIES = 8  # answers kept (reports and changelogs)
 MAX_CHANGES = 200_000  # change entries kept across all reports (a 22k-function pair is ~23k)
+DISK_FILES = 64  # computed answers kept on disk (all KBs together)
+DISK_FORMAT = 1  # bump when the answers' shape changes
+
+
+def disk_dir() -> Path | None:
+    """Where computed answers are kept (None: not kept)."""
+    env = os.environ.get("KBTOOL_DIFF_CACHE_DIR")
+    if env is not None:
+        return None if env.strip().lower() in ("", "off", "0", "no") else Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "kbtool" / "diffs"
+
+
+class DiskAnswers:
+    """Computed diff answers as files (see the module docstring); every error is a miss."""
+
+    def __init__(self, directory: Path | None, max_files: int = DISK_FILES) -> None:
+        self.directory = directory
+        self.max_files = max_files
+
+    def _path(self, key: tuple, modules: tuple) -> Path | None:
+        if self.directory is None:
+            return None
+        text = json.dumps([DISK_FORMAT, list(modules), repr(key)])
+        return self.directory / (hashlib.sha256(text.encode()).hexdigest()[:40] + ".json")
+
+    def get(self, key: tuple, modules: tuple) -> dict[str, Any] | None:
+        path = self._path(key, modules)
+        if path is None:
+            return None
+        try:
+            with open(path, encoding="utf-8") as f:
+                value = json.load(f)
+        except (OSError, ValueError):
+            return None
+        return value if isinstance(value, dict) else None
+
+    def put(self, key: tuple, modules: tuple, value: dict[str, Any]) -> None:
+        path = self._path(key, modules)
+        if path is None:
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".diff-", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    json.dump(value, f, separators=(",", ":"))
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+            self._prune()
+        except OSError:
+            pass  # a full or read-only disk only costs the next process a computation
+
+    def _prune(self) -> None:
+        assert self.directory is not None
+        files = sorted(self.directory.glob("*.json"), key=lambda p: p.stat().st_mtime)
+        for old in files[: max(0, len(files) - self.max_files)]:
+            old.unlink(missing_ok=True)
 
 
 def _size(kind: str, value: dict[str, Any]) -> int:
@@ -59,7 +132,13 @@ def _file_identity(path: str) -> tuple[int, int]:
 class DiffCache:
     """A small LRU of diff answers (see the module docstring); thread-safe."""
 
-    def __init__(self, max_entries: int = MAX_ENTRIES, max_changes: int = MAX_CHANGES) -> None:
+    def __init__(
+        self,
+        max_entries: int = MAX_ENTRIES,
+        max_changes: int = MAX_CHANGES,
+        disk: DiskAnswers | None = None,
+    ) -> None:
+        self.disk = disk if disk is not None else DiskAnswers(disk_dir())
         self.max_entries = max_entries
         self.max_changes = max_changes
         self._items: OrderedDict[tuple, tuple[int, dict[str, Any]]] = OrderedDict()
@@ -69,6 +148,7 @@ class DiffCache:
         self.loaded = 0  # stored reports read from the KB
         self.changelogs = 0  # changelogs built from the facts (stored reports only)
         self.hits = 0
+        self.disk_hits = 0  # computed answers read back from disk (another process made them)
 
     # ------------------------------------------------------------ public
 
@@ -81,6 +161,7 @@ class DiffCache:
         return self._get(conn, a, b, "changelog")
 
     def clear(self) -> None:
+        """Forget the answers in memory (those on disk stay: they are still right)."""
         with self._lock:
             self._items.clear()
 
@@ -143,11 +224,21 @@ class DiffCache:
                 self.loaded += 1
                 self._put(report_key, report)
             else:
-                keep: dict[str, Any] = {}
-                report, _pairing = compute_diff_with_pairing(conn, a, b, keep=keep)
-                self.computed += 1
+                cl_key = key[:3] + ("changelog",) + key[4:]
+                modules = _modules(conn, a, b)
+                report = self.disk.get(report_key, modules)
+                cl = self.disk.get(cl_key, modules) if report is not None else None
+                if report is not None and cl is not None:
+                    self.disk_hits += 1
+                else:
+                    keep: dict[str, Any] = {}
+                    report, _pairing = compute_diff_with_pairing(conn, a, b, keep=keep)
+                    cl = keep["changelog"]
+                    self.computed += 1
+                    self.disk.put(report_key, modules, report)
+                    self.disk.put(cl_key, modules, cl)
                 self._put(report_key, report)
-                self._put(key[:3] + ("changelog",) + key[4:], keep["changelog"])
+                self._put(cl_key, cl)
         if kind == "report":
             return report
         hit = self._lookup(key, count=False)  # computed just now, with the report
@@ -157,6 +248,11 @@ class DiffCache:
         self.changelogs += 1
         self._put(key, cl)
         return cl
+
+
+def _modules(conn: sqlite3.Connection, a: int, b: int) -> tuple:
+    """Both versions' module digests: what the answer was computed from."""
+    return tuple(queries.get_version(conn, v).get("sha256") for v in (a, b))
 
 
 #: the process-wide cache of ``kbtool serve`` and the TUI

@@ -237,10 +237,23 @@ class CodeScreen(KnowledgeEdits, KbScreen):
 
     @work(thread=True, group="code")
     def _fetch(self, gen: int, version_id: int, index: int) -> None:
+        """The code on a worker thread, never the UI's: a progress line says what runs (the
+        version's first preparation, a huge body), a huge function shows its first
+        ``FIRST_SCREEN`` instructions at once and the rest when disassembled."""
         from kbtool.services import code as code_service
 
+        def say(text: str) -> None:
+            self.app.call_from_thread(self._progress, gen, text)
+
         def both(conn, vid, idx):
-            d = code_service.disassembly(conn, vid, idx)
+            if not code_service.is_cached(conn, vid):
+                say(f"preparing version {vid} for code (once per version: module, names, data labels)…")
+            n = code_service.body_instructions(conn, vid, idx) or 0
+            huge = n > code_service.HUGE_INSTRUCTIONS
+            if huge:
+                say(f"disassembling the first {code_service.FIRST_SCREEN:,} of {n:,} instructions…")
+            d = code_service.disassembly(
+                conn, vid, idx, max_lines=code_service.FIRST_SCREEN if huge else None)
             return (
                 d,
                 code_service.neighbours(conn, vid, idx),
@@ -254,6 +267,25 @@ class CodeScreen(KnowledgeEdits, KbScreen):
         except Exception as exc:  # never take the app down for one function
             result, error = None, f"cannot show this function: {type(exc).__name__}: {exc}"
         self.app.call_from_thread(self._loaded, gen, result, error)
+        if result is not None and result[0].get("partial"):
+            try:
+                full = _load(self.kb.db_path, code_service.disassembly, version_id, index)
+            except Exception:  # the first screen stays; the status says it is partial
+                return
+            self.app.call_from_thread(self._rest_loaded, gen, full)
+
+    def _progress(self, gen: int, text: str) -> None:
+        if gen == self._gen and self.code is None:  # still waiting for the first screen
+            self.query_one("#code-status", Static).update(Text(text, style="italic"))
+
+    def _rest_loaded(self, gen: int, full: dict) -> None:
+        """The whole disassembly of a huge function, after its first screen: the view keeps
+        its cursor."""
+        if gen != self._gen or self.code is None:
+            return
+        self.code = full
+        self._calls = {line - 1: idx for line, idx in full.get("call_lines", [])}
+        self._show()
 
     def _loaded(self, gen: int, result, error: str | None) -> None:
         if gen != self._gen:
@@ -325,6 +357,10 @@ class CodeScreen(KnowledgeEdits, KbScreen):
         status.append_text(lit(d["type"], "green"))
         if self.mode == C and d.get("truncated"):
             status.append_text(lit(f"  not lifted: {d.get('reason')}", "bold yellow"))
+        if self.mode == WASM and d.get("partial"):
+            status.append(f"  first {d['mnemonics'].count(chr(10)):,} lines of"
+                          f" {d.get('instructions', 0):,} instructions: the rest is loading…",
+                          style="bold yellow")
         if view.wider_than_view:
             status.append("  ←→ scroll", style="bold")
         status.append(f"  stable_id {d['stable_id']}", style="dim")
