@@ -114,6 +114,7 @@ class Score:
     review: int = 0
     seconds: float = 0.0
     errors: list = field(default_factory=list)
+    flagged_scores: list = field(default_factory=list)  # (score, method, right) of flagged names
 
     @property
     def precision(self) -> float:
@@ -133,7 +134,7 @@ class Score:
         return self.wrong - self.flagged_wrong
 
     def row(self) -> dict:
-        d = {k: v for k, v in self.__dict__.items() if k != "errors"}
+        d = {k: v for k, v in self.__dict__.items() if k not in ("errors", "flagged_scores")}
         d.update(precision=round(self.precision, 4), precision_star=round(self.precision_star, 4),
                  recall=round(self.recall, 4), unflagged=self.unflagged,
                  seconds=round(self.seconds, 2))
@@ -177,6 +178,8 @@ def evaluate(src_named: Path, dst_stripped: Path, dst_named: Path, *, program: s
         flagged = bool(c and c["review"])
         s.review += flagged
         truth = truth_new.get(idx) or ""
+        if flagged:
+            s.flagged_scores.append((c["score"], prov, base_name(name) == base_name(truth)))
         if name == truth:
             s.right += 1
         elif truth and base_name(name) == base_name(truth):

@@ -41,7 +41,11 @@ from kbtool.identity.records import Match
 WRAPPER_MAX_INSTR = 32  # a thin wrapper: at most this many instructions ...
 INLINE_MIN_EXTRA = 8  # instructions ``a`` has beyond ``b`` before an inlining is considered
 INLINE_SIZE = (0.25, 4.0)  # an inliner's size over what ``a`` has beyond ``b``
-INLINE_BACKING = 2  # callers agreeing before a re-pairing to a (non-thin) inliner is unflagged
+# callers of the old function agreeing before a re-pairing to an inliner (or to a thin
+# function that calls more than the body) is unflagged (measured on the TUNE programs of
+# benchmarks/optlevels.py: such re-pairings backed by one or two callers were wrong in about
+# a third of the cases, by three or more never)
+INLINE_BACKING = 3
 FAMILY_RIVALS = 8  # rivals of one pair looked at (nearest in index order)
 HOOD_CAP = 64  # callers looked at per function
 FLAGGED_SCORE = round(REVIEW_SCORE - 0.01, 4)  # the highest score a flagged pair keeps
@@ -142,7 +146,12 @@ class FamilyStage:
             w_root = not B.callers[w]
             private = all(c == w for c in B.callers[b])  # the body serves only the wrapper
             if backed_w and not backed_b:
-                self._repair(m, a, w, forward, review=False)
+                # a pure wrapper (calls nothing else of the module) or enough callers: sure;
+                # a small function calling more (a helper the callers inlined on the other
+                # side, yindex around luaK_exp2val) may be the wrong one: re-paired, flagged
+                pure = all(c == b or B.recs[c].imported for c in B.callees[w])
+                self._repair(m, a, w, forward,
+                             review=not pure and backed_w < INLINE_BACKING)
                 return True
             if (
                 not backed_w
