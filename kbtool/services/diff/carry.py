@@ -15,6 +15,9 @@ pairs through :func:`kbtool.services.knowledge.carry_knowledge` (``diff-carry``,
 ``{carried_from, how}``; a line comment whose instruction context is gone is dropped with an
 event); counted as ``knowledge_carried`` / ``knowledge_dropped``.
 
+Weak pairs (score below ``CARRY_MIN_SCORE``: always flagged for review) carry no name
+(``weak``): the diff report lists them for review, the old name there as a suggestion.
+
 Skipped without a gate decision: the new function already has the same name (``already``),
 or the name is already bound to another function of the new version (``duplicate``: one
 of the two matches is wrong, the one that kept its identity is trusted).
@@ -31,9 +34,12 @@ from kbtool.kb.gate import upsert_symbol
 from kbtool.services.diff.report import Pairing, pair_versions
 from kbtool.services.knowledge import carry_knowledge
 
-__all__ = ["carry_names", "carry_confidence", "REVIEW_CAP", "ACTOR"]
+__all__ = ["carry_names", "carry_confidence", "REVIEW_CAP", "CARRY_MIN_SCORE", "ACTOR"]
 
 REVIEW_CAP = 0.49
+# pairs scoring below this carry no name (issue 23 point 10, measured by benchmarks/optlevels.py:
+# a fifth of such names were wrong across opt levels); the diff report still lists them, review
+CARRY_MIN_SCORE = 0.55
 ACTOR = "diff-carry"
 
 
@@ -72,7 +78,8 @@ def carry_names(
     bound = {}
     for idx, a in new_named.items():
         bound.setdefault(a["name"], idx)
-    out = {"considered": 0, "written": 0, "refused": 0, "already": 0, "duplicate": 0, "review": 0}
+    out = {"considered": 0, "written": 0, "refused": 0, "already": 0, "duplicate": 0, "review": 0,
+           "weak": 0}
     moved: list[tuple[int, int, str, str, float, bool]] = []
     with transaction(conn):
         for p in pg.defined_pairs():
@@ -89,6 +96,9 @@ def carry_names(
             if orow["stable_id"] == nrow["stable_id"]:
                 continue
             out["considered"] += 1
+            if p.score < CARRY_MIN_SCORE:  # a weak pair: shown for review, carries no name
+                out["weak"] += 1
+                continue
             cur = new_named.get(p.new_index)
             if cur is not None and cur["name"] == src["name"]:
                 out["already"] += 1
