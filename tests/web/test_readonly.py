@@ -71,6 +71,18 @@ def _routes(kb, p: str) -> list[tuple[str, dict[str, list[str]]]]:
         (f"/api/disasm/{q}/1", {}),
         (f"/api/disasm/{v}/{q}", {}),
         (f"/api/callgraph/{q}", {}),
+        (f"/api/disasm/{v}/1", {"kind": [p], "offset": [p], "limit": [p]}),
+        (f"/api/strings/{q}", {}),
+        (f"/api/strings/{v}", {"q": [p], "offset": [p], "limit": [p]}),
+        (f"/api/data/{q}", {}),
+        (f"/api/data/{v}", {"kind": [p], "offset": [p], "limit": [p]}),
+        (f"/api/globals/{q}", {}),
+        (f"/api/xrefs/{q}", {"target": ["g:0"]}),
+        (f"/api/xrefs/{v}", {"target": [p], "offset": [p], "limit": [p]}),
+        (f"/api/memory/{q}", {"address": ["1024"], "length": ["16"]}),
+        (f"/api/memory/{v}", {"address": [p], "length": [p]}),
+        ("/api/types", {"offset": [p], "limit": [p]}),
+        (f"/api/types/{q}", {"history": [p]}),
     ]
 
 
