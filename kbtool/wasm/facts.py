@@ -417,6 +417,26 @@ def _leb_bytes(b: bytes, signed: bool) -> int:
     return x
 
 
+_INIT_BEFORE = 14  # most bytes of the pattern before its memory.init opcode (0xfc 0x08)
+_INIT_AFTER = 8  # and from that opcode to the pattern's end
+
+
+def _init_matches(data: bytes, lo: int, hi: int) -> list[re.Match[bytes]]:
+    """``_INIT_RE.finditer(data, lo, hi)``, searched only around the ``memory.init`` opcodes:
+    every match holds one, so the regex runs on the merged windows around them (a C-speed
+    ``bytes.find`` over the code instead of the regex trying every ``i32.const`` byte)."""
+    windows: list[list[int]] = []
+    q = data.find(b"\xfc\x08", lo, hi)
+    while q >= 0:
+        a, b = max(lo, q - _INIT_BEFORE), min(hi, q + _INIT_AFTER)
+        if windows and a <= windows[-1][1]:
+            windows[-1][1] = b
+        else:
+            windows.append([a, b])
+        q = data.find(b"\xfc\x08", q + 1, hi)
+    return [mt for a, b in windows for mt in _INIT_RE.finditer(data, a, b)]
+
+
 def passive_addresses(data: bytes, m: Module) -> dict[int, int]:
     """Addresses of passive data segments inferred from ``i32.const addr; i32.const 0;
     i32.const size; memory.init seg`` sequences (Emscripten/LLVM ``__wasm_init_memory``
@@ -427,7 +447,7 @@ def passive_addresses(data: bytes, m: Module) -> dict[int, int]:
     lo = m.code[0][0]
     hi = m.code[-1][1]
     found: dict[int, set[int]] = {}
-    for mt in _INIT_RE.finditer(data, lo, hi):
+    for mt in _init_matches(data, lo, hi):
         seg = _leb_bytes(mt.group(3), False)
         if seg not in passive:
             continue
