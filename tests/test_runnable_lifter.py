@@ -12,7 +12,12 @@ A frame struct whose union holds a byte array at a later offset padded it with
 
 An ``if``/``else`` whose then-branch falls through and whose else-branch branches away
 (``br`` back to a loop) left the code after it for dead: the loop never ended and its
-result was never assigned (SQLite 3.45 from emcc looped in sqlite3_exec)."""
+result was never assigned (SQLite 3.45 from emcc looped in sqlite3_exec).
+
+A loop ending in ``if (c) continue; break;`` became ``do { ... } while (c);`` even when
+that ``continue`` sat inside a still-open ``if (...) {`` (its condition and closing brace
+were lost: LZ4 from emcc did not compile). The rewrite now needs the ``continue`` to be a
+statement of the loop body itself."""
 
 from __future__ import annotations
 
@@ -191,4 +196,55 @@ def test_if_else_whose_else_branches_away_falls_through(tmp_path):
     for f, n in calls:
         r = ex[f](store, n)
         want.append(f"{r} {ex['g'].value(store)}")
+    assert got == want
+
+
+DOWHILE_WAT = """
+(module
+  (memory 1)
+  (data (i32.const 1003) "\\01")
+  (global $g (export "g") (mut i32) (i32.const 0))
+  (func (export "scan") (param $n i32) (param $lim i32) (result i32)
+    (local $k i32) (local $j i32)
+    (loop $l
+      (block $b
+        (local.set $j (local.get $k))
+        (br_if $b (i32.le_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (local.get $lim)))
+        (br_if $b (i32.ge_u (local.get $n) (local.get $j)))
+        (br_if $l (i32.eq (i32.load8_u offset=1000 (i32.add (local.get $j) (local.get $lim)))
+                          (i32.load8_u offset=2000 (i32.sub (local.get $k) (local.get $n)))))))
+    (global.set $g (i32.mul (local.get $k) (i32.const 3)))
+    (i32.add (global.get $g) (local.get $j))))
+"""
+
+
+@pytest.mark.skipif(not shutil.which("gcc"), reason="needs gcc")
+def test_continue_nested_in_an_if_keeps_its_braces(tmp_path):
+    data = bytes(wasmtime.wat2wasm(DOWHILE_WAT))
+    lm = prepare(data)
+    text = "".join(r.text + "\n" for r in lift_module(lm, workers=1))
+    fn = next(lm.func_c[e.index] for e in lm.module.exports if e.name == "scan")
+    g = lm.global_c[0]
+    calls = [(5, 0), (3, 2), (0, 0), (0, 3), (1, 0)]
+    src = tmp_path / "d.c"
+    src.write_text("\n".join([
+        "#include <stdio.h>",
+        "static uint8_t mem[65536]; uint8_t *M = mem;",
+        f"int32_t {g} = 0;",
+        text,
+        "int main(void) {",
+        "  mem[1003] = 1;",
+        *(f'  {{ int r = {fn}({n}, {lim}); printf("%d %d\\n", r, {g}); }}' for n, lim in calls),
+        "  return 0;\n}",
+    ]))
+    exe = tmp_path / "d"
+    r = subprocess.run(["gcc", "-O1", "-fwrapv", "-w", "-include", prelude_path(), str(src), "-o",
+                        str(exe)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr + text
+    got = subprocess.run([str(exe)], capture_output=True, text=True, check=True,
+                         timeout=20).stdout.splitlines()
+    store = wasmtime.Store()
+    inst = wasmtime.Instance(store, wasmtime.Module(store.engine, data), [])
+    ex = inst.exports(store)
+    want = [f"{ex['scan'](store, n, lim)} {ex['g'].value(store)}" for n, lim in calls]
     assert got == want

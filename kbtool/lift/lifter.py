@@ -1962,6 +1962,11 @@ class _Lifter:
                 and lc[0] == len(out) - 1
                 and hl is not None
                 and hl.endswith("while (1) {")
+                # the `if (c) continue;` is a statement of the loop body itself (not nested
+                # in an if whose condition and brace the rewrite would drop)
+                and out[-1] is not None
+                and out[-1].strip() == f"if ({lc[1]}) continue;"
+                and len(out[-1]) - len(out[-1].lstrip()) == len(hl) - len(hl.lstrip()) + 2
             ):
                 # `while (1) { ...; if (c) continue; break; }` is `do { ... } while (c);`
                 out[head] = hl[: -len("while (1) {")] + "do {"
