@@ -40,7 +40,8 @@ from kbtool.wasm.opcodes import KIND, MNEMONICS
 from kbtool.wasm.reader import Module, parse_module
 from kbtool.wasm.toolchain import detect_toolchain
 
-__all__ = ["module_view", "ModuleView", "BodyCompare", "compare_bodies", "body_tokens", "GO_FUNC_VALUE_OFFSET"]
+__all__ = ["module_view", "ModuleView", "BodyCompare", "compare_bodies", "body_tokens",
+           "GO_FUNC_VALUE_OFFSET", "field_offsets_differ"]
 
 GO_FUNC_VALUE_OFFSET = 0x1000  # cmd/link/internal/wasm: PC_F of the first defined function
 MAX_CSTR = 256
@@ -267,6 +268,24 @@ def _printable(b: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return s.replace("\n", "").replace("\t", "").isprintable()
+
+
+def field_offsets_differ(va: ModuleView, ia: int, vb: ModuleView, ib: int) -> bool:
+    """Do two bodies with the same instruction stream access memory at other field offsets
+    (a struct layout change), as opposed to static addresses that moved? Undecodable
+    bodies or other instruction streams: False."""
+    try:
+        ta, tb = body_tokens(va, ia), body_tokens(vb, ib)
+    except WasmFormatError:
+        return False
+    if len(ta) != len(tb):
+        return False
+    for (oa, ma), (ob, mb) in zip(ta, tb, strict=True):
+        if oa != ob or KIND[oa] not in (_K_MEM, _K_MEM_LANE) or ma[1] == mb[1]:
+            continue
+        if not (va.is_static(ma[1]) and vb.is_static(mb[1])):
+            return True
+    return False
 
 
 def compare_bodies(

@@ -56,7 +56,12 @@ from kbtool.kb import queries, store
 from kbtool.kb.db import transaction
 from kbtool.services.diff.changelog import changelog
 from kbtool.services.diff.programs import add_program_fields, program_fields
-from kbtool.services.diff.relocation import ModuleView, compare_bodies, module_view
+from kbtool.services.diff.relocation import (
+    ModuleView,
+    compare_bodies,
+    field_offsets_differ,
+    module_view,
+)
 from kbtool.wasm.errors import WasmFormatError
 
 __all__ = [
@@ -194,6 +199,15 @@ class _Relocation:
         p = self.pg.by_old.get(i)
         return p.new_index if p is not None else None
 
+    def layout_shift(self, p: Pair) -> bool:
+        """Same instruction stream, but memory accesses at other field offsets."""
+        o, n = self.pg.old_rows[p.old_index], self.pg.new_rows[p.new_index]
+        if o["ops"] != n["ops"]:
+            return False
+        views = self._views()
+        return views is not None and field_offsets_differ(views[0], p.old_index, views[1],
+                                                          p.new_index)
+
     def same(self, p: Pair) -> bool:
         o, n = self.pg.old_rows[p.old_index], self.pg.new_rows[p.new_index]
         if o["ops"] != n["ops"] or o["type_sig"] != n["type_sig"]:
@@ -247,6 +261,8 @@ def build_report(
                               != pg.new_rows[p.new_index]["body_hash"])
         if not same and reloc.same(p):
             same = relocated = True
+        if relocated and reloc.layout_shift(p):  # struct fields moved: a layout change
+            same = relocated = False
         cls = ("unchanged" if p.new_index == p.old_index else "moved") if same else "modified"
         anchors.append((p.old_index, p.new_index))
         e = entry(cls, p.old_index, p.new_index, p)
