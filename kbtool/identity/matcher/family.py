@@ -40,7 +40,7 @@ from kbtool.identity.records import Match
 
 WRAPPER_MAX_INSTR = 32  # a thin wrapper: at most this many instructions ...
 INLINE_MIN_EXTRA = 8  # instructions ``a`` has beyond ``b`` before an inlining is considered
-INLINE_SIZE = (0.25, 4.0)  # an inliner's size over what ``a`` has beyond ``b``
+INLINE_SIZE = (0.25, 2.0)  # an inliner's size over what ``a`` has beyond ``b``
 # callers of the old function agreeing before a re-pairing to an inliner (or to a thin
 # function that calls more than the body) is unflagged (measured on the TUNE programs of
 # benchmarks/optlevels.py: such re-pairings backed by one or two callers were wrong in about
