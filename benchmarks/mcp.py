@@ -8,9 +8,9 @@ over the pipes, a fresh KB connection in the server, the query, and the client's
 
 Also measured, in the same run:
 
-- start-up: spawn to the first ``list_versions`` answer (median of ``--starts`` runs) for
-  ``kbtool mcp`` (kbtool's own stdio transport) and, as the peer, the MCP SDK's server
-  (``KBTOOL_MCP_SDK=1``), with the load average (the machine is shared);
+- start-up: spawn to the first ``list_versions`` answer (median of ``--starts`` runs) of
+  ``kbtool mcp`` (the MCP SDK's server), with the load average (the machine is shared;
+  ``benchmarks/mcp_startup.py`` puts it beside ``python -c "import mcp.server"``);
 - concurrency: rounds of 32 parallel calls (``asyncio.gather`` of ``get_function_facts`` and
   paged ``list_functions`` through one client session) with the read connection reused
   (default) and not (``KBTOOL_MCP_REUSE=0``), for both servers: latency p50/p95 and calls/s.
@@ -160,7 +160,8 @@ def sizes_report(db: Path, vid: int | None = None) -> int:
     return 0
 
 
-SERVERS = {"kbtool": {}, "sdk": {"KBTOOL_MCP_SDK": "1"}}  # kbtool's transport; the SDK's server
+SERVERS = {"kbtool": {}}  # `kbtool mcp`: the SDK's server (start-up beside the SDK's import:
+# benchmarks/mcp_startup.py)
 
 
 async def _first_answer(db: Path, env: dict[str, str]) -> float:
@@ -331,9 +332,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{st['max_ms']:>10.2f}{SIZES.get(name, 0):>11,}")
         print(f"start-up to the first list_versions answer, median of {args.starts} "
               f"(load average {' '.join(f'{x:.2f}' for x in figures['load_average'])}):")
-        for name, st in starts.items():
-            what = "kbtool mcp (own stdio transport)" if name == "kbtool" else \
-                "SDK server (KBTOOL_MCP_SDK=1), the peer"
+        for _name, st in starts.items():
+            what = "kbtool mcp (the SDK's server)"
             print(f"  {what:<42}{st['median_ms']:>8.0f} ms  (min {st['min_ms']:.0f},"
                   f" max {st['max_ms']:.0f})")
         print(f"32 parallel calls x {args.rounds} rounds, one session, {args.small:,} functions"

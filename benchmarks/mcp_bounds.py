@@ -1,6 +1,6 @@
 """Peak memory of `kbtool mcp` fed hostile lines (issue #24.7): one line of N MB (default
-200) and one of 100,000 nested brackets, then an ordinary request; for kbtool's own
-transport and the SDK's server (``KBTOOL_MCP_SDK=1``). Peak RSS is the server process's
+200) and one of 100,000 nested brackets, then an ordinary request, served by the MCP
+SDK's server behind kbtool's line bounds. Peak RSS is the server process's
 ``VmHWM`` (Linux), read after the ordinary request answered.
 
 Run:  python benchmarks/mcp_bounds.py --db KB [--mb 200] [--smoke]
@@ -28,7 +28,7 @@ def peak_rss_mb(pid: int) -> float:
 
 
 def run_case(db: Path, sdk: bool, mb: int) -> dict:
-    env = dict(os.environ, KBTOOL_MCP_SDK="1" if sdk else "0")
+    env = dict(os.environ)
     proc = subprocess.Popen([sys.executable, "-m", "kbtool.cli", "mcp", "--db", str(db)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, env=env)
@@ -86,7 +86,7 @@ def main() -> None:
 
             db = Path(tmp) / "kbtool.db"
             build_demo(db, echo=lambda _m: None)
-        rows = [run_case(db, sdk, mb) for sdk in (False, True)]
+        rows = [run_case(db, True, mb)]
     if args.json:
         print(json.dumps(rows, indent=2))
         return

@@ -139,7 +139,7 @@ MCP_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 def _serve_mcp(args: list[str]) -> int | None:
     """``kbtool [--db P] mcp [--db P] [--log-level L]`` served without Typer; ``None`` for
     any other command line, or when serving cannot start (a missing KB, a terminal on stdin,
-    ``KBTOOL_MCP_SDK=1``...): the Typer command then runs and reports exactly as usual."""
+    no SDK...): the Typer command then runs and reports exactly as usual."""
     opts = {"root": None, "db": None, "log_level": "WARNING"}
     try:
         i = args.index("mcp")
@@ -149,7 +149,7 @@ def _serve_mcp(args: list[str]) -> int | None:
             and _take_options(args[i + 1:], {"--db": "db", "--log-level": "log_level"}, opts)):
         return None
     level = str(opts["log_level"]).upper()
-    if level not in MCP_LOG_LEVELS or os.environ.get("KBTOOL_MCP_SDK", "") not in ("", "0"):
+    if level not in MCP_LOG_LEVELS:
         return None
     if sys.stdin is None or sys.stdin.isatty():
         return None
@@ -158,13 +158,13 @@ def _serve_mcp(args: list[str]) -> int | None:
     path = opts["db"] or opts["root"] or default_db_path()
     try:
         from kbtool.kb.errors import KBError
-        from kbtool.mcp.wire import WireServer, serve_stdio
+        from kbtool.mcp.server import build_server
 
-        server = WireServer(path)
+        server = build_server(path, log_level=level)
     except (KBError, OSError, RuntimeError, ImportError):
         return None  # Typer's `mcp` command fails the same way and reports it as usual
     try:
-        serve_stdio(path, log_level=level, server=server)
+        server.run()
     except KeyboardInterrupt:
         return 130
     return 0

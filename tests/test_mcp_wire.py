@@ -1,8 +1,8 @@
-"""kbtool's own stdio transport against the SDK's server, and the reused read connections.
+"""``kbtool mcp`` (the SDK's server) on the wire, and the reused read connections.
 
-- ``kbtool mcp`` (kbtool.mcp.wire) and ``KBTOOL_MCP_SDK=1 kbtool mcp`` (the SDK's server)
-  answer the same JSON-RPC lines the same way: tools/list, answers, tool errors,
-  validation errors, unknown tools and methods;
+- the JSON-RPC lines of a session are answered as the registry says: tools/list in
+  registry order with titles and hints, each answer the registered function's own text,
+  tool errors and validation errors as one-line tool errors, bad lines kept off stdout;
 - a reused read-only connection sees a write made by another process at its next read,
   cannot write, and never keeps a read transaction between calls;
 - the server process keeps its read connection between calls (reuse on) or not (off).
@@ -106,87 +106,91 @@ def _requests(db: Path) -> list[dict]:
     return out
 
 
-def test_same_answers_as_the_sdk_server(demo_kb_master):
-    pytest.importorskip("mcp")
-    requests = _requests(demo_kb_master)
-    ours = exchange(demo_kb_master, requests)
-    sdk = exchange(demo_kb_master, requests, KBTOOL_MCP_SDK="1")
-    assert (
-        [r["id"] for r in ours]
-        == [r["id"] for r in sdk]
-        == [r["id"] for r in requests if "id" in r]
-    )
+def _direct(db: Path, name: str, args: dict) -> str:
+    """The registered tool called in this process (no protocol): its answer's text."""
+    from kbtool.mcp import registry
 
-    init, sdk_init = ours[0]["result"], sdk[0]["result"]
-    assert init["protocolVersion"] == sdk_init["protocolVersion"] == "2024-11-05"
-    assert init["capabilities"]["tools"] == {"listChanged": False}
-    assert init["serverInfo"]["name"] == sdk_init["serverInfo"]["name"] == "kbtool"
+    tool = next(t for t in registry.load() if t.name == name)
+    for key, value in list(args.items()):  # a list sent as a JSON string, as the SDK parses it
+        if isinstance(value, str) and value.startswith("["):
+            args = {**args, key: json.loads(value)}
+    with registry.bound(str(db.resolve())):
+        return tool.render(tool.fn(**args))
+
+
+def test_answers_are_the_registered_tools(demo_kb_master):
+    """Through `kbtool mcp` (the SDK's server), tools/list is the registry (names in order,
+    titles, hints) and every answer is, byte for byte, what the registered function returns
+    in-process; refusals are one-line tool errors."""
+    from kbtool.mcp import registry
+
+    requests = _requests(demo_kb_master)
+    replies = exchange(demo_kb_master, requests)
+    assert [r["id"] for r in replies] == [r["id"] for r in requests if "id" in r]
+
+    init = replies[0]["result"]
+    assert init["protocolVersion"] == "2024-11-05"
+    assert init["capabilities"]["tools"]["listChanged"] is False
+    assert init["serverInfo"]["name"] == "kbtool"
     assert init["instructions"].startswith("kbtool is a knowledge base")
 
-    tools, sdk_tools = ours[1]["result"]["tools"], sdk[1]["result"]["tools"]
-    assert [t["name"] for t in tools] == [t["name"] for t in sdk_tools]
-    for mine, theirs in zip(tools, sdk_tools, strict=True):
-        if "annotations" in theirs:  # SDK 1.10+: titles and annotations too
-            assert mine == theirs
-        else:  # older SDKs have neither; everything else is the same
-            assert {k: v for k, v in mine.items() if k not in ("title", "annotations")} == theirs
-    for mine, theirs in zip(ours[2:], sdk[2:], strict=True):
-        assert mine == theirs, (mine, theirs)
-    assert any(r["result"].get("isError") for r in ours[5:])  # errors were exercised
+    tools = replies[1]["result"]["tools"]
+    registered = registry.load()
+    assert [t["name"] for t in tools] == [t.name for t in registered]
+    for listed, tool in zip(tools, registered, strict=True):
+        assert listed["description"].split()[:3] == (tool.fn.__doc__ or "").split()[:3]
+        assert listed["inputSchema"]["type"] == "object"
+        ann = listed.get("annotations")
+        if ann is not None:  # SDK 1.10+: titles and hints
+            assert ann["title"] == tool.title
+            assert ann["readOnlyHint"] is tool.read_only
+            assert ann["idempotentHint"] is tool.idempotent
+            assert ann["destructiveHint"] is False and ann["openWorldHint"] is False
+    assert replies[2]["result"] == {}  # ping
+    by_id = {r["id"]: r for r in replies}
+    errors = 0
+    for req in requests:
+        if req.get("method") != "tools/call":
+            continue
+        result = by_id[req["id"]]["result"]
+        name, args = req["params"]["name"], req["params"]["arguments"]
+        (block,) = result["content"]
+        assert block["type"] == "text"
+        if result.get("isError"):
+            errors += 1
+            assert "Traceback" not in block["text"]
+            continue
+        assert block["text"] == _direct(demo_kb_master, name, args), name
+    assert errors >= 5  # unknown ids, bad types, out of range, unknown tool were exercised
 
 
-def test_protocol_edges():
-    """Versions, notifications, bad lines: answered per JSON-RPC, nothing else on stdout."""
-    from kbtool.mcp.wire import HANDSHAKE_VERSIONS, WireServer
-
-    server = WireServer.__new__(WireServer)  # no KB needed for the protocol itself
-    server.tools = {}
-    for asked, agreed in (
-        ("2025-06-18", "2025-06-18"),
-        ("2099-01-01", HANDSHAKE_VERSIONS[-1]),
-        (None, HANDSHAKE_VERSIONS[-1]),
-    ):
-        reply = server.handle(
-            {
-                "jsonrpc": "2.0",
-                "id": 7,
-                "method": "initialize",
-                "params": {"protocolVersion": asked},
-            }
-        )
-        assert reply["id"] == 7 and reply["result"]["protocolVersion"] == agreed
-    assert server.handle({"jsonrpc": "2.0", "method": "notifications/cancelled"}) is None
-    assert server.handle({"jsonrpc": "2.0", "id": 3, "result": {}}) is None  # a response
-    assert server.handle({"id": 1, "method": "ping"})["error"]["code"] == -32600
-    assert server.handle({"jsonrpc": "2.0", "id": 1, "method": "x/y"})["error"] == {
-        "code": -32601,
-        "message": "Method not found",
-        "data": "x/y",
-    }
-    bad = server.handle({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": 3}})
-    assert bad["error"]["code"] == -32602
-    assert (
-        server.handle(
-            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "nope"}}
-        )["result"]["isError"]
-        is True
-    )
-
-
-def test_parse_errors_and_stray_prints_stay_off_the_protocol(demo_kb_master, tmp_path):
-    lines = "not json\n\n" + json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}) + "\n"
-    proc = subprocess.run(
-        [*CLI, "mcp", "--db", str(demo_kb_master)],
-        input=lines,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    replies = [json.loads(line) for line in proc.stdout.splitlines()]
-    assert replies == [
-        {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}},
-        {"jsonrpc": "2.0", "id": 1, "result": {}},
-    ]
+def test_bad_lines_stay_off_the_protocol(demo_kb_master):
+    """A line that is not JSON, an empty line, an unknown method: the session goes on and
+    stdout carries only protocol lines."""
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "0"}}}
+    lines = [json.dumps(init), "not json", "",
+             json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+             json.dumps({"jsonrpc": "2.0", "id": 2, "method": "x/y"}),
+             json.dumps({"jsonrpc": "2.0", "id": 3, "method": "ping"})]
+    proc = subprocess.Popen([*CLI, "mcp", "--db", str(demo_kb_master)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdin.write("\n".join(lines) + "\n")
+    proc.stdin.flush()
+    replies = {}
+    while 3 not in replies:
+        line = proc.stdout.readline()
+        assert line, proc.stderr.read()
+        msg = json.loads(line)  # every stdout line is JSON-RPC
+        assert msg["jsonrpc"] == "2.0"
+        if "id" in msg:
+            replies[msg["id"]] = msg
+    proc.stdin.close()
+    proc.wait(timeout=60)
+    assert replies[1]["result"]["serverInfo"]["name"] == "kbtool"
+    assert replies[2]["error"]["code"] == -32601  # Method not found
+    assert replies[3]["result"] == {}
 
 
 def test_fast_path_reads_the_same_options_as_typer(monkeypatch, demo_kb_master):
@@ -323,6 +327,12 @@ def test_server_process_keeps_its_read_connection(demo_kb, reuse):
         reply = json.loads(proc.stdout.readline())
         return json.loads(reply["result"]["content"][0]["text"])
 
+    proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}}) + "\n")
+    proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+    proc.stdin.flush()
+    assert json.loads(proc.stdout.readline())["id"] == 0
     try:
         assert get_symbol(1) is None
         held = _kb_fds(proc.pid, demo_kb)

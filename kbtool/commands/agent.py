@@ -9,7 +9,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from kbtool.agents import BackendUnavailable
+from kbtool.services.agents import BackendUnavailable
 from kbtool.commands.common import (
     DbOption,
     JsonOption,
@@ -135,7 +135,7 @@ def agent(
 
     A provider pass names callees before callers, keeps every answer in the KB as it arrives
     (a re-run sends only what has no answer) and shows calls, tokens and the estimated cost."""
-    from kbtool.agents.costs import parse_price
+    from kbtool.services.agents import parse_price
 
     try:
         price_v = parse_price(price) if price is not None else None

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from kbtool.agents import BackendUnavailable
+from kbtool.services.agents import BackendUnavailable
 from kbtool.commands.common import (
     DbOption,
     JsonOption,

@@ -56,23 +56,13 @@ def mcp_cmd(
     if sys.stdin.isatty():
         err_console.print("kbtool mcp speaks MCP on stdin/stdout and is meant to be started by an "
                           "MCP client (see the README); waiting for one. Ctrl-C quits.")
+    from kbtool.mcp.server import build_server
+
     try:
-        if use_sdk():
-            from kbtool.mcp.server import build_server
-
-            build_server(path, log_level=level).run()
-        else:
-            from kbtool.mcp.wire import serve_stdio
-
-            serve_stdio(path, log_level=level)
-    except RuntimeError as exc:  # pydantic or the SDK is missing or unusable
+        server = build_server(path, log_level=level)
+    except RuntimeError as exc:  # the SDK is missing or unusable: its install hint
         fail(str(exc))
-
-
-def use_sdk() -> bool:
-    """``KBTOOL_MCP_SDK=1``: serve with the MCP SDK's server instead of kbtool's own stdio
-    loop (:mod:`kbtool.mcp.wire`, the default: same tools and answers, ~1 s faster start)."""
-    return os.environ.get("KBTOOL_MCP_SDK", "") not in ("", "0")
+    server.run()
 
 
 def server_command() -> list[str]:

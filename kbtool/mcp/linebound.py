@@ -12,9 +12,8 @@ nested brackets overflows the parser's recursion. Here:
 - :func:`refusal` is the JSON-RPC error answer (-32600 Invalid Request), with the request's
   ``id`` when it can be read from the line's top level, else ``null``.
 
-Both servers use them: :mod:`kbtool.mcp.wire` in its read loop, and the SDK's server
-(``KBTOOL_MCP_SDK=1``) behind :func:`guarded_stdio`, a pair of pipes between the real stdin and
-stdout and the SDK (the SDK reads lines without a bound). The server answers and keeps
+The SDK's server (``kbtool mcp``) serves behind :func:`guarded_stdio`, a pair of pipes
+between the real stdin and stdout and the SDK (the SDK reads lines without a bound). The server answers and keeps
 serving. Pure standard library.
 """
 

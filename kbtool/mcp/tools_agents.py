@@ -77,7 +77,7 @@ def agent_backends() -> list[dict[str, Any]]:
     selector, backend the name written into evidence, requires the packages and
     environment variables it needs."""
 
-    from kbtool.agents import agent_backends as entries
+    from kbtool.services.agents import agent_backends as entries
 
     return entries()
 
@@ -148,7 +148,7 @@ def run_agent_pass(
         which, cap = (("rounds", MAX_ROUNDS) if rounds > MAX_ROUNDS
                       else ("max_functions", MAX_FUNCTIONS))
         raise AgentToolError(f"{which} must be at most {cap:,} (as kbtool agent's --{which.replace('_', '-')})")
-    from kbtool.agents import BackendUnavailable
+    from kbtool.services.agents import BackendUnavailable
     from kbtool.mcp import progress as mcp_progress
     from kbtool.services.agent_pass import plan_agent_pass
     from kbtool.services.agent_pass import run_agent_pass as run_pass

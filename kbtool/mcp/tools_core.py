@@ -27,7 +27,6 @@ from kbtool.mcp.paging import (
     page_window,
 )
 from kbtool.mcp.registry import MAX_INT, as_json, kb_path, read, tool
-from kbtool.services.propose import propose_name
 
 MAX_BATCH = 100  # proposals per propose_symbols call
 ENTRY_FIELDS = ("index", "stable_id", "type", "name", "provenance", "confidence")
@@ -343,6 +342,8 @@ def propose_symbol(
     Returns {written, reason}; written false means the current name stays, and a reason
     starting "verifier:" says what the verifier refused."""
 
+    from kbtool.services.propose import propose_name  # the verifier: loaded on first use
+
     conn = open_rw(kb_path(), create=False)
     try:
         return propose_name(conn, stable_id, name, summary, confidence, "propose_symbol", {})
@@ -366,6 +367,8 @@ def propose_symbols(
 
     Returns one decision per proposal, in order: [{stable_id, written, reason}]
     (at most 100 entries, a few KB)."""
+    from kbtool.services.propose import propose_name  # the verifier: loaded on first use
+
     out: list[dict[str, Any]] = []
     names: dict[int, dict[int, str]] = {}  # version -> index -> name, kept up to date
     conn = open_rw(kb_path(), create=False)

@@ -15,6 +15,7 @@ from kbtool.kb import queries
 from kbtool.kb.errors import KBError
 from kbtool.mcp.paging import MAX_PAGE, call_text, page_rows
 from kbtool.mcp.registry import MAX_INT, read, tool
+from kbtool.services.modules import stack_pointer_index
 
 MAX_TEXT = 4096  # longest string argument
 PREVIEW = 64  # bytes of a data segment shown as text or hex
@@ -88,12 +89,12 @@ Limit = Annotated[
 
 
 def _module(version_id: int):
-    from kbtool.wasm.reader import parse_module
+    from kbtool.services.modules import stored_module
 
-    data = read(queries.module_bytes, version_id)
-    if data is None:
+    m = read(stored_module, version_id)
+    if m is None:
         raise XrefToolError(f"the KB holds no module bytes for version {version_id}")
-    return parse_module(data)
+    return m
 
 
 Indirect = Annotated[
@@ -323,7 +324,7 @@ def list_globals(
     for e in m.exports:
         if e.kind == "global":
             exports.setdefault(e.index, []).append(e.name)
-    sp = _stack_pointer(m)
+    sp = stack_pointer_index(m)
     rows = []
     for gi, g in enumerate(m.globals):
         imp = imports[gi] if g.imported and gi < len(imports) else None
@@ -386,7 +387,7 @@ def list_memory_regions(
         if placed
         else None
     )
-    sp_index = _stack_pointer(m)
+    sp_index = stack_pointer_index(m)
     sp = m.globals[sp_index].init if sp_index is not None else None
     heap = None
     if static is not None and isinstance(sp, int):
@@ -418,12 +419,3 @@ def _model_globals(conn: Any, version_id: int) -> dict[int, dict[str, Any]] | No
     if data_svc.status(conn, version_id) is None:
         return None
     return {g["index"]: dict(g) for g in data_svc.globals_of(conn, version_id)}
-
-
-def _stack_pointer(m: Any) -> int | None:
-    """Index of the likely stack pointer: the first defined mutable i32 global with a
-    constant initialiser (wasm-ld's ``__stack_pointer``), else None."""
-    for gi, g in enumerate(m.globals):
-        if g.mutable and g.valtype == "i32" and not g.imported and isinstance(g.init, int):
-            return gi
-    return None
