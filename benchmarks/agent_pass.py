@@ -34,7 +34,10 @@ tests/fakes (real ``openai`` SDK, a hidden answer key with a realistic error rat
                written at min(model confidence, 0.85), as before)
     resume     `kbtool agent` killed (SIGKILL) half way, then re-run: calls sent the second
                time against the prompts left without a stored answer
-    cost       the pre-pass estimate (tokens, US$) against the tokens the fake provider counted
+    cost       the pre-pass estimate (tokens, US$) against the tokens the fake provider counted:
+               provider_b first pass (no token counter: kbtool's estimator), the resumed pass
+               (calibrated on the tokens billed for its stored answers) and a provider_a
+               first pass (anthropic's messages.count_tokens on 8 sample prompts)
 
 Run:  python benchmarks/agent_pass.py --provider [--smoke] [--module PATH]
 """
@@ -294,8 +297,34 @@ def calibration(db: Path, vid: int, truth: dict[int, str]) -> dict:
     print(f"cost    estimate {est.get('tokens_in', 0):,} in / {est.get('tokens_out', 0):,} out "
           f"${est_cost:.4f}; fake provider counted {billed[0]:,} in / {billed[1]:,} out "
           f"${real_cost:.4f}: input {share_pct(est.get('tokens_in', 0) / max(1, billed[0]) - 1)} off, "
-          f"cost {share_pct(est_cost / max(1e-9, real_cost) - 1)} off; meter ${s['estimated_cost_usd']:.4f}")
+          f"cost {share_pct(est_cost / max(1e-9, real_cost) - 1)} off; meter ${s['estimated_cost_usd']:.4f}"
+          f" [provider_b, tokens: {est.get('basis')}]")
     return s
+
+
+def cost_provider_a(db: Path, vid: int, truth: dict[int, str]) -> None:
+    """The estimate of a first pass through the anthropic SDK, whose token counter
+    (messages.count_tokens, answered by the fake with its own tokenizer) scales it."""
+    import os
+
+    from tests.fakes.llm_server import AnswerKey, FakeLLMServer
+
+    with FakeLLMServer(key=AnswerKey(truth)) as srv:
+        env = {**os.environ, "PROVIDER_A_API_KEY": "bench", "PROVIDER_A_BASE_URL": srv.url,
+               "PROVIDER_A_MODEL": "bench-claude", "NO_PROXY": "127.0.0.1,localhost",
+               "no_proxy": "127.0.0.1,localhost"}
+        conn = open_rw(db)
+        try:
+            s = run_agent_pass(conn, vid, "provider_a", max_functions=0, env=env,
+                               price=PRICE, concurrency=8, knowledge=False)
+        finally:
+            conn.close()
+        billed, counted = srv.tokens_in, len(srv.count_requests)
+    est = s["estimate"]
+    print(f"cost    provider_a estimate {est['tokens_in']:,} in; fake provider counted "
+          f"{billed:,} in over {s['calls']} calls: input "
+          f"{share_pct(est['tokens_in'] / max(1, billed) - 1)} off "
+          f"[tokens: {est['basis']}; {counted} counter requests]")
 
 
 def resume(db: Path, vid: int, truth: dict[int, str], full_calls: int) -> None:
@@ -325,12 +354,18 @@ def resume(db: Path, vid: int, truth: dict[int, str], full_calls: int) -> None:
         conn.close()
     with FakeLLMServer(key=AnswerKey(truth)) as srv:
         p = subprocess.run(cmd, env=_env(srv), capture_output=True, text=True, cwd=ROOT)
-        sent2 = len(srv.requests)
+        sent2, billed2 = len(srv.requests), srv.tokens_in
     if p.returncode != 0:
         raise SystemExit(p.stderr[-2000:])
     print(f"resume  uninterrupted pass {full_calls} calls; killed after {sent1} sent, "
           f"{stored} answers stored; re-run sent {sent2} (unanswered: {full_calls - stored}) "
           f"{'OK' if sent2 == full_calls - stored else 'MISMATCH'}  pid {os.getpid()}")
+    import json
+
+    est = json.loads(p.stdout).get("estimate") or {}
+    print(f"cost    resumed pass estimate {est.get('tokens_in', 0):,} in; fake provider counted "
+          f"{billed2:,} in: input {share_pct(est.get('tokens_in', 0) / max(1, billed2) - 1)} off "
+          f"[tokens: {est.get('basis')}]")
 
 
 def provider_main(module: Path) -> int:
@@ -339,13 +374,15 @@ def provider_main(module: Path) -> int:
         return 1
     truth = _truth(module)
     with tempfile.TemporaryDirectory(prefix="kbtool-agent-provider-") as tmp:
-        a, b = Path(tmp) / "a.db", Path(tmp) / "b.db"
+        a, b, c = Path(tmp) / "a.db", Path(tmp) / "b.db", Path(tmp) / "c.db"
         vid = _fresh(a, module)
         _fresh(b, module)
+        _fresh(c, module)
         print(f"== {module.name}: {len(truth)} named functions")
         prompt_sizes(a, vid)
         s = calibration(a, vid, truth)
         resume(b, vid, truth, s["calls"])
+        cost_provider_a(c, vid, truth)
     return 0
 
 

@@ -94,22 +94,20 @@ class Prompt:
 
 def base_key(ctx: Mapping[str, Any], variant: str, budget: int, backend: str,
              model: str | None, system: str = SYSTEM_PROMPT) -> str:
-    """The answer store key of the same question asked without the names of the function's
-    callees and callers (imports keep theirs: they never change): the function's own facts,
-    C, strings, data labels, comments, current name, the variant and the budget.
+    """The answer store key of the same question about the same function, whatever its
+    neighbours are called or what is known about them: the function's stable id and own
+    facts (signature, body size, constants, memory and call summary, strings, data labels,
+    struct parameters, comments, current name), its callees and callers by index (imports by
+    name: they never change), the variant and the budget. The C is left out: it shows the
+    neighbours' names and prototypes and the lifter's current output.
 
     A pass stores each answer under its exact prompt and under this key. Round 1 of a later
     pass (a resume after an interruption, a re-run) reuses the answer when only neighbour
     names differ: naming a callee after its caller was answered does not buy the caller's
     answer again. Later rounds, which re-ask callers *because* their callees got names,
     use exact prompts only."""
-    masked = {k: v for k, v in ctx.items() if k not in ("stable_id", "lifted_c", "c_names")}
-    raw, c_names = ctx.get("c_raw"), ctx.get("c_names") or {}
-    subst = {str(old): f"f{i}" for i, old in c_names.items() if old and str(old) != f"f{i}"}
-    if raw and subst:  # the lifter writes KB names in the C: back to the placeholders
-        pat = re.compile(r"\b(" + "|".join(map(re.escape, sorted(subst, key=len, reverse=True)))
-                         + r")\b")
-        masked["c_raw"] = pat.sub(lambda m: subst[m.group(1)], raw)
+    masked = {k: v for k, v in ctx.items()
+              if k not in ("lifted_c", "c_raw", "c_names", "c_stack")}
     for side in ("callees", "callers"):
         if isinstance(ctx.get(side), list):
             masked[side] = [{**e, "name": e.get("name") if e.get("import") else None}
