@@ -18,7 +18,7 @@ from kbtool.services import code as code_service
 
 # imported by kbtool.web.router while it builds its route table (everything used is
 # defined above that table)
-from kbtool.web.router import HTTPError, Query, _r, version_id
+from kbtool.web.http import HTTPError, Query, rule, version_id
 
 
 def _func_index(text: str) -> int:
@@ -59,9 +59,9 @@ def _expensive(pattern: str, handler):
     """A route the app bounds like the diff (a cold call parses the module, a call graph
     decodes every body), where the router supports the mark."""
     try:
-        return _r(pattern, handler, expensive=True)
+        return rule(pattern, handler, expensive=True)
     except TypeError:  # a router without the mark
-        return _r(pattern, handler)
+        return rule(pattern, handler)
 
 
 ROUTES = [

@@ -24,7 +24,7 @@ from typing import Any
 from kbtool.services import data as data_svc
 
 # imported by kbtool.web.router while it builds its route table
-from kbtool.web.router import HTTPError, Query, _one, _r, version_id
+from kbtool.web.http import HTTPError, Query, one, rule, version_id
 
 MAX_LIMIT = 500  # rows per page of a list route
 DEFAULT_LIMIT = 100
@@ -32,7 +32,7 @@ MAX_TEXT = 512  # characters of a search text or a target
 
 
 def _int(query: Query, name: str, default: int, *, lo: int = 0, hi: int = 2**63 - 1) -> int:
-    raw = _one(query, name)
+    raw = one(query, name)
     if raw is None or raw == "":
         return default
     value = version_id(raw, name)  # digits only, 400 otherwise
@@ -42,7 +42,7 @@ def _int(query: Query, name: str, default: int, *, lo: int = 0, hi: int = 2**63 
 
 
 def _text(query: Query, name: str) -> str | None:
-    raw = _one(query, name)
+    raw = one(query, name)
     if raw is not None and len(raw) > MAX_TEXT:
         raise HTTPError(400, f"{name} longer than {MAX_TEXT} characters")
     return raw or None
@@ -89,7 +89,7 @@ def _xrefs(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> An
 
 def _memory(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:
     vid = version_id(params["vid"])
-    raw = _one(query, "address")
+    raw = one(query, "address")
     if not raw:
         raise HTTPError(400, "missing query parameter address: /api/memory/ID?address=0x1234&length=64")
     try:
@@ -103,10 +103,10 @@ def _memory(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> A
 
 
 ROUTES = [
-    _r(r"/api/strings/(?P<vid>[^/]+)", _strings),
-    _r(r"/api/data/(?P<vid>[^/]+)", _data),
-    _r(r"/api/globals/(?P<vid>[^/]+)", _globals),
-    _r(r"/api/xrefs/(?P<vid>[^/]+)", _xrefs),
+    rule(r"/api/strings/(?P<vid>[^/]+)", _strings),
+    rule(r"/api/data/(?P<vid>[^/]+)", _data),
+    rule(r"/api/globals/(?P<vid>[^/]+)", _globals),
+    rule(r"/api/xrefs/(?P<vid>[^/]+)", _xrefs),
     # reads the module's data segments from the stored bytes: bounded like the code routes
-    _r(r"/api/memory/(?P<vid>[^/]+)", _memory, expensive=True),
+    rule(r"/api/memory/(?P<vid>[^/]+)", _memory, expensive=True),
 ]

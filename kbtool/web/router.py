@@ -17,17 +17,15 @@ request never reaches the file system) plus ``/static/provenance.css``, generate
 (``/api/diff``, ``/api/changelog``); the app bounds how many of those run at once (:func:`is_expensive`).
 
 Adding a route: write a handler ``(conn, params, query) -> JSON value`` and append one
-``_Route`` to ``ROUTES`` (the path pattern names its parameters and how they are checked).
+``Route`` to ``ROUTES`` (the path pattern names its parameters and how they are checked).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import re
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
@@ -47,6 +45,23 @@ from kbtool.kb.errors import (
 from kbtool.services import nav
 from kbtool.services.diff.cache import DIFF_CACHE
 from kbtool.services.diff.changelog import ORDERS, reorder
+from kbtool.web import code_routes, data_routes, types_routes
+from kbtool.web.http import (
+    MAX_SQLITE_INT,
+    Handler,
+    HTTPError,
+    Query,
+    Response,
+    Route,
+    clip,
+    one,
+    rule,
+    stable_id,
+    version_id,
+)
+
+__all__ = ["HTTPError", "MAX_SQLITE_INT", "Query", "Response", "Route", "ROUTES", "route",
+           "stable_id", "version_id"]
 
 log = logging.getLogger("kbtool.web")
 
@@ -56,22 +71,8 @@ CSS = "text/css; charset=utf-8"
 JS = "text/javascript; charset=utf-8"
 ALLOWED_METHODS = ("GET", "HEAD")
 SEARCH_LIMIT = 100  # the HTTP search cap (queries.SEARCH_CAP is the hard cap)
-MAX_SQLITE_INT = 2**63 - 1
-_INT = re.compile(r"[0-9]{1,19}\Z")
 # stable ids are 16 hex digits when ingested; accept any short token of safe characters
-_STABLE_ID = re.compile(r"[A-Za-z0-9_.:\-]{1,128}\Z")
 
-Query = Mapping[str, Sequence[str]]
-Response = tuple[int, str, bytes]
-
-
-class HTTPError(Exception):
-    """An answer with a status and a one-line ``error`` message."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
 # ---------------------------------------------------------------- encoding
@@ -151,41 +152,11 @@ def static_file(name: str) -> Response:
         return 200, CSS, provenance_css()
     ctype = STATIC_FILES.get(name)
     if ctype is None:
-        return error(404, f"no static file {_clip(name)!r}")
+        return error(404, f"no static file {clip(name)!r}")
     return 200, ctype, _package_file(name)
 
 
 # ---------------------------------------------------------------- parameters
-
-
-def version_id(text: str, what: str = "version id") -> int:
-    """A version id from a path segment or query value; 400 when malformed."""
-    if not _INT.match(text or "") or int(text) > MAX_SQLITE_INT:
-        raise HTTPError(400, f"malformed {what} {_clip(text)!r}: expected a non-negative integer")
-    return int(text)
-
-
-def stable_id(text: str) -> str:
-    """A stable id from a path segment; 400 when malformed."""
-    if not _STABLE_ID.match(text or ""):
-        raise HTTPError(
-            400,
-            f"malformed stable_id {_clip(text)!r}: expected letters, digits, '_', '.', ':' or '-'",
-        )
-    return text
-
-
-def _clip(text: str | None, width: int = 60) -> str:
-    text = text or ""
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _one(query: Query, name: str) -> str | None:
-    """The first value of a query parameter, or None when absent."""
-    values = query.get(name)
-    if not values:
-        return None
-    return values[0]
 
 
 # ---------------------------------------------------------------- handlers
@@ -208,7 +179,7 @@ def _provenance(conn: Any, params: dict[str, str], query: Query) -> Any:
 
 
 def _pair(conn: sqlite3.Connection, query: Query, route_path: str) -> tuple[int, int]:
-    a, b = _one(query, "from"), _one(query, "to")
+    a, b = one(query, "from"), one(query, "to")
     missing = [n for n, v in (("from", a), ("to", b)) if v is None or v == ""]
     if missing:
         raise HTTPError(
@@ -234,7 +205,7 @@ def _changelog(conn: sqlite3.Connection, params: dict[str, str], query: Query) -
     and, when unnamed, a ``hint``; new and deleted functions; imports added/removed; the
     programs of both sides and, across programs, the ``warning``. ``order=triage`` (default:
     patch-like first, each with ``triage`` and ``reasons``), ``index`` or ``weight``."""
-    order = _one(query, "order") or "triage"
+    order = one(query, "order") or "triage"
     if order not in ORDERS:
         raise HTTPError(400, f"unknown order {order!r}: use one of {', '.join(ORDERS)}")
     return reorder(DIFF_CACHE.changelog(conn, *_pair(conn, query, "/api/changelog")), order)
@@ -244,11 +215,11 @@ def _search(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> A
     """Name search (the contract); ``q=#1031`` (or ``q=2:1031``) the function at that index of
     the latest version (or ``version=``, name null when unnamed); ``string=``/``const=`` the
     functions referencing a string / using an integer constant (see docs/navigation.md)."""
-    q, text, const = _one(query, "q"), _one(query, "string"), _one(query, "const")
+    q, text, const = one(query, "q"), one(query, "string"), one(query, "const")
     for value in (q, text, const):
         if value and len(value) > 256:
             raise HTTPError(400, "search text longer than 256 characters")
-    version = _one(query, "version")
+    version = one(query, "version")
     vid = version_id(version) if version else None
     if text:
         return nav.by_string(conn, text, vid, limit=SEARCH_LIMIT)
@@ -286,7 +257,7 @@ def _history(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> 
     """
     sid = stable_id(params["sid"])
     hist = queries.history(conn, sid)
-    want = _one(query, "version")
+    want = one(query, "version")
     appear = {v["version_id"]: v["index"] for v in hist["versions"]}
     vid = hist["versions"][-1]["version_id"]
     if want:
@@ -343,8 +314,8 @@ def _renames(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> 
 
 def _events(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:
     """The studio's feed: ``{last_id, events}`` after ``since`` (latest 50 without it)."""
-    since = _one(query, "since")
-    limit = _one(query, "limit")
+    since = one(query, "since")
+    limit = one(query, "limit")
     return queries.events_since(
         conn,
         version_id(since, "since (event id)") if since is not None else None,
@@ -373,49 +344,27 @@ def _facts_summary(facts: dict[str, Any] | None, top: int = 16) -> dict[str, Any
 
 # ---------------------------------------------------------------- the table
 
-Handler = Callable[[sqlite3.Connection, dict[str, str], Query], Any]
-
-
-@dataclass(frozen=True)
-class _Route:
-    pattern: re.Pattern[str]
-    handler: Handler
-    expensive: bool = False  # computes (CPU, memory): the app bounds how many run at once
-    needs_kb: bool = True
-
-
-def _r(pattern: str, handler: Handler, *, expensive: bool = False, needs_kb: bool = True) -> _Route:
-    return _Route(re.compile(pattern + r"\Z"), handler, expensive, needs_kb)
-
-
 # Path parameters match one segment ([^/]+) and are validated by the handler, so a
 # malformed id is a 400 with a message rather than an unknown-route 404.
-ROUTES: list[_Route] = [
-    _r(r"/api/versions", _versions),
+ROUTES: list[Route] = [
+    rule(r"/api/versions", _versions),
     # one row per function: tens of MB of objects on a 200,000-function module
-    _r(r"/api/versions/(?P<id>[^/]+)/functions", _functions, expensive=True),
-    _r(r"/api/versions/(?P<id>[^/]+)/coverage", _coverage),
-    _r(r"/api/diff", _diff, expensive=True),
-    _r(r"/api/changelog", _changelog, expensive=True),
-    _r(r"/api/provenance", _provenance, needs_kb=False),
-    _r(r"/api/search", _search),
-    _r(r"/api/symbol/(?P<sid>[^/]+)", _symbol),
-    _r(r"/api/history/(?P<sid>[^/]+)", _history),
-    _r(r"/api/analysis/(?P<sid>[^/]+)", _analysis),
-    _r(r"/api/renames/(?P<sid>[^/]+)", _renames),
-    _r(r"/api/events", _events),
+    rule(r"/api/versions/(?P<id>[^/]+)/functions", _functions, expensive=True),
+    rule(r"/api/versions/(?P<id>[^/]+)/coverage", _coverage),
+    rule(r"/api/diff", _diff, expensive=True),
+    rule(r"/api/changelog", _changelog, expensive=True),
+    rule(r"/api/provenance", _provenance, needs_kb=False),
+    rule(r"/api/search", _search),
+    rule(r"/api/symbol/(?P<sid>[^/]+)", _symbol),
+    rule(r"/api/history/(?P<sid>[^/]+)", _history),
+    rule(r"/api/analysis/(?P<sid>[^/]+)", _analysis),
+    rule(r"/api/renames/(?P<sid>[^/]+)", _renames),
+    rule(r"/api/events", _events),
 ]
 
-# The code routes (/api/disasm, /api/callgraph) use the helpers above, so they join here.
-from kbtool.web import code_routes  # noqa: E402
-
-ROUTES += code_routes.ROUTES
-from kbtool.web import data_routes  # noqa: E402  (strings, globals, xrefs, memory: issue 26)
-
-ROUTES += data_routes.ROUTES
-from kbtool.web import types_routes  # noqa: E402  (the KB's types, read-only: issue 27)
-
-ROUTES += types_routes.ROUTES
+# the code routes (/api/disasm, /api/callgraph), the data model's (strings, globals, xrefs,
+# memory: issue 26) and the KB's types (read-only: issue 27)
+ROUTES += code_routes.ROUTES + data_routes.ROUTES + types_routes.ROUTES
 
 PAGES: dict[str, Callable[[], bytes]] = {
     "/": dashboard_html,
@@ -435,7 +384,7 @@ def route(db_path: str, path: str, query: Query | None = None, method: str = "GE
     try:
         if method.upper() not in ALLOWED_METHODS:
             return error(
-                405, f"method {_clip(method, 16)} not allowed: the API is read-only (GET, HEAD)"
+                405, f"method {clip(method, 16)} not allowed: the API is read-only (GET, HEAD)"
             )
         page = PAGES.get(path)
         if page is not None:
@@ -448,7 +397,7 @@ def route(db_path: str, path: str, query: Query | None = None, method: str = "GE
                 if not r.needs_kb:
                     return _json(200, r.handler(None, m.groupdict(), query))
                 return _answer(db_path, r.handler, m.groupdict(), query)
-        return error(404, f"no route {_clip(path)}")
+        return error(404, f"no route {clip(path)}")
     except Exception:  # pragma: no cover - defensive: never leak a traceback
         log.exception("internal error answering %s", path)
         return error(500, "internal error")

@@ -16,13 +16,13 @@ from kbtool.services import types as ts
 from kbtool.services import types_view
 
 # imported by kbtool.web.router while it builds its route table
-from kbtool.web.router import HTTPError, Query, _one, _r, version_id
+from kbtool.web.http import HTTPError, Query, one, rule, version_id
 
 DEFAULT_LIMIT = 200
 
 
 def _int(query: Query, name: str, default: int, hi: int) -> int:
-    raw = _one(query, name)
+    raw = one(query, name)
     if raw is None or raw == "":
         return default
     value = version_id(raw, name)  # digits only, 400 otherwise
@@ -39,7 +39,7 @@ def _types(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> An
 
 def _type(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:
     try:
-        return types_view.type_detail(conn, params["name"], history=_one(query, "history") == "1")
+        return types_view.type_detail(conn, params["name"], history=one(query, "history") == "1")
     except types_view.TypeNotFound as exc:
         raise HTTPError(404, str(exc)) from None
     except ts.TypesError as exc:
@@ -47,6 +47,6 @@ def _type(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any
 
 
 ROUTES = [
-    _r(r"/api/types", _types),
-    _r(r"/api/types/(?P<name>[^/]+)", _type),
+    rule(r"/api/types", _types),
+    rule(r"/api/types/(?P<name>[^/]+)", _type),
 ]
