@@ -58,8 +58,8 @@ def test_inlining_split_follows_the_callers():
 
 def test_no_identity_is_a_pair_the_diff_flags():
     """Identities (what ingest shares annotations by, at full confidence) are only pairs the
-    pairing's review checks leave unflagged; before, look-alikes such as strcoll/l_strcmp kept
-    a wrong identity while the diff flagged them."""
+    pairing's review checks leave unflagged; before, such pairs kept the old identity (and the
+    old name at full confidence) while the diff flagged them for review."""
     old, new = _lua("Os", "named"), _lua("O3", "stripped")
     ro, rn = records_from_analysis(old), records_from_analysis(new)
     exact, full = match_functions_staged(ro, rn)
