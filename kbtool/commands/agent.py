@@ -9,7 +9,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from kbtool.services.agents import BackendUnavailable
 from kbtool.commands.common import (
     DbOption,
     JsonOption,
@@ -23,6 +22,7 @@ from kbtool.commands.common import (
 from kbtool.kb.provenance import COLOURS
 from kbtool.render.text import lit
 from kbtool.services.agent_pass import plan_agent_pass, run_agent_pass
+from kbtool.services.agents import BackendUnavailable
 
 SELECTOR_HELP = "auto, offline, provider_a (aliases provider_a_alias_1/_2) or provider_b"
 SHOWN_DETAILS = 40

@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from kbtool.services.agents import BackendUnavailable
 from kbtool.commands.common import (
     DbOption,
     JsonOption,
@@ -18,6 +17,7 @@ from kbtool.commands.common import (
     print_json,
     rw,
 )
+from kbtool.services.agents import BackendUnavailable
 from kbtool.services.deep import DEFAULT_MAX_FUNCTIONS, run_deep
 
 

@@ -148,10 +148,10 @@ def run_agent_pass(
         which, cap = (("rounds", MAX_ROUNDS) if rounds > MAX_ROUNDS
                       else ("max_functions", MAX_FUNCTIONS))
         raise AgentToolError(f"{which} must be at most {cap:,} (as kbtool agent's --{which.replace('_', '-')})")
-    from kbtool.services.agents import BackendUnavailable
     from kbtool.mcp import progress as mcp_progress
     from kbtool.services.agent_pass import plan_agent_pass
     from kbtool.services.agent_pass import run_agent_pass as run_pass
+    from kbtool.services.agents import BackendUnavailable
 
     conn = open_rw(kb_path(), create=False)
     try:
