@@ -93,6 +93,10 @@ def _whole_short_helps(typer_app: Any) -> None:
             info.short_help = short_help(info.help or info.callback.__doc__)
     for group in typer_app.registered_groups:
         if group.typer_instance is not None:
+            inst = group.typer_instance.info
+            if not isinstance(group.short_help, str) and not isinstance(inst.short_help, str):
+                helptext = group.help if isinstance(group.help, str) else inst.help
+                inst.short_help = short_help(helptext if isinstance(helptext, str) else None)
             _whole_short_helps(group.typer_instance)
 
 

@@ -241,8 +241,7 @@ def test_revert_past_the_first_name_clears_it(tmp_path):
     )["written"]
     d = gate.revert(conn, sid, actor="human:cli")
     assert d["written"] and "cleared" in d["reason"]
-    sym = queries.get_symbol(conn, sid)
-    assert sym["name"] is None and not sym["locked"]
+    assert queries.get_symbol(conn, sid) is None  # unnamed again: no record at all
     assert queries.renames(conn, sid)[0]["kind"] == "revert"  # a recorded human edit
     assert queries.coverage(conn, res.version_id)["named"] == named_before
 
