@@ -39,13 +39,27 @@ def _facts(db):
 
 
 def test_every_tool_beyond_the_contract_is_bounded_by_default(demo_kb):
+    from kbtool.kb.db import open_rw
+    from kbtool.services.analyze import analyze_version
+
     versions, vid, big, text = _facts(demo_kb)
+    from kbtool.services import data as data_svc
+
+    conn = open_rw(demo_kb)
+    try:
+        analyze_version(conn, vid)  # the data model the data tools read
+        data_start = data_svc.status(conn, vid)["data_start"]
+    finally:
+        conn.close()
     values = {"version_id": vid, "func_index": big["index"], "text": text,
               "stable_id": big["stable_id"],
               "proposals": [{"stable_id": big["stable_id"], "name": "decode_sequences"}],
               # the knowledge tools (kbtool/mcp/tools_knowledge.py)
               "function": f"{vid}:{big['index']}", "prototype": "int f(void)", "local": "0",
-              "name": "seq_len", "target": "0x0"}
+              "name": "seq_len", "target": "g:0",
+              # the type tools (kbtool/mcp/tools_types.py)
+              "c_declaration": "struct seq_hdr { int len; char kind; };",
+              "type_name": "struct seq_hdr", "address": data_start}
 
     async def main():
         sizes = {}
