@@ -26,6 +26,7 @@ from kbtool.kb.gate import upsert_symbol
 from kbtool.services.diff.cache import DiffCache
 from kbtool.services.diff.programs import default_pair
 from kbtool.services.diff.report import compute_diff, get_diff, save_diff
+from kbtool.services.diff.triage import order_changes
 from kbtool.services.ingest import ingest_file
 from kbtool.tui.screens.diff import DiffScreen
 from kbtool.tui.widgets.lists import KbTable
@@ -71,7 +72,8 @@ def build_kb(path: Path) -> Path:
 
 
 def _first_changed(conn) -> dict:
-    return next(c for c in get_diff(conn, 1, 3)["changes"]
+    # the first row of the TUI's table (triage order: struct layout shifts rank last)
+    return next(c for c in order_changes(get_diff(conn, 1, 3)["changes"])
                 if c["classification"] in ("modified", "new") and c["to_stable_id"])
 
 
