@@ -166,8 +166,9 @@ def test_facts_diff_and_export_pages(demo_kb_master):
 
             got, offset = [], 0
             while offset is not None:
+                # pages come in triage order by default; index order pages the full answer
                 text = await raw(s, "get_diff", from_version_id=a, to_version_id=b,
-                                 only=["changed"], limit=97, offset=offset)
+                                 only=["changed"], limit=97, offset=offset, order="index")
                 assert len(text.encode("utf-8")) <= MAX_ANSWER_BYTES
                 page = json.loads(text)
                 assert page["summary"] == report["summary"] and set(page["page"]) == PAGE_KEYS - {
@@ -364,7 +365,7 @@ def test_paging_a_computed_diff_runs_the_matcher_once(demo_kb_master, tmp_path):
     DIFF_CACHE.clear()
     before = DIFF_CACHE.computed
     pages = [json.loads(tools["get_diff"](from_version_id=2, to_version_id=1, limit=50,
-                                           offset=off)) for off in (0, 50, 100)]
+                                           offset=off, order="index")) for off in (0, 50, 100)]
     assert DIFF_CACHE.computed == before + 1  # (2, 1) is not an ingest pair: computed once
     whole = json.loads(tools["get_diff"](from_version_id=2, to_version_id=1))
     assert [c for p in pages for c in p["changes"]] == whole["changes"][:150]
