@@ -28,6 +28,8 @@ Counting (one name per reached function):
     wrong     every other mismatch
     flagged   a wrong name whose pair is flagged ``review`` in the stored diff report (such
               a carry is written at confidence <= 0.49, so agents look at it again)
+    sugg      weak pairs (score < 0.55) carry no name but an open suggestion; ``sugg`` counts
+              them as ``right/stored`` (not in precision or recall)
 
     precision = right / reached;  prec* = right / (reached - renamed)
     recall    = right / TO-side defined functions whose true name exists in the FROM build
@@ -112,6 +114,8 @@ class Score:
     flagged_wrong: int = 0
     carried: int = 0
     review: int = 0
+    suggested: int = 0
+    suggested_right: int = 0
     seconds: float = 0.0
     errors: list = field(default_factory=list)
     flagged_scores: list = field(default_factory=list)  # (score, method, right) of flagged names
@@ -162,8 +166,12 @@ def evaluate(src_named: Path, dst_stripped: Path, dst_named: Path, *, program: s
             "SELECT f.idx, f.stable_id, s.name, s.provenance FROM functions f"
             " LEFT JOIN symbols s ON s.stable_id = f.stable_id"
             " WHERE f.version_id = ? AND f.imported = 0 ORDER BY f.idx", (b,)).fetchall()
+        sugg = conn.execute("SELECT func_index, name FROM suggestions WHERE version_id = ?"
+                            " AND backend = 'diff-carry'", (b,)).fetchall()
         conn.close()
     s.seconds = time.perf_counter() - t0
+    s.suggested = len(sugg)
+    s.suggested_right = sum(1 for i, n in sugg if base_name(n) == base_name(truth_new.get(i) or ""))
     change = {c["to_index"]: c for c in report["changes"] if c["to_index"] is not None}
     s.defined = len(rows)
     s.relevant = sum(1 for i, *_ in rows if truth_new.get(i) and base_name(truth_new[i]) in old_base)
@@ -229,26 +237,29 @@ def report(scores: list[Score], args: argparse.Namespace) -> None:
             continue
         print(f"{label}: {'pair':28} {'prec':>7} {'prec*':>7} {'recall':>7} {'reach':>5} "
               f"{'carry':>5} {'right':>5} {'alias':>5} {'ren':>4} {'wrong':>5} {'flag':>4} "
-              f"{'unflag':>6} {'review':>6} {'secs':>5}")
+              f"{'unflag':>6} {'review':>6} {'sugg':>7} {'secs':>5}")
         for s in group:
             name = f"{s.program} {s.toolchain} {s.pair}"
             print(f"  {name:36} {100 * s.precision:6.2f}% {100 * s.precision_star:6.2f}% "
                   f"{100 * s.recall:6.2f}% {s.reached:5d} {s.carried:5d} {s.right:5d} "
                   f"{s.alias:5d} {s.renamed:4d} {s.wrong:5d} {s.flagged_wrong:4d} "
-                  f"{s.unflagged:6d} {s.review:6d} {s.seconds:5.1f}")
+                  f"{s.unflagged:6d} {s.review:6d} "
+                  f"{f'{s.suggested_right}/{s.suggested}':>7} {s.seconds:5.1f}")
             for idx, name_, truth, prov, score, cls, flagged in s.errors[: args.errors]:
                 print(f"      new {idx:5d} got {name_!s:34} true {truth!s:34} {prov:10} "
                       f"{cls or '':9} {'' if score is None else f'{score:.3f}'}"
                       f"{' review' if flagged else ''}")
         tot = {k: sum(getattr(s, k) for s in group)
-               for k in ("reached", "right", "renamed", "wrong", "flagged_wrong", "relevant")}
+               for k in ("reached", "right", "renamed", "wrong", "flagged_wrong", "relevant",
+                         "suggested", "suggested_right")}
         n = tot["reached"] - tot["renamed"]
         print(f"{label} all: {tot['reached']} names reached, precision "
               f"{100 * tot['right'] / max(1, tot['reached']):.2f}%, prec* "
               f"{100 * tot['right'] / max(1, n):.2f}%, recall "
               f"{100 * tot['right'] / max(1, tot['relevant']):.2f}%; {tot['wrong']} wrong, "
               f"{tot['flagged_wrong']} flagged, {tot['wrong'] - tot['flagged_wrong']} unflagged; "
-              f"{tot['renamed']} renamed\n")
+              f"{tot['renamed']} renamed; suggestions {tot['suggested_right']}/"
+              f"{tot['suggested']} right\n")
 
 
 SMOKE_C = r"""

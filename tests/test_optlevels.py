@@ -104,3 +104,31 @@ def test_o2_then_os_in_one_program_names_carried(tiny: Path, tmp_path: Path):
         if ann is not None and ann["provenance"] == "diff-carry":
             assert ann["confidence"] <= REVIEW_CAP
     conn.close()
+
+
+def test_weak_pairs_become_suggestions_not_names(tmp_path: Path):
+    """-O2 -> -Os of lua: pairs scoring below CARRY_MIN_SCORE write no diff-carry name; their
+    old name waits as an open suggestion, which a person accepts through the gate."""
+    from kbtool.services.agent_pass import accept_suggestion
+    from kbtool.services.diff.carry import CARRY_MIN_SCORE
+
+    _lua("O2", "named")  # skips without the programs corpus
+    conn = open_rw(tmp_path / "kb.db")
+    a = ingest_file(conn, DEFAULT_OUT / f"{LUA}.O2.named.wasm", label="o2", program="lua")
+    b = ingest_file(conn, DEFAULT_OUT / f"{LUA}.Os.stripped.wasm", label="os", program="lua")
+    assert b.diff_carry["weak"] > 0 and b.diff_carry["suggested"] > 0
+    report = get_diff(conn, a.version_id, b.version_id)
+    weak = {c["to_index"] for c in report["changes"]
+            if c["to_index"] is not None and c["score"] is not None
+            and c["score"] < CARRY_MIN_SCORE and c["from_stable_id"] != c["to_stable_id"]}
+    named = queries.annotations_by_index(conn, b.version_id, defined_only=True)
+    assert weak and not any(named.get(i, {}).get("provenance") == "diff-carry" for i in weak)
+    rows = conn.execute("SELECT stable_id, func_index, name FROM suggestions WHERE version_id = ?"
+                        " AND backend = 'diff-carry' AND status = 'open'",
+                        (b.version_id,)).fetchall()
+    assert len(rows) == b.diff_carry["suggested"] and {r[1] for r in rows} <= weak
+    sid, idx, name = rows[0]
+    assert accept_suggestion(conn, sid, b.version_id)["written"]
+    got = queries.annotations_by_index(conn, b.version_id, defined_only=True)[idx]
+    assert got["name"] == name and got["provenance"] == "human"
+    conn.close()

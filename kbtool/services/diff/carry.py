@@ -15,8 +15,11 @@ pairs through :func:`kbtool.services.knowledge.carry_knowledge` (``diff-carry``,
 ``{carried_from, how}``; a line comment whose instruction context is gone is dropped with an
 event); counted as ``knowledge_carried`` / ``knowledge_dropped``.
 
-Weak pairs (score below ``CARRY_MIN_SCORE``: always flagged for review) carry no name
-(``weak``): the diff report lists them for review, the old name there as a suggestion.
+Weak pairs (score below ``CARRY_MIN_SCORE``: always flagged for review) carry no name: the
+old name becomes an open *suggestion* of the new version when the function has no name and
+the name is free (``weak`` counts the pairs, ``suggested`` the suggestions; the TUI's
+suggestions screen and ``accept_suggestion`` take them), and the diff report lists the pair
+for review.
 
 Skipped without a gate decision: the new function already has the same name (``already``),
 or the name is already bound to another function of the new version (``duplicate``: one
@@ -28,7 +31,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from kbtool.kb import queries
+from kbtool.kb import queries, store
 from kbtool.kb.db import transaction
 from kbtool.kb.gate import upsert_symbol
 from kbtool.services.diff.report import Pairing, pair_versions
@@ -37,8 +40,8 @@ from kbtool.services.knowledge import carry_knowledge
 __all__ = ["carry_names", "carry_confidence", "REVIEW_CAP", "CARRY_MIN_SCORE", "ACTOR"]
 
 REVIEW_CAP = 0.49
-# pairs scoring below this carry no name (issue 23 point 10, measured by benchmarks/optlevels.py:
-# a fifth of such names were wrong across opt levels); the diff report still lists them, review
+# pairs scoring below this carry no name, only a suggestion (issue 23 point 10, measured by
+# benchmarks/optlevels.py: a fifth of such names were wrong across opt levels)
 CARRY_MIN_SCORE = 0.55
 ACTOR = "diff-carry"
 
@@ -51,6 +54,24 @@ def carry_confidence(score: float, old_confidence: float | None, review: bool) -
     if review:
         c = min(c, REVIEW_CAP)
     return round(c, 4)
+
+
+def _suggest(conn: sqlite3.Connection, p: Any, pg: Pairing, src: dict[str, Any], vid: int,
+             parent: int, *, free: bool) -> int:
+    """A weak pair's old name as an open suggestion (TUI ``S``, ``accept_suggestion``) when
+    the function has no name and the name is not used elsewhere; returns 1 when stored."""
+    if not free:
+        return 0
+    return int(store.save_suggestion(conn, {
+        "version_id": vid, "stable_id": pg.new_rows[p.new_index]["stable_id"],
+        "func_index": p.new_index, "name": src["name"],
+        "confidence": carry_confidence(p.score, src["confidence"], True), "backend": ACTOR,
+        "model": None, "rule": "weak-pair", "source": "diff",
+        "evidence": {"from_version_id": parent, "from_index": p.old_index,
+                     "method": p.method, "score": p.score,
+                     "reasons": [f"paired with function {p.old_index} of version {parent} "
+                                 f"({p.method}, score {p.score:.2f}): too weak to carry"]},
+    }))
 
 
 def _named(conn: sqlite3.Connection, version_id: int) -> dict[int, dict[str, Any]]:
@@ -79,7 +100,7 @@ def carry_names(
     for idx, a in new_named.items():
         bound.setdefault(a["name"], idx)
     out = {"considered": 0, "written": 0, "refused": 0, "already": 0, "duplicate": 0, "review": 0,
-           "weak": 0}
+           "weak": 0, "suggested": 0}
     moved: list[tuple[int, int, str, str, float, bool]] = []
     with transaction(conn):
         for p in pg.defined_pairs():
@@ -96,8 +117,12 @@ def carry_names(
             if orow["stable_id"] == nrow["stable_id"]:
                 continue
             out["considered"] += 1
-            if p.score < CARRY_MIN_SCORE:  # a weak pair: shown for review, carries no name
+            if p.score < CARRY_MIN_SCORE:  # a weak pair: a suggestion for a person, no name
                 out["weak"] += 1
+                out["suggested"] += _suggest(conn, p, pg, src, new_version_id,
+                                             parent_version_id,
+                                             free=p.new_index not in new_named
+                                             and src["name"] not in bound)
                 continue
             cur = new_named.get(p.new_index)
             if cur is not None and cur["name"] == src["name"]:
