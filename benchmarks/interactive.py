@@ -413,7 +413,8 @@ async def _mcp(kb: Path, p: dict, root: Path) -> dict:
     plan_.append(("get_callers", "get_callers", [{"version_id": v, "func_index": i} for i in p["median"]]))
     plan_.append(("get_xrefs_to", "get_xrefs_to", [{"version_id": v, "target": f"#{i}"} for i in p["median"]]))
     params = StdioServerParameters(command=sys.executable, args=["-P", "-m", "kbtool.cli", "mcp", "--db", str(kb)],
-                                   env={**get_default_environment(), "PYTHONPATH": str(root)})
+                                   env={**get_default_environment(), "PYTHONPATH": str(root),
+                                        **{k: v for k, v in os.environ.items() if k.startswith("KBTOOL_")}})
     res: dict[str, dict[str, list[float]]] = {}
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
