@@ -132,7 +132,10 @@ def test_answers_are_the_registered_tools(demo_kb_master):
     assert init["protocolVersion"] == "2024-11-05"
     assert init["capabilities"]["tools"]["listChanged"] is False
     assert init["serverInfo"]["name"] == "kbtool"
-    assert init["instructions"].startswith("kbtool is a knowledge base")
+    from mcp.types import InitializeResult
+
+    if "instructions" in InitializeResult.model_fields:  # SDKs before 1.3 send none
+        assert init["instructions"].startswith("kbtool is a knowledge base")
 
     tools = replies[1]["result"]["tools"]
     registered = registry.load()

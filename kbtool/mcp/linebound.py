@@ -138,7 +138,53 @@ def check(item: bytes | Overlong, max_line: int | None = None) -> bytes | None:
         log.warning("refused a request line: %s", problem)
         return refusal(request_id(item[:PREFIX]), INVALID_REQUEST,
                        f"Invalid Request: {problem} (KBTOOL_MCP_MAX_DEPTH)")
-    return None
+    return unknown_method(item)
+
+
+METHOD_NOT_FOUND = -32601
+
+
+def _client_methods() -> frozenset[str]:
+    """The request methods the installed MCP SDK serves (read off its ClientRequest union)."""
+    try:
+        import typing
+
+        from mcp import types
+
+        union = types.ClientRequest.model_fields["root"].annotation
+        out = set()
+        for model in typing.get_args(union):
+            ann = model.model_fields["method"].annotation
+            out.update(a for a in typing.get_args(ann) if isinstance(a, str))
+        if out:
+            return frozenset(out)
+    except Exception:  # noqa: BLE001 - fall back to the methods of every 1.x SDK
+        pass
+    return frozenset({"initialize", "ping", "tools/list", "tools/call", "resources/list",
+                      "resources/read", "resources/templates/list", "prompts/list",
+                      "prompts/get", "logging/setLevel", "completion/complete"})
+
+
+_METHODS: frozenset[str] | None = None
+
+
+def unknown_method(line: bytes) -> bytes | None:
+    """A request whose method the SDK does not know is answered here with -32601 (older SDKs
+    end the whole session on one, newer ones answer it the same way); notifications, answers
+    and lines that are not JSON go on to the SDK untouched."""
+    global _METHODS
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(msg, dict) or "id" not in msg or not isinstance(msg.get("method"), str):
+        return None
+    if _METHODS is None:
+        _METHODS = _client_methods()
+    if msg["method"] in _METHODS:
+        return None
+    rid = msg["id"] if isinstance(msg["id"], int | str) else None
+    return refusal(rid, METHOD_NOT_FOUND, f"Method not found: {msg['method'][:80]}")
 
 
 @contextmanager

@@ -142,7 +142,10 @@ def _with_progress(fn: Callable[..., str], server: Any) -> Callable[..., str]:
     @functools.wraps(fn)
     def tool(**kwargs: Any) -> str:
         ctx = kwargs.pop("kbtool_ctx")
-        loop = anyio.from_thread.run_sync(asyncio.get_running_loop)
+        try:
+            loop = anyio.from_thread.run_sync(asyncio.get_running_loop)
+        except RuntimeError:  # an SDK that runs sync tools on its event loop (1.2): no progress
+            return fn(**kwargs)
 
         def sink(done: float, total: float | None, message: str | None) -> None:
             asyncio.run_coroutine_threadsafe(ctx.report_progress(done, total, message), loop)
