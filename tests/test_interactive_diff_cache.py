@@ -14,7 +14,7 @@ import pytest
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro, open_rw
 from kbtool.kb.gate import upsert_symbol
-from kbtool.services.diff.cache import DiffCache, DiskAnswers, disk_dir
+from kbtool.services.diff.cache import DiffCache, DiskAnswers, _modules, disk_dir
 from kbtool.services.diff.report import compute_diff
 from kbtool.services.ingest import ingest_bytes
 
@@ -59,6 +59,7 @@ def _fresh(disk: Path) -> DiffCache:
 def test_a_new_process_reads_the_computed_pair_from_disk(tmp_path: Path) -> None:
     kb, disk = _build(tmp_path), tmp_path / "diffs"
     conn = open_ro(kb)
+    assert all(len(d or "") == 64 for d in _modules(conn, 2, 1))  # both modules' SHA-256 in the key
     first = _fresh(disk)
     report = first.report(conn, 2, 1)  # not stored: the matcher runs
     assert first.computed == 1 and first.disk_hits == 0

@@ -252,7 +252,7 @@ class DiffCache:
 
 def _modules(conn: sqlite3.Connection, a: int, b: int) -> tuple:
     """Both versions' module digests: what the answer was computed from."""
-    return tuple(queries.get_version(conn, v).get("sha256") for v in (a, b))
+    return tuple(queries.version_info(conn, v).get("sha256") for v in (a, b))
 
 
 #: the process-wide cache of ``kbtool serve`` and the TUI
