@@ -81,6 +81,10 @@ EXPECTED["interactive"] = [
     rf"zstd-1\.5\.6\.wasm +{NUMBER} +{NUMBER} +\d+ +{NUMBER} +{NUMBER}",
     r"machine: load average",
 ]
+EXPECTED["mcp_startup"] = [
+    rf"kbtool mcp, spawn to the tools/list answer: {NUMBER} s",
+    rf'python -c "import mcp.server": +{NUMBER} s',
+]
 EXPECTED["lookalike"] = [rf"wat v1 -> v2 +{NUMBER}% +{NUMBER}%", rf"wat v2 -> v1 +{NUMBER}%"]
 EXPECTED["runnable"] = [
     rf"prog clang O2 +\d+ +{NUMBER} +{NUMBER} +ok +(\d+)/\1 ",
