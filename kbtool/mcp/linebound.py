@@ -26,6 +26,7 @@ import os
 import re
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -142,6 +143,29 @@ def check(item: bytes | Overlong, max_line: int | None = None) -> bytes | None:
 
 
 METHOD_NOT_FOUND = -32601
+DRAIN_SECONDS = 600.0  # at end of input, how long answers to requests in flight are awaited
+
+
+def _request_key(line: bytes) -> Any:
+    """The id of a request line (a method and an id), else None."""
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        return None
+    if isinstance(msg, dict) and "method" in msg and isinstance(msg.get("id"), int | str):
+        return json.dumps(msg["id"])
+    return None
+
+
+def _response_key(line: bytes) -> Any:
+    """The id a response line answers, else None."""
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        return None
+    if isinstance(msg, dict) and "method" not in msg and isinstance(msg.get("id"), int | str):
+        return json.dumps(msg["id"])
+    return None
 
 
 def _client_methods() -> frozenset[str]:
@@ -206,6 +230,9 @@ def guarded_stdio() -> Iterator[None]:
     sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", closefd=False), encoding="utf-8",
                                   line_buffering=True)
     lock = threading.Lock()
+    pending: set[Any] = set()  # ids of requests passed on and not answered yet
+    parent = os.getppid()
+    answered = threading.Condition()
 
     def emit(data: bytes) -> None:
         with lock:
@@ -219,10 +246,21 @@ def guarded_stdio() -> Iterator[None]:
                 if answer is not None:
                     emit(answer)
                     continue
+                rid = _request_key(item)
+                if rid is not None:
+                    with answered:
+                        pending.add(rid)
                 data = item if item.endswith(b"\n") else item + b"\n"
                 view = memoryview(data)
                 while view:
                     view = view[os.write(in_w, view):]
+            # end of input: the SDK would cancel what is still running; a client that wrote
+            # its requests and closed stdin gets every answer first (as a pipe expects)
+            # (a client that went away, its process gone, is not waited for: its pass stops)
+            deadline = time.monotonic() + DRAIN_SECONDS
+            with answered:
+                while pending and os.getppid() == parent and time.monotonic() < deadline:
+                    answered.wait(0.2)
         except OSError:  # the server went away
             pass
         finally:
@@ -232,6 +270,14 @@ def guarded_stdio() -> Iterator[None]:
         with os.fdopen(out_r, "rb") as src:
             for line in src:
                 emit(line)
+                rid = _response_key(line)
+                if rid is not None:
+                    with answered:
+                        pending.discard(rid)
+                        answered.notify_all()
+        with answered:  # the server is gone: nothing more will be answered
+            pending.clear()
+            answered.notify_all()
 
     threads = [threading.Thread(target=f, daemon=True, name=f"kbtool-mcp-{f.__name__}")
                for f in (pump_in, pump_out)]
