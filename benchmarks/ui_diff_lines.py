@@ -80,8 +80,9 @@ def measure(label: str, db: Path, a: int, b: int, width: int) -> dict:
 def _ingest_pair(tmp: Path, old: Path, new: Path) -> tuple[Path, int, int]:
     db = tmp / f"kb-{time.monotonic_ns()}.db"
     conn = open_rw(db)
-    a = ingest_file(conn, old, label=old.stem.replace(".named", "")).version_id
-    b = ingest_file(conn, new, label=new.stem.replace(".stripped", "")).version_id
+    # one program by decision (a pair is two builds of one program, whatever the overlap says)
+    a = ingest_file(conn, old, label=old.stem.replace(".named", ""), program="bench").version_id
+    b = ingest_file(conn, new, label=new.stem.replace(".stripped", ""), program="bench").version_id
     conn.close()
     return db, a, b
 
