@@ -1,10 +1,14 @@
-"""Ingest speed and memory on the largest corpus modules, next to `wasm-objdump -d` in the same run.
+"""Ingest speed and memory on the largest corpus modules, next to `wasm-objdump -d` and
+`wasm-tools validate` in the same run.
 
-    python benchmarks/ingest.py [--corpus ../shared/corpus] [--top 2] [--file X.wasm ...] [--smoke]
+    python benchmarks/ingest.py [--corpus ../shared/corpus] [--top 2 | --all] [--file X.wasm ...] [--smoke]
 
 Each kbtool ingest runs in a fresh process into a fresh KB (decode, facts, hashes, identities,
 KB writes, commit); peak memory is that process's max RSS. `wasm-objdump -d FILE > /dev/null`
-(wabt) is timed on the same file right after. ``--smoke``: the bundled demo release (0.6 MB)
+(wabt) and `wasm-tools validate FILE` (native parse + validation) are timed on the same file
+right after; ``objdump x`` and ``validate x`` are kbtool's time over theirs (the goal:
+<= 0.5x objdump, <= 10x validate). The decoder path (``compiled``/``pure``, see
+:mod:`kbtool.wasm.active`) and the load average are printed. ``--smoke``: the bundled demo release (0.6 MB)
 only (the test suite runs it).
 """
 
@@ -60,10 +64,29 @@ def objdump(path: Path) -> float | None:
     return time.perf_counter() - t0
 
 
+def validate(path: Path) -> float | None:
+    exe = shutil.which("wasm-tools")
+    if not exe:
+        return None
+    t0 = time.perf_counter()
+    subprocess.run([exe, "validate", str(path)], stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - t0
+
+
+def _decoder_path() -> str:
+    try:
+        from kbtool.wasm import active
+    except ImportError:
+        return "pure"
+    return active.PATH
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--top", type=int, default=2, help="how many of the largest corpus modules")
+    ap.add_argument("--all", action="store_true", help="every corpus module")
     ap.add_argument("--file", type=Path, action="append", default=[])
     ap.add_argument("--smoke", action="store_true", help="the demo release only, a few seconds")
     args = ap.parse_args(argv)
@@ -73,18 +96,25 @@ def main(argv: list[str] | None = None) -> int:
             print(f"corpus not found: {args.corpus}", file=sys.stderr)
             return 2
         manifest = json.loads((args.corpus / "MANIFEST.json").read_text())
-        mods = sorted(manifest["modules"], key=lambda m: -m["size"])[: args.top]
-        files = [args.corpus / m["file"] for m in mods]
+        mods = sorted(manifest["modules"], key=lambda m: -m["size"])
+        mods = [m for m in mods if m["file"].endswith(".wasm")]
+        files = [args.corpus / m["file"] for m in (mods if args.all else mods[: args.top])]
+    print(f"decoder: {_decoder_path()}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+          f"; {os.cpu_count()} cores")
     print(f"{'module':52} {'MB':>6} {'kbtool s':>9} {'MB/s':>6} {'Minstr/s':>9} {'peak MiB':>9}"
-          f" {'objdump s':>10} {'ratio':>6}")
+          f" {'objdump s':>10} {'objdump x':>9} {'validate s':>10} {'validate x':>10}")
     for f in files:
         mb = f.stat().st_size / 1e6
         k = kbtool_ingest(f)
         o = objdump(f)
-        ratio = f"{o / k['seconds']:.1f}x" if o else "n/a"
+        v = validate(f)
+        ko = f"{k['seconds'] / o:.2f}x" if o else "n/a"
+        kv = f"{k['seconds'] / v:.1f}x" if v else "n/a"
         print(f"{f.name:52} {mb:6.1f} {k['seconds']:9.2f} {mb / k['seconds']:6.1f}"
               f" {k['instructions'] / k['seconds'] / 1e6:9.2f} {k['peak_rss_mib']:9.0f}"
-              f" {o if o is not None else float('nan'):10.2f} {ratio:>6}")
+              f" {o if o is not None else float('nan'):10.2f} {ko:>9}"
+              f" {v if v is not None else float('nan'):10.2f} {kv:>10}", flush=True)
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
 

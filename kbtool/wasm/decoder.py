@@ -1,0 +1,686 @@
+"""The decoder's hot loop: one table-driven walk over function bodies (see :mod:`.facts`).
+
+Compiled with mypyc at install into the twin ``kbtool.wasm._cdecoder`` (the same source,
+~N x faster); :mod:`.active` picks the twin when its stamp matches this file and
+``KBTOOL_DECODE`` is not ``pure``. Both give identical results (``tests/test_decode_accel.py``).
+So the source stays mypyc-friendly: typed locals, no ``**kwargs``, no dynamic attributes,
+module-level tables are bytes/lists, and the context comes in as plain values.
+
+:func:`analyze_range` returns one tuple per function in :class:`.facts.FuncFacts` field order
+(the caller builds the dataclass; worker processes ship the tuples as they are).
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Callable
+from hashlib import blake2b
+from typing import Any
+
+from .datamap import MAX_STR_LEN, MIN_STRING
+from .errors import WasmFormatError
+from .instr import HEAP_TYPES, MAX_LOCALS, NUM_TYPES, REF_SHORT, check_body
+from .opcodes import BYTE_KIND, KIND, PREFIX_BASE, PREFIX_SLOTS, WIDTH
+
+
+class _Bad(Exception):
+    """Internal: the fast loop met something it does not accept; diagnose carefully."""
+
+
+# ----------------------------------------------------------------------------- LEB helpers
+
+def _uleb_cont(data: bytes, p: int, x: int, maxshift: int = 28) -> tuple[int, int]:
+    """Continue an unsigned LEB whose first byte ``x`` (>= 0x80) was consumed
+    (``maxshift`` 28: u32, at most 5 bytes; 63: u64, at most 10 bytes). The unused high
+    bits of a last byte at ``maxshift`` must be zero, as in :func:`kbtool.wasm.leb.read_uleb`."""
+    x &= 0x7F
+    shift = 7
+    while True:
+        c = data[p]
+        p += 1
+        if c < 0x80:
+            if shift == maxshift and c >> (4 if maxshift == 28 else 1):
+                raise _Bad
+            return x | (c << shift), p
+        x |= (c & 0x7F) << shift
+        shift += 7
+        if shift > maxshift:
+            raise _Bad
+
+
+def _sleb_cont(data: bytes, p: int, x: int, bits: int = 32) -> tuple[int, int]:
+    """Continue a signed LEB (``bits`` 32, 33 or 64) whose first byte ``x`` (>= 0x80) was
+    consumed; the unused bits of a full-length last byte must extend the sign."""
+    maxshift = 63 if bits > 35 else 28
+    x &= 0x7F
+    shift = 7
+    while True:
+        c = data[p]
+        p += 1
+        x |= (c & 0x7F) << shift
+        if c < 0x80:
+            if shift == maxshift:
+                used = bits - maxshift
+                top = c >> (used - 1)
+                if top and top != (1 << (8 - used)) - 1:
+                    raise _Bad
+            shift += 7
+            if c & 0x40:
+                x -= 1 << shift
+            return x, p
+        shift += 7
+        if shift > maxshift:
+            raise _Bad
+
+
+def _skip(data: bytes, p: int) -> int:
+    """Skip a u32 LEB whose first byte at ``p`` has the continuation bit set."""
+    q = p + 1
+    while data[q] & 0x80:
+        q += 1
+        if q - p > 4:
+            raise _Bad
+    if q - p == 4 and data[q] > 0x0F:  # 5th byte: only 4 value bits
+        raise _Bad
+    return q + 1
+
+
+# value type bytes: 1 = one-byte type, 2 = 0x63/0x64 + heap type, 3 = 0x65 shared shorthand
+def _vt_table() -> bytes:
+    t = bytearray(256)
+    for b in (*NUM_TYPES, *REF_SHORT):
+        t[b] = 1
+    t[0x63] = t[0x64] = 2
+    t[0x65] = 3
+    return bytes(t)
+
+
+def _abs_heap_table() -> bytes:
+    t = bytearray(256)
+    for b in HEAP_TYPES:
+        t[b] = 1
+    return bytes(t)
+
+
+_VT: bytes = _vt_table()
+_ABS_HEAP: bytes = _abs_heap_table()
+
+
+def _heaptype_end(data: bytes, p: int) -> int:
+    """End of the heap type at ``p``; accepts exactly what :func:`instr.read_heaptype` does."""
+    b = data[p]
+    if _ABS_HEAP[b]:
+        return p + 1
+    if b == 0x65:
+        if _ABS_HEAP[data[p + 1]]:
+            return p + 2
+        raise _Bad
+    if b == 0x62:  # exact type index (u32)
+        return p + 2 if data[p + 1] < 0x80 else _skip(data, p + 1)
+    if b < 0x40:  # one-byte type index
+        return p + 1
+    if b < 0x80:  # negative one-byte s33: not a heap type
+        raise _Bad
+    x, q = _sleb_cont(data, p + 1, b, 33)
+    if x < 0:
+        raise _Bad
+    return q
+
+
+def _valtype_end(data: bytes, p: int) -> int:
+    """End of the value type at ``p``; accepts exactly what :func:`instr.read_valtype` does."""
+    c = _VT[data[p]]
+    if c == 1:
+        return p + 1
+    if c == 2:
+        return _heaptype_end(data, p + 1)
+    if c == 3:
+        return _heaptype_end(data, p)
+    raise _Bad
+
+
+def _blocktype_end(data: bytes, p: int, x: int) -> int:
+    """End of a block type whose first byte ``x`` is in 0x40..0x7F (empty or a value type)."""
+    if x == 0x40 or _VT[x] == 1:
+        return p + 1
+    return _valtype_end(data, p)
+
+
+# ----------------------------------------------------------------------------- hot loop
+
+PROGRESS_STEP = 1 << 20  # bytes of code between two progress callbacks
+
+_BAD_T = b"\xffT?\x00"
+_DEF = b"\xffF"
+_STATIC = b"\xffB"
+_TAB = b"\xffX"
+_GOV: list[bytes] = [b"\xffG" + (i).to_bytes(2, "little") for i in range(1 << 16)]  # Go PC_B placeholders
+_MISS: object = object()
+_TABLE_ATOMIC = PREFIX_BASE[0xFE] + 0x58  # shared-everything: global.atomic.* are below
+_STRUCT_ATOMIC = PREFIX_BASE[0xFE] + 0x5C
+
+# The fast loop's kinds: the opcode table's, plus three of its own: 40 heap type (ref.null,
+# ref.test, ref.cast), 41 end, 42 delegate (they track block depth).
+def _fast_kinds() -> bytes:
+    t = bytearray(BYTE_KIND)
+    t[0xD0] = 40
+    t[0x0B] = 41
+    t[0x18] = 42
+    return bytes(t)
+
+
+def _prefix_tables() -> list[tuple[int, bytes]]:
+    """Per first byte: (base, kinds) of its prefix table; ``(0, b"")`` for other bytes."""
+    out: list[tuple[int, bytes]] = [(0, b"")] * 256
+    for p in PREFIX_BASE:
+        kinds = bytearray(KIND[PREFIX_BASE[p]:PREFIX_BASE[p] + PREFIX_SLOTS[p]])
+        if p == 0xFB:
+            for i in (0x14, 0x15, 0x16, 0x17):
+                kinds[i] = 40
+        out[p] = (PREFIX_BASE[p], bytes(kinds))
+    return out
+
+
+_FAST_KIND: bytes = _fast_kinds()
+_PFX: list[tuple[int, bytes]] = _prefix_tables()
+_WIDTH: list[int] = list(WIDTH)
+
+
+def analyze_range(ctx: Any, first: int, last: int,
+                  progress: Callable[[int, int], object] | None = None,
+                  total_done: int = 0, total: int = 0,
+                  step: int = PROGRESS_STEP) -> list[tuple[Any, ...]]:
+    """Facts of the defined functions with code indices ``first <= i < last`` (``ctx``: a
+    ``facts._Ctx``), one tuple per function in ``FuncFacts`` field order; ``progress(done,
+    total)`` about every ``step`` bytes of code."""
+    data: bytes = ctx.data
+    m: Any = ctx.m
+    code: list[tuple[int, int]] = m.code
+    nimp: int = ctx.nimp
+    KINDB = _FAST_KIND
+    PFX = _PFX
+    W = _WIDTH
+    imp_repl: list[bytes] = ctx.imp_repl
+    type_repl: list[bytes] = ctx.type_repl
+    ntypes = len(type_repl)
+    dmap: Any = ctx.dmap
+    dlo: int = dmap.lo
+    dhi: int = dmap.hi
+    slo: int = ctx.static_lo
+    shi: int = ctx.static_hi
+    glo: int = ctx.gov_lo
+    ghi: int = ctx.gov_hi
+    blo: int = ctx.go_bss_lo
+    bhi: int = ctx.go_bss_hi
+    dcache: dict[int, Any] = dmap.cache
+    dentry: Callable[[int], Any] = dmap.entry
+    sized_text: Callable[[Any, int], str | None] = dmap.sized_text
+    func_names: dict[int, str] = m.func_names
+    exports: dict[int, list[str]] = ctx.exports
+    ftypes: list[int] = m.func_type_indices
+    type_text: list[str] = ctx.type_text
+    mcache: dict[tuple[int, int, int], tuple[int, int, int]] = {}
+    out: list[tuple[Any, ...]] = []
+    next_progress = (code[first][0] if first < last else 0) + step
+    code_start = code[0][0] if code else 0
+
+    for ci_ in range(first, last):
+        start, end = code[ci_]
+        fidx = nimp + ci_
+        if progress is not None and start >= next_progress:
+            progress(total_done + start - code_start, total)
+            next_progress = start + step
+        ops = array("H")
+        app = ops.append
+        calls: list[int] = []
+        capp = calls.append
+        consts: dict[int, None] = {}
+        strs: dict[str, None] = {}
+        globs: set[int] = set()
+        gadd = globs.add
+        memops: list[tuple[int, int, int]] = []
+        mapp = memops.append
+        ti = ftypes[ci_]
+        sig = type_text[ti] if ti < ntypes else f"type[{ti}]"
+        # the shape hash is fed as the normalised body is produced (never held in memory)
+        sh = blake2b(sig.encode(), digest_size=16)
+        sh.update(b"\x00")
+        papp = sh.update
+        refs: list[int] = []
+        loops = 0
+        cind = 0
+        atomics = 0
+        pend: Any = None
+        pend_at = -1
+        last_cut = start
+        try:
+            # local declarations
+            p = start
+            n = data[p]
+            p += 1
+            if n >= 0x80:
+                n, p = _uleb_cont(data, p, n)
+            if n > end - p:
+                raise _Bad
+            nloc = 0
+            for _ in range(n):
+                c = data[p]
+                p += 1
+                if c >= 0x80:
+                    c, p = _uleb_cont(data, p, c)
+                nloc += c
+                if _VT[data[p]] == 1:
+                    p += 1
+                else:
+                    p = _valtype_end(data, p)
+            if nloc > MAX_LOCALS:
+                raise _Bad
+            depth = 1
+            while p < end:
+                b = data[p]
+                p += 1
+                k = KINDB[b]
+                if k == 1:  # one LEB kept verbatim
+                    app(b)
+                    if data[p] < 0x80:
+                        p += 1
+                    else:
+                        p = _skip(data, p)
+                    continue
+                if k == 0:
+                    app(b)
+                    continue
+                if k == 41:  # end
+                    app(b)
+                    depth -= 1
+                    if depth == 0 and p != end:
+                        raise _Bad  # instructions after the function's final end
+                    continue
+                if k == 2:  # memarg
+                    app(b)
+                    a = data[p]
+                    p += 1
+                    if a >= 0x40:
+                        if a >= 0x80:
+                            a, p = _uleb_cont(data, p, a)
+                            if a >= 0x80:  # malformed (spec: below 2**7)
+                                raise _Bad
+                        if a & 0x40:
+                            if data[p] < 0x80:
+                                p += 1
+                            else:
+                                p = _skip(data, p)
+                    s = p
+                    x = data[p]
+                    p += 1
+                    if x >= 0x80:
+                        x, p = _uleb_cont(data, p, x, 63)
+                    if slo <= x < shi:  # an absolute static address in the offset
+                        papp(data[last_cut:s])
+                        papp(_STATIC)
+                        last_cut = p
+                    t = (b, x, W[b])
+                    mapp(mcache.setdefault(t, t))
+                    continue
+                if k == 3:  # i32.const
+                    app(b)
+                    s = p
+                    x = data[p]
+                    if x < 0x80:
+                        p += 1
+                        if x & 0x40:
+                            x -= 0x80
+                    else:  # 2- and 3-byte values inline (addresses), longer ones in a call
+                        c = data[p + 1]
+                        if c < 0x80:
+                            x = (x & 0x7F) | (c << 7)
+                            p += 2
+                            if c & 0x40:
+                                x -= 0x4000
+                        else:
+                            c2 = data[p + 2]
+                            if c2 < 0x80:
+                                x = (x & 0x7F) | ((c & 0x7F) << 7) | (c2 << 14)
+                                p += 3
+                                if c2 & 0x40:
+                                    x -= 0x200000
+                            else:
+                                x, p = _sleb_cont(data, p + 1, x, 32)
+                    if pend is not None:
+                        tx = None
+                        if s - 1 == pend_at and MIN_STRING <= x <= MAX_STR_LEN:
+                            tx = sized_text(pend, x)
+                        if tx is None:
+                            tx = pend[2]
+                        if tx:
+                            strs[tx] = None
+                        pend = None
+                    consts[x] = None
+                    u = x if x >= 0 else x + 0x100000000
+                    if glo <= u < ghi:  # Go function value / return PC
+                        papp(data[last_cut:s])
+                        papp(_GOV[u & 0xFFFF])
+                        last_cut = p
+                        continue
+                    if dlo <= u < dhi:
+                        e = dcache.get(u, _MISS)
+                        if e is _MISS:
+                            e = dentry(u)
+                        if e is not None:
+                            papp(data[last_cut:s])
+                            papp(e[0])
+                            last_cut = p
+                            if e[1] is not None:  # C string
+                                strs[e[1]] = None
+                            else:
+                                pend = e
+                                pend_at = p
+                    if slo <= u < shi and last_cut != p:  # .bss: no bytes to stand for it
+                        papp(data[last_cut:s])
+                        papp(_STATIC)
+                        last_cut = p
+                    continue
+                if k == 4:  # global.get / global.set
+                    app(b)
+                    x = data[p]
+                    p += 1
+                    if x >= 0x80:
+                        x, p = _uleb_cont(data, p, x)
+                    gadd(x)
+                    continue
+                if k == 5:  # call / return_call
+                    app(b)
+                    s = p
+                    x = data[p]
+                    p += 1
+                    if x >= 0x80:
+                        x, p = _uleb_cont(data, p, x)
+                    capp(x)
+                    papp(data[last_cut:s])
+                    papp(imp_repl[x] if x < nimp else _DEF)
+                    last_cut = p
+                    continue
+                if k == 6:  # block / loop / if / try
+                    app(b)
+                    depth += 1
+                    if b == 3:
+                        loops += 1
+                    x = data[p]
+                    if x < 0x40:  # type index
+                        papp(data[last_cut:p])
+                        papp(type_repl[x] if x < ntypes else _BAD_T)
+                        p += 1
+                        last_cut = p
+                    elif x < 0x80:
+                        p = _blocktype_end(data, p, x)
+                    else:
+                        s = p
+                        x, p = _sleb_cont(data, p + 1, x, 33)
+                        if x < 0:
+                            raise _Bad
+                        papp(data[last_cut:s])
+                        papp(type_repl[x] if 0 <= x < ntypes else _BAD_T)
+                        last_cut = p
+                    continue
+                if k == 30:  # prefix
+                    x = data[p]
+                    p += 1
+                    if x >= 0x80:
+                        x, p = _uleb_cont(data, p, x)
+                    base, skinds = PFX[b]
+                    if x >= len(skinds):
+                        raise _Bad
+                    op = base + x
+                    k = skinds[x]
+                    if b == 0xFE:
+                        atomics += 1
+                    app(op)
+                    if k == 0:
+                        continue
+                    if k == 2 or k == 20:  # memarg (+ lane)
+                        a = data[p]
+                        p += 1
+                        if a >= 0x40:
+                            if a >= 0x80:
+                                a, p = _uleb_cont(data, p, a)
+                            if a >= 0x80:  # malformed (spec: below 2**7)
+                                raise _Bad
+                            if a & 0x40:
+                                if data[p] < 0x80:
+                                    p += 1
+                                else:
+                                    p = _skip(data, p)
+                        s = p
+                        x = data[p]
+                        p += 1
+                        if x >= 0x80:
+                            x, p = _uleb_cont(data, p, x, 63)
+                        if slo <= x < shi:
+                            papp(data[last_cut:s])
+                            papp(_STATIC)
+                            last_cut = p
+                        t = (op, x, W[op])
+                        mapp(mcache.setdefault(t, t))
+                        if k == 20:
+                            p += 1
+                        continue
+                    if k == 1:
+                        if data[p] < 0x80:
+                            p += 1
+                        else:
+                            p = _skip(data, p)
+                        continue
+                    if k == 40:  # ref.test / ref.cast: heap type
+                        p = _heaptype_end(data, p)
+                        continue
+                    if k == 21:  # v128.const, i8x16.shuffle
+                        p += 16
+                        continue
+                    if k == 19 or k == 22:  # lane / reserved byte
+                        p += 1
+                        continue
+                    if k == 17:  # two LEBs
+                        p = p + 1 if data[p] < 0x80 else _skip(data, p)
+                        p = p + 1 if data[p] < 0x80 else _skip(data, p)
+                        continue
+                    if k == 14 or k == 15:  # table / elem indices -> placeholder
+                        s = p
+                        p = p + 1 if data[p] < 0x80 else _skip(data, p)
+                        if k == 15:
+                            p = p + 1 if data[p] < 0x80 else _skip(data, p)
+                        papp(data[last_cut:s])
+                        papp(_TAB)
+                        last_cut = p
+                        continue
+                    if k == 24 or k == 25:  # shared-everything atomics: ordering, index(es)
+                        if data[p] > 1:
+                            raise _Bad
+                        p += 1
+                        s = p
+                        x = data[p]
+                        p += 1
+                        if x >= 0x80:
+                            x, p = _uleb_cont(data, p, x)
+                        if op < _TABLE_ATOMIC:  # global.atomic.*
+                            gadd(x)
+                        elif op < _STRUCT_ATOMIC:  # table.atomic.*: placeholder
+                            papp(data[last_cut:s])
+                            papp(_TAB)
+                            last_cut = p
+                        if k == 25:
+                            p = p + 1 if data[p] < 0x80 else _skip(data, p)
+                        continue
+                    if k == 23:  # br_on_cast: flags, label, heap type, heap type
+                        p += 1
+                        p = p + 1 if data[p] < 0x80 else _skip(data, p)
+                        p = _heaptype_end(data, p)
+                        p = _heaptype_end(data, p)
+                        continue
+                    raise _Bad
+                # ---- single-byte opcodes with rarer immediates
+                app(b)
+                if k == 7:  # i64.const
+                    s = p
+                    x = data[p]
+                    p += 1
+                    if x < 0x80:
+                        if x & 0x40:
+                            x -= 0x80
+                    else:
+                        x, p = _sleb_cont(data, p, x, 64)
+                    consts[x] = None
+                    u = x if x >= 0 else x + 0x10000000000000000
+                    if glo <= u < ghi:  # Go function value / return PC
+                        papp(data[last_cut:s])
+                        papp(_GOV[u & 0xFFFF])
+                        last_cut = p
+                        continue
+                    if dlo <= u < dhi:
+                        e = dcache.get(u, _MISS)
+                        if e is _MISS:
+                            e = dentry(u)
+                        if e is not None:
+                            papp(data[last_cut:s])
+                            papp(e[0])
+                            last_cut = p
+                            if e[2]:
+                                strs[e[2]] = None
+                            continue
+                    if blo <= u < bhi:  # Go: zero-filled data and .bss, no bytes to compare
+                        papp(data[last_cut:s])
+                        papp(_STATIC)
+                        last_cut = p
+                    continue
+                if k == 8:
+                    p += 4
+                    continue
+                if k == 9:
+                    p += 8
+                    continue
+                if k == 10:  # br_table
+                    x = data[p]
+                    p += 1
+                    if x >= 0x80:
+                        x, p = _uleb_cont(data, p, x)
+                    if x > end - p:
+                        raise _Bad
+                    for _ in range(x + 1):
+                        if data[p] < 0x80:
+                            p += 1
+                        else:
+                            p = _skip(data, p)
+                    continue
+                if k == 11:  # call_indirect / return_call_indirect
+                    cind += 1
+                    s = p
+                    x = data[p]
+                    p += 1
+                    if x >= 0x80:
+                        x, p = _uleb_cont(data, p, x)
+                    p = p + 1 if data[p] < 0x80 else _skip(data, p)
+                    papp(data[last_cut:s])
+                    papp(type_repl[x] if x < ntypes else _BAD_T)
+                    papp(_TAB)
+                    last_cut = p
+                    continue
+                if k == 12:  # ref.func
+                    s = p
+                    x = data[p]
+                    p += 1
+                    if x >= 0x80:
+                        x, p = _uleb_cont(data, p, x)
+                    refs.append(x)
+                    papp(data[last_cut:s])
+                    papp(imp_repl[x] if x < nimp else _DEF)
+                    last_cut = p
+                    continue
+                if k == 14:  # table.get / table.set
+                    s = p
+                    p = p + 1 if data[p] < 0x80 else _skip(data, p)
+                    papp(data[last_cut:s])
+                    papp(_TAB)
+                    last_cut = p
+                    continue
+                if k == 16:  # call_ref / return_call_ref
+                    cind += 1
+                    s = p
+                    x = data[p]
+                    p += 1
+                    if x >= 0x80:
+                        x, p = _uleb_cont(data, p, x)
+                    papp(data[last_cut:s])
+                    papp(type_repl[x] if x < ntypes else _BAD_T)
+                    last_cut = p
+                    continue
+                if k == 13:  # select t*
+                    x = data[p]
+                    p += 1
+                    if x >= 0x80:
+                        x, p = _uleb_cont(data, p, x)
+                    if x > end - p:
+                        raise _Bad
+                    for _ in range(x):
+                        p = _valtype_end(data, p)
+                    continue
+                if k == 18:  # try_table
+                    depth += 1
+                    x = data[p]
+                    if x < 0x40:
+                        papp(data[last_cut:p])
+                        papp(type_repl[x] if x < ntypes else _BAD_T)
+                        p += 1
+                        last_cut = p
+                    elif x < 0x80:
+                        p = _blocktype_end(data, p, x)
+                    else:
+                        s = p
+                        x, p = _sleb_cont(data, p + 1, x, 33)
+                        if x < 0:
+                            raise _Bad
+                        papp(data[last_cut:s])
+                        papp(type_repl[x] if 0 <= x < ntypes else _BAD_T)
+                        last_cut = p
+                    x = data[p]
+                    p += 1
+                    if x >= 0x80:
+                        x, p = _uleb_cont(data, p, x)
+                    if x > end - p:
+                        raise _Bad
+                    for _ in range(x):
+                        c = data[p]
+                        p += 1
+                        if c > 3:
+                            raise _Bad
+                        if c < 2:
+                            p = p + 1 if data[p] < 0x80 else _skip(data, p)
+                        p = p + 1 if data[p] < 0x80 else _skip(data, p)
+                    continue
+                if k == 40:  # ref.null: heap type
+                    p = _heaptype_end(data, p)
+                    continue
+                if k == 42:  # delegate: label, closes a try
+                    p = p + 1 if data[p] < 0x80 else _skip(data, p)
+                    depth -= 1
+                    if depth <= 0:
+                        raise _Bad
+                    continue
+                raise _Bad  # K_BAD or a kind that no single-byte opcode has
+            if p != end or depth != 0:
+                raise _Bad
+        except (_Bad, IndexError):
+            check_body(data, start, end)
+            raise WasmFormatError(start, "valid function body",
+                                  f"function {fidx} could not be decoded") from None
+        if pend is not None:
+            tx = pend[2]
+            if tx:
+                strs[tx] = None
+        body = data[start:end]
+        papp(data[last_cut:end])
+        out.append((
+            fidx, False, None, None, sig, exports.get(fidx, []), func_names.get(fidx),
+            start, end - start, len(ops), ops.tobytes(), calls, cind, refs, list(consts),
+            list(strs), sorted(globs), memops, atomics, loops,
+            blake2b(body, digest_size=16).hexdigest(), sh.hexdigest(),
+        ))
+    return out
