@@ -1,8 +1,8 @@
 """Build hook: compile the lifter with mypyc while installing, when this machine can.
 
 Everything else about the package is in ``pyproject.toml``. ``build_py`` runs as usual and
-then puts the compiled lifter (``kbtool/lift/_clifter*``, see ``kbtool/lift/_build.py``) in
-the built package, or in the source tree for an editable install. Without mypy, a C compiler
+then puts the compiled twins (the lifter ``kbtool/lift/_clifter*``; the table is in
+``kbtool/lift/_build.py``) in the built package, or in the source tree for an editable install. Without mypy, a C compiler
 or the Python headers the install still succeeds and says so: kbtool then runs the pure
 lifter, which gives the same output more slowly. ``KBTOOL_ACCEL=0`` skips the compile.
 
@@ -47,21 +47,30 @@ class KbtoolDistribution(Distribution):
 
 
 class build_py_and_lifter(build_py):
+    """``build_py``, then every compiled twin of ``kbtool/lift/_build.py``'s table (the
+    lifter, ...) into the built package, each on its own: one that fails leaves its pure
+    code in place and the others still build."""
+
     def run(self) -> None:
         super().run()
         editable = getattr(self, "editable_mode", False)
-        src = ROOT / "kbtool" / "lift"
-        dest = src if editable else Path(self.build_lib) / "kbtool" / "lift"
-        if os.environ.get("KBTOOL_ACCEL", "").strip() == "0":
-            if not editable:  # a build left by an earlier run must not ride along in the wheel
-                _builder().clean(dest)
-            return
-        try:
-            files = _builder().ensure_compiled(ROOT, dest)
-        except Exception as e:  # noqa: BLE001 - any failure leaves the pure lifter in place
-            sys.stderr.write(f"kbtool: compiled lifter not built ({e}); the pure lifter runs\n")
-            return
-        sys.stderr.write(f"kbtool: compiled lifter: {', '.join(f.name for f in files)}\n")
+        b = _builder()
+        for tw in b.TWINS:
+            src = ROOT / tw.package_dir
+            dest = src if editable else Path(self.build_lib) / tw.package_dir
+            if os.environ.get("KBTOOL_ACCEL", "").strip() == "0":
+                if not editable:  # a build left by an earlier run must not ride along in the wheel
+                    b.clean(dest, tw)
+                continue
+            try:
+                files = b.ensure_compiled(ROOT, dest, tw=tw)
+            except Exception as e:  # noqa: BLE001 - any failure leaves the pure code in place
+                sys.stderr.write(
+                    f"kbtool: compiled {tw.name} not built ({e}); the pure {tw.name} runs\n"
+                )
+                continue
+            names = ", ".join(f.relative_to(dest).as_posix() for f in files)
+            sys.stderr.write(f"kbtool: compiled {tw.name}: {names}\n")
 
 
 class bdist_wheel_tagged(bdist_wheel):
