@@ -124,7 +124,7 @@ def ready_files(pkg_dir: Path, tw: Twin = LIFTER) -> list[Path]:
     stamp = pkg_dir / tw.stamp_name
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]  # this interpreter's, e.g. .cpython-311-...so
     files = [f for f in compiled_files(pkg_dir, tw) if f.name.endswith(suffix)]
-    if not files or not stamp.is_file():
+    if not files or not stamp.is_file() or not all(f.is_file() for f in source_files(pkg_dir, tw)):
         return []
     if stamp.read_text().strip() != source_digest(pkg_dir, tw):
         return []
