@@ -1,0 +1,242 @@
+"""Data items of the data model (:mod:`kbtool.analysis.datamodel`): the initial memory
+image, segments cut at referenced addresses and string ends, each piece classified and
+labelled; Go string headers; ``.bss`` items."""
+
+from __future__ import annotations
+
+import re
+
+from kbtool.wasm import ModuleAnalysis
+
+from .datatypes import (
+    MAX_BSS_ITEM,
+    MAX_IMAGE,
+    MAX_ITEMS,
+    MAX_LABEL,
+    MAX_TEXT,
+    MIN_STRING,
+    DataItem,
+    DataRef,
+)
+
+# ----------------------------------------------------------------------------- memory image
+
+
+def segments(analysis: ModuleAnalysis) -> list[tuple[int, bytes, int]]:
+    """``(address, bytes, segment index)`` of the active segments with a constant offset,
+    by address (memory 0 only)."""
+    out = []
+    for k, s in enumerate(analysis.module.data_segments):
+        if s.passive or s.offset is None or s.memory_index != 0 or not s.data:
+            continue
+        out.append((int(s.offset), bytes(s.data), k))
+    out.sort()
+    return out
+
+
+def read_memory(analysis: ModuleAnalysis, address: int, length: int) -> bytes | None:
+    """The initial memory image at ``[address, address + length)`` (bytes no segment sets read
+    as zero); None when the range touches no segment at all."""
+    if address < 0 or length < 0:
+        return None
+    out = bytearray(length)
+    hit = False
+    for base, data, _k in segments(analysis):
+        lo, hi = max(base, address), min(base + len(data), address + length)
+        if lo < hi:
+            out[lo - address : hi - address] = data[lo - base : hi - base]
+            hit = True
+    return bytes(out) if hit else None
+
+
+# ----------------------------------------------------------------------------- items
+
+
+def _slug(text: str) -> str:
+    s = re.sub(r"[^0-9A-Za-z]+", "_", text).strip("_").lower()
+    return s[:MAX_LABEL].rstrip("_")
+
+
+def _cstring_at(mem: bytes, k: int) -> str | None:
+    """The C string starting at ``mem[k]`` (printable UTF-8, NUL-terminated), if any."""
+    z = mem.find(b"\0", k, k + 4096)
+    if z < 0 or z - k < 1:
+        return None
+    raw = mem[k:z]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if not all(ch.isprintable() or ch in "\t\n\r" for ch in text):
+        return None
+    return text
+
+
+def _utf8_text(raw: bytes) -> str | None:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return text if text and all(ch.isprintable() or ch in "\t\n\r" for ch in text) else None
+
+
+def memory_image(analysis: ModuleAnalysis, limit: int = MAX_IMAGE) -> tuple[int, bytes]:
+    """``(lowest address, bytes)``: the initial memory from the lowest to the highest byte any
+    active segment sets (gaps read as zero); empty when that span exceeds ``limit``."""
+    segs = segments(analysis)
+    if not segs:
+        return 0, b""
+    lo, hi = segs[0][0], max(b + len(d) for b, d, _ in segs)
+    if hi - lo > limit:
+        return lo, b""
+    img = bytearray(hi - lo)
+    for b, d, _k in segs:
+        img[b - lo : b - lo + len(d)] = d
+    return lo, bytes(img)
+
+
+def go_string_headers(analysis: ModuleAnalysis, lo: int, hi: int) -> list[DataRef]:
+    """Go string headers in data: 8-byte aligned (pointer, length) pairs of 64-bit words whose
+    pointer lies in the data and whose bytes are text; as ``gostring`` references from the
+    header's own address (function -1: data, not code). Go's linker trims the zero bytes at
+    segment ends (a length's high bytes), so the scan runs over the whole memory image."""
+    base, img = memory_image(analysis)
+    out: list[DataRef] = []
+    for q in range((-base) % 8, len(img) - 15, 8):
+        ptr = int.from_bytes(img[q : q + 8], "little")
+        if not lo <= ptr < hi:
+            continue
+        ln = int.from_bytes(img[q + 8 : q + 16], "little")
+        if not 0 < ln <= 4096 or ptr + ln > hi:
+            continue
+        if _utf8_text(img[ptr - base : ptr - base + ln]) is not None:
+            out.append(DataRef(-1, base + q, "gostring", "data", ptr, ln))
+    return out
+
+
+def _string_start(mem: bytes, k: int) -> int:
+    """``k`` itself, or the start of the C string ``mem[k]`` lies inside (not at its start)."""
+    if k == 0 or mem[k - 1] == 0 or not (0x20 <= mem[k - 1] < 0x7F):
+        return k
+    z = mem.rfind(b"\0", max(0, k - 4096), k)
+    s0 = z + 1
+    s = _cstring_at(mem, s0)
+    if s is not None and len(s.encode()) >= MIN_STRING and s0 + len(s.encode()) > k:
+        return s0
+    return k
+
+
+def _utf16_at(mem: bytes, k: int) -> str | None:
+    if k % 2:
+        return None
+    n = 0
+    while k + 2 * n + 1 < len(mem) and mem[k + 2 * n + 1] == 0 and 0x20 <= mem[k + 2 * n] < 0x7F:
+        n += 1
+    if n < MIN_STRING or mem[k + 2 * n : k + 2 * n + 2] != b"\0\0":
+        return None
+    return mem[k : k + 2 * n].decode("utf-16-le")
+
+
+def _classify(mem: bytes, base: int, lo: int, hi: int, table: tuple[int, int] | None,
+              fptr: bool = False) -> tuple[str, str | None, list[int]]:
+    """Kind, text and targets of the bytes ``mem`` at address ``base``."""
+    if not mem.strip(b"\0"):
+        return "zero", None, []
+    s = _cstring_at(mem, 0)
+    if s is not None and len(s.encode()) >= MIN_STRING and not mem[len(s.encode()) + 1 :].strip(b"\0"):
+        return "cstring", s, []  # the string and the NUL padding after it
+    u = _utf16_at(mem, 0)
+    if u is not None:
+        return "utf16", u, []
+    if base % 4 == 0 and len(mem) >= 8 and len(mem) % 4 == 0:
+        words = [int.from_bytes(mem[i : i + 4], "little") for i in range(0, len(mem), 4)]
+        nonzero = [w for w in words if w]
+        if nonzero and all(lo <= w < hi for w in nonzero) and len(nonzero) * 2 >= len(words):
+            return "pointer_table", None, words
+        # indexed and called through call_indirect: its words are function-table slots
+        if fptr and table is not None and all(table[0] <= w < table[1] for w in nonzero):
+            return "funcptr_table", None, words
+    return "numeric", None, []
+
+
+def build_items(analysis: ModuleAnalysis, refs: list[DataRef],
+                table_range: tuple[int, int] | None = None,
+                bss_hi: int = 0) -> tuple[list[DataItem], bool]:
+    """Cut every segment at the referenced addresses and at string ends; classify the pieces.
+    Referenced addresses in ``[end of the data, bss_hi)`` become ``bss`` items (variables
+    with no initial bytes), each up to the next referenced address."""
+    segs = segments(analysis)
+    if not segs:
+        return [], False
+    lo, hi = segs[0][0], max(b + len(d) for b, d, _ in segs)
+    cuts = {r.target for r in refs if r.target_kind == "data"}
+    fptr = {r.target for r in refs if r.kind == "funcptr"}
+    gostr = {r.target: r.width for r in refs if r.kind == "gostring"}
+    for a, w in list(gostr.items()):
+        cuts.add(a + w)  # a Go string ends where its length says (no NUL)
+    items: list[DataItem] = []
+    truncated = False
+    for base, mem, k in segs:
+        end = base + len(mem)
+        # a reference into the middle of a C string (``"directory" + 1``) is an interior
+        # reference of that string, not the start of an item
+        # (Go strings have no NUL: every cut stands)
+        inside = sorted({a if gostr else _string_start(mem, a - base) + base
+                         for a in cuts if base <= a < end})
+        # pointer tables point at more items: one level of their words as cuts
+        starts = sorted(set([base] + inside))
+        # strings run to their NUL: a new item starts after it when nothing else cuts there
+        bounds: list[int] = []
+        for i, a in enumerate(starts):
+            bounds.append(a)
+            nxt = starts[i + 1] if i + 1 < len(starts) else end
+            q = a - base
+            while q < nxt - base:
+                s = _cstring_at(mem, q)
+                if s is None or len(s.encode()) < MIN_STRING:
+                    break
+                q += len(s.encode()) + 1
+                while q < nxt - base and mem[q] == 0:
+                    q += 1
+                if q < nxt - base:
+                    bounds.append(base + q)
+        bounds = sorted(set(bounds))
+        for i, a in enumerate(bounds):
+            b = bounds[i + 1] if i + 1 < len(bounds) else end
+            piece = mem[a - base : b - base]
+            if a in gostr and b - a == gostr[a] and _utf8_text(piece) is not None:
+                kind, text, targets = "gostring", _utf8_text(piece), []
+            else:
+                kind, text, targets = _classify(piece, a, lo, hi, table_range, a in fptr)
+            items.append(DataItem(address=a, size=b - a, kind=kind, segment=k,
+                                  text=text[:MAX_TEXT] if text is not None else None,
+                                  targets=targets[:256]))
+            if len(items) >= MAX_ITEMS:
+                return items, True
+    bss = sorted(a for a in cuts if hi <= a < bss_hi)
+    for i, a in enumerate(bss):
+        b = bss[i + 1] if i + 1 < len(bss) else bss_hi
+        items.append(DataItem(address=a, size=min(b - a, MAX_BSS_ITEM), kind="bss", segment=-1))
+        if len(items) >= MAX_ITEMS:
+            return items, True
+    return items, truncated
+
+
+def label_items(items: list[DataItem]) -> None:
+    """Labels from content: ``s_<text>`` for strings, ``<kind>_<hex address>`` otherwise;
+    a label taken twice gets the address as a suffix."""
+    seen: dict[str, int] = {}
+    for it in items:
+        if it.kind in ("cstring", "utf16", "gostring") and it.text:
+            base = "s_" + (_slug(it.text) or f"{it.address:x}")
+        elif it.kind == "zero":
+            base = f"zero_{it.address:x}"
+        elif it.kind == "bss":
+            base = f"bss_{it.address:x}"
+        elif it.kind in ("pointer_table", "funcptr_table"):
+            base = ("fptrs_" if it.kind == "funcptr_table" else "ptrs_") + f"{it.address:x}"
+        else:
+            base = f"data_{it.address:x}"
+        n = seen.get(base, 0)
+        seen[base] = n + 1
+        it.label = base if n == 0 else f"{base}_{it.address:x}"

@@ -1,0 +1,138 @@
+"""Labels of data items from the functions around them (:mod:`kbtool.analysis.datamodel`):
+errno, the malloc family's state, function-pointer and string tables."""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+
+from kbtool.wasm import ModuleAnalysis
+
+from .dataitems import _slug
+from .datatypes import DataItem, DataModel
+
+MALLOC_FAMILY = frozenset({
+    "malloc", "free", "realloc", "calloc", "memalign", "posix_memalign", "aligned_alloc",
+    "malloc_usable_size", "internal_memalign", "dispose_chunk", "sys_alloc", "tmalloc_large",
+    "tmalloc_small", "prepend_alloc", "release_unused_segments", "sys_trim", "init_top",
+    "init_bins", "add_segment", "emscripten_builtin_malloc", "emscripten_builtin_free",
+})
+ERRNO_FUNCS = frozenset({"__errno_location", "___errno_location", "__errno"})
+
+
+def _base_name(name: str) -> str:
+    n = name.lstrip("_")
+    return n[2:] if n.startswith("dl") and n[2:] in MALLOC_FAMILY else n
+
+
+def role_labels(model: DataModel, analysis: ModuleAnalysis, names: dict[int, str]) -> None:
+    """Labels from what the code around an item is known to be (``names``: function index
+    -> name, e.g. the recognizers' and the KB's): ``errno`` (the address ``__errno_location``
+    returns or its only static access), ``dlmalloc_state`` / ``malloc_state`` (the static
+    variables the malloc family reads and writes, merged into one item), function-pointer
+    tables named from the functions they hold (``ftable_<common prefix>``), tables of string
+    pointers from their first string (``strtab_<text>``). Mutates ``model`` in place."""
+    if not model.items:
+        return
+    starts = [it.address for it in model.items]
+
+    def item_of(addr: int) -> int | None:
+        k = bisect_right(starts, addr) - 1
+        if k < 0:
+            return None
+        it = model.items[k]
+        return k if it.address <= addr < it.address + max(it.size, 1) else None
+
+    # errno: what __errno_location touches
+    for f in analysis.functions:
+        if f.imported or not any(n in ERRNO_FUNCS for n in (names.get(f.index, ""),)):
+            continue
+        hits = {item_of(r.target) for r in model.refs
+                if r.func_index == f.index and r.target_kind == "data"}
+        hits.discard(None)
+        if not hits:  # `i32.const ADDR; end`: an address into .bss is not a reference
+            consts = [c for c in f.consts if model.data_start <= c < model.data_end]
+            hits = {item_of(c) for c in consts} - {None}
+        if len(hits) == 1:
+            model.items[hits.pop()].label = "errno"
+    # the malloc family's static state, merged into one item
+    fam = {i for i, n in names.items() if _base_name(n) in MALLOC_FAMILY}
+    # ... and the unnamed functions they call (malloc as a wrapper of the allocator proper)
+    funcs = analysis.functions
+    fam |= {c for i in list(fam) if 0 <= i < len(funcs) for c in funcs[i].calls
+            if c not in names and 0 <= c < len(funcs) and not funcs[c].imported}
+    if fam:
+        total: dict[int, int] = {}
+        mine: dict[int, int] = {}
+        for r in model.refs:
+            if r.target_kind != "data" or r.func_index < 0:
+                continue
+            k = item_of(r.target)
+            if k is None:
+                continue
+            total[k] = total.get(k, 0) + 1
+            if r.func_index in fam:
+                mine[k] = mine.get(k, 0) + 1
+        cand = {k for k, n in mine.items() if n * 10 >= total[k] * 6
+                and model.items[k].kind in ("bss", "zero", "numeric")}
+        # contiguous runs of candidates; the run the family touches most is its state
+        runs: list[list[int]] = []
+        for k in sorted(cand):
+            prev = model.items[k - 1] if k > 0 else None
+            if runs and runs[-1][-1] == k - 1 and prev is not None \
+                    and prev.address + prev.size == model.items[k].address:
+                runs[-1].append(k)
+            else:
+                runs.append([k])
+        best = max(runs, key=lambda r: (sum(mine[k] for k in r), -r[0]), default=None)
+        if best is not None and sum(mine[k] for k in best) >= 4:
+            lo_k, hi_k = best[0], best[-1]
+            first, last = model.items[lo_k], model.items[hi_k]
+            merged = DataItem(
+                address=first.address, size=last.address + last.size - first.address,
+                kind=first.kind, segment=first.segment,
+                label="dlmalloc_state" if any(names.get(i, "").lstrip("_").startswith("dl")
+                                              for i in fam) else "malloc_state",
+                refs=sum(model.items[k].refs for k in best),
+            )
+            model.items[lo_k : hi_k + 1] = [merged]
+            model._starts = []
+            starts = [it.address for it in model.items]
+    # tables named from what they hold
+    slot_func: dict[int, int] = {}
+    for e in analysis.module.elements:
+        if e.mode == "active" and e.offset is not None:
+            for j, fi in enumerate(e.func_indices):
+                if fi is not None:
+                    slot_func[e.offset + j] = fi
+    for it in model.items:
+        if it.kind == "funcptr_table" and it.targets:
+            fnames = [names.get(slot_func.get(t, -1)) for t in it.targets if t]
+            fnames = [n for n in fnames if n]
+            if fnames:
+                prefix = _common_prefix(fnames).rstrip("_")
+                base = prefix if len(prefix) >= 3 else fnames[0]
+                it.label = "ftable_" + (_slug(base) or f"{it.address:x}")
+        elif it.kind == "pointer_table" and it.targets:
+            k = item_of(next((t for t in it.targets if t), -1))
+            tgt = model.items[k] if k is not None else None
+            if tgt is not None and tgt.kind in ("cstring", "utf16", "gostring") and tgt.text:
+                it.label = "strtab_" + (_slug(tgt.text) or f"{it.address:x}")
+    _unique_labels(model.items)
+
+
+def _common_prefix(words: list[str]) -> str:
+    a, b = min(words), max(words)
+    n = 0
+    while n < len(a) and n < len(b) and a[n] == b[n]:
+        n += 1
+    return a[:n]
+
+
+def _unique_labels(items: list[DataItem]) -> None:
+    seen: set[str] = set()
+    for it in items:
+        label = it.label or f"data_{it.address:x}"
+        if label in seen:
+            label = f"{label}_{it.address:x}"
+        seen.add(label)
+        it.label = label

@@ -1,0 +1,341 @@
+"""The fast reference scan of the data model (what ingest runs on every body).
+
+Gives exactly the references of :func:`kbtool.analysis.datarefs.function_refs_careful`
+(tests compare both on real modules), at a fraction of the cost, by two shortcuts:
+
+- **Per function, from the decoder's facts** (``consts``, ``mem_ops``, ``globals_used``,
+  ``call_indirect``): a function with no constant that could land in the data (``[lo -
+  largest memarg offset, mem_hi)``) and no memory offset in ``[lo, mem_hi)`` can only
+  read/write globals and call through tables; it is walked in *globals mode* (no operand
+  stack at all), and skipped when it has no global and no indirect call either.
+- **Inside a body, a compiled regex skips the instructions that cannot matter.** The careful
+  walk's operand stack holds ``None`` for every unknown value; while the whole stack is
+  unknown (the common state), an instruction that only pops and pushes unknowns (locals,
+  arithmetic, control flow, calls, loads and stores whose memarg offset lies below ``lo``)
+  changes nothing but the depth, and an all-unknown stack of any depth behaves as an empty
+  one (a pop from an empty stack is unknown too). So the scan lets ``re`` consume such runs
+  at C speed and walks one instruction at a time only from a constant, a global access, an
+  indirect call or an instruction the regex does not know, until the stack is all unknown
+  again. Go's (pointer, length) pairs count instructions: while a pointer store waits for
+  its length (``GO_PAIR_WINDOW`` instructions) the walk stays one instruction at a time.
+
+Plain functions over ints, bytes and lists (no closures): mypyc-friendly.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from kbtool.wasm.instr import decode_one, skip_local_decls
+from kbtool.wasm.opcodes import (
+    K_BLOCK,
+    K_CALL,
+    K_CALL_INDIRECT,
+    K_F32,
+    K_F64,
+    K_I32,
+    K_I64,
+    K_MEM,
+    K_NONE,
+    K_REF_FUNC,
+    K_TABLE,
+    K_TYPE,
+    K_U32,
+    KIND,
+)
+
+from .datarefs import (
+    _CLASS,
+    _ONE_LEB,
+    GO_PAIR_WINDOW,
+    MAX_GO_STRING,
+    DataRef,
+    _sleb,
+    _uleb,
+)
+
+_LEB = rb"[\x80-\xff]*[\x00-\x7f]"
+
+
+def _cls(bs: list[int]) -> bytes:
+    return b"[" + b"".join(re.escape(bytes([b])) for b in bs) + b"]"
+
+
+def _small_leb(bits: int) -> bytes:
+    """An unsigned LEB of a value below ``2**bits`` (the shortest encodings only)."""
+    if bits <= 0:
+        return b"(?!)"
+    alts = []
+    n = 1
+    while True:
+        last = bits - 7 * (n - 1)
+        top = min(0x7F, (1 << last) - 1) if last < 7 else 0x7F
+        alts.append(rb"[\x80-\xff]" * (n - 1) + _cls(list(range(0, top + 1))))
+        if last <= 7:
+            break
+        n += 1
+    return b"(?:" + b"|".join(alts) + b")"
+
+
+def _small_sleb(bits: int) -> bytes:
+    """A signed LEB of a value in ``[0, 2**bits)`` (the shortest encodings only)."""
+    alts = []
+    n = 1
+    while True:
+        last = bits - 7 * (n - 1)
+        top = min(0x3F, (1 << last) - 1) if last < 7 else 0x3F
+        alts.append(rb"[\x80-\xff]" * (n - 1) + _cls(list(range(0, top + 1))))
+        if last <= 6:
+            break
+        n += 1
+    return b"(?:" + b"|".join(alts) + b")"
+
+
+@lru_cache(maxsize=256)
+def skip_pattern(lo_bits: int, consts_boring: bool, const_bits: int = -1) -> re.Pattern[bytes]:
+    """The regex of a run of instructions that leave an all-unknown stack all unknown and
+    emit nothing. ``lo_bits``: memarg offsets below ``2**lo_bits`` are outside the data
+    (``-1``: any offset is); ``consts_boring``: constants are unknowns too (globals mode);
+    ``const_bits`` (>= 0): a negative constant or one below ``2**const_bits`` is too (it
+    cannot reach the data, even plus the body's largest memarg offset)."""
+    plain: list[int] = []  # one byte, no immediates
+    one_leb: list[int] = []
+    mem: list[int] = []
+    for b in range(0xFB):
+        k = KIND[b]
+        c = _CLASS[b]
+        if c in (9, 10, 11):  # global.get/set, call_indirect: they emit
+            continue
+        if k == K_NONE:
+            plain.append(b)
+        elif k in (K_U32, K_CALL, K_REF_FUNC, K_TABLE, K_TYPE) and b != 0xD0:
+            one_leb.append(b)
+        elif k == K_MEM:
+            mem.append(b)
+        elif k in (K_I32, K_I64) and consts_boring:
+            one_leb.append(b)
+    alts = [_cls(plain), _cls(one_leb) + _LEB]
+    if not consts_boring and const_bits >= 0:
+        consts = [b for b in range(0xFB) if KIND[b] in (K_I32, K_I64)]
+        alts.append(_cls(consts) + b"(?:" + _small_sleb(const_bits) + rb"|[\x80-\xff]*[\x40-\x7f])")
+    offset = _LEB if lo_bits < 0 else _small_leb(lo_bits)
+    alts.append(_cls(mem) + rb"[\x00-\x3f]" + offset)
+    blocks = [b for b in range(0xFB) if KIND[b] == K_BLOCK]
+    # blocktype: empty/valtype (one negative byte, not a (ref ht) prefix) or a type index
+    alts.append(_cls(blocks) + rb"(?:[\x40-\x62\x65-\x7f]|[\x80-\xff]*[\x00-\x3f])")
+    alts.append(_cls([b for b in range(0xFB) if KIND[b] == K_F32]) + rb"[\x00-\xff]{4}")
+    alts.append(_cls([b for b in range(0xFB) if KIND[b] == K_F64]) + rb"[\x00-\xff]{8}")
+    # 0xFC 0..7 (saturating truncations), 0xFC 10/11 (memory.copy/fill): no memory access
+    alts.append(rb"\xfc(?:[\x00-\x07]|\x0a[\x00-\x7f][\x00-\x7f]|\x0b[\x00-\x7f])")
+    return re.compile(b"(?:" + b"|".join(alts) + b")*+", re.DOTALL)
+
+
+def lo_bits(lo: int) -> int:
+    """The largest ``k`` with ``2**k <= lo`` (offsets below ``2**k`` are below the data)."""
+    return lo.bit_length() - 1 if lo > 0 else 0
+
+
+def globals_refs(data: bytes, func_index: int, body_offset: int, body_size: int) -> list[DataRef]:
+    """Globals mode: the global reads/writes and indirect calls of one body."""
+    end = body_offset + body_size
+    p = skip_local_decls(data, body_offset, end)
+    out: list[DataRef] = []
+    skip = skip_pattern(-1, True).match
+    while True:
+        m = skip(data, p, end)
+        assert m is not None
+        p = m.end()
+        if p >= end:
+            break
+        at = p
+        op, p, imms = decode_one(data, p, end)
+        c = _CLASS[op] if op < len(_CLASS) else 0
+        if c == 9:
+            out.append(DataRef(func_index, at, "read", "global", int(imms[0])))
+        elif c == 10:
+            out.append(DataRef(func_index, at, "write", "global", int(imms[0])))
+        elif c == 11:
+            out.append(DataRef(func_index, at, "call_indirect", "table",
+                               int(imms[1]) if len(imms) > 1 else 0))
+    return out
+
+
+def data_refs(data: bytes, func_index: int, body_offset: int, body_size: int, lo: int,
+              hi: int, go: bool, mem_hi: int, floor: int = 0) -> list[DataRef]:
+    """Data mode: :func:`kbtool.analysis.datarefs.function_refs` with the regex skips.
+    ``floor``: ``lo`` minus the body's largest memarg offset (a constant below it and not
+    negative... see :func:`skip_pattern`); outside Go, constants below it and negative ones
+    are skipped like any unknown (a Go length is a small constant: there they never are)."""
+    end = body_offset + body_size
+    p = skip_local_decls(data, body_offset, end)
+    out: list[DataRef] = []
+    emit = out.append
+    stack: list[tuple[str, int, int] | None] = []
+    push = stack.append
+    cls, kinds, width = _CLASS, KIND, _width()
+    skip = skip_pattern(lo_bits(lo), False,
+                        lo_bits(floor) if floor > 0 and not go else -1).match
+    pending: tuple[int, int, int] | None = None
+    n = 0
+    while p < end:
+        if not stack and pending is None:
+            m = skip(data, p, end)
+            assert m is not None
+            p = m.end()
+            if p >= end:
+                break
+        at = p
+        b = data[p]
+        k = kinds[b] if b < 0xFB else -1
+        if k == K_NONE:
+            op, p, x = b, p + 1, 0
+        elif k in _ONE_LEB:
+            op = b
+            x, p = _uleb(data, p + 1)
+        elif k == K_I32:
+            op = b
+            x, p = _sleb(data, p + 1, 32)
+        elif k == K_I64:
+            op = b
+            x, p = _sleb(data, p + 1, 64)
+        elif k == K_MEM:
+            op = b
+            align, p = _uleb(data, p + 1)
+            if align & 0x40:
+                _mi, p = _uleb(data, p)
+            x, p = _uleb(data, p)
+        else:
+            op, p, imms = decode_one(data, p, end)
+            x = int(imms[1]) if kinds[op] in (K_MEM, K_CALL_INDIRECT) else 0
+        n += 1
+        c = cls[op] if op < len(cls) else 0
+        if c == 0:
+            while stack:
+                v = stack.pop()
+                if v is not None and v[0] == "c" and lo <= v[1] < hi:
+                    emit(DataRef(func_index, v[2], "addr", "data", v[1]))
+            if pending is not None and n - pending[2] >= GO_PAIR_WINDOW:
+                pending = None
+            continue
+        if go and c == 3 and stack and stack[-1] is not None and stack[-1][0] == "c":
+            v0 = stack[-1][1]
+            if pending is not None and n - pending[2] <= GO_PAIR_WINDOW and 0 < v0 <= MAX_GO_STRING \
+                    and pending[0] + v0 <= hi:
+                emit(DataRef(func_index, pending[1], "gostring", "data", pending[0], v0))
+                pending = None
+            elif lo <= v0 < hi:
+                pending = (v0, stack[-1][2], n)
+        if c == 6:
+            push(None)
+        elif c == 1:
+            push(("c", x, at))
+        elif c == 2:
+            a = stack.pop() if stack else None
+            if a is not None and a[0] == "c" and lo <= a[1] + x < mem_hi:
+                emit(DataRef(func_index, a[2], "load", "data", a[1] + x, width[op]))
+                push(None)
+            elif a is not None and a[0] == "a":
+                push(("l", a[1], a[2]))
+            else:
+                if lo <= x < mem_hi:
+                    emit(DataRef(func_index, at, "load", "data", x, width[op]))
+                push(None)
+        elif c == 3:
+            if stack:
+                v = stack.pop()
+                if v is not None and v[0] == "c" and lo <= v[1] < hi:
+                    emit(DataRef(func_index, v[2], "addr", "data", v[1]))
+            a = stack.pop() if stack else None
+            if a is not None and a[0] == "c" and lo <= a[1] + x < mem_hi:
+                emit(DataRef(func_index, a[2], "store", "data", a[1] + x, width[op]))
+            elif (a is None or a[0] != "a") and lo <= x < mem_hi:
+                emit(DataRef(func_index, at, "store", "data", x, width[op]))
+        elif c == 4:
+            v2 = stack.pop() if stack else None
+            v1 = stack.pop() if stack else None
+            derived = None
+            for v in (v1, v2):
+                if v is not None and v[0] == "c" and lo <= v[1] < hi:
+                    emit(DataRef(func_index, v[2], "addr", "data", v[1]))
+                    derived = ("a", v[1], v[2])
+                elif v is not None and v[0] == "a":
+                    derived = v
+            push(derived)
+        elif c == 5 or c == 7 or c == 8:
+            if stack:
+                v = stack.pop()
+                if v is not None and v[0] == "c" and lo <= v[1] < hi:
+                    emit(DataRef(func_index, v[2], "addr", "data", v[1]))
+            if c != 7:
+                push(None)
+        elif c == 9:
+            emit(DataRef(func_index, at, "read", "global", x))
+            push(None)
+        elif c == 10:
+            emit(DataRef(func_index, at, "write", "global", x))
+            if stack:
+                v = stack.pop()
+                if v is not None and v[0] == "c" and lo <= v[1] < hi:
+                    emit(DataRef(func_index, v[2], "addr", "data", v[1]))
+        elif c == 11:
+            idx = stack.pop() if stack else None
+            if idx is not None and idx[0] == "l":
+                emit(DataRef(func_index, idx[2], "funcptr", "data", idx[1]))
+            emit(DataRef(func_index, at, "call_indirect", "table", x))
+            while stack:
+                v = stack.pop()
+                if v is not None and v[0] == "c" and lo <= v[1] < hi:
+                    emit(DataRef(func_index, v[2], "addr", "data", v[1]))
+        if stack and not any(stack):
+            stack.clear()
+        if pending is not None and n - pending[2] >= GO_PAIR_WINDOW:
+            pending = None
+    return out
+
+
+@lru_cache(maxsize=1)
+def _width() -> bytes:
+    from kbtool.wasm.opcodes import WIDTH
+
+    return bytes(WIDTH)
+
+
+def max_offset(mem_ops: list[tuple[int, int, int]]) -> int:
+    """The largest memarg offset of a body (``mem_ops``: the decoder's (op, offset, width))."""
+    out = 0
+    for m in mem_ops:
+        if m[1] > out:
+            out = m[1]
+    return out
+
+
+def might_touch_data(consts: list[int], mem_ops: list[tuple[int, int, int]], lo: int,
+                     mem_hi: int) -> bool:
+    """Whether a body with these facts can reference data in ``[lo, mem_hi)``: a memarg
+    offset inside, or a constant that alone or plus a memarg offset lands inside."""
+    maxoff = 0
+    for m in mem_ops:
+        x = m[1]
+        if lo <= x < mem_hi:
+            return True
+        if x > maxoff:
+            maxoff = x
+    floor = lo - maxoff
+    for v in consts:
+        if floor <= v < mem_hi:
+            return True
+    return False
+
+
+def module_refs(data: bytes, funcs: list[tuple[int, int, int, int, int]], lo: int, hi: int,
+                go: bool, mem_hi: int) -> list[DataRef]:
+    """The references of many bodies: ``funcs`` are ``(func_index, body_offset, body_size,
+    mode, floor)`` with mode 2 (data), 1 (globals only) or 0 (nothing to find)."""
+    out: list[DataRef] = []
+    for fi, off, size, mode, floor in funcs:
+        if mode == 2:
+            out.extend(data_refs(data, fi, off, size, lo, hi, go, mem_hi, floor))
+        elif mode == 1:
+            out.extend(globals_refs(data, fi, off, size))
+    return out

@@ -1,0 +1,106 @@
+"""Types and bounds of the data model (:mod:`kbtool.analysis.datamodel`): globals, data
+items, references, the model."""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import asdict, dataclass, field
+
+MIN_STRING = 4  # printable bytes for a C string item (shorter runs stay numeric data)
+MIN_ZERO = 16  # a run of zero bytes at least this long is a zero block
+MAX_LABEL = 32  # characters of a string label taken from its text
+MAX_ITEMS = 500_000  # items kept per module (a crafted module cannot grow the model unbounded)
+MAX_REFS = 4_000_000  # references kept per module
+MAX_IMAGE = 256 << 20  # bytes of initial memory scanned as one image (Go string headers)
+MAX_BSS = 64 << 20  # .bss assumed at most this long after the data (stack start bound)
+MAX_BSS_ITEM = 1 << 20  # a .bss item's size is capped (its end is only the next reference)
+MAX_TEXT = 256  # characters of an item's text kept in the model
+GO_PAIR_WINDOW = 12  # instructions between the stores of a Go string's pointer and length
+MAX_GO_STRING = 1 << 16  # longest Go string literal taken from a (pointer, length) pair
+
+# names toolchains give their globals when they export or import them
+KNOWN_GLOBAL_NAMES = frozenset({
+    "__stack_pointer", "__heap_base", "__heap_end", "__data_end", "__tls_base", "__tls_size",
+    "__tls_align", "__memory_base", "__table_base", "__dso_handle", "__global_base",
+    "__stack_low", "__stack_high", "__stack_base", "__stack_end", "__indirect_function_table",
+})
+# Emscripten's stack helpers read one global each
+GETTER_GLOBALS = {
+    "emscripten_stack_get_base": "__stack_base",
+    "emscripten_stack_get_end": "__stack_end",
+    "emscripten_stack_get_current": "__stack_pointer",
+    "__get_tls_base": "__tls_base",
+    "_emscripten_stack_restore": "__stack_pointer",
+}
+# Go's wasm backend (cmd/link/internal/wasm): the globals it defines, in order
+GO_GLOBALS = ("SP", "CTXT", "g", "RET0", "RET1", "RET2", "RET3", "PAUSE")
+
+
+@dataclass(slots=True)
+class GlobalInfo:
+    index: int
+    type: str
+    mutable: bool
+    initial: int | float | None
+    imported: bool
+    import_name: str | None
+    exports: list[str]
+    role: str | None
+    name: str | None  # what the toolchain calls it, when the role or the binary says
+    confidence: float  # of ``name``
+    reads: int = 0  # functions reading it
+    writes: int = 0  # functions writing it
+
+
+@dataclass(slots=True)
+class DataItem:
+    address: int
+    size: int
+    kind: str  # cstring, utf16, gostring, pointer_table, funcptr_table, numeric, zero, bss
+    segment: int  # index of the data segment it sits in
+    text: str | None = None  # strings: the text (cut at MAX_TEXT)
+    label: str | None = None
+    targets: list[int] = field(default_factory=list)  # tables: addresses or function indices
+    refs: int = 0  # references from code
+
+
+@dataclass(slots=True)
+class DataRef:
+    func_index: int
+    offset: int  # file offset of the instruction
+    kind: str  # load, store, addr, read, write, call_indirect
+    target_kind: str  # data, global, table
+    target: int  # address, global index or table index
+    width: int = 0  # bytes loaded or stored
+
+
+@dataclass(slots=True)
+class DataModel:
+    globals: list[GlobalInfo]
+    items: list[DataItem]
+    refs: list[DataRef]
+    data_start: int
+    data_end: int
+    truncated: bool = False
+    _starts: list[int] = field(default_factory=list, repr=False)
+
+    def item_at(self, address: int) -> DataItem | None:
+        """The item holding ``address`` (None outside every segment)."""
+        if not self._starts:
+            self._starts = [it.address for it in self.items]
+        k = bisect_right(self._starts, address) - 1
+        if k < 0:
+            return None
+        it = self.items[k]
+        return it if it.address <= address < it.address + max(it.size, 1) else None
+
+    def to_dict(self) -> dict:
+        return {
+            "globals": [asdict(g) for g in self.globals],
+            "items": [asdict(i) for i in self.items],
+            "refs": [asdict(r) for r in self.refs],
+            "data_start": self.data_start,
+            "data_end": self.data_end,
+            "truncated": self.truncated,
+        }
+
