@@ -1,11 +1,14 @@
 """Decode benchmark: kbtool.wasm.analyze_module next to ``wasm-objdump -d`` on one file.
 
     python benchmarks/decode.py [FILE ...] [--runs 3] [--workers 1] [--no-objdump]
-                                [--crosscheck] [--smoke]
+                                [--crosscheck] [--compare] [--smoke]
 
 Default FILE: the largest module of ../shared/corpus. Prints, per file: best-of-N seconds
 of ``analyze_module`` (parse + decode + facts + hashes), MB/s, instructions/s, peak RSS of
 this process, and the wall time of ``wasm-objdump -d FILE > /dev/null`` in the same run.
+The decoder path used (``compiled``: the mypyc twin, ``pure``; ``KBTOOL_DECODE``) is printed.
+``--compare`` also times the decode loop alone (``analyze_range`` over every body, same
+context) with the pure decoder and with the compiled twin, and checks their facts are equal.
 ``--crosscheck`` also compares every function's mnemonics with wasm-objdump's. ``--smoke``: the
 bundled demo release (0.6 MB), one run, cross-checked (the test suite runs it).
 """
@@ -25,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kbtool.wasm import analyze_module  # noqa: E402
+from kbtool.wasm import active, analyze_module, decoder, facts  # noqa: E402
 from tests.fixtures.build import objdump_mnemonics  # noqa: E402
 
 DEMO = ROOT / "kbtool" / "demo" / "zstd-1.5.5.wasm"
@@ -64,6 +67,28 @@ def _crosscheck(path: Path, analysis) -> str:
     )
 
 
+def _compare(data: bytes, runs: int) -> str:
+    """Best-of-``runs`` seconds of the decode loop, pure and compiled, and whether they agree."""
+    compiled = active.load_compiled()
+    if compiled is None:
+        return f"compare: no compiled decoder ({active.compiled_state()}); build it first"
+    ctx = facts._Ctx(data, facts.parse_module(data))
+    n = len(ctx.m.code)
+    best: dict[str, float] = {}
+    res = {}
+    for name, mod in (("pure", decoder), ("compiled", compiled)):
+        for _ in range(max(1, runs)):
+            res[name] = None
+            gc.collect()
+            t = time.perf_counter()
+            res[name] = mod.analyze_range(ctx, 0, n)
+            dt = time.perf_counter() - t
+            best[name] = min(best.get(name, dt), dt)
+    same = "identical" if res["pure"] == res["compiled"] else "DIFFERENT"
+    return (f"decode loop alone: pure {best['pure']:.2f} s, compiled {best['compiled']:.2f} s "
+            f"({best['pure'] / best['compiled']:.2f}x faster); facts {same}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("files", nargs="*", type=Path)
@@ -71,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--no-objdump", action="store_true")
     ap.add_argument("--crosscheck", action="store_true")
+    ap.add_argument("--compare", action="store_true", help="pure vs compiled decode loop")
     ap.add_argument("--smoke", action="store_true", help="the demo release, one run, a few seconds")
     args = ap.parse_args(argv)
     if args.smoke:
@@ -92,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
         print(
             f"{path.name}: {mb:.1f} MB, {len(analysis.functions)} functions, "
-            f"{n_instr:,} instructions (load average {load:.2f}, {os.cpu_count()} CPUs)"
+            f"{n_instr:,} instructions (load average {load:.2f}, {os.cpu_count()} CPUs, "
+            f"decoder {active.PATH})"
         )
         print(
             f"  kbtool analyze_module (workers={args.workers}, best of {args.runs}): "
@@ -110,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
         if args.crosscheck:
             print("  " + _crosscheck(path, analysis))
+        if args.compare:
+            print("  " + _compare(data, args.runs))
     return 0
 
 

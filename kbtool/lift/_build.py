@@ -70,6 +70,7 @@ class Twin(NamedTuple):
 # name, source (module or package, from the project root), compiled name
 TWINS: tuple[Twin, ...] = (
     Twin("lifter", "kbtool/lift/lifter", "kbtool.lift._clifter"),
+    Twin("decoder", "kbtool/wasm/decoder", "kbtool.wasm._cdecoder"),
 )
 
 LIFTER = TWINS[0]
