@@ -26,6 +26,7 @@ from kbtool.identity.matcher.review import (  # noqa: F401  (re-exported: the pa
     REVIEW_WEAK_SCORE,
     WEAK_SIZE_RATIO,
     WRAPPER_MAX_INSTR,
+    review_inlining_boundaries,
     review_signatures,
     review_weak_neighbourhoods,
     review_wrapper_splits,
@@ -168,6 +169,7 @@ def pair_rows(
     review_signatures(pg)
     review_wrapper_splits(pg)
     review_weak_neighbourhoods(pg)
+    review_inlining_boundaries(pg)
     # a flagged pair never shows a confident score (never "unchanged at 0.99, review")
     for p in pg.by_new.values():
         if p.review and p.score > FLAGGED_SCORE:

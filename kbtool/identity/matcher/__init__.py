@@ -65,6 +65,7 @@ from kbtool.identity.matcher.callgraph import CallgraphStage
 from kbtool.identity.matcher.exact import ExactStages
 from kbtool.identity.matcher.family import FamilyStage
 from kbtool.identity.matcher.review import (
+    review_inlining_boundaries,
     review_signatures,
     review_weak_neighbourhoods,
     review_wrapper_splits,
@@ -142,6 +143,7 @@ class _Matcher(ExactStages, CallgraphStage, SimilarityStage, FamilyStage, Matche
         review_signatures(view)
         review_wrapper_splits(view)
         review_weak_neighbourhoods(view)
+        review_inlining_boundaries(view)
         ok = {(p.old_index, p.new_index) for p in view.by_new.values() if not p.review}
         return [m for m in exact if (m.old_index, m.new_index) in ok]
 
@@ -152,6 +154,7 @@ class _Flag:
     new_index: int
     score: float
     review: bool
+    method: str
 
 
 class _View:
@@ -159,7 +162,7 @@ class _View:
 
     def __init__(self, old_recs: dict, new_recs: dict, matches: list[Match]) -> None:
         self.old_recs, self.new_recs = old_recs, new_recs
-        self.by_new = {m.new_index: _Flag(m.old_index, m.new_index, m.score, m.review)
+        self.by_new = {m.new_index: _Flag(m.old_index, m.new_index, m.score, m.review, m.method)
                        for m in matches}
         self.by_old = {p.old_index: p for p in self.by_new.values()}
 

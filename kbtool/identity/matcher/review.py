@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbtool.identity.features import size_ratio
+from kbtool.identity.features import FeatureCache, size_ratio
 from kbtool.identity.records import FuncRecord
 
 # a pair whose type signature changed is flagged for review below this score
@@ -120,3 +120,108 @@ def _callers(recs: dict[int, FuncRecord]) -> dict[int, list[int]]:
     return out
 
 
+
+
+
+# an unpaired neighbour is a rival when its body is at most this far behind the pair's in
+# content similarity (measured on the TUNE programs of benchmarks/optlevels.py: rivals
+# further behind were nearly all right pairs of an API wrapper and its inlined helper)
+BOUNDARY_RIVAL_MARGIN = 0.1
+
+
+def _plausible(a: int, b: int) -> bool:
+    """Sizes close enough for one function to be a rebuild of the other (as the matcher's
+    candidate blocking demands: within 12 instructions or a third)."""
+    return abs(a - b) <= 12 or size_ratio(a, b) >= 0.33
+
+
+def review_inlining_boundaries(pg: Any) -> int:
+    """Flag pairs an inlining difference may have moved; returns how many were newly flagged.
+
+    Different optimisation levels (and compilers) inline differently: a function ``F`` that
+    calls ``G`` in one build is ``F`` with ``G`` inlined in the other, or ``G`` with ``F``
+    inlined into its callers. The call graph then pairs ``F`` with ``G`` (``G`` took ``F``'s
+    callers) and nothing tells which of the two holds the name. On a pair whose code
+    differs (no equal body or shape hash, not paired by a name both binaries carry), each
+    of these signs flags it:
+
+    * **a rival at the boundary**: a direct caller or callee of one side has no counterpart,
+      has the type signature of the pair's other side, and its body is about as close to
+      that other side (content similarity at most ``BOUNDARY_RIVAL_MARGIN`` behind): the
+      unpaired neighbour may be where the other side's code and name went;
+    * **an unpaired sole caller**: the only caller of one side has no counterpart and has
+      the type signature of the pair's other side (a wrapper split of any size: the body
+      was paired, the API entry that calls it was not);
+    * **callers contradict**: both sides have paired callers and not one paired caller of
+      either side calls the other side's function (the pair stands on position alone);
+    * **a body pair of implausible size**: paired by body similarity (``similarity``) with
+      sizes more than 12 instructions and a factor 3 apart (a call-graph pair may grow
+      that much by inlining its callees; a pair the body made may not).
+    """
+    callers_old = _callers(pg.old_recs)
+    callers_new = _callers(pg.new_recs)
+    feats: list[FeatureCache] = []
+
+    def content(a: FuncRecord, b: FuncRecord) -> float:
+        if not feats:
+            feats.append(FeatureCache(list(pg.old_recs.values()), list(pg.new_recs.values())))
+        total, wsum = feats[0].content_similarity(a, b)
+        return total / wsum if wsum else 0.0
+
+    flagged = 0
+    for p in pg.by_new.values():
+        method = getattr(p, "method", "")
+        if p.review or method in ("name", "import"):
+            continue
+        o, n = p.old_index, p.new_index
+        ro, rn = pg.old_recs[o], pg.new_recs[n]
+        if rn.imported or ro.imported:
+            continue
+        if (ro.body_hash and ro.body_hash == rn.body_hash) or (
+                ro.shape_hash and ro.shape_hash == rn.shape_hash):
+            continue
+        sign = method == "similarity" and not _plausible(ro.instr_count, rn.instr_count)
+        sign = sign or _callers_contradict(pg, o, n, callers_old, callers_new)
+        sign = sign or _unpaired_sole_caller(n, ro.type_sig, pg.new_recs, callers_new, pg.by_new)
+        sign = sign or _unpaired_sole_caller(o, rn.type_sig, pg.old_recs, callers_old, pg.by_old)
+        if not sign:
+            rivals = [(ro, pg.new_recs[w]) for w in _unpaired_neighbours(
+                n, rn, ro.type_sig, pg.new_recs, callers_new, pg.by_new)]
+            rivals += [(pg.old_recs[w], rn) for w in _unpaired_neighbours(
+                o, ro, rn.type_sig, pg.old_recs, callers_old, pg.by_old)]
+            if rivals:
+                own = content(ro, rn)
+                sign = any(content(a, b) >= own - BOUNDARY_RIVAL_MARGIN for a, b in rivals)
+        if sign:
+            p.review = True
+            flagged += 1
+    return flagged
+
+
+def _unpaired_neighbours(i: int, r: FuncRecord, sig: str, recs: dict[int, FuncRecord],
+                         callers: dict[int, list[int]], paired: dict) -> list[int]:
+    """Direct callees and callers of ``i`` without a counterpart, of type signature ``sig``."""
+    return [
+        w for w in dict.fromkeys((*r.calls, *callers.get(i, ())))
+        if w != i and w not in paired and w in recs and not recs[w].imported
+        and recs[w].type_sig == sig
+    ]
+
+
+def _unpaired_sole_caller(i: int, sig: str, recs: dict[int, FuncRecord],
+                          callers: dict[int, list[int]], paired: dict) -> bool:
+    cs = callers.get(i, ())
+    return len(cs) == 1 and cs[0] not in paired and recs[cs[0]].type_sig == sig
+
+
+def _callers_contradict(pg: Any, o: int, n: int, callers_old: dict[int, list[int]],
+                        callers_new: dict[int, list[int]]) -> bool:
+    """Both functions have paired callers and none of either side calls the other side."""
+    imgs = [q.new_index for q in (pg.by_old.get(c) for c in callers_old.get(o, ()))
+            if q is not None]
+    origs = [q.old_index for q in (pg.by_new.get(c) for c in callers_new.get(n, ()))
+             if q is not None]
+    if not imgs or not origs:
+        return False
+    return all(n not in pg.new_recs[d].calls for d in imgs) and \
+        all(o not in pg.old_recs[d].calls for d in origs)
