@@ -35,6 +35,7 @@ def build_app() -> Any:
     from kbtool.commands import data as data_cmd
     from kbtool.commands import knowledge as knowledge_cmd
     from kbtool.commands import mcp as mcp_cmd
+    from kbtool.commands import migrate as migrate_cmd
     from kbtool.commands import types as types_cmd
     from kbtool.commands.common import set_global_db
 
@@ -70,7 +71,7 @@ def build_app() -> Any:
         set_global_db(db)
 
     for module in (core, names, mcp_cmd, serve, tui, diff, code, deep, agent, analyze, backup_cmd,
-                   data_cmd, knowledge_cmd, types_cmd):
+                   data_cmd, knowledge_cmd, types_cmd, migrate_cmd):
         module.register(app)
     _whole_short_helps(app)
     _APP = app

@@ -477,7 +477,7 @@ def test_cli_missing_kb_fails_before_the_app_starts(tmp_path, capsys):
 def test_cli_older_and_newer_schema_are_clear_errors(kb, monkeypatch, capsys):
     monkeypatch.setattr(schema, "SCHEMA_VERSION", schema.SCHEMA_VERSION + 1)
     assert main(["tui", "--db", str(kb)]) == 1
-    assert "run any writing command" in capsys.readouterr().err
+    assert "run `kbtool migrate --db" in capsys.readouterr().err
     monkeypatch.undo()
     conn = open_rw(kb)
     conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")

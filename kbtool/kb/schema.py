@@ -7,6 +7,7 @@ verifies that a file opened read-only is a KB of the version this code reads.
 
 from __future__ import annotations
 
+import shlex
 import sqlite3
 from collections.abc import Callable
 
@@ -448,7 +449,7 @@ def check_schema(conn: sqlite3.Connection, path: str = "") -> None:
     if version < SCHEMA_VERSION:
         raise SchemaVersionError(
             f"{path} has KB schema {version}, this kbtool reads {SCHEMA_VERSION}: "
-            "run any writing command (e.g. `kbtool versions`) once to migrate it"
+            f"run `kbtool migrate{' --db ' + shlex.quote(path) if path else ''}` once to migrate it"
         )
     if version > SCHEMA_VERSION:
         raise SchemaVersionError(
