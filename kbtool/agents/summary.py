@@ -1,6 +1,6 @@
 """Pure helpers for the pass service: which symbols a pass considers, and the pass summary.
 
-:class:`PassSummary` holds exactly the keys of the contract's "Agent pass summary" (Part 2);
+:class:`PassSummary` holds exactly the keys of the "Agent pass summary" of docs/interface.md;
 the service records each outcome and returns :meth:`PassSummary.to_dict`, with two extra
 fields: ``suggested`` (proposals below the write floor kept for a person) and ``cancelled``.
 """
@@ -13,7 +13,7 @@ from typing import Any
 
 from .proposal import Proposal, Verdict
 
-UNCONFIDENT_BELOW = 0.5  # contract Part 3/8: only_unconfident skips confidence 0.5 or more
+UNCONFIDENT_BELOW = 0.5  # docs/interface.md (run_agent_pass): only_unconfident skips confidence 0.5 or more
 
 
 def should_consider(symbol: Mapping[str, Any] | None, only_unconfident: bool = True) -> bool:

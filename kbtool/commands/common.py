@@ -106,7 +106,7 @@ def check_output(out: str | Path | None, db: str | None, force: bool = False) ->
 
 
 def print_json(value: Any) -> None:
-    """The contract's JSON on stdout: UTF-8 as is, except the characters a terminal or a
+    """The JSON shapes of docs/interface.md on stdout: UTF-8 as is, except the characters a terminal or a
     JavaScript reader treats specially (C1 controls, U+2028/U+2029, bidi controls), which
     are written as ``\\uXXXX`` escapes (C0 controls are escaped by JSON itself)."""
     sys.stdout.write(json_safe(json.dumps(value, indent=2, ensure_ascii=False)) + "\n")

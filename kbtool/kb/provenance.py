@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-#: provenances, highest authority first (the contract's order; unnamed is None)
+#: provenances, highest authority first (docs/interface.md's order; unnamed is None)
 PROVENANCES: tuple[str, ...] = ("human", "oracle", "export", "agent", "diff-carry")
 #: the gate's authority ranks (higher wins)
 AUTHORITY: dict[str, int] = {"diff-carry": 1, "agent": 2, "export": 3, "oracle": 4, "human": 5}
 UNNAMED = "unnamed"
 
-#: contract tints: human emerald, oracle blue, export cyan, diff-carry amber, agent darker amber,
+#: tints (docs/interface.md): human emerald, oracle blue, export cyan, diff-carry amber, agent darker amber,
 #: unnamed zinc
 COLOURS: dict[str, str] = {
     "human": "#10b981",

@@ -2,8 +2,8 @@
 
 The rule (docs/mcp.md, "Paging"):
 
-- a tool called exactly as the contract calls it (no optional paging input) answers the
-  contract's shape, unchanged;
+- a tool called exactly as docs/interface.md lists it (no optional paging input) answers the
+  base shape of docs/interface.md, unchanged;
 - a list answer called with any paging input (``offset``, ``limit`` or a filter) becomes
   ``{items, total, offset, next_offset, truncated, note}``: ``total`` counts the rows that
   match, ``next_offset`` is the ``offset`` of the next page (``null`` at the end) and

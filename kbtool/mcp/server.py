@@ -165,7 +165,7 @@ def _with_progress(fn: Callable[..., str], server: Any) -> Callable[..., str]:
 
 
 def _stdio_only(server: Any) -> None:
-    """The contract's transport is stdio only: ``run()`` refuses any other, and serves
+    """The transport is stdio only (docs/interface.md): ``run()`` refuses any other, and serves
     behind :func:`kbtool.mcp.linebound.guarded_stdio` (line length and nesting bounds)."""
     sdk_run = server.run
 

@@ -1,4 +1,4 @@
-"""MCP tools of the agent half of the contract: ``agent_backends`` and ``run_agent_pass``, and
+"""MCP tools of the agent half of docs/interface.md: ``agent_backends`` and ``run_agent_pass``, and
 the read-only ``list_suggestions`` (agent names kept below the write floor; accepting them is a
 person's act, not a tool's).
 

@@ -1,4 +1,4 @@
-"""The contract's MCP tools (and their paged forms) plus the batch proposal: versions,
+"""The MCP tools of docs/interface.md (and their paged forms) plus the batch proposal: versions,
 coverage, functions, facts, names, search, diff, export, proposals.
 
 Reads borrow a reused read-only connection (:func:`kbtool.mcp.registry.read`); each gated

@@ -15,7 +15,7 @@ def lit(value: object, style: str = "") -> Text:
 
 
 #: the one word every human surface (CLI, TUI, web) shows for a toolchain that was not
-#: detected; the API and MCP keep ``null`` (the contract)
+#: detected; the API and MCP keep ``null`` (docs/interface.md)
 UNKNOWN_TOOLCHAIN = "unknown"
 
 

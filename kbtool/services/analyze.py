@@ -66,7 +66,7 @@ def analyze_version(
     """Analyse a stored version and write what it finds; return the Analysis result.
 
     Returns ``{version_id, label, thread_facts, structs, names, review, summary}``:
-    ``thread_facts`` and ``structs`` as the contract's Analysis result (each struct with
+    ``thread_facts`` and ``structs`` as the Analysis result of docs/interface.md (each struct with
     ``name``, ``source_function``, ``fields`` [{offset, size, type, name}] and its
     ``members``); ``names`` one entry per recognised function with the gate's ``outcome``
     (written, refused, unchanged, skipped) and ``reason``; ``review`` the functions that fit

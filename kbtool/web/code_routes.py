@@ -1,6 +1,6 @@
 """The studio's code routes: ``/api/disasm/{version_id}/{func_index}`` (with
 ``?kind=wasm|c&offset=&limit=``: a window of lines) and
-``/api/callgraph/{version_id}`` (the contract's Disassembly and Call graph objects).
+``/api/callgraph/{version_id}`` (the Disassembly and Call graph objects of docs/interface.md).
 
 Handlers have the router's shape ``(conn, params, query) -> JSON value`` and answer from
 :mod:`kbtool.services.code` on the router's read-only connection. Unknown version, index

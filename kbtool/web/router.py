@@ -193,7 +193,7 @@ def _pair(conn: sqlite3.Connection, query: Query, route_path: str) -> tuple[int,
 
 
 def _diff(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:
-    """The contract's diff report: stored if saved, else computed (and kept in memory until
+    """The Diff report (docs/interface.md): stored if saved, else computed (and kept in memory until
     the KB changes, :mod:`kbtool.services.diff.cache`). It names each side's program
     (``from_program``, ``to_program``) and carries a ``warning`` when they differ."""
     return DIFF_CACHE.report(conn, *_pair(conn, query, "/api/diff"))
@@ -212,7 +212,7 @@ def _changelog(conn: sqlite3.Connection, params: dict[str, str], query: Query) -
 
 
 def _search(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:
-    """Name search (the contract); ``q=#1031`` (or ``q=2:1031``) the function at that index of
+    """Name search (docs/interface.md); ``q=#1031`` (or ``q=2:1031``) the function at that index of
     the latest version (or ``version=``, name null when unnamed); ``string=``/``const=`` the
     functions referencing a string / using an integer constant (see docs/navigation.md)."""
     q, text, const = one(query, "q"), one(query, "string"), one(query, "const")
@@ -250,7 +250,7 @@ def _symbol(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> A
 
 
 def _history(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:
-    """The contract's History, plus ``function``/``facts`` of one version for the detail panel.
+    """The History of docs/interface.md, plus ``function``/``facts`` of one version for the detail panel.
 
     ``?version=ID`` picks that version (when the function appears in it); otherwise the
     latest version it appears in.

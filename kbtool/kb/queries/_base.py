@@ -27,7 +27,7 @@ class Version(TypedDict, total=False):
     functions: int
     shared_memory: bool
     coverage_pct: float
-    program: str               # extra fields beyond the contract's
+    program: str               # extra fields beyond docs/interface.md's
     parent_version_id: int | None
 
 

@@ -10,7 +10,7 @@ from kbtool.kb.queries._base import version_row
 
 
 def get_analysis(conn: sqlite3.Connection, stable_id: str) -> dict[str, Any] | None:
-    """The deep-analysis record of a function (contract: raw_c, clean_c, understanding,
+    """The deep-analysis record of a function (docs/interface.md: raw_c, clean_c, understanding,
     rename_map, status, confidence; plus stable_id, version_id, func_index, backend, model,
     updated_at), or None when ``kbtool deep`` has not run on it."""
     row = conn.execute("SELECT * FROM analyses WHERE stable_id = ?", (stable_id,)).fetchone()
@@ -100,7 +100,7 @@ def last_analysis_run(
 
 
 def analysis_result(conn: sqlite3.Connection, version_id: int) -> dict[str, Any]:
-    """The stored Analysis result of a version (the contract's shape: ``thread_facts``,
+    """The stored Analysis result of a version (the shape of docs/interface.md: ``thread_facts``,
     ``structs``) plus ``version_id``, ``analyzed`` and the last run's ``summary``."""
     run = last_analysis_run(conn, version_id)
     return {

@@ -128,9 +128,9 @@ def callers(conn: sqlite3.Connection, version_id: int, index: int) -> list[dict[
 
 
 def get_function_facts(conn: sqlite3.Connection, version_id: int, func_index: int) -> dict[str, Any] | None:
-    """The contract's Function facts, or None when the function is missing or imported.
+    """The Function facts of docs/interface.md, or None when the function is missing or imported.
 
-    Beyond the contract's fields: ``callees`` (defined callees with names), ``strings``
+    Beyond those fields: ``callees`` (defined callees with names), ``strings``
     alias-free extras such as ``globals_used``, ``mem_ops``, ``loops``, ``atomic_sites``,
     ``body_size``, ``instr_count``, ``export_names``.
     """

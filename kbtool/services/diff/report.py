@@ -292,7 +292,7 @@ def build_report(
     for c in changes:
         m = explained.get(c["to_index"]) if c["classification"] == "modified" else None
         if m is not None:
-            # what changed, as short lines (the contract's change keys stay as they are)
+            # what changed, as short lines (the change keys of docs/interface.md stay as they are)
             c["explain"] = m["items"]
             c["change_weight"] = m["weight"]
             c["triage"] = m["triage"]

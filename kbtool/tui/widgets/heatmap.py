@@ -6,7 +6,7 @@ background = lower cell), so an 80x24 terminal shows well over a thousand functi
 function index order. Only the visible lines are rendered (:meth:`render_line`), so the
 cost of a paint or a cursor move does not depend on the number of functions.
 
-Tints follow the contract (human emerald, oracle blue, export cyan, diff-carry amber,
+Tints follow docs/interface.md (human emerald, oracle blue, export cyan, diff-carry amber,
 agent darker amber, unnamed zinc); confidence sets the intensity: the tint is blended
 into the background, faint at confidence 0 and full at 1.
 """
