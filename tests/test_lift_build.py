@@ -135,7 +135,7 @@ def test_setup_hook_puts_the_ready_build_in_the_package(tmp_path):
     p = _setup_build_py(tmp_path / "lib", {})
     assert p.returncode == 0, p.stderr
     lift = tmp_path / "lib" / "kbtool" / "lift"
-    assert (lift / "lifter.py").is_file()
+    assert (lift / "lifter" / "__init__.py").is_file()
     assert _build.ready_files(lift), sorted(x.name for x in lift.iterdir())
     assert "compiled lifter: _clifter" in p.stderr
 
@@ -144,7 +144,7 @@ def test_setup_hook_skips_on_request(tmp_path):
     p = _setup_build_py(tmp_path / "lib", {"KBTOOL_ACCEL": "0"})
     assert p.returncode == 0, p.stderr
     lift = tmp_path / "lib" / "kbtool" / "lift"
-    assert (lift / "lifter.py").is_file() and (lift / "prelude.h").is_file()
+    assert (lift / "lifter" / "__init__.py").is_file() and (lift / "prelude.h").is_file()
     assert _build.compiled_files(lift) == []
 
 
@@ -169,5 +169,5 @@ def test_setup_hook_survives_a_failed_compile(tmp_path):
     assert "compiled lifter not built (mypyc failed (exit 1)" in p.stderr
     assert "the pure lifter runs" in p.stderr
     lift = tmp_path / "lib" / "kbtool" / "lift"
-    assert (lift / "lifter.py").is_file()
+    assert (lift / "lifter" / "__init__.py").is_file()
     assert _build.compiled_files(lift) == [] and _build.compiled_files(src / "kbtool" / "lift") == []

@@ -89,7 +89,7 @@ def test_wheel_without_the_compiled_lifter_is_pure(tmp_path):
     assert tags == {"py3-none-any"}
     assert "Root-Is-Purelib: true" in meta
     assert not any("_clifter" in n for n in names)
-    assert "kbtool/lift/lifter.py" in names and "kbtool/__main__.py" in names
+    assert "kbtool/lift/lifter/__init__.py" in names and "kbtool/__main__.py" in names
 
 
 def test_python_m_kbtool(tmp_path):

@@ -1,4 +1,4 @@
-"""The mypyc-compiled lifter: the same ``lifter.py`` source as a C extension (~2.5x less CPU).
+"""The mypyc-compiled lifter: the same ``lifter/`` package as a C extension (~2.5x less CPU).
 
 ``pip install`` builds it when it can (``setup.py`` needs mypy in the build environment, which
 ``pyproject.toml`` requests, a C compiler and the Python headers); without them the install

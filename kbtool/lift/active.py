@@ -1,8 +1,8 @@
-"""Which lifter ``kbtool.lift`` runs: the pure ``lifter.py`` or its mypyc-compiled twin.
+"""Which lifter ``kbtool.lift`` runs: the pure package ``lifter/`` or its mypyc-compiled twin.
 
-:data:`IMPL` is the compiled ``kbtool.lift._clifter`` when it is present, loads, was built from
-today's ``lifter.py`` (SHA-256 in ``_clifter.sha256``) and ``KBTOOL_LIFT`` is not ``pure``;
-otherwise the pure module (the reference). ``pip install`` builds the compiled one when it
+:data:`IMPL` is the compiled ``kbtool.lift._clifter`` when it is present, loads, was built
+from today's lifter sources (SHA-256 over every part of ``lifter/``, in ``_clifter.sha256``)
+and ``KBTOOL_LIFT`` is not ``pure``; otherwise the pure module (the reference). ``pip install`` builds the compiled one when it
 can (``setup.py``; a C compiler and Python headers), else the pure one runs. Both give
 byte-identical output. ``KBTOOL_LIFT=compiled`` turns a missing or stale build into an
 error instead of a silent fallback. Build it with ``python -m kbtool.lift.accel build``.
@@ -35,7 +35,7 @@ def compiled_files() -> list[Path]:
 
 
 def compiled_state() -> str:
-    """``absent``, ``stale`` (built from another ``lifter.py`` or for another interpreter)
+    """``absent``, ``stale`` (built from other lifter sources or for another interpreter)
     or ``ready``."""
     if not compiled_files() or not STAMP.is_file():
         return "absent"

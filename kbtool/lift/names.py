@@ -191,12 +191,12 @@ def comment_block(text: str, indent: str = "", limit: int = 200) -> list[str]:
 
 def annotate_c(text: str, func_index: int, names: Names) -> str:
     """The lifted C of one function with the KB's knowledge shown: the function comment and
-    the declared prototype above the definition, the line comments (by instruction offset)
-    at the top of its body. Comments only, so the C compiles exactly as before."""
+    the declared prototype above the definition. Comments only, so the C compiles exactly
+    as before. (The line comments are the lifter's own: each above the statement of its
+    instruction, see :mod:`kbtool.lift.lifter.notes`.)"""
     comment = names.comments.get(func_index)
     proto = names.prototypes.get(func_index)
-    lines_ = names.line_comments.get(func_index) or {}
-    if not (comment or proto or lines_):
+    if not (comment or proto):
         return text
     rows = text.split("\n")
     sig = next((k for k, r in enumerate(rows) if r.endswith(") {") and r[:1] not in (" ", "#", "/", "\t")),
@@ -204,7 +204,6 @@ def annotate_c(text: str, func_index: int, names: Names) -> str:
     if sig is None:  # an import's prototype: the comment above it
         sig = next((k for k, r in enumerate(rows) if r.endswith(");") and r[:1] not in (" ", "#", "/")),
                    None)
-        lines_ = {}
         if sig is None:
             return text
     head: list[str] = []
@@ -212,5 +211,4 @@ def annotate_c(text: str, func_index: int, names: Names) -> str:
         head += comment_block(comment)
     if proto:
         head.append(f"/* prototype: {comment_text(proto, 400)} */")
-    body = [f"  /* @{off:06x}: {comment_text(t, 200)} */" for off, t in sorted(lines_.items())]
-    return "\n".join(rows[:sig] + head + [rows[sig]] + body + rows[sig + 1 :])
+    return "\n".join(rows[:sig] + head + rows[sig:])

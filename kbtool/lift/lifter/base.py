@@ -1,0 +1,318 @@
+"""Limits, expression flags, C type tables, errors and results, the value-stack expression
+``_E`` and the C text of constants and operands (signed/unsigned views).
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+import time
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from kbtool.wasm.opcodes import MNEMONICS, PREFIX_BASE
+
+from ..names import c_ident
+from .opnames import (
+    OP_BLOCK,
+    OP_BR_ON_NON_NULL,
+    OP_BR_ON_NULL,
+    OP_IF,
+    OP_LOOP,
+    OP_TRY,
+    OP_TRY_TABLE,
+)
+
+MAX_INSTRUCTIONS: Final = 400_000
+MAX_OUTPUT_CHARS: Final = 4_000_000
+MAX_LOCALS: Final = 50_000
+MAX_EXPR_CHARS: Final = 1_500
+MAX_INDENT: Final = 40
+MAX_BREAK_WALK: Final = 10_000  # blocks walked per branch when choosing do { } while (0)
+_INDENT: Final = ["  " * d for d in range(MAX_INDENT + 1)]
+DEFAULT_SECONDS: Final = 10.0
+
+F_CALL: Final = 1
+F_MEM: Final = 2
+F_GLOB: Final = 4
+F_SET: Final = 8  # the expression assigns a local (a folded ``local.tee``)
+F_EFFECT: Final = F_CALL | F_MEM | F_GLOB
+
+# a loop's last statement that steps a counter: `i = i + k;`, `i++;`, `i += k;`
+_STEP: Final = re.compile(r"([A-Za-z_]\w*)(?: = \1 [-+] [^;]+|\+\+|--| [-+]= [^;]+);$")
+_COMPOUND: Final = re.compile(
+    r"([-+*&|^]|<<|>>) ([A-Za-z_]\w*|-?[0-9]+(?:LL)?|0x[0-9a-f]+(?:LL)?)$"
+)
+_MASKED: Final = re.compile(r" & (?:1|3|7|15|31|63)$")
+_OPENERS: Final = {
+    OP_BLOCK: "block",
+    OP_LOOP: "loop",
+    OP_IF: "if",
+    OP_TRY: "try",
+    OP_TRY_TABLE: "try_table",
+}
+_LOAD_CT: Final = {
+    "i32.load": "int32_t",
+    "i64.load": "int64_t",
+    "f32.load": "float",
+    "f64.load": "double",
+    "i32.load8_s": "int8_t",
+    "i32.load8_u": "uint8_t",
+    "i32.load16_s": "int16_t",
+    "i32.load16_u": "uint16_t",
+    "i64.load8_s": "int8_t",
+    "i64.load8_u": "uint8_t",
+    "i64.load16_s": "int16_t",
+    "i64.load16_u": "uint16_t",
+    "i64.load32_s": "int32_t",
+    "i64.load32_u": "uint32_t",
+}
+_STORE_CT: Final = {
+    "i32.store": "int32_t",
+    "i64.store": "int64_t",
+    "f32.store": "float",
+    "f64.store": "double",
+    "i32.store8": "int8_t",
+    "i32.store16": "int16_t",
+    "i64.store8": "int8_t",
+    "i64.store16": "int16_t",
+    "i64.store32": "int32_t",
+}
+_GC_BASE = PREFIX_BASE[0xFB]
+_BR_ON_CAST: Final = frozenset((_GC_BASE + 0x18, _GC_BASE + 0x19))
+_BR_ON: Final = frozenset((OP_BR_ON_NULL, OP_BR_ON_NON_NULL)) | _BR_ON_CAST
+_GC_OPS: Final = frozenset(
+    [OP_BR_ON_NULL, OP_BR_ON_NON_NULL]
+    + [_GC_BASE + k for k in range(0x1F) if MNEMONICS[_GC_BASE + k]]
+)
+_HEAPTYPE_C = {
+    "func": "HT_FUNC",
+    "extern": "HT_EXTERN",
+    "any": "HT_ANY",
+    "eq": "HT_EQ",
+    "i31": "HT_I31",
+    "struct": "HT_STRUCT",
+    "array": "HT_ARRAY",
+    "exn": "HT_EXN",
+    "none": "HT_NONE",
+    "noextern": "HT_NOEXTERN",
+    "nofunc": "HT_NOFUNC",
+    "noexn": "HT_NOEXN",
+}
+
+
+def _heaptype_c(h) -> str:
+    """A heap type as a C integer: a type index, or an ``HT_*`` constant of the prelude."""
+    h = str(h)
+    shared = h.startswith("shared ")
+    h = h.removeprefix("shared ").removeprefix("exact ")
+    c = h if h.isdigit() else _HEAPTYPE_C.get(h)
+    if c is None:
+        raise LiftError("unknown heap type")
+    return f"HT_SHARED({c})" if shared else c
+
+
+def _gc_value(storage: str) -> str:
+    """The wasm value type a field/element of ``storage`` type reads as."""
+    return "i32" if storage in ("i8", "i16") else storage
+
+
+def _gc_suffix(storage: str) -> str:
+    """Helper suffix per storage type: i32 (also packed i8/i16), i64, f32, f64, v128, ref."""
+    if storage in ("i8", "i16"):
+        return "i32"
+    return storage if storage in ("i32", "i64", "f32", "f64", "v128") else "ref"
+
+
+_BINARY_FORMS: Final = frozenset(("bin", "binu", "cmp", "cmpu", "shl", "shr", "shru"))
+_NEG_CMP: Final = {"==": "!=", "!=": "==", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
+
+
+class LiftError(Exception):
+    """The function cannot be lifted (unsupported instruction, invalid stack, budget)."""
+
+
+@dataclass
+class LiftStats:
+    instructions: int = 0
+    lines: int = 0
+    body_lines: int = 0  # lines between the definition's braces
+    gotos: int = 0
+    labels: int = 0
+    max_depth: int = 0
+    temps: int = 0
+    seconds: float = 0.0
+    frame_slots: int = 0  # memory accesses at a constant offset from a shadow-stack frame base
+    frame_named: int = 0  # ... of them shown as a named frame slot (``frame->local_0c``)
+
+
+@dataclass
+class LiftResult:
+    """``text``: C for one function (declarations it needs + definition);
+    ``truncated``: a placeholder replaced the body (reason in ``reason``)."""
+
+    func_index: int
+    text: str
+    truncated: bool = False
+    reason: str = ""
+    stats: LiftStats = field(default_factory=LiftStats)
+
+
+class _E:
+    """An expression on the value stack."""
+
+    __slots__ = ("text", "prec", "ty", "fl", "locs", "neg", "const", "tee", "negp", "u")
+
+    def __init__(
+        self,
+        text: str,
+        prec: int,
+        ty: str,
+        fl: int = 0,
+        locs: tuple = (),
+        neg: str | None = None,
+        const: Any = None,
+        tee: int | None = None,
+        negp: int = -1,
+        u: bool = False,
+    ):
+        self.text = text
+        self.prec = prec
+        self.ty = ty
+        self.fl = fl
+        self.locs = locs  # locals the expression reads (x) and assigns (~x, with F_SET)
+        self.neg = neg
+        self.const = const
+        self.tee = tee  # local index when the expression is exactly ``lN = value``
+        self.negp = negp  # precedence of ``neg`` when it is a 0/1 value (a comparison), else -1
+        self.u = u  # the C type is unsigned (uint32_t / uint64_t), not int32_t / int64_t
+
+
+def _p(e: _E, maxprec: int) -> str:
+    return e.text if e.prec <= maxprec else f"({e.text})"
+
+
+def _has_call(e: _E) -> bool:
+    return bool(e.fl & F_CALL)
+
+
+def _merge(*es: _E):
+    fl = 0
+    locs: tuple = ()
+    for e in es:
+        fl |= e.fl
+        if e.locs:
+            locs = e.locs if not locs else tuple(set(locs) | set(e.locs))
+    return fl, locs
+
+
+# ----------------------------------------------------------------------------- pass 2
+
+
+class _Budget:
+    def __init__(self, limit_units: int, deadline: float | None):
+        self.units = limit_units
+        self.deadline = deadline
+        self.n = 0
+
+    def spend(self, k: int) -> None:
+        self.units -= k
+        self.n += k
+        if self.units < 0:
+            raise LiftError("work budget exceeded")
+        if self.deadline is not None and self.n > 4096:
+            self.n = 0
+            if time.perf_counter() > self.deadline:
+                raise LiftError("time budget exceeded")
+
+
+def _assign_stmt(name: str, text: str) -> str:
+    """``x = x + 1;`` as ``x++;``, ``x = x + k;`` as ``x += k;`` (a simple right operand)."""
+    if text.startswith(name) and text[len(name) : len(name) + 1] == " ":
+        m = _COMPOUND.match(text, len(name) + 1)
+        if m is not None:
+            op, rhs = m.group(1), m.group(2)
+            if rhs == "1" and (op == "+" or op == "-"):
+                return f"{name}{op}{op};"
+            return f"{name} {op}= {rhs};"
+    return f"{name} = {text};"
+
+
+def _i32_text(v: int) -> str:
+    if v == -0x80000000:
+        return "(-2147483647 - 1)"
+    if v >= 0x10000 and v & 0xFFF == 0 or v >= 0x1000000:
+        return f"0x{v:x}"
+    return str(v)
+
+
+def _u(e: _E, ty: str) -> str:
+    """``e`` read as unsigned: ``123u`` for a constant, else a cast."""
+    if isinstance(e.const, int) and not isinstance(e.const, bool):
+        if ty == "i32":
+            v = e.const & 0xFFFFFFFF
+            return f"{v}u" if v < 0x10000 else f"0x{v:x}u"
+        v = e.const & 0xFFFFFFFFFFFFFFFF
+        return f"{v}ULL" if v < 0x10000 else f"0x{v:x}ULL"
+    return f"({'uint32_t' if ty == 'i32' else 'uint64_t'}){_p(e, 2)}"
+
+
+def _uo(e: _E, ty: str, maxprec: int, other_u: bool) -> str:
+    """An operand of an unsigned operation: as is when its C type is already unsigned, a
+    non-negative constant as is when the other operand is unsigned (C converts it), else
+    :func:`_u`."""
+    if e.u:
+        return _p(e, maxprec)
+    c = e.const
+    if other_u and type(c) is int and 0 <= c <= (0x7FFFFFFF if ty == "i32" else 1 << 62):
+        return _p(e, maxprec)
+    return _u(e, ty)
+
+
+def _so(e: _E, ty: str, maxprec: int) -> str:
+    """An operand of a signed operation (``<``, ``/``, ``>>``): an unsigned value is cast."""
+    if e.u:
+        return f"({'int32_t' if ty == 'i32' else 'int64_t'}){_p(e, 2)}"
+    return _p(e, maxprec)
+
+
+def _i64_text(v: int) -> str:
+    if v == -(1 << 63):
+        return "(-9223372036854775807LL - 1)"
+    if v >= 0x1000000:
+        return f"0x{v:x}LL"
+    return f"{v}LL"
+
+
+def _f32_text(v: float, bits: int) -> str:
+    if v != v or v in (float("inf"), float("-inf")):
+        return f"f32_reinterpret_i32({_i32_text(struct.unpack('<i', struct.pack('<I', bits))[0])})"
+    for n in range(1, 10):
+        s = f"{v:.{n}g}"
+        try:
+            same = struct.unpack("<f", struct.pack("<f", float(s)))[0] == v
+        except OverflowError:  # rounded past FLT_MAX
+            same = False
+        if same:
+            break
+    if "." not in s and "e" not in s and "n" not in s:
+        s += ".0"
+    return s + "f"
+
+
+def _f64_text(v: float) -> str:
+    if v != v or v in (float("inf"), float("-inf")):
+        bits = struct.unpack("<q", struct.pack("<d", v))[0]
+        return f"f64_reinterpret_i64({_i64_text(bits)})"
+    s = repr(v)
+    if "." not in s and "e" not in s:
+        s += ".0"
+    return s
+
+
+def c_ident_path(text: str) -> str:
+    """A hook result like ``p->field_8`` or ``p->a.b``: keep ``->``/``.`` between identifiers."""
+    out = []
+    for part in text.replace("->", "\x00->\x00").replace(".", "\x00.\x00").split("\x00"):
+        out.append(part if part in ("->", ".") else c_ident(part))
+    return "".join(out)

@@ -1,0 +1,217 @@
+"""The body decoder (the lifter's hot loop) and the per-op stack effects the lookahead
+passes use.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from kbtool.wasm.instr import decode_one, read_local_decls
+from kbtool.wasm.opcodes import BYTE_KIND, K_NONE, MNEMONICS
+
+from ..ctable import CTABLE
+from .base import MAX_INSTRUCTIONS, LiftError, _Budget
+from .opnames import (
+    OP_BLOCK,
+    OP_BR,
+    OP_BR_IF,
+    OP_BR_ON_NON_NULL,
+    OP_BR_ON_NULL,
+    OP_BR_TABLE,
+    OP_CALL,
+    OP_CATCH,
+    OP_CATCH_ALL,
+    OP_DELEGATE,
+    OP_DROP,
+    OP_ELSE,
+    OP_END,
+    OP_F32_CONST,
+    OP_F64_CONST,
+    OP_GLOBAL_GET,
+    OP_GLOBAL_SET,
+    OP_I32_CONST,
+    OP_I32_LOAD,
+    OP_I32_STORE,
+    OP_I64_CONST,
+    OP_IF,
+    OP_LOCAL_GET,
+    OP_LOCAL_SET,
+    OP_LOCAL_TEE,
+    OP_LOOP,
+    OP_MEMORY_GROW,
+    OP_MEMORY_SIZE,
+    OP_RETURN,
+    OP_RETURN_CALL,
+    OP_SELECT,
+    OP_TRY,
+    OP_TRY_TABLE,
+    OP_UNREACHABLE,
+)
+
+# ----------------------------------------------------------------------------- entry
+
+
+def _decode(data: bytes, start: int, end: int, budget: _Budget) -> tuple:
+    """Decode a body into two parallel lists, opcodes and immediates (a tuple each; ``()``
+    when none; an ``f32.const`` carries ``(value, raw bits)``), plus the indices of the
+    control instructions. No offsets and no per-instruction tuple: they cost allocations
+    in the hottest loop and no later pass needs them.
+
+    Inline fast paths cover the common shapes with one- or two-byte LEBs (no immediate;
+    local/global/label/call index; ``i32.const``; memarg; empty block type); anything else
+    (and any shape near ``end``) goes through the shared careful decoder.
+    """
+    decls, p = read_local_decls(data, start, end)
+    ops: list[int] = []
+    args: list[tuple] = []
+    ctrl: list[int] = []
+    oappend = ops.append
+    append = args.append
+    cappend = ctrl.append
+    fast = _FAST_BYTES
+    is_ctrl = _CTRL_BYTES
+    n = 0
+    lim = end - 3  # fast paths read at most three bytes after the opcode
+    while p < end:
+        b = data[p]
+        k = fast[b]
+        imms: tuple | None = None  # set by a fast path, else the careful decoder runs
+        q = p
+        if k == 1:
+            imms = ()
+            q = p + 1
+        elif k and p < lim:
+            b1 = data[p + 1]
+            b2 = data[p + 2]
+            if k == 2:  # one uleb
+                if b1 < 0x80:
+                    imms = (b1,)
+                    q = p + 2
+                elif b2 < 0x80:
+                    imms = ((b1 & 0x7F) | (b2 << 7),)
+                    q = p + 3
+            elif k == 3:  # i32.const
+                if b1 < 0x80:
+                    imms = (b1 - 0x80 if b1 & 0x40 else b1,)
+                    q = p + 2
+                elif b2 < 0x80:
+                    v = (b1 & 0x7F) | (b2 << 7)
+                    imms = (v - 0x4000 if v & 0x2000 else v,)
+                    q = p + 3
+                elif data[p + 3] < 0x80:
+                    v = (b1 & 0x7F) | ((b2 & 0x7F) << 7) | (data[p + 3] << 14)
+                    imms = (v - 0x200000 if v & 0x100000 else v,)
+                    q = p + 4
+            elif k == 4:  # memarg: align < 0x40 (no memory index), offset
+                if b1 < 0x40:
+                    if b2 < 0x80:
+                        imms = (b1, b2, 0)
+                        q = p + 3
+                    elif data[p + 3] < 0x80:
+                        imms = (b1, (b2 & 0x7F) | (data[p + 3] << 7), 0)
+                        q = p + 4
+            elif b1 == 0x40:  # block / loop / if with an empty block type
+                imms = ("",)
+                q = p + 2
+        if imms is None:
+            op, q, imms = decode_one(data, p, end)
+            if op == OP_F32_CONST:  # f32.const: keep the raw bits (a NaN payload)
+                imms = (imms[0], int.from_bytes(data[p + 1 : p + 5], "little"))
+            oappend(op)
+        else:
+            oappend(b)
+        append(imms)
+        p = q
+        if is_ctrl[b]:
+            cappend(n)
+        n += 1
+        if not n & 0xFFF:
+            if n > MAX_INSTRUCTIONS:
+                raise LiftError(f"more than {MAX_INSTRUCTIONS} instructions")
+            budget.spend(0)
+    return decls, ops, args, ctrl
+
+
+def _stack_effects() -> list:
+    """(pops, pushes) per op for the tee-folding lookahead; pushes -1: control flow that
+    leaves values behind (no fold), -2: control flow consuming its operand as a condition;
+    None: unknown (no fold). Calls (OP_CALL) are looked up by type."""
+    eff: list = [None] * len(MNEMONICS)
+    for op, ent in enumerate(CTABLE):
+        if ent is not None:
+            eff[op] = (len(ent[1]), len(ent[2]))
+    for op in range(OP_I32_LOAD, OP_I32_STORE):
+        eff[op] = (1, 1)
+    for op in range(OP_I32_STORE, OP_MEMORY_SIZE):
+        eff[op] = (2, 0)
+    for op in (
+        OP_GLOBAL_GET,
+        OP_MEMORY_SIZE,
+        OP_I32_CONST,
+        OP_I64_CONST,
+        OP_F32_CONST,
+        OP_F64_CONST,
+    ):
+        eff[op] = (0, 1)
+    eff[OP_GLOBAL_SET] = (1, 0)
+    eff[OP_LOCAL_SET] = (1, 0)
+    eff[OP_LOCAL_TEE] = (1, 1)
+    eff[OP_MEMORY_GROW] = (1, 1)
+    eff[OP_DROP] = (1, 0)
+    eff[OP_SELECT] = (3, 1)  # select: C evaluates one arm only, never fold into it
+    for op in (OP_BR_IF, OP_IF, OP_BR_TABLE):
+        eff[op] = (1, -2)
+    for op in (OP_UNREACHABLE, OP_BLOCK, OP_LOOP, OP_ELSE, OP_END, OP_BR, OP_RETURN):
+        eff[op] = (0, -1)
+    return eff
+
+
+_STACK_EFFECT: Final = _stack_effects()
+
+#: single-byte opcodes without immediates
+_NO_IMM: Final = frozenset(b for b in range(0xFB) if BYTE_KIND[b] == K_NONE)
+#: control instructions the structurer looks at (openers, else/catch, ends, branches)
+#: (by first byte; 0xD5/0xD6 br_on_null/non_null, 0xFB GC ops incl. br_on_cast)
+_CTRL: Final = frozenset(
+    {
+        OP_BLOCK,
+        OP_LOOP,
+        OP_IF,
+        OP_ELSE,
+        OP_TRY,
+        OP_CATCH,
+        OP_END,
+        OP_BR,
+        OP_BR_IF,
+        OP_BR_TABLE,
+        OP_DELEGATE,
+        OP_CATCH_ALL,
+        OP_TRY_TABLE,
+        OP_BR_ON_NULL,
+        OP_BR_ON_NON_NULL,
+        0xFB,  # the GC prefix byte (br_on_cast)
+    }
+)
+#: fast decode shape per first byte: 1 none, 2 one uleb, 3 i32.const, 4 memarg, 5 block
+_FAST: Final = [0] * 256
+for _b in _NO_IMM:
+    _FAST[_b] = 1
+for _b in (
+    OP_BR,
+    OP_BR_IF,
+    OP_CALL,
+    OP_RETURN_CALL,
+    OP_LOCAL_GET,
+    OP_LOCAL_SET,
+    OP_LOCAL_TEE,
+    OP_GLOBAL_GET,
+    OP_GLOBAL_SET,
+):
+    _FAST[_b] = 2
+_FAST[OP_I32_CONST] = 3
+for _b in range(OP_I32_LOAD, OP_MEMORY_SIZE):
+    _FAST[_b] = 4
+for _b in (OP_BLOCK, OP_LOOP, OP_IF):
+    _FAST[_b] = 5
+_FAST_BYTES: Final = bytes(_FAST)
+_CTRL_BYTES: Final = bytes(1 if _b in _CTRL else 0 for _b in range(256))

@@ -1,0 +1,276 @@
+"""The C names of a function's locals and their C types: ``uint32_t`` when mostly read
+unsigned, ``bool`` when only ever 0/1 (:func:`_local_signs`).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from kbtool.wasm.opcodes import MNEMONICS
+
+from ..context import _GENERATED, LiftModule
+from ..names import C_KEYWORDS, c_ident
+from ..prelude import PRELUDE_NAMES
+from .decode import _STACK_EFFECT
+from .opnames import (
+    OP_CALL,
+    OP_I32_AND,
+    OP_I32_CONST,
+    OP_I32_DIV_S,
+    OP_I32_EQZ,
+    OP_I32_REM_U,
+    OP_I32_XOR,
+    OP_I64_EQZ,
+    OP_LOCAL_GET,
+    OP_LOCAL_SET,
+    OP_LOCAL_TEE,
+)
+
+
+def _sign_table() -> bytes:
+    """Per op, how the local-typing pass (:func:`_local_signs`) sees it: 1 i32 arithmetic
+    whose result carries its operands' C type (+ - * & | ^), 2 shl (the value operand), 3
+    unsigned on both operands, 4 signed on both, 5 shr_u, 6 shr_s, 7 unsigned on its one
+    operand (extend/convert _u), 8 signed on it, 9 select, 10 a 0/1 result (a comparison)."""
+    t = [0] * len(MNEMONICS)
+    for op, name in enumerate(MNEMONICS):
+        if not name:
+            continue
+        ty, _, rest = name.partition(".")
+        if name == "select":
+            t[op] = 9
+        elif ty == "i32" and rest in ("add", "sub", "mul", "and", "or", "xor"):
+            t[op] = 1
+        elif name == "i32.shl":
+            t[op] = 2
+        elif ty == "i32" and rest in ("div_u", "rem_u", "lt_u", "gt_u", "le_u", "ge_u"):
+            t[op] = 3
+        elif ty == "i32" and rest in ("div_s", "rem_s", "lt_s", "gt_s", "le_s", "ge_s"):
+            t[op] = 4
+        elif name == "i32.shr_u":
+            t[op] = 5
+        elif name == "i32.shr_s":
+            t[op] = 6
+        elif name in ("i64.extend_i32_u", "f32.convert_i32_u", "f64.convert_i32_u"):
+            t[op] = 7
+        elif name in ("i64.extend_i32_s", "f32.convert_i32_s", "f64.convert_i32_s"):
+            t[op] = 8
+        if ty in ("i32", "i64", "f32", "f64") and (
+            rest in ("eqz", "eq", "ne", "lt", "gt", "le", "ge")
+            or rest[:3] in ("lt_", "gt_", "le_", "ge_")
+        ):
+            t[op] = 10 if t[op] == 0 else t[op]
+    return bytes(t)
+
+
+_SIGN_OP: Final = _sign_table()
+_NO_ORIGIN: Final[frozenset[int]] = frozenset()
+
+
+def _local_signs(
+    ops: list[int], args: list[tuple], local_types: list[str], n_params: int, ftypes: list
+) -> list[int]:
+    """C types of the function's i32 locals (not parameters: prototypes stay as the wasm
+    type says): 1 ``uint32_t`` when more of the uses that care read it unsigned (``<u``,
+    ``/u``, ``>>u``, extend/convert ``_u``, also through ``+ - * & | ^ <<``) than signed;
+    2 ``bool`` when every value stored in it is 0 or 1 (a comparison, ``0``/``1``, or
+    ``& | ^`` / select of those) and at least one is a comparison; else 0 (``int32_t``).
+    One pass simulating the value stack inside straight-line code (values crossing a
+    control instruction are unknown, which only ever keeps the default)."""
+    n = len(local_types)
+    out = [0] * n
+    cand = [x >= n_params and local_types[x] == "i32" for x in range(n)]
+    if not any(cand):
+        return out
+    uv = [0] * n
+    sv = [0] * n
+    strong = [False] * n
+    notbool = [False] * n
+    orig: list[frozenset[int]] = []  # per stack value: candidate locals its C type follows
+    b01: list[int] = []  # per stack value: 0 unknown, 1 0/1 (a constant, or the locals in
+    # its ``orig`` are bool), 2 a comparison (0/1 once those locals are bool)
+    deps: dict[int, set[int]] = {}  # local -> locals whose values were stored in it
+    sign = _SIGN_OP
+    effects = _STACK_EFFECT
+    none = _NO_ORIGIN
+    for i in range(len(ops)):
+        op = ops[i]
+        k = sign[op] if op < len(sign) else 0
+        if op == OP_LOCAL_GET:
+            x = args[i][0]
+            c = x < n and cand[x]
+            orig.append(frozenset((x,)) if c else none)
+            b01.append(1 if c else 0)  # 0/1 if x turns out bool (its deps)
+            continue
+        if op == OP_I32_CONST:
+            orig.append(none)
+            b01.append(1 if args[i][0] in (0, 1) else 0)
+            continue
+        if op == OP_LOCAL_SET or op == OP_LOCAL_TEE:
+            x = args[i][0]
+            bv = b01.pop() if b01 else 0
+            ov = orig.pop() if orig else none
+            c = x < n and cand[x]
+            if c:
+                if bv == 0:
+                    notbool[x] = True
+                else:
+                    if bv == 2:
+                        strong[x] = True
+                    if ov:
+                        deps.setdefault(x, set()).update(ov)
+            if op == OP_LOCAL_TEE:
+                orig.append(frozenset((x,)) if c else none)
+                b01.append(1 if c else 0)
+            continue
+        if k:
+            if k == 1 or k == 3 or k == 4 or k == 10 and op != OP_I32_EQZ and op != OP_I64_EQZ:
+                cmp = (
+                    0 if k == 1 or OP_I32_DIV_S <= op <= OP_I32_REM_U else 2
+                )  # div/rem are not 0/1
+                if len(orig) < 2:
+                    orig.clear()
+                    b01.clear()
+                    orig.append(none)
+                    b01.append(cmp)
+                    continue
+                ob = orig.pop()
+                oa = orig.pop()
+                bb = b01.pop()
+                ba = b01.pop()
+                if k == 1:
+                    u = oa | ob
+                    big = len(u) > 8
+                    orig.append(none if big else u)
+                    # & | ^ of 0/1 values is 0/1 (when the locals it reads are bool)
+                    ok = ba and bb and not big and OP_I32_AND <= op <= OP_I32_XOR
+                    b01.append(min(ba, bb) if ok else 0)
+                    continue
+                if k == 3 or k == 4:
+                    votes = uv if k == 3 else sv
+                    for x in oa | ob:
+                        votes[x] += 1
+                orig.append(none)
+                b01.append(cmp)
+                continue
+            if k == 2 or k == 5 or k == 6:
+                if len(orig) < 2:
+                    orig.clear()
+                    b01.clear()
+                    orig.append(none)
+                    b01.append(0)
+                    continue
+                orig.pop()
+                oa = orig.pop()
+                b01.pop()
+                b01.pop()
+                if k == 5 or k == 6:
+                    votes = uv if k == 5 else sv
+                    for x in oa:
+                        votes[x] += 1
+                    oa = none
+                orig.append(oa)
+                b01.append(0)
+                continue
+            if k == 7 or k == 8 or k == 10:  # unary (eqz is 10)
+                oa = orig.pop() if orig else none
+                if b01:
+                    b01.pop()
+                if k != 10:
+                    votes = uv if k == 7 else sv
+                    for x in oa:
+                        votes[x] += 1
+                orig.append(none)
+                b01.append(2 if k == 10 else 0)
+                continue
+            if k == 9 and len(orig) >= 3:
+                orig.pop()
+                ob = orig.pop()
+                oa = orig.pop()
+                b01.pop()
+                bb = b01.pop()
+                ba = b01.pop()
+                u = oa | ob
+                big = len(u) > 8
+                orig.append(none if big else u)
+                b01.append(min(ba, bb) if ba and bb and not big else 0)
+                continue
+        if op == OP_CALL:
+            callee = args[i][0]
+            t = ftypes[callee] if callee < len(ftypes) else None
+            eff = (len(t.params), len(t.results)) if t is not None else None
+        else:
+            eff = effects[op] if op < len(effects) else None
+        if eff is None or eff[1] < 0 or eff[0] > len(orig):
+            orig.clear()
+            b01.clear()
+            continue
+        if eff[0]:
+            del orig[-eff[0] :]
+            del b01[-eff[0] :]
+        for _ in range(eff[1]):
+            orig.append(none)
+            b01.append(0)
+    return _sign_kinds(cand, strong, notbool, deps, uv, sv)
+
+
+def _sign_kinds(
+    cand: list[bool],
+    strong: list[bool],
+    notbool: list[bool],
+    deps: dict[int, set[int]],
+    uv: list[int],
+    sv: list[int],
+) -> list[int]:
+    """The verdict of :func:`_local_signs` from its tallies: ``bool`` for candidates only
+    ever given 0/1 (at least one a comparison) whose sources are ``bool`` too, else
+    ``uint32_t`` when unsigned uses outvote signed ones."""
+    n = len(cand)
+    out = [0] * n
+    isbool = {x for x in range(n) if cand[x] and strong[x] and not notbool[x]}
+    changed = True
+    while changed:  # a value read from another local is 0/1 only if that one is bool
+        changed = False
+        for x in list(isbool):
+            if not deps.get(x, isbool) <= isbool:
+                isbool.discard(x)
+                changed = True
+    for x in range(n):
+        if x in isbool:
+            out[x] = 2
+        elif cand[x] and uv[x] > sv[x]:
+            out[x] = 1
+    return out
+
+
+def _local_names(lm: LiftModule, fi: int, n_params: int, n_total: int) -> list[str]:
+    given = lm.names.locals.get(fi) or {}
+    used: set[str] = set()
+    out = []
+    for x in range(n_total):
+        default = f"p{x}" if x < n_params else f"l{x}"
+        raw = given.get(x)
+        name = default
+        if raw:
+            cand = c_ident(raw)
+
+            if (
+                cand in C_KEYWORDS
+                or cand in PRELUDE_NAMES
+                or _GENERATED.match(cand)
+                or cand in lm.module_idents
+                or cand in used
+            ):
+                cand = f"{cand}_{x}"
+            if cand not in used and cand not in lm.module_idents:
+                name = cand
+        used.add(name)
+        out.append(name)
+    return out
+
+
+def param_c_names(lm: LiftModule, fi: int) -> list[str]:
+    """The C names the lifted text gives function ``fi``'s parameters (``p0``... or their
+    sanitised names from the module's name section)."""
+    n = len(lm.module.func_type(fi).params)
+    return _local_names(lm, fi, n, n)

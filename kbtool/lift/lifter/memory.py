@@ -1,0 +1,402 @@
+"""Loads and stores: addresses, data labels, field hooks, and the shadow-stack frame
+(:func:`_frame_regions` finds it, slots read ``frame->local_0c``, :func:`_frame_struct`
+declares it).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from kbtool.wasm.opcodes import MNEMONICS
+
+from ..context import LiftModule
+from ..names import c_ident
+from .base import (
+    _E,
+    _LOAD_CT,
+    _OPENERS,
+    _STORE_CT,
+    F_CALL,
+    F_MEM,
+    _has_call,
+    _i32_text,
+    _p,
+    c_ident_path,
+)
+from .core import _Core
+from .opnames import (
+    OP_BR_TABLE,
+    OP_CATCH_ALL,
+    OP_DELEGATE,
+    OP_ELSE,
+    OP_END,
+    OP_GLOBAL_GET,
+    OP_GLOBAL_SET,
+    OP_I32_ADD,
+    OP_I32_CONST,
+    OP_I32_SUB,
+    OP_LOCAL_GET,
+    OP_LOCAL_SET,
+    OP_LOCAL_TEE,
+    OP_LOOP,
+)
+
+#: i32.sub / i32.add, the ops of a shadow-stack prologue ``global.get SP; i32.const N; i32.sub``
+_I32_SUB: Final = OP_I32_SUB
+_I32_ADD: Final = OP_I32_ADD
+
+
+def _frame_regions(
+    ops: list[int], args: list[tuple], sp_hint: int
+) -> list[tuple[int, int, int, int]]:
+    """Shadow-stack frames of clang/Emscripten/Rust code: ``(F, start, end, size)`` per
+    prologue ``global.get SP; i32.const N; i32.sub; local.tee/set F`` (also through locals,
+    as at -O0), confirmed by a ``global.set SP`` of that value or by SP being ``sp_hint``
+    (the module's first mutable i32 global: leaf functions never write SP back). Within
+    ``start..end`` (instruction indices) local F holds the frame base: the region ends at
+    the end of the block around the prologue, at the next assignment of F, or at the head
+    of a loop that contains that assignment (its back edge would reach earlier uses)."""
+    # symbolic values: ("g", g) global g; ("c", n) constant; ("f", g, n) g - n; None unknown
+    stk: list[tuple | None] = []
+    lsym: dict[int, tuple] = {}
+    cands: list[list[int]] = []  # [pos, F, n, g, block start, confirmed]
+    cand_locals: set[int] = set()
+    sets: dict[int, list[tuple[int, tuple[int, ...]]]] = {}  # F -> (pos, loop starts open there)
+    bstack: list[tuple[int, bool]] = [(-1, False)]
+    ends: dict[int, int] = {-1: len(ops)}
+    for i in range(len(ops)):
+        op = ops[i]
+        if op == OP_GLOBAL_GET:
+            stk.append(("g", args[i][0]))
+        elif op == OP_I32_CONST:
+            stk.append(("c", args[i][0]))
+        elif op == OP_LOCAL_GET:
+            stk.append(lsym.get(args[i][0]))
+        elif op == _I32_SUB or op == _I32_ADD:
+            b = stk.pop() if stk else None
+            a = stk.pop() if stk else None
+            r: tuple | None = None
+            if a is not None and b is not None and a[0] == "g" and b[0] == "c":
+                n = b[1] if op == _I32_SUB else -b[1]
+                if 0 < n < (1 << 24):
+                    r = ("f", a[1], n)
+            stk.append(r)
+        elif op == OP_LOCAL_SET or op == OP_LOCAL_TEE:
+            x = args[i][0]
+            v = stk[-1] if stk else None
+            if op == OP_LOCAL_SET and stk:
+                stk.pop()
+            if x in cand_locals:
+                opened = tuple(s for s, lp in bstack if lp)
+                sets.setdefault(x, []).append((i, opened))
+            if v is None:
+                lsym.pop(x, None)
+            else:
+                lsym[x] = v
+                if v[0] == "f":
+                    cands.append([i, x, v[2], v[1], bstack[-1][0], 0])
+                    cand_locals.add(x)
+        elif op == OP_GLOBAL_SET:
+            v = stk.pop() if stk else None
+            g = args[i][0]
+            if v is not None and v[0] == "f" and v[1] == g:
+                for c in cands:
+                    if c[3] == g and c[2] == v[2] and lsym.get(c[1]) == v:
+                        c[5] = 1
+            lsym = {k: w for k, w in lsym.items() if w[0] == "c"}
+        else:
+            stk.clear()
+            if op in _OPENERS:
+                bstack.append((i, op == OP_LOOP))
+                lsym.clear()
+            elif op == OP_END:
+                if len(bstack) > 1:
+                    ends[bstack.pop()[0]] = i
+                lsym.clear()
+            elif OP_ELSE <= op <= OP_BR_TABLE or op == OP_DELEGATE or op == OP_CATCH_ALL:
+                lsym.clear()
+    out: list[tuple[int, int, int, int]] = []
+    for pos, x, n, g, bs, ok in cands:
+        if not ok and g != sp_hint:
+            continue
+        end = ends.get(bs, len(ops))
+        for q, loops in sets.get(x, []):
+            if q > pos:
+                if q < end:
+                    end = q
+                for ls in loops:
+                    if pos < ls < end:
+                        end = ls
+                break
+        if end > pos + 1:
+            out.append((x, pos + 1, end, n))
+    return out
+
+
+_CT_SIZE: Final = {
+    "int8_t": 1,
+    "uint8_t": 1,
+    "int16_t": 2,
+    "uint16_t": 2,
+    "int32_t": 4,
+    "uint32_t": 4,
+    "float": 4,
+    "int64_t": 8,
+    "double": 8,
+}
+_FLOAT_CT: Final = frozenset(("float", "double"))
+_CT_TAG: Final = {
+    "int8_t": "i8",
+    "uint8_t": "i8",
+    "int16_t": "i16",
+    "uint16_t": "i16",
+    "int32_t": "i32",
+    "uint32_t": "i32",
+    "float": "f32",
+    "int64_t": "i64",
+    "double": "f64",
+}
+
+
+class _Memory(_Core):
+    def addr(self, base: _E, offset: int) -> str:
+        if base.const is not None and isinstance(base.const, int):
+            a = (base.const & 0xFFFFFFFF) + offset
+            if self.lm.data_starts:
+                label = self.data_ref(a)
+                if label is not None:
+                    return label
+            return _i32_text(a) if offset else base.text
+        if offset:
+            return f"{_p(base, 4)} + {offset}"
+        return base.text
+
+    def frame_slot(self, base: _E, offset: int, ct: str, store: bool) -> str:
+        """``frame->local_0c`` when ``base`` is a frame base local inside its region and
+        the access fits one slot of the frame struct (the first access of an offset decides
+        its type; a same-size integer access of the other signedness reads through a cast;
+        an access overlapping another slot stays raw memory); else ""."""
+        x = base.locs[0]
+        regs = self.fregion.get(x)
+        if regs is None or x < 0 or base.text != self.locals_c[x]:
+            return ""
+        i = self.cur
+        n = -1
+        for s, e, sz in regs:
+            if s <= i < e:
+                n = sz
+                break
+        if n < 0:
+            return ""
+        self.stats.frame_slots += 1
+        size = _CT_SIZE[ct]
+        if offset + size > n:
+            return ""
+        slot = self.fslots.get(offset)
+        name = f"local_{offset:02x}"
+        if slot is None:
+            if len(self.fslots) + len(self.fextra) >= 512:
+                return ""
+            slot = self.fslots[offset] = (ct, size)
+            if store:
+                self.fsoft.add(offset)
+        elif (
+            offset in self.fsoft
+            and not store
+            and slot[1] == size
+            and slot[0] != ct
+            and (ct not in _FLOAT_CT and slot[0] not in _FLOAT_CT)
+        ):
+            # only stores saw the slot so far (their text has no type): the first load's
+            # signedness types it, so the reads need no cast
+            slot = self.fslots[offset] = (ct, size)
+            self.fsoft.discard(offset)
+        elif slot[1] != size or (slot[0] != ct and (ct in _FLOAT_CT or slot[0] in _FLOAT_CT)):
+            # another view of the same bytes: a member of the union the slot becomes
+            name = f"{name}_{_CT_TAG[ct]}"
+            ex = self.fextra.get(name)
+            if ex is None:
+                if len(self.fslots) + len(self.fextra) >= 512:
+                    return ""
+                ex = self.fextra[name] = (offset, ct, size)
+            slot = (ex[1], ex[2])
+        if not store and offset in self.fsoft and slot[0] == ct:
+            self.fsoft.discard(offset)
+        self.stats.frame_named += 1
+        text = f"{self.fptr}->{name}"
+        if slot[0] != ct and not store:
+            return f"({ct}){text}"
+        return text
+
+    def frame_addr(self, base: _E, offset: int) -> str:
+        """The slot name for the address ``base + offset`` when ``base`` is a frame base
+        local inside its region (the address of a frame array or struct), else ""."""
+        x = base.locs[0]
+        regs = self.fregion.get(x)
+        if regs is None or x < 0 or base.text != self.locals_c[x]:
+            return ""
+        i = self.cur
+        for s, e, sz in regs:
+            if s <= i < e:
+                if 0 <= offset < sz and len(self.fesc) < 512:
+                    self.fesc.add(offset)
+                    return f"local_{offset:02x}"
+                return ""
+        return ""
+
+    def mem_ptr(self, base: _E, offset: int, ct: str, store: bool = False) -> str:
+        if self.fregion and base.prec == 0 and base.const is None and len(base.locs) == 1:
+            fs = self.frame_slot(base, offset, ct, store)
+            if fs:
+                return fs
+        if self.hook is not None and base.prec == 0 and base.const is None and base.locs:
+            r = self.hook(self.fi, base.text, offset, ct)
+            if isinstance(r, tuple):  # (expression, guard, declaration): a typed struct field
+                text, guard, decl = r
+                if guard not in self.decl_types:
+                    self.decl_types[guard] = decl
+                return text
+            if r:
+                return c_ident_path(r)
+        if base.const is not None and isinstance(base.const, int):
+            if self.lm.data_starts:  # a labelled static variable: M + its label
+                a = self.addr(base, offset)
+            else:
+                a = _i32_text((base.const & 0xFFFFFFFF) + offset)
+            return f"*({ct} *)(M + {a})"
+        # an unsigned sum is computed whole, wrapping like wasm: `M + l6 + l7` would add a
+        # "negative" uint32_t l6 to the pointer as a huge offset
+        b = f"({base.text})" if base.u and base.prec > 0 else _p(base, 4)
+        if offset >= 1024 and self.lm.data_starts:
+            # an array in static data indexed by a computed value: `upper_to_lower + l3`
+            d = self.lm.data_label(offset)
+            if d is not None and d[2] == 0:
+                label = self.data_ref(offset) or str(offset)
+                return f"*({ct} *)(M + {b} + {label})"
+        if offset:
+            return f"*({ct} *)(M + {b} + {offset})"
+        return f"*({ct} *)(M + {b})"
+
+    def mem_op(self, op: int, imms: tuple) -> None:
+        name = MNEMONICS[op]
+        offset = imms[1]
+        if name in _LOAD_CT:
+            ct = _LOAD_CT[name]
+            base = self.pop()
+            if self.calls_pending():
+                self.spill_where(_has_call)
+            ty = name[:3]
+            text = self.mem_ptr(base, offset, ct)
+            prec = 2 if text[0] == "*" or text[0] == "(" else 0
+            if ty == "i64" and ct != "int64_t":
+                text = f"(int64_t){text}"
+                prec = 2
+            self.push(_E(text, prec, ty, base.fl | F_MEM, base.locs))
+        else:
+            ct = _STORE_CT[name]
+            v = self.pop()
+            base = self.pop()
+            self.spill_where(lambda e: e.fl & (F_MEM | F_CALL))
+            self.emit(f"{self.mem_ptr(base, offset, ct, True)} = {v.text};")
+
+
+def _setup_frame(
+    lf: _Memory, lm: LiftModule, ops: list[int], args: list[tuple], locals_c: list[str]
+) -> None:
+    """Find the function's shadow-stack frames (:func:`_frame_regions`) and prepare the
+    frame struct its slots are named in."""
+    sp_hint = -1
+    for g, gl in enumerate(lm.module.globals):
+        if gl.mutable and gl.valtype == "i32":
+            sp_hint = g
+            break
+    regions = _frame_regions(ops, args, sp_hint)
+    if not regions:
+        return
+    # one pointer names the slots: keep one base local's regions (a nested frame of another
+    # local re-points it, and the outer frame's later slots would read the inner frame)
+    regions = [r for r in regions if r[0] == regions[0][0]]
+    for x, s, e, n in regions:
+        lf.fregion.setdefault(x, []).append((s, e, n))
+        lf.fstart_at[s - 1] = x
+        if n > lf.fsize:
+            lf.fsize = n
+    name = "frame"
+    taken = set(locals_c)
+    while name in taken or name in lm.module_idents:
+        name += "_"
+    lf.fptr = name
+    lf.fstruct = c_ident(lm.func_c[lf.fi] + "_frame")
+
+
+def _frame_struct(lf: _Memory) -> str:
+    """The declaration of the frame struct: named slots at their offsets, the bytes
+    between them as arrays (packed, so every slot sits at its wasm offset); slots whose
+    bytes overlap (an i64 slot also read as two i32) share an anonymous union, a member
+    that starts later wrapped in a struct with leading padding."""
+    fields: list[tuple[int, int, str, str]] = [
+        (o, t[1], t[0], f"local_{o:02x}") for o, t in lf.fslots.items()
+    ]
+    for name, ex in lf.fextra.items():
+        fields.append((ex[0], ex[2], ex[1], name))
+    # an address taken where no slot starts: the object there is a byte array up to the
+    # next slot or taken address (the frame's buffers and structs)
+    starts = sorted(set(lf.fslots) | lf.fesc)
+    for k, o in enumerate(starts):
+        if o in lf.fesc and o not in lf.fslots:
+            nxt = starts[k + 1] if k + 1 < len(starts) else lf.fsize
+            fields.append((o, nxt - o, "uint8_t", f"local_{o:02x}[{nxt - o}]"))
+    fields.sort(key=lambda f: (f[0], -f[1], f[3]))
+    parts: list[str] = []
+    pos = 0
+    k = 0
+    while k < len(fields):
+        o = fields[k][0]
+        end = o + fields[k][1]
+        j = k + 1
+        while j < len(fields) and fields[j][0] < end:
+            end = max(end, fields[j][0] + fields[j][1])
+            j += 1
+        if o > pos:
+            parts.append(f"  uint8_t local_{pos:02x}[{o - pos}];")
+        if j == k + 1:
+            parts.append(f"  {fields[k][2]} {fields[k][3]};")
+        else:
+            parts.append("  union __attribute__((packed)) {")
+            for fo, _sz, ct, name in fields[k:j]:
+                if fo == o:
+                    parts.append(f"    {ct} {name};")
+                else:
+                    parts.append(
+                        f"    struct __attribute__((packed)) {{ uint8_t pad_{name.split('[', 1)[0]}[{fo - o}]; "
+                        f"{ct} {name}; }};"
+                    )
+            parts.append("  };")
+        pos = end
+        k = j
+    if pos < lf.fsize:
+        parts.append(f"  uint8_t local_{pos:02x}[{lf.fsize - pos}];")
+    # several members per line, in offset order (a union keeps its own lines); the struct
+    # tag is the function's own, so it needs no include guard
+    lines: list[str] = []
+    for part in parts:
+        if (
+            lines
+            and part.startswith("  ")
+            and not part.startswith("   ")
+            and not part.startswith("  union")
+            and part != "  };"
+            and lines[-1].startswith("  ")
+            and not lines[-1].startswith("   ")
+            and not lines[-1].startswith("  union")
+            and lines[-1] != "  };"
+            and len(lines[-1]) + len(part) <= 96
+        ):
+            lines[-1] += part[1:]
+        else:
+            lines.append(part)
+    body = "\n".join(lines)
+    return (
+        f"struct __attribute__((packed)) {lf.fstruct} {{ /* shadow-stack frame, {lf.fsize} bytes */"
+        f"\n{body}\n}};"
+    )

@@ -1,0 +1,218 @@
+"""Operators, calls (direct, indirect, by reference, tail) and prelude helper calls."""
+
+from __future__ import annotations
+
+from kbtool.wasm.opcodes import MNEMONICS
+
+from ..ctable import PREC, imm_args, lane_arg
+from .base import (
+    _BINARY_FORMS,
+    _E,
+    _MASKED,
+    _NEG_CMP,
+    F_CALL,
+    F_MEM,
+    MAX_EXPR_CHARS,
+    LiftError,
+    _i32_text,
+    _i64_text,
+    _merge,
+    _p,
+    _so,
+    _uo,
+)
+from .memory import _Memory
+
+
+class _Values(_Memory):
+    def do_call(self, name, t, is_tail, callee_expr=None, callee_ref=None):
+        args = self.popn(len(t.params))
+        self.spill_for_call() if is_tail else self.spill_effects()
+        if callee_expr is not None:
+            td, table, idx = callee_expr
+            fn = f"(({td})wasm_table_func({table}, {idx.text}))"
+            args_fl, locs = _merge(idx, *args)
+        elif callee_ref is not None:
+            td, ref = callee_ref
+            fn = f"(({td}){_p(ref, 2)})"
+            args_fl, locs = _merge(ref, *args)
+        else:
+            self.ret_type(t.results)
+            fn = name
+            args_fl, locs = _merge(*args) if args else (0, ())
+        call = f"{fn}({', '.join(a.text for a in args)})"
+        if is_tail:
+            ft = self.frames[0].results
+            if len(ft) == 0:
+                self.emit(f"{call};")
+                self.emit("return;")
+            else:
+                self.emit(f"return {call};")
+            self.dead = True
+            return
+        res = t.results
+        if not res:
+            self.emit(f"{call};")
+        elif len(res) == 1:
+            self.push(_E(call, 0, res[0], F_CALL | args_fl, locs))
+        else:
+            st = self.ret_type(res)
+            tmp = f"t{len(self.temps) + 1}"
+            self.temps.append((st, tmp))
+            self.emit(f"{tmp} = {call};")
+            for k, r in enumerate(res):
+                self.stack.append(_E(f"{tmp}.v{k}", 0, r))
+
+    def table_op(self, op: int, ent: tuple[str, tuple, tuple, str], imms: tuple) -> None:
+        form, params, results, text = ent
+        if form in _BINARY_FORMS:
+            stack = self.stack
+            if len(stack) - 2 < self.frames[-1].height:
+                raise LiftError("value stack underflow")
+            b = stack.pop()
+            a = stack.pop()
+            if a.locs:
+                locs = b.locs and (a.locs if a.locs == b.locs else tuple(set(a.locs) | set(b.locs)))
+                locs = locs or a.locs
+            else:
+                locs = b.locs
+            e = self.binary(form, text, a, b, params[0], results[0], a.fl | b.fl, locs)
+            if len(e.text) > MAX_EXPR_CHARS:
+                e = self.spill(e)
+            stack.append(e)
+            return
+        if form in ("neg", "eqz", "cast"):
+            a = self.pop()
+            if form == "neg":
+                t = f"-{_p(a, 0)}" if not a.text.startswith("-") else f"-({a.text})"
+                self.push(_E(t, 2, results[0], a.fl, a.locs))
+            elif form == "eqz":
+                if a.negp >= 0 and a.neg is not None:  # !(a < b) is a >= b
+                    self.push(_E(a.neg, a.negp, "i32", a.fl, a.locs, a.text, None, None, a.prec))
+                    return
+                p = _p(a, 6)
+                neg = a.text if a.prec <= 13 else f"({a.text})"
+                self.push(_E(f"{p} == 0", 7, "i32", a.fl, a.locs, neg=neg))
+            else:
+                if a.u:  # an unsigned operand: (int64_t)(uint32_t)x is (int64_t)x
+                    if text.endswith(("(uint32_t)", "(uint64_t)")):
+                        text = text[:-10]
+                    elif text in ("(int64_t)", "(float)", "(double)"):  # read as signed
+                        text += "(int32_t)" if params[0] == "i32" else "(int64_t)"
+                self.push(_E(f"{text}{_p(a, 2)}", 2, results[0], a.fl, a.locs))
+            return
+        # helper calls
+        n_imm = imm_args(op)
+        args = self.popn(len(params))
+        lead = [str(x) for x in imms[:n_imm]] if n_imm else []
+        fl, locs = _merge(*args) if args else (0, ())
+        texts = [a.text for a in args]
+        if form in ("mem", "voidmem"):
+            offset = imms[1]
+            if offset:
+                texts[0] = self.addr(args[0], offset)
+            fl |= F_MEM
+        if lane_arg(op):
+            texts.append(str(imms[-1]))
+        call = f"{text}({', '.join(lead + texts)})"
+        effect = (
+            form in ("void", "voidmem")
+            or MNEMONICS[op].startswith(("memory.", "table.", "data.", "elem."))
+            or ".atomic." in MNEMONICS[op]
+            or MNEMONICS[op] == "atomic.fence"
+            or MNEMONICS[op].startswith("memory.atomic")
+        )
+        if effect:
+            self.spill_effects()
+            fl |= F_CALL
+        if not results:
+            self.emit(f"{call};")
+        elif len(results) == 1:
+            self.push(_E(call, 0, results[0], fl, locs))
+        else:
+            st = self.ret_type(results)
+            tmp = f"t{len(self.temps) + 1}"
+            self.temps.append((st, tmp))
+            self.emit(f"{tmp} = {call};")
+            for k, r in enumerate(results):
+                self.stack.append(_E(f"{tmp}.v{k}", 0, r))
+
+    def binary(
+        self, form: str, op: str, a: _E, b: _E, ty: str, rty: str, fl: int, locs: tuple
+    ) -> _E:
+        P = PREC[op]
+        isint = ty == "i32" or ty == "i64"
+        if form == "bin":
+            if isint and (op == "/" or op == "%"):  # div_s / rem_s
+                return _E(f"{_so(a, ty, P)} {op} {_so(b, ty, P - 1)}", P, rty, fl, locs)
+            u = isint and (a.u or b.u)  # C's usual conversions: the same bits, unsigned
+            if (
+                op == "+"
+                and self.fregion
+                and b.const is not None
+                and type(b.const) is int
+                and a.prec == 0
+                and len(a.locs) == 1
+                and a.const is None
+            ):
+                nm = self.frame_addr(a, b.const)
+                if nm:  # the address of a frame array/struct: say which
+                    return _E(f"{a.text} + {b.text} /* &{nm} */", 4, rty, fl, locs, u=u)
+            if (
+                (op == "+" or op == "-")
+                and b.const is not None
+                and isinstance(b.const, int)
+                and b.const < 0
+                and b.const not in (-(1 << 31), -(1 << 63))
+                and isint
+            ):
+                # x + -8 is x - 8, x - -64 is x + 64
+                c = _i32_text(-b.const) if ty == "i32" else _i64_text(-b.const)
+                return _E(f"{_p(a, 4)} {'-' if op == '+' else '+'} {c}", 4, rty, fl, locs, u=u)
+            if op == "-" and a.const == 0 and isint and type(a.const) is int:
+                t = f"-{_p(b, 2)}" if not b.text.startswith("-") else f"-({b.text})"
+                return _E(t, 2, rty, fl, locs, u=u)
+            if P >= 8:  # bitwise: parenthesise arithmetic operands for the reader
+                la = a.text if a.prec <= 2 or a.prec == P else f"({a.text})"
+                return _E(f"{la} {op} {_p(b, 2)}", P, rty, fl, locs, u=u)
+            return _E(f"{_p(a, P)} {op} {_p(b, P - 1)}", P, rty, fl, locs, u=u)
+        if form == "binu":
+            # unsigned operands give an unsigned result: no cast back to signed
+            ta, tb = _uo(a, ty, P, b.u), _uo(b, ty, P - 1, a.u)
+            return _E(f"{ta} {op} {tb}", P, rty, fl, locs, u=True)
+        if form in ("cmp", "cmpu"):
+            if form == "cmpu":
+                ta, tb = _uo(a, ty, P, b.u), _uo(b, ty, P - 1, a.u)
+            elif isint and op != "==" and op != "!=":
+                ta, tb = _so(a, ty, P), _so(b, ty, P - 1)
+            else:
+                ta, tb = _p(a, P), _p(b, P - 1)
+            if (
+                (op == "==" or op == "!=")
+                and b.const == 0
+                and type(b.const) is int
+                and a.negp >= 0
+                and a.neg is not None
+            ):
+                # (a < b) == 0 is a >= b; (a < b) != 0 is a < b
+                if op == "==":
+                    return _E(a.neg, a.negp, "i32", fl, locs, a.text, None, None, a.prec)
+                return _E(a.text, a.prec, "i32", fl, locs, a.neg, None, None, a.negp)
+            neg = None
+            negp = -1
+            if isint:
+                neg = f"{ta} {_NEG_CMP[op]} {tb}"
+                negp = P
+            return _E(f"{ta} {op} {tb}", P, "i32", fl, locs, neg, None, None, negp)
+        bits = 31 if ty == "i32" else 63
+        if b.const is not None and isinstance(b.const, int):
+            cnt = str(b.const & bits)
+        elif b.prec == 8 and _MASKED.search(b.text) and int(b.text.rsplit(" ", 1)[1]) <= bits:
+            cnt = f"({b.text})"  # already masked: (n & 31) needs no second & 31
+        else:
+            cnt = f"({_p(b, 8)} & {bits})"
+        if form == "shru":
+            return _E(f"{_uo(a, ty, 2, False)} >> {cnt}", 5, rty, fl, locs, u=True)
+        if form == "shr":
+            return _E(f"{_so(a, ty, 2)} >> {cnt}", 5, rty, fl, locs)
+        return _E(f"{_p(a, 2)} {op} {cnt}", 5, rty, fl, locs, u=a.u)
