@@ -1,130 +1,23 @@
 """Semantics of lifted C: compile tests/fixtures/lift/semantics.c to wasm with clang, lift every
 exported function, build the lifted C with gcc into a shared library and compare return
-values and the final linear memory against wasmtime running the wasm on the same inputs."""
+values and the final linear memory against wasmtime running the wasm on the same inputs
+(the harness: tests/support/lift_sem.py)."""
 
 from __future__ import annotations
 
-import ctypes
-import math
-import random
 import shutil
-import struct
-import subprocess
-from pathlib import Path
 
 import pytest
 
-from kbtool.lift import lift_module, prelude_path, prepare
+from tests.support import lift_sem
+from tests.support.paths import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures" / "lift"
+FIX = FIXTURES / "lift"
 wasmtime = pytest.importorskip("wasmtime")
 pytestmark = pytest.mark.skipif(
     not (shutil.which("clang") and shutil.which("wasm-ld") and shutil.which("gcc")),
     reason="needs clang, wasm-ld and gcc",
 )
-
-_CT = {"i32": "int32_t", "i64": "int64_t", "f32": "float", "f64": "double"}
-_CTYPES = {
-    "i32": ctypes.c_int32,
-    "i64": ctypes.c_int64,
-    "f32": ctypes.c_float,
-    "f64": ctypes.c_double,
-}
-
-
-def _runtime(lm) -> str:
-    """C definitions of memory, globals and table 0 for the lifted functions."""
-    m = lm.module
-    pages = m.memories[0].min if m.memories else 1
-    size = pages * 65536
-    out = [
-        "#include <stdint.h>",
-        "#include <string.h>",
-        "#include <stdlib.h>",
-        f"static uint8_t kb_mem[{size}];",
-        "uint8_t *M = kb_mem;",
-        f"int32_t memory_size(void) {{ return {pages}; }}",
-        "int32_t memory_grow(int32_t n) { return n == 0 ? memory_size() : -1; }",
-    ]
-    for i, g in enumerate(m.globals):
-        init = g.init if isinstance(g.init, int | float) else 0
-        out.append(f"{_CT.get(g.valtype, 'void *')} {lm.global_c[i]} = {init};")
-    table: list[str] = []
-    for el in m.elements:
-        if el.mode == "active" and el.table_index == 0 and el.offset is not None:
-            for k, fi in enumerate(el.func_indices):
-                while len(table) <= el.offset + k:
-                    table.append("0")
-                if fi is not None:
-                    out.append(_proto(lm, fi))
-                    table[el.offset + k] = f"(wasm_funcptr){lm.func_c[fi]}"
-    out.append(
-        f"static wasm_funcptr kb_table[{max(len(table), 1)}] = {{{', '.join(table) or '0'}}};"
-    )
-    out.append(
-        "wasm_funcptr wasm_table_func(uint32_t t, int32_t i) { (void)t; return kb_table[i]; }"
-    )
-    out.append("void kb_init(void) {")
-    for k, seg in enumerate(m.data_segments):
-        if not seg.passive and seg.offset is not None:
-            arr = ", ".join(str(b) for b in seg.data)
-            out.append(
-                f"  {{ static const uint8_t d{k}[] = {{{arr}}}; "
-                f"memcpy(M + {seg.offset}, d{k}, {len(seg.data)}); }}"
-            )
-    out.append("}")
-    return "\n".join(out) + "\n"
-
-
-def _proto(lm, fi: int) -> str:
-    t = lm.module.func_type(fi)
-    ret = _CT[t.results[0]] if t.results else "void"
-    return f"{ret} {lm.func_c[fi]}({', '.join(_CT[p] for p in t.params) or 'void'});"
-
-
-def _inputs(ty: str, rng: random.Random) -> list:
-    if ty == "i32":
-        return [
-            0,
-            1,
-            -1,
-            2,
-            7,
-            13,
-            40,
-            100,
-            255,
-            -100,
-            0x7FFFFFFF,
-            -0x80000000,
-            12345,
-            rng.randrange(-1 << 31, 1 << 31),
-            rng.randrange(0, 64),
-            rng.randrange(0, 1000),
-        ]
-    if ty == "i64":
-        return [
-            0,
-            1,
-            -1,
-            3,
-            1 << 40,
-            -(1 << 50),
-            0x7FFFFFFFFFFFFFFF,
-            rng.randrange(-1 << 63, 1 << 63),
-            rng.randrange(0, 1000),
-        ]
-    return [0.0, 1.5, -2.25, 3.0, 1e10, -7.5, 0.1, rng.uniform(-100, 100)]
-
-
-def _same(a, b, ty) -> bool:
-    if ty in ("f32", "f64"):
-        if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-            return True
-        if ty == "f32":
-            return struct.pack("<f", a) == struct.pack("<f", b)
-        return struct.pack("<d", a) == struct.pack("<d", b)
-    return a == b
 
 
 @pytest.mark.parametrize(
@@ -132,85 +25,8 @@ def _same(a, b, ty) -> bool:
     ["-O2", *(pytest.param(o, marks=pytest.mark.slow) for o in ("-O0", "-O1", "-Os", "-O3"))],
 )
 def test_lifted_c_agrees_with_wasmtime(tmp_path, opt):
-    wasm = tmp_path / "sem.wasm"
-    subprocess.run(
-        [
-            "clang",
-            "--target=wasm32",
-            opt,
-            "-nostdlib",
-            "-Wl,--no-entry",
-            "-Wl,--export-all",
-            "-o",
-            str(wasm),
-            str(FIX / "semantics.c"),
-        ],
-        check=True,
-    )
-    data = wasm.read_bytes()
-    lm = prepare(data)
-    results = list(lift_module(lm))
-    assert not [r.func_index for r in results if r.truncated]
-    (tmp_path / "lifted.c").write_text("".join(r.text for r in results) + _runtime(lm))
-    lib = tmp_path / "lifted.so"
-    # wasm-ld's symbols (__dso_handle, __stack_pointer...) would clash with the host's
-    renames = [f"-D{n}=kb{n}" for n in [*lm.func_c, *lm.global_c] if n.startswith("__")]
-    subprocess.run(
-        [
-            "gcc",
-            "-shared",
-            "-fPIC",
-            "-O1",
-            "-fwrapv",
-            "-w",
-            *renames,
-            "-include",
-            prelude_path(),
-            str(tmp_path / "lifted.c"),
-            "-o",
-            str(lib),
-            "-lm",
-        ],
-        check=True,
-    )
-    so = ctypes.CDLL(str(lib))
-    so.kb_init()
-
-    store = wasmtime.Store()
-    inst = wasmtime.Instance(store, wasmtime.Module(store.engine, data), [])
-    exports = inst.exports(store)
-    m = lm.module
-    rng = random.Random(1234)
-    agree = disagree = 0
-    mismatches = []
-    funcs = [
-        (e.name, e.index) for e in m.exports if e.kind == "func" and not e.name.startswith("__")
-    ]
-    assert len(funcs) >= 40
-    for name, fi in sorted(funcs):
-        t = m.func_type(fi)
-        cf = getattr(so, lm.func_c[fi])
-        cf.argtypes = [_CTYPES[p] for p in t.params]
-        cf.restype = _CTYPES[t.results[0]] if t.results else None
-        pools = [_inputs(p, rng) for p in t.params]
-        for k in range(24):
-            args = [pool[(k * (j + 3) + j) % len(pool)] for j, pool in enumerate(pools)]
-            if t.params and t.params[0] == "f32":
-                args = [
-                    struct.unpack("<f", struct.pack("<f", a))[0] if isinstance(a, float) else a
-                    for a in args
-                ]
-            want = exports[name](store, *args)
-            got = cf(*args)
-            if not t.results or _same(want, got, t.results[0]):
-                agree += 1
-            else:
-                disagree += 1
-                mismatches.append((name, args, want, got))
-    wmem = exports["memory"]
-    size = wmem.data_len(store)
-    wbytes = bytes(wmem.read(store, 0, size))
-    cbytes = ctypes.string_at(ctypes.c_void_p.in_dll(so, "M").value, size)
-    print(f"semantics: {agree} calls agree, {disagree} differ over {len(funcs)} functions")
-    assert not mismatches, mismatches[:5]
-    assert wbytes == cbytes
+    r = lift_sem.check(tmp_path, (FIX / "semantics.c").read_text(), opt, calls=24)
+    assert len(r.c) >= 40
+    print(f"semantics: {r.agree} calls agree, {len(r.mismatches)} differ over {len(r.c)} functions")
+    assert not r.mismatches, r.mismatches[:5]
+    assert r.memory_same

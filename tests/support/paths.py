@@ -1,4 +1,5 @@
-"""Where the tests find the repository, the bundled demo releases and the wasm corpus."""
+"""Where the tests find the repository, their fixtures, the bundled demo releases and the wasm
+corpus: one place, so a test file can move to any depth below tests/ unchanged."""
 
 from __future__ import annotations
 
@@ -7,8 +8,15 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-DEMO_DIR = ROOT / "kbtool" / "demo"
+ROOT = Path(__file__).resolve().parents[2]  # the checkout (tests/support/paths.py -> ROOT)
+TESTS_DIR = ROOT / "tests"
+FIXTURES = TESTS_DIR / "fixtures"  # wasm, C, Go and JS inputs the tests build or read
+SNAPSHOTS = TESTS_DIR / "__snapshots__"  # Textual snapshot images (pytest-textual-snapshot)
+BENCHMARKS = ROOT / "benchmarks"
+DOCS = ROOT / "docs"
+PACKAGE = ROOT / "kbtool"
+DEMO_DIR = PACKAGE / "demo"
+DEMO_WASM = DEMO_DIR / "zstd-1.5.5.wasm"  # the older bundled demo release
 CORPUS = ROOT.parent / "shared" / "corpus"  # ../shared/corpus next to the checkout ...
 if not CORPUS.is_dir():
     CORPUS = Path("/work/shared/corpus")  # ... or the shared one (git worktrees live elsewhere)
