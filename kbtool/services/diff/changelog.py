@@ -28,7 +28,7 @@ from kbtool.kb import queries
 from kbtool.services.diff.explain import explain_pair
 from kbtool.services.diff.programs import program_fields
 from kbtool.services.diff.relocation import body_tokens, module_view
-from kbtool.services.diff.triage import KINDS, layout_groups, triage_pair
+from kbtool.services.diff.triage import KINDS, finish, layout_groups, triage_pair
 from kbtool.wasm.errors import WasmFormatError
 
 __all__ = ["changelog", "MAX_STRINGS", "ORDERS"]
@@ -151,7 +151,7 @@ def changelog(conn: sqlite3.Connection, report: dict[str, Any], *, pairing=None,
                                  and o2n.get(x) is not None][:8],
                 mem_old=mem_old.get(c["from_index"]), mem_new=mem_new.get(c["to_index"]),
             )
-            tri = _triage(views, c, ex, new, callee_label_new)
+            tri = _triage(views, c, ex, new, callee_label_new, o2n, old)
             modified.append({
                 "name": c["name"],
                 "from_index": c["from_index"],
@@ -200,6 +200,7 @@ def changelog(conn: sqlite3.Connection, report: dict[str, Any], *, pairing=None,
                 "instr": o["instr_count"],
                 "size": o["body_size"],
             })
+    finish(modified)  # cross-function rules (constants renumbered in many functions)
     return {
         "from": report["from"],
         "to": report["to"],
@@ -227,18 +228,51 @@ def _views(conn: sqlite3.Connection, a: int, b: int):
     return (va, vb) if va is not None and vb is not None else None
 
 
+MAX_INLINED = 8         # callee bodies read per function for recognising inlining
+MAX_INLINED_SIZE = 4000  # instructions of one such body
+
+
 def _triage(views, c: dict[str, Any], ex: dict[str, Any], new: dict[int, dict[str, Any]],
-            label: Callable[[int], str]) -> dict[str, Any]:
+            label: Callable[[int], str], o2n: dict[int, int],
+            old: dict[int, dict[str, Any]]) -> dict[str, Any]:
     ta: list = []
     tb: list = []
+    inlined: list = []
     if views is not None:
         try:
             ta = body_tokens(views[0], c["from_index"])
             tb = body_tokens(views[1], c["to_index"])
+            inlined = _inlined(views[0], old, c["from_index"], c["to_index"], new, o2n)
         except WasmFormatError:
-            ta, tb = [], []
+            ta, tb, inlined = [], [], []
     return triage_pair(ex, ta, tb, label,
-                       lambda i: (new.get(i) or {}).get("strings") or ())
+                       lambda i: (new.get(i) or {}).get("strings") or (), inlined, private=True)
+
+
+def _inlined(va, old: dict[int, dict[str, Any]], fo: int, tn: int,
+             new: dict[int, dict[str, Any]], o2n: dict[int, int]) -> list:
+    """Old-side bodies of the old body's callees, those the new body calls fewer times first
+    (code of theirs inserted into the new body is inlining, not a change of its own)."""
+    ro, rn = old.get(fo), new.get(tn)
+    if ro is None or rn is None:
+        return []
+    cn: dict[int, int] = {}
+    for y in rn["calls"]:
+        cn[y] = cn.get(y, 0) + 1
+    co: dict[int, int] = {}
+    for x in ro["calls"]:
+        co[x] = co.get(x, 0) + 1
+    # callees called fewer times first (their code may now be inlined), then the others
+    # (a callee's own inlined callees may move into the caller with it)
+    order = sorted((x for x in co if x != fo and x in old and not old[x]["imported"]),
+                   key=lambda x: (co[x] <= cn.get(o2n.get(x, -1), 0), x))
+    out = []
+    for x in order:
+        if old[x]["instr_count"] <= MAX_INLINED_SIZE:
+            out.append(body_tokens(va, x))
+        if len(out) >= MAX_INLINED:
+            break
+    return out
 
 
 _KIND_RANK = {k: i for i, k in enumerate(KINDS)}

@@ -30,10 +30,17 @@ from typing import Any
 
 from kbtool.wasm.opcodes import KIND, MNEMONICS
 
-__all__ = ["triage_pair", "is_error_text", "is_error_callee", "layout_groups", "KINDS"]
+__all__ = ["triage_pair", "finish", "align", "is_error_text", "is_error_callee", "layout_groups",
+           "KINDS"]
 
 KINDS = ("fix", "change", "churn", "layout")
-MAX_ALIGN = 6000  # instructions per side aligned one by one (larger bodies: by histogram)
+# alignment bounds: bodies up to EXACT_CELLS (len a * len b) are aligned by difflib as a whole;
+# larger ones by prefix/suffix, statements, then difflib in changed windows within ALIGN_BUDGET
+EXACT_CELLS = 4000000
+ALIGN_BUDGET = 8_000_000
+GRAM = 4            # n-gram length for recognising an inlined callee's body
+MIN_INLINED_RUN = 20  # shorter inserted runs are never taken for inlined code
+FOCUS_WEIGHT = 1.5  # bonus of a change that is a small part of its body
 MAX_REASONS = 6
 
 _ERR_TEXT = re.compile(
@@ -96,9 +103,166 @@ def _operand(tok: tuple[int, tuple] | None) -> str:
 
 
 def _key(tok: tuple[int, tuple]) -> tuple:
-    """Alignment key: the opcode, plus small constants (a changed bound stays paired by
-    position, see the replace handling)."""
+    """Alignment key: the opcode (a changed bound stays paired by position, see the replace
+    handling)."""
     return (tok[0],)
+
+
+# statement ends: the chunks the bounded alignment pairs first, like lines of source
+_STMT_END = frozenset(i for i, m in enumerate(MNEMONICS) if m and (
+    m in ("local.set", "global.set", "br", "br_if", "br_table", "call", "call_indirect",
+          "return", "drop", "end", "else", "if", "loop", "block", "unreachable")
+    or (KIND[i] == _K_MEM and ".store" in m)))
+
+
+def align(ka: Sequence, kb: Sequence, exact_cells: int = EXACT_CELLS,
+          budget: int = ALIGN_BUDGET) -> list[tuple[str, int, int, int, int]]:
+    """difflib opcodes aligning ``ka`` to ``kb``, bounded.
+
+    Bodies with ``len(ka) * len(kb) <= exact_cells`` are aligned by difflib as a whole. Larger
+    ones: the common prefix and suffix are equal; the window between them is aligned by
+    difflib when small, else by statements first (chunks ending at a store, a set, a call or
+    a branch, as a line diff) and by difflib inside each changed run of statements; a window
+    over the remaining ``budget`` of cells is one replace (its reasons still read)."""
+    n, m = len(ka), len(kb)
+    if n * m <= exact_cells:
+        return difflib.SequenceMatcher(None, ka, kb, autojunk=False).get_opcodes()
+    p = 0
+    while p < n and p < m and ka[p] == kb[p]:
+        p += 1
+    s = 0
+    while s < n - p and s < m - p and ka[n - 1 - s] == kb[m - 1 - s]:
+        s += 1
+    out: list[tuple[str, int, int, int, int]] = []
+    if p:
+        out.append(("equal", 0, p, 0, p))
+    left = [budget]
+    _window(ka, kb, p, n - s, p, m - s, exact_cells, left, out, chunked=False)
+    if s:
+        out.append(("equal", n - s, n, m - s, m))
+    return out
+
+
+def _window(ka: Sequence, kb: Sequence, i1: int, i2: int, j1: int, j2: int, exact: int,
+            left: list[int], out: list, *, chunked: bool) -> None:
+    na, nb = i2 - i1, j2 - j1
+    if na == 0 and nb == 0:
+        return
+    if na == 0 or nb == 0:
+        out.append(("insert" if na == 0 else "delete", i1, i2, j1, j2))
+        return
+    cells = na * nb
+    if cells <= exact and cells <= left[0]:
+        left[0] -= cells
+        sm = difflib.SequenceMatcher(None, ka[i1:i2], kb[j1:j2], autojunk=False)
+        out.extend((t, a1 + i1, a2 + i1, b1 + j1, b2 + j1) for t, a1, a2, b1, b2 in sm.get_opcodes())
+        return
+    if chunked or left[0] <= 0:
+        out.append(("replace", i1, i2, j1, j2))
+        return
+    ca, cb = _chunks(ka, i1, i2), _chunks(kb, j1, j2)
+    left[0] -= len(ca) + len(cb)
+    sm = difflib.SequenceMatcher(None, [tuple(ka[a:b]) for a, b in ca],
+                                 [tuple(kb[a:b]) for a, b in cb], autojunk=False)
+    for tag, a1, a2, b1, b2 in sm.get_opcodes():
+        x1 = ca[a1][0] if a1 < len(ca) else i2
+        x2 = ca[a2 - 1][1] if a2 > a1 else x1
+        y1 = cb[b1][0] if b1 < len(cb) else j2
+        y2 = cb[b2 - 1][1] if b2 > b1 else y1
+        if tag == "equal":
+            out.append(("equal", x1, x2, y1, y2))
+        else:
+            _window(ka, kb, x1, x2, y1, y2, exact, left, out, chunked=True)
+
+
+def _chunks(k: Sequence, lo: int, hi: int) -> list[tuple[int, int]]:
+    out = []
+    a = lo
+    for q in range(lo, hi):
+        if k[q][0] in _STMT_END:
+            out.append((a, q + 1))
+            a = q + 1
+    if a < hi:
+        out.append((a, hi))
+    return out
+
+
+def _gram_key(tok: tuple[int, tuple]) -> tuple:
+    """n-gram key for inlining: the opcode with its small constant or field offset (locals
+    are renumbered by inlining, constants and offsets are not)."""
+    op, imms = tok
+    k = KIND[op]
+    if k in (_K_I32, _K_I64):
+        c = int(imms[0])
+        return (op, c if -(1 << 16) < c < (1 << 16) else None)
+    if k == _K_MEM and len(imms) > 1:
+        return (op, imms[1])
+    return (op,)
+
+
+def _grams(body: Sequence[tuple[int, tuple]], n: int = GRAM) -> set[tuple]:
+    keys = [_gram_key(t) for t in body]
+    return {tuple(keys[q:q + n]) for q in range(len(keys) - n + 1)}
+
+
+_ARGS_ARITH = frozenset(i for i, m in enumerate(MNEMONICS) if m and m.split(".")[-1] in (
+    "mul", "div_u", "div_s", "rem_u", "rem_s", "shl", "shr_u", "shr_s"))
+
+
+def _new_arith_args(tb: Sequence[tuple[int, tuple]], j: int, ins: set[int]) -> list[str]:
+    """Multiplications, divisions and shifts inserted right before an inserted call (within
+    its statement): a new value computed and passed (a limit, a size, a debt)."""
+    out: list[str] = []
+    for q in range(j - 1, max(-1, j - 16), -1):
+        if q not in ins or tb[q][0] in _STMT_END:
+            break
+        if tb[q][0] in _ARGS_ARITH:
+            out.append(MNEMONICS[tb[q][0]])
+    return sorted(set(out))
+
+
+def _runs(idx: list[int]) -> list[list[int]]:
+    """Consecutive runs of sorted indices."""
+    out: list[list[int]] = []
+    for j in idx:
+        if out and out[-1][-1] == j - 1:
+            out[-1].append(j)
+        else:
+            out.append([j])
+    return out
+
+
+def _cmp_sig(toks: Sequence[tuple[int, tuple]], j: int) -> tuple:
+    """What a comparison compares, without local numbers: its opcode and constant operands."""
+    ops = []
+    for q in (j - 2, j - 1):
+        if q >= 0 and KIND[toks[q][0]] in (_K_I32, _K_I64):
+            ops.append(int(toks[q][1][0]))
+        elif q >= 0:
+            ops.append(MNEMONICS[toks[q][0]].split(".")[-1])
+    return (toks[j][0], *ops)
+
+
+def _guards_error(tb: Sequence[tuple[int, tuple]], j: int, err_call: Callable[[int], bool]) -> bool:
+    """A comparison whose ``if`` (within 3 instructions) opens a short block ending in an
+    error call, a trap, or a return: a check that bails out."""
+    q = next((q for q in range(j + 1, min(j + 4, len(tb))) if MNEMONICS[tb[q][0]] == "if"), None)
+    if q is None:
+        return False
+    depth = 0
+    for r in range(q + 1, min(q + 40, len(tb))):
+        m = MNEMONICS[tb[r][0]]
+        if m in ("block", "loop", "if"):
+            depth += 1
+        elif m == "end":
+            if depth == 0:
+                return False
+            depth -= 1
+        elif m in ("unreachable", "return") or (KIND[tb[r][0]] == _K_CALL and err_call(tb[r][1][0])):
+            return True
+        elif m == "else" and depth == 0:
+            return False
+    return False
 
 
 def triage_pair(
@@ -107,27 +271,41 @@ def triage_pair(
     tb: list[tuple[int, tuple]],
     callee_label: Callable[[int], str],
     callee_strings: Callable[[int], Sequence[str]],
+    inlined: Sequence[Sequence[tuple[int, tuple]]] = (),
+    *,
+    exact_cells: int = EXACT_CELLS,
+    private: bool = False,
 ) -> dict[str, Any]:
-    """``{triage, reasons, kind}`` of one modified pair.
+    """``{triage, reasons, triage_kind}`` of one modified pair (with ``private``: also the
+    weighed reasons :func:`finish` reads across functions, then drops).
 
     ``ex``: the explanation (:func:`kbtool.services.diff.explain.explain_pair`); ``ta``/``tb``:
     the decoded bodies (``[(op, imms)]``, empty when unavailable); ``callee_label`` /
-    ``callee_strings``: name and strings of a new-side function index."""
-    reasons: list[tuple[float, str]] = []
+    ``callee_strings``: name and strings of a new-side function index; ``inlined``: old-side
+    bodies of callees called fewer times in the new body (code matching them is inlining,
+    not a change of its own)."""
+    reasons: list[tuple[float, str, Any]] = []
     seen: set[str] = set()
 
-    def add(w: float, text: str) -> None:
+    def add(w: float, text: str, key: Any = None) -> None:
         if text not in seen:
             seen.add(text)
-            reasons.append((w, text))
+            reasons.append((w, text, key))
+
+    err_memo: dict[int, bool] = {}
+
+    def err_call(i: int) -> bool:
+        if i not in err_memo:
+            err_memo[i] = is_error_callee(callee_label(i), callee_strings(i))
+        return err_memo[i]
 
     inserted: list[int] = []  # indices into tb
-    deleted = 0
+    deleted: list[int] = []   # indices into ta
     changed_pairs: list[tuple[int, int]] = []
-    if ta and tb and len(ta) <= MAX_ALIGN and len(tb) <= MAX_ALIGN:
-        sm = difflib.SequenceMatcher(None, [_key(t) for t in ta], [_key(t) for t in tb],
-                                     autojunk=False)
-        for tag, i1, i2, j1, j2 in sm.get_opcodes():
+    replaces: list[tuple[int, int, int, int]] = []
+    if ta and tb:
+        for tag, i1, i2, j1, j2 in align([_key(t) for t in ta], [_key(t) for t in tb],
+                                         exact_cells):
             if tag == "equal":
                 for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
                     if ta[i][1] != tb[j][1]:
@@ -136,15 +314,47 @@ def triage_pair(
             if tag == "replace" and i2 - i1 == j2 - j1:
                 for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
                     _op_change(ta[i][0], tb[j][0], add)
+            elif tag == "replace":
+                replaces.append((i1, i2, j1, j2))
             inserted.extend(range(j1, j2))
-            deleted += i2 - i1
+            deleted.extend(range(i1, i2))
+    # inserted code that matches the body of a callee now called less often: inlining
+    inl: set[int] = set()
+    if inlined and inserted:
+        grams: set[tuple] = set()
+        for body in inlined:
+            grams |= _grams(body)
+        for run in _runs(inserted):
+            if len(run) < MIN_INLINED_RUN:
+                continue  # a few new instructions are the change itself
+            keys = [_gram_key(tb[j]) for j in run]
+            cov: set[int] = set()
+            for q in range(len(run) - GRAM + 1):
+                if tuple(keys[q:q + GRAM]) in grams:
+                    cov.update(run[q:q + GRAM])
+            if len(cov) >= 0.7 * len(run):
+                inl |= cov
+    # a comparison deleted in one place and inserted in another moved; it is not new
+    gone: dict[tuple, int] = {}
+    for i in deleted:
+        if _cmp(ta[i][0]) is not None:
+            sig = _cmp_sig(ta, i)
+            gone[sig] = gone.get(sig, 0) + 1
+    for i1, i2, j1, j2 in replaces:
+        _width_change(ta[i1:i2], tb[j1:j2], add)
     # what was inserted
     ins_set = set(inserted)
     for j in inserted:
+        if j in inl:
+            continue
         op, imms = tb[j]
         m = MNEMONICS[op]
         c = _cmp(op)
         if c is not None:
+            sig = _cmp_sig(tb, j)
+            if gone.get(sig, 0) > 0:
+                gone[sig] -= 1
+                continue
             sym, sign = c
             follows = any(MNEMONICS[tb[q][0]] in ("br_if", "if", "select", "br_table")
                           for q in range(j + 1, min(j + 4, len(tb))))
@@ -154,7 +364,10 @@ def triage_pair(
                 a = _operand(tb[j - 2] if j >= 2 else None)
                 b = _operand(tb[j - 1] if j >= 1 else None)
                 text = f"{a} {sym}{sign} {b}"
-            add(5.0 if follows else 3.0, f"+ bounds check: {text}")
+            if follows and _guards_error(tb, j, err_call):
+                add(5.5, f"+ bounds check: {text} (guards an error/return path)")
+            else:
+                add(5.0 if follows else 3.0, f"+ bounds check: {text}")
         elif m == "unreachable":
             add(4.0, "+ trap (unreachable)")
         elif m == "return":
@@ -169,15 +382,19 @@ def triage_pair(
             if c_at is not None and any(tb[q] == tb[j] for q in range(max(0, c_at - 40), c_at)):
                 add(3.5, f"+ value reloaded after call {callee_label(tb[c_at][1][0])}")
         elif KIND[op] == _K_CALL:
-            label = callee_label(imms[0])
-            if is_error_callee(label, callee_strings(imms[0])):
-                add(5.0, f"+ error path: call {label}")
+            if err_call(imms[0]):
+                add(5.0, f"+ error path: call {callee_label(imms[0])}")
+            else:
+                arith = _new_arith_args(tb, j, ins_set)
+                if arith:
+                    add(3.5, f"+ new computed argument ({', '.join(arith)}) to call "
+                             f"{callee_label(imms[0])}")
         elif m in ("i64.extend_i32_u", "i64.extend_i32_s") and any(
-                MNEMONICS[tb[q][0]] in ("i64.mul", "i64.add", "i64.shl")
-                for q in range(j + 1, min(j + 5, len(tb)))):
+                MNEMONICS[tb[q][0]] in _WIDE for q in range(j + 1, min(j + 5, len(tb)))):
             add(5.0, f"arith widened: {m} before {_next_arith(tb, j)}")
     # same instruction, other immediates: a changed bound or allocation size
     allocs = any(_ALLOC.search(s) for s in ex.get("calls_added", []) + _calls(tb, callee_label))
+    consts = 0
     for i, j in changed_pairs:
         op = ta[i][0]
         if KIND[op] not in (_K_I32, _K_I64):
@@ -185,11 +402,12 @@ def triage_pair(
         a, b = int(ta[i][1][0]), int(tb[j][1][0])
         if not (-(1 << 20) < a < (1 << 20) and -(1 << 20) < b < (1 << 20)):
             continue  # addresses
+        consts += 1
         near_cmp = any(_cmp(tb[q][0]) for q in range(j + 1, min(j + 3, len(tb))))
         if near_cmp:
-            add(4.0, f"bound changed: {_hex(a)} -> {_hex(b)}")
+            add(4.0, f"bound changed: {_hex(a)} -> {_hex(b)}", ("const", a, b))
         elif allocs and abs(a) < 1024 and abs(b) < 1024:
-            add(2.5, f"size constant changed: {_hex(a)} -> {_hex(b)}")
+            add(2.5, f"size constant changed: {_hex(a)} -> {_hex(b)}", ("const", a, b))
     for s in ex.get("strings_added", []):
         if is_error_text(s):
             add(6.0, f"+ error string: {s[:60]!r}")
@@ -201,34 +419,98 @@ def triage_pair(
     # churn and layout
     n_calls = len(ex.get("calls_added", [])) + len(ex.get("calls_removed", []))
     size = abs(ex.get("instr_to", 0) - ex.get("instr_from", 0))
-    amount = len(inserted) + deleted + len(changed_pairs) if (ta and tb) else size
+    # what changed: inserted and deleted instructions (inlined code apart) and changed
+    # small constants (field offsets and relocated addresses are the layout's, not its own)
+    # (deleted code weighs half: a fix adds; what left may live on in a caller or callee)
+    amount = len(inserted) - len(inl) + len(deleted) // 2 + consts if (ta and tb) else size
+    body = max(len(ta), len(tb), 1)
     only_offsets = bool(ex.get("offsets_changed")) and not any(
         ex.get(k) for k in ("calls_added", "calls_removed", "strings_added", "strings_removed",
                             "consts_changed", "consts_added", "consts_removed", "type_from")
     ) and ex.get("instr_to") == ex.get("instr_from")
-    # the strongest reason counts fully, each next one half as much
-    signal = sum(w / (1 << k) for k, (w, _) in enumerate(sorted(reasons, reverse=True)[:4]))
-    if only_offsets and not reasons:
+    churn = n_calls >= 6 or amount >= 400
+    if inl and len(inl) * 2 >= len(inserted):
+        add(0.0, f"inlining: {len(inl):,} of {len(inserted):,} inserted instruction(s) are "
+                 "a callee's body")
+    signals = [(w, t, k) for w, t, k in reasons if w > 0]
+    if only_offsets and not signals:
         kind = "layout"
         shifts = ", ".join(f"{m} {a} -> {b}" for m, a, b in ex["offsets_changed"][:2])
-        reasons.append((0.0, f"offset shift only: {shifts}"))
+        reasons.append((0.0, f"offset shift only: {shifts}", None))
+    elif not signals:
+        kind = "churn" if churn else "change"
+        if churn:
+            reasons.append((0.0, f"refactor/inlining churn: {n_calls} call change(s), "
+                                 f"{amount:,} instruction(s) differ", None))
+        else:
+            reasons.append((0.0, _plain(ex), None))
+    else:
+        kind = "fix"
+    out = {"_signals": reasons, "_amount": amount, "_body": body, "_churn": churn,
+           "triage_kind": kind}
+    _score(out)
+    if not private:
+        finish([out])
+    return out
+
+
+def _score(t: dict[str, Any]) -> None:
+    """``triage`` and ``reasons`` from the weighed reasons: the strongest counts fully, each
+    next one half as much; a small change ranks above a large one with the same reasons, and
+    a change that is a small part of its body (a targeted edit) above one that rewrote it."""
+    reasons = sorted(t["_signals"], key=lambda r: -r[0])
+    amount, body = t["_amount"], t["_body"]
+    if t["triage_kind"] == "layout":
         score = 0.0
     else:
-        churn = n_calls >= 6 or amount >= 400
-        if signal <= 0:
-            kind = "churn" if churn else "change"
-            if churn:
-                reasons.append((0.0, f"refactor/inlining churn: {n_calls} call change(s), "
-                                     f"{amount:,} instruction(s) differ"))
-            else:
-                reasons.append((0.0, _plain(ex)))
-        else:
-            kind = "fix"
-        # a small, targeted change ranks above a large one with the same signal
-        score = signal + 1.0 - math.log2(1 + amount) / 3.0 - (1.0 if churn else 0.0)
-    reasons.sort(key=lambda r: -r[0])
-    return {"triage": round(score, 2), "reasons": [t for _, t in reasons[:MAX_REASONS]],
-            "triage_kind": kind}
+        signal = sum(w / (1 << k) for k, (w, _, _) in enumerate(r for r in reasons if r[0] > 0)
+                     if k < 4)
+        focus = 1.0 - min(1.0, 4.0 * amount / body)  # 1: a few instructions of a big body
+        score = (signal + 1.0 - math.log2(1 + amount) / 3.0 - (1.0 if t["_churn"] else 0.0)
+                 + (FOCUS_WEIGHT * focus if signal > 0 else 0.0))
+    t["triage"] = round(score, 2)
+    t["reasons"] = [text for _, text, _ in reasons[:MAX_REASONS]]
+
+
+def finish(entries: list[dict[str, Any]], min_functions: int = 3) -> None:
+    """Cross-function rules, in place, then drops the private fields: the same constant
+    change (``a -> b``) in ``min_functions`` or more functions is a renumbering (an enum, an
+    error code, a limit moved by a rebuild), reported once per function as such and not
+    weighed as a bound of its own."""
+    seen: dict[tuple, int] = {}
+    for e in entries:
+        for k in {k for _w, _t, k in e.get("_signals", ()) if k is not None}:
+            seen[k] = seen.get(k, 0) + 1
+    for e in entries:
+        sig = e.get("_signals")
+        if sig is None:
+            continue
+        shared = [r for r in sig if r[2] is not None and seen[r[2]] >= min_functions]
+        if shared:
+            keep = [r for r in sig if r not in shared]
+            a, b = shared[0][2][1], shared[0][2][2]
+            keep.append((0.0, f"constant renumbered in {seen[shared[0][2]]} functions: "
+                              f"{_hex(a)} -> {_hex(b)}", None))
+            e["_signals"] = keep
+            if e["triage_kind"] == "fix" and not any(w > 0 for w, _, _ in keep):
+                e["triage_kind"] = "change"
+            _score(e)
+        for k in ("_signals", "_amount", "_body", "_churn"):
+            e.pop(k, None)
+
+
+_WIDE = ("i64.mul", "i64.add", "i64.shl", "i64.sub")
+
+
+def _width_change(wa: Sequence, wb: Sequence, add: Callable[..., None]) -> None:
+    """A replaced run of other length: 32-bit arithmetic gone and 64-bit arithmetic come
+    (size_t arithmetic widened)."""
+    ca = sum(1 for op, _ in wa if MNEMONICS[op] in _WIDE)
+    cb = sum(1 for op, _ in wb if MNEMONICS[op] in _WIDE)
+    ext = any(MNEMONICS[op].startswith("i64.extend_i32") for op, _ in wb)
+    na = sum(1 for op, _ in wa if MNEMONICS[op] in ("i32.mul", "i32.add", "i32.shl", "i32.sub"))
+    if cb > ca and ext and na:
+        add(4.5, f"arith widened: {cb - ca} more 64-bit op(s) over extended 32-bit values")
 
 
 def _plain(ex: dict[str, Any]) -> str:
@@ -252,14 +534,14 @@ def _calls(tb: list, label: Callable[[int], str]) -> list[str]:
     return out
 
 
-def _op_change(a: int, b: int, add: Callable[[float, str], None]) -> None:
+def _op_change(a: int, b: int, add: Callable[..., None]) -> None:
     ma, mb = MNEMONICS[a], MNEMONICS[b]
     if ma == mb:
         return
     ta, _, ra = ma.partition(".")
     tb_, _, rb = mb.partition(".")
-    if ta == "i32" and tb_ == "i64" and ra == rb and ra in ("mul", "add", "sub", "shl", "div_u",
-                                                             "div_s"):
+    if ta == "i32" and tb_ == "i64" and ra == rb and (
+            ra in ("mul", "add", "sub", "shl", "div_u", "div_s") or _cmp(a)):
         add(6.0, f"arith widened: {ma} -> {mb}")
     elif ta == tb_ and ra[:-2] == rb[:-2] and {ra[-2:], rb[-2:]} == {"_s", "_u"}:
         add(5.0, f"signedness: {ma} -> {mb}")
