@@ -12,10 +12,10 @@ module-level tables are bytes/lists, and the context comes in as plain values.
 
 from __future__ import annotations
 
-from array import array
+import sys
 from collections.abc import Callable
 from hashlib import blake2b
-from typing import Any
+from typing import Any, Final
 
 from .datamap import MAX_STR_LEN, MIN_STRING
 from .errors import WasmFormatError
@@ -102,8 +102,8 @@ def _abs_heap_table() -> bytes:
     return bytes(t)
 
 
-_VT: bytes = _vt_table()
-_ABS_HEAP: bytes = _abs_heap_table()
+_VT: Final = _vt_table()
+_ABS_HEAP: Final = _abs_heap_table()
 
 
 def _heaptype_end(data: bytes, p: int) -> int:
@@ -148,16 +148,30 @@ def _blocktype_end(data: bytes, p: int, x: int) -> int:
 
 # ----------------------------------------------------------------------------- hot loop
 
-PROGRESS_STEP = 1 << 20  # bytes of code between two progress callbacks
+PROGRESS_STEP: Final = 1 << 20  # bytes of code between two progress callbacks
 
-_BAD_T = b"\xffT?\x00"
-_DEF = b"\xffF"
-_STATIC = b"\xffB"
-_TAB = b"\xffX"
-_GOV: list[bytes] = [b"\xffG" + (i).to_bytes(2, "little") for i in range(1 << 16)]  # Go PC_B placeholders
-_MISS: object = object()
-_TABLE_ATOMIC = PREFIX_BASE[0xFE] + 0x58  # shared-everything: global.atomic.* are below
-_STRUCT_ATOMIC = PREFIX_BASE[0xFE] + 0x5C
+_BAD_T: Final = b"\xffT?\x00"
+_DEF: Final = b"\xffF"
+_STATIC: Final = b"\xffB"
+_TAB: Final = b"\xffX"
+_GOV: list[bytes] = []  # Go PC_B placeholders, built for the first Go module
+
+
+def _go_placeholders() -> list[bytes]:
+    if not _GOV:
+        _GOV.extend(b"\xffG" + i.to_bytes(2, "little") for i in range(1 << 16))
+    return _GOV
+
+
+def _op_bytes() -> list[bytes]:
+    """Per op id: its two bytes as ``array("H").tobytes()`` writes them (the ``ops`` fact)."""
+    return [i.to_bytes(2, sys.byteorder) for i in range(len(KIND))]
+
+
+_OP2: Final = _op_bytes()
+_MISS: Final = object()
+_TABLE_ATOMIC: Final = PREFIX_BASE[0xFE] + 0x58  # shared-everything: global.atomic.* are below
+_STRUCT_ATOMIC: Final = PREFIX_BASE[0xFE] + 0x5C
 
 # The fast loop's kinds: the opcode table's, plus three of its own: 40 heap type (ref.null,
 # ref.test, ref.cast), 41 end, 42 delegate (they track block depth).
@@ -181,9 +195,9 @@ def _prefix_tables() -> list[tuple[int, bytes]]:
     return out
 
 
-_FAST_KIND: bytes = _fast_kinds()
-_PFX: list[tuple[int, bytes]] = _prefix_tables()
-_WIDTH: list[int] = list(WIDTH)
+_FAST_KIND: Final = _fast_kinds()
+_PFX: Final = _prefix_tables()
+_WIDTH: Final = list(WIDTH)
 
 
 def analyze_range(ctx: Any, first: int, last: int,
@@ -200,6 +214,7 @@ def analyze_range(ctx: Any, first: int, last: int,
     KINDB = _FAST_KIND
     PFX = _PFX
     W = _WIDTH
+    OP2 = _OP2
     imp_repl: list[bytes] = ctx.imp_repl
     type_repl: list[bytes] = ctx.type_repl
     ntypes = len(type_repl)
@@ -210,6 +225,7 @@ def analyze_range(ctx: Any, first: int, last: int,
     shi: int = ctx.static_hi
     glo: int = ctx.gov_lo
     ghi: int = ctx.gov_hi
+    GOV = _go_placeholders() if glo < ghi else _GOV  # Go function values -> placeholders
     blo: int = ctx.go_bss_lo
     bhi: int = ctx.go_bss_hi
     dcache: dict[int, Any] = dmap.cache
@@ -230,8 +246,7 @@ def analyze_range(ctx: Any, first: int, last: int,
         if progress is not None and start >= next_progress:
             progress(total_done + start - code_start, total)
             next_progress = start + step
-        ops = array("H")
-        app = ops.append
+        ops = bytearray()  # op ids, two bytes each (native order, as array("H"))
         calls: list[int] = []
         capp = calls.append
         consts: dict[int, None] = {}
@@ -281,23 +296,23 @@ def analyze_range(ctx: Any, first: int, last: int,
                 p += 1
                 k = KINDB[b]
                 if k == 1:  # one LEB kept verbatim
-                    app(b)
+                    ops += OP2[b]
                     if data[p] < 0x80:
                         p += 1
                     else:
                         p = _skip(data, p)
                     continue
                 if k == 0:
-                    app(b)
+                    ops += OP2[b]
                     continue
                 if k == 41:  # end
-                    app(b)
+                    ops += OP2[b]
                     depth -= 1
                     if depth == 0 and p != end:
                         raise _Bad  # instructions after the function's final end
                     continue
                 if k == 2:  # memarg
-                    app(b)
+                    ops += OP2[b]
                     a = data[p]
                     p += 1
                     if a >= 0x40:
@@ -323,7 +338,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                     mapp(mcache.setdefault(t, t))
                     continue
                 if k == 3:  # i32.const
-                    app(b)
+                    ops += OP2[b]
                     s = p
                     x = data[p]
                     if x < 0x80:
@@ -359,7 +374,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                     u = x if x >= 0 else x + 0x100000000
                     if glo <= u < ghi:  # Go function value / return PC
                         papp(data[last_cut:s])
-                        papp(_GOV[u & 0xFFFF])
+                        papp(GOV[u & 0xFFFF])
                         last_cut = p
                         continue
                     if dlo <= u < dhi:
@@ -381,7 +396,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                         last_cut = p
                     continue
                 if k == 4:  # global.get / global.set
-                    app(b)
+                    ops += OP2[b]
                     x = data[p]
                     p += 1
                     if x >= 0x80:
@@ -389,7 +404,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                     gadd(x)
                     continue
                 if k == 5:  # call / return_call
-                    app(b)
+                    ops += OP2[b]
                     s = p
                     x = data[p]
                     p += 1
@@ -401,7 +416,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                     last_cut = p
                     continue
                 if k == 6:  # block / loop / if / try
-                    app(b)
+                    ops += OP2[b]
                     depth += 1
                     if b == 3:
                         loops += 1
@@ -434,7 +449,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                     k = skinds[x]
                     if b == 0xFE:
                         atomics += 1
-                    app(op)
+                    ops += OP2[op]
                     if k == 0:
                         continue
                     if k == 2 or k == 20:  # memarg (+ lane)
@@ -518,7 +533,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                         continue
                     raise _Bad
                 # ---- single-byte opcodes with rarer immediates
-                app(b)
+                ops += OP2[b]
                 if k == 7:  # i64.const
                     s = p
                     x = data[p]
@@ -532,7 +547,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                     u = x if x >= 0 else x + 0x10000000000000000
                     if glo <= u < ghi:  # Go function value / return PC
                         papp(data[last_cut:s])
-                        papp(_GOV[u & 0xFFFF])
+                        papp(GOV[u & 0xFFFF])
                         last_cut = p
                         continue
                     if dlo <= u < dhi:
@@ -679,7 +694,7 @@ def analyze_range(ctx: Any, first: int, last: int,
         papp(data[last_cut:end])
         out.append((
             fidx, False, None, None, sig, exports.get(fidx, []), func_names.get(fidx),
-            start, end - start, len(ops), ops.tobytes(), calls, cind, refs, list(consts),
+            start, end - start, len(ops) >> 1, bytes(ops), calls, cind, refs, list(consts),
             list(strs), sorted(globs), memops, atomics, loops,
             blake2b(body, digest_size=16).hexdigest(), sh.hexdigest(),
         ))
