@@ -45,6 +45,7 @@ from kbtool.kb.errors import (
 from kbtool.services import nav
 from kbtool.services.diff.cache import DIFF_CACHE
 from kbtool.services.diff.changelog import ORDERS, reorder
+from kbtool.services.diff.triage import order_changes
 from kbtool.web import code_routes, data_routes, types_routes
 from kbtool.web.http import (
     MAX_SQLITE_INT,
@@ -195,8 +196,16 @@ def _pair(conn: sqlite3.Connection, query: Query, route_path: str) -> tuple[int,
 def _diff(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:
     """The Diff report (docs/interface.md): stored if saved, else computed (and kept in memory until
     the KB changes, :mod:`kbtool.services.diff.cache`). It names each side's program
-    (``from_program``, ``to_program``) and carries a ``warning`` when they differ."""
-    return DIFF_CACHE.report(conn, *_pair(conn, query, "/api/diff"))
+    (``from_program``, ``to_program``) and carries a ``warning`` when they differ.
+    ``order=triage`` (modified functions patch-like first, as ``ui diff``, the TUI and MCP
+    ``get_diff``) or ``order=index``; without it, the report's own (index) order."""
+    order = one(query, "order")
+    if order not in (None, "", "triage", "index"):
+        raise HTTPError(400, f"unknown order {order!r}: use triage or index")
+    report = DIFF_CACHE.report(conn, *_pair(conn, query, "/api/diff"))
+    if not order:
+        return report
+    return {**report, "order": order, "changes": order_changes(report["changes"], order)}
 
 
 def _changelog(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:

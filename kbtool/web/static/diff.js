@@ -1,5 +1,6 @@
 // The diff tab: run /api/diff for two versions, summary cards, the changelog panel
-// (/api/changelog, changelog.js) and a filterable, sortable table.
+// (/api/changelog, changelog.js) and a filterable, sortable table, both in the order picked
+// (triage by default: modified functions patch-like first, as `kbtool ui diff`; or index).
 import { $, clear, el, fmtConf, fmtInt, setText, show } from "./dom.js";
 import { api } from "./api.js";
 import { chip } from "./provenance.js";
@@ -77,7 +78,8 @@ export function initDiff(opts) {
     $("diff-run").disabled = true;
     const t0 = performance.now();
     try {
-      const pair = "?from=" + encodeURIComponent(a) + "&to=" + encodeURIComponent(b);
+      const pair = "?from=" + encodeURIComponent(a) + "&to=" + encodeURIComponent(b) +
+        "&order=" + encodeURIComponent($("diff-order").value || "triage");
       const rep = await api("/api/diff" + pair, abort.signal);
       S.diff = rep;
       S.changelog = null;
@@ -158,7 +160,7 @@ export function initDiff(opts) {
         if (a === b) return 0;
         if (a === null || a === undefined) return 1;
         if (b === null || b === undefined) return -1;
-        return typeof a === "number" ? (k === "confidence" || k === "score" ? b - a : a - b) : String(a).localeCompare(String(b));
+        return typeof a === "number" ? (k === "confidence" || k === "score" || k === "triage" ? b - a : a - b) : String(a).localeCompare(String(b));
       });
     }
     return out;
@@ -198,6 +200,7 @@ export function initDiff(opts) {
         el("td", {}, c.name ? chip(c.provenance) : null),
         el("td", { class: "num", text: c.name ? fmtConf(c.confidence) : "" }),
         el("td", { class: "num", text: c.score === null || c.score === undefined ? "" : Number(c.score).toFixed(2) }),
+        el("td", { class: "num", title: (c.reasons || []).join("\n"), text: c.triage === null || c.triage === undefined ? "" : Number(c.triage).toFixed(1) }),
         el("td", {}, c.review ? el("span", { class: "flag review", text: "REVIEW" }) : null, c.runtime ? el("span", { class: "flag runtime", text: "RUNTIME" }) : null)));
     }
     tb.append(frag);
@@ -214,6 +217,8 @@ export function initDiff(opts) {
   }
 
   $("diff-run").addEventListener("click", run);
+  // the order of the table and the changelog (the report is cached server-side: a re-run is cheap)
+  $("diff-order").addEventListener("change", () => { if (S.diff) run(); });
   for (const id of ["diff-from", "diff-to"]) {
     $(id).addEventListener("change", () => pickHint(S.versions || []));
   }
