@@ -38,7 +38,7 @@ def test_untrusted_text_stays_literal_in_json(code_kb):
     _, body_bytes = route(str(code_kb), "/api/disasm/1/1", {})[1:]
     assert b"\x1b" not in body_bytes and b"\x07" not in body_bytes
     d = json.loads(body_bytes)
-    assert '"</script><b>x</b>[bold red]markup[/] "' in d["mnemonics"]
+    assert '"</script><b>x</b>[bold red]markup[/] \\x1b[31mRED' in d["mnemonics"]  # escaped
     _, main_ = get(code_kb, "/api/disasm/1/4")
     assert HOSTILE_NAME.replace("\x1b", "\\x1b") in main_["mnemonics"]
 

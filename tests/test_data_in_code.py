@@ -34,6 +34,12 @@ def _kb(tmp_path: Path, wasm: Path, analyze: bool) -> Path:
 
 def test_labels_and_global_names_in_the_code(tmp_path):
     db = _kb(tmp_path, build_wat("datamodel", tmp_path), analyze=False)
+    from kbtool.kb.datamodel import drop_data_model
+
+    conn = open_rw(str(db))
+    with conn:  # a version ingested before ingest built the model
+        drop_data_model(conn, 1)
+    conn.close()
     conn = open_ro(str(db))
     try:
         before = code.disassembly(conn, 1, 1)

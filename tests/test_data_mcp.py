@@ -100,7 +100,13 @@ def test_xrefs_data_memory_over_mcp(kb):
 
 
 def test_without_a_model(tmp_path):
+    from kbtool.kb.datamodel import drop_data_model
+
     db = _kb(tmp_path, analyze=False)
+    conn = open_rw(str(db))
+    with conn:  # a version ingested before ingest built the model
+        drop_data_model(conn, 1)
+    conn.close()
 
     async def main():
         async with mcp_session(db) as s:

@@ -150,10 +150,14 @@ def test_strings_and_globals_screen(data_kb):
 
 
 def test_without_a_model_x_says_how_to_build_it(tmp_path):
+    from kbtool.kb.datamodel import drop_data_model
+
     wasm = build_wat(_wat(), tmp_path, name="nomodel")
     db = tmp_path / "kb.db"
     conn = open_rw(str(db), create=True)
     ingest_file(conn, str(wasm), label="1.0")
+    with conn:  # a version ingested before ingest built the model
+        drop_data_model(conn, 1)
     conn.close()
 
     async def steps(app, pilot):

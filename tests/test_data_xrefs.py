@@ -38,10 +38,15 @@ def run(db, *args):
 
 
 def test_no_model_before_analyze(tmp_path):
+    """A version without a model (ingested by a kbtool that built none at ingest)."""
+    from kbtool.kb.datamodel import drop_data_model
+
     wasm = build_wat("datamodel", tmp_path)
     db = tmp_path / "kb.db"
     conn = open_rw(str(db), create=True)
     ingest_file(conn, str(wasm), label="1.0")
+    with conn:
+        assert drop_data_model(conn, 1)
     conn.close()
     r = run(db, "xrefs", "1", "g:0")
     assert r.returncode == 1 and "kbtool analyze 1" in r.stderr and "Traceback" not in r.stderr

@@ -21,8 +21,12 @@ def _cli(db, *args):
 
 
 def test_name_data_shown_everywhere_and_carried_by_content(demo_kb):
+    from kbtool.kb.datamodel import drop_data_model
+
     conn = open_rw(demo_kb)
     analyze_version(conn, 1)
+    with conn:  # version 2 as ingested before ingest built the model
+        drop_data_model(conn, 2)
     first = data_svc.strings(conn, 1, limit=1)["items"][0]
     conn.close()
     p = _cli(demo_kb, "name-data", "1", hex(first["address"]), "msg_ok")

@@ -57,6 +57,11 @@ def _slug(text: str) -> str:
     return s[:MAX_LABEL].rstrip("_")
 
 
+# control characters C strings carry (terminal colours, bells, tabs): escaped where shown
+_RARE_CONTROLS = "\x1b\x07\x08\x0b\x0c"
+_CONTROLS = "\t\n\r" + _RARE_CONTROLS
+
+
 def _cstring_at(mem: bytes, k: int) -> str | None:
     """The C string starting at ``mem[k]`` (printable UTF-8, NUL-terminated), if any."""
     z = mem.find(b"\0", k, k + 4096)
@@ -67,8 +72,10 @@ def _cstring_at(mem: bytes, k: int) -> str | None:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    if not all(ch.isprintable() or ch in "\t\n\r" for ch in text):
+    if not all(ch.isprintable() or ch in _CONTROLS for ch in text):
         return None
+    if sum(1 for ch in text if ch in _RARE_CONTROLS) * 4 > len(text):
+        return None  # mostly control bytes: data, not text
     return text
 
 

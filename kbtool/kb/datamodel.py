@@ -105,6 +105,15 @@ def replace_data_model(
     )
 
 
+def drop_data_model(conn: sqlite3.Connection, version_id: int) -> bool:
+    """Remove the data model of ``version_id`` (as a version ingested before ingest built
+    one); in the caller's transaction. Whether there was one."""
+    had = conn.execute("SELECT 1 FROM data_models WHERE version_id = ?", (version_id,)).fetchone()
+    for table in ("data_globals", "data_items", "data_refs", "data_models"):
+        conn.execute(f"DELETE FROM {table} WHERE version_id = ?", (version_id,))  # noqa: S608
+    return had is not None
+
+
 def _insert_refs(conn: sqlite3.Connection, rows: list[tuple]) -> None:
     if rows:
         conn.executemany(

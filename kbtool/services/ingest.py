@@ -1,4 +1,5 @@
-"""Ingest one release of a module: decode, store facts, carry identities, record binary names.
+"""Ingest one release of a module: decode, store facts, carry identities, record binary names,
+build the data model (globals, data items, xrefs).
 
 Everything for one version lands in one transaction: a failure leaves the KB as it was.
 """
@@ -25,6 +26,7 @@ from kbtool.kb import queries, store
 from kbtool.kb.db import transaction
 from kbtool.kb.errors import KBError
 from kbtool.kb.gate import upsert_symbol
+from kbtool.services import data as data_model
 from kbtool.services import lineage as lineage_svc
 from kbtool.services.diff.carry import carry_names
 from kbtool.services.diff.report import store_report
@@ -85,6 +87,7 @@ class IngestResult:
     lineage_text: str = ""
     go: dict[str, Any] | None = None
     matcher_notes: list[str] = field(default_factory=list)  # a matcher stage stopped at its budget
+    data: dict[str, Any] | None = None  # the data model's counts (items, globals, refs)
 
 
 def ingest_file(
@@ -270,6 +273,13 @@ def _store(conn, data, analysis, *, label, source_path, glue, progress, carry,
         lineage_text=lineage_svc.describe(lineage), matcher_notes=matcher_notes,
     )
     _record_binary_names(conn, vid, analysis, sid_of, glue, result)
+    # globals, data items and xrefs (issue 26), in this transaction: `kbtool xrefs` and
+    # `kbtool strings` work after the first ingest; `kbtool analyze` rebuilds it with the
+    # recognizers' names (labels such as errno and malloc_state)
+    result.data = data_model.build(
+        conn, vid, analysis, data,
+        progress=(lambda done, total: progress("data", done, total)) if progress else None,
+    )
     if parent is not None:
         pairing = pair_rows(parent, vid, old_rows, queries.matching_rows(conn, vid),
                             matches=full_matches)
