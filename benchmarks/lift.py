@@ -56,6 +56,7 @@ from kbtool.lift import (  # noqa: E402
     prelude_path,
     prepare,
 )
+from kbtool.render.disasm import render_listing  # noqa: E402
 
 DECOMPILE = shutil.which("wasm-decompile") or "/usr/bin/wasm-decompile"
 _COMMENT = re.compile(r"/\*.*?\*/")
@@ -229,7 +230,7 @@ def _listing_child(path: str, workers: int, out: str) -> None:
     """Child process: write the whole module's disassembly (``kbtool code --all --wasm``)."""
     lm = prepare(Path(path).read_bytes())
     with open(out, "w") as fh:
-        for text in disassemble_module(lm, workers=workers or None):
+        for text in disassemble_module(lm, workers=workers or None, render=render_listing):
             fh.write(text)
 
 

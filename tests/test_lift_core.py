@@ -11,13 +11,20 @@ import pytest
 
 from kbtool.lift import (
     Names,
-    disassemble_function,
     lift_function,
     lift_module,
     prelude_path,
     prepare,
     render_prelude,
 )
+from kbtool.lift.disasm import disassemble_function as _records
+from kbtool.render.disasm import render_listing
+
+
+def disassemble_function(lm, func_index: int, **kw) -> str:
+    """The listing's text: the records, rendered."""
+    return render_listing(_records(lm, func_index, **kw))
+
 
 FIX = Path(__file__).parent / "fixtures" / "lift"
 GT = Path("/work/shared/corpus/gt")
@@ -317,18 +324,18 @@ def test_corpus_every_function_valid_c(path, tmp_path):
 def test_disassemble_module_workers_give_the_same_listing_in_order():
     """The demo zstd build (in the package): forked workers give the one-process listing,
     which is each function's own disassembly, in index order."""
-    from kbtool.lift import disassemble_function, disassemble_module
+    from kbtool.lift import disassemble_module
 
     data = (Path(__file__).resolve().parents[1] / "kbtool" / "demo" / "zstd-1.5.5.wasm").read_bytes()
     lm = prepare(data)
-    one = list(disassemble_module(lm, workers=1))
-    two = list(disassemble_module(lm, workers=2))
+    one = list(disassemble_module(lm, workers=1, render=render_listing))
+    two = list(disassemble_module(lm, workers=2, render=render_listing))
     m = lm.module
     assert len(one) == m.num_functions - m.num_func_imports
     assert two == one
     assert one[0] == disassemble_function(lm, m.num_func_imports)
     assert one[-1].startswith(f"func[{m.num_functions - 1}] <")
-    heads = list(disassemble_module(lm, workers=1, imports=True))[: m.num_func_imports]
+    heads = list(disassemble_module(lm, workers=1, imports=True, render=render_listing))[: m.num_func_imports]
     assert all(";; import " in h for h in heads)
 
 
@@ -340,6 +347,6 @@ def test_disassemble_module_notes_a_body_it_cannot_decode():
         b"\0asm\1\0\0\0" + b"\x01\x04\x01\x60\x00\x00" + b"\x03\x02\x01\x00"
         + b"\x0a\x05\x01\x03\x00\xff\x0b"
     )
-    (text,) = disassemble_module(prepare(data), workers=1)
+    (text,) = disassemble_module(prepare(data), workers=1, render=render_listing)
     assert text.startswith("func[0] <unnamed>:\n ;; kbtool: cannot disassemble this body: ")
     assert text.count("\n") == 2

@@ -1,14 +1,22 @@
-"""Annotated disassembly of one function (the studio's ``mnemonics``), objdump-like.
+"""One function's disassembly as instruction records (the studio's ``mnemonics`` data).
 
-One instruction per line: ``<file offset>: <indent><mnemonic> <immediates>[  ;; note]``,
-indented by block structure. Calls show the callee (``call $sqlite3_free`` /
-``call func[812] <unnamed>``), globals their names, ``call_indirect`` its signature,
-constants that point into data the text there; the KB's function comment and prototype as
-``;;`` lines under the header, a line comment as ``;; // text`` after its instruction.
-Deterministic for equal input.
+:func:`disassemble_function` decodes a body into a :class:`Listing`: the header facts
+(index, display name, signature, import, the KB's comment and prototype, local
+declarations) and one :class:`Instr` per instruction with its file offset, nesting depth,
+opcode, mnemonic, decoded immediates and what they resolve to: the callee, global or local
+(:class:`Ref`, with its display name), the blocks a branch names (``targets``), the data
+item a constant or a static access points at (:class:`DataRef`), the string a pointer
+constant points at, and the KB's line comment. Names and strings in a record are already
+display-safe (escaped); a record holds no layout. The text (``func[3] <f>: ...`` then
+``<offset>: <indent><mnemonic> <operands>[  ;; note]`` lines) is made by
+:mod:`kbtool.render.disasm` only, so every surface and the per-function diff read these
+fields instead of parsing text. Deterministic for equal input.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
 
 from kbtool.wasm.errors import WasmFormatError
 from kbtool.wasm.instr import decode_one, format_imms, read_local_decls
@@ -19,109 +27,176 @@ from .names import display_name, escape_text
 
 MAX_LINES = 1_000_000
 
-_OPEN = {0x02, 0x03, 0x04, 0x06, 0x1F}
-_MID = {0x05, 0x07, 0x19}
+_OPEN = {0x02, 0x03, 0x04, 0x06, 0x1F}  # block loop if try try_table
+_MID = {0x05, 0x07, 0x19}  # else catch catch_all
+_CLOSE = {0x0B, 0x18}  # end delegate
+_BRANCH = {0x0C, 0x0D, 0x0E}  # br br_if br_table
 _LOCAL_OPS = {0x20, 0x21, 0x22}
+_CALL_INDIRECT = {0x11, 0x13}
 
 
-def _func_ref(lm: LiftModule, idx: int) -> str:
+class Ref(NamedTuple):
+    """What an instruction's index immediate resolves to.
+
+    ``kind``: ``func`` (call, return_call, ref.func), ``global``, ``local`` or ``type``
+    (call_indirect: ``name`` is the signature text); ``name``: the display name (None when
+    unnamed); ``valid``: False for a function index past the module's functions."""
+
+    kind: str
+    index: int
+    name: str | None
+    valid: bool = True
+
+
+class DataRef(NamedTuple):
+    """A labelled data item: ``i32.const`` at its start (``text``: its string, escaped) or a
+    static access ``i32.const C; <load/store> offset=O`` at ``label + delta``."""
+
+    label: str
+    delta: int
+    text: str | None
+
+
+class Instr(NamedTuple):
+    """One decoded instruction and what its immediates resolve to."""
+
+    offset: int  # file offset of the opcode
+    depth: int  # block nesting depth at this instruction (1 = function body)
+    opcode: int  # the opcode table's id (kbtool.wasm.opcodes)
+    mnemonic: str
+    imms: tuple  # decoded immediates, as kbtool.wasm.instr.decode_one gives them
+    operands: str  # canonical text of the immediates (wasm.instr.format_imms); "" for none
+    ref: Ref | None = None  # callee / global / local / call_indirect type
+    targets: tuple[int, ...] = ()  # br/br_if/br_table: index in ``instrs`` of each label's
+    #                                opener (block, loop, if, ...), -1 for the function body
+    data: DataRef | None = None  # data item a constant or a static access points at
+    string: str | None = None  # the string a pointer constant points at (escaped)
+    line_comment: str | None = None  # the KB's line comment (display-safe, one line)
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """One function's disassembly: header facts and its instructions.
+
+    ``imported``: ``(module, field)`` (escaped) for an import, which has no body;
+    ``locals``: ``(first index, count, type)`` per non-empty declaration; ``truncated``:
+    the instruction limit when the body was cut there, else None; ``error``: why a body
+    the decoder rejects has no listing (from :func:`kbtool.lift.disassemble_module`)."""
+
+    func_index: int
+    name: str | None
+    signature: str
+    imported: tuple[str, str] | None = None
+    comment: tuple[str, ...] = ()
+    prototype: str | None = None
+    locals: tuple[tuple[int, int, str], ...] = ()
+    instrs: tuple[Instr, ...] = ()
+    truncated: int | None = None
+    error: str | None = None
+
+
+def _func_ref(lm: LiftModule, idx: int) -> Ref:
     if idx < 0 or idx >= lm.module.num_functions:
-        return f"func[{idx}] <out of range>"
-    name = lm.func_display(idx)
-    return f"${name}" if name else f"func[{idx}] <unnamed>"
+        return Ref("func", idx, None, False)
+    return Ref("func", idx, lm.func_display(idx) or None)
 
 
 def _local_name(lm: LiftModule, fi: int, x: int) -> str | None:
     d = lm.names.locals.get(fi)
     n = d.get(x) if d else None
-    if not n:
-        return None
-
-    return display_name(n)
+    return display_name(n) if n else None
 
 
-def disassemble_function(lm: LiftModule, func_index: int, max_lines: int = MAX_LINES) -> str:
-    """Listing of ``func_index`` of a prepared module (or raw wasm bytes; imports give a
-    one-line header). Raises IndexError for
-    an index out of range and WasmFormatError for a malformed body."""
+def disassemble_function(lm: LiftModule, func_index: int, max_lines: int = MAX_LINES) -> Listing:
+    """The :class:`Listing` of ``func_index`` of a prepared module (or raw wasm bytes; an
+    import has a header only). At most ``max_lines`` instructions (``truncated`` says so).
+    Raises IndexError for an index out of range and WasmFormatError for a malformed body."""
     if not isinstance(lm, LiftModule):
-
         lm = prepare(lm)
     m = lm.module
     if func_index < 0 or func_index >= m.num_functions:
         raise IndexError(f"function {func_index} out of range")
-    name = lm.func_display(func_index)
+    name = lm.func_display(func_index) or None
     ft = m.func_type(func_index)
-    head = f"func[{func_index}] <{name or 'unnamed'}>: {ft.text()}"
     if func_index < m.num_func_imports:
         imp = m.func_imports[func_index]
-        return head + f"  ;; import {escape_text(imp.module)}.{escape_text(imp.field)}\n"
+        return Listing(func_index, name, ft.text(),
+                       imported=(escape_text(imp.module), escape_text(imp.field)))
     start, end = m.code[func_index - m.num_func_imports]
     data = lm.data
     decls, p = read_local_decls(data, start, end)
-    lines = [head]
     comment = lm.names.comments.get(func_index)
-    if comment:
-        lines += [f" ;; {display_name(row, 200)}" for row in comment.splitlines()[:40]]
+    comment_lines = tuple(display_name(row, 200) for row in comment.splitlines()[:40]) if comment else ()
     proto = lm.names.prototypes.get(func_index)
-    if proto:
-        lines.append(f" ;; prototype: {display_name(proto, 400)}")
-    line_notes = lm.names.line_comments.get(func_index) or {}
+    local_decls = []
     x = len(ft.params)
     for count, ty in decls:
         if count:
-            rng = f"{x}" if count == 1 else f"{x}..{x + count - 1}"
-            lines.append(f" local[{rng}]: {ty}")
+            local_decls.append((x, count, ty))
         x += count
+    line_notes = lm.names.line_comments.get(func_index) or {}
     types = lm.type_texts
-    depth = 1
-    n = 0
-    prev_const: int | None = None  # the previous instruction's i32.const value
+    has_data = bool(lm.data_starts)
 
     def type_text(t: int) -> str:
         return types[t] if 0 <= t < len(types) else f"<bad type {t}>"
 
+    instrs: list[Instr] = []
+    append = instrs.append
+    stack: list[int] = []  # index in ``instrs`` of each open block's opener
+    depth = 1
+    prev_const: int | None = None  # the previous instruction's i32.const value
+    truncated = None
     while p < end:
         op, p2, imms = decode_one(data, p, end)
-        n += 1
-        if n > max_lines:
-            lines.append(f" ;; ... truncated after {max_lines} instructions")
+        if len(instrs) >= max_lines:
+            truncated = max_lines
             break
-        mn = MNEMONICS[op]
         k = KIND[op]
-        note = ""
-        if op == 0x0B or op == 0x18 or op in _MID:
+        if op in _CLOSE or op in _MID:
             depth = max(depth - 1, 0)
+        if op in _CLOSE and stack:
+            stack.pop()
+        ref = data_ref = string = None
+        targets: tuple[int, ...] = ()
         if k == K_CALL or k == K_REF_FUNC:
-            text = f"{mn} {_func_ref(lm, imms[0])}"
+            ref = _func_ref(lm, imms[0])
+            operands = str(imms[0])
         elif k == K_GLOBAL:
-            g = lm.global_display(imms[0])
-            text = f"{mn} ${g}" if g else f"{mn} {imms[0]}"
-        elif op in (0x11, 0x13):
-            text = f"{mn} {format_imms(op, imms, type_text)}"
+            ref = Ref("global", imms[0], lm.global_display(imms[0]) or None)
+            operands = str(imms[0])
+        elif op in _CALL_INDIRECT:
+            operands = format_imms(op, imms, type_text)
+            ref = Ref("type", imms[0], type_text(imms[0]), 0 <= imms[0] < len(types))
         elif op in _LOCAL_OPS:
-            ln = _local_name(lm, func_index, imms[0])
-            text = f"{mn} {imms[0]}" + (f" <{ln}>" if ln else "")
+            ref = Ref("local", imms[0], _local_name(lm, func_index, imms[0]))
+            operands = str(imms[0])
         else:
-            imm = format_imms(op, imms, type_text)
-            text = f"{mn} {imm}" if imm else mn
-            if k == K_MEM and prev_const is not None and lm.data_starts:
-                # i32.const C; i32.load offset=O: a static variable at C + O
-                d = lm.data_label((prev_const + imms[1]) & 0xFFFFFFFF)
-                if d is not None:
-                    note = f"  ;; {d[0]}" + (f"+{d[2]}" if d[2] else "")
-            d = lm.data_label(imms[0] & 0xFFFFFFFF) if op == 0x41 and lm.data_starts else None
-            if d is not None and d[2] == 0:  # the start of a labelled data item
-                note = f"  ;; {d[0]}" + (f' "{escape_text(d[3], 80)}"' if d[3] else "")
-            elif op == 0x41 and imms[0] >= 256:
+            operands = format_imms(op, imms, type_text)
+            if op in _BRANCH:
+                labels = (*imms[0], imms[1]) if op == 0x0E else (imms[0],)
+                n = len(stack)
+                targets = tuple(stack[-1 - d] if d < n else -1 for d in labels)
+            elif has_data:
+                if k == K_MEM and prev_const is not None:
+                    # i32.const C; i32.load offset=O: a static variable at C + O
+                    d = lm.data_label((prev_const + imms[1]) & 0xFFFFFFFF)
+                    if d is not None:
+                        data_ref = DataRef(d[0], d[2], None)
+                elif op == 0x41:
+                    d = lm.data_label(imms[0] & 0xFFFFFFFF)
+                    if d is not None and d[2] == 0:  # the start of a labelled data item
+                        data_ref = DataRef(d[0], 0, escape_text(d[3], 80) if d[3] else None)
+            if op == 0x41 and data_ref is None and imms[0] >= 256:
                 s = lm.string_at(imms[0] & 0xFFFFFFFF)
                 if s:
-                    note = f'  ;; "{escape_text(s, 80)}"'
+                    string = escape_text(s, 80)
         lc = line_notes.get(p) if line_notes else None
-        if lc:
-            note += f"  ;; // {display_name(' '.join(lc.split()), 200)}"
-        lines.append(f" {p:06x}: {'  ' * min(depth, 40)}{text}{note}")
+        append(Instr(p, depth, op, MNEMONICS[op], imms, operands, ref, targets, data_ref, string,
+                     display_name(" ".join(lc.split()), 200) if lc else None))
         prev_const = imms[0] if op == 0x41 else None
+        if op in _OPEN:
+            stack.append(len(instrs) - 1)
         if op in _OPEN or op in _MID:
             depth += 1
         p = p2
@@ -130,4 +205,6 @@ def disassemble_function(lm: LiftModule, func_index: int, max_lines: int = MAX_L
             raise WasmFormatError(
                 end, "'end' opcode at the end of the function body", "unbalanced blocks"
             )
-    return "\n".join(lines) + "\n"
+    return Listing(func_index, name, ft.text(), None, comment_lines,
+                   display_name(proto, 400) if proto else None, tuple(local_decls), tuple(instrs),
+                   truncated)

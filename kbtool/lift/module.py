@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import islice
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kbtool.wasm.errors import WasmFormatError
 
 from . import active
 from .context import LiftModule
-from .disasm import disassemble_function
+from .disasm import Listing, disassemble_function
 
 if TYPE_CHECKING:
     from .lifter import LiftResult
@@ -35,13 +35,14 @@ def _lift_one(lm: LiftModule, i: int, **kw) -> LiftResult:
     return active.lift_function(lm, i, **kw)
 
 
-def _disasm_one(lm: LiftModule, i: int, **kw) -> str:
-    """One function's listing; a body the decoder rejects is a one-line note instead."""
+def _disasm_one(lm: LiftModule, i: int, render=None, **kw):
+    """One function's :class:`Listing` (``render(listing)`` when given); a body the decoder
+    rejects is a listing with ``error`` set instead."""
     try:
-        return disassemble_function(lm, i, **kw)
+        listing = disassemble_function(lm, i, **kw)
     except WasmFormatError as exc:
-        head = f"func[{i}] <{lm.func_display(i) or 'unnamed'}>:"
-        return f"{head}\n ;; kbtool: cannot disassemble this body: {exc}\n"
+        listing = Listing(i, lm.func_display(i) or None, "", error=str(exc))
+    return listing if render is None else render(listing)
 
 
 def default_workers() -> int:
@@ -87,13 +88,15 @@ def lift_module(
 
 
 def disassemble_module(
-    lm: LiftModule, *, workers: int | None = None, imports: bool = False, **kw
-) -> Iterator[str]:
-    """Every defined function's listing (and import headers if ``imports``), in index order,
-    on ``workers`` processes like :func:`lift_module`; ``kw`` goes to
-    :func:`disassemble_function`. A body the decoder rejects gives a one-line note."""
+    lm: LiftModule, *, workers: int | None = None, imports: bool = False,
+    render: Callable[[Listing], Any] | None = None, **kw
+) -> Iterator:
+    """Every defined function's :class:`Listing` (and import headers if ``imports``), in
+    index order, on ``workers`` processes like :func:`lift_module`; with ``render`` what it
+    makes of each listing (computed in the workers, e.g. the text); ``kw`` goes to
+    :func:`disassemble_function`. A body the decoder rejects gives a listing with ``error``."""
     # a listing is ~3x the C: smaller ranges keep fewer finished ones waiting in memory
-    return _map_functions(lm, _disasm_one, workers, imports, kw, 32)
+    return _map_functions(lm, _disasm_one, workers, imports, dict(kw, render=render), 32)
 
 
 def _map_functions(

@@ -11,152 +11,37 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rich.segment import Segment
-from rich.style import Style
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.geometry import Size
-from textual.scroll_view import ScrollView
-from textual.strip import Strip
 from textual.widgets import Footer, OptionList, Static
 
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
 from kbtool.kb.errors import KBError
-from kbtool.render.code import DIFF_STYLE, WASM, C, diff_summary_text, highlight_line, wasm_line
+from kbtool.render.code import WASM, C, diff_summary_text
+from kbtool.render.disasm import head_lines
 from kbtool.render.text import lit
 from kbtool.textutil import printable
 from kbtool.tui.screens.base import BACK, HISTORY, RENAME, FunctionRef, KbScreen
 from kbtool.tui.screens.knowledge import KnowledgeEdits
+from kbtool.tui.widgets.code_view import CodeView
+from kbtool.tui.widgets.diff_view import FunctionDiffView
+from kbtool.tui.widgets.lines_view import LinesView
 from kbtool.tui.widgets.lists import LinkList, TitleBar
 from kbtool.tui.widgets.palette import name_text
 
-CACHE_LINES = 4_000  # highlighted lines kept per view
-CURSOR = Style(bgcolor="grey27")
-GUTTER = Style(dim=True)
+__all__ = ["CLEAN", "MODE_LABEL", "CodeScreen", "FunctionDiffScreen", "LinesView"]
+
 CLEAN = "clean"  # the cleaned C of `kbtool deep` (queries.get_analysis)
 MODE_LABEL = {WASM: "Raw WASM", C: "C", CLEAN: "Cleaned C"}
 MODE_CYCLE = {WASM: C, C: CLEAN, CLEAN: WASM}
 
 
-class LinesView(ScrollView, can_focus=True):
-    """A scrollable list of lines drawn on demand: ``render(i) -> Text`` for line ``i``.
-
-    Long lines scroll sideways (left/right, shift for bigger steps); the line numbers stay put.
-    """
-
-    DEFAULT_CSS = """
-    LinesView { background: $surface; }
-    """
-    BINDINGS = [
-        Binding("up,k", "cursor(-1)", "up", show=False),
-        Binding("down,j", "cursor(1)", "down", show=False),
-        Binding("pageup", "page(-1)", "page up", show=False),
-        Binding("pagedown,space", "page(1)", "page down", show=False),
-        Binding("home,g", "cursor_to(0)", "top", show=False),
-        Binding("end,G", "cursor_to(-1)", "bottom", show=False),
-        Binding("left", "columns(-1)", "scroll left", show=False),
-        Binding("right", "columns(1)", "scroll right", show=False),
-        Binding("shift+left", "columns(-8)", "scroll far left", show=False),
-        Binding("shift+right", "columns(8)", "scroll far right", show=False),
-    ]
-    COLUMNS_STEP = 4  # columns per left/right press (shift: 8 steps)
-
-    def __init__(self, *, id: str | None = None, gutter: bool = True) -> None:
-        super().__init__(id=id)
-        self.count = 0
-        self.render_fn: Callable[[int], Text] = lambda i: Text("")
-        self.line_numbers = gutter
-        self.cursor = 0
-        self._cache: dict[int, Strip] = {}
-        self._gutter_width = 0
-
-    def set_lines(
-        self, count: int, render: Callable[[int], Text], width: int, *, cursor: int = 0
-    ) -> None:
-        """Show ``count`` lines; ``width`` is the longest line's cell width (for scrolling)."""
-        self.count = count
-        self.render_fn = render
-        self._cache.clear()
-        self._gutter_width = len(str(count)) + 1 if self.line_numbers else 0
-        self.virtual_size = Size(width + self._gutter_width + 1, count)
-        self.cursor = max(0, min(cursor, count - 1))
-        self.scroll_to(0, max(0, self.cursor - 3), animate=False)
-        self.refresh()
-
-    def _strip(self, i: int) -> Strip:
-        """Line ``i`` without its number (the gutter is drawn apart: it never scrolls)."""
-        strip = self._cache.get(i)
-        if strip is None:
-            text = self.render_fn(i)
-            strip = Strip(list(text.render(self.app.console)))
-            if len(self._cache) >= CACHE_LINES:
-                self._cache.clear()
-            self._cache[i] = strip
-        return strip
-
-    def render_line(self, y: int) -> Strip:
-        scroll_x, scroll_y = self.scroll_offset
-        i = scroll_y + y
-        width = self.size.width
-        base = self.rich_style
-        if i >= self.count:
-            return Strip.blank(width, base)
-        gw = min(self._gutter_width, width)
-        strip = self._strip(i).crop_extend(scroll_x, scroll_x + width - gw, base)
-        if gw:
-            number = f"{i + 1:>{gw - 1}} "[:gw]
-            strip = Strip.join([Strip([Segment(number, GUTTER)], gw), strip])
-        strip = strip.apply_style(base)
-        if i == self.cursor and self.has_focus:  # over the line's own background
-            strip = Strip(Segment.apply_style(list(strip), post_style=CURSOR), strip.cell_length)
-        return strip
-
-    def on_focus(self) -> None:
-        self.refresh()
-
-    def on_blur(self) -> None:
-        self.refresh()
-
-    def _move(self, line: int) -> None:
-        if not self.count:
-            return
-        self.cursor = max(0, min(line, self.count - 1))
-        top = int(self.scroll_offset.y)
-        height = max(1, self.size.height)
-        if self.cursor < top:
-            self.scroll_to(y=self.cursor, animate=False)
-        elif self.cursor >= top + height:
-            self.scroll_to(y=self.cursor - height + 1, animate=False)
-        self.refresh()
-
-    @property
-    def wider_than_view(self) -> bool:
-        """Whether some line is cut at the right edge (sideways scrolling has work to do)."""
-        return self.virtual_size.width > self.size.width
-
-    def action_columns(self, steps: int) -> None:
-        self.scroll_to(x=max(0, self.scroll_offset.x + steps * self.COLUMNS_STEP), animate=False)
-
-    def action_cursor(self, step: int) -> None:
-        self._move(self.cursor + step)
-
-    def action_cursor_to(self, line: int) -> None:
-        self._move(self.count - 1 if line < 0 else line)
-
-    def action_page(self, step: int) -> None:
-        self._move(self.cursor + step * max(1, self.size.height - 1))
-
-
 def _lines(text: str) -> list[str]:
     return text.splitlines() or [""]
-
-
-def _width(lines: list[str]) -> int:
-    return max((len(printable(x)) for x in lines), default=0)
 
 
 def _load(db_path, fn: Callable, *args):
@@ -209,6 +94,7 @@ class CodeScreen(KnowledgeEdits, KbScreen):
         self.code: dict | None = None
         self.links: dict | None = None
         self.analysis: dict | None = None
+        self.listing = None  # the disassembly's records (kbtool.services.code.listing)
         self._calls: dict[int, int] = {}
         self._gen = 0
         self._shown: tuple[int, str] | None = None
@@ -219,7 +105,7 @@ class CodeScreen(KnowledgeEdits, KbScreen):
         with Horizontal(id="code-body"):
             with Vertical(id="code-main"):
                 yield Static(id="code-understanding")
-                yield LinesView(id="code-view")
+                yield CodeView(id="code-view")
             with Vertical(id="code-links"):
                 yield Static(id="callers-label", classes="links-label")
                 yield LinkList(id="callers")
@@ -252,12 +138,13 @@ class CodeScreen(KnowledgeEdits, KbScreen):
             huge = n > code_service.HUGE_INSTRUCTIONS
             if huge:
                 say(f"disassembling the first {code_service.FIRST_SCREEN:,} of {n:,} instructions…")
-            d = code_service.disassembly(
+            d, records = code_service.function_code(
                 conn, vid, idx, max_lines=code_service.FIRST_SCREEN if huge else None)
             return (
-                d,
+                dict(d),
                 code_service.neighbours(conn, vid, idx),
                 queries.get_analysis(conn, d["stable_id"]),
+                records,
             )
 
         try:
@@ -269,7 +156,7 @@ class CodeScreen(KnowledgeEdits, KbScreen):
         self.app.call_from_thread(self._loaded, gen, result, error)
         if result is not None and result[0].get("partial"):
             try:
-                full = _load(self.kb.db_path, code_service.disassembly, version_id, index)
+                full = _load(self.kb.db_path, code_service.function_code, version_id, index)
             except Exception:  # the first screen stays; the status says it is partial
                 return
             self.app.call_from_thread(self._rest_loaded, gen, full)
@@ -278,13 +165,13 @@ class CodeScreen(KnowledgeEdits, KbScreen):
         if gen == self._gen and self.code is None:  # still waiting for the first screen
             self.query_one("#code-status", Static).update(Text(text, style="italic"))
 
-    def _rest_loaded(self, gen: int, full: dict) -> None:
+    def _rest_loaded(self, gen: int, full: tuple) -> None:
         """The whole disassembly of a huge function, after its first screen: the view keeps
         its cursor."""
         if gen != self._gen or self.code is None:
             return
-        self.code = full
-        self._calls = {line - 1: idx for line, idx in full.get("call_lines", [])}
+        self.code, self.listing = dict(full[0]), full[1]
+        self._calls = {line - 1: idx for line, idx in self.code.get("call_lines", [])}
         self._show()
 
     def _loaded(self, gen: int, result, error: str | None) -> None:
@@ -296,7 +183,7 @@ class CodeScreen(KnowledgeEdits, KbScreen):
             self.query_one("#code-status", Static).update(lit(error, "bold red"))
             self.query_one("#code-view", LinesView).set_lines(0, lambda i: Text(""), 0)
             return
-        self.code, self.links, self.analysis = result
+        self.code, self.links, self.analysis, self.listing = result
         self._calls = {line - 1: idx for line, idx in self.code.get("call_lines", [])}
         self._show_links()
         self._show()
@@ -326,24 +213,23 @@ class CodeScreen(KnowledgeEdits, KbScreen):
         else:
             lines = _lines(d["lifted_c"] if self.mode == C else d["mnemonics"])
         mode = C if self.mode == CLEAN else self.mode
-        view = self.query_one("#code-view", LinesView)
-
-        def render(i: int) -> Text:
-            if hint:
-                return lit(lines[i], "italic")
-            t = highlight_line(lines[i], mode)
-            if mode == WASM and i in self._calls:
-                t.stylize("underline")
-            return t
-
+        view = self.query_one("#code-view", CodeView)
         keep = view.cursor if self._shown == (self.index, self.mode) else 0  # a live refresh
         if self.at_offset is not None and mode == WASM and not hint:  # from the xrefs screen
-            keep = next((k for k, x in enumerate(lines) if x.lstrip().startswith(f"{self.at_offset:06x}:")), keep)
+            keep = self._line_at(self.at_offset, keep)
             self.at_offset = None
         self._shown = (self.index, self.mode)
-        view.set_lines(len(lines), render, _width(lines), cursor=keep)
+        view.show_code(lines, mode, calls=self._calls, hint=hint, cursor=keep)
         self._show_status()
         self.call_after_refresh(self._show_status)  # the view's width is known after layout
+
+    def _line_at(self, offset: int, default: int) -> int:
+        """The listing line of the instruction at file ``offset`` (from the records)."""
+        rec = self.listing
+        if rec is None:
+            return default
+        head = len(head_lines(rec))
+        return next((head + k for k, ins in enumerate(rec.instrs) if ins.offset == offset), default)
 
     def _show_status(self) -> None:
         """Mode, type, stable_id, what is missing; ``←→ scroll`` when lines are cut."""
@@ -519,14 +405,12 @@ class FunctionDiffScreen(KbScreen):
         self.diff: dict | None = None
         self.unified = False
         self.mode = WASM
-        self._rows: list = []
-        self._changes: list[int] = []
         self._gen = 0
 
     def compose(self) -> ComposeResult:
         yield TitleBar(id="title")
         yield Static(id="fdiff-status")
-        yield LinesView(id="fdiff-view", gutter=False)
+        yield FunctionDiffView(id="fdiff-view")
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
@@ -579,38 +463,11 @@ class FunctionDiffScreen(KbScreen):
         status = diff_summary_text(d["summary"])
         status.append("   n: next change · u: unified · w: wasm/C", style="dim")
         self.query_one("#fdiff-status", Static).update(status)
-        view = self.query_one("#fdiff-view", LinesView)
+        view = self.query_one("#fdiff-view", FunctionDiffView)
         if self.mode == C:
-            lines = _lines(d["c_diff"] or "the lifted C is identical")
-            self._changes = [i for i, x in enumerate(lines) if x.startswith("@@")]
-            view.set_lines(len(lines), lambda i: _c_diff_line(lines[i]), _width(lines))
-            return
-        rows = d["rows"]
-        self._changes = [
-            i
-            for i, r in enumerate(rows)
-            if r["op"] != "equal" and (i == 0 or rows[i - 1]["op"] == "equal")
-        ]
-        if self.unified:
-            lines_u: list[tuple[str, dict]] = []
-            for r in rows:
-                if r["op"] == "equal":
-                    lines_u.append((" ", r))
-                    continue
-                if r["a"] is not None:
-                    lines_u.append(("-", r))
-                if r["b"] is not None:
-                    lines_u.append(("+", r))
-            self._changes = [
-                i
-                for i, (s, _) in enumerate(lines_u)
-                if s != " " and (i == 0 or lines_u[i - 1][0] == " ")
-            ]
-            width = max((len(r["a"] or r["b"] or "") for _, r in lines_u), default=0) + 2
-            view.set_lines(len(lines_u), lambda i: _unified_line(*lines_u[i]), width)
-            return
-        half = max(20, (self.size.width - 3) // 2)  # 2 columns for the scrollbar
-        view.set_lines(len(rows), lambda i: _side_line(rows[i], half), half * 2 + 1)
+            view.show_c_diff(d["c_diff"])
+        else:
+            view.show_rows(d["rows"], unified=self.unified, width=self.size.width)
 
     def action_toggle_unified(self) -> None:
         self.unified = not self.unified
@@ -621,16 +478,8 @@ class FunctionDiffScreen(KbScreen):
         self._show()
 
     def action_next_change(self, step: int) -> None:
-        view = self.query_one("#fdiff-view", LinesView)
-        if not self._changes:
+        if not self.query_one("#fdiff-view", FunctionDiffView).next_change(step):
             self.notify("no changes", timeout=2)
-            return
-        if step > 0:
-            nxt = next((i for i in self._changes if i > view.cursor), self._changes[0])
-        else:
-            nxt = next((i for i in reversed(self._changes) if i < view.cursor), self._changes[-1])
-        view._move(nxt)
-        view.scroll_to(y=max(0, nxt - 3), animate=False)
 
     def on_resize(self) -> None:
         if self.diff is not None and self.mode == WASM and not self.unified:
@@ -645,57 +494,3 @@ class FunctionDiffScreen(KbScreen):
         except KBError:
             return None
         return FunctionRef(self.pair[2], self.pair[3], fn["stable_id"], fn["name"])
-
-
-def _cell(text: str | None, spans, style: str, width: int) -> Text:
-    if text is None:
-        t = Text("")
-    elif style:
-        t = Text(printable(text), style=style)
-    else:
-        t = wasm_line(text)
-        for s, e in spans:
-            t.stylize(DIFF_STYLE["mark"], s, e)
-    t.truncate(width - 1, overflow="ellipsis", pad=True)
-    return t
-
-
-def _side_line(row: dict, half: int) -> Text:
-    op = row["op"]
-    a_style = "" if op in ("equal", "changed") else DIFF_STYLE["del_line"]
-    b_style = "" if op in ("equal", "changed") else DIFF_STYLE["ins_line"]
-    t = _cell(row["a"], row["a_spans"], a_style, half)
-    marker = {"equal": " ", "changed": "~", "delete": "<", "insert": ">", "replace": "|"}[op]
-    t.append(marker, style="bold yellow" if op == "changed" else "dim")
-    t.append_text(_cell(row["b"], row["b_spans"], b_style, half))
-    return t
-
-
-def _unified_line(sign: str, row: dict) -> Text:
-    if sign == " ":
-        return Text("  ").append_text(wasm_line(row["b"]))
-    changed = row["op"] == "changed"
-    text = row["a"] if sign == "-" else row["b"]
-    spans = row["a_spans"] if sign == "-" else row["b_spans"]
-    if changed:
-        t = Text(f"{sign} ", style="bold yellow").append_text(_cell(text, spans, "", len(text) + 2))
-        return t
-    style = DIFF_STYLE["del_line"] if sign == "-" else DIFF_STYLE["ins_line"]
-    return Text(f"{sign} {printable(text)}", style=style)
-
-
-def _c_diff_line(line: str) -> Text:
-    style = (
-        "bold"
-        if line.startswith(("---", "+++"))
-        else DIFF_STYLE["del_line"]
-        if line.startswith("-")
-        else DIFF_STYLE["ins_line"]
-        if line.startswith("+")
-        else "cyan"
-        if line.startswith("@@")
-        else ""
-    )
-    if style:
-        return Text(printable(line), style=style)
-    return highlight_line(line, C)

@@ -1,0 +1,248 @@
+"""One function's code (disassembly records and text, lifted C, windows of lines) and the
+whole version's listing or C, with the KB's names.
+
+The disassembly is decoded into records (:func:`kbtool.lift.disasm.disassemble_function`)
+and made text by :mod:`kbtool.render.disasm`; what a surface needs beyond the text (the
+lines that call a function, the per-function diff) is read from the records.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from kbtool.kb import queries
+from kbtool.kb.errors import KBError
+from kbtool.lift import disassemble_module, lift_function, lift_module
+from kbtool.lift.disasm import Listing, disassemble_function
+from kbtool.lift.names import annotate_c
+from kbtool.render.disasm import (
+    head_lines,
+    instr_line,
+    listing_lines,
+    render_error,
+    render_listing,
+    tail_lines,
+)
+from kbtool.services import knowledge
+from kbtool.services.code_prepared import _LOCK, _RESULTS, CodeModule, _one_line, code_module
+from kbtool.wasm import WasmFormatError
+
+HUGE_INSTRUCTIONS = 20_000  # a body this long shows its first screen before the rest
+FIRST_SCREEN = 2_000  # instructions in that first screen
+
+
+def _records(cm: CodeModule, func_index: int, max_lines: int | None = None) -> Listing | str:
+    """The function's listing records, or the one-line reason it has none."""
+    try:
+        if max_lines is None:
+            return disassemble_function(cm.lm, func_index)
+        return disassemble_function(cm.lm, func_index, max_lines=max_lines)
+    except WasmFormatError as exc:
+        return _one_line(exc)
+
+
+def function_code(
+    conn: sqlite3.Connection, version_id: int, func_index: int, *, max_lines: int | None = None
+) -> tuple[dict[str, Any], Listing | None]:
+    """:func:`disassembly`'s object (not copied: do not change it) and the listing records
+    it was rendered from (None for a body that cannot be disassembled)."""
+    cm = code_module(conn, version_id)
+    sid, _imp, _mod, _fld, name, prov = cm.check(func_index)
+    key = (id(cm), func_index)
+    with _LOCK:
+        hit = _RESULTS.get_item(key)
+    if hit is not None and hit[0] is cm:
+        return hit[1], hit[2]
+    total = body_instructions(conn, version_id, func_index) if max_lines is not None else None
+    partial = max_lines is not None and total is not None and total > max_lines
+    listing = _records(cm, func_index, max_lines if partial else None)
+    if isinstance(listing, str):
+        mnemonics, calls, listing = render_error(listing), [], None
+    else:
+        mnemonics, calls = render_listing(listing), listing_calls(listing)
+    res = lift_function(cm.lm, func_index)
+    out = {
+        "mnemonics": mnemonics,
+        "lifted_c": annotate_c(res.text, func_index, cm.lm.names),
+        "version_id": version_id,
+        "func_index": func_index,
+        "stable_id": sid,
+        "name": name or cm.lm.names.functions.get(func_index),
+        "provenance": prov,
+        "type": cm.lm.module.func_type(func_index).text(),
+        "truncated": bool(res.truncated),
+        "reason": res.reason or None,
+        "call_lines": calls,
+        # comments, prototype, line comments, local names with provenance (issue 27)
+        "knowledge": knowledge.function_knowledge(conn, sid, version_id) if sid else None,
+        "partial": partial,
+    }
+    if total is not None:
+        out["instructions"] = total
+    if not partial:
+        with _LOCK:
+            _RESULTS.put(key, (cm, out, listing))
+    return out, listing
+
+
+def disassembly(
+    conn: sqlite3.Connection, version_id: int, func_index: int, *, max_lines: int | None = None
+) -> dict[str, Any]:
+    """The contract's Disassembly object: ``mnemonics`` (raw wasm) and ``lifted_c``, plus
+    ``version_id``, ``func_index``, ``stable_id``, ``name``, ``provenance``, ``type``,
+    ``truncated``, ``reason`` (why the C is a placeholder, else null) and ``call_lines``.
+
+    ``max_lines``: disassemble at most that many instructions (the first screen of a huge
+    function, in bounded time and memory); ``partial`` is then true when more remain and
+    ``instructions`` says how many there are. A partial answer is not cached."""
+    return dict(function_code(conn, version_id, func_index, max_lines=max_lines)[0])
+
+
+def listing(conn: sqlite3.Connection, version_id: int, func_index: int) -> Listing | None:
+    """The function's disassembly records (:class:`kbtool.lift.disasm.Listing`), as
+    :func:`disassembly` rendered them; None for a body that cannot be disassembled."""
+    return function_code(conn, version_id, func_index)[1]
+
+
+def listing_calls(listing: Listing) -> list[list[int]]:
+    """``[[line, callee index], ...]``: the 1-based lines of the listing that call or
+    reference a function (``call``, ``return_call``, ``ref.func``), so a front end can make
+    those lines links."""
+    first = len(head_lines(listing)) + 1
+    return [[first + k, ins.ref.index] for k, ins in enumerate(listing.instrs)
+            if ins.ref is not None and ins.ref.kind == "func"]
+
+
+def body_instructions(conn: sqlite3.Connection, version_id: int, func_index: int) -> int | None:
+    """Instructions in a defined body (stored at ingest), or None when unknown."""
+    try:
+        n = queries.get_function(conn, version_id, func_index).get("instr_count")
+    except KBError:
+        return None
+    return n if isinstance(n, int) else None
+
+
+def code_window(
+    conn: sqlite3.Connection,
+    version_id: int,
+    func_index: int,
+    *,
+    kind: str = "wasm",
+    offset: int = 0,
+    limit: int = 200,
+) -> dict[str, Any]:
+    """A window of one function's code: lines ``offset..offset+limit`` of its disassembly
+    (``kind="wasm"``) or lifted C (``"c"``), as ``{kind, lines, offset, limit, total,
+    next_offset, version_id, func_index}`` (``next_offset`` null at the end). The disassembly
+    of a window near the top decodes only the instructions up to it (a huge function's first
+    screen costs what a small one costs) and renders only the window's lines; the C is
+    lifted whole (and cached)."""
+    if kind not in ("wasm", "c"):
+        raise ValueError(f"kind must be wasm or c, not {_one_line(kind)[:20]}")
+    offset, limit = max(0, offset), max(1, min(limit, 20_000))
+    cm = code_module(conn, version_id)
+    cm.check(func_index)
+    with _LOCK:
+        hit = _RESULTS.get_item((id(cm), func_index))
+    if kind == "c" or (hit is not None and hit[0] is cm):
+        d = disassembly(conn, version_id, func_index)
+        lines = (d["lifted_c"] if kind == "c" else d["mnemonics"]).splitlines()
+        total = len(lines)
+        window = lines[offset: offset + limit]
+    else:
+        total_instr = body_instructions(conn, version_id, func_index) or 0
+        want = offset + limit
+        rec = _records(cm, func_index, want)
+        if isinstance(rec, str):
+            lines = render_error(rec).splitlines()
+            total, window = len(lines), lines[offset: offset + limit]
+        else:
+            head = head_lines(rec)
+            # the window's own cut is not the function's: no tail line then
+            tail = [] if total_instr > want and rec.truncated is not None else tail_lines(rec)
+            n_head, n_instr = len(head), len(rec.instrs)
+            total = n_head + total_instr if not tail and rec.truncated is not None else (
+                n_head + n_instr + len(tail))
+            end = offset + limit
+            window = head[offset:end]
+            if end > n_head and offset < n_head + n_instr:
+                window += [instr_line(ins) for ins in
+                           rec.instrs[max(0, offset - n_head): end - n_head]]
+            window += tail[max(0, offset - n_head - n_instr): max(0, end - n_head - n_instr)]
+    end = offset + len(window)
+    return {"kind": kind, "lines": window, "offset": offset, "limit": limit, "total": total,
+            "next_offset": end if end < total else None, "version_id": version_id,
+            "func_index": func_index}
+
+
+def module_c(
+    conn: sqlite3.Connection,
+    version_id: int,
+    *,
+    workers: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Iterator[str]:
+    """The whole version lifted to C with the KB's names: a header comment, then every
+    defined function in index order (one chunk each). The text compiles as one file with
+    ``gcc -fsyntax-only -include prelude.h``. ``workers`` processes lift it (default: every
+    usable core); ``progress(done, total)`` is called as functions come back."""
+    return _whole_module(conn, version_id, "c", workers, progress)
+
+
+def module_listing(
+    conn: sqlite3.Connection,
+    version_id: int,
+    *,
+    workers: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Iterator[str]:
+    """The whole version's disassembly with the KB's names, objdump-like: a header line,
+    then every defined function's listing in index order (one chunk each); as
+    :func:`module_c` otherwise."""
+    return _whole_module(conn, version_id, "listing", workers, progress)
+
+
+def _whole_module(
+    conn: sqlite3.Connection,
+    version_id: int,
+    kind: str,
+    workers: int | None,
+    progress: Callable[[int, int], None] | None,
+) -> Iterator[str]:
+    cm = code_module(conn, version_id)
+    label = _one_line(queries.get_version(conn, version_id).get("label") or "")
+    m = cm.lm.module
+    total = m.num_functions - m.num_func_imports
+    if kind == "c":
+        yield (
+            f"/* kbtool: version {version_id} ({label.replace('*/', '* /')}), {total} functions"
+            " lifted to C with the KB's names.\n"
+            "   Check: gcc -fsyntax-only -include prelude.h FILE"
+            " (prelude.h: python -c 'import kbtool.lift as l; print(l.prelude_path())') */\n\n"
+        )
+        texts = (annotate_c(res.text, res.func_index, cm.lm.names)
+                 for res in lift_module(cm.lm, workers=workers))
+    else:
+        yield f";; kbtool: version {version_id} ({label}), {total} functions, KB names\n\n"
+        texts = disassemble_module(cm.lm, workers=workers, render=render_listing)
+    for done, text in enumerate(texts, 1):
+        if progress is not None:
+            progress(done, total)
+        yield text + "\n"
+
+
+__all__ = [
+    "FIRST_SCREEN",
+    "HUGE_INSTRUCTIONS",
+    "body_instructions",
+    "code_window",
+    "disassembly",
+    "function_code",
+    "listing",
+    "listing_calls",
+    "listing_lines",
+    "module_c",
+    "module_listing",
+]

@@ -1,0 +1,223 @@
+"""Versions prepared for code views: the parsed module, the KB's names over it, in LRUs.
+
+A prepared module (:func:`kbtool.lift.prepare`) is kept per (KB file, version id, change
+token), so on-demand calls after the first cost one small query plus the function's own
+work; a rename changes the token and the next call sees the new name. The parsed module
+(and its analysis, call-graph structure) is kept by content digest, whatever the names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from kbtool.kb import datamodel, queries
+from kbtool.kb.errors import (
+    ImportedFunctionError,
+    KBError,
+    ModuleBytesMissingError,
+    UnknownFunctionError,
+)
+from kbtool.lift import LiftModule, Names, build_callgraph, prepare
+from kbtool.services import knowledge
+from kbtool.services import types as types_svc
+from kbtool.services.code_structs import StructFields
+from kbtool.textutil import printable
+from kbtool.wasm import WasmFormatError, analyze_module
+from kbtool.wasm.reader import Module, parse_module
+
+PREPARED_CACHE = 6  # prepared versions kept per process
+PARSED_CACHE = 3  # parsed modules (and their analyses), by content digest
+RESULT_CACHE = 128  # disassembly results kept per process
+MAX_DATA_LABELS = 1_000_000  # data items labelled in the C (the data model bounds them too)
+
+
+class CodeUnavailableError(KBError):
+    """The stored module bytes of a version cannot be decoded."""
+
+
+# ---------------------------------------------------------------- caches
+
+
+@dataclass
+class _Parsed:
+    data: bytes
+    module: Module
+    names: Names
+    analysis: Any = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    graph: dict | None = None
+    in_table: set[int] | None = None  # functions placed in a table (element segments)
+    code_starts: list[int] | None = None  # file offset of each defined body, for bisect
+    body_refs: dict[int, set[int]] = field(default_factory=dict)  # index -> ref.func targets
+
+    def get_analysis(self) -> Any:
+        with self.lock:
+            if self.analysis is None:
+                self.analysis = analyze_module(self.data)
+            return self.analysis
+
+    def get_graph(self) -> dict:
+        """The call graph's structure (edges, candidates); names are added per KB state."""
+        analysis = self.get_analysis()
+        with self.lock:
+            if self.graph is None:
+                self.graph = build_callgraph(analysis, self.data, {}, {}, {})
+            return self.graph
+
+
+@dataclass
+class CodeModule:
+    """One version prepared for code views, with the KB's identities and names."""
+
+    version_id: int
+    lm: LiftModule
+    parsed: _Parsed
+    rows: dict[int, tuple]  # index -> (stable_id, imported, module, field, name, provenance)
+    graph: dict | None = None
+
+    @property
+    def num_functions(self) -> int:
+        return self.lm.module.num_functions
+
+    def check(self, func_index: int) -> tuple:
+        """The KB row of a defined function; KB errors for out of range and imports."""
+        n = self.num_functions
+        if func_index < 0 or func_index >= n:
+            raise UnknownFunctionError(
+                f"version {self.version_id} has no function {func_index}"
+                f" (its indices run 0..{n - 1})"
+            )
+        row = self.rows.get(func_index)
+        m = self.lm.module
+        if func_index < m.num_func_imports or (row is not None and row[1]):
+            imp = m.func_imports[func_index] if func_index < m.num_func_imports else None
+            what = f"{imp.module}.{imp.field}" if imp else f"{row[2]}.{row[3]}"
+            raise ImportedFunctionError(
+                f"function {func_index} of version {self.version_id} is an import ({_one_line(what)}):"
+                " it has no code"
+            )
+        return row or (None, False, None, None, None, None)
+
+
+class _LRU(OrderedDict):
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    def get_item(self, key: Any) -> Any:
+        value = self.get(key)
+        if value is not None:
+            self.move_to_end(key)
+        return value
+
+    def put(self, key: Any, value: Any) -> None:
+        self[key] = value
+        self.move_to_end(key)
+        while len(self) > self.size:
+            self.popitem(last=False)
+
+
+_LOCK = threading.Lock()
+_PREPARED = _LRU(PREPARED_CACHE)
+_PARSED = _LRU(PARSED_CACHE)
+_RESULTS = _LRU(RESULT_CACHE)
+
+
+def clear_cache() -> None:
+    """Forget every prepared module (tests; memory)."""
+    with _LOCK:
+        _PREPARED.clear()
+        _PARSED.clear()
+        _RESULTS.clear()
+
+
+def _db_file(conn: sqlite3.Connection) -> str:
+    return queries.database_file(conn) or f"memory:{id(conn)}"
+
+
+def _parsed(data: bytes) -> _Parsed:
+    digest = hashlib.blake2b(data, digest_size=16).digest()
+    with _LOCK:
+        hit = _PARSED.get_item(digest)
+    if hit is not None:
+        return hit
+    try:
+        module = parse_module(data)
+    except WasmFormatError as exc:
+        raise CodeUnavailableError(f"the stored module cannot be decoded: {exc}") from None
+    parsed = _Parsed(data, module, Names.from_module(module))
+    with _LOCK:
+        _PARSED.put(digest, parsed)
+    return parsed
+
+
+def code_module(conn: sqlite3.Connection, version_id: int) -> CodeModule:
+    """The prepared version (cached per KB file, version id and change token)."""
+    key = (_db_file(conn), version_id, queries.change_token(conn))
+    with _LOCK:
+        hit = _PREPARED.get_item(key)
+    if hit is not None:
+        return hit
+    data = queries.module_bytes(conn, version_id)  # UnknownVersionError for an unknown id
+    if not data:
+        raise ModuleBytesMissingError(
+            f"the module bytes of version {version_id} are not in the KB (re-ingest the release"
+            " to see its code)"
+        )
+    parsed = _parsed(data)
+    rows: dict[int, tuple] = {}
+    functions = dict(parsed.names.functions)
+    for idx, sid, imported, mod, fld, name, prov in queries.function_identities(conn, version_id):
+        rows[idx] = (sid, bool(imported), mod, fld, name, prov)
+        if name:
+            functions[idx] = name
+    fields = StructFields(queries.structs(conn, version_id))
+    global_names, data_labels = _data_names(conn, version_id)
+    known = knowledge.code_knowledge(conn, version_id)
+    typed = types_svc.code_types(conn, version_id, known, fields)  # KB types (issue 27) over `fields`
+    names = Names(
+        functions=functions,
+        globals={**global_names, **parsed.names.globals, **knowledge.global_names(conn, version_id)},
+        locals=knowledge.merged_locals(parsed.names.locals, known),
+        field_hook=typed.hook if typed else None,
+        data=data_labels,
+        comments={i: k["comment"] for i, k in known.items() if k["comment"]},
+        prototypes={i: k["prototype"]["text"] for i, k in known.items() if k["prototype"]},
+        line_comments={i: k["lines"] for i, k in known.items() if k["lines"]},
+    )
+    lm = prepare((data, parsed.module), names)
+    fields.lm = typed.lm = lm
+    cm = CodeModule(version_id, lm, parsed, rows)
+    with _LOCK:
+        _PREPARED.put(key, cm)
+    return cm
+
+
+def is_cached(conn: sqlite3.Connection, version_id: int) -> bool:
+    """Whether the version is prepared for code views in this process (no work to wait for)."""
+    key = (_db_file(conn), version_id, queries.change_token(conn))
+    with _LOCK:
+        return key in _PREPARED
+
+
+def _data_names(conn: sqlite3.Connection, version_id: int) -> tuple[dict[int, str], list]:
+    """Global names and data labels from the version's data model (``kbtool analyze``);
+    empty without one."""
+    if datamodel.model_info(conn, version_id) is None:
+        return {}, []
+    given = knowledge.data_names(conn)  # names people and agents gave (issue 27) win
+    gl = {g["index"]: g["name"] for g in datamodel.globals_of(conn, version_id) if g["name"]}
+    items, _total = datamodel.list_items(conn, version_id, offset=0, limit=MAX_DATA_LABELS)
+    labels = [(i["address"], i["size"], given.get(i["data_id"]) or i["label"], i["text"]) for i in items
+              if i["kind"] != "zero" or i["refs"] or i["data_id"] in given]
+    return gl, labels
+
+
+def _one_line(text: object) -> str:
+    return printable(text)

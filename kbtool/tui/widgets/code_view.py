@@ -1,0 +1,36 @@
+"""One function's code in a :class:`LinesView`: raw wasm or C, highlighted line by line as
+it comes into view, the lines that call a function underlined (links)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from kbtool.render.code import WASM, highlight_line
+from kbtool.render.text import lit
+from kbtool.textutil import printable
+from kbtool.tui.widgets.lines_view import LinesView
+
+
+class CodeView(LinesView):
+    """The code pane: ``show_code`` draws lines of ``mode`` (``wasm`` or ``c``)."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.calls: dict[int, int] = {}  # 0-based line -> callee index
+
+    def show_code(self, lines: list[str], mode: str, *, calls: dict[int, int] | None = None,
+                  hint: bool = False, cursor: int = 0) -> None:
+        """Show ``lines`` highlighted as ``mode``; ``hint``: plain italic text (no code);
+        ``calls``: the lines that call a function (underlined in wasm)."""
+        self.calls = calls or {}
+
+        def render(i: int) -> Text:
+            if hint:
+                return lit(lines[i], "italic")
+            t = highlight_line(lines[i], mode)
+            if mode == WASM and i in self.calls:
+                t.stylize("underline")
+            return t
+
+        width = max((len(printable(x)) for x in lines), default=0)
+        self.set_lines(len(lines), render, width, cursor=cursor)
