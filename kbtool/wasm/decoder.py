@@ -12,7 +12,7 @@ module-level tables are bytes/lists, and the context comes in as plain values.
 
 from __future__ import annotations
 
-import sys
+import struct
 from collections.abc import Callable
 from hashlib import blake2b
 from typing import Any, Final
@@ -163,12 +163,10 @@ def _go_placeholders() -> list[bytes]:
     return _GOV
 
 
-def _op_bytes() -> list[bytes]:
-    """Per op id: its two bytes as ``array("H").tobytes()`` writes them (the ``ops`` fact)."""
-    return [i.to_bytes(2, sys.byteorder) for i in range(len(KIND))]
-
-
-_OP2: Final = _op_bytes()
+def _pack_ops(ops: list[int]) -> bytes:
+    """The op ids as ``array("H", ops).tobytes()`` gives them (native order, two bytes each),
+    without the array's per-item argument parsing."""
+    return struct.pack(f"{len(ops)}H", *ops)
 _MISS: Final = object()
 _TABLE_ATOMIC: Final = PREFIX_BASE[0xFE] + 0x58  # shared-everything: global.atomic.* are below
 _STRUCT_ATOMIC: Final = PREFIX_BASE[0xFE] + 0x5C
@@ -214,7 +212,6 @@ def analyze_range(ctx: Any, first: int, last: int,
     KINDB = _FAST_KIND
     PFX = _PFX
     W = _WIDTH
-    OP2 = _OP2
     imp_repl: list[bytes] = ctx.imp_repl
     type_repl: list[bytes] = ctx.type_repl
     ntypes = len(type_repl)
@@ -246,15 +243,12 @@ def analyze_range(ctx: Any, first: int, last: int,
         if progress is not None and start >= next_progress:
             progress(total_done + start - code_start, total)
             next_progress = start + step
-        ops = bytearray()  # op ids, two bytes each (native order, as array("H"))
+        ops: list[int] = []  # op ids (stored packed as array("H") would: OP_PACK)
         calls: list[int] = []
-        capp = calls.append
         consts: dict[int, None] = {}
         strs: dict[str, None] = {}
         globs: set[int] = set()
-        gadd = globs.add
         memops: list[tuple[int, int, int]] = []
-        mapp = memops.append
         ti = ftypes[ci_]
         sig = type_text[ti] if ti < ntypes else f"type[{ti}]"
         # the shape hash is fed as the normalised body is produced (never held in memory)
@@ -296,23 +290,23 @@ def analyze_range(ctx: Any, first: int, last: int,
                 p += 1
                 k = KINDB[b]
                 if k == 1:  # one LEB kept verbatim
-                    ops += OP2[b]
+                    ops.append(b)
                     if data[p] < 0x80:
                         p += 1
                     else:
                         p = _skip(data, p)
                     continue
                 if k == 0:
-                    ops += OP2[b]
+                    ops.append(b)
                     continue
                 if k == 41:  # end
-                    ops += OP2[b]
+                    ops.append(b)
                     depth -= 1
                     if depth == 0 and p != end:
                         raise _Bad  # instructions after the function's final end
                     continue
                 if k == 2:  # memarg
-                    ops += OP2[b]
+                    ops.append(b)
                     a = data[p]
                     p += 1
                     if a >= 0x40:
@@ -335,10 +329,10 @@ def analyze_range(ctx: Any, first: int, last: int,
                         papp(_STATIC)
                         last_cut = p
                     t = (b, x, W[b])
-                    mapp(mcache.setdefault(t, t))
+                    memops.append(mcache.setdefault(t, t))
                     continue
                 if k == 3:  # i32.const
-                    ops += OP2[b]
+                    ops.append(b)
                     s = p
                     x = data[p]
                     if x < 0x80:
@@ -396,27 +390,27 @@ def analyze_range(ctx: Any, first: int, last: int,
                         last_cut = p
                     continue
                 if k == 4:  # global.get / global.set
-                    ops += OP2[b]
+                    ops.append(b)
                     x = data[p]
                     p += 1
                     if x >= 0x80:
                         x, p = _uleb_cont(data, p, x)
-                    gadd(x)
+                    globs.add(x)
                     continue
                 if k == 5:  # call / return_call
-                    ops += OP2[b]
+                    ops.append(b)
                     s = p
                     x = data[p]
                     p += 1
                     if x >= 0x80:
                         x, p = _uleb_cont(data, p, x)
-                    capp(x)
+                    calls.append(x)
                     papp(data[last_cut:s])
                     papp(imp_repl[x] if x < nimp else _DEF)
                     last_cut = p
                     continue
                 if k == 6:  # block / loop / if / try
-                    ops += OP2[b]
+                    ops.append(b)
                     depth += 1
                     if b == 3:
                         loops += 1
@@ -449,7 +443,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                     k = skinds[x]
                     if b == 0xFE:
                         atomics += 1
-                    ops += OP2[op]
+                    ops.append(op)
                     if k == 0:
                         continue
                     if k == 2 or k == 20:  # memarg (+ lane)
@@ -475,7 +469,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                             papp(_STATIC)
                             last_cut = p
                         t = (op, x, W[op])
-                        mapp(mcache.setdefault(t, t))
+                        memops.append(mcache.setdefault(t, t))
                         if k == 20:
                             p += 1
                         continue
@@ -517,7 +511,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                         if x >= 0x80:
                             x, p = _uleb_cont(data, p, x)
                         if op < _TABLE_ATOMIC:  # global.atomic.*
-                            gadd(x)
+                            globs.add(x)
                         elif op < _STRUCT_ATOMIC:  # table.atomic.*: placeholder
                             papp(data[last_cut:s])
                             papp(_TAB)
@@ -533,7 +527,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                         continue
                     raise _Bad
                 # ---- single-byte opcodes with rarer immediates
-                ops += OP2[b]
+                ops.append(b)
                 if k == 7:  # i64.const
                     s = p
                     x = data[p]
@@ -694,7 +688,7 @@ def analyze_range(ctx: Any, first: int, last: int,
         papp(data[last_cut:end])
         out.append((
             fidx, False, None, None, sig, exports.get(fidx, []), func_names.get(fidx),
-            start, end - start, len(ops) >> 1, bytes(ops), calls, cind, refs, list(consts),
+            start, end - start, len(ops), _pack_ops(ops), calls, cind, refs, list(consts),
             list(strs), sorted(globs), memops, atomics, loops,
             blake2b(body, digest_size=16).hexdigest(), sh.hexdigest(),
         ))
