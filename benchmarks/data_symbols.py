@@ -22,6 +22,11 @@ right the names and boundaries are, Go literal recovery, and `kbtool xrefs` late
    analyze of the biggest module: p50/p95 over functions, globals, strings and addresses;
    and one ``kbtool xrefs`` process, start to exit.
 
+5. **Ingest with the data model** (``--ingest FILE ...``, e.g. ffmpeg-core.wasm): each file
+   ingested into a fresh KB in a child process (no ``kbtool analyze``): ingest seconds and
+   CPU seconds, the data model's share (its build and writes, timed inside ingest), then
+   the xrefs latency on that KB as in 4 (the model as the first ingest left it).
+
 ``--smoke``: one small gt module, 20 functions, the C program, no Go, the same module for
 the latency (run by tests/test_benchmarks_smoke.py).
 """
@@ -380,9 +385,42 @@ def go_recovery(tmp: Path, n: int = 120) -> None:
 # ------------------------------------------------------------------ 4. latency
 
 
-def latency(rel: str, tmp: Path, rounds: int) -> None:
-    wasm = CORPUS / rel
-    db, secs = kb_of(wasm, tmp)
+INGEST_CHILD = r"""
+import json, resource, sys, time
+from kbtool.kb.db import open_rw
+from kbtool.services.ingest import ingest_file
+conn = open_rw(sys.argv[2], create=True)
+t0 = time.perf_counter()
+res = ingest_file(conn, sys.argv[1], label="1", carry=False)
+secs = time.perf_counter() - t0
+conn.close()
+ru = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"seconds": secs, "cpu": ru.ru_utime + ru.ru_stime, "data": res.data,
+                  "functions": res.imported + res.defined, "instructions": res.instructions}))
+"""
+
+
+def ingest_figures(files: list[Path], tmp: Path, rounds: int) -> None:
+    print("5. ingest with the data model (fresh KB, child process; no kbtool analyze)")
+    for f in files:
+        db = tmp / (f.stem + ".ingest.db")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+        out = subprocess.run([sys.executable, "-c", INGEST_CHILD, str(f), str(db)],
+                             capture_output=True, text=True, check=True, env=env)
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        d = r["data"]
+        print(f"   {f.name}: {r['functions']:,} functions, {r['instructions']:,} instructions;"
+              f" ingest {r['seconds']:.2f} s (CPU {r['cpu']:.2f} s), of which the data model"
+              f" {d['seconds']:.2f} s ({100 * d['seconds'] / r['seconds']:.0f} %):"
+              f" {d['items']:,} items, {d['refs']:,} refs, {d['globals']} globals")
+        latency(str(f), tmp, rounds, db=db, secs=r["seconds"])
+
+
+def latency(rel: str, tmp: Path, rounds: int, *, db: Path | None = None,
+            secs: float | None = None) -> None:
+    if db is None:
+        db, secs = kb_of(CORPUS / rel, tmp)
     conn = open_ro(str(db))
     try:
         funcs = conn.execute("SELECT count(*) FROM functions WHERE version_id = 1").fetchone()[0]
@@ -406,7 +444,8 @@ def latency(rel: str, tmp: Path, rounds: int) -> None:
         conn.close()
     times.sort()
     p95 = times[min(len(times) - 1, int(len(times) * 0.95))]
-    print(f"4. xrefs latency on {rel} ({funcs:,} functions; ingest+analyze {secs:.1f} s)")
+    print(f"4. xrefs latency on {Path(rel).name} ({funcs:,} functions;"
+          f" {'ingest' if db.name.endswith('.ingest.db') else 'ingest+analyze'} {secs:.1f} s)")
     print(f"   services.data.xrefs: {len(times)} calls, p50 {statistics.median(times):.2f} ms,"
           f" p95 {p95:.2f} ms, max {times[-1]:.2f} ms")
     cli = []
@@ -425,6 +464,8 @@ def main() -> None:
     ap.add_argument("--big", choices=sorted(BIG), default="lightningcss")
     ap.add_argument("--modules", nargs="*", help="corpus paths (default: every stripped/release module)")
     ap.add_argument("--skip", nargs="*", default=[], choices=["share", "precision", "go", "latency"])
+    ap.add_argument("--ingest", nargs="*", type=Path, default=[],
+                    help="modules to ingest (no analyze): ingest time, the data model's share, xrefs latency")
     args = ap.parse_args()
     manifest = json.loads((CORPUS / "MANIFEST.json").read_text())
     modules = args.modules or [m["file"] for m in manifest["modules"] if m["role"] != "named"]
@@ -433,6 +474,9 @@ def main() -> None:
         modules, sample = [SMOKE_MODULE], 20
     with tempfile.TemporaryDirectory(prefix="kbtool-data-") as t:
         tmp = Path(t)
+        if args.ingest:
+            ingest_figures(args.ingest, tmp, 1 if args.smoke else 3)
+            return
         if "share" not in args.skip:
             corpus_share(modules, sample, tmp)
         if "precision" not in args.skip:

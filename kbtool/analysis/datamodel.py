@@ -115,10 +115,16 @@ def _getter_globals(analysis: ModuleAnalysis, data: bytes) -> dict[int, str]:
 
 
 def bss_end(analysis: ModuleAnalysis, data_end: int, stack_pointer: int | None) -> int:
-    """Where the zero-initialised data after the segments ends: ``__heap_base`` when the
-    module exports it, else the stack pointer's start when it lies above the data (wasm-ld
+    """Where the zero-initialised data after the segments ends: ``__data_end`` or else
+    ``__heap_base`` when the module exports it, else the stack pointer's start when it lies above the data (wasm-ld
     puts the stack after .bss unless --stack-first), else the data end (no .bss assumed)."""
     m = analysis.module
+    for want in ("__data_end", "__heap_base"):  # __data_end: the end of .bss itself
+        for e in m.exports:
+            if e.kind == "global" and e.name == want and 0 <= e.index < len(m.globals):
+                init = m.globals[e.index].init
+                if isinstance(init, int) and init > data_end:
+                    return init
     for e in m.exports:
         if e.kind == "global" and e.name == "__heap_base" and 0 <= e.index < len(m.globals):
             init = m.globals[e.index].init

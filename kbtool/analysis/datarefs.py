@@ -102,12 +102,13 @@ def function_refs_careful(data: bytes, func_index: int, body_offset: int, body_s
     def pop() -> tuple[str, int, int] | None:
         return stack.pop() if stack else None
 
-    def spill(n: int) -> Iterable[DataRef]:
+    def spill(n: int, top: int = hi) -> Iterable[DataRef]:
         # operands consumed by something that is not a memory access: constants in the data
-        # range among them are addresses passed on (to a call, a local, a global)
+        # range among them are addresses passed on (to a call, a local, a global); a call's
+        # arguments and a stored value count up to ``top`` (.bss arrays passed by address)
         for _ in range(min(n, len(stack))):
             v = stack.pop()
-            if v is not None and v[0] == "c" and lo <= v[1] < hi:
+            if v is not None and v[0] == "c" and lo <= v[1] < top and (v[1] < hi or bss_address(v[1])):
                 yield DataRef(func_index, v[2], "addr", "data", v[1])
 
     while p < end:
@@ -138,7 +139,7 @@ def function_refs_careful(data: bytes, func_index: int, body_offset: int, body_s
                     yield DataRef(func_index, at, "load", "data", off, WIDTH[op])
                 stack.append(None)
         elif c == 3:  # store: value on top, address below
-            yield from spill(1)
+            yield from spill(1, mem_hi)
             a = pop()
             off = int(imms[1])
             if a is not None and a[0] == "c" and lo <= a[1] + off < mem_hi:
@@ -177,11 +178,11 @@ def function_refs_careful(data: bytes, func_index: int, body_offset: int, body_s
             if idx is not None and idx[0] == "l":
                 yield DataRef(func_index, idx[2], "funcptr", "data", idx[1])
             yield DataRef(func_index, at, "call_indirect", "table", int(imms[1]) if len(imms) > 1 else 0)
-            yield from spill(len(stack))
+            yield from spill(len(stack), mem_hi)
         elif c == 12:
             pass
         else:  # calls, control flow, anything else: operands leave, what stays is unknown
-            yield from spill(len(stack))
+            yield from spill(len(stack), mem_hi if op in _CALLS else hi)
 
 
 def _uleb(data: bytes, p: int) -> tuple[int, int]:
@@ -199,6 +200,15 @@ def _sleb(data: bytes, p: int, bits: int) -> tuple[int, int]:
         return x - 0x80, p + 1
     return read_sleb(data, p, len(data), bits)
 
+
+def bss_address(v: int) -> bool:
+    """Whether a constant past the initialised data, passed to a call or stored, is taken as
+    a .bss address: not a round size (a power of two, a multiple of 1000)."""
+    return v & (v - 1) != 0 and v % 1000 != 0
+
+
+# calls (their arguments may be .bss arrays passed by address)
+_CALLS = frozenset(op for op, mn in enumerate(MNEMONICS) if mn in ("call", "return_call"))
 
 # immediate kinds the fast scan reads itself; every other kind goes to decode_one
 _ONE_LEB = frozenset({K_U32, K_GLOBAL, K_CALL, K_REF_FUNC, K_TABLE, K_TYPE})
@@ -219,10 +229,10 @@ def function_refs(data: bytes, func_index: int, body_offset: int, body_size: int
     pending: tuple[int, int, int] | None = None
     n = 0
 
-    def spill(k: int) -> None:
+    def spill(k: int, top: int = hi) -> None:
         for _ in range(min(k, len(stack))):
             v = stack.pop()
-            if v is not None and v[0] == "c" and lo <= v[1] < hi:
+            if v is not None and v[0] == "c" and lo <= v[1] < top and (v[1] < hi or bss_address(v[1])):
                 emit(DataRef(func_index, v[2], "addr", "data", v[1]))
 
     while p < end:
@@ -252,7 +262,7 @@ def function_refs(data: bytes, func_index: int, body_offset: int, body_size: int
         n += 1
         c = cls[op] if op < len(cls) else 0
         if c == 0:
-            spill(len(stack))
+            spill(len(stack), mem_hi if op in _CALLS else hi)
             continue
         if go and c == 3 and stack and stack[-1] is not None and stack[-1][0] == "c":
             v = stack[-1][1]
@@ -278,7 +288,7 @@ def function_refs(data: bytes, func_index: int, body_offset: int, body_size: int
                     emit(DataRef(func_index, at, "load", "data", x, width[op]))
                 push(None)
         elif c == 3:
-            spill(1)
+            spill(1, mem_hi)
             a = stack.pop() if stack else None
             if a is not None and a[0] == "c" and lo <= a[1] + x < mem_hi:
                 emit(DataRef(func_index, a[2], "store", "data", a[1] + x, width[op]))
@@ -314,5 +324,5 @@ def function_refs(data: bytes, func_index: int, body_offset: int, body_size: int
             if idx is not None and idx[0] == "l":
                 emit(DataRef(func_index, idx[2], "funcptr", "data", idx[1]))
             emit(DataRef(func_index, at, "call_indirect", "table", x))
-            spill(len(stack))
+            spill(len(stack), mem_hi)
     return out

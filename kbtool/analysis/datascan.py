@@ -46,6 +46,7 @@ from kbtool.wasm.opcodes import (
 )
 
 from .datarefs import (
+    _CALLS,
     _CLASS,
     _ONE_LEB,
     GO_PAIR_WINDOW,
@@ -53,6 +54,7 @@ from .datarefs import (
     DataRef,
     _sleb,
     _uleb,
+    bss_address,
 )
 
 _LEB = rb"[\x80-\xff]*[\x00-\x7f]"
@@ -211,9 +213,10 @@ def data_refs(data: bytes, func_index: int, body_offset: int, body_size: int, lo
         n += 1
         c = cls[op] if op < len(cls) else 0
         if c == 0:
+            top = mem_hi if op in _CALLS else hi
             while stack:
                 v = stack.pop()
-                if v is not None and v[0] == "c" and lo <= v[1] < hi:
+                if v is not None and v[0] == "c" and lo <= v[1] < top and (v[1] < hi or bss_address(v[1])):
                     emit(DataRef(func_index, v[2], "addr", "data", v[1]))
             if pending is not None and n - pending[2] >= GO_PAIR_WINDOW:
                 pending = None
@@ -244,7 +247,7 @@ def data_refs(data: bytes, func_index: int, body_offset: int, body_size: int, lo
         elif c == 3:
             if stack:
                 v = stack.pop()
-                if v is not None and v[0] == "c" and lo <= v[1] < hi:
+                if v is not None and v[0] == "c" and lo <= v[1] < mem_hi and (v[1] < hi or bss_address(v[1])):
                     emit(DataRef(func_index, v[2], "addr", "data", v[1]))
             a = stack.pop() if stack else None
             if a is not None and a[0] == "c" and lo <= a[1] + x < mem_hi:
@@ -285,7 +288,7 @@ def data_refs(data: bytes, func_index: int, body_offset: int, body_size: int, lo
             emit(DataRef(func_index, at, "call_indirect", "table", x))
             while stack:
                 v = stack.pop()
-                if v is not None and v[0] == "c" and lo <= v[1] < hi:
+                if v is not None and v[0] == "c" and lo <= v[1] < mem_hi and (v[1] < hi or bss_address(v[1])):
                     emit(DataRef(func_index, v[2], "addr", "data", v[1]))
         if stack and not any(stack):
             stack.clear()

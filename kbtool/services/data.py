@@ -2,8 +2,10 @@
 (:mod:`kbtool.analysis.datamodel`), and answer "who uses this" for functions, globals,
 addresses and strings.
 
-``build(conn, version_id, analysis, data)`` runs inside ``kbtool analyze``; every read here
-works on the stored model (no module pass per request). Targets of :func:`xrefs`:
+``build(conn, version_id, analysis, data)`` runs inside ingest (names from the binary) and
+again inside ``kbtool analyze`` (with the recognizers' names); every read here works on the
+stored model (no module pass per request). A version ingested by an older kbtool has none
+until ``kbtool analyze`` builds it (the reads say so). Targets of :func:`xrefs`:
 
 - a function: a name, ``#index`` or a stable id -> its callers (and, ``uses``, what it calls
   and the data and globals it touches);
@@ -17,10 +19,11 @@ from __future__ import annotations
 import hashlib
 import re
 import sqlite3
+import time
 from collections.abc import Callable
 from typing import Any
 
-from kbtool.analysis.datamodel import build_data_model, read_memory, role_labels
+from kbtool.analysis.datamodel import build_data_model, memory_image, read_memory, role_labels
 from kbtool.analysis.recognize import stack_pointer_global
 from kbtool.kb import datamodel as dm_store
 from kbtool.kb import queries
@@ -70,7 +73,8 @@ def build(
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Build and store the data model of a version (in the caller's transaction); return
-    its counts."""
+    its counts and ``seconds`` (wall time of the build and its writes)."""
+    t0 = time.perf_counter()
     if go is None:
         tc = (analysis.toolchain_version or "").lower()
         go = tc.startswith("go") or any(
@@ -89,7 +93,9 @@ def build(
         }
         for i in model.items
     ]
-    _data_ids(items, lambda a, n: read_memory(analysis, a, n))
+    base, image = memory_image(analysis)  # one copy of the initial memory for every item
+    _data_ids(items, lambda a, n: image[a - base : a - base + n] if image and a >= base
+              else read_memory(analysis, a, n))
     globals_ = [
         {
             "index": g.index, "type": g.type, "mutable": g.mutable, "initial": g.initial,
@@ -111,6 +117,7 @@ def build(
         "items": len(items), "items_by_kind": dict(sorted(kinds.items())),
         "globals": len(globals_), "named_globals": sum(1 for g in globals_ if g["name"]),
         "refs": len(model.refs), "truncated": model.truncated,
+        "seconds": round(time.perf_counter() - t0, 3),
     }
 
 
@@ -122,7 +129,8 @@ def _require_model(conn: sqlite3.Connection, version_id: int) -> dict[str, Any]:
     info = dm_store.model_info(conn, version_id)
     if info is None:
         raise DataNotFoundError(
-            f"version {version_id} has no data model yet: run `kbtool analyze {version_id}`"
+            f"version {version_id} has no data model yet (ingested before ingest built one):"
+            f" run `kbtool analyze {version_id}`"
         )
     return info
 
