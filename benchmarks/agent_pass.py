@@ -31,13 +31,17 @@ tests/fakes (real ``openai`` SDK, a hidden answer key with a realistic error rat
                prompt (kbtool-agents-2)
     calib      wrong names written as a share of written names, and the share of right
                answers written, with the new calibration and without it (every verified answer
-               written at min(model confidence, 0.85), as before)
+               written at min(model confidence, 0.85), as before); the calibration includes
+               the name-conflict rule (one name claimed for two functions: both suggestions)
     resume     `kbtool agent` killed (SIGKILL) half way, then re-run: calls sent the second
                time against the prompts left without a stored answer
     cost       the pre-pass estimate (tokens, US$) against the tokens the fake provider counted:
                provider_b first pass (no token counter: kbtool's estimator), the resumed pass
                (calibrated on the tokens billed for its stored answers) and a provider_a
-               first pass (anthropic's messages.count_tokens on 8 sample prompts)
+               first pass (anthropic's messages.count_tokens on 8 sample prompts); and the
+               projection `kbtool agent`'s progress bar shows for the provider_b first pass
+               after its first 8 answers and after 10 % of its calls (re-scaled by the
+               provider's reported usage as answers arrive)
 
 Run:  python benchmarks/agent_pass.py --provider [--smoke] [--module PATH]
 """
@@ -260,15 +264,28 @@ def prompt_sizes(db: Path, vid: int) -> dict:
 
 
 def calibration(db: Path, vid: int, truth: dict[int, str]) -> dict:
-    from kbtool.services.agent_pass import run_agent_pass
+    from kbtool.agents.costs import LIVE_MIN
+    from kbtool.services.agent_pass import plan_agent_pass, run_agent_pass
     from tests.fakes.llm_server import AnswerKey, FakeLLMServer
 
     key = AnswerKey(truth)
+    live: dict[str, dict] = {}  # the progress bar's projection after LIVE_MIN answers, 10 %
     with FakeLLMServer(key=key) as srv:
         conn = open_rw(db)
         try:
-            s = run_agent_pass(conn, vid, "provider_b", max_functions=0, env=_env(srv),
-                               price=PRICE, concurrency=8, knowledge=False)
+            plan = plan_agent_pass(conn, vid, "provider_b", True, 0, env=_env(srv),
+                                   price=PRICE, concurrency=8)
+            meter = plan.backend.meter
+
+            def progress(stage: str, done: int, total: int | None) -> None:
+                m = meter.to_dict()  # what `kbtool agent`'s progress bar shows
+                if "first" not in live and m["calls"] >= LIVE_MIN:
+                    live["first"] = m
+                if "tenth" not in live and m["calls"] >= plan.estimated_calls / 10:
+                    live["tenth"] = m
+
+            s = run_agent_pass(conn, vid, "provider_b", plan=plan, progress=progress,
+                               knowledge=False)
         finally:
             conn.close()
         billed = (srv.tokens_in, srv.tokens_out)
@@ -299,6 +316,18 @@ def calibration(db: Path, vid: int, truth: dict[int, str]) -> dict:
           f"${real_cost:.4f}: input {share_pct(est.get('tokens_in', 0) / max(1, billed[0]) - 1)} off, "
           f"cost {share_pct(est_cost / max(1e-9, real_cost) - 1)} off; meter ${s['estimated_cost_usd']:.4f}"
           f" [provider_b, tokens: {est.get('basis')}]")
+    for label, m in (("after the first answers", live.get("first")),
+                     ("after 10 % of the calls", live.get("tenth"))):
+        if not m:
+            continue
+        proj_cost = m["projected_cost_usd"] or 0.0
+        print(f"cost    progress bar {label} ({m['calls']} calls): projected "
+              f"{m['projected_tokens_in']:,} in / {m['projected_tokens_out']:,} out "
+              f"${proj_cost:.4f}: input "
+              f"{share_pct(m['projected_tokens_in'] / max(1, billed[0]) - 1)} off, output "
+              f"{share_pct(m['projected_tokens_out'] / max(1, billed[1]) - 1)} off, cost "
+              f"{share_pct(proj_cost / max(1e-9, real_cost) - 1)} off "
+              f"[{m['projection_basis']}]")
     return s
 
 

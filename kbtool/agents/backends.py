@@ -27,11 +27,12 @@ from typing import Any, Protocol
 from . import provider_a, provider_b
 from .calibration import llm_confidence, rule_confidence
 from .context import DEFAULT_MAX_CHARS
-from .costs import Meter, price_table
+from .costs import Meter, estimate_tokens, price_table
 from .offline import propose_offline
 from .prompts import (
     DEFAULT_PROMPT_TOKENS,
     PROMPT_VERSION,
+    SYSTEM_PROMPT,
     MalformedAnswer,
     Prompt,
     base_key,
@@ -351,7 +352,8 @@ class LLMBackend:
             text, tin, tout = res.text, res.tokens_in, res.tokens_out
         else:
             text, tin, tout = str(res), None, None
-        self.meter.add(tin, tout, prompt=prompt.system + prompt.text, answer=text)
+        self.meter.add(tin, tout, prompt=prompt.system + prompt.text, answer=text,
+                       estimate=prompt.tokens + system_tokens(prompt.system))
         if self.store is not None:
             self.store.put(key, {"text": text, "tokens_in": tin, "tokens_out": tout,
                                  "index": index, "variant": prompt.variant,
@@ -399,11 +401,21 @@ class LLMBackend:
 
     def complete(self, system: str, user: str) -> str:
         """One raw model call (the SDK's retries and timeout apply); errors propagate."""
+        return self.complete_usage(system, user).text
+
+    def complete_usage(self, system: str, user: str) -> Completion:
+        """One raw model call with the tokens the provider counted (metered); errors
+        propagate."""
         res = self._complete(system, user)
-        if isinstance(res, Completion):
-            self.meter.add(res.tokens_in, res.tokens_out, prompt=system + user, answer=res.text)
-            return res.text
-        return str(res)
+        if not isinstance(res, Completion):  # a plain text backend (tests): nothing counted
+            return Completion(str(res))
+        self.meter.add(res.tokens_in, res.tokens_out, prompt=system + user, answer=res.text)
+        return res
+
+
+def system_tokens(system: str) -> int:
+    """kbtool's token estimate of a system prompt (the naming one computed once)."""
+    return _SYSTEM_TOKENS if system == SYSTEM_PROMPT else estimate_tokens(system)
 
 
 def same_name(a: str, b: str) -> bool:
@@ -462,3 +474,6 @@ def proposal_from_answer(
 def _one_line(e: BaseException) -> str:
     text = f"{type(e).__name__}: {e}".replace("\n", " ")
     return text[:300]
+
+
+_SYSTEM_TOKENS = estimate_tokens(SYSTEM_PROMPT)

@@ -36,6 +36,8 @@ DEFAULT_PRICES: dict[str, tuple[float, float]] = {
 }
 #: output tokens assumed per answer before any answer arrived (the JSON answer asked for)
 EXPECTED_OUTPUT_TOKENS = 220
+#: billed answers of this pass after which the running projection uses their own ratio
+LIVE_MIN = 8
 
 _PIECE = re.compile(r"[A-Za-z]+|[0-9]+|\s+|[^\sA-Za-z0-9]")
 
@@ -104,7 +106,15 @@ def cost(tokens_in: int, tokens_out: int, price: tuple[float, float] | None) -> 
 
 @dataclass
 class Meter:
-    """What a provider pass has spent so far (thread-safe updates)."""
+    """What a provider pass has spent so far (thread-safe updates), and what round 1 will
+    cost in all (:meth:`projection`).
+
+    The projection starts from the pre-pass estimate (:meth:`plan`: kbtool's token estimate
+    of the prompts to send, the scale and output tokens per answer it assumed) and, once
+    :data:`LIVE_MIN` answers of this pass came with the provider's usage, re-scales the
+    prompts still to send by what the provider billed against kbtool's estimate of the same
+    prompts, and their answers by the billed output per input token: a first pass through an
+    SDK with no token counter is calibrated as its answers arrive."""
 
     price: tuple[float, float] | None = None
     calls: int = 0  # model calls that got an answer
@@ -114,15 +124,39 @@ class Meter:
     tokens_out: int = 0
     estimated: bool = False  # some counts are estimates (the provider reported none)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # the projection: planned (estimated, unscaled) input tokens and calls of round 1, the
+    # pre-pass scale and output per answer; the estimate and billing of answered prompts
+    _plan: tuple[int, int, float, int] | None = field(default=None, repr=False)
+    _sent_est: int = 0
+    _billed_est: int = 0
+    _billed_in: int = 0
+    _billed_out: int = 0
+    _billed_n: int = 0
+
+    def plan(self, raw_tokens: int, calls: int, ratio: float = 1.0,
+             per_answer: int = EXPECTED_OUTPUT_TOKENS) -> None:
+        """Round 1 will send ``calls`` prompts of ``raw_tokens`` (kbtool's estimate), scaled
+        by ``ratio``, each answered with about ``per_answer`` tokens."""
+        with self._lock:
+            self._plan = (int(raw_tokens), int(calls), float(ratio), int(per_answer))
 
     def add(self, tokens_in: int | None, tokens_out: int | None, *, prompt: str = "",
-            answer: str = "") -> None:
+            answer: str = "", estimate: int | None = None) -> None:
+        """One answered call; ``estimate``: kbtool's token estimate of its prompt (both
+        messages), which the provider's ``tokens_in`` calibrates."""
         with self._lock:
             self.calls += 1
             if tokens_in is None or tokens_out is None:
                 self.estimated = True
             self.tokens_in += tokens_in if tokens_in is not None else estimate_tokens(prompt)
             self.tokens_out += tokens_out if tokens_out is not None else estimate_tokens(answer)
+            if estimate is not None:
+                self._sent_est += estimate
+                if tokens_in is not None and tokens_out is not None:
+                    self._billed_est += estimate
+                    self._billed_in += tokens_in
+                    self._billed_out += tokens_out
+                    self._billed_n += 1
 
     def hit(self) -> None:
         with self._lock:
@@ -136,9 +170,34 @@ class Meter:
     def cost(self) -> float | None:
         return cost(self.tokens_in, self.tokens_out, self.price)
 
+    def projection(self) -> dict[str, Any] | None:
+        """Round 1's tokens and cost in all (spent + still to send), or None without a plan:
+        ``projected_tokens_in``, ``projected_tokens_out``, ``projected_cost_usd`` and
+        ``projection_basis`` (the pre-pass estimate, or N answers billed so far)."""
+        with self._lock:
+            if self._plan is None:
+                return None
+            raw, calls, ratio, per_answer = self._plan
+            left_calls = max(0, calls - self.calls - self.errors)
+            left_in = max(0, raw - self._sent_est) if left_calls else 0
+            if self._billed_n >= LIVE_MIN and self._billed_est and self._billed_in:
+                left_in = round(left_in * self._billed_in / self._billed_est)
+                # output per input token, not per answer: callees come first, and a small
+                # function's answer is shorter (a mean per answer would project too low)
+                left_out = round(left_in * self._billed_out / self._billed_in)
+                basis = f"calibrated on {self._billed_n} answers billed in this pass"
+            else:
+                left_in, left_out = round(left_in * ratio), left_calls * per_answer
+                basis = "pre-pass estimate"
+            tin, tout = self.tokens_in + left_in, self.tokens_out + left_out
+        usd = cost(tin, tout, self.price)
+        return {"projected_tokens_in": tin, "projected_tokens_out": tout,
+                "projected_cost_usd": round(usd, 6) if usd is not None else None,
+                "projection_basis": basis}
+
     def to_dict(self) -> dict[str, Any]:
         c = self.cost
-        return {
+        out = {
             "calls": self.calls,
             "cached_answers": self.cached,
             "call_errors": self.errors,
@@ -146,3 +205,7 @@ class Meter:
             "tokens_out": self.tokens_out,
             "estimated_cost_usd": round(c, 6) if c is not None else None,
         }
+        proj = self.projection()
+        if proj is not None:
+            out.update(proj)
+        return out

@@ -118,12 +118,19 @@ def run_rounds(
     -> (kept, reason)`` keeps it for a person (counted in ``suggested``; not kept: an economy
     reject with the reason). ``cancelled()`` is asked before every backend call; once true,
     the answers already received are decided and the pass stops (``summary.cancelled``).
+
+    Name conflicts: a calibrated model name (source ``llm``) at or above the floor is decided at the
+    end of its round; until then later waves see it as written. When another function's model
+    answer claims the same name in that round, the claims contradict each other (at most one
+    is right) and :func:`split_conflict` shares the confidence among them, so two agreed
+    answers become suggestions instead of one wrong name and one refused right one.
     """
     out = summary or PassSummary(backend.name)
     out.considered += len(contexts)
     used = set(taken)
     names: dict[int, str] = {}
     current = {int(c["index"]): dict(c) for c in contexts}
+    judge = _Judge(out, used, names, current, write, suggest, on_result, floor)
     pending = list(current)
     asked_with: dict[int, tuple] = {}  # the callee names each function was last asked with
     for r in range(max(1, rounds)):
@@ -139,6 +146,9 @@ def run_rounds(
         if callable(start):  # progress reporters count per round, not per wave
             start(r + 1, len(pending))
         wrote: dict[int, Proposal] = {}
+        # model names at or above the floor wait for the end of the round (later waves see
+        # them, as if written): a second function claiming the same name contradicts them
+        claims: dict[str, list[Reviewed]] = {}
         for wave in waves:
             if cancelled is not None and cancelled():
                 break
@@ -151,45 +161,9 @@ def run_rounds(
             reviewed = run_round(backend, batch, used, concurrency=concurrency,
                                  cancelled=cancelled)
             for rv in reviewed:
-                p = rv.proposal
-                out.record_proposal(p)
-                if rv.verdict.code == "taken" and p.name not in used:
-                    # reserved by an earlier proposal of this round that the gate then refused:
-                    # the name is free, judge the proposal again against the names really written
-                    ctx = current[p.index]
-                    own = (ctx.get("existing") or {}).get("name")
-                    rv = Reviewed(p, verify(p, ctx, used - {own} if own else used))
-                if not rv.verdict.ok:
-                    out.record_verifier_reject(p, rv.verdict)
-                    if on_result:
-                        on_result(r + 1, rv, "verifier_reject", rv.verdict.reason)
-                    continue
-                if (p.confidence or 0.0) < floor:
-                    kept, reason = suggest(p) if suggest else (False, "below the write floor")
-                    if kept:
-                        out.record_suggestion(p, reason)
-                        if on_result:
-                            on_result(r + 1, rv, "suggest", reason)
-                    else:
-                        out.record_economy_reject(p, reason)
-                        if on_result:
-                            on_result(r + 1, rv, "economy_reject", reason)
-                    continue
-                ok, reason = write(p)
-                if not ok:
-                    out.record_economy_reject(p, reason)
-                    if on_result:
-                        on_result(r + 1, rv, "economy_reject", reason)
-                    continue
-                out.record_write(p, reason)
-                if on_result:
-                    on_result(r + 1, rv, "write", reason)
-                old = (current[p.index].get("existing") or {}).get("name")
-                if old and old != p.name:
-                    used.discard(old)
-                used.add(p.name or "")
-                names[p.index] = p.name or ""
-                wrote[p.index] = p
+                out.record_proposal(rv.proposal)
+                judge.review(rv, r + 1, claims, wrote)
+        judge.settle(claims, r + 1, wrote)
         if cancelled is not None and cancelled():
             out.cancelled = True
             break
@@ -210,6 +184,132 @@ def run_rounds(
             < UNCONFIDENT_BELOW
         ]  # fmt: skip
     return out
+
+
+class _Judge:
+    """The decisions of :func:`run_rounds` on reviewed proposals: verifier rejects, the write
+    floor (suggestions), the caller's gate, and the name conflicts of a round. ``used``,
+    ``names`` and ``current`` are the pass's state, shared with :func:`run_rounds`."""
+
+    def __init__(self, out: PassSummary, used: set[str], names: dict[int, str],
+                 current: dict[int, dict[str, Any]],
+                 write: Callable[[Proposal], tuple[bool, str]],
+                 suggest: Callable[[Proposal], tuple[bool, str]] | None,
+                 on_result: Callable[[int, Reviewed, str, str], None] | None,
+                 floor: float) -> None:
+        self.out, self.used, self.names, self.current = out, used, names, current
+        self.write, self.suggest, self.on_result, self.floor = write, suggest, on_result, floor
+
+    def _own(self, p: Proposal) -> str | None:
+        return (self.current[p.index].get("existing") or {}).get("name")
+
+    def _reverify(self, p: Proposal) -> Reviewed:
+        own = self._own(p)
+        return Reviewed(p, verify(p, self.current[p.index],
+                                  self.used - {own} if own else self.used))
+
+    def _tell(self, round_no: int, rv: Reviewed, outcome: str, reason: str) -> None:
+        if self.on_result:
+            self.on_result(round_no, rv, outcome, reason)
+
+    def review(self, rv: Reviewed, round_no: int, claims: dict[str, list[Reviewed]],
+               wrote: dict[int, Proposal]) -> None:
+        """One verified proposal: rejected, claimed (a model name, decided at the end of the
+        round), or decided now."""
+        p = rv.proposal
+        if rv.verdict.code == "taken" and p.name in claims and _claims(p, self.floor):
+            own = self._own(p)
+            again = verify(p, self.current[p.index], self.used - {p.name, own or p.name})
+            if again.ok:  # two readings claim one name: decided at the end of the round
+                claims[p.name].append(Reviewed(p, again))
+                return
+        if rv.verdict.code == "taken" and p.name not in self.used:
+            # reserved by an earlier proposal of this round that the gate then refused:
+            # the name is free, judge the proposal again against the names really written
+            rv = self._reverify(p)
+        if not rv.verdict.ok:
+            self.out.record_verifier_reject(p, rv.verdict)
+            self._tell(round_no, rv, "verifier_reject", rv.verdict.reason)
+            return
+        if _claims(p, self.floor) and p.name and p.name not in claims:
+            claims[p.name] = [rv]
+            self.used.add(p.name)
+            self.names[p.index] = p.name
+            return
+        self.decide(rv, round_no, wrote)
+
+    def settle(self, claims: dict[str, list[Reviewed]], round_no: int,
+               wrote: dict[int, Proposal]) -> None:
+        """Decide the round's claimed model names; several claims of one name share its
+        confidence (:func:`split_conflict`)."""
+        for name, group in claims.items():
+            if len(group) > 1:
+                split_conflict([g.proposal for g in group])
+            holder = group[0].proposal
+            if self.names.get(holder.index) == name:  # decide() names it again if written
+                prev = self._own(holder)
+                if prev:
+                    self.names[holder.index] = prev
+                else:
+                    del self.names[holder.index]
+            self.used.discard(name)
+            for rv in group:
+                if name in self.used:  # an earlier claimant was written (a floor below its share)
+                    rv = self._reverify(rv.proposal)
+                    if not rv.verdict.ok:
+                        self.out.record_verifier_reject(rv.proposal, rv.verdict)
+                        self._tell(round_no, rv, "verifier_reject", rv.verdict.reason)
+                        continue
+                self.decide(rv, round_no, wrote)
+
+    def decide(self, rv: Reviewed, round_no: int, wrote: dict[int, Proposal]) -> None:
+        """The write floor (a suggestion below it), else the caller's gate."""
+        p = rv.proposal
+        if (p.confidence or 0.0) < self.floor:
+            kept, reason = self.suggest(p) if self.suggest else (False, "below the write floor")
+            if kept:
+                self.out.record_suggestion(p, reason)
+                self._tell(round_no, rv, "suggest", reason)
+            else:
+                self.out.record_economy_reject(p, reason)
+                self._tell(round_no, rv, "economy_reject", reason)
+            return
+        ok, reason = self.write(p)
+        if not ok:
+            self.out.record_economy_reject(p, reason)
+            self._tell(round_no, rv, "economy_reject", reason)
+            return
+        self.out.record_write(p, reason)
+        self._tell(round_no, rv, "write", reason)
+        old = self._own(p)
+        if old and old != p.name:
+            self.used.discard(old)
+        self.used.add(p.name or "")
+        self.names[p.index] = p.name or ""
+        wrote[p.index] = p
+
+
+def _claims(p: Proposal, floor: float) -> bool:
+    """A calibrated model name (source ``llm``, confidence from its checks) at or above the
+    floor: what the conflict check covers (deep's replayed, uncalibrated names are not)."""
+    return (p.source == "llm" and bool(p.calibration) and bool(p.name)
+            and (p.confidence or 0.0) >= floor)
+
+
+def split_conflict(group: Sequence[Proposal]) -> None:
+    """Model answers that give one name to several functions contradict each other: a
+    program's functions have distinct names, so at most one is right. Each keeps its name
+    at its confidence divided by the number of claimants (two agreed, evidenced answers:
+    0.4, below the 0.5 write floor: suggestions a person decides), rule ``llm_name_conflict``."""
+    k = len(group)
+    for p in group:
+        others = [q.index for q in group if q is not p]
+        p.calibration = {**p.calibration, "name_conflict": others[:8],
+                         "before_conflict": p.confidence}
+        p.confidence = round((p.confidence or 0.0) / k, 3)
+        p.rule = "llm_name_conflict"
+        p.reasons.append(f"the same name was proposed for function(s) "
+                         f"{', '.join(map(str, others[:8]))}: at most one of them is right")
 
 
 def _callee_names(ctx: Mapping[str, Any], names: Mapping[int, str]) -> tuple:

@@ -10,10 +10,15 @@ overrides), whitespace-collapsed and cut to :data:`MAX_UNDERSTANDING_CHARS`; it 
 every front-end shows it literally. A failed call or a malformed answer never raises: it is a
 :class:`DeepAnswer` with ``understanding=None`` and ``code``/``error`` saying why, and the
 caller keeps the offline understanding.
+
+Answers are kept like the agent pass's (:func:`deep_key`: backend, model and the prompt's
+hash): :func:`ask_deep` with ``stored`` replays a kept answer without a call, and a new
+answer carries its raw ``text`` and token counts for the caller to store as it arrives.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -71,6 +76,22 @@ class DeepAnswer:
     proposal: Proposal | None
     code: str = "ok"
     error: str | None = None
+    #: the raw answer of a model call made for it (None: replayed, or the call failed)
+    text: str | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    replayed: bool = False
+
+
+def deep_key(backend: str, model: str | None, user: str,
+             system: str = DEEP_SYSTEM_PROMPT) -> str:
+    """The answer store key of one deep prompt: backend, model and the hash of both messages
+    (the pass's keys hash its own prompt version, so the two never meet)."""
+    h = hashlib.sha256()
+    for part in (DEEP_PROMPT_VERSION, backend, model or "", system, user):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
 
 
 def deep_prompt(
@@ -133,8 +154,10 @@ def parse_understanding(text: str) -> tuple[str, float]:
     return understanding, round(min(max(conf, 0.0), LLM_CONFIDENCE_CAP), 3)
 
 
-def ask_deep(backend: LLMBackend, ctx: Mapping[str, Any], clean_c: str) -> DeepAnswer:
-    """One model call for one function; never raises (errors are in the answer)."""
+def ask_deep(backend: LLMBackend, ctx: Mapping[str, Any], clean_c: str, *,
+             stored: str | None = None) -> DeepAnswer:
+    """One model call for one function (none with ``stored``, the text of a kept answer to
+    the same prompt); never raises (errors are in the answer)."""
     index = int(ctx["index"])
     base = {
         "index": index,
@@ -143,12 +166,18 @@ def ask_deep(backend: LLMBackend, ctx: Mapping[str, Any], clean_c: str) -> DeepA
         "model": backend.model,
         "source": "llm",
     }
-    try:
-        text = backend.complete(DEEP_SYSTEM_PROMPT, deep_prompt(ctx, clean_c))
-    except Exception as e:  # SDK errors after its retries: counted, never a crash
-        why = f"provider error: {_one_line(e)}"
-        failed = Proposal(name=None, confidence=0.0, error=why, rule="provider_error", **base)
-        return DeepAnswer(index, None, 0.0, failed, "provider_error", why)
+    usage: tuple[int | None, int | None] = (None, None)
+    if stored is not None:
+        text = stored
+        backend.meter.hit()
+    else:
+        try:
+            res = backend.complete_usage(DEEP_SYSTEM_PROMPT, deep_prompt(ctx, clean_c))
+        except Exception as e:  # SDK errors after its retries: counted, never a crash
+            why = f"provider error: {_one_line(e)}"
+            failed = Proposal(name=None, confidence=0.0, error=why, rule="provider_error", **base)
+            return DeepAnswer(index, None, 0.0, failed, "provider_error", why)
+        text, usage = res.text, (res.tokens_in, res.tokens_out)
     try:
         understanding, conf = parse_understanding(text)
     except MalformedAnswer as e:
@@ -165,7 +194,9 @@ def ask_deep(backend: LLMBackend, ctx: Mapping[str, Any], clean_c: str) -> DeepA
         if not ans["summary"] and understanding:
             ans = {**ans, "summary": understanding.split(". ")[0][:300]}
         proposal = proposal_from_answer(ans, base, DEEP_PROMPT_VERSION)
-    return DeepAnswer(index, understanding, conf, proposal, code, error)
+    if stored is not None:
+        return DeepAnswer(index, understanding, conf, proposal, code, error, replayed=True)
+    return DeepAnswer(index, understanding, conf, proposal, code, error, text, *usage)
 
 
 _STORE_OPS = ("i32.store", "i64.store", "f32.store", "f64.store")

@@ -35,7 +35,6 @@ writes nothing at all: no symbol, no event, no run record.
 from __future__ import annotations
 
 import logging
-import re
 import sqlite3
 import threading
 from array import array
@@ -48,7 +47,6 @@ from kbtool.agents import (
     LLMBackend,
     PassSummary,
     Proposal,
-    Reviewed,
     callers_of,
     context_from_facts,
     resolve_backend,
@@ -61,17 +59,20 @@ from kbtool.agents.backends import (
     DEFAULT_CONCURRENCY,
     int_setting,
 )
-from kbtool.agents.costs import EXPECTED_OUTPUT_TOKENS, cost, estimate_tokens
-from kbtool.agents.prompts import DEFAULT_PROMPT_TOKENS, SYSTEM_PROMPT, cleaned_c
+from kbtool.agents.prompts import DEFAULT_PROMPT_TOKENS
 from kbtool.kb import queries, store
-from kbtool.kb.errors import KBError
-from kbtool.kb.gate import upsert_symbol, validate_name
-from kbtool.kb.provenance import AUTHORITY
+from kbtool.services.agent_estimate import estimate_round, estimate_text
+from kbtool.services.agent_suggestions import (  # the suggestions' API, importable here too
+    NoSuggestion,
+    accept_suggestion,
+    accept_suggestions_above,
+    dismiss_suggestion,
+)
+from kbtool.services.agent_writes import PROVENANCE, Decisions, Feed, KBAnswers, would_write
 from kbtool.wasm.opcodes import MNEMONICS
 
 log = logging.getLogger("kbtool.agent_pass")
 
-PROVENANCE = "agent"
 DEFAULT_MIN_CONFIDENCE = 0.5  # the write floor: below it a proposal becomes a suggestion
 DEFAULT_PROVIDER_MAX_FUNCTIONS = 500
 PROVIDER_CONCURRENCY = DEFAULT_CONCURRENCY
@@ -315,31 +316,18 @@ def run_agent_pass(
 
     summary = PassSummary(chosen.name)
     summary.skipped_existing = plan.skipped_existing
-    callers = callers_of(plan.facts)
-    sharing = string_sharing(plan.facts)
-    contexts = [
-        context_from_facts(
-            plan.facts,
-            f.index,
-            plan.names,
-            callers,
-            stable_id=f.stable_id,
-            existing=_existing(f.symbol),
-            sharing=sharing,
-        )
-        for f in plan.candidates
-    ]
+    contexts = pass_contexts(plan)
     llm = chosen if isinstance(chosen, LLMBackend) else None
     estimate: dict[str, Any] = {}
     if llm is not None and not plan.replayed:
         from kbtool.services.agent_prompts import enrich_contexts
 
         enrich_contexts(conn, version_id, contexts)
-        llm.store = _KBAnswers(conn, version_id, llm)
+        llm.store = KBAnswers(conn, version_id, llm)
         llm.reuse, llm.round = reuse_answers, 1
-        estimate = _estimate(conn, llm, contexts)
+        estimate = estimate_round(conn, llm, contexts)
         if contexts:
-            say(_estimate_text(plan, rounds, estimate))
+            say(estimate_text(plan, rounds, estimate))
     taken = set(plan.names.values())
     run = dict(
         selector=backend,
@@ -356,79 +344,12 @@ def run_agent_pass(
         dry_run=dry_run,
         min_confidence=min_confidence,
     )
-    emit = _Feed(conn, version_id, enabled=not dry_run)
+    emit = Feed(conn, version_id, enabled=not dry_run)
     emit("agent-pass-started", payload=run)
 
-    symbols = {f.index: f.symbol for f in plan.candidates}
-    contexts_by_index = {int(c["index"]): c for c in contexts}
-    by_index = {f.index: f for f in plan.candidates}
-    actor = f"agent:{chosen.name}"
-
-    def write(p: Proposal) -> tuple[bool, str]:
-        if dry_run:
-            ok, reason = would_write(symbols.get(p.index), p.name or "", p.confidence)
-            if ok:
-                symbols[p.index] = {
-                    "name": p.name,
-                    "provenance": PROVENANCE,
-                    "confidence": p.confidence,
-                    "locked": False,
-                }
-            return ok, reason
-        sid = p.stable_id or by_index[p.index].stable_id
-        d = upsert_symbol(
-            conn,
-            sid,
-            p.name or "",
-            provenance=PROVENANCE,
-            confidence=p.confidence,
-            actor=actor,
-            summary=p.summary or None,
-            evidence=p.evidence(),
-            version_id=version_id,
-        )
-        if d["written"] and knowledge and p.source == "llm":
-            _write_knowledge(conn, sid, version_id, p, contexts_by_index.get(p.index), actor)
-        return d["written"], d["reason"]
-
-    def suggest(p: Proposal) -> tuple[bool, str]:
-        ok, reason = would_write(symbols.get(p.index), p.name or "", p.confidence)
-        if not ok:
-            return False, reason
-        why = f"confidence {p.confidence:g} below the write floor {min_confidence:g}"
-        if dry_run:
-            return True, why
-        f = by_index[p.index]
-        store.save_suggestion(conn, {
-            "version_id": version_id, "stable_id": p.stable_id or f.stable_id,
-            "func_index": p.index, "name": p.name, "confidence": p.confidence,
-            "backend": p.backend or chosen.backend, "model": p.model, "rule": p.rule,
-            "source": p.source,
-            "evidence": {**p.evidence(), "actor": actor, "summary": p.summary or None},
-        })
-        return True, why
-
-    def on_result(round_no: int, rv: Reviewed, outcome: str, reason: str) -> None:
-        p = rv.proposal
-        payload = {
-            "name": p.name,
-            "confidence": p.confidence,
-            "round": round_no,
-            "source": p.source,
-            "rule": p.rule,
-            "backend": p.backend,
-            "model": p.model,
-            "reason": reason,
-        }
-        if outcome == "write":
-            emit("named", stable_id=p.stable_id, payload=payload)
-        elif outcome == "suggest":
-            emit("suggested", stable_id=p.stable_id, payload=payload)
-        elif reason != "no change":  # a re-run re-proposing what is stored is no news
-            by = "verifier" if outcome == "verifier_reject" else "economy"
-            code = rv.verdict.code if by == "verifier" else "gate"
-            emit("rejected", stable_id=p.stable_id, payload={**payload, "by": by, "code": code})
-
+    decide = Decisions(conn, version_id, plan.candidates, contexts, emit,
+                       actor=f"agent:{chosen.name}", backend=chosen.backend, dry_run=dry_run,
+                       knowledge=knowledge, min_confidence=min_confidence)
     counted = _Counting(chosen, len(contexts), progress)
     workers = 1 if chosen.name == "offline" else plan.concurrency
 
@@ -439,13 +360,13 @@ def run_agent_pass(
         counted,
         contexts,
         taken,
-        write,
+        decide.write,
         rounds=rounds,
         concurrency=workers,
         summary=summary,
-        on_result=on_result,
+        on_result=decide.on_result,
         floor=min_confidence,
-        suggest=suggest,
+        suggest=decide.suggest,
         cancelled=stop,
     )
     if is_cancelled():
@@ -467,29 +388,22 @@ def run_agent_pass(
     return out
 
 
-def would_write(symbol: Mapping[str, Any] | None, name: str, confidence: float) -> tuple[bool, str]:
-    """The gate's decision for an agent write onto ``symbol``, without writing (dry runs).
-
-    Mirrors :func:`kbtool.kb.gate.upsert_symbol` for provenance ``agent`` (contract Part 3);
-    tests check a dry run decides exactly as a real pass does.
-    """
-    problem = validate_name(name, PROVENANCE)
-    if problem is not None:
-        return False, problem
-    if not symbol or symbol.get("name") is None:
-        return True, "unnamed"
-    prov, e = symbol["provenance"], float(symbol["confidence"])
-    if symbol["name"] == name and prov == PROVENANCE and confidence <= e:
-        return False, "no change"
-    if symbol.get("locked"):
-        return False, "locked"
-    if prov == "human":
-        return False, "human name outranks agent"
-    if AUTHORITY[PROVENANCE] > AUTHORITY[prov]:
-        return True, f"agent outranks {prov}"
-    if confidence > e:
-        return True, f"confidence {confidence:g} > {e:g}"
-    return False, f"confidence {confidence:g} not above {prov} {e:g}"
+def pass_contexts(plan: PassPlan) -> list[dict[str, Any]]:
+    """The agent context of every candidate of ``plan``, from its stored facts."""
+    callers = callers_of(plan.facts)
+    sharing = string_sharing(plan.facts)
+    return [
+        context_from_facts(
+            plan.facts,
+            f.index,
+            plan.names,
+            callers,
+            stable_id=f.stable_id,
+            existing=_existing(f.symbol),
+            sharing=sharing,
+        )
+        for f in plan.candidates
+    ]
 
 
 def _cancel_check(cancelled: Callable[[], bool] | threading.Event | None) -> Callable[[], bool]:
@@ -504,193 +418,6 @@ def _existing(symbol: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if not symbol or symbol.get("name") is None:
         return None
     return {k: symbol[k] for k in ("name", "confidence", "provenance")}
-
-
-#: prompts the provider's own counter reads before a pass (spread over the sizes)
-COUNT_SAMPLE = 8
-#: billed answers of the same prompts that replace the counter / the estimator's ratio
-HISTORY_MIN = 8
-
-
-def _estimate(conn: sqlite3.Connection, llm: LLMBackend,
-              contexts: list[dict[str, Any]]) -> dict[str, Any]:
-    """Prompts, stored answers, tokens and cost of round 1 before any call.
-
-    Input tokens start from :func:`~kbtool.agents.costs.estimate_tokens` and are scaled by
-    the provider's own count, best first: the tokens the provider billed for the prompts of
-    this pass that already have an answer (a resumed pass: ``HISTORY_MIN`` or more), else the
-    provider's token counter on ``COUNT_SAMPLE`` unanswered prompts (Anthropic's
-    ``messages.count_tokens``; ``tiktoken`` for OpenAI's own endpoint when installed), else
-    the estimator alone. ``basis`` says which; output tokens per answer are the billed mean
-    with a history, else :data:`~kbtool.agents.costs.EXPECTED_OUTPUT_TOKENS`."""
-    prompts = answered = 0
-    sizes: list[int] = []
-    todo: list[Any] = []
-    billed_in = billed_est = billed_out = billed_n = 0
-    from kbtool.agents.backends import specialist_proposal
-
-    for ctx in contexts:
-        if specialist_proposal(ctx, frozenset(), llm.backend) is not None:
-            continue  # the specialist names it without a call
-        for pr in llm.prompts(ctx):
-            prompts += 1
-            sizes.append(pr.tokens)
-            hit = llm.stored(pr)
-            if hit is None:
-                todo.append(pr)
-                continue
-            answered += 1
-            if hit.get("tokens_in") and hit.get("tokens_out") is not None:
-                billed_n += 1
-                billed_in += int(hit["tokens_in"])
-                billed_out += int(hit["tokens_out"])
-                billed_est += pr.tokens + _system_tokens(pr.system)
-    raw = sum(pr.tokens + _system_tokens(pr.system) for pr in todo)
-    ratio, basis, per_answer = 1.0, "kbtool's estimate (no token counter for this provider)", \
-        EXPECTED_OUTPUT_TOKENS
-    if billed_n >= HISTORY_MIN and billed_est:
-        ratio = billed_in / billed_est
-        per_answer = round(billed_out / billed_n)
-        basis = f"calibrated on {billed_n} answers the provider billed"
-    elif todo and llm.count is not None:
-        sample = _count_sample(llm, todo)
-        if sample is not None:
-            ratio = sample[0]
-            basis = f"the provider's token counter on {sample[1]} prompts"
-    calls = prompts - answered
-    tokens = round(raw * ratio)
-    usd = cost(tokens, calls * per_answer, llm.meter.price)
-    sizes.sort()
-    return {
-        "prompts": prompts,
-        "answered": answered,
-        "calls": calls,
-        "tokens_in": tokens,
-        "tokens_out": calls * per_answer,
-        "cost_usd": round(usd, 4) if usd is not None else None,
-        "prompt_tokens_median": sizes[len(sizes) // 2] if sizes else 0,
-        "prompt_tokens_max": sizes[-1] if sizes else 0,
-        "basis": basis,
-        "token_ratio": round(ratio, 4),
-    }
-
-
-def _count_sample(llm: LLMBackend, todo: list[Any]) -> tuple[float, int] | None:
-    """(provider tokens / estimated tokens, prompts counted) over up to ``COUNT_SAMPLE``
-    prompts spread over the sizes; None when the counter is missing or fails."""
-    by_size = sorted(todo, key=lambda p: p.tokens)
-    n = min(COUNT_SAMPLE, len(by_size))
-    picks = [by_size[(2 * k + 1) * len(by_size) // (2 * n)] for k in range(n)]
-    got = est = 0
-    for pr in picks:
-        try:
-            c = llm.count(pr.system, pr.text) if llm.count is not None else None
-        except Exception as exc:  # the counter is a nicety: the estimate stands without it
-            log.info("token counter failed: %s", exc)
-            return None
-        if c is None:
-            return None
-        got += c
-        est += pr.tokens + _system_tokens(pr.system)
-    return (got / est, n) if est else None
-
-
-def _system_tokens(system: str) -> int:
-    return _SYSTEM_TOKENS if system == SYSTEM_PROMPT else estimate_tokens(system)
-
-
-def _estimate_text(plan: PassPlan, rounds: int, est: Mapping[str, Any]) -> str:
-    more = " in round 1 (later rounds re-ask only callers whose callees changed)" if rounds > 1 else ""
-    model = f" ({plan.backend.model})" if plan.backend.model else ""
-    usd = (f"about ${est['cost_usd']:.4f}" if est.get("cost_usd") is not None
-           else "cost unknown (no price for this model: --price IN,OUT)")
-    stored = f", {est['answered']} already answered (kept in the KB)" if est.get("answered") else ""
-    basis = f" (tokens: {est['basis']})" if est.get("basis") else ""
-    return (
-        f"estimate: up to {est['calls']} model calls to {plan.backend.name}{model}{more}"
-        f"{stored}; about {est['tokens_in']} tokens in, {est['tokens_out']} out, {usd}{basis}; "
-        "specialist hits make none"
-    )
-
-
-def _write_knowledge(conn: sqlite3.Connection, stable_id: str, version_id: int, p: Proposal,
-                     ctx: Mapping[str, Any] | None, actor: str) -> None:
-    """A written provider name brings its knowledge: the summary as the function comment,
-    the local names and the prototype, each through the gate at the name's confidence (a
-    refusal, e.g. a human comment or a prototype that does not fit the signature, only
-    drops that piece)."""
-    from kbtool.services import knowledge as kn
-
-    common = {"version_id": version_id, "provenance": PROVENANCE, "confidence": p.confidence,
-              "actor": actor, "evidence": {"backend": p.backend, "model": p.model,
-                                           "source": "llm", "name": p.name}}
-    try:
-        if p.summary:
-            kn.set_comment(conn, stable_id, p.summary, **common)
-        if p.prototype:
-            kn.set_prototype(conn, stable_id, p.prototype, **common)
-        if p.locals and ctx is not None:
-            res = cleaned_c(ctx)
-            back = {new: old for old, new in (res.rename_map if res is not None else {}).items()}
-            for shown, name in list(p.locals.items())[:32]:
-                wasm = back.get(shown, shown)
-                if not re.fullmatch(r"[pl]\d+", wasm):
-                    continue
-                try:
-                    kn.rename_local(conn, stable_id, wasm, name, **common)
-                except KBError as exc:
-                    log.info("local %s of %s not named: %s", wasm, stable_id, exc)
-    except KBError as exc:
-        log.info("knowledge of %s not written: %s", stable_id, exc)
-
-
-_SYSTEM_TOKENS = estimate_tokens(SYSTEM_PROMPT)
-
-
-class _KBAnswers:
-    """The pass's answer store: the KB's ``agent_answers`` (thread-safe; one short
-    transaction per answer, so an interrupted pass keeps what it paid for)."""
-
-    def __init__(self, conn: sqlite3.Connection, version_id: int, llm: LLMBackend) -> None:
-        self.conn, self.version_id, self.llm = conn, version_id, llm
-        self.lock = threading.Lock()
-
-    def get(self, key: str) -> Mapping[str, Any] | None:
-        with self.lock:
-            return queries.agent_answer(self.conn, self.llm.backend, self.llm.model, key)
-
-    def put(self, key: str, answer: Mapping[str, Any]) -> None:
-        with self.lock:
-            store.save_agent_answer(self.conn, {
-                "backend": self.llm.backend, "model": self.llm.model, "prompt_hash": key,
-                "version_id": self.version_id, "func_index": answer.get("index"),
-                "variant": answer.get("variant"), "answer": answer["text"],
-                "tokens_in": answer.get("tokens_in"), "tokens_out": answer.get("tokens_out"),
-                "prompt_tokens": answer.get("prompt_tokens"),
-            })
-            if answer.get("base"):  # the same question without neighbour names: no version,
-                # so the version's answer counts and token sums see each answer once
-                store.save_agent_answer(self.conn, {
-                    "backend": self.llm.backend, "model": self.llm.model,
-                    "prompt_hash": answer["base"], "version_id": None, "func_index": None,
-                    "variant": answer.get("variant"), "answer": answer["text"],
-                    "tokens_in": None, "tokens_out": None, "prompt_tokens": None,
-                })
-
-
-class _Feed:
-    """Appends feed events unless disabled (dry runs); an event is never worth failing a pass."""
-
-    def __init__(self, conn: sqlite3.Connection, version_id: int, *, enabled: bool) -> None:
-        self.conn, self.version_id, self.enabled = conn, version_id, enabled
-
-    def __call__(
-        self, kind: str, *, stable_id: str | None = None, payload: dict[str, Any] | None = None
-    ) -> None:
-        if self.enabled:
-            store.append_event(
-                self.conn, kind, stable_id=stable_id, version_id=self.version_id, payload=payload
-            )
 
 
 class _Counting:
@@ -720,97 +447,10 @@ class _Counting:
                     self.progress(f"round {max(1, self._round)}", self._done, total)
 
 
-# --------------------------------------------------------------------------- suggestions
-# Agent names below the write floor wait for a person. Accepting one name is a person's
-# decision: a human name, locked (as `kbtool set-name`). Accepting everything above a
-# threshold vouches for the threshold, not for each name: the names keep provenance agent and
-# their calibrated confidence, so oracle matches and better agent names may still replace them.
 
-
-class NoSuggestion(LookupError):
-    """No open suggestion for that function (never made, or already accepted/dismissed)."""
-
-
-def _open(conn: sqlite3.Connection, stable_id: str, version_id: int | None) -> dict[str, Any]:
-    s = queries.open_suggestion(conn, stable_id, version_id)
-    if s is None:
-        where = f" in version {version_id}" if version_id is not None else ""
-        raise NoSuggestion(
-            f"no open suggestion for {stable_id!r}{where} (list them with `kbtool suggestions VERSION`)"
-        )
-    return s
-
-
-def accept_suggestion(
-    conn: sqlite3.Connection,
-    stable_id: str,
-    version_id: int | None = None,
-    *,
-    as_human: bool = True,
-    actor: str = "human:cli",
-) -> dict[str, Any]:
-    """Write the open suggestion of ``stable_id`` through the gate and mark it accepted.
-
-    ``as_human`` (default): provenance human, locked, confidence 1.0 (a person chose the name);
-    else provenance agent at the suggestion's calibrated confidence. Returns the gate's
-    decision plus ``name``, ``stable_id`` and ``version_id``; a refused write leaves the
-    suggestion open. Raises :class:`NoSuggestion`.
-    """
-    s = _open(conn, stable_id, version_id)
-    evidence = {
-        "accepted_suggestion": {
-            k: s[k] for k in ("backend", "model", "rule", "source", "confidence", "created_at")
-        },
-        "reasons": list(s["evidence"].get("reasons") or [])[:8],
-    }
-    summary = s["evidence"].get("summary") or None
-    if as_human:
-        d = upsert_symbol(conn, s["stable_id"], s["name"], provenance="human", confidence=1.0,
-                          actor=actor, summary=summary, evidence=evidence, lock=True,
-                          version_id=s["version_id"])
-    else:
-        d = upsert_symbol(conn, s["stable_id"], s["name"], provenance=PROVENANCE,
-                          confidence=float(s["confidence"]), actor=actor, summary=summary,
-                          evidence={**s["evidence"], **evidence}, version_id=s["version_id"])
-    if d["written"]:
-        store.decide_suggestion(conn, s["version_id"], s["stable_id"], "accepted")
-        store.append_event(conn, "suggestion-accepted", stable_id=s["stable_id"],
-                           version_id=s["version_id"],
-                           payload={"name": s["name"], "as_human": as_human, "actor": actor})
-    return {**d, "name": s["name"], "stable_id": s["stable_id"], "version_id": s["version_id"]}
-
-
-def accept_suggestions_above(
-    conn: sqlite3.Connection,
-    version_id: int,
-    threshold: float,
-    *,
-    as_human: bool = False,
-    actor: str = "human:cli",
-) -> list[dict[str, Any]]:
-    """Accept every open suggestion of ``version_id`` at confidence ``threshold`` or more
-    (provenance agent unless ``as_human``); one decision per suggestion, highest first."""
-    if not 0.0 <= threshold <= 1.0:
-        raise ValueError(f"the threshold must be between 0 and 1, not {threshold:g}")
-    out = []
-    while True:
-        page = queries.suggestions(conn, version_id, min_confidence=threshold, limit=200)
-        todo = [s for s in page["items"] if s["stable_id"] not in {d["stable_id"] for d in out}]
-        if not todo:
-            return out
-        for s in todo:
-            out.append(accept_suggestion(conn, s["stable_id"], version_id, as_human=as_human,
-                                         actor=actor))
-
-
-def dismiss_suggestion(
-    conn: sqlite3.Connection, stable_id: str, version_id: int | None = None,
-    *, actor: str = "human:cli",
-) -> dict[str, Any]:
-    """Mark the open suggestion of ``stable_id`` dismissed (a re-run does not bring the same
-    name back). Raises :class:`NoSuggestion`."""
-    s = _open(conn, stable_id, version_id)
-    store.decide_suggestion(conn, s["version_id"], s["stable_id"], "dismissed")
-    store.append_event(conn, "suggestion-dismissed", stable_id=s["stable_id"],
-                       version_id=s["version_id"], payload={"name": s["name"], "actor": actor})
-    return {"stable_id": s["stable_id"], "version_id": s["version_id"], "name": s["name"]}
+__all__ = [
+    "DEFAULT_MIN_CONFIDENCE", "DEFAULT_PROVIDER_MAX_FUNCTIONS", "PROVENANCE",
+    "PROVIDER_CONCURRENCY", "NoSuggestion", "PassPlan", "Progress", "StoredFacts",
+    "accept_suggestion", "accept_suggestions_above", "default_limit", "dismiss_suggestion",
+    "plan_agent_pass", "run_agent_pass", "would_write",
+]

@@ -20,6 +20,12 @@ gate like any agent's, and the pass's summary is returned under ``naming``. ``na
 skips it. With a provider the pass replays the names of the answers deep already got
 (:class:`~kbtool.agents.understanding.DeepAnswerBackend`): one model call per function in
 all, :data:`PROVIDER_CONCURRENCY` at a time in worker threads that never touch the DB.
+
+Provider answers are kept in the KB's ``agent_answers`` as they arrive (keyed like the agent
+pass's: backend, model, prompt hash; variant ``deep``), by the main thread as soon as each
+call returns: a deep run interrupted at any point and run again sends only the prompts that
+have no answer yet (the functions already recorded are skipped, the others replay their
+kept answers).
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ import re
 import sqlite3
 from collections import deque
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -37,6 +43,8 @@ from kbtool.agents.understanding import (
     DeepAnswer,
     DeepAnswerBackend,
     ask_deep,
+    deep_key,
+    deep_prompt,
     facts_understanding,
 )
 from kbtool.kb import queries, store
@@ -197,13 +205,19 @@ def run_deep(
             if job is None:
                 continue
             if reader is not None:
-                job.answer = pool.submit(reader.ask, job.facts_index, job.clean_c)
+                job.answer = reader.submit(pool, job)
             pending.append(job)
+            if reader is not None:
+                _keep_arrived(conn, version_id, reader, pending)
             while pending and (
                 reader is None or len(pending) > PROVIDER_CONCURRENCY or pending[0].answer.done()
             ):
+                if reader is not None:
+                    _await_first(conn, version_id, reader, pending)
                 _finish(conn, version_id, pending.popleft(), kb_names, reader, out)
         while pending:
+            if reader is not None:
+                _await_first(conn, version_id, reader, pending)
             _finish(conn, version_id, pending.popleft(), kb_names, reader, out)
     if progress:
         progress(len(picked), len(picked))
@@ -261,6 +275,38 @@ class _Job:
     truncated: bool
     facts_index: int
     answer: Future[DeepAnswer] | None = None
+    key: str | None = None  # the answer store key of its deep prompt
+    kept: bool = False  # its answer is in the KB (replayed, or stored when it arrived)
+
+
+def _keep_arrived(conn: sqlite3.Connection, version_id: int, reader: _ProviderReader,
+                  pending: deque[_Job]) -> None:
+    """Store every answer that arrived and is not kept yet (main thread, one short
+    transaction each)."""
+    for job in pending:
+        if job.kept or job.answer is None or not job.answer.done():
+            continue
+        job.kept = True
+        ans = job.answer.result()
+        if ans.text is None or job.key is None:  # replayed, or the call failed
+            continue
+        store.save_agent_answer(conn, {
+            "backend": reader.backend.backend, "model": reader.backend.model,
+            "prompt_hash": job.key, "version_id": version_id, "func_index": job.index,
+            "variant": "deep", "answer": ans.text, "tokens_in": ans.tokens_in,
+            "tokens_out": ans.tokens_out, "prompt_tokens": None,
+        })
+
+
+def _await_first(conn: sqlite3.Connection, version_id: int, reader: _ProviderReader,
+                 pending: deque[_Job]) -> None:
+    """Wait for the oldest job's answer, storing the others' as they arrive meanwhile."""
+    head = pending[0].answer
+    while head is not None and not head.done():
+        wait([j.answer for j in pending if j.answer is not None and not j.kept],
+             return_when=FIRST_COMPLETED)
+        _keep_arrived(conn, version_id, reader, pending)
+    _keep_arrived(conn, version_id, reader, pending)
 
 
 def _lift_and_clean(
@@ -395,24 +441,47 @@ class _ProviderReader:
         env: Mapping[str, str] | None,
         picked: list[dict[str, Any]],
     ) -> None:
-        self.backend = backend
+        self.conn, self.backend = conn, backend
         indices = [f["index"] for f in picked]
         self.plan = plan_agent_pass(conn, version_id, selector, True, 0, functions=indices, env=env)
         self._callers = callers_of(self.plan.facts)
         self.answers: dict[int, DeepAnswer] = {}
 
+    def submit(self, pool: ThreadPoolExecutor, job: _Job) -> Future[DeepAnswer]:
+        """The future answer for ``job``: a kept answer to the same prompt replays at once
+        (no call); else one call in ``pool``. Main thread (reads the KB)."""
+        try:
+            ctx = self.context(job.facts_index)
+        except Exception as exc:  # a context that cannot be built is this function's failure
+            why = f"no context: {type(exc).__name__}: {exc}"[:300]
+            done: Future[DeepAnswer] = Future()
+            done.set_result(DeepAnswer(job.facts_index, None, 0.0, None, "provider_error", why))
+            return done
+        b = self.backend
+        job.key = deep_key(b.backend, b.model, deep_prompt(ctx, job.clean_c))
+        hit = queries.agent_answer(self.conn, b.backend, b.model, job.key)
+        if hit is not None:
+            job.kept = True
+            done = Future()
+            done.set_result(ask_deep(b, ctx, job.clean_c, stored=str(hit["text"])))
+            return done
+        return pool.submit(ask_deep, b, ctx, job.clean_c)
+
+    def context(self, index: int) -> dict[str, Any]:
+        f = self.plan.facts[index]
+        return context_from_facts(
+            self.plan.facts,
+            index,
+            self.plan.names,
+            self._callers,
+            stable_id=f.stable_id,
+            existing=_named(f.symbol),
+        )
+
     def ask(self, index: int, clean: str) -> DeepAnswer:
         """The provider's answer for one function; never raises (a worker thread)."""
         try:
-            f = self.plan.facts[index]
-            ctx = context_from_facts(
-                self.plan.facts,
-                index,
-                self.plan.names,
-                self._callers,
-                stable_id=f.stable_id,
-                existing=_named(f.symbol),
-            )
+            ctx = self.context(index)
         except Exception as exc:  # a context that cannot be built is this function's failure
             why = f"no context: {type(exc).__name__}: {exc}"[:300]
             return DeepAnswer(index, None, 0.0, None, "provider_error", why)
