@@ -142,7 +142,8 @@ def ingest_bytes(
         raise IngestError("invalid label: empty or has control characters")
     if program is not None and (not program.strip() or _CONTROL.search(program)):
         raise IngestError("invalid program name: empty or has control characters")
-    same = queries.versions_with_sha256(conn, hashlib.sha256(data).hexdigest())
+    sha256 = hashlib.sha256(data).hexdigest()  # once: _store records it too
+    same = queries.versions_with_sha256(conn, sha256)
     if same and not (force and not queries.label_exists(conn, label)):
         raise AlreadyIngested(same[0]["id"], same[0]["label"])
     if queries.label_exists(conn, label):
@@ -168,14 +169,14 @@ def ingest_bytes(
     )
     with transaction(conn):
         return _store(conn, data, analysis, label=label, source_path=source_path, glue=glue,
-                      progress=progress, carry=carry, lineage=lineage)
+                      progress=progress, carry=carry, lineage=lineage, sha256=sha256)
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def _store(conn, data, analysis, *, label, source_path, glue, progress, carry,
-           lineage: lineage_svc.Lineage) -> IngestResult:
+           lineage: lineage_svc.Lineage, sha256: str | None = None) -> IngestResult:
     mod = analysis.module
     funcs = analysis.functions
     program_id = lineage_svc.commit(conn, lineage)
@@ -216,7 +217,7 @@ def _store(conn, data, analysis, *, label, source_path, glue, progress, carry,
     n_imp = sum(1 for f in funcs if f.imported)
     instructions = sum(f.instr_count for f in funcs)
     vid = store.insert_version(conn, {
-        "label": label, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data),
+        "label": label, "sha256": sha256 or hashlib.sha256(data).hexdigest(), "size": len(data),
         "toolchain_version": analysis.toolchain_version,
         "shared_memory": int(bool(mod.shared_memory)), "imported_functions": n_imp,
         "defined_functions": len(funcs) - n_imp, "exported_functions": exported,
