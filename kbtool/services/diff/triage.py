@@ -120,19 +120,24 @@ def align(ka: Sequence, kb: Sequence, exact_cells: int = EXACT_CELLS,
     """difflib opcodes aligning ``ka`` to ``kb``, bounded.
 
     Bodies with ``len(ka) * len(kb) <= exact_cells`` are aligned by difflib as a whole. Larger
-    ones: the common prefix and suffix are equal; the window between them is aligned by
-    difflib when small, else by statements first (chunks ending at a store, a set, a call or
-    a branch, as a line diff) and by difflib inside each changed run of statements; a window
-    over the remaining ``budget`` of cells is one replace (its reasons still read)."""
+    ones: the common prefix and suffix (whole statements) are equal; the window between them
+    is aligned by difflib when small, else by statements first (chunks ending at a store, a
+    set, a call or a branch, as a line diff) and by difflib inside each changed run of
+    statements; a window over the remaining ``budget`` of cells is one replace (its reasons
+    still read)."""
     n, m = len(ka), len(kb)
     if n * m <= exact_cells:
         return difflib.SequenceMatcher(None, ka, kb, autojunk=False).get_opcodes()
     p = 0
     while p < n and p < m and ka[p] == kb[p]:
         p += 1
+    while p and ka[p - 1][0] not in _STMT_END:  # the window starts at a statement
+        p -= 1
     s = 0
     while s < n - p and s < m - p and ka[n - 1 - s] == kb[m - 1 - s]:
         s += 1
+    while s and ka[n - s - 1][0] not in _STMT_END:  # ... and ends at one
+        s -= 1
     out: list[tuple[str, int, int, int, int]] = []
     if p:
         out.append(("equal", 0, p, 0, p))
@@ -336,10 +341,12 @@ def triage_pair(
                 inl |= cov
     # a comparison deleted in one place and inserted in another moved; it is not new
     gone: dict[tuple, int] = {}
+    gone_ops: dict[str, int] = {}  # deleted comparisons by mnemonic (for one widened to i64)
     for i in deleted:
         if _cmp(ta[i][0]) is not None:
             sig = _cmp_sig(ta, i)
             gone[sig] = gone.get(sig, 0) + 1
+            gone_ops[MNEMONICS[ta[i][0]]] = gone_ops.get(MNEMONICS[ta[i][0]], 0) + 1
     for i1, i2, j1, j2 in replaces:
         _width_change(ta[i1:i2], tb[j1:j2], add)
     # what was inserted
@@ -354,6 +361,11 @@ def triage_pair(
             sig = _cmp_sig(tb, j)
             if gone.get(sig, 0) > 0:
                 gone[sig] -= 1
+                continue
+            narrow = "i32." + m[4:]
+            if m.startswith("i64.") and gone_ops.get(narrow, 0) > 0:
+                gone_ops[narrow] -= 1
+                add(6.0, f"arith widened: {narrow} -> {m}")
                 continue
             sym, sign = c
             follows = any(MNEMONICS[tb[q][0]] in ("br_if", "if", "select", "br_table")
