@@ -78,7 +78,8 @@ def test_follow_a_call_and_the_links(code_kb):
         await press(pilot, "o", "enter")  # the first callee link: greet
         return first, no_call, app.screen.index, screen_text(app)
 
-    (idx, text), no_call, linked, greet = drive(code_kb, steps)
+    # wide enough for the string's label and its text on one line
+    (idx, text), no_call, linked, greet = drive(code_kb, steps, size=(160, 30))
     assert idx == 2 and "i32.mul" in text and "callers (1)" in text and "#4 main" in text
     assert no_call == 4
     assert linked == 1 and "call $log" in greet and "</script><b>x</b>[bold red]markup[/]" in greet
