@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -36,11 +37,14 @@ import json, sys, time, resource
 from kbtool.services.ingest import ingest_file
 from kbtool.kb.db import open_rw
 t0 = time.perf_counter()
+c0 = time.process_time()
 conn = open_rw(sys.argv[2])
 res = ingest_file(conn, sys.argv[1], label="bench", carry=False)
 conn.close()
 secs = time.perf_counter() - t0
-print(json.dumps({"seconds": secs, "instructions": res.instructions, "functions": res.imported + res.defined,
+ch = resource.getrusage(resource.RUSAGE_CHILDREN)  # decode workers, if any
+cpu = time.process_time() - c0 + ch.ru_utime + ch.ru_stime
+print(json.dumps({"seconds": secs, "cpu": cpu, "instructions": res.instructions, "functions": res.imported + res.defined,
                   "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -54,24 +58,25 @@ def kbtool_ingest(path: Path) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def objdump(path: Path) -> float | None:
-    exe = shutil.which("wasm-objdump")
+def _timed(cmd: list[str]) -> tuple[float, float] | None:
+    """(wall, CPU user+sys) seconds of ``cmd`` with its output discarded; None when missing."""
+    exe = shutil.which(cmd[0])
     if not exe:
         return None
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    with open(os.devnull, "wb") as devnull:
-        subprocess.run([exe, "-d", str(path)], stdout=devnull, stderr=subprocess.DEVNULL, check=True)
-    return time.perf_counter() - t0
+    subprocess.run([exe, *cmd[1:]], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def validate(path: Path) -> float | None:
-    exe = shutil.which("wasm-tools")
-    if not exe:
-        return None
-    t0 = time.perf_counter()
-    subprocess.run([exe, "validate", str(path)], stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, check=False)
-    return time.perf_counter() - t0
+def objdump(path: Path) -> tuple[float, float] | None:
+    return _timed(["wasm-objdump", "-d", str(path)])
+
+
+def validate(path: Path) -> tuple[float, float] | None:
+    return _timed(["wasm-tools", "validate", str(path)])
 
 
 def _decoder_path() -> str:
@@ -101,19 +106,24 @@ def main(argv: list[str] | None = None) -> int:
         files = [args.corpus / m["file"] for m in (mods if args.all else mods[: args.top])]
     print(f"decoder: {_decoder_path()}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
           f"; {os.cpu_count()} cores")
-    print(f"{'module':52} {'MB':>6} {'kbtool s':>9} {'MB/s':>6} {'Minstr/s':>9} {'peak MiB':>9}"
-          f" {'objdump s':>10} {'objdump x':>9} {'validate s':>10} {'validate x':>10}")
+    print("wall s / CPU s (user+sys: what the work costs on a busy machine); x = kbtool over peer")
+    print(f"{'module':46} {'MB':>5} {'kbtool s':>11} {'MB/s':>5} {'peak MiB':>8}"
+          f" {'objdump s':>11} {'objdump x':>11} {'validate s':>10} {'validate x':>11}")
     for f in files:
         mb = f.stat().st_size / 1e6
         k = kbtool_ingest(f)
         o = objdump(f)
         v = validate(f)
-        ko = f"{k['seconds'] / o:.2f}x" if o else "n/a"
-        kv = f"{k['seconds'] / v:.1f}x" if v else "n/a"
-        print(f"{f.name:52} {mb:6.1f} {k['seconds']:9.2f} {mb / k['seconds']:6.1f}"
-              f" {k['instructions'] / k['seconds'] / 1e6:9.2f} {k['peak_rss_mib']:9.0f}"
-              f" {o if o is not None else float('nan'):10.2f} {ko:>9}"
-              f" {v if v is not None else float('nan'):10.2f} {kv:>10}", flush=True)
+
+        def x(a: float, b: float | None, fmt: str) -> str:
+            return format(a / b, fmt) if b else "-"
+
+        ko = f"{x(k['seconds'], o and o[0], '.2f')}/{x(k['cpu'], o and o[1], '.2f')}" if o else "n/a"
+        kv = f"{x(k['seconds'], v and v[0], '.1f')}/{x(k['cpu'], v and v[1], '.1f')}" if v else "n/a"
+        os_ = f"{o[0]:.2f}/{o[1]:.2f}" if o else "n/a"
+        vs_ = f"{v[0]:.2f}/{v[1]:.2f}" if v else "n/a"
+        print(f"{f.name[:46]:46} {mb:5.1f} {k['seconds']:5.2f}/{k['cpu']:5.2f} {mb / k['seconds']:5.1f}"
+              f" {k['peak_rss_mib']:8.0f} {os_:>11} {ko:>11} {vs_:>10} {kv:>11}", flush=True)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 

@@ -36,6 +36,7 @@ import http.client  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import os  # noqa: E402
+import resource  # noqa: E402
 import shutil  # noqa: E402
 import socket  # noqa: E402
 import sqlite3  # noqa: E402
@@ -462,21 +463,47 @@ def peers(module: Path, kb: Path, root: Path) -> dict:
     return out
 
 
+def _cpu_timed(cmd: list[str]) -> tuple[float | None, float | None]:
+    """(wall, CPU = user + sys) seconds of ``cmd``; (None, None) when it is missing or fails.
+    CPU time says what the work costs when the machine is busy (wall then also counts the
+    wait for a core)."""
+    if shutil.which(cmd[0]) is None:
+        return None, None
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if r.returncode != 0:
+        return None, None
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return round(wall, 2), round(cpu, 2)
+
+
+def decoder_path(root: Path) -> str:
+    """``compiled`` (the mypyc twin of the decoder) or ``pure``: what an ingest runs."""
+    r = subprocess.run([sys.executable, "-P", "-c", "from kbtool.wasm import active; print(active.PATH)"],
+                       cwd=root, env=env(root), capture_output=True, text=True)
+    return r.stdout.strip() or "?"
+
+
 def ingest_row(module: Path, root: Path) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "kb.db"
         t = time.perf_counter()
-        r = subprocess.run(["/usr/bin/time", "-f", "%M", sys.executable, "-P", "-m", "kbtool.cli",
+        r = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", sys.executable, "-P", "-m", "kbtool.cli",
                             "--db", str(db), "ingest", str(module)], cwd=root, env=env(root),
                            capture_output=True, text=True)
         wall = time.perf_counter() - t
-        rss = r.stderr.strip().splitlines()[-1] if r.returncode == 0 else "0"
-    obj = timed(["wasm-objdump", "-d", str(module)])
-    val = timed(["wasm-tools", "validate", "--features", "all", str(module)])
+        last = r.stderr.strip().splitlines()[-1].split() if r.returncode == 0 else []
+        rss, cpu = (last[0], float(last[1]) + float(last[2])) if len(last) == 3 else ("0", None)
+    obj, obj_cpu = _cpu_timed(["wasm-objdump", "-d", str(module)])
+    val, val_cpu = _cpu_timed(["wasm-tools", "validate", "--features", "all", str(module)])
     return {"module": module.name, "mb": round(module.stat().st_size / 1e6, 1),
             "ingest_s": round(wall, 2) if r.returncode == 0 else None,
+            "ingest_cpu_s": round(cpu, 2) if cpu is not None else None,
             "ingest_peak_mib": round(int(rss) / 1024) if rss.isdigit() else None,
-            "objdump_s": obj, "validate_s": val}
+            "objdump_s": obj, "objdump_cpu_s": obj_cpu, "validate_s": val, "validate_cpu_s": val_cpu}
 
 
 def corpus_modules(smoke: bool) -> list[Path]:
@@ -607,14 +634,27 @@ def report(args, sections: set[str], root: Path) -> int:
         if not args.smoke and args.module.exists():
             mods.append(args.module)
         out["ingest"] = [ingest_row(m, root) for m in mods]
-        lines.append(f"ingest (fresh KB each) beside native parse — {load()}")
-        lines.append(f"  {'module':<58} {'MB':>6} {'ingest s':>9} {'peak MiB':>9} {'objdump -d':>11}"
-                     f" {'validate':>9} {'x objdump':>10} {'x validate':>10}")
+        out["ingest_decoder"] = decoder_path(root)
+        lines.append(f"ingest (fresh KB each, decoder {out['ingest_decoder']}) beside native parse — {load()}")
+        lines.append("  wall s / CPU s (user+sys); x = kbtool's over the peer's (goal: <= 0.5 x objdump,"
+                     " <= 10 x validate)")
+        lines.append(f"  {'module':<50} {'MB':>5} {'ingest':>12} {'peak MiB':>8} {'objdump -d':>12}"
+                     f" {'validate':>11} {'x objdump':>11} {'x validate':>11}")
+
+        def pair(a, b) -> str:
+            return f"{a if a is not None else '-'}/{b if b is not None else '-'}"
+
+        def ratio(a, b, fmt: str) -> str:
+            return format(a / b, fmt) if a and b else "-"
+
         for r in out["ingest"]:
-            ratio = (f"{r['ingest_s'] / r['objdump_s']:.2f}" if r["ingest_s"] and r["objdump_s"] else "-")
-            rv = (f"{r['ingest_s'] / r['validate_s']:.1f}" if r["ingest_s"] and r["validate_s"] else "-")
-            lines.append(f"  {r['module'][:58]:<58} {r['mb']:>6} {r['ingest_s']!s:>9} {r['ingest_peak_mib']!s:>9}"
-                         f" {r['objdump_s']!s:>11} {r['validate_s']!s:>9} {ratio:>10} {rv:>10}")
+            xo = (f"{ratio(r['ingest_s'], r['objdump_s'], '.2f')}/"
+                  f"{ratio(r['ingest_cpu_s'], r['objdump_cpu_s'], '.2f')}")
+            xv = (f"{ratio(r['ingest_s'], r['validate_s'], '.1f')}/"
+                  f"{ratio(r['ingest_cpu_s'], r['validate_cpu_s'], '.1f')}")
+            lines.append(f"  {r['module'][:50]:<50} {r['mb']:>5} {pair(r['ingest_s'], r['ingest_cpu_s']):>12}"
+                         f" {r['ingest_peak_mib']!s:>8} {pair(r['objdump_s'], r['objdump_cpu_s']):>12}"
+                         f" {pair(r['validate_s'], r['validate_cpu_s']):>11} {xo:>11} {xv:>11}")
     out["load_end"] = load()
     if args.json:
         print(json.dumps(out, indent=1))
