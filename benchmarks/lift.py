@@ -156,7 +156,13 @@ def _c_function_metrics(text: str) -> dict:
     lines = text.splitlines()
     start = next((k for k, ln in enumerate(lines) if ln.endswith(") {") and ln[:1] != " "), None)
     body = lines[start + 1 : -1] if start is not None else []
-    return _body_metrics(body, _C_CAST, _C_LABEL, re.compile(r"\bwhile \(1\)|\bfor \(;;\)"))
+    m = _body_metrics(body, _C_CAST, _C_LABEL, re.compile(r"\bwhile \(1\)|\bfor \(;;\)"))
+    m["tramp"] = sum(1 for ln in body if _TRAMPOLINE.match(ln))
+    return m
+
+
+#: a switch case that only jumps elsewhere: `case 3: case 4: goto L7;` (issue 28 point 2)
+_TRAMPOLINE = re.compile(r"^\s*(?:(?:case -?\d+|default): )+goto L\d+;\s*$")
 
 
 def _decompile_functions(text: str) -> list[dict]:
@@ -526,6 +532,8 @@ def main(argv=None) -> None:
                 th = r["theirs"]
                 for row in bucket_table(o["per"], th["per"] if th else None):
                     print(row)
+                tramp = sum(m.get("tramp", 0) for _n, _t, m in o["per"])
+                print(f"  switch trampolines (`case N: goto L;` lines): {tramp}")
                 fs, fn = o["frame_slots"], o["frame_named"]
                 print(
                     f"  frame slots: {fn} of {fs} shadow-stack frame accesses named "

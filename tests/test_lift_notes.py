@@ -33,6 +33,32 @@ WAT = """
 """
 
 
+SWITCH_WAT = """
+(module
+  (func (export "sw") (param $x i32) (result i32) (local $r i32)
+    (block $d
+      (block $c2
+        (block $c1
+          (block $c0
+            (br_table $c0 $c1 $c2 $d (i32.and (local.get $x) (i32.const 3))))
+          (local.set $r (i32.const 10))
+          (br $d))
+        (local.set $r (i32.add (local.get $x) (i32.const 7))))
+      (local.set $r (i32.mul (local.get $r) (i32.const 3))))
+    (select (local.get $r) (i32.const 1) (local.get $x)))
+  (func (export "tern") (param $c i32) (param $a i32) (result i32)
+    (if (result i32) (local.get $c)
+      (then (i32.add (local.get $a) (i32.const 1)))
+      (else (i32.const 5))))
+  (func (export "dw") (param $x i32) (result i32) (local $k i32)
+    (loop $L
+      (local.set $k (i32.add (local.get $k) (i32.const 1)))
+      (local.set $x (i32.div_u (local.get $x) (i32.const 10)))
+      (br_if $L (local.get $x)))
+    (local.get $k)))
+"""
+
+
 def _instrs(lm, fi: int) -> list[tuple[int, str]]:
     start, end = lm.module.code[fi - lm.module.num_func_imports]
     _d, p = read_local_decls(lm.data, start, end)
@@ -112,3 +138,24 @@ def test_a_comment_on_a_folded_value_moves_with_a_rewritten_line(tmp_path):
     rows = text.splitlines()
     k = next(k for k, r in enumerate(rows) if "the default" in r)
     assert "return" in rows[k + 1] or "5" in rows[k + 1]
+
+
+@needs_wat
+def test_comments_never_change_the_code(tmp_path):
+    """A note on every instruction of loop and switch shapes (for, while (c), do-while,
+    switch chains, ternaries): without its comment lines the C is the plain lift, and
+    every note is shown exactly once."""
+    from tests.test_lift_loops import LOOPS_WAT
+
+    for src in (LOOPS_WAT, WAT, SWITCH_WAT):
+        data = lift_sem.wat(tmp_path, src)
+        lm0 = prepare(data, Names())
+        for fi in range(lm0.module.num_func_imports, lm0.module.num_functions):
+            plain = lift_function(lm0, fi).text
+            notes = {p: f"n{k}" for k, (p, _m) in enumerate(_instrs(lm0, fi))}
+            text = _lift_with(data, fi, notes)
+            rows = text.splitlines()
+            bare = [r for r in rows if not r.strip().startswith("/* @")]
+            assert "\n".join(bare) + "\n" == plain, (fi, text)
+            shown = [r.strip() for r in rows if r.strip().startswith("/* @")]
+            assert sorted(shown) == sorted(f"/* @{p:06x}: {t} */" for p, t in notes.items())

@@ -45,7 +45,9 @@ compiled parts; see ``kbtool/lift/_build.py``):
 - :mod:`.control`: opening and closing blocks, loops rewritten as ``while``/``do``/``for``;
 - :mod:`.gc`: GC proposal ops and ``br_on_*``;
 - :mod:`.walk`: the walk over the instructions (dispatch);
-- :mod:`.driver`: header, signature, declarations and :func:`lift_function`.
+- :mod:`.driver`: header, signature, declarations and :func:`lift_function`;
+- :mod:`.notes`: line comments (knowledge at an instruction offset) above their statement;
+- :mod:`.opnames`: the opcodes tested by name, from the one opcode table.
 """
 
 from .base import LiftError, LiftResult, LiftStats, c_ident_path

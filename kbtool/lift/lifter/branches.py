@@ -236,6 +236,7 @@ class _Branches(_Values):
                     hl = out[lf.cond + 1]
                     if hl is not None and hl.endswith("while (1) {"):
                         out[lf.cond + 1] = hl[: -len("1) {")] + self.cond_text(c, True) + ") {"
+                        self.add_marks(lf.cond + 1, self.take_pending())
                         lf.headed = True
                         return
             self.emit(f"if ({ct}) {line}")

@@ -9,7 +9,7 @@ import re
 from ..names import comment_text
 from .base import _E, _STEP, F_CALL, MAX_INDENT, LiftError, _merge, _p
 from .branches import _Branches
-from .core import _Frame
+from .core import _Frame, split_marks
 from .opnames import OP_CATCH, OP_IF
 
 
@@ -197,6 +197,7 @@ class _Control(_Branches):
             lc = fr.last_cont
             head = fr.cond + 1
             hl = out[head]
+            last, last_marks = split_marks(out[-1] if out else None)
             if (
                 reach
                 and fr.conts == 1
@@ -207,12 +208,13 @@ class _Control(_Branches):
                 and hl.endswith("while (1) {")
                 # the `if (c) continue;` is a statement of the loop body itself (not nested
                 # in an if whose condition and brace the rewrite would drop)
-                and out[-1] is not None
-                and out[-1].strip() == f"if ({lc[1]}) continue;"
-                and len(out[-1]) - len(out[-1].lstrip()) == len(hl) - len(hl.lstrip()) + 2
+                and last is not None
+                and last.strip() == f"if ({lc[1]}) continue;"
+                and len(last) - len(last.lstrip()) == len(hl) - len(hl.lstrip()) + 2
             ):
                 # `while (1) { ...; if (c) continue; break; }` is `do { ... } while (c);`
                 out[head] = hl[: -len("while (1) {")] + "do {"
+                self.add_marks(head, last_marks)
                 out.pop()
                 self.emit(f"}} while ({lc[1]});")
             elif reach and not fr.headed and self.guarded_loop(fr, head):
@@ -220,9 +222,10 @@ class _Control(_Branches):
             else:
                 if reach:
                     self.emit("  break;")
-                elif out and out[-1] is not None and out[-1].strip() == "continue;":
+                elif last is not None and last.strip() == "continue;":
                     out.pop()  # the end of a while (1) body loops anyway
-                    hl = out[head]
+                    self.add_marks(len(out) - 1, last_marks)
+                    hl = split_marks(out[head])[0]
                     if fr.headed and fr.conts == 1 and hl is not None and hl.endswith(") {"):
                         pre = hl[: len(hl) - len(hl.lstrip())]
                         cond = hl.strip()[len("while (") : -len(") {")]
@@ -280,10 +283,12 @@ class _Control(_Branches):
         first = out[head + 1] if head + 1 < n else None
         if hl is None or first is None or n < head + 4 or not hl.endswith("while (1) {"):
             return False
+        first, first_marks = split_marks(first)
+        assert first is not None
         ind = len(first) - len(first.lstrip())
         fs = first.strip()
         last = out[-1]
-        cont = out[-2]
+        cont, cont_marks = split_marks(out[-2])
         cs = cont.strip() if cont is not None else ""
         if not (
             fs.startswith("if (")
@@ -310,8 +315,9 @@ class _Control(_Branches):
         fr.headed = True
         pre = hl[: -len("while (1) {")]
         out[head] = f"{pre}while ({cond}) {{"
+        self.add_marks(head, first_marks + (cont_marks if dropped else ""))
         if dropped and fr.conts == 1:
-            self.for_loop(fr, head, pre, cond, ind)
+            self.for_loop(fr, head, pre[: len(pre) - len(pre.lstrip(" "))], cond, ind)
         return True
 
     def for_loop(self, fr: _Frame, head: int, pre: str, cond: str, ind: int) -> None:
@@ -320,7 +326,7 @@ class _Control(_Branches):
         out = self.out
         if fr.label_used or len(out) <= head + 1:
             return
-        st = out[-1]
+        st, st_marks = split_marks(out[-1])
         step = None
         if st is not None and len(st) - len(st.lstrip()) == ind and st.endswith(";"):
             m = _STEP.match(st.strip())
@@ -330,7 +336,7 @@ class _Control(_Branches):
             return
         out.pop()
         init = ""
-        prev = out[head - 2] if head >= 2 else None
+        prev, prev_marks = split_marks(out[head - 2] if head >= 2 else None)
         var = step.split(" ", 1)[0].rstrip("+-")
         if (
             prev is not None
@@ -343,7 +349,10 @@ class _Control(_Branches):
         ):
             init = prev.strip()[:-1]
             out[head - 2] = None
+            st_marks = prev_marks + st_marks
+        head_marks = split_marks(out[head])[1]
         out[head] = f"{pre}for ({init}; {cond}; {step}) {{"
+        self.add_marks(head, head_marks + st_marks)
 
     def close_if(self, head: int) -> None:
         """Close an ``if (...) {`` opened at ``out[head - 1]``; a single short statement

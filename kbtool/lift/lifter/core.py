@@ -33,6 +33,15 @@ from .structure import _Blk
 
 #: a note's marker in an output line (see :meth:`_Core.emit`)
 _NOTE: Final = re.compile("\x01([0-9]+)\x02")
+_MARKS: Final = re.compile("\x01[0-9]+\x02")
+
+
+def split_marks(line: str | None) -> tuple[str | None, str]:
+    """``line`` without note markers, and its markers (the rewrites of loops and ifs look at
+    the bare statement and put the markers on the line they make)."""
+    if line is None or "\x01" not in line:
+        return line, ""
+    return _MARKS.sub("", line), "".join(_MARKS.findall(line))
 
 
 class _Frame:
@@ -168,6 +177,22 @@ class _Core:
             self.out.append(f"{_INDENT[depth]}{self.fptr} = (struct {self.fstruct} *)(M + {base});")
         if self.chars > self.max_chars:
             raise LiftError(f"output larger than {self.max_chars} characters")
+
+    def add_marks(self, k: int, marks: str) -> None:
+        """Put note markers on output line ``k`` (after its indentation)."""
+        line = self.out[k]
+        if marks and line is not None:
+            ind = len(line) - len(line.lstrip(" "))
+            self.out[k] = line[:ind] + marks + line[ind:]
+
+    def take_pending(self) -> str:
+        """The markers of the notes waiting for a statement (a rewrite that eats the
+        statement puts them on the line it rewrites)."""
+        if not self.pending_notes:
+            return ""
+        marks = "".join([f"\x01{k}\x02" for k in self.pending_notes])
+        self.pending_notes = []
+        return marks
 
     def rescue_notes(self, start: int) -> None:
         """The notes on output lines from ``start`` on, which a rewrite is about to drop,
