@@ -5,6 +5,7 @@ labelled; Go string headers; ``.bss`` items."""
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 
 from kbtool.wasm import ModuleAnalysis
 
@@ -72,6 +73,8 @@ def _cstring_at(mem: bytes, k: int) -> str | None:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return None
+    if text.isprintable():  # the common case, at C speed
+        return text
     if not all(ch.isprintable() or ch in _CONTROLS for ch in text):
         return None
     if sum(1 for ch in text if ch in _RARE_CONTROLS) * 4 > len(text):
@@ -84,7 +87,9 @@ def _utf8_text(raw: bytes) -> str | None:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    return text if text and all(ch.isprintable() or ch in "\t\n\r" for ch in text) else None
+    if text.isprintable():
+        return text or None
+    return text if all(ch.isprintable() or ch in "\t\n\r" for ch in text) else None
 
 
 def memory_image(analysis: ModuleAnalysis, limit: int = MAX_IMAGE) -> tuple[int, bytes]:
@@ -183,13 +188,14 @@ def build_items(analysis: ModuleAnalysis, refs: list[DataRef],
         cuts.add(a + w)  # a Go string ends where its length says (no NUL)
     items: list[DataItem] = []
     truncated = False
+    ordered = sorted(cuts)
     for base, mem, k in segs:
         end = base + len(mem)
         # a reference into the middle of a C string (``"directory" + 1``) is an interior
         # reference of that string, not the start of an item
         # (Go strings have no NUL: every cut stands)
-        inside = sorted({a if gostr else _string_start(mem, a - base) + base
-                         for a in cuts if base <= a < end})
+        mine = ordered[bisect_left(ordered, base) : bisect_left(ordered, end)]
+        inside = sorted({a if gostr else _string_start(mem, a - base) + base for a in mine})
         # pointer tables point at more items: one level of their words as cuts
         starts = sorted(set([base] + inside))
         # strings run to their NUL: a new item starts after it when nothing else cuts there
