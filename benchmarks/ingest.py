@@ -79,6 +79,11 @@ def validate(path: Path) -> tuple[float, float] | None:
     return _timed(["wasm-tools", "validate", str(path)])
 
 
+def _x(a: float, b: float) -> float:
+    """``a / b``; NaN when ``b`` is zero or unknown (a peer too fast for the clock)."""
+    return a / b if b else float("nan")
+
+
 def _decoder_path() -> str:
     try:
         from kbtool.wasm import active
@@ -106,24 +111,21 @@ def main(argv: list[str] | None = None) -> int:
         files = [args.corpus / m["file"] for m in (mods if args.all else mods[: args.top])]
     print(f"decoder: {_decoder_path()}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
           f"; {os.cpu_count()} cores")
-    print("wall s / CPU s (user+sys: what the work costs on a busy machine); x = kbtool over peer")
-    print(f"{'module':46} {'MB':>5} {'kbtool s':>11} {'MB/s':>5} {'peak MiB':>8}"
-          f" {'objdump s':>11} {'objdump x':>11} {'validate s':>10} {'validate x':>11}")
+    print("seconds: wall, then CPU (user+sys; on a busy machine wall also counts the wait for a"
+          " core); x = kbtool over peer (goal: <= 0.5 x objdump, <= 10 x validate)")
+    print(f"{'module':46} {'MB':>5} {'kbtool s':>8} {'MB/s':>5} {'Minstr/s':>8} {'peak MiB':>8}"
+          f" {'cpu s':>6} {'objdump s':>9} {'cpu s':>6} {'validate s':>10} {'cpu s':>6}"
+          f" {'x objdump':>9} {'cpu':>5} {'x validate':>10} {'cpu':>5}")
     for f in files:
         mb = f.stat().st_size / 1e6
         k = kbtool_ingest(f)
-        o = objdump(f)
-        v = validate(f)
-
-        def x(a: float, b: float | None, fmt: str) -> str:
-            return format(a / b, fmt) if b else "-"
-
-        ko = f"{x(k['seconds'], o and o[0], '.2f')}/{x(k['cpu'], o and o[1], '.2f')}" if o else "n/a"
-        kv = f"{x(k['seconds'], v and v[0], '.1f')}/{x(k['cpu'], v and v[1], '.1f')}" if v else "n/a"
-        os_ = f"{o[0]:.2f}/{o[1]:.2f}" if o else "n/a"
-        vs_ = f"{v[0]:.2f}/{v[1]:.2f}" if v else "n/a"
-        print(f"{f.name[:46]:46} {mb:5.1f} {k['seconds']:5.2f}/{k['cpu']:5.2f} {mb / k['seconds']:5.1f}"
-              f" {k['peak_rss_mib']:8.0f} {os_:>11} {ko:>11} {vs_:>10} {kv:>11}", flush=True)
+        o = objdump(f) or (float("nan"), float("nan"))
+        v = validate(f) or (float("nan"), float("nan"))
+        print(f"{f.name[:46]:46} {mb:5.1f} {k['seconds']:8.2f} {mb / k['seconds']:5.1f}"
+              f" {k['instructions'] / k['seconds'] / 1e6:8.2f} {k['peak_rss_mib']:8.0f} {k['cpu']:6.2f}"
+              f" {o[0]:9.2f} {o[1]:6.2f} {v[0]:10.2f} {v[1]:6.2f}"
+              f" {_x(k['seconds'], o[0]):9.2f} {_x(k['cpu'], o[1]):5.2f}"
+              f" {_x(k['seconds'], v[0]):10.1f} {_x(k['cpu'], v[1]):5.1f}", flush=True)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
