@@ -23,26 +23,38 @@ from .datatypes import (
 # ----------------------------------------------------------------------------- memory image
 
 
-def segments(analysis: ModuleAnalysis) -> list[tuple[int, bytes, int]]:
+Passive = dict[int, int] | None  # passive segment index -> its address (memory.init code)
+
+
+def segments(analysis: ModuleAnalysis, passive: Passive = None) -> list[tuple[int, bytes, int]]:
     """``(address, bytes, segment index)`` of the active segments with a constant offset,
-    by address (memory 0 only)."""
+    and of the passive ones ``passive`` places (threaded builds copy them in with
+    ``memory.init``: :func:`kbtool.wasm.datamap.passive_addresses`), by address (memory 0
+    only)."""
     out = []
     for k, s in enumerate(analysis.module.data_segments):
-        if s.passive or s.offset is None or s.memory_index != 0 or not s.data:
+        if s.memory_index != 0 or not s.data:
+            continue
+        if s.passive:
+            if passive and k in passive:
+                out.append((int(passive[k]), bytes(s.data), k))
+            continue
+        if s.offset is None:
             continue
         out.append((int(s.offset), bytes(s.data), k))
     out.sort()
     return out
 
 
-def read_memory(analysis: ModuleAnalysis, address: int, length: int) -> bytes | None:
+def read_memory(analysis: ModuleAnalysis, address: int, length: int,
+                passive: Passive = None) -> bytes | None:
     """The initial memory image at ``[address, address + length)`` (bytes no segment sets read
     as zero); None when the range touches no segment at all."""
     if address < 0 or length < 0:
         return None
     out = bytearray(length)
     hit = False
-    for base, data, _k in segments(analysis):
+    for base, data, _k in segments(analysis, passive):
         lo, hi = max(base, address), min(base + len(data), address + length)
         if lo < hi:
             out[lo - address : hi - address] = data[lo - base : hi - base]
@@ -92,10 +104,12 @@ def _utf8_text(raw: bytes) -> str | None:
     return text if all(ch.isprintable() or ch in "\t\n\r" for ch in text) else None
 
 
-def memory_image(analysis: ModuleAnalysis, limit: int = MAX_IMAGE) -> tuple[int, bytes]:
+def memory_image(analysis: ModuleAnalysis, limit: int = MAX_IMAGE,
+                 passive: Passive = None) -> tuple[int, bytes]:
     """``(lowest address, bytes)``: the initial memory from the lowest to the highest byte any
-    active segment sets (gaps read as zero); empty when that span exceeds ``limit``."""
-    segs = segments(analysis)
+    segment of :func:`segments` sets (gaps read as zero); empty when that span exceeds
+    ``limit``."""
+    segs = segments(analysis, passive)
     if not segs:
         return 0, b""
     lo, hi = segs[0][0], max(b + len(d) for b, d, _ in segs)
@@ -107,12 +121,13 @@ def memory_image(analysis: ModuleAnalysis, limit: int = MAX_IMAGE) -> tuple[int,
     return lo, bytes(img)
 
 
-def go_string_headers(analysis: ModuleAnalysis, lo: int, hi: int) -> list[DataRef]:
+def go_string_headers(analysis: ModuleAnalysis, lo: int, hi: int,
+                      passive: Passive = None) -> list[DataRef]:
     """Go string headers in data: 8-byte aligned (pointer, length) pairs of 64-bit words whose
     pointer lies in the data and whose bytes are text; as ``gostring`` references from the
     header's own address (function -1: data, not code). Go's linker trims the zero bytes at
     segment ends (a length's high bytes), so the scan runs over the whole memory image."""
-    base, img = memory_image(analysis)
+    base, img = memory_image(analysis, passive=passive)
     out: list[DataRef] = []
     for q in range((-base) % 8, len(img) - 15, 8):
         ptr = int.from_bytes(img[q : q + 8], "little")
@@ -173,11 +188,11 @@ def _classify(mem: bytes, base: int, lo: int, hi: int, table: tuple[int, int] | 
 
 def build_items(analysis: ModuleAnalysis, refs: list[DataRef],
                 table_range: tuple[int, int] | None = None,
-                bss_hi: int = 0) -> tuple[list[DataItem], bool]:
+                bss_hi: int = 0, passive: Passive = None) -> tuple[list[DataItem], bool]:
     """Cut every segment at the referenced addresses and at string ends; classify the pieces.
     Referenced addresses in ``[end of the data, bss_hi)`` become ``bss`` items (variables
     with no initial bytes), each up to the next referenced address."""
-    segs = segments(analysis)
+    segs = segments(analysis, passive)
     if not segs:
         return [], False
     lo, hi = segs[0][0], max(b + len(d) for b, d, _ in segs)

@@ -26,6 +26,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 
 from kbtool.wasm import ModuleAnalysis
+from kbtool.wasm.datamap import passive_addresses
 
 from .dataitems import (
     build_items,
@@ -161,8 +162,10 @@ def scan_plan(analysis: ModuleAnalysis, lo: int, mem_hi: int) -> list[tuple[int,
 def build_data_model(analysis: ModuleAnalysis, data: bytes, *, stack_pointer: int | None = None,
                      go: bool = False,
                      progress: Callable[[int, int], None] | None = None) -> DataModel:
-    """The data model of one module (see the module docstring)."""
-    segs = segments(analysis)
+    """The data model of one module (see the module docstring). Passive segments count
+    where ``memory.init`` code gives their address (Emscripten's threaded builds)."""
+    passive = passive_addresses(data, analysis.module)
+    segs = segments(analysis, passive)
     lo = segs[0][0] if segs else 0
     data_end = max((b + len(d) for b, d, _ in segs), default=0)
     mem_hi = bss_end(analysis, data_end, stack_pointer) if segs else 0
@@ -189,7 +192,7 @@ def build_data_model(analysis: ModuleAnalysis, data: bytes, *, stack_pointer: in
     if progress is not None:
         progress(len(plan), len(plan))
     if go:
-        headers = go_string_headers(analysis, lo, hi)
+        headers = go_string_headers(analysis, lo, hi, passive)
         # code that takes a header's address uses its string: the string's xref too
         by_header = {h.offset: h for h in headers}
         refs.extend(DataRef(r.func_index, r.offset, "via_header", "data", by_header[r.target].target)
@@ -198,7 +201,7 @@ def build_data_model(analysis: ModuleAnalysis, data: bytes, *, stack_pointer: in
     elems = [e for e in analysis.module.elements if e.mode == "active" and e.offset is not None]
     table_range = (min(e.offset for e in elems), max(e.offset + len(e.func_indices) for e in elems)) \
         if elems else None
-    items, cut = build_items(analysis, refs, table_range, mem_hi)
+    items, cut = build_items(analysis, refs, table_range, mem_hi, passive)
     label_items(items)
     starts = [it.address for it in items]
     for r in refs:

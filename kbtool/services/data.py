@@ -30,6 +30,7 @@ from kbtool.kb import queries
 from kbtool.kb.errors import KBError
 from kbtool.services import knowledge
 from kbtool.wasm import ModuleAnalysis
+from kbtool.wasm.datamap import passive_addresses
 
 MAX_READ = 4096  # bytes read_memory answers at most
 MAX_XREFS = 500  # references listed per answer (the total is always given)
@@ -93,9 +94,11 @@ def build(
         }
         for i in model.items
     ]
-    base, image = memory_image(analysis)  # one copy of the initial memory for every item
+    passive = passive_addresses(data, analysis.module)
+    # one copy of the initial memory for every item
+    base, image = memory_image(analysis, passive=passive)
     _data_ids(items, lambda a, n: image[a - base : a - base + n] if image and a >= base
-              else read_memory(analysis, a, n))
+              else read_memory(analysis, a, n, passive))
     globals_ = [
         {
             "index": g.index, "type": g.type, "mutable": g.mutable, "initial": g.initial,
@@ -195,7 +198,8 @@ def memory(conn: sqlite3.Connection, version_id: int, address: int, length: int)
         raise DataNotFoundError(f"version {version_id} has no stored module bytes")
     from kbtool.wasm import parse_module  # the segments only (no code decode)
 
-    raw = _read_segments(parse_module(data), address, length)
+    module = parse_module(data)
+    raw = _read_segments(module, address, length, passive_addresses(data, module))
     rows = []
     for k in range(0, len(raw), 16):
         chunk = raw[k : k + 16]
@@ -208,12 +212,19 @@ def memory(conn: sqlite3.Connection, version_id: int, address: int, length: int)
             "item": dm_store.item_at(conn, version_id, address)}
 
 
-def _read_segments(module: Any, address: int, length: int) -> bytes:
+def _read_segments(module: Any, address: int, length: int, passive: dict[int, int]) -> bytes:
     out = bytearray(length)
-    for s in module.data_segments:
-        if s.passive or s.offset is None or s.memory_index != 0:
+    for k, s in enumerate(module.data_segments):
+        if s.memory_index != 0:
             continue
-        base = int(s.offset)
+        if s.passive:
+            if k not in passive:
+                continue
+            base = int(passive[k])
+        elif s.offset is None:
+            continue
+        else:
+            base = int(s.offset)
         lo, hi = max(base, address), min(base + len(s.data), address + length)
         if lo < hi:
             out[lo - address : hi - address] = s.data[lo - base : hi - base]
