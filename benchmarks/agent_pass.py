@@ -40,7 +40,7 @@ tests/fakes (real ``openai`` SDK, a hidden answer key with a realistic error rat
                (calibrated on the tokens billed for its stored answers) and a provider_a
                first pass (anthropic's messages.count_tokens on 8 sample prompts); and the
                projection `kbtool agent`'s progress bar shows for the provider_b first pass
-               after its first 8 answers and after 10 % of its calls (re-scaled by the
+               after its first 8 answers, 5 % and 10 % of its calls (re-scaled by the
                provider's reported usage as answers arrive)
 
 Run:  python benchmarks/agent_pass.py --provider [--smoke] [--module PATH]
@@ -269,7 +269,7 @@ def calibration(db: Path, vid: int, truth: dict[int, str]) -> dict:
     from tests.fakes.llm_server import AnswerKey, FakeLLMServer
 
     key = AnswerKey(truth)
-    live: dict[str, dict] = {}  # the progress bar's projection after LIVE_MIN answers, 10 %
+    live: dict = {}  # the progress bar's projection after LIVE_MIN answers, 5 % and 10 %
     with FakeLLMServer(key=key) as srv:
         conn = open_rw(db)
         try:
@@ -281,8 +281,9 @@ def calibration(db: Path, vid: int, truth: dict[int, str]) -> dict:
                 m = meter.to_dict()  # what `kbtool agent`'s progress bar shows
                 if "first" not in live and m["calls"] >= LIVE_MIN:
                     live["first"] = m
-                if "tenth" not in live and m["calls"] >= plan.estimated_calls / 10:
-                    live["tenth"] = m
+                for share in (5, 10):
+                    if share not in live and m["calls"] >= plan.estimated_calls * share / 100:
+                        live[share] = m
 
             s = run_agent_pass(conn, vid, "provider_b", plan=plan, progress=progress,
                                knowledge=False)
@@ -317,7 +318,8 @@ def calibration(db: Path, vid: int, truth: dict[int, str]) -> dict:
           f"cost {share_pct(est_cost / max(1e-9, real_cost) - 1)} off; meter ${s['estimated_cost_usd']:.4f}"
           f" [provider_b, tokens: {est.get('basis')}]")
     for label, m in (("after the first answers", live.get("first")),
-                     ("after 10 % of the calls", live.get("tenth"))):
+                     ("after 5 % of the calls", live.get(5)),
+                     ("after 10 % of the calls", live.get(10))):
         if not m:
             continue
         proj_cost = m["projected_cost_usd"] or 0.0

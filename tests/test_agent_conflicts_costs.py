@@ -83,7 +83,7 @@ def test_a_floor_below_the_shared_confidence_still_writes_one_name_once():
 def test_projection_rescales_by_billed_usage_as_answers_arrive():
     m = Meter(price=(3.0, 15.0))
     assert m.projection() is None and "projected_tokens_in" not in m.to_dict()
-    m.plan(1000, 10, ratio=1.0, per_answer=100)
+    m.plan(1000, 10, ratio=1.0, per_answer=100)  # 8 answers are LIVE_OUTPUT_SHARE of 10
     assert m.projection()["projected_tokens_in"] == 1000
     for _ in range(LIVE_MIN - 1):
         m.add(110, 50, estimate=100)
@@ -94,7 +94,7 @@ def test_projection_rescales_by_billed_usage_as_answers_arrive():
     late = m.projection()
     assert late["projection_basis"] == f"calibrated on {LIVE_MIN} answers billed in this pass"
     assert late["projected_tokens_in"] == 8 * 110 + 2 * 110  # 10 % more than estimated
-    assert late["projected_tokens_out"] == 8 * 50 + 2 * 50
+    assert late["projected_tokens_out"] == 8 * 50 + 2 * 110 * 50 // 110  # per input token
     assert late["projected_cost_usd"] == round((1100 * 3 + 500 * 15) / 1e6, 6)
     for _ in range(2):
         m.add(110, 50, estimate=100)
@@ -104,3 +104,19 @@ def test_projection_rescales_by_billed_usage_as_answers_arrive():
     bar = spend_text(m.to_dict(), live=True)
     assert bar.endswith(f" of ~${done['projected_cost_usd']:.4f}")
     assert "of ~" not in spend_text(m.to_dict())  # the summary line shows what was spent
+
+
+def test_output_waits_for_a_share_of_the_calls_before_calibrating():
+    """Callees come first: the first answers are small functions' (short answers to short
+    prompts); until LIVE_OUTPUT_SHARE of the calls, output keeps the per-answer estimate."""
+    m = Meter(price=None)
+    m.plan(100_000, 1000, ratio=1.0, per_answer=300)
+    for _ in range(LIVE_MIN):
+        m.add(55, 40, estimate=50)  # small prompts, relatively long answers
+    p = m.projection()
+    assert p["projection_basis"].startswith("input calibrated on 8")
+    assert p["projected_tokens_in"] == 8 * 55 + round((100_000 - 400) * 1.1)
+    assert p["projected_tokens_out"] == 8 * 40 + 992 * 300  # not 40/55 of the input
+    assert p["projected_cost_usd"] is None  # no price: tokens only
+    assert spend_text(m.to_dict(), live=True).endswith(
+        f" of ~{p['projected_tokens_in'] + p['projected_tokens_out']:,} tokens")
