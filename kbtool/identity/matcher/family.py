@@ -289,9 +289,13 @@ class FamilyStage:
             best_alt = max(alt)[0]
             body = self._body_decides(o, n, rivals_o, rivals_n)
             if own >= best_alt + CONTEXT_LEAD:
-                if not self._body_elsewhere(o, n, rivals_o, rivals_n):
+                if not self._body_elsewhere(o, n, rivals_o, rivals_n) and (
+                    body or self._graph_lead(o, n, alt)
+                ):
                     passed[(o, n)] = state
                     continue  # the context decides, the body does not object
+                # else: only the function (or table) order puts the pair ahead: a twin moved
+                # in the source (or the linker's order) takes its rival's place: flagged
             elif best_alt < own + CONTEXT_AGAINST:
                 if body:
                     passed[(o, n)] = state
@@ -416,10 +420,34 @@ class FamilyStage:
             return None
         return n
 
-    def context(self, o: int, n: int) -> float:
+    def _table_informative(self) -> bool:
+        """The function table's order says something the function order does not: on either
+        side some table entries are not in function-index order (a toolchain that lays the
+        table out in function order, like Go's, repeats the function order)."""
+        got = self.__dict__.get("_table_info")
+        if got is None:
+            got = any(
+                any(a > b for a, b in zip(t, t[1:], strict=False))
+                for t in (self.OLD.table, self.NEW.table)
+            )
+            self._table_info = got
+        return got
+
+    def _graph_lead(self, o: int, n: int, alt: list[tuple[float, int, int]]) -> bool:
+        """The call graph (callers and callees) and a table order of its own put ``(o, n)``
+        ahead of every rival pairing in ``alt``, without the order of the functions."""
+        own = self.context(o, n, positions=False)
+        return all(own > self.context(x, y, positions=False) for _, x, y in alt)
+
+    def context(self, o: int, n: int, positions: bool = True) -> float:
         """Call-graph and order evidence for pairing ``o`` with ``n`` (counts, not a ratio);
-        only matches not flagged for review count as evidence."""
+        only matches not flagged for review count as evidence. ``positions=False``: the
+        call graph only, and the table order where it is not the function order."""
         caller_imgs, callee_imgs, order_nb, table_nb = self._images(o)
+        if not positions:
+            order_nb = []
+            if not self._table_informative():
+                table_nb = []
         score = 0.0
         for d, pos in caller_imgs:
             at = self._callee_pos(d).get(n)
