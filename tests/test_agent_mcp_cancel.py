@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.llm_server import FakeLLMServer
+from tests.support.paths import ROOT
 
 pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("mcp") is None, reason="mcp SDK"),
     pytest.mark.skipif(importlib.util.find_spec("openai") is None, reason="openai"),
 ]
-ROOT = Path(__file__).resolve().parents[1]
 
 CLIENT = textwrap.dedent("""
     import asyncio, os, sys

@@ -21,8 +21,8 @@ from kbtool.kb.errors import UnknownVersionError
 from kbtool.kb.gate import upsert_symbol
 from kbtool.services import agent_pass
 from kbtool.services.agent_pass import plan_agent_pass, run_agent_pass, would_write
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "kbtool.cli"]
 SUMMARY_KEYS = {
     "backend",

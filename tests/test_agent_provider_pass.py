@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -20,7 +19,6 @@ from kbtool.kb.db import open_ro, open_rw
 from kbtool.services.agent_pass import run_agent_pass
 from tests.fakes.llm_server import AnswerKey, FakeLLMServer
 
-ROOT = Path(__file__).resolve().parents[1]
 C = "\n".join(["int32_t f7(int32_t p0) {", "  int32_t l1 = f3(p0, 16);"]
               + [f"  l1 = l1 + {k};" for k in range(200)] + ["  return l1;", "}"])
 CTX = {

@@ -18,8 +18,8 @@ from kbtool.kb import queries
 from kbtool.kb.db import open_ro, open_rw
 from kbtool.services.agent_pass import run_agent_pass
 from tests.fakes.llm_server import AnswerKey, FakeLLMServer
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 VID = 2
 # f40 (its answer is malformed: asked once, never named) is called by f68 (named from a right
 # answer), itself called by f483: the interrupted pass answers f40 and f68, names f68, and

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -20,8 +19,8 @@ from kbtool.agents import (
     verify,
 )
 from kbtool.agents.tokens import is_c_identifier, looks_like_symbol, token_scores
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "kbtool" / "demo" / "zstd-1.5.5.wasm"
 
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from kbtool.agents import OfflineBackend, callers_of, context_from_facts, run_round, string_sharing
 from kbtool.agents.calibration import PRIOR, build_table, load_table, rule_confidence, smoothed
 from kbtool.agents.offline import offline_candidates, propose_offline
 from kbtool.agents.specialist import import_wrapper, string_tags, thunks
+from tests.support.paths import ROOT
 
-DEMO = Path(__file__).resolve().parents[1] / "kbtool" / "demo" / "zstd-1.5.5.wasm"
+DEMO = ROOT / "kbtool" / "demo" / "zstd-1.5.5.wasm"
 THIN = {
     "instr_count": 6,
     "call_indirect": 0,

@@ -8,6 +8,7 @@ from kbtool.analysis.datamodel import build_data_model, read_memory
 from kbtool.analysis.recognize import stack_pointer_global
 from kbtool.wasm import analyze_module
 from tests.fixtures.build import CORPUS, build_wat, have_wabt
+from tests.support.paths import FIXTURES, ROOT
 
 pytestmark = pytest.mark.skipif(not have_wabt(), reason="wat2wasm not installed")
 
@@ -87,12 +88,11 @@ def go_module(tmp_path_factory):
     import os
     import shutil
     import subprocess
-    from pathlib import Path
 
     if shutil.which("go") is None:
         pytest.skip("go not installed")
     out = tmp_path_factory.mktemp("go") / "strings.wasm"
-    src = Path(__file__).parent / "fixtures" / "go" / "strings" / "main.go"
+    src = FIXTURES / "go" / "strings" / "main.go"
     env = dict(os.environ, GOOS="js", GOARCH="wasm", CGO_ENABLED="0",
                GOCACHE=os.environ.get("GOCACHE", "/tmp/kbtool-go-cache"))
     subprocess.run(["go", "build", "-o", str(out), str(src)], check=True, env=env,
@@ -120,11 +120,10 @@ def test_go_string_literals_are_items_with_xrefs(go_module):
 
 def test_fast_scan_matches_the_careful_decoder():
     """The inlined scan gives exactly the references of the careful decoder's walk."""
-    from pathlib import Path
 
     from kbtool.analysis import datamodel as dmod
 
-    demo = Path(__file__).resolve().parents[1] / "kbtool" / "demo" / "zstd-1.5.5.wasm"
+    demo = ROOT / "kbtool" / "demo" / "zstd-1.5.5.wasm"
     data = demo.read_bytes()
     a = analyze_module(data)
     segs = dmod.segments(a)

@@ -18,8 +18,9 @@ from kbtool.analysis.fingerprints import (
     loose_digests,
 )
 from kbtool.wasm import analyze_module
+from tests.support.paths import FIXTURES as FIXTURES_DIR
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "analysis"
+FIXTURES = FIXTURES_DIR / "analysis"
 WAT2WASM = shutil.which("wat2wasm")
 RUSTC = Path("/usr/bin/rustc")
 

@@ -13,8 +13,9 @@ from kbtool.analysis.families import canonical, family_of
 from kbtool.analysis.fingerprints import FingerprintDB, RefEntry, full_hash
 from kbtool.analysis.threads import atomic_class
 from kbtool.wasm import analyze_module
+from tests.support.paths import ROOT
 
-REFS = Path(__file__).resolve().parents[1] / "kbtool" / "analysis" / "refs"
+REFS = ROOT / "kbtool" / "analysis" / "refs"
 WAT2WASM = shutil.which("wat2wasm")
 
 

@@ -14,8 +14,9 @@ from kbtool.analysis import analyze_module_static
 from kbtool.analysis.families import canonical
 from kbtool.analysis.recognize import stack_pointer_global
 from kbtool.wasm import analyze_module
+from tests.support.paths import FIXTURES as FIXTURES_DIR
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "analysis"
+FIXTURES = FIXTURES_DIR / "analysis"
 WAT2WASM = shutil.which("wat2wasm")
 EMCC = shutil.which("emcc")
 

@@ -21,8 +21,8 @@ from kbtool.kb.gate import upsert_symbol
 from kbtool.services.analyze import ACTOR, AnalyzeError, analyze_version, kb_name
 from kbtool.services.ingest import ingest_bytes
 from kbtool.wasm import analyze_module
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 REFS = ROOT / "kbtool" / "analysis" / "refs"
 CLI = [sys.executable, "-m", "kbtool.cli"]
 

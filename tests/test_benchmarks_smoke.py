@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
+
 NUMBER = r"\d[\d,]*(?:\.\d+)?"
 
 # benchmark -> patterns its smoke output must contain (each a figure or a row of figures)

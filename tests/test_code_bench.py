@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "code.py"
+from tests.support.paths import ROOT
+
+BENCH = ROOT / "benchmarks" / "code.py"
 
 
 def test_code_benchmark_smoke(capsys):

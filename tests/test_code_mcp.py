@@ -11,11 +11,7 @@ from kbtool.kb.db import open_ro  # noqa: E402
 from kbtool.mcp.tools_code import MAX_CHARS, page  # noqa: E402
 from kbtool.services import code  # noqa: E402
 from tests.codefixtures import BIG_REPEAT, code_kb_fixture  # noqa: E402,F401
-
-try:  # tests/support/mcp.py after the test-infrastructure merge
-    from tests.support.mcp import call_error, dump, mcp_session, run, text_of
-except ImportError:  # pragma: no cover - before it
-    from tests.test_mcp import call_error, dump, mcp_session, run, text_of
+from tests.support.mcp import call_error, dump, mcp_session, run, text_of  # noqa: E402
 
 
 def expected(db, vid: int, idx: int) -> dict:

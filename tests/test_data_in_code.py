@@ -15,9 +15,10 @@ from kbtool.services import code
 from kbtool.services.analyze import analyze_version
 from kbtool.services.ingest import ingest_file
 from tests.fixtures.build import build_wat, have_wabt
+from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.skipif(not have_wabt(), reason="wat2wasm not installed")
-DEMO = Path(__file__).resolve().parents[1] / "kbtool" / "demo" / "zstd-1.5.5.wasm"
+DEMO = ROOT / "kbtool" / "demo" / "zstd-1.5.5.wasm"
 
 
 def _kb(tmp_path: Path, wasm: Path, analyze: bool) -> Path:

@@ -20,8 +20,9 @@ from kbtool.kb.db import open_ro, open_rw
 from kbtool.services.analyze import analyze_version
 from kbtool.services.ingest import ingest_file
 from kbtool.wasm import analyze_module
+from tests.support.paths import ROOT
 
-DEMO = Path(__file__).resolve().parents[1] / "kbtool" / "demo" / "zstd-1.5.5.wasm"
+DEMO = ROOT / "kbtool" / "demo" / "zstd-1.5.5.wasm"
 SYSROOT = Path("/usr/include/wasm32-wasi")
 
 
@@ -143,3 +144,19 @@ def test_bss_arrays_passed_by_address_are_items(tmp_path):
             assert size <= it.size < size + 16, (name, it.size)  # sized by the next item
     # round sizes passed to calls (4096, 64) are not taken for addresses
     assert 4096 not in bss
+
+
+def test_parallel_scan_gives_the_same_model(monkeypatch):
+    """Big modules are scanned on forked workers; the model is the one of a single process."""
+    data = DEMO.read_bytes()
+    a = analyze_module(data)
+    sp = stack_pointer_global(a, data)
+    one = dmod.build_data_model(a, data, stack_pointer=sp)
+    monkeypatch.setattr(datascan, "PARALLEL_MIN_BYTES", 0)
+    calls = []
+    real = datascan._run_chunk
+    monkeypatch.setattr(datascan, "_run_chunk", lambda chunk: calls.append(1) or real(chunk))
+    two = dmod.build_data_model(a, data, stack_pointer=sp, workers=2)
+    assert two.to_dict() == one.to_dict()
+    assert datascan.parallel_refs(data, dmod.scan_plan(a, 1024, two.data_end), 1024,
+                                  two.data_end, False, two.data_end, 2) is not None

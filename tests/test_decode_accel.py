@@ -9,14 +9,13 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from kbtool.wasm import WasmFormatError, active, decoder, facts
 from tests.fixtures.build import CORPUS, have_wabt, tiny_module, wasm_builder
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ["mvp", "signext_sat", "multivalue", "bulk", "reftypes", "simd", "atomics",
             "tailcall", "eh", "funcref", "memory64", "elements", "facts_a", "facts_b",
             "facts_c", "roles", "datamodel"]

@@ -26,6 +26,7 @@ from kbtool.kb.db import open_ro, open_rw
 from kbtool.lift import prelude_path
 from kbtool.services.deep import run_deep
 from tests.fakes.llm_server import FakeLLMServer
+from tests.support.paths import ROOT
 
 HAS = {"a": importlib.util.find_spec("anthropic"), "b": importlib.util.find_spec("openai")}
 PROVIDERS = [
@@ -248,9 +249,8 @@ def test_deep_benchmark_smoke(capsys):
     """benchmarks/deep.py --smoke runs offline and through the openai SDK (no timing asserts)."""
     if HAS["b"] is None:
         pytest.skip("openai SDK not installed (kbtool[llm])")
-    from pathlib import Path
 
-    bench = Path(__file__).resolve().parents[1] / "benchmarks" / "deep.py"
+    bench = ROOT / "benchmarks" / "deep.py"
     spec = importlib.util.spec_from_file_location("bench_deep", bench)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

@@ -18,10 +18,10 @@ import pytest
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
 from tests.fakes.llm_server import FakeLLMServer
+from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("openai") is None,
                                 reason="the openai SDK is not installed")
-ROOT = Path(__file__).resolve().parents[1]
 VID = 2
 
 

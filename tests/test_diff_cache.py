@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import orjson
@@ -15,40 +14,12 @@ from kbtool.kb.gate import upsert_symbol
 from kbtool.services.diff.cache import DIFF_CACHE, DiffCache
 from kbtool.services.diff.report import compute_diff, delete_diff, save_diff
 from kbtool.services.diff.view import cached_view
-from kbtool.services.ingest import ingest_bytes
-
-WAT = """
-(module
-  (import "env" "log" (func $log (param i32)))
-  (memory 1)
-  (func $get_field (export "get_field") (param i32) (result i32)
-    local.get 0
-    i32.load offset={off}
-    i32.const {k}
-    i32.add)
-  (func $other (export "other") (param i32) (result i32)
-    i32.const 3
-    call $log
-    local.get 0
-    i32.const 7
-    i32.mul)
-)
-"""
+from tests.support.diff_kb import two_versions_kb
 
 
 @pytest.fixture()
 def kb(tmp_path: Path) -> Path:
-    if shutil.which("wat2wasm") is None:
-        pytest.skip("wat2wasm not installed")
-    db = tmp_path / "kb.db"
-    conn = open_rw(db)
-    for label, off, k in (("1.0", 348, 16), ("1.1", 356, 24)):
-        src = tmp_path / f"{label}.wat"
-        src.write_text(WAT.format(off=off, k=k))
-        subprocess.run(["wat2wasm", str(src), "-o", str(tmp_path / "m.wasm")], check=True)
-        ingest_bytes(conn, (tmp_path / "m.wasm").read_bytes(), label=label)
-    conn.close()
-    return db
+    return two_versions_kb(tmp_path)
 
 
 def _some_sid(db: Path) -> str:

@@ -9,8 +9,8 @@ from kbtool.kb.db import open_rw
 from kbtool.kb.gate import upsert_symbol
 from kbtool.services.diff.cache import DIFF_CACHE
 from kbtool.tui.screens.diff import DiffScreen
+from tests.support.diff_kb import kb  # noqa: F401  (the two-version fixture KB)
 from tests.support.tui import make_app, screen_text, settle
-from tests.test_diff_cache import kb  # noqa: F401  (the two-version fixture KB)
 
 pytestmark = pytest.mark.anyio
 

@@ -12,8 +12,8 @@ import pytest
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
 from kbtool.render.text import UNKNOWN_TOOLCHAIN, toolchain_text
+from tests.support.diff_kb import kb  # noqa: F401  (two versions, no toolchain detected)
 from tests.support.tui import make_app, screen_text, settle
-from tests.test_diff_cache import kb  # noqa: F401  (two versions, no toolchain detected)
 
 
 def _cli(db, *args: str) -> str:

@@ -25,8 +25,7 @@ from kbtool.render.terminal import (
 )
 from kbtool.services.diff.changelog import changelog
 from kbtool.services.diff.report import get_diff
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
 
 
 def record(width: int = 80) -> Console:

@@ -9,13 +9,12 @@ from __future__ import annotations
 import random
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from benchmarks import fuzz_provider as fp
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 pytest.importorskip("openai")
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -11,6 +10,7 @@ from kbtool.kb import queries
 from kbtool.kb.errors import UnknownStableIdError
 from kbtool.kb.gate import revert, set_lock, upsert_symbol
 from tests.support.kb import bare_kb
+from tests.support.paths import ROOT
 
 SID = "aaaa000000000001"
 
@@ -220,7 +220,7 @@ def test_nothing_else_writes_symbols():
         r"REPLACE\s+INTO\s+symbols\b|\[\s*['\"]symbols['\"]\s*\]|table\(\s*['\"]symbols['\"])",
         re.I,
     )
-    root = Path(__file__).resolve().parents[1] / "kbtool"
+    root = ROOT / "kbtool"
     offenders = []
     for py in root.rglob("*.py"):
         if py.relative_to(root).as_posix() in ("kb/gate.py", "kb/schema.py"):

@@ -17,6 +17,7 @@ from kbtool.commands import common
 from kbtool.kb.gate import EXCERPT, MAX_EVIDENCE_TEXT, upsert_symbol
 from kbtool.mcp.server import as_json
 from tests.support.kb import bare_kb
+from tests.support.paths import ROOT
 
 CLI = [sys.executable, "-m", "kbtool.cli"]
 SID = "a" * 16
@@ -25,7 +26,7 @@ ESCAPES = "\x1b]0;TITLE\x07\x1b[2J"
 
 def kbtool(*args: str | Path, stdout=subprocess.PIPE) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
-    env.setdefault("PYTHONPATH", str(Path(__file__).resolve().parents[1]))
+    env.setdefault("PYTHONPATH", str(ROOT))
     return subprocess.run(
         [*CLI, *map(str, args)],
         stdout=stdout,

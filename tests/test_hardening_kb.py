@@ -17,7 +17,7 @@ import pytest
 from kbtool.kb.db import open_ro, open_rw, transaction
 from kbtool.kb.errors import KBFullError, KBReadOnlyError, NotAKBError
 from tests.support.kb import bare_kb
-from tests.support.paths import DEMO_DIR
+from tests.support.paths import DEMO_DIR, ROOT
 
 CLI = [sys.executable, "-m", "kbtool.cli"]
 MODULE = DEMO_DIR / "zstd-1.5.6.wasm"
@@ -26,7 +26,7 @@ SID = "ad3b6a9464533b98"  # a function of the demo KB's version 1
 
 def kbtool(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
-    env.setdefault("PYTHONPATH", str(Path(__file__).resolve().parents[1]))
+    env.setdefault("PYTHONPATH", str(ROOT))
     return subprocess.run(
         [*CLI, *map(str, args)], capture_output=True, text=True, cwd=cwd, env=env, timeout=300
     )

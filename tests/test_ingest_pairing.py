@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from kbtool.identity import matcher
 from kbtool.kb import queries
 from kbtool.kb.db import open_rw
 from kbtool.services.diff.report import compute_diff, get_diff
 from kbtool.services.ingest import ingest_file
+from tests.support.paths import ROOT
 
-DEMO = Path(__file__).resolve().parents[1] / "kbtool" / "demo"
+DEMO = ROOT / "kbtool" / "demo"
 
 
 def test_second_ingest_runs_the_matcher_once_and_stores_the_report(tmp_path, monkeypatch):

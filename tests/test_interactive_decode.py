@@ -4,14 +4,12 @@ runs only around ``memory.init`` opcodes, found by ``bytes.find``)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from kbtool.wasm import facts
 from kbtool.wasm.reader import parse_module
-
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+from tests.support.paths import CORPUS
 
 
 def _reference(data: bytes, lo: int, hi: int) -> list[tuple]:

@@ -7,7 +7,6 @@ import sqlite3
 import subprocess
 import sys
 import tomllib
-from pathlib import Path
 
 import pytest
 
@@ -16,6 +15,7 @@ from kbtool.kb.db import open_ro, open_rw
 from kbtool.kb.errors import KBMissingError, NotAKBError, SchemaVersionError, UnknownVersionError
 from kbtool.kb.schema import SCHEMA_VERSION
 from tests.support.kb import bare_kb
+from tests.support.paths import ROOT
 
 
 def test_fresh_kb_has_schema(tmp_path):
@@ -98,7 +98,7 @@ def test_import_linter_contract():
     if exe is None:
         pytest.skip("import-linter not installed")
 
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     out = subprocess.run([exe], cwd=root, capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from kbtool.lift import active, prepare
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures" / "lift"
 COMPILED = active.load_compiled()
 needs_compiled = pytest.mark.skipif(

@@ -6,11 +6,10 @@ import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
 
 
 @pytest.mark.skipif(not shutil.which("wat2wasm"), reason="needs wat2wasm")

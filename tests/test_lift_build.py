@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from kbtool.lift import _build, active
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")
 
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from kbtool.lift import build_callgraph, indirect_types
 from kbtool.wasm import analyze_module
+from tests.support.paths import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures" / "lift"
+FIX = FIXTURES / "lift"
 
 
 @pytest.fixture(scope="module")

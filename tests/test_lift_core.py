@@ -19,6 +19,7 @@ from kbtool.lift import (
 )
 from kbtool.lift.disasm import disassemble_function as _records
 from kbtool.render.disasm import render_listing
+from tests.support.paths import FIXTURES, ROOT
 
 
 def disassemble_function(lm, func_index: int, **kw) -> str:
@@ -26,7 +27,7 @@ def disassemble_function(lm, func_index: int, **kw) -> str:
     return render_listing(_records(lm, func_index, **kw))
 
 
-FIX = Path(__file__).parent / "fixtures" / "lift"
+FIX = FIXTURES / "lift"
 GT = Path("/work/shared/corpus/gt")
 needs_gcc = pytest.mark.skipif(not shutil.which("gcc"), reason="needs gcc")
 
@@ -326,7 +327,7 @@ def test_disassemble_module_workers_give_the_same_listing_in_order():
     which is each function's own disassembly, in index order."""
     from kbtool.lift import disassemble_module
 
-    data = (Path(__file__).resolve().parents[1] / "kbtool" / "demo" / "zstd-1.5.5.wasm").read_bytes()
+    data = (ROOT / "kbtool" / "demo" / "zstd-1.5.5.wasm").read_bytes()
     lm = prepare(data)
     one = list(disassemble_module(lm, workers=1, render=render_listing))
     two = list(disassemble_module(lm, workers=2, render=render_listing))

@@ -7,13 +7,13 @@ from __future__ import annotations
 import ctypes
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from kbtool.lift import lift_module, prelude_path, prepare
+from tests.support.paths import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures" / "lift"
+FIX = FIXTURES / "lift"
 wasmtime = pytest.importorskip("wasmtime")
 pytestmark = pytest.mark.skipif(
     not (shutil.which("wat2wasm") and shutil.which("gcc")), reason="needs wat2wasm and gcc"

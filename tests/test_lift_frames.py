@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import re
 import shutil
-from pathlib import Path
 
 import pytest
 
 from kbtool.lift import lift_function, prepare
 from tests.support import lift_sem
+from tests.support.paths import FIXTURES
 
 pytest.importorskip("wasmtime")
-FIX = Path(__file__).parent / "fixtures" / "lift"
+FIX = FIXTURES / "lift"
 needs_clang = pytest.mark.skipif(
     not (shutil.which("clang") and shutil.which("wasm-ld") and shutil.which("gcc")),
     reason="needs clang, wasm-ld and gcc",

@@ -11,6 +11,7 @@ import pytest
 
 from kbtool.lift import disassemble_function, lift_function, prelude_path, prepare
 from kbtool.render.disasm import render_listing
+from tests.support.paths import ROOT
 
 needs_tools = pytest.mark.skipif(
     not (shutil.which("wat2wasm") and shutil.which("gcc")), reason="needs wat2wasm and gcc"
@@ -138,7 +139,7 @@ def test_br_table_targets_of_different_arities_is_a_stub():
 # validation would reject it); the fuzz harness met one in a zstd build, where the
 # recognizer's downward anchoring indexed the function list with it and raised IndexError.
 
-DEMO = Path(__file__).resolve().parents[1] / "kbtool" / "demo" / "zstd-1.5.5.wasm"
+DEMO = ROOT / "kbtool" / "demo" / "zstd-1.5.5.wasm"
 SHARED_OS = Path("/work/shared/corpus/gt/zstd-1.5.6.Os.stripped.wasm")
 
 

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from kbtool.lift import lift_function, prelude_path, prepare
 from kbtool.lift.gctypes import gc_types
+from tests.support.paths import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures" / "lift"
+FIX = FIXTURES / "lift"
 
 
 @pytest.fixture(scope="module")

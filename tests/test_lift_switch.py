@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import re
 import shutil
-from pathlib import Path
 
 import pytest
 
 from tests.support import lift_sem
+from tests.support.paths import FIXTURES
 
 pytest.importorskip("wasmtime")
-FIX = Path(__file__).parent / "fixtures" / "lift"
+FIX = FIXTURES / "lift"
 pytestmark = pytest.mark.skipif(
     not (shutil.which("clang") and shutil.which("wasm-ld") and shutil.which("gcc")),
     reason="needs clang, wasm-ld and gcc",

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from kbtool.lift import _build
+from tests.support.paths import ROOT
 
 SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _pkg_tree(tmp: Path) -> Path:

@@ -24,6 +24,7 @@ from kbtool.services.lineage import (
     program_name_for,
 )
 from tests.fixtures.build import CORPUS, build_wat, have_wabt
+from tests.support.cli import run_cli as _cli
 from tests.support.paths import DEMO_DIR, ROOT
 
 Z55, Z56 = DEMO_DIR / "zstd-1.5.5.wasm", DEMO_DIR / "zstd-1.5.6.wasm"
@@ -35,17 +36,6 @@ def corpus_file(rel: str) -> Path:
     if not p.exists():
         pytest.skip(f"corpus file {rel} not present")
     return p
-
-
-def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200")
-    return subprocess.run(
-        [sys.executable, "-m", "kbtool.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-    )
 
 
 # ----------------------------------------------------------------------------- pure parts

@@ -8,8 +8,8 @@ from kbtool.kb.db import open_rw
 from kbtool.services.ingest import ingest_file
 from kbtool.tui.screens.heatmap import HeatmapScreen
 from kbtool.tui.screens.versions import VersionsScreen
+from tests.support.paths import corpus_file
 from tests.support.tui import make_app, screen_text, settle
-from tests.test_lineage import corpus_file
 
 pytestmark = pytest.mark.anyio
 

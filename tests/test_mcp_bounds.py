@@ -12,6 +12,8 @@ import sys
 import threading
 from pathlib import Path
 
+from tests.support.paths import ROOT
+
 CLI = [sys.executable, "-m", "kbtool.cli", "mcp"]
 LIMIT = 1 << 20  # a 1 MiB bound for the test (the default is 8 MiB)
 
@@ -91,7 +93,7 @@ def test_hostile_lines_get_errors_and_the_server_keeps_serving(demo_kb_master):
 
 def test_benchmark_smoke():
     """benchmarks/mcp_bounds.py --smoke runs and reports the server."""
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     out = subprocess.run([sys.executable, str(root / "benchmarks" / "mcp_bounds.py"), "--smoke"],
                          capture_output=True, text=True, timeout=300, cwd=root)
     assert out.returncode == 0, out.stderr

@@ -26,8 +26,7 @@ from kbtool.kb import queries
 from kbtool.kb.db import open_ro
 from kbtool.mcp.server import TOOL_NAMES
 from tests.support.mcp import unnamed_ids
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
 
 
 def cached_inspector() -> Path | None:

@@ -18,6 +18,7 @@ import pytest
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
 from kbtool.mcp.server import build_server
+from tests.support.paths import ROOT
 
 CLI = [sys.executable, "-m", "kbtool.cli"]
 
@@ -202,7 +203,7 @@ def test_stdio_only(demo_kb_master):
 
 def _readme_snippet() -> str:
     """The Python client example of the README's MCP section (docs/mcp.md until merged)."""
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     for doc in (root / "README.md", root / "docs" / "mcp.md"):
         if doc.exists():
             for block in re.findall(r"```python\n(.*?)```", doc.read_text(encoding="utf-8"), re.S):

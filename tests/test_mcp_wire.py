@@ -25,6 +25,7 @@ from kbtool.kb import queries
 from kbtool.kb.db import open_ro
 from kbtool.mcp.reads import ReadPool
 from tests.support.mcp import unnamed_ids
+from tests.support.paths import ROOT
 
 CLI = [sys.executable, "-m", "kbtool.cli"]
 
@@ -231,7 +232,7 @@ def _write_name(db: Path, sid: str, name: str) -> None:
         capture_output=True,
         text=True,
         timeout=60,
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=ROOT,
     )
     assert proc.returncode == 0 and "'written': True" in proc.stdout, proc.stderr
 

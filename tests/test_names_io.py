@@ -172,7 +172,7 @@ def test_import_into_another_release_places_by_body_and_shape(demo_kb, tmp_path)
 
 
 def test_cli_import_reports_methods(demo_kb, tmp_path):
-    from tests.test_lineage import _cli
+    from tests.support.cli import run_cli as _cli
 
     exp = tmp_path / "names.txt"
     assert _cli("export", "2", "-o", str(exp), "--db", str(demo_kb)).returncode == 0
@@ -208,7 +208,7 @@ needs_tools = pytest.mark.skipif(
 
 @needs_tools
 def test_export_wasm_writes_a_valid_name_section(demo_kb, tmp_path):
-    from tests.test_lineage import _cli
+    from tests.support.cli import run_cli as _cli
 
     out = tmp_path / "named.wasm"
     res = _cli("export", "2", "--wasm", str(out), "--db", str(demo_kb))

@@ -7,15 +7,13 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 from kbtool.cli import main, short_help
 from kbtool.commands.core import function_lines
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
+from tests.support.paths import ROOT
 from tests.support.tui_kb import ESC_RAW, MARKUP_NAME
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_functions_table_has_one_line_per_row(demo_kb_master, capsys):

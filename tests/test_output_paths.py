@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from kbtool.services.outfile import OutputRefused, atomic_output, check_output_path, write_atomic
+from tests.support.paths import ROOT
 
 CLI = [sys.executable, "-m", "kbtool.cli"]
 TIMEOUT = 300
@@ -260,7 +261,7 @@ def test_temporaries_of_killed_writers_are_removed_next_time(tmp_path: Path):
 def test_fuzz_cli_smoke(tmp_path: Path):
     """The harness's CLI cases (output paths, full disk, links, signals, huge inputs) pass."""
     r = subprocess.run([sys.executable, "-m", "benchmarks.fuzz_cli", "--smoke"],
-                       cwd=Path(__file__).resolve().parent.parent, capture_output=True,
+                       cwd=ROOT, capture_output=True,
                        text=True, timeout=TIMEOUT)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "0 failures" in r.stdout

@@ -22,8 +22,7 @@ from packaging.tags import sys_tags
 from packaging.utils import parse_wheel_filename
 
 from kbtool.lift import _build, active
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
 
 
 def _copy_tree(dest: Path, *, compiled: bool) -> Path:

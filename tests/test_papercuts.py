@@ -20,8 +20,8 @@ from kbtool.kb import gate, queries, store
 from kbtool.kb.db import open_rw, transaction
 from kbtool.render.terminal import render_view
 from kbtool.services.deep import run_deep
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = "[bold red]pwn[/] \x1b[31mred\u202etxt"
 
 

@@ -14,6 +14,7 @@ from kbtool.kb import queries, schema
 from kbtool.kb.db import open_ro, open_rw
 from kbtool.kb.gate import MAX_REFUSALS_PER_MINUTE, revert, upsert_symbol
 from tests.support.kb import bare_kb, frozen_time
+from tests.support.paths import ROOT
 
 SIDS = [f"{i:016x}" for i in range(4)]
 CLI = [sys.executable, "-m", "kbtool.cli"]
@@ -128,7 +129,7 @@ def test_mcp_refusal_loop_adds_one_row(tmp_path):
 
 def test_refusal_growth_benchmark_smoke():
     """benchmarks/refusal_growth.py --smoke: 200 identical refused calls add one event row."""
-    root = __import__("pathlib").Path(__file__).resolve().parents[1]
+    root = ROOT
     done = subprocess.run([sys.executable, str(root / "benchmarks" / "refusal_growth.py"), "--smoke"],
                           capture_output=True, text=True, timeout=300, cwd=root)
     assert done.returncode == 0, done.stderr

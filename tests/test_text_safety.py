@@ -14,6 +14,7 @@ from kbtool.kb.gate import upsert_symbol
 from kbtool.services.names_io import cell, uncell
 from kbtool.textutil import json_safe, printable, strip_unsafe, unsafe_chars
 from tests.support.kb import bare_kb
+from tests.support.paths import ROOT
 
 HOSTILE = ["rlo\u202eexe.txt", "tag\U000e0049\U000e0047\U000e004e", "zw\u200bsp", "shy\u00adx",
            "bom\ufeffx", "c1\x9bx", "esc\x1b[31m"]
@@ -42,9 +43,8 @@ def test_gate_refuses_hidden_characters_in_binary_names(tmp_path, text):
 
 
 def test_version_label_with_bidi_reaches_export_escaped(tmp_path):
-    from pathlib import Path
 
-    demo = Path(__file__).resolve().parents[1] / "kbtool" / "demo" / "zstd-1.5.5.wasm"
+    demo = ROOT / "kbtool" / "demo" / "zstd-1.5.5.wasm"
     db = tmp_path / "kb.db"
     run = [sys.executable, "-m", "kbtool", "--db", str(db)]
     r = subprocess.run([*run, "ingest", str(demo), "--label", "v1\u202eevil"],

@@ -18,11 +18,7 @@ from tests.codefixtures import (  # noqa: F401  (fixtures)
     code_kb_fixture,
     code_kb_no_bytes_fixture,
 )
-
-try:  # tests/support/tui.py after the test-infrastructure merge
-    from tests.support.tui import make_app, screen_text, settle
-except ImportError:  # pragma: no cover - before it
-    from tests.test_tui_support import make_app, screen_text, settle
+from tests.support.tui import make_app, screen_text, settle
 
 ESCAPED_NAME = HOSTILE_NAME.replace("\x1b", "\\x1b")
 

@@ -24,8 +24,9 @@ from kbtool.wasm.gosyms import (
 )
 from tests.fixtures.build import CORPUS, build_wat, have_wabt
 from tests.fixtures.gopcln import PCLNTAB_ADDR, go_like_module, pclntab
+from tests.support.paths import FIXTURES, ROOT
 
-HELLO = Path(__file__).resolve().parent / "fixtures" / "go" / "hello"
+HELLO = FIXTURES / "go" / "hello"
 NAMES = [
     "go:buildid",
     "runtime.mallocgc",
@@ -346,7 +347,7 @@ def test_benchmark_smoke():
     res = subprocess.run(
         [
             sys.executable,
-            str(Path(__file__).resolve().parents[1] / "benchmarks" / "gosyms.py"),
+            str(ROOT / "benchmarks" / "gosyms.py"),
             "--smoke",
         ],
         check=True,

@@ -22,8 +22,8 @@ from kbtool.wasm import WasmFormatError, analyze_module, parse_module
 from kbtool.wasm.facts import _RUN, MAX_CSTRING, DataMap, build_data_map
 from kbtool.wasm.instr import check_body, iter_instructions, read_heaptype, read_valtype
 from kbtool.wasm.leb import encode_uleb
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 HAVE_WASM_TOOLS = shutil.which("wasm-tools") is not None
 
 

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
 
 XSS_SCRIPT = "<script>window.__xss=1</script>"
 XSS_IMG = '<img src=x onerror="window.__xss=2">'

@@ -20,6 +20,7 @@ from kbtool.kb import queries
 from kbtool.kb.db import open_rw
 from kbtool.kb.gate import upsert_symbol
 from kbtool.services.ingest import ingest_bytes
+from tests.support.paths import ROOT
 from tests.web.support import CHROMIUM, ServerProcess, launch_chromium
 
 pytestmark = [
@@ -203,7 +204,7 @@ def test_default_filter_is_changed_and_moved_rows_sit_behind_it(page, server):
     labels = page.eval_on_selector_all("#diff-class option", "os => os.map(o => o.textContent)")
     assert f"changed · {len(changed)}" in labels and f"moved · {len(moved)}" in labels
     # the words are exactly those of docs/diff.md ("`--only` takes `unchanged, moved, ...`")
-    doc = (Path(__file__).resolve().parents[2] / "docs" / "diff.md").read_text()
+    doc = (ROOT / "docs" / "diff.md").read_text()
     words = re.search(r"--only` takes `([a-z, ]+)`", doc).group(1).split(", ")
     values = page.eval_on_selector_all("#diff-class option", "os => os.map(o => o.value)")
     assert sorted(values) == sorted(words)

@@ -1,0 +1,52 @@
+"""The two-version KB of the diff-cache tests: one module ingested twice (1.0, 1.1) with a
+changed field offset and constant, through wat2wasm and the real ingest."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kbtool.kb.db import open_rw
+from kbtool.services.ingest import ingest_bytes
+
+WAT = """
+(module
+  (import "env" "log" (func $log (param i32)))
+  (memory 1)
+  (func $get_field (export "get_field") (param i32) (result i32)
+    local.get 0
+    i32.load offset={off}
+    i32.const {k}
+    i32.add)
+  (func $other (export "other") (param i32) (result i32)
+    i32.const 3
+    call $log
+    local.get 0
+    i32.const 7
+    i32.mul)
+)
+"""
+
+
+def two_versions_kb(tmp_path: Path) -> Path:
+    """The KB file (skips the calling test without wat2wasm)."""
+    if shutil.which("wat2wasm") is None:
+        pytest.skip("wat2wasm not installed")
+    db = tmp_path / "kb.db"
+    conn = open_rw(db)
+    for label, off, k in (("1.0", 348, 16), ("1.1", 356, 24)):
+        src = tmp_path / f"{label}.wat"
+        src.write_text(WAT.format(off=off, k=k))
+        subprocess.run(["wat2wasm", str(src), "-o", str(tmp_path / "m.wasm")], check=True)
+        ingest_bytes(conn, (tmp_path / "m.wasm").read_bytes(), label=label)
+    conn.close()
+    return db
+
+
+@pytest.fixture()
+def kb(tmp_path: Path) -> Path:
+    """The two-version KB as a fixture (import it into a test module to use it)."""
+    return two_versions_kb(tmp_path)
