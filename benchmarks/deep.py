@@ -14,7 +14,10 @@ functions (index order) are analysed twice, each run with ``force`` on its own c
 2. provider_b through the real ``openai`` SDK against ``tests/fakes/llm_server.py`` on
    127.0.0.1 (CANNED answers: plumbing, not a model), each answer delayed by ``--latency``
    seconds to stand in for a model; calls run 4 at a time. Reported: per-function time, the
-   share of understandings written by the provider, fallbacks, the compile share.
+   share of understandings written by the provider, fallbacks, the compile share;
+3. resume: `kbtool deep --backend provider_b -f ...` in a subprocess, SIGKILLed once half of
+   its calls were sent, then run again: the calls the re-run sent against the prompts the
+   first run left without a kept answer (they must be equal).
 
 Peer in the same run: ``wasm-decompile`` (wabt) over the whole module, per defined function.
 Figures are wall-clock seconds on this machine.
@@ -110,6 +113,9 @@ def measure(module: Path, n: int, latency: float) -> dict:
             }
             llm = _run(llm_db, vid, indices, "provider_b", env)
             requests = len(srv.requests)
+        res_db = work / "resume.db"
+        shutil.copy(base, res_db)
+        resume = _resume(res_db, vid, indices, latency)
         (work / "off").mkdir()
         (work / "llm").mkdir()
         peer = _peer_decompile(module)
@@ -132,10 +138,51 @@ def measure(module: Path, n: int, latency: float) -> dict:
             "provider_fallbacks": p["understanding_fallbacks"],
             "provider_compiles": _compiles(llm["clean"], work / "llm"),
             "provider_names_written": (p.get("naming") or {}).get("written", 0),
+            "resume": resume,
             "peer_wasm_decompile_s_per_function": (
                 peer / max(1, len(defined)) if peer is not None else None
             ),
         }
+
+
+def _resume(db: Path, vid: int, indices: list[int], latency: float) -> dict:
+    """Kill `kbtool deep` half way (SIGKILL), run it again; what each run sent."""
+    import os
+    import signal
+
+    from tests.fakes.llm_server import FakeLLMServer
+
+    cmd = [sys.executable, "-m", "kbtool.cli", "deep", str(vid), "--backend", "provider_b",
+           "--json", "--db", str(db)] + [a for i in indices for a in ("-f", str(i))]
+
+    def env(srv: FakeLLMServer) -> dict:
+        return {**os.environ, "PROVIDER_B_API_KEY": "bench-key",
+                "PROVIDER_B_BASE_URL": srv.url + "/v1", "PROVIDER_B_MODEL": "fake-canned",
+                "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
+
+    with FakeLLMServer(delay=max(latency, 0.05)) as srv:
+        proc = subprocess.Popen(cmd, env=env(srv), cwd=ROOT, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        t0 = time.monotonic()
+        while (len(srv.requests) < len(indices) // 2 and proc.poll() is None
+               and time.monotonic() - t0 < 600):
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        sent1 = len(srv.requests)
+    conn = open_rw(db)
+    try:
+        kept = conn.execute("SELECT COUNT(*) FROM agent_answers WHERE variant = 'deep'"
+                            ).fetchone()[0]
+        recorded = len(set(queries.deep_done(conn, vid)) & set(indices))
+    finally:
+        conn.close()
+    with FakeLLMServer() as srv:
+        done = subprocess.run(cmd, env=env(srv), cwd=ROOT, capture_output=True, text=True)
+        sent2 = len(srv.requests)
+    return {"killed_after_sent": sent1, "answers_kept": kept, "records_written": recorded,
+            "rerun_sent": sent2, "unanswered": len(indices) - kept,
+            "rerun_ok": done.returncode == 0}
 
 
 def _pct(a: int | None, b: int) -> str:
@@ -177,6 +224,13 @@ def main(argv: list[str] | None = None) -> int:
         f"({r['provider_requests']} requests), understanding by the provider "
         f"{_pct(r['provider_understood'], k)}, {r['provider_fallbacks']} fallbacks, compiles "
         f"{_pct(r['provider_compiles'], k)}, names written {r['provider_names_written']}"
+    )
+    rs = r["resume"]
+    print(
+        f"  resume       `kbtool deep` SIGKILLed after {rs['killed_after_sent']} calls sent: "
+        f"{rs['answers_kept']} answers kept, {rs['records_written']} records written; re-run "
+        f"sent {rs['rerun_sent']} (unanswered: {rs['unanswered']}) "
+        f"{'OK' if rs['rerun_ok'] and rs['rerun_sent'] == rs['unanswered'] else 'MISMATCH'}"
     )
     print(
         "  peer: wasm-decompile, whole module   "
