@@ -43,18 +43,20 @@ NAME_SURFACE = [
     (r"(^|_)tui($|_)|snapshots|_screen|interactive|nav_functions|heatmap", "tui"),
     (r"(^|_)mcp($|_)|inspector", "mcp"),
     (r"(^|_)web($|_)|_routes?$|browser|studio|router|http|readonly", "web"),
-    (r"(^|_)cli($|_)|papercuts|output_paths|packaging|durability|hardening_cli", "cli"),
+    (r"(^|_)cli($|_)|papercuts|output_paths|packaging|durability|hardening_cli|_command$", "cli"),
     (r"(^|_)render($|_)|ui_diff|diff_views|diff_layout", "render"),
 ]
 NAME_LAYER = [
-    (r"^wasm|decode|leb|opcodes|gosyms|toolchain", "wasm"),
+    (r"_service$|^diff_(cache|triage|triage_rules|triage_inlining|explain|relocation)$|^lineage$"
+     r"|^ingest|^lookalike|^optlevels|^oracle_trivial", "services"),
+    (r"^wasm|^decode|^leb|^opcodes|gosyms", "wasm"),
     (r"^lift|^code_(cleaned|structs)|runnable", "lift"),
     (r"^analysis|atomic|recogni|threads", "analysis"),
     (r"^agents?(_|$)|provider|^fuzz_provider|^deep(_|$)", "agents"),
     (r"^glue|emscripten|loader", "glue"),
     (r"^identity|^matcher|pairing|^diff_align|^diff_go_identity", "identity"),
     (r"^gate|^kb(_|$)|^hardening_kb|^hardening_gate|^refusal|^knowledge_core|concurrency|^schema"
-     r"|^migrate|^durab", "kb"),
+     r"|^durab", "kb"),
 ]
 # import prefix -> where it points (front-ends first)
 IMPORT_SURFACE = {
