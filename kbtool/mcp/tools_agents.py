@@ -167,7 +167,9 @@ def run_agent_pass(
                 usd = m["estimated_cost_usd"]
                 spend = (f"; {m['calls']} calls ({m['cached_answers']} stored), "
                          f"{m['tokens_in']} tokens in, {m['tokens_out']} out"
-                         + (f", ${usd:.4f}" if usd is not None else ""))
+                         + (f", ${usd:.4f}" if usd is not None else "")
+                         + (f" of ~${m['projected_cost_usd']:.4f} (round 1, projected)"
+                            if m.get("projected_cost_usd") is not None else ""))
             if sink is not None:
                 try:
                     sink(done, total, f"{stage}: {done} functions{spend}")
