@@ -38,7 +38,7 @@ from .dataitems import (
 )
 from .datalabels import ERRNO_FUNCS, MALLOC_FAMILY, role_labels
 from .datarefs import function_refs, function_refs_careful
-from .datascan import data_refs, globals_refs, max_offset, might_touch_data
+from .datascan import max_offset, might_touch_data, module_refs, parallel_refs
 from .datatypes import (
     GETTER_GLOBALS,
     GO_GLOBALS,
@@ -160,10 +160,11 @@ def scan_plan(analysis: ModuleAnalysis, lo: int, mem_hi: int) -> list[tuple[int,
 
 
 def build_data_model(analysis: ModuleAnalysis, data: bytes, *, stack_pointer: int | None = None,
-                     go: bool = False,
+                     go: bool = False, workers: int = 1,
                      progress: Callable[[int, int], None] | None = None) -> DataModel:
     """The data model of one module (see the module docstring). Passive segments count
-    where ``memory.init`` code gives their address (Emscripten's threaded builds)."""
+    where ``memory.init`` code gives their address (Emscripten's threaded builds).
+    ``workers`` > 1: big modules are scanned on that many forked processes (same result)."""
     passive = passive_addresses(data, analysis.module)
     segs = segments(analysis, passive)
     lo = segs[0][0] if segs else 0
@@ -175,15 +176,16 @@ def build_data_model(analysis: ModuleAnalysis, data: bytes, *, stack_pointer: in
     refs: list[DataRef] = []
     truncated = False
     plan = scan_plan(analysis, lo, mem_hi)
+    per_body = parallel_refs(data, plan, lo, hi, go, mem_hi, workers, progress)
     step = 512
     for n in range(0, len(plan), step):
-        if progress is not None:
+        if progress is not None and per_body is None:
             progress(n, len(plan))
-        for fi, off, size, mode, floor in plan[n : n + step]:
-            if mode == 2:
-                refs.extend(data_refs(data, fi, off, size, lo, hi, go, mem_hi, floor))
-            elif mode == 1:
-                refs.extend(globals_refs(data, fi, off, size))
+        chunk = plan[n : n + step]
+        found = per_body[n : n + step] if per_body is not None else \
+            module_refs(data, chunk, lo, hi, go, mem_hi)
+        for refs_of_body in found:
+            refs.extend(refs_of_body)
             if len(refs) >= MAX_REFS:
                 truncated = True
                 break

@@ -332,13 +332,78 @@ def might_touch_data(consts: list[int], mem_ops: list[tuple[int, int, int]], lo:
 
 
 def module_refs(data: bytes, funcs: list[tuple[int, int, int, int, int]], lo: int, hi: int,
-                go: bool, mem_hi: int) -> list[DataRef]:
-    """The references of many bodies: ``funcs`` are ``(func_index, body_offset, body_size,
-    mode, floor)`` with mode 2 (data), 1 (globals only) or 0 (nothing to find)."""
-    out: list[DataRef] = []
+                go: bool, mem_hi: int) -> list[list[DataRef]]:
+    """The references of many bodies, one list per body: ``funcs`` are ``(func_index,
+    body_offset, body_size, mode, floor)`` with mode 2 (data), 1 (globals only) or 0
+    (nothing to find)."""
+    out: list[list[DataRef]] = []
     for fi, off, size, mode, floor in funcs:
         if mode == 2:
-            out.extend(data_refs(data, fi, off, size, lo, hi, go, mem_hi, floor))
+            out.append(data_refs(data, fi, off, size, lo, hi, go, mem_hi, floor))
         elif mode == 1:
-            out.extend(globals_refs(data, fi, off, size))
+            out.append(globals_refs(data, fi, off, size))
+        else:
+            out.append([])
+    return out
+
+
+# the scan's arguments, set before the pool forks (inherited, never pickled)
+_STATE: dict[str, object] = {}
+PARALLEL_MIN_BYTES = 4 << 20  # code bytes below which one process scans alone
+
+
+def _run_chunk(chunk: list[tuple[int, int, int, int, int]]) -> list[list[tuple]]:
+    st = _STATE
+    res = module_refs(st["data"], chunk, st["lo"], st["hi"], st["go"], st["mem_hi"])  # type: ignore[arg-type]
+    return [[(r.func_index, r.offset, r.kind, r.target_kind, r.target, r.width) for r in refs]
+            for refs in res]
+
+
+def parallel_refs(data: bytes, plan: list[tuple[int, int, int, int, int]], lo: int, hi: int,
+                  go: bool, mem_hi: int, workers: int,
+                  progress: object = None) -> list[list[DataRef]] | None:
+    """:func:`module_refs` on ``workers`` forked processes (bodies are independent), in the
+    plan's order; None when it should run in this process instead (one worker, a small
+    module, a threaded process that must not fork: :mod:`kbtool.wasm.workers`)."""
+    work = sum(p[2] for p in plan if p[3])
+    if workers < 2 or work < PARALLEL_MIN_BYTES:
+        return None
+    from concurrent.futures import ProcessPoolExecutor
+
+    from kbtool.wasm.workers import kill_workers, pool_context, signals_deferred, worker_init
+
+    mpctx = pool_context()
+    if mpctx is None:
+        return None
+    import os
+
+    chunks: list[list[tuple[int, int, int, int, int]]] = [[]]
+    size = 0
+    target = work / (workers * 8) + 1
+    for p in plan:
+        chunks[-1].append(p)
+        size += p[2] if p[3] else 0
+        if size >= target:
+            chunks.append([])
+            size = 0
+    _STATE.update(data=data, lo=lo, hi=hi, go=go, mem_hi=mem_hi)
+    out: list[list[DataRef]] = []
+    ex = ProcessPoolExecutor(max_workers=workers, mp_context=mpctx, initializer=worker_init,
+                             initargs=(os.getpid(),))
+    try:
+        with signals_deferred():
+            results = ex.map(_run_chunk, chunks)
+        done = 0
+        for chunk, res in zip(chunks, results, strict=True):
+            out.extend([DataRef(*t) for t in refs] for refs in res)
+            done += len(chunk)
+            if callable(progress):
+                progress(done, len(plan))
+    except BaseException:
+        kill_workers(ex)
+        raise
+    else:
+        ex.shutdown(wait=True)
+    finally:
+        _STATE.clear()
     return out

@@ -31,6 +31,7 @@ from kbtool.kb.errors import KBError
 from kbtool.services import knowledge
 from kbtool.wasm import ModuleAnalysis
 from kbtool.wasm.datamap import passive_addresses
+from kbtool.wasm.facts import decode_workers
 
 MAX_READ = 4096  # bytes read_memory answers at most
 MAX_XREFS = 500  # references listed per answer (the total is always given)
@@ -83,7 +84,8 @@ def build(
             if f.imported
         )
     sp = stack_pointer_global(analysis, data) if not go else None
-    model = build_data_model(analysis, data, stack_pointer=sp, go=go, progress=progress)
+    model = build_data_model(analysis, data, stack_pointer=sp, go=go, progress=progress,
+                             workers=decode_workers(len(data)))  # as the decoder: 2 for big modules
     # labels from the functions the KB knows around an item (errno, malloc state, tables)
     role_labels(model, analysis, queries.function_names(conn, version_id))
     items = [
