@@ -203,6 +203,8 @@ def fix_paths(text: str, rel: Path) -> str:
         return alias + rest
 
     new = _EXPR.sub(sub, text)
+    if not used:
+        return text
     names = [n if a == n else f"{n} as {a}" for n, a in sorted(used.items())]
     return _add_import(new, f"from tests.support.paths import {', '.join(names)}\n")
 
@@ -256,20 +258,29 @@ def apply(root: Path) -> list[tuple[Path, Path]]:
     mentions = {str(a): str(b) for a, b in moves}
     mentions.update({old: new for old, (new, _m, _n) in HELPERS.items()})
     mentions["tests/web/conftest.py"] = "tests/surface/web/conftest.py"
+    moved = {str(b) for _a, b in moves} | {new for new, _m, _n in HELPERS.values()}
+    moved |= {"tests/surface/web/conftest.py"}
     tracked = [Path(p) for p in git("ls-files", cwd=root).splitlines()
                if p.endswith((".py", ".md", ".toml")) and (root / p).is_file()]
+    touched: list[str] = []
     for rel in tracked:
         f = root / rel
         text = f.read_text(encoding="utf-8")
         new = text
         for old_mod, new_mod in renames.items():
             new = re.sub(rf"\b{re.escape(old_mod)}\b", new_mod, new)
-        if rel.suffix == ".py" and rel.parts[0] == "tests":
+        if str(rel) in moved:
             new = fix_paths(new, rel)
         for old, dest in mentions.items():
             new = re.sub(rf"(?<![\w/]){re.escape(old)}\b", dest, new)
         if new != text:
             f.write_text(new, encoding="utf-8")
+            touched.append(str(rel))
+    # the import blocks the rewrite touched, tidied as the project's ruff wants them
+    py = [t for t in touched if t.endswith(".py")]
+    if py:
+        subprocess.run([sys.executable, "-m", "ruff", "check", "--fix", "--quiet", "--select",
+                        "I001,F401", *py], cwd=root, check=False)
     return moves
 
 
