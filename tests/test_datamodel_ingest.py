@@ -158,3 +158,20 @@ def test_parallel_scan_gives_the_same_model(monkeypatch):
     # (it did run on workers: None means "scan in this process")
     assert datascan.parallel_refs(data, dmod.scan_plan(a, 1024, two.data_end), 1024,
                                   two.data_end, False, two.data_end, 2) is not None
+
+
+def test_ingest_lands_whole_or_not_at_all(tmp_path, monkeypatch):
+    """The model is built in ingest's transaction: a failure there leaves no version."""
+    from kbtool.services import data as data_svc
+
+    def broken(*_a, **_k):
+        raise RuntimeError("data model failed")
+
+    monkeypatch.setattr(data_svc, "build", broken)
+    db = tmp_path / "kb.db"
+    conn = open_rw(str(db), create=True)
+    with pytest.raises(RuntimeError, match="data model failed"):
+        ingest_file(conn, str(DEMO), label="1")
+    assert conn.execute("SELECT count(*) FROM versions").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM functions").fetchone()[0] == 0
+    conn.close()
