@@ -125,9 +125,9 @@ def func_label(ctx: Mapping[str, Any]) -> str:
     return (ctx.get("existing") or {}).get("name") or f"f{int(ctx['index'])}"
 
 
-_PRELUDE = re.compile(
+_PRELUDE = re.compile(  # a prototype line may hold several (the lifter packs them)
     r"^(?:#(?:ifndef|define|endif)\b.*|enum \{ \w+ = -?\d+ \};|extern .*;"
-    r"|[A-Za-z_][\w ]*[\w*]\s*\**\w+\([^()]*\);)\s*$")
+    r"|(?:[A-Za-z_][\w ]*[\w*]\s*\**\w+\([^()]*\);\s*)+)\s*$")
 
 
 def c_text(ctx: Mapping[str, Any]) -> str:
