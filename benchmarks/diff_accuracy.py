@@ -53,25 +53,13 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.corpus_pairs import DEFAULT_CORPUS, corpus_pairs  # noqa: E402
+from benchmarks.name_scoring import NameRates, true_names  # noqa: E402
 from benchmarks.smoke_corpus import temporary_corpus  # noqa: E402
 from kbtool.identity.matcher import REVIEW_SCORE  # noqa: E402
 from kbtool.kb.db import open_rw  # noqa: E402
 from kbtool.services.diff.carry import carry_names  # noqa: E402
 from kbtool.services.diff.report import compute_diff  # noqa: E402
 from kbtool.services.ingest import ingest_file  # noqa: E402
-from kbtool.wasm import analyze_module  # noqa: E402
-
-_TRUTH: dict[Path, dict[int, str | None]] = {}
-
-
-def true_names(path: Path) -> dict[int, str | None]:
-    """Function index -> name-section name of the defined functions of a named module."""
-    t = _TRUTH.get(path)
-    if t is None:
-        a = analyze_module(path.read_bytes())
-        t = {f.index: f.raw_name for f in a.functions if not f.imported}
-        _TRUTH[path] = t
-    return t
 
 
 @dataclass
@@ -85,7 +73,7 @@ class Route:
 
 
 @dataclass
-class Score:
+class Score(NameRates):
     kind: str
     old: str
     new: str
@@ -112,17 +100,8 @@ class Score:
         return self.reached - self.correct
 
     @property
-    def precision(self) -> float:
-        return self.correct / self.reached if self.reached else 1.0
-
-    @property
     def precision_excl_renamed(self) -> float:
-        n = self.reached - self.renamed
-        return self.correct / n if n else 1.0
-
-    @property
-    def recall(self) -> float:
-        return self.correct / self.relevant if self.relevant else 1.0
+        return self.precision_star
 
     @property
     def coverage(self) -> float:

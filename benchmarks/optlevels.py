@@ -63,11 +63,11 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.name_scoring import NameRates, true_names  # noqa: E402
 from benchmarks.programs import DEFAULT_OUT, load_manifest  # noqa: E402
 from kbtool.kb.db import open_rw  # noqa: E402
 from kbtool.services.diff.report import get_diff  # noqa: E402
 from kbtool.services.ingest import ingest_file  # noqa: E402
-from kbtool.wasm import analyze_module  # noqa: E402
 
 TUNE = ("zstd", "lua")
 HELD_OUT = ("sqlite", "brotli", "lz4", "libyaml")
@@ -85,21 +85,8 @@ def base_name(name: str) -> str:
     return _SUFFIX.sub("", name) or name
 
 
-_TRUTH: dict[Path, dict[int, str | None]] = {}
-
-
-def true_names(path: Path) -> dict[int, str | None]:
-    """Function index -> name-section name of the defined functions of a named module."""
-    t = _TRUTH.get(path)
-    if t is None:
-        a = analyze_module(path.read_bytes())
-        t = {f.index: f.raw_name for f in a.functions if not f.imported}
-        _TRUTH[path] = t
-    return t
-
-
 @dataclass
-class Score:
+class Score(NameRates):
     program: str
     toolchain: str
     pair: str
@@ -120,18 +107,7 @@ class Score:
     errors: list = field(default_factory=list)
     flagged_scores: list = field(default_factory=list)  # (score, method, right) of flagged names
 
-    @property
-    def precision(self) -> float:
-        return self.right / self.reached if self.reached else 1.0
-
-    @property
-    def precision_star(self) -> float:
-        n = self.reached - self.renamed
-        return self.right / n if n else 1.0
-
-    @property
-    def recall(self) -> float:
-        return self.right / self.relevant if self.relevant else 1.0
+    HITS = "right"
 
     @property
     def unflagged(self) -> int:
