@@ -62,18 +62,18 @@ def function_code(
         mnemonics, calls, listing = render_error(listing), [], None
     else:
         mnemonics, calls = render_listing(listing), listing_calls(listing)
-    res = lift_function(cm.lm, func_index)
+    lifted_c, c_truncated, reason = _lifted(cm, func_index, keep=partial)
     out = {
         "mnemonics": mnemonics,
-        "lifted_c": annotate_c(res.text, func_index, cm.lm.names),
+        "lifted_c": lifted_c,
         "version_id": version_id,
         "func_index": func_index,
         "stable_id": sid,
         "name": name or cm.lm.names.functions.get(func_index),
         "provenance": prov,
         "type": cm.lm.module.func_type(func_index).text(),
-        "truncated": bool(res.truncated),
-        "reason": res.reason or None,
+        "truncated": c_truncated,
+        "reason": reason,
         "call_lines": calls,
         # comments, prototype, line comments, local names with provenance (issue 27)
         "knowledge": knowledge.function_knowledge(conn, sid, version_id) if sid else None,
@@ -85,6 +85,23 @@ def function_code(
         with _LOCK:
             _RESULTS.put(key, (cm, out, listing))
     return out, listing
+
+
+def _lifted(cm: CodeModule, func_index: int, *, keep: bool) -> tuple[str, bool, str | None]:
+    """The function's C with the KB's names, whether the lifter gave up, and why. ``keep``
+    (a partial answer, not cached itself): kept, so the whole answer after a huge function's
+    first screen does not lift the function a second time."""
+    key = (id(cm), func_index, "c")
+    with _LOCK:
+        hit = _RESULTS.get_item(key)
+    if hit is not None and hit[0] is cm:
+        return hit[1]
+    res = lift_function(cm.lm, func_index)
+    c = (annotate_c(res.text, func_index, cm.lm.names), bool(res.truncated), res.reason or None)
+    if keep:
+        with _LOCK:
+            _RESULTS.put(key, (cm, c))
+    return c
 
 
 def disassembly(

@@ -8,10 +8,10 @@ from typing import Any
 
 from kbtool.kb import queries
 from kbtool.lift.names import display_name
-from kbtool.services.code_prepared import CodeModule, code_module
+from kbtool.services.code_prepared import _LOCK, _RESULTS, CodeModule, code_module
 from kbtool.wasm import WasmFormatError
 from kbtool.wasm.instr import decode_one, read_local_decls
-from kbtool.wasm.leb import encode_uleb
+from kbtool.wasm.leb import read_uleb
 from kbtool.wasm.opcodes import K_REF_FUNC, KIND
 
 
@@ -124,12 +124,43 @@ def _node(cm: CodeModule, i: int) -> dict[str, Any]:
     }
 
 
+def _ref_sites(cm: CodeModule) -> dict[int, list[int]]:
+    """Index -> file offsets of the bytes ``0xd2 <LEB128 index>`` in the code section (the
+    encoding of ``ref.func index``, or bytes inside other immediates): one pass over the code
+    per parsed module (a few thousand ``0xd2`` bytes in 30 MB), then a lookup per function."""
+    sites = cm.parsed.ref_sites
+    if sites is None:
+        m = cm.lm.module
+        data = cm.lm.data
+        sites = {}
+        if m.code:
+            lo, hi = m.code[0][0], m.code[-1][1]
+            p = data.find(b"\xd2", lo, hi)
+            while p >= 0:
+                try:
+                    v, _n = read_uleb(data, p + 1, hi)
+                except WasmFormatError:
+                    v = None
+                if v is not None:
+                    sites.setdefault(v, []).append(p)
+                p = data.find(b"\xd2", p + 1, hi)
+        cm.parsed.ref_sites = sites
+    return sites
+
+
 def _body_refs(cm: CodeModule, func_index: int) -> set[int]:
-    """``ref.func`` targets in one defined body (cached per parsed module)."""
+    """``ref.func`` targets in one defined body (cached per parsed module): from the
+    function's disassembly records when they are at hand, else decoded."""
     cache = cm.parsed.body_refs
     hit = cache.get(func_index)
     if hit is not None:
         return hit
+    with _LOCK:
+        done = _RESULTS.get_item((id(cm), func_index))
+    if done is not None and done[0] is cm and done[2] is not None:
+        out = {ins.ref.index for ins in done[2].instrs if KIND[ins.opcode] == K_REF_FUNC}
+        cache[func_index] = out
+        return out
     m = cm.lm.module
     k = func_index - m.num_func_imports
     out: set[int] = set()
@@ -149,22 +180,16 @@ def _body_refs(cm: CodeModule, func_index: int) -> set[int]:
 
 
 def _ref_holders(cm: CodeModule, func_index: int) -> set[int]:
-    """Defined functions whose body holds ``ref.func func_index``: a byte search for the
-    instruction's encoding (0xd2 + the index as LEB128) over the code, each candidate body
-    decoded to confirm (a hit inside another instruction's immediates is not a reference)."""
+    """Defined functions whose body holds ``ref.func func_index``: the places its encoding
+    occurs (:func:`_ref_sites`), each candidate body decoded to confirm (a hit inside another
+    instruction's immediates is not a reference)."""
     m = cm.lm.module
-    if not m.code:
-        return set()
-    data = cm.lm.data
-    pattern = b"\xd2" + encode_uleb(func_index)
     starts = cm.parsed.code_starts
     if starts is None:
         starts = cm.parsed.code_starts = [s for s, _e in m.code]
-    lo, hi = m.code[0][0], m.code[-1][1]
     seen: set[int] = set()
     out: set[int] = set()
-    p = data.find(pattern, lo, hi)
-    while p >= 0:
+    for p in _ref_sites(cm).get(func_index, ()):
         k = bisect.bisect_right(starts, p) - 1
         if k >= 0 and p < m.code[k][1]:
             fi = m.num_func_imports + k
@@ -172,8 +197,4 @@ def _ref_holders(cm: CodeModule, func_index: int) -> set[int]:
                 seen.add(fi)
                 if func_index in _body_refs(cm, fi):
                     out.add(fi)
-            p = data.find(pattern, max(p + 1, m.code[k][1]), hi)  # the next body
-        else:
-            p = data.find(pattern, p + 1, hi)
     return out
-

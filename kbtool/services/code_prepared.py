@@ -55,6 +55,7 @@ class _Parsed:
     in_table: set[int] | None = None  # functions placed in a table (element segments)
     code_starts: list[int] | None = None  # file offset of each defined body, for bisect
     body_refs: dict[int, set[int]] = field(default_factory=dict)  # index -> ref.func targets
+    ref_sites: dict[int, list[int]] | None = None  # index -> offsets of `0xd2 <leb index>`
 
     def get_analysis(self) -> Any:
         with self.lock:

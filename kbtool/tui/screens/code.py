@@ -231,6 +231,14 @@ class CodeScreen(KnowledgeEdits, KbScreen):
         head = len(head_lines(rec))
         return next((head + k for k, ins in enumerate(rec.instrs) if ins.offset == offset), default)
 
+    def cursor_instr(self):
+        """The disassembly record of the line under the cursor (raw wasm), or None."""
+        rec = self.listing
+        if rec is None or self.mode != WASM:
+            return None
+        k = self.query_one("#code-view", CodeView).cursor - len(head_lines(rec))
+        return rec.instrs[k] if 0 <= k < len(rec.instrs) else None
+
     def _show_status(self) -> None:
         """Mode, type, stable_id, what is missing; ``←→ scroll`` when lines are cut."""
         d = self.code

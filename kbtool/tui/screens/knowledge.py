@@ -22,8 +22,6 @@ from kbtool.render.code import WASM
 from kbtool.textutil import printable
 
 ACTOR = "human:tui"
-_WASM_LOCAL = re.compile(r"\blocal\.(?:get|set|tee) (\d+)(?: <([^>]*)>)?")
-_WASM_LINE = re.compile(r"^ ([0-9a-f]{6}): ")
 _C_LINE_COMMENT = re.compile(r"^\s*/\* @([0-9a-f]{6}): ")
 _C_DEFAULT = re.compile(r"\b([pl])(\d+)\b")
 _IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
@@ -74,22 +72,25 @@ def _current(db_path: str, stable_id: str) -> dict[str, Any]:
         conn.close()
 
 
-def local_names_of(mnemonics: str) -> dict[str, int]:
-    """C name -> wasm local index, from the disassembly's ``local.get 3 <name>`` notes."""
+def local_names_of(listing: Any) -> dict[str, int]:
+    """C name -> wasm local index, from the disassembly records' named locals."""
     out: dict[str, int] = {}
-    for m in _WASM_LOCAL.finditer(mnemonics):
-        if m.group(2):
-            out.setdefault(m.group(2), int(m.group(1)))
+    for ins in listing.instrs if listing is not None else ():
+        ref = ins.ref
+        if ref is not None and ref.kind == "local" and ref.name:
+            out.setdefault(ref.name, ref.index)
     return out
 
 
-def locals_on_line(line: str, mode: str, mnemonics: str) -> list[int]:
-    """The wasm local indices the line under the cursor mentions, in order."""
+def locals_on_line(line: str, mode: str, listing: Any, ins: Any = None) -> list[int]:
+    """The wasm local indices the line under the cursor mentions, in order (``ins``: the
+    instruction record of that line in the disassembly)."""
     found: list[int] = []
     if mode == WASM:
-        found = [int(m.group(1)) for m in _WASM_LOCAL.finditer(line)]
+        ref = ins.ref if ins is not None else None
+        found = [ref.index] if ref is not None and ref.kind == "local" else []
     else:
-        named = local_names_of(mnemonics)
+        named = local_names_of(listing)
         text = re.sub(r"/\*.*?\*/", "", line)
         for m in _IDENT.finditer(text):
             tok = m.group()
@@ -123,6 +124,8 @@ class KnowledgeEdits:
 
     # what the host screen provides
     code: dict | None
+    listing: Any  # the disassembly's records
+    cursor_instr: Any  # () -> the instruction record under the cursor (wasm), or None
     mode: str
     version_id: int
     index: int
@@ -152,10 +155,11 @@ class KnowledgeEdits:
         d = self.code
         assert d is not None
         line = self._cursor_line()
-        m = _WASM_LINE.match(line) if self.mode == WASM else _C_LINE_COMMENT.match(line)
+        ins = self.cursor_instr() if self.mode == WASM else None
+        m = None if self.mode == WASM else _C_LINE_COMMENT.match(line)
         cur = _current(self.kb.db_path, d["stable_id"])  # type: ignore[attr-defined]
-        if m:
-            off = int(m.group(1), 16)
+        if ins is not None or m:
+            off = ins.offset if ins is not None else int(m.group(1), 16)
             old = next((c["text"] for c in cur["line_comments"] if c.get("address") == off), "")
             if not old:
                 cur = self._knowledge_at_version(d["stable_id"])
@@ -203,12 +207,13 @@ class KnowledgeEdits:
         """``n``: a parameter or local on the line under the cursor, else the function."""
         d = self.code
         line = self._cursor_line()
-        found = locals_on_line(line, self.mode, d["mnemonics"]) if d else []
+        ins = self.cursor_instr() if self.mode == WASM else None
+        found = locals_on_line(line, self.mode, self.listing, ins) if d else []
         sig = bool(d) and self.mode != WASM and line.rstrip().endswith("{") and not line.startswith(" ")
         if not found or sig or self.kb.read_only:  # type: ignore[attr-defined]
             super().action_rename()  # type: ignore[misc]
             return
-        names = {v: k for k, v in local_names_of(d["mnemonics"]).items()}
+        names = {v: k for k, v in local_names_of(self.listing).items()}
         first = found[0]
         others = ", ".join(f"{x}" + (f" ({names[x]})" if x in names else "") for x in found)
 
