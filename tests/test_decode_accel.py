@@ -168,3 +168,17 @@ def test_decode_pool_only_for_the_pure_decoder_on_mid_size_modules():
     comp = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                           env={k: v for k, v in env.items() if k != "KBTOOL_DECODE"}, timeout=60)
     assert comp.stdout.split() == ["compiled", "1", "1"]
+
+
+@needs_twin
+def test_compiled_memory_accesses_share_one_tuple_per_value():
+    """Equal ``(op, offset, width)`` memory accesses are one object in the compiled output
+    as in the pure one (ffmpeg: a tuple per access would cost ~75 MB more)."""
+    path = CORPUS / "release" / "sql.js-1.12.0.sql-wasm.wasm"
+    if not path.is_file():
+        pytest.skip("corpus not present")
+    data = path.read_bytes()
+    for mod in (decoder, COMPILED):
+        ops = [t for row in _ranges(mod, data) for t in row[17]]
+        assert len(ops) > 10_000
+        assert len({id(t) for t in ops}) == len(set(ops)), mod.__name__

@@ -232,7 +232,10 @@ def analyze_range(ctx: Any, first: int, last: int,
     exports: dict[int, list[str]] = ctx.exports
     ftypes: list[int] = m.func_type_indices
     type_text: list[str] = ctx.type_text
-    mcache: dict[tuple[int, int, int], tuple[int, int, int]] = {}
+    # one tuple object per distinct (op, offset, width), shared by every function; typed
+    # object so mypyc keeps the boxed tuple (a native tuple would be re-boxed, a new object
+    # per memory access: ffmpeg +75 MB)
+    mcache: dict[object, object] = {}
     out: list[tuple[Any, ...]] = []
     next_progress = (code[first][0] if first < last else 0) + step
     code_start = code[0][0] if code else 0
@@ -248,7 +251,7 @@ def analyze_range(ctx: Any, first: int, last: int,
         consts: dict[int, None] = {}
         strs: dict[str, None] = {}
         globs: set[int] = set()
-        memops: list[tuple[int, int, int]] = []
+        memops: list[object] = []
         ti = ftypes[ci_]
         sig = type_text[ti] if ti < ntypes else f"type[{ti}]"
         # the shape hash is fed as the normalised body is produced (never held in memory)
@@ -328,7 +331,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                         papp(data[last_cut:s])
                         papp(_STATIC)
                         last_cut = p
-                    t = (b, x, W[b])
+                    t: object = (b, x, W[b])
                     memops.append(mcache.setdefault(t, t))
                     continue
                 if k == 3:  # i32.const
