@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 from kbtool.identity.matcher import match_functions, match_functions_staged
 from kbtool.identity.matcher.review import review_inlining_boundaries
-from tests.test_matcher import body, rec
+from tests.support.records import body, rec
 
 
 def view(old: list, new: list, pairs: list[tuple[int, int, str]]) -> SimpleNamespace:

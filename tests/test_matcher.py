@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import itertools
 import random
-from array import array
 from types import SimpleNamespace
 
 import pytest
@@ -16,50 +14,14 @@ from kbtool.identity.matcher import (
     REVIEW_MARGIN,
     REVIEW_SCORE,
     FuncRecord,
-    Match,
     match_functions,
 )
 from kbtool.identity.records import records_from_analysis
 from kbtool.wasm import analyze_module
 from tests.support.paths import CORPUS
+from tests.support.records import body, by_new, imp, ops, pairs, rec
 
-_UNIQUE = itertools.count()
 METHODS = {"import", "body", "shape", "name", "callgraph", "similarity"}
-
-
-def ops(*ids: int) -> bytes:
-    return array("H", ids).tobytes()
-
-
-def body(seed: int, n: int = 40) -> list[int]:
-    """A deterministic pseudo-random instruction stream (op ids < 200)."""
-    rng = random.Random(seed)
-    return [rng.randrange(200) for _ in range(n)]
-
-
-def rec(index: int, **kw) -> FuncRecord:
-    code = kw.pop("code", None)
-    if code is not None:
-        kw.setdefault("ops", ops(*code))
-        kw.setdefault("instr_count", len(code))
-        kw.setdefault("body_size", 2 * len(code))
-    kw.setdefault("type_sig", "(i32) -> i32")
-    uniq = next(_UNIQUE)  # hashes nobody else has unless a test says otherwise
-    kw.setdefault("body_hash", f"body-{uniq}")
-    kw.setdefault("shape_hash", f"shape-{uniq}")
-    return FuncRecord(index=index, **kw)
-
-
-def imp(index: int, name: str, sig: str = "(i32) -> i32") -> FuncRecord:
-    return FuncRecord(index=index, imported=True, import_name=name, type_sig=sig)
-
-
-def pairs(matches: list[Match]) -> dict[int, int]:
-    return {m.old_index: m.new_index for m in matches}
-
-
-def by_new(matches: list[Match]) -> dict[int, Match]:
-    return {m.new_index: m for m in matches}
 
 
 def check_one_to_one(matches, old, new) -> None:
