@@ -83,7 +83,7 @@ def test_a_floor_below_the_shared_confidence_still_writes_one_name_once():
 def test_projection_rescales_by_billed_usage_as_answers_arrive():
     m = Meter(price=(3.0, 15.0))
     assert m.projection() is None and "projected_tokens_in" not in m.to_dict()
-    m.plan(1000, 10, ratio=1.0, per_answer=100)  # 8 answers are LIVE_OUTPUT_SHARE of 10
+    m.plan(1000, 10, ratio=1.0, per_answer=100)
     assert m.projection()["projected_tokens_in"] == 1000
     for _ in range(LIVE_MIN - 1):
         m.add(110, 50, estimate=100)
@@ -94,7 +94,7 @@ def test_projection_rescales_by_billed_usage_as_answers_arrive():
     late = m.projection()
     assert late["projection_basis"] == f"calibrated on {LIVE_MIN} answers billed in this pass"
     assert late["projected_tokens_in"] == 8 * 110 + 2 * 110  # 10 % more than estimated
-    assert late["projected_tokens_out"] == 8 * 50 + 2 * 110 * 50 // 110  # per input token
+    assert late["projected_tokens_out"] == 8 * 50 + 2 * 50  # per answer = per input token
     assert late["projected_cost_usd"] == round((1100 * 3 + 500 * 15) / 1e6, 6)
     for _ in range(2):
         m.add(110, 50, estimate=100)
@@ -106,17 +106,20 @@ def test_projection_rescales_by_billed_usage_as_answers_arrive():
     assert "of ~" not in spend_text(m.to_dict())  # the summary line shows what was spent
 
 
-def test_output_waits_for_a_share_of_the_calls_before_calibrating():
-    """Callees come first: the first answers are small functions' (short answers to short
-    prompts); until LIVE_OUTPUT_SHARE of the calls, output keeps the per-answer estimate."""
+def test_output_projection_lies_between_per_answer_and_per_input_token():
+    """Callees come first: the first answers are small functions' (short prompts); the
+    answers still to come are projected midway between "as long as so far" and "growing
+    with their prompts"."""
     m = Meter(price=None)
     m.plan(100_000, 1000, ratio=1.0, per_answer=300)
     for _ in range(LIVE_MIN):
-        m.add(55, 40, estimate=50)  # small prompts, relatively long answers
+        m.add(55, 40, estimate=50)  # small prompts
     p = m.projection()
-    assert p["projection_basis"].startswith("input calibrated on 8")
-    assert p["projected_tokens_in"] == 8 * 55 + round((100_000 - 400) * 1.1)
-    assert p["projected_tokens_out"] == 8 * 40 + 992 * 300  # not 40/55 of the input
+    assert p["projection_basis"] == f"calibrated on {LIVE_MIN} answers billed in this pass"
+    left_in = round((100_000 - 8 * 50) * 1.1)
+    assert p["projected_tokens_in"] == 8 * 55 + left_in
+    per_answer, per_token = 992 * 40, left_in * 40 / 55
+    assert p["projected_tokens_out"] == 8 * 40 + round((per_answer + per_token) / 2)
     assert p["projected_cost_usd"] is None  # no price: tokens only
     assert spend_text(m.to_dict(), live=True).endswith(
         f" of ~{p['projected_tokens_in'] + p['projected_tokens_out']:,} tokens")

@@ -36,11 +36,8 @@ DEFAULT_PRICES: dict[str, tuple[float, float]] = {
 }
 #: output tokens assumed per answer before any answer arrived (the JSON answer asked for)
 EXPECTED_OUTPUT_TOKENS = 220
-#: billed answers of this pass after which the running projection uses their input ratio
+#: billed answers of this pass after which the running projection is re-scaled by them
 LIVE_MIN = 8
-#: ... and the share of round 1's calls after which it uses their output per input token too
-#: (callees come first: the first answers, of the smallest functions, are not typical)
-LIVE_OUTPUT_SHARE = 0.05
 
 _PIECE = re.compile(r"[A-Za-z]+|[0-9]+|\s+|[^\sA-Za-z0-9]")
 
@@ -116,9 +113,10 @@ class Meter:
     of the prompts to send, the scale and output tokens per answer it assumed) and, once
     :data:`LIVE_MIN` answers of this pass came with the provider's usage, re-scales the
     prompts still to send by what the provider billed against kbtool's estimate of the same
-    prompts, and (after :data:`LIVE_OUTPUT_SHARE` of the calls) their answers by the billed
-    output per input token: a first pass through an SDK with no token counter is calibrated
-    as its answers arrive."""
+    prompts (a tokenizer's ratio: right from the first answers), and the answers still to
+    come by the mean of two projections of the billed output, per answer and per input
+    token: a first pass through an SDK with no token counter is calibrated as its answers
+    arrive."""
 
     price: tuple[float, float] | None = None
     calls: int = 0  # model calls that got an answer
@@ -184,17 +182,17 @@ class Meter:
             raw, calls, ratio, per_answer = self._plan
             left_calls = max(0, calls - self.calls - self.errors)
             left_in = max(0, raw - self._sent_est) if left_calls else 0
-            left_out = left_calls * per_answer
             if self._billed_n >= LIVE_MIN and self._billed_est and self._billed_in:
                 left_in = round(left_in * self._billed_in / self._billed_est)
-                basis = f"input calibrated on {self._billed_n} answers billed in this pass"
-                if self._billed_n >= max(LIVE_MIN, LIVE_OUTPUT_SHARE * calls):
-                    # output per input token, not per answer: callees come first, and a
-                    # small function's answer is shorter (a mean per answer projects low)
-                    left_out = round(left_in * self._billed_out / self._billed_in)
-                    basis = f"calibrated on {self._billed_n} answers billed in this pass"
+                # the answers to come: as long as so far, or growing with their prompts
+                # (callees come first: the first prompts and answers are the smallest
+                # functions'); the truth lies between, measured on three modules
+                per_call = left_calls * self._billed_out / self._billed_n
+                per_token = left_in * self._billed_out / self._billed_in
+                left_out = round((per_call + per_token) / 2)
+                basis = f"calibrated on {self._billed_n} answers billed in this pass"
             else:
-                left_in = round(left_in * ratio)
+                left_in, left_out = round(left_in * ratio), left_calls * per_answer
                 basis = "pre-pass estimate"
             tin, tout = self.tokens_in + left_in, self.tokens_out + left_out
         usd = cost(tin, tout, self.price)
