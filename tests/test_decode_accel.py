@@ -154,20 +154,23 @@ def test_fork_pool_decodes_with_the_twin_identically():
 
 def test_decode_pool_only_for_the_pure_decoder_on_mid_size_modules():
     """A 10 MB module decodes on two processes with the pure decoder and in-process with
-    the compiled one (the pool's pickling costs more than it saves there)."""
+    the compiled one (the pool's pickling costs more than it saves there); other
+    whole-module passes (``decode_workers``) keep two processes."""
     code = ("from kbtool.wasm import active, facts\n"
-            "print(active.PATH, facts.decode_workers(10_000_000), facts.decode_workers(100_000))")
+            "print(active.PATH, facts.analyze_workers(10_000_000), facts.analyze_workers(100_000),"
+            " facts.decode_workers(10_000_000))")
     env = {k: v for k, v in os.environ.items() if k != "KBTOOL_PARALLEL_DECODE_BYTES"}
     pure = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                           env={**env, "KBTOOL_DECODE": "pure"}, timeout=60)
     assert pure.returncode == 0, pure.stderr
     cores = os.cpu_count() or 1
-    assert pure.stdout.split() == ["pure", "2" if cores > 1 else "1", "1"]
+    two = "2" if cores > 1 else "1"
+    assert pure.stdout.split() == ["pure", two, "1", two]
     if COMPILED is None:
         return
     comp = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                           env={k: v for k, v in env.items() if k != "KBTOOL_DECODE"}, timeout=60)
-    assert comp.stdout.split() == ["compiled", "1", "1"]
+    assert comp.stdout.split() == ["compiled", "1", "1", two]
 
 
 @needs_twin

@@ -35,7 +35,7 @@ from kbtool.kb.gate import upsert_symbol, validate_name
 from kbtool.kb.provenance import AUTHORITY
 from kbtool.services import data as data_model
 from kbtool.wasm import WasmFormatError, analyze_module
-from kbtool.wasm.facts import decode_workers
+from kbtool.wasm.facts import analyze_workers
 
 __all__ = ["ACTOR", "PROVENANCE", "AnalyzeError", "analyze_version", "kb_name"]
 
@@ -80,7 +80,7 @@ def analyze_version(
         raise AnalyzeError(
             f"version {version_id} has no stored module bytes; re-ingest the module to analyse it"
         )
-    workers = decode_workers(len(data))  # 2 for big modules (KBTOOL_PARALLEL_DECODE_BYTES)
+    workers = analyze_workers(len(data))  # 2 for big modules (KBTOOL_PARALLEL_DECODE_BYTES)
     try:
         analysis = analyze_module(
             data,

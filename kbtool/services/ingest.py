@@ -32,7 +32,7 @@ from kbtool.services.diff.carry import carry_names
 from kbtool.services.diff.report import store_report
 from kbtool.services.inputs import read_input, read_text_input
 from kbtool.wasm import WasmFormatError, analyze_module
-from kbtool.wasm.facts import decode_workers
+from kbtool.wasm.facts import analyze_workers
 from kbtool.wasm.gosyms import GoSymbolsError, recover_go_names
 
 Progress = Callable[[str, int, int], None]
@@ -149,7 +149,7 @@ def ingest_bytes(
     if queries.label_exists(conn, label):
         raise IngestError(f"a version labelled {label!r} already exists (choose another --label)")
     # both cores for big modules: bodies decode independently (measured: ~15-40% faster)
-    workers = decode_workers(len(data))  # 2 for big modules (KBTOOL_PARALLEL_DECODE_BYTES)
+    workers = analyze_workers(len(data))  # 2 for big modules (KBTOOL_PARALLEL_DECODE_BYTES)
     try:
         analysis = analyze_module(
             data, progress=(lambda done, total: progress("decode", done, total)) if progress else None,

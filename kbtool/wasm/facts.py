@@ -180,25 +180,39 @@ def _import_facts(ctx: _Ctx) -> list[FuncFacts]:
 # ----------------------------------------------------------------------------- workers
 
 _WORKER_STATE: dict = {}
-#: modules with more bytes than this decode on two processes (``decode_workers``) with the
-#: pure decoder; ``KBTOOL_PARALLEL_DECODE_BYTES`` overrides it (tests lower it to exercise
-#: the pool)
+#: modules with more bytes than this are worth two processes (``decode_workers``): the pure
+#: decoder, the data model's scan; ``KBTOOL_PARALLEL_DECODE_BYTES`` overrides it (tests lower
+#: it to exercise the pools)
 PARALLEL_DECODE_BYTES = 4_000_000
-#: the same with the compiled decoder: the pool's costs (pickling every function's facts
-#: back, each worker rebuilding the data map's caches) then outweigh the halved loop
-#: (ffmpeg, 32.7 MB: 1.5-1.9 s CPU in one process, 2.3 s on two, slower on a busy machine)
+#: the threshold for :func:`analyze_module` when the compiled decoder runs: the pool's costs
+#: (pickling every function's facts back, each worker rebuilding the data map's caches) then
+#: outweigh the halved loop (ffmpeg, 32.7 MB: 1.5-1.9 s CPU in one process, 2.3 s on two,
+#: slower on a busy machine)
 PARALLEL_DECODE_BYTES_COMPILED = 64_000_000
 
 
-def decode_workers(nbytes: int) -> int:
-    """Processes for decoding a module of ``nbytes``: 2 for big modules on a multi-core
-    machine (bodies decode independently; the pure decoder gains ~15-40%), else 1."""
-    default = PARALLEL_DECODE_BYTES_COMPILED if active.PATH == "compiled" else PARALLEL_DECODE_BYTES
+def _workers_above(nbytes: int, default: int) -> int:
     try:
         limit = int(os.environ.get("KBTOOL_PARALLEL_DECODE_BYTES", default))
     except ValueError:
         limit = default
     return 2 if nbytes > limit and (os.cpu_count() or 1) > 1 else 1
+
+
+def decode_workers(nbytes: int) -> int:
+    """Processes for whole-module work over every body of a module of ``nbytes`` (the
+    pure decoder, the data model's scan): 2 for big modules on a multi-core machine (bodies
+    are independent; ~15-40% faster), else 1."""
+    return _workers_above(nbytes, PARALLEL_DECODE_BYTES)
+
+
+def analyze_workers(nbytes: int) -> int:
+    """Processes for :func:`analyze_module` on a module of ``nbytes``: as
+    :func:`decode_workers` with the pure decoder; with the compiled one, 2 only above
+    ``PARALLEL_DECODE_BYTES_COMPILED`` (below it one process is cheaper and as fast)."""
+    if active.PATH == "compiled":
+        return _workers_above(nbytes, PARALLEL_DECODE_BYTES_COMPILED)
+    return decode_workers(nbytes)
 
 
 def _worker_run(rng: tuple[int, int]) -> list[tuple]:
