@@ -124,10 +124,14 @@ def measure(name: str, old: Path, new: Path, new_named: Path | None, fixes: dict
             work: Path) -> dict:
     from kbtool.kb.db import open_ro
     from kbtool.render.terminal import triage_counts
-    from kbtool.services.code import callee_pairing, diff_lines, disassembly
+    from kbtool.services.code import callee_pairing, diff_lines, disassembly, listing
     from kbtool.services.diff.changelog import changelog
     from kbtool.services.diff.relocation import compare_bodies, module_view
     from kbtool.services.diff.view import read_report
+
+    def _records(conn, vid: int, idx: int):
+        """The disassembly records (the listing's note when the body cannot be decoded)."""
+        return listing(conn, vid, idx) or disassembly(conn, vid, idx)["mnemonics"]
 
     db = work / f"{name}.db"
     db.unlink(missing_ok=True)
@@ -159,10 +163,10 @@ def measure(name: str, old: Path, new: Path, new_named: Path | None, fixes: dict
             m = next((m for m in ranked if m["to_index"] == i), None)
             lines = None
             if m is not None:
-                a = disassembly(conn, 1, m["from_index"])
-                b = disassembly(conn, 2, m["to_index"])
-                s0 = diff_lines(a["mnemonics"], b["mnemonics"], align=False)["summary"]
-                s1 = diff_lines(a["mnemonics"], b["mnemonics"], same_callee=same)["summary"]
+                a = _records(conn, 1, m["from_index"])
+                b = _records(conn, 2, m["to_index"])
+                s0 = diff_lines(a, b, align=False)["summary"]
+                s1 = diff_lines(a, b, same_callee=same)["summary"]
                 lines = (s0["changed"] + s0["deleted"] + s0["inserted"],
                          s1["changed"] + s1["deleted"] + s1["inserted"])
             fixed.append({"function": fn, "bug": why,
@@ -170,10 +174,10 @@ def measure(name: str, old: Path, new: Path, new_named: Path | None, fixes: dict
                           "reasons": m["reasons"][:2] if m else [], "diff_lines": lines})
     before = after = 0
     for c in mods[:300]:
-        a = disassembly(conn, 1, c["from_index"])
-        b = disassembly(conn, 2, c["to_index"])
-        s0 = diff_lines(a["mnemonics"], b["mnemonics"], align=False)["summary"]
-        s1 = diff_lines(a["mnemonics"], b["mnemonics"], same_callee=same)["summary"]
+        a = _records(conn, 1, c["from_index"])
+        b = _records(conn, 2, c["to_index"])
+        s0 = diff_lines(a, b, align=False)["summary"]
+        s1 = diff_lines(a, b, same_callee=same)["summary"]
         before += s0["changed"] + s0["deleted"] + s0["inserted"]
         after += s1["changed"] + s1["deleted"] + s1["inserted"]
     conn.close()

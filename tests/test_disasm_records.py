@@ -135,3 +135,16 @@ def test_function_diff_reads_records_and_matches_the_text_reader(code_kb, monkey
     assert any(r["op"] == "changed" for w in from_text for r in w["rows"])
     listing = code.listing(conn, 1, 4)
     assert code.listing_calls(listing) == code.disassembly(conn, 1, 4)["call_lines"]
+
+
+def test_xref_targets_come_from_the_instruction_record(code_kb):
+    """``x`` in the raw wasm view looks up what the instruction's record names."""
+    code.clear_cache()
+    conn = open_ro(code_kb)
+    listing = code.listing(conn, 1, 1)  # greet: i32.const 1024 (a string); call $log; load +8
+    call = next(i for i in listing.instrs if i.mnemonic == "call")
+    assert code.instr_targets(conn, 1, call)[0] == f"#{call.ref.index}"
+    const = next(i for i in listing.instrs if i.mnemonic == "i32.const" and i.imms[0] == 1024)
+    assert hex(1024) in code.instr_targets(conn, 1, const)
+    load = next(i for i in listing.instrs if i.mnemonic == "i32.load")
+    assert code.instr_targets(conn, 1, load)[-1] == hex(load.imms[1])

@@ -15,7 +15,7 @@ from typing import Any
 from kbtool.kb import queries
 from kbtool.kb.errors import KBError
 from kbtool.lift import disassemble_module, lift_function, lift_module
-from kbtool.lift.disasm import Listing, disassemble_function
+from kbtool.lift.disasm import Instr, Listing, disassemble_function
 from kbtool.lift.names import annotate_c
 from kbtool.render.disasm import (
     head_lines,
@@ -130,6 +130,36 @@ def listing_calls(listing: Listing) -> list[list[int]]:
     first = len(head_lines(listing)) + 1
     return [[first + k, ins.ref.index] for k, ins in enumerate(listing.instrs)
             if ins.ref is not None and ins.ref.kind == "func"]
+
+
+def instr_targets(conn: sqlite3.Connection, version_id: int, ins: Instr) -> list[str]:
+    """What one instruction refers to, most specific first, as
+    :func:`kbtool.services.data.xrefs` targets, read from its record: the callee
+    (``#index``), the data item (its label), the global (``g:name``), the string (``"text``,
+    the whole string), a memory offset and a constant (hex, when not 0)."""
+    out: list[str] = []
+
+    def add(t: str) -> None:
+        if t and t not in out:
+            out.append(t)
+
+    ref = ins.ref
+    if ref is not None and ref.kind == "func":
+        add(f"#{ref.index}")
+    if ins.data is not None:
+        add(ins.data.label)
+    if ref is not None and ref.kind == "global":
+        add("g:" + (ref.name or str(ref.index)))
+    if ins.string is not None:
+        s = code_module(conn, version_id).lm.string_at(ins.imms[0] & 0xFFFFFFFF)
+        if s:
+            add('"' + s)
+    mn = ins.mnemonic
+    if (".load" in mn or ".store" in mn) and len(ins.imms) >= 2 and ins.imms[1]:
+        add(hex(ins.imms[1]))
+    if mn in ("i32.const", "i64.const") and ins.imms[0] > 0:
+        add(hex(ins.imms[0]))
+    return out
 
 
 def body_instructions(conn: sqlite3.Connection, version_id: int, func_index: int) -> int | None:
@@ -257,6 +287,7 @@ __all__ = [
     "code_window",
     "disassembly",
     "function_code",
+    "instr_targets",
     "listing",
     "listing_calls",
     "listing_lines",

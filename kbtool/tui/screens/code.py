@@ -328,15 +328,21 @@ class CodeScreen(KnowledgeEdits, KbScreen):
         else:
             text, mode = _lines(d["lifted_c"] if self.mode == C else d["mnemonics"]), self.mode
         line = text[view.cursor] if view.cursor < len(text) else ""
-        call = self._calls.get(view.cursor) if mode == WASM else None
-        self._xrefs_of(self.version_id, line, "wasm" if mode == WASM else "c", call)
+        ins = self.cursor_instr() if mode == WASM else None
+        self._xrefs_of(self.version_id, line, "wasm" if mode == WASM else "c", ins)
 
     @work(thread=True, group="xrefs", exclusive=True)
-    def _xrefs_of(self, version_id: int, line: str, mode: str, call: int | None) -> None:
+    def _xrefs_of(self, version_id: int, line: str, mode: str, ins) -> None:
+        """Raw wasm: the targets of the instruction's record; C: of the line's text."""
+        from kbtool.services import code as code_service
         from kbtool.services import data as data_svc
 
-        targets = data_svc.line_targets(line, mode, call_target=call)
         try:
+            if mode == "wasm":
+                targets = (_load(self.kb.db_path, code_service.instr_targets, version_id, ins)
+                           if ins is not None else [])
+            else:
+                targets = data_svc.line_targets(line, mode)
             found = _load(self.kb.db_path, data_svc.first_xrefs, version_id, targets) if targets else None
             error = None if found else "nothing on this line to cross-reference (a call, a global, a data label or a string)"
         except KBError as exc:
