@@ -145,7 +145,7 @@ def test_comments_never_change_the_code(tmp_path):
     """A note on every instruction of loop and switch shapes (for, while (c), do-while,
     switch chains, ternaries): without its comment lines the C is the plain lift, and
     every note is shown exactly once."""
-    from tests.test_lift_loops import LOOPS_WAT
+    from tests.support.wat import LOOPS_WAT
 
     for src in (LOOPS_WAT, WAT, SWITCH_WAT):
         data = lift_sem.wat(tmp_path, src)
