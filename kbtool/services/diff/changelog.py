@@ -28,7 +28,7 @@ from kbtool.kb import queries
 from kbtool.services.diff.explain import explain_pair
 from kbtool.services.diff.programs import program_fields
 from kbtool.services.diff.relocation import body_tokens, module_view
-from kbtool.services.diff.triage import KINDS, finish, layout_groups, triage_pair
+from kbtool.services.diff.triage import KINDS, body_grams, finish, layout_groups, triage_pair
 from kbtool.wasm.errors import WasmFormatError
 
 __all__ = ["changelog", "MAX_STRINGS", "ORDERS"]
@@ -125,6 +125,7 @@ def changelog(conn: sqlite3.Connection, report: dict[str, Any], *, pairing=None,
     mem_new = queries.mem_ops_for(conn, b, [c["to_index"] for c in pairs])
 
     views = _views(conn, a, b) if pairs else None
+    grams: dict[int, frozenset] = {}  # n-grams of old-side callee bodies, read once each
     modified: list[dict[str, Any]] = []
     added: list[dict[str, Any]] = []
     deleted: list[dict[str, Any]] = []
@@ -151,7 +152,7 @@ def changelog(conn: sqlite3.Connection, report: dict[str, Any], *, pairing=None,
                                  and o2n.get(x) is not None][:8],
                 mem_old=mem_old.get(c["from_index"]), mem_new=mem_new.get(c["to_index"]),
             )
-            tri = _triage(views, c, ex, new, callee_label_new, o2n, old)
+            tri = _triage(views, c, ex, new, callee_label_new, o2n, old, grams)
             modified.append({
                 "name": c["name"],
                 "from_index": c["from_index"],
@@ -234,7 +235,7 @@ MAX_INLINED_SIZE = 4000  # instructions of one such body
 
 def _triage(views, c: dict[str, Any], ex: dict[str, Any], new: dict[int, dict[str, Any]],
             label: Callable[[int], str], o2n: dict[int, int],
-            old: dict[int, dict[str, Any]]) -> dict[str, Any]:
+            old: dict[int, dict[str, Any]], grams: dict[int, frozenset]) -> dict[str, Any]:
     ta: list = []
     tb: list = []
     inlined: list = []
@@ -242,7 +243,7 @@ def _triage(views, c: dict[str, Any], ex: dict[str, Any], new: dict[int, dict[st
         try:
             ta = body_tokens(views[0], c["from_index"])
             tb = body_tokens(views[1], c["to_index"])
-            inlined = _inlined(views[0], old, c["from_index"], c["to_index"], new, o2n)
+            inlined = _inlined(views[0], old, c["from_index"], c["to_index"], new, o2n, grams)
         except WasmFormatError:
             ta, tb, inlined = [], [], []
     return triage_pair(ex, ta, tb, label,
@@ -250,8 +251,9 @@ def _triage(views, c: dict[str, Any], ex: dict[str, Any], new: dict[int, dict[st
 
 
 def _inlined(va, old: dict[int, dict[str, Any]], fo: int, tn: int,
-             new: dict[int, dict[str, Any]], o2n: dict[int, int]) -> list:
-    """Old-side bodies of the old body's callees, those the new body calls fewer times first
+             new: dict[int, dict[str, Any]], o2n: dict[int, int],
+             grams: dict[int, frozenset]) -> list[frozenset]:
+    """n-grams of the old body's callees' bodies, those the new body calls fewer times first
     (code of theirs inserted into the new body is inlining, not a change of its own)."""
     ro, rn = old.get(fo), new.get(tn)
     if ro is None or rn is None:
@@ -269,7 +271,9 @@ def _inlined(va, old: dict[int, dict[str, Any]], fo: int, tn: int,
     out = []
     for x in order:
         if old[x]["instr_count"] <= MAX_INLINED_SIZE:
-            out.append(body_tokens(va, x))
+            if x not in grams:
+                grams[x] = body_grams(body_tokens(va, x))
+            out.append(grams[x])
         if len(out) >= MAX_INLINED:
             break
     return out

@@ -11,13 +11,23 @@ where it does) from what changed, read off an alignment of the two instruction s
 - widened or changed arithmetic (``arith widened: i32.mul -> i64.mul``, ``signedness:
   i32.lt_s -> i32.lt_u``), changed constants next to a comparison (``bound changed: 0x100 ->
   0x200``) or feeding an allocator (``alloc size changed``), new early returns;
+- a new computed argument (a multiplication, division or shift) passed to a new call;
 - pure refactors (many calls in and out, large size change), inlining churn and struct
   offset shifts rank last (``kind``: ``fix`` > ``change`` > ``churn`` > ``layout``).
 
-Score: the strongest reason, plus half the second, a quarter of the third... (many new
-comparisons in a rewrite do not outrank one targeted check), minus a size term: a small
-change with a fix-like reason ranks above a large one with the same reason (a security fix
-is usually a few instructions). Pure functions over decoded bodies.
+Noise that does not count: inserted code matching an old callee's body (inlining), a
+comparison the new body has no more of than the old one (it moved), the same comparison
+with another constant (a changed bound, read off the constants), and a constant change
+``a -> b`` seen in three or more functions (a renumbered enum or limit, :func:`finish`).
+
+Score: the strongest reason, plus a quarter of the second, a sixteenth of the third... (many
+new comparisons in a rewrite do not outrank one targeted check), minus a size term (a small
+change ranks above a large one with the same reason: a security fix is usually a few
+instructions), plus a focus term (the change is a small part of its body: a targeted edit).
+
+Alignment is bounded (:func:`align`): whole-body difflib for small pairs, else common prefix
+and suffix, statements, and difflib in the changed windows within a budget of cells, so a
+huge module's diff costs seconds, not minutes. Pure functions over decoded bodies.
 """
 
 from __future__ import annotations
@@ -30,16 +40,17 @@ from typing import Any
 
 from kbtool.wasm.opcodes import KIND, MNEMONICS
 
-__all__ = ["triage_pair", "finish", "align", "is_error_text", "is_error_callee", "layout_groups",
+__all__ = ["triage_pair", "finish", "align", "body_grams", "is_error_text", "is_error_callee", "layout_groups",
            "KINDS"]
 
 KINDS = ("fix", "change", "churn", "layout")
 # alignment bounds: bodies up to EXACT_CELLS (len a * len b) are aligned by difflib as a whole;
 # larger ones by prefix/suffix, statements, then difflib in changed windows within ALIGN_BUDGET
-EXACT_CELLS = 4000000
+EXACT_CELLS = 4_000_000
 ALIGN_BUDGET = 8_000_000
 GRAM = 4            # n-gram length for recognising an inlined callee's body
 MIN_INLINED_RUN = 20  # shorter inserted runs are never taken for inlined code
+KEY_CONST = 1 << 12  # constants below this are part of the alignment key
 FOCUS_WEIGHT = 1.5  # bonus of a change that is a small part of its body
 MAX_REASONS = 6
 
@@ -52,6 +63,7 @@ _ERR_CALLEE = re.compile(
     r"|runerror|overflow|oom|unreachable|raise|die\b|bug\b", re.I)
 _ALLOC = re.compile(r"alloc|new\b|_new|create|grow|resize|reserve", re.I)
 
+_OPS = {m: i for i, m in enumerate(MNEMONICS) if m}
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "gt": ">", "le": "<=", "ge": ">="}
 _K_I32, _K_I64, _K_MEM, _K_CALL = 3, 7, 2, 5
 
@@ -103,9 +115,15 @@ def _operand(tok: tuple[int, tuple] | None) -> str:
 
 
 def _key(tok: tuple[int, tuple]) -> tuple:
-    """Alignment key: the opcode (a changed bound stays paired by position, see the replace
-    handling)."""
-    return (tok[0],)
+    """Alignment key: the opcode, with a small constant's value (locals are renumbered and
+    addresses relocated by any rebuild, small constants are not; a changed bound stays paired
+    by position, see the replace handling)."""
+    op = tok[0]
+    if KIND[op] in (_K_I32, _K_I64):
+        c = int(tok[1][0])
+        if -KEY_CONST < c < KEY_CONST:
+            return (op, c)
+    return (op,)
 
 
 # statement ends: the chunks the bounded alignment pairs first, like lines of source
@@ -205,9 +223,10 @@ def _gram_key(tok: tuple[int, tuple]) -> tuple:
     return (op,)
 
 
-def _grams(body: Sequence[tuple[int, tuple]], n: int = GRAM) -> set[tuple]:
+def body_grams(body: Sequence[tuple[int, tuple]], n: int = GRAM) -> frozenset[tuple]:
+    """The n-grams of a callee's body that :func:`triage_pair` (``inlined``) recognises."""
     keys = [_gram_key(t) for t in body]
-    return {tuple(keys[q:q + n]) for q in range(len(keys) - n + 1)}
+    return frozenset(tuple(keys[q:q + n]) for q in range(len(keys) - n + 1))
 
 
 _ARGS_ARITH = frozenset(i for i, m in enumerate(MNEMONICS) if m and m.split(".")[-1] in (
@@ -248,6 +267,39 @@ def _cmp_sig(toks: Sequence[tuple[int, tuple]], j: int) -> tuple:
     return (toks[j][0], *ops)
 
 
+def _rebound(g: tuple, h: tuple) -> bool:
+    """Two comparison signatures that differ only in their constants."""
+    return len(g) == len(h) and g[0] == h[0] and g != h and all(
+        x == y or (isinstance(x, int) and isinstance(y, int)) for x, y in zip(g, h, strict=True))
+
+
+def _cmp_sites(toks: Sequence[tuple[int, tuple]]) -> dict[tuple, list[int]]:
+    out: dict[tuple, list[int]] = {}
+    for j, (op, _) in enumerate(toks):
+        if _cmp(op) is not None:
+            out.setdefault(_cmp_sig(toks, j), []).append(j)
+    return out
+
+
+def _new_check(tb: Sequence[tuple[int, tuple]], j: int, add: Callable[..., None],
+               err_call: Callable[[int], bool]) -> None:
+    """The reason of a new comparison at ``tb[j]``: weighed higher when it feeds a branch,
+    higher still when that branch bails out (an error call, a trap, a return)."""
+    sym, sign = _cmp(tb[j][0]) or ("?", "")
+    follows = any(MNEMONICS[tb[q][0]] in ("br_if", "if", "select", "br_table")
+                  for q in range(j + 1, min(j + 4, len(tb))))
+    if sym == "== 0":
+        text = f"{_operand(tb[j - 1] if j else None)} == 0"
+    else:
+        a = _operand(tb[j - 2] if j >= 2 else None)
+        b = _operand(tb[j - 1] if j >= 1 else None)
+        text = f"{a} {sym}{sign} {b}"
+    if follows and _guards_error(tb, j, err_call):
+        add(5.5, f"+ bounds check: {text} (guards an error/return path)")
+    else:
+        add(5.0 if follows else 3.0, f"+ bounds check: {text}")
+
+
 def _guards_error(tb: Sequence[tuple[int, tuple]], j: int, err_call: Callable[[int], bool]) -> bool:
     """A comparison whose ``if`` (within 3 instructions) opens a short block ending in an
     error call, a trap, or a return: a check that bails out."""
@@ -276,7 +328,7 @@ def triage_pair(
     tb: list[tuple[int, tuple]],
     callee_label: Callable[[int], str],
     callee_strings: Callable[[int], Sequence[str]],
-    inlined: Sequence[Sequence[tuple[int, tuple]]] = (),
+    inlined: Sequence[frozenset[tuple]] = (),
     *,
     exact_cells: int = EXACT_CELLS,
     private: bool = False,
@@ -286,8 +338,8 @@ def triage_pair(
 
     ``ex``: the explanation (:func:`kbtool.services.diff.explain.explain_pair`); ``ta``/``tb``:
     the decoded bodies (``[(op, imms)]``, empty when unavailable); ``callee_label`` /
-    ``callee_strings``: name and strings of a new-side function index; ``inlined``: old-side
-    bodies of callees called fewer times in the new body (code matching them is inlining,
+    ``callee_strings``: name and strings of a new-side function index; ``inlined``: n-grams
+    (:func:`body_grams`) of old-side callee bodies (inserted code matching them is inlining,
     not a change of its own)."""
     reasons: list[tuple[float, str, Any]] = []
     seen: set[str] = set()
@@ -317,6 +369,10 @@ def triage_pair(
                         changed_pairs.append((i, j))
                 continue
             if tag == "replace" and i2 - i1 == j2 - j1:
+                if all(ta[i][0] == tb[j][0] for i, j in zip(range(i1, i2), range(j1, j2), strict=True)):
+                    # the same instructions with other constants: changed, not inserted
+                    changed_pairs.extend(zip(range(i1, i2), range(j1, j2), strict=True))
+                    continue
                 for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
                     _op_change(ta[i][0], tb[j][0], add)
             elif tag == "replace":
@@ -326,9 +382,7 @@ def triage_pair(
     # inserted code that matches the body of a callee now called less often: inlining
     inl: set[int] = set()
     if inlined and inserted:
-        grams: set[tuple] = set()
-        for body in inlined:
-            grams |= _grams(body)
+        grams: set[tuple] = set().union(*inlined)
         for run in _runs(inserted):
             if len(run) < MIN_INLINED_RUN:
                 continue  # a few new instructions are the change itself
@@ -339,47 +393,43 @@ def triage_pair(
                     cov.update(run[q:q + GRAM])
             if len(cov) >= 0.7 * len(run):
                 inl |= cov
-    # a comparison deleted in one place and inserted in another moved; it is not new
-    gone: dict[tuple, int] = {}
-    gone_ops: dict[str, int] = {}  # deleted comparisons by mnemonic (for one widened to i64)
-    for i in deleted:
-        if _cmp(ta[i][0]) is not None:
-            sig = _cmp_sig(ta, i)
-            gone[sig] = gone.get(sig, 0) + 1
-            gone_ops[MNEMONICS[ta[i][0]]] = gone_ops.get(MNEMONICS[ta[i][0]], 0) + 1
     for i1, i2, j1, j2 in replaces:
         _width_change(ta[i1:i2], tb[j1:j2], add)
-    # what was inserted
     ins_set = set(inserted)
+    # new comparisons: those the new body has more of than the old one (by opcode and
+    # constant operands, wherever the alignment put them: a comparison that moved is not new),
+    # apart from inlined code; each reported at an inserted site when there is one
+    if ta and tb:
+        sa, sb = _cmp_sites(ta), _cmp_sites(tb)
+        deficit = {g: len(js) - len(sb.get(g, ())) for g, js in sa.items()
+                   if len(js) > len(sb.get(g, ()))}
+        for sig, js in sb.items():
+            js = [j for j in js if j not in inl]
+            surplus = len(js) - len(sa.get(sig, ()))
+            if surplus <= 0:
+                continue
+            js = [j for j in js if j in ins_set] + [j for j in js if j not in ins_set]
+            m = MNEMONICS[sig[0]]
+            narrow = _OPS.get("i32." + m[4:]) if m.startswith("i64.") else None
+            for j in js[:surplus]:
+                # the same comparison with another constant: a changed bound (read off the
+                # constants), or the same comparison made 64-bit: widened
+                alt = next((g for g, k in deficit.items() if k > 0 and (
+                    _rebound(g, sig) or (narrow is not None and g[0] == narrow))), None)
+                if alt is not None:
+                    deficit[alt] -= 1
+                    if alt[0] != sig[0]:
+                        add(6.0, f"arith widened: {MNEMONICS[alt[0]]} -> {m}")
+                    continue
+                _new_check(tb, j, add, err_call)
+    # what was inserted
     for j in inserted:
         if j in inl:
             continue
         op, imms = tb[j]
         m = MNEMONICS[op]
-        c = _cmp(op)
-        if c is not None:
-            sig = _cmp_sig(tb, j)
-            if gone.get(sig, 0) > 0:
-                gone[sig] -= 1
-                continue
-            narrow = "i32." + m[4:]
-            if m.startswith("i64.") and gone_ops.get(narrow, 0) > 0:
-                gone_ops[narrow] -= 1
-                add(6.0, f"arith widened: {narrow} -> {m}")
-                continue
-            sym, sign = c
-            follows = any(MNEMONICS[tb[q][0]] in ("br_if", "if", "select", "br_table")
-                          for q in range(j + 1, min(j + 4, len(tb))))
-            if sym == "== 0":
-                text = f"{_operand(tb[j - 1] if j else None)} == 0"
-            else:
-                a = _operand(tb[j - 2] if j >= 2 else None)
-                b = _operand(tb[j - 1] if j >= 1 else None)
-                text = f"{a} {sym}{sign} {b}"
-            if follows and _guards_error(tb, j, err_call):
-                add(5.5, f"+ bounds check: {text} (guards an error/return path)")
-            else:
-                add(5.0 if follows else 3.0, f"+ bounds check: {text}")
+        if _cmp(op) is not None:
+            continue  # above
         elif m == "unreachable":
             add(4.0, "+ trap (unreachable)")
         elif m == "return":
@@ -468,14 +518,15 @@ def triage_pair(
 
 def _score(t: dict[str, Any]) -> None:
     """``triage`` and ``reasons`` from the weighed reasons: the strongest counts fully, each
-    next one half as much; a small change ranks above a large one with the same reasons, and
-    a change that is a small part of its body (a targeted edit) above one that rewrote it."""
+    next one a quarter as much (many checks in a rewrite do not outrank one targeted check);
+    a small change ranks above a large one with the same reasons, and a change that is a
+    small part of its body (a targeted edit) above one that rewrote it."""
     reasons = sorted(t["_signals"], key=lambda r: -r[0])
     amount, body = t["_amount"], t["_body"]
     if t["triage_kind"] == "layout":
         score = 0.0
     else:
-        signal = sum(w / (1 << k) for k, (w, _, _) in enumerate(r for r in reasons if r[0] > 0)
+        signal = sum(w / (4 ** k) for k, (w, _, _) in enumerate(r for r in reasons if r[0] > 0)
                      if k < 4)
         focus = 1.0 - min(1.0, 4.0 * amount / body)  # 1: a few instructions of a big body
         score = (signal + 1.0 - math.log2(1 + amount) / 3.0 - (1.0 if t["_churn"] else 0.0)
