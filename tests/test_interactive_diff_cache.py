@@ -9,46 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro, open_rw
 from kbtool.kb.gate import upsert_symbol
 from kbtool.services.diff.cache import DiffCache, DiskAnswers, _modules, disk_dir
 from kbtool.services.diff.report import compute_diff
-from kbtool.services.ingest import ingest_bytes
+from tests.support.diff_kb import two_versions_kb
 
-WAT = """
-(module
-  (import "env" "log" (func $log (param i32)))
-  (memory 1)
-  (func $get_field (export "get_field") (param i32) (result i32)
-    local.get 0
-    i32.load offset={off}
-    i32.const {k}
-    i32.add)
-  (func $other (export "other") (param i32) (result i32)
-    i32.const 3
-    call $log
-    local.get 0
-    i32.const 7
-    i32.mul)
-)
-"""
-
-
-def _build(tmp_path: Path, name: str = "kb.db", k0: int = 16) -> Path:
-    if shutil.which("wat2wasm") is None:
-        pytest.skip("wat2wasm not installed")
-    db = tmp_path / name
-    conn = open_rw(db)
-    for label, off, k in (("1.0", 348, k0), ("1.1", 356, k0 + 8)):
-        src = tmp_path / f"{label}.wat"
-        src.write_text(WAT.format(off=off, k=k))
-        subprocess.run(["wat2wasm", str(src), "-o", str(tmp_path / "m.wasm")], check=True)
-        ingest_bytes(conn, (tmp_path / "m.wasm").read_bytes(), label=label)
-    conn.close()
-    return db
+_build = two_versions_kb  # (tmp_path, name, k0): the two-version KB of the diff-cache tests
 
 
 def _fresh(disk: Path) -> DiffCache:

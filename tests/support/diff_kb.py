@@ -31,13 +31,14 @@ WAT = """
 """
 
 
-def two_versions_kb(tmp_path: Path) -> Path:
-    """The KB file (skips the calling test without wat2wasm)."""
+def two_versions_kb(tmp_path: Path, name: str = "kb.db", k0: int = 16) -> Path:
+    """The KB file ``tmp_path/name``; version 1.1 adds 8 to the constant ``k0`` of 1.0 and
+    moves the field from offset 348 to 356 (skips the calling test without wat2wasm)."""
     if shutil.which("wat2wasm") is None:
         pytest.skip("wat2wasm not installed")
-    db = tmp_path / "kb.db"
+    db = tmp_path / name
     conn = open_rw(db)
-    for label, off, k in (("1.0", 348, 16), ("1.1", 356, 24)):
+    for label, off, k in (("1.0", 348, k0), ("1.1", 356, k0 + 8)):
         src = tmp_path / f"{label}.wat"
         src.write_text(WAT.format(off=off, k=k))
         subprocess.run(["wat2wasm", str(src), "-o", str(tmp_path / "m.wasm")], check=True)
