@@ -20,6 +20,10 @@ Types are plain tuples so they can be compared and stored as JSON:
 
 Input is bounded (:data:`MAX_TEXT` characters, :data:`MAX_DEPTH` nesting, :data:`MAX_TYPES`
 declarations, :data:`MAX_FIELDS` members); every error is one line with its position.
+
+Parts: ``cdecl_tokens`` (vocabulary, tokenizer, :class:`Env`), ``cdecl_parse`` (the parser),
+``cdecl_layout`` (wasm32 layouts), ``cdecl_text`` (back to C text); this module holds the
+prototype checks and re-exports the parts' names (``from kbtool.analysis import cdecl``).
 """
 
 from __future__ import annotations

@@ -27,6 +27,11 @@ clear terminals and reorder what a reader sees. Summaries are prose and may span
 escape newlines and tabs for their formats). A refused proposal's event keeps an excerpt
 of each value (:data:`EXCERPT` characters), never the whole input; evidence is bounded in
 events and records alike (:func:`excerpt`).
+
+Parts: :mod:`kbtool.kb.gate_rules` (text checks, excerpts, the decision),
+:mod:`kbtool.kb.gate_events` (one event per decision, refusals bounded),
+:mod:`kbtool.kb.gate_knowledge` (every kind beyond names); this module writes names and
+re-exports the others' public names, so ``from kbtool.kb.gate import ...`` is the one import.
 """
 
 from __future__ import annotations

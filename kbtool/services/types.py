@@ -9,6 +9,7 @@ before it); a parse error is one line and nothing is written. Each named type is
 ``type`` annotation keyed by its name (version-independent: every release sees it); an
 applied type is a ``local_type`` annotation of its function (carried with it) or a
 ``data_type`` annotation of its data item (by content) or global (by key).
+The lifted C's field hook (:class:`TypedFields`) is in :mod:`kbtool.services.types_code`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,9 @@
-"""Binary reader: sections into a :class:`Module` model (no per-instruction work)."""
+"""Binary reader: sections into a :class:`Module` model (no per-instruction work).
+
+:func:`parse_module` checks the header and the section order and dispatches each section to
+its parser: :mod:`kbtool.wasm.sections` (standard sections), :mod:`kbtool.wasm.custom_sections`
+(name, producers, target_features); the model is :mod:`kbtool.wasm.model`, re-exported here.
+"""
 
 from __future__ import annotations
 
