@@ -92,7 +92,9 @@ def replace_data_model(
         ],
     )
     batch: list[tuple] = []
-    for r in refs:
+    # by (function, offset): a target's index entries then run in rowid order = that order,
+    # so a page of one target's references needs no sort (see refs_to)
+    for r in sorted(refs, key=lambda r: (r[0], r[1])):
         batch.append((version_id, *r))
         if len(batch) >= REF_BATCH:
             _insert_refs(conn, batch)
@@ -124,6 +126,18 @@ def _insert_refs(conn: sqlite3.Connection, rows: list[tuple]) -> None:
 
 
 # --------------------------------------------------------------------------- reads
+
+
+def model_row(conn: sqlite3.Connection, version_id: int) -> dict[str, Any] | None:
+    """``{data_start, data_end, truncated, built_at}`` or None when the version has no data
+    model yet (no counting: what every read checks first)."""
+    row = conn.execute(
+        "SELECT data_start, data_end, truncated, built_at FROM data_models WHERE version_id = ?",
+        (version_id,),
+    ).fetchone()
+    if row is None:
+        return None
+    return {"data_start": row[0], "data_end": row[1], "truncated": bool(row[2]), "built_at": row[3]}
 
 
 def model_info(conn: sqlite3.Connection, version_id: int) -> dict[str, Any] | None:
@@ -247,14 +261,17 @@ def refs_to(
     """References to ``target`` (``hi`` None) or to any target in ``[lo, hi)``, by function
     and offset; and their total."""
     if hi is None:
-        cond, args = "target = ?", [lo]
+        # one target: its index entries are in rowid order, which is (function, offset)
+        # order (rows are written so): no sort of every reference (__stack_pointer has
+        # tens of thousands) for a page
+        cond, args, order = "target = ?", [lo], "rowid"
     else:
-        cond, args = "target >= ? AND target < ?", [lo, hi]
+        cond, args, order = "target >= ? AND target < ?", [lo, hi], "func_index, offset"
     base = f"FROM data_refs WHERE version_id = ? AND target_kind = ? AND {cond}"
     total = conn.execute(f"SELECT count(*) {base}", [version_id, target_kind, *args]).fetchone()[0]  # noqa: S608
     rows = conn.execute(
         f"SELECT func_index, offset, kind, target_kind, target, width {base}"  # noqa: S608
-        " ORDER BY func_index, offset LIMIT ? OFFSET ?",
+        f" ORDER BY {order} LIMIT ? OFFSET ?",
         [version_id, target_kind, *args, limit, offset],
     ).fetchall()
     return [_ref(r) for r in rows], int(total)

@@ -132,7 +132,7 @@ def build(
 
 def _require_model(conn: sqlite3.Connection, version_id: int) -> dict[str, Any]:
     queries.get_version(conn, version_id)  # UnknownVersionError for an unknown id
-    info = dm_store.model_info(conn, version_id)
+    info = dm_store.model_row(conn, version_id)  # (no counts: every read passes here)
     if info is None:
         raise DataNotFoundError(
             f"version {version_id} has no data model yet (ingested before ingest built one):"
