@@ -168,7 +168,7 @@ def test_types_routes_survive_hostile_input_and_write_nothing(types_kb):
     import hashlib
 
     from kbtool.web.router import route
-    from tests.web.test_readonly import INJECTIONS, METHODS
+    from tests.web.support import INJECTIONS, METHODS
 
     def fingerprint() -> str:
         return hashlib.sha256(types_kb.read_bytes() + (Path(str(types_kb) + "-wal").read_bytes()

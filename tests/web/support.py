@@ -24,6 +24,27 @@ BIDI_SHOWN = "⟨U+202E⟩exe.txt"
 BIDI_SUMMARY = "isolate \u2067abc\u2069 and zero width \u200b here"
 BIDI_SUMMARY_SHOWN = "isolate ⟨U+2067⟩abc⟨U+2069⟩ and zero width ⟨U+200B⟩ here"
 
+#: what the read-only proofs send in every parameter of every route, and every method
+INJECTIONS = [
+    "1; DROP TABLE versions; --",
+    "1'); DELETE FROM symbols; --",
+    "' OR '1'='1",
+    "1 OR 1=1",
+    "x' UNION SELECT sql FROM sqlite_master --",
+    "'; UPDATE symbols SET name='pwned'; --",
+    "1); INSERT INTO versions(label) VALUES('evil'); --",
+    "%' ; ATTACH DATABASE '/tmp/evil.db' AS e; --",
+    '"; PRAGMA query_only=OFF; DELETE FROM functions; --',
+    "0x7fffffffffffffff",
+    "\x00",
+    "../../../../etc/passwd",
+    "<script>alert(1)</script>",
+    "%",
+    "_",
+    "a" * 5000,
+]
+METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH"]
+
 CHROMIUM = os.environ.get("KBTOOL_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox",

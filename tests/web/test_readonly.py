@@ -17,27 +17,7 @@ import pytest
 
 from kbtool.kb.db import open_ro
 from kbtool.web.router import route
-from tests.web.support import ServerProcess, request
-
-INJECTIONS = [
-    "1; DROP TABLE versions; --",
-    "1'); DELETE FROM symbols; --",
-    "' OR '1'='1",
-    "1 OR 1=1",
-    "x' UNION SELECT sql FROM sqlite_master --",
-    "'; UPDATE symbols SET name='pwned'; --",
-    "1); INSERT INTO versions(label) VALUES('evil'); --",
-    "%' ; ATTACH DATABASE '/tmp/evil.db' AS e; --",
-    '"; PRAGMA query_only=OFF; DELETE FROM functions; --',
-    "0x7fffffffffffffff",
-    "\x00",
-    "../../../../etc/passwd",
-    "<script>alert(1)</script>",
-    "%",
-    "_",
-    "a" * 5000,
-]
-METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH"]
+from tests.web.support import INJECTIONS, METHODS, ServerProcess, request
 
 
 def _routes(kb, p: str) -> list[tuple[str, dict[str, list[str]]]]:
