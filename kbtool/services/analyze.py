@@ -98,10 +98,13 @@ def analyze_version(
         store.replace_thread_facts(conn, version_id, sa.thread_facts)
         store.replace_structs(conn, version_id, sa.structs)
         summary = _summary(names, sa.review, sa.thread_facts, sa.structs)
-        summary["data"] = data_model.build(  # globals, data items, xrefs (issue 26)
+        # globals, data items, xrefs (issue 26): rebuilt with the names just written (ingest
+        # built it with the binary's); the run's record keeps counts, not timings
+        built = data_model.build(
             conn, version_id, analysis, data,
             progress=(lambda done, total: progress("data", done, total)) if progress else None,
         )
+        summary["data"] = {k: v for k, v in built.items() if k not in ("seconds", "cpu_seconds")}
         store.record_run(conn, version_id, RUN_KIND, summary)
     return {
         "version_id": version_id,
