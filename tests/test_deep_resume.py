@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -49,10 +50,25 @@ def _state(db: Path) -> tuple[int, set[int]]:
         c.close()
 
 
-def test_killed_deep_run_resends_only_unanswered_prompts(demo_kb):
+def _agent_names(db: Path, funcs: list[int]) -> dict[int, str]:
+    c = open_ro(db)
+    try:
+        return {f["index"]: f["name"] for f in queries.list_functions(c, VID, False)
+                if f["index"] in funcs and f["provenance"] == "agent"}
+    finally:
+        c.close()
+
+
+def test_killed_deep_run_resends_only_unanswered_prompts(demo_kb, tmp_path):
     c = open_ro(demo_kb)
     funcs = [f["index"] for f in queries.list_functions(c, VID, False)][:16]
     c.close()
+    whole = Path(shutil.copy(demo_kb, tmp_path / "whole.db"))
+    with FakeLLMServer() as srv:  # the same run, never interrupted
+        p = subprocess.run(_deep_cmd(whole, funcs), env=_env(srv), capture_output=True,
+                           text=True, cwd=ROOT, timeout=300)
+        assert p.returncode == 0, p.stderr[-2000:]
+        assert len(srv.requests) == len(funcs)
     cmd = _deep_cmd(demo_kb, funcs)
     with FakeLLMServer(delay=0.15) as srv:
         proc = subprocess.Popen(cmd, env=_env(srv), stdout=subprocess.DEVNULL,
@@ -78,4 +94,6 @@ def test_killed_deep_run_resends_only_unanswered_prompts(demo_kb):
     assert res["understood_by_provider"] == todo  # kept answers replayed, not lost
     kept2, done2 = _state(demo_kb)
     assert kept2 == len(funcs) and set(funcs) <= done2
-
+    # the functions the killed run recorded are named from their kept answers: the same
+    # names as the uninterrupted run
+    assert _agent_names(demo_kb, funcs) == _agent_names(whole, funcs) != {}

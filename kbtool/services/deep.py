@@ -25,7 +25,8 @@ Provider answers are kept in the KB's ``agent_answers`` as they arrive (keyed li
 pass's: backend, model, prompt hash; variant ``deep``), by the main thread as soon as each
 call returns: a deep run interrupted at any point and run again sends only the prompts that
 have no answer yet (the functions already recorded are skipped, the others replay their
-kept answers).
+kept answers). The functions the interrupted run recorded but had not named yet are named
+by the re-run from their kept answers (no call), as an uninterrupted run would have.
 """
 
 from __future__ import annotations
@@ -157,15 +158,17 @@ def run_deep(
         max_functions=max_functions,
     )
     done = queries.deep_done(conn, version_id)
+    finished: list[dict[str, Any]] = []
     if functions and not force:
-        picked = [f for f in picked if not _finished(conn, f, done, version_id)]
+        finished = [f for f in picked if _finished(conn, f, done, version_id)]
+        picked = [f for f in picked if f not in finished]
     skipped = (len(dict.fromkeys(functions)) - len(picked)) if functions else 0
     lm, kb_names = _lift_module(conn, version_id)
     structs = _struct_params(conn, version_id)
     stack = _stack_globals(lm)
     reader = None
     if isinstance(chosen, LLMBackend):
-        reader = _ProviderReader(conn, version_id, chosen, backend, env, picked)
+        reader = _ProviderReader(conn, version_id, chosen, backend, env, picked + finished)
     out = {
         "version_id": version_id,
         "backend": chosen.name,
@@ -221,8 +224,9 @@ def run_deep(
             _finish(conn, version_id, pending.popleft(), kb_names, reader, out)
     if progress:
         progress(len(picked), len(picked))
-    if name and out["functions"]:
-        indices = [f["func_index"] for f in out["functions"]]
+    resumed = _replay_kept(conn, reader, finished) if reader is not None and name else []
+    if name and (out["functions"] or resumed):
+        indices = [f["func_index"] for f in out["functions"]] + resumed
         if reader is None:
             out["naming"] = run_agent_pass(
                 conn, version_id, backend=chosen.name, rounds=1, functions=indices, env=env
@@ -252,6 +256,29 @@ def run_deep(
         version_id,
         **{k: v for k, v in summary.items() if k != "version_id"},
     )
+    return out
+
+
+def _replay_kept(conn: sqlite3.Connection, reader: _ProviderReader,
+                 finished: list[dict[str, Any]]) -> list[int]:
+    """The functions of ``finished`` (recorded by an earlier, perhaps interrupted, run) whose
+    provider understanding has a kept answer to the same prompt: their answers go back into
+    ``reader.answers`` (no call) so the naming step proposes their names as a whole run
+    would have."""
+    b, out = reader.backend, []
+    for f in finished:
+        rec = queries.get_analysis(conn, f["stable_id"])
+        if rec is None or rec.get("backend") != b.name or not rec.get("clean_c"):
+            continue  # an offline record (or a fallback): no provider name to replay
+        try:
+            ctx = reader.context(f["index"])
+        except Exception:  # noqa: BLE001 - a context that cannot be built names nothing
+            continue
+        hit = queries.agent_answer(conn, b.backend, b.model,
+                                   deep_key(b.backend, b.model, deep_prompt(ctx, rec["clean_c"])))
+        if hit is not None:
+            reader.answers[f["index"]] = ask_deep(b, ctx, rec["clean_c"], stored=str(hit["text"]))
+            out.append(f["index"])
     return out
 
 
