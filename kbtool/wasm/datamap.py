@@ -60,14 +60,18 @@ class DataMap:
     ``sized_first`` (Rust, Go: strings are ``(ptr, len)`` pairs, not NUL-terminated)
     changes which evidence wins, see :meth:`entry`.
 
-    Cost is linear in the data size: the printable runs of a segment are found once (on
-    the first address inside it), each address then costs a bisection, and the text
-    decoded for strings is bounded by ``text_budget`` (a multiple of the data size), so a
-    crafted module cannot make string recovery quadratic.
+    Cost is linear in the data size: the text at an address is matched directly while the
+    bytes matched in a segment stay under ``DIRECT_SCAN_FACTOR`` times its size (addresses
+    point at the starts of short strings: ffmpeg's 825 KB segment needs 64k short matches
+    instead of its 634k runs); past that, the printable runs of the segment are found once
+    and each address costs a bisection. The text decoded for strings is bounded by
+    ``text_budget`` (a multiple of the data size), so a crafted module cannot make string
+    recovery quadratic.
     """
 
     TEXT_BUDGET_FACTOR = 16
     TEXT_BUDGET_MIN = 1 << 22
+    DIRECT_SCAN_FACTOR = 2
 
     def __init__(self, segs: list[tuple[int, bytes]], wasm32: bool = True,
                  sized_first: bool = False) -> None:
@@ -81,6 +85,7 @@ class DataMap:
         self.sized_first = sized_first
         self.cache: dict[int, tuple | None] = {}
         self.runs: dict[int, tuple[list[int], list[int]]] = {}
+        self.direct_left: dict[int, int] = {}  # per segment: bytes direct matches may scan
         self.sized_cache: dict[tuple[int, int, int], str | None] = {}
         total = sum(len(d) for d in self.datas)
         self.text_budget = max(self.TEXT_BUDGET_MIN, self.TEXT_BUDGET_FACTOR * total)
@@ -107,9 +112,18 @@ class DataMap:
         return r
 
     def _match_end(self, i: int, seg: bytes, rel: int) -> int:
-        """Where ``_RUN.match(seg, rel, rel + MAX_CSTRING)`` ends, from the precomputed
-        runs: a run's characters start at its non-continuation bytes, so a match from
-        one of them ends at the run's end (or at the last whole character in the limit)."""
+        """Where ``_RUN.match(seg, rel, rel + MAX_CSTRING)`` ends: that match while the
+        segment's direct budget lasts, then from the precomputed runs (a run's characters
+        start at its non-continuation bytes, so a match from one of them ends at the run's
+        end, or at the last whole character in the limit)."""
+        if i not in self.runs:
+            left = self.direct_left.get(i)
+            if left is None:
+                left = self.DIRECT_SCAN_FACTOR * len(seg)
+            if left > 0:
+                e_ = _RUN.match(seg, rel, rel + MAX_CSTRING).end()
+                self.direct_left[i] = left - (e_ - rel) - 1
+                return e_
         rs, rend = self._runs_of(i)
         j = bisect_right(rs, rel) - 1
         if j < 0 or rel >= rend[j] or seg[rel] in _CONT:
