@@ -44,7 +44,8 @@ conn.close()
 secs = time.perf_counter() - t0
 ch = resource.getrusage(resource.RUSAGE_CHILDREN)  # decode workers, if any
 cpu = time.process_time() - c0 + ch.ru_utime + ch.ru_stime
-print(json.dumps({"seconds": secs, "cpu": cpu, "instructions": res.instructions, "functions": res.imported + res.defined,
+from kbtool.wasm import active
+print(json.dumps({"seconds": secs, "cpu": cpu, "decoder": active.PATH, "instructions": res.instructions, "functions": res.imported + res.defined,
                   "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -115,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
           " core); x = kbtool over peer (goal: <= 0.5 x objdump, <= 10 x validate)")
     print(f"{'module':46} {'MB':>5} {'kbtool s':>8} {'MB/s':>5} {'Minstr/s':>8} {'peak MiB':>8}"
           f" {'cpu s':>6} {'objdump s':>9} {'cpu s':>6} {'validate s':>10} {'cpu s':>6}"
-          f" {'x objdump':>9} {'cpu':>5} {'x validate':>10} {'cpu':>5}")
+          f" {'x objdump':>9} {'cpu':>5} {'x validate':>10} {'cpu':>5} decoder")
     for f in files:
         mb = f.stat().st_size / 1e6
         k = kbtool_ingest(f)
@@ -125,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
               f" {k['instructions'] / k['seconds'] / 1e6:8.2f} {k['peak_rss_mib']:8.0f} {k['cpu']:6.2f}"
               f" {o[0]:9.2f} {o[1]:6.2f} {v[0]:10.2f} {v[1]:6.2f}"
               f" {_x(k['seconds'], o[0]):9.2f} {_x(k['cpu'], o[1]):5.2f}"
-              f" {_x(k['seconds'], v[0]):10.1f} {_x(k['cpu'], v[1]):5.1f}", flush=True)
+              f" {_x(k['seconds'], v[0]):10.1f} {_x(k['cpu'], v[1]):5.1f} {k['decoder']}", flush=True)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
