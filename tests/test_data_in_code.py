@@ -58,7 +58,8 @@ def test_labels_and_global_names_in_the_code(tmp_path):
     c = after["lifted_c"]
     assert 'enum { s_create_table_s = 1024 };' in c  # (behind an include guard)
     assert 's_create_table_s /* "create table %s" */' in c
-    assert "*(int32_t *)(M + data_420)" in c  # i32.const 0; i32.load offset=1056
+    assert "p0 = data_420 + 1;" in c  # i32.const 0; i32.load offset=1056: the item's object
+    assert "#define data_420 (*(int32_t *)(M + 1056))" in c
     assert "__stack_pointer" in c and "g0" not in c
     assert ";; s_create_table_s \"create table %s\"" in after["mnemonics"]
     assert "global.get $__stack_pointer" in after["mnemonics"]
@@ -67,7 +68,7 @@ def test_labels_and_global_names_in_the_code(tmp_path):
         indexed = code.disassembly(conn, 1, 3)["lifted_c"]
     finally:
         conn.close()
-    assert "*(uint8_t *)(M + p0 + data_420)" in indexed  # table[p0], not M + p0 + 1056
+    assert "data_420[p0]" in indexed  # table[p0], not M + p0 + 1056
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not installed")
@@ -79,7 +80,7 @@ def test_whole_module_c_with_labels_compiles(tmp_path):
         text = text if isinstance(text, str) else "".join(text)
     finally:
         conn.close()
-    assert "M + bss_" in text and "s_success" in text  # static variables and strings named
+    assert "#define bss_" in text and "s_success" in text  # static variables and strings named
     src = tmp_path / "all.c"
     src.write_text(text)
     r = subprocess.run(["gcc", "-fsyntax-only", "-w", "-include", str(prelude_path()), str(src)],

@@ -69,6 +69,13 @@ class LiftModule:
             return None
         return ident, start, addr - start, text
 
+    def data_size(self, start: int) -> int:
+        """The size of the labelled data item starting at ``start`` (0 if none)."""
+        k = bisect_right(self.data_starts, start) - 1
+        if k < 0 or self.data_items[k][0] != start:
+            return 0
+        return int(self.data_items[k][1])
+
     def func_display(self, index: int) -> str | None:
         """The (untrusted) name of a function made safe for a listing, or None."""
         n = self.names.functions.get(index)

@@ -24,6 +24,32 @@ from kbtool.wasm.leb import read_uleb
 FieldHook = Callable[[int, str, int, str], "str | tuple[str, str, str] | None"]
 
 
+class DataTypes:
+    """C types applied to data items and globals (``kbtool types apply``), as the lifter
+    asks for them; the base answers "untyped" everywhere. A declaration is
+    ``(guard, text)``: text declared once before the function behind ``#ifndef KB_<guard>``."""
+
+    def item_type(self, address: int) -> tuple[str, str, str] | None:
+        """``(pointer C type, guard, declaration)`` of the typed data item starting at
+        ``address`` (``struct cfg *``, ``struct op (*)[3]``; an empty guard declares nothing)."""
+        return None
+
+    def item_field(self, address: int, offset: int, ctype: str) -> tuple[str, str] | None:
+        """``(member path, member C type)`` of an access of C type ``ctype`` at ``offset``
+        into the typed item at ``address`` (``.len``, ``[2].name``, ``""`` for the whole
+        item; the lifter casts a member of the other signedness)."""
+        return None
+
+    def global_type(self, index: int) -> str | None:
+        """The C type text applied to global ``index`` (shown beside its declaration)."""
+        return None
+
+    def global_field(self, index: int, base: str, offset: int, ctype: str) -> tuple[str, str, str] | None:
+        """``(expression, guard, declaration)`` of a load/store at ``offset`` from the value
+        of global ``index`` (C name ``base``) when it holds a pointer to a typed record."""
+        return None
+
+
 @dataclass
 class Names:
     """Names the caller knows (all optional; all untrusted).
@@ -46,6 +72,8 @@ class Names:
     comments: Mapping[int, str] = field(default_factory=dict)
     prototypes: Mapping[int, str] = field(default_factory=dict)
     line_comments: Mapping[int, Mapping[int, str]] = field(default_factory=dict)
+    #: C types applied to data items and globals (see :class:`DataTypes`), or None
+    data_hook: DataTypes | None = None
 
     @classmethod
     def from_module(cls, module) -> Names:

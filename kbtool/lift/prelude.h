@@ -8,8 +8,9 @@ typedef struct v128 { uint8_t b[16]; } v128;
 typedef struct wasm_ref_s *wasm_ref;
 typedef void (*wasm_funcptr)(void);
 
-/* linear memory 0: M + address */
+/* linear memory 0: M + address; ADDR(item) is the wasm address of a data item object */
 extern uint8_t *M;
+#define ADDR(x) ((int32_t)((uint8_t *)&(x) - M))
 extern int32_t memory_size(void);
 extern int32_t memory_grow(int32_t pages);
 __attribute__((noreturn)) static inline void wasm_unreachable(void) { __builtin_trap(); }

@@ -187,6 +187,7 @@ def code_module(conn: sqlite3.Connection, version_id: int) -> CodeModule:
         globals={**global_names, **parsed.names.globals, **knowledge.global_names(conn, version_id)},
         locals=knowledge.merged_locals(parsed.names.locals, known),
         field_hook=typed.hook if typed else None,
+        data_hook=typed.data_hook(),
         data=data_labels,
         comments={i: k["comment"] for i, k in known.items() if k["comment"]},
         prototypes={i: k["prototype"]["text"] for i, k in known.items() if k["prototype"]},

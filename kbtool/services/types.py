@@ -480,7 +480,8 @@ def code_types(conn: sqlite3.Connection, version_id: int, known: dict[int, dict[
                fallback: Any = None) -> TypedFields:
     """The field hook of a version's code: KB types applied to its functions' locals (and
     the struct-pointer parameters of their declared prototypes), over ``fallback``."""
-    if not kt.all_types(conn):
+    data_rows = kt.applied(conn, "data_type")
+    if not kt.all_types(conn) and not data_rows:
         return TypedFields(cd.Env(), {}, fallback)
     env = kb_env(conn)
     apps: dict[int, dict[int, Any]] = {}
@@ -504,7 +505,38 @@ def code_types(conn: sqlite3.Connection, version_id: int, known: dict[int, dict[
         for pos, (_n, pt) in enumerate(p["params"]):
             apps.setdefault(idx, {}).setdefault(pos, pt)
     taken = {lay[0] for lay in getattr(fallback, "layouts", [])}
-    return TypedFields(env, apps, fallback, taken)
+    tf = TypedFields(env, apps, fallback, taken)
+    if data_rows:
+        tf.items, tf.globals = _data_types(conn, version_id, env, data_rows)
+    return tf
+
+
+def _data_types(conn: sqlite3.Connection, version_id: int, env: cd.Env,
+                rows: list[dict[str, Any]]) -> tuple[dict[int, Any], dict[int, tuple[str, Any]]]:
+    """The ``data_type`` annotations of this version's data items (address -> type) and
+    globals (index -> (text, type)), found by content id and global key."""
+    from kbtool.kb import datamodel as dm_store
+
+    if dm_store.model_info(conn, version_id) is None:
+        return {}, {}
+    want = {r["target"]: r["value"]["text"] for r in rows if r.get("value") and r["value"].get("text")}
+    items: dict[int, Any] = {}
+    gl: dict[int, tuple[str, Any]] = {}
+    keys = {ks.global_key(g): g["index"] for g in dm_store.globals_of(conn, version_id)}
+    addr: dict[str, int] = {}
+    if any(not t.startswith("g:") for t in want):
+        its, _n = dm_store.list_items(conn, version_id, offset=0, limit=1_000_000)
+        addr = {i["data_id"]: i["address"] for i in its}
+    for target, text in want.items():
+        try:
+            ty = cd.parse_type(text, env)
+        except cd.CDeclError:
+            continue
+        if target in keys:
+            gl[keys[target]] = (text, ty)
+        elif target in addr:
+            items[addr[target]] = ty
+    return items, gl
 
 
 def import_values(conn: sqlite3.Connection, lines: list[tuple[str, str]]) -> dict[str, dict[str, Any] | None]:

@@ -26,6 +26,10 @@ def _member(name: str) -> str:
     return f"{name}_" if name in C_KEYWORDS or _MACRO.match(name) else name
 
 
+_WIDTH = {"int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4, "uint32_t": 4,
+          "int64_t": 8, "float": 4, "double": 8}
+
+
 class TypedFields:
     """The lifter's field hook for the KB's types: a load or store at a constant offset from
     a parameter or local whose applied type (``local_type``, else its declared prototype's
@@ -47,6 +51,71 @@ class TypedFields:
         self._tags: dict[str, str] = {}
         self._decls: dict[str, str] = {}
         self._names: dict[int, dict[str, int]] = {}
+        #: types applied to data items (by address) and globals (index -> (text, type))
+        self.items: dict[int, Any] = {}
+        self.globals: dict[int, tuple[str, Any]] = {}
+        self._item_types: dict[int, tuple[str, str, str] | None] = {}
+
+    def data_hook(self) -> TypedFields | None:
+        """Itself when types are applied to data items or globals (the lifter's
+        :class:`kbtool.lift.names.DataTypes`), else None."""
+        return self if self.items or self.globals else None
+
+    # -- data items and globals (kbtool.lift.names.DataTypes)
+    def item_type(self, address: int) -> tuple[str, str, str] | None:
+        """``(pointer type, guard, declaration)`` of the typed item at ``address``:
+        ``struct cfg *``, ``struct op (*)[3]``, ``uint8_t (*)[256]``."""
+        if address in self._item_types:
+            return self._item_types[address]
+        ty = self.items.get(address)
+        out = None
+        if ty is not None:
+            try:
+                out = self._pointer_to(ty)
+            except cd.CDeclError:
+                out = None
+        self._item_types[address] = out
+        return out
+
+    def _pointer_to(self, ty: Any) -> tuple[str, str, str] | None:
+        r = cd._resolve(ty, self.env)
+        dims = ""
+        while r[0] == "arr" and len(dims) < 40:
+            dims += f"[{'' if r[2] is None else r[2]}]"
+            r = cd._resolve(r[1], self.env)
+        if r[0] == "rec":
+            tag = self.tag(r[1], r[2])
+            base, guard, decl = f"{r[1]} {tag}", f"T_{tag}", self.decl(r[1], r[2])
+        else:
+            ct = cd.repr_ctype(r, self.env)
+            if ct is None:
+                return None
+            base, guard, decl = ct, "", ""
+        return (f"{base} (*){dims}" if dims else f"{base} *"), guard, decl
+
+    def item_field(self, address: int, offset: int, ctype: str) -> tuple[str, str] | None:
+        """``(member path, member C type)`` of an access at ``offset`` into the typed item."""
+        ty = self.items.get(address)
+        width = _WIDTH.get(ctype)
+        if ty is None or width is None:
+            return None
+        try:
+            return self._find(ty, offset, width, ctype)
+        except cd.CDeclError:
+            return None
+
+    def global_type(self, index: int) -> str | None:
+        g = self.globals.get(index)
+        return g[0] if g else None
+
+    def global_field(self, index: int, base: str, offset: int, ctype: str) -> tuple[str, str, str] | None:
+        g = self.globals.get(index)
+        if g is None:
+            return None
+        try:
+            return self._access(g[1], base, offset, ctype)
+        except cd.CDeclError:
+            return None
 
     def __bool__(self) -> bool:
         return bool(self.apps) or bool(self.fallback)
@@ -191,8 +260,7 @@ class TypedFields:
         size = cd.layout(target, self.env)[0]
         if size <= 0:
             return None
-        width = {"int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4, "uint32_t": 4,
-                 "int64_t": 8, "float": 4, "double": 8}.get(ctype)
+        width = _WIDTH.get(ctype)
         if width is None:
             return None
         k, rem = divmod(offset, size)

@@ -119,6 +119,11 @@ class _Core:
         self.dead_depth = 0
         self.nlabel = 0
         self.hook = lm.names.field_hook
+        # data items used as objects (memory.py): label -> [address, size, kind, C type,
+        # {offset: C type} of the fields, typed C type]; kind: b(ytes) s(calar) f(ields)
+        # a(rray) t(yped)
+        self.dobj: dict[str, list] = {}
+        self.dhook = lm.names.data_hook
         self.extra = 0  # indentation of open if-converted blocks
         self.pend: set[int] = set()  # locals with a folded tee possibly on the stack
         self.gget: dict[int, _E] = {}  # one immutable expression per global read
@@ -479,18 +484,40 @@ class _Core:
         return self.functype(self.m.tags[t].type_index)
 
     def data_ref(self, addr: int) -> str | None:
-        """The label text of a constant data address (``s_usage``, ``tbl_1230 + 8``), its
-        ``enum`` declared before the function so the C compiles; None if unlabelled."""
+        """The text of a constant data address: a string's label (``s_usage``, an ``enum``
+        declared before the function), else the address of the item's object
+        (``ADDR(tbl_1230) + 8``, see :meth:`data_obj`); None if unlabelled."""
         d = self.lm.data_label(addr)
         if d is None:
             return None
-        ident, start, off, _text = d
+        ident, start, off, text = d
+        if text is None or (self.dhook is not None and self.dhook.item_type(start) is not None):
+            self.data_obj(ident, start)
+            a = f"ADDR({ident})"
+            return f"{a} + {off}" if off else a
         guard = "D_" + ident
         if guard not in self.decl_types:
             self.decl_types[guard] = (
                 f"#ifndef KB_{guard}\n#define KB_{guard}\nenum {{ {ident} = {start} }};\n#endif"
             )
         return f"{ident} + {off}" if off else ident
+
+    def data_obj(self, ident: str, start: int) -> list:
+        """The object entry of data item ``ident`` (declared before the function as a macro
+        over linear memory, see ``memory._data_decls``); its first use registers it as
+        plain bytes, a typed item (``kbtool types apply``) as its type."""
+        ob = self.dobj.get(ident)
+        if ob is None:
+            ob = [start, self.lm.data_size(start), "b", "", {}, ""]
+            if self.dhook is not None:
+                t = self.dhook.item_type(start)
+                if t is not None:
+                    ob[2] = "t"
+                    ob[5] = t[0]
+                    if t[1] and t[1] not in self.decl_types:
+                        self.decl_types[t[1]] = t[2]
+            self.dobj[ident] = ob
+        return ob
 
     def i32_const(self, v: int) -> _E:
         if self.lm.data_starts and v >= 256:

@@ -22,7 +22,7 @@ from .base import (
 )
 from .decode import _decode
 from .localvars import _local_names, _local_signs
-from .memory import _I32_ADD, _I32_SUB, _frame_struct, _setup_frame
+from .memory import _I32_ADD, _I32_SUB, _data_decls, _frame_struct, _setup_frame
 from .notes import function_notes, note_line, place_notes, setup_notes
 from .structure import _scan
 from .walk import _Lifter
@@ -146,10 +146,15 @@ def lift_function(
         return LiftResult(func_index, text, True, str(e), st)
     lines = [_header(lm, func_index)]
     lines += list(lf.decl_types.values())
+    dbefore, dafter = _data_decls(lf) if lf.dobj else ([], [])
+    lines += dbefore
     # what the body uses, for the compiler: several declarations per line
     dline = ""
     for g in lf.decl_globals:
         ext = f"extern {c_type(m.globals[g].valtype)} {lm.global_c[g]};"
+        gt = lf.dhook.global_type(g) if lf.dhook is not None else None
+        if gt:  # the applied type, beside the wasm value the global holds
+            ext += f" /* {comment_text(gt)} */"
         dline = _pack_decl(lines, dline, ext, "")
     protos = lm.protos
     for f in lf.decl_funcs:
@@ -201,6 +206,7 @@ def lift_function(
         lines += ["  " + x for x in loose]
         lines += [ln for ln in lf.out if ln is not None]
     lines.append("}")
+    lines += dafter
     text = "\n".join(lines) + "\n"
     st = lf.stats
     st.instructions = len(ops)

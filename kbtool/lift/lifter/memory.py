@@ -5,6 +5,7 @@ declares it).
 
 from __future__ import annotations
 
+import re
 from typing import Final
 
 from kbtool.wasm.opcodes import MNEMONICS
@@ -17,6 +18,7 @@ from .base import (
     _OPENERS,
     _STORE_CT,
     F_CALL,
+    F_GLOB,
     F_MEM,
     _has_call,
     _i32_text,
@@ -144,6 +146,7 @@ _CT_SIZE: Final = {
     "int64_t": 8,
     "double": 8,
 }
+_SHIFT: Final = {2: 1, 4: 2, 8: 3}
 _FLOAT_CT: Final = frozenset(("float", "double"))
 _CT_TAG: Final = {
     "int8_t": "i8",
@@ -258,24 +261,136 @@ class _Memory(_Core):
                 return text
             if r:
                 return c_ident_path(r)
+        if self.dhook is not None and base.prec == 0 and base.fl == F_GLOB and not base.locs:
+            # a global holding a pointer to a typed record: `((struct T *)(M + g))->f`
+            gc = self.lm.global_c
+            g = gc.index(base.text) if base.text in gc else -1
+            gr = self.dhook.global_field(g, base.text, offset, ct) if g >= 0 else None
+            if gr is not None:
+                if gr[1] not in self.decl_types:
+                    self.decl_types[gr[1]] = gr[2]
+                return gr[0]
         if base.const is not None and isinstance(base.const, int):
-            if self.lm.data_starts:  # a labelled static variable: M + its label
+            if self.lm.data_starts:  # a labelled static variable: its object, else M + label
+                obj = self.data_access((base.const & 0xFFFFFFFF) + offset, ct, store)
+                if obj:
+                    return obj
                 a = self.addr(base, offset)
             else:
                 a = _i32_text((base.const & 0xFFFFFFFF) + offset)
             return f"*({ct} *)(M + {a})"
+        if self.dobj and not offset and base.prec == 4 and "ADDR(" in base.text:
+            el = self.data_sum_index(base.text, ct, store)  # `M + l2 + ADDR(tbl)`: `tbl[l2]`
+            if el:
+                return el
         # an unsigned sum is computed whole, wrapping like wasm: `M + l6 + l7` would add a
         # "negative" uint32_t l6 to the pointer as a huge offset
         b = f"({base.text})" if base.u and base.prec > 0 else _p(base, 4)
         if offset >= 1024 and self.lm.data_starts:
-            # an array in static data indexed by a computed value: `upper_to_lower + l3`
+            # an array in static data indexed by a computed value: `upper_to_lower[l3]`
             d = self.lm.data_label(offset)
             if d is not None and d[2] == 0:
+                el = self.data_index(d[0], d[1], d[3], base, ct, store)
+                if el:
+                    return el
                 label = self.data_ref(offset) or str(offset)
                 return f"*({ct} *)(M + {b} + {label})"
         if offset:
             return f"*({ct} *)(M + {b} + {offset})"
         return f"*({ct} *)(M + {b})"
+
+    def data_access(self, a: int, ct: str, store: bool = False) -> str:
+        """An access of C type ``ct`` at the constant address ``a`` as its data item's object:
+        the whole item (``errno_value``), a field (``malloc_state.field_24``, a typed item's
+        ``cfg.flags``) or a constant index (``tbl[3]``); "" when it does not fit the object
+        as this function uses it (the caller keeps ``*(ct *)(M + ADDR(item) + 3)``)."""
+        d = self.lm.data_label(a)
+        if d is None:
+            return ""
+        ident, start, off, text = d
+        hook = self.dhook
+        typed = hook is not None and hook.item_type(start) is not None
+        if text is not None and not typed:
+            return ""  # a string: its label stays the address constant
+        ob = self.data_obj(ident, start)
+        size = _CT_SIZE[ct]
+        kind = ob[2]
+        if kind == "t":
+            hit = hook.item_field(start, off, ct) if hook is not None else None
+            return "" if hit is None else _view(f"{ident}{hit[0]}", hit[1], ct, store)
+        if kind == "b":
+            if off == 0 and size == ob[1]:
+                ob[2], ob[3] = "s", ct
+                return ident
+            if off + size > ob[1]:
+                return ""
+            ob[2] = kind = "f"
+        if kind == "s":
+            return _view(ident, ob[3], ct, store) if off == 0 else ""
+        if kind == "a":
+            return _view(f"{ident}[{off // size}]", ob[3], ct, store) if off % size == 0 else ""
+        fields: dict[int, str] = ob[4]
+        got = fields.get(off)
+        if got is None:
+            if off + size > ob[1] or len(fields) >= 256:
+                return ""
+            for fo, fct in fields.items():
+                if fo < off + size and off < fo + _CT_SIZE[fct]:
+                    return ""  # another view of the same bytes
+            fields[off] = got = ct
+        return _view(f"{ident}.field_{off}", got, ct, store)
+
+    def data_index(self, ident: str, start: int, text: str | None, base: _E, ct: str, store: bool) -> str:
+        """``tbl[i]`` for an access of C type ``ct`` at ``M + base + tbl`` when ``base`` is an
+        index scaled by the element size (``i << 2``, ``i * 4``; any index for bytes) and the
+        item is (or becomes) an array of ``ct`` in this function; else ""."""
+        if text is not None or (self.dhook is not None and self.dhook.item_type(start) is not None):
+            return ""
+        size = _CT_SIZE[ct]
+        t = base.text
+        if size == 1:
+            idx = t
+        else:
+            shl = f" << {_SHIFT[size]}"
+            mul = f" * {size}"
+            if base.prec == 5 and t.endswith(shl):
+                idx = t[: -len(shl)]
+            elif base.prec == 3 and t.endswith(mul):
+                idx = t[: -len(mul)]
+            else:
+                return ""
+        ob = self.data_obj(ident, start)
+        if ob[2] == "b":
+            ob[2], ob[3] = "a", ct
+        if ob[2] != "a":
+            return ""
+        return _view(f"{ident}[{idx}]", ob[3], ct, store)
+
+    def data_sum_index(self, text: str, ct: str, store: bool) -> str:
+        """``tbl[i]`` for an address computed as ``i + ADDR(tbl)`` or ``ADDR(tbl) + i`` (the
+        table's address added in code, not in the offset immediate); else ""."""
+        for ident, ob in self.dobj.items():
+            a = f"ADDR({ident})"
+            if text.endswith(" + " + a):
+                idx = text[: -len(a) - 3]
+            elif text.startswith(a + " + "):
+                idx = text[len(a) + 3 :]
+            else:
+                continue
+            if "ADDR(" in idx:
+                return ""
+            size = _CT_SIZE[ct]
+            if size > 1:
+                shl = f" << {_SHIFT[size]})"
+                if not (idx.startswith("(") and idx.endswith(shl) and _balanced(idx[1 : -len(shl)])):
+                    return ""
+                idx = idx[1 : -len(shl)]
+            if ob[2] == "b":
+                ob[2], ob[3] = "a", ct
+            if ob[2] != "a":
+                return ""
+            return _view(f"{ident}[{idx}]", ob[3], ct, store)
+        return ""
 
     def mem_op(self, op: int, imms: tuple) -> None:
         name = MNEMONICS[op]
@@ -400,3 +515,72 @@ def _frame_struct(lf: _Memory) -> str:
         f"struct __attribute__((packed)) {lf.fstruct} {{ /* shadow-stack frame, {lf.fsize} bytes */"
         f"\n{body}\n}};"
     )
+
+
+def _view(text: str, have: str, want: str, store: bool) -> str:
+    """An object of C type ``have`` accessed as ``want``: itself, through a cast when a load
+    reads the same bytes with the other signedness (a store converts implicitly); else ""."""
+    if have == want:
+        return text
+    if _CT_SIZE[have] != _CT_SIZE[want] or have in _FLOAT_CT or want in _FLOAT_CT:
+        return ""
+    return text if store else f"({want}){text}"
+
+
+def _balanced(text: str) -> bool:
+    """Whether every parenthesis of ``text`` closes inside it, in order."""
+    depth = 0
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0
+
+
+def _data_decls(lf: _Memory) -> tuple[list[str], list[str]]:
+    """The objects of the data items the function uses, declared before it as macros over
+    linear memory (``#define tbl (*(uint8_t (*)[])(M + 49760))``; fields in a packed struct
+    of the function's own), and their ``#undef`` lines after it: each function types an item
+    as it uses it, so another function's view never leaks into it."""
+    before: list[str] = []
+    after: list[str] = []
+    whole: list[str] = []
+    for ident, ob in lf.dobj.items():
+        if ob[2] == "f" and len(ob[4]) == 1 and 0 in ob[4]:
+            # only its first bytes are used here: the item reads as one variable
+            ob[2], ob[3] = "s", ob[4][0]
+            whole.append(ident)
+    if whole:
+        pat = re.compile(r"\b(" + "|".join(re.escape(w) for w in whole) + r")\.field_0\b")
+        for k in range(len(lf.out)):
+            ln = lf.out[k]
+            if ln is not None and ".field_0" in ln:
+                lf.out[k] = pat.sub(r"\1", ln)
+    for ident, ob in lf.dobj.items():
+        start, size, kind, ct, fields, typed = ob
+        at = f"(M + {start})"
+        if kind == "s":
+            obj = f"(*({ct} *){at})"
+        elif kind == "a":
+            obj = f"(*({ct} (*)[]){at})"
+        elif kind == "t":
+            obj = f"(*({typed}){at})"
+        elif kind == "f":
+            tag = c_ident(f"{lf.lm.func_c[lf.fi]}_{ident}")
+            parts: list[str] = []
+            pos = 0
+            for o in sorted(fields):
+                if o > pos:
+                    parts.append(f"uint8_t _pad{pos}[{o - pos}];")
+                parts.append(f"{fields[o]} field_{o};")
+                pos = o + _CT_SIZE[fields[o]]
+            before.append(f"struct __attribute__((packed)) {tag} {{ {' '.join(parts)} }};")
+            obj = f"(*(struct {tag} *){at})"
+        else:
+            obj = f"(*(uint8_t (*)[{max(size, 1)}]){at})"
+        before.append(f"#define {ident} {obj} /* data item, {size} bytes */")
+        after.append(f"#undef {ident}")
+    return before, after
