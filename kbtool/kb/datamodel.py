@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
+from operator import itemgetter
 from typing import Any, TypedDict
 
 import orjson
@@ -94,7 +95,7 @@ def replace_data_model(
     batch: list[tuple] = []
     # by (function, offset): a target's index entries then run in rowid order = that order,
     # so a page of one target's references needs no sort (see refs_to)
-    for r in sorted(refs, key=lambda r: (r[0], r[1])):
+    for r in sorted(refs, key=itemgetter(0, 1)):
         batch.append((version_id, *r))
         if len(batch) >= REF_BATCH:
             _insert_refs(conn, batch)
