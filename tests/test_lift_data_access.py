@@ -91,8 +91,7 @@ def test_data_items_read_as_objects(tmp_path):
 def test_data_objects_compute_like_wasm(tmp_path):
     """The lifted C in a shared library against wasmtime: same results, same memory."""
     wasmtime = pytest.importorskip("wasmtime")
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
-    from support.lift_sem import runtime_c
+    from tests.support.lift_sem import runtime_c
 
     data = _wasm(tmp_path)
     lm, c = _lift(data)
