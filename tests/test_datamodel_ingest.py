@@ -175,3 +175,32 @@ def test_ingest_lands_whole_or_not_at_all(tmp_path, monkeypatch):
     assert conn.execute("SELECT count(*) FROM versions").fetchone()[0] == 0
     assert conn.execute("SELECT count(*) FROM functions").fetchone()[0] == 0
     conn.close()
+
+
+STRUCT_OFFSET_WAT = """(module
+  (memory 1)
+  (global $sp (mut i32) (i32.const 66560))
+  (data (i32.const 1024) "Invalid data found when processing input\\00")
+  (func $first (export "first") (result i32)
+    i32.const 0
+    i32.load8_u offset=1024)
+  (func $field (export "field") (param i32) (result i32)
+    local.get 0
+    i32.load offset=1036))
+"""
+
+
+def test_loads_inside_a_string_are_struct_fields_not_uses(tmp_path):
+    """A memarg offset landing strictly inside a literal is a big struct's field offset (no
+    xref of the text); a load from the literal's start is a use."""
+    from tests.fixtures.build import build_wat, have_wabt
+
+    if not have_wabt():
+        pytest.skip("wat2wasm not installed")
+    data = build_wat(STRUCT_OFFSET_WAT, tmp_path, name="structoff").read_bytes()
+    a = analyze_module(data)
+    model = dmod.build_data_model(a, data, stack_pointer=0)
+    s = next(it for it in model.items if it.kind == "cstring")
+    assert s.text == "Invalid data found when processing input"
+    loads = [(r.func_index, r.target) for r in model.refs if r.kind == "load"]
+    assert loads == [(0, 1024)] and s.refs == 1

@@ -142,6 +142,27 @@ def bss_end(analysis: ModuleAnalysis, data_end: int, stack_pointer: int | None) 
     return data_end
 
 
+_TEXT_KINDS = frozenset({"cstring", "utf16", "gostring"})
+
+
+def _drop_string_interior_access(refs: list[DataRef], items: list[DataItem],
+                                 starts: list[int]) -> list[DataRef]:
+    """Without the loads and stores at a constant address strictly inside a string literal:
+    code reads a literal from its start (``hex[i]``, a lowered ``memcpy``) and never writes
+    one; a memarg offset landing inside one is a big struct's field offset (ffmpeg's
+    contexts: ``i32.load offset=23001``), not a use of the text."""
+    out = []
+    for r in refs:
+        if r.target_kind == "data" and r.kind in ("load", "store"):
+            k = bisect_right(starts, r.target) - 1
+            if k >= 0:
+                it = items[k]
+                if it.kind in _TEXT_KINDS and it.address < r.target < it.address + it.size:
+                    continue
+        out.append(r)
+    return out
+
+
 def scan_plan(analysis: ModuleAnalysis, lo: int, mem_hi: int) -> list[tuple[int, int, int, int, int]]:
     """``(func_index, body_offset, body_size, mode, floor)`` of every defined body, by index:
     mode 2 when its facts say it may touch data in ``[lo, mem_hi)``, 1 when it only
@@ -206,6 +227,7 @@ def build_data_model(analysis: ModuleAnalysis, data: bytes, *, stack_pointer: in
     items, cut = build_items(analysis, refs, table_range, mem_hi, passive)
     label_items(items)
     starts = [it.address for it in items]
+    refs = _drop_string_interior_access(refs, items, starts)
     for r in refs:
         if r.target_kind == "data":
             k = bisect_right(starts, r.target) - 1
