@@ -2,16 +2,16 @@
 
 Imports only :mod:`kbtool.wasm` and the standard library. Three views:
 
-**Disassembly** (the studio's Disassembly ``mnemonics``)::
+**Disassembly** (the studio's Disassembly ``mnemonics``), as instruction records::
 
     lm = prepare(wasm_bytes, names)            # once per version; names optional
-    text = disassemble_function(lm, func_index)
-    for text in disassemble_module(lm): ...    # every defined function, like lift_module
+    listing = disassemble_function(lm, func_index)   # Listing: header facts + Instr records
+    for listing in disassemble_module(lm): ...  # every defined function, like lift_module
 
-One instruction per line, ``<offset>: <indent><mnemonic> <immediates>``, block structure
-indented, callee names (``call $sqlite3_free`` / ``call func[812] <unnamed>``), global names,
-``call_indirect`` signatures and ``;; "string"`` notes on constants that point into data.
-Deterministic.
+Each :class:`kbtool.lift.disasm.Instr` has its file offset, depth, opcode, immediates and
+what they resolve to (callee, global, local, branch targets, data item, string, line
+comment); :mod:`kbtool.render.disasm` makes the text (``disassemble_module(lm,
+render=render_listing)`` renders in the workers). Deterministic.
 
 **Lifted C** (the studio's ``lifted_c``)::
 
