@@ -34,6 +34,8 @@ Counting (one name per reached function):
     precision = right / reached;  prec* = right / (reached - renamed)
     recall    = right / TO-side defined functions whose true name exists in the FROM build
     unflag    = wrong (not renamed) names whose pair is not flagged review (goal 0)
+    unflagged precision (per set) = right / reached names not flagged review: what a reader
+              who takes every unflagged name as it is gets (prec*: renames left out)
 
 Goal (issue 23 point 10): prec* >= 98 % on the held-out pairs, unflag 0.
 
@@ -99,6 +101,8 @@ class Score(NameRates):
     renamed: int = 0
     wrong: int = 0
     flagged_wrong: int = 0
+    flagged_right: int = 0
+    flagged_renamed: int = 0
     carried: int = 0
     review: int = 0
     suggested: int = 0
@@ -166,11 +170,14 @@ def evaluate(src_named: Path, dst_stripped: Path, dst_named: Path, *, program: s
             s.flagged_scores.append((c["score"], prov, base_name(name) == base_name(truth)))
         if name == truth:
             s.right += 1
+            s.flagged_right += flagged
         elif truth and base_name(name) == base_name(truth):
             s.right += 1
             s.alias += 1
+            s.flagged_right += flagged
         elif name not in new_set and base_name(truth) not in old_base:
             s.renamed += 1
+            s.flagged_renamed += flagged
         else:
             s.wrong += 1
             s.flagged_wrong += flagged
@@ -227,7 +234,8 @@ def report(scores: list[Score], args: argparse.Namespace) -> None:
                       f"{' review' if flagged else ''}")
         tot = {k: sum(getattr(s, k) for s in group)
                for k in ("reached", "right", "renamed", "wrong", "flagged_wrong", "relevant",
-                         "suggested", "suggested_right")}
+                         "suggested", "suggested_right", "review", "flagged_right",
+                         "flagged_renamed")}
         n = tot["reached"] - tot["renamed"]
         print(f"{label} all: {tot['reached']} names reached, precision "
               f"{100 * tot['right'] / max(1, tot['reached']):.2f}%, prec* "
@@ -235,7 +243,14 @@ def report(scores: list[Score], args: argparse.Namespace) -> None:
               f"{100 * tot['right'] / max(1, tot['relevant']):.2f}%; {tot['wrong']} wrong, "
               f"{tot['flagged_wrong']} flagged, {tot['wrong'] - tot['flagged_wrong']} unflagged; "
               f"{tot['renamed']} renamed; suggestions {tot['suggested_right']}/"
-              f"{tot['suggested']} right\n")
+              f"{tot['suggested']} right")
+        # the names a reader may take as they are: those not flagged for review
+        u_right = tot["right"] - tot["flagged_right"]
+        u_wrong = tot["wrong"] - tot["flagged_wrong"]
+        u_all = tot["reached"] - tot["review"]
+        print(f"{label} unflagged: {u_all} names ({tot['review']} flagged review), precision "
+              f"{100 * u_right / max(1, u_all):.2f}%, prec* "
+              f"{100 * u_right / max(1, u_right + u_wrong):.2f}%\n")
 
 
 SMOKE_C = r"""
