@@ -7,7 +7,9 @@ right the names and boundaries are, Go literal recovery, and `kbtool xrefs` late
    ingested and analysed into a fresh KB; in the lifted C of ``--sample`` functions (evenly
    spaced), every data reference is either a name (a data label, a string note) or a bare
    integer that falls in a data item. Share = named / (named + bare); "before" is the same
-   count on the KB before ``kbtool analyze`` (the string notes only).
+   count on the KB before ``kbtool analyze`` (the string notes only). Below each module, how
+   its loads and stores of (non-string) data items read: as objects (``tbl[i]``,
+   ``state.field_8``, a whole item as a variable) or as raw ``*(T *)(M + .. label ..)``.
 2. **Precision against builds with symbols**, on a C program built here with clang
    --target=wasm32-wasi (-O2, --no-gc-sections so both builds lay data out the same):
    globals: the names the data model writes on the build without a name section, against
@@ -62,6 +64,8 @@ BIG = {"lightningcss": "release/lightningcss-wasm-1.29.1.wasm",
 _INT = re.compile(r"(?<![\w.])(0x[0-9a-fA-F]+|\d+)(?![\w.])")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _COMMENT = re.compile(r"/\*.*?\*/")
+#: data accesses by form in the last :func:`named_share` run (see :func:`access_forms`)
+FORMS: dict[str, int] = {"index": 0, "field": 0, "whole": 0, "raw": 0}
 
 
 def kb_of(wasm: Path, d: Path, *, analyze: bool = True) -> tuple[Path, float]:
@@ -108,6 +112,41 @@ def count_refs(c: str, labels: set[str], spans: list[tuple[int, int]]) -> tuple[
     return named, bare
 
 
+_DEREF = re.compile(r"\*\((?:u?int\d+_t|float|double) \*\)\(M \+ ")
+_MACRO = re.compile(r"^#define (\w+) \(\*")
+
+
+def access_forms(c: str, labels: set[str]) -> dict[str, int]:
+    """How one function's C accesses its (non-string) data items: as objects (``tbl[i]``,
+    ``state.field_8``, a whole item read as a variable) or as raw memory whose address holds
+    the label (``*(int32_t *)(M + l3 + tbl)``, ``*(int32_t *)(M + ADDR(tbl) + 3)``)."""
+    out = {"index": 0, "field": 0, "whole": 0, "raw": 0}
+    objects = {m.group(1) for ln in c.splitlines() if (m := _MACRO.match(ln))}
+    for line in c.splitlines():
+        if line.startswith(("#", "struct ", "enum ", "/*", "extern")):
+            continue
+        code = _COMMENT.sub(" ", line)
+        for m in _DEREF.finditer(code):
+            depth, k = 1, m.end()
+            while k < len(code) and depth:
+                depth += {"(": 1, ")": -1}.get(code[k], 0)
+                k += 1
+            if any(w in labels for w in _IDENT.findall(code[m.end():k])):
+                out["raw"] += 1
+        for m in _IDENT.finditer(code):
+            w = m.group(0)
+            if w not in labels or code[max(0, m.start() - 5):m.start()] == "ADDR(":
+                continue
+            nxt = code[m.end():m.end() + 1]
+            if nxt == "[":
+                out["index"] += 1
+            elif nxt == "." and code[m.end() + 1:m.end() + 2].isalpha():
+                out["field"] += 1
+            elif w in objects:
+                out["whole"] += 1
+    return out
+
+
 def named_share(db: Path, sample: int, spans: list[tuple[int, int]] | None = None) -> tuple[int, int, list]:
     conn = open_ro(str(db))
     try:
@@ -121,6 +160,9 @@ def named_share(db: Path, sample: int, spans: list[tuple[int, int]] | None = Non
             "SELECT idx FROM functions WHERE version_id = 1 AND imported = 0 ORDER BY idx")]
         step = max(1, len(funcs) // sample)
         named = bare = 0
+        objs = {i["label"] for i in items if not i.get("text")} if info is not None else set()
+        for k in FORMS:
+            FORMS[k] = 0
         for idx in funcs[::step][:sample]:
             try:
                 c = code_svc.disassembly(conn, 1, idx)["lifted_c"]
@@ -129,6 +171,8 @@ def named_share(db: Path, sample: int, spans: list[tuple[int, int]] | None = Non
             n, b = count_refs(c, labels, spans or [])
             named += n
             bare += b
+            for k, v in access_forms(c, objs).items():
+                FORMS[k] += v
         return named, bare, spans or []
     finally:
         conn.close()
@@ -142,11 +186,16 @@ def corpus_share(modules: list[str], sample: int, tmp: Path) -> None:
         wasm = CORPUS / rel
         after_db, secs = kb_of(wasm, tmp)
         n, b, spans = named_share(after_db, sample)
+        forms = dict(FORMS)
         before_db, _ = kb_of(wasm, tmp, analyze=False)
         n0, b0, _ = named_share(before_db, sample, spans)
         share = 100.0 * n / max(1, n + b)
         share0 = 100.0 * n0 / max(1, n0 + b0)
         print(f"   {rel:58} {share0:7.1f}% {share:7.1f}% {n:7d} {b:6d} {secs:16.1f}")
+        obj = forms["index"] + forms["field"] + forms["whole"]
+        print(f"   {'':58} data accesses as objects {obj} of {obj + forms['raw']}: label[i] {forms['index']},"
+              f" label.field {forms['field']}, whole item {forms['whole']}; raw *(T *)(M + ..label..)"
+              f" {forms['raw']}")
         for p in (after_db, before_db):
             p.unlink(missing_ok=True)
 

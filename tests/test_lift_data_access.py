@@ -50,6 +50,8 @@ WAT = r"""
     (i32.add (i32.const 1072) (i32.load8_u (i32.const 1088))))
   (func $viaglobal (export "viaglobal") (result i32)
     (i32.load offset=8 (global.get $cfg)))
+  (func $scale (export "scale") (param i32) (result i32)
+    (i32.and (i32.mul (local.get 0) (i32.const 1040)) (i32.const 1056)))
 )
 """
 ITEMS = [(1024, 16, "upper_to_lower", None), (1040, 16, "words", None), (1056, 4, "counter", None),
@@ -86,6 +88,8 @@ def test_data_items_read_as_objects(tmp_path):
     # an address is ADDR(item); a string keeps its label as the address constant
     assert "ADDR(state)" in c["f6"] and "s_hello" in c["f6"] and "ADDR(s_hello)" not in c["f6"]
     assert "M + " not in c["f4"].split("{", 1)[1]
+    # a data address as a factor or a mask is a number, and nothing is declared for it
+    assert "return (p0 * 1040) & 1056;" in c["f8"] and "#define" not in c["f8"]
 
 
 def test_data_objects_compute_like_wasm(tmp_path):
@@ -107,7 +111,8 @@ def test_data_objects_compute_like_wasm(tmp_path):
     ex = wasmtime.Instance(store, wasmtime.Module(store.engine, data), []).exports(store)
     calls = [("lookup", k) for k in range(16)] + [("lookup_s", k) for k in range(16)] + \
         [("sum_tbl", k) for k in (0, 15)] + [("word", k) for k in range(4)] + \
-        [("counter", None)] * 3 + [("state", v) for v in (5, -7)] + [("addr", None), ("viaglobal", None)]
+        [("counter", None)] * 3 + [("state", v) for v in (5, -7)] + [("addr", None), ("viaglobal", None)] + \
+        [("scale", v) for v in (1, 3, -5)]
     fi = {e.name: e.index for e in lm.module.exports if e.kind == "func"}
     for name, arg in calls:
         f = getattr(so, lm.func_c[fi[name]])

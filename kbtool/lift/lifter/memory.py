@@ -559,8 +559,14 @@ def _data_decls(lf: _Memory) -> tuple[list[str], list[str]]:
             ln = lf.out[k]
             if ln is not None and ".field_0" in ln:
                 lf.out[k] = pat.sub(r"\1", ln)
+    body = ""
     for ident, ob in lf.dobj.items():
         start, size, kind, ct, fields, typed = ob
+        if kind == "b":  # only addressed: unless the address became a number (values._number)
+            if not body:
+                body = "\n".join([ln for ln in lf.out if ln is not None])
+            if f"ADDR({ident})" not in body:
+                continue
         at = f"(M + {start})"
         if kind == "s":
             obj = f"(*({ct} *){at})"

@@ -23,6 +23,15 @@ from .base import (
 )
 from .memory import _Memory
 
+_NUMERIC_OPS = frozenset(("*", "/", "%", "&", "|", "^", "<<", ">>"))
+
+
+def _number(e: _E) -> _E:
+    """``e`` itself, or a constant labelled as a data item's address as its plain number."""
+    if e.const is not None and type(e.const) is int and e.text.startswith("ADDR("):
+        return _E(_i32_text(e.const), 0 if e.const >= 0 else 2, e.ty, e.fl, e.locs, const=e.const)
+    return e
+
 
 class _Values(_Memory):
     def do_call(self, name, t, is_tail, callee_expr=None, callee_ref=None):
@@ -76,6 +85,9 @@ class _Values(_Memory):
                 locs = locs or a.locs
             else:
                 locs = b.locs
+            if self.dobj and text in _NUMERIC_OPS:
+                # a data address is no factor, mask or shift count: the constant reads as a number
+                a, b = _number(a), _number(b)
             e = self.binary(form, text, a, b, params[0], results[0], a.fl | b.fl, locs)
             if len(e.text) > MAX_EXPR_CHARS:
                 e = self.spill(e)
