@@ -31,7 +31,7 @@ from kbtool.kb.errors import KBError
 from kbtool.services import knowledge
 from kbtool.wasm import ModuleAnalysis
 from kbtool.wasm.datamap import passive_addresses
-from kbtool.wasm.facts import decode_workers
+from kbtool.wasm.facts import decode_workers, gc_paused
 
 MAX_READ = 4096  # bytes read_memory answers at most
 MAX_XREFS = 500  # references listed per answer (the total is always given)
@@ -83,6 +83,13 @@ def build(
             f.import_module == "gojs" or (f.import_module or "").startswith("go") for f in analysis.functions
             if f.imported
         )
+    with gc_paused():  # hundreds of thousands of small objects, no cycles (as the decoder)
+        return _build(conn, version_id, analysis, data, go, progress, t0, c0)
+
+
+def _build(conn: sqlite3.Connection, version_id: int, analysis: ModuleAnalysis, data: bytes,
+           go: bool, progress: Callable[[int, int], None] | None, t0: float,
+           c0: float) -> dict[str, Any]:
     sp = stack_pointer_global(analysis, data) if not go else None
     model = build_data_model(analysis, data, stack_pointer=sp, go=go, progress=progress,
                              workers=decode_workers(len(data)))  # as the decoder: 2 for big modules
