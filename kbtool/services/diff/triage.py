@@ -48,6 +48,7 @@ KINDS = ("fix", "change", "churn", "layout")
 # larger ones by prefix/suffix, statements, then difflib in changed windows within ALIGN_BUDGET
 EXACT_CELLS = 4_000_000
 ALIGN_BUDGET = 8_000_000
+WHOLE_CELLS = 40_000  # above this, the common prefix and suffix are trimmed first
 GRAM = 4            # n-gram length for recognising an inlined callee's body
 MIN_INLINED_RUN = 20  # shorter inserted runs are never taken for inlined code
 KEY_CONST = 1 << 12  # constants below this are part of the alignment key
@@ -144,7 +145,7 @@ def align(ka: Sequence, kb: Sequence, exact_cells: int = EXACT_CELLS,
     statements; a window over the remaining ``budget`` of cells is one replace (its reasons
     still read)."""
     n, m = len(ka), len(kb)
-    if n * m <= exact_cells:
+    if n * m <= min(exact_cells, WHOLE_CELLS):
         return difflib.SequenceMatcher(None, ka, kb, autojunk=False).get_opcodes()
     p = 0
     while p < n and p < m and ka[p] == kb[p]:
