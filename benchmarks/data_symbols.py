@@ -27,7 +27,9 @@ right the names and boundaries are, Go literal recovery, and `kbtool xrefs` late
 5. **Ingest with the data model** (``--ingest FILE ...``, e.g. ffmpeg-core.wasm): each file
    ingested into a fresh KB in a child process (no ``kbtool analyze``): ingest seconds and
    CPU seconds, the data model's share (its build and writes, timed inside ingest), then
-   the xrefs latency on that KB as in 4 (the model as the first ingest left it).
+   the xrefs latency on that KB as in 4 (the model as the first ingest left it);
+   ``--compare``: first the same ingests with the model's build replaced by a no-op,
+   alternating (what the model costs: CPU, wall, peak memory).
 
 ``--smoke``: one small gt module, 20 functions, the C program, no Go, the same module for
 the latency (run by tests/test_benchmarks_smoke.py).
@@ -437,16 +439,46 @@ def go_recovery(tmp: Path, n: int = 120) -> None:
 INGEST_CHILD = r"""
 import json, resource, sys, time
 from kbtool.kb.db import open_rw
+import kbtool.services.data as data_svc
+if sys.argv[3:] == ["off"]:  # the same ingest without the data model (the A/B baseline)
+    data_svc.build = lambda *a, **k: {}
 from kbtool.services.ingest import ingest_file
 conn = open_rw(sys.argv[2], create=True)
 t0 = time.perf_counter()
 res = ingest_file(conn, sys.argv[1], label="1", carry=False)
+conn.close()  # (its WAL checkpoint counts: the model's rows are written there too)
 secs = time.perf_counter() - t0
-conn.close()
-ru = resource.getrusage(resource.RUSAGE_SELF)
-print(json.dumps({"seconds": secs, "cpu": ru.ru_utime + ru.ru_stime, "data": res.data,
+ru, rc = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"seconds": secs, "cpu": ru.ru_utime + ru.ru_stime,
+                  "cpu_all": ru.ru_utime + ru.ru_stime + rc.ru_utime + rc.ru_stime,
+                  "peak_mib": ru.ru_maxrss / 1024, "data": res.data,
                   "functions": res.imported + res.defined, "instructions": res.instructions}))
 """
+
+
+def ingest_ab(files: list[Path], tmp: Path, rounds: int) -> None:
+    """Each module ingested ``rounds`` times with the data model and without it (the build
+    replaced by a no-op), alternating: what the model costs at ingest."""
+    print("6. ingest without / with the data model (child processes, alternating; CPU user+sys"
+          " with workers)")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    for f in files:
+        got: dict[str, list[dict]] = {"off": [], "on": []}
+        for k in range(2 * rounds):
+            mode = "off" if k % 2 == 0 else "on"
+            db = tmp / f"{f.stem}.ab{k}.db"
+            out = subprocess.run([sys.executable, "-c", INGEST_CHILD, str(f), str(db), mode],
+                                 capture_output=True, text=True, check=True, env=env)
+            got[mode].append(json.loads(out.stdout.strip().splitlines()[-1]))
+            db.unlink(missing_ok=True)
+        med = {m: {x: statistics.median(r[x] for r in rs) for x in ("seconds", "cpu_all", "peak_mib")}
+               for m, rs in got.items()}
+        off, on = med["off"], med["on"]
+        print(f"   {f.name}: CPU {off['cpu_all']:.2f} -> {on['cpu_all']:.2f} s"
+              f" (x{on['cpu_all'] / off['cpu_all']:.2f}), wall {off['seconds']:.2f} ->"
+              f" {on['seconds']:.2f} s, peak {off['peak_mib']:.0f} -> {on['peak_mib']:.0f} MiB"
+              f" (median of {rounds})")
 
 
 def ingest_figures(files: list[Path], tmp: Path, rounds: int) -> None:
@@ -516,6 +548,8 @@ def main() -> None:
     ap.add_argument("--skip", nargs="*", default=[], choices=["share", "precision", "go", "latency"])
     ap.add_argument("--ingest", nargs="*", type=Path, default=[],
                     help="modules to ingest (no analyze): ingest time, the data model's share, xrefs latency")
+    ap.add_argument("--compare", action="store_true",
+                    help="with --ingest: each module also ingested without the data model (A/B)")
     args = ap.parse_args()
     manifest = json.loads((CORPUS / "MANIFEST.json").read_text())
     modules = args.modules or [m["file"] for m in manifest["modules"] if m["role"] != "named"]
@@ -525,6 +559,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="kbtool-data-") as t:
         tmp = Path(t)
         if args.ingest:
+            if args.compare:
+                ingest_ab(args.ingest, tmp, 1 if args.smoke else 2)
             ingest_figures(args.ingest, tmp, 1 if args.smoke else 3)
             return
         if "share" not in args.skip:
