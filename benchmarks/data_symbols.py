@@ -68,6 +68,7 @@ _IDENT = re.compile(r"[A-Za-z_]\w*")
 _COMMENT = re.compile(r"/\*.*?\*/")
 #: data accesses by form in the last :func:`named_share` run (see :func:`access_forms`)
 FORMS: dict[str, int] = {"index": 0, "field": 0, "whole": 0, "raw": 0}
+NUMBERS: list[int] = [0]  # bare integers used as factors, masks or shift counts (count_refs)
 
 
 def kb_of(wasm: Path, d: Path, *, analyze: bool = True) -> tuple[Path, float]:
@@ -86,9 +87,16 @@ def kb_of(wasm: Path, d: Path, *, analyze: bool = True) -> tuple[Path, float]:
 # ------------------------------------------------------------------ 1. named share
 
 
-def count_refs(c: str, labels: set[str], spans: list[tuple[int, int]]) -> tuple[int, int]:
+_NUMERIC_BEFORE = re.compile(r"(?:[*/%&|^]|<<|>>) \(*$")
+_NUMERIC_AFTER = re.compile(r"^\)* (?:[*/%&|^]|<<|>>) ")
+
+
+def count_refs(c: str, labels: set[str], spans: list[tuple[int, int]],
+               numbers: list[int] | None = None) -> tuple[int, int]:
     """(named, bare) data references in one function's C: a data label, or a bare integer
-    inside a data item (a string note after it makes it named)."""
+    inside a data item (a string note after it makes it named). ``numbers``, when given,
+    gets the count of bare integers that are an operand of ``* / % & | ^ << >>`` (a factor,
+    mask or shift count: a number, not an address) in its first slot."""
     import bisect
 
     starts = [a for a, _ in spans]
@@ -111,6 +119,9 @@ def count_refs(c: str, labels: set[str], spans: list[tuple[int, int]]) -> tuple[
                     named += 1  # `1024 /* "text" */`: a string note
                 else:
                     bare += 1
+                    if numbers is not None and (_NUMERIC_BEFORE.search(code[max(0, m.start() - 6):m.start()])
+                                                or _NUMERIC_AFTER.match(code[m.end():m.end() + 6])):
+                        numbers[0] += 1
     return named, bare
 
 
@@ -165,12 +176,13 @@ def named_share(db: Path, sample: int, spans: list[tuple[int, int]] | None = Non
         objs = {i["label"] for i in items if not i.get("text")} if info is not None else set()
         for k in FORMS:
             FORMS[k] = 0
+        NUMBERS[0] = 0
         for idx in funcs[::step][:sample]:
             try:
                 c = code_svc.disassembly(conn, 1, idx)["lifted_c"]
             except Exception:  # noqa: BLE001 - a function the lifter refuses is skipped
                 continue
-            n, b = count_refs(c, labels, spans or [])
+            n, b = count_refs(c, labels, spans or [], NUMBERS)
             named += n
             bare += b
             for k, v in access_forms(c, objs).items():
@@ -189,11 +201,14 @@ def corpus_share(modules: list[str], sample: int, tmp: Path) -> None:
         after_db, secs = kb_of(wasm, tmp)
         n, b, spans = named_share(after_db, sample)
         forms = dict(FORMS)
+        nums = NUMBERS[0]
         before_db, _ = kb_of(wasm, tmp, analyze=False)
         n0, b0, _ = named_share(before_db, sample, spans)
         share = 100.0 * n / max(1, n + b)
         share0 = 100.0 * n0 / max(1, n0 + b0)
         print(f"   {rel:58} {share0:7.1f}% {share:7.1f}% {n:7d} {b:6d} {secs:16.1f}")
+        print(f"   {'':58} without the {nums} bare integers that are factors, masks or shift counts:"
+              f" {100.0 * n / max(1, n + b - nums):.1f}%")
         obj = forms["index"] + forms["field"] + forms["whole"]
         print(f"   {'':58} data accesses as objects {obj} of {obj + forms['raw']}: label[i] {forms['index']},"
               f" label.field {forms['field']}, whole item {forms['whole']}; raw *(T *)(M + ..label..)"

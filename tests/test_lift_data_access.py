@@ -160,3 +160,28 @@ def test_types_applied_to_data_and_globals_show_in_the_c(tmp_path):
     # clearing the type brings the plain object back
     assert _kb(db, "types", "apply", "1", "data", "0x430", "--clear").returncode == 0
     assert re.search(rf"return {label} \+ \w+;", _kb(db, "code", "1", "--all").stdout)
+
+
+def test_a_member_named_like_an_item_keeps_both(tmp_path):
+    """A typed parameter's member ``counter`` beside the static ``counter``: the static is
+    renamed in that function (its macro would expand ``->counter``) and the C compiles."""
+    wat = WAT.replace('(func $viaglobal', '(func $both (export "both") (param i32) (result i32)\n'
+                      '    (i32.add (i32.load (local.get 0)) (i32.load (i32.const 1056))))\n  (func $viaglobal')
+    src = tmp_path / "d.wat"
+    src.write_text(wat)
+    subprocess.run(["wat2wasm", str(src), "-o", str(tmp_path / "d.wasm")], check=True)
+    decl = "struct __attribute__((packed)) T { int32_t counter; };"
+
+    def hook(fi, base, off, ct):
+        return (f"((struct T *)(M + {base}))->counter", "T_T", decl) if off == 0 and ct == "int32_t" else None
+
+    lm = prepare((tmp_path / "d.wasm").read_bytes(), Names(functions={}, data=list(ITEMS), field_hook=hook))
+    c = {lm.func_c[r.func_index]: r.text for r in lift_module(lm)}
+    both = next(t for t in c.values() if "->counter" in t)
+    assert "return ((struct T *)(M + p0))->counter + counter_data;" in both
+    assert "#define counter_data (*(int32_t *)(M + 1056))" in both and "#undef counter_data" in both
+    out = tmp_path / "all.c"
+    out.write_text("".join(c.values()))
+    r = subprocess.run(["gcc", "-fsyntax-only", "-w", "-include", prelude_path(), str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[:2000]

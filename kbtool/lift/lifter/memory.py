@@ -540,6 +540,30 @@ def _balanced(text: str) -> bool:
     return depth == 0
 
 
+def _member_clash(lf: _Memory) -> None:
+    """An item whose label is also a member name the function uses (``p->count`` beside the
+    static ``count``) is renamed ``count_data`` in this function: its macro would expand the
+    member too."""
+    body = ""
+    for ident in list(lf.dobj):
+        if not body:
+            body = "\n".join([ln for ln in lf.out if ln is not None])
+        if f">{ident}" not in body and f".{ident}" not in body:
+            continue
+        if not re.search(rf"(?:->|\.){re.escape(ident)}\b", body):
+            continue
+        new = ident + "_data"
+        while new in lf.lm.module_idents or re.search(rf"\b{new}\b", body):
+            new += "_"
+        pat = re.compile(rf"(?<![\w.>]){re.escape(ident)}\b")
+        for k in range(len(lf.out)):
+            ln = lf.out[k]
+            if ln is not None and ident in ln:
+                lf.out[k] = pat.sub(new, ln)
+        lf.dobj[new] = lf.dobj.pop(ident)
+        body = ""
+
+
 def _data_decls(lf: _Memory) -> tuple[list[str], list[str]]:
     """The objects of the data items the function uses, declared before it as macros over
     linear memory (``#define tbl (*(uint8_t (*)[])(M + 49760))``; fields in a packed struct
@@ -553,6 +577,7 @@ def _data_decls(lf: _Memory) -> tuple[list[str], list[str]]:
             # only its first bytes are used here: the item reads as one variable
             ob[2], ob[3] = "s", ob[4][0]
             whole.append(ident)
+    _member_clash(lf)
     if whole:
         pat = re.compile(r"\b(" + "|".join(re.escape(w) for w in whole) + r")\.field_0\b")
         for k in range(len(lf.out)):
