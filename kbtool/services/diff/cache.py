@@ -20,7 +20,8 @@ Answers are shared: callers must not mutate them. Counters (``computed``, ``load
 A computed answer is also kept on disk (issue 30: a pair is computed once, not once per
 process): one JSON file per answer in ``$KBTOOL_DIFF_CACHE_DIR`` (default
 ``$XDG_CACHE_HOME/kbtool/diffs``, else ``~/.cache/kbtool/diffs``; ``off`` turns it off), named
-by a digest of the same key plus both modules' SHA-256, so a KB replaced at the same path, a
+by a digest of the same key plus both modules' SHA-256 and the triage rules' version
+(:data:`kbtool.services.diff.triage.TRIAGE_RULES`: answers of older rules are not served), so a KB replaced at the same path, a
 rename (the change token) or a saved report (the stamp) never meets an old file. Files are
 written atomically; at most ``DISK_FILES`` are kept (the oldest go); an unreadable file is
 ignored and replaced. A new ``kbtool serve``, TUI or MCP server then answers a pair computed
@@ -42,6 +43,7 @@ from typing import Any
 from kbtool.kb import queries
 from kbtool.services.diff.changelog import changelog
 from kbtool.services.diff.report import compute_diff_with_pairing, stored_diff
+from kbtool.services.diff.triage import TRIAGE_RULES
 
 __all__ = ["DiffCache", "DIFF_CACHE", "DiskAnswers", "MAX_ENTRIES", "MAX_CHANGES", "disk_dir"]
 
@@ -70,7 +72,7 @@ class DiskAnswers:
     def _path(self, key: tuple, modules: tuple) -> Path | None:
         if self.directory is None:
             return None
-        text = json.dumps([DISK_FORMAT, list(modules), repr(key)])
+        text = json.dumps([DISK_FORMAT, TRIAGE_RULES, list(modules), repr(key)])
         return self.directory / (hashlib.sha256(text.encode()).hexdigest()[:40] + ".json")
 
     def get(self, key: tuple, modules: tuple) -> dict[str, Any] | None:
@@ -219,10 +221,13 @@ class DiffCache:
         report_key = key[:3] + ("report",) + key[4:]
         report = self._lookup(report_key, count=False) if kind == "changelog" else None
         if report is None:
-            report = stored_diff(conn, a, b)
+            fresh: dict[str, Any] = {}
+            report = stored_diff(conn, a, b, keep=fresh)
             if report is not None:
                 self.loaded += 1
                 self._put(report_key, report)
+                if "changelog" in fresh:  # computed to bring an older report's triage up
+                    self._put(key[:3] + ("changelog",) + key[4:], fresh["changelog"])
             else:
                 cl_key = key[:3] + ("changelog",) + key[4:]
                 modules = _modules(conn, a, b)

@@ -62,6 +62,7 @@ from kbtool.services.diff.relocation import (
     field_offsets_differ,
     module_view,
 )
+from kbtool.services.diff.triage import TRIAGE_RULES
 from kbtool.wasm.errors import WasmFormatError
 
 __all__ = [
@@ -148,15 +149,38 @@ def compute_diff_with_pairing(
     return build_report(conn, pg, va, vb, keep=keep), pg
 
 
-def stored_diff(conn: sqlite3.Connection, a: int, b: int) -> dict[str, Any] | None:
-    """The saved report of the pair, or None."""
+def stored_diff(conn: sqlite3.Connection, a: int, b: int, *,
+                keep: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The saved report of the pair, or None. A report saved under older triage rules
+    (``triage_rules``, kept with it by :func:`save_diff`) gets today's triage (scores, reasons, kinds), so every surface orders
+    it as the changelog does; ``keep["changelog"]`` then holds the changelog computed for it."""
     report = queries.stored_diff_report(conn, a, b)
     if report is None:
         return None
     report["stored"] = True
     _refresh_names(conn, report)
     add_program_fields(conn, report)  # programs are today's (a lineage can be reassigned)
+    if report.pop("triage_rules", None) != TRIAGE_RULES and any(
+            c["classification"] == "modified" for c in report["changes"]):
+        cl = changelog(conn, report)
+        _set_triage(report["changes"], cl)
+        if keep is not None:
+            keep["changelog"] = cl
     return report
+
+
+def _set_triage(changes: list[dict[str, Any]], cl: dict[str, Any]) -> None:
+    """Each modified change's explanation and triage, from the changelog."""
+    explained = {m["to_index"]: m for m in cl["modified"]}
+    for c in changes:
+        m = explained.get(c["to_index"]) if c["classification"] == "modified" else None
+        if m is not None:
+            # what changed, as short lines (the change keys of docs/interface.md stay as they are)
+            c["explain"] = m["items"]
+            c["change_weight"] = m["weight"]
+            c["triage"] = m["triage"]
+            c["reasons"] = m["reasons"]
+            c["triage_kind"] = m["triage_kind"]
 
 
 def _refresh_names(conn: sqlite3.Connection, report: dict[str, Any]) -> None:
@@ -288,16 +312,7 @@ def build_report(
     cl = changelog(conn, report_so_far, pairing=pg)
     if keep is not None:
         keep["changelog"] = cl
-    explained = {m["to_index"]: m for m in cl["modified"]}
-    for c in changes:
-        m = explained.get(c["to_index"]) if c["classification"] == "modified" else None
-        if m is not None:
-            # what changed, as short lines (the change keys of docs/interface.md stay as they are)
-            c["explain"] = m["items"]
-            c["change_weight"] = m["weight"]
-            c["triage"] = m["triage"]
-            c["reasons"] = m["reasons"]
-            c["triage_kind"] = m["triage_kind"]
+    _set_triage(changes, cl)
 
     counts = dict.fromkeys(CLASSIFICATIONS, 0)
     churn = review = 0
@@ -342,7 +357,8 @@ def save_diff(conn: sqlite3.Connection, report: dict[str, Any]) -> None:
     _label(conn, a)
     _label(conn, b)
     with transaction(conn):
-        store.save_diff_report(conn, a, b, dict(report, stored=True))
+        # with the triage rules it was made under (a later kbtool brings its triage up)
+        store.save_diff_report(conn, a, b, dict(report, stored=True, triage_rules=TRIAGE_RULES))
 
 
 def store_report(conn: sqlite3.Connection, pg: Pairing) -> dict[str, Any]:

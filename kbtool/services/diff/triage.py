@@ -40,10 +40,11 @@ from typing import Any
 
 from kbtool.wasm.opcodes import KIND, MNEMONICS
 
-__all__ = ["triage_pair", "finish", "align", "body_grams", "is_error_text", "is_error_callee", "layout_groups",
+__all__ = ["triage_pair", "finish", "align", "body_grams", "TRIAGE_RULES", "is_error_text", "is_error_callee", "layout_groups",
            "KINDS"]
 
 KINDS = ("fix", "change", "churn", "layout")
+TRIAGE_RULES = 3  # bumped when the rules change: answers cached on disk by older rules are not served
 # alignment bounds: bodies up to EXACT_CELLS (len a * len b) are aligned by difflib as a whole;
 # larger ones by prefix/suffix, statements, then difflib in changed windows within ALIGN_BUDGET
 EXACT_CELLS = 4_000_000
