@@ -185,3 +185,47 @@ def test_a_member_named_like_an_item_keeps_both(tmp_path):
     r = subprocess.run(["gcc", "-fsyntax-only", "-w", "-include", prelude_path(), str(out)],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[:2000]
+
+
+def test_typed_array_of_structs_is_indexed(tmp_path):
+    """A data item typed ``struct op[3]``: ``ops[p0].code`` for a load at element offset 4
+    whose address is ``p0 * 12`` (+ the item), ``ops[1].fn`` at a constant address; the C
+    compiles and computes what the wasm computes."""
+    wasmtime = pytest.importorskip("wasmtime")
+    from kbtool.analysis import cdecl as cd
+    from kbtool.services.types_code import TypedFields
+
+    wat = WAT.replace('(func $viaglobal', '(data (i32.const 1100) "\\01\\00\\00\\00\\02\\00\\00\\00\\03\\00\\00\\00'
+                      '\\04\\00\\00\\00\\05\\00\\00\\00\\06\\00\\00\\00\\07\\00\\00\\00\\08\\00\\00\\00\\09\\00\\00\\00")\n'
+                      '  (func $opcode (export "opcode") (param i32) (result i32)\n'
+                      '    (i32.add (i32.load offset=1104 (i32.mul (local.get 0) (i32.const 12)))'
+                      ' (i32.load (i32.const 1120))))\n  (func $viaglobal')
+    src = tmp_path / "d.wat"
+    src.write_text(wat)
+    subprocess.run(["wat2wasm", str(src), "-o", str(tmp_path / "d.wasm")], check=True)
+    data = (tmp_path / "d.wasm").read_bytes()
+    env = cd.Env()
+    cd.parse_decls("struct op { int name; unsigned code; int fn; };", env)
+    tf = TypedFields(env, {})
+    tf.items = {1100: cd.parse_type("struct op[3]", env)}
+    lm = prepare(data, Names(functions={}, data=[*ITEMS, (1100, 36, "ops", None)], data_hook=tf.data_hook()))
+    c = {lm.func_c[r.func_index]: r.text for r in lift_module(lm)}
+    op = next(t for t in c.values() if "<opcode>" in t or "ops" in t)
+    assert "return ops[p0].code + ops[1].fn;" in op, op
+    assert "#define ops (*(struct op (*)[3])(M + 1100))" in op
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    from support.lift_sem import runtime_c
+
+    (tmp_path / "l.c").write_text("".join(c.values()) + runtime_c(lm))
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-fwrapv", "-fno-strict-aliasing", "-w",
+                    "-D__stack_pointer=kb__stack_pointer", "-include", prelude_path(), str(tmp_path / "l.c"),
+                    "-o", str(tmp_path / "l.so")], check=True)
+    so = ctypes.CDLL(str(tmp_path / "l.so"))
+    so.kb_init()
+    store = wasmtime.Store()
+    ex = wasmtime.Instance(store, wasmtime.Module(store.engine, data), []).exports(store)
+    fi = next(e.index for e in lm.module.exports if e.name == "opcode")
+    f = getattr(so, lm.func_c[fi])
+    f.restype, f.argtypes = ctypes.c_int32, [ctypes.c_int32]
+    for k in range(3):
+        assert f(k) == ex["opcode"](store, k)

@@ -40,6 +40,10 @@ class DataTypes:
         item; the lifter casts a member of the other signedness)."""
         return None
 
+    def item_stride(self, address: int) -> int:
+        """The element size of the typed item at ``address`` when it is an array, else 0."""
+        return 0
+
     def global_type(self, index: int) -> str | None:
         """The C type text applied to global ``index`` (shown beside its declaration)."""
         return None

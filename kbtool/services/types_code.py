@@ -104,6 +104,17 @@ class TypedFields:
         except cd.CDeclError:
             return None
 
+    def item_stride(self, address: int) -> int:
+        """The element size of the typed item at ``address`` when it is an array, else 0."""
+        ty = self.items.get(address)
+        if ty is None:
+            return 0
+        try:
+            r = cd._resolve(ty, self.env)
+            return cd.layout(r[1], self.env)[0] if r[0] == "arr" else 0
+        except cd.CDeclError:
+            return 0
+
     def global_type(self, index: int) -> str | None:
         g = self.globals.get(index)
         return g[0] if g else None

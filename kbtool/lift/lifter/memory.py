@@ -146,7 +146,7 @@ _CT_SIZE: Final = {
     "int64_t": 8,
     "double": 8,
 }
-_SHIFT: Final = {2: 1, 4: 2, 8: 3}
+_SHIFT: Final = {2: 1, 4: 2, 8: 3}  # log2 of an access width
 _FLOAT_CT: Final = frozenset(("float", "double"))
 _CT_TAG: Final = {
     "int8_t": "i8",
@@ -289,6 +289,10 @@ class _Memory(_Core):
         if offset >= 1024 and self.lm.data_starts:
             # an array in static data indexed by a computed value: `upper_to_lower[l3]`
             d = self.lm.data_label(offset)
+            if d is not None and d[2] != 0 and self.dhook is not None:
+                el = self.typed_index(d[0], d[1], d[2], base, ct, store)  # `ops[i].name`
+                if el:
+                    return el
             if d is not None and d[2] == 0:
                 el = self.data_index(d[0], d[1], d[3], base, ct, store)
                 if el:
@@ -344,27 +348,36 @@ class _Memory(_Core):
         """``tbl[i]`` for an access of C type ``ct`` at ``M + base + tbl`` when ``base`` is an
         index scaled by the element size (``i << 2``, ``i * 4``; any index for bytes) and the
         item is (or becomes) an array of ``ct`` in this function; else ""."""
-        if text is not None or (self.dhook is not None and self.dhook.item_type(start) is not None):
+        if self.dhook is not None and self.dhook.item_type(start) is not None:
+            return self.typed_index(ident, start, 0, base, ct, store)
+        if text is not None:
             return ""
-        size = _CT_SIZE[ct]
-        t = base.text
-        if size == 1:
-            idx = t
-        else:
-            shl = f" << {_SHIFT[size]}"
-            mul = f" * {size}"
-            if base.prec == 5 and t.endswith(shl):
-                idx = t[: -len(shl)]
-            elif base.prec == 3 and t.endswith(mul):
-                idx = t[: -len(mul)]
-            else:
-                return ""
+        idx = _scaled(base, _CT_SIZE[ct])
+        if not idx:
+            return ""
         ob = self.data_obj(ident, start)
         if ob[2] == "b":
             ob[2], ob[3] = "a", ct
         if ob[2] != "a":
             return ""
         return _view(f"{ident}[{idx}]", ob[3], ct, store)
+
+    def typed_index(self, ident: str, start: int, off: int, base: _E, ct: str, store: bool) -> str:
+        """``ops[i].name`` for an access ``off`` bytes into an element of a typed array item
+        (``kbtool types apply V data ops 'struct op[3]'``) whose index is scaled by the
+        element's size; else ""."""
+        hook = self.dhook
+        if hook is None or hook.item_type(start) is None:
+            return ""
+        stride = hook.item_stride(start)
+        if stride <= 0 or off >= stride:
+            return ""
+        idx = _scaled(base, stride)
+        hit = hook.item_field(start, off, ct) if idx else None
+        if hit is None or not hit[0].startswith("[0]"):
+            return ""
+        self.data_obj(ident, start)
+        return _view(f"{ident}[{idx}]{hit[0][3:]}", hit[1], ct, store)
 
     def data_sum_index(self, text: str, ct: str, store: bool) -> str:
         """``tbl[i]`` for an address computed as ``i + ADDR(tbl)`` or ``ADDR(tbl) + i`` (the
@@ -515,6 +528,23 @@ def _frame_struct(lf: _Memory) -> str:
         f"struct __attribute__((packed)) {lf.fstruct} {{ /* shadow-stack frame, {lf.fsize} bytes */"
         f"\n{body}\n}};"
     )
+
+
+def _scaled(base: _E, size: int) -> str:
+    """The index of an address ``base`` scaled by ``size`` (``i << 2``, ``i * 12``; any
+    value for bytes), else ""."""
+    t = base.text
+    if size == 1:
+        return t
+    mul = f" * {size}"
+    if base.prec == 3 and t.endswith(mul):
+        return t[: -len(mul)]
+    k = size.bit_length() - 1
+    if size == 1 << k:
+        shl = f" << {k}"
+        if base.prec == 5 and t.endswith(shl):
+            return t[: -len(shl)]
+    return ""
 
 
 def _view(text: str, have: str, want: str, store: bool) -> str:
