@@ -536,15 +536,16 @@ def _scaled(base: _E, size: int) -> str:
     t = base.text
     if size == 1:
         return t
+    idx = ""
     mul = f" * {size}"
-    if base.prec == 3 and t.endswith(mul):
-        return t[: -len(mul)]
     k = size.bit_length() - 1
-    if size == 1 << k:
-        shl = f" << {k}"
-        if base.prec == 5 and t.endswith(shl):
-            return t[: -len(shl)]
-    return ""
+    if base.prec == 3 and t.endswith(mul):
+        idx = t[: -len(mul)]
+    elif size == 1 << k and base.prec == 5 and t.endswith(f" << {k}"):
+        idx = t[: -len(f" << {k}")]
+    if idx.startswith("(") and idx.endswith(")") and _balanced(idx[1:-1]):
+        idx = idx[1:-1]  # the brackets group it
+    return idx
 
 
 def _view(text: str, have: str, want: str, store: bool) -> str:
