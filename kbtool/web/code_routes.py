@@ -15,6 +15,7 @@ from typing import Any
 
 from kbtool.kb.errors import ModuleBytesMissingError
 from kbtool.services import code as code_service
+from kbtool.services import knowledge
 
 # imported by kbtool.web.router while it builds its route table (everything used is
 # defined above that table)
@@ -28,7 +29,8 @@ def _func_index(text: str) -> int:
 def _disasm(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:
     """The Disassembly object; with ``kind`` (``wasm``/``c``), ``offset`` or ``limit`` a window
     of lines instead (``{kind, lines, offset, limit, total, next_offset}``): a huge function's
-    first screen without its whole listing."""
+    first screen without its whole listing. The first window (offset 0) also carries
+    ``stable_id`` and ``knowledge`` (as the Disassembly object), so a page needs no other call."""
     vid, idx = version_id(params["vid"]), _func_index(params["idx"])
     paged = any(query.get(k) for k in ("kind", "offset", "limit"))
     try:
@@ -38,7 +40,12 @@ def _disasm(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> A
                 raise HTTPError(400, f"kind must be wasm or c, not {kind[:20]!r}")
             offset = version_id((query.get("offset") or ["0"])[0], "offset")
             limit = version_id((query.get("limit") or ["200"])[0], "limit")
-            return code_service.code_window(conn, vid, idx, kind=kind, offset=offset, limit=limit)
+            out = code_service.code_window(conn, vid, idx, kind=kind, offset=offset, limit=limit)
+            if offset == 0:  # the first window also carries what the studio shows beside it
+                sid = code_service.code_module(conn, vid).check(idx)[0]
+                out["stable_id"] = sid
+                out["knowledge"] = knowledge.function_knowledge(conn, sid, vid) if sid else None
+            return out
         return code_service.disassembly(conn, vid, idx)
     except ModuleBytesMissingError as exc:
         raise HTTPError(404, str(exc)) from None

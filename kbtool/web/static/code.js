@@ -1,6 +1,8 @@
 // Code shown as text: a small local highlighter (C and wasm text) that returns spans and
-// text nodes only, shared by the studio and the dashboard's function panel.
-import { el } from "./dom.js";
+// text nodes only, shared by the studio and the dashboard's function panel; and the paged code
+// view both use (see `pageCode`).
+import { el, fill, fmtInt, setText } from "./dom.js";
+import { api } from "./api.js";
 
 const C_WORDS = new Set(("auto break case char const continue default do double else enum extern float for " +
   "goto if inline int long register return short signed sizeof static struct switch typedef union " +
@@ -40,4 +42,106 @@ export function nameIndex(functions) {
   const m = new Map();
   for (const f of functions || []) if (f.name) m.set(f.name, f.index);
   return m;
+}
+
+// A code view that loads by pages: the first window of lines at once, the next ones as the
+// reader scrolls near the end (an IntersectionObserver on a sentinel after the last line),
+// with a "lines N–M of T" status. Shared by the studio and the dashboard's function panel;
+// a small function fits one window and shows as before. Lines are rendered through
+// `highlight` (spans and text nodes only, never HTML).
+
+/** Lines per request: a few screens of the largest pane. */
+export const WINDOW = 300;
+
+/** `fetchWindow(offset, limit)` for `/api/disasm/{vid}/{index}?kind=wasm|c` windows;
+ *  `onFirst(body)` sees the first window (it carries `knowledge`). */
+export function disasmWindows(vid, index, kind, onFirst) {
+  return async (offset, limit) => {
+    const body = await api("/api/disasm/" + encodeURIComponent(vid) + "/" + encodeURIComponent(index) +
+      "?kind=" + kind + "&offset=" + offset + "&limit=" + limit);
+    if (offset === 0 && onFirst) onFirst(body);
+    return body;
+  };
+}
+
+/** `fetchWindow` over text already in the page (the cleaned C): pages of its lines, so a
+ *  long text is rendered as the reader scrolls too. */
+export function textWindows(text) {
+  const lines = String(text ?? "").split("\n");
+  if (lines.length > 1 && lines[lines.length - 1] === "") lines.pop();
+  return async (offset, limit) => {
+    const end = Math.min(lines.length, offset + limit);
+    return { lines: lines.slice(offset, end), offset, total: lines.length, next_offset: end < lines.length ? end : null };
+  };
+}
+
+/**
+ * Show a function's code in `pre` (the scrolling element) by windows. `info` gets the status
+ * line; `byName`/`onRef` make function names links (see `highlight`). Returns `{stop()}`;
+ * starting another pager on the same `pre` stops this one (late answers are dropped).
+ */
+export function pageCode(pre, info, fetchWindow, byName, onRef, limit = WINDOW) {
+  const gen = (pre._pagerGen = (pre._pagerGen || 0) + 1);
+  if (pre._pager) pre._pager.stop();
+  const live = () => pre._pagerGen === gen;
+  const body = el("span", { class: "code-lines" });
+  const sentinel = el("span", { class: "code-more", "aria-hidden": "true" });
+  let next = 0, total = null, shown = 0, busy = false, done = false;
+  fill(pre, body, sentinel);
+  pre.scrollTop = 0;  // a new function or view starts at its first line
+  setText(info, "loading…");
+  info.classList.remove("code-err");
+
+  const status = () => setText(info, total === 0 ? "no lines"
+    : "lines " + (shown ? 1 : 0) + "–" + fmtInt(shown) + " of " + fmtInt(total) + (done ? "" : " · scroll for more"));
+
+  const nearEnd = () => {
+    const r = pre.getBoundingClientRect(), s = sentinel.getBoundingClientRect();
+    return s.top <= r.bottom + 200;  // the sentinel is (almost) in the visible part of the pane
+  };
+
+  async function load() {
+    if (busy || done || !live()) return;
+    busy = true;
+    let w;
+    try { w = await fetchWindow(next, limit); } catch (e) {
+      busy = false;
+      if (!live()) return;
+      if (next === 0) fill(body, el("span", { class: "faint", text: "(code unavailable: " + e.message + ")" }));
+      setText(info, "could not load lines from " + fmtInt(next + 1) + ": " + e.message);
+      info.classList.add("code-err");
+      return;
+    }
+    busy = false;
+    if (!live() || w.offset !== next) return;
+    const lines = w.lines || [];
+    if (lines.length) body.append(el("span", { class: "win", dataset: { offset: String(w.offset) } },
+      highlight(lines.join("\n") + "\n", byName, onRef)));
+    shown = w.offset + lines.length; total = w.total;
+    done = w.next_offset === null || w.next_offset === undefined || !lines.length;
+    next = done ? next : w.next_offset;
+    pre.dataset.shown = String(shown); pre.dataset.total = String(total);
+    pre.dataset.complete = done ? "1" : "0";
+    status();
+    if (done) { obs.disconnect(); sentinel.remove(); return; }
+    if (nearEnd()) load();  // the pane is taller than what arrived: fill it
+  }
+
+  const obs = new IntersectionObserver((entries) => {
+    if (entries.some((e) => e.isIntersecting)) load();
+  }, { root: pre, rootMargin: "0px 0px 200px 0px" });
+  obs.observe(sentinel);
+  const pager = { stop: () => { obs.disconnect(); if (pre._pager === pager) pre._pager = null; } };
+  pre._pager = pager;
+  load();
+  return pager;
+}
+
+/** A hint in place of code (the cleaned C before `kbtool deep`): stops any pager on `pre`. */
+export function showHint(pre, info, node) {
+  pre._pagerGen = (pre._pagerGen || 0) + 1;
+  if (pre._pager) pre._pager.stop();
+  fill(pre, node);
+  delete pre.dataset.shown; delete pre.dataset.total; delete pre.dataset.complete;
+  if (info) { setText(info, ""); info.classList.remove("code-err"); }
 }

@@ -4,7 +4,7 @@ import { $, clear, el, fill, fmtConf, fmtInt, setText, show } from "./dom.js";
 import { api } from "./api.js";
 import { chip, confbar, provOf, tint } from "./provenance.js";
 import { S } from "./state.js";
-import { highlight, nameIndex } from "./code.js";
+import { disasmWindows, nameIndex, pageCode, showHint, textWindows } from "./code.js";
 import { usesSection } from "./data.js";
 
 /** The panel; `opts.heatmap` outlines the open function, `opts.onChange()` after open/close. */
@@ -161,12 +161,14 @@ export function createFnPanel(opts) {
     }
   }
 
-  /** The code of the function: Raw WASM / Inferred C / Cleaned C, highlighted locally. */
+  /** The code of the function: Raw WASM / Inferred C / Cleaned C, highlighted locally and
+   *  loaded by windows of lines as the reader scrolls (a huge function's first screen at once). */
   function codeSection(sid, f) {
     const views = [["wasm", "Raw WASM"], ["c", "C"], ["clean", "Cleaned C"]];
     const pre = el("pre", { class: "code", id: "fn-code-text" });
     const info = el("div", { class: "faint code-info" });
-    const data = { disasm: undefined, analysis: undefined };
+    const lines = el("div", { class: "faint code-info code-status", id: "fn-code-lines", "aria-live": "polite" });
+    const data = { analysis: undefined };
     const seq = fnSeq;
     const buttons = views.map(([k, t]) => el("button", { class: "cv" + (codeView === k ? " on" : ""), id: "code-" + k,
       dataset: { view: k }, text: t, onclick: () => { codeView = k; draw(); } }));
@@ -177,28 +179,25 @@ export function createFnPanel(opts) {
     };
     function draw() {
       for (const b of buttons) b.classList.toggle("on", b.dataset.view === codeView);
-      const d = data.disasm, a = data.analysis;
+      const a = data.analysis;
       fill(info);
       if (codeView === "clean" && a && a.understanding) {
         fill(info, el("span", { text: a.understanding }), " · " + (a.status || "") + " · confidence " + fmtConf(a.confidence));
       }
-      if (d === undefined) { fill(pre, el("span", { class: "faint", text: "loading…" })); return; }
       if (codeView === "clean") {
-        if (a && a.clean_c) fill(pre, highlight(a.clean_c, names(), onRef));
-        else fill(pre, el("span", { class: "faint", text: "No cleaned C yet: run `kbtool deep " + f.version_id + " --function " + f.index + "`" }));
+        if (a === undefined) showHint(pre, lines, el("span", { class: "faint", text: "loading…" }));
+        else if (a && a.clean_c) pageCode(pre, lines, textWindows(a.clean_c), names(), onRef);
+        else showHint(pre, lines, el("span", { class: "faint", text: "No cleaned C yet: run `kbtool deep " + f.version_id + " --function " + f.index + "`" }));
         return;
       }
-      if (d === null) { fill(pre, el("span", { class: "faint", text: "(code unavailable: " + data.error + ")" })); return; }
-      fill(pre, highlight(codeView === "wasm" ? d.mnemonics : d.lifted_c, names(), onRef));
+      pageCode(pre, lines, disasmWindows(f.version_id, f.index, codeView), names(), onRef);
     }
     (async () => {
-      try { data.disasm = await api("/api/disasm/" + f.version_id + "/" + f.index); }
-      catch (e) { data.disasm = null; data.error = e.message; }
       try { data.analysis = await api("/api/analysis/" + encodeURIComponent(sid)); } catch (_) { data.analysis = null; }
-      if (seq === fnSeq) draw();
+      if (seq === fnSeq && codeView === "clean") draw();
     })();
     draw();
-    return el("div", { class: "sect", id: "fn-code" }, el("h4", {}, "Code ", el("span", { class: "cvs" }, buttons)), info, pre);
+    return el("div", { class: "sect", id: "fn-code" }, el("h4", {}, "Code ", el("span", { class: "cvs" }, buttons)), info, pre, lines);
   }
 
   function renderHistory(h) {

@@ -3,7 +3,7 @@
 // trail, and an Agents panel that polls the event feed. Everything from the KB is text.
 import { $, el, fill, setText } from "./dom.js";
 import { api, status } from "./api.js";
-import { highlight, nameIndex } from "./code.js";
+import { disasmWindows, nameIndex, pageCode, showHint, textWindows } from "./code.js";
 import { drawNeighbourhood } from "./graph.js";
 import { usesSection } from "./data.js";
 import { typesPanel } from "./types.js";
@@ -11,7 +11,7 @@ import { typesPanel } from "./types.js";
 const POLL_MS = 1000;
 const MAX_LIST = 600;
 const state = { version: null, functions: [], current: null, view: "wasm", graph: null,
-                lastEvent: null, disasm: null, analysis: null, byIndex: new Map() };
+                lastEvent: null, disasm: null, analysis: undefined, byIndex: new Map() };
 
 function byName() {
   return nameIndex(state.functions);
@@ -31,20 +31,23 @@ function renderList() {
      el("span", { class: "nm p-" + (f.provenance || "unnamed"), text: f.name || "unnamed" }))));
 }
 
+// The code view loads by windows of lines (pager.js): the first screen of a huge function at
+// once, the rest as the reader scrolls; the first wasm/C window also brings the knowledge.
 function renderCode() {
   for (const b of document.querySelectorAll(".views button")) b.classList.toggle("on", b.dataset.view === state.view);
-  const d = state.disasm, a = state.analysis;
-  let text;
-  if (state.view === "wasm") text = d ? d.mnemonics : "(disassembly unavailable)";
-  else if (state.view === "c") text = d ? d.lifted_c : "(lifted C unavailable)";
-  else if (a && a.clean_c) text = a.clean_c;
-  else {
-    const f = state.current;
-    fill($("code"), el("span", { class: "hint",
-      text: "No cleaned C yet: run `kbtool deep " + state.version + " --function " + (f ? f.index : "N") + "`" }));
+  const f = state.current, a = state.analysis;
+  if (!f) return;
+  if (state.view === "clean") {
+    if (a && a.clean_c) pageCode($("code"), $("code-lines"), textWindows(a.clean_c), byName(), openFunction);
+    else showHint($("code"), $("code-lines"), el("span", { class: "hint",
+      text: a === undefined ? "loading…" : "No cleaned C yet: run `kbtool deep " + state.version + " --function " + f.index + "`" }));
     return;
   }
-  fill($("code"), highlight(text || "", byName(), openFunction));
+  const want = f;
+  pageCode($("code"), $("code-lines"), disasmWindows(state.version, f.index, state.view, (first) => {
+    if (state.current !== want) return;
+    state.disasm = first; renderKnowledge();
+  }), byName(), openFunction);
 }
 
 function renderSide() {
@@ -128,10 +131,16 @@ async function openFunction(index) {
   renderList();
   const row = document.querySelector(".fn.sel");
   if (row) row.scrollIntoView({ block: "nearest" });
-  state.disasm = null; state.analysis = null;
-  try { state.disasm = await api("/api/disasm/" + state.version + "/" + index); } catch (_) { state.disasm = null; }
+  state.disasm = null; state.analysis = undefined;
+  renderCode();  // the first window of lines at once (wasm or C)
+  if (state.view === "clean") {  // no code window asked for: the knowledge from a one-line one
+    api("/api/disasm/" + state.version + "/" + index + "?kind=wasm&offset=0&limit=1")
+      .then((first) => { if (state.current === f) { state.disasm = first; renderKnowledge(); } }, () => {});
+  }
   try { state.analysis = await api("/api/analysis/" + encodeURIComponent(f.stable_id)); } catch (_) { state.analysis = null; }
-  renderCode(); renderSide(); renderKnowledge();
+  if (state.current !== f) return;
+  if (state.view === "clean") renderCode();
+  renderSide(); renderKnowledge();
   renderXrefs(f); renderTrail(f);
   fill($("dataxrefs"), usesSection(state.version, index, openFunction));  // data and globals it uses
 }
