@@ -98,7 +98,12 @@ def _until(page, expression: str, seconds: float = 20.0) -> None:
 
 
 def _all_lines(srv, vid: int, kind: str) -> list[str]:
-    status, _, body = request(srv.port, f"/api/disasm/{vid}/{BIG}?kind={kind}&limit=20000")
+    return _all_lines_of(srv, vid, BIG, kind)
+
+
+def _all_lines_of(srv, vid: int, index: int, kind: str = "wasm") -> list[str]:
+    """Every line of a function's code in one window (straight from the API)."""
+    status, _, body = request(srv.port, f"/api/disasm/{vid}/{index}?kind={kind}&limit=20000")
     assert status == 200, body[:200]
     out = json.loads(body)
     assert out["next_offset"] is None
@@ -197,5 +202,21 @@ def test_hostile_name_in_a_later_window_is_text(served, browser):
     assert page.locator("#code img").count() == 0  # ... never as an element
     assert page.evaluate("window.__xss") is None
     assert page.inner_text("#code-lines").strip() == f"lines 1–{len(wasm):,} of {len(wasm):,}"
+    assert errors == []
+    page.close()
+
+
+def test_small_function_is_one_window(served, browser):
+    srv, vid, _sid = served
+    lines = _all_lines_of(srv, vid, 0)
+    assert len(lines) < WINDOW
+    requests: list[str] = []
+    errors: list[str] = []
+    page = _page(browser, requests, errors)
+    page.goto(f"{srv.url.rstrip('/')}/studio#v={vid}&f=0")
+    _until(page, "document.querySelector('#code').dataset.complete === '1'")
+    assert _windows(requests, "wasm") == [(0, WINDOW)]
+    assert page.evaluate("document.querySelector('#code').textContent") == "\n".join(lines) + "\n"
+    assert page.inner_text("#code-lines").strip() == f"lines 1–{len(lines)} of {len(lines)}"
     assert errors == []
     page.close()
