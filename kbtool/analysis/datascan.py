@@ -132,6 +132,8 @@ def skip_pattern(lo_bits: int, consts_boring: bool, const_bits: int = -1) -> re.
         consts = [b for b in range(0xFB) if KIND[b] in (K_I32, K_I64)]
         alts.append(_cls(consts) + b"(?:" + _small_sleb(const_bits) + rb"|[\x80-\xff]*[\x40-\x7f])")
     offset = _LEB if lo_bits < 0 else _small_leb(lo_bits)
+    if not consts_boring and lo_bits >= 1:  # (2**0 = 1 may be lo itself: lo 0 or 1)
+        alts.append(_const_then_consumer(lo_bits, offset))
     alts.append(_cls(mem) + rb"[\x00-\x3f]" + offset)
     blocks = [b for b in range(0xFB) if KIND[b] == K_BLOCK]
     # blocktype: empty/valtype (one negative byte, not a (ref ht) prefix) or a type index
@@ -140,6 +142,32 @@ def skip_pattern(lo_bits: int, consts_boring: bool, const_bits: int = -1) -> re.
     alts.append(_cls([b for b in range(0xFB) if KIND[b] == K_F64]) + rb"[\x00-\xff]{8}")
     alts.extend(_prefixed(offset))
     return re.compile(b"(?:" + b"|".join(alts) + b")*+", re.DOTALL)
+
+
+def _const_then_consumer(lo_bits: int, offset: bytes) -> bytes:
+    """A constant that is no data address (negative or below ``2**lo_bits`` <= ``lo``)
+    followed by an instruction that consumes it at once from an all-unknown stack and
+    leaves the stack all unknown, emitting nothing: a binary or unary operator (pushes an
+    unknown: the constant is outside ``[lo, hi)``), ``local.set``/``local.tee``/``drop``, a
+    store whose memarg offset is below the data (the constant is its value, the address
+    unknown), or a call or control instruction (pops all; the constant is below ``lo``).
+    The commonest walks of the careful scan (``i32.const 4; i32.add``...)."""
+    consts = [b for b in range(0xFB) if KIND[b] in (K_I32, K_I64)]
+    plain: list[int] = []
+    one_leb: list[int] = []
+    stores: list[int] = []
+    for b in range(0xFB):
+        k, c = KIND[b], _CLASS[b]
+        if c in (4, 5, 7, 8) or (c == 0 and b not in consts):
+            if k == K_NONE:
+                plain.append(b)
+            elif k in (K_U32, K_CALL) and b != 0xD0:
+                one_leb.append(b)
+        elif c == 3 and k == K_MEM:
+            stores.append(b)
+    follow = b"(?:" + b"|".join([_cls(plain), _cls(one_leb) + _LEB,
+                                 _cls(stores) + rb"[\x00-\x3f]" + offset]) + b")"
+    return _cls(consts) + b"(?:" + _small_sleb(lo_bits) + rb"|[\x80-\xff]*[\x40-\x7f])" + follow
 
 
 def _prefixed(offset: bytes) -> list[bytes]:
@@ -205,7 +233,7 @@ def globals_refs(data: bytes, func_index: int, body_offset: int, body_size: int)
 
 
 def data_refs(data: bytes, func_index: int, body_offset: int, body_size: int, lo: int,
-              hi: int, go: bool, mem_hi: int, floor: int = 0) -> list[DataRef]:
+              hi: int, go: bool, mem_hi: int, floor: int | None = None) -> list[DataRef]:
     """Data mode: :func:`kbtool.analysis.datarefs.function_refs` with the regex skips.
     ``floor``: ``lo`` minus the body's largest memarg offset (a constant below it and not
     negative... see :func:`skip_pattern`); outside Go, constants below it and negative ones
@@ -218,7 +246,12 @@ def data_refs(data: bytes, func_index: int, body_offset: int, body_size: int, lo
     push = stack.append
     cls, kinds, width = _CLASS, KIND, _width()
     skip = skip_pattern(lo_bits(lo), False,
-                        lo_bits(floor) if floor > 0 and not go else -1).match
+                        lo_bits(floor) if floor is not None and floor > 0 and not go else -1).match
+    # outside Go, a constant below ``floor`` or at/above ``mem_hi`` acts as an unknown in
+    # every rule below (plus any memarg offset of the body it stays outside [lo, mem_hi)):
+    # it is pushed as one, so the stack falls back to all-unknown (and the regex) sooner
+    c_lo = -(1 << 64) if go or floor is None else floor
+    c_hi = (1 << 64) if go else mem_hi
     pending: tuple[int, int, int] | None = None
     n = 0
     while p < end:
@@ -273,7 +306,7 @@ def data_refs(data: bytes, func_index: int, body_offset: int, body_size: int, lo
         if c == 6:
             push(None)
         elif c == 1:
-            push(("c", x, at))
+            push(("c", x, at) if c_lo <= x < c_hi else None)
         elif c == 2:
             a = stack.pop() if stack else None
             if a is not None and a[0] == "c" and lo <= a[1] + x < mem_hi:

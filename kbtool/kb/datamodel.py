@@ -92,15 +92,21 @@ def replace_data_model(
             for i in items
         ],
     )
-    batch: list[tuple] = []
     # by (function, offset): a target's index entries then run in rowid order = that order,
     # so a page of one target's references needs no sort (see refs_to)
-    for r in sorted(refs, key=itemgetter(0, 1)):
-        batch.append((version_id, *r))
-        if len(batch) >= REF_BATCH:
-            _insert_refs(conn, batch)
-            batch = []
-    _insert_refs(conn, batch)
+    rows = sorted([(version_id, *r) for r in refs], key=itemgetter(1, 2))
+    rebuild = bool(rows) and _few_other_refs(conn, len(rows))
+    if rebuild:
+        # a KB holding (almost) only this version's references: indexes built once from
+        # the rows (a sort) cost a fraction of an entry per row inserted at a random spot
+        # of data_refs_target; DDL is transactional (a failed ingest keeps them)
+        for name, _ in _REF_INDEXES:
+            conn.execute(f"DROP INDEX IF EXISTS {name}")
+    for k in range(0, len(rows), REF_BATCH):
+        _insert_refs(conn, rows[k : k + REF_BATCH])
+    if rebuild:
+        for name, cols in _REF_INDEXES:
+            conn.execute(f"CREATE INDEX IF NOT EXISTS {name} ON data_refs({cols})")
     conn.execute(
         "INSERT INTO data_models(version_id, data_start, data_end, truncated, built_at)"
         " VALUES (?,?,?,?,?)",
@@ -115,6 +121,18 @@ def drop_data_model(conn: sqlite3.Connection, version_id: int) -> bool:
     for table in ("data_globals", "data_items", "data_refs", "data_models"):
         conn.execute(f"DELETE FROM {table} WHERE version_id = ?", (version_id,))  # noqa: S608
     return had is not None
+
+
+# the indexes of data_refs as kbtool/kb/schema.py creates them
+_REF_INDEXES = (("data_refs_target", "version_id, target_kind, target"),
+                ("data_refs_func", "version_id, func_index"))
+
+
+def _few_other_refs(conn: sqlite3.Connection, adding: int) -> bool:
+    """Whether data_refs holds fewer rows than ``adding`` (bounded by its largest rowid, a
+    B-tree lookup, not a count): rebuilding its indexes then beats updating them."""
+    top = conn.execute("SELECT max(rowid) FROM data_refs").fetchone()[0]
+    return top is None or top < adding
 
 
 def _insert_refs(conn: sqlite3.Connection, rows: list[tuple]) -> None:

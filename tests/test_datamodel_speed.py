@@ -1,0 +1,122 @@
+"""The data model's ingest cost (issue 30 point 4) without a different model: the fast
+scan skips ``const; consumer`` pairs that cannot reach the data and still gives the careful
+walk's references; the references of a fresh KB are written with their indexes built once
+(same rows, same order, same indexes afterwards)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from kbtool.analysis import datamodel as dmod
+from kbtool.analysis import datascan
+from kbtool.kb import datamodel as dm_store
+from kbtool.kb.db import open_rw
+from kbtool.services.ingest import ingest_file
+from kbtool.wasm import analyze_module
+from tests.support.lift_sem import wat
+from tests.support.paths import ROOT
+
+DEMO = ROOT / "kbtool" / "demo" / "zstd-1.5.5.wasm"
+
+LO, HI, MEM_HI = 2048, 2112, 4096
+
+WAT = """
+(module
+  (memory 1)
+  (data (i32.const 2048) "hello world, this is data at 2048 with some more bytes to pad it")
+  (func $g (param i32))
+  (func $f (export "f") (param i32) (result i32) (local i32)
+    local.get 0
+    i32.const 4
+    i32.add
+    local.set 1
+    i32.const -8
+    local.set 1
+    i64.const -1
+    drop
+    local.get 0
+    i32.const 7
+    i32.store offset=16
+    i32.const 16
+    call $g
+    local.get 0
+    i32.const 2048
+    i32.add
+    local.set 1
+    i32.const 2050
+    call $g
+    i32.const 0
+    i32.load offset=3000
+    local.get 1
+    i32.const 2060
+    i32.store
+    i32.const 12
+    i32.const 9
+    i32.store offset=2100
+    i32.const 5
+    i32.shl)
+)
+"""
+
+
+def test_const_then_consumer_is_skipped_only_below_the_data():
+    skip = datascan.skip_pattern(datascan.lo_bits(LO), False, -1).match
+    assert skip(b"\x41\x04\x6a").end() == 3  # i32.const 4; i32.add
+    assert skip(b"\x41\x78\x21\x01").end() == 4  # i32.const -8; local.set 1
+    assert skip(b"\x42\x7f\x1a").end() == 3  # i64.const -1; drop
+    assert skip(b"\x41\x07\x36\x02\x10").end() == 5  # i32.const 7; i32.store offset=16
+    assert skip(b"\x41\x80\x10\x6a").end() == 0  # i32.const 2048 (data); i32.add
+    assert skip(b"\x41\x00\x28\x02\xb8\x17").end() == 0  # i32.const 0; i32.load offset=3000
+    assert skip(b"\x41\x0c\x36\x02\xb4\x10").end() == 0  # a store at offset 2100 (data)
+
+
+def test_fast_scan_equals_careful_walk_on_skipped_pairs(tmp_path):
+    data = wat(tmp_path, WAT)
+    a = analyze_module(data)
+    f = next(x for x in a.functions if x.export_names == ["f"])
+    floor = LO - datascan.max_offset(f.mem_ops)
+    assert floor < 0  # offset=3000: every constant may matter (no constant skipped alone)
+    careful = list(dmod.function_refs_careful(data, f.index, f.body_offset, f.body_size,
+                                              LO, HI, False, MEM_HI))
+    fast = datascan.data_refs(data, f.index, f.body_offset, f.body_size, LO, HI, False,
+                              MEM_HI, floor)
+    assert fast == careful
+    found = {(r.kind, r.target) for r in fast}
+    assert {("addr", 2048), ("addr", 2050), ("load", 3000), ("addr", 2060),
+            ("store", 2112)} <= found
+    assert not [r for r in fast if r.target in (4, 7, 16, 12, 5)]
+
+
+def _indexes(conn: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'data_refs'")}
+
+
+def test_refs_of_a_fresh_kb_get_their_indexes_built_once_then_updated(tmp_path):
+    conn = open_rw(str(tmp_path / "kb.db"), create=True)
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    ingest_file(conn, str(DEMO), label="1")
+    conn.set_trace_callback(None)
+    assert any(s.startswith("DROP INDEX") for s in statements)  # empty table: rebuilt
+    assert _indexes(conn) == {"data_refs_target", "data_refs_func"}
+    plan = " ".join(r[-1] for r in conn.execute(
+        "EXPLAIN QUERY PLAN SELECT count(*) FROM data_refs WHERE version_id = 1"
+        " AND target_kind = 'global' AND target = 0"))
+    assert "data_refs_target" in plan
+    # one target's page comes in (function, offset) order (rowid order, see refs_to)
+    refs, total = dm_store.refs_to(conn, 1, "global", 0, limit=100000)
+    assert total > 100 and len(refs) == total
+    keys = [(r["func_index"], r["offset"]) for r in refs]
+    assert keys == sorted(keys)
+    # a second, small version: the KB's rows outnumber its own: the indexes are updated
+    small = tmp_path / "small.wasm"
+    small.write_bytes(wat(tmp_path, WAT))
+    statements.clear()
+    conn.set_trace_callback(statements.append)
+    ingest_file(conn, str(small), label="2")
+    conn.set_trace_callback(None)
+    assert not any(s.startswith("DROP INDEX") for s in statements)
+    assert _indexes(conn) == {"data_refs_target", "data_refs_func"}
+    assert dm_store.refs_to(conn, 1, "global", 0, limit=1)[1] == total
+    conn.close()
