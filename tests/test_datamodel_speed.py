@@ -120,3 +120,20 @@ def test_refs_of_a_fresh_kb_get_their_indexes_built_once_then_updated(tmp_path):
     assert _indexes(conn) == {"data_refs_target", "data_refs_func"}
     assert dm_store.refs_to(conn, 1, "global", 0, limit=1)[1] == total
     conn.close()
+
+
+def test_parallel_scan_with_this_process_scanning_too_gives_the_same_model(monkeypatch):
+    from kbtool.analysis.recognize import stack_pointer_global
+
+    data = DEMO.read_bytes()
+    a = analyze_module(data)
+    sp = stack_pointer_global(a, data)
+    one = dmod.build_data_model(a, data, stack_pointer=sp)
+    monkeypatch.setattr(datascan, "PARALLEL_MIN_BYTES", 0)
+    seen: list[tuple[int, int]] = []
+    for workers in (2, 3):
+        seen.clear()
+        many = dmod.build_data_model(a, data, stack_pointer=sp, workers=workers,
+                                     progress=lambda d, t: seen.append((d, t)))
+        assert many.to_dict() == one.to_dict()
+        assert seen[-1][0] == seen[-1][1] and [d for d, _ in seen] == sorted(d for d, _ in seen)

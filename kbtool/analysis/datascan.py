@@ -245,6 +245,7 @@ def data_refs(data: bytes, func_index: int, body_offset: int, body_size: int, lo
     stack: list[tuple[str, int, int] | None] = []
     push = stack.append
     cls, kinds, width = _CLASS, KIND, _width()
+    ncls = len(cls)
     skip = skip_pattern(lo_bits(lo), False,
                         lo_bits(floor) if floor is not None and floor > 0 and not go else -1).match
     # outside Go, a constant below ``floor`` or at/above ``mem_hi`` acts as an unknown in
@@ -262,30 +263,46 @@ def data_refs(data: bytes, func_index: int, body_offset: int, body_size: int, lo
             if p >= end:
                 break
         at = p
-        b = data[p]
-        k = kinds[b] if b < 0xFB else -1
+        op = data[p]
+        k = kinds[op] if op < 0xFB else -1
+        # the one-byte LEBs inline (most immediates): _sleb/_uleb otherwise
         if k == K_NONE:
-            op, p, x = b, p + 1, 0
-        elif k in _ONE_LEB:
-            op = b
-            x, p = _uleb(data, p + 1)
+            p += 1
+            x = 0
         elif k == K_I32:
-            op = b
-            x, p = _sleb(data, p + 1, 32)
-        elif k == K_I64:
-            op = b
-            x, p = _sleb(data, p + 1, 64)
+            x = data[p + 1]
+            if x < 0x40:
+                p += 2
+            elif x < 0x80:
+                x -= 0x80
+                p += 2
+            else:
+                x, p = _sleb(data, p + 1, 32)
+        elif k in _ONE_LEB:
+            x = data[p + 1]
+            if x < 0x80:
+                p += 2
+            else:
+                x, p = _uleb(data, p + 1)
         elif k == K_MEM:
-            op = b
-            align, p = _uleb(data, p + 1)
-            if align & 0x40:
-                _mi, p = _uleb(data, p)
-            x, p = _uleb(data, p)
+            if data[p + 1] < 0x40:  # align, no memory index
+                p += 2
+            else:
+                align, p = _uleb(data, p + 1)
+                if align & 0x40:
+                    _mi, p = _uleb(data, p)
+            x = data[p]
+            if x < 0x80:
+                p += 1
+            else:
+                x, p = _uleb(data, p)
+        elif k == K_I64:
+            x, p = _sleb(data, p + 1, 64)
         else:
             op, p, imms = decode_one(data, p, end)
             x = int(imms[1]) if kinds[op] in (K_MEM, K_CALL_INDIRECT) else 0
         n += 1
-        c = cls[op] if op < len(cls) else 0
+        c = cls[op] if op < ncls else 0
         if c == 0:
             top = mem_hi if op in _CALLS else hi
             while stack:
@@ -303,10 +320,22 @@ def data_refs(data: bytes, func_index: int, body_offset: int, body_size: int, lo
                 pending = None
             elif lo <= v0 < hi:
                 pending = (v0, stack[-1][2], n)
-        if c == 6:
-            push(None)
-        elif c == 1:
+        # (by frequency: constants, binary operators, local.get, loads...)
+        if c == 1:
             push(("c", x, at) if c_lo <= x < c_hi else None)
+        elif c == 4:
+            v2 = stack.pop() if stack else None
+            v1 = stack.pop() if stack else None
+            derived = None
+            for v in (v1, v2):
+                if v is not None and v[0] == "c" and lo <= v[1] < hi:
+                    emit(DataRef(func_index, v[2], "addr", "data", v[1]))
+                    derived = ("a", v[1], v[2])
+                elif v is not None and v[0] == "a":
+                    derived = v
+            push(derived)
+        elif c == 6:
+            push(None)
         elif c == 2:
             a = stack.pop() if stack else None
             if a is not None and a[0] == "c" and lo <= a[1] + x < mem_hi:
@@ -328,17 +357,6 @@ def data_refs(data: bytes, func_index: int, body_offset: int, body_size: int, lo
                 emit(DataRef(func_index, a[2], "store", "data", a[1] + x, width[op]))
             elif (a is None or a[0] != "a") and lo <= x < mem_hi:
                 emit(DataRef(func_index, at, "store", "data", x, width[op]))
-        elif c == 4:
-            v2 = stack.pop() if stack else None
-            v1 = stack.pop() if stack else None
-            derived = None
-            for v in (v1, v2):
-                if v is not None and v[0] == "c" and lo <= v[1] < hi:
-                    emit(DataRef(func_index, v[2], "addr", "data", v[1]))
-                    derived = ("a", v[1], v[2])
-                elif v is not None and v[0] == "a":
-                    derived = v
-            push(derived)
         elif c == 5 or c == 7 or c == 8:
             if stack:
                 v = stack.pop()
@@ -436,9 +454,10 @@ def _run_chunk(chunk: list[tuple[int, int, int, int, int]]) -> list[list[tuple]]
 def parallel_refs(data: bytes, plan: list[tuple[int, int, int, int, int]], lo: int, hi: int,
                   go: bool, mem_hi: int, workers: int,
                   progress: object = None) -> list[list[DataRef]] | None:
-    """:func:`module_refs` on ``workers`` forked processes (bodies are independent), in the
-    plan's order; None when it should run in this process instead (one worker, a small
-    module, a threaded process that must not fork: :mod:`kbtool.wasm.workers`)."""
+    """:func:`module_refs` on this process and ``workers - 1`` forked ones (bodies are
+    independent), in the plan's order; None when it should run in this process alone
+    instead (one worker, a small module, a threaded process that must not fork:
+    :mod:`kbtool.wasm.workers`)."""
     work = sum(p[2] for p in plan if p[3])
     if workers < 2 or work < PARALLEL_MIN_BYTES:
         return None
@@ -451,25 +470,36 @@ def parallel_refs(data: bytes, plan: list[tuple[int, int, int, int, int]], lo: i
         return None
     import os
 
+    # this process scans the first 1/workers of the work itself (no pickling of its
+    # references, one process less to fork); workers - 1 forked ones take the rest
+    own: list[tuple[int, int, int, int, int]] = []
+    size = 0
+    k = 0
+    while k < len(plan) and size < work / workers:
+        own.append(plan[k])
+        size += plan[k][2] if plan[k][3] else 0
+        k += 1
     chunks: list[list[tuple[int, int, int, int, int]]] = [[]]
     size = 0
     target = work / (workers * 8) + 1
-    for p in plan:
+    for p in plan[k:]:
         chunks[-1].append(p)
         size += p[2] if p[3] else 0
         if size >= target:
             chunks.append([])
             size = 0
     _STATE.update(data=data, lo=lo, hi=hi, go=go, mem_hi=mem_hi)
-    out: list[list[DataRef]] = []
-    ex = ProcessPoolExecutor(max_workers=workers, mp_context=mpctx, initializer=worker_init,
+    ex = ProcessPoolExecutor(max_workers=workers - 1, mp_context=mpctx, initializer=worker_init,
                              initargs=(os.getpid(),))
     try:
         with signals_deferred():
-            results = ex.map(_run_chunk, chunks)
-        done = 0
-        for chunk, res in zip(chunks, results, strict=True):
-            out.extend([DataRef(*t) for t in refs] for refs in res)
+            futures = [ex.submit(_run_chunk, c) for c in chunks]
+        out = module_refs(data, own, lo, hi, go, mem_hi)
+        done = len(own)
+        if callable(progress):
+            progress(done, len(plan))
+        for chunk, fut in zip(chunks, futures, strict=True):
+            out.extend([DataRef(*t) for t in refs] for refs in fut.result())
             done += len(chunk)
             if callable(progress):
                 progress(done, len(plan))
