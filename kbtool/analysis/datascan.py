@@ -262,6 +262,18 @@ def data_refs(data: bytes, func_index: int, body_offset: int, body_size: int, lo
             p = m.end()
             if p >= end:
                 break
+            op = data[p]
+            if op == 0x23 or op == 0x24:
+                # global.get/set on an all-unknown stack: the reference, and the stack
+                # stays all unknown (the commonest stop: the stack pointer)
+                x = data[p + 1]
+                if x < 0x80:
+                    q = p + 2
+                else:
+                    x, q = _uleb(data, p + 1)
+                emit(DataRef(func_index, p, "read" if op == 0x23 else "write", "global", x))
+                p = q
+                continue
         at = p
         op = data[p]
         k = kinds[op] if op < 0xFB else -1
