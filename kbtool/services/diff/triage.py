@@ -32,12 +32,12 @@ huge module's diff costs seconds, not minutes. Pure functions over decoded bodie
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from kbtool.services.diff.align import _STMT_END, EXACT_CELLS, align  # noqa: F401 (align: re-exported)
 from kbtool.wasm.opcodes import KIND, MNEMONICS
 
 __all__ = ["triage_pair", "finish", "align", "body_grams", "TRIAGE_RULES", "is_error_text", "is_error_callee", "layout_groups",
@@ -45,11 +45,6 @@ __all__ = ["triage_pair", "finish", "align", "body_grams", "TRIAGE_RULES", "is_e
 
 KINDS = ("fix", "change", "churn", "layout")
 TRIAGE_RULES = 3  # bumped when the rules change: answers cached on disk by older rules are not served
-# alignment bounds: bodies up to EXACT_CELLS (len a * len b) are aligned by difflib as a whole;
-# larger ones by prefix/suffix, statements, then difflib in changed windows within ALIGN_BUDGET
-EXACT_CELLS = 4_000_000
-ALIGN_BUDGET = 8_000_000
-WHOLE_CELLS = 40_000  # above this, the common prefix and suffix are trimmed first
 GRAM = 4            # n-gram length for recognising an inlined callee's body
 MIN_INLINED_RUN = 20  # shorter inserted runs are never taken for inlined code
 KEY_CONST = 1 << 12  # constants below this are part of the alignment key
@@ -126,90 +121,6 @@ def _key(tok: tuple[int, tuple]) -> tuple:
         if -KEY_CONST < c < KEY_CONST:
             return (op, c)
     return (op,)
-
-
-# statement ends: the chunks the bounded alignment pairs first, like lines of source
-_STMT_END = frozenset(i for i, m in enumerate(MNEMONICS) if m and (
-    m in ("local.set", "global.set", "br", "br_if", "br_table", "call", "call_indirect",
-          "return", "drop", "end", "else", "if", "loop", "block", "unreachable")
-    or (KIND[i] == _K_MEM and ".store" in m)))
-
-
-def align(ka: Sequence, kb: Sequence, exact_cells: int = EXACT_CELLS,
-          budget: int = ALIGN_BUDGET) -> list[tuple[str, int, int, int, int]]:
-    """difflib opcodes aligning ``ka`` to ``kb``, bounded.
-
-    Bodies with ``len(ka) * len(kb) <= exact_cells`` are aligned by difflib as a whole. Larger
-    ones: the common prefix and suffix (whole statements) are equal; the window between them
-    is aligned by difflib when small, else by statements first (chunks ending at a store, a
-    set, a call or a branch, as a line diff) and by difflib inside each changed run of
-    statements; a window over the remaining ``budget`` of cells is one replace (its reasons
-    still read)."""
-    n, m = len(ka), len(kb)
-    if n * m <= min(exact_cells, WHOLE_CELLS):
-        return difflib.SequenceMatcher(None, ka, kb, autojunk=False).get_opcodes()
-    p = 0
-    while p < n and p < m and ka[p] == kb[p]:
-        p += 1
-    while p and ka[p - 1][0] not in _STMT_END:  # the window starts at a statement
-        p -= 1
-    s = 0
-    while s < n - p and s < m - p and ka[n - 1 - s] == kb[m - 1 - s]:
-        s += 1
-    while s and ka[n - s - 1][0] not in _STMT_END:  # ... and ends at one
-        s -= 1
-    out: list[tuple[str, int, int, int, int]] = []
-    if p:
-        out.append(("equal", 0, p, 0, p))
-    left = [budget]
-    _window(ka, kb, p, n - s, p, m - s, exact_cells, left, out, chunked=False)
-    if s:
-        out.append(("equal", n - s, n, m - s, m))
-    return out
-
-
-def _window(ka: Sequence, kb: Sequence, i1: int, i2: int, j1: int, j2: int, exact: int,
-            left: list[int], out: list, *, chunked: bool) -> None:
-    na, nb = i2 - i1, j2 - j1
-    if na == 0 and nb == 0:
-        return
-    if na == 0 or nb == 0:
-        out.append(("insert" if na == 0 else "delete", i1, i2, j1, j2))
-        return
-    cells = na * nb
-    if cells <= exact and cells <= left[0]:
-        left[0] -= cells
-        sm = difflib.SequenceMatcher(None, ka[i1:i2], kb[j1:j2], autojunk=False)
-        out.extend((t, a1 + i1, a2 + i1, b1 + j1, b2 + j1) for t, a1, a2, b1, b2 in sm.get_opcodes())
-        return
-    if chunked or left[0] <= 0:
-        out.append(("replace", i1, i2, j1, j2))
-        return
-    ca, cb = _chunks(ka, i1, i2), _chunks(kb, j1, j2)
-    left[0] -= len(ca) + len(cb)
-    sm = difflib.SequenceMatcher(None, [tuple(ka[a:b]) for a, b in ca],
-                                 [tuple(kb[a:b]) for a, b in cb], autojunk=False)
-    for tag, a1, a2, b1, b2 in sm.get_opcodes():
-        x1 = ca[a1][0] if a1 < len(ca) else i2
-        x2 = ca[a2 - 1][1] if a2 > a1 else x1
-        y1 = cb[b1][0] if b1 < len(cb) else j2
-        y2 = cb[b2 - 1][1] if b2 > b1 else y1
-        if tag == "equal":
-            out.append(("equal", x1, x2, y1, y2))
-        else:
-            _window(ka, kb, x1, x2, y1, y2, exact, left, out, chunked=True)
-
-
-def _chunks(k: Sequence, lo: int, hi: int) -> list[tuple[int, int]]:
-    out = []
-    a = lo
-    for q in range(lo, hi):
-        if k[q][0] in _STMT_END:
-            out.append((a, q + 1))
-            a = q + 1
-    if a < hi:
-        out.append((a, hi))
-    return out
 
 
 def _gram_key(tok: tuple[int, tuple]) -> tuple:
@@ -324,6 +235,197 @@ def _guards_error(tb: Sequence[tuple[int, tuple]], j: int, err_call: Callable[[i
     return False
 
 
+_Add = Callable[..., None]  # add(weight, text, key=None)
+
+
+def _align_bodies(
+    ta: list[tuple[int, tuple]], tb: list[tuple[int, tuple]], exact_cells: int, add: _Add
+) -> tuple[list[int], list[int], list[tuple[int, int]], list[tuple[int, int, int, int]]]:
+    """Inserted (``tb`` indices), deleted (``ta`` indices), constant-changed pairs and
+    unequal-length replaced runs of two aligned bodies; opcode swaps go to ``add``."""
+    inserted: list[int] = []
+    deleted: list[int] = []
+    changed_pairs: list[tuple[int, int]] = []
+    replaces: list[tuple[int, int, int, int]] = []
+    if not (ta and tb):
+        return inserted, deleted, changed_pairs, replaces
+    for tag, i1, i2, j1, j2 in align([_key(t) for t in ta], [_key(t) for t in tb],
+                                     exact_cells):
+        if tag == "equal":
+            for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
+                if ta[i][1] != tb[j][1]:
+                    changed_pairs.append((i, j))
+            continue
+        if tag == "replace" and i2 - i1 == j2 - j1:
+            if all(ta[i][0] == tb[j][0] for i, j in zip(range(i1, i2), range(j1, j2), strict=True)):
+                # the same instructions with other constants: changed, not inserted
+                changed_pairs.extend(zip(range(i1, i2), range(j1, j2), strict=True))
+                continue
+            for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
+                _op_change(ta[i][0], tb[j][0], add)
+        elif tag == "replace":
+            replaces.append((i1, i2, j1, j2))
+        inserted.extend(range(j1, j2))
+        deleted.extend(range(i1, i2))
+    return inserted, deleted, changed_pairs, replaces
+
+
+def _inlined_sites(
+    tb: list[tuple[int, tuple]], inserted: list[int], inlined: Sequence[frozenset[tuple]]
+) -> set[int]:
+    """Inserted code that matches the body of a callee now called less often: inlining."""
+    inl: set[int] = set()
+    if not (inlined and inserted):
+        return inl
+    grams: set[tuple] = set().union(*inlined)
+    for run in _runs(inserted):
+        if len(run) < MIN_INLINED_RUN:
+            continue  # a few new instructions are the change itself
+        keys = [_gram_key(tb[j]) for j in run]
+        cov: set[int] = set()
+        for q in range(len(run) - GRAM + 1):
+            if tuple(keys[q:q + GRAM]) in grams:
+                cov.update(run[q:q + GRAM])
+        if len(cov) >= 0.7 * len(run):
+            inl |= cov
+    return inl
+
+
+def _new_comparisons(
+    ta: list[tuple[int, tuple]], tb: list[tuple[int, tuple]], inl: set[int],
+    ins_set: set[int], add: _Add, err_call: Callable[[int], bool],
+) -> None:
+    """New comparisons: those the new body has more of than the old one (by opcode and
+    constant operands, wherever the alignment put them: a comparison that moved is not new),
+    apart from inlined code; each reported at an inserted site when there is one."""
+    sa, sb = _cmp_sites(ta), _cmp_sites(tb)
+    deficit = {g: len(js) - len(sb.get(g, ())) for g, js in sa.items()
+               if len(js) > len(sb.get(g, ()))}
+    for sig, js in sb.items():
+        js = [j for j in js if j not in inl]
+        surplus = len(js) - len(sa.get(sig, ()))
+        if surplus <= 0:
+            continue
+        js = [j for j in js if j in ins_set] + [j for j in js if j not in ins_set]
+        m = MNEMONICS[sig[0]]
+        narrow = _OPS.get("i32." + m[4:]) if m.startswith("i64.") else None
+        for j in js[:surplus]:
+            # the same comparison with another constant: a changed bound (read off the
+            # constants), or the same comparison made 64-bit: widened
+            alt = next((g for g, k in deficit.items() if k > 0 and (
+                _rebound(g, sig) or (narrow is not None and g[0] == narrow))), None)
+            if alt is not None:
+                deficit[alt] -= 1
+                if alt[0] != sig[0]:
+                    add(6.0, f"arith widened: {MNEMONICS[alt[0]]} -> {m}")
+                continue
+            _new_check(tb, j, add, err_call)
+
+
+def _inserted_reasons(
+    tb: list[tuple[int, tuple]], inserted: list[int], inl: set[int], ins_set: set[int],
+    add: _Add, err_call: Callable[[int], bool], callee_label: Callable[[int], str],
+) -> None:
+    """Reasons read off what was inserted (comparisons apart: :func:`_new_comparisons`)."""
+    for j in inserted:
+        if j in inl:
+            continue
+        op, imms = tb[j]
+        m = MNEMONICS[op]
+        if _cmp(op) is not None:
+            continue
+        elif m == "unreachable":
+            add(4.0, "+ trap (unreachable)")
+        elif m == "return":
+            add(3.0, "+ early return")
+        elif m in ("local.set", "local.tee") and j and j - 1 not in ins_set \
+                and KIND[tb[j - 1][0]] == _K_CALL:
+            add(4.0, f"+ call result kept: call {callee_label(tb[j - 1][1][0])} -> "
+                     f"l{imms[0]} (refreshed after the call)")
+        elif KIND[op] == _K_MEM and ".load" in m:
+            c_at = next((q for q in range(j - 1, max(-1, j - 4), -1)
+                         if KIND[tb[q][0]] == _K_CALL), None)
+            if c_at is not None and any(tb[q] == tb[j] for q in range(max(0, c_at - 40), c_at)):
+                add(3.5, f"+ value reloaded after call {callee_label(tb[c_at][1][0])}")
+        elif KIND[op] == _K_CALL:
+            if err_call(imms[0]):
+                add(5.0, f"+ error path: call {callee_label(imms[0])}")
+            else:
+                arith = _new_arith_args(tb, j, ins_set)
+                if arith:
+                    add(3.5, f"+ new computed argument ({', '.join(arith)}) to call "
+                             f"{callee_label(imms[0])}")
+        elif m in ("i64.extend_i32_u", "i64.extend_i32_s") and any(
+                MNEMONICS[tb[q][0]] in _WIDE for q in range(j + 1, min(j + 5, len(tb)))):
+            add(5.0, f"arith widened: {m} before {_next_arith(tb, j)}")
+
+
+def _constant_reasons(
+    ex: dict[str, Any], ta: list[tuple[int, tuple]], tb: list[tuple[int, tuple]],
+    changed_pairs: list[tuple[int, int]], add: _Add, callee_label: Callable[[int], str],
+) -> int:
+    """Same instruction, other immediates: a changed bound or allocation size; returns how
+    many small constants changed."""
+    allocs = any(_ALLOC.search(s) for s in ex.get("calls_added", []) + _calls(tb, callee_label))
+    consts = 0
+    for i, j in changed_pairs:
+        op = ta[i][0]
+        if KIND[op] not in (_K_I32, _K_I64):
+            continue
+        a, b = int(ta[i][1][0]), int(tb[j][1][0])
+        if not (-(1 << 20) < a < (1 << 20) and -(1 << 20) < b < (1 << 20)):
+            continue  # addresses
+        consts += 1
+        near_cmp = any(_cmp(tb[q][0]) for q in range(j + 1, min(j + 3, len(tb))))
+        if near_cmp:
+            add(4.0, f"bound changed: {_hex(a)} -> {_hex(b)}", ("const", a, b))
+        elif allocs and abs(a) < 1024 and abs(b) < 1024:
+            add(2.5, f"size constant changed: {_hex(a)} -> {_hex(b)}", ("const", a, b))
+    return consts
+
+
+def _summary_reasons(ex: dict[str, Any], add: _Add) -> None:
+    """Reasons from the explanation: new error strings and calls, a changed signature."""
+    for s in ex.get("strings_added", []):
+        if is_error_text(s):
+            add(6.0, f"+ error string: {s[:60]!r}")
+    for name in ex.get("calls_added", []):
+        if _ERR_CALLEE.search(name):
+            add(5.0, f"+ error path: call {name}")
+    if ex.get("type_from"):
+        add(1.5, f"signature {ex['type_from']} -> {ex['type_to']}")
+
+
+def _classify(
+    ex: dict[str, Any], reasons: list[tuple[float, str, Any]], add: _Add, amount: int,
+    inl: set[int], inserted: list[int],
+) -> tuple[str, bool]:
+    """The entry's kind (``fix``, ``layout``, ``churn``, ``change``) and whether it is churn;
+    a kind without signals gets its one explaining reason."""
+    n_calls = len(ex.get("calls_added", [])) + len(ex.get("calls_removed", []))
+    only_offsets = bool(ex.get("offsets_changed")) and not any(
+        ex.get(k) for k in ("calls_added", "calls_removed", "strings_added", "strings_removed",
+                            "consts_changed", "consts_added", "consts_removed", "type_from")
+    ) and ex.get("instr_to") == ex.get("instr_from")
+    churn = n_calls >= 6 or amount >= 400
+    if inl and len(inl) * 2 >= len(inserted):
+        add(0.0, f"inlining: {len(inl):,} of {len(inserted):,} inserted instruction(s) are "
+                 "a callee's body")
+    signals = [(w, t, k) for w, t, k in reasons if w > 0]
+    if only_offsets and not signals:
+        shifts = ", ".join(f"{m} {a} -> {b}" for m, a, b in ex["offsets_changed"][:2])
+        reasons.append((0.0, f"offset shift only: {shifts}", None))
+        return "layout", churn
+    if not signals:
+        if churn:
+            reasons.append((0.0, f"refactor/inlining churn: {n_calls} call change(s), "
+                                 f"{amount:,} instruction(s) differ", None))
+            return "churn", churn
+        reasons.append((0.0, _plain(ex), None))
+        return "change", churn
+    return "fix", churn
+
+
 def triage_pair(
     ex: dict[str, Any],
     ta: list[tuple[int, tuple]],
@@ -358,158 +460,23 @@ def triage_pair(
             err_memo[i] = is_error_callee(callee_label(i), callee_strings(i))
         return err_memo[i]
 
-    inserted: list[int] = []  # indices into tb
-    deleted: list[int] = []   # indices into ta
-    changed_pairs: list[tuple[int, int]] = []
-    replaces: list[tuple[int, int, int, int]] = []
-    if ta and tb:
-        for tag, i1, i2, j1, j2 in align([_key(t) for t in ta], [_key(t) for t in tb],
-                                         exact_cells):
-            if tag == "equal":
-                for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
-                    if ta[i][1] != tb[j][1]:
-                        changed_pairs.append((i, j))
-                continue
-            if tag == "replace" and i2 - i1 == j2 - j1:
-                if all(ta[i][0] == tb[j][0] for i, j in zip(range(i1, i2), range(j1, j2), strict=True)):
-                    # the same instructions with other constants: changed, not inserted
-                    changed_pairs.extend(zip(range(i1, i2), range(j1, j2), strict=True))
-                    continue
-                for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
-                    _op_change(ta[i][0], tb[j][0], add)
-            elif tag == "replace":
-                replaces.append((i1, i2, j1, j2))
-            inserted.extend(range(j1, j2))
-            deleted.extend(range(i1, i2))
-    # inserted code that matches the body of a callee now called less often: inlining
-    inl: set[int] = set()
-    if inlined and inserted:
-        grams: set[tuple] = set().union(*inlined)
-        for run in _runs(inserted):
-            if len(run) < MIN_INLINED_RUN:
-                continue  # a few new instructions are the change itself
-            keys = [_gram_key(tb[j]) for j in run]
-            cov: set[int] = set()
-            for q in range(len(run) - GRAM + 1):
-                if tuple(keys[q:q + GRAM]) in grams:
-                    cov.update(run[q:q + GRAM])
-            if len(cov) >= 0.7 * len(run):
-                inl |= cov
+    inserted, deleted, changed_pairs, replaces = _align_bodies(ta, tb, exact_cells, add)
+    inl = _inlined_sites(tb, inserted, inlined)
     for i1, i2, j1, j2 in replaces:
         _width_change(ta[i1:i2], tb[j1:j2], add)
     ins_set = set(inserted)
-    # new comparisons: those the new body has more of than the old one (by opcode and
-    # constant operands, wherever the alignment put them: a comparison that moved is not new),
-    # apart from inlined code; each reported at an inserted site when there is one
     if ta and tb:
-        sa, sb = _cmp_sites(ta), _cmp_sites(tb)
-        deficit = {g: len(js) - len(sb.get(g, ())) for g, js in sa.items()
-                   if len(js) > len(sb.get(g, ()))}
-        for sig, js in sb.items():
-            js = [j for j in js if j not in inl]
-            surplus = len(js) - len(sa.get(sig, ()))
-            if surplus <= 0:
-                continue
-            js = [j for j in js if j in ins_set] + [j for j in js if j not in ins_set]
-            m = MNEMONICS[sig[0]]
-            narrow = _OPS.get("i32." + m[4:]) if m.startswith("i64.") else None
-            for j in js[:surplus]:
-                # the same comparison with another constant: a changed bound (read off the
-                # constants), or the same comparison made 64-bit: widened
-                alt = next((g for g, k in deficit.items() if k > 0 and (
-                    _rebound(g, sig) or (narrow is not None and g[0] == narrow))), None)
-                if alt is not None:
-                    deficit[alt] -= 1
-                    if alt[0] != sig[0]:
-                        add(6.0, f"arith widened: {MNEMONICS[alt[0]]} -> {m}")
-                    continue
-                _new_check(tb, j, add, err_call)
-    # what was inserted
-    for j in inserted:
-        if j in inl:
-            continue
-        op, imms = tb[j]
-        m = MNEMONICS[op]
-        if _cmp(op) is not None:
-            continue  # above
-        elif m == "unreachable":
-            add(4.0, "+ trap (unreachable)")
-        elif m == "return":
-            add(3.0, "+ early return")
-        elif m in ("local.set", "local.tee") and j and j - 1 not in ins_set \
-                and KIND[tb[j - 1][0]] == _K_CALL:
-            add(4.0, f"+ call result kept: call {callee_label(tb[j - 1][1][0])} -> "
-                     f"l{imms[0]} (refreshed after the call)")
-        elif KIND[op] == _K_MEM and ".load" in m:
-            c_at = next((q for q in range(j - 1, max(-1, j - 4), -1)
-                         if KIND[tb[q][0]] == _K_CALL), None)
-            if c_at is not None and any(tb[q] == tb[j] for q in range(max(0, c_at - 40), c_at)):
-                add(3.5, f"+ value reloaded after call {callee_label(tb[c_at][1][0])}")
-        elif KIND[op] == _K_CALL:
-            if err_call(imms[0]):
-                add(5.0, f"+ error path: call {callee_label(imms[0])}")
-            else:
-                arith = _new_arith_args(tb, j, ins_set)
-                if arith:
-                    add(3.5, f"+ new computed argument ({', '.join(arith)}) to call "
-                             f"{callee_label(imms[0])}")
-        elif m in ("i64.extend_i32_u", "i64.extend_i32_s") and any(
-                MNEMONICS[tb[q][0]] in _WIDE for q in range(j + 1, min(j + 5, len(tb)))):
-            add(5.0, f"arith widened: {m} before {_next_arith(tb, j)}")
-    # same instruction, other immediates: a changed bound or allocation size
-    allocs = any(_ALLOC.search(s) for s in ex.get("calls_added", []) + _calls(tb, callee_label))
-    consts = 0
-    for i, j in changed_pairs:
-        op = ta[i][0]
-        if KIND[op] not in (_K_I32, _K_I64):
-            continue
-        a, b = int(ta[i][1][0]), int(tb[j][1][0])
-        if not (-(1 << 20) < a < (1 << 20) and -(1 << 20) < b < (1 << 20)):
-            continue  # addresses
-        consts += 1
-        near_cmp = any(_cmp(tb[q][0]) for q in range(j + 1, min(j + 3, len(tb))))
-        if near_cmp:
-            add(4.0, f"bound changed: {_hex(a)} -> {_hex(b)}", ("const", a, b))
-        elif allocs and abs(a) < 1024 and abs(b) < 1024:
-            add(2.5, f"size constant changed: {_hex(a)} -> {_hex(b)}", ("const", a, b))
-    for s in ex.get("strings_added", []):
-        if is_error_text(s):
-            add(6.0, f"+ error string: {s[:60]!r}")
-    for name in ex.get("calls_added", []):
-        if _ERR_CALLEE.search(name):
-            add(5.0, f"+ error path: call {name}")
-    if ex.get("type_from"):
-        add(1.5, f"signature {ex['type_from']} -> {ex['type_to']}")
-    # churn and layout
-    n_calls = len(ex.get("calls_added", [])) + len(ex.get("calls_removed", []))
+        _new_comparisons(ta, tb, inl, ins_set, add, err_call)
+    _inserted_reasons(tb, inserted, inl, ins_set, add, err_call, callee_label)
+    consts = _constant_reasons(ex, ta, tb, changed_pairs, add, callee_label)
+    _summary_reasons(ex, add)
     size = abs(ex.get("instr_to", 0) - ex.get("instr_from", 0))
     # what changed: inserted and deleted instructions (inlined code apart) and changed
     # small constants (field offsets and relocated addresses are the layout's, not its own)
     # (deleted code weighs half: a fix adds; what left may live on in a caller or callee)
     amount = len(inserted) - len(inl) + len(deleted) // 2 + consts if (ta and tb) else size
     body = max(len(ta), len(tb), 1)
-    only_offsets = bool(ex.get("offsets_changed")) and not any(
-        ex.get(k) for k in ("calls_added", "calls_removed", "strings_added", "strings_removed",
-                            "consts_changed", "consts_added", "consts_removed", "type_from")
-    ) and ex.get("instr_to") == ex.get("instr_from")
-    churn = n_calls >= 6 or amount >= 400
-    if inl and len(inl) * 2 >= len(inserted):
-        add(0.0, f"inlining: {len(inl):,} of {len(inserted):,} inserted instruction(s) are "
-                 "a callee's body")
-    signals = [(w, t, k) for w, t, k in reasons if w > 0]
-    if only_offsets and not signals:
-        kind = "layout"
-        shifts = ", ".join(f"{m} {a} -> {b}" for m, a, b in ex["offsets_changed"][:2])
-        reasons.append((0.0, f"offset shift only: {shifts}", None))
-    elif not signals:
-        kind = "churn" if churn else "change"
-        if churn:
-            reasons.append((0.0, f"refactor/inlining churn: {n_calls} call change(s), "
-                                 f"{amount:,} instruction(s) differ", None))
-        else:
-            reasons.append((0.0, _plain(ex), None))
-    else:
-        kind = "fix"
+    kind, churn = _classify(ex, reasons, add, amount, inl, inserted)
     out = {"_signals": reasons, "_amount": amount, "_body": body, "_churn": churn,
            "triage_kind": kind}
     _score(out)
