@@ -145,21 +145,29 @@ def bss_end(analysis: ModuleAnalysis, data_end: int, stack_pointer: int | None) 
 _TEXT_KINDS = frozenset({"cstring", "utf16", "gostring"})
 
 
-def _drop_string_interior_access(refs: list[DataRef], items: list[DataItem],
-                                 starts: list[int]) -> list[DataRef]:
-    """Without the loads and stores at a constant address strictly inside a string literal:
-    code reads a literal from its start (``hex[i]``, a lowered ``memcpy``) and never writes
-    one; a memarg offset landing inside one is a big struct's field offset (ffmpeg's
-    contexts: ``i32.load offset=23001``), not a use of the text."""
+def _count_refs(refs: list[DataRef], items: list[DataItem], starts: list[int],
+                readers: dict[int, set[int]], writers: dict[int, set[int]]) -> list[DataRef]:
+    """The references without the loads and stores at a constant address strictly inside a
+    string literal: code reads a literal from its start (``hex[i]``, a lowered ``memcpy``)
+    and never writes one; a memarg offset landing inside one is a big struct's field offset
+    (ffmpeg's contexts: ``i32.load offset=23001``), not a use of the text. In the same
+    pass: each item's reference count, and the functions reading/writing each global."""
     out = []
+    keep = out.append
     for r in refs:
-        if r.target_kind == "data" and r.kind in ("load", "store"):
-            k = bisect_right(starts, r.target) - 1
+        tk = r.target_kind
+        if tk == "data":
+            t = r.target
+            k = bisect_right(starts, t) - 1
             if k >= 0:
                 it = items[k]
-                if it.kind in _TEXT_KINDS and it.address < r.target < it.address + it.size:
+                if it.kind in _TEXT_KINDS and it.address < t < it.address + it.size \
+                        and r.kind in ("load", "store"):
                     continue
-        out.append(r)
+                it.refs += 1
+        elif tk == "global":
+            (readers if r.kind == "read" else writers).setdefault(r.target, set()).add(r.func_index)
+        keep(r)
     return out
 
 
@@ -227,18 +235,10 @@ def build_data_model(analysis: ModuleAnalysis, data: bytes, *, stack_pointer: in
     items, cut = build_items(analysis, refs, table_range, mem_hi, passive)
     label_items(items)
     starts = [it.address for it in items]
-    refs = _drop_string_interior_access(refs, items, starts)
-    for r in refs:
-        if r.target_kind == "data":
-            k = bisect_right(starts, r.target) - 1
-            if k >= 0:
-                items[k].refs += 1
-    gl = global_infos(analysis, stack_pointer, go=go, getters=_getter_globals(analysis, data))
     readers: dict[int, set[int]] = {}
     writers: dict[int, set[int]] = {}
-    for r in refs:
-        if r.target_kind == "global":
-            (readers if r.kind == "read" else writers).setdefault(r.target, set()).add(r.func_index)
+    refs = _count_refs(refs, items, starts, readers, writers)
+    gl = global_infos(analysis, stack_pointer, go=go, getters=_getter_globals(analysis, data))
     for g in gl:
         g.reads = len(readers.get(g.index, ()))
         g.writes = len(writers.get(g.index, ()))

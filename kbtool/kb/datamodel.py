@@ -94,7 +94,8 @@ def replace_data_model(
     )
     # by (function, offset): a target's index entries then run in rowid order = that order,
     # so a page of one target's references needs no sort (see refs_to)
-    rows = sorted([(version_id, *r) for r in refs], key=itemgetter(1, 2))
+    rows = list(refs)
+    rows.sort(key=itemgetter(0, 1))  # (stable: a tie keeps the scan's order)
     rebuild = bool(rows) and _few_other_refs(conn, len(rows))
     if rebuild:
         # a KB holding (almost) only this version's references: indexes built once from
@@ -102,8 +103,9 @@ def replace_data_model(
         # of data_refs_target; DDL is transactional (a failed ingest keeps them)
         for name, _ in _REF_INDEXES:
             conn.execute(f"DROP INDEX IF EXISTS {name}")
+    vid = int(version_id)  # (in the statement: the rows go in as the caller made them)
     for k in range(0, len(rows), REF_BATCH):
-        _insert_refs(conn, rows[k : k + REF_BATCH])
+        _insert_refs(conn, vid, rows[k : k + REF_BATCH])
     if rebuild:
         for name, cols in _REF_INDEXES:
             conn.execute(f"CREATE INDEX IF NOT EXISTS {name} ON data_refs({cols})")
@@ -135,11 +137,11 @@ def _few_other_refs(conn: sqlite3.Connection, adding: int) -> bool:
     return top is None or top < adding
 
 
-def _insert_refs(conn: sqlite3.Connection, rows: list[tuple]) -> None:
+def _insert_refs(conn: sqlite3.Connection, version_id: int, rows: list[tuple]) -> None:
     if rows:
         conn.executemany(
             "INSERT INTO data_refs(version_id, func_index, offset, kind, target_kind, target, width)"
-            " VALUES (?,?,?,?,?,?,?)",
+            f" VALUES ({version_id:d},?,?,?,?,?,?)",  # noqa: S608
             rows,
         )
 
