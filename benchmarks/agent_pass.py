@@ -24,7 +24,7 @@ Run:  python benchmarks/agent_pass.py [--smoke] [--rounds N] [--split cal|held|a
 ``--provider`` measures the provider pass instead (issue 31), on a stripped build with a named
 twin (default: the largest sqlite of ~/.cache/kbtool-programs, built by benchmarks/programs.py;
 ``--smoke``: zstd 1.5.5 of the ground-truth corpus), against the local fake provider of
-tests/fakes (real ``openai`` SDK, a hidden answer key with a realistic error rate):
+testkit/llm_server.py (real ``openai`` SDK, a hidden answer key with a realistic error rate):
 
     prompt     bytes and tokens per function (median, p90, max) and the total scaled to a
                2,000-function module: the facts-JSON prompt (kbtool-agents-1) and the code
@@ -266,7 +266,7 @@ def prompt_sizes(db: Path, vid: int) -> dict:
 def calibration(db: Path, vid: int, truth: dict[int, str]) -> dict:
     from kbtool.agents.costs import LIVE_MIN
     from kbtool.services.agent_pass import plan_agent_pass, run_agent_pass
-    from tests.fakes.llm_server import AnswerKey, FakeLLMServer
+    from testkit.llm_server import AnswerKey, FakeLLMServer
 
     key = AnswerKey(truth)
     live: dict = {}  # the progress bar's projection after LIVE_MIN answers, 5 % and 10 %
@@ -338,7 +338,7 @@ def cost_provider_a(db: Path, vid: int, truth: dict[int, str]) -> None:
     (messages.count_tokens, answered by the fake with its own tokenizer) scales it."""
     import os
 
-    from tests.fakes.llm_server import AnswerKey, FakeLLMServer
+    from testkit.llm_server import AnswerKey, FakeLLMServer
 
     with FakeLLMServer(key=AnswerKey(truth)) as srv:
         env = {**os.environ, "PROVIDER_A_API_KEY": "bench", "PROVIDER_A_BASE_URL": srv.url,
@@ -363,7 +363,7 @@ def resume(db: Path, vid: int, truth: dict[int, str], full_calls: int) -> None:
     import signal
     import subprocess
 
-    from tests.fakes.llm_server import AnswerKey, FakeLLMServer
+    from testkit.llm_server import AnswerKey, FakeLLMServer
 
     cmd = [sys.executable, "-m", "kbtool.cli", "agent", str(vid), "--db", str(db), "--backend",
            "provider_b", "--max-functions", "0", "--json", "--concurrency", "4"]

@@ -242,7 +242,7 @@ def provider_check(n: int = 4) -> int:
 
     from kbtool.agents.backends import resolve_backend
     from kbtool.agents.rounds import run_round
-    from tests.fakes.llm_server import FakeLLMServer
+    from testkit.llm_server import FakeLLMServer
 
     stripped, truth, _ = load_pair(SMOKE_SPLIT[0], CORPUS)
     fns = stripped.functions

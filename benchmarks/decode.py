@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kbtool.wasm import active, analyze_module, decoder, facts  # noqa: E402
-from tests.fixtures.build import objdump_mnemonics  # noqa: E402
+from testkit.wasmbuild import objdump_mnemonics  # noqa: E402
 
 DEMO = ROOT / "kbtool" / "demo" / "zstd-1.5.5.wasm"
 

@@ -11,7 +11,7 @@ functions (index order) are analysed twice, each run with ``force`` on its own c
    naming pass), the share of functions whose cleaned C compiles (``gcc -fsyntax-only
    -fwrapv -include kbtool/lift/prelude.h``, one file per function) and the share of
    variables renamed;
-2. provider_b through the real ``openai`` SDK against ``tests/fakes/llm_server.py`` on
+2. provider_b through the real ``openai`` SDK against ``testkit/llm_server.py`` on
    127.0.0.1 (CANNED answers: plumbing, not a model), each answer delayed by ``--latency``
    seconds to stand in for a model; calls run 4 at a time. Reported: per-function time, the
    share of understandings written by the provider, fallbacks, the compile share;
@@ -89,7 +89,7 @@ def _peer_decompile(module: Path) -> float | None:
 
 
 def measure(module: Path, n: int, latency: float) -> dict:
-    from tests.fakes.llm_server import FakeLLMServer
+    from testkit.llm_server import FakeLLMServer
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -150,7 +150,7 @@ def _resume(db: Path, vid: int, indices: list[int], latency: float) -> dict:
     import os
     import signal
 
-    from tests.fakes.llm_server import FakeLLMServer
+    from testkit.llm_server import FakeLLMServer
 
     cmd = [sys.executable, "-m", "kbtool.cli", "deep", str(vid), "--backend", "provider_b",
            "--json", "--db", str(db)] + [a for i in indices for a in ("-f", str(i))]

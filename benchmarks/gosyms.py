@@ -211,7 +211,7 @@ def _measure(label: str, data: bytes, runs: int, path: Path | None) -> None:
 
 
 def _smoke() -> int:
-    from tests.fixtures.gopcln import go_like_module
+    from testkit.gopcln import go_like_module
 
     names = [f"pkg{i % 7}.(*T{i}).Method{i}" for i in range(300)]
     for magic, by_index in SMOKE_LAYOUTS:

@@ -48,7 +48,7 @@ from mcp.client.stdio import StdioServerParameters, get_default_environment, std
 
 from kbtool.kb.db import transaction  # noqa: E402
 from kbtool.kb.gate import upsert_symbol  # noqa: E402
-from tests.support.kb import bare_kb  # noqa: E402
+from testkit.kb import bare_kb  # noqa: E402
 
 TARGET_BIG_LIST_S = 1.0
 

@@ -29,7 +29,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from kbtool.kb.gate import upsert_symbol  # noqa: E402
-from tests.support.kb import bare_kb  # noqa: E402
+from testkit.kb import bare_kb  # noqa: E402
 
 
 def kb_size(path: Path) -> int:

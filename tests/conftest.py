@@ -2,7 +2,7 @@
 session (per xdist worker) and copied for tests that write.
 
 Helpers that tests import live in ``tests/support/`` (never in a test module):
-``tests.support.paths`` (demo releases, corpus), ``tests.support.kb`` (KB builders through
+``tests.support.paths`` (demo releases, corpus), ``testkit.kb`` (KB builders through
 ``kbtool.kb.store`` and the gate), ``tests.support.tui_kb`` (the seeded TUI KB), ``tests.support.tui`` (Pilot helpers).
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.kb import DEMO_TIME, build_demo_kb
+from testkit.kb import DEMO_TIME, build_demo_kb
 from tests.support.tui_kb import build_fixture_kb
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.llm_server import FakeLLMServer
+from testkit.llm_server import FakeLLMServer
 from tests.support.paths import ROOT
 
 pytestmark = [

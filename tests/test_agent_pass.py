@@ -393,7 +393,7 @@ def test_cli_escapes_untrusted_names(kb, capsys):
 
 def test_provider_b_pass_through_the_openai_sdk(kb):
     pytest.importorskip("openai")
-    from tests.fakes.llm_server import FakeLLMServer
+    from testkit.llm_server import FakeLLMServer
 
     script = [("status", 429), ("text", "I think it is memcpy."), ("raw", "{not json")]
     with FakeLLMServer(script=script) as srv:

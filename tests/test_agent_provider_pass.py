@@ -17,7 +17,7 @@ from kbtool.agents.prompts import build_prompt, parse_answer
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro, open_rw
 from kbtool.services.agent_pass import run_agent_pass
-from tests.fakes.llm_server import AnswerKey, FakeLLMServer
+from testkit.llm_server import AnswerKey, FakeLLMServer
 
 C = "\n".join(["int32_t f7(int32_t p0) {", "  int32_t l1 = f3(p0, 16);"]
               + [f"  l1 = l1 + {k};" for k in range(200)] + ["  return l1;", "}"])

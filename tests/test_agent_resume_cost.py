@@ -17,7 +17,7 @@ import pytest
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro, open_rw
 from kbtool.services.agent_pass import run_agent_pass
-from tests.fakes.llm_server import AnswerKey, FakeLLMServer
+from testkit.llm_server import AnswerKey, FakeLLMServer
 from tests.support.paths import ROOT
 
 VID = 2
@@ -95,7 +95,7 @@ def test_resumed_pass_sends_exactly_what_the_interrupted_one_left_unanswered(dem
 
 def test_estimate_reads_anthropic_token_counter_then_billed_tokens(demo_kb):
     from kbtool.agents.costs import estimate_tokens
-    from tests.fakes.llm_server import count_tokens
+    from testkit.llm_server import count_tokens
 
     conn = open_rw(demo_kb, create=False)
     key = _key(demo_kb)

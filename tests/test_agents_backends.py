@@ -1,5 +1,5 @@
 """Backend registry, selection and the provider backends driven through the REAL SDKs against
-a fake server on 127.0.0.1 (tests/fakes/llm_server.py). Never the internet."""
+a fake server on 127.0.0.1 (testkit/llm_server.py). Never the internet."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from kbtool.agents import (
     run_round,
 )
 from kbtool.agents.prompts import MalformedAnswer, parse_answer, user_prompt
-from tests.fakes.llm_server import FakeLLMServer
+from testkit.llm_server import FakeLLMServer
 
 HAS_A = importlib.util.find_spec("anthropic") is not None
 HAS_B = importlib.util.find_spec("openai") is not None

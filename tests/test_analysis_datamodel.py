@@ -7,7 +7,7 @@ import pytest
 from kbtool.analysis.datamodel import build_data_model, read_memory
 from kbtool.analysis.recognize import stack_pointer_global
 from kbtool.wasm import analyze_module
-from tests.fixtures.build import CORPUS, build_wat, have_wabt
+from testkit.wasmbuild import CORPUS, build_wat, have_wabt
 from tests.support.paths import FIXTURES, ROOT
 
 pytestmark = pytest.mark.skipif(not have_wabt(), reason="wat2wasm not installed")

@@ -30,7 +30,7 @@ from kbtool.services.diff.triage import order_changes
 from kbtool.services.ingest import ingest_file
 from kbtool.tui.screens.diff import DiffScreen
 from kbtool.tui.widgets.lists import KbTable
-from tests.support.kb import frozen_time
+from testkit.kb import frozen_time
 from tests.support.mcp import call, mcp_session, run
 from tests.support.paths import DEMO_DIR, ROOT
 from tests.support.tui import make_app, screen_text, settle

@@ -14,7 +14,7 @@ from kbtool.lift import prelude_path
 from kbtool.services import code
 from kbtool.services.analyze import analyze_version
 from kbtool.services.ingest import ingest_file
-from tests.fixtures.build import build_wat, have_wabt
+from testkit.wasmbuild import build_wat, have_wabt
 from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.skipif(not have_wabt(), reason="wat2wasm not installed")

@@ -10,7 +10,7 @@ pytest.importorskip("mcp.client.stdio")
 from kbtool.kb.db import open_rw  # noqa: E402
 from kbtool.services.analyze import analyze_version  # noqa: E402
 from kbtool.services.ingest import ingest_file  # noqa: E402
-from tests.fixtures.build import build_wat, have_wabt  # noqa: E402
+from testkit.wasmbuild import build_wat, have_wabt  # noqa: E402
 from tests.support.mcp import call, call_error, mcp_session, run  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not have_wabt(), reason="wat2wasm not installed")

@@ -15,7 +15,7 @@ from kbtool.services.ingest import ingest_file
 from kbtool.tui.screens.code import WASM, C, CodeScreen, LinesView
 from kbtool.tui.screens.data import DataScreen
 from kbtool.tui.screens.xrefs import XrefsScreen
-from tests.fixtures.build import FIXTURES, build_wat, have_wabt
+from testkit.wasmbuild import FIXTURES, build_wat, have_wabt
 from tests.support.tui import make_app, screen_text, settle
 
 pytestmark = pytest.mark.skipif(not have_wabt(), reason="wat2wasm not installed")

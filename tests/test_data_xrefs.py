@@ -13,7 +13,7 @@ from kbtool.kb.db import open_ro, open_rw
 from kbtool.services import data as data_svc
 from kbtool.services.analyze import analyze_version
 from kbtool.services.ingest import ingest_file
-from tests.fixtures.build import build_wat, have_wabt
+from testkit.wasmbuild import build_wat, have_wabt
 
 pytestmark = pytest.mark.skipif(not have_wabt(), reason="wat2wasm not installed")
 

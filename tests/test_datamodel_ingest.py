@@ -193,7 +193,7 @@ STRUCT_OFFSET_WAT = """(module
 def test_loads_inside_a_string_are_struct_fields_not_uses(tmp_path):
     """A memarg offset landing strictly inside a literal is a big struct's field offset (no
     xref of the text); a load from the literal's start is a use."""
-    from tests.fixtures.build import build_wat, have_wabt
+    from testkit.wasmbuild import build_wat, have_wabt
 
     if not have_wabt():
         pytest.skip("wat2wasm not installed")

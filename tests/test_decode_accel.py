@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from kbtool.wasm import WasmFormatError, active, decoder, facts
-from tests.fixtures.build import CORPUS, have_wabt, tiny_module, wasm_builder
+from testkit.wasmbuild import CORPUS, have_wabt, tiny_module, wasm_builder
 from tests.support.paths import ROOT
 
 FIXTURES = ["mvp", "signext_sat", "multivalue", "bulk", "reftypes", "simd", "atomics",

@@ -13,7 +13,7 @@ from kbtool.kb import queries
 from kbtool.kb.db import open_rw
 from kbtool.services.deep import run_deep
 from kbtool.services.knowledge import function_knowledge
-from tests.fakes.llm_server import FakeLLMServer
+from testkit.llm_server import FakeLLMServer
 
 UNDERSTANDING = ("Walks the list at its first parameter and calls the two helpers on each "
                  "element, then returns the count of elements it visited.")

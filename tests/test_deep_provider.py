@@ -25,7 +25,7 @@ from kbtool.kb import queries
 from kbtool.kb.db import open_ro, open_rw
 from kbtool.lift import prelude_path
 from kbtool.services.deep import run_deep
-from tests.fakes.llm_server import FakeLLMServer
+from testkit.llm_server import FakeLLMServer
 from tests.support.paths import ROOT
 
 HAS = {"a": importlib.util.find_spec("anthropic"), "b": importlib.util.find_spec("openai")}

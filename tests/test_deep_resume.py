@@ -18,7 +18,7 @@ import pytest
 
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
-from tests.fakes.llm_server import FakeLLMServer
+from testkit.llm_server import FakeLLMServer
 from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("openai") is None,

@@ -15,7 +15,7 @@ from kbtool.kb.db import open_ro, open_rw, transaction
 from kbtool.services.diff.cache import DiffCache
 from kbtool.services.diff.report import stored_diff
 from kbtool.services.diff.triage import TRIAGE_RULES
-from tests.test_diff_triage_web_order import V1, V2
+from tests.support.triage_pair import V1, V2
 
 pytestmark = pytest.mark.skipif(shutil.which("wat2wasm") is None, reason="wat2wasm missing")
 

@@ -20,7 +20,7 @@ from kbtool.cli import main
 from kbtool.kb import queries
 from kbtool.kb.db import backup, open_ro, open_rw, transaction
 from kbtool.kb.gate import upsert_symbol
-from tests.support.kb import bare_kb
+from testkit.kb import bare_kb
 from tests.support.mcp import mcp_session
 from tests.support.tui import make_app, settle
 

@@ -9,7 +9,7 @@ import pytest
 from kbtool.kb import queries
 from kbtool.kb.errors import UnknownStableIdError
 from kbtool.kb.gate import revert, set_lock, upsert_symbol
-from tests.support.kb import bare_kb
+from testkit.kb import bare_kb
 from tests.support.paths import ROOT
 
 SID = "aaaa000000000001"

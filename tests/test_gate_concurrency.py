@@ -8,7 +8,7 @@ import random
 from kbtool.kb import queries
 from kbtool.kb.db import open_rw
 from kbtool.kb.gate import upsert_symbol
-from tests.support.kb import bare_kb
+from testkit.kb import bare_kb
 
 SIDS = [f"c0ffee{i:010d}" for i in range(5)]
 HUMAN_SID = SIDS[0]

@@ -16,7 +16,7 @@ import pytest
 from kbtool.commands import common
 from kbtool.kb.gate import EXCERPT, MAX_EVIDENCE_TEXT, upsert_symbol
 from kbtool.mcp.server import as_json
-from tests.support.kb import bare_kb
+from testkit.kb import bare_kb
 from tests.support.paths import ROOT
 
 CLI = [sys.executable, "-m", "kbtool.cli"]

@@ -16,7 +16,7 @@ import pytest
 
 from kbtool.kb.db import open_ro, open_rw, transaction
 from kbtool.kb.errors import KBFullError, KBReadOnlyError, NotAKBError
-from tests.support.kb import bare_kb
+from testkit.kb import bare_kb
 from tests.support.paths import DEMO_DIR, ROOT
 
 CLI = [sys.executable, "-m", "kbtool.cli"]

@@ -10,7 +10,7 @@ from kbtool.kb import queries
 from kbtool.kb.db import open_ro, open_rw
 from kbtool.kb.gate import upsert_symbol
 from kbtool.services import names_io
-from tests.support.kb import bare_kb
+from testkit.kb import bare_kb
 
 SIDS = [f"{i:016x}" for i in range(6)]
 

@@ -14,7 +14,7 @@ from kbtool.kb import queries
 from kbtool.kb.db import open_ro, open_rw
 from kbtool.kb.errors import KBMissingError, NotAKBError, SchemaVersionError, UnknownVersionError
 from kbtool.kb.schema import SCHEMA_VERSION
-from tests.support.kb import bare_kb
+from testkit.kb import bare_kb
 from tests.support.paths import ROOT
 
 

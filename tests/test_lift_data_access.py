@@ -17,6 +17,7 @@ import pytest
 
 from kbtool.lift import lift_module, prelude_path, prepare
 from kbtool.lift.names import Names
+from tests.support.lift_sem import runtime_c
 
 pytestmark = pytest.mark.skipif(shutil.which("wat2wasm") is None or shutil.which("gcc") is None,
                                 reason="needs wat2wasm and gcc")
@@ -213,9 +214,6 @@ def test_typed_array_of_structs_is_indexed(tmp_path):
     op = next(t for t in c.values() if "<opcode>" in t or "ops" in t)
     assert "return ops[p0].code + ops[1].fn;" in op, op
     assert "#define ops (*(struct op (*)[3])(M + 1100))" in op
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
-    from support.lift_sem import runtime_c
-
     (tmp_path / "l.c").write_text("".join(c.values()) + runtime_c(lm))
     subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-fwrapv", "-fno-strict-aliasing", "-w",
                     "-D__stack_pointer=kb__stack_pointer", "-include", prelude_path(), str(tmp_path / "l.c"),

@@ -23,7 +23,7 @@ from kbtool.services.lineage import (
     profile,
     program_name_for,
 )
-from tests.fixtures.build import CORPUS, build_wat, have_wabt
+from testkit.wasmbuild import CORPUS, build_wat, have_wabt
 from tests.support.cli import run_cli as _cli
 from tests.support.paths import DEMO_DIR, ROOT
 

@@ -17,7 +17,7 @@ from kbtool.services import names_io
 from kbtool.services.ingest import ingest_file
 from kbtool.wasm import WasmFormatError, parse_module
 from kbtool.wasm.namesec import with_function_names
-from tests.fixtures.build import CORPUS, build_wat, have_wabt
+from testkit.wasmbuild import CORPUS, build_wat, have_wabt
 from tests.support.paths import DEMO_DIR
 
 Z55, Z56 = DEMO_DIR / "zstd-1.5.5.wasm", DEMO_DIR / "zstd-1.5.6.wasm"

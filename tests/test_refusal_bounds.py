@@ -13,7 +13,7 @@ from kbtool.cli import main
 from kbtool.kb import queries, schema
 from kbtool.kb.db import open_ro, open_rw
 from kbtool.kb.gate import MAX_REFUSALS_PER_MINUTE, revert, upsert_symbol
-from tests.support.kb import bare_kb, frozen_time
+from testkit.kb import bare_kb, frozen_time
 from tests.support.paths import ROOT
 
 SIDS = [f"{i:016x}" for i in range(4)]

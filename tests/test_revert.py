@@ -11,7 +11,7 @@ from kbtool.cli import main
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
 from kbtool.kb.gate import revert, set_lock, upsert_symbol
-from tests.support.kb import bare_kb
+from testkit.kb import bare_kb
 from tests.support.tui import make_app, settle
 
 SID = "00000000000000aa"

@@ -68,3 +68,10 @@ def test_path_rewrite_names_the_same_place_at_any_depth():
     out = relayout.fix_paths(own, Path("tests/test_y.py"))
     assert "from tests.support.paths import FIXTURES as FIXTURES_DIR" in out
     assert 'FIXTURES = FIXTURES_DIR / "analysis"' in out
+
+
+def test_benchmarks_never_import_tests():
+    """What benchmarks and tests share lives in ``testkit/``."""
+    bad = [f"{p.relative_to(ROOT)}: {m}" for p in (ROOT / "benchmarks").rglob("*.py")
+           for m in re.findall(r"^\s*(?:from|import)\s+(tests(?:\.\w+)*)\b", p.read_text(), re.M)]
+    assert bad == [], "move the shared part to testkit/"

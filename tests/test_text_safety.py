@@ -13,7 +13,7 @@ import pytest
 from kbtool.kb.gate import upsert_symbol
 from kbtool.services.names_io import cell, uncell
 from kbtool.textutil import json_safe, printable, strip_unsafe, unsafe_chars
-from tests.support.kb import bare_kb
+from testkit.kb import bare_kb
 from tests.support.paths import ROOT
 
 HOSTILE = ["rlo\u202eexe.txt", "tag\U000e0049\U000e0047\U000e004e", "zw\u200bsp", "shy\u00adx",

@@ -15,7 +15,7 @@ from hashlib import blake2b
 import pytest
 
 from kbtool.wasm import analyze_module, parse_module
-from tests.fixtures.build import CORPUS, have_wabt, objdump_mnemonics, reduce_module
+from testkit.wasmbuild import CORPUS, have_wabt, objdump_mnemonics, reduce_module
 
 BIG = 2_000_000
 SAMPLE = 300

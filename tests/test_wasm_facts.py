@@ -19,7 +19,7 @@ from kbtool.wasm import (
 )
 from kbtool.wasm import facts as decoder
 from kbtool.wasm.opcodes import OP_BY_NAME
-from tests.fixtures.build import (
+from testkit.wasmbuild import (
     CORPUS,
     custom_section,
     have_wabt,

@@ -22,8 +22,8 @@ from kbtool.wasm.gosyms import (
     GoSymbolsError,
     recover_go_names,
 )
-from tests.fixtures.build import CORPUS, build_wat, have_wabt
-from tests.fixtures.gopcln import PCLNTAB_ADDR, go_like_module, pclntab
+from testkit.gopcln import PCLNTAB_ADDR, go_like_module, pclntab
+from testkit.wasmbuild import CORPUS, build_wat, have_wabt
 from tests.support.paths import FIXTURES, ROOT
 
 HELLO = FIXTURES / "go" / "hello"

@@ -10,7 +10,7 @@ import pytest
 
 from kbtool.wasm import MNEMONICS, analyze_module, iter_instructions
 from kbtool.wasm import opcodes as oc
-from tests.fixtures.build import (
+from testkit.wasmbuild import (
     have_wabt,
     module,
     parse_objdump,

@@ -17,7 +17,7 @@ from kbtool.wasm import (
     parse_module,
 )
 from kbtool.wasm.leb import encode_sleb, encode_uleb, read_sleb, read_uleb
-from tests.fixtures.build import (
+from testkit.wasmbuild import (
     CORPUS,
     custom_section,
     have_wabt,

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from kbtool.wasm import analyze_module, detect_toolchain, parse_module
-from tests.fixtures.build import (
+from testkit.wasmbuild import (
     CORPUS,
     custom_section,
     module,

@@ -19,7 +19,7 @@ from typing import Any
 from kbtool.kb import knowledge as kn
 from kbtool.kb.db import open_rw
 from kbtool.kb.gate import upsert_knowledge
-from tests.support.kb import bare_kb
+from testkit.kb import bare_kb
 
 #: kind -> (key, value maker(worker, k))
 Kinds = dict[str, tuple[str, Callable[[int, int], dict[str, Any]]]]

@@ -20,8 +20,8 @@ from pathlib import Path
 from kbtool.kb import store
 from kbtool.kb.db import open_rw, transaction
 from kbtool.kb.gate import upsert_symbol
-from tests.support import kb as support_kb
-from tests.support.kb import facts_row
+from testkit import kb as support_kb
+from testkit.kb import facts_row
 
 FROZEN = "2026-01-15T12:00:00.000000Z"
 N1 = 240  # defined functions of version 1

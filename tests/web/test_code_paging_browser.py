@@ -21,7 +21,7 @@ from kbtool.kb import queries
 from kbtool.kb.db import open_rw
 from kbtool.kb.gate import upsert_symbol
 from kbtool.services.ingest import ingest_file
-from tests.fixtures.build import build_wat, have_wabt
+from testkit.wasmbuild import build_wat, have_wabt
 from tests.web.support import CHROMIUM, XSS_IMG, ServerProcess, launch_chromium, request
 
 pytestmark = [

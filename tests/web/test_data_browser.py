@@ -15,7 +15,7 @@ import pytest
 from kbtool.kb.db import open_rw
 from kbtool.services.analyze import analyze_version
 from kbtool.services.ingest import ingest_file
-from tests.fixtures.build import FIXTURES, build_wat, have_wabt
+from testkit.wasmbuild import FIXTURES, build_wat, have_wabt
 from tests.web.support import CHROMIUM, ServerProcess, launch_chromium
 
 pytestmark = [

@@ -13,7 +13,7 @@ import pytest
 from kbtool.kb.db import open_rw
 from kbtool.services.analyze import analyze_version
 from kbtool.services.ingest import ingest_file
-from tests.fixtures.build import FIXTURES, build_wat, have_wabt
+from testkit.wasmbuild import FIXTURES, build_wat, have_wabt
 from tests.web.support import ServerProcess, request
 
 pytestmark = pytest.mark.skipif(not have_wabt(), reason="wat2wasm not installed")

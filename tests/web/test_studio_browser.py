@@ -115,7 +115,7 @@ def test_provider_understanding_is_shown_literally(served):
 
     from playwright.sync_api import sync_playwright
 
-    from tests.fakes.llm_server import FakeLLMServer
+    from testkit.llm_server import FakeLLMServer
     from tests.web.support import XSS_IMG
 
     srv, db = served
