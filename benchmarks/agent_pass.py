@@ -196,8 +196,10 @@ def _stats(values: list[int]) -> str:
     v = sorted(values)
     if not v:
         return "-"
-    return (f"median {v[len(v) // 2]:,}  p90 {v[int(len(v) * 0.9)]:,}  max {v[-1]:,}  "
-            f"per-2000 total {round(sum(v) * 2000 / len(v)):,}")
+    return (
+        f"median {v[len(v) // 2]:,}  p90 {v[int(len(v) * 0.9)]:,}  max {v[-1]:,}  "
+        f"per-2000 total {round(sum(v) * 2000 / len(v)):,}"
+    )
 
 
 def _truth(stripped_path: Path) -> dict[int, str]:
@@ -226,9 +228,14 @@ def _fresh(path: Path, module: Path) -> int:
 def _env(srv) -> dict:
     import os
 
-    return {**os.environ, "PROVIDER_B_API_KEY": "bench", "PROVIDER_B_BASE_URL": srv.url + "/v1",
-            "PROVIDER_B_MODEL": "bench-model", "NO_PROXY": "127.0.0.1,localhost",
-            "no_proxy": "127.0.0.1,localhost"}
+    return {
+        **os.environ,
+        "PROVIDER_B_API_KEY": "bench",
+        "PROVIDER_B_BASE_URL": srv.url + "/v1",
+        "PROVIDER_B_MODEL": "bench-model",
+        "NO_PROXY": "127.0.0.1,localhost",
+        "no_proxy": "127.0.0.1,localhost",
+    }
 
 
 def prompt_sizes(db: Path, vid: int) -> dict:
@@ -243,8 +250,13 @@ def prompt_sizes(db: Path, vid: int) -> dict:
         facts = [StoredFacts.from_row(r) for r in queries.agent_rows(conn, vid)]
         names = {f.index: f.import_field for f in facts if f.imported and f.import_field}
         callers, sharing = callers_of(facts), string_sharing(facts)
-        ctxs = [context_from_facts(facts, f.index, names, callers, stable_id=f.stable_id,
-                                   sharing=sharing) for f in facts if not f.imported]
+        ctxs = [
+            context_from_facts(
+                facts, f.index, names, callers, stable_id=f.stable_id, sharing=sharing
+            )
+            for f in facts
+            if not f.imported
+        ]
         old = [legacy_prompt(c) for c in ctxs]
         t = time.perf_counter()
         enrich_contexts(conn, vid, ctxs)
@@ -254,8 +266,10 @@ def prompt_sizes(db: Path, vid: int) -> dict:
         conn.close()
     with_c = sum(1 for c in ctxs if c.get("c_raw"))
     cut = sum(1 for p in new if "C lines" in p.dropped)
-    print(f"prompt  functions {len(ctxs)}, with C {with_c}, C cut to fit {cut}; "
-          f"reading C/data/comments {enrich_s:.1f} s")
+    print(
+        f"prompt  functions {len(ctxs)}, with C {with_c}, C cut to fit {cut}; "
+        f"reading C/data/comments {enrich_s:.1f} s"
+    )
     print(f"  before bytes   {_stats([len(x.encode()) for x in old])}")
     print(f"  before tokens  {_stats([estimate_tokens(x) for x in old])}")
     print(f"  after  bytes   {_stats([p.bytes for p in new])}")
@@ -273,8 +287,9 @@ def calibration(db: Path, vid: int, truth: dict[int, str]) -> dict:
     with FakeLLMServer(key=key) as srv:
         conn = open_rw(db)
         try:
-            plan = plan_agent_pass(conn, vid, "provider_b", True, 0, env=_env(srv),
-                                   price=PRICE, concurrency=8)
+            plan = plan_agent_pass(
+                conn, vid, "provider_b", True, 0, env=_env(srv), price=PRICE, concurrency=8
+            )
             meter = plan.backend.meter
 
             def progress(stage: str, done: int, total: int | None) -> None:
@@ -285,8 +300,9 @@ def calibration(db: Path, vid: int, truth: dict[int, str]) -> dict:
                     if share not in live and m["calls"] >= plan.estimated_calls * share / 100:
                         live[share] = m
 
-            s = run_agent_pass(conn, vid, "provider_b", plan=plan, progress=progress,
-                               knowledge=False)
+            s = run_agent_pass(
+                conn, vid, "provider_b", plan=plan, progress=progress, knowledge=False
+            )
         finally:
             conn.close()
         billed = (srv.tokens_in, srv.tokens_out)
@@ -299,37 +315,49 @@ def calibration(db: Path, vid: int, truth: dict[int, str]) -> dict:
     def share(ws: list[dict]) -> tuple[float, float]:
         wrong = sum(1 for d in ws if d["name"] != truth.get(d["index"]))
         right = sum(1 for d in ws if d["name"] == truth.get(d["index"]))
-        return (wrong / len(ws) if ws else 0.0,
-                right / len(right_answers) if right_answers else 0.0)
+        return (
+            wrong / len(ws) if ws else 0.0,
+            right / len(right_answers) if right_answers else 0.0,
+        )
 
     kinds = [key.kind(i) for i in {d["index"] for d in llm}]
-    print(f"calib   fake model: {kinds.count('right')} right, {kinds.count('wrong')} plausible "
-          f"but wrong, {kinds.count('malformed')} malformed answers; {s['calls']} calls")
+    print(
+        f"calib   fake model: {kinds.count('right')} right, {kinds.count('wrong')} plausible "
+        f"but wrong, {kinds.count('malformed')} malformed answers; {s['calls']} calls"
+    )
     for label, ws in (("without calibration", old_w), ("with calibration   ", new_w)):
         wrong, right = share(ws)
-        print(f"  {label}: {len(ws)} written, wrong {share_pct(wrong)} of written, "
-              f"right answers written {share_pct(right)}")
+        print(
+            f"  {label}: {len(ws)} written, wrong {share_pct(wrong)} of written, "
+            f"right answers written {share_pct(right)}"
+        )
     est = s.get("estimate") or {}
     est_cost = (est.get("tokens_in", 0) * PRICE[0] + est.get("tokens_out", 0) * PRICE[1]) / 1e6
     real_cost = (billed[0] * PRICE[0] + billed[1] * PRICE[1]) / 1e6
-    print(f"cost    estimate {est.get('tokens_in', 0):,} in / {est.get('tokens_out', 0):,} out "
-          f"${est_cost:.4f}; fake provider counted {billed[0]:,} in / {billed[1]:,} out "
-          f"${real_cost:.4f}: input {share_pct(est.get('tokens_in', 0) / max(1, billed[0]) - 1)} off, "
-          f"cost {share_pct(est_cost / max(1e-9, real_cost) - 1)} off; meter ${s['estimated_cost_usd']:.4f}"
-          f" [provider_b, tokens: {est.get('basis')}]")
-    for label, m in (("after the first answers", live.get("first")),
-                     ("after 5 % of the calls", live.get(5)),
-                     ("after 10 % of the calls", live.get(10))):
+    print(
+        f"cost    estimate {est.get('tokens_in', 0):,} in / {est.get('tokens_out', 0):,} out "
+        f"${est_cost:.4f}; fake provider counted {billed[0]:,} in / {billed[1]:,} out "
+        f"${real_cost:.4f}: input {share_pct(est.get('tokens_in', 0) / max(1, billed[0]) - 1)} off, "
+        f"cost {share_pct(est_cost / max(1e-9, real_cost) - 1)} off; meter ${s['estimated_cost_usd']:.4f}"
+        f" [provider_b, tokens: {est.get('basis')}]"
+    )
+    for label, m in (
+        ("after the first answers", live.get("first")),
+        ("after 5 % of the calls", live.get(5)),
+        ("after 10 % of the calls", live.get(10)),
+    ):
         if not m:
             continue
         proj_cost = m["projected_cost_usd"] or 0.0
-        print(f"cost    progress bar {label} ({m['calls']} calls): projected "
-              f"{m['projected_tokens_in']:,} in / {m['projected_tokens_out']:,} out "
-              f"${proj_cost:.4f}: input "
-              f"{share_pct(m['projected_tokens_in'] / max(1, billed[0]) - 1)} off, output "
-              f"{share_pct(m['projected_tokens_out'] / max(1, billed[1]) - 1)} off, cost "
-              f"{share_pct(proj_cost / max(1e-9, real_cost) - 1)} off "
-              f"[{m['projection_basis']}]")
+        print(
+            f"cost    progress bar {label} ({m['calls']} calls): projected "
+            f"{m['projected_tokens_in']:,} in / {m['projected_tokens_out']:,} out "
+            f"${proj_cost:.4f}: input "
+            f"{share_pct(m['projected_tokens_in'] / max(1, billed[0]) - 1)} off, output "
+            f"{share_pct(m['projected_tokens_out'] / max(1, billed[1]) - 1)} off, cost "
+            f"{share_pct(proj_cost / max(1e-9, real_cost) - 1)} off "
+            f"[{m['projection_basis']}]"
+        )
     return s
 
 
@@ -341,21 +369,36 @@ def cost_provider_a(db: Path, vid: int, truth: dict[int, str]) -> None:
     from testkit.llm_server import AnswerKey, FakeLLMServer
 
     with FakeLLMServer(key=AnswerKey(truth)) as srv:
-        env = {**os.environ, "PROVIDER_A_API_KEY": "bench", "PROVIDER_A_BASE_URL": srv.url,
-               "PROVIDER_A_MODEL": "bench-claude", "NO_PROXY": "127.0.0.1,localhost",
-               "no_proxy": "127.0.0.1,localhost"}
+        env = {
+            **os.environ,
+            "PROVIDER_A_API_KEY": "bench",
+            "PROVIDER_A_BASE_URL": srv.url,
+            "PROVIDER_A_MODEL": "bench-claude",
+            "NO_PROXY": "127.0.0.1,localhost",
+            "no_proxy": "127.0.0.1,localhost",
+        }
         conn = open_rw(db)
         try:
-            s = run_agent_pass(conn, vid, "provider_a", max_functions=0, env=env,
-                               price=PRICE, concurrency=8, knowledge=False)
+            s = run_agent_pass(
+                conn,
+                vid,
+                "provider_a",
+                max_functions=0,
+                env=env,
+                price=PRICE,
+                concurrency=8,
+                knowledge=False,
+            )
         finally:
             conn.close()
         billed, counted = srv.tokens_in, len(srv.count_requests)
     est = s["estimate"]
-    print(f"cost    provider_a estimate {est['tokens_in']:,} in; fake provider counted "
-          f"{billed:,} in over {s['calls']} calls: input "
-          f"{share_pct(est['tokens_in'] / max(1, billed) - 1)} off "
-          f"[tokens: {est['basis']}; {counted} counter requests]")
+    print(
+        f"cost    provider_a estimate {est['tokens_in']:,} in; fake provider counted "
+        f"{billed:,} in over {s['calls']} calls: input "
+        f"{share_pct(est['tokens_in'] / max(1, billed) - 1)} off "
+        f"[tokens: {est['basis']}; {counted} counter requests]"
+    )
 
 
 def resume(db: Path, vid: int, truth: dict[int, str], full_calls: int) -> None:
@@ -365,11 +408,26 @@ def resume(db: Path, vid: int, truth: dict[int, str], full_calls: int) -> None:
 
     from testkit.llm_server import AnswerKey, FakeLLMServer
 
-    cmd = [sys.executable, "-m", "kbtool.cli", "agent", str(vid), "--db", str(db), "--backend",
-           "provider_b", "--max-functions", "0", "--json", "--concurrency", "4"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "kbtool.cli",
+        "agent",
+        str(vid),
+        "--db",
+        str(db),
+        "--backend",
+        "provider_b",
+        "--max-functions",
+        "0",
+        "--json",
+        "--concurrency",
+        "4",
+    ]
     with FakeLLMServer(key=AnswerKey(truth), delay=0.01) as srv:
-        proc = subprocess.Popen(cmd, env=_env(srv), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, cwd=ROOT)
+        proc = subprocess.Popen(
+            cmd, env=_env(srv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT
+        )
         t0 = time.monotonic()
         while len(srv.requests) < full_calls // 2 and proc.poll() is None:
             if time.monotonic() - t0 > 600:
@@ -388,15 +446,19 @@ def resume(db: Path, vid: int, truth: dict[int, str], full_calls: int) -> None:
         sent2, billed2 = len(srv.requests), srv.tokens_in
     if p.returncode != 0:
         raise SystemExit(p.stderr[-2000:])
-    print(f"resume  uninterrupted pass {full_calls} calls; killed after {sent1} sent, "
-          f"{stored} answers stored; re-run sent {sent2} (unanswered: {full_calls - stored}) "
-          f"{'OK' if sent2 == full_calls - stored else 'MISMATCH'}  pid {os.getpid()}")
+    print(
+        f"resume  uninterrupted pass {full_calls} calls; killed after {sent1} sent, "
+        f"{stored} answers stored; re-run sent {sent2} (unanswered: {full_calls - stored}) "
+        f"{'OK' if sent2 == full_calls - stored else 'MISMATCH'}  pid {os.getpid()}"
+    )
     import json
 
     est = json.loads(p.stdout).get("estimate") or {}
-    print(f"cost    resumed pass estimate {est.get('tokens_in', 0):,} in; fake provider counted "
-          f"{billed2:,} in: input {share_pct(est.get('tokens_in', 0) / max(1, billed2) - 1)} off "
-          f"[tokens: {est.get('basis')}]")
+    print(
+        f"cost    resumed pass estimate {est.get('tokens_in', 0):,} in; fake provider counted "
+        f"{billed2:,} in: input {share_pct(est.get('tokens_in', 0) / max(1, billed2) - 1)} off "
+        f"[tokens: {est.get('basis')}]"
+    )
 
 
 def provider_main(module: Path) -> int:
@@ -420,8 +482,11 @@ def provider_main(module: Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--smoke", action="store_true", help="one small build, one round")
-    ap.add_argument("--provider", action="store_true",
-                    help="the provider pass against the local fake provider (issue 31)")
+    ap.add_argument(
+        "--provider",
+        action="store_true",
+        help="the provider pass against the local fake provider (issue 31)",
+    )
     ap.add_argument("--module", type=Path, default=None)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--split", choices=("cal", "held", "all"), default="held")

@@ -83,6 +83,8 @@ def _programs(stems):
 
 def _dir(stem: str, corpus: Path) -> Path:
     return PROGRAMS if (PROGRAMS / f"{stem}.named.wasm").exists() and ".clang." in stem else corpus
+
+
 BINS = [(0.0, 0.2), (0.2, 0.4), (0.4, 0.6), (0.6, 0.8), (0.8, 1.01)]
 
 
@@ -224,8 +226,12 @@ def report(label, results):
             f"          [{lo:.1f},{min(hi, 1.0):.1f})  {n:5d}     "
             f"{(s / n if n else 0):5.2f}      {pct(ok, n)}"
         )
-    floor = [(ok, conf >= 0.5) for _s, written, truth, *_ in results
-             for idx, (name, conf, _r) in written.items() for ok in [name == truth.get(idx, "")]]
+    floor = [
+        (ok, conf >= 0.5)
+        for _s, written, truth, *_ in results
+        for idx, (name, conf, _r) in written.items()
+        for ok in [name == truth.get(idx, "")]
+    ]
     hi = [ok for ok, above in floor if above]
     lo = [ok for ok, above in floor if not above]
     print(
@@ -319,8 +325,9 @@ def main(argv=None) -> int:
         else {
             "cal": CALIBRATION_SPLIT + _programs(CALIBRATION_PROGRAMS),
             "held": HELD_OUT_SPLIT + _programs(HELD_OUT_PROGRAMS),
-            "all": CALIBRATION_SPLIT + HELD_OUT_SPLIT + _programs(CALIBRATION_PROGRAMS
-                                                                 + HELD_OUT_PROGRAMS),
+            "all": CALIBRATION_SPLIT
+            + HELD_OUT_SPLIT
+            + _programs(CALIBRATION_PROGRAMS + HELD_OUT_PROGRAMS),
         }[args.split]
     )
     results = []

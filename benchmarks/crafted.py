@@ -212,8 +212,12 @@ def matcher_family(count: int, release: int = 0, named: bool = False, hub: bool 
 
 # value types and the stack-neutral snippets a "normal" function is made of
 _VT = {"i32": 0x7F, "i64": 0x7E, "f32": 0x7D, "f64": 0x7C}
-_ZERO = {"i32": b"\x41\x00", "i64": b"\x42\x00", "f32": b"\x43" + bytes(4),
-         "f64": b"\x44" + bytes(8)}
+_ZERO = {
+    "i32": b"\x41\x00",
+    "i64": b"\x42\x00",
+    "f32": b"\x43" + bytes(4),
+    "f64": b"\x44" + bytes(8),
+}
 
 
 def _normal_types(rng) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
@@ -235,14 +239,29 @@ def _normal_chunk(rng, f_types, sigs, index: int, count: int) -> Chunk:
     if kind < 0.30:
         a, b = rng.randint(0, 5000), rng.randint(0, 300)
         op = rng.choice((0x6A, 0x6B, 0x6C, 0x71, 0x72, 0x73, 0x74))
-        return (b"\x41" + encode_sleb(a) + b"\x41" + encode_sleb(b) + bytes((op,)) + b"\x1a", None, b"")
+        return (
+            b"\x41" + encode_sleb(a) + b"\x41" + encode_sleb(b) + bytes((op,)) + b"\x1a",
+            None,
+            b"",
+        )
     if kind < 0.45:
         addr = rng.randint(0, 60000)
-        return (b"\x41" + encode_sleb(addr) + b"\x28\x02" + encode_uleb(rng.randint(0, 64)) + b"\x1a",
-                None, b"")
+        return (
+            b"\x41" + encode_sleb(addr) + b"\x28\x02" + encode_uleb(rng.randint(0, 64)) + b"\x1a",
+            None,
+            b"",
+        )
     if kind < 0.55:
-        return (b"\x41" + encode_sleb(rng.randint(0, 4000)) + b"\x41" + encode_sleb(rng.randint(0, 9))
-                + b"\x36\x02" + encode_uleb(rng.randint(0, 64)), None, b"")
+        return (
+            b"\x41"
+            + encode_sleb(rng.randint(0, 4000))
+            + b"\x41"
+            + encode_sleb(rng.randint(0, 9))
+            + b"\x36\x02"
+            + encode_uleb(rng.randint(0, 64)),
+            None,
+            b"",
+        )
     if kind < 0.62:
         return (b"\x03\x40\x41\x00\x0d\x00\x0b", None, b"")  # loop; i32.const 0; br_if 0; end
     if kind < 0.68:
@@ -274,8 +293,9 @@ def normal_release(count: int, release: int = 0, seed: int = 24, named: bool = F
         for i in range(count):
             r = edit.random()
             if r < 0.03:
-                bodies[i].insert(edit.randrange(len(bodies[i]) + 1),
-                                 _normal_chunk(edit, f_types, sigs, i, count))
+                bodies[i].insert(
+                    edit.randrange(len(bodies[i]) + 1), _normal_chunk(edit, f_types, sigs, i, count)
+                )
         dropped = {i for i in range(count) if edit.random() < 0.01}
         order = [i for i in order if i not in dropped]
         for _ in range(len(dropped)):
@@ -291,8 +311,10 @@ def normal_release(count: int, release: int = 0, seed: int = 24, named: bool = F
     for pos, i in enumerate(order):
         if i < 0:
             t = extra.randrange(len(sigs))
-            chunks = [_normal_chunk(extra, f_types, sigs, min(pos, count - 1), count)
-                      for _ in range(extra.randint(2, 30))]
+            chunks = [
+                _normal_chunk(extra, f_types, sigs, min(pos, count - 1), count)
+                for _ in range(extra.randint(2, 30))
+            ]
         else:
             t, chunks = f_types[i], bodies[i]
         type_of.append(t)
@@ -308,8 +330,10 @@ def normal_release(count: int, release: int = 0, seed: int = 24, named: bool = F
             body += after
         body += b"".join(_ZERO[r] for r in sigs[t][1]) + b"\x0b"
         codes.append(bytes(body))
-    types = [b"\x60" + vec([bytes((_VT[p],)) for p in ps]) + vec([bytes((_VT[r],)) for r in rs])
-             for ps, rs in sigs]
+    types = [
+        b"\x60" + vec([bytes((_VT[p],)) for p in ps]) + vec([bytes((_VT[r],)) for r in rs])
+        for ps, rs in sigs
+    ]
     names = [f"fn_{i}" if i >= 0 else f"new_{pos}" for pos, i in enumerate(order)]
     return module(
         section(1, vec(types)),
@@ -387,8 +411,10 @@ def measure(kind: str, count: int, oracle: bool = False, timeout: float = 3600) 
     import os
     import subprocess
 
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
+    }
     argv = [sys.executable, "-c", _CHILD, kind, str(count)] + (["oracle"] if oracle else [])
     try:
         out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
@@ -403,20 +429,28 @@ def measure(kind: str, count: int, oracle: bool = False, timeout: float = 3600) 
 def growth(sizes: tuple[int, ...], oracle_at: int | None, timeout: float) -> None:
     """Print the matcher family's ingest growth curve next to a normal release."""
     print("matcher look-alike family (issue 24) vs a normal release of the same size:")
-    print("(ingest s: wall seconds of the release that runs the matcher; cpu s: its CPU seconds;"
-          " work/fn: the matcher's comparisons per function, load-independent)")
-    print(f"{'functions':>9}  {'family KB':>9} {'ingest s':>9} {'cpu s':>8} {'work/fn':>7} "
-          f"{'peak MiB':>8}  {'normal KB':>9} {'ingest s':>9} {'cpu s':>8} {'work/fn':>7} "
-          f"{'peak MiB':>8}  family notes")
+    print(
+        "(ingest s: wall seconds of the release that runs the matcher; cpu s: its CPU seconds;"
+        " work/fn: the matcher's comparisons per function, load-independent)"
+    )
+    print(
+        f"{'functions':>9}  {'family KB':>9} {'ingest s':>9} {'cpu s':>8} {'work/fn':>7} "
+        f"{'peak MiB':>8}  {'normal KB':>9} {'ingest s':>9} {'cpu s':>8} {'work/fn':>7} "
+        f"{'peak MiB':>8}  family notes"
+    )
     for count in sizes:
-        fam, norm = measure("family", count, timeout=timeout), measure("normal", count,
-                                                                      timeout=timeout)
+        fam, norm = (
+            measure("family", count, timeout=timeout),
+            measure("normal", count, timeout=timeout),
+        )
 
         def cols(r: dict, count: int = count) -> str:
             if "error" in r:
                 return f"{'-':>9} {r['error'][:36]:>36}"
-            return (f"{r['bytes'] / 1024:9.0f} {r['second']:9.2f} {r['cpu']:8.2f} "
-                    f"{r['work'] / (2 * count):7.1f} {r['peak_rss_mib']:8.0f}")
+            return (
+                f"{r['bytes'] / 1024:9.0f} {r['second']:9.2f} {r['cpu']:8.2f} "
+                f"{r['work'] / (2 * count):7.1f} {r['peak_rss_mib']:8.0f}"
+            )
 
         notes = "; ".join(fam.get("notes") or []) or ("-" if "error" not in fam else "")
         print(f"{count:>9,}  {cols(fam)}  {cols(norm)}  {notes}", flush=True)
@@ -426,16 +460,21 @@ def growth(sizes: tuple[int, ...], oracle_at: int | None, timeout: float) -> Non
             if "error" in r:
                 print(f"oracle match at {oracle_at:,} functions ({kind}): {r['error']}")
             else:
-                print(f"oracle match at {oracle_at:,} functions ({kind}): {r['oracle']:.2f} s, "
-                      f"{r['oracle_named']:,} names written")
+                print(
+                    f"oracle match at {oracle_at:,} functions ({kind}): {r['oracle']:.2f} s, "
+                    f"{r['oracle_named']:,} names written"
+                )
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--smoke", action="store_true", help="tiny sizes, no corpus")
     ap.add_argument("--count", type=int, default=262_144, help="i32.const addresses")
-    ap.add_argument("--sizes", type=lambda v: tuple(int(x) for x in v.split(",")),
-                    help="matcher family sizes (default 1000,2000,4000,10000,100000)")
+    ap.add_argument(
+        "--sizes",
+        type=lambda v: tuple(int(x) for x in v.split(",")),
+        help="matcher family sizes (default 1000,2000,4000,10000,100000)",
+    )
     ap.add_argument("--only", choices=("strings", "matcher"), help="run one benchmark only")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per measurement")
     args = ap.parse_args(argv)

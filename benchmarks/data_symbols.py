@@ -61,8 +61,10 @@ from kbtool.services.ingest import ingest_file  # noqa: E402
 
 CORPUS = Path(os.environ.get("KBTOOL_CORPUS", "/work/shared/corpus"))
 SMOKE_MODULE = "gt/zstd-1.5.6.Os.stripped.wasm"
-BIG = {"lightningcss": "release/lightningcss-wasm-1.29.1.wasm",
-       "onnxruntime": "release/onnxruntime-web-1.20.1.ort-wasm-simd-threaded.wasm"}
+BIG = {
+    "lightningcss": "release/lightningcss-wasm-1.29.1.wasm",
+    "onnxruntime": "release/onnxruntime-web-1.20.1.ort-wasm-simd-threaded.wasm",
+}
 _INT = re.compile(r"(?<![\w.])(0x[0-9a-fA-F]+|\d+)(?![\w.])")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _COMMENT = re.compile(r"/\*.*?\*/")
@@ -91,8 +93,9 @@ _NUMERIC_BEFORE = re.compile(r"(?:[*/%&|^]|<<|>>) \(*$")
 _NUMERIC_AFTER = re.compile(r"^\)* (?:[*/%&|^]|<<|>>) ")
 
 
-def count_refs(c: str, labels: set[str], spans: list[tuple[int, int]],
-               numbers: list[int] | None = None) -> tuple[int, int]:
+def count_refs(
+    c: str, labels: set[str], spans: list[tuple[int, int]], numbers: list[int] | None = None
+) -> tuple[int, int]:
     """(named, bare) data references in one function's C: a data label, or a bare integer
     inside a data item (a string note after it makes it named). ``numbers``, when given,
     gets the count of bare integers that are an operand of ``* / % & | ^ << >>`` (a factor,
@@ -103,7 +106,10 @@ def count_refs(c: str, labels: set[str], spans: list[tuple[int, int]],
     named = bare = 0
     for line in c.splitlines():
         s = line.strip()
-        if s.startswith(("#", "enum {", "/*", "extern", "int32_t ", "int64_t ")) and "(" not in s[:3]:
+        if (
+            s.startswith(("#", "enum {", "/*", "extern", "int32_t ", "int64_t "))
+            and "(" not in s[:3]
+        ):
             if s.startswith(("#", "enum {", "/*", "extern")):
                 continue
         notes = _COMMENT.findall(line)
@@ -114,13 +120,15 @@ def count_refs(c: str, labels: set[str], spans: list[tuple[int, int]],
             v = int(t, 16) if t[:2].lower() == "0x" else int(t)
             k = bisect.bisect_right(starts, v) - 1
             if v >= 1024 and k >= 0 and v < spans[k][1]:
-                rest = code[m.end():m.end() + 3]
+                rest = code[m.end() : m.end() + 3]
                 if notes and rest.strip().startswith("") and any('"' in n for n in notes):
                     named += 1  # `1024 /* "text" */`: a string note
                 else:
                     bare += 1
-                    if numbers is not None and (_NUMERIC_BEFORE.search(code[max(0, m.start() - 6):m.start()])
-                                                or _NUMERIC_AFTER.match(code[m.end():m.end() + 6])):
+                    if numbers is not None and (
+                        _NUMERIC_BEFORE.search(code[max(0, m.start() - 6) : m.start()])
+                        or _NUMERIC_AFTER.match(code[m.end() : m.end() + 6])
+                    ):
                         numbers[0] += 1
     return named, bare
 
@@ -144,23 +152,25 @@ def access_forms(c: str, labels: set[str]) -> dict[str, int]:
             while k < len(code) and depth:
                 depth += {"(": 1, ")": -1}.get(code[k], 0)
                 k += 1
-            if any(w in labels for w in _IDENT.findall(code[m.end():k])):
+            if any(w in labels for w in _IDENT.findall(code[m.end() : k])):
                 out["raw"] += 1
         for m in _IDENT.finditer(code):
             w = m.group(0)
-            if w not in labels or code[max(0, m.start() - 5):m.start()] == "ADDR(":
+            if w not in labels or code[max(0, m.start() - 5) : m.start()] == "ADDR(":
                 continue
-            nxt = code[m.end():m.end() + 1]
+            nxt = code[m.end() : m.end() + 1]
             if nxt == "[":
                 out["index"] += 1
-            elif nxt == "." and code[m.end() + 1:m.end() + 2].isalpha():
+            elif nxt == "." and code[m.end() + 1 : m.end() + 2].isalpha():
                 out["field"] += 1
             elif w in objects:
                 out["whole"] += 1
     return out
 
 
-def named_share(db: Path, sample: int, spans: list[tuple[int, int]] | None = None) -> tuple[int, int, list]:
+def named_share(
+    db: Path, sample: int, spans: list[tuple[int, int]] | None = None
+) -> tuple[int, int, list]:
     conn = open_ro(str(db))
     try:
         info = dm_store.model_info(conn, 1)
@@ -169,8 +179,12 @@ def named_share(db: Path, sample: int, spans: list[tuple[int, int]] | None = Non
             items, _ = dm_store.list_items(conn, 1, limit=10_000_000)
             labels = {i["label"] for i in items}
             spans = [(i["address"], i["address"] + max(1, i["size"])) for i in items]
-        funcs = [r[0] for r in conn.execute(
-            "SELECT idx FROM functions WHERE version_id = 1 AND imported = 0 ORDER BY idx")]
+        funcs = [
+            r[0]
+            for r in conn.execute(
+                "SELECT idx FROM functions WHERE version_id = 1 AND imported = 0 ORDER BY idx"
+            )
+        ]
         step = max(1, len(funcs) // sample)
         named = bare = 0
         objs = {i["label"] for i in items if not i.get("text")} if info is not None else set()
@@ -193,9 +207,13 @@ def named_share(db: Path, sample: int, spans: list[tuple[int, int]] | None = Non
 
 
 def corpus_share(modules: list[str], sample: int, tmp: Path) -> None:
-    print("1. data references in the lifted C shown as a name or a string"
-          f" ({sample} functions per module)")
-    print(f"   {'module':58} {'before':>8} {'after':>8} {'named':>7} {'bare':>6} {'ingest+analyze s':>16}")
+    print(
+        "1. data references in the lifted C shown as a name or a string"
+        f" ({sample} functions per module)"
+    )
+    print(
+        f"   {'module':58} {'before':>8} {'after':>8} {'named':>7} {'bare':>6} {'ingest+analyze s':>16}"
+    )
     for rel in modules:
         wasm = CORPUS / rel
         after_db, secs = kb_of(wasm, tmp)
@@ -207,12 +225,16 @@ def corpus_share(modules: list[str], sample: int, tmp: Path) -> None:
         share = 100.0 * n / max(1, n + b)
         share0 = 100.0 * n0 / max(1, n0 + b0)
         print(f"   {rel:58} {share0:7.1f}% {share:7.1f}% {n:7d} {b:6d} {secs:16.1f}")
-        print(f"   {'':58} without the {nums} bare integers that are factors, masks or shift counts:"
-              f" {100.0 * n / max(1, n + b - nums):.1f}%")
+        print(
+            f"   {'':58} without the {nums} bare integers that are factors, masks or shift counts:"
+            f" {100.0 * n / max(1, n + b - nums):.1f}%"
+        )
         obj = forms["index"] + forms["field"] + forms["whole"]
-        print(f"   {'':58} data accesses as objects {obj} of {obj + forms['raw']}: label[i] {forms['index']},"
-              f" label.field {forms['field']}, whole item {forms['whole']}; raw *(T *)(M + ..label..)"
-              f" {forms['raw']}")
+        print(
+            f"   {'':58} data accesses as objects {obj} of {obj + forms['raw']}: label[i] {forms['index']},"
+            f" label.field {forms['field']}, whole item {forms['whole']}; raw *(T *)(M + ..label..)"
+            f" {forms['raw']}"
+        )
         for p in (after_db, before_db):
             p.unlink(missing_ok=True)
 
@@ -252,10 +274,22 @@ int main(int argc, char **argv) {
   return 0;
 }
 """
-C_LITERALS = ["twice", "negate", "square", "crimson", "teal", "amber", "violet", "olive",
-              "unknown operation: %s\n", "result of %s(%d) is %d", "colour of the day: %s\n",
-              "table entry %d, total %lld\n", "giving up after a bad operation",
-              "all operations finished without error"]
+C_LITERALS = [
+    "twice",
+    "negate",
+    "square",
+    "crimson",
+    "teal",
+    "amber",
+    "violet",
+    "olive",
+    "unknown operation: %s\n",
+    "result of %s(%d) is %d",
+    "colour of the day: %s\n",
+    "table entry %d, total %lld\n",
+    "giving up after a bad operation",
+    "all operations finished without error",
+]
 
 
 def clang_build(src: Path, out: Path, *extra: str) -> bool:
@@ -266,10 +300,15 @@ def clang_build(src: Path, out: Path, *extra: str) -> bool:
     # link, which drops the name section the truth comes from
     obj = out.with_suffix(".o")
     base = [clang, "--target=wasm32-wasi", "--sysroot=/usr"]
-    r = subprocess.run([*base, "-O2", "-c", "-o", str(obj), str(src)], capture_output=True, text=True)
+    r = subprocess.run(
+        [*base, "-O2", "-c", "-o", str(obj), str(src)], capture_output=True, text=True
+    )
     if r.returncode == 0:
-        r = subprocess.run([*base, "-o", str(out), str(obj), "-Wl,--no-gc-sections", *extra],
-                           capture_output=True, text=True)
+        r = subprocess.run(
+            [*base, "-o", str(out), str(obj), "-Wl,--no-gc-sections", *extra],
+            capture_output=True,
+            text=True,
+        )
     if r.returncode != 0:
         print("   clang failed:", r.stderr.strip().splitlines()[-1:] or r.returncode)
         return False
@@ -295,7 +334,7 @@ def name_section_globals(data: bytes) -> dict[int, str]:
                 for _ in range(n):
                     idx, q = read_uleb(b, q, end)
                     ln, q = read_uleb(b, q, end)
-                    out[idx] = b[q:q + ln].decode("utf-8", "replace")
+                    out[idx] = b[q : q + ln].decode("utf-8", "replace")
                     q += ln
             p = end
     return out
@@ -314,7 +353,7 @@ def strip_names(data: bytes) -> bytes:
             k = start - 1
             while k > 0 and out[k - 1] & 0x80:
                 k -= 1
-            del out[k - 1:c.offset + len(c.data)]
+            del out[k - 1 : c.offset + len(c.data)]
     return bytes(out)
 
 
@@ -338,22 +377,31 @@ def precision(tmp: Path) -> None:
     model = build_data_model(a, stripped, stack_pointer=stack_pointer_global(a, stripped))
     written = {g.index: g.name for g in model.globals if g.name}
     right = sum(1 for i, n in written.items() if truth_globals.get(i) == n)
-    print(f"   global names: {right}/{len(written)} written names right"
-          f" ({100.0 * right / max(1, len(written)):.1f}%), {len(truth_globals)} globals in the truth")
+    print(
+        f"   global names: {right}/{len(written)} written names right"
+        f" ({100.0 * right / max(1, len(written)):.1f}%), {len(truth_globals)} globals in the truth"
+    )
 
     gt_right = gt_written = 0
     for m in json.loads((CORPUS / "MANIFEST.json").read_text())["modules"]:
-        if m["role"] != "stripped" or not (CORPUS / m["file"].replace(".stripped.", ".named.")).exists():
+        if (
+            m["role"] != "stripped"
+            or not (CORPUS / m["file"].replace(".stripped.", ".named.")).exists()
+        ):
             continue
-        truth = name_section_globals((CORPUS / m["file"].replace(".stripped.", ".named.")).read_bytes())
+        truth = name_section_globals(
+            (CORPUS / m["file"].replace(".stripped.", ".named.")).read_bytes()
+        )
         sd = (CORPUS / m["file"]).read_bytes()
         sa = analyze_module(sd)
         sm = build_data_model(sa, sd, stack_pointer=stack_pointer_global(sa, sd))
         w = {g.index: g.name for g in sm.globals if g.name}
         gt_written += len(w)
         gt_right += sum(1 for i, n in w.items() if truth.get(i) == n)
-    print(f"   global names on the corpus gt pairs (named build's name section):"
-          f" {gt_right}/{gt_written} right ({100.0 * gt_right / max(1, gt_written):.1f}%)")
+    print(
+        f"   global names on the corpus gt pairs (named build's name section):"
+        f" {gt_right}/{gt_written} right ({100.0 * gt_right / max(1, gt_written):.1f}%)"
+    )
 
     # data symbols: the --export-all build exports each as an i32 global holding its address
     from kbtool.wasm import parse_module
@@ -366,20 +414,30 @@ def precision(tmp: Path) -> None:
             if isinstance(init, int):
                 symbols[e.name] = init
     ea = analyze_module(exported.read_bytes())
-    emodel = build_data_model(ea, exported.read_bytes(), stack_pointer=stack_pointer_global(ea, exported.read_bytes()))
+    emodel = build_data_model(
+        ea, exported.read_bytes(), stack_pointer=stack_pointer_global(ea, exported.read_bytes())
+    )
     starts = {i.address for i in emodel.items}
     refd = {r.target for r in emodel.refs if r.target_kind == "data"}
-    mine = {n: a for n, a in symbols.items() if n in ("ops", "colours", "counters", "big_total", "table", "scratch")}
+    mine = {
+        n: a
+        for n, a in symbols.items()
+        if n in ("ops", "colours", "counters", "big_total", "table", "scratch")
+    }
     hit = sum(1 for a in mine.values() if a in starts)
-    print(f"   data symbols of the program: {hit}/{len(mine)} start a data item"
-          f" ({', '.join(f'{n}@0x{a:x}' + ('' if a in starts else ' MISSED') for n, a in sorted(mine.items()))})")
+    print(
+        f"   data symbols of the program: {hit}/{len(mine)} start a data item"
+        f" ({', '.join(f'{n}@0x{a:x}' + ('' if a in starts else ' MISSED') for n, a in sorted(mine.items()))})"
+    )
     strings = [i for i in model.items if i.kind == "cstring" and i.text]
     ours = [i for i in strings if any(i.text in lit or lit in i.text for lit in C_LITERALS)]
     exact = [i for i in ours if i.text in C_LITERALS]
     found = {lit for lit in C_LITERALS if any(i.text == lit for i in strings)}
-    print(f"   string items of the program's literals: {len(exact)}/{len(ours)} exact"
-          f" ({100.0 * len(exact) / max(1, len(ours)):.1f}%); literals recovered"
-          f" {len(found)}/{len(C_LITERALS)}; {len(strings)} C strings in all, {len(refd)} referenced addresses")
+    print(
+        f"   string items of the program's literals: {len(exact)}/{len(ours)} exact"
+        f" ({100.0 * len(exact) / max(1, len(ours)):.1f}%); literals recovered"
+        f" {len(found)}/{len(C_LITERALS)}; {len(strings)} C strings in all, {len(refd)} referenced addresses"
+    )
     wrong = [i.text for i in ours if i.text not in C_LITERALS]
     if wrong:
         print("   not exact:", "; ".join(repr(t)[:60] for t in wrong[:6]))
@@ -387,8 +445,24 @@ def precision(tmp: Path) -> None:
 
 # ------------------------------------------------------------------ 3. Go
 
-GO_WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india",
-            "juliet", "kilo", "lima", "mike", "november", "oscar", "papa"]
+GO_WORDS = [
+    "alpha",
+    "bravo",
+    "charlie",
+    "delta",
+    "echo",
+    "foxtrot",
+    "golf",
+    "hotel",
+    "india",
+    "juliet",
+    "kilo",
+    "lima",
+    "mike",
+    "november",
+    "oscar",
+    "papa",
+]
 
 
 def go_program(n: int) -> tuple[str, dict[str, str]]:
@@ -398,10 +472,15 @@ def go_program(n: int) -> tuple[str, dict[str, str]]:
         words = " ".join(GO_WORDS[(k * 7 + j) % len(GO_WORDS)] for j in range(1 + k % 6))
         lit = f"literal {k:03d}: {words}"
         lits[f"main.say{k:03d}"] = lit
-        funcs.append(f"//go:noinline\nfunc say{k:03d}(w io.Writer) {{ fmt.Fprintln(w, \"{lit}\") }}\n")
+        funcs.append(
+            f'//go:noinline\nfunc say{k:03d}(w io.Writer) {{ fmt.Fprintln(w, "{lit}") }}\n'
+        )
     calls = "\n".join(f"\tsay{k:03d}(os.Stdout)" for k in range(n))
-    src = ("package main\n\nimport (\n\t\"fmt\"\n\t\"io\"\n\t\"os\"\n)\n\n" + "".join(funcs)
-           + f"\nfunc main() {{\n{calls}\n}}\n")
+    src = (
+        'package main\n\nimport (\n\t"fmt"\n\t"io"\n\t"os"\n)\n\n'
+        + "".join(funcs)
+        + f"\nfunc main() {{\n{calls}\n}}\n"
+    )
     return src, lits
 
 
@@ -419,9 +498,16 @@ def go_recovery(tmp: Path, n: int = 120) -> None:
     src, lits = go_program(n)
     (d / "main.go").write_text(src)
     (d / "go.mod").write_text("module golits\n\ngo 1.21\n")
-    env = dict(os.environ, GOOS="js", GOARCH="wasm", CGO_ENABLED="0",
-               GOCACHE=os.environ.get("GOCACHE", "/tmp/kbtool-go-cache"))
-    r = subprocess.run(["go", "build", "-o", "golits.wasm", "."], cwd=d, env=env, capture_output=True, text=True)
+    env = dict(
+        os.environ,
+        GOOS="js",
+        GOARCH="wasm",
+        CGO_ENABLED="0",
+        GOCACHE=os.environ.get("GOCACHE", "/tmp/kbtool-go-cache"),
+    )
+    r = subprocess.run(
+        ["go", "build", "-o", "golits.wasm", "."], cwd=d, env=env, capture_output=True, text=True
+    )
     if r.returncode != 0:
         print("   go build failed:", r.stderr.strip()[:200])
         return
@@ -440,12 +526,17 @@ def go_recovery(tmp: Path, n: int = 120) -> None:
             continue
         separate += 1
         it = items[0]
-        users = {names.get(rf.func_index) for rf in model.refs
-                 if rf.target_kind == "data" and it.address <= rf.target < it.address + max(1, it.size)}
+        users = {
+            names.get(rf.func_index)
+            for rf in model.refs
+            if rf.target_kind == "data" and it.address <= rf.target < it.address + max(1, it.size)
+        }
         if fn in users:
             with_xref += 1
-    print(f"   separate items: {separate}/{n} ({100.0 * separate / n:.1f}%);"
-          f" with an xref from the function using it: {with_xref}/{n} ({100.0 * with_xref / n:.1f}%)")
+    print(
+        f"   separate items: {separate}/{n} ({100.0 * separate / n:.1f}%);"
+        f" with an xref from the function using it: {with_xref}/{n} ({100.0 * with_xref / n:.1f}%)"
+    )
 
 
 # ------------------------------------------------------------------ 4. latency
@@ -474,48 +565,73 @@ print(json.dumps({"seconds": secs, "cpu": ru.ru_utime + ru.ru_stime,
 def ingest_ab(files: list[Path], tmp: Path, rounds: int) -> None:
     """Each module ingested ``rounds`` times with the data model and without it (the build
     replaced by a no-op), alternating: what the model costs at ingest."""
-    print("6. ingest without / with the data model (child processes, alternating; CPU user+sys"
-          " with workers)")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    print(
+        "6. ingest without / with the data model (child processes, alternating; CPU user+sys"
+        " with workers)"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
+    }
     for f in files:
         got: dict[str, list[dict]] = {"off": [], "on": []}
         for k in range(2 * rounds):
             mode = "off" if k % 2 == 0 else "on"
             db = tmp / f"{f.stem}.ab{k}.db"
-            out = subprocess.run([sys.executable, "-c", INGEST_CHILD, str(f), str(db), mode],
-                                 capture_output=True, text=True, check=True, env=env)
+            out = subprocess.run(
+                [sys.executable, "-c", INGEST_CHILD, str(f), str(db), mode],
+                capture_output=True,
+                text=True,
+                check=True,
+                env=env,
+            )
             got[mode].append(json.loads(out.stdout.strip().splitlines()[-1]))
             db.unlink(missing_ok=True)
-        med = {m: {x: statistics.median(r[x] for r in rs) for x in ("seconds", "cpu_all", "peak_mib")}
-               for m, rs in got.items()}
+        med = {
+            m: {x: statistics.median(r[x] for r in rs) for x in ("seconds", "cpu_all", "peak_mib")}
+            for m, rs in got.items()
+        }
         off, on = med["off"], med["on"]
-        print(f"   {f.name}: CPU {off['cpu_all']:.2f} -> {on['cpu_all']:.2f} s"
-              f" (x{on['cpu_all'] / off['cpu_all']:.2f}), wall {off['seconds']:.2f} ->"
-              f" {on['seconds']:.2f} s, peak {off['peak_mib']:.0f} -> {on['peak_mib']:.0f} MiB"
-              f" (median of {rounds})")
+        print(
+            f"   {f.name}: CPU {off['cpu_all']:.2f} -> {on['cpu_all']:.2f} s"
+            f" (x{on['cpu_all'] / off['cpu_all']:.2f}), wall {off['seconds']:.2f} ->"
+            f" {on['seconds']:.2f} s, peak {off['peak_mib']:.0f} -> {on['peak_mib']:.0f} MiB"
+            f" (median of {rounds})"
+        )
 
 
 def ingest_figures(files: list[Path], tmp: Path, rounds: int) -> None:
     print("5. ingest with the data model (fresh KB, child process; no kbtool analyze)")
     for f in files:
         db = tmp / (f.stem + ".ingest.db")
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
-        out = subprocess.run([sys.executable, "-c", INGEST_CHILD, str(f), str(db)],
-                             capture_output=True, text=True, check=True, env=env)
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(
+                p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p
+            ),
+        }
+        out = subprocess.run(
+            [sys.executable, "-c", INGEST_CHILD, str(f), str(db)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
+        )
         r = json.loads(out.stdout.strip().splitlines()[-1])
         d = r["data"]
-        print(f"   {f.name}: {r['functions']:,} functions, {r['instructions']:,} instructions;"
-              f" ingest {r['seconds']:.2f} s (CPU of the ingesting process {r['cpu']:.2f} s,"
-              f" decode workers apart), of which the data model {d['seconds']:.2f} s"
-              f" ({100 * d['seconds'] / r['seconds']:.0f} %; CPU {d['cpu_seconds']:.2f} s):"
-              f" {d['items']:,} items, {d['refs']:,} refs, {d['globals']} globals")
+        print(
+            f"   {f.name}: {r['functions']:,} functions, {r['instructions']:,} instructions;"
+            f" ingest {r['seconds']:.2f} s (CPU of the ingesting process {r['cpu']:.2f} s,"
+            f" decode workers apart), of which the data model {d['seconds']:.2f} s"
+            f" ({100 * d['seconds'] / r['seconds']:.0f} %; CPU {d['cpu_seconds']:.2f} s):"
+            f" {d['items']:,} items, {d['refs']:,} refs, {d['globals']} globals"
+        )
         latency(str(f), tmp, rounds, db=db, secs=r["seconds"])
 
 
-def latency(rel: str, tmp: Path, rounds: int, *, db: Path | None = None,
-            secs: float | None = None) -> None:
+def latency(
+    rel: str, tmp: Path, rounds: int, *, db: Path | None = None, secs: float | None = None
+) -> None:
     if db is None:
         db, secs = kb_of(CORPUS / rel, tmp)
     conn = open_ro(str(db))
@@ -524,10 +640,16 @@ def latency(rel: str, tmp: Path, rounds: int, *, db: Path | None = None,
         gl = dm_store.globals_of(conn, 1)
         strings, _ = dm_store.list_items(conn, 1, kinds=("cstring",), limit=200)
         items, _ = dm_store.list_items(conn, 1, limit=400)
-        names = list(dm_store.function_names_for(conn, 1, range(0, funcs, max(1, funcs // 50))).values())
-        targets = ([f"g:{g['index']}" for g in gl[:20]] + [hex(i["address"]) for i in items[::8]]
-                   + ['"' + s["text"][:20] for s in strings[::4] if s["text"]]
-                   + [f"#{k}" for k in range(0, funcs, max(1, funcs // 40))] + names[:40])
+        names = list(
+            dm_store.function_names_for(conn, 1, range(0, funcs, max(1, funcs // 50))).values()
+        )
+        targets = (
+            [f"g:{g['index']}" for g in gl[:20]]
+            + [hex(i["address"]) for i in items[::8]]
+            + ['"' + s["text"][:20] for s in strings[::4] if s["text"]]
+            + [f"#{k}" for k in range(0, funcs, max(1, funcs // 40))]
+            + names[:40]
+        )
         times = []
         for _ in range(rounds):
             for t in targets:
@@ -541,15 +663,23 @@ def latency(rel: str, tmp: Path, rounds: int, *, db: Path | None = None,
         conn.close()
     times.sort()
     p95 = times[min(len(times) - 1, int(len(times) * 0.95))]
-    print(f"4. xrefs latency on {Path(rel).name} ({funcs:,} functions;"
-          f" {'ingest' if db.name.endswith('.ingest.db') else 'ingest+analyze'} {secs:.1f} s)")
-    print(f"   services.data.xrefs: {len(times)} calls, p50 {statistics.median(times):.2f} ms,"
-          f" p95 {p95:.2f} ms, max {times[-1]:.2f} ms")
+    print(
+        f"4. xrefs latency on {Path(rel).name} ({funcs:,} functions;"
+        f" {'ingest' if db.name.endswith('.ingest.db') else 'ingest+analyze'} {secs:.1f} s)"
+    )
+    print(
+        f"   services.data.xrefs: {len(times)} calls, p50 {statistics.median(times):.2f} ms,"
+        f" p95 {p95:.2f} ms, max {times[-1]:.2f} ms"
+    )
     cli = []
     for t in (targets[0], targets[-1]):
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "kbtool", "--db", str(db), "xrefs", "1", t, "--json"],
-                       capture_output=True, text=True, check=False)
+        subprocess.run(
+            [sys.executable, "-m", "kbtool", "--db", str(db), "xrefs", "1", t, "--json"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         cli.append((time.perf_counter() - t0) * 1000)
     print(f"   kbtool xrefs process (start to exit): {', '.join(f'{x:.0f} ms' for x in cli)}")
 
@@ -559,12 +689,24 @@ def main() -> None:
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--sample", type=int, default=300, help="functions lifted per module")
     ap.add_argument("--big", choices=sorted(BIG), default="lightningcss")
-    ap.add_argument("--modules", nargs="*", help="corpus paths (default: every stripped/release module)")
-    ap.add_argument("--skip", nargs="*", default=[], choices=["share", "precision", "go", "latency"])
-    ap.add_argument("--ingest", nargs="*", type=Path, default=[],
-                    help="modules to ingest (no analyze): ingest time, the data model's share, xrefs latency")
-    ap.add_argument("--compare", action="store_true",
-                    help="with --ingest: each module also ingested without the data model (A/B)")
+    ap.add_argument(
+        "--modules", nargs="*", help="corpus paths (default: every stripped/release module)"
+    )
+    ap.add_argument(
+        "--skip", nargs="*", default=[], choices=["share", "precision", "go", "latency"]
+    )
+    ap.add_argument(
+        "--ingest",
+        nargs="*",
+        type=Path,
+        default=[],
+        help="modules to ingest (no analyze): ingest time, the data model's share, xrefs latency",
+    )
+    ap.add_argument(
+        "--compare",
+        action="store_true",
+        help="with --ingest: each module also ingested without the data model (A/B)",
+    )
     args = ap.parse_args()
     manifest = json.loads((CORPUS / "MANIFEST.json").read_text())
     modules = args.modules or [m["file"] for m in manifest["modules"] if m["role"] != "named"]

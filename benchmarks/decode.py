@@ -85,8 +85,10 @@ def _compare(data: bytes, runs: int) -> str:
             dt = time.perf_counter() - t
             best[name] = min(best.get(name, dt), dt)
     same = "identical" if res["pure"] == res["compiled"] else "DIFFERENT"
-    return (f"decode loop alone: pure {best['pure']:.2f} s, compiled {best['compiled']:.2f} s "
-            f"({best['pure'] / best['compiled']:.2f}x faster); facts {same}")
+    return (
+        f"decode loop alone: pure {best['pure']:.2f} s, compiled {best['compiled']:.2f} s "
+        f"({best['pure'] / best['compiled']:.2f}x faster); facts {same}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

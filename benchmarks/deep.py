@@ -152,37 +152,62 @@ def _resume(db: Path, vid: int, indices: list[int], latency: float) -> dict:
 
     from testkit.llm_server import FakeLLMServer
 
-    cmd = [sys.executable, "-m", "kbtool.cli", "deep", str(vid), "--backend", "provider_b",
-           "--json", "--db", str(db)] + [a for i in indices for a in ("-f", str(i))]
+    cmd = [
+        sys.executable,
+        "-m",
+        "kbtool.cli",
+        "deep",
+        str(vid),
+        "--backend",
+        "provider_b",
+        "--json",
+        "--db",
+        str(db),
+    ] + [a for i in indices for a in ("-f", str(i))]
 
     def env(srv: FakeLLMServer) -> dict:
-        return {**os.environ, "PROVIDER_B_API_KEY": "bench-key",
-                "PROVIDER_B_BASE_URL": srv.url + "/v1", "PROVIDER_B_MODEL": "fake-canned",
-                "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
+        return {
+            **os.environ,
+            "PROVIDER_B_API_KEY": "bench-key",
+            "PROVIDER_B_BASE_URL": srv.url + "/v1",
+            "PROVIDER_B_MODEL": "fake-canned",
+            "NO_PROXY": "127.0.0.1,localhost",
+            "no_proxy": "127.0.0.1,localhost",
+        }
 
     with FakeLLMServer(delay=max(latency, 0.05)) as srv:
-        proc = subprocess.Popen(cmd, env=env(srv), cwd=ROOT, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            cmd, env=env(srv), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         t0 = time.monotonic()
-        while (len(srv.requests) < len(indices) // 2 and proc.poll() is None
-               and time.monotonic() - t0 < 600):
+        while (
+            len(srv.requests) < len(indices) // 2
+            and proc.poll() is None
+            and time.monotonic() - t0 < 600
+        ):
             time.sleep(0.01)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         sent1 = len(srv.requests)
     conn = open_rw(db)
     try:
-        kept = conn.execute("SELECT COUNT(*) FROM agent_answers WHERE variant = 'deep'"
-                            ).fetchone()[0]
+        kept = conn.execute("SELECT COUNT(*) FROM agent_answers WHERE variant = 'deep'").fetchone()[
+            0
+        ]
         recorded = len(set(queries.deep_done(conn, vid)) & set(indices))
     finally:
         conn.close()
     with FakeLLMServer() as srv:
         done = subprocess.run(cmd, env=env(srv), cwd=ROOT, capture_output=True, text=True)
         sent2 = len(srv.requests)
-    return {"killed_after_sent": sent1, "answers_kept": kept, "records_written": recorded,
-            "rerun_sent": sent2, "unanswered": len(indices) - kept,
-            "rerun_ok": done.returncode == 0}
+    return {
+        "killed_after_sent": sent1,
+        "answers_kept": kept,
+        "records_written": recorded,
+        "rerun_sent": sent2,
+        "unanswered": len(indices) - kept,
+        "rerun_ok": done.returncode == 0,
+    }
 
 
 def _pct(a: int | None, b: int) -> str:

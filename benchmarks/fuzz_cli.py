@@ -26,8 +26,12 @@ import time
 from pathlib import Path
 
 CLI = [sys.executable, "-m", "kbtool.cli"]
-WRITERS = [("export", "1", "-o"), ("export", "1", "--wasm"), ("code", "1", "--all", "-o"),
-           ("code", "1", "--all", "--wasm", "-o")]
+WRITERS = [
+    ("export", "1", "-o"),
+    ("export", "1", "--wasm"),
+    ("code", "1", "--all", "-o"),
+    ("code", "1", "--all", "--wasm", "-o"),
+]
 OLD = "the old content\n"
 
 
@@ -35,15 +39,23 @@ def _sha(p: Path) -> str:
     return hashlib.sha256(p.read_bytes()).hexdigest()
 
 
-def _run(args: list[str], cwd: Path, limit: int | None = None, env: dict | None = None,
-         stdin=None) -> subprocess.CompletedProcess:
+def _run(
+    args: list[str], cwd: Path, limit: int | None = None, env: dict | None = None, stdin=None
+) -> subprocess.CompletedProcess:
     def pre() -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
     e = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", **(env or {}))
-    return subprocess.run(CLI + args, cwd=cwd, capture_output=True, timeout=600, env=e,
-                          stdin=stdin, preexec_fn=pre if limit is not None else None)
+    return subprocess.run(
+        CLI + args,
+        cwd=cwd,
+        capture_output=True,
+        timeout=600,
+        env=e,
+        stdin=stdin,
+        preexec_fn=pre if limit is not None else None,
+    )
 
 
 def _clean_error(r: subprocess.CompletedProcess) -> str | None:
@@ -58,7 +70,9 @@ def _children(pid: int) -> set[int]:
     try:
         for t in os.listdir(f"/proc/{pid}/task"):
             try:
-                out.update(int(x) for x in Path(f"/proc/{pid}/task/{t}/children").read_text().split())
+                out.update(
+                    int(x) for x in Path(f"/proc/{pid}/task/{t}/children").read_text().split()
+                )
             except OSError:
                 pass
     except OSError:
@@ -121,7 +135,12 @@ def case_planted_link(kb: Path, work: Path, rng: random.Random) -> str | None:
     d = Path(tempfile.mkdtemp(dir=work))
     victim = d / "victim"
     victim.write_text("precious")
-    for name in (".out.kbtool-tmp", ".out.tmp", "out.tmp", f".out.kbtool-{rng.randint(2, 99999)}-x.tmp"):
+    for name in (
+        ".out.kbtool-tmp",
+        ".out.tmp",
+        "out.tmp",
+        f".out.kbtool-{rng.randint(2, 99999)}-x.tmp",
+    ):
         (d / name).symlink_to(victim)
     r = _run(["--db", str(kb), *writer, "out"], cwd=d)
     if (bad := _clean_error(r)) or r.returncode != 0:
@@ -138,8 +157,13 @@ def case_signal(kb: Path, work: Path, rng: random.Random) -> str | None:
     out = d / "out.c"
     out.write_text(OLD)
     args = CLI + ["--db", str(kb), "code", "1", "--all"] + (["-o", str(out)] if to_file else [])
-    p = subprocess.Popen(args, cwd=d, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    p = subprocess.Popen(
+        args,
+        cwd=d,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"),
+    )
     seen: set[int] = set()
     if sig == signal.SIGINT:  # Ctrl-C while the interpreter still imports is Python's own
         start = time.monotonic() + 30  # traceback (before kbtool runs): wait for the pool
@@ -182,10 +206,18 @@ def case_signal(kb: Path, work: Path, rng: random.Random) -> str | None:
 def case_huge_input(kb: Path, work: Path, rng: random.Random) -> str | None:
     d = Path(tempfile.mkdtemp(dir=work))
     src = rng.choice(["/dev/zero", "/dev/urandom", "random-file", "yes"])
-    cmd = rng.choice([["ingest", "IN", "--label", "h"], ["oracle", "add", "IN"],
-                      ["import-names", "IN"], ["ingest", "WASM", "--label", "h", "--force", "--js", "IN"]])
-    env = {k: str(rng.choice([1, 1000, 1 << 20])) for k in
-           ("KBTOOL_MAX_WASM_BYTES", "KBTOOL_MAX_JS_BYTES", "KBTOOL_MAX_NAMES_BYTES")}
+    cmd = rng.choice(
+        [
+            ["ingest", "IN", "--label", "h"],
+            ["oracle", "add", "IN"],
+            ["import-names", "IN"],
+            ["ingest", "WASM", "--label", "h", "--force", "--js", "IN"],
+        ]
+    )
+    env = {
+        k: str(rng.choice([1, 1000, 1 << 20]))
+        for k in ("KBTOOL_MAX_WASM_BYTES", "KBTOOL_MAX_JS_BYTES", "KBTOOL_MAX_NAMES_BYTES")
+    }
     stdin = None
     feeder = None
     path = src

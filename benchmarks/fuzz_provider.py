@@ -48,24 +48,43 @@ if str(ROOT) not in sys.path:
 
 CLI = [sys.executable, "-m", "kbtool.cli"]
 KINDS = ("trickle", "huge", "huge-chunked", "malformed", "storm-429", "storm-500", "reset")
-DEADLINE = 2.0          # KBTOOL_AGENT_TIMEOUT: seconds, one call, retries included
+DEADLINE = 2.0  # KBTOOL_AGENT_TIMEOUT: seconds, one call, retries included
 MAX_BYTES = 256 * 1024  # KBTOOL_AGENT_MAX_BYTES
-FUNCTIONS = 2           # --max-functions (malformed: one per malformed answer)
-OPINIONS = 2            # a second prompt checks each answer: up to 2 calls per function
+FUNCTIONS = 2  # --max-functions (malformed: one per malformed answer)
+OPINIONS = 2  # a second prompt checks each answer: up to 2 calls per function
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def _envelope(text: str) -> bytes:
-    return json.dumps({"id": "c", "object": "chat.completion", "created": 0, "model": "x",
-                       "choices": [{"index": 0, "finish_reason": "stop",
-                                    "message": {"role": "assistant", "content": text}}],
-                       "usage": {"prompt_tokens": 1, "completion_tokens": 1,
-                                 "total_tokens": 2}}).encode()
+    return json.dumps(
+        {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "x",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": text},
+                }
+            ],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+    ).encode()
 
 
 def _answer(name: Any = "parse_header", **extra: Any) -> str:
-    return json.dumps({"explanation": "e", "name": name, "summary": "s", "confidence": 0.9,
-                       "reasons": ["r"], **extra})
+    return json.dumps(
+        {
+            "explanation": "e",
+            "name": name,
+            "summary": "s",
+            "confidence": 0.9,
+            "reasons": ["r"],
+            **extra,
+        }
+    )
 
 
 def malformed_bodies(rng: random.Random) -> list[tuple[str, bytes]]:
@@ -77,8 +96,7 @@ def malformed_bodies(rng: random.Random) -> list[tuple[str, bytes]]:
         ("no choices", json.dumps({"id": "c", "object": "chat.completion"}).encode()),
         ("deep nesting", b"[" * 100_000 + b"]" * 100_000),
         ("text not json", _envelope("I think this function parses a header.")),
-        ("wrong types", _envelope(json.dumps({"name": ["a"], "confidence": "high",
-                                              "reasons": 7}))),
+        ("wrong types", _envelope(json.dumps({"name": ["a"], "confidence": "high", "reasons": 7}))),
         ("control name", _envelope(_answer("evil\x1b[2J\u202ename"))),
         ("markup name", _envelope(_answer("[bold red]pwned[/bold red]<script>"))),
         ("long name", _envelope(_answer("a" * 10_000))),
@@ -118,8 +136,13 @@ class HostileProvider:
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
-    def _send(self, h: BaseHTTPRequestHandler, code: int, body: bytes,
-              headers: dict[str, str] | None = None) -> None:
+    def _send(
+        self,
+        h: BaseHTTPRequestHandler,
+        code: int,
+        body: bytes,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         h.send_response(code)
         h.send_header("content-type", "application/json")
         for k, v in (headers or {}).items():
@@ -137,7 +160,7 @@ class HostileProvider:
             h.send_header("content-length", str(len(body)))
             h.end_headers()
             for i in range(len(body)):  # about 50 bytes a second: never done in time
-                h.wfile.write(body[i:i + 1])
+                h.wfile.write(body[i : i + 1])
                 h.wfile.flush()
                 time.sleep(0.02)
         elif mode == "huge":
@@ -159,8 +182,12 @@ class HostileProvider:
         elif mode in ("storm-429", "storm-500"):
             code = 429 if mode == "storm-429" else 500
             wait = self.rng.choice(["0", "1", "86400"])
-            self._send(h, code, json.dumps({"error": {"message": "slow down", "type": "rate_limit"}}).encode(),
-                       {"retry-after": wait, "retry-after-ms": str(int(wait) * 1000)})
+            self._send(
+                h,
+                code,
+                json.dumps({"error": {"message": "slow down", "type": "rate_limit"}}).encode(),
+                {"retry-after": wait, "retry-after-ms": str(int(wait) * 1000)},
+            )
         elif mode == "reset":
             h.wfile.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/js")
             h.wfile.flush()
@@ -180,27 +207,51 @@ def _functions(kind: str) -> int:
     return len(malformed_bodies(random.Random(0))) if kind == "malformed" else FUNCTIONS
 
 
-def _run_agent(kb: Path, url: str, cwd: Path, functions: int = FUNCTIONS
-               ) -> tuple[subprocess.CompletedProcess, float, int]:
+def _run_agent(
+    kb: Path, url: str, cwd: Path, functions: int = FUNCTIONS
+) -> tuple[subprocess.CompletedProcess, float, int]:
     """``kbtool agent 2 --backend provider_b`` against ``url``: (result, seconds, peak RSS KiB)."""
-    env = dict(os.environ, PROVIDER_B_API_KEY="fuzz", PROVIDER_B_BASE_URL=url,
-               KBTOOL_AGENT_TIMEOUT=str(DEADLINE), KBTOOL_AGENT_MAX_BYTES=str(MAX_BYTES),
-               PYTHONDONTWRITEBYTECODE="1", COLUMNS="200")
+    env = dict(
+        os.environ,
+        PROVIDER_B_API_KEY="fuzz",
+        PROVIDER_B_BASE_URL=url,
+        KBTOOL_AGENT_TIMEOUT=str(DEADLINE),
+        KBTOOL_AGENT_MAX_BYTES=str(MAX_BYTES),
+        PYTHONDONTWRITEBYTECODE="1",
+        COLUMNS="200",
+    )
     for k in ("PROVIDER_A_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         env.pop(k, None)
-    args = ["--db", str(kb), "agent", "2", "--backend", "provider_b", "--all",
-            "--max-functions", str(functions), "--opinions", str(OPINIONS), "--retries", "2",
-            "--concurrency", "1"]
+    args = [
+        "--db",
+        str(kb),
+        "agent",
+        "2",
+        "--backend",
+        "provider_b",
+        "--all",
+        "--max-functions",
+        str(functions),
+        "--opinions",
+        str(OPINIONS),
+        "--retries",
+        "2",
+        "--concurrency",
+        "1",
+    ]
     t0 = time.monotonic()
-    proc = subprocess.Popen(CLI + args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=env)
+    proc = subprocess.Popen(
+        CLI + args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
     chunks: dict[str, bytes] = {}
 
     def drain(name: str, stream: Any) -> None:
         chunks[name] = stream.read()
 
-    readers = [threading.Thread(target=drain, args=(n, s), daemon=True)
-               for n, s in (("out", proc.stdout), ("err", proc.stderr))]
+    readers = [
+        threading.Thread(target=drain, args=(n, s), daemon=True)
+        for n, s in (("out", proc.stdout), ("err", proc.stderr))
+    ]
     for t in readers:
         t.start()
     watchdog = threading.Timer(600, proc.kill)
@@ -213,8 +264,13 @@ def _run_agent(kb: Path, url: str, cwd: Path, functions: int = FUNCTIONS
     for t in readers:
         t.join()
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return (subprocess.CompletedProcess(proc.args, proc.returncode, chunks.get("out", b""),
-                                        chunks.get("err", b"")), seconds, usage.ru_maxrss)
+    return (
+        subprocess.CompletedProcess(
+            proc.args, proc.returncode, chunks.get("out", b""), chunks.get("err", b"")
+        ),
+        seconds,
+        usage.ru_maxrss,
+    )
 
 
 def _agent_names(kb: Path) -> list[tuple[str, float]]:
@@ -233,12 +289,21 @@ def _check_kb(kb: Path) -> str | None:
         conn.close()
     if not ok:
         return "KB integrity check failed"
-    bad = [(n, c) for n, c in _agent_names(kb)
-           if n is not None and (not IDENT.match(n) or not 0.0 <= float(c) <= 1.0)]
-    return f"agent names that are not identifiers or confidences out of 0..1: {bad[:3]!r}" if bad else None
+    bad = [
+        (n, c)
+        for n, c in _agent_names(kb)
+        if n is not None and (not IDENT.match(n) or not 0.0 <= float(c) <= 1.0)
+    ]
+    return (
+        f"agent names that are not identifiers or confidences out of 0..1: {bad[:3]!r}"
+        if bad
+        else None
+    )
 
 
-def case(kind: str, master: Path, work: Path, rng: random.Random, mem_mb: int) -> tuple[str | None, dict]:
+def case(
+    kind: str, master: Path, work: Path, rng: random.Random, mem_mb: int
+) -> tuple[str | None, dict]:
     """One run of ``kind``: (failure or None, facts)."""
     kb = work / f"{kind}.db"
     shutil.copyfile(master, kb)
@@ -252,9 +317,16 @@ def case(kind: str, master: Path, work: Path, rng: random.Random, mem_mb: int) -
     bound = 30.0 + DEADLINE * functions * OPINIONS * 2
     written = len(_agent_names(kb)) - before
     first = out.strip().splitlines()[0] if out.strip() else ""
-    facts = {"kind": kind, "rc": r.returncode, "seconds": round(seconds, 1),
-             "rss_mb": round(rss_kib / 1024), "requests": srv.requests, "written": written,
-             "said": (err.splitlines()[-1] if r.returncode else first)[:150], "answers": srv.labels}
+    facts = {
+        "kind": kind,
+        "rc": r.returncode,
+        "seconds": round(seconds, 1),
+        "rss_mb": round(rss_kib / 1024),
+        "requests": srv.requests,
+        "written": written,
+        "said": (err.splitlines()[-1] if r.returncode else first)[:150],
+        "answers": srv.labels,
+    }
     if "Traceback" in err:
         return f"{kind}: traceback: {err[-400:]}", facts
     if r.returncode not in (0, 1):
@@ -297,7 +369,9 @@ def run(cases: int, seed: int = 24, mem_mb: int = 1024, kinds: tuple[str, ...] =
             failure, facts = case(kind, master, work, rng, mem_mb)
             runs.append(facts)
             stats[f"provider {kind}"] += 1
-            stats["provider max seconds"] = max(stats["provider max seconds"], int(facts["seconds"] + 0.999))
+            stats["provider max seconds"] = max(
+                stats["provider max seconds"], int(facts["seconds"] + 0.999)
+            )
             stats["provider max rss MB"] = max(stats["provider max rss MB"], facts["rss_mb"])
             if failure:
                 failures.append(failure)
@@ -309,8 +383,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", type=int, default=24)
     ap.add_argument("--seed", type=int, default=24)
     ap.add_argument("--mem-mb", type=int, default=1024, help="peak RSS bound of one kbtool run")
-    ap.add_argument("--kinds", default=",".join(KINDS), help="endpoints to run (default all): "
-                    + ", ".join(KINDS))
+    ap.add_argument(
+        "--kinds",
+        default=",".join(KINDS),
+        help="endpoints to run (default all): " + ", ".join(KINDS),
+    )
     ap.add_argument("--smoke", action="store_true", help="one case of each kind")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
@@ -325,8 +402,10 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(res, indent=1))
     else:
         for f in res["runs"]:
-            print(f"  {f['kind']:<13} rc {f['rc']}  {f['seconds']:>5} s  {f['rss_mb']:>4} MB"
-                  f"  {f['requests']:>2} requests  {f['written']} written  {f['said']}")
+            print(
+                f"  {f['kind']:<13} rc {f['rc']}  {f['seconds']:>5} s  {f['rss_mb']:>4} MB"
+                f"  {f['requests']:>2} requests  {f['written']} written  {f['said']}"
+            )
         print(", ".join(f"{k} {v}" for k, v in sorted(res["stats"].items())))
         for f in res["failures"]:
             print("FAIL", f)

@@ -48,9 +48,15 @@ def cases(size: int) -> list[tuple[str, str]]:
     n = max(1000, size // 20)
     out = [(name, "Z=c.exports;var b={a:$c};" + unit * (size // len(unit))) for name, unit in UNITS]
     out.append(("keys", "Z=c.exports;" + "".join(f"_a{i}=Z.b{i};" for i in range(n))))
-    out.append(("imports", "var b={a:$c};f.instantiateWasm(b,a);var $c={"
-                + "".join(f"a{i}:Y{i}," for i in range(n)) + "};"
-                + "".join(f"Y{i}=_q{i};" for i in range(n // 10))))
+    out.append(
+        (
+            "imports",
+            "var b={a:$c};f.instantiateWasm(b,a);var $c={"
+            + "".join(f"a{i}:Y{i}," for i in range(n))
+            + "};"
+            + "".join(f"Y{i}=_q{i};" for i in range(n // 10)),
+        )
+    )
     out.append(("holders", "".join(f"h{i}=c.exports;_x=h{i}.q;" for i in range(n))))
     out.append(("spaces", "Z=c.exports;" + " " * size + "=Z.a" + " " * size))
     return out
@@ -58,8 +64,11 @@ def cases(size: int) -> list[tuple[str, str]]:
 
 def well_formed(g: GlueNames) -> bool:
     names = [*g.exports.items(), *g.imports.items()]
-    return (all(_IDENT.fullmatch(k) and _IDENT.fullmatch(v) for k, v in names)
-            and len(g.unknown) <= 201 and all(isinstance(u, str) and u for u in g.unknown))
+    return (
+        all(_IDENT.fullmatch(k) and _IDENT.fullmatch(v) for k, v in names)
+        and len(g.unknown) <= 201
+        and all(isinstance(u, str) and u for u in g.unknown)
+    )
 
 
 def main() -> int:
@@ -81,8 +90,10 @@ def main() -> int:
         ok = well_formed(g)
         bad += not ok
         mb = len(js) / 1e6
-        print(f"{name:<28} {mb:6.2f} {secs:9.2f} {mb / max(secs, 1e-9):7.1f} {floor:9.2f}"
-              + ("" if ok else "  MALFORMED RESULT"))
+        print(
+            f"{name:<28} {mb:6.2f} {secs:9.2f} {mb / max(secs, 1e-9):7.1f} {floor:9.2f}"
+            + ("" if ok else "  MALFORMED RESULT")
+        )
     print(f"cases: {len(all_cases)}, malformed: {bad}")
     return 1 if bad else 0
 

@@ -51,7 +51,9 @@ def run(corpus: Path) -> list[dict]:
             kept = conn.execute(
                 "SELECT idx, stable_id, match_method FROM functions WHERE version_id=2 AND match_method != 'new'"
             ).fetchall()
-            total_new = conn.execute("SELECT COUNT(*) FROM functions WHERE version_id=2").fetchone()[0]
+            total_new = conn.execute(
+                "SELECT COUNT(*) FROM functions WHERE version_id=2"
+            ).fetchone()[0]
             conn.close()
         right = wrong = renamed = 0
         wrong_by_method: dict[str, int] = {}
@@ -67,13 +69,21 @@ def run(corpus: Path) -> list[dict]:
                 if was not in new_set and now_ not in old_set:
                     renamed += 1
         reachable = sum(1 for i, n in new_names.items() if n in set(old_names.values()))
-        rows.append({
-            "pair": f"{old} -> {new}", "new_functions": total_new, "kept_identity": len(kept),
-            "precision": right / len(kept) if kept else 0.0,
-            "precision_without_renames": right / (len(kept) - renamed) if len(kept) > renamed else 0.0,
-            "recall": right / reachable if reachable else 0.0,
-            "wrong": wrong, "wrong_by_method": wrong_by_method, "ingest_seconds": round(secs, 2),
-        })
+        rows.append(
+            {
+                "pair": f"{old} -> {new}",
+                "new_functions": total_new,
+                "kept_identity": len(kept),
+                "precision": right / len(kept) if kept else 0.0,
+                "precision_without_renames": right / (len(kept) - renamed)
+                if len(kept) > renamed
+                else 0.0,
+                "recall": right / reachable if reachable else 0.0,
+                "wrong": wrong,
+                "wrong_by_method": wrong_by_method,
+                "ingest_seconds": round(secs, 2),
+            }
+        )
     return rows
 
 
@@ -94,12 +104,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print(f"{'pair':48} {'new':>5} {'kept':>5} {'precision':>9} {'w/o renames':>11} {'recall':>7}"
-          f" {'wrong':>5}  secs")
+    print(
+        f"{'pair':48} {'new':>5} {'kept':>5} {'precision':>9} {'w/o renames':>11} {'recall':>7}"
+        f" {'wrong':>5}  secs"
+    )
     for r in rows:
-        print(f"{r['pair']:48} {r['new_functions']:5} {r['kept_identity']:5} {r['precision']:9.2%}"
-              f" {r['precision_without_renames']:11.2%}"
-              f" {r['recall']:7.2%} {r['wrong']:5}  {r['ingest_seconds']}  {r['wrong_by_method'] or ''}")
+        print(
+            f"{r['pair']:48} {r['new_functions']:5} {r['kept_identity']:5} {r['precision']:9.2%}"
+            f" {r['precision_without_renames']:11.2%}"
+            f" {r['recall']:7.2%} {r['wrong']:5}  {r['ingest_seconds']}  {r['wrong_by_method'] or ''}"
+        )
     return 0
 
 

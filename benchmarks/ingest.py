@@ -52,10 +52,19 @@ print(json.dumps({"seconds": secs, "cpu": cpu, "decoder": active.PATH, "instruct
 
 def kbtool_ingest(path: Path) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
-        out = subprocess.run([sys.executable, "-c", CHILD, str(path), str(Path(tmp) / "kb.db")],
-                             capture_output=True, text=True, check=True, env=env)
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(
+                p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p
+            ),
+        }
+        out = subprocess.run(
+            [sys.executable, "-c", CHILD, str(path), str(Path(tmp) / "kb.db")],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
+        )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -66,7 +75,9 @@ def _timed(cmd: list[str]) -> tuple[float, float] | None:
         return None
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run([exe, *cmd[1:]], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    subprocess.run(
+        [exe, *cmd[1:]], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
+    )
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -94,7 +105,9 @@ def _decoder_path() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--top", type=int, default=2, help="how many of the largest corpus modules")
     ap.add_argument("--all", action="store_true", help="every corpus module")
@@ -110,23 +123,32 @@ def main(argv: list[str] | None = None) -> int:
         mods = sorted(manifest["modules"], key=lambda m: -m["size"])
         mods = [m for m in mods if m["file"].endswith(".wasm")]
         files = [args.corpus / m["file"] for m in (mods if args.all else mods[: args.top])]
-    print(f"decoder: {_decoder_path()}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
-          f"; {os.cpu_count()} cores")
-    print("seconds: wall, then CPU (user+sys; on a busy machine wall also counts the wait for a"
-          " core); x = kbtool over peer (goal: <= 0.5 x objdump, <= 10 x validate)")
-    print(f"{'module':46} {'MB':>5} {'kbtool s':>8} {'MB/s':>5} {'Minstr/s':>8} {'peak MiB':>8}"
-          f" {'cpu s':>6} {'objdump s':>9} {'cpu s':>6} {'validate s':>10} {'cpu s':>6}"
-          f" {'x objdump':>9} {'cpu':>5} {'x validate':>10} {'cpu':>5} decoder")
+    print(
+        f"decoder: {_decoder_path()}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+        f"; {os.cpu_count()} cores"
+    )
+    print(
+        "seconds: wall, then CPU (user+sys; on a busy machine wall also counts the wait for a"
+        " core); x = kbtool over peer (goal: <= 0.5 x objdump, <= 10 x validate)"
+    )
+    print(
+        f"{'module':46} {'MB':>5} {'kbtool s':>8} {'MB/s':>5} {'Minstr/s':>8} {'peak MiB':>8}"
+        f" {'cpu s':>6} {'objdump s':>9} {'cpu s':>6} {'validate s':>10} {'cpu s':>6}"
+        f" {'x objdump':>9} {'cpu':>5} {'x validate':>10} {'cpu':>5} decoder"
+    )
     for f in files:
         mb = f.stat().st_size / 1e6
         k = kbtool_ingest(f)
         o = objdump(f) or (float("nan"), float("nan"))
         v = validate(f) or (float("nan"), float("nan"))
-        print(f"{f.name[:46]:46} {mb:5.1f} {k['seconds']:8.2f} {mb / k['seconds']:5.1f}"
-              f" {k['instructions'] / k['seconds'] / 1e6:8.2f} {k['peak_rss_mib']:8.0f} {k['cpu']:6.2f}"
-              f" {o[0]:9.2f} {o[1]:6.2f} {v[0]:10.2f} {v[1]:6.2f}"
-              f" {_x(k['seconds'], o[0]):9.2f} {_x(k['cpu'], o[1]):5.2f}"
-              f" {_x(k['seconds'], v[0]):10.1f} {_x(k['cpu'], v[1]):5.1f} {k['decoder']}", flush=True)
+        print(
+            f"{f.name[:46]:46} {mb:5.1f} {k['seconds']:8.2f} {mb / k['seconds']:5.1f}"
+            f" {k['instructions'] / k['seconds'] / 1e6:8.2f} {k['peak_rss_mib']:8.0f} {k['cpu']:6.2f}"
+            f" {o[0]:9.2f} {o[1]:6.2f} {v[0]:10.2f} {v[1]:6.2f}"
+            f" {_x(k['seconds'], o[0]):9.2f} {_x(k['cpu'], o[1]):5.2f}"
+            f" {_x(k['seconds'], v[0]):10.1f} {_x(k['cpu'], v[1]):5.1f} {k['decoder']}",
+            flush=True,
+        )
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 

@@ -69,8 +69,12 @@ def pct(values: list[float], p: float) -> float:
 def stats(values: list[float]) -> dict[str, float]:
     if not values:
         return {"n": 0}
-    return {"n": len(values), "p50": round(pct(values, 50), 1), "p95": round(pct(values, 95), 1),
-            "max": round(max(values), 1)}
+    return {
+        "n": len(values),
+        "p50": round(pct(values, 50), 1),
+        "p95": round(pct(values, 95), 1),
+        "max": round(max(values), 1),
+    }
 
 
 def load() -> str:
@@ -92,8 +96,14 @@ def env(root: Path) -> dict[str, str]:
 
 
 def kbtool(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-P", "-m", "kbtool.cli", *args], cwd=root,
-                          env=env(root), capture_output=True, text=True, check=check)
+    return subprocess.run(
+        [sys.executable, "-P", "-m", "kbtool.cli", *args],
+        cwd=root,
+        env=env(root),
+        capture_output=True,
+        text=True,
+        check=check,
+    )
 
 
 # ---------------------------------------------------------------- the KB
@@ -116,9 +126,20 @@ def build_kb(kb: Path, root: Path, new: Path, old: Path | None) -> None:
         if path is None:
             continue
         t = time.perf_counter()
-        kbtool(root, "--db", str(kb), "ingest", str(path), "--label", path.parent.parent.parent.name
-               if label == "new" and path.name == "ffmpeg-core.wasm" else path.stem + f"-{label}")
-        print(f"  ingested {path.name} ({label}) in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+        kbtool(
+            root,
+            "--db",
+            str(kb),
+            "ingest",
+            str(path),
+            "--label",
+            path.parent.parent.parent.name
+            if label == "new" and path.name == "ffmpeg-core.wasm"
+            else path.stem + f"-{label}",
+        )
+        print(
+            f"  ingested {path.name} ({label}) in {time.perf_counter() - t:.1f} s", file=sys.stderr
+        )
         if label == "new":
             t = time.perf_counter()
             kbtool(root, "--db", str(kb), "analyze", "1")
@@ -130,23 +151,34 @@ def plan(kb: Path) -> dict:
     conn = sqlite3.connect(f"file:{kb}?mode=ro", uri=True)
     vids = [r[0] for r in conn.execute("SELECT id FROM versions ORDER BY id")]
     v = vids[0]
-    rows = conn.execute("SELECT idx, body_size, instr_count FROM functions WHERE version_id = ?"
-                        " AND imported = 0 ORDER BY body_size, idx", (v,)).fetchall()
+    rows = conn.execute(
+        "SELECT idx, body_size, instr_count FROM functions WHERE version_id = ?"
+        " AND imported = 0 ORDER BY body_size, idx",
+        (v,),
+    ).fetchall()
     n = len(rows)
 
     def around(q: float, k: int) -> list[int]:
         i = min(n - 1, int(n * q))
         return [rows[max(0, min(n - 1, i + d))][0] for d in range(k)]
 
-    out = {"version": v, "functions": n, "small": around(0.10, WARM + 1),
-           "median": around(0.50, WARM + 1), "largest": [rows[-1][0]],
-           "largest_body": rows[-1][1], "largest_instr": rows[-1][2]}
+    out = {
+        "version": v,
+        "functions": n,
+        "small": around(0.10, WARM + 1),
+        "median": around(0.50, WARM + 1),
+        "largest": [rows[-1][0]],
+        "largest_body": rows[-1][1],
+        "largest_instr": rows[-1][2],
+    }
     if len(vids) > 1:
         w = vids[1]
         pairs = conn.execute(
             "SELECT a.idx, b.idx FROM functions a JOIN functions b ON a.stable_id = b.stable_id"
             " WHERE a.version_id = ? AND b.version_id = ? AND a.imported = 0 AND a.body_hash != b.body_hash"
-            " ORDER BY a.body_size LIMIT 400", (v, w)).fetchall()
+            " ORDER BY a.body_size LIMIT 400",
+            (v, w),
+        ).fetchall()
         step = max(1, len(pairs) // (WARM + 1))
         out["fdiff"] = [(v, a, w, b) for a, b in pairs[::step][: WARM + 1]]
         out["pair_stored"] = (v, w)
@@ -177,7 +209,11 @@ async def _tui(kb: Path, p: dict) -> dict[str, dict[str, list[float]]]:
     async with app.run_test(size=(100, 30)) as pilot:
         while True:
             s = app.screen
-            if isinstance(s, HeatmapScreen) and s.query(HeatmapGrid) and s.query_one(HeatmapGrid).first_paint:
+            if (
+                isinstance(s, HeatmapScreen)
+                and s.query(HeatmapGrid)
+                and s.query_one(HeatmapGrid).first_paint
+            ):
                 break
             await asyncio.sleep(0.001)
         add("TUI start", (app.screen.query_one(HeatmapGrid).first_paint - T_PROCESS) * 1000, True)
@@ -218,21 +254,37 @@ async def _tui(kb: Path, p: dict) -> dict[str, dict[str, list[float]]]:
         for i, k in enumerate(["l", "j", "h", "k"] * 6):
             add("heatmap move", await keyframe(k), i == 0)
         for i in range(4):
-            add("open detail", await until(key("enter"), lambda: isinstance(app.screen, DetailScreen)
-                                           and app.screen.seen_token is not None), i == 0)
+            add(
+                "open detail",
+                await until(
+                    key("enter"),
+                    lambda: (
+                        isinstance(app.screen, DetailScreen) and app.screen.seen_token is not None
+                    ),
+                ),
+                i == 0,
+            )
             await until(key("escape"), lambda: isinstance(app.screen, HeatmapScreen))
             await keyframe("l")
 
         def code_ready(screen):
             def ready() -> bool:  # the code (or its error) is on screen
-                return screen.is_mounted and screen._shown is not None or getattr(screen, "_failed", False)
+                return (
+                    screen.is_mounted
+                    and screen._shown is not None
+                    or getattr(screen, "_failed", False)
+                )
+
             return ready
 
         for cls in ("small", "median", "largest"):
             for i, idx in enumerate(p[cls] if cls != "largest" else p[cls] * 3):
                 screen = CodeScreen(p["version"], idx)
-                add(f"open code ({cls})", await until(lambda s=screen: app.push_screen(s),
-                                                      code_ready(screen)), i == 0)
+                add(
+                    f"open code ({cls})",
+                    await until(lambda s=screen: app.push_screen(s), code_ready(screen)),
+                    i == 0,
+                )
                 if cls == "largest" and i < 2:
                     view = screen.query_one("#code-view", LinesView)
                     view.focus()
@@ -242,15 +294,22 @@ async def _tui(kb: Path, p: dict) -> dict[str, dict[str, list[float]]]:
                 await pilot.pause()
         for i, pair in enumerate(p.get("fdiff", [])):
             screen = FunctionDiffScreen(*pair)
-            add("function diff", await until(lambda s=screen: app.push_screen(s),
-                                             lambda s=screen: s.diff is not None), i == 0)
+            add(
+                "function diff",
+                await until(
+                    lambda s=screen: app.push_screen(s), lambda s=screen: s.diff is not None
+                ),
+                i == 0,
+            )
             app.pop_screen()
             await pilot.pause()
         await pilot.press("slash")
         await pilot.pause()
         screen = app.screen
         if isinstance(screen, SearchScreen):
-            for i, q in enumerate(["av", "codec", "#100", "frame", "mem", "init", "x", "h264", "free"]):
+            for i, q in enumerate(
+                ["av", "codec", "#100", "frame", "mem", "init", "x", "h264", "free"]
+            ):
                 t = time.perf_counter()
                 screen._run(q)
                 add("search", (time.perf_counter() - t) * 1000, i == 0)
@@ -263,9 +322,23 @@ async def _tui(kb: Path, p: dict) -> dict[str, dict[str, list[float]]]:
 def tui_runs(kb: Path, p: dict, runs: int, root: Path) -> dict:
     out = []
     for _ in range(runs):
-        r = subprocess.run([sys.executable, "-P", __file__, "--tui-child", "--kb", str(kb),
-                            "--plan", json.dumps(p)], cwd=root, env=env(root),
-                           capture_output=True, text=True, timeout=3600)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-P",
+                __file__,
+                "--tui-child",
+                "--kb",
+                str(kb),
+                "--plan",
+                json.dumps(p),
+            ],
+            cwd=root,
+            env=env(root),
+            capture_output=True,
+            text=True,
+            timeout=3600,
+        )
         if r.returncode:
             sys.stderr.write(r.stderr[-4000:])
             raise SystemExit("the TUI child failed")
@@ -316,8 +389,11 @@ def stop(proc: subprocess.Popen) -> None:
 
 def api_paths(p: dict) -> list[tuple[str, list[str]]]:
     v = p["version"]
-    out = [("versions", ["/api/versions"]), ("functions", [f"/api/versions/{v}/functions"]),
-           ("coverage", [f"/api/versions/{v}/coverage"])]
+    out = [
+        ("versions", ["/api/versions"]),
+        ("functions", [f"/api/versions/{v}/functions"]),
+        ("coverage", [f"/api/versions/{v}/coverage"]),
+    ]
     if "pair_stored" in p:
         a, b = p["pair_stored"]
         out.append(("diff (stored)", [f"/api/diff?from={a}&to={b}"]))
@@ -326,8 +402,15 @@ def api_paths(p: dict) -> list[tuple[str, list[str]]]:
     for cls in ("small", "median", "largest"):
         out.append((f"disasm ({cls})", [f"/api/disasm/{v}/{i}" for i in p[cls][: WARM + 1]]))
     out.append(("callgraph", [f"/api/callgraph/{v}"]))
-    out.append(("xrefs", [f"/api/xrefs/{v}?" + urllib.parse.urlencode({"target": f"#{i}"})
-                          for i in p["median"][: WARM + 1]]))
+    out.append(
+        (
+            "xrefs",
+            [
+                f"/api/xrefs/{v}?" + urllib.parse.urlencode({"target": f"#{i}"})
+                for i in p["median"][: WARM + 1]
+            ],
+        )
+    )
     return out
 
 
@@ -335,9 +418,23 @@ def api_runs(kb: Path, p: dict, runs: int, root: Path) -> dict:
     out = []
     for _ in range(runs):
         port = free_port()
-        proc = subprocess.Popen([sys.executable, "-P", "-m", "kbtool.cli", "serve", "--db", str(kb),
-                                 "--port", str(port)], cwd=root, env=env(root),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-P",
+                "-m",
+                "kbtool.cli",
+                "serve",
+                "--db",
+                str(kb),
+                "--port",
+                str(port),
+            ],
+            cwd=root,
+            env=env(root),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         try:
             wait(port, "/api/provenance")
             res: dict[str, dict[str, list[float]]] = {}
@@ -359,20 +456,38 @@ def datasette_runs(kb: Path, p: dict, runs: int) -> dict | None:
     if not exe:
         return None
     v = p["version"]
-    sql = {"versions": "SELECT * FROM versions ORDER BY id",
-           "functions": "SELECT f.idx, f.stable_id, f.type_sig, s.name, s.provenance, s.confidence"
-                        " FROM functions f LEFT JOIN symbols s ON s.stable_id = f.stable_id"
-                        f" WHERE f.version_id = {v} AND f.imported = 0 ORDER BY f.idx",
-           "coverage": "SELECT s.provenance, COUNT(*) FROM functions f LEFT JOIN symbols s"
-                       f" ON s.stable_id = f.stable_id WHERE f.version_id = {v} AND f.imported = 0"
-                       " GROUP BY s.provenance"}
+    sql = {
+        "versions": "SELECT * FROM versions ORDER BY id",
+        "functions": "SELECT f.idx, f.stable_id, f.type_sig, s.name, s.provenance, s.confidence"
+        " FROM functions f LEFT JOIN symbols s ON s.stable_id = f.stable_id"
+        f" WHERE f.version_id = {v} AND f.imported = 0 ORDER BY f.idx",
+        "coverage": "SELECT s.provenance, COUNT(*) FROM functions f LEFT JOIN symbols s"
+        f" ON s.stable_id = f.stable_id WHERE f.version_id = {v} AND f.imported = 0"
+        " GROUP BY s.provenance",
+    }
     out = []
     for _ in range(runs):
         port = free_port()
-        proc = subprocess.Popen([exe, "serve", "-i", str(kb), "--host", "127.0.0.1", "--port", str(port),
-                                 "--setting", "max_returned_rows", "100000",
-                                 "--setting", "sql_time_limit_ms", "60000"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [
+                exe,
+                "serve",
+                "-i",
+                str(kb),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--setting",
+                "max_returned_rows",
+                "100000",
+                "--setting",
+                "sql_time_limit_ms",
+                "60000",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             wait(port, "/-/versions.json")
             res: dict[str, dict[str, list[float]]] = {}
@@ -402,20 +517,48 @@ async def _mcp(kb: Path, p: dict, root: Path) -> dict:
     ]
     if "pair_stored" in p:
         a, b = p["pair_stored"]
-        plan_.append(("get_diff (stored)", "get_diff", [{"from_version_id": a, "to_version_id": b}]))
+        plan_.append(
+            ("get_diff (stored)", "get_diff", [{"from_version_id": a, "to_version_id": b}])
+        )
         a, b = p["pair_unstored"]
-        plan_.append(("get_diff (not stored)", "get_diff", [{"from_version_id": a, "to_version_id": b}]))
+        plan_.append(
+            ("get_diff (not stored)", "get_diff", [{"from_version_id": a, "to_version_id": b}])
+        )
     for cls in ("small", "median", "largest"):
         idx = p[cls][: WARM + 1]
-        plan_.append((f"get_disassembly ({cls})", "get_disassembly",
-                      [{"version_id": v, "func_index": i, "limit": 200} for i in idx]))
-        plan_.append((f"get_lifted_c ({cls})", "get_lifted_c",
-                      [{"version_id": v, "func_index": i, "limit": 200} for i in idx]))
-    plan_.append(("get_callers", "get_callers", [{"version_id": v, "func_index": i} for i in p["median"]]))
-    plan_.append(("get_xrefs_to", "get_xrefs_to", [{"version_id": v, "target": f"#{i}"} for i in p["median"]]))
-    params = StdioServerParameters(command=sys.executable, args=["-P", "-m", "kbtool.cli", "mcp", "--db", str(kb)],
-                                   env={**get_default_environment(), "PYTHONPATH": str(root),
-                                        **{k: v for k, v in os.environ.items() if k.startswith("KBTOOL_")}})
+        plan_.append(
+            (
+                f"get_disassembly ({cls})",
+                "get_disassembly",
+                [{"version_id": v, "func_index": i, "limit": 200} for i in idx],
+            )
+        )
+        plan_.append(
+            (
+                f"get_lifted_c ({cls})",
+                "get_lifted_c",
+                [{"version_id": v, "func_index": i, "limit": 200} for i in idx],
+            )
+        )
+    plan_.append(
+        ("get_callers", "get_callers", [{"version_id": v, "func_index": i} for i in p["median"]])
+    )
+    plan_.append(
+        (
+            "get_xrefs_to",
+            "get_xrefs_to",
+            [{"version_id": v, "target": f"#{i}"} for i in p["median"]],
+        )
+    )
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-P", "-m", "kbtool.cli", "mcp", "--db", str(kb)],
+        env={
+            **get_default_environment(),
+            "PYTHONPATH": str(root),
+            **{k: v for k, v in os.environ.items() if k.startswith("KBTOOL_")},
+        },
+    )
     res: dict[str, dict[str, list[float]]] = {}
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
@@ -427,7 +570,9 @@ async def _mcp(kb: Path, p: dict, root: Path) -> dict:
                     r = await session.call_tool(tool, a)
                     ms = (time.perf_counter() - t) * 1000
                     if getattr(r, "is_error", None) or getattr(r, "isError", None):
-                        raise SystemExit(f"{tool}{a}: {r.content[0].text if r.content else 'error'}")
+                        raise SystemExit(
+                            f"{tool}{a}: {r.content[0].text if r.content else 'error'}"
+                        )
                     res.setdefault(step, {}).setdefault("cold" if i == 0 else "warm", []).append(ms)
     return res
 
@@ -453,12 +598,31 @@ def timed(cmd: list[str], **kw) -> float | None:
 
 
 def peers(module: Path, kb: Path, root: Path) -> dict:
-    out = {"wasm-objdump -d": timed(["wasm-objdump", "-d", str(module)]),
-           "wasm-decompile": timed(["wasm-decompile", str(module), "-o", "/dev/null"]),
-           "wasm2wat": timed(["wasm2wat", "--enable-all", str(module), "-o", "/dev/null"])}
+    out = {
+        "wasm-objdump -d": timed(["wasm-objdump", "-d", str(module)]),
+        "wasm-decompile": timed(["wasm-decompile", str(module), "-o", "/dev/null"]),
+        "wasm2wat": timed(["wasm2wat", "--enable-all", str(module), "-o", "/dev/null"]),
+    }
     t = time.perf_counter()
-    r = subprocess.run([sys.executable, "-P", "-m", "kbtool.cli", "code", "--db", str(kb), "1", "--all",
-                        "-o", os.devnull], cwd=root, env=env(root), capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-P",
+            "-m",
+            "kbtool.cli",
+            "code",
+            "--db",
+            str(kb),
+            "1",
+            "--all",
+            "-o",
+            os.devnull,
+        ],
+        cwd=root,
+        env=env(root),
+        capture_output=True,
+        text=True,
+    )
     out["kbtool code --all (C)"] = round(time.perf_counter() - t, 2) if r.returncode == 0 else None
     return out
 
@@ -482,8 +646,13 @@ def _cpu_timed(cmd: list[str]) -> tuple[float | None, float | None]:
 
 def decoder_path(root: Path) -> str:
     """``compiled`` (the mypyc twin of the decoder) or ``pure``: what an ingest runs."""
-    r = subprocess.run([sys.executable, "-P", "-c", "from kbtool.wasm import active; print(active.PATH)"],
-                       cwd=root, env=env(root), capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-P", "-c", "from kbtool.wasm import active; print(active.PATH)"],
+        cwd=root,
+        env=env(root),
+        capture_output=True,
+        text=True,
+    )
     return r.stdout.strip() or "?"
 
 
@@ -491,19 +660,41 @@ def ingest_row(module: Path, root: Path) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "kb.db"
         t = time.perf_counter()
-        r = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", sys.executable, "-P", "-m", "kbtool.cli",
-                            "--db", str(db), "ingest", str(module)], cwd=root, env=env(root),
-                           capture_output=True, text=True)
+        r = subprocess.run(
+            [
+                "/usr/bin/time",
+                "-f",
+                "%M %U %S",
+                sys.executable,
+                "-P",
+                "-m",
+                "kbtool.cli",
+                "--db",
+                str(db),
+                "ingest",
+                str(module),
+            ],
+            cwd=root,
+            env=env(root),
+            capture_output=True,
+            text=True,
+        )
         wall = time.perf_counter() - t
         last = r.stderr.strip().splitlines()[-1].split() if r.returncode == 0 else []
         rss, cpu = (last[0], float(last[1]) + float(last[2])) if len(last) == 3 else ("0", None)
     obj, obj_cpu = _cpu_timed(["wasm-objdump", "-d", str(module)])
     val, val_cpu = _cpu_timed(["wasm-tools", "validate", "--features", "all", str(module)])
-    return {"module": module.name, "mb": round(module.stat().st_size / 1e6, 1),
-            "ingest_s": round(wall, 2) if r.returncode == 0 else None,
-            "ingest_cpu_s": round(cpu, 2) if cpu is not None else None,
-            "ingest_peak_mib": round(int(rss) / 1024) if rss.isdigit() else None,
-            "objdump_s": obj, "objdump_cpu_s": obj_cpu, "validate_s": val, "validate_cpu_s": val_cpu}
+    return {
+        "module": module.name,
+        "mb": round(module.stat().st_size / 1e6, 1),
+        "ingest_s": round(wall, 2) if r.returncode == 0 else None,
+        "ingest_cpu_s": round(cpu, 2) if cpu is not None else None,
+        "ingest_peak_mib": round(int(rss) / 1024) if rss.isdigit() else None,
+        "objdump_s": obj,
+        "objdump_cpu_s": obj_cpu,
+        "validate_s": val,
+        "validate_cpu_s": val_cpu,
+    }
 
 
 def corpus_modules(smoke: bool) -> list[Path]:
@@ -511,11 +702,17 @@ def corpus_modules(smoke: bool) -> list[Path]:
         return [ROOT / "kbtool" / "demo" / "zstd-1.5.6.wasm"]
     try:
         manifest = json.loads((CORPUS / "MANIFEST.json").read_text())
-        entries = manifest if isinstance(manifest, list) else manifest.get("files") or manifest.get("modules") or []
+        entries = (
+            manifest
+            if isinstance(manifest, list)
+            else manifest.get("files") or manifest.get("modules") or []
+        )
         paths = [CORPUS / (e["path"] if isinstance(e, dict) else e) for e in entries]
     except (OSError, ValueError, KeyError, TypeError):
         paths = []
-    paths = [x for x in paths if x.suffix == ".wasm" and x.exists()] or sorted(CORPUS.rglob("*.wasm"))
+    paths = [x for x in paths if x.suffix == ".wasm" and x.exists()] or sorted(
+        CORPUS.rglob("*.wasm")
+    )
     return sorted(set(paths), key=lambda x: x.stat().st_size)
 
 
@@ -523,8 +720,11 @@ def corpus_modules(smoke: bool) -> list[Path]:
 
 
 def table(title: str, figures: dict, peer: dict | None = None, goal: str = "") -> list[str]:
-    lines = [title, f"  {'step':<30} {'cold p50':>9} {'p95':>8} {'max':>8}   {'warm p50':>9} {'p95':>8} {'max':>8}"
-             + ("   peer (warm p50)" if peer else "")]
+    lines = [
+        title,
+        f"  {'step':<30} {'cold p50':>9} {'p95':>8} {'max':>8}   {'warm p50':>9} {'p95':>8} {'max':>8}"
+        + ("   peer (warm p50)" if peer else ""),
+    ]
     for step, kinds in figures.items():
         if step == "peak RSS MiB":
             continue
@@ -533,15 +733,19 @@ def table(title: str, figures: dict, peer: dict | None = None, goal: str = "") -
         def f(s, k):
             return f"{s[k]:>8.1f}" if k in s else f"{'-':>8}"
 
-        row = (f"  {step:<30} {f(c, 'p50'):>9} {f(c, 'p95')} {f(c, 'max')}   {f(w, 'p50'):>9} {f(w, 'p95')}"
-               f" {f(w, 'max')}")
+        row = (
+            f"  {step:<30} {f(c, 'p50'):>9} {f(c, 'p95')} {f(c, 'max')}   {f(w, 'p50'):>9} {f(w, 'p95')}"
+            f" {f(w, 'max')}"
+        )
         base = step.split(" (")[0]
         if peer and base in peer:
             ps = stats(peer[base].get("warm", []))
             row += f"   datasette {ps['p50']:.1f} ms (cold {stats(peer[base]['cold'])['p50']:.1f})"
         lines.append(row)
     if "peak RSS MiB" in figures:
-        lines.append(f"  peak RSS of the TUI process: {max(figures['peak RSS MiB']['cold']):.0f} MiB")
+        lines.append(
+            f"  peak RSS of the TUI process: {max(figures['peak RSS MiB']['cold']):.0f} MiB"
+        )
     if goal:
         lines.append(goal)
     return lines
@@ -552,19 +756,27 @@ def verdict(figures: dict) -> str:
     cold = [s for k in figures.values() for s in [stats(k.get("cold", []))] if s.get("n")]
     worst_w = max((s["p95"] for s in warm), default=0)
     worst_c = max((s["p95"] for s in cold), default=0)
-    return (f"  worst p95: warm {worst_w:.1f} ms (goal < {GOALS['warm_p95_ms']:.0f}), cold {worst_c:.1f} ms"
-            f" (goal < {GOALS['cold_p95_ms']:.0f})")
+    return (
+        f"  worst p95: warm {worst_w:.1f} ms (goal < {GOALS['warm_p95_ms']:.0f}), cold {worst_c:.1f} ms"
+        f" (goal < {GOALS['cold_p95_ms']:.0f})"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--kb", type=Path, default=DEFAULT_KB)
     ap.add_argument("--module", type=Path, default=NEW, help="the largest module (ffmpeg 0.12.10)")
     ap.add_argument("--old", type=Path, default=OLD, help="its earlier release (ffmpeg 0.12.6)")
     ap.add_argument("--fetch", action="store_true", help="npm pack the ffmpeg releases if missing")
     ap.add_argument("--runs", type=int, default=3, help="fresh processes per surface")
-    ap.add_argument("--only", default="tui,api,mcp,peers", help="sections: tui,api,mcp,peers,ingest")
-    ap.add_argument("--ingest", action="store_true", help="also the ingest section (every corpus module)")
+    ap.add_argument(
+        "--only", default="tui,api,mcp,peers", help="sections: tui,api,mcp,peers,ingest"
+    )
+    ap.add_argument(
+        "--ingest", action="store_true", help="also the ingest section (every corpus module)"
+    )
     ap.add_argument("--root", type=Path, default=ROOT, help="the kbtool checkout measured")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--smoke", action="store_true", help="the demo KB, one run, no targets")
@@ -592,7 +804,9 @@ def main(argv: list[str] | None = None) -> int:
             fetch()
         if not args.kb.exists():
             if not args.module.exists():
-                raise SystemExit(f"{args.module} is missing: run with --fetch (npm pack @ffmpeg/core-mt)")
+                raise SystemExit(
+                    f"{args.module} is missing: run with --fetch (npm pack @ffmpeg/core-mt)"
+                )
             build_kb(args.kb, root, args.module, args.old if args.old.exists() else None)
     try:
         return report(args, sections, root)
@@ -603,27 +817,43 @@ def main(argv: list[str] | None = None) -> int:
 
 def report(args, sections: set[str], root: Path) -> int:
     p = plan(args.kb)
-    out: dict = {"kb": str(args.kb), "functions": p["functions"], "root": str(root), "load_start": load()}
-    print(f"kbtool interactive benchmark: {args.kb} (version {p['version']}: {p['functions']:,} defined"
-          f" functions; largest body {p['largest_body']:,} bytes, {p['largest_instr']:,} instructions);"
-          f" {args.runs} fresh process(es) per surface; checkout {root}")
+    out: dict = {
+        "kb": str(args.kb),
+        "functions": p["functions"],
+        "root": str(root),
+        "load_start": load(),
+    }
+    print(
+        f"kbtool interactive benchmark: {args.kb} (version {p['version']}: {p['functions']:,} defined"
+        f" functions; largest body {p['largest_body']:,} bytes, {p['largest_instr']:,} instructions);"
+        f" {args.runs} fresh process(es) per surface; checkout {root}"
+    )
     print(f"machine: {load()}")
     lines: list[str] = []
     if "tui" in sections:
         out["tui"] = tui_runs(args.kb, p, args.runs, root)
-        lines += table(f"TUI (Pilot, 100x30; key -> frame) — {load()}", out["tui"], goal=verdict(out["tui"]))
+        lines += table(
+            f"TUI (Pilot, 100x30; key -> frame) — {load()}", out["tui"], goal=verdict(out["tui"])
+        )
     if "api" in sections:
         out["api"] = api_runs(args.kb, p, args.runs, root)
         out["datasette"] = datasette_runs(args.kb, p, args.runs)
-        lines += table(f"API (kbtool serve; request -> last byte) — {load()}", out["api"], out["datasette"],
-                       goal=verdict(out["api"]))
+        lines += table(
+            f"API (kbtool serve; request -> last byte) — {load()}",
+            out["api"],
+            out["datasette"],
+            goal=verdict(out["api"]),
+        )
         if out["datasette"] is None:
             lines.append("  datasette: not installed (pip install datasette) — no peer figures")
     if "mcp" in sections:
         out["mcp"] = mcp_runs(args.kb, p, args.runs, root)
         if out["mcp"] is not None:
-            lines += table(f"MCP (the SDK's stdio client; call -> answer) — {load()}", out["mcp"],
-                           goal=verdict(out["mcp"]))
+            lines += table(
+                f"MCP (the SDK's stdio client; call -> answer) — {load()}",
+                out["mcp"],
+                goal=verdict(out["mcp"]),
+            )
     if "peers" in sections:
         out["peers"] = peers(args.module, args.kb, root)
         lines.append(f"code peers on {args.module.name} (whole module, s) — {load()}")
@@ -635,12 +865,18 @@ def report(args, sections: set[str], root: Path) -> int:
             mods.append(args.module)
         out["ingest"] = [ingest_row(m, root) for m in mods]
         out["ingest_decoder"] = decoder_path(root)
-        lines.append(f"ingest (fresh KB each, decoder {out['ingest_decoder']}) beside native parse — {load()}")
-        lines.append("  seconds: wall, then CPU (user+sys; wall also counts the wait for a core on a busy"
-                     " machine); x = kbtool over peer (goal: <= 0.5 x objdump, <= 10 x validate)")
-        lines.append(f"  {'module':<50} {'MB':>5} {'ingest':>7} {'peak MiB':>8} {'objdump':>8} {'validate':>8}"
-                     f" {'ingest cpu':>10} {'objdump cpu':>11} {'validate cpu':>12} {'x objdump':>9}"
-                     f" {'x validate':>10} {'x objdump cpu':>13} {'x validate cpu':>14}")
+        lines.append(
+            f"ingest (fresh KB each, decoder {out['ingest_decoder']}) beside native parse — {load()}"
+        )
+        lines.append(
+            "  seconds: wall, then CPU (user+sys; wall also counts the wait for a core on a busy"
+            " machine); x = kbtool over peer (goal: <= 0.5 x objdump, <= 10 x validate)"
+        )
+        lines.append(
+            f"  {'module':<50} {'MB':>5} {'ingest':>7} {'peak MiB':>8} {'objdump':>8} {'validate':>8}"
+            f" {'ingest cpu':>10} {'objdump cpu':>11} {'validate cpu':>12} {'x objdump':>9}"
+            f" {'x validate':>10} {'x objdump cpu':>13} {'x validate cpu':>14}"
+        )
 
         def ratio(a, b, fmt: str) -> str:
             return format(a / b, fmt) if a and b else "-"
@@ -655,7 +891,8 @@ def report(args, sections: set[str], root: Path) -> int:
                 f" {v(r['objdump_cpu_s']):>11} {v(r['validate_cpu_s']):>12}"
                 f" {ratio(r['ingest_s'], r['objdump_s'], '.2f'):>9} {ratio(r['ingest_s'], r['validate_s'], '.1f'):>10}"
                 f" {ratio(r['ingest_cpu_s'], r['objdump_cpu_s'], '.2f'):>13}"
-                f" {ratio(r['ingest_cpu_s'], r['validate_cpu_s'], '.1f'):>14}")
+                f" {ratio(r['ingest_cpu_s'], r['validate_cpu_s'], '.1f'):>14}"
+            )
     out["load_end"] = load()
     if args.json:
         print(json.dumps(out, indent=1))

@@ -89,15 +89,25 @@ def _prototype(sig: str, tag: str) -> str:
     from kbtool.kb.knowledge import parse_type_sig
 
     params, results = parse_type_sig(sig)
-    if len(results) > 1 or any(p not in C_OF for p in params) or any(r not in C_OF for r in results):
+    if (
+        len(results) > 1
+        or any(p not in C_OF for p in params)
+        or any(r not in C_OF for r in results)
+    ):
         return ""
     ret = C_OF[results[0]] if results else "void"
     args = ", ".join(f"{C_OF[p]} {tag}_a{k}" for k, p in enumerate(params)) or "void"
     return f"{ret} {tag}({args})"
 
 
-def run_pair(old: Path, new: Path, old_named: Path | None, new_named: Path | None, max_functions: int,
-             workdir: Path) -> dict:
+def run_pair(
+    old: Path,
+    new: Path,
+    old_named: Path | None,
+    new_named: Path | None,
+    max_functions: int,
+    workdir: Path,
+) -> dict:
     db = workdir / f"kb-{old.stem}-{new.stem}.db"
     conn = open_rw(db, create=True)
     t0 = time.perf_counter()
@@ -156,8 +166,11 @@ def run_pair(old: Path, new: Path, old_named: Path | None, new_named: Path | Non
     for idx, k in known.items():
         shown_for = (k["comment"] or "").removeprefix("fn ")
         right_fn = (gt_new.get(idx) == shown_for) if gt_new else True
-        for kind, present in (("comment", bool(k["comment"])), ("prototype", bool(k["prototype"])),
-                              ("local", 0 in k["locals"])):
+        for kind, present in (
+            ("comment", bool(k["comment"])),
+            ("prototype", bool(k["prototype"])),
+            ("local", 0 in k["locals"]),
+        ):
             if present:
                 score[kind]["right" if right_fn else "wrong"] += 1
         calls = dict(_calls(ndata, nmodule, idx)) if k["lines"] else {}
@@ -169,12 +182,25 @@ def run_pair(old: Path, new: Path, old_named: Path | None, new_named: Path | Non
     # compile the C of the annotated functions of N+1
     chunks = [code_svc.disassembly(conn, new_vid, idx)["lifted_c"] for idx in sorted(known)]
     compiled, failed = _compile(chunks, workdir)
-    dropped = conn.execute("SELECT COUNT(*) FROM annotation_events WHERE kind = 'carry-dropped'").fetchone()[0]
+    dropped = conn.execute(
+        "SELECT COUNT(*) FROM annotation_events WHERE kind = 'carry-dropped'"
+    ).fetchone()[0]
     conn.close()
-    return {"pair": f"{old.name} -> {new.name}", "annotated": len(annotated), "can_carry": can_carry,
-            "lines": lines, "want_lines": want_lines, "want_locals": locals_can, "score": score, "compiled": compiled,
-            "failed": failed, "dropped": dropped, "carried_pairs": (res.diff_carry or {}).get("knowledge_carried", 0),
-            "t_annotate": t_annotate, "t_ingest": t_ingest}
+    return {
+        "pair": f"{old.name} -> {new.name}",
+        "annotated": len(annotated),
+        "can_carry": can_carry,
+        "lines": lines,
+        "want_lines": want_lines,
+        "want_locals": locals_can,
+        "score": score,
+        "compiled": compiled,
+        "failed": failed,
+        "dropped": dropped,
+        "carried_pairs": (res.diff_carry or {}).get("knowledge_carried", 0),
+        "t_annotate": t_annotate,
+        "t_ingest": t_ingest,
+    }
 
 
 def _compile(chunks: list[str], workdir: Path) -> tuple[int, int]:
@@ -198,19 +224,27 @@ def _pct(a: int, b: int) -> str:
 
 
 def report(r: dict) -> None:
-    print(f"\n{r['pair']}: {r['annotated']} functions annotated ({r['can_carry']} still in N+1),"
-          f" {r['lines']} line comments; ingest of N+1 {r['t_ingest']:.1f} s")
-    print(f"  {'kind':10} {'shown':>6} {'right':>6} {'wrong':>6} {'carried':>8} {'right of shown':>15}")
+    print(
+        f"\n{r['pair']}: {r['annotated']} functions annotated ({r['can_carry']} still in N+1),"
+        f" {r['lines']} line comments; ingest of N+1 {r['t_ingest']:.1f} s"
+    )
+    print(
+        f"  {'kind':10} {'shown':>6} {'right':>6} {'wrong':>6} {'carried':>8} {'right of shown':>15}"
+    )
     for kind in ("comment", "prototype", "local", "line"):
         s = r["score"][kind]
         shown = s["right"] + s["wrong"]
         base = {"line": r["want_lines"], "local": r["want_locals"]}.get(kind, r["can_carry"])
-        print(f"  {kind:10} {shown:>6} {s['right']:>6} {s['wrong']:>6} {_pct(shown, base):>8}"
-              f" {_pct(s['right'], shown):>15}")
+        print(
+            f"  {kind:10} {shown:>6} {s['right']:>6} {s['wrong']:>6} {_pct(shown, base):>8}"
+            f" {_pct(s['right'], shown):>15}"
+        )
     print(f"  line comments dropped with an event: {r['dropped']}")
     print(f"  knowledge written by carry-over of re-identified pairs: {r['carried_pairs']}")
-    print(f"  lifted C with prototypes applied compiles: {r['compiled']}/{r['compiled'] + r['failed']}"
-          f" ({_pct(r['compiled'], r['compiled'] + r['failed'])})")
+    print(
+        f"  lifted C with prototypes applied compiles: {r['compiled']}/{r['compiled'] + r['failed']}"
+        f" ({_pct(r['compiled'], r['compiled'] + r['failed'])})"
+    )
 
 
 def main() -> None:
@@ -222,14 +256,22 @@ def main() -> None:
         work = Path(tmp)
         if args.smoke:
             demo = ROOT / "kbtool" / "demo"
-            report(run_pair(demo / "zstd-1.5.5.wasm", demo / "zstd-1.5.6.wasm", None, None, 20, work))
+            report(
+                run_pair(demo / "zstd-1.5.5.wasm", demo / "zstd-1.5.6.wasm", None, None, 20, work)
+            )
             return
         totals = {k: Counter() for k in ("comment", "prototype", "local", "line")}
         compiled = failed = 0
         for a, b in PAIRS:
             g = CORPUS / "gt"
-            r = run_pair(g / f"zstd-{a}.O2.stripped.wasm", g / f"zstd-{b}.O2.stripped.wasm",
-                         g / f"zstd-{a}.O2.named.wasm", g / f"zstd-{b}.O2.named.wasm", args.max_functions, work)
+            r = run_pair(
+                g / f"zstd-{a}.O2.stripped.wasm",
+                g / f"zstd-{b}.O2.stripped.wasm",
+                g / f"zstd-{a}.O2.named.wasm",
+                g / f"zstd-{b}.O2.named.wasm",
+                args.max_functions,
+                work,
+            )
             report(r)
             for k in totals:
                 totals[k].update(r["score"][k])
@@ -237,7 +279,9 @@ def main() -> None:
             failed += r["failed"]
         print("\nall pairs:")
         for k, s in totals.items():
-            print(f"  {k:10} right {s['right']} wrong {s['wrong']}: {_pct(s['right'], s['right'] + s['wrong'])} right of what carries")
+            print(
+                f"  {k:10} right {s['right']} wrong {s['wrong']}: {_pct(s['right'], s['right'] + s['wrong'])} right of what carries"
+            )
         print(f"  compiles: {compiled}/{compiled + failed}")
 
 

@@ -97,7 +97,10 @@ def _run_measured(
     rfd, wfd = os.pipe()
     proc = subprocess.Popen(
         [sys.executable, "-c", _LAUNCHER, str(wfd), *cmd],
-        stdout=stdout, stderr=subprocess.DEVNULL, env=env, pass_fds=(wfd,),
+        stdout=stdout,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        pass_fds=(wfd,),
     )
     os.close(wfd)
     proc.wait()
@@ -227,9 +230,11 @@ def _ours_child(path: str, workers: int, out: str) -> None:
             if st.instructions or r.truncated:
                 per.append((st.instructions, r.truncated, _c_function_metrics(r.text)))
     lift_s = time.perf_counter() - t0
-    print(json.dumps(
-        {"starts": starts, "bodies": bodies, "stats": stats, "lift_s": lift_s, "per": per}
-    ))
+    print(
+        json.dumps(
+            {"starts": starts, "bodies": bodies, "stats": stats, "lift_s": lift_s, "per": per}
+        )
+    )
 
 
 def _listing_child(path: str, workers: int, out: str) -> None:
@@ -247,8 +252,20 @@ def bench_listing(path: Path, workers: int) -> list[str]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out.dis"
         cmds = [
-            ("kbtool listing", [sys.executable, __file__, "--_listing", str(path), "--workers",
-                                str(workers), "--out", str(out)], None),
+            (
+                "kbtool listing",
+                [
+                    sys.executable,
+                    __file__,
+                    "--_listing",
+                    str(path),
+                    "--workers",
+                    str(workers),
+                    "--out",
+                    str(out),
+                ],
+                None,
+            ),
         ]
         objdump = shutil.which("wasm-objdump")
         if objdump:
@@ -473,11 +490,13 @@ def main(argv=None) -> None:
     ap.add_argument("--samples", type=int, default=300)
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument(
-        "--listing", action="store_true",
+        "--listing",
+        action="store_true",
         help="also the whole-module disassembly next to wasm-objdump -d",
     )
     ap.add_argument(
-        "--buckets", action="store_true",
+        "--buckets",
+        action="store_true",
         help="per function size bucket (< 50, 50-500, > 500 instructions): gotos, labels, body "
         "lines, max nesting, casts per 100 lines, while (1) loops, next to wasm-decompile",
     )

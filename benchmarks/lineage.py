@@ -143,19 +143,29 @@ def _program_modules(pdir: Path, smoke: bool) -> list[dict]:
 
     mods = [m for m in load_manifest(pdir) if m["role"] == "stripped"]
     if smoke:  # what `programs.py --smoke` builds
-        mods = [m for m in mods if m["program"] in ("lz4", "libyaml")
-                and m["toolchain"] == "clang" and m["opt"] == "O2"]
+        mods = [
+            m
+            for m in mods
+            if m["program"] in ("lz4", "libyaml") and m["toolchain"] == "clang" and m["opt"] == "O2"
+        ]
     return mods
 
 
 def program_matrix(pdir: Path, smoke: bool) -> dict[str, int]:
     """Every pair of the programs corpus decided; the programs x toolchains matrix."""
     mods = _program_modules(pdir, smoke)
-    counts = {"pairs": 0, "wrong_merge": 0, "missed": 0, "cross_toolchain_related": 0,
-              "cross_toolchain": 0}
+    counts = {
+        "pairs": 0,
+        "wrong_merge": 0,
+        "missed": 0,
+        "cross_toolchain_related": 0,
+        "cross_toolchain": 0,
+    }
     if len(mods) < 2:
-        print(f"== cross-program matrix: no programs corpus in {pdir}"
-              " (build it: python benchmarks/programs.py)")
+        print(
+            f"== cross-program matrix: no programs corpus in {pdir}"
+            " (build it: python benchmarks/programs.py)"
+        )
         return counts
     rows = {}
     for m in mods:
@@ -190,11 +200,15 @@ def program_matrix(pdir: Path, smoke: bool) -> dict[str, int]:
     progs = sorted({m["program"] for m in mods})
     tcs = sorted({m["toolchain"] for m in mods})
     opts = sorted({m["opt"] for m in mods})
-    print(f"== cross-program matrix: {len(mods)} stripped builds ({len(progs)} programs x "
-          f"{len(tcs)} toolchains x opt {'/'.join(opts)}), {counts['pairs']} pairs, "
-          f"threshold {RELATED_THRESHOLD}")
-    print("cell: highest overlap with another program / lowest with its own other builds"
-          " (same toolchain; - = none)")
+    print(
+        f"== cross-program matrix: {len(mods)} stripped builds ({len(progs)} programs x "
+        f"{len(tcs)} toolchains x opt {'/'.join(opts)}), {counts['pairs']} pairs, "
+        f"threshold {RELATED_THRESHOLD}"
+    )
+    print(
+        "cell: highest overlap with another program / lowest with its own other builds"
+        " (same toolchain; - = none)"
+    )
     print(f"{'program':<10}" + "".join(f"{t:>18}" for t in tcs))
     for p in progs:
         cells = []
@@ -236,16 +250,22 @@ def carried_across(pdir: Path, tmp: Path, smoke: bool) -> int:
             if parent is not None and truth.get(parent) != m["program"]:
                 merged += 1
                 theirs = {r["stable_id"] for r in queries.matching_rows(conn, parent)}
-                mine = {r["idx"]: r["stable_id"] for r in queries.matching_rows(conn,
-                                                                               res.version_id)}
+                mine = {
+                    r["idx"]: r["stable_id"] for r in queries.matching_rows(conn, res.version_id)
+                }
                 names = queries.annotations_by_index(conn, res.version_id, defined_only=True)
-                crossed += sum(1 for i, a in names.items()
-                               if a["provenance"] == "diff-carry" or mine.get(i) in theirs)
+                crossed += sum(
+                    1
+                    for i, a in names.items()
+                    if a["provenance"] == "diff-carry" or mine.get(i) in theirs
+                )
             named = pdir / m["file"].replace(".stripped.wasm", ".named.wasm")
             res = ingest_file(conn, named, label=f"{m['program']}-named")
             truth[res.version_id] = m["program"]
-        print(f"{tc}: {len(order)} programs ({', '.join(m['program'] for m in order)}):"
-              f" merged into another program {merged}, names carried across programs {crossed}")
+        print(
+            f"{tc}: {len(order)} programs ({', '.join(m['program'] for m in order)}):"
+            f" merged into another program {merged}, names carried across programs {crossed}"
+        )
         total += crossed
     print(f"names carried by diff across programs: {total}")
     return total
@@ -348,8 +368,12 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         help="more Go-built .wasm modules to measure",
     )
-    ap.add_argument("--programs", type=Path, default=PROGRAMS_DIR,
-                    help="programs corpus of benchmarks/programs.py (default %(default)s)")
+    ap.add_argument(
+        "--programs",
+        type=Path,
+        default=PROGRAMS_DIR,
+        help="programs corpus of benchmarks/programs.py (default %(default)s)",
+    )
     args = ap.parse_args(argv)
     counts = lineage_pairs(args.smoke)
     pcounts = program_matrix(args.programs.expanduser(), args.smoke)

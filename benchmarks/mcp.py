@@ -60,8 +60,15 @@ def build_kb(path: Path, functions: int, named_share: float = 0.4) -> list[str]:
     with transaction(conn):
         for i, sid in enumerate(sids):
             if i % 10 < named_share * 10:
-                upsert_symbol(conn, sid, f"func_{i}", provenance="export", confidence=0.9,
-                              actor="bench", summary=None)
+                upsert_symbol(
+                    conn,
+                    sid,
+                    f"func_{i}",
+                    provenance="export",
+                    confidence=0.9,
+                    actor="bench",
+                    summary=None,
+                )
     conn.close()
     return sids
 
@@ -84,9 +91,11 @@ async def _timed(session, tool: str, args: dict, label: str | None = None) -> fl
 
 def _server(db: Path, **env: str) -> StdioServerParameters:
     # -P: never import from the working directory (which may be this one, holding mcp.py)
-    return StdioServerParameters(command=sys.executable,
-                                 args=["-P", "-m", "kbtool.cli", "mcp", "--db", str(db)],
-                                 env={**get_default_environment(), "PYTHONPATH": str(ROOT), **env})
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-P", "-m", "kbtool.cli", "mcp", "--db", str(db)],
+        env={**get_default_environment(), "PYTHONPATH": str(ROOT), **env},
+    )
 
 
 async def _measure(db: Path, plan) -> tuple[float, dict[str, list[float]]]:
@@ -111,11 +120,25 @@ async def _sizes(db: Path, version_id: int, func_index: int) -> list[tuple[str, 
         ("list_functions", {"version_id": version_id}),
         ("list_functions", {"version_id": version_id, "unnamed_only": True, "limit": 500}),
         ("get_function_facts", {"version_id": version_id, "func_index": func_index}),
-        ("get_function_facts", {"version_id": version_id, "func_index": func_index,
-                                "max_items": 200, "aggregate_calls": True}),
+        (
+            "get_function_facts",
+            {
+                "version_id": version_id,
+                "func_index": func_index,
+                "max_items": 200,
+                "aggregate_calls": True,
+            },
+        ),
         ("get_diff", {"from_version_id": version_id, "to_version_id": version_id}),
-        ("get_diff", {"from_version_id": version_id, "to_version_id": version_id,
-                      "only": ["changed"], "limit": 500}),
+        (
+            "get_diff",
+            {
+                "from_version_id": version_id,
+                "to_version_id": version_id,
+                "only": ["changed"],
+                "limit": 500,
+            },
+        ),
         ("get_diff", {"from_version_id": version_id, "to_version_id": version_id, "limit": 500}),
         ("export_kb_text", {"version_id": version_id}),
         ("export_kb_text", {"version_id": version_id, "limit": 500}),
@@ -147,10 +170,14 @@ def sizes_report(db: Path, vid: int | None = None) -> int:
 
     conn = open_ro(db)
     if vid is None:
-        vid = conn.execute("SELECT version_id FROM functions GROUP BY version_id"
-                           " ORDER BY COUNT(*) DESC LIMIT 1").fetchone()[0]
-    fn = conn.execute("SELECT idx FROM functions WHERE version_id = ? AND imported = 0"
-                      " ORDER BY instr_count DESC LIMIT 1", (vid,)).fetchone()[0]
+        vid = conn.execute(
+            "SELECT version_id FROM functions GROUP BY version_id ORDER BY COUNT(*) DESC LIMIT 1"
+        ).fetchone()[0]
+    fn = conn.execute(
+        "SELECT idx FROM functions WHERE version_id = ? AND imported = 0"
+        " ORDER BY instr_count DESC LIMIT 1",
+        (vid,),
+    ).fetchone()[0]
     n = conn.execute("SELECT COUNT(*) FROM functions WHERE version_id = ?", (vid,)).fetchone()[0]
     conn.close()
     print(f"{db}: version {vid} ({n:,} functions), largest function {fn}")
@@ -180,23 +207,32 @@ def startup_figures(db: Path, runs: int) -> dict[str, dict[str, float]]:
     for _ in range(runs):
         for name, env in SERVERS.items():
             times[name].append(asyncio.run(_first_answer(db, env)))
-    return {name: {"runs": len(xs), "median_ms": round(statistics.median(xs) * 1000, 1),
-                   "min_ms": round(min(xs) * 1000, 1), "max_ms": round(max(xs) * 1000, 1)}
-            for name, xs in times.items()}
+    return {
+        name: {
+            "runs": len(xs),
+            "median_ms": round(statistics.median(xs) * 1000, 1),
+            "min_ms": round(min(xs) * 1000, 1),
+            "max_ms": round(max(xs) * 1000, 1),
+        }
+        for name, xs in times.items()
+    }
 
 
 MIXES = {
     # the brief's mix: facts of one function and a 100-row page of the function list
     "facts+pages": lambda i, n: (
-        ("get_function_facts", {"version_id": 1, "func_index": (i * 7919) % n}) if i % 2 else
-        ("list_functions", {"version_id": 1, "limit": 100, "offset": (i * 100) % n})),
+        ("get_function_facts", {"version_id": 1, "func_index": (i * 7919) % n})
+        if i % 2
+        else ("list_functions", {"version_id": 1, "limit": 100, "offset": (i * 100) % n})
+    ),
     # cheap reads, where opening a connection is most of a call's work
     "get_symbol": lambda i, n: ("get_symbol", {"stable_id": f"{(i * 7919) % n:016x}"}),
 }
 
 
-async def _parallel(db: Path, env: dict[str, str], rounds: int, functions: int, mix: str,
-                    width: int = 32) -> tuple[list[float], float]:
+async def _parallel(
+    db: Path, env: dict[str, str], rounds: int, functions: int, mix: str, width: int = 32
+) -> tuple[list[float], float]:
     """``rounds`` rounds of ``width`` parallel calls of ``mix`` through one session:
     (per-call latencies, wall seconds)."""
     async with stdio_client(_server(db, **env)) as (read, write):
@@ -227,13 +263,15 @@ def concurrency_figures(db: Path, rounds: int, functions: int) -> dict[str, dict
                 for reuse in order:
                     if not half:
                         continue
-                    lat, wall = asyncio.run(_parallel(
-                        db, {**env, "KBTOOL_MCP_REUSE": reuse}, half, functions, mix))
+                    lat, wall = asyncio.run(
+                        _parallel(db, {**env, "KBTOOL_MCP_REUSE": reuse}, half, functions, mix)
+                    )
                     runs[reuse] = (runs[reuse][0] + lat, runs[reuse][1] + wall)
             for reuse, (lat, wall) in runs.items():
                 lat.sort()
                 out[f"{mix}: {name}, reuse {'on' if reuse == '1' else 'off'}"] = {
-                    "calls": len(lat), "p50_ms": round(statistics.median(lat) * 1000, 2),
+                    "calls": len(lat),
+                    "p50_ms": round(statistics.median(lat) * 1000, 2),
                     "p95_ms": round(lat[min(len(lat) - 1, int(len(lat) * 0.95))] * 1000, 2),
                     "calls_per_s": round(len(lat) / wall, 1),
                 }
@@ -256,18 +294,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--small", type=int, default=5_000, help="functions in the small KB")
     ap.add_argument("--big", type=int, default=50_000, help="functions in the big KB")
     ap.add_argument("--starts", type=int, default=7, help="start-ups per server (default 7)")
-    ap.add_argument("--rounds", type=int, default=20,
-                    help="rounds of 32 parallel calls per configuration (default 20)")
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=20,
+        help="rounds of 32 parallel calls per configuration (default 20)",
+    )
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--smoke", action="store_true", help="tiny KBs, a few calls, no target")
-    ap.add_argument("--sizes", type=Path, metavar="KB",
-                    help="only print answer sizes (contract vs paged) on an existing KB")
+    ap.add_argument(
+        "--sizes",
+        type=Path,
+        metavar="KB",
+        help="only print answer sizes (contract vs paged) on an existing KB",
+    )
     ap.add_argument("--version", type=int, help="with --sizes: the version id (default largest)")
     args = ap.parse_args(argv)
     if args.sizes:
         return sizes_report(args.sizes, args.version)
     if args.smoke:
-        args.calls, args.small, args.big = 5, 500, 500   # one KB, one server process
+        args.calls, args.small, args.big = 5, 500, 500  # one KB, one server process
         args.starts, args.rounds = 1, 1
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -280,20 +326,39 @@ def main(argv: list[str] | None = None) -> int:
 
         n = args.calls
         small_plan = [
-            ("get_symbol", "get_symbol", [{"stable_id": sids[(i * 7919) % len(sids)]} for i in range(n)]),
-            (f"list_functions ({args.small:,})", "list_functions",
-             [{"version_id": 1}] * max(10, n // 10)),
-            ("propose_symbol", "propose_symbol", [
-                {"stable_id": sids[(i * 104729) % len(sids)], "name": f"agent_name_{i}",
-                 "confidence": 0.5 + (i % 50) / 100}
-                for i in range(n)
-            ]),
+            (
+                "get_symbol",
+                "get_symbol",
+                [{"stable_id": sids[(i * 7919) % len(sids)]} for i in range(n)],
+            ),
+            (
+                f"list_functions ({args.small:,})",
+                "list_functions",
+                [{"version_id": 1}] * max(10, n // 10),
+            ),
+            (
+                "propose_symbol",
+                "propose_symbol",
+                [
+                    {
+                        "stable_id": sids[(i * 104729) % len(sids)],
+                        "name": f"agent_name_{i}",
+                        "confidence": 0.5 + (i % 50) / 100,
+                    }
+                    for i in range(n)
+                ],
+            ),
         ]
         big_plan = [
             (f"list_functions ({args.big:,})", "list_functions", [{"version_id": 1}] * 10),
-            (f"list_functions page ({args.big:,})", "list_functions",
-             [{"version_id": 1, "unnamed_only": True, "limit": 500, "offset": 500 * i}
-              for i in range(10)]),
+            (
+                f"list_functions page ({args.big:,})",
+                "list_functions",
+                [
+                    {"version_id": 1, "unnamed_only": True, "limit": 500, "offset": 500 * i}
+                    for i in range(10)
+                ],
+            ),
         ]
         if args.big == args.small:  # one KB: both plans on it
             startup, small_res = asyncio.run(_measure(small, small_plan + big_plan[1:]))
@@ -322,30 +387,46 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(figures, indent=2))
     else:
-        print(f"mcp SDK {figures['mcp_sdk']}; KBs built in {build_s:.1f}s; "
-              f"server start to initialized {figures['server_startup_ms']:.0f} ms, "
-              "to the first list_versions answer "
-              f"{figures['server_startup_to_first_list_versions_ms']:.0f} ms")
+        print(
+            f"mcp SDK {figures['mcp_sdk']}; KBs built in {build_s:.1f}s; "
+            f"server start to initialized {figures['server_startup_ms']:.0f} ms, "
+            "to the first list_versions answer "
+            f"{figures['server_startup_to_first_list_versions_ms']:.0f} ms"
+        )
         print(f"{'tool':<34}{'n':>5}{'median ms':>12}{'p95 ms':>10}{'max ms':>10}{'bytes':>11}")
         for name, st in figures["tools"].items():
-            print(f"{name:<34}{st['n']:>5}{st['median_ms']:>12.2f}{st['p95_ms']:>10.2f}"
-                  f"{st['max_ms']:>10.2f}{SIZES.get(name, 0):>11,}")
-        print(f"start-up to the first list_versions answer, median of {args.starts} "
-              f"(load average {' '.join(f'{x:.2f}' for x in figures['load_average'])}):")
+            print(
+                f"{name:<34}{st['n']:>5}{st['median_ms']:>12.2f}{st['p95_ms']:>10.2f}"
+                f"{st['max_ms']:>10.2f}{SIZES.get(name, 0):>11,}"
+            )
+        print(
+            f"start-up to the first list_versions answer, median of {args.starts} "
+            f"(load average {' '.join(f'{x:.2f}' for x in figures['load_average'])}):"
+        )
         for _name, st in starts.items():
             what = "kbtool mcp (the SDK's server)"
-            print(f"  {what:<42}{st['median_ms']:>8.0f} ms  (min {st['min_ms']:.0f},"
-                  f" max {st['max_ms']:.0f})")
-        print(f"32 parallel calls x {args.rounds} rounds, one session, {args.small:,} functions"
-              " (facts+pages: get_function_facts + 100-row list_functions pages):")
-        print(f"  {'mix: server, read connection':<40}{'calls':>7}{'p50 ms':>10}{'p95 ms':>10}"
-              f"{'calls/s':>10}")
+            print(
+                f"  {what:<42}{st['median_ms']:>8.0f} ms  (min {st['min_ms']:.0f},"
+                f" max {st['max_ms']:.0f})"
+            )
+        print(
+            f"32 parallel calls x {args.rounds} rounds, one session, {args.small:,} functions"
+            " (facts+pages: get_function_facts + 100-row list_functions pages):"
+        )
+        print(
+            f"  {'mix: server, read connection':<40}{'calls':>7}{'p50 ms':>10}{'p95 ms':>10}"
+            f"{'calls/s':>10}"
+        )
         for label, st in parallel.items():
-            print(f"  {label:<40}{st['calls']:>7}{st['p50_ms']:>10.2f}{st['p95_ms']:>10.2f}"
-                  f"{st['calls_per_s']:>10.1f}")
+            print(
+                f"  {label:<40}{st['calls']:>7}{st['p50_ms']:>10.2f}{st['p95_ms']:>10.2f}"
+                f"{st['calls_per_s']:>10.1f}"
+            )
         verdict = "PASS" if figures["target_list_functions_big_under_1s"] else "FAIL"
-        print(f"target: list_functions on {args.big:,} functions < 1 s (worst of 10): "
-              f"{big_max * 1000:.0f} ms  {verdict}")
+        print(
+            f"target: list_functions on {args.big:,} functions < 1 s (worst of 10): "
+            f"{big_max * 1000:.0f} ms  {verdict}"
+        )
     return 0 if args.smoke or figures["target_list_functions_big_under_1s"] else 1
 
 

@@ -29,9 +29,13 @@ def peak_rss_mb(pid: int) -> float:
 
 def run_case(db: Path, sdk: bool, mb: int) -> dict:
     env = dict(os.environ)
-    proc = subprocess.Popen([sys.executable, "-m", "kbtool.cli", "mcp", "--db", str(db)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kbtool.cli", "mcp", "--db", str(db)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
     replies: list[dict] = []
     done = threading.Event()
 
@@ -47,9 +51,18 @@ def run_case(db: Path, sdk: bool, mb: int) -> dict:
         proc.stdin.write(json.dumps(obj).encode() + b"\n")
         proc.stdin.flush()
 
-    send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2024-11-05", "capabilities": {},
-        "clientInfo": {"name": "bench", "version": "0"}}})
+    send(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2024-11-05",
+                "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "0"},
+            },
+        }
+    )
     send({"jsonrpc": "2.0", "method": "notifications/initialized"})
     t0 = time.perf_counter()
     proc.stdin.write(b"[" * 100_000 + b"\n")
@@ -59,16 +72,28 @@ def run_case(db: Path, sdk: bool, mb: int) -> dict:
         proc.stdin.write(chunk)
     proc.stdin.write(b'"}}\n')
     proc.stdin.flush()
-    send({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
-          "params": {"name": "list_versions", "arguments": {}}})
+    send(
+        {
+            "jsonrpc": "2.0",
+            "id": 9,
+            "method": "tools/call",
+            "params": {"name": "list_versions", "arguments": {}},
+        }
+    )
     answered = done.wait(120)
     seconds = time.perf_counter() - t0
     rss = peak_rss_mb(proc.pid)
     proc.stdin.close()
     proc.wait(timeout=30)
     errors = [r["error"]["code"] for r in replies if "error" in r]
-    return {"server": "sdk" if sdk else "wire", "line_mb": mb, "answered": answered,
-            "errors": errors, "peak_rss_mb": round(rss, 1), "seconds": round(seconds, 2)}
+    return {
+        "server": "sdk" if sdk else "wire",
+        "line_mb": mb,
+        "answered": answered,
+        "errors": errors,
+        "peak_rss_mb": round(rss, 1),
+        "seconds": round(seconds, 2),
+    }
 
 
 def main() -> None:
@@ -91,9 +116,11 @@ def main() -> None:
         print(json.dumps(rows, indent=2))
         return
     for r in rows:
-        print(f"{r['server']:5} line {r['line_mb']} MB + 100,000 brackets: peak RSS"
-              f" {r['peak_rss_mb']} MB, errors {r['errors']}, next request answered"
-              f" {r['answered']}, {r['seconds']} s")
+        print(
+            f"{r['server']:5} line {r['line_mb']} MB + 100,000 brackets: peak RSS"
+            f" {r['peak_rss_mb']} MB, errors {r['errors']}, next request answered"
+            f" {r['answered']}, {r['seconds']} s"
+        )
 
 
 if __name__ == "__main__":

@@ -31,9 +31,16 @@ HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 
 REQUESTS = [
-    {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "bench", "version": "0"}}},
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "0"},
+        },
+    },
     {"jsonrpc": "2.0", "method": "notifications/initialized"},
     {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
 ]
@@ -43,9 +50,14 @@ def first_answer(db: Path) -> float:
     """Seconds from spawn to the ``tools/list`` answer of a fresh ``kbtool mcp``."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "kbtool.cli", "mcp", "--db", str(db)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, env=env, cwd=tempfile.gettempdir())
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kbtool.cli", "mcp", "--db", str(db)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=tempfile.gettempdir(),
+    )
     assert proc.stdin and proc.stdout
     proc.stdin.write("".join(json.dumps(r) + "\n" for r in REQUESTS).encode())
     proc.stdin.flush()
@@ -67,15 +79,20 @@ def first_answer(db: Path) -> float:
 def sdk_import() -> float:
     """Seconds for ``python -c "import mcp.server"`` to run to its exit."""
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import mcp.server"], check=True,
-                   cwd=tempfile.gettempdir())
+    subprocess.run(
+        [sys.executable, "-c", "import mcp.server"], check=True, cwd=tempfile.gettempdir()
+    )
     return time.perf_counter() - t0
 
 
 def demo_kb(folder: Path) -> Path:
     db = folder / "demo.db"
-    subprocess.run([sys.executable, "-m", "kbtool.cli", "demo", "--db", str(db)], check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "kbtool.cli", "demo", "--db", str(db)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     return db
 
 
@@ -84,8 +101,11 @@ def measure(db: Path, runs: int) -> dict[str, float]:
     for _ in range(runs):
         kb.append(first_answer(db))
         imp.append(sdk_import())
-    out = {"runs": runs, "kbtool_mcp_first_answer_s": statistics.median(kb),
-           "import_mcp_server_s": statistics.median(imp)}
+    out = {
+        "runs": runs,
+        "kbtool_mcp_first_answer_s": statistics.median(kb),
+        "import_mcp_server_s": statistics.median(imp),
+    }
     out["kbtool_own_s"] = out["kbtool_mcp_first_answer_s"] - out["import_mcp_server_s"]
     out["load_1min"] = os.getloadavg()[0]
     return out
@@ -105,12 +125,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(figures))
     else:
-        print(f"kbtool mcp, spawn to the tools/list answer: "
-              f"{figures['kbtool_mcp_first_answer_s']:.3f} s (median of {runs})")
-        print(f'python -c "import mcp.server":              '
-              f"{figures['import_mcp_server_s']:.3f} s (median of {runs})")
-        print(f"kbtool's own share:                          {figures['kbtool_own_s']:.3f} s"
-              f"   (load {figures['load_1min']:.2f})")
+        print(
+            f"kbtool mcp, spawn to the tools/list answer: "
+            f"{figures['kbtool_mcp_first_answer_s']:.3f} s (median of {runs})"
+        )
+        print(
+            f'python -c "import mcp.server":              '
+            f"{figures['import_mcp_server_s']:.3f} s (median of {runs})"
+        )
+        print(
+            f"kbtool's own share:                          {figures['kbtool_own_s']:.3f} s"
+            f"   (load {figures['load_1min']:.2f})"
+        )
     return 0
 
 

@@ -79,7 +79,9 @@ PAIRS = (("O2", "Os"), ("O2", "O3"), ("Os", "O3"), ("Os", "O2"))
 # suffixes compilers add to one function's name: LLVM's ThinLTO/internalize `.llvm.N`, clones
 # `.constprop.N` / `.isra.N` / `.part.N` / `.cold`, and a plain `.N` for a second static of the
 # same name (emcc / wasm-ld)
-_SUFFIX = re.compile(r"(?:\.(?:llvm|constprop|isra|part|cold|specialized|lto_priv)(?:\.\d+)?|\.\d+)+$")
+_SUFFIX = re.compile(
+    r"(?:\.(?:llvm|constprop|isra|part|cold|specialized|lto_priv)(?:\.\d+)?|\.\d+)+$"
+)
 
 
 def base_name(name: str) -> str:
@@ -119,14 +121,26 @@ class Score(NameRates):
 
     def row(self) -> dict:
         d = {k: v for k, v in self.__dict__.items() if k not in ("errors", "flagged_scores")}
-        d.update(precision=round(self.precision, 4), precision_star=round(self.precision_star, 4),
-                 recall=round(self.recall, 4), unflagged=self.unflagged,
-                 seconds=round(self.seconds, 2))
+        d.update(
+            precision=round(self.precision, 4),
+            precision_star=round(self.precision_star, 4),
+            recall=round(self.recall, 4),
+            unflagged=self.unflagged,
+            seconds=round(self.seconds, 2),
+        )
         return d
 
 
-def evaluate(src_named: Path, dst_stripped: Path, dst_named: Path, *, program: str,
-             toolchain: str, pair: str, heldout: bool) -> Score:
+def evaluate(
+    src_named: Path,
+    dst_stripped: Path,
+    dst_named: Path,
+    *,
+    program: str,
+    toolchain: str,
+    pair: str,
+    heldout: bool,
+) -> Score:
     """Ingest ``src_named`` then ``dst_stripped`` into one program; score the names."""
     truth_old = true_names(src_named)
     truth_new = true_names(dst_named)
@@ -140,21 +154,29 @@ def evaluate(src_named: Path, dst_stripped: Path, dst_named: Path, *, program: s
         a = ingest_file(conn, src_named, label="v1", program=program).version_id
         b = ingest_file(conn, dst_stripped, label="v2", program=program).version_id
         report = get_diff(conn, a, b)
-        old_sids = {r[0] for r in conn.execute(
-            "SELECT stable_id FROM functions WHERE version_id = ?", (a,))}
+        old_sids = {
+            r[0] for r in conn.execute("SELECT stable_id FROM functions WHERE version_id = ?", (a,))
+        }
         rows = conn.execute(
             "SELECT f.idx, f.stable_id, s.name, s.provenance FROM functions f"
             " LEFT JOIN symbols s ON s.stable_id = f.stable_id"
-            " WHERE f.version_id = ? AND f.imported = 0 ORDER BY f.idx", (b,)).fetchall()
-        sugg = conn.execute("SELECT func_index, name FROM suggestions WHERE version_id = ?"
-                            " AND backend = 'diff-carry'", (b,)).fetchall()
+            " WHERE f.version_id = ? AND f.imported = 0 ORDER BY f.idx",
+            (b,),
+        ).fetchall()
+        sugg = conn.execute(
+            "SELECT func_index, name FROM suggestions WHERE version_id = ?"
+            " AND backend = 'diff-carry'",
+            (b,),
+        ).fetchall()
         conn.close()
     s.seconds = time.perf_counter() - t0
     s.suggested = len(sugg)
     s.suggested_right = sum(1 for i, n in sugg if base_name(n) == base_name(truth_new.get(i) or ""))
     change = {c["to_index"]: c for c in report["changes"] if c["to_index"] is not None}
     s.defined = len(rows)
-    s.relevant = sum(1 for i, *_ in rows if truth_new.get(i) and base_name(truth_new[i]) in old_base)
+    s.relevant = sum(
+        1 for i, *_ in rows if truth_new.get(i) and base_name(truth_new[i]) in old_base
+    )
     for idx, sid, name, prov in rows:
         if name is None:
             continue
@@ -181,15 +203,26 @@ def evaluate(src_named: Path, dst_stripped: Path, dst_named: Path, *, program: s
         else:
             s.wrong += 1
             s.flagged_wrong += flagged
-            s.errors.append((idx, name, truth, prov, c["score"] if c else None,
-                             c["classification"] if c else None, flagged))
+            s.errors.append(
+                (
+                    idx,
+                    name,
+                    truth,
+                    prov,
+                    c["score"] if c else None,
+                    c["classification"] if c else None,
+                    flagged,
+                )
+            )
     return s
 
 
 def cases(corpus: Path, args: argparse.Namespace) -> list[tuple]:
     """(program, toolchain, from, to, version) for the selection, from the manifest."""
-    mods = {(m["program"], m["version"], m["toolchain"], m["opt"], m["role"]): m
-            for m in load_manifest(corpus)}
+    mods = {
+        (m["program"], m["version"], m["toolchain"], m["opt"], m["role"]): m
+        for m in load_manifest(corpus)
+    }
     versions: dict[str, list[str]] = {}
     for prog, ver, *_ in mods:
         versions.setdefault(prog, [])
@@ -200,13 +233,18 @@ def cases(corpus: Path, args: argparse.Namespace) -> list[tuple]:
     out = []
     for prog in progs:
         vers = sorted(versions.get(prog, []), key=lambda v: [int(x) for x in re.findall(r"\d+", v)])
-        for ver in (vers if args.all_versions else vers[-1:]):
+        for ver in vers if args.all_versions else vers[-1:]:
             for tc in args.toolchain or TOOLCHAINS:
                 for fa, fb in pairs:
-                    need = [(prog, ver, tc, fa, "named"), (prog, ver, tc, fb, "stripped"),
-                            (prog, ver, tc, fb, "named")]
+                    need = [
+                        (prog, ver, tc, fa, "named"),
+                        (prog, ver, tc, fb, "stripped"),
+                        (prog, ver, tc, fb, "named"),
+                    ]
                     if all(k in mods for k in need):
-                        out.append((prog, ver, tc, fa, fb, *(corpus / mods[k]["file"] for k in need)))
+                        out.append(
+                            (prog, ver, tc, fa, fb, *(corpus / mods[k]["file"] for k in need))
+                        )
     return out
 
 
@@ -214,43 +252,67 @@ def report(scores: list[Score], args: argparse.Namespace) -> None:
     if args.json:
         print(json.dumps([s.row() for s in scores], indent=1))
         return
-    for label, group in (("TUNE", [s for s in scores if not s.heldout]),
-                         ("HELD-OUT", [s for s in scores if s.heldout])):
+    for label, group in (
+        ("TUNE", [s for s in scores if not s.heldout]),
+        ("HELD-OUT", [s for s in scores if s.heldout]),
+    ):
         if not group:
             continue
-        print(f"{label}: {'pair':28} {'prec':>7} {'prec*':>7} {'recall':>7} {'reach':>5} "
-              f"{'carry':>5} {'right':>5} {'alias':>5} {'ren':>4} {'wrong':>5} {'flag':>4} "
-              f"{'unflag':>6} {'review':>6} {'sugg':>7} {'secs':>5}")
+        print(
+            f"{label}: {'pair':28} {'prec':>7} {'prec*':>7} {'recall':>7} {'reach':>5} "
+            f"{'carry':>5} {'right':>5} {'alias':>5} {'ren':>4} {'wrong':>5} {'flag':>4} "
+            f"{'unflag':>6} {'review':>6} {'sugg':>7} {'secs':>5}"
+        )
         for s in group:
             name = f"{s.program} {s.toolchain} {s.pair}"
-            print(f"  {name:36} {100 * s.precision:6.2f}% {100 * s.precision_star:6.2f}% "
-                  f"{100 * s.recall:6.2f}% {s.reached:5d} {s.carried:5d} {s.right:5d} "
-                  f"{s.alias:5d} {s.renamed:4d} {s.wrong:5d} {s.flagged_wrong:4d} "
-                  f"{s.unflagged:6d} {s.review:6d} "
-                  f"{f'{s.suggested_right}/{s.suggested}':>7} {s.seconds:5.1f}")
+            print(
+                f"  {name:36} {100 * s.precision:6.2f}% {100 * s.precision_star:6.2f}% "
+                f"{100 * s.recall:6.2f}% {s.reached:5d} {s.carried:5d} {s.right:5d} "
+                f"{s.alias:5d} {s.renamed:4d} {s.wrong:5d} {s.flagged_wrong:4d} "
+                f"{s.unflagged:6d} {s.review:6d} "
+                f"{f'{s.suggested_right}/{s.suggested}':>7} {s.seconds:5.1f}"
+            )
             for idx, name_, truth, prov, score, cls, flagged in s.errors[: args.errors]:
-                print(f"      new {idx:5d} got {name_!s:34} true {truth!s:34} {prov:10} "
-                      f"{cls or '':9} {'' if score is None else f'{score:.3f}'}"
-                      f"{' review' if flagged else ''}")
-        tot = {k: sum(getattr(s, k) for s in group)
-               for k in ("reached", "right", "renamed", "wrong", "flagged_wrong", "relevant",
-                         "suggested", "suggested_right", "review", "flagged_right",
-                         "flagged_renamed")}
+                print(
+                    f"      new {idx:5d} got {name_!s:34} true {truth!s:34} {prov:10} "
+                    f"{cls or '':9} {'' if score is None else f'{score:.3f}'}"
+                    f"{' review' if flagged else ''}"
+                )
+        tot = {
+            k: sum(getattr(s, k) for s in group)
+            for k in (
+                "reached",
+                "right",
+                "renamed",
+                "wrong",
+                "flagged_wrong",
+                "relevant",
+                "suggested",
+                "suggested_right",
+                "review",
+                "flagged_right",
+                "flagged_renamed",
+            )
+        }
         n = tot["reached"] - tot["renamed"]
-        print(f"{label} all: {tot['reached']} names reached, precision "
-              f"{100 * tot['right'] / max(1, tot['reached']):.2f}%, prec* "
-              f"{100 * tot['right'] / max(1, n):.2f}%, recall "
-              f"{100 * tot['right'] / max(1, tot['relevant']):.2f}%; {tot['wrong']} wrong, "
-              f"{tot['flagged_wrong']} flagged, {tot['wrong'] - tot['flagged_wrong']} unflagged; "
-              f"{tot['renamed']} renamed; suggestions {tot['suggested_right']}/"
-              f"{tot['suggested']} right")
+        print(
+            f"{label} all: {tot['reached']} names reached, precision "
+            f"{100 * tot['right'] / max(1, tot['reached']):.2f}%, prec* "
+            f"{100 * tot['right'] / max(1, n):.2f}%, recall "
+            f"{100 * tot['right'] / max(1, tot['relevant']):.2f}%; {tot['wrong']} wrong, "
+            f"{tot['flagged_wrong']} flagged, {tot['wrong'] - tot['flagged_wrong']} unflagged; "
+            f"{tot['renamed']} renamed; suggestions {tot['suggested_right']}/"
+            f"{tot['suggested']} right"
+        )
         # the names a reader may take as they are: those not flagged for review
         u_right = tot["right"] - tot["flagged_right"]
         u_wrong = tot["wrong"] - tot["flagged_wrong"]
         u_all = tot["reached"] - tot["review"]
-        print(f"{label} unflagged: {u_all} names ({tot['review']} flagged review), precision "
-              f"{100 * u_right / max(1, u_all):.2f}%, prec* "
-              f"{100 * u_right / max(1, u_right + u_wrong):.2f}%\n")
+        print(
+            f"{label} unflagged: {u_all} names ({tot['review']} flagged review), precision "
+            f"{100 * u_right / max(1, u_all):.2f}%, prec* "
+            f"{100 * u_right / max(1, u_right + u_wrong):.2f}%\n"
+        )
 
 
 SMOKE_C = r"""
@@ -295,18 +357,47 @@ def build_smoke(out: Path) -> Path | None:
     for opt in ("O2", "Os", "O3"):
         raw = out / f"tiny-{opt}.wasm"
         r = subprocess.run(
-            [str(bindir / "clang"), "--target=wasm32-wasi", "--sysroot=/usr", f"-{opt}", "-w",
-             str(out / "tiny.c"), "-o", str(raw), f"-Wl,--Map={out / f'{opt}.map'}"],
-            capture_output=True, text=True, env={"PATH": str(bindir)})
+            [
+                str(bindir / "clang"),
+                "--target=wasm32-wasi",
+                "--sysroot=/usr",
+                f"-{opt}",
+                "-w",
+                str(out / "tiny.c"),
+                "-o",
+                str(raw),
+                f"-Wl,--Map={out / f'{opt}.map'}",
+            ],
+            capture_output=True,
+            text=True,
+            env={"PATH": str(bindir)},
+        )
         if r.returncode:
             return None
         _name_from_map(raw, out / f"{opt}.map")
         for role, extra in (("named", []), ("stripped", ["--all"])):
             f = out / f"tiny-1.0.clang.{opt}.{role}.wasm"
-            subprocess.run([shutil.which("wasm-tools") or "wasm-tools", "strip", *extra, str(raw),
-                            "-o", str(f)], check=True)
-            rows.append({"file": f.name, "program": "tiny", "version": "1.0", "toolchain": "clang",
-                         "opt": opt, "role": role})
+            subprocess.run(
+                [
+                    shutil.which("wasm-tools") or "wasm-tools",
+                    "strip",
+                    *extra,
+                    str(raw),
+                    "-o",
+                    str(f),
+                ],
+                check=True,
+            )
+            rows.append(
+                {
+                    "file": f.name,
+                    "program": "tiny",
+                    "version": "1.0",
+                    "toolchain": "clang",
+                    "opt": opt,
+                    "role": role,
+                }
+            )
     (out / "MANIFEST.json").write_text(json.dumps({"modules": rows}))
     return out
 
@@ -333,17 +424,32 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         corpus, args.program, args.toolchain, args.pairs = built, ["tiny"], ["clang"], ["O2:Os"]
     elif not (corpus / "MANIFEST.json").exists():
-        print(f"programs corpus not found: {corpus} (build it: python benchmarks/programs.py)",
-              file=sys.stderr)
+        print(
+            f"programs corpus not found: {corpus} (build it: python benchmarks/programs.py)",
+            file=sys.stderr,
+        )
         return 2
     scores = []
     for prog, _ver, tc, fa, fb, src, dst, dst_named in cases(corpus, args):
-        scores.append(evaluate(src, dst, dst_named, program=prog, toolchain=tc,
-                               pair=f"{fa} -> {fb}", heldout=prog in HELD_OUT))
+        scores.append(
+            evaluate(
+                src,
+                dst,
+                dst_named,
+                program=prog,
+                toolchain=tc,
+                pair=f"{fa} -> {fb}",
+                heldout=prog in HELD_OUT,
+            )
+        )
         if not args.json and not args.smoke:
             s = scores[-1]
-            print(f"  .. {prog} {tc} {fa} -> {fb}: prec* {100 * s.precision_star:.2f}% "
-                  f"recall {100 * s.recall:.2f}% unflag {s.unflagged}", file=sys.stderr, flush=True)
+            print(
+                f"  .. {prog} {tc} {fa} -> {fb}: prec* {100 * s.precision_star:.2f}% "
+                f"recall {100 * s.recall:.2f}% unflag {s.unflagged}",
+                file=sys.stderr,
+                flush=True,
+            )
     report(scores, args)
     if tmp is not None:
         tmp.cleanup()

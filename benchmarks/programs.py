@@ -232,44 +232,106 @@ int main(int argc, char **argv) {
 """
 
 _ZSTD = {
-    v: Source("pypi", f"zstandard=={z}", f"zstandard-{z}") for v, z in
-    (("1.5.5", "0.22.0"), ("1.5.6", "0.23.0"))
+    v: Source("pypi", f"zstandard=={z}", f"zstandard-{z}")
+    for v, z in (("1.5.5", "0.22.0"), ("1.5.6", "0.23.0"))
 }
 _LUPA = Source("pypi", "lupa==2.2", "lupa-2.2")
 _SQLITE = {
-    v: Source("npm", f"better-sqlite3@{b}", "package") for v, b in
-    (("3.45.3", "9.6.0"), ("3.46.1", "11.3.0"))
+    v: Source("npm", f"better-sqlite3@{b}", "package")
+    for v, b in (("3.45.3", "9.6.0"), ("3.46.1", "11.3.0"))
 }
-_LUA_DEFS = ("_WASI_EMULATED_SIGNAL=1", "l_randomizePivot()=0", "LUAI_THROW(L,c)=abort()", "LUAI_TRY(L,c,a)=a", "luai_jmpbuf=int")
-_LUA_SKIP = ("lua.c", "luac.c", "loslib.c", "liolib.c", "loadlib.c", "linit.c", "onelua.c",
-             "ltests.c")
+_LUA_DEFS = (
+    "_WASI_EMULATED_SIGNAL=1",
+    "l_randomizePivot()=0",
+    "LUAI_THROW(L,c)=abort()",
+    "LUAI_TRY(L,c,a)=a",
+    "luai_jmpbuf=int",
+)
+_LUA_SKIP = (
+    "lua.c",
+    "luac.c",
+    "loslib.c",
+    "liolib.c",
+    "loadlib.c",
+    "linit.c",
+    "onelua.c",
+    "ltests.c",
+)
 
 PROGRAMS: tuple[Program, ...] = (
-    *(Program("zstd", v, s, ("zstd/zstd.c",), includes=("zstd",),
-              defines=("ZSTD_DISABLE_ASM=1",), driver=ZSTD_MAIN,
-              patches=(("zstd/zstd.c", "#define ZSTD_MULTITHREAD\n", "\n"),))
-      for v, s in _ZSTD.items()),
-    *(Program("lua", v, _LUPA, (f"third-party/{d}/*.c",), exclude=_LUA_SKIP,
-              includes=(f"third-party/{d}",), defines=_LUA_DEFS, driver=LUA_MAIN,
-              shim_setjmp=True)
-      for v, d in (("5.3.6", "lua53"), ("5.4.6", "lua54"))),
-    *(Program("sqlite", v, s, ("deps/sqlite3/sqlite3.c",), includes=("deps/sqlite3",),
-              defines=("SQLITE_OS_OTHER=1", "SQLITE_THREADSAFE=0", "SQLITE_TEMP_STORE=3",
-                       "SQLITE_OMIT_LOAD_EXTENSION=1", "SQLITE_OMIT_WAL=1"),
-              driver=SQLITE_MAIN)
-      for v, s in _SQLITE.items()),
-    Program("brotli", "1.1.0", Source("pypi", "Brotli==1.1.0", "Brotli-1.1.0"),
-            ("c/common/*.c", "c/dec/*.c", "c/enc/*.c"), includes=("c/include",),
-            driver=BROTLI_MAIN),
-    Program("lz4", "1.9.4", Source("pypi", "lz4==4.3.3", "lz4-4.3.3"),
-            ("lz4libs/lz4.c", "lz4libs/lz4hc.c", "lz4libs/lz4frame.c", "lz4libs/xxhash.c"),
-            includes=("lz4libs",), driver=LZ4_MAIN),
-    Program("libyaml", "0.1.7",
-            Source("pypi", "ruamel.yaml.clib==0.2.8", "ruamel.yaml.clib-0.2.8"),
-            tuple(f"{m}.c" for m in ("api", "reader", "scanner", "parser", "loader", "writer",
-                                     "emitter", "dumper")),
-            includes=(".",), defines=("HAVE_CONFIG_H=1", "YAML_DECLARE_STATIC=1"),
-            driver=YAML_MAIN),
+    *(
+        Program(
+            "zstd",
+            v,
+            s,
+            ("zstd/zstd.c",),
+            includes=("zstd",),
+            defines=("ZSTD_DISABLE_ASM=1",),
+            driver=ZSTD_MAIN,
+            patches=(("zstd/zstd.c", "#define ZSTD_MULTITHREAD\n", "\n"),),
+        )
+        for v, s in _ZSTD.items()
+    ),
+    *(
+        Program(
+            "lua",
+            v,
+            _LUPA,
+            (f"third-party/{d}/*.c",),
+            exclude=_LUA_SKIP,
+            includes=(f"third-party/{d}",),
+            defines=_LUA_DEFS,
+            driver=LUA_MAIN,
+            shim_setjmp=True,
+        )
+        for v, d in (("5.3.6", "lua53"), ("5.4.6", "lua54"))
+    ),
+    *(
+        Program(
+            "sqlite",
+            v,
+            s,
+            ("deps/sqlite3/sqlite3.c",),
+            includes=("deps/sqlite3",),
+            defines=(
+                "SQLITE_OS_OTHER=1",
+                "SQLITE_THREADSAFE=0",
+                "SQLITE_TEMP_STORE=3",
+                "SQLITE_OMIT_LOAD_EXTENSION=1",
+                "SQLITE_OMIT_WAL=1",
+            ),
+            driver=SQLITE_MAIN,
+        )
+        for v, s in _SQLITE.items()
+    ),
+    Program(
+        "brotli",
+        "1.1.0",
+        Source("pypi", "Brotli==1.1.0", "Brotli-1.1.0"),
+        ("c/common/*.c", "c/dec/*.c", "c/enc/*.c"),
+        includes=("c/include",),
+        driver=BROTLI_MAIN,
+    ),
+    Program(
+        "lz4",
+        "1.9.4",
+        Source("pypi", "lz4==4.3.3", "lz4-4.3.3"),
+        ("lz4libs/lz4.c", "lz4libs/lz4hc.c", "lz4libs/lz4frame.c", "lz4libs/xxhash.c"),
+        includes=("lz4libs",),
+        driver=LZ4_MAIN,
+    ),
+    Program(
+        "libyaml",
+        "0.1.7",
+        Source("pypi", "ruamel.yaml.clib==0.2.8", "ruamel.yaml.clib-0.2.8"),
+        tuple(
+            f"{m}.c"
+            for m in ("api", "reader", "scanner", "parser", "loader", "writer", "emitter", "dumper")
+        ),
+        includes=(".",),
+        defines=("HAVE_CONFIG_H=1", "YAML_DECLARE_STATIC=1"),
+        driver=YAML_MAIN,
+    ),
 )
 
 
@@ -278,15 +340,25 @@ def _zig() -> list[str]:
 
 
 TOOLCHAINS: dict[str, dict] = {
-    "clang": {"cc": lambda: ["clang", "--target=wasm32-wasi", "--sysroot=/usr"], "flags": [],
-              "available": lambda: bool(shutil.which("clang"))
-              and Path("/usr/lib/wasm32-wasi/libc.a").exists()},
-    "zig": {"cc": _zig, "flags": ["-g0"],
-            "available": lambda: subprocess.run(_zig()[:3] + ["version"], capture_output=True)
-            .returncode == 0},
-    "emcc": {"cc": lambda: ["emcc"], "flags": ["-sSTANDALONE_WASM", "-sALLOW_MEMORY_GROWTH=1",
-                                               "--profiling-funcs"],
-             "available": lambda: bool(shutil.which("emcc"))},
+    "clang": {
+        "cc": lambda: ["clang", "--target=wasm32-wasi", "--sysroot=/usr"],
+        "flags": [],
+        "available": lambda: (
+            bool(shutil.which("clang")) and Path("/usr/lib/wasm32-wasi/libc.a").exists()
+        ),
+    },
+    "zig": {
+        "cc": _zig,
+        "flags": ["-g0"],
+        "available": lambda: (
+            subprocess.run(_zig()[:3] + ["version"], capture_output=True).returncode == 0
+        ),
+    },
+    "emcc": {
+        "cc": lambda: ["emcc"],
+        "flags": ["-sSTANDALONE_WASM", "-sALLOW_MEMORY_GROWTH=1", "--profiling-funcs"],
+        "available": lambda: bool(shutil.which("emcc")),
+    },
 }
 
 
@@ -299,14 +371,26 @@ def fetch(src: Source, cache: Path) -> Path:
     dl = base / "dl"
     dl.mkdir(parents=True, exist_ok=True)
     if src.kind == "pypi":
-        cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-binary", ":all:", "--no-deps",
-               "-d", str(dl), src.spec]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-binary",
+            ":all:",
+            "--no-deps",
+            "-d",
+            str(dl),
+            src.spec,
+        ]
     else:
         cmd = ["npm", "pack", "--silent", "--pack-destination", str(dl), src.spec]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode and src.kind == "pypi":  # its metadata build wants tools: use ours
-        r = subprocess.run(cmd[:-1] + ["--no-build-isolation", src.spec], capture_output=True,
-                           text=True)
+        r = subprocess.run(
+            cmd[:-1] + ["--no-build-isolation", src.spec], capture_output=True, text=True
+        )
     archives = [p for p in dl.iterdir() if p.name.endswith((".tar.gz", ".tgz"))]
     if r.returncode or not archives:
         raise RuntimeError(f"could not fetch {src.spec}: {(r.stderr or r.stdout).strip()[-300:]}")
@@ -333,8 +417,9 @@ def _name_from_map(wasm: Path, link_map: Path) -> None:
     listed = map_names(link_map.read_text())
     if len(listed) != len(m.code):
         raise RuntimeError(f"{wasm}: link map lists {len(listed)} bodies, module has {len(m.code)}")
-    wasm.write_bytes(with_function_names(
-        data, {m.num_func_imports + k: n for k, n in enumerate(listed)}))
+    wasm.write_bytes(
+        with_function_names(data, {m.num_func_imports + k: n for k, n in enumerate(listed)})
+    )
 
 
 def build_one(prog: Program, tc: str, opt: str, out: Path) -> list[dict]:
@@ -347,7 +432,9 @@ def build_one(prog: Program, tc: str, opt: str, out: Path) -> list[dict]:
         work.mkdir(parents=True, exist_ok=True)
         (work / "main.c").write_text(prog.driver)
         files = sorted(
-            f for g in prog.files for f in glob.glob(str(root / g))
+            f
+            for g in prog.files
+            for f in glob.glob(str(root / g))
             if Path(f).name not in prog.exclude
         )
         if not files:
@@ -366,9 +453,19 @@ def build_one(prog: Program, tc: str, opt: str, out: Path) -> list[dict]:
             (work / "shim" / "setjmp.h").write_text("typedef int jmp_buf[1];\n")
             inc.insert(0, f"-I{work / 'shim'}")
         tool = TOOLCHAINS[tc]
-        cmd = [*tool["cc"](), f"-{opt}", *tool["flags"], *inc,
-               *(f"-D{d}" for d in prog.defines), "-w", str(work / "main.c"), *files,
-               *prog.extra, "-o", str(work / "out.wasm")]
+        cmd = [
+            *tool["cc"](),
+            f"-{opt}",
+            *tool["flags"],
+            *inc,
+            *(f"-D{d}" for d in prog.defines),
+            "-w",
+            str(work / "main.c"),
+            *files,
+            *prog.extra,
+            "-o",
+            str(work / "out.wasm"),
+        ]
         env = dict(os.environ)
         if tc == "clang":
             # wasm-ld 14 writes no name section and clang runs binaryen's wasm-opt after the
@@ -391,17 +488,27 @@ def build_one(prog: Program, tc: str, opt: str, out: Path) -> list[dict]:
         if tc == "clang":
             _name_from_map(work / "out.wasm", work / "out.map")
         subprocess.run([strip, "strip", str(work / "out.wasm"), "-o", str(named)], check=True)
-        subprocess.run([strip, "strip", "--all", str(work / "out.wasm"), "-o", str(stripped)],
-                       check=True)
+        subprocess.run(
+            [strip, "strip", "--all", str(work / "out.wasm"), "-o", str(stripped)], check=True
+        )
         print(f"built {pair} in {time.perf_counter() - t0:.0f}s", flush=True)
     rows = []
     for role, p in (("named", named), ("stripped", stripped)):
         data = p.read_bytes()
-        rows.append({
-            "file": p.name, "program": prog.name, "version": prog.version, "toolchain": tc,
-            "opt": opt, "role": role, "pair_id": pair, "sha256": hashlib.sha256(data).hexdigest(),
-            "size": len(data), "origin": f"{prog.source.kind}:{prog.source.spec}",
-        })
+        rows.append(
+            {
+                "file": p.name,
+                "program": prog.name,
+                "version": prog.version,
+                "toolchain": tc,
+                "opt": opt,
+                "role": role,
+                "pair_id": pair,
+                "sha256": hashlib.sha256(data).hexdigest(),
+                "size": len(data),
+                "origin": f"{prog.source.kind}:{prog.source.spec}",
+            }
+        )
     return rows
 
 
@@ -415,7 +522,9 @@ def load_manifest(out: Path) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output dir (default %(default)s)")
+    ap.add_argument(
+        "--out", type=Path, default=DEFAULT_OUT, help="output dir (default %(default)s)"
+    )
     ap.add_argument("--program", nargs="*", help="program names (default: all)")
     ap.add_argument("--toolchain", nargs="*", choices=sorted(TOOLCHAINS), help="default: all")
     ap.add_argument("--opt", nargs="*", choices=OPTS, help="default: all")
@@ -448,8 +557,11 @@ def main(argv: list[str] | None = None) -> int:
                 except (RuntimeError, OSError, subprocess.CalledProcessError) as exc:
                     failed += 1
                     print(f"error: {exc}".splitlines()[0][:300], flush=True)
-                (out / "MANIFEST.json").write_text(json.dumps(
-                    {"modules": sorted(have.values(), key=lambda m: m["file"])}, indent=1))
+                (out / "MANIFEST.json").write_text(
+                    json.dumps(
+                        {"modules": sorted(have.values(), key=lambda m: m["file"])}, indent=1
+                    )
+                )
     print(f"{len(have)} files in {out / 'MANIFEST.json'}, {failed} builds failed")
     return 1 if failed else 0
 

@@ -49,14 +49,25 @@ def run(calls: int) -> dict[str, float]:
         kb = Path(tmp) / "kb.db"
         sids = [f"{i:016x}" for i in range(50)]
         conn = bare_kb(kb, sids)
-        upsert_symbol(conn, sids[0], "parse_header", provenance="human", confidence=1.0,
-                      actor="human:bench", lock=True)
+        upsert_symbol(
+            conn,
+            sids[0],
+            "parse_header",
+            provenance="human",
+            confidence=1.0,
+            actor="human:bench",
+            lock=True,
+        )
         conn.close()
         before, rows_before = kb_size(kb), event_rows(kb)
         proc = subprocess.Popen(
             [sys.executable, "-m", "kbtool.cli", "mcp", "--db", str(kb)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            text=True, encoding="utf-8", cwd=tmp,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            encoding="utf-8",
+            cwd=tmp,
         )
         assert proc.stdin is not None and proc.stdout is not None
         replies: list[dict] = []
@@ -73,28 +84,51 @@ def run(calls: int) -> dict[str, float]:
             assert proc.stdin is not None
             proc.stdin.write(json.dumps({"jsonrpc": "2.0", **msg}) + "\n")
 
-        send({"id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2024-11-05", "capabilities": {},
-            "clientInfo": {"name": "refusal-growth", "version": "0"}}})
+        send(
+            {
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2024-11-05",
+                    "capabilities": {},
+                    "clientInfo": {"name": "refusal-growth", "version": "0"},
+                },
+            }
+        )
         send({"method": "notifications/initialized"})
         t0 = time.perf_counter()
         for i in range(calls):
-            send({"id": i + 1, "method": "tools/call", "params": {
-                "name": "propose_symbol",
-                "arguments": {"stable_id": sids[0], "name": "agent_guess", "confidence": 0.9}}})
+            send(
+                {
+                    "id": i + 1,
+                    "method": "tools/call",
+                    "params": {
+                        "name": "propose_symbol",
+                        "arguments": {
+                            "stable_id": sids[0],
+                            "name": "agent_guess",
+                            "confidence": 0.9,
+                        },
+                    },
+                }
+            )
         proc.stdin.close()
         proc.wait(timeout=3600)
         reader.join(timeout=60)
         elapsed = time.perf_counter() - t0
         refused = sum(
-            1 for r in replies
-            if r.get("id") and "locked" in json.dumps(r.get("result", {}))
+            1 for r in replies if r.get("id") and "locked" in json.dumps(r.get("result", {}))
         )
         after, rows_after = kb_size(kb), event_rows(kb)
     return {
-        "calls": calls, "refused": refused, "before": before, "after": after,
-        "events_before": rows_before, "events_after": rows_after,
-        "bytes_per_call": (after - before) / calls, "calls_per_s": calls / elapsed,
+        "calls": calls,
+        "refused": refused,
+        "before": before,
+        "after": after,
+        "events_before": rows_before,
+        "events_after": rows_after,
+        "bytes_per_call": (after - before) / calls,
+        "calls_per_s": calls / elapsed,
     }
 
 
@@ -106,8 +140,10 @@ def main(argv: list[str] | None = None) -> int:
     calls = 200 if args.smoke else args.calls
     r = run(calls)
     print(f"refused propose_symbol calls: {r['refused']:,}/{r['calls']:,}")
-    print(f"KB size: {r['before']:,} -> {r['after']:,} bytes "
-          f"({r['after'] - r['before']:+,}; {r['bytes_per_call']:.1f} bytes per call)")
+    print(
+        f"KB size: {r['before']:,} -> {r['after']:,} bytes "
+        f"({r['after'] - r['before']:+,}; {r['bytes_per_call']:.1f} bytes per call)"
+    )
     print(f"annotation_events rows: {r['events_before']:,} -> {r['events_after']:,}")
     print(f"calls per second: {r['calls_per_s']:,.0f}")
     return 0

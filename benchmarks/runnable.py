@@ -81,7 +81,9 @@ INPUTS: dict[str, list[Case]] = {
         Case(["numbers", "desc"], b"1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17\n"),
         Case(["numbers"], b""),
         Case(["args", "one", "two words", ""], env={"KB_GREETING": "hello"}),
-        Case(["file", "in.txt", "out.txt"], files={"in.txt": b"alpha beta\ngamma\n\tdelta epsilon\n"}),
+        Case(
+            ["file", "in.txt", "out.txt"], files={"in.txt": b"alpha beta\ngamma\n\tdelta epsilon\n"}
+        ),
         Case(["file", "missing.txt"]),
         Case(["exit", "7"]),
         Case(["abort"]),
@@ -90,21 +92,37 @@ INPUTS: dict[str, list[Case]] = {
         Case(["nosuchmode"]),
     ],
     "zstd": [Case([]), Case(["1"]), Case(["9"]), Case(["19"])],
-    "lua": [Case([]), Case(["main.lua"], files={"main.lua": LUA_SCRIPT}),
-            Case(["err.lua"], files={"err.lua": LUA_ERROR}), Case(["missing.lua"])],
+    "lua": [
+        Case([]),
+        Case(["main.lua"], files={"main.lua": LUA_SCRIPT}),
+        Case(["err.lua"], files={"err.lua": LUA_ERROR}),
+        Case(["missing.lua"]),
+    ],
     "sqlite": [
         Case([]),
         Case(["SELECT 1 + 1, 'x' || 'y', 7 / 2.0, hex(zeroblob(3));"]),
-        Case(["CREATE TABLE t(a, b); INSERT INTO t VALUES (1, 'one'), (2, 'two'), (3, NULL);"
-              " SELECT a, b, typeof(b) FROM t ORDER BY a DESC;"]),
-        Case(["WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 2000)"
-              " SELECT sum(x * x), avg(x), printf('%.3f', avg(x) / 7.0), count(*) FROM c;"]),
+        Case(
+            [
+                "CREATE TABLE t(a, b); INSERT INTO t VALUES (1, 'one'), (2, 'two'), (3, NULL);"
+                " SELECT a, b, typeof(b) FROM t ORDER BY a DESC;"
+            ]
+        ),
+        Case(
+            [
+                "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 2000)"
+                " SELECT sum(x * x), avg(x), printf('%.3f', avg(x) / 7.0), count(*) FROM c;"
+            ]
+        ),
         Case(["SELECT * FROM nope;"]),
     ],
     "brotli": [Case([]), Case(["1"]), Case(["5"]), Case(["11"])],
     "lz4": [Case([]), Case(["1"]), Case(["12"])],
-    "libyaml": [Case([]), Case(["a: [1, 2, {b: c}]\n"]), Case(["- x\n- y: &a 1\n- *a\n"]),
-                Case(["bad: [\n"])],
+    "libyaml": [
+        Case([]),
+        Case(["a: [1, 2, {b: c}]\n"]),
+        Case(["- x\n- y: &a 1\n- *a\n"]),
+        Case(["bad: [\n"]),
+    ],
 }
 
 
@@ -156,8 +174,9 @@ class WasmtimeRunner:
                 code = TRAP_EXIT if "wasm trap" in str(exc) else 1
                 err_extra = f"Error: {exc}\n".encode()
             secs = time.perf_counter() - t0
-            return Run(code, (tdp / "out").read_bytes(), (tdp / "err").read_bytes() + err_extra,
-                       secs)
+            return Run(
+                code, (tdp / "out").read_bytes(), (tdp / "err").read_bytes() + err_extra, secs
+            )
 
 
 def _define_emscripten(wt, linker, store) -> None:
@@ -165,14 +184,21 @@ def _define_emscripten(wt, linker, store) -> None:
     standalone host gives them (and as the runnable glue does): a no-op and -ENOSYS."""
     i32 = wt.ValType.i32()
     linker.allow_shadowing = True
-    linker.define(store, "env", "emscripten_notify_memory_growth",
-                  wt.Func(store, wt.FuncType([i32], []), lambda n: None))
-    linker.define(store, "env", "__syscall_dup3",
-                  wt.Func(store, wt.FuncType([i32, i32, i32], [i32]), lambda a, b, c: -52))
+    linker.define(
+        store,
+        "env",
+        "emscripten_notify_memory_growth",
+        wt.Func(store, wt.FuncType([i32], []), lambda n: None),
+    )
+    linker.define(
+        store,
+        "env",
+        "__syscall_dup3",
+        wt.Func(store, wt.FuncType([i32, i32, i32], [i32]), lambda a, b, c: -52),
+    )
 
 
-def run_native(program: Path, case: Case, workdir: Path | None = None,
-               timeout: float = 120) -> Run:
+def run_native(program: Path, case: Case, workdir: Path | None = None, timeout: float = 120) -> Run:
     """Run the native build the same way (``--dir DIR::.``, ``--env``, argv[0])."""
     with tempfile.TemporaryDirectory(prefix="kb-nat-") as td:
         work = workdir or _files_dir(Path(td) / "dir", case)
@@ -216,8 +242,9 @@ class Result:
 
 
 def kbtool(*args: str, timeout: float = 3600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kbtool", *args], capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "kbtool", *args], capture_output=True, text=True, timeout=timeout
+    )
 
 
 def lift_and_build(wasm: Path, work: Path, res: Result) -> Path | None:
@@ -248,8 +275,9 @@ def lift_and_build(wasm: Path, work: Path, res: Result) -> Path | None:
     return out / "program"
 
 
-def run_program(wasm: Path, name: str, toolchain: str, opt: str, cases: list[Case],
-                verbose: bool = False) -> Result:
+def run_program(
+    wasm: Path, name: str, toolchain: str, opt: str, cases: list[Case], verbose: bool = False
+) -> Result:
     res = Result(name, toolchain, opt)
     with tempfile.TemporaryDirectory(prefix="kb-runnable-") as td:
         program = lift_and_build(wasm, Path(td), res)
@@ -266,28 +294,37 @@ def run_program(wasm: Path, name: str, toolchain: str, opt: str, cases: list[Cas
             res.identical += same
             res.stderr_identical += a.stderr == b.stderr
             if not same:
-                res.notes.append(f"[{case.label}] native rc {a.code} vs wasmtime rc {b.code}"
-                                 + ("" if a.stdout == b.stdout else ", stdout differs"))
+                res.notes.append(
+                    f"[{case.label}] native rc {a.code} vs wasmtime rc {b.code}"
+                    + ("" if a.stdout == b.stdout else ", stdout differs")
+                )
                 if verbose:
-                    print(f"--- native stdout {a.stdout[:300]!r}\n--- native stderr {a.stderr[:300]!r}"
-                          f"\n--- wasmtime stdout {b.stdout[:300]!r}\n--- wasmtime stderr "
-                          f"{b.stderr[:300]!r}", flush=True)
+                    print(
+                        f"--- native stdout {a.stdout[:300]!r}\n--- native stderr {a.stderr[:300]!r}"
+                        f"\n--- wasmtime stdout {b.stdout[:300]!r}\n--- wasmtime stderr "
+                        f"{b.stderr[:300]!r}",
+                        flush=True,
+                    )
     return res
 
 
 # ---------------------------------------------------------------- report
 
 
-HEAD = (f"{'program':<34} {'funcs':>6} {'lift s':>7} {'gcc s':>7} {'build':>5} "
-        f"{'identical':>10} {'stderr=':>7} {'native s':>9} {'wasmtime s':>10}")
+HEAD = (
+    f"{'program':<34} {'funcs':>6} {'lift s':>7} {'gcc s':>7} {'build':>5} "
+    f"{'identical':>10} {'stderr=':>7} {'native s':>9} {'wasmtime s':>10}"
+)
 
 
 def row(r: Result) -> str:
     label = f"{r.name} {r.toolchain} {r.opt}"
     runs = f"{r.identical}/{r.runs}"
-    return (f"{label:<34} {r.functions:>6} {r.lift_s:>7.1f} {r.build_s:>7.1f} "
-            f"{'ok' if r.built else 'FAIL':>5} {runs:>10} {r.stderr_identical:>7} "
-            f"{r.native_s:>9.3f} {r.wasmtime_s:>10.3f}")
+    return (
+        f"{label:<34} {r.functions:>6} {r.lift_s:>7.1f} {r.build_s:>7.1f} "
+        f"{'ok' if r.built else 'FAIL':>5} {runs:>10} {r.stderr_identical:>7} "
+        f"{r.native_s:>9.3f} {r.wasmtime_s:>10.3f}"
+    )
 
 
 def summary(results: list[Result]) -> str:
@@ -295,8 +332,10 @@ def summary(results: list[Result]) -> str:
     runs = sum(r.runs for r in results)
     same = sum(r.identical for r in results)
     pct = 100.0 * same / runs if runs else 0.0
-    return (f"programs built: {built}/{len(results)}; runs identical (stdout + exit status): "
-            f"{same}/{runs} ({pct:.1f}%)")
+    return (
+        f"programs built: {built}/{len(results)}; runs identical (stdout + exit status): "
+        f"{same}/{runs} ({pct:.1f}%)"
+    )
 
 
 def smoke_wasm(work: Path) -> Path | None:
@@ -305,8 +344,11 @@ def smoke_wasm(work: Path) -> Path | None:
     if clang is None:
         return None
     out = work / "prog.wasm"
-    r = subprocess.run([clang, "--target=wasm32-wasi", "--sysroot=/usr", "-O2", str(FIXTURE),
-                        "-o", str(out)], capture_output=True, text=True)
+    r = subprocess.run(
+        [clang, "--target=wasm32-wasi", "--sysroot=/usr", "-O2", str(FIXTURE), "-o", str(out)],
+        capture_output=True,
+        text=True,
+    )
     return out if r.returncode == 0 else None
 
 
@@ -355,9 +397,14 @@ def main(argv: list[str] | None = None) -> int:
             print(row(r), flush=True)
     if not args.smoke:
         for m in corpus_rows(args.program, args.toolchain, args.opt):
-            r = run_program(CORPUS / m["file"], f"{m['program']}-{m['version']}",
-                            m["toolchain"], m["opt"], INPUTS.get(m["program"], [Case([])]),
-                            args.verbose)
+            r = run_program(
+                CORPUS / m["file"],
+                f"{m['program']}-{m['version']}",
+                m["toolchain"],
+                m["opt"],
+                INPUTS.get(m["program"], [Case([])]),
+                args.verbose,
+            )
             results.append(r)
             print(row(r), flush=True)
     print(summary(results))

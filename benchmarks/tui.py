@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 
-T_PROCESS = time.perf_counter()          # as early as possible: "start" of the measured run
+T_PROCESS = time.perf_counter()  # as early as possible: "start" of the measured run
 
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
@@ -47,14 +47,43 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 DEFAULT_DB = Path("/tmp/kbtool-tui-bench.db")
-CORPUS = ROOT.parent / "shared" / "corpus" / "release" / "onnxruntime-web-1.20.1.ort-wasm-simd-threaded.wasm"
+CORPUS = (
+    ROOT.parent
+    / "shared"
+    / "corpus"
+    / "release"
+    / "onnxruntime-web-1.20.1.ort-wasm-simd-threaded.wasm"
+)
 TARGETS = {"first_paint_s": 1.0, "step_ms": 50.0, "rss_mib": 500.0}
 PROVS = (("human", 0.08), ("oracle", 0.22), ("export", 0.08), ("agent", 0.17), ("diff-carry", 0.10))
-WORDS = ("parse", "read", "write", "hash", "block", "frame", "table", "huf", "fse", "decode", "encode",
-         "init", "free", "alloc", "copy", "seq", "lit", "dict", "window", "tensor", "kernel", "gemm")
+WORDS = (
+    "parse",
+    "read",
+    "write",
+    "hash",
+    "block",
+    "frame",
+    "table",
+    "huf",
+    "fse",
+    "decode",
+    "encode",
+    "init",
+    "free",
+    "alloc",
+    "copy",
+    "seq",
+    "lit",
+    "dict",
+    "window",
+    "tensor",
+    "kernel",
+    "gemm",
+)
 
 
 # ---------------------------------------------------------------- building the KB
+
 
 def build(db: Path, n: int, real: bool) -> None:
     # kbtool.kb is imported here, not at the top: the --measure child must not pay for
@@ -70,35 +99,62 @@ def build(db: Path, n: int, real: bool) -> None:
     conn = open_rw(db)
     n_imp = 40
     with transaction(conn):
-        vid = store.insert_version(conn, {
-            "label": f"synthetic-{n // 1000}k", "sha256": hashlib.sha256(b"bench").hexdigest(),
-            "size": 40_000_000, "toolchain_version": "clang 19.1.0", "shared_memory": 1,
-            "imported_functions": n_imp, "defined_functions": n, "exported_functions": 200,
-            "instructions": n * 120, "producers": json.dumps({"processed-by": ["clang 19.1.0"]}),
-            "target_features": "[]",
-        })
-        sids = [hashlib.blake2b(f"bench{i}".encode(), digest_size=8).hexdigest()
-                for i in range(n_imp + n)]
+        vid = store.insert_version(
+            conn,
+            {
+                "label": f"synthetic-{n // 1000}k",
+                "sha256": hashlib.sha256(b"bench").hexdigest(),
+                "size": 40_000_000,
+                "toolchain_version": "clang 19.1.0",
+                "shared_memory": 1,
+                "imported_functions": n_imp,
+                "defined_functions": n,
+                "exported_functions": 200,
+                "instructions": n * 120,
+                "producers": json.dumps({"processed-by": ["clang 19.1.0"]}),
+                "target_features": "[]",
+            },
+        )
+        sids = [
+            hashlib.blake2b(f"bench{i}".encode(), digest_size=8).hexdigest()
+            for i in range(n_imp + n)
+        ]
         ops = array("H", [32, 33, 16, 2, 3, 11] * 8).tobytes()
         frows, xrows, erows = [], [], []
         for i in range(n_imp + n):
             imported = i < n_imp
             calls = [] if imported else sorted({rng.randrange(n_imp + n) for _ in range(3)})
-            frows.append({
-                "version_id": vid, "idx": i, "stable_id": sids[i], "imported": int(imported),
-                "import_module": "env" if imported else None,
-                "import_field": f"imp{i}" if imported else None, "type_sig": "(i32, i32) -> i32",
-                "body_size": 0 if imported else 20 + i % 700,
-                "instr_count": 0 if imported else 10 + i % 200, "export_names": "[]",
-                "match_method": "new",
-            })
-            xrows.append({
-                "version_id": vid, "idx": i, "calls": json.dumps(calls), "call_indirect": i % 3,
-                "ref_funcs": "[]", "consts": "[]",
-                "strings": json.dumps([f"message {i}"] if i % 9 == 0 else []),
-                "globals_used": "[]", "mem_ops": "[]", "atomic_sites": 0, "loops": i % 4,
-                "ops": b"" if imported else ops,
-            })
+            frows.append(
+                {
+                    "version_id": vid,
+                    "idx": i,
+                    "stable_id": sids[i],
+                    "imported": int(imported),
+                    "import_module": "env" if imported else None,
+                    "import_field": f"imp{i}" if imported else None,
+                    "type_sig": "(i32, i32) -> i32",
+                    "body_size": 0 if imported else 20 + i % 700,
+                    "instr_count": 0 if imported else 10 + i % 200,
+                    "export_names": "[]",
+                    "match_method": "new",
+                }
+            )
+            xrows.append(
+                {
+                    "version_id": vid,
+                    "idx": i,
+                    "calls": json.dumps(calls),
+                    "call_indirect": i % 3,
+                    "ref_funcs": "[]",
+                    "consts": "[]",
+                    "strings": json.dumps([f"message {i}"] if i % 9 == 0 else []),
+                    "globals_used": "[]",
+                    "mem_ops": "[]",
+                    "atomic_sites": 0,
+                    "loops": i % 4,
+                    "ops": b"" if imported else ops,
+                }
+            )
             erows.extend({"version_id": vid, "caller": i, "callee": c} for c in calls)
         store.insert_functions(conn, frows)
         store.insert_facts(conn, xrows)
@@ -112,8 +168,9 @@ def build(db: Path, n: int, real: bool) -> None:
                 if r < acc:
                     conf = 1.0 if prov == "human" else round(rng.uniform(0.05, 1.0), 2)
                     name = f"{WORDS[i % len(WORDS)]}_{WORDS[(i * 7) % len(WORDS)]}_{i}"
-                    upsert_symbol(conn, sids[i], name, provenance=prov, confidence=conf,
-                                  actor=f"{prov}:bench")
+                    upsert_symbol(
+                        conn, sids[i], name, provenance=prov, confidence=conf, actor=f"{prov}:bench"
+                    )
                     break
     if real and CORPUS.exists():
         from kbtool.services.ingest import ingest_file
@@ -122,11 +179,15 @@ def build(db: Path, n: int, real: bool) -> None:
             ingest_file(conn, CORPUS, label=label)
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
-    print(f"built {db} ({n:,} functions{' + onnxruntime x2' if real else ''}) in "
-          f"{time.perf_counter() - t0:.1f}s", file=sys.stderr)
+    print(
+        f"built {db} ({n:,} functions{' + onnxruntime x2' if real else ''}) in "
+        f"{time.perf_counter() - t0:.1f}s",
+        file=sys.stderr,
+    )
 
 
 # ---------------------------------------------------------------- measuring (fresh process)
+
 
 def rss_mib() -> float:
     """Peak RSS of this process image: VmHWM (ru_maxrss would include the parent's memory
@@ -168,7 +229,7 @@ async def _measure(db: Path, version: int | None, steps: int) -> dict:
         out["functions"] = grid.count
         out["first_paint_s"] = round(grid.first_paint - T_PROCESS, 3)
         out["first_paint_after_construct_s"] = round(grid.first_paint - t_construct, 3)
-        out["first_paint_cpu_s"] = round(time.process_time(), 3)   # CPU of the whole process so far
+        out["first_paint_cpu_s"] = round(time.process_time(), 3)  # CPU of the whole process so far
         await pilot.pause()
 
         # Key -> frame latency: the key event goes through the driver exactly as Pilot sends
@@ -226,6 +287,7 @@ async def _measure(db: Path, version: int | None, steps: int) -> dict:
             out[f"{name}_ms_p95"] = round(p95(times), 2)
             out[f"{name}_ms_max"] = round(times[-1], 2)
             out[f"{name}_steps"] = len(times)
+
         # a few other interactions, key -> first frame showing the result
         async def until(key: str, ready) -> float:
             await pilot.pause()
@@ -244,20 +306,26 @@ async def _measure(db: Path, version: int | None, steps: int) -> dict:
         from kbtool.tui.screens.versions import VersionsScreen
 
         out["open_detail_ms"] = await until(
-            "enter", lambda: isinstance(app.screen, DetailScreen) and app.screen.seen_token is not None)
-        out["back_to_heatmap_ms"] = await until("escape", lambda: isinstance(app.screen, HeatmapScreen))
+            "enter",
+            lambda: isinstance(app.screen, DetailScreen) and app.screen.seen_token is not None,
+        )
+        out["back_to_heatmap_ms"] = await until(
+            "escape", lambda: isinstance(app.screen, HeatmapScreen)
+        )
         await pilot.press("slash")
         await app.workers.wait_for_complete()
         screen = app.screen
         assert isinstance(screen, SearchScreen)
         t = time.perf_counter()
-        screen._run("decode")                 # the query and the table fill, without the debounce
+        screen._run("decode")  # the query and the table fill, without the debounce
         out["search_query_ms"] = round((time.perf_counter() - t) * 1000, 1)
         out["search_results"] = len(screen._results)
         await pilot.press("escape")
         await pilot.pause()
         out["versions_screen_ms"] = await until(
-            "v", lambda: isinstance(app.screen, VersionsScreen) and app.screen.seen_token is not None)
+            "v",
+            lambda: isinstance(app.screen, VersionsScreen) and app.screen.seen_token is not None,
+        )
     out["rss_mib"] = rss_mib()
     return out
 
@@ -266,7 +334,9 @@ def run_measure(db: Path, version: int | None, steps: int) -> dict:
     cmd = [sys.executable, __file__, "--measure", "--db", str(db), "--steps", str(steps)]
     if version is not None:
         cmd += ["--version", str(version)]
-    res = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    res = subprocess.run(
+        cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}
+    )
     if res.returncode != 0:
         sys.stderr.write(res.stderr)
         raise SystemExit(res.returncode)
@@ -274,14 +344,20 @@ def run_measure(db: Path, version: int | None, steps: int) -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--db", type=Path, default=DEFAULT_DB)
     ap.add_argument("--functions", type=int, default=50_000)
     ap.add_argument("--real", action="store_true", help="also ingest onnxruntime-web twice")
     ap.add_argument("--rebuild", action="store_true")
     ap.add_argument("--steps", type=int, default=200, help="cursor moves measured")
-    ap.add_argument("--runs", type=int, default=3, help="fresh processes; figures are the median run")
-    ap.add_argument("--version", type=int, default=None, help="version id to open (default: the synthetic one)")
+    ap.add_argument(
+        "--runs", type=int, default=3, help="fresh processes; figures are the median run"
+    )
+    ap.add_argument(
+        "--version", type=int, default=None, help="version id to open (default: the synthetic one)"
+    )
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--smoke", action="store_true", help="500 functions, one run, no targets")
     ap.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
@@ -293,7 +369,12 @@ def main() -> int:
     if args.smoke:
         with tempfile.TemporaryDirectory() as tmp:
             args.db, args.functions, args.real, args.runs, args.steps = (
-                Path(tmp) / "smoke.db", 500, False, 1, 20)
+                Path(tmp) / "smoke.db",
+                500,
+                False,
+                1,
+                20,
+            )
             build(args.db, args.functions, args.real)
             return report(args)
     if args.rebuild or not args.db.exists():
@@ -318,24 +399,40 @@ def report(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(res, indent=2))
     else:
-        print(f"kbtool tui on {args.db} ({res['functions']:,} functions in the heatmap), 80x24, "
-              f"median of {len(runs)} fresh processes")
-        print(f"  start -> first heatmap paint : {res['first_paint_s']:.3f} s  (runs {res['first_paint_s_all_runs']};"
-              f" {res['import_s']:.3f} s of it importing textual+kbtool.tui)  target < 1.0 s"
-              f"  {'OK' if ok['first_paint_s'] else 'MISSED'}")
-        print(f"  CPU time of the process at first paint: {res['first_paint_cpu_s']:.3f} s"
-              f" (independent of other load on the machine; load average now {os.getloadavg()[0]:.1f})")
+        print(
+            f"kbtool tui on {args.db} ({res['functions']:,} functions in the heatmap), 80x24, "
+            f"median of {len(runs)} fresh processes"
+        )
+        print(
+            f"  start -> first heatmap paint : {res['first_paint_s']:.3f} s  (runs {res['first_paint_s_all_runs']};"
+            f" {res['import_s']:.3f} s of it importing textual+kbtool.tui)  target < 1.0 s"
+            f"  {'OK' if ok['first_paint_s'] else 'MISSED'}"
+        )
+        print(
+            f"  CPU time of the process at first paint: {res['first_paint_cpu_s']:.3f} s"
+            f" (independent of other load on the machine; load average now {os.getloadavg()[0]:.1f})"
+        )
         for name in ("move", "page", "jump_end"):
-            print(f"  {name:<9} per step: median {res[f'{name}_ms_median']:6.2f} ms  p95 {res[f'{name}_ms_p95']:6.2f} ms"
-                  f"  max {res[f'{name}_ms_max']:6.2f} ms  ({res[f'{name}_steps']} steps)")
-        print(f"  step target < 50 ms (p95, key -> frame): {'OK' if ok['step_ms'] else 'MISSED'};"
-              f" CPU per step median {res['step_cpu_ms_median']} ms, p95 {res['step_cpu_ms_p95']} ms")
-        print(f"  (Pilot press round trip {res['pilot_press_ms_mean']} ms mean, of which the app's CPU"
-              f" {res['pilot_press_cpu_ms_mean']} ms; the rest is Pilot waiting for idle)")
-        print(f"  peak RSS {res['rss_mib']:.0f} MiB  target < 500 MiB  {'OK' if ok['rss_mib'] else 'MISSED'}")
-        print(f"  key -> frame: open detail {res['open_detail_ms']} ms, back to the heatmap"
-              f" {res['back_to_heatmap_ms']} ms, versions screen {res['versions_screen_ms']} ms;"
-              f" search query + table fill {res['search_query_ms']} ms ({res['search_results']} results)")
+            print(
+                f"  {name:<9} per step: median {res[f'{name}_ms_median']:6.2f} ms  p95 {res[f'{name}_ms_p95']:6.2f} ms"
+                f"  max {res[f'{name}_ms_max']:6.2f} ms  ({res[f'{name}_steps']} steps)"
+            )
+        print(
+            f"  step target < 50 ms (p95, key -> frame): {'OK' if ok['step_ms'] else 'MISSED'};"
+            f" CPU per step median {res['step_cpu_ms_median']} ms, p95 {res['step_cpu_ms_p95']} ms"
+        )
+        print(
+            f"  (Pilot press round trip {res['pilot_press_ms_mean']} ms mean, of which the app's CPU"
+            f" {res['pilot_press_cpu_ms_mean']} ms; the rest is Pilot waiting for idle)"
+        )
+        print(
+            f"  peak RSS {res['rss_mib']:.0f} MiB  target < 500 MiB  {'OK' if ok['rss_mib'] else 'MISSED'}"
+        )
+        print(
+            f"  key -> frame: open detail {res['open_detail_ms']} ms, back to the heatmap"
+            f" {res['back_to_heatmap_ms']} ms, versions screen {res['versions_screen_ms']} ms;"
+            f" search query + table fill {res['search_query_ms']} ms ({res['search_results']} results)"
+        )
     return 0 if args.smoke or all(ok.values()) else 1
 
 

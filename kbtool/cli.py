@@ -62,16 +62,37 @@ def build_app() -> Any:
 
     @app.callback()
     def _root(
-        db: str | None = typer.Option(None, "--db", envvar="KBTOOL_DB",
-                                      help="KB file (default ./kbtool.db)."),
-        version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
-                                     help="Show the kbtool version and exit."),
+        db: str | None = typer.Option(
+            None, "--db", envvar="KBTOOL_DB", help="KB file (default ./kbtool.db)."
+        ),
+        version: bool = typer.Option(
+            False,
+            "--version",
+            is_eager=True,
+            callback=_print_version,
+            help="Show the kbtool version and exit.",
+        ),
     ) -> None:
         """kbtool: name the functions of a stripped wasm module once, keep the names in every release."""
         set_global_db(db)
 
-    for module in (core, names, mcp_cmd, serve, tui, diff, code, deep, agent, analyze, backup_cmd,
-                   data_cmd, knowledge_cmd, types_cmd, migrate_cmd):
+    for module in (
+        core,
+        names,
+        mcp_cmd,
+        serve,
+        tui,
+        diff,
+        code,
+        deep,
+        agent,
+        analyze,
+        backup_cmd,
+        data_cmd,
+        knowledge_cmd,
+        types_cmd,
+        migrate_cmd,
+    ):
         module.register(app)
     _whole_short_helps(app)
     _APP = app
@@ -99,7 +120,6 @@ def _whole_short_helps(typer_app: Any) -> None:
                 helptext = group.help if isinstance(group.help, str) else inst.help
                 inst.short_help = short_help(helptext if isinstance(helptext, str) else None)
             _whole_short_helps(group.typer_instance)
-
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -150,8 +170,10 @@ def _serve_mcp(args: list[str]) -> int | None:
         i = args.index("mcp")
     except ValueError:
         return None
-    if not (_take_options(args[:i], {"--db": "root"}, opts)
-            and _take_options(args[i + 1:], {"--db": "db", "--log-level": "log_level"}, opts)):
+    if not (
+        _take_options(args[:i], {"--db": "root"}, opts)
+        and _take_options(args[i + 1 :], {"--db": "db", "--log-level": "log_level"}, opts)
+    ):
         return None
     level = str(opts["log_level"]).upper()
     if level not in MCP_LOG_LEVELS:

@@ -27,8 +27,14 @@ def shoot(db: Path, argv: list[str], width: int, out: Path, title: str) -> None:
     import kbtool.commands.diff as diff_cmd
     from kbtool.cli import main
 
-    rec = Console(record=True, width=width, force_terminal=True, color_system="truecolor",
-                  highlight=False, file=open(os.devnull, "w"))  # noqa: SIM115
+    rec = Console(
+        record=True,
+        width=width,
+        force_terminal=True,
+        color_system="truecolor",
+        highlight=False,
+        file=open(os.devnull, "w"),
+    )  # noqa: SIM115
     saved = diff_cmd.console
     diff_cmd.console = rec
     try:
@@ -49,8 +55,13 @@ def main() -> int:
         db = Path(tmp) / "demo.db"
         build_demo(db, echo=lambda _m: None)
         shoot(db, ["ui", "diff", "1", "2"], 100, HERE / "ui-diff.svg", "kbtool ui diff 1 2")
-        shoot(db, ["ui", "diff", "1", "2", "--only", "changed"], 80, HERE / "ui-diff-80.svg",
-              "kbtool ui diff 1 2 --only changed")
+        shoot(
+            db,
+            ["ui", "diff", "1", "2", "--only", "changed"],
+            80,
+            HERE / "ui-diff-80.svg",
+            "kbtool ui diff 1 2 --only changed",
+        )
     return 0
 
 

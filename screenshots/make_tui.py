@@ -44,6 +44,7 @@ def keys(*presses: str):
         for key in presses:
             await pilot.press(key)
             await settle(pilot)
+
     return run
 
 
@@ -55,6 +56,7 @@ def call(fn, *presses: str):
         for key in presses:
             await pilot.press(key)
             await settle(pilot)
+
     return run
 
 
@@ -70,7 +72,9 @@ async def shoot(db: Path, out: Path, name: str, step, size=(80, 24), **app_kw) -
 def plan(db: Path) -> list[tuple[str, object, tuple[int, int], dict]]:
     conn = open_ro(db)
     try:
-        named = queries.search_symbols(conn, "HUF_decompress", limit=1) or queries.search_symbols(conn, "_", limit=1)
+        named = queries.search_symbols(conn, "HUF_decompress", limit=1) or queries.search_symbols(
+            conn, "_", limit=1
+        )
         target = queries.functions_by_stable_id(conn, named[0]["stable_id"])[-1]
     finally:
         conn.close()
@@ -112,7 +116,12 @@ def data_plan(db: Path) -> list[tuple[str, object, tuple[int, int], dict]]:
         conn.close()
     return [
         ("data", keys("s"), (100, 30), {}),
-        ("xrefs", call(lambda app: app.push_screen(XrefsScreen(vid, hex(top["address"])))), (100, 30), {}),
+        (
+            "xrefs",
+            call(lambda app: app.push_screen(XrefsScreen(vid, hex(top["address"])))),
+            (100, 30),
+            {},
+        ),
     ]
 
 
@@ -126,8 +135,19 @@ def knowledge_plan(db: Path) -> list[tuple[str, object, tuple[int, int], dict]]:
     signature)."""
     vid, idx = KNOWLEDGE_FN
     return [
-        ("code-comment", call(lambda app: app.open_detail(vid, idx), "c", "w", *"jjjjjjj", "semicolon",
-                              *"workspace must be 4-aligned"), (100, 30), {}),
+        (
+            "code-comment",
+            call(
+                lambda app: app.open_detail(vid, idx),
+                "c",
+                "w",
+                *"jjjjjjj",
+                "semicolon",
+                *"workspace must be 4-aligned",
+            ),
+            (100, 30),
+            {},
+        ),
         ("code-prototype", call(lambda app: app.open_detail(vid, idx), "c", "y"), (100, 30), {}),
     ]
 
@@ -145,22 +165,45 @@ def write_knowledge(db: Path) -> None:
     conn = open_rw(db)
     try:
         f = ks.resolve_function(conn, target)
-        upsert_symbol(conn, f["stable_id"], "HIST_countFast_wksp", provenance="human", confidence=1.0,
-                      actor=who, lock=True, version_id=vid)
-        ks.set_comment(conn, target, "Counts the bytes of source into count[0..255]; needs a 4-aligned"
-                       " workspace of 4 KiB.", actor=who)
+        upsert_symbol(
+            conn,
+            f["stable_id"],
+            "HIST_countFast_wksp",
+            provenance="human",
+            confidence=1.0,
+            actor=who,
+            lock=True,
+            version_id=vid,
+        )
+        ks.set_comment(
+            conn,
+            target,
+            "Counts the bytes of source into count[0..255]; needs a 4-aligned workspace of 4 KiB.",
+            actor=who,
+        )
         from kbtool.services.code import disassembly
 
-        offs = [int(ln[1:7], 16) for ln in disassembly(conn, vid, idx)["mnemonics"].splitlines()
-                if len(ln) > 8 and ln[7] == ":" and ln[1:7].isalnum()]
+        offs = [
+            int(ln[1:7], 16)
+            for ln in disassembly(conn, vid, idx)["mnemonics"].splitlines()
+            if len(ln) > 8 and ln[7] == ":" and ln[1:7].isalnum()
+        ]
         ks.set_comment(conn, target, "workspace must be 4-aligned", line=offs[3], actor=who)
-        ks.set_prototype(conn, target, "int HIST_countFast_wksp(unsigned *count, unsigned *maxSymbolValuePtr,"
-                         " const void *source, int sourceSize, void *workSpace, int workSpaceSize)", actor=who)
+        ks.set_prototype(
+            conn,
+            target,
+            "int HIST_countFast_wksp(unsigned *count, unsigned *maxSymbolValuePtr,"
+            " const void *source, int sourceSize, void *workSpace, int workSpaceSize)",
+            actor=who,
+        )
         for local, name in (("l6", "largest"), ("l7", "symbol")):
             ks.rename_local(conn, target, local, name, actor=who)
-        ts.add_types(conn, "struct HIST_wksp { unsigned counting[4][256]; };\n"
-                           "typedef enum { trustInput, checkMaxSymbolValue } HIST_checkInput_e;\n"
-                           "struct ZSTD_inBuffer { const void *src; int size; int pos; };\n")
+        ts.add_types(
+            conn,
+            "struct HIST_wksp { unsigned counting[4][256]; };\n"
+            "typedef enum { trustInput, checkMaxSymbolValue } HIST_checkInput_e;\n"
+            "struct ZSTD_inBuffer { const void *src; int size; int pos; };\n",
+        )
         ts.apply_local(conn, target, 4, "struct HIST_wksp *", param=True)
     finally:
         conn.close()
@@ -218,14 +261,18 @@ async def main_async(out: Path, big: bool, only: list[str] | None = None) -> lis
         if big and not only:
             import importlib.util
 
-            spec = importlib.util.spec_from_file_location("bench_tui", ROOT / "benchmarks" / "tui.py")
+            spec = importlib.util.spec_from_file_location(
+                "bench_tui", ROOT / "benchmarks" / "tui.py"
+            )
             bench = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(bench)       # benchmarks/tui.py: 50,000 generated functions
+            spec.loader.exec_module(bench)  # benchmarks/tui.py: 50,000 generated functions
             build_big = bench.build
 
             big_db = Path(tmp) / "big.db"
             build_big(big_db, 50_000, False)
-            written.append(await shoot(big_db, out, "heatmap-50k", keys(*"jjjjjlllll", "pagedown"), (100, 30)))
+            written.append(
+                await shoot(big_db, out, "heatmap-50k", keys(*"jjjjjlllll", "pagedown"), (100, 30))
+            )
         if only:
             return written
         empty = Path(tmp) / "empty.db"
@@ -240,10 +287,16 @@ async def main_async(out: Path, big: bool, only: list[str] | None = None) -> lis
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--out", type=Path, default=ROOT / "screenshots")
-    ap.add_argument("--no-big", action="store_true", help="skip the 50,000-function heatmap (takes ~10 s)")
-    ap.add_argument("--only", action="append", help="only this screenshot (name without tui-); repeatable")
+    ap.add_argument(
+        "--no-big", action="store_true", help="skip the 50,000-function heatmap (takes ~10 s)"
+    )
+    ap.add_argument(
+        "--only", action="append", help="only this screenshot (name without tui-); repeatable"
+    )
     args = ap.parse_args()
     for path in asyncio.run(main_async(args.out.resolve(), not args.no_big, args.only)):
         print(path)

@@ -35,13 +35,15 @@ async def run(kb: Path, out: Path) -> list[tuple[str, float]]:
     from kbtool.tui.widgets.heatmap import HeatmapGrid
 
     conn = sqlite3.connect(f"file:{kb}?mode=ro", uri=True)
-    rows = conn.execute("SELECT idx FROM functions WHERE version_id = 1 AND imported = 0"
-                        " ORDER BY body_size").fetchall()
+    rows = conn.execute(
+        "SELECT idx FROM functions WHERE version_id = 1 AND imported = 0 ORDER BY body_size"
+    ).fetchall()
     median, largest = rows[len(rows) // 2][0], rows[-1][0]
     pair = conn.execute(
         "SELECT a.idx, b.idx FROM functions a JOIN functions b ON a.stable_id = b.stable_id"
         " WHERE a.version_id = 1 AND b.version_id = 2 AND a.imported = 0 AND a.body_hash != b.body_hash"
-        " AND a.body_size BETWEEN 400 AND 2000 LIMIT 1").fetchone()
+        " AND a.body_size BETWEEN 400 AND 2000 LIMIT 1"
+    ).fetchone()
     conn.close()
     out.mkdir(parents=True, exist_ok=True)
     times: list[tuple[str, float]] = []
@@ -59,8 +61,11 @@ async def run(kb: Path, out: Path) -> list[tuple[str, float]]:
 
         def heatmap_ready() -> bool:
             s = app.screen
-            return isinstance(s, HeatmapScreen) and bool(s.query(HeatmapGrid)) and \
-                s.query_one(HeatmapGrid).first_paint is not None
+            return (
+                isinstance(s, HeatmapScreen)
+                and bool(s.query(HeatmapGrid))
+                and s.query_one(HeatmapGrid).first_paint is not None
+            )
 
         await wait("start -> heatmap", heatmap_ready, t0, "heatmap")
         t = time.perf_counter()
@@ -68,14 +73,24 @@ async def run(kb: Path, out: Path) -> list[tuple[str, float]]:
         await wait("heatmap move", lambda: True, t, None)
         t = time.perf_counter()
         await pilot.press("enter")
-        await wait("open detail", lambda: isinstance(app.screen, DetailScreen)
-                   and app.screen.seen_token is not None, t, "detail")
+        await wait(
+            "open detail",
+            lambda: isinstance(app.screen, DetailScreen) and app.screen.seen_token is not None,
+            t,
+            "detail",
+        )
         for name, idx in (("median", median), ("largest", largest)):
             screen = CodeScreen(1, idx)
             t = time.perf_counter()
             app.push_screen(screen)
-            await wait(f"open code ({name}, cold)" if name == "median" else "open code (largest): first screen",
-                       lambda s=screen: s._shown is not None, t, f"code-{name}")
+            await wait(
+                f"open code ({name}, cold)"
+                if name == "median"
+                else "open code (largest): first screen",
+                lambda s=screen: s._shown is not None,
+                t,
+                f"code-{name}",
+            )
             if name == "largest":
                 screen.action_toggle_mode()  # Raw WASM: the first 2,000 instructions, the rest loading
                 await pilot.pause()
@@ -83,8 +98,12 @@ async def run(kb: Path, out: Path) -> list[tuple[str, float]]:
                 t = time.perf_counter()
                 await pilot.press("pagedown")
                 await wait("page down", lambda: True, t, None)
-                await wait("largest: the whole listing", lambda s=screen: not s.code.get("partial"), t,
-                           "code-largest-wasm-whole")
+                await wait(
+                    "largest: the whole listing",
+                    lambda s=screen: not s.code.get("partial"),
+                    t,
+                    "code-largest-wasm-whole",
+                )
             app.pop_screen()
             await pilot.pause()
         if pair:
@@ -99,15 +118,26 @@ async def run(kb: Path, out: Path) -> list[tuple[str, float]]:
             await pilot.press(ch)
         await pilot.pause()
         t = time.perf_counter()
-        await pilot.press("c")  # the last key of "alloc" (names kbtool analyze gave): the results follow
+        await pilot.press(
+            "c"
+        )  # the last key of "alloc" (names kbtool analyze gave): the results follow
         deadline = t + 10
-        await wait("search 'alloc' (last key -> results)", lambda: isinstance(app.screen, SearchScreen)
-                   and (bool(app.screen._results) or time.perf_counter() > deadline), t, "search")
+        await wait(
+            "search 'alloc' (last key -> results)",
+            lambda: (
+                isinstance(app.screen, SearchScreen)
+                and (bool(app.screen._results) or time.perf_counter() > deadline)
+            ),
+            t,
+            "search",
+        )
     return times
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--kb", type=Path, default=DEFAULT_KB)
     ap.add_argument("--out", type=Path, default=ROOT / "screenshots")
     args = ap.parse_args()
@@ -120,7 +150,9 @@ def main() -> int:
     print(f"recorded TUI run on {args.kb} (load average {os.getloadavg()[0]:.2f})")
     for name, s in times:
         print(f"  {name:<40} {s * 1000:8.0f} ms")
-    slow = [n for n, s in times if s > LIMIT_S and not n.startswith(("start", "largest: the whole"))]
+    slow = [
+        n for n, s in times if s > LIMIT_S and not n.startswith(("start", "largest: the whole"))
+    ]
     print(f"steps over {LIMIT_S:.0f} s: {', '.join(slow) or 'none'}")
     return 1 if slow else 0
 

@@ -200,8 +200,9 @@ def data_shots(tmp: Path) -> None:
         page.wait_for_selector("#fn-data a.dataref")
         settle(page)
         shoot(page, "data")
-        xr = json.loads(urllib.request.urlopen(
-            f"{srv.url}api/xrefs/{vid}?target={hex(top['address'])}").read())
+        xr = json.loads(
+            urllib.request.urlopen(f"{srv.url}api/xrefs/{vid}?target={hex(top['address'])}").read()
+        )
         index = xr["refs"][0]["func_index"]
         page.goto(f"{srv.url}studio#v={vid}&f={index}")
         page.wait_for_selector("#dataxrefs a.dataref")
@@ -280,9 +281,12 @@ def main() -> None:
         type=Path,
         help="the KB built by benchmarks/web_api.py --kb PATH (50,000-function version)",
     )
-    ap.add_argument("--only", choices=["data", "diff", "knowledge"],
-                    help="only the data screenshots (web-data, web-studio-data), the diff "
-                         "ones (web-diff, web-fndiff) or web-studio-knowledge")
+    ap.add_argument(
+        "--only",
+        choices=["data", "diff", "knowledge"],
+        help="only the data screenshots (web-data, web-studio-data), the diff "
+        "ones (web-diff, web-fndiff) or web-studio-knowledge",
+    )
     args = ap.parse_args()
     if args.only == "knowledge":  # web-studio-knowledge: comments, prototype, locals, types
         with tempfile.TemporaryDirectory() as tmp:
@@ -363,11 +367,15 @@ def main() -> None:
             page.wait_for_selector(f".fn.sel[data-index='{index}']")
             page.wait_for_selector("#feed .ev")
             page.click("#v-clean")
-            page.wait_for_function("() => document.getElementById('code').textContent.includes('{')")
+            page.wait_for_function(
+                "() => document.getElementById('code').textContent.includes('{')"
+            )
             settle(page)
             shoot(page, "studio")
             page.click("#v-wasm")
-            page.wait_for_function("() => document.getElementById('code').textContent.includes('end')")
+            page.wait_for_function(
+                "() => document.getElementById('code').textContent.includes('end')"
+            )
             settle(page)
             shoot(page, "studio-wasm")
             assert story

@@ -47,23 +47,39 @@ NAME_SURFACE = [
     (r"(^|_)render($|_)|ui_diff|diff_views|diff_layout", "render"),
 ]
 NAME_LAYER = [
-    (r"_service$|^diff_(cache|triage|triage_rules|triage_inlining|explain|relocation)$|^lineage$"
-     r"|^ingest|^lookalike|^optlevels|^oracle_trivial", "services"),
+    (
+        r"_service$|^diff_(cache|triage|triage_rules|triage_inlining|explain|relocation)$|^lineage$"
+        r"|^ingest|^lookalike|^optlevels|^oracle_trivial",
+        "services",
+    ),
     (r"^wasm|^decode|^leb|^opcodes|gosyms", "wasm"),
     (r"^lift|^code_(cleaned|structs)|runnable", "lift"),
     (r"^analysis|atomic|recogni|threads", "analysis"),
     (r"^agents?(_|$)|provider|^fuzz_provider|^deep(_|$)", "agents"),
     (r"^glue|emscripten|loader", "glue"),
     (r"^identity|^matcher|pairing|^diff_align|^diff_go_identity", "identity"),
-    (r"^gate|^kb(_|$)|^hardening_kb|^hardening_gate|^refusal|^knowledge_core|concurrency|^schema"
-     r"|^durab", "kb"),
+    (
+        r"^gate|^kb(_|$)|^hardening_kb|^hardening_gate|^refusal|^knowledge_core|concurrency|^schema"
+        r"|^durab",
+        "kb",
+    ),
 ]
 # import prefix -> where it points (front-ends first)
 IMPORT_SURFACE = {
-    "kbtool.tui": "tui", "tests.support.tui": "tui", "textual": "tui",
-    "kbtool.web": "web", "tests.support.web": "web", "tests.web": "web", "starlette": "web",
-    "kbtool.mcp": "mcp", "tests.support.mcp": "mcp", "mcp": "mcp",
-    "kbtool.cli": "cli", "kbtool.commands": "cli", "tests.support.cli": "cli", "typer": "cli",
+    "kbtool.tui": "tui",
+    "tests.support.tui": "tui",
+    "textual": "tui",
+    "kbtool.web": "web",
+    "tests.support.web": "web",
+    "tests.web": "web",
+    "starlette": "web",
+    "kbtool.mcp": "mcp",
+    "tests.support.mcp": "mcp",
+    "mcp": "mcp",
+    "kbtool.cli": "cli",
+    "kbtool.commands": "cli",
+    "tests.support.cli": "cli",
+    "typer": "cli",
     "kbtool.render": "render",
 }
 IMPORT_LAYER = {f"kbtool.{x}": x for x in LAYERS}
@@ -72,14 +88,18 @@ LAYER_ORDER = ("services", "kb", "agents", "analysis", "identity", "glue", "lift
 # helpers that move, and the module names their importers must use afterwards
 HELPERS = {
     "tests/web/support.py": ("tests/support/web.py", "tests.web.support", "tests.support.web"),
-    "tests/codefixtures.py": ("tests/support/codefixtures.py", "tests.codefixtures",
-                              "tests.support.codefixtures"),
+    "tests/codefixtures.py": (
+        "tests/support/codefixtures.py",
+        "tests.codefixtures",
+        "tests.support.codefixtures",
+    ),
 }
 
 
 def git(*args: str, cwd: Path = ROOT) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
-                          text=True).stdout
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout
 
 
 def test_files(root: Path) -> list[Path]:
@@ -106,7 +126,7 @@ def classify(path: Path, text: str) -> str:
     """``unit/<layer>`` or ``surface/<front-end>`` for one test file."""
     if path.parent.name == "web":
         return "surface/web"  # with its conftest
-    stem = path.stem[len("test_"):]
+    stem = path.stem[len("test_") :]
     for pattern, where in NAME_SURFACE:
         if re.search(pattern, stem):
             return f"surface/{where}"
@@ -144,8 +164,10 @@ def plan(root: Path = ROOT) -> list[tuple[Path, Path]]:
 # Path(__file__) expressions -> tests.support.paths names; the file's own depth is read from
 # its path, so the same rewrite is right before and after a move.
 _FILE = r"(?:__import__\(\"pathlib\"\)\.)?Path\(__file__\)(?:\.resolve\(\))?"
-_EXPR = re.compile(_FILE + r"(?P<chain>\.parents\[\d+\]|\.parent\.parent|\.parent)"
-                   r"(?P<tail>(?:\s*/\s*\"[^\"]*\")*)")
+_EXPR = re.compile(
+    _FILE + r"(?P<chain>\.parents\[\d+\]|\.parent\.parent|\.parent)"
+    r"(?P<tail>(?:\s*/\s*\"[^\"]*\")*)"
+)
 
 
 def _target(m: re.Match[str], rel: Path) -> tuple[str, str] | None:
@@ -155,20 +177,20 @@ def _target(m: re.Match[str], rel: Path) -> tuple[str, str] | None:
     chain, tail = m.group("chain"), m.group("tail") or ""
     k = {".parent": 0, ".parent.parent": 1}.get(chain)
     if k is None:
-        k = int(chain[len(".parents["):-1])
+        k = int(chain[len(".parents[") : -1])
     if rel.parts[0] != "tests":
         return None
     if k == depth - 1:  # the tests directory
         fixtures = re.match(r'\s*/\s*"fixtures"', tail)
         if fixtures:
-            return "FIXTURES", tail[fixtures.end():]
+            return "FIXTURES", tail[fixtures.end() :]
         return "TESTS_DIR", tail
     if k == depth:
         return "ROOT", tail
     if k == depth + 1:
         corpus = re.match(r'\s*/\s*"shared"\s*/\s*"corpus"', tail)
         if corpus:
-            return "CORPUS", tail[corpus.end():]
+            return "CORPUS", tail[corpus.end() :]
         return "ROOT", ".parent" + tail
     return None
 
@@ -179,6 +201,7 @@ def fix_paths(text: str, rel: Path) -> str:
     if not _EXPR.search(text):
         return text
     plain: set[str] = set()
+
     # `ROOT = Path(__file__).resolve().parents[1]`: the line goes, the import takes its place
     def whole(m: re.Match[str]) -> str:
         e = _EXPR.fullmatch(m.group(2))
@@ -197,8 +220,11 @@ def fix_paths(text: str, rel: Path) -> str:
         if t is None:
             return m.group(0)
         name, rest = t
-        alias = used.get(name) or (f"{name}_DIR" if name in defined and not name.endswith("_DIR")
-                                   else ("ALL_TESTS" if name in defined else name))
+        alias = used.get(name) or (
+            f"{name}_DIR"
+            if name in defined and not name.endswith("_DIR")
+            else ("ALL_TESTS" if name in defined else name)
+        )
         used[name] = alias
         return alias + rest
 
@@ -224,7 +250,9 @@ def _add_import(text: str, line: str) -> str:
 
 def apply(root: Path) -> list[tuple[Path, Path]]:
     moves = plan(root)
-    dirty = [str(a) for a, _b in moves if git("status", "--porcelain", "--", str(a), cwd=root).strip()]
+    dirty = [
+        str(a) for a, _b in moves if git("status", "--porcelain", "--", str(a), cwd=root).strip()
+    ]
     if dirty:
         sys.exit("uncommitted changes in " + ", ".join(dirty[:10]) + ": commit them first")
     for sub in ("unit", "surface"):
@@ -251,8 +279,11 @@ def apply(root: Path) -> list[tuple[Path, Path]]:
             dest.mkdir(exist_ok=True)
             git("mv", str(snap.relative_to(root)), str((dest / a.stem).relative_to(root)), cwd=root)
     web_init = root / "tests" / "web" / "__init__.py"
-    if web_init.exists() and not [p for p in (root / "tests" / "web").iterdir()
-                                  if p.name not in ("__init__.py", "__pycache__")]:
+    if web_init.exists() and not [
+        p
+        for p in (root / "tests" / "web").iterdir()
+        if p.name not in ("__init__.py", "__pycache__")
+    ]:
         git("rm", "-q", "tests/web/__init__.py", cwd=root)
     # a test module still imported by another (it should not be) is imported from its new place
     for a, b in moves:
@@ -263,8 +294,11 @@ def apply(root: Path) -> list[tuple[Path, Path]]:
     mentions["tests/web/conftest.py"] = "tests/surface/web/conftest.py"
     moved = {str(b) for _a, b in moves} | {new for new, _m, _n in HELPERS.values()}
     moved |= {"tests/surface/web/conftest.py"}
-    tracked = [Path(p) for p in git("ls-files", cwd=root).splitlines()
-               if p.endswith((".py", ".md", ".toml")) and (root / p).is_file()]
+    tracked = [
+        Path(p)
+        for p in git("ls-files", cwd=root).splitlines()
+        if p.endswith((".py", ".md", ".toml")) and (root / p).is_file()
+    ]
     touched: list[str] = []
     for rel in tracked:
         f = root / rel
@@ -282,8 +316,21 @@ def apply(root: Path) -> list[tuple[Path, Path]]:
     # the import blocks the rewrite touched, tidied as the project's ruff wants them
     py = [t for t in touched if t.endswith(".py")]
     if py:
-        subprocess.run([sys.executable, "-m", "ruff", "check", "--fix", "--quiet", "--select",
-                        "I001,F401", *py], cwd=root, check=False)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "ruff",
+                "check",
+                "--fix",
+                "--quiet",
+                "--select",
+                "I001,F401",
+                *py,
+            ],
+            cwd=root,
+            check=False,
+        )
     return moves
 
 
@@ -292,8 +339,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--apply", action="store_true", help="move the files (git mv) and fix them up")
     ap.add_argument("--dry-run", action="store_true", help="print the plan only (the default)")
     ap.add_argument("--root", type=Path, default=ROOT, help="the checkout (default: this one)")
-    ap.add_argument("--fix-paths", nargs="+", metavar="FILE", type=Path,
-                    help="rewrite Path(__file__) uses in these test files, in place")
+    ap.add_argument(
+        "--fix-paths",
+        nargs="+",
+        metavar="FILE",
+        type=Path,
+        help="rewrite Path(__file__) uses in these test files, in place",
+    )
     args = ap.parse_args(argv)
     root = args.root.resolve()
     if args.fix_paths:

@@ -44,8 +44,12 @@ def prompt_facts(prompt: str) -> dict[str, Any]:
     """What a naming prompt shows: function index, callee names, strings, C lines."""
     from kbtool.agents.prompts import function_index_of
 
-    out: dict[str, Any] = {"index": function_index_of(prompt), "callees": [], "strings": [],
-                           "code": []}
+    out: dict[str, Any] = {
+        "index": function_index_of(prompt),
+        "callees": [],
+        "strings": [],
+        "code": [],
+    }
     section = None
     in_c = False
     for line in prompt.splitlines():
@@ -89,8 +93,11 @@ def canned_answer(prompt: str) -> str:
     else:
         facts = prompt_facts(prompt)
         name = f"fake_named_{facts['index']}"
-        evidence = {"callees": facts["callees"][:1], "strings": facts["strings"][:1],
-                    "code": facts["code"][:1]}
+        evidence = {
+            "callees": facts["callees"][:1],
+            "strings": facts["strings"][:1],
+            "code": facts["code"][:1],
+        }
     return json.dumps(
         {
             "explanation": "canned answer from the fake server",
@@ -113,9 +120,18 @@ class AnswerKey:
     ``stable_wrong``, and cites a made-up string (``hallucinate``), nothing (``bare``) or the
     prompt's real facts (the rest). Every answer claims confidence 0.9."""
 
-    def __init__(self, key: dict[int, str], *, seed: int = 7, right: float = 0.7,
-                 wrong: float = 0.24, stable_right: float = 0.95, stable_wrong: float = 0.25,
-                 hallucinate: float = 0.4, bare: float = 0.3) -> None:
+    def __init__(
+        self,
+        key: dict[int, str],
+        *,
+        seed: int = 7,
+        right: float = 0.7,
+        wrong: float = 0.24,
+        stable_right: float = 0.95,
+        stable_wrong: float = 0.25,
+        hallucinate: float = 0.4,
+        bare: float = 0.3,
+    ) -> None:
         self.key, self.seed = dict(key), seed
         self.right, self.wrong = right, wrong
         self.stable_right, self.stable_wrong = stable_right, stable_wrong
@@ -130,7 +146,9 @@ class AnswerKey:
 
     def kind(self, index: int) -> str:
         u = self._u("kind", index)
-        return "right" if u < self.right else "wrong" if u < self.right + self.wrong else "malformed"
+        return (
+            "right" if u < self.right else "wrong" if u < self.right + self.wrong else "malformed"
+        )
 
     def _other(self, index: int, salt: str) -> str:
         truth = self.key.get(index, "")
@@ -147,8 +165,11 @@ class AnswerKey:
         if idx is None or idx not in self.key:
             return canned_answer(prompt)
         kind = self.kind(idx)
-        real = {"callees": facts["callees"][:2], "strings": facts["strings"][:2],
-                "code": facts["code"][:1]}
+        real = {
+            "callees": facts["callees"][:2],
+            "strings": facts["strings"][:2],
+            "code": facts["code"][:1],
+        }
         if kind == "malformed":
             return "I think this function is probably a helper. {name: unclear"
         if kind == "right":
@@ -171,19 +192,27 @@ class AnswerKey:
             "The function checks its arguments, then walks the structure its first parameter "
             "points to and calls the helpers listed above on each element. The strings and "
             "the callee names show which subsystem it belongs to. It returns a status code "
-            "that the callers test against zero.")
-        return json.dumps({"explanation": explanation, "name": name,
-                           "summary": f"{name}: validates its input and processes each "
-                                      "element, returning a status code.",
-                           "evidence": evidence,
-                           "confidence": 0.9, "reasons": ["read the C"]})
+            "that the callers test against zero."
+        )
+        return json.dumps(
+            {
+                "explanation": explanation,
+                "name": name,
+                "summary": f"{name}: validates its input and processes each "
+                "element, returning a status code.",
+                "evidence": evidence,
+                "confidence": 0.9,
+                "reasons": ["read the C"],
+            }
+        )
 
 
 class FakeLLMServer:
     """Context manager running the fake server in a thread; ``url`` is ``http://127.0.0.1:N``."""
 
-    def __init__(self, script: list[Any] | None = None, *, key: AnswerKey | None = None,
-                 delay: float = 0.0) -> None:
+    def __init__(
+        self, script: list[Any] | None = None, *, key: AnswerKey | None = None, delay: float = 0.0
+    ) -> None:
         self.script = list(script or [])
         self.key, self.delay = key, delay
         self.tokens_in = self.tokens_out = 0  # what this provider "billed"
@@ -229,8 +258,7 @@ class FakeLLMServer:
         path = h.path.split("?", 1)[0]
         if path.endswith("/messages/count_tokens"):
             with self._lock:
-                self.count_requests.append({"path": path, "model": body.get("model"),
-                                            "body": body})
+                self.count_requests.append({"path": path, "model": body.get("model"), "body": body})
             n = count_tokens(_system_of(body) + _prompt_of("messages", body))
             return self._send(h, 200, {"input_tokens": n})
         with self._lock:
@@ -291,8 +319,11 @@ class FakeLLMServer:
                         "message": {"role": "assistant", "content": text},
                     }
                 ],
-                "usage": {"prompt_tokens": tin, "completion_tokens": tout,
-                          "total_tokens": tin + tout},
+                "usage": {
+                    "prompt_tokens": tin,
+                    "completion_tokens": tout,
+                    "total_tokens": tin + tout,
+                },
             }
         return self._send(h, 200, payload)
 

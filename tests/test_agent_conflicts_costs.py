@@ -28,16 +28,25 @@ class _Model:
         i = int(ctx["index"])
         with self.lock:
             self.seen[i] = [e.get("name") for e in ctx.get("callees") or []]
-        return Proposal(index=i, name=self.names[i], confidence=self.conf, source="llm",
-                        backend="openai", model="m", rule="llm_agreed_evidenced",
-                        calibration={"agree": True})
+        return Proposal(
+            index=i,
+            name=self.names[i],
+            confidence=self.conf,
+            source="llm",
+            backend="openai",
+            model="m",
+            rule="llm_agreed_evidenced",
+            calibration={"agree": True},
+        )
 
 
 def _chain() -> list[dict[str, Any]]:
     """f0 <- f1 (f1 calls f0: two bottom-up waves), f2 alone."""
-    return [{"index": 0, "callees": [], "callers": [{"index": 1}]},
-            {"index": 1, "callees": [{"index": 0}], "callers": []},
-            {"index": 2, "callees": [], "callers": []}]
+    return [
+        {"index": 0, "callees": [], "callers": [{"index": 1}]},
+        {"index": 1, "callees": [{"index": 0}], "callers": []},
+        {"index": 2, "callees": [], "callers": []},
+    ]
 
 
 def _run(names: Mapping[int, str], floor: float = 0.5):
@@ -60,8 +69,10 @@ def _run(names: Mapping[int, str], floor: float = 0.5):
 def test_one_name_claimed_by_two_functions_becomes_two_suggestions():
     out, written, suggested, model = _run({0: "read_header", 1: "read_header", 2: "crc32"})
     assert written == [(2, "crc32")]
-    assert sorted(suggested) == [(0, "read_header", 0.4, "llm_name_conflict"),
-                                 (1, "read_header", 0.4, "llm_name_conflict")]
+    assert sorted(suggested) == [
+        (0, "read_header", 0.4, "llm_name_conflict"),
+        (1, "read_header", 0.4, "llm_name_conflict"),
+    ]
     assert out.written == 1 and out.suggested == 2 and out.rejected_by_verifier == 0
     # the caller's prompt (second wave) saw its callee's claimed name, as if written
     assert model.seen[1] == ["read_header"]
@@ -74,8 +85,7 @@ def test_distinct_names_are_written_and_callers_see_them():
 
 
 def test_a_floor_below_the_shared_confidence_still_writes_one_name_once():
-    _, written, suggested, _ = _run({0: "read_header", 1: "read_header", 2: "crc32"},
-                                    floor=0.3)
+    _, written, suggested, _ = _run({0: "read_header", 1: "read_header", 2: "crc32"}, floor=0.3)
     assert sorted(written) == [(0, "read_header"), (2, "crc32")]  # never two functions
     assert suggested == []
 
@@ -99,8 +109,10 @@ def test_projection_rescales_by_billed_usage_as_answers_arrive():
     for _ in range(2):
         m.add(110, 50, estimate=100)
     done = m.projection()  # every planned call made: the projection is what was spent
-    assert (done["projected_tokens_in"], done["projected_tokens_out"]) == (m.tokens_in,
-                                                                           m.tokens_out)
+    assert (done["projected_tokens_in"], done["projected_tokens_out"]) == (
+        m.tokens_in,
+        m.tokens_out,
+    )
     bar = spend_text(m.to_dict(), live=True)
     assert bar.endswith(f" of ~${done['projected_cost_usd']:.4f}")
     assert "of ~" not in spend_text(m.to_dict())  # the summary line shows what was spent
@@ -122,4 +134,5 @@ def test_output_projection_lies_between_per_answer_and_per_input_token():
     assert p["projected_tokens_out"] == 8 * 40 + round((per_answer + per_token) / 2)
     assert p["projected_cost_usd"] is None  # no price: tokens only
     assert spend_text(m.to_dict(), live=True).endswith(
-        f" of ~{p['projected_tokens_in'] + p['projected_tokens_out']:,} tokens")
+        f" of ~{p['projected_tokens_in'] + p['projected_tokens_out']:,} tokens"
+    )

@@ -69,11 +69,20 @@ def _wait(cond, limit: float = 60.0) -> bool:
 
 def test_killing_the_mcp_client_stops_provider_calls(demo_kb):
     with FakeLLMServer([("sleep", 0.2)] * 2000) as srv:
-        env = {**os.environ, "PROVIDER_B_API_KEY": "test", "PROVIDER_B_BASE_URL": srv.url + "/v1",
-               "PYTHONPATH": str(ROOT)}
+        env = {
+            **os.environ,
+            "PROVIDER_B_API_KEY": "test",
+            "PROVIDER_B_BASE_URL": srv.url + "/v1",
+            "PYTHONPATH": str(ROOT),
+        }
         env.pop("PROVIDER_A_API_KEY", None)
-        client = subprocess.Popen([sys.executable, "-c", CLIENT, str(demo_kb)], env=env,
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        client = subprocess.Popen(
+            [sys.executable, "-c", CLIENT, str(demo_kb)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
         servers: list[int] = []
         try:
             assert client.stdout.readline().strip() == "ready"
@@ -87,9 +96,16 @@ def test_killing_the_mcp_client_stops_provider_calls(demo_kb):
             assert len(srv.requests) == after_grace, "provider calls went on after the client left"
             assert after_grace < 100  # a whole pass makes some 300 calls
             # the server process ends by itself once its pass stopped
-            assert all(_wait(lambda p=p: not Path(f"/proc/{p}").exists()
-                             or "Z" in (Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1][:3]),
-                             30) for p in servers)
+            assert all(
+                _wait(
+                    lambda p=p: (
+                        not Path(f"/proc/{p}").exists()
+                        or "Z" in (Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1][:3])
+                    ),
+                    30,
+                )
+                for p in servers
+            )
         finally:
             if client.poll() is None:
                 client.kill()

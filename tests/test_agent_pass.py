@@ -94,12 +94,17 @@ def test_summary_has_exactly_the_contract_keys(conn):
     for k in SUMMARY_KEYS - {"backend", "details"} | {"suggested"}:
         assert isinstance(s[k], int) and s[k] >= 0, k
     assert s["written"] > 0 and s["rounds_run"] == 1
-    assert s["proposed"] == (s["written"] + s["rejected_by_verifier"] + s["rejected_by_economy"]
-                             + s["suggested"])
+    assert s["proposed"] == (
+        s["written"] + s["rejected_by_verifier"] + s["rejected_by_economy"] + s["suggested"]
+    )
     assert s["specialist_written"] <= s["written"] and s["specialist_proposed"] <= s["proposed"]
     assert len(s["details"]) == s["proposed"]
-    assert {d["kind"] for d in s["details"]} <= {"write", "suggest", "verifier_reject",
-                                                 "economy_reject"}
+    assert {d["kind"] for d in s["details"]} <= {
+        "write",
+        "suggest",
+        "verifier_reject",
+        "economy_reject",
+    }
 
 
 def test_writes_are_agent_annotations_with_evidence_and_feed_events(conn):
@@ -124,11 +129,15 @@ def test_writes_are_agent_annotations_with_evidence_and_feed_events(conn):
     assert [(e["stable_id"], e["payload"]["name"]) for e in named] == [
         (d["stable_id"], d["name"]) for d in writes
     ]
-    news = [d for d in s["details"]
-            if d["kind"] not in ("write", "suggest") and d["reason"] != "no change"]
+    news = [
+        d
+        for d in s["details"]
+        if d["kind"] not in ("write", "suggest") and d["reason"] != "no change"
+    ]
     kept = [d for d in s["details"] if d["kind"] == "suggest"]
     assert kept and [e["stable_id"] for e in feed(conn, "suggested")] == [
-        d["stable_id"] for d in kept]
+        d["stable_id"] for d in kept
+    ]
     assert [e["stable_id"] for e in feed(conn, "rejected")] == [d["stable_id"] for d in news]
     run = json.loads(
         conn.execute(

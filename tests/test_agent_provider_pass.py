@@ -19,15 +19,25 @@ from kbtool.kb.db import open_ro, open_rw
 from kbtool.services.agent_pass import run_agent_pass
 from testkit.llm_server import AnswerKey, FakeLLMServer
 
-C = "\n".join(["int32_t f7(int32_t p0) {", "  int32_t l1 = f3(p0, 16);"]
-              + [f"  l1 = l1 + {k};" for k in range(200)] + ["  return l1;", "}"])
+C = "\n".join(
+    ["int32_t f7(int32_t p0) {", "  int32_t l1 = f3(p0, 16);"]
+    + [f"  l1 = l1 + {k};" for k in range(200)]
+    + ["  return l1;", "}"]
+)
 CTX = {
-    "index": 7, "stable_id": "0123456789abcdef", "type": "(i32) -> i32",
-    "strings": ["bad magic number"], "constants": [16],
-    "callees": [{"index": 3, "name": "read_header", "import": None, "type": "(i32, i32) -> i32"},
-                {"index": 4, "name": None, "import": None, "type": "(i32) -> ()"}],
+    "index": 7,
+    "stable_id": "0123456789abcdef",
+    "type": "(i32) -> i32",
+    "strings": ["bad magic number"],
+    "constants": [16],
+    "callees": [
+        {"index": 3, "name": "read_header", "import": None, "type": "(i32, i32) -> i32"},
+        {"index": 4, "name": None, "import": None, "type": "(i32) -> ()"},
+    ],
     "callers": [{"index": 9, "name": "main", "type": "(i32, i32) -> i32"}],
-    "c_raw": C, "c_names": {"3": "f3", "4": "f4", "9": "f9"}, "data": ["s_bad_magic"],
+    "c_raw": C,
+    "c_names": {"3": "f3", "4": "f4", "9": "f9"},
+    "data": ["s_bad_magic"],
 }
 
 
@@ -49,10 +59,13 @@ def test_prompt_carries_code_callees_strings_and_nothing_unusable():
 
 
 def test_bottom_up_levels_put_callees_first_and_cycles_together():
-    ctxs = [{"index": 0, "callees": [{"index": 1}]},
-            {"index": 1, "callees": [{"index": 2}]},
-            {"index": 2, "callees": [{"index": 1}, {"index": 3}]},
-            {"index": 3, "callees": []}, {"index": 4, "callees": [{"index": 99}]}]
+    ctxs = [
+        {"index": 0, "callees": [{"index": 1}]},
+        {"index": 1, "callees": [{"index": 2}]},
+        {"index": 2, "callees": [{"index": 1}, {"index": 3}]},
+        {"index": 3, "callees": []},
+        {"index": 4, "callees": [{"index": 99}]},
+    ]
     assert bottom_up_levels(ctxs) == [[3, 4], [1, 2], [0]]
 
 
@@ -61,8 +74,15 @@ def test_calibration_comes_from_checks_not_from_the_model():
     c = build_prompt(CTX, 100_000) and ""
 
     def ans(evidence, conf=7.5):
-        text = json.dumps({"explanation": "x", "name": "check_magic", "summary": "s",
-                           "confidence": conf, "evidence": evidence})
+        text = json.dumps(
+            {
+                "explanation": "x",
+                "name": "check_magic",
+                "summary": "s",
+                "confidence": conf,
+                "evidence": evidence,
+            }
+        )
         return parse_answer(text)
 
     good = {"strings": ["bad magic number"], "callees": ["read_header"]}
@@ -74,17 +94,20 @@ def test_calibration_comes_from_checks_not_from_the_model():
     p = proposal_from_answer(ans(lie, 0.99), base, ctx=CTX, agree=True, c=c)
     assert p.confidence == 0.1 and "string 'cannot open file'" in p.calibration["false"][0]
     odd = {**CTX, "c_raw": C + "\nint x = 001 + 0X1F + 08;"}  # numbers a C text may hold
-    p = proposal_from_answer(ans({"constants": [31]}), base, ctx=odd, agree=True,
-                             c=odd["c_raw"])
+    p = proposal_from_answer(ans({"constants": [31]}), base, ctx=odd, agree=True, c=odd["c_raw"])
     assert p.calibration["verified"] == ["constant 31"]
     p = proposal_from_answer(ans({}), base, ctx=CTX, agree=True, c=c)
     assert p.rule == "llm_agreed_bare" and p.confidence < 0.5
 
 
 def _env(srv) -> dict[str, str]:
-    return {"PROVIDER_B_API_KEY": "k", "PROVIDER_B_BASE_URL": srv.url + "/v1",
-            "PROVIDER_B_MODEL": "fake-gpt", "NO_PROXY": "127.0.0.1,localhost",
-            "no_proxy": "127.0.0.1,localhost"}
+    return {
+        "PROVIDER_B_API_KEY": "k",
+        "PROVIDER_B_BASE_URL": srv.url + "/v1",
+        "PROVIDER_B_MODEL": "fake-gpt",
+        "NO_PROXY": "127.0.0.1,localhost",
+        "no_proxy": "127.0.0.1,localhost",
+    }
 
 
 def _truth(conn, vid):
@@ -101,15 +124,17 @@ def test_interrupted_pass_resumes_sending_only_unanswered_prompts(demo_kb):
         def stop() -> bool:  # interrupt after 15 answered calls
             return len(srv.requests) >= 15
 
-        first = run_agent_pass(conn, vid, "provider_b", max_functions=30, env=_env(srv),
-                               cancelled=stop, concurrency=1)
+        first = run_agent_pass(
+            conn, vid, "provider_b", max_functions=30, env=_env(srv), cancelled=stop, concurrency=1
+        )
         sent1 = len(srv.requests)
         stored = queries.agent_answer_counts(conn, vid)["answers"]
         assert first["cancelled"] and stored == sent1 == first["calls"]
         seen.append(sent1)
     with FakeLLMServer(key=key) as srv:
-        again = run_agent_pass(conn, vid, "provider_b", max_functions=30, env=_env(srv),
-                               concurrency=2)
+        again = run_agent_pass(
+            conn, vid, "provider_b", max_functions=30, env=_env(srv), concurrency=2
+        )
         sent2 = len(srv.requests)
     with FakeLLMServer(key=key) as srv:  # the suggestions again: every answer is stored
         third = run_agent_pass(conn, vid, "provider_b", max_functions=30, env=_env(srv))
@@ -124,8 +149,9 @@ def test_interrupted_pass_resumes_sending_only_unanswered_prompts(demo_kb):
 def test_circuit_breaker_stops_calling_after_repeated_failures(demo_kb):
     conn = open_rw(demo_kb, create=False)
     with FakeLLMServer([("status", 500)] * 50) as srv:
-        s = run_agent_pass(conn, 2, "provider_b", max_functions=30, env=_env(srv), retries=0,
-                           concurrency=1)
+        s = run_agent_pass(
+            conn, 2, "provider_b", max_functions=30, env=_env(srv), retries=0, concurrency=1
+        )
         assert len(srv.requests) == 5
     assert s["circuit_open"] is True and s["call_errors"] == 5
     assert not [d for d in s["details"] if d["kind"] == "write" and d["source"] == "llm"]
@@ -134,14 +160,26 @@ def test_circuit_breaker_stops_calling_after_repeated_failures(demo_kb):
 
 def test_written_answer_brings_comment_locals_and_prototype(demo_kb):
     conn = open_rw(demo_kb, create=False)
-    answer = json.dumps({"explanation": "e", "name": "zstd_thing", "summary": "Does the thing.",
-                         "confidence": 0.9, "evidence": {}, "locals": {"p0": "ctx"},
-                         "prototype": "int zstd_thing(int ctx)"})
-    idx = next(r["index"] for r in queries.agent_rows(conn, 2) if not r["imported"]
-               and r["type_sig"].startswith("(i32) ->") and r["instr_count"] > 80)
+    answer = json.dumps(
+        {
+            "explanation": "e",
+            "name": "zstd_thing",
+            "summary": "Does the thing.",
+            "confidence": 0.9,
+            "evidence": {},
+            "locals": {"p0": "ctx"},
+            "prototype": "int zstd_thing(int ctx)",
+        }
+    )
+    idx = next(
+        r["index"]
+        for r in queries.agent_rows(conn, 2)
+        if not r["imported"] and r["type_sig"].startswith("(i32) ->") and r["instr_count"] > 80
+    )
     with FakeLLMServer([("text", answer)] * 2) as srv:
-        s = run_agent_pass(conn, 2, "provider_b", functions={idx}, env=_env(srv),
-                           min_confidence=0.3, concurrency=1)
+        s = run_agent_pass(
+            conn, 2, "provider_b", functions={idx}, env=_env(srv), min_confidence=0.3, concurrency=1
+        )
     (w,) = [d for d in s["details"] if d["kind"] == "write"]
     from kbtool.services.knowledge import function_knowledge
 
@@ -154,12 +192,15 @@ def test_written_answer_brings_comment_locals_and_prototype(demo_kb):
 def test_cli_settings_are_checked_with_one_line_errors(demo_kb):
     cmd = [sys.executable, "-m", "kbtool.cli", "agent", "2", "--db", str(demo_kb)]
     env = {**os.environ, "PROVIDER_B_API_KEY": "k", "KBTOOL_AGENT_CONCURRENCY": "lots"}
-    p = subprocess.run(cmd + ["--backend", "provider_b"], capture_output=True, text=True,
-                       env=env)
+    p = subprocess.run(cmd + ["--backend", "provider_b"], capture_output=True, text=True, env=env)
     assert p.returncode != 0 and "KBTOOL_AGENT_CONCURRENCY must be a whole number" in p.stderr
     assert "Traceback" not in p.stderr
-    p = subprocess.run(cmd + ["--backend", "provider_b", "--price", "cheap"], capture_output=True,
-                       text=True, env={**os.environ, "PROVIDER_B_API_KEY": "k"})
+    p = subprocess.run(
+        cmd + ["--backend", "provider_b", "--price", "cheap"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PROVIDER_B_API_KEY": "k"},
+    )
     assert p.returncode != 0 and "IN,OUT" in p.stderr and "Traceback" not in p.stderr
 
 
@@ -177,15 +218,18 @@ def test_mcp_run_agent_pass_reports_progress_through_the_sdk_client(demo_kb):
 
     async def main(srv):
         params = StdioServerParameters(
-            command=sys.executable, args=["-m", "kbtool.cli", "mcp", "--db", str(demo_kb)],
-            env=server_env(**_env(srv)))
+            command=sys.executable,
+            args=["-m", "kbtool.cli", "mcp", "--db", str(demo_kb)],
+            env=server_env(**_env(srv)),
+        )
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as s:
                 await s.initialize()
-                res = await s.call_tool("run_agent_pass", {"version_id": 2,
-                                                           "backend": "provider_b",
-                                                           "max_functions": 6},
-                                        progress_callback=on_progress)
+                res = await s.call_tool(
+                    "run_agent_pass",
+                    {"version_id": 2, "backend": "provider_b", "max_functions": 6},
+                    progress_callback=on_progress,
+                )
                 return json.loads(text_of(res))
 
     with FakeLLMServer() as srv:

@@ -29,22 +29,31 @@ ONLY = range(0, 120)  # the same candidates in every pass (a cap would move on t
 
 
 def _env_b(srv) -> dict[str, str]:
-    return {"PROVIDER_B_API_KEY": "k", "PROVIDER_B_BASE_URL": srv.url + "/v1",
-            "PROVIDER_B_MODEL": "fake-gpt", "NO_PROXY": "127.0.0.1,localhost",
-            "no_proxy": "127.0.0.1,localhost"}
+    return {
+        "PROVIDER_B_API_KEY": "k",
+        "PROVIDER_B_BASE_URL": srv.url + "/v1",
+        "PROVIDER_B_MODEL": "fake-gpt",
+        "NO_PROXY": "127.0.0.1,localhost",
+        "no_proxy": "127.0.0.1,localhost",
+    }
 
 
 def _env_a(srv) -> dict[str, str]:
-    return {"PROVIDER_A_API_KEY": "k", "PROVIDER_A_BASE_URL": srv.url,
-            "PROVIDER_A_MODEL": "fake-claude", "NO_PROXY": "127.0.0.1,localhost",
-            "no_proxy": "127.0.0.1,localhost"}
+    return {
+        "PROVIDER_A_API_KEY": "k",
+        "PROVIDER_A_BASE_URL": srv.url,
+        "PROVIDER_A_MODEL": "fake-claude",
+        "NO_PROXY": "127.0.0.1,localhost",
+        "no_proxy": "127.0.0.1,localhost",
+    }
 
 
 def _key(db: Path) -> AnswerKey:
     c = open_ro(db)
     try:
-        return AnswerKey({f["index"]: f"truth_name_{f['index']}"
-                          for f in queries.list_functions(c, VID)})
+        return AnswerKey(
+            {f["index"]: f"truth_name_{f['index']}" for f in queries.list_functions(c, VID)}
+        )
     finally:
         c.close()
 
@@ -55,16 +64,31 @@ def _resume(db: Path, key: AnswerKey, stop_after: int, reuse: bool) -> tuple[int
     conn = open_rw(db, create=False)
     try:
         with FakeLLMServer(key=key) as srv:
-            first = run_agent_pass(conn, VID, "provider_b", max_functions=0, functions=CHAIN,
-                                   env=_env_b(srv), concurrency=1,
-                                   cancelled=lambda: len(srv.requests) >= stop_after)
+            first = run_agent_pass(
+                conn,
+                VID,
+                "provider_b",
+                max_functions=0,
+                functions=CHAIN,
+                env=_env_b(srv),
+                concurrency=1,
+                cancelled=lambda: len(srv.requests) >= stop_after,
+            )
         assert first["cancelled"]
         named = {d["index"] for d in first["details"] if d["kind"] == "write"}
         assert named == {68}  # the caller got its name after f40 was answered
         stored = queries.agent_answer_counts(conn, VID)["answers"]
         with FakeLLMServer(key=key) as srv:
-            again = run_agent_pass(conn, VID, "provider_b", max_functions=0, functions=CHAIN,
-                                   env=_env_b(srv), concurrency=2, reuse_answers=reuse)
+            again = run_agent_pass(
+                conn,
+                VID,
+                "provider_b",
+                max_functions=0,
+                functions=CHAIN,
+                env=_env_b(srv),
+                concurrency=2,
+                reuse_answers=reuse,
+            )
             return stored, len(srv.requests), again
     finally:
         conn.close()
@@ -76,8 +100,15 @@ def test_resumed_pass_sends_exactly_what_the_interrupted_one_left_unanswered(dem
     copies = [Path(shutil.copy(demo_kb, tmp_path / f"kb{k}.db")) for k in range(2)]
     conn = open_rw(copies[0], create=False)
     with FakeLLMServer(key=key) as srv:  # the same pass, never interrupted
-        full = run_agent_pass(conn, VID, "provider_b", max_functions=0, functions=CHAIN,
-                              env=_env_b(srv), concurrency=1)
+        full = run_agent_pass(
+            conn,
+            VID,
+            "provider_b",
+            max_functions=0,
+            functions=CHAIN,
+            env=_env_b(srv),
+            concurrency=1,
+        )
         assert full["calls"] == len(srv.requests) >= 4
     conn.close()
     stored, sent, again = _resume(demo_kb, key, 3, reuse=True)
@@ -100,9 +131,16 @@ def test_estimate_reads_anthropic_token_counter_then_billed_tokens(demo_kb):
     conn = open_rw(demo_kb, create=False)
     key = _key(demo_kb)
     with FakeLLMServer(key=key) as srv:
-        first = run_agent_pass(conn, VID, "provider_a", max_functions=0, functions=ONLY,
-                               env=_env_a(srv),
-                               concurrency=2, cancelled=lambda: len(srv.requests) >= 30)
+        first = run_agent_pass(
+            conn,
+            VID,
+            "provider_a",
+            max_functions=0,
+            functions=ONLY,
+            env=_env_a(srv),
+            concurrency=2,
+            cancelled=lambda: len(srv.requests) >= 30,
+        )
         billed = srv.tokens_in
         asked = [r["body"] for r in srv.requests]
         counted = len(srv.count_requests)
@@ -115,9 +153,9 @@ def test_estimate_reads_anthropic_token_counter_then_billed_tokens(demo_kb):
     assert fake == billed and abs(raw / fake - 1) > 0.05
     assert abs(est["token_ratio"] * raw / fake - 1) < 0.10
     with FakeLLMServer(key=key) as srv:  # resumed: the tokens billed so far calibrate it
-        again = run_agent_pass(conn, VID, "provider_a", max_functions=0, functions=ONLY,
-                               env=_env_a(srv),
-                               concurrency=2)
+        again = run_agent_pass(
+            conn, VID, "provider_a", max_functions=0, functions=ONLY, env=_env_a(srv), concurrency=2
+        )
         assert not srv.count_requests
         billed2 = srv.tokens_in
     est2 = again["estimate"]
@@ -130,9 +168,22 @@ def test_estimate_reads_anthropic_token_counter_then_billed_tokens(demo_kb):
 def test_full_pass_through_the_anthropic_sdk_from_the_cli(demo_kb):
     with FakeLLMServer() as srv:
         env = {**_env_a(srv), "PATH": "/usr/bin:/bin"}
-        cmd = [sys.executable, "-m", "kbtool.cli", "agent", str(VID), "--db", str(demo_kb),
-               "--backend", "provider_a", "--max-functions", "12", "--json",
-               "--price", "3,15"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "kbtool.cli",
+            "agent",
+            str(VID),
+            "--db",
+            str(demo_kb),
+            "--backend",
+            "provider_a",
+            "--max-functions",
+            "12",
+            "--json",
+            "--price",
+            "3,15",
+        ]
         p = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT, timeout=300)
         sent = len(srv.requests)
         paths = {r["path"] for r in srv.requests}
@@ -169,15 +220,18 @@ def test_mcp_progress_through_the_sdk_server_with_both_provider_sdks(demo_kb, se
     async def main(srv):
         env = _env_a(srv) if selector == "provider_a" else _env_b(srv)
         params = StdioServerParameters(
-            command=sys.executable, args=["-m", "kbtool.cli", "mcp", "--db", str(demo_kb)],
-            env=server_env(**env))
+            command=sys.executable,
+            args=["-m", "kbtool.cli", "mcp", "--db", str(demo_kb)],
+            env=server_env(**env),
+        )
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as s:
                 await s.initialize()
-                res = await s.call_tool("run_agent_pass", {"version_id": VID,
-                                                           "backend": selector,
-                                                           "max_functions": 5},
-                                        progress_callback=on_progress)
+                res = await s.call_tool(
+                    "run_agent_pass",
+                    {"version_id": VID, "backend": selector, "max_functions": 5},
+                    progress_callback=on_progress,
+                )
                 return json.loads(text_of(res))
 
     with FakeLLMServer() as srv:

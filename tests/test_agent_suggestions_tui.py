@@ -21,12 +21,21 @@ def _seed(db) -> list[dict]:
     conn = open_rw(db, create=False)
     rows = [f for f in queries.list_functions(conn, 2) if f["name"] is None][:3]
     for k, f in enumerate(rows):
-        store.save_suggestion(conn, {
-            "version_id": 2, "stable_id": f["stable_id"], "func_index": f["index"],
-            "name": ["parse_frame", "read_block", "evil\x1b[2Jname"][k],
-            "confidence": [0.45, 0.4, 0.2][k], "backend": "openai", "model": "m",
-            "rule": "llm_agreed_bare", "source": "llm", "evidence": {"reasons": ["r"]},
-        })
+        store.save_suggestion(
+            conn,
+            {
+                "version_id": 2,
+                "stable_id": f["stable_id"],
+                "func_index": f["index"],
+                "name": ["parse_frame", "read_block", "evil\x1b[2Jname"][k],
+                "confidence": [0.45, 0.4, 0.2][k],
+                "backend": "openai",
+                "model": "m",
+                "rule": "llm_agreed_bare",
+                "source": "llm",
+                "evidence": {"reasons": ["r"]},
+            },
+        )
     conn.close()
     return rows
 
@@ -43,19 +52,21 @@ async def test_suggestions_screen_accepts_and_dismisses_through_the_gate(demo_kb
         await pilot.press("S")
         await pilot.pause()
         assert isinstance(app.screen, SuggestionsScreen)
-        text = "\n".join(str(app.screen.query_one("#sugg-table").get_row_at(i))
-                         for i in range(3))
+        text = "\n".join(str(app.screen.query_one("#sugg-table").get_row_at(i)) for i in range(3))
         assert "parse_frame" in text and "\x1b" not in text
         await pilot.press("enter")  # the highest: parse_frame
         await pilot.pause()
-        await pilot.press("d")      # then read_block
+        await pilot.press("d")  # then read_block
         await pilot.pause()
         assert len(app.screen._rows) == 1
     conn = open_ro(demo_kb)
     sym = queries.get_symbol(conn, rows[0]["stable_id"])
     assert sym["name"] == "parse_frame" and sym["provenance"] == "human" and sym["locked"]
-    assert queries.get_symbol(conn, rows[1]["stable_id"])["name"] is None \
-        if queries.get_symbol(conn, rows[1]["stable_id"]) else True
+    assert (
+        queries.get_symbol(conn, rows[1]["stable_id"])["name"] is None
+        if queries.get_symbol(conn, rows[1]["stable_id"])
+        else True
+    )
     assert queries.suggestions(conn, 2)["total"] == 1
     conn.close()
 

@@ -79,8 +79,12 @@ def test_interior_string_reference_is_not_an_item():
     assert len(labels) == len(set(labels))  # labels are unique
 
 
-GO_LITERALS = ("needle-in-a-haystack", "found the needle", "nothing found here",
-               "a third literal string")
+GO_LITERALS = (
+    "needle-in-a-haystack",
+    "found the needle",
+    "nothing found here",
+    "a third literal string",
+)
 
 
 @pytest.fixture(scope="module")
@@ -93,10 +97,20 @@ def go_module(tmp_path_factory):
         pytest.skip("go not installed")
     out = tmp_path_factory.mktemp("go") / "strings.wasm"
     src = FIXTURES / "go" / "strings" / "main.go"
-    env = dict(os.environ, GOOS="js", GOARCH="wasm", CGO_ENABLED="0",
-               GOCACHE=os.environ.get("GOCACHE", "/tmp/kbtool-go-cache"))
-    subprocess.run(["go", "build", "-o", str(out), str(src)], check=True, env=env,
-                   cwd=src.parent, capture_output=True)
+    env = dict(
+        os.environ,
+        GOOS="js",
+        GOARCH="wasm",
+        CGO_ENABLED="0",
+        GOCACHE=os.environ.get("GOCACHE", "/tmp/kbtool-go-cache"),
+    )
+    subprocess.run(
+        ["go", "build", "-o", str(out), str(src)],
+        check=True,
+        env=env,
+        cwd=src.parent,
+        capture_output=True,
+    )
     return out.read_bytes()
 
 
@@ -111,8 +125,11 @@ def test_go_string_literals_are_items_with_xrefs(go_module):
         assert len(items) == 1 and items[0].kind == "gostring", text
         it = items[0]
         assert it.size == len(text)  # cut at its length: no neighbour glued on
-        users = {r.func_index for r in dm.refs if r.target_kind == "data"
-                 and it.address <= r.target < it.address + it.size}
+        users = {
+            r.func_index
+            for r in dm.refs
+            if r.target_kind == "data" and it.address <= r.target < it.address + it.size
+        }
         assert "main.main" in {names.get(u) for u in users}, text
     g = {x.index: x.name for x in dm.globals}
     assert g[0] == "SP" and g[2] == "g"  # Go's own globals
@@ -150,8 +167,17 @@ def test_role_labels_from_the_functions_around(tmp_path):
     dm = build_data_model(a, data, stack_pointer=stack_pointer_global(a, data))
     before = {it.label for it in dm.items}
     assert "errno" not in before and "malloc_state" not in before
-    names = {0: "__errno_location", 1: "set_errno", 2: "malloc", 3: "free", 4: "cmp_int",
-             5: "cmp_str", 6: "cmp_len", 7: "sort_items", 8: "name_of"}
+    names = {
+        0: "__errno_location",
+        1: "set_errno",
+        2: "malloc",
+        3: "free",
+        4: "cmp_int",
+        5: "cmp_str",
+        6: "cmp_len",
+        7: "sort_items",
+        8: "name_of",
+    }
     role_labels(dm, a, names)
     by = {it.label: it for it in dm.items}
     assert by["errno"].address == 2048

@@ -22,8 +22,22 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 def test_help_on_every_command(capsys):
     code, out, _ = run(capsys, "--help")
     assert code == 0
-    commands = ["ingest", "versions", "functions", "coverage", "show", "demo", "set-name", "unlock",
-                "revert", "renames", "history", "search", "export", "import-names"]
+    commands = [
+        "ingest",
+        "versions",
+        "functions",
+        "coverage",
+        "show",
+        "demo",
+        "set-name",
+        "unlock",
+        "revert",
+        "renames",
+        "history",
+        "search",
+        "export",
+        "import-names",
+    ]
     for cmd in commands:
         assert cmd in out
         code, text, _ = run(capsys, cmd, "--help")
@@ -34,9 +48,22 @@ def test_json_shapes(demo_kb, capsys):
     db = ["--db", str(demo_kb)]
     code, out, _ = run(capsys, "versions", "--json", *db)
     versions = json.loads(out)
-    assert code == 0 and [set(v) for v in versions] == [
-        {"id", "label", "toolchain_version", "functions", "shared_memory", "program",
-         "parent_version_id"}] * 2
+    assert (
+        code == 0
+        and [set(v) for v in versions]
+        == [
+            {
+                "id",
+                "label",
+                "toolchain_version",
+                "functions",
+                "shared_memory",
+                "program",
+                "parent_version_id",
+            }
+        ]
+        * 2
+    )
     code, out, _ = run(capsys, "functions", "2", "--json", *db)
     funcs = json.loads(out)
     assert set(funcs[0]) == {"index", "stable_id", "type", "name", "provenance", "confidence"}
@@ -44,13 +71,28 @@ def test_json_shapes(demo_kb, capsys):
     assert all(f["name"] is None for f in json.loads(out))
     code, out, _ = run(capsys, "coverage", "2", "--json", *db)
     cov = json.loads(out)
-    assert {"defined", "named", "coverage_pct", "oracle_named", "human_named", "agent_named"} <= set(cov)
+    assert {
+        "defined",
+        "named",
+        "coverage_pct",
+        "oracle_named",
+        "human_named",
+        "agent_named",
+    } <= set(cov)
     sid = next(f["stable_id"] for f in funcs if f["name"] == "ZSTD_compress")
     code, out, _ = run(capsys, "show", sid, "--json", *db)
     rec = json.loads(out)
     assert rec["name"] == "ZSTD_compress" and rec["provenance"] == "export"
-    assert {"stable_id", "name", "summary", "type_signature", "provenance", "confidence", "locked",
-            "evidence"} <= set(rec)
+    assert {
+        "stable_id",
+        "name",
+        "summary",
+        "type_signature",
+        "provenance",
+        "confidence",
+        "locked",
+        "evidence",
+    } <= set(rec)
 
 
 def test_db_from_env(demo_kb, capsys, monkeypatch):
@@ -59,13 +101,16 @@ def test_db_from_env(demo_kb, capsys, monkeypatch):
     assert code == 0 and len(json.loads(out)) == 2
 
 
-@pytest.mark.parametrize("argv,needle", [
-    (["functions", "99"], "unknown version id 99"),
-    (["coverage", "7"], "known version ids: 1, 2"),
-    (["show", "deadbeef"], "unknown stable_id"),
-    (["set-name", "deadbeef", "foo"], "unknown stable_id"),
-    (["history", "deadbeef"], "unknown stable_id"),
-])
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["functions", "99"], "unknown version id 99"),
+        (["coverage", "7"], "known version ids: 1, 2"),
+        (["show", "deadbeef"], "unknown stable_id"),
+        (["set-name", "deadbeef", "foo"], "unknown stable_id"),
+        (["history", "deadbeef"], "unknown stable_id"),
+    ],
+)
 def test_clear_errors(demo_kb, capsys, argv, needle):
     code, out, err = run(capsys, *argv, "--db", str(demo_kb))
     assert code == 1
@@ -81,7 +126,9 @@ def test_errors_for_bad_files(tmp_path, capsys):
     notkb.write_text("just text " * 50)
     code, _, err = run(capsys, "versions", "--db", str(notkb))
     assert code == 1 and "not a kbtool KB" in err
-    code, _, err = run(capsys, "ingest", str(tmp_path / "nope.wasm"), "--db", str(tmp_path / "kb.db"))
+    code, _, err = run(
+        capsys, "ingest", str(tmp_path / "nope.wasm"), "--db", str(tmp_path / "kb.db")
+    )
     assert code == 1 and "no such file" in err
     trunc = tmp_path / "t.wasm"
     trunc.write_bytes((DEMO_DIR / "zstd-1.5.5.wasm").read_bytes()[:1000])
@@ -95,7 +142,10 @@ def test_name_lifecycle(demo_kb, capsys, tmp_path):
     db = ["--db", str(demo_kb)]
     funcs = json.loads(run(capsys, "functions", "2", "--json", "--unnamed", *db)[1])
     sid = funcs[0]["stable_id"]
-    assert run(capsys, "set-name", sid, "parse_frame_header", "--summary", "reads a\tframe", *db)[0] == 0
+    assert (
+        run(capsys, "set-name", sid, "parse_frame_header", "--summary", "reads a\tframe", *db)[0]
+        == 0
+    )
     assert run(capsys, "set-name", sid, "parse_header_v2", *db)[0] == 0
     code, out, _ = run(capsys, "search", "PARSE_", "--json", *db)
     assert [r["name"] for r in json.loads(out)] == ["parse_header_v2"]
@@ -145,6 +195,9 @@ def test_import_names_round_trip(demo_kb_master, tmp_path, capsys):
 
 
 def test_console_script_entry_point(demo_kb):
-    out = subprocess.run([sys.executable, "-m", "kbtool.cli", "--db", str(demo_kb), "versions", "--json"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "kbtool.cli", "--db", str(demo_kb), "versions", "--json"],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0 and json.loads(out.stdout)[1]["label"] == "zstd-1.5.6"

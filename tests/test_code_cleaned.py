@@ -21,8 +21,14 @@ INDEX = 100  # demo version 2: (i32 x6) -> i32, a loop, memory through p4
 
 
 def kbtool(db: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, "--db", str(db), *args], capture_output=True, text=True,
-                          timeout=120, cwd=db.parent, env=dict(os.environ, COLUMNS="200"))
+    return subprocess.run(
+        [*CLI, "--db", str(db), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=db.parent,
+        env=dict(os.environ, COLUMNS="200"),
+    )
 
 
 def test_cleaned_from_the_cleaner_then_from_deep(demo_kb: Path):
@@ -37,7 +43,7 @@ def test_cleaned_from_the_cleaner_then_from_deep(demo_kb: Path):
     assert d["source"] == "cleaner" and d["func_index"] == INDEX and d["version_id"] == 2
     assert d["rename_map"] and all(old[0] in "pl" for old in d["rename_map"])
     assert d["clean_c"] != lifted and "p0" not in d["clean_c"]
-    assert d["clean_c"] == clean_c(lifted).text   # stripped: the stack pointer is g0
+    assert d["clean_c"] == clean_c(lifted).text  # stripped: the stack pointer is g0
 
     text = kbtool(demo_kb, "code", f"2:{INDEX}", "--cleaned", "--no-pager")
     assert text.returncode == 0, text.stderr
@@ -52,8 +58,9 @@ def test_cleaned_from_the_cleaner_then_from_deep(demo_kb: Path):
     finally:
         conn.close()
     assert rec is not None and rec["clean_c"]
-    deep = json.loads(kbtool(demo_kb, "code", d["stable_id"], "--cleaned", "--json",
-                             "--version", "2").stdout)
+    deep = json.loads(
+        kbtool(demo_kb, "code", d["stable_id"], "--cleaned", "--json", "--version", "2").stdout
+    )
     assert deep["source"] == "deep" and deep["clean_c"] == rec["clean_c"]
     shown = kbtool(demo_kb, "code", "2", str(INDEX), "--cleaned", "--no-pager").stdout
     assert "from kbtool deep (version 2)" in shown

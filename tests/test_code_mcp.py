@@ -68,7 +68,10 @@ def test_code_tools_over_stdio(code_kb):
         assert out["tools"][name]["description"]
     assert out["wasm"] == main_["mnemonics"]
     assert out["c"] == main_["lifted_c"]
-    assert '"</script><b>x</b>[bold red]markup[/] \\x1b[31mRED' in out["greet"] and "\x1b" not in out["greet"]
+    assert (
+        '"</script><b>x</b>[bold red]markup[/] \\x1b[31mRED' in out["greet"]
+        and "\x1b" not in out["greet"]
+    )
 
     lines = big["mnemonics"].splitlines()
     total = len(lines)

@@ -265,8 +265,11 @@ def test_cli_code_all_writes_the_whole_module_c(code_kb, capsys, tmp_path):
 
         from kbtool.lift import prelude_path
 
-        p = subprocess.run([gcc, "-fsyntax-only", "-include", str(prelude_path()), "-x", "c",
-                            str(out_c)], capture_output=True, text=True)
+        p = subprocess.run(
+            [gcc, "-fsyntax-only", "-include", str(prelude_path()), "-x", "c", str(out_c)],
+            capture_output=True,
+            text=True,
+        )
         assert p.returncode == 0, p.stderr[:2000]
     rc, out2, _ = run(capsys, "--db", db, "code", "1", "--all")  # stdout
     assert rc == 0 and out2 == text
@@ -291,8 +294,9 @@ def test_cli_code_all_bad_input_writes_nothing(code_kb, capsys, tmp_path, args, 
 
 def test_cli_code_all_wasm_writes_the_whole_listing(code_kb, capsys, tmp_path):
     out = tmp_path / "v1.dis"
-    rc, stdout, err = run(capsys, "--db", str(code_kb), "code", "1", "--all", "--wasm",
-                          "-o", str(out))
+    rc, stdout, err = run(
+        capsys, "--db", str(code_kb), "code", "1", "--all", "--wasm", "-o", str(out)
+    )
     assert rc == 0 and stdout == "" and "wrote 5 functions of version 1" in err
     text = out.read_text()
     heads = [ln.split(">")[0] for ln in text.splitlines() if ln.startswith("func[")]

@@ -40,7 +40,8 @@ def _gcc(text: str, tmp_path: Path, name: str) -> subprocess.CompletedProcess:
     src.write_text(text)
     return subprocess.run(
         ["gcc", "-fsyntax-only", "-w", "-include", str(prelude_path()), str(src)],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
 
 
@@ -80,29 +81,33 @@ def test_every_declared_field_is_at_its_offset(demo_db, tmp_path):
     for tag, members, decl in fields.layouts:
         lines.append(decl)
         for off, (_ct, name) in members.items():
-            lines.append(f'_Static_assert(offsetof(struct {tag}, {name}) == {off}, "{tag}.{name}");')
+            lines.append(
+                f'_Static_assert(offsetof(struct {tag}, {name}) == {off}, "{tag}.{name}");'
+            )
     p = _gcc("\n".join(lines) + "\n", tmp_path, "layouts.c")
     assert p.returncode == 0, p.stderr[:2000]
 
 
 @needs_gcc
 def test_hostile_struct_and_field_names_stay_identifiers(tmp_path):
-    hostile = 'int */ } ; #define x'
-    fields = code.StructFields([
-        {
-            "name": hostile,
-            "fields": [
-                {"offset": 0, "size": 4, "type": "i32", "name": hostile},
-                {"offset": 2, "size": 4, "type": "i32", "name": "overlaps"},  # dropped
-                {"offset": 8, "size": 1, "type": "i32", "name": "narrow"},  # dropped
-                {"offset": 12, "size": 8, "type": "f64", "name": "int"},  # a keyword
-                {"offset": 1 << 20, "size": 4, "type": "i32", "name": "far"},  # dropped
-            ],
-            "members": [{"func_index": 1, "base": "p0"}, {"func_index": 1, "base": "p0@8"}],
-        },
-        {"name": "struct_empty", "fields": [], "members": [{"func_index": 2, "base": "p0"}]},
-    ])
-    (tag, members, decl), = fields.layouts
+    hostile = "int */ } ; #define x"
+    fields = code.StructFields(
+        [
+            {
+                "name": hostile,
+                "fields": [
+                    {"offset": 0, "size": 4, "type": "i32", "name": hostile},
+                    {"offset": 2, "size": 4, "type": "i32", "name": "overlaps"},  # dropped
+                    {"offset": 8, "size": 1, "type": "i32", "name": "narrow"},  # dropped
+                    {"offset": 12, "size": 8, "type": "f64", "name": "int"},  # a keyword
+                    {"offset": 1 << 20, "size": 4, "type": "i32", "name": "far"},  # dropped
+                ],
+                "members": [{"func_index": 1, "base": "p0"}, {"func_index": 1, "base": "p0@8"}],
+            },
+            {"name": "struct_empty", "fields": [], "members": [{"func_index": 2, "base": "p0"}]},
+        ]
+    )
+    ((tag, members, decl),) = fields.layouts
     assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", tag)
     assert sorted(members) == [0, 12]
     assert all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", n) for _c, n in members.values())

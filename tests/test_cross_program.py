@@ -57,13 +57,20 @@ def build_kb(path: Path) -> Path:
         try:
             a = ingest_file(conn, DEMO_DIR / "zstd-1.5.5.wasm", label="1.5.5")
             b = ingest_file(conn, DEMO_DIR / "zstd-1.5.6.wasm", label="other-1", program="other")
-            c = ingest_file(conn, DEMO_DIR / "zstd-1.5.6.wasm", label="1.5.6", force=True,
-                            base=a.version_id)
+            c = ingest_file(
+                conn, DEMO_DIR / "zstd-1.5.6.wasm", label="1.5.6", force=True, base=a.version_id
+            )
             assert (a.version_id, b.version_id, c.version_id) == (1, 2, 3)
             assert (a.program, b.program, c.program) == ("zstd", "other", "zstd")
             first = _first_changed(conn)
-            d = upsert_symbol(conn, first["to_stable_id"], LONG_NAME, provenance="human",
-                              confidence=1.0, actor="human:test")
+            d = upsert_symbol(
+                conn,
+                first["to_stable_id"],
+                LONG_NAME,
+                provenance="human",
+                confidence=1.0,
+                actor="human:test",
+            )
             assert d["written"], d
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         finally:
@@ -73,8 +80,11 @@ def build_kb(path: Path) -> Path:
 
 def _first_changed(conn) -> dict:
     # the first row of the TUI's table (triage order: struct layout shifts rank last)
-    return next(c for c in order_changes(get_diff(conn, 1, 3)["changes"])
-                if c["classification"] in ("modified", "new") and c["to_stable_id"])
+    return next(
+        c
+        for c in order_changes(get_diff(conn, 1, 3)["changes"])
+        if c["classification"] in ("modified", "new") and c["to_stable_id"]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -91,8 +101,13 @@ def xkb_copy(xkb, tmp_path) -> Path:
 
 def _cli(*args: str, db: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200")
-    return subprocess.run([sys.executable, "-m", "kbtool.cli", *args, "--db", str(db)],
-                          capture_output=True, text=True, env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "kbtool.cli", *args, "--db", str(db)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
 
 
 # ---------------------------------------------------------------- the report
@@ -101,17 +116,24 @@ def _cli(*args: str, db: Path) -> subprocess.CompletedProcess:
 def test_report_and_changelog_name_both_programs_and_warn_only_across(xkb_copy):
     conn = open_rw(xkb_copy)
     try:
-        same = get_diff(conn, 1, 3)                    # the stored (parent, new) report
+        same = get_diff(conn, 1, 3)  # the stored (parent, new) report
         assert same["stored"] is True
         assert (same["from_program"], same["to_program"]) == ("zstd", "zstd")
         assert "warning" not in same
-        cross = get_diff(conn, 1, 2)                   # computed
+        cross = get_diff(conn, 1, 2)  # computed
         assert cross["stored"] is False
         assert (cross["from_program"], cross["to_program"]) == ("zstd", "other")
         assert cross["warning"] == WARNING_1_2
         # the contract's fields are all still there, with their meaning
-        for key in ("from", "to", "from_version_id", "to_version_id", "stored", "summary",
-                    "changes"):
+        for key in (
+            "from",
+            "to",
+            "from_version_id",
+            "to_version_id",
+            "stored",
+            "summary",
+            "changes",
+        ):
             assert key in cross
         assert compute_diff(conn, 2, 3)["warning"].startswith("versions 2 (other) and 3 (zstd)")
         cache = DiffCache()
@@ -129,10 +151,10 @@ def test_default_pair_is_the_version_and_its_parent_never_two_programs(xkb):
     conn = open_ro(xkb)
     vs = queries.list_versions(conn)
     conn.close()
-    assert default_pair(vs, 3) == (1, 3)       # not the last two ids (2, 3)
-    assert default_pair(vs, None) == (1, 3)    # the latest version
-    assert default_pair(vs, 1) == (1, 3)       # first of its program: it and the next one
-    assert default_pair(vs, 2) is None         # the only version of its program
+    assert default_pair(vs, 3) == (1, 3)  # not the last two ids (2, 3)
+    assert default_pair(vs, None) == (1, 3)  # the latest version
+    assert default_pair(vs, 1) == (1, 3)  # first of its program: it and the next one
+    assert default_pair(vs, 2) is None  # the only version of its program
     # no parent recorded: the previous version of the same program
     orphan = [dict(v, parent_version_id=None) for v in vs]
     assert default_pair(orphan, 3) == (1, 3)
@@ -193,8 +215,9 @@ def test_mcp_get_diff_carries_the_warning(xkb):
     async def go():
         async with mcp_session(xkb) as s:
             whole = await call(s, "get_diff", from_version_id=1, to_version_id=2)
-            page = await call(s, "get_diff", from_version_id=1, to_version_id=2,
-                              only=["changed"], limit=5)
+            page = await call(
+                s, "get_diff", from_version_id=1, to_version_id=2, only=["changed"], limit=5
+            )
             same = await call(s, "get_diff", from_version_id=1, to_version_id=3)
             return whole, page, same
 
@@ -256,10 +279,10 @@ async def test_tui_diff_at_80x24_shows_whole_names_and_scrolls_sideways(xkb):
         await settle(pilot)
         table = app.screen.query_one("#diff-table", KbTable)
         assert table.columns["name"].width >= len(LONG_NAME)
-        assert table.virtual_size.width > table.size.width     # wider than the terminal
-        assert LONG_NAME not in screen_text(app)               # its end is off-screen ...
+        assert table.virtual_size.width > table.size.width  # wider than the terminal
+        assert LONG_NAME not in screen_text(app)  # its end is off-screen ...
         for _ in range(20):
-            await pilot.press("right")                         # ... until scrolled to
+            await pilot.press("right")  # ... until scrolled to
         await settle(pilot)
         assert table.scroll_x > 0
         assert LONG_NAME in screen_text(app)
@@ -274,8 +297,7 @@ def test_tui_diff_80x24_snapshot(snap_compare, xkb):
             await pilot.press("right")
         await settle(pilot)
 
-    assert snap_compare(make_app(xkb, version_id=3), terminal_size=(80, 24),
-                        run_before=run_before)
+    assert snap_compare(make_app(xkb, version_id=3), terminal_size=(80, 24), run_before=run_before)
 
 
 # ---------------------------------------------------------------- dashboard
@@ -314,7 +336,8 @@ def test_dashboard_defaults_to_version_and_parent_and_warns_across(xkb):
             pg.click("#diff-run")
             pg.wait_for_selector("#diff-warning:not(.hidden)")
             assert pg.text_content("#diff-warning").startswith(
-                "versions 2 (other) and 3 (zstd) belong to different programs")
+                "versions 2 (other) and 3 (zstd) belong to different programs"
+            )
             # selecting version 1 puts its pair back (1 is the first of zstd: 1 -> 3)
             pg.click("#tab-heatmap")
             pg.click("#versions tr[data-vid='1']")

@@ -56,12 +56,12 @@ def test_labels_and_global_names_in_the_code(tmp_path):
     finally:
         conn.close()
     c = after["lifted_c"]
-    assert 'enum { s_create_table_s = 1024 };' in c  # (behind an include guard)
+    assert "enum { s_create_table_s = 1024 };" in c  # (behind an include guard)
     assert 's_create_table_s /* "create table %s" */' in c
     assert "p0 = data_420 + 1;" in c  # i32.const 0; i32.load offset=1056: the item's object
     assert "#define data_420 (*(int32_t *)(M + 1056))" in c
     assert "__stack_pointer" in c and "g0" not in c
-    assert ";; s_create_table_s \"create table %s\"" in after["mnemonics"]
+    assert ';; s_create_table_s "create table %s"' in after["mnemonics"]
     assert "global.get $__stack_pointer" in after["mnemonics"]
     conn = open_ro(str(db))
     try:
@@ -83,6 +83,9 @@ def test_whole_module_c_with_labels_compiles(tmp_path):
     assert "#define bss_" in text and "s_success" in text  # static variables and strings named
     src = tmp_path / "all.c"
     src.write_text(text)
-    r = subprocess.run(["gcc", "-fsyntax-only", "-w", "-include", str(prelude_path()), str(src)],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        ["gcc", "-fsyntax-only", "-w", "-include", str(prelude_path()), str(src)],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr[:2000]

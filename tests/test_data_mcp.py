@@ -45,7 +45,9 @@ def test_xrefs_data_memory_over_mcp(kb):
 
             # paging: one row at a time, with a note saying how to go on
             p1 = await call(s, "get_xrefs_to", version_id=1, target="g:0", limit=1)
-            assert len(p1["refs"]) == 1 and p1["page"]["next_offset"] == 1 and p1["page"]["truncated"]
+            assert (
+                len(p1["refs"]) == 1 and p1["page"]["next_offset"] == 1 and p1["page"]["truncated"]
+            )
             assert "offset=1" in p1["page"]["note"]
             p2 = await call(s, "get_xrefs_to", version_id=1, target="g:0", limit=1, offset=1)
             assert p2["refs"][0]["offset"] > p1["refs"][0]["offset"]
@@ -92,9 +94,13 @@ def test_xrefs_data_memory_over_mcp(kb):
                 msg = await call_error(s, tool, version_id=1, **args)
                 assert want in msg, (tool, msg)
                 assert "internal error" not in msg and "\n" not in msg.strip()
-            assert "4096" in await call_error(s, "read_memory", version_id=1, address=0x400, length=5000)
+            assert "4096" in await call_error(
+                s, "read_memory", version_id=1, address=0x400, length=5000
+            )
             assert "unknown version" in await call_error(s, "list_data", version_id=9)
-            assert "unknown version" in await call_error(s, "get_xrefs_to", version_id=9, target="g:0")
+            assert "unknown version" in await call_error(
+                s, "get_xrefs_to", version_id=9, target="g:0"
+            )
 
     run(main())
 

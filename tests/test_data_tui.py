@@ -103,14 +103,16 @@ def test_x_in_the_c_on_a_data_label_a_call_and_nothing(data_kb):
         code = app.screen
         text = code.code["mnemonics"].splitlines()
         code.query_one("#code-view", LinesView).action_cursor_to(
-            next(k for k, x in enumerate(text) if "call $puts" in x))
+            next(k for k, x in enumerate(text) if "call $puts" in x)
+        )
         await press(pilot, "x")
         call = app.screen
         assert isinstance(call, XrefsScreen)
         call_text = screen_text(app)
         await press(pilot, "escape")
         code.query_one("#code-view", LinesView).action_cursor_to(
-            next(k for k, x in enumerate(text) if x.strip().endswith("local.get 0")))
+            next(k for k, x in enumerate(text) if x.strip().endswith("local.get 0"))
+        )
         await press(pilot, "x")
         still = app.screen
         notes = [n.message for n in app._notifications]

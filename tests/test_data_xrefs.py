@@ -33,8 +33,12 @@ def kb(tmp_path_factory):
 
 
 def run(db, *args):
-    return subprocess.run([sys.executable, "-m", "kbtool", "--db", str(db), *args],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "kbtool", "--db", str(db), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_no_model_before_analyze(tmp_path):

@@ -10,9 +10,25 @@ from hypothesis import strategies as st
 from kbtool.wasm.datamap import _RUN, MAX_CSTRING, DataMap
 
 TEXTY = st.lists(
-    st.sampled_from([b"a", b"Z", b" ", b"\n", b"\x00", b"\x01", b"\xc3\xa9", b"\xe2\x82\xac",
-                     b"\xf0\x9f\x98\x80", b"\x80", b"\xff", b"%s", b"hello"]),
-    min_size=1, max_size=120,
+    st.sampled_from(
+        [
+            b"a",
+            b"Z",
+            b" ",
+            b"\n",
+            b"\x00",
+            b"\x01",
+            b"\xc3\xa9",
+            b"\xe2\x82\xac",
+            b"\xf0\x9f\x98\x80",
+            b"\x80",
+            b"\xff",
+            b"%s",
+            b"hello",
+        ]
+    ),
+    min_size=1,
+    max_size=120,
 ).map(b"".join)
 
 

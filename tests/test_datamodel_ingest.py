@@ -27,15 +27,21 @@ SYSROOT = Path("/usr/include/wasm32-wasi")
 
 
 def _cli(db: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kbtool", "--db", str(db), *args],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "kbtool", "--db", str(db), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _tables(db: Path) -> dict[str, list[tuple]]:
     conn = open_ro(str(db))
     try:
-        return {t: conn.execute(f"SELECT * FROM {t} WHERE version_id = 1 ORDER BY 2, 3, 4").fetchall()  # noqa: S608
-                for t in ("data_items", "data_globals", "data_refs")}
+        return {
+            t: conn.execute(f"SELECT * FROM {t} WHERE version_id = 1 ORDER BY 2, 3, 4").fetchall()  # noqa: S608
+            for t in ("data_items", "data_globals", "data_refs")
+        }
     finally:
         conn.close()
 
@@ -116,22 +122,35 @@ int main(int argc, char **argv) {
   return 0;
 }
 """
-ARRAYS = {"name_buf": 256, "counts": 256, "samples": 1024, "scratch": 4096, "other": 1000,
-          "weights": 256}
+ARRAYS = {
+    "name_buf": 256,
+    "counts": 256,
+    "samples": 1024,
+    "scratch": 4096,
+    "other": 1000,
+    "weights": 256,
+}
 
 
-@pytest.mark.skipif(shutil.which("clang") is None or not SYSROOT.is_dir(), reason="no clang/wasi-libc")
+@pytest.mark.skipif(
+    shutil.which("clang") is None or not SYSROOT.is_dir(), reason="no clang/wasi-libc"
+)
 def test_bss_arrays_passed_by_address_are_items(tmp_path):
     src = tmp_path / "bss.c"
     src.write_text(C_PROGRAM)
     cc = ["clang", "--target=wasm32-wasi", "--sysroot=/usr", "-O2", "-Wl,--no-gc-sections"]
     stripped, named = tmp_path / "bss.wasm", tmp_path / "bss_exp.wasm"
     subprocess.run([*cc, "-o", str(stripped), str(src)], check=True, capture_output=True)
-    subprocess.run([*cc, "-Wl,--export-all", "-o", str(named), str(src)], check=True, capture_output=True)
+    subprocess.run(
+        [*cc, "-Wl,--export-all", "-o", str(named), str(src)], check=True, capture_output=True
+    )
     # the addresses wasm-ld gave the arrays (exported as globals by --export-all)
     na = analyze_module(named.read_bytes())
-    addr = {e.name: na.module.globals[e.index].init for e in na.module.exports
-            if e.kind == "global" and e.name in ARRAYS}
+    addr = {
+        e.name: na.module.globals[e.index].init
+        for e in na.module.exports
+        if e.kind == "global" and e.name in ARRAYS
+    }
     assert set(addr) == set(ARRAYS)
     data = stripped.read_bytes()
     a = analyze_module(data)
@@ -156,8 +175,12 @@ def test_parallel_scan_gives_the_same_model(monkeypatch):
     two = dmod.build_data_model(a, data, stack_pointer=sp, workers=2)
     assert two.to_dict() == one.to_dict()
     # (it did run on workers: None means "scan in this process")
-    assert datascan.parallel_refs(data, dmod.scan_plan(a, 1024, two.data_end), 1024,
-                                  two.data_end, False, two.data_end, 2) is not None
+    assert (
+        datascan.parallel_refs(
+            data, dmod.scan_plan(a, 1024, two.data_end), 1024, two.data_end, False, two.data_end, 2
+        )
+        is not None
+    )
 
 
 def test_ingest_lands_whole_or_not_at_all(tmp_path, monkeypatch):

@@ -76,20 +76,31 @@ def test_fast_scan_equals_careful_walk_on_skipped_pairs(tmp_path):
     f = next(x for x in a.functions if x.export_names == ["f"])
     floor = LO - datascan.max_offset(f.mem_ops)
     assert floor < 0  # offset=3000: every constant may matter (no constant skipped alone)
-    careful = list(dmod.function_refs_careful(data, f.index, f.body_offset, f.body_size,
-                                              LO, HI, False, MEM_HI))
-    fast = datascan.data_refs(data, f.index, f.body_offset, f.body_size, LO, HI, False,
-                              MEM_HI, floor)
+    careful = list(
+        dmod.function_refs_careful(data, f.index, f.body_offset, f.body_size, LO, HI, False, MEM_HI)
+    )
+    fast = datascan.data_refs(
+        data, f.index, f.body_offset, f.body_size, LO, HI, False, MEM_HI, floor
+    )
     assert fast == careful
     found = {(r.kind, r.target) for r in fast}
-    assert {("addr", 2048), ("addr", 2050), ("load", 3000), ("addr", 2060),
-            ("store", 2112)} <= found
+    assert {
+        ("addr", 2048),
+        ("addr", 2050),
+        ("load", 3000),
+        ("addr", 2060),
+        ("store", 2112),
+    } <= found
     assert not [r for r in fast if r.target in (4, 7, 16, 12, 5)]
 
 
 def _indexes(conn: sqlite3.Connection) -> set[str]:
-    return {r[0] for r in conn.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'data_refs'")}
+    return {
+        r[0]
+        for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'data_refs'"
+        )
+    }
 
 
 def test_refs_of_a_fresh_kb_get_their_indexes_built_once_then_updated(tmp_path):
@@ -100,9 +111,13 @@ def test_refs_of_a_fresh_kb_get_their_indexes_built_once_then_updated(tmp_path):
     conn.set_trace_callback(None)
     assert any(s.startswith("DROP INDEX") for s in statements)  # empty table: rebuilt
     assert _indexes(conn) == {"data_refs_target", "data_refs_func"}
-    plan = " ".join(r[-1] for r in conn.execute(
-        "EXPLAIN QUERY PLAN SELECT count(*) FROM data_refs WHERE version_id = 1"
-        " AND target_kind = 'global' AND target = 0"))
+    plan = " ".join(
+        r[-1]
+        for r in conn.execute(
+            "EXPLAIN QUERY PLAN SELECT count(*) FROM data_refs WHERE version_id = 1"
+            " AND target_kind = 'global' AND target = 0"
+        )
+    )
     assert "data_refs_target" in plan
     # one target's page comes in (function, offset) order (rowid order, see refs_to)
     refs, total = dm_store.refs_to(conn, 1, "global", 0, limit=100000)
@@ -133,7 +148,8 @@ def test_parallel_scan_with_this_process_scanning_too_gives_the_same_model(monke
     seen: list[tuple[int, int]] = []
     for workers in (2, 3):
         seen.clear()
-        many = dmod.build_data_model(a, data, stack_pointer=sp, workers=workers,
-                                     progress=lambda d, t: seen.append((d, t)))
+        many = dmod.build_data_model(
+            a, data, stack_pointer=sp, workers=workers, progress=lambda d, t: seen.append((d, t))
+        )
         assert many.to_dict() == one.to_dict()
         assert seen[-1][0] == seen[-1][1] and [d for d, _ in seen] == sorted(d for d, _ in seen)

@@ -16,15 +16,35 @@ from kbtool.wasm import WasmFormatError, active, decoder, facts
 from testkit.wasmbuild import CORPUS, have_wabt, tiny_module, wasm_builder
 from tests.support.paths import ROOT
 
-FIXTURES = ["mvp", "signext_sat", "multivalue", "bulk", "reftypes", "simd", "atomics",
-            "tailcall", "eh", "funcref", "memory64", "elements", "facts_a", "facts_b",
-            "facts_c", "roles", "datamodel"]
-CORPUS_MODULES = ["release/sql.js-1.12.0.sql-wasm.wasm", "gt/zstd-1.5.7.O2.stripped.wasm",
-                  "gt/zstd-1.5.6.Os.named.wasm"]
+FIXTURES = [
+    "mvp",
+    "signext_sat",
+    "multivalue",
+    "bulk",
+    "reftypes",
+    "simd",
+    "atomics",
+    "tailcall",
+    "eh",
+    "funcref",
+    "memory64",
+    "elements",
+    "facts_a",
+    "facts_b",
+    "facts_c",
+    "roles",
+    "datamodel",
+]
+CORPUS_MODULES = [
+    "release/sql.js-1.12.0.sql-wasm.wasm",
+    "gt/zstd-1.5.7.O2.stripped.wasm",
+    "gt/zstd-1.5.6.Os.named.wasm",
+]
 
 COMPILED = active.load_compiled()
-needs_twin = pytest.mark.skipif(COMPILED is None,
-                                reason=f"compiled decoder {active.compiled_state()}")
+needs_twin = pytest.mark.skipif(
+    COMPILED is None, reason=f"compiled decoder {active.compiled_state()}"
+)
 
 
 def _ranges(mod, data: bytes) -> list[tuple]:
@@ -94,13 +114,16 @@ def test_malformed_bodies_fail_alike(body):
 
 def _child(code: str, env_extra: dict[str, str]) -> subprocess.CompletedProcess:
     env = {**os.environ, **env_extra}
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=env, cwd=ROOT, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120
+    )
 
 
 def test_env_forces_the_pure_decoder():
-    p = _child("from kbtool.wasm import active; print(active.PATH, active.IMPL.__name__)",
-               {"KBTOOL_DECODE": "pure"})
+    p = _child(
+        "from kbtool.wasm import active; print(active.PATH, active.IMPL.__name__)",
+        {"KBTOOL_DECODE": "pure"},
+    )
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == ["pure", "kbtool.wasm.decoder"]
 
@@ -108,8 +131,10 @@ def test_env_forces_the_pure_decoder():
 def test_env_compiled_without_a_ready_twin_is_an_error():
     """A stale stamp (the source changed since the build) is never used: asking for the
     compiled decoder then fails with a one-line hint instead of running stale code."""
-    p = _child("from kbtool.wasm import active; print(active.PATH, active.compiled_state())",
-               {"KBTOOL_DECODE": "compiled"})
+    p = _child(
+        "from kbtool.wasm import active; print(active.PATH, active.compiled_state())",
+        {"KBTOOL_DECODE": "compiled"},
+    )
     if COMPILED is not None:
         assert p.stdout.split() == ["compiled", "ready"]
         return
@@ -144,8 +169,14 @@ def test_fork_pool_decodes_with_the_twin_identically():
     out = {}
     for mode, workers in (("compiled", "2"), ("pure", "1")):
         env = {**os.environ, "KBTOOL_DECODE": mode}
-        p = subprocess.run([sys.executable, "-c", code, str(path), workers], capture_output=True,
-                           text=True, env=env, cwd=ROOT, timeout=120)
+        p = subprocess.run(
+            [sys.executable, "-c", code, str(path), workers],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ROOT,
+            timeout=120,
+        )
         assert p.returncode == 0, p.stderr
         out[mode] = json.loads(p.stdout)
     assert out["compiled"][0] == "compiled" and out["pure"][0] == "pure"
@@ -156,20 +187,34 @@ def test_decode_pool_only_for_the_pure_decoder_on_mid_size_modules():
     """A 10 MB module decodes on two processes with the pure decoder and in-process with
     the compiled one (the pool's pickling costs more than it saves there); other
     whole-module passes (``decode_workers``) keep two processes."""
-    code = ("from kbtool.wasm import active, facts\n"
-            "print(active.PATH, facts.analyze_workers(10_000_000), facts.analyze_workers(100_000),"
-            " facts.decode_workers(10_000_000))")
+    code = (
+        "from kbtool.wasm import active, facts\n"
+        "print(active.PATH, facts.analyze_workers(10_000_000), facts.analyze_workers(100_000),"
+        " facts.decode_workers(10_000_000))"
+    )
     env = {k: v for k, v in os.environ.items() if k != "KBTOOL_PARALLEL_DECODE_BYTES"}
-    pure = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                          env={**env, "KBTOOL_DECODE": "pure"}, timeout=60)
+    pure = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**env, "KBTOOL_DECODE": "pure"},
+        timeout=60,
+    )
     assert pure.returncode == 0, pure.stderr
     cores = os.cpu_count() or 1
     two = "2" if cores > 1 else "1"
     assert pure.stdout.split() == ["pure", two, "1", two]
     if COMPILED is None:
         return
-    comp = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                          env={k: v for k, v in env.items() if k != "KBTOOL_DECODE"}, timeout=60)
+    comp = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={k: v for k, v in env.items() if k != "KBTOOL_DECODE"},
+        timeout=60,
+    )
     assert comp.stdout.split() == ["compiled", "1", "1", two]
 
 

@@ -42,8 +42,11 @@ def test_deep_records_compile_and_rename(demo_db, tmp_path):
         pytest.skip("gcc not installed")
     src = tmp_path / "clean.c"
     src.write_text("\n".join(r["clean_c"] for r in records))
-    out = subprocess.run(["gcc", "-fsyntax-only", "-fwrapv", "-include", str(prelude_path()),
-                          str(src)], capture_output=True, text=True)
+    out = subprocess.run(
+        ["gcc", "-fsyntax-only", "-fwrapv", "-include", str(prelude_path()), str(src)],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr[:2000]
 
 
@@ -73,8 +76,11 @@ def test_deep_errors(demo_db):
         run_deep(conn, 42)
     with pytest.raises(KBError, match="no defined function 99999"):
         run_deep(conn, 2, functions=[99999])
-    r = subprocess.run([sys.executable, "-m", "kbtool.cli", "deep", "2", "-f", "0", "--db",
-                        str(demo_db)], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "kbtool.cli", "deep", "2", "-f", "0", "--db", str(demo_db)],
+        capture_output=True,
+        text=True,
+    )
     # function 0 of the demo is an import: no code, one clear line
     conn2 = open_ro(demo_db)
     imported = queries.get_function(conn2, 2, 0)["imported"]
@@ -97,9 +103,23 @@ def test_deep_proposes_names_through_the_gate(demo_db):
         assert (sym["name"], sym["provenance"]) == (d["name"], "agent")
     quiet = run_deep(conn, 2, functions=picked[:3], force=True, name=False)
     assert "naming" not in quiet
-    r = subprocess.run([sys.executable, "-m", "kbtool.cli", "deep", "2", "-f", str(picked[0]),
-                        "--backend", "provider_b", "--force", "--db", str(demo_db)],
-                       capture_output=True, text=True,
-                       env={k: v for k, v in __import__("os").environ.items()
-                            if not k.startswith("PROVIDER_B")})
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kbtool.cli",
+            "deep",
+            "2",
+            "-f",
+            str(picked[0]),
+            "--backend",
+            "provider_b",
+            "--force",
+            "--db",
+            str(demo_db),
+        ],
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in __import__("os").environ.items() if not k.startswith("PROVIDER_B")},
+    )
     assert r.returncode == 1 and "PROVIDER_B_API_KEY" in r.stderr and "Traceback" not in r.stderr

@@ -15,8 +15,10 @@ from kbtool.services.deep import run_deep
 from kbtool.services.knowledge import function_knowledge
 from testkit.llm_server import FakeLLMServer
 
-UNDERSTANDING = ("Walks the list at its first parameter and calls the two helpers on each "
-                 "element, then returns the count of elements it visited.")
+UNDERSTANDING = (
+    "Walks the list at its first parameter and calls the two helpers on each "
+    "element, then returns the count of elements it visited."
+)
 
 
 @pytest.fixture()
@@ -30,15 +32,31 @@ def demo_db(tmp_path):
 
 @pytest.mark.parametrize("selector", ["provider_a", "provider_b"])
 def test_provider_understanding_is_the_comment_and_its_locals_are_local_names(demo_db, selector):
-    answer = json.dumps({"understanding": UNDERSTANDING, "explanation": "the loop",
-                         "name": "walk_elements", "summary": "Walks the elements.",
-                         "confidence": 0.8, "reasons": ["loop"],
-                         "locals": {"obj0": "list_head", "l1": "visited", "zz9": "nothing"}})
+    answer = json.dumps(
+        {
+            "understanding": UNDERSTANDING,
+            "explanation": "the loop",
+            "name": "walk_elements",
+            "summary": "Walks the elements.",
+            "confidence": 0.8,
+            "reasons": ["loop"],
+            "locals": {"obj0": "list_head", "l1": "visited", "zz9": "nothing"},
+        }
+    )
     with FakeLLMServer([("text", answer)]) as srv:
-        env = ({"PROVIDER_A_API_KEY": "k", "PROVIDER_A_BASE_URL": srv.url,
-                "PROVIDER_A_MODEL": "fake-claude"} if selector == "provider_a" else
-               {"PROVIDER_B_API_KEY": "k", "PROVIDER_B_BASE_URL": srv.url + "/v1",
-                "PROVIDER_B_MODEL": "fake-gpt"})
+        env = (
+            {
+                "PROVIDER_A_API_KEY": "k",
+                "PROVIDER_A_BASE_URL": srv.url,
+                "PROVIDER_A_MODEL": "fake-claude",
+            }
+            if selector == "provider_a"
+            else {
+                "PROVIDER_B_API_KEY": "k",
+                "PROVIDER_B_BASE_URL": srv.url + "/v1",
+                "PROVIDER_B_MODEL": "fake-gpt",
+            }
+        )
         conn = open_rw(demo_db, create=False)
         out = run_deep(conn, 2, functions=[68], backend=selector, env=env, name=False)
         assert len(srv.requests) == 1
@@ -48,7 +66,9 @@ def test_provider_understanding_is_the_comment_and_its_locals_are_local_names(de
     conn.close()
     assert k["comment"]["text"] == UNDERSTANDING and k["comment"]["provenance"] == "agent"
     locs = {x["name"]: x for x in k["locals"]}
-    assert "list_head" in locs and locs["list_head"]["provenance"] == "agent"  # obj0 (the cleaned C's name) is p0
+    assert (
+        "list_head" in locs and locs["list_head"]["provenance"] == "agent"
+    )  # obj0 (the cleaned C's name) is p0
     assert "nothing" not in locs  # a variable the C does not have
 
 

@@ -115,8 +115,11 @@ def test_provider_writes_the_understanding(demo_db, tmp_path, kind, selector, ba
     # verifier rejects ("taken") unless a specialist rule named them first
     naming = res["naming"]
     assert naming["backend"] == selector and naming["considered"] == len(picked)
-    started = [e for e in queries.events_since(conn, 0, limit=200)["events"]
-               if e["kind"] == "agent-pass-started"]
+    started = [
+        e
+        for e in queries.events_since(conn, 0, limit=200)["events"]
+        if e["kind"] == "agent-pass-started"
+    ]
     # the naming pass replays the answers: the names were bought with the understanding
     assert started and started[-1]["payload"]["estimated_calls"] == 0
     llm = [d for d in naming["details"] if d["source"] == "llm"]

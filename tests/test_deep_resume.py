@@ -21,20 +21,36 @@ from kbtool.kb.db import open_ro
 from testkit.llm_server import FakeLLMServer
 from tests.support.paths import ROOT
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("openai") is None,
-                                reason="the openai SDK is not installed")
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("openai") is None, reason="the openai SDK is not installed"
+)
 VID = 2
 
 
 def _env(srv: FakeLLMServer) -> dict[str, str]:
-    return {**os.environ, "PROVIDER_B_API_KEY": "k", "PROVIDER_B_BASE_URL": srv.url + "/v1",
-            "PROVIDER_B_MODEL": "fake-gpt", "NO_PROXY": "127.0.0.1,localhost",
-            "no_proxy": "127.0.0.1,localhost"}
+    return {
+        **os.environ,
+        "PROVIDER_B_API_KEY": "k",
+        "PROVIDER_B_BASE_URL": srv.url + "/v1",
+        "PROVIDER_B_MODEL": "fake-gpt",
+        "NO_PROXY": "127.0.0.1,localhost",
+        "no_proxy": "127.0.0.1,localhost",
+    }
 
 
 def _deep_cmd(db: Path, functions: list[int]) -> list[str]:
-    cmd = [sys.executable, "-m", "kbtool.cli", "deep", str(VID), "--backend", "provider_b",
-           "--json", "--db", str(db)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "kbtool.cli",
+        "deep",
+        str(VID),
+        "--backend",
+        "provider_b",
+        "--json",
+        "--db",
+        str(db),
+    ]
     for i in functions:
         cmd += ["-f", str(i)]
     return cmd
@@ -53,8 +69,11 @@ def _state(db: Path) -> tuple[int, set[int]]:
 def _agent_names(db: Path, funcs: list[int]) -> dict[int, str]:
     c = open_ro(db)
     try:
-        return {f["index"]: f["name"] for f in queries.list_functions(c, VID, False)
-                if f["index"] in funcs and f["provenance"] == "agent"}
+        return {
+            f["index"]: f["name"]
+            for f in queries.list_functions(c, VID, False)
+            if f["index"] in funcs and f["provenance"] == "agent"
+        }
     finally:
         c.close()
 
@@ -65,14 +84,21 @@ def test_killed_deep_run_resends_only_unanswered_prompts(demo_kb, tmp_path):
     c.close()
     whole = Path(shutil.copy(demo_kb, tmp_path / "whole.db"))
     with FakeLLMServer() as srv:  # the same run, never interrupted
-        p = subprocess.run(_deep_cmd(whole, funcs), env=_env(srv), capture_output=True,
-                           text=True, cwd=ROOT, timeout=300)
+        p = subprocess.run(
+            _deep_cmd(whole, funcs),
+            env=_env(srv),
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=300,
+        )
         assert p.returncode == 0, p.stderr[-2000:]
         assert len(srv.requests) == len(funcs)
     cmd = _deep_cmd(demo_kb, funcs)
     with FakeLLMServer(delay=0.15) as srv:
-        proc = subprocess.Popen(cmd, env=_env(srv), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, cwd=ROOT)
+        proc = subprocess.Popen(
+            cmd, env=_env(srv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT
+        )
         deadline = time.monotonic() + 120
         while len(srv.requests) < 7 and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -84,8 +110,9 @@ def test_killed_deep_run_resends_only_unanswered_prompts(demo_kb, tmp_path):
     assert len(done & set(funcs)) <= kept  # a record is written only after its answer is kept
 
     with FakeLLMServer() as srv:
-        p = subprocess.run(cmd, env=_env(srv), capture_output=True, text=True, cwd=ROOT,
-                           timeout=300)
+        p = subprocess.run(
+            cmd, env=_env(srv), capture_output=True, text=True, cwd=ROOT, timeout=300
+        )
         sent2 = len(srv.requests)
     assert p.returncode == 0, p.stderr[-2000:]
     res = json.loads(p.stdout)

@@ -19,8 +19,13 @@ A = """func[3] (i32, i32) -> i32
  0001a: return
 """
 # the same body with locals 2 and 3 renumbered, plus one real change (16 -> 32)
-B = A.replace("local.set 2", "local.set 9").replace("local.get 2", "local.get 9").replace(
-    "local.set 3", "local.set 2").replace("local.get 3", "local.get 2").replace("16", "32")
+B = (
+    A.replace("local.set 2", "local.set 9")
+    .replace("local.get 2", "local.get 9")
+    .replace("local.set 3", "local.set 2")
+    .replace("local.get 3", "local.get 2")
+    .replace("16", "32")
+)
 
 
 def _changed(s: dict) -> int:

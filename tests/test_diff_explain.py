@@ -72,7 +72,8 @@ def test_offset_constant_and_callee_changes_are_spelled_out(tmp_path):
 def test_offsets_and_constants_helpers():
     load = MNEMONICS.index("i32.load")
     assert offset_changes([[load, 8, 4], [load, 348, 4]], [[load, 8, 4], [load, 356, 4]]) == [
-        ("i32.load", 348, 356)]
+        ("i32.load", 348, 356)
+    ]
     # static addresses folded into memargs are relocation, not a struct change
     assert offset_changes([[load, 70000, 4]], [[load, 70016, 4]]) == []
     assert const_changes([1, 16, 5000], [1, 24, 6000])["changed"] == [(16, 24)]
@@ -91,11 +92,19 @@ def test_ui_diff_focuses_on_changes_by_default(tmp_path):
     env = {**os.environ, "COLUMNS": "100"}
 
     def classes(*args: str) -> tuple[set[str], int]:
-        out = subprocess.run([sys.executable, "-m", "kbtool.cli", "ui", "diff", "1", "2", *args,
-                              "--db", str(db)], capture_output=True, text=True, env=env, check=True)
+        out = subprocess.run(
+            [sys.executable, "-m", "kbtool.cli", "ui", "diff", "1", "2", *args, "--db", str(db)],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+        )
         table = out.stdout.split("changelog")[0].splitlines()
-        words = {ln.split()[0] for ln in table if ln.split()
-                 and ln.split()[0] in ("unchanged", "moved", "modified", "new", "deleted")}
+        words = {
+            ln.split()[0]
+            for ln in table
+            if ln.split() and ln.split()[0] in ("unchanged", "moved", "modified", "new", "deleted")
+        }
         return words, len(out.stdout.splitlines())
 
     focused, n_focused = classes()

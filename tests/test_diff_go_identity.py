@@ -49,7 +49,8 @@ func main() {
 V2 = V1.replace('"strings"\n)', '"sort"\n\t"strings"\n)').replace(
     "\tfmt.Print(strings.ToUpper(b.String()))",
     '\tw := strings.Fields(b.String() + " zz aa")\n\tsort.Strings(w)\n'
-    '\tfmt.Print(strings.ToUpper(strings.Join(w, " ")))')
+    '\tfmt.Print(strings.ToUpper(strings.Join(w, " ")))',
+)
 
 
 @pytest.fixture(scope="module")
@@ -57,16 +58,27 @@ def go_pair(tmp_path_factory) -> tuple[Path, Path]:
     if shutil.which("go") is None:
         pytest.skip("go toolchain not on PATH (apt-get install golang-go)")
     out = tmp_path_factory.mktemp("go-pair")
-    env = {**os.environ, "CGO_ENABLED": "0", "GOOS": "js", "GOARCH": "wasm",
-           "GOFLAGS": "-trimpath", "GO111MODULE": "off",
-           "GOCACHE": os.environ.get("GOCACHE", "/tmp/kbtool-go-cache")}
+    env = {
+        **os.environ,
+        "CGO_ENABLED": "0",
+        "GOOS": "js",
+        "GOARCH": "wasm",
+        "GOFLAGS": "-trimpath",
+        "GO111MODULE": "off",
+        "GOCACHE": os.environ.get("GOCACHE", "/tmp/kbtool-go-cache"),
+    }
     files = []
     for name, src in (("v1", V1), ("v2", V2)):
         d = out / name
         d.mkdir()
         (d / "main.go").write_text(src)
-        subprocess.run(["go", "build", "-o", str(out / f"{name}.wasm"), "main.go"], cwd=d,
-                       env=env, check=True, capture_output=True)
+        subprocess.run(
+            ["go", "build", "-o", str(out / f"{name}.wasm"), "main.go"],
+            cwd=d,
+            env=env,
+            check=True,
+            capture_output=True,
+        )
         files.append(out / f"{name}.wasm")
     return files[0], files[1]
 
@@ -87,8 +99,11 @@ def test_go_release_pair_keeps_shapes(go_pair):
     shifted = sum(1 for i, j in pairs if i != j)
     assert shifted > 100, "v2 must shift function numbers for the test to mean something"
     va, vb = module_view(a), module_view(b)
-    same_code = [(i, j) for i, j in pairs if not fa[i].imported
-                 and compare_bodies(va, i, vb, j, by_old.get).same]
+    same_code = [
+        (i, j)
+        for i, j in pairs
+        if not fa[i].imported and compare_bodies(va, i, vb, j, by_old.get).same
+    ]
     equal = sum(1 for i, j in same_code if fa[i].shape_hash == fb[j].shape_hash)
     # relocation alone (function numbers, return PCs, static addresses) keeps the shape
     assert len(same_code) > 500
@@ -106,7 +121,9 @@ def test_schema_8_recomputes_go_shape_hashes(go_pair, tmp_path):
     truth = {f.index: f.shape_hash for f in analyze_module(go_pair[1].read_bytes()).functions}
     carried_same = conn.execute(
         "SELECT count(*) FROM functions WHERE version_id = ? AND prev_index IS NOT NULL"
-        " AND body_changed = 0 AND imported = 0", (r2.version_id,)).fetchone()[0]
+        " AND body_changed = 0 AND imported = 0",
+        (r2.version_id,),
+    ).fetchone()[0]
     # an old KB: schema 7, shape hashes as the old code stored them (here: garbage), every
     # carried function marked changed
     conn.execute("UPDATE functions SET shape_hash = 'old-' || idx WHERE imported = 0")
@@ -118,13 +135,19 @@ def test_schema_8_recomputes_go_shape_hashes(go_pair, tmp_path):
         open_ro(db)
     conn = open_rw(db)  # migrates
     assert schema.read_schema_version(conn) == schema.SCHEMA_VERSION >= 8
-    got = dict(conn.execute("SELECT idx, shape_hash FROM functions WHERE version_id = ?"
-                            " AND imported = 0", (r2.version_id,)).fetchall())
+    got = dict(
+        conn.execute(
+            "SELECT idx, shape_hash FROM functions WHERE version_id = ? AND imported = 0",
+            (r2.version_id,),
+        ).fetchall()
+    )
     assert got == {i: h for i, h in truth.items() if i in got}
     assert not any(h.startswith("old-") for h in got.values())
     again = conn.execute(
         "SELECT count(*) FROM functions WHERE version_id = ? AND prev_index IS NOT NULL"
-        " AND body_changed = 0 AND imported = 0", (r2.version_id,)).fetchone()[0]
+        " AND body_changed = 0 AND imported = 0",
+        (r2.version_id,),
+    ).fetchone()[0]
     assert again == carried_same > 0
     assert r1.version_id != r2.version_id
     conn.close()

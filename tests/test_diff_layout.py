@@ -25,7 +25,8 @@ __attribute__((noinline)) char *conn_buf(struct conn *c) { return c->buf + c->le
 __attribute__((noinline)) int conn_check(struct conn *c, int n) { return c->len + n; }
 """
 V2 = V1.replace("struct conn { int fd;", "struct conn { int fd; int id;").replace(
-    "return c->len + n;", "if (n > c->cap - c->len) return -1; return c->len + n;")
+    "return c->len + n;", "if (n > c->cap - c->len) return -1; return c->len + n;"
+)
 
 
 def _clang_ok() -> bool:
@@ -40,13 +41,38 @@ def layout_kb(tmp_path_factory) -> Path:
     db = tmp / "kb.db"
     for i, (name, src) in enumerate((("v1", V1), ("v2", V2))):
         (tmp / f"{name}.c").write_text(src)
-        subprocess.run(["clang", "--target=wasm32-wasi", "-O2", "-nostdlib", "-Wl,--no-entry",
-                        "-Wl,--export-all", "-o", str(tmp / f"{name}.wasm"),
-                        str(tmp / f"{name}.c")], check=True, capture_output=True)
+        subprocess.run(
+            [
+                "clang",
+                "--target=wasm32-wasi",
+                "-O2",
+                "-nostdlib",
+                "-Wl,--no-entry",
+                "-Wl,--export-all",
+                "-o",
+                str(tmp / f"{name}.wasm"),
+                str(tmp / f"{name}.c"),
+            ],
+            check=True,
+            capture_output=True,
+        )
         base = ("--base", "1") if i else ()
-        r = subprocess.run([sys.executable, "-m", "kbtool.cli", "--db", str(db), "ingest",
-                            str(tmp / f"{name}.wasm"), "-l", name, *base],
-                           capture_output=True, text=True)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "kbtool.cli",
+                "--db",
+                str(db),
+                "ingest",
+                str(tmp / f"{name}.wasm"),
+                "-l",
+                name,
+                *base,
+            ],
+            capture_output=True,
+            text=True,
+        )
         assert r.returncode == 0, r.stderr
     return db
 
@@ -69,9 +95,12 @@ def test_struct_field_inserted_is_one_layout_change(layout_kb):
 
 
 def test_ui_diff_lists_the_layout_change_once(layout_kb):
-    r = subprocess.run([sys.executable, "-m", "kbtool.cli", "--db", str(layout_kb), "ui", "diff",
-                        "1", "2"], capture_output=True, text=True,
-                       env={**os.environ, "COLUMNS": "160"})
+    r = subprocess.run(
+        [sys.executable, "-m", "kbtool.cli", "--db", str(layout_kb), "ui", "diff", "1", "2"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "160"},
+    )
     assert r.returncode == 0, r.stderr
     out = r.stdout
     assert "1. conn_check" in out and "2." not in out  # the only ranked entry

@@ -50,20 +50,26 @@ def same_index(i: int) -> int:
 def test_go_string_blob_moved_is_same_code_relocated(tmp_path):
     # the 5-byte string "hello" sits in a blob; v2 inserts text before it: another address,
     # other neighbours (the old facts invented a string change), same 5 bytes
-    a = ModuleView(wasm(tmp_path, "a", GO_MOD.format(addr=2048, text="xxhelloAB", ptr=2050,
-                                                      fv=0x1000 << 16)))
-    b = ModuleView(wasm(tmp_path, "b", GO_MOD.format(addr=2048, text="yyyyyhelloCD", ptr=2053,
-                                                      fv=0x1000 << 16)))
+    a = ModuleView(
+        wasm(tmp_path, "a", GO_MOD.format(addr=2048, text="xxhelloAB", ptr=2050, fv=0x1000 << 16))
+    )
+    b = ModuleView(
+        wasm(
+            tmp_path, "b", GO_MOD.format(addr=2048, text="yyyyyhelloCD", ptr=2053, fv=0x1000 << 16)
+        )
+    )
     assert a.go and b.go
     r = compare_bodies(a, 0, b, 0, same_index)
     assert r.same and r.relocated
 
 
 def test_go_string_really_changed_is_reported(tmp_path):
-    a = ModuleView(wasm(tmp_path, "a", GO_MOD.format(addr=2048, text="xxhelloAB", ptr=2050,
-                                                      fv=0x1000 << 16)))
-    b = ModuleView(wasm(tmp_path, "b", GO_MOD.format(addr=2048, text="xxjelloAB", ptr=2050,
-                                                      fv=0x1000 << 16)))
+    a = ModuleView(
+        wasm(tmp_path, "a", GO_MOD.format(addr=2048, text="xxhelloAB", ptr=2050, fv=0x1000 << 16))
+    )
+    b = ModuleView(
+        wasm(tmp_path, "b", GO_MOD.format(addr=2048, text="xxjelloAB", ptr=2050, fv=0x1000 << 16))
+    )
     r = compare_bodies(a, 0, b, 0, same_index)
     assert not r.same
     assert r.data_changes == [("hello", "jello")]

@@ -37,8 +37,12 @@ V2 = """(module (memory 1) (export "f" (func $f)) (export "g" (func $g)) (export
 
 
 def kbtool(*args: str, db: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kbtool.cli", *args, "--db", str(db)],
-                          capture_output=True, text=True, env={**os.environ, "COLUMNS": "120"})
+    return subprocess.run(
+        [sys.executable, "-m", "kbtool.cli", *args, "--db", str(db)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "120"},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +51,9 @@ def pair_kb(tmp_path_factory) -> Path:
     db = tmp / "kb.db"
     for name, text in (("v1", V1), ("v2", V2)):
         (tmp / f"{name}.wat").write_text(text)
-        subprocess.run(["wat2wasm", str(tmp / f"{name}.wat"), "-o", str(tmp / f"{name}.wasm")],
-                       check=True)
+        subprocess.run(
+            ["wat2wasm", str(tmp / f"{name}.wat"), "-o", str(tmp / f"{name}.wasm")], check=True
+        )
         base = ("--base", "1") if name == "v2" else ()
         r = kbtool("ingest", str(tmp / f"{name}.wasm"), "-l", name, *base, db=db)
         assert r.returncode == 0, r.stderr
@@ -72,10 +77,14 @@ def test_changelog_ranks_fix_like_changes_first_with_reasons(pair_kb):
     assert order[-1] == "k"  # the change with no fix-like reason ranks last
     # index order on request, the same entries
     assert [m["to_index"] for m in reorder(cl, "index")["modified"]] == sorted(
-        m["to_index"] for m in cl["modified"])
+        m["to_index"] for m in cl["modified"]
+    )
     # the report entries carry the same triage (MCP get_diff / web / TUI sort by it)
-    ranked = [names[c["to_index"]] for c in order_changes(report["changes"])
-              if c["classification"] == "modified"]
+    ranked = [
+        names[c["to_index"]]
+        for c in order_changes(report["changes"])
+        if c["classification"] == "modified"
+    ]
     assert ranked[-1] == "k"
     assert all("reasons" in c for c in report["changes"] if c["classification"] == "modified")
 
@@ -104,10 +113,13 @@ def test_web_changelog_order(pair_kb):
     body = orjson.loads(raw)
     assert body["order"] == "triage" and body["modified"][-1]["to_index"] == 2
     assert body["modified"][0]["reasons"]
-    status, _, raw = route(str(pair_kb), "/api/changelog",
-                           {"from": ["1"], "to": ["2"], "order": ["index"]})
+    status, _, raw = route(
+        str(pair_kb), "/api/changelog", {"from": ["1"], "to": ["2"], "order": ["index"]}
+    )
     assert [m["to_index"] for m in orjson.loads(raw)["modified"]] == sorted(
-        m["to_index"] for m in body["modified"])
-    status, _, raw = route(str(pair_kb), "/api/changelog",
-                           {"from": ["1"], "to": ["2"], "order": ["nope"]})
+        m["to_index"] for m in body["modified"]
+    )
+    status, _, raw = route(
+        str(pair_kb), "/api/changelog", {"from": ["1"], "to": ["2"], "order": ["nope"]}
+    )
     assert status == 400

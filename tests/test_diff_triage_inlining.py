@@ -27,11 +27,17 @@ HELPER = """local.get 0 i32.load offset=4 local.get 0 i32.load offset=8 i32.lt_u
     local.get 0 i32.load offset=12 i32.const 0 i32.ne
     if local.get 0 i32.load offset=12 i32.const 3 i32.and local.set 1 local.get 0 local.get 1
       i32.store offset=16 end"""
-ERRS = "".join(f"""
+ERRS = "".join(
+    f"""
   (func $e{k} (export "e{k}") (param i32) (result i32)
-    local.get 0 i32.const {{code}} i32.eq if i32.const {k} return end local.get 0)""" for k in range(3))
-V1 = """(module (memory 1)
-  (func $helper (param i32) (local i32) """ + HELPER + """)
+    local.get 0 i32.const {{code}} i32.eq if i32.const {k} return end local.get 0)"""
+    for k in range(3)
+)
+V1 = (
+    """(module (memory 1)
+  (func $helper (param i32) (local i32) """
+    + HELPER
+    + """)
   (func $caller (export "caller") (param i32) (result i32) local.get 0 call $helper
     local.get 0 i32.load)
   (func $moved (export "moved") (param i32 i32) (result i32)
@@ -41,12 +47,19 @@ V1 = """(module (memory 1)
   (func $wide (export "wide") (param i32 i32) (result i32)
     local.get 0 local.get 1 i32.lt_u)
   (func $bound (export "bound") (param i32) (result i32)
-    local.get 0 i32.const 60 i32.gt_u if i32.const -1 return end local.get 0)""" + \
-    ERRS.replace("{code}", "20") + ")"
-V2 = """(module (memory 1)
-  (func $helper (param i32) (local i32) """ + HELPER + """)
+    local.get 0 i32.const 60 i32.gt_u if i32.const -1 return end local.get 0)"""
+    + ERRS.replace("{code}", "20")
+    + ")"
+)
+V2 = (
+    """(module (memory 1)
+  (func $helper (param i32) (local i32) """
+    + HELPER
+    + """)
   (func $caller (export "caller") (param i32) (result i32) (local i32 i32)
-    """ + HELPER.replace("local.set 1", "local.set 2").replace("local.get 1", "local.get 2") + """
+    """
+    + HELPER.replace("local.set 1", "local.set 2").replace("local.get 1", "local.get 2")
+    + """
     local.get 0 i32.load)
   (func $moved (export "moved") (param i32 i32) (result i32)
     local.get 1 i32.const 7 i32.mul local.set 1
@@ -55,8 +68,10 @@ V2 = """(module (memory 1)
   (func $wide (export "wide") (param i32 i32) (result i32)
     local.get 0 i64.extend_i32_u local.get 1 i64.extend_i32_u i64.lt_u)
   (func $bound (export "bound") (param i32) (result i32)
-    local.get 0 i32.const 64 i32.gt_u if i32.const -1 return end local.get 0)""" + \
-    ERRS.replace("{code}", "22") + ")"
+    local.get 0 i32.const 64 i32.gt_u if i32.const -1 return end local.get 0)"""
+    + ERRS.replace("{code}", "22")
+    + ")"
+)
 
 
 @pytest.fixture(scope="module")
@@ -65,11 +80,25 @@ def entries(tmp_path_factory) -> dict[str, dict]:
     db = tmp / "kb.db"
     for name, text in (("v1", V1), ("v2", V2)):
         (tmp / f"{name}.wat").write_text(text)
-        subprocess.run(["wat2wasm", str(tmp / f"{name}.wat"), "-o", str(tmp / f"{name}.wasm")],
-                       check=True)
-        r = subprocess.run([sys.executable, "-m", "kbtool.cli", "--db", str(db), "ingest",
-                            str(tmp / f"{name}.wasm"), "-l", name], capture_output=True,
-                           text=True, env=dict(os.environ))
+        subprocess.run(
+            ["wat2wasm", str(tmp / f"{name}.wat"), "-o", str(tmp / f"{name}.wasm")], check=True
+        )
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "kbtool.cli",
+                "--db",
+                str(db),
+                "ingest",
+                str(tmp / f"{name}.wasm"),
+                "-l",
+                name,
+            ],
+            capture_output=True,
+            text=True,
+            env=dict(os.environ),
+        )
         assert r.returncode == 0, r.stderr
     conn = open_ro(db)
     report, pairing = read_report(conn, 1, 2)
@@ -111,12 +140,20 @@ def _body(n: int, check_at: int | None) -> list[tuple[int, tuple]]:
     x = 1
     for q in range(n):
         x = (x * 1103515245 + 12345) % (1 << 31)  # a varied body, as compiled code is
-        out += [(op["local.get"], (q % 5,)), (op["i32.const"], (q,)),
-                (arith[x % len(arith)], ()), (arith[(x >> 8) % len(arith)], ()),
-                (op["local.set"], (q % 7,))]
+        out += [
+            (op["local.get"], (q % 5,)),
+            (op["i32.const"], (q,)),
+            (arith[x % len(arith)], ()),
+            (arith[(x >> 8) % len(arith)], ()),
+            (op["local.set"], (q % 7,)),
+        ]
         if q == check_at:
-            out += [(op["local.get"], (1,)), (op["i32.const"], (4096,)), (op["i32.gt_u"], ()),
-                    (op["br_if"], (0,))]
+            out += [
+                (op["local.get"], (1,)),
+                (op["i32.const"], (4096,)),
+                (op["i32.gt_u"], ()),
+                (op["br_if"], (0,)),
+            ]
     return out
 
 

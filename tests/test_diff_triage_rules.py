@@ -49,11 +49,25 @@ def _kb(tmp: Path, v1: str, v2: str) -> Path:
     db = tmp / "kb.db"
     for name, text in (("v1", v1), ("v2", v2)):
         (tmp / f"{name}.wat").write_text(text)
-        subprocess.run(["wat2wasm", str(tmp / f"{name}.wat"), "-o", str(tmp / f"{name}.wasm")],
-                       check=True)
-        r = subprocess.run([sys.executable, "-m", "kbtool.cli", "--db", str(db), "ingest",
-                            str(tmp / f"{name}.wasm"), "-l", name],
-                           capture_output=True, text=True, env=dict(os.environ))
+        subprocess.run(
+            ["wat2wasm", str(tmp / f"{name}.wat"), "-o", str(tmp / f"{name}.wasm")], check=True
+        )
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "kbtool.cli",
+                "--db",
+                str(db),
+                "ingest",
+                str(tmp / f"{name}.wasm"),
+                "-l",
+                name,
+            ],
+            capture_output=True,
+            text=True,
+            env=dict(os.environ),
+        )
         assert r.returncode == 0, r.stderr
     return db
 
@@ -64,11 +78,14 @@ def test_call_result_kept_and_value_reloaded_are_reasons(tmp_path):
     cl = changelog(conn, report, pairing=pairing)
     by_name = {m["name"]: m for m in cl["modified"]}
     use, load = by_name["use"], by_name["load"]
-    assert any(r.startswith("+ call result kept: call ") and "refreshed after the call" in r
-               for r in use["reasons"]), use["reasons"]
+    assert any(
+        r.startswith("+ call result kept: call ") and "refreshed after the call" in r
+        for r in use["reasons"]
+    ), use["reasons"]
     assert use["triage_kind"] == "fix"
-    assert any(r.startswith("+ value reloaded after call") for r in load["reasons"]), \
-        load["reasons"]
+    assert any(r.startswith("+ value reloaded after call") for r in load["reasons"]), load[
+        "reasons"
+    ]
     assert load["triage_kind"] == "fix"
 
 

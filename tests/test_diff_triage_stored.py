@@ -24,18 +24,36 @@ def test_stored_report_of_older_rules_gets_todays_triage(tmp_path):
     db = tmp_path / "kb.db"
     for name, text in (("v1", V1), ("v2", V2)):
         (tmp_path / f"{name}.wat").write_text(text)
-        subprocess.run(["wat2wasm", str(tmp_path / f"{name}.wat"), "-o",
-                        str(tmp_path / f"{name}.wasm")], check=True)
+        subprocess.run(
+            ["wat2wasm", str(tmp_path / f"{name}.wat"), "-o", str(tmp_path / f"{name}.wasm")],
+            check=True,
+        )
         base = ("--base", "1") if name == "v2" else ()
-        r = subprocess.run([sys.executable, "-m", "kbtool.cli", "--db", str(db), "ingest",
-                            str(tmp_path / f"{name}.wasm"), "-l", name, *base],
-                           capture_output=True, text=True)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "kbtool.cli",
+                "--db",
+                str(db),
+                "ingest",
+                str(tmp_path / f"{name}.wasm"),
+                "-l",
+                name,
+                *base,
+            ],
+            capture_output=True,
+            text=True,
+        )
         assert r.returncode == 0, r.stderr
     conn = open_rw(db)
     saved = queries.stored_diff_report(conn, 1, 2)
     assert saved is not None and saved["triage_rules"] == TRIAGE_RULES
-    fresh = {c["to_index"]: (c["triage"], c["reasons"]) for c in saved["changes"]
-             if c["classification"] == "modified"}
+    fresh = {
+        c["to_index"]: (c["triage"], c["reasons"])
+        for c in saved["changes"]
+        if c["classification"] == "modified"
+    }
     # as an older kbtool saved it: no rules version, other scores and reasons
     saved.pop("triage_rules")
     for c in saved["changes"]:
@@ -48,8 +66,11 @@ def test_stored_report_of_older_rules_gets_todays_triage(tmp_path):
     keep: dict = {}
     report = stored_diff(conn, 1, 2, keep=keep)
     assert report is not None and "triage_rules" not in report  # the report's shape as ever
-    assert {c["to_index"]: (c["triage"], c["reasons"]) for c in report["changes"]
-            if c["classification"] == "modified"} == fresh
+    assert {
+        c["to_index"]: (c["triage"], c["reasons"])
+        for c in report["changes"]
+        if c["classification"] == "modified"
+    } == fresh
     assert "changelog" in keep
     # the cache serves the refreshed report and keeps the changelog computed for it
     cache = DiffCache(max_entries=8)

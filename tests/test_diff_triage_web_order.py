@@ -22,17 +22,30 @@ from tests.web.support import CHROMIUM, ServerProcess, launch_chromium
 pytestmark = pytest.mark.skipif(shutil.which("wat2wasm") is None, reason="wat2wasm missing")
 
 
-
 @pytest.fixture(scope="module")
 def kb(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("weborder")
     db = tmp / "kb.db"
     for name, text in (("v1", V1), ("v2", V2)):
         (tmp / f"{name}.wat").write_text(text)
-        subprocess.run(["wat2wasm", str(tmp / f"{name}.wat"), "-o", str(tmp / f"{name}.wasm")],
-                       check=True)
-        r = subprocess.run([sys.executable, "-m", "kbtool.cli", "--db", str(db), "ingest",
-                            str(tmp / f"{name}.wasm"), "-l", name], capture_output=True, text=True)
+        subprocess.run(
+            ["wat2wasm", str(tmp / f"{name}.wat"), "-o", str(tmp / f"{name}.wasm")], check=True
+        )
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "kbtool.cli",
+                "--db",
+                str(db),
+                "ingest",
+                str(tmp / f"{name}.wasm"),
+                "-l",
+                name,
+            ],
+            capture_output=True,
+            text=True,
+        )
         assert r.returncode == 0, r.stderr
     return db
 
@@ -56,8 +69,10 @@ def test_api_diff_order(kb):
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(not os.path.exists(CHROMIUM) or importlib.util.find_spec("playwright") is None,
-                    reason=f"needs Chromium at {CHROMIUM} and playwright")
+@pytest.mark.skipif(
+    not os.path.exists(CHROMIUM) or importlib.util.find_spec("playwright") is None,
+    reason=f"needs Chromium at {CHROMIUM} and playwright",
+)
 def test_dashboard_table_in_triage_order(kb):
     from playwright.sync_api import sync_playwright
 
@@ -78,16 +93,19 @@ def test_dashboard_table_in_triage_order(kb):
 
             def to_column() -> list[str]:
                 return pg.eval_on_selector_all(
-                    "#diff-table tbody tr", "rs => rs.map(r => r.cells[2].textContent)")
+                    "#diff-table tbody tr", "rs => rs.map(r => r.cells[2].textContent)"
+                )
 
             assert pg.input_value("#diff-order") == "triage"
             assert to_column() == ["1", "0"]
-            assert "bounds check" in pg.get_attribute("#diff-table tbody tr td:nth-child(8)",
-                                                      "title")
+            assert "bounds check" in pg.get_attribute(
+                "#diff-table tbody tr td:nth-child(8)", "title"
+            )
             pg.select_option("#diff-order", "index")
             pg.wait_for_function(
                 "() => document.querySelector('#diff-table tbody tr td:nth-child(3)')"
-                ".textContent === '0'")
+                ".textContent === '0'"
+            )
             assert to_column() == ["0", "1"]
             assert errors == []
         finally:

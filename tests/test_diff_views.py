@@ -29,7 +29,9 @@ from tests.support.paths import ROOT
 
 
 def record(width: int = 80) -> Console:
-    return Console(record=True, width=width, force_terminal=False, color_system=None, highlight=False)
+    return Console(
+        record=True, width=width, force_terminal=False, color_system=None, highlight=False
+    )
 
 
 def kb_state(path: Path) -> dict[str, str]:
@@ -45,8 +47,14 @@ def kb_state(path: Path) -> dict[str, str]:
 
 def kbtool(*argv: str, env: dict | None = None) -> subprocess.CompletedProcess:
     e = dict(os.environ, COLUMNS="80", **(env or {}))
-    return subprocess.run([sys.executable, "-m", "kbtool.cli", *argv], capture_output=True, text=True,
-                          cwd=ROOT, env=e, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "kbtool.cli", *argv],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=e,
+        timeout=120,
+    )
 
 
 def test_diff_table_one_row_per_change(demo_kb_master):
@@ -55,7 +63,9 @@ def test_diff_table_one_row_per_change(demo_kb_master):
     report = get_diff(open_ro(demo_kb_master), 1, 2)
     assert t.row_count == len(report["changes"])
     headers = [c.header for c in t.columns]
-    assert headers[:6] == ["change", "from", "to", "name", "provenance", "conf"] and "flags" in headers
+    assert (
+        headers[:6] == ["change", "from", "to", "name", "provenance", "conf"] and "flags" in headers
+    )
     # an open connection works too, and filters keep only what was asked
     conn = open_ro(demo_kb_master)
     t = diff_table(conn, 1, 2, only="new")
@@ -77,14 +87,17 @@ def test_render_diff_table_then_changelog(demo_kb_master):
     render_diff(demo_kb_master, 1, 2, console=wide)
     header = next(line for line in wide.export_text().splitlines() if line.startswith("change"))
     assert "score" in header and "score" not in next(
-        line for line in text.splitlines() if line.startswith("change"))
+        line for line in text.splitlines() if line.startswith("change")
+    )
 
 
 def test_changelog_data(demo_kb_master):
     conn = open_ro(demo_kb_master)
     report = get_diff(conn, 1, 2)
     cl = changelog(conn, report)
-    named_modified = [c for c in report["changes"] if c["classification"] == "modified" and c["name"]]
+    named_modified = [
+        c for c in report["changes"] if c["classification"] == "modified" and c["name"]
+    ]
     # every modified function is listed, named or not, most changed first
     assert len(cl["modified"]) == report["summary"]["modified"]
     assert cl["modified_unnamed"] == report["summary"]["modified"] - len(named_modified)
@@ -93,10 +106,21 @@ def test_changelog_data(demo_kb_master):
     # order="weight": most changed first (the default is triage, see test_diff_triage.py)
     weights = [m["weight"] for m in changelog(conn, report, order="weight")["modified"]]
     assert weights == sorted(weights, reverse=True)
-    assert len(cl["new"]) == report["summary"]["added"] and len(cl["deleted"]) == report["summary"]["removed"]
+    assert (
+        len(cl["new"]) == report["summary"]["added"]
+        and len(cl["deleted"]) == report["summary"]["removed"]
+    )
     for m in cl["modified"]:
-        assert {"calls_added", "calls_removed", "strings_added", "strings_removed", "instr_from",
-                "instr_to", "size_from", "size_to"} <= set(m)
+        assert {
+            "calls_added",
+            "calls_removed",
+            "strings_added",
+            "strings_removed",
+            "instr_from",
+            "instr_to",
+            "size_from",
+            "size_to",
+        } <= set(m)
     assert any(m["calls_added"] or m["calls_removed"] for m in cl["modified"])
     # the TUI's hook: a renderable from a report plus the KB
     assert changelog_renderable(report, conn) is not None
@@ -108,7 +132,9 @@ def test_swapped_diff_lists_deleted_functions(demo_kb_master):
     render_diff(demo_kb_master, 2, 1, console=con, only="deleted")
     text = con.export_text()
     report = get_diff(open_ro(demo_kb_master), 2, 1)
-    assert report["summary"]["removed"] == get_diff(open_ro(demo_kb_master), 1, 2)["summary"]["added"]
+    assert (
+        report["summary"]["removed"] == get_diff(open_ro(demo_kb_master), 1, 2)["summary"]["added"]
+    )
     assert f"deleted ({report['summary']['removed']})" in text
     assert "modified (" not in text
 
@@ -127,8 +153,9 @@ def test_untrusted_names_are_shown_literally(demo_kb):
     report = get_diff(conn, 1, 2)
     target = next(c for c in report["changes"] if c["classification"] == "new" and not c["name"])
     evil = "[bold red]pwn[/bold red][link=http://x]y"
-    assert upsert_symbol(conn, target["to_stable_id"], evil, provenance="export", confidence=0.9,
-                         actor="test")["written"]
+    assert upsert_symbol(
+        conn, target["to_stable_id"], evil, provenance="export", confidence=0.9, actor="test"
+    )["written"]
     conn.close()
     con = Console(record=True, width=200, color_system="truecolor", force_terminal=True)
     render_diff(demo_kb, 1, 2, console=con)
@@ -153,8 +180,11 @@ def test_ui_diff_is_read_only_byte_identical(demo_kb):
     assert "modified" in r.stdout and "by triage" in r.stdout  # the short view (issue 29)
     assert all(len(line) <= 80 for line in r.stdout.splitlines())
     r = kbtool("ui", "diff", "1", "2", "--only", "modified,new", "--db", str(demo_kb))
-    rows = [line.split()[0] for line in r.stdout.splitlines()[4:] if line.strip()
-            and line.split()[0] in ("unchanged", "moved", "modified", "new", "deleted")]
+    rows = [
+        line.split()[0]
+        for line in r.stdout.splitlines()[4:]
+        if line.strip() and line.split()[0] in ("unchanged", "moved", "modified", "new", "deleted")
+    ]
     assert set(rows) <= {"modified", "new"} and "modified" in rows
     assert kb_state(demo_kb) == before
     conn = open_ro(demo_kb)
@@ -163,11 +193,25 @@ def test_ui_diff_is_read_only_byte_identical(demo_kb):
 
 
 def test_ui_diff_pager_and_errors(demo_kb):
-    r = kbtool("ui", "diff", "1", "2", "--pager", "--only", "new", "--db", str(demo_kb),
-               env={"PAGER": "cat", "MANPAGER": "cat"})
+    r = kbtool(
+        "ui",
+        "diff",
+        "1",
+        "2",
+        "--pager",
+        "--only",
+        "new",
+        "--db",
+        str(demo_kb),
+        env={"PAGER": "cat", "MANPAGER": "cat"},
+    )
     assert r.returncode == 0 and "changelog" in r.stdout
     r = kbtool("ui", "diff", "1", "42", "--db", str(demo_kb))
-    assert r.returncode == 1 and "unknown version id 42" in r.stderr and "known version ids: 1, 2" in r.stderr
+    assert (
+        r.returncode == 1
+        and "unknown version id 42" in r.stderr
+        and "known version ids: 1, 2" in r.stderr
+    )
     r = kbtool("ui", "diff", "1", "2", "--only", "bogus", "--db", str(demo_kb))
     assert r.returncode == 1 and "unknown --only value bogus" in r.stderr
     r = kbtool("ui", "diff", "1", "2", "--db", str(demo_kb.parent / "nope.db"))
@@ -176,14 +220,43 @@ def test_ui_diff_pager_and_errors(demo_kb):
 
 def test_diff_lines_fit_any_width():
     long = "_ZN12lightningcss10properties4font" + "x" * 300
-    report = {"changes": [
-        {"classification": "modified", "from_index": 123456, "to_index": 123457, "name": long,
-         "provenance": "diff-carry", "confidence": 0.5, "score": 0.61, "review": True, "runtime": True},
-        {"classification": "new", "from_index": None, "to_index": 9, "name": "名前_関数_テスト" * 8,
-         "provenance": "agent", "confidence": 0.3, "score": None, "review": False, "runtime": False},
-        {"classification": "deleted", "from_index": 1, "to_index": None, "name": None,
-         "provenance": None, "confidence": None, "score": None, "review": False, "runtime": False},
-    ]}
+    report = {
+        "changes": [
+            {
+                "classification": "modified",
+                "from_index": 123456,
+                "to_index": 123457,
+                "name": long,
+                "provenance": "diff-carry",
+                "confidence": 0.5,
+                "score": 0.61,
+                "review": True,
+                "runtime": True,
+            },
+            {
+                "classification": "new",
+                "from_index": None,
+                "to_index": 9,
+                "name": "名前_関数_テスト" * 8,
+                "provenance": "agent",
+                "confidence": 0.3,
+                "score": None,
+                "review": False,
+                "runtime": False,
+            },
+            {
+                "classification": "deleted",
+                "from_index": 1,
+                "to_index": None,
+                "name": None,
+                "provenance": None,
+                "confidence": None,
+                "score": None,
+                "review": False,
+                "runtime": False,
+            },
+        ]
+    }
     for width in (80, 100, 160):
         text = diff_lines(report, width=width, toolchain_changed=True, show_score=width >= 100)
         lines = text.plain.splitlines()

@@ -80,7 +80,7 @@ def test_records_resolve_targets_and_render_the_listing(tmp_path):
     lines = text.splitlines()
     assert lines[0] == "func[3] <walk>: (i32) -> i32" and lines[1] == " local[1]: i32"
     assert lines[2:] == [instr_line(i) for i in ins] == listing_lines(listing)[2:]
-    assert f" {const.offset:06x}:   i32.const 1024  ;; \"hello, world\"" in lines
+    assert f' {const.offset:06x}:   i32.const 1024  ;; "hello, world"' in lines
     assert any(ln.endswith("call $dupb") for ln in lines)
     assert any(ln.endswith("local.tee 1 <acc>") for ln in lines)
 
@@ -122,8 +122,11 @@ def test_function_diff_reads_records_and_matches_the_text_reader(code_kb, monkey
     from_text = []
     for i, j in pairs:
         a, b = code.disassembly(conn, 1, i), code.disassembly(conn, 2, j)
-        from_text.append(code.diff_lines(a["mnemonics"], b["mnemonics"],
-                                         same_callee=code.callee_pairing(conn, 1, 2)))
+        from_text.append(
+            code.diff_lines(
+                a["mnemonics"], b["mnemonics"], same_callee=code.callee_pairing(conn, 1, 2)
+            )
+        )
 
     def no_text(_text):
         raise AssertionError("the service parsed its own listing")

@@ -50,12 +50,16 @@ def small_kb(tmp_path) -> tuple[Path, list[str]]:
 
 def test_set_name_is_in_the_db_file_while_a_reader_held_the_kb(small_kb, tmp_path):
     db, sids = small_kb
-    reader = open_ro(db)            # `kbtool serve` or a TUI open at the same time
+    reader = open_ro(db)  # `kbtool serve` or a TUI open at the same time
     queries.list_versions(reader)
-    done = subprocess.run(CLI + ["--db", str(db), "set-name", sids[1], "parse_header"],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        CLI + ["--db", str(db), "set-name", sids[1], "parse_header"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
-    reader.close()                  # the reader exits last: a read-only connection never checkpoints
+    reader.close()  # the reader exits last: a read-only connection never checkpoints
     assert name_in_db_alone(db, tmp_path, sids[1]) == "parse_header"
 
 
@@ -64,9 +68,10 @@ def test_mcp_propose_symbol_is_in_the_db_file_after_the_server_exits(small_kb, t
 
     async def session() -> None:
         async with mcp_session(db) as s:
-            await s.call_tool("get_symbol", {"stable_id": sids[2]})   # the read pool holds the KB
-            res = await s.call_tool("propose_symbol", {"stable_id": sids[2], "name": "agent_named",
-                                                       "confidence": 0.5})
+            await s.call_tool("get_symbol", {"stable_id": sids[2]})  # the read pool holds the KB
+            res = await s.call_tool(
+                "propose_symbol", {"stable_id": sids[2], "name": "agent_named", "confidence": 0.5}
+            )
             assert json.loads(res.content[0].text)["written"] is True
 
     anyio.run(session)
@@ -95,9 +100,11 @@ def test_a_writer_left_open_checkpoints_when_collected(small_kb, tmp_path):
     reader = open_ro(db)
     queries.list_versions(reader)
     conn = open_rw(db)
-    upsert_symbol(conn, sids[3], "left_open", provenance="human", confidence=1.0, actor="human:test")
-    del conn                        # never closed by its owner (a CLI command's connection)
-    gc.collect()                    # sqlite3's statement cache makes a connection a cycle
+    upsert_symbol(
+        conn, sids[3], "left_open", provenance="human", confidence=1.0, actor="human:test"
+    )
+    del conn  # never closed by its owner (a CLI command's connection)
+    gc.collect()  # sqlite3's statement cache makes a connection a cycle
     reader.close()
     assert name_in_db_alone(db, tmp_path, sids[3]) == "left_open"
 
@@ -119,8 +126,9 @@ def test_backup_while_another_thread_writes_is_consistent(tmp_path):
                 if stop.is_set():
                     break
                 with transaction(conn):
-                    upsert_symbol(conn, sid, f"fn_{i}", provenance="human", confidence=1.0,
-                                  actor="human:test")
+                    upsert_symbol(
+                        conn, sid, f"fn_{i}", provenance="human", confidence=1.0, actor="human:test"
+                    )
                 committed.append(i)
         finally:
             conn.close()
@@ -130,7 +138,7 @@ def test_backup_while_another_thread_writes_is_consistent(tmp_path):
     copies = []
     try:
         for n in range(4):
-            before = len(committed)   # names committed before this backup began
+            before = len(committed)  # names committed before this backup began
             out = tmp_path / f"copy{n}.db"
             backup(db, out)
             copies.append((out, before))
@@ -147,8 +155,8 @@ def test_backup_while_another_thread_writes_is_consistent(tmp_path):
         finally:
             conn.close()
         assert {f"fn_{i}" for i in range(before)} <= names
-        assert events == len(names)   # each name with its event: one commit, never half of one
-    conn = open_ro(copies[-1][0])     # the copy is a KB kbtool opens
+        assert events == len(names)  # each name with its event: one commit, never half of one
+    conn = open_ro(copies[-1][0])  # the copy is a KB kbtool opens
     assert queries.list_versions(conn)
     conn.close()
 
@@ -164,11 +172,13 @@ def test_backup_command_refuses_the_kb_itself_and_an_existing_file(small_kb, tmp
     assert main(["--db", str(db), "backup", str(tmp_path / "same.db")]) == 1
     assert "is the KB itself" in capsys.readouterr().err
     conn = open_rw(db)
-    upsert_symbol(conn, sids[0], "later_name", provenance="human", confidence=1.0, actor="human:test")
+    upsert_symbol(
+        conn, sids[0], "later_name", provenance="human", confidence=1.0, actor="human:test"
+    )
     conn.close()
     assert main(["--db", str(db), "backup", str(out)]) == 1
     assert "--force" in capsys.readouterr().err
-    assert name_in_db_alone(out, tmp_path, sids[0]) is None          # untouched
+    assert name_in_db_alone(out, tmp_path, sids[0]) is None  # untouched
     assert main(["--db", str(db), "backup", str(out), "--force"]) == 0
     capsys.readouterr()
     assert name_in_db_alone(out, tmp_path, sids[0]) == "later_name"

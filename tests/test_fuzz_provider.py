@@ -19,9 +19,20 @@ pytest.importorskip("openai")
 
 
 def test_hostile_endpoints_give_bounded_clean_runs():
-    r = subprocess.run([sys.executable, "-m", "benchmarks.fuzz_provider", "--smoke",
-                        "--kinds", "malformed,trickle"], cwd=ROOT, capture_output=True,
-                       text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.fuzz_provider",
+            "--smoke",
+            "--kinds",
+            "malformed,trickle",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "0 failures" in r.stdout
     assert "provider malformed 1" in r.stdout and "provider trickle 1" in r.stdout
@@ -47,7 +58,9 @@ def test_the_endpoint_misbehaves_as_described():
         code, body = post(srv)
         assert code == 200 and len(body) > fp.MAX_BYTES * 10
     with fp.HostileProvider("malformed", random.Random(1)) as srv:
-        labels = {post(srv) and srv.labels[-1] for _ in range(len(fp.malformed_bodies(random.Random(0))))}
+        labels = {
+            post(srv) and srv.labels[-1] for _ in range(len(fp.malformed_bodies(random.Random(0))))
+        }
         assert {"control name", "deep nesting", "not json", "empty"} <= labels
 
 
@@ -66,8 +79,10 @@ def test_the_checks_catch_a_bad_run(tmp_path):
     shutil.copyfile(db, bad)
     conn = sqlite3.connect(bad)
     sid = conn.execute("SELECT stable_id FROM symbols LIMIT 1").fetchone()[0]
-    conn.execute("UPDATE symbols SET name = ?, provenance = 'agent', confidence = 2.0 WHERE stable_id = ?",
-                 ("evil\x1bname", sid))
+    conn.execute(
+        "UPDATE symbols SET name = ?, provenance = 'agent', confidence = 2.0 WHERE stable_id = ?",
+        ("evil\x1bname", sid),
+    )
     conn.commit()
     conn.close()
     assert "not identifiers" in (fp._check_kb(bad) or "")

@@ -27,9 +27,13 @@ def seed(conn, state: str | None, conf: float) -> None:
     if state is None:
         return
     if state == "human-locked":
-        d = upsert_symbol(conn, SID, "seed_name", provenance="human", confidence=conf, actor="t", lock=True)
+        d = upsert_symbol(
+            conn, SID, "seed_name", provenance="human", confidence=conf, actor="t", lock=True
+        )
     elif state == "human":
-        d = upsert_symbol(conn, SID, "seed_name", provenance="human", confidence=conf, actor="t", lock=False)
+        d = upsert_symbol(
+            conn, SID, "seed_name", provenance="human", confidence=conf, actor="t", lock=False
+        )
     else:
         d = upsert_symbol(conn, SID, "seed_name", provenance=state, confidence=conf, actor="t")
     assert d["written"]
@@ -133,11 +137,20 @@ def test_idempotent_rerun_is_noop(conn, writer):
     assert len(events(conn)) == n
 
 
-@pytest.mark.parametrize("name,prov", [
-    ("", "agent"), ("has space", "agent"), ("1abc", "human"), ("a-b", "agent"),
-    ("x" * 257, "human"), ("ok\nno", "oracle"), (" padded", "export"), ("x" * 1025, "oracle"),
-    (None, "agent"),
-])
+@pytest.mark.parametrize(
+    "name,prov",
+    [
+        ("", "agent"),
+        ("has space", "agent"),
+        ("1abc", "human"),
+        ("a-b", "agent"),
+        ("x" * 257, "human"),
+        ("ok\nno", "oracle"),
+        (" padded", "export"),
+        ("x" * 1025, "oracle"),
+        (None, "agent"),
+    ],
+)
 def test_invalid_names_refused_with_reason(conn, name, prov):
     d = upsert_symbol(conn, SID, name, provenance=prov, confidence=0.5, actor="x")
     assert not d["written"] and d["reason"].startswith("invalid name")
@@ -145,10 +158,16 @@ def test_invalid_names_refused_with_reason(conn, name, prov):
     assert events(conn)[-1]["kind"] == "rejection"
 
 
-@pytest.mark.parametrize("name,prov", [
-    ("ZSTD_compress", "agent"), ("ns::Type::method", "human"), ("x" * 256, "human"),
-    ("<impl core::fmt::Debug for &T>::fmt", "oracle"), ("$func", "agent"),
-])
+@pytest.mark.parametrize(
+    "name,prov",
+    [
+        ("ZSTD_compress", "agent"),
+        ("ns::Type::method", "human"),
+        ("x" * 256, "human"),
+        ("<impl core::fmt::Debug for &T>::fmt", "oracle"),
+        ("$func", "agent"),
+    ],
+)
 def test_valid_names(conn, name, prov):
     assert upsert_symbol(conn, SID, name, provenance=prov, confidence=0.5, actor="x")["written"]
 
@@ -162,7 +181,9 @@ def test_confidence_outside_range_refused(conn, conf):
 
 @pytest.mark.parametrize("conf", [0.0, 1.0])
 def test_confidence_bounds_accepted(conn, conf):
-    assert upsert_symbol(conn, SID, "fine", provenance="agent", confidence=conf, actor="x")["written"]
+    assert upsert_symbol(conn, SID, "fine", provenance="agent", confidence=conf, actor="x")[
+        "written"
+    ]
 
 
 def test_unknown_stable_id_raises(conn):
@@ -177,10 +198,14 @@ def test_unknown_provenance(conn):
 
 def test_unlock_then_oracle_can_win(conn):
     upsert_symbol(conn, SID, "mine", provenance="human", confidence=0.8, actor="h")
-    assert not upsert_symbol(conn, SID, "ref", provenance="oracle", confidence=0.9, actor="o")["written"]
+    assert not upsert_symbol(conn, SID, "ref", provenance="oracle", confidence=0.9, actor="o")[
+        "written"
+    ]
     assert set_lock(conn, SID, False)["written"]
     assert not set_lock(conn, SID, False)["written"]
-    assert upsert_symbol(conn, SID, "ref", provenance="oracle", confidence=0.9, actor="o")["written"]
+    assert upsert_symbol(conn, SID, "ref", provenance="oracle", confidence=0.9, actor="o")[
+        "written"
+    ]
 
 
 def test_revert_restores_and_records(conn):
@@ -191,7 +216,12 @@ def test_revert_restores_and_records(conn):
     assert d["written"]
     sym = queries.get_symbol(conn, SID)
     # the record as it was (issue #23.7), not a locked human name
-    assert (sym["name"], sym["provenance"], sym["confidence"], sym["locked"]) == ("first", "agent", 0.3, False)
+    assert (sym["name"], sym["provenance"], sym["confidence"], sym["locked"]) == (
+        "first",
+        "agent",
+        0.3,
+        False,
+    )
     assert events(conn)[-1]["kind"] == "revert"
     trail = queries.renames(conn, SID)
     assert [t["to"] for t in trail] == ["first", "third", "second", "first"]
@@ -206,8 +236,16 @@ def test_revert_without_earlier_value(conn):
 
 
 def test_summary_and_type_kept_when_not_given(conn):
-    upsert_symbol(conn, SID, "a", provenance="agent", confidence=0.3, actor="a", summary="does a",
-                  type_signature="int a(void)")
+    upsert_symbol(
+        conn,
+        SID,
+        "a",
+        provenance="agent",
+        confidence=0.3,
+        actor="a",
+        summary="does a",
+        type_signature="int a(void)",
+    )
     upsert_symbol(conn, SID, "b", provenance="oracle", confidence=0.9, actor="o")
     sym = queries.get_symbol(conn, SID)
     assert sym["summary"] == "does a" and sym["type_signature"] == "int a(void)"
@@ -228,4 +266,6 @@ def test_nothing_else_writes_symbols():
         if pattern.search(py.read_text(encoding="utf-8")):
             offenders.append(str(py))
     assert offenders == []
-    assert pattern.search((root / "kb/gate.py").read_text()), "the gate itself must match the pattern"
+    assert pattern.search((root / "kb/gate.py").read_text()), (
+        "the gate itself must match the pattern"
+    )

@@ -18,15 +18,16 @@ PROCS, PER_PROC = 8, 200
 def _plan(worker: int) -> list[tuple[str, str, float]]:
     rng = random.Random(worker)
     return [
-        (rng.choice(SIDS), f"name_w{worker}_{k}", round(rng.random(), 6))
-        for k in range(PER_PROC)
+        (rng.choice(SIDS), f"name_w{worker}_{k}", round(rng.random(), 6)) for k in range(PER_PROC)
     ]
 
 
 def _worker(path: str, worker: int) -> None:
     conn = open_rw(path)
     for sid, name, conf in _plan(worker):
-        upsert_symbol(conn, sid, name, provenance="agent", confidence=conf, actor=f"agent:w{worker}")
+        upsert_symbol(
+            conn, sid, name, provenance="agent", confidence=conf, actor=f"agent:w{worker}"
+        )
     conn.close()
 
 

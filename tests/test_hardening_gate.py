@@ -80,7 +80,10 @@ def test_refused_proposals_keep_a_bounded_excerpt(tmp_path):
         "SELECT new, new_name, evidence FROM annotation_events WHERE written = 0"
     ).fetchall()
     assert len(rows) == 3  # identical refusals are one row with a count (issue #24.10)
-    assert conn.execute("SELECT SUM(repeats) FROM annotation_events WHERE written = 0").fetchone()[0] == 11
+    assert (
+        conn.execute("SELECT SUM(repeats) FROM annotation_events WHERE written = 0").fetchone()[0]
+        == 11
+    )
     for row in rows:
         new = json.loads(row["new"])
         assert len(new["name"]) <= EXCERPT + 40 and len(row["new_name"]) <= EXCERPT + 40

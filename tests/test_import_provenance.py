@@ -19,7 +19,7 @@ def teammate_export(tmp_path):
     """A teammate's KB with one name of each provenance, exported; and a fresh KB of the
     same module to import into."""
     theirs, mine = tmp_path / "theirs.db", tmp_path / "mine.db"
-    bare_kb(theirs, SIDS).close()      # closing checkpoints: the .db file is the whole KB
+    bare_kb(theirs, SIDS).close()  # closing checkpoints: the .db file is the whole KB
     shutil.copyfile(theirs, mine)
     conn = open_rw(theirs)
     upsert_symbol(conn, SIDS[0], "teammate_human", provenance="human", confidence=1.0, actor="h")
@@ -45,8 +45,9 @@ def rec(db, sid):
 def test_rows_keep_their_provenance_and_a_teammates_human_name_stays_human(tmp_path, capsys):
     exp, mine = teammate_export(tmp_path)
     conn = open_rw(mine)
-    upsert_symbol(conn, SIDS[4], "my_own_name", provenance="human", confidence=1.0, actor="me",
-                  lock=False)
+    upsert_symbol(
+        conn, SIDS[4], "my_own_name", provenance="human", confidence=1.0, actor="me", lock=False
+    )
     conn.close()
     assert main(["--db", str(mine), "import-names", str(exp)]) == 0
     out = " ".join(capsys.readouterr().out.split())
@@ -54,16 +55,17 @@ def test_rows_keep_their_provenance_and_a_teammates_human_name_stays_human(tmp_p
     assert "1 refused" in out and "human name stays" in out
     got = {sid: rec(mine, sid) for sid in SIDS[:5]}
     assert [(r["name"], r["provenance"], r["confidence"], r["locked"]) for r in got.values()] == [
-        ("teammate_human", "human", 1.0, False),      # a teammate's decision: human, not locked
+        ("teammate_human", "human", 1.0, False),  # a teammate's decision: human, not locked
         ("oracle_name", "oracle", 0.6, False),
         ("agent_name", "agent", 0.3, False),
         ("export_name", "export", 0.95, False),
-        ("my_own_name", "human", 1.0, False),         # mine is never replaced by an import
+        ("my_own_name", "human", 1.0, False),  # mine is never replaced by an import
     ]
     # the imported human name outranks agents, as any human name does
     conn = open_rw(mine)
-    assert not upsert_symbol(conn, SIDS[0], "agent_try", provenance="agent", confidence=0.99,
-                             actor="agent:mcp")["written"]
+    assert not upsert_symbol(
+        conn, SIDS[0], "agent_try", provenance="agent", confidence=0.99, actor="agent:mcp"
+    )["written"]
     conn.close()
     assert main(["--db", str(mine), "import-names", str(exp)]) == 0
     assert "imported 0 name(s)" in capsys.readouterr().out, "re-import is idempotent"
@@ -79,10 +81,15 @@ def test_as_human_lands_as_human_locked_even_with_the_same_name_as_the_agent(tmp
     assert "imported 5 name(s) (locked): human 5" in out
     same = rec(mine, SIDS[2])
     assert (same["name"], same["provenance"], same["confidence"], same["locked"]) == (
-        "agent_name", "human", 1.0, True)
-    conn = open_rw(mine)                               # a later agent proposal cannot undo it
-    assert not upsert_symbol(conn, SIDS[2], "other_guess", provenance="agent", confidence=0.9,
-                             actor="agent:mcp")["written"]
+        "agent_name",
+        "human",
+        1.0,
+        True,
+    )
+    conn = open_rw(mine)  # a later agent proposal cannot undo it
+    assert not upsert_symbol(
+        conn, SIDS[2], "other_guess", provenance="agent", confidence=0.9, actor="agent:mcp"
+    )["written"]
     conn.close()
     assert rec(mine, SIDS[2])["name"] == "agent_name"
 

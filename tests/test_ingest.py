@@ -15,8 +15,10 @@ V1, V2 = DEMO_DIR / "zstd-1.5.5.wasm", DEMO_DIR / "zstd-1.5.6.wasm"
 
 
 def counts(conn):
-    return {t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
-            for t in ("versions", "functions", "facts", "symbols", "annotation_events", "modules")}
+    return {
+        t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+        for t in ("versions", "functions", "facts", "symbols", "annotation_events", "modules")
+    }
 
 
 def test_ingest_real_module(tmp_path):
@@ -25,22 +27,36 @@ def test_ingest_real_module(tmp_path):
     assert (res.imported, res.defined) == (8, 535)
     assert res.exported == 186
     v = queries.list_versions(conn)[0]
-    assert v == {"id": 1, "label": "1.5.5", "toolchain_version": v["toolchain_version"],
-                 "functions": 543, "shared_memory": False, "program": "zstd",
-                 "parent_version_id": None}
+    assert v == {
+        "id": 1,
+        "label": "1.5.5",
+        "toolchain_version": v["toolchain_version"],
+        "functions": 543,
+        "shared_memory": False,
+        "program": "zstd",
+        "parent_version_id": None,
+    }
     funcs = queries.list_functions(conn, 1)
     assert len(funcs) == 535 and all(f["index"] >= 8 for f in funcs)
     assert set(funcs[0]) == {"index", "stable_id", "type", "name", "provenance", "confidence"}
     named = {f["name"] for f in funcs if f["name"]}
     assert {"ZSTD_compress", "ZSTD_decompress", "ZSTD_createCCtx"} <= named
     cov = queries.coverage(conn, 1)
-    assert cov["named"] == cov["export_named"] + cov["human_named"] + cov["oracle_named"] \
-        + cov["agent_named"] + cov["diff_carry_named"]
+    assert (
+        cov["named"]
+        == cov["export_named"]
+        + cov["human_named"]
+        + cov["oracle_named"]
+        + cov["agent_named"]
+        + cov["diff_carry_named"]
+    )
     # exports are recorded through the gate, one event each
     sid = next(f["stable_id"] for f in funcs if f["name"] == "ZSTD_compress")
     evs = queries.annotation_events(conn, sid)
     assert len(evs) == 1 and evs[0]["kind"] == "export" and evs[0]["actor"] == "ingest"
-    facts = queries.get_function_facts(conn, 1, next(f["index"] for f in funcs if f["name"] == "ZSTD_compress"))
+    facts = queries.get_function_facts(
+        conn, 1, next(f["index"] for f in funcs if f["name"] == "ZSTD_compress")
+    )
     assert facts["is_exported"] and facts["instruction_mnemonics"][-1] == "end"
     assert facts["type_signature"].startswith("(")
     assert queries.get_function_facts(conn, 1, 0) is None, "imports have no facts"
@@ -53,7 +69,11 @@ def test_identities_deterministic_across_fresh_kbs(tmp_path):
         conn = open_rw(tmp_path / f"kb{n}.db")
         ingest_file(conn, V1, label="a", carry=False)
         ingest_file(conn, V2, label="b", carry=False)
-        ids.append(conn.execute("SELECT version_id, idx, stable_id FROM functions ORDER BY 1, 2").fetchall())
+        ids.append(
+            conn.execute(
+                "SELECT version_id, idx, stable_id FROM functions ORDER BY 1, 2"
+            ).fetchall()
+        )
         conn.close()
     assert ids[0] == ids[1]
     assert len({r[2] for r in ids[0] if r[0] == 1}) == 543, "ids unique within a version"
@@ -127,7 +147,11 @@ def test_js_glue_recovers_sqljs_names(tmp_path):
     assert res.glue["exports"] >= 40
     names = {f["name"] for f in queries.list_functions(conn, res.version_id) if f["name"]}
     assert {"sqlite3_open", "sqlite3_prepare_v2", "malloc", "free"} <= names
-    sid = next(f["stable_id"] for f in queries.list_functions(conn, res.version_id) if f["name"] == "sqlite3_open")
+    sid = next(
+        f["stable_id"]
+        for f in queries.list_functions(conn, res.version_id)
+        if f["name"] == "sqlite3_open"
+    )
     ev = queries.get_symbol(conn, sid)["evidence"][0]
     assert ev["source"] == "js-glue" and ev["minified"] == "xa"
 

@@ -43,8 +43,14 @@ def test_stored_report_shows_todays_names(tmp_path):
     ingest_file(conn, DEMO / "zstd-1.5.5.wasm", label="a")
     ingest_file(conn, DEMO / "zstd-1.5.6.wasm", label="b")
     entry = next(c for c in get_diff(conn, 1, 2)["changes"] if c["to_index"] is not None)
-    d = upsert_symbol(conn, entry["to_stable_id"], "renamed_after_ingest", provenance="human",
-                      confidence=1.0, actor="human:test")
+    d = upsert_symbol(
+        conn,
+        entry["to_stable_id"],
+        "renamed_after_ingest",
+        provenance="human",
+        confidence=1.0,
+        actor="human:test",
+    )
     assert d["written"]
     again = next(c for c in get_diff(conn, 1, 2)["changes"] if c["to_index"] == entry["to_index"])
     assert again["name"] == "renamed_after_ingest" and again["provenance"] == "human"

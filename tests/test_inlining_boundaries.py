@@ -12,10 +12,16 @@ from tests.support.records import body, rec
 
 def view(old: list, new: list, pairs: list[tuple[int, int, str]]) -> SimpleNamespace:
     """A pairing as the review checks read it: (old, new, method) pairs at score 0.8."""
-    by_new = {n: SimpleNamespace(old_index=o, new_index=n, score=0.8, review=False, method=m)
-              for o, n, m in pairs}
-    return SimpleNamespace(old_recs={r.index: r for r in old}, new_recs={r.index: r for r in new},
-                           by_new=by_new, by_old={p.old_index: p for p in by_new.values()})
+    by_new = {
+        n: SimpleNamespace(old_index=o, new_index=n, score=0.8, review=False, method=m)
+        for o, n, m in pairs
+    }
+    return SimpleNamespace(
+        old_recs={r.index: r for r in old},
+        new_recs={r.index: r for r in new},
+        by_new=by_new,
+        by_old={p.old_index: p for p in by_new.values()},
+    )
 
 
 def flagged(pg: SimpleNamespace) -> set[tuple[int, int]]:
@@ -27,8 +33,11 @@ def test_rival_at_the_boundary_flags_the_pair():
     # its callers). The call graph paired F with 20; G is left without a counterpart and is
     # as close to 20 as F is: which of the two holds the name is not decided
     code_g = body(7, 60)
-    old = [rec(1, code=body(1, 80), calls=(10,)), rec(10, code=code_g[:40] + body(3, 12),
-                                                      calls=(11,)), rec(11, code=code_g)]
+    old = [
+        rec(1, code=body(1, 80), calls=(10,)),
+        rec(10, code=code_g[:40] + body(3, 12), calls=(11,)),
+        rec(11, code=code_g),
+    ]
     new = [rec(1, code=body(1, 80), calls=(20,)), rec(20, code=code_g)]
     pg = view(old, new, [(1, 1, "shape"), (10, 20, "callgraph")])
     assert review_inlining_boundaries(pg) == 1
@@ -37,10 +46,17 @@ def test_rival_at_the_boundary_flags_the_pair():
 
 def test_rival_far_behind_or_of_another_signature_does_not_flag():
     code_f = body(5, 60)
-    old = [rec(1, code=body(1, 80), calls=(10,)), rec(10, code=code_f, calls=(11,)),
-           rec(11, code=body(9, 50)), rec(12, code=body(8, 60), type_sig="() -> nil")]
-    new = [rec(1, code=body(1, 80), calls=(20,)), rec(20, code=code_f[:58], calls=(21,)),
-           rec(21, code=body(9, 50))]
+    old = [
+        rec(1, code=body(1, 80), calls=(10,)),
+        rec(10, code=code_f, calls=(11,)),
+        rec(11, code=body(9, 50)),
+        rec(12, code=body(8, 60), type_sig="() -> nil"),
+    ]
+    new = [
+        rec(1, code=body(1, 80), calls=(20,)),
+        rec(20, code=code_f[:58], calls=(21,)),
+        rec(21, code=body(9, 50)),
+    ]
     # 11 is an unpaired callee of 10 with 20's signature, but its body is far from 20's
     pg = view(old, new, [(1, 1, "shape"), (10, 20, "callgraph")])
     assert review_inlining_boundaries(pg) == 0
@@ -58,8 +74,11 @@ def test_unpaired_sole_caller_flags_the_body_pair():
     # belong to the unpaired entry
     big = body(11, 900)
     old = [rec(10, code=big, calls=(12,)), rec(12, code=body(12, 50))]
-    new = [rec(30, code=body(13, 300), calls=(31,)), rec(31, code=big[:700], calls=(32,)),
-           rec(32, code=body(12, 50))]
+    new = [
+        rec(30, code=body(13, 300), calls=(31,)),
+        rec(31, code=big[:700], calls=(32,)),
+        rec(32, code=body(12, 50)),
+    ]
     pg = view(old, new, [(10, 31, "callgraph"), (12, 32, "shape")])
     assert review_inlining_boundaries(pg) == 1
     assert flagged(pg) == {(10, 31)}
@@ -69,10 +88,8 @@ def test_callers_that_contradict_flag_the_pair():
     # both functions have paired callers; none of old's callers' images calls 21 and none
     # of new's callers' originals calls 11: the pair stands on position alone
     f = body(21, 50)
-    old = [rec(1, code=body(1, 70), calls=(11,)), rec(2, code=body(2, 70)),
-           rec(11, code=f)]
-    new = [rec(1, code=body(1, 70)), rec(2, code=body(2, 70), calls=(21,)),
-           rec(21, code=f[:48])]
+    old = [rec(1, code=body(1, 70), calls=(11,)), rec(2, code=body(2, 70)), rec(11, code=f)]
+    new = [rec(1, code=body(1, 70)), rec(2, code=body(2, 70), calls=(21,)), rec(21, code=f[:48])]
     pg = view(old, new, [(1, 1, "callgraph"), (2, 2, "callgraph"), (11, 21, "callgraph")])
     review_inlining_boundaries(pg)
     assert (11, 21) in flagged(pg)
@@ -90,10 +107,15 @@ def test_body_pair_of_implausible_size_is_flagged_but_a_callgraph_pair_is_not():
 def test_flagged_boundary_pair_is_no_identity():
     # the matcher's identities (what ingest keeps) never include a pair these checks flag
     code_g = body(41, 60)
-    old = [rec(0, code=body(40, 90), calls=(1,), body_hash="R", shape_hash="RS"),
-           rec(1, code=code_g[:40] + body(42, 12), calls=(2,)), rec(2, code=code_g)]
-    new = [rec(0, code=body(40, 90), calls=(1,), body_hash="R", shape_hash="RS"),
-           rec(1, code=code_g)]
+    old = [
+        rec(0, code=body(40, 90), calls=(1,), body_hash="R", shape_hash="RS"),
+        rec(1, code=code_g[:40] + body(42, 12), calls=(2,)),
+        rec(2, code=code_g),
+    ]
+    new = [
+        rec(0, code=body(40, 90), calls=(1,), body_hash="R", shape_hash="RS"),
+        rec(1, code=code_g),
+    ]
     exact, full = match_functions_staged(old, new)
     assert {(m.old_index, m.new_index) for m in exact} == {(0, 0)}
     assert any(m.new_index == 1 for m in full)

@@ -22,10 +22,17 @@ TIMEOUT = 300
 CORPUS = Path("/work/shared/corpus")
 
 
-def kbtool(*args: str, cwd: Path, env: dict | None = None,
-           stdin: bytes | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(CLI + list(args), cwd=cwd, capture_output=True, timeout=TIMEOUT,
-                          env=dict(os.environ, **(env or {})), input=stdin)
+def kbtool(
+    *args: str, cwd: Path, env: dict | None = None, stdin: bytes | None = None
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        CLI + list(args),
+        cwd=cwd,
+        capture_output=True,
+        timeout=TIMEOUT,
+        env=dict(os.environ, **(env or {})),
+        input=stdin,
+    )
 
 
 def one_line_error(r: subprocess.CompletedProcess, rc: int = 1) -> str:
@@ -61,11 +68,14 @@ def wasm(demo_kb_master: Path, tmp_path: Path) -> Path:
 
 
 @pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero")
-@pytest.mark.parametrize("args,what", [
-    (("ingest", "/dev/zero"), "not a WebAssembly module"),
-    (("oracle", "add", "/dev/zero"), "not a WebAssembly module"),
-    (("import-names", "/dev/zero"), "not a names file"),
-])
+@pytest.mark.parametrize(
+    "args,what",
+    [
+        (("ingest", "/dev/zero"), "not a WebAssembly module"),
+        (("oracle", "add", "/dev/zero"), "not a WebAssembly module"),
+        (("import-names", "/dev/zero"), "not a names file"),
+    ],
+)
 def test_dev_zero_is_one_line(demo_kb: Path, args, what):
     r = kbtool("--db", str(demo_kb), *args, cwd=demo_kb.parent)
     assert what in one_line_error(r)
@@ -73,29 +83,72 @@ def test_dev_zero_is_one_line(demo_kb: Path, args, what):
 
 @pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero")
 def test_dev_zero_as_js_glue(demo_kb: Path, wasm: Path):
-    r = kbtool("--db", str(demo_kb), "ingest", str(wasm), "--label", "again", "--force",
-               "--js", "/dev/zero", cwd=demo_kb.parent)
+    r = kbtool(
+        "--db",
+        str(demo_kb),
+        "ingest",
+        str(wasm),
+        "--label",
+        "again",
+        "--force",
+        "--js",
+        "/dev/zero",
+        cwd=demo_kb.parent,
+    )
     assert "not a JavaScript file" in one_line_error(r)
 
 
 def test_oversized_files_are_refused_with_their_limit(demo_kb: Path, wasm: Path, tmp_path: Path):
-    r = kbtool("--db", str(demo_kb), "ingest", str(wasm), "--label", "x", "--force",
-               cwd=tmp_path, env={"KBTOOL_MAX_WASM_BYTES": "4096"})
+    r = kbtool(
+        "--db",
+        str(demo_kb),
+        "ingest",
+        str(wasm),
+        "--label",
+        "x",
+        "--force",
+        cwd=tmp_path,
+        env={"KBTOOL_MAX_WASM_BYTES": "4096"},
+    )
     err = one_line_error(r)
     assert "4 KiB maximum for a WebAssembly module" in err and "KBTOOL_MAX_WASM_BYTES" in err
-    r = kbtool("--db", str(demo_kb), "oracle", "add", str(wasm), cwd=tmp_path,
-               env={"KBTOOL_MAX_WASM_BYTES": "4096"})
+    r = kbtool(
+        "--db",
+        str(demo_kb),
+        "oracle",
+        "add",
+        str(wasm),
+        cwd=tmp_path,
+        env={"KBTOOL_MAX_WASM_BYTES": "4096"},
+    )
     assert "KBTOOL_MAX_WASM_BYTES" in one_line_error(r)
     js = tmp_path / "glue.js"
     js.write_text("var Module = {};\n" * 1000)
-    r = kbtool("--db", str(demo_kb), "ingest", str(wasm), "--label", "x", "--force",
-               "--js", str(js), cwd=tmp_path, env={"KBTOOL_MAX_JS_BYTES": "1000"})
+    r = kbtool(
+        "--db",
+        str(demo_kb),
+        "ingest",
+        str(wasm),
+        "--label",
+        "x",
+        "--force",
+        "--js",
+        str(js),
+        cwd=tmp_path,
+        env={"KBTOOL_MAX_JS_BYTES": "1000"},
+    )
     assert "KBTOOL_MAX_JS_BYTES" in one_line_error(r)
     names = tmp_path / "names.tsv"
     r = kbtool("--db", str(demo_kb), "export", "1", "-o", str(names), cwd=tmp_path)
     assert r.returncode == 0
-    r = kbtool("--db", str(demo_kb), "import-names", str(names), cwd=tmp_path,
-               env={"KBTOOL_MAX_NAMES_BYTES": "1000"})
+    r = kbtool(
+        "--db",
+        str(demo_kb),
+        "import-names",
+        str(names),
+        cwd=tmp_path,
+        env={"KBTOOL_MAX_NAMES_BYTES": "1000"},
+    )
     assert "KBTOOL_MAX_NAMES_BYTES" in one_line_error(r)
 
 
@@ -103,9 +156,13 @@ def test_endless_text_stream_stops_at_the_cap(demo_kb: Path, tmp_path: Path):
     """A stream with no NUL that never ends (`yes`) is read up to the cap, then refused."""
     yes = subprocess.Popen(["yes"], stdout=subprocess.PIPE)
     try:
-        r = subprocess.run(CLI + ["--db", str(demo_kb), "import-names", "/dev/stdin"],
-                           stdin=yes.stdout, capture_output=True, timeout=TIMEOUT,
-                           env=dict(os.environ, KBTOOL_MAX_NAMES_BYTES=str(1 << 20)))
+        r = subprocess.run(
+            CLI + ["--db", str(demo_kb), "import-names", "/dev/stdin"],
+            stdin=yes.stdout,
+            capture_output=True,
+            timeout=TIMEOUT,
+            env=dict(os.environ, KBTOOL_MAX_NAMES_BYTES=str(1 << 20)),
+        )
     finally:
         yes.kill()
         yes.wait()
@@ -114,8 +171,17 @@ def test_endless_text_stream_stops_at_the_cap(demo_kb: Path, tmp_path: Path):
 
 
 def test_a_module_through_a_pipe_still_ingests(demo_kb: Path, wasm: Path, tmp_path: Path):
-    r = kbtool("--db", str(demo_kb), "ingest", "/dev/stdin", "--label", "piped", "--force",
-               cwd=tmp_path, stdin=wasm.read_bytes())
+    r = kbtool(
+        "--db",
+        str(demo_kb),
+        "ingest",
+        "/dev/stdin",
+        "--label",
+        "piped",
+        "--force",
+        cwd=tmp_path,
+        stdin=wasm.read_bytes(),
+    )
     assert r.returncode == 0, r.stderr
     assert b"ingested version 3" in r.stdout
 
@@ -145,8 +211,9 @@ def test_reader_module(tmp_path: Path, monkeypatch):
 
 @pytest.mark.parametrize("option", ["--rounds", "--max-functions"])
 def test_agent_numbers_beyond_any_use_are_usage_errors(demo_kb: Path, option):
-    r = kbtool("--db", str(demo_kb), "agent", "2", "-b", "offline", option, str(10**30),
-               cwd=demo_kb.parent)
+    r = kbtool(
+        "--db", str(demo_kb), "agent", "2", "-b", "offline", option, str(10**30), cwd=demo_kb.parent
+    )
     err = one_line_error(r, rc=2)
     assert option in err and "less than or equal" in err
 
@@ -154,7 +221,9 @@ def test_agent_numbers_beyond_any_use_are_usage_errors(demo_kb: Path, option):
 @pytest.mark.parametrize("value", ["inf", "-inf", "nan"])
 def test_import_confidence_inf_is_refused_like_nan(demo_kb: Path, tmp_path: Path, value):
     names = tmp_path / "names.tsv"
-    assert kbtool("--db", str(demo_kb), "export", "1", "-o", str(names), cwd=tmp_path).returncode == 0
+    assert (
+        kbtool("--db", str(demo_kb), "export", "1", "-o", str(names), cwd=tmp_path).returncode == 0
+    )
     lines = names.read_text().splitlines(keepends=True)
     row = next(i for i, ln in enumerate(lines) if ln[:1].isdigit())
     cells = lines[row].split("\t")
@@ -169,8 +238,12 @@ def test_import_confidence_inf_is_refused_like_nan(demo_kb: Path, tmp_path: Path
     assert any(f"invalid confidence {value}" in x["why"] for x in rep.get("refusals", [])), rep
     conn = sqlite3.connect(demo_kb)
     try:
-        assert conn.execute("select count(*) from symbols where name='renamed_by_import'"
-                            ).fetchone()[0] == 0
+        assert (
+            conn.execute("select count(*) from symbols where name='renamed_by_import'").fetchone()[
+                0
+            ]
+            == 0
+        )
     finally:
         conn.close()
 
@@ -186,14 +259,15 @@ def _agent_pass_error(command: list[str]) -> str:
     from tests.support.mcp import dump, server_env
 
     async def main() -> dict:
-        params = StdioServerParameters(command=command[0], args=command[1:],
-                                       env=server_env(PYTHONDONTWRITEBYTECODE="1"))
+        params = StdioServerParameters(
+            command=command[0], args=command[1:], env=server_env(PYTHONDONTWRITEBYTECODE="1")
+        )
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as s:
                 await asyncio.wait_for(s.initialize(), TIMEOUT)
                 res = await asyncio.wait_for(
-                    s.call_tool("run_agent_pass", {"version_id": 2, "backend": "offline"}),
-                    TIMEOUT)
+                    s.call_tool("run_agent_pass", {"version_id": 2, "backend": "offline"}), TIMEOUT
+                )
                 return dump(res)
 
     d = asyncio.run(main())
@@ -206,10 +280,12 @@ def _agent_pass_error(command: list[str]) -> str:
 def test_mcp_agent_pass_past_the_file_size_limit(demo_kb: Path):
     """The KB cannot grow (RLIMIT_FSIZE, SIGXFSZ ignored): a clear disk error."""
     limit = 40 * 1024  # the -shm (32 KiB) fits, the WAL soon does not
-    boot = ("import os, resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN);"
-            f" resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}));"
-            " os.execv(sys.executable, [sys.executable, '-m', 'kbtool.cli', 'mcp', '--db',"
-            f" {str(demo_kb)!r}])")
+    boot = (
+        "import os, resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN);"
+        f" resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}));"
+        " os.execv(sys.executable, [sys.executable, '-m', 'kbtool.cli', 'mcp', '--db',"
+        f" {str(demo_kb)!r}])"
+    )
     text = _agent_pass_error([sys.executable, "-c", boot])
     assert "disk" in text and "run_agent_pass could not write the KB" in text
 
@@ -217,8 +293,11 @@ def test_mcp_agent_pass_past_the_file_size_limit(demo_kb: Path):
 def _userns_tmpfs() -> bool:
     if not sys.platform.startswith("linux") or shutil.which("unshare") is None:
         return False
-    r = subprocess.run(["unshare", "-Urm", "sh", "-c", "mount -t tmpfs -o size=1m tmpfs /mnt"],
-                       capture_output=True, timeout=30)
+    r = subprocess.run(
+        ["unshare", "-Urm", "sh", "-c", "mount -t tmpfs -o size=1m tmpfs /mnt"],
+        capture_output=True,
+        timeout=30,
+    )
     return r.returncode == 0
 
 
@@ -229,8 +308,9 @@ def test_mcp_agent_pass_on_a_full_disk(demo_kb: Path, tmp_path: Path):
     mnt = tmp_path / "mnt"
     mnt.mkdir()
     size = demo_kb.stat().st_size + 32 * 1024 + 48 * 1024
-    script = (f"mount -t tmpfs -o size={size} tmpfs {mnt} && cp {demo_kb} {mnt}/kb.db &&"
-              f" exec {sys.executable} -m kbtool.cli mcp --db {mnt}/kb.db")
+    script = (
+        f"mount -t tmpfs -o size={size} tmpfs {mnt} && cp {demo_kb} {mnt}/kb.db &&"
+        f" exec {sys.executable} -m kbtool.cli mcp --db {mnt}/kb.db"
+    )
     text = _agent_pass_error(["unshare", "-Urm", "sh", "-c", script])
     assert "disk full" in text or "disk is full" in text, text
-

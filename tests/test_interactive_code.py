@@ -55,7 +55,9 @@ def refs_kb(tmp_path: Path) -> Path:
     if shutil.which("wat2wasm") is None:
         pytest.skip("wat2wasm not installed")
     (tmp_path / "r.wat").write_text(REFS)
-    subprocess.run(["wat2wasm", str(tmp_path / "r.wat"), "-o", str(tmp_path / "r.wasm")], check=True)
+    subprocess.run(
+        ["wat2wasm", str(tmp_path / "r.wat"), "-o", str(tmp_path / "r.wasm")], check=True
+    )
     db = tmp_path / "kb.db"
     w = open_rw(db)
     ingest_bytes(w, (tmp_path / "r.wasm").read_bytes(), label="refs")
@@ -64,8 +66,22 @@ def refs_kb(tmp_path: Path) -> Path:
 
 
 def _shape(nb: dict) -> dict:
-    return {k: [(e["index"], e["kind"], e["name"], e["status"], e["in_table"], e["stable_id"],
-                 e["provenance"], e["imported"]) for e in v] for k, v in nb.items()}
+    return {
+        k: [
+            (
+                e["index"],
+                e["kind"],
+                e["name"],
+                e["status"],
+                e["in_table"],
+                e["stable_id"],
+                e["provenance"],
+                e["imported"],
+            )
+            for e in v
+        ]
+        for k, v in nb.items()
+    }
 
 
 def test_neighbours_per_function_equal_the_whole_graph(refs_kb: Path) -> None:
@@ -133,8 +149,14 @@ def test_api_window(code_kb) -> None:
     code.clear_cache()
     status, body = _get(code_kb, f"/api/disasm/1/{BIG}", {"offset": "0", "limit": "50"})
     assert status == 200
-    assert len(body["lines"]) == 50 and body["next_offset"] == 50 and body["total"] == 4 * BIG_REPEAT + 3
-    assert _get(code_kb, f"/api/disasm/1/{BIG}", {"kind": "c", "limit": "3"})[1]["lines"][0].startswith("/*")
+    assert (
+        len(body["lines"]) == 50
+        and body["next_offset"] == 50
+        and body["total"] == 4 * BIG_REPEAT + 3
+    )
+    assert _get(code_kb, f"/api/disasm/1/{BIG}", {"kind": "c", "limit": "3"})[1]["lines"][
+        0
+    ].startswith("/*")
     assert _get(code_kb, f"/api/disasm/1/{BIG}", {"kind": "x"})[0] == 400
     assert _get(code_kb, f"/api/disasm/1/{BIG}", {"offset": "-1"})[0] == 400
     assert "mnemonics" in _get(code_kb, f"/api/disasm/1/{BIG}", {})[1]  # the contract's object

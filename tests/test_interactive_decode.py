@@ -31,7 +31,9 @@ def _init(addr: bytes, size: bytes, seg: bytes) -> bytes:
         _init(b"\x80\x08", b"\x10", b"\x00"),
         b"\x41\x41" + _init(b"\x80\x08", b"\x10", b"\x01") + _init(b"\x90\x08", b"\x04", b"\x02"),
         # a memory.init opcode inside another pattern's LEB, adjacent and overlapping candidates
-        _init(b"\xfc\x08", b"\x7f", b"\x03") + b"\xfc\x08" + _init(b"\xff\xff\xff\xff\x0f", b"\x01", b"\x04"),
+        _init(b"\xfc\x08", b"\x7f", b"\x03")
+        + b"\xfc\x08"
+        + _init(b"\xff\xff\xff\xff\x0f", b"\x01", b"\x04"),
         b"\xfc\x08" * 5 + _init(b"\x00", b"\x00", b"\x00") + b"\xfc\x08",
         bytes(range(256)) * 4 + _init(b"\x01", b"\x02", b"\x03") + bytes(range(256)),
     ],
@@ -45,8 +47,10 @@ def test_corpus_modules_same_passive_addresses() -> None:
     manifest = CORPUS / "MANIFEST.json"
     if not manifest.exists():
         pytest.skip("no corpus")
-    paths = sorted((p for p in CORPUS.rglob("*.wasm") if p.stat().st_size < 3_000_000),
-                   key=lambda p: p.stat().st_size)[-12:]
+    paths = sorted(
+        (p for p in CORPUS.rglob("*.wasm") if p.stat().st_size < 3_000_000),
+        key=lambda p: p.stat().st_size,
+    )[-12:]
     assert json.loads(manifest.read_text()) is not None
     checked = 0
     for p in paths:

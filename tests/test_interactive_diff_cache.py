@@ -119,7 +119,17 @@ def test_two_real_processes_compute_once(tmp_path: Path) -> None:
         "print(json.dumps([DIFF_CACHE.computed, DIFF_CACHE.disk_hits, r['summary']]))\n"
     )
     env = {"KBTOOL_DIFF_CACHE_DIR": str(disk), "PATH": "/usr/bin:/bin"}
-    runs = [json.loads(subprocess.run([sys.executable, "-c", code, str(kb)], env=env, check=True,
-                                      capture_output=True, text=True).stdout) for _ in range(2)]
+    runs = [
+        json.loads(
+            subprocess.run(
+                [sys.executable, "-c", code, str(kb)],
+                env=env,
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
+        )
+        for _ in range(2)
+    ]
     assert [r[:2] for r in runs] == [[1, 0], [0, 1]]
     assert runs[0][2] == runs[1][2]

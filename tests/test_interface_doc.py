@@ -15,7 +15,7 @@ DOC = (ROOT / "docs" / "interface.md").read_text(encoding="utf-8")
 def _section(title: str) -> str:
     start = DOC.index(title)
     end = DOC.find("\n## ", start + 1)
-    return DOC[start: end if end >= 0 else None]
+    return DOC[start : end if end >= 0 else None]
 
 
 def _doc_paths() -> set[str]:
@@ -41,8 +41,13 @@ def test_every_web_route_is_in_the_interface_doc_and_no_other():
     if not any(d.startswith(router.STATIC_PREFIX) for d in paths):
         missing.append(router.STATIC_PREFIX)
     assert missing == [], "web routes missing from docs/interface.md"
-    stale = [d for d in paths if d not in router.PAGES and not d.startswith(router.STATIC_PREFIX)
-             and not any(p.match(d) for p in patterns)]
+    stale = [
+        d
+        for d in paths
+        if d not in router.PAGES
+        and not d.startswith(router.STATIC_PREFIX)
+        and not any(p.match(d) for p in patterns)
+    ]
     assert stale == [], "docs/interface.md names routes the router does not have"
 
 

@@ -20,7 +20,9 @@ from tests.support.paths import ROOT
 
 def test_fresh_kb_has_schema(tmp_path):
     conn = open_rw(tmp_path / "kb.db")
-    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(
+        SCHEMA_VERSION
+    )
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
@@ -30,8 +32,13 @@ def test_read_only_connection_cannot_write(tmp_path):
     before = path.read_bytes()
     conn = open_ro(path)
     assert conn.execute("PRAGMA query_only").fetchone()[0] == 1
-    for sql in ("INSERT INTO meta VALUES ('x','y')", "DELETE FROM functions", "DROP TABLE symbols",
-                "UPDATE versions SET label='z'", "PRAGMA query_only=OFF; DELETE FROM functions"):
+    for sql in (
+        "INSERT INTO meta VALUES ('x','y')",
+        "DELETE FROM functions",
+        "DROP TABLE symbols",
+        "UPDATE versions SET label='z'",
+        "PRAGMA query_only=OFF; DELETE FROM functions",
+    ):
         with pytest.raises(sqlite3.Error):
             conn.executescript(sql) if ";" in sql else conn.execute(sql)
     # even with query_only switched off, the mode=ro URI refuses writes
@@ -102,8 +109,12 @@ def test_import_linter_contract():
     out = subprocess.run([exe], cwd=root, capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
 
-    names = [c["name"] for c in
-             tomllib.loads((root / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]]
+    names = [
+        c["name"]
+        for c in tomllib.loads((root / "pyproject.toml").read_text())["tool"]["importlinter"][
+            "contracts"
+        ]
+    ]
     assert any(c.startswith("layers") for c in names)
     for name in names:  # every contract is checked and kept, whatever their number
         assert f"{name} KEPT" in out.stdout, name

@@ -13,8 +13,14 @@ from tests.support.paths import ROOT
 
 def test_knowledge_benchmark_smoke(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "knowledge.py"), "--smoke"],
-                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "knowledge.py"), "--smoke"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     for kind in ("comment", "prototype", "local", "line"):
         assert re.search(rf"{kind} +\d+ +\d+ +\d+ +[\d.]+% +[\d.]+%", out.stdout), out.stdout

@@ -49,16 +49,26 @@ def test_every_kind_goes_through_the_gate(demo_kb):
     f = ks.resolve_function(conn, f"1:{idx}")
     sid = f["stable_id"]
     # agent first, then a human: the human wins and locks; the agent is then refused
-    assert ks.set_comment(conn, sid, "agent idea", provenance="agent", confidence=0.6, actor="agent:t")["written"]
+    assert ks.set_comment(
+        conn, sid, "agent idea", provenance="agent", confidence=0.6, actor="agent:t"
+    )["written"]
     assert ks.set_comment(conn, sid, "Parses the frame header.")["written"]
-    d = ks.set_comment(conn, sid, "agent again", provenance="agent", confidence=0.99, actor="agent:t")
+    d = ks.set_comment(
+        conn, sid, "agent again", provenance="agent", confidence=0.99, actor="agent:t"
+    )
     assert not d["written"] and d["reason"] == "locked"
     assert kn.get(conn, "comment", sid)["value"]["text"] == "Parses the frame header."
     # an unlocked human comment still outranks agents, and an oracle needs a higher confidence
     assert ks.rename_local(conn, sid, "p0", "src", lock=False, confidence=0.7)["written"]
-    assert not ks.rename_local(conn, sid, "0", "other", provenance="agent", confidence=1.0, actor="a")["written"]
-    assert not ks.rename_local(conn, sid, "0", "other", provenance="oracle", confidence=0.7, actor="o")["written"]
-    assert ks.rename_local(conn, sid, "0", "other", provenance="oracle", confidence=0.8, actor="o")["written"]
+    assert not ks.rename_local(
+        conn, sid, "0", "other", provenance="agent", confidence=1.0, actor="a"
+    )["written"]
+    assert not ks.rename_local(
+        conn, sid, "0", "other", provenance="oracle", confidence=0.7, actor="o"
+    )["written"]
+    assert ks.rename_local(conn, sid, "0", "other", provenance="oracle", confidence=0.8, actor="o")[
+        "written"
+    ]
     # prototypes: normalised, checked against the wasm signature
     sig = f["type_sig"]
     n_params = len(kn.parse_type_sig(sig)[0])
@@ -72,26 +82,40 @@ def test_every_kind_goes_through_the_gate(demo_kb):
     assert any(e["subject"] == "local" and e["key"] == "0" and not e["written"] for e in evs)
     from kbtool.kb import queries
 
-    assert all(e["kind"] not in ("human-edit",) or e["new_name"] for e in queries.annotation_events(conn, sid))
+    assert all(
+        e["kind"] not in ("human-edit",) or e["new_name"]
+        for e in queries.annotation_events(conn, sid)
+    )
     # revert per kind: the local goes back to the human name, exactly (unlocked, 0.7)
     assert gate.revert_knowledge(conn, "local", sid, "0")["written"]
     rec = kn.get(conn, "local", sid, "0")
-    assert (rec["value"]["name"], rec["provenance"], rec["confidence"], rec["locked"]) == ("src", "human", 0.7, False)
+    assert (rec["value"]["name"], rec["provenance"], rec["confidence"], rec["locked"]) == (
+        "src",
+        "human",
+        0.7,
+        False,
+    )
     # lock per kind
     assert gate.set_knowledge_lock(conn, "local", sid, "0", True)["written"]
     assert kn.get(conn, "local", sid, "0")["locked"]
 
 
-@pytest.mark.parametrize("call, reason", [
-    (lambda c, s: ks.set_comment(c, s, "x" * 1_000_000), "longer than"),
-    (lambda c, s: ks.set_comment(c, s, "clear \x1b[2J screen"), "control"),
-    (lambda c, s: ks.set_comment(c, s, "rtl \u202e text"), "bidi"),
-    (lambda c, s: ks.set_prototype(c, s, "int f(int a"), "invalid prototype"),
-    (lambda c, s: ks.set_prototype(c, s, "int f(int a; system())"), "unexpected character"),
-    (lambda c, s: ks.set_prototype(c, s, "int f(void)"), "disagrees with the wasm signature"),
-    (lambda c, s: ks.set_prototype(c, s, "double f(int a, int b)"), "disagrees with the wasm signature"),
-    (lambda c, s: ks.rename_local(c, s, "0", "not an ident"), "not a C identifier"),
-])
+@pytest.mark.parametrize(
+    "call, reason",
+    [
+        (lambda c, s: ks.set_comment(c, s, "x" * 1_000_000), "longer than"),
+        (lambda c, s: ks.set_comment(c, s, "clear \x1b[2J screen"), "control"),
+        (lambda c, s: ks.set_comment(c, s, "rtl \u202e text"), "bidi"),
+        (lambda c, s: ks.set_prototype(c, s, "int f(int a"), "invalid prototype"),
+        (lambda c, s: ks.set_prototype(c, s, "int f(int a; system())"), "unexpected character"),
+        (lambda c, s: ks.set_prototype(c, s, "int f(void)"), "disagrees with the wasm signature"),
+        (
+            lambda c, s: ks.set_prototype(c, s, "double f(int a, int b)"),
+            "disagrees with the wasm signature",
+        ),
+        (lambda c, s: ks.rename_local(c, s, "0", "not an ident"), "not a C identifier"),
+    ],
+)
 def test_bad_input_is_refused_and_nothing_written(demo_kb, call, reason):
     conn = open_rw(demo_kb)
     sid = ks.resolve_function(conn, f"1:{_fn_with_params(conn, 1)}")["stable_id"]
@@ -133,7 +157,9 @@ def test_the_code_shows_it_and_still_compiles(demo_kb, tmp_path):
     c = d["lifted_c"]
     assert "(int32_t zSql, int32_t count" in c
     assert f"/* prototype: {ret} parse_sql(const char *zSql" in c
-    assert " * ends *\\/ int evil; /\\* and ?\\?/" in c and "int evil;" not in c.replace("*\\/ int evil;", "")
+    assert " * ends *\\/ int evil; /\\* and ?\\?/" in c and "int evil;" not in c.replace(
+        "*\\/ int evil;", ""
+    )
     assert f"/* @{offs[2]:06x}: the *\\/ check */" in c
     # the disassembly: comment lines under the header, the line comment after its instruction
     m = d["mnemonics"]
@@ -148,8 +174,11 @@ def test_the_code_shows_it_and_still_compiles(demo_kb, tmp_path):
 
     src = tmp_path / "f.c"
     src.write_text(c)
-    p = subprocess.run([gcc, "-fsyntax-only", "-w", "-include", str(prelude_path()), str(src)],
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        [gcc, "-fsyntax-only", "-w", "-include", str(prelude_path()), str(src)],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 0, p.stderr
 
 
@@ -179,7 +208,10 @@ def test_carried_to_the_next_release(tmp_path):
     ingest_file(conn, DEMO_V2, program="b")
     res = carry_names(conn, 1, 2)
     assert res["knowledge_carried"] > 100
-    new_rows = {f["index"]: queries.get_function(conn, 2, f["index"]) for f in queries.list_functions(conn, 2)}
+    new_rows = {
+        f["index"]: queries.get_function(conn, 2, f["index"])
+        for f in queries.list_functions(conn, 2)
+    }
     known = ks.code_knowledge(conn, 2)
     same_body = 0
     for fi, k in known.items():
@@ -198,7 +230,9 @@ def test_carried_to_the_next_release(tmp_path):
             assert list(k["lines"]) == [offs[0] + annotated[old][1]]
     assert same_body > 10
     # a line whose context is gone is dropped with an event, nothing written
-    rows = conn.execute("SELECT COUNT(*) FROM annotation_events WHERE kind = 'carry-dropped'").fetchone()[0]
+    rows = conn.execute(
+        "SELECT COUNT(*) FROM annotation_events WHERE kind = 'carry-dropped'"
+    ).fetchone()[0]
     assert rows == res["knowledge_dropped"]
 
 
@@ -208,14 +242,22 @@ def test_cli_commands(demo_kb):
     conn.close()
 
     def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "kbtool.cli", "--db", str(demo_kb), *args],
-                              capture_output=True, text=True, input=stdin)
+        return subprocess.run(
+            [sys.executable, "-m", "kbtool.cli", "--db", str(demo_kb), *args],
+            capture_output=True,
+            text=True,
+            input=stdin,
+        )
 
     assert run("comment", f"1:{idx}", "Reads a block.").returncode == 0
     p = run("comment", f"1:{idx}", "-", stdin="y" * 1_000_000)
     assert p.returncode == 1 and p.stderr.count("\n") == 1 and "longer than 4096" in p.stderr
     p = run("set-type", f"1:{idx}", "int f(int a)")
-    assert p.returncode == 1 and "disagrees with the wasm signature" in p.stderr and "Traceback" not in p.stderr
+    assert (
+        p.returncode == 1
+        and "disagrees with the wasm signature" in p.stderr
+        and "Traceback" not in p.stderr
+    )
     p = run("rename-local", f"1:{idx}", "99", "x")
     assert p.returncode == 1 and "unknown local" in p.stderr
     assert run("rename-local", f"1:{idx}", "p1", "len").returncode == 0
@@ -245,9 +287,18 @@ def test_a_line_whose_context_is_gone_is_dropped_with_an_event(tmp_path):
     def pick(vid: int, other: dict | None) -> dict:
         for f in queries.list_functions(conn, vid):
             row = queries.get_function(conn, vid, f["index"])
-            if not row["imported"] and row["instr_count"] > 40 and row["type"].startswith("(i32") and (
-                    other is None or (abs(row["instr_count"] - other["instr_count"]) > 30
-                                      and row["type"].split(")")[0] == other["type"].split(")")[0])):
+            if (
+                not row["imported"]
+                and row["instr_count"] > 40
+                and row["type"].startswith("(i32")
+                and (
+                    other is None
+                    or (
+                        abs(row["instr_count"] - other["instr_count"]) > 30
+                        and row["type"].split(")")[0] == other["type"].split(")")[0]
+                    )
+                )
+            ):
                 return row
         raise AssertionError
 
@@ -258,19 +309,35 @@ def test_a_line_whose_context_is_gone_is_dropped_with_an_event(tmp_path):
     old_instrs = ks._Code(conn, 1).body(old["index"])[1]
     new_instrs = ks._Code(conn, 2).body(new["index"])[1]
     new_ctx = {tuple(ks._anchor(new_instrs, k)) for k in range(len(new_instrs))}
-    cores = Counter(tuple(ks._anchor(new_instrs, k)[ks.ANCHOR - 1 : ks.ANCHOR + 2]) for k in range(len(new_instrs)))
-    pos = next(k for k in range(len(old_instrs)) if tuple(ks._anchor(old_instrs, k)) not in new_ctx
-               and cores[tuple(ks._anchor(old_instrs, k)[ks.ANCHOR - 1 : ks.ANCHOR + 2])] != 1)
+    cores = Counter(
+        tuple(ks._anchor(new_instrs, k)[ks.ANCHOR - 1 : ks.ANCHOR + 2])
+        for k in range(len(new_instrs))
+    )
+    pos = next(
+        k
+        for k in range(len(old_instrs))
+        if tuple(ks._anchor(old_instrs, k)) not in new_ctx
+        and cores[tuple(ks._anchor(old_instrs, k)[ks.ANCHOR - 1 : ks.ANCHOR + 2])] != 1
+    )
     sid = old["stable_id"]
-    assert ks.set_comment(conn, f"1:{old['index']}", "gone line", line=old_instrs[pos][0])["written"]
+    assert ks.set_comment(conn, f"1:{old['index']}", "gone line", line=old_instrs[pos][0])[
+        "written"
+    ]
     assert ks.set_comment(conn, f"1:{old['index']}", "the function")["written"]
     assert ks.rename_local(conn, f"1:{old['index']}", "0", "first")["written"]
-    k = ks.carry_knowledge(conn, 1, 2, [(old["index"], new["index"], sid, new["stable_id"], 0.9, False)])
-    assert k["dropped"] == 1 and not [r for r in kn.for_target(conn, new["stable_id"]) if r["kind"] == "line_comment"]
+    k = ks.carry_knowledge(
+        conn, 1, 2, [(old["index"], new["index"], sid, new["stable_id"], 0.9, False)]
+    )
+    assert k["dropped"] == 1 and not [
+        r for r in kn.for_target(conn, new["stable_id"]) if r["kind"] == "line_comment"
+    ]
     ev = [e for e in ks.history(conn, new["stable_id"]) if e["kind"] == "carry-dropped"]
     assert len(ev) == 1 and not ev[0]["written"] and ev[0]["subject"] == "line_comment"
     assert "context is gone" in ev[0]["reason"]
     c = kn.get(conn, "comment", new["stable_id"])
     assert c["provenance"] == "diff-carry" and c["confidence"] == 0.9
     assert c["evidence"][0]["carried_from"] == 1 and c["evidence"][0]["how"] == "same function"
-    assert kn.get(conn, "local", new["stable_id"], "0")["evidence"][0]["how"] == "same local index and type"
+    assert (
+        kn.get(conn, "local", new["stable_id"], "0")["evidence"][0]["how"]
+        == "same local index and type"
+    )

@@ -16,8 +16,9 @@ from kbtool.services.code import disassembly
 
 
 def _cli(db, *args):
-    return subprocess.run([sys.executable, "-m", "kbtool.cli", "--db", str(db), *args],
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "kbtool.cli", "--db", str(db), *args], capture_output=True, text=True
+    )
 
 
 def test_name_data_shown_everywhere_and_carried_by_content(demo_kb):
@@ -33,7 +34,9 @@ def test_name_data_shown_everywhere_and_carried_by_content(demo_kb):
     assert p.returncode == 0, p.stderr
     assert _cli(demo_kb, "name-data", "1", "g:__stack_pointer", "sp").returncode == 0
     bad = _cli(demo_kb, "name-data", "1", hex(first["address"]), "not ok")
-    assert bad.returncode == 1 and "not a C identifier" in bad.stderr and "Traceback" not in bad.stderr
+    assert (
+        bad.returncode == 1 and "not a C identifier" in bad.stderr and "Traceback" not in bad.stderr
+    )
     nomodel = _cli(demo_kb, "name-data", "2", "0x10", "x")
     assert nomodel.returncode == 1 and "kbtool analyze 2" in nomodel.stderr
     conn = open_rw(demo_kb)
@@ -48,7 +51,11 @@ def test_name_data_shown_everywhere_and_carried_by_content(demo_kb):
     assert "msg_ok" in d["mnemonics"] and "msg_ok" in d["lifted_c"]
     # the next release: the same bytes (content identity) carry the name
     analyze_version(conn, 2)
-    item2 = next(i for i in data_svc.strings(conn, 2, limit=1000)["items"] if i["data_id"] == first["data_id"])
+    item2 = next(
+        i
+        for i in data_svc.strings(conn, 2, limit=1000)["items"]
+        if i["data_id"] == first["data_id"]
+    )
     assert item2["label"] == "msg_ok"
     assert ks.apply_data_names(conn, 2)["items"] >= 1
     out = json.loads(_cli(demo_kb, "xrefs", "2", "g:sp", "--json").stdout)

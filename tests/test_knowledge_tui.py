@@ -27,7 +27,7 @@ async def fill(app, pilot, *values: str) -> None:
     from textual.widgets import Input
 
     boxes = list(app.screen.query(Input))
-    for box, v in zip(boxes[len(boxes) - len(values):], values, strict=True):
+    for box, v in zip(boxes[len(boxes) - len(values) :], values, strict=True):
         box.value = v
     await press(pilot, "enter")
     await asyncio.sleep(0.2)
@@ -66,7 +66,10 @@ def test_comment_rename_local_and_prototype_keys(code_kb, tmp_path):
             await fill(app, pilot, "double main(void)")  # disagrees with the wasm signature
             toasts = [n.message for n in app._notifications]
             await press(pilot, "y")
-            params = ", ".join(["int argc"] + [f"int a{k}" for k in range(1, wasm_type.count("i32") - ("-> i32" in wasm_type))])
+            params = ", ".join(
+                ["int argc"]
+                + [f"int a{k}" for k in range(1, wasm_type.count("i32") - ("-> i32" in wasm_type))]
+            )
             ret = "int" if wasm_type.endswith("-> i32") else "void"
             await fill(app, pilot, f"{ret} main({params})")
             return shown_wasm, screen_text(app), toasts

@@ -154,7 +154,8 @@ def test_setup_hook_survives_a_failed_compile(tmp_path):
     lifter, and the log says the pure lifter runs."""
     src = tmp_path / "src"
     shutil.copytree(
-        ROOT / "kbtool", src / "kbtool",
+        ROOT / "kbtool",
+        src / "kbtool",
         ignore=shutil.ignore_patterns("__pycache__", "_clifter*"),
     )
     for name in ("setup.py", "pyproject.toml", "README.md"):
@@ -170,4 +171,6 @@ def test_setup_hook_survives_a_failed_compile(tmp_path):
     assert "the pure lifter runs" in p.stderr
     lift = tmp_path / "lib" / "kbtool" / "lift"
     assert (lift / "lifter" / "__init__.py").is_file()
-    assert _build.compiled_files(lift) == [] and _build.compiled_files(src / "kbtool" / "lift") == []
+    assert (
+        _build.compiled_files(lift) == [] and _build.compiled_files(src / "kbtool" / "lift") == []
+    )

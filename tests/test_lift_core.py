@@ -336,7 +336,9 @@ def test_disassemble_module_workers_give_the_same_listing_in_order():
     assert two == one
     assert one[0] == disassemble_function(lm, m.num_func_imports)
     assert one[-1].startswith(f"func[{m.num_functions - 1}] <")
-    heads = list(disassemble_module(lm, workers=1, imports=True, render=render_listing))[: m.num_func_imports]
+    heads = list(disassemble_module(lm, workers=1, imports=True, render=render_listing))[
+        : m.num_func_imports
+    ]
     assert all(";; import " in h for h in heads)
 
 
@@ -345,7 +347,9 @@ def test_disassemble_module_notes_a_body_it_cannot_decode():
 
     # one () -> () function whose body is an unknown opcode 0xff, then `end`
     data = (
-        b"\0asm\1\0\0\0" + b"\x01\x04\x01\x60\x00\x00" + b"\x03\x02\x01\x00"
+        b"\0asm\1\0\0\0"
+        + b"\x01\x04\x01\x60\x00\x00"
+        + b"\x03\x02\x01\x00"
         + b"\x0a\x05\x01\x03\x00\xff\x0b"
     )
     (text,) = disassemble_module(prepare(data), workers=1, render=render_listing)

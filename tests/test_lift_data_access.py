@@ -19,8 +19,9 @@ from kbtool.lift import lift_module, prelude_path, prepare
 from kbtool.lift.names import Names
 from tests.support.lift_sem import runtime_c
 
-pytestmark = pytest.mark.skipif(shutil.which("wat2wasm") is None or shutil.which("gcc") is None,
-                                reason="needs wat2wasm and gcc")
+pytestmark = pytest.mark.skipif(
+    shutil.which("wat2wasm") is None or shutil.which("gcc") is None, reason="needs wat2wasm and gcc"
+)
 
 WAT = r"""
 (module
@@ -55,8 +56,13 @@ WAT = r"""
     (i32.and (i32.mul (local.get 0) (i32.const 1040)) (i32.const 1056)))
 )
 """
-ITEMS = [(1024, 16, "upper_to_lower", None), (1040, 16, "words", None), (1056, 4, "counter", None),
-         (1072, 16, "state", None), (1088, 6, "s_hello", "hello")]
+ITEMS = [
+    (1024, 16, "upper_to_lower", None),
+    (1040, 16, "words", None),
+    (1056, 4, "counter", None),
+    (1072, 16, "state", None),
+    (1088, 6, "s_hello", "hello"),
+]
 
 
 def _wasm(tmp_path) -> bytes:
@@ -84,8 +90,11 @@ def test_data_items_read_as_objects(tmp_path):
     assert "counter = counter + 1;" in c["f4"] and "return counter;" in c["f4"]
     # two fields of one static: a packed struct of the function's own
     assert "state.field_8 = p0;" in c["f5"] and "return state.field_0 + state.field_8;" in c["f5"]
-    assert re.search(r"struct __attribute__\(\(packed\)\) f5_state \{ int32_t field_0; "
-                     r"uint8_t _pad4\[4\]; int32_t field_8; \};", c["f5"])
+    assert re.search(
+        r"struct __attribute__\(\(packed\)\) f5_state \{ int32_t field_0; "
+        r"uint8_t _pad4\[4\]; int32_t field_8; \};",
+        c["f5"],
+    )
     # an address is ADDR(item); a string keeps its label as the address constant
     assert "ADDR(state)" in c["f6"] and "s_hello" in c["f6"] and "ADDR(s_hello)" not in c["f6"]
     assert "M + " not in c["f4"].split("{", 1)[1]
@@ -103,17 +112,38 @@ def test_data_objects_compute_like_wasm(tmp_path):
     src = tmp_path / "lifted.c"
     src.write_text("".join(c.values()) + runtime_c(lm))
     lib = tmp_path / "lifted.so"
-    subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-fwrapv", "-fno-strict-aliasing", "-w",
-                    "-D__stack_pointer=kb__stack_pointer", "-include", prelude_path(), str(src),
-                    "-o", str(lib)], check=True)
+    subprocess.run(
+        [
+            "gcc",
+            "-shared",
+            "-fPIC",
+            "-O2",
+            "-fwrapv",
+            "-fno-strict-aliasing",
+            "-w",
+            "-D__stack_pointer=kb__stack_pointer",
+            "-include",
+            prelude_path(),
+            str(src),
+            "-o",
+            str(lib),
+        ],
+        check=True,
+    )
     so = ctypes.CDLL(str(lib))
     so.kb_init()
     store = wasmtime.Store()
     ex = wasmtime.Instance(store, wasmtime.Module(store.engine, data), []).exports(store)
-    calls = [("lookup", k) for k in range(16)] + [("lookup_s", k) for k in range(16)] + \
-        [("sum_tbl", k) for k in (0, 15)] + [("word", k) for k in range(4)] + \
-        [("counter", None)] * 3 + [("state", v) for v in (5, -7)] + [("addr", None), ("viaglobal", None)] + \
-        [("scale", v) for v in (1, 3, -5)]
+    calls = (
+        [("lookup", k) for k in range(16)]
+        + [("lookup_s", k) for k in range(16)]
+        + [("sum_tbl", k) for k in (0, 15)]
+        + [("word", k) for k in range(4)]
+        + [("counter", None)] * 3
+        + [("state", v) for v in (5, -7)]
+        + [("addr", None), ("viaglobal", None)]
+        + [("scale", v) for v in (1, 3, -5)]
+    )
     fi = {e.name: e.index for e in lm.module.exports if e.kind == "func"}
     for name, arg in calls:
         f = getattr(so, lm.func_c[fi[name]])
@@ -123,12 +153,18 @@ def test_data_objects_compute_like_wasm(tmp_path):
         assert f(*args) == ex[name](store, *args), (name, arg)
     mem = ex["memory"]
     size = mem.data_len(store)
-    assert bytes(mem.read(store, 0, size)) == ctypes.string_at(ctypes.c_void_p.in_dll(so, "M").value, size)
+    assert bytes(mem.read(store, 0, size)) == ctypes.string_at(
+        ctypes.c_void_p.in_dll(so, "M").value, size
+    )
 
 
 def _kb(db: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kbtool", "--db", db, *args], capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "kbtool", "--db", db, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_types_applied_to_data_and_globals_show_in_the_c(tmp_path):
@@ -137,7 +173,10 @@ def test_types_applied_to_data_and_globals_show_in_the_c(tmp_path):
     db = str(tmp_path / "kb.db")
     assert _kb(db, "ingest", str(wasm)).returncode == 0
     before = _kb(db, "code", "1", "--all").stdout
-    assert re.search(r"#define \w+ \(\*\(int32_t \*\)\(M \+ 1072\)\)", before) and "->second" not in before
+    assert (
+        re.search(r"#define \w+ \(\*\(int32_t \*\)\(M \+ 1072\)\)", before)
+        and "->second" not in before
+    )
     h = tmp_path / "p.h"
     h.write_text("struct pair { int first; unsigned int pad; int second; };\n")
     assert _kb(db, "types", "add", str(h)).returncode == 0
@@ -155,8 +194,12 @@ def test_types_applied_to_data_and_globals_show_in_the_c(tmp_path):
     assert f"return ((struct pair *)(M + {g}))->second;" in text
     assert "struct __attribute__((packed)) pair { int32_t first;" in text
     cc = shutil.which("gcc") or shutil.which("clang")
-    r = subprocess.run([cc, "-fsyntax-only", "-w", "-include", prelude_path(), str(out)],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [cc, "-fsyntax-only", "-w", "-include", prelude_path(), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr[:2000]
     # clearing the type brings the plain object back
     assert _kb(db, "types", "apply", "1", "data", "0x430", "--clear").returncode == 0
@@ -166,25 +209,38 @@ def test_types_applied_to_data_and_globals_show_in_the_c(tmp_path):
 def test_a_member_named_like_an_item_keeps_both(tmp_path):
     """A typed parameter's member ``counter`` beside the static ``counter``: the static is
     renamed in that function (its macro would expand ``->counter``) and the C compiles."""
-    wat = WAT.replace('(func $viaglobal', '(func $both (export "both") (param i32) (result i32)\n'
-                      '    (i32.add (i32.load (local.get 0)) (i32.load (i32.const 1056))))\n  (func $viaglobal')
+    wat = WAT.replace(
+        "(func $viaglobal",
+        '(func $both (export "both") (param i32) (result i32)\n'
+        "    (i32.add (i32.load (local.get 0)) (i32.load (i32.const 1056))))\n  (func $viaglobal",
+    )
     src = tmp_path / "d.wat"
     src.write_text(wat)
     subprocess.run(["wat2wasm", str(src), "-o", str(tmp_path / "d.wasm")], check=True)
     decl = "struct __attribute__((packed)) T { int32_t counter; };"
 
     def hook(fi, base, off, ct):
-        return (f"((struct T *)(M + {base}))->counter", "T_T", decl) if off == 0 and ct == "int32_t" else None
+        return (
+            (f"((struct T *)(M + {base}))->counter", "T_T", decl)
+            if off == 0 and ct == "int32_t"
+            else None
+        )
 
-    lm = prepare((tmp_path / "d.wasm").read_bytes(), Names(functions={}, data=list(ITEMS), field_hook=hook))
+    lm = prepare(
+        (tmp_path / "d.wasm").read_bytes(), Names(functions={}, data=list(ITEMS), field_hook=hook)
+    )
     c = {lm.func_c[r.func_index]: r.text for r in lift_module(lm)}
     both = next(t for t in c.values() if "->counter" in t)
     assert "return ((struct T *)(M + p0))->counter + counter_data;" in both
     assert "#define counter_data (*(int32_t *)(M + 1056))" in both and "#undef counter_data" in both
     out = tmp_path / "all.c"
     out.write_text("".join(c.values()))
-    r = subprocess.run(["gcc", "-fsyntax-only", "-w", "-include", prelude_path(), str(out)],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        ["gcc", "-fsyntax-only", "-w", "-include", prelude_path(), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr[:2000]
 
 
@@ -196,11 +252,14 @@ def test_typed_array_of_structs_is_indexed(tmp_path):
     from kbtool.analysis import cdecl as cd
     from kbtool.services.types_code import TypedFields
 
-    wat = WAT.replace('(func $viaglobal', '(data (i32.const 1100) "\\01\\00\\00\\00\\02\\00\\00\\00\\03\\00\\00\\00'
-                      '\\04\\00\\00\\00\\05\\00\\00\\00\\06\\00\\00\\00\\07\\00\\00\\00\\08\\00\\00\\00\\09\\00\\00\\00")\n'
-                      '  (func $opcode (export "opcode") (param i32) (result i32)\n'
-                      '    (i32.add (i32.load offset=1104 (i32.mul (local.get 0) (i32.const 12)))'
-                      ' (i32.load (i32.const 1120))))\n  (func $viaglobal')
+    wat = WAT.replace(
+        "(func $viaglobal",
+        '(data (i32.const 1100) "\\01\\00\\00\\00\\02\\00\\00\\00\\03\\00\\00\\00'
+        '\\04\\00\\00\\00\\05\\00\\00\\00\\06\\00\\00\\00\\07\\00\\00\\00\\08\\00\\00\\00\\09\\00\\00\\00")\n'
+        '  (func $opcode (export "opcode") (param i32) (result i32)\n'
+        "    (i32.add (i32.load offset=1104 (i32.mul (local.get 0) (i32.const 12)))"
+        " (i32.load (i32.const 1120))))\n  (func $viaglobal",
+    )
     src = tmp_path / "d.wat"
     src.write_text(wat)
     subprocess.run(["wat2wasm", str(src), "-o", str(tmp_path / "d.wasm")], check=True)
@@ -209,15 +268,32 @@ def test_typed_array_of_structs_is_indexed(tmp_path):
     cd.parse_decls("struct op { int name; unsigned code; int fn; };", env)
     tf = TypedFields(env, {})
     tf.items = {1100: cd.parse_type("struct op[3]", env)}
-    lm = prepare(data, Names(functions={}, data=[*ITEMS, (1100, 36, "ops", None)], data_hook=tf.data_hook()))
+    lm = prepare(
+        data, Names(functions={}, data=[*ITEMS, (1100, 36, "ops", None)], data_hook=tf.data_hook())
+    )
     c = {lm.func_c[r.func_index]: r.text for r in lift_module(lm)}
     op = next(t for t in c.values() if "<opcode>" in t or "ops" in t)
     assert "return ops[p0].code + ops[1].fn;" in op, op
     assert "#define ops (*(struct op (*)[3])(M + 1100))" in op
     (tmp_path / "l.c").write_text("".join(c.values()) + runtime_c(lm))
-    subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-fwrapv", "-fno-strict-aliasing", "-w",
-                    "-D__stack_pointer=kb__stack_pointer", "-include", prelude_path(), str(tmp_path / "l.c"),
-                    "-o", str(tmp_path / "l.so")], check=True)
+    subprocess.run(
+        [
+            "gcc",
+            "-shared",
+            "-fPIC",
+            "-O2",
+            "-fwrapv",
+            "-fno-strict-aliasing",
+            "-w",
+            "-D__stack_pointer=kb__stack_pointer",
+            "-include",
+            prelude_path(),
+            str(tmp_path / "l.c"),
+            "-o",
+            str(tmp_path / "l.so"),
+        ],
+        check=True,
+    )
     so = ctypes.CDLL(str(tmp_path / "l.so"))
     so.kb_init()
     store = wasmtime.Store()

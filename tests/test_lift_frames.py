@@ -54,8 +54,17 @@ def test_named_share_and_slot_types(tmp_path):
 
     wasm = tmp_path / "f.wasm"
     subprocess.run(
-        ["clang", "--target=wasm32", "-O2", "-nostdlib", "-Wl,--no-entry", "-Wl,--export-all",
-         "-o", str(wasm), str(src)],
+        [
+            "clang",
+            "--target=wasm32",
+            "-O2",
+            "-nostdlib",
+            "-Wl,--no-entry",
+            "-Wl,--export-all",
+            "-o",
+            str(wasm),
+            str(src),
+        ],
         check=True,
     )
     lm = prepare(wasm.read_bytes())
@@ -69,8 +78,14 @@ def test_named_share_and_slot_types(tmp_path):
     assert slots >= 40 and named == slots
     point = texts["point"]
     # the struct's members sit at their offsets: x, y at 8/12, the short, the char, the long long
-    for decl in ("int32_t local_08;", "int32_t local_0c;", "int16_t local_10;",
-                 "int8_t local_12;", "int64_t local_18;", "uint8_t local_00[8];"):
+    for decl in (
+        "int32_t local_08;",
+        "int32_t local_0c;",
+        "int16_t local_10;",
+        "int8_t local_12;",
+        "int64_t local_18;",
+        "uint8_t local_00[8];",
+    ):
         assert decl in point, point
     # the escaping address stays the wasm address; the reads after the calls go through the struct
     assert re.search(r"f\d+\(l2 \+ 8 /\* &local_08 \*/, ", point) and "= frame->local_18;" in point
@@ -144,11 +159,20 @@ def test_frame_regions_from_wat(tmp_path):
     assert "uint8_t local_00[16];" in wrapped and "uint8_t local_18[8];" in wrapped, wrapped
     arr = r.c["arr"]
     assert "(l1 + 8 /* &local_08 */);" in arr, arr
-    for decl in (" int32_t local_04;", " uint8_t local_08[4];", " int32_t local_0c;",
-                 " uint8_t local_10[4];", " int32_t local_14;", " uint8_t local_18[8];"):
+    for decl in (
+        " int32_t local_04;",
+        " uint8_t local_08[4];",
+        " int32_t local_0c;",
+        " uint8_t local_10[4];",
+        " int32_t local_14;",
+        " uint8_t local_18[8];",
+    ):
         assert decl in arr, arr
     views = r.c["views"]
     assert "frame->local_08 = p0;" in views, views
     assert "frame->local_08_i32 + (frame->local_0c + frame->local_04)" in views, views
-    assert "  union __attribute__((packed)) {\n    int64_t local_08;\n    int32_t local_08_i32;\n" in views
+    assert (
+        "  union __attribute__((packed)) {\n    int64_t local_08;\n    int32_t local_08_i32;\n"
+        in views
+    )
     assert "struct __attribute__((packed)) { uint8_t pad_local_0c[4]; int32_t local_0c; };" in views

@@ -211,7 +211,9 @@ def test_export_or_start_past_the_last_function_is_a_clear_error():
         )
 
     assert parse_module(module(b"\x07\x0a\x01\x06_start\x00\x00")).exports[0].index == 0
-    with pytest.raises(WasmFormatError, match=r"export '_start' names function 7; the module has 1"):
+    with pytest.raises(
+        WasmFormatError, match=r"export '_start' names function 7; the module has 1"
+    ):
         parse_module(module(b"\x07\x0a\x01\x06_start\x00\x07"))
     with pytest.raises(WasmFormatError, match=r"start names function 3; the module has 1"):
         parse_module(module(b"\x08\x01\x03"))

@@ -27,8 +27,12 @@ WAT = """(module
 
 
 def _kb(db: Path, *args: str) -> str:
-    r = subprocess.run([sys.executable, "-m", "kbtool", "--db", str(db), *args],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "kbtool", "--db", str(db), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     return r.stdout
 
@@ -36,8 +40,9 @@ def _kb(db: Path, *args: str) -> str:
 def test_recognised_memset_is_called_by_name(tmp_path):
     (tmp_path / "m.wat").write_text(WAT)
     wasm = tmp_path / "m.wasm"
-    subprocess.run(["wat2wasm", "--enable-all", str(tmp_path / "m.wat"), "-o", str(wasm)],
-                   check=True)
+    subprocess.run(
+        ["wat2wasm", "--enable-all", str(tmp_path / "m.wat"), "-o", str(wasm)], check=True
+    )
     db = tmp_path / "kb.db"
     _kb(db, "ingest", str(wasm))
     before = _kb(db, "code", "1", "1")

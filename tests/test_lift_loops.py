@@ -25,7 +25,6 @@ needs_wat = pytest.mark.skipif(
 )
 
 
-
 @needs_wat
 def test_loop_shapes_from_wat(tmp_path):
     data = lift_sem.wat(tmp_path, LOOPS_WAT)

@@ -83,12 +83,16 @@ def test_line_comments_stand_above_their_statements(tmp_path):
     const7 = next(p for p, m in ins if m == "i32.const")  # the value the first store writes
     store8 = next(p for p, m in ins if m == "i32.store8")  # inside the loop
     call = next(p for p, m in ins if m == "call")
-    text = _lift_with(data, 0, {
-        const7: "the magic */ value",
-        store8: "clear one byte",
-        call: "scale the count",
-        const7 + 1: "not an instruction start",
-    })
+    text = _lift_with(
+        data,
+        0,
+        {
+            const7: "the magic */ value",
+            store8: "clear one byte",
+            call: "scale the count",
+            const7 + 1: "not an instruction start",
+        },
+    )
     rows = text.splitlines()
 
     def above(note: str) -> tuple[str, str]:
@@ -107,15 +111,20 @@ def test_line_comments_stand_above_their_statements(tmp_path):
     # not an instruction start: still shown, at the top of the body
     sig = next(k for k, r in enumerate(rows) if r.endswith(") {") and not r.startswith(" "))
     loose = next(k for k, r in enumerate(rows) if "not an instruction start" in r)
-    assert loose > sig and all(not r.strip().startswith(("*(", "while", "for")) for r in rows[sig + 1 : loose])
+    assert loose > sig and all(
+        not r.strip().startswith(("*(", "while", "for")) for r in rows[sig + 1 : loose]
+    )
     # comments only: without them the text is the plain lift
     assert "\n".join(r for r in rows if "/* @" not in r) + "\n" == plain
     gcc = shutil.which("gcc") or shutil.which("clang")
     if gcc:
         src = tmp_path / "f.c"
         src.write_text(text + lift_function(prepare(data), 1).text)
-        p = subprocess.run([gcc, "-fsyntax-only", "-w", "-include", str(prelude_path()), str(src)],
-                           capture_output=True, text=True)
+        p = subprocess.run(
+            [gcc, "-fsyntax-only", "-w", "-include", str(prelude_path()), str(src)],
+            capture_output=True,
+            text=True,
+        )
         assert p.returncode == 0, p.stderr
 
 
@@ -132,7 +141,9 @@ def test_a_comment_on_a_folded_value_moves_with_a_rewritten_line(tmp_path):
     """
     data = lift_sem.wat(tmp_path, src)
     ins = _instrs(prepare(data), 0)
-    five = next(p for p, m in ins if m == "i32.const" and p > next(q for q, n in ins if n == "else"))
+    five = next(
+        p for p, m in ins if m == "i32.const" and p > next(q for q, n in ins if n == "else")
+    )
     text = _lift_with(data, 0, {five: "the default"})
     assert text.count("the default") == 1
     rows = text.splitlines()

@@ -58,7 +58,11 @@ def test_package_build_ready_install_clean(tmp_path):
     lift = root / "kbtool" / "lift"
     _fake_pkg_build(lift)
     names = {f.relative_to(lift).as_posix() for f in _build.ready_files(lift)}
-    assert names == {f"_clifter/__init__{SUFFIX}", f"_clifter/a{SUFFIX}", f"_clifter__mypyc{SUFFIX}"}
+    assert names == {
+        f"_clifter/__init__{SUFFIX}",
+        f"_clifter/a{SUFFIX}",
+        f"_clifter__mypyc{SUFFIX}",
+    }
     (lift / "lifter" / "a.py").write_text("def f() -> int:\n    return 3\n")  # a part edited
     assert _build.ready_files(lift) == []
     _build.clean(lift)

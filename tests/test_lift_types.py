@@ -64,15 +64,24 @@ def test_sign_shapes_from_wat(tmp_path):
     mu = r.c["mostly_u"]
     assert "uint32_t l2 = 0;" in mu, mu
     # unsigned reads need no cast; the signed ones cast back to int32_t
-    for part in ("l2 < (uint32_t)p1", "l2 / 3", "l2 >> 4", "l2 + 1 > 9", "(int32_t)l2 < p1",
-                 "(int32_t)l2 / 7", "(int64_t)(int32_t)l2"):
+    for part in (
+        "l2 < (uint32_t)p1",
+        "l2 / 3",
+        "l2 >> 4",
+        "l2 + 1 > 9",
+        "(int32_t)l2 < p1",
+        "(int32_t)l2 / 7",
+        "(int64_t)(int32_t)l2",
+    ):
         assert part in mu, (part, mu)
     us = r.c["u_results_signed"]
     # an unsigned result read by a signed operation is cast back at that use only
     assert "(int32_t)((uint32_t)p0 >> 1) < p1" in us, us
     assert "(int32_t)((uint32_t)p0 / (uint32_t)(p1 | 1)) >> 2" in us, us
     uf = r.c["u_to_float"]
-    assert "(double)(l1 / 3)" in uf and "(double)(int32_t)(l1 << 1)" in uf and "(double)l1" in uf, uf
+    assert "(double)(l1 / 3)" in uf and "(double)(int32_t)(l1 << 1)" in uf and "(double)l1" in uf, (
+        uf
+    )
     sm = r.c["select_mix"]
     assert "(int64_t)(l2 < 50 ? l2 : p1)" in sm, sm  # unsigned select: extend_u needs no cast
     assert "(int64_t)(int32_t)(l2 >= (uint32_t)p1 ? l2 : p1)" in sm, sm

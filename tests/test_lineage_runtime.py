@@ -87,9 +87,18 @@ def _build(tmp: Path, name: str, src: str) -> Path:
         if shutil.which(tool) and not (bindir / tool).exists():
             (bindir / tool).symlink_to(shutil.which(tool))
     r = subprocess.run(
-        [str(bindir / "clang"), "--target=wasm32-wasi", "--sysroot=/usr", "-O2", str(c),
-         "-o", str(out)],
-        capture_output=True, text=True, env={"PATH": str(bindir)},
+        [
+            str(bindir / "clang"),
+            "--target=wasm32-wasi",
+            "--sysroot=/usr",
+            "-O2",
+            str(c),
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env={"PATH": str(bindir)},
     )
     if r.returncode:
         pytest.skip(f"wasi-libc link failed (compiler-rt for wasm32 missing?): {r.stderr[:200]}")

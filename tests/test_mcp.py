@@ -43,102 +43,252 @@ TOOLS = {
     # name: (required params, {optional param: default}, {param: JSON type})
     "list_versions": ((), {}, {}),
     "coverage": (("version_id",), {}, {"version_id": "integer"}),
-    "list_functions": (("version_id",), {"include_imports": False, "offset": None, "limit": None,
-                                         "unnamed_only": None, "name_contains": None,
-                                         "fields": None},
-                       {"version_id": "integer", "include_imports": "boolean",
-                        "offset": "integer?", "limit": "integer?", "unnamed_only": "boolean?",
-                        "name_contains": "string?", "fields": "array?"}),
-    "get_function_facts": (("version_id", "func_index"),
-                           {"max_items": None, "aggregate_calls": None},
-                           {"version_id": "integer", "func_index": "integer",
-                            "max_items": "integer?", "aggregate_calls": "boolean?"}),
+    "list_functions": (
+        ("version_id",),
+        {
+            "include_imports": False,
+            "offset": None,
+            "limit": None,
+            "unnamed_only": None,
+            "name_contains": None,
+            "fields": None,
+        },
+        {
+            "version_id": "integer",
+            "include_imports": "boolean",
+            "offset": "integer?",
+            "limit": "integer?",
+            "unnamed_only": "boolean?",
+            "name_contains": "string?",
+            "fields": "array?",
+        },
+    ),
+    "get_function_facts": (
+        ("version_id", "func_index"),
+        {"max_items": None, "aggregate_calls": None},
+        {
+            "version_id": "integer",
+            "func_index": "integer",
+            "max_items": "integer?",
+            "aggregate_calls": "boolean?",
+        },
+    ),
     "get_symbol": (("stable_id",), {}, {"stable_id": "string"}),
     "search_symbols": (("query",), {"limit": 50}, {"query": "string", "limit": "integer"}),
-    "get_diff": (("from_version_id", "to_version_id"),
-                 {"only": None, "limit": None, "offset": None, "order": None},
-                 {"from_version_id": "integer", "to_version_id": "integer", "only": "array?",
-                  "limit": "integer?", "offset": "integer?", "order": "string?"}),
-    "export_kb_text": (("version_id",), {"offset": None, "limit": None, "knowledge": True},
-                       {"version_id": "integer", "offset": "integer?", "limit": "integer?",
-                        "knowledge": "boolean"}),
+    "get_diff": (
+        ("from_version_id", "to_version_id"),
+        {"only": None, "limit": None, "offset": None, "order": None},
+        {
+            "from_version_id": "integer",
+            "to_version_id": "integer",
+            "only": "array?",
+            "limit": "integer?",
+            "offset": "integer?",
+            "order": "string?",
+        },
+    ),
+    "export_kb_text": (
+        ("version_id",),
+        {"offset": None, "limit": None, "knowledge": True},
+        {
+            "version_id": "integer",
+            "offset": "integer?",
+            "limit": "integer?",
+            "knowledge": "boolean",
+        },
+    ),
     "propose_symbols": (("proposals",), {}, {"proposals": "array"}),
-    "get_callers": (("version_id", "func_index"), {"offset": 0, "limit": 500, "indirect": False},
-                    {"version_id": "integer", "func_index": "integer", "offset": "integer",
-                     "limit": "integer", "indirect": "boolean"}),
-    "get_callees": (("version_id", "func_index"), {"offset": 0, "limit": 500, "indirect": False},
-                    {"version_id": "integer", "func_index": "integer", "offset": "integer",
-                     "limit": "integer", "indirect": "boolean"}),
-    "list_strings": (("version_id",), {"contains": "", "offset": 0, "limit": 500},
-                     {"version_id": "integer", "contains": "string", "offset": "integer",
-                      "limit": "integer"}),
-    "get_string_xrefs": (("version_id", "text"), {"offset": 0, "limit": 500},
-                         {"version_id": "integer", "text": "string", "offset": "integer",
-                          "limit": "integer"}),
-    "find_functions": (("version_id",), {"string": None, "constant": None, "calls": None,
-                                         "offset": 0, "limit": 500},
-                       {"version_id": "integer", "string": "string?", "constant": "integer?",
-                        "calls": "integer?", "offset": "integer", "limit": "integer"}),
-    "list_globals": (("version_id",), {"offset": 0, "limit": 500},
-                     {"version_id": "integer", "offset": "integer", "limit": "integer"}),
-    "list_memory_regions": (("version_id",), {"offset": 0, "limit": 500},
-                            {"version_id": "integer", "offset": "integer", "limit": "integer"}),
-    "propose_symbol": (("stable_id", "name"), {"summary": "", "confidence": 0.5},
-                       {"stable_id": "string", "name": "string", "summary": "string",
-                        "confidence": "number"}),
+    "get_callers": (
+        ("version_id", "func_index"),
+        {"offset": 0, "limit": 500, "indirect": False},
+        {
+            "version_id": "integer",
+            "func_index": "integer",
+            "offset": "integer",
+            "limit": "integer",
+            "indirect": "boolean",
+        },
+    ),
+    "get_callees": (
+        ("version_id", "func_index"),
+        {"offset": 0, "limit": 500, "indirect": False},
+        {
+            "version_id": "integer",
+            "func_index": "integer",
+            "offset": "integer",
+            "limit": "integer",
+            "indirect": "boolean",
+        },
+    ),
+    "list_strings": (
+        ("version_id",),
+        {"contains": "", "offset": 0, "limit": 500},
+        {"version_id": "integer", "contains": "string", "offset": "integer", "limit": "integer"},
+    ),
+    "get_string_xrefs": (
+        ("version_id", "text"),
+        {"offset": 0, "limit": 500},
+        {"version_id": "integer", "text": "string", "offset": "integer", "limit": "integer"},
+    ),
+    "find_functions": (
+        ("version_id",),
+        {"string": None, "constant": None, "calls": None, "offset": 0, "limit": 500},
+        {
+            "version_id": "integer",
+            "string": "string?",
+            "constant": "integer?",
+            "calls": "integer?",
+            "offset": "integer",
+            "limit": "integer",
+        },
+    ),
+    "list_globals": (
+        ("version_id",),
+        {"offset": 0, "limit": 500},
+        {"version_id": "integer", "offset": "integer", "limit": "integer"},
+    ),
+    "list_memory_regions": (
+        ("version_id",),
+        {"offset": 0, "limit": 500},
+        {"version_id": "integer", "offset": "integer", "limit": "integer"},
+    ),
+    "propose_symbol": (
+        ("stable_id", "name"),
+        {"summary": "", "confidence": 0.5},
+        {"stable_id": "string", "name": "string", "summary": "string", "confidence": "number"},
+    ),
     "agent_backends": ((), {}, {}),
-    "run_agent_pass": (("version_id",), {"backend": "auto", "only_unconfident": True, "rounds": 1,
-                                         "max_functions": None, "opinions": None},
-                       {"version_id": "integer", "backend": "string",
-                        "only_unconfident": "boolean", "rounds": "integer",
-                        "max_functions": "integer?", "opinions": "integer?"}),
-    "list_suggestions": (("version_id",), {"offset": 0, "limit": 100, "min_confidence": None},
-                         {"version_id": "integer", "offset": "integer", "limit": "integer",
-                          "min_confidence": "number?"}),
+    "run_agent_pass": (
+        ("version_id",),
+        {
+            "backend": "auto",
+            "only_unconfident": True,
+            "rounds": 1,
+            "max_functions": None,
+            "opinions": None,
+        },
+        {
+            "version_id": "integer",
+            "backend": "string",
+            "only_unconfident": "boolean",
+            "rounds": "integer",
+            "max_functions": "integer?",
+            "opinions": "integer?",
+        },
+    ),
+    "list_suggestions": (
+        ("version_id",),
+        {"offset": 0, "limit": 100, "min_confidence": None},
+        {
+            "version_id": "integer",
+            "offset": "integer",
+            "limit": "integer",
+            "min_confidence": "number?",
+        },
+    ),
     "analyze_version": (("version_id",), {}, {"version_id": "integer"}),
-    "get_disassembly": (("version_id", "func_index"), {"offset": 0, "limit": 2000},
-                        {"version_id": "integer", "func_index": "integer", "offset": "integer", "limit": "integer"}),
-    "get_lifted_c": (("version_id", "func_index"), {"offset": 0, "limit": 2000},
-                     {"version_id": "integer", "func_index": "integer", "offset": "integer", "limit": "integer"}),
-    "get_xrefs_to": (("version_id", "target"), {"offset": 0, "limit": 200},
-                     {"version_id": "integer", "target": "string", "offset": "integer", "limit": "integer"}),
-    "list_data": (("version_id",), {"kind": None, "offset": 0, "limit": 100, "search": None},
-                  {"version_id": "integer", "kind": "string?", "offset": "integer", "limit": "integer",
-                   "search": "string?"}),
-    "read_memory": (("version_id", "address"), {"length": 64},
-                    {"version_id": "integer", "address": "integer", "length": "integer"}),
+    "get_disassembly": (
+        ("version_id", "func_index"),
+        {"offset": 0, "limit": 2000},
+        {"version_id": "integer", "func_index": "integer", "offset": "integer", "limit": "integer"},
+    ),
+    "get_lifted_c": (
+        ("version_id", "func_index"),
+        {"offset": 0, "limit": 2000},
+        {"version_id": "integer", "func_index": "integer", "offset": "integer", "limit": "integer"},
+    ),
+    "get_xrefs_to": (
+        ("version_id", "target"),
+        {"offset": 0, "limit": 200},
+        {"version_id": "integer", "target": "string", "offset": "integer", "limit": "integer"},
+    ),
+    "list_data": (
+        ("version_id",),
+        {"kind": None, "offset": 0, "limit": 100, "search": None},
+        {
+            "version_id": "integer",
+            "kind": "string?",
+            "offset": "integer",
+            "limit": "integer",
+            "search": "string?",
+        },
+    ),
+    "read_memory": (
+        ("version_id", "address"),
+        {"length": 64},
+        {"version_id": "integer", "address": "integer", "length": "integer"},
+    ),
     # knowledge beyond names (issue 27): kbtool/mcp/tools_knowledge.py
-    "set_comment": (("function", "text"), {"line": None, "confidence": 0.5},
-                    {"function": "string", "text": "string", "line": "integer?", "confidence": "number"}),
-    "set_prototype": (("function", "prototype"), {"confidence": 0.5},
-                      {"function": "string", "prototype": "string", "confidence": "number"}),
-    "rename_local": (("function", "local", "name"), {"confidence": 0.5},
-                     {"function": "string", "local": "string", "name": "string", "confidence": "number"}),
-    "name_data": (("version_id", "target", "name"), {"confidence": 0.5},
-                  {"version_id": "integer", "target": "string", "name": "string", "confidence": "number"}),
+    "set_comment": (
+        ("function", "text"),
+        {"line": None, "confidence": 0.5},
+        {"function": "string", "text": "string", "line": "integer?", "confidence": "number"},
+    ),
+    "set_prototype": (
+        ("function", "prototype"),
+        {"confidence": 0.5},
+        {"function": "string", "prototype": "string", "confidence": "number"},
+    ),
+    "rename_local": (
+        ("function", "local", "name"),
+        {"confidence": 0.5},
+        {"function": "string", "local": "string", "name": "string", "confidence": "number"},
+    ),
+    "name_data": (
+        ("version_id", "target", "name"),
+        {"confidence": 0.5},
+        {"version_id": "integer", "target": "string", "name": "string", "confidence": "number"},
+    ),
     "get_comments": (("function",), {}, {"function": "string"}),
     "get_prototype": (("function",), {}, {"function": "string"}),
     # C types (issue 27): kbtool/mcp/tools_types.py
-    "declare_type": (("c_declaration",), {"confidence": 0.5},
-                     {"c_declaration": "string", "confidence": "number"}),
-    "apply_type": (("version_id", "target", "type_name"), {"confidence": 0.5},
-                   {"version_id": "integer", "target": "string", "type_name": "string",
-                    "confidence": "number"}),
+    "declare_type": (
+        ("c_declaration",),
+        {"confidence": 0.5},
+        {"c_declaration": "string", "confidence": "number"},
+    ),
+    "apply_type": (
+        ("version_id", "target", "type_name"),
+        {"confidence": 0.5},
+        {
+            "version_id": "integer",
+            "target": "string",
+            "type_name": "string",
+            "confidence": "number",
+        },
+    ),
     "list_types": ((), {"offset": 0, "limit": 50}, {"offset": "integer", "limit": "integer"}),
 }
 VERSION_KEYS = {"id", "label", "toolchain_version", "functions", "shared_memory"}
 ENTRY_KEYS = {"index", "stable_id", "type", "name", "provenance", "confidence"}
 COVERAGE_KEYS = {"defined", "named", "coverage_pct", "oracle_named", "human_named", "agent_named"}
-SYMBOL_KEYS = {"stable_id", "name", "summary", "type_signature", "provenance", "confidence",
-               "locked", "evidence"}
-FACTS_KEYS = {"func_index", "stable_id", "type_signature", "call_targets", "referenced_strings",
-              "raw_name", "instruction_mnemonics", "is_exported"}
+SYMBOL_KEYS = {
+    "stable_id",
+    "name",
+    "summary",
+    "type_signature",
+    "provenance",
+    "confidence",
+    "locked",
+    "evidence",
+}
+FACTS_KEYS = {
+    "func_index",
+    "stable_id",
+    "type_signature",
+    "call_targets",
+    "referenced_strings",
+    "raw_name",
+    "instruction_mnemonics",
+    "is_exported",
+}
 SEARCH_KEYS = {"stable_id", "name", "provenance", "confidence"}
 
 
 # ---------------------------------------------------------------- fixtures and helpers
 
 # ---------------------------------------------------------------- tools and schemas
+
 
 def _json_type(prop: dict) -> str:
     """A property's JSON type; ``T?`` for an optional ``T | null`` (the paging inputs)."""
@@ -174,6 +324,7 @@ def test_tools_and_schemas(demo_kb_master):
 
 # ---------------------------------------------------------------- read tools
 
+
 def test_read_tools_answer_the_contract_shapes(demo_kb_master):
     async def main():
         async with mcp_session(demo_kb_master) as s:
@@ -202,12 +353,18 @@ def test_read_tools_answer_the_contract_shapes(demo_kb_master):
             named = next(e for e in defined if e["name"])
             facts = await call(s, "get_function_facts", version_id=vid, func_index=named["index"])
             assert FACTS_KEYS <= set(facts)
-            assert facts == expected(demo_kb_master, queries.get_function_facts, vid, named["index"])
+            assert facts == expected(
+                demo_kb_master, queries.get_function_facts, vid, named["index"]
+            )
             assert facts["stable_id"] == named["stable_id"]
-            assert isinstance(facts["instruction_mnemonics"], list) and facts["instruction_mnemonics"]
+            assert (
+                isinstance(facts["instruction_mnemonics"], list) and facts["instruction_mnemonics"]
+            )
             assert isinstance(facts["call_targets"], list)
             assert isinstance(facts["is_exported"], bool)
-            assert await call(s, "get_function_facts", version_id=vid, func_index=imported[0]) is None
+            assert (
+                await call(s, "get_function_facts", version_id=vid, func_index=imported[0]) is None
+            )
             assert await call(s, "get_function_facts", version_id=vid, func_index=10**6) is None
 
             sym = await call(s, "get_symbol", stable_id=named["stable_id"])
@@ -254,7 +411,12 @@ def test_get_diff(demo_kb_master):
         assert report["from"] == versions[0]["label"] and report["to"] == versions[1]["label"]
         assert isinstance(report["summary"], dict) and report["changes"]
         assert {c["classification"] for c in report["changes"]} <= {
-            "unchanged", "moved", "modified", "new", "deleted"}
+            "unchanged",
+            "moved",
+            "modified",
+            "new",
+            "deleted",
+        }
         conn = open_ro(demo_kb_master)
         try:
             assert conn.execute("SELECT COUNT(*) FROM diffs").fetchone()[0] == stored, "a pure read"
@@ -265,6 +427,7 @@ def test_get_diff(demo_kb_master):
 
 
 # ---------------------------------------------------------------- errors
+
 
 def test_errors_name_the_way_out(demo_kb_master):
     async def main():
@@ -302,6 +465,7 @@ def test_errors_name_the_way_out(demo_kb_master):
 
 def test_unexpected_failures_become_generic_tool_errors(caplog):
     """A bug in a tool reaches the client as one generic line; the traceback goes to the log."""
+
     class ToolError(Exception):
         pass
 
@@ -326,17 +490,27 @@ def test_unexpected_failures_become_generic_tool_errors(caplog):
 
 # ---------------------------------------------------------------- propose_symbol
 
+
 def test_propose_symbol_goes_through_the_gate(demo_kb):
     sid, locked_sid, oracle_sid = unnamed_ids(demo_kb, 3)
     conn = open_rw(demo_kb)
-    upsert_symbol(conn, locked_sid, "human_pick", provenance="human", confidence=1.0, actor="human:t")
-    upsert_symbol(conn, oracle_sid, "oracle_pick", provenance="oracle", confidence=0.8, actor="oracle:t")
+    upsert_symbol(
+        conn, locked_sid, "human_pick", provenance="human", confidence=1.0, actor="human:t"
+    )
+    upsert_symbol(
+        conn, oracle_sid, "oracle_pick", provenance="oracle", confidence=0.8, actor="oracle:t"
+    )
     conn.close()
 
     async def main():
         async with mcp_session(demo_kb) as s:
-            first = await call(s, "propose_symbol", stable_id=sid, name="read_header",
-                               summary="Parses the frame header.")
+            first = await call(
+                s,
+                "propose_symbol",
+                stable_id=sid,
+                name="read_header",
+                summary="Parses the frame header.",
+            )
             assert first == {"written": True, "reason": first["reason"]} and first["reason"]
             sym = await call(s, "get_symbol", stable_id=sid)
             assert sym["name"] == "read_header" and sym["summary"] == "Parses the frame header."
@@ -344,30 +518,47 @@ def test_propose_symbol_goes_through_the_gate(demo_kb):
             assert sym["evidence"][0]["actor"] == "agent:mcp"
 
             # not strictly higher: refused; strictly higher: written; "" keeps the summary
-            assert (await call(s, "propose_symbol", stable_id=sid, name="other", confidence=0.5))["written"] is False
-            assert (await call(s, "propose_symbol", stable_id=sid, name="better", confidence=0.9))["written"] is True
+            assert (await call(s, "propose_symbol", stable_id=sid, name="other", confidence=0.5))[
+                "written"
+            ] is False
+            assert (await call(s, "propose_symbol", stable_id=sid, name="better", confidence=0.9))[
+                "written"
+            ] is True
             sym = await call(s, "get_symbol", stable_id=sid)
             assert sym["name"] == "better" and sym["summary"] == "Parses the frame header."
 
             # the caller cannot pose as a human or pick the actor
-            forged = await s.call_tool("propose_symbol", {
-                "stable_id": sid, "name": "forged", "confidence": 0.95,
-                "provenance": "human", "actor": "human:root", "lock": True,
-            })
+            forged = await s.call_tool(
+                "propose_symbol",
+                {
+                    "stable_id": sid,
+                    "name": "forged",
+                    "confidence": 0.95,
+                    "provenance": "human",
+                    "actor": "human:root",
+                    "lock": True,
+                },
+            )
             sym = await call(s, "get_symbol", stable_id=sid)
             assert sym["provenance"] == "agent" and not sym["locked"]
             if not dump(forged).get("isError"):
                 assert sym["name"] == "forged" and sym["evidence"][0]["actor"] == "agent:mcp"
 
             # a locked human name is always refused, whatever the confidence
-            refused = await call(s, "propose_symbol", stable_id=locked_sid, name="parse_frame", confidence=1.0)
+            refused = await call(
+                s, "propose_symbol", stable_id=locked_sid, name="parse_frame", confidence=1.0
+            )
             assert refused["written"] is False and "locked" in refused["reason"]
             assert (await call(s, "get_symbol", stable_id=locked_sid))["name"] == "human_pick"
 
             # over an oracle name only with a higher confidence
-            low = await call(s, "propose_symbol", stable_id=oracle_sid, name="guess", confidence=0.8)
+            low = await call(
+                s, "propose_symbol", stable_id=oracle_sid, name="guess", confidence=0.8
+            )
             assert low["written"] is False
-            high = await call(s, "propose_symbol", stable_id=oracle_sid, name="guess", confidence=0.85)
+            high = await call(
+                s, "propose_symbol", stable_id=oracle_sid, name="guess", confidence=0.85
+            )
             assert high["written"] is True
 
             bad = await call(s, "propose_symbol", stable_id=sid, name="not a name!", confidence=1.0)
@@ -389,8 +580,12 @@ def test_concurrent_proposals_follow_the_gate(demo_kb):
     """32 concurrent propose_symbol calls: the gate's final state, one event per call."""
     free_a, free_b, locked_sid, oracle_sid = unnamed_ids(demo_kb, 4)
     conn = open_rw(demo_kb)
-    upsert_symbol(conn, locked_sid, "human_pick", provenance="human", confidence=1.0, actor="human:t")
-    upsert_symbol(conn, oracle_sid, "oracle_pick", provenance="oracle", confidence=0.7, actor="oracle:t")
+    upsert_symbol(
+        conn, locked_sid, "human_pick", provenance="human", confidence=1.0, actor="human:t"
+    )
+    upsert_symbol(
+        conn, oracle_sid, "oracle_pick", provenance="oracle", confidence=0.7, actor="oracle:t"
+    )
     conn.close()
 
     rng = random.Random(7)
@@ -401,10 +596,12 @@ def test_concurrent_proposals_follow_the_gate(demo_kb):
 
     async def main():
         async with mcp_session(demo_kb) as s:
-            results = await asyncio.gather(*(
-                call(s, "propose_symbol", stable_id=sid, name=name, confidence=c)
-                for sid, name, c in plan
-            ))
+            results = await asyncio.gather(
+                *(
+                    call(s, "propose_symbol", stable_id=sid, name=name, confidence=c)
+                    for sid, name, c in plan
+                )
+            )
         assert all(set(r) == {"written", "reason"} for r in results)
         return results
 
@@ -433,9 +630,11 @@ def test_concurrent_proposals_follow_the_gate(demo_kb):
 
 def test_kbtool_db_environment_variable(demo_kb_master, tmp_path):
     """Without --db the command uses $KBTOOL_DB (else ./kbtool.db)."""
+
     async def main():
         params = StdioServerParameters(
-            command=sys.executable, args=["-m", "kbtool.cli", "mcp"],
+            command=sys.executable,
+            args=["-m", "kbtool.cli", "mcp"],
             env=server_env(KBTOOL_DB=str(demo_kb_master)),
         )
         async with stdio_client(params) as (read, write):
@@ -458,7 +657,9 @@ def test_sdk_loading_failures_carry_an_install_hint(monkeypatch):
         raise ImportError("cannot import name 'eval_type_backport'", name="pydantic._internal")
 
     monkeypatch.setattr(compat, "_import_server", broken)
-    with pytest.raises(RuntimeError, match=r"fails to import \(cannot import name 'eval_type_backport'"):
+    with pytest.raises(
+        RuntimeError, match=r"fails to import \(cannot import name 'eval_type_backport'"
+    ):
         compat.load()
 
 

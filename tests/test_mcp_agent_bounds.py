@@ -30,24 +30,36 @@ def test_run_agent_pass_counts_are_bounded_like_the_cli(demo_kb):
             tools = {t.name: t for t in (await s.list_tools()).tools}
             props = dump(tools["run_agent_pass"])["inputSchema"]["properties"]
             out = {"props": props}
-            out["rounds"] = await call_error(s, "run_agent_pass", version_id=2, backend="offline",
-                                             rounds=10**30)
-            out["rounds101"] = await call_error(s, "run_agent_pass", version_id=2, backend="offline",
-                                                rounds=101)
-            out["maxf"] = await call_error(s, "run_agent_pass", version_id=2, backend="offline",
-                                           max_functions=1_000_001)
+            out["rounds"] = await call_error(
+                s, "run_agent_pass", version_id=2, backend="offline", rounds=10**30
+            )
+            out["rounds101"] = await call_error(
+                s, "run_agent_pass", version_id=2, backend="offline", rounds=101
+            )
+            out["maxf"] = await call_error(
+                s, "run_agent_pass", version_id=2, backend="offline", max_functions=1_000_001
+            )
             out["token"] = _token(demo_kb)
-            out["ok"] = await call(s, "run_agent_pass", version_id=2, backend="offline",
-                                   rounds=100, max_functions=1_000_000)
+            out["ok"] = await call(
+                s,
+                "run_agent_pass",
+                version_id=2,
+                backend="offline",
+                rounds=100,
+                max_functions=1_000_000,
+            )
             return out
 
     out = run(scenario())
     assert out["props"]["rounds"]["maximum"] == 100
     assert out["props"]["max_functions"]["maximum"] == 1_000_000
-    for key, word, cap in (("rounds", "rounds", "100"), ("rounds101", "rounds", "100"),
-                           ("maxf", "max_functions", "1,000,000")):
+    for key, word, cap in (
+        ("rounds", "rounds", "100"),
+        ("rounds101", "rounds", "100"),
+        ("maxf", "max_functions", "1,000,000"),
+    ):
         err = out[key]
         assert "\n" not in err.strip(), err
         assert f"{word} must be at most {cap}" in err, err
-    assert out["token"] == before                      # the refusals wrote nothing
+    assert out["token"] == before  # the refusals wrote nothing
     assert out["ok"]["backend"] and out["ok"]["rounds_run"] >= 1

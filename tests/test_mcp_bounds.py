@@ -23,8 +23,11 @@ class Proc:
 
     def __init__(self, db: Path, env: dict[str, str]) -> None:
         self.proc = subprocess.Popen(
-            [*CLI, "--db", str(db)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, env=env,
+            [*CLI, "--db", str(db)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
         )
         self.q: queue.Queue[bytes | None] = queue.Queue()
         threading.Thread(target=self._pump, daemon=True).start()
@@ -39,8 +42,10 @@ class Proc:
         self.proc.stdin.flush()
 
     def request(self, rid: int, method: str, params: dict) -> None:
-        self.write(json.dumps({"jsonrpc": "2.0", "id": rid, "method": method,
-                               "params": params}).encode() + b"\n")
+        self.write(
+            json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}).encode()
+            + b"\n"
+        )
 
     def reply(self) -> dict:
         line = self.q.get(timeout=60)
@@ -58,8 +63,15 @@ def test_hostile_lines_get_errors_and_the_server_keeps_serving(demo_kb_master):
     env = dict(os.environ, KBTOOL_MCP_MAX_LINE=str(LIMIT))
     srv = Proc(demo_kb_master, env)
     try:
-        srv.request(1, "initialize", {"protocolVersion": "2024-11-05", "capabilities": {},
-                                      "clientInfo": {"name": "bounds", "version": "0"}})
+        srv.request(
+            1,
+            "initialize",
+            {
+                "protocolVersion": "2024-11-05",
+                "capabilities": {},
+                "clientInfo": {"name": "bounds", "version": "0"},
+            },
+        )
         assert srv.reply()["result"]["serverInfo"]["name"] == "kbtool"
         srv.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
 
@@ -70,13 +82,20 @@ def test_hostile_lines_get_errors_and_the_server_keeps_serving(demo_kb_master):
         assert "nested deeper" in deep["error"]["message"]
 
         # a request whose top-level id is readable gets its id back
-        srv.write(b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":'
-                  + b"[" * 1000 + b"]" * 1000 + b"}\n")
+        srv.write(
+            b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":'
+            + b"[" * 1000
+            + b"]" * 1000
+            + b"}\n"
+        )
         assert srv.reply()["id"] == 7
 
         # a line three times the bound: discarded as it is read
-        big = (b'{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"x","a":"'
-               + b"A" * (3 * LIMIT) + b'"}}\n')
+        big = (
+            b'{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"x","a":"'
+            + b"A" * (3 * LIMIT)
+            + b'"}}\n'
+        )
         srv.write(big)
         long = srv.reply()
         assert long["id"] == 8 and long["error"]["code"] == -32600
@@ -94,7 +113,12 @@ def test_hostile_lines_get_errors_and_the_server_keeps_serving(demo_kb_master):
 def test_benchmark_smoke():
     """benchmarks/mcp_bounds.py --smoke runs and reports the server."""
     root = ROOT
-    out = subprocess.run([sys.executable, str(root / "benchmarks" / "mcp_bounds.py"), "--smoke"],
-                         capture_output=True, text=True, timeout=300, cwd=root)
+    out = subprocess.run(
+        [sys.executable, str(root / "benchmarks" / "mcp_bounds.py"), "--smoke"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=root,
+    )
     assert out.returncode == 0, out.stderr
     assert "sdk" in out.stdout and "answered True" in out.stdout, out.stdout

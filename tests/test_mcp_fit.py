@@ -22,12 +22,33 @@ from kbtool.services.diff.report import get_diff  # noqa: E402
 from tests.support.mcp import call, call_error, dump, mcp_session, run, text_of  # noqa: E402
 
 PAGE_KEYS = {"items", "total", "offset", "next_offset", "truncated", "note"}
-READS = {"list_versions", "coverage", "list_functions", "get_function_facts", "get_symbol",
-         "search_symbols", "get_diff", "export_kb_text", "agent_backends", "get_disassembly",
-         "get_lifted_c", "get_callers", "get_callees", "list_strings", "get_string_xrefs",
-         "find_functions", "list_globals", "list_memory_regions", "list_suggestions",
-         "get_xrefs_to", "list_data", "read_memory", "get_comments", "get_prototype",
-         "list_types"}
+READS = {
+    "list_versions",
+    "coverage",
+    "list_functions",
+    "get_function_facts",
+    "get_symbol",
+    "search_symbols",
+    "get_diff",
+    "export_kb_text",
+    "agent_backends",
+    "get_disassembly",
+    "get_lifted_c",
+    "get_callers",
+    "get_callees",
+    "list_strings",
+    "get_string_xrefs",
+    "find_functions",
+    "list_globals",
+    "list_memory_regions",
+    "list_suggestions",
+    "get_xrefs_to",
+    "list_data",
+    "read_memory",
+    "get_comments",
+    "get_prototype",
+    "list_types",
+}
 
 
 def query(db, fn, *args, **kwargs):
@@ -61,6 +82,7 @@ async def walk(session, tool: str, **args) -> list:
 
 # ---------------------------------------------------------------- contract kept
 
+
 def test_contract_calls_are_byte_for_byte_the_query_layer(demo_kb_master):
     db = demo_kb_master
     vids = [v["id"] for v in query(db, queries.list_versions)]
@@ -70,20 +92,26 @@ def test_contract_calls_are_byte_for_byte_the_query_layer(demo_kb_master):
     async def main():
         async with mcp_session(db) as s:
             assert await raw(s, "list_functions", version_id=b) == as_json(
-                query(db, queries.list_functions, b))
+                query(db, queries.list_functions, b)
+            )
             assert await raw(s, "list_functions", version_id=b, include_imports=True) == as_json(
-                query(db, queries.list_functions, b, True))
+                query(db, queries.list_functions, b, True)
+            )
             assert await raw(s, "get_function_facts", version_id=b, func_index=fn) == as_json(
-                query(db, queries.get_function_facts, b, fn))
+                query(db, queries.get_function_facts, b, fn)
+            )
             assert await raw(s, "get_diff", from_version_id=a, to_version_id=b) == as_json(
-                query(db, get_diff, a, b))
+                query(db, get_diff, a, b)
+            )
             assert await raw(s, "export_kb_text", version_id=b) == query(
-                db, names_io.export_text, b)
+                db, names_io.export_text, b
+            )
 
     run(main())
 
 
 # ---------------------------------------------------------------- paging
+
 
 def test_list_functions_pages_and_filters(demo_kb_master):
     db = demo_kb_master
@@ -98,10 +126,17 @@ def test_list_functions_pages_and_filters(demo_kb_master):
             assert rows == every and pages == -(-len(every) // 100)
             rows, _ = await walk(s, "list_functions", version_id=vid, unnamed_only=True, limit=64)
             assert rows == unnamed
-            slim = await call(s, "list_functions", version_id=vid, fields=["index", "stable_id"],
-                              limit=5, offset=3)
-            assert slim["items"] == [{"index": e["index"], "stable_id": e["stable_id"]}
-                                     for e in every[3:8]]
+            slim = await call(
+                s,
+                "list_functions",
+                version_id=vid,
+                fields=["index", "stable_id"],
+                limit=5,
+                offset=3,
+            )
+            assert slim["items"] == [
+                {"index": e["index"], "stable_id": e["stable_id"]} for e in every[3:8]
+            ]
             assert slim["total"] == len(every) and slim["next_offset"] == 8
             hits = await call(s, "list_functions", version_id=vid, name_contains=named.upper())
             assert hits["items"] and all(named.lower() in h["name"].lower() for h in hits["items"])
@@ -126,9 +161,10 @@ def test_function_list_window_is_a_slice_of_the_list(demo_kb_master):
             for rows, only in ((every, False), (unnamed, True)):
                 for offset, count in ((0, 7), (5, 100), (len(rows) - 3, 50), (len(rows) + 9, 5)):
                     total, window = queries.function_list_window(
-                        conn, vid, imports, offset, count, only)
+                        conn, vid, imports, offset, count, only
+                    )
                     assert total == len(rows)
-                    assert window == rows[offset:offset + count]
+                    assert window == rows[offset : offset + count]
         with pytest.raises(queries.UnknownVersionError):
             queries.function_list_window(conn, 999, False, 0, 5)
     finally:
@@ -143,23 +179,29 @@ def test_facts_diff_and_export_pages(demo_kb_master):
     facts = {e["index"]: query(db, queries.get_function_facts, b, e["index"]) for e in defined}
     biggest = max(facts, key=lambda i: len(facts[i]["instruction_mnemonics"]))
     report = query(db, get_diff, a, b)
-    changed = [c for c in report["changes"] if c["classification"] in ("modified", "new", "deleted")]
+    changed = [
+        c for c in report["changes"] if c["classification"] in ("modified", "new", "deleted")
+    ]
     export = query(db, names_io.export_text, b).splitlines()
 
     async def main():
         async with mcp_session(db) as s:
-            cut = await call(s, "get_function_facts", version_id=b, func_index=biggest,
-                             max_items=10)
+            cut = await call(
+                s, "get_function_facts", version_id=b, func_index=biggest, max_items=10
+            )
             full = facts[biggest]
             assert cut["instruction_mnemonics"] == full["instruction_mnemonics"][:10]
-            assert cut["truncated"]["instruction_mnemonics"] == len(
-                full["instruction_mnemonics"]) - 10
+            assert (
+                cut["truncated"]["instruction_mnemonics"] == len(full["instruction_mnemonics"]) - 10
+            )
             assert "max_items" in cut["note"]
-            agg = await call(s, "get_function_facts", version_id=b, func_index=biggest,
-                             aggregate_calls=True)
+            agg = await call(
+                s, "get_function_facts", version_id=b, func_index=biggest, aggregate_calls=True
+            )
             conn = open_ro(db)
-            row = conn.execute("SELECT calls, call_indirect FROM facts WHERE version_id=? AND idx=?",
-                               (b, biggest)).fetchone()
+            row = conn.execute(
+                "SELECT calls, call_indirect FROM facts WHERE version_id=? AND idx=?", (b, biggest)
+            ).fetchone()
             conn.close()
             assert sum(t["count"] for t in agg["call_targets"]) == len(json.loads(row[0])) + row[1]
             assert [t["target"] for t in agg["call_targets"]].count("<indirect>") <= 1
@@ -167,12 +209,21 @@ def test_facts_diff_and_export_pages(demo_kb_master):
             got, offset = [], 0
             while offset is not None:
                 # pages come in triage order by default; index order pages the full answer
-                text = await raw(s, "get_diff", from_version_id=a, to_version_id=b,
-                                 only=["changed"], limit=97, offset=offset, order="index")
+                text = await raw(
+                    s,
+                    "get_diff",
+                    from_version_id=a,
+                    to_version_id=b,
+                    only=["changed"],
+                    limit=97,
+                    offset=offset,
+                    order="index",
+                )
                 assert len(text.encode("utf-8")) <= MAX_ANSWER_BYTES
                 page = json.loads(text)
                 assert page["summary"] == report["summary"] and set(page["page"]) == PAGE_KEYS - {
-                    "items"}
+                    "items"
+                }
                 got += page["changes"]
                 offset = page["page"]["next_offset"]
             assert got == changed
@@ -203,10 +254,13 @@ def test_page_bound_and_cuts_are_pure():
     assert out == {"a": [1, 2], "b": [1], "truncated": {"a": 1}}
     assert segment_kind(b"\0" * 64) == "zeros"
     assert segment_kind(b"hello world\0error: %s\0") == "strings"
-    assert segment_kind(b"".join((i * 8 + 1024).to_bytes(4, "little") for i in range(16))) == "table"
+    assert (
+        segment_kind(b"".join((i * 8 + 1024).to_bytes(4, "little") for i in range(16))) == "table"
+    )
 
 
 # ---------------------------------------------------------------- annotations
+
 
 def test_every_tool_has_a_title_and_annotations(demo_kb_master):
     async def main():
@@ -227,18 +281,27 @@ def test_every_tool_has_a_title_and_annotations(demo_kb_master):
 
 # ---------------------------------------------------------------- cross-references
 
+
 def test_xref_tools(demo_kb_master):
     db = demo_kb_master
     vid = query(db, queries.latest_version_id)
-    edges = open_ro(db).execute(
-        "SELECT callee, COUNT(*) FROM call_edges WHERE version_id=? GROUP BY callee"
-        " ORDER BY 2 DESC LIMIT 1", (vid,)).fetchone()
+    edges = (
+        open_ro(db)
+        .execute(
+            "SELECT callee, COUNT(*) FROM call_edges WHERE version_id=? GROUP BY callee"
+            " ORDER BY 2 DESC LIMIT 1",
+            (vid,),
+        )
+        .fetchone()
+    )
     callee = edges[0]
     strings = query(db, queries.version_strings, vid)
     text, refs = max(strings.items(), key=lambda kv: len(kv[1]))
     conn = open_ro(db)
-    dispatcher = conn.execute("SELECT idx FROM facts WHERE version_id = ? AND call_indirect > 0"
-                              " ORDER BY idx LIMIT 1", (vid,)).fetchone()[0]
+    dispatcher = conn.execute(
+        "SELECT idx FROM facts WHERE version_id = ? AND call_indirect > 0 ORDER BY idx LIMIT 1",
+        (vid,),
+    ).fetchone()[0]
     conn.close()
 
     async def main():
@@ -251,8 +314,9 @@ def test_xref_tools(demo_kb_master):
             assert callee in [c["index"] for c in callees["items"]]
             assert isinstance(callees["indirect_call_sites"], int)
             assert "indirect_candidates" not in callees
-            wide = await call(s, "get_callees", version_id=vid, func_index=dispatcher,
-                              indirect=True)
+            wide = await call(
+                s, "get_callees", version_id=vid, func_index=dispatcher, indirect=True
+            )
             assert wide["indirect_call_sites"] > 0 and wide["indirect_candidates"]
             assert wide["indirect_candidates_total"] >= len(wide["indirect_candidates"])
             target = wide["indirect_candidates"][0]["index"]
@@ -261,7 +325,8 @@ def test_xref_tools(demo_kb_master):
 
             listed, _ = await walk(s, "list_strings", version_id=vid, limit=40)
             assert {r["text"]: r["functions"] for r in listed} == {
-                t: len(r) for t, r in strings.items()}
+                t: len(r) for t, r in strings.items()
+            }
             some = await call(s, "list_strings", version_id=vid, contains=text[:4].upper())
             assert text in [r["text"] for r in some["items"]]
             xrefs = await call(s, "get_string_xrefs", version_id=vid, text=text)
@@ -302,26 +367,40 @@ def test_xref_tools(demo_kb_master):
 
 # ---------------------------------------------------------------- batch proposals
 
+
 def test_agent_names_a_whole_module_page_by_page(demo_kb):
     """list_functions(unnamed_only) + propose_symbols until nothing is left; every answer
     within the bound; each decision through the gate as agent:mcp."""
     vid = query(demo_kb, queries.latest_version_id)
-    unnamed = [e["stable_id"] for e in query(demo_kb, queries.list_functions, vid)
-               if e["name"] is None]
+    unnamed = [
+        e["stable_id"] for e in query(demo_kb, queries.list_functions, vid) if e["name"] is None
+    ]
     todo = len(unnamed)
 
     async def main():
         async with mcp_session(demo_kb) as s:
             rounds = 0
             while True:
-                text = await raw(s, "list_functions", version_id=vid, unnamed_only=True,
-                                 fields=["stable_id"], limit=MAX_BATCH)
+                text = await raw(
+                    s,
+                    "list_functions",
+                    version_id=vid,
+                    unnamed_only=True,
+                    fields=["stable_id"],
+                    limit=MAX_BATCH,
+                )
                 page = json.loads(text)
                 if not page["items"]:
                     break
-                batch = [{"stable_id": r["stable_id"], "name": f"agent_fn_{rounds}_{i}",
-                          "summary": "batch", "confidence": 0.3}
-                         for i, r in enumerate(page["items"])]
+                batch = [
+                    {
+                        "stable_id": r["stable_id"],
+                        "name": f"agent_fn_{rounds}_{i}",
+                        "summary": "batch",
+                        "confidence": 0.3,
+                    }
+                    for i, r in enumerate(page["items"])
+                ]
                 decisions = await call(s, "propose_symbols", proposals=batch)
                 assert [d["stable_id"] for d in decisions] == [b["stable_id"] for b in batch]
                 assert all(d["written"] for d in decisions), decisions
@@ -331,18 +410,27 @@ def test_agent_names_a_whole_module_page_by_page(demo_kb):
             assert cov["named"] == cov["defined"]
 
             sid = query(demo_kb, queries.list_functions, vid)[0]["stable_id"]
-            again = await call(s, "propose_symbols", proposals=[
-                {"stable_id": sid, "name": "lower_conf", "confidence": 0.1},
-                {"stable_id": "nosuchid", "name": "x"}])
+            again = await call(
+                s,
+                "propose_symbols",
+                proposals=[
+                    {"stable_id": sid, "name": "lower_conf", "confidence": 0.1},
+                    {"stable_id": "nosuchid", "name": "x"},
+                ],
+            )
             assert again[0]["written"] is False and again[1]["written"] is False
             assert "unknown stable_id" in again[1]["reason"]
             too_many = [{"stable_id": sid, "name": "x"}] * (MAX_BATCH + 1)
             await call_error(s, "propose_symbols", proposals=too_many)
             await call_error(s, "propose_symbols", proposals=[])
-            await call_error(s, "propose_symbols", proposals=[{"stable_id": sid, "name": "x",
-                                                               "provenance": "human"}])
-            await call_error(s, "propose_symbols", proposals=[{"stable_id": sid, "name": "x",
-                                                               "confidence": 2}])
+            await call_error(
+                s,
+                "propose_symbols",
+                proposals=[{"stable_id": sid, "name": "x", "provenance": "human"}],
+            )
+            await call_error(
+                s, "propose_symbols", proposals=[{"stable_id": sid, "name": "x", "confidence": 2}]
+            )
         return rounds
 
     assert run(main()) == -(-todo // MAX_BATCH)
@@ -364,8 +452,14 @@ def test_paging_a_computed_diff_runs_the_matcher_once(demo_kb_master, tmp_path):
     tools = {t.name: t.fn for t in tool_specs(db, RuntimeError)}
     DIFF_CACHE.clear()
     before = DIFF_CACHE.computed
-    pages = [json.loads(tools["get_diff"](from_version_id=2, to_version_id=1, limit=50,
-                                           offset=off, order="index")) for off in (0, 50, 100)]
+    pages = [
+        json.loads(
+            tools["get_diff"](
+                from_version_id=2, to_version_id=1, limit=50, offset=off, order="index"
+            )
+        )
+        for off in (0, 50, 100)
+    ]
     assert DIFF_CACHE.computed == before + 1  # (2, 1) is not an ingest pair: computed once
     whole = json.loads(tools["get_diff"](from_version_id=2, to_version_id=1))
     assert [c for p in pages for c in p["changes"]] == whole["changes"][:150]

@@ -44,10 +44,16 @@ def hide(tmp_path: Path, *packages: str) -> dict[str, str]:
 
 class RawServer:
     """`kbtool mcp` driven by hand-written JSON-RPC lines; keeps every stdout line."""
+
     def __init__(self, args: list[str], cwd: Path):
         self.proc = subprocess.Popen(
-            CLI + ["mcp", *args], cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, encoding="utf-8",
+            CLI + ["mcp", *args],
+            cwd=cwd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
         )
         self.lines: list[str] = []
         self._q: queue.Queue[str | None] = queue.Queue()
@@ -106,10 +112,14 @@ def test_stdout_carries_only_the_protocol(demo_kb_master, tmp_path):
     a, b = versions[0]["id"], versions[1]["id"]
 
     srv = RawServer([], cwd=tmp_path)
-    init = srv.send("initialize", {
-        "protocolVersion": "2024-11-05", "capabilities": {},
-        "clientInfo": {"name": "raw-test", "version": "0"},
-    })
+    init = srv.send(
+        "initialize",
+        {
+            "protocolVersion": "2024-11-05",
+            "capabilities": {},
+            "clientInfo": {"name": "raw-test", "version": "0"},
+        },
+    )
     assert init["result"]["serverInfo"]["name"] == "kbtool"
     srv.send("notifications/initialized", notify=True)
     tools = srv.send("tools/list", {})["result"]["tools"]
@@ -118,23 +128,33 @@ def test_stdout_carries_only_the_protocol(demo_kb_master, tmp_path):
     registered = [spec.name for spec in tool_specs(str(tmp_path / "kbtool.db"), RuntimeError)]
     assert sorted(t["name"] for t in tools) == sorted(registered) and len(registered) >= 23
     calls = [
-        ("list_versions", {}), ("coverage", {"version_id": a}),
+        ("list_versions", {}),
+        ("coverage", {"version_id": a}),
         ("list_functions", {"version_id": a, "include_imports": True}),
         ("get_function_facts", {"version_id": a, "func_index": fn["index"]}),
         ("get_function_facts", {"version_id": a, "func_index": 0}),
-        ("get_symbol", {"stable_id": fn["stable_id"]}), ("search_symbols", {"query": "zstd"}),
+        ("get_symbol", {"stable_id": fn["stable_id"]}),
+        ("search_symbols", {"query": "zstd"}),
         ("get_diff", {"from_version_id": a, "to_version_id": b}),
         ("export_kb_text", {"version_id": a}),
-        ("propose_symbol", {"stable_id": fn["stable_id"], "name": "raw_test_name", "confidence": 0.01}),
-        ("coverage", {"version_id": 999}), ("get_symbol", {"stable_id": "nosuchid"}),
-        ("coverage", {"version_id": "abc"}), ("no_such_tool", {}),
+        (
+            "propose_symbol",
+            {"stable_id": fn["stable_id"], "name": "raw_test_name", "confidence": 0.01},
+        ),
+        ("coverage", {"version_id": 999}),
+        ("get_symbol", {"stable_id": "nosuchid"}),
+        ("coverage", {"version_id": "abc"}),
+        ("no_such_tool", {}),
     ]
     for name, args in calls:
         reply = srv.send("tools/call", {"name": name, "arguments": args})
         assert "result" in reply or "error" in reply
         body = json.dumps(reply)
         assert "Traceback" not in body, body
-        if name in ("coverage", "get_symbol") and args in ({"version_id": 999}, {"stable_id": "nosuchid"}):
+        if name in ("coverage", "get_symbol") and args in (
+            {"version_id": 999},
+            {"stable_id": "nosuchid"},
+        ):
             assert reply["result"]["isError"] is True
     rc, stderr = srv.close()
     assert rc == 0, stderr
@@ -143,8 +163,13 @@ def test_stdout_carries_only_the_protocol(demo_kb_master, tmp_path):
 
 
 def test_missing_kb(tmp_path):
-    proc = subprocess.run(CLI + ["mcp", "--db", str(tmp_path / "nope.db")],
-                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        CLI + ["mcp", "--db", str(tmp_path / "nope.db")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.returncode == 1
     assert "no KB at" in proc.stderr and proc.stdout == ""
     assert not (tmp_path / "nope.db").exists(), "serving never creates a KB"
@@ -156,8 +181,13 @@ def test_missing_kb(tmp_path):
 def test_not_a_kb(tmp_path):
     junk = tmp_path / "junk.db"
     junk.write_text("not sqlite")
-    proc = subprocess.run(CLI + ["mcp", "--db", str(junk)],
-                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        CLI + ["mcp", "--db", str(junk)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.returncode == 1 and "error" in proc.stderr and proc.stdout == ""
 
 
@@ -167,24 +197,44 @@ def test_without_the_sdk(demo_kb_master, tmp_path):
     env = hide(tmp_path, "mcp")
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(list(args), capture_output=True, text=True, env=env, timeout=120,
-                              stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            list(args),
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
 
     hidden = run(sys.executable, "-c", "import mcp")
     assert hidden.returncode != 0 and "No module named 'mcp'" in hidden.stderr
 
-    sdk_served = subprocess.run([*CLI, "mcp", "--db", str(demo_kb_master)], timeout=120,
-                                env=env, stdin=subprocess.DEVNULL,
-                                capture_output=True, text=True)
+    sdk_served = subprocess.run(
+        [*CLI, "mcp", "--db", str(demo_kb_master)],
+        timeout=120,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+    )
     assert sdk_served.returncode == 1
     assert "pip install" in sdk_served.stderr and "mcp" in sdk_served.stderr
     assert "Traceback" not in sdk_served.stderr and sdk_served.stdout == ""
 
-    built = run(sys.executable, "-c", (
-        "import sys\nfrom kbtool.mcp.server import build_server\n"
-        f"try:\n    build_server({str(demo_kb_master)!r})\n"
-        "except RuntimeError as e:\n    print('RuntimeError', e)\n    sys.exit(3)\n"))
-    assert built.returncode == 3 and built.stdout.startswith("RuntimeError") and "pip install" in built.stdout
+    built = run(
+        sys.executable,
+        "-c",
+        (
+            "import sys\nfrom kbtool.mcp.server import build_server\n"
+            f"try:\n    build_server({str(demo_kb_master)!r})\n"
+            "except RuntimeError as e:\n    print('RuntimeError', e)\n    sys.exit(3)\n"
+        ),
+    )
+    assert (
+        built.returncode == 3
+        and built.stdout.startswith("RuntimeError")
+        and "pip install" in built.stdout
+    )
 
     versions = run(*CLI, "versions", "--json", "--db", str(demo_kb_master))
     assert versions.returncode == 0, versions.stderr
@@ -220,8 +270,15 @@ def test_readme_client_example(demo_kb_master, tmp_path):
     bindir = str(Path(sys.executable).parent)
     env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
     assert shutil.which("kbtool", path=env["PATH"]), "the kbtool console script is installed"
-    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=120, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("['list_versions', 'coverage', 'list_functions'")

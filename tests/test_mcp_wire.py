@@ -171,15 +171,31 @@ def test_answers_are_the_registered_tools(demo_kb_master):
 def test_bad_lines_stay_off_the_protocol(demo_kb_master):
     """A line that is not JSON, an empty line, an unknown method: the session goes on and
     stdout carries only protocol lines."""
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                       "clientInfo": {"name": "t", "version": "0"}}}
-    lines = [json.dumps(init), "not json", "",
-             json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-             json.dumps({"jsonrpc": "2.0", "id": 2, "method": "x/y"}),
-             json.dumps({"jsonrpc": "2.0", "id": 3, "method": "ping"})]
-    proc = subprocess.Popen([*CLI, "mcp", "--db", str(demo_kb_master)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+        },
+    }
+    lines = [
+        json.dumps(init),
+        "not json",
+        "",
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json.dumps({"jsonrpc": "2.0", "id": 2, "method": "x/y"}),
+        json.dumps({"jsonrpc": "2.0", "id": 3, "method": "ping"}),
+    ]
+    proc = subprocess.Popen(
+        [*CLI, "mcp", "--db", str(demo_kb_master)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     proc.stdin.write("\n".join(lines) + "\n")
     proc.stdin.flush()
     replies = {}
@@ -331,9 +347,21 @@ def test_server_process_keeps_its_read_connection(demo_kb, reuse):
         reply = json.loads(proc.stdout.readline())
         return json.loads(reply["result"]["content"][0]["text"])
 
-    proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "t", "version": "0"}}}) + "\n")
+    proc.stdin.write(
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "0"},
+                },
+            }
+        )
+        + "\n"
+    )
     proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
     proc.stdin.flush()
     assert json.loads(proc.stdout.readline())["id"] == 0

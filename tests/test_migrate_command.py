@@ -23,20 +23,32 @@ def old_kb(path, version: int = 3) -> None:
     raw.execute("BEGIN")
     for n in range(1, version + 1):
         schema.MIGRATIONS[n](raw)
-    raw.execute("INSERT INTO meta(key, value) VALUES ('kind', ?), ('schema_version', ?)",
-                (schema.KB_KIND, str(version)))
-    raw.execute("INSERT INTO versions (label, sha256, size, imported_functions, defined_functions,"
-                " exported_functions, ingested_at) VALUES ('rel-1.0', 'x', 0, 0, 1, 0, 't')")
-    raw.execute("INSERT INTO functions (version_id, idx, stable_id, imported, type_sig)"
-                " VALUES (1, 0, ?, 0, '() -> ()')", (SID,))
+    raw.execute(
+        "INSERT INTO meta(key, value) VALUES ('kind', ?), ('schema_version', ?)",
+        (schema.KB_KIND, str(version)),
+    )
+    raw.execute(
+        "INSERT INTO versions (label, sha256, size, imported_functions, defined_functions,"
+        " exported_functions, ingested_at) VALUES ('rel-1.0', 'x', 0, 0, 1, 0, 't')"
+    )
+    raw.execute(
+        "INSERT INTO functions (version_id, idx, stable_id, imported, type_sig)"
+        " VALUES (1, 0, ?, 0, '() -> ()')",
+        (SID,),
+    )
     raw.execute("COMMIT")
     raw.close()
 
 
 def kbtool(*args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200")
-    return subprocess.run([sys.executable, "-m", "kbtool.cli", *args], capture_output=True,
-                          text=True, env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "kbtool.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
 
 
 def test_an_old_kb_is_refused_by_reads_then_migrated_by_the_named_command(tmp_path):
@@ -53,8 +65,9 @@ def test_an_old_kb_is_refused_by_reads_then_migrated_by_the_named_command(tmp_pa
     assert f"from KB schema 3 to {schema.SCHEMA_VERSION}" in done.stdout
     conn = sqlite3.connect(db)
     assert schema.read_schema_version(conn) == schema.SCHEMA_VERSION
-    assert set(schema.TABLES) <= {r[0] for r in conn.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert set(schema.TABLES) <= {
+        r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+    }
     conn.close()
     listed = kbtool("versions", "--db", str(db))
     assert listed.returncode == 0 and "rel-1.0" in listed.stdout  # the content came along
@@ -86,8 +99,11 @@ def test_foreign_newer_and_missing_files_are_refused_untouched(tmp_path, capsys)
     c.close()
     text = tmp_path / "notes.txt"
     text.write_text("hello\n")
-    for path, words in ((foreign, "not a kbtool KB"), (newer, "newer than this kbtool"),
-                        (text, "not a kbtool KB")):
+    for path, words in (
+        (foreign, "not a kbtool KB"),
+        (newer, "newer than this kbtool"),
+        (text, "not a kbtool KB"),
+    ):
         before = path.read_bytes()
         assert main(["migrate", "--db", str(path)]) == 1
         err = capsys.readouterr().err.strip()

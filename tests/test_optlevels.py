@@ -87,8 +87,15 @@ def test_o2_then_os_in_one_program_names_carried(tiny: Path, tmp_path: Path):
     its name above the review cap."""
     src = tiny / "tiny-1.0.clang.O2.named.wasm"
     dst = tiny / "tiny-1.0.clang.Os.stripped.wasm"
-    s = evaluate(src, dst, tiny / "tiny-1.0.clang.Os.named.wasm", program="tiny",
-                 toolchain="clang", pair="O2 -> Os", heldout=False)
+    s = evaluate(
+        src,
+        dst,
+        tiny / "tiny-1.0.clang.Os.named.wasm",
+        program="tiny",
+        toolchain="clang",
+        pair="O2 -> Os",
+        heldout=False,
+    )
     assert s.reached >= 10 and s.wrong == 0
     conn = open_rw(tmp_path / "kb.db")
     a = ingest_file(conn, src, label="o2", program="tiny")
@@ -118,14 +125,21 @@ def test_weak_pairs_become_suggestions_not_names(tmp_path: Path):
     b = ingest_file(conn, DEFAULT_OUT / f"{LUA}.Os.stripped.wasm", label="os", program="lua")
     assert b.diff_carry["weak"] > 0 and b.diff_carry["suggested"] > 0
     report = get_diff(conn, a.version_id, b.version_id)
-    weak = {c["to_index"] for c in report["changes"]
-            if c["to_index"] is not None and c["score"] is not None
-            and c["score"] < CARRY_MIN_SCORE and c["from_stable_id"] != c["to_stable_id"]}
+    weak = {
+        c["to_index"]
+        for c in report["changes"]
+        if c["to_index"] is not None
+        and c["score"] is not None
+        and c["score"] < CARRY_MIN_SCORE
+        and c["from_stable_id"] != c["to_stable_id"]
+    }
     named = queries.annotations_by_index(conn, b.version_id, defined_only=True)
     assert weak and not any(named.get(i, {}).get("provenance") == "diff-carry" for i in weak)
-    rows = conn.execute("SELECT stable_id, func_index, name FROM suggestions WHERE version_id = ?"
-                        " AND backend = 'diff-carry' AND status = 'open'",
-                        (b.version_id,)).fetchall()
+    rows = conn.execute(
+        "SELECT stable_id, func_index, name FROM suggestions WHERE version_id = ?"
+        " AND backend = 'diff-carry' AND status = 'open'",
+        (b.version_id,),
+    ).fetchall()
     assert len(rows) == b.diff_carry["suggested"] and {r[1] for r in rows} <= weak
     sid, idx, name = rows[0]
     assert accept_suggestion(conn, sid, b.version_id)["written"]

@@ -22,7 +22,9 @@ from tests.support.paths import DEMO_DIR, corpus_file
 
 
 def truth(path) -> dict[int, str | None]:
-    return {f.index: f.raw_name for f in analyze_module(path.read_bytes()).functions if not f.imported}
+    return {
+        f.index: f.raw_name for f in analyze_module(path.read_bytes()).functions if not f.imported
+    }
 
 
 def oracle_names(conn, vid: int) -> dict[int, tuple[str, float, dict]]:
@@ -31,7 +33,9 @@ def oracle_names(conn, vid: int) -> dict[int, tuple[str, float, dict]]:
         for i, n, c, ev in conn.execute(
             "SELECT f.idx, s.name, s.confidence, s.evidence FROM functions f"
             " JOIN symbols s ON s.stable_id = f.stable_id"
-            " WHERE f.version_id = ? AND s.provenance = 'oracle'", (vid,))
+            " WHERE f.version_id = ? AND s.provenance = 'oracle'",
+            (vid,),
+        )
     }
 
 
@@ -73,8 +77,11 @@ def test_structural_from_an_older_release(stripped_kb):
     want = truth(corpus_file("gt/zstd-1.5.6.O2.named.wasm"))
     right = sum(1 for i, (n, _c, _e) in names.items() if n == want[i])
     assert right / len(names) >= 0.98
-    structural = [(c, ev) for _n, c, ev in names.values()
-                  if ev["method"] not in ("shape", "body", "shape-trivial")]
+    structural = [
+        (c, ev)
+        for _n, c, ev in names.values()
+        if ev["method"] not in ("shape", "body", "shape-trivial")
+    ]
     trivial = [c for _n, c, ev in names.values() if ev["method"] == "shape-trivial"]
     assert trivial and all(c < 1.0 for c in trivial)
     assert structural and all(c == pytest.approx(ev["score"]) for c, ev in structural)
@@ -85,14 +92,21 @@ def test_gate_decides_and_refusals_are_counted(stripped_kb):
     path, conn, vid = stripped_kb
     add_oracle(conn, corpus_file("gt/zstd-1.5.6.O2.named.wasm"))
     match_oracle(conn, vid, structural=False)
-    sid = conn.execute("SELECT stable_id FROM symbols WHERE provenance = 'oracle' ORDER BY stable_id"
-                       " LIMIT 1").fetchone()[0]
-    assert upsert_symbol(conn, sid, "my_name", provenance="human", confidence=1.0, actor="human:t")["written"]
+    sid = conn.execute(
+        "SELECT stable_id FROM symbols WHERE provenance = 'oracle' ORDER BY stable_id LIMIT 1"
+    ).fetchone()[0]
+    assert upsert_symbol(conn, sid, "my_name", provenance="human", confidence=1.0, actor="human:t")[
+        "written"
+    ]
     res = match_oracle(conn, vid, structural=False)
     assert res["refused"] == 1 and res["written"] == 0
-    assert conn.execute("SELECT name FROM symbols WHERE stable_id = ?", (sid,)).fetchone()[0] == "my_name"
-    last = conn.execute("SELECT written, reason, provenance FROM annotation_events ORDER BY id DESC"
-                        " LIMIT 1").fetchone()
+    assert (
+        conn.execute("SELECT name FROM symbols WHERE stable_id = ?", (sid,)).fetchone()[0]
+        == "my_name"
+    )
+    last = conn.execute(
+        "SELECT written, reason, provenance FROM annotation_events ORDER BY id DESC LIMIT 1"
+    ).fetchone()
     assert tuple(last) == (0, "locked", "oracle")
 
 
@@ -104,7 +118,9 @@ def test_runtime_reference_marks_runtime_in_the_diff(tmp_path):
     add_oracle(conn, corpus_file("gt/zstd-1.5.6.O2.named.wasm"), label="libc-ref.wasm")
     match_oracle(conn, b)
     report = compute_diff(conn, a, b)
-    named = [c for c in report["changes"] if c["provenance"] == "oracle" and c["to_index"] is not None]
+    named = [
+        c for c in report["changes"] if c["provenance"] == "oracle" and c["to_index"] is not None
+    ]
     assert named and all(c["runtime"] for c in named)
 
 
@@ -116,9 +132,10 @@ def test_errors(tmp_path):
     bad.write_bytes(b"\x00asm\x01\x00\x00\x00\x01\xff")
     with pytest.raises(OracleError, match="not a valid WebAssembly module"):
         add_oracle(conn, bad)
-    nameless = tmp_path / "nameless.wasm"   # one function, no exports, no name section
-    nameless.write_bytes(b"\x00asm\x01\x00\x00\x00\x01\x04\x01\x60\x00\x00\x03\x02\x01\x00"
-                         b"\x0a\x04\x01\x02\x00\x0b")
+    nameless = tmp_path / "nameless.wasm"  # one function, no exports, no name section
+    nameless.write_bytes(
+        b"\x00asm\x01\x00\x00\x00\x01\x04\x01\x60\x00\x00\x03\x02\x01\x00\x0a\x04\x01\x02\x00\x0b"
+    )
     with pytest.raises(OracleError, match="carries no function names"):
         add_oracle(conn, nameless)
     with pytest.raises(OracleError, match="no oracle modules stored"):
@@ -136,8 +153,23 @@ def test_errors(tmp_path):
 
 def test_cli(tmp_path, capsys):
     db = ["--db", str(tmp_path / "kb.db")]
-    assert main(["ingest", str(corpus_file("gt/zstd-1.5.6.O2.stripped.wasm")), "--label", "s", *db]) == 0
-    assert main(["oracle", "add", str(corpus_file("gt/zstd-1.5.6.O2.named.wasm")), "--label", "ref", *db]) == 0
+    assert (
+        main(["ingest", str(corpus_file("gt/zstd-1.5.6.O2.stripped.wasm")), "--label", "s", *db])
+        == 0
+    )
+    assert (
+        main(
+            [
+                "oracle",
+                "add",
+                str(corpus_file("gt/zstd-1.5.6.O2.named.wasm")),
+                "--label",
+                "ref",
+                *db,
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert main(["oracle", "match", "1", *db]) == 0
     out = capsys.readouterr().out
@@ -148,4 +180,7 @@ def test_cli(tmp_path, capsys):
     assert "unknown version id 3" in capsys.readouterr().err
     cov = json.loads((main(["coverage", "1", "--json", *db]), capsys.readouterr().out)[1])
     assert cov["oracle_named"] > 500
-    assert open_ro(tmp_path / "kb.db").execute("SELECT COUNT(*) FROM oracle_modules").fetchone()[0] == 1
+    assert (
+        open_ro(tmp_path / "kb.db").execute("SELECT COUNT(*) FROM oracle_modules").fetchone()[0]
+        == 1
+    )

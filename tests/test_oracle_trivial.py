@@ -33,14 +33,17 @@ def test_trivial_getter_gets_less_than_full_confidence(tmp_path):
     if shutil.which("wat2wasm") is None:
         pytest.skip("wat2wasm not installed")
     (tmp_path / "ref.wat").write_text(REF)
-    subprocess.run(["wat2wasm", "--debug-names", str(tmp_path / "ref.wat"), "-o",
-                    str(tmp_path / "ref.wasm")], check=True)
+    subprocess.run(
+        ["wat2wasm", "--debug-names", str(tmp_path / "ref.wat"), "-o", str(tmp_path / "ref.wasm")],
+        check=True,
+    )
     stripped = tmp_path / "target.wasm"
     subprocess.run(["wat2wasm", str(tmp_path / "ref.wat"), "-o", str(stripped)], check=True)
     data = stripped.read_bytes()
     # the target has no names: drop the export section's names by renaming exports
     data = data.replace(b"last_insert_rowid", b"x" * len("last_insert_rowid")).replace(
-        b"checksum", b"y" * len("checksum"))
+        b"checksum", b"y" * len("checksum")
+    )
     conn = open_rw(tmp_path / "kb.db")
     ingest_bytes(conn, data, label="target")
     add_oracle(conn, tmp_path / "ref.wasm", label="ref")

@@ -33,8 +33,15 @@ def kbtool(*args: str, cwd: Path, limit: int | None = None) -> subprocess.Comple
 
     # no bytecode writes under the limit: a truncated .pyc would break later imports
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    return subprocess.run(CLI + list(args), cwd=cwd, capture_output=True, text=True, env=env,
-                          timeout=TIMEOUT, preexec_fn=fsize if limit is not None else None)
+    return subprocess.run(
+        CLI + list(args),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=TIMEOUT,
+        preexec_fn=fsize if limit is not None else None,
+    )
 
 
 def digest(p: Path) -> str:
@@ -137,7 +144,12 @@ def test_planted_temporary_links_are_not_followed(kb: Path, outdir: Path, writer
     through; the output is complete."""
     victim = outdir / "victim"
     victim.write_text("precious\n")
-    for name in (".out.file.kbtool-tmp", ".out.file.tmp", "out.file.tmp", ".out.file.kbtool-1-a.tmp"):
+    for name in (
+        ".out.file.kbtool-tmp",
+        ".out.file.tmp",
+        "out.file.tmp",
+        ".out.file.kbtool-1-a.tmp",
+    ):
         (outdir / name).symlink_to(victim)
     r = kbtool("--db", str(kb), *writer, "out.file", cwd=outdir)
     assert r.returncode == 0, r.stderr
@@ -223,8 +235,9 @@ def test_signal_mid_write_leaves_the_old_file_and_no_temporary(tmp_path: Path, s
             print("ready", flush=True)
             time.sleep(600)
     """)
-    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     assert p.stdout.readline().strip() == "ready"
     assert len(list(tmp_path.iterdir())) == 2  # the temporary exists while writing
     p.send_signal(sig)
@@ -260,8 +273,12 @@ def test_temporaries_of_killed_writers_are_removed_next_time(tmp_path: Path):
 
 def test_fuzz_cli_smoke(tmp_path: Path):
     """The harness's CLI cases (output paths, full disk, links, signals, huge inputs) pass."""
-    r = subprocess.run([sys.executable, "-m", "benchmarks.fuzz_cli", "--smoke"],
-                       cwd=ROOT, capture_output=True,
-                       text=True, timeout=TIMEOUT)
+    r = subprocess.run(
+        [sys.executable, "-m", "benchmarks.fuzz_cli", "--smoke"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "0 failures" in r.stdout

@@ -35,9 +35,23 @@ def _copy_tree(dest: Path, *, compiled: bool) -> Path:
 
 def _pip_wheel(src: Path, out: Path, env: dict[str, str]) -> Path:
     p = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--no-build-isolation",
-         "--no-cache-dir", "-q", "-w", str(out)],
-        env={**os.environ, **env}, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            str(src),
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-cache-dir",
+            "-q",
+            "-w",
+            str(out),
+        ],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     wheels = list(out.glob("kbtool-*.whl"))
@@ -92,10 +106,20 @@ def test_wheel_without_the_compiled_lifter_is_pure(tmp_path):
 
 
 def test_python_m_kbtool(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "kbtool", "--help"], capture_output=True,
-                       text=True, timeout=60, cwd=tmp_path)
+    p = subprocess.run(
+        [sys.executable, "-m", "kbtool", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert p.returncode == 0, p.stderr
     assert p.stdout.startswith("Usage: kbtool ") and "ingest" in p.stdout
-    p = subprocess.run([sys.executable, "-m", "kbtool", "--db", str(tmp_path / "none.db"),
-                        "versions"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    p = subprocess.run(
+        [sys.executable, "-m", "kbtool", "--db", str(tmp_path / "none.db"), "versions"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert p.returncode == 1 and p.stderr.startswith("error:") and "Traceback" not in p.stderr

@@ -28,8 +28,14 @@ HOSTILE = "[bold red]pwn[/] \x1b[31mred\u202etxt"
 def kbtool(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "COLUMNS": "100", "NO_COLOR": "1"}
     env.pop("KBTOOL_DB", None)
-    return subprocess.run([sys.executable, "-m", "kbtool", *args], capture_output=True,
-                          text=True, timeout=120, env=env, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "kbtool", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=cwd,
+    )
 
 
 # ---------------------------------------------------------------- show: evidence, --deep
@@ -39,10 +45,16 @@ def test_show_prints_evidence_as_a_table(demo_kb):
     conn = open_rw(str(demo_kb))
     sid = queries.get_function(conn, 2, 101)["stable_id"]
     with transaction(conn):
-        gate.upsert_symbol(conn, sid, "huf_write_table", provenance="human", confidence=1.0,
-                           actor="human:test", lock=False,
-                           evidence={"source": "test", "note": HOSTILE, "reasons": ["a", "b"],
-                                     "score": 0.5})
+        gate.upsert_symbol(
+            conn,
+            sid,
+            "huf_write_table",
+            provenance="human",
+            confidence=1.0,
+            actor="human:test",
+            lock=False,
+            evidence={"source": "test", "note": HOSTILE, "reasons": ["a", "b"], "score": 0.5},
+        )
     conn.close()
     p = kbtool("--db", str(demo_kb), "show", "2:101")
     assert p.returncode == 0, p.stderr
@@ -84,17 +96,32 @@ def test_show_deep_escapes_model_text(demo_kb):
     conn = open_rw(str(demo_kb))
     sid = queries.get_function(conn, 2, 101)["stable_id"]
     with transaction(conn):
-        store.upsert_analysis(conn, {
-            "stable_id": sid, "version_id": 2, "func_index": 101, "raw_c": "int f(void);",
-            "clean_c": f"/* {HOSTILE} */\nint f(void);", "understanding": f"It {HOSTILE}.",
-            "rename_map": {"p0": HOSTILE}, "status": "done", "confidence": 0.5,
-            "backend": "provider_b", "model": "m[x]"})
+        store.upsert_analysis(
+            conn,
+            {
+                "stable_id": sid,
+                "version_id": 2,
+                "func_index": 101,
+                "raw_c": "int f(void);",
+                "clean_c": f"/* {HOSTILE} */\nint f(void);",
+                "understanding": f"It {HOSTILE}.",
+                "rename_map": {"p0": HOSTILE},
+                "status": "done",
+                "confidence": 0.5,
+                "backend": "provider_b",
+                "model": "m[x]",
+            },
+        )
     conn.close()
     for colour in ("0", "1"):
         env_colour = {"FORCE_COLOR": "1"} if colour == "1" else {}
-        p = subprocess.run([sys.executable, "-m", "kbtool", "--db", str(demo_kb), "show",
-                            "2:101", "--deep"], capture_output=True, text=True, timeout=120,
-                           env={**os.environ, "COLUMNS": "100", **env_colour})
+        p = subprocess.run(
+            [sys.executable, "-m", "kbtool", "--db", str(demo_kb), "show", "2:101", "--deep"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "COLUMNS": "100", **env_colour},
+        )
         assert p.returncode == 0, p.stderr
         plain = re.sub(r"\x1b\[[0-9;]*m", "", p.stdout)  # Rich's own colours
         assert "\x1b" not in plain and "\u202e" not in plain
@@ -105,15 +132,47 @@ def test_show_deep_escapes_model_text(demo_kb):
 
 
 def _view(changes: list[dict], toolchain_changed: bool = False) -> dict:
-    summary = {"unchanged": 0, "moved": 0, "modified": len(changes), "added": 0, "removed": 0,
-               "runtime_churn": 0, "review": 0}
-    report = {"from": "1.0", "to": "1.1", "stored": True, "summary": summary,
-              "changes": [{"classification": "modified", "from_index": i, "to_index": i,
-                           "name": None, "provenance": None, "confidence": None, "score": 0.9,
-                           **c} for i, c in enumerate(changes)]}
-    return {"report": report, "toolchain_changed": toolchain_changed,
-            "changelog": {"from": "1.0", "to": "1.1", "modified": [], "new": [], "deleted": [],
-                          "imports_added": [], "imports_removed": []}}
+    summary = {
+        "unchanged": 0,
+        "moved": 0,
+        "modified": len(changes),
+        "added": 0,
+        "removed": 0,
+        "runtime_churn": 0,
+        "review": 0,
+    }
+    report = {
+        "from": "1.0",
+        "to": "1.1",
+        "stored": True,
+        "summary": summary,
+        "changes": [
+            {
+                "classification": "modified",
+                "from_index": i,
+                "to_index": i,
+                "name": None,
+                "provenance": None,
+                "confidence": None,
+                "score": 0.9,
+                **c,
+            }
+            for i, c in enumerate(changes)
+        ],
+    }
+    return {
+        "report": report,
+        "toolchain_changed": toolchain_changed,
+        "changelog": {
+            "from": "1.0",
+            "to": "1.1",
+            "modified": [],
+            "new": [],
+            "deleted": [],
+            "imports_added": [],
+            "imports_removed": [],
+        },
+    }
 
 
 def _printed(view: dict, width: int = 80) -> list[str]:
@@ -123,10 +182,11 @@ def _printed(view: dict, width: int = 80) -> list[str]:
 
 
 def test_ui_diff_legend_explains_the_flags_shown():
-    lines = _printed(_view([{"runtime": True, "review": False}, {"runtime": False, "review": True}]))
+    lines = _printed(
+        _view([{"runtime": True, "review": False}, {"runtime": False, "review": True}])
+    )
     legend = [line for line in lines if line.startswith("flags:")]
-    assert legend == ["flags: rt = runtime/toolchain code · "
-                      "review = an uncertain match to check"]
+    assert legend == ["flags: rt = runtime/toolchain code · review = an uncertain match to check"]
     assert len(legend[0]) <= 80  # one line on an 80-column terminal
     below = lines.index(legend[0])
     assert any(line.rstrip().endswith("review") for line in lines[:below])  # under the table
@@ -167,12 +227,17 @@ def test_printed_vscode_config_starts_a_working_server(demo_kb_master, tmp_path)
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    entry = json.loads(kbtool("--db", str(demo_kb_master), "mcp", "--print-config",
-                              "vscode").stdout)["servers"]["kbtool"]
+    entry = json.loads(
+        kbtool("--db", str(demo_kb_master), "mcp", "--print-config", "vscode").stdout
+    )["servers"]["kbtool"]
 
     async def main() -> list:
-        server = StdioServerParameters(command=entry["command"], args=entry["args"],
-                                       cwd=str(tmp_path), env={"PATH": "/nonexistent"})
+        server = StdioServerParameters(
+            command=entry["command"],
+            args=entry["args"],
+            cwd=str(tmp_path),
+            env={"PATH": "/nonexistent"},
+        )
         async with stdio_client(server) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
             res = await s.call_tool("list_versions", {})
@@ -200,10 +265,16 @@ def _readme_table(heading: str) -> list[list[str]]:
 def test_readme_backend_table_matches_the_code():
     rows = {r[0]: r for r in _readme_table("Agent backends")}
     assert set(rows) == {b["name"] for b in agent_backends(env={})}
-    assert rows["provider_a"][1:4] == [provider_a.PACKAGE, provider_a.KEY_ENV,
-                                       " or ".join(provider_a.MessagesClient.BASE_URL_ENVS)]
-    assert rows["provider_b"][1:4] == [provider_b.PACKAGE, provider_b.KEY_ENV,
-                                       " or ".join(provider_b.ChatClient.BASE_URL_ENVS)]
+    assert rows["provider_a"][1:4] == [
+        provider_a.PACKAGE,
+        provider_a.KEY_ENV,
+        " or ".join(provider_a.MessagesClient.BASE_URL_ENVS),
+    ]
+    assert rows["provider_b"][1:4] == [
+        provider_b.PACKAGE,
+        provider_b.KEY_ENV,
+        " or ".join(provider_b.ChatClient.BASE_URL_ENVS),
+    ]
     assert rows["offline"][1:4] == ["—", "—", "—"]
 
 
@@ -253,5 +324,5 @@ def test_code_pane_usable_at_80x24(demo_kb_master):
     code_before = next(line for line in lines if line.startswith(" 1 /* func[167]"))
     assert x == 12
     code_after = next(line for line in moved.splitlines() if line.startswith(" 1 "))
-    assert code_after[3:].startswith(code_before[3 + 12:3 + 12 + 20])
+    assert code_after[3:].startswith(code_before[3 + 12 : 3 + 12 + 20])
     assert far == 12 + 32 and back == 0

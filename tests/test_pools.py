@@ -69,8 +69,11 @@ def _wait(cond, what: str) -> None:
 def _blocked_lift(db: Path) -> tuple[subprocess.Popen, set[int]]:
     """`kbtool code 1 --all` writing into a pipe nobody reads: it blocks on stdout once the
     pipe is full, with its lift workers started; returns the process and its workers."""
-    proc = subprocess.Popen(CLI + ["--db", str(db), "code", "1", "--all"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        CLI + ["--db", str(db), "code", "1", "--all"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     workers: set[int] = set()
 
     def started() -> bool:
@@ -172,8 +175,9 @@ def test_decode_pool_used_when_single_threaded(demo_kb_master):
         "assert [f.shape_hash for f in a.functions] == [f.shape_hash for f in b.functions]\n"
         "print(len(forks))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=DEADLINE)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=DEADLINE
+    )
     assert out.returncode == 0, out.stderr
     assert int(out.stdout) >= 2
 
@@ -192,7 +196,8 @@ def test_analyze_version_over_mcp_with_decode_workers(demo_kb):
 
     async def main() -> str:
         params = StdioServerParameters(
-            command=sys.executable, args=["-m", "kbtool.cli", "mcp", "--db", str(demo_kb)],
+            command=sys.executable,
+            args=["-m", "kbtool.cli", "mcp", "--db", str(demo_kb)],
             env=server_env(KBTOOL_PARALLEL_DECODE_BYTES=str(size // 2)),
         )
         async with stdio_client(params) as (read, write):
@@ -200,8 +205,10 @@ def test_analyze_version_over_mcp_with_decode_workers(demo_kb):
                 await s.initialize()
                 # several calls at once: the server runs them on its worker threads
                 res = await asyncio.wait_for(
-                    asyncio.gather(s.call_tool("analyze_version", {"version_id": 2}),
-                                   s.call_tool("list_versions", {})),
+                    asyncio.gather(
+                        s.call_tool("analyze_version", {"version_id": 2}),
+                        s.call_tool("list_versions", {}),
+                    ),
                     DEADLINE,
                 )
                 return text_of(res[0])
@@ -234,6 +241,7 @@ print("stopped", flush=True)
 def test_killing_workers_never_waits_for_a_half_sent_result():
     """A worker killed mid-send (SIGTERM or a full disk while it returns a big range) must
     not leave the pool's manager thread waiting forever for the rest of the message."""
-    out = subprocess.run([sys.executable, "-c", HALF_MESSAGE], capture_output=True, text=True,
-                         timeout=DEADLINE)
+    out = subprocess.run(
+        [sys.executable, "-c", HALF_MESSAGE], capture_output=True, text=True, timeout=DEADLINE
+    )
     assert out.returncode == 0 and "stopped" in out.stdout, out.stderr

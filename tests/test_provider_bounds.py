@@ -25,21 +25,52 @@ from kbtool.agents.sdk_client import (
 needs_a = pytest.mark.skipif(importlib.util.find_spec("anthropic") is None, reason="anthropic")
 needs_b = pytest.mark.skipif(importlib.util.find_spec("openai") is None, reason="openai")
 PROVIDERS = [pytest.param("a", marks=needs_a), pytest.param("b", marks=needs_b)]
-CTX = {"index": 12, "stable_id": "s12", "type": "(i32) -> i32", "strings": ["x"],
-       "callees": [], "callers": [], "mnemonics": ["i32.add", "end"]}
+CTX = {
+    "index": 12,
+    "stable_id": "s12",
+    "type": "(i32) -> i32",
+    "strings": ["x"],
+    "callees": [],
+    "callers": [],
+    "mnemonics": ["i32.add", "end"],
+}
 
 
 def _answer(path: str) -> bytes:
-    text = json.dumps({"explanation": "e", "name": "parse_thing", "summary": "s",
-                       "confidence": 0.9, "reasons": ["r"]})
+    text = json.dumps(
+        {
+            "explanation": "e",
+            "name": "parse_thing",
+            "summary": "s",
+            "confidence": 0.9,
+            "reasons": ["r"],
+        }
+    )
     if path.endswith("/messages"):
-        body = {"id": "m", "type": "message", "role": "assistant", "model": "x",
-                "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
-                "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
+        body = {
+            "id": "m",
+            "type": "message",
+            "role": "assistant",
+            "model": "x",
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+        }
     else:
-        body = {"id": "c", "object": "chat.completion", "created": 0, "model": "x",
-                "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": text}}]}
+        body = {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "x",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": text},
+                }
+            ],
+        }
     return json.dumps(body).encode()
 
 
@@ -82,7 +113,7 @@ class Server:
             h.send_header("transfer-encoding", "chunked")
             h.end_headers()
             for i in range(0, len(body), 65536):
-                part = body[i:i + 65536]
+                part = body[i : i + 65536]
                 h.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
                 self.bytes_sent += len(part)
             h.wfile.write(b"0\r\n\r\n")
@@ -91,7 +122,7 @@ class Server:
         h.end_headers()
         if self.mode == "trickle":
             for i in range(len(body)):
-                h.wfile.write(body[i:i + 1])
+                h.wfile.write(body[i : i + 1])
                 h.wfile.flush()
                 self.bytes_sent += 1
                 time.sleep(self.gap)
@@ -108,8 +139,11 @@ class Server:
 
 
 def _client(kind: str, srv: Server, **kw: Any) -> Any:
-    env = ({"PROVIDER_A_API_KEY": "k", "PROVIDER_A_BASE_URL": srv.url} if kind == "a"
-           else {"PROVIDER_B_API_KEY": "k", "PROVIDER_B_BASE_URL": srv.url + "/v1"})
+    env = (
+        {"PROVIDER_A_API_KEY": "k", "PROVIDER_A_BASE_URL": srv.url}
+        if kind == "a"
+        else {"PROVIDER_B_API_KEY": "k", "PROVIDER_B_BASE_URL": srv.url + "/v1"}
+    )
     if kind == "a":
         from kbtool.agents.provider_a import MessagesClient
 
@@ -153,8 +187,11 @@ def test_a_body_within_the_limit_answers(kind):
 @pytest.mark.parametrize("kind", PROVIDERS)
 def test_a_cut_call_is_a_provider_error_reject_in_a_pass(kind):
     with Server("trickle", gap=0.25) as srv:
-        env = ({"PROVIDER_A_API_KEY": "k", "PROVIDER_A_BASE_URL": srv.url} if kind == "a"
-               else {"PROVIDER_B_API_KEY": "k", "PROVIDER_B_BASE_URL": srv.url + "/v1"})
+        env = (
+            {"PROVIDER_A_API_KEY": "k", "PROVIDER_A_BASE_URL": srv.url}
+            if kind == "a"
+            else {"PROVIDER_B_API_KEY": "k", "PROVIDER_B_BASE_URL": srv.url + "/v1"}
+        )
         env["KBTOOL_AGENT_TIMEOUT"] = "1"
         be = resolve_backend("provider_a" if kind == "a" else "provider_b", env)
         (rv,) = run_round(be, [CTX], set())
@@ -164,9 +201,14 @@ def test_a_cut_call_is_a_provider_error_reject_in_a_pass(kind):
 def test_bounds_from_the_environment():
     assert bounds_from_env({}) == (120.0, 4 * 1024 * 1024)
     assert bounds_from_env({"KBTOOL_AGENT_TIMEOUT": "2.5", "KBTOOL_AGENT_MAX_BYTES": "1000"}) == (
-        2.5, 1000)
-    for bad in ({"KBTOOL_AGENT_TIMEOUT": "soon"}, {"KBTOOL_AGENT_MAX_BYTES": "-1"},
-                {"KBTOOL_AGENT_TIMEOUT": "0"}):
+        2.5,
+        1000,
+    )
+    for bad in (
+        {"KBTOOL_AGENT_TIMEOUT": "soon"},
+        {"KBTOOL_AGENT_MAX_BYTES": "-1"},
+        {"KBTOOL_AGENT_TIMEOUT": "0"},
+    ):
         with pytest.raises(ValueError) as err:
             bounds_from_env(bad)
         assert "\n" not in str(err.value) and "positive number" in str(err.value)

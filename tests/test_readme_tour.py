@@ -57,8 +57,15 @@ def materialise(dest: Path) -> None:
 def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "KBTOOL_DB"}
     env.update(PYTHONPATH=str(ROOT), COLUMNS="120", NO_COLOR="1")
-    return subprocess.run([sys.executable, "-m", "kbtool.cli", *argv[1:]], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "kbtool.cli", *argv[1:]],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def test_the_tour_is_parsed_from_the_readme():
@@ -73,13 +80,13 @@ def test_readme_tour_runs_literally(tmp_path):
     cmds = tour_commands((ROOT / "README.md").read_text())
     materialise(tmp_path)
     for argv in cmds:
-        if argv[1] in INTERACTIVE:                     # they take over the terminal / serve
+        if argv[1] in INTERACTIVE:  # they take over the terminal / serve
             res = _run([*argv, "--help"], tmp_path)
         else:
             res = _run(argv, tmp_path)
         assert res.returncode == 0, f"{shlex.join(argv)} -> {res.returncode}\n{res.stderr[-2000:]}"
         assert "Traceback" not in res.stderr, shlex.join(argv)
-        if argv[1:3] == ["ui", "diff"]:                # a pair of one program: no warning
+        if argv[1:3] == ["ui", "diff"]:  # a pair of one program: no warning
             assert "different programs" not in res.stdout + res.stderr
     # the tour's pair really is one program, and the last two ids are not
     res = _run(["kbtool", "ui", "diff", "2", "3"], tmp_path)
@@ -87,10 +94,13 @@ def test_readme_tour_runs_literally(tmp_path):
     assert (tmp_path / "names.txt").exists() and (tmp_path / "named.wasm").exists()
 
 
-@pytest.mark.parametrize("line, expected", [
-    ("kbtool a 1   # comment", [["kbtool", "a", "1"]]),
-    ("kbtool a && kbtool b 2", [["kbtool", "a"], ["kbtool", "b", "2"]]),
-    ("kbtool tui | kbtool serve   # x", [["kbtool", "tui"], ["kbtool", "serve"]]),
-])
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ("kbtool a 1   # comment", [["kbtool", "a", "1"]]),
+        ("kbtool a && kbtool b 2", [["kbtool", "a"], ["kbtool", "b", "2"]]),
+        ("kbtool tui | kbtool serve   # x", [["kbtool", "tui"], ["kbtool", "serve"]]),
+    ],
+)
 def test_tour_parser(line, expected):
     assert tour_commands(f"## A tour\n\n```sh\n# lead\n{line}\n```\n") == expected

@@ -36,9 +36,18 @@ def record(db, sid=SID):
 
 def test_revert_after_a_rename_restores_the_oracle_name_exactly(kb, capsys):
     from kbtool.kb.db import open_rw
+
     conn = open_rw(kb)
-    upsert_symbol(conn, SID, "ZSTD_decompress", provenance="oracle", confidence=0.6,
-                  actor="oracle:zstd", summary="from the oracle", evidence={"match": "body"})
+    upsert_symbol(
+        conn,
+        SID,
+        "ZSTD_decompress",
+        provenance="oracle",
+        confidence=0.6,
+        actor="oracle:zstd",
+        summary="from the oracle",
+        evidence={"match": "body"},
+    )
     before, _ = record(kb)
     conn.close()
     assert main(["--db", str(kb), "set-name", SID, "my_name"]) == 0
@@ -58,22 +67,25 @@ def test_revert_after_a_rename_restores_the_oracle_name_exactly(kb, capsys):
 
 def test_revert_of_the_first_name_clears_it_and_any_writer_may_name_it_again(kb):
     from kbtool.kb.db import open_rw
+
     conn = open_rw(kb)
     upsert_symbol(conn, SID, "agent_guess", provenance="agent", confidence=0.3, actor="agent:t")
     d = revert(conn, SID, actor="human:test")
     assert d["written"] and "cleared" in d["reason"]
     assert queries.get_symbol(conn, SID) is None
-    assert revert(conn, SID, steps=1)["written"]          # redo: the agent name is back
+    assert revert(conn, SID, steps=1)["written"]  # redo: the agent name is back
     assert queries.get_symbol(conn, SID)["provenance"] == "agent"
-    assert revert(conn, SID)["written"]                   # undo the redo: unnamed again
+    assert revert(conn, SID)["written"]  # undo the redo: unnamed again
     assert queries.get_symbol(conn, SID) is None
-    assert upsert_symbol(conn, SID, "carried", provenance="diff-carry", confidence=0.5,
-                         actor="carry")["written"]
+    assert upsert_symbol(
+        conn, SID, "carried", provenance="diff-carry", confidence=0.5, actor="carry"
+    )["written"]
     conn.close()
 
 
 def test_revert_keeps_a_lock_and_an_unlock_as_they_were(kb):
     from kbtool.kb.db import open_rw
+
     conn = open_rw(kb)
     upsert_symbol(conn, SID, "mine", provenance="human", confidence=0.8, actor="h", lock=False)
     upsert_symbol(conn, SID, "better", provenance="oracle", confidence=0.95, actor="o")
@@ -89,6 +101,7 @@ def test_revert_keeps_a_lock_and_an_unlock_as_they_were(kb):
 
 def test_set_name_with_the_unchanged_name_writes_nothing(kb, capsys):
     from kbtool.kb.db import open_rw
+
     conn = open_rw(kb)
     upsert_symbol(conn, SID, "ZSTD_decompress", provenance="oracle", confidence=0.6, actor="o")
     conn.close()
@@ -97,7 +110,7 @@ def test_set_name_with_the_unchanged_name_writes_nothing(kb, capsys):
     assert "nothing written" in " ".join(capsys.readouterr().out.split())
     sym, events = record(kb)
     assert (sym["provenance"], sym["confidence"], sym["locked"]) == ("oracle", 0.6, False)
-    assert len(events) == len(before)                      # no event either
+    assert len(events) == len(before)  # no event either
     assert main(["--db", str(kb), "set-name", SID, "ZSTD_decompress", "--confirm"]) == 0
     sym, _ = record(kb)
     assert (sym["provenance"], sym["locked"]) == ("human", True)
@@ -118,18 +131,21 @@ async def test_tui_rename_confirmed_unchanged_and_stray_keys_write_nothing(tui_k
         old = queries.get_symbol(conn, sid)
         app.screen.query_one("#grid").move_to(pos)
         await settle(pilot)
-        await pilot.press("n", "enter")                    # a stray n, then enter
+        await pilot.press("n", "enter")  # a stray n, then enter
         await settle(pilot)
         await pilot.press("n")
         await settle(pilot)
         assert app.screen.query_one(Input).value == old["name"]
         await pilot.press("enter")
         await settle(pilot)
-        for key in "hjklu[]":                              # every other single key of the heatmap
+        for key in "hjklu[]":  # every other single key of the heatmap
             await pilot.press(key)
             await settle(pilot)
         assert queries.change_token(conn) == before
         now = queries.get_symbol(conn, sid)
         conn.close()
     assert (now["provenance"], now["confidence"], now["locked"]) == (
-        old["provenance"], old["confidence"], old["locked"])
+        old["provenance"],
+        old["confidence"],
+        old["locked"],
+    )

@@ -30,8 +30,12 @@ LIBC_NAMES = ["malloc", "memcpy", "main", "floor", "exit", "write", "__stack_poi
 
 
 def kb(*args: str, db: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kbtool", "--db", str(db), *args],
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "kbtool", "--db", str(db), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +58,13 @@ def built(tmp_path_factory):
     # -O0: the test is about behaviour, and gcc builds the C several times faster
     b = subprocess.run(["make", "-s", "-C", str(out), "OPT=-O0"], capture_output=True, text=True)
     assert b.returncode == 0, b.stderr[-2000:]
-    return {"db": db, "out": out, "program": out / "program", "wasm": wasm,
-            "ref": WasmtimeRunner(wasm.read_bytes())}
+    return {
+        "db": db,
+        "out": out,
+        "program": out / "program",
+        "wasm": wasm,
+        "ref": WasmtimeRunner(wasm.read_bytes()),
+    }
 
 
 @pytest.mark.parametrize("case", INPUTS["prog"], ids=lambda c: c.label)

@@ -84,8 +84,10 @@ def test_lifted_order_agrees_with_wasmtime(tmp_path, opt):
     src = tmp_path / "t.c"
     src.write_text("\n".join(harness))
     exe = tmp_path / "t"
-    subprocess.run(["gcc", opt, "-fwrapv", "-w", "-include", prelude_path(), str(src), "-o",
-                    str(exe)], check=True)
+    subprocess.run(
+        ["gcc", opt, "-fwrapv", "-w", "-include", prelude_path(), str(src), "-o", str(exe)],
+        check=True,
+    )
     got = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split()
     store = wasmtime.Store()
     inst = wasmtime.Instance(store, wasmtime.Module(store.engine, data), [])
@@ -125,18 +127,24 @@ def test_frame_union_with_an_array_keeps_later_slots_in_place(tmp_path):
     assert "->local_20 = 1000;" in text  # the slot is named through the frame struct
     fn = next(lm.func_c[e.index] for e in lm.module.exports if e.name == "frame")
     src = tmp_path / "f.c"
-    src.write_text("\n".join([
-        "#include <stdio.h>",
-        "static uint8_t mem[65536]; uint8_t *M = mem;",
-        "int32_t memory_size(void) { return 1; }",
-        "int32_t memory_grow(int32_t n) { return -1; }",
-        f"int32_t {lm.global_c[0]} = 4096;",
-        text,
-        f'int main(void) {{ printf("%d\\n", {fn}()); return 0; }}',
-    ]))
+    src.write_text(
+        "\n".join(
+            [
+                "#include <stdio.h>",
+                "static uint8_t mem[65536]; uint8_t *M = mem;",
+                "int32_t memory_size(void) { return 1; }",
+                "int32_t memory_grow(int32_t n) { return -1; }",
+                f"int32_t {lm.global_c[0]} = 4096;",
+                text,
+                f'int main(void) {{ printf("%d\\n", {fn}()); return 0; }}',
+            ]
+        )
+    )
     exe = tmp_path / "f"
-    subprocess.run(["gcc", "-O1", "-fwrapv", "-w", "-include", prelude_path(), str(src), "-o",
-                    str(exe)], check=True)
+    subprocess.run(
+        ["gcc", "-O1", "-fwrapv", "-w", "-include", prelude_path(), str(src), "-o", str(exe)],
+        check=True,
+    )
     got = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.strip()
     store = wasmtime.Store()
     inst = wasmtime.Instance(store, wasmtime.Module(store.engine, data), [])
@@ -175,20 +183,27 @@ def test_if_else_whose_else_branches_away_falls_through(tmp_path):
     g = lm.global_c[0]
     calls = [("loop_value", n) for n in (-2, 1, 4)] + [("loop_void", n) for n in (1, 5)]
     src = tmp_path / "l.c"
-    src.write_text("\n".join([
-        "#include <stdio.h>",
-        "uint8_t *M;",
-        f"int32_t {g} = 0;",
-        text,
-        "int main(void) {",
-        *(f'  {{ int r = {fns[f]}({n}); printf("%d %d\\n", r, {g}); }}' for f, n in calls),
-        "  return 0;\n}",
-    ]))
+    src.write_text(
+        "\n".join(
+            [
+                "#include <stdio.h>",
+                "uint8_t *M;",
+                f"int32_t {g} = 0;",
+                text,
+                "int main(void) {",
+                *(f'  {{ int r = {fns[f]}({n}); printf("%d %d\\n", r, {g}); }}' for f, n in calls),
+                "  return 0;\n}",
+            ]
+        )
+    )
     exe = tmp_path / "l"
-    subprocess.run(["gcc", "-O1", "-fwrapv", "-w", "-include", prelude_path(), str(src), "-o",
-                    str(exe)], check=True)
-    got = subprocess.run([str(exe)], capture_output=True, text=True, check=True,
-                         timeout=20).stdout.splitlines()
+    subprocess.run(
+        ["gcc", "-O1", "-fwrapv", "-w", "-include", prelude_path(), str(src), "-o", str(exe)],
+        check=True,
+    )
+    got = subprocess.run(
+        [str(exe)], capture_output=True, text=True, check=True, timeout=20
+    ).stdout.splitlines()
     store = wasmtime.Store()
     inst = wasmtime.Instance(store, wasmtime.Module(store.engine, data), [])
     ex = inst.exports(store)
@@ -227,22 +242,33 @@ def test_continue_nested_in_an_if_keeps_its_braces(tmp_path):
     g = lm.global_c[0]
     calls = [(5, 0), (3, 2), (0, 0), (0, 3), (1, 0)]
     src = tmp_path / "d.c"
-    src.write_text("\n".join([
-        "#include <stdio.h>",
-        "static uint8_t mem[65536]; uint8_t *M = mem;",
-        f"int32_t {g} = 0;",
-        text,
-        "int main(void) {",
-        "  mem[1003] = 1;",
-        *(f'  {{ int r = {fn}({n}, {lim}); printf("%d %d\\n", r, {g}); }}' for n, lim in calls),
-        "  return 0;\n}",
-    ]))
+    src.write_text(
+        "\n".join(
+            [
+                "#include <stdio.h>",
+                "static uint8_t mem[65536]; uint8_t *M = mem;",
+                f"int32_t {g} = 0;",
+                text,
+                "int main(void) {",
+                "  mem[1003] = 1;",
+                *(
+                    f'  {{ int r = {fn}({n}, {lim}); printf("%d %d\\n", r, {g}); }}'
+                    for n, lim in calls
+                ),
+                "  return 0;\n}",
+            ]
+        )
+    )
     exe = tmp_path / "d"
-    r = subprocess.run(["gcc", "-O1", "-fwrapv", "-w", "-include", prelude_path(), str(src), "-o",
-                        str(exe)], capture_output=True, text=True)
+    r = subprocess.run(
+        ["gcc", "-O1", "-fwrapv", "-w", "-include", prelude_path(), str(src), "-o", str(exe)],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr + text
-    got = subprocess.run([str(exe)], capture_output=True, text=True, check=True,
-                         timeout=20).stdout.splitlines()
+    got = subprocess.run(
+        [str(exe)], capture_output=True, text=True, check=True, timeout=20
+    ).stdout.splitlines()
     store = wasmtime.Store()
     inst = wasmtime.Instance(store, wasmtime.Module(store.engine, data), [])
     ex = inst.exports(store)

@@ -56,11 +56,17 @@ def test_history_carries_the_analysis_of_the_function(demo_kb):
     from kbtool.services.analyze import analyze_version
 
     conn = open_rw(demo_kb)
-    _status, before = _get(demo_kb, "/api/history/" + queries.get_function(conn, 2, 27)["stable_id"])
+    _status, before = _get(
+        demo_kb, "/api/history/" + queries.get_function(conn, 2, 27)["stable_id"]
+    )
     assert before["threads"] == [] and before["structs"] == []  # not analysed yet
     result = analyze_version(conn, 2)
-    member = next(m["func_index"] for s in result["structs"] for m in s.get("members", [])
-                  if isinstance(m, dict))
+    member = next(
+        m["func_index"]
+        for s in result["structs"]
+        for m in s.get("members", [])
+        if isinstance(m, dict)
+    )
     sid = queries.get_function(conn, 2, member)["stable_id"]
     conn.close()
     status, hist = _get(demo_kb, f"/api/history/{sid}", version="2")

@@ -19,8 +19,12 @@ OFFLINE = {"PATH": os.environ.get("PATH", "")}
 
 
 def cli(kb, *args):
-    return subprocess.run([*CLI, "--db", str(kb), *args], capture_output=True, text=True,
-                          env={**os.environ, "PROVIDER_A_API_KEY": "", "PROVIDER_B_API_KEY": ""})
+    return subprocess.run(
+        [*CLI, "--db", str(kb), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PROVIDER_A_API_KEY": "", "PROVIDER_B_API_KEY": ""},
+    )
 
 
 @pytest.fixture
@@ -31,8 +35,9 @@ def conn(demo_kb):
 
 
 def agent_names(conn):
-    return conn.execute("SELECT stable_id, name, confidence FROM symbols WHERE provenance = 'agent'"
-                        ).fetchall()
+    return conn.execute(
+        "SELECT stable_id, name, confidence FROM symbols WHERE provenance = 'agent'"
+    ).fetchall()
 
 
 def test_a_pass_writes_no_name_below_the_floor_and_keeps_them_as_suggestions(conn):
@@ -44,8 +49,11 @@ def test_a_pass_writes_no_name_below_the_floor_and_keeps_them_as_suggestions(con
     kept = {d["stable_id"]: d for d in s["details"] if d["kind"] == "suggest"}
     for item in page["items"]:
         d = kept[item["stable_id"]]
-        assert (item["name"], item["confidence"], item["backend"]) == (d["name"], d["confidence"],
-                                                                     "offline")
+        assert (item["name"], item["confidence"], item["backend"]) == (
+            d["name"],
+            d["confidence"],
+            "offline",
+        )
         assert item["confidence"] < 0.5 and item["evidence"]["reasons"] and item["created_at"]
         assert queries.get_symbol(conn, item["stable_id"]) is None or item["current"]
     # a lower floor writes them as before
@@ -57,7 +65,8 @@ def test_a_pass_writes_no_name_below_the_floor_and_keeps_them_as_suggestions(con
     # (the specialist's names, __main_void, are counted apart)
     done = low["written"] + low["specialist_written"] + refused
     assert low["suggested"] == 0 and done >= len(names), {
-        k: v for k, v in low.items() if k != "details"}
+        k: v for k, v in low.items() if k != "details"
+    }
     with pytest.raises(ValueError, match="min_confidence"):
         run_agent_pass(conn, 2, "offline", env=OFFLINE, min_confidence=1.5)
 
@@ -85,26 +94,34 @@ def test_cli_lists_accepts_and_dismisses(demo_kb):
 
     assert cli(demo_kb, "suggestions", "dismiss", second["stable_id"]).returncode == 0
     assert queries.get_symbol(conn, second["stable_id"]) is None or (
-        queries.get_symbol(conn, second["stable_id"])["name"] != second["name"])
+        queries.get_symbol(conn, second["stable_id"])["name"] != second["name"]
+    )
     again = cli(demo_kb, "suggestions", "accept", second["stable_id"])
     assert again.returncode == 1 and "no open suggestion" in again.stderr
     assert "Traceback" not in again.stderr
     # a re-run does not bring a dismissed name back
     cli(demo_kb, "agent", "2", "-b", "offline", "--all")
-    left = {i["stable_id"] for i in json.loads(cli(demo_kb, "suggestions", "2", "--json").stdout)
-            ["items"]}
+    left = {
+        i["stable_id"]
+        for i in json.loads(cli(demo_kb, "suggestions", "2", "--json").stdout)["items"]
+    }
     assert second["stable_id"] not in left and first["stable_id"] not in left
 
-    bulk = json.loads(cli(demo_kb, "suggestions", "accept", "2", "--all-above", "0.1",
-                          "--json").stdout)
+    bulk = json.loads(
+        cli(demo_kb, "suggestions", "accept", "2", "--all-above", "0.1", "--json").stdout
+    )
     assert bulk and all(d["written"] for d in bulk)
     for d in bulk:
         sym = queries.get_symbol(conn, d["stable_id"])
         assert sym["provenance"] == "agent" and sym["confidence"] < 0.5
     assert json.loads(cli(demo_kb, "suggestions", "2", "--json").stdout)["total"] == 0
     conn.close()
-    for bad in (["suggestions"], ["suggestions", "x"], ["suggestions", "99"],
-                ["suggestions", "accept", "--all-above", "0.2"]):
+    for bad in (
+        ["suggestions"],
+        ["suggestions", "x"],
+        ["suggestions", "99"],
+        ["suggestions", "accept", "--all-above", "0.2"],
+    ):
         r = cli(demo_kb, *bad)
         assert r.returncode != 0 and "Traceback" not in r.stderr, bad
 

@@ -16,8 +16,15 @@ from kbtool.textutil import json_safe, printable, strip_unsafe, unsafe_chars
 from testkit.kb import bare_kb
 from tests.support.paths import ROOT
 
-HOSTILE = ["rlo\u202eexe.txt", "tag\U000e0049\U000e0047\U000e004e", "zw\u200bsp", "shy\u00adx",
-           "bom\ufeffx", "c1\x9bx", "esc\x1b[31m"]
+HOSTILE = [
+    "rlo\u202eexe.txt",
+    "tag\U000e0049\U000e0047\U000e004e",
+    "zw\u200bsp",
+    "shy\u00adx",
+    "bom\ufeffx",
+    "c1\x9bx",
+    "esc\x1b[31m",
+]
 
 
 @pytest.mark.parametrize("text", HOSTILE)
@@ -35,8 +42,9 @@ def test_revealed_in_terminal_json_and_export(text):
 def test_gate_refuses_hidden_characters_in_binary_names(tmp_path, text):
     conn = bare_kb(tmp_path / "kb.db", ["a" * 16])
     try:
-        d = upsert_symbol(conn, "a" * 16, "name_" + text, provenance="export", confidence=0.9,
-                          actor="ingest")
+        d = upsert_symbol(
+            conn, "a" * 16, "name_" + text, provenance="export", confidence=0.9, actor="ingest"
+        )
         assert d["written"] is False and "control" in d["reason"]
     finally:
         conn.close()
@@ -47,8 +55,12 @@ def test_version_label_with_bidi_reaches_export_escaped(tmp_path):
     demo = ROOT / "kbtool" / "demo" / "zstd-1.5.5.wasm"
     db = tmp_path / "kb.db"
     run = [sys.executable, "-m", "kbtool", "--db", str(db)]
-    r = subprocess.run([*run, "ingest", str(demo), "--label", "v1\u202eevil"],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [*run, "ingest", str(demo), "--label", "v1\u202eevil"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     r = subprocess.run([*run, "export", "1"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr

@@ -42,6 +42,7 @@ def kb(tui_kb):
 
 # ---------------------------------------------------------------- heatmap
 
+
 async def test_starts_on_heatmap_of_latest_version(kb):
     app = make_app(kb)
     async with app.run_test(size=SIZE) as pilot:
@@ -50,10 +51,10 @@ async def test_starts_on_heatmap_of_latest_version(kb):
         assert app.screen.version_id == 2
         text = screen_text(app)
         assert "app-1.1" in text and "heatmap" in text and "250 functions" in text
-        assert "human" in text and "unnamed" in text and "conf 0" in text   # legend
-        assert "#4  (1/250)" in text                                         # the side panel
+        assert "human" in text and "unnamed" in text and "conf 0" in text  # legend
+        assert "#4  (1/250)" in text  # the side panel
         for key in ("move", "open", "history", "rename", "search", "diff", "versions", "quit"):
-            assert key in text.splitlines()[-1], key                         # footer keys
+            assert key in text.splitlines()[-1], key  # footer keys
 
 
 async def test_heatmap_cursor_moves_cell_by_cell_and_pages(kb):
@@ -62,7 +63,7 @@ async def test_heatmap_cursor_moves_cell_by_cell_and_pages(kb):
         await settle(pilot)
         grid = app.screen.query_one(HeatmapGrid)
         cols = grid.columns
-        assert cols >= 40                      # 80 columns minus the side panel
+        assert cols >= 40  # 80 columns minus the side panel
         await pilot.press("l", "l", "right")
         assert grid.cursor == 3
         await pilot.press("h")
@@ -92,12 +93,12 @@ async def test_heatmap_cells_are_tinted_by_provenance_and_confidence(kb):
             assert grid._codes[pos] == cell_code(row[3], row[4])
         pal = grid._get_palette()
         human = pal.color(cell_code("human", 1.0), True)
-        assert human.hex.lower() == "#10b981"                   # full confidence: the contract's tint
+        assert human.hex.lower() == "#10b981"  # full confidence: the contract's tint
         faint = pal.color(cell_code("agent", 0.1), True)
         strong = pal.color(cell_code("agent", 0.9), True)
         bg = pal.background
-        assert _dist(faint, bg) < _dist(strong, bg)             # intensity rises with confidence
-        assert cell_code(None, None) // BUCKETS == 5            # unnamed slot (zinc)
+        assert _dist(faint, bg) < _dist(strong, bg)  # intensity rises with confidence
+        assert cell_code(None, None) // BUCKETS == 5  # unnamed slot (zinc)
 
 
 def _dist(a, b) -> int:
@@ -129,7 +130,7 @@ async def test_heatmap_enter_opens_detail_and_escape_returns(kb):
         await pilot.press("l", "l", "enter")
         await settle(pilot)
         assert isinstance(app.screen, DetailScreen)
-        assert app.screen.index == 6                       # imports 0-3, cells start at 4
+        assert app.screen.index == 6  # imports 0-3, cells start at 4
         assert "write_alloc_2" in screen_text(app)
         await pilot.press("escape")
         await settle(pilot)
@@ -144,7 +145,7 @@ async def test_heatmap_mouse_click_moves_cursor(kb):
         grid = app.screen.query_one(HeatmapGrid)
         await pilot.click(HeatmapGrid, offset=(5, 1))
         assert grid.cursor == 2 * grid.columns + 5
-        await pilot.click(HeatmapGrid, offset=(5, 1))       # same character again: the lower cell
+        await pilot.click(HeatmapGrid, offset=(5, 1))  # same character again: the lower cell
         assert grid.cursor == 3 * grid.columns + 5
 
 
@@ -161,10 +162,11 @@ async def test_heatmap_next_unnamed_and_other_version(kb):
         await pilot.press("left_square_bracket")
         await settle(pilot)
         assert screen.version_id == 1
-        assert screen._rows[grid.cursor][1] == before      # same logical function, other version
+        assert screen._rows[grid.cursor][1] == before  # same logical function, other version
 
 
 # ---------------------------------------------------------------- versions
+
 
 async def test_versions_screen_lists_versions_and_opens_heatmap(kb):
     app = make_app(kb)
@@ -176,7 +178,9 @@ async def test_versions_screen_lists_versions_and_opens_heatmap(kb):
         text = screen_text(app)
         for needle in ("app-1.0", "app-1.1", "clang 18.1.2", "69.6%", "66.4%", "yes", "240", "250"):
             assert needle in text, needle
-        assert "oracle 55" in text and "agent 39" in text        # split by provenance of the highlighted one
+        assert (
+            "oracle 55" in text and "agent 39" in text
+        )  # split by provenance of the highlighted one
         await pilot.press("k", "enter")
         await settle(pilot)
         assert isinstance(app.screen, HeatmapScreen) and app.screen.version_id == 1
@@ -202,17 +206,27 @@ async def test_new_version_appears_live_on_the_versions_screen(tmp_path):
         assert "no versions yet" in screen_text(app)
         with frozen_time():
             conn = open_rw(db)
-            store.insert_version(conn, {"label": "late-1.0", "sha256": "x", "size": 0,
-                                        "imported_functions": 0, "defined_functions": 0,
-                                        "exported_functions": 0, "ingested_at": "now"})
+            store.insert_version(
+                conn,
+                {
+                    "label": "late-1.0",
+                    "sha256": "x",
+                    "size": 0,
+                    "imported_functions": 0,
+                    "defined_functions": 0,
+                    "exported_functions": 0,
+                    "ingested_at": "now",
+                },
+            )
             conn.close()
         assert app.poll_changes() is True
         await settle(pilot)
         assert "late-1.0" in screen_text(app)
-        assert app.poll_changes() is False                  # cheap no-op when nothing changed
+        assert app.poll_changes() is False  # cheap no-op when nothing changed
 
 
 # ---------------------------------------------------------------- live refresh
+
 
 async def test_live_refresh_keeps_the_heatmap_cursor(kb):
     app = make_app(kb)
@@ -224,9 +238,15 @@ async def test_live_refresh_keeps_the_heatmap_cursor(kb):
         pos = grid.cursor
         target = screen._rows[pos]
         with frozen_time():
-            conn = open_rw(kb)            # "another process" names the function under the cursor
-            upsert_symbol(conn, target[1], "renamed_elsewhere", provenance="human", confidence=1.0,
-                          actor="human:cli")
+            conn = open_rw(kb)  # "another process" names the function under the cursor
+            upsert_symbol(
+                conn,
+                target[1],
+                "renamed_elsewhere",
+                provenance="human",
+                confidence=1.0,
+                actor="human:cli",
+            )
             conn.close()
         assert app.poll_changes()
         await settle(pilot)
@@ -237,6 +257,7 @@ async def test_live_refresh_keeps_the_heatmap_cursor(kb):
 
 # ---------------------------------------------------------------- search
 
+
 async def test_search_shows_results_as_you_type_and_enter_opens_detail(kb):
     app = make_app(kb)
     async with app.run_test(size=SIZE) as pilot:
@@ -245,10 +266,10 @@ async def test_search_shows_results_as_you_type_and_enter_opens_detail(kb):
         await settle(pilot)
         assert isinstance(app.screen, SearchScreen)
         await pilot.press(*"decode_fr")
-        await settle(pilot)                         # the debounce worker, awaited (no sleeping)
+        await settle(pilot)  # the debounce worker, awaited (no sleeping)
         text = screen_text(app)
         assert "decode_frame_header" in text and "1 result(s)" in text
-        assert "v1-2" in text                       # across all versions
+        assert "v1-2" in text  # across all versions
         await pilot.press("enter")
         await settle(pilot)
         assert isinstance(app.screen, DetailScreen)
@@ -281,17 +302,28 @@ async def test_search_with_no_match_says_so(kb):
 
 # ---------------------------------------------------------------- detail + history
 
+
 async def test_detail_shows_record_facts_and_navigable_callees(kb):
     app = make_app(kb)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        app.open_detail(2, 10)           # fn6: human name, summary, evidence, calls f3 f4 f5
+        app.open_detail(2, 10)  # fn6: human name, summary, evidence, calls f3 f4 f5
         await settle(pilot)
         text = screen_text(app)
-        for needle in ("decode_frame_header", "human", "locked", "Parses the frame header",
-                       sid("fn6"), "app-1.1", "callers (", "callees (3)", "evidence", "human:cli"):
+        for needle in (
+            "decode_frame_header",
+            "human",
+            "locked",
+            "Parses the frame header",
+            sid("fn6"),
+            "app-1.1",
+            "callers (",
+            "callees (3)",
+            "evidence",
+            "human:cli",
+        ):
             assert needle in text, needle
-        await pilot.press("tab", "tab")                    # main -> callers -> callees
+        await pilot.press("tab", "tab")  # main -> callers -> callees
         await pilot.press("enter")
         await settle(pilot)
         assert isinstance(app.screen, DetailScreen) and app.screen.index == 7
@@ -304,7 +336,7 @@ async def test_detail_shows_facts_strings_and_imports(kb):
     app = make_app(kb)
     async with app.run_test(size=(100, 40)) as pilot:
         await settle(pilot)
-        app.open_detail(1, 4 + 35)        # fn35: n % 7 == 0 (strings), n % 5 == 0 (an import call)
+        app.open_detail(1, 4 + 35)  # fn35: n % 7 == 0 (strings), n % 5 == 0 (an import call)
         await settle(pilot)
         text = screen_text(app)
         assert "corrupted block" in text
@@ -321,17 +353,28 @@ async def test_history_timeline_with_events_and_body_changes(kb):
         await settle(pilot)
         assert isinstance(app.screen, HistoryScreen)
         text = screen_text(app)
-        for needle in ("first seen", "app-1.0", "app-1.1", "agent-guess", "oracle-match", "rejection",
-                       "human-edit", "maybe_frame", "ZSTD_getFrameHeader", "decode_frame_header",
-                       "2026-01-15 12:00"):
+        for needle in (
+            "first seen",
+            "app-1.0",
+            "app-1.1",
+            "agent-guess",
+            "oracle-match",
+            "rejection",
+            "human-edit",
+            "maybe_frame",
+            "ZSTD_getFrameHeader",
+            "decode_frame_header",
+            "2026-01-15 12:00",
+        ):
             assert needle in text, needle
         await pilot.press("escape", "escape")
-        app.open_history(sid("fn13"))                     # n % 13 == 0: body changed in 1.1
+        app.open_history(sid("fn13"))  # n % 13 == 0: body changed in 1.1
         await settle(pilot)
         assert "changed" in screen_text(app)
 
 
 # ---------------------------------------------------------------- rename through the gate
+
 
 async def test_rename_writes_a_locked_human_name_with_a_toast(kb):
     app = make_app(kb)
@@ -351,7 +394,7 @@ async def test_rename_writes_a_locked_human_name_with_a_toast(kb):
         assert rec["name"] == "my_new_name" and rec["provenance"] == "human" and rec["locked"]
         assert ev["actor"] == "human:tui" and ev["written"]
         assert any("renamed" in (n.title or "") for n in app._notifications)
-        assert "my_new_name" in screen_text(app)         # side panel updated in place
+        assert "my_new_name" in screen_text(app)  # side panel updated in place
 
 
 async def test_rename_refused_by_the_gate_is_a_error_toast(kb):
@@ -387,13 +430,14 @@ async def test_read_only_hides_rename_and_never_writes(kb):
         before = queries.change_token(app.conn)
         await pilot.press("n")
         await settle(pilot)
-        assert isinstance(app.screen, HeatmapScreen)      # no dialog
+        assert isinstance(app.screen, HeatmapScreen)  # no dialog
         assert queries.change_token(app.conn) == before
         with pytest.raises(sqlite3.OperationalError):
-            app.conn.execute("CREATE TABLE t (x)")        # the app's connection cannot write
+            app.conn.execute("CREATE TABLE t (x)")  # the app's connection cannot write
 
 
 # ---------------------------------------------------------------- palette, theme, keys
+
 
 async def test_command_palette_jumps_to_a_function_by_name_and_stable_id(kb):
     app = make_app(kb)
@@ -401,7 +445,7 @@ async def test_command_palette_jumps_to_a_function_by_name_and_stable_id(kb):
         await settle(pilot)
         await pilot.press("ctrl+p")
         await pilot.press(*"decode_frame_hea")
-        await settle(pilot)                # the palette searches in a worker: awaited
+        await settle(pilot)  # the palette searches in a worker: awaited
         await pilot.press("enter")
         await settle(pilot)
         assert isinstance(app.screen, DetailScreen) and app.screen.index == 10
@@ -426,6 +470,7 @@ async def test_theme_toggle_and_light_theme_tints(kb):
 
 # ---------------------------------------------------------------- bad input
 
+
 async def test_small_terminal_degrades_without_crashing(kb):
     app = make_app(kb)
     async with app.run_test(size=(50, 14)) as pilot:
@@ -435,7 +480,7 @@ async def test_small_terminal_degrades_without_crashing(kb):
         await pilot.press("l")
         await settle(pilot)
         assert not app.screen.query_one("#side").display
-        assert "#5 unnamed" in screen_text(app)                 # the one-line cell info instead
+        assert "#5 unnamed" in screen_text(app)  # the one-line cell info instead
         await pilot.press("j", "l", "enter")
         await settle(pilot)
         assert isinstance(app.screen, DetailScreen)
@@ -453,10 +498,10 @@ async def test_hostile_names_are_shown_literally(kb):
     app = make_app(kb)
     async with app.run_test(size=(100, 40)) as pilot:
         await settle(pilot)
-        app.open_detail(1, 8)              # export name with Rich markup
+        app.open_detail(1, 8)  # export name with Rich markup
         await settle(pilot)
         assert MARKUP_NAME in screen_text(app)
-        app.open_detail(1, 9)              # raw name and a string with terminal escapes
+        app.open_detail(1, 9)  # raw name and a string with terminal escapes
         await settle(pilot)
         text = screen_text(app)
         assert "\x1b" not in text and "\x07" not in text
@@ -495,6 +540,7 @@ def test_cli_unknown_version_or_theme_is_a_clear_error(kb, capsys):
 
 # ---------------------------------------------------------------- diff
 
+
 async def test_diff_screen_needs_two_versions(tmp_path):
     db = build(tmp_path / "one.db", versions=1)
     app = make_app(db)
@@ -521,13 +567,19 @@ async def test_diff_screen_summary_filters_changelog_and_navigation(kb):
         text = screen_text(app)
         s = report["summary"]
         assert "app-1.0 → app-1.1" in text
-        for needle in (f"{s['modified']} modified", f"{s['added']} new", f"{s['removed']} deleted",
-                       f"{s['unchanged']} unchanged", f"{s['moved']} moved"):
+        for needle in (
+            f"{s['modified']} modified",
+            f"{s['added']} new",
+            f"{s['removed']} deleted",
+            f"{s['unchanged']} unchanged",
+            f"{s['moved']} moved",
+        ):
             assert needle in text, needle
         table = screen.query_one("#diff-table", KbTable)
         # the default tab is "changed": modified + new + deleted (moved rows behind their tab)
         assert table.row_count == sum(
-            1 for c in changes if c["classification"] in ("modified", "new", "deleted"))
+            1 for c in changes if c["classification"] in ("modified", "new", "deleted")
+        )
         expect = {
             "2": lambda c: c["classification"] == "modified",
             "3": lambda c: c["classification"] == "new",
@@ -542,23 +594,23 @@ async def test_diff_screen_summary_filters_changelog_and_navigation(kb):
             await pilot.press(key)
             await settle(pilot)
             assert table.row_count == sum(1 for c in changes if pred(c)), key
-        await pilot.press("3")                        # new functions
+        await pilot.press("3")  # new functions
         await settle(pilot)
         assert "new" in screen_text(app)
-        await pilot.press("c")                        # the semantic changelog
+        await pilot.press("c")  # the semantic changelog
         await settle(pilot)
         assert "changelog" in screen_text(app)
-        await pilot.press("2", "enter")               # a modified function: its per-function diff
+        await pilot.press("2", "enter")  # a modified function: its per-function diff
         await settle(pilot)
         assert type(app.screen).__name__ == "FunctionDiffScreen" and app.screen.pair[2] == 2
-        await pilot.press("o")                        # ... and from there its detail (to side)
+        await pilot.press("o")  # ... and from there its detail (to side)
         await settle(pilot)
         assert isinstance(app.screen, DetailScreen) and app.screen.version_id == 2
         await pilot.press("escape")
         await settle(pilot)
         await pilot.press("escape")
         await settle(pilot)
-        await pilot.press("x")                        # swap from/to
+        await pilot.press("x")  # swap from/to
         await settle(pilot)
         assert "app-1.1 → app-1.0" in screen_text(app)
 
@@ -604,13 +656,13 @@ async def test_diff_table_loads_large_results_a_chunk_at_a_time(kb, monkeypatch)
         await settle(pilot)
         await pilot.press("d")
         await settle(pilot)
-        await pilot.press("7")                          # all: 252 rows
+        await pilot.press("7")  # all: 252 rows
         await settle(pilot)
         table = app.screen.query_one("#diff-table", KbTable)
         total = len(app.screen._shown)
         assert table.row_count == 40 < total
         for _ in range(12):
-            await pilot.press("G")                      # to the end of what is loaded: more arrives
+            await pilot.press("G")  # to the end of what is loaded: more arrives
         await settle(pilot)
         assert table.row_count == total
 
@@ -619,7 +671,7 @@ async def test_diff_screen_refreshes_live_and_keeps_its_row(kb):
     app = make_app(kb)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        await pilot.press("d", "2")                       # modified
+        await pilot.press("d", "2")  # modified
         await settle(pilot)
         await pilot.press("j", "j")
         screen = app.screen
@@ -628,9 +680,15 @@ async def test_diff_screen_refreshes_live_and_keeps_its_row(kb):
         target = screen.current_function()
         with frozen_time():
             conn = open_rw(kb)
-            for i in range(3):                            # several writes: one recompute at a time
-                upsert_symbol(conn, target.stable_id, f"live_name_{i}", provenance="human",
-                              confidence=1.0, actor="human:cli")
+            for i in range(3):  # several writes: one recompute at a time
+                upsert_symbol(
+                    conn,
+                    target.stable_id,
+                    f"live_name_{i}",
+                    provenance="human",
+                    confidence=1.0,
+                    actor="human:cli",
+                )
             conn.close()
         assert app.poll_changes()
         await settle(pilot)
@@ -644,16 +702,16 @@ async def test_mouse_clicks_rows_links_and_footer_keys(kb):
         await settle(pilot)
         await pilot.press("v")
         await settle(pilot)
-        await pilot.click("#versions-table", offset=(5, 1))     # row 1 (under the header): app-1.0
+        await pilot.click("#versions-table", offset=(5, 1))  # row 1 (under the header): app-1.0
         await settle(pilot)
         assert app.screen.query_one("#versions-table").cursor_row == 0
-        await pilot.click("#versions-table", offset=(5, 1))     # a click on the cursor row opens it
+        await pilot.click("#versions-table", offset=(5, 1))  # a click on the cursor row opens it
         await settle(pilot)
         assert isinstance(app.screen, HeatmapScreen) and app.screen.version_id == 1
         await pilot.click(HeatmapGrid, offset=(2, 0))
         await pilot.click(HeatmapGrid, offset=(2, 0), times=2)  # double click opens
         await settle(pilot)
         assert isinstance(app.screen, DetailScreen)
-        await pilot.click("#callees", offset=(3, 0))            # follow the first callee link
+        await pilot.click("#callees", offset=(3, 0))  # follow the first callee link
         await settle(pilot)
         assert isinstance(app.screen, DetailScreen) and len(app.screen_stack) >= 4

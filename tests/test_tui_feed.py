@@ -34,8 +34,13 @@ async def test_feed_screen_shows_new_events_as_they_come(demo_db):
         assert isinstance(app.screen, FeedScreen)
         conn = open_rw(demo_db)
         with transaction(conn):
-            store.append_event(conn, "deep-done", stable_id="\x1b[2Jsid", version_id=2,
-                               payload={"func_index": 7, "status": "done", "confidence": 0.3})
+            store.append_event(
+                conn,
+                "deep-done",
+                stable_id="\x1b[2Jsid",
+                version_id=2,
+                payload={"func_index": 7, "status": "done", "confidence": 0.3},
+            )
         conn.close()
         await pilot.pause(1.3)
         rows = app.screen._rows

@@ -27,6 +27,7 @@ def press_then_settle(*keys: str):
         if keys:
             await pilot.press(*keys)
         await settle(pilot)
+
     return run
 
 
@@ -38,16 +39,22 @@ def open_then_settle(opener, *keys: str):
         if keys:
             await pilot.press(*keys)
             await settle(pilot)
+
     return run
 
 
 def test_heatmap(snap_compare, kb):
-    assert snap_compare(make_app(kb), terminal_size=(80, 24), run_before=press_then_settle(*"lllllllj"))
+    assert snap_compare(
+        make_app(kb), terminal_size=(80, 24), run_before=press_then_settle(*"lllllllj")
+    )
 
 
 def test_heatmap_light_theme(snap_compare, kb):
-    assert snap_compare(make_app(kb, theme="light"), terminal_size=(80, 24),
-                        run_before=press_then_settle(*"lllllllj"))
+    assert snap_compare(
+        make_app(kb, theme="light"),
+        terminal_size=(80, 24),
+        run_before=press_then_settle(*"lllllllj"),
+    )
 
 
 def test_heatmap_small_terminal(snap_compare, kb):
@@ -59,23 +66,35 @@ def test_versions(snap_compare, kb):
 
 
 def test_detail(snap_compare, kb):
-    assert snap_compare(make_app(kb), terminal_size=(80, 24),
-                        run_before=open_then_settle(lambda app: app.open_detail(2, 10)))
+    assert snap_compare(
+        make_app(kb),
+        terminal_size=(80, 24),
+        run_before=open_then_settle(lambda app: app.open_detail(2, 10)),
+    )
 
 
 def test_detail_hostile_names_literal(snap_compare, kb):
-    assert snap_compare(make_app(kb), terminal_size=(100, 30),
-                        run_before=open_then_settle(lambda app: app.open_detail(1, 9)))
+    assert snap_compare(
+        make_app(kb),
+        terminal_size=(100, 30),
+        run_before=open_then_settle(lambda app: app.open_detail(1, 9)),
+    )
 
 
 def test_history(snap_compare, kb):
-    assert snap_compare(make_app(kb), terminal_size=(80, 24),
-                        run_before=open_then_settle(lambda app: app.open_history(sid("fn6"))))
+    assert snap_compare(
+        make_app(kb),
+        terminal_size=(80, 24),
+        run_before=open_then_settle(lambda app: app.open_history(sid("fn6"))),
+    )
 
 
 def test_search(snap_compare, kb):
-    assert snap_compare(make_app(kb), terminal_size=(80, 24),
-                        run_before=press_then_settle("slash", *"frame", "down"))
+    assert snap_compare(
+        make_app(kb),
+        terminal_size=(80, 24),
+        run_before=press_then_settle("slash", *"frame", "down"),
+    )
 
 
 def test_diff(snap_compare, kb):
@@ -83,22 +102,31 @@ def test_diff(snap_compare, kb):
 
 
 def test_diff_changelog(snap_compare, kb):
-    assert snap_compare(make_app(kb), terminal_size=(100, 30), run_before=press_then_settle("d", "2", "c"))
+    assert snap_compare(
+        make_app(kb), terminal_size=(100, 30), run_before=press_then_settle("d", "2", "c")
+    )
 
 
 def test_rename_dialog(snap_compare, kb):
-    assert snap_compare(make_app(kb), terminal_size=(80, 24), run_before=press_then_settle("l", "l", "n"))
+    assert snap_compare(
+        make_app(kb), terminal_size=(80, 24), run_before=press_then_settle("l", "l", "n")
+    )
 
 
 def test_read_only_footer(snap_compare, kb):
-    assert snap_compare(make_app(kb, read_only=True), terminal_size=(80, 24),
-                        run_before=open_then_settle(lambda app: app.open_detail(2, 10)))
+    assert snap_compare(
+        make_app(kb, read_only=True),
+        terminal_size=(80, 24),
+        run_before=open_then_settle(lambda app: app.open_detail(2, 10)),
+    )
 
 
 def test_empty_kb(snap_compare, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)          # the empty state shows the --db path: keep it relative
+    monkeypatch.chdir(tmp_path)  # the empty state shows the --db path: keep it relative
     build_empty_kb(tmp_path / "empty.db")
-    assert snap_compare(make_app("empty.db"), terminal_size=(80, 24), run_before=press_then_settle())
+    assert snap_compare(
+        make_app("empty.db"), terminal_size=(80, 24), run_before=press_then_settle()
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -112,6 +140,10 @@ def test_code_pane_80x24(snap_compare, demo_kb_master):
     numbers kept (three presses of → = 12 columns)."""
     from kbtool.tui.screens.code import CodeScreen
 
-    assert snap_compare(make_app(demo_kb_master), terminal_size=(80, 24),
-                        run_before=open_then_settle(lambda app: app.push_screen(CodeScreen(2, 167)),
-                                                    "right", "right", "right"))
+    assert snap_compare(
+        make_app(demo_kb_master),
+        terminal_size=(80, 24),
+        run_before=open_then_settle(
+            lambda app: app.push_screen(CodeScreen(2, 167)), "right", "right", "right"
+        ),
+    )

@@ -13,9 +13,29 @@ from hypothesis import strategies as st
 
 from kbtool.analysis import cdecl as cd
 
-PRIMS = ["char", "signed char", "unsigned char", "short", "unsigned short", "int", "unsigned int",
-         "long", "unsigned long", "long long", "unsigned long long", "float", "double",
-         "long double", "_Bool", "int8_t", "uint16_t", "uint32_t", "int64_t", "size_t", "u8"]
+PRIMS = [
+    "char",
+    "signed char",
+    "unsigned char",
+    "short",
+    "unsigned short",
+    "int",
+    "unsigned int",
+    "long",
+    "unsigned long",
+    "long long",
+    "unsigned long long",
+    "float",
+    "double",
+    "long double",
+    "_Bool",
+    "int8_t",
+    "uint16_t",
+    "uint32_t",
+    "int64_t",
+    "size_t",
+    "u8",
+]
 
 
 def _layout_of(text: str) -> list:
@@ -24,8 +44,14 @@ def _layout_of(text: str) -> list:
     for d in cd.parse_decls(text, env):
         if d.kind in ("struct", "union") and d.body is not None:
             rl = cd.record_layout(("rec", d.kind, d.name), env)
-            out.append((d.key, rl["size"], rl["align"],
-                        [(f["name"], f["offset"], f["size"]) for f in rl["fields"]]))
+            out.append(
+                (
+                    d.key,
+                    rl["size"],
+                    rl["align"],
+                    [(f["name"], f["offset"], f["size"]) for f in rl["fields"]],
+                )
+            )
     return out
 
 
@@ -76,18 +102,28 @@ def test_layouts_agree_with_clang_wasm32(tmp_path):
     assert len(layouts) == 120
     asserts = []
     for key, size, align, fields in layouts:
-        asserts.append(f"_Static_assert(sizeof({key}) == {size}, \"{key} size\");")
-        asserts.append(f"_Static_assert(_Alignof({key}) == {align}, \"{key} align\");")
+        asserts.append(f'_Static_assert(sizeof({key}) == {size}, "{key} size");')
+        asserts.append(f'_Static_assert(_Alignof({key}) == {align}, "{key} align");')
         for name, off, _fs in fields:
             if name:
-                asserts.append(f"_Static_assert(__builtin_offsetof({key}, {name}) == {off}, \"{key}.{name}\");")
+                asserts.append(
+                    f'_Static_assert(__builtin_offsetof({key}, {name}) == {off}, "{key}.{name}");'
+                )
     src = tmp_path / "check.c"
     src.write_text(
         "typedef signed char int8_t; typedef unsigned short uint16_t; typedef unsigned int uint32_t;\n"
         "typedef long long int64_t; typedef unsigned long size_t;\n"
-        + header + "\n" + "\n".join(asserts) + "\n")
-    r = subprocess.run([CLANG, "--target=wasm32-wasi", "-std=c11", "-fsyntax-only", "-nostdinc", str(src)],
-                       capture_output=True, text=True, timeout=120)
+        + header
+        + "\n"
+        + "\n".join(asserts)
+        + "\n"
+    )
+    r = subprocess.run(
+        [CLANG, "--target=wasm32-wasi", "-std=c11", "-fsyntax-only", "-nostdinc", str(src)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr[:3000]
     assert len(asserts) > 500
 
@@ -114,7 +150,8 @@ def test_print_parse_round_trip(header):
 
 def test_nested_types_offsets_and_summary():
     env = cd.Env()
-    decls = cd.parse_decls("""
+    decls = cd.parse_decls(
+        """
         // a comment, and a preprocessor line are skipped
         #include <stdint.h>
         typedef struct sqlite3 sqlite3;
@@ -125,34 +162,43 @@ def test_nested_types_offsets_and_summary():
             int (*xBusy)(void *, int); union { int i; float f; } u; enum state eOpenState;
             struct { short a, b; } pair;
         };
-    """, env)
+    """,
+        env,
+    )
     s = cd.summary([d for d in decls if d.key == "struct sqlite3" and d.body][0], env)
     offs = {f["name"]: (f["offset"], f["size"], f["type"]) for f in s["fields"]}
     assert offs["mallocFailed"] == (8, 1, "u8")
     assert offs["aDb"] == (12, 16, "struct Db [2]")
     assert offs["lastRowid"] == (32, 8, "long long")
     assert offs["xBusy"] == (40, 4, "int (*)(void *, int)")
-    assert offs["u"][:2] == (44, 4) and offs["eOpenState"][:2] == (48, 4) and offs["pair"][:2] == (52, 4)
+    assert (
+        offs["u"][:2] == (44, 4)
+        and offs["eOpenState"][:2] == (48, 4)
+        and offs["pair"][:2] == (52, 4)
+    )
     assert s["size"] == 56 and s["align"] == 8
     leaves = {p: (o, sz) for o, sz, _t, p in cd.leaves(("rec", "struct", "sqlite3"), env)}
     assert leaves[".aDb[1].pBt"] == (24, 4)
     assert leaves[".u.f"] == (44, 4) and leaves[".pair.b"] == (54, 2)
 
 
-@pytest.mark.parametrize("text, where", [
-    ("struct a { int x : 3; };", "bit-fields are not supported"),
-    ("struct a { int x; ", "line 1"),
-    ("struct a { foo x; };", "unknown type name 'foo'"),
-    ("struct a { int x; }; /* open", "unterminated comment"),
-    ("struct a { struct a self; };", "contains itself"),
-    ("int x;", "only types can be declared"),
-    ("struct b { int a[-1]; };", "array size -1"),
-    ("struct c { int x; int x; };", "duplicate member 'x'"),
-    ("struct d { int a[]; int b; };", "flexible array member"),
-    ("struct e { long long long x; };", "invalid type"),
-    ("struct f { int x; } \x07", "unexpected character"),
-    ("struct g { " + "struct { " * 40 + "int x;" + " } y;" * 40 + " };", "nested deeper"),
-])
+@pytest.mark.parametrize(
+    "text, where",
+    [
+        ("struct a { int x : 3; };", "bit-fields are not supported"),
+        ("struct a { int x; ", "line 1"),
+        ("struct a { foo x; };", "unknown type name 'foo'"),
+        ("struct a { int x; }; /* open", "unterminated comment"),
+        ("struct a { struct a self; };", "contains itself"),
+        ("int x;", "only types can be declared"),
+        ("struct b { int a[-1]; };", "array size -1"),
+        ("struct c { int x; int x; };", "duplicate member 'x'"),
+        ("struct d { int a[]; int b; };", "flexible array member"),
+        ("struct e { long long long x; };", "invalid type"),
+        ("struct f { int x; } \x07", "unexpected character"),
+        ("struct g { " + "struct { " * 40 + "int x;" + " } y;" * 40 + " };", "nested deeper"),
+    ],
+)
 def test_bad_declarations_one_line_errors(text, where):
     with pytest.raises(cd.CDeclError) as exc:
         cd.parse_decls(text)
@@ -167,8 +213,11 @@ def test_bounded_input():
 
 def test_prototypes_against_wasm_signatures():
     env = cd.Env()
-    cd.parse_decls("struct sqlite3 { int a; }; struct one { double d; }; struct two { int a, b; };"
-                   " typedef struct sqlite3 sqlite3;", env)
+    cd.parse_decls(
+        "struct sqlite3 { int a; }; struct one { double d; }; struct two { int a, b; };"
+        " typedef struct sqlite3 sqlite3;",
+        env,
+    )
     p = cd.parse_prototype("int f(sqlite3 *db, const char *zSql)", env)
     assert p["name"] == "f" and [n for n, _t in p["params"]] == ["db", "zSql"]
     assert cd.check_signature(p, ["i32", "i32"], ["i32"], env) is None

@@ -9,9 +9,17 @@ from tests.support.concurrency import knowledge_race
 
 SIDS = [f"c0ffee{i:010d}" for i in range(3)]
 KINDS = {  # kind -> (key, value maker)
-    "type": ("", lambda w, k: {"text": f"struct s {{ int f_w{w}_{k}; }};", "kind": "struct", "name": "s",
-                               "size": 4, "align": 4,
-                               "fields": [{"name": f"f_w{w}_{k}", "offset": 0, "size": 4, "type": "int"}]}),
+    "type": (
+        "",
+        lambda w, k: {
+            "text": f"struct s {{ int f_w{w}_{k}; }};",
+            "kind": "struct",
+            "name": "s",
+            "size": 4,
+            "align": 4,
+            "fields": [{"name": f"f_w{w}_{k}", "offset": 0, "size": 4, "type": "int"}],
+        },
+    ),
     "local_type": ("0", lambda w, k: {"text": f"struct t_w{w}_{k} *"}),
     "data_type": ("", lambda w, k: {"text": f"struct d_w{w}_{k}"}),
 }

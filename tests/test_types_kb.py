@@ -29,8 +29,13 @@ GCC = shutil.which("gcc") or shutil.which("clang")
 
 
 def _kb(db: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kbtool", "--db", db, *args], capture_output=True, text=True,
-                          input=stdin, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "kbtool", "--db", db, *args],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        timeout=120,
+    )
 
 
 def _fn(conn, version: int, sig: str = "(i32) -> i32") -> int:
@@ -48,8 +53,12 @@ def _compiles(tmp_path, text: str) -> None:
 
     src = tmp_path / "m.c"
     src.write_text(text)
-    r = subprocess.run([GCC, "-fsyntax-only", "-w", "-include", lift.prelude_path(), str(src)],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [GCC, "-fsyntax-only", "-w", "-include", lift.prelude_path(), str(src)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr[:3000]
 
 
@@ -62,12 +71,23 @@ def test_cli_add_list_show_apply_and_the_c(demo_kb, tmp_path):
     assert "struct ctx (40 bytes): written" in r.stdout and "4 written" in r.stdout
     assert "unchanged" in _kb(db, "types", "add", str(h)).stdout  # the same again: nothing new
     listed = json.loads(_kb(db, "types", "list", "--json").stdout)
-    assert {t["name"] for t in listed["types"]} == {"ctx", "struct ctx", "struct inner", "enum mode"}
+    assert {t["name"] for t in listed["types"]} == {
+        "ctx",
+        "struct ctx",
+        "struct inner",
+        "enum mode",
+    }
     shown = json.loads(_kb(db, "types", "show", "ctx", "--json").stdout)
     assert shown["kind"] == "typedef" and shown["size"] == 40
     shown = json.loads(_kb(db, "types", "show", "struct ctx", "--json").stdout)
     assert [(f["name"], f["offset"]) for f in shown["fields"]] == [
-        ("size", 0), ("next", 4), ("in", 8), ("big", 16), ("name", 24), ("u", 32)]
+        ("size", 0),
+        ("next", 4),
+        ("in", 8),
+        ("big", 16),
+        ("name", 24),
+        ("u", 32),
+    ]
 
     conn = open_ro(db)
     idx = _fn(conn, 2)
@@ -88,7 +108,11 @@ def test_cli_add_list_show_apply_and_the_c(demo_kb, tmp_path):
     bad = tmp_path / "bad.h"
     bad.write_text("struct ctx { int x : 3; };")
     r = _kb(db, "types", "add", str(bad))
-    assert r.returncode == 1 and "bit-fields are not supported" in r.stderr and "line 1, column" in r.stderr
+    assert (
+        r.returncode == 1
+        and "bit-fields are not supported" in r.stderr
+        and "line 1, column" in r.stderr
+    )
 
     r = _kb(db, "types", "apply", f"2:{idx}", "param", "0", "ctx *")
     assert r.returncode == 0, r.stderr
@@ -121,15 +145,22 @@ def test_cli_add_list_show_apply_and_the_c(demo_kb, tmp_path):
     out = _kb(db, "types", "export").stdout
     hdr = tmp_path / "kb.h"
     hdr.write_text(out + "\nint main(void) { struct ctx c; return (int)sizeof c; }\n")
-    r = subprocess.run([GCC, "-fsyntax-only", "-x", "c", str(hdr)], capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [GCC, "-fsyntax-only", "-x", "c", str(hdr)], capture_output=True, text=True, timeout=60
+    )
     assert r.returncode == 0, r.stderr
 
 
 def test_agent_never_over_human_and_prototype_struct_params(demo_kb, tmp_path):
     conn = open_rw(demo_kb)
     ts.add_types(conn, HEADER)
-    d = ts.add_types(conn, "struct ctx { int other; };", provenance="agent", confidence=0.99, actor="agent:x")
-    assert d["refused"] == 1 and kn.get(conn, "type", "struct ctx")["value"]["fields"][0]["name"] == "size"
+    d = ts.add_types(
+        conn, "struct ctx { int other; };", provenance="agent", confidence=0.99, actor="agent:x"
+    )
+    assert (
+        d["refused"] == 1
+        and kn.get(conn, "type", "struct ctx")["value"]["fields"][0]["name"] == "size"
+    )
     idx = _fn(conn, 2)
     from kbtool.services import knowledge as ks
 
@@ -147,8 +178,11 @@ def test_recovered_struct_renamed_and_its_field(demo_kb, tmp_path):
 
     conn = open_rw(demo_kb)
     analyze_version(conn, 2)
-    st = next(s for s in queries.structs(conn, 2) if len(s["members"]) >= 2
-              and all(m["base"].startswith("p") for m in s["members"]))
+    st = next(
+        s
+        for s in queries.structs(conn, 2)
+        if len(s["members"]) >= 2 and all(m["base"].startswith("p") for m in s["members"])
+    )
     tag = st["name"].removeprefix("struct_")
     fi = st["members"][0]["func_index"]
     code.clear_cache()
@@ -163,7 +197,9 @@ def test_recovered_struct_renamed_and_its_field(demo_kb, tmp_path):
     t = kn.get(conn, "type", "struct stream")
     assert t["provenance"] == "human" and t["value"]["fields"][0]["name"] == "flags"
     uses = kn.of_kind(conn, "local_type")
-    assert uses and all(u["provenance"] == "agent" and u["value"]["text"] == "struct stream *" for u in uses)
+    assert uses and all(
+        u["provenance"] == "agent" and u["value"]["text"] == "struct stream *" for u in uses
+    )
     code.clear_cache()
     c = code.disassembly(conn, 2, fi)["lifted_c"]
     assert "((struct stream *)(M + " in c and f"struct {tag} *" not in c
@@ -184,17 +220,27 @@ def test_types_mcp_tools_over_stdio(demo_kb):
         async with mcp_session(demo_kb) as s:
             names = {t.name for t in (await s.list_tools()).tools}
             assert {"declare_type", "apply_type", "list_types"} <= names
-            out = {"decl": await call(s, "declare_type", c_declaration=HEADER, confidence=0.7),
-                   "bad": await call(s, "declare_type", c_declaration="struct x { int a : 1; };"),
-                   "apply": await call(s, "apply_type", version_id=2, target=f"{idx}:p0", type_name="struct ctx *"),
-                   "misfit": await call(s, "apply_type", version_id=2, target=f"{idx}:p0", type_name="double"),
-                   "list": await call(s, "list_types", offset=0, limit=2)}
+            out = {
+                "decl": await call(s, "declare_type", c_declaration=HEADER, confidence=0.7),
+                "bad": await call(s, "declare_type", c_declaration="struct x { int a : 1; };"),
+                "apply": await call(
+                    s, "apply_type", version_id=2, target=f"{idx}:p0", type_name="struct ctx *"
+                ),
+                "misfit": await call(
+                    s, "apply_type", version_id=2, target=f"{idx}:p0", type_name="double"
+                ),
+                "list": await call(s, "list_types", offset=0, limit=2),
+            }
             return out
 
     out = run(scenario())
     assert out["decl"]["written"] == 4
     assert out["bad"]["written"] == 0 and "bit-fields" in out["bad"]["reason"]
-    assert out["apply"]["written"] and not out["misfit"]["written"] and "f64" in out["misfit"]["reason"]
+    assert (
+        out["apply"]["written"]
+        and not out["misfit"]["written"]
+        and "f64" in out["misfit"]["reason"]
+    )
     assert out["list"]["total"] == 4 and len(out["list"]["types"]) == 2
     conn = open_ro(demo_kb)
     rec = kn.get(conn, "type", "struct ctx")
@@ -221,8 +267,16 @@ def test_types_travel_in_the_export_and_carry_with_the_function(demo_kb, tmp_pat
     from kbtool.kb.gate import upsert_knowledge
 
     for r in kn.of_kind(conn, "type") + kn.of_kind(conn, "local_type"):
-        assert upsert_knowledge(conn, r["kind"], r["target"], r["key"], None, provenance="human",
-                                confidence=1.0, actor="test")["written"]
+        assert upsert_knowledge(
+            conn,
+            r["kind"],
+            r["target"],
+            r["key"],
+            None,
+            provenance="human",
+            confidence=1.0,
+            actor="test",
+        )["written"]
     assert kn.get(conn, "type", "struct ctx") is None
     rep = names_io.import_names(conn, text, source="kb.txt", version_id=1)
     assert rep.knowledge["written"] >= 5 and rep.knowledge["refused"] == 0, rep.knowledge
@@ -233,5 +287,8 @@ def test_types_travel_in_the_export_and_carry_with_the_function(demo_kb, tmp_pat
     # the applied type is the function's: the next release's same function shows it too
     later = [f for f in queries.functions_by_stable_id(conn, sid1) if f["version_id"] == 2]
     if later:
-        assert "((struct ctx *)(M + p0))->" in code.disassembly(conn, 2, int(later[0]["index"]))["lifted_c"]
+        assert (
+            "((struct ctx *)(M + p0))->"
+            in code.disassembly(conn, 2, int(later[0]["index"]))["lifted_c"]
+        )
     conn.close()

@@ -34,8 +34,9 @@ def with_types(db: Path) -> Path:
     try:
         sid = ks.resolve_function(conn, f"2:{INDEX}")["stable_id"]
         # an export name (any text a binary carries): shown literally, never as markup
-        assert upsert_symbol(conn, sid, MARKUP, provenance="export", confidence=0.9,
-                             actor="export", version_id=2)["written"]
+        assert upsert_symbol(
+            conn, sid, MARKUP, provenance="export", confidence=0.9, actor="export", version_id=2
+        )["written"]
         assert ts.add_types(conn, HEADER)["written"] == 4
         assert ts.apply_local(conn, f"2:{INDEX}", 1, "struct hist *", param=True)["written"]
         assert ts.apply_local(conn, f"2:{INDEX}", 6, "hist_t *")["written"]
@@ -52,6 +53,7 @@ def types_kb(demo_kb: Path) -> Path:
 
 # ---------------------------------------------------------------- TUI
 
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
@@ -62,28 +64,33 @@ async def test_types_screen_lists_and_shows_layout(types_kb):
     app = make_app(types_kb)
     async with app.run_test(size=(100, 34)) as pilot:
         await settle(pilot)
-        await pilot.press("T")                      # from the heatmap
+        await pilot.press("T")  # from the heatmap
         await settle(pilot)
         assert isinstance(app.screen, TypesScreen)
         text = screen_text(app)
         for needle in ("4 type(s)", "struct hist", "union val", "enum mode", "hist_t", "typedef"):
             assert needle in text, needle
-        rows = [ln for ln in text.splitlines() if "struct hist " in ln and "struct" in ln.split()[2:3]]
-        assert rows and " 24 " in rows[0] and " 3 " in rows[0]      # size, members
-        await pilot.press("down", "down")            # enum mode, hist_t, struct hist (sorted)
+        rows = [
+            ln for ln in text.splitlines() if "struct hist " in ln and "struct" in ln.split()[2:3]
+        ]
+        assert rows and " 24 " in rows[0] and " 3 " in rows[0]  # size, members
+        await pilot.press("down", "down")  # enum mode, hist_t, struct hist (sorted)
         await settle(pilot)
         text = screen_text(app)
         assert "struct hist { int n; unsigned char *bytes; int bins[4]; };" in text
         assert "struct, 24 bytes, align 4" in text
         lines = text.splitlines()
-        member = {ln.split()[2]: ln.split()[:2] for ln in lines
-                  if len(ln.split()) >= 4 and ln.split()[0].isdigit() and ln.split()[1].isdigit()}
+        member = {
+            ln.split()[2]: ln.split()[:2]
+            for ln in lines
+            if len(ln.split()) >= 4 and ln.split()[0].isdigit() and ln.split()[1].isdigit()
+        }
         assert member == {"n": ["0", "4"], "bytes": ["4", "4"], "bins": ["8", "16"]}
-        assert f"local 1 of {MARKUP} (v2 #{INDEX}): struct hist *" in text   # literal, not markup
+        assert f"local 1 of {MARKUP} (v2 #{INDEX}): struct hist *" in text  # literal, not markup
         await pilot.press("escape")
         await settle(pilot)
         assert not isinstance(app.screen, TypesScreen)
-        await pilot.press("v", "T")                  # from the versions screen too
+        await pilot.press("v", "T")  # from the versions screen too
         await settle(pilot)
         assert isinstance(app.screen, TypesScreen)
 
@@ -108,6 +115,7 @@ def test_types_screen_snapshot(snap_compare, types_kb):
 
 
 # ---------------------------------------------------------------- web
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, demo_kb_master):
@@ -134,12 +142,15 @@ def test_api_types_list_and_detail(server):
     st, one = get(server, "/api/types/" + quote("struct hist"))
     assert st == 200
     assert [(f["name"], f["offset"], f["size"]) for f in one["fields"]] == [
-        ("n", 0, 4), ("bytes", 4, 4), ("bins", 8, 16)]
+        ("n", 0, 4),
+        ("bytes", 4, 4),
+        ("bins", 8, 16),
+    ]
     assert "history" not in one
     (applied,) = [a for a in one["applied"] if a["kind"] == "local_type"]
     assert applied["key"] == "1" and applied["type"] == "struct hist *"
     assert applied["function"]["name"] == MARKUP and applied["function"]["index"] == INDEX
-    st, enum = get(server, "/api/types/mode")               # a bare tag finds enum mode
+    st, enum = get(server, "/api/types/mode")  # a bare tag finds enum mode
     assert st == 200 and enum["enumerators"] == [["M_FAST", 1], ["M_SLOW", 4]]
     st, hist = get(server, "/api/types/hist_t?history=1")
     assert st == 200 and hist["history"] and hist["history"][0]["written"]
@@ -171,13 +182,23 @@ def test_types_routes_survive_hostile_input_and_write_nothing(types_kb):
     from tests.web.support import INJECTIONS, METHODS
 
     def fingerprint() -> str:
-        return hashlib.sha256(types_kb.read_bytes() + (Path(str(types_kb) + "-wal").read_bytes()
-                                                      if Path(str(types_kb) + "-wal").exists() else b"")).hexdigest()
+        return hashlib.sha256(
+            types_kb.read_bytes()
+            + (
+                Path(str(types_kb) + "-wal").read_bytes()
+                if Path(str(types_kb) + "-wal").exists()
+                else b""
+            )
+        ).hexdigest()
 
     before = fingerprint()
     for p in INJECTIONS:
-        for path, query in (("/api/types/" + p, {}), ("/api/types", {"offset": [p]}),
-                            ("/api/types", {"limit": [p]}), ("/api/types/hist_t", {"history": [p]})):
+        for path, query in (
+            ("/api/types/" + p, {}),
+            ("/api/types", {"offset": [p]}),
+            ("/api/types", {"limit": [p]}),
+            ("/api/types/hist_t", {"history": [p]}),
+        ):
             for method in METHODS:
                 status, ctype, body = route(str(types_kb), path, query, method)
                 assert status < 500 and b"Traceback" not in body, (path, query, body[:200])

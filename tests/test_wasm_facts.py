@@ -33,8 +33,21 @@ from testkit.wasmbuild import (
     wasm_builder,
 )
 
-FAMILIES = ["mvp", "signext_sat", "multivalue", "bulk", "reftypes", "simd", "atomics",
-            "tailcall", "eh", "funcref", "memory64", "elements", "facts_a"]
+FAMILIES = [
+    "mvp",
+    "signext_sat",
+    "multivalue",
+    "bulk",
+    "reftypes",
+    "simd",
+    "atomics",
+    "tailcall",
+    "eh",
+    "funcref",
+    "memory64",
+    "elements",
+    "facts_a",
+]
 
 
 @pytest.fixture(scope="module")
@@ -100,10 +113,15 @@ def test_mvp_facts(build):
     assert control.export_names == ["control"]
     i32_load = OP_BY_NAME["i32.load"]
     assert memory.mem_ops == [
-        (i32_load, 4, 4), (OP_BY_NAME["i32.load8_u"], 1, 1),
-        (OP_BY_NAME["i32.load16_s"], 2, 2), (OP_BY_NAME["i32.store"], 8, 4),
-        (OP_BY_NAME["i64.store32"], 16, 4), (OP_BY_NAME["f32.store"], 20, 4),
-        (OP_BY_NAME["f64.load"], 24, 8), (OP_BY_NAME["i64.load"], 32, 8)]
+        (i32_load, 4, 4),
+        (OP_BY_NAME["i32.load8_u"], 1, 1),
+        (OP_BY_NAME["i32.load16_s"], 2, 2),
+        (OP_BY_NAME["i32.store"], 8, 4),
+        (OP_BY_NAME["i64.store32"], 16, 4),
+        (OP_BY_NAME["f32.store"], 20, 4),
+        (OP_BY_NAME["f64.load"], 24, 8),
+        (OP_BY_NAME["i64.load"], 32, 8),
+    ]
     assert memory.atomic_sites == 0
     num = fs["numeric"]
     assert 0x123456789 in num.consts and -1 in num.consts and -2 in num.consts
@@ -117,8 +135,10 @@ def test_consts_are_distinct_in_first_use_order():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.integers(-(2**31), 2**31 - 1), min_size=1, max_size=40),
-       st.lists(st.integers(-(2**63), 2**63 - 1), max_size=10))
+@given(
+    st.lists(st.integers(-(2**31), 2**31 - 1), min_size=1, max_size=40),
+    st.lists(st.integers(-(2**63), 2**63 - 1), max_size=10),
+)
 def test_const_values_roundtrip_through_the_fast_decoder(i32s, i64s):
     body = b"".join(b"\x41" + sleb(v) + b"\x1a" for v in i32s)
     body += b"".join(b"\x42" + sleb(v) + b"\x1a" for v in i64s) + b"\x0b"
@@ -127,8 +147,9 @@ def test_const_values_roundtrip_through_the_fast_decoder(i32s, i64s):
     assert f.instr_count == 2 * (len(i32s) + len(i64s)) + 1
 
 
-def _one_func(body: bytes, extra: bytes = b"", data_sec: bytes = b"",
-              locals_: bytes = b"\x00") -> bytes:
+def _one_func(
+    body: bytes, extra: bytes = b"", data_sec: bytes = b"", locals_: bytes = b"\x00"
+) -> bytes:
     code = locals_ + body
     return module(
         section(1, vec([b"\x60\x00\x00", b"\x60\x02\x7f\x7f\x00"])),
@@ -148,9 +169,14 @@ def test_families_facts(build):
     assert a.module.shared_memory
     widths = [(MNEMONICS[op], off, w) for op, off, w in f.mem_ops]
     assert widths == [
-        ("i32.atomic.load", 8, 4), ("i32.atomic.store", 12, 4), ("i32.atomic.rmw.add", 4, 4),
-        ("i64.atomic.rmw8.xchg_u", 0, 1), ("i32.atomic.rmw.cmpxchg", 16, 4),
-        ("memory.atomic.wait32", 0, 4), ("memory.atomic.notify", 0, 4)]
+        ("i32.atomic.load", 8, 4),
+        ("i32.atomic.store", 12, 4),
+        ("i32.atomic.rmw.add", 4, 4),
+        ("i64.atomic.rmw8.xchg_u", 0, 1),
+        ("i32.atomic.rmw.cmpxchg", 16, 4),
+        ("memory.atomic.wait32", 0, 4),
+        ("memory.atomic.notify", 0, 4),
+    ]
     _, a = build("tailcall")
     fs = _by_name(a)
     assert fs["even"].calls == [fs["odd"].index] and "return_call" in _mn(fs["even"])
@@ -165,8 +191,11 @@ def test_families_facts(build):
     _, a = build("simd")
     f = _by_name(a)["simd"]
     assert [(MNEMONICS[o], off, w) for o, off, w in f.mem_ops] == [
-        ("v128.load", 16, 16), ("v128.load32_splat", 0, 4), ("v128.load8_lane", 3, 1),
-        ("v128.store", 32, 16)]
+        ("v128.load", 16, 16),
+        ("v128.load32_splat", 0, 4),
+        ("v128.load8_lane", 3, 1),
+        ("v128.store", 32, 16),
+    ]
     _, a = build("eh")
     fs = _by_name(a)
     assert {"try", "catch", "catch_all", "delegate", "rethrow"} <= set(_mn(fs["legacy"]))
@@ -174,13 +203,22 @@ def test_families_facts(build):
     assert fs["legacy"].calls == [fs["thrower"].index]
     _, a = build("bulk")
     f = _by_name(a)["bulk"]
-    assert {"memory.init", "data.drop", "memory.copy", "memory.fill", "table.init",
-            "elem.drop", "table.copy"} <= set(_mn(f))
+    assert {
+        "memory.init",
+        "data.drop",
+        "memory.copy",
+        "memory.fill",
+        "table.init",
+        "elem.drop",
+        "table.copy",
+    } <= set(_mn(f))
     _, a = build("memory64")
     f = _by_name(a)["m64"]
     assert f.strings == ["memory64 text"]
     assert [(MNEMONICS[o], off, w) for o, off, w in f.mem_ops] == [
-        ("i64.load", 8, 8), ("i32.load8_u", 0, 1)]
+        ("i64.load", 8, 8),
+        ("i32.load8_u", 0, 1),
+    ]
 
 
 def test_shape_hash_survives_index_and_address_shifts(build):
@@ -214,9 +252,13 @@ def test_shape_hash_normalises_type_and_table_indices():
     # call_indirect through type 1 vs the same signature at type index 2
     def mod(types, ti):
         code = b"\x00\x41\x00\x41\x01\x41\x02\x11" + uleb(ti) + b"\x00\x0b"
-        return module(section(1, vec(types)), section(3, vec([b"\x00"])),
-                      section(4, vec([b"\x70\x00\x01"])),
-                      section(10, vec([uleb(len(code)) + code])))
+        return module(
+            section(1, vec(types)),
+            section(3, vec([b"\x00"])),
+            section(4, vec([b"\x70\x00\x01"])),
+            section(10, vec([uleb(len(code)) + code])),
+        )
+
     t0, t1 = b"\x60\x00\x00", b"\x60\x02\x7f\x7f\x00"
     a = analyze_module(mod([t0, t1], 1)).functions[0]
     b = analyze_module(mod([t0, b"\x60\x00\x01\x7f", t1], 2)).functions[0]
@@ -245,10 +287,10 @@ def _rust_module(body: bytes, seg: bytes, seg2: bytes = b"") -> bytes:
     segs = [b"\x00\x41" + sleb(4096) + b"\x0b" + uleb(len(seg)) + seg]
     if seg2:
         segs.append(b"\x00\x41" + sleb(8192) + b"\x0b" + uleb(len(seg2)) + seg2)
-    prod = producers_payload({"language": [("Rust", "")],
-                              "processed-by": [("rustc", "1.80.0 (051478957 2024-07-21)")]})
-    return _one_func(body, data_sec=section(11, vec(segs)),
-                     extra=custom_section("producers", prod))
+    prod = producers_payload(
+        {"language": [("Rust", "")], "processed-by": [("rustc", "1.80.0 (051478957 2024-07-21)")]}
+    )
+    return _one_func(body, data_sec=section(11, vec(segs)), extra=custom_section("producers", prod))
 
 
 def test_rust_strings_by_length_run_and_fat_pointer():
@@ -260,13 +302,11 @@ def test_rust_strings_by_length_run_and_fat_pointer():
     assert a.functions[1].strings == ["hello world"]
     # no length: a conservative printable run up to the first non-printable byte
     body = b"\x41" + sleb(4096 + 11) + b"\x1a\x0b"
-    assert analyze_module(_rust_module(body, blob)).functions[1].strings == [
-        "second-piece-text"]
+    assert analyze_module(_rust_module(body, blob)).functions[1].strings == ["second-piece-text"]
     # a constant pointing at an in-data (ptr, len) pair: a &str in a struct
     fat = (4096).to_bytes(4, "little") + (11).to_bytes(4, "little") + b"\x00" * 8
     body = b"\x41" + sleb(8192) + b"\x1a\x0b"
-    assert analyze_module(_rust_module(body, blob, fat)).functions[1].strings == [
-        "hello world"]
+    assert analyze_module(_rust_module(body, blob, fat)).functions[1].strings == ["hello world"]
     # too short or not texty: nothing
     body = b"\x41" + sleb(4096 + 26) + b"\x1a\x0b"
     assert analyze_module(_rust_module(body, blob)).functions[1].strings == []
@@ -274,10 +314,17 @@ def test_rust_strings_by_length_run_and_fat_pointer():
 
 def test_passive_segment_addresses_from_memory_init():
     seg = b"passive string\x00"
-    init = (b"\x41" + sleb(2048) + b"\x41\x00\x41" + sleb(len(seg)) + b"\xfc\x08\x00\x00"
-            + b"\x41" + sleb(2048) + b"\x1a\x0b")
-    data = _one_func(init, data_sec=section(11, vec([b"\x01" + uleb(len(seg)) + seg])),
-                     extra=b"")
+    init = (
+        b"\x41"
+        + sleb(2048)
+        + b"\x41\x00\x41"
+        + sleb(len(seg))
+        + b"\xfc\x08\x00\x00"
+        + b"\x41"
+        + sleb(2048)
+        + b"\x1a\x0b"
+    )
+    data = _one_func(init, data_sec=section(11, vec([b"\x01" + uleb(len(seg)) + seg])), extra=b"")
     data = data.replace(section(10, b"")[:0], b"")  # no-op, keeps the builder symmetric
     # datacount is required for memory.init; insert it before the code section
     m = parse_module(data)
@@ -294,8 +341,7 @@ def test_iter_instructions_and_disassemble(build):
     s, e = function_body(data, a.module, f.index)
     items = list(iter_instructions(data, s, e))
     assert items[0][0] > s  # local declarations skipped
-    assert [MNEMONICS[op] for _o, op, _t in items[:3]] == ["local.get", "local.get",
-                                                          "i32.load"]
+    assert [MNEMONICS[op] for _o, op, _t in items[:3]] == ["local.get", "local.get", "i32.load"]
     assert items[2][2] == "2 4"  # align log2, offset: as wasm-objdump prints
     lines = disassemble(data, s, e)
     assert lines[-1] == "end" and "i64.store32 2 16" in lines

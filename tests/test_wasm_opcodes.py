@@ -70,14 +70,25 @@ def _imm(op: int, k: int) -> bytes:
     if k in (oc.K_U32, oc.K_GLOBAL, oc.K_CALL, oc.K_REF_FUNC, oc.K_TYPE, oc.K_TABLE):
         return b"\x70" if op == 0xD0 else b"\x00"
     return {
-        oc.K_MEM: b"\x02\x84\x01", oc.K_I32: sleb(-5), oc.K_I64: sleb(1 << 40),
-        oc.K_F32: b"\x00\x00\x80\x3f", oc.K_F64: b"\x00" * 7 + b"\x3f", oc.K_BLOCK: b"\x40",
-        oc.K_BR_TABLE: b"\x02\x00\x00\x00", oc.K_CALL_INDIRECT: b"\x00\x00",
-        oc.K_SELECT_T: b"\x01\x7f", oc.K_TABLE2: b"\x00\x00", oc.K_U32X2: b"\x00\x00",
-        oc.K_TRY_TABLE: b"\x40\x01\x02\x00", oc.K_LANE: b"\x01", oc.K_BYTE: b"\x00",
-        oc.K_MEM_LANE: b"\x00\x04\x01", oc.K_V128: bytes(range(16)),
+        oc.K_MEM: b"\x02\x84\x01",
+        oc.K_I32: sleb(-5),
+        oc.K_I64: sleb(1 << 40),
+        oc.K_F32: b"\x00\x00\x80\x3f",
+        oc.K_F64: b"\x00" * 7 + b"\x3f",
+        oc.K_BLOCK: b"\x40",
+        oc.K_BR_TABLE: b"\x02\x00\x00\x00",
+        oc.K_CALL_INDIRECT: b"\x00\x00",
+        oc.K_SELECT_T: b"\x01\x7f",
+        oc.K_TABLE2: b"\x00\x00",
+        oc.K_U32X2: b"\x00\x00",
+        oc.K_TRY_TABLE: b"\x40\x01\x02\x00",
+        oc.K_LANE: b"\x01",
+        oc.K_BYTE: b"\x00",
+        oc.K_MEM_LANE: b"\x00\x04\x01",
+        oc.K_V128: bytes(range(16)),
         oc.K_BR_ON_CAST: b"\x03\x00\x70\x70",
-        oc.K_ORD_U32: b"\x00\x00", oc.K_ORD_U32X2: b"\x01\x00\x00",
+        oc.K_ORD_U32: b"\x00\x00",
+        oc.K_ORD_U32X2: b"\x01\x00\x00",
     }[k]
 
 
@@ -142,9 +153,11 @@ def test_every_opcode_decodes_fast_and_careful():
 
 
 # wabt 1.0.42's wasm-objdump cannot print the GC proposal's opcodes (0xFB) and ref.eq
-NOT_IN_OBJDUMP = {0xD3} | {op for op in ALL_OPS if oc.op_bytes(op)[0] == 0xFB} | {
-    op for op in ALL_OPS if oc.op_bytes(op)[0] == 0xFE and oc.op_bytes(op)[1] >= 0x4F
-}  # GC; shared-everything-threads atomics
+NOT_IN_OBJDUMP = (
+    {0xD3}
+    | {op for op in ALL_OPS if oc.op_bytes(op)[0] == 0xFB}
+    | {op for op in ALL_OPS if oc.op_bytes(op)[0] == 0xFE and oc.op_bytes(op)[1] >= 0x4F}
+)  # GC; shared-everything-threads atomics
 
 
 @pytest.mark.skipif(not have_wabt(), reason="wabt not installed")

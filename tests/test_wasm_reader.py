@@ -55,31 +55,44 @@ def test_mvp_module(wasm):
     m = parse_module(wasm("mvp"))
     assert [t.text() for t in m.types][:2] == ["(i32, i32) -> i32", "(i32, i32) -> ()"]
     assert [(i.module, i.field, i.kind) for i in m.imports] == [
-        ("env", "log", "func"), ("env", "tbl", "table"), ("env", "base", "global"),
-        ("env", "counter", "global")]
+        ("env", "log", "func"),
+        ("env", "tbl", "table"),
+        ("env", "base", "global"),
+        ("env", "counter", "global"),
+    ]
     assert m.num_func_imports == 1 and m.func_imports[0].type_index == 1
     assert len(m.func_type_indices) == len(m.code) == 6
     assert m.func_type(1).text() == "() -> ()"  # $init
     assert m.func_type(2).text() == "(i32, i32) -> i32"  # $add
     assert m.tables[0].imported and m.tables[0].min == 4 and m.tables[0].reftype == "funcref"
     mem = m.memories[0]
-    assert (mem.min, mem.max, mem.shared, mem.memory64, mem.imported) == (1, 2, False, False,
-                                                                          False)
+    assert (mem.min, mem.max, mem.shared, mem.memory64, mem.imported) == (1, 2, False, False, False)
     assert not m.shared_memory
     g = m.globals
     assert [(x.valtype, x.mutable, x.imported) for x in g] == [
-        ("i32", False, True), ("i64", True, True), ("i32", True, False), ("i64", False, False)]
+        ("i32", False, True),
+        ("i64", True, True),
+        ("i32", True, False),
+        ("i64", False, False),
+    ]
     assert g[2].init == 65536 and g[3].init == 42
     assert {(e.name, e.kind, e.index) for e in m.exports} == {
-        ("memory", "memory", 0), ("add", "func", 2), ("plus", "func", 2),
-        ("control", "func", 4), ("memory_ops", "func", 6)}
+        ("memory", "memory", 0),
+        ("add", "func", 2),
+        ("plus", "func", 2),
+        ("control", "func", 4),
+        ("memory_ops", "func", 6),
+    }
     assert m.start == 1
     assert [(e.mode, e.table_index, e.offset, e.func_indices) for e in m.elements] == [
-        ("active", 0, 0, [2, 3])]
+        ("active", 0, 0, [2, 3])
+    ]
     assert [(d.offset, d.data, d.passive) for d in m.data_segments] == [
-        (1024, b"Hello, world!\0", False), (1040, bytes(range(1, 9)), False)]
+        (1024, b"Hello, world!\0", False),
+        (1040, bytes(range(1, 9)), False),
+    ]
     for d in m.data_segments:
-        assert wasm("mvp")[d.file_offset:d.file_offset + len(d.data)] == d.data
+        assert wasm("mvp")[d.file_offset : d.file_offset + len(d.data)] == d.data
     # code offsets: start after the size LEB, end exclusive, bodies end with `end`
     data = wasm("mvp")
     for s, e in m.code:
@@ -98,27 +111,37 @@ def test_name_section(wasm):
 
 
 def test_producers_and_target_features(wasm):
-    prod = producers_payload({
-        "language": [("Rust", "")],
-        "processed-by": [("rustc", "1.80.0 (051478957 2024-07-21)"), ("walrus", "0.20.3")],
-    })
+    prod = producers_payload(
+        {
+            "language": [("Rust", "")],
+            "processed-by": [("rustc", "1.80.0 (051478957 2024-07-21)"), ("walrus", "0.20.3")],
+        }
+    )
     feats = vec([b"+" + name("sign-ext"), b"-" + name("simd128"), b"=" + name("atomics")])
-    data = wasm("signext_sat") + custom_section("producers", prod) + custom_section(
-        "target_features", feats) + custom_section("my.custom", b"\x01\x02\x03")
+    data = (
+        wasm("signext_sat")
+        + custom_section("producers", prod)
+        + custom_section("target_features", feats)
+        + custom_section("my.custom", b"\x01\x02\x03")
+    )
     m = parse_module(data)
-    assert m.producers == {"language": ["Rust"],
-                           "processed-by": ["rustc 1.80.0 (051478957 2024-07-21)",
-                                            "walrus 0.20.3"]}
+    assert m.producers == {
+        "language": ["Rust"],
+        "processed-by": ["rustc 1.80.0 (051478957 2024-07-21)", "walrus 0.20.3"],
+    }
     assert m.target_features == ["+sign-ext", "-simd128", "=atomics"]
     c = m.custom("my.custom")
-    assert c.data == b"\x01\x02\x03" and data[c.offset:c.offset + 3] == c.data
+    assert c.data == b"\x01\x02\x03" and data[c.offset : c.offset + 3] == c.data
     assert [c.name for c in m.customs] == ["producers", "target_features", "my.custom"]
     assert m.warnings == []
 
 
 def test_malformed_custom_sections_are_tolerated(wasm):
-    data = wasm("signext_sat") + custom_section("producers", b"\x05\x03abc") + \
-        custom_section("name", b"\x01\x10\x01")
+    data = (
+        wasm("signext_sat")
+        + custom_section("producers", b"\x05\x03abc")
+        + custom_section("name", b"\x01\x10\x01")
+    )
     m = parse_module(data)
     assert m.producers == {}
     assert len(m.warnings) == 2 and "producers" in m.warnings[0]
@@ -130,14 +153,14 @@ def test_element_segments_all_eight_forms():
     null = b"\xd0\x70\x0b"
     off = b"\x41\x03\x0b"
     segs = [
-        b"\x00" + off + vec([b"\x00", b"\x01"]),            # 0 active table 0, funcidx
-        b"\x01\x00" + vec([b"\x01"]),                        # 1 passive, elemkind
-        b"\x02\x01" + off + b"\x00" + vec([b"\x00"]),        # 2 active table 1
-        b"\x03\x00" + vec([b"\x01"]),                        # 3 declarative
-        b"\x04" + off + vec([ref_f0, null]),                  # 4 active table 0, exprs
-        b"\x05\x70" + vec([null]),                           # 5 passive exprs
-        b"\x06\x01" + off + b"\x70" + vec([ref_f0]),         # 6 active table 1, exprs
-        b"\x07\x70" + vec([ref_f0]),                         # 7 declarative exprs
+        b"\x00" + off + vec([b"\x00", b"\x01"]),  # 0 active table 0, funcidx
+        b"\x01\x00" + vec([b"\x01"]),  # 1 passive, elemkind
+        b"\x02\x01" + off + b"\x00" + vec([b"\x00"]),  # 2 active table 1
+        b"\x03\x00" + vec([b"\x01"]),  # 3 declarative
+        b"\x04" + off + vec([ref_f0, null]),  # 4 active table 0, exprs
+        b"\x05\x70" + vec([null]),  # 5 passive exprs
+        b"\x06\x01" + off + b"\x70" + vec([ref_f0]),  # 6 active table 1, exprs
+        b"\x07\x70" + vec([ref_f0]),  # 7 declarative exprs
     ]
     data = module(
         section(1, vec([b"\x60\x00\x00"])),
@@ -162,13 +185,25 @@ def test_element_segments_all_eight_forms():
 
 def test_elements_and_extended_const_data(wasm):
     m = parse_module(wasm("elements"))
-    assert [e.mode for e in m.elements] == ["active", "passive", "active", "declarative",
-                                            "active", "passive", "active", "declarative"]
+    assert [e.mode for e in m.elements] == [
+        "active",
+        "passive",
+        "active",
+        "declarative",
+        "active",
+        "passive",
+        "active",
+        "declarative",
+    ]
     assert m.elements[2].table_index == 1 and m.elements[2].offset == 2
     assert m.elements[4].func_indices == [1, None]
     segs = [(d.offset, d.data, d.passive) for d in m.data_segments]
-    assert segs == [(16, b"const", False), (4112, b"extended", False),
-                    (None, b"relocatable", False), (None, b"passive", True)]
+    assert segs == [
+        (16, b"const", False),
+        (4112, b"extended", False),
+        (None, b"relocatable", False),
+        (None, b"passive", True),
+    ]
 
 
 def test_memory_flags(wasm):
@@ -201,13 +236,21 @@ def test_gc_types_are_skipped_gracefully():
 
 def test_compact_import_encodings():
     imp = vec([])[:0]
-    imp = uleb(4) + name("env") + name("") + b"\x7f" + vec(
-        [name("a") + b"\x00\x00", name("b") + b"\x03\x7f\x00"])
+    imp = (
+        uleb(4)
+        + name("env")
+        + name("")
+        + b"\x7f"
+        + vec([name("a") + b"\x00\x00", name("b") + b"\x03\x7f\x00"])
+    )
     imp += name("js") + name("") + b"\x7e" + b"\x00\x00" + vec([name("x"), name("y")])
     m = parse_module(module(section(1, vec([b"\x60\x00\x00"])), section(2, imp)))
     assert [(i.module, i.field, i.kind, i.index) for i in m.imports] == [
-        ("env", "a", "func", 0), ("env", "b", "global", 0), ("js", "x", "func", 1),
-        ("js", "y", "func", 2)]
+        ("env", "a", "func", 0),
+        ("env", "b", "global", 0),
+        ("js", "x", "func", 1),
+        ("js", "y", "func", 2),
+    ]
     assert m.num_func_imports == 3
 
 
@@ -275,11 +318,17 @@ def test_bodies_must_end_with_end():
 
 
 def test_count_mismatches():
-    data = module(section(1, vec([b"\x60\x00\x00"])), section(3, vec([b"\x00", b"\x00"])),
-                  section(10, vec([b"\x02\x00\x0b"])))
+    data = module(
+        section(1, vec([b"\x60\x00\x00"])),
+        section(3, vec([b"\x00", b"\x00"])),
+        section(10, vec([b"\x02\x00\x0b"])),
+    )
     assert "function bodies" in _err(data).expected
-    data = module(section(1, vec([b"\x60\x00\x00"])), section(3, vec([b"\x05"])),
-                  section(10, vec([b"\x02\x00\x0b"])))
+    data = module(
+        section(1, vec([b"\x60\x00\x00"])),
+        section(3, vec([b"\x05"])),
+        section(10, vec([b"\x02\x00\x0b"])),
+    )
     assert "type index" in _err(data).expected
     data = module(section(12, uleb(2)), section(11, vec([b"\x01\x01x"])))
     assert "data segments" in _err(data).expected
@@ -311,8 +360,9 @@ def test_truncated_at_every_byte(wasm, fixture):
 
 
 @needs_wabt
-@settings(max_examples=150, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.data())
 def test_mutations_raise_only_wasm_format_error(wasm, d):
     data = bytearray(wasm(d.draw(st.sampled_from(["mvp", "eh", "bulk", "reftypes"]))))
@@ -368,15 +418,19 @@ def test_corpus_module_matches_manifest(entry):
     assert (m.target_features or None) == entry["target_features"]
     assert m.shared_memory == entry["shared_memory"]
     mem = m.memories[0]
-    assert (mem.imported, mem.min, mem.max) == (entry["memory"]["imported"],
-                                                entry["memory"]["min_pages"],
-                                                entry["memory"]["max_pages"])
+    assert (mem.imported, mem.min, mem.max) == (
+        entry["memory"]["imported"],
+        entry["memory"]["min_pages"],
+        entry["memory"]["max_pages"],
+    )
     assert len(m.func_names) == entry["named_functions"]
     assert m.warnings == []
 
 
 def test_core_does_not_import_front_ends():
-    code = ("import sys, kbtool.wasm; bad = [m for m in ('textual', 'starlette', 'uvicorn', "
-            "'mcp', 'typer') if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")
+    code = (
+        "import sys, kbtool.wasm; bad = [m for m in ('textual', 'starlette', 'uvicorn', "
+        "'mcp', 'typer') if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr

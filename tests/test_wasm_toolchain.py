@@ -31,22 +31,43 @@ def _imports(*pairs) -> bytes:
 
 def _data(blob: bytes, imports: bytes = b"") -> bytes:
     seg = b"\x00\x41\x80\x08\x0b" + bytes([len(blob)]) + blob
-    return module(section(1, vec([b"\x60\x00\x00"])), imports,
-                  section(5, vec([b"\x00\x01"])), section(11, vec([seg])))
+    return module(
+        section(1, vec([b"\x60\x00\x00"])),
+        imports,
+        section(5, vec([b"\x00\x01"])),
+        section(11, vec([seg])),
+    )
 
 
-@pytest.mark.parametrize("fields, expected", [
-    ({"processed-by": [("clang", "22.1.8")]}, "clang 22.1.8"),
-    ({"language": [("Rust", "")], "processed-by": [("rustc", "1.83.0 (90b35a623 2024-11-26)"),
-                                                   ("clang", "18.1.2")]}, "rustc 1.83.0"),
-    ({"processed-by": [("walrus", "0.20.3"), ("rustc", "1.80.0 (x 2024-07-21)")]},
-     "rustc 1.80.0"),
-    ({"processed-by": [("clang", "17.0.0 (https://github.com/llvm x)"),
-                       ("Emscripten", "3.1.50")]}, "Emscripten 3.1.50"),
-    ({"processed-by": [("Go", "go1.21.3")]}, "go1.21.3"),
-    ({"processed-by": [("wasm-opt", "")]}, "wasm-opt"),
-    ({"language": [("C11", "")]}, None),
-])
+@pytest.mark.parametrize(
+    "fields, expected",
+    [
+        ({"processed-by": [("clang", "22.1.8")]}, "clang 22.1.8"),
+        (
+            {
+                "language": [("Rust", "")],
+                "processed-by": [("rustc", "1.83.0 (90b35a623 2024-11-26)"), ("clang", "18.1.2")],
+            },
+            "rustc 1.83.0",
+        ),
+        (
+            {"processed-by": [("walrus", "0.20.3"), ("rustc", "1.80.0 (x 2024-07-21)")]},
+            "rustc 1.80.0",
+        ),
+        (
+            {
+                "processed-by": [
+                    ("clang", "17.0.0 (https://github.com/llvm x)"),
+                    ("Emscripten", "3.1.50"),
+                ]
+            },
+            "Emscripten 3.1.50",
+        ),
+        ({"processed-by": [("Go", "go1.21.3")]}, "go1.21.3"),
+        ({"processed-by": [("wasm-opt", "")]}, "wasm-opt"),
+        ({"language": [("C11", "")]}, None),
+    ],
+)
 def test_from_producers(fields, expected):
     m = parse_module(_with_producers(fields))
     assert detect_toolchain(m, []) == expected
@@ -65,13 +86,16 @@ def test_go_evidence():
     assert detect_toolchain(m, []) == "go (from runtime)"
     m = parse_module(_data(b"runtime.main\0go1.21.3\0"))
     assert detect_toolchain(m, []) == "go1.21.3"
-    assert detect_toolchain(parse_module(EMPTY), ["runtime.a", "runtime.b", "runtime.c"]) == \
-        "go (from runtime)"
+    assert (
+        detect_toolchain(parse_module(EMPTY), ["runtime.a", "runtime.b", "runtime.c"])
+        == "go (from runtime)"
+    )
 
 
 def test_emscripten_evidence():
-    m = parse_module(_imports(("env", "emscripten_memcpy_js"), ("wasi_snapshot_preview1",
-                                                                "fd_write")))
+    m = parse_module(
+        _imports(("env", "emscripten_memcpy_js"), ("wasi_snapshot_preview1", "fd_write"))
+    )
     assert detect_toolchain(m, []) == "emscripten"
     m = parse_module(_imports(("a", "a"), ("a", "b"), ("a", "c")))
     assert detect_toolchain(m, []) == "emscripten (minified imports)"
@@ -101,11 +125,16 @@ def test_corpus_toolchains(rel, expected):
 def test_big_corpus_toolchains_without_decoding():
     """The large modules: detection needs only the module model and its data."""
     entries = json.loads((CORPUS / "MANIFEST.json").read_text())["modules"]
-    got = {e["file"]: detect_toolchain(parse_module((CORPUS / e["file"]).read_bytes()), [])
-           for e in entries if e["file"].startswith("release/")}
+    got = {
+        e["file"]: detect_toolchain(parse_module((CORPUS / e["file"]).read_bytes()), [])
+        for e in entries
+        if e["file"].startswith("release/")
+    }
     assert got["release/lightningcss-wasm-1.29.1.wasm"] == "rustc 1.83.0"
-    assert got["release/onnxruntime-web-1.20.1.ort-wasm-simd-threaded.wasm"] == \
-        "emscripten (minified imports)"
+    assert (
+        got["release/onnxruntime-web-1.20.1.ort-wasm-simd-threaded.wasm"]
+        == "emscripten (minified imports)"
+    )
     stripped = parse_module((CORPUS / "release/lightningcss-wasm-1.29.1.wasm").read_bytes())
     stripped.producers = {}
     assert detect_toolchain(stripped, []) == "rustc 90b35a623 (from runtime strings)"

@@ -47,7 +47,8 @@ def test_every_route_is_bounded(demo_kb_master, monkeypatch):
             for status, headers, body in results:
                 if status == 503:
                     assert headers["retry-after"] and headers["content-type"].startswith(
-                        "application/json")
+                        "application/json"
+                    )
                     assert list(json.loads(body)) == ["error"]
                     assert "busy" in json.loads(body)["error"]
             # the slot is free again: a lone request answers

@@ -203,16 +203,26 @@ def resolve_backend(
     if opinions is None:
         opinions = int_setting(env, OPINIONS_ENV, 2, 1, 2)
     if name == "provider_a":
-        client: Any = provider_a.MessagesClient(env, timeout=timeout, max_retries=max_retries,
-                                                max_bytes=max_bytes)
+        client: Any = provider_a.MessagesClient(
+            env, timeout=timeout, max_retries=max_retries, max_bytes=max_bytes
+        )
     else:
-        client = provider_b.ChatClient(env, timeout=timeout, max_retries=max_retries,
-                                       max_bytes=max_bytes)
+        client = provider_b.ChatClient(
+            env, timeout=timeout, max_retries=max_retries, max_bytes=max_bytes
+        )
     if price is None:
         price = price_table(env).get(client.model)
-    return LLMBackend(name, _SPECS[name]["backend"], client.model, client.complete_full,
-                      max_chars, budget=budget, opinions=opinions, meter=Meter(price),
-                      count=client.count_tokens)
+    return LLMBackend(
+        name,
+        _SPECS[name]["backend"],
+        client.model,
+        client.complete_full,
+        max_chars,
+        budget=budget,
+        opinions=opinions,
+        meter=Meter(price),
+        count=client.count_tokens,
+    )
 
 
 class OfflineBackend:
@@ -335,8 +345,9 @@ class LLMBackend:
             self.meter.hit()
             return str(hit["text"])
         if self.circuit_open:
-            raise RuntimeError(f"circuit open: {self.breaker} calls in a row failed; "
-                               "no further call in this pass")
+            raise RuntimeError(
+                f"circuit open: {self.breaker} calls in a row failed; no further call in this pass"
+            )
         try:
             res = self._complete(prompt.system, prompt.text)
         except Exception:
@@ -352,12 +363,26 @@ class LLMBackend:
             text, tin, tout = res.text, res.tokens_in, res.tokens_out
         else:
             text, tin, tout = str(res), None, None
-        self.meter.add(tin, tout, prompt=prompt.system + prompt.text, answer=text,
-                       estimate=prompt.tokens + system_tokens(prompt.system))
+        self.meter.add(
+            tin,
+            tout,
+            prompt=prompt.system + prompt.text,
+            answer=text,
+            estimate=prompt.tokens + system_tokens(prompt.system),
+        )
         if self.store is not None:
-            self.store.put(key, {"text": text, "tokens_in": tin, "tokens_out": tout,
-                                 "index": index, "variant": prompt.variant,
-                                 "prompt_tokens": prompt.tokens, "base": prompt.base})
+            self.store.put(
+                key,
+                {
+                    "text": text,
+                    "tokens_in": tin,
+                    "tokens_out": tout,
+                    "index": index,
+                    "variant": prompt.variant,
+                    "prompt_tokens": prompt.tokens,
+                    "base": prompt.base,
+                },
+            )
         return text
 
     def propose(self, ctx: Mapping[str, Any], taken: frozenset[str] | set[str]) -> Proposal | None:
@@ -379,16 +404,26 @@ class LLMBackend:
                 text = self.ask(prompt, index)
             except Exception as e:  # SDK errors after its retries: counted, never a crash
                 if i == 0:
-                    return Proposal(name=None, confidence=0.0, rule="provider_error",
-                                    error=f"provider error: {_one_line(e)}", **base)
+                    return Proposal(
+                        name=None,
+                        confidence=0.0,
+                        rule="provider_error",
+                        error=f"provider error: {_one_line(e)}",
+                        **base,
+                    )
                 answers.append(None)
                 continue
             try:
                 answers.append(parse_answer(text))
             except MalformedAnswer as e:
                 if i == 0:
-                    return Proposal(name=None, confidence=0.0, error=f"malformed answer: {e}",
-                                    rule="malformed", **base)
+                    return Proposal(
+                        name=None,
+                        confidence=0.0,
+                        error=f"malformed answer: {e}",
+                        rule="malformed",
+                        **base,
+                    )
                 answers.append(None)
         first = answers[0]
         assert first is not None
@@ -396,8 +431,7 @@ class LLMBackend:
         agree: bool | None = None
         if len(prompts) > 1:
             agree = second is not None and same_name(first["name"], second["name"])
-        return proposal_from_answer(first, base, ctx=ctx, agree=agree,
-                                    c=c_text(ctx), second=second)
+        return proposal_from_answer(first, base, ctx=ctx, agree=agree, c=c_text(ctx), second=second)
 
     def complete(self, system: str, user: str) -> str:
         """One raw model call (the SDK's retries and timeout apply); errors propagate."""
@@ -443,8 +477,10 @@ def proposal_from_answer(
     if ans["explanation"]:
         reasons.insert(0, ans["explanation"])
     reasons.append(f"model_confidence={ans['confidence']:g}; prompt={prompt}")
-    extra: dict[str, Any] = {"locals": dict(ans.get("locals") or {}),
-                             "prototype": str(ans.get("prototype") or "")}
+    extra: dict[str, Any] = {
+        "locals": dict(ans.get("locals") or {}),
+        "prototype": str(ans.get("prototype") or ""),
+    }
     if ctx is None:
         return Proposal(
             name=ans["name"],
@@ -459,16 +495,30 @@ def proposal_from_answer(
     words = {t for t in split_tokens(name) if len(t) >= 3}
     linked = any(w in claim.lower() for w in words for claim in ok)
     consistent = consistent_with_facts(name, ctx)
-    conf, rule = llm_confidence(verified=len(ok), false=len(bad), agree=agree,
-                                consistent=consistent, linked=linked)
-    calib = {"model_confidence": ans["confidence"], "verified": ok[:8], "false": bad[:8],
-             "agree": agree, "consistent": consistent}
+    conf, rule = llm_confidence(
+        verified=len(ok), false=len(bad), agree=agree, consistent=consistent, linked=linked
+    )
+    calib = {
+        "model_confidence": ans["confidence"],
+        "verified": ok[:8],
+        "false": bad[:8],
+        "agree": agree,
+        "consistent": consistent,
+    }
     if second is not None and agree is False:
         calib["second_name"] = str(second.get("name"))[:96]
     if bad:
         reasons.append("evidence not in the facts: " + "; ".join(bad[:4]))
-    return Proposal(name=name, confidence=conf, summary=ans["summary"], reasons=reasons,
-                    rule=rule, calibration=calib, **extra, **base)
+    return Proposal(
+        name=name,
+        confidence=conf,
+        summary=ans["summary"],
+        reasons=reasons,
+        rule=rule,
+        calibration=calib,
+        **extra,
+        **base,
+    )
 
 
 def _one_line(e: BaseException) -> str:

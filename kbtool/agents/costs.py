@@ -135,15 +135,27 @@ class Meter:
     _billed_out: int = 0
     _billed_n: int = 0
 
-    def plan(self, raw_tokens: int, calls: int, ratio: float = 1.0,
-             per_answer: int = EXPECTED_OUTPUT_TOKENS) -> None:
+    def plan(
+        self,
+        raw_tokens: int,
+        calls: int,
+        ratio: float = 1.0,
+        per_answer: int = EXPECTED_OUTPUT_TOKENS,
+    ) -> None:
         """Round 1 will send ``calls`` prompts of ``raw_tokens`` (kbtool's estimate), scaled
         by ``ratio``, each answered with about ``per_answer`` tokens."""
         with self._lock:
             self._plan = (int(raw_tokens), int(calls), float(ratio), int(per_answer))
 
-    def add(self, tokens_in: int | None, tokens_out: int | None, *, prompt: str = "",
-            answer: str = "", estimate: int | None = None) -> None:
+    def add(
+        self,
+        tokens_in: int | None,
+        tokens_out: int | None,
+        *,
+        prompt: str = "",
+        answer: str = "",
+        estimate: int | None = None,
+    ) -> None:
         """One answered call; ``estimate``: kbtool's token estimate of its prompt (both
         messages), which the provider's ``tokens_in`` calibrates."""
         with self._lock:
@@ -196,9 +208,12 @@ class Meter:
                 basis = "pre-pass estimate"
             tin, tout = self.tokens_in + left_in, self.tokens_out + left_out
         usd = cost(tin, tout, self.price)
-        return {"projected_tokens_in": tin, "projected_tokens_out": tout,
-                "projected_cost_usd": round(usd, 6) if usd is not None else None,
-                "projection_basis": basis}
+        return {
+            "projected_tokens_in": tin,
+            "projected_tokens_out": tout,
+            "projected_cost_usd": round(usd, 6) if usd is not None else None,
+            "projection_basis": basis,
+        }
 
     def to_dict(self) -> dict[str, Any]:
         c = self.cost

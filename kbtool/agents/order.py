@@ -68,8 +68,11 @@ def bottom_up_levels(contexts: Sequence[Mapping[str, Any]]) -> list[list[int]]:
     Only calls between candidates count; order inside a level follows ``contexts``."""
     pos = {int(c["index"]): i for i, c in enumerate(contexts)}
     graph = {
-        int(c["index"]): [int(e["index"]) for e in (c.get("callees") or [])
-                          if e.get("index") in pos and e.get("index") != c["index"]]
+        int(c["index"]): [
+            int(e["index"])
+            for e in (c.get("callees") or [])
+            if e.get("index") in pos and e.get("index") != c["index"]
+        ]
         for c in contexts
     }
     comp_of: dict[int, int] = {}

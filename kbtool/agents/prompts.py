@@ -92,8 +92,14 @@ class Prompt:
         return h.hexdigest()
 
 
-def base_key(ctx: Mapping[str, Any], variant: str, budget: int, backend: str,
-             model: str | None, system: str = SYSTEM_PROMPT) -> str:
+def base_key(
+    ctx: Mapping[str, Any],
+    variant: str,
+    budget: int,
+    backend: str,
+    model: str | None,
+    system: str = SYSTEM_PROMPT,
+) -> str:
     """The answer store key of the same question about the same function, whatever its
     neighbours are called or what is known about them: the function's stable id and own
     facts (signature, body size, constants, memory and call summary, strings, data labels,
@@ -106,15 +112,23 @@ def base_key(ctx: Mapping[str, Any], variant: str, budget: int, backend: str,
     names differ: naming a callee after its caller was answered does not buy the caller's
     answer again. Later rounds, which re-ask callers *because* their callees got names,
     use exact prompts only."""
-    masked = {k: v for k, v in ctx.items()
-              if k not in ("lifted_c", "c_raw", "c_names", "c_stack")}
+    masked = {k: v for k, v in ctx.items() if k not in ("lifted_c", "c_raw", "c_names", "c_stack")}
     for side in ("callees", "callers"):
         if isinstance(ctx.get(side), list):
-            masked[side] = [{**e, "name": e.get("name") if e.get("import") else None}
-                            for e in ctx[side]]
+            masked[side] = [
+                {**e, "name": e.get("name") if e.get("import") else None} for e in ctx[side]
+            ]
     h = hashlib.sha256()
-    for part in (PROMPT_VERSION, "base", backend, model or "", system, variant, str(budget),
-                 json.dumps(masked, sort_keys=True, default=str, ensure_ascii=False)):
+    for part in (
+        PROMPT_VERSION,
+        "base",
+        backend,
+        model or "",
+        system,
+        variant,
+        str(budget),
+        json.dumps(masked, sort_keys=True, default=str, ensure_ascii=False),
+    ):
         h.update(part.encode())
         h.update(b"\0")
     return "base:" + h.hexdigest()
@@ -127,7 +141,8 @@ def func_label(ctx: Mapping[str, Any]) -> str:
 
 _PRELUDE = re.compile(  # a prototype line may hold several (the lifter packs them)
     r"^(?:#(?:ifndef|define|endif)\b.*|enum \{ \w+ = -?\d+ \};|extern .*;"
-    r"|(?:[A-Za-z_][\w ]*[\w*]\s*\**\w+\([^()]*\);\s*)+)\s*$")
+    r"|(?:[A-Za-z_][\w ]*[\w*]\s*\**\w+\([^()]*\);\s*)+)\s*$"
+)
 
 
 def c_text(ctx: Mapping[str, Any]) -> str:
@@ -160,8 +175,9 @@ def cleaned_c(ctx: Mapping[str, Any]) -> Any:
         if new and old and old != new and re.fullmatch(r"[A-Za-z_]\w*", new):
             subst[old] = new
     if subst:
-        pat = re.compile(r"\b(" + "|".join(map(re.escape, sorted(subst, key=len, reverse=True)))
-                         + r")\b")
+        pat = re.compile(
+            r"\b(" + "|".join(map(re.escape, sorted(subst, key=len, reverse=True))) + r")\b"
+        )
         raw = pat.sub(lambda m: subst[m.group(1)], raw)
     stack = tuple(ctx.get("c_stack") or ("g0", "__stack_pointer"))
     structs = tuple(sorted((int(k), str(v)) for k, v in (ctx.get("c_structs") or {}).items()))
@@ -206,8 +222,10 @@ def _render(ctx: Mapping[str, Any], parts: Mapping[str, Any], variant: str) -> s
     head = [f"Function f{idx} of a stripped WebAssembly module."]
     ex = ctx.get("existing") or {}
     if ex.get("name"):
-        head.append(f"Current name: {ex['name']} ({ex.get('provenance')}, "
-                    f"confidence {float(ex.get('confidence') or 0):.2f}); improve it if you can.")
+        head.append(
+            f"Current name: {ex['name']} ({ex.get('provenance')}, "
+            f"confidence {float(ex.get('confidence') or 0):.2f}); improve it if you can."
+        )
     if ctx.get("type"):
         head.append(f"Signature: {ctx['type']}")
     if ctx.get("exports"):
@@ -286,8 +304,11 @@ def build_prompt(
     strings = [s for s in (ctx.get("strings") or []) if isinstance(s, str)]
     data = [str(d) for d in (ctx.get("data") or [])][:24]
     parts: dict[str, Any] = {
-        "callees": callees, "callers": list(ctx.get("callers") or []), "strings": strings,
-        "data": data, "c_lines": lines,
+        "callees": callees,
+        "callers": list(ctx.get("callers") or []),
+        "strings": strings,
+        "data": data,
+        "c_lines": lines,
     }
     full = {k: len(v) for k, v in parts.items()}
     dropped: list[str] = []
@@ -300,9 +321,18 @@ def build_prompt(
         return _render(ctx, parts, variant)
 
     steps: list[tuple[str, Callable[[], bool]]] = [
-        (f"callers beyond {_LIST_KEEP['callers']}", lambda: _cap(parts, "callers", _LIST_KEEP["callers"])),
-        (f"callees beyond {_LIST_KEEP['callees']}", lambda: _cap(parts, "callees", _LIST_KEEP["callees"])),
-        (f"strings beyond {_LIST_KEEP['strings']}", lambda: _cap(parts, "strings", _LIST_KEEP["strings"])),
+        (
+            f"callers beyond {_LIST_KEEP['callers']}",
+            lambda: _cap(parts, "callers", _LIST_KEEP["callers"]),
+        ),
+        (
+            f"callees beyond {_LIST_KEEP['callees']}",
+            lambda: _cap(parts, "callees", _LIST_KEEP["callees"]),
+        ),
+        (
+            f"strings beyond {_LIST_KEEP['strings']}",
+            lambda: _cap(parts, "strings", _LIST_KEEP["strings"]),
+        ),
         ("C lines", lambda: _cut_c(parts, budget, count, text)),
         ("callers", lambda: _cap(parts, "callers", 0)),
         ("data labels", lambda: _cap(parts, "data", 0)),
@@ -334,8 +364,9 @@ def _cap(parts: dict[str, Any], key: str, keep: int) -> bool:
     return False
 
 
-def _cut_c(parts: dict[str, Any], budget: int, count: Callable[[str], int],
-           text: Callable[[], str]) -> bool:
+def _cut_c(
+    parts: dict[str, Any], budget: int, count: Callable[[str], int], text: Callable[[], str]
+) -> bool:
     lines = parts["c_lines"]
     if len(lines) <= MIN_C_LINES:
         return False
@@ -438,8 +469,11 @@ def _evidence(ev: Any) -> dict[str, list[Any]]:
 def _locals(v: Any) -> dict[str, str]:
     if not isinstance(v, dict):
         return {}
-    return {str(k)[:64]: str(n)[:64] for k, n in list(v.items())[:64]
-            if isinstance(n, str) and re.fullmatch(r"[A-Za-z_]\w{0,63}", n)}
+    return {
+        str(k)[:64]: str(n)[:64]
+        for k, n in list(v.items())[:64]
+        if isinstance(n, str) and re.fullmatch(r"[A-Za-z_]\w{0,63}", n)
+    }
 
 
 def answer_object(text: str) -> dict[str, Any]:

@@ -38,11 +38,13 @@ class MessagesClient(SDKClient):
         )
         text = "".join(getattr(b, "text", "") for b in msg.content if b.type == "text")
         usage = getattr(msg, "usage", None)
-        return Completion(text, usage_count(usage, "input_tokens"),
-                          usage_count(usage, "output_tokens"))
+        return Completion(
+            text, usage_count(usage, "input_tokens"), usage_count(usage, "output_tokens")
+        )
 
     def _count(self, system: str, user: str) -> int | None:
         """The Messages API's own token counter (``messages.count_tokens``; free, no answer)."""
         res = self._client.messages.count_tokens(
-            model=self.model, system=system, messages=[{"role": "user", "content": user}])
+            model=self.model, system=system, messages=[{"role": "user", "content": user}]
+        )
         return usage_count(res, "input_tokens")

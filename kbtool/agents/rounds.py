@@ -137,8 +137,10 @@ def run_rounds(
         if not pending:
             break
         if bottom_up and r == 0:
-            waves = [[pending[k] for k in level]
-                     for level in bottom_up_levels([current[i] for i in pending])]
+            waves = [
+                [pending[k] for k in level]
+                for level in bottom_up_levels([current[i] for i in pending])
+            ]
         else:
             waves = [pending]
         out.rounds_run = r + 1
@@ -158,8 +160,7 @@ def run_rounds(
             batch = [current[i] for i in wave]
             for i in wave:
                 asked_with[i] = _callee_names(current[i], names)
-            reviewed = run_round(backend, batch, used, concurrency=concurrency,
-                                 cancelled=cancelled)
+            reviewed = run_round(backend, batch, used, concurrency=concurrency, cancelled=cancelled)
             for rv in reviewed:
                 out.record_proposal(rv.proposal)
                 judge.review(rv, r + 1, claims, wrote)
@@ -191,12 +192,17 @@ class _Judge:
     floor (suggestions), the caller's gate, and the name conflicts of a round. ``used``,
     ``names`` and ``current`` are the pass's state, shared with :func:`run_rounds`."""
 
-    def __init__(self, out: PassSummary, used: set[str], names: dict[int, str],
-                 current: dict[int, dict[str, Any]],
-                 write: Callable[[Proposal], tuple[bool, str]],
-                 suggest: Callable[[Proposal], tuple[bool, str]] | None,
-                 on_result: Callable[[int, Reviewed, str, str], None] | None,
-                 floor: float) -> None:
+    def __init__(
+        self,
+        out: PassSummary,
+        used: set[str],
+        names: dict[int, str],
+        current: dict[int, dict[str, Any]],
+        write: Callable[[Proposal], tuple[bool, str]],
+        suggest: Callable[[Proposal], tuple[bool, str]] | None,
+        on_result: Callable[[int, Reviewed, str, str], None] | None,
+        floor: float,
+    ) -> None:
         self.out, self.used, self.names, self.current = out, used, names, current
         self.write, self.suggest, self.on_result, self.floor = write, suggest, on_result, floor
 
@@ -205,15 +211,21 @@ class _Judge:
 
     def _reverify(self, p: Proposal) -> Reviewed:
         own = self._own(p)
-        return Reviewed(p, verify(p, self.current[p.index],
-                                  self.used - {own} if own else self.used))
+        return Reviewed(
+            p, verify(p, self.current[p.index], self.used - {own} if own else self.used)
+        )
 
     def _tell(self, round_no: int, rv: Reviewed, outcome: str, reason: str) -> None:
         if self.on_result:
             self.on_result(round_no, rv, outcome, reason)
 
-    def review(self, rv: Reviewed, round_no: int, claims: dict[str, list[Reviewed]],
-               wrote: dict[int, Proposal]) -> None:
+    def review(
+        self,
+        rv: Reviewed,
+        round_no: int,
+        claims: dict[str, list[Reviewed]],
+        wrote: dict[int, Proposal],
+    ) -> None:
         """One verified proposal: rejected, claimed (a model name, decided at the end of the
         round), or decided now."""
         p = rv.proposal
@@ -238,8 +250,9 @@ class _Judge:
             return
         self.decide(rv, round_no, wrote)
 
-    def settle(self, claims: dict[str, list[Reviewed]], round_no: int,
-               wrote: dict[int, Proposal]) -> None:
+    def settle(
+        self, claims: dict[str, list[Reviewed]], round_no: int, wrote: dict[int, Proposal]
+    ) -> None:
         """Decide the round's claimed model names; several claims of one name share its
         confidence (:func:`split_conflict`)."""
         for name, group in claims.items():
@@ -292,8 +305,12 @@ class _Judge:
 def _claims(p: Proposal, floor: float) -> bool:
     """A calibrated model name (source ``llm``, confidence from its checks) at or above the
     floor: what the conflict check covers (deep's replayed, uncalibrated names are not)."""
-    return (p.source == "llm" and bool(p.calibration) and bool(p.name)
-            and (p.confidence or 0.0) >= floor)
+    return (
+        p.source == "llm"
+        and bool(p.calibration)
+        and bool(p.name)
+        and (p.confidence or 0.0) >= floor
+    )
 
 
 def split_conflict(group: Sequence[Proposal]) -> None:
@@ -304,12 +321,17 @@ def split_conflict(group: Sequence[Proposal]) -> None:
     k = len(group)
     for p in group:
         others = [q.index for q in group if q is not p]
-        p.calibration = {**p.calibration, "name_conflict": others[:8],
-                         "before_conflict": p.confidence}
+        p.calibration = {
+            **p.calibration,
+            "name_conflict": others[:8],
+            "before_conflict": p.confidence,
+        }
         p.confidence = round((p.confidence or 0.0) / k, 3)
         p.rule = "llm_name_conflict"
-        p.reasons.append(f"the same name was proposed for function(s) "
-                         f"{', '.join(map(str, others[:8]))}: at most one of them is right")
+        p.reasons.append(
+            f"the same name was proposed for function(s) "
+            f"{', '.join(map(str, others[:8]))}: at most one of them is right"
+        )
 
 
 def _callee_names(ctx: Mapping[str, Any], names: Mapping[int, str]) -> tuple:

@@ -138,8 +138,9 @@ def bounded_http_client(timeout: float) -> Any:
             for chunk in self.inner:
                 self.seen += len(chunk)
                 if self.seen > self.budget.max_bytes:
-                    raise self.budget.fail(ResponseTooLarge(
-                        f"response body over {self.budget.max_bytes} bytes"))
+                    raise self.budget.fail(
+                        ResponseTooLarge(f"response body over {self.budget.max_bytes} bytes")
+                    )
                 self.budget.check()
                 yield chunk
 
@@ -166,7 +167,8 @@ def bounded_http_client(timeout: float) -> Any:
             def trace(name: str, info: dict[str, Any]) -> None:
                 if name.endswith(("connect_tcp.complete", "start_tls.complete")):
                     sock = getattr(info.get("return_value"), "get_extra_info", lambda _k: None)(
-                        "socket")
+                        "socket"
+                    )
                     if sock is not None:
                         with budget.lock:
                             budget.sockets.append(sock)
@@ -182,11 +184,17 @@ def bounded_http_client(timeout: float) -> Any:
             size = resp.headers.get("content-length")
             if size and size.isdigit() and int(size) > budget.max_bytes:
                 resp.close()
-                raise budget.fail(ResponseTooLarge(
-                    f"response of {size} bytes is over the {budget.max_bytes}-byte limit"))
-            return hx.Response(resp.status_code, headers=resp.headers,
-                               stream=BoundedStream(resp.stream, budget),
-                               extensions=resp.extensions)
+                raise budget.fail(
+                    ResponseTooLarge(
+                        f"response of {size} bytes is over the {budget.max_bytes}-byte limit"
+                    )
+                )
+            return hx.Response(
+                resp.status_code,
+                headers=resp.headers,
+                stream=BoundedStream(resp.stream, budget),
+                extensions=resp.extensions,
+            )
 
     return hx.Client(transport=BoundedTransport(), timeout=timeout)
 

@@ -13,7 +13,9 @@ from typing import Any
 
 from .proposal import Proposal, Verdict
 
-UNCONFIDENT_BELOW = 0.5  # docs/interface.md (run_agent_pass): only_unconfident skips confidence 0.5 or more
+UNCONFIDENT_BELOW = (
+    0.5  # docs/interface.md (run_agent_pass): only_unconfident skips confidence 0.5 or more
+)
 
 
 def should_consider(symbol: Mapping[str, Any] | None, only_unconfident: bool = True) -> bool:

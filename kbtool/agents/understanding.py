@@ -83,8 +83,7 @@ class DeepAnswer:
     replayed: bool = False
 
 
-def deep_key(backend: str, model: str | None, user: str,
-             system: str = DEEP_SYSTEM_PROMPT) -> str:
+def deep_key(backend: str, model: str | None, user: str, system: str = DEEP_SYSTEM_PROMPT) -> str:
     """The answer store key of one deep prompt: backend, model and the hash of both messages
     (the pass's keys hash its own prompt version, so the two never meet)."""
     h = hashlib.sha256()
@@ -154,8 +153,9 @@ def parse_understanding(text: str) -> tuple[str, float]:
     return understanding, round(min(max(conf, 0.0), LLM_CONFIDENCE_CAP), 3)
 
 
-def ask_deep(backend: LLMBackend, ctx: Mapping[str, Any], clean_c: str, *,
-             stored: str | None = None) -> DeepAnswer:
+def ask_deep(
+    backend: LLMBackend, ctx: Mapping[str, Any], clean_c: str, *, stored: str | None = None
+) -> DeepAnswer:
     """One model call for one function (none with ``stored``, the text of a kept answer to
     the same prompt); never raises (errors are in the answer)."""
     index = int(ctx["index"])
@@ -202,8 +202,9 @@ def ask_deep(backend: LLMBackend, ctx: Mapping[str, Any], clean_c: str, *,
 _STORE_OPS = ("i32.store", "i64.store", "f32.store", "f64.store")
 
 
-def facts_understanding(facts: Mapping[str, Any], cleaned: Any,
-                        name: str | None = None) -> tuple[str, float]:
+def facts_understanding(
+    facts: Mapping[str, Any], cleaned: Any, name: str | None = None
+) -> tuple[str, float]:
     """The offline understanding: what the function's facts and cleaned C show, stated as
     facts (signature, what it calls, the host functions it reaches, indirect calls, memory
     read and written, globals read and written, strings, loops), never a purpose it cannot
@@ -217,14 +218,20 @@ def facts_understanding(facts: Mapping[str, Any], cleaned: Any,
     n_params = len([p for p in params.strip("()").split(",") if p.strip()])
     result = result.strip()
     returns = "returns nothing" if result in ("", "()") else f"returns {result.strip('()')}"
-    out = [f"{me} takes {n_params} parameter{'s' if n_params != 1 else ''} and {returns}"
-           + (f" ({sig})." if sig else ".")]
+    out = [
+        f"{me} takes {n_params} parameter{'s' if n_params != 1 else ''} and {returns}"
+        + (f" ({sig})." if sig else ".")
+    ]
     evidence = 0.1
     callees = [c for c in facts.get("callees") or [] if isinstance(c, dict)]
     host = sorted({str(c["import"]) for c in callees if c.get("import")})
     own = [c for c in callees if not c.get("import")]
-    shown = list(dict.fromkeys("itself" if c.get("index") == idx else
-                               (c.get("name") or f"f{c.get('index')}") for c in own))
+    shown = list(
+        dict.fromkeys(
+            "itself" if c.get("index") == idx else (c.get("name") or f"f{c.get('index')}")
+            for c in own
+        )
+    )
     n_ind = int(facts.get("indirect_call_sites") or 0)
     if shown:
         more = f" and {len(shown) - 8} more" if len(shown) > 8 else ""
@@ -234,26 +241,30 @@ def facts_understanding(facts: Mapping[str, Any], cleaned: Any,
         out.append("It calls the host: " + ", ".join(host[:6]) + ".")
         evidence += 0.1
     if n_ind:
-        out.append(f"It makes {n_ind} indirect call{'s' if n_ind != 1 else ''} through the "
-                   "function table.")
+        out.append(
+            f"It makes {n_ind} indirect call{'s' if n_ind != 1 else ''} through the function table."
+        )
     if not shown and not host and not n_ind:
         out.append("It calls no function (a leaf).")
     mem = [m for m in facts.get("memory_accesses") or [] if isinstance(m, dict)]
     stores = sum(1 for m in mem if str(m.get("op", "")).startswith(_STORE_OPS))
     loads = sum(1 for m in mem if ".load" in str(m.get("op", "")))
     if loads or stores:
-        out.append(f"It reads memory at {loads} place{'s' if loads != 1 else ''} and writes "
-                   f"it at {stores}.")
+        out.append(
+            f"It reads memory at {loads} place{'s' if loads != 1 else ''} and writes "
+            f"it at {stores}."
+        )
     ops = [str(o) for o in facts.get("instruction_mnemonics") or []]
     gets, sets = ops.count("global.get"), ops.count("global.set")
     if gets or sets:
         gl = ", ".join(f"g{g}" for g in (facts.get("globals_used") or [])[:6])
-        out.append(f"It reads globals {gets} time{'s' if gets != 1 else ''} and writes them "
-                   f"{sets} time{'s' if sets != 1 else ''}" + (f" ({gl})." if gl else "."))
+        out.append(
+            f"It reads globals {gets} time{'s' if gets != 1 else ''} and writes them "
+            f"{sets} time{'s' if sets != 1 else ''}" + (f" ({gl})." if gl else ".")
+        )
     strings = [str(t) for t in facts.get("referenced_strings") or []][:3]
     if strings:
-        out.append("It references the strings " + ", ".join(repr(t[:60]) for t in strings)
-                   + ".")
+        out.append("It references the strings " + ", ".join(repr(t[:60]) for t in strings) + ".")
         evidence += 0.15
     roles = getattr(cleaned, "roles", {}) or {}
     structs = [n for n, r in roles.items() if r == "struct pointer"]
@@ -262,8 +273,10 @@ def facts_understanding(facts: Mapping[str, Any], cleaned: Any,
     loops = int(facts.get("loops") or 0)
     if loops:
         counters = [n for n, r in roles.items() if r == "loop counter"]
-        out.append(f"It has {loops} loop{'s' if loops != 1 else ''}"
-                   + (f", counted by {', '.join(counters[:4])}." if counters else "."))
+        out.append(
+            f"It has {loops} loop{'s' if loops != 1 else ''}"
+            + (f", counted by {', '.join(counters[:4])}." if counters else ".")
+        )
     if "frame" in (getattr(cleaned, "rename_map", {}) or {}).values():
         out.append("It keeps locals in a shadow-stack frame.")
     return " ".join(out), round(min(0.6, evidence), 2)

@@ -52,19 +52,57 @@ _TOOL_PLACEHOLDER = re.compile(
 # A prompt-injection attempt written as a name: an instruction to the reader of the KB.
 _INJECT_VERB = {"ignore", "disregard", "forget", "override", "bypass"}
 _INJECT_OBJECT = {
-    "instruction", "instructions", "prompt", "prompts", "rules", "guidelines", "directions",
+    "instruction",
+    "instructions",
+    "prompt",
+    "prompts",
+    "rules",
+    "guidelines",
+    "directions",
     "directives",
 }
 _INJECT_EARLIER = {"previous", "prior", "above", "earlier"}
 _INJECT_WORD = {"jailbreak", "jailbroken", "promptinjection"}
 # English function words: a name made of several of these reads as a sentence, not a symbol.
 _SENTENCE_WORDS = {
-    "the", "all", "you", "your", "and", "to", "of", "a", "an", "is", "are", "now", "this",
-    "these", "please", "must", "should", "any", "every", "me", "my", "we", "our", "from",
-    "instead", "i", "it", "be", "do", "not", "with", "for", "them", "that",
+    "the",
+    "all",
+    "you",
+    "your",
+    "and",
+    "to",
+    "of",
+    "a",
+    "an",
+    "is",
+    "are",
+    "now",
+    "this",
+    "these",
+    "please",
+    "must",
+    "should",
+    "any",
+    "every",
+    "me",
+    "my",
+    "we",
+    "our",
+    "from",
+    "instead",
+    "i",
+    "it",
+    "be",
+    "do",
+    "not",
+    "with",
+    "for",
+    "them",
+    "that",
 }
-_SUMMARY_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029"
-                              "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_SUMMARY_CONTROL = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
 
 
 def verify(
@@ -115,26 +153,31 @@ def check_name(name: Any, *, strings: Collection[Any] = ()) -> Verdict:
         return Verdict.reject("malformed", "no name proposed")
     shown = printable(name[:60]) + ("…" if len(name) > 60 else "")
     if len(name) > MAX_NAME_LEN:
-        return Verdict.reject("not_identifier",
-                              f"invalid name: longer than {MAX_NAME_LEN} characters")
+        return Verdict.reject(
+            "not_identifier", f"invalid name: longer than {MAX_NAME_LEN} characters"
+        )
     segments = name.split("::")
     if not all(_SEGMENT.match(s) for s in segments):
-        return Verdict.reject("not_identifier",
-                              f"invalid name: {shown!r} is not a C-like identifier")
+        return Verdict.reject(
+            "not_identifier", f"invalid name: {shown!r} is not a C-like identifier"
+        )
     if name in _RESERVED:  # a qualified `Vec::new` is a real (Rust) name
         return Verdict.reject("keyword", f"{shown!r} is a reserved word, not a function name")
     last = segments[-1]
     core = last.strip("_$")
     if is_generic_name(last) or _TOOL_PLACEHOLDER.match(core) or _repeated(core):
-        return Verdict.reject("generic", f"placeholder name {shown!r}: it says nothing about"
-                                         " the function")
+        return Verdict.reject(
+            "generic", f"placeholder name {shown!r}: it says nothing about the function"
+        )
     why = injection(name)
     if why:
         return Verdict.reject("injection", f"{shown!r} {why}")
     for s in strings:
         if isinstance(s, str) and _prose_string(s) and _squash(s) == _squash(name):
-            return Verdict.reject("not_a_name", f"{shown!r} is the text of a string the function"
-                                                " references, not a name for it")
+            return Verdict.reject(
+                "not_a_name",
+                f"{shown!r} is the text of a string the function references, not a name for it",
+            )
     return Verdict.accept()
 
 
@@ -148,8 +191,10 @@ def injection(name: str) -> str | None:
         return "reads as an instruction to the reader (prompt injection), not a function name"
     letters = [c for c in name if c.isalpha()]
     shouted = bool(letters) and all(c.isupper() for c in letters)
-    if len(toks) >= 4 and sum(t in _SENTENCE_WORDS for t in toks) >= 2 and (
-        shouted or len(toks) >= 6
+    if (
+        len(toks) >= 4
+        and sum(t in _SENTENCE_WORDS for t in toks) >= 2
+        and (shouted or len(toks) >= 6)
     ):
         return "reads as a sentence, not a function name"
     return None
@@ -211,8 +256,9 @@ def _returns_value(sig: str) -> bool | None:
     return res not in ("()", "")
 
 
-def check_evidence(evidence: Mapping[str, Any], ctx: Mapping[str, Any], c: str = "") -> tuple[
-        list[str], list[str]]:
+def check_evidence(
+    evidence: Mapping[str, Any], ctx: Mapping[str, Any], c: str = ""
+) -> tuple[list[str], list[str]]:
     """(verified, false) claims of an answer's ``evidence`` against the function's facts:
     a string must be one the function references (or a data label it uses), a callee one of
     its callees (name, ``fN`` placeholder or import field), a constant one of its constants
@@ -225,14 +271,20 @@ def check_evidence(evidence: Mapping[str, Any], ctx: Mapping[str, Any], c: str =
     squashed = {_squash(s) for s in strings + labels if _squash(s)}
     callee_names: set[str] = set()
     for e in ctx.get("callees") or []:
-        for n in (e.get("name"), f"f{e.get('index')}", e.get("import"),
-                  (e.get("import") or "").split(".")[-1]):
+        for n in (
+            e.get("name"),
+            f"f{e.get('index')}",
+            e.get("import"),
+            (e.get("import") or "").split(".")[-1],
+        ):
             if n:
                 callee_names.add(str(n).lower())
     consts = {int(x) for x in ctx.get("constants") or [] if isinstance(x, int)}
     c_flat = re.sub(r"\s+", "", c or ctx.get("c") or "")
-    c_numbers = {int(m, 16) if m[:2].lower() == "0x" else int(m)
-                 for m in re.findall(r"\b(?:0[xX][0-9a-fA-F]+|\d+)\b", c or ctx.get("c") or "")}
+    c_numbers = {
+        int(m, 16) if m[:2].lower() == "0x" else int(m)
+        for m in re.findall(r"\b(?:0[xX][0-9a-fA-F]+|\d+)\b", c or ctx.get("c") or "")
+    }
     for s in evidence.get("strings") or []:
         q = _squash(str(s))
         hit = bool(q) and (q in squashed or any(q in t for t in squashed if len(q) >= 6))

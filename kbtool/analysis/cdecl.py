@@ -113,7 +113,9 @@ def wasm_lowering(t: Any, env: Env, *, ret: bool = False) -> list[str]:
     return ["sret"] if ret else ["i32"]
 
 
-def check_signature(proto: dict[str, Any], params: list[str], results: list[str], env: Env) -> str | None:
+def check_signature(
+    proto: dict[str, Any], params: list[str], results: list[str], env: Env
+) -> str | None:
     """Why ``proto`` disagrees with the wasm signature ``(params) -> results`` (None: fits)."""
     want_p: list[str] = []
     ret = wasm_lowering(proto["ret"], env, ret=True)

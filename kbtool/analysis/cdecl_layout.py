@@ -119,8 +119,9 @@ def record_layout(t: Any, env: Env, _depth: int = 0, _seen: tuple = ()) -> dict[
     return {"kind": kind, "size": size, "align": align, "fields": out}
 
 
-def leaves(t: Any, env: Env, base: int = 0, path: str = "", limit: int = 100_000
-           ) -> list[tuple[int, int, Any, str]]:
+def leaves(
+    t: Any, env: Env, base: int = 0, path: str = "", limit: int = 100_000
+) -> list[tuple[int, int, Any, str]]:
     """Scalar members of a type, flattened: ``[(offset, size, scalar type, C access path)]``
     (paths like ``.a``, ``.in.x``, ``.arr[3]``, ``.u.f``), arrays of up to 64 elements
     expanded, at most ``limit`` leaves."""
@@ -133,7 +134,12 @@ def leaves(t: Any, env: Env, base: int = 0, path: str = "", limit: int = 100_000
         if r[0] in ("rec", "anon"):
             rl = record_layout(r, env)
             for f in rl["fields"]:
-                walk(f["type"], off + f["offset"], p + (f".{f['name']}" if f["name"] else ""), depth + 1)
+                walk(
+                    f["type"],
+                    off + f["offset"],
+                    p + (f".{f['name']}" if f["name"] else ""),
+                    depth + 1,
+                )
         elif r[0] == "arr":
             if r[2] is None:
                 return
@@ -152,5 +158,11 @@ def scalar_class(t: Any, env: Env) -> str:
     r = _resolve(t, env)
     if r[0] == "prim":
         return PRIMS[r[1]][2]
-    return {"ptr": "ptr", "enum": "enum", "rec": "record", "anon": "record", "arr": "array",
-            "fn": "fn"}[r[0]]
+    return {
+        "ptr": "ptr",
+        "enum": "enum",
+        "rec": "record",
+        "anon": "record",
+        "arr": "array",
+        "fn": "fn",
+    }[r[0]]

@@ -117,7 +117,11 @@ class _Parser:
         self.enter()
         try:
             left = self.unary()
-            while self.tok.kind == "op" and self.tok.text in self._BIN and self._BIN[self.tok.text] > prec:
+            while (
+                self.tok.kind == "op"
+                and self.tok.text in self._BIN
+                and self._BIN[self.tok.text] > prec
+            ):
                 op = self.take().text
                 right = self.const_expr(self._BIN[op])
                 left = self._apply(op, left, right)
@@ -130,9 +134,18 @@ class _Parser:
             raise self.err("division by zero in a constant")
         if op in ("<<", ">>") and not 0 <= b < 64:
             raise self.err(f"shift by {b} in a constant")
-        r = {"|": lambda: a | b, "^": lambda: a ^ b, "&": lambda: a & b, "<<": lambda: a << b,
-             ">>": lambda: a >> b, "+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
-             "/": lambda: int(a / b), "%": lambda: a - int(a / b) * b}[op]()
+        r = {
+            "|": lambda: a | b,
+            "^": lambda: a ^ b,
+            "&": lambda: a & b,
+            "<<": lambda: a << b,
+            ">>": lambda: a >> b,
+            "+": lambda: a + b,
+            "-": lambda: a - b,
+            "*": lambda: a * b,
+            "/": lambda: int(a / b),
+            "%": lambda: a - int(a / b) * b,
+        }[op]()
         if abs(r) > 1 << 64:
             raise self.err("constant out of range")
         return r
@@ -158,8 +171,11 @@ class _Parser:
             return v
         if t.kind == "num":
             self.take()
-            return int(t.text.rstrip("uUlL"), 0) if not re.fullmatch(r"0[0-7]+[uUlL]*", t.text) \
+            return (
+                int(t.text.rstrip("uUlL"), 0)
+                if not re.fullmatch(r"0[0-7]+[uUlL]*", t.text)
                 else int(t.text.rstrip("uUlL"), 8)
+            )
         if t.text == "sizeof":
             self.take()
             self.take("(")
@@ -176,8 +192,12 @@ class _Parser:
         t = self.tok
         if t.kind != "id":
             return False
-        return (t.text in _PRIM_WORDS or t.text in _QUALS or t.text in ("struct", "union", "enum",
-                "__attribute__") or self.env.typedef(t.text) is not None)
+        return (
+            t.text in _PRIM_WORDS
+            or t.text in _QUALS
+            or t.text in ("struct", "union", "enum", "__attribute__")
+            or self.env.typedef(t.text) is not None
+        )
 
     def specifiers(self, attrs: dict[str, Any]) -> tuple[Any, set[str]]:
         """``(base type, storage classes)``."""
@@ -257,7 +277,9 @@ class _Parser:
                 name, ty = self.declarator(base)
                 self.attributes(fattrs)
                 if self.tok.text == ":":
-                    raise self.err("bit-fields are not supported: declare the integer that holds them")
+                    raise self.err(
+                        "bit-fields are not supported: declare the integer that holds them"
+                    )
                 if name is None:
                     raise self.err("a member needs a name")
                 if name in names:
@@ -333,7 +355,9 @@ class _Parser:
         self.enter()
         try:
             ptrs = 0
-            while self.tok.text == "*" or self.tok.text in _QUALS or self.tok.text == "__attribute__":
+            while (
+                self.tok.text == "*" or self.tok.text in _QUALS or self.tok.text == "__attribute__"
+            ):
                 if self.tok.text == "__attribute__":
                     self.attributes({})
                     continue
@@ -341,8 +365,10 @@ class _Parser:
                     ptrs += 1
             inner = None
             name = None
-            if self.tok.text == "(" and (self.peek().text in ("*", "(") or (
-                    self.peek().kind == "id" and not self._is_type_word(self.peek().text))):
+            if self.tok.text == "(" and (
+                self.peek().text in ("*", "(")
+                or (self.peek().kind == "id" and not self._is_type_word(self.peek().text))
+            ):
                 self.take()
                 inner = self._declarator_later()
                 self.take(")")
@@ -386,8 +412,12 @@ class _Parser:
             self.leave()
 
     def _is_type_word(self, w: str) -> bool:
-        return w in _PRIM_WORDS or w in _QUALS or w in ("struct", "union", "enum") \
+        return (
+            w in _PRIM_WORDS
+            or w in _QUALS
+            or w in ("struct", "union", "enum")
             or self.env.typedef(w) is not None
+        )
 
     def _declarator_later(self):
         """A parenthesised declarator, parsed now and applied to the outer type later."""
@@ -403,6 +433,7 @@ class _Parser:
             assert self.i == end
             self.i = here
             return name, ty
+
         return apply
 
     def params(self) -> tuple[tuple, bool]:
@@ -452,7 +483,9 @@ class _Parser:
             base, storage = self.specifiers(attrs)
             if self.accept(";"):
                 if base[0] == "anon":
-                    raise self.err("an anonymous struct or union declares nothing (give it a tag or a typedef)")
+                    raise self.err(
+                        "an anonymous struct or union declares nothing (give it a tag or a typedef)"
+                    )
                 continue
             while True:
                 name, ty = self.declarator(base)
@@ -464,8 +497,10 @@ class _Parser:
                         ty = _with_attrs(ty, attrs)
                     self._declare(Decl("typedef", name, ty, self.tok.line))
                 elif ty[0] != "fn":
-                    raise self.err("only types can be declared here (struct, union, enum, typedef)"
-                                   " — a variable or a function belongs elsewhere")
+                    raise self.err(
+                        "only types can be declared here (struct, union, enum, typedef)"
+                        " — a variable or a function belongs elsewhere"
+                    )
                 if self.accept("="):
                     raise self.err("an initializer in a types header")
                 if not self.accept(","):

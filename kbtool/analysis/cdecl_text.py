@@ -27,8 +27,6 @@ def repr_ctype(t: Any, env: Env) -> str | None:
     return None
 
 
-
-
 # ------------------------------------------------------------------------------ printing
 
 
@@ -149,9 +147,19 @@ def summary(d: Decl, env: Env) -> dict[str, Any]:
     out: dict[str, Any] = {"kind": d.kind, "name": d.name, "text": print_decl(d)}
     if d.kind in ("struct", "union") and d.body is not None:
         rl = record_layout(("rec", d.kind, d.name), env)
-        out.update(size=rl["size"], align=rl["align"], fields=[
-            {"name": f["name"], "type": type_text(f["type"]), "offset": f["offset"], "size": f["size"]}
-            for f in rl["fields"]])
+        out.update(
+            size=rl["size"],
+            align=rl["align"],
+            fields=[
+                {
+                    "name": f["name"],
+                    "type": type_text(f["type"]),
+                    "offset": f["offset"],
+                    "size": f["size"],
+                }
+                for f in rl["fields"]
+            ],
+        )
     elif d.kind == "enum":
         out.update(size=4, align=4, enumerators=[[n, v] for n, v in (d.body or ())])
     elif d.kind == "typedef":

@@ -53,50 +53,163 @@ PRIMS: dict[str, tuple[int, int, str]] = {
 #: typedef names every header may use without declaring them (wasm32 / wasi-libc)
 BUILTIN_TYPEDEFS: dict[str, str] = {
     "bool": "_Bool",
-    "int8_t": "signed char", "uint8_t": "unsigned char",
-    "int16_t": "short", "uint16_t": "unsigned short",
-    "int32_t": "int", "uint32_t": "unsigned int",
-    "int64_t": "long long", "uint64_t": "unsigned long long",
-    "intptr_t": "long", "uintptr_t": "unsigned long",
-    "size_t": "unsigned long", "ssize_t": "long", "ptrdiff_t": "long",
-    "wchar_t": "int", "char16_t": "unsigned short", "char32_t": "unsigned int",
-    "off_t": "long long", "time_t": "long long",
-    "intmax_t": "long long", "uintmax_t": "unsigned long long",
-    "u8": "unsigned char", "u16": "unsigned short", "u32": "unsigned int", "u64": "unsigned long long",
-    "i8": "signed char", "i16": "short", "i32": "int", "i64": "long long",
-    "s8": "signed char", "s16": "short", "s32": "int", "s64": "long long",
-    "sqlite3_int64": "long long", "sqlite3_uint64": "unsigned long long",
-    "sqlite_int64": "long long", "sqlite_uint64": "unsigned long long",
+    "int8_t": "signed char",
+    "uint8_t": "unsigned char",
+    "int16_t": "short",
+    "uint16_t": "unsigned short",
+    "int32_t": "int",
+    "uint32_t": "unsigned int",
+    "int64_t": "long long",
+    "uint64_t": "unsigned long long",
+    "intptr_t": "long",
+    "uintptr_t": "unsigned long",
+    "size_t": "unsigned long",
+    "ssize_t": "long",
+    "ptrdiff_t": "long",
+    "wchar_t": "int",
+    "char16_t": "unsigned short",
+    "char32_t": "unsigned int",
+    "off_t": "long long",
+    "time_t": "long long",
+    "intmax_t": "long long",
+    "uintmax_t": "unsigned long long",
+    "u8": "unsigned char",
+    "u16": "unsigned short",
+    "u32": "unsigned int",
+    "u64": "unsigned long long",
+    "i8": "signed char",
+    "i16": "short",
+    "i32": "int",
+    "i64": "long long",
+    "s8": "signed char",
+    "s16": "short",
+    "s32": "int",
+    "s64": "long long",
+    "sqlite3_int64": "long long",
+    "sqlite3_uint64": "unsigned long long",
+    "sqlite_int64": "long long",
+    "sqlite_uint64": "unsigned long long",
 }
 
 
 #: the builtin typedefs a C file gets from the standard headers (the others a header defines)
-STD_TYPEDEFS = frozenset({
-    "bool", "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t",
-    "uint64_t", "intptr_t", "uintptr_t", "size_t", "ptrdiff_t", "wchar_t", "intmax_t", "uintmax_t",
-})
+STD_TYPEDEFS = frozenset(
+    {
+        "bool",
+        "int8_t",
+        "uint8_t",
+        "int16_t",
+        "uint16_t",
+        "int32_t",
+        "uint32_t",
+        "int64_t",
+        "uint64_t",
+        "intptr_t",
+        "uintptr_t",
+        "size_t",
+        "ptrdiff_t",
+        "wchar_t",
+        "intmax_t",
+        "uintmax_t",
+    }
+)
 
 
-KEYWORDS = frozenset({
-    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
-    "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict",
-    "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union",
-    "unsigned", "void", "volatile", "while", "_Bool", "_Alignas", "_Atomic", "_Noreturn",
-    "_Static_assert", "_Thread_local", "__attribute__", "__restrict", "__restrict__",
-    "__inline", "__inline__", "__extension__", "__const", "__volatile__", "__signed__",
-})
+KEYWORDS = frozenset(
+    {
+        "auto",
+        "break",
+        "case",
+        "char",
+        "const",
+        "continue",
+        "default",
+        "do",
+        "double",
+        "else",
+        "enum",
+        "extern",
+        "float",
+        "for",
+        "goto",
+        "if",
+        "inline",
+        "int",
+        "long",
+        "register",
+        "restrict",
+        "return",
+        "short",
+        "signed",
+        "sizeof",
+        "static",
+        "struct",
+        "switch",
+        "typedef",
+        "union",
+        "unsigned",
+        "void",
+        "volatile",
+        "while",
+        "_Bool",
+        "_Alignas",
+        "_Atomic",
+        "_Noreturn",
+        "_Static_assert",
+        "_Thread_local",
+        "__attribute__",
+        "__restrict",
+        "__restrict__",
+        "__inline",
+        "__inline__",
+        "__extension__",
+        "__const",
+        "__volatile__",
+        "__signed__",
+    }
+)
 
 
-_QUALS = frozenset({"const", "volatile", "restrict", "__restrict", "__restrict__", "__const",
-                    "__volatile__", "_Atomic", "__extension__", "inline", "__inline", "__inline__",
-                    "_Noreturn", "register", "auto", "_Thread_local"})
+_QUALS = frozenset(
+    {
+        "const",
+        "volatile",
+        "restrict",
+        "__restrict",
+        "__restrict__",
+        "__const",
+        "__volatile__",
+        "_Atomic",
+        "__extension__",
+        "inline",
+        "__inline",
+        "__inline__",
+        "_Noreturn",
+        "register",
+        "auto",
+        "_Thread_local",
+    }
+)
 
 
 _STORAGE = frozenset({"typedef", "extern", "static"})
 
 
-_PRIM_WORDS = frozenset({"void", "char", "short", "int", "long", "float", "double", "signed",
-                         "unsigned", "_Bool", "__signed__"})
+_PRIM_WORDS = frozenset(
+    {
+        "void",
+        "char",
+        "short",
+        "int",
+        "long",
+        "float",
+        "double",
+        "signed",
+        "unsigned",
+        "_Bool",
+        "__signed__",
+    }
+)
 
 
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -106,11 +219,10 @@ class CDeclError(ValueError):
     """A declaration or prototype that cannot be read or laid out (one line, with position)."""
 
 
-
-
 # ------------------------------------------------------------------------------ tokens
 
-_TOKEN = re.compile(r"""
+_TOKEN = re.compile(
+    r"""
     (?P<ws>[ \t\r\f\v]+|\n)
   | (?P<lc>//[^\n]*)
   | (?P<bc>/\*.*?\*/)
@@ -119,7 +231,9 @@ _TOKEN = re.compile(r"""
   | (?P<id>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<ell>\.\.\.)
   | (?P<op><<|>>|[{}()\[\];,*=:+\-~|&^/%<>?!.])
-""", re.S | re.X)
+""",
+    re.S | re.X,
+)
 
 
 @dataclass
@@ -146,7 +260,9 @@ def tokenize(text: str) -> list[Tok]:
         if m is None:
             ch = text[pos]
             shown = repr(ch) if ch.isprintable() else f"U+{ord(ch):04X}"
-            raise CDeclError(f"line {line}, column {pos - line_start + 1}: unexpected character {shown}")
+            raise CDeclError(
+                f"line {line}, column {pos - line_start + 1}: unexpected character {shown}"
+            )
         kind = m.lastgroup or ""
         tok = m.group(0)
         if kind in ("id", "num", "op", "ell"):
@@ -158,8 +274,6 @@ def tokenize(text: str) -> list[Tok]:
         pos = m.end()
     out.append(Tok("eof", "", line, pos - line_start + 1))
     return out
-
-
 
 
 # ------------------------------------------------------------------------------ declarations

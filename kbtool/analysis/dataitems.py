@@ -46,8 +46,9 @@ def segments(analysis: ModuleAnalysis, passive: Passive = None) -> list[tuple[in
     return out
 
 
-def read_memory(analysis: ModuleAnalysis, address: int, length: int,
-                passive: Passive = None) -> bytes | None:
+def read_memory(
+    analysis: ModuleAnalysis, address: int, length: int, passive: Passive = None
+) -> bytes | None:
     """The initial memory image at ``[address, address + length)`` (bytes no segment sets read
     as zero); None when the range touches no segment at all."""
     if address < 0 or length < 0:
@@ -104,8 +105,9 @@ def _utf8_text(raw: bytes) -> str | None:
     return text if all(ch.isprintable() or ch in "\t\n\r" for ch in text) else None
 
 
-def memory_image(analysis: ModuleAnalysis, limit: int = MAX_IMAGE,
-                 passive: Passive = None) -> tuple[int, bytes]:
+def memory_image(
+    analysis: ModuleAnalysis, limit: int = MAX_IMAGE, passive: Passive = None
+) -> tuple[int, bytes]:
     """``(lowest address, bytes)``: the initial memory from the lowest to the highest byte any
     segment of :func:`segments` sets (gaps read as zero); empty when that span exceeds
     ``limit``."""
@@ -121,8 +123,9 @@ def memory_image(analysis: ModuleAnalysis, limit: int = MAX_IMAGE,
     return lo, bytes(img)
 
 
-def go_string_headers(analysis: ModuleAnalysis, lo: int, hi: int,
-                      passive: Passive = None) -> list[DataRef]:
+def go_string_headers(
+    analysis: ModuleAnalysis, lo: int, hi: int, passive: Passive = None
+) -> list[DataRef]:
     """Go string headers in data: 8-byte aligned (pointer, length) pairs of 64-bit words whose
     pointer lies in the data and whose bytes are text; as ``gostring`` references from the
     header's own address (function -1: data, not code). Go's linker trims the zero bytes at
@@ -164,13 +167,18 @@ def _utf16_at(mem: bytes, k: int) -> str | None:
     return mem[k : k + 2 * n].decode("utf-16-le")
 
 
-def _classify(mem: bytes, base: int, lo: int, hi: int, table: tuple[int, int] | None,
-              fptr: bool = False) -> tuple[str, str | None, list[int]]:
+def _classify(
+    mem: bytes, base: int, lo: int, hi: int, table: tuple[int, int] | None, fptr: bool = False
+) -> tuple[str, str | None, list[int]]:
     """Kind, text and targets of the bytes ``mem`` at address ``base``."""
     if not mem.strip(b"\0"):
         return "zero", None, []
     s = _cstring_at(mem, 0)
-    if s is not None and len(s.encode()) >= MIN_STRING and not mem[len(s.encode()) + 1 :].strip(b"\0"):
+    if (
+        s is not None
+        and len(s.encode()) >= MIN_STRING
+        and not mem[len(s.encode()) + 1 :].strip(b"\0")
+    ):
         return "cstring", s, []  # the string and the NUL padding after it
     u = _utf16_at(mem, 0)
     if u is not None:
@@ -186,9 +194,13 @@ def _classify(mem: bytes, base: int, lo: int, hi: int, table: tuple[int, int] | 
     return "numeric", None, []
 
 
-def build_items(analysis: ModuleAnalysis, refs: list[DataRef],
-                table_range: tuple[int, int] | None = None,
-                bss_hi: int = 0, passive: Passive = None) -> tuple[list[DataItem], bool]:
+def build_items(
+    analysis: ModuleAnalysis,
+    refs: list[DataRef],
+    table_range: tuple[int, int] | None = None,
+    bss_hi: int = 0,
+    passive: Passive = None,
+) -> tuple[list[DataItem], bool]:
     """Cut every segment at the referenced addresses and at string ends; classify the pieces.
     Referenced addresses in ``[end of the data, bss_hi)`` become ``bss`` items (variables
     with no initial bytes), each up to the next referenced address."""
@@ -236,9 +248,16 @@ def build_items(analysis: ModuleAnalysis, refs: list[DataRef],
                 kind, text, targets = "gostring", _utf8_text(piece), []
             else:
                 kind, text, targets = _classify(piece, a, lo, hi, table_range, a in fptr)
-            items.append(DataItem(address=a, size=b - a, kind=kind, segment=k,
-                                  text=text[:MAX_TEXT] if text is not None else None,
-                                  targets=targets[:256]))
+            items.append(
+                DataItem(
+                    address=a,
+                    size=b - a,
+                    kind=kind,
+                    segment=k,
+                    text=text[:MAX_TEXT] if text is not None else None,
+                    targets=targets[:256],
+                )
+            )
             if len(items) >= MAX_ITEMS:
                 return items, True
     bss = sorted(a for a in cuts if hi <= a < bss_hi)

@@ -10,12 +10,31 @@ from kbtool.wasm import ModuleAnalysis
 from .dataitems import _slug
 from .datatypes import DataItem, DataModel
 
-MALLOC_FAMILY = frozenset({
-    "malloc", "free", "realloc", "calloc", "memalign", "posix_memalign", "aligned_alloc",
-    "malloc_usable_size", "internal_memalign", "dispose_chunk", "sys_alloc", "tmalloc_large",
-    "tmalloc_small", "prepend_alloc", "release_unused_segments", "sys_trim", "init_top",
-    "init_bins", "add_segment", "emscripten_builtin_malloc", "emscripten_builtin_free",
-})
+MALLOC_FAMILY = frozenset(
+    {
+        "malloc",
+        "free",
+        "realloc",
+        "calloc",
+        "memalign",
+        "posix_memalign",
+        "aligned_alloc",
+        "malloc_usable_size",
+        "internal_memalign",
+        "dispose_chunk",
+        "sys_alloc",
+        "tmalloc_large",
+        "tmalloc_small",
+        "prepend_alloc",
+        "release_unused_segments",
+        "sys_trim",
+        "init_top",
+        "init_bins",
+        "add_segment",
+        "emscripten_builtin_malloc",
+        "emscripten_builtin_free",
+    }
+)
 ERRNO_FUNCS = frozenset({"__errno_location", "___errno_location", "__errno"})
 
 
@@ -46,8 +65,11 @@ def role_labels(model: DataModel, analysis: ModuleAnalysis, names: dict[int, str
     for f in analysis.functions:
         if f.imported or not any(n in ERRNO_FUNCS for n in (names.get(f.index, ""),)):
             continue
-        hits = {item_of(r.target) for r in model.refs
-                if r.func_index == f.index and r.target_kind == "data"}
+        hits = {
+            item_of(r.target)
+            for r in model.refs
+            if r.func_index == f.index and r.target_kind == "data"
+        }
         hits.discard(None)
         if not hits:  # `i32.const ADDR; end`: an address into .bss is not a reference
             consts = [c for c in f.consts if model.data_start <= c < model.data_end]
@@ -58,8 +80,13 @@ def role_labels(model: DataModel, analysis: ModuleAnalysis, names: dict[int, str
     fam = {i for i, n in names.items() if _base_name(n) in MALLOC_FAMILY}
     # ... and the unnamed functions they call (malloc as a wrapper of the allocator proper)
     funcs = analysis.functions
-    fam |= {c for i in list(fam) if 0 <= i < len(funcs) for c in funcs[i].calls
-            if c not in names and 0 <= c < len(funcs) and not funcs[c].imported}
+    fam |= {
+        c
+        for i in list(fam)
+        if 0 <= i < len(funcs)
+        for c in funcs[i].calls
+        if c not in names and 0 <= c < len(funcs) and not funcs[c].imported
+    }
     if fam:
         total: dict[int, int] = {}
         mine: dict[int, int] = {}
@@ -72,14 +99,21 @@ def role_labels(model: DataModel, analysis: ModuleAnalysis, names: dict[int, str
             total[k] = total.get(k, 0) + 1
             if r.func_index in fam:
                 mine[k] = mine.get(k, 0) + 1
-        cand = {k for k, n in mine.items() if n * 10 >= total[k] * 6
-                and model.items[k].kind in ("bss", "zero", "numeric")}
+        cand = {
+            k
+            for k, n in mine.items()
+            if n * 10 >= total[k] * 6 and model.items[k].kind in ("bss", "zero", "numeric")
+        }
         # contiguous runs of candidates; the run the family touches most is its state
         runs: list[list[int]] = []
         for k in sorted(cand):
             prev = model.items[k - 1] if k > 0 else None
-            if runs and runs[-1][-1] == k - 1 and prev is not None \
-                    and prev.address + prev.size == model.items[k].address:
+            if (
+                runs
+                and runs[-1][-1] == k - 1
+                and prev is not None
+                and prev.address + prev.size == model.items[k].address
+            ):
                 runs[-1].append(k)
             else:
                 runs.append([k])
@@ -88,10 +122,13 @@ def role_labels(model: DataModel, analysis: ModuleAnalysis, names: dict[int, str
             lo_k, hi_k = best[0], best[-1]
             first, last = model.items[lo_k], model.items[hi_k]
             merged = DataItem(
-                address=first.address, size=last.address + last.size - first.address,
-                kind=first.kind, segment=first.segment,
-                label="dlmalloc_state" if any(names.get(i, "").lstrip("_").startswith("dl")
-                                              for i in fam) else "malloc_state",
+                address=first.address,
+                size=last.address + last.size - first.address,
+                kind=first.kind,
+                segment=first.segment,
+                label="dlmalloc_state"
+                if any(names.get(i, "").lstrip("_").startswith("dl") for i in fam)
+                else "malloc_state",
                 refs=sum(model.items[k].refs for k in best),
             )
             model.items[lo_k : hi_k + 1] = [merged]

@@ -19,11 +19,26 @@ GO_PAIR_WINDOW = 12  # instructions between the stores of a Go string's pointer 
 MAX_GO_STRING = 1 << 16  # longest Go string literal taken from a (pointer, length) pair
 
 # names toolchains give their globals when they export or import them
-KNOWN_GLOBAL_NAMES = frozenset({
-    "__stack_pointer", "__heap_base", "__heap_end", "__data_end", "__tls_base", "__tls_size",
-    "__tls_align", "__memory_base", "__table_base", "__dso_handle", "__global_base",
-    "__stack_low", "__stack_high", "__stack_base", "__stack_end", "__indirect_function_table",
-})
+KNOWN_GLOBAL_NAMES = frozenset(
+    {
+        "__stack_pointer",
+        "__heap_base",
+        "__heap_end",
+        "__data_end",
+        "__tls_base",
+        "__tls_size",
+        "__tls_align",
+        "__memory_base",
+        "__table_base",
+        "__dso_handle",
+        "__global_base",
+        "__stack_low",
+        "__stack_high",
+        "__stack_base",
+        "__stack_end",
+        "__indirect_function_table",
+    }
+)
 # Emscripten's stack helpers read one global each
 GETTER_GLOBALS = {
     "emscripten_stack_get_base": "__stack_base",
@@ -103,4 +118,3 @@ class DataModel:
             "data_end": self.data_end,
             "truncated": self.truncated,
         }
-

@@ -97,38 +97,61 @@ def agent(
     ] = None,
     retries: Annotated[
         int | None,
-        typer.Option("--retries", min=0, max=20,
-                     help="Retries of a 429/5xx/connection error per call (default: "
-                     "$KBTOOL_AGENT_RETRIES or 3).", show_default=False),
+        typer.Option(
+            "--retries",
+            min=0,
+            max=20,
+            help="Retries of a 429/5xx/connection error per call (default: "
+            "$KBTOOL_AGENT_RETRIES or 3).",
+            show_default=False,
+        ),
     ] = None,
     concurrency: Annotated[
         int | None,
-        typer.Option("--concurrency", min=1, max=64,
-                     help="Provider calls in flight (default: $KBTOOL_AGENT_CONCURRENCY or 4).",
-                     show_default=False),
+        typer.Option(
+            "--concurrency",
+            min=1,
+            max=64,
+            help="Provider calls in flight (default: $KBTOOL_AGENT_CONCURRENCY or 4).",
+            show_default=False,
+        ),
     ] = None,
     opinions: Annotated[
         int | None,
-        typer.Option("--opinions", min=1, max=2,
-                     help="2: a second prompt checks each answer (agreement raises the "
-                     "calibrated confidence); 1 halves the calls (default: "
-                     "$KBTOOL_AGENT_OPINIONS or 2).", show_default=False),
+        typer.Option(
+            "--opinions",
+            min=1,
+            max=2,
+            help="2: a second prompt checks each answer (agreement raises the "
+            "calibrated confidence); 1 halves the calls (default: "
+            "$KBTOOL_AGENT_OPINIONS or 2).",
+            show_default=False,
+        ),
     ] = None,
     price: Annotated[
         str | None,
-        typer.Option("--price", help="IN,OUT: US$ per million input/output tokens of the model "
-                     "(default: the price table, $KBTOOL_AGENT_PRICES).", show_default=False),
+        typer.Option(
+            "--price",
+            help="IN,OUT: US$ per million input/output tokens of the model "
+            "(default: the price table, $KBTOOL_AGENT_PRICES).",
+            show_default=False,
+        ),
     ] = None,
     no_knowledge: Annotated[
-        bool, typer.Option("--no-knowledge",
-                           help="Write names only, not the answers' comments, local names and "
-                           "prototypes."),
+        bool,
+        typer.Option(
+            "--no-knowledge",
+            help="Write names only, not the answers' comments, local names and prototypes.",
+        ),
     ] = False,
     ask_again: Annotated[
-        bool, typer.Option("--ask-again",
-                           help="Ask again where a callee or caller got a name since the stored "
-                           "answer (default: a function already answered is not bought twice; "
-                           "--rounds 2 re-asks within the pass)."),
+        bool,
+        typer.Option(
+            "--ask-again",
+            help="Ask again where a callee or caller got a name since the stored "
+            "answer (default: a function already answered is not bought twice; "
+            "--rounds 2 re-asks within the pass).",
+        ),
     ] = False,
     json_out: JsonOption = False,
     db: DbOption = None,
@@ -145,9 +168,18 @@ def agent(
         fail(str(exc))
     conn = ro(db) if dry_run else rw(db)
     try:
-        plan = plan_agent_pass(conn, version, backend, not all_, max_functions, timeout=timeout,
-                               retries=retries, concurrency=concurrency, opinions=opinions,
-                               price=price_v)
+        plan = plan_agent_pass(
+            conn,
+            version,
+            backend,
+            not all_,
+            max_functions,
+            timeout=timeout,
+            retries=retries,
+            concurrency=concurrency,
+            opinions=opinions,
+            price=price_v,
+        )
     except (BackendUnavailable, ValueError) as exc:
         fail(str(exc).splitlines()[0])
     extra = {"knowledge": not no_knowledge, "reuse_answers": not ask_again}
@@ -162,8 +194,17 @@ def agent(
         progress = _bar_progress(bar, plan)
     try:
         summary = run_agent_pass(
-            conn, version, backend, not all_, rounds, dry_run=dry_run, progress=progress,
-            notice=notice, plan=plan, min_confidence=min_confidence, **extra,
+            conn,
+            version,
+            backend,
+            not all_,
+            rounds,
+            dry_run=dry_run,
+            progress=progress,
+            notice=notice,
+            plan=plan,
+            min_confidence=min_confidence,
+            **extra,
         )
     finally:
         if bar is not None:
@@ -198,8 +239,11 @@ def _bar_progress(bar: Progress, plan: Any) -> Any:
             for t in tasks.values():
                 bar.update(t, visible=False)
             tasks[stage] = bar.add_task(f"{plan.backend.name} {stage}", total=total, spend="")
-        bar.update(tasks[stage], completed=done,
-                   spend=spend_text(meter.to_dict(), live=True) if meter is not None else "")
+        bar.update(
+            tasks[stage],
+            completed=done,
+            spend=spend_text(meter.to_dict(), live=True) if meter is not None else "",
+        )
 
     return progress
 
@@ -214,10 +258,15 @@ def spend_text(m: dict[str, Any], *, live: bool = False) -> str:
     ahead = ""
     if live and m.get("projected_tokens_in") is not None:
         total = m.get("projected_cost_usd")
-        ahead = (f" of ~${total:.4f}" if total is not None else
-                 f" of ~{m['projected_tokens_in'] + m['projected_tokens_out']:,} tokens")
-    return (f"{m.get('calls', 0)} calls{stored} {m.get('tokens_in', 0):,} in / "
-            f"{m.get('tokens_out', 0):,} out{cost}{ahead}")
+        ahead = (
+            f" of ~${total:.4f}"
+            if total is not None
+            else f" of ~{m['projected_tokens_in'] + m['projected_tokens_out']:,} tokens"
+        )
+    return (
+        f"{m.get('calls', 0)} calls{stored} {m.get('tokens_in', 0):,} in / "
+        f"{m.get('tokens_out', 0):,} out{cost}{ahead}"
+    )
 
 
 def _print_summary(s: dict[str, Any], version: int, dry_run: bool) -> None:
@@ -236,9 +285,14 @@ def _print_summary(s: dict[str, Any], version: int, dry_run: bool) -> None:
         soft_wrap=True,
     )
     if "calls" in s:
-        console.print(Text.assemble("provider: ", lit(spend_text(s)),
-                                    " (circuit breaker open: re-run to resume)"
-                                    if s.get("circuit_open") else ""), soft_wrap=True)
+        console.print(
+            Text.assemble(
+                "provider: ",
+                lit(spend_text(s)),
+                " (circuit breaker open: re-run to resume)" if s.get("circuit_open") else "",
+            ),
+            soft_wrap=True,
+        )
     details = s["details"]
     if not details:
         return

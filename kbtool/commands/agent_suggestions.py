@@ -24,14 +24,19 @@ def suggestions(
     ] = None,
     all_above: Annotated[
         float | None,
-        typer.Option("--all-above", min=0.0, max=1.0,
-                     help="With `accept VERSION`: accept every open suggestion at this confidence or more."),
+        typer.Option(
+            "--all-above",
+            min=0.0,
+            max=1.0,
+            help="With `accept VERSION`: accept every open suggestion at this confidence or more.",
+        ),
     ] = None,
     version: Annotated[
         int | None, typer.Option("--version-id", help="Only the suggestion of this version.")
     ] = None,
     keep_agent: Annotated[
-        bool, typer.Option("--agent", help="Accept as provenance agent at the suggested confidence.")
+        bool,
+        typer.Option("--agent", help="Accept as provenance agent at the suggested confidence."),
     ] = False,
     as_human: Annotated[
         bool, typer.Option("--human", help="With --all-above: accept as human names (locked).")
@@ -39,7 +44,9 @@ def suggestions(
     status: Annotated[
         str, typer.Option("--status", help="List open (default), accepted, dismissed or all.")
     ] = "open",
-    limit: Annotated[int, typer.Option("--limit", min=0, help="At most this many (cap 500).")] = 100,
+    limit: Annotated[
+        int, typer.Option("--limit", min=0, help="At most this many (cap 500).")
+    ] = 100,
     offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
     json_out: JsonOption = False,
     db: DbOption = None,
@@ -64,11 +71,18 @@ def suggestions(
     action, rest = (args[0], args[1:]) if args[0] in ("accept", "dismiss") else ("list", args)
     if action == "list":
         if len(rest) != 1 or not rest[0].isdigit():
-            fail(f"expected one VERSION id, got {' '.join(rest)!r} (or `accept SID` / `dismiss SID`)")
+            fail(
+                f"expected one VERSION id, got {' '.join(rest)!r} (or `accept SID` / `dismiss SID`)"
+            )
         if status not in ("open", "accepted", "dismissed", "all"):
             fail(f"--status must be open, accepted, dismissed or all, not {status!r}")
-        page = queries.suggestions(ro(db), int(rest[0]), status=None if status == "all" else status,
-                                   offset=offset, limit=limit)
+        page = queries.suggestions(
+            ro(db),
+            int(rest[0]),
+            status=None if status == "all" else status,
+            offset=offset,
+            limit=limit,
+        )
         if json_out:
             print_json(page)
         else:
@@ -78,16 +92,20 @@ def suggestions(
     try:
         if action == "accept" and all_above is not None:
             if len(rest) != 1 or not rest[0].isdigit():
-                fail("--all-above needs one VERSION id: `kbtool suggestions accept VERSION --all-above X`")
+                fail(
+                    "--all-above needs one VERSION id: `kbtool suggestions accept VERSION --all-above X`"
+                )
             decisions = accept_suggestions_above(conn, int(rest[0]), all_above, as_human=as_human)
         elif not rest:
             fail(f"`{action}` needs one or more stable ids (see `kbtool suggestions VERSION`)")
         elif action == "accept":
-            decisions = [accept_suggestion(conn, sid, version, as_human=not keep_agent)
-                         for sid in rest]
+            decisions = [
+                accept_suggestion(conn, sid, version, as_human=not keep_agent) for sid in rest
+            ]
         else:
-            decisions = [{**dismiss_suggestion(conn, sid, version), "dismissed": True}
-                         for sid in rest]
+            decisions = [
+                {**dismiss_suggestion(conn, sid, version), "dismissed": True} for sid in rest
+            ]
     except NoSuggestion as exc:
         fail(str(exc))
     if json_out:
@@ -99,8 +117,14 @@ def suggestions(
         elif d["written"]:
             console.print(Text.assemble(f"{d['stable_id']} -> ", lit(d["name"], "bold")))
         else:
-            console.print(Text.assemble(f"{d['stable_id']}: not written (", lit(d["reason"]),
-                                        "), still open: ", lit(d["name"], "dim")))
+            console.print(
+                Text.assemble(
+                    f"{d['stable_id']}: not written (",
+                    lit(d["reason"]),
+                    "), still open: ",
+                    lit(d["name"], "dim"),
+                )
+            )
     if action == "accept" and all_above is not None:
         done = sum(1 for d in decisions if d["written"])
         console.print(f"{done} of {len(decisions)} accepted")
@@ -114,13 +138,22 @@ def _print_suggestions(page: dict[str, Any]) -> None:
         return
     table = Table(show_edge=False, pad_edge=False)
     for col in ("stable_id", "index", "name", "conf", "backend", "rule", "now", "status"):
-        table.add_column(col, justify="right" if col in ("index", "conf") else "left",
-                         overflow="fold", no_wrap=col == "stable_id")
+        table.add_column(
+            col,
+            justify="right" if col in ("index", "conf") else "left",
+            overflow="fold",
+            no_wrap=col == "stable_id",
+        )
     for s in items:
         cur = s["current"]
         table.add_row(
-            s["stable_id"], str(s["index"]), lit(s["name"], COLOURS["agent"]),
-            f"{s['confidence']:.2f}", lit(s["backend"]), lit(s["rule"]),
-            lit(f"{cur['name']} ({cur['provenance']})" if cur else "-", "dim"), s["status"],
+            s["stable_id"],
+            str(s["index"]),
+            lit(s["name"], COLOURS["agent"]),
+            f"{s['confidence']:.2f}",
+            lit(s["backend"]),
+            lit(s["rule"]),
+            lit(f"{cur['name']} ({cur['provenance']})" if cur else "-", "dim"),
+            s["status"],
         )
     console.print(table)

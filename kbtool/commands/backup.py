@@ -27,5 +27,9 @@ def backup(
     included), checked with SQLite's integrity check before it replaces OUT.
     """
     info = kb_backup(db_path(db), out, force=force)
-    console.print(lit(f"backed up {db_path(db)} to {info['path']} ({info['bytes']:,} bytes, "
-                      f"KB schema {info['schema_version']}, integrity ok)"))
+    console.print(
+        lit(
+            f"backed up {db_path(db)} to {info['path']} ({info['bytes']:,} bytes, "
+            f"KB schema {info['schema_version']}, integrity ok)"
+        )
+    )

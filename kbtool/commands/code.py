@@ -49,8 +49,11 @@ COption = Annotated[bool, typer.Option("--c", help="Only the lifted C.")]
 WasmOption = Annotated[bool, typer.Option("--wasm", help="Only the raw wasm disassembly.")]
 CleanedOption = Annotated[
     bool,
-    typer.Option("--cleaned", help="The cleaned C (variables named from their roles): kbtool"
-                 " deep's record when there is one, else the lifter's C through the cleaner."),
+    typer.Option(
+        "--cleaned",
+        help="The cleaned C (variables named from their roles): kbtool"
+        " deep's record when there is one, else the lifter's C through the cleaner.",
+    ),
 ]
 PagerOption = Annotated[
     bool | None,
@@ -215,8 +218,14 @@ def code_cmd(
     _print(view, lines, pager)
 
 
-def _print_cleaned(db: str | None, target: str, index: int | None, version: int | None,
-                   json_out: bool, pager: bool | None) -> None:
+def _print_cleaned(
+    db: str | None,
+    target: str,
+    index: int | None,
+    version: int | None,
+    json_out: bool,
+    pager: bool | None,
+) -> None:
     """``kbtool code V I --cleaned``: the header, where the cleaned C comes from, the C."""
     from kbtool.services.cleaned import cleaned_c
 
@@ -230,8 +239,11 @@ def _print_cleaned(db: str | None, target: str, index: int | None, version: int 
         print_json(d)
         return
     view, lines = code_view({**d, "mnemonics": "", "lifted_c": ""}, show="header")
-    where = (f"from kbtool deep (version {d['source_version_id']})" if d["source"] == "deep"
-             else "the lifter's C through the cleaner")
+    where = (
+        f"from kbtool deep (version {d['source_version_id']})"
+        if d["source"] == "deep"
+        else "the lifter's C through the cleaner"
+    )
     renamed = ", ".join(f"{old} -> {new}" for old, new in sorted(d["rename_map"].items()))
     parts = [view, Text(""), Text.assemble(("cleaned C", "bold underline"), (f"  {where}", "dim"))]
     if renamed:
@@ -242,8 +254,9 @@ def _print_cleaned(db: str | None, target: str, index: int | None, version: int 
     _print(Group(*parts), lines + 3 + d["clean_c"].count("\n"), pager)
 
 
-def _write_module(db: str | None, version_id: int, output: Path | None, *, listing: bool,
-                  force: bool = False) -> None:
+def _write_module(
+    db: str | None, version_id: int, output: Path | None, *, listing: bool, force: bool = False
+) -> None:
     """``kbtool code VERSION --all [--wasm]``: stream the C (or the disassembly) to a file
     or stdout, with a done/total bar on a terminal. The file is written atomically (the
     old one stays until the new one is complete; never the KB, see
@@ -256,8 +269,10 @@ def _write_module(db: str | None, version_id: int, output: Path | None, *, listi
     chunks = None
     try:
         # no refresh thread: the lift pool forks only from a single-threaded process
-        with terminate_raises(), count_progress(label, show=err_console.is_terminal,
-                                                auto_refresh=False) as bar:
+        with (
+            terminate_raises(),
+            count_progress(label, show=err_console.is_terminal, auto_refresh=False) as bar,
+        ):
             task = bar.add_task(label, total=None)
 
             def progress(done: int, total: int) -> None:
@@ -267,15 +282,20 @@ def _write_module(db: str | None, version_id: int, output: Path | None, *, listi
             make = code_service.module_listing if listing else code_service.module_c
             chunks = make(conn, version_id, progress=progress)
             first = next(chunks)  # unknown version / missing bytes fail here, before any file
-            with (atomic_output(output) if output is not None
-                  else contextlib.nullcontext(sys.stdout)) as out:
+            with (
+                atomic_output(output) if output is not None else contextlib.nullcontext(sys.stdout)
+            ) as out:
                 out.write(first)
                 for chunk in chunks:
                     out.write(chunk)
                     n += 1
         if output is not None:
-            err_console.print(f"wrote {n} functions of version {version_id} to {output}",
-                              markup=False, highlight=False, soft_wrap=True)
+            err_console.print(
+                f"wrote {n} functions of version {version_id} to {output}",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
     except BrokenPipeError:  # `kbtool code 2 --all | head`: the reader is gone; stop quietly
         _drop_stdout()
     except Terminated:  # SIGTERM: what is still buffered for a stalled reader is dropped

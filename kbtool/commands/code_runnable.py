@@ -19,16 +19,17 @@ def write_runnable_cmd(db: str | None, version_id: int, output: Path | None) -> 
         return
     conn = ro(db)
     try:
-        with terminate_raises(), count_progress("lifting", show=err_console.is_terminal,
-                                                auto_refresh=False) as bar:
+        with (
+            terminate_raises(),
+            count_progress("lifting", show=err_console.is_terminal, auto_refresh=False) as bar,
+        ):
             task = bar.add_task("lifting", total=None)
 
             def progress(done: int, total: int) -> None:
                 if not done & 63 or done == total:
                     bar.update(task, completed=done, total=total, refresh=True)
 
-            info = write_runnable(conn, version_id, output, kb_path=db_path(db),
-                                  progress=progress)
+            info = write_runnable(conn, version_id, output, kb_path=db_path(db), progress=progress)
     except OSError as exc:
         fail(f"cannot write {output}: {exc.strerror or exc}")
         return
@@ -37,4 +38,7 @@ def write_runnable_cmd(db: str | None, version_id: int, output: Path | None) -> 
     err_console.print(
         f"wrote {info.functions} functions of version {version_id} as runnable C to"
         f" {info.directory}; build: make -C {info.directory}; run: {info.program} [ARGS]",
-        markup=False, highlight=False, soft_wrap=True)
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )

@@ -23,7 +23,6 @@ DbOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the contract's JSON shape.")]
 
 
-
 class _Console(Console):
     """A Rich console whose broken pipe is an ``OSError(EPIPE)`` like any other write's
     (Rich's own handler exits with status 1); ``kbtool.cli.main`` ends such a run quietly."""
@@ -37,8 +36,7 @@ console = _Console(highlight=False)
 err_console = _Console(stderr=True, highlight=False)
 
 
-def count_progress(label: str, *, show: bool, to: Console | None = None,
-                   auto_refresh: bool = True):
+def count_progress(label: str, *, show: bool, to: Console | None = None, auto_refresh: bool = True):
     """A transient ``label [bar] done/total elapsed`` bar (disabled when not ``show``).
     ``auto_refresh=False`` starts no refresh thread (update with ``refresh=True``): a
     command that forks a worker pool must stay single-threaded."""
@@ -88,7 +86,9 @@ def ro(db: str | None) -> sqlite3.Connection:
 
 ForceOption = Annotated[
     bool,
-    typer.Option("--force", help="Replace an existing output file even if it is a SQLite database."),
+    typer.Option(
+        "--force", help="Replace an existing output file even if it is a SQLite database."
+    ),
 ]
 
 
@@ -119,6 +119,5 @@ def fail(message: str, code: int = 1) -> None:
 
 
 def _escape(text: str) -> str:
-
 
     return escape(printable(text))

@@ -45,13 +45,18 @@ def register(app: typer.Typer) -> None:
 
 def _progress_bar():
     return Progress(
-        TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeElapsedColumn(),
-        console=err_console, transient=True,
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
     )
 
 
-def _run_ingest(conn, file: Path, label: str | None, js: Path | None, carry: bool = True,
-                **lineage):
+def _run_ingest(
+    conn, file: Path, label: str | None, js: Path | None, carry: bool = True, **lineage
+):
 
     big = file.exists() and file.stat().st_size > 1_000_000 and err_console.is_terminal
     if not big:
@@ -65,18 +70,46 @@ def _run_ingest(conn, file: Path, label: str | None, js: Path | None, carry: boo
             else:
                 bar.update(task, description=f"{stage} {file.name}")
 
-        return ingest_file(conn, file, label=label, glue_path=js, progress=progress, carry=carry,
-                           **lineage)
+        return ingest_file(
+            conn, file, label=label, glue_path=js, progress=progress, carry=carry, **lineage
+        )
 
 
 def ingest(
     file: Annotated[Path, typer.Argument(help="The .wasm module of one release.")],
-    label: Annotated[str | None, typer.Option("--label", "-l", help="Version label (default: file name).")] = None,
-    js: Annotated[Path | None, typer.Option("--js", help="Emscripten JS loader shipped beside the module; recovers minified export/import names.")] = None,
-    no_carry: Annotated[bool, typer.Option("--no-carry", help="Do not carry names from the parent version by fuzzy matching.")] = False,
-    program: Annotated[str | None, typer.Option("--program", help="The program (lineage) this version belongs to (default: found from the module).")] = None,
-    base: Annotated[int | None, typer.Option("--base", help="Carry identities and names from this version (forces the parent).")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Ingest bytes already in the KB again (needs a new --label).")] = False,
+    label: Annotated[
+        str | None, typer.Option("--label", "-l", help="Version label (default: file name).")
+    ] = None,
+    js: Annotated[
+        Path | None,
+        typer.Option(
+            "--js",
+            help="Emscripten JS loader shipped beside the module; recovers minified export/import names.",
+        ),
+    ] = None,
+    no_carry: Annotated[
+        bool,
+        typer.Option(
+            "--no-carry", help="Do not carry names from the parent version by fuzzy matching."
+        ),
+    ] = False,
+    program: Annotated[
+        str | None,
+        typer.Option(
+            "--program",
+            help="The program (lineage) this version belongs to (default: found from the module).",
+        ),
+    ] = None,
+    base: Annotated[
+        int | None,
+        typer.Option(
+            "--base", help="Carry identities and names from this version (forces the parent)."
+        ),
+    ] = None,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Ingest bytes already in the KB again (needs a new --label)."),
+    ] = False,
     json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -90,8 +123,9 @@ def ingest(
     conn = rw(db, create=True)
     t0 = time.perf_counter()
     try:
-        res = _run_ingest(conn, file, label, js, carry=not no_carry, program=program, base=base,
-                          force=force)
+        res = _run_ingest(
+            conn, file, label, js, carry=not no_carry, program=program, base=base, force=force
+        )
     except AlreadyIngested as exc:
         if json_out:
             print_json({"already_ingested": exc.version_id, "label": exc.label})
@@ -103,12 +137,16 @@ def ingest(
         print_json({**res.__dict__, "seconds": round(secs, 3)})
         return
     console.print(
-        f"ingested version [bold]{res.version_id}[/] ", lit(res.label, "bold cyan"),
+        f"ingested version [bold]{res.version_id}[/] ",
+        lit(res.label, "bold cyan"),
         f" in {secs:.2f}s: {res.imported} imported + {res.defined} defined functions, "
         f"{res.exported} exported, {res.instructions:,} instructions",
     )
-    console.print("toolchain: ", toolchain_text(res.toolchain_version),
-                  f"  shared memory: {'yes' if res.shared_memory else 'no'}")
+    console.print(
+        "toolchain: ",
+        toolchain_text(res.toolchain_version),
+        f"  shared memory: {'yes' if res.shared_memory else 'no'}",
+    )
     console.print(lit(res.lineage_text, "bold" if res.new_program else ""))
     if res.parent_version_id is not None:
         methods = ", ".join(f"{k} {v}" for k, v in sorted(res.carried_by_method.items()))
@@ -120,7 +158,8 @@ def ingest(
         console.print("[yellow]note:[/] ", lit(note))
     sources = ", ".join(f"{k} {v}" for k, v in sorted(res.names_by_source.items()))
     console.print(
-        f"names from the binary: {res.names_written} written" + (f" ({sources})" if sources else "")
+        f"names from the binary: {res.names_written} written"
+        + (f" ({sources})" if sources else "")
         + f", {res.names_same} already named the same, {res.names_refused} refused"
     )
     if res.go is not None:
@@ -128,15 +167,21 @@ def ingest(
         if "error" in go:
             err_console.print("[yellow]go:[/] ", lit(go["error"]))
         else:
-            console.print("Go pclntab (", lit(go.get("go_version") or "version unknown"),
-                          f", {go['pclntab_format']}): {go['named']} of {go['defined']} functions named")
+            console.print(
+                "Go pclntab (",
+                lit(go.get("go_version") or "version unknown"),
+                f", {go['pclntab_format']}): {go['named']} of {go['defined']} functions named",
+            )
     if res.diff_carry:
         dc = res.diff_carry
-        console.print(f"names carried by diff: {dc.get('written', 0)} written, {dc.get('refused', 0)} refused")
+        console.print(
+            f"names carried by diff: {dc.get('written', 0)} written, {dc.get('refused', 0)} refused"
+        )
     if res.glue is not None:
         g = res.glue
         console.print(
-            "JS glue (", lit(g.get("shape") or "unrecognised"),
+            "JS glue (",
+            lit(g.get("shape") or "unrecognised"),
             f"): {g['exports']} export names, {g['imports']} import names recovered",
         )
         for note in g["unknown"][:10]:
@@ -154,15 +199,37 @@ def versions(json_out: JsonOption = False, db: DbOption = None) -> None:
         console.print("The KB has no versions yet. Try: kbtool ingest app.wasm --label 1.0")
         return
     t = Table(title="versions")
-    for col in ("id", "program", "label", "parent", "toolchain", "functions", "defined",
-                "shared mem", "coverage"):
-        t.add_column(col, justify="right" if col in ("id", "parent", "functions", "defined", "coverage") else "left")
+    for col in (
+        "id",
+        "program",
+        "label",
+        "parent",
+        "toolchain",
+        "functions",
+        "defined",
+        "shared mem",
+        "coverage",
+    ):
+        t.add_column(
+            col,
+            justify="right"
+            if col in ("id", "parent", "functions", "defined", "coverage")
+            else "left",
+        )
     for v in sorted(rows, key=lambda v: (_first_id(rows, v["program"]), v["id"])):
         cov = queries.coverage(conn, v["id"])
         parent = "" if v["parent_version_id"] is None else str(v["parent_version_id"])
-        t.add_row(str(v["id"]), lit(v["program"], "bold"), lit(v["label"]), parent,
-                  toolchain_text(v["toolchain_version"]), str(v["functions"]), str(cov["defined"]),
-                  "yes" if v["shared_memory"] else "no", f"{cov['coverage_pct']:.1f}%")
+        t.add_row(
+            str(v["id"]),
+            lit(v["program"], "bold"),
+            lit(v["label"]),
+            parent,
+            toolchain_text(v["toolchain_version"]),
+            str(v["functions"]),
+            str(cov["defined"]),
+            "yes" if v["shared_memory"] else "no",
+            f"{cov['coverage_pct']:.1f}%",
+        )
     console.print(t)
 
 
@@ -173,7 +240,9 @@ def _first_id(rows: list, program: str) -> int:
 
 def functions(
     version: Annotated[int, typer.Argument(help="Version id (see `kbtool versions`).")],
-    unnamed: Annotated[bool, typer.Option("--unnamed", help="Only functions without a name.")] = False,
+    unnamed: Annotated[
+        bool, typer.Option("--unnamed", help="Only functions without a name.")
+    ] = False,
     imports: Annotated[bool, typer.Option("--imports", help="Include imported functions.")] = False,
     json_out: JsonOption = False,
     db: DbOption = None,
@@ -190,8 +259,8 @@ def functions(
     write_function_rows(rows, width=console.width if console.is_terminal else None)
 
 
-TYPE_WIDTH = 32     # a longer type signature is clipped with "…"
-_CHUNK = 2000       # rows written (and flushed) at a time
+TYPE_WIDTH = 32  # a longer type signature is clipped with "…"
+_CHUNK = 2000  # rows written (and flushed) at a time
 
 
 def function_lines(rows: list[dict], width: int | None = None):
@@ -203,14 +272,18 @@ def function_lines(rows: list[dict], width: int | None = None):
     tw = min(TYPE_WIDTH, max([4] + [len(r["type"] or "") for r in rows]))
     fixed = iw + 16 + tw + 10 + 4 + 5 * 2
     nw = None if width is None else max(8, width - fixed)
-    yield (f"{'index':>{iw}}  {'stable_id':<16}  {'type':<{tw}}  {'provenance':<10}  {'conf':>4}  name")
+    yield (
+        f"{'index':>{iw}}  {'stable_id':<16}  {'type':<{tw}}  {'provenance':<10}  {'conf':>4}  name"
+    )
     for r in rows:
         name = printable(r["name"]) if r["name"] is not None else "—"
         if nw is not None:
             name = clip(name, nw)
         conf = "" if r["confidence"] is None else f"{r['confidence']:.2f}"
-        yield (f"{r['index']:>{iw}}  {r['stable_id']:<16}  {clip(printable(r['type']), tw):<{tw}}  "
-               f"{printable(r['provenance']) or '—':<10}  {conf:>4}  {name}")
+        yield (
+            f"{r['index']:>{iw}}  {r['stable_id']:<16}  {clip(printable(r['type']), tw):<{tw}}  "
+            f"{printable(r['provenance']) or '—':<10}  {conf:>4}  {name}"
+        )
 
 
 def write_function_rows(rows: list[dict], width: int | None = None) -> None:
@@ -245,8 +318,19 @@ def coverage_cmd(
 
 
 def show(
-    stable_id: Annotated[str, typer.Argument(help="A function's stable_id, or VERSION:INDEX (2:1031), or INDEX (#1031, 1031: latest version).")],
-    deep: Annotated[bool, typer.Option("--deep", help="Also the `kbtool deep` record: understanding, renamed variables and the cleaned C.")] = False,
+    stable_id: Annotated[
+        str,
+        typer.Argument(
+            help="A function's stable_id, or VERSION:INDEX (2:1031), or INDEX (#1031, 1031: latest version)."
+        ),
+    ],
+    deep: Annotated[
+        bool,
+        typer.Option(
+            "--deep",
+            help="Also the `kbtool deep` record: understanding, renamed variables and the cleaned C.",
+        ),
+    ] = False,
     json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -257,10 +341,20 @@ def show(
     where = queries.functions_by_stable_id(conn, stable_id)
     analysis = queries.get_analysis(conn, stable_id) if deep else None
     if json_out:
-        out = sym if sym is not None else {
-            "stable_id": stable_id, "name": None, "summary": None, "type_signature": None,
-            "provenance": None, "confidence": None, "locked": False, "evidence": [],
-        }
+        out = (
+            sym
+            if sym is not None
+            else {
+                "stable_id": stable_id,
+                "name": None,
+                "summary": None,
+                "type_signature": None,
+                "provenance": None,
+                "confidence": None,
+                "locked": False,
+                "evidence": [],
+            }
+        )
         from kbtool.commands.knowledge import knowledge_of  # issue 27
 
         out = {**out, "knowledge": knowledge_of(conn, stable_id, at_version)}
@@ -283,8 +377,13 @@ def show(
     if fn["export_names"]:
         t.add_row("exports", lit(", ".join(fn["export_names"])))
     t.add_row("raw name", lit(fn["raw_name"]))
-    t.add_row("appears in", ", ".join(
-        f"v{w['version_id']}#{w['index']}{' (body changed)' if w['body_changed'] else ''}" for w in where))
+    t.add_row(
+        "appears in",
+        ", ".join(
+            f"v{w['version_id']}#{w['index']}{' (body changed)' if w['body_changed'] else ''}"
+            for w in where
+        ),
+    )
     console.print(t)
     from kbtool.commands.knowledge import print_knowledge_for  # issue 27
 
@@ -302,16 +401,25 @@ def _print_deep(a: dict | None, shown: dict) -> None:
     every text from the binary or a model shown literally)."""
     console.print(Text("deep", style="bold underline"))
     if a is None:
-        console.print(Text(f"no deep record yet: kbtool deep {shown['version_id']} -f "
-                           f"{shown['index']}", style="dim"))
+        console.print(
+            Text(
+                f"no deep record yet: kbtool deep {shown['version_id']} -f {shown['index']}",
+                style="dim",
+            )
+        )
         return
     t = Table.grid(padding=(0, 2))
     t.add_column(style="bold")
     t.add_column()
     conf = a.get("confidence")
     by = a.get("backend") or "offline"
-    t.add_row("status", Text.assemble(lit(a.get("status")), (
-        f"  confidence {conf:.2f}" if isinstance(conf, (int, float)) else "", "dim")))
+    t.add_row(
+        "status",
+        Text.assemble(
+            lit(a.get("status")),
+            (f"  confidence {conf:.2f}" if isinstance(conf, (int, float)) else "", "dim"),
+        ),
+    )
     t.add_row("by", lit(by + (f" ({a['model']})" if a.get("model") else "")))
     t.add_row("lifted from", f"v{a['version_id']}#{a['func_index']}")
     t.add_row("understanding", lit(a.get("understanding")))
@@ -357,12 +465,18 @@ def demo(
     path = Path(db_path(db))
     if path.exists() and not force:
         if _is_demo_kb(path):
-            console.print(lit(f"{path} already holds the demo KB; opening it"
-                              " (kbtool demo --force rebuilds it)"))
+            console.print(
+                lit(
+                    f"{path} already holds the demo KB; opening it"
+                    " (kbtool demo --force rebuilds it)"
+                )
+            )
             console.print()
             versions(db=str(path))
             return
-        fail(f"{path} exists and is not the demo KB; pass --force to replace it, or --db another path")
+        fail(
+            f"{path} exists and is not the demo KB; pass --force to replace it, or --db another path"
+        )
     for suffix in ("", "-wal", "-shm"):
         Path(str(path) + suffix).unlink(missing_ok=True)
     steps = build_demo(path, echo=lambda msg: console.print(lit(msg)))

@@ -41,17 +41,23 @@ def _target_line(t: dict[str, Any]) -> Any:
     if t["kind"] == "function":
         return lit(f"function #{t['index']} {t.get('name') or ''}".rstrip())
     if t["kind"] == "global":
-        return lit(f"global g{t['index']} {t.get('name') or ''} ({t['type']}"
-                   f"{' mut' if t['mutable'] else ''}, role {t.get('role') or '-'})")
+        return lit(
+            f"global g{t['index']} {t.get('name') or ''} ({t['type']}"
+            f"{' mut' if t['mutable'] else ''}, role {t.get('role') or '-'})"
+        )
     text = f" {t['text']!r}" if t.get("text") is not None else ""
     return lit(f"{t['kind']} {t['label']} at 0x{t['address']:x} ({t['size']} bytes){text}")
 
 
 def xrefs(
     version: VersionArg,
-    target: Annotated[str, typer.Argument(
-        help='A function (name, #index or stable id), a global (g:NAME or g:INDEX), an address'
-             ' (0x1234), a data label (s_create_table) or a string ("text).')],
+    target: Annotated[
+        str,
+        typer.Argument(
+            help="A function (name, #index or stable id), a global (g:NAME or g:INDEX), an address"
+            ' (0x1234), a data label (s_create_table) or a string ("text).'
+        ),
+    ],
     limit: Annotated[int, typer.Option("--limit", min=1, max=100_000, help="Rows at most.")] = 200,
     json_out: JsonOption = False,
     db: DbOption = None,
@@ -72,13 +78,17 @@ def xrefs(
         console.print(f"... {res['total'] - len(res['refs'])} more (--limit)")
     uses = res.get("uses")
     if uses:
-        calls = ", ".join(f"#{c['index']} {c.get('name') or c.get('import') or ''}".strip()
-                          for c in uses["calls"])
+        calls = ", ".join(
+            f"#{c['index']} {c.get('name') or c.get('import') or ''}".strip() for c in uses["calls"]
+        )
         console.print(lit(f"calls: {calls or '-'}"))
         u = _table("offset", "kind", "target", title="data and globals it uses")
         for r in uses["data"]:
-            what = (f"g{r['target']}" if r["target_kind"] == "global"
-                    else r.get("label") or f"0x{r['target']:x}")
+            what = (
+                f"g{r['target']}"
+                if r["target_kind"] == "global"
+                else r.get("label") or f"0x{r['target']:x}"
+            )
             if r.get("text") is not None:
                 what += f" {r['text'][:60]!r}"
             u.add_row(f"0x{r['offset']:x}", r["kind"], lit(what))
@@ -87,7 +97,9 @@ def xrefs(
 
 def strings(
     version: VersionArg,
-    search: Annotated[str | None, typer.Option("--search", "-s", help="Substring of the text.")] = None,
+    search: Annotated[
+        str | None, typer.Option("--search", "-s", help="Substring of the text.")
+    ] = None,
     offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
     limit: Annotated[int, typer.Option("--limit", min=1, max=100_000)] = 100,
     json_out: JsonOption = False,
@@ -101,8 +113,13 @@ def strings(
 
 def data_cmd(
     version: VersionArg,
-    kind: Annotated[str | None, typer.Option(
-        "--kind", help="cstring, utf16, gostring, string, pointer_table, funcptr_table, numeric, zero.")] = None,
+    kind: Annotated[
+        str | None,
+        typer.Option(
+            "--kind",
+            help="cstring, utf16, gostring, string, pointer_table, funcptr_table, numeric, zero.",
+        ),
+    ] = None,
     offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
     limit: Annotated[int, typer.Option("--limit", min=1, max=100_000)] = 100,
     json_out: JsonOption = False,
@@ -118,11 +135,16 @@ def _items(page: dict[str, Any], json_out: bool, what: str) -> None:
     if json_out:
         print_json(page)
         return
-    t = _table("address", "size", "kind", "xrefs", "label", "text",
-               title=f"{page['total']} {what}")
+    t = _table("address", "size", "kind", "xrefs", "label", "text", title=f"{page['total']} {what}")
     for it in page["items"]:
-        t.add_row(f"0x{it['address']:x}", str(it["size"]), it["kind"], str(it["refs"]),
-                  lit(it["label"]), lit("" if it["text"] is None else repr(it["text"])[1:-1][:120]))
+        t.add_row(
+            f"0x{it['address']:x}",
+            str(it["size"]),
+            it["kind"],
+            str(it["refs"]),
+            lit(it["label"]),
+            lit("" if it["text"] is None else repr(it["text"])[1:-1][:120]),
+        )
     console.print(t)
     if page["next_offset"] is not None:
         console.print(f"... more: --offset {page['next_offset']}")
@@ -138,9 +160,16 @@ def globals_cmd(version: VersionArg, json_out: JsonOption = False, db: DbOption 
     t = _table("global", "type", "initial", "name", "role", "import/export", "reads", "writes")
     for g in rows:
         ie = g["import_name"] or ", ".join(g["exports"])
-        t.add_row(f"g{g['index']}", g["type"] + (" mut" if g["mutable"] else ""),
-                  "" if g["initial"] is None else str(g["initial"]), lit(g["name"] or ""),
-                  g["role"] or "", lit(ie), str(g["reads"]), str(g["writes"]))
+        t.add_row(
+            f"g{g['index']}",
+            g["type"] + (" mut" if g["mutable"] else ""),
+            "" if g["initial"] is None else str(g["initial"]),
+            lit(g["name"] or ""),
+            g["role"] or "",
+            lit(ie),
+            str(g["reads"]),
+            str(g["writes"]),
+        )
     console.print(t)
 
 
@@ -163,6 +192,8 @@ def memory(
         return
     it = res["item"]
     if it:
-        console.print(lit(f"{it['label']} ({it['kind']}, {it['size']} bytes at 0x{it['address']:x})"))
+        console.print(
+            lit(f"{it['label']} ({it['kind']}, {it['size']} bytes at 0x{it['address']:x})")
+        )
     for r in res["rows"]:
         console.print(lit(f"{r['address']:08x}  {r['hex']:<47}  {r['ascii']}"))

@@ -113,4 +113,7 @@ def deep(
     console.print(
         f"read them with `kbtool show {version}:{first if first is not None else 'INDEX'} --deep`"
         ", the TUI's code screen (v: Cleaned C), `kbtool serve` (the studio) or "
-        "`GET /api/analysis/{stable_id}`", markup=False, highlight=False)
+        "`GET /api/analysis/{stable_id}`",
+        markup=False,
+        highlight=False,
+    )

@@ -31,14 +31,22 @@ from kbtool.services.oracle import add_oracle, list_oracles, match_oracle
 
 OnlyOption = Annotated[
     str | None,
-    typer.Option("--only", help="Show only these classifications, comma-separated: unchanged, "
-                 "moved, modified, new, deleted, changed (= modified,new,deleted), review, runtime, all."),
+    typer.Option(
+        "--only",
+        help="Show only these classifications, comma-separated: unchanged, "
+        "moved, modified, new, deleted, changed (= modified,new,deleted), review, runtime, all.",
+    ),
 ]
 
-ui_app = typer.Typer(name="ui", help="Read-only terminal views (Rich).", no_args_is_help=True,
-                     rich_markup_mode=None)
-oracle_app = typer.Typer(name="oracle", help="Reference modules that carry names, and naming from them.",
-                         no_args_is_help=True, rich_markup_mode=None)
+ui_app = typer.Typer(
+    name="ui", help="Read-only terminal views (Rich).", no_args_is_help=True, rich_markup_mode=None
+)
+oracle_app = typer.Typer(
+    name="oracle",
+    help="Reference modules that carry names, and naming from them.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -53,8 +61,11 @@ def register(app: typer.Typer) -> None:
 
 CrossProgramOption = Annotated[
     bool,
-    typer.Option("--cross-program", help="Compare versions of two different programs anyway "
-                 "(unrelated code: names are never carried between programs)."),
+    typer.Option(
+        "--cross-program",
+        help="Compare versions of two different programs anyway "
+        "(unrelated code: names are never carried between programs).",
+    ),
 ]
 
 
@@ -67,7 +78,8 @@ def _check_programs(conn, a: int, b: int, cross: bool, *, to_stderr: bool = Fals
     if not cross:
         fail(f"{warning}; add --cross-program to compare them anyway", 2)
     (err_console if to_stderr else console).print(
-        f"[bold yellow]warning:[/] {lit(warning)}", soft_wrap=True)
+        f"[bold yellow]warning:[/] {lit(warning)}", soft_wrap=True
+    )
 
 
 def _only(only: str | None):
@@ -79,9 +91,12 @@ def _only(only: str | None):
 
 OrderOption = Annotated[
     str,
-    typer.Option("--order", help="Order of the modified functions: triage (patch-like first: "
-                 "new bounds checks, error paths, widened arithmetic), index, or weight "
-                 "(most changed first)."),
+    typer.Option(
+        "--order",
+        help="Order of the modified functions: triage (patch-like first: "
+        "new bounds checks, error paths, widened arithmetic), index, or weight "
+        "(most changed first).",
+    ),
 ]
 
 
@@ -90,15 +105,30 @@ def _check_order(order: str) -> None:
         fail(f"unknown --order {order!r}: use one of {', '.join(ORDERS)}")
 
 
-def _print_report(conn, report: dict, keep, *, pager: bool = False, pairing=None,
-                  order: str = "triage", short: bool = False, top: int = TOP_DEFAULT) -> None:
-    view = {"report": report, "changelog": changelog(conn, report, pairing=pairing, order=order),
-            "toolchain_changed": toolchain_changed(conn, report)}
+def _print_report(
+    conn,
+    report: dict,
+    keep,
+    *,
+    pager: bool = False,
+    pairing=None,
+    order: str = "triage",
+    short: bool = False,
+    top: int = TOP_DEFAULT,
+) -> None:
+    view = {
+        "report": report,
+        "changelog": changelog(conn, report, pairing=pairing, order=order),
+        "toolchain_changed": toolchain_changed(conn, report),
+    }
 
     def show() -> None:
         if short:
-            console.print(triage_lines(view, top=top, from_id=report["from_version_id"],
-                                       to_id=report["to_version_id"]))
+            console.print(
+                triage_lines(
+                    view, top=top, from_id=report["from_version_id"], to_id=report["to_version_id"]
+                )
+            )
         else:
             render_view(view, console, only=keep)
 
@@ -112,8 +142,16 @@ def _print_report(conn, report: dict, keep, *, pager: bool = False, pairing=None
 def diff_cmd(
     from_version: Annotated[int, typer.Argument(help="Older (baseline) version id.")],
     to_version: Annotated[int, typer.Argument(help="Newer version id.")],
-    save: Annotated[bool, typer.Option("--save", help="Store the report (read back by every surface).")] = False,
-    carry: Annotated[bool, typer.Option("--carry", help="Carry names to matched functions of TO that got a new identity (diff-carry, through the gate).")] = False,
+    save: Annotated[
+        bool, typer.Option("--save", help="Store the report (read back by every surface).")
+    ] = False,
+    carry: Annotated[
+        bool,
+        typer.Option(
+            "--carry",
+            help="Carry names to matched functions of TO that got a new identity (diff-carry, through the gate).",
+        ),
+    ] = False,
     only: OnlyOption = None,
     cross_program: CrossProgramOption = False,
     order: OrderOption = "triage",
@@ -152,7 +190,8 @@ def diff_cmd(
             save_diff(conn, report)
             report["stored"] = True
             (err_console if json_out else console).print(
-                f"saved the diff of version {from_version} -> {to_version}")
+                f"saved the diff of version {from_version} -> {to_version}"
+            )
         elif carry:
             report["carried"] = True  # the header says names were carried before this report
     if json_out:
@@ -165,12 +204,33 @@ def ui_diff(
     from_version: Annotated[int, typer.Argument(help="Older (baseline) version id.")],
     to_version: Annotated[int, typer.Argument(help="Newer version id.")],
     only: OnlyOption = None,
-    show_all: Annotated[bool, typer.Option("--all", help="The full listing: every function's row (unchanged and moved too) and the whole changelog.")] = False,
-    top: Annotated[int, typer.Option("--top", min=1, help="How many modified functions the short view lists by triage.")] = TOP_DEFAULT,
+    show_all: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            help="The full listing: every function's row (unchanged and moved too) and the whole changelog.",
+        ),
+    ] = False,
+    top: Annotated[
+        int,
+        typer.Option(
+            "--top", min=1, help="How many modified functions the short view lists by triage."
+        ),
+    ] = TOP_DEFAULT,
     order: OrderOption = "triage",
-    pager: Annotated[bool, typer.Option("--pager", help="Page the output (less -R or $PAGER).")] = False,
-    function: Annotated[str | None, typer.Option("--function", help="One function (stable_id): its code in both releases, changes marked.")] = None,
-    unified: Annotated[bool, typer.Option("--unified", help="With --function: one column instead of side by side.")] = False,
+    pager: Annotated[
+        bool, typer.Option("--pager", help="Page the output (less -R or $PAGER).")
+    ] = False,
+    function: Annotated[
+        str | None,
+        typer.Option(
+            "--function",
+            help="One function (stable_id): its code in both releases, changes marked.",
+        ),
+    ] = None,
+    unified: Annotated[
+        bool, typer.Option("--unified", help="With --function: one column instead of side by side.")
+    ] = False,
     cross_program: CrossProgramOption = False,
     db: DbOption = None,
 ) -> None:
@@ -189,16 +249,18 @@ def ui_diff(
     finally:
         conn.close()
     if function is not None:
-        return print_function_diff(db, function, from_version, to_version, unified=unified,
-                                   pager=pager or None)
+        return print_function_diff(
+            db, function, from_version, to_version, unified=unified, pager=pager or None
+        )
     keep = _only(only if only is not None else (None if show_all else "changed"))
     short = only is None and not show_all
 
     conn = ro(db)
     try:
         report, pairing = read_report(conn, from_version, to_version)
-        _print_report(conn, report, keep, pager=pager, pairing=pairing, order=order,
-                      short=short, top=top)
+        _print_report(
+            conn, report, keep, pager=pager, pairing=pairing, order=order, short=short, top=top
+        )
     finally:
         conn.close()
 
@@ -207,8 +269,12 @@ def ui_diff(
 
 
 def oracle_add(
-    file: Annotated[Path, typer.Argument(help="Reference .wasm that carries names (name section or exports).")],
-    label: Annotated[str | None, typer.Option("--label", "-l", help="Label (default: file name).")] = None,
+    file: Annotated[
+        Path, typer.Argument(help="Reference .wasm that carries names (name section or exports).")
+    ],
+    label: Annotated[
+        str | None, typer.Option("--label", "-l", help="Label (default: file name).")
+    ] = None,
     json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -220,7 +286,8 @@ def oracle_add(
         print_json(res)
         return
     console.print(
-        f"added oracle [bold]{res['id']}[/] ", lit(res["label"], "bold cyan"),
+        f"added oracle [bold]{res['id']}[/] ",
+        lit(res["label"], "bold cyan"),
         f": {res['named']} named of {res['defined']} defined functions"
         + (" (a runtime library)" if res["runtime"] else ""),
     )
@@ -228,7 +295,6 @@ def oracle_add(
 
 def oracle_list(json_out: JsonOption = False, db: DbOption = None) -> None:
     """List the stored reference modules."""
-
 
     rows = list_oracles(ro(db))
     if json_out:
@@ -247,8 +313,12 @@ def oracle_list(json_out: JsonOption = False, db: DbOption = None) -> None:
 
 def oracle_match(
     version: Annotated[int, typer.Argument(help="Version id to name (see `kbtool versions`).")],
-    oracle: Annotated[list[int] | None, typer.Option("--oracle", help="Only this oracle id (repeatable).")] = None,
-    exact_only: Annotated[bool, typer.Option("--exact-only", help="Only exact shape matches (confidence 1.0).")] = False,
+    oracle: Annotated[
+        list[int] | None, typer.Option("--oracle", help="Only this oracle id (repeatable).")
+    ] = None,
+    exact_only: Annotated[
+        bool, typer.Option("--exact-only", help="Only exact shape matches (confidence 1.0).")
+    ] = False,
     json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -261,7 +331,8 @@ def oracle_match(
         return
     for o in res["oracles"]:
         console.print(
-            "oracle ", lit(o["label"], "bold cyan"),
+            "oracle ",
+            lit(o["label"], "bold cyan"),
             f": {o['exact']} exact, {o['structural']} structural, {o['skipped_review']} skipped (review)"
             f" -> {o['written']} written, {o['refused']} refused, {o['unchanged']} unchanged",
         )

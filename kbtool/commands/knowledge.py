@@ -17,10 +17,23 @@ from kbtool.kb.errors import KBError
 from kbtool.render.text import lit
 from kbtool.services import knowledge as ks
 
-FunctionArg = Annotated[str, typer.Argument(
-    help="A function: stable id, VERSION:INDEX (2:1031), #INDEX (latest version) or its name.")]
-VersionOpt = Annotated[int | None, typer.Option("--version", help="Version the offsets/locals refer to (default: the latest holding the function).")]
-NoLock = Annotated[bool, typer.Option("--no-lock", help="Leave it open to higher-confidence oracle/export writers.")]
+FunctionArg = Annotated[
+    str,
+    typer.Argument(
+        help="A function: stable id, VERSION:INDEX (2:1031), #INDEX (latest version) or its name."
+    ),
+]
+VersionOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--version",
+        help="Version the offsets/locals refer to (default: the latest holding the function).",
+    ),
+]
+NoLock = Annotated[
+    bool,
+    typer.Option("--no-lock", help="Leave it open to higher-confidence oracle/export writers."),
+]
 
 
 def register(app: typer.Typer) -> None:
@@ -58,8 +71,16 @@ def _run(fn: Any, *args: Any, **kw: Any) -> gate.Decision:
 
 def comment(
     target: FunctionArg,
-    text: Annotated[str, typer.Argument(help="The comment ('-': read it from stdin; '' with --clear).")] = "",
-    line: Annotated[str | None, typer.Option("--line", help="Offset of an instruction (as the disassembly shows it, hex 0x... or decimal): a line comment.")] = None,
+    text: Annotated[
+        str, typer.Argument(help="The comment ('-': read it from stdin; '' with --clear).")
+    ] = "",
+    line: Annotated[
+        str | None,
+        typer.Option(
+            "--line",
+            help="Offset of an instruction (as the disassembly shows it, hex 0x... or decimal): a line comment.",
+        ),
+    ] = None,
     clear: Annotated[bool, typer.Option("--clear", help="Remove the comment.")] = False,
     version: VersionOpt = None,
     no_lock: NoLock = False,
@@ -69,8 +90,11 @@ def comment(
     off = None
     if line is not None:
         try:
-            off = int(line, 16) if not line.lower().startswith("0x") and any(c in "abcdef" for c in line.lower()) \
+            off = (
+                int(line, 16)
+                if not line.lower().startswith("0x") and any(c in "abcdef" for c in line.lower())
                 else int(line, 0)
+            )
         except ValueError:
             fail(f"bad --line {line[:40]!r}: an instruction offset like 0x19fd")
     body = None if clear else _text_arg(text)
@@ -84,7 +108,9 @@ def comment(
 
 def set_type(
     target: FunctionArg,
-    prototype: Annotated[str, typer.Argument(help="C prototype, e.g. 'int f(sqlite3 *db, const char *zSql)'.")] = "",
+    prototype: Annotated[
+        str, typer.Argument(help="C prototype, e.g. 'int f(sqlite3 *db, const char *zSql)'.")
+    ] = "",
     clear: Annotated[bool, typer.Option("--clear", help="Remove the prototype.")] = False,
     version: VersionOpt = None,
     no_lock: NoLock = False,
@@ -95,14 +121,32 @@ def set_type(
     if not clear and not prototype.strip():
         fail("empty prototype: give e.g. 'int f(char *s)' (or --clear)")
     conn = rw(db)
-    d = _run(ks.set_prototype, conn, target, None if clear else prototype, version_id=version, lock=not no_lock)
-    rec = None if clear else kn.get(conn, "prototype", ks.resolve_function(conn, target, version)["stable_id"])
-    _report(d, "prototype cleared" if clear else f"prototype: {rec['value']['text'] if rec else prototype}")
+    d = _run(
+        ks.set_prototype,
+        conn,
+        target,
+        None if clear else prototype,
+        version_id=version,
+        lock=not no_lock,
+    )
+    rec = (
+        None
+        if clear
+        else kn.get(conn, "prototype", ks.resolve_function(conn, target, version)["stable_id"])
+    )
+    _report(
+        d,
+        "prototype cleared"
+        if clear
+        else f"prototype: {rec['value']['text'] if rec else prototype}",
+    )
 
 
 def rename_local(
     target: FunctionArg,
-    local: Annotated[str, typer.Argument(help="Wasm local index (3, l3, p0) or the local's current name.")],
+    local: Annotated[
+        str, typer.Argument(help="Wasm local index (3, l3, p0) or the local's current name.")
+    ],
     name: Annotated[str, typer.Argument(help="New name (a C identifier; '' with --clear).")] = "",
     clear: Annotated[bool, typer.Option("--clear", help="Remove the name.")] = False,
     version: VersionOpt = None,
@@ -113,14 +157,25 @@ def rename_local(
     if not clear and not name:
         fail("empty name: give the new name (or --clear)")
     conn = rw(db)
-    d = _run(ks.rename_local, conn, target, local, None if clear else name, version_id=version,
-             lock=not no_lock)
+    d = _run(
+        ks.rename_local,
+        conn,
+        target,
+        local,
+        None if clear else name,
+        version_id=version,
+        lock=not no_lock,
+    )
     _report(d, f"local {local} {'name cleared' if clear else '-> ' + name}")
 
 
 def name_data(
-    version: Annotated[int, typer.Argument(help="Version id (its data model: `kbtool analyze VERSION`).")],
-    target: Annotated[str, typer.Argument(help="0xADDRESS, a data label, \"text or g:GLOBAL (as `kbtool xrefs`).")],
+    version: Annotated[
+        int, typer.Argument(help="Version id (its data model: `kbtool analyze VERSION`).")
+    ],
+    target: Annotated[
+        str, typer.Argument(help='0xADDRESS, a data label, "text or g:GLOBAL (as `kbtool xrefs`).')
+    ],
     name: Annotated[str, typer.Argument(help="New name (a C identifier; '' with --clear).")] = "",
     clear: Annotated[bool, typer.Option("--clear", help="Remove the name.")] = False,
     no_lock: NoLock = False,
@@ -160,8 +215,15 @@ def _key_of(kind: str, line: str | None, local: str | None, conn: Any, f: dict) 
 
 def revert_knowledge(
     target: FunctionArg,
-    kind: Annotated[str, typer.Argument(help="comment, line_comment, prototype or local (data names: data_name with a data_id/g:KEY target).")],
-    line: Annotated[str | None, typer.Option("--line", help="The line's offset (line_comment).")] = None,
+    kind: Annotated[
+        str,
+        typer.Argument(
+            help="comment, line_comment, prototype or local (data names: data_name with a data_id/g:KEY target)."
+        ),
+    ],
+    line: Annotated[
+        str | None, typer.Option("--line", help="The line's offset (line_comment).")
+    ] = None,
     local: Annotated[str | None, typer.Option("--local", help="The local's index (local).")] = None,
     steps: Annotated[int, typer.Option("--steps", help="How many written changes to go back.")] = 1,
     version: VersionOpt = None,
@@ -184,7 +246,9 @@ def revert_knowledge(
 
 def show_knowledge(
     target: FunctionArg,
-    history: Annotated[bool, typer.Option("--history", help="Also every gate decision on them.")] = False,
+    history: Annotated[
+        bool, typer.Option("--history", help="Also every gate decision on them.")
+    ] = False,
     version: VersionOpt = None,
     json_out: JsonOption = False,
     db: DbOption = None,
@@ -206,14 +270,21 @@ def show_knowledge(
 
 def print_knowledge(k: dict[str, Any], f: dict[str, Any]) -> None:
     """The knowledge table ``kbtool knowledge`` and ``kbtool show`` print."""
-    t = Table(title=f"knowledge of {f['stable_id']} (v{f['version_id']}#{f['index']})", title_justify="left")
+    t = Table(
+        title=f"knowledge of {f['stable_id']} (v{f['version_id']}#{f['index']})",
+        title_justify="left",
+    )
     for c in ("what", "value", "provenance", "conf", "lock"):
         t.add_column(c)
 
     def row(what: str, value: str, r: dict[str, Any]) -> None:
         carried = r.get("carried")
-        prov = r["provenance"] + (f" (from v{carried['from_version_id']}: {carried['how']})" if carried else "")
-        t.add_row(lit(what), lit(value), lit(prov), f"{r['confidence']:.2f}", "yes" if r["locked"] else "")
+        prov = r["provenance"] + (
+            f" (from v{carried['from_version_id']}: {carried['how']})" if carried else ""
+        )
+        t.add_row(
+            lit(what), lit(value), lit(prov), f"{r['confidence']:.2f}", "yes" if r["locked"] else ""
+        )
 
     if k["comment"]:
         row("comment", k["comment"]["text"], k["comment"])
@@ -236,9 +307,16 @@ def print_history(events: list[dict[str, Any]]) -> None:
         t.add_column(c)
     for e in events:
         what = e["subject"] + (f" {e['key']}" if e["key"] else "")
-        t.add_row(str(e["id"]), lit(what), lit(e["kind"] + ("" if e["written"] else " (refused)")),
-                  lit(e["old_text"]), lit(e["new_text"]), lit(e["provenance"]), lit(e["actor"]),
-                  lit(e["reason"]))
+        t.add_row(
+            str(e["id"]),
+            lit(what),
+            lit(e["kind"] + ("" if e["written"] else " (refused)")),
+            lit(e["old_text"]),
+            lit(e["new_text"]),
+            lit(e["provenance"]),
+            lit(e["actor"]),
+            lit(e["reason"]),
+        )
     console.print(t)
 
 
@@ -252,4 +330,6 @@ def print_knowledge_for(conn: Any, stable_id: str, shown: dict[str, Any]) -> Non
     k = ks.function_knowledge(conn, stable_id, shown["version_id"])
     if k["comment"] or k["prototype"] or k["locals"] or k["line_comments"]:
         console.print()
-        print_knowledge(k, {"stable_id": stable_id, "version_id": shown["version_id"], "index": shown["index"]})
+        print_knowledge(
+            k, {"stable_id": stable_id, "version_id": shown["version_id"], "index": shown["index"]}
+        )

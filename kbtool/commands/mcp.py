@@ -31,13 +31,23 @@ def register(app: typer.Typer) -> None:
 
 def mcp_cmd(
     db: DbOption = None,
-    log_level: Annotated[str, typer.Option(
-        "--log-level", help=f"Server log level on stderr: {', '.join(LOG_LEVELS)}.",
-        case_sensitive=False)] = "WARNING",
-    print_config: Annotated[str | None, typer.Option(
-        "--print-config", metavar="CLIENT",
-        help=f"Print the config that registers this server with CLIENT ({', '.join(CLIENTS)}): "
-             "absolute paths of this kbtool and of the KB; then exit.")] = None,
+    log_level: Annotated[
+        str,
+        typer.Option(
+            "--log-level",
+            help=f"Server log level on stderr: {', '.join(LOG_LEVELS)}.",
+            case_sensitive=False,
+        ),
+    ] = "WARNING",
+    print_config: Annotated[
+        str | None,
+        typer.Option(
+            "--print-config",
+            metavar="CLIENT",
+            help=f"Print the config that registers this server with CLIENT ({', '.join(CLIENTS)}): "
+            "absolute paths of this kbtool and of the KB; then exit.",
+        ),
+    ] = None,
 ) -> None:
     """Serve the KB as MCP tools over stdio (run by an MCP client, not by hand).
 
@@ -54,8 +64,10 @@ def mcp_cmd(
     path = db_path(db)
     check_kb(path)  # a missing or foreign KB fails before the note below
     if sys.stdin.isatty():
-        err_console.print("kbtool mcp speaks MCP on stdin/stdout and is meant to be started by an "
-                          "MCP client (see the README); waiting for one. Ctrl-C quits.")
+        err_console.print(
+            "kbtool mcp speaks MCP on stdin/stdout and is meant to be started by an "
+            "MCP client (see the README); waiting for one. Ctrl-C quits."
+        )
     from kbtool.mcp.server import build_server
 
     try:
@@ -99,5 +111,10 @@ def _print_config(client: str, db: str | None) -> None:
     sys.stdout.write(text + "\n")
     err_console.print(f"# {CLIENTS[client]}", markup=False, highlight=False, soft_wrap=True)
     if not kb.is_file():
-        err_console.print(f"# note: {kb} does not exist yet (kbtool demo, or kbtool ingest "
-                          "FILE.wasm, creates it)", markup=False, highlight=False, soft_wrap=True)
+        err_console.print(
+            f"# note: {kb} does not exist yet (kbtool demo, or kbtool ingest "
+            "FILE.wasm, creates it)",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )

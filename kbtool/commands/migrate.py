@@ -26,8 +26,12 @@ def migrate(db: DbOption = None) -> None:
     """
     p = Path(db_path(db))
     if not p.exists():
-        raise KBMissingError(f"no KB at {p} (create one with `kbtool ingest FILE` or `kbtool demo`)")
-    before = inspect_kb(p, allow_empty=False)  # read-only: refuses a foreign or newer file untouched
+        raise KBMissingError(
+            f"no KB at {p} (create one with `kbtool ingest FILE` or `kbtool demo`)"
+        )
+    before = inspect_kb(
+        p, allow_empty=False
+    )  # read-only: refuses a foreign or newer file untouched
     if before == schema.SCHEMA_VERSION:
         console.print(lit(f"{p} is at KB schema {before}, the current one: nothing to migrate"))
         return

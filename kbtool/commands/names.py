@@ -52,11 +52,26 @@ def _decision(d: gate.Decision, ok_text: str) -> None:
 def set_name(
     stable_id: Annotated[str, typer.Argument(help="The function's stable_id.")],
     name: Annotated[str, typer.Argument(help="New name (a C-like identifier; `::` allowed).")],
-    summary: Annotated[str | None, typer.Option("--summary", help="Purpose, parameters, behaviour.")] = None,
-    type_: Annotated[str | None, typer.Option("--type", help="Type signature, e.g. 'int f(char *)'.")] = None,
+    summary: Annotated[
+        str | None, typer.Option("--summary", help="Purpose, parameters, behaviour.")
+    ] = None,
+    type_: Annotated[
+        str | None, typer.Option("--type", help="Type signature, e.g. 'int f(char *)'.")
+    ] = None,
     confidence: Annotated[float, typer.Option("--confidence", help="0.0..1.0")] = 1.0,
-    no_lock: Annotated[bool, typer.Option("--no-lock", help="Leave the name open to higher-confidence oracle/export names.")] = False,
-    confirm: Annotated[bool, typer.Option("--confirm", help="Make the unchanged current name your own human name (locked unless --no-lock).")] = False,
+    no_lock: Annotated[
+        bool,
+        typer.Option(
+            "--no-lock", help="Leave the name open to higher-confidence oracle/export names."
+        ),
+    ] = False,
+    confirm: Annotated[
+        bool,
+        typer.Option(
+            "--confirm",
+            help="Make the unchanged current name your own human name (locked unless --no-lock).",
+        ),
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """Name a function as a human (locked by default: no tool may overwrite it).
@@ -65,20 +80,31 @@ def set_name(
     or agent name stays what it is); --confirm records it as your decision.
     """
     conn = rw(db)
-    d = gate.human_rename(conn, stable_id, name, actor="human:cli", summary=summary,
-                          type_signature=type_, confidence=confidence, lock=not no_lock,
-                          confirm=confirm)
+    d = gate.human_rename(
+        conn,
+        stable_id,
+        name,
+        actor="human:cli",
+        summary=summary,
+        type_signature=type_,
+        confidence=confidence,
+        lock=not no_lock,
+        confirm=confirm,
+    )
     if not d["written"] and d["reason"] in ("no change", "unchanged"):
         sym = queries.get_symbol(conn, stable_id) or {}
         how = f"{sym.get('provenance')} {float(sym.get('confidence') or 0):.2f}" + (
-            ", locked" if sym.get("locked") else "")
+            ", locked" if sym.get("locked") else ""
+        )
         hint = "" if sym.get("provenance") == "human" else "; --confirm makes it your human name"
         console.print(lit(f"{stable_id} is already named {name} ({how}): nothing written{hint}"))
         return
     _decision(d, f"{stable_id} -> {name}" + ("" if no_lock else " (locked)"))
 
 
-def unlock(stable_id: Annotated[str, typer.Argument(help="The function's stable_id.")], db: DbOption = None) -> None:
+def unlock(
+    stable_id: Annotated[str, typer.Argument(help="The function's stable_id.")], db: DbOption = None
+) -> None:
     """Unlock a human name so oracle/export names of higher confidence may replace it."""
     conn = rw(db)
     _decision(gate.set_lock(conn, stable_id, False, actor="human:cli"), f"{stable_id} unlocked")
@@ -92,18 +118,28 @@ def revert(
     """Restore the annotation as it was before a change: name, provenance, confidence, lock
     (see `kbtool renames`; reverting twice redoes)."""
     conn = rw(db)
-    _decision(gate.revert(conn, stable_id, steps=steps, actor="human:cli"), f"{stable_id}: reverted")
+    _decision(
+        gate.revert(conn, stable_id, steps=steps, actor="human:cli"), f"{stable_id}: reverted"
+    )
     sym = queries.get_symbol(conn, stable_id)
     if sym and sym.get("name"):
-        console.print("now: ", lit(sym["name"], "bold"),
-                      lit(f"  {sym['provenance']} {float(sym['confidence']):.2f}"
-                          + ("  locked" if sym.get("locked") else "")))
+        console.print(
+            "now: ",
+            lit(sym["name"], "bold"),
+            lit(
+                f"  {sym['provenance']} {float(sym['confidence']):.2f}"
+                + ("  locked" if sym.get("locked") else "")
+            ),
+        )
     else:
         console.print("now: unnamed")
 
 
-def renames(stable_id: Annotated[str, typer.Argument(help="The function's stable_id.")],
-            json_out: JsonOption = False, db: DbOption = None) -> None:
+def renames(
+    stable_id: Annotated[str, typer.Argument(help="The function's stable_id.")],
+    json_out: JsonOption = False,
+    db: DbOption = None,
+) -> None:
     """The reversible rename trail of a function, newest first."""
     conn = ro(db)
     trail = queries.renames(conn, stable_id)
@@ -120,9 +156,13 @@ def renames(stable_id: Annotated[str, typer.Argument(help="The function's stable
     t.add_column("by", ratio=1, overflow="fold")
     t.add_column("conf", justify="right")
     for r in trail:
-        t.add_row(str(r["revert_steps"]), _when(r["at"]), lit(f"{r['from'] or '∅'} → {r['to']}"),
-                  lit(f"{r['provenance']} ({r['actor']})"),
-                  "" if r["confidence"] is None else f"{r['confidence']:.2f}")
+        t.add_row(
+            str(r["revert_steps"]),
+            _when(r["at"]),
+            lit(f"{r['from'] or '∅'} → {r['to']}"),
+            lit(f"{r['provenance']} ({r['actor']})"),
+            "" if r["confidence"] is None else f"{r['confidence']:.2f}",
+        )
     console.print(t)
     console.print("revert with: kbtool revert STABLE_ID --steps N")
 
@@ -132,8 +172,11 @@ def _when(ts: str | None) -> str:
     return (ts or "")[:16].replace("T", " ")
 
 
-def history(stable_id: Annotated[str, typer.Argument(help="The function's stable_id.")],
-            json_out: JsonOption = False, db: DbOption = None) -> None:
+def history(
+    stable_id: Annotated[str, typer.Argument(help="The function's stable_id.")],
+    json_out: JsonOption = False,
+    db: DbOption = None,
+) -> None:
     """When a function was first seen, every version it is in, and every decision on its name
     and knowledge (comment, line comments, prototype, local names and types)."""
     from kbtool.services.history import function_history
@@ -145,20 +188,30 @@ def history(stable_id: Annotated[str, typer.Argument(help="The function's stable
         print_json(h)
         return
     fs = h["first_seen"]
-    console.print("first seen in version ", str(fs["version_id"]), " ", lit(fs["label"], "cyan"),
-                  f" at index {fs['index']}")
+    console.print(
+        "first seen in version ",
+        str(fs["version_id"]),
+        " ",
+        lit(fs["label"], "cyan"),
+        f" at index {fs['index']}",
+    )
     t = Table(title="versions")
     for col in ("version", "label", "index", "body changed", "identity by", "name then"):
         t.add_column(col)
     names_then = {n["version_id"]: n["name"] for n in h["names_by_version"]}
     for v in h["versions"]:
-        t.add_row(str(v["version_id"]), lit(v["label"]), str(v["index"]),
-                  "yes" if v["body_changed"] else "no", lit(v["match_method"]),
-                  lit(names_then.get(v["version_id"])))
+        t.add_row(
+            str(v["version_id"]),
+            lit(v["label"]),
+            str(v["index"]),
+            "yes" if v["body_changed"] else "no",
+            lit(v["match_method"]),
+            lit(names_then.get(v["version_id"])),
+        )
     console.print(t)
     e = Table(title="annotation events")
     e.add_column("when", no_wrap=True)
-    e.add_column("what", no_wrap=True)   # name, comment, line +9, prototype, local 0...
+    e.add_column("what", no_wrap=True)  # name, comment, line +9, prototype, local 0...
     e.add_column("event", no_wrap=True)  # "rejection ×N": N identical refusals
     e.add_column("change", ratio=3, overflow="fold")
     e.add_column("conf", justify="right")
@@ -172,19 +225,39 @@ def history(stable_id: Annotated[str, typer.Argument(help="The function's stable
             if ev.get("last_at") and ev["last_at"] != ev["created_at"]:
                 when += f" … {_when(ev['last_at'])}"
         old, new = (clip(x, 120) if x else "∅" for x in (ev["old_name"], ev["new_name"]))
-        e.add_row(when, lit(ev["what"], "bold" if ev["what"] == "name" else "cyan"), mark + kind,
-                  lit(f"{old} → {new}"),
-                  "" if ev["confidence"] is None else f"{ev['confidence']:.2f}",
-                  lit(f"{ev['actor']} · {ev['reason']}"))
+        e.add_row(
+            when,
+            lit(ev["what"], "bold" if ev["what"] == "name" else "cyan"),
+            mark + kind,
+            lit(f"{old} → {new}"),
+            "" if ev["confidence"] is None else f"{ev['confidence']:.2f}",
+            lit(f"{ev['actor']} · {ev['reason']}"),
+        )
     console.print(e)
 
 
 def search(
-    query: Annotated[str | None, typer.Argument(help="Case-insensitive substring of a name; `#1031` or `2:1031` for an index.")] = None,
-    string: Annotated[str | None, typer.Option("--string", help="Functions referencing a string containing this text.")] = None,
-    const: Annotated[str | None, typer.Option("--const", help="Functions using this integer constant (42, -1, 0x5f3759df).")] = None,
-    version: Annotated[int | None, typer.Option("--version", help="Version for --string/--const/#index (default: latest).")] = None,
-    limit: Annotated[int, typer.Option("--limit", help=f"At most this many (cap {queries.SEARCH_CAP}).")] = 50,
+    query: Annotated[
+        str | None,
+        typer.Argument(
+            help="Case-insensitive substring of a name; `#1031` or `2:1031` for an index."
+        ),
+    ] = None,
+    string: Annotated[
+        str | None,
+        typer.Option("--string", help="Functions referencing a string containing this text."),
+    ] = None,
+    const: Annotated[
+        str | None,
+        typer.Option("--const", help="Functions using this integer constant (42, -1, 0x5f3759df)."),
+    ] = None,
+    version: Annotated[
+        int | None,
+        typer.Option("--version", help="Version for --string/--const/#index (default: latest)."),
+    ] = None,
+    limit: Annotated[
+        int, typer.Option("--limit", help=f"At most this many (cap {queries.SEARCH_CAP}).")
+    ] = 50,
     json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -198,8 +271,11 @@ def search(
     conn = ro(db)
     if string is not None or const is not None:
         try:
-            rows = (nav.by_string(conn, string, version, limit) if string is not None
-                    else nav.by_const(conn, nav.parse_const(const or ""), version, limit))
+            rows = (
+                nav.by_string(conn, string, version, limit)
+                if string is not None
+                else nav.by_const(conn, nav.parse_const(const or ""), version, limit)
+            )
         except ValueError as exc:
             fail(str(exc))
         _print_located(rows, json_out, string is not None)
@@ -218,7 +294,9 @@ def search(
     for col in ("name", "stable_id", "provenance", "conf"):
         t.add_column(col)
     for r in rows:
-        t.add_row(lit(r["name"], "bold"), r["stable_id"], lit(r["provenance"]), f"{r['confidence']:.2f}")
+        t.add_row(
+            lit(r["name"], "bold"), r["stable_id"], lit(r["provenance"]), f"{r['confidence']:.2f}"
+        )
     console.print(t)
 
 
@@ -228,11 +306,17 @@ def _print_located(rows: list[dict], json_out: bool, with_strings: bool) -> None
         print_json(rows)
         return
     t = Table(title=f"{len(rows)} match(es)")
-    for col in ("where", "name", "stable_id", "provenance") + (("strings",) if with_strings else ()):
+    for col in ("where", "name", "stable_id", "provenance") + (
+        ("strings",) if with_strings else ()
+    ):
         t.add_column(col)
     for r in rows:
-        cells = [f"v{r['version_id']}#{r['index']}", lit(r["name"], "bold"), r["stable_id"],
-                 lit(r["provenance"] or "unnamed")]
+        cells = [
+            f"v{r['version_id']}#{r['index']}",
+            lit(r["name"], "bold"),
+            r["stable_id"],
+            lit(r["provenance"] or "unnamed"),
+        ]
         if with_strings:
             cells.append(lit("; ".join(r.get("strings", [])[:3])))
         t.add_row(*cells)
@@ -241,8 +325,15 @@ def _print_located(rows: list[dict], json_out: bool, with_strings: bool) -> None
 
 def export_cmd(
     version: Annotated[int, typer.Argument(help="Version id.")],
-    output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to this file instead of stdout.")] = None,
-    wasm: Annotated[Path | None, typer.Option("--wasm", help="Write a copy of the module with the KB's names in its `name` section.")] = None,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write to this file instead of stdout.")
+    ] = None,
+    wasm: Annotated[
+        Path | None,
+        typer.Option(
+            "--wasm", help="Write a copy of the module with the KB's names in its `name` section."
+        ),
+    ] = None,
     force: ForceOption = False,
     db: DbOption = None,
 ) -> None:
@@ -278,9 +369,23 @@ def export_cmd(
 
 def import_names(
     file: Annotated[Path, typer.Argument(help="A file written by `kbtool export`.")],
-    version: Annotated[int | None, typer.Option("--version", help="Target version (default: the one with the same module, else the most related).")] = None,
-    as_human: Annotated[bool, typer.Option("--as-human", help="Record every name as your own human name (locked unless --no-lock), whatever the file says.")] = False,
-    no_lock: Annotated[bool, typer.Option("--no-lock", help="With --as-human: leave the names unlocked.")] = False,
+    version: Annotated[
+        int | None,
+        typer.Option(
+            "--version",
+            help="Target version (default: the one with the same module, else the most related).",
+        ),
+    ] = None,
+    as_human: Annotated[
+        bool,
+        typer.Option(
+            "--as-human",
+            help="Record every name as your own human name (locked unless --no-lock), whatever the file says.",
+        ),
+    ] = False,
+    no_lock: Annotated[
+        bool, typer.Option("--no-lock", help="With --as-human: leave the names unlocked.")
+    ] = False,
     json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -294,8 +399,9 @@ def import_names(
 
     text = read_text_input(file, "names")  # at most KBTOOL_MAX_NAMES_BYTES (256 MiB)
     conn = rw(db)
-    rep = names_io.import_names(conn, text, source=file.name,
-                                version_id=version, as_human=as_human, lock=not no_lock)
+    rep = names_io.import_names(
+        conn, text, source=file.name, version_id=version, as_human=as_human, lock=not no_lock
+    )
     if json_out:
         print_json(rep.as_dict())
         return
@@ -303,9 +409,13 @@ def import_names(
     console.print(f"placed on version {rep.version_id}: {methods}")
     kinds = ", ".join(f"{p} {n}" for p, n in sorted(rep.by_provenance.items())) or "none"
     lock_note = " (locked)" if as_human and not no_lock else ""
-    console.print(lit(f"imported {rep.written} name(s){lock_note}: {kinds}; {rep.already} already"
-                      f" the same; {rep.refused} refused by the gate; {rep.unplaced} unplaced;"
-                      f" {len(rep.ambiguous)} ambiguous (not named)"))
+    console.print(
+        lit(
+            f"imported {rep.written} name(s){lock_note}: {kinds}; {rep.already} already"
+            f" the same; {rep.refused} refused by the gate; {rep.unplaced} unplaced;"
+            f" {len(rep.ambiguous)} ambiguous (not named)"
+        )
+    )
     for r in rep.refusals[:20]:
         console.print("  refused: ", lit(f"#{r['index']} {r['name']}: {r['why']}"))
     if len(rep.refusals) > 20:

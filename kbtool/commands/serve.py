@@ -13,15 +13,27 @@ def register(app: typer.Typer) -> None:
     app.command()(serve)
 
 
-HostOption = Annotated[str, typer.Option(
-    "--host", metavar="ADDR",
-    help="Address to bind. Anything but loopback exposes the KB with NO authentication.")]
-PortOption = Annotated[int, typer.Option(
-    "--port", min=0, max=65535, metavar="PORT", help="TCP port (0 picks a free one).")]
-AllowHostOption = Annotated[list[str] | None, typer.Option(
-    "--allow-host", metavar="HOST",
-    help="Also answer requests whose Host header names HOST (repeatable); "
-         "others are refused against DNS rebinding.")]
+HostOption = Annotated[
+    str,
+    typer.Option(
+        "--host",
+        metavar="ADDR",
+        help="Address to bind. Anything but loopback exposes the KB with NO authentication.",
+    ),
+]
+PortOption = Annotated[
+    int,
+    typer.Option("--port", min=0, max=65535, metavar="PORT", help="TCP port (0 picks a free one)."),
+]
+AllowHostOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allow-host",
+        metavar="HOST",
+        help="Also answer requests whose Host header names HOST (repeatable); "
+        "others are refused against DNS rebinding.",
+    ),
+]
 
 
 def serve(

@@ -15,12 +15,22 @@ def register(app: typer.Typer) -> None:
 
 def tui(
     db: DbOption = None,
-    read_only: Annotated[bool, typer.Option(
-        "--read-only", help="Open the KB read-only: browsing only, no rename (n).")] = False,
-    version: Annotated[int | None, typer.Option(
-        "--version", "-V", help="Open the heatmap of this version id (default: the latest).")] = None,
-    theme: Annotated[str, typer.Option(
-        "--theme", help="dark, light, or any Textual theme name (t toggles dark/light).")] = "dark",
+    read_only: Annotated[
+        bool,
+        typer.Option("--read-only", help="Open the KB read-only: browsing only, no rename (n)."),
+    ] = False,
+    version: Annotated[
+        int | None,
+        typer.Option(
+            "--version", "-V", help="Open the heatmap of this version id (default: the latest)."
+        ),
+    ] = None,
+    theme: Annotated[
+        str,
+        typer.Option(
+            "--theme", help="dark, light, or any Textual theme name (t toggles dark/light)."
+        ),
+    ] = "dark",
 ) -> None:
     """Browse the KB in the terminal: versions, heatmap, diff, search, detail, history.
 

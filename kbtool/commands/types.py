@@ -16,10 +16,17 @@ from kbtool.kb.errors import KBError
 from kbtool.render.text import lit
 from kbtool.services import types as ts
 
-NoLock = Annotated[bool, typer.Option("--no-lock", help="Leave it open to higher-confidence oracle/export writers.")]
+NoLock = Annotated[
+    bool,
+    typer.Option("--no-lock", help="Leave it open to higher-confidence oracle/export writers."),
+]
 
-app = typer.Typer(help="Struct, union, enum and typedef declarations: add, list, show, apply, rename, export.",
-                  no_args_is_help=True, add_completion=False, rich_markup_mode=None)
+app = typer.Typer(
+    help="Struct, union, enum and typedef declarations: add, list, show, apply, rename, export.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
 
 
 def register(root: typer.Typer) -> None:
@@ -45,8 +52,14 @@ def _report(d: gate.Decision, ok: str) -> None:
 
 @app.command("add")
 def add(
-    file: Annotated[str, typer.Argument(help="A C header of struct/union/enum/typedef declarations ('-': stdin).")],
-    version: Annotated[int | None, typer.Option("--version", help="The version the types were read from (recorded).")] = None,
+    file: Annotated[
+        str,
+        typer.Argument(help="A C header of struct/union/enum/typedef declarations ('-': stdin)."),
+    ],
+    version: Annotated[
+        int | None,
+        typer.Option("--version", help="The version the types were read from (recorded)."),
+    ] = None,
     no_lock: NoLock = False,
     json_out: JsonOption = False,
     db: DbOption = None,
@@ -65,16 +78,28 @@ def add(
         except (OSError, UnicodeDecodeError) as exc:
             fail(f"cannot read {file}: {str(exc).splitlines()[0]}")
     conn = rw(db)
-    res = _run(ts.add_types, conn, text, version_id=version, lock=not no_lock,
-               evidence={"file": Path(file).name if file != "-" else "stdin"})
+    res = _run(
+        ts.add_types,
+        conn,
+        text,
+        version_id=version,
+        lock=not no_lock,
+        evidence={"file": Path(file).name if file != "-" else "stdin"},
+    )
     if json_out:
         print_json(res)
         return
     for t in res["types"]:
-        state = "written" if t["written"] else ("unchanged" if t["reason"] == "no change" else f"refused: {t['reason']}")
+        state = (
+            "written"
+            if t["written"]
+            else ("unchanged" if t["reason"] == "no change" else f"refused: {t['reason']}")
+        )
         size = f" ({t['size']} bytes)" if t.get("size") is not None else ""
         console.print(lit(f"{t['name']}{size}: {state}"))
-    console.print(lit(f"{res['written']} written, {res['unchanged']} unchanged, {res['refused']} refused"))
+    console.print(
+        lit(f"{res['written']} written, {res['unchanged']} unchanged, {res['refused']} refused")
+    )
     if res["refused"]:
         raise typer.Exit(1)
 
@@ -99,15 +124,25 @@ def list_cmd(
     for c in ("name", "kind", "size", "members", "uses", "provenance", "conf", "lock"):
         t.add_column(c)
     for r in res["types"]:
-        t.add_row(lit(r["name"]), lit(r["kind"]), lit("" if r["size"] is None else str(r["size"])), str(r["fields"]),
-                  str(r["uses"]), lit(r["provenance"]), f"{r['confidence']:.2f}", "yes" if r["locked"] else "")
+        t.add_row(
+            lit(r["name"]),
+            lit(r["kind"]),
+            lit("" if r["size"] is None else str(r["size"])),
+            str(r["fields"]),
+            str(r["uses"]),
+            lit(r["provenance"]),
+            f"{r['confidence']:.2f}",
+            "yes" if r["locked"] else "",
+        )
     console.print(t)
 
 
 @app.command("show")
 def show(
     name: Annotated[str, typer.Argument(help="NAME, struct NAME, union NAME or enum NAME.")],
-    history: Annotated[bool, typer.Option("--history", help="Also every gate decision on it.")] = False,
+    history: Annotated[
+        bool, typer.Option("--history", help="Also every gate decision on it.")
+    ] = False,
     json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -120,34 +155,58 @@ def show(
         print_json(r)
         return
     console.print(lit(r["text"]))
-    console.print(lit(f"{r['kind']}, {r.get('size')} bytes, align {r.get('align')}; {r['provenance']}"
-                      f" {r['confidence']:.2f}{', locked' if r['locked'] else ''}"))
+    console.print(
+        lit(
+            f"{r['kind']}, {r.get('size')} bytes, align {r.get('align')}; {r['provenance']}"
+            f" {r['confidence']:.2f}{', locked' if r['locked'] else ''}"
+        )
+    )
     if r.get("fields"):
         t = Table(title="members", title_justify="left")
         for c in ("offset", "size", "name", "type"):
             t.add_column(c)
         for f in r["fields"]:
-            t.add_row(str(f["offset"]), str(f["size"]), lit(f["name"] or "(anonymous)"), lit(f["type"]))
+            t.add_row(
+                str(f["offset"]), str(f["size"]), lit(f["name"] or "(anonymous)"), lit(f["type"])
+            )
         console.print(t)
     for n, v in r.get("enumerators") or []:
         console.print(lit(f"  {n} = {v}"))
     for a in r["applied"]:
-        console.print(lit(f"applied: {a['kind']} {a['target']}{' ' + a['key'] if a['key'] else ''}: {a['type']}"
-                          f" ({a['provenance']})"))
+        console.print(
+            lit(
+                f"applied: {a['kind']} {a['target']}{' ' + a['key'] if a['key'] else ''}: {a['type']}"
+                f" ({a['provenance']})"
+            )
+        )
     if history:
         for e in r["history"]:
-            console.print(lit(f"#{e['id']} {e['kind']}{'' if e['written'] else ' (refused)'} by {e['actor']}:"
-                              f" {e['reason']}"))
+            console.print(
+                lit(
+                    f"#{e['id']} {e['kind']}{'' if e['written'] else ' (refused)'} by {e['actor']}:"
+                    f" {e['reason']}"
+                )
+            )
 
 
 @app.command("apply")
 def apply(
-    args: Annotated[list[str], typer.Argument(help=(
-        "FUNCTION param N TYPE | FUNCTION local N TYPE | VERSION g:GLOBAL TYPE | VERSION data TARGET TYPE"
-        " (TYPE: a C type such as 'struct sqlite3 *'; FUNCTION: stable id, VERSION:INDEX, #INDEX or name;"
-        " TARGET: 0xADDRESS, a data label or \"text)."))],
-    clear: Annotated[bool, typer.Option("--clear", help="Remove the applied type (leave TYPE out).")] = False,
-    version: Annotated[int | None, typer.Option("--version", help="Version a FUNCTION's locals refer to.")] = None,
+    args: Annotated[
+        list[str],
+        typer.Argument(
+            help=(
+                "FUNCTION param N TYPE | FUNCTION local N TYPE | VERSION g:GLOBAL TYPE | VERSION data TARGET TYPE"
+                " (TYPE: a C type such as 'struct sqlite3 *'; FUNCTION: stable id, VERSION:INDEX, #INDEX or name;"
+                ' TARGET: 0xADDRESS, a data label or "text).'
+            )
+        ),
+    ],
+    clear: Annotated[
+        bool, typer.Option("--clear", help="Remove the applied type (leave TYPE out).")
+    ] = False,
+    version: Annotated[
+        int | None, typer.Option("--version", help="Version a FUNCTION's locals refer to.")
+    ] = None,
     no_lock: NoLock = False,
     db: DbOption = None,
 ) -> None:
@@ -156,8 +215,10 @@ def apply(
     if len(args) >= 2 and args[1].startswith("g:"):
         want -= 1
     if len(args) != want:
-        fail("usage: kbtool types apply FUNCTION param|local N TYPE, VERSION g:GLOBAL TYPE or"
-             " VERSION data TARGET TYPE (with --clear: no TYPE)")
+        fail(
+            "usage: kbtool types apply FUNCTION param|local N TYPE, VERSION g:GLOBAL TYPE or"
+            " VERSION data TARGET TYPE (with --clear: no TYPE)"
+        )
     type_text = None if clear else args[-1]
     conn = rw(db)
     if args[1].startswith("g:") or args[1] == "data":
@@ -169,28 +230,45 @@ def apply(
         return
     if args[1] not in ("param", "local"):
         fail(f"unknown target {args[1][:30]!r}: param, local, data or g:GLOBAL")
-    d = _run(ts.apply_local, conn, args[0], args[2], type_text, param=args[1] == "param", version_id=version,
-             lock=not no_lock)
+    d = _run(
+        ts.apply_local,
+        conn,
+        args[0],
+        args[2],
+        type_text,
+        param=args[1] == "param",
+        version_id=version,
+        lock=not no_lock,
+    )
     _report(d, f"{args[1]} {args[2]}: {'type cleared' if clear else type_text}")
 
 
 @app.command("rename")
 def rename(
-    old: Annotated[str, typer.Argument(help="A KB type (NAME, struct NAME) or a recovered struct (f41_p0).")],
+    old: Annotated[
+        str, typer.Argument(help="A KB type (NAME, struct NAME) or a recovered struct (f41_p0).")
+    ],
     new: Annotated[str, typer.Argument(help="The new tag (a C identifier).")],
-    version: Annotated[int | None, typer.Option("--version", help="Version of a recovered struct (default: the latest).")] = None,
+    version: Annotated[
+        int | None,
+        typer.Option("--version", help="Version of a recovered struct (default: the latest)."),
+    ] = None,
     db: DbOption = None,
 ) -> None:
     """Rename a type; naming a struct the analysis recovered makes it a KB type applied where it was found."""
     conn = rw(db)
     res = _run(ts.rename_type, conn, old, new, version_id=version)
-    console.print(lit(f"{res['from']} -> {res['name']}: {res['written']} written, {res['applied']} applied"))
+    console.print(
+        lit(f"{res['from']} -> {res['name']}: {res['written']} written, {res['applied']} applied")
+    )
 
 
 @app.command("field")
 def field(
     type_name: Annotated[str, typer.Argument(help="The struct or union (NAME or struct NAME).")],
-    member: Annotated[str, typer.Argument(help="The member: its byte offset (332, 0x14c) or its name.")],
+    member: Annotated[
+        str, typer.Argument(help="The member: its byte offset (332, 0x14c) or its name.")
+    ],
     new: Annotated[str, typer.Argument(help="The new member name (a C identifier).")],
     db: DbOption = None,
 ) -> None:
@@ -202,7 +280,9 @@ def field(
 
 @app.command("export")
 def export(
-    out: Annotated[str | None, typer.Option("--out", "-o", help="Write the header here (default: stdout).")] = None,
+    out: Annotated[
+        str | None, typer.Option("--out", "-o", help="Write the header here (default: stdout).")
+    ] = None,
     db: DbOption = None,
 ) -> None:
     """A C header of the KB's types (compiles on its own: kbtool types export > kb.h)."""
@@ -224,7 +304,9 @@ def export(
 @app.command("revert")
 def revert(
     name: Annotated[str, typer.Argument(help="The type (NAME, struct NAME ...).")],
-    steps: Annotated[int, typer.Option("--steps", min=1, help="How many written changes to go back.")] = 1,
+    steps: Annotated[
+        int, typer.Option("--steps", min=1, help="How many written changes to go back.")
+    ] = 1,
     db: DbOption = None,
 ) -> None:
     """Restore a type as it was before its latest change(s)."""

@@ -30,13 +30,16 @@ def assign_new_ids(
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i in unmatched:
         f = funcs[i]
-        key = (f"import:{f.import_module}.{f.import_field}:{f.type_sig}" if f.imported
-               else f"shape:{f.shape_hash}")
+        key = (
+            f"import:{f.import_module}.{f.import_field}:{f.type_sig}"
+            if f.imported
+            else f"shape:{f.shape_hash}"
+        )
         cd = _digest(*sorted(callers.get(i, [])))
         groups[(key, cd)].append(i)
     out: dict[int, str] = {}
     used: set[str] = set()
-    for (key, cd) in sorted(groups):
+    for key, cd in sorted(groups):
         for pos, i in enumerate(sorted(groups[(key, cd)])):
             salt = 0
             while True:

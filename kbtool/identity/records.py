@@ -95,12 +95,15 @@ def records_from_analysis(analysis, stable_ids: dict[int, str] | None = None) ->
         )
     return out
 
+
 def is_minified(name: str, module_minified: bool = False) -> bool:
     """Minifier output (Emscripten's ``xa``), not a name worth carrying (one rule: the matcher's)."""
     return is_minified_name(name, module_minified=module_minified)
 
 
-def carried_names(export_names: list[str], raw_name: str | None, module_minified: bool = False) -> tuple[str, ...]:
+def carried_names(
+    export_names: list[str], raw_name: str | None, module_minified: bool = False
+) -> tuple[str, ...]:
     """The names a binary carries for a function, deduplicated: export names minus minified
     ones, and the name-section name whatever its length (the minified rule is for exports)."""
     cand = [n for n in export_names if not is_minified(n, module_minified)]
@@ -114,14 +117,22 @@ def records_from_rows(rows: list[dict[str, Any]]) -> list[FuncRecord]:
     minified = module_is_minified(n for r in rows for n in r["export_names"])
     return [
         FuncRecord(
-            index=row["index"], stable_id=row["stable_id"], imported=row["imported"],
-            import_name=row["import_name"], type_sig=row["type_sig"],
+            index=row["index"],
+            stable_id=row["stable_id"],
+            imported=row["imported"],
+            import_name=row["import_name"],
+            type_sig=row["type_sig"],
             body_hash=None if row["imported"] else row["body_hash"],
             shape_hash=None if row["imported"] else row["shape_hash"],
             names=carried_names(row["export_names"], row["raw_name"], minified),
-            calls=tuple(dict.fromkeys(row["calls"])), strings=tuple(row["strings"]),
-            consts=tuple(row["consts"]), ops=row["ops"], instr_count=row["instr_count"],
-            body_size=row["body_size"], loops=row["loops"], call_indirect=row["call_indirect"],
+            calls=tuple(dict.fromkeys(row["calls"])),
+            strings=tuple(row["strings"]),
+            consts=tuple(row["consts"]),
+            ops=row["ops"],
+            instr_count=row["instr_count"],
+            body_size=row["body_size"],
+            loops=row["loops"],
+            call_indirect=row["call_indirect"],
             table_slots=tuple(row.get("table_slots") or ()),
         )
         for row in rows

@@ -125,15 +125,22 @@ def open_rw(path: str | os.PathLike[str], *, create: bool = True) -> sqlite3.Con
     """
     p = Path(path)
     if not create and not p.exists():
-        raise KBMissingError(f"no KB at {p} (create one with `kbtool ingest FILE` or `kbtool demo`)")
+        raise KBMissingError(
+            f"no KB at {p} (create one with `kbtool ingest FILE` or `kbtool demo`)"
+        )
     if p.exists() and p.is_dir():
         raise KBError(f"{p} is a directory, not a KB file")
     if p.exists():
         inspect_kb(p, allow_empty=create)
     _require_writable(p)
     try:
-        conn = sqlite3.connect(str(p), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000,
-                               check_same_thread=False, factory=RWConnection)
+        conn = sqlite3.connect(
+            str(p),
+            isolation_level=None,
+            timeout=BUSY_TIMEOUT_MS / 1000,
+            check_same_thread=False,
+            factory=RWConnection,
+        )
     except sqlite3.OperationalError as exc:
         raise _translate(exc, p) from None
     _OPEN_RW.add(conn)
@@ -222,7 +229,9 @@ def open_ro(path: str | os.PathLike[str]) -> sqlite3.Connection:
     """Open a KB read-only: ``mode=ro`` URI plus ``PRAGMA query_only``; nothing can write."""
     p = Path(path)
     if not p.exists():
-        raise KBMissingError(f"no KB at {p} (create one with `kbtool ingest FILE` or `kbtool demo`)")
+        raise KBMissingError(
+            f"no KB at {p} (create one with `kbtool ingest FILE` or `kbtool demo`)"
+        )
     if p.is_dir():
         raise KBError(f"{p} is a directory, not a KB file")
     if not Path(f"{p}-wal").exists():
@@ -231,8 +240,13 @@ def open_ro(path: str | os.PathLike[str]) -> sqlite3.Connection:
         inspect_kb(p, allow_empty=False)
     uri = "file:" + quote(str(p.resolve())) + ("?immutable=1" if _unwritable_wal(p) else "?mode=ro")
     try:
-        conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False,
-                               timeout=BUSY_TIMEOUT_MS / 1000)
+        conn = sqlite3.connect(
+            uri,
+            uri=True,
+            isolation_level=None,
+            check_same_thread=False,
+            timeout=BUSY_TIMEOUT_MS / 1000,
+        )
         _configure(conn)
         conn.execute("PRAGMA query_only = ON")
         check_schema(conn, str(p))
@@ -271,7 +285,9 @@ def _translate(exc: sqlite3.Error, p: Path | str) -> KBError:
     if code == "SQLITE_FULL" or "disk is full" in msg:
         return KBFullError(f"cannot write {p}: the disk is full; nothing was written")
     if code.startswith("SQLITE_IOERR"):
-        return KBError(f"cannot write {p}: {msg} (is the disk full or failing?); nothing was written")
+        return KBError(
+            f"cannot write {p}: {msg} (is the disk full or failing?); nothing was written"
+        )
     return KBError(f"cannot open {p}: {msg}")
 
 
@@ -299,14 +315,22 @@ def _quiet(conn: sqlite3.Connection, sql: str) -> None:
 
 def _is_write_failure(exc: sqlite3.Error) -> bool:
     code = getattr(exc, "sqlite_errorname", "") or ""
-    return code.startswith(("SQLITE_READONLY", "SQLITE_FULL", "SQLITE_IOERR", "SQLITE_BUSY",
-                            "SQLITE_LOCKED", "SQLITE_CANTOPEN")) or any(
-        m in str(exc) for m in ("readonly database", "disk is full", "database is locked")
-    )
+    return code.startswith(
+        (
+            "SQLITE_READONLY",
+            "SQLITE_FULL",
+            "SQLITE_IOERR",
+            "SQLITE_BUSY",
+            "SQLITE_LOCKED",
+            "SQLITE_CANTOPEN",
+        )
+    ) or any(m in str(exc) for m in ("readonly database", "disk is full", "database is locked"))
 
 
 @contextmanager
-def transaction(conn: sqlite3.Connection, *, immediate: bool = True) -> Iterator[sqlite3.Connection]:
+def transaction(
+    conn: sqlite3.Connection, *, immediate: bool = True
+) -> Iterator[sqlite3.Connection]:
     """One atomic unit: ``BEGIN IMMEDIATE`` at top level, a SAVEPOINT when nested.
 
     On any exception the unit is rolled back (a failing rollback never hides the first
@@ -365,7 +389,9 @@ def connection(kb: str | os.PathLike[str] | sqlite3.Connection) -> Iterator[sqli
         conn.close()
 
 
-def backup(src: str | os.PathLike[str], out: str | os.PathLike[str], *, force: bool = False) -> dict[str, int | str]:
+def backup(
+    src: str | os.PathLike[str], out: str | os.PathLike[str], *, force: bool = False
+) -> dict[str, int | str]:
     """A consistent copy of the KB ``src`` at ``out`` while others read and write it.
 
     SQLite's online backup API copies every page in one step inside one read transaction of
@@ -377,7 +403,9 @@ def backup(src: str | os.PathLike[str], out: str | os.PathLike[str], *, force: b
     """
     sp, op = Path(src), Path(out)
     if op.is_dir():
-        raise KBError(f"{op} is a directory: give the file to write, e.g. {op / 'kbtool-backup.db'}")
+        raise KBError(
+            f"{op} is a directory: give the file to write, e.g. {op / 'kbtool-backup.db'}"
+        )
     source = open_ro(sp)  # refuses a missing file or a foreign one with one line
     try:
         kb_files = {sp.resolve(), Path(f"{sp}-wal").resolve(), Path(f"{sp}-shm").resolve()}

@@ -90,7 +90,9 @@ def _current(conn: sqlite3.Connection, stable_id: str) -> dict[str, Any] | None:
     return rec
 
 
-def _write(conn: sqlite3.Connection, stable_id: str, rec: dict[str, Any], version_id: int | None) -> None:
+def _write(
+    conn: sqlite3.Connection, stable_id: str, rec: dict[str, Any], version_id: int | None
+) -> None:
     conn.execute(
         "INSERT INTO symbols (stable_id, name, summary, type_signature, provenance, confidence,"
         " locked, evidence, version_id, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)"
@@ -99,9 +101,16 @@ def _write(conn: sqlite3.Connection, stable_id: str, rec: dict[str, Any], versio
         " confidence=excluded.confidence, locked=excluded.locked, evidence=excluded.evidence,"
         " version_id=excluded.version_id, updated_at=excluded.updated_at",
         (
-            stable_id, rec["name"], rec["summary"], rec["type_signature"], rec["provenance"],
-            rec["confidence"], int(rec["locked"]), json.dumps(rec["evidence"], sort_keys=True),
-            version_id, now(),
+            stable_id,
+            rec["name"],
+            rec["summary"],
+            rec["type_signature"],
+            rec["provenance"],
+            rec["confidence"],
+            int(rec["locked"]),
+            json.dumps(rec["evidence"], sort_keys=True),
+            version_id,
+            now(),
         ),
     )
 
@@ -141,8 +150,11 @@ def upsert_symbol(
         ev.setdefault("actor", actor)
         ev_kind = kind or EVENT_KIND[provenance]
         proposal = {
-            "name": name, "summary": summary, "type_signature": type_signature,
-            "provenance": provenance, "confidence": confidence,
+            "name": name,
+            "summary": summary,
+            "type_signature": type_signature,
+            "provenance": provenance,
+            "confidence": confidence,
         }
 
         problem = (
@@ -153,38 +165,78 @@ def upsert_symbol(
         )
         if problem is not None:
             # a refused proposal keeps an excerpt of what was proposed, never the whole input
-            _record_event(conn, stable_id=stable_id, kind="rejection", written=False, reason=problem,
-                          provenance=provenance, confidence=None, actor=actor,
-                          old=_public(cur) if cur else None, new=excerpt(proposal), evidence=ev, version_id=version_id)
+            _record_event(
+                conn,
+                stable_id=stable_id,
+                kind="rejection",
+                written=False,
+                reason=problem,
+                provenance=provenance,
+                confidence=None,
+                actor=actor,
+                old=_public(cur) if cur else None,
+                new=excerpt(proposal),
+                evidence=ev,
+                version_id=version_id,
+            )
             return {"written": False, "reason": problem}
         confidence = float(confidence)
 
         want_lock = bool(lock if lock is not None else True) if provenance == "human" else None
-        if cur is not None and _same(cur, name, summary, type_signature, provenance, confidence, want_lock):
+        if cur is not None and _same(
+            cur, name, summary, type_signature, provenance, confidence, want_lock
+        ):
             return {"written": False, "reason": "no change"}
 
         ok, reason = _decide(cur, provenance, confidence)
         if ok and yield_to_human and cur is not None and cur["provenance"] == "human":
-            ok, reason = False, "this KB's human name stays (an imported human name does not replace it)"
+            ok, reason = (
+                False,
+                "this KB's human name stays (an imported human name does not replace it)",
+            )
         if not ok:
-            _record_event(conn, stable_id=stable_id, kind="rejection", written=False, reason=reason,
-                          provenance=provenance, confidence=confidence, actor=actor,
-                          old=_public(cur) if cur else None, new=excerpt(proposal), evidence=ev, version_id=version_id)
+            _record_event(
+                conn,
+                stable_id=stable_id,
+                kind="rejection",
+                written=False,
+                reason=reason,
+                provenance=provenance,
+                confidence=confidence,
+                actor=actor,
+                old=_public(cur) if cur else None,
+                new=excerpt(proposal),
+                evidence=ev,
+                version_id=version_id,
+            )
             return {"written": False, "reason": reason}
 
         new = {
             "name": name,
             "summary": summary if summary is not None else (cur or {}).get("summary"),
-            "type_signature": type_signature if type_signature is not None else (cur or {}).get("type_signature"),
+            "type_signature": type_signature
+            if type_signature is not None
+            else (cur or {}).get("type_signature"),
             "provenance": provenance,
             "confidence": confidence,
             "locked": bool(want_lock) if provenance == "human" else False,
             "evidence": _merge_evidence(cur, provenance, ev),
         }
         _write(conn, stable_id, new, version_id)
-        _record_event(conn, stable_id=stable_id, kind=ev_kind, written=True, reason=reason,
-                      provenance=provenance, confidence=confidence, actor=actor,
-                      old=_snapshot(cur), new=_snapshot(new), evidence=ev, version_id=version_id)
+        _record_event(
+            conn,
+            stable_id=stable_id,
+            kind=ev_kind,
+            written=True,
+            reason=reason,
+            provenance=provenance,
+            confidence=confidence,
+            actor=actor,
+            old=_snapshot(cur),
+            new=_snapshot(new),
+            evidence=ev,
+            version_id=version_id,
+        )
         return {"written": True, "reason": reason}
 
 
@@ -209,17 +261,38 @@ def human_rename(
     with transaction(conn):
         _require_known(conn, stable_id)
         cur = _current(conn, stable_id)
-        if (not confirm and cur is not None and cur["name"] == name
-                and summary in (None, cur["summary"])
-                and type_signature in (None, cur["type_signature"])):
+        if (
+            not confirm
+            and cur is not None
+            and cur["name"] == name
+            and summary in (None, cur["summary"])
+            and type_signature in (None, cur["type_signature"])
+        ):
             return {"written": False, "reason": "unchanged"}
-        return upsert_symbol(conn, stable_id, name, provenance="human", confidence=confidence, actor=actor,
-                             summary=summary, type_signature=type_signature, lock=lock,
-                             evidence=evidence, version_id=version_id)
+        return upsert_symbol(
+            conn,
+            stable_id,
+            name,
+            provenance="human",
+            confidence=confidence,
+            actor=actor,
+            summary=summary,
+            type_signature=type_signature,
+            lock=lock,
+            evidence=evidence,
+            version_id=version_id,
+        )
 
 
-def _same(cur: dict[str, Any], name: str, summary: str | None, type_signature: str | None,
-          provenance: str, confidence: float, want_lock: bool | None) -> bool:
+def _same(
+    cur: dict[str, Any],
+    name: str,
+    summary: str | None,
+    type_signature: str | None,
+    provenance: str,
+    confidence: float,
+    want_lock: bool | None,
+) -> bool:
     """A proposal that would change nothing (an idempotent re-run)."""
     if cur["name"] != name or cur["provenance"] != provenance:
         return False
@@ -235,7 +308,10 @@ def _same(cur: dict[str, Any], name: str, summary: str | None, type_signature: s
 
 
 def _public(rec: dict[str, Any]) -> dict[str, Any]:
-    return {k: rec[k] for k in ("name", "summary", "type_signature", "provenance", "confidence", "locked")}
+    return {
+        k: rec[k]
+        for k in ("name", "summary", "type_signature", "provenance", "confidence", "locked")
+    }
 
 
 def _snapshot(rec: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -245,25 +321,42 @@ def _snapshot(rec: dict[str, Any] | None) -> dict[str, Any] | None:
     return {**_public(rec), "evidence": rec.get("evidence", [])}
 
 
-def set_lock(conn: sqlite3.Connection, stable_id: str, locked: bool, *, actor: str = "human") -> Decision:
+def set_lock(
+    conn: sqlite3.Connection, stable_id: str, locked: bool, *, actor: str = "human"
+) -> Decision:
     """Lock or unlock a record (a human action, recorded as an event)."""
     with transaction(conn):
         version_id = _require_known(conn, stable_id)
         cur = _current(conn, stable_id)
         if cur is None:
-            return {"written": False, "reason": "no annotation to " + ("lock" if locked else "unlock")}
+            return {
+                "written": False,
+                "reason": "no annotation to " + ("lock" if locked else "unlock"),
+            }
         if cur["locked"] == locked:
             return {"written": False, "reason": "already " + ("locked" if locked else "unlocked")}
         new = dict(cur, locked=locked)
         _write(conn, stable_id, new, version_id)
-        _record_event(conn, stable_id=stable_id, kind="lock" if locked else "unlock", written=True,
-                      reason="human " + ("lock" if locked else "unlock"), provenance=cur["provenance"],
-                      confidence=cur["confidence"], actor=actor, old=_snapshot(cur), new=_snapshot(new),
-                      evidence={"actor": actor}, version_id=version_id)
+        _record_event(
+            conn,
+            stable_id=stable_id,
+            kind="lock" if locked else "unlock",
+            written=True,
+            reason="human " + ("lock" if locked else "unlock"),
+            provenance=cur["provenance"],
+            confidence=cur["confidence"],
+            actor=actor,
+            old=_snapshot(cur),
+            new=_snapshot(new),
+            evidence={"actor": actor},
+            version_id=version_id,
+        )
         return {"written": True, "reason": "locked" if locked else "unlocked"}
 
 
-def revert(conn: sqlite3.Connection, stable_id: str, *, steps: int = 1, actor: str = "human") -> Decision:
+def revert(
+    conn: sqlite3.Connection, stable_id: str, *, steps: int = 1, actor: str = "human"
+) -> Decision:
     """Restore the record as it was before the ``steps``-th latest written change, exactly:
     name, summary, type signature, provenance, confidence, lock and evidence (an oracle name
     at 0.60 comes back as that, not as a human name). Going back past the first name clears
@@ -289,27 +382,49 @@ def revert(conn: sqlite3.Connection, stable_id: str, *, steps: int = 1, actor: s
             if cur is None:
                 return {"written": False, "reason": "no change"}
             conn.execute("DELETE FROM symbols WHERE stable_id = ?", (stable_id,))
-            _record_event(conn, stable_id=stable_id, kind="revert", written=True,
-                          reason=f"reverted {steps} step(s): name cleared (unnamed)",
-                          provenance="human", confidence=None, actor=actor, old=_snapshot(cur),
-                          new={"name": None}, evidence={"actor": actor, "reverted_to_event": event_id},
-                          version_id=version_id)
+            _record_event(
+                conn,
+                stable_id=stable_id,
+                kind="revert",
+                written=True,
+                reason=f"reverted {steps} step(s): name cleared (unnamed)",
+                provenance="human",
+                confidence=None,
+                actor=actor,
+                old=_snapshot(cur),
+                new={"name": None},
+                evidence={"actor": actor, "reverted_to_event": event_id},
+                version_id=version_id,
+            )
             return {"written": True, "reason": "reverted: name cleared (unnamed)"}
         new = {
-            "name": target["name"], "summary": target.get("summary"),
-            "type_signature": target.get("type_signature"), "provenance": target["provenance"],
-            "confidence": float(target["confidence"]), "locked": bool(target.get("locked")),
+            "name": target["name"],
+            "summary": target.get("summary"),
+            "type_signature": target.get("type_signature"),
+            "provenance": target["provenance"],
+            "confidence": float(target["confidence"]),
+            "locked": bool(target.get("locked")),
             # events written before kbtool kept evidence in them: say where the value came from
-            "evidence": target["evidence"] if "evidence" in target else [
-                {"actor": actor, "reverted_to_event": event_id}],
+            "evidence": target["evidence"]
+            if "evidence" in target
+            else [{"actor": actor, "reverted_to_event": event_id}],
         }
         if cur is not None and _snapshot(cur) == _snapshot(new):
             return {"written": False, "reason": "no change"}
         _write(conn, stable_id, new, version_id)
-        _record_event(conn, stable_id=stable_id, kind="revert", written=True,
-                      reason=f"reverted {steps} step(s): {new['provenance']} {new['confidence']:.2f}"
-                             + (", locked" if new["locked"] else ""),
-                      provenance=new["provenance"], confidence=new["confidence"], actor=actor,
-                      old=_snapshot(cur), new=_snapshot(new),
-                      evidence={"actor": actor, "reverted_to_event": event_id}, version_id=version_id)
+        _record_event(
+            conn,
+            stable_id=stable_id,
+            kind="revert",
+            written=True,
+            reason=f"reverted {steps} step(s): {new['provenance']} {new['confidence']:.2f}"
+            + (", locked" if new["locked"] else ""),
+            provenance=new["provenance"],
+            confidence=new["confidence"],
+            actor=actor,
+            old=_snapshot(cur),
+            new=_snapshot(new),
+            evidence={"actor": actor, "reverted_to_event": event_id},
+            version_id=version_id,
+        )
         return {"written": True, "reason": f"reverted to {target['name']!r}"}

@@ -53,20 +53,35 @@ def _record_event(
             fingerprint = _fingerprint(stable_id, "throttled", actor)
             if _repeat(conn, stable_id, fingerprint, stamp, since_write=False):
                 return
-            reason = (f"refused proposals from {actor} over {MAX_REFUSALS_PER_MINUTE} a minute,"
-                      f" counted here (first: {reason})")
+            reason = (
+                f"refused proposals from {actor} over {MAX_REFUSALS_PER_MINUTE} a minute,"
+                f" counted here (first: {reason})"
+            )
     conn.execute(
         "INSERT INTO annotation_events (stable_id, kind, written, reason, provenance, confidence,"
         " actor, old_name, new_name, old, new, evidence, version_id, created_at, repeats,"
         " last_at, fingerprint, subject, target, akey) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (
-            stable_id, kind, int(written), reason, provenance, confidence, actor,
+            stable_id,
+            kind,
+            int(written),
+            reason,
+            provenance,
+            confidence,
+            actor,
             old_text if subject else (old.get("name") if old else None),
             new_text if subject else (new.get("name") if new else None),
             json.dumps(old, sort_keys=True) if old else None,
             json.dumps(new, sort_keys=True) if new else None,
             json.dumps(evidence, sort_keys=True) if evidence is not None else None,
-            version_id, stamp, 1, stamp, fingerprint, subject, target, akey,
+            version_id,
+            stamp,
+            1,
+            stamp,
+            fingerprint,
+            subject,
+            target,
+            akey,
         ),
     )
 
@@ -77,8 +92,14 @@ def _fingerprint(*parts: Any) -> str:
     return hashlib.blake2b(blob.encode(), digest_size=16).hexdigest()
 
 
-def _repeat(conn: sqlite3.Connection, stable_id: str, fingerprint: str, stamp: str,
-            *, since_write: bool = True) -> bool:
+def _repeat(
+    conn: sqlite3.Connection,
+    stable_id: str,
+    fingerprint: str,
+    stamp: str,
+    *,
+    since_write: bool = True,
+) -> bool:
     """Count a repeated refusal on its earlier row (``repeats`` + 1, ``last_at``) when one
     exists and, with ``since_write``, nothing was written to the function since; True then."""
     row = conn.execute(
@@ -87,10 +108,13 @@ def _repeat(conn: sqlite3.Connection, stable_id: str, fingerprint: str, stamp: s
     ).fetchone()
     if row is None:
         return False
-    if since_write and conn.execute(
-        "SELECT 1 FROM annotation_events WHERE stable_id = ? AND written = 1 AND id > ? LIMIT 1",
-        (stable_id, row[0]),
-    ).fetchone():
+    if (
+        since_write
+        and conn.execute(
+            "SELECT 1 FROM annotation_events WHERE stable_id = ? AND written = 1 AND id > ? LIMIT 1",
+            (stable_id, row[0]),
+        ).fetchone()
+    ):
         return False
     conn.execute(
         "UPDATE annotation_events SET repeats = repeats + 1, last_at = ? WHERE id = ?",
@@ -106,10 +130,12 @@ def _refusals_last_minute(conn: sqlite3.Connection, actor: str, stamp: str) -> i
     except ValueError:
         return 0
     since = (t - timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return int(conn.execute(
-        "SELECT COUNT(*) FROM annotation_events WHERE actor = ? AND written = 0 AND created_at >= ?",
-        (actor, since),
-    ).fetchone()[0])
+    return int(
+        conn.execute(
+            "SELECT COUNT(*) FROM annotation_events WHERE actor = ? AND written = 0 AND created_at >= ?",
+            (actor, since),
+        ).fetchone()[0]
+    )
 
 
 def _require_known(conn: sqlite3.Connection, stable_id: str) -> int:

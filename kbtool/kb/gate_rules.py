@@ -10,7 +10,7 @@ from typing import Any, TypedDict
 from kbtool.kb.provenance import AUTHORITY
 from kbtool.textutil import BIDI, INVISIBLE
 
-MAX_NAME = 256          # names typed by people and agents
+MAX_NAME = 256  # names typed by people and agents
 
 
 MAX_BINARY_NAME = 1024  # names copied from binaries (Rust/C++ demangled names are long)
@@ -22,22 +22,22 @@ MAX_SUMMARY = 8192
 MAX_TYPE_SIGNATURE = 1024
 
 
-MAX_STABLE_ID = 64      # stable_ids are 16 hex digits; anything longer is not one
+MAX_STABLE_ID = 64  # stable_ids are 16 hex digits; anything longer is not one
 
 
-EXCERPT = 200           # characters of each refused value kept in its event
+EXCERPT = 200  # characters of each refused value kept in its event
 
 
 MAX_EVIDENCE_TEXT = 1024  # characters of each evidence string (evidence is kept in records)
 
 
-MAX_EVIDENCE_ITEMS = 32   # keys of an evidence object / items of an evidence list
+MAX_EVIDENCE_ITEMS = 32  # keys of an evidence object / items of an evidence list
 
 
 MAX_REFUSALS_PER_MINUTE = 120  # refusal rows one caller (actor) may add per minute; beyond,
 
 
-                               # a function's further refusals are counted on one row
+# a function's further refusals are counted on one row
 
 # People and agents give C-like identifiers, optionally qualified with `::` (C++/Rust paths).
 _IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(::[A-Za-z_$][A-Za-z0-9_$]*)*\Z")
@@ -182,7 +182,9 @@ def _decide(cur: dict[str, Any] | None, provenance: str, confidence: float) -> t
     return False, f"confidence {confidence:g} not above {cur_prov} {e:g}"
 
 
-def _merge_evidence(cur: dict[str, Any] | None, provenance: str, ev: dict[str, Any]) -> list[dict[str, Any]]:
+def _merge_evidence(
+    cur: dict[str, Any] | None, provenance: str, ev: dict[str, Any]
+) -> list[dict[str, Any]]:
     """Evidence of the record: the new item first, older items of the same provenance kept (max 8)."""
     items = [ev]
     if cur is not None and cur["provenance"] == provenance:

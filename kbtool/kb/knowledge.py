@@ -28,8 +28,8 @@ from typing import Any
 
 KINDS: tuple[str, ...] = ("comment", "line_comment", "prototype", "local", "data_name")
 FUNCTION_KINDS = frozenset({"comment", "line_comment", "prototype", "local"})
-MAX_COMMENT = 4096       # characters of a comment (function or line)
-MAX_PROTOTYPE = 1024     # characters of a prototype
+MAX_COMMENT = 4096  # characters of a comment (function or line)
+MAX_PROTOTYPE = 1024  # characters of a prototype
 MAX_PARAMS = 1000
 MAX_NAME = 256
 MAX_LOCAL_INDEX = 50_000
@@ -47,14 +47,77 @@ class PrototypeError(ValueError):
 
 # --------------------------------------------------------------------------- prototypes
 
-_QUALIFIERS = {"const", "volatile", "restrict", "register", "static", "extern", "inline",
-               "__restrict", "signed", "unsigned", "struct", "union", "enum", "_Atomic"}
-_I32 = {"char", "short", "int", "long", "bool", "_Bool", "int8_t", "int16_t", "int32_t",
-        "uint8_t", "uint16_t", "uint32_t", "size_t", "ssize_t", "ptrdiff_t", "intptr_t",
-        "uintptr_t", "wchar_t", "u8", "u16", "u32", "i8", "i16", "i32", "s8", "s16", "s32",
-        "BOOL", "DWORD", "WORD", "BYTE", "UINT", "INT", "u_int", "u_char", "u_short", "off32_t"}
-_I64 = {"int64_t", "uint64_t", "i64", "u64", "s64", "off_t", "time_t", "intmax_t", "uintmax_t",
-        "sqlite3_int64", "sqlite3_uint64", "sqlite_int64", "sqlite_uint64", "long_long"}
+_QUALIFIERS = {
+    "const",
+    "volatile",
+    "restrict",
+    "register",
+    "static",
+    "extern",
+    "inline",
+    "__restrict",
+    "signed",
+    "unsigned",
+    "struct",
+    "union",
+    "enum",
+    "_Atomic",
+}
+_I32 = {
+    "char",
+    "short",
+    "int",
+    "long",
+    "bool",
+    "_Bool",
+    "int8_t",
+    "int16_t",
+    "int32_t",
+    "uint8_t",
+    "uint16_t",
+    "uint32_t",
+    "size_t",
+    "ssize_t",
+    "ptrdiff_t",
+    "intptr_t",
+    "uintptr_t",
+    "wchar_t",
+    "u8",
+    "u16",
+    "u32",
+    "i8",
+    "i16",
+    "i32",
+    "s8",
+    "s16",
+    "s32",
+    "BOOL",
+    "DWORD",
+    "WORD",
+    "BYTE",
+    "UINT",
+    "INT",
+    "u_int",
+    "u_char",
+    "u_short",
+    "off32_t",
+}
+_I64 = {
+    "int64_t",
+    "uint64_t",
+    "i64",
+    "u64",
+    "s64",
+    "off_t",
+    "time_t",
+    "intmax_t",
+    "uintmax_t",
+    "sqlite3_int64",
+    "sqlite3_uint64",
+    "sqlite_int64",
+    "sqlite_uint64",
+    "long_long",
+}
 _ANY = {"i32", "i64", "f32", "f64"}
 
 
@@ -120,7 +183,12 @@ _TYPE_WORDS = _I32 | _I64 | {"void", "float", "double", "long"}
 def _pop_name(toks: list[str]) -> str | None:
     """Take the declarator name off the end of ``toks`` when there is one: ``char *s`` ->
     ``s``, ``unsigned x`` -> ``x``; ``unsigned int``, ``sqlite3``, ``struct foo`` have none."""
-    if len(toks) < 2 or toks[-1] in ("*", "&") or toks[-1] in _TYPE_WORDS or toks[-1] in _QUALIFIERS:
+    if (
+        len(toks) < 2
+        or toks[-1] in ("*", "&")
+        or toks[-1] in _TYPE_WORDS
+        or toks[-1] in _QUALIFIERS
+    ):
         return None
     if toks[-2] in ("struct", "union", "enum"):
         return None
@@ -203,7 +271,9 @@ def parse_prototype(text: Any) -> dict[str, Any]:
         if not p.get("varargs"):
             _wasm_of(p["type"])
     head_text = _decl(ret, name) if name else ret
-    canon = f"{head_text}(" + (", ".join(_decl(p["type"], p["name"]) for p in params) or "void") + ")"
+    canon = (
+        f"{head_text}(" + (", ".join(_decl(p["type"], p["name"]) for p in params) or "void") + ")"
+    )
     return {"text": canon, "ret": ret, "name": name, "params": params}
 
 
@@ -229,9 +299,11 @@ def check_prototype(proto: dict[str, Any], type_sig: str) -> str | None:
     sret = "sret" in ret
     want = len(fixed) + int(varargs) + int(sret)
     if want != len(params):
-        return (f"prototype has {len(fixed)} parameter(s){' and ...' if varargs else ''}"
-                f"{' and a struct return' if sret else ''}; the wasm signature {type_sig}"
-                f" takes {len(params)}")
+        return (
+            f"prototype has {len(fixed)} parameter(s){' and ...' if varargs else ''}"
+            f"{' and a struct return' if sret else ''}; the wasm signature {type_sig}"
+            f" takes {len(params)}"
+        )
     wparams = params[1:] if sret else params
     if sret and results:
         return f"a struct returned by value has no wasm result, but the signature is {type_sig}"
@@ -240,7 +312,9 @@ def check_prototype(proto: dict[str, Any], type_sig: str) -> str | None:
             if results:
                 return f"prototype returns void; the wasm signature {type_sig} returns {', '.join(results)}"
         elif len(results) != 1:
-            return f"prototype returns {proto['ret']}; the wasm signature {type_sig} returns nothing"
+            return (
+                f"prototype returns {proto['ret']}; the wasm signature {type_sig} returns nothing"
+            )
         elif results[0] not in ret:
             return f"return type {proto['ret']} is not wasm {results[0]} (signature {type_sig})"
     for k, (p, w) in enumerate(zip(fixed, wparams, strict=False)):
@@ -286,7 +360,9 @@ def _v_comment(key: str, value: dict[str, Any]) -> str | None:
 
 
 def _v_line(key: str, value: dict[str, Any]) -> str | None:
-    return _index_key(key, "line offset", 1 << 32) or _text_problem(value.get("text"), "line comment")
+    return _index_key(key, "line offset", 1 << 32) or _text_problem(
+        value.get("text"), "line comment"
+    )
 
 
 def _v_proto(key: str, value: dict[str, Any]) -> str | None:
@@ -300,7 +376,9 @@ def _v_proto(key: str, value: dict[str, Any]) -> str | None:
 
 
 def _v_local(key: str, value: dict[str, Any]) -> str | None:
-    return _index_key(key, "local index", MAX_LOCAL_INDEX) or _ident_problem(value.get("name"), "local name")
+    return _index_key(key, "local index", MAX_LOCAL_INDEX) or _ident_problem(
+        value.get("name"), "local name"
+    )
 
 
 def _v_data(key: str, value: dict[str, Any]) -> str | None:
@@ -347,31 +425,44 @@ def display(kind: str, value: dict[str, Any] | None) -> str | None:
 
 def _row(r: sqlite3.Row | tuple) -> dict[str, Any]:
     kind, target, key, value, prov, conf, locked, evidence, vid, at = tuple(r)
-    return {"kind": kind, "target": target, "key": key, "value": json.loads(value),
-            "provenance": prov, "confidence": conf, "locked": bool(locked),
-            "evidence": json.loads(evidence or "[]"), "version_id": vid, "updated_at": at}
+    return {
+        "kind": kind,
+        "target": target,
+        "key": key,
+        "value": json.loads(value),
+        "provenance": prov,
+        "confidence": conf,
+        "locked": bool(locked),
+        "evidence": json.loads(evidence or "[]"),
+        "version_id": vid,
+        "updated_at": at,
+    }
 
 
 _COLS = "kind, target, key, value, provenance, confidence, locked, evidence, version_id, updated_at"
 
 
 def get(conn: sqlite3.Connection, kind: str, target: str, key: str = "") -> dict[str, Any] | None:
-    row = conn.execute(f"SELECT {_COLS} FROM knowledge WHERE kind = ? AND target = ? AND key = ?",
-                       (kind, target, key)).fetchone()
+    row = conn.execute(
+        f"SELECT {_COLS} FROM knowledge WHERE kind = ? AND target = ? AND key = ?",
+        (kind, target, key),
+    ).fetchone()
     return _row(row) if row else None
 
 
 def for_target(conn: sqlite3.Connection, target: str) -> list[dict[str, Any]]:
     """Every annotation of one target (a function's comments, prototype, locals)."""
-    rows = conn.execute(f"SELECT {_COLS} FROM knowledge WHERE target = ? ORDER BY kind, key",
-                        (target,)).fetchall()
+    rows = conn.execute(
+        f"SELECT {_COLS} FROM knowledge WHERE target = ? ORDER BY kind, key", (target,)
+    ).fetchall()
     out = [_row(r) for r in rows]
     out.sort(key=lambda r: (r["kind"], int(r["key"]) if r["key"].isdigit() else 0, r["key"]))
     return out
 
 
-def for_targets(conn: sqlite3.Connection, targets: list[str], kinds: tuple[str, ...] | None = None
-                ) -> dict[str, list[dict[str, Any]]]:
+def for_targets(
+    conn: sqlite3.Connection, targets: list[str], kinds: tuple[str, ...] | None = None
+) -> dict[str, list[dict[str, Any]]]:
     """target -> annotations, for many targets (a version's functions), in chunks."""
     out: dict[str, list[dict[str, Any]]] = {}
     for k in range(0, len(targets), 500):
@@ -390,37 +481,79 @@ def for_targets(conn: sqlite3.Connection, targets: list[str], kinds: tuple[str, 
 
 
 def of_kind(conn: sqlite3.Connection, kind: str) -> list[dict[str, Any]]:
-    return [_row(r) for r in conn.execute(
-        f"SELECT {_COLS} FROM knowledge WHERE kind = ? ORDER BY target, key", (kind,))]
+    return [
+        _row(r)
+        for r in conn.execute(
+            f"SELECT {_COLS} FROM knowledge WHERE kind = ? ORDER BY target, key", (kind,)
+        )
+    ]
 
 
 def version_targets(conn: sqlite3.Connection, version_id: int) -> list[tuple[int, str, str]]:
     """``(index, stable_id, type_sig)`` of a version's defined functions that have knowledge."""
-    return [tuple(r) for r in conn.execute(
-        "SELECT f.idx, f.stable_id, f.type_sig FROM functions f WHERE f.version_id = ?"
-        " AND f.imported = 0 AND f.stable_id IN (SELECT target FROM knowledge) ORDER BY f.idx",
-        (version_id,))]
+    return [
+        tuple(r)
+        for r in conn.execute(
+            "SELECT f.idx, f.stable_id, f.type_sig FROM functions f WHERE f.version_id = ?"
+            " AND f.imported = 0 AND f.stable_id IN (SELECT target FROM knowledge) ORDER BY f.idx",
+            (version_id,),
+        )
+    ]
 
 
 def events(conn: sqlite3.Connection, target: str, kind: str | None = None) -> list[dict[str, Any]]:
     """The gate's decisions on a target's annotations (oldest first)."""
-    q = ("SELECT id, subject, akey, kind, written, reason, provenance, confidence, actor, old_name,"
-         " new_name, old, new, evidence, version_id, created_at, repeats FROM annotation_events"
-         " WHERE target = ?")
+    q = (
+        "SELECT id, subject, akey, kind, written, reason, provenance, confidence, actor, old_name,"
+        " new_name, old, new, evidence, version_id, created_at, repeats FROM annotation_events"
+        " WHERE target = ?"
+    )
     args: list[Any] = [target]
     if kind:
         q += " AND subject = ?"
         args.append(kind)
     out = []
     for r in conn.execute(q + " ORDER BY id", args):
-        (eid, subject, akey, ekind, written, reason, prov, conf, actor, old_n, new_n, old, new,
-         ev, vid, at, rep) = tuple(r)
-        out.append({"id": eid, "subject": subject, "key": akey, "kind": ekind, "written": bool(written),
-                    "reason": reason, "provenance": prov, "confidence": conf, "actor": actor,
-                    "old_text": old_n, "new_text": new_n,
-                    "old": json.loads(old) if old else None, "new": json.loads(new) if new else None,
-                    "evidence": json.loads(ev) if ev else None, "version_id": vid,
-                    "created_at": at, "repeats": rep})
+        (
+            eid,
+            subject,
+            akey,
+            ekind,
+            written,
+            reason,
+            prov,
+            conf,
+            actor,
+            old_n,
+            new_n,
+            old,
+            new,
+            ev,
+            vid,
+            at,
+            rep,
+        ) = tuple(r)
+        out.append(
+            {
+                "id": eid,
+                "subject": subject,
+                "key": akey,
+                "kind": ekind,
+                "written": bool(written),
+                "reason": reason,
+                "provenance": prov,
+                "confidence": conf,
+                "actor": actor,
+                "old_text": old_n,
+                "new_text": new_n,
+                "old": json.loads(old) if old else None,
+                "new": json.loads(new) if new else None,
+                "evidence": json.loads(ev) if ev else None,
+                "version_id": vid,
+                "created_at": at,
+                "repeats": rep,
+            }
+        )
     return out
 
 

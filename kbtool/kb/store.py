@@ -88,9 +88,7 @@ def save_diff_report(conn: sqlite3.Connection, a: int, b: int, report: dict[str,
 
 
 def delete_diff_report(conn: sqlite3.Connection, a: int, b: int) -> bool:
-    cur = conn.execute(
-        "DELETE FROM diffs WHERE from_version_id = ? AND to_version_id = ?", (a, b)
-    )
+    cur = conn.execute("DELETE FROM diffs WHERE from_version_id = ? AND to_version_id = ?", (a, b))
     return cur.rowcount > 0
 
 
@@ -109,21 +107,41 @@ def replace_thread_facts(
 ) -> None:
     """The thread facts of a version, replacing earlier ones."""
     conn.execute("DELETE FROM thread_facts WHERE version_id = ?", (version_id,))
-    _insert_all(conn, "thread_facts", (
-        {"version_id": version_id, "seq": i, "kind": str(f.get("kind", "")),
-         "func_index": f.get("func_index"), "payload": dumps(f)}
-        for i, f in enumerate(facts)
-    ))
+    _insert_all(
+        conn,
+        "thread_facts",
+        (
+            {
+                "version_id": version_id,
+                "seq": i,
+                "kind": str(f.get("kind", "")),
+                "func_index": f.get("func_index"),
+                "payload": dumps(f),
+            }
+            for i, f in enumerate(facts)
+        ),
+    )
 
 
-def replace_structs(conn: sqlite3.Connection, version_id: int, structs: list[dict[str, Any]]) -> None:
+def replace_structs(
+    conn: sqlite3.Connection, version_id: int, structs: list[dict[str, Any]]
+) -> None:
     """The recovered structs of a version, replacing earlier ones."""
     conn.execute("DELETE FROM structs WHERE version_id = ?", (version_id,))
-    _insert_all(conn, "structs", (
-        {"version_id": version_id, "name": s["name"], "source_function": s.get("source_function"),
-         "fields": dumps(s.get("fields", [])), "members": dumps(s.get("members", []))}
-        for s in structs
-    ))
+    _insert_all(
+        conn,
+        "structs",
+        (
+            {
+                "version_id": version_id,
+                "name": s["name"],
+                "source_function": s.get("source_function"),
+                "fields": dumps(s.get("fields", [])),
+                "members": dumps(s.get("members", [])),
+            }
+            for s in structs
+        ),
+    )
 
 
 def upsert_analysis(conn: sqlite3.Connection, row: dict[str, Any]) -> None:
@@ -134,10 +152,16 @@ def upsert_analysis(conn: sqlite3.Connection, row: dict[str, Any]) -> None:
     _db(conn)["analyses"].upsert(rec, pk="stable_id")
 
 
-def record_run(conn: sqlite3.Connection, version_id: int, kind: str, summary: dict[str, Any]) -> int:
-    return int(_db(conn)["analysis_runs"].insert(
-        {"version_id": version_id, "kind": kind, "summary": dumps(summary), "created_at": now()}
-    ).last_pk)
+def record_run(
+    conn: sqlite3.Connection, version_id: int, kind: str, summary: dict[str, Any]
+) -> int:
+    return int(
+        _db(conn)["analysis_runs"]
+        .insert(
+            {"version_id": version_id, "kind": kind, "summary": dumps(summary), "created_at": now()}
+        )
+        .last_pk
+    )
 
 
 # --------------------------------------------------------------------------- feed
@@ -152,10 +176,19 @@ def append_event(
     payload: dict[str, Any] | None = None,
 ) -> int:
     """One event of the studio's feed (ids grow monotonically); returns its id."""
-    return int(_db(conn)["events"].insert({
-        "kind": kind, "stable_id": stable_id, "version_id": version_id,
-        "payload": dumps(payload or {}), "created_at": now(),
-    }).last_pk)
+    return int(
+        _db(conn)["events"]
+        .insert(
+            {
+                "kind": kind,
+                "stable_id": stable_id,
+                "version_id": version_id,
+                "payload": dumps(payload or {}),
+                "created_at": now(),
+            }
+        )
+        .last_pk
+    )
 
 
 # --------------------------------------------------------------------------- suggestions
@@ -178,8 +211,13 @@ def save_suggestion(conn: sqlite3.Connection, row: dict[str, Any]) -> bool:
         ).fetchone()
         if cur is not None and cur[1] != "open" and cur[0] == row["name"]:
             return False
-        rec = {**row, "evidence": dumps(row.get("evidence") or {}), "status": "open",
-               "created_at": now(), "decided_at": None}
+        rec = {
+            **row,
+            "evidence": dumps(row.get("evidence") or {}),
+            "status": "open",
+            "created_at": now(),
+            "decided_at": None,
+        }
         _db(conn)["suggestions"].upsert(rec, pk=("version_id", "stable_id"))
     return True
 
@@ -212,7 +250,17 @@ def save_agent_answer(conn: sqlite3.Connection, row: dict[str, Any]) -> None:
             "INSERT OR REPLACE INTO agent_answers (backend, model, prompt_hash, version_id,"
             " func_index, variant, answer, tokens_in, tokens_out, prompt_tokens, created_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (row["backend"], row.get("model") or "", row["prompt_hash"], row.get("version_id"),
-             row.get("func_index"), row.get("variant"), row["answer"], row.get("tokens_in"),
-             row.get("tokens_out"), row.get("prompt_tokens"), now()),
+            (
+                row["backend"],
+                row.get("model") or "",
+                row["prompt_hash"],
+                row.get("version_id"),
+                row.get("func_index"),
+                row.get("variant"),
+                row["answer"],
+                row.get("tokens_in"),
+                row.get("tokens_out"),
+                row.get("prompt_tokens"),
+                now(),
+            ),
         )

@@ -21,9 +21,9 @@ from collections.abc import Callable
 from typing import Any
 
 TYPE_KINDS: tuple[str, ...] = ("type", "local_type", "data_type")
-MAX_TYPE_TEXT = 64 * 1024      # characters of one canonical declaration
+MAX_TYPE_TEXT = 64 * 1024  # characters of one canonical declaration
 MAX_TYPE_NAME = 256
-MAX_TYPE_USE = 300             # characters of an applied type (``struct sqlite3 *``)
+MAX_TYPE_USE = 300  # characters of an applied type (``struct sqlite3 *``)
 MAX_FIELDS = 4096
 MAX_LOCAL_INDEX = 50_000
 RECORD_KINDS = ("struct", "union", "enum", "typedef")
@@ -31,7 +31,9 @@ RECORD_KINDS = ("struct", "union", "enum", "typedef")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 TYPE_TARGET = re.compile(r"(?:(struct|union|enum) )?([A-Za-z_][A-Za-z0-9_]{0,255})\Z")
 _USE_CHARS = re.compile(r"[A-Za-z0-9_ *\[\](),.]+\Z")
-_DECL_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+_DECL_CONTROL = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
+)
 
 
 def type_target(kind: str, name: str) -> str:
@@ -60,7 +62,9 @@ def _v_type(key: str, value: dict[str, Any]) -> str | None:
         if not isinstance(f, dict):
             return "invalid type: a field is not an object"
         n = f.get("name")
-        if n is not None and (not isinstance(n, str) or not _IDENT.match(n) or len(n) > MAX_TYPE_NAME):
+        if n is not None and (
+            not isinstance(n, str) or not _IDENT.match(n) or len(n) > MAX_TYPE_NAME
+        ):
             return f"invalid type: field name {str(n)[:60]!r} is not a C identifier"
         for k in ("offset", "size"):
             v = f.get(k)

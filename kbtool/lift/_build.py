@@ -115,7 +115,11 @@ def compiled_files(pkg_dir: Path, tw: Twin = LIFTER) -> list[Path]:
     part modules in ``<leaf>/``) and mypyc's shared library ``<leaf>__mypyc``."""
     top = [f for f in sorted(pkg_dir.glob(f"{tw.leaf}*")) if f.is_file() and f.suffix in _EXT]
     sub = pkg_dir / tw.leaf
-    inner = sorted(f for f in sub.rglob("*") if f.is_file() and f.suffix in _EXT) if sub.is_dir() else []
+    inner = (
+        sorted(f for f in sub.rglob("*") if f.is_file() and f.suffix in _EXT)
+        if sub.is_dir()
+        else []
+    )
     return top + inner
 
 
@@ -123,7 +127,9 @@ def ready_files(pkg_dir: Path, tw: Twin = LIFTER) -> list[Path]:
     """This interpreter's compiled files of ``tw`` in ``pkg_dir`` when they were built from
     the source next to them; else an empty list."""
     stamp = pkg_dir / tw.stamp_name
-    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]  # this interpreter's, e.g. .cpython-311-...so
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[
+        0
+    ]  # this interpreter's, e.g. .cpython-311-...so
     files = [f for f in compiled_files(pkg_dir, tw) if f.name.endswith(suffix)]
     if not files or not stamp.is_file() or not all(f.is_file() for f in source_files(pkg_dir, tw)):
         return []
@@ -178,7 +184,9 @@ setup(name="kbtool-twin", ext_modules=mypycify(
 """
 
 
-def compile_twin(pkg_root: Path, dest: Path, verbose: bool = False, tw: Twin = LIFTER) -> list[Path]:
+def compile_twin(
+    pkg_root: Path, dest: Path, verbose: bool = False, tw: Twin = LIFTER
+) -> list[Path]:
     """Compile ``tw`` (its source under ``pkg_root``) as one mypyc group into ``dest``.
 
     Raises RuntimeError when mypyc is missing or the compile fails (no C compiler, no
@@ -214,8 +222,14 @@ def compile_twin(pkg_root: Path, dest: Path, verbose: bool = False, tw: Twin = L
             (out_dir / f"{tw.leaf}.py").write_bytes((src_dir / f"{tw.source_leaf}.py").read_bytes())
             targets = [f"{tw.package_dir}/{tw.leaf}.py"]
         (Path(tmp) / "setup_twin.py").write_text(_SETUP.format(group=tw.compiled))
-        cmd = [sys.executable, str(Path(tmp) / "setup_twin.py"), "build_ext", "--inplace",
-               "--", *targets]
+        cmd = [
+            sys.executable,
+            str(Path(tmp) / "setup_twin.py"),
+            "build_ext",
+            "--inplace",
+            "--",
+            *targets,
+        ]
         env = {**os.environ, "MYPY_CACHE_DIR": str(Path(tmp) / "cache")}
         try:
             p = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)

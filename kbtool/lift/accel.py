@@ -50,8 +50,11 @@ def _status() -> str:
     for tw in _build.TWINS[1:]:
         d = root / tw.package_dir
         state = (
-            "absent" if not _build.compiled_files(d, tw)
-            else "ready" if _build.ready_files(d, tw) else "stale"
+            "absent"
+            if not _build.compiled_files(d, tw)
+            else "ready"
+            if _build.ready_files(d, tw)
+            else "stale"
         )
         lines.append(f"compiled {tw.name} ({tw.compiled}): {state}")
     return "\n".join(lines)
@@ -64,8 +67,11 @@ def main(argv: list[str] | None = None) -> int:
         names = [a for a in args[1:] if not a.startswith("-")]
         known = {tw.name for tw in _build.TWINS}
         if set(names) - known:
-            print(f"error: unknown twin(s) {', '.join(sorted(set(names) - known))}; "
-                  f"known: {', '.join(sorted(known))}", file=sys.stderr)
+            print(
+                f"error: unknown twin(s) {', '.join(sorted(set(names) - known))}; "
+                f"known: {', '.join(sorted(known))}",
+                file=sys.stderr,
+            )
             return 2
         try:
             files = build(verbose="-v" in args, names=names or None)
@@ -82,8 +88,10 @@ def main(argv: list[str] | None = None) -> int:
     if cmd == "status":
         print(_status())
         return 0
-    print("usage: python -m kbtool.lift.accel [build [-v] [NAME...] | status | clean]",
-          file=sys.stderr)
+    print(
+        "usage: python -m kbtool.lift.accel [build [-v] [NAME...] | status | clean]",
+        file=sys.stderr,
+    )
     return 2
 
 

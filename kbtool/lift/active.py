@@ -79,7 +79,6 @@ def _choose() -> tuple[ModuleType, str]:
 IMPL, PATH = _choose()
 
 
-
 def _with_pure_fallback(compiled: ModuleType) -> Any:
     """``compiled.lift_function`` that hands a function to the pure lifter when the compiled
     code raises a type error: mypyc checks types at run time where Python does not, so an
@@ -119,6 +118,4 @@ def _without_gc(lift: Any) -> Any:
 
 
 # what kbtool.lift calls: the chosen lifter's entry point
-lift_function = _without_gc(
-    _with_pure_fallback(IMPL) if PATH == "compiled" else IMPL.lift_function
-)
+lift_function = _without_gc(_with_pure_fallback(IMPL) if PATH == "compiled" else IMPL.lift_function)

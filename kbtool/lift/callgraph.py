@@ -69,7 +69,6 @@ def build_callgraph(
     m = analysis.module
     nfunc = m.num_functions
     if names is None:
-
         names = Names.from_module(m).functions
     stable_ids = stable_ids or {}
     statuses = statuses or {}

@@ -22,15 +22,26 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-_TOKEN = re.compile(r"/\*.*?\*/|\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'|[A-Za-z_][A-Za-z0-9_]*|.",
-                    re.S)
+_TOKEN = re.compile(
+    r"/\*.*?\*/|\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'|[A-Za-z_][A-Za-z0-9_]*|.", re.S
+)
 _VAR = re.compile(r"^[pl]\d+$")
-_C_WORDS = frozenset("""auto break case char const continue default do double else enum extern
+_C_WORDS = frozenset(
+    """auto break case char const continue default do double else enum extern
 float for goto if inline int long register restrict return short signed sizeof static struct
-switch typedef union unsigned void volatile while M""".split())
+switch typedef union unsigned void volatile while M""".split()
+)
 ALLOCATORS = re.compile(r"(^|_)(malloc|calloc|realloc|alloc|xmalloc|new)($|_)", re.I)
-CALL_RESULT = {"malloc": "mem", "calloc": "mem", "realloc": "mem", "strlen": "len",
-               "fopen": "fp", "open": "fd", "read": "nread", "write": "nwritten"}
+CALL_RESULT = {
+    "malloc": "mem",
+    "calloc": "mem",
+    "realloc": "mem",
+    "strlen": "len",
+    "fopen": "fp",
+    "open": "fd",
+    "read": "nread",
+    "write": "nwritten",
+}
 _COUNTERS = ("i", "j", "k", "n", "m")
 
 
@@ -80,8 +91,9 @@ def clean_c(
             base = CALL_RESULT.get(callee.lower(), f"{_short(callee)}_ret")
             roles[var] = (base, f"result of {callee}")
     # a local loaded once from a field of a parameter: named after the field
-    for m in re.finditer(r"\b(l\d+) = \*\((?:u?int\d+_t|float|double) \*\)\(M \+ (p\d+) \+ (\d+)\);",
-                         code):
+    for m in re.finditer(
+        r"\b(l\d+) = \*\((?:u?int\d+_t|float|double) \*\)\(M \+ (p\d+) \+ (\d+)\);", code
+    ):
         var, _base, off = m.groups()
         if var not in roles and len(re.findall(rf"\b{var} = ", code)) == 1:
             roles[var] = (f"field_{off}", "field value")
@@ -107,8 +119,9 @@ def clean_c(
         used.add(new)
         mapping[old] = new
     text = _rename(body, mapping)
-    return CleanResult(text=text, rename_map=mapping,
-                       roles={mapping[o]: roles[o][1] for o in mapping})
+    return CleanResult(
+        text=text, rename_map=mapping, roles={mapping[o]: roles[o][1] for o in mapping}
+    )
 
 
 def _order(v: str) -> tuple[int, int]:
@@ -123,8 +136,9 @@ def _short(name: str) -> str:
 
 
 def _strip_comments_and_strings(text: str) -> str:
-    return "".join(" " if t.startswith(("/*", '"', "'")) and len(t) > 1 else t
-                   for t in _TOKEN.findall(text))
+    return "".join(
+        " " if t.startswith(("/*", '"', "'")) and len(t) > 1 else t for t in _TOKEN.findall(text)
+    )
 
 
 def _rename(text: str, mapping: dict[str, str]) -> str:
@@ -158,14 +172,20 @@ def describe(facts: dict, cleaned: CleanResult, *, name: str | None) -> tuple[st
     if structs:
         parts.append("It reads or writes fields through " + ", ".join(structs) + ".")
     mem = facts.get("memory_accesses") or []
-    stores = sum(1 for m in mem if isinstance(m, dict) and m.get("op", "").startswith(
-        ("i32.store", "i64.store", "f32.store", "f64.store")))
+    stores = sum(
+        1
+        for m in mem
+        if isinstance(m, dict)
+        and m.get("op", "").startswith(("i32.store", "i64.store", "f32.store", "f64.store"))
+    )
     if stores:
         parts.append(f"Side effects: {stores} memory store(s).")
     if facts.get("loops"):
         counters = [n for n, r in cleaned.roles.items() if r == "loop counter"]
-        parts.append(f"It has {facts['loops']} loop(s)"
-                     + (f" counted by {', '.join(counters)}." if counters else "."))
+        parts.append(
+            f"It has {facts['loops']} loop(s)"
+            + (f" counted by {', '.join(counters)}." if counters else ".")
+        )
     if "frame" in cleaned.rename_map.values():
         parts.append("It keeps locals in a shadow-stack frame.")
     return " ".join(parts), round(min(0.6, evidence), 2)

@@ -120,13 +120,16 @@ def disassemble_function(lm: LiftModule, func_index: int, max_lines: int = MAX_L
     ft = m.func_type(func_index)
     if func_index < m.num_func_imports:
         imp = m.func_imports[func_index]
-        return Listing(func_index, name, ft.text(),
-                       imported=(escape_text(imp.module), escape_text(imp.field)))
+        return Listing(
+            func_index, name, ft.text(), imported=(escape_text(imp.module), escape_text(imp.field))
+        )
     start, end = m.code[func_index - m.num_func_imports]
     data = lm.data
     decls, p = read_local_decls(data, start, end)
     comment = lm.names.comments.get(func_index)
-    comment_lines = tuple(display_name(row, 200) for row in comment.splitlines()[:40]) if comment else ()
+    comment_lines = (
+        tuple(display_name(row, 200) for row in comment.splitlines()[:40]) if comment else ()
+    )
     proto = lm.names.prototypes.get(func_index)
     local_decls = []
     x = len(ft.params)
@@ -192,8 +195,21 @@ def disassemble_function(lm: LiftModule, func_index: int, max_lines: int = MAX_L
                 if s:
                     string = escape_text(s, 80)
         lc = line_notes.get(p) if line_notes else None
-        append(Instr(p, depth, op, MNEMONICS[op], imms, operands, ref, targets, data_ref, string,
-                     display_name(" ".join(lc.split()), 200) if lc else None))
+        append(
+            Instr(
+                p,
+                depth,
+                op,
+                MNEMONICS[op],
+                imms,
+                operands,
+                ref,
+                targets,
+                data_ref,
+                string,
+                display_name(" ".join(lc.split()), 200) if lc else None,
+            )
+        )
         prev_const = imms[0] if op == 0x41 else None
         if op in _OPEN:
             stack.append(len(instrs) - 1)
@@ -205,6 +221,14 @@ def disassemble_function(lm: LiftModule, func_index: int, max_lines: int = MAX_L
             raise WasmFormatError(
                 end, "'end' opcode at the end of the function body", "unbalanced blocks"
             )
-    return Listing(func_index, name, ft.text(), None, comment_lines,
-                   display_name(proto, 400) if proto else None, tuple(local_decls), tuple(instrs),
-                   truncated)
+    return Listing(
+        func_index,
+        name,
+        ft.text(),
+        None,
+        comment_lines,
+        display_name(proto, 400) if proto else None,
+        tuple(local_decls),
+        tuple(instrs),
+        truncated,
+    )

@@ -88,8 +88,12 @@ def lift_module(
 
 
 def disassemble_module(
-    lm: LiftModule, *, workers: int | None = None, imports: bool = False,
-    render: Callable[[Listing], Any] | None = None, **kw
+    lm: LiftModule,
+    *,
+    workers: int | None = None,
+    imports: bool = False,
+    render: Callable[[Listing], Any] | None = None,
+    **kw,
 ) -> Iterator:
     """Every defined function's :class:`Listing` (and import headers if ``imports``), in
     index order, on ``workers`` processes like :func:`lift_module`; with ``render`` what it
@@ -121,8 +125,9 @@ def _map_functions(
         yield one(lm, i, **kw)
     ranges = _ranges(lm, max(first, m.num_func_imports), workers * per_worker)
     _STATE["lm"], _STATE["kw"], _STATE["one"] = lm, kw, one
-    ex = ProcessPoolExecutor(workers, mp_context=mpctx, initializer=worker_init,
-                             initargs=(os.getpid(),))
+    ex = ProcessPoolExecutor(
+        workers, mp_context=mpctx, initializer=worker_init, initargs=(os.getpid(),)
+    )
     try:
         # a window of ranges in flight (not all of them): finished ranges wait for the
         # slower one before them in memory, so the window bounds what waits

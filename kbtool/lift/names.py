@@ -48,7 +48,9 @@ class DataTypes:
         """The C type text applied to global ``index`` (shown beside its declaration)."""
         return None
 
-    def global_field(self, index: int, base: str, offset: int, ctype: str) -> tuple[str, str, str] | None:
+    def global_field(
+        self, index: int, base: str, offset: int, ctype: str
+    ) -> tuple[str, str, str] | None:
         """``(expression, guard, declaration)`` of a load/store at ``offset`` from the value
         of global ``index`` (C name ``base``) when it holds a pointer to a typed record."""
         return None
@@ -231,11 +233,15 @@ def annotate_c(text: str, func_index: int, names: Names) -> str:
     if not (comment or proto):
         return text
     rows = text.split("\n")
-    sig = next((k for k, r in enumerate(rows) if r.endswith(") {") and r[:1] not in (" ", "#", "/", "\t")),
-               None)
+    sig = next(
+        (k for k, r in enumerate(rows) if r.endswith(") {") and r[:1] not in (" ", "#", "/", "\t")),
+        None,
+    )
     if sig is None:  # an import's prototype: the comment above it
-        sig = next((k for k, r in enumerate(rows) if r.endswith(");") and r[:1] not in (" ", "#", "/")),
-                   None)
+        sig = next(
+            (k for k, r in enumerate(rows) if r.endswith(");") and r[:1] not in (" ", "#", "/")),
+            None,
+        )
         if sig is None:
             return text
     head: list[str] = []

@@ -85,7 +85,10 @@ WASI_MODULES = ("wasi_snapshot_preview1", "wasi_unstable")
 #: notice is nothing to do natively, dup3 is not supported: -ENOSYS)
 EMSCRIPTEN_IMPORTS: dict[str, tuple[tuple[tuple[str, ...], tuple[str, ...]], str]] = {
     "emscripten_notify_memory_growth": ((("i32",), ()), "(void)a0;"),
-    "__syscall_dup3": ((("i32", "i32", "i32"), ("i32",)), "(void)a0; (void)a1; (void)a2; return -52;"),
+    "__syscall_dup3": (
+        (("i32", "i32", "i32"), ("i32",)),
+        "(void)a0; (void)a1; (void)a2; return -52;",
+    ),
 }
 RUNTIME_FILES = ("kb_runtime.h", "kb_runtime.c", "kb_wasi.c")
 PROGRAM = "program"
@@ -141,7 +144,7 @@ def _literal(value: int | float | None, t: str) -> str:
         f = float(value)
         suffix = "f" if t == "f32" else ""
         if math.isnan(f):
-            return f"__builtin_nan{suffix}(\"\")"
+            return f'__builtin_nan{suffix}("")'
         if math.isinf(f):
             return ("-" if f < 0 else "") + f"__builtin_inf{suffix}()"
         return f"({_ctype(t)}){f.hex()}"
@@ -181,7 +184,9 @@ def runnable_glue(lm: LiftModule, label: str = "", opt: str = "-O1") -> dict[str
         note = "  /* imported: no value given */" if g.imported else ""
         if not g.imported and g.init is None:
             note = "  /* initialiser is not a constant */"
-        out.append(f"{_ctype(g.valtype)} {pre}{lm.global_c[i]} = {_literal(g.init, g.valtype)};{note}")
+        out.append(
+            f"{_ctype(g.valtype)} {pre}{lm.global_c[i]} = {_literal(g.init, g.valtype)};{note}"
+        )
     # imports
     out.append("")
     out.append("/* imported functions: WASI preview 1 goes to the shim (kb_wasi.c) */")
@@ -193,20 +198,28 @@ def runnable_glue(lm: LiftModule, label: str = "", opt: str = "-O1") -> dict[str
         call = ", ".join(f"a{k}" for k in range(len(params)))
         cname = f"{pre}{lm.func_c[i]}"
         sig = WASI_SIGS.get(imp.field)
-        if (imp.module in WASI_MODULES and sig is not None
-                and (tuple(t.params), tuple(t.results)) == sig):
+        if (
+            imp.module in WASI_MODULES
+            and sig is not None
+            and (tuple(t.params), tuple(t.results)) == sig
+        ):
             shim = f"kb_wasi_{imp.field}"
             decl_args = ", ".join(params) or "void"
             out.append(f"{ret} {shim}({decl_args});")
             body = f"return {shim}({call});" if ret != "void" else f"{shim}({call});"
             out.append(f"{ret} {cname}({args}) {{ {body} }}")
-        elif (imp.module == "env" and imp.field in EMSCRIPTEN_IMPORTS
-              and EMSCRIPTEN_IMPORTS[imp.field][0] == (tuple(t.params), tuple(t.results))):
+        elif (
+            imp.module == "env"
+            and imp.field in EMSCRIPTEN_IMPORTS
+            and EMSCRIPTEN_IMPORTS[imp.field][0] == (tuple(t.params), tuple(t.results))
+        ):
             out.append(f"{ret} {cname}({args}) {{ {EMSCRIPTEN_IMPORTS[imp.field][1]} }}")
         else:
             what = _label_comment(f"{imp.module}.{imp.field}")
             unused = " ".join(f"(void)a{k};" for k in range(len(params)))
-            out.append(f'{ret} {cname}({args}) {{ {unused} kb_trap("unsupported import {what}"); }}')
+            out.append(
+                f'{ret} {cname}({args}) {{ {unused} kb_trap("unsupported import {what}"); }}'
+            )
     # tables and element segments
     out.append("")
     referenced: set[int] = set()
@@ -225,12 +238,17 @@ def runnable_glue(lm: LiftModule, label: str = "", opt: str = "-O1") -> dict[str
         mode = {"active": 0, "passive": 1}.get(el.mode, 2)
         if mode == 0 and el.offset is None:
             raise RunnableError(f"element segment {k} has a non-constant offset")
-        items = [f"(wasm_funcptr){pre}{lm.func_c[fi]}" if fi is not None else "0"
-                 for fi in el.func_indices]
+        items = [
+            f"(wasm_funcptr){pre}{lm.func_c[fi]}" if fi is not None else "0"
+            for fi in el.func_indices
+        ]
         out.append(f"static const wasm_funcptr kb_e{k}[] = {{{', '.join(items) or '0'}}};")
         segs.append(f"{{{el.table_index}u, {el.offset or 0}u, {len(items)}u, kb_e{k}, 0, {mode}}}")
-    out.append("const kb_elem_segment kb_elem_segments[] = {"
-               + (", ".join(segs) or "{0, 0, 0, 0, 0, 2}") + "};")
+    out.append(
+        "const kb_elem_segment kb_elem_segments[] = {"
+        + (", ".join(segs) or "{0, 0, 0, 0, 0, 2}")
+        + "};"
+    )
     out.append(f"const uint32_t kb_num_elem_segments = {len(segs)};")
     # memory and data
     out.append("")
@@ -246,11 +264,18 @@ def runnable_glue(lm: LiftModule, label: str = "", opt: str = "-O1") -> dict[str
     for k, seg in enumerate(m.data_segments):
         if not seg.passive and seg.offset is None:
             raise RunnableError(f"data segment {k} has a non-constant offset")
-        out.append(f"static const uint8_t kb_d{k}[{max(len(seg.data), 1)}] =\n{_c_string(seg.data)};")
-        dsegs.append(f"{{{seg.memory_index}u, {seg.offset or 0}u, {len(seg.data)}u, kb_d{k}, "
-                     f"{1 if seg.passive else 0}}}")
-    out.append("const kb_data_segment kb_data_segments[] = {"
-               + (",\n  ".join(dsegs) or "{0, 0, 0, 0, 1}") + "};")
+        out.append(
+            f"static const uint8_t kb_d{k}[{max(len(seg.data), 1)}] =\n{_c_string(seg.data)};"
+        )
+        dsegs.append(
+            f"{{{seg.memory_index}u, {seg.offset or 0}u, {len(seg.data)}u, kb_d{k}, "
+            f"{1 if seg.passive else 0}}}"
+        )
+    out.append(
+        "const kb_data_segment kb_data_segments[] = {"
+        + (",\n  ".join(dsegs) or "{0, 0, 0, 0, 1}")
+        + "};"
+    )
     out.append(f"const uint32_t kb_num_data_segments = {len(dsegs)};")
     # start
     out.append("")
@@ -269,9 +294,12 @@ def runnable_glue(lm: LiftModule, label: str = "", opt: str = "-O1") -> dict[str
     out.append("void kb_module_start(void) {\n  " + "\n  ".join(calls) + "\n}")
     glue = "\n".join(out) + "\n"
 
-    rename = ["/* kbtool: the module's functions and globals under a prefix, so its malloc,"
-              " memcpy,", "   floor, main... do not meet the host C library's (generated) */",
-              "#ifndef KB_NAMES_H", "#define KB_NAMES_H"]
+    rename = [
+        "/* kbtool: the module's functions and globals under a prefix, so its malloc, memcpy,",
+        "   floor, main... do not meet the host C library's (generated) */",
+        "#ifndef KB_NAMES_H",
+        "#define KB_NAMES_H",
+    ]
     rename += [f"#define {n} {pre}{n}" for n in names]
     rename.append("#endif")
     return {

@@ -27,7 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 MIN_VERSION = "1.2"
-INSTALL_HINT = f"`kbtool mcp` needs the mcp package, {MIN_VERSION} or later: pip install 'mcp>={MIN_VERSION}'"
+INSTALL_HINT = (
+    f"`kbtool mcp` needs the mcp package, {MIN_VERSION} or later: pip install 'mcp>={MIN_VERSION}'"
+)
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,7 @@ def _import_server() -> tuple[type, type[Exception]]:
     try:  # 2.x
         from mcp.server.mcpserver import MCPServer
         from mcp.server.mcpserver.exceptions import ToolError
+
         return MCPServer, ToolError
     except ImportError as exc:
         if getattr(exc, "name", None) == "mcp":
@@ -119,6 +122,7 @@ def _import_server() -> tuple[type, type[Exception]]:
     try:  # 1.x
         from mcp.server.fastmcp import FastMCP
         from mcp.server.fastmcp.exceptions import ToolError
+
         return FastMCP, ToolError
     except ImportError as exc:
         # report the more telling failure: a missing 2.x module just means "not 2.x"

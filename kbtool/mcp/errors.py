@@ -20,8 +20,12 @@ from kbtool.mcp.registry import MAX_INT, bound
 log = logging.getLogger("kbtool.mcp")
 
 
-def as_tool(fn: Callable[..., Any], render: Callable[[Any], str], tool_error: type[Exception],
-            db_path: str | None = None) -> Callable[..., str]:
+def as_tool(
+    fn: Callable[..., Any],
+    render: Callable[[Any], str],
+    tool_error: type[Exception],
+    db_path: str | None = None,
+) -> Callable[..., str]:
     """``fn`` as an SDK tool: same name, docstring and parameters; returns one string;
     raises only the SDK's tool error, with a one-line message and no traceback. With
     ``db_path``, the call runs bound to that KB (:func:`kbtool.mcp.registry.bound`)."""
@@ -41,8 +45,10 @@ def as_tool(fn: Callable[..., Any], render: Callable[[Any], str], tool_error: ty
             problem = _disk_problem(exc)  # the KB's disk: an answer the agent can act on
             if problem is not None:
                 log.warning("tool %s: %s", fn.__name__, exc)
-                raise tool_error(f"{problem}: {fn.__name__} could not write the KB; free some"
-                                 " space (or check the disk) and call it again") from None
+                raise tool_error(
+                    f"{problem}: {fn.__name__} could not write the KB; free some"
+                    " space (or check the disk) and call it again"
+                ) from None
             log.exception("tool %s failed", fn.__name__)
             raise tool_error(
                 f"internal error in {fn.__name__}; the server's log (stderr) has the details"

@@ -131,14 +131,20 @@ def check(item: bytes | Overlong, max_line: int | None = None) -> bytes | None:
     if isinstance(item, Overlong):
         limit = max_line or MAX_LINE
         log.warning("refused a request line of %d bytes (limit %d)", item.size, limit)
-        return refusal(request_id(item.prefix), INVALID_REQUEST,
-                       f"Invalid Request: line of {item.size} bytes is longer than the limit of"
-                       f" {limit} bytes (KBTOOL_MCP_MAX_LINE)")
+        return refusal(
+            request_id(item.prefix),
+            INVALID_REQUEST,
+            f"Invalid Request: line of {item.size} bytes is longer than the limit of"
+            f" {limit} bytes (KBTOOL_MCP_MAX_LINE)",
+        )
     problem = nesting_problem(item)
     if problem:
         log.warning("refused a request line: %s", problem)
-        return refusal(request_id(item[:PREFIX]), INVALID_REQUEST,
-                       f"Invalid Request: {problem} (KBTOOL_MCP_MAX_DEPTH)")
+        return refusal(
+            request_id(item[:PREFIX]),
+            INVALID_REQUEST,
+            f"Invalid Request: {problem} (KBTOOL_MCP_MAX_DEPTH)",
+        )
     return unknown_method(item)
 
 
@@ -184,9 +190,21 @@ def _client_methods() -> frozenset[str]:
             return frozenset(out)
     except Exception:  # noqa: BLE001 - fall back to the methods of every 1.x SDK
         pass
-    return frozenset({"initialize", "ping", "tools/list", "tools/call", "resources/list",
-                      "resources/read", "resources/templates/list", "prompts/list",
-                      "prompts/get", "logging/setLevel", "completion/complete"})
+    return frozenset(
+        {
+            "initialize",
+            "ping",
+            "tools/list",
+            "tools/call",
+            "resources/list",
+            "resources/read",
+            "resources/templates/list",
+            "prompts/list",
+            "prompts/get",
+            "logging/setLevel",
+            "completion/complete",
+        }
+    )
 
 
 _METHODS: frozenset[str] | None = None
@@ -227,8 +245,9 @@ def guarded_stdio() -> Iterator[None]:
     os.close(in_r)
     os.close(out_w)
     sys.stdin = io.TextIOWrapper(os.fdopen(0, "rb", closefd=False), encoding="utf-8")
-    sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", closefd=False), encoding="utf-8",
-                                  line_buffering=True)
+    sys.stdout = io.TextIOWrapper(
+        os.fdopen(1, "wb", closefd=False), encoding="utf-8", line_buffering=True
+    )
     lock = threading.Lock()
     pending: set[Any] = set()  # ids of requests passed on and not answered yet
     parent = os.getppid()
@@ -253,7 +272,7 @@ def guarded_stdio() -> Iterator[None]:
                 data = item if item.endswith(b"\n") else item + b"\n"
                 view = memoryview(data)
                 while view:
-                    view = view[os.write(in_w, view):]
+                    view = view[os.write(in_w, view) :]
             # end of input: the SDK would cancel what is still running; a client that wrote
             # its requests and closed stdin gets every answer first (as a pipe expects)
             # (a client that went away, its process gone, is not waited for: its pass stops)
@@ -279,8 +298,10 @@ def guarded_stdio() -> Iterator[None]:
             pending.clear()
             answered.notify_all()
 
-    threads = [threading.Thread(target=f, daemon=True, name=f"kbtool-mcp-{f.__name__}")
-               for f in (pump_in, pump_out)]
+    threads = [
+        threading.Thread(target=f, daemon=True, name=f"kbtool-mcp-{f.__name__}")
+        for f in (pump_in, pump_out)
+    ]
     for t in threads:
         t.start()
     try:

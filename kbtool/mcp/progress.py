@@ -13,8 +13,9 @@ from collections.abc import Callable
 from typing import Any
 
 Sink = Callable[[float, "float | None", "str | None"], None]
-_SINK: contextvars.ContextVar[Sink | None] = contextvars.ContextVar("kbtool_mcp_progress",
-                                                                   default=None)
+_SINK: contextvars.ContextVar[Sink | None] = contextvars.ContextVar(
+    "kbtool_mcp_progress", default=None
+)
 
 
 def token_of(msg: Any) -> Any:
@@ -26,8 +27,9 @@ def token_of(msg: Any) -> Any:
     return tok if isinstance(tok, str | int) and not isinstance(tok, bool) else None
 
 
-def notification(token: Any, progress: float, total: float | None,
-                 message: str | None) -> dict[str, Any]:
+def notification(
+    token: Any, progress: float, total: float | None, message: str | None
+) -> dict[str, Any]:
     params: dict[str, Any] = {"progressToken": token, "progress": progress}
     if total is not None:
         params["total"] = total

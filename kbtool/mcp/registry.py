@@ -32,8 +32,14 @@ MAX_INT = 2**63 - 1  # SQLite's largest integer: every id/index/limit argument i
 
 #: the tool modules, in the order their tools are listed (``tools/list``)
 MODULES = (
-    "tools_core", "tools_xrefs", "tools_agents", "tools_analysis", "tools_code", "tools_data",
-    "tools_knowledge", "tools_types",
+    "tools_core",
+    "tools_xrefs",
+    "tools_agents",
+    "tools_analysis",
+    "tools_code",
+    "tools_data",
+    "tools_knowledge",
+    "tools_types",
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -60,16 +66,18 @@ class Tool:
 TOOLS: list[Tool] = []
 
 
-def tool(*, title: str, read_only: bool = True, idempotent: bool | None = None,
-         text: bool = False) -> Callable[[F], F]:
+def tool(
+    *, title: str, read_only: bool = True, idempotent: bool | None = None, text: bool = False
+) -> Callable[[F], F]:
     """Register the decorated function as an MCP tool (once per name). ``idempotent``
     defaults to ``read_only`` (a read is idempotent; a write only when declared so)."""
 
     def register(fn: F) -> F:
         if any(t.name == fn.__name__ for t in TOOLS):
             raise ValueError(f"MCP tool {fn.__name__} registered twice")
-        TOOLS.append(Tool(fn, title, read_only,
-                          read_only if idempotent is None else idempotent, text))
+        TOOLS.append(
+            Tool(fn, title, read_only, read_only if idempotent is None else idempotent, text)
+        )
         return fn
 
     return register
@@ -114,6 +122,7 @@ def read(query: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 
 # ---------------------------------------------------------------- answers
+
 
 def as_json(value: Any) -> str:
     """Compact JSON (UTF-8 text as is, but C1 controls, U+2028/U+2029 and bidi controls

@@ -28,8 +28,17 @@ from kbtool.mcp import compat
 from kbtool.mcp.errors import as_tool
 from kbtool.mcp.registry import MAX_INT, as_json, as_text
 
-__all__ = ["INSTRUCTIONS", "MAX_INT", "SERVER_NAME", "ToolSpec", "as_json", "as_text",
-           "build_server", "check_kb", "tool_specs"]
+__all__ = [
+    "INSTRUCTIONS",
+    "MAX_INT",
+    "SERVER_NAME",
+    "ToolSpec",
+    "as_json",
+    "as_text",
+    "build_server",
+    "check_kb",
+    "tool_specs",
+]
 
 log = logging.getLogger("kbtool.mcp")
 
@@ -113,8 +122,9 @@ def build_server(db_path: str | Path, *, log_level: str = "WARNING") -> Any:
     server = sdk.new_server(SERVER_NAME, instructions=INSTRUCTIONS, log_level=log_level)
     for spec in tool_specs(path, sdk.tool_error):
         fn = _with_progress(spec.fn, server) if spec.fn.__name__ in PROGRESS_TOOLS else spec.fn
-        sdk.add_tool(server, fn, read_only=spec.read_only, title=spec.title,
-                     idempotent=spec.idempotent)
+        sdk.add_tool(
+            server, fn, read_only=spec.read_only, title=spec.title, idempotent=spec.idempotent
+        )
     _stdio_only(server)
     log.info("kbtool MCP server on %s (mcp SDK %s)", path, sdk.version)
     return server
@@ -134,8 +144,9 @@ def _with_progress(fn: Callable[..., str], server: Any) -> Callable[..., str]:
 
     from kbtool.mcp import progress
 
-    context_cls = getattr(importlib.import_module(type(server).__module__.rsplit(".", 1)[0]),
-                          "Context", None)
+    context_cls = getattr(
+        importlib.import_module(type(server).__module__.rsplit(".", 1)[0]), "Context", None
+    )
     if context_cls is None:  # an SDK without request contexts: no progress, same tool
         return fn
 
@@ -157,8 +168,9 @@ def _with_progress(fn: Callable[..., str], server: Any) -> Callable[..., str]:
             progress.unbind(token)
 
     sig = inspect.signature(fn)
-    ctx_param = inspect.Parameter("kbtool_ctx", inspect.Parameter.KEYWORD_ONLY,
-                                  annotation=context_cls)
+    ctx_param = inspect.Parameter(
+        "kbtool_ctx", inspect.Parameter.KEYWORD_ONLY, annotation=context_cls
+    )
     tool.__signature__ = sig.replace(parameters=[*sig.parameters.values(), ctx_param])
     tool.__annotations__ = {**fn.__annotations__, "kbtool_ctx": context_cls}
     return tool

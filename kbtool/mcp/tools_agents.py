@@ -40,8 +40,9 @@ def stdin_hung_up() -> bool:
         fd = sys.__stdin__.fileno() if sys.__stdin__ is not None else 0
         poller = select.poll()
         poller.register(fd, 0)  # POLLHUP/POLLERR/POLLNVAL are always reported
-        return any(ev & (select.POLLHUP | select.POLLERR | select.POLLNVAL)
-                   for _fd, ev in poller.poll(0))
+        return any(
+            ev & (select.POLLHUP | select.POLLERR | select.POLLNVAL) for _fd, ev in poller.poll(0)
+        )
     except (OSError, ValueError, AttributeError):
         return False
 
@@ -66,7 +67,7 @@ MAX_FUNCTIONS = 1_000_000
 client_gone = client_gone_check()
 
 
-@tool(title='Agent backends')
+@tool(title="Agent backends")
 def agent_backends() -> list[dict[str, Any]]:
     """The agent backends this server can run, to choose the `backend` of
     run_agent_pass. `offline` always works (no key, no network); a provider is
@@ -82,7 +83,7 @@ def agent_backends() -> list[dict[str, Any]]:
     return entries()
 
 
-@tool(title='Run an agent naming pass (gated)', read_only=False, idempotent=False)
+@tool(title="Run an agent naming pass (gated)", read_only=False, idempotent=False)
 def run_agent_pass(
     version_id: Annotated[int, Field(description="A version id from list_versions.")],
     backend: Annotated[
@@ -116,14 +117,21 @@ def run_agent_pass(
     ] = 1,
     max_functions: Annotated[
         int | None,
-        Field(ge=0, json_schema_extra={"maximum": MAX_FUNCTIONS},
-              description="Cost guard: candidates sent to a provider (default 500; "
-              "0 = no cap; at most 1,000,000)."),
+        Field(
+            ge=0,
+            json_schema_extra={"maximum": MAX_FUNCTIONS},
+            description="Cost guard: candidates sent to a provider (default 500; "
+            "0 = no cap; at most 1,000,000).",
+        ),
     ] = None,
     opinions: Annotated[
         int | None,
-        Field(ge=1, le=2, description="2 (default): a second prompt checks each provider "
-              "answer; 1 halves the calls."),
+        Field(
+            ge=1,
+            le=2,
+            description="2 (default): a second prompt checks each provider "
+            "answer; 1 halves the calls.",
+        ),
     ] = None,
 ) -> dict[str, Any]:
     """Name a version's functions in one call: select candidates, build each function's
@@ -145,9 +153,12 @@ def run_agent_pass(
     progressToken it sends notifications/progress as functions are done."""
 
     if rounds > MAX_ROUNDS or (max_functions or 0) > MAX_FUNCTIONS:
-        which, cap = (("rounds", MAX_ROUNDS) if rounds > MAX_ROUNDS
-                      else ("max_functions", MAX_FUNCTIONS))
-        raise AgentToolError(f"{which} must be at most {cap:,} (as kbtool agent's --{which.replace('_', '-')})")
+        which, cap = (
+            ("rounds", MAX_ROUNDS) if rounds > MAX_ROUNDS else ("max_functions", MAX_FUNCTIONS)
+        )
+        raise AgentToolError(
+            f"{which} must be at most {cap:,} (as kbtool agent's --{which.replace('_', '-')})"
+        )
     from kbtool.mcp import progress as mcp_progress
     from kbtool.services.agent_pass import plan_agent_pass
     from kbtool.services.agent_pass import run_agent_pass as run_pass
@@ -155,8 +166,9 @@ def run_agent_pass(
 
     conn = open_rw(kb_path(), create=False)
     try:
-        plan = plan_agent_pass(conn, version_id, backend, only_unconfident,
-                               max_functions, opinions=opinions)
+        plan = plan_agent_pass(
+            conn, version_id, backend, only_unconfident, max_functions, opinions=opinions
+        )
         meter = getattr(plan.backend, "meter", None)
         sink = mcp_progress.current()  # provider calls run on worker threads
 
@@ -165,26 +177,39 @@ def run_agent_pass(
             if meter is not None:
                 m = meter.to_dict()
                 usd = m["estimated_cost_usd"]
-                spend = (f"; {m['calls']} calls ({m['cached_answers']} stored), "
-                         f"{m['tokens_in']} tokens in, {m['tokens_out']} out"
-                         + (f", ${usd:.4f}" if usd is not None else "")
-                         + (f" of ~${m['projected_cost_usd']:.4f} (round 1, projected)"
-                            if m.get("projected_cost_usd") is not None else ""))
+                spend = (
+                    f"; {m['calls']} calls ({m['cached_answers']} stored), "
+                    f"{m['tokens_in']} tokens in, {m['tokens_out']} out"
+                    + (f", ${usd:.4f}" if usd is not None else "")
+                    + (
+                        f" of ~${m['projected_cost_usd']:.4f} (round 1, projected)"
+                        if m.get("projected_cost_usd") is not None
+                        else ""
+                    )
+                )
             if sink is not None:
                 try:
                     sink(done, total, f"{stage}: {done} functions{spend}")
                 except Exception:  # the client went away: the pass's own check stops it
                     pass
 
-        return run_pass(conn, version_id, backend, only_unconfident, rounds,
-                        cancelled=client_gone, plan=plan, progress=report)
+        return run_pass(
+            conn,
+            version_id,
+            backend,
+            only_unconfident,
+            rounds,
+            cancelled=client_gone,
+            plan=plan,
+            progress=report,
+        )
     except (BackendUnavailable, ValueError) as exc:
         raise AgentToolError(str(exc).splitlines()[0]) from None
     finally:
         conn.close()
 
 
-@tool(title='Agent name suggestions (pageable)')
+@tool(title="Agent name suggestions (pageable)")
 def list_suggestions(
     version_id: Annotated[int, Field(description="A version id from list_versions.")],
     offset: Annotated[int, Field(ge=0, description="Rows to skip (paging).")] = 0,
@@ -206,8 +231,9 @@ def list_suggestions(
 
     conn = open_ro(kb_path())
     try:
-        page = queries.suggestions(conn, version_id, offset=offset, limit=limit,
-                                   min_confidence=min_confidence)
+        page = queries.suggestions(
+            conn, version_id, offset=offset, limit=limit, min_confidence=min_confidence
+        )
     finally:
         conn.close()
     end = page["offset"] + len(page["items"])

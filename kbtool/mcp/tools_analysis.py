@@ -14,7 +14,7 @@ from kbtool.mcp.registry import kb_path, tool
 VersionId = Annotated[int, Field(description="A version id from list_versions.")]
 
 
-@tool(title='Static analysis (gated)', read_only=False, idempotent=True)
+@tool(title="Static analysis (gated)", read_only=False, idempotent=True)
 def analyze_version(version_id: VersionId) -> dict[str, Any]:
     """Run kbtool's static analysis on one version (no key, no network needed) and
     write what it finds: libc/runtime functions it recognises (memcpy, malloc, printf,

@@ -99,7 +99,7 @@ def fetch(version_id: int, func_index: int) -> dict[str, Any]:
     return reads.pool_for(kb_path()).read(code_service.disassembly, version_id, func_index)
 
 
-@tool(title='Disassembly', text=True)
+@tool(title="Disassembly", text=True)
 def get_disassembly(
     version_id: VersionId,
     func_index: FuncIndex,
@@ -126,7 +126,7 @@ def get_disassembly(
     )
 
 
-@tool(title='Decompiled C', text=True)
+@tool(title="Decompiled C", text=True)
 def get_lifted_c(
     version_id: VersionId,
     func_index: FuncIndex,

@@ -31,12 +31,29 @@ from kbtool.mcp.registry import MAX_INT, as_json, kb_path, read, tool
 MAX_BATCH = 100  # proposals per propose_symbols call
 ENTRY_FIELDS = ("index", "stable_id", "type", "name", "provenance", "confidence")
 FACT_LISTS = (
-    "call_targets", "referenced_strings", "instruction_mnemonics", "export_names", "callees",
-    "constants", "globals_used", "memory_accesses",
+    "call_targets",
+    "referenced_strings",
+    "instruction_mnemonics",
+    "export_names",
+    "callees",
+    "constants",
+    "globals_used",
+    "memory_accesses",
 )
 # the words of `kbtool diff --only` (kbtool.render.terminal.parse_only defines them)
-DIFF_ONLY = ("unchanged", "moved", "modified", "new", "deleted", "changed", "review", "runtime",
-             "added", "removed", "all")
+DIFF_ONLY = (
+    "unchanged",
+    "moved",
+    "modified",
+    "new",
+    "deleted",
+    "changed",
+    "review",
+    "runtime",
+    "added",
+    "removed",
+    "all",
+)
 
 
 # Strict, bounded arguments: pydantic's lax mode would turn `true` into 1 or 1.0 and
@@ -54,17 +71,37 @@ VersionId = Count("A version id from list_versions.")
 
 StableId = Text(
     "A function's stable_id (from list_functions, search_symbols or get_function_facts);"
-    " it names the same logical function in every version.", MAX_STABLE_ID)
+    " it names the same logical function in every version.",
+    MAX_STABLE_ID,
+)
 
 
-Offset = Annotated[int | None, Field(strict=True, ge=0, le=MAX_INT, description=(
-    "Paging: the first row to return (0-based); use the next_offset of the previous page."
-    " Giving it turns the answer into a page."))]
+Offset = Annotated[
+    int | None,
+    Field(
+        strict=True,
+        ge=0,
+        le=MAX_INT,
+        description=(
+            "Paging: the first row to return (0-based); use the next_offset of the previous page."
+            " Giving it turns the answer into a page."
+        ),
+    ),
+]
 
 
-Limit = Annotated[int | None, Field(strict=True, ge=1, le=MAX_PAGE, description=(
-    f"Paging: rows per page (1..{MAX_PAGE}; default 500 when paging). A page is also cut"
-    f" at {MAX_ANSWER_BYTES // 1000} KB. Giving it turns the answer into a page."))]
+Limit = Annotated[
+    int | None,
+    Field(
+        strict=True,
+        ge=1,
+        le=MAX_PAGE,
+        description=(
+            f"Paging: rows per page (1..{MAX_PAGE}; default 500 when paging). A page is also cut"
+            f" at {MAX_ANSWER_BYTES // 1000} KB. Giving it turns the answer into a page."
+        ),
+    ),
+]
 
 
 def _fit(facts: dict[str, Any]) -> dict[str, Any]:
@@ -81,11 +118,19 @@ class Proposal(BaseModel):
     stable_id: StableId
     name: Text("A C-like identifier, optionally qualified with ::.", MAX_NAME)
     summary: Text("What the function does (plain text).", MAX_SUMMARY) = ""
-    confidence: Annotated[float, Field(strict=True, ge=0.0, le=1.0, allow_inf_nan=False,
-                                       description="How sure you are, 0.0 to 1.0.")] = 0.5
+    confidence: Annotated[
+        float,
+        Field(
+            strict=True,
+            ge=0.0,
+            le=1.0,
+            allow_inf_nan=False,
+            description="How sure you are, 0.0 to 1.0.",
+        ),
+    ] = 0.5
 
 
-@tool(title='List versions')
+@tool(title="List versions")
 def list_versions() -> list[dict[str, Any]]:
     """List every ingested version of the module, oldest first. Start here: each
     entry's `id` is the version_id the other tools take.
@@ -95,7 +140,7 @@ def list_versions() -> list[dict[str, Any]]:
     return read(queries.list_versions)
 
 
-@tool(title='Naming coverage')
+@tool(title="Naming coverage")
 def coverage(version_id: VersionId) -> dict[str, Any]:
     """How much of one version is named, to pick where to work or to measure progress.
 
@@ -104,21 +149,42 @@ def coverage(version_id: VersionId) -> dict[str, Any]:
     return read(queries.coverage, version_id)
 
 
-@tool(title='List functions (pageable)')
+@tool(title="List functions (pageable)")
 def list_functions(
     version_id: VersionId,
-    include_imports: Annotated[bool, Field(strict=True, description="Also list imported functions.")] = False,
+    include_imports: Annotated[
+        bool, Field(strict=True, description="Also list imported functions.")
+    ] = False,
     offset: Offset = None,
     limit: Limit = None,
-    unnamed_only: Annotated[bool | None, Field(strict=True, description=(
-        "Only functions without a name (what is left to name). Turns the answer into a page."
-    ))] = None,
-    name_contains: Annotated[str | None, Field(strict=True, max_length=MAX_BINARY_NAME, description=(
-        "Only functions whose name contains this (case-insensitive). Turns the answer into a page."
-    ))] = None,
-    fields: Annotated[list[Literal[ENTRY_FIELDS]] | None, Field(description=(
-        "Only these keys in each row (e.g. [\"index\", \"stable_id\"]) to make pages smaller."
-        " Turns the answer into a page."))] = None,
+    unnamed_only: Annotated[
+        bool | None,
+        Field(
+            strict=True,
+            description=(
+                "Only functions without a name (what is left to name). Turns the answer into a page."
+            ),
+        ),
+    ] = None,
+    name_contains: Annotated[
+        str | None,
+        Field(
+            strict=True,
+            max_length=MAX_BINARY_NAME,
+            description=(
+                "Only functions whose name contains this (case-insensitive). Turns the answer into a page."
+            ),
+        ),
+    ] = None,
+    fields: Annotated[
+        list[Literal[ENTRY_FIELDS]] | None,
+        Field(
+            description=(
+                'Only these keys in each row (e.g. ["index", "stable_id"]) to make pages smaller.'
+                " Turns the answer into a page."
+            )
+        ),
+    ] = None,
 ) -> Any:
     """The functions of a version in index order: find unnamed functions (name null) and
     the index/stable_id the other tools take. Imported functions are left out unless
@@ -133,14 +199,26 @@ def list_functions(
     paging = (offset, limit, unnamed_only, name_contains, fields)
     if all(p is None for p in paging):
         return read(queries.list_functions, version_id, include_imports)
-    call = call_text("list_functions", version_id=version_id,
-                     include_imports=include_imports or None, unnamed_only=unnamed_only,
-                     name_contains=name_contains, fields=fields, limit=limit)
+    call = call_text(
+        "list_functions",
+        version_id=version_id,
+        include_imports=include_imports or None,
+        unnamed_only=unnamed_only,
+        name_contains=name_contains,
+        fields=fields,
+        limit=limit,
+    )
     keep = [f for f in ENTRY_FIELDS if f in fields] if fields else None
     if not name_contains:  # one page read in SQL, not the whole list
         start = max(0, offset or 0)
-        total, window = read(queries.function_list_window, version_id, include_imports,
-                             start, page_limit(limit), bool(unnamed_only))
+        total, window = read(
+            queries.function_list_window,
+            version_id,
+            include_imports,
+            start,
+            page_limit(limit),
+            bool(unnamed_only),
+        )
         if keep:
             window = [{k: r[k] for k in keep} for r in window]
         return page_window(window, total, start, call=call)
@@ -155,18 +233,33 @@ def list_functions(
     return page_rows(rows, offset or 0, limit, call=call)
 
 
-@tool(title='Function facts')
+@tool(title="Function facts")
 def get_function_facts(
     version_id: VersionId,
     func_index: Count("The function's index in that version (from list_functions)."),
-    max_items: Annotated[int | None, Field(strict=True, ge=0, le=MAX_INT, description=(
-        "Cut every list (instruction_mnemonics, constants, strings, call_targets, ...) to"
-        " this many items; `truncated` then maps each cut list to how many were left out."
-    ))] = None,
-    aggregate_calls: Annotated[bool | None, Field(strict=True, description=(
-        "call_targets as [{target, count}] with a count per call site (direct imports,"
-        " defined callees by name or func[N], and \"<indirect>\"), instead of one entry per"
-        " indirect site."))] = None,
+    max_items: Annotated[
+        int | None,
+        Field(
+            strict=True,
+            ge=0,
+            le=MAX_INT,
+            description=(
+                "Cut every list (instruction_mnemonics, constants, strings, call_targets, ...) to"
+                " this many items; `truncated` then maps each cut list to how many were left out."
+            ),
+        ),
+    ] = None,
+    aggregate_calls: Annotated[
+        bool | None,
+        Field(
+            strict=True,
+            description=(
+                "call_targets as [{target, count}] with a count per call site (direct imports,"
+                ' defined callees by name or func[N], and "<indirect>"), instead of one entry per'
+                " indirect site."
+            ),
+        ),
+    ] = None,
 ) -> dict[str, Any] | None:
     """Static facts of one defined function: what to read before proposing a name.
 
@@ -212,7 +305,7 @@ def get_symbol(stable_id: StableId) -> dict[str, Any] | None:
     return read(query, stable_id)
 
 
-@tool(title='Search names')
+@tool(title="Search names")
 def search_symbols(
     query: Text("Case-insensitive substring of a function name.", MAX_BINARY_NAME),
     limit: Count("Maximum number of results (capped at 200).") = 50,
@@ -224,22 +317,34 @@ def search_symbols(
     return read(queries.search_symbols, query, limit)
 
 
-@tool(title='Diff two versions (pageable)')
+@tool(title="Diff two versions (pageable)")
 def get_diff(
     from_version_id: Count("The older (baseline) version id."),
     to_version_id: Count("The newer version id."),
-    only: Annotated[list[Literal[DIFF_ONLY]] | None, Field(description=(
-        "Only these classifications, the words of `kbtool diff --only`: \"changed\" ="
-        " modified, new and deleted (not moved: a move keeps the code); \"review\" ="
-        " flagged for review; \"runtime\" = runtime/toolchain code; \"added\"/\"removed\""
-        " = new/deleted; \"all\" = everything. Turns the answer into a page."))] = None,
+    only: Annotated[
+        list[Literal[DIFF_ONLY]] | None,
+        Field(
+            description=(
+                'Only these classifications, the words of `kbtool diff --only`: "changed" ='
+                ' modified, new and deleted (not moved: a move keeps the code); "review" ='
+                ' flagged for review; "runtime" = runtime/toolchain code; "added"/"removed"'
+                ' = new/deleted; "all" = everything. Turns the answer into a page.'
+            )
+        ),
+    ] = None,
     limit: Limit = None,
     offset: Offset = None,
-    order: Annotated[Literal["triage", "index"] | None, Field(description=(
-        "Order of `changes`: \"triage\" = modified functions that look like patches first"
-        " (new bounds checks, error paths, widened arithmetic; each with `triage`, `reasons`),"
-        " then new, deleted, moved, unchanged; \"index\" = by new-side index. Default:"
-        " triage for a page (only/limit/offset), index for the full answer."))] = None,
+    order: Annotated[
+        Literal["triage", "index"] | None,
+        Field(
+            description=(
+                'Order of `changes`: "triage" = modified functions that look like patches first'
+                " (new bounds checks, error paths, widened arithmetic; each with `triage`, `reasons`),"
+                ' then new, deleted, moved, unchanged; "index" = by new-side index. Default:'
+                " triage for a page (only/limit/offset), index for the full answer."
+            )
+        ),
+    ] = None,
 ) -> dict[str, Any]:
     """What changed between two versions, function by function. Served from a stored
     diff when one was saved, otherwise computed as a pure read (names are not carried
@@ -267,16 +372,21 @@ def get_diff(
     if only is None and limit is None and offset is None:
         if order in (None, "index"):
             return report
-        return {**report, "order": order,
-                "changes": order_changes(report["changes"], order)}
+        return {**report, "order": order, "changes": order_changes(report["changes"], order)}
     changes = order_changes(report["changes"], order or "triage")
     if only:
         from kbtool.render.terminal import keep_change, parse_only
 
         wanted = parse_only(list(only))
         changes = [c for c in changes if keep_change(c, wanted)]
-    call = call_text("get_diff", from_version_id=from_version_id,
-                     to_version_id=to_version_id, only=only, limit=limit, order=order)
+    call = call_text(
+        "get_diff",
+        from_version_id=from_version_id,
+        to_version_id=to_version_id,
+        only=only,
+        limit=limit,
+        order=order,
+    )
     budget = MAX_ANSWER_BYTES - 2_000 - len(as_json({**report, "changes": []}))
     paged = page_rows(changes, offset or 0, limit, call=call, budget=budget)
     out = {**report, "changes": paged.pop("items"), "order": order or "triage"}
@@ -284,14 +394,21 @@ def get_diff(
     return out
 
 
-@tool(title='Export names as text', text=True)
+@tool(title="Export names as text", text=True)
 def export_kb_text(
     version_id: VersionId,
     offset: Offset = None,
     limit: Limit = None,
-    knowledge: Annotated[bool, Field(strict=True, description=(
-        "Also the '# knowledge' lines after the rows: comments, line comments, prototypes,"
-        " local and data names (and types), as `kbtool export` writes them."))] = True,
+    knowledge: Annotated[
+        bool,
+        Field(
+            strict=True,
+            description=(
+                "Also the '# knowledge' lines after the rows: comments, line comments, prototypes,"
+                " local and data names (and types), as `kbtool export` writes them."
+            ),
+        ),
+    ] = True,
 ) -> str:
     """The version's names as git-diffable plain text (stable across runs), returned
     as text, not JSON: a "# kbtool KB export" comment line, a version line, a
@@ -317,17 +434,31 @@ def export_kb_text(
     return "\n".join(out) + "\n"
 
 
-@tool(title='Propose a name (gated)', read_only=False, idempotent=True)
+@tool(title="Propose a name (gated)", read_only=False, idempotent=True)
 def propose_symbol(
     stable_id: StableId,
-    name: Text("A C-like identifier naming what the function does, optionally qualified"
-               " with ::. Placeholders (sub_1234, func_12), keywords and sentences are"
-               " refused.", MAX_NAME),
-    summary: Text("What the function does: purpose, parameters, behaviour (plain text;"
-                  " newlines and tabs kept, other control characters removed).", MAX_SUMMARY) = "",
+    name: Text(
+        "A C-like identifier naming what the function does, optionally qualified"
+        " with ::. Placeholders (sub_1234, func_12), keywords and sentences are"
+        " refused.",
+        MAX_NAME,
+    ),
+    summary: Text(
+        "What the function does: purpose, parameters, behaviour (plain text;"
+        " newlines and tabs kept, other control characters removed).",
+        MAX_SUMMARY,
+    ) = "",
     # a JSON number 0..1 (1 and 0 included); never a boolean or a string
-    confidence: Annotated[float, Field(strict=True, ge=0.0, le=1.0, allow_inf_nan=False,
-                                       description="How sure you are, 0.0 to 1.0.")] = 0.5,
+    confidence: Annotated[
+        float,
+        Field(
+            strict=True,
+            ge=0.0,
+            le=1.0,
+            allow_inf_nan=False,
+            description="How sure you are, 0.0 to 1.0.",
+        ),
+    ] = 0.5,
 ) -> dict[str, Any]:
     """Propose a name (and optionally a summary) for a function. The proposal first goes
     through the same verifier as run_agent_pass (a C-like identifier that is not a
@@ -351,11 +482,19 @@ def propose_symbol(
         conn.close()
 
 
-@tool(title='Propose names in a batch (gated)', read_only=False, idempotent=True)
+@tool(title="Propose names in a batch (gated)", read_only=False, idempotent=True)
 def propose_symbols(
-    proposals: Annotated[list[Proposal], Field(min_length=1, max_length=MAX_BATCH, description=(
-        f"1..{MAX_BATCH} proposals {{stable_id, name, summary, confidence}}; split larger"
-        " batches."))],
+    proposals: Annotated[
+        list[Proposal],
+        Field(
+            min_length=1,
+            max_length=MAX_BATCH,
+            description=(
+                f"1..{MAX_BATCH} proposals {{stable_id, name, summary, confidence}}; split larger"
+                " batches."
+            ),
+        ),
+    ],
 ) -> list[dict[str, Any]]:
     """Propose names for many functions in one call (up to 100), e.g. a page of
     list_functions(unnamed_only=true) you have read the facts of. Each proposal goes
@@ -375,11 +514,16 @@ def propose_symbols(
     try:
         for p in proposals:
             try:
-                decision = propose_name(conn, p.stable_id, p.name, p.summary, p.confidence,
-                                    "propose_symbols", names)
+                decision = propose_name(
+                    conn, p.stable_id, p.name, p.summary, p.confidence, "propose_symbols", names
+                )
             except (UnknownStableIdError, ValueError) as exc:
-                decision = {"written": False, "reason": message(exc) if isinstance(
-                    exc, KBError) else str(exc).splitlines()[0]}
+                decision = {
+                    "written": False,
+                    "reason": message(exc)
+                    if isinstance(exc, KBError)
+                    else str(exc).splitlines()[0],
+                }
             out.append({"stable_id": p.stable_id, **decision})
     finally:
         conn.close()

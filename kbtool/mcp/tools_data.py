@@ -38,25 +38,35 @@ VersionId = Annotated[
 
 Offset = Annotated[
     int,
-    Field(strict=True, ge=0, le=MAX_INT,
-          description="First row (0-based); use the next_offset of the previous page."),
+    Field(
+        strict=True,
+        ge=0,
+        le=MAX_INT,
+        description="First row (0-based); use the next_offset of the previous page.",
+    ),
 ]
 
 
 Limit = Annotated[
     int,
-    Field(strict=True, ge=1, le=MAX_PAGE,
-          description=f"Rows per page (1..{MAX_PAGE}); a page is also cut at 100 KB."),
+    Field(
+        strict=True,
+        ge=1,
+        le=MAX_PAGE,
+        description=f"Rows per page (1..{MAX_PAGE}); a page is also cut at 100 KB.",
+    ),
 ]
 
 
-@tool(title='Cross-references to a function, global, address or string')
+@tool(title="Cross-references to a function, global, address or string")
 def get_xrefs_to(
     version_id: VersionId,
     target: Annotated[
         str,
         Field(
-            strict=True, min_length=1, max_length=MAX_TARGET,
+            strict=True,
+            min_length=1,
+            max_length=MAX_TARGET,
             description=(
                 'What to look up: a function (its name, "#index" or stable id), a global'
                 ' ("g:NAME" or "g:INDEX", e.g. "g:__stack_pointer"), an address ("0x1234"),'
@@ -81,8 +91,9 @@ def get_xrefs_to(
     next_offset, truncated, note}}. A target matching nothing is an error."""
     res = read(data_svc.xrefs, version_id, target, limit=limit, offset=offset)
     call = call_text("get_xrefs_to", version_id=version_id, target=target, limit=limit)
-    page = page_window(res.pop("refs"), res["total"], offset, call=call,
-                       budget=MAX_ANSWER_BYTES // 2)
+    page = page_window(
+        res.pop("refs"), res["total"], offset, call=call, budget=MAX_ANSWER_BYTES // 2
+    )
     res.pop("offset", None)
     res["refs"] = page.pop("items")
     res["page"] = page
@@ -97,18 +108,21 @@ def get_xrefs_to(
                 uses[key] = uses[key][:MAX_USES]
         if cut:
             uses["truncated"] = cut
-            uses["note"] = (f"uses cut to {MAX_USES} entries; read the function with"
-                            " get_disassembly for the rest")
+            uses["note"] = (
+                f"uses cut to {MAX_USES} entries; read the function with"
+                " get_disassembly for the rest"
+            )
     return res
 
 
-@tool(title='Data items (pageable)')
+@tool(title="Data items (pageable)")
 def list_data(
     version_id: VersionId,
     kind: Annotated[
         str | None,
         Field(
-            strict=True, max_length=32,
+            strict=True,
+            max_length=32,
             description=(
                 "Only items of this kind: string (every string kind), cstring, utf16,"
                 " gostring, pointer_table, funcptr_table, numeric, zero, bss; null for all."
@@ -119,8 +133,12 @@ def list_data(
     limit: Limit = 100,
     search: Annotated[
         str | None,
-        Field(strict=True, min_length=1, max_length=MAX_TARGET,
-              description="Only items whose text or label contains this (case-insensitive)."),
+        Field(
+            strict=True,
+            min_length=1,
+            max_length=MAX_TARGET,
+            description="Only items whose text or label contains this (case-insensitive).",
+        ),
     ] = None,
 ) -> dict[str, Any]:
     """The data items of a version by address, as the data model cut them: strings (C,
@@ -132,25 +150,31 @@ def list_data(
     Returns {items: [{address, size, kind, segment, text, label, data_id, refs,
     targets}], total, offset, next_offset, truncated, note}; `targets` (table entries)
     is cut to 64 with `targets_total`."""
-    res = read(data_svc.list_data, version_id, kind=kind, search=search, offset=offset,
-               limit=limit)
-    call = call_text("list_data", version_id=version_id, kind=kind, search=search,
-                     limit=limit)
+    res = read(data_svc.list_data, version_id, kind=kind, search=search, offset=offset, limit=limit)
+    call = call_text("list_data", version_id=version_id, kind=kind, search=search, limit=limit)
     return page_window([_item(i) for i in res["items"]], res["total"], offset, call=call)
 
 
-@tool(title='Read initial memory (hex + ascii)')
+@tool(title="Read initial memory (hex + ascii)")
 def read_memory(
     version_id: VersionId,
     address: Annotated[
         int,
-        Field(strict=True, ge=0, le=MAX_INT,
-              description="Start address (an integer, e.g. 4096 for 0x1000)."),
+        Field(
+            strict=True,
+            ge=0,
+            le=MAX_INT,
+            description="Start address (an integer, e.g. 4096 for 0x1000).",
+        ),
     ],
     length: Annotated[
         int,
-        Field(strict=True, ge=1, le=data_svc.MAX_READ,
-              description=f"Bytes to read (1..{data_svc.MAX_READ})."),
+        Field(
+            strict=True,
+            ge=1,
+            le=data_svc.MAX_READ,
+            description=f"Bytes to read (1..{data_svc.MAX_READ}).",
+        ),
     ] = 64,
 ) -> dict[str, Any]:
     """The initial linear memory at an address, as the data segments lay it out: rows

@@ -126,7 +126,7 @@ def _indirect(version_id: int, func_index: int, side: str) -> dict[str, Any]:
     return {"indirect_candidates": rows, "indirect_candidates_total": len(found)}
 
 
-@tool(title='Callers')
+@tool(title="Callers")
 def get_callers(
     version_id: VersionId,
     func_index: FuncIndex,
@@ -149,7 +149,7 @@ def get_callers(
     return out
 
 
-@tool(title='Callees')
+@tool(title="Callees")
 def get_callees(
     version_id: VersionId,
     func_index: FuncIndex,
@@ -179,7 +179,7 @@ def get_callees(
     return out
 
 
-@tool(title='List strings')
+@tool(title="List strings")
 def list_strings(
     version_id: VersionId,
     contains: Annotated[
@@ -202,17 +202,13 @@ def list_strings(
     strings = read(queries.version_strings, version_id)
     needle = contains.lower()
     rows = [
-        {"text": t, "functions": len(refs)}
-        for t, refs in strings.items()
-        if needle in t.lower()
+        {"text": t, "functions": len(refs)} for t, refs in strings.items() if needle in t.lower()
     ]
-    call = call_text(
-        "list_strings", version_id=version_id, contains=contains or None, limit=limit
-    )
+    call = call_text("list_strings", version_id=version_id, contains=contains or None, limit=limit)
     return page_rows(rows, offset, limit, call=call)
 
 
-@tool(title='String cross-references')
+@tool(title="String cross-references")
 def get_string_xrefs(
     version_id: VersionId,
     text: Annotated[
@@ -238,7 +234,7 @@ def get_string_xrefs(
     return {"text": text, **page_rows(rows, offset, limit, call=call)}
 
 
-@tool(title='Find functions by string, constant or call')
+@tool(title="Find functions by string, constant or call")
 def find_functions(
     version_id: VersionId,
     string: Annotated[
@@ -247,9 +243,7 @@ def find_functions(
             strict=True,
             min_length=1,
             max_length=MAX_TEXT,
-            description=(
-                "Functions referencing a string that contains this (case-insensitive)."
-            ),
+            description=("Functions referencing a string that contains this (case-insensitive)."),
         ),
     ] = None,
     constant: Annotated[
@@ -299,10 +293,8 @@ def find_functions(
     return page_rows(rows, offset, limit, call=call)
 
 
-@tool(title='List globals')
-def list_globals(
-    version_id: VersionId, offset: Offset = 0, limit: Limit = 500
-) -> dict[str, Any]:
+@tool(title="List globals")
+def list_globals(version_id: VersionId, offset: Offset = 0, limit: Limit = 500) -> dict[str, Any]:
     """The module's globals (imported first, as wasm numbers them): type, mutability,
     constant initial value, import or export name, and the functions that use them
     (global.get/global.set). Once the version has a data model (analyze_version), each
@@ -339,7 +331,9 @@ def list_globals(
                 "imported": g.imported,
                 "import": f"{imp.module}.{imp.field}" if imp else None,
                 "exports": exports.get(gi, []),
-                "role": known["role"] if known else ("stack_pointer" if gi == sp and model is None else None),
+                "role": known["role"]
+                if known
+                else ("stack_pointer" if gi == sp and model is None else None),
                 "name": known["name"] if known else None,
                 "confidence": known["confidence"] if known and known["name"] else None,
                 "reads": known["reads"] if known else None,
@@ -352,7 +346,7 @@ def list_globals(
     return {**page_rows(rows, offset, limit, call=call), "data_model": model is not None}
 
 
-@tool(title='Memory regions')
+@tool(title="Memory regions")
 def list_memory_regions(
     version_id: VersionId, offset: Offset = 0, limit: Limit = 500
 ) -> dict[str, Any]:
@@ -383,9 +377,7 @@ def list_memory_regions(
         if r["address"] is not None and r["size"]
     ]
     static = (
-        {"start": min(a for a, _ in placed), "end": max(b for _, b in placed)}
-        if placed
-        else None
+        {"start": min(a for a, _ in placed), "end": max(b for _, b in placed)} if placed else None
     )
     sp_index = stack_pointer_index(m)
     sp = m.globals[sp_index].init if sp_index is not None else None

@@ -63,8 +63,11 @@ def note_text(ins: Any) -> str:
     parts = []
     d = ins.data
     if d is not None:
-        parts.append(f";; {d.label}" + (f"+{d.delta}" if d.delta else "")
-                     + (f' "{d.text}"' if d.text else ""))
+        parts.append(
+            f";; {d.label}"
+            + (f"+{d.delta}" if d.delta else "")
+            + (f' "{d.text}"' if d.text else "")
+        )
     elif ins.string:
         parts.append(f';; "{ins.string}"')
     if ins.line_comment:

@@ -35,9 +35,14 @@ def coverage_table(cov: dict, *, title: str = "coverage") -> Table:
     t.add_column("agent", justify="right", style=PROVENANCE_STYLE["agent"])
     t.add_column("diff-carry", justify="right", style=PROVENANCE_STYLE["diff-carry"])
     t.add_row(
-        str(cov["defined"]), str(cov["named"]), f"{cov['coverage_pct']:.1f}%",
-        str(cov["human_named"]), str(cov["oracle_named"]), str(cov["export_named"]),
-        str(cov["agent_named"]), str(cov["diff_carry_named"]),
+        str(cov["defined"]),
+        str(cov["named"]),
+        f"{cov['coverage_pct']:.1f}%",
+        str(cov["human_named"]),
+        str(cov["oracle_named"]),
+        str(cov["export_named"]),
+        str(cov["agent_named"]),
+        str(cov["diff_carry_named"]),
     )
     return t
 
@@ -61,8 +66,12 @@ def parse_only(only: str | list[str] | tuple[str, ...] | None) -> frozenset[str]
     ``runtime`` and ``changed`` (modified, new, deleted). Unknown words raise ValueError."""
     if only is None:
         return None
-    words = [w.strip().lower() for part in ([only] if isinstance(only, str) else only)
-             for w in str(part).split(",") if w.strip()]
+    words = [
+        w.strip().lower()
+        for part in ([only] if isinstance(only, str) else only)
+        for w in str(part).split(",")
+        if w.strip()
+    ]
     if not words or "all" in words:
         return None
     known = set(CLASS_ORDER) | {"review", "runtime", "changed", "added", "removed"}
@@ -141,8 +150,13 @@ def _evidence_value(value) -> str:
 def evidence_table(items: list, *, title: str | None = "evidence") -> Table:
     """The evidence of an annotation as a table: one row per item (oldest first), with its
     source, actor and the rest as ``key: value`` lines. Every value is shown literally."""
-    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False,
-              padding=(0, 1, 0, 0))
+    t = Table(
+        title=title,
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        padding=(0, 1, 0, 0),
+    )
     t.add_column("#", justify="right", style="dim", no_wrap=True)
     t.add_column("source", no_wrap=True)
     t.add_column("actor", no_wrap=True)
@@ -159,8 +173,12 @@ def evidence_table(items: list, *, title: str | None = "evidence") -> Table:
             details.append_text(lit(k, "dim"))
             details.append(": ", style="dim")
             details.append_text(lit(_evidence_value(v)))
-        t.add_row(str(n), lit(item.get("source"), "bold"), lit(item.get("actor")),
-                  details if rest else Text("—", style="dim"))
+        t.add_row(
+            str(n),
+            lit(item.get("source"), "bold"),
+            lit(item.get("actor")),
+            details if rest else Text("—", style="dim"),
+        )
     return t
 
 
@@ -187,8 +205,13 @@ def summary_text(report: dict) -> Text:
     t.append_text(lit(report["from"], "bold"))
     t.append(" → ")
     t.append_text(lit(report["to"], "bold"))
-    source = ("stored" if report.get("stored") else
-              "computed after carry-over" if report.get("carried") else "computed, carry-over off")
+    source = (
+        "stored"
+        if report.get("stored")
+        else "computed after carry-over"
+        if report.get("carried")
+        else "computed, carry-over off"
+    )
     t.append(f"  ({source})", style="dim")
     t.append("\n")
     parts = (
@@ -216,14 +239,26 @@ def summary_text(report: dict) -> Text:
     return t
 
 
-def diff_table_from_report(report: dict, *, only=None, toolchain_changed: bool = False,
-                           title: str | None = None, show_score: bool = True) -> Table:
+def diff_table_from_report(
+    report: dict,
+    *,
+    only=None,
+    toolchain_changed: bool = False,
+    title: str | None = None,
+    show_score: bool = True,
+) -> Table:
     """The change table of a report (one row per change kept by ``only``), the flags
     legend as its caption."""
     keep = parse_only(only) if not isinstance(only, frozenset) else only
-    t = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1, 0, 0),
-              title_justify="left", caption_justify="left",
-              caption=flags_legend(shown_flags(report, keep, toolchain_changed)))
+    t = Table(
+        title=title,
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        padding=(0, 1, 0, 0),
+        title_justify="left",
+        caption_justify="left",
+        caption=flags_legend(shown_flags(report, keep, toolchain_changed)),
+    )
     # only the name column gives way on a narrow terminal (long names end in an ellipsis)
     t.add_column("change", no_wrap=True)
     t.add_column("from", justify="right", no_wrap=True)
@@ -243,7 +278,10 @@ def diff_table_from_report(report: dict, *, only=None, toolchain_changed: bool =
             Text(cls, style=CLASS_STYLE.get(cls, "")),
             "" if c.get("from_index") is None else str(c["from_index"]),
             "" if c.get("to_index") is None else str(c["to_index"]),
-            lit(c.get("name"), PROVENANCE_STYLE.get(prov, PROVENANCE_STYLE[None]) if c.get("name") else "dim"),
+            lit(
+                c.get("name"),
+                PROVENANCE_STYLE.get(prov, PROVENANCE_STYLE[None]) if c.get("name") else "dim",
+            ),
             lit(prov, PROVENANCE_STYLE.get(prov, "")) if prov else Text("—", style="dim"),
             _fmt_conf(c.get("confidence")),
         ]
@@ -254,8 +292,9 @@ def diff_table_from_report(report: dict, *, only=None, toolchain_changed: bool =
     return t
 
 
-def diff_lines(report: dict, *, width: int, only=None, toolchain_changed: bool = False,
-               show_score: bool = True) -> Text:
+def diff_lines(
+    report: dict, *, width: int, only=None, toolchain_changed: bool = False, show_score: bool = True
+) -> Text:
     """The change table as one Rich Text laid out to ``width`` columns: the same columns as
     :func:`diff_table_from_report`, ten times faster to print for thousands of rows (a Rich
     Table measures every cell). Only the name column gives way (ellipsis)."""
@@ -286,8 +325,14 @@ def diff_lines(report: dict, *, width: int, only=None, toolchain_changed: bool =
         pad = " " * (w - t.cell_len)
         return Text.assemble(pad, t) if right else Text.assemble(t, pad)
 
-    head = [cell("change", w_cls), cell("from", w_from, True), cell("to", w_to, True),
-            cell("name", w_name), cell("provenance", w_prov), cell("conf", 4, True)]
+    head = [
+        cell("change", w_cls),
+        cell("from", w_from, True),
+        cell("to", w_to, True),
+        cell("name", w_name),
+        cell("provenance", w_prov),
+        cell("conf", 4, True),
+    ]
     if show_score:
         head.append(cell("score", 5, True))
     head.append(cell("flags", w_flags))
@@ -303,8 +348,16 @@ def diff_lines(report: dict, *, width: int, only=None, toolchain_changed: bool =
             cell(cls, w_cls, style=CLASS_STYLE.get(cls, "")),
             cell(idx(c["from_index"]), w_from, True),
             cell(idx(c["to_index"]), w_to, True),
-            cell(lit(name, PROVENANCE_STYLE.get(prov, PROVENANCE_STYLE[None])) if name else Text("—", style="dim"), w_name),
-            cell(lit(prov, PROVENANCE_STYLE.get(prov, "")) if prov else Text("—", style="dim"), w_prov),
+            cell(
+                lit(name, PROVENANCE_STYLE.get(prov, PROVENANCE_STYLE[None]))
+                if name
+                else Text("—", style="dim"),
+                w_name,
+            ),
+            cell(
+                lit(prov, PROVENANCE_STYLE.get(prov, "")) if prov else Text("—", style="dim"),
+                w_prov,
+            ),
             cell(_fmt_conf(c.get("confidence")), 4, True),
         ]
         if show_score:
@@ -326,8 +379,9 @@ def diff_table(kb, from_version_id: int, to_version_id: int, *, only=None) -> Ta
     connection; the stored report is used when there is one, else it is computed with
     carry-over off (a pure read)."""
     view = diff_view(kb, from_version_id, to_version_id, with_changelog=False)
-    return diff_table_from_report(view["report"], only=only,
-                                  toolchain_changed=view["toolchain_changed"])
+    return diff_table_from_report(
+        view["report"], only=only, toolchain_changed=view["toolchain_changed"]
+    )
 
 
 def _names(values: list[str], style: str) -> Text:
@@ -353,8 +407,11 @@ def _delta(a: int, b: int, unit: str) -> str:
     return f"{d:+,} {unit}" if d else f"±0 {unit}"
 
 
-_ORDER_WORDS = {"triage": "patch-like first (triage)", "index": "by index",
-                "weight": "most changed first"}
+_ORDER_WORDS = {
+    "triage": "patch-like first (triage)",
+    "index": "by index",
+    "weight": "most changed first",
+}
 
 
 def changelog_from_data(cl: dict, *, only=None):
@@ -365,15 +422,25 @@ def changelog_from_data(cl: dict, *, only=None):
     def show(cls: str) -> bool:
         return keep is None or cls in keep
 
-    parts: list = [Text.assemble("\n", ("changelog", "bold underline"), " ", lit(cl["from"], "bold"),
-                                 " → ", lit(cl["to"], "bold"))]
+    parts: list = [
+        Text.assemble(
+            "\n",
+            ("changelog", "bold underline"),
+            " ",
+            lit(cl["from"], "bold"),
+            " → ",
+            lit(cl["to"], "bold"),
+        )
+    ]
     if show("modified"):
         named = sum(1 for m in cl["modified"] if m["name"])
-        parts.append(Text.assemble(
-            ("\nmodified", CLASS_STYLE["modified"]),
-            f" ({len(cl['modified'])}: {named} named, {len(cl['modified']) - named} unnamed;"
-            f" {_ORDER_WORDS.get(cl.get('order', 'weight'), 'most changed first')})",
-        ))
+        parts.append(
+            Text.assemble(
+                ("\nmodified", CLASS_STYLE["modified"]),
+                f" ({len(cl['modified'])}: {named} named, {len(cl['modified']) - named} unnamed;"
+                f" {_ORDER_WORDS.get(cl.get('order', 'weight'), 'most changed first')})",
+            )
+        )
         for m in cl["modified"]:
             head = Text("  ")
             if m["name"]:
@@ -381,8 +448,10 @@ def changelog_from_data(cl: dict, *, only=None):
             else:
                 head.append(f"func[{m['to_index']}]", style="bold dim")
             head.append(f"  #{m['from_index']}→#{m['to_index']}  ", style="dim")
-            head.append(f"{_delta(m['instr_from'], m['instr_to'], 'instr')}, "
-                        f"{_delta(m['size_from'], m['size_to'], 'B')}")
+            head.append(
+                f"{_delta(m['instr_from'], m['instr_to'], 'instr')}, "
+                f"{_delta(m['size_from'], m['size_to'], 'B')}"
+            )
             if m["runtime"]:
                 head.append("  runtime", style="magenta")
             if m["review"]:
@@ -393,16 +462,24 @@ def changelog_from_data(cl: dict, *, only=None):
             for r in m.get("reasons", [])[:3]:
                 parts.append(Padding(lit("why: " + r, "cyan"), (0, 0, 0, 4)))
             if m.get("hint"):
-                parts.append(Padding(Text.assemble(("refs ", "dim"), lit(m["hint"], "dim")), (0, 0, 0, 4)))
+                parts.append(
+                    Padding(Text.assemble(("refs ", "dim"), lit(m["hint"], "dim")), (0, 0, 0, 4))
+                )
             lines = []
             if m["calls_added"]:
-                lines.append(Text.assemble(("+ calls ", "green"), _names(m["calls_added"], "green")))
+                lines.append(
+                    Text.assemble(("+ calls ", "green"), _names(m["calls_added"], "green"))
+                )
             if m["calls_removed"]:
                 lines.append(Text.assemble(("- calls ", "red"), _names(m["calls_removed"], "red")))
             if m["strings_added"]:
-                lines.append(Text.assemble(("+ strings ", "green"), _strings(m["strings_added"], "green")))
+                lines.append(
+                    Text.assemble(("+ strings ", "green"), _strings(m["strings_added"], "green"))
+                )
             if m["strings_removed"]:
-                lines.append(Text.assemble(("- strings ", "red"), _strings(m["strings_removed"], "red")))
+                lines.append(
+                    Text.assemble(("- strings ", "red"), _strings(m["strings_removed"], "red"))
+                )
             shown = ("calls added", "calls removed", "strings added", "strings removed")
             for item in m.get("items", []):
                 if not item.startswith(shown) and not item.endswith(" instructions"):
@@ -414,17 +491,35 @@ def changelog_from_data(cl: dict, *, only=None):
         for f in cl["new"]:
             parts.append(_function_head(f, f["to_index"]))
             if f["strings"]:
-                more = f" (+{f['string_count'] - len(f['strings'])} more)" if f["string_count"] > len(f["strings"]) else ""
-                parts.append(Padding(Text.assemble(("strings ", "dim"), _strings(f["strings"], ""), (more, "dim")),
-                                     (0, 0, 0, 4)))
+                more = (
+                    f" (+{f['string_count'] - len(f['strings'])} more)"
+                    if f["string_count"] > len(f["strings"])
+                    else ""
+                )
+                parts.append(
+                    Padding(
+                        Text.assemble(
+                            ("strings ", "dim"), _strings(f["strings"], ""), (more, "dim")
+                        ),
+                        (0, 0, 0, 4),
+                    )
+                )
             if f["calls"]:
-                parts.append(Padding(Text.assemble(("calls ", "dim"), _names(f["calls"], "")), (0, 0, 0, 4)))
+                parts.append(
+                    Padding(Text.assemble(("calls ", "dim"), _names(f["calls"], "")), (0, 0, 0, 4))
+                )
     if show("deleted"):
-        parts.append(Text.assemble(("\ndeleted", CLASS_STYLE["deleted"]), f" ({len(cl['deleted'])})"))
+        parts.append(
+            Text.assemble(("\ndeleted", CLASS_STYLE["deleted"]), f" ({len(cl['deleted'])})")
+        )
         for f in cl["deleted"]:
             parts.append(_function_head(f, f["from_index"]))
             if f["strings"]:
-                parts.append(Padding(Text.assemble(("strings ", "dim"), _strings(f["strings"], "")), (0, 0, 0, 4)))
+                parts.append(
+                    Padding(
+                        Text.assemble(("strings ", "dim"), _strings(f["strings"], "")), (0, 0, 0, 4)
+                    )
+                )
     if cl["imports_added"] or cl["imports_removed"]:
         parts.append(Text("\nimports", style="bold"))
         if cl["imports_added"]:
@@ -460,9 +555,17 @@ def render_view(view: dict, console, *, only=None) -> None:
     report = view["report"]
     console.print(summary_text(report))
     console.print()
-    console.print(diff_lines(report, width=console.width, only=keep,
-                             toolchain_changed=view["toolchain_changed"],
-                             show_score=console.width >= 100), no_wrap=True, crop=True)
+    console.print(
+        diff_lines(
+            report,
+            width=console.width,
+            only=keep,
+            toolchain_changed=view["toolchain_changed"],
+            show_score=console.width >= 100,
+        ),
+        no_wrap=True,
+        crop=True,
+    )
     legend = flags_legend(shown_flags(report, keep, view["toolchain_changed"]))
     if legend is not None:
         console.print(legend)
@@ -483,7 +586,11 @@ TOP_DEFAULT = 20  # entries the short `ui diff` lists by triage
 
 
 def _fn_label(m: dict) -> Text:
-    return lit(m["name"], "bold") if m.get("name") else Text(f"func[{m['to_index']}]", style="bold dim")
+    return (
+        lit(m["name"], "bold")
+        if m.get("name")
+        else Text(f"func[{m['to_index']}]", style="bold dim")
+    )
 
 
 def triage_lines(view: dict, *, top: int = TOP_DEFAULT, from_id=None, to_id=None) -> Group:
@@ -499,11 +606,14 @@ def triage_lines(view: dict, *, top: int = TOP_DEFAULT, from_id=None, to_id=None
         parts.append(Text.assemble(("warning: ", "bold yellow"), lit(cl["warning"])))
     ranked = [m for m in mods if m.get("triage_kind") in ("fix", "change")]
     shown = ranked[:top]
-    parts.append(Text.assemble(
-        ("\nmodified", CLASS_STYLE["modified"]),
-        f" {len(mods)}: {kinds.get('fix', 0)} look like fixes, {kinds.get('change', 0)} other "
-        f"changes, {kinds.get('churn', 0)} churn, {kinds.get('layout', 0)} offset shifts only"
-        f" — top {len(shown)} by triage (patch-like first):"))
+    parts.append(
+        Text.assemble(
+            ("\nmodified", CLASS_STYLE["modified"]),
+            f" {len(mods)}: {kinds.get('fix', 0)} look like fixes, {kinds.get('change', 0)} other "
+            f"changes, {kinds.get('churn', 0)} churn, {kinds.get('layout', 0)} offset shifts only"
+            f" — top {len(shown)} by triage (patch-like first):",
+        )
+    )
     for rank, m in enumerate(shown, 1):
         head = Text(f"{rank:>3}. ")
         head.append_text(_fn_label(m))
@@ -518,50 +628,91 @@ def triage_lines(view: dict, *, top: int = TOP_DEFAULT, from_id=None, to_id=None
             parts.append(Padding(lit(r, style), (0, 0, 0, 7)))
     rest = ranked[top:]
     for g in groups.get("layout", [])[:4]:
-        names = ", ".join(printable_name(f["name"]) if f["name"] else f"func[{f['to_index']}]"
-                          for f in g["functions"][:4])
+        names = ", ".join(
+            printable_name(f["name"]) if f["name"] else f"func[{f['to_index']}]"
+            for f in g["functions"][:4]
+        )
         more = f" +{g['count'] - 4} more" if g["count"] > 4 else ""
-        parts.append(Text.assemble(
-            ("layout ", "bold yellow"),
-            f"struct offsets {g['delta']:+d} ({', '.join(g['offsets'][:3])}"
-            f"{', …' if len(g['offsets']) > 3 else ''}) in {g['count']} functions "
-            f"({g['layout_only']} with no other change): ", lit(names + more, "dim")))
+        parts.append(
+            Text.assemble(
+                ("layout ", "bold yellow"),
+                f"struct offsets {g['delta']:+d} ({', '.join(g['offsets'][:3])}"
+                f"{', …' if len(g['offsets']) > 3 else ''}) in {g['count']} functions "
+                f"({g['layout_only']} with no other change): ",
+                lit(names + more, "dim"),
+            )
+        )
     if groups.get("relocated"):
-        parts.append(Text.assemble(
-            ("relocated ", "bold blue"),
-            f"{groups['relocated']:,} functions are the same code with data addresses moved "
-            f"(moved/unchanged, not modified)"))
+        parts.append(
+            Text.assemble(
+                ("relocated ", "bold blue"),
+                f"{groups['relocated']:,} functions are the same code with data addresses moved "
+                f"(moved/unchanged, not modified)",
+            )
+        )
     churn = [m for m in mods if m.get("triage_kind") == "churn"]
     if churn:
-        parts.append(Text.assemble(("churn ", "bold magenta"),
-                                   f"{len(churn)} refactor/inlining changes: ",
-                                   lit(_names_of(churn), "dim")))
+        parts.append(
+            Text.assemble(
+                ("churn ", "bold magenta"),
+                f"{len(churn)} refactor/inlining changes: ",
+                lit(_names_of(churn), "dim"),
+            )
+        )
     layout_only = [m for m in mods if m.get("triage_kind") == "layout"]
     if layout_only and not groups.get("layout"):
-        parts.append(Text.assemble(("offsets ", "bold yellow"),
-                                   f"{len(layout_only)} with offset shifts only: ",
-                                   lit(_names_of(layout_only), "dim")))
+        parts.append(
+            Text.assemble(
+                ("offsets ", "bold yellow"),
+                f"{len(layout_only)} with offset shifts only: ",
+                lit(_names_of(layout_only), "dim"),
+            )
+        )
     if rest:
-        parts.append(Text.assemble(("more ", "bold"), f"{len(rest)} lower-ranked changes: ",
-                                   lit(_names_of(rest), "dim")))
+        parts.append(
+            Text.assemble(
+                ("more ", "bold"),
+                f"{len(rest)} lower-ranked changes: ",
+                lit(_names_of(rest), "dim"),
+            )
+        )
     if cl["new"]:
-        parts.append(Text.assemble(("new ", CLASS_STYLE["new"]), f"{len(cl['new'])}: ",
-                                   lit(_names_of(cl["new"]), "dim")))
+        parts.append(
+            Text.assemble(
+                ("new ", CLASS_STYLE["new"]),
+                f"{len(cl['new'])}: ",
+                lit(_names_of(cl["new"]), "dim"),
+            )
+        )
     if cl["deleted"]:
-        parts.append(Text.assemble(("deleted ", CLASS_STYLE["deleted"]), f"{len(cl['deleted'])}: ",
-                                   lit(_names_of(cl["deleted"], "from_index"), "dim")))
+        parts.append(
+            Text.assemble(
+                ("deleted ", CLASS_STYLE["deleted"]),
+                f"{len(cl['deleted'])}: ",
+                lit(_names_of(cl["deleted"], "from_index"), "dim"),
+            )
+        )
     if cl["imports_added"] or cl["imports_removed"]:
-        parts.append(Text.assemble(("imports ", "bold"), f"+{len(cl['imports_added'])} "
-                                   f"-{len(cl['imports_removed'])}"))
+        parts.append(
+            Text.assemble(
+                ("imports ", "bold"), f"+{len(cl['imports_added'])} -{len(cl['imports_removed'])}"
+            )
+        )
     if from_id is not None:
-        parts.append(Text(f"full listing: kbtool ui diff {from_id} {to_id} --all · one function:"
-                          f" kbtool ui diff {from_id} {to_id} --function STABLE_ID", style="dim"))
+        parts.append(
+            Text(
+                f"full listing: kbtool ui diff {from_id} {to_id} --all · one function:"
+                f" kbtool ui diff {from_id} {to_id} --function STABLE_ID",
+                style="dim",
+            )
+        )
     return Group(*parts)
 
 
 def _names_of(items: list[dict], key: str = "to_index", limit: int = 6) -> str:
-    names = [printable_name(m["name"]) if m.get("name") else f"func[{m[key]}]"
-             for m in items[:limit]]
+    names = [
+        printable_name(m["name"]) if m.get("name") else f"func[{m[key]}]" for m in items[:limit]
+    ]
     return ", ".join(names) + (f" +{len(items) - limit} more" if len(items) > limit else "")
 
 
@@ -570,7 +721,10 @@ def triage_counts(cl: dict, top: int = TOP_DEFAULT) -> dict:
     list, or counted in one of the group lines."""
     mods = cl["modified"]
     ranked = [m for m in mods if m.get("triage_kind") in ("fix", "change")]
-    return {"modified": len(mods), "top": min(top, len(ranked)),
-            "more": max(0, len(ranked) - top),
-            "churn": sum(1 for m in mods if m.get("triage_kind") == "churn"),
-            "layout_only": sum(1 for m in mods if m.get("triage_kind") == "layout")}
+    return {
+        "modified": len(mods),
+        "top": min(top, len(ranked)),
+        "more": max(0, len(ranked) - top),
+        "churn": sum(1 for m in mods if m.get("triage_kind") == "churn"),
+        "layout_only": sum(1 for m in mods if m.get("triage_kind") == "layout"),
+    }

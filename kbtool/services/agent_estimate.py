@@ -22,8 +22,9 @@ COUNT_SAMPLE = 8
 HISTORY_MIN = 8
 
 
-def estimate_round(conn: sqlite3.Connection, llm: LLMBackend,
-              contexts: list[dict[str, Any]]) -> dict[str, Any]:
+def estimate_round(
+    conn: sqlite3.Connection, llm: LLMBackend, contexts: list[dict[str, Any]]
+) -> dict[str, Any]:
     """Prompts, stored answers, tokens and cost of round 1 before any call.
 
     Input tokens start from :func:`~kbtool.agents.costs.estimate_tokens` and are scaled by
@@ -58,8 +59,11 @@ def estimate_round(conn: sqlite3.Connection, llm: LLMBackend,
                 billed_out += int(hit["tokens_out"])
                 billed_est += pr.tokens + _system_tokens(pr.system)
     raw = sum(pr.tokens + _system_tokens(pr.system) for pr in todo)
-    ratio, basis, per_answer = 1.0, "kbtool's estimate (no token counter for this provider)", \
-        EXPECTED_OUTPUT_TOKENS
+    ratio, basis, per_answer = (
+        1.0,
+        "kbtool's estimate (no token counter for this provider)",
+        EXPECTED_OUTPUT_TOKENS,
+    )
     if billed_n >= HISTORY_MIN and billed_est:
         ratio = billed_in / billed_est
         per_answer = round(billed_out / billed_n)
@@ -109,10 +113,15 @@ def _count_sample(llm: LLMBackend, todo: list[Any]) -> tuple[float, int] | None:
 
 
 def estimate_text(plan: Any, rounds: int, est: Mapping[str, Any]) -> str:
-    more = " in round 1 (later rounds re-ask only callers whose callees changed)" if rounds > 1 else ""
+    more = (
+        " in round 1 (later rounds re-ask only callers whose callees changed)" if rounds > 1 else ""
+    )
     model = f" ({plan.backend.model})" if plan.backend.model else ""
-    usd = (f"about ${est['cost_usd']:.4f}" if est.get("cost_usd") is not None
-           else "cost unknown (no price for this model: --price IN,OUT)")
+    usd = (
+        f"about ${est['cost_usd']:.4f}"
+        if est.get("cost_usd") is not None
+        else "cost unknown (no price for this model: --price IN,OUT)"
+    )
     stored = f", {est['answered']} already answered (kept in the KB)" if est.get("answered") else ""
     basis = f" (tokens: {est['basis']})" if est.get("basis") else ""
     return (
@@ -120,5 +129,3 @@ def estimate_text(plan: Any, rounds: int, est: Mapping[str, Any]) -> str:
         f"{stored}; about {est['tokens_in']} tokens in, {est['tokens_out']} out, {usd}{basis}; "
         "specialist hits make none"
     )
-
-

@@ -198,18 +198,28 @@ def plan_agent_pass(
     """
     queries.get_version(conn, version_id)
     if timeout is not None and not timeout > 0:
-        raise ValueError(f"the provider timeout must be a positive number of seconds, not {timeout:g}")
+        raise ValueError(
+            f"the provider timeout must be a positive number of seconds, not {timeout:g}"
+        )
     if retries is not None and retries < 0:
         raise ValueError(f"retries must be 0 or more, not {retries}")
     if concurrency is None:
-        concurrency = int_setting(env if env is not None else _environ(), CONCURRENCY_ENV,
-                                  DEFAULT_CONCURRENCY, 1, 64)
+        concurrency = int_setting(
+            env if env is not None else _environ(), CONCURRENCY_ENV, DEFAULT_CONCURRENCY, 1, 64
+        )
     if not 1 <= concurrency <= 64:
         raise ValueError(f"concurrency must be from 1 to 64, not {concurrency}")
     if budget < 200:
         raise ValueError(f"the prompt budget must be 200 tokens or more, not {budget}")
-    chosen = resolve_backend(backend, env, timeout=timeout, max_retries=retries,
-                             opinions=opinions, price=price, budget=budget)
+    chosen = resolve_backend(
+        backend,
+        env,
+        timeout=timeout,
+        max_retries=retries,
+        opinions=opinions,
+        price=price,
+        budget=budget,
+    )
     limit = default_limit(chosen.name, max_functions)
     facts = [StoredFacts.from_row(r) for r in queries.agent_rows(conn, version_id)]
     if any(f.index != i for i, f in enumerate(facts)):
@@ -233,8 +243,9 @@ def plan_agent_pass(
     if limit is not None and len(candidates) > limit:
         later = len(candidates) - limit
         candidates = candidates[:limit]
-    return PassPlan(chosen, facts, names, candidates, skipped, limit, later,
-                    concurrency=concurrency)
+    return PassPlan(
+        chosen, facts, names, candidates, skipped, limit, later, concurrency=concurrency
+    )
 
 
 def _environ() -> Mapping[str, str]:
@@ -296,9 +307,20 @@ def run_agent_pass(
         raise ValueError(f"min_confidence must be between 0 and 1, not {min_confidence:g}")
     is_cancelled = _cancel_check(cancelled)
     if plan is None:
-        plan = plan_agent_pass(conn, version_id, backend, only_unconfident, max_functions, env=env,
-                               functions=functions, timeout=timeout, retries=retries,
-                               concurrency=concurrency, opinions=opinions, price=price)
+        plan = plan_agent_pass(
+            conn,
+            version_id,
+            backend,
+            only_unconfident,
+            max_functions,
+            env=env,
+            functions=functions,
+            timeout=timeout,
+            retries=retries,
+            concurrency=concurrency,
+            opinions=opinions,
+            price=price,
+        )
     chosen = plan.backend
     say = notice or (lambda _msg: None)
     if plan.left_for_later:
@@ -347,9 +369,18 @@ def run_agent_pass(
     emit = Feed(conn, version_id, enabled=not dry_run)
     emit("agent-pass-started", payload=run)
 
-    decide = Decisions(conn, version_id, plan.candidates, contexts, emit,
-                       actor=f"agent:{chosen.name}", backend=chosen.backend, dry_run=dry_run,
-                       knowledge=knowledge, min_confidence=min_confidence)
+    decide = Decisions(
+        conn,
+        version_id,
+        plan.candidates,
+        contexts,
+        emit,
+        actor=f"agent:{chosen.name}",
+        backend=chosen.backend,
+        dry_run=dry_run,
+        knowledge=knowledge,
+        min_confidence=min_confidence,
+    )
     counted = _Counting(chosen, len(contexts), progress)
     workers = 1 if chosen.name == "offline" else plan.concurrency
 
@@ -379,8 +410,10 @@ def run_agent_pass(
         out["circuit_open"] = llm.circuit_open
         if llm.circuit_open:
             out["cancelled"] = False
-            say(f"circuit breaker: {llm.breaker} provider calls in a row failed; the pass "
-                "stopped calling (answers so far are kept; re-run to resume)")
+            say(
+                f"circuit breaker: {llm.breaker} provider calls in a row failed; the pass "
+                "stopped calling (answers so far are kept; re-run to resume)"
+            )
     brief = {k: v for k, v in out.items() if k != "details"}
     if not dry_run:
         run_id = store.record_run(conn, version_id, "agent", {**out, "run": run})
@@ -447,10 +480,20 @@ class _Counting:
                     self.progress(f"round {max(1, self._round)}", self._done, total)
 
 
-
 __all__ = [
-    "DEFAULT_MIN_CONFIDENCE", "DEFAULT_PROVIDER_MAX_FUNCTIONS", "PROVENANCE",
-    "PROVIDER_CONCURRENCY", "NoSuggestion", "PassPlan", "Progress", "StoredFacts",
-    "accept_suggestion", "accept_suggestions_above", "default_limit", "dismiss_suggestion",
-    "plan_agent_pass", "run_agent_pass", "would_write",
+    "DEFAULT_MIN_CONFIDENCE",
+    "DEFAULT_PROVIDER_MAX_FUNCTIONS",
+    "PROVENANCE",
+    "PROVIDER_CONCURRENCY",
+    "NoSuggestion",
+    "PassPlan",
+    "Progress",
+    "StoredFacts",
+    "accept_suggestion",
+    "accept_suggestions_above",
+    "default_limit",
+    "dismiss_suggestion",
+    "plan_agent_pass",
+    "run_agent_pass",
+    "would_write",
 ]

@@ -56,9 +56,14 @@ def enrich_contexts(
                     ctx["c_structs"] = {str(k): v for k, v in structs[idx].items()}
             except Exception as exc:  # one function's failure never stops the pass
                 log.info("function %s: no C (%s: %s)", idx, type(exc).__name__, exc)
-            links = [e.get("index") for e in (ctx.get("callees") or []) + (ctx.get("callers") or [])]
-            ctx["c_names"] = {str(i): cm.lm.func_c[i] for i in links
-                              if isinstance(i, int) and 0 <= i < len(cm.lm.func_c)}
+            links = [
+                e.get("index") for e in (ctx.get("callees") or []) + (ctx.get("callers") or [])
+            ]
+            ctx["c_names"] = {
+                str(i): cm.lm.func_c[i]
+                for i in links
+                if isinstance(i, int) and 0 <= i < len(cm.lm.func_c)
+            }
         if data_ok:
             ctx["data"], extra = _data_of(conn, version_id, idx)
             known = set(ctx.get("strings") or [])

@@ -51,18 +51,39 @@ def accept_suggestion(
     }
     summary = s["evidence"].get("summary") or None
     if as_human:
-        d = upsert_symbol(conn, s["stable_id"], s["name"], provenance="human", confidence=1.0,
-                          actor=actor, summary=summary, evidence=evidence, lock=True,
-                          version_id=s["version_id"])
+        d = upsert_symbol(
+            conn,
+            s["stable_id"],
+            s["name"],
+            provenance="human",
+            confidence=1.0,
+            actor=actor,
+            summary=summary,
+            evidence=evidence,
+            lock=True,
+            version_id=s["version_id"],
+        )
     else:
-        d = upsert_symbol(conn, s["stable_id"], s["name"], provenance=PROVENANCE,
-                          confidence=float(s["confidence"]), actor=actor, summary=summary,
-                          evidence={**s["evidence"], **evidence}, version_id=s["version_id"])
+        d = upsert_symbol(
+            conn,
+            s["stable_id"],
+            s["name"],
+            provenance=PROVENANCE,
+            confidence=float(s["confidence"]),
+            actor=actor,
+            summary=summary,
+            evidence={**s["evidence"], **evidence},
+            version_id=s["version_id"],
+        )
     if d["written"]:
         store.decide_suggestion(conn, s["version_id"], s["stable_id"], "accepted")
-        store.append_event(conn, "suggestion-accepted", stable_id=s["stable_id"],
-                           version_id=s["version_id"],
-                           payload={"name": s["name"], "as_human": as_human, "actor": actor})
+        store.append_event(
+            conn,
+            "suggestion-accepted",
+            stable_id=s["stable_id"],
+            version_id=s["version_id"],
+            payload={"name": s["name"], "as_human": as_human, "actor": actor},
+        )
     return {**d, "name": s["name"], "stable_id": s["stable_id"], "version_id": s["version_id"]}
 
 
@@ -85,18 +106,27 @@ def accept_suggestions_above(
         if not todo:
             return out
         for s in todo:
-            out.append(accept_suggestion(conn, s["stable_id"], version_id, as_human=as_human,
-                                         actor=actor))
+            out.append(
+                accept_suggestion(conn, s["stable_id"], version_id, as_human=as_human, actor=actor)
+            )
 
 
 def dismiss_suggestion(
-    conn: sqlite3.Connection, stable_id: str, version_id: int | None = None,
-    *, actor: str = "human:cli",
+    conn: sqlite3.Connection,
+    stable_id: str,
+    version_id: int | None = None,
+    *,
+    actor: str = "human:cli",
 ) -> dict[str, Any]:
     """Mark the open suggestion of ``stable_id`` dismissed (a re-run does not bring the same
     name back). Raises :class:`NoSuggestion`."""
     s = _open(conn, stable_id, version_id)
     store.decide_suggestion(conn, s["version_id"], s["stable_id"], "dismissed")
-    store.append_event(conn, "suggestion-dismissed", stable_id=s["stable_id"],
-                       version_id=s["version_id"], payload={"name": s["name"], "actor": actor})
+    store.append_event(
+        conn,
+        "suggestion-dismissed",
+        stable_id=s["stable_id"],
+        version_id=s["version_id"],
+        payload={"name": s["name"], "actor": actor},
+    )
     return {"stable_id": s["stable_id"], "version_id": s["version_id"], "name": s["name"]}

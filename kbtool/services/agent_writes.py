@@ -49,18 +49,27 @@ def would_write(symbol: Mapping[str, Any] | None, name: str, confidence: float) 
     return False, f"confidence {confidence:g} not above {prov} {e:g}"
 
 
-
-def write_knowledge(conn: sqlite3.Connection, stable_id: str, version_id: int, p: Proposal,
-                     ctx: Mapping[str, Any] | None, actor: str) -> None:
+def write_knowledge(
+    conn: sqlite3.Connection,
+    stable_id: str,
+    version_id: int,
+    p: Proposal,
+    ctx: Mapping[str, Any] | None,
+    actor: str,
+) -> None:
     """A written provider name brings its knowledge: the summary as the function comment,
     the local names and the prototype, each through the gate at the name's confidence (a
     refusal, e.g. a human comment or a prototype that does not fit the signature, only
     drops that piece)."""
     from kbtool.services import knowledge as kn
 
-    common = {"version_id": version_id, "provenance": PROVENANCE, "confidence": p.confidence,
-              "actor": actor, "evidence": {"backend": p.backend, "model": p.model,
-                                           "source": "llm", "name": p.name}}
+    common = {
+        "version_id": version_id,
+        "provenance": PROVENANCE,
+        "confidence": p.confidence,
+        "actor": actor,
+        "evidence": {"backend": p.backend, "model": p.model, "source": "llm", "name": p.name},
+    }
     try:
         if p.summary:
             kn.set_comment(conn, stable_id, p.summary, **common)
@@ -81,7 +90,6 @@ def write_knowledge(conn: sqlite3.Connection, stable_id: str, version_id: int, p
         log.info("knowledge of %s not written: %s", stable_id, exc)
 
 
-
 class KBAnswers:
     """The pass's answer store: the KB's ``agent_answers`` (thread-safe; one short
     transaction per answer, so an interrupted pass keeps what it paid for)."""
@@ -96,21 +104,38 @@ class KBAnswers:
 
     def put(self, key: str, answer: Mapping[str, Any]) -> None:
         with self.lock:
-            store.save_agent_answer(self.conn, {
-                "backend": self.llm.backend, "model": self.llm.model, "prompt_hash": key,
-                "version_id": self.version_id, "func_index": answer.get("index"),
-                "variant": answer.get("variant"), "answer": answer["text"],
-                "tokens_in": answer.get("tokens_in"), "tokens_out": answer.get("tokens_out"),
-                "prompt_tokens": answer.get("prompt_tokens"),
-            })
+            store.save_agent_answer(
+                self.conn,
+                {
+                    "backend": self.llm.backend,
+                    "model": self.llm.model,
+                    "prompt_hash": key,
+                    "version_id": self.version_id,
+                    "func_index": answer.get("index"),
+                    "variant": answer.get("variant"),
+                    "answer": answer["text"],
+                    "tokens_in": answer.get("tokens_in"),
+                    "tokens_out": answer.get("tokens_out"),
+                    "prompt_tokens": answer.get("prompt_tokens"),
+                },
+            )
             if answer.get("base"):  # the same question without neighbour names: no version,
                 # so the version's answer counts and token sums see each answer once
-                store.save_agent_answer(self.conn, {
-                    "backend": self.llm.backend, "model": self.llm.model,
-                    "prompt_hash": answer["base"], "version_id": None, "func_index": None,
-                    "variant": answer.get("variant"), "answer": answer["text"],
-                    "tokens_in": None, "tokens_out": None, "prompt_tokens": None,
-                })
+                store.save_agent_answer(
+                    self.conn,
+                    {
+                        "backend": self.llm.backend,
+                        "model": self.llm.model,
+                        "prompt_hash": answer["base"],
+                        "version_id": None,
+                        "func_index": None,
+                        "variant": answer.get("variant"),
+                        "answer": answer["text"],
+                        "tokens_in": None,
+                        "tokens_out": None,
+                        "prompt_tokens": None,
+                    },
+                )
 
 
 class Feed:
@@ -128,16 +153,25 @@ class Feed:
             )
 
 
-
-
 class Decisions:
     """The pass's side of :func:`kbtool.agents.run_rounds`: ``write`` (through the gate, or
     as the gate would in a dry run), ``suggest`` (below the write floor) and ``on_result``
     (feed events)."""
 
-    def __init__(self, conn: sqlite3.Connection, version_id: int, candidates: list[Any],
-                 contexts: list[dict[str, Any]], emit: Feed, *, actor: str, backend: str,
-                 dry_run: bool, knowledge: bool, min_confidence: float) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        version_id: int,
+        candidates: list[Any],
+        contexts: list[dict[str, Any]],
+        emit: Feed,
+        *,
+        actor: str,
+        backend: str,
+        dry_run: bool,
+        knowledge: bool,
+        min_confidence: float,
+    ) -> None:
         self.conn, self.version_id, self.emit, self.actor = conn, version_id, emit, actor
         self.backend, self.dry_run, self.knowledge = backend, dry_run, knowledge
         self.min_confidence = min_confidence
@@ -169,8 +203,9 @@ class Decisions:
             version_id=self.version_id,
         )
         if d["written"] and self.knowledge and p.source == "llm":
-            write_knowledge(self.conn, sid, self.version_id, p, self.contexts.get(p.index),
-                            self.actor)
+            write_knowledge(
+                self.conn, sid, self.version_id, p, self.contexts.get(p.index), self.actor
+            )
         return d["written"], d["reason"]
 
     def suggest(self, p: Proposal) -> tuple[bool, str]:
@@ -181,13 +216,21 @@ class Decisions:
         if self.dry_run:
             return True, why
         f = self.by_index[p.index]
-        store.save_suggestion(self.conn, {
-            "version_id": self.version_id, "stable_id": p.stable_id or f.stable_id,
-            "func_index": p.index, "name": p.name, "confidence": p.confidence,
-            "backend": p.backend or self.backend, "model": p.model, "rule": p.rule,
-            "source": p.source,
-            "evidence": {**p.evidence(), "actor": self.actor, "summary": p.summary or None},
-        })
+        store.save_suggestion(
+            self.conn,
+            {
+                "version_id": self.version_id,
+                "stable_id": p.stable_id or f.stable_id,
+                "func_index": p.index,
+                "name": p.name,
+                "confidence": p.confidence,
+                "backend": p.backend or self.backend,
+                "model": p.model,
+                "rule": p.rule,
+                "source": p.source,
+                "evidence": {**p.evidence(), "actor": self.actor, "summary": p.summary or None},
+            },
+        )
         return True, why
 
     def on_result(self, round_no: int, rv: Reviewed, outcome: str, reason: str) -> None:
@@ -209,5 +252,6 @@ class Decisions:
         elif reason != "no change":  # a re-run re-proposing what is stored is no news
             by = "verifier" if outcome == "verifier_reject" else "economy"
             code = rv.verdict.code if by == "verifier" else "gate"
-            self.emit("rejected", stable_id=p.stable_id, payload={**payload, "by": by,
-                                                                    "code": code})
+            self.emit(
+                "rejected", stable_id=p.stable_id, payload={**payload, "by": by, "code": code}
+            )

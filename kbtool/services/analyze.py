@@ -101,7 +101,10 @@ def analyze_version(
         # globals, data items, xrefs (issue 26): rebuilt with the names just written (ingest
         # built it with the binary's); the run's record keeps counts, not timings
         built = data_model.build(
-            conn, version_id, analysis, data,
+            conn,
+            version_id,
+            analysis,
+            data,
             progress=(lambda done, total: progress("data", done, total)) if progress else None,
         )
         summary["data"] = {k: v for k, v in built.items() if k not in ("seconds", "cpu_seconds")}

@@ -93,11 +93,18 @@ def _lines_from_listing(listing: Listing) -> list[_Line]:
         if note:
             pos = head + 1 + len(ops) + 2 if ops else head + 2
             tokens.append((pos, pos + len(note), note))
-        out.append(_Line(
-            ind + instr_text(ins), f"{ind}{mn} {shape}", mn, ops, note, tokens,
-            ref.index if ref is not None and ref.kind == "func" and not ref.name else None,
-            tuple(base + t if t >= 0 else -1 for t in ins.targets) if ins.targets else None,
-        ))
+        out.append(
+            _Line(
+                ind + instr_text(ins),
+                f"{ind}{mn} {shape}",
+                mn,
+                ops,
+                note,
+                tokens,
+                ref.index if ref is not None and ref.kind == "func" and not ref.name else None,
+                tuple(base + t if t >= 0 else -1 for t in ins.targets) if ins.targets else None,
+            )
+        )
     out += [_raw(line) for line in tail_lines(listing)]
     return out
 
@@ -124,9 +131,17 @@ def _lines_from_text(mnemonics: str) -> list[_Line]:
         callee = _kind(mnemonic) == "callee"
         shape = "@" if callee else _NUMBER.sub("#", _FUNC_REF.sub("@", operands))
         text = ind + mnemonic + (" " + rest if rest else "")
-        x = _Line(text, f"{ind}{mnemonic} {shape}", mnemonic, operands.strip(), note,
-                  [(t.start(), t.end(), t.group(0))
-                   for t in _TOKEN.finditer(text, len(ind) + len(mnemonic))])
+        x = _Line(
+            text,
+            f"{ind}{mnemonic} {shape}",
+            mnemonic,
+            operands.strip(),
+            note,
+            [
+                (t.start(), t.end(), t.group(0))
+                for t in _TOKEN.finditer(text, len(ind) + len(mnemonic))
+            ],
+        )
         ci = _CALLEE_IDX.match(x.operands) if callee else None
         x.callee = int(ci.group(1)) if ci else None
         if mnemonic in _OPENERS:
@@ -225,20 +240,28 @@ def _branch_targets(lines: list[_Line]) -> dict[int, tuple[int, ...]]:
             k += 1
         return k if k < len(lines) else -1
 
-    return {i: tuple(land(o) for o in x.openers) for i, x in enumerate(lines)
-            if x.openers is not None}
+    return {
+        i: tuple(land(o) for o in x.openers) for i, x in enumerate(lines) if x.openers is not None
+    }
 
 
 def _same_label(i: int, j: int, ta: dict, tb: dict, lmap_: dict[int, int]) -> bool:
     """Do branch lines ``i`` (old) and ``j`` (new) land at the same (aligned) lines?"""
     if i not in ta or j not in tb or len(ta[i]) != len(tb[j]):
         return False
-    return all((x == -1 and y == -1) or (x >= 0 and lmap_.get(x) == y)
-               for x, y in zip(ta[i], tb[j], strict=True))
+    return all(
+        (x == -1 and y == -1) or (x >= 0 and lmap_.get(x) == y)
+        for x, y in zip(ta[i], tb[j], strict=True)
+    )
 
 
-def diff_lines(a_mnemonics: Listing | str, b_mnemonics: Listing | str, *, align: bool = True,
-               same_callee: Callable[[int, int], bool] | None = None) -> dict[str, Any]:
+def diff_lines(
+    a_mnemonics: Listing | str,
+    b_mnemonics: Listing | str,
+    *,
+    align: bool = True,
+    same_callee: Callable[[int, int], bool] | None = None,
+) -> dict[str, Any]:
     """Align two listings and mark what changed.
 
     Lines are aligned by difflib over a key with file offsets dropped and numbers and callee
@@ -261,8 +284,9 @@ def diff_lines(a_mnemonics: Listing | str, b_mnemonics: Listing | str, *, align:
     return _diff(_lines(a_mnemonics), _lines(b_mnemonics), align, same_callee)
 
 
-def _diff(la: list[_Line], lb: list[_Line], align: bool,
-          same_callee: Callable[[int, int], bool] | None) -> dict[str, Any]:
+def _diff(
+    la: list[_Line], lb: list[_Line], align: bool, same_callee: Callable[[int, int], bool] | None
+) -> dict[str, Any]:
 
     big = len(la) + len(lb) > 4000  # difflib junks popular lines there
 
@@ -334,14 +358,22 @@ def _diff(la: list[_Line], lb: list[_Line], align: bool,
                         summary["labels"] += 1
                         row("equal", i, j)
                         continue
-                    if (same_callee is not None and x.callee is not None
-                            and y.callee is not None and same_callee(x.callee, y.callee)):
+                    if (
+                        same_callee is not None
+                        and x.callee is not None
+                        and y.callee is not None
+                        and same_callee(x.callee, y.callee)
+                    ):
                         summary["equal"] += 1
                         summary["callees"] += 1
                         row("equal", i, j)
                         continue
-                if (x.mnemonic in _LOCAL_OPS and x.mnemonic == y.mnemonic and x.note == y.note
-                        and lmap.get(x.operands) == y.operands):
+                if (
+                    x.mnemonic in _LOCAL_OPS
+                    and x.mnemonic == y.mnemonic
+                    and x.note == y.note
+                    and lmap.get(x.operands) == y.operands
+                ):
                     summary["equal"] += 1
                     summary["aligned"] += 1
                     row("equal", i, j)
@@ -409,8 +441,12 @@ def callee_pairing(conn: sqlite3.Connection, va: int, vb: int) -> Callable[[int,
     def same(i: int, j: int) -> bool:
         if not ids:
             for v in (va, vb):
-                ids.append({r["index"]: r["stable_id"]
-                            for r in queries.list_functions(conn, v, include_imports=True)})
+                ids.append(
+                    {
+                        r["index"]: r["stable_id"]
+                        for r in queries.list_functions(conn, v, include_imports=True)
+                    }
+                )
         a = ids[0].get(i)
         return a is not None and a == ids[1].get(j)
 
@@ -428,8 +464,12 @@ def function_diff_at(
     a, ra = function_code(conn, from_version_id, from_index)
     b, rb = function_code(conn, to_version_id, to_index)
     a, b = dict(a), dict(b)
-    lines = _diff(_records_or_note(ra, a), _records_or_note(rb, b), True,
-                  callee_pairing(conn, from_version_id, to_version_id))
+    lines = _diff(
+        _records_or_note(ra, a),
+        _records_or_note(rb, b),
+        True,
+        callee_pairing(conn, from_version_id, to_version_id),
+    )
     c_diff = "".join(
         difflib.unified_diff(
             a["lifted_c"].splitlines(keepends=True),

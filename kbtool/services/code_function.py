@@ -128,8 +128,11 @@ def listing_calls(listing: Listing) -> list[list[int]]:
     reference a function (``call``, ``return_call``, ``ref.func``), so a front end can make
     those lines links."""
     first = len(head_lines(listing)) + 1
-    return [[first + k, ins.ref.index] for k, ins in enumerate(listing.instrs)
-            if ins.ref is not None and ins.ref.kind == "func"]
+    return [
+        [first + k, ins.ref.index]
+        for k, ins in enumerate(listing.instrs)
+        if ins.ref is not None and ins.ref.kind == "func"
+    ]
 
 
 def instr_targets(conn: sqlite3.Connection, version_id: int, ins: Instr) -> list[str]:
@@ -197,31 +200,42 @@ def code_window(
         d = disassembly(conn, version_id, func_index)
         lines = (d["lifted_c"] if kind == "c" else d["mnemonics"]).splitlines()
         total = len(lines)
-        window = lines[offset: offset + limit]
+        window = lines[offset : offset + limit]
     else:
         total_instr = body_instructions(conn, version_id, func_index) or 0
         want = offset + limit
         rec = _records(cm, func_index, want)
         if isinstance(rec, str):
             lines = render_error(rec).splitlines()
-            total, window = len(lines), lines[offset: offset + limit]
+            total, window = len(lines), lines[offset : offset + limit]
         else:
             head = head_lines(rec)
             # the window's own cut is not the function's: no tail line then
             tail = [] if total_instr > want and rec.truncated is not None else tail_lines(rec)
             n_head, n_instr = len(head), len(rec.instrs)
-            total = n_head + total_instr if not tail and rec.truncated is not None else (
-                n_head + n_instr + len(tail))
+            total = (
+                n_head + total_instr
+                if not tail and rec.truncated is not None
+                else (n_head + n_instr + len(tail))
+            )
             end = offset + limit
             window = head[offset:end]
             if end > n_head and offset < n_head + n_instr:
-                window += [instr_line(ins) for ins in
-                           rec.instrs[max(0, offset - n_head): end - n_head]]
-            window += tail[max(0, offset - n_head - n_instr): max(0, end - n_head - n_instr)]
+                window += [
+                    instr_line(ins) for ins in rec.instrs[max(0, offset - n_head) : end - n_head]
+                ]
+            window += tail[max(0, offset - n_head - n_instr) : max(0, end - n_head - n_instr)]
     end = offset + len(window)
-    return {"kind": kind, "lines": window, "offset": offset, "limit": limit, "total": total,
-            "next_offset": end if end < total else None, "version_id": version_id,
-            "func_index": func_index}
+    return {
+        "kind": kind,
+        "lines": window,
+        "offset": offset,
+        "limit": limit,
+        "total": total,
+        "next_offset": end if end < total else None,
+        "version_id": version_id,
+        "func_index": func_index,
+    }
 
 
 def module_c(
@@ -269,8 +283,10 @@ def _whole_module(
             "   Check: gcc -fsyntax-only -include prelude.h FILE"
             " (prelude.h: python -c 'import kbtool.lift as l; print(l.prelude_path())') */\n\n"
         )
-        texts = (annotate_c(res.text, res.func_index, cm.lm.names)
-                 for res in lift_module(cm.lm, workers=workers))
+        texts = (
+            annotate_c(res.text, res.func_index, cm.lm.names)
+            for res in lift_module(cm.lm, workers=workers)
+        )
     else:
         yield f";; kbtool: version {version_id} ({label}), {total} functions, KB names\n\n"
         texts = disassemble_module(cm.lm, workers=workers, render=render_listing)

@@ -100,8 +100,13 @@ def _in_table(cm: CodeModule) -> set[int]:
     found = cm.parsed.in_table
     if found is None:
         m = cm.lm.module
-        found = {fi for el in m.elements if el.mode != "declarative" for fi in el.func_indices
-                 if fi is not None and 0 <= fi < m.num_functions}
+        found = {
+            fi
+            for el in m.elements
+            if el.mode != "declarative"
+            for fi in el.func_indices
+            if fi is not None and 0 <= fi < m.num_functions
+        }
         cm.parsed.in_table = found
     return found
 

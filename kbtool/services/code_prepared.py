@@ -181,10 +181,16 @@ def code_module(conn: sqlite3.Connection, version_id: int) -> CodeModule:
     fields = StructFields(queries.structs(conn, version_id))
     global_names, data_labels = _data_names(conn, version_id)
     known = knowledge.code_knowledge(conn, version_id)
-    typed = types_svc.code_types(conn, version_id, known, fields)  # KB types (issue 27) over `fields`
+    typed = types_svc.code_types(
+        conn, version_id, known, fields
+    )  # KB types (issue 27) over `fields`
     names = Names(
         functions=functions,
-        globals={**global_names, **parsed.names.globals, **knowledge.global_names(conn, version_id)},
+        globals={
+            **global_names,
+            **parsed.names.globals,
+            **knowledge.global_names(conn, version_id),
+        },
         locals=knowledge.merged_locals(parsed.names.locals, known),
         field_hook=typed.hook if typed else None,
         data_hook=typed.data_hook(),
@@ -216,8 +222,11 @@ def _data_names(conn: sqlite3.Connection, version_id: int) -> tuple[dict[int, st
     given = knowledge.data_names(conn)  # names people and agents gave (issue 27) win
     gl = {g["index"]: g["name"] for g in datamodel.globals_of(conn, version_id) if g["name"]}
     items, _total = datamodel.list_items(conn, version_id, offset=0, limit=MAX_DATA_LABELS)
-    labels = [(i["address"], i["size"], given.get(i["data_id"]) or i["label"], i["text"]) for i in items
-              if i["kind"] != "zero" or i["refs"] or i["data_id"] in given]
+    labels = [
+        (i["address"], i["size"], given.get(i["data_id"]) or i["label"], i["text"])
+        for i in items
+        if i["kind"] != "zero" or i["refs"] or i["data_id"] in given
+    ]
     return gl, labels
 
 

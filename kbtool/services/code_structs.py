@@ -9,8 +9,13 @@ from kbtool.lift import LiftModule, param_c_names
 from kbtool.lift.names import C_KEYWORDS, c_ident
 
 # C type of a struct field the lifter can render as a member: (analysis type, size) -> C
-_FIELD_C = {("i32", 4): "int32_t", ("ptr", 4): "int32_t", ("i64", 8): "int64_t",
-            ("f32", 4): "float", ("f64", 8): "double"}
+_FIELD_C = {
+    ("i32", 4): "int32_t",
+    ("ptr", 4): "int32_t",
+    ("i64", 8): "int64_t",
+    ("f32", 4): "float",
+    ("f64", 8): "double",
+}
 _PARAM_BASE = re.compile(r"p(\d+)\Z")
 
 
@@ -53,7 +58,9 @@ class StructFields:
         parts: list[str] = []
         names: set[str] = set()
         end = 0
-        for f in sorted(st.get("fields") or [], key=lambda f: (f.get("offset", -1), -f.get("size", 0))):
+        for f in sorted(
+            st.get("fields") or [], key=lambda f: (f.get("offset", -1), -f.get("size", 0))
+        ):
             off, size = f.get("offset"), f.get("size")
             ct = _FIELD_C.get((f.get("type"), size))
             if ct is None or not isinstance(off, int) or off < end or off > 1 << 16:
@@ -95,4 +102,3 @@ class StructFields:
         if f is None or f[0] != ctype:
             return None
         return f"((struct {tag} *)(M + {base}))->{f[1]}", f"S_{tag}", decl
-

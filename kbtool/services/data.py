@@ -35,7 +35,16 @@ from kbtool.wasm.facts import decode_workers, gc_paused
 
 MAX_READ = 4096  # bytes read_memory answers at most
 MAX_XREFS = 500  # references listed per answer (the total is always given)
-ITEM_KINDS = ("cstring", "utf16", "gostring", "pointer_table", "funcptr_table", "numeric", "zero", "bss")
+ITEM_KINDS = (
+    "cstring",
+    "utf16",
+    "gostring",
+    "pointer_table",
+    "funcptr_table",
+    "numeric",
+    "zero",
+    "bss",
+)
 STRING_KINDS = ("cstring", "utf16", "gostring")
 _HEX = re.compile(r"(0x[0-9a-f]+|\d+)\Z", re.IGNORECASE)
 _GLOBAL = re.compile(r"g:(.+)\Z", re.IGNORECASE)
@@ -80,25 +89,44 @@ def build(
     if go is None:
         tc = (analysis.toolchain_version or "").lower()
         go = tc.startswith("go") or any(
-            f.import_module == "gojs" or (f.import_module or "").startswith("go") for f in analysis.functions
+            f.import_module == "gojs" or (f.import_module or "").startswith("go")
+            for f in analysis.functions
             if f.imported
         )
     with gc_paused():  # hundreds of thousands of small objects, no cycles (as the decoder)
         return _build(conn, version_id, analysis, data, go, progress, t0, c0)
 
 
-def _build(conn: sqlite3.Connection, version_id: int, analysis: ModuleAnalysis, data: bytes,
-           go: bool, progress: Callable[[int, int], None] | None, t0: float,
-           c0: float) -> dict[str, Any]:
+def _build(
+    conn: sqlite3.Connection,
+    version_id: int,
+    analysis: ModuleAnalysis,
+    data: bytes,
+    go: bool,
+    progress: Callable[[int, int], None] | None,
+    t0: float,
+    c0: float,
+) -> dict[str, Any]:
     sp = stack_pointer_global(analysis, data) if not go else None
-    model = build_data_model(analysis, data, stack_pointer=sp, go=go, progress=progress,
-                             workers=decode_workers(len(data)))  # as the decoder: 2 for big modules
+    model = build_data_model(
+        analysis,
+        data,
+        stack_pointer=sp,
+        go=go,
+        progress=progress,
+        workers=decode_workers(len(data)),
+    )  # as the decoder: 2 for big modules
     # labels from the functions the KB knows around an item (errno, malloc state, tables)
     role_labels(model, analysis, queries.function_names(conn, version_id))
     items = [
         {
-            "address": i.address, "size": i.size, "kind": i.kind, "segment": i.segment,
-            "text": i.text, "label": i.label or f"data_{i.address:x}", "refs": i.refs,
+            "address": i.address,
+            "size": i.size,
+            "kind": i.kind,
+            "segment": i.segment,
+            "text": i.text,
+            "label": i.label or f"data_{i.address:x}",
+            "refs": i.refs,
             "targets": i.targets,
         }
         for i in model.items
@@ -106,29 +134,53 @@ def _build(conn: sqlite3.Connection, version_id: int, analysis: ModuleAnalysis, 
     passive = passive_addresses(data, analysis.module)
     # one copy of the initial memory for every item
     base, image = memory_image(analysis, passive=passive)
-    _data_ids(items, lambda a, n: image[a - base : a - base + n] if image and a >= base
-              else read_memory(analysis, a, n, passive))
+    _data_ids(
+        items,
+        lambda a, n: (
+            image[a - base : a - base + n]
+            if image and a >= base
+            else read_memory(analysis, a, n, passive)
+        ),
+    )
     globals_ = [
         {
-            "index": g.index, "type": g.type, "mutable": g.mutable, "initial": g.initial,
-            "imported": g.imported, "import_name": g.import_name, "exports": g.exports,
-            "role": g.role, "name": g.name, "confidence": g.confidence, "reads": g.reads,
+            "index": g.index,
+            "type": g.type,
+            "mutable": g.mutable,
+            "initial": g.initial,
+            "imported": g.imported,
+            "import_name": g.import_name,
+            "exports": g.exports,
+            "role": g.role,
+            "name": g.name,
+            "confidence": g.confidence,
+            "reads": g.reads,
             "writes": g.writes,
         }
         for g in model.globals
     ]
     dm_store.replace_data_model(
-        conn, version_id, globals_=globals_, items=items,
-        refs=((r.func_index, r.offset, r.kind, r.target_kind, r.target, r.width) for r in model.refs),
-        data_start=model.data_start, data_end=model.data_end, truncated=model.truncated,
+        conn,
+        version_id,
+        globals_=globals_,
+        items=items,
+        refs=(
+            (r.func_index, r.offset, r.kind, r.target_kind, r.target, r.width) for r in model.refs
+        ),
+        data_start=model.data_start,
+        data_end=model.data_end,
+        truncated=model.truncated,
     )
     kinds: dict[str, int] = {}
     for i in items:
         kinds[i["kind"]] = kinds.get(i["kind"], 0) + 1
     return {
-        "items": len(items), "items_by_kind": dict(sorted(kinds.items())),
-        "globals": len(globals_), "named_globals": sum(1 for g in globals_ if g["name"]),
-        "refs": len(model.refs), "truncated": model.truncated,
+        "items": len(items),
+        "items_by_kind": dict(sorted(kinds.items())),
+        "globals": len(globals_),
+        "named_globals": sum(1 for g in globals_ if g["name"]),
+        "refs": len(model.refs),
+        "truncated": model.truncated,
         "seconds": round(time.perf_counter() - t0, 3),
         "cpu_seconds": round(time.process_time() - c0, 3),
     }
@@ -160,8 +212,13 @@ def globals_of(conn: sqlite3.Connection, version_id: int) -> list[dict[str, Any]
 
 
 def list_data(
-    conn: sqlite3.Connection, version_id: int, *, kind: str | None = None,
-    search: str | None = None, offset: int = 0, limit: int = 100,
+    conn: sqlite3.Connection,
+    version_id: int,
+    *,
+    kind: str | None = None,
+    search: str | None = None,
+    offset: int = 0,
+    limit: int = 100,
 ) -> dict[str, Any]:
     """A page of data items: ``{items, total, offset, next_offset}``. ``kind``: one item
     kind, or ``string`` for every string kind."""
@@ -176,16 +233,27 @@ def list_data(
             raise DataError(f"unknown kind {kind[:40]!r}: one of string, {', '.join(ITEM_KINDS)}")
     if offset < 0 or limit < 1:
         raise DataError(f"bad page: offset {offset}, limit {limit}")
-    items, total = dm_store.list_items(conn, version_id, kinds=kinds, search=search,
-                                       offset=offset, limit=limit)
+    items, total = dm_store.list_items(
+        conn, version_id, kinds=kinds, search=search, offset=offset, limit=limit
+    )
     nxt = offset + len(items)
     items = knowledge.overlay_items(conn, list(items))  # names given in the KB (issue 27)
-    return {"items": items, "total": total, "offset": offset,
-            "next_offset": nxt if nxt < total else None}
+    return {
+        "items": items,
+        "total": total,
+        "offset": offset,
+        "next_offset": nxt if nxt < total else None,
+    }
 
 
-def strings(conn: sqlite3.Connection, version_id: int, *, search: str | None = None,
-            offset: int = 0, limit: int = 100) -> dict[str, Any]:
+def strings(
+    conn: sqlite3.Connection,
+    version_id: int,
+    *,
+    search: str | None = None,
+    offset: int = 0,
+    limit: int = 100,
+) -> dict[str, Any]:
     return list_data(conn, version_id, kind="string", search=search, offset=offset, limit=limit)
 
 
@@ -212,13 +280,19 @@ def memory(conn: sqlite3.Connection, version_id: int, address: int, length: int)
     rows = []
     for k in range(0, len(raw), 16):
         chunk = raw[k : k + 16]
-        rows.append({
-            "address": address + k,
-            "hex": " ".join(f"{b:02x}" for b in chunk),
-            "ascii": "".join(chr(b) if 0x20 <= b < 0x7F else "." for b in chunk),
-        })
-    return {"address": address, "length": len(raw), "rows": rows,
-            "item": dm_store.item_at(conn, version_id, address)}
+        rows.append(
+            {
+                "address": address + k,
+                "hex": " ".join(f"{b:02x}" for b in chunk),
+                "ascii": "".join(chr(b) if 0x20 <= b < 0x7F else "." for b in chunk),
+            }
+        )
+    return {
+        "address": address,
+        "length": len(raw),
+        "rows": rows,
+        "item": dm_store.item_at(conn, version_id, address),
+    }
 
 
 def _read_segments(module: Any, address: int, length: int, passive: dict[int, int]) -> bytes:
@@ -255,14 +329,20 @@ def _resolve_function(conn: sqlite3.Connection, version_id: int, text: str) -> i
     return dm_store.function_by_name(conn, version_id, t)
 
 
-def xrefs(conn: sqlite3.Connection, version_id: int, target: str, *, limit: int = MAX_XREFS,
-          offset: int = 0) -> dict[str, Any]:
+def xrefs(
+    conn: sqlite3.Connection,
+    version_id: int,
+    target: str,
+    *,
+    limit: int = MAX_XREFS,
+    offset: int = 0,
+) -> dict[str, Any]:
     """Cross-references of ``target`` (see the module docstring):
     ``{target: {kind, ...}, refs: [{func_index, name, offset, kind, ...}], total, offset,
     uses?}``; ``refs`` is the page ``[offset, offset + limit)`` of the ``total``."""
     target = (target or "").strip()
     if not target:
-        raise DataError("empty target: give a function, g:GLOBAL, 0xADDRESS or \"text")
+        raise DataError('empty target: give a function, g:GLOBAL, 0xADDRESS or "text')
     if len(target) > 512:
         raise DataError("target longer than 512 characters")
     if offset < 0 or limit < 1:
@@ -273,7 +353,9 @@ def xrefs(conn: sqlite3.Connection, version_id: int, target: str, *, limit: int 
     return res
 
 
-def _xrefs(conn: sqlite3.Connection, version_id: int, target: str, limit: int, offset: int) -> dict[str, Any]:
+def _xrefs(
+    conn: sqlite3.Connection, version_id: int, target: str, limit: int, offset: int
+) -> dict[str, Any]:
     def entries(refs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         names = dm_store.function_names_for(conn, version_id, {r["func_index"] for r in refs})
         return [dict(r, name=names.get(r["func_index"])) for r in refs]
@@ -282,14 +364,27 @@ def _xrefs(conn: sqlite3.Connection, version_id: int, target: str, limit: int, o
     if m:
         key = m.group(1)
         gl = knowledge.overlay_globals(conn, list(dm_store.globals_of(conn, version_id)))
-        g = next((x for x in gl if (key.isdigit() and x["index"] == int(key)) or key in (
-            x["name"], x.get("analysis_name"))), None)
+        g = next(
+            (
+                x
+                for x in gl
+                if (key.isdigit() and x["index"] == int(key))
+                or key in (x["name"], x.get("analysis_name"))
+            ),
+            None,
+        )
         if g is None:
-            raise DataNotFoundError(f"no global {key!r} in version {version_id} (see `kbtool globals {version_id}`)")
-        refs, total = dm_store.refs_to(conn, version_id, "global", g["index"], limit=limit,
-                                       offset=offset)
-        return {"target": {"kind": "global", **knowledge.overlay_globals(conn, [dict(g)])[0]},
-                "refs": entries(refs), "total": total}
+            raise DataNotFoundError(
+                f"no global {key!r} in version {version_id} (see `kbtool globals {version_id}`)"
+            )
+        refs, total = dm_store.refs_to(
+            conn, version_id, "global", g["index"], limit=limit, offset=offset
+        )
+        return {
+            "target": {"kind": "global", **knowledge.overlay_globals(conn, [dict(g)])[0]},
+            "refs": entries(refs),
+            "total": total,
+        }
     if target.startswith('"'):
         text = target[1:].rstrip('"')
         found = dm_store.items_by_text(conn, version_id, text, limit=2)
@@ -302,14 +397,16 @@ def _xrefs(conn: sqlite3.Connection, version_id: int, target: str, limit: int, o
         if it is None:
             raise DataNotFoundError(f"no data item at 0x{address:x} in version {version_id}")
         return _item_xrefs(conn, version_id, it, entries, limit, offset)
-    it = dm_store.item_by_label(conn, version_id, target) or knowledge.item_by_given_name(conn, version_id, target)
+    it = dm_store.item_by_label(conn, version_id, target) or knowledge.item_by_given_name(
+        conn, version_id, target
+    )
     if it is not None:
         return _item_xrefs(conn, version_id, it, entries, limit, offset)
     idx = _resolve_function(conn, version_id, target)
     if idx is None or queries.function_at_index(conn, version_id, idx) is None:
         raise DataNotFoundError(
             f"{target[:60]!r} matches nothing in version {version_id}: give a function name,"
-            " #index or stable id, g:GLOBAL, 0xADDRESS, a data label or \"text"
+            ' #index or stable id, g:GLOBAL, 0xADDRESS, a data label or "text'
         )
     callers = queries.callers(conn, version_id, idx)
     uses = dm_store.refs_from(conn, version_id, idx, limit=limit)
@@ -317,8 +414,10 @@ def _xrefs(conn: sqlite3.Connection, version_id: int, target: str, limit: int, o
     name = dm_store.function_names_for(conn, version_id, {idx}).get(idx)
     return {
         "target": {"kind": "function", "index": idx, "name": name},
-        "refs": [{"func_index": c["index"], "name": c.get("name"), "kind": "call",
-                  "offset": None} for c in callers][offset : offset + limit],
+        "refs": [
+            {"func_index": c["index"], "name": c.get("name"), "kind": "call", "offset": None}
+            for c in callers
+        ][offset : offset + limit],
         "total": len(callers),
         "uses": {
             "calls": queries.callees(conn, version_id, idx),
@@ -327,8 +426,9 @@ def _xrefs(conn: sqlite3.Connection, version_id: int, target: str, limit: int, o
     }
 
 
-def _use(conn: sqlite3.Connection, version_id: int, r: dict[str, Any],
-         gnames: dict[int, str]) -> dict[str, Any]:
+def _use(
+    conn: sqlite3.Connection, version_id: int, r: dict[str, Any], gnames: dict[int, str]
+) -> dict[str, Any]:
     out = dict(r)
     if r["target_kind"] == "global" and r["target"] in gnames:
         out["label"] = gnames[r["target"]]
@@ -339,23 +439,74 @@ def _use(conn: sqlite3.Connection, version_id: int, r: dict[str, Any],
     return out
 
 
-def _item_xrefs(conn: sqlite3.Connection, version_id: int, it: dict[str, Any],
-                entries: Callable[[list[dict[str, Any]]], list[dict[str, Any]]], limit: int,
-                offset: int) -> dict[str, Any]:
-    refs, total = dm_store.refs_to(conn, version_id, "data", it["address"],
-                                   it["address"] + max(it["size"], 1), limit=limit, offset=offset)
-    return {"target": {"kind": "data", **knowledge.overlay_items(conn, [dict(it)])[0]},
-            "refs": entries(refs), "total": total}
+def _item_xrefs(
+    conn: sqlite3.Connection,
+    version_id: int,
+    it: dict[str, Any],
+    entries: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
+    limit: int,
+    offset: int,
+) -> dict[str, Any]:
+    refs, total = dm_store.refs_to(
+        conn,
+        version_id,
+        "data",
+        it["address"],
+        it["address"] + max(it["size"], 1),
+        limit=limit,
+        offset=offset,
+    )
+    return {
+        "target": {"kind": "data", **knowledge.overlay_items(conn, [dict(it)])[0]},
+        "refs": entries(refs),
+        "total": total,
+    }
 
 
 # --------------------------------------------------------------------------- code lines
 
-_C_WORDS = frozenset({
-    "if", "else", "while", "for", "do", "break", "continue", "goto", "switch", "case", "default",
-    "return", "sizeof", "void", "char", "short", "int", "long", "float", "double", "unsigned",
-    "signed", "const", "static", "extern", "enum", "struct", "union", "typedef", "M", "define",
-    "ifndef", "endif", "include", "bool", "true", "false", "NULL",
-})
+_C_WORDS = frozenset(
+    {
+        "if",
+        "else",
+        "while",
+        "for",
+        "do",
+        "break",
+        "continue",
+        "goto",
+        "switch",
+        "case",
+        "default",
+        "return",
+        "sizeof",
+        "void",
+        "char",
+        "short",
+        "int",
+        "long",
+        "float",
+        "double",
+        "unsigned",
+        "signed",
+        "const",
+        "static",
+        "extern",
+        "enum",
+        "struct",
+        "union",
+        "typedef",
+        "M",
+        "define",
+        "ifndef",
+        "endif",
+        "include",
+        "bool",
+        "true",
+        "false",
+        "NULL",
+    }
+)
 _C_IDENT = re.compile(r"[A-Za-z_]\w*")
 _C_LOCAL = re.compile(r"(?:[plL]\d+|.*_t|KB_D_\w*|f32|f64|i32|i64|v128)\Z")
 _C_COMMENT = re.compile(r"/\*.*?\*/")
@@ -406,7 +557,7 @@ def line_targets(line: str, mode: str, *, call_target: int | None = None) -> lis
         word = m.group(0)
         if word in _C_WORDS or _C_LOCAL.match(word):
             continue
-        if code[m.end():].lstrip().startswith("("):
+        if code[m.end() :].lstrip().startswith("("):
             calls.append(word)
             continue
         add(word)  # a data label, else a function name
@@ -430,8 +581,9 @@ def _unescape(text: str) -> str:
         return text
 
 
-def first_xrefs(conn: sqlite3.Connection, version_id: int, targets: list[str], *,
-                limit: int = MAX_XREFS) -> tuple[str, dict[str, Any]] | None:
+def first_xrefs(
+    conn: sqlite3.Connection, version_id: int, targets: list[str], *, limit: int = MAX_XREFS
+) -> tuple[str, dict[str, Any]] | None:
     """The first of ``targets`` that resolves, with its :func:`xrefs` answer; None when
     none does (a missing model still raises)."""
     _require_model(conn, version_id)

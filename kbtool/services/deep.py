@@ -259,8 +259,9 @@ def run_deep(
     return out
 
 
-def _replay_kept(conn: sqlite3.Connection, reader: _ProviderReader,
-                 finished: list[dict[str, Any]]) -> list[int]:
+def _replay_kept(
+    conn: sqlite3.Connection, reader: _ProviderReader, finished: list[dict[str, Any]]
+) -> list[int]:
     """The functions of ``finished`` (recorded by an earlier, perhaps interrupted, run) whose
     provider understanding has a kept answer to the same prompt: their answers go back into
     ``reader.answers`` (no call) so the naming step proposes their names as a whole run
@@ -274,8 +275,9 @@ def _replay_kept(conn: sqlite3.Connection, reader: _ProviderReader,
             ctx = reader.context(f["index"])
         except Exception:  # noqa: BLE001 - a context that cannot be built names nothing
             continue
-        hit = queries.agent_answer(conn, b.backend, b.model,
-                                   deep_key(b.backend, b.model, deep_prompt(ctx, rec["clean_c"])))
+        hit = queries.agent_answer(
+            conn, b.backend, b.model, deep_key(b.backend, b.model, deep_prompt(ctx, rec["clean_c"]))
+        )
         if hit is not None:
             reader.answers[f["index"]] = ask_deep(b, ctx, rec["clean_c"], stored=str(hit["text"]))
             out.append(f["index"])
@@ -306,8 +308,9 @@ class _Job:
     kept: bool = False  # its answer is in the KB (replayed, or stored when it arrived)
 
 
-def _keep_arrived(conn: sqlite3.Connection, version_id: int, reader: _ProviderReader,
-                  pending: deque[_Job]) -> None:
+def _keep_arrived(
+    conn: sqlite3.Connection, version_id: int, reader: _ProviderReader, pending: deque[_Job]
+) -> None:
     """Store every answer that arrived and is not kept yet (main thread, one short
     transaction each)."""
     for job in pending:
@@ -317,21 +320,33 @@ def _keep_arrived(conn: sqlite3.Connection, version_id: int, reader: _ProviderRe
         ans = job.answer.result()
         if ans.text is None or job.key is None:  # replayed, or the call failed
             continue
-        store.save_agent_answer(conn, {
-            "backend": reader.backend.backend, "model": reader.backend.model,
-            "prompt_hash": job.key, "version_id": version_id, "func_index": job.index,
-            "variant": "deep", "answer": ans.text, "tokens_in": ans.tokens_in,
-            "tokens_out": ans.tokens_out, "prompt_tokens": None,
-        })
+        store.save_agent_answer(
+            conn,
+            {
+                "backend": reader.backend.backend,
+                "model": reader.backend.model,
+                "prompt_hash": job.key,
+                "version_id": version_id,
+                "func_index": job.index,
+                "variant": "deep",
+                "answer": ans.text,
+                "tokens_in": ans.tokens_in,
+                "tokens_out": ans.tokens_out,
+                "prompt_tokens": None,
+            },
+        )
 
 
-def _await_first(conn: sqlite3.Connection, version_id: int, reader: _ProviderReader,
-                 pending: deque[_Job]) -> None:
+def _await_first(
+    conn: sqlite3.Connection, version_id: int, reader: _ProviderReader, pending: deque[_Job]
+) -> None:
     """Wait for the oldest job's answer, storing the others' as they arrive meanwhile."""
     head = pending[0].answer
     while head is not None and not head.done():
-        wait([j.answer for j in pending if j.answer is not None and not j.kept],
-             return_when=FIRST_COMPLETED)
+        wait(
+            [j.answer for j in pending if j.answer is not None and not j.kept],
+            return_when=FIRST_COMPLETED,
+        )
         _keep_arrived(conn, version_id, reader, pending)
     _keep_arrived(conn, version_id, reader, pending)
 
@@ -425,8 +440,15 @@ def _finish(
     renames = dict(job.cleaned.rename_map)
     if by != BACKEND and reader is not None:
         renames.update(_provider_locals(reader.answers.get(idx), job.cleaned.rename_map))
-    write_understanding(conn, version_id, sid, understanding, confidence, renames,
-                        evidence={"backend": by, "model": model})
+    write_understanding(
+        conn,
+        version_id,
+        sid,
+        understanding,
+        confidence,
+        renames,
+        evidence={"backend": by, "model": model},
+    )
     extra: dict[str, Any] = {"understanding_by": "agent" if by != BACKEND else BACKEND}
     if why:
         extra["understanding_fallback"] = why

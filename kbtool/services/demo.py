@@ -35,19 +35,31 @@ def build_demo(path: str | Path, echo: Callable[[str], None] = print) -> list[st
         for fname, label in RELEASES[:1]:
             res = ingest_file(conn, HERE / fname, label=label)
             first = res.version_id
-            echo(f"ingested {label}: {res.defined} functions, {res.names_written} names from exports")
+            echo(
+                f"ingested {label}: {res.defined} functions, {res.names_written} names from exports"
+            )
         named = 0
         for idx, name, summary in human_names():
             sid = queries.get_function(conn, first, idx)["stable_id"]
-            d = upsert_symbol(conn, sid, name, provenance="human", confidence=1.0, actor="human:demo",
-                              summary=summary or None, evidence={"source": "demo hand names"})
+            d = upsert_symbol(
+                conn,
+                sid,
+                name,
+                provenance="human",
+                confidence=1.0,
+                actor="human:demo",
+                summary=summary or None,
+                evidence={"source": "demo hand names"},
+            )
             named += d["written"]
         echo(f"recorded {named} hand-made names on {RELEASES[0][1]}")
         for fname, label in RELEASES[1:]:
             res = ingest_file(conn, HERE / fname, label=label)
             carried = res.diff_carry.get("written", 0) if res.diff_carry else 0
-            echo(f"ingested {label}: {res.carried} identities carried, {res.body_changed} changed bodies,"
-                 f" {res.new_identities} new, {carried} names carried by diff")
+            echo(
+                f"ingested {label}: {res.carried} identities carried, {res.body_changed} changed bodies,"
+                f" {res.new_identities} new, {carried} names carried by diff"
+            )
         last = queries.latest_version_id(conn)
     finally:
         conn.close()

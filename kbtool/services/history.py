@@ -36,9 +36,16 @@ def function_history(conn: sqlite3.Connection, stable_id: str) -> dict[str, Any]
     labels = {v["id"]: v["label"] for v in queries.list_versions(conn)}
     kev = []
     for e in ks.history(conn, stable_id):
-        kev.append({**e, "what": what_label(e["subject"], e["key"]), "old_name": e["old_text"],
-                    "new_name": e["new_text"], "last_at": e.get("last_at") or e["created_at"],
-                    "version_label": labels.get(e["version_id"])})
+        kev.append(
+            {
+                **e,
+                "what": what_label(e["subject"], e["key"]),
+                "old_name": e["old_text"],
+                "new_name": e["new_text"],
+                "last_at": e.get("last_at") or e["created_at"],
+                "version_label": labels.get(e["version_id"]),
+            }
+        )
     h["knowledge_events"] = kev
     names = [{**e, "what": "name"} for e in h["events"]]
     h["timeline"] = sorted(names + kev, key=lambda e: e["id"])

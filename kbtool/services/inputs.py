@@ -61,8 +61,7 @@ def _size_text(n: int) -> str:
 def _too_big(p: Path, kind: str, limit: int) -> InputError:
     env, _, what = LIMITS[kind]
     return InputError(
-        f"{p}: larger than the {_size_text(limit)} maximum for a {what}"
-        f" (set {env} to raise it)"
+        f"{p}: larger than the {_size_text(limit)} maximum for a {what} (set {env} to raise it)"
     )
 
 

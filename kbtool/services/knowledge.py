@@ -28,7 +28,7 @@ from kbtool.wasm.instr import decode_one, read_local_decls
 from kbtool.wasm.opcodes import MNEMONICS
 from kbtool.wasm.reader import parse_module
 
-ANCHOR = 3          # instructions each side of a line that make its context
+ANCHOR = 3  # instructions each side of a line that make its context
 CARRY_ACTOR = "diff-carry"
 _SID = re.compile(r"[0-9a-f]{16}\Z")
 
@@ -40,8 +40,9 @@ class KnowledgeError(KBError):
 # --------------------------------------------------------------------------- functions
 
 
-def resolve_function(conn: sqlite3.Connection, target: str, version_id: int | None = None
-                     ) -> dict[str, Any]:
+def resolve_function(
+    conn: sqlite3.Connection, target: str, version_id: int | None = None
+) -> dict[str, Any]:
     """A function by stable id, ``#index`` / ``VERSION:INDEX`` or name ->
     ``{version_id, index, stable_id, type_sig}`` (the latest version holding it by default)."""
     t = (target or "").strip()
@@ -71,7 +72,9 @@ def resolve_function(conn: sqlite3.Connection, target: str, version_id: int | No
                 row = queries.function_at_index(conn, vid, idx)
                 if row is not None:
                     return _entry(conn, row["stable_id"], vid)
-    raise KnowledgeError(f"no function {t[:60]!r} (give a stable id, #INDEX, VERSION:INDEX or a name)")
+    raise KnowledgeError(
+        f"no function {t[:60]!r} (give a stable id, #INDEX, VERSION:INDEX or a name)"
+    )
 
 
 def _entry(conn: sqlite3.Connection, stable_id: str, version_id: int) -> dict[str, Any]:
@@ -79,14 +82,23 @@ def _entry(conn: sqlite3.Connection, stable_id: str, version_id: int) -> dict[st
         if f["version_id"] == version_id:
             row = queries.get_function(conn, version_id, int(f["index"]))
             if row["imported"]:
-                raise KnowledgeError(f"function {row['index']} of version {version_id} is an import:"
-                                     " it has no code to annotate")
-            return {"version_id": version_id, "index": int(row["index"]), "stable_id": stable_id,
-                    "type_sig": row["type"] or "", "name": row["name"]}
+                raise KnowledgeError(
+                    f"function {row['index']} of version {version_id} is an import:"
+                    " it has no code to annotate"
+                )
+            return {
+                "version_id": version_id,
+                "index": int(row["index"]),
+                "stable_id": stable_id,
+                "type_sig": row["type"] or "",
+                "name": row["name"],
+            }
     raise KnowledgeError(f"stable id {stable_id} is not in version {version_id}")
 
 
-def body_instructions(data: bytes, module: Any, index: int) -> tuple[int, list[tuple[int, str]], list[str]]:
+def body_instructions(
+    data: bytes, module: Any, index: int
+) -> tuple[int, list[tuple[int, str]], list[str]]:
     """``(body start, [(file offset, mnemonic)], local types)`` of a defined function."""
     k = index - module.num_func_imports
     if k < 0 or k >= len(module.code):
@@ -126,7 +138,9 @@ class _Code:
             try:
                 module = parse_module(data)
             except WasmFormatError as exc:
-                raise KnowledgeError(f"the module of version {version_id} cannot be decoded: {exc}") from None
+                raise KnowledgeError(
+                    f"the module of version {version_id} cannot be decoded: {exc}"
+                ) from None
             with _PARSED_LOCK:
                 _PARSED[digest] = module
                 while len(_PARSED) > 2:
@@ -147,7 +161,11 @@ class _Code:
 
 def _anchor(instrs: list[tuple[int, str]], pos: int) -> list[str]:
     lo, hi = max(0, pos - ANCHOR), min(len(instrs), pos + ANCHOR + 1)
-    return ["^"] * (ANCHOR - (pos - lo)) + [m for _o, m in instrs[lo:hi]] + ["$"] * (ANCHOR + 1 - (hi - pos))
+    return (
+        ["^"] * (ANCHOR - (pos - lo))
+        + [m for _o, m in instrs[lo:hi]]
+        + ["$"] * (ANCHOR + 1 - (hi - pos))
+    )
 
 
 def _line_key(code: _Code, index: int, offset: int) -> tuple[str, list[str], int]:
@@ -157,8 +175,10 @@ def _line_key(code: _Code, index: int, offset: int) -> tuple[str, list[str], int
     for pos, (off, _m) in enumerate(instrs):
         if off == offset or off - start == offset:
             return str(off - start), _anchor(instrs, pos), pos
-    raise KnowledgeError(f"no instruction at offset 0x{offset:x} in function {index}"
-                         " (give an offset from its disassembly)")
+    raise KnowledgeError(
+        f"no instruction at offset 0x{offset:x} in function {index}"
+        " (give an offset from its disassembly)"
+    )
 
 
 # --------------------------------------------------------------------------- writes
@@ -168,43 +188,95 @@ def _who(provenance: str, actor: str | None) -> str:
     return actor or ("human:cli" if provenance == "human" else provenance)
 
 
-def set_comment(conn: sqlite3.Connection, target: str, text: str | None, *, line: int | None = None,
-                version_id: int | None = None, provenance: str = "human", confidence: float = 1.0,
-                actor: str | None = None, lock: bool | None = None,
-                evidence: dict[str, Any] | None = None) -> Decision:
+def set_comment(
+    conn: sqlite3.Connection,
+    target: str,
+    text: str | None,
+    *,
+    line: int | None = None,
+    version_id: int | None = None,
+    provenance: str = "human",
+    confidence: float = 1.0,
+    actor: str | None = None,
+    lock: bool | None = None,
+    evidence: dict[str, Any] | None = None,
+) -> Decision:
     """The function comment, or with ``line`` the comment of the instruction at that offset;
     ``text`` None (or empty from a person) clears it."""
     f = resolve_function(conn, target, version_id)
-    value: dict[str, Any] | None = None if text is None or (provenance == "human" and text == "") else {"text": text}
+    value: dict[str, Any] | None = (
+        None if text is None or (provenance == "human" and text == "") else {"text": text}
+    )
     if line is None:
-        return upsert_knowledge(conn, "comment", f["stable_id"], "", value, provenance=provenance,
-                                confidence=confidence, actor=_who(provenance, actor), lock=lock,
-                                version_id=f["version_id"], evidence=evidence)
+        return upsert_knowledge(
+            conn,
+            "comment",
+            f["stable_id"],
+            "",
+            value,
+            provenance=provenance,
+            confidence=confidence,
+            actor=_who(provenance, actor),
+            lock=lock,
+            version_id=f["version_id"],
+            evidence=evidence,
+        )
     if not isinstance(line, int) or isinstance(line, bool) or line < 0:
-        raise KnowledgeError(f"bad line offset {line!r}: a non-negative offset from the disassembly")
+        raise KnowledgeError(
+            f"bad line offset {line!r}: a non-negative offset from the disassembly"
+        )
     key, anchor, ordinal = _line_key(_Code(conn, f["version_id"]), f["index"], line)
     if value is not None:
         value.update(anchor=anchor, ordinal=ordinal)
-    return upsert_knowledge(conn, "line_comment", f["stable_id"], key, value, provenance=provenance,
-                            confidence=confidence, actor=_who(provenance, actor), lock=lock,
-                            version_id=f["version_id"], evidence=evidence)
+    return upsert_knowledge(
+        conn,
+        "line_comment",
+        f["stable_id"],
+        key,
+        value,
+        provenance=provenance,
+        confidence=confidence,
+        actor=_who(provenance, actor),
+        lock=lock,
+        version_id=f["version_id"],
+        evidence=evidence,
+    )
 
 
-def set_prototype(conn: sqlite3.Connection, target: str, prototype: str | None, *,
-                  version_id: int | None = None, provenance: str = "human", confidence: float = 1.0,
-                  actor: str | None = None, lock: bool | None = None,
-                  evidence: dict[str, Any] | None = None) -> Decision:
+def set_prototype(
+    conn: sqlite3.Connection,
+    target: str,
+    prototype: str | None,
+    *,
+    version_id: int | None = None,
+    provenance: str = "human",
+    confidence: float = 1.0,
+    actor: str | None = None,
+    lock: bool | None = None,
+    evidence: dict[str, Any] | None = None,
+) -> Decision:
     """The function's prototype (``int f(sqlite3 *db, const char *zSql)``), checked against
     its wasm signature by the gate; None clears it."""
     f = resolve_function(conn, target, version_id)
     value = None if prototype is None else {"text": prototype}
-    return upsert_knowledge(conn, "prototype", f["stable_id"], "", value, provenance=provenance,
-                            confidence=confidence, actor=_who(provenance, actor), lock=lock,
-                            version_id=f["version_id"], evidence=evidence)
+    return upsert_knowledge(
+        conn,
+        "prototype",
+        f["stable_id"],
+        "",
+        value,
+        provenance=provenance,
+        confidence=confidence,
+        actor=_who(provenance, actor),
+        lock=lock,
+        version_id=f["version_id"],
+        evidence=evidence,
+    )
 
 
-def local_index(conn: sqlite3.Connection, f: dict[str, Any], local: str | int, code: _Code | None = None
-                ) -> int:
+def local_index(
+    conn: sqlite3.Connection, f: dict[str, Any], local: str | int, code: _Code | None = None
+) -> int:
     """A local by wasm index (``3``, ``l3``, ``p0``) or by its current name."""
     code = code or _Code(conn, f["version_id"])
     _start, _instrs, types = code.body(f["index"])
@@ -223,22 +295,43 @@ def local_index(conn: sqlite3.Connection, f: dict[str, Any], local: str | int, c
                 if p.get("name") == s:
                     idx = k
     if idx is None or idx >= len(types):
-        raise KnowledgeError(f"unknown local {s[:60]!r}: function {f['index']} has locals 0..{len(types) - 1}"
-                             " (parameters first)")
+        raise KnowledgeError(
+            f"unknown local {s[:60]!r}: function {f['index']} has locals 0..{len(types) - 1}"
+            " (parameters first)"
+        )
     return idx
 
 
-def rename_local(conn: sqlite3.Connection, target: str, local: str | int, name: str | None, *,
-                 version_id: int | None = None, provenance: str = "human", confidence: float = 1.0,
-                 actor: str | None = None, lock: bool | None = None,
-                 evidence: dict[str, Any] | None = None) -> Decision:
+def rename_local(
+    conn: sqlite3.Connection,
+    target: str,
+    local: str | int,
+    name: str | None,
+    *,
+    version_id: int | None = None,
+    provenance: str = "human",
+    confidence: float = 1.0,
+    actor: str | None = None,
+    lock: bool | None = None,
+    evidence: dict[str, Any] | None = None,
+) -> Decision:
     """Name wasm local ``local`` (index, ``lN``/``pN`` or its current name) of a function."""
     f = resolve_function(conn, target, version_id)
     idx = local_index(conn, f, local)
     value = None if name is None else {"name": name}
-    return upsert_knowledge(conn, "local", f["stable_id"], str(idx), value, provenance=provenance,
-                            confidence=confidence, actor=_who(provenance, actor), lock=lock,
-                            version_id=f["version_id"], evidence=evidence)
+    return upsert_knowledge(
+        conn,
+        "local",
+        f["stable_id"],
+        str(idx),
+        value,
+        provenance=provenance,
+        confidence=confidence,
+        actor=_who(provenance, actor),
+        lock=lock,
+        version_id=f["version_id"],
+        evidence=evidence,
+    )
 
 
 def global_key(g: dict[str, Any]) -> str:
@@ -257,18 +350,28 @@ def resolve_data(conn: sqlite3.Connection, version_id: int, target: str) -> dict
     ``{kind: data|global, key, address|index, label}``."""
     queries.get_version(conn, version_id)
     if dm_store.model_info(conn, version_id) is None:
-        raise KnowledgeError(f"version {version_id} has no data model yet: run `kbtool analyze {version_id}`")
+        raise KnowledgeError(
+            f"version {version_id} has no data model yet: run `kbtool analyze {version_id}`"
+        )
     t = (target or "").strip()
     if not t or len(t) > 512:
-        raise KnowledgeError("give a data target: 0xADDRESS, a data label, \"text or g:GLOBAL")
+        raise KnowledgeError('give a data target: 0xADDRESS, a data label, "text or g:GLOBAL')
     m = re.fullmatch(r"g:(.+)", t, re.I)
     if m:
         key = m.group(1)
         for g in dm_store.globals_of(conn, version_id):
             names = {g["name"], g.get("import_name"), *(g.get("exports") or [])}
-            if (key.lstrip("#").isdigit() and g["index"] == int(key.lstrip("#"))) or key in names \
-                    or global_key(g) == t:
-                return {"kind": "global", "key": global_key(g), "index": g["index"], "label": g["name"]}
+            if (
+                (key.lstrip("#").isdigit() and g["index"] == int(key.lstrip("#")))
+                or key in names
+                or global_key(g) == t
+            ):
+                return {
+                    "kind": "global",
+                    "key": global_key(g),
+                    "index": g["index"],
+                    "label": g["name"],
+                }
         raise KnowledgeError(f"no global {key[:60]!r} in version {version_id}")
     it = None
     if t.startswith('"'):
@@ -290,27 +393,50 @@ def _item_by_id(conn: sqlite3.Connection, version_id: int, data_id: str) -> dict
     return next((i for i in items if i["data_id"] == data_id), None)
 
 
-def name_data(conn: sqlite3.Connection, version_id: int, target: str, name: str | None, *,
-              provenance: str = "human", confidence: float = 1.0, actor: str | None = None,
-              lock: bool | None = None, evidence: dict[str, Any] | None = None) -> Decision:
+def name_data(
+    conn: sqlite3.Connection,
+    version_id: int,
+    target: str,
+    name: str | None,
+    *,
+    provenance: str = "human",
+    confidence: float = 1.0,
+    actor: str | None = None,
+    lock: bool | None = None,
+    evidence: dict[str, Any] | None = None,
+) -> Decision:
     """Name a data item (by content identity) or a global (by its version-independent key)."""
     d = resolve_data(conn, version_id, target)
     value = None if name is None else {"name": name}
-    return upsert_knowledge(conn, "data_name", d["key"], "", value, provenance=provenance,
-                            confidence=confidence, actor=_who(provenance, actor), lock=lock,
-                            version_id=version_id, evidence=evidence)
+    return upsert_knowledge(
+        conn,
+        "data_name",
+        d["key"],
+        "",
+        value,
+        provenance=provenance,
+        confidence=confidence,
+        actor=_who(provenance, actor),
+        lock=lock,
+        version_id=version_id,
+        evidence=evidence,
+    )
 
 
 # --------------------------------------------------------------------------- reads
 
 
 def local_names(conn: sqlite3.Connection, stable_id: str) -> dict[int, str]:
-    return {int(r["key"]): r["value"]["name"] for r in kn.for_target(conn, stable_id)
-            if r["kind"] == "local"}
+    return {
+        int(r["key"]): r["value"]["name"]
+        for r in kn.for_target(conn, stable_id)
+        if r["kind"] == "local"
+    }
 
 
-def function_knowledge(conn: sqlite3.Connection, stable_id: str, version_id: int | None = None
-                       ) -> dict[str, Any]:
+def function_knowledge(
+    conn: sqlite3.Connection, stable_id: str, version_id: int | None = None
+) -> dict[str, Any]:
     """Everything known about one function beyond its name (JSON-ready). Line comments carry
     ``offset`` (from the body start) and, with ``version_id``, ``address`` (the file offset
     the disassembly of that version shows)."""
@@ -324,16 +450,29 @@ def function_knowledge(conn: sqlite3.Connection, stable_id: str, version_id: int
         except KBError:
             start = None
     for r in recs:
-        meta = {"provenance": r["provenance"], "confidence": r["confidence"], "locked": r["locked"],
-                "carried": _carried(r)}
+        meta = {
+            "provenance": r["provenance"],
+            "confidence": r["confidence"],
+            "locked": r["locked"],
+            "carried": _carried(r),
+        }
         if r["kind"] == "comment":
             out["comment"] = {"text": r["value"]["text"], **meta}
         elif r["kind"] == "prototype":
-            out["prototype"] = {"text": r["value"]["text"], "params": r["value"].get("params", []), **meta}
+            out["prototype"] = {
+                "text": r["value"]["text"],
+                "params": r["value"].get("params", []),
+                **meta,
+            }
         elif r["kind"] == "line_comment":
-            out["line_comments"].append({"offset": int(r["key"]), "text": r["value"]["text"],
-                                         "address": start + int(r["key"]) if start is not None else None,
-                                         **meta})
+            out["line_comments"].append(
+                {
+                    "offset": int(r["key"]),
+                    "text": r["value"]["text"],
+                    "address": start + int(r["key"]) if start is not None else None,
+                    **meta,
+                }
+            )
         elif r["kind"] == "local":
             out["locals"].append({"index": int(r["key"]), "name": r["value"]["name"], **meta})
     return out
@@ -389,11 +528,16 @@ def global_names(conn: sqlite3.Connection, version_id: int) -> dict[int, str]:
     given = {t: n for t, n in data_names(conn).items() if t.startswith("g:")}
     if not given or dm_store.model_info(conn, version_id) is None:
         return {}
-    return {g["index"]: given[global_key(g)] for g in dm_store.globals_of(conn, version_id)
-            if global_key(g) in given}
+    return {
+        g["index"]: given[global_key(g)]
+        for g in dm_store.globals_of(conn, version_id)
+        if global_key(g) in given
+    }
 
 
-def merged_locals(module_locals: Any, known: dict[int, dict[str, Any]]) -> dict[int, dict[int, str]]:
+def merged_locals(
+    module_locals: Any, known: dict[int, dict[str, Any]]
+) -> dict[int, dict[int, str]]:
     """Local names the code shows: the module's own (name section), then the declared
     prototype's parameter names, then the local names given in the KB."""
     out: dict[int, dict[int, str]] = {i: dict(d) for i, d in module_locals.items()}
@@ -425,7 +569,11 @@ def _match_line(old: dict[str, Any], instrs: list[tuple[int, str]]) -> int | Non
     if not hits:
         # a looser context: the instruction itself and one neighbour each side
         core = anchor[ANCHOR - 1 : ANCHOR + 2]
-        hits = [pos for pos in range(len(instrs)) if _anchor(instrs, pos)[ANCHOR - 1 : ANCHOR + 2] == core]
+        hits = [
+            pos
+            for pos in range(len(instrs))
+            if _anchor(instrs, pos)[ANCHOR - 1 : ANCHOR + 2] == core
+        ]
         if len(hits) != 1:
             return None
     want = int(old.get("ordinal") or 0)
@@ -435,8 +583,9 @@ def _match_line(old: dict[str, Any], instrs: list[tuple[int, str]]) -> int | Non
     return hits[0]
 
 
-def locate_line(value: dict[str, Any], offset: int, start: int, instrs: list[tuple[int, str]]
-                ) -> int | None:
+def locate_line(
+    value: dict[str, Any], offset: int, start: int, instrs: list[tuple[int, str]]
+) -> int | None:
     """Where a line comment stands in a body: at its offset when the instruction context there
     is the stored one, else re-anchored by that context (a function that kept its identity
     across a changed body), else None (not shown)."""
@@ -447,8 +596,12 @@ def locate_line(value: dict[str, Any], offset: int, start: int, instrs: list[tup
     return _match_line(value, instrs)
 
 
-def carry_knowledge(conn: sqlite3.Connection, parent_version_id: int, new_version_id: int,
-                    pairs: list[tuple[int, int, str, str, float, bool]]) -> dict[str, int]:
+def carry_knowledge(
+    conn: sqlite3.Connection,
+    parent_version_id: int,
+    new_version_id: int,
+    pairs: list[tuple[int, int, str, str, float, bool]],
+) -> dict[str, int]:
     """Carry comments, prototypes, line comments and local names along matched functions
     ``(old index, new index, old stable_id, new stable_id, score, review)`` whose identity
     changed, as ``diff-carry`` through the gate (evidence ``{carried_from, how}``). A line
@@ -486,36 +639,65 @@ def carry_knowledge(conn: sqlite3.Connection, parent_version_id: int, new_versio
                     if li < len(otypes) and li < len(ntypes) and otypes[li] == ntypes[li]:
                         how = "same local index and type"
                     else:
-                        record_knowledge_drop(conn, "local", nsid, key, value, actor=CARRY_ACTOR,
-                                              version_id=new_version_id,
-                                              reason=f"local {li} has no counterpart of the same type",
-                                              evidence={"carried_from": parent_version_id})
+                        record_knowledge_drop(
+                            conn,
+                            "local",
+                            nsid,
+                            key,
+                            value,
+                            actor=CARRY_ACTOR,
+                            version_id=new_version_id,
+                            reason=f"local {li} has no counterpart of the same type",
+                            evidence={"carried_from": parent_version_id},
+                        )
                         out["dropped"] += 1
                         continue
                 else:
                     same = [m for _o, m in oinstrs] == [m for _o, m in ninstrs]
                     pos = None
                     if same:
-                        pos = next((k for k, (o, _m) in enumerate(oinstrs) if o - ostart == int(key)), None)
+                        pos = next(
+                            (k for k, (o, _m) in enumerate(oinstrs) if o - ostart == int(key)), None
+                        )
                         how = "same instructions"
                     if pos is None:
                         pos = _match_line(value, ninstrs)
                         how = "re-anchored line"
                     if pos is None:
-                        record_knowledge_drop(conn, "line_comment", nsid, key, value, actor=CARRY_ACTOR,
-                                              version_id=new_version_id,
-                                              reason="the line's instruction context is gone from the new body",
-                                              evidence={"carried_from": parent_version_id, "from_index": oi})
+                        record_knowledge_drop(
+                            conn,
+                            "line_comment",
+                            nsid,
+                            key,
+                            value,
+                            actor=CARRY_ACTOR,
+                            version_id=new_version_id,
+                            reason="the line's instruction context is gone from the new body",
+                            evidence={"carried_from": parent_version_id, "from_index": oi},
+                        )
                         out["dropped"] += 1
                         continue
                     key = str(ninstrs[pos][0] - nstart)
                     value = dict(value, anchor=_anchor(ninstrs, pos), ordinal=pos)
             d = upsert_knowledge(
-                conn, r["kind"], nsid, key, value, provenance="diff-carry", confidence=conf,
-                actor=CARRY_ACTOR, version_id=new_version_id,
-                evidence={"carried_from": parent_version_id, "how": how, "from_index": oi,
-                          "from_stable_id": osid, "from_provenance": r["provenance"], "score": score,
-                          "review": review},
+                conn,
+                r["kind"],
+                nsid,
+                key,
+                value,
+                provenance="diff-carry",
+                confidence=conf,
+                actor=CARRY_ACTOR,
+                version_id=new_version_id,
+                evidence={
+                    "carried_from": parent_version_id,
+                    "how": how,
+                    "from_index": oi,
+                    "from_stable_id": osid,
+                    "from_provenance": r["provenance"],
+                    "score": score,
+                    "review": review,
+                },
             )
             if d["written"]:
                 out["written"] += 1
@@ -535,8 +717,10 @@ def apply_data_names(conn: sqlite3.Connection, version_id: int) -> dict[str, int
         return {"items": 0, "globals": 0}
     items, _n = dm_store.list_items(conn, version_id, offset=0, limit=1_000_000)
     gl = dm_store.globals_of(conn, version_id)
-    return {"items": sum(1 for i in items if i["data_id"] in names),
-            "globals": sum(1 for g in gl if global_key(g) in names)}
+    return {
+        "items": sum(1 for i in items if i["data_id"] in names),
+        "globals": sum(1 for g in gl if global_key(g) in names),
+    }
 
 
 # --------------------------------------------------------------------------- agents
@@ -551,8 +735,12 @@ def agent_check(kind: str, text: str) -> str | None:
     from kbtool.agents.verifier import check_name, injection
 
     if kind in ("local", "data_name"):
-        if kind == "local" and isinstance(text, str) and re.fullmatch(r"[a-z]{1,2}", text) \
-                and text not in ("do", "if"):
+        if (
+            kind == "local"
+            and isinstance(text, str)
+            and re.fullmatch(r"[a-z]{1,2}", text)
+            and text not in ("do", "if")
+        ):
             return None  # i, j, n, ch: fine names for a local
         v = check_name(text)
         return None if v.ok else f"verifier: {v.reason}"
@@ -564,16 +752,29 @@ def agent_check(kind: str, text: str) -> str | None:
     return None
 
 
-def write_understanding(conn: sqlite3.Connection, version_id: int, stable_id: str, text: str | None,
-                        confidence: float, rename_map: dict[str, str], *, actor: str = "agent:deep",
-                        evidence: dict[str, Any] | None = None) -> dict[str, int]:
+def write_understanding(
+    conn: sqlite3.Connection,
+    version_id: int,
+    stable_id: str,
+    text: str | None,
+    confidence: float,
+    rename_map: dict[str, str],
+    *,
+    actor: str = "agent:deep",
+    evidence: dict[str, Any] | None = None,
+) -> dict[str, int]:
     """``kbtool deep``'s understanding as the function comment and its variable renames
     (``p0``/``l3`` -> a role name) as local names, as provenance agent through the gate (a
     human or better-founded annotation stays; a refusal only drops that piece)."""
     out = {"written": 0, "refused": 0}
     conf = round(max(0.0, min(1.0, float(confidence))), 4)
-    common: dict[str, Any] = {"version_id": version_id, "provenance": "agent", "confidence": conf,
-                              "actor": actor, "evidence": {"source": "deep", **(evidence or {})}}
+    common: dict[str, Any] = {
+        "version_id": version_id,
+        "provenance": "agent",
+        "confidence": conf,
+        "actor": actor,
+        "evidence": {"source": "deep", **(evidence or {})},
+    }
     decisions = []
     try:
         if text and text.strip():
@@ -603,12 +804,22 @@ def overlay_items(conn: sqlite3.Connection, items: list[dict[str, Any]]) -> list
     out = []
     for it in items:
         r = given.get(it.get("data_id") or "")
-        out.append(dict(it, label=r["value"]["name"], analysis_label=it["label"],
-                        name_provenance=r["provenance"]) if r else it)
+        out.append(
+            dict(
+                it,
+                label=r["value"]["name"],
+                analysis_label=it["label"],
+                name_provenance=r["provenance"],
+            )
+            if r
+            else it
+        )
     return out
 
 
-def overlay_globals(conn: sqlite3.Connection, globals_: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def overlay_globals(
+    conn: sqlite3.Connection, globals_: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """Globals with their given names (``name``; ``analysis_name`` keeps the analysis' one)."""
     given = {r["target"]: r for r in kn.of_kind(conn, "data_name") if r["target"].startswith("g:")}
     if not given:
@@ -616,12 +827,19 @@ def overlay_globals(conn: sqlite3.Connection, globals_: list[dict[str, Any]]) ->
     out = []
     for g in globals_:
         r = given.get(global_key(g))
-        out.append(dict(g, name=r["value"]["name"], analysis_name=g["name"],
-                        name_provenance=r["provenance"]) if r else g)
+        out.append(
+            dict(
+                g, name=r["value"]["name"], analysis_name=g["name"], name_provenance=r["provenance"]
+            )
+            if r
+            else g
+        )
     return out
 
 
-def item_by_given_name(conn: sqlite3.Connection, version_id: int, name: str) -> dict[str, Any] | None:
+def item_by_given_name(
+    conn: sqlite3.Connection, version_id: int, name: str
+) -> dict[str, Any] | None:
     """The version's data item a person or agent named ``name`` (None when none)."""
     for rec in kn.of_kind(conn, "data_name"):
         if rec["value"].get("name") == name and rec["target"].startswith("d:"):

@@ -53,10 +53,19 @@ from kbtool.wasm import ModuleAnalysis
 MIN_INSTRS = 8  # functions with fewer instructions do not count towards relatedness
 SMALL_MODULE = 16  # ... unless fewer than this many own functions are left: then all own count
 # the entry glue calls main: it is runtime code, but what it calls is the program's
-ENTRY_GLUE = frozenset({
-    "_start", "_initialize", "__main_void", "__original_main", "__main_argc_argv",
-    "main_argc_argv", "__wasm_call_ctors", "_emscripten_start", "__libc_start_main",
-})
+ENTRY_GLUE = frozenset(
+    {
+        "_start",
+        "_initialize",
+        "__main_void",
+        "__original_main",
+        "__main_argc_argv",
+        "main_argc_argv",
+        "__wasm_call_ctors",
+        "_emscripten_start",
+        "__libc_start_main",
+    }
+)
 RELATED_THRESHOLD = 0.05  # overlap at or above: same program (measured: see module docstring)
 LEGACY_PROGRAM = queries.LEGACY_PROGRAM
 
@@ -121,7 +130,8 @@ def own_profile(rows: Iterable[Row], also_library: frozenset[str] = frozenset())
         return lib or (b in also_library) or (s in also_library)
 
     mine = [
-        (b, s, n) for b, s, n, lib in rows
+        (b, s, n)
+        for b, s, n, lib in rows
         if not library(b, s, lib) and bodies[b] <= 1 and shapes[s] <= 1
     ]
     n_lib = sum(1 for b, s, _, lib in rows if library(b, s, lib))
@@ -191,7 +201,8 @@ def module_rows(analysis: ModuleAnalysis, data: bytes) -> ModuleRows:
     return ModuleRows(
         rows=tuple(
             (f.body_hash, f.shape_hash, f.instr_count, f.index in lib)
-            for f in analysis.functions if not f.imported
+            for f in analysis.functions
+            if not f.imported
         ),
         library_indices=tuple(sorted(lib)),
     )
@@ -224,9 +235,9 @@ def stored_rows(conn: sqlite3.Connection, version_id: int, record: dict | None) 
     """Lineage rows of a stored version: library code from its lineage record (versions
     ingested before it was recorded: none; the pair's other side still marks what it knows)."""
     lib = parse_ranges((record or {}).get("library"))
-    return ModuleRows(tuple(
-        (b, s, n, i in lib) for i, b, s, n in queries.lineage_hash_rows(conn, version_id)
-    ))
+    return ModuleRows(
+        tuple((b, s, n, i in lib) for i, b, s, n in queries.lineage_hash_rows(conn, version_id))
+    )
 
 
 def pair_overlap(new: ModuleRows, old: ModuleRows) -> tuple[float, HashProfile]:
@@ -315,13 +326,30 @@ def choose_lineage(
     def score(vid: int) -> tuple[float, HashProfile]:
         return pair_overlap(new, stored_rows(conn, vid, records.get(vid)))
 
-    def made(program_name: str, pid: int | None, parent: int | None, ov: float | None,
-             method: str, is_new: bool, cands: list[dict[str, Any]],
-             prof: HashProfile | None) -> Lineage:
+    def made(
+        program_name: str,
+        pid: int | None,
+        parent: int | None,
+        ov: float | None,
+        method: str,
+        is_new: bool,
+        cands: list[dict[str, Any]],
+        prof: HashProfile | None,
+    ) -> Lineage:
         if prof is None:  # nothing to compare with: new's profile on its own
             prof = own_profile(new.rows)
-        return Lineage(program_name, pid, parent, ov, method, is_new, cands,
-                       basis=prof.basis, own_functions=prof.size, library=lib_text)
+        return Lineage(
+            program_name,
+            pid,
+            parent,
+            ov,
+            method,
+            is_new,
+            cands,
+            basis=prof.basis,
+            own_functions=prof.size,
+            library=lib_text,
+        )
 
     if base is None and program is None and same_bytes_as is not None:
         base = same_bytes_as  # the same module ingested again (--force): its own lineage
@@ -354,8 +382,7 @@ def choose_lineage(
         return made(v["program"], v["program_id"], vid, ov, "related", False, cands, prof)
     best, prof = (scored[0][0], scored[0][1]) if scored else (None, None)
     name = _unique_program_name(conn, program_name_for(default_name))
-    return made(name, None, None, best, "new-program" if versions else "first", True, cands,
-                prof)
+    return made(name, None, None, best, "new-program" if versions else "first", True, cands, prof)
 
 
 def commit(conn: sqlite3.Connection, lineage: Lineage) -> int:

@@ -103,8 +103,12 @@ def uncell(text: str) -> str | None:
             nxt = text[i + 1]
             width = {"x": 2, "u": 4, "U": 8}.get(nxt, 0)
             digits = text[i + 2 : i + 2 + width]
-            if width and len(digits) == width and re.fullmatch(r"[0-9a-fA-F]+", digits) \
-                    and int(digits, 16) <= 0x10FFFF:
+            if (
+                width
+                and len(digits) == width
+                and re.fullmatch(r"[0-9a-fA-F]+", digits)
+                and int(digits, 16) <= 0x10FFFF
+            ):
                 out.append(chr(int(digits, 16)))
                 i += 2 + width
                 continue
@@ -131,17 +135,56 @@ def knowledge_lines(conn: sqlite3.Connection, version_id: int) -> list[str]:
         for r in knowledge_svc.kn.for_target(conn, sid):
             v = r["value"]
             value = v.get("name") if r["kind"] == "local" else v.get("text")
-            anchor = " ".join([str(v.get("ordinal") or 0), *(v.get("anchor") or [])]) \
-                if r["kind"] == "line_comment" else ""
-            out.append((idx, r["kind"], int(r["key"]) if r["key"].isdigit() else 0, r["kind"], str(idx),
-                        r["key"], r["provenance"], f"{r['confidence']:.4f}", value, anchor))
+            anchor = (
+                " ".join([str(v.get("ordinal") or 0), *(v.get("anchor") or [])])
+                if r["kind"] == "line_comment"
+                else ""
+            )
+            out.append(
+                (
+                    idx,
+                    r["kind"],
+                    int(r["key"]) if r["key"].isdigit() else 0,
+                    r["kind"],
+                    str(idx),
+                    r["key"],
+                    r["provenance"],
+                    f"{r['confidence']:.4f}",
+                    value,
+                    anchor,
+                )
+            )
     for r in knowledge_svc.kn.of_kind(conn, "data_name"):
-        out.append((1 << 62, r["kind"], 0, r["kind"], "-", r["target"], r["provenance"],
-                    f"{r['confidence']:.4f}", r["value"].get("name"), ""))
+        out.append(
+            (
+                1 << 62,
+                r["kind"],
+                0,
+                r["kind"],
+                "-",
+                r["target"],
+                r["provenance"],
+                f"{r['confidence']:.4f}",
+                r["value"].get("name"),
+                "",
+            )
+        )
     for kind in ("data_type", "type"):  # types (issue 27): by data key / by type name
         for r in knowledge_svc.kn.of_kind(conn, kind):
-            out.append((1 << 62, r["kind"], 0, r["kind"], "-", r["target"], r["provenance"],
-                        f"{r['confidence']:.4f}", r["value"].get("text"), ""))
+            out.append(
+                (
+                    1 << 62,
+                    r["kind"],
+                    0,
+                    r["kind"],
+                    "-",
+                    r["target"],
+                    r["provenance"],
+                    f"{r['confidence']:.4f}",
+                    r["value"].get("text"),
+                    "",
+                )
+            )
     out.sort(key=lambda t: (t[0], t[1], t[2], t[5]))
     return [KNOWLEDGE_PREFIX + "\t".join(cell(c) or "" for c in t[3:]) for t in out]
 
@@ -152,16 +195,26 @@ def parse_knowledge(text: str, source: str = "file") -> list[dict[str, Any]]:
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.startswith(KNOWLEDGE_PREFIX):
             continue
-        parts = line[len(KNOWLEDGE_PREFIX):].split("\t")
+        parts = line[len(KNOWLEDGE_PREFIX) :].split("\t")
         if len(parts) != 7:
-            raise ExportFormatError(f"{source}:{n}: a knowledge line has 7 fields, got {len(parts)}")
+            raise ExportFormatError(
+                f"{source}:{n}: a knowledge line has 7 fields, got {len(parts)}"
+            )
         kind, idx, key, prov, conf, value, anchor = parts
         if kind not in knowledge_svc.kn.KINDS:
             raise ExportFormatError(f"{source}:{n}: unknown knowledge kind {kind[:30]!r}")
         try:
-            out.append({"kind": kind, "index": None if idx == "-" else int(idx), "key": uncell(key) or "",
-                        "provenance": uncell(prov), "confidence": float(conf) if conf else None,
-                        "value": uncell(value), "anchor": (uncell(anchor) or "").split()})
+            out.append(
+                {
+                    "kind": kind,
+                    "index": None if idx == "-" else int(idx),
+                    "key": uncell(key) or "",
+                    "provenance": uncell(prov),
+                    "confidence": float(conf) if conf else None,
+                    "value": uncell(value),
+                    "anchor": (uncell(anchor) or "").split(),
+                }
+            )
         except ValueError as exc:
             raise ExportFormatError(f"{source}:{n}: bad number: {exc}") from None
     return out
@@ -383,10 +436,18 @@ def import_as(row: dict[str, Any], *, as_human: bool, lock: bool = True) -> dict
     if row["provenance"] == "human":
         return {"provenance": "human", "confidence": conf, "lock": False, "yield_to_human": True}
     if row["provenance"] in KEEPS_PROVENANCE:
-        return {"provenance": row["provenance"], "confidence": conf, "lock": None,
-                "yield_to_human": False}
-    return {"provenance": "oracle", "confidence": IMPORT_DEFAULT_CONFIDENCE if row["confidence"] is None
-            else conf, "lock": None, "yield_to_human": False}
+        return {
+            "provenance": row["provenance"],
+            "confidence": conf,
+            "lock": None,
+            "yield_to_human": False,
+        }
+    return {
+        "provenance": "oracle",
+        "confidence": IMPORT_DEFAULT_CONFIDENCE if row["confidence"] is None else conf,
+        "lock": None,
+        "yield_to_human": False,
+    }
 
 
 @dataclass
@@ -480,7 +541,9 @@ def import_names(
             )
             if d["written"]:
                 rep.written += 1
-                rep.by_provenance[how["provenance"]] = rep.by_provenance.get(how["provenance"], 0) + 1
+                rep.by_provenance[how["provenance"]] = (
+                    rep.by_provenance.get(how["provenance"], 0) + 1
+                )
             elif d["reason"] == "no change":
                 rep.already += 1
             else:
@@ -488,28 +551,54 @@ def import_names(
                 rep.refusals.append({"index": idx, "name": row["name"], "why": d["reason"]})
         klines = parse_knowledge(text, source)
         if klines:
-            rep.knowledge = _import_knowledge(conn, rows, klines, target, info["sha256"], version_id,
-                                              source=source, as_human=as_human, lock=lock)
+            rep.knowledge = _import_knowledge(
+                conn,
+                rows,
+                klines,
+                target,
+                info["sha256"],
+                version_id,
+                source=source,
+                as_human=as_human,
+                lock=lock,
+            )
     return rep
 
 
-def _import_knowledge(conn: sqlite3.Connection, rows: list[dict[str, Any]], klines: list[dict[str, Any]],
-                      target: list[dict[str, Any]], target_sha: str, version_id: int, *, source: str,
-                      as_human: bool, lock: bool) -> dict[str, int]:
+def _import_knowledge(
+    conn: sqlite3.Connection,
+    rows: list[dict[str, Any]],
+    klines: list[dict[str, Any]],
+    target: list[dict[str, Any]],
+    target_sha: str,
+    version_id: int,
+    *,
+    source: str,
+    as_human: bool,
+    lock: bool,
+) -> dict[str, int]:
     """Place the knowledge lines with their functions (the rows' placement, unnamed functions
     included) and write them through the gate; line comments move with their instruction
     context when the body is not the same."""
     out = {"written": 0, "already": 0, "refused": 0, "unplaced": 0}
     wanted = {k["index"] for k in klines if k["index"] is not None}
-    rows2 = [dict(r, name=r["name"] or (f"\x00{r['index']}" if r["index"] in wanted else None)) for r in rows]
+    rows2 = [
+        dict(r, name=r["name"] or (f"\x00{r['index']}" if r["index"] in wanted else None))
+        for r in rows
+    ]
     placement = place_rows(rows2, target, target_sha, version_id)
-    to_target = {row["index"]: (idx, placement.method_of[idx]) for idx, row in placement.targets.items()}
+    to_target = {
+        row["index"]: (idx, placement.method_of[idx]) for idx, row in placement.targets.items()
+    }
     sid_of = {t["index"]: t["stable_id"] for t in target}
     code = None
     type_values: dict[str, Any] | None = None
     for k in klines:
-        how = import_as({"provenance": k["provenance"], "confidence": k["confidence"]}, as_human=as_human,
-                        lock=lock)
+        how = import_as(
+            {"provenance": k["provenance"], "confidence": k["confidence"]},
+            as_human=as_human,
+            lock=lock,
+        )
         key, value = k["key"], None
         if k["kind"] in ("data_name", "data_type", "type"):
             tsid = key
@@ -518,7 +607,8 @@ def _import_knowledge(conn: sqlite3.Connection, rows: list[dict[str, Any]], klin
             if k["kind"] == "type":  # types (issue 27): parsed against the KB's other types
                 if type_values is None:
                     type_values = types_svc.import_values(
-                        conn, [(x["key"], x["value"]) for x in klines if x["kind"] == "type"])
+                        conn, [(x["key"], x["value"]) for x in klines if x["kind"] == "type"]
+                    )
                 value = type_values.get(tsid)
                 if value is None:
                     out["refused"] += 1
@@ -553,11 +643,23 @@ def _import_knowledge(conn: sqlite3.Connection, rows: list[dict[str, Any]], klin
                     value["ordinal"] = pos
         try:
             d = gate.upsert_knowledge(
-                conn, k["kind"], tsid, key, value, provenance=how["provenance"],
-                confidence=how["confidence"], actor=f"import:{source}", lock=how["lock"],
-                version_id=version_id, yield_to_human=how["yield_to_human"],
-                evidence={"source": "import-names", "file": source, "from_index": k["index"],
-                          "original_provenance": k["provenance"]},
+                conn,
+                k["kind"],
+                tsid,
+                key,
+                value,
+                provenance=how["provenance"],
+                confidence=how["confidence"],
+                actor=f"import:{source}",
+                lock=how["lock"],
+                version_id=version_id,
+                yield_to_human=how["yield_to_human"],
+                evidence={
+                    "source": "import-names",
+                    "file": source,
+                    "from_index": k["index"],
+                    "original_provenance": k["provenance"],
+                },
             )
         except KBError:
             out["refused"] += 1

@@ -47,8 +47,8 @@ from kbtool.wasm import WasmFormatError, analyze_module
 __all__ = ["OracleError", "add_oracle", "list_oracles", "match_oracle", "MIN_STRUCTURAL_SCORE"]
 
 MIN_STRUCTURAL_SCORE = REVIEW_SCORE
-TRIVIAL_INSTR = 12          # bodies this small match other code by accident
-TRIVIAL_CONFIDENCE = 0.6    # an exact match of a trivial or shared shape
+TRIVIAL_INSTR = 12  # bodies this small match other code by accident
+TRIVIAL_CONFIDENCE = 0.6  # an exact match of a trivial or shared shape
 ACTOR = "oracle"
 
 
@@ -87,7 +87,9 @@ def _is_runtime_module(label: str, names: dict[int, str]) -> bool:
     return rt * 2 >= len(names)
 
 
-def add_oracle(conn: sqlite3.Connection, path: str | Path, *, label: str | None = None) -> dict[str, Any]:
+def add_oracle(
+    conn: sqlite3.Connection, path: str | Path, *, label: str | None = None
+) -> dict[str, Any]:
     """Store the reference module at ``path``; it must carry names (name section or exports)."""
     p = Path(path)
     if not p.exists():
@@ -107,14 +109,25 @@ def add_oracle(conn: sqlite3.Connection, path: str | Path, *, label: str | None 
         )
     with transaction(conn):
         if queries.oracle_label_exists(conn, label):
-            raise OracleError(f"an oracle labelled {label!r} already exists (choose another --label)")
-        oid = store.insert_oracle_module(conn, {
-            "label": label, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data),
-            "source_path": str(p), "data": data,
-        })
+            raise OracleError(
+                f"an oracle labelled {label!r} already exists (choose another --label)"
+            )
+        oid = store.insert_oracle_module(
+            conn,
+            {
+                "label": label,
+                "sha256": hashlib.sha256(data).hexdigest(),
+                "size": len(data),
+                "source_path": str(p),
+                "data": data,
+            },
+        )
     return {
-        "id": oid, "label": label, "functions": len(analysis.functions),
-        "defined": sum(1 for f in analysis.functions if not f.imported), "named": len(names),
+        "id": oid,
+        "label": label,
+        "functions": len(analysis.functions),
+        "defined": sum(1 for f in analysis.functions if not f.imported),
+        "named": len(names),
         "runtime": _is_runtime_module(label, names),
     }
 
@@ -154,16 +167,35 @@ def match_oracle(
         raise OracleError("no oracle modules stored; add one with `kbtool oracle add REF.wasm`")
     rows, target = _target_records(conn, version_id)
     by_index = {r["index"]: r for r in rows}
-    total = {"version_id": version_id, "written": 0, "refused": 0, "unchanged": 0, "exact": 0,
-             "structural": 0, "skipped_review": 0, "oracles": []}
+    total = {
+        "version_id": version_id,
+        "written": 0,
+        "refused": 0,
+        "unchanged": 0,
+        "exact": 0,
+        "structural": 0,
+        "skipped_review": 0,
+        "oracles": [],
+    }
     for oid, label, data in refs:
         analysis = _analyze(bytes(data), f"oracle {label!r}")
         names = _names(analysis)
         runtime = _is_runtime_module(label, names)
         recs = records_from_analysis(analysis)
-        stats = {"id": oid, "label": label, "runtime": runtime, "exact": 0, "structural": 0,
-                 "written": 0, "refused": 0, "unchanged": 0, "skipped_review": 0}
-        proposals: dict[int, tuple[int, float, str, float]] = {}  # target -> (ref idx, conf, method, score)
+        stats = {
+            "id": oid,
+            "label": label,
+            "runtime": runtime,
+            "exact": 0,
+            "structural": 0,
+            "written": 0,
+            "refused": 0,
+            "unchanged": 0,
+            "skipped_review": 0,
+        }
+        proposals: dict[
+            int, tuple[int, float, str, float]
+        ] = {}  # target -> (ref idx, conf, method, score)
 
         # 1. exact shape
         ref_by_shape: dict[str, set[str]] = defaultdict(set)
@@ -177,12 +209,14 @@ def match_oracle(
             ref_count[r.shape_hash] += 1
         ref_by_index = {r.index: r for r in recs}
 
-        def exact_confidence(ref_index: int, ref_by_index=ref_by_index,
-                             ref_count=ref_count) -> tuple[float, str]:
+        def exact_confidence(
+            ref_index: int, ref_by_index=ref_by_index, ref_count=ref_count
+        ) -> tuple[float, str]:
             r = ref_by_index[ref_index]
             if r.instr_count < TRIVIAL_INSTR or ref_count.get(r.shape_hash or "", 0) > 1:
                 return TRIVIAL_CONFIDENCE, "shape-trivial"
             return 1.0, "shape"
+
         tgt_by_shape: dict[str, list[int]] = defaultdict(list)
         for r in target:
             if not r.imported and r.shape_hash:
@@ -209,8 +243,12 @@ def match_oracle(
                     continue
                 if m.method in ("body", "shape") and not m.review:
                     conf, method = exact_confidence(m.old_index)
-                    proposals[m.new_index] = (m.old_index, conf,
-                                              m.method if conf == 1.0 else method, m.score)
+                    proposals[m.new_index] = (
+                        m.old_index,
+                        conf,
+                        m.method if conf == 1.0 else method,
+                        m.score,
+                    )
                     stats["exact"] += 1
                     continue
                 if m.review or m.score < MIN_STRUCTURAL_SCORE:
@@ -223,11 +261,22 @@ def match_oracle(
             for t in sorted(proposals):
                 ref_idx, conf, method, score = proposals[t]
                 d = upsert_symbol(
-                    conn, by_index[t]["stable_id"], names[ref_idx], provenance="oracle",
-                    confidence=conf, actor=ACTOR, version_id=version_id,
-                    evidence={"source": "oracle", "oracle": label, "oracle_id": oid,
-                              "oracle_index": ref_idx, "method": method, "score": round(score, 4),
-                              "runtime": runtime},
+                    conn,
+                    by_index[t]["stable_id"],
+                    names[ref_idx],
+                    provenance="oracle",
+                    confidence=conf,
+                    actor=ACTOR,
+                    version_id=version_id,
+                    evidence={
+                        "source": "oracle",
+                        "oracle": label,
+                        "oracle_id": oid,
+                        "oracle_index": ref_idx,
+                        "method": method,
+                        "score": round(score, 4),
+                        "runtime": runtime,
+                    },
                 )
                 if d["written"]:
                     stats["written"] += 1

@@ -80,7 +80,7 @@ def check_output_path(out: str | Path, kb_path: str | Path | None, force: bool =
                 with contextlib.suppress(OSError):
                     same = os.path.samestat(st, os.stat(q))
             if same:
-                what = "the KB" if q == kb else f"the KB's {q.name[len(kb.name):]} file"
+                what = "the KB" if q == kb else f"the KB's {q.name[len(kb.name) :]} file"
                 raise OutputRefused(
                     f"refusing to write {p}: it is {what} ({kb}); choose another output file"
                 )
@@ -137,7 +137,7 @@ def _remove_stale(directory: str, name: str) -> None:
     except OSError:
         return
     for e in entries:
-        pid = e[len(prefix):].split("-", 1)[0]
+        pid = e[len(prefix) :].split("-", 1)[0]
         if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)):
             continue
         path = os.path.join(directory, e)
@@ -157,8 +157,9 @@ def _alive(pid: int) -> bool:
 
 
 @contextlib.contextmanager
-def atomic_output(out: str | Path, *, binary: bool = False,
-                  encoding: str = "utf-8") -> Iterator[IO[Any]]:
+def atomic_output(
+    out: str | Path, *, binary: bool = False, encoding: str = "utf-8"
+) -> Iterator[IO[Any]]:
     """A file object whose content replaces ``out`` only when the ``with`` block ends
     without an error (written, flushed and fsynced first); on any error or signal the old
     file stays as it was and no temporary remains. See the module docstring."""
@@ -177,8 +178,9 @@ def atomic_output(out: str | Path, *, binary: bool = False,
     perms = (st.st_mode & 0o777) if st is not None and not p.is_symlink() else _umask_mode()
     with terminate_raises():
         _remove_stale(directory, p.name)
-        fd, named = tempfile.mkstemp(prefix=f"{_tmp_prefix(p.name)}{os.getpid()}-",
-                                     suffix=".tmp", dir=directory)
+        fd, named = tempfile.mkstemp(
+            prefix=f"{_tmp_prefix(p.name)}{os.getpid()}-", suffix=".tmp", dir=directory
+        )
         tmp: str | None = named
         fh = None
         try:

@@ -16,8 +16,15 @@ AGENT_PROVENANCE = "agent"
 AGENT_ACTOR = "agent:mcp"
 
 
-def propose_name(conn: Any, stable_id: str, name: str, summary: str, confidence: float,
-                 tool: str, names: dict[int, dict[int, str]]) -> dict[str, Any]:
+def propose_name(
+    conn: Any,
+    stable_id: str,
+    name: str,
+    summary: str,
+    confidence: float,
+    tool: str,
+    names: dict[int, dict[int, str]],
+) -> dict[str, Any]:
     """One agent proposal (an MCP client's): the agent verifier (:mod:`kbtool.agents.verifier`, the one
     ``run_agent_pass`` uses), then the gate. ``names`` caches each version's names (index ->
     name) across a batch and learns the names written."""
@@ -36,16 +43,28 @@ def propose_name(conn: Any, stable_id: str, name: str, summary: str, confidence:
             names[vid] = queries.function_names(conn, vid)
         taken = {n for i, n in names[vid].items() if i != idx}
     if current and current.get("name"):
-        ctx["existing"] = {"name": current["name"], "confidence": current["confidence"],
-                           "provenance": current["provenance"]}
-    proposal = AgentProposal(index=idx if idx is not None else -1, name=name,
-                             confidence=confidence, summary=summary, stable_id=stable_id)
+        ctx["existing"] = {
+            "name": current["name"],
+            "confidence": current["confidence"],
+            "provenance": current["provenance"],
+        }
+    proposal = AgentProposal(
+        index=idx if idx is not None else -1,
+        name=name,
+        confidence=confidence,
+        summary=summary,
+        stable_id=stable_id,
+    )
     verdict = verify(proposal, ctx, taken)
     if not verdict.ok:
         return {"written": False, "reason": f"verifier: {verdict.reason}"}
     decision = upsert_symbol(
-        conn, stable_id, name,
-        provenance=AGENT_PROVENANCE, actor=AGENT_ACTOR, confidence=confidence,
+        conn,
+        stable_id,
+        name,
+        provenance=AGENT_PROVENANCE,
+        actor=AGENT_ACTOR,
+        confidence=confidence,
         summary=clean_summary(summary) or None,
         evidence={"actor": AGENT_ACTOR, "tool": tool},
     )

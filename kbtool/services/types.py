@@ -44,8 +44,6 @@ def _who(provenance: str, actor: str | None) -> str:
     return actor or ("human:cli" if provenance == "human" else provenance)
 
 
-
-
 # --------------------------------------------------------------------------- the KB's types
 
 
@@ -82,9 +80,17 @@ def resolve_name(conn: sqlite3.Connection, name: str) -> dict[str, Any]:
     raise TypesError(f"no type {t[:60]!r} in the KB (kbtool types list)")
 
 
-def add_types(conn: sqlite3.Connection, text: str, *, provenance: str = "human", confidence: float = 1.0,
-              actor: str | None = None, lock: bool | None = None, version_id: int | None = None,
-              evidence: dict[str, Any] | None = None) -> dict[str, Any]:
+def add_types(
+    conn: sqlite3.Connection,
+    text: str,
+    *,
+    provenance: str = "human",
+    confidence: float = 1.0,
+    actor: str | None = None,
+    lock: bool | None = None,
+    version_id: int | None = None,
+    evidence: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Parse a header and store each named type it defines through the gate (a type
     redeclared differently is a new revision; the same one is unchanged). Returns
     ``{types: [{name, kind, written, reason}], written, unchanged, refused}``."""
@@ -109,9 +115,19 @@ def add_types(conn: sqlite3.Connection, text: str, *, provenance: str = "human",
     out: dict[str, Any] = {"types": [], "written": 0, "unchanged": 0, "refused": 0}
     for key, d in chosen.items():
         value = cd.summary(d, env)
-        dec = upsert_knowledge(conn, "type", key, "", value, provenance=provenance, confidence=confidence,
-                               actor=_who(provenance, actor), lock=lock, version_id=version_id,
-                               evidence=evidence)
+        dec = upsert_knowledge(
+            conn,
+            "type",
+            key,
+            "",
+            value,
+            provenance=provenance,
+            confidence=confidence,
+            actor=_who(provenance, actor),
+            lock=lock,
+            version_id=version_id,
+            evidence=evidence,
+        )
         out["types"].append({"name": key, "kind": d.kind, "size": value.get("size"), **dec})
         if dec["written"]:
             out["written"] += 1
@@ -135,10 +151,20 @@ def list_types(conn: sqlite3.Connection, offset: int = 0, limit: int = 100) -> d
     out = []
     for r in rows[offset : offset + limit]:
         v = r["value"]
-        out.append({"name": r["target"], "kind": v.get("kind"), "size": v.get("size"), "align": v.get("align"),
-                    "fields": len(v.get("fields") or v.get("enumerators") or []),
-                    "provenance": r["provenance"], "confidence": r["confidence"], "locked": r["locked"],
-                    "uses": uses.get(r["target"], 0) + (uses.get(v.get("name"), 0) if v.get("kind") != "typedef" else 0)})
+        out.append(
+            {
+                "name": r["target"],
+                "kind": v.get("kind"),
+                "size": v.get("size"),
+                "align": v.get("align"),
+                "fields": len(v.get("fields") or v.get("enumerators") or []),
+                "provenance": r["provenance"],
+                "confidence": r["confidence"],
+                "locked": r["locked"],
+                "uses": uses.get(r["target"], 0)
+                + (uses.get(v.get("name"), 0) if v.get("kind") != "typedef" else 0),
+            }
+        )
     return {"total": len(rows), "offset": offset, "types": out}
 
 
@@ -157,12 +183,28 @@ def show_type(conn: sqlite3.Connection, name: str) -> dict[str, Any]:
     for kind in ("local_type", "data_type"):
         for a in kt.applied(conn, kind):
             if r["target"] in _mentioned(a["value"]["text"]) or (
-                    r["value"].get("kind") != "typedef" and r["value"].get("name") in _mentioned(a["value"]["text"])
-                    and r["target"] in _typedef_targets(conn, a["value"]["text"])):
-                applied.append({"kind": kind, "target": a["target"], "key": a["key"], "type": a["value"]["text"],
-                                "provenance": a["provenance"]})
-    return {"name": r["target"], **r["value"], "provenance": r["provenance"], "confidence": r["confidence"],
-            "locked": r["locked"], "applied": applied, "history": kn.events(conn, r["target"], "type")}
+                r["value"].get("kind") != "typedef"
+                and r["value"].get("name") in _mentioned(a["value"]["text"])
+                and r["target"] in _typedef_targets(conn, a["value"]["text"])
+            ):
+                applied.append(
+                    {
+                        "kind": kind,
+                        "target": a["target"],
+                        "key": a["key"],
+                        "type": a["value"]["text"],
+                        "provenance": a["provenance"],
+                    }
+                )
+    return {
+        "name": r["target"],
+        **r["value"],
+        "provenance": r["provenance"],
+        "confidence": r["confidence"],
+        "locked": r["locked"],
+        "applied": applied,
+        "history": kn.events(conn, r["target"], "type"),
+    }
 
 
 def _typedef_targets(conn: sqlite3.Connection, text: str) -> set[str]:
@@ -172,8 +214,6 @@ def _typedef_targets(conn: sqlite3.Connection, text: str) -> set[str]:
         if r is not None and r["value"].get("kind") == "typedef":
             out |= _mentioned(r["value"].get("type") or "")
     return out
-
-
 
 
 # --------------------------------------------------------------------------- applying
@@ -190,17 +230,29 @@ def _fits_value(env: cd.Env, ty: Any, wasm: str, what: str) -> None:
     """Refuse a type a wasm value of type ``wasm`` cannot hold."""
     cls = cd.scalar_class(ty, env)
     if cls in ("record", "array", "fn", "void"):
-        raise TypesError(f"{what} is a wasm {wasm} value: it holds a scalar or a pointer, not"
-                         f" {cd.type_text(ty)!r} (give a pointer such as '{cd.type_text(ty)} *')")
+        raise TypesError(
+            f"{what} is a wasm {wasm} value: it holds a scalar or a pointer, not"
+            f" {cd.type_text(ty)!r} (give a pointer such as '{cd.type_text(ty)} *')"
+        )
     low = cd.wasm_lowering(ty, env)
     if low != [wasm]:
         raise TypesError(f"{what} is a wasm {wasm} value; {cd.type_text(ty)!r} is {', '.join(low)}")
 
 
-def apply_local(conn: sqlite3.Connection, function: str, local: str | int, type_text: str | None, *,
-                param: bool = False, version_id: int | None = None, provenance: str = "human",
-                confidence: float = 1.0, actor: str | None = None, lock: bool | None = None,
-                evidence: dict[str, Any] | None = None) -> Decision:
+def apply_local(
+    conn: sqlite3.Connection,
+    function: str,
+    local: str | int,
+    type_text: str | None,
+    *,
+    param: bool = False,
+    version_id: int | None = None,
+    provenance: str = "human",
+    confidence: float = 1.0,
+    actor: str | None = None,
+    lock: bool | None = None,
+    evidence: dict[str, Any] | None = None,
+) -> Decision:
     """Give wasm local ``local`` (with ``param``: parameter N, which is local N) of a
     function a C type (``struct sqlite3 *``), checked against the local's wasm type; None
     clears it."""
@@ -211,7 +263,9 @@ def apply_local(conn: sqlite3.Connection, function: str, local: str | int, type_
     if param:
         s = str(local).strip().lstrip("p")
         if not s.isdigit() or int(s) >= nparams:
-            raise TypesError(f"function {f['index']} has {nparams} parameter(s): give 0..{nparams - 1}")
+            raise TypesError(
+                f"function {f['index']} has {nparams} parameter(s): give 0..{nparams - 1}"
+            )
         idx = int(s)
     else:
         idx = ks.local_index(conn, f, local, code)
@@ -221,14 +275,33 @@ def apply_local(conn: sqlite3.Connection, function: str, local: str | int, type_
         ty = _parse_use(env, type_text)
         _fits_value(env, ty, types[idx], f"{'parameter' if idx < nparams else 'local'} {idx}")
         value = {"text": cd.type_text(ty)}
-    return upsert_knowledge(conn, "local_type", f["stable_id"], str(idx), value, provenance=provenance,
-                            confidence=confidence, actor=_who(provenance, actor), lock=lock,
-                            version_id=f["version_id"], evidence=evidence)
+    return upsert_knowledge(
+        conn,
+        "local_type",
+        f["stable_id"],
+        str(idx),
+        value,
+        provenance=provenance,
+        confidence=confidence,
+        actor=_who(provenance, actor),
+        lock=lock,
+        version_id=f["version_id"],
+        evidence=evidence,
+    )
 
 
-def apply_data(conn: sqlite3.Connection, version_id: int, target: str, type_text: str | None, *,
-               provenance: str = "human", confidence: float = 1.0, actor: str | None = None,
-               lock: bool | None = None, evidence: dict[str, Any] | None = None) -> Decision:
+def apply_data(
+    conn: sqlite3.Connection,
+    version_id: int,
+    target: str,
+    type_text: str | None,
+    *,
+    provenance: str = "human",
+    confidence: float = 1.0,
+    actor: str | None = None,
+    lock: bool | None = None,
+    evidence: dict[str, Any] | None = None,
+) -> Decision:
     """Give a data item (by content) or a global (``g:NAME``, by key) a C type: a global
     holds a scalar or a pointer of its wasm type; a data item any complete type."""
     try:
@@ -242,26 +315,40 @@ def apply_data(conn: sqlite3.Connection, version_id: int, target: str, type_text
         if d["kind"] == "global":
             from kbtool.kb import datamodel as dm_store
 
-            g = next((g for g in dm_store.globals_of(conn, version_id) if g["index"] == d["index"]), None)
+            g = next(
+                (g for g in dm_store.globals_of(conn, version_id) if g["index"] == d["index"]), None
+            )
             wasm = (g or {}).get("type") or (g or {}).get("valtype") or "i32"
             _fits_value(env, ty, str(wasm).split()[-1], f"global {d['label'] or d['index']}")
         else:
             try:
                 cd.layout(ty, env)
             except cd.CDeclError as exc:
-                raise TypesError(f"{cd.type_text(ty)!r} cannot lay out a data item: {exc}") from None
+                raise TypesError(
+                    f"{cd.type_text(ty)!r} cannot lay out a data item: {exc}"
+                ) from None
         value = {"text": cd.type_text(ty)}
-    return upsert_knowledge(conn, "data_type", d["key"], "", value, provenance=provenance,
-                            confidence=confidence, actor=_who(provenance, actor), lock=lock,
-                            version_id=version_id, evidence=evidence)
-
-
+    return upsert_knowledge(
+        conn,
+        "data_type",
+        d["key"],
+        "",
+        value,
+        provenance=provenance,
+        confidence=confidence,
+        actor=_who(provenance, actor),
+        lock=lock,
+        version_id=version_id,
+        evidence=evidence,
+    )
 
 
 # --------------------------------------------------------------------------- renaming
 
 
-def _recovered(conn: sqlite3.Connection, name: str, version_id: int | None) -> tuple[int, dict[str, Any]] | None:
+def _recovered(
+    conn: sqlite3.Connection, name: str, version_id: int | None
+) -> tuple[int, dict[str, Any]] | None:
     vid = version_id or queries.latest_version_id(conn)
     if vid is None:
         return None
@@ -273,9 +360,17 @@ def _recovered(conn: sqlite3.Connection, name: str, version_id: int | None) -> t
     return None
 
 
-_ANALYSIS_C = {("i32", 4): "int", ("ptr", 4): "void *", ("i64", 8): "long long", ("f32", 4): "float",
-               ("f64", 8): "double", ("i8", 1): "signed char", ("u8", 1): "unsigned char",
-               ("i16", 2): "short", ("u16", 2): "unsigned short"}
+_ANALYSIS_C = {
+    ("i32", 4): "int",
+    ("ptr", 4): "void *",
+    ("i64", 8): "long long",
+    ("f32", 4): "float",
+    ("f64", 8): "double",
+    ("i8", 1): "signed char",
+    ("u8", 1): "unsigned char",
+    ("i16", 2): "short",
+    ("u16", 2): "unsigned short",
+}
 
 
 def recovered_decl(st: dict[str, Any], name: str) -> str:
@@ -289,18 +384,35 @@ def recovered_decl(st: dict[str, Any], name: str) -> str:
             continue
         if off > end:
             parts.append(f"unsigned char gap_{end}[{off - end}];")
-        fname = f.get("name") if isinstance(f.get("name"), str) and cd.IDENT.match(f["name"]) else f"field_{off}"
+        fname = (
+            f.get("name")
+            if isinstance(f.get("name"), str) and cd.IDENT.match(f["name"])
+            else f"field_{off}"
+        )
         parts.append(f"{ct} {'*' if ct.endswith('*') else ''}{fname};".replace("* *", " *"))
         end = off + size
     return f"struct {name} {{ {' '.join(parts)} }};"
 
 
-def rename_type(conn: sqlite3.Connection, old: str, new: str, *, version_id: int | None = None,
-                provenance: str = "human", confidence: float = 1.0, actor: str | None = None) -> dict[str, Any]:
+def rename_type(
+    conn: sqlite3.Connection,
+    old: str,
+    new: str,
+    *,
+    version_id: int | None = None,
+    provenance: str = "human",
+    confidence: float = 1.0,
+    actor: str | None = None,
+) -> dict[str, Any]:
     """Rename a KB type, or name a struct the analysis recovered (``f41_p0``): it becomes a
     KB type (its fields at their offsets), applied (provenance agent, actor analysis) to
     every parameter the analysis found it in. Applications of a renamed KB type follow it."""
-    if not isinstance(new, str) or not cd.IDENT.match(new) or new in cd.KEYWORDS or len(new) > kt.MAX_TYPE_NAME:
+    if (
+        not isinstance(new, str)
+        or not cd.IDENT.match(new)
+        or new in cd.KEYWORDS
+        or len(new) > kt.MAX_TYPE_NAME
+    ):
         raise TypesError(f"new name {str(new)[:60]!r} is not a C identifier")
     who = _who(provenance, actor)
     try:
@@ -310,55 +422,114 @@ def rename_type(conn: sqlite3.Connection, old: str, new: str, *, version_id: int
     if cur is None:
         hit = _recovered(conn, old, version_id)
         if hit is None:
-            raise TypesError(f"no type {old[:60]!r}: neither a KB type nor a struct the analysis recovered"
-                             " (kbtool types list; kbtool analyze VERSION)")
+            raise TypesError(
+                f"no type {old[:60]!r}: neither a KB type nor a struct the analysis recovered"
+                " (kbtool types list; kbtool analyze VERSION)"
+            )
         vid, st = hit
-        res = add_types(conn, recovered_decl(st, new), provenance=provenance, confidence=confidence,
-                        actor=who, version_id=vid,
-                        evidence={"recovered_from": st.get("name"), "version_id": vid})
+        res = add_types(
+            conn,
+            recovered_decl(st, new),
+            provenance=provenance,
+            confidence=confidence,
+            actor=who,
+            version_id=vid,
+            evidence={"recovered_from": st.get("name"), "version_id": vid},
+        )
         applied = 0
         for m in st.get("members") or []:
             b = re.fullmatch(r"p(\d+)", str(m.get("base", "")))
             row = queries.function_at_index(conn, vid, int(m.get("func_index", -1))) if b else None
             if row is None:
                 continue
-            d = upsert_knowledge(conn, "local_type", row["stable_id"], b.group(1), {"text": f"struct {new} *"},
-                                 provenance="agent", confidence=0.6, actor="analysis:structs", version_id=vid,
-                                 evidence={"recovered_from": st.get("name"), "renamed_by": who})
+            d = upsert_knowledge(
+                conn,
+                "local_type",
+                row["stable_id"],
+                b.group(1),
+                {"text": f"struct {new} *"},
+                provenance="agent",
+                confidence=0.6,
+                actor="analysis:structs",
+                version_id=vid,
+                evidence={"recovered_from": st.get("name"), "renamed_by": who},
+            )
             applied += int(d["written"])
         return {**res, "applied": applied, "from": st.get("name"), "name": f"struct {new}"}
     v = cur["value"]
     if v.get("kind") not in ("struct", "union", "enum"):
-        raise TypesError("rename a struct, union or enum (a typedef: declare the new one, then clear the old)")
+        raise TypesError(
+            "rename a struct, union or enum (a typedef: declare the new one, then clear the old)"
+        )
     kind, oldname = v["kind"], v["name"]
     if kn.get(conn, "type", f"{kind} {new}") is not None:
         raise TypesError(f"{kind} {new} already exists")
-    text = re.sub(rf"^{kind} (__attribute__\(\([^)]*(?:\([^)]*\))?\)\) )?{re.escape(oldname)}\b",
-                  lambda m: f"{kind} {m.group(1) or ''}{new}", v["text"])
-    res = add_types(conn, text, provenance=provenance, confidence=confidence, actor=who,
-                    evidence={"renamed_from": cur["target"]})
+    text = re.sub(
+        rf"^{kind} (__attribute__\(\([^)]*(?:\([^)]*\))?\)\) )?{re.escape(oldname)}\b",
+        lambda m: f"{kind} {m.group(1) or ''}{new}",
+        v["text"],
+    )
+    res = add_types(
+        conn,
+        text,
+        provenance=provenance,
+        confidence=confidence,
+        actor=who,
+        evidence={"renamed_from": cur["target"]},
+    )
     moved = 0
     pat = re.compile(rf"\b{kind} {re.escape(oldname)}\b")
     for akind in ("local_type", "data_type"):
         for a in kt.applied(conn, akind):
             if pat.search(a["value"]["text"]):
-                d = upsert_knowledge(conn, akind, a["target"], a["key"],
-                                     {"text": pat.sub(f"{kind} {new}", a["value"]["text"])},
-                                     provenance=a["provenance"], confidence=a["confidence"], actor=who,
-                                     lock=a["locked"], evidence={"renamed_type": cur["target"]})
+                d = upsert_knowledge(
+                    conn,
+                    akind,
+                    a["target"],
+                    a["key"],
+                    {"text": pat.sub(f"{kind} {new}", a["value"]["text"])},
+                    provenance=a["provenance"],
+                    confidence=a["confidence"],
+                    actor=who,
+                    lock=a["locked"],
+                    evidence={"renamed_type": cur["target"]},
+                )
                 moved += int(d["written"])
     for t in kt.all_types(conn):  # types that mention it (typedefs, members)
         if t["target"] != cur["target"] and pat.search(t["value"]["text"]):
-            add_types(conn, pat.sub(f"{kind} {new}", t["value"]["text"]), provenance=t["provenance"],
-                      confidence=t["confidence"], actor=who, evidence={"renamed_type": cur["target"]})
-    upsert_knowledge(conn, "type", cur["target"], "", None, provenance=provenance, confidence=confidence,
-                     actor=who, evidence={"renamed_to": f"{kind} {new}"})
+            add_types(
+                conn,
+                pat.sub(f"{kind} {new}", t["value"]["text"]),
+                provenance=t["provenance"],
+                confidence=t["confidence"],
+                actor=who,
+                evidence={"renamed_type": cur["target"]},
+            )
+    upsert_knowledge(
+        conn,
+        "type",
+        cur["target"],
+        "",
+        None,
+        provenance=provenance,
+        confidence=confidence,
+        actor=who,
+        evidence={"renamed_to": f"{kind} {new}"},
+    )
     return {**res, "applied": moved, "from": cur["target"], "name": f"{kind} {new}"}
 
 
-def rename_field(conn: sqlite3.Connection, type_name: str, field: str, new: str, *,
-                 provenance: str = "human", confidence: float = 1.0, actor: str | None = None,
-                 version_id: int | None = None) -> Decision:
+def rename_field(
+    conn: sqlite3.Connection,
+    type_name: str,
+    field: str,
+    new: str,
+    *,
+    provenance: str = "human",
+    confidence: float = 1.0,
+    actor: str | None = None,
+    version_id: int | None = None,
+) -> Decision:
     """Rename one member (by name or byte offset) of a KB struct or union: a new revision of
     the type through the gate. A recovered struct is named first (``types rename``)."""
     if not isinstance(new, str) or not cd.IDENT.match(new) or new in cd.KEYWORDS:
@@ -376,7 +547,9 @@ def rename_field(conn: sqlite3.Connection, type_name: str, field: str, new: str,
         raise TypesError(f"{cur['target']} does not parse any more; declare it again")
     fields, attrs = d.body
     s = str(field).strip()
-    offs = {f["name"]: f["offset"] for f in cd.record_layout(("rec", d.kind, d.name), env)["fields"]}
+    offs = {
+        f["name"]: f["offset"] for f in cd.record_layout(("rec", d.kind, d.name), env)["fields"]
+    }
     pick = None
     if re.fullmatch(r"0x[0-9a-fA-F]+|\d+", s):
         off = int(s, 0)
@@ -384,18 +557,29 @@ def rename_field(conn: sqlite3.Connection, type_name: str, field: str, new: str,
     elif s in offs:
         pick = s
     if pick is None:
-        raise TypesError(f"{cur['target']} has no member {s[:60]!r} (members: "
-                         f"{', '.join(f'{n}@{o}' for n, o in offs.items() if n)[:300]})")
+        raise TypesError(
+            f"{cur['target']} has no member {s[:60]!r} (members: "
+            f"{', '.join(f'{n}@{o}' for n, o in offs.items() if n)[:300]})"
+        )
     if new in offs and new != pick:
         raise TypesError(f"{cur['target']} already has a member {new!r}")
-    nd = cd.Decl(d.kind, d.name, (tuple((new if n == pick else n, t, a) for n, t, a in fields), attrs))
+    nd = cd.Decl(
+        d.kind, d.name, (tuple((new if n == pick else n, t, a) for n, t, a in fields), attrs)
+    )
     env.add(nd)
     value = cd.summary(nd, env)
-    return upsert_knowledge(conn, "type", cur["target"], "", value, provenance=provenance, confidence=confidence,
-                            actor=_who(provenance, actor), version_id=version_id,
-                            evidence={"renamed_field": [pick, new]})
-
-
+    return upsert_knowledge(
+        conn,
+        "type",
+        cur["target"],
+        "",
+        value,
+        provenance=provenance,
+        confidence=confidence,
+        actor=_who(provenance, actor),
+        version_id=version_id,
+        evidence={"renamed_field": [pick, new]},
+    )
 
 
 # --------------------------------------------------------------------------- export
@@ -407,8 +591,14 @@ def export_header(conn: sqlite3.Connection) -> str:
     env = kb_env(conn)
     rows = kt.all_types(conn)
     decls = {k: d for k, d in env.types.items()}
-    lines = ["/* kbtool: the KB's types (wasm32 layouts). */", "#ifndef KBTOOL_TYPES_H",
-             "#define KBTOOL_TYPES_H", "#include <stdint.h>", "#include <stddef.h>", "#include <stdbool.h>"]
+    lines = [
+        "/* kbtool: the KB's types (wasm32 layouts). */",
+        "#ifndef KBTOOL_TYPES_H",
+        "#define KBTOOL_TYPES_H",
+        "#include <stdint.h>",
+        "#include <stddef.h>",
+        "#include <stdbool.h>",
+    ]
     used = set()
     for r in rows:
         used |= _mentioned(r["value"]["text"])
@@ -476,8 +666,12 @@ def _needs(d: cd.Decl) -> set[str]:
     return out
 
 
-def code_types(conn: sqlite3.Connection, version_id: int, known: dict[int, dict[str, Any]],
-               fallback: Any = None) -> TypedFields:
+def code_types(
+    conn: sqlite3.Connection,
+    version_id: int,
+    known: dict[int, dict[str, Any]],
+    fallback: Any = None,
+) -> TypedFields:
     """The field hook of a version's code: KB types applied to its functions' locals (and
     the struct-pointer parameters of their declared prototypes), over ``fallback``."""
     data_rows = kt.applied(conn, "data_type")
@@ -511,15 +705,18 @@ def code_types(conn: sqlite3.Connection, version_id: int, known: dict[int, dict[
     return tf
 
 
-def _data_types(conn: sqlite3.Connection, version_id: int, env: cd.Env,
-                rows: list[dict[str, Any]]) -> tuple[dict[int, Any], dict[int, tuple[str, Any]]]:
+def _data_types(
+    conn: sqlite3.Connection, version_id: int, env: cd.Env, rows: list[dict[str, Any]]
+) -> tuple[dict[int, Any], dict[int, tuple[str, Any]]]:
     """The ``data_type`` annotations of this version's data items (address -> type) and
     globals (index -> (text, type)), found by content id and global key."""
     from kbtool.kb import datamodel as dm_store
 
     if dm_store.model_info(conn, version_id) is None:
         return {}, {}
-    want = {r["target"]: r["value"]["text"] for r in rows if r.get("value") and r["value"].get("text")}
+    want = {
+        r["target"]: r["value"]["text"] for r in rows if r.get("value") and r["value"].get("text")
+    }
     items: dict[int, Any] = {}
     gl: dict[int, tuple[str, Any]] = {}
     keys = {ks.global_key(g): g["index"] for g in dm_store.globals_of(conn, version_id)}
@@ -539,7 +736,9 @@ def _data_types(conn: sqlite3.Connection, version_id: int, env: cd.Env,
     return items, gl
 
 
-def import_values(conn: sqlite3.Connection, lines: list[tuple[str, str]]) -> dict[str, dict[str, Any] | None]:
+def import_values(
+    conn: sqlite3.Connection, lines: list[tuple[str, str]]
+) -> dict[str, dict[str, Any] | None]:
     """``{target: value}`` of exported type lines ``(target, declaration)`` (parsed in any
     order, each after the ones it needs; None for one that does not parse)."""
     env = kb_env(conn)

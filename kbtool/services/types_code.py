@@ -16,8 +16,10 @@ _PRELUDE_TAGS = {"v128", "wasm_ref_s"}
 
 
 # a member name after `->` only clashes with a macro: the prelude's and <stdint.h>'s
-_MACRO = re.compile(r"(KB_\w*|KBTOOL_\w*|REF_FUNC|REF_NULL|HT_SHARED|U?INT\w*_(?:MAX|MIN|C)|SIZE_MAX"
-                    r"|PTRDIFF_\w+|SIG_ATOMIC_\w+|WCHAR_\w+|WINT_\w+|NULL|__\w*)\Z")
+_MACRO = re.compile(
+    r"(KB_\w*|KBTOOL_\w*|REF_FUNC|REF_NULL|HT_SHARED|U?INT\w*_(?:MAX|MIN|C)|SIZE_MAX"
+    r"|PTRDIFF_\w+|SIG_ATOMIC_\w+|WCHAR_\w+|WINT_\w+|NULL|__\w*)\Z"
+)
 
 
 def _member(name: str) -> str:
@@ -26,8 +28,17 @@ def _member(name: str) -> str:
     return f"{name}_" if name in C_KEYWORDS or _MACRO.match(name) else name
 
 
-_WIDTH = {"int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4, "uint32_t": 4,
-          "int64_t": 8, "float": 4, "double": 8}
+_WIDTH = {
+    "int8_t": 1,
+    "uint8_t": 1,
+    "int16_t": 2,
+    "uint16_t": 2,
+    "int32_t": 4,
+    "uint32_t": 4,
+    "int64_t": 8,
+    "float": 4,
+    "double": 8,
+}
 
 
 class TypedFields:
@@ -41,8 +52,13 @@ class TypedFields:
     reads through ``*(int8_t *)&...->f``); else the plain access stays. Locals without a KB
     type fall back to ``fallback`` (the analysis' recovered structs)."""
 
-    def __init__(self, env: cd.Env, apps: dict[int, dict[int, Any]], fallback: Any = None,
-                 taken: set[str] | None = None) -> None:
+    def __init__(
+        self,
+        env: cd.Env,
+        apps: dict[int, dict[int, Any]],
+        fallback: Any = None,
+        taken: set[str] | None = None,
+    ) -> None:
         self.env = env
         self.apps = apps
         self.fallback = fallback
@@ -119,7 +135,9 @@ class TypedFields:
         g = self.globals.get(index)
         return g[0] if g else None
 
-    def global_field(self, index: int, base: str, offset: int, ctype: str) -> tuple[str, str, str] | None:
+    def global_field(
+        self, index: int, base: str, offset: int, ctype: str
+    ) -> tuple[str, str, str] | None:
         g = self.globals.get(index)
         if g is None:
             return None
@@ -149,8 +167,11 @@ class TypedFields:
         r = cd._resolve(t, self.env)
         if r[0] == "arr":
             inner = self._member_type(r[1], "X", deps, depth + 1)
-            return inner.replace(" X", f" {name}[{'' if r[2] is None else r[2]}]", 1) if " X" in inner \
+            return (
+                inner.replace(" X", f" {name}[{'' if r[2] is None else r[2]}]", 1)
+                if " X" in inner
                 else f"uint8_t {name}[{cd.layout(r, self.env)[0]}]"
+            )
         if r[0] == "rec":
             deps.append(self.decl(r[1], r[2], depth + 1))
             return f"{r[1]} {self.tag(r[1], r[2])} {name}"
@@ -174,8 +195,11 @@ class TypedFields:
             parts.append(self._member_type(f["type"], name, deps, depth) + ";")
             end = max(end, f["offset"] + f["size"])
         if rl["size"] > end:
-            parts.append(f"uint8_t _pad{end}[{rl['size'] - end}];" if rl["kind"] == "struct"
-                         else f"uint8_t _size[{rl['size']}];")
+            parts.append(
+                f"uint8_t _pad{end}[{rl['size'] - end}];"
+                if rl["kind"] == "struct"
+                else f"uint8_t _size[{rl['size']}];"
+            )
         head = f"{rl['kind']} __attribute__((packed)) {tag + ' ' if tag else ''}"
         return head + "{ " + " ".join(parts) + " }"
 
@@ -188,7 +212,9 @@ class TypedFields:
         self._decls[key] = ""  # a struct holding itself by value does not lay out anyway
         deps: list[str] = []
         body = self._body(("rec", kind, name), deps, depth, tag)
-        text = "\n".join([*(d for d in deps if d), f"#ifndef KB_T_{tag}\n#define KB_T_{tag}\n{body};\n#endif"])
+        text = "\n".join(
+            [*(d for d in deps if d), f"#ifndef KB_T_{tag}\n#define KB_T_{tag}\n{body};\n#endif"]
+        )
         self._decls[key] = text
         return text
 
@@ -203,7 +229,8 @@ class TypedFields:
             best = None
             for f in rl["fields"]:
                 if f["offset"] <= off < f["offset"] + max(f["size"], 1) or (
-                        f["size"] == 0 and off >= f["offset"]):
+                    f["size"] == 0 and off >= f["offset"]
+                ):
                     hit = self._find(f["type"], off - f["offset"], size, ct, depth + 1)
                     if hit is not None:
                         name = _member(f["name"]) if f["name"] else ""
@@ -280,9 +307,17 @@ class TypedFields:
             return None
         path, mt = hit
         tag = self.tag(target[1], target[2])
-        ref = f"((struct {tag} *)(M + {base}))" if target[1] == "struct" else f"((union {tag} *)(M + {base}))"
+        ref = (
+            f"((struct {tag} *)(M + {base}))"
+            if target[1] == "struct"
+            else f"((union {tag} *)(M + {base}))"
+        )
         text = f"{ref}{f'[{k}]' if k else ''}"
-        text = f"{text}{path}" if path.startswith("[") else f"{text}{'.' if k else '->'}{path.lstrip('.')}"
+        text = (
+            f"{text}{path}"
+            if path.startswith("[")
+            else f"{text}{'.' if k else '->'}{path.lstrip('.')}"
+        )
         if mt != ctype:
             if width == 1 and mt in ("int8_t", "uint8_t") and ctype in ("int8_t", "uint8_t"):
                 text = f"*({ctype} *)&{text}"

@@ -41,7 +41,10 @@ def type_detail(conn: sqlite3.Connection, name: str, *, history: bool = False) -
             continue
         where = queries.functions_by_stable_id(conn, a["target"])
         sym = queries.get_symbol(conn, a["target"])
-        a["function"] = {"stable_id": a["target"], "name": sym["name"] if sym else None,
-                         "version_id": where[-1]["version_id"] if where else None,
-                         "index": where[-1]["index"] if where else None}
+        a["function"] = {
+            "stable_id": a["target"],
+            "name": sym["name"] if sym else None,
+            "version_id": where[-1]["version_id"] if where else None,
+            "index": where[-1]["index"] if where else None,
+        }
     return r

@@ -66,7 +66,9 @@ class KbApp(App[None]):
         Binding("s", "data", "strings/globals", show=False),  # issue 26: the data screen
         Binding("T", "types", "types", show=False),  # issue 27: the KB's types (read-only)
         Binding("t", "toggle_theme", "theme", show=False),
-        Binding("question_mark", "toggle_keys", "keys", key_display="?", show=False),  # in the title bar
+        Binding(
+            "question_mark", "toggle_keys", "keys", key_display="?", show=False
+        ),  # in the title bar
         Binding("q", "quit", "quit"),
     ]
 
@@ -91,7 +93,7 @@ class KbApp(App[None]):
             self.conn.close()
             raise UnknownVersionError(f"unknown version id {version_id} (see `kbtool versions`)")
         self.version_id: int | None = version_id
-        self.heatmap_cursor: dict[int, int] = {}   # version id -> function index under the cursor
+        self.heatmap_cursor: dict[int, int] = {}  # version id -> function index under the cursor
         self.kb_token = queries.change_token(self.conn)
         self.poll_seconds = poll_seconds
         self.start = start
@@ -104,12 +106,14 @@ class KbApp(App[None]):
         if self.heatmap_first:
             vid = version_id or latest
             self._prefetch = (vid, _PREFETCH.submit(_heatmap_rows, self.db_path, vid))
-        self.blink = blink          # text cursor blink (off in snapshot tests)
+        self.blink = blink  # text cursor blink (off in snapshot tests)
         name = THEMES.get(theme, theme)
         if name not in self.available_themes:
             self.conn.close()
-            raise ValueError(f"unknown theme {theme!r}; use dark, light or one of: "
-                             + ", ".join(sorted(self.available_themes)))
+            raise ValueError(
+                f"unknown theme {theme!r}; use dark, light or one of: "
+                + ", ".join(sorted(self.available_themes))
+            )
         self.theme = name
 
     def heatmap_rows(self, version_id: int) -> list[tuple]:
@@ -119,7 +123,7 @@ class KbApp(App[None]):
             try:
                 return pre[1].result()
             except Exception:
-                pass                  # fall back to the app's own connection
+                pass  # fall back to the app's own connection
         return queries.heatmap_rows(self.conn, version_id)
 
     # ------------------------------------------------------------ lifecycle
@@ -166,9 +170,18 @@ class KbApp(App[None]):
         # A key that would lead to the screen already shown is hidden from the footer.
         if action == "diff" and isinstance(self.screen, DiffScreen):
             return False
-        if isinstance(self.focused, Input) and action in ("search", "diff", "versions", "quit", "feed",
-                                                          "toggle_theme", "toggle_keys", "data", "types"):
-            return False      # while typing, these letters are text (the footer says so)
+        if isinstance(self.focused, Input) and action in (
+            "search",
+            "diff",
+            "versions",
+            "quit",
+            "feed",
+            "toggle_theme",
+            "toggle_keys",
+            "data",
+            "types",
+        ):
+            return False  # while typing, these letters are text (the footer says so)
         if action == "versions" and len(self.screen_stack) == 1:
             return False
         return True
@@ -256,8 +269,14 @@ class KbApp(App[None]):
             conn = open_rw(self.db_path, create=False)
             try:
                 decision = upsert_symbol(
-                    conn, ref.stable_id, name, provenance="human", confidence=1.0,
-                    actor="human:tui", lock=True, version_id=ref.version_id,
+                    conn,
+                    ref.stable_id,
+                    name,
+                    provenance="human",
+                    confidence=1.0,
+                    actor="human:tui",
+                    lock=True,
+                    version_id=ref.version_id,
                     evidence={"source": "kbtool tui"},
                 )
             finally:
@@ -267,21 +286,33 @@ class KbApp(App[None]):
         self.call_from_thread(self._renamed, ref, name, decision, screen)
         return decision
 
-    def _renamed(self, ref: FunctionRef, name: str, decision: dict, screen: KbScreen | None) -> None:
+    def _renamed(
+        self, ref: FunctionRef, name: str, decision: dict, screen: KbScreen | None
+    ) -> None:
         old = printable(clip(ref.name or "unnamed", 40))
         new = printable(clip(name, 40))
         if decision["written"]:
-            self.notify(f"{old} → {new}\nsaved as a human name (locked)", title="renamed",
-                        markup=False, timeout=4)
+            self.notify(
+                f"{old} → {new}\nsaved as a human name (locked)",
+                title="renamed",
+                markup=False,
+                timeout=4,
+            )
         elif decision["reason"] == "no change":
-            self.notify(f"{new} is already this function's locked human name", markup=False, timeout=4)
+            self.notify(
+                f"{new} is already this function's locked human name", markup=False, timeout=4
+            )
         else:
-            self.notify(f"not renamed: {printable(decision['reason'])}", severity="error",
-                        markup=False, timeout=6)
+            self.notify(
+                f"not renamed: {printable(decision['reason'])}",
+                severity="error",
+                markup=False,
+                timeout=6,
+            )
         self.kb_token = queries.change_token(self.conn)
         for s in self.screen_stack:
             if isinstance(s, KbScreen):
-                s.seen_token = None        # everything below re-reads when resumed
+                s.seen_token = None  # everything below re-reads when resumed
         target = screen if screen is not None else self.screen
         if isinstance(target, KbScreen) and target is self.screen:
             after = getattr(target, "after_rename", None)

@@ -27,12 +27,24 @@ class FunctionJumpProvider(Provider):
         return self.app  # type: ignore[return-value]
 
     async def discover(self) -> Hits:
-        yield DiscoveryHit(Text("Go to versions"), self.kb.action_versions, text="Go to versions",
-                           help="every ingested version (v)")
-        yield DiscoveryHit(Text("Search functions"), self.kb.action_search, text="Search functions",
-                           help="named functions of every version (/)")
-        yield DiscoveryHit(Text("Diff two versions"), self.kb.action_diff, text="Diff two versions",
-                           help="what changed between releases (d)")
+        yield DiscoveryHit(
+            Text("Go to versions"),
+            self.kb.action_versions,
+            text="Go to versions",
+            help="every ingested version (v)",
+        )
+        yield DiscoveryHit(
+            Text("Search functions"),
+            self.kb.action_search,
+            text="Search functions",
+            help="named functions of every version (/)",
+        )
+        yield DiscoveryHit(
+            Text("Diff two versions"),
+            self.kb.action_diff,
+            text="Diff two versions",
+            help="what changed between releases (d)",
+        )
 
     async def search(self, query: str) -> Hits:
         text = query.strip()
@@ -43,9 +55,13 @@ class FunctionJumpProvider(Provider):
             display.append_text(name_text(hit["name"], hit["provenance"]))
             display.append(f"  v{hit['version_id']} #{hit['index']}", style="dim")
             plain = f"#{hit['index']} {hit['name'] or 'unnamed'} {hit['stable_id']}"
-            yield Hit(1.0 - rank * 0.01, display,
-                      partial(self.kb.open_detail, hit["version_id"], hit["index"]),
-                      text=plain, help=escape(printable(f"stable_id {hit['stable_id']}")))
+            yield Hit(
+                1.0 - rank * 0.01,
+                display,
+                partial(self.kb.open_detail, hit["version_id"], hit["index"]),
+                text=plain,
+                help=escape(printable(f"stable_id {hit['stable_id']}")),
+            )
         rows = queries.find_functions(self.kb.conn, text, limit=20)
         for rank, row in enumerate(rows):
             display = Text()
@@ -54,5 +70,10 @@ class FunctionJumpProvider(Provider):
             plain = f"{row['name'] or 'unnamed'} {row['stable_id']}"
             exact = row["name"] == text or row["stable_id"] == text
             score = 1.0 if exact else max(0.1, 0.95 - rank * 0.02)
-            yield Hit(score, display, partial(self.kb.open_detail, row["version_id"], row["index"]),
-                      text=plain, help=escape(printable(f"stable_id {row['stable_id']}")))
+            yield Hit(
+                score,
+                display,
+                partial(self.kb.open_detail, row["version_id"], row["index"]),
+                text=plain,
+                help=escape(printable(f"stable_id {row['stable_id']}")),
+            )

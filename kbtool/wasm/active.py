@@ -88,9 +88,15 @@ def _choose() -> tuple[ModuleType, str]:
 IMPL, PATH = _choose()
 
 
-def analyze_range(ctx: Any, first: int, last: int, progress: Any = None,
-                  total_done: int = 0, total: int = 0,
-                  step: int = 1 << 20) -> list[tuple[Any, ...]]:
+def analyze_range(
+    ctx: Any,
+    first: int,
+    last: int,
+    progress: Any = None,
+    total_done: int = 0,
+    total: int = 0,
+    step: int = 1 << 20,
+) -> list[tuple[Any, ...]]:
     """The chosen decoder's :func:`kbtool.wasm.decoder.analyze_range`. A type error from the
     compiled code (mypyc checks types at run time where Python does not) hands the range to
     the pure decoder, the reference; a malformed body raises the same WasmFormatError on both."""
@@ -103,5 +109,8 @@ def analyze_range(ctx: Any, first: int, last: int, progress: Any = None,
 
         logging.getLogger("kbtool.wasm").warning(
             "compiled decoder failed on functions %s..%s (%s); the pure one decodes them",
-            first, last, e)
+            first,
+            last,
+            e,
+        )
         return load_pure().analyze_range(ctx, first, last, progress, total_done, total, step)

@@ -13,6 +13,7 @@ from .errors import WasmFormatError
 
 # ----------------------------------------------------------------------------- customs
 
+
 def _name_map(r: _R, what: str) -> dict[int, str]:
     out = {}
     n = r.count(f"{what} count", 2)
@@ -51,7 +52,8 @@ def _name_section(c: CustomSection, m: Module) -> None:
             # other subsections (labels, types, tables, memories, globals, ...) tolerated
     except WasmFormatError as e:
         m.warnings.append(
-            f"name section: malformed at offset 0x{base + e.offset:x}: expected {e.expected}")
+            f"name section: malformed at offset 0x{base + e.offset:x}: expected {e.expected}"
+        )
 
 
 def _producers_section(c: CustomSection, m: Module) -> None:
@@ -70,7 +72,8 @@ def _producers_section(c: CustomSection, m: Module) -> None:
     except WasmFormatError as e:
         m.warnings.append(
             f"producers section: malformed at offset 0x{c.offset + e.offset:x}: "
-            f"expected {e.expected}")
+            f"expected {e.expected}"
+        )
     m.producers = out
 
 
@@ -86,10 +89,9 @@ def _target_features_section(c: CustomSection, m: Module) -> None:
     except WasmFormatError as e:
         m.warnings.append(
             f"target_features section: malformed at offset 0x{c.offset + e.offset:x}: "
-            f"expected {e.expected}")
+            f"expected {e.expected}"
+        )
     m.target_features = out
-
-
 
 
 # ----------------------------------------------------------------------------- entry
@@ -109,6 +111,7 @@ def _custom_section(r: _R, m: Module) -> None:
 
 # custom sections kbtool reads (others are kept as bytes)
 _CUSTOM_PARSERS: dict[str, Callable[[CustomSection, Module], None]] = {
-    "name": _name_section, "producers": _producers_section,
+    "name": _name_section,
+    "producers": _producers_section,
     "target_features": _target_features_section,
 }

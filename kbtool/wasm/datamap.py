@@ -46,8 +46,6 @@ def _plausible(s: str) -> bool:
     return letters >= 3 and letters * 2 >= len(s)
 
 
-
-
 _PRINTABLE_ASCII = frozenset(range(0x20, 0x7F)) | {0x09, 0x0A, 0x0D}
 _RUNS = re.compile(_RUN.pattern[:-1] + b"+")  # maximal non-empty runs of printable text
 _CONT = range(0x80, 0xC0)  # UTF-8 continuation bytes
@@ -73,8 +71,9 @@ class DataMap:
     TEXT_BUDGET_MIN = 1 << 22
     DIRECT_SCAN_FACTOR = 2
 
-    def __init__(self, segs: list[tuple[int, bytes]], wasm32: bool = True,
-                 sized_first: bool = False) -> None:
+    def __init__(
+        self, segs: list[tuple[int, bytes]], wasm32: bool = True, sized_first: bool = False
+    ) -> None:
         segs = sorted((o, d) for o, d in segs if d)
         self.starts = [o for o, _ in segs]
         self.ends = [o + len(d) for o, d in segs]
@@ -172,23 +171,25 @@ class DataMap:
             if at_start and e_ < len(seg) and seg[e_] == 0:
                 cstr = self._text(seg[rel:e_])
             if self.text_budget >= MAX_RUN:
-                r = seg[rel:min(e_, rel + MAX_RUN)].decode("utf-8", "ignore")
+                r = seg[rel : min(e_, rel + MAX_RUN)].decode("utf-8", "ignore")
                 self.text_budget -= len(r)
-                if _plausible(r) and r.replace("\n", "").replace("\t", "").replace(
-                        "\r", "").isprintable():
+                if (
+                    _plausible(r)
+                    and r.replace("\n", "").replace("\t", "").replace("\r", "").isprintable()
+                ):
                     run = r
         if self.wasm32 and rel + 8 <= len(seg) and (cstr is None or self.sized_first):
             p2, l2 = struct.unpack_from("<II", seg, rel)
             if MIN_STRING <= l2 <= MAX_STR_LEN:
                 loc2 = self.locate(p2)
                 if loc2 is not None and loc2[1] + l2 <= len(loc2[0]):
-                    t2 = self._text(loc2[0][loc2[1]:loc2[1] + l2])
+                    t2 = self._text(loc2[0][loc2[1] : loc2[1] + l2])
                     if t2 is not None and any(c.isalpha() for c in t2):
                         indirect = t2
         if cstr is not None:
             repl = b"\xffS" + seg[rel:e_] + b"\x00"
         else:
-            w = seg[rel:rel + 16]
+            w = seg[rel : rel + 16]
             if self.ptr_mask is not None:
                 w = _mask_words(w, self.ptr_mask)
             repl = b"\xffD" + bytes((len(w),)) + w
@@ -207,7 +208,7 @@ class DataMap:
         t = self.sized_cache.get(key, 0)
         if t != 0:
             return t
-        t = None if rel + length > len(seg) else self._text(seg[rel:rel + length])
+        t = None if rel + length > len(seg) else self._text(seg[rel : rel + length])
         self.sized_cache[key] = t
         return t
 
@@ -220,7 +221,7 @@ def _mask_words(w: bytes, mask: tuple[int, int, int, int]) -> bytes:
     for i in range(0, len(w) - 7, 8):
         (v,) = struct.unpack_from("<Q", w, i)
         if lo <= v < hi or glo <= v < ghi:
-            out[i:i + 8] = b"\xfe" * 8
+            out[i : i + 8] = b"\xfe" * 8
     return bytes(out)
 
 
@@ -304,8 +305,14 @@ def static_region(m: Module, dmap: DataMap) -> tuple[int, int]:
     """
     if dmap.hi <= dmap.lo:
         return 1, 0
-    sp = next((g.init for g in m.globals if g.mutable and g.valtype == "i32"
-               and not g.imported and isinstance(g.init, int)), None)
+    sp = next(
+        (
+            g.init
+            for g in m.globals
+            if g.mutable and g.valtype == "i32" and not g.imported and isinstance(g.init, int)
+        ),
+        None,
+    )
     if sp is not None and sp > dmap.hi:
         return dmap.lo, sp
     mem = m.memories[0] if m.memories else None

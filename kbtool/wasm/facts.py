@@ -110,6 +110,7 @@ class ModuleAnalysis:
 
 # ----------------------------------------------------------------------------- context
 
+
 def _digest(b: bytes) -> str:
     return blake2b(b, digest_size=16).hexdigest()
 
@@ -122,7 +123,9 @@ def is_go_module(m: Module, toolchain: str | None = None) -> bool:
     tc = (toolchain if toolchain is not None else detect_toolchain(m, ()) or "").lower()
     return tc.startswith("go") or any(
         el.offset == GO_FUNC_VALUE_OFFSET and len(el.func_indices) >= len(m.code) // 2
-        for el in m.elements if isinstance(el.offset, int))
+        for el in m.elements
+        if isinstance(el.offset, int)
+    )
 
 
 class _Ctx:
@@ -170,10 +173,32 @@ def _import_facts(ctx: _Ctx) -> list[FuncFacts]:
     for i, imp in enumerate(m.func_imports):
         sig = ctx.sig(i)
         h = _digest(f"import {imp.module}.{imp.field} {sig}".encode())
-        out.append(FuncFacts(
-            i, True, imp.module, imp.field, sig, ctx.exports.get(i, []),
-            m.func_names.get(i), 0, 0, 0, b"", [], 0, [], [], [], [], [], 0, 0, h, h,
-        ))
+        out.append(
+            FuncFacts(
+                i,
+                True,
+                imp.module,
+                imp.field,
+                sig,
+                ctx.exports.get(i, []),
+                m.func_names.get(i),
+                0,
+                0,
+                0,
+                b"",
+                [],
+                0,
+                [],
+                [],
+                [],
+                [],
+                [],
+                0,
+                0,
+                h,
+                h,
+            )
+        )
     return out
 
 
@@ -220,11 +245,14 @@ def _worker_run(rng: tuple[int, int]) -> list[tuple]:
         return active.analyze_range(_WORKER_STATE["ctx"], rng[0], rng[1])
 
 
-def _analyze_range(ctx: _Ctx, first: int, last: int, progress=None, total_done: int = 0,
-                   total: int = 0) -> list[FuncFacts]:
+def _analyze_range(
+    ctx: _Ctx, first: int, last: int, progress=None, total_done: int = 0, total: int = 0
+) -> list[FuncFacts]:
     """Facts of the defined functions with code indices ``first <= i < last``."""
-    return [FuncFacts(*t) for t in
-            active.analyze_range(ctx, first, last, progress, total_done, total, PROGRESS_STEP)]
+    return [
+        FuncFacts(*t)
+        for t in active.analyze_range(ctx, first, last, progress, total_done, total, PROGRESS_STEP)
+    ]
 
 
 def _split(code: list[tuple[int, int]], parts: int) -> list[tuple[int, int]]:
@@ -239,11 +267,11 @@ def _split(code: list[tuple[int, int]], parts: int) -> list[tuple[int, int]]:
         if len(bounds) < parts and s - acc_start >= target * len(bounds):
             bounds.append(i)
     bounds.append(len(code))
-    return [(bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)
-            if bounds[i] < bounds[i + 1]]
+    return [(bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1) if bounds[i] < bounds[i + 1]]
 
 
 # ----------------------------------------------------------------------------- API
+
 
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
@@ -312,8 +340,9 @@ def _analyze_parallel(data, ctx, workers, progress, total):
     ranges = _split(ctx.m.code, workers * 4)
     out: list[FuncFacts] = []
     _WORKER_STATE["ctx"] = ctx  # inherited by the forked workers
-    ex = ProcessPoolExecutor(max_workers=workers, mp_context=mpctx, initializer=worker_init,
-                             initargs=(os.getpid(),))
+    ex = ProcessPoolExecutor(
+        max_workers=workers, mp_context=mpctx, initializer=worker_init, initargs=(os.getpid(),)
+    )
     try:
         done = 0
         with signals_deferred():  # map submits every range: the workers fork here

@@ -51,8 +51,17 @@ from .opcodes import (
 NUM_TYPES = {0x7F: "i32", 0x7E: "i64", 0x7D: "f32", 0x7C: "f64", 0x7B: "v128"}
 PACKED_TYPES = {0x78: "i8", 0x77: "i16"}
 HEAP_TYPES = {
-    0x70: "func", 0x6F: "extern", 0x6E: "any", 0x6D: "eq", 0x6C: "i31", 0x6B: "struct",
-    0x6A: "array", 0x69: "exn", 0x71: "none", 0x72: "noextern", 0x73: "nofunc",
+    0x70: "func",
+    0x6F: "extern",
+    0x6E: "any",
+    0x6D: "eq",
+    0x6C: "i31",
+    0x6B: "struct",
+    0x6A: "array",
+    0x69: "exn",
+    0x71: "none",
+    0x72: "noextern",
+    0x73: "nofunc",
     0x74: "noexn",
 }
 # single-byte reference type shorthands: funcref, externref, ...
@@ -79,12 +88,14 @@ def read_heaptype(data, p: int, end: int) -> tuple[str, int]:
         return HEAP_TYPES[b], p + 1
     if b == 0x65:
         if p + 1 >= end:
-            raise WasmFormatError(p + 1, "abstract heap type after 'shared' (0x65)",
-                                  "unexpected end of data")
+            raise WasmFormatError(
+                p + 1, "abstract heap type after 'shared' (0x65)", "unexpected end of data"
+            )
         b2 = data[p + 1]
         if b2 not in HEAP_TYPES:
-            raise WasmFormatError(p + 1, "abstract heap type after 'shared' (0x65)",
-                                  f"got 0x{b2:02x}")
+            raise WasmFormatError(
+                p + 1, "abstract heap type after 'shared' (0x65)", f"got 0x{b2:02x}"
+            )
         return f"shared {HEAP_TYPES[b2]}", p + 2
     if b == 0x62:  # (exact $t), custom-descriptors
         v, p2 = read_uleb(data, p + 1, end, 32, "exact type index")
@@ -169,8 +180,9 @@ def decode_one(data, p: int, end: int):
     if k == K_PREFIX:
         sub, p = read_uleb(data, p, end, 32, f"sub-opcode after prefix 0x{b:02x}")
         if sub >= PREFIX_SLOTS[b] or KIND[PREFIX_BASE[b] + sub] == K_BAD:
-            raise WasmFormatError(start, "opcode",
-                                  f"unknown opcode 0x{b:02x} 0x{sub:x}" + unsupported_hint(b, sub))
+            raise WasmFormatError(
+                start, "opcode", f"unknown opcode 0x{b:02x} 0x{sub:x}" + unsupported_hint(b, sub)
+            )
         op = PREFIX_BASE[b] + sub
         k = KIND[op]
     elif k == K_BAD:
@@ -264,7 +276,7 @@ def decode_one(data, p: int, end: int):
     if k == K_V128:
         if p + 16 > end:
             raise WasmFormatError(p, "16 immediate bytes", "unexpected end of data")
-        return op, p + 16, (bytes(data[p:p + 16]),)
+        return op, p + 16, (bytes(data[p : p + 16]),)
     if k == K_ORD_U32 or k == K_ORD_U32X2:
         if p >= end:
             raise WasmFormatError(p, "memory ordering", "unexpected end of data")
@@ -318,14 +330,16 @@ def format_imms(op: int, imms: tuple, type_text=None) -> str:
         return " ".join(parts)
     if k == K_V128:
         return "0x" + " 0x".join(
-            f"{int.from_bytes(imms[0][i:i + 4], 'little'):08x}" for i in range(0, 16, 4))
+            f"{int.from_bytes(imms[0][i : i + 4], 'little'):08x}" for i in range(0, 16, 4)
+        )
     if k in (K_F32, K_F64):
         return repr(imms[0])
     return " ".join(str(x) for x in imms)
 
 
-def iter_instructions(data, body_start: int, body_end: int,
-                      skip_locals: bool = True) -> Iterator[tuple[int, int, str]]:
+def iter_instructions(
+    data, body_start: int, body_end: int, skip_locals: bool = True
+) -> Iterator[tuple[int, int, str]]:
     """Yield ``(file_offset, op_id, immediates_text)`` for each instruction of one body.
 
     ``body_start``/``body_end`` are the file offsets of ``Module.code[i]``. The local
@@ -359,8 +373,9 @@ def read_local_decls(data, p: int, end: int) -> tuple[list[tuple[int, str]], int
         c, p = read_uleb(data, p, end, 32, "local count")
         total += c
         if total > MAX_LOCALS:
-            raise WasmFormatError(at, f"at most {MAX_LOCALS} locals per function",
-                                  f"{total} declared (engine limit)")
+            raise WasmFormatError(
+                at, f"at most {MAX_LOCALS} locals per function", f"{total} declared (engine limit)"
+            )
         t, p = read_valtype(data, p, end, "local type")
         out.append((c, t))
     return out, p
@@ -384,8 +399,9 @@ def check_body(data, body_start: int, body_end: int) -> None:
         elif op == 0x0B or op == 0x18:  # end; delegate closes a try
             depth -= 1
             if depth == 0 and p2 != body_end:
-                raise WasmFormatError(p2, "end of function body",
-                                      "instructions after the function's final 'end'")
+                raise WasmFormatError(
+                    p2, "end of function body", "instructions after the function's final 'end'"
+                )
         last = op
         p = p2
     if p != body_end:
@@ -393,5 +409,6 @@ def check_body(data, body_start: int, body_end: int) -> None:
     if last != 0x0B:
         raise WasmFormatError(body_end, "'end' opcode at the end of the function body")
     if depth != 0:
-        raise WasmFormatError(body_end, "'end' opcode at the end of the function body",
-                              "unbalanced blocks")
+        raise WasmFormatError(
+            body_end, "'end' opcode at the end of the function body", "unbalanced blocks"
+        )

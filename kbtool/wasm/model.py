@@ -10,15 +10,25 @@ KIND_NAMES = {0: "func", 1: "table", 2: "memory", 3: "global", 4: "tag"}
 
 
 SECTION_NAMES = {
-    0: "custom", 1: "type", 2: "import", 3: "function", 4: "table", 5: "memory",
-    6: "global", 7: "export", 8: "start", 9: "element", 10: "code", 11: "data",
-    12: "datacount", 13: "tag",
+    0: "custom",
+    1: "type",
+    2: "import",
+    3: "function",
+    4: "table",
+    5: "memory",
+    6: "global",
+    7: "export",
+    8: "start",
+    9: "element",
+    10: "code",
+    11: "data",
+    12: "datacount",
+    13: "tag",
 }
 
 
-
-
 # ----------------------------------------------------------------------------- model
+
 
 @dataclass(slots=True)
 class FuncType:

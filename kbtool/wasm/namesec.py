@@ -90,8 +90,11 @@ def local_names_payload(names: Mapping[int, Mapping[int, str]]) -> bytes:
     return bytes(body)
 
 
-def with_function_names(data: bytes, names: Mapping[int, str],
-                        local_names: Mapping[int, Mapping[int, str]] | None = None) -> bytes:
+def with_function_names(
+    data: bytes,
+    names: Mapping[int, str],
+    local_names: Mapping[int, Mapping[int, str]] | None = None,
+) -> bytes:
     """A copy of the module ``data`` whose ``name`` section holds ``names`` (index -> name)
     and, when given, ``local_names`` (function index -> local index -> name) in place of
     the local-names subsection."""

@@ -17,43 +17,63 @@ that are not opcodes). ``KIND[op_id]`` is the immediate kind (``K_*`` below) and
 from __future__ import annotations
 
 # --- immediate kinds (small ints; the decoder's if-chain tests them in this order) ---
-K_NONE = 0        # no immediates
-K_U32 = 1         # one LEB skipped verbatim (local idx, label, tag, memidx, heaptype, ...)
-K_MEM = 2         # memarg: align (+ memidx if bit 6), offset
-K_I32 = 3         # i32.const  sLEB32
-K_GLOBAL = 4      # global idx
-K_CALL = 5        # function idx (call, return_call)
-K_BLOCK = 6       # blocktype (block, loop, if, try)
-K_I64 = 7         # i64.const  sLEB64
-K_F32 = 8         # 4 bytes
-K_F64 = 9         # 8 bytes
-K_BR_TABLE = 10   # vec(label) label
+K_NONE = 0  # no immediates
+K_U32 = 1  # one LEB skipped verbatim (local idx, label, tag, memidx, heaptype, ...)
+K_MEM = 2  # memarg: align (+ memidx if bit 6), offset
+K_I32 = 3  # i32.const  sLEB32
+K_GLOBAL = 4  # global idx
+K_CALL = 5  # function idx (call, return_call)
+K_BLOCK = 6  # blocktype (block, loop, if, try)
+K_I64 = 7  # i64.const  sLEB64
+K_F32 = 8  # 4 bytes
+K_F64 = 9  # 8 bytes
+K_BR_TABLE = 10  # vec(label) label
 K_CALL_INDIRECT = 11  # typeidx tableidx
-K_REF_FUNC = 12   # function idx
-K_SELECT_T = 13   # vec(valtype)
-K_TABLE = 14      # table or elem idx (placeholder in the shape)
-K_TABLE2 = 15     # two table/elem idx (table.init, table.copy)
-K_TYPE = 16       # type idx (call_ref, return_call_ref)
-K_U32X2 = 17      # two LEBs kept verbatim (memory.init, memory.copy, GC type+field ...)
+K_REF_FUNC = 12  # function idx
+K_SELECT_T = 13  # vec(valtype)
+K_TABLE = 14  # table or elem idx (placeholder in the shape)
+K_TABLE2 = 15  # two table/elem idx (table.init, table.copy)
+K_TYPE = 16  # type idx (call_ref, return_call_ref)
+K_U32X2 = 17  # two LEBs kept verbatim (memory.init, memory.copy, GC type+field ...)
 K_TRY_TABLE = 18  # blocktype vec(catch)
-K_LANE = 19       # one lane byte
-K_MEM_LANE = 20   # memarg + lane byte
-K_V128 = 21       # 16 bytes (v128.const, i8x16.shuffle)
-K_BYTE = 22       # one reserved byte (atomic.fence)
+K_LANE = 19  # one lane byte
+K_MEM_LANE = 20  # memarg + lane byte
+K_V128 = 21  # 16 bytes (v128.const, i8x16.shuffle)
+K_BYTE = 22  # one reserved byte (atomic.fence)
 K_BR_ON_CAST = 23  # flags byte, label, heaptype, heaptype
-K_ORD_U32 = 24    # memory ordering byte, index (shared-everything global/table/array atomics)
+K_ORD_U32 = 24  # memory ordering byte, index (shared-everything global/table/array atomics)
 K_ORD_U32X2 = 25  # memory ordering byte, type index, field index (struct atomics)
-K_PREFIX = 30     # 0xFB..0xFE: sub-opcode follows
-K_BAD = 31        # not an opcode
+K_PREFIX = 30  # 0xFB..0xFE: sub-opcode follows
+K_BAD = 31  # not an opcode
 
 KIND_NAMES = {
-    K_NONE: "none", K_U32: "u32", K_MEM: "memarg", K_I32: "i32", K_GLOBAL: "global",
-    K_CALL: "func", K_BLOCK: "blocktype", K_I64: "i64", K_F32: "f32", K_F64: "f64",
-    K_BR_TABLE: "br_table", K_CALL_INDIRECT: "call_indirect", K_REF_FUNC: "ref_func",
-    K_SELECT_T: "select_t", K_TABLE: "table", K_TABLE2: "table2", K_TYPE: "type",
-    K_U32X2: "u32x2", K_TRY_TABLE: "try_table", K_LANE: "lane", K_MEM_LANE: "memarg_lane",
-    K_V128: "v128", K_BYTE: "byte", K_BR_ON_CAST: "br_on_cast", K_ORD_U32: "ord_u32",
-    K_ORD_U32X2: "ord_u32x2", K_PREFIX: "prefix",
+    K_NONE: "none",
+    K_U32: "u32",
+    K_MEM: "memarg",
+    K_I32: "i32",
+    K_GLOBAL: "global",
+    K_CALL: "func",
+    K_BLOCK: "blocktype",
+    K_I64: "i64",
+    K_F32: "f32",
+    K_F64: "f64",
+    K_BR_TABLE: "br_table",
+    K_CALL_INDIRECT: "call_indirect",
+    K_REF_FUNC: "ref_func",
+    K_SELECT_T: "select_t",
+    K_TABLE: "table",
+    K_TABLE2: "table2",
+    K_TYPE: "type",
+    K_U32X2: "u32x2",
+    K_TRY_TABLE: "try_table",
+    K_LANE: "lane",
+    K_MEM_LANE: "memarg_lane",
+    K_V128: "v128",
+    K_BYTE: "byte",
+    K_BR_ON_CAST: "br_on_cast",
+    K_ORD_U32: "ord_u32",
+    K_ORD_U32X2: "ord_u32x2",
+    K_PREFIX: "prefix",
     K_BAD: "bad",
 }
 
@@ -62,12 +82,31 @@ PREFIX_SLOTS = {0xFC: 0x20, 0xFB: 0x20, 0xFD: 0x120, 0xFE: 0x73}
 NUM_OPS = 0x2D3
 
 _K = {
-    "-": K_NONE, "u32": K_U32, "mem": K_MEM, "i32": K_I32, "global": K_GLOBAL,
-    "call": K_CALL, "block": K_BLOCK, "i64": K_I64, "f32": K_F32, "f64": K_F64,
-    "br_table": K_BR_TABLE, "call_indirect": K_CALL_INDIRECT, "ref_func": K_REF_FUNC,
-    "select_t": K_SELECT_T, "table": K_TABLE, "table2": K_TABLE2, "type": K_TYPE,
-    "u32x2": K_U32X2, "try_table": K_TRY_TABLE, "lane": K_LANE, "memlane": K_MEM_LANE,
-    "v128": K_V128, "byte": K_BYTE, "br_on_cast": K_BR_ON_CAST, "ord": K_ORD_U32,
+    "-": K_NONE,
+    "u32": K_U32,
+    "mem": K_MEM,
+    "i32": K_I32,
+    "global": K_GLOBAL,
+    "call": K_CALL,
+    "block": K_BLOCK,
+    "i64": K_I64,
+    "f32": K_F32,
+    "f64": K_F64,
+    "br_table": K_BR_TABLE,
+    "call_indirect": K_CALL_INDIRECT,
+    "ref_func": K_REF_FUNC,
+    "select_t": K_SELECT_T,
+    "table": K_TABLE,
+    "table2": K_TABLE2,
+    "type": K_TYPE,
+    "u32x2": K_U32X2,
+    "try_table": K_TRY_TABLE,
+    "lane": K_LANE,
+    "memlane": K_MEM_LANE,
+    "v128": K_V128,
+    "byte": K_BYTE,
+    "br_on_cast": K_BR_ON_CAST,
+    "ord": K_ORD_U32,
     "ord2": K_ORD_U32X2,
 }
 
@@ -534,8 +573,13 @@ def _build():
     cmp_i = ("eq", "ne", "lt_s", "lt_u", "gt_s", "gt_u", "le_s", "le_u", "ge_s", "ge_u")
     cmp_f = ("eq", "ne", "lt", "gt", "le", "ge")
     code = 0x23
-    for shape, names in (("i8x16", cmp_i), ("i16x8", cmp_i), ("i32x4", cmp_i),
-                         ("f32x4", cmp_f), ("f64x2", cmp_f)):
+    for shape, names in (
+        ("i8x16", cmp_i),
+        ("i16x8", cmp_i),
+        ("i32x4", cmp_i),
+        ("f32x4", cmp_f),
+        ("f64x2", cmp_f),
+    ):
         for n in names:
             put(PREFIX_BASE[0xFD] + code, f"{shape}.{n}", "-")
             code += 1
@@ -544,9 +588,12 @@ def _build():
     base = PREFIX_BASE[0xFE] + 0x1E
     for i, op in enumerate(("add", "sub", "and", "or", "xor", "xchg", "cmpxchg")):
         names = (
-            (f"i32.atomic.rmw.{op}", 4), (f"i64.atomic.rmw.{op}", 8),
-            (f"i32.atomic.rmw8.{op}_u", 1), (f"i32.atomic.rmw16.{op}_u", 2),
-            (f"i64.atomic.rmw8.{op}_u", 1), (f"i64.atomic.rmw16.{op}_u", 2),
+            (f"i32.atomic.rmw.{op}", 4),
+            (f"i64.atomic.rmw.{op}", 8),
+            (f"i32.atomic.rmw8.{op}_u", 1),
+            (f"i32.atomic.rmw16.{op}_u", 2),
+            (f"i64.atomic.rmw8.{op}_u", 1),
+            (f"i64.atomic.rmw16.{op}_u", 2),
             (f"i64.atomic.rmw32.{op}_u", 4),
         )
         for j, (name, w) in enumerate(names):
@@ -565,7 +612,7 @@ BYTE_KIND = KIND[:256]
 
 #: per prefix byte: (base id, list of kinds indexed by sub-opcode)
 PREFIX_KINDS = {
-    p: (PREFIX_BASE[p], KIND[PREFIX_BASE[p]: PREFIX_BASE[p] + PREFIX_SLOTS[p]])
+    p: (PREFIX_BASE[p], KIND[PREFIX_BASE[p] : PREFIX_BASE[p] + PREFIX_SLOTS[p]])
     for p in PREFIX_BASE
 }
 

@@ -26,6 +26,7 @@ from .opcodes import PREFIX_BASE
 
 # ----------------------------------------------------------------------------- cursor
 
+
 class _R:
     __slots__ = ("data", "pos", "end")
 
@@ -59,7 +60,7 @@ class _R:
     def raw(self, n: int, what: str) -> bytes:
         if n > self.end - self.pos:
             raise WasmFormatError(self.pos, what, f"{n} bytes, past the end")
-        b = self.data[self.pos:self.pos + n]
+        b = self.data[self.pos : self.pos + n]
         self.pos += n
         return bytes(b)
 
@@ -78,13 +79,11 @@ class _R:
 
     def done(self, what: str) -> None:
         if self.pos != self.end:
-            raise WasmFormatError(self.pos, f"end of {what}",
-                                  f"{self.end - self.pos} unread bytes")
-
-
+            raise WasmFormatError(self.pos, f"end of {what}", f"{self.end - self.pos} unread bytes")
 
 
 # ----------------------------------------------------------------------------- parts
+
 
 def _limits(r: _R, is_memory: bool):
     """Limits of a memory or table, checked against the spec's bounds before any use:
@@ -105,8 +104,9 @@ def _limits(r: _R, is_memory: bool):
         p_at = r.pos
         page_log2 = r.u32("page size")
         if page_log2 not in (0, 16):
-            raise WasmFormatError(p_at, "page size log2 0 or 16",
-                                  f"invalid custom page size (log2 {page_log2})")
+            raise WasmFormatError(
+                p_at, "page size log2 0 or 16", f"invalid custom page size (log2 {page_log2})"
+            )
     shared = bool(flags & 2)
     if mx is not None and mn > mx:
         raise WasmFormatError(at, "limits minimum <= maximum", f"{mn} > {mx}")
@@ -117,8 +117,11 @@ def _limits(r: _R, is_memory: bool):
             max_pages = 1 << 48
         for v in (mn, mx):
             if v is not None and v > max_pages:
-                raise WasmFormatError(at, f"memory size of at most {max_pages} pages",
-                                      f"got {v} pages of 2**{page_log2} bytes")
+                raise WasmFormatError(
+                    at,
+                    f"memory size of at most {max_pages} pages",
+                    f"got {v} pages of 2**{page_log2} bytes",
+                )
     return mn, mx, shared, is64, page_log2
 
 
@@ -170,8 +173,7 @@ def _const_expr(r: _R, globals_: list[Global] | None):
     start = r.pos
     while True:
         if r.pos >= r.end:
-            raise WasmFormatError(r.pos, "'end' of constant expression",
-                                  "unexpected end of data")
+            raise WasmFormatError(r.pos, "'end' of constant expression", "unexpected end of data")
         op, p2, imms = decode_one(r.data, r.pos, r.end)
         r.pos = p2
         if op == 0x0B:
@@ -210,9 +212,8 @@ def _const_expr(r: _R, globals_: list[Global] | None):
     return val, ref_func
 
 
-
-
 # ----------------------------------------------------------------------------- sections
+
 
 def _type_section(r: _R, m: Module) -> None:
     n = r.count("type count")
@@ -344,13 +345,19 @@ def _import_section(r: _R, m: Module) -> None:
         if entries == n and imports == n:
             break
     if n not in (entries, imports):
-        raise WasmFormatError(at_count, f"{n} imports",
-                              f"section holds {entries} entries with {imports} imports")
+        raise WasmFormatError(
+            at_count, f"{n} imports", f"section holds {entries} entries with {imports} imports"
+        )
 
 
 def _undo_import(m: Module, imp: Import) -> None:
-    space = {"func": m.func_imports, "table": m.tables, "memory": m.memories,
-             "global": m.globals, "tag": m.tags}[imp.kind]
+    space = {
+        "func": m.func_imports,
+        "table": m.tables,
+        "memory": m.memories,
+        "global": m.globals,
+        "tag": m.tags,
+    }[imp.kind]
     space.pop()
 
 
@@ -482,7 +489,8 @@ def _export_section(r: _R, m: Module) -> None:
         idx = r.u32("export index")
         if k == 0 and idx >= m.num_functions:  # every function is declared by now
             raise WasmFormatError(
-                iat, "an existing function",
+                iat,
+                "an existing function",
                 f"export {name!r} names function {idx}; the module has {m.num_functions}",
             )
         m.exports.append(Export(name, KIND_NAMES[k], idx))
@@ -493,7 +501,8 @@ def _start_section(r: _R, m: Module) -> None:
     m.start = r.u32("start function index")
     if m.start >= m.num_functions:
         raise WasmFormatError(
-            sat, "an existing function",
+            sat,
+            "an existing function",
             f"start names function {m.start}; the module has {m.num_functions}",
         )
 
@@ -502,8 +511,11 @@ def _code_section_checked(r: _R, m: Module) -> None:
     at = r.pos
     _code_section(r, m)
     if m.code and not any(s.id == 3 for s in m.sections):
-        raise WasmFormatError(at, "function section before the code section",
-                              f"{len(m.code)} bodies without declarations")
+        raise WasmFormatError(
+            at,
+            "function section before the code section",
+            f"{len(m.code)} bodies without declarations",
+        )
 
 
 def _data_count_section(r: _R, m: Module) -> None:

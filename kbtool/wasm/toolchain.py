@@ -76,8 +76,9 @@ def detect_toolchain(module: Module, strings_sample: Iterable[str] = ()) -> str 
     if not go_runtime:
         go_runtime = sum(1 for s in sample if s.startswith("runtime.")) >= 3
         if not go_runtime:
-            go_runtime = any(b"runtime.gopanic" in blob or b"runtime.main" in blob
-                             for blob in _data_blobs(m))
+            go_runtime = any(
+                b"runtime.gopanic" in blob or b"runtime.main" in blob for blob in _data_blobs(m)
+            )
     if go_runtime:
         for blob in _data_blobs(m):
             mt = _GO_VERSION.search(blob)
@@ -87,10 +88,18 @@ def detect_toolchain(module: Module, strings_sample: Iterable[str] = ()) -> str 
 
     # Emscripten: its JS glue imports from "env" (+ WASI), with emscripten_* helpers;
     # release builds minify the import module to "a" and the fields to short names.
-    if import_modules and import_modules <= {"env", "wasi_snapshot_preview1", "GOT.mem",
-                                             "GOT.func"}:
-        if any(f.startswith(("emscripten_", "_emscripten_", "__syscall_", "_embind_",
-                             "invoke_", "__cxa_")) for f in import_fields):
+    if import_modules and import_modules <= {
+        "env",
+        "wasi_snapshot_preview1",
+        "GOT.mem",
+        "GOT.func",
+    }:
+        if any(
+            f.startswith(
+                ("emscripten_", "_emscripten_", "__syscall_", "_embind_", "invoke_", "__cxa_")
+            )
+            for f in import_fields
+        ):
             return "emscripten"
     if import_modules == {"a"} and all(len(f) <= 3 for f in import_fields):
         return "emscripten (minified imports)"

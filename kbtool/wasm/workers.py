@@ -80,8 +80,9 @@ def arm_parent_death(parent_pid: int) -> None:
     direct = os.getppid()
     if not _alive(parent_pid) or (direct == 1 and parent_pid != 1):
         os._exit(1)  # the parent died before the death signal was armed
-    threading.Thread(target=_watch_parent, args=(parent_pid, direct), daemon=True,
-                     name="kbtool-parent-watch").start()
+    threading.Thread(
+        target=_watch_parent, args=(parent_pid, direct), daemon=True, name="kbtool-parent-watch"
+    ).start()
 
 
 def _alive(pid: int) -> bool:

@@ -244,7 +244,6 @@ def serve(
 ) -> None:
     """Serve the dashboard and API on ``host:port`` until interrupted; prints the URL once."""
 
-
     echo = echo or (lambda msg: print(msg, flush=True))
     open_ro(db_path).close()  # fail fast on a missing or foreign file
     if not is_loopback(host):

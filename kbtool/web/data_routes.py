@@ -64,14 +64,27 @@ def _page(query: Query) -> tuple[int, int]:
 
 def _strings(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:
     offset, limit = _page(query)
-    return _call(data_svc.strings, conn, version_id(params["vid"]), search=_text(query, "q"),
-                 offset=offset, limit=limit)
+    return _call(
+        data_svc.strings,
+        conn,
+        version_id(params["vid"]),
+        search=_text(query, "q"),
+        offset=offset,
+        limit=limit,
+    )
 
 
 def _data(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:
     offset, limit = _page(query)
-    return _call(data_svc.list_data, conn, version_id(params["vid"]), kind=_text(query, "kind"),
-                 search=_text(query, "q"), offset=offset, limit=limit)
+    return _call(
+        data_svc.list_data,
+        conn,
+        version_id(params["vid"]),
+        kind=_text(query, "kind"),
+        search=_text(query, "q"),
+        offset=offset,
+        limit=limit,
+    )
 
 
 def _globals(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:
@@ -82,7 +95,9 @@ def _xrefs(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> An
     vid = version_id(params["vid"])
     target = _text(query, "target")
     if not target:
-        raise HTTPError(400, "missing query parameter target: /api/xrefs/ID?target=g:NAME|0x1234|#12|\"text")
+        raise HTTPError(
+            400, 'missing query parameter target: /api/xrefs/ID?target=g:NAME|0x1234|#12|"text'
+        )
     offset, limit = _page(query)
     return _call(data_svc.xrefs, conn, vid, target, offset=offset, limit=limit)
 
@@ -91,7 +106,9 @@ def _memory(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> A
     vid = version_id(params["vid"])
     raw = one(query, "address")
     if not raw:
-        raise HTTPError(400, "missing query parameter address: /api/memory/ID?address=0x1234&length=64")
+        raise HTTPError(
+            400, "missing query parameter address: /api/memory/ID?address=0x1234&length=64"
+        )
     try:
         address = int(raw.strip(), 0) if len(raw) <= 32 else -1
     except ValueError:

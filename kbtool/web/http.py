@@ -37,8 +37,9 @@ class Route:
     needs_kb: bool = True
 
 
-def rule(pattern: str, handler: Handler, *, expensive: bool = False,
-         needs_kb: bool = True) -> Route:
+def rule(
+    pattern: str, handler: Handler, *, expensive: bool = False, needs_kb: bool = True
+) -> Route:
     """A route: ``pattern`` matches the whole path (named groups become the params)."""
     return Route(re.compile(pattern + r"\Z"), handler, expensive, needs_kb)
 

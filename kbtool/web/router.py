@@ -61,8 +61,17 @@ from kbtool.web.http import (
     version_id,
 )
 
-__all__ = ["HTTPError", "MAX_SQLITE_INT", "Query", "Response", "Route", "ROUTES", "route",
-           "stable_id", "version_id"]
+__all__ = [
+    "HTTPError",
+    "MAX_SQLITE_INT",
+    "Query",
+    "Response",
+    "Route",
+    "ROUTES",
+    "route",
+    "stable_id",
+    "version_id",
+]
 
 log = logging.getLogger("kbtool.web")
 
@@ -73,7 +82,6 @@ JS = "text/javascript; charset=utf-8"
 ALLOWED_METHODS = ("GET", "HEAD")
 SEARCH_LIMIT = 100  # the HTTP search cap (queries.SEARCH_CAP is the hard cap)
 # stable ids are 16 hex digits when ingested; accept any short token of safe characters
-
 
 
 # ---------------------------------------------------------------- encoding
@@ -309,7 +317,9 @@ def _analysis(conn: sqlite3.Connection, params: dict[str, str], query: Query) ->
     rec = queries.get_analysis(conn, sid)
     if rec is None:
         if queries.stable_id_exists(conn, sid):
-            raise HTTPError(404, f"no deep analysis of {sid} yet (run `kbtool deep VERSION -f INDEX`)")
+            raise HTTPError(
+                404, f"no deep analysis of {sid} yet (run `kbtool deep VERSION -f INDEX`)"
+            )
         raise HTTPError(404, f"unknown stable_id {sid!r}")
     return rec
 

@@ -26,23 +26,35 @@ Kinds = dict[str, tuple[str, Callable[[int, int], dict[str, Any]]]]
 Proposal = tuple[str, str, str, dict[str, Any], float]  # kind, target, key, value, confidence
 
 
-def plan(kinds: Kinds, targets: Callable[[str], list[str]], worker: int,
-         per_proc: int) -> list[Proposal]:
+def plan(
+    kinds: Kinds, targets: Callable[[str], list[str]], worker: int, per_proc: int
+) -> list[Proposal]:
     """The proposals of one worker (seeded by its number: the parent can replay them)."""
     rng = random.Random(worker)
     out = []
     for k in range(per_proc):
         kind = rng.choice(sorted(kinds))
         target = rng.choice(targets(kind))
-        out.append((kind, target, kinds[kind][0], kinds[kind][1](worker, k), round(rng.random(), 6)))
+        out.append(
+            (kind, target, kinds[kind][0], kinds[kind][1](worker, k), round(rng.random(), 6))
+        )
     return out
 
 
 def _propose(path: str, worker: int, proposals: list[Proposal]) -> None:
     conn = open_rw(path)
     for kind, target, key, value, conf in proposals:
-        upsert_knowledge(conn, kind, target, key, value, provenance="agent",
-                         confidence=conf, actor=f"agent:w{worker}", version_id=1)
+        upsert_knowledge(
+            conn,
+            kind,
+            target,
+            key,
+            value,
+            provenance="agent",
+            confidence=conf,
+            actor=f"agent:w{worker}",
+            version_id=1,
+        )
     conn.close()
 
 
@@ -57,14 +69,30 @@ def spawn_all(target: Callable[..., None], argsets: list[tuple], timeout: float 
         assert p.exitcode == 0
 
 
-def knowledge_race(path: Path, kinds: Kinds, targets: Callable[[str], list[str]],
-                   sids: list[str], *, procs: int = 8, per_proc: int = 120) -> int:
+def knowledge_race(
+    path: Path,
+    kinds: Kinds,
+    targets: Callable[[str], list[str]],
+    sids: list[str],
+    *,
+    procs: int = 8,
+    per_proc: int = 120,
+) -> int:
     """The violations of ``procs`` concurrent agents on ``kinds`` (the first target of each
     kind holds a human annotation); see the module docstring."""
     conn = bare_kb(path, sids)
     for kind, (key, make) in kinds.items():
-        d = upsert_knowledge(conn, kind, targets(kind)[0], key, make(99, 1),
-                             provenance="human", confidence=1.0, actor="h", version_id=1)
+        d = upsert_knowledge(
+            conn,
+            kind,
+            targets(kind)[0],
+            key,
+            make(99, 1),
+            provenance="human",
+            confidence=1.0,
+            actor="h",
+            version_id=1,
+        )
         assert d["written"], d
     conn.close()
 
@@ -82,13 +110,17 @@ def knowledge_race(path: Path, kinds: Kinds, targets: Callable[[str], list[str]]
             # every proposal leaves exactly one event (all values differ: never "no change")
             violations += int(len(evs) != len(mine))
             if target == targets(kind)[0]:
-                violations += int(rec["provenance"] != "human"
-                                  or kn.display(kind, rec["value"]) != kn.display(kind, make(99, 1)))
+                violations += int(
+                    rec["provenance"] != "human"
+                    or kn.display(kind, rec["value"]) != kn.display(kind, make(99, 1))
+                )
                 violations += sum(1 for e in evs if e["written"])
                 continue
             best = max(p[4] for p in mine)
             violations += int(rec["confidence"] != best)
-            violations += int(kn.display(kind, rec["value"])
-                              not in [kn.display(kind, p[3]) for p in mine if p[4] == best])
+            violations += int(
+                kn.display(kind, rec["value"])
+                not in [kn.display(kind, p[3]) for p in mine if p[4] == best]
+            )
     conn.close()
     return violations

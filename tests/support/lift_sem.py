@@ -86,11 +86,36 @@ def runtime_c(lm) -> str:
 def inputs(ty: str, rng: random.Random) -> list:
     """Argument values per wasm type: edges, small counts and random values."""
     if ty == "i32":
-        return [0, 1, -1, 2, 7, 13, 40, 100, 255, -100, 0x7FFFFFFF, -0x80000000, 12345,
-                rng.randrange(-1 << 31, 1 << 31), rng.randrange(0, 64), rng.randrange(0, 1000)]
+        return [
+            0,
+            1,
+            -1,
+            2,
+            7,
+            13,
+            40,
+            100,
+            255,
+            -100,
+            0x7FFFFFFF,
+            -0x80000000,
+            12345,
+            rng.randrange(-1 << 31, 1 << 31),
+            rng.randrange(0, 64),
+            rng.randrange(0, 1000),
+        ]
     if ty == "i64":
-        return [0, 1, -1, 3, 1 << 40, -(1 << 50), 0x7FFFFFFFFFFFFFFF,
-                rng.randrange(-1 << 63, 1 << 63), rng.randrange(0, 1000)]
+        return [
+            0,
+            1,
+            -1,
+            3,
+            1 << 40,
+            -(1 << 50),
+            0x7FFFFFFFFFFFFFFF,
+            rng.randrange(-1 << 63, 1 << 63),
+            rng.randrange(0, 1000),
+        ]
     return [0.0, 1.5, -2.25, 3.0, 1e10, -7.5, 0.1, rng.uniform(-100, 100)]
 
 
@@ -109,8 +134,17 @@ def check(tmp_path: Path, source: str, opt: str = "-O2", calls: int = 24) -> Sem
     src.write_text(source)
     wasm = tmp_path / "fix.wasm"
     subprocess.run(
-        ["clang", "--target=wasm32", opt, "-nostdlib", "-Wl,--no-entry", "-Wl,--export-all",
-         "-o", str(wasm), str(src)],
+        [
+            "clang",
+            "--target=wasm32",
+            opt,
+            "-nostdlib",
+            "-Wl,--no-entry",
+            "-Wl,--export-all",
+            "-o",
+            str(wasm),
+            str(src),
+        ],
         check=True,
     )
     return check_wasm(tmp_path, wasm.read_bytes(), calls)
@@ -136,8 +170,21 @@ def check_wasm(tmp_path: Path, data: bytes, calls: int = 24) -> SemResult:
     lib = tmp_path / "lifted.so"
     renames = [f"-D{n}=kb{n}" for n in [*lm.func_c, *lm.global_c] if n.startswith("__")]
     subprocess.run(
-        ["gcc", "-shared", "-fPIC", "-O1", "-fwrapv", "-w", *renames, "-include",
-         prelude_path(), str(tmp_path / "lifted.c"), "-o", str(lib), "-lm"],
+        [
+            "gcc",
+            "-shared",
+            "-fPIC",
+            "-O1",
+            "-fwrapv",
+            "-w",
+            *renames,
+            "-include",
+            prelude_path(),
+            str(tmp_path / "lifted.c"),
+            "-o",
+            str(lib),
+            "-lm",
+        ],
         check=True,
     )
     so = ctypes.CDLL(str(lib))
@@ -149,7 +196,9 @@ def check_wasm(tmp_path: Path, data: bytes, calls: int = 24) -> SemResult:
     by_index = {r.func_index: r.text for r in results}
     out = SemResult()
     rng = random.Random(1234)
-    funcs = [(e.name, e.index) for e in m.exports if e.kind == "func" and not e.name.startswith("__")]
+    funcs = [
+        (e.name, e.index) for e in m.exports if e.kind == "func" and not e.name.startswith("__")
+    ]
     for name, fi in sorted(funcs):
         out.c[name] = by_index[fi]
         t = m.func_type(fi)
@@ -160,8 +209,10 @@ def check_wasm(tmp_path: Path, data: bytes, calls: int = 24) -> SemResult:
         for k in range(calls):
             args = [pool[(k * (j + 3) + j) % len(pool)] for j, pool in enumerate(pools)]
             if t.params and t.params[0] == "f32":  # the f32 both sides receive, shown as such
-                args = [struct.unpack("<f", struct.pack("<f", a))[0] if isinstance(a, float) else a
-                        for a in args]
+                args = [
+                    struct.unpack("<f", struct.pack("<f", a))[0] if isinstance(a, float) else a
+                    for a in args
+                ]
             want = exports[name](store, *args)
             got = cf(*args)
             if not t.results or _same(want, got, t.results[0]):

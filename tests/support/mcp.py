@@ -26,7 +26,9 @@ def server_env(**extra: str) -> dict[str, str]:
 @asynccontextmanager
 async def mcp_session(db: Path):
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "kbtool.cli", "mcp", "--db", str(db)], env=server_env(),
+        command=sys.executable,
+        args=["-m", "kbtool.cli", "mcp", "--db", str(db)],
+        env=server_env(),
     )
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
@@ -79,6 +81,8 @@ def unnamed_ids(db: Path, count: int) -> list[str]:
     conn = open_ro(db)
     try:
         vid = queries.latest_version_id(conn)
-        return [e["stable_id"] for e in queries.list_functions(conn, vid) if e["name"] is None][:count]
+        return [e["stable_id"] for e in queries.list_functions(conn, vid) if e["name"] is None][
+            :count
+        ]
     finally:
         conn.close()

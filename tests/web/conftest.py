@@ -95,10 +95,15 @@ def build_web_kb(path: Path) -> WebKB:
         )
         # The gate now refuses bidi controls in names and summaries; a KB written by an older
         # kbtool may still hold them, and the page must show them visibly. Simulate that KB.
-        conn.execute("UPDATE symbols SET name = ?, summary = ? WHERE stable_id = ?",
-                     (BIDI_NAME, BIDI_SUMMARY, bidi_sid))
-        conn.execute("UPDATE annotation_events SET new_name = ? WHERE stable_id = ?"
-                     " AND new_name = 'bidi_placeholder'", (BIDI_NAME, bidi_sid))
+        conn.execute(
+            "UPDATE symbols SET name = ?, summary = ? WHERE stable_id = ?",
+            (BIDI_NAME, BIDI_SUMMARY, bidi_sid),
+        )
+        conn.execute(
+            "UPDATE annotation_events SET new_name = ? WHERE stable_id = ?"
+            " AND new_name = 'bidi_placeholder'",
+            (BIDI_NAME, bidi_sid),
+        )
         _name(
             conn,
             hist_sid,

@@ -207,7 +207,9 @@ def test_run_a_diff(page, server, kb):
         "#diff-head"
     )
     # the default filter is "changed" (modified + new + deleted; docs/diff.md)
-    changed = [c for c in report["changes"] if c["classification"] in ("modified", "new", "deleted")]
+    changed = [
+        c for c in report["changes"] if c["classification"] in ("modified", "new", "deleted")
+    ]
     assert f"{len(changed):,} of {len(report['changes']):,} changes" in page.text_content(
         "#diff-count"
     )

@@ -63,13 +63,23 @@ def served(tmp_path_factory):
         conn.close()
     # the cleaned C of the huge function (offline `kbtool deep`, about a second); before the
     # hostile name, so that its understanding line does not carry the name to the first window
-    out = subprocess.run([sys.executable, "-m", "kbtool.cli", "deep", str(vid), "-f", str(BIG),
-                          "--db", str(db)], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "kbtool.cli", "deep", str(vid), "-f", str(BIG), "--db", str(db)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     conn = open_rw(str(db))
     try:
-        decision = upsert_symbol(conn, fns[1]["stable_id"], XSS_IMG, provenance="oracle",
-                                 confidence=0.9, actor="oracle:test")
+        decision = upsert_symbol(
+            conn,
+            fns[1]["stable_id"],
+            XSS_IMG,
+            provenance="oracle",
+            confidence=0.9,
+            actor="oracle:test",
+        )
         assert decision["written"], decision
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
@@ -135,7 +145,9 @@ def _scroll_to_end(page, pre: str, lines: list[str]) -> None:
         if page.evaluate(f"document.querySelector('{pre}').dataset.complete === '1'"):
             return
         shown = page.evaluate(f"Number(document.querySelector('{pre}').dataset.shown)")
-        page.evaluate(f"(() => {{ const p = document.querySelector('{pre}'); p.scrollTop = p.scrollHeight; }})()")
+        page.evaluate(
+            f"(() => {{ const p = document.querySelector('{pre}'); p.scrollTop = p.scrollHeight; }})()"
+        )
         _until(page, f"Number(document.querySelector('{pre}').dataset.shown) > {shown}")
     assert page.evaluate(f"document.querySelector('{pre}').dataset.complete === '1'")
 
@@ -144,12 +156,17 @@ def _check_paged(page, requests, pre: str, status: str, kind: str, lines: list[s
     total = len(lines)
     assert total > 3 * WINDOW
     # the first screen: one window asked for, the status says how many lines there are
-    _until(page, f"(document.querySelector('{status}') || {{}}).textContent?.includes('of {total:,}')")
+    _until(
+        page, f"(document.querySelector('{status}') || {{}}).textContent?.includes('of {total:,}')"
+    )
     time.sleep(0.3)  # nothing else is asked for while the reader does not scroll
     if kind != "clean":  # the cleaned C arrives whole with the analysis, and renders by pages
         assert _windows(requests, kind) == [(0, WINDOW)]
     assert f"lines 1–{WINDOW:,} of {total:,}" in page.inner_text(status)
-    assert page.evaluate(f"document.querySelector('{pre}').textContent") == "\n".join(lines[:WINDOW]) + "\n"
+    assert (
+        page.evaluate(f"document.querySelector('{pre}').textContent")
+        == "\n".join(lines[:WINDOW]) + "\n"
+    )
 
     _scroll_to_end(page, pre, lines)
     # every line once, in order; each window asked for once, in order

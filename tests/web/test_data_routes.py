@@ -89,27 +89,30 @@ def test_strings_globals_xrefs_memory(server):
     assert st == 200 and m["length"] == 64
 
 
-@pytest.mark.parametrize("path,status,words", [
-    ("/api/strings/9", 404, "unknown version"),
-    ("/api/globals/9", 404, "unknown version"),
-    ("/api/xrefs/9?target=g:0", 404, "unknown version"),
-    ("/api/memory/9?address=0x400", 404, "unknown version"),
-    ("/api/strings/x", 400, "malformed"),
-    ("/api/strings/1?limit=100000", 400, "out of range"),
-    ("/api/strings/1?offset=-1", 400, "malformed"),
-    ("/api/xrefs/1", 400, "missing query parameter target"),
-    ("/api/xrefs/1?target=nosuchthing", 404, "matches nothing"),
-    ("/api/xrefs/1?target=g:99", 404, "no global"),
-    ("/api/xrefs/1?target=0x10", 404, "no data item"),
-    ("/api/xrefs/1?target=" + quote('"never there'), 404, "no string"),
-    ("/api/xrefs/1?target=" + "a" * 600, 400, "longer than"),
-    ("/api/memory/1", 400, "missing query parameter address"),
-    ("/api/memory/1?address=zz", 400, "malformed address"),
-    ("/api/memory/1?address=0x10", 404, "outside the initialised data"),
-    ("/api/memory/1?address=0x400&length=5000", 400, "out of range"),
-    ("/api/memory/1?address=0x400&length=0", 400, "out of range"),
-    ("/api/data/1?kind=nonsense", 400, "unknown kind"),
-])
+@pytest.mark.parametrize(
+    "path,status,words",
+    [
+        ("/api/strings/9", 404, "unknown version"),
+        ("/api/globals/9", 404, "unknown version"),
+        ("/api/xrefs/9?target=g:0", 404, "unknown version"),
+        ("/api/memory/9?address=0x400", 404, "unknown version"),
+        ("/api/strings/x", 400, "malformed"),
+        ("/api/strings/1?limit=100000", 400, "out of range"),
+        ("/api/strings/1?offset=-1", 400, "malformed"),
+        ("/api/xrefs/1", 400, "missing query parameter target"),
+        ("/api/xrefs/1?target=nosuchthing", 404, "matches nothing"),
+        ("/api/xrefs/1?target=g:99", 404, "no global"),
+        ("/api/xrefs/1?target=0x10", 404, "no data item"),
+        ("/api/xrefs/1?target=" + quote('"never there'), 404, "no string"),
+        ("/api/xrefs/1?target=" + "a" * 600, 400, "longer than"),
+        ("/api/memory/1", 400, "missing query parameter address"),
+        ("/api/memory/1?address=zz", 400, "malformed address"),
+        ("/api/memory/1?address=0x10", 404, "outside the initialised data"),
+        ("/api/memory/1?address=0x400&length=5000", 400, "out of range"),
+        ("/api/memory/1?address=0x400&length=0", 400, "out of range"),
+        ("/api/data/1?kind=nonsense", 400, "unknown kind"),
+    ],
+)
 def test_bad_input(server, path, status, words):
     st, body = get(server, path)
     assert st == status, (path, body)

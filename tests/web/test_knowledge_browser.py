@@ -21,10 +21,16 @@ from tests.web.support import CHROMIUM, XSS_SCRIPT, ServerProcess, copy_kb, laun
 def _annotate(db) -> tuple[int, int]:
     conn = open_rw(db)
     vid = queries.latest_version_id(conn)
-    f = next(f for f in queries.list_functions(conn, vid)
-             if not queries.get_function(conn, vid, f["index"])["imported"] and f["type"].startswith("(i32"))
+    f = next(
+        f
+        for f in queries.list_functions(conn, vid)
+        if not queries.get_function(conn, vid, f["index"])["imported"]
+        and f["type"].startswith("(i32")
+    )
     ks.set_comment(conn, f"{vid}:{f['index']}", f"Reads {XSS_SCRIPT} the header.")
-    ks.rename_local(conn, f"{vid}:{f['index']}", "0", "hdr", provenance="agent", confidence=0.6, actor="agent:t")
+    ks.rename_local(
+        conn, f"{vid}:{f['index']}", "0", "hdr", provenance="agent", confidence=0.6, actor="agent:t"
+    )
     conn.close()
     return vid, f["index"]
 
@@ -35,14 +41,25 @@ def test_disasm_json_carries_knowledge(kb, tmp_path):
     status, _ctype, body = route(str(db), f"/api/disasm/{vid}/{idx}", {})
     assert status == 200
     k = json.loads(body)["knowledge"]
-    assert k["comment"]["text"] == f"Reads {XSS_SCRIPT} the header." and k["comment"]["provenance"] == "human"
-    assert k["locals"][0] == {"index": 0, "name": "hdr", "provenance": "agent", "confidence": 0.6,
-                              "locked": False, "carried": None}
+    assert (
+        k["comment"]["text"] == f"Reads {XSS_SCRIPT} the header."
+        and k["comment"]["provenance"] == "human"
+    )
+    assert k["locals"][0] == {
+        "index": 0,
+        "name": "hdr",
+        "provenance": "agent",
+        "confidence": 0.6,
+        "locked": False,
+        "carried": None,
+    }
 
 
 @pytest.mark.browser
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM}")
-@pytest.mark.skipif(importlib.util.find_spec("playwright") is None, reason="playwright is not installed")
+@pytest.mark.skipif(
+    importlib.util.find_spec("playwright") is None, reason="playwright is not installed"
+)
 def test_studio_shows_knowledge(kb, tmp_path):
     from playwright.sync_api import sync_playwright
 

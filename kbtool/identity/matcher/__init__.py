@@ -162,11 +162,11 @@ class _View:
 
     def __init__(self, old_recs: dict, new_recs: dict, matches: list[Match]) -> None:
         self.old_recs, self.new_recs = old_recs, new_recs
-        self.by_new = {m.new_index: _Flag(m.old_index, m.new_index, m.score, m.review, m.method)
-                       for m in matches}
+        self.by_new = {
+            m.new_index: _Flag(m.old_index, m.new_index, m.score, m.review, m.method)
+            for m in matches
+        }
         self.by_old = {p.old_index: p for p in self.by_new.values()}
-
-
 
 
 def match_functions(

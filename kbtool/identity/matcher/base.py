@@ -323,4 +323,3 @@ class MatcherBase:
         if small < self.MIN_TINY:
             s *= 0.85 + 0.15 * small / self.MIN_TINY
         return s
-

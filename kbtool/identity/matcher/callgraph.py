@@ -253,4 +253,3 @@ class CallgraphStage:
             )
             if p - second >= self.CG_BEST_MARGIN:
                 self.accept(x, y, self._cg_score(s), "callgraph")
-

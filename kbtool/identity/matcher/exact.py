@@ -108,4 +108,3 @@ class ExactStages:
             self.accept(o, n, _SCORE["name"], "name")
             count += 1
         return count
-

@@ -150,8 +150,7 @@ class FamilyStage:
                 # a small function calling more (a helper the callers inlined on the other
                 # side, yindex around luaK_exp2val) may be the wrong one: re-paired, flagged
                 pure = all(c == b or B.recs[c].imported for c in B.callees[w])
-                self._repair(m, a, w, forward,
-                             review=not pure and backed_w < INLINE_BACKING)
+                self._repair(m, a, w, forward, review=not pure and backed_w < INLINE_BACKING)
                 return True
             if (
                 not backed_w
@@ -167,8 +166,9 @@ class FamilyStage:
             self.flag(m.old_index, m.new_index)
         return False
 
-    def _inliner_vote(self, m: Match, a: int, b: int, A: _Side, B: _Side, a2b: dict,
-                      b2a: dict, forward: bool) -> bool | None:
+    def _inliner_vote(
+        self, m: Match, a: int, b: int, A: _Side, B: _Side, a2b: dict, b2a: dict, forward: bool
+    ) -> bool | None:
         """An inlining difference with a caller that is no thin wrapper: ``a`` has ``b``'s
         body inlined (or ``b`` is ``a``'s outlined part) and an unmatched caller ``w`` of
         ``b`` with ``a``'s signature is where ``a``'s callers went. ``a``'s matched callers
@@ -178,8 +178,10 @@ class FamilyStage:
         if (ra.shape_hash and ra.shape_hash == rb.shape_hash) or ra.body_hash == rb.body_hash:
             return None  # the same code has no inlining difference
         extra = ra.instr_count - rb.instr_count  # what ``a`` has beyond ``b``: ``w``'s own code
-        if extra < INLINE_MIN_EXTRA or len(self._families()[0 if forward else 1].get(
-                _family_key(ra), ())) > 1:
+        if (
+            extra < INLINE_MIN_EXTRA
+            or len(self._families()[0 if forward else 1].get(_family_key(ra), ())) > 1
+        ):
             return None  # too little inlined code to tell, or a look-alike (families decide)
         inliners = [
             w

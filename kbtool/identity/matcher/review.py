@@ -25,8 +25,11 @@ def review_signatures(pg: Any) -> int:
     """A changed signature without a high score is a weak match: have a human look."""
     flagged = 0
     for p in pg.by_new.values():
-        if not p.review and p.score < REVIEW_SIG_SCORE and \
-                pg.old_recs[p.old_index].type_sig != pg.new_recs[p.new_index].type_sig:
+        if (
+            not p.review
+            and p.score < REVIEW_SIG_SCORE
+            and pg.old_recs[p.old_index].type_sig != pg.new_recs[p.new_index].type_sig
+        ):
             p.review = True
             flagged += 1
     return flagged
@@ -83,11 +86,13 @@ def review_weak_neighbourhoods(pg: Any) -> int:
     with each other.
     """
     weak = [
-        p for p in pg.by_new.values()
-        if not p.review and p.score < REVIEW_WEAK_SCORE
+        p
+        for p in pg.by_new.values()
+        if not p.review
+        and p.score < REVIEW_WEAK_SCORE
         and not pg.new_recs[p.new_index].imported
-        and size_ratio(pg.old_recs[p.old_index].instr_count,
-                       pg.new_recs[p.new_index].instr_count) < WEAK_SIZE_RATIO
+        and size_ratio(pg.old_recs[p.old_index].instr_count, pg.new_recs[p.new_index].instr_count)
+        < WEAK_SIZE_RATIO
     ]
     if not weak:
         return 0
@@ -97,14 +102,18 @@ def review_weak_neighbourhoods(pg: Any) -> int:
     for p in weak:
         o, n = p.old_index, p.new_index
         hoods = (
-            ([c for c in pg.old_recs[o].calls
-              if c != o and c in pg.old_recs and not pg.old_recs[c].imported],
-             set(pg.new_recs[n].calls)),
+            (
+                [
+                    c
+                    for c in pg.old_recs[o].calls
+                    if c != o and c in pg.old_recs and not pg.old_recs[c].imported
+                ],
+                set(pg.new_recs[n].calls),
+            ),
             (callers_old.get(o, ()), set(callers_new.get(n, ()))),
         )
         for lo, ln in hoods:
-            if any(q is not None and q.new_index not in ln
-                   for q in (pg.by_old.get(x) for x in lo)):
+            if any(q is not None and q.new_index not in ln for q in (pg.by_old.get(x) for x in lo)):
                 p.review = True
                 flagged += 1
                 break
@@ -118,9 +127,6 @@ def _callers(recs: dict[int, FuncRecord]) -> dict[int, list[int]]:
             if c != i:
                 out.setdefault(c, []).append(i)
     return out
-
-
-
 
 
 # an unpaired neighbour is a rival when its body is at most this far behind the pair's in
@@ -178,17 +184,26 @@ def review_inlining_boundaries(pg: Any) -> int:
         if rn.imported or ro.imported:
             continue
         if (ro.body_hash and ro.body_hash == rn.body_hash) or (
-                ro.shape_hash and ro.shape_hash == rn.shape_hash):
+            ro.shape_hash and ro.shape_hash == rn.shape_hash
+        ):
             continue
         sign = method == "similarity" and not _plausible(ro.instr_count, rn.instr_count)
         sign = sign or _callers_contradict(pg, o, n, callers_old, callers_new)
         sign = sign or _unpaired_sole_caller(n, ro.type_sig, pg.new_recs, callers_new, pg.by_new)
         sign = sign or _unpaired_sole_caller(o, rn.type_sig, pg.old_recs, callers_old, pg.by_old)
         if not sign:
-            rivals = [(ro, pg.new_recs[w]) for w in _unpaired_neighbours(
-                n, rn, ro.type_sig, pg.new_recs, callers_new, pg.by_new)]
-            rivals += [(pg.old_recs[w], rn) for w in _unpaired_neighbours(
-                o, ro, rn.type_sig, pg.old_recs, callers_old, pg.by_old)]
+            rivals = [
+                (ro, pg.new_recs[w])
+                for w in _unpaired_neighbours(
+                    n, rn, ro.type_sig, pg.new_recs, callers_new, pg.by_new
+                )
+            ]
+            rivals += [
+                (pg.old_recs[w], rn)
+                for w in _unpaired_neighbours(
+                    o, ro, rn.type_sig, pg.old_recs, callers_old, pg.by_old
+                )
+            ]
             if rivals:
                 own = content(ro, rn)
                 sign = any(content(a, b) >= own - BOUNDARY_RIVAL_MARGIN for a, b in rivals)
@@ -198,30 +213,45 @@ def review_inlining_boundaries(pg: Any) -> int:
     return flagged
 
 
-def _unpaired_neighbours(i: int, r: FuncRecord, sig: str, recs: dict[int, FuncRecord],
-                         callers: dict[int, list[int]], paired: dict) -> list[int]:
+def _unpaired_neighbours(
+    i: int,
+    r: FuncRecord,
+    sig: str,
+    recs: dict[int, FuncRecord],
+    callers: dict[int, list[int]],
+    paired: dict,
+) -> list[int]:
     """Direct callees and callers of ``i`` without a counterpart, of type signature ``sig``."""
     return [
-        w for w in dict.fromkeys((*r.calls, *callers.get(i, ())))
-        if w != i and w not in paired and w in recs and not recs[w].imported
+        w
+        for w in dict.fromkeys((*r.calls, *callers.get(i, ())))
+        if w != i
+        and w not in paired
+        and w in recs
+        and not recs[w].imported
         and recs[w].type_sig == sig
     ]
 
 
-def _unpaired_sole_caller(i: int, sig: str, recs: dict[int, FuncRecord],
-                          callers: dict[int, list[int]], paired: dict) -> bool:
+def _unpaired_sole_caller(
+    i: int, sig: str, recs: dict[int, FuncRecord], callers: dict[int, list[int]], paired: dict
+) -> bool:
     cs = callers.get(i, ())
     return len(cs) == 1 and cs[0] not in paired and recs[cs[0]].type_sig == sig
 
 
-def _callers_contradict(pg: Any, o: int, n: int, callers_old: dict[int, list[int]],
-                        callers_new: dict[int, list[int]]) -> bool:
+def _callers_contradict(
+    pg: Any, o: int, n: int, callers_old: dict[int, list[int]], callers_new: dict[int, list[int]]
+) -> bool:
     """Both functions have paired callers and none of either side calls the other side."""
-    imgs = [q.new_index for q in (pg.by_old.get(c) for c in callers_old.get(o, ()))
-            if q is not None]
-    origs = [q.old_index for q in (pg.by_new.get(c) for c in callers_new.get(n, ()))
-             if q is not None]
+    imgs = [
+        q.new_index for q in (pg.by_old.get(c) for c in callers_old.get(o, ())) if q is not None
+    ]
+    origs = [
+        q.old_index for q in (pg.by_new.get(c) for c in callers_new.get(n, ())) if q is not None
+    ]
     if not imgs or not origs:
         return False
-    return all(n not in pg.new_recs[d].calls for d in imgs) and \
-        all(o not in pg.old_recs[d].calls for d in origs)
+    return all(n not in pg.new_recs[d].calls for d in imgs) and all(
+        o not in pg.old_recs[d].calls for d in origs
+    )

@@ -78,7 +78,12 @@ class SimilarityStage:
         return lo_d + (i - lo_s) * (hi_d - lo_d) / (hi_s - lo_s)
 
     def _candidates_one_way(
-        self, src: _Side, dst: _Side, us: list[int], ud: list[int], s2d: dict[int, int],
+        self,
+        src: _Side,
+        dst: _Side,
+        us: list[int],
+        ud: list[int],
+        s2d: dict[int, int],
         side: int,
     ) -> dict[int, list[tuple[int, float]]]:
         WINDOW, CAP, RARE = self.CAND_WINDOW, self.CAND_CAP, self.RARE
@@ -170,8 +175,10 @@ class SimilarityStage:
         if not scored:
             return 0
         memo = self.__dict__.get("_margins")
-        if memo is not None and memo[0] is scored and not any(
-            s >= threshold and m >= min_margin and m > 1e-9 for s, m in memo[1]
+        if (
+            memo is not None
+            and memo[0] is scored
+            and not any(s >= threshold and m >= min_margin and m > 1e-9 for s, m in memo[1])
         ):
             # nothing matched since a round that took nothing: every pair's margin is as it
             # was then, and none clears this round's bar (skips the heap, same result)
@@ -412,4 +419,3 @@ class SimilarityStage:
                     self.accept(xs[0], ys[0], 0.75, "import")
                 else:
                     self.accept(xs[0], ys[0], 0.5, "import", True)
-

@@ -16,7 +16,7 @@ def opcode_names() -> list[str]:
     return MNEMONICS
 
 
-SEARCH_CAP = 200          # hard cap of any search, whatever the caller asks
+SEARCH_CAP = 200  # hard cap of any search, whatever the caller asks
 LEGACY_PROGRAM = "legacy"  # the program of versions ingested before schema v2 (program_id NULL)
 
 
@@ -27,7 +27,7 @@ class Version(TypedDict, total=False):
     functions: int
     shared_memory: bool
     coverage_pct: float
-    program: str               # extra fields beyond docs/interface.md's
+    program: str  # extra fields beyond docs/interface.md's
     parent_version_id: int | None
 
 
@@ -63,12 +63,14 @@ VERSION_SELECT = (
 )
 
 
-def names_for(conn: sqlite3.Connection, version_id: int, indices: list[int]) -> dict[int, dict[str, Any]]:
+def names_for(
+    conn: sqlite3.Connection, version_id: int, indices: list[int]
+) -> dict[int, dict[str, Any]]:
     out: dict[int, dict[str, Any]] = {}
     if not indices:
         return out
     for chunk_start in range(0, len(indices), 500):
-        chunk = indices[chunk_start:chunk_start + 500]
+        chunk = indices[chunk_start : chunk_start + 500]
         marks = ",".join("?" * len(chunk))
         for i, sid, imp, mod, fld, name, prov in conn.execute(
             "SELECT f.idx, f.stable_id, f.imported, f.import_module, f.import_field, s.name, s.provenance"
@@ -76,6 +78,12 @@ def names_for(conn: sqlite3.Connection, version_id: int, indices: list[int]) -> 
             f" WHERE f.version_id = ? AND f.idx IN ({marks})",
             (version_id, *chunk),
         ):
-            out[i] = {"index": i, "stable_id": sid, "imported": bool(imp),
-                      "import": f"{mod}.{fld}" if imp else None, "name": name, "provenance": prov}
+            out[i] = {
+                "index": i,
+                "stable_id": sid,
+                "imported": bool(imp),
+                "import": f"{mod}.{fld}" if imp else None,
+                "name": name,
+                "provenance": prov,
+            }
     return out

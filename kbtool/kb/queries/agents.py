@@ -29,16 +29,34 @@ def agent_rows(conn: sqlite3.Connection, version_id: int) -> list[dict[str, Any]
         " WHERE f.version_id = ? ORDER BY f.idx",
         (version_id,),
     ):
-        out.append({
-            "index": r[0], "stable_id": r[1], "imported": bool(r[2]), "import_module": r[3],
-            "import_field": r[4], "type_sig": r[5], "export_names": loads(r[6] or "[]"),
-            "instr_count": r[7], "calls": loads(r[8]), "call_indirect": r[9],
-            "consts": loads(r[10]), "strings": loads(r[11]),
-            "globals_used": loads(r[12]), "mem_ops": [tuple(m) for m in loads(r[13])],
-            "loops": r[14], "ops": r[15],
-            "symbol": None if r[16] is None else {
-                "name": r[16], "provenance": r[17], "confidence": r[18], "locked": bool(r[19])},
-        })
+        out.append(
+            {
+                "index": r[0],
+                "stable_id": r[1],
+                "imported": bool(r[2]),
+                "import_module": r[3],
+                "import_field": r[4],
+                "type_sig": r[5],
+                "export_names": loads(r[6] or "[]"),
+                "instr_count": r[7],
+                "calls": loads(r[8]),
+                "call_indirect": r[9],
+                "consts": loads(r[10]),
+                "strings": loads(r[11]),
+                "globals_used": loads(r[12]),
+                "mem_ops": [tuple(m) for m in loads(r[13])],
+                "loops": r[14],
+                "ops": r[15],
+                "symbol": None
+                if r[16] is None
+                else {
+                    "name": r[16],
+                    "provenance": r[17],
+                    "confidence": r[18],
+                    "locked": bool(r[19]),
+                },
+            }
+        )
     return out
 
 
@@ -47,14 +65,29 @@ SUGGESTION_PAGE = 500  # hard cap of one page of suggestions
 
 def _suggestion(r: sqlite3.Row) -> dict[str, Any]:
     return {
-        "version_id": r["version_id"], "stable_id": r["stable_id"], "index": r["func_index"],
-        "name": r["name"], "confidence": r["confidence"], "backend": r["backend"],
-        "model": r["model"], "rule": r["rule"], "source": r["source"],
-        "evidence": json.loads(r["evidence"] or "{}"), "status": r["status"],
-        "created_at": r["created_at"], "decided_at": r["decided_at"],
-        "current": ({"name": r["cur_name"], "provenance": r["cur_prov"],
-                     "confidence": r["cur_conf"], "locked": bool(r["cur_locked"])}
-                    if r["cur_name"] is not None else None),
+        "version_id": r["version_id"],
+        "stable_id": r["stable_id"],
+        "index": r["func_index"],
+        "name": r["name"],
+        "confidence": r["confidence"],
+        "backend": r["backend"],
+        "model": r["model"],
+        "rule": r["rule"],
+        "source": r["source"],
+        "evidence": json.loads(r["evidence"] or "{}"),
+        "status": r["status"],
+        "created_at": r["created_at"],
+        "decided_at": r["decided_at"],
+        "current": (
+            {
+                "name": r["cur_name"],
+                "provenance": r["cur_prov"],
+                "confidence": r["cur_conf"],
+                "locked": bool(r["cur_locked"]),
+            }
+            if r["cur_name"] is not None
+            else None
+        ),
     }
 
 
@@ -91,9 +124,16 @@ def suggestions(
     total = conn.execute(f"SELECT COUNT(*) FROM suggestions s WHERE {cond}", args).fetchone()[0]
     rows = conn.execute(
         _SUGGESTION_SELECT + f"WHERE {cond} ORDER BY s.confidence DESC, s.func_index "
-        "LIMIT ? OFFSET ?", [*args, limit, offset]).fetchall()
-    return {"version_id": version_id, "total": total, "offset": offset, "limit": limit,
-            "items": [_suggestion(r) for r in rows]}
+        "LIMIT ? OFFSET ?",
+        [*args, limit, offset],
+    ).fetchall()
+    return {
+        "version_id": version_id,
+        "total": total,
+        "offset": offset,
+        "limit": limit,
+        "items": [_suggestion(r) for r in rows],
+    }
 
 
 def open_suggestion(

@@ -17,19 +17,30 @@ def get_analysis(conn: sqlite3.Connection, stable_id: str) -> dict[str, Any] | N
     if row is None:
         return None
     return {
-        "stable_id": row["stable_id"], "version_id": row["version_id"],
-        "func_index": row["func_index"], "raw_c": row["raw_c"], "clean_c": row["clean_c"],
+        "stable_id": row["stable_id"],
+        "version_id": row["version_id"],
+        "func_index": row["func_index"],
+        "raw_c": row["raw_c"],
+        "clean_c": row["clean_c"],
         "understanding": row["understanding"],
-        "rename_map": json.loads(row["rename_map"] or "{}"), "status": row["status"],
-        "confidence": row["confidence"], "backend": row["backend"], "model": row["model"],
+        "rename_map": json.loads(row["rename_map"] or "{}"),
+        "status": row["status"],
+        "confidence": row["confidence"],
+        "backend": row["backend"],
+        "model": row["model"],
         "updated_at": row["updated_at"],
     }
 
 
 def deep_done(conn: sqlite3.Connection, version_id: int) -> set[int]:
     """Function indices of a version that already have a finished deep record."""
-    return {r[0] for r in conn.execute(
-        "SELECT func_index FROM analyses WHERE version_id = ? AND status = 'done'", (version_id,))}
+    return {
+        r[0]
+        for r in conn.execute(
+            "SELECT func_index FROM analyses WHERE version_id = ? AND status = 'done'",
+            (version_id,),
+        )
+    }
 
 
 def module_bytes(conn: sqlite3.Connection, version_id: int) -> bytes | None:
@@ -46,26 +57,37 @@ def thread_facts(
     version_row(conn, version_id)
     if func_index is None:
         rows = conn.execute(
-            "SELECT payload FROM thread_facts WHERE version_id = ? ORDER BY seq", (version_id,))
+            "SELECT payload FROM thread_facts WHERE version_id = ? ORDER BY seq", (version_id,)
+        )
     else:
         rows = conn.execute(
-            "SELECT payload FROM thread_facts WHERE version_id = ? AND func_index = ?"
-            " ORDER BY seq", (version_id, func_index))
+            "SELECT payload FROM thread_facts WHERE version_id = ? AND func_index = ? ORDER BY seq",
+            (version_id, func_index),
+        )
     return [json.loads(r[0]) for r in rows]
 
 
 def _struct(row: sqlite3.Row) -> dict[str, Any]:
-    return {"name": row["name"], "source_function": row["source_function"],
-            "fields": json.loads(row["fields"]), "members": json.loads(row["members"])}
+    return {
+        "name": row["name"],
+        "source_function": row["source_function"],
+        "fields": json.loads(row["fields"]),
+        "members": json.loads(row["members"]),
+    }
 
 
 def structs(conn: sqlite3.Connection, version_id: int) -> list[dict[str, Any]]:
     """The recovered structs of a version: {name, source_function, fields, members},
     ordered by source function then name."""
     version_row(conn, version_id)
-    return [_struct(r) for r in conn.execute(
-        "SELECT name, source_function, fields, members FROM structs WHERE version_id = ?"
-        " ORDER BY source_function, name", (version_id,))]
+    return [
+        _struct(r)
+        for r in conn.execute(
+            "SELECT name, source_function, fields, members FROM structs WHERE version_id = ?"
+            " ORDER BY source_function, name",
+            (version_id,),
+        )
+    ]
 
 
 def structs_for_function(
@@ -93,7 +115,9 @@ def last_analysis_run(
     """The latest run record of ``kind`` for a version: {id, kind, summary, created_at}."""
     row = conn.execute(
         "SELECT id, kind, summary, created_at FROM analysis_runs WHERE version_id = ? AND kind = ?"
-        " ORDER BY id DESC LIMIT 1", (version_id, kind)).fetchone()
+        " ORDER BY id DESC LIMIT 1",
+        (version_id, kind),
+    ).fetchone()
     if row is None:
         return None
     return {"id": row[0], "kind": row[1], "summary": json.loads(row[2]), "created_at": row[3]}

@@ -21,7 +21,9 @@ def function_identities(conn: sqlite3.Connection, version_id: int) -> list[tuple
     ).fetchall()
 
 
-def stored_diff_report(conn: sqlite3.Connection, from_version_id: int, to_version_id: int) -> dict[str, Any] | None:
+def stored_diff_report(
+    conn: sqlite3.Connection, from_version_id: int, to_version_id: int
+) -> dict[str, Any] | None:
     """The diff report saved for the pair (``kbtool diff A B --save``), or None."""
     row = conn.execute(
         "SELECT report FROM diffs WHERE from_version_id = ? AND to_version_id = ?",
@@ -34,7 +36,7 @@ def mem_ops_for(conn: sqlite3.Connection, version_id: int, indices: list[int]) -
     """index -> memory accesses [[op id, offset, width], ...] of some functions of a version."""
     out: dict[int, list] = {}
     for k in range(0, len(indices), 500):
-        chunk = indices[k:k + 500]
+        chunk = indices[k : k + 500]
         for idx, mem in conn.execute(
             f"SELECT idx, mem_ops FROM facts WHERE version_id = ? AND idx IN ({','.join('?' * len(chunk))})",
             (version_id, *chunk),
@@ -55,15 +57,28 @@ def matching_rows(conn: sqlite3.Connection, version_id: int) -> list[dict[str, A
         " WHERE f.version_id = ? ORDER BY f.idx",
         (version_id,),
     ):
-        out.append({
-            "index": r[0], "stable_id": r[1], "imported": bool(r[2]),
-            "import_name": f"{r[3]}.{r[4]}" if r[2] else None, "type_sig": r[5],
-            "body_hash": r[6], "shape_hash": r[7], "raw_name": r[8],
-            "export_names": json.loads(r[9] or "[]"), "body_size": r[10], "instr_count": r[11],
-            "calls": json.loads(r[12]), "strings": json.loads(r[13]), "consts": json.loads(r[14]),
-            "ops": r[15], "loops": r[16], "call_indirect": r[17],
-            "table_slots": json.loads(r[18] or "[]"),
-        })
+        out.append(
+            {
+                "index": r[0],
+                "stable_id": r[1],
+                "imported": bool(r[2]),
+                "import_name": f"{r[3]}.{r[4]}" if r[2] else None,
+                "type_sig": r[5],
+                "body_hash": r[6],
+                "shape_hash": r[7],
+                "raw_name": r[8],
+                "export_names": json.loads(r[9] or "[]"),
+                "body_size": r[10],
+                "instr_count": r[11],
+                "calls": json.loads(r[12]),
+                "strings": json.loads(r[13]),
+                "consts": json.loads(r[14]),
+                "ops": r[15],
+                "loops": r[16],
+                "call_indirect": r[17],
+                "table_slots": json.loads(r[18] or "[]"),
+            }
+        )
     return out
 
 

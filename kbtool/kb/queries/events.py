@@ -39,10 +39,13 @@ def _event(row: sqlite3.Row) -> dict[str, Any]:
 
 
 def annotation_events(conn: sqlite3.Connection, stable_id: str) -> list[dict[str, Any]]:
-    return [_event(r) for r in conn.execute(
-        f"SELECT {_EVENT_COLUMNS} FROM annotation_events WHERE stable_id = ? ORDER BY id",
-        (stable_id,),
-    )]
+    return [
+        _event(r)
+        for r in conn.execute(
+            f"SELECT {_EVENT_COLUMNS} FROM annotation_events WHERE stable_id = ? ORDER BY id",
+            (stable_id,),
+        )
+    ]
 
 
 def history(conn: sqlite3.Connection, stable_id: str) -> dict[str, Any]:
@@ -53,15 +56,21 @@ def history(conn: sqlite3.Connection, stable_id: str) -> dict[str, Any]:
             f"unknown stable_id {stable_id!r} (find ids with `kbtool functions VERSION` or `kbtool search NAME`)"
         )
     first = versions[0]
-    seen_at = conn.execute("SELECT ingested_at FROM versions WHERE id = ?", (first["version_id"],)).fetchone()[0]
+    seen_at = conn.execute(
+        "SELECT ingested_at FROM versions WHERE id = ?", (first["version_id"],)
+    ).fetchone()[0]
     events = annotation_events(conn, stable_id)
     labels = {v["id"]: v["label"] for v in list_versions(conn)}
     for e in events:
         e["version_label"] = labels.get(e["version_id"])
     return {
         "stable_id": stable_id,
-        "first_seen": {"version_id": first["version_id"], "label": first["label"],
-                       "index": first["index"], "ingested_at": seen_at},
+        "first_seen": {
+            "version_id": first["version_id"],
+            "label": first["label"],
+            "index": first["index"],
+            "ingested_at": seen_at,
+        },
         "versions": versions,
         "events": events,
         "symbol": get_symbol(conn, stable_id),
@@ -69,7 +78,9 @@ def history(conn: sqlite3.Connection, stable_id: str) -> dict[str, Any]:
     }
 
 
-def _names_by_version(versions: list[dict[str, Any]], events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _names_by_version(
+    versions: list[dict[str, Any]], events: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """Time travel: the name the function had when each later version was current."""
     out = []
     name = None
@@ -77,9 +88,7 @@ def _names_by_version(versions: list[dict[str, Any]], events: list[dict[str, Any
     pos = 0
     for i, v in enumerate(versions):
         nxt = versions[i + 1]["version_id"] if i + 1 < len(versions) else None
-        while pos < len(written) and (
-            nxt is None or (written[pos]["version_id"] or 0) < nxt
-        ):
+        while pos < len(written) and (nxt is None or (written[pos]["version_id"] or 0) < nxt):
             name = written[pos]["new"].get("name")
             pos += 1
         out.append({"version_id": v["version_id"], "label": v["label"], "name": name})
@@ -97,11 +106,20 @@ def renames(conn: sqlite3.Connection, stable_id: str) -> list[dict[str, Any]]:
     out = []
     for step, r in enumerate(rows, start=1):
         e = _event(r)
-        out.append({
-            "event_id": e["id"], "kind": e["kind"], "from": e["old_name"], "to": e["new_name"],
-            "provenance": e["provenance"], "confidence": e["confidence"], "actor": e["actor"],
-            "version_id": e["version_id"], "at": e["created_at"], "revert_steps": step,
-        })
+        out.append(
+            {
+                "event_id": e["id"],
+                "kind": e["kind"],
+                "from": e["old_name"],
+                "to": e["new_name"],
+                "provenance": e["provenance"],
+                "confidence": e["confidence"],
+                "actor": e["actor"],
+                "version_id": e["version_id"],
+                "at": e["created_at"],
+                "revert_steps": step,
+            }
+        )
     return out
 
 
@@ -117,26 +135,37 @@ def change_token(conn: sqlite3.Connection) -> tuple[int, int, int]:
     return v, e, r
 
 
-EVENT_PAGE = 200          # most events one feed answer carries
+EVENT_PAGE = 200  # most events one feed answer carries
 EVENT_DEFAULT_LATEST = 50  # `since` omitted: the latest this many
 
 
-def events_since(conn: sqlite3.Connection, since: int | None = None,
-                 limit: int = EVENT_PAGE) -> dict[str, Any]:
+def events_since(
+    conn: sqlite3.Connection, since: int | None = None, limit: int = EVENT_PAGE
+) -> dict[str, Any]:
     """The studio's feed: ``{last_id, events}`` with ids greater than ``since`` (oldest
     first, at most ``limit``, capped at EVENT_PAGE); without ``since``, the latest
     EVENT_DEFAULT_LATEST. ``last_id`` is the id to poll from next (the newest id returned, or
     ``since`` when nothing is new)."""
     limit = max(1, min(int(limit), EVENT_PAGE))
     if since is None:
-        rows = conn.execute("SELECT * FROM events ORDER BY id DESC LIMIT ?",
-                            (min(limit, EVENT_DEFAULT_LATEST),)).fetchall()[::-1]
+        rows = conn.execute(
+            "SELECT * FROM events ORDER BY id DESC LIMIT ?", (min(limit, EVENT_DEFAULT_LATEST),)
+        ).fetchall()[::-1]
     else:
-        rows = conn.execute("SELECT * FROM events WHERE id > ? ORDER BY id LIMIT ?",
-                            (int(since), limit)).fetchall()
-    events = [{"id": r["id"], "kind": r["kind"], "stable_id": r["stable_id"],
-               "version_id": r["version_id"], "payload": json.loads(r["payload"] or "{}"),
-               "created_at": r["created_at"]} for r in rows]
+        rows = conn.execute(
+            "SELECT * FROM events WHERE id > ? ORDER BY id LIMIT ?", (int(since), limit)
+        ).fetchall()
+    events = [
+        {
+            "id": r["id"],
+            "kind": r["kind"],
+            "stable_id": r["stable_id"],
+            "version_id": r["version_id"],
+            "payload": json.loads(r["payload"] or "{}"),
+            "created_at": r["created_at"],
+        }
+        for r in rows
+    ]
     if events:
         last = events[-1]["id"]
     elif since is not None:
@@ -150,5 +179,7 @@ def last_annotation_event(conn: sqlite3.Connection, stable_id: str) -> dict[str,
     """The newest gate decision recorded for a function (written or refused), or None."""
     row = conn.execute(
         f"SELECT {_EVENT_COLUMNS} FROM annotation_events WHERE stable_id = ?"
-        " ORDER BY id DESC LIMIT 1", (stable_id,)).fetchone()
+        " ORDER BY id DESC LIMIT 1",
+        (stable_id,),
+    ).fetchone()
     return _event(row) if row is not None else None

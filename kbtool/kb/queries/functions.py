@@ -29,8 +29,9 @@ def list_functions(
     sql = (
         "SELECT f.idx, f.stable_id, f.type_sig, s.name, s.provenance, s.confidence"
         " FROM functions f LEFT JOIN symbols s ON s.stable_id = f.stable_id"
-        " WHERE f.version_id = ?" + ("" if include_imports else " AND f.imported = 0") +
-        " ORDER BY f.idx"
+        " WHERE f.version_id = ?"
+        + ("" if include_imports else " AND f.imported = 0")
+        + " ORDER BY f.idx"
     )
     return [
         {"index": i, "stable_id": sid, "type": t, "name": n, "provenance": p, "confidence": c}
@@ -96,8 +97,14 @@ def _function_dict(conn: sqlite3.Connection, row: sqlite3.Row) -> dict[str, Any]
 def functions_by_stable_id(conn: sqlite3.Connection, stable_id: str) -> list[dict[str, Any]]:
     """Where a logical function appears: one row per version, oldest first."""
     return [
-        {"version_id": v, "label": lab, "index": i, "body_changed": bool(bc),
-         "match_method": mm, "match_score": ms}
+        {
+            "version_id": v,
+            "label": lab,
+            "index": i,
+            "body_changed": bool(bc),
+            "match_method": mm,
+            "match_score": ms,
+        }
         for v, lab, i, bc, mm, ms in conn.execute(
             "SELECT f.version_id, v.label, f.idx, f.body_changed, f.match_method, f.match_score"
             " FROM functions f JOIN versions v ON v.id = f.version_id"
@@ -110,9 +117,13 @@ def functions_by_stable_id(conn: sqlite3.Connection, stable_id: str) -> list[dic
 def callees(conn: sqlite3.Connection, version_id: int, index: int) -> list[dict[str, Any]]:
     """Distinct direct callees of a function, in index order, with their names."""
     _function_row(conn, version_id, index)
-    idx = [r[0] for r in conn.execute(
-        "SELECT callee FROM call_edges WHERE version_id = ? AND caller = ? ORDER BY callee",
-        (version_id, index))]
+    idx = [
+        r[0]
+        for r in conn.execute(
+            "SELECT callee FROM call_edges WHERE version_id = ? AND caller = ? ORDER BY callee",
+            (version_id, index),
+        )
+    ]
     names = names_for(conn, version_id, idx)
     return [names[i] for i in idx if i in names]
 
@@ -120,14 +131,20 @@ def callees(conn: sqlite3.Connection, version_id: int, index: int) -> list[dict[
 def callers(conn: sqlite3.Connection, version_id: int, index: int) -> list[dict[str, Any]]:
     """Distinct direct callers of a function, in index order, with their names."""
     _function_row(conn, version_id, index)
-    idx = [r[0] for r in conn.execute(
-        "SELECT caller FROM call_edges WHERE version_id = ? AND callee = ? ORDER BY caller",
-        (version_id, index))]
+    idx = [
+        r[0]
+        for r in conn.execute(
+            "SELECT caller FROM call_edges WHERE version_id = ? AND callee = ? ORDER BY caller",
+            (version_id, index),
+        )
+    ]
     names = names_for(conn, version_id, idx)
     return [names[i] for i in idx if i in names]
 
 
-def get_function_facts(conn: sqlite3.Connection, version_id: int, func_index: int) -> dict[str, Any] | None:
+def get_function_facts(
+    conn: sqlite3.Connection, version_id: int, func_index: int
+) -> dict[str, Any] | None:
     """The Function facts of docs/interface.md, or None when the function is missing or imported.
 
     Beyond those fields: ``callees`` (defined callees with names), ``strings``
@@ -185,7 +202,8 @@ def function_names(conn: sqlite3.Connection, version_id: int) -> dict[int, str]:
     out: dict[int, str] = {}
     for idx, imported, field, raw, name in conn.execute(
         "SELECT f.idx, f.imported, f.import_field, f.raw_name, s.name FROM functions f"
-        " LEFT JOIN symbols s ON s.stable_id = f.stable_id WHERE f.version_id = ?", (version_id,)
+        " LEFT JOIN symbols s ON s.stable_id = f.stable_id WHERE f.version_id = ?",
+        (version_id,),
     ):
         best = name or (field if imported else None) or raw
         if best:
@@ -214,7 +232,9 @@ def function_list_window(
         {"index": i, "stable_id": sid, "type": t, "name": n, "provenance": p, "confidence": c}
         for i, sid, t, n, p, c in conn.execute(
             "SELECT f.idx, f.stable_id, f.type_sig, s.name, s.provenance, s.confidence"
-            + join + where + " ORDER BY f.idx LIMIT ? OFFSET ?",
+            + join
+            + where
+            + " ORDER BY f.idx LIMIT ? OFFSET ?",
             (version_id, max(0, count), max(0, offset)),
         )
     ]

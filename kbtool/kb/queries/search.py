@@ -39,11 +39,15 @@ def find_functions(conn: sqlite3.Connection, text: str, limit: int = 20) -> list
         idx = conn.execute(
             "SELECT idx FROM functions WHERE stable_id = ? AND version_id = ?", (sid, vid)
         ).fetchone()[0]
-        out.append({"stable_id": sid, "version_id": vid, "index": idx, "name": name, "provenance": prov})
+        out.append(
+            {"stable_id": sid, "version_id": vid, "index": idx, "name": name, "provenance": prov}
+        )
     return out
 
 
-def call_target_counts(conn: sqlite3.Connection, version_id: int, func_index: int) -> list[dict[str, Any]]:
+def call_target_counts(
+    conn: sqlite3.Connection, version_id: int, func_index: int
+) -> list[dict[str, Any]]:
     """Call sites of a defined function grouped by target, most called first:
     [{target, index, count}] (import ``module.field``, a defined callee's name or
     ``func[N]``, and ``<indirect>`` with index null); [] for a missing function."""
@@ -113,7 +117,9 @@ def functions_matching_facts(
     return out
 
 
-def function_entries(conn: sqlite3.Connection, version_id: int, indices: list[int]) -> list[dict[str, Any]]:
+def function_entries(
+    conn: sqlite3.Connection, version_id: int, indices: list[int]
+) -> list[dict[str, Any]]:
     """``{index, stable_id, name, provenance, imported, import}`` of ``indices`` (input order)."""
     names = names_for(conn, version_id, list(indices))
     return [names[i] for i in indices if i in names]
@@ -133,25 +139,33 @@ def globals_usage(conn: sqlite3.Connection, version_id: int) -> dict[int, list[i
     return out
 
 
-_NAV_COLUMNS = (
-    "f.version_id, f.idx, f.stable_id, s.name, s.provenance, s.confidence"
-)
+_NAV_COLUMNS = "f.version_id, f.idx, f.stable_id, s.name, s.provenance, s.confidence"
 
 
 def _nav_row(row: tuple) -> dict[str, Any]:
     vid, idx, sid, name, prov, conf = row
-    return {"stable_id": sid, "name": name, "provenance": prov, "confidence": conf,
-            "version_id": vid, "index": idx}
+    return {
+        "stable_id": sid,
+        "name": name,
+        "provenance": prov,
+        "confidence": conf,
+        "version_id": vid,
+        "index": idx,
+    }
 
 
-def function_at_index(conn: sqlite3.Connection, version_id: int, index: int) -> dict[str, Any] | None:
+def function_at_index(
+    conn: sqlite3.Connection, version_id: int, index: int
+) -> dict[str, Any] | None:
     """A Search result (plus ``version_id``, ``index``) for function ``index`` of a version.
 
     ``name`` is None for an unnamed function; None when the version has no such index."""
     version_row(conn, version_id)
     row = conn.execute(
         f"SELECT {_NAV_COLUMNS} FROM functions f LEFT JOIN symbols s ON s.stable_id = f.stable_id"
-        " WHERE f.version_id = ? AND f.idx = ?", (version_id, index)).fetchone()
+        " WHERE f.version_id = ? AND f.idx = ?",
+        (version_id, index),
+    ).fetchone()
     return _nav_row(tuple(row)) if row is not None else None
 
 
@@ -170,7 +184,9 @@ def functions_with_string(
         " LEFT JOIN symbols s ON s.stable_id = f.stable_id"
         " WHERE x.version_id = ? AND x.strings != '[]' AND EXISTS ("
         "  SELECT 1 FROM json_each(x.strings) j WHERE instr(lower(j.value), lower(?)) > 0)"
-        " ORDER BY f.idx LIMIT ?", (version_id, text, limit)).fetchall()
+        " ORDER BY f.idx LIMIT ?",
+        (version_id, text, limit),
+    ).fetchall()
     needle = text.lower()
     out = []
     for row in rows:
@@ -196,7 +212,9 @@ def functions_with_const(
         " LEFT JOIN symbols s ON s.stable_id = f.stable_id"
         " WHERE x.version_id = ? AND EXISTS ("
         f"  SELECT 1 FROM json_each(x.consts) j WHERE j.value IN ({marks}))"
-        " ORDER BY f.idx LIMIT ?", (version_id, *values, limit)).fetchall()
+        " ORDER BY f.idx LIMIT ?",
+        (version_id, *values, limit),
+    ).fetchall()
     return [_nav_row(tuple(r)) for r in rows]
 
 
@@ -212,5 +230,7 @@ def functions_referencing_string(
         " LEFT JOIN symbols s ON s.stable_id = f.stable_id"
         " WHERE x.version_id = ? AND x.strings != '[]' AND EXISTS ("
         "  SELECT 1 FROM json_each(x.strings) j WHERE j.value = ?)"
-        " ORDER BY f.idx LIMIT ?", (version_id, text, limit)).fetchall()
+        " ORDER BY f.idx LIMIT ?",
+        (version_id, text, limit),
+    ).fetchall()
     return [_nav_row(tuple(r)) for r in rows]

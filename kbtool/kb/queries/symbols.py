@@ -32,9 +32,10 @@ def get_symbol(conn: sqlite3.Connection, stable_id: str) -> dict[str, Any] | Non
 
 
 def stable_id_exists(conn: sqlite3.Connection, stable_id: str) -> bool:
-    return conn.execute(
-        "SELECT 1 FROM functions WHERE stable_id = ? LIMIT 1", (stable_id,)
-    ).fetchone() is not None
+    return (
+        conn.execute("SELECT 1 FROM functions WHERE stable_id = ? LIMIT 1", (stable_id,)).fetchone()
+        is not None
+    )
 
 
 def require_stable_id(conn: sqlite3.Connection, stable_id: str) -> None:
@@ -49,9 +50,19 @@ def export_rows(conn: sqlite3.Connection, version_id: int) -> list[dict[str, Any
     needs to find its function in another KB (text format: kbtool.services.names_io)."""
     version_row(conn, version_id)
     return [
-        {"index": idx, "stable_id": sid, "type": typ, "name": name, "provenance": prov,
-         "confidence": conf, "summary": summary, "body_hash": bh, "shape_hash": sh,
-         "instr_count": n, "imported": bool(imp)}
+        {
+            "index": idx,
+            "stable_id": sid,
+            "type": typ,
+            "name": name,
+            "provenance": prov,
+            "confidence": conf,
+            "summary": summary,
+            "body_hash": bh,
+            "shape_hash": sh,
+            "instr_count": n,
+            "imported": bool(imp),
+        }
         for idx, sid, typ, name, prov, conf, summary, bh, sh, n, imp in conn.execute(
             "SELECT f.idx, f.stable_id, f.type_sig, s.name, s.provenance, s.confidence, s.summary,"
             " f.body_hash, f.shape_hash, f.instr_count, f.imported"
@@ -63,19 +74,28 @@ def export_rows(conn: sqlite3.Connection, version_id: int) -> list[dict[str, Any
 
 
 def annotations_by_index(
-    conn: sqlite3.Connection, version_id: int, *, defined_only: bool = False,
+    conn: sqlite3.Connection,
+    version_id: int,
+    *,
+    defined_only: bool = False,
     with_evidence: bool = False,
 ) -> dict[int, dict[str, Any]]:
     """index -> {name, summary, provenance, confidence[, evidence]} for a version's named functions."""
     out: dict[int, dict[str, Any]] = {}
     for idx, name, summary, prov, conf, ev in conn.execute(
         "SELECT f.idx, s.name, s.summary, s.provenance, s.confidence, "
-        + ("s.evidence" if with_evidence else "NULL") +
-        " FROM functions f JOIN symbols s ON s.stable_id = f.stable_id"
-        " WHERE f.version_id = ? AND s.name IS NOT NULL" + (" AND f.imported = 0" if defined_only else ""),
+        + ("s.evidence" if with_evidence else "NULL")
+        + " FROM functions f JOIN symbols s ON s.stable_id = f.stable_id"
+        " WHERE f.version_id = ? AND s.name IS NOT NULL"
+        + (" AND f.imported = 0" if defined_only else ""),
         (version_id,),
     ):
-        rec: dict[str, Any] = {"name": name, "summary": summary, "provenance": prov, "confidence": conf}
+        rec: dict[str, Any] = {
+            "name": name,
+            "summary": summary,
+            "provenance": prov,
+            "confidence": conf,
+        }
         if with_evidence:
             try:
                 rec["evidence"] = json.loads(ev or "[]")

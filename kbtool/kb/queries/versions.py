@@ -84,12 +84,15 @@ def lineage_versions(conn: sqlite3.Connection) -> list[dict[str, Any]]:
 
 
 def has_versions_without_program(conn: sqlite3.Connection) -> bool:
-    return conn.execute(
-        "SELECT 1 FROM versions WHERE program_id IS NULL LIMIT 1"
-    ).fetchone() is not None
+    return (
+        conn.execute("SELECT 1 FROM versions WHERE program_id IS NULL LIMIT 1").fetchone()
+        is not None
+    )
 
 
-def hash_rows(conn: sqlite3.Connection, version_id: int) -> list[tuple[str | None, str | None, int]]:
+def hash_rows(
+    conn: sqlite3.Connection, version_id: int
+) -> list[tuple[str | None, str | None, int]]:
     """``(body_hash, shape_hash, instr_count)`` of a version's defined functions."""
     return conn.execute(
         "SELECT body_hash, shape_hash, instr_count FROM functions"
@@ -100,8 +103,12 @@ def hash_rows(conn: sqlite3.Connection, version_id: int) -> list[tuple[str | Non
 
 def versions_with_sha256(conn: sqlite3.Connection, sha256: str) -> list[dict[str, Any]]:
     """Versions whose module bytes have this sha256 (``id``, ``label``), oldest first."""
-    return [{"id": i, "label": lab} for i, lab in conn.execute(
-        "SELECT id, label FROM versions WHERE sha256 = ? ORDER BY id", (sha256,))]
+    return [
+        {"id": i, "label": lab}
+        for i, lab in conn.execute(
+            "SELECT id, label FROM versions WHERE sha256 = ? ORDER BY id", (sha256,)
+        )
+    ]
 
 
 def label_exists(conn: sqlite3.Connection, label: str) -> bool:
@@ -109,7 +116,10 @@ def label_exists(conn: sqlite3.Connection, label: str) -> bool:
 
 
 def oracle_label_exists(conn: sqlite3.Connection, label: str) -> bool:
-    return conn.execute("SELECT 1 FROM oracle_modules WHERE label = ?", (label,)).fetchone() is not None
+    return (
+        conn.execute("SELECT 1 FROM oracle_modules WHERE label = ?", (label,)).fetchone()
+        is not None
+    )
 
 
 def list_oracles(conn: sqlite3.Connection) -> list[dict[str, Any]]:
@@ -117,14 +127,17 @@ def list_oracles(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     return [
         {"id": i, "label": lab, "sha256": sha, "size": size, "source_path": src, "created_at": at}
         for i, lab, sha, size, src, at in conn.execute(
-            "SELECT id, label, sha256, size, source_path, created_at FROM oracle_modules ORDER BY id")
+            "SELECT id, label, sha256, size, source_path, created_at FROM oracle_modules ORDER BY id"
+        )
     ]
 
 
 def oracle_modules(conn: sqlite3.Connection) -> list[tuple[int, str, bytes]]:
     """``(id, label, bytes)`` of every reference module, oldest first."""
-    return [(i, lab, bytes(data)) for i, lab, data in
-            conn.execute("SELECT id, label, data FROM oracle_modules ORDER BY id")]
+    return [
+        (i, lab, bytes(data))
+        for i, lab, data in conn.execute("SELECT id, label, data FROM oracle_modules ORDER BY id")
+    ]
 
 
 def taken_stable_ids(conn: sqlite3.Connection) -> set[str]:
@@ -140,12 +153,14 @@ def coverage(conn: sqlite3.Connection, version_id: int) -> Coverage:
     """Named share of a version's defined functions, split by provenance (sums to ``named``)."""
     version_row(conn, version_id)
     # one scan: unnamed functions group under provenance NULL
-    split = dict(conn.execute(
-        "SELECT CASE WHEN s.name IS NULL THEN NULL ELSE s.provenance END, COUNT(*)"
-        " FROM functions f LEFT JOIN symbols s ON s.stable_id = f.stable_id"
-        " WHERE f.version_id = ? AND f.imported = 0 GROUP BY 1",
-        (version_id,),
-    ).fetchall())
+    split = dict(
+        conn.execute(
+            "SELECT CASE WHEN s.name IS NULL THEN NULL ELSE s.provenance END, COUNT(*)"
+            " FROM functions f LEFT JOIN symbols s ON s.stable_id = f.stable_id"
+            " WHERE f.version_id = ? AND f.imported = 0 GROUP BY 1",
+            (version_id,),
+        ).fetchall()
+    )
     defined = sum(split.values())
     named = defined - split.pop(None, 0)
     return {

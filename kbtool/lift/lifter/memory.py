@@ -344,7 +344,9 @@ class _Memory(_Core):
             fields[off] = got = ct
         return _view(f"{ident}.field_{off}", got, ct, store)
 
-    def data_index(self, ident: str, start: int, text: str | None, base: _E, ct: str, store: bool) -> str:
+    def data_index(
+        self, ident: str, start: int, text: str | None, base: _E, ct: str, store: bool
+    ) -> str:
         """``tbl[i]`` for an access of C type ``ct`` at ``M + base + tbl`` when ``base`` is an
         index scaled by the element size (``i << 2``, ``i * 4``; any index for bytes) and the
         item is (or becomes) an array of ``ct`` in this function; else ""."""
@@ -395,7 +397,9 @@ class _Memory(_Core):
             size = _CT_SIZE[ct]
             if size > 1:
                 shl = f" << {_SHIFT[size]})"
-                if not (idx.startswith("(") and idx.endswith(shl) and _balanced(idx[1 : -len(shl)])):
+                if not (
+                    idx.startswith("(") and idx.endswith(shl) and _balanced(idx[1 : -len(shl)])
+                ):
                     return ""
                 idx = idx[1 : -len(shl)]
             if ob[2] == "b":

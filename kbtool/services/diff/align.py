@@ -19,14 +19,37 @@ WHOLE_CELLS = 40_000  # above this, the common prefix and suffix are trimmed fir
 _K_MEM = 2  # the opcode table's kind of loads and stores (as in triage)
 
 # statement ends: the chunks the bounded alignment pairs first, like lines of source
-_STMT_END = frozenset(i for i, m in enumerate(MNEMONICS) if m and (
-    m in ("local.set", "global.set", "br", "br_if", "br_table", "call", "call_indirect",
-          "return", "drop", "end", "else", "if", "loop", "block", "unreachable")
-    or (KIND[i] == _K_MEM and ".store" in m)))
+_STMT_END = frozenset(
+    i
+    for i, m in enumerate(MNEMONICS)
+    if m
+    and (
+        m
+        in (
+            "local.set",
+            "global.set",
+            "br",
+            "br_if",
+            "br_table",
+            "call",
+            "call_indirect",
+            "return",
+            "drop",
+            "end",
+            "else",
+            "if",
+            "loop",
+            "block",
+            "unreachable",
+        )
+        or (KIND[i] == _K_MEM and ".store" in m)
+    )
+)
 
 
-def align(ka: Sequence, kb: Sequence, exact_cells: int = EXACT_CELLS,
-          budget: int = ALIGN_BUDGET) -> list[tuple[str, int, int, int, int]]:
+def align(
+    ka: Sequence, kb: Sequence, exact_cells: int = EXACT_CELLS, budget: int = ALIGN_BUDGET
+) -> list[tuple[str, int, int, int, int]]:
     """difflib opcodes aligning ``ka`` to ``kb``, bounded.
 
     Bodies with ``len(ka) * len(kb) <= exact_cells`` are aligned by difflib as a whole. Larger
@@ -58,8 +81,19 @@ def align(ka: Sequence, kb: Sequence, exact_cells: int = EXACT_CELLS,
     return out
 
 
-def _window(ka: Sequence, kb: Sequence, i1: int, i2: int, j1: int, j2: int, exact: int,
-            left: list[int], out: list, *, chunked: bool) -> None:
+def _window(
+    ka: Sequence,
+    kb: Sequence,
+    i1: int,
+    i2: int,
+    j1: int,
+    j2: int,
+    exact: int,
+    left: list[int],
+    out: list,
+    *,
+    chunked: bool,
+) -> None:
     na, nb = i2 - i1, j2 - j1
     if na == 0 and nb == 0:
         return
@@ -70,15 +104,18 @@ def _window(ka: Sequence, kb: Sequence, i1: int, i2: int, j1: int, j2: int, exac
     if cells <= exact and cells <= left[0]:
         left[0] -= cells
         sm = difflib.SequenceMatcher(None, ka[i1:i2], kb[j1:j2], autojunk=False)
-        out.extend((t, a1 + i1, a2 + i1, b1 + j1, b2 + j1) for t, a1, a2, b1, b2 in sm.get_opcodes())
+        out.extend(
+            (t, a1 + i1, a2 + i1, b1 + j1, b2 + j1) for t, a1, a2, b1, b2 in sm.get_opcodes()
+        )
         return
     if chunked or left[0] <= 0:
         out.append(("replace", i1, i2, j1, j2))
         return
     ca, cb = _chunks(ka, i1, i2), _chunks(kb, j1, j2)
     left[0] -= len(ca) + len(cb)
-    sm = difflib.SequenceMatcher(None, [tuple(ka[a:b]) for a, b in ca],
-                                 [tuple(kb[a:b]) for a, b in cb], autojunk=False)
+    sm = difflib.SequenceMatcher(
+        None, [tuple(ka[a:b]) for a, b in ca], [tuple(kb[a:b]) for a, b in cb], autojunk=False
+    )
     for tag, a1, a2, b1, b2 in sm.get_opcodes():
         x1 = ca[a1][0] if a1 < len(ca) else i2
         x2 = ca[a2 - 1][1] if a2 > a1 else x1

@@ -56,22 +56,46 @@ def carry_confidence(score: float, old_confidence: float | None, review: bool) -
     return round(c, 4)
 
 
-def _suggest(conn: sqlite3.Connection, p: Any, pg: Pairing, src: dict[str, Any], vid: int,
-             parent: int, *, free: bool) -> int:
+def _suggest(
+    conn: sqlite3.Connection,
+    p: Any,
+    pg: Pairing,
+    src: dict[str, Any],
+    vid: int,
+    parent: int,
+    *,
+    free: bool,
+) -> int:
     """A weak pair's old name as an open suggestion (TUI ``S``, ``accept_suggestion``) when
     the function has no name and the name is not used elsewhere; returns 1 when stored."""
     if not free:
         return 0
-    return int(store.save_suggestion(conn, {
-        "version_id": vid, "stable_id": pg.new_rows[p.new_index]["stable_id"],
-        "func_index": p.new_index, "name": src["name"],
-        "confidence": carry_confidence(p.score, src["confidence"], True), "backend": ACTOR,
-        "model": None, "rule": "weak-pair", "source": "diff",
-        "evidence": {"from_version_id": parent, "from_index": p.old_index,
-                     "method": p.method, "score": p.score,
-                     "reasons": [f"paired with function {p.old_index} of version {parent} "
-                                 f"({p.method}, score {p.score:.2f}): too weak to carry"]},
-    }))
+    return int(
+        store.save_suggestion(
+            conn,
+            {
+                "version_id": vid,
+                "stable_id": pg.new_rows[p.new_index]["stable_id"],
+                "func_index": p.new_index,
+                "name": src["name"],
+                "confidence": carry_confidence(p.score, src["confidence"], True),
+                "backend": ACTOR,
+                "model": None,
+                "rule": "weak-pair",
+                "source": "diff",
+                "evidence": {
+                    "from_version_id": parent,
+                    "from_index": p.old_index,
+                    "method": p.method,
+                    "score": p.score,
+                    "reasons": [
+                        f"paired with function {p.old_index} of version {parent} "
+                        f"({p.method}, score {p.score:.2f}): too weak to carry"
+                    ],
+                },
+            },
+        )
+    )
 
 
 def _named(conn: sqlite3.Connection, version_id: int) -> dict[int, dict[str, Any]]:
@@ -99,8 +123,16 @@ def carry_names(
     bound = {}
     for idx, a in new_named.items():
         bound.setdefault(a["name"], idx)
-    out = {"considered": 0, "written": 0, "refused": 0, "already": 0, "duplicate": 0, "review": 0,
-           "weak": 0, "suggested": 0}
+    out = {
+        "considered": 0,
+        "written": 0,
+        "refused": 0,
+        "already": 0,
+        "duplicate": 0,
+        "review": 0,
+        "weak": 0,
+        "suggested": 0,
+    }
     moved: list[tuple[int, int, str, str, float, bool]] = []
     with transaction(conn):
         for p in pg.defined_pairs():
@@ -119,10 +151,15 @@ def carry_names(
             out["considered"] += 1
             if p.score < CARRY_MIN_SCORE:  # a weak pair: a suggestion for a person, no name
                 out["weak"] += 1
-                out["suggested"] += _suggest(conn, p, pg, src, new_version_id,
-                                             parent_version_id,
-                                             free=p.new_index not in new_named
-                                             and src["name"] not in bound)
+                out["suggested"] += _suggest(
+                    conn,
+                    p,
+                    pg,
+                    src,
+                    new_version_id,
+                    parent_version_id,
+                    free=p.new_index not in new_named and src["name"] not in bound,
+                )
                 continue
             cur = new_named.get(p.new_index)
             if cur is not None and cur["name"] == src["name"]:

@@ -35,8 +35,8 @@ __all__ = ["changelog", "MAX_STRINGS", "ORDERS"]
 
 ORDERS = ("triage", "index", "weight")  # the modified list: patch-likeness, index, size
 
-MAX_STRINGS = 12       # strings listed per function (the count stays exact)
-MAX_STRING_LEN = 160   # characters of one string
+MAX_STRINGS = 12  # strings listed per function (the count stays exact)
+MAX_STRING_LEN = 160  # characters of one string
 
 
 def _names(conn: sqlite3.Connection, version_id: int) -> dict[int, str]:
@@ -78,8 +78,9 @@ def _strings(values: list[str]) -> list[str]:
     return [_clip(s) for s in list(dict.fromkeys(values))[:MAX_STRINGS]]
 
 
-def changelog(conn: sqlite3.Connection, report: dict[str, Any], *, pairing=None,
-              order: str = "triage") -> dict[str, Any]:
+def changelog(
+    conn: sqlite3.Connection, report: dict[str, Any], *, pairing=None, order: str = "triage"
+) -> dict[str, Any]:
     """The semantic changelog of ``report`` (see the module docstring); a pure read.
 
     ``pairing``: the :class:`kbtool.services.diff.report.Pairing` the report was computed from, when
@@ -119,8 +120,11 @@ def changelog(conn: sqlite3.Connection, report: dict[str, Any], *, pairing=None,
     callers_old = _callers(old)
     callers_new = _callers(new)
     n2o = {v: k for k, v in o2n.items()}
-    pairs = [c for c in report["changes"] if c["classification"] == "modified"
-             and c["from_index"] in old and c["to_index"] in new]
+    pairs = [
+        c
+        for c in report["changes"]
+        if c["classification"] == "modified" and c["from_index"] in old and c["to_index"] in new
+    ]
     mem_old = queries.mem_ops_for(conn, a, [c["from_index"] for c in pairs])
     mem_new = queries.mem_ops_for(conn, b, [c["to_index"] for c in pairs])
 
@@ -145,62 +149,78 @@ def changelog(conn: sqlite3.Connection, report: dict[str, Any], *, pairing=None,
             kn = callers_new.get(c["to_index"], [])
             mapped_callers = {o2n.get(x) for x in ko}
             ex = explain_pair(
-                o, n, calls_added=calls_added, calls_removed=calls_removed,
-                callers_added=[callee_label_new(y) for y in kn
-                               if y not in mapped_callers and n2o.get(y) is not None][:8],
-                callers_removed=[callee_label_old(x) for x in ko if o2n.get(x) not in set(kn)
-                                 and o2n.get(x) is not None][:8],
-                mem_old=mem_old.get(c["from_index"]), mem_new=mem_new.get(c["to_index"]),
+                o,
+                n,
+                calls_added=calls_added,
+                calls_removed=calls_removed,
+                callers_added=[
+                    callee_label_new(y)
+                    for y in kn
+                    if y not in mapped_callers and n2o.get(y) is not None
+                ][:8],
+                callers_removed=[
+                    callee_label_old(x)
+                    for x in ko
+                    if o2n.get(x) not in set(kn) and o2n.get(x) is not None
+                ][:8],
+                mem_old=mem_old.get(c["from_index"]),
+                mem_new=mem_new.get(c["to_index"]),
             )
             tri = _triage(views, c, ex, new, callee_label_new, o2n, old, grams)
-            modified.append({
-                "name": c["name"],
-                "from_index": c["from_index"],
-                "to_index": c["to_index"],
-                "stable_id": c["to_stable_id"],
-                "runtime": bool(c.get("runtime")),
-                "review": bool(c.get("review")),
-                "score": c.get("score"),
-                # an unnamed function is told apart by what it references
-                "hint": None if c["name"] else _hint(n, callee_label_new),
-                **{k: v for k, v in ex.items() if k not in ("instr_from", "instr_to")},
-                "strings_added": _strings(ex["strings_added"]),
-                "strings_removed": _strings(ex["strings_removed"]),
-                "instr_from": o["instr_count"],
-                "instr_to": n["instr_count"],
-                "size_from": o["body_size"],
-                "size_to": n["body_size"],
-                **tri,
-            })
+            modified.append(
+                {
+                    "name": c["name"],
+                    "from_index": c["from_index"],
+                    "to_index": c["to_index"],
+                    "stable_id": c["to_stable_id"],
+                    "runtime": bool(c.get("runtime")),
+                    "review": bool(c.get("review")),
+                    "score": c.get("score"),
+                    # an unnamed function is told apart by what it references
+                    "hint": None if c["name"] else _hint(n, callee_label_new),
+                    **{k: v for k, v in ex.items() if k not in ("instr_from", "instr_to")},
+                    "strings_added": _strings(ex["strings_added"]),
+                    "strings_removed": _strings(ex["strings_removed"]),
+                    "instr_from": o["instr_count"],
+                    "instr_to": n["instr_count"],
+                    "size_from": o["body_size"],
+                    "size_to": n["body_size"],
+                    **tri,
+                }
+            )
         elif cls == "new":
             n = new.get(c["to_index"])
             if n is None:
                 continue
-            added.append({
-                "name": c.get("name"),
-                "to_index": c["to_index"],
-                "stable_id": c["to_stable_id"],
-                "runtime": bool(c.get("runtime")),
-                "strings": _strings(n["strings"]),
-                "string_count": len(set(n["strings"])),
-                "calls": [callee_label_new(y) for y in dict.fromkeys(n["calls"])],
-                "instr": n["instr_count"],
-                "size": n["body_size"],
-            })
+            added.append(
+                {
+                    "name": c.get("name"),
+                    "to_index": c["to_index"],
+                    "stable_id": c["to_stable_id"],
+                    "runtime": bool(c.get("runtime")),
+                    "strings": _strings(n["strings"]),
+                    "string_count": len(set(n["strings"])),
+                    "calls": [callee_label_new(y) for y in dict.fromkeys(n["calls"])],
+                    "instr": n["instr_count"],
+                    "size": n["body_size"],
+                }
+            )
         elif cls == "deleted":
             o = old.get(c["from_index"])
             if o is None:
                 continue
-            deleted.append({
-                "name": c.get("name"),
-                "from_index": c["from_index"],
-                "stable_id": c["from_stable_id"],
-                "runtime": bool(c.get("runtime")),
-                "strings": _strings(o["strings"]),
-                "string_count": len(set(o["strings"])),
-                "instr": o["instr_count"],
-                "size": o["body_size"],
-            })
+            deleted.append(
+                {
+                    "name": c.get("name"),
+                    "from_index": c["from_index"],
+                    "stable_id": c["from_stable_id"],
+                    "runtime": bool(c.get("runtime")),
+                    "strings": _strings(o["strings"]),
+                    "string_count": len(set(o["strings"])),
+                    "instr": o["instr_count"],
+                    "size": o["body_size"],
+                }
+            )
     finish(modified)  # cross-function rules (constants renumbered in many functions)
     return {
         "from": report["from"],
@@ -229,13 +249,20 @@ def _views(conn: sqlite3.Connection, a: int, b: int):
     return (va, vb) if va is not None and vb is not None else None
 
 
-MAX_INLINED = 8         # callee bodies read per function for recognising inlining
+MAX_INLINED = 8  # callee bodies read per function for recognising inlining
 MAX_INLINED_SIZE = 4000  # instructions of one such body
 
 
-def _triage(views, c: dict[str, Any], ex: dict[str, Any], new: dict[int, dict[str, Any]],
-            label: Callable[[int], str], o2n: dict[int, int],
-            old: dict[int, dict[str, Any]], grams: dict[int, frozenset]) -> dict[str, Any]:
+def _triage(
+    views,
+    c: dict[str, Any],
+    ex: dict[str, Any],
+    new: dict[int, dict[str, Any]],
+    label: Callable[[int], str],
+    o2n: dict[int, int],
+    old: dict[int, dict[str, Any]],
+    grams: dict[int, frozenset],
+) -> dict[str, Any]:
     ta: list = []
     tb: list = []
     inlined: list = []
@@ -246,13 +273,20 @@ def _triage(views, c: dict[str, Any], ex: dict[str, Any], new: dict[int, dict[st
             inlined = _inlined(views[0], old, c["from_index"], c["to_index"], new, o2n, grams)
         except WasmFormatError:
             ta, tb, inlined = [], [], []
-    return triage_pair(ex, ta, tb, label,
-                       lambda i: (new.get(i) or {}).get("strings") or (), inlined, private=True)
+    return triage_pair(
+        ex, ta, tb, label, lambda i: (new.get(i) or {}).get("strings") or (), inlined, private=True
+    )
 
 
-def _inlined(va, old: dict[int, dict[str, Any]], fo: int, tn: int,
-             new: dict[int, dict[str, Any]], o2n: dict[int, int],
-             grams: dict[int, frozenset]) -> list[frozenset]:
+def _inlined(
+    va,
+    old: dict[int, dict[str, Any]],
+    fo: int,
+    tn: int,
+    new: dict[int, dict[str, Any]],
+    o2n: dict[int, int],
+    grams: dict[int, frozenset],
+) -> list[frozenset]:
     """n-grams of the old body's callees' bodies, those the new body calls fewer times first
     (code of theirs inserted into the new body is inlining, not a change of its own)."""
     ro, rn = old.get(fo), new.get(tn)
@@ -266,8 +300,10 @@ def _inlined(va, old: dict[int, dict[str, Any]], fo: int, tn: int,
         co[x] = co.get(x, 0) + 1
     # callees called fewer times first (their code may now be inlined), then the others
     # (a callee's own inlined callees may move into the caller with it)
-    order = sorted((x for x in co if x != fo and x in old and not old[x]["imported"]),
-                   key=lambda x: (co[x] <= cn.get(o2n.get(x, -1), 0), x))
+    order = sorted(
+        (x for x in co if x != fo and x in old and not old[x]["imported"]),
+        key=lambda x: (co[x] <= cn.get(o2n.get(x, -1), 0), x),
+    )
     out = []
     for x in order:
         if old[x]["instr_count"] <= MAX_INLINED_SIZE:
@@ -287,8 +323,9 @@ def _sorted(modified: list[dict[str, Any]], order: str) -> list[dict[str, Any]]:
         return sorted(modified, key=lambda m: m["to_index"])
     if order == "weight":
         return sorted(modified, key=lambda m: (-m["weight"], m["to_index"]))
-    return sorted(modified, key=lambda m: (_KIND_RANK.get(m["triage_kind"], 9), -m["triage"],
-                                           m["to_index"]))
+    return sorted(
+        modified, key=lambda m: (_KIND_RANK.get(m["triage_kind"], 9), -m["triage"], m["to_index"])
+    )
 
 
 def _groups(report: dict[str, Any], modified: list[dict[str, Any]]) -> dict[str, Any]:
@@ -298,22 +335,34 @@ def _groups(report: dict[str, Any], modified: list[dict[str, Any]]) -> dict[str,
     layouts = []
     for g in layout_groups(modified):
         fns = g["functions"]
-        layouts.append({
-            "delta": g["delta"], "offsets": g["offsets"], "count": len(fns),
-            "layout_only": sum(1 for m in fns if m["triage_kind"] == "layout"),
-            "functions": [{"name": m["name"], "to_index": m["to_index"],
-                           "stable_id": m["stable_id"]} for m in fns[:200]],
-        })
+        layouts.append(
+            {
+                "delta": g["delta"],
+                "offsets": g["offsets"],
+                "count": len(fns),
+                "layout_only": sum(1 for m in fns if m["triage_kind"] == "layout"),
+                "functions": [
+                    {"name": m["name"], "to_index": m["to_index"], "stable_id": m["stable_id"]}
+                    for m in fns[:200]
+                ],
+            }
+        )
         for m in fns:  # the shift is the layout change's, not each function's
             m["layout_delta"] = g["delta"]
-    relocated = [c for c in report["changes"] if c.get("relocated")
-                 and c["classification"] in ("moved", "unchanged")]
+    relocated = [
+        c
+        for c in report["changes"]
+        if c.get("relocated") and c["classification"] in ("moved", "unchanged")
+    ]
     counts = {k: 0 for k in KINDS}
     for m in modified:
         counts[m["triage_kind"]] += 1
-    return {"layout": layouts, "relocated": len(relocated),
-            "relocated_moved": sum(1 for c in relocated if c["classification"] == "moved"),
-            "kinds": counts}
+    return {
+        "layout": layouts,
+        "relocated": len(relocated),
+        "relocated_moved": sum(1 for c in relocated if c["classification"] == "moved"),
+        "kinds": counts,
+    }
 
 
 def reorder(cl: dict[str, Any], order: str) -> dict[str, Any]:

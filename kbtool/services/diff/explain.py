@@ -43,8 +43,11 @@ def const_changes(old: list[int], new: list[int]) -> dict[str, list]:
         if changed and len(changed) <= max(1, len(so) // 2):
             return {"changed": changed[:MAX_ITEMS], "added": [], "removed": []}
     setn, seto = set(sn), set(so)
-    return {"changed": [], "added": [c for c in sn if c not in seto][:MAX_ITEMS],
-            "removed": [c for c in so if c not in setn][:MAX_ITEMS]}
+    return {
+        "changed": [],
+        "added": [c for c in sn if c not in seto][:MAX_ITEMS],
+        "removed": [c for c in so if c not in setn][:MAX_ITEMS],
+    }
 
 
 def offset_changes(old: list, new: list) -> list[tuple[str, int, int]]:
@@ -154,8 +157,16 @@ def _address_delta(old: list[int], new: list[int]) -> int:
 
 
 def _weight(ex: dict[str, Any]) -> float:
-    lists = ("calls_added", "calls_removed", "strings_added", "strings_removed",
-             "consts_changed", "consts_added", "consts_removed", "offsets_changed")
+    lists = (
+        "calls_added",
+        "calls_removed",
+        "strings_added",
+        "strings_removed",
+        "consts_changed",
+        "consts_added",
+        "consts_removed",
+        "offsets_changed",
+    )
     w = 2.0 * sum(len(ex[k]) for k in lists[:4]) + sum(len(ex[k]) for k in lists[4:])
     w += 3.0 if ex["type_from"] else 0.0
     w += abs(ex["instr_to"] - ex["instr_from"]) / 10.0
@@ -175,7 +186,9 @@ def explanation_lines(ex: dict[str, Any], clip: Callable[[str], str] = lambda s:
     for m, a, b in ex["offsets_changed"]:
         out.append(f"{m} offset {a} -> {b}")
     if ex["consts_changed"]:
-        out.append("constants " + ", ".join(f"{_hex(a)} -> {_hex(b)}" for a, b in ex["consts_changed"]))
+        out.append(
+            "constants " + ", ".join(f"{_hex(a)} -> {_hex(b)}" for a, b in ex["consts_changed"])
+        )
     if ex["consts_added"]:
         out.append("constants added: " + ", ".join(_hex(c) for c in ex["consts_added"]))
     if ex["consts_removed"]:
@@ -191,12 +204,17 @@ def explanation_lines(ex: dict[str, Any], clip: Callable[[str], str] = lambda s:
     if ex["loops_to"] != ex["loops_from"]:
         out.append(f"loops {ex['loops_from']} -> {ex['loops_to']}")
     if ex.get("op_changes"):
-        out.append(f"{ex['ops_differ']} instruction(s) differ: "
-                   + ", ".join(f"{a} -> {b}" for a, b in ex["op_changes"]))
+        out.append(
+            f"{ex['ops_differ']} instruction(s) differ: "
+            + ", ".join(f"{a} -> {b}" for a, b in ex["op_changes"])
+        )
     d = ex["instr_to"] - ex["instr_from"]
     if d:
         out.append(f"{d:+,} instructions")
     if not out:
-        out.append(f"same instructions; {ex.get('address_consts', 0)} address constant(s) differ"
-                   if ex.get("address_consts") else "same instructions; call targets moved")
+        out.append(
+            f"same instructions; {ex.get('address_consts', 0)} address constant(s) differ"
+            if ex.get("address_consts")
+            else "same instructions; call targets moved"
+        )
     return out

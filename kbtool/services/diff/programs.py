@@ -60,7 +60,9 @@ def add_program_fields(conn: sqlite3.Connection, answer: dict[str, Any]) -> dict
     """Set the program fields of a report or changelog (``from_version_id``/``to_version_id``)
     in place, dropping a stale ``warning``; returns it."""
     answer.pop("warning", None)
-    answer.update(program_fields(conn, int(answer["from_version_id"]), int(answer["to_version_id"])))
+    answer.update(
+        program_fields(conn, int(answer["from_version_id"]), int(answer["to_version_id"]))
+    )
     return answer
 
 

@@ -40,8 +40,15 @@ from kbtool.wasm.opcodes import KIND, MNEMONICS
 from kbtool.wasm.reader import Module, parse_module
 from kbtool.wasm.toolchain import detect_toolchain
 
-__all__ = ["module_view", "ModuleView", "BodyCompare", "compare_bodies", "body_tokens",
-           "GO_FUNC_VALUE_OFFSET", "field_offsets_differ"]
+__all__ = [
+    "module_view",
+    "ModuleView",
+    "BodyCompare",
+    "compare_bodies",
+    "body_tokens",
+    "GO_FUNC_VALUE_OFFSET",
+    "field_offsets_differ",
+]
 
 GO_FUNC_VALUE_OFFSET = 0x1000  # cmd/link/internal/wasm: PC_F of the first defined function
 MAX_CSTR = 256
@@ -61,9 +68,16 @@ class ModuleView:
         self.m: Module = parse_module(data)
         m = self.m
         tc = (detect_toolchain(m, ()) or "").lower()
-        self.go = tc.startswith("go") or any(
-            el.offset == GO_FUNC_VALUE_OFFSET and len(el.func_indices) >= len(m.code) // 2
-            for el in m.elements if isinstance(el.offset, int)) if m.code else False
+        self.go = (
+            tc.startswith("go")
+            or any(
+                el.offset == GO_FUNC_VALUE_OFFSET and len(el.func_indices) >= len(m.code) // 2
+                for el in m.elements
+                if isinstance(el.offset, int)
+            )
+            if m.code
+            else False
+        )
         self.sized = self.go or tc.startswith("rustc")
         self.dmap = build_data_map(data, m, self.sized)
         self.slo, self.shi = static_region(m, self.dmap)
@@ -107,7 +121,7 @@ class ModuleView:
         if loc is None or n <= 0 or n > MAX_SIZED:
             return None
         seg, rel = loc
-        return bytes(seg[rel:rel + n]) if rel + n <= len(seg) else None
+        return bytes(seg[rel : rel + n]) if rel + n <= len(seg) else None
 
     def window(self, u: int) -> bytes | None:
         """16 bytes at ``u`` with the words that are addresses on this side masked."""
@@ -115,13 +129,13 @@ class ModuleView:
         if loc is None:
             return None
         seg, rel = loc
-        w = bytearray(seg[rel:rel + WINDOW])
+        w = bytearray(seg[rel : rel + WINDOW])
         step = 8 if self.go else 4
         fmt = "<Q" if step == 8 else "<I"
         for i in range(0, len(w) - step + 1, step):
             (v,) = struct.unpack_from(fmt, w, i)
             if v and (self.is_static(v) or self.dmap.locate(v) is not None or self.go_func(v)):
-                w[i:i + step] = b"\xfe" * step
+                w[i : i + step] = b"\xfe" * step
         return bytes(w)
 
 
@@ -168,7 +182,7 @@ def locals_decl(view: ModuleView, index: int) -> bytes:
     if rng is None:
         return b""
     start, end = rng
-    return bytes(view.data[start:skip_local_decls(view.data, start, end)])
+    return bytes(view.data[start : skip_local_decls(view.data, start, end)])
 
 
 @dataclass
@@ -181,8 +195,12 @@ class BodyCompare:
     data_changes: list[tuple[str, str]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"same": self.same, "relocated": self.relocated, "reason": self.reason,
-                "data_changes": [list(x) for x in self.data_changes]}
+        return {
+            "same": self.same,
+            "relocated": self.relocated,
+            "reason": self.reason,
+            "data_changes": [list(x) for x in self.data_changes],
+        }
 
 
 def _text(b: bytes | None) -> str:
@@ -289,7 +307,11 @@ def field_offsets_differ(va: ModuleView, ia: int, vb: ModuleView, ib: int) -> bo
 
 
 def compare_bodies(
-    va: ModuleView, ia: int, vb: ModuleView, ib: int, callee_map: Callable[[int], int | None],
+    va: ModuleView,
+    ia: int,
+    vb: ModuleView,
+    ib: int,
+    callee_map: Callable[[int], int | None],
 ) -> BodyCompare:
     """Are function ``ia`` of ``va`` and ``ib`` of ``vb`` the same code up to relocation?
 
@@ -308,8 +330,9 @@ def compare_bodies(
         if oa != ob:
             return BodyCompare(False, reason=f"{MNEMONICS[oa]} -> {MNEMONICS[ob]}")
         kind = KIND[oa]
-        if ma == mb and (kind not in (_K_I32, _K_I64) or va.dmap.locate(
-                ma[0] & 0xFFFFFFFFFFFFFFFF) is None):
+        if ma == mb and (
+            kind not in (_K_I32, _K_I64) or va.dmap.locate(ma[0] & 0xFFFFFFFFFFFFFFFF) is None
+        ):
             continue
         if kind in (_K_CALL, _K_REF_FUNC):
             if callee_map(ma[0]) == mb[0]:
@@ -326,8 +349,9 @@ def compare_bodies(
             size = _size_after(ta, tb, k)
             if addr.same(a, b, size):
                 continue
-            return BodyCompare(False, data_changes=addr.changes,
-                               reason=f"{MNEMONICS[oa]} {a} -> {b}")
+            return BodyCompare(
+                False, data_changes=addr.changes, reason=f"{MNEMONICS[oa]} {a} -> {b}"
+            )
         if kind in (_K_MEM, _K_MEM_LANE):
             if ma[0] != mb[0] or ma[2:] != mb[2:]:
                 return BodyCompare(False, reason="memarg differs")

@@ -85,8 +85,9 @@ CHANGED = frozenset(("modified", "new", "deleted"))  # code changes (moved keeps
 
 def pair_versions(conn: sqlite3.Connection, a: int, b: int, *, fuzzy: bool = True) -> Pairing:
     """Pair the functions of version ``a`` (older) with those of ``b`` (newer); a pure read."""
-    return pair_rows(a, b, queries.matching_rows(conn, a), queries.matching_rows(conn, b),
-                     fuzzy=fuzzy)
+    return pair_rows(
+        a, b, queries.matching_rows(conn, a), queries.matching_rows(conn, b), fuzzy=fuzzy
+    )
 
 
 # --------------------------------------------------------------------------- annotations
@@ -100,8 +101,12 @@ def _annotations(conn: sqlite3.Connection, version_id: int) -> dict[int, dict[st
             isinstance(item, dict) and (item.get("runtime") or is_runtime_label(item.get("oracle")))
             for item in (a["evidence"] if isinstance(a["evidence"], list) else [])
         )
-        out[idx] = {"name": a["name"], "provenance": a["provenance"],
-                    "confidence": a["confidence"], "runtime_oracle": rt}
+        out[idx] = {
+            "name": a["name"],
+            "provenance": a["provenance"],
+            "confidence": a["confidence"],
+            "runtime_oracle": rt,
+        }
     return out
 
 
@@ -149,8 +154,9 @@ def compute_diff_with_pairing(
     return build_report(conn, pg, va, vb, keep=keep), pg
 
 
-def stored_diff(conn: sqlite3.Connection, a: int, b: int, *,
-                keep: dict[str, Any] | None = None) -> dict[str, Any] | None:
+def stored_diff(
+    conn: sqlite3.Connection, a: int, b: int, *, keep: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
     """The saved report of the pair, or None. A report saved under older triage rules
     (``triage_rules``, kept with it by :func:`save_diff`) gets today's triage (scores, reasons, kinds), so every surface orders
     it as the changelog does; ``keep["changelog"]`` then holds the changelog computed for it."""
@@ -161,7 +167,8 @@ def stored_diff(conn: sqlite3.Connection, a: int, b: int, *,
     _refresh_names(conn, report)
     add_program_fields(conn, report)  # programs are today's (a lineage can be reassigned)
     if report.pop("triage_rules", None) != TRIAGE_RULES and any(
-            c["classification"] == "modified" for c in report["changes"]):
+        c["classification"] == "modified" for c in report["changes"]
+    ):
         cl = changelog(conn, report)
         _set_triage(report["changes"], cl)
         if keep is not None:
@@ -193,7 +200,8 @@ def _refresh_names(conn: sqlite3.Connection, report: dict[str, Any]) -> None:
     new = queries.annotations_by_index(conn, report["to_version_id"])
     for c in report["changes"]:
         ann = (new.get(c["to_index"]) if c["to_index"] is not None else None) or (
-            old.get(c["from_index"]) if c["from_index"] is not None else None)
+            old.get(c["from_index"]) if c["from_index"] is not None else None
+        )
         c["name"] = ann["name"] if ann else None
         c["provenance"] = ann["provenance"] if ann else None
         c["confidence"] = ann["confidence"] if ann else None
@@ -229,8 +237,9 @@ class _Relocation:
         if o["ops"] != n["ops"]:
             return False
         views = self._views()
-        return views is not None and field_offsets_differ(views[0], p.old_index, views[1],
-                                                          p.new_index)
+        return views is not None and field_offsets_differ(
+            views[0], p.old_index, views[1], p.new_index
+        )
 
     def same(self, p: Pair) -> bool:
         o, n = self.pg.old_rows[p.old_index], self.pg.new_rows[p.new_index]
@@ -243,8 +252,12 @@ class _Relocation:
 
 
 def build_report(
-    conn: sqlite3.Connection, pg: Pairing, va: dict[str, Any], vb: dict[str, Any],
-    *, keep: dict[str, Any] | None = None,
+    conn: sqlite3.Connection,
+    pg: Pairing,
+    va: dict[str, Any],
+    vb: dict[str, Any],
+    *,
+    keep: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     ann_old = _annotations(conn, pg.from_version_id)
     ann_new = _annotations(conn, pg.to_version_id)
@@ -281,8 +294,9 @@ def build_report(
     reloc = _Relocation(conn, pg)
     for p in pg.defined_pairs():
         same = pg.same_code(p)
-        relocated = same and (pg.old_rows[p.old_index]["body_hash"]
-                              != pg.new_rows[p.new_index]["body_hash"])
+        relocated = same and (
+            pg.old_rows[p.old_index]["body_hash"] != pg.new_rows[p.new_index]["body_hash"]
+        )
         if not same and reloc.same(p):
             same = relocated = True
         if relocated and reloc.layout_shift(p):  # struct fields moved: a layout change
@@ -307,8 +321,13 @@ def build_report(
         keyed.append(((at, 1, o), entry("deleted", o, None, None)))
     keyed.sort(key=lambda kv: kv[0])
     changes = [c for _, c in keyed]
-    report_so_far = {"from": va["label"], "to": vb["label"], "from_version_id": pg.from_version_id,
-                     "to_version_id": pg.to_version_id, "changes": changes}
+    report_so_far = {
+        "from": va["label"],
+        "to": vb["label"],
+        "from_version_id": pg.from_version_id,
+        "to_version_id": pg.to_version_id,
+        "changes": changes,
+    }
     cl = changelog(conn, report_so_far, pairing=pg)
     if keep is not None:
         keep["changelog"] = cl
@@ -364,7 +383,9 @@ def save_diff(conn: sqlite3.Connection, report: dict[str, Any]) -> None:
 def store_report(conn: sqlite3.Connection, pg: Pairing) -> dict[str, Any]:
     """Build the report of an already computed pairing and store it (ingest does this for
     each (parent, new) pair, so every surface serves it without re-running the matcher)."""
-    report = build_report(conn, pg, _label(conn, pg.from_version_id), _label(conn, pg.to_version_id))
+    report = build_report(
+        conn, pg, _label(conn, pg.from_version_id), _label(conn, pg.to_version_id)
+    )
     save_diff(conn, report)
     return report
 

@@ -40,12 +40,23 @@ from typing import Any
 from kbtool.services.diff.align import _STMT_END, EXACT_CELLS, align  # noqa: F401 (align: re-exported)
 from kbtool.wasm.opcodes import KIND, MNEMONICS
 
-__all__ = ["triage_pair", "finish", "align", "body_grams", "TRIAGE_RULES", "is_error_text", "is_error_callee", "layout_groups",
-           "KINDS"]
+__all__ = [
+    "triage_pair",
+    "finish",
+    "align",
+    "body_grams",
+    "TRIAGE_RULES",
+    "is_error_text",
+    "is_error_callee",
+    "layout_groups",
+    "KINDS",
+]
 
 KINDS = ("fix", "change", "churn", "layout")
-TRIAGE_RULES = 3  # bumped when the rules change: answers cached on disk by older rules are not served
-GRAM = 4            # n-gram length for recognising an inlined callee's body
+TRIAGE_RULES = (
+    3  # bumped when the rules change: answers cached on disk by older rules are not served
+)
+GRAM = 4  # n-gram length for recognising an inlined callee's body
 MIN_INLINED_RUN = 20  # shorter inserted runs are never taken for inlined code
 KEY_CONST = 1 << 12  # constants below this are part of the alignment key
 FOCUS_WEIGHT = 1.5  # bonus of a change that is a small part of its body
@@ -54,10 +65,14 @@ MAX_REASONS = 6
 _ERR_TEXT = re.compile(
     r"error|invalid|too (?:many|large|long|big|deep|small)|overflow|underflow|corrupt|out of"
     r"|exceed|illegal|cannot|can't|fail|malformed|limit|unexpected|bad |not enough|abort"
-    r"|assert|panic|denied|violation|mismatch|truncat|oversize|negative", re.I)
+    r"|assert|panic|denied|violation|mismatch|truncat|oversize|negative",
+    re.I,
+)
 _ERR_CALLEE = re.compile(
     r"abort|panic|error|fatal|fail|assert|throw|trap|proc_exit|\bexit\b|_exit|corrupt"
-    r"|runerror|overflow|oom|unreachable|raise|die\b|bug\b", re.I)
+    r"|runerror|overflow|oom|unreachable|raise|die\b|bug\b",
+    re.I,
+)
 _ALLOC = re.compile(r"alloc|new\b|_new|create|grow|resize|reserve", re.I)
 
 _OPS = {m: i for i, m in enumerate(MNEMONICS) if m}
@@ -139,11 +154,15 @@ def _gram_key(tok: tuple[int, tuple]) -> tuple:
 def body_grams(body: Sequence[tuple[int, tuple]], n: int = GRAM) -> frozenset[tuple]:
     """The n-grams of a callee's body that :func:`triage_pair` (``inlined``) recognises."""
     keys = [_gram_key(t) for t in body]
-    return frozenset(tuple(keys[q:q + n]) for q in range(len(keys) - n + 1))
+    return frozenset(tuple(keys[q : q + n]) for q in range(len(keys) - n + 1))
 
 
-_ARGS_ARITH = frozenset(i for i, m in enumerate(MNEMONICS) if m and m.split(".")[-1] in (
-    "mul", "div_u", "div_s", "rem_u", "rem_s", "shl", "shr_u", "shr_s"))
+_ARGS_ARITH = frozenset(
+    i
+    for i, m in enumerate(MNEMONICS)
+    if m
+    and m.split(".")[-1] in ("mul", "div_u", "div_s", "rem_u", "rem_s", "shl", "shr_u", "shr_s")
+)
 
 
 def _new_arith_args(tb: Sequence[tuple[int, tuple]], j: int, ins: set[int]) -> list[str]:
@@ -182,8 +201,14 @@ def _cmp_sig(toks: Sequence[tuple[int, tuple]], j: int) -> tuple:
 
 def _rebound(g: tuple, h: tuple) -> bool:
     """Two comparison signatures that differ only in their constants."""
-    return len(g) == len(h) and g[0] == h[0] and g != h and all(
-        x == y or (isinstance(x, int) and isinstance(y, int)) for x, y in zip(g, h, strict=True))
+    return (
+        len(g) == len(h)
+        and g[0] == h[0]
+        and g != h
+        and all(
+            x == y or (isinstance(x, int) and isinstance(y, int)) for x, y in zip(g, h, strict=True)
+        )
+    )
 
 
 def _cmp_sites(toks: Sequence[tuple[int, tuple]]) -> dict[tuple, list[int]]:
@@ -194,13 +219,19 @@ def _cmp_sites(toks: Sequence[tuple[int, tuple]]) -> dict[tuple, list[int]]:
     return out
 
 
-def _new_check(tb: Sequence[tuple[int, tuple]], j: int, add: Callable[..., None],
-               err_call: Callable[[int], bool]) -> None:
+def _new_check(
+    tb: Sequence[tuple[int, tuple]],
+    j: int,
+    add: Callable[..., None],
+    err_call: Callable[[int], bool],
+) -> None:
     """The reason of a new comparison at ``tb[j]``: weighed higher when it feeds a branch,
     higher still when that branch bails out (an error call, a trap, a return)."""
     sym, sign = _cmp(tb[j][0]) or ("?", "")
-    follows = any(MNEMONICS[tb[q][0]] in ("br_if", "if", "select", "br_table")
-                  for q in range(j + 1, min(j + 4, len(tb))))
+    follows = any(
+        MNEMONICS[tb[q][0]] in ("br_if", "if", "select", "br_table")
+        for q in range(j + 1, min(j + 4, len(tb)))
+    )
     if sym == "== 0":
         text = f"{_operand(tb[j - 1] if j else None)} == 0"
     else:
@@ -228,7 +259,9 @@ def _guards_error(tb: Sequence[tuple[int, tuple]], j: int, err_call: Callable[[i
             if depth == 0:
                 return False
             depth -= 1
-        elif m in ("unreachable", "return") or (KIND[tb[r][0]] == _K_CALL and err_call(tb[r][1][0])):
+        elif m in ("unreachable", "return") or (
+            KIND[tb[r][0]] == _K_CALL and err_call(tb[r][1][0])
+        ):
             return True
         elif m == "else" and depth == 0:
             return False
@@ -249,8 +282,7 @@ def _align_bodies(
     replaces: list[tuple[int, int, int, int]] = []
     if not (ta and tb):
         return inserted, deleted, changed_pairs, replaces
-    for tag, i1, i2, j1, j2 in align([_key(t) for t in ta], [_key(t) for t in tb],
-                                     exact_cells):
+    for tag, i1, i2, j1, j2 in align([_key(t) for t in ta], [_key(t) for t in tb], exact_cells):
         if tag == "equal":
             for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
                 if ta[i][1] != tb[j][1]:
@@ -284,23 +316,28 @@ def _inlined_sites(
         keys = [_gram_key(tb[j]) for j in run]
         cov: set[int] = set()
         for q in range(len(run) - GRAM + 1):
-            if tuple(keys[q:q + GRAM]) in grams:
-                cov.update(run[q:q + GRAM])
+            if tuple(keys[q : q + GRAM]) in grams:
+                cov.update(run[q : q + GRAM])
         if len(cov) >= 0.7 * len(run):
             inl |= cov
     return inl
 
 
 def _new_comparisons(
-    ta: list[tuple[int, tuple]], tb: list[tuple[int, tuple]], inl: set[int],
-    ins_set: set[int], add: _Add, err_call: Callable[[int], bool],
+    ta: list[tuple[int, tuple]],
+    tb: list[tuple[int, tuple]],
+    inl: set[int],
+    ins_set: set[int],
+    add: _Add,
+    err_call: Callable[[int], bool],
 ) -> None:
     """New comparisons: those the new body has more of than the old one (by opcode and
     constant operands, wherever the alignment put them: a comparison that moved is not new),
     apart from inlined code; each reported at an inserted site when there is one."""
     sa, sb = _cmp_sites(ta), _cmp_sites(tb)
-    deficit = {g: len(js) - len(sb.get(g, ())) for g, js in sa.items()
-               if len(js) > len(sb.get(g, ()))}
+    deficit = {
+        g: len(js) - len(sb.get(g, ())) for g, js in sa.items() if len(js) > len(sb.get(g, ()))
+    }
     for sig, js in sb.items():
         js = [j for j in js if j not in inl]
         surplus = len(js) - len(sa.get(sig, ()))
@@ -312,8 +349,14 @@ def _new_comparisons(
         for j in js[:surplus]:
             # the same comparison with another constant: a changed bound (read off the
             # constants), or the same comparison made 64-bit: widened
-            alt = next((g for g, k in deficit.items() if k > 0 and (
-                _rebound(g, sig) or (narrow is not None and g[0] == narrow))), None)
+            alt = next(
+                (
+                    g
+                    for g, k in deficit.items()
+                    if k > 0 and (_rebound(g, sig) or (narrow is not None and g[0] == narrow))
+                ),
+                None,
+            )
             if alt is not None:
                 deficit[alt] -= 1
                 if alt[0] != sig[0]:
@@ -323,8 +366,13 @@ def _new_comparisons(
 
 
 def _inserted_reasons(
-    tb: list[tuple[int, tuple]], inserted: list[int], inl: set[int], ins_set: set[int],
-    add: _Add, err_call: Callable[[int], bool], callee_label: Callable[[int], str],
+    tb: list[tuple[int, tuple]],
+    inserted: list[int],
+    inl: set[int],
+    ins_set: set[int],
+    add: _Add,
+    err_call: Callable[[int], bool],
+    callee_label: Callable[[int], str],
 ) -> None:
     """Reasons read off what was inserted (comparisons apart: :func:`_new_comparisons`)."""
     for j in inserted:
@@ -338,13 +386,21 @@ def _inserted_reasons(
             add(4.0, "+ trap (unreachable)")
         elif m == "return":
             add(3.0, "+ early return")
-        elif m in ("local.set", "local.tee") and j and j - 1 not in ins_set \
-                and KIND[tb[j - 1][0]] == _K_CALL:
-            add(4.0, f"+ call result kept: call {callee_label(tb[j - 1][1][0])} -> "
-                     f"l{imms[0]} (refreshed after the call)")
+        elif (
+            m in ("local.set", "local.tee")
+            and j
+            and j - 1 not in ins_set
+            and KIND[tb[j - 1][0]] == _K_CALL
+        ):
+            add(
+                4.0,
+                f"+ call result kept: call {callee_label(tb[j - 1][1][0])} -> "
+                f"l{imms[0]} (refreshed after the call)",
+            )
         elif KIND[op] == _K_MEM and ".load" in m:
-            c_at = next((q for q in range(j - 1, max(-1, j - 4), -1)
-                         if KIND[tb[q][0]] == _K_CALL), None)
+            c_at = next(
+                (q for q in range(j - 1, max(-1, j - 4), -1) if KIND[tb[q][0]] == _K_CALL), None
+            )
             if c_at is not None and any(tb[q] == tb[j] for q in range(max(0, c_at - 40), c_at)):
                 add(3.5, f"+ value reloaded after call {callee_label(tb[c_at][1][0])}")
         elif KIND[op] == _K_CALL:
@@ -353,16 +409,24 @@ def _inserted_reasons(
             else:
                 arith = _new_arith_args(tb, j, ins_set)
                 if arith:
-                    add(3.5, f"+ new computed argument ({', '.join(arith)}) to call "
-                             f"{callee_label(imms[0])}")
+                    add(
+                        3.5,
+                        f"+ new computed argument ({', '.join(arith)}) to call "
+                        f"{callee_label(imms[0])}",
+                    )
         elif m in ("i64.extend_i32_u", "i64.extend_i32_s") and any(
-                MNEMONICS[tb[q][0]] in _WIDE for q in range(j + 1, min(j + 5, len(tb)))):
+            MNEMONICS[tb[q][0]] in _WIDE for q in range(j + 1, min(j + 5, len(tb)))
+        ):
             add(5.0, f"arith widened: {m} before {_next_arith(tb, j)}")
 
 
 def _constant_reasons(
-    ex: dict[str, Any], ta: list[tuple[int, tuple]], tb: list[tuple[int, tuple]],
-    changed_pairs: list[tuple[int, int]], add: _Add, callee_label: Callable[[int], str],
+    ex: dict[str, Any],
+    ta: list[tuple[int, tuple]],
+    tb: list[tuple[int, tuple]],
+    changed_pairs: list[tuple[int, int]],
+    add: _Add,
+    callee_label: Callable[[int], str],
 ) -> int:
     """Same instruction, other immediates: a changed bound or allocation size; returns how
     many small constants changed."""
@@ -397,20 +461,40 @@ def _summary_reasons(ex: dict[str, Any], add: _Add) -> None:
 
 
 def _classify(
-    ex: dict[str, Any], reasons: list[tuple[float, str, Any]], add: _Add, amount: int,
-    inl: set[int], inserted: list[int],
+    ex: dict[str, Any],
+    reasons: list[tuple[float, str, Any]],
+    add: _Add,
+    amount: int,
+    inl: set[int],
+    inserted: list[int],
 ) -> tuple[str, bool]:
     """The entry's kind (``fix``, ``layout``, ``churn``, ``change``) and whether it is churn;
     a kind without signals gets its one explaining reason."""
     n_calls = len(ex.get("calls_added", [])) + len(ex.get("calls_removed", []))
-    only_offsets = bool(ex.get("offsets_changed")) and not any(
-        ex.get(k) for k in ("calls_added", "calls_removed", "strings_added", "strings_removed",
-                            "consts_changed", "consts_added", "consts_removed", "type_from")
-    ) and ex.get("instr_to") == ex.get("instr_from")
+    only_offsets = (
+        bool(ex.get("offsets_changed"))
+        and not any(
+            ex.get(k)
+            for k in (
+                "calls_added",
+                "calls_removed",
+                "strings_added",
+                "strings_removed",
+                "consts_changed",
+                "consts_added",
+                "consts_removed",
+                "type_from",
+            )
+        )
+        and ex.get("instr_to") == ex.get("instr_from")
+    )
     churn = n_calls >= 6 or amount >= 400
     if inl and len(inl) * 2 >= len(inserted):
-        add(0.0, f"inlining: {len(inl):,} of {len(inserted):,} inserted instruction(s) are "
-                 "a callee's body")
+        add(
+            0.0,
+            f"inlining: {len(inl):,} of {len(inserted):,} inserted instruction(s) are "
+            "a callee's body",
+        )
     signals = [(w, t, k) for w, t, k in reasons if w > 0]
     if only_offsets and not signals:
         shifts = ", ".join(f"{m} {a} -> {b}" for m, a, b in ex["offsets_changed"][:2])
@@ -418,8 +502,14 @@ def _classify(
         return "layout", churn
     if not signals:
         if churn:
-            reasons.append((0.0, f"refactor/inlining churn: {n_calls} call change(s), "
-                                 f"{amount:,} instruction(s) differ", None))
+            reasons.append(
+                (
+                    0.0,
+                    f"refactor/inlining churn: {n_calls} call change(s), "
+                    f"{amount:,} instruction(s) differ",
+                    None,
+                )
+            )
             return "churn", churn
         reasons.append((0.0, _plain(ex), None))
         return "change", churn
@@ -477,8 +567,13 @@ def triage_pair(
     amount = len(inserted) - len(inl) + len(deleted) // 2 + consts if (ta and tb) else size
     body = max(len(ta), len(tb), 1)
     kind, churn = _classify(ex, reasons, add, amount, inl, inserted)
-    out = {"_signals": reasons, "_amount": amount, "_body": body, "_churn": churn,
-           "triage_kind": kind}
+    out = {
+        "_signals": reasons,
+        "_amount": amount,
+        "_body": body,
+        "_churn": churn,
+        "triage_kind": kind,
+    }
     _score(out)
     if not private:
         finish([out])
@@ -495,11 +590,17 @@ def _score(t: dict[str, Any]) -> None:
     if t["triage_kind"] == "layout":
         score = 0.0
     else:
-        signal = sum(w / (4 ** k) for k, (w, _, _) in enumerate(r for r in reasons if r[0] > 0)
-                     if k < 4)
+        signal = sum(
+            w / (4**k) for k, (w, _, _) in enumerate(r for r in reasons if r[0] > 0) if k < 4
+        )
         focus = 1.0 - min(1.0, 4.0 * amount / body)  # 1: a few instructions of a big body
-        score = (signal + 1.0 - math.log2(1 + amount) / 3.0 - (1.0 if t["_churn"] else 0.0)
-                 + (FOCUS_WEIGHT * focus if signal > 0 else 0.0))
+        score = (
+            signal
+            + 1.0
+            - math.log2(1 + amount) / 3.0
+            - (1.0 if t["_churn"] else 0.0)
+            + (FOCUS_WEIGHT * focus if signal > 0 else 0.0)
+        )
     t["triage"] = round(score, 2)
     t["reasons"] = [text for _, text, _ in reasons[:MAX_REASONS]]
 
@@ -521,8 +622,14 @@ def finish(entries: list[dict[str, Any]], min_functions: int = 3) -> None:
         if shared:
             keep = [r for r in sig if r not in shared]
             a, b = shared[0][2][1], shared[0][2][2]
-            keep.append((0.0, f"constant renumbered in {seen[shared[0][2]]} functions: "
-                              f"{_hex(a)} -> {_hex(b)}", None))
+            keep.append(
+                (
+                    0.0,
+                    f"constant renumbered in {seen[shared[0][2]]} functions: "
+                    f"{_hex(a)} -> {_hex(b)}",
+                    None,
+                )
+            )
             e["_signals"] = keep
             if e["triage_kind"] == "fix" and not any(w > 0 for w, _, _ in keep):
                 e["triage_kind"] = "change"
@@ -572,8 +679,12 @@ def _op_change(a: int, b: int, add: Callable[..., None]) -> None:
         return
     ta, _, ra = ma.partition(".")
     tb_, _, rb = mb.partition(".")
-    if ta == "i32" and tb_ == "i64" and ra == rb and (
-            ra in ("mul", "add", "sub", "shl", "div_u", "div_s") or _cmp(a)):
+    if (
+        ta == "i32"
+        and tb_ == "i64"
+        and ra == rb
+        and (ra in ("mul", "add", "sub", "shl", "div_u", "div_s") or _cmp(a))
+    ):
         add(6.0, f"arith widened: {ma} -> {mb}")
     elif ta == tb_ and ra[:-2] == rb[:-2] and {ra[-2:], rb[-2:]} == {"_s", "_u"}:
         add(5.0, f"signedness: {ma} -> {mb}")
@@ -592,13 +703,19 @@ def layout_groups(entries: list[dict[str, Any]], min_functions: int = 3) -> list
         for d in deltas:
             g = by_delta.setdefault(d, {"delta": d, "offsets": set(), "functions": []})
             g["functions"].append(e)
-            g["offsets"].update(f"{a} -> {b}" for _m, a, b in e["offsets_changed"]
-                                if int(b) - int(a) == d)
+            g["offsets"].update(
+                f"{a} -> {b}" for _m, a, b in e["offsets_changed"] if int(b) - int(a) == d
+            )
     out = []
     for d, g in sorted(by_delta.items(), key=lambda kv: -len(kv[1]["functions"])):
         if len(g["functions"]) >= min_functions:
-            out.append({"delta": d, "offsets": sorted(g["offsets"], key=lambda s: int(s.split()[0]))[:12],
-                        "functions": g["functions"]})
+            out.append(
+                {
+                    "delta": d,
+                    "offsets": sorted(g["offsets"], key=lambda s: int(s.split()[0]))[:12],
+                    "functions": g["functions"],
+                }
+            )
     return out
 
 
@@ -614,7 +731,13 @@ def order_changes(changes: list[dict[str, Any]], order: str = "triage") -> list[
         return list(changes)
     if order != "triage":
         raise ValueError(f"unknown order {order!r}: use triage or index")
-    return sorted(changes, key=lambda c: (
-        _CLASS_RANK.get(c["classification"], 9),
-        _KIND_RANK.get(c.get("triage_kind", "change"), 9) if c["classification"] == "modified" else 0,
-        -(c.get("triage") or 0.0) if c["classification"] == "modified" else 0.0))
+    return sorted(
+        changes,
+        key=lambda c: (
+            _CLASS_RANK.get(c["classification"], 9),
+            _KIND_RANK.get(c.get("triage_kind", "change"), 9)
+            if c["classification"] == "modified"
+            else 0,
+            -(c.get("triage") or 0.0) if c["classification"] == "modified" else 0.0,
+        ),
+    )

@@ -37,7 +37,7 @@ class KbScreen(Screen):
     ``n``, ``h`` and Enter act on).
     """
 
-    BINDINGS: list = []      # each screen lists its own keys (BACK, HISTORY, RENAME, ...)
+    BINDINGS: list = []  # each screen lists its own keys (BACK, HISTORY, RENAME, ...)
 
     @property
     def kb(self) -> KbApp:
@@ -53,11 +53,11 @@ class KbScreen(Screen):
 
     def refresh_from_kb(self) -> None:
         if not self.is_current:
-            self.seen_token = None      # not visible: re-read when it is shown again
+            self.seen_token = None  # not visible: re-read when it is shown again
             return
         self.seen_token = self.kb.kb_token
         self.reload()
-        self.refresh_bindings()         # what n / h / Enter can act on may have changed
+        self.refresh_bindings()  # what n / h / Enter can act on may have changed
 
     def on_mount(self) -> None:
         # Textual calls on_mount of every class in the MRO: subclasses set up their widgets
@@ -71,10 +71,10 @@ class KbScreen(Screen):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("rename", "history") and isinstance(self.focused, Input):
-            return False              # typing: n and h are letters here
+            return False  # typing: n and h are letters here
         if action == "rename":
             if self.kb.read_only:
-                return False          # hidden: --read-only removes the action
+                return False  # hidden: --read-only removes the action
             return True if self.current_function() is not None else None
         if action == "history":
             return True if self.current_function() is not None else None

@@ -133,13 +133,16 @@ class CodeScreen(KnowledgeEdits, KbScreen):
 
         def both(conn, vid, idx):
             if not code_service.is_cached(conn, vid):
-                say(f"preparing version {vid} for code (once per version: module, names, data labels)…")
+                say(
+                    f"preparing version {vid} for code (once per version: module, names, data labels)…"
+                )
             n = code_service.body_instructions(conn, vid, idx) or 0
             huge = n > code_service.HUGE_INSTRUCTIONS
             if huge:
                 say(f"disassembling the first {code_service.FIRST_SCREEN:,} of {n:,} instructions…")
             d, records = code_service.function_code(
-                conn, vid, idx, max_lines=code_service.FIRST_SCREEN if huge else None)
+                conn, vid, idx, max_lines=code_service.FIRST_SCREEN if huge else None
+            )
             return (
                 dict(d),
                 code_service.neighbours(conn, vid, idx),
@@ -252,9 +255,11 @@ class CodeScreen(KnowledgeEdits, KbScreen):
         if self.mode == C and d.get("truncated"):
             status.append_text(lit(f"  not lifted: {d.get('reason')}", "bold yellow"))
         if self.mode == WASM and d.get("partial"):
-            status.append(f"  first {d['mnemonics'].count(chr(10)):,} lines of"
-                          f" {d.get('instructions', 0):,} instructions: the rest is loading…",
-                          style="bold yellow")
+            status.append(
+                f"  first {d['mnemonics'].count(chr(10)):,} lines of"
+                f" {d.get('instructions', 0):,} instructions: the rest is loading…",
+                style="bold yellow",
+            )
         if view.wider_than_view:
             status.append("  ←→ scroll", style="bold")
         status.append(f"  stable_id {d['stable_id']}", style="dim")
@@ -339,12 +344,23 @@ class CodeScreen(KnowledgeEdits, KbScreen):
 
         try:
             if mode == "wasm":
-                targets = (_load(self.kb.db_path, code_service.instr_targets, version_id, ins)
-                           if ins is not None else [])
+                targets = (
+                    _load(self.kb.db_path, code_service.instr_targets, version_id, ins)
+                    if ins is not None
+                    else []
+                )
             else:
                 targets = data_svc.line_targets(line, mode)
-            found = _load(self.kb.db_path, data_svc.first_xrefs, version_id, targets) if targets else None
-            error = None if found else "nothing on this line to cross-reference (a call, a global, a data label or a string)"
+            found = (
+                _load(self.kb.db_path, data_svc.first_xrefs, version_id, targets)
+                if targets
+                else None
+            )
+            error = (
+                None
+                if found
+                else "nothing on this line to cross-reference (a call, a global, a data label or a string)"
+            )
         except KBError as exc:
             found, error = None, str(exc)
         self.app.call_from_thread(self._xrefs_found, found, error)

@@ -72,7 +72,13 @@ class DataScreen(KbScreen):
             st.add_column(label, key=label, width=width)
         st.flex("text", 16)
         gt = self.query_one("#data-globals", KbTable)
-        for label, width in (("global", 6), ("name", 24), ("type", 7), ("role", 16), ("reads/writes", 12)):
+        for label, width in (
+            ("global", 6),
+            ("name", 24),
+            ("type", 7),
+            ("role", 16),
+            ("reads/writes", 12),
+        ):
             gt.add_column(label, key=label, width=width)
         gt.flex("name", 10)
         st.focus()
@@ -96,20 +102,34 @@ class DataScreen(KbScreen):
         status.update(info)
         st = self.query_one("#data-strings", KbTable)
         rows = [
-            (str(k), [Text(f"{it['address']:x}"), Text(str(it["refs"])), lit(it["label"]),
-                      lit(clip(printable(repr(it["text"] or "")[1:-1]), 200), "green")])
+            (
+                str(k),
+                [
+                    Text(f"{it['address']:x}"),
+                    Text(str(it["refs"])),
+                    lit(it["label"]),
+                    lit(clip(printable(repr(it["text"] or "")[1:-1]), 200), "green"),
+                ],
+            )
             for k, it in enumerate(self._strings)
         ]
         if not rows:
-            rows.append(("none", [Text(""), Text(""), Text("no strings", style="dim italic"), Text("")]))
+            rows.append(
+                ("none", [Text(""), Text(""), Text("no strings", style="dim italic"), Text("")])
+            )
         st.replace_rows(rows, keep_key=st.current_key())
         gt = self.query_one("#data-globals", KbTable)
         grows = [
-            (str(k), [Text(f"g{g['index']}"),
-                      lit(g["name"]) if g["name"] else Text("-", style="dim"),
-                      Text(g["type"] + (" mut" if g["mutable"] else "")),
-                      lit(g["role"] or "", "dim"),
-                      Text(f"{g['reads']}/{g['writes']}")])
+            (
+                str(k),
+                [
+                    Text(f"g{g['index']}"),
+                    lit(g["name"]) if g["name"] else Text("-", style="dim"),
+                    Text(g["type"] + (" mut" if g["mutable"] else "")),
+                    lit(g["role"] or "", "dim"),
+                    Text(f"{g['reads']}/{g['writes']}"),
+                ],
+            )
             for k, g in enumerate(self._globals)
         ]
         gt.replace_rows(grows, keep_key=gt.current_key())

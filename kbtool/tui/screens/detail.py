@@ -26,8 +26,8 @@ from kbtool.tui.widgets.palette import name_text, prov_text
 MAX_STRINGS = 40
 MAX_STRUCTS = 8
 MAX_FIELDS = 12
-XREF_STRINGS = 6        # strings of this function looked up for cross-references
-XREFS_PER_STRING = 8    # other functions listed per string
+XREF_STRINGS = 6  # strings of this function looked up for cross-references
+XREFS_PER_STRING = 8  # other functions listed per string
 
 
 def link_text(entry: dict) -> Text:
@@ -91,9 +91,16 @@ class DetailScreen(KbScreen):
         self._fn = fn
         self.kb.version_id = self.version_id
         self.query_one("#title", TitleBar).show(
-            lit(label, "bold"), Text(f"#{self.index} "), name_text(fn["name"], fn["provenance"], bold=True))
+            lit(label, "bold"),
+            Text(f"#{self.index} "),
+            name_text(fn["name"], fn["provenance"], bold=True),
+        )
         self.query_one("#record", Static).update(self._record(fn, label))
-        facts = None if fn["imported"] else queries.get_function_facts(conn, self.version_id, self.index)
+        facts = (
+            None
+            if fn["imported"]
+            else queries.get_function_facts(conn, self.version_id, self.index)
+        )
         self.query_one("#facts", Static).update(self._facts(fn, facts))
         threads = self.query_one("#threads", Static)
         analysis = None if fn["imported"] else self._analysis(conn)
@@ -105,18 +112,30 @@ class DetailScreen(KbScreen):
         else:
             callers_ = queries.callers(conn, self.version_id, self.index)
             callees_ = queries.callees(conn, self.version_id, self.index)
-        self.query_one("#callers-label", Static).update(Text(f"callers ({len(callers_)})", style="bold"))
-        self.query_one("#callees-label", Static).update(Text(f"callees ({len(callees_)})", style="bold"))
+        self.query_one("#callers-label", Static).update(
+            Text(f"callers ({len(callers_)})", style="bold")
+        )
+        self.query_one("#callees-label", Static).update(
+            Text(f"callees ({len(callees_)})", style="bold")
+        )
         self.query_one("#callers", LinkList).set_links(
-            ((f"{self.version_id}:{c['index']}", link_text(c)) for c in callers_), "no callers")
+            ((f"{self.version_id}:{c['index']}", link_text(c)) for c in callers_), "no callers"
+        )
         self.query_one("#callees", LinkList).set_links(
-            ((f"{self.version_id}:{c['index']}", link_text(c)) for c in callees_), "no callees")
+            ((f"{self.version_id}:{c['index']}", link_text(c)) for c in callees_), "no callees"
+        )
         self._show_xrefs(facts["referenced_strings"] if facts else [])
 
     def _show_xrefs(self, strings: list[str]) -> None:
         """Other functions of this version referencing the same strings (bounded); hidden if none."""
-        xrefs = nav.string_xrefs(self.kb.conn, self.version_id, self.index, strings,
-                                 per_string=XREFS_PER_STRING, max_strings=XREF_STRINGS)
+        xrefs = nav.string_xrefs(
+            self.kb.conn,
+            self.version_id,
+            self.index,
+            strings,
+            per_string=XREFS_PER_STRING,
+            max_strings=XREF_STRINGS,
+        )
         label, links = self.query_one("#xrefs-label", Static), self.query_one("#xrefs", LinkList)
         label.display = links.display = bool(xrefs)
         if not xrefs:
@@ -131,9 +150,11 @@ class DetailScreen(KbScreen):
             if cut:
                 head.append(" (more)", style="dim italic")
             items.append((f"s:{k}", head))
-            items += [(f"{o['version_id']}:{o['index']}:{k}", Text("  ").append_text(link_text(o)))
-                      for o in others]
-        links.set_links(items)              # the string lines (ids "s:k") are headings: Enter ignores them
+            items += [
+                (f"{o['version_id']}:{o['index']}:{k}", Text("  ").append_text(link_text(o)))
+                for o in others
+            ]
+        links.set_links(items)  # the string lines (ids "s:k") are headings: Enter ignores them
 
     # ------------------------------------------------------------ rendering
 
@@ -184,9 +205,14 @@ class DetailScreen(KbScreen):
 
     def _facts(self, fn: dict, facts: dict | None) -> Group:
         if facts is None:
-            return Group(Text(""), Text("facts", style="bold underline"),
-                         Text("imported function: no body" if fn["imported"] else "no facts recorded",
-                              style="dim italic"))
+            return Group(
+                Text(""),
+                Text("facts", style="bold underline"),
+                Text(
+                    "imported function: no body" if fn["imported"] else "no facts recorded",
+                    style="dim italic",
+                ),
+            )
         g = self._grid()
         calls = facts["call_targets"]
         imports = [c for c in calls if c != "<indirect>"]
@@ -224,15 +250,27 @@ class DetailScreen(KbScreen):
         sites = [f for f in facts if f["kind"] == "atomic_site"]
         if sites:
             ops = Counter(f["op"] for f in sites)
-            g.add_row("atomics", Text(f"{len(sites)} sites: " + ", ".join(
-                f"{op} x{n}" for op, n in sorted(ops.items(), key=lambda kv: (-kv[1], kv[0])))))
+            g.add_row(
+                "atomics",
+                Text(
+                    f"{len(sites)} sites: "
+                    + ", ".join(
+                        f"{op} x{n}"
+                        for op, n in sorted(ops.items(), key=lambda kv: (-kv[1], kv[0]))
+                    )
+                ),
+            )
         for f in facts:
             if f["kind"] == "lock":
-                g.add_row("lock", Text(f"{f['pattern']} ({', '.join(f['evidence']['atomic_classes'])})"))
+                g.add_row(
+                    "lock", Text(f"{f['pattern']} ({', '.join(f['evidence']['atomic_classes'])})")
+                )
             elif f["kind"] == "worker_entry":
                 g.add_row("worker", Text.assemble("thread entry (export ", lit(f["export"]), ")"))
             elif f["kind"] == "worker_only":
-                g.add_row("worker", Text("runs only on worker threads (reached only from thread entries)"))
+                g.add_row(
+                    "worker", Text("runs only on worker threads (reached only from thread entries)")
+                )
         if not g.rows:
             g.add_row("", Text("no atomics, locks or worker-only facts", style="dim"))
         parts: list = [Text(""), Text("threads", style="bold underline"), g]
@@ -242,7 +280,10 @@ class DetailScreen(KbScreen):
             if len(st["fields"]) > MAX_FIELDS:
                 fields += f", … {len(st['fields']) - MAX_FIELDS} more"
             via = ", ".join(b for b in st["bases"] if b)
-            sg.add_row(lit(st["name"]), Text(f"{via}: {{{fields}}}  first seen in #{st['source_function']}"))
+            sg.add_row(
+                lit(st["name"]),
+                Text(f"{via}: {{{fields}}}  first seen in #{st['source_function']}"),
+            )
         if len(structs) > MAX_STRUCTS:
             sg.add_row("", Text(f"… {len(structs) - MAX_STRUCTS} more", style="dim"))
         if not structs:
@@ -278,8 +319,10 @@ class DetailScreen(KbScreen):
             self.version_id, self.index = where[i]["version_id"], where[i]["index"]
             self.refresh_from_kb()
         else:
-            self.notify("the function appears in no " + ("earlier" if step < 0 else "later") + " version",
-                        timeout=3)
+            self.notify(
+                "the function appears in no " + ("earlier" if step < 0 else "later") + " version",
+                timeout=3,
+            )
 
     def action_code(self) -> None:
         """The function's code (Raw WASM / C), on its own screen."""

@@ -41,20 +41,24 @@ FILTERS: dict[str, tuple[str, object]] = {
     "runtime": ("runtime", lambda c: bool(c.get("runtime"))),
     "review": ("review", lambda c: bool(c.get("review"))),
     "all": ("all", lambda c: True),
-    "moved": ("moved", lambda c: c["classification"] == "moved"),           # keys 8, 9: behind
+    "moved": ("moved", lambda c: c["classification"] == "moved"),  # keys 8, 9: behind
     "unchanged": ("unchanged", lambda c: c["classification"] == "unchanged"),  # their tabs
 }
-CHUNK = 500            # diff rows added to the table at a time
+CHUNK = 500  # diff rows added to the table at a time
 
 
 def _view(conn, frm: int, to: int) -> tuple[dict, object, bool]:
     """(report, changelog renderable or None, toolchain changed), through the diff cache."""
     try:
         view = cached_view(conn, frm, to)
-    except (LookupError, ValueError):   # the changelog is an extra: the table stays useful
+    except (LookupError, ValueError):  # the changelog is an extra: the table stays useful
         view = cached_view(conn, frm, to, with_changelog=False)
     cl = view["changelog"]
-    return view["report"], changelog_from_data(cl) if cl is not None else None, view["toolchain_changed"]
+    return (
+        view["report"],
+        changelog_from_data(cl) if cl is not None else None,
+        view["toolchain_changed"],
+    )
 
 
 def _summary(report: dict) -> Text:
@@ -90,7 +94,10 @@ class DiffScreen(KbScreen):
         Binding("x", "swap", "swap", show=False),
         HISTORY,
         Binding("n", "rename", "rename", show=False),
-        *[Binding(str(i + 1), f"filter('{fid}')", fid, show=False) for i, fid in enumerate(FILTERS)],
+        *[
+            Binding(str(i + 1), f"filter('{fid}')", fid, show=False)
+            for i, fid in enumerate(FILTERS)
+        ],
     ]
 
     def __init__(self, from_version: int | None = None, to_version: int | None = None) -> None:
@@ -117,7 +124,10 @@ class DiffScreen(KbScreen):
                 yield Select([], id="diff-to", allow_blank=True, compact=True, prompt="version")
             yield Static(id="diff-warning")
             yield Static(id="diff-summary")
-            yield Tabs(*[Tab(label, id=f"f-{fid}") for fid, (label, _) in FILTERS.items()], id="diff-filter")
+            yield Tabs(
+                *[Tab(label, id=f"f-{fid}") for fid, (label, _) in FILTERS.items()],
+                id="diff-filter",
+            )
             yield KbTable(id="diff-table")
             with VerticalScroll(id="diff-changelog"):
                 yield Static(id="changelog-body")
@@ -125,8 +135,16 @@ class DiffScreen(KbScreen):
 
     def on_mount(self) -> None:
         table = self.query_one("#diff-table", KbTable)
-        for label, width in (("change", 8), ("from", 5), ("to", 5), ("name", 20), ("provenance", 10),
-                             ("conf", 4), ("score", 5), ("flags", 9)):
+        for label, width in (
+            ("change", 8),
+            ("from", 5),
+            ("to", 5),
+            ("name", 20),
+            ("provenance", 10),
+            ("conf", 4),
+            ("score", 5),
+            ("flags", 9),
+        ):
             table.add_column(label, key=label, width=width)
         table.flex("name", 14)
         table.focus()
@@ -137,25 +155,41 @@ class DiffScreen(KbScreen):
         versions = queries.list_versions(self.kb.conn)
         self._versions = {v["id"]: v for v in versions}
         ids = [v["id"] for v in versions]
-        options = [(Text.assemble(lit(clip(printable(v["label"]), 16)), " · ",
-                                  lit(clip(printable(v["program"]), 12), "magenta")), v["id"])
-                   for v in versions]
+        options = [
+            (
+                Text.assemble(
+                    lit(clip(printable(v["label"]), 16)),
+                    " · ",
+                    lit(clip(printable(v["program"]), 12), "magenta"),
+                ),
+                v["id"],
+            )
+            for v in versions
+        ]
         if len(ids) < 2:
-            self._message("A diff needs two versions; this KB has "
-                          f"{len(ids)}. Ingest another release with `kbtool ingest FILE --label L`.")
+            self._message(
+                "A diff needs two versions; this KB has "
+                f"{len(ids)}. Ingest another release with `kbtool ingest FILE --label L`."
+            )
             return
-        to = self._to if self._to in ids else (self.kb.version_id if self.kb.version_id in ids else ids[-1])
+        to = (
+            self._to
+            if self._to in ids
+            else (self.kb.version_id if self.kb.version_id in ids else ids[-1])
+        )
         if self._from in ids and self._from != to:
-            frm = self._from                      # a pair asked for (or picked) explicitly
+            frm = self._from  # a pair asked for (or picked) explicitly
         else:
-            pair = default_pair(versions, to)     # the version and its parent, one program
+            pair = default_pair(versions, to)  # the version and its parent, one program
             if pair is None:
                 v = self._versions[to]
                 self._from, self._to = None, to
                 self._fill_pickers(options, None, to)
-                self._message(f"version {to} is the only version of program {v['program']}: "
-                              "there is nothing of the same program to compare it with; pick "
-                              "a pair above (two programs compare unrelated code)")
+                self._message(
+                    f"version {to} is the only version of program {v['program']}: "
+                    "there is nothing of the same program to compare it with; pick "
+                    "a pair above (two programs compare unrelated code)"
+                )
                 return
             frm, to = pair
         self._from, self._to = frm, to
@@ -216,14 +250,16 @@ class DiffScreen(KbScreen):
         except KBError as exc:
             self.app.call_from_thread(self._done, gen, None, str(exc))
             return
-        except Exception as exc:      # never take the whole app down for one diff
-            self.app.call_from_thread(self._done, gen, None, f"the diff failed: {type(exc).__name__}: {exc}")
+        except Exception as exc:  # never take the whole app down for one diff
+            self.app.call_from_thread(
+                self._done, gen, None, f"the diff failed: {type(exc).__name__}: {exc}"
+            )
             return
         self.app.call_from_thread(self._done, gen, result, None)
 
     def _done(self, gen: int, result: tuple | None, error: str | None) -> None:
         self._diff_running = False
-        if gen != self._diff_gen:                       # something newer was asked meanwhile
+        if gen != self._diff_gen:  # something newer was asked meanwhile
             self.compute(*self._diff_want)
             return
         if error is not None:
@@ -235,15 +271,18 @@ class DiffScreen(KbScreen):
         self._show_report(report, changelog)
 
     def _busy(self, frm: int, to: int) -> None:
-        self.query_one("#diff-summary", Static).update(Text(f"comparing version {frm} with {to}…", style="italic"))
+        self.query_one("#diff-summary", Static).update(
+            Text(f"comparing version {frm} with {to}…", style="italic")
+        )
         versions = getattr(self, "_versions", {})
-        if frm in versions and to in versions:   # say it before the answer comes
+        if frm in versions and to in versions:  # say it before the answer comes
             self._warn(cross_program_warning(versions[frm], versions[to]))
 
     def _warn(self, warning: str | None) -> None:
         """The cross-program warning above the summary (hidden for a pair of one program)."""
         self.query_one("#diff-warning", Static).update(
-            Text.assemble(("⚠ ", "bold"), lit(warning, "bold")) if warning else "")
+            Text.assemble(("⚠ ", "bold"), lit(warning, "bold")) if warning else ""
+        )
         self.set_class(bool(warning), "-cross")
 
     def _message(self, text: str) -> None:
@@ -259,7 +298,8 @@ class DiffScreen(KbScreen):
         self._report = report
         self._warn(report.get("warning"))
         self.query_one("#title", TitleBar).show(
-            "diff", Text.assemble(lit(report["from"], "bold"), " → ", lit(report["to"], "bold")))
+            "diff", Text.assemble(lit(report["from"], "bold"), " → ", lit(report["to"], "bold"))
+        )
         summary = _summary(report)
         if not self._toolchain_changed and any(c.get("runtime") for c in report["changes"]):
             summary.append("  (toolchain same or unknown: runtime rows are not churn)", style="dim")
@@ -274,7 +314,10 @@ class DiffScreen(KbScreen):
             tab = tabs.query_one(f"#f-{fid}", Tab)
             tab.label = Text(f"{label} {counts[fid]:,}")
         self.query_one("#changelog-body", Static).update(
-            changelog if changelog is not None else Text("no semantic changelog for this pair", style="dim"))
+            changelog
+            if changelog is not None
+            else Text("no semantic changelog for this pair", style="dim")
+        )
         self._fill_table()
 
     def _fill_table(self) -> None:
@@ -311,16 +354,19 @@ class DiffScreen(KbScreen):
         if c.get("review"):
             flags.append(" review" if flags else "review", style="bold red")
         score = c.get("score")
-        return (str(i), [
-            Text(cls, style=CLASS_STYLE.get(cls, "")),
-            Text("" if c.get("from_index") is None else str(c["from_index"]), justify="right"),
-            Text("" if c.get("to_index") is None else str(c["to_index"]), justify="right"),
-            name_text(c.get("name"), c.get("provenance")),
-            prov_text(c.get("provenance")),
-            conf_text(c.get("confidence")),
-            Text("" if score is None else f"{score:.2f}", justify="right"),
-            flags,
-        ])
+        return (
+            str(i),
+            [
+                Text(cls, style=CLASS_STYLE.get(cls, "")),
+                Text("" if c.get("from_index") is None else str(c["from_index"]), justify="right"),
+                Text("" if c.get("to_index") is None else str(c["to_index"]), justify="right"),
+                name_text(c.get("name"), c.get("provenance")),
+                prov_text(c.get("provenance")),
+                conf_text(c.get("confidence")),
+                Text("" if score is None else f"{score:.2f}", justify="right"),
+                flags,
+            ],
+        )
 
     def _load_more(self) -> None:
         if self._loaded >= len(self._shown):
@@ -367,11 +413,19 @@ class DiffScreen(KbScreen):
         if c is None or self._report is None:
             return None
         if c.get("to_index") is not None and c.get("to_stable_id"):
-            return FunctionRef(self._report.get("to_version_id", self._to), c["to_index"],
-                               c["to_stable_id"], c.get("name"))
+            return FunctionRef(
+                self._report.get("to_version_id", self._to),
+                c["to_index"],
+                c["to_stable_id"],
+                c.get("name"),
+            )
         if c.get("from_index") is not None and c.get("from_stable_id"):
-            return FunctionRef(self._report.get("from_version_id", self._from), c["from_index"],
-                               c["from_stable_id"], c.get("name"))
+            return FunctionRef(
+                self._report.get("from_version_id", self._from),
+                c["from_index"],
+                c["from_stable_id"],
+                c.get("name"),
+            )
         return None
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
@@ -379,9 +433,14 @@ class DiffScreen(KbScreen):
         if c is not None and self._report is not None and c["classification"] == "modified":
             from kbtool.tui.screens.code import FunctionDiffScreen  # the per-function diff
 
-            self.app.push_screen(FunctionDiffScreen(
-                self._report.get("from_version_id", self._from), c["from_index"],
-                self._report.get("to_version_id", self._to), c["to_index"]))
+            self.app.push_screen(
+                FunctionDiffScreen(
+                    self._report.get("from_version_id", self._from),
+                    c["from_index"],
+                    self._report.get("to_version_id", self._to),
+                    c["to_index"],
+                )
+            )
             return
         self.action_open()
 

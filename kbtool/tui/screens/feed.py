@@ -14,14 +14,33 @@ from kbtool.tui.widgets.lists import KbTable, TitleBar
 
 POLL_SECONDS = 1.0
 MAX_ROWS = 500
-KIND_STYLE = {"deep-done": "green", "named": "green", "failed": "bold red", "rejected": "red",
-              "deep-pass-started": "bold", "deep-pass-done": "bold", "agent-pass-started": "bold",
-              "agent-pass-done": "bold"}
+KIND_STYLE = {
+    "deep-done": "green",
+    "named": "green",
+    "failed": "bold red",
+    "rejected": "red",
+    "deep-pass-started": "bold",
+    "deep-pass-done": "bold",
+    "agent-pass-started": "bold",
+    "agent-pass-done": "bold",
+}
 
 
 def _summary(payload: dict) -> str:
-    keep = ("name", "status", "confidence", "renamed", "lines", "truncated", "reason", "error",
-            "functions", "done", "written", "considered")
+    keep = (
+        "name",
+        "status",
+        "confidence",
+        "renamed",
+        "lines",
+        "truncated",
+        "reason",
+        "error",
+        "functions",
+        "done",
+        "written",
+        "considered",
+    )
     return "  ".join(f"{k}={payload[k]}" for k in keep if k in payload)
 
 
@@ -43,12 +62,19 @@ class FeedScreen(KbScreen):
 
     def on_mount(self) -> None:
         table = self.query_one("#feed-table", KbTable)
-        for label, width in (("id", 6), ("time", 8), ("kind", 18), ("version", 7), ("function", 16),
-                             ("details", 40)):
+        for label, width in (
+            ("id", 6),
+            ("time", 8),
+            ("kind", 18),
+            ("version", 7),
+            ("function", 16),
+            ("details", 40),
+        ):
             table.add_column(label, key=label, width=width)
         table.flex("details", 20)
-        self.query_one("#title", TitleBar).show("agents feed", Text("kbtool deep, kbtool agent",
-                                                                    style="dim"))
+        self.query_one("#title", TitleBar).show(
+            "agents feed", Text("kbtool deep, kbtool agent", style="dim")
+        )
         self.set_interval(POLL_SECONDS, self.poll)
         self.poll()
 
@@ -65,13 +91,17 @@ class FeedScreen(KbScreen):
         table.clear()
         for e in self._rows:
             table.add_row(
-                str(e["id"]), (e["created_at"] or "")[11:19],
+                str(e["id"]),
+                (e["created_at"] or "")[11:19],
                 Text(e["kind"], style=KIND_STYLE.get(e["kind"], "")),
-                str(e["version_id"] or ""), lit(e["stable_id"] or ""),
-                lit(_summary(e["payload"])), key=str(e["id"]),
+                str(e["version_id"] or ""),
+                lit(e["stable_id"] or ""),
+                lit(_summary(e["payload"])),
+                key=str(e["id"]),
             )
         self.query_one("#feed-status", Static).update(
-            Text(f"{len(self._rows)} events; polling every {POLL_SECONDS:g} s", style="dim"))
+            Text(f"{len(self._rows)} events; polling every {POLL_SECONDS:g} s", style="dim")
+        )
 
     def current_function(self) -> FunctionRef | None:
         table = self.query_one("#feed-table", KbTable)

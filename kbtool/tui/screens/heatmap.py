@@ -32,7 +32,7 @@ class HeatmapScreen(KbScreen):
     """One cell per defined function of a version, tinted by provenance, brighter when surer."""
 
     BINDINGS = [
-        BACK_HIDDEN,          # works, not shown: here it is the same as v (versions)
+        BACK_HIDDEN,  # works, not shown: here it is the same as v (versions)
         Binding("H", "history", "history"),
         Binding("g,number_sign", "goto", "go to #", key_display="g", show=False),  # ? lists it
         RENAME,
@@ -57,7 +57,7 @@ class HeatmapScreen(KbScreen):
                 yield Panel(id="cell-info")
                 yield Static(id="legend")
                 yield Static(id="heat-coverage")
-        yield Panel(id="cell-line")            # shown instead of the side panel below 80x24
+        yield Panel(id="cell-line")  # shown instead of the side panel below 80x24
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
@@ -72,13 +72,15 @@ class HeatmapScreen(KbScreen):
         keep = self._want_index
         if keep is None and self._rows and grid.count:
             keep = self._rows[min(grid.cursor, len(self._rows) - 1)][0]
-        if keep is None:                      # reopened: where the cursor was last time
+        if keep is None:  # reopened: where the cursor was last time
             keep = self.kb.heatmap_cursor.get(self.version_id)
         self._want_index = None
         try:
             info = queries.get_version(conn, self.version_id)
         except KBError:
-            self.query_one("#cell-info", Panel).set(Text("this version is gone from the KB", style="bold red"))
+            self.query_one("#cell-info", Panel).set(
+                Text("this version is gone from the KB", style="bold red")
+            )
             return
         self._label = info["label"]
         self._rows = self.kb.heatmap_rows(self.version_id)
@@ -99,14 +101,16 @@ class HeatmapScreen(KbScreen):
         self.kb.version_id = self.version_id
         self._cov = self._coverage_of_rows()
         self.query_one("#title", TitleBar).show(
-            lit(self._label, "bold"), f"heatmap  {len(self._rows):,} functions")
+            lit(self._label, "bold"), f"heatmap  {len(self._rows):,} functions"
+        )
         grid.set_cells(codes, cursor=pos)
-        self.kb.heatmap_first = False       # the versions screen underneath may load from now on
+        self.kb.heatmap_first = False  # the versions screen underneath may load from now on
         self._show_legend()
         self._show_coverage()
         if not self._rows:
             self.query_one("#cell-info", Panel).set(
-                Text("This version has no defined functions.", style="italic"))
+                Text("This version has no defined functions.", style="italic")
+            )
 
     def _coverage_of_rows(self) -> dict:
         """``queries.coverage`` of this version, counted from the rows already loaded (one query less)."""
@@ -117,10 +121,13 @@ class HeatmapScreen(KbScreen):
         named = sum(split.values())
         defined = len(self._rows)
         return {
-            "defined": defined, "named": named,
+            "defined": defined,
+            "named": named,
             "coverage_pct": round(named / defined * 100, 2) if defined else 0.0,
-            "oracle_named": split.get("oracle", 0), "human_named": split.get("human", 0),
-            "agent_named": split.get("agent", 0), "export_named": split.get("export", 0),
+            "oracle_named": split.get("oracle", 0),
+            "human_named": split.get("human", 0),
+            "agent_named": split.get("agent", 0),
+            "export_named": split.get("export", 0),
             "diff_carry_named": split.get("diff-carry", 0),
         }
 
@@ -148,10 +155,10 @@ class HeatmapScreen(KbScreen):
         except KBError:
             fn = None
         sym = fn["symbol"] if fn else None
-        if fn is not None:            # the live record (a rename since the last reload shows at once)
+        if fn is not None:  # the live record (a rename since the last reload shows at once)
             name, prov, conf = fn["name"], fn["provenance"], fn["confidence"]
         grid = Table.grid(padding=(0, 1))
-        grid.add_column(style="bold", no_wrap=True, min_width=4)   # labels never collapse to "f…"
+        grid.add_column(style="bold", no_wrap=True, min_width=4)  # labels never collapse to "f…"
         grid.add_column(no_wrap=True, overflow="ellipsis")
         grid.add_row("func", Text(f"#{idx}  ({pos + 1:,}/{len(self._rows):,})"))
         grid.add_row("name", name_text(name, prov, bold=True))

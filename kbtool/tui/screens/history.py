@@ -19,8 +19,9 @@ from kbtool.tui.screens.base import BACK, RENAME, FunctionRef, KbScreen
 from kbtool.tui.widgets.lists import KbTable, TitleBar
 from kbtool.tui.widgets.palette import conf_text, name_text, prov_text
 
-KIND_STYLE = {k: ("bold " if k in ("human-edit", "revert") else "") + c
-              for k, c in EVENT_COLOURS.items()}
+KIND_STYLE = {
+    k: ("bold " if k in ("human-edit", "revert") else "") + c for k, c in EVENT_COLOURS.items()
+}
 KIND_STYLE.update({"lock": "dim", "unlock": "dim", "rejection": "red"})
 
 
@@ -57,12 +58,27 @@ class HistoryScreen(KbScreen):
 
     def on_mount(self) -> None:
         vt = self.query_one("#hist-versions", KbTable)
-        for label, width in (("version", 14), ("index", 6), ("body", 7), ("identity", 12), ("name then", 20)):
+        for label, width in (
+            ("version", 14),
+            ("index", 6),
+            ("body", 7),
+            ("identity", 12),
+            ("name then", 20),
+        ):
             vt.add_column(label, key=label, width=width)
         vt.flex("name then", 16)
         et = self.query_one("#hist-events", KbTable)
-        for label, width in (("when", 16), ("what", 10), ("kind", 12), ("", 1), ("change", 24), ("conf", 4),
-                             ("actor", 14), ("reason", 36), ("version", 10)):
+        for label, width in (
+            ("when", 16),
+            ("what", 10),
+            ("kind", 12),
+            ("", 1),
+            ("change", 24),
+            ("conf", 4),
+            ("actor", 14),
+            ("reason", 36),
+            ("version", 10),
+        ):
             et.add_column(label, key=label or "ok", width=width)
         et.flex("change", 24)
         self.query_one("#hist-events").focus()
@@ -77,7 +93,9 @@ class HistoryScreen(KbScreen):
         self._hist = hist
         sym = hist["symbol"]
         self.query_one("#title", TitleBar).show(
-            Text("history "), name_text(sym["name"] if sym else None, sym["provenance"] if sym else None, bold=True))
+            Text("history "),
+            name_text(sym["name"] if sym else None, sym["provenance"] if sym else None, bold=True),
+        )
         first = hist["first_seen"]
         head = Text()
         head.append("stable_id ", style="bold")
@@ -105,13 +123,22 @@ class HistoryScreen(KbScreen):
             ident = v["match_method"] or "new"
             if v["match_score"] is not None and ident != "new":
                 ident += f" {v['match_score']:.2f}"
-            rows.append((str(v["version_id"]), [
-                lit(clip(printable(v["label"]), 14)),
-                Text(f"#{v['index']}"),
-                Text("changed", style="bold yellow") if v["body_changed"] else Text("same", style="dim"),
-                lit(ident),
-                lit(names_then[v["version_id"]]) if names_then.get(v["version_id"]) else name_text(None),
-            ]))
+            rows.append(
+                (
+                    str(v["version_id"]),
+                    [
+                        lit(clip(printable(v["label"]), 14)),
+                        Text(f"#{v['index']}"),
+                        Text("changed", style="bold yellow")
+                        if v["body_changed"]
+                        else Text("same", style="dim"),
+                        lit(ident),
+                        lit(names_then[v["version_id"]])
+                        if names_then.get(v["version_id"])
+                        else name_text(None),
+                    ],
+                )
+            )
         vt.replace_rows(rows, keep_key=vt.current_key())
         vt.styles.height = min(len(rows), 6) + 1
 
@@ -120,25 +147,36 @@ class HistoryScreen(KbScreen):
         for e in hist["timeline"]:
             change = Text()
             if e["old_name"] is not None or e["new_name"] is not None:
-                change.append_text(lit(clip(e["old_name"], 80)) if e["old_name"] else Text("∅", style="dim"))
+                change.append_text(
+                    lit(clip(e["old_name"], 80)) if e["old_name"] else Text("∅", style="dim")
+                )
                 change.append(" → ")
-                change.append_text(lit(clip(e["new_name"], 80)) if e["new_name"] else Text("∅", style="dim"))
+                change.append_text(
+                    lit(clip(e["new_name"], 80)) if e["new_name"] else Text("∅", style="dim")
+                )
             kind = lit(e["kind"], KIND_STYLE.get(e["kind"], ""))
             if (e.get("repeats") or 1) > 1:  # identical refusals counted on one row
                 kind.append(f" ×{e['repeats']:,}", style="bold")
-            erows.append((str(e["id"]), [
-                Text(short_time(e["created_at"])),
-                lit(e["what"], "bold" if e["what"] == "name" else "cyan"),
-                kind,
-                Text("✓", style="green") if e["written"] else Text("✗", style="red"),
-                change,
-                conf_text(e["confidence"]),
-                lit(e["actor"]),
-                lit(e["reason"], "dim"),
-                lit(e.get("version_label") or ""),
-            ]))
+            erows.append(
+                (
+                    str(e["id"]),
+                    [
+                        Text(short_time(e["created_at"])),
+                        lit(e["what"], "bold" if e["what"] == "name" else "cyan"),
+                        kind,
+                        Text("✓", style="green") if e["written"] else Text("✗", style="red"),
+                        change,
+                        conf_text(e["confidence"]),
+                        lit(e["actor"]),
+                        lit(e["reason"], "dim"),
+                        lit(e.get("version_label") or ""),
+                    ],
+                )
+            )
         if not erows:
-            erows.append(("none", [Text(""), Text("no events", style="dim italic")] + [Text("")] * 7))
+            erows.append(
+                ("none", [Text(""), Text("no events", style="dim italic")] + [Text("")] * 7)
+            )
         et.replace_rows(erows, keep_key=et.current_key())
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
@@ -158,7 +196,9 @@ class HistoryScreen(KbScreen):
             return None
         last = self._hist["versions"][-1]
         sym = self._hist["symbol"]
-        return FunctionRef(last["version_id"], last["index"], self.stable_id, sym["name"] if sym else None)
+        return FunctionRef(
+            last["version_id"], last["index"], self.stable_id, sym["name"] if sym else None
+        )
 
     def after_rename(self, ref: FunctionRef) -> None:
         self.refresh_from_kb()

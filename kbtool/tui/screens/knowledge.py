@@ -174,9 +174,19 @@ class KnowledgeEdits:
             if values is not None:
                 self._write("comment", d["stable_id"], values[0], off)
 
-        self.app.push_screen(PromptScreen(title, [field], "⏎ saves it as yours (human, locked) · esc cancels"
-                                          + ("" if off is not None or self.mode != WASM else
-                                             " · on an instruction: a line comment")), done)  # type: ignore[attr-defined]
+        self.app.push_screen(
+            PromptScreen(
+                title,
+                [field],
+                "⏎ saves it as yours (human, locked) · esc cancels"
+                + (
+                    ""
+                    if off is not None or self.mode != WASM
+                    else " · on an instruction: a line comment"
+                ),
+            ),
+            done,
+        )  # type: ignore[attr-defined]
 
     def _knowledge_at_version(self, stable_id: str) -> dict[str, Any]:
         from kbtool.services import knowledge as ks
@@ -199,9 +209,14 @@ class KnowledgeEdits:
             if values is not None and values[0].strip():
                 self._write("prototype", d["stable_id"], values[0], None)
 
-        self.app.push_screen(PromptScreen(f"Prototype of #{self.index} {d['type']}",  # type: ignore[attr-defined]
-                                          [("C prototype, e.g. int f(char *s)", old)],
-                                          "⏎ saves it (checked against the wasm signature) · esc cancels"), done)
+        self.app.push_screen(
+            PromptScreen(
+                f"Prototype of #{self.index} {d['type']}",  # type: ignore[attr-defined]
+                [("C prototype, e.g. int f(char *s)", old)],
+                "⏎ saves it (checked against the wasm signature) · esc cancels",
+            ),
+            done,
+        )
 
     def action_rename(self) -> None:
         """``n``: a parameter or local on the line under the cursor, else the function."""
@@ -209,7 +224,12 @@ class KnowledgeEdits:
         line = self._cursor_line()
         ins = self.cursor_instr() if self.mode == WASM else None
         found = locals_on_line(line, self.mode, self.listing, ins) if d else []
-        sig = bool(d) and self.mode != WASM and line.rstrip().endswith("{") and not line.startswith(" ")
+        sig = (
+            bool(d)
+            and self.mode != WASM
+            and line.rstrip().endswith("{")
+            and not line.startswith(" ")
+        )
         if not found or sig or self.kb.read_only:  # type: ignore[attr-defined]
             super().action_rename()  # type: ignore[misc]
             return
@@ -221,11 +241,17 @@ class KnowledgeEdits:
             if values is not None and values[1].strip():
                 self._write("local", d["stable_id"], values[1].strip(), values[0].strip())
 
-        self.app.push_screen(PromptScreen(  # type: ignore[attr-defined]
-            f"Rename a local of #{self.index} (on this line: {others})",
-            [("local: index (3, l3, p0) or current name", str(first)),
-             ("new name (C identifier)", names.get(first, ""))],
-            "⏎ saves it as yours (human, locked) · tab: the other box · esc cancels"), done)
+        self.app.push_screen(
+            PromptScreen(  # type: ignore[attr-defined]
+                f"Rename a local of #{self.index} (on this line: {others})",
+                [
+                    ("local: index (3, l3, p0) or current name", str(first)),
+                    ("new name (C identifier)", names.get(first, "")),
+                ],
+                "⏎ saves it as yours (human, locked) · tab: the other box · esc cancels",
+            ),
+            done,
+        )
 
     @work(thread=True, exclusive=True, group="knowledge")
     def _write(self, kind: str, stable_id: str, value: str, where: Any) -> None:
@@ -255,5 +281,9 @@ class KnowledgeEdits:
         elif d["reason"] == "no change":
             self.notify(f"{what} unchanged: nothing written", timeout=3)  # type: ignore[attr-defined]
         else:
-            self.notify(printable(f"{what} not written: {d['reason']}"), severity="error",  # type: ignore[attr-defined]
-                        timeout=5, markup=False)
+            self.notify(
+                printable(f"{what} not written: {d['reason']}"),
+                severity="error",  # type: ignore[attr-defined]
+                timeout=5,
+                markup=False,
+            )

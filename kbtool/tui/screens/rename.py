@@ -30,10 +30,18 @@ class RenameScreen(ModalScreen[str | None]):
             head.append_text(name_text(self.ref.name))
             head.append(f"  (#{self.ref.index}, {self.ref.stable_id})", style="dim")
             yield Static(head, id="rename-title")
-            yield Input(value=self.ref.name or "", placeholder="new_name (C identifier, :: allowed)",
-                        id="rename-input")
-            yield Static(Text("⏎ saves it as a human name, locked against agents and tools · esc cancels",
-                              style="dim"), id="rename-hint")
+            yield Input(
+                value=self.ref.name or "",
+                placeholder="new_name (C identifier, :: allowed)",
+                id="rename-input",
+            )
+            yield Static(
+                Text(
+                    "⏎ saves it as a human name, locked against agents and tools · esc cancels",
+                    style="dim",
+                ),
+                id="rename-hint",
+            )
 
     def on_mount(self) -> None:
         box = self.query_one(Input)

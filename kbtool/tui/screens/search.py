@@ -44,15 +44,24 @@ class SearchScreen(KbScreen):
     def compose(self) -> ComposeResult:
         yield TitleBar(id="title")
         with Vertical(id="search-body"):
-            yield Input(value=self._initial, placeholder='name, stable_id, #index, "string or =constant',
-                        id="search-input")
+            yield Input(
+                value=self._initial,
+                placeholder='name, stable_id, #index, "string or =constant',
+                id="search-input",
+            )
             yield Static(id="search-status")
             yield KbTable(id="search-results")
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         table = self.query_one("#search-results", KbTable)
-        for label, width in (("name", 30), ("provenance", 10), ("conf", 4), ("versions", 8), ("stable_id", 16)):
+        for label, width in (
+            ("name", 30),
+            ("provenance", 10),
+            ("conf", 4),
+            ("versions", 8),
+            ("stable_id", 16),
+        ):
             table.add_column(label, key=label, width=width)
         table.flex("name", 16)
         self.query_one("#title", TitleBar).show("search", Text("all versions", style="dim"))
@@ -81,17 +90,24 @@ class SearchScreen(KbScreen):
         query = nav.classify(text)
         located = nav.located(conn, text, self.kb.version_id, limit=LIMIT) if text else []
         if query.kind in ("string", "const"):
-            results = []                      # the prefix asks for strings/constants only
+            results = []  # the prefix asks for strings/constants only
         else:
             results = queries.search_symbols(conn, text, limit=LIMIT) if text else []
         seen = {r["stable_id"] for r in located}
         results = located + [r for r in results if r["stable_id"] not in seen]
         seen = {r["stable_id"] for r in results}
-        if _HEX.match(text.lower()):          # a stable_id prefix: unnamed functions too
+        if _HEX.match(text.lower()):  # a stable_id prefix: unnamed functions too
             for f in queries.find_functions(conn, text.lower(), limit=20):
                 if f["stable_id"] not in seen and f["stable_id"].startswith(text.lower()):
-                    results.insert(0, {"stable_id": f["stable_id"], "name": f["name"],
-                                       "provenance": f["provenance"], "confidence": None})
+                    results.insert(
+                        0,
+                        {
+                            "stable_id": f["stable_id"],
+                            "name": f["name"],
+                            "provenance": f["provenance"],
+                            "confidence": None,
+                        },
+                    )
                     seen.add(f["stable_id"])
         self._results = results
         table = self.query_one("#search-results", KbTable)
@@ -101,27 +117,44 @@ class SearchScreen(KbScreen):
             where = queries.functions_by_stable_id(conn, r["stable_id"])
             r["where"] = where
             span = f"v{r['version_id']}#{r['index']}" if "index" in r else _span(where)
-            rows.append((r["stable_id"], [
-                name_text(r["name"], r["provenance"]),
-                prov_text(r["provenance"]),
-                conf_text(r["confidence"]),
-                Text(span),
-                Text(r["stable_id"], style="dim"),
-            ]))
+            rows.append(
+                (
+                    r["stable_id"],
+                    [
+                        name_text(r["name"], r["provenance"]),
+                        prov_text(r["provenance"]),
+                        conf_text(r["confidence"]),
+                        Text(span),
+                        Text(r["stable_id"], style="dim"),
+                    ],
+                )
+            )
         table.replace_rows(rows, keep_key=keep_key)
         self.refresh_bindings()
         status = self.query_one("#search-status", Static)
         if not text:
-            status.update(Text("Type to search every version's named functions (#1031 an index, "
-                               '"text a string, =0x10 a constant); ↓ moves to the results, '
-                               "⏎ opens one.", style="dim"))
+            status.update(
+                Text(
+                    "Type to search every version's named functions (#1031 an index, "
+                    '"text a string, =0x10 a constant); ↓ moves to the results, '
+                    "⏎ opens one.",
+                    style="dim",
+                )
+            )
         elif not results:
-            what = {"index": "no function at index ", "string": "no function references a string with ",
-                    "const": "no function uses the constant "}.get(query.kind, "no named function matches ")
-            status.update(Text.assemble(what, lit(query.text if query.kind != "index" else text, "bold")))
+            what = {
+                "index": "no function at index ",
+                "string": "no function references a string with ",
+                "const": "no function uses the constant ",
+            }.get(query.kind, "no named function matches ")
+            status.update(
+                Text.assemble(what, lit(query.text if query.kind != "index" else text, "bold"))
+            )
         else:
             capped = " (capped)" if len(results) >= LIMIT else ""
-            status.update(Text.assemble(f"{len(results)} result(s){capped} for ", lit(text, "bold")))
+            status.update(
+                Text.assemble(f"{len(results)} result(s){capped} for ", lit(text, "bold"))
+            )
 
     # ------------------------------------------------------------ navigation
 
@@ -129,7 +162,7 @@ class SearchScreen(KbScreen):
         self.query_one("#search-results", KbTable).focus()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        self._run(event.value, keep=True)   # do not wait for the debounce
+        self._run(event.value, keep=True)  # do not wait for the debounce
         self.action_open()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:

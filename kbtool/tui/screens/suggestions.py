@@ -42,13 +42,20 @@ class SuggestionsScreen(KbScreen):
 
     def on_mount(self) -> None:
         table = self.query_one("#sugg-table", KbTable)
-        for label, width in (("index", 6), ("name", 28), ("conf", 5), ("backend", 10),
-                             ("rule", 22), ("now", 24)):
+        for label, width in (
+            ("index", 6),
+            ("name", 28),
+            ("conf", 5),
+            ("backend", 10),
+            ("rule", 22),
+            ("now", 24),
+        ):
             table.add_column(label, key=label, width=width)
         table.flex("name", 16)
         self.query_one("#title", TitleBar).show(
             f"suggestions · version {self.version_id}",
-            Text("Enter accept (human, locked) · d dismiss", style="dim"))
+            Text("Enter accept (human, locked) · d dismiss", style="dim"),
+        )
         self.reload()
 
     def reload(self) -> None:
@@ -60,18 +67,29 @@ class SuggestionsScreen(KbScreen):
         for s in self._rows:
             cur = s.get("current")
             table.add_row(
-                str(s["index"]), lit(s["name"], "cyan"), f"{s['confidence']:.2f}",
-                lit(s.get("backend")), lit(s.get("rule")),
+                str(s["index"]),
+                lit(s["name"], "cyan"),
+                f"{s['confidence']:.2f}",
+                lit(s.get("backend")),
+                lit(s.get("rule")),
                 lit(f"{cur['name']} ({cur['provenance']})" if cur else "-", "dim"),
             )
         if self._rows:
             table.move_cursor(row=min(keep, len(self._rows) - 1))
-        shown = f"{len(self._rows)} of {page['total']}" if page["total"] > len(self._rows) \
+        shown = (
+            f"{len(self._rows)} of {page['total']}"
+            if page["total"] > len(self._rows)
             else str(page["total"])
+        )
         self.query_one("#sugg-status", Static).update(
-            Text(f"{shown} open suggestion(s)" if self._rows else
-                 "no open suggestions (names below the write floor appear here after "
-                 "`kbtool agent`)", style="dim"))
+            Text(
+                f"{shown} open suggestion(s)"
+                if self._rows
+                else "no open suggestions (names below the write floor appear here after "
+                "`kbtool agent`)",
+                style="dim",
+            )
+        )
 
     def _selected(self) -> dict | None:
         table = self.query_one("#sugg-table", KbTable)
@@ -84,8 +102,9 @@ class SuggestionsScreen(KbScreen):
         if s is None:
             return
         if self.kb.read_only:
-            self.notify("read-only: start `kbtool tui` without --read-only to decide",
-                        severity="warning")
+            self.notify(
+                "read-only: start `kbtool tui` without --read-only to decide", severity="warning"
+            )
             return
         from kbtool.services.agent_pass import NoSuggestion, accept_suggestion, dismiss_suggestion
 
@@ -93,8 +112,11 @@ class SuggestionsScreen(KbScreen):
         try:
             if accept:
                 d = accept_suggestion(conn, s["stable_id"], self.version_id, actor="human:tui")
-                msg = (Text.assemble("accepted ", lit(s["name"], "bold")) if d["written"]
-                       else Text.assemble("not written: ", lit(d["reason"])))
+                msg = (
+                    Text.assemble("accepted ", lit(s["name"], "bold"))
+                    if d["written"]
+                    else Text.assemble("not written: ", lit(d["reason"]))
+                )
             else:
                 dismiss_suggestion(conn, s["stable_id"], self.version_id, actor="human:tui")
                 msg = Text.assemble("dismissed ", lit(s["name"], "dim"))

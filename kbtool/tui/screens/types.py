@@ -25,7 +25,7 @@ from kbtool.tui.widgets.lists import KbTable, TitleBar
 from kbtool.tui.widgets.palette import prov_text
 
 PAGE = types_svc.MAX_LIST  # types listed at once
-SHOWN_APPLIED = 50         # "applied" lines of one type
+SHOWN_APPLIED = 50  # "applied" lines of one type
 
 
 class TypesScreen(KbScreen):
@@ -55,8 +55,16 @@ class TypesScreen(KbScreen):
 
     def on_mount(self) -> None:
         t = self.query_one("#types-list", KbTable)
-        for label, width in (("name", 24), ("kind", 7), ("size", 5), ("members", 7), ("uses", 4),
-                             ("provenance", 10), ("conf", 4), ("lock", 4)):
+        for label, width in (
+            ("name", 24),
+            ("kind", 7),
+            ("size", 5),
+            ("members", 7),
+            ("uses", 4),
+            ("provenance", 10),
+            ("conf", 4),
+            ("lock", 4),
+        ):
             t.add_column(label, key=label, width=width)
         t.flex("name", 16)
         t.focus()
@@ -72,16 +80,31 @@ class TypesScreen(KbScreen):
         self._types = page["types"]
         info = Text(f" {page['total']:,} type(s)", style="bold")
         if page["total"] > len(self._types):
-            info.append(f", first {len(self._types)} shown (kbtool types list --offset N)", style="dim")
-        info.append("   no types yet: kbtool types add FILE.h" if not page["total"]
-                    else "   read-only: kbtool types add FILE.h / apply / field", style="dim")
+            info.append(
+                f", first {len(self._types)} shown (kbtool types list --offset N)", style="dim"
+            )
+        info.append(
+            "   no types yet: kbtool types add FILE.h"
+            if not page["total"]
+            else "   read-only: kbtool types add FILE.h / apply / field",
+            style="dim",
+        )
         status.update(info)
         table = self.query_one("#types-list", KbTable)
         rows = [
-            (str(k), [lit(r["name"], "bold"), lit(r["kind"] or ""),
-                      Text("" if r["size"] is None else str(r["size"])), Text(str(r["fields"])),
-                      Text(str(r["uses"])), prov_text(r["provenance"]), Text(f"{r['confidence']:.2f}"),
-                      Text("yes" if r["locked"] else "")])
+            (
+                str(k),
+                [
+                    lit(r["name"], "bold"),
+                    lit(r["kind"] or ""),
+                    Text("" if r["size"] is None else str(r["size"])),
+                    Text(str(r["fields"])),
+                    Text(str(r["uses"])),
+                    prov_text(r["provenance"]),
+                    Text(f"{r['confidence']:.2f}"),
+                    Text("yes" if r["locked"] else ""),
+                ],
+            )
             for k, r in enumerate(self._types)
         ]
         if not rows:
@@ -146,7 +169,9 @@ class TypesScreen(KbScreen):
             out.append_text(self._where(a))
             out.append("\n")
         if len(applied) > SHOWN_APPLIED:
-            out.append(f"… {len(applied) - SHOWN_APPLIED:,} more (kbtool types show)\n", style="dim")
+            out.append(
+                f"… {len(applied) - SHOWN_APPLIED:,} more (kbtool types show)\n", style="dim"
+            )
         return out
 
     def _where(self, a: dict[str, Any]) -> Text:
@@ -155,8 +180,11 @@ class TypesScreen(KbScreen):
         fn = a.get("function")
         if fn is not None:
             line.append(f"local {a['key']} of ")
-            line.append_text(lit(clip(fn["name"], 60), "bold") if fn["name"]
-                             else lit(f"unnamed {a['target']}", "dim"))
+            line.append_text(
+                lit(clip(fn["name"], 60), "bold")
+                if fn["name"]
+                else lit(f"unnamed {a['target']}", "dim")
+            )
             if fn["version_id"] is not None:
                 line.append(f" (v{fn['version_id']} #{fn['index']})", style="dim")
         else:

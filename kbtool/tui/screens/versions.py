@@ -27,7 +27,7 @@ class VersionsScreen(KbScreen):
 
     BINDINGS = [
         Binding("d", "diff_to", "diff"),
-        BACK_HIDDEN,          # back to the heatmap last shown (its cursor kept), if any
+        BACK_HIDDEN,  # back to the heatmap last shown (its cursor kept), if any
     ]
 
     def _heatmap_to_return_to(self) -> int | None:
@@ -52,8 +52,12 @@ class VersionsScreen(KbScreen):
     def on_mount(self) -> None:
         table = self.query_one("#versions-table", KbTable)
         for label, key, width in (
-            ("id", "id", 3), ("label", "label", 14), ("toolchain", "toolchain", 14),
-            ("funcs", "funcs", 5), ("defined", "defined", 7), ("shm", "shm", 3),
+            ("id", "id", 3),
+            ("label", "label", 14),
+            ("toolchain", "toolchain", 14),
+            ("funcs", "funcs", 5),
+            ("defined", "defined", 7),
+            ("shm", "shm", 3),
             ("coverage", "coverage", 19),
         ):
             table.add_column(label, key=key, width=width)
@@ -62,7 +66,7 @@ class VersionsScreen(KbScreen):
     # ------------------------------------------------------------ data
 
     def reload(self) -> None:
-        if self.kb.heatmap_first:          # the heatmap opens on top at start: load when shown
+        if self.kb.heatmap_first:  # the heatmap opens on top at start: load when shown
             self.seen_token = None
             return
         conn = self.kb.conn
@@ -77,8 +81,9 @@ class VersionsScreen(KbScreen):
         self._versions.sort(key=lambda v: (first_of[v["program"]], v["id"]))  # grouped by program
         n_prog = len(first_of)
         self.query_one("#title", TitleBar).show(
-            f"versions ({len(self._versions)})" + (f" · {n_prog} programs" if n_prog > 1 else ""))
-        table.disabled = empty            # nothing to open: no "⏎ open" in the footer
+            f"versions ({len(self._versions)})" + (f" · {n_prog} programs" if n_prog > 1 else "")
+        )
+        table.disabled = empty  # nothing to open: no "⏎ open" in the footer
         if empty:
             self.query_one("#versions-empty", Static).update(self._empty_text())
             table.clear()
@@ -88,25 +93,44 @@ class VersionsScreen(KbScreen):
         prev_program = None
         for v in self._versions:
             if n_prog > 1 and v["program"] != prev_program:  # a header row per program
-                rows.append((f"{_PROGRAM_KEY}{v['id']}", [
-                    Text(""), Text.assemble(("▾ ", "magenta"),
-                                            lit(clip(printable(v["program"]), 40), "bold magenta")),
-                    Text(""), Text(""), Text(""), Text(""), Text(""),
-                ]))
+                rows.append(
+                    (
+                        f"{_PROGRAM_KEY}{v['id']}",
+                        [
+                            Text(""),
+                            Text.assemble(
+                                ("▾ ", "magenta"),
+                                lit(clip(printable(v["program"]), 40), "bold magenta"),
+                            ),
+                            Text(""),
+                            Text(""),
+                            Text(""),
+                            Text(""),
+                            Text(""),
+                        ],
+                    )
+                )
             prev_program = v["program"]
             cov = self._coverage[v["id"]]
             bar = coverage_bar(split_of(cov), cov["defined"], 12)
             bar.append(f" {cov['coverage_pct']:5.1f}%")
-            rows.append((str(v["id"]), [
-                Text(str(v["id"]), justify="right"),
-                lit(clip(printable(v["label"]), 40), "bold"),
-                toolchain_text(v["toolchain_version"], 14),
-                Text(str(v["functions"]), justify="right"),
-                Text(str(cov["defined"]), justify="right"),
-                Text("yes" if v["shared_memory"] else "no"),
-                bar,
-            ]))
-        table.replace_rows(rows, keep_key=str(keep) if keep is not None else str(self._versions[-1]["id"]))
+            rows.append(
+                (
+                    str(v["id"]),
+                    [
+                        Text(str(v["id"]), justify="right"),
+                        lit(clip(printable(v["label"]), 40), "bold"),
+                        toolchain_text(v["toolchain_version"], 14),
+                        Text(str(v["functions"]), justify="right"),
+                        Text(str(cov["defined"]), justify="right"),
+                        Text("yes" if v["shared_memory"] else "no"),
+                        bar,
+                    ],
+                )
+            )
+        table.replace_rows(
+            rows, keep_key=str(keep) if keep is not None else str(self._versions[-1]["id"])
+        )
         if self.focused is None:
             table.focus()
         self._show_info()
@@ -118,7 +142,10 @@ class VersionsScreen(KbScreen):
         t.append("Ingest a release of your module to start:\n\n")
         t.append(f"    kbtool ingest app-1.0.wasm --label 1.0 --db {db}\n\n", style="bold cyan")
         t.append("or try the bundled demo (two zstd releases):\n\n")
-        t.append("    kbtool demo --db kbtool-demo.db && kbtool tui --db kbtool-demo.db\n\n", style="bold cyan")
+        t.append(
+            "    kbtool demo --db kbtool-demo.db && kbtool tui --db kbtool-demo.db\n\n",
+            style="bold cyan",
+        )
         t.append("This screen updates by itself when a version arrives.", style="dim")
         return t
 
@@ -148,24 +175,39 @@ class VersionsScreen(KbScreen):
         info = queries.version_info(self.kb.conn, vid)
         cov = self._coverage.get(vid) or queries.coverage(self.kb.conn, vid)
         grid = Table.grid(padding=(0, 1))
-        grid.add_column(style="bold", no_wrap=True, min_width=9)   # never "v… p… t…"
+        grid.add_column(style="bold", no_wrap=True, min_width=9)  # never "v… p… t…"
         grid.add_column(overflow="fold")
         grid.add_row("version", Text.assemble(lit(info["label"], "bold"), f"  (id {vid})"))
         lin = info.get("lineage") or {}
         parent = info["parent_version_id"]
         how = f", overlap {lin['overlap']:.1%}" if lin.get("overlap") is not None else ""
-        grid.add_row("program", Text.assemble(
-            lit(info["program"], "bold magenta"),
-            f"  parent: version {parent}{how}" if parent is not None else "  (first of its lineage)"))
+        grid.add_row(
+            "program",
+            Text.assemble(
+                lit(info["program"], "bold magenta"),
+                f"  parent: version {parent}{how}"
+                if parent is not None
+                else "  (first of its lineage)",
+            ),
+        )
         producers = "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(info["producers"].items()))
         grid.add_row("toolchain", toolchain_text(info["toolchain_version"]))
         if producers:
             grid.add_row("producers", lit(clip(printable(producers), 200)))
-        grid.add_row("functions", Text(
-            f"{info['imported_functions']} imported + {info['defined_functions']} defined,"
-            f" {info['exported_functions']} exported, {info['instructions']:,} instructions"))
-        grid.add_row("module", Text(f"{info['size']:,} bytes  sha256 {info['sha256'][:16]}…"
-                                    f"  shared memory {'yes' if info['shared_memory'] else 'no'}"))
+        grid.add_row(
+            "functions",
+            Text(
+                f"{info['imported_functions']} imported + {info['defined_functions']} defined,"
+                f" {info['exported_functions']} exported, {info['instructions']:,} instructions"
+            ),
+        )
+        grid.add_row(
+            "module",
+            Text(
+                f"{info['size']:,} bytes  sha256 {info['sha256'][:16]}…"
+                f"  shared memory {'yes' if info['shared_memory'] else 'no'}"
+            ),
+        )
         grid.add_row("ingested", lit(info["ingested_at"]))
         split = Text()
         parts = split_of(cov)
@@ -174,10 +216,15 @@ class VersionsScreen(KbScreen):
                 split.append("  ")
             split.append_text(prov_text(prov))
             split.append(f" {parts[prov]}")
-        grid.add_row("named", Text(f"{cov['named']} of {cov['defined']} ({cov['coverage_pct']:.1f}%)"))
+        grid.add_row(
+            "named", Text(f"{cov['named']} of {cov['defined']} ({cov['coverage_pct']:.1f}%)")
+        )
         grid.add_row("split", split)
         if info["parent_version_id"] is not None:
-            grid.add_row("carried", Text(f"{info['carried']} identities from version {info['parent_version_id']}"))
+            grid.add_row(
+                "carried",
+                Text(f"{info['carried']} identities from version {info['parent_version_id']}"),
+            )
         box.update(grid)
 
     # ------------------------------------------------------------ actions
@@ -194,7 +241,6 @@ class VersionsScreen(KbScreen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("open_version", "diff_to"):
             return True if getattr(self, "_versions", None) else None
-        if action == "back":           # back to the heatmap last shown, when there is one
+        if action == "back":  # back to the heatmap last shown, when there is one
             return len(self.app.screen_stack) > 1 or self._heatmap_to_return_to() is not None
         return super().check_action(action, parameters)
-

@@ -31,8 +31,10 @@ def target_text(t: dict[str, Any]) -> Text:
         return lit(f"function #{t['index']} {t.get('name') or '(unnamed)'}")
     if t["kind"] == "global":
         name = t.get("name") or f"g{t['index']}"
-        return lit(f"global {name} (g{t['index']}, {t['type']}{' mut' if t['mutable'] else ''},"
-                   f" role {t.get('role') or '-'})")
+        return lit(
+            f"global {name} (g{t['index']}, {t['type']}{' mut' if t['mutable'] else ''},"
+            f" role {t.get('role') or '-'})"
+        )
     out = lit(f"{t['kind']} {t['label']} at 0x{t['address']:x} ({t['size']} bytes)")
     if t.get("text") is not None:
         out.append_text(lit(" " + clip(printable(repr(t["text"])), 80), "green"))
@@ -104,10 +106,14 @@ class XrefsScreen(KbScreen):
                 self.query_one("#xrefs-head", Static).update(lit(str(exc), "bold red"))
                 return
         res = self.result
-        self.query_one("#title", TitleBar).show(Text(f"v{self.version_id} xrefs "), lit(clip(self.target, 40)))
+        self.query_one("#title", TitleBar).show(
+            Text(f"v{self.version_id} xrefs "), lit(clip(self.target, 40))
+        )
         self.query_one("#xrefs-head", Static).update(target_text(res["target"]))
         shown = len(res["refs"])
-        label = f"{res['total']} reference(s) to it" + (f", first {shown} shown" if res["total"] > shown else "")
+        label = f"{res['total']} reference(s) to it" + (
+            f", first {shown} shown" if res["total"] > shown else ""
+        )
         self.query_one("#refs-label", Static).update(Text(label, style="bold"))
         table = self.query_one("#xrefs-table", KbTable)
         rows = []
@@ -128,8 +134,13 @@ class XrefsScreen(KbScreen):
         if uses is None:
             return
         calls = uses.get("calls") or []
-        label.update(Text(f"it uses {len(self._uses)} data/global reference(s) and calls {len(calls)}"
-                          " function(s)", style="bold"))
+        label.update(
+            Text(
+                f"it uses {len(self._uses)} data/global reference(s) and calls {len(calls)}"
+                " function(s)",
+                style="bold",
+            )
+        )
         rows = []
         for k, u in enumerate(self._uses):
             if u["target_kind"] == "global":

@@ -18,8 +18,15 @@ class CodeView(LinesView):
         super().__init__(id=id)
         self.calls: dict[int, int] = {}  # 0-based line -> callee index
 
-    def show_code(self, lines: list[str], mode: str, *, calls: dict[int, int] | None = None,
-                  hint: bool = False, cursor: int = 0) -> None:
+    def show_code(
+        self,
+        lines: list[str],
+        mode: str,
+        *,
+        calls: dict[int, int] | None = None,
+        hint: bool = False,
+        cursor: int = 0,
+    ) -> None:
         """Show ``lines`` highlighted as ``mode``; ``hint``: plain italic text (no code);
         ``calls``: the lines that call a function (underlined in wasm)."""
         self.calls = calls or {}

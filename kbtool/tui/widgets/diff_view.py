@@ -42,13 +42,19 @@ class FunctionDiffView(LinesView):
                     lines_u.append(("-", r))
                 if r["b"] is not None:
                     lines_u.append(("+", r))
-            self.changes = [i for i, (s, _) in enumerate(lines_u)
-                            if s != " " and (i == 0 or lines_u[i - 1][0] == " ")]
+            self.changes = [
+                i
+                for i, (s, _) in enumerate(lines_u)
+                if s != " " and (i == 0 or lines_u[i - 1][0] == " ")
+            ]
             w = max((len(r["a"] or r["b"] or "") for _, r in lines_u), default=0) + 2
             self.set_lines(len(lines_u), lambda i: _unified_line(*lines_u[i]), w)
             return
-        self.changes = [i for i, r in enumerate(rows)
-                        if r["op"] != "equal" and (i == 0 or rows[i - 1]["op"] == "equal")]
+        self.changes = [
+            i
+            for i, r in enumerate(rows)
+            if r["op"] != "equal" and (i == 0 or rows[i - 1]["op"] == "equal")
+        ]
         half = max(20, (width - 3) // 2)  # 2 columns for the scrollbar
         self.set_lines(len(rows), lambda i: _side_line(rows[i], half), half * 2 + 1)
 
@@ -96,7 +102,9 @@ def _unified_line(sign: str, row: dict) -> Text:
     text = row["a"] if sign == "-" else row["b"]
     spans = row["a_spans"] if sign == "-" else row["b_spans"]
     if changed:
-        return Text(f"{sign} ", style="bold yellow").append_text(_cell(text, spans, "", len(text) + 2))
+        return Text(f"{sign} ", style="bold yellow").append_text(
+            _cell(text, spans, "", len(text) + 2)
+        )
     style = DIFF_STYLE["del_line"] if sign == "-" else DIFF_STYLE["ins_line"]
     return Text(f"{sign} {printable(text)}", style=style)
 

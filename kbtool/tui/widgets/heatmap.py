@@ -30,9 +30,9 @@ from textual.strip import Strip
 
 from kbtool.tui.widgets.palette import PROVENANCES, TINT
 
-BUCKETS = 11                      # confidence quantised to 0.0, 0.1, ... 1.0
+BUCKETS = 11  # confidence quantised to 0.0, 0.1, ... 1.0
 UNNAMED = PROVENANCES.index(None)
-EMPTY = 255                       # past the last function
+EMPTY = 255  # past the last function
 CURSOR = 254
 HALF = "▀"
 
@@ -100,12 +100,12 @@ class HeatmapGrid(ScrollView, can_focus=True):
         Binding("down", "move(0, 1)", "down", show=False),
         Binding("pageup,ctrl+b", "page(-1)", "page up", show=False),
         Binding("pagedown,ctrl+f,space", "page(1)", "page down", show=False),
-        Binding("home", "jump(0)", "first", show=False),   # g: go to an index (the screen)
+        Binding("home", "jump(0)", "first", show=False),  # g: go to an index (the screen)
         Binding("end,G", "jump(-1)", "last", show=False),
         Binding("enter", "select", "open", key_display="⏎"),
     ]
 
-    cursor: reactive[int] = reactive(0, repaint=False, init=False)   # watch_cursor repaints 2 lines
+    cursor: reactive[int] = reactive(0, repaint=False, init=False)  # watch_cursor repaints 2 lines
 
     class CursorMoved(Message):
         """The cursor now sits on cell ``position`` (index into the grid's cells)."""
@@ -131,13 +131,15 @@ class HeatmapGrid(ScrollView, can_focus=True):
         def control(self) -> HeatmapGrid:
             return self.grid
 
-    def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(
+        self, *, name: str | None = None, id: str | None = None, classes: str | None = None
+    ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self._codes = bytearray()
         self._cols = 1
         self._palette: _Palette | None = None
         self._styles: dict[tuple[int, int, bool], Style] = {}
-        self.first_paint: float | None = None     # perf_counter() of the first line drawn with cells
+        self.first_paint: float | None = None  # perf_counter() of the first line drawn with cells
 
     # ------------------------------------------------------------ data
 
@@ -315,7 +317,9 @@ class HeatmapGrid(ScrollView, can_focus=True):
             target = len(self._codes) - 1
         self.move_to(target)
         # keep the cursor's screen row: scroll by a page as well
-        self.scroll_to(y=round(self.scroll_offset.y) + direction * height, animate=False, immediate=True)
+        self.scroll_to(
+            y=round(self.scroll_offset.y) + direction * height, animate=False, immediate=True
+        )
         self._scroll_to_cursor()
 
     def action_jump(self, where: int) -> None:

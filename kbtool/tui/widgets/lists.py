@@ -28,8 +28,13 @@ class KbTable(DataTable):
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         # renderable priority: provenance colours stay visible on the cursor row
-        super().__init__(id=id, classes=classes, cursor_type="row", zebra_stripes=True,
-                         cursor_foreground_priority="renderable")
+        super().__init__(
+            id=id,
+            classes=classes,
+            cursor_type="row",
+            zebra_stripes=True,
+            cursor_foreground_priority="renderable",
+        )
         self._flex: tuple[str, int] | None = None
 
     def flex(self, key: str, min_width: int = 12) -> None:
