@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Annotated, Any
 
 import typer
@@ -21,7 +22,7 @@ from kbtool.commands.common import (
 )
 from kbtool.kb.provenance import COLOURS
 from kbtool.render.text import lit
-from kbtool.services.agent_pass import plan_agent_pass, run_agent_pass
+from kbtool.services.agent_pass import PassPlan, plan_agent_pass, run_agent_pass
 from kbtool.services.agents import BackendUnavailable
 
 SELECTOR_HELP = "auto, offline, provider_a (aliases provider_a_alias_1/_2) or provider_b"
@@ -41,118 +42,133 @@ def register(app: typer.Typer) -> None:
     app.command("suggestions")(suggestions)
 
 
+# the options of ``kbtool agent`` (Annotated aliases keep the command's signature short)
+VersionArg = Annotated[int, typer.Argument(help="The version id (see `kbtool versions`).")]
+BackendOption = Annotated[str, typer.Option("--backend", "-b", help=SELECTOR_HELP)]
+AllOption = Annotated[
+    bool,
+    typer.Option(
+        "--all",
+        help="Also propose for functions named at confidence 0.5 or more (the gate still decides).",
+    ),
+]
+RoundsOption = Annotated[
+    int,
+    typer.Option(
+        "--rounds",
+        min=1,
+        max=MAX_ROUNDS,
+        help="Rounds; later ones use the names written so far and stop at a fixpoint.",
+    ),
+]
+MaxFunctionsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-functions",
+        min=0,
+        max=MAX_FUNCTIONS,
+        help="Cost guard: candidates sent to the backend (default: all offline, 500 for a provider; 0 = no cap).",
+        show_default=False,
+    ),
+]
+DryRunOption = Annotated[
+    bool,
+    typer.Option("--dry-run", help="Propose, verify and decide as the gate would; write nothing."),
+]
+MinConfidenceOption = Annotated[
+    float,
+    typer.Option(
+        "--min-confidence",
+        min=0.0,
+        max=1.0,
+        help="Write floor: names below this calibrated confidence are kept as suggestions "
+        "(`kbtool suggestions VERSION`) instead of written.",
+    ),
+]
+TimeoutOption = Annotated[
+    float | None,
+    typer.Option(
+        "--timeout",
+        help="Total deadline of one provider call in seconds, retries included "
+        "(default: $KBTOOL_AGENT_TIMEOUT or 120).",
+        show_default=False,
+    ),
+]
+RetriesOption = Annotated[
+    int | None,
+    typer.Option(
+        "--retries",
+        min=0,
+        max=20,
+        help="Retries of a 429/5xx/connection error per call (default: "
+        "$KBTOOL_AGENT_RETRIES or 3).",
+        show_default=False,
+    ),
+]
+ConcurrencyOption = Annotated[
+    int | None,
+    typer.Option(
+        "--concurrency",
+        min=1,
+        max=64,
+        help="Provider calls in flight (default: $KBTOOL_AGENT_CONCURRENCY or 4).",
+        show_default=False,
+    ),
+]
+OpinionsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--opinions",
+        min=1,
+        max=2,
+        help="2: a second prompt checks each answer (agreement raises the "
+        "calibrated confidence); 1 halves the calls (default: "
+        "$KBTOOL_AGENT_OPINIONS or 2).",
+        show_default=False,
+    ),
+]
+PriceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--price",
+        help="IN,OUT: US$ per million input/output tokens of the model "
+        "(default: the price table, $KBTOOL_AGENT_PRICES).",
+        show_default=False,
+    ),
+]
+NoKnowledgeOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-knowledge",
+        help="Write names only, not the answers' comments, local names and prototypes.",
+    ),
+]
+AskAgainOption = Annotated[
+    bool,
+    typer.Option(
+        "--ask-again",
+        help="Ask again where a callee or caller got a name since the stored "
+        "answer (default: a function already answered is not bought twice; "
+        "--rounds 2 re-asks within the pass).",
+    ),
+]
+
+
 def agent(
-    version: Annotated[int, typer.Argument(help="The version id (see `kbtool versions`).")],
-    backend: Annotated[str, typer.Option("--backend", "-b", help=SELECTOR_HELP)] = "auto",
-    all_: Annotated[
-        bool,
-        typer.Option(
-            "--all",
-            help="Also propose for functions named at confidence 0.5 or more (the gate still decides).",
-        ),
-    ] = False,
-    rounds: Annotated[
-        int,
-        typer.Option(
-            "--rounds",
-            min=1,
-            max=MAX_ROUNDS,
-            help="Rounds; later ones use the names written so far and stop at a fixpoint.",
-        ),
-    ] = 1,
-    max_functions: Annotated[
-        int | None,
-        typer.Option(
-            "--max-functions",
-            min=0,
-            max=MAX_FUNCTIONS,
-            help="Cost guard: candidates sent to the backend (default: all offline, 500 for a provider; 0 = no cap).",
-            show_default=False,
-        ),
-    ] = None,
-    dry_run: Annotated[
-        bool,
-        typer.Option(
-            "--dry-run", help="Propose, verify and decide as the gate would; write nothing."
-        ),
-    ] = False,
-    min_confidence: Annotated[
-        float,
-        typer.Option(
-            "--min-confidence",
-            min=0.0,
-            max=1.0,
-            help="Write floor: names below this calibrated confidence are kept as suggestions "
-            "(`kbtool suggestions VERSION`) instead of written.",
-        ),
-    ] = 0.5,
-    timeout: Annotated[
-        float | None,
-        typer.Option(
-            "--timeout",
-            help="Total deadline of one provider call in seconds, retries included "
-            "(default: $KBTOOL_AGENT_TIMEOUT or 120).",
-            show_default=False,
-        ),
-    ] = None,
-    retries: Annotated[
-        int | None,
-        typer.Option(
-            "--retries",
-            min=0,
-            max=20,
-            help="Retries of a 429/5xx/connection error per call (default: "
-            "$KBTOOL_AGENT_RETRIES or 3).",
-            show_default=False,
-        ),
-    ] = None,
-    concurrency: Annotated[
-        int | None,
-        typer.Option(
-            "--concurrency",
-            min=1,
-            max=64,
-            help="Provider calls in flight (default: $KBTOOL_AGENT_CONCURRENCY or 4).",
-            show_default=False,
-        ),
-    ] = None,
-    opinions: Annotated[
-        int | None,
-        typer.Option(
-            "--opinions",
-            min=1,
-            max=2,
-            help="2: a second prompt checks each answer (agreement raises the "
-            "calibrated confidence); 1 halves the calls (default: "
-            "$KBTOOL_AGENT_OPINIONS or 2).",
-            show_default=False,
-        ),
-    ] = None,
-    price: Annotated[
-        str | None,
-        typer.Option(
-            "--price",
-            help="IN,OUT: US$ per million input/output tokens of the model "
-            "(default: the price table, $KBTOOL_AGENT_PRICES).",
-            show_default=False,
-        ),
-    ] = None,
-    no_knowledge: Annotated[
-        bool,
-        typer.Option(
-            "--no-knowledge",
-            help="Write names only, not the answers' comments, local names and prototypes.",
-        ),
-    ] = False,
-    ask_again: Annotated[
-        bool,
-        typer.Option(
-            "--ask-again",
-            help="Ask again where a callee or caller got a name since the stored "
-            "answer (default: a function already answered is not bought twice; "
-            "--rounds 2 re-asks within the pass).",
-        ),
-    ] = False,
+    version: VersionArg,
+    backend: BackendOption = "auto",
+    all_: AllOption = False,
+    rounds: RoundsOption = 1,
+    max_functions: MaxFunctionsOption = None,
+    dry_run: DryRunOption = False,
+    min_confidence: MinConfidenceOption = 0.5,
+    timeout: TimeoutOption = None,
+    retries: RetriesOption = None,
+    concurrency: ConcurrencyOption = None,
+    opinions: OpinionsOption = None,
+    price: PriceOption = None,
+    no_knowledge: NoKnowledgeOption = False,
+    ask_again: AskAgainOption = False,
     json_out: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -160,59 +176,97 @@ def agent(
 
     A provider pass names callees before callers, keeps every answer in the KB as it arrives
     (a re-run sends only what has no answer) and shows calls, tokens and the estimated cost."""
+    price_v = _price(price)
+    conn = ro(db) if dry_run else rw(db)
+    plan = _plan(
+        conn,
+        version,
+        backend,
+        not all_,
+        max_functions,
+        timeout=timeout,
+        retries=retries,
+        concurrency=concurrency,
+        opinions=opinions,
+        price=price_v,
+    )
+    summary = _run_with_bar(
+        conn,
+        plan,
+        json_out,
+        version,
+        backend,
+        not all_,
+        rounds,
+        dry_run=dry_run,
+        min_confidence=min_confidence,
+        knowledge=not no_knowledge,
+        reuse_answers=not ask_again,
+    )
+    if json_out:
+        print_json(summary)
+        return
+    _print_summary(summary, version, dry_run)
+
+
+def _price(price: str | None) -> tuple[float, float] | None:
+    """``--price IN,OUT`` parsed (None: the price table); a bad value fails in one line."""
     from kbtool.services.agents import parse_price
 
     try:
-        price_v = parse_price(price) if price is not None else None
+        return parse_price(price) if price is not None else None
     except ValueError as exc:
         fail(str(exc))
-    conn = ro(db) if dry_run else rw(db)
+        raise  # unreachable: fail() exits
+
+
+def _plan(conn: sqlite3.Connection, *args: Any, **kwargs: Any) -> PassPlan:
+    """``plan_agent_pass(conn, *args, **kwargs)``; a bad value or a missing backend fails in
+    one line."""
     try:
-        plan = plan_agent_pass(
-            conn,
-            version,
-            backend,
-            not all_,
-            max_functions,
-            timeout=timeout,
-            retries=retries,
-            concurrency=concurrency,
-            opinions=opinions,
-            price=price_v,
-        )
+        return plan_agent_pass(conn, *args, **kwargs)
     except (BackendUnavailable, ValueError) as exc:
         fail(str(exc).splitlines()[0])
-    extra = {"knowledge": not no_knowledge, "reuse_answers": not ask_again}
+        raise  # unreachable: fail() exits
 
-    def notice(message: str) -> None:  # stderr: --json keeps stdout pure
-        err_console.print(lit(message), soft_wrap=True)
 
+def _notice(message: str) -> None:
+    """A one-line message for a person on stderr (--json keeps stdout pure)."""
+    err_console.print(lit(message), soft_wrap=True)
+
+
+def _run_with_bar(
+    conn: sqlite3.Connection,
+    plan: PassPlan,
+    json_out: bool,
+    version: int,
+    backend: str,
+    only_unconfident: bool,
+    rounds: int,
+    **options: Any,
+) -> dict[str, Any]:
+    """Run ``plan`` (``options``: :func:`run_agent_pass`'s keywords), drawing a progress bar on
+    a terminal's stderr unless ``--json`` or there is nothing to send."""
     progress = None
     bar = _progress_bar() if err_console.is_terminal and not json_out and plan.candidates else None
     if bar is not None:
         bar.start()
         progress = _bar_progress(bar, plan)
     try:
-        summary = run_agent_pass(
+        return run_agent_pass(
             conn,
             version,
             backend,
-            not all_,
+            only_unconfident,
             rounds,
-            dry_run=dry_run,
             progress=progress,
-            notice=notice,
+            notice=_notice,
             plan=plan,
-            min_confidence=min_confidence,
-            **extra,
+            **options,
         )
     finally:
         if bar is not None:
             bar.stop()
-    if json_out:
-        print_json(summary)
-        return
-    _print_summary(summary, version, dry_run)
 
 
 def _progress_bar() -> Progress:

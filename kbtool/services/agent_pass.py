@@ -323,34 +323,10 @@ def run_agent_pass(
         )
     chosen = plan.backend
     say = notice or (lambda _msg: None)
-    if plan.left_for_later:
-        say(
-            f"cost guard: {plan.left_for_later} more candidates left for a later pass "
-            f"(--max-functions {plan.limit}; 0 lifts the cap)"
-        )
-    log.info(
-        "agent pass on version %s: backend %s, %d candidates, %d skipped",
-        version_id,
-        chosen.name,
-        len(plan.candidates),
-        plan.skipped_existing,
-    )
-
-    summary = PassSummary(chosen.name)
-    summary.skipped_existing = plan.skipped_existing
+    _announce(plan, version_id, say)
     contexts = pass_contexts(plan)
     llm = chosen if isinstance(chosen, LLMBackend) else None
-    estimate: dict[str, Any] = {}
-    if llm is not None and not plan.replayed:
-        from kbtool.services.agent_prompts import enrich_contexts
-
-        enrich_contexts(conn, version_id, contexts)
-        llm.store = KBAnswers(conn, version_id, llm)
-        llm.reuse, llm.round = reuse_answers, 1
-        estimate = estimate_round(conn, llm, contexts)
-        if contexts:
-            say(estimate_text(plan, rounds, estimate))
-    taken = set(plan.names.values())
+    estimate = _prepare_provider(conn, version_id, plan, contexts, rounds, reuse_answers, say)
     run = dict(
         selector=backend,
         backend=chosen.name,
@@ -368,7 +344,6 @@ def run_agent_pass(
     )
     emit = Feed(conn, version_id, enabled=not dry_run)
     emit("agent-pass-started", payload=run)
-
     decide = Decisions(
         conn,
         version_id,
@@ -381,6 +356,74 @@ def run_agent_pass(
         knowledge=knowledge,
         min_confidence=min_confidence,
     )
+    summary = _rounds(plan, contexts, decide, rounds, min_confidence, progress, is_cancelled)
+    if is_cancelled():
+        summary.cancelled = True
+        log.info("agent pass on version %s cancelled by its caller", version_id)
+    out = _summary_out(summary, llm, estimate, say)
+    if not dry_run:
+        run_id = store.record_run(conn, version_id, "agent", {**out, "run": run})
+        brief = {k: v for k, v in out.items() if k != "details"}
+        emit("agent-pass-done", payload={**brief, "run_id": run_id})
+    return out
+
+
+def _announce(plan: PassPlan, version_id: int, say: Callable[[str], None]) -> None:
+    """Tell a person what the cost guard left for later; log the pass's size."""
+    if plan.left_for_later:
+        say(
+            f"cost guard: {plan.left_for_later} more candidates left for a later pass "
+            f"(--max-functions {plan.limit}; 0 lifts the cap)"
+        )
+    log.info(
+        "agent pass on version %s: backend %s, %d candidates, %d skipped",
+        version_id,
+        plan.backend.name,
+        len(plan.candidates),
+        plan.skipped_existing,
+    )
+
+
+def _prepare_provider(
+    conn: sqlite3.Connection,
+    version_id: int,
+    plan: PassPlan,
+    contexts: list[dict[str, Any]],
+    rounds: int,
+    reuse_answers: bool,
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    """For a provider backend (not replayed): enrich ``contexts`` from the KB, attach the
+    stored answers, estimate round 1 and tell a person; the estimate ({} offline)."""
+    llm = plan.backend
+    if not isinstance(llm, LLMBackend) or plan.replayed:
+        return {}
+    from kbtool.services.agent_prompts import enrich_contexts
+
+    enrich_contexts(conn, version_id, contexts)
+    llm.store = KBAnswers(conn, version_id, llm)
+    llm.reuse, llm.round = reuse_answers, 1
+    estimate = estimate_round(conn, llm, contexts)
+    if contexts:
+        say(estimate_text(plan, rounds, estimate))
+    return estimate
+
+
+def _rounds(
+    plan: PassPlan,
+    contexts: list[dict[str, Any]],
+    decide: Decisions,
+    rounds: int,
+    min_confidence: float,
+    progress: Progress | None,
+    is_cancelled: Callable[[], bool],
+) -> PassSummary:
+    """Run the pure agent rounds over ``contexts``, deciding each answer through ``decide``;
+    stop early when cancelled or when the provider's circuit breaker opens."""
+    chosen = plan.backend
+    llm = chosen if isinstance(chosen, LLMBackend) else None
+    summary = PassSummary(chosen.name)
+    summary.skipped_existing = plan.skipped_existing
     counted = _Counting(chosen, len(contexts), progress)
     workers = 1 if chosen.name == "offline" else plan.concurrency
 
@@ -390,7 +433,7 @@ def run_agent_pass(
     run_rounds(
         counted,
         contexts,
-        taken,
+        set(plan.names.values()),
         decide.write,
         rounds=rounds,
         concurrency=workers,
@@ -400,9 +443,16 @@ def run_agent_pass(
         suggest=decide.suggest,
         cancelled=stop,
     )
-    if is_cancelled():
-        summary.cancelled = True
-        log.info("agent pass on version %s cancelled by its caller", version_id)
+    return summary
+
+
+def _summary_out(
+    summary: PassSummary,
+    llm: LLMBackend | None,
+    estimate: dict[str, Any],
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    """The contract's summary, with a provider's spending and circuit breaker state."""
     out = summary.to_dict()
     if llm is not None:
         out.update(llm.meter.to_dict())
@@ -414,10 +464,6 @@ def run_agent_pass(
                 f"circuit breaker: {llm.breaker} provider calls in a row failed; the pass "
                 "stopped calling (answers so far are kept; re-run to resume)"
             )
-    brief = {k: v for k, v in out.items() if k != "details"}
-    if not dry_run:
-        run_id = store.record_run(conn, version_id, "agent", {**out, "run": run})
-        emit("agent-pass-done", payload={**brief, "run_id": run_id})
     return out
 
 
