@@ -155,6 +155,44 @@ def _label_comment(text: str) -> str:
     return re.sub(r"[^\x20-\x7e]", "?", text).replace("*/", "* /")
 
 
+def _import_lines(lm: LiftModule, pre: str) -> list[str]:
+    """One C definition per imported function: WASI preview 1 calls the shim, a known
+    Emscripten import its stand-in, any other import traps when called."""
+    m = lm.module
+    out: list[str] = []
+    for i, imp in enumerate(m.func_imports):
+        t = m.func_type(i)
+        params = [_ctype(p) for p in t.params]
+        ret = _ctype(t.results[0]) if len(t.results) == 1 else "void"
+        args = ", ".join(f"{c} a{k}" for k, c in enumerate(params)) or "void"
+        call = ", ".join(f"a{k}" for k in range(len(params)))
+        cname = f"{pre}{lm.func_c[i]}"
+        sig = WASI_SIGS.get(imp.field)
+        if (
+            imp.module in WASI_MODULES
+            and sig is not None
+            and (tuple(t.params), tuple(t.results)) == sig
+        ):
+            shim = f"kb_wasi_{imp.field}"
+            decl_args = ", ".join(params) or "void"
+            out.append(f"{ret} {shim}({decl_args});")
+            body = f"return {shim}({call});" if ret != "void" else f"{shim}({call});"
+            out.append(f"{ret} {cname}({args}) {{ {body} }}")
+        elif (
+            imp.module == "env"
+            and imp.field in EMSCRIPTEN_IMPORTS
+            and EMSCRIPTEN_IMPORTS[imp.field][0] == (tuple(t.params), tuple(t.results))
+        ):
+            out.append(f"{ret} {cname}({args}) {{ {EMSCRIPTEN_IMPORTS[imp.field][1]} }}")
+        else:
+            what = _label_comment(f"{imp.module}.{imp.field}")
+            unused = " ".join(f"(void)a{k};" for k in range(len(params)))
+            out.append(
+                f'{ret} {cname}({args}) {{ {unused} kb_trap("unsupported import {what}"); }}'
+            )
+    return out
+
+
 def runnable_glue(lm: LiftModule, label: str = "", opt: str = "-O1") -> dict[str, str]:
     """The generated files for ``lm`` (the same prepared module the C was lifted from, so
     the names agree): ``kb_glue.c``, ``kb_names.h`` and ``Makefile``."""
@@ -190,36 +228,7 @@ def runnable_glue(lm: LiftModule, label: str = "", opt: str = "-O1") -> dict[str
     # imports
     out.append("")
     out.append("/* imported functions: WASI preview 1 goes to the shim (kb_wasi.c) */")
-    for i, imp in enumerate(m.func_imports):
-        t = m.func_type(i)
-        params = [_ctype(p) for p in t.params]
-        ret = _ctype(t.results[0]) if len(t.results) == 1 else "void"
-        args = ", ".join(f"{c} a{k}" for k, c in enumerate(params)) or "void"
-        call = ", ".join(f"a{k}" for k in range(len(params)))
-        cname = f"{pre}{lm.func_c[i]}"
-        sig = WASI_SIGS.get(imp.field)
-        if (
-            imp.module in WASI_MODULES
-            and sig is not None
-            and (tuple(t.params), tuple(t.results)) == sig
-        ):
-            shim = f"kb_wasi_{imp.field}"
-            decl_args = ", ".join(params) or "void"
-            out.append(f"{ret} {shim}({decl_args});")
-            body = f"return {shim}({call});" if ret != "void" else f"{shim}({call});"
-            out.append(f"{ret} {cname}({args}) {{ {body} }}")
-        elif (
-            imp.module == "env"
-            and imp.field in EMSCRIPTEN_IMPORTS
-            and EMSCRIPTEN_IMPORTS[imp.field][0] == (tuple(t.params), tuple(t.results))
-        ):
-            out.append(f"{ret} {cname}({args}) {{ {EMSCRIPTEN_IMPORTS[imp.field][1]} }}")
-        else:
-            what = _label_comment(f"{imp.module}.{imp.field}")
-            unused = " ".join(f"(void)a{k};" for k in range(len(params)))
-            out.append(
-                f'{ret} {cname}({args}) {{ {unused} kb_trap("unsupported import {what}"); }}'
-            )
+    out.extend(_import_lines(lm, pre))
     # tables and element segments
     out.append("")
     referenced: set[int] = set()

@@ -12,10 +12,26 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from kbtool.kb.provenance import CLASSIFICATION_COLOURS, PROVENANCES, colour
+from kbtool.kb.provenance import PROVENANCES, colour
+
+# re-exported: the shared diff vocabulary and the short triage view were split out and stay
+# importable from here
+from kbtool.render.terminal_summary import (  # noqa: F401
+    CLASS_ORDER,
+    CLASS_STYLE,
+    _delta,
+    printable_name,
+    summary_text,
+)
+from kbtool.render.terminal_triage import (  # noqa: F401
+    TOP_DEFAULT,
+    _fn_label,
+    _names_of,
+    triage_counts,
+    triage_lines,
+)
 from kbtool.render.text import lit
 from kbtool.services.diff.view import changelog_of, coverage_of, diff_view
-from kbtool.textutil import printable
 
 PROVENANCE_STYLE: dict[str | None, str] = {
     **{p: ("bold " if p == "human" else "") + colour(p) for p in PROVENANCES},
@@ -53,12 +69,6 @@ def coverage_panel(kb, version_id: int) -> Table:
 
 
 # ---------------------------------------------------------------- diff
-
-CLASS_STYLE = {
-    k: ("dim" if k == "unchanged" else f"bold {c}" if k != "moved" else c)
-    for k, c in CLASSIFICATION_COLOURS.items()
-}
-CLASS_ORDER = ("unchanged", "moved", "modified", "new", "deleted")
 
 
 def parse_only(only: str | list[str] | tuple[str, ...] | None) -> frozenset[str] | None:
@@ -198,47 +208,6 @@ def _flags(change: dict, toolchain_changed: bool) -> Text:
     return t
 
 
-def summary_text(report: dict) -> Text:
-    """One line: the pair, where the report comes from, and the summary counts."""
-    s = report["summary"]
-    t = Text()
-    t.append_text(lit(report["from"], "bold"))
-    t.append(" → ")
-    t.append_text(lit(report["to"], "bold"))
-    source = (
-        "stored"
-        if report.get("stored")
-        else "computed after carry-over"
-        if report.get("carried")
-        else "computed, carry-over off"
-    )
-    t.append(f"  ({source})", style="dim")
-    t.append("\n")
-    parts = (
-        (s["unchanged"], "unchanged", CLASS_STYLE["unchanged"]),
-        (s["moved"], "moved", CLASS_STYLE["moved"]),
-        (s["modified"], "modified", CLASS_STYLE["modified"]),
-        (s["added"], "new", CLASS_STYLE["new"]),
-        (s["removed"], "deleted", CLASS_STYLE["deleted"]),
-        None,
-        (s["runtime_churn"], "runtime churn", "magenta"),
-        (s.get("review", 0), "flagged for review", "bold red"),
-    )
-    first = True
-    for part in parts:
-        if part is None:  # second line: what needs a closer look
-            t.append("\n")
-            first = True
-            continue
-        n, label, style = part
-        if not first:
-            t.append(" · ", style="dim")
-        first = False
-        t.append(f"{n:,}", style=style)
-        t.append(f" {label}")
-    return t
-
-
 def diff_table_from_report(
     report: dict,
     *,
@@ -368,11 +337,6 @@ def diff_lines(
     return out
 
 
-def printable_name(name) -> str:
-
-    return printable(name) if name else "—"
-
-
 def diff_table(kb, from_version_id: int, to_version_id: int, *, only=None) -> Table:
     """Contract view: one row per change (classification, from/to index, name, provenance,
     confidence, score, runtime/churn and review flags). ``kb`` is a KB path or an open
@@ -400,11 +364,6 @@ def _strings(values: list[str], style: str) -> Text:
             t.append("  ")
         t.append_text(lit(repr(v), style))
     return t
-
-
-def _delta(a: int, b: int, unit: str) -> str:
-    d = b - a
-    return f"{d:+,} {unit}" if d else f"±0 {unit}"
 
 
 _ORDER_WORDS = {
@@ -578,153 +537,3 @@ def render_diff(kb, from_version_id: int, to_version_id: int, console=None, *, o
 
     console = console or Console(highlight=False)
     render_view(diff_view(kb, from_version_id, to_version_id), console, only=parse_only(only))
-
-
-# --------------------------------------------------------------------------- triage view
-
-TOP_DEFAULT = 20  # entries the short `ui diff` lists by triage
-
-
-def _fn_label(m: dict) -> Text:
-    return (
-        lit(m["name"], "bold")
-        if m.get("name")
-        else Text(f"func[{m['to_index']}]", style="bold dim")
-    )
-
-
-def triage_lines(view: dict, *, top: int = TOP_DEFAULT, from_id=None, to_id=None) -> Group:
-    """The short diff (issue 29.4): the summary, the ``top`` modified functions in triage
-    order with their reasons, then one line per group for the rest (layout changes,
-    relocations, churn, other modified, new, deleted); ``--all`` gives the full listing."""
-    report, cl = view["report"], view["changelog"]
-    mods = cl["modified"]
-    groups = cl.get("groups") or {}
-    kinds = groups.get("kinds") or {}
-    parts: list = [summary_text(report)]
-    if cl.get("warning"):
-        parts.append(Text.assemble(("warning: ", "bold yellow"), lit(cl["warning"])))
-    ranked = [m for m in mods if m.get("triage_kind") in ("fix", "change")]
-    shown = ranked[:top]
-    parts.append(
-        Text.assemble(
-            ("\nmodified", CLASS_STYLE["modified"]),
-            f" {len(mods)}: {kinds.get('fix', 0)} look like fixes, {kinds.get('change', 0)} other "
-            f"changes, {kinds.get('churn', 0)} churn, {kinds.get('layout', 0)} offset shifts only"
-            f" — top {len(shown)} by triage (patch-like first):",
-        )
-    )
-    for rank, m in enumerate(shown, 1):
-        head = Text(f"{rank:>3}. ")
-        head.append_text(_fn_label(m))
-        head.append(f"  #{m['from_index']}→#{m['to_index']}  ", style="dim")
-        head.append(f"{_delta(m['instr_from'], m['instr_to'], 'instr')}", style="dim")
-        head.append(f"  triage {m['triage']:.1f}", style="cyan")
-        if m.get("runtime"):
-            head.append("  runtime", style="magenta")
-        parts.append(head)
-        for r in m.get("reasons", [])[:3]:
-            style = "green" if r.startswith("+") else "yellow"
-            parts.append(Padding(lit(r, style), (0, 0, 0, 7)))
-    rest = ranked[top:]
-    for g in groups.get("layout", [])[:4]:
-        names = ", ".join(
-            printable_name(f["name"]) if f["name"] else f"func[{f['to_index']}]"
-            for f in g["functions"][:4]
-        )
-        more = f" +{g['count'] - 4} more" if g["count"] > 4 else ""
-        parts.append(
-            Text.assemble(
-                ("layout ", "bold yellow"),
-                f"struct offsets {g['delta']:+d} ({', '.join(g['offsets'][:3])}"
-                f"{', …' if len(g['offsets']) > 3 else ''}) in {g['count']} functions "
-                f"({g['layout_only']} with no other change): ",
-                lit(names + more, "dim"),
-            )
-        )
-    if groups.get("relocated"):
-        parts.append(
-            Text.assemble(
-                ("relocated ", "bold blue"),
-                f"{groups['relocated']:,} functions are the same code with data addresses moved "
-                f"(moved/unchanged, not modified)",
-            )
-        )
-    churn = [m for m in mods if m.get("triage_kind") == "churn"]
-    if churn:
-        parts.append(
-            Text.assemble(
-                ("churn ", "bold magenta"),
-                f"{len(churn)} refactor/inlining changes: ",
-                lit(_names_of(churn), "dim"),
-            )
-        )
-    layout_only = [m for m in mods if m.get("triage_kind") == "layout"]
-    if layout_only and not groups.get("layout"):
-        parts.append(
-            Text.assemble(
-                ("offsets ", "bold yellow"),
-                f"{len(layout_only)} with offset shifts only: ",
-                lit(_names_of(layout_only), "dim"),
-            )
-        )
-    if rest:
-        parts.append(
-            Text.assemble(
-                ("more ", "bold"),
-                f"{len(rest)} lower-ranked changes: ",
-                lit(_names_of(rest), "dim"),
-            )
-        )
-    if cl["new"]:
-        parts.append(
-            Text.assemble(
-                ("new ", CLASS_STYLE["new"]),
-                f"{len(cl['new'])}: ",
-                lit(_names_of(cl["new"]), "dim"),
-            )
-        )
-    if cl["deleted"]:
-        parts.append(
-            Text.assemble(
-                ("deleted ", CLASS_STYLE["deleted"]),
-                f"{len(cl['deleted'])}: ",
-                lit(_names_of(cl["deleted"], "from_index"), "dim"),
-            )
-        )
-    if cl["imports_added"] or cl["imports_removed"]:
-        parts.append(
-            Text.assemble(
-                ("imports ", "bold"), f"+{len(cl['imports_added'])} -{len(cl['imports_removed'])}"
-            )
-        )
-    if from_id is not None:
-        parts.append(
-            Text(
-                f"full listing: kbtool ui diff {from_id} {to_id} --all · one function:"
-                f" kbtool ui diff {from_id} {to_id} --function STABLE_ID",
-                style="dim",
-            )
-        )
-    return Group(*parts)
-
-
-def _names_of(items: list[dict], key: str = "to_index", limit: int = 6) -> str:
-    names = [
-        printable_name(m["name"]) if m.get("name") else f"func[{m[key]}]" for m in items[:limit]
-    ]
-    return ", ".join(names) + (f" +{len(items) - limit} more" if len(items) > limit else "")
-
-
-def triage_counts(cl: dict, top: int = TOP_DEFAULT) -> dict:
-    """How the short view accounts for every modified function (no loss): shown in the top
-    list, or counted in one of the group lines."""
-    mods = cl["modified"]
-    ranked = [m for m in mods if m.get("triage_kind") in ("fix", "change")]
-    return {
-        "modified": len(mods),
-        "top": min(top, len(ranked)),
-        "more": max(0, len(ranked) - top),
-        "churn": sum(1 for m in mods if m.get("triage_kind") == "churn"),
-        "layout_only": sum(1 for m in mods if m.get("triage_kind") == "layout"),
-    }

@@ -12,29 +12,32 @@ model is built (:func:`apply_data_names`).
 
 from __future__ import annotations
 
-import hashlib
 import re
 import sqlite3
-import threading
 from typing import Any
 
 from kbtool.kb import datamodel as dm_store
 from kbtool.kb import knowledge as kn
 from kbtool.kb import queries
 from kbtool.kb.errors import KBError
-from kbtool.kb.gate import Decision, record_knowledge_drop, upsert_knowledge
-from kbtool.wasm import WasmFormatError
-from kbtool.wasm.instr import decode_one, read_local_decls
-from kbtool.wasm.opcodes import MNEMONICS
-from kbtool.wasm.reader import parse_module
+from kbtool.kb.gate import Decision, upsert_knowledge
 
-ANCHOR = 3  # instructions each side of a line that make its context
-CARRY_ACTOR = "diff-carry"
+# re-exported: the code model and the carry-over were split out and stay importable from here
+from kbtool.services.knowledge_carry import CARRY_ACTOR, carry_knowledge  # noqa: F401
+from kbtool.services.knowledge_code import (  # noqa: F401
+    _PARSED,
+    _PARSED_LOCK,
+    ANCHOR,
+    KnowledgeError,
+    _anchor,
+    _Code,
+    _line_key,
+    _match_line,
+    body_instructions,
+    locate_line,
+)
+
 _SID = re.compile(r"[0-9a-f]{16}\Z")
-
-
-class KnowledgeError(KBError):
-    """A knowledge request that cannot be served: unknown function, line or local."""
 
 
 # --------------------------------------------------------------------------- functions
@@ -94,94 +97,6 @@ def _entry(conn: sqlite3.Connection, stable_id: str, version_id: int) -> dict[st
                 "name": row["name"],
             }
     raise KnowledgeError(f"stable id {stable_id} is not in version {version_id}")
-
-
-def body_instructions(
-    data: bytes, module: Any, index: int
-) -> tuple[int, list[tuple[int, str]], list[str]]:
-    """``(body start, [(file offset, mnemonic)], local types)`` of a defined function."""
-    k = index - module.num_func_imports
-    if k < 0 or k >= len(module.code):
-        raise KnowledgeError(f"function {index} has no body")
-    start, end = module.code[k]
-    decls, p = read_local_decls(data, start, end)
-    ft = module.func_type(index)
-    types = [str(t) for t in ft.params]
-    for count, ty in decls:
-        types.extend([str(ty)] * min(count, kn.MAX_LOCAL_INDEX + 1 - len(types)))
-        if len(types) > kn.MAX_LOCAL_INDEX:
-            break
-    out: list[tuple[int, str]] = []
-    while p < end:
-        op, p2, _imms = decode_one(data, p, end)
-        out.append((p, MNEMONICS[op]))
-        p = p2
-    return start, out, types
-
-
-_PARSED: dict[bytes, Any] = {}  # parsed modules by content digest (the last two)
-_PARSED_LOCK = threading.Lock()
-
-
-class _Code:
-    """A version's module, parsed once for a batch of requests."""
-
-    def __init__(self, conn: sqlite3.Connection, version_id: int) -> None:
-        data = queries.module_bytes(conn, version_id)
-        if not data:
-            raise KnowledgeError(f"the module bytes of version {version_id} are not in the KB")
-        self.data = data
-        digest = hashlib.blake2b(data, digest_size=16).digest()
-        with _PARSED_LOCK:
-            module = _PARSED.get(digest)
-        if module is None:
-            try:
-                module = parse_module(data)
-            except WasmFormatError as exc:
-                raise KnowledgeError(
-                    f"the module of version {version_id} cannot be decoded: {exc}"
-                ) from None
-            with _PARSED_LOCK:
-                _PARSED[digest] = module
-                while len(_PARSED) > 2:
-                    _PARSED.pop(next(iter(_PARSED)))
-        self.module = module
-        self._cache: dict[int, tuple[int, list[tuple[int, str]], list[str]]] = {}
-
-    def body(self, index: int) -> tuple[int, list[tuple[int, str]], list[str]]:
-        hit = self._cache.get(index)
-        if hit is None:
-            try:
-                hit = body_instructions(self.data, self.module, index)
-            except WasmFormatError as exc:
-                raise KnowledgeError(f"function {index} cannot be decoded: {exc}") from None
-            self._cache[index] = hit
-        return hit
-
-
-def _anchor(instrs: list[tuple[int, str]], pos: int) -> list[str]:
-    lo, hi = max(0, pos - ANCHOR), min(len(instrs), pos + ANCHOR + 1)
-    return (
-        ["^"] * (ANCHOR - (pos - lo))
-        + [m for _o, m in instrs[lo:hi]]
-        + ["$"] * (ANCHOR + 1 - (hi - pos))
-    )
-
-
-def _line_key(code: _Code, index: int, offset: int) -> tuple[str, list[str], int]:
-    """The stored key of the line at ``offset`` (a file offset as the disassembly shows it, or
-    an offset relative to the body start): ``(key, anchor, ordinal)``."""
-    start, instrs, _t = code.body(index)
-    for pos, (off, _m) in enumerate(instrs):
-        if off == offset or off - start == offset:
-            return str(off - start), _anchor(instrs, pos), pos
-    raise KnowledgeError(
-        f"no instruction at offset 0x{offset:x} in function {index}"
-        " (give an offset from its disassembly)"
-    )
-
-
-# --------------------------------------------------------------------------- writes
 
 
 def _who(provenance: str, actor: str | None) -> str:
@@ -557,153 +472,6 @@ def history(conn: sqlite3.Connection, target: str, kind: str | None = None) -> l
 
 
 # --------------------------------------------------------------------------- carry-over
-
-
-def _match_line(old: dict[str, Any], instrs: list[tuple[int, str]]) -> int | None:
-    """The position in ``instrs`` whose context equals the line's stored anchor (closest to
-    its old ordinal when several do; None when none does)."""
-    anchor = old.get("anchor") or []
-    if not anchor:
-        return None
-    hits = [pos for pos in range(len(instrs)) if _anchor(instrs, pos) == anchor]
-    if not hits:
-        # a looser context: the instruction itself and one neighbour each side
-        core = anchor[ANCHOR - 1 : ANCHOR + 2]
-        hits = [
-            pos
-            for pos in range(len(instrs))
-            if _anchor(instrs, pos)[ANCHOR - 1 : ANCHOR + 2] == core
-        ]
-        if len(hits) != 1:
-            return None
-    want = int(old.get("ordinal") or 0)
-    hits.sort(key=lambda pos: (abs(pos - want), pos))
-    if len(hits) > 1 and abs(hits[0] - want) == abs(hits[1] - want):
-        return None
-    return hits[0]
-
-
-def locate_line(
-    value: dict[str, Any], offset: int, start: int, instrs: list[tuple[int, str]]
-) -> int | None:
-    """Where a line comment stands in a body: at its offset when the instruction context there
-    is the stored one, else re-anchored by that context (a function that kept its identity
-    across a changed body), else None (not shown)."""
-    pos = next((k for k, (o, _m) in enumerate(instrs) if o - start == offset), None)
-    anchor = value.get("anchor")
-    if pos is not None and (not anchor or _anchor(instrs, pos) == anchor):
-        return pos
-    return _match_line(value, instrs)
-
-
-def carry_knowledge(
-    conn: sqlite3.Connection,
-    parent_version_id: int,
-    new_version_id: int,
-    pairs: list[tuple[int, int, str, str, float, bool]],
-) -> dict[str, int]:
-    """Carry comments, prototypes, line comments and local names along matched functions
-    ``(old index, new index, old stable_id, new stable_id, score, review)`` whose identity
-    changed, as ``diff-carry`` through the gate (evidence ``{carried_from, how}``). A line
-    comment is re-anchored by its instruction context, or dropped with an event."""
-    out = {"written": 0, "refused": 0, "dropped": 0, "considered": 0}
-    olds = [p for p in pairs if p[2] != p[3]]
-    if not olds:
-        return out
-    by_sid = kn.for_targets(conn, sorted({p[2] for p in olds}))
-    if not by_sid:
-        return out
-    old_code = new_code = None
-    for oi, ni, osid, nsid, score, review in olds:
-        recs = by_sid.get(osid)
-        if not recs:
-            continue
-        conf_base = max(0.0, min(1.0, float(score)))
-        for r in recs:
-            out["considered"] += 1
-            conf = round(conf_base * float(r["confidence"]), 4)
-            if review:
-                conf = min(conf, 0.49)
-            key, value, how = r["key"], r["value"], "same function"
-            if r["kind"] in ("line_comment", "local"):
-                if old_code is None:
-                    old_code, new_code = _Code(conn, parent_version_id), _Code(conn, new_version_id)
-                assert new_code is not None
-                try:
-                    ostart, oinstrs, otypes = old_code.body(oi)
-                    nstart, ninstrs, ntypes = new_code.body(ni)
-                except KnowledgeError:
-                    continue
-                if r["kind"] == "local":
-                    li = int(key)
-                    if li < len(otypes) and li < len(ntypes) and otypes[li] == ntypes[li]:
-                        how = "same local index and type"
-                    else:
-                        record_knowledge_drop(
-                            conn,
-                            "local",
-                            nsid,
-                            key,
-                            value,
-                            actor=CARRY_ACTOR,
-                            version_id=new_version_id,
-                            reason=f"local {li} has no counterpart of the same type",
-                            evidence={"carried_from": parent_version_id},
-                        )
-                        out["dropped"] += 1
-                        continue
-                else:
-                    same = [m for _o, m in oinstrs] == [m for _o, m in ninstrs]
-                    pos = None
-                    if same:
-                        pos = next(
-                            (k for k, (o, _m) in enumerate(oinstrs) if o - ostart == int(key)), None
-                        )
-                        how = "same instructions"
-                    if pos is None:
-                        pos = _match_line(value, ninstrs)
-                        how = "re-anchored line"
-                    if pos is None:
-                        record_knowledge_drop(
-                            conn,
-                            "line_comment",
-                            nsid,
-                            key,
-                            value,
-                            actor=CARRY_ACTOR,
-                            version_id=new_version_id,
-                            reason="the line's instruction context is gone from the new body",
-                            evidence={"carried_from": parent_version_id, "from_index": oi},
-                        )
-                        out["dropped"] += 1
-                        continue
-                    key = str(ninstrs[pos][0] - nstart)
-                    value = dict(value, anchor=_anchor(ninstrs, pos), ordinal=pos)
-            d = upsert_knowledge(
-                conn,
-                r["kind"],
-                nsid,
-                key,
-                value,
-                provenance="diff-carry",
-                confidence=conf,
-                actor=CARRY_ACTOR,
-                version_id=new_version_id,
-                evidence={
-                    "carried_from": parent_version_id,
-                    "how": how,
-                    "from_index": oi,
-                    "from_stable_id": osid,
-                    "from_provenance": r["provenance"],
-                    "score": score,
-                    "review": review,
-                },
-            )
-            if d["written"]:
-                out["written"] += 1
-            elif d["reason"] != "no change":
-                out["refused"] += 1
-    return out
 
 
 def apply_data_names(conn: sqlite3.Connection, version_id: int) -> dict[str, int]:

@@ -78,6 +78,52 @@ def _strings(values: list[str]) -> list[str]:
     return [_clip(s) for s in list(dict.fromkeys(values))[:MAX_STRINGS]]
 
 
+def _index_map(
+    report: dict[str, Any], old: dict[int, dict[str, Any]], new: dict[int, dict[str, Any]]
+) -> tuple[dict[int, int], dict[str, int], dict[str, int]]:
+    """``(old index -> new index, old imports by name, new imports by name)``: the report's
+    pairs, and an import of the same name on both sides."""
+    o2n: dict[int, int] = {}
+    for c in report["changes"]:
+        if c["from_index"] is not None and c["to_index"] is not None:
+            o2n[c["from_index"]] = c["to_index"]
+    new_imports = {r["import_name"]: i for i, r in new.items() if r["imported"]}
+    old_imports = {r["import_name"]: i for i, r in old.items() if r["imported"]}
+    for name, i in old_imports.items():
+        if name in new_imports:
+            o2n.setdefault(i, new_imports[name])
+    return o2n, old_imports, new_imports
+
+
+def _new_entry(c: dict[str, Any], n: dict[str, Any], label: Callable[[int], str]) -> dict[str, Any]:
+    """The changelog entry of a new function (its strings and callees)."""
+    return {
+        "name": c.get("name"),
+        "to_index": c["to_index"],
+        "stable_id": c["to_stable_id"],
+        "runtime": bool(c.get("runtime")),
+        "strings": _strings(n["strings"]),
+        "string_count": len(set(n["strings"])),
+        "calls": [label(y) for y in dict.fromkeys(n["calls"])],
+        "instr": n["instr_count"],
+        "size": n["body_size"],
+    }
+
+
+def _deleted_entry(c: dict[str, Any], o: dict[str, Any]) -> dict[str, Any]:
+    """The changelog entry of a deleted function (its strings)."""
+    return {
+        "name": c.get("name"),
+        "from_index": c["from_index"],
+        "stable_id": c["from_stable_id"],
+        "runtime": bool(c.get("runtime")),
+        "strings": _strings(o["strings"]),
+        "string_count": len(set(o["strings"])),
+        "instr": o["instr_count"],
+        "size": o["body_size"],
+    }
+
+
 def changelog(
     conn: sqlite3.Connection, report: dict[str, Any], *, pairing=None, order: str = "triage"
 ) -> dict[str, Any]:
@@ -98,15 +144,7 @@ def changelog(
     names_old = _names(conn, a)
     names_new = _names(conn, b)
 
-    o2n: dict[int, int] = {}
-    for c in report["changes"]:
-        if c["from_index"] is not None and c["to_index"] is not None:
-            o2n[c["from_index"]] = c["to_index"]
-    new_imports = {r["import_name"]: i for i, r in new.items() if r["imported"]}
-    old_imports = {r["import_name"]: i for i, r in old.items() if r["imported"]}
-    for name, i in old_imports.items():
-        if name in new_imports:
-            o2n.setdefault(i, new_imports[name])
+    o2n, old_imports, new_imports = _index_map(report, old, new)
 
     def callee_label_new(i: int) -> str:
         return _label_of(new, names_new, i)
@@ -190,37 +228,12 @@ def changelog(
             )
         elif cls == "new":
             n = new.get(c["to_index"])
-            if n is None:
-                continue
-            added.append(
-                {
-                    "name": c.get("name"),
-                    "to_index": c["to_index"],
-                    "stable_id": c["to_stable_id"],
-                    "runtime": bool(c.get("runtime")),
-                    "strings": _strings(n["strings"]),
-                    "string_count": len(set(n["strings"])),
-                    "calls": [callee_label_new(y) for y in dict.fromkeys(n["calls"])],
-                    "instr": n["instr_count"],
-                    "size": n["body_size"],
-                }
-            )
+            if n is not None:
+                added.append(_new_entry(c, n, callee_label_new))
         elif cls == "deleted":
             o = old.get(c["from_index"])
-            if o is None:
-                continue
-            deleted.append(
-                {
-                    "name": c.get("name"),
-                    "from_index": c["from_index"],
-                    "stable_id": c["from_stable_id"],
-                    "runtime": bool(c.get("runtime")),
-                    "strings": _strings(o["strings"]),
-                    "string_count": len(set(o["strings"])),
-                    "instr": o["instr_count"],
-                    "size": o["body_size"],
-                }
-            )
+            if o is not None:
+                deleted.append(_deleted_entry(c, o))
     finish(modified)  # cross-function rules (constants renumbered in many functions)
     return {
         "from": report["from"],
