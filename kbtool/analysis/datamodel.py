@@ -52,17 +52,35 @@ from .datatypes import (
 )
 
 __all__ = [
-    "ERRNO_FUNCS", "MALLOC_FAMILY", "DataItem", "DataModel", "DataRef", "GlobalInfo",
-    "build_data_model", "build_items", "bss_end", "function_refs", "function_refs_careful",
-    "global_infos", "go_string_headers", "label_items", "memory_image", "read_memory",
-    "role_labels", "segments",
+    "ERRNO_FUNCS",
+    "MALLOC_FAMILY",
+    "DataItem",
+    "DataModel",
+    "DataRef",
+    "GlobalInfo",
+    "build_data_model",
+    "build_items",
+    "bss_end",
+    "function_refs",
+    "function_refs_careful",
+    "global_infos",
+    "go_string_headers",
+    "label_items",
+    "memory_image",
+    "read_memory",
+    "role_labels",
+    "segments",
 ]
 
 # ----------------------------------------------------------------------------- globals
 
 
-def global_infos(analysis: ModuleAnalysis, stack_pointer: int | None,
-                 go: bool = False, getters: dict[int, str] | None = None) -> list[GlobalInfo]:
+def global_infos(
+    analysis: ModuleAnalysis,
+    stack_pointer: int | None,
+    go: bool = False,
+    getters: dict[int, str] | None = None,
+) -> list[GlobalInfo]:
     """Every global with its role and name."""
     m = analysis.module
     imports = [i for i in m.imports if i.kind == "global"]
@@ -90,12 +108,20 @@ def global_infos(analysis: ModuleAnalysis, stack_pointer: int | None,
             name, role, conf = ex[0], "exported", 1.0
         elif imp is not None:
             name, role, conf = f"{imp.module}.{imp.field}", "imported", 1.0
-        out.append(GlobalInfo(
-            index=gi, type=g.valtype, mutable=g.mutable,
-            initial=g.init if isinstance(g.init, int | float) else None,
-            imported=g.imported, import_name=f"{imp.module}.{imp.field}" if imp else None,
-            exports=ex, role=role, name=name, confidence=conf,
-        ))
+        out.append(
+            GlobalInfo(
+                index=gi,
+                type=g.valtype,
+                mutable=g.mutable,
+                initial=g.init if isinstance(g.init, int | float) else None,
+                imported=g.imported,
+                import_name=f"{imp.module}.{imp.field}" if imp else None,
+                exports=ex,
+                role=role,
+                name=name,
+                confidence=conf,
+            )
+        )
     return out
 
 
@@ -145,8 +171,13 @@ def bss_end(analysis: ModuleAnalysis, data_end: int, stack_pointer: int | None) 
 _TEXT_KINDS = frozenset({"cstring", "utf16", "gostring"})
 
 
-def _count_refs(refs: list[DataRef], items: list[DataItem], starts: list[int],
-                readers: dict[int, set[int]], writers: dict[int, set[int]]) -> list[DataRef]:
+def _count_refs(
+    refs: list[DataRef],
+    items: list[DataItem],
+    starts: list[int],
+    readers: dict[int, set[int]],
+    writers: dict[int, set[int]],
+) -> list[DataRef]:
     """The references without the loads and stores at a constant address strictly inside a
     string literal: code reads a literal from its start (``hex[i]``, a lowered ``memcpy``)
     and never writes one; a memarg offset landing inside one is a big struct's field offset
@@ -161,8 +192,11 @@ def _count_refs(refs: list[DataRef], items: list[DataItem], starts: list[int],
             k = bisect_right(starts, t) - 1
             if k >= 0:
                 it = items[k]
-                if it.kind in _TEXT_KINDS and it.address < t < it.address + it.size \
-                        and r.kind in ("load", "store"):
+                if (
+                    it.kind in _TEXT_KINDS
+                    and it.address < t < it.address + it.size
+                    and r.kind in ("load", "store")
+                ):
                     continue
                 it.refs += 1
         elif tk == "global":
@@ -171,7 +205,9 @@ def _count_refs(refs: list[DataRef], items: list[DataItem], starts: list[int],
     return out
 
 
-def scan_plan(analysis: ModuleAnalysis, lo: int, mem_hi: int) -> list[tuple[int, int, int, int, int]]:
+def scan_plan(
+    analysis: ModuleAnalysis, lo: int, mem_hi: int
+) -> list[tuple[int, int, int, int, int]]:
     """``(func_index, body_offset, body_size, mode, floor)`` of every defined body, by index:
     mode 2 when its facts say it may touch data in ``[lo, mem_hi)``, 1 when it only
     reads/writes globals or calls through a table, 0 when it has nothing to find; ``floor``
@@ -188,9 +224,15 @@ def scan_plan(analysis: ModuleAnalysis, lo: int, mem_hi: int) -> list[tuple[int,
     return out
 
 
-def build_data_model(analysis: ModuleAnalysis, data: bytes, *, stack_pointer: int | None = None,
-                     go: bool = False, workers: int = 1,
-                     progress: Callable[[int, int], None] | None = None) -> DataModel:
+def build_data_model(
+    analysis: ModuleAnalysis,
+    data: bytes,
+    *,
+    stack_pointer: int | None = None,
+    go: bool = False,
+    workers: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+) -> DataModel:
     """The data model of one module (see the module docstring). Passive segments count
     where ``memory.init`` code gives their address (Emscripten's threaded builds).
     ``workers`` > 1: big modules are scanned on that many forked processes (same result)."""
@@ -211,8 +253,11 @@ def build_data_model(analysis: ModuleAnalysis, data: bytes, *, stack_pointer: in
         if progress is not None and per_body is None:
             progress(n, len(plan))
         chunk = plan[n : n + step]
-        found = per_body[n : n + step] if per_body is not None else \
-            module_refs(data, chunk, lo, hi, go, mem_hi)
+        found = (
+            per_body[n : n + step]
+            if per_body is not None
+            else module_refs(data, chunk, lo, hi, go, mem_hi)
+        )
         for refs_of_body in found:
             refs.extend(refs_of_body)
             if len(refs) >= MAX_REFS:
@@ -226,12 +271,18 @@ def build_data_model(analysis: ModuleAnalysis, data: bytes, *, stack_pointer: in
         headers = go_string_headers(analysis, lo, hi, passive)
         # code that takes a header's address uses its string: the string's xref too
         by_header = {h.offset: h for h in headers}
-        refs.extend(DataRef(r.func_index, r.offset, "via_header", "data", by_header[r.target].target)
-                    for r in list(refs) if r.target_kind == "data" and r.target in by_header)
+        refs.extend(
+            DataRef(r.func_index, r.offset, "via_header", "data", by_header[r.target].target)
+            for r in list(refs)
+            if r.target_kind == "data" and r.target in by_header
+        )
         refs.extend(headers)
     elems = [e for e in analysis.module.elements if e.mode == "active" and e.offset is not None]
-    table_range = (min(e.offset for e in elems), max(e.offset + len(e.func_indices) for e in elems)) \
-        if elems else None
+    table_range = (
+        (min(e.offset for e in elems), max(e.offset + len(e.func_indices) for e in elems))
+        if elems
+        else None
+    )
     items, cut = build_items(analysis, refs, table_range, mem_hi, passive)
     label_items(items)
     starts = [it.address for it in items]

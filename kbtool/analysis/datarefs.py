@@ -39,9 +39,11 @@ _BINARY = re.compile(
     r"^[if](32|64)\.(add|sub|mul|div(_[su])?|rem_[su]|and|or|xor|shl|shr_[su]|rotl|rotr|eq|ne|"
     r"[lg][te](_[su])?|min|max|copysign)$"
 )
-_UNARY = re.compile(r"^[if](32|64)\.(eqz|clz|ctz|popcnt|neg|abs|sqrt|ceil|floor|trunc|nearest|"
-                    r"wrap_\w+|extend\w*|convert_\w+|demote_\w+|promote_\w+|reinterpret_\w+|"
-                    r"trunc_\w+)$")
+_UNARY = re.compile(
+    r"^[if](32|64)\.(eqz|clz|ctz|popcnt|neg|abs|sqrt|ceil|floor|trunc|nearest|"
+    r"wrap_\w+|extend\w*|convert_\w+|demote_\w+|promote_\w+|reinterpret_\w+|"
+    r"trunc_\w+)$"
+)
 # per op id: 1 const (i32/i64), 2 load, 3 store, 4 binary, 5 unary, 6 local.get/global.get,
 # 7 local.set/drop, 8 local.tee, 9 global.get, 10 global.set, 11 call_indirect, 0 other (reset)
 _CLASS = bytearray(len(MNEMONICS))
@@ -72,9 +74,16 @@ for _op, _mn in enumerate(MNEMONICS):
         _CLASS[_op] = 12
 
 
-def function_refs_careful(data: bytes, func_index: int, body_offset: int, body_size: int,
-                          lo: int, hi: int, go: bool = False,
-                          mem_hi: int | None = None) -> Iterable[DataRef]:
+def function_refs_careful(
+    data: bytes,
+    func_index: int,
+    body_offset: int,
+    body_size: int,
+    lo: int,
+    hi: int,
+    go: bool = False,
+    mem_hi: int | None = None,
+) -> Iterable[DataRef]:
     """The data and global references of one body; data addresses are those in ``[lo, hi)``.
     (The reference implementation, on the careful decoder; :func:`function_refs` is the fast
     one and gives the same references.)
@@ -108,7 +117,12 @@ def function_refs_careful(data: bytes, func_index: int, body_offset: int, body_s
         # arguments and a stored value count up to ``top`` (.bss arrays passed by address)
         for _ in range(min(n, len(stack))):
             v = stack.pop()
-            if v is not None and v[0] == "c" and lo <= v[1] < top and (v[1] < hi or bss_address(v[1])):
+            if (
+                v is not None
+                and v[0] == "c"
+                and lo <= v[1] < top
+                and (v[1] < hi or bss_address(v[1]))
+            ):
                 yield DataRef(func_index, v[2], "addr", "data", v[1])
 
     while p < end:
@@ -118,8 +132,12 @@ def function_refs_careful(data: bytes, func_index: int, body_offset: int, body_s
         c = cls[op] if op < len(cls) else 0
         if go and c == 3 and stack and stack[-1] is not None and stack[-1][0] == "c":
             v = stack[-1][1]
-            if pending is not None and n - pending[2] <= GO_PAIR_WINDOW and 0 < v <= MAX_GO_STRING \
-                    and pending[0] + v <= hi:
+            if (
+                pending is not None
+                and n - pending[2] <= GO_PAIR_WINDOW
+                and 0 < v <= MAX_GO_STRING
+                and pending[0] + v <= hi
+            ):
                 yield DataRef(func_index, pending[1], "gostring", "data", pending[0], v)
                 pending = None
             elif lo <= v < hi:
@@ -177,7 +195,9 @@ def function_refs_careful(data: bytes, func_index: int, body_offset: int, body_s
             idx = pop()
             if idx is not None and idx[0] == "l":
                 yield DataRef(func_index, idx[2], "funcptr", "data", idx[1])
-            yield DataRef(func_index, at, "call_indirect", "table", int(imms[1]) if len(imms) > 1 else 0)
+            yield DataRef(
+                func_index, at, "call_indirect", "table", int(imms[1]) if len(imms) > 1 else 0
+            )
             yield from spill(len(stack), mem_hi)
         elif c == 12:
             pass
@@ -214,8 +234,16 @@ _CALLS = frozenset(op for op, mn in enumerate(MNEMONICS) if mn in ("call", "retu
 _ONE_LEB = frozenset({K_U32, K_GLOBAL, K_CALL, K_REF_FUNC, K_TABLE, K_TYPE})
 
 
-def function_refs(data: bytes, func_index: int, body_offset: int, body_size: int,
-                  lo: int, hi: int, go: bool = False, mem_hi: int | None = None) -> list[DataRef]:
+def function_refs(
+    data: bytes,
+    func_index: int,
+    body_offset: int,
+    body_size: int,
+    lo: int,
+    hi: int,
+    go: bool = False,
+    mem_hi: int | None = None,
+) -> list[DataRef]:
     """The data and global references of one body (see :func:`function_refs_careful`, which
     this inlines: the common immediates are read here, rare ones by the careful decoder)."""
     end = body_offset + body_size
@@ -232,7 +260,12 @@ def function_refs(data: bytes, func_index: int, body_offset: int, body_size: int
     def spill(k: int, top: int = hi) -> None:
         for _ in range(min(k, len(stack))):
             v = stack.pop()
-            if v is not None and v[0] == "c" and lo <= v[1] < top and (v[1] < hi or bss_address(v[1])):
+            if (
+                v is not None
+                and v[0] == "c"
+                and lo <= v[1] < top
+                and (v[1] < hi or bss_address(v[1]))
+            ):
                 emit(DataRef(func_index, v[2], "addr", "data", v[1]))
 
     while p < end:
@@ -266,8 +299,12 @@ def function_refs(data: bytes, func_index: int, body_offset: int, body_size: int
             continue
         if go and c == 3 and stack and stack[-1] is not None and stack[-1][0] == "c":
             v = stack[-1][1]
-            if pending is not None and n - pending[2] <= GO_PAIR_WINDOW and 0 < v <= MAX_GO_STRING \
-                    and pending[0] + v <= hi:
+            if (
+                pending is not None
+                and n - pending[2] <= GO_PAIR_WINDOW
+                and 0 < v <= MAX_GO_STRING
+                and pending[0] + v <= hi
+            ):
                 emit(DataRef(func_index, pending[1], "gostring", "data", pending[0], v))
                 pending = None
             elif lo <= v < hi:

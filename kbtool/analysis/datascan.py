@@ -165,8 +165,11 @@ def _const_then_consumer(lo_bits: int, offset: bytes) -> bytes:
                 one_leb.append(b)
         elif c == 3 and k == K_MEM:
             stores.append(b)
-    follow = b"(?:" + b"|".join([_cls(plain), _cls(one_leb) + _LEB,
-                                 _cls(stores) + rb"[\x00-\x3f]" + offset]) + b")"
+    follow = (
+        b"(?:"
+        + b"|".join([_cls(plain), _cls(one_leb) + _LEB, _cls(stores) + rb"[\x00-\x3f]" + offset])
+        + b")"
+    )
     return _cls(consts) + b"(?:" + _small_sleb(lo_bits) + rb"|[\x80-\xff]*[\x40-\x7f])" + follow
 
 
@@ -174,9 +177,16 @@ def _prefixed(offset: bytes) -> list[bytes]:
     """Alternatives for the prefixed instructions (0xFC bulk memory and conversions, 0xFD
     SIMD, 0xFE atomics) that cannot matter on an all-unknown stack: their sub-opcode (a
     LEB, the shortest encoding) and immediates; data loads/stores only with ``offset``."""
-    imm_of = {K_NONE: b"", K_LANE: rb"[\x00-\xff]", K_BYTE: rb"[\x00-\xff]",
-              K_V128: rb"[\x00-\xff]{16}", K_U32: _LEB, K_TABLE: _LEB,
-              K_U32X2: _LEB + _LEB, K_TABLE2: _LEB + _LEB}
+    imm_of = {
+        K_NONE: b"",
+        K_LANE: rb"[\x00-\xff]",
+        K_BYTE: rb"[\x00-\xff]",
+        K_V128: rb"[\x00-\xff]{16}",
+        K_U32: _LEB,
+        K_TABLE: _LEB,
+        K_U32X2: _LEB + _LEB,
+        K_TABLE2: _LEB + _LEB,
+    }
     out = []
     for prefix in (0xFC, 0xFD, 0xFE):
         groups: dict[bytes, list[bytes]] = {}
@@ -227,13 +237,25 @@ def globals_refs(data: bytes, func_index: int, body_offset: int, body_size: int)
         elif c == 10:
             out.append(DataRef(func_index, at, "write", "global", int(imms[0])))
         elif c == 11:
-            out.append(DataRef(func_index, at, "call_indirect", "table",
-                               int(imms[1]) if len(imms) > 1 else 0))
+            out.append(
+                DataRef(
+                    func_index, at, "call_indirect", "table", int(imms[1]) if len(imms) > 1 else 0
+                )
+            )
     return out
 
 
-def data_refs(data: bytes, func_index: int, body_offset: int, body_size: int, lo: int,
-              hi: int, go: bool, mem_hi: int, floor: int | None = None) -> list[DataRef]:
+def data_refs(
+    data: bytes,
+    func_index: int,
+    body_offset: int,
+    body_size: int,
+    lo: int,
+    hi: int,
+    go: bool,
+    mem_hi: int,
+    floor: int | None = None,
+) -> list[DataRef]:
     """Data mode: :func:`kbtool.analysis.datarefs.function_refs` with the regex skips.
     ``floor``: ``lo`` minus the body's largest memarg offset (a constant below it and not
     negative... see :func:`skip_pattern`); outside Go, constants below it and negative ones
@@ -246,8 +268,9 @@ def data_refs(data: bytes, func_index: int, body_offset: int, body_size: int, lo
     push = stack.append
     cls, kinds, width = _CLASS, KIND, _width()
     ncls = len(cls)
-    skip = skip_pattern(lo_bits(lo), False,
-                        lo_bits(floor) if floor is not None and floor > 0 and not go else -1).match
+    skip = skip_pattern(
+        lo_bits(lo), False, lo_bits(floor) if floor is not None and floor > 0 and not go else -1
+    ).match
     # outside Go, a constant below ``floor`` or at/above ``mem_hi`` acts as an unknown in
     # every rule below (plus any memarg offset of the body it stays outside [lo, mem_hi)):
     # it is pushed as one, so the stack falls back to all-unknown (and the regex) sooner
@@ -319,15 +342,24 @@ def data_refs(data: bytes, func_index: int, body_offset: int, body_size: int, lo
             top = mem_hi if op in _CALLS else hi
             while stack:
                 v = stack.pop()
-                if v is not None and v[0] == "c" and lo <= v[1] < top and (v[1] < hi or bss_address(v[1])):
+                if (
+                    v is not None
+                    and v[0] == "c"
+                    and lo <= v[1] < top
+                    and (v[1] < hi or bss_address(v[1]))
+                ):
                     emit(DataRef(func_index, v[2], "addr", "data", v[1]))
             if pending is not None and n - pending[2] >= GO_PAIR_WINDOW:
                 pending = None
             continue
         if go and c == 3 and stack and stack[-1] is not None and stack[-1][0] == "c":
             v0 = stack[-1][1]
-            if pending is not None and n - pending[2] <= GO_PAIR_WINDOW and 0 < v0 <= MAX_GO_STRING \
-                    and pending[0] + v0 <= hi:
+            if (
+                pending is not None
+                and n - pending[2] <= GO_PAIR_WINDOW
+                and 0 < v0 <= MAX_GO_STRING
+                and pending[0] + v0 <= hi
+            ):
                 emit(DataRef(func_index, pending[1], "gostring", "data", pending[0], v0))
                 pending = None
             elif lo <= v0 < hi:
@@ -362,7 +394,12 @@ def data_refs(data: bytes, func_index: int, body_offset: int, body_size: int, lo
         elif c == 3:
             if stack:
                 v = stack.pop()
-                if v is not None and v[0] == "c" and lo <= v[1] < mem_hi and (v[1] < hi or bss_address(v[1])):
+                if (
+                    v is not None
+                    and v[0] == "c"
+                    and lo <= v[1] < mem_hi
+                    and (v[1] < hi or bss_address(v[1]))
+                ):
                     emit(DataRef(func_index, v[2], "addr", "data", v[1]))
             a = stack.pop() if stack else None
             if a is not None and a[0] == "c" and lo <= a[1] + x < mem_hi:
@@ -392,7 +429,12 @@ def data_refs(data: bytes, func_index: int, body_offset: int, body_size: int, lo
             emit(DataRef(func_index, at, "call_indirect", "table", x))
             while stack:
                 v = stack.pop()
-                if v is not None and v[0] == "c" and lo <= v[1] < mem_hi and (v[1] < hi or bss_address(v[1])):
+                if (
+                    v is not None
+                    and v[0] == "c"
+                    and lo <= v[1] < mem_hi
+                    and (v[1] < hi or bss_address(v[1]))
+                ):
                     emit(DataRef(func_index, v[2], "addr", "data", v[1]))
         if stack and not any(stack):
             stack.clear()
@@ -417,8 +459,9 @@ def max_offset(mem_ops: list[tuple[int, int, int]]) -> int:
     return out
 
 
-def might_touch_data(consts: list[int], mem_ops: list[tuple[int, int, int]], lo: int,
-                     mem_hi: int) -> bool:
+def might_touch_data(
+    consts: list[int], mem_ops: list[tuple[int, int, int]], lo: int, mem_hi: int
+) -> bool:
     """Whether a body with these facts can reference data in ``[lo, mem_hi)``: a memarg
     offset inside, or a constant that alone or plus a memarg offset lands inside."""
     maxoff = 0
@@ -435,8 +478,14 @@ def might_touch_data(consts: list[int], mem_ops: list[tuple[int, int, int]], lo:
     return False
 
 
-def module_refs(data: bytes, funcs: list[tuple[int, int, int, int, int]], lo: int, hi: int,
-                go: bool, mem_hi: int) -> list[list[DataRef]]:
+def module_refs(
+    data: bytes,
+    funcs: list[tuple[int, int, int, int, int]],
+    lo: int,
+    hi: int,
+    go: bool,
+    mem_hi: int,
+) -> list[list[DataRef]]:
     """The references of many bodies, one list per body: ``funcs`` are ``(func_index,
     body_offset, body_size, mode, floor)`` with mode 2 (data), 1 (globals only) or 0
     (nothing to find)."""
@@ -459,13 +508,22 @@ PARALLEL_MIN_BYTES = 4 << 20  # code bytes below which one process scans alone
 def _run_chunk(chunk: list[tuple[int, int, int, int, int]]) -> list[list[tuple]]:
     st = _STATE
     res = module_refs(st["data"], chunk, st["lo"], st["hi"], st["go"], st["mem_hi"])  # type: ignore[arg-type]
-    return [[(r.func_index, r.offset, r.kind, r.target_kind, r.target, r.width) for r in refs]
-            for refs in res]
+    return [
+        [(r.func_index, r.offset, r.kind, r.target_kind, r.target, r.width) for r in refs]
+        for refs in res
+    ]
 
 
-def parallel_refs(data: bytes, plan: list[tuple[int, int, int, int, int]], lo: int, hi: int,
-                  go: bool, mem_hi: int, workers: int,
-                  progress: object = None) -> list[list[DataRef]] | None:
+def parallel_refs(
+    data: bytes,
+    plan: list[tuple[int, int, int, int, int]],
+    lo: int,
+    hi: int,
+    go: bool,
+    mem_hi: int,
+    workers: int,
+    progress: object = None,
+) -> list[list[DataRef]] | None:
     """:func:`module_refs` on this process and ``workers - 1`` forked ones (bodies are
     independent), in the plan's order; None when it should run in this process alone
     instead (one worker, a small module, a threaded process that must not fork:
@@ -501,8 +559,9 @@ def parallel_refs(data: bytes, plan: list[tuple[int, int, int, int, int]], lo: i
             chunks.append([])
             size = 0
     _STATE.update(data=data, lo=lo, hi=hi, go=go, mem_hi=mem_hi)
-    ex = ProcessPoolExecutor(max_workers=workers - 1, mp_context=mpctx, initializer=worker_init,
-                             initargs=(os.getpid(),))
+    ex = ProcessPoolExecutor(
+        max_workers=workers - 1, mp_context=mpctx, initializer=worker_init, initargs=(os.getpid(),)
+    )
     try:
         with signals_deferred():
             futures = [ex.submit(_run_chunk, c) for c in chunks]

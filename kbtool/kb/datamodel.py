@@ -76,10 +76,21 @@ def replace_data_model(
         "INSERT INTO data_globals(version_id, idx, type, mutable, initial, imported, import_name,"
         " exports, role, name, confidence, reads, writes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
         [
-            (version_id, g["index"], g["type"], int(g["mutable"]),
-             None if g["initial"] is None else orjson.dumps(g["initial"]).decode(),
-             int(g["imported"]), g["import_name"], orjson.dumps(g["exports"]).decode(),
-             g["role"], g["name"], g["confidence"], g["reads"], g["writes"])
+            (
+                version_id,
+                g["index"],
+                g["type"],
+                int(g["mutable"]),
+                None if g["initial"] is None else orjson.dumps(g["initial"]).decode(),
+                int(g["imported"]),
+                g["import_name"],
+                orjson.dumps(g["exports"]).decode(),
+                g["role"],
+                g["name"],
+                g["confidence"],
+                g["reads"],
+                g["writes"],
+            )
             for g in globals_
         ],
     )
@@ -87,8 +98,18 @@ def replace_data_model(
         "INSERT INTO data_items(version_id, address, size, kind, segment, text, label, data_id,"
         " refs, targets) VALUES (?,?,?,?,?,?,?,?,?,?)",
         [
-            (version_id, i["address"], i["size"], i["kind"], i["segment"], i["text"], i["label"],
-             i["data_id"], i["refs"], orjson.dumps(i["targets"]).decode())
+            (
+                version_id,
+                i["address"],
+                i["size"],
+                i["kind"],
+                i["segment"],
+                i["text"],
+                i["label"],
+                i["data_id"],
+                i["refs"],
+                orjson.dumps(i["targets"]).decode(),
+            )
             for i in items
         ],
     )
@@ -126,8 +147,10 @@ def drop_data_model(conn: sqlite3.Connection, version_id: int) -> bool:
 
 
 # the indexes of data_refs as kbtool/kb/schema.py creates them
-_REF_INDEXES = (("data_refs_target", "version_id, target_kind, target"),
-                ("data_refs_func", "version_id, func_index"))
+_REF_INDEXES = (
+    ("data_refs_target", "version_id, target_kind, target"),
+    ("data_refs_func", "version_id, func_index"),
+)
 
 
 def _few_other_refs(conn: sqlite3.Connection, adding: int) -> bool:
@@ -171,12 +194,19 @@ def model_info(conn: sqlite3.Connection, version_id: int) -> dict[str, Any] | No
     if row is None:
         return None
     count = {
-        t: conn.execute(f"SELECT count(*) FROM {t} WHERE version_id = ?", (version_id,)).fetchone()[0]  # noqa: S608
+        t: conn.execute(f"SELECT count(*) FROM {t} WHERE version_id = ?", (version_id,)).fetchone()[
+            0
+        ]  # noqa: S608
         for t in ("data_items", "data_globals", "data_refs")
     }
     return {
-        "data_start": row[0], "data_end": row[1], "truncated": bool(row[2]), "built_at": row[3],
-        "items": count["data_items"], "globals": count["data_globals"], "refs": count["data_refs"],
+        "data_start": row[0],
+        "data_end": row[1],
+        "truncated": bool(row[2]),
+        "built_at": row[3],
+        "items": count["data_items"],
+        "globals": count["data_globals"],
+        "refs": count["data_refs"],
     }
 
 
@@ -185,8 +215,15 @@ _ITEM_COLS = "address, size, kind, segment, text, label, data_id, refs, targets"
 
 def _item(row: tuple) -> DataItemRow:
     return {
-        "address": row[0], "size": row[1], "kind": row[2], "segment": row[3], "text": row[4],
-        "label": row[5], "data_id": row[6], "refs": row[7], "targets": orjson.loads(row[8]),
+        "address": row[0],
+        "size": row[1],
+        "kind": row[2],
+        "segment": row[3],
+        "text": row[4],
+        "label": row[5],
+        "data_id": row[6],
+        "refs": row[7],
+        "targets": orjson.loads(row[8]),
     }
 
 
@@ -206,7 +243,9 @@ def list_items(
         where.append(f"kind IN ({','.join('?' * len(kinds))})")
         args += list(kinds)
     if search:
-        where.append("(instr(lower(coalesce(text, '')), lower(?)) > 0 OR instr(lower(label), lower(?)) > 0)")
+        where.append(
+            "(instr(lower(coalesce(text, '')), lower(?)) > 0 OR instr(lower(label), lower(?)) > 0)"
+        )
         args += [search, search]
     cond = " AND ".join(where)
     total = conn.execute(f"SELECT count(*) FROM data_items WHERE {cond}", args).fetchone()[0]  # noqa: S608
@@ -238,7 +277,9 @@ def item_by_label(conn: sqlite3.Connection, version_id: int, label: str) -> Data
     return None if row is None else _item(row)
 
 
-def items_by_text(conn: sqlite3.Connection, version_id: int, text: str, limit: int = 50) -> list[DataItemRow]:
+def items_by_text(
+    conn: sqlite3.Connection, version_id: int, text: str, limit: int = 50
+) -> list[DataItemRow]:
     """String items whose text equals ``text``, else contains it (case-sensitive first)."""
     rows = conn.execute(
         f"SELECT {_ITEM_COLS} FROM data_items WHERE version_id = ? AND text = ? ORDER BY address LIMIT ?",  # noqa: S608
@@ -261,23 +302,43 @@ def globals_of(conn: sqlite3.Connection, version_id: int) -> list[GlobalRow]:
     ).fetchall()
     return [
         {
-            "index": r[0], "type": r[1], "mutable": bool(r[2]),
-            "initial": None if r[3] is None else orjson.loads(r[3]), "imported": bool(r[4]),
-            "import_name": r[5], "exports": orjson.loads(r[6]), "role": r[7], "name": r[8],
-            "confidence": r[9], "reads": r[10], "writes": r[11],
+            "index": r[0],
+            "type": r[1],
+            "mutable": bool(r[2]),
+            "initial": None if r[3] is None else orjson.loads(r[3]),
+            "imported": bool(r[4]),
+            "import_name": r[5],
+            "exports": orjson.loads(r[6]),
+            "role": r[7],
+            "name": r[8],
+            "confidence": r[9],
+            "reads": r[10],
+            "writes": r[11],
         }
         for r in rows
     ]
 
 
 def _ref(r: tuple) -> RefRow:
-    return {"func_index": r[0], "offset": r[1], "kind": r[2], "target_kind": r[3],
-            "target": r[4], "width": r[5]}
+    return {
+        "func_index": r[0],
+        "offset": r[1],
+        "kind": r[2],
+        "target_kind": r[3],
+        "target": r[4],
+        "width": r[5],
+    }
 
 
 def refs_to(
-    conn: sqlite3.Connection, version_id: int, target_kind: str, lo: int, hi: int | None = None,
-    *, limit: int = 500, offset: int = 0,
+    conn: sqlite3.Connection,
+    version_id: int,
+    target_kind: str,
+    lo: int,
+    hi: int | None = None,
+    *,
+    limit: int = 500,
+    offset: int = 0,
 ) -> tuple[list[RefRow], int]:
     """References to ``target`` (``hi`` None) or to any target in ``[lo, hi)``, by function
     and offset; and their total."""
@@ -298,7 +359,9 @@ def refs_to(
     return [_ref(r) for r in rows], int(total)
 
 
-def refs_from(conn: sqlite3.Connection, version_id: int, func_index: int, *, limit: int = 2000) -> list[RefRow]:
+def refs_from(
+    conn: sqlite3.Connection, version_id: int, func_index: int, *, limit: int = 2000
+) -> list[RefRow]:
     """What one function references (data and globals), by offset."""
     rows = conn.execute(
         "SELECT func_index, offset, kind, target_kind, target, width FROM data_refs"
@@ -308,7 +371,9 @@ def refs_from(conn: sqlite3.Connection, version_id: int, func_index: int, *, lim
     return [_ref(r) for r in rows]
 
 
-def ref_counts_by_function(conn: sqlite3.Connection, version_id: int, func_indices: list[int]) -> dict[int, int]:
+def ref_counts_by_function(
+    conn: sqlite3.Connection, version_id: int, func_indices: list[int]
+) -> dict[int, int]:
     if not func_indices:
         return {}
     rows = conn.execute(
@@ -319,7 +384,9 @@ def ref_counts_by_function(conn: sqlite3.Connection, version_id: int, func_indic
     return {r[0]: r[1] for r in rows}
 
 
-def function_names_for(conn: sqlite3.Connection, version_id: int, indices: Iterable[int]) -> dict[int, str]:
+def function_names_for(
+    conn: sqlite3.Connection, version_id: int, indices: Iterable[int]
+) -> dict[int, str]:
     """index -> the best name of each of ``indices`` (annotation, import field, name-section
     hint), like :func:`kbtool.kb.queries.function_names` but reading only those rows."""
     idx = sorted({int(i) for i in indices if i >= 0})

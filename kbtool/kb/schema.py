@@ -352,6 +352,7 @@ CREATE TABLE agent_answers (
 CREATE INDEX agent_answers_version ON agent_answers(version_id, func_index);
 """
 
+
 def _v8_go_shapes(conn: sqlite3.Connection) -> None:
     """Version 8: shape hashes of Go modules normalise function values and return PCs
     (``(PC_F << 16) | PC_B``) and static addresses outside the data (issue 29.5): recompute
@@ -371,10 +372,12 @@ def _v8_go_shapes(conn: sqlite3.Connection) -> None:
         go.add(vid)
         conn.executemany(
             "UPDATE functions SET shape_hash = ? WHERE version_id = ? AND idx = ? AND imported = 0",
-            [(f.shape_hash, vid, f.index) for f in funcs if not f.imported])
+            [(f.shape_hash, vid, f.index) for f in funcs if not f.imported],
+        )
     for vid in sorted(go):
-        parent = conn.execute("SELECT parent_version_id FROM versions WHERE id = ?",
-                              (vid,)).fetchone()
+        parent = conn.execute(
+            "SELECT parent_version_id FROM versions WHERE id = ?", (vid,)
+        ).fetchone()
         if not parent or parent[0] not in go:
             continue
         conn.execute(
@@ -383,7 +386,9 @@ def _v8_go_shapes(conn: sqlite3.Connection) -> None:
             " WHERE p.version_id = ? AND p.idx = functions.prev_index)"
             " WHERE version_id = ? AND prev_index IS NOT NULL AND imported = 0"
             " AND EXISTS (SELECT 1 FROM functions p WHERE p.version_id = ?"
-            " AND p.idx = functions.prev_index)", (parent[0], vid, parent[0]))
+            " AND p.idx = functions.prev_index)",
+            (parent[0], vid, parent[0]),
+        )
 
 
 # Migration n takes a KB at schema version n-1 to version n.
@@ -409,10 +414,29 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
 }
 
 TABLES = (
-    "meta", "versions", "modules", "functions", "facts", "call_edges", "symbols",
-    "annotation_events", "events", "diffs", "oracle_modules", "programs", "thread_facts",
-    "structs", "analyses", "analysis_runs", "suggestions", "data_globals", "data_items",
-    "data_refs", "data_models", "knowledge", "agent_answers",
+    "meta",
+    "versions",
+    "modules",
+    "functions",
+    "facts",
+    "call_edges",
+    "symbols",
+    "annotation_events",
+    "events",
+    "diffs",
+    "oracle_modules",
+    "programs",
+    "thread_facts",
+    "structs",
+    "analyses",
+    "analysis_runs",
+    "suggestions",
+    "data_globals",
+    "data_items",
+    "data_refs",
+    "data_models",
+    "knowledge",
+    "agent_answers",
 )
 
 

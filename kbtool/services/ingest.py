@@ -119,9 +119,19 @@ def ingest_file(
         if not gp.exists():
             raise IngestError(f"no such file: {gp}")
         glue_text = read_text_input(gp, "js", errors="replace")  # KBTOOL_MAX_JS_BYTES
-    return ingest_bytes(conn, data, label=label or p.name, source_path=str(p), glue_text=glue_text,
-                        progress=progress, carry=carry, program=program, base=base, force=force,
-                        program_hint=p.name)
+    return ingest_bytes(
+        conn,
+        data,
+        label=label or p.name,
+        source_path=str(p),
+        glue_text=glue_text,
+        progress=progress,
+        carry=carry,
+        program=program,
+        base=base,
+        force=force,
+        program_hint=p.name,
+    )
 
 
 def ingest_bytes(
@@ -152,7 +162,8 @@ def ingest_bytes(
     workers = analyze_workers(len(data))  # 2 for big modules (KBTOOL_PARALLEL_DECODE_BYTES)
     try:
         analysis = analyze_module(
-            data, progress=(lambda done, total: progress("decode", done, total)) if progress else None,
+            data,
+            progress=(lambda done, total: progress("decode", done, total)) if progress else None,
             workers=workers,
         )
     except WasmFormatError as exc:
@@ -164,25 +175,42 @@ def ingest_bytes(
     # the lineage is decided before the matcher, from hashes alone (cheap)
     # (on the program's own code: library/runtime functions recognised and left out)
     lineage = lineage_svc.choose_lineage(
-        conn, lineage_svc.module_rows(analysis, data), default_name=program_hint or label,
-        program=program, base=base, same_bytes_as=same[-1]["id"] if same else None,
+        conn,
+        lineage_svc.module_rows(analysis, data),
+        default_name=program_hint or label,
+        program=program,
+        base=base,
+        same_bytes_as=same[-1]["id"] if same else None,
     )
     with transaction(conn):
-        return _store(conn, data, analysis, label=label, source_path=source_path, glue=glue,
-                      progress=progress, carry=carry, lineage=lineage, sha256=sha256)
+        return _store(
+            conn,
+            data,
+            analysis,
+            label=label,
+            source_path=source_path,
+            glue=glue,
+            progress=progress,
+            carry=carry,
+            lineage=lineage,
+            sha256=sha256,
+        )
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
-def _store(conn, data, analysis, *, label, source_path, glue, progress, carry,
-           lineage: lineage_svc.Lineage, sha256: str | None = None) -> IngestResult:
-    mod = analysis.module
-    funcs = analysis.functions
-    program_id = lineage_svc.commit(conn, lineage)
-    parent = lineage.parent_version_id
-    new = records_from_analysis(analysis)
-
+def _carry_ids(
+    conn, parent, new, funcs, progress
+) -> tuple[
+    dict[int, tuple[str, str, float, int, bool]],
+    dict[str, int],
+    Any,
+    list[str],
+    list[dict[str, Any]],
+]:
+    """Stable ids carried from ``parent``: ``(carried, by_method, full_matches, notes,
+    old_rows)`` (``carried``: new index -> (stable id, method, score, old index, changed))."""
     # identity: carry stable ids from the parent (the most related earlier version of the same
     # program; none for a new program) by unique, non-fuzzy matches;
     # the same matcher run goes on to the full (fuzzy) pairing that carry-over and the stored
@@ -205,30 +233,18 @@ def _store(conn, data, analysis, *, label, source_path, glue, progress, carry,
             o = old_by_index[m.old_index]
             # a body "changed" when its logic did: the shape hash (call targets, type indices and
             # data addresses normalised) differs; relocation alone is not a change
-            changed = (o.shape_hash != funcs[m.new_index].shape_hash)
+            changed = o.shape_hash != funcs[m.new_index].shape_hash
             carried[m.new_index] = (o.stable_id, m.method, m.score, m.old_index, changed)
             by_method[m.method] += 1
         if progress:
             progress("match", 1, 1)
-    unmatched = [f.index for f in funcs if f.index not in carried]
-    new_ids = assign_new_ids(analysis, unmatched, queries.taken_stable_ids(conn).__contains__)
+    return carried, by_method, full_matches, matcher_notes, old_rows
 
-    exported = sum(1 for f in funcs if f.export_names)
-    n_imp = sum(1 for f in funcs if f.imported)
-    instructions = sum(f.instr_count for f in funcs)
-    vid = store.insert_version(conn, {
-        "label": label, "sha256": sha256 or hashlib.sha256(data).hexdigest(), "size": len(data),
-        "toolchain_version": analysis.toolchain_version,
-        "shared_memory": int(bool(mod.shared_memory)), "imported_functions": n_imp,
-        "defined_functions": len(funcs) - n_imp, "exported_functions": exported,
-        "instructions": instructions, "module_name": mod.module_name,
-        "producers": json.dumps(mod.producers, sort_keys=True),
-        "target_features": json.dumps(list(mod.target_features)), "source_path": source_path,
-        "parent_version_id": parent, "carried": len(carried),
-        "program_id": program_id, "lineage": json.dumps(lineage.record(), sort_keys=True),
-    })
-    store.insert_module_bytes(conn, vid, data)
 
+def _function_rows(
+    vid, funcs, new, carried, new_ids
+) -> tuple[dict[int, str], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The version's function, facts and call-edge rows, and each index's stable id."""
     sid_of: dict[int, str] = {}
     frows: list[dict[str, Any]] = []
     xrows: list[dict[str, Any]] = []
@@ -240,50 +256,142 @@ def _store(conn, data, analysis, *, label, source_path, glue, progress, carry,
         else:
             sid, method, score, prev_idx, changed = new_ids[f.index], "new", None, None, False
         sid_of[f.index] = sid
-        frows.append({
-            "version_id": vid, "idx": f.index, "stable_id": sid, "imported": int(f.imported),
-            "import_module": f.import_module, "import_field": f.import_field,
-            "type_sig": f.type_sig, "body_hash": f.body_hash, "shape_hash": f.shape_hash,
-            "body_offset": f.body_offset, "body_size": f.body_size,
-            "instr_count": f.instr_count, "raw_name": f.raw_name,
-            "export_names": json.dumps(list(f.export_names)),
-            "is_exported": int(bool(f.export_names)), "prev_index": prev_idx,
-            "match_method": method, "match_score": score, "body_changed": int(changed),
-        })
-        xrows.append({
-            "version_id": vid, "idx": f.index, "calls": dumps(f.calls),
-            "call_indirect": f.call_indirect, "ref_funcs": dumps(f.ref_funcs),
-            "consts": dumps(f.consts), "strings": dumps(f.strings),
-            "globals_used": dumps(f.globals_used), "mem_ops": dumps(f.mem_ops),
-            "atomic_sites": f.atomic_sites, "loops": f.loops, "ops": bytes(f.ops),
-            "table_slots": dumps(new[f.index].table_slots),
-        })
+        frows.append(
+            {
+                "version_id": vid,
+                "idx": f.index,
+                "stable_id": sid,
+                "imported": int(f.imported),
+                "import_module": f.import_module,
+                "import_field": f.import_field,
+                "type_sig": f.type_sig,
+                "body_hash": f.body_hash,
+                "shape_hash": f.shape_hash,
+                "body_offset": f.body_offset,
+                "body_size": f.body_size,
+                "instr_count": f.instr_count,
+                "raw_name": f.raw_name,
+                "export_names": json.dumps(list(f.export_names)),
+                "is_exported": int(bool(f.export_names)),
+                "prev_index": prev_idx,
+                "match_method": method,
+                "match_score": score,
+                "body_changed": int(changed),
+            }
+        )
+        xrows.append(
+            {
+                "version_id": vid,
+                "idx": f.index,
+                "calls": dumps(f.calls),
+                "call_indirect": f.call_indirect,
+                "ref_funcs": dumps(f.ref_funcs),
+                "consts": dumps(f.consts),
+                "strings": dumps(f.strings),
+                "globals_used": dumps(f.globals_used),
+                "mem_ops": dumps(f.mem_ops),
+                "atomic_sites": f.atomic_sites,
+                "loops": f.loops,
+                "ops": bytes(f.ops),
+                "table_slots": dumps(new[f.index].table_slots),
+            }
+        )
         erows.extend({"version_id": vid, "caller": f.index, "callee": c} for c in set(f.calls))
+    return sid_of, frows, xrows, erows
+
+
+def _store(
+    conn,
+    data,
+    analysis,
+    *,
+    label,
+    source_path,
+    glue,
+    progress,
+    carry,
+    lineage: lineage_svc.Lineage,
+    sha256: str | None = None,
+) -> IngestResult:
+    mod = analysis.module
+    funcs = analysis.functions
+    program_id = lineage_svc.commit(conn, lineage)
+    parent = lineage.parent_version_id
+    new = records_from_analysis(analysis)
+
+    carried, by_method, full_matches, matcher_notes, old_rows = _carry_ids(
+        conn, parent, new, funcs, progress
+    )
+    unmatched = [f.index for f in funcs if f.index not in carried]
+    new_ids = assign_new_ids(analysis, unmatched, queries.taken_stable_ids(conn).__contains__)
+
+    exported = sum(1 for f in funcs if f.export_names)
+    n_imp = sum(1 for f in funcs if f.imported)
+    instructions = sum(f.instr_count for f in funcs)
+    vid = store.insert_version(
+        conn,
+        {
+            "label": label,
+            "sha256": sha256 or hashlib.sha256(data).hexdigest(),
+            "size": len(data),
+            "toolchain_version": analysis.toolchain_version,
+            "shared_memory": int(bool(mod.shared_memory)),
+            "imported_functions": n_imp,
+            "defined_functions": len(funcs) - n_imp,
+            "exported_functions": exported,
+            "instructions": instructions,
+            "module_name": mod.module_name,
+            "producers": json.dumps(mod.producers, sort_keys=True),
+            "target_features": json.dumps(list(mod.target_features)),
+            "source_path": source_path,
+            "parent_version_id": parent,
+            "carried": len(carried),
+            "program_id": program_id,
+            "lineage": json.dumps(lineage.record(), sort_keys=True),
+        },
+    )
+    store.insert_module_bytes(conn, vid, data)
+
+    sid_of, frows, xrows, erows = _function_rows(vid, funcs, new, carried, new_ids)
     store.insert_functions(conn, frows)
     store.insert_facts(conn, xrows)
     store.insert_call_edges(conn, erows)
 
     result = IngestResult(
-        version_id=vid, label=label, imported=n_imp, defined=len(funcs) - n_imp, exported=exported,
-        instructions=instructions, toolchain_version=analysis.toolchain_version,
-        shared_memory=bool(mod.shared_memory), parent_version_id=parent, carried=len(carried),
+        version_id=vid,
+        label=label,
+        imported=n_imp,
+        defined=len(funcs) - n_imp,
+        exported=exported,
+        instructions=instructions,
+        toolchain_version=analysis.toolchain_version,
+        shared_memory=bool(mod.shared_memory),
+        parent_version_id=parent,
+        carried=len(carried),
         carried_by_method=dict(by_method),
         body_changed=sum(1 for c in carried.values() if c[4]),
         new_identities=len(unmatched),
-        program=lineage.program, new_program=lineage.new_program, lineage=lineage.record(),
-        lineage_text=lineage_svc.describe(lineage), matcher_notes=matcher_notes,
+        program=lineage.program,
+        new_program=lineage.new_program,
+        lineage=lineage.record(),
+        lineage_text=lineage_svc.describe(lineage),
+        matcher_notes=matcher_notes,
     )
     _record_binary_names(conn, vid, analysis, sid_of, glue, result)
     # globals, data items and xrefs (issue 26), in this transaction: `kbtool xrefs` and
     # `kbtool strings` work after the first ingest; `kbtool analyze` rebuilds it with the
     # recognizers' names (labels such as errno and malloc_state)
     result.data = data_model.build(
-        conn, vid, analysis, data,
+        conn,
+        vid,
+        analysis,
+        data,
         progress=(lambda done, total: progress("data", done, total)) if progress else None,
     )
     if parent is not None:
-        pairing = pair_rows(parent, vid, old_rows, queries.matching_rows(conn, vid),
-                            matches=full_matches)
+        pairing = pair_rows(
+            parent, vid, old_rows, queries.matching_rows(conn, vid), matches=full_matches
+        )
         if carry:
             result.diff_carry = carry_names(conn, parent, vid, pairing=pairing)
         store_report(conn, pairing)
@@ -298,9 +406,13 @@ def _go_symbols(analysis, result: IngestResult):
         result.go = {"error": str(exc)}
         return None
     if syms is not None:
-        result.go = {"go_version": syms.go_version, "pclntab_format": syms.pclntab_format,
-                     "named": len(syms.names), "defined": syms.defined_functions,
-                     "notes": list(syms.notes)}
+        result.go = {
+            "go_version": syms.go_version,
+            "pclntab_format": syms.pclntab_format,
+            "named": len(syms.names),
+            "defined": syms.defined_functions,
+            "notes": list(syms.notes),
+        }
     return syms
 
 
@@ -315,14 +427,26 @@ def _record_binary_names(conn, vid, analysis, sid_of, glue, result: IngestResult
     glue_exports = glue.exports if glue else {}
     glue_imports = glue.imports if glue else {}
     if glue is not None:
-        result.glue = {"exports": 0, "imports": 0, "unknown": list(glue.unknown),
-                       "shape": glue.shape}
+        result.glue = {
+            "exports": 0,
+            "imports": 0,
+            "unknown": list(glue.unknown),
+            "shape": glue.shape,
+        }
     go = _go_symbols(analysis, result)
     by_source: dict[str, int] = defaultdict(int)
 
     def propose(sid: str, name: str, conf: float, source: str, **extra: Any) -> None:
-        d = upsert_symbol(conn, sid, name, provenance="export", confidence=conf,
-                          actor="ingest", evidence={"source": source, **extra}, version_id=vid)
+        d = upsert_symbol(
+            conn,
+            sid,
+            name,
+            provenance="export",
+            confidence=conf,
+            actor="ingest",
+            evidence={"source": source, **extra},
+            version_id=vid,
+        )
         if d["written"]:
             result.names_written += 1
             by_source[source] += 1
@@ -351,14 +475,24 @@ def _record_binary_names(conn, vid, analysis, sid_of, glue, result: IngestResult
             elif not is_minified(e, minified):
                 cands.append((e, EXPORT_CONFIDENCE, "export", {"export": e}))
         if f.imported:
-            if glue is not None and f.import_field in glue_imports and (
-                glue.import_module is None or glue.import_module == f.import_module
+            if (
+                glue is not None
+                and f.import_field in glue_imports
+                and (glue.import_module is None or glue.import_module == f.import_module)
             ):
-                cands.append((glue_imports[f.import_field], GLUE_CONFIDENCE, "js-glue",
-                              {"minified": f"{f.import_module}.{f.import_field}"}))
+                cands.append(
+                    (
+                        glue_imports[f.import_field],
+                        GLUE_CONFIDENCE,
+                        "js-glue",
+                        {"minified": f"{f.import_module}.{f.import_field}"},
+                    )
+                )
                 result.glue["imports"] += 1
             elif f.import_field and not is_minified(f.import_field, minified):
-                cands.append((f.import_field, IMPORT_CONFIDENCE, "import", {"module": f.import_module}))
+                cands.append(
+                    (f.import_field, IMPORT_CONFIDENCE, "import", {"module": f.import_module})
+                )
         if not cands:
             continue
         name, conf, source, extra = cands[0]

@@ -1,14 +1,11 @@
 """The decoder's hot loop: one table-driven walk over function bodies (see :mod:`.facts`).
 
-Compiled with mypyc at install into the twin ``kbtool.wasm._cdecoder`` (the same source;
-the loop takes 2-7x less CPU); :mod:`.active` picks the twin when its stamp matches this file and
-``KBTOOL_DECODE`` is not ``pure``. Both give identical results (``tests/test_decode_accel.py``).
-So the source stays mypyc-friendly: typed locals, no ``**kwargs``, no dynamic attributes,
-module-level tables are bytes/lists, and the context comes in as plain values.
+Compiled with mypyc at install into the twin ``kbtool.wasm._cdecoder`` (2-7x less CPU;
+:mod:`.active` picks it when its stamp matches and ``KBTOOL_DECODE`` is not ``pure``; identical
+results: ``test_decode_accel.py``), so the source stays mypyc-friendly: typed locals, no
+``**kwargs`` or dynamic attributes, tables are bytes/lists, the context comes as plain values.
 
-:func:`analyze_range` returns one tuple per function in :class:`.facts.FuncFacts` field order
-(the caller builds the dataclass; worker processes ship the tuples as they are).
-"""
+:func:`analyze_range`: one tuple per function in :class:`.facts.FuncFacts` field order."""
 
 from __future__ import annotations
 
@@ -27,8 +24,7 @@ class _Bad(Exception):
     """Internal: the fast loop met something it does not accept; diagnose carefully."""
 
 
-# ----------------------------------------------------------------------------- LEB helpers
-
+# LEB helpers
 def _uleb_cont(data: bytes, p: int, x: int, maxshift: int = 28) -> tuple[int, int]:
     """Continue an unsigned LEB whose first byte ``x`` (>= 0x80) was consumed
     (``maxshift`` 28: u32, at most 5 bytes; 63: u64, at most 10 bytes). The unused high
@@ -167,9 +163,12 @@ def _pack_ops(ops: list[int]) -> bytes:
     """The op ids as ``array("H", ops).tobytes()`` gives them (native order, two bytes each),
     without the array's per-item argument parsing."""
     return struct.pack(f"{len(ops)}H", *ops)
+
+
 _MISS: Final = object()
 _TABLE_ATOMIC: Final = PREFIX_BASE[0xFE] + 0x58  # shared-everything: global.atomic.* are below
 _STRUCT_ATOMIC: Final = PREFIX_BASE[0xFE] + 0x5C
+
 
 # The fast loop's kinds: the opcode table's, plus three of its own: 40 heap type (ref.null,
 # ref.test, ref.cast), 41 end, 42 delegate (they track block depth).
@@ -185,7 +184,7 @@ def _prefix_tables() -> list[tuple[int, bytes]]:
     """Per first byte: (base, kinds) of its prefix table; ``(0, b"")`` for other bytes."""
     out: list[tuple[int, bytes]] = [(0, b"")] * 256
     for p in PREFIX_BASE:
-        kinds = bytearray(KIND[PREFIX_BASE[p]:PREFIX_BASE[p] + PREFIX_SLOTS[p]])
+        kinds = bytearray(KIND[PREFIX_BASE[p] : PREFIX_BASE[p] + PREFIX_SLOTS[p]])
         if p == 0xFB:
             for i in (0x14, 0x15, 0x16, 0x17):
                 kinds[i] = 40
@@ -198,6 +197,7 @@ _PFX: Final = _prefix_tables()
 _WIDTH: Final = list(WIDTH)
 
 
+# fmt: off
 def analyze_range(ctx: Any, first: int, last: int,
                   progress: Callable[[int, int], object] | None = None,
                   total_done: int = 0, total: int = 0,
@@ -696,3 +696,4 @@ def analyze_range(ctx: Any, first: int, last: int,
             blake2b(body, digest_size=16).hexdigest(), sh.hexdigest(),
         ))
     return out
+# fmt: on
