@@ -1,6 +1,6 @@
 """Concurrent writers through the gate: processes proposing the same annotations at once.
 
-``knowledge_race`` is the concurrent-writers test of names (tests/test_gate_concurrency.py)
+``knowledge_race`` is the concurrent-writers test of names (tests/unit/kb/test_gate_concurrency.py)
 for other annotation kinds: one locked human annotation per kind, then ``procs`` spawned
 processes x ``per_proc`` agent proposals (random kind, target and confidence, every value
 distinct), then a count of violations: a lost update (the record is not the highest-confidence

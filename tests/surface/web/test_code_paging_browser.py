@@ -1,0 +1,239 @@
+"""Huge functions page in the browser (issue 30, point 2): the dashboard's function panel and
+the studio ask ``/api/disasm`` for the first window of lines only, load the next windows as
+the reader scrolls, show every line once and in order with a "lines N–M of T" status, and
+show a hostile name that first appears in a later window as text. Real ``kbtool serve``,
+headless Chromium, a module assembled here with one function of a few thousand instructions."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from kbtool.kb import queries
+from kbtool.kb.db import open_rw
+from kbtool.kb.gate import upsert_symbol
+from kbtool.services.ingest import ingest_file
+from testkit.wasmbuild import build_wat, have_wabt
+from tests.support.web import CHROMIUM, XSS_IMG, ServerProcess, launch_chromium, request
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not have_wabt(), reason="wat2wasm not installed"),
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM}"),
+    pytest.mark.skipif(
+        importlib.util.find_spec("playwright") is None, reason="playwright is not installed"
+    ),
+]
+CALLS = 1500  # 3,000+ instructions: ten windows of the pages' 300 lines
+WINDOW = 300
+BIG = 2  # function index of the huge one
+
+
+def _wat() -> str:
+    body = "\n".join(f"    i32.const {i}\n    call $sink" for i in range(CALLS))
+    return f"""(module
+  (func $sink (export "sink") (param i32))
+  (func $evil)
+  (func $big (export "big")
+{body}
+    call $evil)
+)
+"""
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    d: Path = tmp_path_factory.mktemp("paging")
+    wasm = build_wat(_wat(), d, name="huge")
+    db = d / "kb.db"
+    conn = open_rw(str(db), create=True)
+    try:
+        ingest_file(conn, str(wasm), label="1.0")
+        vid = queries.latest_version_id(conn)
+        fns = {f["index"]: f for f in queries.list_functions(conn, vid)}
+    finally:
+        conn.close()
+    # the cleaned C of the huge function (offline `kbtool deep`, about a second); before the
+    # hostile name, so that its understanding line does not carry the name to the first window
+    out = subprocess.run(
+        [sys.executable, "-m", "kbtool.cli", "deep", str(vid), "-f", str(BIG), "--db", str(db)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    conn = open_rw(str(db))
+    try:
+        decision = upsert_symbol(
+            conn,
+            fns[1]["stable_id"],
+            XSS_IMG,
+            provenance="oracle",
+            confidence=0.9,
+            actor="oracle:test",
+        )
+        assert decision["written"], decision
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+    with ServerProcess(db) as srv:
+        yield srv, vid, fns[BIG]["stable_id"]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = launch_chromium(pw)
+        yield b
+        b.close()
+
+
+def _until(page, expression: str, seconds: float = 20.0) -> None:
+    """Poll a page expression from Python (the page's CSP forbids string evaluation)."""
+    end = time.monotonic() + seconds
+    while not page.evaluate(expression):
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {expression}")
+        time.sleep(0.05)
+
+
+def _all_lines(srv, vid: int, kind: str) -> list[str]:
+    return _all_lines_of(srv, vid, BIG, kind)
+
+
+def _all_lines_of(srv, vid: int, index: int, kind: str = "wasm") -> list[str]:
+    """Every line of a function's code in one window (straight from the API)."""
+    status, _, body = request(srv.port, f"/api/disasm/{vid}/{index}?kind={kind}&limit=20000")
+    assert status == 200, body[:200]
+    out = json.loads(body)
+    assert out["next_offset"] is None
+    return out["lines"]
+
+
+def _windows(requests: list[str], kind: str) -> list[tuple[int, int]]:
+    """(offset, limit) of every /api/disasm window of ``kind`` the page asked for."""
+    out = []
+    for url in requests:
+        u = urlparse(url)
+        q = parse_qs(u.query)
+        if u.path.startswith("/api/disasm/") and q.get("kind") == [kind]:
+            out.append((int(q["offset"][0]), int(q["limit"][0])))
+    return out
+
+
+def _page(browser, requests: list[str], errors: list[str]):
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    page.set_default_timeout(20_000)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("request", lambda r: requests.append(r.url))
+    return page
+
+
+def _scroll_to_end(page, pre: str, lines: list[str]) -> None:
+    """Scroll the code pane to its bottom until every line arrived."""
+    for _ in range(len(lines) // WINDOW + 5):
+        if page.evaluate(f"document.querySelector('{pre}').dataset.complete === '1'"):
+            return
+        shown = page.evaluate(f"Number(document.querySelector('{pre}').dataset.shown)")
+        page.evaluate(
+            f"(() => {{ const p = document.querySelector('{pre}'); p.scrollTop = p.scrollHeight; }})()"
+        )
+        _until(page, f"Number(document.querySelector('{pre}').dataset.shown) > {shown}")
+    assert page.evaluate(f"document.querySelector('{pre}').dataset.complete === '1'")
+
+
+def _check_paged(page, requests, pre: str, status: str, kind: str, lines: list[str]) -> None:
+    total = len(lines)
+    assert total > 3 * WINDOW
+    # the first screen: one window asked for, the status says how many lines there are
+    _until(
+        page, f"(document.querySelector('{status}') || {{}}).textContent?.includes('of {total:,}')"
+    )
+    time.sleep(0.3)  # nothing else is asked for while the reader does not scroll
+    if kind != "clean":  # the cleaned C arrives whole with the analysis, and renders by pages
+        assert _windows(requests, kind) == [(0, WINDOW)]
+    assert f"lines 1–{WINDOW:,} of {total:,}" in page.inner_text(status)
+    assert (
+        page.evaluate(f"document.querySelector('{pre}').textContent")
+        == "\n".join(lines[:WINDOW]) + "\n"
+    )
+
+    _scroll_to_end(page, pre, lines)
+    # every line once, in order; each window asked for once, in order
+    assert page.evaluate(f"document.querySelector('{pre}').textContent") == "\n".join(lines) + "\n"
+    if kind != "clean":
+        assert _windows(requests, kind) == [(o, WINDOW) for o in range(0, total, WINDOW)]
+    assert page.inner_text(status).strip() == f"lines 1–{total:,} of {total:,}"
+
+
+def test_dashboard_panel_pages_a_huge_function(served, browser):
+    srv, vid, sid = served
+    requests: list[str] = []
+    errors: list[str] = []
+    page = _page(browser, requests, errors)
+    page.goto(f"{srv.url}#v={vid}&fn={sid}")
+    page.wait_for_selector("#fn-code-text")
+    wasm = _all_lines(srv, vid, "wasm")
+    _check_paged(page, requests, "#fn-code-text", "#fn-code-lines", "wasm", wasm)
+
+    # the C view pages the same way
+    page.click("#code-c")
+    _check_paged(page, requests, "#fn-code-text", "#fn-code-lines", "c", _all_lines(srv, vid, "c"))
+    # and the cleaned C (from `kbtool deep`) renders by the same pages
+    status, _, body = request(srv.port, f"/api/analysis/{sid}")
+    assert status == 200, body[:200]
+    clean = json.loads(body)["clean_c"].rstrip("\n").split("\n")
+    asked = len([u for u in requests if "/api/disasm/" in u])
+    page.click("#code-clean")
+    _check_paged(page, requests, "#fn-code-text", "#fn-code-lines", "clean", clean)
+    assert len([u for u in requests if "/api/disasm/" in u]) == asked  # no code call for it
+    assert errors == []
+    page.close()
+
+
+def test_hostile_name_in_a_later_window_is_text(served, browser):
+    srv, vid, _sid = served
+    wasm = _all_lines(srv, vid, "wasm")
+    first = next(i for i, line in enumerate(wasm) if "onerror" in line)
+    assert first >= WINDOW, "the hostile name must first show in a later window"
+    requests: list[str] = []
+    errors: list[str] = []
+    page = _page(browser, requests, errors)
+    page.goto(f"{srv.url.rstrip('/')}/studio#v={vid}&f={BIG}")
+    _until(page, "(document.querySelector('#code-lines') || {}).textContent?.includes('of ')")
+    assert _windows(requests, "wasm") == [(0, WINDOW)]
+    assert XSS_IMG not in page.inner_text("#code")
+    _scroll_to_end(page, "#code", wasm)
+    assert wasm[first] in page.evaluate("document.querySelector('#code').textContent")
+    assert XSS_IMG in page.inner_text("#code")  # shown as text ...
+    assert page.locator("#code img").count() == 0  # ... never as an element
+    assert page.evaluate("window.__xss") is None
+    assert page.inner_text("#code-lines").strip() == f"lines 1–{len(wasm):,} of {len(wasm):,}"
+    assert errors == []
+    page.close()
+
+
+def test_small_function_is_one_window(served, browser):
+    srv, vid, _sid = served
+    lines = _all_lines_of(srv, vid, 0)
+    assert len(lines) < WINDOW
+    requests: list[str] = []
+    errors: list[str] = []
+    page = _page(browser, requests, errors)
+    page.goto(f"{srv.url.rstrip('/')}/studio#v={vid}&f=0")
+    _until(page, "document.querySelector('#code').dataset.complete === '1'")
+    assert _windows(requests, "wasm") == [(0, WINDOW)]
+    assert page.evaluate("document.querySelector('#code').textContent") == "\n".join(lines) + "\n"
+    assert page.inner_text("#code-lines").strip() == f"lines 1–{len(lines)} of {len(lines)}"
+    assert errors == []
+    page.close()
