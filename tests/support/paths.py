@@ -11,7 +11,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]  # the checkout (tests/support/paths.py -> ROOT)
 TESTS_DIR = ROOT / "tests"
 FIXTURES = TESTS_DIR / "fixtures"  # wasm, C, Go and JS inputs the tests build or read
-SNAPSHOTS = TESTS_DIR / "surface" / "tui" / "__snapshots__"  # Textual snapshot images (pytest-textual-snapshot, next to their tests)
+SNAPSHOTS = (
+    TESTS_DIR / "surface" / "tui" / "__snapshots__"
+)  # Textual snapshot images (pytest-textual-snapshot, next to their tests)
 BENCHMARKS = ROOT / "benchmarks"
 DOCS = ROOT / "docs"
 PACKAGE = ROOT / "kbtool"

@@ -10,6 +10,7 @@ from urllib.parse import quote
 
 import pytest
 
+from kbtool.kb.datamodel import drop_data_model
 from kbtool.kb.db import open_rw
 from kbtool.services.analyze import analyze_version
 from kbtool.services.ingest import ingest_file
@@ -121,6 +122,10 @@ def test_bad_input(server, path, status, words):
 
 def test_no_model_is_a_404_with_the_fix(tmp_path):
     db = data_kb(tmp_path, analyze=False)
+    conn = open_rw(str(db))
+    with conn:  # a version ingested before ingest built the model
+        drop_data_model(conn, 1)
+    conn.close()
     with ServerProcess(db) as srv:
         st, body = get(srv, "/api/strings/1")
         assert st == 404 and "kbtool analyze 1" in body["error"]

@@ -117,7 +117,14 @@ def test_every_owned_benchmark_is_listed():
     }
     # helpers, and the corpus builder programs.py (it downloads sources: not a smoke run)
     # diff_triage builds its release pairs from downloaded sources too (run by hand)
-    helpers = {"__init__", "corpus_pairs", "smoke_corpus", "programs", "diff_triage"}
+    helpers = {
+        "__init__",
+        "corpus_pairs",
+        "smoke_corpus",
+        "programs",
+        "diff_triage",
+        "name_scoring",
+    }
     scripts = {p.stem for p in (ROOT / "benchmarks").glob("*.py")}
     assert scripts - elsewhere - helpers == set(EXPECTED)
 

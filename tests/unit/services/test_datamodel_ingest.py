@@ -175,6 +175,10 @@ def test_parallel_scan_gives_the_same_model(monkeypatch):
     two = dmod.build_data_model(a, data, stack_pointer=sp, workers=2)
     assert two.to_dict() == one.to_dict()
     # (it did run on workers: None means "scan in this process")
+    from kbtool.wasm.workers import pool_context
+
+    if pool_context() is None:  # another test left a thread running: no fork here
+        pytest.skip("threads are running in this process: the scan stays in it")
     assert (
         datascan.parallel_refs(
             data, dmod.scan_plan(a, 1024, two.data_end), 1024, two.data_end, False, two.data_end, 2
