@@ -7,7 +7,7 @@ Every string that comes from a binary or the KB (names, strings, labels) is rend
 from __future__ import annotations
 
 from rich import box
-from rich.console import Console, Group
+from rich.console import Group
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
@@ -31,7 +31,6 @@ from kbtool.render.terminal_triage import (  # noqa: F401
     triage_lines,
 )
 from kbtool.render.text import lit
-from kbtool.services.diff.view import changelog_of, coverage_of, diff_view
 
 PROVENANCE_STYLE: dict[str | None, str] = {
     **{p: ("bold " if p == "human" else "") + colour(p) for p in PROVENANCES},
@@ -61,11 +60,6 @@ def coverage_table(cov: dict, *, title: str = "coverage") -> Table:
         str(cov["diff_carry_named"]),
     )
     return t
-
-
-def coverage_panel(kb, version_id: int) -> Table:
-    """Contract view: coverage of one version. ``kb`` is a KB path or an open connection."""
-    return coverage_table(coverage_of(kb, version_id), title=f"coverage of version {version_id}")
 
 
 # ---------------------------------------------------------------- diff
@@ -337,17 +331,6 @@ def diff_lines(
     return out
 
 
-def diff_table(kb, from_version_id: int, to_version_id: int, *, only=None) -> Table:
-    """Contract view: one row per change (classification, from/to index, name, provenance,
-    confidence, score, runtime/churn and review flags). ``kb`` is a KB path or an open
-    connection; the stored report is used when there is one, else it is computed with
-    carry-over off (a pure read)."""
-    view = diff_view(kb, from_version_id, to_version_id, with_changelog=False)
-    return diff_table_from_report(
-        view["report"], only=only, toolchain_changed=view["toolchain_changed"]
-    )
-
-
 def _names(values: list[str], style: str) -> Text:
     t = Text()
     for i, v in enumerate(values):
@@ -498,14 +481,6 @@ def _function_head(f: dict, index: int) -> Text:
     return head
 
 
-def changelog_renderable(report: dict, kb=None, *, only=None):
-    """The semantic changelog of a report as a Rich renderable. ``kb`` (path or connection)
-    supplies the facts; without it this returns None (a report alone has no facts)."""
-    if kb is None:
-        return None
-    return changelog_from_data(changelog_of(kb, report), only=only)
-
-
 def render_view(view: dict, console, *, only=None) -> None:
     """Print a :func:`kbtool.services.diff.view.diff_view`: the summary, the change table
     (score column from 100 columns up) with the flags legend under it, then the semantic
@@ -529,11 +504,3 @@ def render_view(view: dict, console, *, only=None) -> None:
     if legend is not None:
         console.print(legend)
     console.print(changelog_from_data(view["changelog"], only=keep))
-
-
-def render_diff(kb, from_version_id: int, to_version_id: int, console=None, *, only=None) -> None:
-    """Contract view: print the summary, the change table, then the semantic changelog.
-    Read-only: the stored report if saved, else computed with carry-over off."""
-
-    console = console or Console(highlight=False)
-    render_view(diff_view(kb, from_version_id, to_version_id), console, only=parse_only(only))

@@ -15,16 +15,10 @@ from rich.table import Table
 
 from kbtool.kb.db import open_ro, open_rw
 from kbtool.kb.gate import upsert_symbol
-from kbtool.render.terminal import (
-    changelog_renderable,
-    coverage_panel,
-    diff_lines,
-    diff_table,
-    parse_only,
-    render_diff,
-)
+from kbtool.render.terminal import diff_lines, parse_only
 from kbtool.services.diff.changelog import changelog
 from kbtool.services.diff.report import get_diff
+from kbtool.terminal import changelog_renderable, coverage_panel, diff_table, render_diff
 from tests.support.paths import ROOT
 
 
