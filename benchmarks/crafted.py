@@ -1,6 +1,6 @@
 """Crafted hostile modules (issues 11 and 24) and benchmarks of the worst ones.
 
-The builders are used by tests/test_wasm_hardening.py, tests/test_matcher_bounds.py and
+The builders are used by tests/unit/wasm/test_wasm_hardening.py, tests/unit/identity/test_matcher_bounds.py and
 benchmarks/fuzz.py. Two benchmarks:
 
 * decode: :func:`kbtool.wasm.analyze_module` on the quadratic-strings module (one data

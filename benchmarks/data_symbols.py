@@ -32,7 +32,7 @@ right the names and boundaries are, Go literal recovery, and `kbtool xrefs` late
    alternating (what the model costs: CPU, wall, peak memory).
 
 ``--smoke``: one small gt module, 20 functions, the C program, no Go, the same module for
-the latency (run by tests/test_benchmarks_smoke.py).
+the latency (run by tests/unit/services/test_benchmarks_smoke.py).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ function indices, a name section):
 3. Compile: the lifted C of every annotated function of N+1 (prototype comment, parameter names,
    comments) concatenated, ``gcc -fsyntax-only -include prelude.h``.
 
-The gate's concurrency figure for the new kinds is tests/test_knowledge_concurrency.py
+The gate's concurrency figure for the new kinds is tests/unit/kb/test_knowledge_concurrency.py
 (8 processes x 120 proposals over every kind; it asserts 0 violations).
 
 ``--smoke``: the bundled demo pair (zstd 1.5.5 -> 1.5.6, names from the demo's hand names are

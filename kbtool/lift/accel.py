@@ -13,7 +13,7 @@ still succeeds and the pure lifter runs. By hand:
 as ``kbtool.lift._clifter`` (all its parts in one mypyc group), recording the SHA-256 over
 every part it compiled in ``_clifter.sha256``; :mod:`kbtool.lift.active` then
 picks it for ``kbtool.lift`` (``KBTOOL_LIFT=pure`` forces the pure module, the reference).
-Both give byte-identical output (``tests/test_lift_accel.py``). The compiled files are build
+Both give byte-identical output (``tests/unit/lift/test_lift_accel.py``). The compiled files are build
 products: never committed (``.gitignore``); a build from other lifter sources is ignored.
 """
 

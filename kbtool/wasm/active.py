@@ -6,7 +6,7 @@ from today's ``decoder.py`` (SHA-256 in ``_cdecoder.sha256``) and ``KBTOOL_DECOD
 ``pure``; otherwise the pure module (the reference). ``pip install`` builds the twin when it
 can (the build table in ``kbtool/lift/_build.py``, run by ``setup.py`` and by
 ``python -m kbtool.lift.accel build``). Both give identical facts
-(``tests/test_decode_accel.py``). ``KBTOOL_DECODE=compiled`` turns a missing or stale build
+(``tests/unit/wasm/test_decode_accel.py``). ``KBTOOL_DECODE=compiled`` turns a missing or stale build
 into an error instead of a silent fallback.
 
 Standard library only: this layer cannot import :mod:`kbtool.lift` (the build code lives
