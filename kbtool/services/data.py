@@ -511,19 +511,15 @@ _C_IDENT = re.compile(r"[A-Za-z_]\w*")
 _C_LOCAL = re.compile(r"(?:[plL]\d+|.*_t|KB_D_\w*|f32|f64|i32|i64|v128)\Z")
 _C_COMMENT = re.compile(r"/\*.*?\*/")
 _NOTE_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
-_WASM_NOTE = re.compile(r";;\s*([A-Za-z_][\w.$]*)")
-_WASM_GLOBAL = re.compile(r"global\.(?:get|set)\s+(\$\S+|\d+)")
-_WASM_MEMARG = re.compile(r"\.(?:load|store)\w*\s+\d+\s+(\d+)")
-_WASM_CONST = re.compile(r"i(?:32|64)\.const\s+(-?\d+)")
 _FN_INDEX = re.compile(r"(?:f|func_?)(\d+)\Z|.*_(\d+)\Z")
 
 
 def line_targets(line: str, mode: str, *, call_target: int | None = None) -> list[str]:
-    """What one line of code refers to, most specific first, as :func:`xrefs` targets: a
-    called function, a data label (``;; s_hello`` notes, enum names in the C), a global
-    (``global.get $__stack_pointer``, a C identifier), a string note, an address. ``mode``
-    is ``wasm`` (the disassembly) or ``c`` (lifted or cleaned C). Pure text: the caller
-    tries each until one resolves."""
+    """What one line of lifted or cleaned C refers to (the identifiers a reader points at),
+    most specific first, as :func:`xrefs` targets: a data label, a global, a string in a
+    comment, a called function. ``mode`` is ``c``; raw wasm reads the instruction's record
+    instead (:func:`kbtool.services.code.instr_targets`). The caller tries each target until
+    one resolves."""
     out: list[str] = []
 
     def add(t: str) -> None:
@@ -532,24 +528,8 @@ def line_targets(line: str, mode: str, *, call_target: int | None = None) -> lis
 
     if call_target is not None:
         add(f"#{call_target}")
-    if mode == "wasm":
-        code, _, note = line.partition(";;")
-        m = _WASM_NOTE.search(";;" + note) if note else None
-        if m:
-            add(m.group(1))
-        g = _WASM_GLOBAL.search(code)
-        if g:
-            add("g:" + g.group(1).lstrip("$"))
-        s = _NOTE_STRING.search(note)
-        if s:
-            add('"' + _unescape(s.group(1)))
-        mem = _WASM_MEMARG.search(code)
-        if mem and int(mem.group(1)):
-            add(hex(int(mem.group(1))))
-        c = _WASM_CONST.search(code)
-        if c and int(c.group(1)) > 0:
-            add(hex(int(c.group(1))))
-        return out
+    if mode != "c":  # raw wasm: the instruction's record (services.code.instr_targets)
+        raise ValueError(f"line_targets reads C lines only, not {mode!r}")
     strings = [_unescape(x) for x in _NOTE_STRING.findall(" ".join(_C_COMMENT.findall(line)))]
     code = _C_COMMENT.sub(" ", line)
     calls: list[str] = []
