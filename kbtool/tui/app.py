@@ -22,6 +22,7 @@ from kbtool.kb import queries
 from kbtool.kb.db import open_ro, open_rw
 from kbtool.kb.errors import KBError, UnknownVersionError
 from kbtool.kb.gate import upsert_symbol
+from kbtool.kb.queries.functions import HeatmapRow
 from kbtool.textutil import clip, printable
 from kbtool.tui.jump import FunctionJumpProvider
 from kbtool.tui.screens.base import FunctionRef, KbScreen
@@ -37,7 +38,7 @@ from kbtool.tui.screens.versions import VersionsScreen
 _PREFETCH = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kbtool-prefetch")
 
 
-def _heatmap_rows(db_path: Path, version_id: int) -> list[tuple]:
+def _heatmap_rows(db_path: Path, version_id: int) -> list[HeatmapRow]:
     conn = open_ro(db_path)
     try:
         return queries.heatmap_rows(conn, version_id)
@@ -116,7 +117,7 @@ class KbApp(App[None]):
             )
         self.theme = name
 
-    def heatmap_rows(self, version_id: int) -> list[tuple]:
+    def heatmap_rows(self, version_id: int) -> list[HeatmapRow]:
         """``queries.heatmap_rows``, served once from the start-up prefetch when it matches."""
         pre, self._prefetch = self._prefetch, None
         if pre is not None and pre[0] == version_id:

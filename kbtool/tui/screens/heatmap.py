@@ -13,6 +13,7 @@ from textual.widgets import Footer, Static
 
 from kbtool.kb import queries
 from kbtool.kb.errors import KBError
+from kbtool.kb.queries.functions import HeatmapRow
 from kbtool.render.text import lit
 from kbtool.tui.screens.base import BACK_HIDDEN, RENAME, FunctionRef, KbScreen
 from kbtool.tui.screens.goto import GotoScreen
@@ -45,7 +46,7 @@ class HeatmapScreen(KbScreen):
         super().__init__()
         self.version_id = version_id
         self._want_index = index
-        self._rows: list[tuple] = []
+        self._rows: list[HeatmapRow] = []
         self._indices: list[int] = []
         self._label = ""
 
@@ -71,7 +72,7 @@ class HeatmapScreen(KbScreen):
         grid = self.query_one(HeatmapGrid)
         keep = self._want_index
         if keep is None and self._rows and grid.count:
-            keep = self._rows[min(grid.cursor, len(self._rows) - 1)][0]
+            keep = self._rows[min(grid.cursor, len(self._rows) - 1)].index
         if keep is None:  # reopened: where the cursor was last time
             keep = self.kb.heatmap_cursor.get(self.version_id)
         self._want_index = None
@@ -84,14 +85,14 @@ class HeatmapScreen(KbScreen):
             return
         self._label = info["label"]
         self._rows = self.kb.heatmap_rows(self.version_id)
-        self._indices = [r[0] for r in self._rows]
-        memo: dict[tuple, int] = {}
+        self._indices = [r.index for r in self._rows]
+        memo: dict[tuple[str | None, float | None], int] = {}
 
-        def code(row: tuple) -> int:
-            key = (row[3], row[4])
+        def code(row: HeatmapRow) -> int:
+            key = (row.provenance, row.confidence)
             c = memo.get(key)
             if c is None:
-                c = memo[key] = cell_code(row[3], row[4])
+                c = memo[key] = cell_code(row.provenance, row.confidence)
             return c
 
         codes = bytearray(map(code, self._rows))
@@ -116,8 +117,8 @@ class HeatmapScreen(KbScreen):
         """``queries.coverage`` of this version, counted from the rows already loaded (one query less)."""
         split: dict[str, int] = {}
         for row in self._rows:
-            if row[2] is not None:
-                split[row[3]] = split.get(row[3], 0) + 1
+            if row.name is not None:
+                split[row.provenance] = split.get(row.provenance, 0) + 1
         named = sum(split.values())
         defined = len(self._rows)
         return {
@@ -139,7 +140,7 @@ class HeatmapScreen(KbScreen):
 
     def on_heatmap_grid_cursor_moved(self, event: HeatmapGrid.CursorMoved) -> None:
         if 0 <= event.position < len(self._rows):
-            self.kb.heatmap_cursor[self.version_id] = self._rows[event.position][0]
+            self.kb.heatmap_cursor[self.version_id] = self._rows[event.position].index
         self._show_cell(event.position)
 
     def on_heatmap_grid_selected(self, event: HeatmapGrid.Selected) -> None:
@@ -212,16 +213,17 @@ class HeatmapScreen(KbScreen):
         grid = self.query_one(HeatmapGrid)
         if not self._rows or grid.cursor >= len(self._rows):
             return None
-        idx, sid, name = self._rows[grid.cursor][:3]
-        return FunctionRef(self.version_id, idx, sid, name)
+        row = self._rows[grid.cursor]
+        return FunctionRef(self.version_id, row.index, row.stable_id, row.name)
 
     def after_rename(self, ref: FunctionRef) -> None:
         pos = self.position_of_index(ref.index)
         if pos is None:
             return
         fn = queries.get_function(self.kb.conn, self.version_id, ref.index)
-        row = self._rows[pos]
-        self._rows[pos] = (row[0], row[1], fn["name"], fn["provenance"], fn["confidence"], row[5])
+        self._rows[pos] = self._rows[pos]._replace(
+            name=fn["name"], provenance=fn["provenance"], confidence=fn["confidence"]
+        )
         self.query_one(HeatmapGrid).set_cell(pos, cell_code(fn["provenance"], fn["confidence"]))
         self._show_cell(pos)
         self._cov = self._coverage_of_rows()
