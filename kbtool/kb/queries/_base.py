@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import sqlite3
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from kbtool.kb.errors import UnknownVersionError
+from kbtool.kb.queries.shapes import FunctionName
 
 
 def opcode_names() -> list[str]:
@@ -65,8 +66,8 @@ VERSION_SELECT = (
 
 def names_for(
     conn: sqlite3.Connection, version_id: int, indices: list[int]
-) -> dict[int, dict[str, Any]]:
-    out: dict[int, dict[str, Any]] = {}
+) -> dict[int, FunctionName]:
+    out: dict[int, FunctionName] = {}
     if not indices:
         return out
     for chunk_start in range(0, len(indices), 500):

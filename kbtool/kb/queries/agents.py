@@ -9,17 +9,24 @@ from typing import Any
 import orjson
 
 from kbtool.kb.queries._base import version_row
+from kbtool.kb.queries.shapes import (
+    AgentAnswer,
+    AgentAnswerCounts,
+    AgentRow,
+    Suggestion,
+    SuggestionPage,
+)
 from kbtool.kb.queries.versions import get_version
 
 
-def agent_rows(conn: sqlite3.Connection, version_id: int) -> list[dict[str, Any]]:
+def agent_rows(conn: sqlite3.Connection, version_id: int) -> list[AgentRow]:
     """Every function of a version (imports included) in index order, with the stored facts an
     agent context needs and the current annotation (``symbol``: name, provenance, confidence,
     locked; None when unnamed)."""
 
     version_row(conn, version_id)
     loads = orjson.loads
-    out = []
+    out: list[AgentRow] = []
     for r in conn.execute(
         "SELECT f.idx, f.stable_id, f.imported, f.import_module, f.import_field, f.type_sig,"
         " f.export_names, f.instr_count, x.calls, x.call_indirect, x.consts, x.strings,"
@@ -63,7 +70,7 @@ def agent_rows(conn: sqlite3.Connection, version_id: int) -> list[dict[str, Any]
 SUGGESTION_PAGE = 500  # hard cap of one page of suggestions
 
 
-def _suggestion(r: sqlite3.Row) -> dict[str, Any]:
+def _suggestion(r: sqlite3.Row) -> Suggestion:
     return {
         "version_id": r["version_id"],
         "stable_id": r["stable_id"],
@@ -105,7 +112,7 @@ def suggestions(
     min_confidence: float | None = None,
     offset: int = 0,
     limit: int = 100,
-) -> dict[str, Any]:
+) -> SuggestionPage:
     """A version's agent suggestions (names kept below the write floor), highest confidence
     first: ``{version_id, total, offset, limit, items}`` (``status`` None: all of them).
     Each item carries the function's ``current`` annotation (or None). Unknown version:
@@ -138,7 +145,7 @@ def suggestions(
 
 def open_suggestion(
     conn: sqlite3.Connection, stable_id: str, version_id: int | None = None
-) -> dict[str, Any] | None:
+) -> Suggestion | None:
     """The open suggestion for ``stable_id`` (in ``version_id``, else in its newest version)."""
     sql = _SUGGESTION_SELECT + "WHERE s.stable_id = ? AND s.status = 'open'"
     args: list[Any] = [stable_id]
@@ -151,7 +158,7 @@ def open_suggestion(
 
 def agent_answer(
     conn: sqlite3.Connection, backend: str, model: str | None, prompt_hash: str
-) -> dict[str, Any] | None:
+) -> AgentAnswer | None:
     """The stored provider answer to one prompt (``text``, ``tokens_in``, ``tokens_out``), or
     None."""
     row = conn.execute(
@@ -164,7 +171,7 @@ def agent_answer(
     return {"text": row[0], "tokens_in": row[1], "tokens_out": row[2]}
 
 
-def agent_answer_counts(conn: sqlite3.Connection, version_id: int) -> dict[str, int]:
+def agent_answer_counts(conn: sqlite3.Connection, version_id: int) -> AgentAnswerCounts:
     """Answers stored for a version's prompts and the provider tokens they cost."""
     n, tin, tout = conn.execute(
         "SELECT COUNT(*), COALESCE(SUM(tokens_in), 0), COALESCE(SUM(tokens_out), 0)"

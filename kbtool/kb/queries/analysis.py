@@ -7,9 +7,10 @@ import sqlite3
 from typing import Any
 
 from kbtool.kb.queries._base import version_row
+from kbtool.kb.queries.shapes import Analysis, AnalysisResult, AnalysisRun, Struct
 
 
-def get_analysis(conn: sqlite3.Connection, stable_id: str) -> dict[str, Any] | None:
+def get_analysis(conn: sqlite3.Connection, stable_id: str) -> Analysis | None:
     """The deep-analysis record of a function (docs/interface.md: raw_c, clean_c, understanding,
     rename_map, status, confidence; plus stable_id, version_id, func_index, backend, model,
     updated_at), or None when ``kbtool deep`` has not run on it."""
@@ -67,7 +68,7 @@ def thread_facts(
     return [json.loads(r[0]) for r in rows]
 
 
-def _struct(row: sqlite3.Row) -> dict[str, Any]:
+def _struct(row: sqlite3.Row) -> Struct:
     return {
         "name": row["name"],
         "source_function": row["source_function"],
@@ -76,7 +77,7 @@ def _struct(row: sqlite3.Row) -> dict[str, Any]:
     }
 
 
-def structs(conn: sqlite3.Connection, version_id: int) -> list[dict[str, Any]]:
+def structs(conn: sqlite3.Connection, version_id: int) -> list[Struct]:
     """The recovered structs of a version: {name, source_function, fields, members},
     ordered by source function then name."""
     version_row(conn, version_id)
@@ -92,11 +93,11 @@ def structs(conn: sqlite3.Connection, version_id: int) -> list[dict[str, Any]]:
 
 def structs_for_function(
     conn: sqlite3.Connection, version_id: int, func_index: int
-) -> list[dict[str, Any]]:
+) -> list[Struct]:
     """The structs of a version that one function accesses (it is among their members)."""
     version_row(conn, version_id)
     needle = f'"func_index":{int(func_index)},'  # compact JSON written by kb.store
-    out = []
+    out: list[Struct] = []
     for r in conn.execute(
         "SELECT name, source_function, fields, members FROM structs"
         " WHERE version_id = ? AND instr(members, ?) > 0 ORDER BY source_function, name",
@@ -111,7 +112,7 @@ def structs_for_function(
 
 def last_analysis_run(
     conn: sqlite3.Connection, version_id: int, kind: str = "analyze"
-) -> dict[str, Any] | None:
+) -> AnalysisRun | None:
     """The latest run record of ``kind`` for a version: {id, kind, summary, created_at}."""
     row = conn.execute(
         "SELECT id, kind, summary, created_at FROM analysis_runs WHERE version_id = ? AND kind = ?"
@@ -123,7 +124,7 @@ def last_analysis_run(
     return {"id": row[0], "kind": row[1], "summary": json.loads(row[2]), "created_at": row[3]}
 
 
-def analysis_result(conn: sqlite3.Connection, version_id: int) -> dict[str, Any]:
+def analysis_result(conn: sqlite3.Connection, version_id: int) -> AnalysisResult:
     """The stored Analysis result of a version (the shape of docs/interface.md: ``thread_facts``,
     ``structs``) plus ``version_id``, ``analyzed`` and the last run's ``summary``."""
     run = last_analysis_run(conn, version_id)

@@ -7,6 +7,7 @@ import sqlite3
 from typing import Any
 
 from kbtool.kb.queries._base import version_row
+from kbtool.kb.queries.shapes import MatchingRow
 
 
 def function_identities(conn: sqlite3.Connection, version_id: int) -> list[tuple]:
@@ -45,10 +46,10 @@ def mem_ops_for(conn: sqlite3.Connection, version_id: int, indices: list[int]) -
     return out
 
 
-def matching_rows(conn: sqlite3.Connection, version_id: int) -> list[dict[str, Any]]:
+def matching_rows(conn: sqlite3.Connection, version_id: int) -> list[MatchingRow]:
     """Per-function rows the diff matcher needs (identity, hashes, names, facts)."""
     version_row(conn, version_id)
-    out = []
+    out: list[MatchingRow] = []
     for r in conn.execute(
         "SELECT f.idx, f.stable_id, f.imported, f.import_module, f.import_field, f.type_sig,"
         " f.body_hash, f.shape_hash, f.raw_name, f.export_names, f.body_size, f.instr_count,"

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any
 
 from kbtool.kb.errors import UnknownStableIdError
 from kbtool.kb.queries.functions import functions_by_stable_id
+from kbtool.kb.queries.shapes import (
+    AnnotationEvent,
+    EventFeed,
+    FeedEvent,
+    FunctionAppearance,
+    History,
+    Rename,
+    VersionName,
+)
 from kbtool.kb.queries.symbols import get_symbol, require_stable_id
 from kbtool.kb.queries.versions import list_versions
 
@@ -17,7 +25,7 @@ _EVENT_COLUMNS = (
 )
 
 
-def _event(row: sqlite3.Row) -> dict[str, Any]:
+def _event(row: sqlite3.Row) -> AnnotationEvent:
     return {
         "id": row["id"],
         "kind": row["kind"],
@@ -38,7 +46,7 @@ def _event(row: sqlite3.Row) -> dict[str, Any]:
     }
 
 
-def annotation_events(conn: sqlite3.Connection, stable_id: str) -> list[dict[str, Any]]:
+def annotation_events(conn: sqlite3.Connection, stable_id: str) -> list[AnnotationEvent]:
     return [
         _event(r)
         for r in conn.execute(
@@ -48,7 +56,7 @@ def annotation_events(conn: sqlite3.Connection, stable_id: str) -> list[dict[str
     ]
 
 
-def history(conn: sqlite3.Connection, stable_id: str) -> dict[str, Any]:
+def history(conn: sqlite3.Connection, stable_id: str) -> History:
     """First seen, every version the function appears in (with body_changed), and its events."""
     versions = functions_by_stable_id(conn, stable_id)
     if not versions:
@@ -79,10 +87,10 @@ def history(conn: sqlite3.Connection, stable_id: str) -> dict[str, Any]:
 
 
 def _names_by_version(
-    versions: list[dict[str, Any]], events: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
+    versions: list[FunctionAppearance], events: list[AnnotationEvent]
+) -> list[VersionName]:
     """Time travel: the name the function had when each later version was current."""
-    out = []
+    out: list[VersionName] = []
     name = None
     written = [e for e in events if e["written"] and e["new"] is not None]
     pos = 0
@@ -95,7 +103,7 @@ def _names_by_version(
     return out
 
 
-def renames(conn: sqlite3.Connection, stable_id: str) -> list[dict[str, Any]]:
+def renames(conn: sqlite3.Connection, stable_id: str) -> list[Rename]:
     """The reversible rename trail: written changes, newest first, with the steps to revert each."""
     require_stable_id(conn, stable_id)
     rows = conn.execute(
@@ -103,7 +111,7 @@ def renames(conn: sqlite3.Connection, stable_id: str) -> list[dict[str, Any]]:
         " AND kind NOT IN ('lock', 'unlock') ORDER BY id DESC",
         (stable_id,),
     ).fetchall()
-    out = []
+    out: list[Rename] = []
     for step, r in enumerate(rows, start=1):
         e = _event(r)
         out.append(
@@ -141,7 +149,7 @@ EVENT_DEFAULT_LATEST = 50  # `since` omitted: the latest this many
 
 def events_since(
     conn: sqlite3.Connection, since: int | None = None, limit: int = EVENT_PAGE
-) -> dict[str, Any]:
+) -> EventFeed:
     """The studio's feed: ``{last_id, events}`` with ids greater than ``since`` (oldest
     first, at most ``limit``, capped at EVENT_PAGE); without ``since``, the latest
     EVENT_DEFAULT_LATEST. ``last_id`` is the id to poll from next (the newest id returned, or
@@ -155,7 +163,7 @@ def events_since(
         rows = conn.execute(
             "SELECT * FROM events WHERE id > ? ORDER BY id LIMIT ?", (int(since), limit)
         ).fetchall()
-    events = [
+    events: list[FeedEvent] = [
         {
             "id": r["id"],
             "kind": r["kind"],
@@ -175,7 +183,7 @@ def events_since(
     return {"last_id": last, "events": events}
 
 
-def last_annotation_event(conn: sqlite3.Connection, stable_id: str) -> dict[str, Any] | None:
+def last_annotation_event(conn: sqlite3.Connection, stable_id: str) -> AnnotationEvent | None:
     """The newest gate decision recorded for a function (written or refused), or None."""
     row = conn.execute(
         f"SELECT {_EVENT_COLUMNS} FROM annotation_events WHERE stable_id = ?"

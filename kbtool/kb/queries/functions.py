@@ -5,10 +5,17 @@ from __future__ import annotations
 import json
 import sqlite3
 from array import array
-from typing import Any, NamedTuple, TypedDict
+from typing import TypedDict
 
 from kbtool.kb.errors import UnknownFunctionError
 from kbtool.kb.queries._base import names_for, opcode_names, version_row
+from kbtool.kb.queries.shapes import (
+    FunctionAppearance,
+    FunctionFacts,
+    FunctionName,
+    FunctionRecord,
+    MemoryAccess,
+)
 from kbtool.kb.queries.symbols import get_symbol
 
 
@@ -39,27 +46,15 @@ def list_functions(
     ]
 
 
-class HeatmapRow(NamedTuple):
-    """One heatmap cell: a defined function with its current annotation."""
-
-    index: int
-    stable_id: str
-    name: str | None
-    provenance: str | None
-    confidence: float | None
-    body_size: int
-
-
-def heatmap_rows(conn: sqlite3.Connection, version_id: int) -> list[HeatmapRow]:
-    """Compact rows for heatmaps, one :class:`HeatmapRow` per defined function in index order."""
+def heatmap_rows(conn: sqlite3.Connection, version_id: int) -> list[tuple]:
+    """Compact rows for heatmaps: (index, stable_id, name, provenance, confidence, body_size)."""
     version_row(conn, version_id)
-    cur = conn.execute(
+    return conn.execute(
         "SELECT f.idx, f.stable_id, s.name, s.provenance, s.confidence, f.body_size"
         " FROM functions f LEFT JOIN symbols s ON s.stable_id = f.stable_id"
         " WHERE f.version_id = ? AND f.imported = 0 ORDER BY f.idx",
         (version_id,),
-    )
-    return list(map(HeatmapRow._make, cur))
+    ).fetchall()
 
 
 def _function_row(conn: sqlite3.Connection, version_id: int, index: int) -> sqlite3.Row:
@@ -72,13 +67,13 @@ def _function_row(conn: sqlite3.Connection, version_id: int, index: int) -> sqli
     return row
 
 
-def get_function(conn: sqlite3.Connection, version_id: int, index: int) -> dict[str, Any]:
+def get_function(conn: sqlite3.Connection, version_id: int, index: int) -> FunctionRecord:
     """One function of a version with its identity, binary names and annotation."""
     row = _function_row(conn, version_id, index)
     return _function_dict(conn, row)
 
 
-def _function_dict(conn: sqlite3.Connection, row: sqlite3.Row) -> dict[str, Any]:
+def _function_dict(conn: sqlite3.Connection, row: sqlite3.Row) -> FunctionRecord:
     sym = get_symbol(conn, row["stable_id"])
     return {
         "version_id": row["version_id"],
@@ -106,7 +101,7 @@ def _function_dict(conn: sqlite3.Connection, row: sqlite3.Row) -> dict[str, Any]
     }
 
 
-def functions_by_stable_id(conn: sqlite3.Connection, stable_id: str) -> list[dict[str, Any]]:
+def functions_by_stable_id(conn: sqlite3.Connection, stable_id: str) -> list[FunctionAppearance]:
     """Where a logical function appears: one row per version, oldest first."""
     return [
         {
@@ -126,7 +121,7 @@ def functions_by_stable_id(conn: sqlite3.Connection, stable_id: str) -> list[dic
     ]
 
 
-def callees(conn: sqlite3.Connection, version_id: int, index: int) -> list[dict[str, Any]]:
+def callees(conn: sqlite3.Connection, version_id: int, index: int) -> list[FunctionName]:
     """Distinct direct callees of a function, in index order, with their names."""
     _function_row(conn, version_id, index)
     idx = [
@@ -140,7 +135,7 @@ def callees(conn: sqlite3.Connection, version_id: int, index: int) -> list[dict[
     return [names[i] for i in idx if i in names]
 
 
-def callers(conn: sqlite3.Connection, version_id: int, index: int) -> list[dict[str, Any]]:
+def callers(conn: sqlite3.Connection, version_id: int, index: int) -> list[FunctionName]:
     """Distinct direct callers of a function, in index order, with their names."""
     _function_row(conn, version_id, index)
     idx = [
@@ -156,7 +151,7 @@ def callers(conn: sqlite3.Connection, version_id: int, index: int) -> list[dict[
 
 def get_function_facts(
     conn: sqlite3.Connection, version_id: int, func_index: int
-) -> dict[str, Any] | None:
+) -> FunctionFacts | None:
     """The Function facts of docs/interface.md, or None when the function is missing or imported.
 
     Beyond those fields: ``callees`` (defined callees with names), ``strings``
@@ -182,7 +177,7 @@ def get_function_facts(
     ops = array("H")
     ops.frombytes(row["ops"])
     mnemonics = opcode_names()
-    mem_ops = [
+    mem_ops: list[MemoryAccess] = [
         {"op": mnemonics[op], "offset": off, "width": width}
         for op, off, width in json.loads(row["mem_ops"])
     ]

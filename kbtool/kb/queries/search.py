@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any
+from typing import Any, cast
 
 from kbtool.kb.queries._base import SEARCH_CAP, names_for, version_row
+from kbtool.kb.queries.shapes import (
+    CallTargetCount,
+    FunctionName,
+    JumpTarget,
+    NavRow,
+    NavStringRow,
+    SearchResult,
+)
 
 
-def search_symbols(conn: sqlite3.Connection, query: str, limit: int = 50) -> list[dict[str, Any]]:
+def search_symbols(conn: sqlite3.Connection, query: str, limit: int = 50) -> list[SearchResult]:
     """Named symbols whose name contains ``query`` (case-insensitive), sorted by name, capped."""
     if not query:
         return []
@@ -23,7 +31,7 @@ def search_symbols(conn: sqlite3.Connection, query: str, limit: int = 50) -> lis
     return [{"stable_id": s, "name": n, "provenance": p, "confidence": c} for s, n, p, c in rows]
 
 
-def find_functions(conn: sqlite3.Connection, text: str, limit: int = 20) -> list[dict[str, Any]]:
+def find_functions(conn: sqlite3.Connection, text: str, limit: int = 20) -> list[JumpTarget]:
     """Jump targets for a palette: by stable_id prefix or name substring; latest version of each."""
     if not text:
         return []
@@ -34,7 +42,7 @@ def find_functions(conn: sqlite3.Connection, text: str, limit: int = 20) -> list
         " GROUP BY f.stable_id ORDER BY s.name IS NULL, s.name COLLATE NOCASE, f.stable_id LIMIT ?",
         (text.replace("%", "").replace("_", ""), text, max(1, min(limit, SEARCH_CAP))),
     ).fetchall()
-    out = []
+    out: list[JumpTarget] = []
     for sid, vid, name, prov in rows:
         idx = conn.execute(
             "SELECT idx FROM functions WHERE stable_id = ? AND version_id = ?", (sid, vid)
@@ -47,7 +55,7 @@ def find_functions(conn: sqlite3.Connection, text: str, limit: int = 20) -> list
 
 def call_target_counts(
     conn: sqlite3.Connection, version_id: int, func_index: int
-) -> list[dict[str, Any]]:
+) -> list[CallTargetCount]:
     """Call sites of a defined function grouped by target, most called first:
     [{target, index, count}] (import ``module.field``, a defined callee's name or
     ``func[N]``, and ``<indirect>`` with index null); [] for a missing function."""
@@ -62,9 +70,9 @@ def call_target_counts(
     for callee in json.loads(row[0]):
         counts[callee] = counts.get(callee, 0) + 1
     names = names_for(conn, version_id, list(counts))
-    out = []
+    out: list[CallTargetCount] = []
     for callee, n in counts.items():
-        entry = names.get(callee, {})
+        entry: dict[str, Any] = dict(names.get(callee, {}))
         target = entry.get("import") or entry.get("name") or f"func[{callee}]"
         out.append({"target": target, "index": callee, "count": n})
     if row[1]:
@@ -119,7 +127,7 @@ def functions_matching_facts(
 
 def function_entries(
     conn: sqlite3.Connection, version_id: int, indices: list[int]
-) -> list[dict[str, Any]]:
+) -> list[FunctionName]:
     """``{index, stable_id, name, provenance, imported, import}`` of ``indices`` (input order)."""
     names = names_for(conn, version_id, list(indices))
     return [names[i] for i in indices if i in names]
@@ -142,7 +150,7 @@ def globals_usage(conn: sqlite3.Connection, version_id: int) -> dict[int, list[i
 _NAV_COLUMNS = "f.version_id, f.idx, f.stable_id, s.name, s.provenance, s.confidence"
 
 
-def _nav_row(row: tuple) -> dict[str, Any]:
+def _nav_row(row: tuple) -> NavRow:
     vid, idx, sid, name, prov, conf = row
     return {
         "stable_id": sid,
@@ -154,9 +162,7 @@ def _nav_row(row: tuple) -> dict[str, Any]:
     }
 
 
-def function_at_index(
-    conn: sqlite3.Connection, version_id: int, index: int
-) -> dict[str, Any] | None:
+def function_at_index(conn: sqlite3.Connection, version_id: int, index: int) -> NavRow | None:
     """A Search result (plus ``version_id``, ``index``) for function ``index`` of a version.
 
     ``name`` is None for an unnamed function; None when the version has no such index."""
@@ -171,7 +177,7 @@ def function_at_index(
 
 def functions_with_string(
     conn: sqlite3.Connection, version_id: int, text: str, limit: int = 50
-) -> list[dict[str, Any]]:
+) -> list[NavStringRow]:
     """Functions of a version referencing a string that contains ``text`` (case-insensitive).
 
     Each row is a Search result plus ``version_id``, ``index`` and ``strings`` (the matching
@@ -188,9 +194,9 @@ def functions_with_string(
         (version_id, text, limit),
     ).fetchall()
     needle = text.lower()
-    out = []
+    out: list[NavStringRow] = []
     for row in rows:
-        item = _nav_row(tuple(row)[:6])
+        item = cast(NavStringRow, _nav_row(tuple(row)[:6]))
         item["strings"] = [s for s in json.loads(row[6]) if needle in str(s).lower()]
         out.append(item)
     return out
@@ -198,7 +204,7 @@ def functions_with_string(
 
 def functions_with_const(
     conn: sqlite3.Connection, version_id: int, values: list[int], limit: int = 50
-) -> list[dict[str, Any]]:
+) -> list[NavRow]:
     """Functions of a version whose constants include any of ``values`` (equal spellings of one
     number, e.g. unsigned and two's complement), in index order, capped at ``SEARCH_CAP``."""
     version_row(conn, version_id)
@@ -220,7 +226,7 @@ def functions_with_const(
 
 def functions_referencing_string(
     conn: sqlite3.Connection, version_id: int, text: str, limit: int = 50
-) -> list[dict[str, Any]]:
+) -> list[NavRow]:
     """Cross-references: functions of a version that reference exactly the string ``text``."""
     version_row(conn, version_id)
     limit = max(1, min(int(limit), SEARCH_CAP))

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any
 
 from kbtool.kb.errors import UnknownStableIdError
 from kbtool.kb.queries._base import version_row
+from kbtool.kb.queries.shapes import ExportRow, IndexAnnotation, Symbol
 
 
-def _symbol(row: sqlite3.Row) -> dict[str, Any]:
+def _symbol(row: sqlite3.Row) -> Symbol:
     return {
         "stable_id": row["stable_id"],
         "name": row["name"],
@@ -25,7 +25,7 @@ def _symbol(row: sqlite3.Row) -> dict[str, Any]:
     }
 
 
-def get_symbol(conn: sqlite3.Connection, stable_id: str) -> dict[str, Any] | None:
+def get_symbol(conn: sqlite3.Connection, stable_id: str) -> Symbol | None:
     """The annotation record of a logical function, or None when it has none."""
     row = conn.execute("SELECT * FROM symbols WHERE stable_id = ?", (stable_id,)).fetchone()
     return _symbol(row) if row else None
@@ -45,7 +45,7 @@ def require_stable_id(conn: sqlite3.Connection, stable_id: str) -> None:
         )
 
 
-def export_rows(conn: sqlite3.Connection, version_id: int) -> list[dict[str, Any]]:
+def export_rows(conn: sqlite3.Connection, version_id: int) -> list[ExportRow]:
     """Every function of a version in index order with its annotation and the hashes a name
     needs to find its function in another KB (text format: kbtool.services.names_io)."""
     version_row(conn, version_id)
@@ -79,9 +79,9 @@ def annotations_by_index(
     *,
     defined_only: bool = False,
     with_evidence: bool = False,
-) -> dict[int, dict[str, Any]]:
+) -> dict[int, IndexAnnotation]:
     """index -> {name, summary, provenance, confidence[, evidence]} for a version's named functions."""
-    out: dict[int, dict[str, Any]] = {}
+    out: dict[int, IndexAnnotation] = {}
     for idx, name, summary, prov, conf, ev in conn.execute(
         "SELECT f.idx, s.name, s.summary, s.provenance, s.confidence, "
         + ("s.evidence" if with_evidence else "NULL")
@@ -90,7 +90,7 @@ def annotations_by_index(
         + (" AND f.imported = 0" if defined_only else ""),
         (version_id,),
     ):
-        rec: dict[str, Any] = {
+        rec: IndexAnnotation = {
             "name": name,
             "summary": summary,
             "provenance": prov,

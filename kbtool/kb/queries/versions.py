@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 from kbtool.kb.queries._base import (
     LEGACY_PROGRAM,
@@ -13,6 +13,7 @@ from kbtool.kb.queries._base import (
     version_record,
     version_row,
 )
+from kbtool.kb.queries.shapes import LineageVersion, OracleModule, VersionInfo, VersionRef
 
 
 class Coverage(TypedDict):
@@ -45,7 +46,7 @@ def get_version(conn: sqlite3.Connection, version_id: int) -> Version:
     return version_record(version_row(conn, version_id))
 
 
-def version_info(conn: sqlite3.Connection, version_id: int) -> dict[str, Any]:
+def version_info(conn: sqlite3.Connection, version_id: int) -> VersionInfo:
     """Everything known about one version (Version fields plus counts, hashes, producers)."""
     row = version_row(conn, version_id)
     info: dict[str, Any] = dict(version_record(row))
@@ -65,14 +66,14 @@ def version_info(conn: sqlite3.Connection, version_id: int) -> dict[str, Any]:
         ingested_at=row["ingested_at"],
         lineage=json.loads(row["lineage"]) if row["lineage"] else None,
     )
-    return info
+    return cast(VersionInfo, info)
 
 
 def program_names(conn: sqlite3.Connection) -> set[str]:
     return {r[0] for r in conn.execute("SELECT name FROM programs")}
 
 
-def lineage_versions(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+def lineage_versions(conn: sqlite3.Connection) -> list[LineageVersion]:
     """``id``, ``label``, ``program`` (name; ``legacy`` when unset) and ``program_id`` of every version."""
     return [
         {"id": i, "label": lab, "program": name or LEGACY_PROGRAM, "program_id": pid}
@@ -101,7 +102,7 @@ def hash_rows(
     ).fetchall()
 
 
-def versions_with_sha256(conn: sqlite3.Connection, sha256: str) -> list[dict[str, Any]]:
+def versions_with_sha256(conn: sqlite3.Connection, sha256: str) -> list[VersionRef]:
     """Versions whose module bytes have this sha256 (``id``, ``label``), oldest first."""
     return [
         {"id": i, "label": lab}
@@ -122,7 +123,7 @@ def oracle_label_exists(conn: sqlite3.Connection, label: str) -> bool:
     )
 
 
-def list_oracles(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+def list_oracles(conn: sqlite3.Connection) -> list[OracleModule]:
     """Reference modules (without their bytes), oldest first."""
     return [
         {"id": i, "label": lab, "sha256": sha, "size": size, "source_path": src, "created_at": at}

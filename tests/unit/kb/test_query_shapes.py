@@ -1,0 +1,212 @@
+"""Every query of kbtool.kb.queries returns exactly the shape its TypedDict annotation declares.
+
+The expected keys come from ``typing.get_type_hints(fn)["return"]`` (required keys present, no
+undeclared key), nested TypedDicts, lists, dict values and optionals included, so a shape that
+drifts from its annotation fails here. Runs on the real demo KB (two zstd releases).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import types
+import typing
+from typing import Any, Union, get_args, get_origin, get_type_hints, is_typeddict
+
+import pytest
+
+from kbtool.kb import queries
+from kbtool.kb.db import open_ro
+
+
+def _check(value: Any, tp: Any, where: str, seen: list[str]) -> None:
+    """Assert ``value`` has the shape of ``tp``; record every TypedDict checked in ``seen``."""
+    origin = get_origin(tp)
+    if origin in (Union, types.UnionType):
+        if value is None and type(None) in get_args(tp):
+            return
+        arms = [a for a in get_args(tp) if a is not type(None)]
+        assert len(arms) == 1, f"{where}: ambiguous union {tp}"
+        _check(value, arms[0], where, seen)
+    elif is_typeddict(tp):
+        assert isinstance(value, dict), f"{where}: {type(value).__name__}, not a {tp.__name__}"
+        keys = set(value)
+        missing = tp.__required_keys__ - keys
+        extra = keys - tp.__required_keys__ - tp.__optional_keys__
+        assert not missing, f"{where}: {tp.__name__} lacks required keys {sorted(missing)}"
+        assert not extra, f"{where}: {tp.__name__} has undeclared keys {sorted(extra)}"
+        seen.append(tp.__name__)
+        hints = get_type_hints(tp)
+        for k in keys:
+            _check(value[k], hints[k], f"{where}.{k}", seen)
+    elif origin is list:
+        assert isinstance(value, list), f"{where}: {type(value).__name__}, not a list"
+        (item,) = get_args(tp)
+        for i, v in enumerate(value):
+            _check(v, item, f"{where}[{i}]", seen)
+    elif origin is dict:
+        assert isinstance(value, dict), f"{where}: {type(value).__name__}, not a dict"
+        _k, val = get_args(tp)
+        for k, v in value.items():
+            _check(v, val, f"{where}[{k!r}]", seen)
+    elif origin is tuple:
+        assert isinstance(value, tuple), f"{where}: {type(value).__name__}, not a tuple"
+        args = get_args(tp)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return
+        assert len(value) == len(args), f"{where}: {len(value)} items, not {len(args)}"
+        for i, (v, a) in enumerate(zip(value, args, strict=True)):
+            _check(v, a, f"{where}[{i}]", seen)
+
+
+def _shaped(fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, list[str]]:
+    """Call a query and check its result against its return annotation."""
+    value = fn(*args, **kwargs)
+    seen: list[str] = []
+    _check(value, get_type_hints(fn)["return"], fn.__name__, seen)
+    return value, seen
+
+
+@pytest.fixture(scope="module")
+def kb(demo_kb_master) -> typing.Iterator[sqlite3.Connection]:
+    conn = open_ro(demo_kb_master)
+    yield conn
+    conn.close()
+
+
+@pytest.fixture(scope="module")
+def ids(kb: sqlite3.Connection) -> dict[str, Any]:
+    """Real ids of the demo KB: the newest version, a named function with callers and callees,
+    one of its strings."""
+    versions = queries.list_versions(kb)
+    vid = versions[-1]["id"]
+    named = [f for f in queries.list_functions(kb, vid) if f["name"]]
+    best = max(
+        named,
+        key=lambda f: (
+            bool(queries.callers(kb, vid, f["index"]))
+            and bool(queries.callees(kb, vid, f["index"])),
+            len(
+                (queries.get_function_facts(kb, vid, f["index"]) or {}).get(
+                    "referenced_strings", []
+                )
+            ),
+        ),
+    )
+    facts = queries.get_function_facts(kb, vid, best["index"])
+    assert facts is not None
+    return {
+        "first": versions[0]["id"],
+        "vid": vid,
+        "index": best["index"],
+        "sid": best["stable_id"],
+        "name": best["name"],
+        "string": (facts["referenced_strings"] or [""])[0],
+        "const": (facts["constants"] or [0])[0],
+    }
+
+
+def test_the_shapes_of_every_module_match_their_annotations(kb, ids) -> None:
+    vid, idx, sid = ids["vid"], ids["index"], ids["sid"]
+    sha = queries.version_info(kb, vid)["sha256"]
+    calls = [
+        # versions
+        (queries.list_versions, (kb,), {"with_coverage": True}),
+        (queries.get_version, (kb, vid), {}),
+        (queries.version_info, (kb, vid), {}),
+        (queries.coverage, (kb, vid), {}),
+        (queries.lineage_versions, (kb,), {}),
+        (queries.versions_with_sha256, (kb, sha), {}),
+        (queries.list_oracles, (kb,), {}),
+        # functions
+        (queries.list_functions, (kb, vid), {"include_imports": True}),
+        (queries.function_list_window, (kb, vid, True, 0, 20), {}),
+        (queries.get_function, (kb, vid, idx), {}),
+        (queries.functions_by_stable_id, (kb, sid), {}),
+        (queries.callers, (kb, vid, idx), {}),
+        (queries.callees, (kb, vid, idx), {}),
+        (queries.get_function_facts, (kb, vid, idx), {}),
+        # symbols
+        (queries.get_symbol, (kb, sid), {}),
+        (queries.export_rows, (kb, vid), {}),
+        (queries.annotations_by_index, (kb, vid), {}),
+        (queries.annotations_by_index, (kb, vid), {"with_evidence": True}),
+        # search
+        (queries.search_symbols, (kb, ids["name"][:3]), {}),
+        (queries.find_functions, (kb, ids["name"][:3]), {}),
+        (queries.call_target_counts, (kb, vid, idx), {}),
+        (queries.function_entries, (kb, vid, [0, 1, idx]), {}),
+        (queries.function_at_index, (kb, vid, idx), {}),
+        (queries.functions_with_string, (kb, vid, ids["string"][:4]), {}),
+        (queries.functions_with_const, (kb, vid, [ids["const"]]), {}),
+        (queries.functions_referencing_string, (kb, vid, ids["string"]), {}),
+        # events
+        (queries.annotation_events, (kb, sid), {}),
+        (queries.history, (kb, sid), {}),
+        (queries.renames, (kb, sid), {}),
+        (queries.events_since, (kb,), {}),
+        (queries.last_annotation_event, (kb, sid), {}),
+        # diffs
+        (queries.matching_rows, (kb, vid), {}),
+        # analysis
+        (queries.get_analysis, (kb, sid), {}),
+        (queries.structs, (kb, vid), {}),
+        (queries.structs_for_function, (kb, vid, idx), {}),
+        (queries.last_analysis_run, (kb, vid), {}),
+        (queries.analysis_result, (kb, vid), {}),
+        # agents
+        (queries.agent_rows, (kb, vid), {}),
+        (queries.suggestions, (kb, vid), {"status": None}),
+        (queries.open_suggestion, (kb, sid), {}),
+        (queries.agent_answer_counts, (kb, vid), {}),
+    ]
+    checked: dict[str, list[str]] = {}
+    for fn, args, kwargs in calls:
+        _value, seen = _shaped(fn, *args, **kwargs)
+        checked.setdefault(fn.__module__, []).extend(seen)
+    modules = {
+        f"kbtool.kb.queries.{m}"
+        for m in (
+            "versions",
+            "functions",
+            "symbols",
+            "search",
+            "events",
+            "diffs",
+            "analysis",
+            "agents",
+        )
+    }
+    assert set(checked) == modules
+    # the demo KB holds rows for these, so each was checked on real data (not just None or [])
+    shapes = {name for seen in checked.values() for name in seen}
+    assert shapes >= {
+        "AgentRow", "AnalysisResult", "AnnotationEvent", "CallTargetCount", "Coverage",
+        "CurrentAnnotation", "EventFeed", "ExportRow", "FirstSeen", "FunctionAppearance",
+        "FunctionEntry", "FunctionFacts", "FunctionName", "FunctionRecord", "History",
+        "IndexAnnotation", "JumpTarget", "LineageVersion", "MatchingRow", "MemoryAccess",
+        "NavRow", "NavStringRow", "Rename", "SearchResult", "SuggestionPage", "Symbol",
+        "Version", "VersionInfo", "VersionName", "VersionRef",
+    }  # fmt: skip
+
+
+# stored JSON payloads handed back as written: the saved diff report, lineage records, thread facts
+_FREE_FORM = {"stored_diff_report", "lineage_records", "thread_facts"}
+
+
+def _loose_dicts(tp: Any) -> bool:
+    """Whether ``tp`` contains a ``dict[str, Any]`` (a dict row with no declared shape)."""
+    if get_origin(tp) is dict and get_args(tp) == (str, Any):
+        return True
+    return any(_loose_dicts(a) for a in get_args(tp))
+
+
+def test_no_public_query_returns_an_undeclared_dict() -> None:
+    loose = [
+        name
+        for name in queries.__all__
+        if callable(fn := getattr(queries, name))
+        and not isinstance(fn, type)
+        and name not in _FREE_FORM
+        and _loose_dicts(get_type_hints(fn).get("return"))
+    ]
+    assert loose == []
