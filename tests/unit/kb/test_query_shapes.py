@@ -210,3 +210,49 @@ def test_no_public_query_returns_an_undeclared_dict() -> None:
         and _loose_dicts(get_type_hints(fn).get("return"))
     ]
     assert loose == []
+
+
+def test_the_shapes_of_stored_analysis_suggestions_events_and_oracles(demo_kb) -> None:
+    """The rows only a pass writes: run the real analyze, deep (offline), agent (offline) and
+    oracle services on a copy of the demo KB, then check what the queries read back."""
+    from kbtool.kb.db import open_rw
+    from kbtool.services.agent_pass import run_agent_pass
+    from kbtool.services.analyze import analyze_version
+    from kbtool.services.deep import run_deep
+    from kbtool.services.oracle import add_oracle
+    from tests.support.paths import DEMO_WASM
+
+    offline = {"PATH": ""}  # no provider key: the offline backends
+    conn = open_rw(demo_kb)
+    try:
+        vid = queries.list_versions(conn)[-1]["id"]
+        analyze_version(conn, vid)
+        run_deep(conn, vid, max_functions=3, env=offline)
+        run_agent_pass(conn, vid, "offline", env=offline)
+        add_oracle(conn, DEMO_WASM)
+    finally:
+        conn.close()
+    kb = open_ro(demo_kb)
+    try:
+        deep_sid = kb.execute("SELECT stable_id FROM analyses LIMIT 1").fetchone()[0]
+        member = queries.structs(kb, vid)[0]["members"][0]["func_index"]
+        seen: list[str] = []
+        for fn, args in [
+            (queries.structs, (kb, vid)),
+            (queries.structs_for_function, (kb, vid, member)),
+            (queries.last_analysis_run, (kb, vid)),
+            (queries.analysis_result, (kb, vid)),
+            (queries.get_analysis, (kb, deep_sid)),
+            (queries.suggestions, (kb, vid)),
+            (queries.events_since, (kb,)),
+            (queries.list_oracles, (kb,)),
+        ]:
+            seen += _shaped(fn, *args)[1]
+        open_sid = queries.suggestions(kb, vid)["items"][0]["stable_id"]
+        seen += _shaped(queries.open_suggestion, kb, open_sid)[1]
+    finally:
+        kb.close()
+    assert set(seen) >= {
+        "Analysis", "AnalysisResult", "AnalysisRun", "EventFeed", "FeedEvent", "OracleModule",
+        "Struct", "Suggestion", "SuggestionPage",
+    }  # fmt: skip
