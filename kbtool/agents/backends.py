@@ -22,7 +22,8 @@ import importlib.util
 import os
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol, TypedDict
 
 from . import provider_a, provider_b
 from .calibration import llm_confidence, rule_confidence
@@ -64,30 +65,47 @@ RETRIES_ENV = "KBTOOL_AGENT_RETRIES"
 CONCURRENCY_ENV = "KBTOOL_AGENT_CONCURRENCY"
 OPINIONS_ENV = "KBTOOL_AGENT_OPINIONS"
 
-_SPECS: dict[str, dict[str, Any]] = {
-    "offline": {
-        "backend": "offline",
-        "aliases": [],
-        "package": None,
-        "key": None,
-        "default_model": None,
-    },
-    "provider_a": {
-        "backend": "anthropic",
-        "aliases": ["provider_a_alias_1", "provider_a_alias_2"],
-        "package": provider_a.PACKAGE,
-        "key": provider_a.KEY_ENV,
-        "model_env": provider_a.MODEL_ENV,
-        "default_model": provider_a.DEFAULT_MODEL,
-    },
-    "provider_b": {
-        "backend": "openai",
-        "aliases": [],
-        "package": provider_b.PACKAGE,
-        "key": provider_b.KEY_ENV,
-        "model_env": provider_b.MODEL_ENV,
-        "default_model": provider_b.DEFAULT_MODEL,
-    },
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """What a backend needs and reports: its evidence name, SDK package, key and model settings."""
+
+    backend: str  # internal name written into evidence
+    aliases: tuple[str, ...] = ()
+    package: str | None = None  # Python package the backend imports
+    key: str | None = None  # environment variable holding the API key
+    model_env: str | None = None  # environment variable overriding the model
+    default_model: str | None = None
+
+
+class AgentBackendEntry(TypedDict):
+    """One Agent backend entry (contract Part 2)."""
+
+    name: str
+    backend: str
+    aliases: list[str]
+    available: bool
+    requires: list[str]
+    default_model: str | None
+
+
+_SPECS: dict[str, BackendSpec] = {
+    "offline": BackendSpec("offline"),
+    "provider_a": BackendSpec(
+        "anthropic",
+        aliases=("provider_a_alias_1", "provider_a_alias_2"),
+        package=provider_a.PACKAGE,
+        key=provider_a.KEY_ENV,
+        model_env=provider_a.MODEL_ENV,
+        default_model=provider_a.DEFAULT_MODEL,
+    ),
+    "provider_b": BackendSpec(
+        "openai",
+        package=provider_b.PACKAGE,
+        key=provider_b.KEY_ENV,
+        model_env=provider_b.MODEL_ENV,
+        default_model=provider_b.DEFAULT_MODEL,
+    ),
 }
 
 
@@ -108,29 +126,29 @@ class Backend(Protocol):
 def _missing(name: str, env: Mapping[str, str]) -> list[str]:
     spec = _SPECS[name]
     out = []
-    if spec["package"] and importlib.util.find_spec(spec["package"]) is None:
-        out.append(f"Python package '{spec['package']}' (pip install 'kbtool[llm]')")
-    if spec["key"] and not env.get(spec["key"]):
-        out.append(f"environment variable {spec['key']}")
+    if spec.package and importlib.util.find_spec(spec.package) is None:
+        out.append(f"Python package '{spec.package}' (pip install 'kbtool[llm]')")
+    if spec.key and not env.get(spec.key):
+        out.append(f"environment variable {spec.key}")
     return out
 
 
-def agent_backends(env: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+def agent_backends(env: Mapping[str, str] | None = None) -> list[AgentBackendEntry]:
     """One Agent backend entry per backend (contract Part 2), in the order of ``AUTO`` last."""
     env = os.environ if env is None else env
-    out = []
+    out: list[AgentBackendEntry] = []
     for name in ("offline", "provider_a", "provider_b"):
         spec = _SPECS[name]
-        requires = [p for p in (spec["package"], spec["key"]) if p]
-        model = env.get(spec["model_env"]) if spec.get("model_env") else None
+        requires = [p for p in (spec.package, spec.key) if p]
+        model = env.get(spec.model_env) if spec.model_env else None
         out.append(
             {
                 "name": name,
-                "backend": spec["backend"],
-                "aliases": list(spec["aliases"]),
+                "backend": spec.backend,
+                "aliases": list(spec.aliases),
                 "available": not _missing(name, env),
                 "requires": requires,
-                "default_model": model or spec["default_model"],
+                "default_model": model or spec.default_model,
             }
         )
     return out
@@ -143,7 +161,7 @@ def canonical_selector(selector: str) -> str:
             f"unknown agent backend {selector!r}; choose one of {', '.join(SELECTORS)}"
         )
     for name, spec in _SPECS.items():
-        if selector in spec["aliases"]:
+        if selector in spec.aliases:
             return name
     return selector
 
@@ -214,7 +232,7 @@ def resolve_backend(
         price = price_table(env).get(client.model)
     return LLMBackend(
         name,
-        _SPECS[name]["backend"],
+        _SPECS[name].backend,
         client.model,
         client.complete_full,
         max_chars,

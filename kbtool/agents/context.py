@@ -1,4 +1,4 @@
-"""Per-function agent context: a plain, JSON-ready dict, and the function that bounds it.
+"""Per-function agent context (a JSON-ready TypedDict, :class:`Context`) and its bounding.
 
 The caller (the pass service, the benchmark) builds one context per function; every proposer
 and the verifier read only this dict. Keys (all optional except ``index``):
@@ -36,7 +36,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from ..wasm.opcodes import MNEMONICS
 
@@ -54,7 +54,58 @@ _LIST_CAPS = {
 }
 _STRING_CAP = 200
 
-Context = dict[str, Any]
+
+# A direct callee in a context: ``import`` (a keyword, hence the functional form) is
+# ``module.field`` for an import, None for a defined function.
+CalleeRef = TypedDict(
+    "CalleeRef", {"index": int, "name": "str | None", "import": "str | None", "type": str}
+)
+
+
+class CallerRef(TypedDict):
+    """A direct caller in a context; ``calls``: how many distinct functions it calls."""
+
+    index: int
+    name: str | None
+    instr_count: int
+    calls: int
+    type: str
+
+
+class MemOpsSummary(TypedDict):
+    """Loads, stores and (up to 16) distinct offsets of a function's memory accesses."""
+
+    loads: int
+    stores: int
+    offsets: list[int]
+
+
+class Context(TypedDict, total=False):
+    """The per-function agent context (keys as in the module docstring; only ``index`` always)."""
+
+    index: int
+    stable_id: str | None
+    type: str
+    instr_count: int
+    strings: list[str]
+    constants: list[int]
+    callees: list[CalleeRef]
+    imports_called: list[str]
+    call_indirect: int
+    callers: list[CallerRef]
+    globals: list[int]
+    mem_ops: MemOpsSummary
+    loops: int
+    exports: list[str]
+    mnemonics: list[str]
+    lifted_c: str
+    c: str
+    c_names: dict[int, str]
+    data: list[str]
+    comments: list[str]
+    existing: dict[str, Any] | None
+    string_sharing: dict[str, int]
+    truncated: list[str]
 
 
 def callers_of(functions: Sequence[Any]) -> dict[int, list[int]]:
@@ -92,7 +143,7 @@ def context_from_facts(
     rounds). ``callers`` comes from :func:`callers_of` (computed once per version).
     """
     f = functions[index]
-    callees: list[dict[str, Any]] = []
+    callees: list[CalleeRef] = []
     imports: list[str] = []
     for c in dict.fromkeys(f.calls):
         if not 0 <= c < len(functions):
@@ -102,7 +153,7 @@ def context_from_facts(
         callees.append({"index": c, "name": names.get(c), "import": imp, "type": g.type_sig})
         if imp:
             imports.append(imp)
-    caller_list = [
+    caller_list: list[CallerRef] = [
         {
             "index": i,
             "name": names.get(i),
@@ -139,7 +190,7 @@ def context_from_facts(
     return ctx
 
 
-def summarize_mem_ops(mem_ops: Sequence[tuple[int, int, int]]) -> dict[str, Any]:
+def summarize_mem_ops(mem_ops: Sequence[tuple[int, int, int]]) -> MemOpsSummary:
     """Loads, stores and distinct offsets of a function's memory accesses."""
     loads = stores = 0
     offsets: dict[int, None] = {}
