@@ -448,10 +448,10 @@ def _resolve_function(conn, text: str) -> tuple[str, int | None]:
     if ref is None:
         queries.require_stable_id(conn, text)  # raises the usual unknown-stable_id error
     assert ref is not None
-    hit = nav.function_at(conn, ref[1], ref[0])
+    hit = nav.function_at(conn, ref.index, ref.version_id)
     if hit is None:
-        vid = ref[0] if ref[0] is not None else queries.latest_version_id(conn)
-        fail(f"version {vid} has no function {ref[1]}")
+        vid = ref.version_id if ref.version_id is not None else queries.latest_version_id(conn)
+        fail(f"version {vid} has no function {ref.index}")
     assert hit is not None
     return hit["stable_id"], hit["version_id"]
 

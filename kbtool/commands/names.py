@@ -283,7 +283,9 @@ def search(
     assert query is not None
     ref = nav.parse_ref(query) if query.lstrip().startswith("#") or ":" in query else None
     if ref is not None:
-        hit = nav.function_at(conn, ref[1], ref[0] if ref[0] is not None else version)
+        hit = nav.function_at(
+            conn, ref.index, ref.version_id if ref.version_id is not None else version
+        )
         _print_located([hit] if hit else [], json_out, False)
         return
     rows = queries.search_symbols(conn, query, limit)

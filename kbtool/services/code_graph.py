@@ -33,19 +33,19 @@ def callgraph(conn: sqlite3.Connection, version_id: int) -> dict[str, Any]:
         for node in base["nodes"]:
             i = node["index"]
             r = cm.rows.get(i)
-            named = r is not None and bool(r[4])
+            named = r is not None and bool(r.name)
             status = (
                 "import"
-                if (r[1] if r is not None else node["imported"])
+                if (r.imported if r is not None else node["imported"])
                 else ("named" if named else "unnamed")
             )
             nodes.append(
                 dict(
                     node,
-                    stable_id=r[0] if r is not None else None,
+                    stable_id=r.stable_id if r is not None else None,
                     name=names.get(i),
                     status=status,
-                    provenance=r[5] if named else None,
+                    provenance=r.provenance if named else None,
                 )
             )
         cm.graph = {**base, "nodes": nodes, "version_id": version_id}
@@ -115,17 +115,17 @@ def _node(cm: CodeModule, i: int) -> dict[str, Any]:
     """One call-graph node (the shape of :func:`callgraph`'s nodes) from the prepared module."""
     r = cm.rows.get(i)
     m = cm.lm.module
-    imported = bool(r[1]) if r is not None else i < m.num_func_imports
-    named = r is not None and bool(r[4])
+    imported = bool(r.imported) if r is not None else i < m.num_func_imports
+    named = r is not None and bool(r.name)
     name = cm.lm.names.functions.get(i)
     return {
         "index": i,
-        "stable_id": r[0] if r is not None else None,
+        "stable_id": r.stable_id if r is not None else None,
         "name": display_name(name) if name else None,
         "status": "import" if imported else ("named" if named else "unnamed"),
         "imported": imported,
         "in_table": i in _in_table(cm),
-        "provenance": r[5] if named else None,
+        "provenance": r.provenance if named else None,
     }
 
 

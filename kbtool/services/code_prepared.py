@@ -13,7 +13,7 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from kbtool.kb import datamodel, queries
 from kbtool.kb.errors import (
@@ -72,6 +72,20 @@ class _Parsed:
             return self.graph
 
 
+class FunctionIdentity(NamedTuple):
+    """A function's KB identity and current name, as the code views need them."""
+
+    stable_id: str | None
+    imported: bool
+    import_module: str | None
+    import_field: str | None
+    name: str | None
+    provenance: str | None
+
+
+_NO_IDENTITY = FunctionIdentity(None, False, None, None, None, None)
+
+
 @dataclass
 class CodeModule:
     """One version prepared for code views, with the KB's identities and names."""
@@ -79,14 +93,14 @@ class CodeModule:
     version_id: int
     lm: LiftModule
     parsed: _Parsed
-    rows: dict[int, tuple]  # index -> (stable_id, imported, module, field, name, provenance)
+    rows: dict[int, FunctionIdentity]  # function index -> its KB identity
     graph: dict | None = None
 
     @property
     def num_functions(self) -> int:
         return self.lm.module.num_functions
 
-    def check(self, func_index: int) -> tuple:
+    def check(self, func_index: int) -> FunctionIdentity:
         """The KB row of a defined function; KB errors for out of range and imports."""
         n = self.num_functions
         if func_index < 0 or func_index >= n:
@@ -96,14 +110,14 @@ class CodeModule:
             )
         row = self.rows.get(func_index)
         m = self.lm.module
-        if func_index < m.num_func_imports or (row is not None and row[1]):
+        if func_index < m.num_func_imports or (row is not None and row.imported):
             imp = m.func_imports[func_index] if func_index < m.num_func_imports else None
-            what = f"{imp.module}.{imp.field}" if imp else f"{row[2]}.{row[3]}"
+            what = f"{imp.module}.{imp.field}" if imp else f"{row.import_module}.{row.import_field}"
             raise ImportedFunctionError(
                 f"function {func_index} of version {self.version_id} is an import ({_one_line(what)}):"
                 " it has no code"
             )
-        return row or (None, False, None, None, None, None)
+        return row or _NO_IDENTITY
 
 
 class _LRU(OrderedDict):
@@ -172,10 +186,10 @@ def code_module(conn: sqlite3.Connection, version_id: int) -> CodeModule:
             " to see its code)"
         )
     parsed = _parsed(data)
-    rows: dict[int, tuple] = {}
+    rows: dict[int, FunctionIdentity] = {}
     functions = dict(parsed.names.functions)
     for idx, sid, imported, mod, fld, name, prov in queries.function_identities(conn, version_id):
-        rows[idx] = (sid, bool(imported), mod, fld, name, prov)
+        rows[idx] = FunctionIdentity(sid, bool(imported), mod, fld, name, prov)
         if name:
             functions[idx] = name
     fields = StructFields(queries.structs(conn, version_id))

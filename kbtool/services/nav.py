@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from kbtool.kb import queries
 from kbtool.kb.errors import KBError
@@ -34,14 +34,21 @@ def parse_index(text: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def parse_ref(text: str) -> tuple[int | None, int] | None:
+class FunctionAddress(NamedTuple):
+    """A function spelled by position: ``version_id`` None means the version in view/latest."""
+
+    version_id: int | None
+    index: int
+
+
+def parse_ref(text: str) -> FunctionAddress | None:
     """``2:1031`` / ``v2#1031`` -> (2, 1031); ``#1031`` / ``1031`` -> (None, 1031); else None."""
     text = text.strip()
     m = _REF.match(text)
     if m:
-        return int(m.group(1)), int(m.group(2))
+        return FunctionAddress(int(m.group(1)), int(m.group(2)))
     index = parse_index(text)
-    return None if index is None else (None, index)
+    return None if index is None else FunctionAddress(None, index)
 
 
 def parse_const(text: str) -> int:
@@ -79,7 +86,7 @@ def classify(text: str) -> NavQuery:
         return NavQuery("const", t[1:], values=const_values(value))
     ref = parse_ref(t)
     if ref is not None:
-        return NavQuery("index", t, index=ref[1], version_id=ref[0])
+        return NavQuery("index", t, index=ref.index, version_id=ref.version_id)
     return NavQuery("name", t)
 
 

@@ -42,7 +42,7 @@ def _disasm(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> A
             limit = version_id((query.get("limit") or ["200"])[0], "limit")
             out = code_service.code_window(conn, vid, idx, kind=kind, offset=offset, limit=limit)
             if offset == 0:  # the first window also carries what the studio shows beside it
-                sid = code_service.code_module(conn, vid).check(idx)[0]
+                sid = code_service.code_module(conn, vid).check(idx).stable_id
                 out["stable_id"] = sid
                 out["knowledge"] = knowledge.function_knowledge(conn, sid, vid) if sid else None
             return out

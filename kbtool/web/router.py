@@ -251,7 +251,9 @@ def _search(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> A
     if q.lstrip().startswith("#") or ":" in q:
         ref = nav.parse_ref(q)
         if ref is not None:
-            hit = nav.function_at(conn, ref[1], ref[0] if ref[0] is not None else vid)
+            hit = nav.function_at(
+                conn, ref.index, ref.version_id if ref.version_id is not None else vid
+            )
             return [hit] if hit is not None else []
     return queries.search_symbols(conn, q, limit=SEARCH_LIMIT)
 

@@ -10,6 +10,7 @@ the binary is shown literally (:func:`kbtool.render.code.wasm_line` escapes cont
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 from rich.text import Text
 from textual import work
@@ -411,6 +412,15 @@ def _link(entry: dict) -> Text:
 # ---------------------------------------------------------------- one function, two releases
 
 
+class DiffPair(NamedTuple):
+    """The two functions a function diff compares."""
+
+    from_version: int
+    from_index: int
+    to_version: int
+    to_index: int
+
+
 class FunctionDiffScreen(KbScreen):
     """A function in two releases: aligned listings (side by side or unified), changed
     constants, offsets and callees marked; ``w`` shows the diff of the lifted C instead."""
@@ -431,7 +441,7 @@ class FunctionDiffScreen(KbScreen):
 
     def __init__(self, from_version: int, from_index: int, to_version: int, to_index: int) -> None:
         super().__init__()
-        self.pair = (from_version, from_index, to_version, to_index)
+        self.pair = DiffPair(from_version, from_index, to_version, to_index)
         self.diff: dict | None = None
         self.unified = False
         self.mode = WASM
@@ -520,7 +530,7 @@ class FunctionDiffScreen(KbScreen):
             b = self.diff["to"]
             return FunctionRef(b["version_id"], b["func_index"], b["stable_id"], b["name"])
         try:  # no code to compare (e.g. bytes not stored): the function itself still is
-            fn = queries.get_function(self.kb.conn, self.pair[2], self.pair[3])
+            fn = queries.get_function(self.kb.conn, self.pair.to_version, self.pair.to_index)
         except KBError:
             return None
-        return FunctionRef(self.pair[2], self.pair[3], fn["stable_id"], fn["name"])
+        return FunctionRef(self.pair.to_version, self.pair.to_index, fn["stable_id"], fn["name"])
