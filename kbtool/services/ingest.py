@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from kbtool.glue import parse_glue
 from kbtool.identity.features import module_is_minified
@@ -200,22 +200,32 @@ def ingest_bytes(
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
+class CarriedId(NamedTuple):
+    """A stable id carried to a new function from its unique match in the parent version."""
+
+    stable_id: str
+    method: str
+    score: float
+    old_index: int
+    changed: bool  # the body's logic (shape hash) differs from the parent's
+
+
 def _carry_ids(
     conn, parent, new, funcs, progress
 ) -> tuple[
-    dict[int, tuple[str, str, float, int, bool]],
+    dict[int, CarriedId],
     dict[str, int],
     Any,
     list[str],
     list[dict[str, Any]],
 ]:
     """Stable ids carried from ``parent``: ``(carried, by_method, full_matches, notes,
-    old_rows)`` (``carried``: new index -> (stable id, method, score, old index, changed))."""
+    old_rows)`` (``carried``: new index -> :class:`CarriedId`)."""
     # identity: carry stable ids from the parent (the most related earlier version of the same
     # program; none for a new program) by unique, non-fuzzy matches;
     # the same matcher run goes on to the full (fuzzy) pairing that carry-over and the stored
     # diff report use, so the matcher runs once per ingest
-    carried: dict[int, tuple[str, str, float, int, bool]] = {}
+    carried: dict[int, CarriedId] = {}
     by_method: dict[str, int] = defaultdict(int)
     full_matches = None
     matcher_notes: list[str] = []
@@ -234,7 +244,7 @@ def _carry_ids(
             # a body "changed" when its logic did: the shape hash (call targets, type indices and
             # data addresses normalised) differs; relocation alone is not a change
             changed = o.shape_hash != funcs[m.new_index].shape_hash
-            carried[m.new_index] = (o.stable_id, m.method, m.score, m.old_index, changed)
+            carried[m.new_index] = CarriedId(o.stable_id, m.method, m.score, m.old_index, changed)
             by_method[m.method] += 1
         if progress:
             progress("match", 1, 1)
@@ -369,7 +379,7 @@ def _store(
         parent_version_id=parent,
         carried=len(carried),
         carried_by_method=dict(by_method),
-        body_changed=sum(1 for c in carried.values() if c[4]),
+        body_changed=sum(1 for c in carried.values() if c.changed),
         new_identities=len(unmatched),
         program=lineage.program,
         new_program=lineage.new_program,

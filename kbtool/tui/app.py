@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 from textual import work
 from textual.app import App
@@ -44,6 +45,13 @@ def _heatmap_rows(db_path: Path, version_id: int) -> list[HeatmapRow]:
         return queries.heatmap_rows(conn, version_id)
     finally:
         conn.close()
+
+
+class _Prefetch(NamedTuple):
+    """The heatmap rows of ``version_id`` being fetched on a thread at start-up."""
+
+    version_id: int
+    rows: Future[list[HeatmapRow]]
 
 
 MIN_SIZE = (80, 24)
@@ -103,10 +111,10 @@ class KbApp(App[None]):
         # starts up, so the first paint does not wait for both one after the other.
         latest = queries.latest_version_id(self.conn)
         self.heatmap_first = start == "heatmap" and latest is not None
-        self._prefetch: tuple[int, Future] | None = None
+        self._prefetch: _Prefetch | None = None
         if self.heatmap_first:
             vid = version_id or latest
-            self._prefetch = (vid, _PREFETCH.submit(_heatmap_rows, self.db_path, vid))
+            self._prefetch = _Prefetch(vid, _PREFETCH.submit(_heatmap_rows, self.db_path, vid))
         self.blink = blink  # text cursor blink (off in snapshot tests)
         name = THEMES.get(theme, theme)
         if name not in self.available_themes:
@@ -120,9 +128,9 @@ class KbApp(App[None]):
     def heatmap_rows(self, version_id: int) -> list[HeatmapRow]:
         """``queries.heatmap_rows``, served once from the start-up prefetch when it matches."""
         pre, self._prefetch = self._prefetch, None
-        if pre is not None and pre[0] == version_id:
+        if pre is not None and pre.version_id == version_id:
             try:
-                return pre[1].result()
+                return pre.rows.result()
             except Exception:
                 pass  # fall back to the app's own connection
         return queries.heatmap_rows(self.conn, version_id)

@@ -47,3 +47,21 @@ def test_code_module_rows_are_function_identities(code_kb):
             cm.check(0)
     finally:
         conn.close()
+
+
+def test_ingest_counts_changed_bodies_from_the_named_carried_ids(tmp_path):
+    from kbtool.kb.db import open_rw
+    from kbtool.services.ingest import ingest_file
+    from tests.support.paths import DEMO_DIR
+
+    conn = open_rw(tmp_path / "kb.db")
+    try:
+        ingest_file(conn, DEMO_DIR / "zstd-1.5.5.wasm", label="a", carry=False)
+        res = ingest_file(conn, DEMO_DIR / "zstd-1.5.6.wasm", label="b", carry=False)
+        stored = conn.execute(
+            "SELECT count(*) FROM functions WHERE version_id = 2 AND body_changed = 1"
+        ).fetchone()[0]
+    finally:
+        conn.close()
+    assert 0 < res.body_changed < res.carried
+    assert res.body_changed == stored
