@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from array import array
-from typing import TypedDict
+from typing import NamedTuple, TypedDict
 
 from kbtool.kb.errors import UnknownFunctionError
 from kbtool.kb.queries._base import names_for, opcode_names, version_row
@@ -46,15 +46,27 @@ def list_functions(
     ]
 
 
-def heatmap_rows(conn: sqlite3.Connection, version_id: int) -> list[tuple]:
-    """Compact rows for heatmaps: (index, stable_id, name, provenance, confidence, body_size)."""
+class HeatmapRow(NamedTuple):
+    """One heatmap cell: a defined function with its current annotation."""
+
+    index: int
+    stable_id: str
+    name: str | None
+    provenance: str | None
+    confidence: float | None
+    body_size: int
+
+
+def heatmap_rows(conn: sqlite3.Connection, version_id: int) -> list[HeatmapRow]:
+    """Compact rows for heatmaps, one :class:`HeatmapRow` per defined function in index order."""
     version_row(conn, version_id)
-    return conn.execute(
+    cur = conn.execute(
         "SELECT f.idx, f.stable_id, s.name, s.provenance, s.confidence, f.body_size"
         " FROM functions f LEFT JOIN symbols s ON s.stable_id = f.stable_id"
         " WHERE f.version_id = ? AND f.imported = 0 ORDER BY f.idx",
         (version_id,),
-    ).fetchall()
+    )
+    return list(map(HeatmapRow._make, cur))
 
 
 def _function_row(conn: sqlite3.Connection, version_id: int, index: int) -> sqlite3.Row:
