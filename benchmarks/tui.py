@@ -269,7 +269,8 @@ async def _measure(db: Path, version: int | None, steps: int) -> dict:
         page_lines = max(1, grid.scrollable_content_region.height)
         n_pages = max(1, min(steps // 10, grid.virtual_size.height // page_lines - 1))
         pages = await timed(["pagedown"] * n_pages + ["pageup"] * n_pages)
-        ends = await timed(["G", "g"] * 5)
+        # G and Home: g on the heatmap opens the go-to dialog (it is not "first")
+        ends = await timed(["G", "home"] * 5)
         out["rss_mib_after_steps"] = rss_mib()
         cpu_steps.sort()
         out["step_cpu_ms_median"] = round(statistics.median(cpu_steps), 2)
@@ -296,6 +297,8 @@ async def _measure(db: Path, version: int | None, steps: int) -> dict:
             deadline = t + 10
             while not ready() and time.perf_counter() < deadline:
                 await asyncio.sleep(0.0005)
+            if not ready():  # a wrong ready signal must not pass for a 10 s step
+                raise SystemExit(f"{key}: the screen never became ready ({app.screen!r})")
             n = len(frames)
             while len(frames) == n and time.perf_counter() < deadline:
                 await asyncio.sleep(0.0005)
