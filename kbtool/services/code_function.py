@@ -26,7 +26,14 @@ from kbtool.render.disasm import (
     tail_lines,
 )
 from kbtool.services import knowledge
-from kbtool.services.code_prepared import _LOCK, _RESULTS, CodeModule, _one_line, code_module
+from kbtool.services.code_prepared import (
+    _LINES,
+    _LOCK,
+    _RESULTS,
+    CodeModule,
+    _one_line,
+    code_module,
+)
 from kbtool.wasm import WasmFormatError
 
 HUGE_INSTRUCTIONS = 20_000  # a body this long shows its first screen before the rest
@@ -44,10 +51,19 @@ def _records(cm: CodeModule, func_index: int, max_lines: int | None = None) -> L
 
 
 def function_code(
-    conn: sqlite3.Connection, version_id: int, func_index: int, *, max_lines: int | None = None
+    conn: sqlite3.Connection,
+    version_id: int,
+    func_index: int,
+    *,
+    max_lines: int | None = None,
+    lift: bool = True,
 ) -> tuple[dict[str, Any], Listing | None]:
     """:func:`disassembly`'s object (not copied: do not change it) and the listing records
-    it was rendered from (None for a body that cannot be disassembled)."""
+    it was rendered from (None for a body that cannot be disassembled).
+
+    ``lift=False`` (with ``max_lines``: a huge function's first screen) does not lift the C:
+    ``lifted_c`` is empty and ``c_pending`` true; :func:`lifted_c` gives it (kept, so the
+    whole answer after it does not lift the function again)."""
     cm = code_module(conn, version_id)
     sid, _imp, _mod, _fld, name, prov = cm.check(func_index)
     key = (id(cm), func_index)
@@ -62,10 +78,13 @@ def function_code(
         mnemonics, calls, listing = render_error(listing), [], None
     else:
         mnemonics, calls = render_listing(listing), listing_calls(listing)
-    lifted_c, c_truncated, reason = _lifted(cm, func_index, keep=partial)
+    if lift or not partial:
+        lifted, c_truncated, reason = _lifted(cm, func_index, keep=partial)
+    else:
+        lifted, c_truncated, reason = "", False, None
     out = {
         "mnemonics": mnemonics,
-        "lifted_c": lifted_c,
+        "lifted_c": lifted,
         "version_id": version_id,
         "func_index": func_index,
         "stable_id": sid,
@@ -81,6 +100,8 @@ def function_code(
     }
     if total is not None:
         out["instructions"] = total
+    if partial and not lift:
+        out["c_pending"] = True
     if not partial:
         with _LOCK:
             _RESULTS.put(key, (cm, out, listing))
@@ -102,6 +123,16 @@ def _lifted(cm: CodeModule, func_index: int, *, keep: bool) -> tuple[str, bool, 
         with _LOCK:
             _RESULTS.put(key, (cm, c))
     return c
+
+
+def lifted_c(
+    conn: sqlite3.Connection, version_id: int, func_index: int
+) -> tuple[str, bool, str | None]:
+    """One function's C with the KB's names, whether the lifter gave up, and why (kept per
+    prepared version, as :func:`function_code` keeps it)."""
+    cm = code_module(conn, version_id)
+    cm.check(func_index)
+    return _lifted(cm, func_index, keep=True)
 
 
 def disassembly(
@@ -185,46 +216,25 @@ def code_window(
 ) -> dict[str, Any]:
     """A window of one function's code: lines ``offset..offset+limit`` of its disassembly
     (``kind="wasm"``) or lifted C (``"c"``), as ``{kind, lines, offset, limit, total,
-    next_offset, version_id, func_index}`` (``next_offset`` null at the end). The disassembly
-    of a window near the top decodes only the instructions up to it (a huge function's first
-    screen costs what a small one costs) and renders only the window's lines; the C is
-    lifted whole (and cached)."""
+    next_offset, version_id, func_index}`` (``next_offset`` null at the end).
+
+    A disassembly window within the first ``FIRST_SCREEN`` lines decodes only the
+    instructions up to it (a huge function's first screen costs what a small one costs);
+    a later one renders the whole listing once and keeps its lines, so every other window is
+    a slice. The C is lifted alone (no disassembly) and its lines are kept likewise; both
+    are kept per prepared version (a rename or a knowledge edit makes a new one)."""
     if kind not in ("wasm", "c"):
         raise ValueError(f"kind must be wasm or c, not {_one_line(kind)[:20]}")
     offset, limit = max(0, offset), max(1, min(limit, 20_000))
     cm = code_module(conn, version_id)
     cm.check(func_index)
-    with _LOCK:
-        hit = _RESULTS.get_item((id(cm), func_index))
-    if kind == "c" or (hit is not None and hit[0] is cm):
-        d = disassembly(conn, version_id, func_index)
-        lines = (d["lifted_c"] if kind == "c" else d["mnemonics"]).splitlines()
-        total = len(lines)
-        window = lines[offset : offset + limit]
+    lines = _kept_lines(cm, func_index, kind)
+    if lines is None and kind == "wasm" and offset + limit <= FIRST_SCREEN:
+        total, window = _first_lines(conn, cm, version_id, func_index, offset, limit)
     else:
-        total_instr = body_instructions(conn, version_id, func_index) or 0
-        want = offset + limit
-        rec = _records(cm, func_index, want)
-        if isinstance(rec, str):
-            lines = render_error(rec).splitlines()
-            total, window = len(lines), lines[offset : offset + limit]
-        else:
-            head = head_lines(rec)
-            # the window's own cut is not the function's: no tail line then
-            tail = [] if total_instr > want and rec.truncated is not None else tail_lines(rec)
-            n_head, n_instr = len(head), len(rec.instrs)
-            total = (
-                n_head + total_instr
-                if not tail and rec.truncated is not None
-                else (n_head + n_instr + len(tail))
-            )
-            end = offset + limit
-            window = head[offset:end]
-            if end > n_head and offset < n_head + n_instr:
-                window += [
-                    instr_line(ins) for ins in rec.instrs[max(0, offset - n_head) : end - n_head]
-                ]
-            window += tail[max(0, offset - n_head - n_instr) : max(0, end - n_head - n_instr)]
+        if lines is None:
+            lines = _all_lines(cm, func_index, kind)
+        total, window = len(lines), lines[offset : offset + limit]
     end = offset + len(window)
     return {
         "kind": kind,
@@ -236,6 +246,62 @@ def code_window(
         "version_id": version_id,
         "func_index": func_index,
     }
+
+
+def _kept_lines(cm: CodeModule, func_index: int, kind: str) -> list[str] | None:
+    """The function's lines of ``kind`` when this process has them (paged before, or the
+    whole answer of :func:`function_code` is cached)."""
+    with _LOCK:
+        hit = _LINES.get_item((id(cm), func_index, kind))
+        whole = _RESULTS.get_item((id(cm), func_index))
+    if hit is not None and hit[0] is cm:
+        return hit[1]
+    if whole is not None and whole[0] is cm:
+        return whole[1]["lifted_c" if kind == "c" else "mnemonics"].splitlines()
+    return None
+
+
+def _all_lines(cm: CodeModule, func_index: int, kind: str) -> list[str]:
+    """Every line of the function's C or disassembly, kept for the next windows."""
+    if kind == "c":
+        lines = _lifted(cm, func_index, keep=True)[0].splitlines()
+    else:
+        rec = _records(cm, func_index)
+        lines = (render_error(rec) if isinstance(rec, str) else render_listing(rec)).splitlines()
+    with _LOCK:
+        _LINES.put((id(cm), func_index, kind), (cm, lines))
+    return lines
+
+
+def _first_lines(
+    conn: sqlite3.Connection,
+    cm: CodeModule,
+    version_id: int,
+    func_index: int,
+    offset: int,
+    limit: int,
+) -> tuple[int, list[str]]:
+    """(total lines, the window) of the disassembly, decoding only up to the window."""
+    total_instr = body_instructions(conn, version_id, func_index) or 0
+    want = offset + limit
+    rec = _records(cm, func_index, want)
+    if isinstance(rec, str):
+        lines = render_error(rec).splitlines()
+        return len(lines), lines[offset:want]
+    head = head_lines(rec)
+    # the window's own cut is not the function's: no tail line then
+    tail = [] if total_instr > want and rec.truncated is not None else tail_lines(rec)
+    n_head, n_instr = len(head), len(rec.instrs)
+    total = (
+        n_head + total_instr
+        if not tail and rec.truncated is not None
+        else (n_head + n_instr + len(tail))
+    )
+    window = head[offset:want]
+    if want > n_head and offset < n_head + n_instr:
+        window += [instr_line(ins) for ins in rec.instrs[max(0, offset - n_head) : want - n_head]]
+    window += tail[max(0, offset - n_head - n_instr) : max(0, want - n_head - n_instr)]
+    return total, window
 
 
 def module_c(
@@ -306,6 +372,7 @@ __all__ = [
     "instr_targets",
     "listing",
     "listing_calls",
+    "lifted_c",
     "listing_lines",
     "module_c",
     "module_listing",

@@ -33,6 +33,7 @@ from kbtool.wasm.reader import Module, parse_module
 PREPARED_CACHE = 6  # prepared versions kept per process
 PARSED_CACHE = 3  # parsed modules (and their analyses), by content digest
 RESULT_CACHE = 128  # disassembly results kept per process
+LINES_CACHE = 6  # big functions' lines (disassembly or C) kept for paging, per process
 MAX_DATA_LABELS = 1_000_000  # data items labelled in the C (the data model bounds them too)
 
 
@@ -142,6 +143,10 @@ _LOCK = threading.Lock()
 _PREPARED = _LRU(PREPARED_CACHE)
 _PARSED = _LRU(PARSED_CACHE)
 _RESULTS = _LRU(RESULT_CACHE)
+# (id(CodeModule), func_index, kind) -> (CodeModule, lines): the whole text of a big function
+# once computed, so every later window is a slice (the code module's key carries the KB's
+# change token, so a rename or a knowledge edit makes a new module and these go stale)
+_LINES = _LRU(LINES_CACHE)
 
 
 def clear_cache() -> None:
@@ -150,6 +155,7 @@ def clear_cache() -> None:
         _PREPARED.clear()
         _PARSED.clear()
         _RESULTS.clear()
+        _LINES.clear()
 
 
 def _db_file(conn: sqlite3.Connection) -> str:
