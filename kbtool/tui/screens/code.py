@@ -37,6 +37,7 @@ from kbtool.tui.widgets.palette import name_text
 __all__ = ["CLEAN", "MODE_LABEL", "CodeScreen", "FunctionDiffScreen", "LinesView"]
 
 CLEAN = "clean"  # the cleaned C of `kbtool deep` (queries.get_analysis)
+PENDING = "pending"  # shown in the C view while a huge function's C is lifted
 MODE_LABEL = {WASM: "Raw WASM", C: "C", CLEAN: "Cleaned C"}
 MODE_CYCLE = {WASM: C, C: CLEAN, CLEAN: WASM}
 
@@ -125,8 +126,9 @@ class CodeScreen(KnowledgeEdits, KbScreen):
     @work(thread=True, group="code")
     def _fetch(self, gen: int, version_id: int, index: int) -> None:
         """The code on a worker thread, never the UI's: a progress line says what runs (the
-        version's first preparation, a huge body), a huge function shows its first
-        ``FIRST_SCREEN`` instructions at once and the rest when disassembled."""
+        version's first preparation, a huge body). A huge function shows its first
+        ``FIRST_SCREEN`` instructions at once (in the C view too, labelled, while its C is
+        lifted), then its C, then the rest of its disassembly."""
         from kbtool.services import code as code_service
 
         def say(text: str) -> None:
@@ -142,7 +144,11 @@ class CodeScreen(KnowledgeEdits, KbScreen):
             if huge:
                 say(f"disassembling the first {code_service.FIRST_SCREEN:,} of {n:,} instructions…")
             d, records = code_service.function_code(
-                conn, vid, idx, max_lines=code_service.FIRST_SCREEN if huge else None
+                conn,
+                vid,
+                idx,
+                max_lines=code_service.FIRST_SCREEN if huge else None,
+                lift=not huge,
             )
             return (
                 dict(d),
@@ -158,12 +164,29 @@ class CodeScreen(KnowledgeEdits, KbScreen):
         except Exception as exc:  # never take the app down for one function
             result, error = None, f"cannot show this function: {type(exc).__name__}: {exc}"
         self.app.call_from_thread(self._loaded, gen, result, error)
-        if result is not None and result[0].get("partial"):
+        if result is None or not result[0].get("partial"):
+            return
+        if result[0].get("c_pending"):
             try:
-                full = _load(self.kb.db_path, code_service.function_code, version_id, index)
-            except Exception:  # the first screen stays; the status says it is partial
-                return
-            self.app.call_from_thread(self._rest_loaded, gen, full)
+                c = _load(self.kb.db_path, code_service.lifted_c, version_id, index)
+            except Exception as exc:  # the disassembly stays; the status says why
+                c = ("", True, f"cannot lift: {type(exc).__name__}: {exc}")
+            self.app.call_from_thread(self._c_loaded, gen, c)
+        try:
+            full = _load(self.kb.db_path, code_service.function_code, version_id, index)
+        except Exception:  # the first screen stays; the status says it is partial
+            return
+        self.app.call_from_thread(self._rest_loaded, gen, full)
+
+    def _c_loaded(self, gen: int, c: tuple[str, bool, str | None]) -> None:
+        """A huge function's C, after the first screen of its disassembly: it replaces the
+        disassembly in the C view (from its first line)."""
+        if gen != self._gen or self.code is None:
+            return
+        self.code["lifted_c"], self.code["truncated"], self.code["reason"] = c
+        self.code.pop("c_pending", None)
+        if self.mode != WASM:
+            self._show()
 
     def _progress(self, gen: int, text: str) -> None:
         if gen == self._gen and self.code is None:  # still waiting for the first screen
@@ -174,6 +197,8 @@ class CodeScreen(KnowledgeEdits, KbScreen):
         its cursor."""
         if gen != self._gen or self.code is None:
             return
+        if self.code.get("c_pending"):  # the C had failed to come: the whole answer has it
+            self.code.pop("c_pending")
         self.code, self.listing = dict(full[0]), full[1]
         self._calls = {line - 1: idx for line, idx in self.code.get("call_lines", [])}
         self._show()
@@ -217,12 +242,15 @@ class CodeScreen(KnowledgeEdits, KbScreen):
         else:
             lines = _lines(d["lifted_c"] if self.mode == C else d["mnemonics"])
         mode = C if self.mode == CLEAN else self.mode
+        shown = (self.index, self.mode)
+        if self.mode == C and d.get("c_pending"):  # a huge function: its disassembly meanwhile
+            lines, mode, shown = _lines(d["mnemonics"]), WASM, (self.index, PENDING)
         view = self.query_one("#code-view", CodeView)
-        keep = view.cursor if self._shown == (self.index, self.mode) else 0  # a live refresh
+        keep = view.cursor if self._shown == shown else 0  # a live refresh
         if self.at_offset is not None and mode == WASM and not hint:  # from the xrefs screen
             keep = self._line_at(self.at_offset, keep)
             self.at_offset = None
-        self._shown = (self.index, self.mode)
+        self._shown = shown
         view.show_code(lines, mode, calls=self._calls, hint=hint, cursor=keep)
         self._show_status()
         self.call_after_refresh(self._show_status)  # the view's width is known after layout
@@ -235,10 +263,15 @@ class CodeScreen(KnowledgeEdits, KbScreen):
         head = len(head_lines(rec))
         return next((head + k for k, ins in enumerate(rec.instrs) if ins.offset == offset), default)
 
+    def _shown_mode(self) -> str:
+        """What the view shows: the mode, but Raw WASM while a huge function's C is lifted."""
+        d = self.code
+        return WASM if self.mode == C and d is not None and d.get("c_pending") else self.mode
+
     def cursor_instr(self):
         """The disassembly record of the line under the cursor (raw wasm), or None."""
         rec = self.listing
-        if rec is None or self.mode != WASM:
+        if rec is None or self._shown_mode() != WASM:
             return None
         k = self.query_one("#code-view", CodeView).cursor - len(head_lines(rec))
         return rec.instrs[k] if 0 <= k < len(rec.instrs) else None
@@ -250,7 +283,14 @@ class CodeScreen(KnowledgeEdits, KbScreen):
             return
         view = self.query_one("#code-view", LinesView)
         status = Text(no_wrap=True, overflow="ellipsis")
-        status.append(f" {MODE_LABEL[self.mode]} ", style="bold reverse")
+        pending = self.mode == C and d.get("c_pending")
+        status.append(f" {MODE_LABEL[WASM if pending else self.mode]} ", style="bold reverse")
+        if pending:
+            status.append(
+                f"  lifting C… showing the first {d['mnemonics'].count(chr(10)):,} lines of"
+                f" the disassembly ({d.get('instructions', 0):,} instructions) meanwhile",
+                style="bold yellow",
+            )
         status.append("  ")
         status.append_text(lit(d["type"], "green"))
         if self.mode == C and d.get("truncated"):
@@ -314,7 +354,7 @@ class CodeScreen(KnowledgeEdits, KbScreen):
         view = self.query_one("#code-view", LinesView)
         if not view.has_focus:
             return
-        target = self._calls.get(view.cursor) if self.mode == WASM else None
+        target = self._calls.get(view.cursor) if self._shown_mode() == WASM else None
         if target is None:
             self.notify(
                 "no call on this line (w: Raw WASM, then ⏎ on a call; o: the callees)", timeout=3
@@ -332,7 +372,8 @@ class CodeScreen(KnowledgeEdits, KbScreen):
         if self.mode == CLEAN and self.analysis and self.analysis.get("clean_c"):
             text, mode = _lines(self.analysis["clean_c"]), C
         else:
-            text, mode = _lines(d["lifted_c"] if self.mode == C else d["mnemonics"]), self.mode
+            mode = self._shown_mode()
+            text = _lines(d["lifted_c"] if mode == C else d["mnemonics"])
         line = text[view.cursor] if view.cursor < len(text) else ""
         ins = self.cursor_instr() if mode == WASM else None
         self._xrefs_of(self.version_id, line, "wasm" if mode == WASM else "c", ins)
