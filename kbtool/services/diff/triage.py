@@ -33,13 +33,28 @@ huge module's diff costs seconds, not minutes. Pure functions over decoded bodie
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kbtool.services.diff.align import _STMT_END, EXACT_CELLS, align  # noqa: F401 (align: re-exported)
+from kbtool.services.diff.align import EXACT_CELLS, align  # noqa: F401 (align: re-exported)
 from kbtool.services.diff.ordering import KINDS, layout_groups, order_changes  # noqa: F401 (re-exported)
-from kbtool.wasm.opcodes import KIND, MNEMONICS
+from kbtool.services.diff.triage_rules import (
+    _K_I32,
+    _K_I64,
+    _K_MEM,
+    _Add,
+    _constant_reasons,
+    _hex,
+    _inserted_reasons,
+    _new_comparisons,
+    _op_change,
+    _plain,
+    _summary_reasons,
+    _width_change,
+    is_error_callee,
+    is_error_text,
+)
+from kbtool.wasm.opcodes import KIND
 
 __all__ = [
     "triage_pair",
@@ -61,69 +76,6 @@ MIN_INLINED_RUN = 20  # shorter inserted runs are never taken for inlined code
 KEY_CONST = 1 << 12  # constants below this are part of the alignment key
 FOCUS_WEIGHT = 1.5  # bonus of a change that is a small part of its body
 MAX_REASONS = 6
-
-_ERR_TEXT = re.compile(
-    r"error|invalid|too (?:many|large|long|big|deep|small)|overflow|underflow|corrupt|out of"
-    r"|exceed|illegal|cannot|can't|fail|malformed|limit|unexpected|bad |not enough|abort"
-    r"|assert|panic|denied|violation|mismatch|truncat|oversize|negative",
-    re.I,
-)
-_ERR_CALLEE = re.compile(
-    r"abort|panic|error|fatal|fail|assert|throw|trap|proc_exit|\bexit\b|_exit|corrupt"
-    r"|runerror|overflow|oom|unreachable|raise|die\b|bug\b",
-    re.I,
-)
-_ALLOC = re.compile(r"alloc|new\b|_new|create|grow|resize|reserve", re.I)
-
-_OPS = {m: i for i, m in enumerate(MNEMONICS) if m}
-_CMP = {"eq": "==", "ne": "!=", "lt": "<", "gt": ">", "le": "<=", "ge": ">="}
-_K_I32, _K_I64, _K_MEM, _K_CALL = 3, 7, 2, 5
-
-
-def is_error_text(s: str) -> bool:
-    """Does a string read like an error message?"""
-    return bool(_ERR_TEXT.search(s))
-
-
-def is_error_callee(label: str, strings: Sequence[str] = ()) -> bool:
-    """A callee on an error/abort path: by its name, else by its strings."""
-    return bool(_ERR_CALLEE.search(label)) or any(is_error_text(s) for s in strings[:8])
-
-
-def _cmp(op: int) -> tuple[str, str] | None:
-    """``i32.lt_u`` -> (``<``, ``u``); None when not a comparison."""
-    m = MNEMONICS[op]
-    if not m.startswith(("i32.", "i64.")):
-        return None
-    base = m[4:]
-    if base == "eqz":
-        return ("== 0", "")
-    name, _, sign = base.partition("_")
-    if name in _CMP and sign in ("", "s", "u"):
-        return (_CMP[name], "u" if sign == "u" else "")
-    return None
-
-
-def _hex(c: int) -> str:
-    return str(c) if -10 < c < 10 else (f"-0x{-c:x}" if c < 0 else f"0x{c:x}")
-
-
-def _operand(tok: tuple[int, tuple] | None) -> str:
-    if tok is None:
-        return "…"
-    op, imms = tok
-    m = MNEMONICS[op]
-    if m in ("local.get", "local.tee"):
-        return f"l{imms[0]}"
-    if m == "global.get":
-        return f"g{imms[0]}"
-    if KIND[op] in (_K_I32, _K_I64):
-        return _hex(int(imms[0]))
-    if KIND[op] == _K_MEM and ".load" in m:
-        return f"[…+{imms[1]}]"
-    if m.endswith(("add", "sub", "mul", "shl", "and")):
-        return f"(… {m.split('.')[1]})"
-    return "…"
 
 
 def _key(tok: tuple[int, tuple]) -> tuple:
@@ -157,26 +109,6 @@ def body_grams(body: Sequence[tuple[int, tuple]], n: int = GRAM) -> frozenset[tu
     return frozenset(tuple(keys[q : q + n]) for q in range(len(keys) - n + 1))
 
 
-_ARGS_ARITH = frozenset(
-    i
-    for i, m in enumerate(MNEMONICS)
-    if m
-    and m.split(".")[-1] in ("mul", "div_u", "div_s", "rem_u", "rem_s", "shl", "shr_u", "shr_s")
-)
-
-
-def _new_arith_args(tb: Sequence[tuple[int, tuple]], j: int, ins: set[int]) -> list[str]:
-    """Multiplications, divisions and shifts inserted right before an inserted call (within
-    its statement): a new value computed and passed (a limit, a size, a debt)."""
-    out: list[str] = []
-    for q in range(j - 1, max(-1, j - 16), -1):
-        if q not in ins or tb[q][0] in _STMT_END:
-            break
-        if tb[q][0] in _ARGS_ARITH:
-            out.append(MNEMONICS[tb[q][0]])
-    return sorted(set(out))
-
-
 def _runs(idx: list[int]) -> list[list[int]]:
     """Consecutive runs of sorted indices."""
     out: list[list[int]] = []
@@ -186,89 +118,6 @@ def _runs(idx: list[int]) -> list[list[int]]:
         else:
             out.append([j])
     return out
-
-
-def _cmp_sig(toks: Sequence[tuple[int, tuple]], j: int) -> tuple:
-    """What a comparison compares, without local numbers: its opcode and constant operands."""
-    ops = []
-    for q in (j - 2, j - 1):
-        if q >= 0 and KIND[toks[q][0]] in (_K_I32, _K_I64):
-            ops.append(int(toks[q][1][0]))
-        elif q >= 0:
-            ops.append(MNEMONICS[toks[q][0]].split(".")[-1])
-    return (toks[j][0], *ops)
-
-
-def _rebound(g: tuple, h: tuple) -> bool:
-    """Two comparison signatures that differ only in their constants."""
-    return (
-        len(g) == len(h)
-        and g[0] == h[0]
-        and g != h
-        and all(
-            x == y or (isinstance(x, int) and isinstance(y, int)) for x, y in zip(g, h, strict=True)
-        )
-    )
-
-
-def _cmp_sites(toks: Sequence[tuple[int, tuple]]) -> dict[tuple, list[int]]:
-    out: dict[tuple, list[int]] = {}
-    for j, (op, _) in enumerate(toks):
-        if _cmp(op) is not None:
-            out.setdefault(_cmp_sig(toks, j), []).append(j)
-    return out
-
-
-def _new_check(
-    tb: Sequence[tuple[int, tuple]],
-    j: int,
-    add: Callable[..., None],
-    err_call: Callable[[int], bool],
-) -> None:
-    """The reason of a new comparison at ``tb[j]``: weighed higher when it feeds a branch,
-    higher still when that branch bails out (an error call, a trap, a return)."""
-    sym, sign = _cmp(tb[j][0]) or ("?", "")
-    follows = any(
-        MNEMONICS[tb[q][0]] in ("br_if", "if", "select", "br_table")
-        for q in range(j + 1, min(j + 4, len(tb)))
-    )
-    if sym == "== 0":
-        text = f"{_operand(tb[j - 1] if j else None)} == 0"
-    else:
-        a = _operand(tb[j - 2] if j >= 2 else None)
-        b = _operand(tb[j - 1] if j >= 1 else None)
-        text = f"{a} {sym}{sign} {b}"
-    if follows and _guards_error(tb, j, err_call):
-        add(5.5, f"+ bounds check: {text} (guards an error/return path)")
-    else:
-        add(5.0 if follows else 3.0, f"+ bounds check: {text}")
-
-
-def _guards_error(tb: Sequence[tuple[int, tuple]], j: int, err_call: Callable[[int], bool]) -> bool:
-    """A comparison whose ``if`` (within 3 instructions) opens a short block ending in an
-    error call, a trap, or a return: a check that bails out."""
-    q = next((q for q in range(j + 1, min(j + 4, len(tb))) if MNEMONICS[tb[q][0]] == "if"), None)
-    if q is None:
-        return False
-    depth = 0
-    for r in range(q + 1, min(q + 40, len(tb))):
-        m = MNEMONICS[tb[r][0]]
-        if m in ("block", "loop", "if"):
-            depth += 1
-        elif m == "end":
-            if depth == 0:
-                return False
-            depth -= 1
-        elif m in ("unreachable", "return") or (
-            KIND[tb[r][0]] == _K_CALL and err_call(tb[r][1][0])
-        ):
-            return True
-        elif m == "else" and depth == 0:
-            return False
-    return False
-
-
-_Add = Callable[..., None]  # add(weight, text, key=None)
 
 
 def _align_bodies(
@@ -321,143 +170,6 @@ def _inlined_sites(
         if len(cov) >= 0.7 * len(run):
             inl |= cov
     return inl
-
-
-def _new_comparisons(
-    ta: list[tuple[int, tuple]],
-    tb: list[tuple[int, tuple]],
-    inl: set[int],
-    ins_set: set[int],
-    add: _Add,
-    err_call: Callable[[int], bool],
-) -> None:
-    """New comparisons: those the new body has more of than the old one (by opcode and
-    constant operands, wherever the alignment put them: a comparison that moved is not new),
-    apart from inlined code; each reported at an inserted site when there is one."""
-    sa, sb = _cmp_sites(ta), _cmp_sites(tb)
-    deficit = {
-        g: len(js) - len(sb.get(g, ())) for g, js in sa.items() if len(js) > len(sb.get(g, ()))
-    }
-    for sig, js in sb.items():
-        js = [j for j in js if j not in inl]
-        surplus = len(js) - len(sa.get(sig, ()))
-        if surplus <= 0:
-            continue
-        js = [j for j in js if j in ins_set] + [j for j in js if j not in ins_set]
-        m = MNEMONICS[sig[0]]
-        narrow = _OPS.get("i32." + m[4:]) if m.startswith("i64.") else None
-        for j in js[:surplus]:
-            # the same comparison with another constant: a changed bound (read off the
-            # constants), or the same comparison made 64-bit: widened
-            alt = next(
-                (
-                    g
-                    for g, k in deficit.items()
-                    if k > 0 and (_rebound(g, sig) or (narrow is not None and g[0] == narrow))
-                ),
-                None,
-            )
-            if alt is not None:
-                deficit[alt] -= 1
-                if alt[0] != sig[0]:
-                    add(6.0, f"arith widened: {MNEMONICS[alt[0]]} -> {m}")
-                continue
-            _new_check(tb, j, add, err_call)
-
-
-def _inserted_reasons(
-    tb: list[tuple[int, tuple]],
-    inserted: list[int],
-    inl: set[int],
-    ins_set: set[int],
-    add: _Add,
-    err_call: Callable[[int], bool],
-    callee_label: Callable[[int], str],
-) -> None:
-    """Reasons read off what was inserted (comparisons apart: :func:`_new_comparisons`)."""
-    for j in inserted:
-        if j in inl:
-            continue
-        op, imms = tb[j]
-        m = MNEMONICS[op]
-        if _cmp(op) is not None:
-            continue
-        elif m == "unreachable":
-            add(4.0, "+ trap (unreachable)")
-        elif m == "return":
-            add(3.0, "+ early return")
-        elif (
-            m in ("local.set", "local.tee")
-            and j
-            and j - 1 not in ins_set
-            and KIND[tb[j - 1][0]] == _K_CALL
-        ):
-            add(
-                4.0,
-                f"+ call result kept: call {callee_label(tb[j - 1][1][0])} -> "
-                f"l{imms[0]} (refreshed after the call)",
-            )
-        elif KIND[op] == _K_MEM and ".load" in m:
-            c_at = next(
-                (q for q in range(j - 1, max(-1, j - 4), -1) if KIND[tb[q][0]] == _K_CALL), None
-            )
-            if c_at is not None and any(tb[q] == tb[j] for q in range(max(0, c_at - 40), c_at)):
-                add(3.5, f"+ value reloaded after call {callee_label(tb[c_at][1][0])}")
-        elif KIND[op] == _K_CALL:
-            if err_call(imms[0]):
-                add(5.0, f"+ error path: call {callee_label(imms[0])}")
-            else:
-                arith = _new_arith_args(tb, j, ins_set)
-                if arith:
-                    add(
-                        3.5,
-                        f"+ new computed argument ({', '.join(arith)}) to call "
-                        f"{callee_label(imms[0])}",
-                    )
-        elif m in ("i64.extend_i32_u", "i64.extend_i32_s") and any(
-            MNEMONICS[tb[q][0]] in _WIDE for q in range(j + 1, min(j + 5, len(tb)))
-        ):
-            add(5.0, f"arith widened: {m} before {_next_arith(tb, j)}")
-
-
-def _constant_reasons(
-    ex: dict[str, Any],
-    ta: list[tuple[int, tuple]],
-    tb: list[tuple[int, tuple]],
-    changed_pairs: list[tuple[int, int]],
-    add: _Add,
-    callee_label: Callable[[int], str],
-) -> int:
-    """Same instruction, other immediates: a changed bound or allocation size; returns how
-    many small constants changed."""
-    allocs = any(_ALLOC.search(s) for s in ex.get("calls_added", []) + _calls(tb, callee_label))
-    consts = 0
-    for i, j in changed_pairs:
-        op = ta[i][0]
-        if KIND[op] not in (_K_I32, _K_I64):
-            continue
-        a, b = int(ta[i][1][0]), int(tb[j][1][0])
-        if not (-(1 << 20) < a < (1 << 20) and -(1 << 20) < b < (1 << 20)):
-            continue  # addresses
-        consts += 1
-        near_cmp = any(_cmp(tb[q][0]) for q in range(j + 1, min(j + 3, len(tb))))
-        if near_cmp:
-            add(4.0, f"bound changed: {_hex(a)} -> {_hex(b)}", ("const", a, b))
-        elif allocs and abs(a) < 1024 and abs(b) < 1024:
-            add(2.5, f"size constant changed: {_hex(a)} -> {_hex(b)}", ("const", a, b))
-    return consts
-
-
-def _summary_reasons(ex: dict[str, Any], add: _Add) -> None:
-    """Reasons from the explanation: new error strings and calls, a changed signature."""
-    for s in ex.get("strings_added", []):
-        if is_error_text(s):
-            add(6.0, f"+ error string: {s[:60]!r}")
-    for name in ex.get("calls_added", []):
-        if _ERR_CALLEE.search(name):
-            add(5.0, f"+ error path: call {name}")
-    if ex.get("type_from"):
-        add(1.5, f"signature {ex['type_from']} -> {ex['type_to']}")
 
 
 def _classify(
@@ -636,57 +348,3 @@ def finish(entries: list[dict[str, Any]], min_functions: int = 3) -> None:
             _score(e)
         for k in ("_signals", "_amount", "_body", "_churn"):
             e.pop(k, None)
-
-
-_WIDE = ("i64.mul", "i64.add", "i64.shl", "i64.sub")
-
-
-def _width_change(wa: Sequence, wb: Sequence, add: Callable[..., None]) -> None:
-    """A replaced run of other length: 32-bit arithmetic gone and 64-bit arithmetic come
-    (size_t arithmetic widened)."""
-    ca = sum(1 for op, _ in wa if MNEMONICS[op] in _WIDE)
-    cb = sum(1 for op, _ in wb if MNEMONICS[op] in _WIDE)
-    ext = any(MNEMONICS[op].startswith("i64.extend_i32") for op, _ in wb)
-    na = sum(1 for op, _ in wa if MNEMONICS[op] in ("i32.mul", "i32.add", "i32.shl", "i32.sub"))
-    if cb > ca and ext and na:
-        add(4.5, f"arith widened: {cb - ca} more 64-bit op(s) over extended 32-bit values")
-
-
-def _plain(ex: dict[str, Any]) -> str:
-    items = [i for i in ex.get("items", []) if not i.endswith(" instructions")]
-    return items[0] if items else "code changed"
-
-
-def _next_arith(tb: list, j: int) -> str:
-    for q in range(j + 1, min(j + 5, len(tb))):
-        m = MNEMONICS[tb[q][0]]
-        if m in ("i64.mul", "i64.add", "i64.shl"):
-            return m
-    return "i64 arithmetic"
-
-
-def _calls(tb: list, label: Callable[[int], str]) -> list[str]:
-    out = []
-    for op, imms in tb:
-        if KIND[op] == _K_CALL and len(out) < 16:
-            out.append(label(imms[0]))
-    return out
-
-
-def _op_change(a: int, b: int, add: Callable[..., None]) -> None:
-    ma, mb = MNEMONICS[a], MNEMONICS[b]
-    if ma == mb:
-        return
-    ta, _, ra = ma.partition(".")
-    tb_, _, rb = mb.partition(".")
-    if (
-        ta == "i32"
-        and tb_ == "i64"
-        and ra == rb
-        and (ra in ("mul", "add", "sub", "shl", "div_u", "div_s") or _cmp(a))
-    ):
-        add(6.0, f"arith widened: {ma} -> {mb}")
-    elif ta == tb_ and ra[:-2] == rb[:-2] and {ra[-2:], rb[-2:]} == {"_s", "_u"}:
-        add(5.0, f"signedness: {ma} -> {mb}")
-    elif _cmp(a) and _cmp(b):
-        add(4.5, f"comparison changed: {ma} -> {mb}")
