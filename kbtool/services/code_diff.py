@@ -15,7 +15,7 @@ import re
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from kbtool.kb import queries
 from kbtool.kb.errors import UnknownFunctionError
@@ -49,6 +49,14 @@ def _kind(mnemonic: str) -> str:
     return "operand"
 
 
+class _Token(NamedTuple):
+    """An operand or note token of a line: its character span and text."""
+
+    start: int
+    end: int
+    text: str
+
+
 @dataclass(slots=True)
 class _Line:
     text: str  # the line without its file offset
@@ -56,7 +64,7 @@ class _Line:
     mnemonic: str = ""
     operands: str = ""  # immediates as shown (without the note)
     note: str = ""  # ";; ..." (without the spaces before it)
-    tokens: list[tuple[int, int, str]] = field(default_factory=list)  # operand and note tokens
+    tokens: list[_Token] = field(default_factory=list)  # operand and note tokens
     callee: int | None = None  # a callee shown by its index (``func[N] <unnamed>``)
     openers: tuple[int, ...] | None = None  # a branch: the line of each label's opener, or -1
 
@@ -88,11 +96,11 @@ def _lines_from_listing(listing: Listing) -> list[_Line]:
         tokens = []
         pos = head + 1
         for tok in operand_tokens(ins):
-            tokens.append((pos, pos + len(tok), tok))
+            tokens.append(_Token(pos, pos + len(tok), tok))
             pos += len(tok) + 1
         if note:
             pos = head + 1 + len(ops) + 2 if ops else head + 2
-            tokens.append((pos, pos + len(note), note))
+            tokens.append(_Token(pos, pos + len(note), note))
         out.append(
             _Line(
                 ind + instr_text(ins),
@@ -138,7 +146,7 @@ def _lines_from_text(mnemonics: str) -> list[_Line]:
             operands.strip(),
             note,
             [
-                (t.start(), t.end(), t.group(0))
+                _Token(t.start(), t.end(), t.group(0))
                 for t in _TOKEN.finditer(text, len(ind) + len(mnemonic))
             ],
         )
@@ -179,12 +187,12 @@ def _changed_spans(a: _Line, b: _Line) -> tuple[list[list[int]], list[list[int]]
     for i in range(max(len(ta), len(tb))):
         x = ta[i] if i < len(ta) else None
         y = tb[i] if i < len(tb) else None
-        if x is not None and y is not None and x[2] == y[2]:
+        if x is not None and y is not None and x.text == y.text:
             continue
         if x is not None:
-            sa.append([x[0], x[1]])
+            sa.append([x.start, x.end])
         if y is not None:
-            sb.append([y[0], y[1]])
+            sb.append([y.start, y.end])
     return sa, sb
 
 
@@ -422,7 +430,7 @@ def function_diff(
     unified diff of the lifted C (``c_diff``)."""
     queries.require_stable_id(conn, stable_id)
     where = {w["version_id"]: w["index"] for w in queries.functions_by_stable_id(conn, stable_id)}
-    idx = []
+    idx: list[int] = []
     for vid in (from_version_id, to_version_id):
         queries.get_version(conn, vid)
         if vid not in where:
@@ -431,7 +439,8 @@ def function_diff(
                 f" (it appears in: {', '.join(str(v) for v in sorted(where)) or 'none'})"
             )
         idx.append(where[vid])
-    return function_diff_at(conn, from_version_id, idx[0], to_version_id, idx[1])
+    from_index, to_index = idx
+    return function_diff_at(conn, from_version_id, from_index, to_version_id, to_index)
 
 
 def callee_pairing(conn: sqlite3.Connection, va: int, vb: int) -> Callable[[int, int], bool]:

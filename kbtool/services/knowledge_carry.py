@@ -5,6 +5,8 @@ comments and local names along matched functions, as ``diff-carry`` through the 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterable
+from typing import NamedTuple
 
 from kbtool.kb import knowledge as kn
 from kbtool.kb.gate import record_knowledge_drop, upsert_knowledge
@@ -13,21 +15,32 @@ from kbtool.services.knowledge_code import KnowledgeError, _anchor, _Code, _matc
 CARRY_ACTOR = "diff-carry"
 
 
+class CarriedPair(NamedTuple):
+    """A matched pair whose knowledge may follow it (:func:`carry_knowledge`)."""
+
+    old_index: int
+    new_index: int
+    old_stable_id: str
+    new_stable_id: str
+    score: float
+    review: bool
+
+
 def carry_knowledge(
     conn: sqlite3.Connection,
     parent_version_id: int,
     new_version_id: int,
-    pairs: list[tuple[int, int, str, str, float, bool]],
+    pairs: Iterable[CarriedPair | tuple[int, int, str, str, float, bool]],
 ) -> dict[str, int]:
     """Carry comments, prototypes, line comments and local names along matched functions
     ``(old index, new index, old stable_id, new stable_id, score, review)`` whose identity
     changed, as ``diff-carry`` through the gate (evidence ``{carried_from, how}``). A line
     comment is re-anchored by its instruction context, or dropped with an event."""
     out = {"written": 0, "refused": 0, "dropped": 0, "considered": 0}
-    olds = [p for p in pairs if p[2] != p[3]]
+    olds = [p for p in map(CarriedPair._make, pairs) if p.old_stable_id != p.new_stable_id]
     if not olds:
         return out
-    by_sid = kn.for_targets(conn, sorted({p[2] for p in olds}))
+    by_sid = kn.for_targets(conn, sorted({p.old_stable_id for p in olds}))
     if not by_sid:
         return out
     old_code = new_code = None

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any
 
 from kbtool.kb.queries._base import version_row
-from kbtool.kb.queries.shapes import Analysis, AnalysisResult, AnalysisRun, Struct
+from kbtool.kb.queries.shapes import Analysis, AnalysisResult, AnalysisRun, Struct, ThreadFact
 
 
 def get_analysis(conn: sqlite3.Connection, stable_id: str) -> Analysis | None:
@@ -53,8 +52,9 @@ def module_bytes(conn: sqlite3.Connection, version_id: int) -> bytes | None:
 
 def thread_facts(
     conn: sqlite3.Connection, version_id: int, func_index: int | None = None
-) -> list[dict[str, Any]]:
-    """The stored thread facts of a version (or of one function), in recorded order."""
+) -> list[ThreadFact]:
+    """The stored thread facts of a version (or of one function), in recorded order: one
+    shape per ``kind`` (:data:`kbtool.kb.queries.shapes.ThreadFact`)."""
     version_row(conn, version_id)
     if func_index is None:
         rows = conn.execute(

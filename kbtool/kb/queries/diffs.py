@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any
 
 from kbtool.kb.queries._base import version_row
-from kbtool.kb.queries.shapes import MatchingRow
+from kbtool.kb.queries.shapes import MatchingRow, MemOp, StoredDiffReport
 
 
 def function_identities(conn: sqlite3.Connection, version_id: int) -> list[tuple]:
@@ -24,8 +23,9 @@ def function_identities(conn: sqlite3.Connection, version_id: int) -> list[tuple
 
 def stored_diff_report(
     conn: sqlite3.Connection, from_version_id: int, to_version_id: int
-) -> dict[str, Any] | None:
-    """The diff report saved for the pair (``kbtool diff A B --save``), or None."""
+) -> StoredDiffReport | None:
+    """The diff report saved for the pair (``kbtool diff A B --save``, and ingest for each
+    (parent, new) pair), or None."""
     row = conn.execute(
         "SELECT report FROM diffs WHERE from_version_id = ? AND to_version_id = ?",
         (from_version_id, to_version_id),
@@ -33,16 +33,18 @@ def stored_diff_report(
     return json.loads(row[0]) if row else None
 
 
-def mem_ops_for(conn: sqlite3.Connection, version_id: int, indices: list[int]) -> dict[int, list]:
-    """index -> memory accesses [[op id, offset, width], ...] of some functions of a version."""
-    out: dict[int, list] = {}
+def mem_ops_for(
+    conn: sqlite3.Connection, version_id: int, indices: list[int]
+) -> dict[int, list[MemOp]]:
+    """index -> memory accesses ``(op, offset, width)`` of some functions of a version."""
+    out: dict[int, list[MemOp]] = {}
     for k in range(0, len(indices), 500):
         chunk = indices[k : k + 500]
         for idx, mem in conn.execute(
             f"SELECT idx, mem_ops FROM facts WHERE version_id = ? AND idx IN ({','.join('?' * len(chunk))})",
             (version_id, *chunk),
         ):
-            out[idx] = json.loads(mem)
+            out[idx] = [MemOp(*m) for m in json.loads(mem)]
     return out
 
 

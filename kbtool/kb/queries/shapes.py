@@ -1,15 +1,40 @@
 """The shapes the query layer returns, one TypedDict per resource row.
 
-Keys that are only sometimes present sit in a ``total=False`` subclass (no postponed
-annotations here, so ``__required_keys__``/``__optional_keys__`` are exact at runtime).
-``Version``, ``Coverage`` and ``FunctionEntry`` live beside their functions
-(:mod:`._base`, :mod:`.versions`, :mod:`.functions`). Stored free-form JSON (diff reports,
-lineage records, thread facts, run summaries, evidence) stays ``Any``.
+Keys that are only sometimes present sit in a ``total=False`` subclass or are marked
+``NotRequired`` (no postponed annotations here, so ``__required_keys__``/``__optional_keys__``
+are exact at runtime). ``Version``, ``Coverage`` and ``FunctionEntry`` live beside their
+functions (:mod:`._base`, :mod:`.versions`, :mod:`.functions`). The stored JSON records (diff
+reports, lineage records, thread facts) have shapes here too, keys that older kbtool did not
+write marked ``NotRequired``; run summaries and evidence stay ``Any``.
 """
 
-from typing import Any, TypedDict
+from typing import Any, Literal, NamedTuple, NotRequired, TypedDict
 
 # --- versions -------------------------------------------------------------------------------
+
+
+class LineageCandidate(TypedDict):
+    """One earlier version the lineage decision weighed (``program`` absent for ``--base``)."""
+
+    version_id: int
+    label: str
+    overlap: float | None
+    program: NotRequired[str]
+
+
+class LineageRecord(TypedDict):
+    """``versions.lineage`` (:meth:`kbtool.services.lineage.Lineage.record`): how the parent
+    was chosen. The basis and library keys came later: versions ingested before lack them."""
+
+    method: str  # "related", "base", "program", "new-program", "first"
+    overlap: float | None
+    threshold: float
+    min_instrs: int
+    candidates: list[LineageCandidate]
+    basis: NotRequired[str]
+    own_functions: NotRequired[int]
+    library_functions: NotRequired[int]
+    library: NotRequired[str]  # ranges of library/runtime function indices ("3-9,12")
 
 
 class VersionInfo(TypedDict, total=False):
@@ -34,7 +59,7 @@ class VersionInfo(TypedDict, total=False):
     source_path: str | None
     carried: int | None
     ingested_at: str
-    lineage: dict[str, Any] | None
+    lineage: LineageRecord | None
 
 
 class LineageVersion(TypedDict):
@@ -336,6 +361,72 @@ class MatchingRow(TypedDict):
     table_slots: list[int]
 
 
+class MemOp(NamedTuple):
+    """One memory access of a function's facts (:func:`mem_ops_for`), in body order."""
+
+    op: int  # opcode id (:data:`kbtool.wasm.opcodes.MNEMONICS`)
+    offset: int  # the memarg offset
+    width: int  # bytes accessed
+
+
+class DiffSummary(TypedDict):
+    """Counts of a diff report (``added``/``removed``: the ``new``/``deleted`` changes)."""
+
+    unchanged: int
+    moved: int
+    modified: int
+    added: int
+    removed: int
+    runtime_churn: int
+    review: int
+
+
+class DiffChange(TypedDict):
+    """One function of a diff report (:mod:`kbtool.services.diff.report`). A ``modified``
+    change also holds its explanation and triage (:mod:`kbtool.services.diff.triage`);
+    ``relocated`` is set (true) only for same code whose data addresses or callees moved."""
+
+    classification: Literal["unchanged", "moved", "modified", "new", "deleted"]
+    from_index: int | None
+    to_index: int | None
+    from_stable_id: str | None
+    to_stable_id: str | None
+    score: float | None
+    review: bool
+    runtime: bool
+    name: str | None
+    provenance: str | None
+    confidence: float | None
+    relocated: NotRequired[bool]
+    # modified only: what changed as short lines, how much, and how patch-like
+    explain: NotRequired[list[str]]
+    change_weight: NotRequired[float]
+    triage: NotRequired[float]
+    reasons: NotRequired[list[str]]
+    triage_kind: NotRequired[str]
+
+
+# ``from`` is a keyword: the functional form. The program fields came later (reports saved
+# before lack them; ``stored_diff`` sets today's), ``warning`` only across two programs,
+# ``triage_rules`` (the triage generation it was saved under) only in what ``save_diff`` wrote.
+StoredDiffReport = TypedDict(
+    "StoredDiffReport",
+    {
+        "from": str,
+        "to": str,
+        "from_version_id": int,
+        "to_version_id": int,
+        "stored": bool,
+        "from_program": NotRequired[str],
+        "to_program": NotRequired[str],
+        "warning": NotRequired[str],
+        "summary": DiffSummary,
+        "changes": list[DiffChange],
+        "triage_rules": NotRequired[int],
+    },
+)
+
+
 # --- analysis -------------------------------------------------------------------------------
 
 
@@ -369,6 +460,73 @@ class Struct(_Struct, total=False):
     bases: list[Any]
 
 
+# --- thread facts (:mod:`kbtool.analysis.threads`), one shape per ``kind``
+
+
+class SharedMemoryFact(TypedDict):
+    kind: Literal["shared_memory"]
+    memory: int
+    min_pages: int
+    max_pages: int | None
+    imported: bool
+
+
+# ``class`` is a keyword: the functional form
+AtomicSiteFact = TypedDict(
+    "AtomicSiteFact",
+    {
+        "kind": Literal["atomic_site"],
+        "func_index": int,
+        "site": int,
+        "op": str,
+        "class": str,  # load, store, rmw, cmpxchg, wait, notify, fence
+        "rmw": str | None,
+        "width": int,
+        "offset": int,
+    },
+)
+
+
+class LockEvidence(TypedDict):
+    atomic_classes: list[str]
+    loops: int
+    wait_via: NotRequired[list[int]]  # callees that wait (when any)
+    notify_via: NotRequired[list[int]]  # callees that notify (when any)
+
+
+class LockFact(TypedDict):
+    kind: Literal["lock"]
+    func_index: int
+    pattern: str  # futex, spin, futex_release
+    strength: str  # strong, weak
+    evidence: LockEvidence
+
+
+class TlsBaseFact(TypedDict):
+    kind: Literal["tls_base"]
+    global_index: int
+    init_function: int
+    evidence: str
+
+
+class WorkerEntryFact(TypedDict):
+    kind: Literal["worker_entry"]
+    func_index: int
+    export: str
+    evidence: str
+
+
+class WorkerOnlyFact(TypedDict):
+    kind: Literal["worker_only"]
+    func_index: int
+    evidence: str
+
+
+ThreadFact = (
+    SharedMemoryFact | AtomicSiteFact | LockFact | TlsBaseFact | WorkerEntryFact | WorkerOnlyFact
+)
+
+
 class AnalysisRun(TypedDict):
     id: int
     kind: str
@@ -379,7 +537,7 @@ class AnalysisRun(TypedDict):
 class AnalysisResult(TypedDict):
     version_id: int
     analyzed: bool
-    thread_facts: list[Any]
+    thread_facts: list[ThreadFact]
     structs: list[Struct]
     summary: Any
 

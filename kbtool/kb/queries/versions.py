@@ -13,7 +13,13 @@ from kbtool.kb.queries._base import (
     version_record,
     version_row,
 )
-from kbtool.kb.queries.shapes import LineageVersion, OracleModule, VersionInfo, VersionRef
+from kbtool.kb.queries.shapes import (
+    LineageRecord,
+    LineageVersion,
+    OracleModule,
+    VersionInfo,
+    VersionRef,
+)
 
 
 class Coverage(TypedDict):
@@ -206,9 +212,9 @@ def lineage_hash_rows(
     ).fetchall()
 
 
-def lineage_records(conn: sqlite3.Connection) -> dict[int, dict[str, Any] | None]:
-    """The stored lineage record (JSON) of every version, by version id."""
-    out: dict[int, dict[str, Any] | None] = {}
+def lineage_records(conn: sqlite3.Connection) -> dict[int, LineageRecord | None]:
+    """The stored lineage record (JSON) of every version, by version id (None: not recorded)."""
+    out: dict[int, LineageRecord | None] = {}
     for vid, text in conn.execute("SELECT id, lineage FROM versions"):
         try:
             out[vid] = json.loads(text) if text else None

@@ -34,8 +34,9 @@ from typing import Any
 from kbtool.kb import queries, store
 from kbtool.kb.db import transaction
 from kbtool.kb.gate import upsert_symbol
-from kbtool.services.diff.report import Pairing, pair_versions
+from kbtool.services.diff.report import Pair, Pairing, pair_versions
 from kbtool.services.knowledge import carry_knowledge
+from kbtool.services.knowledge_carry import CarriedPair
 
 __all__ = ["carry_names", "carry_confidence", "REVIEW_CAP", "CARRY_MIN_SCORE", "ACTOR"]
 
@@ -58,7 +59,7 @@ def carry_confidence(score: float, old_confidence: float | None, review: bool) -
 
 def _suggest(
     conn: sqlite3.Connection,
-    p: Any,
+    p: Pair,
     pg: Pairing,
     src: dict[str, Any],
     vid: int,
@@ -133,7 +134,7 @@ def carry_names(
         "weak": 0,
         "suggested": 0,
     }
-    moved: list[tuple[int, int, str, str, float, bool]] = []
+    moved: list[CarriedPair] = []
     with transaction(conn):
         for p in pg.defined_pairs():
             if p.identity:
@@ -141,7 +142,7 @@ def carry_names(
             osid = pg.old_rows[p.old_index]["stable_id"]
             nsid = pg.new_rows[p.new_index]["stable_id"]
             if osid != nsid:
-                moved.append((p.old_index, p.new_index, osid, nsid, p.score, p.review))
+                moved.append(CarriedPair(p.old_index, p.new_index, osid, nsid, p.score, p.review))
             src = old_named.get(p.old_index)
             if src is None:
                 continue

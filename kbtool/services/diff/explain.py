@@ -14,9 +14,10 @@ and the address count changed. Pure functions over stored rows.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from kbtool.kb.queries.shapes import MemOp
 from kbtool.wasm.opcodes import MNEMONICS
 
 ADDRESS_MIN = 1024
@@ -50,33 +51,41 @@ def const_changes(old: list[int], new: list[int]) -> dict[str, list]:
     }
 
 
-def offset_changes(old: list, new: list) -> list[tuple[str, int, int]]:
+def _mem_ops(ops: Iterable[Sequence[int]]) -> list[MemOp]:
+    """Memory accesses as records (stored rows are ``[op, offset, width]`` lists)."""
+    return [m if isinstance(m, MemOp) else MemOp(*map(int, m)) for m in ops]
+
+
+def offset_changes(
+    old: Iterable[Sequence[int]], new: Iterable[Sequence[int]]
+) -> list[tuple[str, int, int]]:
     """``(mnemonic, old offset, new offset)`` of field offsets (below ``FIELD_OFFSET_MAX``)
     that moved: aligned by position when the access sequences (op, width) are equal, else per
-    op where exactly one offset left and one came."""
+    op where exactly one offset left and one came. ``old``/``new``: :class:`MemOp` records
+    (:func:`kbtool.kb.queries.mem_ops_for`) or ``(op, offset, width)`` triples."""
+    old = [m for m in _mem_ops(old) if m.offset < FIELD_OFFSET_MAX]
+    new = [m for m in _mem_ops(new) if m.offset < FIELD_OFFSET_MAX]
     if not old or not new:
         return []
-    old = [m for m in old if int(m[1]) < FIELD_OFFSET_MAX]
-    new = [m for m in new if int(m[1]) < FIELD_OFFSET_MAX]
-    ko = [(int(m[0]), int(m[2])) for m in old]
-    kn = [(int(m[0]), int(m[2])) for m in new]
+    ko = [(m.op, m.width) for m in old]
+    kn = [(m.op, m.width) for m in new]
     out: list[tuple[str, int, int]] = []
     seen: set[tuple[int, int, int]] = set()
     if ko == kn:
         for a, b in zip(old, new, strict=True):
-            if int(a[1]) != int(b[1]):
-                key = (int(a[0]), int(a[1]), int(b[1]))
+            if a.offset != b.offset:
+                key = (a.op, a.offset, b.offset)
                 if key not in seen:
                     seen.add(key)
-                    out.append((_mnemonic(int(a[0])), int(a[1]), int(b[1])))
+                    out.append((_mnemonic(a.op), a.offset, b.offset))
         return out[:MAX_ITEMS]
     # different access sequences: offsets present on one side only, per op
     by_op_old: dict[int, set[int]] = {}
     by_op_new: dict[int, set[int]] = {}
     for m in old:
-        by_op_old.setdefault(int(m[0]), set()).add(int(m[1]))
+        by_op_old.setdefault(m.op, set()).add(m.offset)
     for m in new:
-        by_op_new.setdefault(int(m[0]), set()).add(int(m[1]))
+        by_op_new.setdefault(m.op, set()).add(m.offset)
     for op in sorted(set(by_op_old) & set(by_op_new)):
         gone = sorted(by_op_old[op] - by_op_new[op])
         came = sorted(by_op_new[op] - by_op_old[op])
@@ -97,8 +106,8 @@ def explain_pair(
     calls_removed: list[str],
     callers_added: list[str] = (),  # type: ignore[assignment]
     callers_removed: list[str] = (),  # type: ignore[assignment]
-    mem_old: list | None = None,
-    mem_new: list | None = None,
+    mem_old: Sequence[MemOp] | None = None,
+    mem_new: Sequence[MemOp] | None = None,
 ) -> dict[str, Any]:
     """The explanation of one modified pair (rows as :func:`kbtool.kb.queries.matching_rows`)."""
     so, sn = set(o["strings"]), set(n["strings"])

@@ -8,62 +8,14 @@ drifts from its annotation fails here. Runs on the real demo KB (two zstd releas
 from __future__ import annotations
 
 import sqlite3
-import types
 import typing
-from typing import Any, Union, get_args, get_origin, get_type_hints, is_typeddict
+from typing import Any, get_args, get_origin, get_type_hints
 
 import pytest
 
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
-
-
-def _check(value: Any, tp: Any, where: str, seen: list[str]) -> None:
-    """Assert ``value`` has the shape of ``tp``; record every TypedDict checked in ``seen``."""
-    origin = get_origin(tp)
-    if origin in (Union, types.UnionType):
-        if value is None and type(None) in get_args(tp):
-            return
-        arms = [a for a in get_args(tp) if a is not type(None)]
-        assert len(arms) == 1, f"{where}: ambiguous union {tp}"
-        _check(value, arms[0], where, seen)
-    elif is_typeddict(tp):
-        assert isinstance(value, dict), f"{where}: {type(value).__name__}, not a {tp.__name__}"
-        keys = set(value)
-        missing = tp.__required_keys__ - keys
-        extra = keys - tp.__required_keys__ - tp.__optional_keys__
-        assert not missing, f"{where}: {tp.__name__} lacks required keys {sorted(missing)}"
-        assert not extra, f"{where}: {tp.__name__} has undeclared keys {sorted(extra)}"
-        seen.append(tp.__name__)
-        hints = get_type_hints(tp)
-        for k in keys:
-            _check(value[k], hints[k], f"{where}.{k}", seen)
-    elif origin is list:
-        assert isinstance(value, list), f"{where}: {type(value).__name__}, not a list"
-        (item,) = get_args(tp)
-        for i, v in enumerate(value):
-            _check(v, item, f"{where}[{i}]", seen)
-    elif origin is dict:
-        assert isinstance(value, dict), f"{where}: {type(value).__name__}, not a dict"
-        _k, val = get_args(tp)
-        for k, v in value.items():
-            _check(v, val, f"{where}[{k!r}]", seen)
-    elif origin is tuple:
-        assert isinstance(value, tuple), f"{where}: {type(value).__name__}, not a tuple"
-        args = get_args(tp)
-        if len(args) == 2 and args[1] is Ellipsis:
-            return
-        assert len(value) == len(args), f"{where}: {len(value)} items, not {len(args)}"
-        for i, (v, a) in enumerate(zip(value, args, strict=True)):
-            _check(v, a, f"{where}[{i}]", seen)
-
-
-def _shaped(fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, list[str]]:
-    """Call a query and check its result against its return annotation."""
-    value = fn(*args, **kwargs)
-    seen: list[str] = []
-    _check(value, get_type_hints(fn)["return"], fn.__name__, seen)
-    return value, seen
+from tests.support.shapes import shaped as _shaped
 
 
 @pytest.fixture(scope="module")
@@ -117,6 +69,7 @@ def test_the_shapes_of_every_module_match_their_annotations(kb, ids) -> None:
         (queries.lineage_versions, (kb,), {}),
         (queries.versions_with_sha256, (kb, sha), {}),
         (queries.list_oracles, (kb,), {}),
+        (queries.lineage_records, (kb,), {}),
         # functions
         (queries.list_functions, (kb, vid), {"include_imports": True}),
         (queries.function_list_window, (kb, vid, True, 0, 20), {}),
@@ -147,12 +100,14 @@ def test_the_shapes_of_every_module_match_their_annotations(kb, ids) -> None:
         (queries.last_annotation_event, (kb, sid), {}),
         # diffs
         (queries.matching_rows, (kb, vid), {}),
+        (queries.stored_diff_report, (kb, ids["first"], vid), {}),  # ingest stored it
         # analysis
         (queries.get_analysis, (kb, sid), {}),
         (queries.structs, (kb, vid), {}),
         (queries.structs_for_function, (kb, vid, idx), {}),
         (queries.last_analysis_run, (kb, vid), {}),
         (queries.analysis_result, (kb, vid), {}),
+        (queries.thread_facts, (kb, vid), {}),
         # agents
         (queries.agent_rows, (kb, vid), {}),
         (queries.suggestions, (kb, vid), {"status": None}),
@@ -181,16 +136,13 @@ def test_the_shapes_of_every_module_match_their_annotations(kb, ids) -> None:
     shapes = {name for seen in checked.values() for name in seen}
     assert shapes >= {
         "AgentRow", "AnalysisResult", "AnnotationEvent", "CallTargetCount", "Coverage",
-        "CurrentAnnotation", "EventFeed", "ExportRow", "FirstSeen", "FunctionAppearance",
-        "FunctionEntry", "FunctionFacts", "FunctionName", "FunctionRecord", "History",
-        "IndexAnnotation", "JumpTarget", "LineageVersion", "MatchingRow", "MemoryAccess",
-        "NavRow", "NavStringRow", "Rename", "SearchResult", "SuggestionPage", "Symbol",
-        "Version", "VersionInfo", "VersionName", "VersionRef",
+        "CurrentAnnotation", "DiffChange", "DiffSummary", "EventFeed", "ExportRow", "FirstSeen",
+        "FunctionAppearance", "FunctionEntry", "FunctionFacts", "FunctionName", "FunctionRecord",
+        "History", "IndexAnnotation", "JumpTarget", "LineageCandidate", "LineageRecord",
+        "LineageVersion", "MatchingRow", "MemoryAccess", "NavRow", "NavStringRow", "Rename",
+        "SearchResult", "StoredDiffReport", "SuggestionPage", "Symbol", "Version", "VersionInfo",
+        "VersionName", "VersionRef",
     }  # fmt: skip
-
-
-# stored JSON payloads handed back as written: the saved diff report, lineage records, thread facts
-_FREE_FORM = {"stored_diff_report", "lineage_records", "thread_facts"}
 
 
 def _loose_dicts(tp: Any) -> bool:
@@ -206,7 +158,6 @@ def test_no_public_query_returns_an_undeclared_dict() -> None:
         for name in queries.__all__
         if callable(fn := getattr(queries, name))
         and not isinstance(fn, type)
-        and name not in _FREE_FORM
         and _loose_dicts(get_type_hints(fn).get("return"))
     ]
     assert loose == []
