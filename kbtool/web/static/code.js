@@ -49,9 +49,16 @@ export function nameIndex(functions) {
 // with a "lines N–M of T" status. Shared by the studio and the dashboard's function panel;
 // a small function fits one window and shows as before. Lines are rendered through
 // `highlight` (spans and text nodes only, never HTML).
+//
+// The DOM stays bounded however far one scrolls: each window is a block of its lines, and at
+// most `KEEP` windows (those nearest the visible part of the pane) keep their lines; a farther
+// one becomes an empty block of the same height (nothing on screen moves) and its lines are
+// fetched again when it comes back near the visible part.
 
 /** Lines per request: a few screens of the largest pane. */
 export const WINDOW = 300;
+/** Windows that keep their lines in the DOM at once; the others are empty blocks. */
+export const KEEP = 4;
 
 /** `fetchWindow(offset, limit)` for `/api/disasm/{vid}/{index}?kind=wasm|c` windows;
  *  `onFirst(body)` sees the first window (it carries `knowledge`). */
@@ -80,12 +87,13 @@ export function textWindows(text) {
  * line; `byName`/`onRef` make function names links (see `highlight`). Returns `{stop()}`;
  * starting another pager on the same `pre` stops this one (late answers are dropped).
  */
-export function pageCode(pre, info, fetchWindow, byName, onRef, limit = WINDOW) {
+export function pageCode(pre, info, fetchWindow, byName, onRef, limit = WINDOW, keep = KEEP) {
   const gen = (pre._pagerGen = (pre._pagerGen || 0) + 1);
   if (pre._pager) pre._pager.stop();
   const live = () => pre._pagerGen === gen;
   const body = el("span", { class: "code-lines" });
   const sentinel = el("span", { class: "code-more", "aria-hidden": "true" });
+  const wins = [];  // every window asked for so far, in order: {offset, node, lines (bool), busy}
   let next = 0, total = null, shown = 0, busy = false, done = false;
   fill(pre, body, sentinel);
   pre.scrollTop = 0;  // a new function or view starts at its first line
@@ -99,6 +107,49 @@ export function pageCode(pre, info, fetchWindow, byName, onRef, limit = WINDOW) 
     const r = pre.getBoundingClientRect(), s = sentinel.getBoundingClientRect();
     return s.top <= r.bottom + 200;  // the sentinel is (almost) in the visible part of the pane
   };
+
+  const render = (node, lines) => fill(node, highlight(lines.join("\n") + "\n", byName, onRef));
+
+  /** Empty the windows farthest from the visible part, so that at most `keep` hold lines. */
+  function trim() {
+    const full = wins.filter((w) => w.lines);
+    if (full.length <= keep) return;
+    const r = pre.getBoundingClientRect();
+    const away = (w) => {
+      const b = w.node.getBoundingClientRect();
+      return b.bottom < r.top ? r.top - b.bottom : b.top > r.bottom ? b.top - r.bottom : 0;
+    };
+    full.sort((a, b) => away(a) - away(b));
+    for (const w of full.slice(keep)) {
+      w.node.style.height = w.node.getBoundingClientRect().height + "px";
+      fill(w.node);
+      w.lines = false;
+      w.node.classList.add("gone");
+      obs.observe(w.node);
+    }
+  }
+
+  /** A window emptied by `trim` is near the visible part again: its lines once more. */
+  async function refill(w) {
+    if (w.lines || w.busy || !live()) return;
+    w.busy = true;
+    let got;
+    try { got = await fetchWindow(w.offset, limit); } catch (e) {
+      w.busy = false;
+      if (live()) { setText(info, "could not load lines from " + fmtInt(w.offset + 1) + ": " + e.message); info.classList.add("code-err"); }
+      return;
+    }
+    w.busy = false;
+    if (!live() || w.lines) return;
+    obs.unobserve(w.node);
+    render(w.node, got.lines || []);
+    w.node.style.height = "";
+    w.node.classList.remove("gone");
+    w.lines = true;
+    status();
+    info.classList.remove("code-err");
+    trim();
+  }
 
   async function load() {
     if (busy || done || !live()) return;
@@ -115,21 +166,33 @@ export function pageCode(pre, info, fetchWindow, byName, onRef, limit = WINDOW) 
     busy = false;
     if (!live() || w.offset !== next) return;
     const lines = w.lines || [];
-    if (lines.length) body.append(el("span", { class: "win", dataset: { offset: String(w.offset) } },
-      highlight(lines.join("\n") + "\n", byName, onRef)));
+    if (lines.length) {
+      const node = el("span", { class: "win", dataset: { offset: String(w.offset) } });
+      render(node, lines);
+      body.append(node);
+      wins.push({ offset: w.offset, node, lines: true, busy: false });
+    }
     shown = w.offset + lines.length; total = w.total;
     done = w.next_offset === null || w.next_offset === undefined || !lines.length;
     next = done ? next : w.next_offset;
     pre.dataset.shown = String(shown); pre.dataset.total = String(total);
     pre.dataset.complete = done ? "1" : "0";
     status();
-    if (done) { obs.disconnect(); sentinel.remove(); return; }
+    trim();
+    if (done) { obs.unobserve(sentinel); sentinel.remove(); return; }
     if (nearEnd()) load();  // the pane is taller than what arrived: fill it
   }
 
   const obs = new IntersectionObserver((entries) => {
-    if (entries.some((e) => e.isIntersecting)) load();
-  }, { root: pre, rootMargin: "0px 0px 200px 0px" });
+    for (const e of entries) {
+      if (!e.isIntersecting) continue;
+      if (e.target === sentinel) load();
+      else {
+        const w = wins.find((x) => x.node === e.target);
+        if (w) refill(w);
+      }
+    }
+  }, { root: pre, rootMargin: "200px 0px 200px 0px" });
   obs.observe(sentinel);
   const pager = { stop: () => { obs.disconnect(); if (pre._pager === pager) pre._pager = null; } };
   pre._pager = pager;

@@ -1,8 +1,10 @@
 """Huge functions page in the browser (issue 30, point 2): the dashboard's function panel and
 the studio ask ``/api/disasm`` for the first window of lines only, load the next windows as
-the reader scrolls, show every line once and in order with a "lines N–M of T" status, and
-show a hostile name that first appears in a later window as text. Real ``kbtool serve``,
-headless Chromium, a module assembled here with one function of a few thousand instructions."""
+the reader scrolls, show every line once and in order with a "lines N–M of T" status, keep
+at most ``KEEP`` windows of lines in the DOM (farther ones become empty blocks of the same
+height, fetched again when scrolled back to, with the right lines), and show a hostile name
+that first appears in a later window as text. Real ``kbtool serve``, headless Chromium, a
+module assembled here with one function of a few thousand instructions."""
 
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ pytestmark = [
 ]
 CALLS = 1500  # 3,000+ instructions: ten windows of the pages' 300 lines
 WINDOW = 300
+KEEP = 4  # windows that keep their lines in the DOM (code.js)
 BIG = 2  # function index of the huge one
 
 
@@ -139,17 +142,68 @@ def _page(browser, requests: list[str], errors: list[str]):
     return page
 
 
-def _scroll_to_end(page, pre: str, lines: list[str]) -> None:
-    """Scroll the code pane to its bottom until every line arrived."""
+def _live(page, pre: str) -> dict[int, str]:
+    """The windows that hold lines now: offset -> their text."""
+    return dict(
+        page.evaluate(
+            f"[...document.querySelectorAll('{pre} .win:not(.gone)')]"
+            ".map((w) => [Number(w.dataset.offset), w.textContent])"
+        )
+    )
+
+
+def _bounded(page, pre: str) -> dict[int, str]:
+    """The live windows, after checking the DOM holds no more than ``KEEP`` windows of lines
+    (the emptied ones hold no text)."""
+    live = _live(page, pre)
+    assert len(live) <= KEEP, sorted(live)
+    text = page.evaluate(f"document.querySelector('{pre}').textContent")
+    assert text == "".join(live[o] for o in sorted(live))
+    assert text.count("\n") <= KEEP * WINDOW
+    return live
+
+
+def _scroll_to_end(page, pre: str, lines: list[str]) -> dict[int, str]:
+    """Scroll the code pane to its bottom until every line arrived; every window's text as
+    it was shown (offset -> text), the DOM bounded at each step."""
+    seen: dict[int, str] = {}
     for _ in range(len(lines) // WINDOW + 5):
+        seen.update(_bounded(page, pre))
         if page.evaluate(f"document.querySelector('{pre}').dataset.complete === '1'"):
-            return
+            break
         shown = page.evaluate(f"Number(document.querySelector('{pre}').dataset.shown)")
         page.evaluate(
             f"(() => {{ const p = document.querySelector('{pre}'); p.scrollTop = p.scrollHeight; }})()"
         )
         _until(page, f"Number(document.querySelector('{pre}').dataset.shown) > {shown}")
     assert page.evaluate(f"document.querySelector('{pre}').dataset.complete === '1'")
+    seen.update(_bounded(page, pre))
+    return seen
+
+
+def _window_text(lines: list[str], offset: int) -> str:
+    return "\n".join(lines[offset : offset + WINDOW]) + "\n"
+
+
+def _scroll_back(page, pre: str, lines: list[str], offset: int) -> None:
+    """Scroll to the window at ``offset`` (emptied by now): its lines come back, right."""
+    sel = f"{pre} .win[data-offset='{offset}']"
+    assert page.evaluate(f"document.querySelector(\"{sel}\").classList.contains('gone')")
+    page.evaluate(
+        f"(() => {{ const p = document.querySelector('{pre}');"
+        f' const w = document.querySelector("{sel}");'
+        " p.scrollTop = w.offsetTop - p.offsetTop + 40; })()"
+    )
+    _until(page, f"!document.querySelector(\"{sel}\").classList.contains('gone')")
+    live = _bounded(page, pre)
+    assert live[offset] == _window_text(lines, offset)
+    # the window is where the reader scrolled: on screen in the pane
+    seen = page.evaluate(
+        f"(() => {{ const p = document.querySelector('{pre}').getBoundingClientRect();"
+        f' const w = document.querySelector("{sel}").getBoundingClientRect();'
+        " return w.top < p.bottom && w.bottom > p.top; })()"
+    )
+    assert seen
 
 
 def _check_paged(page, requests, pre: str, status: str, kind: str, lines: list[str]) -> None:
@@ -168,12 +222,25 @@ def _check_paged(page, requests, pre: str, status: str, kind: str, lines: list[s
         == "\n".join(lines[:WINDOW]) + "\n"
     )
 
-    _scroll_to_end(page, pre, lines)
-    # every line once, in order; each window asked for once, in order
-    assert page.evaluate(f"document.querySelector('{pre}').textContent") == "\n".join(lines) + "\n"
+    seen = _scroll_to_end(page, pre, lines)
+    # every line once, in order, though never more than KEEP windows at once; each window
+    # asked for once, in order
+    offsets = list(range(0, total, WINDOW))
+    assert sorted(seen) == offsets
+    assert "".join(seen[o] for o in offsets) == "\n".join(lines) + "\n"
+    assert page.evaluate(f"document.querySelectorAll('{pre} .win').length") == len(offsets)
+    assert len(_live(page, pre)) == KEEP  # the rest were emptied
     if kind != "clean":
-        assert _windows(requests, kind) == [(o, WINDOW) for o in range(0, total, WINDOW)]
+        assert _windows(requests, kind) == [(o, WINDOW) for o in offsets]
     assert page.inner_text(status).strip() == f"lines 1–{total:,} of {total:,}"
+    # scrolling back shows the right lines again (fetched again), bounded as before
+    assert len(offsets) > KEEP + 1  # so that each end is emptied while the reader is at the other
+    for offset in (0, offsets[-1]):
+        _scroll_back(page, pre, lines, offset)
+    if kind != "clean":
+        asked = _windows(requests, kind)
+        assert asked[: len(offsets)] == [(o, WINDOW) for o in offsets]
+        assert (0, WINDOW) in asked[len(offsets) :]  # the first window was fetched again
 
 
 def test_dashboard_panel_pages_a_huge_function(served, browser):
@@ -215,8 +282,13 @@ def test_hostile_name_in_a_later_window_is_text(served, browser):
     # function list arrives under load; what matters is that no later window was fetched)
     assert set(_windows(requests, "wasm")) == {(0, WINDOW)}
     assert XSS_IMG not in page.inner_text("#code")
-    _scroll_to_end(page, "#code", wasm)
-    assert wasm[first] in page.evaluate("document.querySelector('#code').textContent")
+    seen = _scroll_to_end(page, "#code", wasm)
+    at = first - first % WINDOW
+    assert wasm[first] in seen[at]
+    if at in _live(page, "#code"):  # shown now, or once more after scrolling back to it
+        assert XSS_IMG in page.inner_text("#code")
+    else:
+        _scroll_back(page, "#code", wasm, at)
     assert XSS_IMG in page.inner_text("#code")  # shown as text ...
     assert page.locator("#code img").count() == 0  # ... never as an element
     assert page.evaluate("window.__xss") is None
