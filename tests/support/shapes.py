@@ -15,55 +15,75 @@ _SCALARS: dict[Any, tuple[type, ...]] = {
 }
 
 
-def check_shape(value: Any, tp: Any, where: str, seen: list[str], *, scalars: bool = False) -> None:
+def check_shape(
+    value: Any,
+    tp: Any,
+    where: str,
+    seen: list[str],
+    *,
+    scalars: bool = False,
+    keys: dict[str, set[str]] | None = None,
+) -> None:
     """Assert ``value`` has the shape of ``tp``; record every TypedDict checked in ``seen``.
-    ``scalars``: also check ``int``/``float``/``str``/``bool`` values (a bool is no int)."""
-    origin = get_origin(tp)
-    if scalars and tp in _SCALARS:
-        ok = isinstance(value, _SCALARS[tp]) and (tp is bool or not isinstance(value, bool))
-        assert ok, f"{where}: {value!r} is not a {tp.__name__}"
-        return
-    if origin in (Union, types.UnionType):
-        if value is None and type(None) in get_args(tp):
-            return
-        arms = [a for a in get_args(tp) if a is not type(None)]
-        if len(arms) > 1:  # TypedDicts told apart by their ``kind`` (thread facts)
+    ``scalars``: also check ``int``/``float``/``str``/``bool`` values (a bool is no int);
+    ``keys``: collects the keys met per TypedDict name (which optional keys really occur)."""
+
+    def check(value: Any, tp: Any, where: str) -> None:
+        origin = get_origin(tp)
+        if scalars and tp in _SCALARS:
+            ok = isinstance(value, _SCALARS[tp]) and (tp is bool or not isinstance(value, bool))
+            assert ok, f"{where}: {value!r} is not a {tp.__name__}"
+        elif origin in (Union, types.UnionType):
+            if value is None and type(None) in get_args(tp):
+                return
+            arms = [a for a in get_args(tp) if a is not type(None)]
+            if len(arms) > 1:  # TypedDicts told apart by their ``kind`` (thread facts)
+                assert isinstance(value, dict), f"{where}: {type(value).__name__}, not a dict"
+                kind = value.get("kind")
+                arms = [a for a in arms if kind in get_args(get_type_hints(a)["kind"])]
+                assert arms, f"{where}: kind {kind!r} is none of {tp}"
+            assert len(arms) == 1, f"{where}: ambiguous union {tp}"
+            check(value, arms[0], where)
+        elif origin is Literal:
+            assert value in get_args(tp), f"{where}: {value!r} is none of {get_args(tp)}"
+        elif is_typeddict(tp):
+            assert isinstance(value, dict), f"{where}: {type(value).__name__}, not a {tp.__name__}"
+            present = set(value)
+            missing = tp.__required_keys__ - present
+            extra = present - tp.__required_keys__ - tp.__optional_keys__
+            assert not missing, f"{where}: {tp.__name__} lacks required keys {sorted(missing)}"
+            assert not extra, f"{where}: {tp.__name__} has undeclared keys {sorted(extra)}"
+            seen.append(tp.__name__)
+            if keys is not None:
+                keys.setdefault(tp.__name__, set()).update(present)
+            hints = get_type_hints(tp)
+            for k in present:
+                check(value[k], hints[k], f"{where}.{k}")
+        elif origin is list:
+            assert isinstance(value, list), f"{where}: {type(value).__name__}, not a list"
+            (item,) = get_args(tp)
+            for i, v in enumerate(value):
+                check(v, item, f"{where}[{i}]")
+        elif origin is dict:
             assert isinstance(value, dict), f"{where}: {type(value).__name__}, not a dict"
-            arms = [a for a in arms if value.get("kind") in get_args(get_type_hints(a)["kind"])]
-            assert arms, f"{where}: kind {value.get('kind')!r} is none of {tp}"
-        assert len(arms) == 1, f"{where}: ambiguous union {tp}"
-        check_shape(value, arms[0], where, seen, scalars=scalars)
-    elif origin is Literal:
-        assert value in get_args(tp), f"{where}: {value!r} is none of {get_args(tp)}"
-    elif is_typeddict(tp):
-        assert isinstance(value, dict), f"{where}: {type(value).__name__}, not a {tp.__name__}"
-        keys = set(value)
-        missing = tp.__required_keys__ - keys
-        extra = keys - tp.__required_keys__ - tp.__optional_keys__
-        assert not missing, f"{where}: {tp.__name__} lacks required keys {sorted(missing)}"
-        assert not extra, f"{where}: {tp.__name__} has undeclared keys {sorted(extra)}"
-        seen.append(tp.__name__)
-        hints = get_type_hints(tp)
-        for k in keys:
-            check_shape(value[k], hints[k], f"{where}.{k}", seen, scalars=scalars)
-    elif origin is list:
-        assert isinstance(value, list), f"{where}: {type(value).__name__}, not a list"
-        (item,) = get_args(tp)
-        for i, v in enumerate(value):
-            check_shape(v, item, f"{where}[{i}]", seen, scalars=scalars)
-    elif origin is dict:
-        assert isinstance(value, dict), f"{where}: {type(value).__name__}, not a dict"
-        _k, val = get_args(tp)
-        for k, v in value.items():
-            check_shape(v, val, f"{where}[{k!r}]", seen, scalars=scalars)
-    elif origin is tuple:
-        assert isinstance(value, tuple), f"{where}: {type(value).__name__}, not a tuple"
-        args = get_args(tp)
-        if len(args) == 2 and args[1] is Ellipsis:
-            return
-        assert len(value) == len(args), f"{where}: {len(value)} items, not {len(args)}"
-        for i, (v, a) in enumerate(zip(value, args, strict=True)):
-            check_shape(v, a, f"{where}[{i}]", seen, scalars=scalars)
+            _k, val = get_args(tp)
+            for k, v in value.items():
+                check(v, val, f"{where}[{k!r}]")
+        elif origin is tuple:
+            assert isinstance(value, tuple), f"{where}: {type(value).__name__}, not a tuple"
+            args = get_args(tp)
+            if len(args) == 2 and args[1] is Ellipsis:
+                return
+            assert len(value) == len(args), f"{where}: {len(value)} items, not {len(args)}"
+            for i, (v, a) in enumerate(zip(value, args, strict=True)):
+                check(v, a, f"{where}[{i}]")
+
+    check(value, tp, where)
+
+
+def declared_keys(tp: Any) -> set[str]:
+    """Every key a TypedDict declares, required or not."""
+    return set(tp.__required_keys__ | tp.__optional_keys__)
 
 
 def shaped(fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, list[str]]:
