@@ -216,8 +216,12 @@ def build_items(
     items: list[DataItem] = []
     truncated = False
     ordered = sorted(cuts)
-    for base, mem, k in segs:
+    for si, (base, mem, k) in enumerate(segs):
         end = base + len(mem)
+        # the bytes up to the next segment (or the end of the data) are zeros no segment
+        # sets: wasm-opt drops a segment's trailing zeros, so its last item and the
+        # variables after it read on into them
+        gap_end = segs[si + 1][0] if si + 1 < len(segs) else hi
         # a reference into the middle of a C string (``"directory" + 1``) is an interior
         # reference of that string, not the start of an item
         # (Go strings have no NUL: every cut stands)
@@ -241,9 +245,16 @@ def build_items(
                 if q < nxt - base:
                     bounds.append(base + q)
         bounds = sorted(set(bounds))
-        for i, a in enumerate(bounds):
-            b = bounds[i + 1] if i + 1 < len(bounds) else end
+        # ... and the referenced addresses in those zeros start items of their own
+        allb = bounds + ordered[bisect_left(ordered, end) : bisect_left(ordered, gap_end)]
+        for i, a in enumerate(allb):
+            b = allb[i + 1] if i + 1 < len(allb) else gap_end
+            if b > end:
+                b = min(b, max(a, end) + MAX_BSS_ITEM)
             piece = mem[a - base : b - base]
+            if b > end and piece:
+                # the trimmed zeros back, up to a word (a string's NUL, a table's last word)
+                piece += bytes(min(b - end, (-len(piece)) % 4 or 4))
             if a in gostr and b - a == gostr[a] and _utf8_text(piece) is not None:
                 kind, text, targets = "gostring", _utf8_text(piece), []
             else:

@@ -26,6 +26,7 @@ from .base import (
     c_ident_path,
 )
 from .core import _Core
+from .dataindex import _ANY, align_states, balanced, masked, scaled
 from .opnames import (
     OP_BR_TABLE,
     OP_CATCH_ALL,
@@ -162,6 +163,10 @@ _CT_TAG: Final = {
 
 
 class _Memory(_Core):
+    #: load/store position -> local -> the power of two its value is a multiple of there
+    #: (:func:`align_states`, computed at the first access that needs it)
+    lalign: dict[int, dict[int, int]] | None = None
+
     def addr(self, base: _E, offset: int) -> str:
         if base.const is not None and isinstance(base.const, int):
             a = (base.const & 0xFFFFFFFF) + offset
@@ -323,7 +328,9 @@ class _Memory(_Core):
             hit = hook.item_field(start, off, ct) if hook is not None else None
             return "" if hit is None else _view(f"{ident}{hit[0]}", hit[1], ct, store)
         if kind == "b":
-            if off == 0 and size == ob[1]:
+            if off == 0 and size >= ob[1]:
+                # the whole item, or an item cut short by the next referenced address (an
+                # access wider than it reads on: `data_10240` of 1 byte read as int32_t)
                 ob[2], ob[3] = "s", ct
                 return ident
             if off + size > ob[1]:
@@ -354,7 +361,7 @@ class _Memory(_Core):
             return self.typed_index(ident, start, 0, base, ct, store)
         if text is not None:
             return ""
-        idx = _scaled(base, _CT_SIZE[ct])
+        idx = self.index_of(base, _CT_SIZE[ct])
         if not idx:
             return ""
         ob = self.data_obj(ident, start)
@@ -374,12 +381,41 @@ class _Memory(_Core):
         stride = hook.item_stride(start)
         if stride <= 0 or off >= stride:
             return ""
-        idx = _scaled(base, stride)
+        idx = self.index_of(base, stride)
         hit = hook.item_field(start, off, ct) if idx else None
         if hit is None or not hit[0].startswith("[0]"):
             return ""
         self.data_obj(ident, start)
         return _view(f"{ident}[{idx}]{hit[0][3:]}", hit[1], ct, store)
+
+    def index_of(self, base: _E, size: int) -> str:
+        """The element index of an address ``base`` scaled by ``size``: ``i`` of ``i << 2``
+        or ``i * 12``, ``(x >> 8) & 255`` of ``(x >> 6) & 1020``, ``l5 >> 2`` of a local every
+        value reaching the access is a multiple of 4 (:mod:`.dataindex`); else ""."""
+        idx = scaled(base, size)
+        if idx or size & (size - 1):
+            return idx
+        idx = masked(base, size)
+        if idx:
+            return idx
+        if base.prec == 0 and base.const is None and len(base.locs) == 1:
+            x = base.locs[0]
+            if x >= 0 and base.text == self.locals_c[x]:
+                return self.local_index(x, size)
+        return ""
+
+    def local_index(self, x: int, size: int) -> str:
+        """``l5 >> 2``: local ``x`` as the index of ``size``-byte elements when its value at
+        the current access is a multiple of ``size`` on every path (:func:`align_states`),
+        else ""."""
+        np = len(self.lm.module.func_type(self.fi).params)
+        al = self.lalign
+        if al is None:
+            al = self.lalign = align_states(self.ops, self.args, np)
+        st = al.get(self.cur)
+        if st is not None and st.get(x, _ANY if x >= np else 1) % size == 0:
+            return f"{self.locals_c[x]} >> {size.bit_length() - 1}"
+        return ""
 
     def data_sum_index(self, text: str, ct: str, store: bool) -> str:
         """``tbl[i]`` for an address computed as ``i + ADDR(tbl)`` or ``ADDR(tbl) + i`` (the
@@ -397,11 +433,14 @@ class _Memory(_Core):
             size = _CT_SIZE[ct]
             if size > 1:
                 shl = f" << {_SHIFT[size]})"
-                if not (
-                    idx.startswith("(") and idx.endswith(shl) and _balanced(idx[1 : -len(shl)])
-                ):
+                if idx.startswith("(") and idx.endswith(shl) and balanced(idx[1 : -len(shl)]):
+                    idx = idx[1 : -len(shl)]
+                elif idx in self.locals_c:  # `l16 + ADDR(tbl)`, l16 a multiple of 8 here
+                    idx = self.local_index(self.locals_c.index(idx), size)
+                    if not idx:
+                        return ""
+                else:
                     return ""
-                idx = idx[1 : -len(shl)]
             if ob[2] == "b":
                 ob[2], ob[3] = "a", ct
             if ob[2] != "a":
@@ -534,24 +573,6 @@ def _frame_struct(lf: _Memory) -> str:
     )
 
 
-def _scaled(base: _E, size: int) -> str:
-    """The index of an address ``base`` scaled by ``size`` (``i << 2``, ``i * 12``; any
-    value for bytes), else ""."""
-    t = base.text
-    if size == 1:
-        return t
-    idx = ""
-    mul = f" * {size}"
-    k = size.bit_length() - 1
-    if base.prec == 3 and t.endswith(mul):
-        idx = t[: -len(mul)]
-    elif size == 1 << k and base.prec == 5 and t.endswith(f" << {k}"):
-        idx = t[: -len(f" << {k}")]
-    if idx.startswith("(") and idx.endswith(")") and _balanced(idx[1:-1]):
-        idx = idx[1:-1]  # the brackets group it
-    return idx
-
-
 def _view(text: str, have: str, want: str, store: bool) -> str:
     """An object of C type ``have`` accessed as ``want``: itself, through a cast when a load
     reads the same bytes with the other signedness (a store converts implicitly); else ""."""
@@ -560,19 +581,6 @@ def _view(text: str, have: str, want: str, store: bool) -> str:
     if _CT_SIZE[have] != _CT_SIZE[want] or have in _FLOAT_CT or want in _FLOAT_CT:
         return ""
     return text if store else f"({want}){text}"
-
-
-def _balanced(text: str) -> bool:
-    """Whether every parenthesis of ``text`` closes inside it, in order."""
-    depth = 0
-    for ch in text:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth < 0:
-                return False
-    return depth == 0
 
 
 def _member_clash(lf: _Memory) -> None:
