@@ -37,6 +37,16 @@ def check_shape(
             if value is None and type(None) in get_args(tp):
                 return
             arms = [a for a in get_args(tp) if a is not type(None)]
+            if len(arms) > 1 and not all(is_typeddict(a) for a in arms):  # ``str | int``
+                fits = []
+                for a in arms:
+                    try:
+                        check(value, a, where)
+                        fits.append(a)
+                    except AssertionError:
+                        pass
+                assert fits, f"{where}: {value!r} is none of {tp}"
+                return
             if len(arms) > 1:  # TypedDicts told apart by their ``kind`` (thread facts)
                 assert isinstance(value, dict), f"{where}: {type(value).__name__}, not a dict"
                 kind = value.get("kind")

@@ -381,10 +381,21 @@ class DiffSummary(TypedDict):
     review: int
 
 
-class DiffChange(TypedDict):
-    """One function of a diff report (:mod:`kbtool.services.diff.report`). A ``modified``
-    change also holds its explanation and triage (:mod:`kbtool.services.diff.triage`);
-    ``relocated`` is set (true) only for same code whose data addresses or callees moved."""
+class ChangeTriage(TypedDict):
+    """What a ``modified`` change carries besides its pairing: the explanation as short lines
+    (:class:`kbtool.services.diff.explain.Explanation` ``items``), how much changed and how
+    patch-like it is (:mod:`kbtool.services.diff.triage`); absent from other changes."""
+
+    explain: NotRequired[list[str]]
+    change_weight: NotRequired[float]
+    triage: NotRequired[float]
+    reasons: NotRequired[list[str]]
+    triage_kind: NotRequired[str]  # KINDS of kbtool.services.diff.ordering
+
+
+class DiffChange(ChangeTriage):
+    """One function of a diff report (:mod:`kbtool.services.diff.report`); ``relocated`` is
+    set (true) only for same code whose data addresses or callees moved."""
 
     classification: Literal["unchanged", "moved", "modified", "new", "deleted"]
     from_index: int | None
@@ -398,12 +409,6 @@ class DiffChange(TypedDict):
     provenance: str | None
     confidence: float | None
     relocated: NotRequired[bool]
-    # modified only: what changed as short lines, how much, and how patch-like
-    explain: NotRequired[list[str]]
-    change_weight: NotRequired[float]
-    triage: NotRequired[float]
-    reasons: NotRequired[list[str]]
-    triage_kind: NotRequired[str]
 
 
 # ``from`` is a keyword: the functional form. The program fields came later (reports saved

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TypedDict
 
-from kbtool.kb.queries.shapes import MemOp
+from kbtool.kb.queries.shapes import MatchingRow, MemOp
 from kbtool.wasm.opcodes import MNEMONICS
 
 ADDRESS_MIN = 1024
@@ -25,6 +25,45 @@ ADDRESS_MIN = 1024
 # which every rebuild relocates; smaller ones are field offsets of a struct
 FIELD_OFFSET_MAX = 4096
 MAX_ITEMS = 12  # per list in one explanation
+
+
+class Explanation(TypedDict):
+    """Why one pair counts as modified (:func:`explain_pair`); ``items`` says it in lines."""
+
+    calls_added: list[str]  # callee labels (name, import ``module.field`` or ``func[N]``)
+    calls_removed: list[str]
+    callers_added: list[str]
+    callers_removed: list[str]
+    strings_added: list[str]
+    strings_removed: list[str]
+    consts_changed: list[list[int]]  # [old, new]
+    consts_added: list[int]
+    consts_removed: list[int]
+    offsets_changed: list[list[str | int]]  # [mnemonic, old offset, new offset]
+    type_from: str | None  # both None when the signature is the same
+    type_to: str | None
+    instr_from: int
+    instr_to: int
+    loops_from: int
+    loops_to: int
+    ops_differ: int | None  # differing instructions of same-length streams, else None
+    op_changes: list[list[str]]  # [old mnemonic, new mnemonic], the first few
+    address_consts: int  # address-like constants on one side only
+    items: list[str]
+    weight: float
+
+
+class ConstChanges(TypedDict):
+    """:func:`const_changes`: small constants changed in place, else added and removed."""
+
+    changed: list[tuple[int, int]]  # (old, new)
+    added: list[int]
+    removed: list[int]
+
+
+class _OpChanges(TypedDict):
+    ops_differ: int | None
+    op_changes: list[list[str]]
 
 
 def _small(consts: list[int]) -> list[int]:
@@ -35,7 +74,7 @@ def _hex(c: int) -> str:
     return str(c) if -10 < c < 10 else (f"-0x{-c:x}" if c < 0 else f"0x{c:x}")
 
 
-def const_changes(old: list[int], new: list[int]) -> dict[str, list]:
+def const_changes(old: list[int], new: list[int]) -> ConstChanges:
     """Changed (same position among the small constants), added and removed constants."""
     so, sn = _small(old), _small(new)
     changed: list[tuple[int, int]] = []
@@ -99,8 +138,8 @@ def _mnemonic(op: int) -> str:
 
 
 def explain_pair(
-    o: dict[str, Any],
-    n: dict[str, Any],
+    o: MatchingRow,
+    n: MatchingRow,
     *,
     calls_added: list[str],
     calls_removed: list[str],
@@ -108,14 +147,15 @@ def explain_pair(
     callers_removed: list[str] = (),  # type: ignore[assignment]
     mem_old: Sequence[MemOp] | None = None,
     mem_new: Sequence[MemOp] | None = None,
-) -> dict[str, Any]:
+) -> Explanation:
     """The explanation of one modified pair (rows as :func:`kbtool.kb.queries.matching_rows`)."""
     so, sn = set(o["strings"]), set(n["strings"])
     strings_added = [s for s in dict.fromkeys(n["strings"]) if s not in so][:MAX_ITEMS]
     strings_removed = [s for s in dict.fromkeys(o["strings"]) if s not in sn][:MAX_ITEMS]
     consts = const_changes(o["consts"], n["consts"])
     offsets = offset_changes(mem_old or [], mem_new or [])
-    ex: dict[str, Any] = {
+    ops = _op_changes(o.get("ops") or b"", n.get("ops") or b"")
+    ex: Explanation = {
         "calls_added": calls_added[:MAX_ITEMS],
         "calls_removed": calls_removed[:MAX_ITEMS],
         "callers_added": list(callers_added)[:MAX_ITEMS],
@@ -132,15 +172,18 @@ def explain_pair(
         "instr_to": n["instr_count"],
         "loops_from": o.get("loops", 0),
         "loops_to": n.get("loops", 0),
+        "ops_differ": ops["ops_differ"],
+        "op_changes": ops["op_changes"],
+        "address_consts": _address_delta(o["consts"], n["consts"]),
+        "items": [],  # below: the lines and the weight read the fields above
+        "weight": 0.0,
     }
-    ex.update(_op_changes(o.get("ops") or b"", n.get("ops") or b""))
-    ex["address_consts"] = _address_delta(o["consts"], n["consts"])
     ex["items"] = explanation_lines(ex)
     ex["weight"] = _weight(ex)
     return ex
 
 
-def _op_changes(a: bytes, b: bytes) -> dict[str, Any]:
+def _op_changes(a: bytes, b: bytes) -> _OpChanges:
     """Same-length instruction streams: how many instructions differ and the first few."""
     if not a or not b or len(a) != len(b):
         return {"ops_differ": None, "op_changes": []}
@@ -165,7 +208,7 @@ def _address_delta(old: list[int], new: list[int]) -> int:
     return len(ao ^ an)
 
 
-def _weight(ex: dict[str, Any]) -> float:
+def _weight(ex: Explanation) -> float:
     lists = (
         "calls_added",
         "calls_removed",
@@ -183,7 +226,7 @@ def _weight(ex: dict[str, Any]) -> float:
     return round(w, 2)
 
 
-def explanation_lines(ex: dict[str, Any], clip: Callable[[str], str] = lambda s: s) -> list[str]:
+def explanation_lines(ex: Explanation, clip: Callable[[str], str] = lambda s: s) -> list[str]:
     """Short lines, most telling first (every modified function gets at least one)."""
     out: list[str] = []
     if ex["type_from"]:
