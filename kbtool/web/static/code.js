@@ -71,6 +71,14 @@ export function disasmWindows(vid, index, kind, onFirst) {
   };
 }
 
+/** `pageCode` options for a view of `kind`: the C view shows the disassembly's first window
+ *  while a huge function's C is being lifted (labelled), then the C replaces it. */
+export function codeOptions(vid, index, kind) {
+  return kind === "c"
+    ? { meanwhile: disasmWindows(vid, index, "wasm"), label: "lifting C… showing the disassembly meanwhile" }
+    : {};
+}
+
 /** `fetchWindow` over text already in the page (the cleaned C): pages of its lines, so a
  *  long text is rendered as the reader scrolls too. */
 export function textWindows(text) {
@@ -82,12 +90,19 @@ export function textWindows(text) {
   };
 }
 
+/** How long the first window may take before `meanwhile` is shown in its place (ms). */
+export const MEANWHILE_MS = 150;
+
 /**
  * Show a function's code in `pre` (the scrolling element) by windows. `info` gets the status
  * line; `byName`/`onRef` make function names links (see `highlight`). Returns `{stop()}`;
  * starting another pager on the same `pre` stops this one (late answers are dropped).
+ * `opts.meanwhile` (a `fetchWindow`, e.g. the disassembly's) and `opts.label`: when the
+ * first window takes longer than `MEANWHILE_MS` (a huge function's C being lifted), the
+ * first window of `meanwhile` is shown with `label` as the status until the code arrives.
  */
-export function pageCode(pre, info, fetchWindow, byName, onRef, limit = WINDOW, keep = KEEP) {
+export function pageCode(pre, info, fetchWindow, byName, onRef, opts = {}) {
+  const limit = opts.limit || WINDOW, keep = opts.keep || KEEP;
   const gen = (pre._pagerGen = (pre._pagerGen || 0) + 1);
   if (pre._pager) pre._pager.stop();
   const live = () => pre._pagerGen === gen;
@@ -151,11 +166,34 @@ export function pageCode(pre, info, fetchWindow, byName, onRef, limit = WINDOW, 
     trim();
   }
 
+  /** The first window, with `opts.meanwhile`'s first window shown while it takes long. */
+  async function first() {
+    const main = fetchWindow(0, limit);
+    if (!opts.meanwhile) return main;
+    let arrived = false, shownMeanwhile = null;
+    main.then(() => { arrived = true; }, () => { arrived = true; });
+    const timer = setTimeout(async () => {
+      let m;
+      try { m = await opts.meanwhile(0, limit); } catch (_) { return; }
+      if (arrived || !live()) return;
+      shownMeanwhile = el("span", { class: "win meanwhile" });
+      render(shownMeanwhile, m.lines || []);
+      body.append(shownMeanwhile);
+      pre.dataset.meanwhile = "1";
+      setText(info, opts.label || "loading…");
+    }, MEANWHILE_MS);
+    try { return await main; } finally {
+      clearTimeout(timer);
+      if (shownMeanwhile) shownMeanwhile.remove();
+      delete pre.dataset.meanwhile;
+    }
+  }
+
   async function load() {
     if (busy || done || !live()) return;
     busy = true;
     let w;
-    try { w = await fetchWindow(next, limit); } catch (e) {
+    try { w = await (next === 0 ? first() : fetchWindow(next, limit)); } catch (e) {
       busy = false;
       if (!live()) return;
       if (next === 0) fill(body, el("span", { class: "faint", text: "(code unavailable: " + e.message + ")" }));
@@ -206,5 +244,6 @@ export function showHint(pre, info, node) {
   if (pre._pager) pre._pager.stop();
   fill(pre, node);
   delete pre.dataset.shown; delete pre.dataset.total; delete pre.dataset.complete;
+  delete pre.dataset.meanwhile;
   if (info) { setText(info, ""); info.classList.remove("code-err"); }
 }

@@ -4,7 +4,7 @@ import { $, clear, el, fill, fmtConf, fmtInt, setText, show } from "./dom.js";
 import { api } from "./api.js";
 import { chip, confbar, provOf, tint } from "./provenance.js";
 import { S } from "./state.js";
-import { disasmWindows, nameIndex, pageCode, showHint, textWindows } from "./code.js";
+import { codeOptions, disasmWindows, nameIndex, pageCode, showHint, textWindows } from "./code.js";
 import { usesSection } from "./data.js";
 
 /** The panel; `opts.heatmap` outlines the open function, `opts.onChange()` after open/close. */
@@ -190,7 +190,8 @@ export function createFnPanel(opts) {
         else showHint(pre, lines, el("span", { class: "faint", text: "No cleaned C yet: run `kbtool deep " + f.version_id + " --function " + f.index + "`" }));
         return;
       }
-      pageCode(pre, lines, disasmWindows(f.version_id, f.index, codeView), names(), onRef);
+      pageCode(pre, lines, disasmWindows(f.version_id, f.index, codeView), names(), onRef,
+        codeOptions(f.version_id, f.index, codeView));
     }
     (async () => {
       try { data.analysis = await api("/api/analysis/" + encodeURIComponent(sid)); } catch (_) { data.analysis = null; }

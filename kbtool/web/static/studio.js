@@ -3,7 +3,7 @@
 // trail, and an Agents panel that polls the event feed. Everything from the KB is text.
 import { $, el, fill, setText } from "./dom.js";
 import { api, status } from "./api.js";
-import { disasmWindows, nameIndex, pageCode, showHint, textWindows } from "./code.js";
+import { codeOptions, disasmWindows, nameIndex, pageCode, showHint, textWindows } from "./code.js";
 import { drawNeighbourhood } from "./graph.js";
 import { usesSection } from "./data.js";
 import { typesPanel } from "./types.js";
@@ -47,7 +47,7 @@ function renderCode() {
   pageCode($("code"), $("code-lines"), disasmWindows(state.version, f.index, state.view, (first) => {
     if (state.current !== want) return;
     state.disasm = first; renderKnowledge();
-  }), byName(), openFunction);
+  }), byName(), openFunction, codeOptions(state.version, f.index, state.view));
 }
 
 function renderSide() {

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -309,5 +310,44 @@ def test_small_function_is_one_window(served, browser):
     assert _windows(requests, "wasm") == [(0, WINDOW)]
     assert page.evaluate("document.querySelector('#code').textContent") == "\n".join(lines) + "\n"
     assert page.inner_text("#code-lines").strip() == f"lines 1–{len(lines)} of {len(lines)}"
+    assert errors == []
+    page.close()
+
+
+@pytest.mark.parametrize("where", ["studio", "panel"])
+def test_c_view_shows_the_disassembly_while_the_c_is_lifted(served, browser, where):
+    """A C window that takes long (held here, as a huge function's lift would) leaves the
+    disassembly's first window on screen, labelled; the C replaces it when it comes."""
+    srv, vid, sid = served
+    wasm, c = _all_lines(srv, vid, "wasm"), _all_lines(srv, vid, "c")
+    requests: list[str] = []
+    errors: list[str] = []
+    page = _page(browser, requests, errors)
+    held: list = []
+    c_windows = re.compile(r"/api/disasm/.*kind=c")
+
+    def hold(route) -> None:
+        held.append(route)
+
+    page.route(c_windows, hold)
+    if where == "studio":
+        page.goto(f"{srv.url.rstrip('/')}/studio#v={vid}&f={BIG}")
+        pre, status, button = "#code", "#code-lines", "#v-c"
+    else:
+        page.goto(f"{srv.url}#v={vid}&fn={sid}")
+        pre, status, button = "#fn-code-text", "#fn-code-lines", "#code-c"
+    _until(page, f"(document.querySelector('{status}') || {{}}).textContent?.includes('of ')")
+    page.click(button)
+    _until(page, f"document.querySelector('{pre}').dataset.meanwhile === '1'")
+    assert held  # the C was asked for, and is not answered yet
+    assert page.evaluate(f"document.querySelector('{pre}').textContent") == _window_text(wasm, 0)
+    assert "lifting C" in page.inner_text(status)
+    for route in held:
+        route.continue_()
+    page.unroute(c_windows, hold)
+    _until(page, f"document.querySelector('{pre}').dataset.meanwhile === undefined")
+    _until(page, f"Number(document.querySelector('{pre}').dataset.total) === {len(c)}")
+    assert page.evaluate(f"document.querySelector('{pre}').textContent") == _window_text(c, 0)
+    assert page.inner_text(status).strip().startswith(f"lines 1–{WINDOW:,} of {len(c):,}")
     assert errors == []
     page.close()
