@@ -28,6 +28,7 @@ from collections.abc import Callable
 from kbtool.wasm import ModuleAnalysis
 from kbtool.wasm.datamap import passive_addresses
 
+from . import datawalk_active
 from .dataitems import (
     build_items,
     go_string_headers,
@@ -224,6 +225,41 @@ def scan_plan(
     return out
 
 
+def scan_bounds(
+    analysis: ModuleAnalysis, data: bytes, stack_pointer: int | None
+) -> tuple[dict[int, int], int, int, int]:
+    """``(passive, lo, hi, mem_hi)`` of the reference scan: the passive segments' addresses,
+    the data's start (at least 1024 when the data reaches past it: address 0 and tiny
+    constants are never data), the end of the initialised data, and of .bss."""
+    passive = passive_addresses(data, analysis.module)
+    segs = segments(analysis, passive)
+    lo = segs[0][0] if segs else 0
+    data_end = max((b + len(d) for b, d, _ in segs), default=0)
+    mem_hi = bss_end(analysis, data_end, stack_pointer) if segs else 0
+    hi = data_end
+    lo = max(lo, 1024) if hi > 1024 else lo
+    return passive, lo, hi, mem_hi
+
+
+def walk_refs(
+    data: bytes,
+    plan: list[tuple[int, int, int, int, int]],
+    lo: int,
+    hi: int,
+    go: bool,
+    mem_hi: int,
+) -> list[list[DataRef]] | None:
+    """The references of every body of ``plan`` by the compiled walk (:mod:`.datawalk`, one
+    process: it costs less than a pool's start), or None when it is not built (the pure
+    scan of :mod:`.datascan` then runs) or fails on a body (the pure scan decides)."""
+    if datawalk_active.IMPL is None:
+        return None
+    try:
+        return datawalk_active.IMPL.module_refs(data, plan, lo, hi, go, mem_hi, DataRef)
+    except (IndexError, TypeError, AttributeError, ValueError):
+        return None
+
+
 def build_data_model(
     analysis: ModuleAnalysis,
     data: bytes,
@@ -236,18 +272,13 @@ def build_data_model(
     """The data model of one module (see the module docstring). Passive segments count
     where ``memory.init`` code gives their address (Emscripten's threaded builds).
     ``workers`` > 1: big modules are scanned on that many forked processes (same result)."""
-    passive = passive_addresses(data, analysis.module)
-    segs = segments(analysis, passive)
-    lo = segs[0][0] if segs else 0
-    data_end = max((b + len(d) for b, d, _ in segs), default=0)
-    mem_hi = bss_end(analysis, data_end, stack_pointer) if segs else 0
-    hi = data_end
-    # address 0 and tiny constants are never data (NULL, flags, small counts)
-    lo = max(lo, 1024) if hi > 1024 else lo
+    passive, lo, hi, mem_hi = scan_bounds(analysis, data, stack_pointer)
     refs: list[DataRef] = []
     truncated = False
     plan = scan_plan(analysis, lo, mem_hi)
-    per_body = parallel_refs(data, plan, lo, hi, go, mem_hi, workers, progress)
+    per_body = walk_refs(data, plan, lo, hi, go, mem_hi)
+    if per_body is None:
+        per_body = parallel_refs(data, plan, lo, hi, go, mem_hi, workers, progress)
     step = 512
     for n in range(0, len(plan), step):
         if progress is not None and per_body is None:

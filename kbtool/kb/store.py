@@ -1,9 +1,10 @@
 """Named-column writes for every table except ``symbols`` (the gate owns that one).
 
 Services write rows as dicts through these functions (sqlite-utils ``Table.insert`` /
-``insert_all`` / ``upsert``), never positional SQL, so a new column cannot silently shift
-values. Every function runs inside the caller's transaction (sqlite-utils nests with a
-SAVEPOINT when one is open), so an ingest still lands whole or not at all.
+``insert_all`` / ``upsert``; ingest's tables by :func:`_insert_rows`, named parameters in
+one ``executemany``), never positional SQL, so a new column cannot silently shift values.
+Every function runs inside the caller's transaction (sqlite-utils nests with a SAVEPOINT
+when one is open), so an ingest still lands whole or not at all.
 """
 
 from __future__ import annotations
@@ -39,6 +40,24 @@ def _insert_all(conn: sqlite3.Connection, table: str, rows: Iterable[dict[str, A
     _db(conn)[table].insert_all(rows, batch_size=BATCH)
 
 
+def _insert_rows(conn: sqlite3.Connection, table: str, rows: Iterable[dict[str, Any]]) -> int:
+    """Insert rows that all have the first row's keys (named columns and parameters, one
+    ``executemany``: the per-value checks of sqlite-utils cost more than the writes on
+    ingest's hot tables); values must be SQLite's own types. The last row's rowid."""
+    it = iter(rows)
+    first = next(it, None)
+    if first is None:
+        return 0
+    cols = list(first)
+    sql = (
+        f"INSERT INTO {table} ({', '.join(cols)})"  # noqa: S608 (names from this module)
+        f" VALUES ({', '.join(':' + c for c in cols)})"
+    )
+    cur = conn.execute(sql, first)
+    cur.executemany(sql, it)
+    return int(conn.execute("SELECT last_insert_rowid()").fetchone()[0])
+
+
 # --------------------------------------------------------------------------- versions
 
 
@@ -47,7 +66,7 @@ def ensure_program(conn: sqlite3.Connection, name: str) -> int:
     row = conn.execute("SELECT id FROM programs WHERE name = ?", (name,)).fetchone()
     if row is not None:
         return int(row[0])
-    return int(_db(conn)["programs"].insert({"name": name, "created_at": now()}).last_pk)
+    return _insert_rows(conn, "programs", [{"name": name, "created_at": now()}])
 
 
 def assign_legacy_program(conn: sqlite3.Connection, program_id: int) -> None:
@@ -57,23 +76,23 @@ def assign_legacy_program(conn: sqlite3.Connection, program_id: int) -> None:
 
 def insert_version(conn: sqlite3.Connection, row: dict[str, Any]) -> int:
     """Insert a ``versions`` row (``ingested_at`` defaults to now); return its id."""
-    return int(_db(conn)["versions"].insert({"ingested_at": now(), **row}).last_pk)
+    return _insert_rows(conn, "versions", [{"ingested_at": now(), **row}])
 
 
 def insert_module_bytes(conn: sqlite3.Connection, version_id: int, data: bytes) -> None:
-    _db(conn)["modules"].insert({"version_id": version_id, "data": data})
+    _insert_rows(conn, "modules", [{"version_id": version_id, "data": data}])
 
 
 def insert_functions(conn: sqlite3.Connection, rows: Iterable[dict[str, Any]]) -> None:
-    _insert_all(conn, "functions", rows)
+    _insert_rows(conn, "functions", rows)
 
 
 def insert_facts(conn: sqlite3.Connection, rows: Iterable[dict[str, Any]]) -> None:
-    _insert_all(conn, "facts", rows)
+    _insert_rows(conn, "facts", rows)
 
 
 def insert_call_edges(conn: sqlite3.Connection, rows: Iterable[dict[str, Any]]) -> None:
-    _insert_all(conn, "call_edges", rows)
+    _insert_rows(conn, "call_edges", rows)
 
 
 # --------------------------------------------------------------------------- diffs

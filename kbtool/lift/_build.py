@@ -71,6 +71,7 @@ class Twin(NamedTuple):
 TWINS: tuple[Twin, ...] = (
     Twin("lifter", "kbtool/lift/lifter", "kbtool.lift._clifter"),
     Twin("decoder", "kbtool/wasm/decoder", "kbtool.wasm._cdecoder"),
+    Twin("datawalk", "kbtool/analysis/datawalk", "kbtool.analysis._cdatawalk"),
 )
 
 LIFTER = TWINS[0]

@@ -1,0 +1,488 @@
+"""The data model's reference scan as one plain loop over the bytes, compiled with mypyc at
+install into the twin ``kbtool.analysis._cdatawalk`` (:mod:`.datawalk_active` loads it).
+
+Gives exactly the references of :func:`kbtool.analysis.datascan.module_refs` (the pure path:
+a regex skips what cannot matter; tests compare both on corpus modules), which gives those
+of the careful walk :func:`kbtool.analysis.datarefs.function_refs_careful`. Compiled, one
+typed loop beats the regex: no per-instruction Python, the symbolic stack is three int lists
+and a count of its known entries (an all-unknown stack of any depth behaves as an empty
+one, so it is dropped at once), and a constant that cannot reach the data (below ``floor``
+or at/above ``mem_hi``, outside Go) is pushed as an unknown. Run pure, this module is the
+slowest of the three: :mod:`.datascan` is the fallback when the twin is absent or stale.
+
+The module has been validated by the decoder before (ingest decodes first), so immediates
+are skipped without checks; a truncated body ends the walk (``IndexError`` is caught by the
+caller and the pure path decides).
+
+mypyc-friendly: typed locals, tables as bytes/lists, no closures.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from kbtool.wasm.opcodes import KIND, PREFIX_BASE, PREFIX_SLOTS, WIDTH
+
+from .datarefs import _CALLS, _CLASS
+from .datatypes import GO_PAIR_WINDOW, MAX_GO_STRING
+
+# the walk's own kinds per op id: the opcode table's, plus 40 a heap type immediate
+# (ref.null, ref.test, ref.cast) and 41 a call (its arguments may be .bss addresses)
+_HEAP: Final = 40
+_CALLK: Final = 41
+
+
+def _walk_kinds() -> bytes:
+    t = bytearray(KIND)
+    t[0xD0] = _HEAP
+    for i in (0x14, 0x15, 0x16, 0x17):
+        t[PREFIX_BASE[0xFB] + i] = _HEAP
+    return bytes(t)
+
+
+def _prefix_bases() -> list[int]:
+    out = [0] * 256
+    for p, base in PREFIX_BASE.items():
+        out[p] = base
+    return out
+
+
+def _prefix_slots() -> list[int]:
+    out = [0] * 256
+    for p, n in PREFIX_SLOTS.items():
+        out[p] = n
+    return out
+
+
+def _class_table() -> bytes:
+    t = bytearray(len(KIND))
+    for op in range(min(len(KIND), len(_CLASS))):
+        t[op] = _CLASS[op]
+    return bytes(t)
+
+
+def _is_call() -> bytes:
+    t = bytearray(len(KIND))
+    for op in _CALLS:
+        t[op] = 1
+    return bytes(t)
+
+
+_WK: Final = _walk_kinds()
+_PBASE: Final = _prefix_bases()
+_PSLOTS: Final = _prefix_slots()
+_CLS: Final = _class_table()
+_ISCALL: Final = _is_call()
+_W: Final = bytes(WIDTH)
+
+
+def _uleb(data: bytes, p: int) -> tuple[int, int]:
+    """An unsigned LEB at ``p``: (value, end)."""
+    x = 0
+    shift = 0
+    while True:
+        c = data[p]
+        p += 1
+        x |= (c & 0x7F) << shift
+        if c < 0x80:
+            return x, p
+        shift += 7
+
+
+def _sleb(data: bytes, p: int) -> tuple[int, int]:
+    """A signed LEB at ``p``: (value, end)."""
+    x = 0
+    shift = 0
+    while True:
+        c = data[p]
+        p += 1
+        x |= (c & 0x7F) << shift
+        shift += 7
+        if c < 0x80:
+            if c & 0x40:
+                x -= 1 << shift
+            return x, p
+
+
+def _skip_leb(data: bytes, p: int) -> int:
+    while data[p] >= 0x80:
+        p += 1
+    return p + 1
+
+
+def _skip_heaptype(data: bytes, p: int) -> int:
+    b = data[p]
+    if b == 0x65:  # shared + abstract heap type
+        return p + 2
+    if b == 0x62:  # exact type index
+        return _skip_leb(data, p + 1)
+    return _skip_leb(data, p)
+
+
+def _skip_valtype(data: bytes, p: int) -> int:
+    b = data[p]
+    if b == 0x63 or b == 0x64:
+        return _skip_heaptype(data, p + 1)
+    if b == 0x65:
+        return p + 2
+    return p + 1
+
+
+def _skip_blocktype(data: bytes, p: int) -> int:
+    b = data[p]
+    if b == 0x40:
+        return p + 1
+    if b == 0x63 or b == 0x64 or b == 0x65:
+        return _skip_valtype(data, p)
+    return _skip_leb(data, p)  # a one-byte value type or an s33 type index
+
+
+def _memarg(data: bytes, p: int) -> tuple[int, int]:
+    """(offset, end) of the memarg at ``p``."""
+    a = data[p]
+    if a < 0x80:
+        p += 1
+    else:
+        a, p = _uleb(data, p)
+    if a & 0x40:
+        p = _skip_leb(data, p)
+    x = data[p]
+    if x < 0x80:
+        return x, p + 1
+    return _uleb(data, p)
+
+
+# fmt: off
+def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: bool,
+              mem_hi: int, floor: int, out: list[Any], make: Any) -> None:
+    """The references of the body at ``[start, end)`` (``start``: its local declarations),
+    each ``make(func_index, offset, kind, target_kind, target, width)`` appended to ``out`` in the
+    careful walk's order. ``floor``: ``lo`` minus the body's largest memarg offset."""
+    WK = _WK
+    CLS = _CLS
+    W = _W
+    p = start
+    # local declarations
+    n = data[p]
+    if n < 0x80:
+        p += 1
+    else:
+        n, p = _uleb(data, p)
+    for _ in range(n):
+        p = _skip_leb(data, p)
+        p = _skip_valtype(data, p)
+    c_lo = floor if not go else -(1 << 70)
+    c_hi = mem_hi if not go else (1 << 70)
+    # the stack: tag 0 unknown, 1 constant, 2 address from a data constant, 3 value loaded
+    # through one; value; offset of the instruction that made it
+    st: list[int] = []
+    sv: list[int] = []
+    so: list[int] = []
+    nk = 0  # known (tag != 0) entries; 0: the stack behaves as empty and is kept empty
+    pend_v = 0
+    pend_o = 0
+    pend_n = -1  # Go: the instruction count when a pointer was stored (-1: none pending)
+    ninstr = 0
+    while p < end:
+        at = p
+        op = data[p]
+        p += 1
+        k = WK[op]
+        x = 0
+        if k == 30:  # prefix
+            sub = data[p]
+            if sub < 0x80:
+                p += 1
+            else:
+                sub, p = _uleb(data, p)
+            op = _PBASE[op] + sub
+            k = WK[op]
+        if k == 0:
+            pass
+        elif k == 3 or k == 7:  # i32/i64.const
+            x = data[p]
+            if x < 0x40:
+                p += 1
+            elif x < 0x80:
+                x -= 0x80
+                p += 1
+            else:
+                x, p = _sleb(data, p)
+        elif k == 1 or k == 4 or k == 5 or k == 12 or k == 14 or k == 16:  # one LEB
+            x = data[p]
+            if x < 0x80:
+                p += 1
+            else:
+                x, p = _uleb(data, p)
+        elif k == 2:
+            x, p = _memarg(data, p)
+        elif k == 6:
+            p = _skip_blocktype(data, p)
+        elif k == 8:
+            p += 4
+        elif k == 9:
+            p += 8
+        elif k == 11:  # call_indirect: type, table
+            p = _skip_leb(data, p)
+            x, p = _uleb(data, p)
+        elif k == 10:  # br_table
+            cnt, p = _uleb(data, p)
+            for _ in range(cnt + 1):
+                p = _skip_leb(data, p)
+        elif k == 40:
+            p = _skip_heaptype(data, p)
+        elif k == 20:  # memarg + lane
+            x, p = _memarg(data, p)
+            p += 1
+        elif k == 15 or k == 17:  # two LEBs
+            p = _skip_leb(data, p)
+            p = _skip_leb(data, p)
+        elif k == 19 or k == 22:
+            p += 1
+        elif k == 21:
+            p += 16
+        elif k == 13:  # select t*
+            cnt, p = _uleb(data, p)
+            for _ in range(cnt):
+                p = _skip_valtype(data, p)
+        elif k == 18:  # try_table
+            p = _skip_blocktype(data, p)
+            cnt, p = _uleb(data, p)
+            for _ in range(cnt):
+                ck = data[p]
+                p += 1
+                if ck < 2:
+                    p = _skip_leb(data, p)
+                p = _skip_leb(data, p)
+        elif k == 24 or k == 25:  # ordering byte, index(es)
+            p = _skip_leb(data, p + 1)
+            if k == 25:
+                p = _skip_leb(data, p)
+        elif k == 23:  # br_on_cast: flags, label, heap type, heap type
+            p = _skip_leb(data, p + 1)
+            p = _skip_heaptype(data, p)
+            p = _skip_heaptype(data, p)
+        else:
+            raise IndexError(f"opcode kind {k} at {at}")
+        ninstr += 1
+        c = CLS[op]
+        if nk == 0:
+            # an all-unknown stack: only a constant that may reach the data, a memory
+            # access whose offset lands in it, globals and indirect calls matter
+            if c == 1:
+                if c_lo <= x < c_hi:
+                    st.clear()
+                    sv.clear()
+                    so.clear()
+                    st.append(1)
+                    sv.append(x)
+                    so.append(at)
+                    nk = 1
+            elif c == 2 or c == 3:
+                if lo <= x < mem_hi:
+                    out.append(make(fi, at, "load" if c == 2 else "store", "data", x, W[op]))
+            elif c == 9:
+                out.append(make(fi, at, "read", "global", x, 0))
+            elif c == 10:
+                out.append(make(fi, at, "write", "global", x, 0))
+            elif c == 11:
+                out.append(make(fi, at, "call_indirect", "table", x, 0))
+            continue
+        if c == 0:
+            top = mem_hi if _ISCALL[op] else hi
+            while st:
+                t = st.pop()
+                v = sv.pop()
+                o = so.pop()
+                if t == 1 and lo <= v < top and (v < hi or (v & (v - 1) != 0 and v % 1000 != 0)):
+                    out.append(make(fi, o, "addr", "data", v, 0))
+            nk = 0
+            continue
+        if go and c == 3 and st and st[-1] == 1:
+            v0 = sv[-1]
+            if (pend_n >= 0 and ninstr - pend_n <= GO_PAIR_WINDOW and 0 < v0 <= MAX_GO_STRING
+                    and pend_v + v0 <= hi):
+                out.append(make(fi, pend_o, "gostring", "data", pend_v, v0))
+                pend_n = -1
+            elif lo <= v0 < hi:
+                pend_v = v0
+                pend_o = so[-1]
+                pend_n = ninstr
+        if c == 1:
+            if c_lo <= x < c_hi:
+                st.append(1)
+                sv.append(x)
+                so.append(at)
+                nk += 1
+            else:
+                st.append(0)
+                sv.append(0)
+                so.append(0)
+        elif c == 4:
+            t2 = 0
+            v2 = 0
+            o2 = 0
+            t1 = 0
+            v1 = 0
+            o1 = 0
+            if st:
+                t2 = st.pop()
+                v2 = sv.pop()
+                o2 = so.pop()
+            if st:
+                t1 = st.pop()
+                v1 = sv.pop()
+                o1 = so.pop()
+            if t1:
+                nk -= 1
+            if t2:
+                nk -= 1
+            dt = 0
+            dv = 0
+            do = 0
+            if t1 == 1 and lo <= v1 < hi:
+                out.append(make(fi, o1, "addr", "data", v1, 0))
+                dt = 2
+                dv = v1
+                do = o1
+            elif t1 == 2:
+                dt = 2
+                dv = v1
+                do = o1
+            if t2 == 1 and lo <= v2 < hi:
+                out.append(make(fi, o2, "addr", "data", v2, 0))
+                dt = 2
+                dv = v2
+                do = o2
+            elif t2 == 2:
+                dt = 2
+                dv = v2
+                do = o2
+            st.append(dt)
+            sv.append(dv)
+            so.append(do)
+            if dt:
+                nk += 1
+        elif c == 6:
+            st.append(0)
+            sv.append(0)
+            so.append(0)
+        elif c == 2:
+            a_t = 0
+            a_v = 0
+            a_o = 0
+            if st:
+                a_t = st.pop()
+                a_v = sv.pop()
+                a_o = so.pop()
+                if a_t:
+                    nk -= 1
+            if a_t == 1 and lo <= a_v + x < mem_hi:
+                out.append(make(fi, a_o, "load", "data", a_v + x, W[op]))
+                st.append(0)
+                sv.append(0)
+                so.append(0)
+            elif a_t == 2:
+                st.append(3)
+                sv.append(a_v)
+                so.append(a_o)
+                nk += 1
+            else:
+                if lo <= x < mem_hi:
+                    out.append(make(fi, at, "load", "data", x, W[op]))
+                st.append(0)
+                sv.append(0)
+                so.append(0)
+        elif c == 3:
+            if st:
+                t = st.pop()
+                v = sv.pop()
+                o = so.pop()
+                if t:
+                    nk -= 1
+                if t == 1 and lo <= v < mem_hi and (v < hi or (v & (v - 1) != 0 and v % 1000 != 0)):
+                    out.append(make(fi, o, "addr", "data", v, 0))
+            a_t = 0
+            a_v = 0
+            a_o = 0
+            if st:
+                a_t = st.pop()
+                a_v = sv.pop()
+                a_o = so.pop()
+                if a_t:
+                    nk -= 1
+            if a_t == 1 and lo <= a_v + x < mem_hi:
+                out.append(make(fi, a_o, "store", "data", a_v + x, W[op]))
+            elif a_t != 2 and lo <= x < mem_hi:
+                out.append(make(fi, at, "store", "data", x, W[op]))
+        elif c == 5 or c == 7 or c == 8:
+            if st:
+                t = st.pop()
+                v = sv.pop()
+                o = so.pop()
+                if t:
+                    nk -= 1
+                if t == 1 and lo <= v < hi:
+                    out.append(make(fi, o, "addr", "data", v, 0))
+            if c != 7:
+                st.append(0)
+                sv.append(0)
+                so.append(0)
+        elif c == 9:
+            out.append(make(fi, at, "read", "global", x, 0))
+            st.append(0)
+            sv.append(0)
+            so.append(0)
+        elif c == 10:
+            out.append(make(fi, at, "write", "global", x, 0))
+            if st:
+                t = st.pop()
+                v = sv.pop()
+                o = so.pop()
+                if t:
+                    nk -= 1
+                if t == 1 and lo <= v < hi:
+                    out.append(make(fi, o, "addr", "data", v, 0))
+        elif c == 11:
+            if st:
+                t = st.pop()
+                v = sv.pop()
+                o = so.pop()
+                if t:
+                    nk -= 1
+                if t == 3:
+                    out.append(make(fi, o, "funcptr", "data", v, 0))
+            out.append(make(fi, at, "call_indirect", "table", x, 0))
+            while st:
+                t = st.pop()
+                v = sv.pop()
+                o = so.pop()
+                if t == 1 and lo <= v < mem_hi and (v < hi or (v & (v - 1) != 0 and v % 1000 != 0)):
+                    out.append(make(fi, o, "addr", "data", v, 0))
+            nk = 0
+        if nk == 0 and st:
+            st.clear()
+            sv.clear()
+            so.clear()
+# fmt: on
+
+
+def module_refs(
+    data: bytes,
+    plan: list[tuple[int, int, int, int, int]],
+    lo: int,
+    hi: int,
+    go: bool,
+    mem_hi: int,
+    make: Any,
+) -> list[list[Any]]:
+    """The references of the bodies of ``plan`` (``(func_index, body_offset, body_size,
+    mode, floor)``, mode 0: nothing to find), one list per body, each reference made by
+    ``make(func_index, offset, kind, target_kind, target, width)``."""
+    out: list[list[Any]] = []
+    for fi, off, size, mode, floor in plan:
+        refs: list[Any] = []
+        if mode:
+            body_refs(data, fi, off, off + size, lo, hi, go, mem_hi, floor, refs, make)
+        out.append(refs)
+    return out
