@@ -158,11 +158,11 @@ def match_oracle(
     queries.get_version(conn, version_id)  # UnknownVersionError with the known ids
     refs = queries.oracle_modules(conn)
     if oracle_ids:
-        known = {r[0] for r in refs}
+        known = {r.id for r in refs}
         missing = [i for i in oracle_ids if i not in known]
         if missing:
             raise OracleError(f"unknown oracle id {missing[0]} (see `kbtool oracle list`)")
-        refs = [r for r in refs if r[0] in set(oracle_ids)]
+        refs = [r for r in refs if r.id in set(oracle_ids)]
     if not refs:
         raise OracleError("no oracle modules stored; add one with `kbtool oracle add REF.wasm`")
     rows, target = _target_records(conn, version_id)

@@ -6,19 +6,21 @@ import json
 import sqlite3
 
 from kbtool.kb.queries._base import version_row
-from kbtool.kb.queries.shapes import MatchingRow, MemOp, StoredDiffReport
+from kbtool.kb.queries.shapes import IdentityRow, MatchingRow, MemOp, StoredDiffReport
 
 
-def function_identities(conn: sqlite3.Connection, version_id: int) -> list[tuple]:
-    """Every function of a version in index order, imports included:
-    ``(index, stable_id, imported, import_module, import_field, name, provenance)``."""
+def function_identities(conn: sqlite3.Connection, version_id: int) -> list[IdentityRow]:
+    """Every function of a version in index order, imports included, with its name."""
     version_row(conn, version_id)
-    return conn.execute(
-        "SELECT f.idx, f.stable_id, f.imported, f.import_module, f.import_field, s.name, s.provenance"
-        " FROM functions f LEFT JOIN symbols s ON s.stable_id = f.stable_id"
-        " WHERE f.version_id = ? ORDER BY f.idx",
-        (version_id,),
-    ).fetchall()
+    return [
+        IdentityRow(idx, sid, bool(imported), mod, fld, name, prov)
+        for idx, sid, imported, mod, fld, name, prov in conn.execute(
+            "SELECT f.idx, f.stable_id, f.imported, f.import_module, f.import_field, s.name,"
+            " s.provenance FROM functions f LEFT JOIN symbols s ON s.stable_id = f.stable_id"
+            " WHERE f.version_id = ? ORDER BY f.idx",
+            (version_id,),
+        )
+    ]
 
 
 def stored_diff_report(

@@ -62,6 +62,14 @@ class VersionInfo(TypedDict, total=False):
     lineage: LineageRecord | None
 
 
+class OracleBytes(NamedTuple):
+    """A stored reference module with its bytes (:func:`oracle_modules`)."""
+
+    id: int
+    label: str
+    data: bytes
+
+
 class LineageVersion(TypedDict):
     id: int
     label: str
@@ -359,6 +367,18 @@ class MatchingRow(TypedDict):
     loops: int
     call_indirect: int
     table_slots: list[int]
+
+
+class IdentityRow(NamedTuple):
+    """A function's KB identity and current name (:func:`function_identities`)."""
+
+    index: int
+    stable_id: str
+    imported: bool
+    import_module: str | None
+    import_field: str | None
+    name: str | None
+    provenance: str | None
 
 
 class MemOp(NamedTuple):

@@ -16,6 +16,7 @@ from kbtool.kb.queries._base import (
 from kbtool.kb.queries.shapes import (
     LineageRecord,
     LineageVersion,
+    OracleBytes,
     OracleModule,
     VersionInfo,
     VersionRef,
@@ -139,10 +140,10 @@ def list_oracles(conn: sqlite3.Connection) -> list[OracleModule]:
     ]
 
 
-def oracle_modules(conn: sqlite3.Connection) -> list[tuple[int, str, bytes]]:
-    """``(id, label, bytes)`` of every reference module, oldest first."""
+def oracle_modules(conn: sqlite3.Connection) -> list[OracleBytes]:
+    """Every reference module with its bytes, oldest first."""
     return [
-        (i, lab, bytes(data))
+        OracleBytes(i, lab, bytes(data))
         for i, lab, data in conn.execute("SELECT id, label, data FROM oracle_modules ORDER BY id")
     ]
 
