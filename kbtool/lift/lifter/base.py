@@ -161,7 +161,7 @@ class LiftResult:
 class _E:
     """An expression on the value stack."""
 
-    __slots__ = ("text", "prec", "ty", "fl", "locs", "neg", "const", "tee", "negp", "u")
+    __slots__ = ("text", "prec", "ty", "fl", "locs", "neg", "const", "tee", "negp", "u", "nn", "w")
 
     def __init__(
         self,
@@ -175,6 +175,7 @@ class _E:
         tee: int | None = None,
         negp: int = -1,
         u: bool = False,
+        nn: bool = False,
     ):
         self.text = text
         self.prec = prec
@@ -186,6 +187,13 @@ class _E:
         self.tee = tee  # local index when the expression is exactly ``lN = value``
         self.negp = negp  # precedence of ``neg`` when it is a 0/1 value (a comparison), else -1
         self.u = u  # the C type is unsigned (uint32_t / uint64_t), not int32_t / int64_t
+        # the value is never negative (below 2**31 / 2**63: a zero-extended 8/16-bit load, a
+        # 0/1 result, a count, a mask), so its signed and unsigned readings agree: an
+        # unsigned operation needs no cast on it (C's int type says the same)
+        self.nn = nn
+        # an i64 widened from 32 bits (`(int64_t)x`): x's text and precedence, for a consumer
+        # where C widens it anyway (assigned to an i64, an operand next to a 64-bit one)
+        self.w: tuple[str, int] | None = None
 
 
 def _p(e: _E, maxprec: int) -> str:
@@ -258,15 +266,40 @@ def _u(e: _E, ty: str) -> str:
 
 
 def _uo(e: _E, ty: str, maxprec: int, other_u: bool) -> str:
-    """An operand of an unsigned operation: as is when its C type is already unsigned, a
-    non-negative constant as is when the other operand is unsigned (C converts it), else
+    """An operand of an unsigned operation: as is when its C type is already unsigned or
+    its value is never negative (``nn``), a non-negative constant as is when the other
+    operand is unsigned or never negative (C converts it, or both readings agree), else
     :func:`_u`."""
-    if e.u:
+    if e.u or e.nn:
         return _p(e, maxprec)
     c = e.const
     if other_u and type(c) is int and 0 <= c <= (0x7FFFFFFF if ty == "i32" else 1 << 62):
         return _p(e, maxprec)
     return _u(e, ty)
+
+
+def _narrow(e: _E) -> _E:
+    """The 32-bit operand of a widening ``(int64_t)x`` (``e.w``), for a place where C
+    converts it to 64 bits itself (the same sign- or zero-extension: a zero-extended value is
+    ``uint32_t`` or never negative)."""
+    assert e.w is not None
+    return _E(e.w[0], e.w[1], e.ty, e.fl, e.locs, nn=e.nn)
+
+
+def _uo_signed(e: _E, other: _E) -> bool:
+    """Whether :func:`_uo` prints ``e`` (operand of an unsigned operation next to ``other``)
+    with a signed C type: it is never negative, or a bare non-negative constant."""
+    if e.u:
+        return False
+    if e.nn:
+        return True
+    return (other.u or other.nn) and _nonneg_const(e)
+
+
+def _nonneg_const(e: _E) -> bool:
+    """``e`` is an integer constant that :func:`_uo` may print bare (0 .. 2**31-1 / 2**62)."""
+    c = e.const
+    return type(c) is int and 0 <= c <= (0x7FFFFFFF if e.ty == "i32" else 1 << 62)
 
 
 def _so(e: _E, ty: str, maxprec: int) -> str:

@@ -167,7 +167,15 @@ class _Control(_Branches):
             fl, locs = _merge(c, a, b)
             u = a.u or b.u
             self.push(
-                _E(f"{_p(c, 12)} ? {_p(a, 12)} : {_p(b, 13)}", 13, fr.results[0], fl, locs, u=u)
+                _E(
+                    f"{_p(c, 12)} ? {_p(a, 12)} : {_p(b, 13)}",
+                    13,
+                    fr.results[0],
+                    fl,
+                    locs,
+                    u=u,
+                    nn=a.nn and b.nn,
+                )
             )
             return
         if reach:

@@ -223,7 +223,7 @@ class _Core:
         name = self.locals_c[x]
         k = self.lsign[x]
         if k == 2:  # bool: !b is its negation
-            return _E(name, 0, self.local_types[x], 0, (x,), f"!{name}", None, None, 2)
+            return _E(name, 0, self.local_types[x], 0, (x,), f"!{name}", None, None, 2, nn=True)
         return _E(name, 0, self.local_types[x], 0, (x,), u=k == 1)
 
     def ctype(self, ty: str) -> str:
@@ -257,7 +257,7 @@ class _Core:
             return self.local_e(e.tee)
         name = self.new_temp(e.ty, "t", e.u)
         self.emit(f"{name} = {e.text};")
-        return _E(name, 0, e.ty, u=e.u)
+        return _E(name, 0, e.ty, u=e.u, nn=e.nn)
 
     def spill_where(self, pred) -> None:
         st = self.stack
@@ -314,15 +314,17 @@ class _Core:
             prologue = not (j < len(self.ops) and self.ops[j] == OP_GLOBAL_SET)
         if self.lsign[x] == 2 and type(v.const) is int:
             v = _E("true" if v.const else "false", 0, v.ty)  # 0/1 into a bool local
+        text = v.text if v.w is None else v.w[0]  # an i64 local widens a 32-bit value itself
         if not tee or prologue or not self.foldable(x):
-            self.emit(_assign_stmt(name, v.text))
+            self.emit(_assign_stmt(name, text))
             if tee:
                 self.stack.append(self.local_e(x))
             return
         locs = v.locs + (nx,)
         self.pend.add(x)
-        t = _E(f"{name} = {v.text}", 14, self.local_types[x], v.fl | F_SET, locs, tee=x)
+        t = _E(f"{name} = {text}", 14, self.local_types[x], v.fl | F_SET, locs, tee=x)
         t.u = self.lsign[x] == 1
+        t.nn = v.nn
         self.push(t)
 
     def spill_for_local(self, idx: int) -> None:
@@ -448,7 +450,9 @@ class _Core:
             if b.fl & (F_CALL | F_SET):
                 b = self.spill(b)
         fl, locs = _merge(a, b, c)
-        self.push(_E(f"{_p(c, 12)} ? {_p(a, 12)} : {_p(b, 13)}", 13, a.ty, fl, locs, u=a.u or b.u))
+        e = _E(f"{_p(c, 12)} ? {_p(a, 12)} : {_p(b, 13)}", 13, a.ty, fl, locs, u=a.u or b.u)
+        e.nn = a.nn and b.nn
+        self.push(e)
 
     def calls_pending(self) -> bool:
         """Whether a value on the stack calls something: a memory or global read after it

@@ -17,13 +17,20 @@ from .base import (
     _i32_text,
     _i64_text,
     _merge,
+    _narrow,
+    _nonneg_const,
     _p,
     _so,
     _uo,
+    _uo_signed,
 )
 from .memory import _Memory
 
 _NUMERIC_OPS = frozenset(("*", "/", "%", "&", "|", "^", "<<", ">>"))
+#: operators whose operands C converts to their common type (not shifts, not div/rem)
+_WIDENS = frozenset(("+", "-", "*", "&", "|", "^"))
+#: helpers whose result is a bit count (never negative)
+_COUNTS = frozenset(("i32_clz", "i32_ctz", "i32_popcnt", "i64_clz", "i64_ctz", "i64_popcnt"))
 
 
 def _number(e: _E) -> _E:
@@ -49,7 +56,9 @@ class _Values(_Memory):
             self.ret_type(t.results)
             fn = name
             args_fl, locs = _merge(*args) if args else (0, ())
-        call = f"{fn}({', '.join(a.text for a in args)})"
+        # an i64 argument widened from 32 bits: the prototype in scope converts it
+        texts = [a.w[0] if a.w is not None else a.text for a in args]
+        call = f"{fn}({', '.join(texts)})"
         if is_tail:
             ft = self.frames[0].results
             if len(ft) == 0:
@@ -100,18 +109,29 @@ class _Values(_Memory):
                 self.push(_E(t, 2, results[0], a.fl, a.locs))
             elif form == "eqz":
                 if a.negp >= 0 and a.neg is not None:  # !(a < b) is a >= b
-                    self.push(_E(a.neg, a.negp, "i32", a.fl, a.locs, a.text, None, None, a.prec))
+                    e = _E(a.neg, a.negp, "i32", a.fl, a.locs, a.text, None, None, a.prec, nn=True)
+                    self.push(e)
                     return
                 p = _p(a, 6)
                 neg = a.text if a.prec <= 13 else f"({a.text})"
-                self.push(_E(f"{p} == 0", 7, "i32", a.fl, a.locs, neg=neg))
+                self.push(_E(f"{p} == 0", 7, "i32", a.fl, a.locs, neg=neg, nn=True))
             else:
+                unsigned_src = text.endswith(("(uint32_t)", "(uint64_t)"))  # extend_u, convert_u
                 if a.u:  # an unsigned operand: (int64_t)(uint32_t)x is (int64_t)x
-                    if text.endswith(("(uint32_t)", "(uint64_t)")):
+                    if unsigned_src:
                         text = text[:-10]
-                    elif text in ("(int64_t)", "(float)", "(double)"):  # read as signed
-                        text += "(int32_t)" if params[0] == "i32" else "(int64_t)"
-                self.push(_E(f"{text}{_p(a, 2)}", 2, results[0], a.fl, a.locs))
+                    elif text in ("(int64_t)", "(float)", "(double)") and not a.nn:
+                        text += "(int32_t)" if params[0] == "i32" else "(int64_t)"  # signed
+                elif a.nn and unsigned_src:  # never negative: both readings agree
+                    text = text[:-10]
+                # i64 from a zero-extended or never negative i32 is never negative
+                nn = text == "(int64_t)(uint32_t)" or (
+                    text == "(int64_t)" and (a.nn or (a.u and unsigned_src))
+                )
+                e = _E(f"{text}{_p(a, 2)}", 2, results[0], a.fl, a.locs, nn=nn)
+                if text == "(int64_t)" and params[0] == "i32":
+                    e.w = (a.text, a.prec)  # C widens it by itself where it meets an i64
+                self.push(e)
             return
         # helper calls
         n_imm = imm_args(op)
@@ -140,7 +160,7 @@ class _Values(_Memory):
         if not results:
             self.emit(f"{call};")
         elif len(results) == 1:
-            self.push(_E(call, 0, results[0], fl, locs))
+            self.push(_E(call, 0, results[0], fl, locs, nn=text in _COUNTS))
         else:
             st = self.ret_type(results)
             tmp = f"t{len(self.temps) + 1}"
@@ -154,12 +174,21 @@ class _Values(_Memory):
     ) -> _E:
         P = PREC[op]
         isint = ty == "i32" or ty == "i64"
+        if (a.w is not None or b.w is not None) and (
+            form == "cmp" or form == "cmpu" or (form == "bin" and op in _WIDENS)
+        ):
+            # (int64_t)x + y is x + y when y is 64 bits: C's conversions widen x the same way
+            if a.w is not None and b.w is None:
+                a = _narrow(a)
+            elif b.w is not None:
+                b = _narrow(b)
         if form == "bin":
             if isint and (op == "/" or op == "%"):  # div_s / rem_s
                 return _E(f"{_so(a, ty, P)} {op} {_so(b, ty, P - 1)}", P, rty, fl, locs)
             u = isint and (a.u or b.u)  # C's usual conversions: the same bits, unsigned
             if (
                 op == "+"
+                and ty == "i32"
                 and self.fregion
                 and b.const is not None
                 and type(b.const) is int
@@ -186,17 +215,29 @@ class _Values(_Memory):
                 return _E(t, 2, rty, fl, locs, u=u)
             if P >= 8:  # bitwise: parenthesise arithmetic operands for the reader
                 la = a.text if a.prec <= 2 or a.prec == P else f"({a.text})"
-                return _E(f"{la} {op} {_p(b, 2)}", P, rty, fl, locs, u=u)
+                an = a.nn or _nonneg_const(a)
+                bn = b.nn or _nonneg_const(b)
+                nn = isint and ((an or bn) if op == "&" else (an and bn))
+                return _E(f"{la} {op} {_p(b, 2)}", P, rty, fl, locs, u=u, nn=nn)
             return _E(f"{_p(a, P)} {op} {_p(b, P - 1)}", P, rty, fl, locs, u=u)
         if form == "binu":
-            # unsigned operands give an unsigned result: no cast back to signed
-            ta, tb = _uo(a, ty, P, b.u), _uo(b, ty, P - 1, a.u)
-            return _E(f"{ta} {op} {tb}", P, rty, fl, locs, u=True)
+            # unsigned operands give an unsigned result: no cast back to signed; never
+            # negative operands need no cast and give a never negative (int) result
+            ta, tb = _uo(a, ty, P, b.u or b.nn), _uo(b, ty, P - 1, a.u or a.nn)
+            signed = _uo_signed(a, b) and _uo_signed(b, a)
+            bc = b.const
+            nn = signed or (
+                type(bc) is int and (bc >= 2 if op == "/" else 0 < bc <= 0x7FFFFFFF) or b.nn
+            )
+            return _E(f"{ta} {op} {tb}", P, rty, fl, locs, u=not signed, nn=nn)
         if form in ("cmp", "cmpu"):
             if form == "cmpu":
-                ta, tb = _uo(a, ty, P, b.u), _uo(b, ty, P - 1, a.u)
+                ta, tb = _uo(a, ty, P, b.u or b.nn), _uo(b, ty, P - 1, a.u or a.nn)
             elif isint and op != "==" and op != "!=":
-                ta, tb = _so(a, ty, P), _so(b, ty, P - 1)
+                if (a.nn or _nonneg_const(a)) and (b.nn or _nonneg_const(b)):
+                    ta, tb = _p(a, P), _p(b, P - 1)  # never negative: both readings agree
+                else:
+                    ta, tb = _so(a, ty, P), _so(b, ty, P - 1)
             else:
                 ta, tb = _p(a, P), _p(b, P - 1)
             if (
@@ -208,14 +249,14 @@ class _Values(_Memory):
             ):
                 # (a < b) == 0 is a >= b; (a < b) != 0 is a < b
                 if op == "==":
-                    return _E(a.neg, a.negp, "i32", fl, locs, a.text, None, None, a.prec)
-                return _E(a.text, a.prec, "i32", fl, locs, a.neg, None, None, a.negp)
+                    return _E(a.neg, a.negp, "i32", fl, locs, a.text, None, None, a.prec, nn=True)
+                return _E(a.text, a.prec, "i32", fl, locs, a.neg, None, None, a.negp, nn=True)
             neg = None
             negp = -1
             if isint:
                 neg = f"{ta} {_NEG_CMP[op]} {tb}"
                 negp = P
-            return _E(f"{ta} {op} {tb}", P, "i32", fl, locs, neg, None, None, negp)
+            return _E(f"{ta} {op} {tb}", P, "i32", fl, locs, neg, None, None, negp, nn=True)
         bits = 31 if ty == "i32" else 63
         if b.const is not None and isinstance(b.const, int):
             cnt = str(b.const & bits)
@@ -224,7 +265,11 @@ class _Values(_Memory):
         else:
             cnt = f"({_p(b, 8)} & {bits})"
         if form == "shru":
-            return _E(f"{_uo(a, ty, 2, False)} >> {cnt}", 5, rty, fl, locs, u=True)
+            # a never negative operand shifts the same either way (and stays int)
+            signed = a.nn and not a.u
+            nn = signed or (type(b.const) is int and b.const & bits != 0)
+            return _E(f"{_uo(a, ty, 2, False)} >> {cnt}", 5, rty, fl, locs, u=not signed, nn=nn)
         if form == "shr":
-            return _E(f"{_so(a, ty, 2)} >> {cnt}", 5, rty, fl, locs)
+            sa = _p(a, 2) if a.nn else _so(a, ty, 2)  # a never negative value shifts alike
+            return _E(f"{sa} >> {cnt}", 5, rty, fl, locs, u=a.u and a.nn, nn=a.nn)
         return _E(f"{_p(a, 2)} {op} {cnt}", 5, rty, fl, locs, u=a.u)

@@ -193,10 +193,15 @@ class _Lifter(_Gc):
                     self.cur = i
                     text = self.mem_ptr(base, imms[1], ct)
                     prec = 2 if text[0] == "*" or text[0] == "(" else 0
+                    narrow = None
                     if widen:
+                        narrow = (text, prec)  # C widens it by itself where it meets an i64
                         text = f"(int64_t){text}"
                         prec = 2
-                    stack.append(_E(text, prec, ty, base.fl | F_MEM, base.locs))
+                    # a zero-extended load (uint8_t/uint16_t/uint32_t into i64) is never negative
+                    e = _E(text, prec, ty, base.fl | F_MEM, base.locs, nn=ct[0] == "u")
+                    e.w = narrow
+                    stack.append(e)
                     continue
                 if k == 4:
                     v = imms[0]

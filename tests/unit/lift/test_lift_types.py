@@ -83,7 +83,8 @@ def test_sign_shapes_from_wat(tmp_path):
         uf
     )
     sm = r.c["select_mix"]
-    assert "(int64_t)(l2 < 50 ? l2 : p1)" in sm, sm  # unsigned select: extend_u needs no cast
+    # unsigned select: extend_u needs no cast, and next to a 64-bit operand not even (int64_t)
+    assert "return (l2 < 50 ? l2 : p1) + (int64_t)(int32_t)(" in sm, sm
     assert "(int64_t)(int32_t)(l2 >= (uint32_t)p1 ? l2 : p1)" in sm, sm
     b = r.c["bool_local"]
     assert "bool l2 = false;" in b and "if (!l2) l2 = true;" in b and "if (l2) " in b, b
