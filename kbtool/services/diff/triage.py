@@ -39,6 +39,7 @@ from typing import Any
 from kbtool.services.diff.align import EXACT_CELLS, align  # noqa: F401 (align: re-exported)
 from kbtool.services.diff.ordering import KINDS, layout_groups, order_changes  # noqa: F401 (re-exported)
 from kbtool.services.diff.triage_rules import (
+    _K_CALL,
     _K_I32,
     _K_I64,
     _K_MEM,
@@ -50,6 +51,7 @@ from kbtool.services.diff.triage_rules import (
     _op_change,
     _plain,
     _summary_reasons,
+    _switch_cases,
     _width_change,
     is_error_callee,
     is_error_text,
@@ -69,13 +71,27 @@ __all__ = [
 ]
 
 TRIAGE_RULES = (
-    3  # bumped when the rules change: answers cached on disk by older rules are not served
+    4  # bumped when the rules change: answers cached on disk by older rules are not served
 )
 GRAM = 4  # n-gram length for recognising an inlined callee's body
 MIN_INLINED_RUN = 20  # shorter inserted runs are never taken for inlined code
 KEY_CONST = 1 << 12  # constants below this are part of the alignment key
 FOCUS_WEIGHT = 1.5  # bonus of a change that is a small part of its body
 MAX_REASONS = 6
+MOVED_GRAM = 8  # n-gram length for code moved between functions (longer: any function's)
+SOLO_MAX = 24  # longest run of new code taken for "one new call, the only change"
+SOLO_DELETED = 8  # deleted instructions (not moved) that still leave a call "the only change"
+CHURN_AMOUNT = 400  # instructions changed from which a change is a rewrite
+_PRIVATE = (
+    "_signals",
+    "_amount",
+    "_body",
+    "_churn",
+    "_del_keys",
+    "_ins_grams",
+    "_deleted",
+    "_solo",
+)
 
 
 def _key(tok: tuple[int, tuple]) -> tuple:
@@ -200,7 +216,7 @@ def _classify(
         )
         and ex.get("instr_to") == ex.get("instr_from")
     )
-    churn = n_calls >= 6 or amount >= 400
+    churn = n_calls >= 6 or amount >= CHURN_AMOUNT
     if inl and len(inl) * 2 >= len(inserted):
         add(
             0.0,
@@ -266,9 +282,10 @@ def triage_pair(
     inl = _inlined_sites(tb, inserted, inlined)
     for i1, i2, j1, j2 in replaces:
         _width_change(ta[i1:i2], tb[j1:j2], add)
+    _switch_cases(ta, tb, add)
     ins_set = set(inserted)
     if ta and tb:
-        _new_comparisons(ta, tb, inl, ins_set, add, err_call)
+        _new_comparisons(ta, tb, inl, ins_set, add, err_call, callee_label)
     _inserted_reasons(tb, inserted, inl, ins_set, add, err_call, callee_label)
     consts = _constant_reasons(ex, ta, tb, changed_pairs, add, callee_label)
     _summary_reasons(ex, add)
@@ -285,11 +302,95 @@ def triage_pair(
         "_body": body,
         "_churn": churn,
         "triage_kind": kind,
+        **_moves(ex, ta, tb, inserted, deleted, inl, callee_label),
     }
     _score(out)
     if not private:
         finish([out])
     return out
+
+
+def _moves(
+    ex: dict[str, Any],
+    ta: list[tuple[int, tuple]],
+    tb: list[tuple[int, tuple]],
+    inserted: list[int],
+    deleted: list[int],
+    inl: set[int],
+    callee_label: Callable[[int], str],
+) -> dict[str, Any]:
+    """What :func:`finish` reads across functions: the deleted runs (``_del_keys``: their
+    n-gram keys, for code that moved into another function), the n-grams of the inserted
+    code (``_ins_grams``), how many instructions were deleted (``_deleted``), and the one new
+    call inserted when it is all the new code (``_solo``: its label and run length)."""
+    if not (ta and tb):
+        return {}
+    del_keys = [[_gram_key(ta[i]) for i in run] for run in _runs(deleted) if len(run) >= MOVED_GRAM]
+    ins_grams: set[tuple] = set()
+    for run in _runs(inserted):
+        keys = [_gram_key(tb[j]) for j in run]
+        ins_grams.update(tuple(keys[q : q + MOVED_GRAM]) for q in range(len(keys) - MOVED_GRAM + 1))
+    return {
+        "_del_keys": del_keys,
+        "_ins_grams": frozenset(ins_grams),
+        "_deleted": len(deleted),
+        "_solo": _solo_call(ex, tb, [j for j in inserted if j not in inl], callee_label),
+    }
+
+
+def _solo_call(
+    ex: dict[str, Any], tb: list[tuple[int, tuple]], ins: list[int], label: Callable[[int], str]
+) -> tuple[str, int] | None:
+    """All the new code is one short run holding one call to a function the old body did not
+    call (``setminordebt(g)``, a missing ``free``, a lock): its callee's label and length."""
+    runs = _runs(ins)
+    if len(runs) != 1 or len(runs[0]) > SOLO_MAX:
+        return None
+    calls = [tb[j][1][0] for j in runs[0] if KIND[tb[j][0]] == _K_CALL]
+    if len(calls) != 1 or label(calls[0]) not in ex.get("calls_added", []):
+        return None
+    return label(calls[0]), len(runs[0])
+
+
+def _moved_out(entries: list[dict[str, Any]]) -> None:
+    """Code deleted from one function and inserted into another (inlining or outlining
+    moved it between them) is neither's change: deleted runs that the diff's inserted code
+    covers (by :data:`MOVED_GRAM`-grams) no longer count in ``_amount``; then a function
+    whose only new code is one new call (:func:`_solo_call`) and little else gets its reason."""
+    grams: set[tuple] = set()
+    for e in entries:
+        grams |= e.get("_ins_grams", frozenset())
+    for e in entries:
+        if "_deleted" not in e:
+            continue
+        moved = 0
+        for keys in e["_del_keys"]:
+            cov: set[int] = set()
+            for q in range(len(keys) - MOVED_GRAM + 1):
+                if tuple(keys[q : q + MOVED_GRAM]) in grams:
+                    cov.update(range(q, q + MOVED_GRAM))
+            if len(cov) >= 0.7 * len(keys):
+                moved += len(cov)
+        changed = False
+        if moved:
+            e["_amount"] = max(0, e["_amount"] - moved // 2)
+            e["_churn"] = e["_churn"] and e["_amount"] >= CHURN_AMOUNT
+            e["_signals"].append(
+                (0.0, f"moved: {moved:,} deleted instruction(s) now in another function", None)
+            )
+            changed = True
+        solo = e["_solo"]
+        if (
+            solo is not None
+            and e["_deleted"] - moved <= max(solo[1], SOLO_DELETED)
+            and e["triage_kind"] != "layout"
+        ):
+            e["_signals"].append((5.0, f"+ new call: {solo[0]} (the only code added)", None))
+            if e["triage_kind"] != "fix":
+                e["triage_kind"] = "fix"
+            changed = True
+        if changed:
+            _score(e)
 
 
 def _score(t: dict[str, Any]) -> None:
@@ -322,6 +423,7 @@ def finish(entries: list[dict[str, Any]], min_functions: int = 3) -> None:
     change (``a -> b``) in ``min_functions`` or more functions is a renumbering (an enum, an
     error code, a limit moved by a rebuild), reported once per function as such and not
     weighed as a bound of its own."""
+    _moved_out(entries)
     seen: dict[tuple, int] = {}
     for e in entries:
         for k in {k for _w, _t, k in e.get("_signals", ()) if k is not None}:
@@ -346,5 +448,5 @@ def finish(entries: list[dict[str, Any]], min_functions: int = 3) -> None:
             if e["triage_kind"] == "fix" and not any(w > 0 for w, _, _ in keep):
                 e["triage_kind"] = "change"
             _score(e)
-        for k in ("_signals", "_amount", "_body", "_churn"):
+        for k in _PRIVATE:
             e.pop(k, None)

@@ -151,9 +151,11 @@ def _new_check(
     j: int,
     add: Callable[..., None],
     err_call: Callable[[int], bool],
+    label: Callable[[int], str] = str,
 ) -> None:
     """The reason of a new comparison at ``tb[j]``: weighed higher when it feeds a branch,
-    higher still when that branch bails out (an error call, a trap, a return)."""
+    higher still when that branch bails out (an error call, a trap, a return), or when it
+    tests a call's result for NULL (``p = lookup(...); if (!p) ...``) or for an overflow."""
     sym, sign = _cmp(tb[j][0]) or ("?", "")
     follows = any(
         MNEMONICS[tb[q][0]] in ("br_if", "if", "select", "br_table")
@@ -165,18 +167,88 @@ def _new_check(
         a = _operand(tb[j - 2] if j >= 2 else None)
         b = _operand(tb[j - 1] if j >= 1 else None)
         text = f"{a} {sym}{sign} {b}"
-    if follows and _guards_error(tb, j, err_call):
+    callee = _call_result(tb, j) if sym == "== 0" and follows else None
+    if _overflow_check(tb, j, sym, sign):
+        add(6.0, f"+ overflow check: {text}")
+    elif callee is not None:
+        add(5.5, f"+ NULL check of a call's result: call {label(callee)}")
+    elif sym == "== 0" and follows and _guards_deref(tb, j):
+        add(5.5, f"+ NULL check: {text} (guards a dereference)")
+    elif follows and _guards_error(tb, j, err_call):
         add(5.5, f"+ bounds check: {text} (guards an error/return path)")
     else:
         add(5.0 if follows else 3.0, f"+ bounds check: {text}")
 
 
+def _guards_deref(tb: Sequence[tuple[int, tuple]], j: int) -> bool:
+    """``p == 0`` whose branch skips a load through ``p`` (``if (p) v = p->f``: the
+    dereference now guarded), the ``br_if``/``if`` within 2 instructions."""
+    if j < 1 or MNEMONICS[tb[j - 1][0]] not in ("local.get", "local.tee"):
+        return False
+    var = tb[j - 1][1][0]
+    q = next(
+        (q for q in range(j + 1, min(j + 3, len(tb))) if MNEMONICS[tb[q][0]] in ("if", "br_if")),
+        None,
+    )
+    if q is None or (MNEMONICS[tb[q][0]] == "br_if" and int(tb[q][1][0]) != 0):
+        return False
+    for r in range(q + 1, min(q + 1 + FALLTHROUGH_SPAN, len(tb) - 1)):
+        m = MNEMONICS[tb[r][0]]
+        if m in ("end", "else", "block", "loop", "if", "br", "br_if", "br_table", "return"):
+            return False
+        if m == "local.get" and tb[r][1][0] == var and ".load" in MNEMONICS[tb[r + 1][0]]:
+            return True
+    return False
+
+
+def _call_result(tb: Sequence[tuple[int, tuple]], j: int) -> int | None:
+    """The callee whose result the ``eqz`` at ``j`` tests (``call f; [local.tee]; eqz``)."""
+    q = j - 1
+    if q > 0 and MNEMONICS[tb[q][0]] == "local.tee":
+        q -= 1
+    if q >= 0 and MNEMONICS[tb[q][0]] == "call":
+        return int(tb[q][1][0])
+    return None
+
+
+_GROWS = ("add", "mul", "shl")
+NEAR_MAX = 0x7FFF0000  # unsigned bounds from here up are INT_MAX/UINT_MAX-like limits
+
+
+def _overflow_check(tb: Sequence[tuple[int, tuple]], j: int, sym: str, sign: str) -> bool:
+    """An integer overflow check: the sign of a sum, product or shift tested (``n + m < 0``,
+    ``n * 2 > -1``: a wrapped int), or an unsigned bound near INT_MAX/UINT_MAX."""
+    if j < 2 or KIND[tb[j - 1][0]] not in (_K_I32, _K_I64):
+        return False
+    c = int(tb[j - 1][1][0])
+    if sym not in ("<", "<=", ">", ">="):
+        return False
+    if sign == "u":
+        return c >= NEAR_MAX or -(1 << 16) < c < -1
+    if not (c == 0 or (sym in (">", "<=") and c == -1) or (sym in ("<", ">=") and c == 1)):
+        return False  # not a sign test (``< 0``, ``> -1``, ``> 0``, ``< 1``...)
+    q = j - 2
+    if MNEMONICS[tb[q][0]] == "local.tee" and q:
+        q -= 1
+    return MNEMONICS[tb[q][0]].split(".")[-1] in _GROWS
+
+
+FALLTHROUGH_SPAN = 16  # a br_if's fall-through up to its block's end, when this short
+
+
 def _guards_error(tb: Sequence[tuple[int, tuple]], j: int, err_call: Callable[[int], bool]) -> bool:
     """A comparison whose ``if`` (within 3 instructions) opens a short block ending in an
-    error call, a trap, or a return: a check that bails out."""
-    q = next((q for q in range(j + 1, min(j + 4, len(tb))) if MNEMONICS[tb[q][0]] == "if"), None)
+    error call, a trap, or a return, or whose ``br_if`` skips one (the fall-through up to the
+    enclosing block's end bails out: ``if (x < 0) { err = E; return 0; }`` as compiled): a
+    check that bails out."""
+    q = next(
+        (q for q in range(j + 1, min(j + 4, len(tb))) if MNEMONICS[tb[q][0]] in ("if", "br_if")),
+        None,
+    )
     if q is None:
         return False
+    if MNEMONICS[tb[q][0]] == "br_if":
+        return _bails_out(tb, q, err_call)
     depth = 0
     for r in range(q + 1, min(q + 40, len(tb))):
         m = MNEMONICS[tb[r][0]]
@@ -195,6 +267,67 @@ def _guards_error(tb: Sequence[tuple[int, tuple]], j: int, err_call: Callable[[i
     return False
 
 
+def _bails_out(tb: Sequence[tuple[int, tuple]], q: int, err_call: Callable[[int], bool]) -> bool:
+    """The ``br_if`` at ``q`` leaves the function (its target block ends the body: an early
+    exit, compiled as a branch to the shared epilogue), or the code after it up to the end of
+    its block, when short and without nested blocks, ends in a return, a trap or an error
+    call."""
+    end = _target_end(tb, q)
+    if end is not None and (
+        end < 0
+        or all(MNEMONICS[op] in ("end", "return") for op, _ in tb[end + 1 :])
+        or _straight_to_exit(tb, end + 1, err_call)
+    ):
+        return True  # the branch leaves the function, or lands on a bail-out block
+    return _straight_to_exit(tb, q + 1, err_call)
+
+
+def _straight_to_exit(
+    tb: Sequence[tuple[int, tuple]], start: int, err_call: Callable[[int], bool]
+) -> bool:
+    """The straight code from ``start`` (short, no branch or block) ends in a return, a trap
+    or an error call."""
+    for r in range(start, min(start + FALLTHROUGH_SPAN, len(tb))):
+        m = MNEMONICS[tb[r][0]]
+        if m in ("end", "block", "loop", "if", "else", "br", "br_if", "br_table"):
+            return False
+        if m in ("unreachable", "return") or (KIND[tb[r][0]] == _K_CALL and err_call(tb[r][1][0])):
+            return True
+    return False
+
+
+_OPENERS = ("block", "loop", "if")
+
+
+def _target_end(tb: Sequence[tuple[int, tuple]], q: int) -> int | None:
+    """Where the branch at ``q`` (``br_if N``) lands: the index of its target block's ``end``,
+    -1 for the function's own label (a return), None for a loop (a branch back)."""
+    depth = int(tb[q][1][0])
+    d = depth  # find the opener of the target construct
+    for r in range(q - 1, -1, -1):
+        m = MNEMONICS[tb[r][0]]
+        if m == "end":
+            d += 1
+        elif m in _OPENERS:
+            if d == 0:
+                if m == "loop":
+                    return None
+                break
+            d -= 1
+    else:
+        return -1
+    d = depth
+    for r in range(q + 1, len(tb)):
+        m = MNEMONICS[tb[r][0]]
+        if m in _OPENERS:
+            d += 1
+        elif m == "end":
+            if d == 0:
+                return r
+            d -= 1
+    return None
+
+
 _Add = Callable[..., None]  # add(weight, text, key=None)
 
 
@@ -205,6 +338,7 @@ def _new_comparisons(
     ins_set: set[int],
     add: _Add,
     err_call: Callable[[int], bool],
+    label: Callable[[int], str] = str,
 ) -> None:
     """New comparisons: those the new body has more of than the old one (by opcode and
     constant operands, wherever the alignment put them: a comparison that moved is not new),
@@ -237,7 +371,7 @@ def _new_comparisons(
                 if alt[0] != sig[0]:
                     add(6.0, f"arith widened: {MNEMONICS[alt[0]]} -> {m}")
                 continue
-            _new_check(tb, j, add, err_call)
+            _new_check(tb, j, add, err_call, label)
 
 
 def _inserted_reasons(
@@ -268,7 +402,7 @@ def _inserted_reasons(
             and KIND[tb[j - 1][0]] == _K_CALL
         ):
             add(
-                4.0,
+                5.0,  # a stale pointer refreshed after a call that may move it: a use-after-free fix
                 f"+ call result kept: call {callee_label(tb[j - 1][1][0])} -> "
                 f"l{imms[0]} (refreshed after the call)",
             )
@@ -387,3 +521,22 @@ def _op_change(a: int, b: int, add: Callable[..., None]) -> None:
         add(5.0, f"signedness: {ma} -> {mb}")
     elif _cmp(a) and _cmp(b):
         add(4.5, f"comparison changed: {ma} -> {mb}")
+
+
+def _switch_cases(
+    ta: Sequence[tuple[int, tuple]], tb: Sequence[tuple[int, tuple]], add: _Add
+) -> None:
+    """A switch that dispatches to more places than before (a ``br_table`` with more distinct
+    targets, the old and new tables paired in order when both bodies have as many): a new
+    case, a token or state now handled apart (as a new ``x == K`` branch would be)."""
+    old = [imms for op, imms in ta if MNEMONICS[op] == "br_table"]
+    new = [imms for op, imms in tb if MNEMONICS[op] == "br_table"]
+    if len(old) != len(new):
+        return
+    for a, b in zip(old, new, strict=True):
+        na, nb = len({*a[0], a[1]}), len({*b[0], b[1]})
+        if nb > na:
+            add(
+                5.0,
+                f"+ switch case: br_table {na} -> {nb} targets ({len(a[0])} -> {len(b[0])} entries)",
+            )
