@@ -486,3 +486,48 @@ def module_refs(
             body_refs(data, fi, off, off + size, lo, hi, go, mem_hi, floor, refs, make)
         out.append(refs)
     return out
+
+
+def count_refs(
+    refs: list[Any],
+    starts: list[int],
+    text_lo: list[int],
+    text_hi: list[int],
+    counts: list[int],
+    readers: dict[int, set[int]],
+    writers: dict[int, set[int]],
+) -> list[Any]:
+    """:func:`kbtool.analysis.datamodel._count_refs` on plain lists: ``starts`` the items'
+    addresses (sorted), ``(text_lo, text_hi)`` a string literal item's bounds (``(0, 0)``
+    for other items), ``counts`` each item's references (added to here)."""
+    out: list[Any] = []
+    n = len(starts)
+    for r in refs:
+        tk: str = r.target_kind
+        if tk == "data":
+            t: int = r.target
+            a = 0
+            b = n
+            while a < b:  # bisect_right(starts, t)
+                mid = (a + b) >> 1
+                if t < starts[mid]:
+                    b = mid
+                else:
+                    a = mid + 1
+            k = a - 1
+            if k >= 0:
+                if text_lo[k] < t < text_hi[k]:
+                    kind: str = r.kind
+                    if kind == "load" or kind == "store":
+                        continue
+                counts[k] += 1
+        elif tk == "global":
+            g: int = r.target
+            d = readers if r.kind == "read" else writers
+            s = d.get(g)
+            if s is None:
+                s = set()
+                d[g] = s
+            s.add(r.func_index)
+        out.append(r)
+    return out

@@ -266,10 +266,23 @@ def _init_matches(data: bytes, lo: int, hi: int) -> list[re.Match[bytes]]:
 def passive_addresses(data: bytes, m: Module) -> dict[int, int]:
     """Addresses of passive data segments inferred from ``i32.const addr; i32.const 0;
     i32.const size; memory.init seg`` sequences (Emscripten/LLVM ``__wasm_init_memory``
-    in threaded builds). Only segments with one consistent address are returned."""
+    in threaded builds). Only segments with one consistent address are returned.
+
+    Kept on the module for its bytes (ingest asks four times: the decoder's data map, the
+    fingerprints', the data model and its store; each a search of the whole code)."""
     passive = {i for i, s in enumerate(m.data_segments) if s.passive}
     if not passive or not m.code:
         return {}
+    key = (id(data), len(data), data[m.code[0][0] : m.code[0][0] + 64])
+    cached = m.__dict__.get("_passive_addresses")
+    if cached is not None and cached[0] == key:
+        return dict(cached[1])
+    found = _passive_addresses(data, m, passive)
+    m.__dict__["_passive_addresses"] = (key, found)
+    return dict(found)
+
+
+def _passive_addresses(data: bytes, m: Module, passive: set[int]) -> dict[int, int]:
     lo = m.code[0][0]
     hi = m.code[-1][1]
     found: dict[int, set[int]] = {}
