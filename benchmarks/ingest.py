@@ -2,6 +2,7 @@
 `wasm-tools validate` in the same run.
 
     python benchmarks/ingest.py [--corpus ../shared/corpus] [--top 2 | --all] [--file X.wasm ...] [--smoke]
+    python benchmarks/ingest.py --all --same-as-pure   # the compiled twins store what the pure code does
 
 Each kbtool ingest runs in a fresh process into a fresh KB (decode, facts, hashes, identities,
 KB writes, commit); peak memory is that process's max RSS. `wasm-objdump -d FILE > /dev/null`
@@ -104,6 +105,23 @@ def _decoder_path() -> str:
     return active.PATH
 
 
+def same_as_pure(files: list[Path]) -> int:
+    """One line per module: rows compared, CPU of each side, identical or the difference."""
+    from testkit.kbcompare import same_as_pure as check
+
+    bad = 0
+    for f in files:
+        with tempfile.TemporaryDirectory() as tmp:
+            n, diff, tc, tp = check(f, Path(tmp))
+        status = "identical" if diff is None else f"DIFFERENT: {diff}"
+        print(
+            f"{f.name[:46]:46} {n:>9} rows  cpu compiled {tc:6.2f} s  pure {tp:6.2f} s  {status}",
+            flush=True,
+        )
+        bad += diff is not None
+    return 1 if bad else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -113,6 +131,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--all", action="store_true", help="every corpus module")
     ap.add_argument("--file", type=Path, action="append", default=[])
     ap.add_argument("--smoke", action="store_true", help="the demo release only, a few seconds")
+    ap.add_argument(
+        "--same-as-pure",
+        action="store_true",
+        help="instead: ingest each module through the compiled twins and through the pure"
+        " code (fresh KBs) and compare every stored table; exit 1 on a difference",
+    )
     args = ap.parse_args(argv)
     files = [DEMO] if args.smoke else list(args.file)
     if not files:
@@ -123,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
         mods = sorted(manifest["modules"], key=lambda m: -m["size"])
         mods = [m for m in mods if m["file"].endswith(".wasm")]
         files = [args.corpus / m["file"] for m in (mods if args.all else mods[: args.top])]
+    if args.same_as_pure:
+        return same_as_pure(files)
     print(
         f"decoder: {_decoder_path()}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
         f"; {os.cpu_count()} cores"

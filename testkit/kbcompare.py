@@ -1,33 +1,21 @@
-"""Ingest through the compiled twins (decoder, data walk) stores exactly what the pure
-path stores: every table of two fresh KBs, row by row in rowid order (times left out).
+"""Ingest through the compiled twins (decoder, data walk) and through the pure code, and
+compare the two KBs: every table row by row in rowid order (times left out). Used by
+``benchmarks/ingest.py --same-as-pure`` and by the tests.
 
-    python benchmarks/ingest_equal.py                      # every corpus module + ffmpeg when cached
-    python benchmarks/ingest_equal.py --file X.wasm ...    # these modules
-    python benchmarks/ingest_equal.py --smoke              # the bundled demo release only
-
-Each side is one ``kbtool ingest`` in a fresh process: ``KBTOOL_DECODE`` and
+Each side is one ``kbtool ingest`` in a fresh process with ``KBTOOL_DECODE`` and
 ``KBTOOL_DATASCAN`` set to ``compiled`` (an error when a twin is not built) or ``pure``.
-Prints one line per module (rows compared, CPU seconds of each side) and exits non-zero on
-the first difference, naming the table and the first differing row.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import resource
 import sqlite3
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "corpus"
-if not CORPUS.is_dir():
-    CORPUS = Path("/work/shared/corpus")
-BIG = Path.home() / ".cache" / "kbtool-big" / "package" / "dist" / "esm" / "ffmpeg-core.wasm"
-DEMO = ROOT / "kbtool" / "demo" / "zstd-1.5.5.wasm"
 
 
 def ingest(module: Path, db: Path, mode: str) -> float:
@@ -43,7 +31,7 @@ def ingest(module: Path, db: Path, mode: str) -> float:
     )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if r.returncode != 0:
-        raise SystemExit(f"{module.name}: {mode} ingest failed: {r.stderr.strip()[-400:]}")
+        raise RuntimeError(f"{module.name}: {mode} ingest failed: {r.stderr.strip()[-400:]}")
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
@@ -101,31 +89,13 @@ def compare(a: Path, b: Path) -> tuple[int, str | None]:
     return n, None
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--file", nargs="*", type=Path, help="modules to check")
-    ap.add_argument("--smoke", action="store_true", help="the bundled demo release only")
-    args = ap.parse_args(argv)
-    if args.smoke:
-        mods = [DEMO]
-    elif args.file:
-        mods = args.file
-    else:
-        mods = sorted(CORPUS.rglob("*.wasm"), key=lambda p: p.stat().st_size)
-        if BIG.is_file():
-            mods.append(BIG)
-    bad = 0
-    for m in mods:
-        with tempfile.TemporaryDirectory() as tmp:
-            dc, dp = Path(tmp) / "compiled.db", Path(tmp) / "pure.db"
-            tc = ingest(m, dc, "compiled")
-            tp = ingest(m, dp, "pure")
-            n, diff = compare(dc, dp)
-        status = "identical" if diff is None else f"DIFFERENT: {diff}"
-        print(f"{m.name:<52} {n:>9} rows  cpu compiled {tc:6.2f} s  pure {tp:6.2f} s  {status}")
-        bad += diff is not None
-    return 1 if bad else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def same_as_pure(module: Path, tmp: Path) -> tuple[int, str | None, float, float]:
+    """Ingest ``module`` both ways into fresh KBs under ``tmp``: (rows compared, the first
+    difference or None, CPU seconds compiled, CPU seconds pure)."""
+    dc, dp = tmp / "compiled.db", tmp / "pure.db"
+    for d in (dc, dp):
+        d.unlink(missing_ok=True)
+    tc = ingest(module, dc, "compiled")
+    tp = ingest(module, dp, "pure")
+    n, diff = compare(dc, dp)
+    return n, diff, tc, tp
