@@ -1,6 +1,7 @@
 """Checking a value against a TypedDict annotation, deeply: required keys present, no
-undeclared key, nested TypedDicts, lists, dict values, tuples, optionals, ``Literal`` values
-and unions of TypedDicts told apart by their ``kind`` (the thread facts)."""
+undeclared key, nested TypedDicts, named records (NamedTuple), lists, dict values, tuples,
+optionals, ``Literal`` values and unions of TypedDicts told apart by their ``kind`` (the
+thread facts)."""
 
 from __future__ import annotations
 
@@ -69,6 +70,12 @@ def check_shape(
             hints = get_type_hints(tp)
             for k in present:
                 check(value[k], hints[k], f"{where}.{k}")
+        elif isinstance(tp, type) and issubclass(tp, tuple) and hasattr(tp, "_fields"):
+            assert isinstance(value, tp), f"{where}: {type(value).__name__}, not a {tp.__name__}"
+            seen.append(tp.__name__)
+            hints = get_type_hints(tp)
+            for k in tp._fields:
+                check(getattr(value, k), hints[k], f"{where}.{k}")
         elif origin is list:
             assert isinstance(value, list), f"{where}: {type(value).__name__}, not a list"
             (item,) = get_args(tp)

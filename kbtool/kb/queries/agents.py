@@ -13,6 +13,7 @@ from kbtool.kb.queries.shapes import (
     AgentAnswer,
     AgentAnswerCounts,
     AgentRow,
+    MemOp,
     Suggestion,
     SuggestionPage,
 )
@@ -51,7 +52,7 @@ def agent_rows(conn: sqlite3.Connection, version_id: int) -> list[AgentRow]:
                 "consts": loads(r[10]),
                 "strings": loads(r[11]),
                 "globals_used": loads(r[12]),
-                "mem_ops": [tuple(m) for m in loads(r[13])],
+                "mem_ops": [MemOp(*m) for m in loads(r[13])],
                 "loops": r[14],
                 "ops": r[15],
                 "symbol": None

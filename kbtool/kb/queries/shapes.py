@@ -593,7 +593,7 @@ class AgentRow(TypedDict):
     consts: list[int]
     strings: list[str]
     globals_used: list[int]
-    mem_ops: list[tuple[Any, ...]]
+    mem_ops: list[MemOp]
     loops: int
     ops: bytes
     symbol: CurrentAnnotation | None

@@ -100,6 +100,8 @@ def test_the_shapes_of_every_module_match_their_annotations(kb, ids) -> None:
         (queries.last_annotation_event, (kb, sid), {}),
         # diffs
         (queries.matching_rows, (kb, vid), {}),
+        (queries.function_identities, (kb, vid), {}),
+        (queries.mem_ops_for, (kb, vid, [f["index"] for f in queries.list_functions(kb, vid)]), {}),
         (queries.stored_diff_report, (kb, ids["first"], vid), {}),  # ingest stored it
         # analysis
         (queries.get_analysis, (kb, sid), {}),
@@ -138,10 +140,10 @@ def test_the_shapes_of_every_module_match_their_annotations(kb, ids) -> None:
         "AgentRow", "AnalysisResult", "AnnotationEvent", "CallTargetCount", "Coverage",
         "CurrentAnnotation", "DiffChange", "DiffSummary", "EventFeed", "ExportRow", "FirstSeen",
         "FunctionAppearance", "FunctionEntry", "FunctionFacts", "FunctionName", "FunctionRecord",
-        "History", "IndexAnnotation", "JumpTarget", "LineageCandidate", "LineageRecord",
-        "LineageVersion", "MatchingRow", "MemoryAccess", "NavRow", "NavStringRow", "Rename",
-        "SearchResult", "StoredDiffReport", "SuggestionPage", "Symbol", "Version", "VersionInfo",
-        "VersionName", "VersionRef",
+        "History", "IdentityRow", "IndexAnnotation", "JumpTarget", "LineageCandidate",
+        "LineageRecord", "LineageVersion", "MatchingRow", "MemOp", "MemoryAccess", "NavRow",
+        "NavStringRow", "Rename", "SearchResult", "StoredDiffReport", "SuggestionPage", "Symbol",
+        "Version", "VersionInfo", "VersionName", "VersionRef",
     }  # fmt: skip
 
 
@@ -197,6 +199,7 @@ def test_the_shapes_of_stored_analysis_suggestions_events_and_oracles(demo_kb) -
             (queries.suggestions, (kb, vid)),
             (queries.events_since, (kb,)),
             (queries.list_oracles, (kb,)),
+            (queries.oracle_modules, (kb,)),
         ]:
             seen += _shaped(fn, *args)[1]
         open_sid = queries.suggestions(kb, vid)["items"][0]["stable_id"]
@@ -204,6 +207,7 @@ def test_the_shapes_of_stored_analysis_suggestions_events_and_oracles(demo_kb) -
     finally:
         kb.close()
     assert set(seen) >= {
-        "Analysis", "AnalysisResult", "AnalysisRun", "EventFeed", "FeedEvent", "OracleModule",
+        "Analysis", "AnalysisResult", "AnalysisRun", "EventFeed", "FeedEvent", "OracleBytes",
+        "OracleModule",
         "Struct", "Suggestion", "SuggestionPage",
     }  # fmt: skip
