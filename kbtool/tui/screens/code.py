@@ -100,6 +100,7 @@ class CodeScreen(KnowledgeEdits, KbScreen):
         self._calls: dict[int, int] = {}
         self._gen = 0
         self._shown: tuple[int, str] | None = None
+        self._rest_wanted: int | None = None  # gen whose whole disassembly waits for Raw WASM
 
     def compose(self) -> ComposeResult:
         yield TitleBar(id="title")
@@ -166,12 +167,32 @@ class CodeScreen(KnowledgeEdits, KbScreen):
         self.app.call_from_thread(self._loaded, gen, result, error)
         if result is None or not result[0].get("partial"):
             return
-        if result[0].get("c_pending"):
+        if result[0].get("c_pending") and self._current(gen):
             try:
                 c = _load(self.kb.db_path, code_service.lifted_c, version_id, index)
             except Exception as exc:  # the disassembly stays; the status says why
                 c = ("", True, f"cannot lift: {type(exc).__name__}: {exc}")
             self.app.call_from_thread(self._c_loaded, gen, c)
+        self.app.call_from_thread(self._want_rest, gen)
+
+    def _current(self, gen: int) -> bool:
+        """Whether a worker's answer for ``gen`` is still wanted (same function, on screen)."""
+        return gen == self._gen and self.is_attached
+
+    def _want_rest(self, gen: int) -> None:
+        """A huge function's whole disassembly: now in the Raw WASM view, else when the
+        reader switches to it (reading the C needs none of it)."""
+        if not self._current(gen):
+            return
+        if self.mode == WASM:
+            self._fetch_rest(gen, self.version_id, self.index)
+        else:
+            self._rest_wanted = gen
+
+    @work(thread=True, group="code-rest")
+    def _fetch_rest(self, gen: int, version_id: int, index: int) -> None:
+        from kbtool.services import code as code_service
+
         try:
             full = _load(self.kb.db_path, code_service.function_code, version_id, index)
         except Exception:  # the first screen stays; the status says it is partial
@@ -345,10 +366,18 @@ class CodeScreen(KnowledgeEdits, KbScreen):
     def action_toggle_mode(self) -> None:
         self.mode = WASM if self.mode == C else C
         self._show()
+        self._rest_if_wanted()
 
     def action_cycle_mode(self) -> None:
         self.mode = MODE_CYCLE[self.mode]
         self._show()
+        self._rest_if_wanted()
+
+    def _rest_if_wanted(self) -> None:
+        if self.mode == WASM and self._rest_wanted is not None:
+            gen, self._rest_wanted = self._rest_wanted, None
+            if gen == self._gen:
+                self._fetch_rest(gen, self.version_id, self.index)
 
     def action_follow(self) -> None:
         view = self.query_one("#code-view", LinesView)

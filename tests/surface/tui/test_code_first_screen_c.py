@@ -108,7 +108,7 @@ async def test_tui_c_view_shows_the_disassembly_while_the_c_is_lifted(code_kb, m
         gate.set()
         for _ in range(300):
             await pilot.pause(0.02)
-            if not screen.code.get("c_pending") and not screen.code.get("partial"):
+            if not screen.code.get("c_pending"):
                 break
         await settle(pilot)
         assert view.count == len(c_lines) and view.cursor == 0  # the C, from its first line
@@ -116,3 +116,12 @@ async def test_tui_c_view_shows_the_disassembly_while_the_c_is_lifted(code_kb, m
         text = screen_text(app)
         assert "lifting C" not in text and " C " in text
         assert view.count != 4 * BIG_REPEAT + 3  # not the disassembly
+        # reading the C needs no whole disassembly: it is made when Raw WASM is asked for
+        assert screen.code["partial"]
+        await pilot.press("w")
+        for _ in range(300):
+            await pilot.pause(0.02)
+            if not screen.code.get("partial"):
+                break
+        await settle(pilot)
+        assert view.count == 4 * BIG_REPEAT + 3 and "Raw WASM" in screen_text(app)
