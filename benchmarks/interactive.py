@@ -54,6 +54,7 @@ NEW = BIG / "package" / "dist" / "esm" / "ffmpeg-core.wasm"  # 0.12.10
 OLD = BIG / "v0126" / "package" / "dist" / "esm" / "ffmpeg-core.wasm"  # 0.12.6
 DEFAULT_KB = Path.home() / ".cache" / "kbtool-interactive" / "ffmpeg.db"
 CORPUS = ROOT.parent / "shared" / "corpus"
+CPU = "cpu: "  # a step's CPU time (the TUI process, every thread), beside its wall time
 GOALS = {"warm_p95_ms": 100.0, "cold_p95_ms": 300.0, "diff_ms": 250.0}
 WARM = 8  # warm samples per step and process
 
@@ -203,8 +204,12 @@ async def _tui(kb: Path, p: dict) -> dict[str, dict[str, list[float]]]:
 
     res: dict[str, dict[str, list[float]]] = {}
 
+    cpu = [0.0]  # CPU ms of the process (every thread) in the step just measured
+
     def add(step: str, ms: float, cold: bool) -> None:
-        res.setdefault(step, {}).setdefault("cold" if cold else "warm", []).append(round(ms, 2))
+        kind = "cold" if cold else "warm"
+        res.setdefault(step, {}).setdefault(kind, []).append(round(ms, 2))
+        res.setdefault(CPU + step, {}).setdefault(kind, []).append(round(cpu[0], 2))
 
     app = KbApp(kb, poll_seconds=None, version_id=p["version"], blink=False)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -217,6 +222,7 @@ async def _tui(kb: Path, p: dict) -> dict[str, dict[str, list[float]]]:
             ):
                 break
             await asyncio.sleep(0.001)
+        cpu[0] = time.process_time() * 1000
         add("TUI start", (app.screen.query_one(HeatmapGrid).first_paint - T_PROCESS) * 1000, True)
         frames: list[float] = []
         display = app._display
@@ -230,6 +236,7 @@ async def _tui(kb: Path, p: dict) -> dict[str, dict[str, list[float]]]:
 
         async def until(act, ready, timeout: float = 120.0) -> float:
             await pilot.pause()
+            c = time.process_time()
             t = time.perf_counter()
             act()
             deadline = t + timeout
@@ -238,6 +245,7 @@ async def _tui(kb: Path, p: dict) -> dict[str, dict[str, list[float]]]:
             n = len(frames)
             while len(frames) == n and time.perf_counter() < deadline:
                 await asyncio.sleep(0.0005)
+            cpu[0] = (time.process_time() - c) * 1000
             return (time.perf_counter() - t) * 1000
 
         def key(k: str):
@@ -246,10 +254,12 @@ async def _tui(kb: Path, p: dict) -> dict[str, dict[str, list[float]]]:
         async def keyframe(k: str) -> float:
             await pilot.pause()
             n = len(frames)
+            c = time.process_time()
             t = time.perf_counter()
             key(k)()
             while len(frames) == n and time.perf_counter() < t + 10:
                 await asyncio.sleep(0.0005)
+            cpu[0] = (time.process_time() - c) * 1000
             return (time.perf_counter() - t) * 1000
 
         for i, k in enumerate(["l", "j", "h", "k"] * 6):
@@ -295,7 +305,7 @@ async def _tui(kb: Path, p: dict) -> dict[str, dict[str, list[float]]]:
                 ms = await until(lambda s=screen: app.push_screen(s), code_ready(screen))
                 add(f"open code ({cls})", ms, i == 0)
                 if cls == "largest":  # the first screen may be its wasm while the C is lifted
-                    t1 = time.perf_counter()
+                    t1, c1, c_open = time.perf_counter(), time.process_time(), cpu[0]
                     if not c_ready(screen)():
                         deadline = t1 + 120
                         while not c_ready(screen)() and time.perf_counter() < deadline:
@@ -304,6 +314,7 @@ async def _tui(kb: Path, p: dict) -> dict[str, dict[str, list[float]]]:
                         while len(frames) == n and time.perf_counter() < deadline:
                             await asyncio.sleep(0.0005)
                         ms += (time.perf_counter() - t1) * 1000
+                    cpu[0] = c_open + (time.process_time() - c1) * 1000
                     add("C of the largest on screen", ms, i == 0)
                 if cls == "largest" and i < 2:
                     view = screen.query_one("#code-view", LinesView)
@@ -330,8 +341,10 @@ async def _tui(kb: Path, p: dict) -> dict[str, dict[str, list[float]]]:
             for i, q in enumerate(
                 ["av", "codec", "#100", "frame", "mem", "init", "x", "h264", "free"]
             ):
+                c = time.process_time()
                 t = time.perf_counter()
                 screen._run(q)
+                cpu[0] = (time.process_time() - c) * 1000
                 add("search", (time.perf_counter() - t) * 1000, i == 0)
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -773,7 +786,7 @@ def table(title: str, figures: dict, peer: dict | None = None, goal: str = "") -
         + ("   peer (warm p50)" if peer else ""),
     ]
     for step, kinds in figures.items():
-        if step == "peak RSS MiB":
+        if step == "peak RSS MiB" or step.startswith(CPU):
             continue
         if "MiB" in step:  # memory, not time
             lines.append(f"  {step}: {max(kinds.get('cold', [0])):.1f}")
@@ -802,7 +815,7 @@ def table(title: str, figures: dict, peer: dict | None = None, goal: str = "") -
 
 
 def verdict(figures: dict) -> str:
-    times = [k for step, k in figures.items() if "MiB" not in step]  # memory rows are no times
+    times = [k for step, k in figures.items() if "MiB" not in step and not step.startswith(CPU)]
     warm = [s for k in times for s in [stats(k.get("warm", []))] if s.get("n")]
     cold = [s for k in times for s in [stats(k.get("cold", []))] if s.get("n")]
     worst_w = max((s["p95"] for s in warm), default=0)
@@ -885,6 +898,11 @@ def report(args, sections: set[str], root: Path) -> int:
         out["tui"] = tui_runs(args.kb, p, args.runs, root)
         lines += table(
             f"TUI (Pilot, 100x30; key -> frame) — {load()}", out["tui"], goal=verdict(out["tui"])
+        )
+        cpu = {k[len(CPU) :]: v for k, v in out["tui"].items() if k.startswith(CPU)}
+        lines += table(
+            "TUI CPU ms per step (the process's every thread; what a step costs whatever the load)",
+            cpu,
         )
     if "api" in sections:
         out["api"] = api_runs(args.kb, p, args.runs, root)
