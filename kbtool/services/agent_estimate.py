@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kbtool.agents import LLMBackend
-from kbtool.agents.backends import system_tokens as _system_tokens
+from kbtool.agents.backends import request_tokens
 from kbtool.agents.costs import EXPECTED_OUTPUT_TOKENS, cost
 
 log = logging.getLogger("kbtool.agent_pass")
@@ -57,8 +57,8 @@ def estimate_round(
                 billed_n += 1
                 billed_in += int(hit["tokens_in"])
                 billed_out += int(hit["tokens_out"])
-                billed_est += pr.tokens + _system_tokens(pr.system)
-    raw = sum(pr.tokens + _system_tokens(pr.system) for pr in todo)
+                billed_est += request_tokens(pr)
+    raw = sum(request_tokens(pr) for pr in todo)
     ratio, basis, per_answer = (
         1.0,
         "kbtool's estimate (no token counter for this provider)",
@@ -108,7 +108,7 @@ def _count_sample(llm: LLMBackend, todo: list[Any]) -> tuple[float, int] | None:
         if c is None:
             return None
         got += c
-        est += pr.tokens + _system_tokens(pr.system)
+        est += request_tokens(pr)
     return (got / est, n) if est else None
 
 

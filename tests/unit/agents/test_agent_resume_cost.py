@@ -125,8 +125,8 @@ def test_resumed_pass_sends_exactly_what_the_interrupted_one_left_unanswered(dem
 
 
 def test_estimate_reads_anthropic_token_counter_then_billed_tokens(demo_kb):
-    from kbtool.agents.costs import estimate_tokens
-    from testkit.llm_server import count_tokens
+    from kbtool.agents.costs import FRAMING_TOKENS, estimate_tokens
+    from testkit.llm_server import billed_input
 
     conn = open_rw(demo_kb, create=False)
     key = _key(demo_kb)
@@ -147,9 +147,9 @@ def test_estimate_reads_anthropic_token_counter_then_billed_tokens(demo_kb):
     est = first["estimate"]
     assert est["basis"] == "the provider's token counter on 8 prompts" and counted == 8
     # the estimator alone is off on this tokenizer; the sampled ratio fixes the scale
-    prompts = [b["system"] + b["messages"][0]["content"] for b in asked]
-    raw = sum(estimate_tokens(p) for p in prompts)
-    fake = sum(count_tokens(p) for p in prompts)
+    prompts = [(b["system"], b["messages"][0]["content"]) for b in asked]
+    raw = sum(estimate_tokens(s) + estimate_tokens(u) + FRAMING_TOKENS for s, u in prompts)
+    fake = sum(billed_input(s, u) for s, u in prompts)
     assert fake == billed and abs(raw / fake - 1) > 0.05
     assert abs(est["token_ratio"] * raw / fake - 1) < 0.10
     with FakeLLMServer(key=key) as srv:  # resumed: the tokens billed so far calibrate it
