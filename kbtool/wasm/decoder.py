@@ -235,7 +235,9 @@ def analyze_range(ctx: Any, first: int, last: int,
     # one tuple object per distinct (op, offset, width), shared by every function; typed
     # object so mypyc keeps the boxed tuple (a native tuple would be re-boxed, a new object
     # per memory access: ffmpeg +75 MB)
-    mcache: dict[object, object] = {}
+    # (keyed by offset * 1024 + op id: op ids are below 1024; an int hashes for less than a
+    # tuple and no tuple is made for a memory access seen before)
+    mcache: dict[int, object] = {}
     out: list[tuple[Any, ...]] = []
     next_progress = (code[first][0] if first < last else 0) + step
     code_start = code[0][0] if code else 0
@@ -331,8 +333,10 @@ def analyze_range(ctx: Any, first: int, last: int,
                         papp(data[last_cut:s])
                         papp(_STATIC)
                         last_cut = p
-                    t: object = (b, x, W[b])
-                    memops.append(mcache.setdefault(t, t))
+                    t: object = mcache.get(x * 1024 + b)
+                    if t is None:  # (setdefault: the object stored, boxed once)
+                        t = mcache.setdefault(x * 1024 + b, (b, x, W[b]))
+                    memops.append(t)
                     continue
                 if k == 3:  # i32.const
                     ops.append(b)
@@ -471,8 +475,10 @@ def analyze_range(ctx: Any, first: int, last: int,
                             papp(data[last_cut:s])
                             papp(_STATIC)
                             last_cut = p
-                        t = (op, x, W[op])
-                        memops.append(mcache.setdefault(t, t))
+                        t = mcache.get(x * 1024 + op)
+                        if t is None:
+                            t = mcache.setdefault(x * 1024 + op, (op, x, W[op]))
+                        memops.append(t)
                         if k == 20:
                             p += 1
                         continue
