@@ -10,13 +10,12 @@ right the names and boundaries are, Go literal recovery, and `kbtool xrefs` late
    count on the KB before ``kbtool analyze`` (the string notes only). Below each module, how
    its loads and stores of (non-string) data items read: as objects (``tbl[i]``,
    ``state.field_8``, a whole item as a variable) or as raw ``*(T *)(M + .. label ..)``.
-2. **Precision against builds with symbols**, on a C program built here with clang
-   --target=wasm32-wasi (-O2, --no-gc-sections so both builds lay data out the same):
-   globals: the names the data model writes on the build without a name section, against
-   wasm-ld's global names in the build that keeps them; data symbols: a second build with
-   -Wl,--export-all exports every data symbol's address; a written string item is right
-   when its text is exactly one of the program's literals (among items made of the
-   program's literals), a data symbol's boundary is right when an item starts at it.
+2. **Precision against builds with symbols** (:mod:`testkit.symtruth`): every global
+   and data name kbtool writes on a stripped build (globals, string labels, errno and the
+   malloc state, string and function-pointer tables), per module and kind, against the
+   truth of the same build with its symbols (name section, wasm-ld link map, DWARF): a C
+   program built here with clang and emcc, benchmarks/programs.py's cache of zstd, lua,
+   sqlite, lz4, brotli and libyaml builds (clang, emcc, zig) and the corpus gt pairs.
 3. **Go**: a generated program of 120 literals, each printed by its own function
    (GOOS=js GOARCH=wasm); recovered = an item whose text is exactly the literal, with an
    xref from the function that uses it (pclntab names).
@@ -31,7 +30,7 @@ right the names and boundaries are, Go literal recovery, and `kbtool xrefs` late
    ``--compare``: first the same ingests with the model's build replaced by a no-op,
    alternating (what the model costs: CPU, wall, peak memory).
 
-``--smoke``: one small gt module, 20 functions, the C program, no Go, the same module for
+``--smoke``: one small gt module, 20 functions, the C program (clang only), no Go, the same module for
 the latency (run by tests/unit/services/test_benchmarks_smoke.py).
 """
 
@@ -58,6 +57,7 @@ from kbtool.services import code as code_svc  # noqa: E402
 from kbtool.services import data as data_svc  # noqa: E402
 from kbtool.services.analyze import analyze_version  # noqa: E402
 from kbtool.services.ingest import ingest_file  # noqa: E402
+from testkit.symtruth import precision  # noqa: E402
 
 CORPUS = Path(os.environ.get("KBTOOL_CORPUS", "/work/shared/corpus"))
 SMOKE_MODULE = "gt/zstd-1.5.6.Os.stripped.wasm"
@@ -240,207 +240,7 @@ def corpus_share(modules: list[str], sample: int, tmp: Path) -> None:
 
 
 # ------------------------------------------------------------------ 2. precision
-
-C_PROGRAM = r"""
-#include <stdio.h>
-#include <string.h>
-#include <stdlib.h>
-struct op { const char *name; int code; int (*fn)(int); };
-static int twice(int x) { return 2 * x; }
-static int negate(int x) { return -x; }
-static int square(int x) { return x * x; }
-struct op ops[] = { {"twice", 1, twice}, {"negate", 2, negate}, {"square", 3, square} };
-const char *colours[] = { "crimson", "teal", "amber", "violet", "olive" };
-int counters[16];
-long long big_total = 1234567890123LL;
-static const unsigned char table[64] = { 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233 };
-char scratch[256];
-int run(const char *what, int x) {
-  for (unsigned i = 0; i < sizeof ops / sizeof ops[0]; i++)
-    if (strcmp(ops[i].name, what) == 0) { counters[i]++; return ops[i].fn(x); }
-  fprintf(stderr, "unknown operation: %s\n", what);
-  return -1;
-}
-int main(int argc, char **argv) {
-  int x = argc > 2 ? atoi(argv[2]) : 7;
-  const char *what = argc > 1 ? argv[1] : "twice";
-  int r = run(what, x);
-  snprintf(scratch, sizeof scratch, "result of %s(%d) is %d", what, x, r);
-  puts(scratch);
-  printf("colour of the day: %s\n", colours[r & 3]);
-  printf("table entry %d, total %lld\n", table[x & 63], big_total + counters[0]);
-  if (r < 0) { puts("giving up after a bad operation"); return 2; }
-  puts("all operations finished without error");
-  return 0;
-}
-"""
-C_LITERALS = [
-    "twice",
-    "negate",
-    "square",
-    "crimson",
-    "teal",
-    "amber",
-    "violet",
-    "olive",
-    "unknown operation: %s\n",
-    "result of %s(%d) is %d",
-    "colour of the day: %s\n",
-    "table entry %d, total %lld\n",
-    "giving up after a bad operation",
-    "all operations finished without error",
-]
-
-
-def clang_build(src: Path, out: Path, *extra: str) -> bool:
-    clang = shutil.which("clang")
-    if clang is None or not Path("/usr/include/wasm32-wasi").is_dir():
-        return False
-    # compile at -O2, link without -O: the driver would run wasm-opt after an optimising
-    # link, which drops the name section the truth comes from
-    obj = out.with_suffix(".o")
-    base = [clang, "--target=wasm32-wasi", "--sysroot=/usr"]
-    r = subprocess.run(
-        [*base, "-O2", "-c", "-o", str(obj), str(src)], capture_output=True, text=True
-    )
-    if r.returncode == 0:
-        r = subprocess.run(
-            [*base, "-o", str(out), str(obj), "-Wl,--no-gc-sections", *extra],
-            capture_output=True,
-            text=True,
-        )
-    if r.returncode != 0:
-        print("   clang failed:", r.stderr.strip().splitlines()[-1:] or r.returncode)
-        return False
-    return True
-
-
-def name_section_globals(data: bytes) -> dict[int, str]:
-    """wasm-ld's global names (name section, subsection 7)."""
-    from kbtool.wasm import parse_module
-    from kbtool.wasm.leb import read_uleb
-
-    out: dict[int, str] = {}
-    for c in parse_module(data).customs:
-        if c.name != "name":
-            continue
-        b, p = c.data, 0
-        while p < len(b):
-            sub = b[p]
-            size, p = read_uleb(b, p + 1, len(b))
-            end = p + size
-            if sub == 7:
-                n, q = read_uleb(b, p, end)
-                for _ in range(n):
-                    idx, q = read_uleb(b, q, end)
-                    ln, q = read_uleb(b, q, end)
-                    out[idx] = b[q : q + ln].decode("utf-8", "replace")
-                    q += ln
-            p = end
-    return out
-
-
-def strip_names(data: bytes) -> bytes:
-    """The module without its name section (what a stripped release looks like)."""
-    from kbtool.wasm import parse_module
-
-    m = parse_module(data)
-    out = bytearray(data)
-    for c in sorted(m.customs, key=lambda c: -c.offset):
-        if c.name == "name":
-            # offset is the payload start; walk back over the name and the section header
-            start = c.offset - len(c.name.encode()) - 1
-            k = start - 1
-            while k > 0 and out[k - 1] & 0x80:
-                k -= 1
-            del out[k - 1 : c.offset + len(c.data)]
-    return bytes(out)
-
-
-def precision(tmp: Path) -> None:
-    from kbtool.analysis.datamodel import build_data_model
-    from kbtool.analysis.recognize import stack_pointer_global
-    from kbtool.wasm import analyze_module
-
-    print("2. precision against builds with symbols (clang wasm32-wasi -O2, own program)")
-    src = tmp / "ops.c"
-    src.write_text(C_PROGRAM)
-    named, exported = tmp / "ops.named.wasm", tmp / "ops.exports.wasm"
-    if not (clang_build(src, named) and clang_build(src, exported, "-Wl,--export-all")):
-        print("   skipped: clang or wasi-libc missing")
-        return
-    data = named.read_bytes()
-    truth_globals = name_section_globals(data)
-    stripped = strip_names(data)
-    assert not name_section_globals(stripped), "the name section is still there"
-    a = analyze_module(stripped)
-    model = build_data_model(a, stripped, stack_pointer=stack_pointer_global(a, stripped))
-    written = {g.index: g.name for g in model.globals if g.name}
-    right = sum(1 for i, n in written.items() if truth_globals.get(i) == n)
-    print(
-        f"   global names: {right}/{len(written)} written names right"
-        f" ({100.0 * right / max(1, len(written)):.1f}%), {len(truth_globals)} globals in the truth"
-    )
-
-    gt_right = gt_written = 0
-    for m in json.loads((CORPUS / "MANIFEST.json").read_text())["modules"]:
-        if (
-            m["role"] != "stripped"
-            or not (CORPUS / m["file"].replace(".stripped.", ".named.")).exists()
-        ):
-            continue
-        truth = name_section_globals(
-            (CORPUS / m["file"].replace(".stripped.", ".named.")).read_bytes()
-        )
-        sd = (CORPUS / m["file"]).read_bytes()
-        sa = analyze_module(sd)
-        sm = build_data_model(sa, sd, stack_pointer=stack_pointer_global(sa, sd))
-        w = {g.index: g.name for g in sm.globals if g.name}
-        gt_written += len(w)
-        gt_right += sum(1 for i, n in w.items() if truth.get(i) == n)
-    print(
-        f"   global names on the corpus gt pairs (named build's name section):"
-        f" {gt_right}/{gt_written} right ({100.0 * gt_right / max(1, gt_written):.1f}%)"
-    )
-
-    # data symbols: the --export-all build exports each as an i32 global holding its address
-    from kbtool.wasm import parse_module
-
-    em = parse_module(exported.read_bytes())
-    symbols = {}
-    for e in em.exports:
-        if e.kind == "global" and not e.name.startswith("__") and e.index < len(em.globals):
-            init = em.globals[e.index].init
-            if isinstance(init, int):
-                symbols[e.name] = init
-    ea = analyze_module(exported.read_bytes())
-    emodel = build_data_model(
-        ea, exported.read_bytes(), stack_pointer=stack_pointer_global(ea, exported.read_bytes())
-    )
-    starts = {i.address for i in emodel.items}
-    refd = {r.target for r in emodel.refs if r.target_kind == "data"}
-    mine = {
-        n: a
-        for n, a in symbols.items()
-        if n in ("ops", "colours", "counters", "big_total", "table", "scratch")
-    }
-    hit = sum(1 for a in mine.values() if a in starts)
-    print(
-        f"   data symbols of the program: {hit}/{len(mine)} start a data item"
-        f" ({', '.join(f'{n}@0x{a:x}' + ('' if a in starts else ' MISSED') for n, a in sorted(mine.items()))})"
-    )
-    strings = [i for i in model.items if i.kind == "cstring" and i.text]
-    ours = [i for i in strings if any(i.text in lit or lit in i.text for lit in C_LITERALS)]
-    exact = [i for i in ours if i.text in C_LITERALS]
-    found = {lit for lit in C_LITERALS if any(i.text == lit for i in strings)}
-    print(
-        f"   string items of the program's literals: {len(exact)}/{len(ours)} exact"
-        f" ({100.0 * len(exact) / max(1, len(ours)):.1f}%); literals recovered"
-        f" {len(found)}/{len(C_LITERALS)}; {len(strings)} C strings in all, {len(refd)} referenced addresses"
-    )
-    wrong = [i.text for i in ours if i.text not in C_LITERALS]
-    if wrong:
-        print("   not exact:", "; ".join(repr(t)[:60] for t in wrong[:6]))
+# (testkit/symtruth.py: every name written, against builds with symbols)
 
 
 # ------------------------------------------------------------------ 3. Go
@@ -723,7 +523,7 @@ def main() -> None:
         if "share" not in args.skip:
             corpus_share(modules, sample, tmp)
         if "precision" not in args.skip:
-            precision(tmp)
+            precision(tmp, args.smoke)
         if not args.smoke and "go" not in args.skip:
             go_recovery(tmp)
         if "latency" not in args.skip:

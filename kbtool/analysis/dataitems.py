@@ -225,8 +225,10 @@ def build_items(
         # a reference into the middle of a C string (``"directory" + 1``) is an interior
         # reference of that string, not the start of an item
         # (Go strings have no NUL: every cut stands)
+        # (a string at the end lost its NUL with the zeros: they are read back for strings)
+        memz = mem + bytes(min(gap_end - end, 8) if si + 1 < len(segs) else 8)
         mine = ordered[bisect_left(ordered, base) : bisect_left(ordered, end)]
-        inside = sorted({a if gostr else _string_start(mem, a - base) + base for a in mine})
+        inside = sorted({a if gostr else _string_start(memz, a - base) + base for a in mine})
         # pointer tables point at more items: one level of their words as cuts
         starts = sorted(set([base] + inside))
         # strings run to their NUL: a new item starts after it when nothing else cuts there
@@ -236,7 +238,7 @@ def build_items(
             nxt = starts[i + 1] if i + 1 < len(starts) else end
             q = a - base
             while q < nxt - base:
-                s = _cstring_at(mem, q)
+                s = _cstring_at(memz, q)
                 if s is None or len(s.encode()) < MIN_STRING:
                     break
                 q += len(s.encode()) + 1

@@ -7,7 +7,7 @@ from bisect import bisect_right
 
 from kbtool.wasm import ModuleAnalysis
 
-from .dataitems import _slug
+from .dataitems import _slug, read_memory
 from .datatypes import DataItem, DataModel
 
 MALLOC_FAMILY = frozenset(
@@ -72,8 +72,12 @@ def role_labels(model: DataModel, analysis: ModuleAnalysis, names: dict[int, str
         }
         hits.discard(None)
         if not hits:  # `i32.const ADDR; end`: an address into .bss is not a reference
-            consts = [c for c in f.consts if model.data_start <= c < model.data_end]
-            hits = {item_of(c) for c in consts} - {None}
+            consts = {c for c in f.consts if model.data_start <= c < model.data_end}
+            if len(consts) == 1:
+                # what it returns is errno's own address: an item starts there
+                k = _split_at(model, consts.pop())
+                starts = [it.address for it in model.items]
+                hits = {k} - {None}
         if len(hits) == 1:
             model.items[hits.pop()].label = "errno"
     # the malloc family's static state, merged into one item
@@ -134,7 +138,9 @@ def role_labels(model: DataModel, analysis: ModuleAnalysis, names: dict[int, str
             model.items[lo_k : hi_k + 1] = [merged]
             model._starts = []
             starts = [it.address for it in model.items]
-    # tables named from what they hold
+    # tables named from what they hold, their bounds on the array alignment first
+    align_tables(model, analysis)
+    starts = [it.address for it in model.items]
     slot_func: dict[int, int] = {}
     for e in analysis.module.elements:
         if e.mode == "active" and e.offset is not None:
@@ -152,9 +158,118 @@ def role_labels(model: DataModel, analysis: ModuleAnalysis, names: dict[int, str
         elif it.kind == "pointer_table" and it.targets:
             k = item_of(next((t for t in it.targets if t), -1))
             tgt = model.items[k] if k is not None else None
-            if tgt is not None and tgt.kind in ("cstring", "utf16", "gostring") and tgt.text:
+            if (
+                tgt is not None
+                and tgt.kind in ("cstring", "utf16", "gostring")
+                and tgt.text
+                and _points_at_strings(it.targets, model, analysis)
+            ):
                 it.label = "strtab_" + (_slug(tgt.text) or f"{it.address:x}")
     _unique_labels(model.items)
+
+
+def _points_at_strings(targets: list[int], model: DataModel, analysis: ModuleAnalysis) -> bool:
+    """Whether a table's words read as pointers to strings: its first non-null word and
+    half of them point into string items (at their start or a merged suffix of one), one
+    in five at a string's first byte, and they are not all round numbers (sizes like
+    0x2000, 0x4000 that fall in the data)."""
+    nonzero = [t for t in targets if t]
+    if not nonzero or (len(nonzero) >= 2 and all(t % 64 == 0 for t in nonzero)):
+        return False
+    hits = starts = 0
+    for n, t in enumerate(nonzero):
+        ok = _into_string(model, t)
+        if n == 0 and not ok:
+            return False
+        hits += ok
+        # a pointer at a string's first byte, not a number that lands inside one
+        starts += ok and (t == model.item_at(t).address or not 32 <= _byte(analysis, t - 1) < 127)
+    return hits * 2 >= len(nonzero) and starts * 5 >= len(nonzero)
+
+
+def _into_string(model: DataModel, t: int) -> bool:
+    it = model.item_at(t)
+    return it is not None and (it.address == t or it.kind in ("cstring", "utf16"))
+
+
+def _byte(analysis: ModuleAnalysis, addr: int) -> int:
+    b = read_memory(analysis, addr, 1)
+    return b[0] if b else 0
+
+
+def _split_at(model: DataModel, addr: int) -> int | None:
+    """The index of the item starting at ``addr``, the item around it cut there first
+    (the new item takes the rest of its bytes, labelled by address); None outside."""
+    starts = [it.address for it in model.items]
+    k = bisect_right(starts, addr) - 1
+    if k < 0:
+        return None
+    it = model.items[k]
+    if it.address == addr:
+        return k
+    if not addr < it.address + max(it.size, 1):
+        return None
+    rest = it.address + it.size - addr
+    it.size = addr - it.address
+    it.text = None if it.kind in ("cstring", "utf16", "gostring") else it.text
+    kind = it.kind if it.kind in ("bss", "zero") else "numeric"
+    prefix = {"bss": "bss", "zero": "zero"}.get(kind, "data")
+    new = DataItem(address=addr, size=rest, kind=kind, segment=it.segment)
+    new.label = f"{prefix}_{addr:x}"
+    model.items.insert(k + 1, new)
+    model._starts = []
+    return k + 1
+
+
+#: arrays of 16 bytes or more start on a 16-byte boundary (clang and LLVM-based toolchains)
+ARRAY_ALIGN = 16
+
+
+def align_tables(model: DataModel, analysis: ModuleAnalysis) -> None:
+    """Pointer tables cut where code indexes them with a bias (``azType[i - 1]`` reads
+    ``azType - 4``, ``typenames[t + 1]`` reads ``typenames + 4``) start where the array
+    does: leading null words before a 16-byte boundary go back to the bytes before the
+    table; the string pointers of the item before it, from a 16-byte boundary on, join
+    it. Mutates ``model`` in place."""
+    items = model.items
+    k = 0
+    while k < len(items):
+        it = items[k]
+        a = it.address
+        if it.kind != "pointer_table" or a % ARRAY_ALIGN == 0 or a % 4 or it.size < 8:
+            k += 1
+            continue
+        up = a + (-a) % ARRAY_ALIGN
+        lead = (up - a) // 4
+        if up < a + it.size and it.targets[:lead] == [0] * lead and any(it.targets[lead:]):
+            # null words, then the array at the boundary: the nulls are padding
+            it.address, it.size, it.targets = up, it.size - (up - a), it.targets[lead:]
+            pad = DataItem(address=a, size=up - a, kind="zero", segment=it.segment)
+            pad.label = f"zero_{a:x}"
+            items.insert(k, pad)
+            model._starts = []
+            k += 2
+            continue
+        down = a - a % ARRAY_ALIGN
+        prev = items[k - 1] if k > 0 else None
+        if (
+            prev is not None
+            and prev.kind in ("numeric", "pointer_table")
+            and prev.address <= down
+            and prev.address + prev.size == a
+        ):
+            raw = read_memory(analysis, down, a - down) or b""
+            words = [int.from_bytes(raw[q : q + 4], "little") for q in range(0, len(raw), 4)]
+            if words and all(_into_string(model, w) for w in words if w) and any(words):
+                it.address, it.size, it.targets = down, it.size + (a - down), words + it.targets
+                if prev.address == down:
+                    del items[k - 1]
+                    k -= 1
+                else:
+                    prev.size = down - prev.address
+                    prev.targets = []
+                model._starts = []
+        k += 1
 
 
 def _common_prefix(words: list[str]) -> str:
