@@ -100,7 +100,8 @@ class CodeScreen(KnowledgeEdits, KbScreen):
         self._calls: dict[int, int] = {}
         self._gen = 0
         self._shown: tuple[int, str] | None = None
-        self._rest_wanted: int | None = None  # gen whose whole disassembly waits for Raw WASM
+        self._lifting: int | None = None  # gen whose C is being lifted (a huge function)
+        self._resting: int | None = None  # gen whose whole disassembly is being made
 
     def compose(self) -> ComposeResult:
         yield TitleBar(id="title")
@@ -153,7 +154,7 @@ class CodeScreen(KnowledgeEdits, KbScreen):
             )
             return (
                 dict(d),
-                code_service.neighbours(conn, vid, idx),
+                None if huge else code_service.neighbours(conn, vid, idx),  # huge: just after
                 queries.get_analysis(conn, d["stable_id"]),
                 records,
             )
@@ -167,27 +168,42 @@ class CodeScreen(KnowledgeEdits, KbScreen):
         self.app.call_from_thread(self._loaded, gen, result, error)
         if result is None or not result[0].get("partial"):
             return
-        if result[0].get("c_pending") and self._current(gen):
+        self.app.call_from_thread(self._more, gen)  # the C or the rest, on their own workers
+        if result[1] is None and self._current(gen):  # callers/callees just after the code
             try:
-                c = _load(self.kb.db_path, code_service.lifted_c, version_id, index)
-            except Exception as exc:  # the disassembly stays; the status says why
-                c = ("", True, f"cannot lift: {type(exc).__name__}: {exc}")
-            self.app.call_from_thread(self._c_loaded, gen, c)
-        self.app.call_from_thread(self._want_rest, gen)
+                links = _load(self.kb.db_path, code_service.neighbours, version_id, index)
+            except Exception:
+                links = {"callers": [], "callees": []}
+            self.app.call_from_thread(self._links_loaded, gen, links)
 
     def _current(self, gen: int) -> bool:
         """Whether a worker's answer for ``gen`` is still wanted (same function, on screen)."""
         return gen == self._gen and self.is_attached
 
-    def _want_rest(self, gen: int) -> None:
-        """A huge function's whole disassembly: now in the Raw WASM view, else when the
-        reader switches to it (reading the C needs none of it)."""
-        if not self._current(gen):
+    def _more(self, gen: int | None = None) -> None:
+        """What a huge function's view still lacks, made when it is shown: its C in the C
+        view, its whole disassembly in the Raw WASM view (reading one needs none of the
+        other)."""
+        gen = self._gen if gen is None else gen
+        d = self.code
+        if d is None or not self._current(gen) or not d.get("partial"):
             return
-        if self.mode == WASM:
+        if self.mode == C and d.get("c_pending") and self._lifting != gen:
+            self._lifting = gen
+            self._fetch_c(gen, self.version_id, self.index)
+        elif self.mode == WASM and self._resting != gen:
+            self._resting = gen
             self._fetch_rest(gen, self.version_id, self.index)
-        else:
-            self._rest_wanted = gen
+
+    @work(thread=True, group="code-c")
+    def _fetch_c(self, gen: int, version_id: int, index: int) -> None:
+        from kbtool.services import code as code_service
+
+        try:
+            c = _load(self.kb.db_path, code_service.lifted_c, version_id, index)
+        except Exception as exc:  # the disassembly stays; the status says why
+            c = ("", True, f"cannot lift: {type(exc).__name__}: {exc}")
+        self.app.call_from_thread(self._c_loaded, gen, c)
 
     @work(thread=True, group="code-rest")
     def _fetch_rest(self, gen: int, version_id: int, index: int) -> None:
@@ -218,8 +234,6 @@ class CodeScreen(KnowledgeEdits, KbScreen):
         its cursor."""
         if gen != self._gen or self.code is None:
             return
-        if self.code.get("c_pending"):  # the C had failed to come: the whole answer has it
-            self.code.pop("c_pending")
         self.code, self.listing = dict(full[0]), full[1]
         self._calls = {line - 1: idx for line, idx in self.code.get("call_lines", [])}
         self._show()
@@ -350,15 +364,22 @@ class CodeScreen(KnowledgeEdits, KbScreen):
         )
         box.add_class("-shown")
 
+    def _links_loaded(self, gen: int, links: dict) -> None:
+        if gen == self._gen and self.code is not None:
+            self.links = links
+            self._show_links()
+
     def _show_links(self) -> None:
+        pending = self.links is None  # a huge function's: they come just after its code
         links = self.links or {"callers": [], "callees": []}
         for key in ("callers", "callees"):
             items = links[key]
             self.query_one(f"#{key}-label", Static).update(
-                Text(f"{key} ({len(items)})", style="bold")
+                Text(f"{key} (…)" if pending else f"{key} ({len(items)})", style="bold")
             )
             self.query_one(f"#{key}", LinkList).set_links(
-                ((f"{self.version_id}:{c['index']}", _link(c)) for c in items), f"no {key}"
+                ((f"{self.version_id}:{c['index']}", _link(c)) for c in items),
+                "loading…" if pending else f"no {key}",
             )
 
     # ------------------------------------------------------------ actions
@@ -366,18 +387,12 @@ class CodeScreen(KnowledgeEdits, KbScreen):
     def action_toggle_mode(self) -> None:
         self.mode = WASM if self.mode == C else C
         self._show()
-        self._rest_if_wanted()
+        self._more()
 
     def action_cycle_mode(self) -> None:
         self.mode = MODE_CYCLE[self.mode]
         self._show()
-        self._rest_if_wanted()
-
-    def _rest_if_wanted(self) -> None:
-        if self.mode == WASM and self._rest_wanted is not None:
-            gen, self._rest_wanted = self._rest_wanted, None
-            if gen == self._gen:
-                self._fetch_rest(gen, self.version_id, self.index)
+        self._more()
 
     def action_follow(self) -> None:
         view = self.query_one("#code-view", LinesView)

@@ -116,6 +116,7 @@ async def test_tui_c_view_shows_the_disassembly_while_the_c_is_lifted(code_kb, m
         text = screen_text(app)
         assert "lifting C" not in text and " C " in text
         assert view.count != 4 * BIG_REPEAT + 3  # not the disassembly
+        assert screen.links is not None and "callers (" in screen_text(app)  # after the code
         # reading the C needs no whole disassembly: it is made when Raw WASM is asked for
         assert screen.code["partial"]
         await pilot.press("w")
