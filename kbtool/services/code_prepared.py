@@ -33,7 +33,7 @@ from kbtool.wasm.reader import Module, parse_module
 PREPARED_CACHE = 6  # prepared versions kept per process
 PARSED_CACHE = 3  # parsed modules (and their analyses), by content digest
 RESULT_CACHE = 128  # disassembly results kept per process
-LINES_CACHE = 6  # big functions' lines (disassembly or C) kept for paging, per process
+LINES_CACHE = 4  # functions whose lines (disassembly or C) are kept for paging, per process
 MAX_DATA_LABELS = 1_000_000  # data items labelled in the C (the data model bounds them too)
 
 
