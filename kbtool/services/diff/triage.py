@@ -11,14 +11,20 @@ where it does) from what changed, read off an alignment of the two instruction s
 - widened or changed arithmetic (``arith widened: i32.mul -> i64.mul``, ``signedness:
   i32.lt_s -> i32.lt_u``), changed constants next to a comparison (``bound changed: 0x100 ->
   0x200``) or feeding an allocator (``alloc size changed``), new early returns;
-- a new computed argument (a multiplication, division or shift) passed to a new call;
+- a new computed argument (a multiplication, division or shift) passed to a new call; one
+  new call as all the new code (``+ new call: f (the only code added)``, :func:`finish`);
+- the rules of :mod:`kbtool.services.diff.triage_rules` also read overflow checks (the sign
+  of a sum tested, a bound near INT_MAX), NULL checks of a call's result or before a
+  dereference, branches to or over a bail-out block, and new switch cases;
 - pure refactors (many calls in and out, large size change), inlining churn and struct
   offset shifts rank last (``kind``: ``fix`` > ``change`` > ``churn`` > ``layout``).
 
 Noise that does not count: inserted code matching an old callee's body (inlining), a
 comparison the new body has no more of than the old one (it moved), the same comparison
 with another constant (a changed bound, read off the constants), and a constant change
-``a -> b`` seen in three or more functions (a renumbered enum or limit, :func:`finish`).
+``a -> b`` seen in three or more functions (a renumbered enum or limit, :func:`finish`),
+and deleted code that the diff inserted into another function (moved by a change of
+inlining, :func:`finish`).
 
 Score: the strongest reason, plus a quarter of the second, a sixteenth of the third... (many
 new comparisons in a rewrite do not outrank one targeted check), minus a size term (a small
