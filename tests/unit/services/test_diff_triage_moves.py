@@ -16,7 +16,9 @@ import pytest
 
 from kbtool.kb.db import open_ro
 from kbtool.services.diff.changelog import changelog
+from kbtool.services.diff.triage import triage_pair
 from kbtool.services.diff.view import read_report
+from kbtool.wasm.opcodes import MNEMONICS
 
 pytestmark = pytest.mark.skipif(shutil.which("wat2wasm") is None, reason="wat2wasm missing")
 
@@ -170,3 +172,32 @@ def test_branch_to_a_bail_out_block_guards_an_error_path(entries):
     assert parse["reasons"][0] == "+ bounds check: l1 < 0 (guards an error/return path)", parse[
         "reasons"
     ]
+
+
+def _tokens(text: str) -> list[tuple[int, tuple]]:
+    """``"local.get 0; i32.const 5; i32.add"`` as decoded tokens."""
+    op = {m: i for i, m in enumerate(MNEMONICS) if m}
+    out = []
+    for ins in text.split(";"):
+        m, *imm = ins.split()
+        out.append((op[m], tuple(int(x) for x in imm)))
+    return out
+
+
+def _first_reason(old: str, new: str) -> str:
+    ex = {"instr_from": len(old.split(";")), "instr_to": len(new.split(";"))}
+    t = triage_pair(ex, _tokens(old), _tokens(new), str, lambda i: ())
+    return t["reasons"][0]
+
+
+BASE = "local.get 0; local.get 1; i32.add; local.set 2"
+
+
+def test_unsigned_bound_near_int_max_is_an_overflow_check():
+    new = f"{BASE}; local.get 2; i32.const 2147483638; i32.gt_u; br_if 0"
+    assert _first_reason(BASE, new) == "+ overflow check: l2 >u 0x7ffffff6"
+
+
+def test_a_difference_tested_for_sign_is_a_length_test_not_an_overflow_check():
+    new = f"{BASE}; local.get 1; local.get 0; i32.sub; i32.const 0; i32.lt_s; br_if 0"
+    assert _first_reason(BASE, new).startswith("+ bounds check: (… sub) < 0")
