@@ -192,8 +192,9 @@ class _E:
         # unsigned operation needs no cast on it (C's int type says the same)
         self.nn = nn
         # an i64 widened from 32 bits (`(int64_t)x`): x's text and precedence, for a consumer
-        # where C widens it anyway (assigned to an i64, an operand next to a 64-bit one)
-        self.w: tuple[str, int] | None = None
+        # where C widens it anyway (assigned to an i64, an operand next to a 64-bit one), then
+        # the 32-bit value before any extension (a shift count: the same low bits)
+        self.w: tuple[str, int, str, int] | None = None
 
 
 def _p(e: _E, maxprec: int) -> str:
@@ -262,6 +263,8 @@ def _u(e: _E, ty: str) -> str:
             return f"{v}u" if v < 0x10000 else f"0x{v:x}u"
         v = e.const & 0xFFFFFFFFFFFFFFFF
         return f"{v}ULL" if v < 0x10000 else f"0x{v:x}ULL"
+    if e.w is not None:  # (uint64_t)(int64_t)x is (uint64_t)x: the same extension
+        return f"(uint64_t){e.w[0] if e.w[1] <= 2 else f'({e.w[0]})'}"
     return f"({'uint32_t' if ty == 'i32' else 'uint64_t'}){_p(e, 2)}"
 
 

@@ -148,7 +148,8 @@ class _Core:
         self.fstruct = ""  # its struct tag
         self.fwait = ""  # "lN = " while the frame pointer's assignment waits for lN's
         self.fused: list[int] = []  # output lines that assign the frame pointer
-        self.lsign: list[int] = []  # per local: 0 int32_t, 1 uint32_t, 2 bool (_local_signs)
+        # per local: 0 signed, 1 unsigned (uint32_t / uint64_t), 2 bool (_local_signs)
+        self.lsign: list[int] = []
         # set by run (the walk): the function's locals, blocks and per-local read cache
         self.locals_c: list[str] = []
         self.local_types: list[str] = []

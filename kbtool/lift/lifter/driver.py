@@ -172,7 +172,7 @@ def lift_function(
         ct = c_type(local_types[x])
         init = "{0}" if ct == "v128" else "0"
         if lsign[x] == 1:
-            ct = "uint32_t"
+            ct = "uint32_t" if ct == "int32_t" else "uint64_t"
         elif lsign[x] == 2:
             ct, init = "bool", "false"
         decl.setdefault(ct, []).append(f"{locals_c[x]} = {init}")

@@ -26,6 +26,8 @@ from .opnames import (
     OP_LOCAL_TEE,
 )
 
+_INT: Final = ("i32", "i64")
+
 
 def _sign_table() -> bytes:
     """Per op, how the local-typing pass (:func:`_local_signs`) sees it: 1 i32 arithmetic
@@ -39,21 +41,21 @@ def _sign_table() -> bytes:
         ty, _, rest = name.partition(".")
         if name == "select":
             t[op] = 9
-        elif ty == "i32" and rest in ("add", "sub", "mul", "and", "or", "xor"):
+        elif ty in _INT and rest in ("add", "sub", "mul", "and", "or", "xor"):
             t[op] = 1
-        elif name == "i32.shl":
+        elif name in ("i32.shl", "i64.shl"):
             t[op] = 2
-        elif ty == "i32" and rest in ("div_u", "rem_u", "lt_u", "gt_u", "le_u", "ge_u"):
+        elif ty in _INT and rest in ("div_u", "rem_u", "lt_u", "gt_u", "le_u", "ge_u"):
             t[op] = 3
-        elif ty == "i32" and rest in ("div_s", "rem_s", "lt_s", "gt_s", "le_s", "ge_s"):
+        elif ty in _INT and rest in ("div_s", "rem_s", "lt_s", "gt_s", "le_s", "ge_s"):
             t[op] = 4
-        elif name == "i32.shr_u":
+        elif name in ("i32.shr_u", "i64.shr_u"):
             t[op] = 5
-        elif name == "i32.shr_s":
+        elif name in ("i32.shr_s", "i64.shr_s"):
             t[op] = 6
-        elif name in ("i64.extend_i32_u", "f32.convert_i32_u", "f64.convert_i32_u"):
+        elif ty != "i32" and rest in ("extend_i32_u", "convert_i32_u", "convert_i64_u"):
             t[op] = 7
-        elif name in ("i64.extend_i32_s", "f32.convert_i32_s", "f64.convert_i32_s"):
+        elif ty != "i32" and rest in ("extend_i32_s", "convert_i32_s", "convert_i64_s"):
             t[op] = 8
         if ty in ("i32", "i64", "f32", "f64") and (
             rest in ("eqz", "eq", "ne", "lt", "gt", "le", "ge")
@@ -70,8 +72,8 @@ _NO_ORIGIN: Final[frozenset[int]] = frozenset()
 def _local_signs(
     ops: list[int], args: list[tuple], local_types: list[str], n_params: int, ftypes: list
 ) -> list[int]:
-    """C types of the function's i32 locals (not parameters: prototypes stay as the wasm
-    type says): 1 ``uint32_t`` when more of the uses that care read it unsigned (``<u``,
+    """C types of the function's i32 and i64 locals (not parameters: prototypes stay as the
+    wasm type says): 1 ``uint32_t`` / ``uint64_t`` when more of the uses that care read it unsigned (``<u``,
     ``/u``, ``>>u``, extend/convert ``_u``, also through ``+ - * & | ^ <<``) than signed;
     2 ``bool`` when every value stored in it is 0 or 1 (a comparison, ``0``/``1``, or
     ``& | ^`` / select of those) and at least one is a comparison; else 0 (``int32_t``).
@@ -79,7 +81,7 @@ def _local_signs(
     control instruction are unknown, which only ever keeps the default)."""
     n = len(local_types)
     out = [0] * n
-    cand = [x >= n_params and local_types[x] == "i32" for x in range(n)]
+    cand = [x >= n_params and local_types[x] in _INT for x in range(n)]
     if not any(cand):
         return out
     uv = [0] * n
@@ -211,7 +213,11 @@ def _local_signs(
         for _ in range(eff[1]):
             orig.append(none)
             b01.append(0)
-    return _sign_kinds(cand, strong, notbool, deps, uv, sv)
+    kinds = _sign_kinds(cand, strong, notbool, deps, uv, sv)
+    for x in range(n):
+        if kinds[x] == 2 and local_types[x] != "i32":  # only an i32 is ever a bool
+            kinds[x] = 0
+    return kinds
 
 
 def _sign_kinds(

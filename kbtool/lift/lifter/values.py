@@ -40,6 +40,16 @@ def _number(e: _E) -> _E:
     return e
 
 
+def _uo_pair(a: _E, b: _E, ty: str, P: int) -> tuple[str, str]:
+    """The operands of an unsigned operation: next to an operand whose C type is already
+    unsigned (same width), or made unsigned by its cast, C converts the other one itself,
+    so it needs no cast (``(uint32_t)p7 < p4``, ``l3 >= p1`` with ``uint32_t l3``)."""
+    ta = _p(a, P) if b.u else _uo(a, ty, P, b.nn)
+    a_unsigned = a.u or (not b.u and not _uo_signed(a, b))  # a cast or a `123u` constant
+    tb = _p(b, P - 1) if a_unsigned else _uo(b, ty, P - 1, a.nn)
+    return ta, tb
+
+
 class _Values(_Memory):
     def do_call(self, name, t, is_tail, callee_expr=None, callee_ref=None):
         args = self.popn(len(t.params))
@@ -130,7 +140,10 @@ class _Values(_Memory):
                 )
                 e = _E(f"{text}{_p(a, 2)}", 2, results[0], a.fl, a.locs, nn=nn)
                 if text == "(int64_t)" and params[0] == "i32":
-                    e.w = (a.text, a.prec)  # C widens it by itself where it meets an i64
+                    # C widens it by itself where it meets an i64
+                    e.w = (a.text, a.prec, a.text, a.prec)
+                elif text in ("(int64_t)(uint32_t)", "(int64_t)(int32_t)"):  # as its C type says
+                    e.w = (f"{text[9:]}{_p(a, 2)}", 2, a.text, a.prec)
                 self.push(e)
             return
         # helper calls
@@ -223,7 +236,7 @@ class _Values(_Memory):
         if form == "binu":
             # unsigned operands give an unsigned result: no cast back to signed; never
             # negative operands need no cast and give a never negative (int) result
-            ta, tb = _uo(a, ty, P, b.u or b.nn), _uo(b, ty, P - 1, a.u or a.nn)
+            ta, tb = _uo_pair(a, b, ty, P)
             signed = _uo_signed(a, b) and _uo_signed(b, a)
             bc = b.const
             nn = signed or (
@@ -232,7 +245,7 @@ class _Values(_Memory):
             return _E(f"{ta} {op} {tb}", P, rty, fl, locs, u=not signed, nn=nn)
         if form in ("cmp", "cmpu"):
             if form == "cmpu":
-                ta, tb = _uo(a, ty, P, b.u or b.nn), _uo(b, ty, P - 1, a.u or a.nn)
+                ta, tb = _uo_pair(a, b, ty, P)
             elif isint and op != "==" and op != "!=":
                 if (a.nn or _nonneg_const(a)) and (b.nn or _nonneg_const(b)):
                     ta, tb = _p(a, P), _p(b, P - 1)  # never negative: both readings agree
@@ -263,7 +276,9 @@ class _Values(_Memory):
         elif b.prec == 8 and _MASKED.search(b.text) and int(b.text.rsplit(" ", 1)[1]) <= bits:
             cnt = f"({b.text})"  # already masked: (n & 31) needs no second & 31
         else:
-            cnt = f"({_p(b, 8)} & {bits})"
+            # a shift count's low bits are the same before and after a widening
+            bt = _p(b, 8) if b.w is None else b.w[2] if b.w[3] <= 2 else f"({b.w[2]})"
+            cnt = f"({bt} & {bits})"
         if form == "shru":
             # a never negative operand shifts the same either way (and stays int)
             signed = a.nn and not a.u

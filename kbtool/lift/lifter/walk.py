@@ -195,7 +195,7 @@ class _Lifter(_Gc):
                     prec = 2 if text[0] == "*" or text[0] == "(" else 0
                     narrow = None
                     if widen:
-                        narrow = (text, prec)  # C widens it by itself where it meets an i64
+                        narrow = (text, prec, text, prec)  # C widens it where it meets an i64
                         text = f"(int64_t){text}"
                         prec = 2
                     # a zero-extended load (uint8_t/uint16_t/uint32_t into i64) is never negative
