@@ -38,7 +38,8 @@ DEFAULT_PRICES: dict[str, tuple[float, float]] = {
 #: an answer of the shape the naming prompt asks for (``SYSTEM_PROMPT``): an explanation of
 #: three sentences (two to four are asked for), a one-sentence summary, a few pieces of
 #: evidence, the optional locals and prototype filled in; pretty-printed, as chat models
-#: write JSON. Its estimate is the output expected per answer before any is billed.
+#: usually write JSON. Its estimate is the output expected per answer before any answer of
+#: this model is billed.
 TYPICAL_ANSWER: dict[str, Any] = {
     "explanation": "The function walks the linked list that its first parameter points to and, "
     "for each node, calls the destructor stored in the node's callback field before freeing "

@@ -32,8 +32,12 @@ def estimate_round(
     this pass that already have an answer (a resumed pass: ``HISTORY_MIN`` or more), else the
     provider's token counter on ``COUNT_SAMPLE`` unanswered prompts (Anthropic's
     ``messages.count_tokens``; ``tiktoken`` for OpenAI's own endpoint when installed), else
-    the estimator alone. ``basis`` says which; output tokens per answer are the billed mean
-    with a history, else :data:`~kbtool.agents.costs.EXPECTED_OUTPUT_TOKENS`. The estimate
+    the estimator alone; each call adds the chat framing
+    (:func:`~kbtool.agents.backends.request_tokens`). ``basis`` says which. Output tokens
+    per answer are the billed mean of these prompts' answers with a history, else the mean
+    of the answers the same backend and model gave in the KB before (``HISTORY_MIN`` or
+    more: another version's pass), else :data:`~kbtool.agents.costs.EXPECTED_OUTPUT_TOKENS`
+    (an answer of the shape the prompt asks for; never over the ``max_tokens`` asked). The estimate
     also starts the meter's running projection (:meth:`~kbtool.agents.costs.Meter.projection`),
     which the provider's usage re-scales as the pass's answers arrive."""
     prompts = answered = 0
@@ -68,11 +72,16 @@ def estimate_round(
         ratio = billed_in / billed_est
         per_answer = round(billed_out / billed_n)
         basis = f"calibrated on {billed_n} answers the provider billed"
-    elif todo and llm.count is not None:
-        sample = _count_sample(llm, todo)
-        if sample is not None:
-            ratio = sample[0]
-            basis = f"the provider's token counter on {sample[1]} prompts"
+    else:
+        if todo and llm.count is not None:
+            sample = _count_sample(llm, todo)
+            if sample is not None:
+                ratio = sample[0]
+                basis = f"the provider's token counter on {sample[1]} prompts"
+        seen = _model_answers(conn, llm)
+        if seen is not None:
+            per_answer = seen[0]
+            basis += f"; answers: as long as the {seen[1]} this model gave before"
     calls = prompts - answered
     tokens = round(raw * ratio)
     llm.meter.plan(raw, calls, ratio, per_answer)  # the running projection starts from here
@@ -90,6 +99,18 @@ def estimate_round(
         "basis": basis,
         "token_ratio": round(ratio, 4),
     }
+
+
+def _model_answers(conn: sqlite3.Connection, llm: LLMBackend) -> tuple[int, int] | None:
+    """(mean billed output tokens, answers) of the answers this backend and model gave in
+    the KB before (other versions, other passes), None under ``HISTORY_MIN`` of them."""
+    from kbtool.agents.sdk_client import MAX_TOKENS
+    from kbtool.kb import queries
+
+    usage = queries.agent_model_usage(conn, llm.backend, llm.model)
+    if usage["answers"] < HISTORY_MIN:
+        return None
+    return min(MAX_TOKENS, round(usage["tokens_out"] / usage["answers"])), usage["answers"]
 
 
 def _count_sample(llm: LLMBackend, todo: list[Any]) -> tuple[float, int] | None:

@@ -172,6 +172,20 @@ def agent_answer(
     return {"text": row[0], "tokens_in": row[1], "tokens_out": row[2]}
 
 
+def agent_model_usage(
+    conn: sqlite3.Connection, backend: str, model: str | None
+) -> AgentAnswerCounts:
+    """Answers one backend and model gave in this KB (any version) with billed token counts,
+    and the tokens they cost (what an answer of that model costs, before a new pass)."""
+    n, tin, tout = conn.execute(
+        "SELECT COUNT(*), COALESCE(SUM(tokens_in), 0), COALESCE(SUM(tokens_out), 0)"
+        " FROM agent_answers WHERE backend = ? AND model = ? AND tokens_in IS NOT NULL"
+        " AND tokens_out IS NOT NULL",
+        (backend, model or ""),
+    ).fetchone()
+    return {"answers": n, "tokens_in": tin, "tokens_out": tout}
+
+
 def agent_answer_counts(conn: sqlite3.Connection, version_id: int) -> AgentAnswerCounts:
     """Answers stored for a version's prompts and the provider tokens they cost."""
     n, tin, tout = conn.execute(

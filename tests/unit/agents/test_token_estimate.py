@@ -114,3 +114,35 @@ def test_first_openai_pass_is_estimated_within_ten_percent(demo_kb):
     per_call_est = est["tokens_in"] / est["calls"]
     assert abs(per_call_est / (billed_in / calls) - 1) < 0.10
     assert est["tokens_out"] == est["calls"] * EXPECTED_OUTPUT_TOKENS and billed_out > 0
+
+
+def test_answers_this_model_gave_before_set_the_expected_answer_size(demo_kb):
+    c = open_ro(demo_kb)
+    try:
+        truth = {f["index"]: f"truth_name_{f['index']}" for f in queries.list_functions(c, VID)}
+    finally:
+        c.close()
+    conn = open_rw(demo_kb, create=False)
+    try:
+        with FakeLLMServer(key=AnswerKey(truth)) as srv:
+            first = run_agent_pass(
+                conn, VID, "provider_b", max_functions=0, functions=range(0, 60),
+                env=_env_b(srv), concurrency=2, knowledge=False,
+            )  # fmt: skip
+            assert "answers: as long as" not in first["estimate"]["basis"]
+            usage = queries.agent_model_usage(conn, "openai", "fake-gpt")
+            assert usage["answers"] == len(srv.requests) >= 8
+            assert usage["tokens_out"] == srv.tokens_out
+            second = run_agent_pass(
+                conn, VID, "provider_b", max_functions=0, functions=range(60, 120),
+                env=_env_b(srv), concurrency=2, knowledge=False,
+            )  # fmt: skip
+    finally:
+        conn.close()
+    est = second["estimate"]
+    per_answer = round(usage["tokens_out"] / usage["answers"])
+    assert per_answer != EXPECTED_OUTPUT_TOKENS
+    assert est["basis"].endswith(
+        f"answers: as long as the {usage['answers']} this model gave before"
+    )
+    assert est["tokens_out"] == est["calls"] * per_answer
