@@ -9,8 +9,8 @@ KB, and every name the data model wrote is checked against the truth of the name
 
 - **global**: a global's name against the name section's global names (subsection 7);
 - **string** (``s_...``): the item's text against the string really at that address in the
-  named build (to its NUL), starting at a string start (no printable byte before it, or
-  a symbol start), and not a run of printable bytes inside a data symbol that is not text;
+  named build (to its NUL), starting at a string start (not right after three printable
+  bytes, or at a symbol start), and not a run of printable bytes inside a data symbol that is not text;
 - **role** (``errno``, ``malloc_state`` / ``dlmalloc_state``): the item starts at the
   symbol (``errno``; dlmalloc's ``_gm_``), judged where the symbol is known;
 - **table** (``strtab_...``, ``ftable_...``): the item starts at a data symbol (a table of
@@ -318,8 +318,8 @@ def _string_ok(it: dict, mem: Memory, syms: Symbols | None) -> tuple[bool, str]:
         return False, f"{label} @0x{a:x}: text {text[:40]!r}, memory {real[:40]!r}"
     sym = syms.enclosing(a) if syms is not None and syms.syms else None
     at_start = sym is not None and sym[0] == a
-    before = mem.read(a - 1, 1)[0] if a > 0 else 0
-    if kind != "gostring" and 32 <= before < 127 and not at_start:
+    before = mem.read(a - 3, 3) if a >= 3 else b""
+    if kind != "gostring" and before and all(32 <= c < 127 for c in before) and not at_start:
         return False, f"{label} @0x{a:x}: starts inside the text before it"
     if sym is not None and not at_start and not _texty(mem.read(sym[0], min(sym[1], 4096))):
         return False, f"{label} @0x{a:x}: printable bytes inside {sym[2]} (not text)"

@@ -239,8 +239,20 @@ def build_items(
             q = a - base
             while q < nxt - base:
                 s = _cstring_at(memz, q)
-                if s is None or len(s.encode()) < MIN_STRING:
+                if s is None:
                     break
+                if len(s.encode()) < MIN_STRING:
+                    # a short string between literals ("nan", "inf"): an item of its own
+                    # when a literal follows it
+                    q2 = q + len(s.encode()) + 1
+                    while q2 < nxt - base and mem[q2] == 0:
+                        q2 += 1
+                    s2 = _cstring_at(memz, q2) if q2 < nxt - base else None
+                    if s2 is None or len(s2.encode()) < MIN_STRING:
+                        break
+                    bounds.append(base + q2)
+                    q = q2
+                    continue
                 q += len(s.encode()) + 1
                 while q < nxt - base and mem[q] == 0:
                     q += 1
