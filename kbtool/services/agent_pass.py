@@ -301,10 +301,7 @@ def run_agent_pass(
     (callable or ``threading.Event``) is checked before every backend call; ``timeout`` is
     the total deadline of one provider call (see :func:`plan_agent_pass`).
     """
-    if rounds < 1:
-        raise ValueError(f"rounds must be 1 or more, not {rounds}")
-    if not 0.0 <= min_confidence <= 1.0:
-        raise ValueError(f"min_confidence must be between 0 and 1, not {min_confidence:g}")
+    _check_pass_args(rounds, min_confidence)
     is_cancelled = _cancel_check(cancelled)
     if plan is None:
         plan = plan_agent_pass(
@@ -325,23 +322,13 @@ def run_agent_pass(
     say = notice or (lambda _msg: None)
     _announce(plan, version_id, say)
     contexts = pass_contexts(plan)
-    llm = chosen if isinstance(chosen, LLMBackend) else None
     estimate = _prepare_provider(conn, version_id, plan, contexts, rounds, reuse_answers, say)
-    run = dict(
-        selector=backend,
-        backend=chosen.name,
-        model=chosen.model,
-        only_unconfident=only_unconfident,
-        rounds=rounds,
-        max_functions=plan.limit,
-        candidates=len(plan.candidates),
-        left_for_later=plan.left_for_later,
-        estimated_calls=plan.estimated_calls,
-        estimate=estimate,
-        concurrency=plan.concurrency,
-        dry_run=dry_run,
-        min_confidence=min_confidence,
-    )
+    run = {
+        "selector": backend,
+        **_run_record(plan, only_unconfident, rounds, estimate),
+        "dry_run": dry_run,
+        "min_confidence": min_confidence,
+    }
     emit = Feed(conn, version_id, enabled=not dry_run)
     emit("agent-pass-started", payload=run)
     decide = Decisions(
@@ -360,12 +347,51 @@ def run_agent_pass(
     if is_cancelled():
         summary.cancelled = True
         log.info("agent pass on version %s cancelled by its caller", version_id)
+    llm = chosen if isinstance(chosen, LLMBackend) else None
     out = _summary_out(summary, llm, estimate, say)
     if not dry_run:
-        run_id = store.record_run(conn, version_id, "agent", {**out, "run": run})
-        brief = {k: v for k, v in out.items() if k != "details"}
-        emit("agent-pass-done", payload={**brief, "run_id": run_id})
+        _record_run(conn, version_id, emit, out, run)
     return out
+
+
+def _check_pass_args(rounds: int, min_confidence: float) -> None:
+    """ValueError in one line for a round count or a write floor out of range."""
+    if rounds < 1:
+        raise ValueError(f"rounds must be 1 or more, not {rounds}")
+    if not 0.0 <= min_confidence <= 1.0:
+        raise ValueError(f"min_confidence must be between 0 and 1, not {min_confidence:g}")
+
+
+def _run_record(
+    plan: PassPlan, only_unconfident: bool, rounds: int, estimate: dict[str, Any]
+) -> dict[str, Any]:
+    """What the pass is about to do (the ``agent-pass-started`` event and the run record):
+    backend, model, caps, candidates, estimated calls and the cost estimate."""
+    return {
+        "backend": plan.backend.name,
+        "model": plan.backend.model,
+        "only_unconfident": only_unconfident,
+        "rounds": rounds,
+        "max_functions": plan.limit,
+        "candidates": len(plan.candidates),
+        "left_for_later": plan.left_for_later,
+        "estimated_calls": plan.estimated_calls,
+        "estimate": estimate,
+        "concurrency": plan.concurrency,
+    }
+
+
+def _record_run(
+    conn: sqlite3.Connection,
+    version_id: int,
+    emit: Feed,
+    out: dict[str, Any],
+    run: dict[str, Any],
+) -> None:
+    """Keep the pass's summary as an analysis run and tell the feed it is done."""
+    run_id = store.record_run(conn, version_id, "agent", {**out, "run": run})
+    brief = {k: v for k, v in out.items() if k != "details"}
+    emit("agent-pass-done", payload={**brief, "run_id": run_id})
 
 
 def _announce(plan: PassPlan, version_id: int, say: Callable[[str], None]) -> None:
