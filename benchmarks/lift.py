@@ -15,7 +15,8 @@ Then single-function on-demand latency (median / p95 / worst of ``lift_function`
 gotos, labels, body lines, maximum brace nesting, casts per 100 body lines and infinite
 loops (C ``while (1)`` / wasm-decompile ``loop L {``) for both tools over the same functions
 (casts: C ``(type)``/``(type *)``; wasm-decompile ``]:type`` accesses, conversion calls and
-``as``), and the share of shadow-stack frame accesses (constant offset from the frame
+``as``; ``mem/100``: those of raw memory accesses alone, C ``*(int32_t *)(M + ...)``,
+wasm-decompile ``p[2]:int``), and the share of shadow-stack frame accesses (constant offset from the frame
 base inside its region) the C shows as named slots (``frame->local_0c``). ``--listing`` adds the whole-module disassembly (``kbtool code --all --wasm``) next to
 ``wasm-objdump -d`` (wall, CPU, peak RSS, lines). ``--smoke`` runs everything on the small
 .wat fixture (needs wat2wasm).
@@ -134,6 +135,9 @@ _C_CAST = re.compile(
     r"\((?:const )?(?:u?int(?:8|16|32|64)_t|float|double|bool|_Bool|char|void|uintptr_t)"
     r"(?: \*+)?\)"
 )
+#: the cast of a raw memory access, `*(int32_t *)(M + p + 8)`; wasm-decompile's `p[2]:int`
+_C_MEMCAST = re.compile(r"\((?:const )?(?:u?int(?:8|16|32|64)_t|float|double|v128) \*\)\(M\b")
+_D_MEMCAST = re.compile(r"\]:\w+")
 _C_LABEL = re.compile(r"^\s*(?!default\b)[A-Za-z_]\w*:;?\s*$")
 _D_LABEL = re.compile(r"^\s*label \w+:")
 _D_CAST = re.compile(
@@ -142,14 +146,18 @@ _D_CAST = re.compile(
 )
 
 
-def _body_metrics(body: list[str], cast: re.Pattern, label: re.Pattern, inf: re.Pattern) -> dict:
-    """gotos, labels, body lines, max brace nesting, casts and infinite loops of one body."""
+def _body_metrics(
+    body: list[str], cast: re.Pattern, label: re.Pattern, inf: re.Pattern, mem: re.Pattern
+) -> dict:
+    """gotos, labels, body lines, max brace nesting, casts (all, and those of memory
+    accesses) and infinite loops of one body."""
     return {
         "gotos": sum(len(re.findall(r"\bgoto\b", ln)) for ln in body),
         "labels": sum(1 for ln in body if label.match(ln)),
         "lines": len(body),
         "depth": _brace_depth(body),
         "casts": sum(len(cast.findall(_STRING.sub('""', ln))) for ln in body),
+        "mcasts": sum(len(mem.findall(_STRING.sub('""', ln))) for ln in body),
         "inf": sum(len(inf.findall(ln)) for ln in body),
     }
 
@@ -159,7 +167,9 @@ def _c_function_metrics(text: str) -> dict:
     lines = text.splitlines()
     start = next((k for k, ln in enumerate(lines) if ln.endswith(") {") and ln[:1] != " "), None)
     body = lines[start + 1 : -1] if start is not None else []
-    m = _body_metrics(body, _C_CAST, _C_LABEL, re.compile(r"\bwhile \(1\)|\bfor \(;;\)"))
+    m = _body_metrics(
+        body, _C_CAST, _C_LABEL, re.compile(r"\bwhile \(1\)|\bfor \(;;\)"), _C_MEMCAST
+    )
     m["tramp"] = sum(1 for ln in body if _TRAMPOLINE.match(ln))
     return m
 
@@ -176,7 +186,8 @@ def _decompile_functions(text: str) -> list[dict]:
             cur = []
         elif cur is not None:
             if ln == "}":
-                out.append(_body_metrics(cur, _D_CAST, _D_LABEL, re.compile(r"^\s*loop \w+ \{")))
+                loop = re.compile(r"^\s*loop \w+ \{")
+                out.append(_body_metrics(cur, _D_CAST, _D_LABEL, loop, _D_MEMCAST))
                 cur = None
             else:
                 cur.append(ln)
@@ -186,10 +197,10 @@ def _decompile_functions(text: str) -> list[dict]:
 def bucket_table(per: list, theirs: list[dict] | None) -> list[str]:
     """Rows per function size bucket (instructions): kbtool next to wasm-decompile, over
     the functions both rendered (kbtool's placeholders are left out of both sides)."""
-    keys = ("gotos", "labels", "lines", "depth", "casts", "inf")
+    keys = ("gotos", "labels", "lines", "depth", "casts", "mcasts", "inf")
     rows = [
         f"  {'bucket':<8} {'tool':<15} {'funcs':>6} {'gotos':>7} {'labels':>7} {'body ln':>9} "
-        f"{'depth':>6} {'casts/100':>9} {'while(1)':>9}"
+        f"{'depth':>6} {'casts/100':>9} {'mem/100':>8} {'while(1)':>9}"
     ]
     paired = theirs is not None and len(theirs) == len(per)
     for name, lo, hi in BUCKETS:
@@ -202,9 +213,10 @@ def bucket_table(per: list, theirs: list[dict] | None) -> list[str]:
             tot = {k: sum(m[k] for m in ms) for k in keys}
             depth = max((m["depth"] for m in ms), default=0)
             per100 = 100.0 * tot["casts"] / tot["lines"] if tot["lines"] else 0.0
+            mem100 = 100.0 * tot["mcasts"] / tot["lines"] if tot["lines"] else 0.0
             rows.append(
                 f"  {name:<8} {tool:<15} {len(ms):6d} {tot['gotos']:7d} {tot['labels']:7d} "
-                f"{tot['lines']:9d} {depth:6d} {per100:9.1f} {tot['inf']:9d}"
+                f"{tot['lines']:9d} {depth:6d} {per100:9.1f} {mem100:8.1f} {tot['inf']:9d}"
             )
     if not paired and theirs is not None:
         rows.append(f"  (wasm-decompile printed {len(theirs)} functions, kbtool {len(per)})")
