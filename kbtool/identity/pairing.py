@@ -24,9 +24,11 @@ from kbtool.identity.matcher.family import FLAGGED_SCORE
 from kbtool.identity.matcher.review import (  # noqa: F401  (re-exported: the pairing's checks)
     REVIEW_SIG_SCORE,
     REVIEW_WEAK_SCORE,
+    WEAK_SCORE,
     WEAK_SIZE_RATIO,
     WRAPPER_MAX_INSTR,
     review_inlining_boundaries,
+    review_no_counterpart,
     review_signatures,
     review_weak_neighbourhoods,
     review_wrapper_splits,
@@ -170,6 +172,7 @@ def pair_rows(
     review_wrapper_splits(pg)
     review_weak_neighbourhoods(pg)
     review_inlining_boundaries(pg)
+    review_no_counterpart(pg)  # two functions without a counterpart: weak, no name carried
     # a flagged pair never shows a confident score (never "unchanged at 0.99, review")
     for p in pg.by_new.values():
         if p.review and p.score > FLAGGED_SCORE:
