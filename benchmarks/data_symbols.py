@@ -152,7 +152,13 @@ def access_forms(c: str, labels: set[str]) -> dict[str, int]:
             while k < len(code) and depth:
                 depth += {"(": 1, ")": -1}.get(code[k], 0)
                 k += 1
-            if any(w in labels for w in _IDENT.findall(code[m.end() : k])):
+            span = code[m.end() : k]
+            # the item's address in the sum (`ADDR(tbl)`, a bare label); `*(M + tbl[i])`
+            # reads where a pointer from the table points: an object access, counted below
+            if any(
+                w.group(0) in labels and span[w.end() : w.end() + 1] not in ("[", ".")
+                for w in _IDENT.finditer(span)
+            ):
                 out["raw"] += 1
         for m in _IDENT.finditer(code):
             w = m.group(0)

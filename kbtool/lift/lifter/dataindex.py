@@ -87,6 +87,66 @@ def masked(base: _E, size: int) -> str:
     return f"({inner} >> {k}) & {rt}"
 
 
+def _terms(text: str) -> list[str]:
+    """The top-level ``+`` terms of ``text`` ([] when a top-level ``-`` or another operator
+    of the same level joins them)."""
+    out: list[str] = []
+    depth = start = 0
+    k = 0
+    n = len(text)
+    while k < n:
+        ch = text[k]
+        if ch == "(" or ch == "[":
+            depth += 1
+        elif ch == ")" or ch == "]":
+            depth -= 1
+        elif depth == 0 and ch == " " and k + 2 < n and text[k + 2] == " ":
+            op = text[k + 1]
+            if op == "+":
+                out.append(text[start:k])
+                start = k + 3
+                k += 3
+                continue
+            if op == "-" or op == "?" or op == ":":
+                return []
+        k += 1
+    out.append(text[start:])
+    return out
+
+
+def summed(text: str, size: int) -> str:
+    """The index of an address that is a sum of terms each scaled by a multiple of
+    ``size`` (a power of two): ``r * 12 + (c << 2)`` as ``r * 3 + c`` for 4-byte elements;
+    else ""."""
+    k = size.bit_length() - 1
+    if size != 1 << k or k == 0:
+        return ""
+    terms = _terms(text)
+    if len(terms) < 2:
+        return ""
+    out: list[str] = []
+    for t in terms:
+        t = _unwrap(t)
+        m = re.match(r"^(.*) (<<|\*) (\d+)$", t)
+        if m is None or not balanced(m.group(1)) or _terms(m.group(1)) != [m.group(1)]:
+            return ""
+        left, op, n = m.group(1), m.group(2), int(m.group(3))
+        if op == "<<":
+            if n < k or n >= 32:
+                return ""
+            out.append(left if n == k else f"{_p_shift(left)} << {n - k}")
+        else:
+            if n % size:
+                return ""
+            out.append(left if n == size else f"{left} * {n // size}")
+    return " + ".join(out)
+
+
+def _p_shift(text: str) -> str:
+    """``text`` as the left operand of ``<<`` (it binds looser than ``+``)."""
+    return text if _ATOM.match(text) or _wrapped(text) or " " not in text else f"({text})"
+
+
 def _wrapped(text: str) -> bool:
     return text.startswith("(") and text.endswith(")") and balanced(text[1:-1])
 

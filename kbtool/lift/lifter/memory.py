@@ -26,7 +26,7 @@ from .base import (
     c_ident_path,
 )
 from .core import _Core
-from .dataindex import _ANY, align_states, balanced, masked, scaled
+from .dataindex import _ANY, align_states, balanced, masked, scaled, summed
 from .opnames import (
     OP_BR_TABLE,
     OP_CATCH_ALL,
@@ -390,12 +390,13 @@ class _Memory(_Core):
 
     def index_of(self, base: _E, size: int) -> str:
         """The element index of an address ``base`` scaled by ``size``: ``i`` of ``i << 2``
-        or ``i * 12``, ``(x >> 8) & 255`` of ``(x >> 6) & 1020``, ``l5 >> 2`` of a local every
-        value reaching the access is a multiple of 4 (:mod:`.dataindex`); else ""."""
+        or ``i * 12``, ``(x >> 8) & 255`` of ``(x >> 6) & 1020``, ``r * 3 + c`` of
+        ``r * 12 + (c << 2)``, ``l5 >> 2`` of a local every value reaching the access is a
+        multiple of 4 (:mod:`.dataindex`); else ""."""
         idx = scaled(base, size)
         if idx or size & (size - 1):
             return idx
-        idx = masked(base, size)
+        idx = masked(base, size) if base.prec == 8 else summed(base.text, size)
         if idx:
             return idx
         if base.prec == 0 and base.const is None and len(base.locs) == 1:
@@ -439,8 +440,10 @@ class _Memory(_Core):
                     idx = self.local_index(self.locals_c.index(idx), size)
                     if not idx:
                         return ""
-                else:
-                    return ""
+                else:  # `r * 12 + (c << 2) + ADDR(tbl)`: `tbl[r * 3 + c]`
+                    idx = summed(idx, size)
+                    if not idx:
+                        return ""
             if ob[2] == "b":
                 ob[2], ob[3] = "a", ct
             if ob[2] != "a":

@@ -1,9 +1,11 @@
 """Data tables indexed in the lifted C (issue 26): an index masked to a multiple of the
 element size (``(x >> 6) & 12`` reads ``words[(x >> 8) & 3]``), a scaled index kept in a
 local (``l1 = p0 << 2; ... words[l1 >> 2]``, also through sums, ``select`` and a reassigned
-parameter, the table's address added in code), an item read wider than it is (``counter``); a local that is not a multiple
-of the element size where the access is (a loop steps it by 1) stays raw memory. The C
-compiles with the prelude and computes what the wasm computes (gcc vs wasmtime)."""
+parameter, the table's address added in code), rows and columns (``r * 12 + (c << 2)``
+reads ``tbl[r * 3 + c]``), an item read wider than it is (``counter``); a local that is
+not a multiple of the element size where the access is (a loop steps it by 1) stays raw
+memory. The C compiles with the prelude and computes what the wasm computes (gcc vs
+wasmtime)."""
 
 from __future__ import annotations
 
@@ -45,6 +47,18 @@ WAT = r"""
   (func $added (export "added") (param i32) (result i32) (local i32)
     (local.set 1 (i32.shl (i32.and (local.get 0) (i32.const 1)) (i32.const 3)))
     (i32.load (i32.add (local.get 1) (i32.const 1040))))
+  (func $grid (export "grid") (param i32) (result i32)
+    (i32.load offset=1040
+      (i32.add (i32.mul (i32.and (local.get 0) (i32.const 1)) (i32.const 12))
+               (i32.shl (i32.and (i32.shr_u (local.get 0) (i32.const 1)) (i32.const 1))
+                        (i32.const 2)))))
+  (func $grid_added (export "grid_added") (param i32) (result i32)
+    (i32.load
+      (i32.add
+        (i32.add (i32.mul (i32.and (local.get 0) (i32.const 1)) (i32.const 12))
+                 (i32.shl (i32.and (i32.shr_u (local.get 0) (i32.const 2)) (i32.const 1))
+                          (i32.const 2)))
+        (i32.const 1040))))
   (func $stepped (export "stepped") (param i32) (result i32) (local i32 i32)
     (local.set 1 (i32.shl (i32.and (local.get 0) (i32.const 1)) (i32.const 2)))
     (loop $l
@@ -80,11 +94,14 @@ def test_masked_and_kept_indexes_read_as_table_elements(tmp_path):
     assert "words[l1 >> 2]" in c["summed"], c["summed"]
     assert "words[p0 >> 2]" in c["param"], c["param"]
     assert "words[l1 >> 2]" in c["added"], c["added"]  # the table's address added in code
+    # a row and a column: each term scaled by a multiple of the element size
+    assert "words[(p0 & 1) * 3 + (((uint32_t)p0 >> 1) & 1)]" in c["grid"], c["grid"]
+    assert "words[(p0 & 1) * 3 + (((uint32_t)p0 >> 2) & 1)]" in c["grid_added"], c["grid_added"]
     # stepped by 1 in the loop: not a multiple of 4 where the load reads it
     assert "words[" not in c["stepped"] and "ADDR(words)" in c["stepped"], c["stepped"]
     # a 2-byte item read as int32_t: still the object
     assert "counter = counter + 1;" in c["wide"] and "return counter;" in c["wide"], c["wide"]
-    for name in ("masked", "kept", "summed", "param", "added", "wide"):
+    for name in ("masked", "kept", "summed", "param", "added", "grid", "grid_added", "wide"):
         assert "*(int32_t *)(M + " not in c[name].split("{", 1)[1], (name, c[name])
 
 
@@ -103,7 +120,16 @@ def test_indexed_tables_compute_like_wasm(tmp_path):
     values = [0, 1, 2, 3, 5, 63, 64, 200, 777, 1000, -1, -64, 0x7FFFFFFF]
     calls = [
         (n, v)
-        for n in ("masked", "masked_plain", "kept", "summed", "param", "added")
+        for n in (
+            "masked",
+            "masked_plain",
+            "kept",
+            "summed",
+            "param",
+            "added",
+            "grid",
+            "grid_added",
+        )
         for v in values
     ]
     calls += [("stepped", v) for v in (0, 1, 2)] + [("wide", None)] * 3
