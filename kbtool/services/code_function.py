@@ -62,8 +62,9 @@ def function_code(
     it was rendered from (None for a body that cannot be disassembled).
 
     ``lift=False`` (with ``max_lines``: a huge function's first screen) does not lift the C:
-    ``lifted_c`` is empty and ``c_pending`` true; :func:`lifted_c` gives it (kept, so the
-    whole answer after it does not lift the function again)."""
+    unless this process lifted it before, ``lifted_c`` is empty and ``c_pending`` true;
+    :func:`lifted_c` gives it (kept, so the whole answer after it does not lift the function
+    again)."""
     cm = code_module(conn, version_id)
     sid, _imp, _mod, _fld, name, prov = cm.check(func_index)
     key = (id(cm), func_index)
@@ -78,8 +79,11 @@ def function_code(
         mnemonics, calls, listing = render_error(listing), [], None
     else:
         mnemonics, calls = render_listing(listing), listing_calls(listing)
+    kept = None if lift or not partial else _kept_c(cm, func_index)
     if lift or not partial:
         lifted, c_truncated, reason = _lifted(cm, func_index, keep=partial)
+    elif kept is not None:  # lifted before in this process: no need to wait for it
+        lifted, c_truncated, reason = kept
     else:
         lifted, c_truncated, reason = "", False, None
     out = {
@@ -100,12 +104,19 @@ def function_code(
     }
     if total is not None:
         out["instructions"] = total
-    if partial and not lift:
+    if partial and not lift and kept is None:
         out["c_pending"] = True
     if not partial:
         with _LOCK:
             _RESULTS.put(key, (cm, out, listing))
     return out, listing
+
+
+def _kept_c(cm: CodeModule, func_index: int) -> tuple[str, bool, str | None] | None:
+    """The function's C when this process lifted it before (see :func:`_lifted`)."""
+    with _LOCK:
+        hit = _RESULTS.get_item((id(cm), func_index, "c"))
+    return hit[1] if hit is not None and hit[0] is cm else None
 
 
 def _lifted(cm: CodeModule, func_index: int, *, keep: bool) -> tuple[str, bool, str | None]:

@@ -32,6 +32,9 @@ def test_first_screen_without_the_c_then_the_c(code_kb) -> None:
         assert d["partial"] and d["c_pending"] and d["lifted_c"] == ""
         assert len(records.instrs) == 100
         c, truncated, reason = code.lifted_c(conn, 1, BIG)
+        # lifted once, a first screen comes with its C
+        again = code.function_code(conn, 1, BIG, max_lines=100, lift=False)[0]
+        assert again["partial"] and "c_pending" not in again and again["lifted_c"] == c
         whole = code.disassembly(conn, 1, BIG)
         assert (c, truncated, reason) == (whole["lifted_c"], whole["truncated"], whole["reason"])
         assert "c_pending" not in whole and not whole["partial"]
