@@ -142,6 +142,46 @@ def summed(text: str, size: int) -> str:
     return " + ".join(out)
 
 
+_TOP_OP: Final = re.compile(r" (\S+) ")
+
+
+def _top_ops(text: str) -> set[str]:
+    """The binary operators at the top level of ``text`` (outside brackets)."""
+    out: set[str] = set()
+    depth = 0
+    flat = []
+    for ch in text:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        flat.append(ch if depth == 0 else "_")
+    for m in _TOP_OP.finditer("".join(flat)):
+        out.add(m.group(1))
+    return out
+
+
+def assigned(text: str, size: int, names: list[str]) -> str:
+    """The index of an address that is an assignment of a scaled value to a local
+    (``l2 = i << 2``, ``(p1 = i * 12)``): ``(l2 = i << 2) >> 2``; else ""."""
+    k = size.bit_length() - 1
+    if size != 1 << k or k == 0:
+        return ""
+    t = _unwrap(text)
+    name, eq, value = t.partition(" = ")
+    if not eq or name not in names:
+        return ""
+    m = re.match(r"^(.*) (<<|\*) (\d+)$", value)
+    if m is None or not balanced(m.group(1)):
+        return ""
+    ops = _top_ops(m.group(1))
+    if m.group(2) == "<<":
+        ok = not ops and 31 >= int(m.group(3)) >= k
+    else:
+        ok = ops <= {"*", "/", "%"} and int(m.group(3)) % size == 0
+    return f"({t}) >> {k}" if ok else ""
+
+
 def _p_shift(text: str) -> str:
     """``text`` as the left operand of ``<<`` (it binds looser than ``+``)."""
     return text if _ATOM.match(text) or _wrapped(text) or " " not in text else f"({text})"

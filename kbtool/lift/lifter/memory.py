@@ -26,7 +26,7 @@ from .base import (
     c_ident_path,
 )
 from .core import _Core
-from .dataindex import _ANY, align_states, balanced, masked, scaled, summed
+from .dataindex import _ANY, align_states, assigned, balanced, masked, scaled, summed
 from .opnames import (
     OP_BR_TABLE,
     OP_CATCH_ALL,
@@ -399,6 +399,8 @@ class _Memory(_Core):
         idx = masked(base, size) if base.prec == 8 else summed(base.text, size)
         if idx:
             return idx
+        if base.tee is not None:  # `tbl[(l2 = i << 2) >> 2]`
+            return assigned(base.text, size, self.locals_c)
         if base.prec == 0 and base.const is None and len(base.locs) == 1:
             x = base.locs[0]
             if x >= 0 and base.text == self.locals_c[x]:
@@ -441,7 +443,7 @@ class _Memory(_Core):
                     if not idx:
                         return ""
                 else:  # `r * 12 + (c << 2) + ADDR(tbl)`: `tbl[r * 3 + c]`
-                    idx = summed(idx, size)
+                    idx = summed(idx, size) or assigned(idx, size, self.locals_c)
                     if not idx:
                         return ""
             if ob[2] == "b":

@@ -2,7 +2,8 @@
 element size (``(x >> 6) & 12`` reads ``words[(x >> 8) & 3]``), a scaled index kept in a
 local (``l1 = p0 << 2; ... words[l1 >> 2]``, also through sums, ``select`` and a reassigned
 parameter, the table's address added in code), rows and columns (``r * 12 + (c << 2)``
-reads ``tbl[r * 3 + c]``), an item read wider than it is (``counter``); a local that is
+reads ``tbl[r * 3 + c]``), an index assigned in the address (``words[(l1 = ..) >> 2]``),
+an item read wider than it is (``counter``); a local that is
 not a multiple of the element size where the access is (a loop steps it by 1) stays raw
 memory. The C compiles with the prelude and computes what the wasm computes (gcc vs
 wasmtime)."""
@@ -59,6 +60,12 @@ WAT = r"""
                  (i32.shl (i32.and (i32.shr_u (local.get 0) (i32.const 2)) (i32.const 1))
                           (i32.const 2)))
         (i32.const 1040))))
+  (func $teed (export "teed") (param i32) (result i32) (local i32)
+    (if (result i32)
+      (i32.load offset=1040 (local.tee 1 (i32.shl (i32.and (local.get 0) (i32.const 3))
+                                                  (i32.const 2))))
+      (then (local.get 1))
+      (else (i32.const 7))))
   (func $stepped (export "stepped") (param i32) (result i32) (local i32 i32)
     (local.set 1 (i32.shl (i32.and (local.get 0) (i32.const 1)) (i32.const 2)))
     (loop $l
@@ -94,6 +101,7 @@ def test_masked_and_kept_indexes_read_as_table_elements(tmp_path):
     assert "words[l1 >> 2]" in c["summed"], c["summed"]
     assert "words[p0 >> 2]" in c["param"], c["param"]
     assert "words[l1 >> 2]" in c["added"], c["added"]  # the table's address added in code
+    assert "words[(l1 = (p0 & 3) << 2) >> 2]" in c["teed"], c["teed"]  # assigned in place
     # a row and a column: each term scaled by a multiple of the element size
     assert "words[(p0 & 1) * 3 + (((uint32_t)p0 >> 1) & 1)]" in c["grid"], c["grid"]
     assert "words[(p0 & 1) * 3 + (((uint32_t)p0 >> 2) & 1)]" in c["grid_added"], c["grid_added"]
@@ -101,7 +109,17 @@ def test_masked_and_kept_indexes_read_as_table_elements(tmp_path):
     assert "words[" not in c["stepped"] and "ADDR(words)" in c["stepped"], c["stepped"]
     # a 2-byte item read as int32_t: still the object
     assert "counter = counter + 1;" in c["wide"] and "return counter;" in c["wide"], c["wide"]
-    for name in ("masked", "kept", "summed", "param", "added", "grid", "grid_added", "wide"):
+    for name in (
+        "masked",
+        "kept",
+        "summed",
+        "param",
+        "added",
+        "grid",
+        "grid_added",
+        "teed",
+        "wide",
+    ):
         assert "*(int32_t *)(M + " not in c[name].split("{", 1)[1], (name, c[name])
 
 
