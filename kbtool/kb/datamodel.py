@@ -14,6 +14,7 @@ from typing import Any, TypedDict
 import orjson
 
 from kbtool.kb.db import now
+from kbtool.kb.store import indexes_built_after
 
 REF_BATCH = 5000
 
@@ -94,25 +95,27 @@ def replace_data_model(
             for g in globals_
         ],
     )
-    conn.executemany(
-        "INSERT INTO data_items(version_id, address, size, kind, segment, text, label, data_id,"
-        " refs, targets) VALUES (?,?,?,?,?,?,?,?,?,?)",
-        [
-            (
-                version_id,
-                i["address"],
-                i["size"],
-                i["kind"],
-                i["segment"],
-                i["text"],
-                i["label"],
-                i["data_id"],
-                i["refs"],
-                orjson.dumps(i["targets"]).decode(),
-            )
-            for i in items
-        ],
-    )
+    item_rows = [
+        (
+            version_id,
+            i["address"],
+            i["size"],
+            i["kind"],
+            i["segment"],
+            i["text"],
+            i["label"],
+            i["data_id"],
+            i["refs"],
+            orjson.dumps(i["targets"]).decode(),
+        )
+        for i in items
+    ]
+    with indexes_built_after(conn, "data_items", len(item_rows)):
+        conn.executemany(
+            "INSERT INTO data_items(version_id, address, size, kind, segment, text, label,"
+            " data_id, refs, targets) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            item_rows,
+        )
     # by (function, offset): a target's index entries then run in rowid order = that order,
     # so a page of one target's references needs no sort (see refs_to)
     rows = list(refs)

@@ -9,8 +9,9 @@ when one is open), so an ingest still lands whole or not at all.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -58,6 +59,31 @@ def _insert_rows(conn: sqlite3.Connection, table: str, rows: Iterable[dict[str, 
     return int(conn.execute("SELECT last_insert_rowid()").fetchone()[0])
 
 
+@contextlib.contextmanager
+def indexes_built_after(conn: sqlite3.Connection, table: str, adding: int) -> Iterator[None]:
+    """Around inserting ``adding`` rows into ``table``: when it holds fewer rows than that
+    (a fresh KB), its secondary indexes are dropped first and created again after, from
+    their own DDL (sorting the rows once costs less than an entry per row inserted at a
+    random spot: stable ids, hashes, labels); same indexes afterwards. DDL is
+    transactional: a failed ingest keeps them."""
+    sql = f"SELECT count(*) FROM (SELECT 1 FROM {table} LIMIT ?)"  # noqa: S608 (our table)
+    few = adding > 0 and conn.execute(sql, (adding,)).fetchone()[0] < adding
+    ddl = (
+        conn.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ?"
+            " AND sql IS NOT NULL ORDER BY name",
+            (table,),
+        ).fetchall()
+        if few
+        else []
+    )
+    for name, _ in ddl:
+        conn.execute(f'DROP INDEX "{name}"')
+    yield
+    for _, sql in ddl:
+        conn.execute(sql)
+
+
 # --------------------------------------------------------------------------- versions
 
 
@@ -84,7 +110,9 @@ def insert_module_bytes(conn: sqlite3.Connection, version_id: int, data: bytes) 
 
 
 def insert_functions(conn: sqlite3.Connection, rows: Iterable[dict[str, Any]]) -> None:
-    _insert_rows(conn, "functions", rows)
+    rows = list(rows)
+    with indexes_built_after(conn, "functions", len(rows)):
+        _insert_rows(conn, "functions", rows)
 
 
 def insert_facts(conn: sqlite3.Connection, rows: Iterable[dict[str, Any]]) -> None:
