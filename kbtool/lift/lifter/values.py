@@ -187,8 +187,10 @@ class _Values(_Memory):
     ) -> _E:
         P = PREC[op]
         isint = ty == "i32" or ty == "i64"
-        if (a.w is not None or b.w is not None) and (
-            form == "cmp" or form == "cmpu" or (form == "bin" and op in _WIDENS)
+        if (
+            (a.w is not None or b.w is not None)
+            and (form == "cmp" or form == "cmpu" or (form == "bin" and op in _WIDENS))
+            and not (op == "-" and a.const == 0)  # `0 - x` prints as `-x`: x must be 64-bit
         ):
             # (int64_t)x + y is x + y when y is 64 bits: C's conversions widen x the same way
             if a.w is not None and b.w is None:
