@@ -23,6 +23,7 @@ import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -95,19 +96,20 @@ def estimate_tokens(text: str) -> int:
     the benchmark's (C headers, Python sources, English documentation, prompts of brotli
     and libyaml): within about 5 % per kind of text, 1 % on naming prompts
     (``benchmarks/agent_pass.py`` compares, with the optional ``bpe-openai``)."""
-    n = 0.0
-    for m in _PIECE.finditer(text):
-        s = m.group(0)
-        last = s[-1]
-        if last.isalpha():
-            n += _word_tokens(s)
-        elif last.isdigit() or s.isspace():
-            n += 1
-        else:
-            core = s.strip()
-            wide = sum(1 for c in core if ord(c) > 0x7F)
-            n += 1 + max(0, len(core) - wide - 4) / 2 + wide
-    return math.ceil(n)
+    return math.ceil(sum(map(_piece_tokens, _PIECE.findall(text))))
+
+
+@lru_cache(maxsize=1 << 16)  # identifiers, words and indentation repeat: mostly cache hits
+def _piece_tokens(s: str) -> float:
+    """Tokens of one pre-tokenizer piece."""
+    last = s[-1]
+    if last.isalpha():
+        return _word_tokens(s)
+    if last.isdigit() or s.isspace():
+        return 1.0
+    core = s.strip()
+    wide = sum(1 for c in core if ord(c) > 0x7F)
+    return 1 + max(0, len(core) - wide - 4) / 2 + wide
 
 
 def _word_tokens(piece: str) -> float:
