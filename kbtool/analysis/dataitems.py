@@ -269,6 +269,7 @@ def build_items(
             if b > end and piece:
                 # the trimmed zeros back, up to a word (a string's NUL, a table's last word)
                 piece += bytes(min(b - end, (-len(piece)) % 4 or 4))
+            targets: list[int]
             if a in gostr and b - a == gostr[a] and _utf8_text(piece) is not None:
                 kind, text, targets = "gostring", _utf8_text(piece), []
             else:

@@ -65,19 +65,20 @@ def role_labels(model: DataModel, analysis: ModuleAnalysis, names: dict[int, str
     for f in analysis.functions:
         if f.imported or not any(n in ERRNO_FUNCS for n in (names.get(f.index, ""),)):
             continue
-        hits = {
-            item_of(r.target)
+        hits: set[int] = {
+            k
             for r in model.refs
-            if r.func_index == f.index and r.target_kind == "data"
+            if r.func_index == f.index
+            and r.target_kind == "data"
+            and (k := item_of(r.target)) is not None
         }
-        hits.discard(None)
         if not hits:  # `i32.const ADDR; end`: an address into .bss is not a reference
             consts = {c for c in f.consts if model.data_start <= c < model.data_end}
             if len(consts) == 1:
                 # what it returns is errno's own address: an item starts there
                 k = _split_at(model, consts.pop())
                 starts = [it.address for it in model.items]
-                hits = {k} - {None}
+                hits = set() if k is None else {k}
         if len(hits) == 1:
             model.items[hits.pop()].label = "errno"
     # the malloc family's static state, merged into one item
@@ -149,8 +150,7 @@ def role_labels(model: DataModel, analysis: ModuleAnalysis, names: dict[int, str
                     slot_func[e.offset + j] = fi
     for it in model.items:
         if it.kind == "funcptr_table" and it.targets:
-            fnames = [names.get(slot_func.get(t, -1)) for t in it.targets if t]
-            fnames = [n for n in fnames if n]
+            fnames = [n for t in it.targets if t and (n := names.get(slot_func.get(t, -1)))]
             if fnames:
                 prefix = _common_prefix(fnames).rstrip("_")
                 base = prefix if len(prefix) >= 3 else fnames[0]
@@ -178,12 +178,14 @@ def _points_at_strings(targets: list[int], model: DataModel, analysis: ModuleAna
         return False
     hits = starts = 0
     for n, t in enumerate(nonzero):
-        ok = _into_string(model, t)
+        it = model.item_at(t)
+        ok = it is not None and (it.address == t or it.kind in ("cstring", "utf16"))
         if n == 0 and not ok:
             return False
         hits += ok
         # a pointer at a string's first byte, not a number that lands inside one
-        starts += ok and (t == model.item_at(t).address or not 32 <= _byte(analysis, t - 1) < 127)
+        if it is not None and ok and (it.address == t or not 32 <= _byte(analysis, t - 1) < 127):
+            starts += 1
     return hits * 2 >= len(nonzero) and starts * 5 >= len(nonzero)
 
 
