@@ -24,7 +24,8 @@ comparison the new body has no more of than the old one (it moved), the same com
 with another constant (a changed bound, read off the constants), and a constant change
 ``a -> b`` seen in three or more functions (a renumbered enum or limit, :func:`finish`),
 and deleted code that the diff inserted into another function (moved by a change of
-inlining, :func:`finish`).
+inlining, :func:`finish`). The same new bounds check in twelve or more functions (a macro or
+an inlined helper changed) weighs less in each, so distinct fixes come before its copies.
 
 Score: the strongest reason, plus a quarter of the second, a sixteenth of the third... (many
 new comparisons in a rewrite do not outrank one targeted check), minus a size term (a small
@@ -87,6 +88,8 @@ MAX_REASONS = 6
 MOVED_GRAM = 8  # n-gram length for code moved between functions (longer: any function's)
 SOLO_MAX = 24  # longest run of new code taken for "one new call, the only change"
 SOLO_DELETED = 8  # deleted instructions (not moved) that still leave a call "the only change"
+SYSTEMATIC = 12  # functions with the same new check from which it is one change copied
+SYSTEMATIC_WEIGHT = 0.6
 CHURN_AMOUNT = 400  # instructions changed from which a change is a rewrite
 _PRIVATE = (
     "_signals",
@@ -399,6 +402,28 @@ def _moved_out(entries: list[dict[str, Any]]) -> None:
             _score(e)
 
 
+def _systematic(entries: list[dict[str, Any]], seen: dict[tuple, int]) -> None:
+    """The same new bounds check (comparison and constant) in :data:`SYSTEMATIC` or more
+    functions is one macro or inlined helper changed: each copy weighs
+    :data:`SYSTEMATIC_WEIGHT` as much and says so, so that distinct fixes come before the
+    copies of one (the copies stay listed, in order)."""
+    for e in entries:
+        sig = e.get("_signals")
+        if not sig:
+            continue
+        many = [
+            r for r in sig if r[2] is not None and r[2][0] == "check" and seen[r[2]] >= SYSTEMATIC
+        ]
+        if not many:
+            continue
+        e["_signals"] = [
+            (w * SYSTEMATIC_WEIGHT, f"{t} (new in {seen[k]} functions)", None) if r in many else r
+            for r in sig
+            for w, t, k in [r]
+        ]
+        _score(e)
+
+
 def _score(t: dict[str, Any]) -> None:
     """``triage`` and ``reasons`` from the weighed reasons: the strongest counts fully, each
     next one a quarter as much (many checks in a rewrite do not outrank one targeted check);
@@ -434,11 +459,16 @@ def finish(entries: list[dict[str, Any]], min_functions: int = 3) -> None:
     for e in entries:
         for k in {k for _w, _t, k in e.get("_signals", ()) if k is not None}:
             seen[k] = seen.get(k, 0) + 1
+    _systematic(entries, seen)
     for e in entries:
         sig = e.get("_signals")
         if sig is None:
             continue
-        shared = [r for r in sig if r[2] is not None and seen[r[2]] >= min_functions]
+        shared = [
+            r
+            for r in sig
+            if r[2] is not None and r[2][0] == "const" and seen[r[2]] >= min_functions
+        ]
         if shared:
             keep = [r for r in sig if r not in shared]
             a, b = shared[0][2][1], shared[0][2][2]

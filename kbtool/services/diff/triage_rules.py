@@ -175,9 +175,18 @@ def _new_check(
     elif sym == "== 0" and follows and _guards_deref(tb, j):
         add(5.5, f"+ NULL check: {text} (guards a dereference)")
     elif follows and _guards_error(tb, j, err_call):
-        add(5.5, f"+ bounds check: {text} (guards an error/return path)")
+        add(5.5, f"+ bounds check: {text} (guards an error/return path)", _shape(tb, j))
     else:
-        add(5.0 if follows else 3.0, f"+ bounds check: {text}")
+        add(5.0 if follows else 3.0, f"+ bounds check: {text}", _shape(tb, j))
+
+
+def _shape(tb: Sequence[tuple[int, tuple]], j: int) -> tuple | None:
+    """A bounds check's shape across functions (its comparison and constant), read by
+    :func:`kbtool.services.diff.triage.finish`: the same new check in many functions is one
+    macro or inlined helper changed."""
+    if j < 1 or KIND[tb[j - 1][0]] not in (_K_I32, _K_I64) or MNEMONICS[tb[j][0]].endswith("eqz"):
+        return None
+    return ("check", tb[j][0], int(tb[j - 1][1][0]))
 
 
 def _guards_deref(tb: Sequence[tuple[int, tuple]], j: int) -> bool:

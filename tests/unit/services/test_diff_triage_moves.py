@@ -16,7 +16,7 @@ import pytest
 
 from kbtool.kb.db import open_ro
 from kbtool.services.diff.changelog import changelog
-from kbtool.services.diff.triage import triage_pair
+from kbtool.services.diff.triage import SYSTEMATIC, finish, triage_pair
 from kbtool.services.diff.view import read_report
 from kbtool.wasm.opcodes import MNEMONICS
 
@@ -201,3 +201,22 @@ def test_unsigned_bound_near_int_max_is_an_overflow_check():
 def test_a_difference_tested_for_sign_is_a_length_test_not_an_overflow_check():
     new = f"{BASE}; local.get 1; local.get 0; i32.sub; i32.const 0; i32.lt_s; br_if 0"
     assert _first_reason(BASE, new).startswith("+ bounds check: (… sub) < 0")
+
+
+def test_the_same_new_check_in_many_functions_is_one_change_copied():
+    new = f"{BASE}; local.get 2; i32.const 2; i32.ge_u; br_if 0"
+    ex = {"instr_from": 4, "instr_to": 8}
+
+    def entry() -> dict:
+        return triage_pair(ex, _tokens(BASE), _tokens(new), str, lambda i: (), private=True)
+
+    alone = entry()
+    finish([alone])
+    copies = [entry() for _ in range(SYSTEMATIC)]
+    finish(copies)
+    assert alone["reasons"][0] == "+ bounds check: l2 >=u 2 (guards an error/return path)"
+    assert copies[0]["reasons"][0] == (
+        f"+ bounds check: l2 >=u 2 (guards an error/return path) (new in {SYSTEMATIC} functions)"
+    )
+    assert copies[0]["triage"] < alone["triage"]
+    assert copies[0]["triage_kind"] == "fix"  # still listed as a fix, after distinct ones
