@@ -47,6 +47,20 @@ def _heatmap_rows(db_path: Path, version_id: int) -> list[HeatmapRow]:
         conn.close()
 
 
+def _prepare_code(db_path: Path, version_id: int) -> None:
+    """Prepare a version for the code views (module, names, data labels), once per KB state."""
+    from kbtool.services import code as code_service
+
+    conn = open_ro(db_path)
+    try:
+        if not code_service.is_cached(conn, version_id):
+            code_service.code_module(conn, version_id)
+    except Exception:  # the code screen says why when it is opened
+        pass
+    finally:
+        conn.close()
+
+
 class _Prefetch(NamedTuple):
     """The heatmap rows of ``version_id`` being fetched on a thread at start-up."""
 
@@ -112,6 +126,7 @@ class KbApp(App[None]):
         latest = queries.latest_version_id(self.conn)
         self.heatmap_first = start == "heatmap" and latest is not None
         self._prefetch: _Prefetch | None = None
+        self.code_prefetch: Future[None] | None = None  # see prepare_code
         if self.heatmap_first:
             vid = version_id or latest
             self._prefetch = _Prefetch(vid, _PREFETCH.submit(_heatmap_rows, self.db_path, vid))
@@ -124,6 +139,15 @@ class KbApp(App[None]):
                 + ", ".join(sorted(self.available_themes))
             )
         self.theme = name
+
+    def prepare_code(self, version_id: int) -> Future[None]:
+        """Prepare ``version_id`` for the code views on the prefetch thread (a detail screen
+        asks once drawn: the code is what one opens next), so the first code screen of a
+        version does not wait for it; at most one preparation at a time."""
+        pending = self.code_prefetch
+        if pending is None or pending.done():
+            self.code_prefetch = _PREFETCH.submit(_prepare_code, self.db_path, version_id)
+        return self.code_prefetch
 
     def heatmap_rows(self, version_id: int) -> list[HeatmapRow]:
         """``queries.heatmap_rows``, served once from the start-up prefetch when it matches."""

@@ -78,6 +78,8 @@ class DetailScreen(KbScreen):
 
     def on_mount(self) -> None:
         self.query_one("#detail-main").focus()
+        # once drawn, the version is prepared for the code views in the background (`c`)
+        self.call_after_refresh(self.kb.prepare_code, self.version_id)
 
     def reload(self) -> None:
         conn = self.kb.conn

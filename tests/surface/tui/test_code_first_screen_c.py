@@ -129,3 +129,27 @@ async def test_tui_c_view_shows_the_disassembly_while_the_c_is_lifted(code_kb, m
                 break
         await settle(pilot)
         assert view.count == 4 * BIG_REPEAT + 3 and "Raw WASM" in screen_text(app)
+
+
+@pytest.mark.anyio
+async def test_detail_prepares_the_version_for_code(code_kb) -> None:
+    """Opening a function's detail prepares its version for the code views in the background,
+    so the code screen (`c`) that usually follows does not wait for the preparation."""
+    from kbtool.tui.screens.detail import DetailScreen
+    from tests.support.tui import make_app, settle
+
+    code.clear_cache()
+    app = make_app(code_kb)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        conn = open_ro(code_kb)
+        try:
+            assert not code.is_cached(conn, 2)
+            app.open_detail(2, MAIN)
+            await settle(pilot)
+            assert isinstance(app.screen, DetailScreen)
+            assert app.code_prefetch is not None
+            app.code_prefetch.result(timeout=60)
+            assert code.is_cached(conn, 2)
+        finally:
+            conn.close()
