@@ -128,13 +128,16 @@ def summed(text: str, size: int) -> str:
     for t in terms:
         t = _unwrap(t)
         m = re.match(r"^(.*) (<<|\*) (\d+)$", t)
-        if m is None or not balanced(m.group(1)) or _terms(m.group(1)) != [m.group(1)]:
+        if m is None or not balanced(m.group(1)):
             return ""
         left, op, n = m.group(1), m.group(2), int(m.group(3))
+        ops = _top_ops(left)  # `l6 = a * 12` is an assignment, not a product
+        if ops if op == "<<" else not ops <= {"*", "/", "%"}:
+            return ""
         if op == "<<":
             if n < k or n >= 32:
                 return ""
-            out.append(left if n == k else f"{_p_shift(left)} << {n - k}")
+            out.append(left if n == k else f"({_p_shift(left)} << {n - k})")
         else:
             if n % size:
                 return ""
@@ -172,13 +175,14 @@ def assigned(text: str, size: int, names: list[str]) -> str:
     if not eq or name not in names:
         return ""
     m = re.match(r"^(.*) (<<|\*) (\d+)$", value)
-    if m is None or not balanced(m.group(1)):
-        return ""
-    ops = _top_ops(m.group(1))
-    if m.group(2) == "<<":
-        ok = not ops and 31 >= int(m.group(3)) >= k
-    else:
-        ok = ops <= {"*", "/", "%"} and int(m.group(3)) % size == 0
+    ok = False
+    if m is not None and balanced(m.group(1)):
+        ops = _top_ops(m.group(1))
+        if m.group(2) == "<<":
+            ok = not ops and 31 >= int(m.group(3)) >= k
+        else:
+            ok = ops <= {"*", "/", "%"} and int(m.group(3)) % size == 0
+    ok = ok or bool(summed(value, size))  # a sum of such terms
     return f"({t}) >> {k}" if ok else ""
 
 

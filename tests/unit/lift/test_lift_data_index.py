@@ -11,6 +11,7 @@ wasmtime)."""
 from __future__ import annotations
 
 import ctypes
+import re
 import shutil
 import subprocess
 
@@ -66,6 +67,20 @@ WAT = r"""
                                                   (i32.const 2))))
       (then (local.get 1))
       (else (i32.const 7))))
+  (func $teed_sum (export "teed_sum") (param i32) (result i32) (local i32)
+    (if (result i32)
+      (i32.load offset=1040
+        (local.tee 1 (i32.add (i32.mul (i32.and (local.get 0) (i32.const 1)) (i32.const 8))
+                              (i32.shl (i32.and (i32.shr_u (local.get 0) (i32.const 1))
+                                                (i32.const 1))
+                                       (i32.const 2)))))
+      (then (local.get 1))
+      (else (i32.const 7))))
+  (func $pairs (export "pairs") (param i32) (result i32)
+    (i32.load offset=1040
+      (i32.add (i32.mul (i32.and (local.get 0) (i32.const 1)) (i32.const 4))
+               (i32.shl (i32.and (i32.shr_u (local.get 0) (i32.const 1)) (i32.const 1))
+                        (i32.const 3)))))
   (func $stepped (export "stepped") (param i32) (result i32) (local i32 i32)
     (local.set 1 (i32.shl (i32.and (local.get 0) (i32.const 1)) (i32.const 2)))
     (loop $l
@@ -102,6 +117,10 @@ def test_masked_and_kept_indexes_read_as_table_elements(tmp_path):
     assert "words[p0 >> 2]" in c["param"], c["param"]
     assert "words[l1 >> 2]" in c["added"], c["added"]  # the table's address added in code
     assert "words[(l1 = (p0 & 3) << 2) >> 2]" in c["teed"], c["teed"]  # assigned in place
+    # a sum assigned in place keeps its value: the index divides the assignment's value
+    assert re.search(r"words\[\(l1 = \(p0 & 1\) \* 8 \+ .*\) >> 2\] \? l1 : 7", c["teed_sum"])
+    assert "words[p0 & 1 + " not in c["pairs"]
+    assert "words[(p0 & 1) + ((((uint32_t)p0 >> 1) & 1) << 1)]" in c["pairs"], c["pairs"]
     # a row and a column: each term scaled by a multiple of the element size
     assert "words[(p0 & 1) * 3 + (((uint32_t)p0 >> 1) & 1)]" in c["grid"], c["grid"]
     assert "words[(p0 & 1) * 3 + (((uint32_t)p0 >> 2) & 1)]" in c["grid_added"], c["grid_added"]
