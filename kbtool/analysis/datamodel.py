@@ -271,7 +271,12 @@ def walk_refs(
         return None
     try:
         return datawalk_active.IMPL.module_refs(data, plan, lo, hi, go, mem_hi, DataRef)
-    except (IndexError, TypeError, AttributeError, ValueError):
+    except (IndexError, TypeError, AttributeError, ValueError) as e:
+        import logging
+
+        logging.getLogger("kbtool.analysis").warning(
+            "compiled data walk failed (%s); the pure scan runs", e
+        )
         return None
 
 
