@@ -168,3 +168,23 @@ def test_stale_stamp_means_pure(monkeypatch, tmp_path):
     monkeypatch.setattr(datawalk_active, "STAMP", stamp)
     assert datawalk_active.compiled_state() == "stale"
     assert datawalk_active.load_compiled() is None
+
+
+@needs_twin
+def test_a_failing_walk_hands_the_module_to_the_pure_scan(monkeypatch, caplog):
+    """A body the compiled walk cannot read (it trusts the decoder's validation) is never a
+    wrong model: the pure scan answers instead, and the failure is logged."""
+    from types import SimpleNamespace
+
+    data = (ROOT / "kbtool" / "demo" / "zstd-1.5.5.wasm").read_bytes()
+    want = _model(data, False, False, monkeypatch)
+
+    def truncated(*_a, **_k):
+        raise IndexError("index out of range")
+
+    fake = SimpleNamespace(module_refs=truncated, count_refs=COMPILED.count_refs)
+    monkeypatch.setattr(datawalk_active, "IMPL", fake)
+    a = analyze_module(data)
+    got = dmod.build_data_model(a, data, stack_pointer=stack_pointer_global(a, data))
+    assert got == want
+    assert "compiled data walk failed" in caplog.text
