@@ -19,7 +19,12 @@ gets them with ``npm pack``; the tests never do).
 server: ``--runs`` of each); "warm" is the same kind of step again in that process (another
 function of the same size class, the same route again). Each figure is p50 / p95 / max in ms
 over all samples of its kind, key (or request) to the frame (or the last byte) that shows the
-answer. The machine's load average is printed before and after each section. Peers: datasette
+answer. The machine's load average is printed before and after each section, and the TUI's
+CPU ms per step (the process, every thread) beside its wall time: on a busy machine wall time
+also counts the wait for a core. "open code (largest)" is its first screen (a huge function's
+disassembly, labelled, while its C is lifted), "C of the largest on screen" when the C replaces
+it; "c pages" / "wasm pages (largest)" are the studio's 300-line windows of it (the first cold),
+with the server's extra memory for the first. Peers: datasette
 serving the same KB file read-only for the API; ``wasm-objdump -d`` and ``wasm-decompile`` of the
 whole module for code (neither shows one function alone); ``wasm-tools validate`` for ingest.
 """
