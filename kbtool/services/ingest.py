@@ -316,7 +316,7 @@ def _function_rows(
                 "body_size": f.body_size,
                 "instr_count": f.instr_count,
                 "raw_name": f.raw_name,
-                "export_names": json.dumps(list(f.export_names)),
+                "export_names": json.dumps(list(f.export_names)) if f.export_names else "[]",
                 "is_exported": int(bool(f.export_names)),
                 "prev_index": prev_idx,
                 "match_method": method,
