@@ -15,9 +15,10 @@ from hashlib import blake2b
 from typing import Any, Final
 
 from .datamap import MAX_STR_LEN, MIN_STRING
+from .decoder_tables import abs_heap_table, fast_kinds, prefix_tables, vt_table
 from .errors import WasmFormatError
-from .instr import HEAP_TYPES, MAX_LOCALS, NUM_TYPES, REF_SHORT, check_body
-from .opcodes import BYTE_KIND, KIND, PREFIX_BASE, PREFIX_SLOTS, WIDTH
+from .instr import MAX_LOCALS, check_body
+from .opcodes import PREFIX_BASE, WIDTH
 
 
 class _Bad(Exception):
@@ -81,25 +82,8 @@ def _skip(data: bytes, p: int) -> int:
     return q + 1
 
 
-# value type bytes: 1 = one-byte type, 2 = 0x63/0x64 + heap type, 3 = 0x65 shared shorthand
-def _vt_table() -> bytes:
-    t = bytearray(256)
-    for b in (*NUM_TYPES, *REF_SHORT):
-        t[b] = 1
-    t[0x63] = t[0x64] = 2
-    t[0x65] = 3
-    return bytes(t)
-
-
-def _abs_heap_table() -> bytes:
-    t = bytearray(256)
-    for b in HEAP_TYPES:
-        t[b] = 1
-    return bytes(t)
-
-
-_VT: Final = _vt_table()
-_ABS_HEAP: Final = _abs_heap_table()
+_VT: Final = vt_table()
+_ABS_HEAP: Final = abs_heap_table()
 
 
 def _heaptype_end(data: bytes, p: int) -> int:
@@ -170,30 +154,8 @@ _TABLE_ATOMIC: Final = PREFIX_BASE[0xFE] + 0x58  # shared-everything: global.ato
 _STRUCT_ATOMIC: Final = PREFIX_BASE[0xFE] + 0x5C
 
 
-# The fast loop's kinds: the opcode table's, plus three of its own: 40 heap type (ref.null,
-# ref.test, ref.cast), 41 end, 42 delegate (they track block depth).
-def _fast_kinds() -> bytes:
-    t = bytearray(BYTE_KIND)
-    t[0xD0] = 40
-    t[0x0B] = 41
-    t[0x18] = 42
-    return bytes(t)
-
-
-def _prefix_tables() -> list[tuple[int, bytes]]:
-    """Per first byte: (base, kinds) of its prefix table; ``(0, b"")`` for other bytes."""
-    out: list[tuple[int, bytes]] = [(0, b"")] * 256
-    for p in PREFIX_BASE:
-        kinds = bytearray(KIND[PREFIX_BASE[p] : PREFIX_BASE[p] + PREFIX_SLOTS[p]])
-        if p == 0xFB:
-            for i in (0x14, 0x15, 0x16, 0x17):
-                kinds[i] = 40
-        out[p] = (PREFIX_BASE[p], bytes(kinds))
-    return out
-
-
-_FAST_KIND: Final = _fast_kinds()
-_PFX: Final = _prefix_tables()
+_FAST_KIND: Final = fast_kinds()
+_PFX: Final = prefix_tables()
 _WIDTH: Final = list(WIDTH)
 
 
