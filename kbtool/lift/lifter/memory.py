@@ -436,8 +436,14 @@ class _Memory(_Core):
             size = _CT_SIZE[ct]
             if size > 1:
                 shl = f" << {_SHIFT[size]})"
-                if idx.startswith("(") and idx.endswith(shl) and balanced(idx[1 : -len(shl)]):
-                    idx = idx[1 : -len(shl)]
+                inner = idx[1 : -len(shl)]
+                if (
+                    idx.startswith("(")
+                    and idx.endswith(shl)
+                    and balanced(inner)
+                    and " = " not in inner  # `(l2 = i << 1)` keeps its value: `assigned`
+                ):
+                    idx = inner
                 elif idx in self.locals_c:  # `l16 + ADDR(tbl)`, l16 a multiple of 8 here
                     idx = self.local_index(self.locals_c.index(idx), size)
                     if not idx:
