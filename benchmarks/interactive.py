@@ -37,79 +37,53 @@ T_PROCESS = time.perf_counter()  # the TUI child's "start"
 
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
-import http.client  # noqa: E402
 import json  # noqa: E402
-import math  # noqa: E402
-import os  # noqa: E402
-import resource  # noqa: E402
-import shutil  # noqa: E402
-import socket  # noqa: E402
 import sqlite3  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
-import urllib.parse  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 # never import this folder's mcp.py as the MCP SDK
 sys.path[:] = [x for x in sys.path if Path(x or ".").resolve() != ROOT / "benchmarks"]
-BIG = Path.home() / ".cache" / "kbtool-big"
-NEW = BIG / "package" / "dist" / "esm" / "ffmpeg-core.wasm"  # 0.12.10
-OLD = BIG / "v0126" / "package" / "dist" / "esm" / "ffmpeg-core.wasm"  # 0.12.6
-DEFAULT_KB = Path.home() / ".cache" / "kbtool-interactive" / "ffmpeg.db"
-CORPUS = ROOT.parent / "shared" / "corpus"
-CPU = "cpu: "  # a step's CPU time (the TUI process, every thread), beside its wall time
-GOALS = {"warm_p95_ms": 100.0, "cold_p95_ms": 300.0, "diff_ms": 250.0}
-WARM = 8  # warm samples per step and process
+# this checkout's sibling modules (benchmarks.interactive_*), then off the path again: the TUI
+# child imports kbtool from the checkout measured (--root, first on its PYTHONPATH)
+sys.path.insert(0, str(ROOT))
+from benchmarks import interactive_common, interactive_servers  # noqa: E402
+from benchmarks.interactive_common import (  # noqa: E402
+    BIG,
+    CPU,
+    DEFAULT_KB,
+    GOALS,
+    NEW,
+    OLD,
+    WARM,
+    env,
+    kbtool,
+    load,
+    merge,
+    stats,
+)
+from benchmarks.interactive_ingest import (  # noqa: E402
+    corpus_modules,
+    decoder_path,
+    ingest_row,
+    peers,
+)
+from benchmarks.interactive_servers import (  # noqa: E402
+    api_runs,
+    datasette_runs,
+    mcp_runs,
+)
+
+sys.path.remove(str(ROOT))
 
 
-# ---------------------------------------------------------------- figures
-
-
-def pct(values: list[float], p: float) -> float:
-    s = sorted(values)
-    return s[max(0, math.ceil(len(s) * p / 100) - 1)] if s else float("nan")
-
-
-def stats(values: list[float]) -> dict[str, float]:
-    if not values:
-        return {"n": 0}
-    return {
-        "n": len(values),
-        "p50": round(pct(values, 50), 1),
-        "p95": round(pct(values, 95), 1),
-        "max": round(max(values), 1),
-    }
-
-
-def load() -> str:
-    a, b, c = os.getloadavg()
-    return f"load average {a:.2f} {b:.2f} {c:.2f} on {os.cpu_count()} cores"
-
-
-def merge(runs: list[dict[str, dict[str, list[float]]]]) -> dict[str, dict[str, list[float]]]:
-    out: dict[str, dict[str, list[float]]] = {}
-    for r in runs:
-        for step, kinds in r.items():
-            for kind, xs in kinds.items():
-                out.setdefault(step, {}).setdefault(kind, []).extend(xs)
-    return out
-
-
-def env(root: Path) -> dict[str, str]:
-    return dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-
-
-def kbtool(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-P", "-m", "kbtool.cli", *args],
-        cwd=root,
-        env=env(root),
-        capture_output=True,
-        text=True,
-        check=check,
-    )
+def set_warm(n: int) -> None:
+    """Warm samples per step and process, here and in the modules that read it."""
+    global WARM
+    WARM = interactive_common.WARM = interactive_servers.WARM = n
 
 
 # ---------------------------------------------------------------- the KB
@@ -384,403 +358,6 @@ def tui_runs(kb: Path, p: dict, runs: int, root: Path) -> dict:
     return merge(out)
 
 
-# ---------------------------------------------------------------- API (real servers)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def get(port: int, path: str) -> tuple[int, bytes, float]:
-    t = time.perf_counter()
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-    try:
-        c.request("GET", path)
-        r = c.getresponse()
-        body = r.read()
-        return r.status, body, (time.perf_counter() - t) * 1000
-    finally:
-        c.close()
-
-
-def wait(port: int, path: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if get(port, path)[0] == 200:
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"no answer on :{port}{path}")
-
-
-def stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-def api_paths(p: dict) -> list[tuple[str, list[str]]]:
-    v = p["version"]
-    out = [
-        ("versions", ["/api/versions"]),
-        ("functions", [f"/api/versions/{v}/functions"]),
-        ("coverage", [f"/api/versions/{v}/coverage"]),
-    ]
-    if "pair_stored" in p:
-        a, b = p["pair_stored"]
-        out.append(("diff (stored)", [f"/api/diff?from={a}&to={b}"]))
-        a, b = p["pair_unstored"]
-        out.append(("diff (not stored)", [f"/api/diff?from={a}&to={b}"]))
-    for cls in ("small", "median", "largest"):
-        if cls == "largest":  # what the studio asks first (one 300-line window), then more
-            big = p["largest"][0]
-            for kind in ("c", "wasm"):
-                out.append(
-                    (
-                        f"{kind} pages (largest)",
-                        [
-                            f"/api/disasm/{v}/{big}?kind={kind}&offset={300 * k}&limit=300"
-                            for k in range(WARM + 1)
-                        ],
-                    )
-                )
-        out.append((f"disasm ({cls})", [f"/api/disasm/{v}/{i}" for i in p[cls][: WARM + 1]]))
-    out.append(("callgraph", [f"/api/callgraph/{v}"]))
-    out.append(
-        (
-            "xrefs",
-            [
-                f"/api/xrefs/{v}?" + urllib.parse.urlencode({"target": f"#{i}"})
-                for i in p["median"][: WARM + 1]
-            ],
-        )
-    )
-    return out
-
-
-def rss_mib(pid: int) -> float:
-    """Resident memory of a process now (MiB; 0 when unknown)."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-
-
-def api_runs(kb: Path, p: dict, runs: int, root: Path) -> dict:
-    out = []
-    for _ in range(runs):
-        port = free_port()
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-P",
-                "-m",
-                "kbtool.cli",
-                "serve",
-                "--db",
-                str(kb),
-                "--port",
-                str(port),
-            ],
-            cwd=root,
-            env=env(root),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        try:
-            wait(port, "/api/provenance")
-            res: dict[str, dict[str, list[float]]] = {}
-            for step, paths in api_paths(p):
-                seq = paths if len(paths) > 1 else paths * (WARM + 1)
-                for i, path in enumerate(seq):
-                    before = rss_mib(proc.pid)
-                    status, _body, ms = get(port, path)
-                    if status != 200:
-                        raise SystemExit(f"{path}: HTTP {status}")
-                    res.setdefault(step, {}).setdefault("cold" if i == 0 else "warm", []).append(ms)
-                    if i == 0 and step.endswith("pages (largest)"):
-                        grew = rss_mib(proc.pid) - before  # the server's memory for that page
-                        res.setdefault(f"{step}: server +MiB", {})["cold"] = [round(grew, 1)]
-            out.append(res)
-        finally:
-            stop(proc)
-    return merge(out)
-
-
-def datasette_runs(kb: Path, p: dict, runs: int) -> dict | None:
-    exe = shutil.which("datasette")
-    if not exe:
-        return None
-    v = p["version"]
-    sql = {
-        "versions": "SELECT * FROM versions ORDER BY id",
-        "functions": "SELECT f.idx, f.stable_id, f.type_sig, s.name, s.provenance, s.confidence"
-        " FROM functions f LEFT JOIN symbols s ON s.stable_id = f.stable_id"
-        f" WHERE f.version_id = {v} AND f.imported = 0 ORDER BY f.idx",
-        "coverage": "SELECT s.provenance, COUNT(*) FROM functions f LEFT JOIN symbols s"
-        f" ON s.stable_id = f.stable_id WHERE f.version_id = {v} AND f.imported = 0"
-        " GROUP BY s.provenance",
-    }
-    out = []
-    for _ in range(runs):
-        port = free_port()
-        proc = subprocess.Popen(
-            [
-                exe,
-                "serve",
-                "-i",
-                str(kb),
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--setting",
-                "max_returned_rows",
-                "100000",
-                "--setting",
-                "sql_time_limit_ms",
-                "60000",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            wait(port, "/-/versions.json")
-            res: dict[str, dict[str, list[float]]] = {}
-            for step, q in sql.items():
-                path = f"/{kb.stem}.json?" + urllib.parse.urlencode({"sql": q, "_shape": "array"})
-                for i in range(WARM + 1):
-                    status, _b, ms = get(port, path)
-                    res.setdefault(step, {}).setdefault("cold" if i == 0 else "warm", []).append(ms)
-            out.append(res)
-        finally:
-            stop(proc)
-    return merge(out)
-
-
-# ---------------------------------------------------------------- MCP (the SDK's stdio client)
-
-
-async def _mcp(kb: Path, p: dict, root: Path) -> dict:
-    from mcp import ClientSession
-    from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
-
-    v = p["version"]
-    plan_: list[tuple[str, str, list[dict]]] = [
-        ("list_versions", "list_versions", [{}]),
-        ("list_functions", "list_functions", [{"version_id": v, "limit": 200}]),
-        ("coverage", "coverage", [{"version_id": v}]),
-    ]
-    if "pair_stored" in p:
-        a, b = p["pair_stored"]
-        plan_.append(
-            ("get_diff (stored)", "get_diff", [{"from_version_id": a, "to_version_id": b}])
-        )
-        a, b = p["pair_unstored"]
-        plan_.append(
-            ("get_diff (not stored)", "get_diff", [{"from_version_id": a, "to_version_id": b}])
-        )
-    for cls in ("small", "median", "largest"):
-        idx = p[cls][: WARM + 1]
-        plan_.append(
-            (
-                f"get_disassembly ({cls})",
-                "get_disassembly",
-                [{"version_id": v, "func_index": i, "limit": 200} for i in idx],
-            )
-        )
-        plan_.append(
-            (
-                f"get_lifted_c ({cls})",
-                "get_lifted_c",
-                [{"version_id": v, "func_index": i, "limit": 200} for i in idx],
-            )
-        )
-    plan_.append(
-        ("get_callers", "get_callers", [{"version_id": v, "func_index": i} for i in p["median"]])
-    )
-    plan_.append(
-        (
-            "get_xrefs_to",
-            "get_xrefs_to",
-            [{"version_id": v, "target": f"#{i}"} for i in p["median"]],
-        )
-    )
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-P", "-m", "kbtool.cli", "mcp", "--db", str(kb)],
-        env={
-            **get_default_environment(),
-            "PYTHONPATH": str(root),
-            **{k: v for k, v in os.environ.items() if k.startswith("KBTOOL_")},
-        },
-    )
-    res: dict[str, dict[str, list[float]]] = {}
-    async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write) as session:
-            await session.initialize()
-            for step, tool, args in plan_:
-                seq = args if len(args) > 1 else args * (WARM + 1)
-                for i, a in enumerate(seq):
-                    t = time.perf_counter()
-                    r = await session.call_tool(tool, a)
-                    ms = (time.perf_counter() - t) * 1000
-                    if getattr(r, "is_error", None) or getattr(r, "isError", None):
-                        raise SystemExit(
-                            f"{tool}{a}: {r.content[0].text if r.content else 'error'}"
-                        )
-                    res.setdefault(step, {}).setdefault("cold" if i == 0 else "warm", []).append(ms)
-    return res
-
-
-def mcp_runs(kb: Path, p: dict, runs: int, root: Path) -> dict | None:
-    try:
-        import mcp  # noqa: F401
-    except ImportError:
-        print("  (the MCP SDK is not installed: no MCP figures)", file=sys.stderr)
-        return None
-    return merge([asyncio.run(_mcp(kb, p, root)) for _ in range(runs)])
-
-
-# ---------------------------------------------------------------- peers and ingest
-
-
-def timed(cmd: list[str], **kw) -> float | None:
-    if shutil.which(cmd[0]) is None and not Path(cmd[0]).exists():
-        return None
-    t = time.perf_counter()
-    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kw)
-    return round(time.perf_counter() - t, 2) if r.returncode == 0 else None
-
-
-def peers(module: Path, kb: Path, root: Path) -> dict:
-    out = {
-        "wasm-objdump -d": timed(["wasm-objdump", "-d", str(module)]),
-        "wasm-decompile": timed(["wasm-decompile", str(module), "-o", "/dev/null"]),
-        "wasm2wat": timed(["wasm2wat", "--enable-all", str(module), "-o", "/dev/null"]),
-    }
-    t = time.perf_counter()
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-P",
-            "-m",
-            "kbtool.cli",
-            "code",
-            "--db",
-            str(kb),
-            "1",
-            "--all",
-            "-o",
-            os.devnull,
-        ],
-        cwd=root,
-        env=env(root),
-        capture_output=True,
-        text=True,
-    )
-    out["kbtool code --all (C)"] = round(time.perf_counter() - t, 2) if r.returncode == 0 else None
-    return out
-
-
-def _cpu_timed(cmd: list[str]) -> tuple[float | None, float | None]:
-    """(wall, CPU = user + sys) seconds of ``cmd``; (None, None) when it is missing or fails.
-    CPU time says what the work costs when the machine is busy (wall then also counts the
-    wait for a core)."""
-    if shutil.which(cmd[0]) is None:
-        return None, None
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t = time.perf_counter()
-    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wall = time.perf_counter() - t
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if r.returncode != 0:
-        return None, None
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return round(wall, 2), round(cpu, 2)
-
-
-def decoder_path(root: Path) -> str:
-    """``compiled`` (the mypyc twin of the decoder) or ``pure``: what an ingest runs."""
-    r = subprocess.run(
-        [sys.executable, "-P", "-c", "from kbtool.wasm import active; print(active.PATH)"],
-        cwd=root,
-        env=env(root),
-        capture_output=True,
-        text=True,
-    )
-    return r.stdout.strip() or "?"
-
-
-def ingest_row(module: Path, root: Path) -> dict:
-    with tempfile.TemporaryDirectory() as tmp:
-        db = Path(tmp) / "kb.db"
-        t = time.perf_counter()
-        r = subprocess.run(
-            [
-                "/usr/bin/time",
-                "-f",
-                "%M %U %S",
-                sys.executable,
-                "-P",
-                "-m",
-                "kbtool.cli",
-                "--db",
-                str(db),
-                "ingest",
-                str(module),
-            ],
-            cwd=root,
-            env=env(root),
-            capture_output=True,
-            text=True,
-        )
-        wall = time.perf_counter() - t
-        last = r.stderr.strip().splitlines()[-1].split() if r.returncode == 0 else []
-        rss, cpu = (last[0], float(last[1]) + float(last[2])) if len(last) == 3 else ("0", None)
-    obj, obj_cpu = _cpu_timed(["wasm-objdump", "-d", str(module)])
-    val, val_cpu = _cpu_timed(["wasm-tools", "validate", "--features", "all", str(module)])
-    return {
-        "module": module.name,
-        "mb": round(module.stat().st_size / 1e6, 1),
-        "ingest_s": round(wall, 2) if r.returncode == 0 else None,
-        "ingest_cpu_s": round(cpu, 2) if cpu is not None else None,
-        "ingest_peak_mib": round(int(rss) / 1024) if rss.isdigit() else None,
-        "objdump_s": obj,
-        "objdump_cpu_s": obj_cpu,
-        "validate_s": val,
-        "validate_cpu_s": val_cpu,
-    }
-
-
-def corpus_modules(smoke: bool) -> list[Path]:
-    if smoke:
-        return [ROOT / "kbtool" / "demo" / "zstd-1.5.6.wasm"]
-    try:
-        manifest = json.loads((CORPUS / "MANIFEST.json").read_text())
-        entries = (
-            manifest
-            if isinstance(manifest, list)
-            else manifest.get("files") or manifest.get("modules") or []
-        )
-        paths = [CORPUS / (e["path"] if isinstance(e, dict) else e) for e in entries]
-    except (OSError, ValueError, KeyError, TypeError):
-        paths = []
-    paths = [x for x in paths if x.suffix == ".wasm" and x.exists()] or sorted(
-        CORPUS.rglob("*.wasm")
-    )
-    return sorted(set(paths), key=lambda x: x.stat().st_size)
-
-
 # ---------------------------------------------------------------- report
 
 
@@ -852,9 +429,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tui-child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--plan", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    global WARM
     if args.tui_child:
-        WARM = max(len(json.loads(args.plan)["small"]) - 1, 1)
+        set_warm(max(len(json.loads(args.plan)["small"]) - 1, 1))
         print(json.dumps(asyncio.run(_tui(args.kb, json.loads(args.plan)))))
         return 0
     sections = set(args.only.split(",")) | ({"ingest"} if args.ingest else set())
@@ -867,7 +443,7 @@ def main(argv: list[str] | None = None) -> int:
         kbtool(root, "demo", "--db", str(args.kb))
         kbtool(root, "--db", str(args.kb), "analyze", "1")
         sections |= {"ingest"}
-        WARM = 3
+        set_warm(3)
     else:
         if args.fetch:
             fetch()

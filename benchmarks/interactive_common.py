@@ -1,0 +1,68 @@
+"""What the interactive benchmark's modules share: paths, goals, figure helpers and the
+``kbtool`` subprocess runner (``benchmarks/interactive.py`` is the entry point)."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIG = Path.home() / ".cache" / "kbtool-big"
+NEW = BIG / "package" / "dist" / "esm" / "ffmpeg-core.wasm"  # 0.12.10
+OLD = BIG / "v0126" / "package" / "dist" / "esm" / "ffmpeg-core.wasm"  # 0.12.6
+DEFAULT_KB = Path.home() / ".cache" / "kbtool-interactive" / "ffmpeg.db"
+CORPUS = ROOT.parent / "shared" / "corpus"
+CPU = "cpu: "  # a step's CPU time (the TUI process, every thread), beside its wall time
+GOALS = {"warm_p95_ms": 100.0, "cold_p95_ms": 300.0, "diff_ms": 250.0}
+WARM = 8  # warm samples per step and process
+
+
+# ---------------------------------------------------------------- figures
+
+
+def pct(values: list[float], p: float) -> float:
+    s = sorted(values)
+    return s[max(0, math.ceil(len(s) * p / 100) - 1)] if s else float("nan")
+
+
+def stats(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {"n": 0}
+    return {
+        "n": len(values),
+        "p50": round(pct(values, 50), 1),
+        "p95": round(pct(values, 95), 1),
+        "max": round(max(values), 1),
+    }
+
+
+def load() -> str:
+    a, b, c = os.getloadavg()
+    return f"load average {a:.2f} {b:.2f} {c:.2f} on {os.cpu_count()} cores"
+
+
+def merge(runs: list[dict[str, dict[str, list[float]]]]) -> dict[str, dict[str, list[float]]]:
+    out: dict[str, dict[str, list[float]]] = {}
+    for r in runs:
+        for step, kinds in r.items():
+            for kind, xs in kinds.items():
+                out.setdefault(step, {}).setdefault(kind, []).extend(xs)
+    return out
+
+
+def env(root: Path) -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+
+def kbtool(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-P", "-m", "kbtool.cli", *args],
+        cwd=root,
+        env=env(root),
+        capture_output=True,
+        text=True,
+        check=check,
+    )

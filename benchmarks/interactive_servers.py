@@ -1,0 +1,284 @@
+"""The interactive benchmark's API and MCP sections: a real ``kbtool serve`` (and datasette
+on the same KB file as its peer) over HTTP, and the MCP SDK's real stdio client against
+``kbtool mcp`` (``benchmarks/interactive.py`` is the entry point)."""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+from pathlib import Path
+
+from benchmarks.interactive_common import WARM, env, merge
+
+# ---------------------------------------------------------------- API (real servers)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get(port: int, path: str) -> tuple[int, bytes, float]:
+    t = time.perf_counter()
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    try:
+        c.request("GET", path)
+        r = c.getresponse()
+        body = r.read()
+        return r.status, body, (time.perf_counter() - t) * 1000
+    finally:
+        c.close()
+
+
+def wait(port: int, path: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if get(port, path)[0] == 200:
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"no answer on :{port}{path}")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def api_paths(p: dict) -> list[tuple[str, list[str]]]:
+    v = p["version"]
+    out = [
+        ("versions", ["/api/versions"]),
+        ("functions", [f"/api/versions/{v}/functions"]),
+        ("coverage", [f"/api/versions/{v}/coverage"]),
+    ]
+    if "pair_stored" in p:
+        a, b = p["pair_stored"]
+        out.append(("diff (stored)", [f"/api/diff?from={a}&to={b}"]))
+        a, b = p["pair_unstored"]
+        out.append(("diff (not stored)", [f"/api/diff?from={a}&to={b}"]))
+    for cls in ("small", "median", "largest"):
+        if cls == "largest":  # what the studio asks first (one 300-line window), then more
+            big = p["largest"][0]
+            for kind in ("c", "wasm"):
+                out.append(
+                    (
+                        f"{kind} pages (largest)",
+                        [
+                            f"/api/disasm/{v}/{big}?kind={kind}&offset={300 * k}&limit=300"
+                            for k in range(WARM + 1)
+                        ],
+                    )
+                )
+        out.append((f"disasm ({cls})", [f"/api/disasm/{v}/{i}" for i in p[cls][: WARM + 1]]))
+    out.append(("callgraph", [f"/api/callgraph/{v}"]))
+    out.append(
+        (
+            "xrefs",
+            [
+                f"/api/xrefs/{v}?" + urllib.parse.urlencode({"target": f"#{i}"})
+                for i in p["median"][: WARM + 1]
+            ],
+        )
+    )
+    return out
+
+
+def rss_mib(pid: int) -> float:
+    """Resident memory of a process now (MiB; 0 when unknown)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def api_runs(kb: Path, p: dict, runs: int, root: Path) -> dict:
+    out = []
+    for _ in range(runs):
+        port = free_port()
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-P",
+                "-m",
+                "kbtool.cli",
+                "serve",
+                "--db",
+                str(kb),
+                "--port",
+                str(port),
+            ],
+            cwd=root,
+            env=env(root),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            wait(port, "/api/provenance")
+            res: dict[str, dict[str, list[float]]] = {}
+            for step, paths in api_paths(p):
+                seq = paths if len(paths) > 1 else paths * (WARM + 1)
+                for i, path in enumerate(seq):
+                    before = rss_mib(proc.pid)
+                    status, _body, ms = get(port, path)
+                    if status != 200:
+                        raise SystemExit(f"{path}: HTTP {status}")
+                    res.setdefault(step, {}).setdefault("cold" if i == 0 else "warm", []).append(ms)
+                    if i == 0 and step.endswith("pages (largest)"):
+                        grew = rss_mib(proc.pid) - before  # the server's memory for that page
+                        res.setdefault(f"{step}: server +MiB", {})["cold"] = [round(grew, 1)]
+            out.append(res)
+        finally:
+            stop(proc)
+    return merge(out)
+
+
+def datasette_runs(kb: Path, p: dict, runs: int) -> dict | None:
+    exe = shutil.which("datasette")
+    if not exe:
+        return None
+    v = p["version"]
+    sql = {
+        "versions": "SELECT * FROM versions ORDER BY id",
+        "functions": "SELECT f.idx, f.stable_id, f.type_sig, s.name, s.provenance, s.confidence"
+        " FROM functions f LEFT JOIN symbols s ON s.stable_id = f.stable_id"
+        f" WHERE f.version_id = {v} AND f.imported = 0 ORDER BY f.idx",
+        "coverage": "SELECT s.provenance, COUNT(*) FROM functions f LEFT JOIN symbols s"
+        f" ON s.stable_id = f.stable_id WHERE f.version_id = {v} AND f.imported = 0"
+        " GROUP BY s.provenance",
+    }
+    out = []
+    for _ in range(runs):
+        port = free_port()
+        proc = subprocess.Popen(
+            [
+                exe,
+                "serve",
+                "-i",
+                str(kb),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--setting",
+                "max_returned_rows",
+                "100000",
+                "--setting",
+                "sql_time_limit_ms",
+                "60000",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            wait(port, "/-/versions.json")
+            res: dict[str, dict[str, list[float]]] = {}
+            for step, q in sql.items():
+                path = f"/{kb.stem}.json?" + urllib.parse.urlencode({"sql": q, "_shape": "array"})
+                for i in range(WARM + 1):
+                    status, _b, ms = get(port, path)
+                    res.setdefault(step, {}).setdefault("cold" if i == 0 else "warm", []).append(ms)
+            out.append(res)
+        finally:
+            stop(proc)
+    return merge(out)
+
+
+# ---------------------------------------------------------------- MCP (the SDK's stdio client)
+
+
+async def _mcp(kb: Path, p: dict, root: Path) -> dict:
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
+
+    v = p["version"]
+    plan_: list[tuple[str, str, list[dict]]] = [
+        ("list_versions", "list_versions", [{}]),
+        ("list_functions", "list_functions", [{"version_id": v, "limit": 200}]),
+        ("coverage", "coverage", [{"version_id": v}]),
+    ]
+    if "pair_stored" in p:
+        a, b = p["pair_stored"]
+        plan_.append(
+            ("get_diff (stored)", "get_diff", [{"from_version_id": a, "to_version_id": b}])
+        )
+        a, b = p["pair_unstored"]
+        plan_.append(
+            ("get_diff (not stored)", "get_diff", [{"from_version_id": a, "to_version_id": b}])
+        )
+    for cls in ("small", "median", "largest"):
+        idx = p[cls][: WARM + 1]
+        plan_.append(
+            (
+                f"get_disassembly ({cls})",
+                "get_disassembly",
+                [{"version_id": v, "func_index": i, "limit": 200} for i in idx],
+            )
+        )
+        plan_.append(
+            (
+                f"get_lifted_c ({cls})",
+                "get_lifted_c",
+                [{"version_id": v, "func_index": i, "limit": 200} for i in idx],
+            )
+        )
+    plan_.append(
+        ("get_callers", "get_callers", [{"version_id": v, "func_index": i} for i in p["median"]])
+    )
+    plan_.append(
+        (
+            "get_xrefs_to",
+            "get_xrefs_to",
+            [{"version_id": v, "target": f"#{i}"} for i in p["median"]],
+        )
+    )
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-P", "-m", "kbtool.cli", "mcp", "--db", str(kb)],
+        env={
+            **get_default_environment(),
+            "PYTHONPATH": str(root),
+            **{k: v for k, v in os.environ.items() if k.startswith("KBTOOL_")},
+        },
+    )
+    res: dict[str, dict[str, list[float]]] = {}
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            for step, tool, args in plan_:
+                seq = args if len(args) > 1 else args * (WARM + 1)
+                for i, a in enumerate(seq):
+                    t = time.perf_counter()
+                    r = await session.call_tool(tool, a)
+                    ms = (time.perf_counter() - t) * 1000
+                    if getattr(r, "is_error", None) or getattr(r, "isError", None):
+                        raise SystemExit(
+                            f"{tool}{a}: {r.content[0].text if r.content else 'error'}"
+                        )
+                    res.setdefault(step, {}).setdefault("cold" if i == 0 else "warm", []).append(ms)
+    return res
+
+
+def mcp_runs(kb: Path, p: dict, runs: int, root: Path) -> dict | None:
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        print("  (the MCP SDK is not installed: no MCP figures)", file=sys.stderr)
+        return None
+    return merge([asyncio.run(_mcp(kb, p, root)) for _ in range(runs)])
