@@ -37,6 +37,7 @@ compiled parts; see ``kbtool/lift/_build.py``):
   text of constants and operands;
 - :mod:`.decode`: the body decoder (the hot loop) and per-op stack effects;
 - :mod:`.structure`: pass 1, block matching and each block's C form;
+- :mod:`.switchmerge`: tests on a switch's value after its default joined to it;
 - :mod:`.localvars`: C names of locals and their C types (``uint32_t``/``bool``);
 - :mod:`.core`: the walker's state, output, value stack and spills;
 - :mod:`.memory`: loads/stores, addresses and the shadow-stack frame struct;

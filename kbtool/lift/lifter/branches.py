@@ -309,8 +309,14 @@ class _Branches(_Values):
     def switch_chain(self, idx: _E, labels, default: int, n: int) -> None:
         """``switch`` whose case labels go to the ends of the ``n`` innermost frames."""
         groups: dict[int, list[int]] = {}
-        for k, d in enumerate(labels):
-            groups.setdefault(d, []).append(k)
+        merged = self.frames[-1].blk.merged
+        if merged is not None:  # the tests after it on the same value joined it
+            default = 0
+            for v, d in merged:
+                groups.setdefault(d, []).append(v)
+        else:
+            for k, d in enumerate(labels):
+                groups.setdefault(d, []).append(k)
         self.emit(f"switch ({idx.text}) {{")
         self.extra += 2
         for d in sorted(set(groups) | {default}):

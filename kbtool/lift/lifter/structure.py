@@ -18,6 +18,7 @@ from .opnames import (
     OP_ELSE,
     OP_END,
 )
+from .switchmerge import merge_followers
 
 # ----------------------------------------------------------------------------- pass 1
 
@@ -36,6 +37,7 @@ class _Blk:
         "label",
         "claimed",
         "cross_block",
+        "merged",
     )
 
     def __init__(self, kind: str, start: int, parent: int, bt: Any):
@@ -51,6 +53,9 @@ class _Blk:
         self.cross_block = 0
         self.label = ""
         self.claimed = -1  # index of the br_table whose switch this block belongs to
+        # on a switch chain's innermost block: the cases of the tests merged into it
+        # (C case value, branch depth at the br_table); see .switchmerge
+        self.merged: list[tuple[int, int]] | None = None
 
 
 def _scan(ops: list[int], args: list[tuple], ctrl: list[int], budget: _Budget) -> tuple:
@@ -123,7 +128,7 @@ def _scan(ops: list[int], args: list[tuple], ctrl: list[int], budget: _Budget) -
                     acc_blk[-1 - d] -= 1
     if stack:
         raise LiftError("function body not closed by end")
-    switches = _switch_chains(blocks, tables)
+    switches = _switch_chains(blocks, tables, ops, args, open_at)
     for b in order:  # innermost first
         if blocks[b].claimed < 0:
             _decide(blocks, b, budget)
@@ -153,11 +158,12 @@ def _scan(ops: list[int], args: list[tuple], ctrl: list[int], budget: _Budget) -
     return blocks, open_at, switches
 
 
-def _switch_chains(blocks, tables) -> dict[int, list[int]]:
+def _switch_chains(blocks, tables, ops, args, open_at) -> dict[int, list[int]]:
     """``br_table`` as the last instruction of nested plain blocks (LLVM's switch) becomes a
     C ``switch`` whose case labels sit at the block ends: returns {instr index: chain of
     block ids, innermost first}. The chain blocks lose their braces; the outermost one
-    closes the switch (form ``switchtail``)."""
+    closes the switch (form ``switchtail``); the tests following it on the same value
+    join it (:func:`.switchmerge.merge_followers`)."""
     out: dict[int, list[int]] = {}
     for i, inner, targets in tables:
         members: list[int] = []
@@ -200,6 +206,9 @@ def _switch_chains(blocks, tables) -> dict[int, list[int]]:
             blocks[m].form = "plain"
         blocks[members[-1]].form = "switchtail"
         out[i] = members
+        # the tests on the same value in its default join it (they are claimed here,
+        # before the loop reaches their own tables)
+        blocks[members[0]].merged = merge_followers(ops, args, blocks, open_at, i, members)
     return out
 
 

@@ -1,0 +1,73 @@
+"""A sparse switch that LLVM split into several ``br_table`` tests on the same value (each in
+the previous one's default) lifts as one C ``switch`` with re-based cases: no
+``case N: goto L;`` trampolines, bodies inside their cases, fall-through kept; checked
+against wasmtime over every case value (fixture: tests/fixtures/lift/switch_merge.wat)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+
+from tests.support import lift_sem
+from tests.support.paths import FIXTURES
+
+wasmtime = pytest.importorskip("wasmtime")
+pytestmark = pytest.mark.skipif(
+    not (shutil.which("wat2wasm") and shutil.which("gcc")), reason="needs wat2wasm and gcc"
+)
+TRAMPOLINE = re.compile(r"^\s*(?:(?:case -?\d+|default): )+goto L\d+;\s*$", re.M)
+
+
+def _classify(text: str) -> dict[str, list[int]]:
+    """The case values above each case body: {first statement: values}."""
+    out: dict[str, list[int]] = {}
+    vals: list[int] = []
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith("case "):
+            vals += [int(v) for v in re.findall(r"case (-?\d+):", s)]
+        elif vals:
+            out[s] = vals
+            vals = []
+    return out
+
+
+def test_split_switch_lifts_as_one_switch(tmp_path):
+    data = lift_sem.wat(tmp_path, (FIXTURES / "lift" / "switch_merge.wat").read_text())
+    r = lift_sem.check_wasm(tmp_path, data)
+    assert not r.mismatches, r.mismatches[:5]
+    assert r.agree == 2 * 24  # `scan` runs classify over base - 8 .. base + 300
+    c = r.c["classify"]
+    assert not TRAMPOLINE.search(c), c
+    assert "goto" not in c and c.count("switch (") == 1, c
+    assert "switch (p0) {" in c, c  # the value itself, not `p0 - 110`
+    assert "if (p0 == 34)" not in c, c  # the trailing equality test joined as a case
+    cases = _classify(c)
+    # the first test to claim a value keeps it (111: first table, not the c - 108 one);
+    # a value the first table sends on (118) belongs to a later one
+    assert cases["l1 = 100;"] == [15, 34, 108, 117, 118], c
+    assert cases["l1 += 7;"] == [-3, 10, 109, 116], c  # fall-through from the case above
+    assert cases["l1 = 55;"] == [-5, 13, 110, 114], c  # c + 5: negative case values
+    assert cases["l1 = -1;"] == [11, 12, 111, 112, 113, 115], c
+
+
+def test_follower_on_another_value_stays_apart(tmp_path):
+    """A second table on a different local is not the same switch: both stay, and agree."""
+    text = (FIXTURES / "lift" / "switch_merge.wat").read_text()
+    other = text.replace(
+        "(param $c i32) (result i32)\n    (local $r i32)",
+        "(param $c i32) (result i32)\n    (local $r i32) (local $d i32)\n"
+        "    local.get $c\n    i32.const 1\n    i32.add\n    local.set $d",
+    ).replace(
+        "local.get $c\n                i32.const 10\n",
+        "local.get $d\n                i32.const 10\n",
+    )
+    data = lift_sem.wat(tmp_path, other)
+    r = lift_sem.check_wasm(tmp_path, data)
+    assert not r.mismatches, r.mismatches[:5]
+    c = r.c["classify"]
+    assert "switch (l2 - 10) {" in c, c
+    # the first table keeps its own offset; the later tests on p0 cannot skip l2's
+    assert "switch (p0 - 110) {" in c, c
