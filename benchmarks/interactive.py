@@ -170,10 +170,28 @@ def plan(kb: Path) -> dict:
 # ---------------------------------------------------------------- TUI (a fresh process per run)
 
 
+def code_ready(screen):
+    def ready() -> bool:  # the code (or its error) is on screen
+        return screen.is_mounted and screen._shown is not None or getattr(screen, "_failed", False)
+
+    return ready
+
+
+def c_ready(screen):
+    from kbtool.render.code import C
+
+    def ready() -> bool:  # the lifted C itself on screen (not the first screen of wasm)
+        code = screen.code
+        return bool(
+            code is not None and not code.get("c_pending") and screen._shown == (screen.index, C)
+        )
+
+    return ready
+
+
 async def _tui(kb: Path, p: dict) -> dict[str, dict[str, list[float]]]:
     from textual import events
 
-    from kbtool.render.code import C
     from kbtool.tui.app import KbApp
     from kbtool.tui.screens.code import CodeScreen, FunctionDiffScreen, LinesView
     from kbtool.tui.screens.detail import DetailScreen
@@ -256,27 +274,6 @@ async def _tui(kb: Path, p: dict) -> dict[str, dict[str, list[float]]]:
             )
             await until(key("escape"), lambda: isinstance(app.screen, HeatmapScreen))
             await keyframe("l")
-
-        def code_ready(screen):
-            def ready() -> bool:  # the code (or its error) is on screen
-                return (
-                    screen.is_mounted
-                    and screen._shown is not None
-                    or getattr(screen, "_failed", False)
-                )
-
-            return ready
-
-        def c_ready(screen):
-            def ready() -> bool:  # the lifted C itself on screen (not the first screen of wasm)
-                code = screen.code
-                return bool(
-                    code is not None
-                    and not code.get("c_pending")
-                    and screen._shown == (screen.index, C)
-                )
-
-            return ready
 
         for cls in ("small", "median", "largest"):
             for i, idx in enumerate(p[cls] if cls != "largest" else p[cls] * 3):
@@ -471,9 +468,10 @@ def report(args, sections: set[str], root: Path) -> int:
     print(
         f"kbtool interactive benchmark: {args.kb} (version {p['version']}: {p['functions']:,} defined"
         f" functions; largest body {p['largest_body']:,} bytes, {p['largest_instr']:,} instructions);"
-        f" {args.runs} fresh process(es) per surface; checkout {root}"
+        f" {args.runs} fresh process(es) per surface; checkout {root}",
+        file=sys.stderr if args.json else sys.stdout,  # --json: stdout is the JSON alone
     )
-    print(f"machine: {load()}")
+    print(f"machine: {load()}", file=sys.stderr if args.json else sys.stdout)
     lines: list[str] = []
     if "tui" in sections:
         out["tui"] = tui_runs(args.kb, p, args.runs, root)
