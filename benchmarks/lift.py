@@ -166,7 +166,9 @@ def _c_function_metrics(text: str) -> dict:
     """Metrics of one lifted function's body (the lines between its definition's braces)."""
     lines = text.splitlines()
     start = next((k for k, ln in enumerate(lines) if ln.endswith(") {") and ln[:1] != " "), None)
-    body = lines[start + 1 : -1] if start is not None else []
+    # up to the closing `}` at column 0 (the `#undef` lines of its macros follow it)
+    end = max((k for k, ln in enumerate(lines) if ln == "}"), default=len(lines) - 1)
+    body = lines[start + 1 : end] if start is not None else []
     m = _body_metrics(
         body, _C_CAST, _C_LABEL, re.compile(r"\bwhile \(1\)|\bfor \(;;\)"), _C_MEMCAST
     )

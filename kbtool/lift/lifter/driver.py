@@ -25,6 +25,7 @@ from .localvars import _local_names, _local_signs
 from .memory import _I32_ADD, _I32_SUB, _data_decls, _frame_struct, _setup_frame
 from .notes import function_notes, note_line, place_notes, setup_notes
 from .structure import _scan
+from .views import lift_views
 from .walk import _Lifter
 
 
@@ -147,7 +148,8 @@ def lift_function(
     lines = [_header(lm, func_index)]
     lines += list(lf.decl_types.values())
     dbefore, dafter = _data_decls(lf) if lf.dobj else ([], [])
-    lines += dbefore
+    vbefore, vafter = lift_views(lf)  # `P0->field_8` (.views)
+    lines += dbefore + vbefore
     # what the body uses, for the compiler: several declarations per line
     dline = ""
     for g in lf.decl_globals:
@@ -206,7 +208,7 @@ def lift_function(
         lines += ["  " + x for x in loose]
         lines += [ln for ln in lf.out if ln is not None]
     lines.append("}")
-    lines += dafter
+    lines += dafter + vafter
     text = "\n".join(lines) + "\n"
     st = lf.stats
     st.instructions = len(ops)

@@ -43,6 +43,7 @@ from .opnames import (
     OP_LOCAL_TEE,
     OP_LOOP,
 )
+from .views import mark
 
 #: i32.sub / i32.add, the ops of a shadow-stack prologue ``global.get SP; i32.const N; i32.sub``
 _I32_SUB: Final = OP_I32_SUB
@@ -304,6 +305,10 @@ class _Memory(_Core):
                     return el
                 label = self.data_ref(offset) or str(offset)
                 return f"*({ct} *)(M + {b} + {label})"
+        if base.prec == 0 and base.const is None and len(base.locs) == 1:
+            x = base.locs[0]
+            if x >= 0 and base.text == self.locals_c[x]:
+                return mark(ct, b, offset)  # typed through the local's view (.views)
         if offset:
             return f"*({ct} *)(M + {b} + {offset})"
         return f"*({ct} *)(M + {b})"

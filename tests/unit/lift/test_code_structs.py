@@ -50,15 +50,16 @@ def test_analyze_turns_struct_accesses_into_fields(demo_db, tmp_path):
     conn = open_ro(demo_db)
     try:
         before = code.disassembly(conn, 2, STDIO_WRITE)["lifted_c"]
-        assert "))->" not in before and "*(int32_t *)(M + p0 + 24)" in before
+        # before the analysis: the function's own view of p0 (kbtool.lift.lifter.views)
+        assert "))->" not in before and "P0->field_24" in before
         token = queries.change_token(conn)
         assert main(["--db", str(demo_db), "analyze", "2"]) == 0
         assert queries.change_token(conn) != token  # the analysis run is a change
         after = code.disassembly(conn, 2, STDIO_WRITE)["lifted_c"]
         assert "((struct f34_p0 *)(M + p0))->field_24" in after
         assert "struct __attribute__((packed)) f34_p0 {" in after
-        # overlapping with field_16 (8 bytes at 16): field_20 keeps the plain access
-        assert "*(int32_t *)(M + p0 + 20)" in after
+        # overlapping with field_16 (8 bytes at 16): field_20 reads through the function's view
+        assert "P0->field_20" in after and "(M + p0 + 20)" not in after
         whole = "".join(code.module_c(conn, 2, workers=1))
     finally:
         conn.close()

@@ -154,7 +154,7 @@ def test_frame_regions_from_wat(tmp_path):
     assert "frame->local_08 = 200;" in reuse and " uint8_t local_08;" in reuse, reuse
     assert "(int8_t)frame->local_08" in reuse and "(uint8_t)frame" not in reuse, reuse
     # after the epilogue, l1 holds another value: raw memory again
-    assert "*(int32_t *)(M + l1 + 4) = p0;" in reuse, reuse
+    assert "L1->field_4 = p0;" in reuse and "#define L1 " in reuse, reuse
     assert "frame->local_10 = (int64_t)p0;" in wrapped, wrapped
     assert "uint8_t local_00[16];" in wrapped and "uint8_t local_18[8];" in wrapped, wrapped
     arr = r.c["arr"]

@@ -101,7 +101,7 @@ def test_line_comments_stand_above_their_statements(tmp_path):
 
     c, stmt = above("the magic")
     assert c.strip() == f"/* @{const7:06x}: the magic *\\/ value */"
-    assert stmt.strip() == "*(int32_t *)(M + p0) = 7;"
+    assert stmt.strip() == "*P0 = 7;"
     c, stmt = above("clear one byte")
     assert "= 0;" in stmt and "(uint8_t *)" in stmt or "(int8_t *)" in stmt
     ind = len(stmt) - len(stmt.lstrip())

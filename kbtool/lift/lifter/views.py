@@ -1,0 +1,216 @@
+"""Typed views of the locals a function dereferences (issue 28 point 4).
+
+A raw access ``*(int32_t *)(M + p0 + 8)`` whose base is a plain local is emitted marked
+(:func:`mark`); when the whole function is lifted, :func:`view_decls` collects every marked
+access per local, gives the local a packed struct of the fields it uses (one C type per
+offset; an offset read with two widths, or overlapping another, keeps the raw access) and
+rewrites the accesses as ``P0->field_8`` through a macro declared before the function:
+``#define P0 ((struct f41_p0_view *)(M + p0))``. The local keeps holding the wasm address; the
+macro is re-evaluated at each use, so it follows the local's current value and ``M``
+wherever they are. A local whose accesses all read one element type at offset 0, or bytes
+at any offset, reads through an element pointer instead: ``*P3``, ``P3[1]``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Final
+
+from ..names import c_ident
+
+if TYPE_CHECKING:
+    from .memory import _Memory
+
+#: the markers around a raw access of a plain local (after its leading ``*``; the notes'
+#: position marks are ``\x01N\x02``, core._NOTE)
+OPEN: Final = "\x03"
+CLOSE: Final = "\x04"
+
+_ACCESS: Final = re.compile("\\*\x03\\(([\\w ]+) \\*\\)\\(M \\+ (\\w+)(?: \\+ (\\d+))?\\)\x04")
+#: what follows an access that is written: `X = v;`, `X += v;`, `X++`
+_ASSIGN: Final = re.compile(r" (?:[-+*/%&|^]|<<|>>)?= (?!=)|\+\+|--")
+_COMPOUND: Final = re.compile(r" (?:[-+*/%&|^]|<<|>>)= |\+\+|--")
+_SIZE: Final = {
+    "int8_t": 1,
+    "uint8_t": 1,
+    "int16_t": 2,
+    "uint16_t": 2,
+    "int32_t": 4,
+    "uint32_t": 4,
+    "float": 4,
+    "int64_t": 8,
+    "double": 8,
+}
+_FLOAT: Final = frozenset(("float", "double"))
+#: fields of one view at most, and the largest offset a field may have
+MAX_FIELDS: Final = 256
+MAX_OFFSET: Final = 1 << 16
+
+
+def mark(ct: str, base: str, offset: int) -> str:
+    """The raw access text of ``ct`` at ``M + base + offset``, marked for :func:`view_decls`."""
+    if offset:
+        return f"*{OPEN}({ct} *)(M + {base} + {offset}){CLOSE}"
+    return f"*{OPEN}({ct} *)(M + {base}){CLOSE}"
+
+
+def _kind(lines: list[str | None]) -> dict[str, dict[int, list[tuple[str, int]]]]:
+    """Per base local, per offset: the accesses ``(C type, 0 load / 1 store / 2 both)``."""
+    acc: dict[str, dict[int, list[tuple[str, int]]]] = {}
+    for ln in lines:
+        if ln is None or OPEN not in ln:
+            continue
+        for m in _ACCESS.finditer(ln):
+            ct, base, off = m.group(1), m.group(2), int(m.group(3) or 0)
+            rest = ln[m.end() : m.end() + 5]
+            w = 0
+            if _ASSIGN.match(rest):
+                w = 2 if _COMPOUND.match(rest) else 1
+            acc.setdefault(base, {}).setdefault(off, []).append((ct, w))
+    return acc
+
+
+def _fields(offs: dict[int, list[tuple[str, int]]]) -> dict[int, str]:
+    """The C type of each offset that becomes a field: one width and one kind (integer or
+    float) at the offset, no overlap with another field; the type loads use most (a store
+    converts implicitly, a load of the other signedness reads through a cast)."""
+    cand: dict[int, str] = {}
+    for off, uses in offs.items():
+        cts = {ct for ct, _w in uses}
+        if any(ct not in _SIZE for ct in cts) or off + 8 > MAX_OFFSET:
+            continue
+        if len({_SIZE[ct] for ct in cts}) != 1 or len({ct in _FLOAT for ct in cts}) != 1:
+            continue
+        votes: dict[str, int] = {}
+        for ct, w in uses:
+            votes[ct] = votes.get(ct, 0) + (1 if w != 1 else 0)
+        cand[off] = max(votes, key=lambda c: votes[c])  # first seen wins a tie
+    out: dict[int, str] = {}
+    end = -1
+    last = -1
+    for off in sorted(cand):
+        if off < end:  # overlaps the previous field: neither is one
+            out.pop(last, None)
+            end = max(end, off + _SIZE[cand[off]])
+            continue
+        out[off] = cand[off]
+        last, end = off, off + _SIZE[cand[off]]
+        if len(out) >= MAX_FIELDS:
+            break
+    return out
+
+
+def _name(base: str, taken: set[str], known: set[str], body: str) -> str:
+    """The macro naming the view of local ``base``: ``P0`` for ``p0``, else ``V_base``;
+    never one of ``taken`` or ``known`` nor a word of ``body``."""
+
+    def used(n: str) -> bool:
+        return n in taken or n in known or re.search(rf"\b{re.escape(n)}\b", body) is not None
+
+    name = base.upper()
+    if name == base or used(name):
+        name = f"V_{base}"
+    while used(name):
+        name += "_"
+    taken.add(name)
+    return name
+
+
+def view_decls(
+    lines: list[str | None],
+    func: str,
+    taken: set[str],
+    tags: set[str],
+    body: str = "",
+    known: frozenset[str] | set[str] = frozenset(),
+) -> tuple[list[str], list[str]]:
+    """Rewrite the marked accesses in ``lines`` (in place) through typed views; return the
+    declarations to put before the function (struct and macro per view) and the ``#undef``
+    lines after it. ``taken``, ``known`` and the words of ``body``: identifiers the macro
+    names must avoid; ``tags``: struct tags already used (the frame's, the data items')."""
+    acc = _kind(lines)
+    if not acc:
+        return [], []
+    before: list[str] = []
+    after: list[str] = []
+    # per base local: (macro, offset -> field type, element type or "")
+    views: dict[str, tuple[str, dict[int, str], str]] = {}
+    for base, offs in acc.items():
+        fields = _fields(offs)
+        if not fields:
+            continue
+        name = _name(base, taken, known, body)
+        types = set(fields.values())
+        elem = ""
+        if len(types) == 1:
+            ct = next(iter(types))
+            size = _SIZE[ct]
+            if set(fields) == {0} or (size == 1 and len(fields) == len(offs)):
+                elem = ct
+        if elem:
+            before.append(f"#define {name} (({elem} *)(M + {base})) /* {base} as {elem} * */")
+        else:
+            tag = c_ident(f"{func}_{base}_view")  # `f41_p0` is the struct analysis' name
+            while tag in tags:
+                tag += "_"
+            tags.add(tag)
+            parts: list[str] = []
+            pos = 0
+            for o in sorted(fields):
+                if o > pos:
+                    parts.append(f"uint8_t _pad{pos}[{o - pos}];")
+                parts.append(f"{fields[o]} field_{o};")
+                pos = o + _SIZE[fields[o]]
+            before.append(f"struct __attribute__((packed)) {tag} {{ {' '.join(parts)} }};")
+            before.append(f"#define {name} ((struct {tag} *)(M + {base})) /* {base} as a struct */")
+        after.append(f"#undef {name}")
+        views[base] = (name, fields, elem)
+    if not views:
+        for k, ln in enumerate(lines):
+            if ln is not None and OPEN in ln:
+                lines[k] = ln.replace(OPEN, "").replace(CLOSE, "")
+        return [], []
+
+    def sub(m: re.Match, ln: str) -> str:
+        ct, base, off = m.group(1), m.group(2), int(m.group(3) or 0)
+        raw = m.group(0).replace(OPEN, "").replace(CLOSE, "")
+        v = views.get(base)
+        have = v[1].get(off) if v is not None else None
+        if v is None or have is None:
+            return raw
+        name, _f, elem = v
+        if elem:
+            text = f"*{name}" if off == 0 else f"{name}[{off // _SIZE[elem]}]"
+        else:
+            text = f"{name}->field_{off}"
+        if have == ct:
+            return text
+        rest = ln[m.end() : m.end() + 5]
+        if _COMPOUND.match(rest):
+            return raw  # `x >>= 3` must shift with the access's own signedness
+        if _ASSIGN.match(rest):
+            return text  # a store converts the value implicitly
+        return f"({ct}){text}"
+
+    for k, ln in enumerate(lines):
+        if ln is None or OPEN not in ln:
+            continue
+        ln = _ACCESS.sub(lambda m, ln=ln: sub(m, ln), ln)
+        if OPEN in ln:  # a marked text another pass changed: raw memory as it reads
+            ln = ln.replace(OPEN, "").replace(CLOSE, "")
+        lines[k] = ln
+    return before, after
+
+
+def lift_views(lf: _Memory) -> tuple[list[str], list[str]]:
+    """:func:`view_decls` for a lifted function: its lines, name, identifiers and tags."""
+    lines = lf.out
+    if not any(ln is not None and OPEN in ln for ln in lines):
+        return [], []
+    func = lf.lm.func_c[lf.fi]
+    body = "\n".join([ln for ln in lines if ln is not None])
+    taken = set(lf.locals_c) | {"M", "ADDR", func}
+    tags = {lf.fstruct} | {c_ident(f"{func}_{ident}") for ident in lf.dobj}
+    for decl in lf.decl_types.values():  # the knowledge's and the analysis' struct types
+        tags.update(re.findall(r"\b(?:struct|union) (?:__attribute__\(\(\w+\)\) )?(\w+)", decl))
+    return view_decls(lines, func, taken, tags, body, lf.lm.module_idents)
