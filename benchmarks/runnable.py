@@ -12,6 +12,9 @@ Run:
     python benchmarks/runnable.py                       # every program, clang/zig/emcc, -O2
     python benchmarks/runnable.py --opt O2 Os O3 --program lua sqlite --toolchain clang
     python benchmarks/runnable.py --smoke               # tests/fixtures/runnable/prog.c only
+    python benchmarks/runnable.py --program sqlite --toolchain clang --keep /tmp/kb-keep
+        # keeps each program's KB, C and build under /tmp/kb-keep/<program>-<toolchain>-<opt>/,
+        # and for each differing run native.* and wasmtime.* (stdout, stderr) to diff
 
 Reports per program: functions, lift seconds (``kbtool code --runnable``), gcc build
 seconds, whether it builds, runs with identical stdout and exit status, stderr identical
@@ -275,16 +278,37 @@ def lift_and_build(wasm: Path, work: Path, res: Result) -> Path | None:
     return out / "program"
 
 
+def _keep_diff(work: Path, k: int, case: Case, a: Run, b: Run) -> None:
+    """Write run ``k``'s arguments and both sides' stdout and stderr under ``work/diff-k``."""
+    d = work / f"diff-{k}"
+    d.mkdir(exist_ok=True)
+    (d / "args.json").write_text(json.dumps({"args": case.args, "env": case.env}) + "\n")
+    for side, r in (("native", a), ("wasmtime", b)):
+        (d / f"{side}.stdout").write_bytes(r.stdout)
+        (d / f"{side}.stderr").write_bytes(r.stderr + f"\n[exit {r.code}]\n".encode())
+
+
 def run_program(
-    wasm: Path, name: str, toolchain: str, opt: str, cases: list[Case], verbose: bool = False
+    wasm: Path,
+    name: str,
+    toolchain: str,
+    opt: str,
+    cases: list[Case],
+    verbose: bool = False,
+    keep: Path | None = None,
 ) -> Result:
     res = Result(name, toolchain, opt)
     with tempfile.TemporaryDirectory(prefix="kb-runnable-") as td:
-        program = lift_and_build(wasm, Path(td), res)
+        work = Path(td)
+        if keep is not None:
+            work = keep / f"{name}-{toolchain}-{opt}"
+            shutil.rmtree(work, ignore_errors=True)
+            work.mkdir(parents=True)
+        program = lift_and_build(wasm, work, res)
         if program is None:
             return res
         ref = WasmtimeRunner(wasm.read_bytes())
-        for case in cases:
+        for k, case in enumerate(cases):
             a = run_native(program, case)
             b = ref.run(case)
             res.runs += 1
@@ -293,6 +317,8 @@ def run_program(
             same = a.code == b.code and a.stdout == b.stdout
             res.identical += same
             res.stderr_identical += a.stderr == b.stderr
+            if not same and keep is not None:
+                _keep_diff(work, k, case, a, b)
             if not same:
                 res.notes.append(
                     f"[{case.label}] native rc {a.code} vs wasmtime rc {b.code}"
@@ -379,6 +405,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--opt", nargs="*", default=["O2"])
     ap.add_argument("--verbose", action="store_true", help="show differing outputs")
     ap.add_argument("--json", type=Path, help="write the results here too")
+    ap.add_argument(
+        "--keep", type=Path, metavar="DIR", help="keep each program's KB, C and differing runs"
+    )
     args = ap.parse_args(argv)
     try:
         import wasmtime  # noqa: F401
@@ -392,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
         if wasm is None:
             print("prog: skipped (no clang with wasi-libc and compiler-rt for wasm32)")
         else:
-            r = run_program(wasm, "prog", "clang", "O2", INPUTS["prog"], args.verbose)
+            r = run_program(wasm, "prog", "clang", "O2", INPUTS["prog"], args.verbose, args.keep)
             results.append(r)
             print(row(r), flush=True)
     if not args.smoke:
@@ -404,6 +433,7 @@ def main(argv: list[str] | None = None) -> int:
                 m["opt"],
                 INPUTS.get(m["program"], [Case([])]),
                 args.verbose,
+                args.keep,
             )
             results.append(r)
             print(row(r), flush=True)
