@@ -1,9 +1,11 @@
 """The ``kbtool`` command line: a thin Typer front-end over the services and query layer.
 
-Importing this module is cheap: Typer, the command modules and the app are built on first
-use (:func:`build_app`, or the ``app`` attribute). ``kbtool mcp`` skips them altogether
-(:func:`_serve_mcp`): an MCP client waits for the server's first answer, and the CLI
-machinery would cost about half of that.
+Importing this module is cheap, and so is a command: ``kbtool CMD`` builds an app holding
+only the module that registers CMD (:data:`kbtool.commands.COMMANDS`), ``kbtool --help``
+one of stand-ins carrying each command's name and one-line help (no command module at all),
+and only an unknown command or option builds the whole app (:func:`app_for`). ``kbtool mcp``
+skips Typer altogether (:func:`_serve_mcp`): an MCP client waits for the server's first
+answer, and the CLI machinery would cost about half of that.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ import os
 import sys
 from typing import Any
 
-_APP: Any = None
+_APPS: dict[str, Any] = {}
+LISTING = "listing"  # the key of the app that only lists the commands (``kbtool --help``)
 
 
 def __getattr__(name: str) -> Any:  # PEP 562: ``kbtool.cli.app`` is built when first asked for
@@ -21,23 +24,33 @@ def __getattr__(name: str) -> Any:  # PEP 562: ``kbtool.cli.app`` is built when 
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def build_app() -> Any:
-    """The Typer app with every command registered (built once)."""
-    global _APP
-    if _APP is not None:
-        return _APP
-    import typer
+def build_app(only: str | None = None) -> Any:
+    """The Typer app (built once per ``only``): every command registered when ``only`` is
+    None; else the commands of the one module ``only`` (a name in
+    :data:`kbtool.commands.MODULES`), or, for :data:`LISTING`, stand-ins that carry each
+    command's name and one-line help (``kbtool --help`` imports no command module)."""
+    key = only or ""
+    if key in _APPS:
+        return _APPS[key]
+    from kbtool.commands import COMMANDS, GROUPS, MODULES
 
-    # Each command module imports its front-end (textual, uvicorn, the MCP SDK) inside the
-    # command, so `kbtool versions` never pays for them (~0.4 s measured for textual alone).
-    from kbtool.commands import agent, analyze, code, core, deep, diff, names, serve, tui
-    from kbtool.commands import backup as backup_cmd
-    from kbtool.commands import data as data_cmd
-    from kbtool.commands import knowledge as knowledge_cmd
-    from kbtool.commands import mcp as mcp_cmd
-    from kbtool.commands import migrate as migrate_cmd
-    from kbtool.commands import types as types_cmd
-    from kbtool.commands.common import set_global_db
+    app = _root_app()
+    if only == LISTING:
+        _register_listing(app, COMMANDS, GROUPS)
+    else:
+        # Each command module imports its front-end (textual, uvicorn, the MCP SDK) inside the
+        # command, so `kbtool versions` never pays for them (~0.4 s measured for textual alone).
+        for name in MODULES if only is None else (only,):
+            # __import__, not importlib.import_module: `-X importtime` then lists the module
+            __import__(f"kbtool.commands.{name}", fromlist=["register"]).register(app)
+        _whole_short_helps(app)
+    _APPS[key] = app
+    return app
+
+
+def _root_app() -> Any:
+    """The ``kbtool`` group itself: its help, ``--db`` and ``--version``; no command yet."""
+    import typer
 
     app = typer.Typer(
         name="kbtool",
@@ -74,29 +87,50 @@ def build_app() -> Any:
         ),
     ) -> None:
         """kbtool: name the functions of a stripped wasm module once, keep the names in every release."""
+        from kbtool.commands.common import set_global_db
+
         set_global_db(db)
 
-    for module in (
-        core,
-        names,
-        mcp_cmd,
-        serve,
-        tui,
-        diff,
-        code,
-        deep,
-        agent,
-        analyze,
-        backup_cmd,
-        data_cmd,
-        knowledge_cmd,
-        types_cmd,
-        migrate_cmd,
-    ):
-        module.register(app)
-    _whole_short_helps(app)
-    _APP = app
     return app
+
+
+def _register_listing(app: Any, commands: Any, groups: Any) -> None:
+    """Stand-ins for ``kbtool --help``: each command and group by name and one-line help
+    (never run: any command line that names a command builds that command's module)."""
+    import typer
+
+    def _stand_in() -> None:  # pragma: no cover - never invoked
+        raise RuntimeError("a listing stand-in ran")
+
+    for name, _module, helptext in commands:
+        app.command(name, help=helptext, short_help=helptext)(_stand_in)
+    for name, _module, helptext in groups:
+        app.add_typer(typer.Typer(short_help=helptext, help=helptext), name=name)
+
+
+def app_for(args: list[str]) -> Any:
+    """The smallest app that runs ``kbtool ARGS`` exactly as the whole one does: the listing
+    for ``kbtool`` / ``kbtool --help`` / ``kbtool --version``, the invoked command's module for
+    ``kbtool [--db P] CMD ...``, the whole app for anything else (an unknown command or
+    option: Click's error and suggestions need every command)."""
+    from kbtool.commands import module_of
+
+    if not args:
+        return build_app(LISTING)
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--db":
+            i += 2
+        elif arg.startswith("--db="):
+            i += 1
+        elif arg in ("--help", "--version"):
+            return build_app(LISTING)
+        elif arg.startswith("-"):
+            break
+        else:
+            return build_app(module_of(arg))
+    return build_app()
 
 
 def short_help(doc: str | None) -> str | None:
@@ -138,7 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     from kbtool.wasm import WasmFormatError
 
     try:
-        build_app()(args=args, prog_name="kbtool")  # standalone: usage errors and --help exit here
+        app_for(args)(
+            args=args, prog_name="kbtool"
+        )  # standalone: usage errors and --help exit here
         return 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
