@@ -42,7 +42,7 @@ from typing import Any
 
 from kbtool.kb import queries
 from kbtool.services.diff.changelog import changelog
-from kbtool.services.diff.report import compute_diff_with_pairing, stored_diff
+from kbtool.services.diff.report import compute_diff_with_pairing, retriage_stored, stored_diff
 from kbtool.services.diff.triage import TRIAGE_RULES
 
 __all__ = ["DiffCache", "DIFF_CACHE", "DiskAnswers", "MAX_ENTRIES", "MAX_CHANGES", "disk_dir"]
@@ -149,6 +149,7 @@ class DiffCache:
         self.computed = 0  # reports computed (the matcher ran)
         self.loaded = 0  # stored reports read from the KB
         self.changelogs = 0  # changelogs built from the facts (stored reports only)
+        self.retriaged = 0  # stored reports brought up to today's triage rules
         self.hits = 0
         self.disk_hits = 0  # computed answers read back from disk (another process made them)
 
@@ -219,17 +220,20 @@ class DiffCache:
 
     def _fill(self, conn: sqlite3.Connection, a: int, b: int, kind: str, key: tuple):
         report_key = key[:3] + ("report",) + key[4:]
+        cl_key = key[:3] + ("changelog",) + key[4:]
         report = self._lookup(report_key, count=False) if kind == "changelog" else None
+        modules: tuple | None = None
         if report is None:
             fresh: dict[str, Any] = {}
-            report = stored_diff(conn, a, b, keep=fresh)
+            report = stored_diff(conn, a, b, keep=fresh, retriage=False)
             if report is not None:
                 self.loaded += 1
+                if fresh.get("stale_triage"):  # saved under older triage rules
+                    modules = _modules(conn, a, b)
+                    report, cl = self._retriaged(conn, report, report_key, cl_key, modules)
+                    self._put(cl_key, cl)
                 self._put(report_key, report)
-                if "changelog" in fresh:  # computed to bring an older report's triage up
-                    self._put(key[:3] + ("changelog",) + key[4:], fresh["changelog"])
             else:
-                cl_key = key[:3] + ("changelog",) + key[4:]
                 modules = _modules(conn, a, b)
                 report = self.disk.get(report_key, modules)
                 cl = self.disk.get(cl_key, modules) if report is not None else None
@@ -249,10 +253,41 @@ class DiffCache:
         hit = self._lookup(key, count=False)  # computed just now, with the report
         if hit is not None:
             return hit
-        cl = changelog(conn, report)
-        self.changelogs += 1
+        # a stored report's changelog: built from the facts once (every modified body is
+        # read: a minute on ffmpeg), then kept on disk like a computed answer
+        modules = modules or _modules(conn, a, b)
+        cl = self.disk.get(key, modules)
+        if cl is not None:
+            self.disk_hits += 1
+        else:
+            cl = changelog(conn, report)
+            self.changelogs += 1
+            self.disk.put(key, modules, cl)
         self._put(key, cl)
         return cl
+
+    def _retriaged(
+        self,
+        conn: sqlite3.Connection,
+        report: dict[str, Any],
+        report_key: tuple,
+        cl_key: tuple,
+        modules: tuple,
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A stored report with today's triage and its changelog: from disk when a process
+        did it before under the same key (the rules' version is part of the file's name),
+        else re-triaged now (the pairing stays as stored) and kept on disk."""
+        kept = self.disk.get(report_key, modules)
+        kept_cl = self.disk.get(cl_key, modules) if kept is not None else None
+        if kept is not None and kept_cl is not None:
+            self.disk_hits += 1
+            return kept, kept_cl
+        fresh: dict[str, Any] = {}
+        retriage_stored(conn, report, keep=fresh)
+        self.retriaged += 1
+        self.disk.put(report_key, modules, report)
+        self.disk.put(cl_key, modules, fresh["changelog"])
+        return report, fresh["changelog"]
 
 
 def _modules(conn: sqlite3.Connection, a: int, b: int) -> tuple:

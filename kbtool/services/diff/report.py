@@ -70,6 +70,7 @@ __all__ = [
     "compute_diff",
     "compute_diff_with_pairing",
     "stored_diff",
+    "retriage_stored",
     "save_diff",
     "delete_diff",
     "pair_versions",
@@ -155,11 +156,20 @@ def compute_diff_with_pairing(
 
 
 def stored_diff(
-    conn: sqlite3.Connection, a: int, b: int, *, keep: dict[str, Any] | None = None
+    conn: sqlite3.Connection,
+    a: int,
+    b: int,
+    *,
+    keep: dict[str, Any] | None = None,
+    retriage: bool = True,
 ) -> dict[str, Any] | None:
     """The saved report of the pair, or None. A report saved under older triage rules
     (``triage_rules``, kept with it by :func:`save_diff`) gets today's triage (scores, reasons, kinds), so every surface orders
-    it as the changelog does; ``keep["changelog"]`` then holds the changelog computed for it."""
+    it as the changelog does; ``keep["changelog"]`` then holds the changelog computed for it.
+
+    ``retriage=False``: such a report comes back as stored, with ``keep["stale_triage"]``
+    set; :func:`retriage_stored` brings it up later (the diff cache first looks for the answer
+    kept on disk: the re-triage reads every modified body, a minute on ffmpeg)."""
     report = queries.stored_diff_report(conn, a, b)
     if report is None:
         return None
@@ -169,11 +179,23 @@ def stored_diff(
     if report.pop("triage_rules", None) != TRIAGE_RULES and any(
         c["classification"] == "modified" for c in report["changes"]
     ):
-        cl = changelog(conn, report)
-        _set_triage(report["changes"], cl)
-        if keep is not None:
-            keep["changelog"] = cl
+        if not retriage:
+            if keep is not None:
+                keep["stale_triage"] = True
+            return report
+        retriage_stored(conn, report, keep=keep)
     return report
+
+
+def retriage_stored(
+    conn: sqlite3.Connection, report: dict[str, Any], *, keep: dict[str, Any] | None = None
+) -> None:
+    """Today's triage on a stored report, in place (the pairing and classification stay);
+    ``keep["changelog"]`` receives the changelog it was taken from."""
+    cl = changelog(conn, report)
+    _set_triage(report["changes"], cl)
+    if keep is not None:
+        keep["changelog"] = cl
 
 
 def _set_triage(changes: list[dict[str, Any]], cl: dict[str, Any]) -> None:
