@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
@@ -29,8 +28,6 @@ from kbtool.render.code import c_syntax
 from kbtool.render.terminal import coverage_table, evidence_table
 from kbtool.render.text import lit, toolchain_text
 from kbtool.services import nav
-from kbtool.services.demo import RELEASES, build_demo
-from kbtool.services.ingest import AlreadyIngested, ingest_file
 from kbtool.textutil import clip, printable
 
 
@@ -44,6 +41,8 @@ def register(app: typer.Typer) -> None:
 
 
 def _progress_bar():
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
+
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -57,6 +56,7 @@ def _progress_bar():
 def _run_ingest(
     conn, file: Path, label: str | None, js: Path | None, carry: bool = True, **lineage
 ):
+    from kbtool.services.ingest import ingest_file  # here: `kbtool versions` never needs it
 
     big = file.exists() and file.stat().st_size > 1_000_000 and err_console.is_terminal
     if not big:
@@ -119,6 +119,8 @@ def ingest(
     shape); a module unrelated to every version starts a new program. Identities and names
     never cross programs.
     """
+
+    from kbtool.services.ingest import AlreadyIngested
 
     conn = rw(db, create=True)
     t0 = time.perf_counter()
@@ -479,6 +481,8 @@ def demo(
         )
     for suffix in ("", "-wal", "-shm"):
         Path(str(path) + suffix).unlink(missing_ok=True)
+    from kbtool.services.demo import build_demo
+
     steps = build_demo(path, echo=lambda msg: console.print(lit(msg)))
     console.print()
     versions(db=str(path))
@@ -488,6 +492,7 @@ def demo(
 
 def _is_demo_kb(path: Path) -> bool:
     """``path`` is a KB holding the bundled demo releases."""
+    from kbtool.services.demo import RELEASES
 
     try:
         conn = open_ro(str(path))
