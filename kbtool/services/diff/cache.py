@@ -139,8 +139,11 @@ class DiffCache:
         max_entries: int = MAX_ENTRIES,
         max_changes: int = MAX_CHANGES,
         disk: DiskAnswers | None = None,
+        background: bool = False,
     ) -> None:
         self.disk = disk if disk is not None else DiskAnswers(disk_dir())
+        self.background = background
+        self._refreshing: dict[tuple, threading.Thread] = {}
         self.max_entries = max_entries
         self.max_changes = max_changes
         self._items: OrderedDict[tuple, tuple[int, dict[str, Any]]] = OrderedDict()
@@ -230,6 +233,9 @@ class DiffCache:
                 self.loaded += 1
                 if fresh.get("stale_triage"):  # saved under older triage rules
                     modules = _modules(conn, a, b)
+                    if kind == "report" and self._refresh_later(conn, report, report_key, modules):
+                        return report
+                    self._wait_refresh(report_key)
                     report, cl = self._retriaged(conn, report, report_key, cl_key, modules)
                     self._put(cl_key, cl)
                 self._put(report_key, report)
@@ -266,6 +272,63 @@ class DiffCache:
         self._put(key, cl)
         return cl
 
+    def _refresh_later(
+        self, conn: sqlite3.Connection, report: dict[str, Any], report_key: tuple, modules: tuple
+    ) -> bool:
+        """A long-lived surface (``background``) answers a stale stored report at once, with
+        the triage it was saved with and ``triage_pending: true``, while a thread brings it up
+        to today's rules (and keeps the answer on disk); the next request gets that. False
+        when the answer must be made now: not ``background``, an in-memory KB, a report
+        without stored triage, or one a process already re-triaged (then it is on disk)."""
+        path = queries.database_file(conn)
+        if not self.background or not path or self.disk.get(report_key, modules) is not None:
+            return False
+        if any("triage" not in c for c in report["changes"] if c["classification"] == "modified"):
+            return False
+        report["triage_pending"] = True
+        with self._lock:
+            running = self._refreshing.get(report_key)
+            if running is None or not running.is_alive():
+                running = threading.Thread(
+                    target=self._refresh,
+                    args=(path, report_key, modules),
+                    name="kbtool-diff-retriage",
+                    daemon=True,
+                )
+                self._refreshing[report_key] = running
+                running.start()
+        return True
+
+    def _refresh(self, path: str, report_key: tuple, modules: tuple) -> None:
+        from kbtool.kb.db import open_ro
+
+        a, b = report_key[1], report_key[2]
+        cl_key = report_key[:3] + ("changelog",) + report_key[4:]
+        try:
+            conn = open_ro(path)
+        except Exception:  # the KB went away: the next request reports it
+            return
+        try:
+            report = stored_diff(conn, a, b, retriage=False)
+            if report is None:
+                return
+            report, cl = self._retriaged(conn, report, report_key, cl_key, modules)
+            self._put(report_key, report)
+            self._put(cl_key, cl)
+        except Exception:  # noqa: BLE001 - a failed refresh leaves the request path to retry
+            return
+        finally:
+            conn.close()
+            with self._lock:
+                self._refreshing.pop(report_key, None)
+
+    def _wait_refresh(self, report_key: tuple) -> None:
+        """Wait for a background re-triage of the pair (its answer is then on disk)."""
+        with self._lock:
+            running = self._refreshing.get(report_key)
+        if running is not None:
+            running.join()
+
     def _retriaged(
         self,
         conn: sqlite3.Connection,
@@ -295,5 +358,6 @@ def _modules(conn: sqlite3.Connection, a: int, b: int) -> tuple:
     return tuple(queries.version_info(conn, v).get("sha256") for v in (a, b))
 
 
-#: the process-wide cache of ``kbtool serve`` and the TUI
-DIFF_CACHE = DiffCache()
+#: the process-wide cache of ``kbtool serve``, the TUI and the MCP server (a stale stored
+#: report is re-triaged in the background, see :meth:`DiffCache._refresh_later`)
+DIFF_CACHE = DiffCache(background=True)

@@ -109,3 +109,34 @@ def test_a_rename_is_not_served_from_an_older_answer(tmp_path: Path) -> None:
     assert after.disk_hits == 0 and after.retriaged == 1
     named = next(c for c in report["changes"] if c["to_index"] == change["to_index"])
     assert named["name"] == "patched_fn"
+
+
+def test_a_long_lived_surface_answers_at_once_and_retriages_in_the_background(
+    tmp_path: Path,
+) -> None:
+    db = _kb(tmp_path)
+    _make_stale(db)
+    conn = open_ro(db)
+    cache = DiffCache(disk=DiskAnswers(tmp_path / "answers"), background=True)
+    first = cache.report(conn, 1, 2)
+    # the stored answer as saved (older rules), flagged; the re-triage runs in a thread
+    assert first["triage_pending"] is True
+    assert all(r == ["stale"] for _t, r in _modified(first).values())
+    cl = cache.changelog(conn, 1, 2)  # waits for that thread: the same work
+    assert cl["modified"]
+    fresh = cache.report(conn, 1, 2)
+    assert "triage_pending" not in fresh
+    assert all(r != ["stale"] for _t, r in _modified(fresh).values())
+    assert cache.retriaged == 1  # once, in the background
+    # a new process finds it on disk and answers with today's triage at once
+    other = DiffCache(disk=DiskAnswers(tmp_path / "answers"), background=True)
+    assert _modified(other.report(conn, 1, 2)) == _modified(fresh)
+    assert other.retriaged == 0
+
+
+def test_a_one_shot_cache_retriages_at_once(tmp_path: Path) -> None:
+    db = _kb(tmp_path)
+    _make_stale(db)
+    cache = DiffCache(disk=DiskAnswers(None), background=False)
+    report = cache.report(open_ro(db), 1, 2)
+    assert "triage_pending" not in report and cache.retriaged == 1
