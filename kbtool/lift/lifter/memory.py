@@ -305,10 +305,13 @@ class _Memory(_Core):
                     return el
                 label = self.data_ref(offset) or str(offset)
                 return f"*({ct} *)(M + {b} + {label})"
-        if base.prec == 0 and base.const is None and len(base.locs) == 1:
-            x = base.locs[0]
-            if x >= 0 and base.text == self.locals_c[x]:
-                return mark(ct, b, offset)  # typed through the local's view (.views)
+        if (
+            base.prec == 0
+            and base.const is None
+            and not base.fl & (F_GLOB | F_MEM | F_CALL)
+            and base.text.isidentifier()
+        ):
+            return mark(ct, b, offset)  # a local or temp: typed through its view (.views)
         if offset:
             return f"*({ct} *)(M + {b} + {offset})"
         return f"*({ct} *)(M + {b})"

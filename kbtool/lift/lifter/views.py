@@ -3,7 +3,7 @@
 A raw access ``*(int32_t *)(M + p0 + 8)`` whose base is a plain local is emitted marked
 (:func:`mark`); when the whole function is lifted, :func:`view_decls` collects every marked
 access per local, gives the local a packed struct of the fields it uses (one C type per
-offset; an offset read with two widths, or overlapping another, keeps the raw access) and
+offset and width; fields whose bytes overlap share a union) and
 rewrites the accesses as ``P0->field_8`` through a macro declared before the function:
 ``#define P0 ((struct f41_p0_view *)(M + p0))``. The local keeps holding the wasm address; the
 macro is re-evaluated at each use, so it follows the local's current value and ``M``
@@ -42,6 +42,17 @@ _SIZE: Final = {
     "double": 8,
 }
 _FLOAT: Final = frozenset(("float", "double"))
+_TAG: Final = {
+    "int8_t": "i8",
+    "uint8_t": "i8",
+    "int16_t": "i16",
+    "uint16_t": "i16",
+    "int32_t": "i32",
+    "uint32_t": "i32",
+    "float": "f32",
+    "int64_t": "i64",
+    "double": "f64",
+}
 #: fields of one view at most, and the largest offset a field may have
 MAX_FIELDS: Final = 256
 MAX_OFFSET: Final = 1 << 16
@@ -70,33 +81,90 @@ def _kind(lines: list[str | None]) -> dict[str, dict[int, list[tuple[str, int]]]
     return acc
 
 
-def _fields(offs: dict[int, list[tuple[str, int]]]) -> dict[int, str]:
-    """The C type of each offset that becomes a field: one width and one kind (integer or
-    float) at the offset, no overlap with another field; the type loads use most (a store
-    converts implicitly, a load of the other signedness reads through a cast)."""
-    cand: dict[int, str] = {}
-    for off, uses in offs.items():
-        cts = {ct for ct, _w in uses}
-        if any(ct not in _SIZE for ct in cts) or off + 8 > MAX_OFFSET:
+#: a field's key: offset, width, float or integer
+_Key = tuple[int, int, bool]
+
+
+def _fields(offs: dict[int, list[tuple[str, int]]]) -> dict[_Key, tuple[str, str]]:
+    """The fields of a view, ``(offset, width, float) -> (C type, name)``: per offset, the
+    width and kind most accesses use is ``field_8``, another one ``field_8_i16``; its type
+    is the one loads use most (a store converts implicitly, a load of the other signedness
+    reads through a cast). Overlapping fields share a union (:func:`_layout`)."""
+    out: dict[_Key, tuple[str, str]] = {}
+    for off in sorted(offs):
+        if off + 8 > MAX_OFFSET:
             continue
-        if len({_SIZE[ct] for ct in cts}) != 1 or len({ct in _FLOAT for ct in cts}) != 1:
-            continue
-        votes: dict[str, int] = {}
-        for ct, w in uses:
+        kinds: dict[_Key, dict[str, int]] = {}
+        count: dict[_Key, int] = {}
+        for ct, w in offs[off]:
+            if ct not in _SIZE:
+                continue
+            key = (off, _SIZE[ct], ct in _FLOAT)
+            votes = kinds.setdefault(key, {})
             votes[ct] = votes.get(ct, 0) + (1 if w != 1 else 0)
-        cand[off] = max(votes, key=lambda c: votes[c])  # first seen wins a tie
-    out: dict[int, str] = {}
-    end = -1
-    last = -1
-    for off in sorted(cand):
-        if off < end:  # overlaps the previous field: neither is one
-            out.pop(last, None)
-            end = max(end, off + _SIZE[cand[off]])
-            continue
-        out[off] = cand[off]
-        last, end = off, off + _SIZE[cand[off]]
+            count[key] = count.get(key, 0) + 1
+        for k, key in enumerate(sorted(kinds, key=lambda q: -count[q])):  # stable: first seen
+            votes = kinds[key]
+            ct = max(votes, key=lambda c: votes[c])
+            out[key] = (ct, f"field_{off}" if k == 0 else f"field_{off}_{_TAG[ct]}")
         if len(out) >= MAX_FIELDS:
             break
+    return out
+
+
+def _layout(fields: dict[_Key, tuple[str, str]]) -> list[str]:
+    """The members of a packed view struct in offset order, the bytes between them as
+    padding; fields whose bytes overlap (an int32_t also read as its bytes) share an
+    anonymous union, a member that starts later wrapped with leading padding."""
+    items = sorted(((o, sz, ct, name) for (o, sz, _f), (ct, name) in fields.items()))
+    parts: list[str] = []
+    pos = 0
+    k = 0
+    while k < len(items):
+        o = items[k][0]
+        end = o + items[k][1]
+        j = k + 1
+        while j < len(items) and items[j][0] < end:
+            end = max(end, items[j][0] + items[j][1])
+            j += 1
+        if o > pos:
+            parts.append(f"uint8_t _pad{pos}[{o - pos}];")
+        if j == k + 1:
+            parts.append(f"{items[k][2]} {items[k][3]};")
+        else:
+            members: list[str] = []
+            for fo, _sz, ct, name in items[k:j]:
+                if fo == o:
+                    members.append(f"{ct} {name};")
+                else:
+                    members.append(
+                        f"struct __attribute__((packed)) {{ uint8_t _pad_{name}[{fo - o}]; "
+                        f"{ct} {name}; }};"
+                    )
+            parts.append(f"union __attribute__((packed)) {{ {' '.join(members)} }};")
+        pos = max(pos, end)
+        k = j
+    return parts
+
+
+def _struct_lines(tag: str, members: list[str]) -> list[str]:
+    """The declaration of a view struct: one line when short, else several members per
+    line (up to ~96 characters), as the frame struct is declared."""
+    head = f"struct __attribute__((packed)) {tag} {{"
+    one = f"{head} {' '.join(members)} }};"
+    if len(one) <= 100:
+        return [one]
+    out = [head]
+    cur = ""
+    for m in members:
+        if cur and len(cur) + 1 + len(m) > 94:
+            out.append(f"  {cur}")
+            cur = m
+        else:
+            cur = f"{cur} {m}" if cur else m
+    if cur:
+        out.append(f"  {cur}")
+    out.append("};")
     return out
 
 
@@ -133,19 +201,20 @@ def view_decls(
         return [], []
     before: list[str] = []
     after: list[str] = []
-    # per base local: (macro, offset -> field type, element type or "")
-    views: dict[str, tuple[str, dict[int, str], str]] = {}
+    # per base local: (macro, fields, element type or "")
+    views: dict[str, tuple[str, dict[_Key, tuple[str, str]], str]] = {}
     for base, offs in acc.items():
         fields = _fields(offs)
         if not fields:
             continue
         name = _name(base, taken, known, body)
-        types = set(fields.values())
+        types = {ct for ct, _n in fields.values()}
         elem = ""
-        if len(types) == 1:
+        if len(types) == 1 and all(key[0] in offs for key in fields):
             ct = next(iter(types))
             size = _SIZE[ct]
-            if set(fields) == {0} or (size == 1 and len(fields) == len(offs)):
+            offsets = {key[0] for key in fields}
+            if offsets == {0} or (size == 1 and len(fields) == len(offs)):
                 elem = ct
         if elem:
             before.append(f"#define {name} (({elem} *)(M + {base})) /* {base} as {elem} * */")
@@ -154,14 +223,7 @@ def view_decls(
             while tag in tags:
                 tag += "_"
             tags.add(tag)
-            parts: list[str] = []
-            pos = 0
-            for o in sorted(fields):
-                if o > pos:
-                    parts.append(f"uint8_t _pad{pos}[{o - pos}];")
-                parts.append(f"{fields[o]} field_{o};")
-                pos = o + _SIZE[fields[o]]
-            before.append(f"struct __attribute__((packed)) {tag} {{ {' '.join(parts)} }};")
+            before += _struct_lines(tag, _layout(fields))
             before.append(f"#define {name} ((struct {tag} *)(M + {base})) /* {base} as a struct */")
         after.append(f"#undef {name}")
         views[base] = (name, fields, elem)
@@ -175,14 +237,15 @@ def view_decls(
         ct, base, off = m.group(1), m.group(2), int(m.group(3) or 0)
         raw = m.group(0).replace(OPEN, "").replace(CLOSE, "")
         v = views.get(base)
-        have = v[1].get(off) if v is not None else None
-        if v is None or have is None:
+        hit = v[1].get((off, _SIZE[ct], ct in _FLOAT)) if v is not None and ct in _SIZE else None
+        if v is None or hit is None:
             return raw
         name, _f, elem = v
+        have, member = hit
         if elem:
             text = f"*{name}" if off == 0 else f"{name}[{off // _SIZE[elem]}]"
         else:
-            text = f"{name}->field_{off}"
+            text = f"{name}->{member}"
         if have == ct:
             return text
         rest = ln[m.end() : m.end() + 5]

@@ -146,10 +146,11 @@ def _lift(tmp_path) -> dict[str, str]:
 def test_a_record_reads_as_fields_of_its_view(tmp_path):
     rec = _lift(tmp_path)["rec"]
     assert "#define P0 ((struct rec_p0_view *)(M + p0)) /* p0 as a struct */" in rec
-    # fields at their offsets, the bytes between them as padding
+    # fields at their offsets, the bytes between them as padding; several per line
     assert (
-        "struct __attribute__((packed)) rec_p0_view { uint8_t _pad0[4]; int32_t field_4; "
-        "int32_t field_8; uint8_t field_12; uint8_t _pad13[3]; int64_t field_16; };"
+        "struct __attribute__((packed)) rec_p0_view {\n"
+        "  uint8_t _pad0[4]; int32_t field_4; int32_t field_8; uint8_t field_12; "
+        "uint8_t _pad13[3];\n  int64_t field_16;\n};\n"
     ) in rec
     assert "P0->field_8 = P0->field_4;" in rec
     # the loads decide the type (two unsigned reads, one signed): the signed one is cast
@@ -165,12 +166,14 @@ def test_a_byte_walk_reads_through_an_element_pointer(tmp_path):
     assert re.search(r"for \(l1 = p0; \*L1; l1\+\+\)", ln), ln
 
 
-def test_two_widths_at_one_offset_keep_raw_memory(tmp_path):
+def test_two_widths_at_one_offset_share_a_union(tmp_path):
     mixed = _lift(tmp_path)["mixed"]
+    assert "return P0->field_2 + P0->field_2_i32 + P0->field_8 + P0->field_12;" in mixed
     assert (
-        "*(int16_t *)(M + p0 + 2) + *(int32_t *)(M + p0 + 2) + P0->field_8 + P0->field_12" in mixed
-    )
-    assert "field_2" not in mixed
+        "union __attribute__((packed)) { int16_t field_2; int32_t field_2_i32; };\n"
+        "  uint8_t _pad6[2]; int32_t field_8;"
+    ) in mixed
+    assert "(M + p0 +" not in mixed
 
 
 def test_an_unsigned_shift_of_a_signed_field_keeps_its_cast(tmp_path):
@@ -182,7 +185,20 @@ def test_an_unsigned_shift_of_a_signed_field_keeps_its_cast(tmp_path):
 def test_views_compile_and_do_not_leak_between_functions(tmp_path):
     texts = _lift(tmp_path)
     src = tmp_path / "views.c"
-    src.write_text("".join(texts.values()))
+    # every field at the offset it was read at, a later member of a union too
+    offsets = [
+        ("rec_p0_view", "field_4", 4),
+        ("rec_p0_view", "field_12", 12),
+        ("rec_p0_view", "field_16", 16),
+        ("mixed_p0_view", "field_2", 2),
+        ("mixed_p0_view", "field_2_i32", 2),
+        ("mixed_p0_view", "field_12", 12),
+    ]
+    checks = "".join(
+        f'_Static_assert(__builtin_offsetof(struct {t}, {f}) == {o}, "{t}.{f}");\n'
+        for t, f, o in offsets
+    )
+    src.write_text("".join(texts.values()) + checks)
     p = subprocess.run(
         ["gcc", "-fsyntax-only", "-Werror", "-Wno-unused", "-include", prelude_path(), str(src)],
         capture_output=True,
