@@ -311,8 +311,9 @@ class _Branches(_Values):
         groups: dict[int, list[int]] = {}
         merged = self.frames[-1].blk.merged
         if merged is not None:  # the tests after it on the same value joined it
-            default = 0
-            for v, d in merged:
+            gt = merged.guard_test()
+            default = merged.default if gt is None else gt[0]
+            for v, d in merged.cases:
                 groups.setdefault(d, []).append(v)
         else:
             for k, d in enumerate(labels):

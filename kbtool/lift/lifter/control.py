@@ -267,6 +267,8 @@ class _Control(_Branches):
             for h in fr.cases:
                 self.emit(h)
             self.extra += 1
+            if fr.blk.guarded is not None:
+                self.guard_default(fr.blk.guarded)
         if form == "switchtail" and fr.switch_open:
             fr.switch_open = False
             self.sw_open.remove(len(self.frames))
@@ -280,6 +282,26 @@ class _Control(_Branches):
         for v, t in zip(fr.res_vars, fr.results, strict=True):
             self.stack.append(_E(v, 0, t))
         self.dead = not after_reachable
+
+    def guard_default(self, g: tuple[int, str, bool, int, int]) -> None:
+        """Under a merged switch's ``default:``: the values its range guard sent to the
+        later tests go where the last one's default went (see :mod:`.switchmerge`)."""
+        x, op, uns, k, depth = g
+        name = self.locals_c[x]
+        if uns:
+            cond = f"(uint32_t){name} {op} {k & 0xFFFFFFFF}u"
+        else:
+            k = (k & 0xFFFFFFFF) - (1 << 32) if k & 0x80000000 else k & 0xFFFFFFFF
+            cast = "(int32_t)" if self.lsign[x] else ""
+            cond = f"{cast}{name} {op} {k}"
+        lines = self.branch(depth, [])
+        if len(lines) == 1:
+            self.emit(f"if ({cond}) {lines[0]}")
+        else:
+            self.emit(f"if ({cond}) {{")
+            for line in lines:
+                self.emit("  " + line)
+            self.emit("}")
 
     def guarded_loop(self, fr: _Frame, head: int) -> bool:
         """``while (1) { if (c) { body continue; } break; }`` (a loop whose whole body is

@@ -18,7 +18,7 @@ from .opnames import (
     OP_ELSE,
     OP_END,
 )
-from .switchmerge import merge_followers
+from .switchmerge import Merged, merge_followers
 
 # ----------------------------------------------------------------------------- pass 1
 
@@ -38,6 +38,7 @@ class _Blk:
         "claimed",
         "cross_block",
         "merged",
+        "guarded",
     )
 
     def __init__(self, kind: str, start: int, parent: int, bt: Any):
@@ -55,7 +56,10 @@ class _Blk:
         self.claimed = -1  # index of the br_table whose switch this block belongs to
         # on a switch chain's innermost block: the cases of the tests merged into it
         # (C case value, branch depth at the br_table); see .switchmerge
-        self.merged: list[tuple[int, int]] | None = None
+        self.merged: Merged | None = None
+        # on the block of a guarded merged switch's `default:`: the guard and the depth
+        # (from the parent) its default values branch to
+        self.guarded: tuple[int, str, bool, int, int] | None = None
 
 
 def _scan(ops: list[int], args: list[tuple], ctrl: list[int], budget: _Budget) -> tuple:
@@ -208,7 +212,10 @@ def _switch_chains(blocks, tables, ops, args, open_at) -> dict[int, list[int]]:
         out[i] = members
         # the tests on the same value in its default join it (they are claimed here,
         # before the loop reaches their own tables)
-        blocks[members[0]].merged = merge_followers(ops, args, blocks, open_at, i, members)
+        mg = blocks[members[0]].merged = merge_followers(ops, args, blocks, open_at, i, members)
+        gt = mg.guard_test() if mg is not None else None
+        if gt is not None:
+            blocks[members[gt[0]]].guarded = gt[2]
     return out
 
 

@@ -38,7 +38,8 @@ def test_split_switch_lifts_as_one_switch(tmp_path):
     data = lift_sem.wat(tmp_path, (FIXTURES / "lift" / "switch_merge.wat").read_text())
     r = lift_sem.check_wasm(tmp_path, data)
     assert not r.mismatches, r.mismatches[:5]
-    assert r.agree == 2 * 24  # `scan` runs classify over base - 8 .. base + 300
+    # `scan` runs classify over base - 8 .. base + 300, `scan2` the ranges over -8 .. 1099
+    assert r.agree == 6 * 24
     c = r.c["classify"]
     assert not TRAMPOLINE.search(c), c
     assert "goto" not in c and c.count("switch (") == 1, c
@@ -51,6 +52,24 @@ def test_split_switch_lifts_as_one_switch(tmp_path):
     assert cases["l1 += 7;"] == [-3, 10, 109, 116], c  # fall-through from the case above
     assert cases["l1 = 55;"] == [-5, 13, 110, 114], c  # c + 5: negative case values
     assert cases["l1 = -1;"] == [11, 12, 111, 112, 113, 115], c
+
+
+def test_range_guard_joins_with_the_default_split(tmp_path):
+    """LLVM's binary search: `if (c > 399)` skips the first table for the values later
+    tables check; merged, the guard is one test under `default:`, for the side whose
+    default lands further on."""
+    data = lift_sem.wat(tmp_path, (FIXTURES / "lift" / "switch_merge.wat").read_text())
+    r = lift_sem.check_wasm(tmp_path, data)
+    assert not r.mismatches, r.mismatches[:5]
+    for name, test in (("ranges", "if (p0 > 399) return -1;"), ("ranges2", "if (p0 <= 399)")):
+        c = r.c[name]
+        assert c.count("switch (") == 1 and "switch (p0) {" in c, c
+        assert "goto" not in c and not TRAMPOLINE.search(c), c
+        lines = [ln.strip() for ln in c.splitlines()]
+        assert lines[lines.index("default:") + 1].startswith(test), c
+    assert _classify(r.c["ranges"])["return 1;"] == [100, 102, 400]
+    # 402 goes to the default's own block: its label would sit above the guard's test
+    assert "switch (p0 - 100) {" in r.c["ranges3"], r.c["ranges3"]
 
 
 def test_follower_on_another_value_stays_apart(tmp_path):
