@@ -226,6 +226,12 @@ class DiffCache:
         cl_key = key[:3] + ("changelog",) + key[4:]
         report = self._lookup(report_key, count=False) if kind == "changelog" else None
         modules: tuple | None = None
+        if report is None and key[5] is not None:  # a stored report a process re-triaged
+            modules = _modules(conn, a, b)
+            report = self.disk.get(report_key, modules)
+            if report is not None:
+                self.disk_hits += 1
+                self._put(report_key, report)
         if report is None:
             fresh: dict[str, Any] = {}
             report = stored_diff(conn, a, b, keep=fresh, retriage=False)
