@@ -167,6 +167,8 @@ class _Memory(_Core):
     #: load/store position -> local -> the power of two its value is a multiple of there
     #: (:func:`align_states`, computed at the first access that needs it)
     lalign: dict[int, dict[int, int]] | None = None
+    #: base variable -> offset -> (C type, 1 store / 0 load) of its marked accesses (.views)
+    vacc: dict[str, dict[int, list[tuple[str, int]]]] | None = None
 
     def addr(self, base: _E, offset: int) -> str:
         if base.const is not None and isinstance(base.const, int):
@@ -311,6 +313,10 @@ class _Memory(_Core):
             and not base.fl & (F_GLOB | F_MEM | F_CALL)
             and base.text.isidentifier()
         ):
+            acc = self.vacc
+            if acc is None:
+                acc = self.vacc = {}
+            acc.setdefault(b, {}).setdefault(offset, []).append((ct, 1 if store else 0))
             return mark(ct, b, offset)  # a local or temp: typed through its view (.views)
         if offset:
             return f"*({ct} *)(M + {b} + {offset})"

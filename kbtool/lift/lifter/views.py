@@ -168,12 +168,19 @@ def _struct_lines(tag: str, members: list[str]) -> list[str]:
     return out
 
 
-def _name(base: str, taken: set[str], known: set[str], body: str) -> str:
+def _name(base: str, taken: set[str], known: frozenset[str] | set[str], body: str) -> str:
     """The macro naming the view of local ``base``: ``P0`` for ``p0``, else ``V_base``;
-    never one of ``taken`` or ``known`` nor a word of ``body``."""
+    never one of ``taken`` or ``known`` nor a word of ``body`` (``taken`` then holds
+    them)."""
 
     def used(n: str) -> bool:
-        return n in taken or n in known or re.search(rf"\b{re.escape(n)}\b", body) is not None
+        if n in taken or n in known:
+            return True
+        if n not in body or "\x00" in taken:
+            return False
+        taken.update(re.findall(r"[A-Za-z_]\w*", body))  # once per function
+        taken.add("\x00")
+        return n in taken
 
     name = base.upper()
     if name == base or used(name):
@@ -191,12 +198,15 @@ def view_decls(
     tags: set[str],
     body: str = "",
     known: frozenset[str] | set[str] = frozenset(),
+    acc: dict[str, dict[int, list[tuple[str, int]]]] | None = None,
 ) -> tuple[list[str], list[str]]:
     """Rewrite the marked accesses in ``lines`` (in place) through typed views; return the
     declarations to put before the function (struct and macro per view) and the ``#undef``
     lines after it. ``taken``, ``known`` and the words of ``body``: identifiers the macro
-    names must avoid; ``tags``: struct tags already used (the frame's, the data items')."""
-    acc = _kind(lines)
+    names must avoid; ``tags``: struct tags already used (the frame's, the data items');
+    ``acc``: the accesses as the lifter marked them (else read back from ``lines``)."""
+    if acc is None:
+        acc = _kind(lines)
     if not acc:
         return [], []
     before: list[str] = []
@@ -233,7 +243,7 @@ def view_decls(
                 lines[k] = ln.replace(OPEN, "").replace(CLOSE, "")
         return [], []
 
-    def sub(m: re.Match, ln: str) -> str:
+    def sub(m: re.Match[str], ln: str) -> str:
         ct, base, off = m.group(1), m.group(2), int(m.group(3) or 0)
         raw = m.group(0).replace(OPEN, "").replace(CLOSE, "")
         v = views.get(base)
@@ -258,7 +268,14 @@ def view_decls(
     for k, ln in enumerate(lines):
         if ln is None or OPEN not in ln:
             continue
-        ln = _ACCESS.sub(lambda m, ln=ln: sub(m, ln), ln)
+        parts: list[str] = []
+        pos = 0
+        for m in _ACCESS.finditer(ln):
+            parts.append(ln[pos : m.start()])
+            parts.append(sub(m, ln))
+            pos = m.end()
+        parts.append(ln[pos:])
+        ln = "".join(parts)
         if OPEN in ln:  # a marked text another pass changed: raw memory as it reads
             ln = ln.replace(OPEN, "").replace(CLOSE, "")
         lines[k] = ln
@@ -268,7 +285,7 @@ def view_decls(
 def lift_views(lf: _Memory) -> tuple[list[str], list[str]]:
     """:func:`view_decls` for a lifted function: its lines, name, identifiers and tags."""
     lines = lf.out
-    if not any(ln is not None and OPEN in ln for ln in lines):
+    if not lf.vacc:
         return [], []
     func = lf.lm.func_c[lf.fi]
     body = "\n".join([ln for ln in lines if ln is not None])
@@ -276,4 +293,4 @@ def lift_views(lf: _Memory) -> tuple[list[str], list[str]]:
     tags = {lf.fstruct} | {c_ident(f"{func}_{ident}") for ident in lf.dobj}
     for decl in lf.decl_types.values():  # the knowledge's and the analysis' struct types
         tags.update(re.findall(r"\b(?:struct|union) (?:__attribute__\(\(\w+\)\) )?(\w+)", decl))
-    return view_decls(lines, func, taken, tags, body, lf.lm.module_idents)
+    return view_decls(lines, func, taken, tags, body, lf.lm.module_idents, lf.vacc)
