@@ -336,7 +336,8 @@ def report(scores: list[Score], args: argparse.Namespace) -> None:
         u_wrong = tot["wrong"] - tot["flagged_wrong"]
         u_all = tot["reached"] - tot["review"]
         print(
-            f"{label} unflagged: {u_all} names ({tot['review']} flagged review), precision "
+            f"{label} unflagged: {u_all} names ({tot['review']} flagged review, "
+            f"{tot['flagged_right']} of them right), precision "
             f"{100 * u_right / max(1, u_all):.2f}%, prec* "
             f"{100 * u_right / max(1, u_right + u_wrong):.2f}%\n"
         )

@@ -27,6 +27,7 @@ from kbtool.identity.matcher.review import (  # noqa: F401  (re-exported: the pa
     WEAK_SCORE,
     WEAK_SIZE_RATIO,
     WRAPPER_MAX_INSTR,
+    review_closer_rivals,
     review_inlining_boundaries,
     review_no_counterpart,
     review_signatures,
@@ -172,6 +173,7 @@ def pair_rows(
     review_wrapper_splits(pg)
     review_weak_neighbourhoods(pg)
     review_inlining_boundaries(pg)
+    review_closer_rivals(pg)
     review_no_counterpart(pg)  # two functions without a counterpart: weak, no name carried
     # a flagged pair never shows a confident score (never "unchanged at 0.99, review")
     for p in pg.by_new.values():

@@ -65,6 +65,7 @@ from kbtool.identity.matcher.callgraph import CallgraphStage
 from kbtool.identity.matcher.exact import ExactStages
 from kbtool.identity.matcher.family import FamilyStage
 from kbtool.identity.matcher.review import (
+    review_closer_rivals,
     review_inlining_boundaries,
     review_no_counterpart,
     review_signatures,
@@ -145,6 +146,7 @@ class _Matcher(ExactStages, CallgraphStage, SimilarityStage, FamilyStage, Matche
         review_wrapper_splits(view)
         review_weak_neighbourhoods(view)
         review_inlining_boundaries(view)
+        review_closer_rivals(view)
         review_no_counterpart(view)
         ok = {(p.old_index, p.new_index) for p in view.by_new.values() if not p.review}
         return [m for m in exact if (m.old_index, m.new_index) in ok]

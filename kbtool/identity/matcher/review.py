@@ -312,3 +312,85 @@ def review_no_counterpart(pg: Any) -> int:
                 p.score = WEAK_SCORE
             weak += 1
     return weak
+
+
+# a pair (and a rival) is compared by body only when the sizes are this close (instruction
+# counts): below it one side grew by inlining and any function of the right size looks closer
+# (on the TUNE programs most right pairs flagged without this bound were such pairs)
+RIVAL_SIZE_RATIO = 0.5
+
+
+def review_closer_rivals(pg: Any) -> int:
+    """Flag pairs an unpaired function's body is closer to; returns how many were flagged.
+
+    On a pair whose code differs (no equal body or shape hash, not paired by a name both
+    binaries carry) and whose sizes are comparable (``size_ratio`` at least
+    ``RIVAL_SIZE_RATIO``: neither side grew by inlining, so body similarity is a fair
+    measure), the pair is flagged when a function **without a counterpart** on either side
+
+    * returns the same type as the pair's side it stands in for (parameters may differ: a
+      compiler adds and drops them across optimisation levels),
+    * has a comparable size to the side it rivals,
+    * is at least as close in content (``FeatureCache.content_similarity``) to the pair's
+      other side as the pair's own two functions are, and
+    * prefers that function to every other function of that side (the mutual-best check
+      of BinDiff and Diaphora: the rival has nowhere better to go).
+
+    Such a rival is usually the right counterpart left behind (two look-alike siblings,
+    ``check_next1``/``check_next2``, ``singlevar``/``fieldsel``, ``sqlite3VdbeChangeP4``/
+    ``vdbeChangeP4Full``) while the call graph placed the pair by position.
+    The check reads the flags of the checks before it; pairs it flags do not free rivals
+    for one another (the unpaired set is taken once).
+    """
+    todo = []
+    for p in pg.by_new.values():
+        if p.review or getattr(p, "method", "") in ("name", "import"):
+            continue
+        ro, rn = pg.old_recs[p.old_index], pg.new_recs[p.new_index]
+        if ro.imported or rn.imported:
+            continue
+        if (ro.body_hash and ro.body_hash == rn.body_hash) or (
+            ro.shape_hash and ro.shape_hash == rn.shape_hash
+        ):
+            continue
+        if size_ratio(ro.instr_count, rn.instr_count) >= RIVAL_SIZE_RATIO:
+            todo.append(p)
+    if not todo:
+        return 0
+    old_list = [r for r in pg.old_recs.values() if not r.imported]
+    new_list = [r for r in pg.new_recs.values() if not r.imported]
+    free_old = [r for r in old_list if r.index not in pg.by_old]
+    free_new = [r for r in new_list if r.index not in pg.by_new]
+    feats = FeatureCache(list(pg.old_recs.values()), list(pg.new_recs.values()))
+
+    def sim(old: FuncRecord, new: FuncRecord) -> float:
+        total, wsum = feats.content_similarity(old, new)
+        return total / wsum if wsum else 0.0
+
+    def closer(w: FuncRecord, w_old: bool, stand_in: FuncRecord, target: FuncRecord) -> bool:
+        """``w`` (old side if ``w_old``) is a rival of ``stand_in`` for ``target``."""
+        if _returns(w.type_sig) != _returns(stand_in.type_sig):
+            return False
+        if size_ratio(w.instr_count, target.instr_count) < RIVAL_SIZE_RATIO:
+            return False
+        own = sim(stand_in, target) if w_old else sim(target, stand_in)
+        best = sim(w, target) if w_old else sim(target, w)
+        if best < own:
+            return False
+        # mutual best: w is at least as close to target as to any other function there
+        return not any(
+            x is not target
+            and size_ratio(x.instr_count, w.instr_count) >= RIVAL_SIZE_RATIO
+            and (sim(w, x) if w_old else sim(x, w)) > best
+            for x in (new_list if w_old else old_list)
+        )
+
+    flagged = 0
+    for p in todo:
+        ro, rn = pg.old_recs[p.old_index], pg.new_recs[p.new_index]
+        if any(closer(w, True, ro, rn) for w in free_old) or any(
+            closer(w, False, rn, ro) for w in free_new
+        ):
+            p.review = True
+            flagged += 1
+    return flagged
