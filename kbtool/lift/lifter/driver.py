@@ -213,7 +213,7 @@ def lift_function(
     st = lf.stats
     st.instructions = len(ops)
     st.lines = len(lines)
-    st.body_lines = len(lines) - head - 1
+    st.body_lines = len(lines) - head - 1 - len(dafter) - len(vafter)  # not the `#undef`s
     st.temps = len(lf.temps)
     st.seconds = time.perf_counter() - t0
     return LiftResult(func_index, text, False, "", st)
