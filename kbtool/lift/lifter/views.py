@@ -53,6 +53,11 @@ _TAG: Final = {
     "int64_t": "i64",
     "double": "f64",
 }
+#: macros of the prelude and of <stdint.h>/<stdbool.h> a view's name must not redefine
+_RESERVED: Final = frozenset(
+    ("M", "ADDR", "HT_SHARED", "REF_FUNC", "REF_NULL", "NULL", "EOF", "true", "false", "bool")
+)
+_RESERVED_PREFIX: Final = ("KB_", "KBTOOL_", "INT", "UINT", "SIZE_", "PTRDIFF_", "WCHAR_", "__")
 #: fields of one view at most, and the largest offset a field may have
 MAX_FIELDS: Final = 256
 MAX_OFFSET: Final = 1 << 16
@@ -174,7 +179,7 @@ def _name(base: str, taken: set[str], known: frozenset[str] | set[str], body: st
     them)."""
 
     def used(n: str) -> bool:
-        if n in taken or n in known:
+        if n in taken or n in known or n in _RESERVED or n.startswith(_RESERVED_PREFIX):
             return True
         if n not in body or "\x00" in taken:
             return False

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from kbtool.lift import lift_function, prelude_path, prepare
+from kbtool.lift import Names, lift_function, prelude_path, prepare
 from tests.support import lift_sem
 
 pytestmark = pytest.mark.skipif(
@@ -217,3 +217,14 @@ def test_views_behave_like_the_wasm(tmp_path):
     assert r.memory_same and r.agree >= 100
     whole = "".join(r.c.values())
     assert "->field_" in whole and re.search(r"#define \w+ \(\(struct \w+ \*\)\(M \+ ", whole)
+
+
+def test_a_view_never_redefines_a_prelude_macro(tmp_path):
+    data = lift_sem.wat(tmp_path, VIEWS_WAT)
+    lm = prepare(data, Names(locals={0: {0: "ref_null"}, 2: {0: "kb_sat"}, 1: {0: "s"}}))
+    rec = lift_function(lm, 0).text
+    assert "#define V_ref_null ((struct f0_ref_null_view *)(M + ref_null))" in rec
+    assert "V_ref_null->field_8 = V_ref_null->field_4;" in rec and "REF_NULL" not in rec
+    assert "#define V_kb_sat " in lift_function(lm, 2).text
+    # a local without a reserved name keeps its upper-cased one
+    assert "#define L1 ((uint8_t *)(M + l1)) /* l1 as uint8_t * */" in lift_function(lm, 1).text
