@@ -26,6 +26,11 @@ rename (the change token) or a saved report (the stamp) never meets an old file.
 written atomically; at most ``DISK_FILES`` are kept (the oldest go); an unreadable file is
 ignored and replaced. A new ``kbtool serve``, TUI or MCP server then answers a pair computed
 before in the time it takes to read the file.
+
+A stored report saved under older triage rules is re-triaged once (every modified body is
+read: 13 s CPU on ffmpeg) and kept on disk the same way, as is a stored report's changelog.
+A ``background`` cache (:data:`DIFF_CACHE`) answers such a report at once, as stored plus
+``triage_pending: true``, while a thread re-triages it (:meth:`DiffCache._refresh_later`).
 """
 
 from __future__ import annotations
