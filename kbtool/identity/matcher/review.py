@@ -314,9 +314,10 @@ def review_no_counterpart(pg: Any) -> int:
     return weak
 
 
-# a pair (and a rival) is compared by body only when the sizes are this close (instruction
-# counts): below it one side grew by inlining and any function of the right size looks closer
-# (on the TUNE programs most right pairs flagged without this bound were such pairs)
+# bodies are compared as they are only when the sizes are this close (instruction counts):
+# below it one side grew by inlining and any function of the right size looks closer (on the
+# TUNE programs most right pairs flagged without this bound were such pairs); such a pair
+# takes a rival of the very signature sized between its two sides
 RIVAL_SIZE_RATIO = 0.5
 
 
@@ -324,9 +325,9 @@ def review_closer_rivals(pg: Any) -> int:
     """Flag pairs an unpaired function's body is closer to; returns how many were flagged.
 
     On a pair whose code differs (no equal body or shape hash, not paired by a name both
-    binaries carry) and whose sizes are comparable (``size_ratio`` at least
-    ``RIVAL_SIZE_RATIO``: neither side grew by inlining, so body similarity is a fair
-    measure), the pair is flagged when a function **without a counterpart** on either side
+    binaries carry) whose sizes are comparable (``size_ratio`` at least ``RIVAL_SIZE_RATIO``:
+    neither side grew by inlining, so body similarity is a fair measure), the pair is flagged
+    when a function **without a counterpart** on either side
 
     * returns the same type as the pair's side it stands in for (parameters may differ: a
       compiler adds and drops them across optimisation levels),
@@ -335,6 +336,11 @@ def review_closer_rivals(pg: Any) -> int:
       other side as the pair's own two functions are, and
     * prefers that function to every other function of that side (the mutual-best check
       of BinDiff and Diaphora: the rival has nowhere better to go).
+
+    On a pair one side of which grew by inlining (sizes further apart) a rival must have the
+    very type signature of the function it stands in for and a size strictly between the
+    pair's two sizes (it grew less: ``sqlite3WhereExprUsageFull``, 352 instructions at -Os,
+    838 at -O3, paired with the 56-instruction ``sqlite3WhereExprListUsage``).
 
     Such a rival is usually the right counterpart left behind (two look-alike siblings,
     ``check_next1``/``check_next2``, ``singlevar``/``fieldsel``, ``sqlite3VdbeChangeP4``/
@@ -353,8 +359,7 @@ def review_closer_rivals(pg: Any) -> int:
             ro.shape_hash and ro.shape_hash == rn.shape_hash
         ):
             continue
-        if size_ratio(ro.instr_count, rn.instr_count) >= RIVAL_SIZE_RATIO:
-            todo.append(p)
+        todo.append(p)
     if not todo:
         return 0
     old_list = [r for r in pg.old_recs.values() if not r.imported]
@@ -369,10 +374,16 @@ def review_closer_rivals(pg: Any) -> int:
 
     def closer(w: FuncRecord, w_old: bool, stand_in: FuncRecord, target: FuncRecord) -> bool:
         """``w`` (old side if ``w_old``) is a rival of ``stand_in`` for ``target``."""
-        if _returns(w.type_sig) != _returns(stand_in.type_sig):
-            return False
-        if size_ratio(w.instr_count, target.instr_count) < RIVAL_SIZE_RATIO:
-            return False
+        if size_ratio(stand_in.instr_count, target.instr_count) >= RIVAL_SIZE_RATIO:
+            if _returns(w.type_sig) != _returns(stand_in.type_sig):
+                return False
+            if size_ratio(w.instr_count, target.instr_count) < RIVAL_SIZE_RATIO:
+                return False
+        else:
+            # one side grew by inlining: a rival has the very signature and a size between
+            lo, hi = sorted((stand_in.instr_count, target.instr_count))
+            if w.type_sig != stand_in.type_sig or not lo < w.instr_count < hi:
+                return False
         own = sim(stand_in, target) if w_old else sim(target, stand_in)
         best = sim(w, target) if w_old else sim(target, w)
         if best < own:

@@ -106,3 +106,20 @@ def test_lua_os_to_o3_flags_fieldsel_carried_onto_singlevar(tmp_path):
     if named.get(idx, {}).get("name") == "fieldsel":
         assert row["review"]
         assert named[idx]["provenance"] == "diff-carry" and named[idx]["confidence"] <= 0.49
+
+
+def test_a_pair_grown_by_inlining_takes_a_rival_of_the_very_signature_sized_between():
+    # sqlite clang -Os -> -O3: sqlite3WhereExprListUsage (56 instructions) was paired with
+    # sqlite3WhereExprUsageFull (838, its callees inlined); the -Os sqlite3WhereExprUsageFull
+    # (352) was left unpaired
+    small, grown = body(21, 20), body(22, 200)
+    mid = grown[:90]
+    sig = "(i32, i32) -> i64"
+    old = [rec(1, code=small, type_sig=sig), rec(2, code=mid, type_sig=sig)]
+    new = [rec(1, code=grown, type_sig=sig)]
+    pg = view(old, new, [(1, 1, "callgraph", 0.68)])
+    assert review_closer_rivals(pg) == 1
+    old[1] = rec(2, code=mid, type_sig="(i32) -> i64")  # another signature: no rival
+    assert review_closer_rivals(view(old, new, [(1, 1, "callgraph", 0.68)])) == 0
+    old[1] = rec(2, code=grown[:15], type_sig=sig)  # smaller than both: no rival
+    assert review_closer_rivals(view(old, new, [(1, 1, "callgraph", 0.68)])) == 0
