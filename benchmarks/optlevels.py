@@ -39,6 +39,8 @@ Counting (one name per reached function):
               left are bodies the compiler merged (equal code under one name) or a wrapper
               and its body each inlined into the other in one build (the same code: nothing
               in the binaries tells which name it bears)
+    flagged right (per set) = right names whose pair is flagged review: the review load the
+              flags cost (a flagged name is still carried, at confidence <= 0.49)
     unflagged precision (per set) = right / reached names not flagged review: what a reader
               who takes every unflagged name as it is gets (prec*: renames left out)
 
