@@ -181,7 +181,7 @@ def _name(base: str, taken: set[str], known: frozenset[str] | set[str], body: st
     def used(n: str) -> bool:
         if n in taken or n in known or n in _RESERVED or n.startswith(_RESERVED_PREFIX):
             return True
-        if n not in body or "\x00" in taken:
+        if "\x00" in taken or n not in body:  # the body's words are in taken already
             return False
         taken.update(re.findall(r"[A-Za-z_]\w*", body))  # once per function
         taken.add("\x00")
