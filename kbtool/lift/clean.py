@@ -97,8 +97,16 @@ def clean_c(
         var, _base, off = m.groups()
         if var not in roles and len(re.findall(rf"\b{var} = ", code)) == 1:
             roles[var] = (f"field_{off}", "field value")
+    # the lifter's typed views (`#define P0 ((struct f1_p0_view *)(M + p0))`, then `P0->field_8`)
+    views = dict(re.findall(r"#define (\w+) \(\(struct \w+ \*\)\(M \+ (p\d+)\)\)", code))
+    for m in re.finditer(r"\b(l\d+) = (\w+)->field_(\d+);", code):
+        var, macro, off = m.groups()
+        if macro in views and var not in roles and len(re.findall(rf"\b{var} = ", code)) == 1:
+            roles[var] = (f"field_{off}", "field value")
     # struct pointers among the parameters
     bases = Counter(m.group(1) for m in re.finditer(r"\(M \+ (p\d+) \+ \d+\)", code))
+    for macro, p in views.items():
+        bases[p] += len(re.findall(rf"\b{macro}->", code))
     for p, count in sorted(bases.items()):
         if count >= 2 and p not in roles:
             k = int(p[1:])

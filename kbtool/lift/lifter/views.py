@@ -232,14 +232,14 @@ def view_decls(
             if offsets == {0} or (size == 1 and len(fields) == len(offs)):
                 elem = ct
         if elem:
-            before.append(f"#define {name} (({elem} *)(M + {base})) /* {base} as {elem} * */")
+            before.append(f"#define {name} (({elem} *)(M + {base}))")
         else:
             tag = c_ident(f"{func}_{base}_view")  # `f41_p0` is the struct analysis' name
             while tag in tags:
                 tag += "_"
             tags.add(tag)
             before += _struct_lines(tag, _layout(fields))
-            before.append(f"#define {name} ((struct {tag} *)(M + {base})) /* {base} as a struct */")
+            before.append(f"#define {name} ((struct {tag} *)(M + {base}))")
         after.append(f"#undef {name}")
         views[base] = (name, fields, elem)
     if not views:
