@@ -184,9 +184,7 @@ def test_field_hook_renders_struct_access(features):
 # ----------------------------------------------------------------------------- hostile names
 
 HOSTILE = 'a b"*/ int x; /*\n#define'
-_VIEW = re.compile(
-    r"\n#define \w+ \(\((?:struct )?\w+ \*\)\(M \+ \w+\)\) /\* \w+ as [\w *]+ \*/(?=\n)"
-)
+_VIEW = re.compile(r"\n#define \w+ \(\((?:struct )?\w+ \*\)\(M \+ \w+\)\)(?=\n)")
 
 
 @needs_gcc
