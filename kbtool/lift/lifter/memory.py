@@ -43,7 +43,7 @@ from .opnames import (
     OP_LOCAL_TEE,
     OP_LOOP,
 )
-from .views import mark
+from .views import mark, overlap_groups
 
 #: i32.sub / i32.add, the ops of a shadow-stack prologue ``global.get SP; i32.const N; i32.sub``
 _I32_SUB: Final = OP_I32_SUB
@@ -545,21 +545,14 @@ def _frame_struct(lf: _Memory) -> str:
     fields.sort(key=lambda f: (f[0], -f[1], f[3]))
     parts: list[str] = []
     pos = 0
-    k = 0
-    while k < len(fields):
-        o = fields[k][0]
-        end = o + fields[k][1]
-        j = k + 1
-        while j < len(fields) and fields[j][0] < end:
-            end = max(end, fields[j][0] + fields[j][1])
-            j += 1
+    for o, end, group in overlap_groups(fields):
         if o > pos:
             parts.append(f"  uint8_t local_{pos:02x}[{o - pos}];")
-        if j == k + 1:
-            parts.append(f"  {fields[k][2]} {fields[k][3]};")
+        if len(group) == 1:
+            parts.append(f"  {group[0][2]} {group[0][3]};")
         else:
             parts.append("  union __attribute__((packed)) {")
-            for fo, _sz, ct, name in fields[k:j]:
+            for fo, _sz, ct, name in group:
                 if fo == o:
                     parts.append(f"    {ct} {name};")
                 else:
@@ -569,7 +562,6 @@ def _frame_struct(lf: _Memory) -> str:
                     )
             parts.append("  };")
         pos = end
-        k = j
     if pos < lf.fsize:
         parts.append(f"  uint8_t local_{pos:02x}[{lf.fsize - pos}];")
     # several members per line, in offset order (a union keeps its own lines); the struct

@@ -117,13 +117,13 @@ def _fields(offs: dict[int, list[tuple[str, int]]]) -> dict[_Key, tuple[str, str
     return out
 
 
-def _layout(fields: dict[_Key, tuple[str, str]]) -> list[str]:
-    """The members of a packed view struct in offset order, the bytes between them as
-    padding; fields whose bytes overlap (an int32_t also read as its bytes) share an
-    anonymous union, a member that starts later wrapped with leading padding."""
-    items = sorted(((o, sz, ct, name) for (o, sz, _f), (ct, name) in fields.items()))
-    parts: list[str] = []
-    pos = 0
+def overlap_groups(
+    items: list[tuple[int, int, str, str]],
+) -> list[tuple[int, int, list[tuple[int, int, str, str]]]]:
+    """Members ``(offset, size, C type, name)`` sorted by offset, grouped where their bytes
+    overlap: ``(start, end, members)`` per group, in offset order (a group of several is
+    declared as a union; the frame struct and the views share this)."""
+    out: list[tuple[int, int, list[tuple[int, int, str, str]]]] = []
     k = 0
     while k < len(items):
         o = items[k][0]
@@ -132,13 +132,26 @@ def _layout(fields: dict[_Key, tuple[str, str]]) -> list[str]:
         while j < len(items) and items[j][0] < end:
             end = max(end, items[j][0] + items[j][1])
             j += 1
+        out.append((o, end, items[k:j]))
+        k = j
+    return out
+
+
+def _layout(fields: dict[_Key, tuple[str, str]]) -> list[str]:
+    """The members of a packed view struct in offset order, the bytes between them as
+    padding; fields whose bytes overlap (an int32_t also read as its bytes) share an
+    anonymous union, a member that starts later wrapped with leading padding."""
+    items = sorted(((o, sz, ct, name) for (o, sz, _f), (ct, name) in fields.items()))
+    parts: list[str] = []
+    pos = 0
+    for o, end, group in overlap_groups(items):
         if o > pos:
             parts.append(f"uint8_t _pad{pos}[{o - pos}];")
-        if j == k + 1:
-            parts.append(f"{items[k][2]} {items[k][3]};")
+        if len(group) == 1:
+            parts.append(f"{group[0][2]} {group[0][3]};")
         else:
             members: list[str] = []
-            for fo, _sz, ct, name in items[k:j]:
+            for fo, _sz, ct, name in group:
                 if fo == o:
                     members.append(f"{ct} {name};")
                 else:
@@ -148,7 +161,6 @@ def _layout(fields: dict[_Key, tuple[str, str]]) -> list[str]:
                     )
             parts.append(f"union __attribute__((packed)) {{ {' '.join(members)} }};")
         pos = max(pos, end)
-        k = j
     return parts
 
 
