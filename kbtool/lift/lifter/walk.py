@@ -27,6 +27,7 @@ from .base import (
     _merge,
     _p,
 )
+from .caseplace import place_cases
 from .core import _Frame
 from .gc import _Gc
 from .opnames import (
@@ -255,7 +256,18 @@ class _Lifter(_Gc):
                 self.step(i, op, imms)
             dead = self.dead
             if not frames:
+                self.place_cases()
                 return
+
+    def place_cases(self) -> None:
+        """Case bodies into their ``case`` (:mod:`.caseplace`); the frame-pointer lines
+        follow their statements."""
+        out, moved, where = place_cases(self.out, self.budget)
+        if moved:
+            self.out = out
+            self.fused = [where[k] for k in self.fused if where[k] >= 0]
+            self.stats.gotos -= moved
+            self.stats.labels -= moved
 
     def step(self, i: int, op: int, imms: tuple) -> None:  # noqa: C901 - one dispatch over opcodes
         if op == OP_LOCAL_GET:  # local.get

@@ -1,0 +1,114 @@
+"""A ``br_table`` inside a loop whose cases leave the loop (an interpreter's dispatch: a few
+cases re-dispatch, the others run their own body and return) lifts with each body inside its
+``case``: no ``case N: goto L;`` trampolines, the re-dispatching cases as ``continue``, and
+every case value agrees with wasmtime (fixture: tests/fixtures/lift/switch_loop.c)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+
+from kbtool.lift.lifter.base import _Budget
+from kbtool.lift.lifter.caseplace import place_cases
+from tests.support import lift_sem
+from tests.support.paths import FIXTURES
+
+wasmtime = pytest.importorskip("wasmtime")
+TRAMPOLINE = re.compile(r"^\s*(?:(?:case -?\d+|default): )+goto L\d+;\s*$", re.M)
+needs_tools = pytest.mark.skipif(
+    not (shutil.which("clang") and shutil.which("wasm-ld") and shutil.which("gcc")),
+    reason="needs clang, wasm-ld and gcc",
+)
+
+
+@needs_tools
+@pytest.mark.parametrize("opt", ["-O2", "-O1", "-Os"])
+def test_dispatch_loop_cases_hold_their_bodies(tmp_path, opt):
+    r = lift_sem.check(tmp_path, (FIXTURES / "lift" / "switch_loop.c").read_text(), opt)
+    assert not r.mismatches, r.mismatches[:5]
+    assert r.memory_same
+    # `sl_scan` runs sl_dispatch over every case value (-3 .. 19) for each input
+    assert r.agree >= 2 * 24
+    c = r.c["sl_dispatch"]
+    assert "switch (" in c, c
+    assert not TRAMPOLINE.search(c), c
+    assert "continue;" in c, c  # the re-dispatching cases loop back
+
+
+def _place(text: str) -> tuple[list[str], int]:
+    out, moved, _where = place_cases(list(text.splitlines()), _Budget(10**6, None))
+    return [ln for ln in out if ln is not None], moved
+
+
+def test_body_with_a_break_of_an_outer_construct_stays_a_goto():
+    """A body whose `break` leaves the construct around its label would, moved under the
+    case, only leave the switch: it stays where it is."""
+    text = """\
+do {
+  while (1) {
+    switch (x) {
+      case 1: goto L5;
+      case 2: continue;
+      default: break;
+    }
+    break;
+  }
+  y = 1;
+  return y;
+  L5:;
+  y = 2;
+  break;
+} while (0);
+return y;"""
+    lines, moved = _place(text)
+    assert moved == 0 and lines == text.splitlines()
+
+
+def test_body_entered_by_fall_through_stays_a_goto():
+    """The statement before the label falls into it: the body has two ways in."""
+    text = """\
+while (1) {
+  switch (x) {
+    case 1: goto L5;
+    default: continue;
+  }
+}
+y = 1;
+L5:;
+return y;"""
+    assert _place(text) == (text.splitlines(), 0)
+
+
+def test_body_moves_under_its_case_with_its_notes():
+    text = """\
+while (1) {
+  switch (x) {
+    case 1: case 2: goto L5;
+    default: continue;
+  }
+}
+return 0;
+\x013\x02L5:;
+y = f(x);
+if (y) {
+  return y;
+}
+return 2;"""
+    lines, moved = _place(text)
+    assert moved == 1
+    assert lines == [
+        "while (1) {",
+        "  switch (x) {",
+        "    case 1: case 2:",
+        "      \x013\x02y = f(x);",
+        "      if (y) {",
+        "        return y;",
+        "      }",
+        "      return 2;",
+        "    default: continue;",
+        "  }",
+        "}",
+        "return 0;",
+    ]
