@@ -11,6 +11,7 @@ answer, and the CLI machinery would cost about half of that.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from typing import Any
 
@@ -172,6 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     from kbtool.wasm import WasmFormatError
 
     try:
+        ingested = _ingest_direct(args)
+        if ingested is not None:
+            return ingested
         app_for(args)(
             args=args, prog_name="kbtool"
         )  # standalone: usage errors and --help exit here
@@ -230,6 +234,80 @@ def _serve_mcp(args: list[str]) -> int | None:
         server.run()
     except KeyboardInterrupt:
         return 130
+    return 0
+
+
+# ``kbtool ingest`` options read without Typer: option -> (key, takes a value)
+_INGEST_OPTIONS: dict[str, tuple[str, bool]] = {
+    "--label": ("label", True),
+    "-l": ("label", True),
+    "--js": ("js", True),
+    "--program": ("program", True),
+    "--base": ("base", True),
+    "--db": ("db", True),
+    "--no-carry": ("no_carry", False),
+    "--force": ("force", False),
+    "--json": ("json_out", False),
+}
+_INT = re.compile(r"-?[0-9]+\Z")
+
+
+def _ingest_direct(args: list[str]) -> int | None:
+    """``kbtool [--db P] ingest FILE [options]`` run without Typer (whose parameter
+    coercion imports pydantic: ~0.1 s CPU, most of a small module's ingest), through the
+    same :func:`kbtool.commands.ingest_cmd.run` as the Typer command; ``None`` for any
+    other command line or anything unusual (``--help``, an unknown or repeated-looking
+    option, ``--``, an empty value, a missing or second FILE, a ``--base`` that is not a
+    plain integer):
+    Typer then parses and reports it exactly as usual."""
+    root: dict[str, Any] = {}
+    i = 0
+    while i < len(args) and args[i] != "ingest":
+        if not (args[i] == "--db" or args[i].startswith("--db=")):
+            return None
+        if not _take_options(args[i : i + (1 if "=" in args[i] else 2)], {"--db": "db"}, root):
+            return None
+        i += 1 if "=" in args[i] else 2
+    if i >= len(args):
+        return None
+    opts: dict[str, Any] = {}
+    files: list[str] = []
+    rest = iter(args[i + 1 :])
+    for arg in rest:
+        if not arg.startswith("-"):
+            files.append(arg)
+            continue
+        name, eq, value = arg.partition("=")
+        spec = _INGEST_OPTIONS.get(name)
+        if spec is None or (eq and (not spec[1] or name == "-l")):
+            return None
+        key, takes = spec
+        if takes and not eq:
+            nxt = next(rest, None)
+            if nxt is None or nxt.startswith("-"):
+                return None
+            value = nxt
+        if takes and not value:
+            return None
+        opts[key] = value if takes else True
+    if len(files) != 1 or not files[0] or ("base" in opts and not _INT.match(opts["base"])):
+        return None
+    from pathlib import Path
+
+    from kbtool.commands import ingest_cmd
+    from kbtool.kb.db import default_db_path
+
+    ingest_cmd.run(
+        opts.get("db") or root.get("db") or default_db_path(),
+        Path(files[0]),
+        label=opts.get("label"),
+        js=Path(opts["js"]) if "js" in opts else None,
+        no_carry=bool(opts.get("no_carry")),
+        program=opts.get("program"),
+        base=int(opts["base"]) if "base" in opts else None,
+        force=bool(opts.get("force")),
+        json_out=bool(opts.get("json_out")),
+    )
     return 0
 
 

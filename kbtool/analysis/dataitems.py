@@ -5,7 +5,8 @@ labelled; Go string headers; ``.bss`` items."""
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
+import weakref
+from bisect import bisect_left, bisect_right
 
 from kbtool.wasm import ModuleAnalysis
 
@@ -31,6 +32,10 @@ def segments(analysis: ModuleAnalysis, passive: Passive = None) -> list[tuple[in
     and of the passive ones ``passive`` places (threaded builds copy them in with
     ``memory.init``: :func:`kbtool.wasm.datamap.passive_addresses`), by address (memory 0
     only)."""
+    return list(_segment_index(analysis, passive)[0])
+
+
+def _sorted_segments(analysis: ModuleAnalysis, passive: Passive) -> list[tuple[int, bytes, int]]:
     out = []
     for k, s in enumerate(analysis.module.data_segments):
         if s.memory_index != 0 or not s.data:
@@ -46,6 +51,29 @@ def segments(analysis: ModuleAnalysis, passive: Passive = None) -> list[tuple[in
     return out
 
 
+_SegIndex = tuple[list[tuple[int, bytes, int]], list[int], int]  # segments, starts, longest
+# a few modules' segment lists by (module, passive map): read_memory runs once per table
+# word and per item (thousands of times on a module of 7,000 segments: ffmpeg's passive
+# ones); the module is held weakly, the passive map strongly (its id stays its own)
+_SEG_CACHE: dict[tuple[int, int], tuple[weakref.ref, Passive, int, _SegIndex]] = {}
+
+
+def _segment_index(analysis: ModuleAnalysis, passive: Passive) -> _SegIndex:
+    mod = analysis.module
+    key = (id(mod), id(passive))
+    hit = _SEG_CACHE.get(key)
+    n = len(mod.data_segments) + (len(passive) if passive else 0)
+    if hit is not None and hit[0]() is mod and hit[1] is passive and hit[2] == n:
+        return hit[3]
+    segs = _sorted_segments(analysis, passive)
+    index = (segs, [b for b, _d, _k in segs], max((len(d) for _b, d, _k in segs), default=0))
+    if len(_SEG_CACHE) >= 4:
+        _SEG_CACHE.clear()
+    # (dropped with the module: a long-lived server keeps no dead module's bytes)
+    _SEG_CACHE[key] = (weakref.ref(mod, lambda _r: _SEG_CACHE.pop(key, None)), passive, n, index)
+    return index
+
+
 def read_memory(
     analysis: ModuleAnalysis, address: int, length: int, passive: Passive = None
 ) -> bytes | None:
@@ -53,9 +81,14 @@ def read_memory(
     as zero); None when the range touches no segment at all."""
     if address < 0 or length < 0:
         return None
+    segs, starts, longest = _segment_index(analysis, passive)
+    # only segments starting in (address - longest, address + length) can overlap the
+    # range; they are visited in the same (address) order as the whole list
+    first = bisect_right(starts, address - longest)
+    last = bisect_left(starts, address + length)
     out = bytearray(length)
     hit = False
-    for base, data, _k in segments(analysis, passive):
+    for base, data, _k in segs[first:last]:
         lo, hi = max(base, address), min(base + len(data), address + length)
         if lo < hi:
             out[lo - address : hi - address] = data[lo - base : hi - base]

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import errno
-import json
 import sqlite3
-import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
+from kbtool.commands.consoles import _Console, console, err_console, print_json  # noqa: F401
 from kbtool.kb.db import default_db_path, open_ro, open_rw
-from kbtool.textutil import json_safe, printable
+from kbtool.textutil import printable
 
 DbOption = Annotated[
     str | None,
@@ -23,17 +21,7 @@ DbOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the contract's JSON shape.")]
 
 
-class _Console(Console):
-    """A Rich console whose broken pipe is an ``OSError(EPIPE)`` like any other write's
-    (Rich's own handler exits with status 1); ``kbtool.cli.main`` ends such a run quietly."""
-
-    def on_broken_pipe(self) -> None:
-        self.quiet = True
-        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
-
-
-console = _Console(highlight=False)
-err_console = _Console(stderr=True, highlight=False)
+# the consoles and print_json live in .consoles (no Typer: `kbtool ingest` runs without it)
 
 
 def count_progress(label: str, *, show: bool, to: Console | None = None, auto_refresh: bool = True):
@@ -103,13 +91,6 @@ def check_output(out: str | Path | None, db: str | None, force: bool = False) ->
         check_output_path(out, db_path(db), force)
     except OutputRefused as exc:
         fail(str(exc))
-
-
-def print_json(value: Any) -> None:
-    """The JSON shapes of docs/interface.md on stdout: UTF-8 as is, except the characters a terminal or a
-    JavaScript reader treats specially (C1 controls, U+2028/U+2029, bidi controls), which
-    are written as ``\\uXXXX`` escapes (C0 controls are escaped by JSON itself)."""
-    sys.stdout.write(json_safe(json.dumps(value, indent=2, ensure_ascii=False)) + "\n")
 
 
 def fail(message: str, code: int = 1) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 from typing import Annotated
 
@@ -16,11 +15,9 @@ from kbtool.commands.common import (
     JsonOption,
     console,
     db_path,
-    err_console,
     fail,
     print_json,
     ro,
-    rw,
 )
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
@@ -38,41 +35,6 @@ def register(app: typer.Typer) -> None:
     app.command("coverage")(coverage_cmd)
     app.command()(show)
     app.command()(demo)
-
-
-def _progress_bar():
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
-
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        DownloadColumn(),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-    )
-
-
-def _run_ingest(
-    conn, file: Path, label: str | None, js: Path | None, carry: bool = True, **lineage
-):
-    from kbtool.services.ingest import ingest_file  # here: `kbtool versions` never needs it
-
-    big = file.exists() and file.stat().st_size > 1_000_000 and err_console.is_terminal
-    if not big:
-        return ingest_file(conn, file, label=label, glue_path=js, carry=carry, **lineage)
-    with _progress_bar() as bar:
-        task = bar.add_task(f"decoding {file.name}", total=file.stat().st_size)
-
-        def progress(stage: str, done: int, total: int) -> None:
-            if stage == "decode":
-                bar.update(task, completed=done, total=total)
-            else:
-                bar.update(task, description=f"{stage} {file.name}")
-
-        return ingest_file(
-            conn, file, label=label, glue_path=js, progress=progress, carry=carry, **lineage
-        )
 
 
 def ingest(
@@ -119,75 +81,19 @@ def ingest(
     shape); a module unrelated to every version starts a new program. Identities and names
     never cross programs.
     """
+    from kbtool.commands import ingest_cmd  # (also run without Typer: kbtool.cli.main)
 
-    from kbtool.services.ingest import AlreadyIngested
-
-    conn = rw(db, create=True)
-    t0 = time.perf_counter()
-    try:
-        res = _run_ingest(
-            conn, file, label, js, carry=not no_carry, program=program, base=base, force=force
-        )
-    except AlreadyIngested as exc:
-        if json_out:
-            print_json({"already_ingested": exc.version_id, "label": exc.label})
-        else:
-            console.print(lit(str(exc), "yellow"))
-        return
-    secs = time.perf_counter() - t0
-    if json_out:
-        print_json({**res.__dict__, "seconds": round(secs, 3)})
-        return
-    console.print(
-        f"ingested version [bold]{res.version_id}[/] ",
-        lit(res.label, "bold cyan"),
-        f" in {secs:.2f}s: {res.imported} imported + {res.defined} defined functions, "
-        f"{res.exported} exported, {res.instructions:,} instructions",
+    ingest_cmd.run(
+        db_path(db),
+        file,
+        label=label,
+        js=js,
+        no_carry=no_carry,
+        program=program,
+        base=base,
+        force=force,
+        json_out=json_out,
     )
-    console.print(
-        "toolchain: ",
-        toolchain_text(res.toolchain_version),
-        f"  shared memory: {'yes' if res.shared_memory else 'no'}",
-    )
-    console.print(lit(res.lineage_text, "bold" if res.new_program else ""))
-    if res.parent_version_id is not None:
-        methods = ", ".join(f"{k} {v}" for k, v in sorted(res.carried_by_method.items()))
-        console.print(
-            f"identities carried from version {res.parent_version_id}: {res.carried}"
-            f" ({methods or 'none'}); body changed: {res.body_changed}; new: {res.new_identities}"
-        )
-    for note in res.matcher_notes:  # a matcher stage stopped at its work budget (hostile input)
-        console.print("[yellow]note:[/] ", lit(note))
-    sources = ", ".join(f"{k} {v}" for k, v in sorted(res.names_by_source.items()))
-    console.print(
-        f"names from the binary: {res.names_written} written"
-        + (f" ({sources})" if sources else "")
-        + f", {res.names_same} already named the same, {res.names_refused} refused"
-    )
-    if res.go is not None:
-        go = res.go
-        if "error" in go:
-            err_console.print("[yellow]go:[/] ", lit(go["error"]))
-        else:
-            console.print(
-                "Go pclntab (",
-                lit(go.get("go_version") or "version unknown"),
-                f", {go['pclntab_format']}): {go['named']} of {go['defined']} functions named",
-            )
-    if res.diff_carry:
-        dc = res.diff_carry
-        console.print(
-            f"names carried by diff: {dc.get('written', 0)} written, {dc.get('refused', 0)} refused"
-        )
-    if res.glue is not None:
-        g = res.glue
-        console.print(
-            "JS glue (",
-            lit(g.get("shape") or "unrecognised"),
-            f"): {g['exports']} export names, {g['imports']} import names recovered",
-        )
-        for note in g["unknown"][:10]:
-            err_console.print("[yellow]glue:[/] ", lit(note))
 
 
 def versions(json_out: JsonOption = False, db: DbOption = None) -> None:

@@ -16,20 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from kbtool.glue import parse_glue
 from kbtool.identity.features import module_is_minified
 from kbtool.identity.ids import assign_new_ids
-from kbtool.identity.matcher import MatchStats, match_functions_staged
-from kbtool.identity.pairing import pair_rows
-from kbtool.identity.records import is_minified, records_from_analysis, records_from_rows
+from kbtool.identity.records import is_minified, records_from_analysis
 from kbtool.kb import queries, store
 from kbtool.kb.db import transaction
 from kbtool.kb.errors import KBError
 from kbtool.kb.gate import upsert_symbol
 from kbtool.services import data as data_model
 from kbtool.services import lineage as lineage_svc
-from kbtool.services.diff.carry import carry_names
-from kbtool.services.diff.report import store_report
 from kbtool.services.inputs import read_input, read_text_input
 from kbtool.wasm import WasmFormatError, analyze_module
 from kbtool.wasm.facts import analyze_workers, gc_paused
@@ -205,6 +200,8 @@ def _ingest(
         raise IngestError(f"not a valid WebAssembly module: {exc}") from None
     glue = None
     if glue_text is not None:
+        from kbtool.glue import parse_glue  # (imported when used: start-up of a plain ingest)
+
         glue = parse_glue(glue_text)
 
     # the lineage is decided before the matcher, from hashes alone (cheap)
@@ -266,6 +263,10 @@ def _carry_ids(
     matcher_notes: list[str] = []
     old_rows: list[dict[str, Any]] = []
     if parent is not None:
+        # imported here: the first version of a program needs no matcher (start-up)
+        from kbtool.identity.matcher import MatchStats, match_functions_staged
+        from kbtool.identity.records import records_from_rows
+
         old_rows = queries.matching_rows(conn, parent)
         old = records_from_rows(old_rows)
         old_by_index = {r.index: r for r in old}
@@ -434,6 +435,10 @@ def _store(
         progress=(lambda done, total: progress("data", done, total)) if progress else None,
     )
     if parent is not None:
+        from kbtool.identity.pairing import pair_rows
+        from kbtool.services.diff.carry import carry_names
+        from kbtool.services.diff.report import store_report
+
         pairing = pair_rows(
             parent, vid, old_rows, queries.matching_rows(conn, vid), matches=full_matches
         )
