@@ -4,8 +4,9 @@
     python benchmarks/ingest.py [--corpus ../shared/corpus] [--top 2 | --all] [--file X.wasm ...] [--smoke]
     python benchmarks/ingest.py --all --same-as-pure   # the compiled twins store what the pure code does
 
-Each kbtool ingest runs in a fresh process into a fresh KB (decode, facts, hashes, identities,
-KB writes, commit); peak memory is that process's max RSS. `wasm-objdump -d FILE > /dev/null`
+Each kbtool ingest is the whole ``python -m kbtool --db FRESH ingest FILE --json`` process
+(interpreter start-up, imports, decode, facts, hashes, identities, data model, KB writes,
+commit); its CPU and peak memory are that process's own (``wait4``). `wasm-objdump -d FILE > /dev/null`
 (wabt) and `wasm-tools validate FILE` (native parse + validation) are timed on the same file
 right after; ``objdump x`` and ``validate x`` are kbtool's time over theirs (the goal:
 <= 0.5x objdump, <= 10x validate). The decoder path (``compiled``/``pure``, see
@@ -33,40 +34,46 @@ if str(ROOT) not in sys.path:
 from benchmarks.corpus_pairs import DEFAULT_CORPUS  # noqa: E402
 
 DEMO = ROOT / "kbtool" / "demo" / "zstd-1.5.5.wasm"
-CHILD = r"""
-import json, sys, time, resource
-from kbtool.services.ingest import ingest_file
-from kbtool.kb.db import open_rw
-t0 = time.perf_counter()
-c0 = time.process_time()
-conn = open_rw(sys.argv[2])
-res = ingest_file(conn, sys.argv[1], label="bench", carry=False)
-conn.close()
-secs = time.perf_counter() - t0
-ch = resource.getrusage(resource.RUSAGE_CHILDREN)  # decode workers, if any
-cpu = time.process_time() - c0 + ch.ru_utime + ch.ru_stime
-from kbtool.wasm import active
-print(json.dumps({"seconds": secs, "cpu": cpu, "decoder": active.PATH, "instructions": res.instructions, "functions": res.imported + res.defined,
-                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
-"""
 
 
-def kbtool_ingest(path: Path) -> dict:
+def _run(
+    cmd: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
+) -> tuple[float, float, float, str]:
+    """(wall s, CPU user+sys s, peak RSS MiB, stdout) of one process: its own rusage
+    (``wait4``), so the CPU counts the interpreter's start-up and imports, and any
+    worker processes it waited for."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd)
+    out, err = proc.stdout.read(), proc.stderr.read()
+    _pid, status, ru = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - t0
+    if proc.returncode:
+        raise RuntimeError(f"{' '.join(cmd)} failed: {err.decode(errors='replace')[-2000:]}")
+    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, out.decode()
+
+
+def kbtool_ingest(path: Path, root: Path = ROOT) -> dict:
+    """The whole ``kbtool --db FRESH ingest FILE --json`` of the checkout at ``root``: a
+    fresh process into a fresh KB, as a user runs it."""
     with tempfile.TemporaryDirectory() as tmp:
         env = {
             **os.environ,
             "PYTHONPATH": os.pathsep.join(
-                p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p
+                p for p in (str(root), os.environ.get("PYTHONPATH")) if p
             ),
         }
-        out = subprocess.run(
-            [sys.executable, "-c", CHILD, str(path), str(Path(tmp) / "kb.db")],
-            capture_output=True,
-            text=True,
-            check=True,
-            env=env,
-        )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+        cmd = [sys.executable, "-m", "kbtool", "--db", str(Path(tmp) / "kb.db"), "ingest"]
+        # (run in ``root``: `python -m` puts the working directory first on sys.path)
+        wall, cpu, rss, out = _run([*cmd, str(path.resolve()), "--json"], env, root)
+    res = json.loads(out)
+    return {
+        "seconds": wall,
+        "cpu": cpu,
+        "peak_rss_mib": rss,
+        "instructions": res["instructions"],
+        "functions": res["imported"] + res["defined"],
+    }
 
 
 def _timed(cmd: list[str]) -> tuple[float, float] | None:
@@ -122,6 +129,45 @@ def same_as_pure(files: list[Path]) -> int:
     return 1 if bad else 0
 
 
+def _bytecode(root: Path) -> None:
+    """Byte-compile a checkout's ``kbtool`` as ``pip install`` does: with
+    PYTHONDONTWRITEBYTECODE set, a fresh worktree would compile every module on every run."""
+    import compileall
+
+    compileall.compile_dir(str(root / "kbtool"), quiet=1)
+
+
+def before_after(files: list[Path], baseline: Path, repeat: int) -> int:
+    """One line per module: best CPU of ``repeat`` whole ingests by the ``baseline`` checkout
+    and by this one, run alternately (the same machine load for both), next to the peers."""
+    _bytecode(baseline)
+    _bytecode(ROOT)
+    print(
+        f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; best of {repeat},"
+        " before/after alternately; CPU s of the whole `kbtool ingest` process"
+    )
+    print(
+        f"{'module':46} {'before':>7} {'after':>7} {'objdump':>8} {'x objdump':>9}"
+        f" {'validate':>8} {'x validate':>10} {'peak MiB':>8}"
+    )
+    for f in files:
+        before, after = [], []
+        for _ in range(repeat):
+            before.append(kbtool_ingest(f, baseline))
+            after.append(kbtool_ingest(f))
+        o = min((objdump(f) or (0.0, float("nan")))[1] for _ in range(repeat))
+        v = min((validate(f) or (0.0, float("nan")))[1] for _ in range(repeat))
+        b, a = min(r["cpu"] for r in before), min(r["cpu"] for r in after)
+        rss = max(r["peak_rss_mib"] for r in after)
+        print(
+            f"{f.name[:46]:46} {b:7.2f} {a:7.2f} {o:8.2f} {_x(a, o):9.2f} {v:8.2f}"
+            f" {_x(a, v):10.1f} {rss:8.0f}",
+            flush=True,
+        )
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -137,6 +183,13 @@ def main(argv: list[str] | None = None) -> int:
         help="instead: ingest each module through the compiled twins and through the pure"
         " code (fresh KBs) and compare every stored table; exit 1 on a difference",
     )
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        help="instead: a checkout (e.g. `git worktree add -f /tmp/ingest-base HEAD`, its compiled"
+        " twins copied in) ingested alternately with this one; best CPU of --repeat runs each",
+    )
+    ap.add_argument("--repeat", type=int, default=3, help="runs per side with --baseline")
     args = ap.parse_args(argv)
     files = [DEMO] if args.smoke else list(args.file)
     if not files:
@@ -149,6 +202,9 @@ def main(argv: list[str] | None = None) -> int:
         files = [args.corpus / m["file"] for m in (mods if args.all else mods[: args.top])]
     if args.same_as_pure:
         return same_as_pure(files)
+    if args.baseline is not None:
+        return before_after(files, args.baseline, max(1, args.repeat))
+    _bytecode(ROOT)
     print(
         f"decoder: {_decoder_path()}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
         f"; {os.cpu_count()} cores"
@@ -172,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
             f" {k['instructions'] / k['seconds'] / 1e6:8.2f} {k['peak_rss_mib']:8.0f} {k['cpu']:6.2f}"
             f" {o[0]:9.2f} {o[1]:6.2f} {v[0]:10.2f} {v[1]:6.2f}"
             f" {_x(k['seconds'], o[0]):9.2f} {_x(k['cpu'], o[1]):5.2f}"
-            f" {_x(k['seconds'], v[0]):10.1f} {_x(k['cpu'], v[1]):5.1f} {k['decoder']}",
+            f" {_x(k['seconds'], v[0]):10.1f} {_x(k['cpu'], v[1]):5.1f} {_decoder_path()}",
             flush=True,
         )
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
