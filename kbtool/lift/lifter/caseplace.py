@@ -30,6 +30,7 @@ _TRAMP: Final = re.compile(r"^((?:(?:case -?\d+|default): )+)goto (L\d+);$")
 _LABEL: Final = re.compile(r"^(L\d+):;$")
 _GOTO: Final = re.compile(r"\bgoto (L\d+);")
 _ESCAPE: Final = re.compile(r"\b(break|continue);")
+_CALL: Final = re.compile(r"\b[A-Za-z_]\w*\(")
 #: statements after which control never reaches the next line
 _EXITS: Final = ("goto ", "return;", "return ", "break;", "continue;", "wasm_unreachable();")
 _THROWS: Final = ("wasm_throw(", "wasm_rethrow(", "wasm_throw_ref(")
@@ -63,22 +64,39 @@ def _kind(s: str) -> str:
     return "block"
 
 
+class _Plan:
+    """How a body moves: its last line, the statement appended after it (the ``return`` or
+    ``goto`` its fall off its block reaches, or ""), the lines whose ``break`` leaves a
+    construct outside it (with the statement it becomes) and the gotos those add."""
+
+    __slots__ = ("end", "tail", "repl", "gotos")
+
+    def __init__(self, end: int, tail: str, repl: dict[int, str]):
+        self.end = end
+        self.tail = tail
+        self.repl = repl
+        self.gotos = tail.startswith("goto ") + sum(1 for v in repl.values() if "goto " in v)
+
+
 class _Scan:
     """One pass over the lines: statement depth, openers, labels and goto counts."""
 
     def __init__(self, lines: list[str]):
+        self.lines = lines
         self.bare = [_bare(ln) for ln in lines]
         n = len(lines)
         self.depth = [0] * n  # brace depth of the statement on the line
         self.opener = [-1] * n  # the line opening the innermost block around the line
         self.closed = [-1] * n  # on a line starting with `}`: the line it closes
+        self.close_of: dict[int, int] = {}  # opening line -> its closing line
         self.labels: dict[str, int] = {}
         self.refs: dict[str, int] = {}
         stack: list[int] = []
         for k, s in enumerate(self.bare):
             closes = s.startswith("}")
             if closes and stack:
-                self.closed[k] = stack.pop()
+                o = self.closed[k] = stack.pop()
+                self.close_of[o] = k
             self.depth[k] = len(stack)
             self.opener[k] = stack[-1] if stack else -1
             net = s.count("{") - s.count("}") + closes
@@ -93,90 +111,134 @@ class _Scan:
                 for t in _GOTO.findall(s):
                     self.refs[t] = self.refs.get(t, 0) + 1
 
-    def tail(self, j: int) -> int:
-        """The line of the ``return`` that falling off the block closed on line ``j``
-        reaches (through the ends of ``if`` and ``do { } while (0)`` blocks), or -1."""
+    def arrive(self, j: int) -> str:
+        """A statement that does what arriving at line ``j`` does, valid anywhere: the
+        ``return`` found there or ``goto`` the label found there, through the ends of
+        ``if``/``else``, ``switch`` and ``do { } while (0)`` blocks; "" when none."""
         bare = self.bare
-        for _ in range(4):
+        for _ in range(6):
+            if j >= len(bare):
+                return ""
             s = bare[j]
+            m = _LABEL.match(s)
+            if m is not None:
+                return f"goto {m.group(1)};"
+            if s.startswith(("return;", "return ")) and len(s) < 80 and "{" not in s:
+                return s
             op = self.closed[j]
             if op < 0:
-                return -1
+                return ""
             o = bare[op]
             if not (
-                (s == "}" and (o.startswith(("if (", "} else {", "} else if ("))))
+                (s == "}" and o.startswith(("if (", "} else {", "} else if (", "switch (")))
                 or (s == "} while (0);" and o == "do {")
             ):
-                return -1
+                return ""
             j += 1
-            if j >= len(bare):
-                return -1
-            s = bare[j]
-            if s.startswith(("return;", "return ")) and len(s) < 80 and "{" not in s:
-                return j
-            if not s.startswith("}"):
-                return -1
-        return -1
+        return ""
 
-    def region(self, lab: int) -> tuple[int, int]:
-        """The last line of the body after the label on line ``lab`` and the line of the
-        ``return`` it falls to at the end of its block (-1 when it ends in a jump), or
-        (-1, -1) when the body reaches another entry point or leaves its block otherwise,
-        or holds a ``break``/``continue`` of a construct outside it."""
+    def leave(self, lab: int) -> str:
+        """What ``break`` does at line ``lab`` as a statement valid anywhere, or ""."""
+        o = self.opener[lab]
+        while o >= 0 and _kind(self.bare[o]) == "block":
+            o = self.opener[o]
+        c = self.close_of.get(o, -1) if o >= 0 else -1
+        return self.arrive(c + 1) if c >= 0 else ""
+
+    def region(self, lab: int) -> _Plan | None:
+        """How the body after the label on line ``lab`` moves, or None when it reaches
+        another entry point (a label, a ``case``), or leaves its block or the constructs
+        around it in a way no single statement says."""
         bare = self.bare
         d0 = self.depth[lab]
         inner: list[str] = []  # constructs opened inside the body
+        repl: dict[int, str] = {}
+        out = ""  # what `break` at the label does, once asked
         for j in range(lab + 1, len(bare)):
             s = bare[j]
             d = self.depth[j]
             if s.startswith("}") and inner:
                 inner.pop()
             if d < d0:
-                t = self.tail(j) if j > lab + 1 else -1
-                return (j - 1, t) if t >= 0 else (-1, -1)
+                t = self.arrive(j) if j > lab + 1 else ""
+                return _Plan(j - 1, t, repl) if t else None
             if d == d0 and (s.startswith(("case ", "default:")) or _LABEL.match(s)):
-                return -1, -1
+                return None
             if ("break;" in s or "continue;" in s) and not (s.endswith("{") or s.startswith("}")):
                 for w in _ESCAPE.findall(s):
-                    if "loop" in inner:
+                    if "loop" in inner or (w == "break" and "switch" in inner):
                         continue
-                    if w == "continue" or "switch" not in inner:
-                        return -1, -1
+                    if w == "continue" or self.lines[j].count("break;") != 1:
+                        return None
+                    out = out or self.leave(lab)
+                    if not out:
+                        return None
+                    repl[j] = self.lines[j].replace("break;", out)
             if s.endswith("{") and s.count("{") > s.count("}") - s.startswith("}"):
                 inner.append(_kind(s))
             if d == d0 and _is_exit(s):
-                return j, -1
-        return -1, -1
+                return _Plan(j, "", repl)
+        return None
+
+    def small_tail(self, lab: int) -> int:
+        """The last line of a short body after the label on line ``lab`` that ends in a
+        ``return`` (at most one plain assignment before it, no calls), or -1: copied into
+        a case, it duplicates no real code."""
+        bare = self.bare
+        d0 = self.depth[lab]
+        for j in range(lab + 1, min(lab + 3, len(bare))):
+            s = bare[j]
+            if self.depth[j] != d0 or "{" in s or "}" in s or _CALL.search(s):
+                return -1
+            if s.startswith(("return;", "return ")):
+                return j
+            if " = " not in s or not s.endswith(";") or _LABEL.match(s) or ":" in s:
+                return -1
+        return -1
+
+
+def _reindent(lines: list[str], lab: int, first: int, end: int, pind: int) -> list[str]:
+    """Lines ``first .. end`` re-indented from the label's level to a case body's."""
+    src = lines[lab]
+    lind = len(src) - len(src.lstrip(" "))
+    body = []
+    for ln in lines[first : end + 1]:
+        ind = len(ln) - len(ln.lstrip(" "))
+        body.append(" " * max(0, ind - lind + pind + 2) + ln[ind:])
+    return body
+
+
+def _case(lines: list[str], p: int, head: str, body: list[str]) -> list[str]:
+    """The case on line ``p`` with ``body`` under its head (one line when it is short)."""
+    pind = len(lines[p]) - len(lines[p].lstrip(" "))
+    head_line = lines[p][:pind] + "".join(_MARK.findall(lines[p])) + head.rstrip()
+    if len(body) == 1 and len(head_line) + len(body[0].lstrip(" ")) < 100:
+        return [head_line + " " + body[0].lstrip(" ")]
+    return [head_line, *body]
 
 
 def _move(
-    lines: list[str], ident: list[int], p: int, lab: int, end: int, tail: int, head: str
+    lines: list[str], ident: list[int], p: int, lab: int, plan: _Plan, head: str
 ) -> tuple[list[str], list[int]]:
-    """``lines`` (and ``ident``, their old indices) with the body ``lab + 1 .. end`` under
-    the case on line ``p``, and a copy of the ``return`` on line ``tail`` it falls to."""
-    src = lines[lab]
-    marks = "".join(_MARK.findall(src))
+    """``lines`` (and ``ident``, their old indices) with the body after the label on line
+    ``lab`` under the case on line ``p``, as ``plan`` says."""
+    end = plan.end
+    work = list(lines)
+    for j, text in plan.repl.items():
+        work[j] = text
     pind = len(lines[p]) - len(lines[p].lstrip(" "))
-    lind = len(src) - len(src.lstrip(" "))
-    body = []
-    for ln in lines[lab + 1 : end + 1]:
-        ind = len(ln) - len(ln.lstrip(" "))
-        body.append(" " * max(0, ind - lind + pind + 2) + ln[ind:])
+    body = _reindent(work, lab, lab + 1, end, pind)
     ids = ident[lab + 1 : end + 1]
-    if tail >= 0:
-        body.append(" " * (pind + 2) + _MARK.sub("", lines[tail]).lstrip(" "))
+    if plan.tail:
+        body.append(" " * (pind + 2) + plan.tail)
         ids.append(-1)
+    marks = "".join(_MARK.findall(lines[lab]))
     if marks:
         first = body[0]
         ind = len(first) - len(first.lstrip(" "))
         body[0] = first[:ind] + marks + first[ind:]
-    head_line = lines[p][:pind] + "".join(_MARK.findall(lines[p])) + head.rstrip()
-    if len(body) == 1 and len(head_line) + len(body[0].lstrip(" ")) < 100:
-        case = [head_line + " " + body[0].lstrip(" ")]
-        cids = [ids[0]]
-    else:
-        case = [head_line, *body]
-        cids = [ident[p], *ids]
+    case = _case(lines, p, head, body)
+    cids = [ids[0]] if len(case) == 1 else [ident[p], *ids]
     if lab > p:
         return (
             lines[:p] + case + lines[p + 1 : lab] + lines[end + 1 :],
@@ -188,56 +250,100 @@ def _move(
     )
 
 
-def place_cases(out: list[str | None], budget: _Budget) -> tuple[list[str | None], int, list[int]]:
-    """Move the bodies of ``case N: goto L;`` trampolines into their cases. Returns the new
-    lines, how many trampolines went (one ``goto`` and one label each) and the new index of
-    each old line (-1: dropped) for the callers that hold line indices."""
+def _copy(
+    lines: list[str], ident: list[int], p: int, lab: int, end: int, head: str, drop: bool
+) -> tuple[list[str], list[int]]:
+    """The short ``return`` body after the label on line ``lab`` copied under the case on
+    line ``p``; the label line goes when ``drop`` (no other ``goto`` left)."""
+    pind = len(lines[p]) - len(lines[p].lstrip(" "))
+    body = [_MARK.sub("", ln) for ln in _reindent(lines, lab, lab + 1, end, pind)]
+    case = _case(lines, p, head, body)
+    cids = [ident[p]] + [-1] * (len(case) - 1)
+    lines = lines[:p] + case + lines[p + 1 :]
+    ident = ident[:p] + cids + ident[p + 1 :]
+    if drop:
+        k = lab if lab < p else lab + len(case) - 1
+        marks = "".join(_MARK.findall(lines[k]))
+        del lines[k]
+        del ident[k]
+        if marks and k < len(lines):  # its notes go to the statement after it
+            ln = lines[k]
+            ind = len(ln) - len(ln.lstrip(" "))
+            lines[k] = ln[:ind] + marks + ln[ind:]
+    return lines, ident
+
+
+def _pick(scan: _Scan, ident: list[int], skip: set[int]) -> tuple | None:
+    """The first trampoline to rewrite: ("move", p, lab, plan, head) or ("copy", p, lab,
+    end, head); the ones that stay go into ``skip`` (by original line)."""
+    for p, s in enumerate(scan.bare):
+        if not s.endswith(";") or ": goto L" not in s or ident[p] in skip:
+            continue
+        m = _TRAMP.match(s)
+        if m is None:
+            continue
+        name = m.group(2)
+        lab = scan.labels.get(name, -1)
+        sw = scan.opener[p]
+        if lab < 0 or sw < 0 or not scan.bare[sw].startswith("switch (") or lab == p + 1:
+            skip.add(ident[p])
+            continue
+        if (
+            scan.refs.get(name) == 1
+            and scan.depth[lab - 1] == scan.depth[lab]
+            and _is_exit(scan.bare[lab - 1])
+        ):
+            plan = scan.region(lab)
+            if (
+                plan is not None
+                and plan.gotos <= 1
+                and not (lab < p <= plan.end)
+                and not (lab < sw <= plan.end)
+            ):
+                return ("move", p, lab, plan, m.group(1))
+        end = scan.small_tail(lab)
+        if end >= 0 and not (lab < p <= end):
+            return ("copy", p, lab, end, m.group(1))
+        skip.add(ident[p])
+    return None
+
+
+def place_cases(
+    out: list[str | None], budget: _Budget
+) -> tuple[list[str | None], int, int, list[int]]:
+    """Put the bodies of ``case N: goto L;`` trampolines under their cases. Returns the new
+    lines, the gotos and labels that went, and the new index of each old line (-1:
+    dropped) for the callers that hold line indices."""
     keep = [k for k, ln in enumerate(out) if ln is not None]
     lines: list[str] = [ln for ln in out if ln is not None]
     ident = list(range(len(lines)))  # old index (into keep) of each current line
-    if not any("goto L" in ln for ln in lines):
-        return out, 0, list(range(len(out)))
-    moved = 0
-    skip: set[str] = set()
-    while moved < MAX_MOVES:
+    if not any(": goto L" in ln for ln in lines):  # no trampoline: the common case
+        return out, 0, 0, list(range(len(out)))
+    gotos = labels = moves = 0
+    skip: set[int] = set()
+    while moves < MAX_MOVES:
         budget.spend(len(lines))
         scan = _Scan(lines)
-        hit = None
-        for p, s in enumerate(scan.bare):
-            if not s.endswith(";") or "goto L" not in s:
-                continue
-            m = _TRAMP.match(s)
-            if m is None or m.group(2) in skip:
-                continue
-            lab = scan.labels.get(m.group(2), -1)
-            sw = scan.opener[p]
-            if (
-                lab < 0
-                or scan.refs.get(m.group(2)) != 1
-                or sw < 0
-                or not scan.bare[sw].startswith("switch (")
-                or lab == p + 1
-                or scan.depth[lab - 1] != scan.depth[lab]
-                or not _is_exit(scan.bare[lab - 1])
-            ):
-                skip.add(m.group(2))
-                continue
-            end, tail = scan.region(lab)
-            if end < 0 or (lab < p <= end) or (lab < sw <= end):
-                skip.add(m.group(2))
-                continue
-            hit = (p, lab, end, tail, m.group(1))
-            break
+        hit = _pick(scan, ident, skip)
         if hit is None:
             break
-        p, lab, end, tail, head = hit
-        lines, ident = _move(lines, ident, p, lab, end, tail, head)
-        moved += 1
-    if not moved:
-        return out, 0, list(range(len(out)))
+        moves += 1
+        if hit[0] == "move":
+            _k, p, lab, plan, head = hit
+            lines, ident = _move(lines, ident, p, lab, plan, head)
+            gotos += 1 - plan.gotos
+            labels += 1
+        else:
+            _k, p, lab, end, head = hit
+            drop = scan.refs.get(scan.bare[lab][:-2]) == 1
+            lines, ident = _copy(lines, ident, p, lab, end, head, drop)
+            gotos += 1
+            labels += drop
+    if not moves:
+        return out, 0, 0, list(range(len(out)))
     where = [-1] * len(out)
     for new, old in enumerate(ident):
         if old >= 0:
             where[keep[old]] = new
     res: list[str | None] = list(lines)
-    return res, moved, where
+    return res, gotos, labels, where

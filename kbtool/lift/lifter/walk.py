@@ -262,12 +262,12 @@ class _Lifter(_Gc):
     def place_cases(self) -> None:
         """Case bodies into their ``case`` (:mod:`.caseplace`); the frame-pointer lines
         follow their statements."""
-        out, moved, where = place_cases(self.out, self.budget)
-        if moved:
+        out, gotos, labels, where = place_cases(self.out, self.budget)
+        if out is not self.out:
             self.out = out
             self.fused = [where[k] for k in self.fused if where[k] >= 0]
-            self.stats.gotos -= moved
-            self.stats.labels -= moved
+            self.stats.gotos -= gotos
+            self.stats.labels -= labels
 
     def step(self, i: int, op: int, imms: tuple) -> None:  # noqa: C901 - one dispatch over opcodes
         if op == OP_LOCAL_GET:  # local.get

@@ -38,14 +38,11 @@ def test_dispatch_loop_cases_hold_their_bodies(tmp_path, opt):
 
 
 def _place(text: str) -> tuple[list[str], int]:
-    out, moved, _where = place_cases(list(text.splitlines()), _Budget(10**6, None))
-    return [ln for ln in out if ln is not None], moved
+    out, gotos, _labels, _where = place_cases(list(text.splitlines()), _Budget(10**6, None))
+    return [ln for ln in out if ln is not None], gotos
 
 
-def test_body_with_a_break_of_an_outer_construct_stays_a_goto():
-    """A body whose `break` leaves the construct around its label would, moved under the
-    case, only leave the switch: it stays where it is."""
-    text = """\
+_OUTER = """\
 do {
   while (1) {
     switch (x) {
@@ -61,9 +58,52 @@ do {
   y = 2;
   break;
 } while (0);
+AFTER"""
+
+
+def test_body_with_a_break_of_an_outer_construct_stays_a_goto():
+    """A body whose `break` leaves the construct around its label would, moved under the
+    case, only leave the switch: it stays where it is when no statement says where that
+    `break` goes."""
+    text = _OUTER.replace("AFTER", "y += 3;\nreturn y;")
+    lines, gotos = _place(text)
+    assert gotos == 0 and lines == text.splitlines()
+
+
+def test_outer_break_becomes_the_return_or_goto_it_reaches():
+    """The same body moves when its `break` reaches a `return` (copied) or a label (one
+    `goto` for the trampoline's, so never more gotos)."""
+    lines, gotos = _place(_OUTER.replace("AFTER", "return y;"))
+    assert gotos == 1
+    assert lines[3:6] == ["      case 1:", "        y = 2;", "        return y;"], lines
+    assert "L5:;" not in lines and "  break;" not in lines
+    lines, gotos = _place(_OUTER.replace("AFTER", "L9:;\ny += 3;\nreturn y;"))
+    assert gotos == 0  # one goto for another: the body still sits in its case
+    assert lines[3:6] == ["      case 1:", "        y = 2;", "        goto L9;"], lines
+
+
+def test_shared_return_is_copied_into_the_case():
+    """A label several jumps share whose code only returns (the epilogue): the case gets
+    the copy, the other jumps keep the label."""
+    text = """\
+while (1) {
+  switch (x) {
+    case 1: goto L1;
+    default: continue;
+  }
+}
+if (y) goto L1;
+y = f(y);
+L1:;
+g0 = l3 + 16;
 return y;"""
-    lines, moved = _place(text)
-    assert moved == 0 and lines == text.splitlines()
+    lines, gotos = _place(text)
+    assert gotos == 1
+    assert lines[2:5] == ["    case 1:", "      g0 = l3 + 16;", "      return y;"], lines
+    assert "L1:;" in lines and "if (y) goto L1;" in lines
+    # a call is real code: not copied
+    lines, gotos = _place(text.replace("return y;", "return f(y);"))
+    assert gotos == 0
 
 
 def test_body_entered_by_fall_through_stays_a_goto():
@@ -77,6 +117,7 @@ while (1) {
 }
 y = 1;
 L5:;
+y = f(y);
 return y;"""
     assert _place(text) == (text.splitlines(), 0)
 
