@@ -270,6 +270,9 @@ class Lineage:
     basis: str = "own"  # what the overlap was measured on (see the module docstring)
     own_functions: int = 0
     library: str = ""  # ranges of library/runtime function indices in the new module
+    # a new program that may be another build of an existing one (see ``near_miss``):
+    # {"program", "version_id", "overlap"}; shown as a hint, never acted on
+    near: dict[str, Any] | None = None
 
     def record(self) -> dict[str, Any]:
         """JSON stored in ``versions.lineage``."""
@@ -382,7 +385,29 @@ def choose_lineage(
         return made(v["program"], v["program_id"], vid, ov, "related", False, cands, prof)
     best, prof = (scored[0][0], scored[0][1]) if scored else (None, None)
     name = _unique_program_name(conn, program_name_for(default_name))
-    return made(name, None, None, best, "new-program" if versions else "first", True, cands, prof)
+    out = made(name, None, None, best, "new-program" if versions else "first", True, cands, prof)
+    out.near = near_miss(program_name_for(default_name), scored)
+    return out
+
+
+def near_miss(stem_program: str, scored: list[tuple]) -> dict[str, Any] | None:
+    """The existing program a module decided new may still be a build of, or None.
+
+    Builds of one program at other optimisation levels or by another compiler share little
+    identical code: measured with ``benchmarks/lineage.py`` (opt-level rows), own-code overlap
+    between -O2/-Os/-O3 builds of one program goes as low as 0.6 % (zstd, emcc -O2 ~ -Os)
+    while different programs sharing a libc reach 4.6 %, so no threshold joins them safely
+    and they are kept apart. A near miss is a program whose name the file name gives (the new
+    program was renamed ``zstd-2``), else the most related version when it shares at least
+    one own function: the ingest summary then says that ``--program`` joins it.
+    ``scored``: (overlap, profile, version id, version row), best first.
+    """
+    same_name = [t for t in scored if t[3]["program"] == stem_program]
+    pick = same_name[0] if same_name else (scored[0] if scored and scored[0][0] > 0 else None)
+    if pick is None:
+        return None
+    ov, _, vid, v = pick
+    return {"program": v["program"], "version_id": vid, "overlap": _round(ov)}
 
 
 def commit(conn: sqlite3.Connection, lineage: Lineage) -> int:
@@ -405,7 +430,17 @@ def describe(lineage: Lineage) -> str:
             if lineage.overlap is not None
             else "no earlier version of it"
         )
-        return f"program {lineage.program} (new: {why}); nothing carried from other programs"
+        line = f"program {lineage.program} (new: {why}); nothing carried from other programs"
+        near = lineage.near
+        if near:
+            pct = f"{near['overlap']:.1%}" if near["overlap"] is not None else "?"
+            line += (
+                f"\nhint: if this is another build of program {near['program']} (another"
+                f" optimisation level or compiler shares too little identical code to be joined"
+                f" automatically: {pct} with its version {near['version_id']}), ingest it with"
+                f" --program {near['program']} to carry its names"
+            )
+        return line
     how = {"related": "most related version", "base": "--base", "program": "--program"}[
         lineage.method
     ]
