@@ -37,6 +37,7 @@ T_PROCESS = time.perf_counter()  # the TUI child's "start"
 
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
+import gc  # noqa: E402
 import json  # noqa: E402
 import sqlite3  # noqa: E402
 import subprocess  # noqa: E402
@@ -55,6 +56,7 @@ from benchmarks.interactive_common import (  # noqa: E402
     BIG,
     CPU,
     DEFAULT_KB,
+    GC,
     GOALS,
     NEW,
     OLD,
@@ -148,17 +150,20 @@ def plan(kb: Path) -> dict:
         "small": around(0.10, WARM + 1),
         "median": around(0.50, WARM + 1),
         "largest": [rows[-1][0]],
+        "huge": [r[0] for r in rows[::-1][: WARM + 1]],  # the largest first
         "largest_body": rows[-1][1],
         "largest_instr": rows[-1][2],
     }
     if len(vids) > 1:
         w = vids[1]
-        pairs = conn.execute(
-            "SELECT a.idx, b.idx FROM functions a JOIN functions b ON a.stable_id = b.stable_id"
-            " WHERE a.version_id = ? AND b.version_id = ? AND a.imported = 0 AND a.body_hash != b.body_hash"
-            " ORDER BY a.body_size LIMIT 400",
-            (v, w),
-        ).fetchall()
+        # joined here, not in SQL: the planner's join by stable_id took ~50 s on ffmpeg
+        q = "SELECT stable_id, idx, body_hash, body_size FROM functions WHERE version_id = ? AND imported = 0"
+        later = {sid: (idx, h) for sid, idx, h, _n in conn.execute(q, (w,))}
+        pairs = [
+            (idx, later[sid][0])
+            for sid, idx, h, _n in sorted(conn.execute(q, (v,)), key=lambda r: (r[3], r[1]))
+            if sid in later and later[sid][1] != h
+        ][:400]
         step = max(1, len(pairs) // (WARM + 1))
         out["fdiff"] = [(v, a, w, b) for a, b in pairs[::step][: WARM + 1]]
         out["pair_stored"] = (v, w)
@@ -189,17 +194,37 @@ def c_ready(screen):
     return ready
 
 
-async def _tui(kb: Path, p: dict) -> dict[str, dict[str, list[float]]]:
+async def _tui(kb: Path, p: dict, gc_policy: str = "kbtool") -> dict[str, dict[str, list[float]]]:
     from textual import events
 
     from kbtool.tui.app import KbApp
     from kbtool.tui.screens.code import CodeScreen, FunctionDiffScreen, LinesView
     from kbtool.tui.screens.detail import DetailScreen
+    from kbtool.tui.screens.diff import DiffScreen
     from kbtool.tui.screens.heatmap import HeatmapScreen
     from kbtool.tui.screens.search import SearchScreen
     from kbtool.tui.widgets.heatmap import HeatmapGrid
 
     res: dict[str, dict[str, list[float]]] = {}
+    if gc_policy == "kbtool":  # what `kbtool tui` does (KbApp.run); Pilot's run_test does not
+        try:
+            from kbtool.services import heap
+        except ImportError:  # a checkout from before the policy (--root)
+            pass
+        else:
+            heap.enable()
+    full: list[float] = []  # ms of each full (generation 2) collection
+    began = [0.0]
+
+    def on_gc(phase: str, info: dict) -> None:
+        if info.get("generation") != 2:
+            return
+        if phase == "start":
+            began[0] = time.perf_counter()
+        else:
+            full.append(round((time.perf_counter() - began[0]) * 1000, 2))
+
+    gc.callbacks.append(on_gc)
 
     cpu = [0.0]  # CPU ms of the process (every thread) in the step just measured
 
@@ -278,8 +303,11 @@ async def _tui(kb: Path, p: dict) -> dict[str, dict[str, list[float]]]:
         for cls in ("small", "median", "largest"):
             for i, idx in enumerate(p[cls] if cls != "largest" else p[cls] * 3):
                 screen = CodeScreen(p["version"], idx)
+                before = rss_mib()
                 ms = await until(lambda s=screen: app.push_screen(s), code_ready(screen))
                 add(f"open code ({cls})", ms, i == 0)
+                if cls == "largest" and i == 0:  # the TUI's extra memory for that first screen
+                    res["open code (largest): +MiB"] = {"cold": [round(rss_mib() - before, 1)]}
                 if cls == "largest":  # the first screen may be its wasm while the C is lifted
                     t1, c1, c_open = time.perf_counter(), time.process_time(), cpu[0]
                     if not c_ready(screen)():
@@ -292,6 +320,10 @@ async def _tui(kb: Path, p: dict) -> dict[str, dict[str, list[float]]]:
                         ms += (time.perf_counter() - t1) * 1000
                     cpu[0] = c_open + (time.process_time() - c1) * 1000
                     add("C of the largest on screen", ms, i == 0)
+                    if i == 0:
+                        res["C of the largest on screen: +MiB"] = {
+                            "cold": [round(rss_mib() - before, 1)]
+                        }
                 if cls == "largest" and i < 2:
                     view = screen.query_one("#code-view", LinesView)
                     view.focus()
@@ -299,6 +331,21 @@ async def _tui(kb: Path, p: dict) -> dict[str, dict[str, list[float]]]:
                         add("code page down", await keyframe("pagedown"), i == 0 and j == 0)
                 app.pop_screen()
                 await pilot.pause()
+        if p.get("fdiff"):  # as a person does: the changelog of the pair, then a modified row
+            v, w = p["pair_stored"]
+            changelog = DiffScreen(v, w)
+            add(
+                "diff screen (stored pair)",
+                await until(
+                    lambda: app.push_screen(changelog),
+                    lambda: changelog._shown_pair == (v, w),
+                ),
+                True,
+            )
+            t = time.perf_counter()  # both versions prepared meanwhile, in the background
+            if app.code_prefetch is not None:
+                await asyncio.wrap_future(app.code_prefetch)
+            res[BG_PREP] = {"cold": [round((time.perf_counter() - t) * 1000, 1)]}
         for i, pair in enumerate(p.get("fdiff", [])):
             screen = FunctionDiffScreen(*pair)
             add(
@@ -308,6 +355,9 @@ async def _tui(kb: Path, p: dict) -> dict[str, dict[str, list[float]]]:
                 ),
                 i == 0,
             )
+            app.pop_screen()
+            await pilot.pause()
+        if p.get("fdiff"):
             app.pop_screen()
             await pilot.pause()
         await pilot.press("slash")
@@ -325,10 +375,19 @@ async def _tui(kb: Path, p: dict) -> dict[str, dict[str, list[float]]]:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
             res["peak RSS MiB"] = {"cold": [round(int(line.split()[1]) / 1024, 1)]}
+    res[GC] = {"cold": full or [0.0]}
     return res
 
 
-def tui_runs(kb: Path, p: dict, runs: int, root: Path) -> dict:
+def rss_mib() -> float:
+    """This process's resident memory now (MiB)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def tui_runs(kb: Path, p: dict, runs: int, root: Path, gc_policy: str = "kbtool") -> dict:
     out = []
     for _ in range(runs):
         r = subprocess.run(
@@ -341,6 +400,8 @@ def tui_runs(kb: Path, p: dict, runs: int, root: Path) -> dict:
                 str(kb),
                 "--plan",
                 json.dumps(p),
+                "--gc",
+                gc_policy,
             ],
             cwd=root,
             env=env(root),
@@ -358,14 +419,23 @@ def tui_runs(kb: Path, p: dict, runs: int, root: Path) -> dict:
 # ---------------------------------------------------------------- report
 
 
-def table(title: str, figures: dict, peer: dict | None = None, goal: str = "") -> list[str]:
+CODE_STEPS = ("open code", "C of", "code page", "disasm", "c pages", "wasm pages", "studio")
+CODE_STEPS += ("get_disassembly", "get_lifted_c")
+BG_PREP = "versions prepared (bg)"  # the function diffs' versions, after the changelog shows
+
+
+def table(
+    title: str, figures: dict, peer: dict | None = None, goal: str = "", code_peer: str = ""
+) -> list[str]:
+    """The rows of one section; ``peer``: datasette's figures by step; ``code_peer``: the
+    whole-module code peers, shown beside every code step (neither shows one function)."""
     lines = [
         title,
         f"  {'step':<30} {'cold p50':>9} {'p95':>8} {'max':>8}   {'warm p50':>9} {'p95':>8} {'max':>8}"
-        + ("   peer (warm p50)" if peer else ""),
+        + ("   peer (warm p50)" if peer or code_peer else ""),
     ]
     for step, kinds in figures.items():
-        if step == "peak RSS MiB" or step.startswith(CPU):
+        if step in ("peak RSS MiB", GC) or step.startswith(CPU):
             continue
         if "MiB" in step:  # memory, not time
             lines.append(f"  {step}: {max(kinds.get('cold', [0])):.1f}")
@@ -383,10 +453,19 @@ def table(title: str, figures: dict, peer: dict | None = None, goal: str = "") -
         if peer and base in peer:
             ps = stats(peer[base].get("warm", []))
             row += f"   datasette {ps['p50']:.1f} ms (cold {stats(peer[base]['cold'])['p50']:.1f})"
+        elif code_peer and step.startswith(CODE_STEPS):
+            row += f"   {code_peer}"
         lines.append(row)
     if "peak RSS MiB" in figures:
         lines.append(
             f"  peak RSS of the TUI process: {max(figures['peak RSS MiB']['cold']):.0f} MiB"
+        )
+    if GC in figures:
+        xs = [x for x in figures[GC]["cold"] if x]
+        st = stats(xs)
+        lines.append(
+            f"  full collections in the TUI process: {len(xs)}"
+            + (f" (ms each: p50 {st['p50']}, max {st['max']})" if xs else "")
         )
     if goal:
         lines.append(goal)
@@ -394,7 +473,11 @@ def table(title: str, figures: dict, peer: dict | None = None, goal: str = "") -
 
 
 def verdict(figures: dict) -> str:
-    times = [k for step, k in figures.items() if "MiB" not in step and not step.startswith(CPU)]
+    times = [
+        k
+        for step, k in figures.items()
+        if "MiB" not in step and step != GC and not step.startswith(CPU) and step != BG_PREP
+    ]
     warm = [s for k in times for s in [stats(k.get("warm", []))] if s.get("n")]
     cold = [s for k in times for s in [stats(k.get("cold", []))] if s.get("n")]
     worst_w = max((s["p95"] for s in warm), default=0)
@@ -422,13 +505,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--root", type=Path, default=ROOT, help="the kbtool checkout measured")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--save", type=Path, help="also write the figures as JSON to this file")
     ap.add_argument("--smoke", action="store_true", help="the demo KB, one run, no targets")
+    ap.add_argument(
+        "--gc",
+        choices=("kbtool", "default"),
+        default="kbtool",
+        help="the TUI's collector policy: kbtool's (services.heap, as `kbtool tui`) or Python's",
+    )
     ap.add_argument("--tui-child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--plan", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.tui_child:
         set_warm(max(len(json.loads(args.plan)["small"]) - 1, 1))
-        print(json.dumps(asyncio.run(_tui(args.kb, json.loads(args.plan)))))
+        print(json.dumps(asyncio.run(_tui(args.kb, json.loads(args.plan), args.gc))))
         return 0
     sections = set(args.only.split(",")) | ({"ingest"} if args.ingest else set())
     root = args.root.resolve()
@@ -473,10 +563,23 @@ def report(args, sections: set[str], root: Path) -> int:
     )
     print(f"machine: {load()}", file=sys.stderr if args.json else sys.stdout)
     lines: list[str] = []
+    code_peer = ""
+    if "peers" in sections:  # first: beside every code step below
+        peer_load = load()
+        out["peers"] = peers(args.module, args.kb, root)
+        pv = out["peers"]
+        if pv.get("wasm-objdump -d") or pv.get("wasm-decompile"):
+            code_peer = (
+                f"objdump -d {pv.get('wasm-objdump -d') or '-'} s, decompile"
+                f" {pv.get('wasm-decompile') or '-'} s (whole module)"
+            )
     if "tui" in sections:
-        out["tui"] = tui_runs(args.kb, p, args.runs, root)
+        out["tui"] = tui_runs(args.kb, p, args.runs, root, args.gc)
         lines += table(
-            f"TUI (Pilot, 100x30; key -> frame) — {load()}", out["tui"], goal=verdict(out["tui"])
+            f"TUI (Pilot, 100x30; key -> frame) — {load()}",
+            out["tui"],
+            goal=verdict(out["tui"]),
+            code_peer=code_peer,
         )
         cpu = {k[len(CPU) :]: v for k, v in out["tui"].items() if k.startswith(CPU)}
         lines += table(
@@ -491,6 +594,7 @@ def report(args, sections: set[str], root: Path) -> int:
             out["api"],
             out["datasette"],
             goal=verdict(out["api"]),
+            code_peer=code_peer,
         )
         if out["datasette"] is None:
             lines.append("  datasette: not installed (pip install datasette) — no peer figures")
@@ -501,10 +605,10 @@ def report(args, sections: set[str], root: Path) -> int:
                 f"MCP (the SDK's stdio client; call -> answer) — {load()}",
                 out["mcp"],
                 goal=verdict(out["mcp"]),
+                code_peer=code_peer,
             )
     if "peers" in sections:
-        out["peers"] = peers(args.module, args.kb, root)
-        lines.append(f"code peers on {args.module.name} (whole module, s) — {load()}")
+        lines.append(f"code peers on {args.module.name} (whole module, s) — {peer_load}")
         for k, v in out["peers"].items():
             lines.append(f"  {k:<28} {v if v is not None else 'n/a'}")
     if "ingest" in sections:
@@ -542,6 +646,8 @@ def report(args, sections: set[str], root: Path) -> int:
                 f" {ratio(r['ingest_cpu_s'], r['validate_cpu_s'], '.1f'):>14}"
             )
     out["load_end"] = load()
+    if args.save:
+        args.save.write_text(json.dumps(out, indent=1))
     if args.json:
         print(json.dumps(out, indent=1))
     else:

@@ -27,9 +27,11 @@ LIMIT_S = 1.0
 
 
 async def run(kb: Path, out: Path) -> list[tuple[str, float]]:
+    from kbtool.services import heap
     from kbtool.tui.app import KbApp
     from kbtool.tui.screens.code import CodeScreen, FunctionDiffScreen
     from kbtool.tui.screens.detail import DetailScreen
+    from kbtool.tui.screens.diff import DiffScreen
     from kbtool.tui.screens.heatmap import HeatmapScreen
     from kbtool.tui.screens.search import SearchScreen
     from kbtool.tui.widgets.heatmap import HeatmapGrid
@@ -39,14 +41,21 @@ async def run(kb: Path, out: Path) -> list[tuple[str, float]]:
         "SELECT idx FROM functions WHERE version_id = 1 AND imported = 0 ORDER BY body_size"
     ).fetchall()
     median, largest = rows[len(rows) // 2][0], rows[-1][0]
-    pair = conn.execute(
-        "SELECT a.idx, b.idx FROM functions a JOIN functions b ON a.stable_id = b.stable_id"
-        " WHERE a.version_id = 1 AND b.version_id = 2 AND a.imported = 0 AND a.body_hash != b.body_hash"
-        " AND a.body_size BETWEEN 400 AND 2000 LIMIT 1"
-    ).fetchone()
+    # a modified function of 400-2,000 bytes (joined here: SQLite's join by stable_id is slow)
+    q = "SELECT stable_id, idx, body_hash, body_size FROM functions WHERE version_id = ? AND imported = 0"
+    later = {sid: (idx, h) for sid, idx, h, _n in conn.execute(q, (2,))}
+    pair = next(
+        (
+            (idx, later[sid][0])
+            for sid, idx, h, n in sorted(conn.execute(q, (1,)), key=lambda r: r[1])
+            if 400 <= n <= 2000 and sid in later and later[sid][1] != h
+        ),
+        None,
+    )
     conn.close()
     out.mkdir(parents=True, exist_ok=True)
     times: list[tuple[str, float]] = []
+    heap.enable()  # as `kbtool tui` does (KbApp.run; Pilot's run_test does not)
     t0 = time.perf_counter()
     app = KbApp(kb, poll_seconds=None, blink=False, version_id=1)
     async with app.run_test(size=(120, 34)) as pilot:
@@ -106,11 +115,23 @@ async def run(kb: Path, out: Path) -> list[tuple[str, float]]:
                 )
             app.pop_screen()
             await pilot.pause()
-        if pair:
+        if pair:  # the changelog of the pair, then one modified function's diff
+            changelog = DiffScreen(1, 2)
+            t = time.perf_counter()
+            app.push_screen(changelog)
+            await wait(
+                "diff screen (changelog)",
+                lambda: changelog._shown_pair == (1, 2),
+                t,
+                "diff-changelog",
+            )
+            if app.code_prefetch is not None:  # both versions, prepared while one reads it
+                await asyncio.wrap_future(app.code_prefetch)
             screen = FunctionDiffScreen(1, pair[0], 2, pair[1])
             t = time.perf_counter()
             app.push_screen(screen)
             await wait("function diff", lambda s=screen: s.diff is not None, t, "function-diff")
+            app.pop_screen()
             app.pop_screen()
             await pilot.pause()
         await pilot.press("slash")

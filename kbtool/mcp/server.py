@@ -185,7 +185,9 @@ def _stdio_only(server: Any) -> None:
         if transport != "stdio":
             raise ValueError(f"kbtool's MCP server speaks stdio only, not {transport!r}")
         from kbtool.mcp.linebound import guarded_stdio
+        from kbtool.services import heap
 
+        heap.enable()  # a long-lived process: no full collection walks its caches
         with guarded_stdio():  # the SDK reads lines unbounded: the bounds stand in front
             sdk_run("stdio")
 

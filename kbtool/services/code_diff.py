@@ -30,6 +30,7 @@ from kbtool.render.disasm import (
     tail_lines,
 )
 from kbtool.services.code_function import function_code
+from kbtool.services.code_prepared import code_module
 
 # the immediates' numbers (and a local's name's), normalised in the alignment key
 _NUMBER = re.compile(r"-?(?:0x[0-9a-fA-F]+|\d+(?:\.\d+)?(?:e[-+]?\d+)?)|nan|[-+]?inf")
@@ -444,20 +445,21 @@ def function_diff(
 
 
 def callee_pairing(conn: sqlite3.Connection, va: int, vb: int) -> Callable[[int, int], bool]:
-    """``(old index, new index) -> same logical function?`` (by stable id; read on first use)."""
-    ids: list[dict[int, str]] = []
+    """``(old index, new index) -> same logical function?`` (by stable id, from the prepared
+    versions' identities: no whole-version read per diff)."""
+    rows: list[dict] = []
 
     def same(i: int, j: int) -> bool:
-        if not ids:
-            for v in (va, vb):
-                ids.append(
-                    {
-                        r["index"]: r["stable_id"]
-                        for r in queries.list_functions(conn, v, include_imports=True)
-                    }
-                )
-        a = ids[0].get(i)
-        return a is not None and a == ids[1].get(j)
+        if not rows:
+            rows.extend(code_module(conn, v).rows for v in (va, vb))
+        a = rows[0].get(i)
+        b = rows[1].get(j)
+        return (
+            a is not None
+            and b is not None
+            and a.stable_id is not None
+            and a.stable_id == b.stable_id
+        )
 
     return same
 

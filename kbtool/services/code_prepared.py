@@ -23,7 +23,7 @@ from kbtool.kb.errors import (
     UnknownFunctionError,
 )
 from kbtool.lift import LiftModule, Names, build_callgraph, prepare
-from kbtool.services import knowledge
+from kbtool.services import heap, knowledge
 from kbtool.services import types as types_svc
 from kbtool.services.code_structs import StructFields
 from kbtool.textutil import printable
@@ -62,6 +62,7 @@ class _Parsed:
         with self.lock:
             if self.analysis is None:
                 self.analysis = analyze_module(self.data)
+                heap.settle()
             return self.analysis
 
     def get_graph(self) -> dict:
@@ -70,6 +71,7 @@ class _Parsed:
         with self.lock:
             if self.graph is None:
                 self.graph = build_callgraph(analysis, self.data, {}, {}, {})
+                heap.settle()
             return self.graph
 
 
@@ -147,6 +149,7 @@ _RESULTS = _LRU(RESULT_CACHE)
 # once computed, so every later window is a slice (the code module's key carries the KB's
 # change token, so a rename or a knowledge edit makes a new module and these go stale)
 _LINES = _LRU(LINES_CACHE)
+_BUILDING: dict[tuple, threading.Lock] = {}  # key -> held while one thread prepares it
 
 
 def clear_cache() -> None:
@@ -179,12 +182,30 @@ def _parsed(data: bytes) -> _Parsed:
 
 
 def code_module(conn: sqlite3.Connection, version_id: int) -> CodeModule:
-    """The prepared version (cached per KB file, version id and change token)."""
+    """The prepared version (cached per KB file, version id and change token). Threads
+    asking for the same one at once prepare it once: the others wait for it (a web page's
+    first requests, the TUI's background preparation and its first code screen)."""
     key = (_db_file(conn), version_id, queries.change_token(conn))
     with _LOCK:
         hit = _PREPARED.get_item(key)
+        building = None if hit is not None else _BUILDING.setdefault(key, threading.Lock())
     if hit is not None:
         return hit
+    assert building is not None
+    with building:
+        with _LOCK:
+            hit = _PREPARED.get_item(key)
+        if hit is not None:  # prepared by the thread this one waited for
+            return hit
+        try:
+            return _prepare(conn, version_id, key)
+        finally:
+            with _LOCK:
+                if _BUILDING.get(key) is building:
+                    del _BUILDING[key]
+
+
+def _prepare(conn: sqlite3.Connection, version_id: int, key: tuple) -> CodeModule:
     data = queries.module_bytes(conn, version_id)  # UnknownVersionError for an unknown id
     if not data:
         raise ModuleBytesMissingError(
@@ -224,6 +245,7 @@ def code_module(conn: sqlite3.Connection, version_id: int) -> CodeModule:
     cm = CodeModule(version_id, lm, parsed, rows)
     with _LOCK:
         _PREPARED.put(key, cm)
+    heap.settle()  # a long-lived front-end: no full collection walks it again (services.heap)
     return cm
 
 

@@ -24,6 +24,7 @@ from kbtool.kb.db import open_ro, open_rw
 from kbtool.kb.errors import KBError, UnknownVersionError
 from kbtool.kb.gate import upsert_symbol
 from kbtool.kb.queries.functions import HeatmapRow
+from kbtool.services import heap
 from kbtool.textutil import clip, printable
 from kbtool.tui.jump import FunctionJumpProvider
 from kbtool.tui.screens.base import FunctionRef, KbScreen
@@ -127,6 +128,7 @@ class KbApp(App[None]):
         self.heatmap_first = start == "heatmap" and latest is not None
         self._prefetch: _Prefetch | None = None
         self.code_prefetch: Future[None] | None = None  # see prepare_code
+        self._code_jobs: dict[int, Future[None]] = {}  # version id -> its last preparation
         if self.heatmap_first:
             vid = version_id or latest
             self._prefetch = _Prefetch(vid, _PREFETCH.submit(_heatmap_rows, self.db_path, vid))
@@ -140,13 +142,16 @@ class KbApp(App[None]):
             )
         self.theme = name
 
-    def prepare_code(self, version_id: int) -> Future[None]:
-        """Prepare ``version_id`` for the code views on the prefetch thread (a detail screen
-        asks once drawn: the code is what one opens next), so the first code screen of a
-        version does not wait for it; at most one preparation at a time."""
-        pending = self.code_prefetch
-        if pending is None or pending.done():
-            self.code_prefetch = _PREFETCH.submit(_prepare_code, self.db_path, version_id)
+    def prepare_code(self, *version_ids: int) -> Future[None] | None:
+        """Prepare versions for the code views on the prefetch thread, one after the other (a
+        detail screen asks for its version once drawn, the diff screen for its pair: the code
+        or the function diff is what one opens next), so the first code screen of a version
+        does not wait for it; a version already queued is not queued again. The last job."""
+        for vid in version_ids:
+            job = self._code_jobs.get(vid)
+            if job is None or job.done():
+                job = self._code_jobs[vid] = _PREFETCH.submit(_prepare_code, self.db_path, vid)
+            self.code_prefetch = job
         return self.code_prefetch
 
     def heatmap_rows(self, version_id: int) -> list[HeatmapRow]:
@@ -164,7 +169,14 @@ class KbApp(App[None]):
     def get_default_screen(self) -> VersionsScreen:
         return VersionsScreen()
 
+    def run(self, *args, **kwargs):  # type: ignore[override]
+        """``kbtool tui``: the collector's long-lived policy (:mod:`kbtool.services.heap`) for
+        this process, then Textual's loop (Pilot tests run the app without it)."""
+        heap.enable()
+        return super().run(*args, **kwargs)
+
     def on_mount(self) -> None:
+        self.call_after_refresh(heap.settle)  # the heatmap's rows and the widgets: kept
         if self.poll_seconds:
             self.set_interval(self.poll_seconds, self.poll_changes)
         self._size_class(self.size.width, self.size.height)

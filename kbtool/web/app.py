@@ -31,6 +31,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from kbtool.kb.db import open_ro
+from kbtool.services import heap
 from kbtool.web import router
 from kbtool.web.security import (
     API_CSP,
@@ -155,7 +156,7 @@ class _Adapter:
     async def _bounded(self, scope: Scope, method: str, extra: dict[str, str]) -> router.Response:
         path = scope["path"]
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
-        expensive = method in router.ALLOWED_METHODS and router.is_expensive(path)
+        expensive = method in router.ALLOWED_METHODS and router.is_expensive(path, query)
         if expensive and not await self.limit.acquire(self.wait):
             extra["retry-after"] = str(RETRY_AFTER)
             return router.error(
@@ -168,6 +169,7 @@ class _Adapter:
         finally:
             if expensive:
                 self.limit.release()
+                heap.settle()  # what it cached (a diff, a prepared version) is kept: frozen
 
 
 def create_app(
@@ -246,6 +248,7 @@ def serve(
 
     echo = echo or (lambda msg: print(msg, flush=True))
     open_ro(db_path).close()  # fail fast on a missing or foreign file
+    heap.enable()  # a long-lived process: no full collection walks its caches (services.heap)
     if not is_loopback(host):
         sys.stderr.write(
             "\n"

@@ -62,16 +62,24 @@ def _callgraph(conn: sqlite3.Connection, params: dict[str, str], query: Query) -
         raise HTTPError(422, str(exc)) from None
 
 
-def _expensive(pattern: str, handler):
-    """A route the app bounds like the diff (a cold call parses the module, a call graph
-    decodes every body), where the router supports the mark."""
+def _disasm_costly(query: Query) -> bool:
+    """Whether a ``/api/disasm`` request computes: the whole Disassembly object, a window of
+    C (the function is lifted) or of disassembly past the first screen (the whole listing
+    is rendered once) do; a window of the first screen of disassembly does not (it decodes
+    only up to the window), so it never waits behind a lift or a call graph: it is what the
+    studio shows while a huge function's C is lifted."""
+    if not any(query.get(k) for k in ("kind", "offset", "limit")):
+        return True
+    kind = (query.get("kind") or ["wasm"])[0]
     try:
-        return rule(pattern, handler, expensive=True)
-    except TypeError:  # a router without the mark
-        return rule(pattern, handler)
+        end = int((query.get("offset") or ["0"])[0]) + int((query.get("limit") or ["200"])[0])
+    except ValueError:  # the handler answers 400 at once
+        return False
+    return kind != "wasm" or end > code_service.FIRST_SCREEN
 
 
 ROUTES = [
-    _expensive(r"/api/disasm/(?P<vid>[^/]+)/(?P<idx>[^/]+)", _disasm),
-    _expensive(r"/api/callgraph/(?P<vid>[^/]+)", _callgraph),
+    # bounded like the diff (a cold call parses the module, a call graph decodes every body)
+    rule(r"/api/disasm/(?P<vid>[^/]+)/(?P<idx>[^/]+)", _disasm, expensive=_disasm_costly),
+    rule(r"/api/callgraph/(?P<vid>[^/]+)", _callgraph, expensive=True),
 ]

@@ -29,16 +29,26 @@ class HTTPError(Exception):
         self.message = message
 
 
+#: whether one request of a route computes (CPU, memory), from its query
+Cost = Callable[[Query], bool]
+
+
 @dataclass(frozen=True)
 class Route:
     pattern: re.Pattern[str]
     handler: Handler
-    expensive: bool = False  # computes (CPU, memory): the app bounds how many run at once
+    # computes (CPU, memory): the app bounds how many run at once; a function of the query
+    # when only some requests of the route do (a first screen of lines is cheap, C is not)
+    expensive: bool | Cost = False
     needs_kb: bool = True
+
+    def costly(self, query: Query) -> bool:
+        """Whether this request takes one of the app's expensive slots."""
+        return self.expensive(query) if callable(self.expensive) else bool(self.expensive)
 
 
 def rule(
-    pattern: str, handler: Handler, *, expensive: bool = False, needs_kb: bool = True
+    pattern: str, handler: Handler, *, expensive: bool | Cost = False, needs_kb: bool = True
 ) -> Route:
     """A route: ``pattern`` matches the whole path (named groups become the params)."""
     return Route(re.compile(pattern + r"\Z"), handler, expensive, needs_kb)

@@ -394,9 +394,13 @@ PAGES: dict[str, Callable[[], bytes]] = {
 STATIC_PREFIX = "/static/"
 
 
-def is_expensive(path: str) -> bool:
-    """True when ``path`` is a route that computes (the app bounds their concurrency)."""
-    return any(r.expensive and r.pattern.match(path) for r in ROUTES)
+def is_expensive(path: str, query: Query | None = None) -> bool:
+    """True when ``path`` (with ``query``) is a request that computes (the app bounds their
+    concurrency); a cheap request of such a route (a first screen of disassembly) is not."""
+    for r in ROUTES:
+        if r.pattern.match(path):
+            return r.costly(query or {})
+    return False
 
 
 def route(db_path: str, path: str, query: Query | None = None, method: str = "GET") -> Response:

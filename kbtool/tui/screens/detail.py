@@ -9,12 +9,14 @@ from collections import Counter
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Footer, OptionList, Static
 
 from kbtool.kb import queries
+from kbtool.kb.db import open_ro
 from kbtool.kb.errors import KBError
 from kbtool.render.text import lit
 from kbtool.services import nav
@@ -59,6 +61,7 @@ class DetailScreen(KbScreen):
         self.version_id = version_id
         self.index = index
         self._fn: dict | None = None
+        self._xref_gen = 0  # the reload whose string xrefs are wanted
 
     def compose(self) -> ComposeResult:
         yield TitleBar(id="title")
@@ -126,18 +129,39 @@ class DetailScreen(KbScreen):
         self.query_one("#callees", LinkList).set_links(
             ((f"{self.version_id}:{c['index']}", link_text(c)) for c in callees_), "no callees"
         )
-        self._show_xrefs(facts["referenced_strings"] if facts else [])
+        strings = facts["referenced_strings"] if facts else []
+        self._xref_gen += 1
+        label, links = self.query_one("#xrefs-label", Static), self.query_one("#xrefs", LinkList)
+        label.display = links.display = bool(strings)
+        if strings:  # each string is a scan of the version's facts: on a worker, not here
+            label.update(Text("string xrefs (…)", style="bold"))
+            links.set_links([], "loading…")
+            self._fetch_xrefs(self._xref_gen, self.version_id, self.index, strings)
 
-    def _show_xrefs(self, strings: list[str]) -> None:
+    @work(thread=True, group="detail-xrefs", exclusive=True)
+    def _fetch_xrefs(self, gen: int, version_id: int, index: int, strings: list[str]) -> None:
+        """The string xrefs on a worker thread with its own read-only connection (a scan of
+        the version's facts per string: hundreds of ms on a big module)."""
+        conn = open_ro(self.kb.db_path)
+        try:
+            xrefs = nav.string_xrefs(
+                conn,
+                version_id,
+                index,
+                strings,
+                per_string=XREFS_PER_STRING,
+                max_strings=XREF_STRINGS,
+            )
+        except Exception:  # the detail stays; the section is hidden
+            xrefs = []
+        finally:
+            conn.close()
+        self.app.call_from_thread(self._show_xrefs, gen, xrefs)
+
+    def _show_xrefs(self, gen: int, xrefs: list) -> None:
         """Other functions of this version referencing the same strings (bounded); hidden if none."""
-        xrefs = nav.string_xrefs(
-            self.kb.conn,
-            self.version_id,
-            self.index,
-            strings,
-            per_string=XREFS_PER_STRING,
-            max_strings=XREF_STRINGS,
-        )
+        if gen != self._xref_gen or not self.is_attached:
+            return
         label, links = self.query_one("#xrefs-label", Static), self.query_one("#xrefs", LinkList)
         label.display = links.display = bool(xrefs)
         if not xrefs:

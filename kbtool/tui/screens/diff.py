@@ -269,6 +269,8 @@ class DiffScreen(KbScreen):
         self._toolchain_changed = toolchain_changed
         self._shown_pair = self._diff_want
         self._show_report(report, changelog)
+        # a modified row opens the function diff: both versions prepared meanwhile
+        self.call_after_refresh(self.kb.prepare_code, *self._shown_pair)
 
     def _busy(self, frm: int, to: int) -> None:
         self.query_one("#diff-summary", Static).update(
