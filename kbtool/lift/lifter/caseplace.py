@@ -146,13 +146,24 @@ class _Scan:
         return self.arrive(c + 1) if c >= 0 else ""
 
     def region(self, lab: int) -> _Plan | None:
-        """How the body after the label on line ``lab`` moves, or None when it reaches
-        another entry point (a label, a ``case``), or leaves its block or the constructs
-        around it in a way no single statement says."""
+        """How the body after the label on line ``lab`` moves (see :meth:`_region`), or
+        None; a body whose rest cannot move may still move up to the first label in it."""
+        plan, joins, repl = self._region(lab)
+        if plan is not None:
+            return self._cut(lab, plan, joins)
+        if joins:
+            return self._cut(lab, _Plan(joins[0] - 1, "", repl), joins[:1])
+        return None
+
+    def _region(self, lab: int) -> tuple[_Plan | None, list[int], dict[int, str]]:
+        """The body after the label on line ``lab`` up to its jump (None when it reaches a
+        ``case`` or leaves its block or the constructs around it in a way no single
+        statement says), the labels in it at its own level and its ``break`` rewrites."""
         bare = self.bare
         d0 = self.depth[lab]
         inner: list[str] = []  # constructs opened inside the body
         repl: dict[int, str] = {}
+        joins: list[int] = []  # labels in the body at its own level
         out = ""  # what `break` at the label does, once asked
         for j in range(lab + 1, len(bare)):
             s = bare[j]
@@ -161,24 +172,44 @@ class _Scan:
                 inner.pop()
             if d < d0:
                 t = self.arrive(j) if j > lab + 1 else ""
-                return _Plan(j - 1, t, repl) if t else None
-            if d == d0 and (s.startswith(("case ", "default:")) or _LABEL.match(s)):
-                return None
+                return (_Plan(j - 1, t, repl) if t else None), joins, repl
+            if d == d0:
+                if s.startswith(("case ", "default:")):
+                    return None, joins, repl
+                if _LABEL.match(s):
+                    joins.append(j)
             if ("break;" in s or "continue;" in s) and not (s.endswith("{") or s.startswith("}")):
                 for w in _ESCAPE.findall(s):
                     if "loop" in inner or (w == "break" and "switch" in inner):
                         continue
                     if w == "continue" or self.lines[j].count("break;") != 1:
-                        return None
+                        return None, joins, repl
                     out = out or self.leave(lab)
                     if not out:
-                        return None
+                        return None, joins, repl
                     repl[j] = self.lines[j].replace("break;", out)
             if s.endswith("{") and s.count("{") > s.count("}") - s.startswith("}"):
                 inner.append(_kind(s))
             if d == d0 and _is_exit(s):
-                return _Plan(j, "", repl)
-        return None
+                return _Plan(j, "", repl), joins, repl
+        return None, joins, repl
+
+    def _cut(self, lab: int, plan: _Plan, joins: list[int]) -> _Plan | None:
+        """``plan`` up to the first label in the body that jumps from outside it reach too
+        (that shared code stays; the body ends in a ``goto`` to it), or None when the line
+        before that label is a block's end (it may never fall through)."""
+        body = None
+        for j in joins:
+            name = self.bare[j][:-2]
+            if body is None:
+                body = "\n".join(self.bare[lab + 1 : plan.end + 1])
+            if j <= plan.end and body.count(f"goto {name};") == self.refs.get(name, 0):
+                continue
+            if j == lab + 1 or self.bare[j - 1].startswith("}"):
+                return None
+            tail = "" if _is_exit(self.bare[j - 1]) else f"goto {name};"
+            return _Plan(j - 1, tail, {k: v for k, v in plan.repl.items() if k < j})
+        return plan
 
     def small_tail(self, lab: int) -> int:
         """The last line of a short body after the label on line ``lab`` that ends in a

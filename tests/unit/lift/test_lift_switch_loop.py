@@ -153,3 +153,40 @@ return 2;"""
         "}",
         "return 0;",
     ]
+
+
+_JOIN = """\
+while (1) {
+  switch (x) {
+    case 1: goto L5;
+    default: continue;
+  }
+}
+if (y) goto L7;
+return 0;
+L5:;
+y = f(x);
+L7:;
+y += 2;
+return y;"""
+
+
+def test_body_falling_into_shared_code_ends_in_a_goto_to_it():
+    """The body runs into code another jump shares (L7): the body moves, that code stays,
+    and the body ends in `goto L7;` (one goto for the trampoline's)."""
+    lines, gotos = _place(_JOIN)
+    assert gotos == 0
+    assert lines[2:5] == ["    case 1:", "      y = f(x);", "      goto L7;"], lines
+    assert lines[-3:] == ["L7:;", "y += 2;", "return y;"], lines
+
+
+def test_label_only_the_body_jumps_to_moves_with_it():
+    """A label inside the body that only the body's own jumps reach moves with it."""
+    lines, gotos = _place(
+        _JOIN.replace("if (y) goto L7;", "y = 1;\nreturn y;").replace(
+            "y = f(x);", "y = f(x);\nif (y) goto L7;\ny = 3;"
+        )
+    )
+    assert gotos == 1
+    assert "L5:;" not in lines and lines.count("      L7:;") == 1, lines
+    assert lines[-3:] == ["y = 1;", "return y;", "return 0;"], lines
