@@ -254,6 +254,13 @@ async def _mcp(kb: Path, p: dict, root: Path) -> dict:
         plan_.append(
             ("get_diff (stored)", "get_diff", [{"from_version_id": a, "to_version_id": b}])
         )
+        plan_.append(  # what the server's instructions tell an agent to do on a big module
+            (
+                "get_diff (stored, a page)",
+                "get_diff",
+                [{"from_version_id": a, "to_version_id": b, "limit": 200}],
+            )
+        )
         a, b = p["pair_unstored"]
         plan_.append(
             ("get_diff (not stored)", "get_diff", [{"from_version_id": a, "to_version_id": b}])

@@ -9,7 +9,9 @@ lines that call a function, the per-function diff) is read from the records.
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kbtool.kb import queries
@@ -35,6 +37,9 @@ from kbtool.services.code_prepared import (
     code_module,
 )
 from kbtool.wasm import WasmFormatError
+
+_RENDERING: dict[tuple, threading.Lock] = {}  # (module, index, kind) -> held while rendered
+_BACKGROUND = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kbtool-lines")
 
 HUGE_INSTRUCTIONS = 20_000  # a body this long shows its first screen before the rest
 FIRST_SCREEN = 2_000  # instructions in that first screen
@@ -242,6 +247,8 @@ def code_window(
     lines = _kept_lines(cm, func_index, kind)
     if lines is None and kind == "wasm" and offset + limit <= FIRST_SCREEN:
         total, window = _first_lines(conn, cm, version_id, func_index, offset, limit)
+        if total > FIRST_SCREEN:  # a huge function: the rest rendered while this one is read
+            _render_later(cm, func_index)
     else:
         if lines is None:
             lines = _all_lines(cm, func_index, kind)
@@ -272,8 +279,33 @@ def _kept_lines(cm: CodeModule, func_index: int, kind: str) -> list[str] | None:
     return None
 
 
+def _render_later(cm: CodeModule, func_index: int) -> None:
+    """Render a huge function's whole disassembly on the background thread (one at a time),
+    so the window past its first screen is a slice by the time a reader scrolls there."""
+    key = (id(cm), func_index, "wasm")
+    with _LOCK:
+        if key in _RENDERING or _LINES.get(key) is not None:
+            return
+    _BACKGROUND.submit(_all_lines, cm, func_index, "wasm")
+
+
 def _all_lines(cm: CodeModule, func_index: int, kind: str) -> list[str]:
-    """Every line of the function's C or disassembly, kept for the next windows."""
+    """Every line of the function's C or disassembly, kept for the next windows; made once
+    (a window asked for while the background thread renders it waits for that render)."""
+    key = (id(cm), func_index, kind)
+    with _LOCK:
+        lock = _RENDERING.setdefault(key, threading.Lock())
+    try:
+        with lock:
+            kept = _kept_lines(cm, func_index, kind)
+            return kept if kept is not None else _render_lines(cm, func_index, kind)
+    finally:
+        with _LOCK:
+            if _RENDERING.get(key) is lock:
+                del _RENDERING[key]
+
+
+def _render_lines(cm: CodeModule, func_index: int, kind: str) -> list[str]:
     if kind == "c":
         lines = _lifted(cm, func_index, keep=True)[0].splitlines()
     else:
