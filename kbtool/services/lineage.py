@@ -435,7 +435,7 @@ def describe(lineage: Lineage) -> str:
         if near:
             pct = f"{near['overlap']:.1%}" if near["overlap"] is not None else "?"
             line += (
-                f"\nhint: if this is another build of program {near['program']} (another"
+                f"; hint: if this is another build of program {near['program']} (another"
                 f" optimisation level or compiler shares too little identical code to be joined"
                 f" automatically: {pct} with its version {near['version_id']}), ingest it with"
                 f" --program {near['program']} to carry its names"
