@@ -352,7 +352,8 @@ def place_cases(
         return out, 0, 0, list(range(len(out)))
     gotos = labels = moves = 0
     skip: set[int] = set()
-    while moves < MAX_MOVES:
+    while moves < MAX_MOVES and budget.units > 4 * len(lines):
+        # (a function near its work budget keeps its trampolines rather than its body)
         budget.spend(len(lines))
         scan = _Scan(lines)
         hit = _pick(scan, ident, skip)
