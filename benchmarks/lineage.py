@@ -13,7 +13,10 @@
    highest overlap with another program and the lowest with its own other builds (releases,
    opt levels); wrong merges and missed merges (same toolchain). Pairs across toolchains of
    one program are listed apart: different compilers give different bodies, so they are
-   not expected to be related. Then names carried across programs: per toolchain one KB,
+   not expected to be related. Opt-level rows: each pair of builds of one release at two
+   optimisation levels (same toolchain), its overlap next to the highest with another program:
+   whether a threshold could join them (it cannot: see docs/DECISIONS.md). Then names carried
+   across programs: per toolchain one KB,
    each program's stripped build ingested into a KB that holds the named builds of the
    programs before it (the order that used to merge: sqlite, then lua, ...), counting names
    that reached it from another program's version (carried identities and ``diff-carry``).
@@ -175,12 +178,15 @@ def program_matrix(pdir: Path, smoke: bool) -> dict[str, int]:
     other_max: dict[tuple[str, str], tuple[float, str]] = {}
     own_min: dict[tuple[str, str], tuple[float, str]] = {}
     wrong: list[str] = []
+    opt_pairs: list[tuple[float, dict, dict]] = []
     for a, b in itertools.combinations(sorted(rows), 2):
         ma, mb = key[a], key[b]
         ov, prof = pair_overlap(rows[b], rows[a])
         related = ov >= RELATED_THRESHOLD
         same = ma["program"] == mb["program"]
         counts["pairs"] += 1
+        if same and ma["toolchain"] == mb["toolchain"] and ma["version"] == mb["version"]:
+            opt_pairs.append((ov, ma, mb))
         if ma["toolchain"] != mb["toolchain"] and same:
             counts["cross_toolchain"] += 1
             counts["cross_toolchain_related"] += related
@@ -225,7 +231,48 @@ def program_matrix(pdir: Path, smoke: bool) -> dict[str, int]:
         f" (same toolchain); same program across toolchains: {counts['cross_toolchain']} pairs,"
         f" {counts['cross_toolchain_related']} decided related"
     )
+    counts.update(opt_level_rows(opt_pairs, other_max))
     return counts
+
+
+def opt_level_rows(
+    opt_pairs: list[tuple[float, dict, dict]], other_max: dict[tuple[str, str], tuple[float, str]]
+) -> dict[str, int]:
+    """Builds of one release at two optimisation levels (same toolchain): their own-code
+    overlap against the highest overlap of either with another program of that toolchain,
+    and whether a threshold between the two could join them automatically."""
+    print(
+        "== opt levels: one release, one toolchain, two optimisation levels (own-code overlap;"
+        " 'other' = highest with another program of that toolchain)"
+    )
+    print(f"{'program':<18}{'toolchain':<10}{'pair':<8}{'overlap':>8}{'other':>8}  decision")
+    joined = 0
+    for ov, ma, mb in sorted(
+        opt_pairs, key=lambda t: (t[1]["program"], t[1]["toolchain"], t[1]["version"], -t[0])
+    ):
+        other = other_max.get((ma["program"], ma["toolchain"]), (0.0, ""))[0]
+        related = ov >= RELATED_THRESHOLD
+        joined += related
+        print(
+            f"{ma['program'] + ' ' + ma['version']:<18}{ma['toolchain']:<10}"
+            f"{ma['opt'] + '~' + mb['opt']:<8}{ov:8.3f}{other:8.3f}  "
+            + ("joined" if related else "new program (hint: --program)")
+        )
+    if not opt_pairs:
+        return {"opt_pairs": 0, "opt_joined": 0}
+    lo = min(ov for ov, *_ in opt_pairs)
+    hi = max((v[0] for v in other_max.values()), default=0.0)
+    print(
+        f"opt-level pairs {len(opt_pairs)}: joined automatically {joined}, kept apart (with a"
+        f" hint) {len(opt_pairs) - joined}; lowest opt-level overlap {lo:.3f}, highest between"
+        f" different programs {hi:.3f}: "
+        + (
+            f"a gap ({lo:.3f} > {hi:.3f})"
+            if lo > hi
+            else "no gap, no threshold joins every opt level without a wrong merge"
+        )
+    )
+    return {"opt_pairs": len(opt_pairs), "opt_joined": joined}
 
 
 def carried_across(pdir: Path, tmp: Path, smoke: bool) -> int:
