@@ -30,6 +30,7 @@ _TRAMP: Final = re.compile(r"^((?:(?:case -?\d+|default): )+)goto (L\d+);$")
 _LABEL: Final = re.compile(r"^(L\d+):;$")
 _GOTO: Final = re.compile(r"\bgoto (L\d+);")
 _ESCAPE: Final = re.compile(r"\b(break|continue);")
+_HEADS: Final = re.compile(r"^(?:(?:case -?\d+|default):\s*)+")
 _CALL: Final = re.compile(r"\b[A-Za-z_]\w*\(")
 #: statements after which control never reaches the next line
 _EXITS: Final = ("goto ", "return;", "return ", "break;", "continue;", "wasm_unreachable();")
@@ -113,17 +114,25 @@ class _Scan:
 
     def arrive(self, j: int) -> str:
         """A statement that does what arriving at line ``j`` does, valid anywhere: the
-        ``return`` found there or ``goto`` the label found there, through the ends of
-        ``if``/``else``, ``switch`` and ``do { } while (0)`` blocks; "" when none."""
+        ``return`` or ``goto`` found there or ``goto`` the label found there, through case
+        heads and the ends of ``if``/``else``, ``switch`` and ``do { } while (0)`` blocks;
+        "" when none."""
         bare = self.bare
         for _ in range(6):
             if j >= len(bare):
                 return ""
             s = bare[j]
+            if s.startswith(("case ", "default:")):  # on into the next case's code
+                s = _HEADS.sub("", s)
+                if not s:
+                    j += 1
+                    continue
             m = _LABEL.match(s)
             if m is not None:
                 return f"goto {m.group(1)};"
             if s.startswith(("return;", "return ")) and len(s) < 80 and "{" not in s:
+                return s
+            if _GOTO.fullmatch(s):
                 return s
             op = self.closed[j]
             if op < 0:
@@ -175,6 +184,13 @@ class _Scan:
                 return (_Plan(j - 1, t, repl) if t else None), joins, repl
             if d == d0:
                 if s.startswith(("case ", "default:")):
+                    # the body runs on into the next case: ends where that code goes
+                    prev = bare[j - 1]
+                    if j == lab + 1 or prev.startswith("}"):
+                        return None, joins, repl
+                    t = "" if _is_exit(prev) else self.arrive(j)
+                    if t or _is_exit(prev):
+                        return _Plan(j - 1, t, repl), joins, repl
                     return None, joins, repl
                 if _LABEL.match(s):
                     joins.append(j)

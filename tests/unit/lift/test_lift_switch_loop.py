@@ -190,3 +190,32 @@ def test_label_only_the_body_jumps_to_moves_with_it():
     assert gotos == 1
     assert "L5:;" not in lines and lines.count("      L7:;") == 1, lines
     assert lines[-3:] == ["y = 1;", "return y;", "return 0;"], lines
+
+
+def test_body_running_into_the_next_case_ends_where_that_case_goes():
+    """A body in another case that runs on into the next case's `return` moves with a copy
+    of that `return`; the case it ran into keeps its own."""
+    text = """\
+while (1) {
+  switch (x) {
+    default:
+      switch (x - 100) {
+        case 1: goto L6;
+        default: continue;
+      }
+      y = 1;
+      return y;
+    case 7:
+      y = 2;
+      return y;
+      L6:;
+      y = f(y);
+    case 10:
+      return y;
+  }
+}"""
+    lines, gotos = _place(text)
+    assert gotos == 1
+    assert lines[4:7] == ["        case 1:", "          y = f(y);", "          return y;"], lines
+    assert lines[-4:] == ["    case 10:", "      return y;", "  }", "}"], lines
+    assert "L6:;" not in "\n".join(lines)
