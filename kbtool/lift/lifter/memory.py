@@ -43,7 +43,7 @@ from .opnames import (
     OP_LOCAL_TEE,
     OP_LOOP,
 )
-from .views import mark, overlap_groups
+from .views import Acc, mark, overlap_groups, record
 
 #: i32.sub / i32.add, the ops of a shadow-stack prologue ``global.get SP; i32.const N; i32.sub``
 _I32_SUB: Final = OP_I32_SUB
@@ -167,8 +167,8 @@ class _Memory(_Core):
     #: load/store position -> local -> the power of two its value is a multiple of there
     #: (:func:`align_states`, computed at the first access that needs it)
     lalign: dict[int, dict[int, int]] | None = None
-    #: base variable -> offset -> (C type, 1 store / 0 load) of its marked accesses (.views)
-    vacc: dict[str, dict[int, list[tuple[str, int]]]] | None = None
+    #: base variable -> offset -> C type -> [accesses, loads] of its marked accesses (.views)
+    vacc: Acc | None = None
 
     def addr(self, base: _E, offset: int) -> str:
         if base.const is not None and isinstance(base.const, int):
@@ -316,7 +316,7 @@ class _Memory(_Core):
             acc = self.vacc
             if acc is None:
                 acc = self.vacc = {}
-            acc.setdefault(b, {}).setdefault(offset, []).append((ct, 1 if store else 0))
+            record(acc, ct, b, offset, not store)
             return mark(ct, b, offset)  # a local or temp: typed through its view (.views)
         if offset:
             return f"*({ct} *)(M + {b} + {offset})"

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 #: position marks are ``\x01N\x02``, core._NOTE)
 OPEN: Final = "\x03"
 CLOSE: Final = "\x04"
+_MARK: Final = "*\x03"  # where a marked access starts
 
 _ACCESS: Final = re.compile("\\*\x03\\(([\\w ]+) \\*\\)\\(M \\+ (\\w+)(?: \\+ (\\d+))?\\)\x04")
 #: what follows an access that is written: `X = v;`, `X += v;`, `X++`
@@ -70,19 +71,38 @@ def mark(ct: str, base: str, offset: int) -> str:
     return f"*{OPEN}({ct} *)(M + {base}){CLOSE}"
 
 
-def _kind(lines: list[str | None]) -> dict[str, dict[int, list[tuple[str, int]]]]:
-    """Per base local, per offset: the accesses ``(C type, 0 load / 1 store / 2 both)``."""
-    acc: dict[str, dict[int, list[tuple[str, int]]]] = {}
+#: per base local, per offset, per C type (first seen first): ``[accesses, loads]`` (a
+#: compound assignment ``x += v`` counts as a load too); what :func:`record` keeps
+Acc = dict[str, dict[int, dict[str, list[int]]]]
+
+
+def record(acc: Acc, ct: str, base: str, offset: int, load: bool) -> None:
+    """Count an access of ``ct`` at ``M + base + offset`` in ``acc``."""
+    offs = acc.get(base)
+    if offs is None:
+        offs = acc[base] = {}
+    cts = offs.get(offset)
+    if cts is None:
+        cts = offs[offset] = {}
+    n = cts.get(ct)
+    if n is None:
+        cts[ct] = [1, 1 if load else 0]
+    else:
+        n[0] += 1
+        if load:
+            n[1] += 1
+
+
+def _kind(lines: list[str | None]) -> Acc:
+    """The accesses marked in ``lines``, read back from the text (:func:`record`)."""
+    acc: Acc = {}
     for ln in lines:
         if ln is None or OPEN not in ln:
             continue
         for m in _ACCESS.finditer(ln):
-            ct, base, off = m.group(1), m.group(2), int(m.group(3) or 0)
             rest = ln[m.end() : m.end() + 5]
-            w = 0
-            if _ASSIGN.match(rest):
-                w = 2 if _COMPOUND.match(rest) else 1
-            acc.setdefault(base, {}).setdefault(off, []).append((ct, w))
+            store = bool(_ASSIGN.match(rest)) and not _COMPOUND.match(rest)
+            record(acc, m.group(1), m.group(2), int(m.group(3) or 0), not store)
     return acc
 
 
@@ -90,7 +110,7 @@ def _kind(lines: list[str | None]) -> dict[str, dict[int, list[tuple[str, int]]]
 _Key = tuple[int, int, bool]
 
 
-def _fields(offs: dict[int, list[tuple[str, int]]]) -> dict[_Key, tuple[str, str]]:
+def _fields(offs: dict[int, dict[str, list[int]]]) -> dict[_Key, tuple[str, str]]:
     """The fields of a view, ``(offset, width, float) -> (C type, name)``: per offset, the
     width and kind most accesses use is ``field_8``, another one ``field_8_i16``; its type
     is the one loads use most (a store converts implicitly, a load of the other signedness
@@ -99,19 +119,28 @@ def _fields(offs: dict[int, list[tuple[str, int]]]) -> dict[_Key, tuple[str, str
     for off in sorted(offs):
         if off + 8 > MAX_OFFSET:
             continue
-        kinds: dict[_Key, dict[str, int]] = {}
-        count: dict[_Key, int] = {}
-        for ct, w in offs[off]:
-            if ct not in _SIZE:
-                continue
-            key = (off, _SIZE[ct], ct in _FLOAT)
-            votes = kinds.setdefault(key, {})
-            votes[ct] = votes.get(ct, 0) + (1 if w != 1 else 0)
-            count[key] = count.get(key, 0) + 1
-        for k, key in enumerate(sorted(kinds, key=lambda q: -count[q])):  # stable: first seen
-            votes = kinds[key]
-            ct = max(votes, key=lambda c: votes[c])
-            out[key] = (ct, f"field_{off}" if k == 0 else f"field_{off}_{_TAG[ct]}")
+        cts = offs[off]
+        if len(cts) == 1:  # the common case: one C type at this offset
+            ct = next(iter(cts))
+            size = _SIZE.get(ct, 0)
+            if size:
+                out[(off, size, ct in _FLOAT)] = (ct, f"field_{off}")
+        else:
+            kinds: dict[_Key, dict[str, int]] = {}
+            count: dict[_Key, int] = {}
+            for ct, n in cts.items():
+                if ct not in _SIZE:
+                    continue
+                key = (off, _SIZE[ct], ct in _FLOAT)
+                votes = kinds.get(key)
+                if votes is None:
+                    votes = kinds[key] = {}
+                votes[ct] = n[1]
+                count[key] = count.get(key, 0) + n[0]
+            for k, key in enumerate(sorted(kinds, key=lambda q: -count[q])):  # first seen
+                votes = kinds[key]
+                ct = max(votes, key=lambda c: votes[c])
+                out[key] = (ct, f"field_{off}" if k == 0 else f"field_{off}_{_TAG[ct]}")
         if len(out) >= MAX_FIELDS:
             break
     return out
@@ -185,27 +214,143 @@ def _struct_lines(tag: str, members: list[str]) -> list[str]:
     return out
 
 
-def _name(base: str, taken: set[str], known: frozenset[str] | set[str], body: str) -> str:
+def _wordch(c: str) -> bool:
+    """Whether ``c`` is a ``\\w`` character (a letter, a digit or ``_``)."""
+    return c.isalnum() or c == "_"
+
+
+def _starts(c: str) -> bool:
+    """Whether ``c`` may start a word ``[A-Za-z_]\\w*``."""
+    return c == "_" or "A" <= c <= "Z" or "a" <= c <= "z"
+
+
+def _words_from(body: str, c: str) -> set[str]:
+    """The words ``[A-Za-z_]\\w*`` of ``body``, read left to right, that start with the
+    character ``c``: ``L3`` of ``goto L3;``, not of ``xL3`` (inside the word ``xL3``); the
+    ``L3`` of ``12L3`` is one (the digits before it start no word). One pass over the
+    occurrences of ``c``."""
+    out: set[str] = set()
+    if not _starts(c):
+        return out
+    n = len(body)
+    i = body.find(c)
+    while i >= 0:
+        s = i
+        while s > 0 and _wordch(body[s - 1]):
+            s -= 1
+        e = i + 1
+        while e < n and _wordch(body[e]):
+            e += 1
+        if not any(_starts(x) for x in body[s:i]):  # else inside the word starting there
+            out.add(body[i:e])
+        i = body.find(c, e)
+    return out
+
+
+def _used(
+    n: str, taken: set[str], known: frozenset[str] | set[str], body: str, words: dict[str, set[str]]
+) -> bool:
+    """Whether a view may not be named ``n``: a name ``taken`` or ``known``, a macro of the
+    prelude or of <stdint.h>, or a word of ``body`` (``words``: the body's words by their
+    first character, filled as names are checked)."""
+    if n in taken or n in known or n in _RESERVED or n.startswith(_RESERVED_PREFIX):
+        return True
+    first = n[:1]
+    got = words.get(first)
+    if got is None:
+        got = words[first] = _words_from(body, first)
+    return n in got
+
+
+def _name(
+    base: str,
+    taken: set[str],
+    known: frozenset[str] | set[str],
+    body: str,
+    words: dict[str, set[str]],
+) -> str:
     """The macro naming the view of local ``base``: ``P0`` for ``p0``, else ``V_base``;
     never one of ``taken`` or ``known`` nor a word of ``body`` (``taken`` then holds
-    them)."""
-
-    def used(n: str) -> bool:
-        if n in taken or n in known or n in _RESERVED or n.startswith(_RESERVED_PREFIX):
-            return True
-        if "\x00" in taken or n not in body:  # the body's words are in taken already
-            return False
-        taken.update(re.findall(r"[A-Za-z_]\w*", body))  # once per function
-        taken.add("\x00")
-        return n in taken
-
+    it)."""
     name = base.upper()
-    if name == base or used(name):
+    if name == base or _used(name, taken, known, body, words):
         name = f"V_{base}"
-    while used(name):
+    while _used(name, taken, known, body, words):
         name += "_"
     taken.add(name)
     return name
+
+
+#: a view's access as the function's text reads it: the text that replaces the marked
+#: access when its C type is the field's (else ""), the field's text (``P0->field_8``),
+#: the access's C type and the raw access (``*(int8_t *)(M + p0 + 8)``)
+_Sub = tuple[str, str, str, str]
+
+
+def _subs(
+    acc: Acc, views: dict[str, tuple[str, dict[_Key, tuple[str, str]], str]]
+) -> dict[str, _Sub]:
+    """Per marked access text (between the markers: ``(int32_t *)(M + p0 + 8)``), what
+    replaces it (:data:`_Sub`); the accesses of a local without a view stay raw."""
+    out: dict[str, _Sub] = {}
+    for base, offs in acc.items():
+        v = views.get(base)
+        for off, cts in offs.items():
+            for ct in cts:
+                inner = f"({ct} *)(M + {base} + {off})" if off else f"({ct} *)(M + {base})"
+                raw = "*" + inner
+                hit = (
+                    v[1].get((off, _SIZE[ct], ct in _FLOAT))
+                    if v is not None and ct in _SIZE
+                    else None
+                )
+                if v is None or hit is None:
+                    out[inner] = (raw, raw, ct, raw)
+                    continue
+                name, _f, elem = v
+                have, member = hit
+                if elem:
+                    text = f"*{name}" if off == 0 else f"{name}[{off // _SIZE[elem]}]"
+                else:
+                    text = f"{name}->{member}"
+                out[inner] = (text if have == ct else "", text, ct, raw)
+    return out
+
+
+def _rewrite(ln: str, subs: dict[str, _Sub]) -> str:
+    """Line ``ln`` with its marked accesses replaced (:func:`_subs`); a load of the other
+    signedness than its field's reads through a cast, a store converts implicitly, a
+    compound assignment (``x >>= 3`` must shift with the access's own signedness) and a
+    marked text another pass changed stay raw memory."""
+    parts: list[str] = []
+    pos = 0
+    i = ln.find(_MARK)
+    while i >= 0:
+        j = ln.find(CLOSE, i)
+        if j < 0:
+            break
+        parts.append(ln[pos:i])
+        inner = ln[i + 2 : j]
+        hit = subs.get(inner)
+        if hit is None:
+            parts.append("*" + inner)
+        elif hit[0]:
+            parts.append(hit[0])
+        else:
+            rest = ln[j + 1 : j + 6]
+            if _COMPOUND.match(rest):
+                parts.append(hit[3])
+            elif _ASSIGN.match(rest):
+                parts.append(hit[1])
+            else:
+                parts.append(f"({hit[2]}){hit[1]}")
+        pos = j + 1
+        i = ln.find(_MARK, pos)
+    parts.append(ln[pos:])
+    out = "".join(parts)
+    if OPEN in out or CLOSE in out:  # a marked text another pass changed
+        out = out.replace(OPEN, "").replace(CLOSE, "")
+    return out
 
 
 def view_decls(
@@ -215,13 +360,14 @@ def view_decls(
     tags: set[str],
     body: str = "",
     known: frozenset[str] | set[str] = frozenset(),
-    acc: dict[str, dict[int, list[tuple[str, int]]]] | None = None,
+    acc: Acc | None = None,
 ) -> tuple[list[str], list[str]]:
     """Rewrite the marked accesses in ``lines`` (in place) through typed views; return the
     declarations to put before the function (struct and macro per view) and the ``#undef``
     lines after it. ``taken``, ``known`` and the words of ``body``: identifiers the macro
     names must avoid; ``tags``: struct tags already used (the frame's, the data items');
-    ``acc``: the accesses as the lifter marked them (else read back from ``lines``)."""
+    ``acc``: the accesses as the lifter counted them (:func:`record`; else read back from
+    ``lines``)."""
     if acc is None:
         acc = _kind(lines)
     if not acc:
@@ -230,11 +376,12 @@ def view_decls(
     after: list[str] = []
     # per base local: (macro, fields, element type or "")
     views: dict[str, tuple[str, dict[_Key, tuple[str, str]], str]] = {}
+    words: dict[str, set[str]] = {}
     for base, offs in acc.items():
         fields = _fields(offs)
         if not fields:
             continue
-        name = _name(base, taken, known, body)
+        name = _name(base, taken, known, body, words)
         types = {ct for ct, _n in fields.values()}
         elem = ""
         if len(types) == 1 and all(key[0] in offs for key in fields):
@@ -259,43 +406,10 @@ def view_decls(
             if ln is not None and OPEN in ln:
                 lines[k] = ln.replace(OPEN, "").replace(CLOSE, "")
         return [], []
-
-    def sub(m: re.Match[str], ln: str) -> str:
-        ct, base, off = m.group(1), m.group(2), int(m.group(3) or 0)
-        raw = m.group(0).replace(OPEN, "").replace(CLOSE, "")
-        v = views.get(base)
-        hit = v[1].get((off, _SIZE[ct], ct in _FLOAT)) if v is not None and ct in _SIZE else None
-        if v is None or hit is None:
-            return raw
-        name, _f, elem = v
-        have, member = hit
-        if elem:
-            text = f"*{name}" if off == 0 else f"{name}[{off // _SIZE[elem]}]"
-        else:
-            text = f"{name}->{member}"
-        if have == ct:
-            return text
-        rest = ln[m.end() : m.end() + 5]
-        if _COMPOUND.match(rest):
-            return raw  # `x >>= 3` must shift with the access's own signedness
-        if _ASSIGN.match(rest):
-            return text  # a store converts the value implicitly
-        return f"({ct}){text}"
-
+    subs = _subs(acc, views)
     for k, ln in enumerate(lines):
-        if ln is None or OPEN not in ln:
-            continue
-        parts: list[str] = []
-        pos = 0
-        for m in _ACCESS.finditer(ln):
-            parts.append(ln[pos : m.start()])
-            parts.append(sub(m, ln))
-            pos = m.end()
-        parts.append(ln[pos:])
-        ln = "".join(parts)
-        if OPEN in ln:  # a marked text another pass changed: raw memory as it reads
-            ln = ln.replace(OPEN, "").replace(CLOSE, "")
-        lines[k] = ln
+        if ln is not None and OPEN in ln:
+            lines[k] = _rewrite(ln, subs)
     return before, after
 
 
