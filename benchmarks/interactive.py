@@ -213,16 +213,18 @@ async def _tui(kb: Path, p: dict, gc_policy: str = "kbtool") -> dict[str, dict[s
             pass
         else:
             heap.enable()
-    full: list[float] = []  # ms of each full (generation 2) collection
-    began = [0.0]
+    full: list[float] = []  # ms of each full (generation 2) collection: wall
+    full_cpu: list[float] = []  # and CPU (the collecting thread's; it holds the GIL throughout)
+    began = [0.0, 0.0]
 
     def on_gc(phase: str, info: dict) -> None:
         if info.get("generation") != 2:
             return
         if phase == "start":
-            began[0] = time.perf_counter()
+            began[:] = [time.perf_counter(), time.thread_time()]
         else:
             full.append(round((time.perf_counter() - began[0]) * 1000, 2))
+            full_cpu.append(round((time.thread_time() - began[1]) * 1000, 2))
 
     gc.callbacks.append(on_gc)
 
@@ -376,6 +378,7 @@ async def _tui(kb: Path, p: dict, gc_policy: str = "kbtool") -> dict[str, dict[s
         if line.startswith("VmHWM:"):
             res["peak RSS MiB"] = {"cold": [round(int(line.split()[1]) / 1024, 1)]}
     res[GC] = {"cold": full or [0.0]}
+    res[CPU + GC] = {"cold": full_cpu or [0.0]}
     return res
 
 
@@ -466,6 +469,7 @@ def table(
         lines.append(
             f"  full collections in the TUI process: {len(xs)}"
             + (f" (ms each: p50 {st['p50']}, max {st['max']})" if xs else "")
+            + (" (CPU)" if title.startswith("TUI CPU") else " (wall)")
         )
     if goal:
         lines.append(goal)

@@ -22,21 +22,31 @@ import threading
 __all__ = ["GROWTH", "disable", "enable", "enabled", "settle", "stats"]
 
 GROWTH = 1.5  # frozen objects over those frozen after the last full collection: collect again
+GEN2_THRESHOLD = 100  # younger (generation 1) collections per full one; Python's default is 10
 MIN_OBJECTS = 20_000  # below this many frozen objects a full collection costs nothing worth saving
 
 _lock = threading.Lock()
-_state = {"enabled": False, "base": 0, "settles": 0, "collections": 0}
+_state: dict = {"enabled": False, "base": 0, "settles": 0, "collections": 0, "thresholds": None}
 
 
 def enable() -> None:
-    """Turn the policy on for this process (a long-lived front-end calls it at start)."""
-    _state["enabled"] = True
+    """Turn the policy on for this process (a long-lived front-end calls it at start): and
+    full collections only after :data:`GEN2_THRESHOLD` younger ones, not 10 (what is not
+    frozen yet, a function's listing or its C, is walked ten times less often)."""
+    with _lock:
+        if not _state["enabled"]:
+            _state["thresholds"] = gc.get_threshold()
+            g0, g1, g2 = gc.get_threshold()
+            gc.set_threshold(g0, g1, max(g2, GEN2_THRESHOLD))
+        _state["enabled"] = True
 
 
 def disable() -> None:
     """Back to Python's policy: every frozen object is collectable again (tests)."""
     with _lock:
-        _state.update(enabled=False, base=0, settles=0, collections=0)
+        if _state["enabled"] and _state.get("thresholds"):
+            gc.set_threshold(*_state["thresholds"])
+        _state.update(enabled=False, base=0, settles=0, collections=0, thresholds=None)
         gc.unfreeze()
 
 
@@ -66,6 +76,6 @@ def settle() -> None:
             _state["collections"] += 1
 
 
-def stats() -> dict[str, int | bool]:
+def stats() -> dict:
     """What the policy did: enabled, settles, full collections, objects frozen now."""
     return {**_state, "frozen": gc.get_freeze_count()}

@@ -48,17 +48,14 @@ CHUNK = 500  # diff rows added to the table at a time
 
 
 def _view(conn, frm: int, to: int) -> tuple[dict, object, bool]:
-    """(report, changelog renderable or None, toolchain changed), through the diff cache."""
+    """(report, changelog data or None, toolchain changed), through the diff cache. The
+    changelog's renderable is made after the table is shown (:meth:`DiffScreen._changelog`):
+    thousands of entries on a big module, and the pane is hidden until ``c``."""
     try:
         view = cached_view(conn, frm, to)
     except (LookupError, ValueError):  # the changelog is an extra: the table stays useful
         view = cached_view(conn, frm, to, with_changelog=False)
-    cl = view["changelog"]
-    return (
-        view["report"],
-        changelog_from_data(cl) if cl is not None else None,
-        view["toolchain_changed"],
-    )
+    return view["report"], view["changelog"], view["toolchain_changed"]
 
 
 def _summary(report: dict) -> Text:
@@ -315,12 +312,26 @@ class DiffScreen(KbScreen):
         for fid, (label, _) in FILTERS.items():
             tab = tabs.query_one(f"#f-{fid}", Tab)
             tab.label = Text(f"{label} {counts[fid]:,}")
-        self.query_one("#changelog-body", Static).update(
-            changelog
-            if changelog is not None
-            else Text("no semantic changelog for this pair", style="dim")
-        )
+        body = self.query_one("#changelog-body", Static)
+        if changelog is None:
+            body.update(Text("no semantic changelog for this pair", style="dim"))
+        else:
+            body.update(Text("preparing the changelog…", style="italic"))
+            self._changelog(self._diff_gen, changelog)
         self._fill_table()
+
+    @work(thread=True, group="changelog", exclusive=True)
+    def _changelog(self, gen: int, data) -> None:
+        """The changelog's renderable on a worker (the table is already shown)."""
+        try:
+            shown = changelog_from_data(data)
+        except Exception as exc:  # the table stays; the pane says why
+            shown = lit(f"cannot show the changelog: {type(exc).__name__}: {exc}", "bold red")
+        self.app.call_from_thread(self._changelog_ready, gen, shown)
+
+    def _changelog_ready(self, gen: int, shown) -> None:
+        if gen == self._diff_gen and self.is_attached:
+            self.query_one("#changelog-body", Static).update(shown)
 
     def _fill_table(self) -> None:
         """Rows of the current filter; the first CHUNK now, more as the cursor nears the end.

@@ -39,5 +39,7 @@ class CodeView(LinesView):
                 t.stylize("underline")
             return t
 
-        width = max((len(printable(x)) for x in lines), default=0)
+        # a line of printable characters is shown as it is (printable() never changes it):
+        # only the others are escaped to be measured (a huge function's C: 100,000 lines)
+        width = max((len(x) if x.isprintable() else len(printable(x)) for x in lines), default=0)
         self.set_lines(len(lines), render, width, cursor=cursor)

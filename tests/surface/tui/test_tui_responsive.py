@@ -78,3 +78,44 @@ async def test_diff_screen_prepares_both_versions(demo_kb):
     finally:
         conn.close()
         code.clear_cache()
+
+
+async def test_diff_table_is_shown_before_the_changelog_is_made(demo_kb, monkeypatch):
+    """The changelog's renderable (thousands of entries on a big module, in a pane hidden
+    until `c`) is made after the change table is on screen, on a worker."""
+    import asyncio
+
+    from kbtool.tui.screens import diff as diff_screen
+    from kbtool.tui.widgets.lists import KbTable
+
+    release, real = threading.Event(), diff_screen.changelog_from_data
+
+    def held(data):
+        assert release.wait(30)
+        return real(data)
+
+    monkeypatch.setattr(diff_screen, "changelog_from_data", held)
+    conn = open_ro(str(demo_kb))
+    try:
+        vids = [v["id"] for v in queries.list_versions(conn)]
+    finally:
+        conn.close()
+    app = make_app(demo_kb)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = DiffScreen(vids[0], vids[1])
+        app.push_screen(screen)
+        try:
+            for _ in range(3000):  # the table fills while the changelog is still being made
+                await asyncio.sleep(0.01)
+                if screen.is_mounted and screen.query_one("#diff-table", KbTable).row_count:
+                    break
+            assert screen.query_one("#diff-table", KbTable).row_count > 0
+            body = str(screen.query_one("#changelog-body").render())
+            assert "preparing the changelog" in body
+        finally:
+            release.set()
+        await settle(pilot)
+        await pilot.press("c")
+        await settle(pilot)
+        assert "preparing the changelog" not in str(screen.query_one("#changelog-body").render())
