@@ -3,18 +3,27 @@
 Everything here is computed lazily and cached per record: the matcher only asks for the
 features of functions that are candidates of some still-unmatched function, so a large
 module that mostly matches by hash never pays for histograms.
+
+Inside :func:`shared_features` (one pairing: the matcher, its review and the pairing's own
+review checks), every :class:`FeatureCache` over the same two record lists shares one store:
+the per-record features and every pair's content similarity are computed once for the
+whole pairing instead of once per stage (issue 30: a pair's review asks for the same
+similarities many times). The values are the same either way (pure functions of the records).
 """
 
 from __future__ import annotations
 
 import math
 import re
+import threading
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 
 __all__ = [
     "FeatureCache",
+    "shared_features",
     "is_minified_name",
     "module_is_minified",
     "size_ratio",
@@ -112,18 +121,14 @@ def _cosine(a: Counter, na: float, b: Counter, nb: float) -> float:
     return dot / (na * nb)
 
 
-class FeatureCache:
-    """Lazily computed features of the records of one match run (both sides).
+class _Store:
+    """What every FeatureCache over the same two record lists computes alike: idf weights,
+    per-record features and pair similarities (see :func:`shared_features`)."""
 
-    ``idf`` weights for constants and strings come from their document frequency over
-    both modules, so a constant that appears everywhere (0, 1, 8, ...) says nothing and
-    a rare string says a lot.
-    """
+    __slots__ = ("recs", "n", "idf_s", "idf_c", "default_idf", "df_s", "df_c", "feats", "sims")
 
     def __init__(self, old_recs: Sequence, new_recs: Sequence) -> None:
-        self._old = old_recs
-        self._new = new_recs
-        self._cache: dict[tuple[int, int], _Feat] = {}
+        self.recs = (old_recs, new_recs)  # held: the ids in the registry key stay theirs
         n = len(old_recs) + len(new_recs)
         df_s: Counter = Counter()
         df_c: Counter = Counter()
@@ -144,6 +149,71 @@ class FeatureCache:
         self.default_idf = logn
         self.df_s = df_s
         self.df_c = df_c
+        self.feats: dict[tuple[int, int], _Feat] = {}
+        self.sims: dict[tuple[int, int], tuple[float, float]] = {}
+
+
+# open shared_features scopes: key -> [store, how many scopes hold it]
+_SHARED: dict[tuple, list] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def _key(old_recs: Sequence, new_recs: Sequence) -> tuple:
+    return (tuple(map(id, old_recs)), tuple(map(id, new_recs)))
+
+
+@contextmanager
+def shared_features(old_recs: Sequence, new_recs: Sequence) -> Iterator[None]:
+    """While open, every :class:`FeatureCache` made over these very record objects (same
+    order) shares one store of features and pair similarities; scopes nest. The records
+    must not change meanwhile (they do not: records are built once per pairing)."""
+    key = _key(old_recs, new_recs)
+    with _SHARED_LOCK:
+        slot = _SHARED.get(key)
+        if slot is None:
+            slot = _SHARED[key] = [None, 0]
+        slot[1] += 1
+    try:
+        yield
+    finally:
+        with _SHARED_LOCK:
+            slot[1] -= 1
+            if slot[1] <= 0:
+                _SHARED.pop(key, None)
+
+
+def _store_for(old_recs: Sequence, new_recs: Sequence) -> _Store:
+    if _SHARED:
+        key = _key(old_recs, new_recs)
+        with _SHARED_LOCK:
+            slot = _SHARED.get(key)
+            if slot is not None:
+                if slot[0] is None:
+                    slot[0] = _Store(old_recs, new_recs)
+                return slot[0]
+    return _Store(old_recs, new_recs)
+
+
+class FeatureCache:
+    """Lazily computed features of the records of one match run (both sides).
+
+    ``idf`` weights for constants and strings come from their document frequency over
+    both modules, so a constant that appears everywhere (0, 1, 8, ...) says nothing and
+    a rare string says a lot.
+    """
+
+    def __init__(self, old_recs: Sequence, new_recs: Sequence) -> None:
+        store = _store_for(old_recs, new_recs)
+        self._old = old_recs
+        self._new = new_recs
+        self._cache = store.feats
+        self._sims = store.sims
+        self.n = store.n
+        self.idf_s = store.idf_s
+        self.idf_c = store.idf_c
+        self.default_idf = store.default_idf
+        self.df_s = store.df_s
+        self.df_c = store.df_c
 
     def feat(self, side: int, rec) -> _Feat:
         key = (side, rec.index)
@@ -156,6 +226,13 @@ class FeatureCache:
     def content_similarity(self, o, n) -> tuple[float, float]:
         """(weighted sum, total weight) of the features that do not depend on the match
         state: op histograms, op bigrams, size, constants, strings, loops, call_indirect."""
+        key = (o.index, n.index)
+        v = self._sims.get(key)
+        if v is None:
+            v = self._sims[key] = self._content_similarity(o, n)
+        return v
+
+    def _content_similarity(self, o, n) -> tuple[float, float]:
         fo = self.feat(0, o)
         fn = self.feat(1, n)
         total = 0.0

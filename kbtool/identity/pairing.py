@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbtool.identity.features import FeatureCache
+from kbtool.identity.features import FeatureCache, shared_features
 from kbtool.identity.matcher import REVIEW_SCORE, FuncRecord, Match, match_functions
 from kbtool.identity.matcher.family import FLAGGED_SCORE
 from kbtool.identity.matcher.review import (  # noqa: F401  (re-exported: the pairing's checks)
@@ -110,9 +110,27 @@ def pair_rows(
     """Pair two versions' function rows (older, newer): identities first, then the matcher.
 
     ``matches``: the matcher's result when the caller already ran it (ingest), else run here.
+    The matcher and every review check share one store of features and similarities
+    (:func:`kbtool.identity.features.shared_features`).
     """
     old_recs = records_from_rows(old_list)
     new_recs = records_from_rows(new_list)
+    with shared_features(old_recs, new_recs):
+        return _pair_records(
+            from_version_id, to_version_id, old_list, new_list, old_recs, new_recs, fuzzy, matches
+        )
+
+
+def _pair_records(
+    from_version_id: int,
+    to_version_id: int,
+    old_list: list[dict[str, Any]],
+    new_list: list[dict[str, Any]],
+    old_recs: list[FuncRecord],
+    new_recs: list[FuncRecord],
+    fuzzy: bool,
+    matches: list[Match] | None,
+) -> Pairing:
     pg = Pairing(
         from_version_id=from_version_id,
         to_version_id=to_version_id,

@@ -36,7 +36,21 @@ from typing import Any
 from kbtool.wasm.errors import WasmFormatError
 from kbtool.wasm.facts import build_data_map, static_region
 from kbtool.wasm.instr import decode_one, skip_local_decls
-from kbtool.wasm.opcodes import KIND, MNEMONICS
+from kbtool.wasm.opcodes import (
+    BYTE_KIND,
+    K_CALL,
+    K_GLOBAL,
+    K_I32,
+    K_I64,
+    K_MEM,
+    K_NONE,
+    K_REF_FUNC,
+    K_TABLE,
+    K_TYPE,
+    K_U32,
+    KIND,
+    MNEMONICS,
+)
 from kbtool.wasm.reader import Module, parse_module
 from kbtool.wasm.toolchain import detect_toolchain
 
@@ -58,6 +72,7 @@ PREFIX_MIN = 8  # an unsized Go/Rust string pointer: this many equal bytes there
 
 _K_MEM, _K_I32, _K_CALL, _K_BLOCK, _K_I64 = 2, 3, 5, 6, 7
 _K_CALL_INDIRECT, _K_REF_FUNC, _K_TYPE, _K_MEM_LANE = 11, 12, 16, 20
+_REF_NULL = 0xD0  # a K_U32 opcode whose immediate is a heap type (decode_one reads it)
 
 
 class ModuleView:
@@ -81,6 +96,9 @@ class ModuleView:
         self.sized = self.go or tc.startswith("rustc")
         self.dmap = build_data_map(data, m, self.sized)
         self.slo, self.shi = static_region(m, self.dmap)
+        # the decoder (kbtool.wasm.facts) maps the data the same way, so the shape hashes
+        # it stored replaced exactly the offsets ``is_static`` calls static
+        self.shapes_agree = self.sized == tc.startswith(("rustc", "go"))
         self.nimp = m.num_func_imports
         self.ndef = len(m.code)
         self.type_text = [t.text() for t in m.types]
@@ -162,8 +180,23 @@ def module_view(data: bytes | None) -> ModuleView | None:
     return v
 
 
+# one-byte opcodes whose immediates the tokenizer reads itself when every LEB is one byte
+# (the common case); everything else goes through the careful decode_one
+_FAST_NONE = bytes(BYTE_KIND[b] == K_NONE for b in range(256))
+_FAST_U32 = bytes(
+    BYTE_KIND[b] in (K_U32, K_GLOBAL, K_CALL, K_REF_FUNC, K_TYPE, K_TABLE) and b != _REF_NULL
+    for b in range(256)
+)
+_FAST_SLEB = bytes(BYTE_KIND[b] in (K_I32, K_I64) for b in range(256))
+_FAST_MEM = bytes(BYTE_KIND[b] == K_MEM for b in range(256))
+
+
 def body_tokens(view: ModuleView, index: int) -> list[tuple[int, tuple]]:
-    """``[(op, immediates)]`` of one defined function's body (empty when it has none)."""
+    """``[(op, immediates)]`` of one defined function's body (empty when it has none).
+
+    The tokens of :func:`kbtool.wasm.instr.decode_one`, instruction by instruction; the
+    common one-byte forms (no immediate, an index, a small constant, a memarg of one-byte
+    alignment and offset) are read here without a call, the rest by ``decode_one``."""
     rng = view.body(index)
     if rng is None:
         return []
@@ -171,9 +204,32 @@ def body_tokens(view: ModuleView, index: int) -> list[tuple[int, tuple]]:
     start, end = rng
     p = skip_local_decls(data, start, end)
     out: list[tuple[int, tuple]] = []
+    app = out.append
+    none, u32, sleb, mem = _FAST_NONE, _FAST_U32, _FAST_SLEB, _FAST_MEM
+    last = end - 1  # data[p + 1] is inside the body when p < last
     while p < end:
+        b = data[p]
+        if none[b]:
+            app((b, ()))
+            p += 1
+            continue
+        if p < last:
+            x = data[p + 1]
+            if x < 0x80:
+                if u32[b]:
+                    app((b, (x,)))
+                    p += 2
+                    continue
+                if sleb[b]:
+                    app((b, (x - 0x80 if x & 0x40 else x,)))
+                    p += 2
+                    continue
+                if mem[b] and x < 0x40 and p + 2 < end and data[p + 2] < 0x80:
+                    app((b, (x, data[p + 2], 0)))
+                    p += 3
+                    continue
         op, p, imms = decode_one(data, p, end)
-        out.append((op, imms))
+        app((op, imms))
     return out
 
 

@@ -108,11 +108,15 @@ def _key(tok: tuple[int, tuple]) -> tuple:
     addresses relocated by any rebuild, small constants are not; a changed bound stays paired
     by position, see the replace handling)."""
     op = tok[0]
-    if KIND[op] in (_K_I32, _K_I64):
+    if _IS_CONST[op]:
         c = int(tok[1][0])
         if -KEY_CONST < c < KEY_CONST:
             return (op, c)
-    return (op,)
+    return _OP_KEY[op]
+
+
+_IS_CONST = [k in (_K_I32, _K_I64) for k in KIND]
+_OP_KEY = [(op,) for op in range(len(KIND))]  # one tuple per opcode, shared
 
 
 def _gram_key(tok: tuple[int, tuple]) -> tuple:

@@ -60,9 +60,13 @@ def is_error_callee(label: str, strings: Sequence[str] = ()) -> bool:
 
 
 def _cmp(op: int) -> tuple[str, str] | None:
-    """``i32.lt_u`` -> (``<``, ``u``); None when not a comparison."""
+    """``i32.lt_u`` -> (``<``, ``u``); None when not a comparison (a table lookup)."""
+    return _CMP_OF[op]
+
+
+def _cmp_of(op: int) -> tuple[str, str] | None:
     m = MNEMONICS[op]
-    if not m.startswith(("i32.", "i64.")):
+    if not m or not m.startswith(("i32.", "i64.")):
         return None
     base = m[4:]
     if base == "eqz":
@@ -71,6 +75,9 @@ def _cmp(op: int) -> tuple[str, str] | None:
     if name in _CMP and sign in ("", "s", "u"):
         return (_CMP[name], "u" if sign == "u" else "")
     return None
+
+
+_CMP_OF = [_cmp_of(op) for op in range(len(MNEMONICS))]
 
 
 def _hex(c: int) -> str:
@@ -140,8 +147,9 @@ def _rebound(g: tuple, h: tuple) -> bool:
 
 def _cmp_sites(toks: Sequence[tuple[int, tuple]]) -> dict[tuple, list[int]]:
     out: dict[tuple, list[int]] = {}
+    cmp = _CMP_OF
     for j, (op, _) in enumerate(toks):
-        if _cmp(op) is not None:
+        if cmp[op] is not None:
             out.setdefault(_cmp_sig(toks, j), []).append(j)
     return out
 
