@@ -4,7 +4,7 @@
     python benchmarks/ingest.py [--corpus ../shared/corpus] [--top 2 | --all] [--file X.wasm ...] [--smoke]
     python benchmarks/ingest.py --all --same-as-pure   # the compiled twins store what the pure code does
 
-Each kbtool ingest is the whole ``python -m kbtool --db FRESH ingest FILE --json`` process
+Each kbtool ingest is the whole ``python -m kbtool --db FRESH ingest FILE`` process
 (interpreter start-up, imports, decode, facts, hashes, identities, data model, KB writes,
 commit); its CPU and peak memory are that process's own (``wait4``). `wasm-objdump -d FILE > /dev/null`
 (wabt) and `wasm-tools validate FILE` (native parse + validation) are timed on the same file
@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -33,6 +34,10 @@ if str(ROOT) not in sys.path:
 
 from benchmarks.corpus_pairs import DEFAULT_CORPUS  # noqa: E402
 
+SUMMARY = re.compile(
+    r"(?P<imp>[0-9]+) imported \+ (?P<defined>[0-9]+) defined functions,.*? (?P<instr>[0-9,]+)"
+    r" instructions"
+)
 DEMO = ROOT / "kbtool" / "demo" / "zstd-1.5.5.wasm"
 
 
@@ -42,37 +47,44 @@ def _run(
     """(wall s, CPU user+sys s, peak RSS MiB, stdout) of one process: its own rusage
     (``wait4``), so the CPU counts the interpreter's start-up and imports, and any
     worker processes it waited for."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd)
-    out, err = proc.stdout.read(), proc.stderr.read()
-    _pid, status, ru = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    wall = time.perf_counter() - t0
+    with tempfile.TemporaryFile() as errf:  # (a file: a full stderr pipe never blocks it)
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errf, env=env, cwd=cwd)
+        out = proc.stdout.read()
+        _pid, status, ru = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - t0
+        errf.seek(0)
+        err = errf.read()
+    proc.stdout.close()
     if proc.returncode:
         raise RuntimeError(f"{' '.join(cmd)} failed: {err.decode(errors='replace')[-2000:]}")
     return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, out.decode()
 
 
 def kbtool_ingest(path: Path, root: Path = ROOT) -> dict:
-    """The whole ``kbtool --db FRESH ingest FILE --json`` of the checkout at ``root``: a
-    fresh process into a fresh KB, as a user runs it."""
+    """The whole ``kbtool --db FRESH ingest FILE`` of the checkout at ``root`` (its text
+    summary, as a user runs it): a fresh process into a fresh KB."""
     with tempfile.TemporaryDirectory() as tmp:
         env = {
             **os.environ,
+            "COLUMNS": "1000",  # the summary's counts on one line each
             "PYTHONPATH": os.pathsep.join(
                 p for p in (str(root), os.environ.get("PYTHONPATH")) if p
             ),
         }
         cmd = [sys.executable, "-m", "kbtool", "--db", str(Path(tmp) / "kb.db"), "ingest"]
         # (run in ``root``: `python -m` puts the working directory first on sys.path)
-        wall, cpu, rss, out = _run([*cmd, str(path.resolve()), "--json"], env, root)
-    res = json.loads(out)
+        wall, cpu, rss, out = _run([*cmd, str(path.resolve())], env, root)
+    m = SUMMARY.search(out)
+    if m is None:
+        raise RuntimeError(f"no ingest summary in: {out[:500]!r}")
     return {
         "seconds": wall,
         "cpu": cpu,
         "peak_rss_mib": rss,
-        "instructions": res["instructions"],
-        "functions": res["imported"] + res["defined"],
+        "instructions": int(m["instr"].replace(",", "")),
+        "functions": int(m["imp"]) + int(m["defined"]),
     }
 
 
