@@ -122,6 +122,8 @@ def build_server(db_path: str | Path, *, log_level: str = "WARNING") -> Any:
     server = sdk.new_server(SERVER_NAME, instructions=INSTRUCTIONS, log_level=log_level)
     for spec in tool_specs(path, sdk.tool_error):
         fn = _with_progress(spec.fn, server) if spec.fn.__name__ in PROGRESS_TOOLS else spec.fn
+        if spec.fn.__name__ in PREPARE_AHEAD_TOOLS:
+            fn = _prepares_ahead(fn, path)
         sdk.add_tool(
             server, fn, read_only=spec.read_only, title=spec.title, idempotent=spec.idempotent
         )
@@ -131,6 +133,26 @@ def build_server(db_path: str | Path, *, log_level: str = "WARNING") -> Any:
 
 
 PROGRESS_TOOLS = ("run_agent_pass",)
+#: a version's function list is how an agent opens it: its code is what it reads next
+PREPARE_AHEAD_TOOLS = ("list_functions",)
+
+
+def _prepares_ahead(fn: Callable[..., str], path: Path) -> Callable[..., str]:
+    """``fn`` that, once answered, prepares its ``version_id`` for the code tools on a
+    background thread (:func:`kbtool.services.code.prepare_soon`): the first
+    get_disassembly / get_lifted_c of that version does not parse the module then."""
+
+    @functools.wraps(fn)
+    def tool(*args: Any, **kwargs: Any) -> str:
+        answer = fn(*args, **kwargs)
+        vid = kwargs.get("version_id")
+        if isinstance(vid, int) and not isinstance(vid, bool):
+            from kbtool.services import code as code_service
+
+            code_service.prepare_soon(str(path), vid)
+        return answer
+
+    return tool
 
 
 def _with_progress(fn: Callable[..., str], server: Any) -> Callable[..., str]:

@@ -12,10 +12,12 @@ import hashlib
 import sqlite3
 import threading
 from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from kbtool.kb import datamodel, queries
+from kbtool.kb.db import open_ro
 from kbtool.kb.errors import (
     ImportedFunctionError,
     KBError,
@@ -149,6 +151,7 @@ _RESULTS = _LRU(RESULT_CACHE)
 # once computed, so every later window is a slice (the code module's key carries the KB's
 # change token, so a rename or a knowledge edit makes a new module and these go stale)
 _LINES = _LRU(LINES_CACHE)
+_SOON = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kbtool-prepare")
 _BUILDING: dict[tuple, threading.Lock] = {}  # key -> held while one thread prepares it
 
 
@@ -247,6 +250,24 @@ def _prepare(conn: sqlite3.Connection, version_id: int, key: tuple) -> CodeModul
         _PREPARED.put(key, cm)
     heap.settle()  # a long-lived front-end: no full collection walks it again (services.heap)
     return cm
+
+
+def prepare_soon(db_path: str, version_id: int) -> Future[None]:
+    """Prepare ``version_id`` of the KB at ``db_path`` for code views on one background
+    thread (a no-op when it is prepared): a front-end asks when a version is opened (its
+    function list), since its code is what is read next; a code request meanwhile waits for
+    this preparation rather than making a second one (:func:`code_module`)."""
+    return _SOON.submit(_prepare_quietly, str(db_path), version_id)
+
+
+def _prepare_quietly(db_path: str, version_id: int) -> None:
+    conn = open_ro(db_path)
+    try:
+        code_module(conn, version_id)
+    except Exception:  # the code request itself says why
+        pass
+    finally:
+        conn.close()
 
 
 def is_cached(conn: sqlite3.Connection, version_id: int) -> bool:

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import socket
 import sys
 import threading
 import time
 from collections.abc import Iterable
+from concurrent.futures import Future
 from urllib.parse import parse_qs
 
 import uvicorn
@@ -31,6 +33,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from kbtool.kb.db import open_ro
+from kbtool.services import code as code_service
 from kbtool.services import heap
 from kbtool.web import router
 from kbtool.web.security import (
@@ -48,6 +51,7 @@ DEFAULT_PORT = 8787
 EXPENSIVE_LIMIT = 2
 EXPENSIVE_WAIT = 5.0
 RETRY_AFTER = 2
+_VERSION_OPENED = re.compile(r"/api/versions/([0-9]{1,18})/functions\Z")
 
 
 def _env_number(name: str, default: float) -> float:
@@ -110,6 +114,9 @@ class _Adapter:
         self.wait = wait
         self.requests = requests or WorkLimit(REQUEST_LIMIT)
         self.requests_wait = requests_wait
+        # `kbtool serve`: a version's function list prepares it for code in the background
+        self.prepare_ahead = False
+        self.prepared: Future[None] | None = None  # the last such preparation
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
@@ -165,7 +172,11 @@ class _Adapter:
                 f" are already being computed; retry in {RETRY_AFTER} s",
             )
         try:
-            return await run_in_threadpool(router.route, self.db_path, path, query, method)
+            answer = await run_in_threadpool(router.route, self.db_path, path, query, method)
+            opened = _VERSION_OPENED.match(path) if self.prepare_ahead else None
+            if opened is not None and answer[0] == 200:  # its code is what is read next
+                self.prepared = code_service.prepare_soon(self.db_path, int(opened.group(1)))
+            return answer
         finally:
             if expensive:
                 self.limit.release()
@@ -181,6 +192,7 @@ def create_app(
     expensive_wait: float = EXPENSIVE_WAIT,
     request_limit: int | None = None,
     request_wait: float | None = None,
+    prepare_ahead: bool = False,
 ) -> Starlette:
     """The dashboard and JSON API as a Starlette app serving ``db_path`` read-only.
 
@@ -190,7 +202,10 @@ def create_app(
     ``expensive_wait`` seconds for a slot, then gets 503 with ``Retry-After``. Likewise at
     most ``request_limit`` requests of any route (default :data:`REQUEST_LIMIT`,
     ``KBTOOL_WEB_MAX_REQUESTS``) are answered at once, one more waiting up to ``request_wait``
-    seconds (:data:`REQUEST_WAIT`, ``KBTOOL_WEB_REQUEST_WAIT``).
+    seconds (:data:`REQUEST_WAIT`, ``KBTOOL_WEB_REQUEST_WAIT``). ``prepare_ahead``
+    (``kbtool serve``): a version's function list (what a page opens first) prepares that
+    version for the code routes on a background thread, so the first code page does not
+    parse the module (``app.state.adapter.prepared``: the last preparation).
     """
     adapter = _Adapter(
         db_path,
@@ -200,7 +215,10 @@ def create_app(
         WorkLimit(REQUEST_LIMIT if request_limit is None else max(1, request_limit)),
         REQUEST_WAIT if request_wait is None else request_wait,
     )
-    return Starlette(routes=[Route("/{path:path}", adapter)])
+    adapter.prepare_ahead = prepare_ahead
+    app = Starlette(routes=[Route("/{path:path}", adapter)])
+    app.state.adapter = adapter
+    return app
 
 
 def url_for(host: str, port: int) -> str:
@@ -259,7 +277,7 @@ def serve(
         sys.stderr.flush()
     sock = bind(host, port)
     port = sock.getsockname()[1]
-    app = create_app(db_path, host=host, allow_hosts=allow_hosts)
+    app = create_app(db_path, host=host, allow_hosts=allow_hosts, prepare_ahead=True)
     config = uvicorn.Config(
         app,
         log_level="warning",
