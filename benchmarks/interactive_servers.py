@@ -165,7 +165,10 @@ def api_runs(kb: Path, p: dict, runs: int, root: Path) -> dict:
             wait(port, "/api/provenance")
             res: dict[str, dict[str, list[float]]] = {}
             huge = p.get("huge") or p["largest"]
-            studio(port, p["version"], huge[0], res, cold=True)  # the server's first code page
+            # the studio's first page: the version's function list, then a huge function
+            # opened from it at once (the server prepares the version meanwhile)
+            get(port, f"/api/versions/{p['version']}/functions")
+            studio(port, p["version"], huge[0], res, cold=True)
             for step, paths in api_paths(p):
                 seq = paths if len(paths) > 1 else paths * (WARM + 1)
                 for i, path in enumerate(seq):

@@ -25,6 +25,7 @@ from kbtool.kb.errors import KBError
 from kbtool.render.code import WASM, C, diff_summary_text
 from kbtool.render.disasm import head_lines
 from kbtool.render.text import lit
+from kbtool.services import heap
 from kbtool.textutil import printable
 from kbtool.tui.screens.base import BACK, HISTORY, RENAME, FunctionRef, KbScreen
 from kbtool.tui.screens.knowledge import KnowledgeEdits
@@ -224,6 +225,7 @@ class CodeScreen(KnowledgeEdits, KbScreen):
         self.code.pop("c_pending", None)
         if self.mode != WASM:
             self._show()
+        self.call_after_refresh(heap.settle)
 
     def _progress(self, gen: int, text: str) -> None:
         if gen == self._gen and self.code is None:  # still waiting for the first screen
@@ -237,6 +239,7 @@ class CodeScreen(KnowledgeEdits, KbScreen):
         self.code, self.listing = dict(full[0]), full[1]
         self._calls = {line - 1: idx for line, idx in self.code.get("call_lines", [])}
         self._show()
+        self.call_after_refresh(heap.settle)
 
     def _loaded(self, gen: int, result, error: str | None) -> None:
         if gen != self._gen:
@@ -252,6 +255,7 @@ class CodeScreen(KnowledgeEdits, KbScreen):
         self._show_links()
         self._show()
         self.refresh_bindings()  # rename/history need the function just loaded
+        self.call_after_refresh(heap.settle)  # its listing and C stay in the code caches
 
     def _show(self) -> None:
         d = self.code
@@ -568,6 +572,7 @@ class FunctionDiffScreen(KbScreen):
             return
         self.diff = diff
         self._show()
+        self.call_after_refresh(heap.settle)
 
     def _show(self) -> None:
         d = self.diff

@@ -20,6 +20,7 @@ from kbtool.kb.db import open_ro
 from kbtool.kb.errors import KBError
 from kbtool.render.terminal import CLASS_STYLE, changelog_from_data, summary_text
 from kbtool.render.text import lit
+from kbtool.services import heap
 from kbtool.services.diff.programs import cross_program_warning, default_pair
 from kbtool.services.diff.report import CHANGED
 from kbtool.services.diff.triage import order_changes
@@ -268,6 +269,7 @@ class DiffScreen(KbScreen):
         self._show_report(report, changelog)
         # a modified row opens the function diff: both versions prepared meanwhile
         self.call_after_refresh(self.kb.prepare_code, *self._shown_pair)
+        self.call_after_refresh(heap.settle)  # the report stays in the diff cache
 
     def _busy(self, frm: int, to: int) -> None:
         self.query_one("#diff-summary", Static).update(

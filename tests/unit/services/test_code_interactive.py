@@ -93,9 +93,7 @@ def test_heap_policy_freezes_and_frees_cycles_after_growth():
     try:
         heap.settle()  # before enable: Python's policy untouched
         assert gc.get_freeze_count() == 0 and not heap.enabled()
-        before = gc.get_threshold()
         heap.enable()
-        assert gc.get_threshold()[2] == max(before[2], heap.GEN2_THRESHOLD)
         kept = [_Node() for _ in range(1000)]  # noqa: F841  (a cache)
         heap.settle()
         base = gc.get_freeze_count()
@@ -107,12 +105,12 @@ def test_heap_policy_freezes_and_frees_cycles_after_growth():
         gc.collect()
         assert ref() is not None
         grown = [[_Node()] for _ in range(max(heap.MIN_OBJECTS, base))]  # noqa: F841
-        heap.settle()  # grew by half: one full collection, then frozen again
+        heap.settle()  # more than doubled: one full collection, then frozen again
         assert heap.stats()["collections"] == 1 and ref() is None
         assert gc.get_freeze_count() >= base
     finally:
         heap.disable()
-    assert gc.get_freeze_count() == 0 and gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0
 
 
 def test_first_window_of_a_huge_function_renders_the_rest_in_the_background(conn):
