@@ -23,10 +23,10 @@ from kbtool.kb import queries
 from kbtool.render.terminal import TOP_DEFAULT, parse_only, render_view, triage_lines
 from kbtool.render.text import lit
 from kbtool.services.diff.carry import carry_names
-from kbtool.services.diff.changelog import ORDERS, changelog
+from kbtool.services.diff.changelog import ORDERS, changelog, reorder
 from kbtool.services.diff.programs import program_fields
 from kbtool.services.diff.report import compute_diff_with_pairing, save_diff
-from kbtool.services.diff.view import read_report, toolchain_changed
+from kbtool.services.diff.view import kept_view, toolchain_changed
 from kbtool.services.oracle import add_oracle, list_oracles, match_oracle
 
 OnlyOption = Annotated[
@@ -115,10 +115,15 @@ def _print_report(
     order: str = "triage",
     short: bool = False,
     top: int = TOP_DEFAULT,
+    cl: dict | None = None,
 ) -> None:
     view = {
         "report": report,
-        "changelog": changelog(conn, report, pairing=pairing, order=order),
+        "changelog": (
+            reorder(cl, order)
+            if cl is not None
+            else changelog(conn, report, pairing=pairing, order=order)
+        ),
         "toolchain_changed": toolchain_changed(conn, report),
     }
 
@@ -169,8 +174,10 @@ def diff_cmd(
     if not (save or carry):
         conn = ro(db)
         _check_programs(conn, from_version, to_version, cross_program, to_stderr=json_out)
-        report, pairing = read_report(conn, from_version, to_version)
+        kept = kept_view(conn, from_version, to_version, with_changelog=not json_out)
+        report, pairing, cl = kept["report"], None, kept["changelog"]
     else:
+        cl = None
         conn = rw(db)
         queries.get_version(conn, from_version)
         queries.get_version(conn, to_version)
@@ -197,7 +204,7 @@ def diff_cmd(
     if json_out:
         print_json(report)
         return
-    _print_report(conn, report, keep, pairing=pairing, order=order)
+    _print_report(conn, report, keep, pairing=pairing, order=order, cl=cl)
 
 
 def ui_diff(
@@ -257,9 +264,16 @@ def ui_diff(
 
     conn = ro(db)
     try:
-        report, pairing = read_report(conn, from_version, to_version)
+        kept = kept_view(conn, from_version, to_version)
         _print_report(
-            conn, report, keep, pager=pager, pairing=pairing, order=order, short=short, top=top
+            conn,
+            kept["report"],
+            keep,
+            pager=pager,
+            order=order,
+            short=short,
+            top=top,
+            cl=kept["changelog"],
         )
     finally:
         conn.close()

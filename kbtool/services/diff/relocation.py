@@ -202,12 +202,18 @@ def body_tokens(view: ModuleView, index: int) -> list[tuple[int, tuple]]:
         return []
     data = view.data
     start, end = rng
-    p = skip_local_decls(data, start, end)
     out: list[tuple[int, tuple]] = []
+    _decode(data, skip_local_decls(data, start, end), end, out, -1)
+    return out
+
+
+def _decode(data: bytes, p: int, end: int, out: list[tuple[int, tuple]], limit: int) -> int:
+    """Append the tokens from ``p`` to ``out`` (at most ``limit``; -1: all); the position after."""
     app = out.append
     none, u32, sleb, mem = _FAST_NONE, _FAST_U32, _FAST_SLEB, _FAST_MEM
     last = end - 1  # data[p + 1] is inside the body when p < last
-    while p < end:
+    while p < end and limit:
+        limit -= 1
         b = data[p]
         if none[b]:
             app((b, ()))
@@ -230,7 +236,39 @@ def body_tokens(view: ModuleView, index: int) -> list[tuple[int, tuple]]:
                     continue
         op, p, imms = decode_one(data, p, end)
         app((op, imms))
-    return out
+    return p
+
+
+class _CountDiffers(Exception):
+    """Internal: one body ended before the other."""
+
+
+class _Tokens:
+    """A body's tokens decoded on demand (a comparison that meets a difference early does
+    not decode the rest); ``buf`` holds what is decoded so far."""
+
+    __slots__ = ("buf", "data", "p", "end")
+    CHUNK = 256
+
+    def __init__(self, view: ModuleView, index: int) -> None:
+        self.buf: list[tuple[int, tuple]] = []
+        self.data = view.data
+        rng = view.body(index)
+        self.p, self.end = (0, 0) if rng is None else rng
+        if rng is not None:
+            self.p = skip_local_decls(self.data, rng[0], rng[1])
+
+    def upto(self, n: int) -> int:
+        """Decode until at least ``n`` tokens (or the body's end); how many there are now."""
+        buf = self.buf
+        if len(buf) < n and self.p < self.end:
+            self.p = _decode(self.data, self.p, self.end, buf, max(n - len(buf), self.CHUNK))
+        return len(buf)
+
+    def all(self) -> int:
+        if self.p < self.end:
+            self.p = _decode(self.data, self.p, self.end, self.buf, -1)
+        return len(self.buf)
 
 
 def locals_decl(view: ModuleView, index: int) -> bytes:
@@ -349,17 +387,58 @@ def field_offsets_differ(va: ModuleView, ia: int, vb: ModuleView, ib: int) -> bo
     (a struct layout change), as opposed to static addresses that moved? Undecodable
     bodies or other instruction streams: False."""
     try:
-        ta, tb = body_tokens(va, ia), body_tokens(vb, ib)
+        na, sa = _mem_sites(va, ia)
+        nb, sb = _mem_sites(vb, ib)
     except WasmFormatError:
         return False
-    if len(ta) != len(tb):
+    if na != nb:
         return False
-    for (oa, ma), (ob, mb) in zip(ta, tb, strict=True):
-        if oa != ob or KIND[oa] not in (_K_MEM, _K_MEM_LANE) or ma[1] == mb[1]:
+    at_b = {k: (op, off) for k, op, off in sb}
+    for k, op, off in sa:
+        other = at_b.get(k)
+        if other is None or other[0] != op or other[1] == off:
             continue
-        if not (va.is_static(ma[1]) and vb.is_static(mb[1])):
+        if not (va.is_static(off) and vb.is_static(other[1])):
             return True
     return False
+
+
+def _mem_sites(view: ModuleView, index: int) -> tuple[int, list[tuple[int, int, int]]]:
+    """``(instructions, [(position, op, offset)] of the memory accesses)`` of a body: what
+    :func:`field_offsets_differ` reads of :func:`body_tokens`, without making the tokens."""
+    rng = view.body(index)
+    if rng is None:
+        return 0, []
+    data = view.data
+    start, end = rng
+    p = skip_local_decls(data, start, end)
+    sites: list[tuple[int, int, int]] = []
+    none, u32, sleb, mem = _FAST_NONE, _FAST_U32, _FAST_SLEB, _FAST_MEM
+    last = end - 1
+    k = 0
+    while p < end:
+        b = data[p]
+        if none[b]:
+            p += 1
+            k += 1
+            continue
+        if p < last:
+            x = data[p + 1]
+            if x < 0x80:
+                if u32[b] or sleb[b]:
+                    p += 2
+                    k += 1
+                    continue
+                if mem[b] and x < 0x40 and p + 2 < end and data[p + 2] < 0x80:
+                    sites.append((k, b, data[p + 2]))
+                    p += 3
+                    k += 1
+                    continue
+        op, p, imms = decode_one(data, p, end)
+        if KIND[op] in (_K_MEM, _K_MEM_LANE):
+            sites.append((k, op, imms[1]))
+        k += 1
+    return k, sites
 
 
 def compare_bodies(
@@ -368,21 +447,50 @@ def compare_bodies(
     vb: ModuleView,
     ib: int,
     callee_map: Callable[[int], int | None],
+    *,
+    first_difference: bool = False,
 ) -> BodyCompare:
     """Are function ``ia`` of ``va`` and ``ib`` of ``vb`` the same code up to relocation?
 
     ``callee_map``: old function index -> the new index it is paired with (None: unpaired).
+    ``first_difference``: decode both bodies only as far as their first difference (the
+    same ``same``; ``reason`` then names that difference even when a body would turn out
+    undecodable or longer further on).
     """
     try:
         if locals_decl(va, ia) != locals_decl(vb, ib):
             return BodyCompare(False, reason="locals differ")
-        ta, tb = body_tokens(va, ia), body_tokens(vb, ib)
+        ta, tb = _Tokens(va, ia), _Tokens(vb, ib)
+        if not first_difference and ta.all() != tb.all():
+            return BodyCompare(False, reason="instruction count differs")
+        return _compare(va, ta, vb, tb, callee_map)
     except WasmFormatError as exc:
         return BodyCompare(False, reason=f"undecodable: {exc}")
-    if len(ta) != len(tb):
+    except _CountDiffers:
         return BodyCompare(False, reason="instruction count differs")
+
+
+def _compare(
+    va: ModuleView,
+    ta: _Tokens,
+    vb: ModuleView,
+    tb: _Tokens,
+    callee_map: Callable[[int], int | None],
+) -> BodyCompare:
+    """The instruction-by-instruction loop of :func:`compare_bodies`."""
     addr = _Addr(va, vb)
-    for k, ((oa, ma), (ob, mb)) in enumerate(zip(ta, tb, strict=True)):
+    bufa, bufb = ta.buf, tb.buf
+    k = -1
+    while True:
+        k += 1
+        if k >= len(bufa) or k >= len(bufb):
+            na, nb = ta.upto(k + _Tokens.CHUNK), tb.upto(k + _Tokens.CHUNK)
+            if na <= k or nb <= k:
+                if na != nb:
+                    raise _CountDiffers
+                break
+        oa, ma = bufa[k]
+        ob, mb = bufb[k]
         if oa != ob:
             return BodyCompare(False, reason=f"{MNEMONICS[oa]} -> {MNEMONICS[ob]}")
         kind = KIND[oa]
@@ -432,11 +540,15 @@ def _tt(v: ModuleView, t: int) -> str | None:
     return v.type_text[t] if 0 <= t < len(v.type_text) else None
 
 
-def _size_after(ta: list, tb: list, k: int) -> int | None:
+def _size_after(toks_a: _Tokens, toks_b: _Tokens, k: int) -> int | None:
     """The length of a sized string (Go/Rust ``(ptr, len)``): the first constant within
     twelve instructions that is stored right away (``i64.const len; i64.store``) or, right
     after the pointer, the next constant; the same small value on both sides."""
-    for j in range(k + 1, min(k + 13, len(ta) - 1)):
+    na, nb = toks_a.upto(k + 14), toks_b.upto(k + 14)
+    if na != nb and min(na, nb) < k + 14:
+        raise _CountDiffers
+    ta, tb = toks_a.buf, toks_b.buf
+    for j in range(k + 1, min(k + 13, na - 1)):
         oa, ma = ta[j]
         ob, mb = tb[j]
         if KIND[oa] in (_K_I32, _K_I64) and oa == ob:

@@ -275,7 +275,9 @@ class _Relocation:
         views = self._views()
         if views is None:
             return False
-        return compare_bodies(views[0], p.old_index, views[1], p.new_index, self.callee).same
+        return compare_bodies(
+            views[0], p.old_index, views[1], p.new_index, self.callee, first_difference=True
+        ).same
 
 
 def build_report(

@@ -85,3 +85,18 @@ def cached_view(
         ),
         "toolchain_changed": toolchain_changed(conn, report),
     }
+
+
+def kept_view(
+    conn: sqlite3.Connection,
+    from_version_id: int,
+    to_version_id: int,
+    *,
+    with_changelog: bool = True,
+) -> dict[str, Any]:
+    """:func:`cached_view` for a one-shot command (``kbtool diff``, ``kbtool ui diff``): no
+    background work, and a pair any process computed before is read back from disk
+    (:class:`kbtool.services.diff.cache.DiskAnswers`) instead of running the matcher again."""
+    return cached_view(
+        conn, from_version_id, to_version_id, cache=DiffCache(), with_changelog=with_changelog
+    )
