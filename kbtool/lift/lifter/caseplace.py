@@ -41,7 +41,7 @@ MAX_MOVES: Final = 400
 
 def _bare(line: str) -> str:
     """The statement without indentation, note markers, comments and string literals."""
-    s = _MARK.sub("", line).strip()
+    s = (_MARK.sub("", line) if "\x01" in line else line).strip()
     if "/*" in s:
         s = _COMMENT.sub("", s).strip()
     if '"' in s:
@@ -79,38 +79,53 @@ class _Plan:
         self.gotos = tail.startswith("goto ") + sum(1 for v in repl.values() if "goto " in v)
 
 
-class _Scan:
-    """One pass over the lines: statement depth, openers, labels and goto counts."""
+def _info(line: str) -> tuple[str, bool, int, str, list[str]]:
+    """What the scan needs of one line: the bare statement, whether it starts with ``}``,
+    its brace balance (opening a block: > 0 and ends in ``{``), its label, its gotos."""
+    s = _bare(line)
+    closes = s.startswith("}")
+    net = s.count("{") - s.count("}") + closes
+    if net > 0 and not s.endswith("{"):
+        net = 0
+    m = _LABEL.match(s) if s.endswith(":;") else None
+    return s, closes, net, m.group(1) if m is not None else "", _GOTO.findall(s)
 
-    def __init__(self, lines: list[str]):
+
+class _Scan:
+    """One pass over the lines: statement depth, openers, labels and goto counts (``memo``:
+    the lines seen by earlier scans of the same function)."""
+
+    def __init__(self, lines: list[str], memo: dict[str, tuple[str, bool, int, str, list[str]]]):
         self.lines = lines
-        self.bare = [_bare(ln) for ln in lines]
         n = len(lines)
+        self.bare: list[str] = []
         self.depth = [0] * n  # brace depth of the statement on the line
         self.opener = [-1] * n  # the line opening the innermost block around the line
         self.closed = [-1] * n  # on a line starting with `}`: the line it closes
         self.close_of: dict[int, int] = {}  # opening line -> its closing line
         self.labels: dict[str, int] = {}
         self.refs: dict[str, int] = {}
+        bare = self.bare
         stack: list[int] = []
-        for k, s in enumerate(self.bare):
-            closes = s.startswith("}")
+        for k, ln in enumerate(lines):
+            info = memo.get(ln)
+            if info is None:
+                info = memo[ln] = _info(ln)
+            s, closes, net, label, gotos = info
+            bare.append(s)
             if closes and stack:
                 o = self.closed[k] = stack.pop()
                 self.close_of[o] = k
             self.depth[k] = len(stack)
             self.opener[k] = stack[-1] if stack else -1
-            net = s.count("{") - s.count("}") + closes
-            if net > 0 and s.endswith("{"):
+            if net > 0:
                 stack.append(k)
             elif net < 0:
                 del stack[len(stack) + net :]
-            m = _LABEL.match(s)
-            if m is not None:
-                self.labels[m.group(1)] = k
-            if "goto " in s:
-                for t in _GOTO.findall(s):
-                    self.refs[t] = self.refs.get(t, 0) + 1
+            if label:
+                self.labels[label] = k
+            for t in gotos:
+                self.refs[t] = self.refs.get(t, 0) + 1
 
     def arrive(self, j: int) -> str:
         """A statement that does what arriving at line ``j`` does, valid anywhere: the
@@ -264,13 +279,13 @@ def _case(lines: list[str], p: int, head: str, body: list[str]) -> list[str]:
     return [head_line, *body]
 
 
-def _move(
+def _moved_case(
     lines: list[str], ident: list[int], p: int, lab: int, plan: _Plan, head: str
 ) -> tuple[list[str], list[int]]:
-    """``lines`` (and ``ident``, their old indices) with the body after the label on line
-    ``lab`` under the case on line ``p``, as ``plan`` says."""
+    """The case on line ``p`` with the body after the label on line ``lab`` under it, as
+    ``plan`` says, and the old index of each of its lines."""
     end = plan.end
-    work = list(lines)
+    work = lines[: end + 1]
     for j, text in plan.repl.items():
         work[j] = text
     pind = len(lines[p]) - len(lines[p].lstrip(" "))
@@ -285,16 +300,34 @@ def _move(
         ind = len(first) - len(first.lstrip(" "))
         body[0] = first[:ind] + marks + first[ind:]
     case = _case(lines, p, head, body)
-    cids = [ids[0]] if len(case) == 1 else [ident[p], *ids]
-    if lab > p:
-        return (
-            lines[:p] + case + lines[p + 1 : lab] + lines[end + 1 :],
-            ident[:p] + cids + ident[p + 1 : lab] + ident[end + 1 :],
-        )
-    return (
-        lines[:lab] + lines[end + 1 : p] + case + lines[p + 1 :],
-        ident[:lab] + ident[end + 1 : p] + cids + ident[p + 1 :],
-    )
+    return case, ([ids[0]] if len(case) == 1 else [ident[p], *ids])
+
+
+def _move(
+    lines: list[str], ident: list[int], batch: list[tuple[int, int, _Plan, str]]
+) -> tuple[list[str], list[int]]:
+    """``lines`` (and ``ident``, their old indices) with each body of ``batch`` (case
+    line, label line, plan, case head; the bodies apart, no case line in a body) under
+    its case."""
+    cases: dict[int, tuple[int, _Plan, str]] = {}
+    gone: set[int] = set()
+    for p, lab, plan, head in batch:
+        cases[p] = (lab, plan, head)
+        gone.update(range(lab, plan.end + 1))
+    new: list[str] = []
+    nid: list[int] = []
+    for k, ln in enumerate(lines):
+        if k in gone:
+            continue
+        c = cases.get(k)
+        if c is None:
+            new.append(ln)
+            nid.append(ident[k])
+            continue
+        case, cids = _moved_case(lines, ident, k, c[0], c[1], c[2])
+        new += case
+        nid += cids
+    return new, nid
 
 
 def _copy(
@@ -320,9 +353,53 @@ def _copy(
     return lines, ident
 
 
-def _pick(scan: _Scan, ident: list[int], skip: set[int]) -> tuple | None:
-    """The first trampoline to rewrite: ("move", p, lab, plan, head) or ("copy", p, lab,
-    end, head); the ones that stay go into ``skip`` (by original line)."""
+def _hopeful(lines: list[str]) -> bool:
+    """Whether some trampoline may move or copy: a cheap look (its label has one ``goto``
+    and a jump before it, or a ``return`` right after it) before the full scan."""
+    labels: dict[str, int] = {}
+    tramps: list[str] = []
+    refs: dict[str, int] = {}
+    for k, ln in enumerate(lines):
+        if "goto L" in ln:
+            if ": goto L" in ln:
+                m = _TRAMP.match(_bare(ln))
+                if m is not None:
+                    tramps.append(m.group(2))
+            for t in _GOTO.findall(ln):
+                refs[t] = refs.get(t, 0) + 1
+        elif ln.endswith(":;"):
+            m = _LABEL.match(_bare(ln))
+            if m is not None:
+                labels[m.group(1)] = k
+    for name in tramps:
+        lab = labels.get(name, -1)
+        if lab <= 0:
+            continue
+        if refs.get(name) == 1 and _is_exit(_bare(lines[lab - 1])):
+            return True
+        for j in range(lab + 1, min(lab + 3, len(lines))):
+            if _bare(lines[j]).startswith(("return;", "return ")):
+                return True
+    return False
+
+
+def _targets(plan: _Plan) -> set[str]:
+    """The labels the gotos a plan adds jump to."""
+    out = set(_GOTO.findall(plan.tail))
+    for text in plan.repl.values():
+        out.update(_GOTO.findall(text))
+    return out
+
+
+def _pick(scan: _Scan, ident: list[int], skip: set[int]) -> tuple[list, tuple | None]:
+    """The trampolines to rewrite after this scan: bodies to move that do not meet (each
+    (case line, label line, plan, head)), or else one short ``return`` to copy ((case
+    line, label line, last line, head)); the ones that stay go into ``skip`` (by original
+    line), the ones in the way of another wait for the next scan."""
+    batch: list[tuple[int, int, _Plan, str]] = []
+    taken: list[tuple[int, int]] = []  # the lines the batch's bodies span
+    names: set[str] = set()  # the labels the batch drops
+    aimed: set[str] = set()  # the labels its added gotos jump to
     for p, s in enumerate(scan.bare):
         if not s.endswith(";") or ": goto L" not in s or ident[p] in skip:
             continue
@@ -334,6 +411,8 @@ def _pick(scan: _Scan, ident: list[int], skip: set[int]) -> tuple | None:
         sw = scan.opener[p]
         if lab < 0 or sw < 0 or not scan.bare[sw].startswith("switch (") or lab == p + 1:
             skip.add(ident[p])
+            continue
+        if any(a <= p <= b for a, b in taken):
             continue
         if (
             scan.refs.get(name) == 1
@@ -347,48 +426,65 @@ def _pick(scan: _Scan, ident: list[int], skip: set[int]) -> tuple | None:
                 and not (lab < p <= plan.end)
                 and not (lab < sw <= plan.end)
             ):
-                return ("move", p, lab, plan, m.group(1))
+                tg = _targets(plan)
+                if (
+                    any(not (plan.end < a or lab > b) for a, b in taken)
+                    or any(lab <= q <= plan.end for q, _l, _p, _h in batch)
+                    or name in aimed
+                    or tg & names
+                ):
+                    continue  # next scan
+                batch.append((p, lab, plan, m.group(1)))
+                taken.append((lab, plan.end))
+                names.add(name)
+                aimed |= tg
+                continue
         end = scan.small_tail(lab)
         if end >= 0 and not (lab < p <= end):
-            return ("copy", p, lab, end, m.group(1))
+            if batch:
+                continue  # next scan
+            return batch, (p, lab, end, m.group(1))
         skip.add(ident[p])
-    return None
+    return batch, None
 
 
 def place_cases(
     out: list[str | None], budget: _Budget
 ) -> tuple[list[str | None], int, int, list[int]]:
     """Put the bodies of ``case N: goto L;`` trampolines under their cases. Returns the new
-    lines, the gotos and labels that went, and the new index of each old line (-1:
-    dropped) for the callers that hold line indices."""
+    lines (``out`` itself when nothing changed), the gotos and labels that went, and the
+    new index of each old line (-1: dropped) for the callers that hold line indices."""
+    if not any(ln is not None and ": goto L" in ln for ln in out):
+        return out, 0, 0, []  # the common case: no trampoline
     keep = [k for k, ln in enumerate(out) if ln is not None]
     lines: list[str] = [ln for ln in out if ln is not None]
     ident = list(range(len(lines)))  # old index (into keep) of each current line
-    if not any(": goto L" in ln for ln in lines):  # no trampoline: the common case
-        return out, 0, 0, list(range(len(out)))
+    if not _hopeful(lines):
+        return out, 0, 0, []
     gotos = labels = moves = 0
     skip: set[int] = set()
+    memo: dict[str, tuple[str, bool, int, str, list[str]]] = {}
     while moves < MAX_MOVES and budget.units > 4 * len(lines):
         # (a function near its work budget keeps its trampolines rather than its body)
         budget.spend(len(lines))
-        scan = _Scan(lines)
-        hit = _pick(scan, ident, skip)
-        if hit is None:
-            break
-        moves += 1
-        if hit[0] == "move":
-            _k, p, lab, plan, head = hit
-            lines, ident = _move(lines, ident, p, lab, plan, head)
-            gotos += 1 - plan.gotos
-            labels += 1
-        else:
-            _k, p, lab, end, head = hit
+        scan = _Scan(lines, memo)
+        batch, copy = _pick(scan, ident, skip)
+        if batch:
+            moves += len(batch)
+            lines, ident = _move(lines, ident, batch)
+            gotos += sum(1 - plan.gotos for _p, _l, plan, _h in batch)
+            labels += len(batch)
+        elif copy is not None:
+            moves += 1
+            p, lab, end, head = copy
             drop = scan.refs.get(scan.bare[lab][:-2]) == 1
             lines, ident = _copy(lines, ident, p, lab, end, head, drop)
             gotos += 1
             labels += drop
+        else:
+            break
     if not moves:
-        return out, 0, 0, list(range(len(out)))
+        return out, 0, 0, []
     where = [-1] * len(out)
     for new, old in enumerate(ident):
         if old >= 0:
