@@ -9,6 +9,7 @@ the binary is shown literally (:func:`kbtool.render.code.wasm_line` escapes cont
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -169,6 +170,11 @@ class CodeScreen(KnowledgeEdits, KbScreen):
         self.app.call_from_thread(self._loaded, gen, result, error)
         if result is None or not result[0].get("partial"):
             return
+        # the first screen on the terminal before the lift and the links compete with its
+        # paint for the interpreter (a 200,000-instruction lift held it for a second)
+        painted = threading.Event()
+        self.app.call_from_thread(self.call_after_refresh, painted.set)
+        painted.wait(2.0)
         self.app.call_from_thread(self._more, gen)  # the C or the rest, on their own workers
         if result[1] is None and self._current(gen):  # callers/callees just after the code
             try:
