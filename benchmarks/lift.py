@@ -226,7 +226,9 @@ def bucket_table(per: list, theirs: list[dict] | None) -> list[str]:
 
 
 def _ours_child(path: str, workers: int, out: str) -> None:
-    """Child process: lift the whole module, write the C and print stats as JSON."""
+    """Child process: lift the whole module, write the C and print stats as JSON (the
+    per-function metrics are the parent's work, outside the measured process, as for
+    wasm-decompile: :func:`_per_function`)."""
     t0 = time.perf_counter()
     data = Path(path).read_bytes()
     lm = prepare(data)
@@ -242,13 +244,25 @@ def _ours_child(path: str, workers: int, out: str) -> None:
             stats.append((st.gotos, st.labels, r.truncated, st.frame_slots, st.frame_named))
             bodies.append(st.body_lines)
             if st.instructions or r.truncated:
-                per.append((st.instructions, r.truncated, _c_function_metrics(r.text)))
+                per.append((st.instructions, r.truncated, len(starts) - 1))
     lift_s = time.perf_counter() - t0
     print(
         json.dumps(
             {"starts": starts, "bodies": bodies, "stats": stats, "lift_s": lift_s, "per": per}
         )
     )
+
+
+def _per_function(text: str, starts: list, per: list) -> list:
+    """``per`` of :func:`_ours_child` with each function's metrics (its lines of ``text``,
+    the whole-module C, from its start line to the next function's)."""
+    lines = text.split("\n")
+    bounds = [s[0] - 1 for s in starts] + [len(lines)]
+    out = []
+    for n, trunc, k in per:
+        body = "\n".join(lines[bounds[k] : bounds[k + 1]]) + "\n"
+        out.append((n, trunc, _c_function_metrics(body)))
+    return out
 
 
 def _listing_child(path: str, workers: int, out: str) -> None:
@@ -381,7 +395,8 @@ def bench_module(
         if rc != 0:
             raise SystemExit(f"lift failed on {path}")
         info = json.loads((Path(tmp) / "stats.json").read_text())
-        lines = c_path.read_text().splitlines()
+        c_text = c_path.read_text()
+        lines = c_text.splitlines()
         ours = {
             "time": wall,
             "cpu": cpu,
@@ -398,7 +413,7 @@ def bench_module(
             "funcs": len(info["bodies"]),
             "median": statistics.median(info["bodies"]) if info["bodies"] else 0,
             "lift_s": info["lift_s"],
-            "per": info["per"],
+            "per": _per_function(c_text, info["starts"], info["per"]),
         }
         if gcc:
             ok, n = _gcc_share(c_path, [tuple(s) for s in info["starts"]], len(lines))
