@@ -1,7 +1,7 @@
 """Named-column writes for every table except ``symbols`` (the gate owns that one).
 
 Services write rows as dicts through these functions (sqlite-utils ``Table.insert`` /
-``insert_all`` / ``upsert``; ingest's tables by :func:`_insert_rows`, named parameters in
+``insert_all`` / ``upsert``; ingest's tables by :func:`_insert_rows`, values taken by name in
 one ``executemany``), never positional SQL, so a new column cannot silently shift values.
 Every function runs inside the caller's transaction (sqlite-utils nests with a SAVEPOINT
 when one is open), so an ingest still lands whole or not at all.
@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from collections.abc import Iterable, Iterator
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -42,9 +43,11 @@ def _insert_all(conn: sqlite3.Connection, table: str, rows: Iterable[dict[str, A
 
 
 def _insert_rows(conn: sqlite3.Connection, table: str, rows: Iterable[dict[str, Any]]) -> int:
-    """Insert rows that all have the first row's keys (named columns and parameters, one
-    ``executemany``: the per-value checks of sqlite-utils cost more than the writes on
-    ingest's hot tables); values must be SQLite's own types. The last row's rowid."""
+    """Insert rows that all have the first row's keys (named columns, one ``executemany``:
+    the per-value checks of sqlite-utils cost more than the writes on ingest's hot tables;
+    each row's values are taken by column name, a missing one raises ``KeyError``, and bound
+    in the statement's column order: SQLite's named parameters would make a new string per
+    value per row); values must be SQLite's own types. The last row's rowid."""
     it = iter(rows)
     first = next(it, None)
     if first is None:
@@ -52,10 +55,11 @@ def _insert_rows(conn: sqlite3.Connection, table: str, rows: Iterable[dict[str, 
     cols = list(first)
     sql = (
         f"INSERT INTO {table} ({', '.join(cols)})"  # noqa: S608 (names from this module)
-        f" VALUES ({', '.join(':' + c for c in cols)})"
+        f" VALUES ({', '.join('?' * len(cols))})"
     )
-    cur = conn.execute(sql, first)
-    cur.executemany(sql, it)
+    values = itemgetter(*cols) if len(cols) > 1 else (lambda r, c=cols[0]: (r[c],))
+    cur = conn.execute(sql, values(first))
+    cur.executemany(sql, map(values, it))
     return int(conn.execute("SELECT last_insert_rowid()").fetchone()[0])
 
 
