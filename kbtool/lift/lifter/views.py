@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 OPEN: Final = "\x03"
 CLOSE: Final = "\x04"
 _MARK: Final = "*\x03"  # where a marked access starts
+_RUN: Final = re.compile(r"\w*")
 
 _ACCESS: Final = re.compile("\\*\x03\\(([\\w ]+) \\*\\)\\(M \\+ (\\w+)(?: \\+ (\\d+))?\\)\x04")
 #: what follows an access that is written: `X = v;`, `X += v;`, `X++`
@@ -232,17 +233,18 @@ def _words_from(body: str, c: str) -> set[str]:
     out: set[str] = set()
     if not _starts(c):
         return out
-    n = len(body)
     i = body.find(c)
     while i >= 0:
-        s = i
-        while s > 0 and _wordch(body[s - 1]):
-            s -= 1
-        e = i + 1
-        while e < n and _wordch(body[e]):
-            e += 1
-        if not any(_starts(x) for x in body[s:i]):  # else inside the word starting there
+        m = _RUN.match(body, i + 1)  # the rest of the word: \w* always matches
+        e = m.end() if m is not None else i + 1
+        if i == 0 or not _wordch(body[i - 1]):
             out.add(body[i:e])
+        else:  # the word starts earlier in the run unless only digits precede c there
+            s = i - 1
+            while s > 0 and _wordch(body[s - 1]):
+                s -= 1
+            if not any(_starts(x) for x in body[s:i]):
+                out.add(body[i:e])
         i = body.find(c, e)
     return out
 
