@@ -105,6 +105,8 @@ class _Scan:
         self.close_of: dict[int, int] = {}  # opening line -> its closing line
         self.labels: dict[str, int] = {}
         self.refs: dict[str, int] = {}
+        self.fresh: dict[int, str] = {}  # line -> a new label to put before it
+        self.next_id = 1  # the next free label number
         bare = self.bare
         stack: list[int] = []
         for k, ln in enumerate(lines):
@@ -124,14 +126,16 @@ class _Scan:
                 del stack[len(stack) + net :]
             if label:
                 self.labels[label] = k
+                if label[1:].isdigit() and int(label[1:]) >= self.next_id:
+                    self.next_id = int(label[1:]) + 1
             for t in gotos:
                 self.refs[t] = self.refs.get(t, 0) + 1
 
     def arrive(self, j: int) -> str:
         """A statement that does what arriving at line ``j`` does, valid anywhere: the
-        ``return`` or ``goto`` found there or ``goto`` the label found there, through case
-        heads and the ends of ``if``/``else``, ``switch`` and ``do { } while (0)`` blocks;
-        "" when none."""
+        ``return`` or ``goto`` found there or ``goto`` the label found (or put: see
+        :meth:`fresh_goto`) there, through case heads and the ends of ``if``/``else``,
+        ``switch`` and ``do { } while (0)`` blocks; "" when none."""
         bare = self.bare
         for _ in range(6):
             if j >= len(bare):
@@ -150,8 +154,8 @@ class _Scan:
             if _GOTO.fullmatch(s):
                 return s
             op = self.closed[j]
-            if op < 0:
-                return ""
+            if op < 0:  # a plain statement: a new label there
+                return "" if s != bare[j] else self.fresh_goto(j)
             o = bare[op]
             if not (
                 (s == "}" and o.startswith(("if (", "} else {", "} else if (", "switch (")))
@@ -160,6 +164,34 @@ class _Scan:
                 return ""
             j += 1
         return ""
+
+    def sealed(self, j: int) -> bool:
+        """Whether control never falls past line ``j``: a jump, or the end of a
+        ``while (1)`` loop no ``break`` leaves."""
+        s = self.bare[j]
+        if _is_exit(s):
+            return True
+        o = self.closed[j]
+        if s != "}" or o < 0 or self.bare[o] not in ("while (1) {", "for (;;) {"):
+            return False
+        bare = self.bare
+        for k in range(o + 1, j):
+            if "break;" in bare[k] and not bare[k].startswith("}"):
+                q = self.opener[k]
+                while q >= 0 and _kind(bare[q]) == "block":
+                    q = self.opener[q]
+                if q == o:
+                    return False
+        return True
+
+    def fresh_goto(self, j: int) -> str:
+        """``goto`` a new label put right before line ``j`` (the same one for every body
+        that lands there); the label is written only if a moved body keeps that goto."""
+        name = self.fresh.get(j)
+        if name is None:
+            name = self.fresh[j] = f"L{self.next_id}"
+            self.next_id += 1
+        return f"goto {name};"
 
     def leave(self, lab: int) -> str:
         """What ``break`` does at line ``lab`` as a statement valid anywhere, or ""."""
@@ -304,11 +336,14 @@ def _moved_case(
 
 
 def _move(
-    lines: list[str], ident: list[int], batch: list[tuple[int, int, _Plan, str]]
+    lines: list[str],
+    ident: list[int],
+    batch: list[tuple[int, int, _Plan, str]],
+    fresh: dict[int, str],
 ) -> tuple[list[str], list[int]]:
     """``lines`` (and ``ident``, their old indices) with each body of ``batch`` (case
     line, label line, plan, case head; the bodies apart, no case line in a body) under
-    its case."""
+    its case, and the new labels ``fresh`` (line -> name) before their lines."""
     cases: dict[int, tuple[int, _Plan, str]] = {}
     gone: set[int] = set()
     for p, lab, plan, head in batch:
@@ -319,6 +354,9 @@ def _move(
     for k, ln in enumerate(lines):
         if k in gone:
             continue
+        if k in fresh:
+            new.append(ln[: len(ln) - len(ln.lstrip(" "))] + fresh[k] + ":;")
+            nid.append(-1)
         c = cases.get(k)
         if c is None:
             new.append(ln)
@@ -375,7 +413,8 @@ def _hopeful(lines: list[str]) -> bool:
         lab = labels.get(name, -1)
         if lab <= 0:
             continue
-        if refs.get(name) == 1 and _is_exit(_bare(lines[lab - 1])):
+        prev = _bare(lines[lab - 1])
+        if refs.get(name) == 1 and (prev == "}" or _is_exit(prev)):
             return True
         for j in range(lab + 1, min(lab + 3, len(lines))):
             if _bare(lines[j]).startswith(("return;", "return ")):
@@ -391,15 +430,19 @@ def _targets(plan: _Plan) -> set[str]:
     return out
 
 
-def _pick(scan: _Scan, ident: list[int], skip: set[int]) -> tuple[list, tuple | None]:
+def _pick(
+    scan: _Scan, ident: list[int], skip: set[int]
+) -> tuple[list, tuple | None, dict[int, str]]:
     """The trampolines to rewrite after this scan: bodies to move that do not meet (each
     (case line, label line, plan, head)), or else one short ``return`` to copy ((case
     line, label line, last line, head)); the ones that stay go into ``skip`` (by original
-    line), the ones in the way of another wait for the next scan."""
+    line), the ones in the way of another wait for the next scan; and the new labels the
+    bodies' gotos need."""
     batch: list[tuple[int, int, _Plan, str]] = []
     taken: list[tuple[int, int]] = []  # the lines the batch's bodies span
     names: set[str] = set()  # the labels the batch drops
     aimed: set[str] = set()  # the labels its added gotos jump to
+    landing: dict[int, str] = {}  # the new labels its gotos need (line -> name)
     for p, s in enumerate(scan.bare):
         if not s.endswith(";") or ": goto L" not in s or ident[p] in skip:
             continue
@@ -417,7 +460,7 @@ def _pick(scan: _Scan, ident: list[int], skip: set[int]) -> tuple[list, tuple | 
         if (
             scan.refs.get(name) == 1
             and scan.depth[lab - 1] == scan.depth[lab]
-            and _is_exit(scan.bare[lab - 1])
+            and scan.sealed(lab - 1)
         ):
             plan = scan.region(lab)
             if (
@@ -427,9 +470,12 @@ def _pick(scan: _Scan, ident: list[int], skip: set[int]) -> tuple[list, tuple | 
                 and not (lab < sw <= plan.end)
             ):
                 tg = _targets(plan)
+                lands = {j: t for j, t in scan.fresh.items() if t in tg}
                 if (
                     any(not (plan.end < a or lab > b) for a, b in taken)
                     or any(lab <= q <= plan.end for q, _l, _p, _h in batch)
+                    or any(lab <= q <= plan.end for q in landing)
+                    or any(a <= q <= b for q in lands for a, b in [*taken, (lab, plan.end)])
                     or name in aimed
                     or tg & names
                 ):
@@ -438,14 +484,15 @@ def _pick(scan: _Scan, ident: list[int], skip: set[int]) -> tuple[list, tuple | 
                 taken.append((lab, plan.end))
                 names.add(name)
                 aimed |= tg
+                landing.update(lands)
                 continue
         end = scan.small_tail(lab)
         if end >= 0 and not (lab < p <= end):
             if batch:
                 continue  # next scan
-            return batch, (p, lab, end, m.group(1))
+            return batch, (p, lab, end, m.group(1)), landing
         skip.add(ident[p])
-    return batch, None
+    return batch, None, landing
 
 
 def place_cases(
@@ -468,12 +515,12 @@ def place_cases(
         # (a function near its work budget keeps its trampolines rather than its body)
         budget.spend(len(lines))
         scan = _Scan(lines, memo)
-        batch, copy = _pick(scan, ident, skip)
+        batch, copy, landing = _pick(scan, ident, skip)
         if batch:
             moves += len(batch)
-            lines, ident = _move(lines, ident, batch)
+            lines, ident = _move(lines, ident, batch, landing)
             gotos += sum(1 - plan.gotos for _p, _l, plan, _h in batch)
-            labels += len(batch)
+            labels += len(batch) - len(landing)
         elif copy is not None:
             moves += 1
             p, lab, end, head = copy

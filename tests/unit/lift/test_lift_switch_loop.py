@@ -61,13 +61,34 @@ do {
 AFTER"""
 
 
-def test_body_with_a_break_of_an_outer_construct_stays_a_goto():
-    """A body whose `break` leaves the construct around its label would, moved under the
-    case, only leave the switch: it stays where it is when no statement says where that
-    `break` goes."""
-    text = _OUTER.replace("AFTER", "y += 3;\nreturn y;")
-    lines, gotos = _place(text)
-    assert gotos == 0 and lines == text.splitlines()
+def test_outer_break_to_plain_code_gets_a_label_there():
+    """A `break` of the construct around the label becomes `goto` a new label where that
+    construct ends: one goto for the trampoline's, the body in its case."""
+    lines, gotos = _place(_OUTER.replace("AFTER", "y += 3;\nreturn y;"))
+    assert gotos == 0
+    assert lines[3:6] == ["      case 1:", "        y = 2;", "        goto L6;"], lines
+    assert lines[-4:] == ["} while (0);", "L6:;", "y += 3;", "return y;"], lines
+    assert "L5:;" not in "\n".join(lines)
+
+
+def test_body_with_a_continue_of_an_outer_loop_stays_a_goto():
+    """Moved under the case, a `continue` of the loop around the label would continue
+    the loop around the switch: the body stays where it is."""
+    text = """\
+while (1) {
+  while (1) {
+    switch (x) {
+      case 1: goto L5;
+      default: continue;
+    }
+  }
+  y = 1;
+  return y;
+  L5:;
+  y = f(y);
+  continue;
+}"""
+    assert _place(text) == (text.splitlines(), 0)
 
 
 def test_outer_break_becomes_the_return_or_goto_it_reaches():
@@ -219,3 +240,30 @@ while (1) {
     assert lines[4:7] == ["        case 1:", "          y = f(y);", "          return y;"], lines
     assert lines[-4:] == ["    case 10:", "      return y;", "  }", "}"], lines
     assert "L6:;" not in "\n".join(lines)
+
+
+_SEALED = """\
+do {
+  while (1) {
+    switch (x) {
+      case 1: goto L5;
+      case 2: return 1;
+      default: EXIT
+    }
+    x = g(x);
+  }
+  L5:;
+  y = f(x);
+  return y;
+} while (0);
+return 0;"""
+
+
+def test_label_after_a_loop_nothing_leaves_has_one_way_in():
+    """The code after a `while (1)` that no `break` leaves is reached only by its label's
+    jumps: the body moves; a loop with a `break` falls into it, so it stays."""
+    lines, gotos = _place(_SEALED.replace("EXIT", "continue;"))
+    assert gotos == 1
+    assert lines[3:6] == ["      case 1:", "        y = f(x);", "        return y;"], lines
+    text = _SEALED.replace("EXIT", "break;").replace("x = g(x);", "if (x) break;")
+    assert _place(text) == (text.splitlines(), 0)
