@@ -391,6 +391,19 @@ def _copy(
     return lines, ident
 
 
+def _loop_end(lines: list[str], j: int) -> bool:
+    """Whether the ``}`` on line ``j`` seems to close a ``while (1)`` (braces counted
+    back over at most 4000 lines: a cheap look, :meth:`_Scan.sealed` decides)."""
+    depth = 0
+    for k in range(j, max(-1, j - 4000), -1):
+        ln = lines[k]
+        depth += ln.count("}") - ln.count("{")
+        if depth <= 0:
+            s = ln.strip()
+            return s.endswith(("while (1) {", "for (;;) {"))
+    return False
+
+
 def _hopeful(lines: list[str]) -> bool:
     """Whether some trampoline may move or copy: a cheap look (its label has one ``goto``
     and a jump before it, or a ``return`` right after it) before the full scan."""
@@ -414,7 +427,7 @@ def _hopeful(lines: list[str]) -> bool:
         if lab <= 0:
             continue
         prev = _bare(lines[lab - 1])
-        if refs.get(name) == 1 and (prev == "}" or _is_exit(prev)):
+        if refs.get(name) == 1 and (_is_exit(prev) or (prev == "}" and _loop_end(lines, lab - 1))):
             return True
         for j in range(lab + 1, min(lab + 3, len(lines))):
             if _bare(lines[j]).startswith(("return;", "return ")):
