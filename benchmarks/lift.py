@@ -7,7 +7,9 @@ Default FILEs: every ``.wasm`` of ../shared/corpus (gt/ and release/). Per modul
 run, side by side: share of functions whose lifted C passes ``gcc -fsyntax-only -include
 prelude.h``; for kbtool (whole-module lift, ``--workers`` processes, default every usable
 core) and wasm-decompile: wall time, CPU time (user + system of the tool and its worker
-processes: the steadier figure on a shared machine), peak RSS (the largest process), total
+processes: the steadier figure on a shared machine; the measured process lifts and writes
+the C only, the metrics below are computed afterwards from its output, as wasm-decompile's
+are), peak RSS (the largest process), total
 lines, body lines, gotos, labels, max brace nesting and the median body lines per function.
 Then single-function on-demand latency (median / p95 / worst of ``lift_function`` after one
 ``prepare``, wall and CPU) on ``--latency`` (default: lightningcss).

@@ -1,11 +1,12 @@
 """Typed views of the locals a function dereferences (issue 28 point 4).
 
 A raw access ``*(int32_t *)(M + p0 + 8)`` whose base is a plain local is emitted marked
-(:func:`mark`); when the whole function is lifted, :func:`view_decls` collects every marked
-access per local, gives the local a packed struct of the fields it uses (one C type per
-offset and width; fields whose bytes overlap share a union) and
-rewrites the accesses as ``P0->field_8`` through a macro declared before the function:
-``#define P0 ((struct f41_p0_view *)(M + p0))``. The local keeps holding the wasm address; the
+(:func:`mark`) and counted per local, offset and C type (:func:`record`); when the whole
+function is lifted (a field's type is the one most loads use, known only then),
+:func:`view_decls` gives each local a packed struct of the fields it uses (one C type per
+offset and width; fields whose bytes overlap share a union) and rewrites the accesses as
+``P0->field_8`` through a macro declared before the function, one dict lookup per marked
+access (:func:`_rewrite`): ``#define P0 ((struct f41_p0_view *)(M + p0))``. The local keeps holding the wasm address; the
 macro is re-evaluated at each use, so it follows the local's current value and ``M``
 wherever they are. A local whose accesses all read one element type at offset 0, or bytes
 at any offset, reads through an element pointer instead: ``*P3``, ``P3[1]``.
