@@ -149,10 +149,11 @@ class _Scan:
             m = _LABEL.match(s)
             if m is not None:
                 return f"goto {m.group(1)};"
-            if s.startswith(("return;", "return ")) and len(s) < 80 and "{" not in s:
-                return s
-            if _GOTO.fullmatch(s):
-                return s
+            if (
+                s.startswith(("return;", "return ")) and len(s) < 80 and "{" not in s
+            ) or _GOTO.fullmatch(s):
+                # the line as written (its comments kept), without its notes and case heads
+                return _HEADS.sub("", _MARK.sub("", self.lines[j]).strip())
             op = self.closed[j]
             if op < 0:  # a plain statement: a new label there
                 return "" if s != bare[j] else self.fresh_goto(j)

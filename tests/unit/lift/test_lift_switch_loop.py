@@ -267,3 +267,12 @@ def test_label_after_a_loop_nothing_leaves_has_one_way_in():
     assert lines[3:6] == ["      case 1:", "        y = f(x);", "        return y;"], lines
     text = _SEALED.replace("EXIT", "break;").replace("x = g(x);", "if (x) break;")
     assert _place(text) == (text.splitlines(), 0)
+
+
+def test_copied_return_keeps_its_comment_and_access_marks():
+    """The `return` a moved body's `break` reaches is copied as written: its comment and
+    the views pass's access markers stay (only note markers and case heads go)."""
+    ret = 'return \x03*(int32_t *)(M + 8)\x04 /* "seven {" */;'
+    lines, gotos = _place(_OUTER.replace("AFTER", ret))
+    assert gotos == 1
+    assert lines[3:6] == ["      case 1:", "        y = 2;", "        " + ret], lines
