@@ -220,19 +220,36 @@ def _decode(data: bytes, p: int, end: int, out: list[tuple[int, tuple]], limit: 
             p += 1
             continue
         if p < last:
+            # LEBs of one or two bytes (read_uleb/read_sleb: no range check below 5 bytes)
             x = data[p + 1]
-            if x < 0x80:
-                if u32[b]:
+            if u32[b]:
+                if x < 0x80:
                     app((b, (x,)))
                     p += 2
                     continue
-                if sleb[b]:
+                if p + 2 < end and data[p + 2] < 0x80:
+                    app((b, ((x & 0x7F) | (data[p + 2] << 7),)))
+                    p += 3
+                    continue
+            elif sleb[b]:
+                if x < 0x80:
                     app((b, (x - 0x80 if x & 0x40 else x,)))
                     p += 2
                     continue
-                if mem[b] and x < 0x40 and p + 2 < end and data[p + 2] < 0x80:
-                    app((b, (x, data[p + 2], 0)))
+                if p + 2 < end and data[p + 2] < 0x80:
+                    v = (x & 0x7F) | (data[p + 2] << 7)
+                    app((b, (v - 0x4000 if v & 0x2000 else v,)))
                     p += 3
+                    continue
+            elif mem[b] and x < 0x40 and p + 2 < end:
+                y = data[p + 2]
+                if y < 0x80:
+                    app((b, (x, y, 0)))
+                    p += 3
+                    continue
+                if p + 3 < end and data[p + 3] < 0x80:
+                    app((b, (x, (y & 0x7F) | (data[p + 3] << 7), 0)))
+                    p += 4
                     continue
         op, p, imms = decode_one(data, p, end)
         app((op, imms))
@@ -424,14 +441,25 @@ def _mem_sites(view: ModuleView, index: int) -> tuple[int, list[tuple[int, int, 
             continue
         if p < last:
             x = data[p + 1]
-            if x < 0x80:
-                if u32[b] or sleb[b]:
+            if u32[b] or sleb[b]:
+                if x < 0x80:
                     p += 2
                     k += 1
                     continue
-                if mem[b] and x < 0x40 and p + 2 < end and data[p + 2] < 0x80:
-                    sites.append((k, b, data[p + 2]))
+                if p + 2 < end and data[p + 2] < 0x80:
                     p += 3
+                    k += 1
+                    continue
+            elif mem[b] and x < 0x40 and p + 2 < end:
+                y = data[p + 2]
+                if y < 0x80:
+                    sites.append((k, b, y))
+                    p += 3
+                    k += 1
+                    continue
+                if p + 3 < end and data[p + 3] < 0x80:
+                    sites.append((k, b, (y & 0x7F) | (data[p + 3] << 7)))
+                    p += 4
                     k += 1
                     continue
         op, p, imms = decode_one(data, p, end)
