@@ -572,10 +572,15 @@ def report(args, sections: set[str], root: Path) -> int:
         peer_load = load()
         out["peers"] = peers(args.module, args.kb, root)
         pv = out["peers"]
+
+        def secs(name: str) -> str:
+            v = pv.get(name)
+            return f"{v} s" if isinstance(v, float) else "n/a" if v is None else "failed"
+
         if pv.get("wasm-objdump -d") or pv.get("wasm-decompile"):
             code_peer = (
-                f"objdump -d {pv.get('wasm-objdump -d') or '-'} s, decompile"
-                f" {pv.get('wasm-decompile') or '-'} s (whole module)"
+                f"objdump -d {secs('wasm-objdump -d')}, decompile {secs('wasm-decompile')}"
+                " (whole module)"
             )
     if "tui" in sections:
         out["tui"] = tui_runs(args.kb, p, args.runs, root, args.gc)

@@ -19,18 +19,21 @@ from benchmarks.interactive_common import CORPUS, ROOT, env
 # ---------------------------------------------------------------- peers and ingest
 
 
-def timed(cmd: list[str], **kw) -> float | None:
+def timed(cmd: list[str], **kw) -> float | str | None:
+    """Seconds ``cmd`` took; None when it is not installed; ``"failed (exit N)"`` when it
+    fails on the module (wasm-decompile 1.0.x aborts on ffmpeg's threads module)."""
     if shutil.which(cmd[0]) is None and not Path(cmd[0]).exists():
         return None
     t = time.perf_counter()
     r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kw)
-    return round(time.perf_counter() - t, 2) if r.returncode == 0 else None
+    secs = round(time.perf_counter() - t, 2)
+    return secs if r.returncode == 0 else f"failed (exit {r.returncode}) after {secs} s"
 
 
 def peers(module: Path, kb: Path, root: Path) -> dict:
     out = {
         "wasm-objdump -d": timed(["wasm-objdump", "-d", str(module)]),
-        "wasm-decompile": timed(["wasm-decompile", str(module), "-o", "/dev/null"]),
+        "wasm-decompile": timed(["wasm-decompile", "--enable-all", str(module), "-o", "/dev/null"]),
         "wasm2wat": timed(["wasm2wat", "--enable-all", str(module), "-o", "/dev/null"]),
     }
     t = time.perf_counter()

@@ -247,8 +247,8 @@ def code_window(
     lines = _kept_lines(cm, func_index, kind)
     if lines is None and kind == "wasm" and offset + limit <= FIRST_SCREEN:
         total, window = _first_lines(conn, cm, version_id, func_index, offset, limit)
-        if total > FIRST_SCREEN:  # a huge function: the rest rendered while this one is read
-            _render_later(cm, func_index)
+        if total > FIRST_SCREEN and offset > 0:  # a reader scrolls a huge function: the
+            _render_later(cm, func_index)  # rest rendered while these windows are read
     else:
         if lines is None:
             lines = _all_lines(cm, func_index, kind)
@@ -281,7 +281,8 @@ def _kept_lines(cm: CodeModule, func_index: int, kind: str) -> list[str] | None:
 
 def _render_later(cm: CodeModule, func_index: int) -> None:
     """Render a huge function's whole disassembly on the background thread (one at a time),
-    so the window past its first screen is a slice by the time a reader scrolls there."""
+    once a reader asks for its second window (not for the first, which the studio also shows
+    while the C is lifted), so the window past its first screen is a slice by then."""
     key = (id(cm), func_index, "wasm")
     with _LOCK:
         if key in _RENDERING or _LINES.get(key) is not None:
