@@ -12,6 +12,7 @@ from __future__ import annotations
 MODULES: tuple[str, ...] = (
     "core",
     "names",
+    "programs",
     "mcp",
     "serve",
     "tui",
@@ -78,6 +79,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "import-names",
         "names",
         "Read names from a `kbtool export` file into the KB, each onto the function it belongs to: same module + index, else a unique exact body, else a unique shape (not for tiny bodies), else the stable id.",
+    ),
+    (
+        "set-program",
+        "programs",
+        "Move a version into another program and carry names from its most related version there.",
     ),
     ("mcp", "mcp", "Serve the KB as MCP tools over stdio (run by an MCP client, not by hand)."),
     (

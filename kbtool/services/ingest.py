@@ -420,7 +420,7 @@ def _store(
         program=lineage.program,
         new_program=lineage.new_program,
         lineage=lineage.record(),
-        lineage_text=lineage_svc.describe(lineage),
+        lineage_text=lineage_svc.describe(lineage, vid),
         matcher_notes=matcher_notes,
     )
     _record_binary_names(conn, vid, analysis, sid_of, glue, result)
@@ -434,17 +434,10 @@ def _store(
         data,
         progress=(lambda done, total: progress("data", done, total)) if progress else None,
     )
-    if parent is not None:
-        from kbtool.identity.pairing import pair_rows
-        from kbtool.services.diff.carry import carry_names
-        from kbtool.services.diff.report import store_report
-
-        pairing = pair_rows(
-            parent, vid, old_rows, queries.matching_rows(conn, vid), matches=full_matches
+    if parent is not None:  # (the same path as `kbtool set-program`)
+        result.diff_carry = lineage_svc.carry_from_parent(
+            conn, parent, vid, old_rows=old_rows, matches=full_matches, carry=carry
         )
-        if carry:
-            result.diff_carry = carry_names(conn, parent, vid, pairing=pairing)
-        store_report(conn, pairing)
     return result
 
 

@@ -419,8 +419,37 @@ def commit(conn: sqlite3.Connection, lineage: Lineage) -> int:
     return lineage.program_id
 
 
-def describe(lineage: Lineage) -> str:
-    """One line for the ingest summary."""
+def carry_from_parent(
+    conn: sqlite3.Connection,
+    parent: int,
+    version_id: int,
+    *,
+    old_rows: list[dict[str, Any]] | None = None,
+    matches: Any = None,
+    carry: bool = True,
+) -> dict[str, Any] | None:
+    """Pair a version with its parent, carry the parent's names and knowledge to it through the
+    gate (``carry``) and store the pair's diff report: what ingest does for a new version and
+    ``kbtool set-program`` for a moved one. ``old_rows``/``matches``: the parent's matching rows
+    and the matcher's result when the caller already has them (ingest), else read and run
+    here. Returns the carry counts (None when not carried)."""
+    # imported here: the first version of a program needs no matcher (start-up)
+    from kbtool.identity.pairing import pair_rows
+    from kbtool.services.diff.carry import carry_names
+    from kbtool.services.diff.report import store_report
+
+    if old_rows is None:
+        old_rows = queries.matching_rows(conn, parent)
+    pairing = pair_rows(
+        parent, version_id, old_rows, queries.matching_rows(conn, version_id), matches=matches
+    )
+    out = carry_names(conn, parent, version_id, pairing=pairing) if carry else None
+    store_report(conn, pairing)
+    return out
+
+
+def describe(lineage: Lineage, version_id: int | None = None) -> str:
+    """One line for the ingest summary (``version_id``: the new version, named in the hint)."""
     pct = "" if lineage.overlap is None else f"{lineage.overlap:.1%}"
     if lineage.method == "first":
         return f"program {lineage.program} (new: first version of the KB)"
@@ -438,7 +467,9 @@ def describe(lineage: Lineage) -> str:
                 f"; hint: if this is another build of program {near['program']} (another"
                 f" optimisation level or compiler shares too little identical code to be joined"
                 f" automatically: {pct} with its version {near['version_id']}), ingest it with"
-                f" --program {near['program']} to carry its names"
+                f" --program {near['program']} to carry its names (already ingested:"
+                f" kbtool set-program {version_id if version_id is not None else 'VERSION'}"
+                f" {near['program']})"
             )
         return line
     how = {"related": "most related version", "base": "--base", "program": "--program"}[
