@@ -34,6 +34,7 @@ def set_program(
     locked, oracle, export and agent names are never overwritten). A program left empty is
     removed.
     """
+    from kbtool.services.lineage import RELATED_THRESHOLD
     from kbtool.services.program_move import set_program as move
 
     conn = rw(db)
@@ -64,7 +65,14 @@ def set_program(
         console.print(lit(f"no version of {res.program} to carry names from"))
     else:
         pct = "?" if res.overlap is None else f"{res.overlap:.1%}"
-        console.print(lit(f"parent version {res.parent_version_id} (most related, overlap {pct})"))
+        low = res.overlap is not None and res.overlap < RELATED_THRESHOLD
+        console.print(
+            lit(
+                f"parent version {res.parent_version_id} (most related, overlap {pct}"
+                + (f"; under the {RELATED_THRESHOLD:.0%} ingest joins by itself" if low else "")
+                + ")"
+            )
+        )
     c = res.carry
     if c is not None:
         console.print(
