@@ -167,5 +167,6 @@ def test_the_optlevel_hint_names_the_command_that_joins_an_ingested_build(tmp_pa
     assert "(already ingested: kbtool set-program 2 lz4)" in hint
     out = " ".join(ok("--db", db, "set-program", "2", "lz4").split())
     assert "moved from program lz4-2 to lz4" in out
+    assert "parent version 1 (most related, overlap 2.9%; under the 5% ingest joins" in out
     assert [v["program"] for v in js("--db", db, "versions")] == ["lz4", "lz4"]
     assert js("--db", db, "diff", "1", "2")["to_program"] == "lz4"
