@@ -80,49 +80,51 @@ def set_program(
     program the version is already in, or a version sharing identities with another program.
     """
     program = _check_name(program)
-    v = queries.get_version(conn, version_id)
-    frm = v["program"]
-    if frm == program:
-        raise LineageError(
-            f"version {version_id} ({printable(v['label'])}) is already in program"
-            f" {program!r}: nothing to do"
-        )
-    target_id = kb_programs.program_id_of(conn, program)
-    if target_id is None and not create:
-        known = ", ".join(sorted(queries.program_names(conn))) or "none"
-        raise LineageError(
-            f"unknown program {program!r} (programs: {known}); add --create to start it"
-        )
-    versions = {r["id"]: r for r in queries.lineage_versions(conn)}
-    others = [
-        i
-        for i in kb_programs.versions_sharing_identities(conn, version_id)
-        if versions[i]["program"] != program
-    ]
-    if others:
-        ids = ", ".join(str(i) for i in others[:5]) + (", ..." if len(others) > 5 else "")
-        raise LineageError(
-            f"version {version_id} shares function identities (hence names) with version(s)"
-            f" {ids} of program {versions[others[0]]['program']!r}: moving it alone would"
-            " carry names into them; not supported"
-        )
-    record = queries.lineage_records(conn).get(version_id) or {}
-    stored = lineage_svc.stored_rows(conn, version_id, record)
-    rows = lineage_svc.ModuleRows(
-        stored.rows, tuple(sorted(lineage_svc.parse_ranges(record.get("library"))))
-    )
-    lin = lineage_svc.choose_lineage(conn, rows, default_name=program, program=program)
-    lin_record = {
-        **lin.record(),
-        "moved": {
-            "by": actor,
-            "at": now(),
-            "from_program": frm,
-            "from_parent_version_id": v["parent_version_id"],
-            "from_method": record.get("method"),
-        },
-    }
+    # one write transaction from the checks to the carry: a concurrent ingest or move cannot
+    # slip in between (a refusal rolls back: nothing written)
     with transaction(conn):
+        v = queries.get_version(conn, version_id)
+        frm = v["program"]
+        if frm == program:
+            raise LineageError(
+                f"version {version_id} ({printable(v['label'])}) is already in program"
+                f" {program!r}: nothing to do"
+            )
+        target_id = kb_programs.program_id_of(conn, program)
+        if target_id is None and not create:
+            known = ", ".join(sorted(queries.program_names(conn))) or "none"
+            raise LineageError(
+                f"unknown program {program!r} (programs: {known}); add --create to start it"
+            )
+        versions = {r["id"]: r for r in queries.lineage_versions(conn)}
+        others = [
+            i
+            for i in kb_programs.versions_sharing_identities(conn, version_id)
+            if versions[i]["program"] != program
+        ]
+        if others:
+            ids = ", ".join(str(i) for i in others[:5]) + (", ..." if len(others) > 5 else "")
+            raise LineageError(
+                f"version {version_id} shares function identities (hence names) with version(s)"
+                f" {ids} of program {versions[others[0]]['program']!r}: moving it alone would"
+                " carry names into them; not supported"
+            )
+        record = queries.lineage_records(conn).get(version_id) or {}
+        stored = lineage_svc.stored_rows(conn, version_id, record)
+        rows = lineage_svc.ModuleRows(
+            stored.rows, tuple(sorted(lineage_svc.parse_ranges(record.get("library"))))
+        )
+        lin = lineage_svc.choose_lineage(conn, rows, default_name=program, program=program)
+        lin_record = {
+            **lin.record(),
+            "moved": {
+                "by": actor,
+                "at": now(),
+                "from_program": frm,
+                "from_parent_version_id": v["parent_version_id"],
+                "from_method": record.get("method"),
+            },
+        }
         pid = lineage_svc.commit(conn, lin)  # creates the program when new
         old_pid = versions[version_id]["program_id"]
         if old_pid is None:  # a pre-v2 version: commit just put it in the legacy program
@@ -154,15 +156,15 @@ def set_program(
                 "dropped_program": dropped,
             },
         )
-    return MoveResult(
-        version_id=version_id,
-        label=v["label"],
-        from_program=frm,
-        program=program,
-        new_program=lin.new_program,
-        parent_version_id=lin.parent_version_id,
-        overlap=lin.overlap,
-        lineage=lin_record,
-        carry=counts,
-        dropped_program=dropped,
-    )
+        return MoveResult(
+            version_id=version_id,
+            label=v["label"],
+            from_program=frm,
+            program=program,
+            new_program=lin.new_program,
+            parent_version_id=lin.parent_version_id,
+            overlap=lin.overlap,
+            lineage=lin_record,
+            carry=counts,
+            dropped_program=dropped,
+        )
