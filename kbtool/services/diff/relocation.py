@@ -35,9 +35,10 @@ from typing import Any
 
 from kbtool.wasm.errors import WasmFormatError
 from kbtool.wasm.facts import build_data_map, static_region
-from kbtool.wasm.instr import decode_one, skip_local_decls
+from kbtool.wasm.instr import NUM_TYPES, decode_one, skip_local_decls
 from kbtool.wasm.opcodes import (
     BYTE_KIND,
+    K_BLOCK,
     K_CALL,
     K_GLOBAL,
     K_I32,
@@ -189,6 +190,8 @@ _FAST_U32 = bytes(
 )
 _FAST_SLEB = bytes(BYTE_KIND[b] in (K_I32, K_I64) for b in range(256))
 _FAST_MEM = bytes(BYTE_KIND[b] == K_MEM for b in range(256))
+_BLOCKS = frozenset(b for b in range(256) if BYTE_KIND[b] == K_BLOCK)
+_BLOCK_TYPE = {0x40: "", **NUM_TYPES}  # one-byte block types (read_blocktype's text)
 
 
 def body_tokens(view: ModuleView, index: int) -> list[tuple[int, tuple]]:
@@ -251,9 +254,38 @@ def _decode(data: bytes, p: int, end: int, out: list[tuple[int, tuple]], limit: 
                     app((b, (x, (y & 0x7F) | (data[p + 3] << 7), 0)))
                     p += 4
                     continue
+            elif b in _BLOCKS:
+                t = _BLOCK_TYPE.get(x)
+                if t is not None:
+                    app((b, (t,)))
+                    p += 2
+                    continue
+            if u32[b] or sleb[b]:  # three or four bytes (a call index, an address)
+                got = _leb4(data, p + 1, end, sleb[b])
+                if got is not None:
+                    app((b, (got[0],)))
+                    p = got[1]
+                    continue
         op, p, imms = decode_one(data, p, end)
         app((op, imms))
     return p
+
+
+def _leb4(data: bytes, q: int, end: int, signed: int) -> tuple[int, int] | None:
+    """An LEB of at most four bytes at ``q`` as ``read_uleb``/``read_sleb`` read it (no range
+    check applies below five bytes), with the position after; None when longer or cut."""
+    v = shift = 0
+    lim = min(q + 4, end)
+    while q < lim:
+        c = data[q]
+        q += 1
+        v |= (c & 0x7F) << shift
+        shift += 7
+        if c < 0x80:
+            if signed and v & (1 << (shift - 1)):
+                v -= 1 << shift
+            return v, q
+    return None
 
 
 class _CountDiffers(Exception):
