@@ -114,6 +114,7 @@ def test_every_owned_benchmark_is_listed():
         "mcp_bounds",  # tests/surface/mcp/test_mcp_bounds.py
         "refusal_growth",  # tests/unit/kb/test_refusal_bounds.py
         "knowledge",  # tests/unit/services/test_knowledge_bench.py
+        "diff_unstored",  # tests/unit/services/test_diff_unstored_bench.py
     }
     # helpers, and the corpus builder programs.py (it downloads sources: not a smoke run)
     # diff_triage builds its release pairs from downloaded sources too (run by hand)

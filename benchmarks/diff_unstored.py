@@ -1,0 +1,151 @@
+"""The diff of a pair nobody stored (issue 30, point 3): what its first computation costs, step
+by step, and what the next process pays once the answer is kept.
+
+    python benchmarks/diff_unstored.py [--db KB] [--pair A B] [--smoke]
+
+The KB (default: the interactive benchmark's ffmpeg KB, two ffmpeg-core releases, 22.5k
+functions) is copied to a temporary directory first (never written). The pair defaults to
+the reverse of the KB's first stored pair (ingest stores (parent, new); the other direction
+is computed). Figures, CPU s (this process) and wall s:
+
+- ``pairing``         identities + the matcher + the review checks (``pair_versions``);
+- ``classification``  unchanged / moved / modified, relocation and layout checks;
+- ``changelog``       explanations and triage of every modified function;
+- ``kept: compute``   a new process, ``DiffCache`` report + changelog (computes, keeps on disk);
+- ``kept: read back`` another new process asking the same (read from disk; the goal 250 ms).
+
+``--smoke``: the demo KB (two zstd releases), pair 2 -> 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from kbtool.kb.db import open_ro  # noqa: E402
+from kbtool.services.diff import report as diff_report  # noqa: E402
+
+DEFAULT_KB = Path.home() / ".cache" / "kbtool-interactive" / "ffmpeg.db"
+GOAL_MS = 250.0
+
+_CHILD = """
+import json, sys, time
+c0, w0 = time.process_time(), time.perf_counter()
+from kbtool.kb.db import open_ro
+from kbtool.services.diff.cache import DiffCache
+conn = open_ro(sys.argv[1])
+cache = DiffCache()
+cache.report(conn, int(sys.argv[2]), int(sys.argv[3]))
+cache.changelog(conn, int(sys.argv[2]), int(sys.argv[3]))
+print(json.dumps([time.process_time() - c0, time.perf_counter() - w0,
+                  cache.computed, cache.disk_hits]))
+"""
+
+
+def _now() -> tuple[float, float]:
+    return time.process_time(), time.perf_counter()
+
+
+def steps(db: Path, a: int, b: int) -> dict[str, tuple[float, float]]:
+    """CPU and wall seconds of each step of one fresh computation, in this process."""
+    conn = open_ro(db)
+    out: dict[str, tuple[float, float]] = {}
+    c0, w0 = _now()
+    va, vb = diff_report._label(conn, a), diff_report._label(conn, b)
+    pg = diff_report.pair_versions(conn, a, b)
+    c1, w1 = _now()
+    out["pairing"] = (c1 - c0, w1 - w0)
+    real = diff_report.changelog
+    began: list[tuple[float, float]] = []
+
+    def timed(*args, **kw):
+        began.append(_now())
+        return real(*args, **kw)
+
+    diff_report.changelog = timed  # the changelog is the last step of build_report
+    try:
+        diff_report.build_report(conn, pg, va, vb)
+    finally:
+        diff_report.changelog = real
+    c2, w2 = _now()
+    out["classification"] = (began[0][0] - c1, began[0][1] - w1)
+    out["changelog"] = (c2 - began[0][0], w2 - began[0][1])
+    conn.close()
+    return out
+
+
+def kept(db: Path, a: int, b: int, disk: Path) -> dict[str, tuple[float, float]]:
+    """A new process computes and keeps the answer; another reads it back."""
+    env = dict(os.environ, KBTOOL_DIFF_CACHE_DIR=str(disk))
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    out: dict[str, tuple[float, float]] = {}
+    for step, expect in (("kept: compute", (1, 0)), ("kept: read back", (0, 1))):
+        run = subprocess.run(
+            [sys.executable, "-P", "-c", _CHILD, str(db), str(a), str(b)],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        cpu, wall, computed, hits = json.loads(run.stdout)
+        if (computed, hits) != expect:
+            raise SystemExit(f"{step}: computed {computed}, disk hits {hits}, expected {expect}")
+        out[step] = (cpu, wall)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--db", type=Path, default=DEFAULT_KB)
+    ap.add_argument("--pair", type=int, nargs=2, metavar=("A", "B"))
+    ap.add_argument("--smoke", action="store_true")
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="kbtool-diff-unstored-") as tmp:
+        db = Path(tmp) / "kb.db"
+        if args.smoke:
+            from testkit.kb import build_demo_kb
+
+            build_demo_kb(db)
+        else:
+            if not args.db.exists():
+                raise SystemExit(f"no KB at {args.db} (benchmarks/interactive.py builds it)")
+            shutil.copyfile(args.db, db)
+        conn = open_ro(db)
+        stored = conn.execute(
+            "SELECT from_version_id, to_version_id FROM diffs ORDER BY 1, 2"
+        ).fetchall()
+        conn.close()
+        if args.pair:
+            a, b = args.pair
+        elif stored:
+            b, a = stored[0]
+        else:
+            raise SystemExit("the KB stores no pair: give --pair A B")
+        figures = {**steps(db, a, b), **kept(db, a, b, Path(tmp) / "diffs")}
+    print(f"diff {a} -> {b} (not stored), {args.db if not args.smoke else 'demo KB'}")
+    print(f"  {'step':<18} {'cpu s':>8} {'wall s':>8}")
+    for step, (cpu, wall) in figures.items():
+        print(f"  {step:<18} {cpu:>8.3f} {wall:>8.3f}")
+    fresh = sum(figures[s][0] for s in ("pairing", "classification", "changelog"))
+    back = figures["kept: read back"][1] * 1000
+    print(
+        f"  fresh computation {fresh:.2f} CPU s; read back {back:.0f} ms (goal < {GOAL_MS:.0f} ms)"
+    )
+    a1, a5, a15 = os.getloadavg()
+    print(f"  machine: load average {a1:.2f} {a5:.2f} {a15:.2f} on {os.cpu_count()} cores")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
