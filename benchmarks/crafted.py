@@ -367,18 +367,18 @@ from pathlib import Path
 from benchmarks import crafted
 from kbtool.kb.db import open_rw
 from kbtool.services.ingest import ingest_bytes
-import kbtool.services.ingest as ingest_mod
+import kbtool.identity.matcher as matcher_mod  # ingest imports it when it needs it
 kind, count = sys.argv[1], int(sys.argv[2])
 gen = crafted.matcher_family if kind == "family" else crafted.normal_release
 a, b = gen(count, 0), gen(count, 1)
 seen = []  # the matcher's own stats of the ingest's run (comparisons: load-independent)
-real = ingest_mod.match_functions_staged
+real = matcher_mod.match_functions_staged
 def _staged(old, new, stats=None):
     stats = [] if stats is None else stats
     out = real(old, new, stats=stats)
     seen.extend(stats)
     return out
-ingest_mod.match_functions_staged = _staged
+matcher_mod.match_functions_staged = _staged
 with tempfile.TemporaryDirectory() as tmp:
     conn = open_rw(Path(tmp) / "kb.db")
     t0 = time.perf_counter()
