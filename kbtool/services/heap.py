@@ -7,9 +7,9 @@ them, 40-160 ms on ffmpeg's heap, at whatever keystroke or request happens to tr
 :func:`settle`, called once such a cache is loaded, moves every object alive now into the
 permanent generation (:func:`gc.freeze`): later collections walk only what is newer.
 Frozen objects are still freed by reference counting; only cyclic garbage among them is
-kept, so when the frozen set has doubled since the last full collection (a cache
-replaced after a rename, a second version prepared) :func:`settle` collects once, then
-freezes again: that one pause is paid while a cache is being built, not at random later.
+kept, so when the frozen set has doubled (and by :data:`MIN_OBJECTS`) since the last full
+collection (a cache replaced after a rename, a second version prepared) :func:`settle`
+collects once, then freezes again: that one pause is paid while a cache is being built, not at random later.
 
 Python's thresholds are kept: raising the full collection's (10 -> 100) made them four
 times rarer but each five times longer on ffmpeg (p50 330 ms CPU), worse for a keystroke.
@@ -24,7 +24,9 @@ import threading
 __all__ = ["GROWTH", "disable", "enable", "enabled", "settle", "stats"]
 
 GROWTH = 2.0  # frozen objects over those frozen after the last full collection: collect again
-MIN_OBJECTS = 20_000  # below this many frozen objects a full collection costs nothing worth saving
+# and by at least this many objects: a full collection then walks everything (~0.3 s on
+# ffmpeg's TUI), so it waits until what could be leaked is worth that pause
+MIN_OBJECTS = 500_000
 
 _lock = threading.Lock()
 _state: dict = {"enabled": False, "base": 0, "settles": 0, "collections": 0, "frozen": 0}
@@ -64,7 +66,11 @@ def settle() -> None:
         if base == 0:  # the first cache: what was garbage before it is small
             _state["base"] = frozen
             return
-        if frozen > max(base * GROWTH, MIN_OBJECTS):
+        if frozen > base * GROWTH and frozen - base > MIN_OBJECTS:
+            # the count also holds what reference counting freed since: count exactly (one
+            # walk of the frozen set, ~10 ms on ffmpeg) before paying a full collection
+            frozen = _state["frozen"] = gc.get_freeze_count()
+        if frozen > base * GROWTH and frozen - base > MIN_OBJECTS:
             gc.unfreeze()
             gc.collect()
             gc.freeze()

@@ -269,7 +269,6 @@ class DiffScreen(KbScreen):
         self._show_report(report, changelog)
         # a modified row opens the function diff: both versions prepared meanwhile
         self.call_after_refresh(self.kb.prepare_code, *self._shown_pair)
-        self.call_after_refresh(heap.settle)  # the report stays in the diff cache
 
     def _busy(self, frm: int, to: int) -> None:
         self.query_one("#diff-summary", Static).update(
@@ -334,6 +333,9 @@ class DiffScreen(KbScreen):
     def _changelog_ready(self, gen: int, shown) -> None:
         if gen == self._diff_gen and self.is_attached:
             self.query_one("#changelog-body", Static).update(shown)
+        # the report stays in the diff cache: frozen once the screen is whole (a full
+        # collection it may need then is not in front of the table's first frame)
+        self.set_timer(0.5, heap.settle)
 
     def _fill_table(self) -> None:
         """Rows of the current filter; the first CHUNK now, more as the cursor nears the end.

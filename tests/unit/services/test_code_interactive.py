@@ -88,7 +88,8 @@ class _Node:
         self.me = self  # a cycle: only the collector frees it
 
 
-def test_heap_policy_freezes_and_frees_cycles_after_growth():
+def test_heap_policy_freezes_and_frees_cycles_after_growth(monkeypatch):
+    monkeypatch.setattr(heap, "MIN_OBJECTS", 20_000)
     heap.disable()
     try:
         heap.settle()  # before enable: Python's policy untouched
