@@ -194,39 +194,77 @@ def c_ready(screen):
     return ready
 
 
+class _GcPauses:
+    """The collector's policy for this TUI process (``kbtool``: what ``kbtool tui`` enables in
+    ``KbApp.run``, which Pilot's ``run_test`` skips) and its full (generation 2) collections:
+    wall and CPU ms each (the collecting thread holds the GIL throughout)."""
+
+    def __init__(self, policy: str) -> None:
+        if policy == "kbtool":
+            try:
+                from kbtool.services import heap
+            except ImportError:  # a checkout from before the policy (--root)
+                pass
+            else:
+                heap.enable()
+        self.wall: list[float] = []
+        self.cpu: list[float] = []
+        self._began = (0.0, 0.0)
+        gc.callbacks.append(self)
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if info.get("generation") != 2:
+            return
+        if phase == "start":
+            self._began = (time.perf_counter(), time.thread_time())
+        else:
+            self.wall.append(round((time.perf_counter() - self._began[0]) * 1000, 2))
+            self.cpu.append(round((time.thread_time() - self._began[1]) * 1000, 2))
+
+
+async def _function_diffs(app, pilot, p: dict, until, add, res: dict) -> None:
+    """As a person goes: the changelog of the stored pair, then modified functions' diffs."""
+    from kbtool.tui.screens.code import FunctionDiffScreen
+    from kbtool.tui.screens.diff import DiffScreen
+
+    if not p.get("fdiff"):
+        return
+    v, w = p["pair_stored"]
+    changelog = DiffScreen(v, w)
+    add(
+        "diff screen (stored pair)",
+        await until(lambda: app.push_screen(changelog), lambda: changelog._shown_pair == (v, w)),
+        True,
+    )
+    t = time.perf_counter()  # both versions prepared meanwhile, in the background
+    if app.code_prefetch is not None:
+        await asyncio.wrap_future(app.code_prefetch)
+    res[BG_PREP] = {"cold": [round((time.perf_counter() - t) * 1000, 1)]}
+    for i, pair in enumerate(p["fdiff"]):
+        screen = FunctionDiffScreen(*pair)
+        add(
+            "function diff",
+            await until(lambda s=screen: app.push_screen(s), lambda s=screen: s.diff is not None),
+            i == 0,
+        )
+        app.pop_screen()
+        await pilot.pause()
+    app.pop_screen()
+    await pilot.pause()
+
+
 async def _tui(kb: Path, p: dict, gc_policy: str = "kbtool") -> dict[str, dict[str, list[float]]]:
     from textual import events
 
     from kbtool.tui.app import KbApp
-    from kbtool.tui.screens.code import CodeScreen, FunctionDiffScreen, LinesView
+    from kbtool.tui.screens.code import CodeScreen, LinesView
     from kbtool.tui.screens.detail import DetailScreen
-    from kbtool.tui.screens.diff import DiffScreen
     from kbtool.tui.screens.heatmap import HeatmapScreen
     from kbtool.tui.screens.search import SearchScreen
     from kbtool.tui.widgets.heatmap import HeatmapGrid
 
     res: dict[str, dict[str, list[float]]] = {}
-    if gc_policy == "kbtool":  # what `kbtool tui` does (KbApp.run); Pilot's run_test does not
-        try:
-            from kbtool.services import heap
-        except ImportError:  # a checkout from before the policy (--root)
-            pass
-        else:
-            heap.enable()
-    full: list[float] = []  # ms of each full (generation 2) collection: wall
-    full_cpu: list[float] = []  # and CPU (the collecting thread's; it holds the GIL throughout)
-    began = [0.0, 0.0]
-
-    def on_gc(phase: str, info: dict) -> None:
-        if info.get("generation") != 2:
-            return
-        if phase == "start":
-            began[:] = [time.perf_counter(), time.thread_time()]
-        else:
-            full.append(round((time.perf_counter() - began[0]) * 1000, 2))
-            full_cpu.append(round((time.thread_time() - began[1]) * 1000, 2))
-
-    gc.callbacks.append(on_gc)
+    pauses = _GcPauses(gc_policy)
 
     cpu = [0.0]  # CPU ms of the process (every thread) in the step just measured
 
@@ -333,35 +371,7 @@ async def _tui(kb: Path, p: dict, gc_policy: str = "kbtool") -> dict[str, dict[s
                         add("code page down", await keyframe("pagedown"), i == 0 and j == 0)
                 app.pop_screen()
                 await pilot.pause()
-        if p.get("fdiff"):  # as a person does: the changelog of the pair, then a modified row
-            v, w = p["pair_stored"]
-            changelog = DiffScreen(v, w)
-            add(
-                "diff screen (stored pair)",
-                await until(
-                    lambda: app.push_screen(changelog),
-                    lambda: changelog._shown_pair == (v, w),
-                ),
-                True,
-            )
-            t = time.perf_counter()  # both versions prepared meanwhile, in the background
-            if app.code_prefetch is not None:
-                await asyncio.wrap_future(app.code_prefetch)
-            res[BG_PREP] = {"cold": [round((time.perf_counter() - t) * 1000, 1)]}
-        for i, pair in enumerate(p.get("fdiff", [])):
-            screen = FunctionDiffScreen(*pair)
-            add(
-                "function diff",
-                await until(
-                    lambda s=screen: app.push_screen(s), lambda s=screen: s.diff is not None
-                ),
-                i == 0,
-            )
-            app.pop_screen()
-            await pilot.pause()
-        if p.get("fdiff"):
-            app.pop_screen()
-            await pilot.pause()
+        await _function_diffs(app, pilot, p, until, add, res)
         await pilot.press("slash")
         await pilot.pause()
         screen = app.screen
@@ -377,8 +387,8 @@ async def _tui(kb: Path, p: dict, gc_policy: str = "kbtool") -> dict[str, dict[s
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
             res["peak RSS MiB"] = {"cold": [round(int(line.split()[1]) / 1024, 1)]}
-    res[GC] = {"cold": full or [0.0]}
-    res[CPU + GC] = {"cold": full_cpu or [0.0]}
+    res[GC] = {"cold": pauses.wall or [0.0]}
+    res[CPU + GC] = {"cold": pauses.cpu or [0.0]}
     return res
 
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import threading
 
-import pytest
-
 from kbtool.kb.db import open_ro
 from kbtool.services import code as code_service
 from kbtool.web import app as webapp
