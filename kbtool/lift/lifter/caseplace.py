@@ -35,6 +35,7 @@ _CALL: Final = re.compile(r"\b[A-Za-z_]\w*\(")
 #: statements after which control never reaches the next line
 _EXITS: Final = ("goto ", "return;", "return ", "break;", "continue;", "wasm_unreachable();")
 _THROWS: Final = ("wasm_throw(", "wasm_rethrow(", "wasm_throw_ref(")
+_NONE: Final[list[str]] = []  # no gotos on a line (shared, never changed)
 #: moves per function at most (each one rescans the function)
 MAX_MOVES: Final = 400
 
@@ -88,7 +89,8 @@ def _info(line: str) -> tuple[str, bool, int, str, list[str]]:
     if net > 0 and not s.endswith("{"):
         net = 0
     m = _LABEL.match(s) if s.endswith(":;") else None
-    return s, closes, net, m.group(1) if m is not None else "", _GOTO.findall(s)
+    gotos = _GOTO.findall(s) if "goto L" in s else _NONE
+    return s, closes, net, m.group(1) if m is not None else "", gotos
 
 
 class _Scan:
@@ -407,33 +409,48 @@ def _loop_end(lines: list[str], j: int) -> bool:
 
 def _hopeful(lines: list[str]) -> bool:
     """Whether some trampoline may move or copy: a cheap look (its label has one ``goto``
-    and a jump before it, or a ``return`` right after it) before the full scan."""
-    labels: dict[str, int] = {}
+    and a jump before it, or a ``return`` right after it) before the full scan. The
+    ``goto`` counts are taken only when some label passes the other looks."""
     tramps: list[str] = []
-    refs: dict[str, int] = {}
+    marks: list[int] = []  # lines that may be labels
     for k, ln in enumerate(lines):
-        if "goto L" in ln:
-            if ": goto L" in ln:
-                m = _TRAMP.match(_bare(ln))
-                if m is not None:
-                    tramps.append(m.group(2))
-            for t in _GOTO.findall(ln):
-                refs[t] = refs.get(t, 0) + 1
-        elif ln.endswith(":;"):
-            m = _LABEL.match(_bare(ln))
+        if ": goto L" in ln:
+            m = _TRAMP.match(_bare(ln))
             if m is not None:
-                labels[m.group(1)] = k
+                tramps.append(m.group(2))
+        elif ln.endswith(":;") and "goto L" not in ln:
+            marks.append(k)
+    if not tramps:
+        return False
+    want = set(tramps)
+    labels: dict[str, int] = {}
+    for k in marks:
+        m = _LABEL.match(_bare(lines[k]))
+        if m is not None and m.group(1) in want:
+            labels[m.group(1)] = k
+    if not labels:
+        return False
+    sealed: list[str] = []  # trampolines whose label has a jump before it
     for name in tramps:
         lab = labels.get(name, -1)
         if lab <= 0:
             continue
-        prev = _bare(lines[lab - 1])
-        if refs.get(name) == 1 and (_is_exit(prev) or (prev == "}" and _loop_end(lines, lab - 1))):
-            return True
         for j in range(lab + 1, min(lab + 3, len(lines))):
             if _bare(lines[j]).startswith(("return;", "return ")):
                 return True
-    return False
+        prev = _bare(lines[lab - 1])
+        if _is_exit(prev) or (prev == "}" and _loop_end(lines, lab - 1)):
+            sealed.append(name)
+    if not sealed:
+        return False
+    once = set(sealed)
+    refs: dict[str, int] = {}
+    for ln in lines:
+        if "goto L" in ln:
+            for t in _GOTO.findall(ln):
+                if t in once:
+                    refs[t] = refs.get(t, 0) + 1
+    return any(refs.get(name) == 1 for name in sealed)
 
 
 def _targets(plan: _Plan) -> set[str]:
@@ -517,11 +534,11 @@ def place_cases(
     new index of each old line (-1: dropped) for the callers that hold line indices."""
     if not any(ln is not None and ": goto L" in ln for ln in out):
         return out, 0, 0, []  # the common case: no trampoline
-    keep = [k for k, ln in enumerate(out) if ln is not None]
     lines: list[str] = [ln for ln in out if ln is not None]
-    ident = list(range(len(lines)))  # old index (into keep) of each current line
     if not _hopeful(lines):
         return out, 0, 0, []
+    keep = [k for k, ln in enumerate(out) if ln is not None]
+    ident = list(range(len(lines)))  # old index (into keep) of each current line
     gotos = labels = moves = 0
     skip: set[int] = set()
     memo: dict[str, tuple[str, bool, int, str, list[str]]] = {}
