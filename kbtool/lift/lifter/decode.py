@@ -90,7 +90,7 @@ def _decode(data: bytes, start: int, end: int, budget: _Budget) -> tuple:
                 elif b2 < 0x80:
                     imms = ((b1 & 0x7F) | (b2 << 7),)
                     q = p + 3
-            elif k == 3:  # i32.const
+            elif k == 3:  # i32.const, i64.const (a short signed LEB)
                 if b1 < 0x80:
                     imms = (b1 - 0x80 if b1 & 0x40 else b1,)
                     q = p + 2
@@ -102,6 +102,15 @@ def _decode(data: bytes, start: int, end: int, budget: _Budget) -> tuple:
                     v = (b1 & 0x7F) | ((b2 & 0x7F) << 7) | (data[p + 3] << 14)
                     imms = (v - 0x200000 if v & 0x100000 else v,)
                     q = p + 4
+                elif p + 4 < end and data[p + 4] < 0x80:  # four bytes: 28 bits
+                    v = (
+                        (b1 & 0x7F)
+                        | ((b2 & 0x7F) << 7)
+                        | ((data[p + 3] & 0x7F) << 14)
+                        | (data[p + 4] << 21)
+                    )
+                    imms = (v - 0x10000000 if v & 0x8000000 else v,)
+                    q = p + 5
             elif k == 4:  # memarg: align < 0x40 (no memory index), offset
                 if b1 < 0x40:
                     if b2 < 0x80:
@@ -112,6 +121,9 @@ def _decode(data: bytes, start: int, end: int, budget: _Budget) -> tuple:
                         q = p + 4
             elif b1 == 0x40:  # block / loop / if with an empty block type
                 imms = ("",)
+                q = p + 2
+            elif 0x7C <= b1 <= 0x7F:  # ... or one numeric result
+                imms = (_RESULT[b1 - 0x7C],)
                 q = p + 2
         if imms is None:
             op, q, imms = decode_one(data, p, end)
@@ -192,7 +204,9 @@ _CTRL: Final = frozenset(
         0xFB,  # the GC prefix byte (br_on_cast)
     }
 )
-#: fast decode shape per first byte: 1 none, 2 one uleb, 3 i32.const, 4 memarg, 5 block
+#: a block type's one numeric result, by its byte less 0x7C
+_RESULT: Final = ("f64", "f32", "i64", "i32")
+#: fast decode shape per first byte: 1 none, 2 one uleb, 3 i32/i64.const, 4 memarg, 5 block
 _FAST: Final = [0] * 256
 for _b in _NO_IMM:
     _FAST[_b] = 1
@@ -209,6 +223,7 @@ for _b in (
 ):
     _FAST[_b] = 2
 _FAST[OP_I32_CONST] = 3
+_FAST[OP_I64_CONST] = 3
 for _b in range(OP_I32_LOAD, OP_MEMORY_SIZE):
     _FAST[_b] = 4
 for _b in (OP_BLOCK, OP_LOOP, OP_IF):

@@ -69,6 +69,14 @@ _SIGN_OP: Final = _sign_table()
 _NO_ORIGIN: Final[frozenset[int]] = frozenset()
 
 
+def _one(single: list[frozenset[int] | None], x: int) -> frozenset[int]:
+    """``{x}``, made once per local (``single`` holds them)."""
+    s = single[x]
+    if s is None:
+        s = single[x] = frozenset((x,))
+    return s
+
+
 def _local_signs(
     ops: list[int], args: list[tuple], local_types: list[str], n_params: int, ftypes: list
 ) -> list[int]:
@@ -84,8 +92,8 @@ def _local_signs(
     cand = [x >= n_params and local_types[x] in _INT for x in range(n)]
     if not any(cand):
         return out
-    uv = [0] * n
-    sv = [0] * n
+    uv, sv = [0] * n, [0] * n
+    single: list[frozenset[int] | None] = [None] * n  # {x} per local (_one)
     strong = [False] * n
     notbool = [False] * n
     orig: list[frozenset[int]] = []  # per stack value: candidate locals its C type follows
@@ -101,7 +109,7 @@ def _local_signs(
         if op == OP_LOCAL_GET:
             x = args[i][0]
             c = x < n and cand[x]
-            orig.append(frozenset((x,)) if c else none)
+            orig.append(_one(single, x) if c else none)
             b01.append(1 if c else 0)  # 0/1 if x turns out bool (its deps)
             continue
         if op == OP_I32_CONST:
@@ -122,7 +130,7 @@ def _local_signs(
                     if ov:
                         deps.setdefault(x, set()).update(ov)
             if op == OP_LOCAL_TEE:
-                orig.append(frozenset((x,)) if c else none)
+                orig.append(_one(single, x) if c else none)
                 b01.append(1 if c else 0)
             continue
         if k:
