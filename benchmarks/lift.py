@@ -2,6 +2,7 @@
 
     python benchmarks/lift.py [FILE ...] [--workers N] [--no-gcc] [--latency FILE] [--buckets]
     python benchmarks/lift.py --smoke
+    python benchmarks/lift.py --no-gcc --compiled-only FILE   # the compiled lift alone
 
 Default FILEs: every ``.wasm`` of ../shared/corpus (gt/ and release/). Per module, in one
 run, side by side: share of functions whose lifted C passes ``gcc -fsyntax-only -include
@@ -521,6 +522,11 @@ def main(argv=None) -> None:
     ap.add_argument("--samples", type=int, default=300)
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument(
+        "--compiled-only",
+        action="store_true",
+        help="measure the compiled lifter alone (no pure rows, no latency)",
+    )
+    ap.add_argument(
         "--listing",
         action="store_true",
         help="also the whole-module disassembly next to wasm-objdump -d",
@@ -553,7 +559,7 @@ def main(argv=None) -> None:
         else:
             files = a.files or _corpus()
             lat = a.latency or next((f for f in files if "lightningcss" in f.name), files[-1])
-        paths = lifter_paths()
+        paths = lifter_paths()[:1] if a.compiled_only else lifter_paths()
         note = (
             "pure also measured"
             if len(paths) > 1
@@ -598,7 +604,7 @@ def main(argv=None) -> None:
                 for row in bench_listing(f, a.workers):
                     print(row)
                 sys.stdout.flush()
-        for p in paths:
+        for p in [] if a.compiled_only else paths:
             print(latency(lat, 20 if a.smoke else a.samples, p))
 
 

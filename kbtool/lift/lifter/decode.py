@@ -4,6 +4,7 @@ passes use.
 
 from __future__ import annotations
 
+import struct
 from typing import Final
 
 from kbtool.wasm.instr import decode_one, read_local_decls
@@ -111,6 +112,17 @@ def _decode(data: bytes, start: int, end: int, budget: _Budget) -> tuple:
                     )
                     imms = (v - 0x10000000 if v & 0x8000000 else v,)
                     q = p + 5
+                elif p + 5 < end and (data[p + 5] < 8 or 0x78 <= data[p + 5] < 0x80):
+                    # five bytes whose last one only extends the sign (valid for i32 and i64)
+                    v = (
+                        (b1 & 0x7F)
+                        | ((b2 & 0x7F) << 7)
+                        | ((data[p + 3] & 0x7F) << 14)
+                        | ((data[p + 4] & 0x7F) << 21)
+                        | (data[p + 5] << 28)
+                    )
+                    imms = (v - 0x800000000 if v & 0x400000000 else v,)
+                    q = p + 6
             elif k == 4:  # memarg: align < 0x40 (no memory index), offset
                 if b1 < 0x40:
                     if b2 < 0x80:
@@ -126,10 +138,18 @@ def _decode(data: bytes, start: int, end: int, budget: _Budget) -> tuple:
                 imms = (_RESULT[b1 - 0x7C],)
                 q = p + 2
         if imms is None:
-            op, q, imms = decode_one(data, p, end)
-            if op == OP_F32_CONST:  # f32.const: keep the raw bits (a NaN payload)
-                imms = (imms[0], int.from_bytes(data[p + 1 : p + 5], "little"))
-            oappend(op)
+            if b == OP_F32_CONST and p + 5 <= end:  # the value and its raw bits (a NaN payload)
+                imms = (
+                    _F32.unpack_from(data, p + 1)[0],
+                    int.from_bytes(data[p + 1 : p + 5], "little"),
+                )
+                q = p + 5
+                oappend(b)
+            else:
+                op, q, imms = decode_one(data, p, end)
+                if op == OP_F32_CONST:  # f32.const: keep the raw bits (a NaN payload)
+                    imms = (imms[0], int.from_bytes(data[p + 1 : p + 5], "little"))
+                oappend(op)
         else:
             oappend(b)
         append(imms)
@@ -204,6 +224,7 @@ _CTRL: Final = frozenset(
         0xFB,  # the GC prefix byte (br_on_cast)
     }
 )
+_F32: Final = struct.Struct("<f")
 #: a block type's one numeric result, by its byte less 0x7C
 _RESULT: Final = ("f64", "f32", "i64", "i32")
 #: fast decode shape per first byte: 1 none, 2 one uleb, 3 i32/i64.const, 4 memarg, 5 block
