@@ -4,6 +4,11 @@ disassemble/decompile), answered by :mod:`kbtool.services.code` on a read-only c
 Each answer is plain text, bounded: at most ``limit`` lines from line ``offset`` and at
 most ``MAX_CHARS`` characters; when more remains, the last line says which ``offset`` to
 ask for next. No ``from __future__ import annotations``: the SDK reads the annotations.
+
+Both read a window (:func:`kbtool.services.code.code_window`), not the whole Disassembly
+object: a disassembly window within the first screen decodes only up to it (a huge
+function's first page costs what a small one's does), later windows are slices of the
+listing the service renders once and keeps, and the C is lifted without disassembling.
 """
 
 from typing import Annotated, Any
@@ -30,13 +35,35 @@ def page(
 ) -> str:
     """Lines ``offset..offset+limit`` of ``text`` within MAX_CHARS, plus a note on what is left."""
     lines = text.splitlines()
-    total = len(lines)
     offset = max(0, offset)
     limit = max(1, min(limit, MAX_LIMIT))
+    return page_window(
+        lines[offset : offset + limit],
+        len(lines),
+        offset,
+        tool=tool,
+        version_id=version_id,
+        func_index=func_index,
+        comment=comment,
+    )
+
+
+def page_window(
+    window: list[str],
+    total: int,
+    offset: int,
+    *,
+    tool: str,
+    version_id: int,
+    func_index: int,
+    comment: tuple[str, str],
+) -> str:
+    """The answer for ``window`` (lines from ``offset`` of a text of ``total`` lines):
+    within MAX_CHARS, plus a note on what is left."""
     out: list[str] = []
     size = 0
     end = offset
-    for line in lines[offset : offset + limit]:
+    for line in window:
         if size + len(line) + 1 > MAX_CHARS and out:
             break
         out.append(line[:MAX_CHARS])
@@ -93,10 +120,20 @@ Limit = Annotated[
 ]
 
 
-def fetch(version_id: int, func_index: int) -> dict[str, Any]:
+def window(version_id: int, func_index: int, kind: str, offset: int, limit: int) -> dict[str, Any]:
+    """:func:`kbtool.services.code.code_window`: the lines asked for and the total, without
+    the whole Disassembly object (a window of a huge function's first screen decodes only up
+    to it; later windows are slices of the listing the service keeps)."""
     from kbtool.services import code as code_service
 
-    return reads.pool_for(kb_path()).read(code_service.disassembly, version_id, func_index)
+    return reads.pool_for(kb_path()).read(
+        code_service.code_window,
+        version_id,
+        func_index,
+        kind=kind,
+        offset=max(0, offset),
+        limit=max(1, min(limit, MAX_LIMIT)),
+    )
 
 
 @tool(title="Disassembly", text=True)
@@ -114,11 +151,11 @@ def get_disassembly(
     Long functions come in pages: a last line starting `;; kbtool: truncated` gives the
     offset to ask for next. An unknown version, an index out of range or an imported
     function is an error."""
-    d = fetch(version_id, func_index)
-    return page(
-        d["mnemonics"],
-        offset,
-        limit,
+    w = window(version_id, func_index, "wasm", offset, limit)
+    return page_window(
+        w["lines"],
+        w["total"],
+        w["offset"],
         tool="get_disassembly",
         version_id=version_id,
         func_index=func_index,
@@ -141,11 +178,11 @@ def get_lifted_c(
     Long output comes in pages: a last line `/* kbtool: truncated ... */` gives the
     offset to ask for next. An unknown version, an index out of range or an imported
     function is an error."""
-    d = fetch(version_id, func_index)
-    return page(
-        d["lifted_c"],
-        offset,
-        limit,
+    w = window(version_id, func_index, "c", offset, limit)
+    return page_window(
+        w["lines"],
+        w["total"],
+        w["offset"],
         tool="get_lifted_c",
         version_id=version_id,
         func_index=func_index,
