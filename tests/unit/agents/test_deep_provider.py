@@ -157,9 +157,12 @@ def test_hostile_understanding_is_stored_without_control_characters(demo_db):
     assert rec["backend"] == "provider_b"
 
 
-def test_malformed_and_failed_answers_fall_back_to_offline(demo_db):
+def test_malformed_and_failed_answers_fall_back_to_offline(demo_db, monkeypatch):
     if HAS["b"] is None:
         pytest.skip("openai SDK not installed (kbtool[llm])")
+    # one call at a time: the fake answers in script order, so which function gets which
+    # answer (and so which names the verifier refuses) does not depend on thread timing
+    monkeypatch.setattr("kbtool.services.deep.PROVIDER_CONCURRENCY", 1)
     conn = open_rw(demo_db)
     picked = _unnamed(conn, 4)
     script = [
