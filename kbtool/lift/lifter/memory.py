@@ -43,7 +43,7 @@ from .opnames import (
     OP_LOCAL_TEE,
     OP_LOOP,
 )
-from .views import Acc, mark, overlap_groups, record
+from .views import CT_FLOAT, CT_SIZE, CT_TAG, Acc, mark, overlap_groups, record
 
 #: i32.sub / i32.add, the ops of a shadow-stack prologue ``global.get SP; i32.const N; i32.sub``
 _I32_SUB: Final = OP_I32_SUB
@@ -137,30 +137,7 @@ def _frame_regions(
     return out
 
 
-_CT_SIZE: Final = {
-    "int8_t": 1,
-    "uint8_t": 1,
-    "int16_t": 2,
-    "uint16_t": 2,
-    "int32_t": 4,
-    "uint32_t": 4,
-    "float": 4,
-    "int64_t": 8,
-    "double": 8,
-}
 _SHIFT: Final = {2: 1, 4: 2, 8: 3}  # log2 of an access width
-_FLOAT_CT: Final = frozenset(("float", "double"))
-_CT_TAG: Final = {
-    "int8_t": "i8",
-    "uint8_t": "i8",
-    "int16_t": "i16",
-    "uint16_t": "i16",
-    "int32_t": "i32",
-    "uint32_t": "i32",
-    "float": "f32",
-    "int64_t": "i64",
-    "double": "f64",
-}
 
 
 class _Memory(_Core):
@@ -200,7 +177,7 @@ class _Memory(_Core):
         if n < 0:
             return ""
         self.stats.frame_slots += 1
-        size = _CT_SIZE[ct]
+        size = CT_SIZE[ct]
         if offset + size > n:
             return ""
         slot = self.fslots.get(offset)
@@ -216,15 +193,15 @@ class _Memory(_Core):
             and not store
             and slot[1] == size
             and slot[0] != ct
-            and (ct not in _FLOAT_CT and slot[0] not in _FLOAT_CT)
+            and (ct not in CT_FLOAT and slot[0] not in CT_FLOAT)
         ):
             # only stores saw the slot so far (their text has no type): the first load's
             # signedness types it, so the reads need no cast
             slot = self.fslots[offset] = (ct, size)
             self.fsoft.discard(offset)
-        elif slot[1] != size or (slot[0] != ct and (ct in _FLOAT_CT or slot[0] in _FLOAT_CT)):
+        elif slot[1] != size or (slot[0] != ct and (ct in CT_FLOAT or slot[0] in CT_FLOAT)):
             # another view of the same bytes: a member of the union the slot becomes
-            name = f"{name}_{_CT_TAG[ct]}"
+            name = f"{name}_{CT_TAG[ct]}"
             ex = self.fextra.get(name)
             if ex is None:
                 if len(self.fslots) + len(self.fextra) >= 512:
@@ -336,7 +313,7 @@ class _Memory(_Core):
         if text is not None and not typed:
             return ""  # a string: its label stays the address constant
         ob = self.data_obj(ident, start)
-        size = _CT_SIZE[ct]
+        size = CT_SIZE[ct]
         kind = ob[2]
         if kind == "t":
             hit = hook.item_field(start, off, ct) if hook is not None else None
@@ -360,7 +337,7 @@ class _Memory(_Core):
             if off + size > ob[1] or len(fields) >= 256:
                 return ""
             for fo, fct in fields.items():
-                if fo < off + size and off < fo + _CT_SIZE[fct]:
+                if fo < off + size and off < fo + CT_SIZE[fct]:
                     return ""  # another view of the same bytes
             fields[off] = got = ct
         return _view(f"{ident}.field_{off}", got, ct, store)
@@ -375,7 +352,7 @@ class _Memory(_Core):
             return self.typed_index(ident, start, 0, base, ct, store)
         if text is not None:
             return ""
-        idx = self.index_of(base, _CT_SIZE[ct])
+        idx = self.index_of(base, CT_SIZE[ct])
         if not idx:
             return ""
         ob = self.data_obj(ident, start)
@@ -447,7 +424,7 @@ class _Memory(_Core):
                 continue
             if "ADDR(" in idx:
                 return ""
-            size = _CT_SIZE[ct]
+            size = CT_SIZE[ct]
             if size > 1:
                 shl = f" << {_SHIFT[size]})"
                 inner = idx[1 : -len(shl)]
@@ -595,7 +572,7 @@ def _view(text: str, have: str, want: str, store: bool) -> str:
     reads the same bytes with the other signedness (a store converts implicitly); else ""."""
     if have == want:
         return text
-    if _CT_SIZE[have] != _CT_SIZE[want] or have in _FLOAT_CT or want in _FLOAT_CT:
+    if CT_SIZE[have] != CT_SIZE[want] or have in CT_FLOAT or want in CT_FLOAT:
         return ""
     return text if store else f"({want}){text}"
 
@@ -667,7 +644,7 @@ def _data_decls(lf: _Memory) -> tuple[list[str], list[str]]:
                 if o > pos:
                     parts.append(f"uint8_t _pad{pos}[{o - pos}];")
                 parts.append(f"{fields[o]} field_{o};")
-                pos = o + _CT_SIZE[fields[o]]
+                pos = o + CT_SIZE[fields[o]]
             before.append(f"struct __attribute__((packed)) {tag} {{ {' '.join(parts)} }};")
             obj = f"(*(struct {tag} *){at})"
         else:

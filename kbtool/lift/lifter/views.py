@@ -33,7 +33,9 @@ _ACCESS: Final = re.compile("\\*\x03\\(([\\w ]+) \\*\\)\\(M \\+ (\\w+)(?: \\+ (\
 #: what follows an access that is written: `X = v;`, `X += v;`, `X++`
 _ASSIGN: Final = re.compile(r" (?:[-+*/%&|^]|<<|>>)?= (?!=)|\+\+|--")
 _COMPOUND: Final = re.compile(r" (?:[-+*/%&|^]|<<|>>)= |\+\+|--")
-_SIZE: Final = {
+#: a C type's width in bytes, whether it is floating point, its short tag (`field_8_f64`);
+#: shared with memory.py's frame struct
+CT_SIZE: Final = {
     "int8_t": 1,
     "uint8_t": 1,
     "int16_t": 2,
@@ -44,8 +46,8 @@ _SIZE: Final = {
     "int64_t": 8,
     "double": 8,
 }
-_FLOAT: Final = frozenset(("float", "double"))
-_TAG: Final = {
+CT_FLOAT: Final = frozenset(("float", "double"))
+CT_TAG: Final = {
     "int8_t": "i8",
     "uint8_t": "i8",
     "int16_t": "i16",
@@ -124,16 +126,16 @@ def _fields(offs: dict[int, dict[str, list[int]]]) -> dict[_Key, tuple[str, str]
         cts = offs[off]
         if len(cts) == 1:  # the common case: one C type at this offset
             ct = next(iter(cts))
-            size = _SIZE.get(ct, 0)
+            size = CT_SIZE.get(ct, 0)
             if size:
-                out[(off, size, ct in _FLOAT)] = (ct, f"field_{off}")
+                out[(off, size, ct in CT_FLOAT)] = (ct, f"field_{off}")
         else:
             kinds: dict[_Key, dict[str, int]] = {}
             count: dict[_Key, int] = {}
             for ct, n in cts.items():
-                if ct not in _SIZE:
+                if ct not in CT_SIZE:
                     continue
-                key = (off, _SIZE[ct], ct in _FLOAT)
+                key = (off, CT_SIZE[ct], ct in CT_FLOAT)
                 votes = kinds.get(key)
                 if votes is None:
                     votes = kinds[key] = {}
@@ -142,7 +144,7 @@ def _fields(offs: dict[int, dict[str, list[int]]]) -> dict[_Key, tuple[str, str]
             for k, key in enumerate(sorted(kinds, key=lambda q: -count[q])):  # first seen
                 votes = kinds[key]
                 ct = max(votes, key=lambda c: votes[c])
-                out[key] = (ct, f"field_{off}" if k == 0 else f"field_{off}_{_TAG[ct]}")
+                out[key] = (ct, f"field_{off}" if k == 0 else f"field_{off}_{CT_TAG[ct]}")
         if len(out) >= MAX_FIELDS:
             break
     return out
@@ -303,8 +305,8 @@ def _subs(
                 inner = f"({ct} *)(M + {base} + {off})" if off else f"({ct} *)(M + {base})"
                 raw = "*" + inner
                 hit = (
-                    v[1].get((off, _SIZE[ct], ct in _FLOAT))
-                    if v is not None and ct in _SIZE
+                    v[1].get((off, CT_SIZE[ct], ct in CT_FLOAT))
+                    if v is not None and ct in CT_SIZE
                     else None
                 )
                 if v is None or hit is None:
@@ -313,7 +315,7 @@ def _subs(
                 name, _f, elem = v
                 have, member = hit
                 if elem:
-                    text = f"*{name}" if off == 0 else f"{name}[{off // _SIZE[elem]}]"
+                    text = f"*{name}" if off == 0 else f"{name}[{off // CT_SIZE[elem]}]"
                 else:
                     text = f"{name}->{member}"
                 out[inner] = (text if have == ct else "", text, ct, raw)
@@ -389,7 +391,7 @@ def view_decls(
         elem = ""
         if len(types) == 1 and all(key[0] in offs for key in fields):
             ct = next(iter(types))
-            size = _SIZE[ct]
+            size = CT_SIZE[ct]
             offsets = {key[0] for key in fields}
             if offsets == {0} or (size == 1 and len(fields) == len(offs)):
                 elem = ct
