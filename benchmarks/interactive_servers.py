@@ -8,7 +8,6 @@ import asyncio
 import http.client
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -16,14 +15,9 @@ import urllib.parse
 from pathlib import Path
 
 from benchmarks.interactive_common import WARM, env, merge
+from benchmarks.web_api import free_port, stop
 
 # ---------------------------------------------------------------- API (real servers)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def get(port: int, path: str) -> tuple[int, bytes, float]:
@@ -47,15 +41,6 @@ def wait(port: int, path: str, timeout: float = 60) -> None:
         except OSError:
             time.sleep(0.05)
     raise RuntimeError(f"no answer on :{port}{path}")
-
-
-def stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def api_paths(p: dict) -> list[tuple[str, list[str]]]:
