@@ -10,7 +10,9 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.support.paths import ROOT
@@ -169,3 +171,26 @@ def request(
 
 def launch_chromium(playwright):
     return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+
+
+def held_client(monkeypatch, kb_path: Path, held: Callable[[str, dict], bool]):
+    """A Starlette TestClient over the web app (2 expensive slots, a 0.2 s wait for one)
+    whose requests ``held(path, query)`` selects block in the router until the returned
+    event is set; the returned semaphore is released as each of them enters.
+    Returns ``(client, release, entered)``."""
+    from starlette.testclient import TestClient
+
+    from kbtool.web import app as webapp
+    from kbtool.web import router
+
+    release, entered, real = threading.Event(), threading.Semaphore(0), router.route
+
+    def route(db_path, path, query=None, method="GET"):
+        if held(path, query or {}):
+            entered.release()
+            assert release.wait(30)
+        return real(db_path, path, query, method)
+
+    monkeypatch.setattr(router, "route", route)
+    app = webapp.create_app(str(kb_path), expensive_limit=2, expensive_wait=0.2)
+    return TestClient(app, base_url="http://127.0.0.1"), release, entered

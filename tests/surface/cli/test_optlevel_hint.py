@@ -5,23 +5,14 @@ new program, and the ingest summary says that ``--program`` joins it."""
 
 from __future__ import annotations
 
-import pytest
-
-from benchmarks.programs import DEFAULT_OUT
 from kbtool.services.lineage import near_miss
 from tests.support.cli import run_cli
-
-
-def build(name: str):
-    p = DEFAULT_OUT / name
-    if not p.exists():
-        pytest.skip("programs corpus not built: python benchmarks/programs.py")
-    return p
+from tests.support.programs import program_build
 
 
 def test_an_os_build_of_an_o2_program_gets_a_hint_and_joins_with_program(tmp_path):
-    o2 = build("lz4-1.9.4.clang.O2.stripped.wasm")
-    os_ = build("lz4-1.9.4.clang.Os.stripped.wasm")
+    o2 = program_build("lz4-1.9.4.clang.O2.stripped.wasm")
+    os_ = program_build("lz4-1.9.4.clang.Os.stripped.wasm")
     db = str(tmp_path / "kb.db")
     first = run_cli("--db", db, "ingest", str(o2), "--label", "o2")
     assert first.returncode == 0, first.stderr
@@ -40,8 +31,8 @@ def test_an_os_build_of_an_o2_program_gets_a_hint_and_joins_with_program(tmp_pat
 
 
 def test_a_different_program_sharing_nothing_gets_no_hint(tmp_path):
-    yaml = build("libyaml-0.1.7.clang.O2.stripped.wasm")
-    lz4 = build("lz4-1.9.4.clang.O2.stripped.wasm")
+    yaml = program_build("libyaml-0.1.7.clang.O2.stripped.wasm")
+    lz4 = program_build("lz4-1.9.4.clang.O2.stripped.wasm")
     db = str(tmp_path / "kb.db")
     assert run_cli("--db", db, "ingest", str(yaml)).returncode == 0
     res = run_cli("--db", db, "ingest", str(lz4))

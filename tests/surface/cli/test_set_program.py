@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.programs import DEFAULT_OUT
 from tests.support.cli import run_cli
 from tests.support.paths import DEMO_DIR
+from tests.support.programs import program_build
 
 OLD = DEMO_DIR / "zstd-1.5.5.wasm"
 NEW = DEMO_DIR / "zstd-1.5.6.wasm"
@@ -151,16 +151,9 @@ def test_a_version_sharing_identities_with_its_program_is_refused(tmp_path):
     assert dump(db) == before
 
 
-def build(name: str) -> Path:
-    p = DEFAULT_OUT / name
-    if not p.exists():
-        pytest.skip("programs corpus not built: python benchmarks/programs.py")
-    return p
-
-
 def test_the_optlevel_hint_names_the_command_that_joins_an_ingested_build(tmp_path):
-    o2 = build("lz4-1.9.4.clang.O2.stripped.wasm")
-    os_ = build("lz4-1.9.4.clang.Os.stripped.wasm")
+    o2 = program_build("lz4-1.9.4.clang.O2.stripped.wasm")
+    os_ = program_build("lz4-1.9.4.clang.Os.stripped.wasm")
     db = str(tmp_path / "kb.db")
     ok("--db", db, "ingest", str(o2))
     hint = " ".join(ok("--db", db, "ingest", str(os_)).split())

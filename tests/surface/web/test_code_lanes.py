@@ -9,8 +9,8 @@ import threading
 
 from kbtool.kb.db import open_ro
 from kbtool.services import code as code_service
-from kbtool.web import app as webapp
 from kbtool.web import router
+from tests.support.web import held_client
 
 
 def _defined(kb) -> tuple[int, int]:
@@ -41,21 +41,11 @@ def test_classification():
 
 
 def test_first_screen_does_not_wait_behind_lift_and_callgraph(kb, monkeypatch):
-    from starlette.testclient import TestClient
-
     vid, idx = _defined(kb)
-    release, entered, real = threading.Event(), threading.Semaphore(0), router.route
-
-    def held_route(db_path, path, query=None, method="GET"):
-        if path.startswith("/api/callgraph/") or (query or {}).get("kind") == ["c"]:
-            entered.release()
-            assert release.wait(30)
-        return real(db_path, path, query, method)
-
-    monkeypatch.setattr(router, "route", held_route)
-    client = TestClient(
-        webapp.create_app(str(kb.path), expensive_limit=2, expensive_wait=0.2),
-        base_url="http://127.0.0.1",
+    client, release, entered = held_client(
+        monkeypatch,
+        kb.path,
+        lambda p, q: p.startswith("/api/callgraph/") or q.get("kind") == ["c"],
     )
     c_window = f"/api/disasm/{vid}/{idx}?kind=c&offset=0&limit=300"
     results: dict[str, tuple[int, dict]] = {}

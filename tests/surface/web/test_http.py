@@ -138,24 +138,10 @@ def test_expensive_routes_are_bounded(kb, monkeypatch):
     """At most two diffs compute at once; the next waits (bounded), then gets 503 + Retry-After."""
     import threading
 
-    from starlette.testclient import TestClient
-
     from kbtool.web import app as webapp
-    from kbtool.web import router
+    from tests.support.web import held_client
 
-    release, entered, real = threading.Event(), threading.Semaphore(0), router.route
-
-    def slow_route(db_path, path, query=None, method="GET"):
-        if path == "/api/diff":
-            entered.release()
-            assert release.wait(30)
-        return real(db_path, path, query, method)
-
-    monkeypatch.setattr(router, "route", slow_route)
-    client = TestClient(
-        webapp.create_app(str(kb.path), expensive_limit=2, expensive_wait=0.2),
-        base_url="http://127.0.0.1",
-    )
+    client, release, entered = held_client(monkeypatch, kb.path, lambda p, q: p == "/api/diff")
     url = f"/api/diff?from={kb.version_ids[-1]}&to={kb.version_ids[0]}"
     results: list = []
 
