@@ -11,8 +11,11 @@ from pathlib import Path
 from tests.support.paths import ROOT
 
 
-def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200")
+def run_cli(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """``kbtool ARGS`` in a fresh process (``env``: variables added to the environment)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200", **(env or {}))
     return subprocess.run(
         [sys.executable, "-m", "kbtool.cli", *args],
         capture_output=True,

@@ -4,26 +4,19 @@ saved report (its stamp) is never answered from an old file. Real subprocesses, 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from kbtool.kb import queries
 from kbtool.kb.db import open_rw
 from kbtool.kb.gate import upsert_symbol
+from tests.support.cli import run_cli
 from tests.support.diff_kb import two_versions_kb
 
 
 def _kbtool(kb: Path, disk: Path | str, *args: str) -> str:
-    env = dict(os.environ, KBTOOL_DB=str(kb), KBTOOL_DIFF_CACHE_DIR=str(disk), COLUMNS="200")
-    return subprocess.run(
-        [sys.executable, "-m", "kbtool.cli", *args],
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
+    res = run_cli(*args, env={"KBTOOL_DB": str(kb), "KBTOOL_DIFF_CACHE_DIR": str(disk)})
+    assert res.returncode == 0, res.stderr
+    return res.stdout
 
 
 def _files(disk: Path) -> set[str]:
