@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import weakref
 from bisect import bisect_left, bisect_right
+from struct import unpack_from as _unpack_from
 
 from kbtool.wasm import ModuleAnalysis
 
@@ -107,6 +108,9 @@ def _slug(text: str) -> str:
 # control characters C strings carry (terminal colours, bells, tabs): escaped where shown
 _RARE_CONTROLS = "\x1b\x07\x08\x0b\x0c"
 _CONTROLS = "\t\n\r" + _RARE_CONTROLS
+_NO_CONTROLS = str.maketrans("", "", _CONTROLS)
+_NO_RARE = str.maketrans("", "", _RARE_CONTROLS)
+_NO_LINE_CONTROLS = str.maketrans("", "", "\t\n\r")
 
 
 def _cstring_at(mem: bytes, k: int) -> str | None:
@@ -121,9 +125,11 @@ def _cstring_at(mem: bytes, k: int) -> str | None:
         return None
     if text.isprintable():  # the common case, at C speed
         return text
-    if not all(ch.isprintable() or ch in _CONTROLS for ch in text):
+    # every character printable or one of the controls (the controls deleted, the rest
+    # printable: at C speed too, as the per-character test it replaces)
+    if not text.translate(_NO_CONTROLS).isprintable():
         return None
-    if sum(1 for ch in text if ch in _RARE_CONTROLS) * 4 > len(text):
+    if (len(text) - len(text.translate(_NO_RARE))) * 4 > len(text):
         return None  # mostly control bytes: data, not text
     return text
 
@@ -135,7 +141,7 @@ def _utf8_text(raw: bytes) -> str | None:
         return None
     if text.isprintable():
         return text or None
-    return text if all(ch.isprintable() or ch in "\t\n\r" for ch in text) else None
+    return text if text.translate(_NO_LINE_CONTROLS).isprintable() else None
 
 
 def memory_image(
@@ -217,7 +223,7 @@ def _classify(
     if u is not None:
         return "utf16", u, []
     if base % 4 == 0 and len(mem) >= 8 and len(mem) % 4 == 0:
-        words = [int.from_bytes(mem[i : i + 4], "little") for i in range(0, len(mem), 4)]
+        words = list(_unpack_from(f"<{len(mem) >> 2}I", mem))  # the little-endian words
         nonzero = [w for w in words if w]
         if nonzero and all(lo <= w < hi for w in nonzero) and len(nonzero) * 2 >= len(words):
             return "pointer_table", None, words

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from kbtool.commands.consoles import console, err_console, print_json
 from kbtool.kb.db import open_rw
+from kbtool.kb.schema import new_kb_page_size
 from kbtool.render.text import lit, toolchain_text
 
 
@@ -64,7 +65,9 @@ def run(
     (``json_out``: the contract's JSON). Errors propagate (the CLI prints them as one line)."""
     from kbtool.services.ingest import AlreadyIngested
 
-    conn = open_rw(db, create=True)
+    # (a KB this ingest creates gets pages sized for its first module)
+    size = file.stat().st_size if file.is_file() else 0
+    conn = open_rw(db, create=True, page_size=new_kb_page_size(size))
     t0 = time.perf_counter()
     try:
         res = _run_ingest(

@@ -114,14 +114,17 @@ def _configure(conn: sqlite3.Connection) -> None:
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
 
-def open_rw(path: str | os.PathLike[str], *, create: bool = True) -> sqlite3.Connection:
+def open_rw(
+    path: str | os.PathLike[str], *, create: bool = True, page_size: int | None = None
+) -> sqlite3.Connection:
     """Open (and create/migrate) a KB for writing. Autocommit mode: callers use ``transaction``.
 
     An existing file is looked at read-only first (:func:`inspect_kb`): a file that is not
     a KB, or a KB of a newer kbtool, is refused byte-for-byte untouched (no WAL switch, no
     ``-wal``/``-shm`` files). With ``create=False`` a missing or empty file is refused too.
     A KB that cannot be written (permissions, immutable file, read-only file system) is
-    refused with :class:`KBReadOnlyError` before any write is tried.
+    refused with :class:`KBReadOnlyError` before any write is tried. ``page_size``: that of
+    a file created here (SQLite's default otherwise).
     """
     p = Path(path)
     if not create and not p.exists():
@@ -146,6 +149,8 @@ def open_rw(path: str | os.PathLike[str], *, create: bool = True) -> sqlite3.Con
     _OPEN_RW.add(conn)
     try:
         _configure(conn)
+        if page_size:  # a new file only (an existing one keeps its own)
+            conn.execute(f"PRAGMA page_size = {int(page_size)}")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")

@@ -15,6 +15,19 @@ from kbtool.kb.errors import NotAKBError, SchemaVersionError
 
 SCHEMA_VERSION = 8
 KB_KIND = "kbtool-kb"
+# the page size of a KB created by ingesting a big module (SQLite's default 4096 otherwise;
+# an existing file keeps its own): such a version writes tens of MB of facts, references and
+# module bytes, and 32 KB pages cost ~8-10% less CPU to build and commit (fewer B-tree
+# pages, fewer overflow chains for the facts' op blobs); an empty KB takes ~1.5 MB more
+BIG_PAGE_SIZE = 32768
+BIG_MODULE_BYTES = 4_000_000
+
+
+def new_kb_page_size(module_bytes: int) -> int | None:
+    """The page size for a KB created to hold a first module of ``module_bytes`` (None:
+    SQLite's default)."""
+    return BIG_PAGE_SIZE if module_bytes > BIG_MODULE_BYTES else None
+
 
 _V1 = """
 CREATE TABLE meta (
