@@ -76,7 +76,7 @@ def analyze_cmd(
     bar = LazyBar(err_console.is_terminal)
     t0 = time.perf_counter()
     try:
-        res = analyze_version(conn, version, progress=bar)
+        res = analyze_version(conn, version, progress=bar, prepare_diffs=True)
     finally:
         bar.close()
         conn.close()
@@ -85,6 +85,10 @@ def analyze_cmd(
         print_json(res)
         return
     print_summary(res, secs)
+    if pairs := res.get("diffs_preparing", {}).get("pairs"):  # issue 30.3: kept ahead
+        shown = ", ".join(f"{a} -> {b}" for a, b in pairs)
+        status = "python -m kbtool.services.diff.warm --status --db KB"
+        console.print(f"diffs: preparing {shown} in the background (progress: {status})")
 
 
 def print_summary(res: dict[str, Any], secs: float) -> None:

@@ -61,7 +61,11 @@ def kb_name(reference_name: str) -> str | None:
 
 
 def analyze_version(
-    conn: sqlite3.Connection, version_id: int, progress: Progress | None = None
+    conn: sqlite3.Connection,
+    version_id: int,
+    progress: Progress | None = None,
+    *,
+    prepare_diffs: bool = False,
 ) -> dict[str, Any]:
     """Analyse a stored version and write what it finds; return the Analysis result.
 
@@ -71,6 +75,8 @@ def analyze_version(
     ``members``); ``names`` one entry per recognised function with the gate's ``outcome``
     (written, refused, unchanged, skipped) and ``reason``; ``review`` the functions that fit
     several names (none written); ``summary`` the counts stored with the run.
+    ``prepare_diffs``: also start :func:`kbtool.services.diff.warm.start_background` after the
+    writes (``diffs_preparing`` in the result), so the diffs nobody stored are kept ahead.
     Raises :class:`UnknownVersionError` for an unknown id, :class:`AnalyzeError` when the
     version's bytes are missing or do not decode.
     """
@@ -109,6 +115,11 @@ def analyze_version(
         )
         summary["data"] = {k: v for k, v in built.items() if k not in ("seconds", "cpu_seconds")}
         store.record_run(conn, version_id, RUN_KIND, summary)
+    out: dict[str, Any] = {}
+    if prepare_diffs:  # the version's unstored same-program diffs, in a detached process
+        from kbtool.services.diff.warm import start_background
+
+        out["diffs_preparing"] = start_background(conn, version_id)
     return {
         "version_id": version_id,
         "label": label,
@@ -117,7 +128,7 @@ def analyze_version(
         "names": names,
         "review": [{k: r[k] for k in ("func_index", "candidates", "reason")} for r in sa.review],
         "summary": summary,
-    }
+    } | out
 
 
 def _write_names(

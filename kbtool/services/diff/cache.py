@@ -41,6 +41,7 @@ import os
 import sqlite3
 import tempfile
 import threading
+import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,11 @@ class DiskAnswers:
         except (OSError, ValueError):
             return None
         return value if isinstance(value, dict) else None
+
+    def has(self, key: tuple, modules: tuple) -> bool:
+        """An answer's file exists (not read: a preparation only asks what is missing)."""
+        path = self._path(key, modules)
+        return path is not None and path.is_file()
 
     def put(self, key: tuple, modules: tuple, value: dict[str, Any]) -> None:
         path = self._path(key, modules)
@@ -170,6 +176,16 @@ class DiffCache:
     def changelog(self, conn: sqlite3.Connection, a: int, b: int) -> dict[str, Any]:
         """The semantic changelog of the report of ``a`` -> ``b``."""
         return self._get(conn, a, b, "changelog")
+
+    def kept(self, conn: sqlite3.Connection, a: int, b: int) -> bool:
+        """Both answers of a pair nobody stored are on disk under today's key (a pair with a
+        stored report counts as kept: it is read, not computed)."""
+        key = self._key(conn, a, b, "report")
+        if key[5] is not None:
+            return True
+        modules = _modules(conn, a, b)
+        cl_key = key[:3] + ("changelog",) + key[4:]
+        return self.disk.has(key, modules) and self.disk.has(cl_key, modules)
 
     def clear(self) -> None:
         """Forget the answers in memory (those on disk stay: they are still right)."""
@@ -252,6 +268,8 @@ class DiffCache:
                 self._put(report_key, report)
             else:
                 modules = _modules(conn, a, b)
+                if not self.disk.has(report_key, modules):
+                    _wait_for_warm(conn, a, b)  # a background preparation is on this pair
                 report = self.disk.get(report_key, modules)
                 cl = self.disk.get(cl_key, modules) if report is not None else None
                 if report is not None and cl is not None:
@@ -362,6 +380,23 @@ class DiffCache:
         self.disk.put(report_key, modules, report)
         self.disk.put(cl_key, modules, fresh["changelog"])
         return report, fresh["changelog"]
+
+
+WARM_WAIT_SECONDS = 600.0  # longest wait for a background preparation of the pair asked for
+
+
+def _wait_for_warm(conn: sqlite3.Connection, a: int, b: int) -> None:
+    """When a background preparation (:mod:`kbtool.services.diff.warm`) is computing this
+    very pair, wait for it instead of computing it a second time beside it (two cores: both
+    would take twice as long); return when it moved on, stopped or failed."""
+    from kbtool.services.diff.warm import preparing
+
+    path = queries.database_file(conn)
+    if not path:
+        return
+    deadline = time.monotonic() + WARM_WAIT_SECONDS
+    while preparing(path, a, b) and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 def _modules(conn: sqlite3.Connection, a: int, b: int) -> tuple:
