@@ -1,0 +1,138 @@
+"""Diffs prepared ahead (issue 30, point 3): a pair nobody stored is computed in the
+background after ``analyze`` and kept on disk; the answer a person then gets is exactly the
+full computation's, and a gate write (the change token) makes it stale. Real KBs (the demo's
+two zstd releases, sql.js 1.10.3 / 1.12.0), real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kbtool.kb import queries
+from kbtool.kb.db import open_ro, open_rw
+from kbtool.kb.gate import upsert_symbol
+from kbtool.services.analyze import analyze_version
+from kbtool.services.diff.cache import DiffCache
+from kbtool.services.diff.report import compute_diff_with_pairing
+from kbtool.services.diff.warm import (
+    describe_status,
+    pairs_to_prepare,
+    prepare_pairs,
+    read_status,
+)
+from kbtool.services.ingest import ingest_file
+from tests.support.cli import run_cli
+from tests.support.paths import CORPUS
+
+
+def _plain(value: Any) -> Any:
+    return json.loads(json.dumps(value))  # what a file gives back (tuples become lists)
+
+
+def _full(conn, a: int, b: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The full computation of the pair (no cache): its report and changelog."""
+    keep: dict[str, Any] = {}
+    report, _pairing = compute_diff_with_pairing(conn, a, b, keep=keep)
+    return _plain(report), _plain(keep["changelog"])
+
+
+def _check_prepared_equals_full(db: Path) -> list[tuple[int, int]]:
+    conn = open_ro(db)
+    try:
+        pairs = pairs_to_prepare(conn)
+        assert pairs, "a KB of two releases has an unstored reverse pair"
+        done = prepare_pairs(conn, pairs)
+        assert done["prepared"] == len(pairs)
+        assert pairs_to_prepare(conn) == []  # all kept now
+        for a, b in pairs:
+            cache = DiffCache()  # a new process's cache: only the disk knows the pair
+            report, cl = cache.report(conn, a, b), cache.changelog(conn, a, b)
+            assert (cache.computed, cache.disk_hits) == (0, 1)
+            assert (report, cl) == _full(conn, a, b)
+    finally:
+        conn.close()
+    return pairs
+
+
+def test_a_prepared_pair_is_the_full_computation(demo_kb: Path, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("KBTOOL_DIFF_CACHE_DIR", str(tmp_path / "diffs"))
+    assert _check_prepared_equals_full(demo_kb) == [(2, 1)]  # the reverse of the ingest pair
+
+
+def test_a_rename_makes_the_prepared_pair_stale(demo_kb: Path, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("KBTOOL_DIFF_CACHE_DIR", str(tmp_path / "diffs"))
+    conn = open_rw(demo_kb)
+    try:
+        prepare_pairs(conn, pairs_to_prepare(conn))
+        assert pairs_to_prepare(conn) == []
+        sid = queries.list_functions(conn, 1)[0]["stable_id"]
+        d = upsert_symbol(conn, sid, "warm_check", provenance="human", confidence=1.0, actor="t")
+        assert d["written"]
+        assert pairs_to_prepare(conn) == [(2, 1)]  # the kept answer names the old name
+        cache = DiffCache()
+        report = cache.report(conn, 2, 1)
+        assert cache.computed == 1 and "warm_check" in json.dumps(report)
+    finally:
+        conn.close()
+
+
+def test_analyze_prepares_the_pair_in_the_background(demo_kb: Path, tmp_path, monkeypatch) -> None:
+    disk = tmp_path / "diffs"
+    monkeypatch.setenv("KBTOOL_DIFF_CACHE_DIR", str(disk))
+    conn = open_rw(demo_kb)
+    try:
+        res = analyze_version(conn, 2, prepare_diffs=True)
+    finally:
+        conn.close()
+    started = res["diffs_preparing"]
+    assert started["pairs"] == [[2, 1]] and started["pid"]
+    os.waitpid(started["pid"], 0)  # our child: the detached preparation
+    status = read_status(str(demo_kb))
+    assert status is not None and status["state"] == "done" and status["done"] == 1
+    assert "done: 1 of 1 (2 -> 1)" in describe_status(status)
+    # a new process answers from the kept file, the same as a full computation
+    env = {"KBTOOL_DB": str(demo_kb), "KBTOOL_DIFF_CACHE_DIR": str(disk)}
+    names = {p.name: p.stat().st_mtime_ns for p in disk.glob("*.json")}
+    kept = run_cli("diff", "2", "1", "--json", env=env)
+    fresh = run_cli("diff", "2", "1", "--json", env=dict(env, KBTOOL_DIFF_CACHE_DIR="off"))
+    assert kept.returncode == 0, kept.stderr
+    assert kept.stdout == fresh.stdout
+    assert {p.name: p.stat().st_mtime_ns for p in disk.glob("*.json")} == names  # only read
+    # nothing left to prepare: a second analyze starts no process
+    conn = open_rw(demo_kb)
+    try:
+        assert pairs_to_prepare(conn) == []
+    finally:
+        conn.close()
+
+
+def test_warm_off_starts_nothing(demo_kb: Path, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("KBTOOL_DIFF_CACHE_DIR", str(tmp_path / "diffs"))
+    monkeypatch.setenv("KBTOOL_DIFF_WARM", "off")
+    conn = open_rw(demo_kb)
+    try:
+        res = analyze_version(conn, 2, prepare_diffs=True)
+    finally:
+        conn.close()
+    assert res["diffs_preparing"]["pid"] is None
+    assert not (tmp_path / "diffs").exists()
+
+
+@pytest.mark.slow
+def test_sqljs_prepared_pairs_equal_the_full_computation(tmp_path, monkeypatch) -> None:
+    wasm = [CORPUS / "release" / f"sql.js-{v}.sql-wasm.wasm" for v in ("1.10.3", "1.12.0")]
+    if not all(p.exists() for p in wasm):
+        pytest.skip("sql.js corpus modules not present")
+    monkeypatch.setenv("KBTOOL_DIFF_CACHE_DIR", str(tmp_path / "diffs"))
+    db = tmp_path / "sqljs.db"
+    conn = open_rw(db)
+    try:
+        for path in wasm:
+            ingest_file(conn, path, label=path.stem, glue_path=path.with_suffix(".js"))
+    finally:
+        conn.close()
+    assert _check_prepared_equals_full(db) == [(2, 1)]
