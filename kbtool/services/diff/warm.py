@@ -268,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--db", required=True, help="the KB file")
     ap.add_argument("--version", type=int, help="only pairs with this version")
+    ap.add_argument("--pair", type=int, nargs=2, metavar=("A", "B"), help="only this pair")
     ap.add_argument("--limit", type=int, default=MAX_PAIRS, help="pairs at most")
     ap.add_argument("--quiet", action="store_true", help="no progress lines")
     ap.add_argument("--status", action="store_true", help="what the background run is doing")
@@ -286,6 +287,10 @@ def main(argv: list[str] | None = None) -> int:
             conn = open_ro(args.db)
             try:
                 pairs = pairs_to_prepare(conn, args.version, limit=args.limit)
+                if args.pair:  # that pair alone, unless stored or kept already
+                    queries.get_version(conn, args.pair[0])
+                    queries.get_version(conn, args.pair[1])
+                    pairs = [] if DiffCache().kept(conn, *args.pair) else [tuple(args.pair)]
 
                 def say(done: int, total: int, pair: tuple[int, int], cpu: float) -> None:
                     if not args.quiet:

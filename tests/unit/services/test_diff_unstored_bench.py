@@ -21,6 +21,7 @@ def test_smoke_prints_every_step() -> None:
         timeout=300,
     ).stdout
     assert "diff 2 -> 1 (not stored), demo KB" in out
-    for step in ("pairing", "classification", "changelog", "kept: compute", "kept: read back"):
+    steps = ("pairing", "classification", "changelog", "kept: compute", "kept: read back")
+    for step in (*steps, "prepared: background", "prepared: first ask"):
         assert re.search(rf"^  {step} +{NUMBER} +{NUMBER}$", out, re.M), step
     assert "fresh computation" in out and "goal < 250 ms" in out
