@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from kbtool.kb.errors import NotAKBError, SchemaVersionError
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 KB_KIND = "kbtool-kb"
 # the page size of a KB created by ingesting a big module (SQLite's default 4096 otherwise;
 # an existing file keeps its own): such a version writes tens of MB of facts, references and
@@ -365,6 +365,17 @@ CREATE TABLE agent_answers (
 CREATE INDEX agent_answers_version ON agent_answers(version_id, func_index);
 """
 
+# Version 9: a version's call graph structure, built at `kbtool analyze` (issue 30), read back
+# by the code views instead of decoding every body (kbtool/kb/callgraphs.py).
+_V9 = """
+CREATE TABLE IF NOT EXISTS callgraphs (
+    version_id INTEGER PRIMARY KEY REFERENCES versions(id),
+    module_digest TEXT NOT NULL,  -- blake2b-128 hex of the module bytes it was built from
+    format INTEGER NOT NULL,      -- the builder's format; another one is ignored (rebuilt)
+    graph BLOB NOT NULL           -- zlib'd JSON (kbtool.services.callgraph_store)
+) WITHOUT ROWID;
+"""
+
 
 def _v8_go_shapes(conn: sqlite3.Connection) -> None:
     """Version 8: shape hashes of Go modules normalise function values and return PCs
@@ -424,6 +435,7 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     6: lambda conn: _run_script(conn, _V6),
     7: lambda conn: _run_script(conn, _V7),
     8: _v8_go_shapes,
+    9: lambda conn: _run_script(conn, _V9),
 }
 
 TABLES = (
@@ -450,6 +462,7 @@ TABLES = (
     "data_models",
     "knowledge",
     "agent_answers",
+    "callgraphs",
 )
 
 

@@ -33,6 +33,7 @@ from kbtool.kb.db import transaction
 from kbtool.kb.errors import KBError
 from kbtool.kb.gate import upsert_symbol, validate_name
 from kbtool.kb.provenance import AUTHORITY
+from kbtool.services import callgraph_store
 from kbtool.services import data as data_model
 from kbtool.wasm import WasmFormatError, analyze_module
 from kbtool.wasm.facts import analyze_workers
@@ -96,6 +97,7 @@ def analyze_version(
     except WasmFormatError as exc:
         raise AnalyzeError(f"version {version_id}: stored module does not decode: {exc}") from None
     sa = analyze_module_static(analysis, data, progress=progress)
+    graph = callgraph_store.encode(analysis, data)  # the code views read it (issue 30)
 
     if progress:
         progress("write", 0, max(1, len(sa.names)))
@@ -114,6 +116,7 @@ def analyze_version(
             progress=(lambda done, total: progress("data", done, total)) if progress else None,
         )
         summary["data"] = {k: v for k, v in built.items() if k not in ("seconds", "cpu_seconds")}
+        callgraph_store.save(conn, version_id, graph)
         store.record_run(conn, version_id, RUN_KIND, summary)
     out: dict[str, Any] = {}
     if prepare_diffs:  # the version's unstored same-program diffs, in a detached process

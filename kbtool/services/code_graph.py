@@ -8,6 +8,7 @@ from typing import Any
 
 from kbtool.kb import queries
 from kbtool.lift.names import display_name
+from kbtool.services import callgraph_store
 from kbtool.services.code_prepared import _LOCK, _RESULTS, CodeModule, code_module
 from kbtool.wasm import WasmFormatError
 from kbtool.wasm.instr import decode_one, read_local_decls
@@ -27,7 +28,9 @@ def callgraph(conn: sqlite3.Connection, version_id: int) -> dict[str, Any]:
     :func:`kbtool.lift.build_callgraph`)."""
     cm = code_module(conn, version_id)
     if cm.graph is None:
-        base = cm.parsed.get_graph()  # structure: once per module, whatever the names
+        # structure: once per module, whatever the names; the one `kbtool analyze` stored
+        # when it was built from these bytes (else every body is decoded: seconds)
+        base = cm.parsed.get_graph(lambda: callgraph_store.load(conn, version_id, cm.parsed.digest))
         names = cm.lm.names.functions
         nodes = []
         for node in base["nodes"]:

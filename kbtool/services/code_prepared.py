@@ -12,6 +12,7 @@ import hashlib
 import sqlite3
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -24,8 +25,8 @@ from kbtool.kb.errors import (
     ModuleBytesMissingError,
     UnknownFunctionError,
 )
-from kbtool.lift import LiftModule, Names, build_callgraph, prepare
-from kbtool.services import heap, knowledge
+from kbtool.lift import LiftModule, Names, prepare
+from kbtool.services import callgraph_store, heap, knowledge
 from kbtool.services import types as types_svc
 from kbtool.services.code_structs import StructFields
 from kbtool.textutil import printable
@@ -51,6 +52,7 @@ class _Parsed:
     data: bytes
     module: Module
     names: Names
+    digest: str = ""  # blake2b-128 of the bytes, hex (a stored call graph is keyed by it)
     analysis: Any = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -67,12 +69,24 @@ class _Parsed:
                 heap.settle()
             return self.analysis
 
-    def get_graph(self) -> dict:
-        """The call graph's structure (edges, candidates); names are added per KB state."""
+    def get_graph(self, stored: Callable[[], dict | None] | None = None) -> dict:
+        """The call graph's structure (edges, candidates); names are added per KB state.
+        ``stored`` reads the one ``kbtool analyze`` stored (None: not stored, or stale):
+        asked first, so a stored graph never decodes the module."""
+        if self.graph is None and stored is not None:
+            found = stored()
+            if found is not None:
+                with self.lock:
+                    if self.graph is None:
+                        self.graph = found
+                        heap.settle()
+                    return self.graph
+        if self.graph is not None:
+            return self.graph
         analysis = self.get_analysis()
         with self.lock:
             if self.graph is None:
-                self.graph = build_callgraph(analysis, self.data, {}, {}, {})
+                self.graph = callgraph_store.structure(analysis, self.data)
                 heap.settle()
             return self.graph
 
@@ -178,7 +192,7 @@ def _parsed(data: bytes) -> _Parsed:
         module = parse_module(data)
     except WasmFormatError as exc:
         raise CodeUnavailableError(f"the stored module cannot be decoded: {exc}") from None
-    parsed = _Parsed(data, module, Names.from_module(module))
+    parsed = _Parsed(data, module, Names.from_module(module), digest.hex())
     with _LOCK:
         _PARSED.put(digest, parsed)
     return parsed
