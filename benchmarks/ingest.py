@@ -3,6 +3,7 @@
 
     python benchmarks/ingest.py [--corpus ../shared/corpus] [--top 2 | --all] [--file X.wasm ...] [--smoke]
     python benchmarks/ingest.py --all --same-as-pure   # the compiled twins store what the pure code does
+    python benchmarks/ingest.py --all --same-as /tmp/ingest-base   # what that checkout stores
 
 Each kbtool ingest is the whole ``python -m kbtool --db FRESH ingest FILE`` process
 (interpreter start-up, imports, decode, facts, hashes, identities, data model, KB writes,
@@ -141,6 +142,65 @@ def same_as_pure(files: list[Path]) -> int:
     return 1 if bad else 0
 
 
+def same_as_baseline(files: list[Path], baseline: Path) -> int:
+    """One line per module: this checkout's KB against the ``baseline`` checkout's, every
+    table row by row (times left out): a speed-up must store the same content."""
+    bad = 0
+    for f in files:
+        with tempfile.TemporaryDirectory() as tmp:
+            a, b = Path(tmp) / "before.db", Path(tmp) / "after.db"
+            _ingest_into(f, baseline, a)
+            _ingest_into(f, ROOT, b)
+            n, diff, extra = _compare_common(a, b)
+        status = "identical" if diff is None else f"DIFFERENT: {diff}"
+        more = f" (tables only after: {', '.join(extra)})" if extra else ""
+        print(f"{f.name[:46]:46} {n:>9} rows  {status}{more}", flush=True)
+        bad += diff is not None
+    return 1 if bad else 0
+
+
+def _compare_common(a: Path, b: Path) -> tuple[int, str | None, list[str]]:
+    """(rows compared, the first difference or None, tables only ``b`` has): every table
+    of ``a`` row by row against ``b``'s (a table ``a`` has and ``b`` lacks is a difference;
+    a newer schema's new tables are named, not compared)."""
+    import sqlite3
+
+    from testkit.kbcompare import rows, tables
+
+    ca, cb = sqlite3.connect(a), sqlite3.connect(b)
+    n = 0
+    try:
+        ta, tb = tables(ca), tables(cb)
+        if set(ta) - set(tb):
+            return n, f"tables missing after: {sorted(set(ta) - set(tb))}", []
+        for t in ta:
+            if t == "meta":  # (the schema version: a newer schema is not a difference)
+                continue
+            cols, ra = rows(ca, t)
+            _, rb = rows(cb, t)
+            if len(ra) != len(rb):
+                return n, f"{t}: {len(ra)} rows before, {len(rb)} after", []
+            for x, y in zip(ra, rb, strict=True):
+                if x != y:
+                    diff = {c: (u, v) for c, u, v in zip(cols, x, y, strict=True) if u != v}
+                    return n, f"{t}: first differing row {str(diff)[:300]}", []
+            n += len(ra)
+        return n, None, sorted(set(tb) - set(ta))
+    finally:
+        ca.close()
+        cb.close()
+
+
+def _ingest_into(path: Path, root: Path, db: Path) -> None:
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p),
+    }
+    _run(
+        [sys.executable, "-m", "kbtool", "--db", str(db), "ingest", str(path.resolve())], env, root
+    )
+
+
 def _bytecode(root: Path) -> None:
     """Byte-compile a checkout's ``kbtool`` as ``pip install`` does: with
     PYTHONDONTWRITEBYTECODE set, a fresh worktree would compile every module on every run."""
@@ -202,6 +262,13 @@ def main(argv: list[str] | None = None) -> int:
         " twins copied in) ingested alternately with this one; best CPU of --repeat runs each",
     )
     ap.add_argument("--repeat", type=int, default=3, help="runs per side with --baseline")
+    ap.add_argument(
+        "--same-as",
+        type=Path,
+        metavar="CHECKOUT",
+        help="instead: ingest each module with that checkout and with this one (fresh KBs)"
+        " and compare every stored table (the KB's page size aside); exit 1 on a difference",
+    )
     args = ap.parse_args(argv)
     files = [DEMO] if args.smoke else list(args.file)
     if not files:
@@ -214,6 +281,8 @@ def main(argv: list[str] | None = None) -> int:
         files = [args.corpus / m["file"] for m in (mods if args.all else mods[: args.top])]
     if args.same_as_pure:
         return same_as_pure(files)
+    if args.same_as is not None:
+        return same_as_baseline(files, args.same_as)
     if args.baseline is not None:
         return before_after(files, args.baseline, max(1, args.repeat))
     _bytecode(ROOT)

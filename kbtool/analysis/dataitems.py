@@ -100,8 +100,11 @@ def read_memory(
 # ----------------------------------------------------------------------------- items
 
 
+_NOT_SLUG = re.compile(r"[^0-9A-Za-z]+")
+
+
 def _slug(text: str) -> str:
-    s = re.sub(r"[^0-9A-Za-z]+", "_", text).strip("_").lower()
+    s = _NOT_SLUG.sub("_", text).strip("_").lower()
     return s[:MAX_LABEL].rstrip("_")
 
 
@@ -313,14 +316,15 @@ def build_items(
                 kind, text, targets = "gostring", _utf8_text(piece), []
             else:
                 kind, text, targets = _classify(piece, a, lo, hi, table_range, a in fptr)
-            items.append(
+            items.append(  # (address, size, kind, segment, text, label, targets: positional)
                 DataItem(
-                    address=a,
-                    size=b - a,
-                    kind=kind,
-                    segment=k,
-                    text=text[:MAX_TEXT] if text is not None else None,
-                    targets=targets[:256],
+                    a,
+                    b - a,
+                    kind,
+                    k,
+                    text[:MAX_TEXT] if text is not None else None,
+                    None,
+                    targets[:256],
                 )
             )
             if len(items) >= MAX_ITEMS:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from operator import itemgetter
 
 from kbtool.wasm.instr import decode_one, skip_local_decls
 from kbtool.wasm.opcodes import (
@@ -445,6 +446,9 @@ def data_refs(
     return out
 
 
+_second = itemgetter(1)
+
+
 @lru_cache(maxsize=1)
 def _width() -> bytes:
     from kbtool.wasm.opcodes import WIDTH
@@ -454,11 +458,7 @@ def _width() -> bytes:
 
 def max_offset(mem_ops: list[tuple[int, int, int]]) -> int:
     """The largest memarg offset of a body (``mem_ops``: the decoder's (op, offset, width))."""
-    out = 0
-    for m in mem_ops:
-        if m[1] > out:
-            out = m[1]
-    return out
+    return max(0, max(map(_second, mem_ops), default=0))  # (one C loop)
 
 
 def might_touch_data(

@@ -295,7 +295,7 @@ def _function_rows(
     frows: list[dict[str, Any]] = []
     xrows: list[dict[str, Any]] = []
     erows: list[dict[str, Any]] = []
-    dumps = store.dumps
+    dumps = store.dumps  # (called only for a non-empty list: many are empty)
     for f in funcs:
         if f.index in carried:
             sid, method, score, prev_idx, changed = carried[f.index]
@@ -329,17 +329,19 @@ def _function_rows(
             {
                 "version_id": vid,
                 "idx": f.index,
-                "calls": dumps(f.calls),
+                "calls": dumps(f.calls) if f.calls else "[]",
                 "call_indirect": f.call_indirect,
-                "ref_funcs": dumps(f.ref_funcs),
-                "consts": dumps(f.consts),
-                "strings": dumps(f.strings),
-                "globals_used": dumps(f.globals_used),
-                "mem_ops": dumps(f.mem_ops),
+                "ref_funcs": dumps(f.ref_funcs) if f.ref_funcs else "[]",
+                "consts": dumps(f.consts) if f.consts else "[]",
+                "strings": dumps(f.strings) if f.strings else "[]",
+                "globals_used": dumps(f.globals_used) if f.globals_used else "[]",
+                "mem_ops": dumps(f.mem_ops) if f.mem_ops else "[]",
                 "atomic_sites": f.atomic_sites,
                 "loops": f.loops,
                 "ops": bytes(f.ops),
-                "table_slots": dumps(new[f.index].table_slots),
+                "table_slots": dumps(new[f.index].table_slots)
+                if new[f.index].table_slots
+                else "[]",
             }
         )
         erows.extend({"version_id": vid, "caller": f.index, "callee": c} for c in set(f.calls))
