@@ -178,14 +178,16 @@ class DiffCache:
         return self._get(conn, a, b, "changelog")
 
     def kept(self, conn: sqlite3.Connection, a: int, b: int) -> bool:
-        """Both answers of a pair nobody stored are on disk under today's key (a pair with a
-        stored report counts as kept: it is read, not computed)."""
+        """Nothing of the pair is left to compute: its report and changelog are on disk under
+        today's key. A stored report is read, not computed; its changelog (every modified body
+        read) is kept on disk once built, together with a re-triaged report when the stored one
+        is of older triage rules (:meth:`_retriaged`), so the changelog's file says it all."""
         key = self._key(conn, a, b, "report")
-        if key[5] is not None:
-            return True
         modules = _modules(conn, a, b)
         cl_key = key[:3] + ("changelog",) + key[4:]
-        return self.disk.has(key, modules) and self.disk.has(cl_key, modules)
+        return self.disk.has(cl_key, modules) and (
+            key[5] is not None or self.disk.has(key, modules)
+        )
 
     def clear(self) -> None:
         """Forget the answers in memory (those on disk stay: they are still right)."""

@@ -8,9 +8,10 @@ KB's change token) and read back by any process in ~0.1 s. This module computes 
 ahead of time, with the very same code path (:class:`~kbtool.services.diff.cache.DiffCache`),
 so the answer a person gets later is byte for byte the one a fresh computation gives:
 
-- :func:`pairs_to_prepare`: the same-program pairs of a version (or of the whole KB) that are
-  neither stored nor kept under today's change token; the reverse of a stored pair first, then
-  by distance between the versions;
+- :func:`pairs_to_prepare`: the same-program pairs of a version (or of the whole KB) whose
+  answer is not kept under today's change token: the reverse of a stored pair first, then the
+  stored pairs (their changelog reads every modified body: 9 CPU s on ffmpeg; a report stored
+  under older triage rules is re-triaged with it), then other pairs by distance;
 - :func:`prepare_pairs`: compute and keep them, one at a time, with a progress callback and a
   status file (:func:`status_path`) another process reads;
 - :func:`start_background`: the same in a detached low-priority process
@@ -77,9 +78,10 @@ def pairs_to_prepare(
     cache: DiffCache | None = None,
     limit: int = MAX_PAIRS,
 ) -> list[tuple[int, int]]:
-    """Same-program pairs ``(a, b)`` with no stored report and no answer kept on disk under
-    the KB's change token; only those with ``version_id`` when given. The reverse of a
-    stored pair comes first, then pairs of nearer versions; at most ``limit``."""
+    """Same-program pairs ``(a, b)`` with no answer kept on disk under the KB's change token
+    (:meth:`DiffCache.kept`); only those with ``version_id`` when given. The reverse of a
+    stored pair comes first, then stored pairs, then pairs of nearer versions; at most
+    ``limit``."""
     cache = cache if cache is not None else DiffCache()
     by_program: dict[str | None, list[int]] = {}
     for v in queries.list_versions(conn):
@@ -92,9 +94,12 @@ def pairs_to_prepare(
                 if a == b or (version_id is not None and version_id not in (a, b)):
                     continue
                 if queries.stored_diff_stamp(conn, a, b) is not None:
-                    continue
-                reverse_stored = queries.stored_diff_stamp(conn, b, a) is not None
-                ranked.append(((0 if reverse_stored else 1, abs(pos[a] - pos[b]), a), (a, b)))
+                    rank = 1  # stored: its changelog (and a re-triage under new rules)
+                elif queries.stored_diff_stamp(conn, b, a) is not None:
+                    rank = 0  # the reverse of an ingest pair: the one asked for most
+                else:
+                    rank = 2
+                ranked.append(((rank, abs(pos[a] - pos[b]), a), (a, b)))
     ranked.sort()
     out: list[tuple[int, int]] = []
     for _rank, (a, b) in ranked:
@@ -196,11 +201,11 @@ def prepare_pairs(
         for k, (a, b) in enumerate(pairs):
             state.update(done=k, current=[a, b], seconds=round(time.process_time() - c0, 2))
             _write_status(status, state)
-            before = cache.computed
+            before = cache.computed + cache.changelogs + cache.retriaged
             cache.report(conn, a, b)
             cache.changelog(conn, a, b)
             cache.clear()  # one pair in memory at a time: the answers are on disk
-            prepared += cache.computed - before
+            prepared += cache.computed + cache.changelogs + cache.retriaged > before
             if progress is not None:
                 progress(k + 1, len(pairs), (a, b), time.process_time() - c0)
     except Exception as exc:  # noqa: BLE001 - the status says why; a request computes it then

@@ -12,12 +12,14 @@ from typing import Any
 
 import pytest
 
-from kbtool.kb import queries
-from kbtool.kb.db import open_ro, open_rw
+from kbtool.kb import queries, store
+from kbtool.kb.db import open_ro, open_rw, transaction
 from kbtool.kb.gate import upsert_symbol
 from kbtool.services.analyze import analyze_version
 from kbtool.services.diff.cache import DiffCache
-from kbtool.services.diff.report import compute_diff_with_pairing
+from kbtool.services.diff.changelog import changelog
+from kbtool.services.diff.report import compute_diff_with_pairing, stored_diff
+from kbtool.services.diff.triage import TRIAGE_RULES
 from kbtool.services.diff.warm import (
     describe_status,
     pairs_to_prepare,
@@ -34,7 +36,11 @@ def _plain(value: Any) -> Any:
 
 
 def _full(conn, a: int, b: int) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The full computation of the pair (no cache): its report and changelog."""
+    """The full computation of the pair (no cache): its report and changelog (a stored
+    report as read, with the changelog built from the facts)."""
+    report = stored_diff(conn, a, b)
+    if report is not None:
+        return _plain(report), _plain(changelog(conn, report))
     keep: dict[str, Any] = {}
     report, _pairing = compute_diff_with_pairing(conn, a, b, keep=keep)
     return _plain(report), _plain(keep["changelog"])
@@ -51,7 +57,8 @@ def _check_prepared_equals_full(db: Path) -> list[tuple[int, int]]:
         for a, b in pairs:
             cache = DiffCache()  # a new process's cache: only the disk knows the pair
             report, cl = cache.report(conn, a, b), cache.changelog(conn, a, b)
-            assert (cache.computed, cache.disk_hits) == (0, 1)
+            assert (cache.computed, cache.changelogs, cache.retriaged) == (0, 0, 0)
+            assert cache.disk_hits >= 1
             assert (report, cl) == _full(conn, a, b)
     finally:
         conn.close()
@@ -60,7 +67,28 @@ def _check_prepared_equals_full(db: Path) -> list[tuple[int, int]]:
 
 def test_a_prepared_pair_is_the_full_computation(demo_kb: Path, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("KBTOOL_DIFF_CACHE_DIR", str(tmp_path / "diffs"))
-    assert _check_prepared_equals_full(demo_kb) == [(2, 1)]  # the reverse of the ingest pair
+    # the reverse of the ingest pair, then the ingest pair's changelog
+    assert _check_prepared_equals_full(demo_kb) == [(2, 1), (1, 2)]
+
+
+def test_a_report_stored_under_older_triage_rules_is_retriaged_ahead(
+    demo_kb: Path, tmp_path, monkeypatch
+) -> None:
+    monkeypatch.setenv("KBTOOL_DIFF_CACHE_DIR", str(tmp_path / "diffs"))
+    conn = open_rw(demo_kb)
+    saved = queries.stored_diff_report(conn, 1, 2)
+    assert saved is not None and saved.pop("triage_rules") == TRIAGE_RULES
+    for c in saved["changes"]:
+        if c["classification"] == "modified":
+            c["triage"], c["reasons"] = -5.0, ["stale"]
+    with transaction(conn):
+        store.save_diff_report(conn, 1, 2, saved)
+    conn.close()
+    assert _check_prepared_equals_full(demo_kb) == [(2, 1), (1, 2)]
+    conn = open_ro(demo_kb)
+    report = DiffCache().report(conn, 1, 2)  # read back: today's triage, not the stale one
+    conn.close()
+    assert all(c.get("reasons") != ["stale"] for c in report["changes"])
 
 
 def test_a_rename_makes_the_prepared_pair_stale(demo_kb: Path, tmp_path, monkeypatch) -> None:
@@ -72,7 +100,7 @@ def test_a_rename_makes_the_prepared_pair_stale(demo_kb: Path, tmp_path, monkeyp
         sid = queries.list_functions(conn, 1)[0]["stable_id"]
         d = upsert_symbol(conn, sid, "warm_check", provenance="human", confidence=1.0, actor="t")
         assert d["written"]
-        assert pairs_to_prepare(conn) == [(2, 1)]  # the kept answer names the old name
+        assert pairs_to_prepare(conn) == [(2, 1), (1, 2)]  # the kept answers name the old name
         cache = DiffCache()
         report = cache.report(conn, 2, 1)
         assert cache.computed == 1 and "warm_check" in json.dumps(report)
@@ -89,18 +117,19 @@ def test_analyze_prepares_the_pair_in_the_background(demo_kb: Path, tmp_path, mo
     finally:
         conn.close()
     started = res["diffs_preparing"]
-    assert started["pairs"] == [[2, 1]] and started["pid"]
+    assert started["pairs"] == [[2, 1], [1, 2]] and started["pid"]
     os.waitpid(started["pid"], 0)  # our child: the detached preparation
     status = read_status(str(demo_kb))
-    assert status is not None and status["state"] == "done" and status["done"] == 1
-    assert "done: 1 of 1 (2 -> 1)" in describe_status(status)
+    assert status is not None and status["state"] == "done" and status["done"] == 2
+    assert "done: 2 of 2 (2 -> 1, 1 -> 2)" in describe_status(status)
     # a new process answers from the kept file, the same as a full computation
     env = {"KBTOOL_DB": str(demo_kb), "KBTOOL_DIFF_CACHE_DIR": str(disk)}
     names = {p.name: p.stat().st_mtime_ns for p in disk.glob("*.json")}
-    kept = run_cli("diff", "2", "1", "--json", env=env)
-    fresh = run_cli("diff", "2", "1", "--json", env=dict(env, KBTOOL_DIFF_CACHE_DIR="off"))
-    assert kept.returncode == 0, kept.stderr
-    assert kept.stdout == fresh.stdout
+    for a, b in (("2", "1"), ("1", "2")):
+        kept = run_cli("diff", a, b, "--json", env=env)
+        fresh = run_cli("diff", a, b, "--json", env=dict(env, KBTOOL_DIFF_CACHE_DIR="off"))
+        assert kept.returncode == 0, kept.stderr
+        assert kept.stdout == fresh.stdout
     assert {p.name: p.stat().st_mtime_ns for p in disk.glob("*.json")} == names  # only read
     # nothing left to prepare: a second analyze starts no process
     conn = open_rw(demo_kb)
@@ -135,4 +164,4 @@ def test_sqljs_prepared_pairs_equal_the_full_computation(tmp_path, monkeypatch) 
             ingest_file(conn, path, label=path.stem, glue_path=path.with_suffix(".js"))
     finally:
         conn.close()
-    assert _check_prepared_equals_full(db) == [(2, 1)]
+    assert _check_prepared_equals_full(db) == [(2, 1), (1, 2)]
