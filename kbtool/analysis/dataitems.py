@@ -112,6 +112,8 @@ def _slug(text: str) -> str:
 _RARE_CONTROLS = "\x1b\x07\x08\x0b\x0c"
 _CONTROLS = "\t\n\r" + _RARE_CONTROLS
 _NO_CONTROLS = str.maketrans("", "", _CONTROLS)
+_ASCII_OK = bytes(range(0x20, 0x7F)) + _CONTROLS.encode()  # printable ASCII, the controls
+_RARE_BYTES = _RARE_CONTROLS.encode()
 _NO_RARE = str.maketrans("", "", _RARE_CONTROLS)
 _NO_LINE_CONTROLS = str.maketrans("", "", "\t\n\r")
 
@@ -128,11 +130,18 @@ def _cstring_at(mem: bytes, k: int) -> str | None:
         return None
     if text.isprintable():  # the common case, at C speed
         return text
-    # every character printable or one of the controls (the controls deleted, the rest
-    # printable: at C speed too, as the per-character test it replaces)
-    if not text.translate(_NO_CONTROLS).isprintable():
-        return None
-    if (len(text) - len(text.translate(_NO_RARE))) * 4 > len(text):
+    # every character printable or one of the controls, at C speed too: ASCII text on
+    # its bytes (printable ASCII and the controls deleted, nothing may be left), other
+    # text with the controls deleted
+    if raw.isascii():
+        if raw.translate(None, _ASCII_OK):
+            return None
+        rare = len(raw) - len(raw.translate(None, _RARE_BYTES))
+    else:
+        if not text.translate(_NO_CONTROLS).isprintable():
+            return None
+        rare = len(text) - len(text.translate(_NO_RARE))
+    if rare * 4 > len(text):
         return None  # mostly control bytes: data, not text
     return text
 

@@ -287,64 +287,107 @@ def _carry_ids(
     return carried, by_method, full_matches, matcher_notes, old_rows
 
 
+# the columns of ingest's rows, in the order _function_rows builds their values
+_FUNCTION_COLUMNS = (
+    "version_id",
+    "idx",
+    "stable_id",
+    "imported",
+    "import_module",
+    "import_field",
+    "type_sig",
+    "body_hash",
+    "shape_hash",
+    "body_offset",
+    "body_size",
+    "instr_count",
+    "raw_name",
+    "export_names",
+    "is_exported",
+    "prev_index",
+    "match_method",
+    "match_score",
+    "body_changed",
+)
+_FACT_COLUMNS = (
+    "version_id",
+    "idx",
+    "calls",
+    "call_indirect",
+    "ref_funcs",
+    "consts",
+    "strings",
+    "globals_used",
+    "mem_ops",
+    "atomic_sites",
+    "loops",
+    "ops",
+    "table_slots",
+)
+_EDGE_COLUMNS = ("version_id", "caller", "callee")
+
+
 def _function_rows(
     vid, funcs, new, carried, new_ids
-) -> tuple[dict[int, str], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-    """The version's function, facts and call-edge rows, and each index's stable id."""
+) -> tuple[dict[int, str], list[tuple], list[tuple], list[tuple]]:
+    """The version's function, facts and call-edge rows (tuples of :data:`_FUNCTION_COLUMNS`,
+    :data:`_FACT_COLUMNS` and :data:`_EDGE_COLUMNS`), and each index's stable id."""
     sid_of: dict[int, str] = {}
-    frows: list[dict[str, Any]] = []
-    xrows: list[dict[str, Any]] = []
-    erows: list[dict[str, Any]] = []
+    frows: list[tuple] = []
+    xrows: list[tuple] = []
+    erows: list[tuple] = []
     dumps = store.dumps  # (called only for a non-empty list: many are empty)
     for f in funcs:
-        if f.index in carried:
-            sid, method, score, prev_idx, changed = carried[f.index]
+        i = f.index
+        if i in carried:
+            sid, method, score, prev_idx, changed = carried[i]
         else:
-            sid, method, score, prev_idx, changed = new_ids[f.index], "new", None, None, False
-        sid_of[f.index] = sid
+            sid, method, score, prev_idx, changed = new_ids[i], "new", None, None, False
+        sid_of[i] = sid
+        exports = f.export_names
         frows.append(
-            {
-                "version_id": vid,
-                "idx": f.index,
-                "stable_id": sid,
-                "imported": int(f.imported),
-                "import_module": f.import_module,
-                "import_field": f.import_field,
-                "type_sig": f.type_sig,
-                "body_hash": f.body_hash,
-                "shape_hash": f.shape_hash,
-                "body_offset": f.body_offset,
-                "body_size": f.body_size,
-                "instr_count": f.instr_count,
-                "raw_name": f.raw_name,
-                "export_names": json.dumps(list(f.export_names)) if f.export_names else "[]",
-                "is_exported": int(bool(f.export_names)),
-                "prev_index": prev_idx,
-                "match_method": method,
-                "match_score": score,
-                "body_changed": int(changed),
-            }
+            (
+                vid,
+                i,
+                sid,
+                int(f.imported),
+                f.import_module,
+                f.import_field,
+                f.type_sig,
+                f.body_hash,
+                f.shape_hash,
+                f.body_offset,
+                f.body_size,
+                f.instr_count,
+                f.raw_name,
+                json.dumps(list(exports)) if exports else "[]",
+                int(bool(exports)),
+                prev_idx,
+                method,
+                score,
+                int(changed),
+            )
         )
+        slots = new[i].table_slots
         xrows.append(
-            {
-                "version_id": vid,
-                "idx": f.index,
-                "calls": dumps(f.calls) if f.calls else "[]",
-                "call_indirect": f.call_indirect,
-                "ref_funcs": dumps(f.ref_funcs) if f.ref_funcs else "[]",
-                "consts": dumps(f.consts) if f.consts else "[]",
-                "strings": dumps(f.strings) if f.strings else "[]",
-                "globals_used": dumps(f.globals_used) if f.globals_used else "[]",
-                "mem_ops": dumps(f.mem_ops) if f.mem_ops else "[]",
-                "atomic_sites": f.atomic_sites,
-                "loops": f.loops,
-                "ops": bytes(f.ops),
-                "table_slots": dumps(new[f.index].table_slots)
-                if new[f.index].table_slots
-                else "[]",
-            }
+            (
+                vid,
+                i,
+                dumps(f.calls) if f.calls else "[]",
+                f.call_indirect,
+                dumps(f.ref_funcs) if f.ref_funcs else "[]",
+                dumps(f.consts) if f.consts else "[]",
+                dumps(f.strings) if f.strings else "[]",
+                dumps(f.globals_used) if f.globals_used else "[]",
+                dumps(f.mem_ops) if f.mem_ops else "[]",
+                f.atomic_sites,
+                f.loops,
+                bytes(f.ops),
+                dumps(slots) if slots else "[]",
+            )
         )
-        erows.extend({"version_id": vid, "caller": f.index, "callee": c} for c in set(f.calls))
+        if f.calls:
+            erows.extend([(vid, i, c) for c in set(f.calls)])
     return sid_of, frows, xrows, erows
 
 
@@ -401,9 +444,9 @@ def _store(
     store.insert_module_bytes(conn, vid, data)
 
     sid_of, frows, xrows, erows = _function_rows(vid, funcs, new, carried, new_ids)
-    store.insert_functions(conn, frows)
-    store.insert_facts(conn, xrows)
-    store.insert_call_edges(conn, erows)
+    store.insert_function_values(conn, _FUNCTION_COLUMNS, frows)
+    store.insert_fact_values(conn, _FACT_COLUMNS, xrows)
+    store.insert_call_edge_values(conn, _EDGE_COLUMNS, erows)
 
     result = IngestResult(
         version_id=vid,
