@@ -9,6 +9,7 @@ not exist with ``--read-only``.
 from __future__ import annotations
 
 import os
+import sys
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
@@ -22,20 +23,31 @@ from textual.widgets import Input
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro, open_rw
 from kbtool.kb.errors import KBError, UnknownVersionError
-from kbtool.kb.gate import upsert_symbol
 from kbtool.kb.queries.functions import HeatmapRow
 from kbtool.services import heap
 from kbtool.textutil import clip, printable
 from kbtool.tui.jump import FunctionJumpProvider
 from kbtool.tui.screens.base import FunctionRef, KbScreen
-from kbtool.tui.screens.detail import DetailScreen
-from kbtool.tui.screens.diff import DiffScreen
-from kbtool.tui.screens.feed import FeedScreen
 from kbtool.tui.screens.heatmap import HeatmapScreen
-from kbtool.tui.screens.history import HistoryScreen
-from kbtool.tui.screens.rename import RenameScreen
-from kbtool.tui.screens.search import SearchScreen
 from kbtool.tui.screens.versions import VersionsScreen
+
+# The screens a start does not show (diff, detail, history, search, feed, rename) and the
+# gate are imported when first opened: the diff screen alone pulls the diff services and the
+# static analysis (~25 ms of a ~250 ms start on ffmpeg's KB, issue 30).
+
+
+def _loaded_screen(module: str, name: str) -> type | None:
+    """A screen class if its module was imported (else no screen of it can be shown)."""
+    mod = sys.modules.get(module)
+    return getattr(mod, name, None) if mod is not None else None
+
+
+def _is_screen(screen: object, module: str, name: str) -> bool:
+    cls = _loaded_screen(module, name)
+    return cls is not None and isinstance(screen, cls)
+
+
+_DIFF = ("kbtool.tui.screens.diff", "DiffScreen")
 
 _PREFETCH = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kbtool-prefetch")
 
@@ -213,7 +225,7 @@ class KbApp(App[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # A key that would lead to the screen already shown is hidden from the footer.
-        if action == "diff" and isinstance(self.screen, DiffScreen):
+        if action == "diff" and _is_screen(self.screen, *_DIFF):
             return False
         if isinstance(self.focused, Input) and action in (
             "search",
@@ -236,6 +248,8 @@ class KbApp(App[None]):
             self.pop_screen()
 
     def action_search(self) -> None:
+        from kbtool.tui.screens.search import SearchScreen
+
         if isinstance(self.screen, SearchScreen):
             self.screen.query_one("#search-input").focus()
             return
@@ -245,6 +259,8 @@ class KbApp(App[None]):
         self.open_diff()
 
     def action_feed(self) -> None:
+        from kbtool.tui.screens.feed import FeedScreen
+
         if not isinstance(self.screen, FeedScreen):
             self.push_screen(FeedScreen())
 
@@ -283,12 +299,18 @@ class KbApp(App[None]):
         self.push_screen(HeatmapScreen(version_id, index))
 
     def open_detail(self, version_id: int, index: int) -> None:
+        from kbtool.tui.screens.detail import DetailScreen
+
         self.push_screen(DetailScreen(version_id, index))
 
     def open_history(self, stable_id: str) -> None:
+        from kbtool.tui.screens.history import HistoryScreen
+
         self.push_screen(HistoryScreen(stable_id))
 
     def open_diff(self, from_version: int | None = None, to_version: int | None = None) -> None:
+        from kbtool.tui.screens.diff import DiffScreen
+
         if isinstance(self.screen, DiffScreen):
             return
         self.push_screen(DiffScreen(from_version, to_version))
@@ -298,6 +320,8 @@ class KbApp(App[None]):
     def start_rename(self, ref: FunctionRef) -> None:
         if self.read_only:
             return
+        from kbtool.tui.screens.rename import RenameScreen
+
         screen = self.screen
 
         def done(name: str | None) -> None:
@@ -309,6 +333,8 @@ class KbApp(App[None]):
     @work(thread=True, exclusive=True, group="rename")
     def write_name(self, ref: FunctionRef, name: str, screen: KbScreen | None = None) -> dict:
         """Write ``name`` as a locked human name through the gate, then toast the decision."""
+
+        from kbtool.kb.gate import upsert_symbol
 
         try:
             conn = open_rw(self.db_path, create=False)
