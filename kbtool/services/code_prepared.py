@@ -25,6 +25,7 @@ from kbtool.kb.errors import (
     ModuleBytesMissingError,
     UnknownFunctionError,
 )
+from kbtool.kb.queries.code_labels import label_rows
 from kbtool.lift import LiftModule, Names, prepare
 from kbtool.services import callgraph_store, heap, knowledge
 from kbtool.services import types as types_svc
@@ -298,11 +299,12 @@ def _data_names(conn: sqlite3.Connection, version_id: int) -> tuple[dict[int, st
         return {}, []
     given = knowledge.data_names(conn)  # names people and agents gave (issue 27) win
     gl = {g["index"]: g["name"] for g in datamodel.globals_of(conn, version_id) if g["name"]}
-    items, _total = datamodel.list_items(conn, version_id, offset=0, limit=MAX_DATA_LABELS)
     labels = [
-        (i["address"], i["size"], given.get(i["data_id"]) or i["label"], i["text"])
-        for i in items
-        if i["kind"] != "zero" or i["refs"] or i["data_id"] in given
+        (address, size, given.get(data_id) or label, text)
+        for address, size, label, text, data_id, kind, refs in label_rows(
+            conn, version_id, MAX_DATA_LABELS
+        )
+        if kind != "zero" or refs or data_id in given
     ]
     return gl, labels
 
