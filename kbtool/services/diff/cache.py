@@ -293,6 +293,8 @@ class DiffCache:
         # a stored report's changelog: built from the facts once (every modified body is
         # read: a minute on ffmpeg), then kept on disk like a computed answer
         modules = modules or _modules(conn, a, b)
+        if not self.disk.has(key, modules):
+            _wait_for_warm(conn, a, b)  # a background preparation may be building it now
         cl = self.disk.get(key, modules)
         if cl is not None:
             self.disk_hits += 1
@@ -371,6 +373,8 @@ class DiffCache:
         """A stored report with today's triage and its changelog: from disk when a process
         did it before under the same key (the rules' version is part of the file's name),
         else re-triaged now (the pairing stays as stored) and kept on disk."""
+        if not self.disk.has(report_key, modules):
+            _wait_for_warm(conn, report_key[1], report_key[2])
         kept = self.disk.get(report_key, modules)
         kept_cl = self.disk.get(cl_key, modules) if kept is not None else None
         if kept is not None and kept_cl is not None:

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,7 @@ from kbtool.services.diff.warm import (
     pairs_to_prepare,
     prepare_pairs,
     read_status,
+    status_path,
 )
 from kbtool.services.ingest import ingest_file
 from tests.support.cli import run_cli
@@ -165,3 +169,46 @@ def test_sqljs_prepared_pairs_equal_the_full_computation(tmp_path, monkeypatch) 
     finally:
         conn.close()
     assert _check_prepared_equals_full(db) == [(2, 1), (1, 2)]
+
+
+def test_a_request_waits_for_the_background_run_computing_its_pair(
+    demo_kb: Path, tmp_path, monkeypatch
+) -> None:
+    """The pair the background run is computing is not computed a second time beside it:
+    the request waits, then reads the kept answer."""
+    monkeypatch.setenv("KBTOOL_DIFF_CACHE_DIR", str(tmp_path / "diffs"))
+    busy = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        status = status_path(str(demo_kb))
+        assert status is not None
+        status.parent.mkdir(parents=True)
+        running = {"state": "running", "pid": busy.pid, "pairs": [[2, 1]], "done": 0}
+        status.write_text(json.dumps(running | {"current": [2, 1], "seconds": 0.0}))
+        asker, got = DiffCache(), {}
+
+        def ask() -> None:
+            conn = open_ro(demo_kb)
+            got["report"] = asker.report(conn, 2, 1)
+            conn.close()
+
+        waiting = threading.Thread(target=ask)
+        waiting.start()
+        conn = open_ro(demo_kb)
+        try:
+            # meanwhile "the background run" computes the pair in full (as long as the
+            # request would need to compute it) and keeps it
+            report, cl = _full(conn, 2, 1)
+            assert waiting.is_alive()  # still waiting: it did not compute the pair beside us
+            key = asker._key(conn, 2, 1, "report")
+            modules = tuple(queries.version_info(conn, v)["sha256"] for v in (2, 1))
+            asker.disk.put(key, modules, report)
+            asker.disk.put(key[:3] + ("changelog",) + key[4:], modules, cl)
+            status.write_text(json.dumps(running | {"state": "done", "done": 1, "current": None}))
+            waiting.join()
+        finally:
+            conn.close()
+        assert (asker.computed, asker.disk_hits) == (0, 1)
+        assert _plain(got["report"]) == report
+    finally:
+        busy.kill()
+        busy.wait()
