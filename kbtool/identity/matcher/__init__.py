@@ -89,10 +89,16 @@ __all__ = [
 class _Matcher(ExactStages, CallgraphStage, SimilarityStage, FamilyStage, MatcherBase):
     # ---------------------------------------------------------------- driver
     def run(self, fuzzy: bool) -> list[Match]:
-        return self.run_staged(fuzzy)[-1]
+        # the final pairing only: the undoubted identities (a second pass of the review
+        # checks, a quarter of a diff's pairing on ffmpeg) are ingest's, not a diff's
+        return self.run_staged(fuzzy, identities=False)[-1]
 
-    def run_staged(self, fuzzy: bool) -> tuple[list[Match], list[Match]]:
-        """(stages 1-5 result, final result): one run gives both (ingest needs both)."""
+    def run_staged(
+        self, fuzzy: bool, *, identities: bool = True
+    ) -> tuple[list[Match], list[Match]]:
+        """(stages 1-5 result, final result): one run gives both (ingest needs both).
+        ``identities=False``: the first is the stages 1-5 result before the final pairing's
+        review (:meth:`undoubted`), for a caller that reads only the final result."""
         self.stage_imports()
         while True:
             before = len(self.result)
@@ -135,7 +141,7 @@ class _Matcher(ExactStages, CallgraphStage, SimilarityStage, FamilyStage, Matche
             self.review_families()
         self.cap_flagged()
         final = [self.result[n] for n in sorted(self.result)]
-        return self.undoubted(exact, final), final
+        return (self.undoubted(exact, final) if identities else exact), final
 
     def undoubted(self, exact: list[Match], final: list[Match]) -> list[Match]:
         """The exact pairs still unflagged in the final pairing once the pairing's own review

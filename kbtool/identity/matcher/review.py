@@ -12,6 +12,7 @@ A pairing here is anything with ``old_recs``/``new_recs`` (index -> FuncRecord) 
 
 from __future__ import annotations
 
+import bisect
 from typing import Any
 
 from kbtool.identity.features import FeatureCache, size_ratio
@@ -373,35 +374,65 @@ def review_closer_rivals(pg: Any) -> int:
         total, wsum = feats.content_similarity(old, new)
         return total / wsum if wsum else 0.0
 
-    def closer(w: FuncRecord, w_old: bool, stand_in: FuncRecord, target: FuncRecord) -> bool:
-        """``w`` (old side if ``w_old``) is a rival of ``stand_in`` for ``target``."""
+    # the free functions by result type and by signature, each in the free list's order (the
+    # rivals of a pair are read in that order, as a scan of the whole list would meet them)
+    by_ret: tuple[dict[str, list[FuncRecord]], dict[str, list[FuncRecord]]] = ({}, {})
+    by_sig: tuple[dict[str, list[FuncRecord]], dict[str, list[FuncRecord]]] = ({}, {})
+    for side, free in enumerate((free_new, free_old)):
+        for r in free:
+            by_ret[side].setdefault(_returns(r.type_sig), []).append(r)
+            by_sig[side].setdefault(r.type_sig, []).append(r)
+
+    # every function of each side by size (index 0: new, 1: old), for the size windows
+    by_size = tuple(sorted(side, key=lambda r: r.instr_count) for side in (new_list, old_list))
+    size_keys = tuple([r.instr_count for r in side] for side in by_size)
+
+    def sized(old: bool, n: int) -> list[FuncRecord]:
+        """The functions of a side (old if ``old``) whose size may be comparable to ``n``
+        (a superset of those with ``size_ratio >= RIVAL_SIZE_RATIO``)."""
+        if n <= 0:
+            return by_size[old]
+        keys = size_keys[old]
+        lo = bisect.bisect_left(keys, n * RIVAL_SIZE_RATIO - 1)
+        hi = bisect.bisect_right(keys, n / RIVAL_SIZE_RATIO + 1)
+        return by_size[old][lo:hi]
+
+    def rivals(w_old: bool, stand_in: FuncRecord, target: FuncRecord) -> list[FuncRecord]:
+        """The free functions (old side if ``w_old``) whose result type (or signature) and
+        size let them rival ``stand_in`` for ``target``, in the free list's order."""
         if size_ratio(stand_in.instr_count, target.instr_count) >= RIVAL_SIZE_RATIO:
-            if _returns(w.type_sig) != _returns(stand_in.type_sig):
-                return False
-            if size_ratio(w.instr_count, target.instr_count) < RIVAL_SIZE_RATIO:
-                return False
-        else:
-            # one side grew by inlining: a rival has the very signature and a size between
-            lo, hi = sorted((stand_in.instr_count, target.instr_count))
-            if w.type_sig != stand_in.type_sig or not lo < w.instr_count < hi:
-                return False
+            t = target.instr_count
+            return [
+                w
+                for w in by_ret[w_old].get(_returns(stand_in.type_sig), ())
+                if size_ratio(w.instr_count, t) >= RIVAL_SIZE_RATIO
+            ]
+        # one side grew by inlining: a rival has the very signature and a size between
+        lo, hi = sorted((stand_in.instr_count, target.instr_count))
+        return [w for w in by_sig[w_old].get(stand_in.type_sig, ()) if lo < w.instr_count < hi]
+
+    def closer(w: FuncRecord, w_old: bool, stand_in: FuncRecord, target: FuncRecord) -> bool:
+        """``w`` (old side if ``w_old``, one of :func:`rivals`) is a rival of ``stand_in``
+        for ``target``."""
         own = sim(stand_in, target) if w_old else sim(target, stand_in)
         best = sim(w, target) if w_old else sim(target, w)
         if best < own:
             return False
-        # mutual best: w is at least as close to target as to any other function there
+        # mutual best: w is at least as close to target as to any other function there of a
+        # comparable size (read in a window of sizes around w's: sim is a pure function, so
+        # which of several closer functions is met first does not change the answer)
         return not any(
             x is not target
             and size_ratio(x.instr_count, w.instr_count) >= RIVAL_SIZE_RATIO
             and (sim(w, x) if w_old else sim(x, w)) > best
-            for x in (new_list if w_old else old_list)
+            for x in sized(not w_old, w.instr_count)
         )
 
     flagged = 0
     for p in todo:
         ro, rn = pg.old_recs[p.old_index], pg.new_recs[p.new_index]
-        if any(closer(w, True, ro, rn) for w in free_old) or any(
-            closer(w, False, rn, ro) for w in free_new
+        if any(closer(w, True, ro, rn) for w in rivals(True, ro, rn)) or any(
+            closer(w, False, rn, ro) for w in rivals(False, rn, ro)
         ):
             p.review = True
             flagged += 1
