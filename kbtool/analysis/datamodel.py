@@ -228,6 +228,8 @@ def scan_plan(
     mode 2 when its facts say it may touch data in ``[lo, mem_hi)``, 1 when it only
     reads/writes globals or calls through a table, 0 when it has nothing to find; ``floor``
     is ``lo`` minus its largest memarg offset (see :func:`.datascan.data_refs`)."""
+    if datawalk_active.IMPL is not None:  # the same loop, compiled
+        return datawalk_active.IMPL.scan_plan(analysis.functions, lo, mem_hi)
     out = []
     for f in analysis.functions:
         if f.imported or not f.body_size:

@@ -531,3 +531,37 @@ def count_refs(
             s.add(r.func_index)
         out.append(r)
     return out
+
+
+def scan_plan(functions: list[Any], lo: int, mem_hi: int) -> list[tuple[int, int, int, int, int]]:
+    """:func:`kbtool.analysis.datamodel.scan_plan` over the decoder's facts, one typed loop
+    (the same plan: :func:`.datascan.might_touch_data` and :func:`.datascan.max_offset`)."""
+    out: list[tuple[int, int, int, int, int]] = []
+    some = lo < mem_hi
+    for f in functions:
+        if f.imported:
+            continue
+        size: int = f.body_size
+        if not size:
+            continue
+        maxoff = 0
+        inside = False
+        for m in f.mem_ops:
+            x: int = m[1]
+            if some and lo <= x < mem_hi:
+                inside = True
+            if x > maxoff:
+                maxoff = x
+        if some and not inside:
+            floor = lo - maxoff
+            for v in f.consts:
+                c: int = v
+                if floor <= c < mem_hi:
+                    inside = True
+                    break
+        if inside:
+            mode = 2
+        else:
+            mode = 1 if f.globals_used or f.call_indirect else 0
+        out.append((f.index, f.body_offset, size, mode, lo - maxoff))
+    return out

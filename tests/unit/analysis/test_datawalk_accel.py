@@ -182,7 +182,9 @@ def test_a_failing_walk_hands_the_module_to_the_pure_scan(monkeypatch, caplog):
     def truncated(*_a, **_k):
         raise IndexError("index out of range")
 
-    fake = SimpleNamespace(module_refs=truncated, count_refs=COMPILED.count_refs)
+    fake = SimpleNamespace(
+        module_refs=truncated, count_refs=COMPILED.count_refs, scan_plan=COMPILED.scan_plan
+    )
     monkeypatch.setattr(datawalk_active, "IMPL", fake)
     a = analyze_module(data)
     got = dmod.build_data_model(a, data, stack_pointer=stack_pointer_global(a, data))
