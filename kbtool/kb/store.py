@@ -158,7 +158,8 @@ def insert_call_edge_values(
     conn: sqlite3.Connection, columns: tuple[str, ...], rows: list[tuple]
 ) -> None:
     """:func:`insert_call_edges` for rows as tuples of ``columns``' values (ingest)."""
-    _insert_values(conn, "call_edges", columns, rows)
+    with indexes_built_after(conn, "call_edges", len(rows)):
+        _insert_values(conn, "call_edges", columns, rows)
 
 
 # --------------------------------------------------------------------------- diffs
