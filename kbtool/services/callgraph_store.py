@@ -26,6 +26,7 @@ __all__ = ["FORMAT", "encode", "load", "module_digest", "save", "store", "struct
 # the builder's output format: bump when kbtool.lift.build_callgraph's answer changes for the
 # same bytes (an older stored graph is then ignored and rebuilt on the fly until re-analysis)
 FORMAT = 1
+_KEYS = {"nodes", "edges", "indirect", "candidates"}
 LEVEL = 6  # zlib level: ffmpeg's 5.5 MB of JSON -> 0.35 MB, ~15 ms to inflate
 
 
@@ -66,4 +67,6 @@ def load(conn: sqlite3.Connection, version_id: int, digest: str) -> dict | None:
         graph = orjson.loads(zlib.decompress(row.graph))
     except (zlib.error, orjson.JSONDecodeError):
         return None
-    return graph if isinstance(graph, dict) else None
+    if not isinstance(graph, dict) or not _KEYS <= graph.keys():
+        return None
+    return graph

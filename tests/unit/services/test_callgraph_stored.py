@@ -5,6 +5,7 @@ was built from other bytes or by another builder format."""
 from __future__ import annotations
 
 import shutil
+import zlib
 
 import pytest
 
@@ -136,10 +137,11 @@ def test_names_follow_the_kb_and_stale_rows_are_ignored(tmp_path):
             conn.commit()
             graph, decoded = _fresh_graph(db, vid)
             assert decoded and graph == computed_before
-        callgraphs.replace_callgraph(conn, vid, good.module_digest, good.format, b"not zlib")
-        conn.commit()
-        graph, decoded = _fresh_graph(db, vid)
-        assert decoded and graph == computed_before
+        for damaged in (b"not zlib", zlib.compress(b"[1, 2]"), zlib.compress(b'{"edges": []}')):
+            callgraphs.replace_callgraph(conn, vid, good.module_digest, good.format, damaged)
+            conn.commit()
+            graph, decoded = _fresh_graph(db, vid)
+            assert decoded and graph == computed_before
         # re-analysis stores it again
         analyze_version(conn, vid)
         graph, decoded = _fresh_graph(db, vid)
