@@ -112,16 +112,21 @@ export function pageCode(pre, info, fetchWindow, byName, onRef, opts = {}) {
   let next = 0, total = null, shown = 0, busy = false, done = false;
   fill(pre, body, sentinel);
   pre.scrollTop = 0;  // a new function or view starts at its first line
+  // nothing of the previous function or view describes this one
+  delete pre.dataset.shown; delete pre.dataset.total; delete pre.dataset.complete;
+  delete pre.dataset.meanwhile;
   setText(info, "loading…");
   info.classList.remove("code-err");
 
   const status = () => setText(info, total === 0 ? "no lines"
     : "lines " + (shown ? 1 : 0) + "–" + fmtInt(shown) + " of " + fmtInt(total) + (done ? "" : " · scroll for more"));
 
-  const nearEnd = () => {
-    const r = pre.getBoundingClientRect(), s = sentinel.getBoundingClientRect();
-    return s.top <= r.bottom + 200;  // the sentinel is (almost) in the visible part of the pane
+  /** `node` is (almost) in the visible part of the pane (the observer's 200 px margin). */
+  const near = (node) => {
+    const r = pre.getBoundingClientRect(), b = node.getBoundingClientRect();
+    return b.top <= r.bottom + 200 && b.bottom >= r.top - 200;
   };
+  const nearEnd = () => !done && sentinel.isConnected && near(sentinel);
 
   const render = (node, lines) => fill(node, highlight(lines.join("\n") + "\n", byName, onRef));
 
@@ -164,9 +169,12 @@ export function pageCode(pre, info, fetchWindow, byName, onRef, opts = {}) {
     status();
     info.classList.remove("code-err");
     trim();
+    check();  // the reader may have scrolled on while it came
   }
 
-  /** The first window, with `opts.meanwhile`'s first window shown while it takes long. */
+  /** The first window, with `opts.meanwhile`'s first window shown while it takes long. The
+   *  stand-in is a `.win.meanwhile` block of this pager's body: it goes when the first window
+   *  comes (or fails), and a stand-in that comes after the first window is never shown. */
   async function first() {
     const main = fetchWindow(0, limit);
     if (!opts.meanwhile) return main;
@@ -182,43 +190,58 @@ export function pageCode(pre, info, fetchWindow, byName, onRef, opts = {}) {
       pre.dataset.meanwhile = "1";
       setText(info, opts.label || "loading…");
     }, MEANWHILE_MS);
+    timers.push(timer);
     try { return await main; } finally {
+      arrived = true;
       clearTimeout(timer);
       if (shownMeanwhile) shownMeanwhile.remove();
-      delete pre.dataset.meanwhile;
+      if (live()) delete pre.dataset.meanwhile;  // never another pager's flag
     }
   }
 
   async function load() {
     if (busy || done || !live()) return;
     busy = true;
+    const at = next;
     let w;
-    try { w = await (next === 0 ? first() : fetchWindow(next, limit)); } catch (e) {
+    try { w = await (at === 0 ? first() : fetchWindow(at, limit)); } catch (e) {
       busy = false;
       if (!live()) return;
-      if (next === 0) fill(body, el("span", { class: "faint", text: "(code unavailable: " + e.message + ")" }));
-      setText(info, "could not load lines from " + fmtInt(next + 1) + ": " + e.message);
+      if (at === 0) fill(body, el("span", { class: "faint", text: "(code unavailable: " + e.message + ")" }));
+      setText(info, "could not load lines from " + fmtInt(at + 1) + ": " + e.message);
       info.classList.add("code-err");
       return;
     }
     busy = false;
-    if (!live() || w.offset !== next) return;
+    if (!live()) return;
     const lines = w.lines || [];
     if (lines.length) {
-      const node = el("span", { class: "win", dataset: { offset: String(w.offset) } });
+      const node = el("span", { class: "win", dataset: { offset: String(at) } });
       render(node, lines);
       body.append(node);
-      wins.push({ offset: w.offset, node, lines: true, busy: false });
+      wins.push({ offset: at, node, lines: true, busy: false });
     }
-    shown = w.offset + lines.length; total = w.total;
-    done = w.next_offset === null || w.next_offset === undefined || !lines.length;
+    shown = at + lines.length; total = w.total;
+    done = w.next_offset === null || w.next_offset === undefined || !lines.length || w.next_offset <= at;
     next = done ? next : w.next_offset;
     pre.dataset.shown = String(shown); pre.dataset.total = String(total);
     pre.dataset.complete = done ? "1" : "0";
     status();
     trim();
     if (done) { obs.unobserve(sentinel); sentinel.remove(); return; }
-    if (nearEnd()) load();  // the pane is taller than what arrived: fill it
+    // A scroll while this window was on its way asked for nothing (busy), and the observer
+    // tells only of changes: the sentinel that was in view when this window was asked for
+    // and is in view again at the next frame (the reader scrolled on in the same frame)
+    // would never be reported. So look now, and have the observer report afresh.
+    obs.unobserve(sentinel); obs.observe(sentinel);
+    check();
+  }
+
+  /** Whatever is near the visible part now: the next window, or emptied windows' lines. */
+  function check() {
+    if (!live()) return;
+    if (nearEnd()) load();
+    for (const w of wins) if (!w.lines && !w.busy && near(w.node)) refill(w);
   }
 
   const obs = new IntersectionObserver((entries) => {
@@ -232,7 +255,19 @@ export function pageCode(pre, info, fetchWindow, byName, onRef, opts = {}) {
     }
   }, { root: pre, rootMargin: "200px 0px 200px 0px" });
   obs.observe(sentinel);
-  const pager = { stop: () => { obs.disconnect(); if (pre._pager === pager) pre._pager = null; } };
+  // every scroll looks again too (scroll events come at most once a frame): the observer
+  // reports crossings only, so a scroll that crossed nothing new would ask for nothing
+  const onScroll = () => check();
+  pre.addEventListener("scroll", onScroll, { passive: true });
+  const timers = [];
+  const pager = {
+    stop: () => {
+      obs.disconnect();
+      pre.removeEventListener("scroll", onScroll);
+      for (const t of timers) clearTimeout(t);
+      if (pre._pager === pager) pre._pager = null;
+    },
+  };
   pre._pager = pager;
   load();
   return pager;

@@ -154,7 +154,9 @@ async function loadVersion(vid) {
 
 async function poll() {
   try {
-    const q = state.lastEvent === null ? "" : "?since=" + state.lastEvent;
+    // the first answer is the feed's history (what the page already shows): only news re-opens
+    const news = state.lastEvent !== null;
+    const q = news ? "?since=" + state.lastEvent : "";
     const feed = await api("/api/events" + q);
     state.lastEvent = feed.last_id;
     const box = $("feed");
@@ -164,7 +166,7 @@ async function poll() {
         text: "#" + e.id + " " + e.kind + (p.func_index !== undefined ? " f" + p.func_index : "") +
           (p.status ? " " + p.status : "") + (p.name ? " " + p.name : "") }));
       const cur = state.current;
-      if (cur && e.stable_id === cur.stable_id && (e.kind === "deep-done" || e.kind === "named")) openFunction(cur.index);
+      if (news && cur && e.stable_id === cur.stable_id && (e.kind === "deep-done" || e.kind === "named")) openFunction(cur.index);
     }
     while (box.childNodes.length > 200) box.lastChild.remove();
     setText($("feed-state"), "live");

@@ -8,24 +8,16 @@ module assembled here with one function of a few thousand instructions."""
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import json
 import os
 import re
-import subprocess
-import sys
 import time
-from pathlib import Path
-from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from kbtool.kb import queries
-from kbtool.kb.db import open_rw
-from kbtool.kb.gate import upsert_symbol
-from kbtool.services.ingest import ingest_file
-from testkit.wasmbuild import build_wat, have_wabt
+from testkit.wasmbuild import have_wabt
+from tests.support.paging import BIG, KEEP, WINDOW, build_huge_kb, until, windows
 from tests.support.web import CHROMIUM, XSS_IMG, ServerProcess, launch_chromium, request
 
 pytestmark = [
@@ -36,59 +28,11 @@ pytestmark = [
         importlib.util.find_spec("playwright") is None, reason="playwright is not installed"
     ),
 ]
-CALLS = 1500  # 3,000+ instructions: ten windows of the pages' 300 lines
-WINDOW = 300
-KEEP = 4  # windows that keep their lines in the DOM (code.js)
-BIG = 2  # function index of the huge one
-
-
-def _wat() -> str:
-    body = "\n".join(f"    i32.const {i}\n    call $sink" for i in range(CALLS))
-    return f"""(module
-  (func $sink (export "sink") (param i32))
-  (func $evil)
-  (func $big (export "big")
-{body}
-    call $evil)
-)
-"""
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    d: Path = tmp_path_factory.mktemp("paging")
-    wasm = build_wat(_wat(), d, name="huge")
-    db = d / "kb.db"
-    conn = open_rw(str(db), create=True)
-    try:
-        ingest_file(conn, str(wasm), label="1.0")
-        vid = queries.latest_version_id(conn)
-        fns = {f["index"]: f for f in queries.list_functions(conn, vid)}
-    finally:
-        conn.close()
-    # the cleaned C of the huge function (offline `kbtool deep`, about a second); before the
-    # hostile name, so that its understanding line does not carry the name to the first window
-    out = subprocess.run(
-        [sys.executable, "-m", "kbtool.cli", "deep", str(vid), "-f", str(BIG), "--db", str(db)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert out.returncode == 0, out.stderr
-    conn = open_rw(str(db))
-    try:
-        decision = upsert_symbol(
-            conn,
-            fns[1]["stable_id"],
-            XSS_IMG,
-            provenance="oracle",
-            confidence=0.9,
-            actor="oracle:test",
-        )
-        assert decision["written"], decision
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    finally:
-        conn.close()
+    db, vid, fns = build_huge_kb(tmp_path_factory.mktemp("paging"))
     with ServerProcess(db) as srv:
         yield srv, vid, fns[BIG]["stable_id"]
 
@@ -103,13 +47,8 @@ def browser():
         b.close()
 
 
-def _until(page, expression: str, seconds: float = 20.0) -> None:
-    """Poll a page expression from Python (the page's CSP forbids string evaluation)."""
-    end = time.monotonic() + seconds
-    while not page.evaluate(expression):
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {expression}")
-        time.sleep(0.05)
+_until = until
+_windows = windows
 
 
 def _all_lines(srv, vid: int, kind: str) -> list[str]:
@@ -123,17 +62,6 @@ def _all_lines_of(srv, vid: int, index: int, kind: str = "wasm") -> list[str]:
     out = json.loads(body)
     assert out["next_offset"] is None
     return out["lines"]
-
-
-def _windows(requests: list[str], kind: str) -> list[tuple[int, int]]:
-    """(offset, limit) of every /api/disasm window of ``kind`` the page asked for."""
-    out = []
-    for url in requests:
-        u = urlparse(url)
-        q = parse_qs(u.query)
-        if u.path.startswith("/api/disasm/") and q.get("kind") == [kind]:
-            out.append((int(q["offset"][0]), int(q["limit"][0])))
-    return out
 
 
 def _page(browser, requests: list[str], errors: list[str]):
@@ -245,22 +173,6 @@ def _check_paged(page, requests, pre: str, status: str, kind: str, lines: list[s
         assert (0, WINDOW) in asked[len(offsets) :]  # the first window was fetched again
 
 
-def _second_try(test):
-    """Run ``test`` once more (a fresh page) if an assertion fails: a known, rare race in
-    ``code.js``'s pager (stray text outside a window, or a later window never asked for;
-    about one run in 5-10 since session 8) is still open. A real regression fails twice."""
-
-    @functools.wraps(test)
-    def run(*args, **kwargs):
-        try:
-            return test(*args, **kwargs)
-        except AssertionError:
-            return test(*args, **kwargs)
-
-    return run
-
-
-@_second_try
 def test_dashboard_panel_pages_a_huge_function(served, browser):
     srv, vid, sid = served
     requests: list[str] = []
@@ -286,7 +198,6 @@ def test_dashboard_panel_pages_a_huge_function(served, browser):
     page.close()
 
 
-@_second_try
 def test_hostile_name_in_a_later_window_is_text(served, browser):
     srv, vid, _sid = served
     wasm = _all_lines(srv, vid, "wasm")
@@ -333,7 +244,6 @@ def test_small_function_is_one_window(served, browser):
 
 
 @pytest.mark.parametrize("where", ["studio", "panel"])
-@_second_try
 def test_c_view_shows_the_disassembly_while_the_c_is_lifted(served, browser, where):
     """A C window that takes long (held here, as a huge function's lift would) leaves the
     disassembly's first window on screen, labelled; the C replaces it when it comes."""
