@@ -68,6 +68,10 @@ MAX_FIELDS: Final = 256
 MAX_OFFSET: Final = 1 << 16
 
 
+#: the names of the fields at the first offsets (``field_8``), made once
+_FIELD: Final = [f"field_{off}" for off in range(512)]
+
+
 def mark(ct: str, base: str, offset: int) -> str:
     """The raw access text of ``ct`` at ``M + base + offset``, marked for :func:`view_decls`."""
     if offset:
@@ -128,7 +132,10 @@ def _fields(offs: dict[int, dict[str, list[int]]]) -> dict[_Key, tuple[str, str]
             ct = next(iter(cts))
             size = CT_SIZE.get(ct, 0)
             if size:
-                out[(off, size, ct in CT_FLOAT)] = (ct, f"field_{off}")
+                out[(off, size, ct in CT_FLOAT)] = (
+                    ct,
+                    _FIELD[off] if off < len(_FIELD) else f"field_{off}",
+                )
         else:
             kinds: dict[_Key, dict[str, int]] = {}
             count: dict[_Key, int] = {}
@@ -252,35 +259,45 @@ def _words_from(body: str, c: str) -> set[str]:
     return out
 
 
-def _used(
-    n: str, taken: set[str], known: frozenset[str] | set[str], body: str, words: dict[str, set[str]]
-) -> bool:
+def _word_in(body: str, n: str) -> bool:
+    """Whether the word ``n`` is one of the words of ``body`` as :func:`_words_from` reads
+    them, found by searching ``n`` itself (a few hits) rather than every word that starts
+    like it (every ``L`` of every label for ``L5``)."""
+    if not n or not _starts(n[0]):
+        return False
+    size = len(n)
+    i = body.find(n)
+    while i >= 0:
+        m = _RUN.match(body, i + 1)
+        e = m.end() if m is not None else i + 1
+        if e == i + size:
+            if i == 0 or not _wordch(body[i - 1]):
+                return True
+            s = i - 1
+            while s > 0 and _wordch(body[s - 1]):
+                s -= 1
+            if not any(_starts(x) for x in body[s:i]):
+                return True
+        i = body.find(n, i + 1)
+    return False
+
+
+def _used(n: str, taken: set[str], known: frozenset[str] | set[str], body: str) -> bool:
     """Whether a view may not be named ``n``: a name ``taken`` or ``known``, a macro of the
-    prelude or of <stdint.h>, or a word of ``body`` (``words``: the body's words by their
-    first character, filled as names are checked)."""
+    prelude or of <stdint.h>, or a word of ``body``."""
     if n in taken or n in known or n in _RESERVED or n.startswith(_RESERVED_PREFIX):
         return True
-    first = n[:1]
-    got = words.get(first)
-    if got is None:
-        got = words[first] = _words_from(body, first)
-    return n in got
+    return _word_in(body, n)
 
 
-def _name(
-    base: str,
-    taken: set[str],
-    known: frozenset[str] | set[str],
-    body: str,
-    words: dict[str, set[str]],
-) -> str:
+def _name(base: str, taken: set[str], known: frozenset[str] | set[str], body: str) -> str:
     """The macro naming the view of local ``base``: ``P0`` for ``p0``, else ``V_base``;
     never one of ``taken`` or ``known`` nor a word of ``body`` (``taken`` then holds
     it)."""
     name = base.upper()
-    if name == base or _used(name, taken, known, body, words):
+    if name == base or _used(name, taken, known, body):
         name = f"V_{base}"
-    while _used(name, taken, known, body, words):
+    while _used(name, taken, known, body):
         name += "_"
     taken.add(name)
     return name
@@ -327,9 +344,17 @@ def _rewrite(ln: str, subs: dict[str, _Sub]) -> str:
     signedness than its field's reads through a cast, a store converts implicitly, a
     compound assignment (``x >>= 3`` must shift with the access's own signedness) and a
     marked text another pass changed stay raw memory."""
+    i = ln.find(_MARK)
+    j = ln.find(CLOSE, i) if i >= 0 else -1
+    if j >= 0 and ln.find(_MARK, j + 1) < 0:  # one access of its field's type: most lines
+        hit = subs.get(ln[i + 2 : j])
+        if hit is not None and hit[0]:
+            out = ln[:i] + hit[0] + ln[j + 1 :]
+            if OPEN in out or CLOSE in out:  # a marked text another pass changed
+                out = out.replace(OPEN, "").replace(CLOSE, "")
+            return out
     parts: list[str] = []
     pos = 0
-    i = ln.find(_MARK)
     while i >= 0:
         j = ln.find(CLOSE, i)
         if j < 0:
@@ -381,12 +406,11 @@ def view_decls(
     after: list[str] = []
     # per base local: (macro, fields, element type or "")
     views: dict[str, tuple[str, dict[_Key, tuple[str, str]], str]] = {}
-    words: dict[str, set[str]] = {}
     for base, offs in acc.items():
         fields = _fields(offs)
         if not fields:
             continue
-        name = _name(base, taken, known, body, words)
+        name = _name(base, taken, known, body)
         types = {ct for ct, _n in fields.values()}
         elem = ""
         if len(types) == 1 and all(key[0] in offs for key in fields):
