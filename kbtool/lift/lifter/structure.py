@@ -19,6 +19,7 @@ from .opnames import (
     OP_END,
 )
 from .switchmerge import Merged, merge_followers
+from .switchnest import merge_nested
 
 # ----------------------------------------------------------------------------- pass 1
 
@@ -132,6 +133,7 @@ def _scan(ops: list[int], args: list[tuple], ctrl: list[int], budget: _Budget) -
                     acc_blk[-1 - d] -= 1
     if stack:
         raise LiftError("function body not closed by end")
+    tables = merge_nested(ops, args, blocks, open_at, tables)
     switches = _switch_chains(blocks, tables, ops, args, open_at)
     for b in order:  # innermost first
         if blocks[b].claimed < 0:

@@ -37,6 +37,7 @@ from .opnames import (
 )
 
 OP_I32_EQ = OP_BY_NAME["i32.eq"]
+OP_I32_NE = OP_BY_NAME["i32.ne"]
 
 
 def _wrap(v: int) -> int:
@@ -131,12 +132,13 @@ def _guard(ops: list[int], args: list[tuple], blocks: list[Any], m0: int, h0: in
     return args[s + 1][0], cmp[0], cmp[1], args[s + 2][0]
 
 
-def _scan_tests(ops, args, blocks, open_at, members, x, j) -> tuple:
+def _scan_tests(ops, args, blocks, open_at, members, x, j, ne: bool) -> tuple:
     """The tests on local ``x`` from instruction ``j`` on (right after the chain's innermost
     block): a list of (kind, position, {value: raw depth}, raw default, level) with kind
-    "fo" (a block around a table), "eq" (``i32.eq; br_if``) or "trail" (a table ending the
-    chain's block ``level``), the instructions they use, the blocks they claim and the level
-    reached (the code after the tests follows the end of member ``level - 1``)."""
+    "fo" (a block around a table), "eq" (``i32.eq; br_if``), "ne" (``i32.ne; br_if``: one
+    value falls on; only when ``ne``) or "trail" (a table ending the chain's block
+    ``level``), the instructions they use, the blocks they claim and the level reached (the
+    code after the tests follows the end of member ``level - 1``)."""
     n = len(ops)
     tests: list[tuple] = []
     used: list[int] = []
@@ -174,10 +176,18 @@ def _scan_tests(ops, args, blocks, open_at, members, x, j) -> tuple:
             j = t + 2
             level += 1
             continue
-        if j + 3 < n and ops[j + 1] == OP_I32_CONST and ops[j + 2] == OP_I32_EQ:
+        if (
+            j + 3 < n
+            and ops[j + 1] == OP_I32_CONST
+            and (ops[j + 2] == OP_I32_EQ or (ne and ops[j + 2] == OP_I32_NE))
+        ):
             if ops[j + 3] != OP_BR_IF or args[j + 3][0] + level >= len(members):
                 break  # a case label only where the chain has one; else keep the `if`
-            tests.append(("eq", j, {_wrap(args[j + 1][0]): args[j + 3][0]}, -1, level))
+            v, d = _wrap(args[j + 1][0]), args[j + 3][0]
+            if ops[j + 2] == OP_I32_EQ:
+                tests.append(("eq", j, {v: d}, -1, level))
+            else:  # `x != v`: every other value branches, `v` falls on
+                tests.append(("ne", j, {v: -1}, d, level))
             used += range(j, j + 4)
             j += 4
             continue
@@ -189,7 +199,7 @@ def _depth(kind: str, raw: int, level: int) -> int:
     """A test's branch depth as a depth at the first table (-1: on to the next test)."""
     if kind == "fo":
         return -1 if raw == 0 else raw - 1 + level
-    if kind == "eq" and raw < 0:
+    if (kind == "eq" or kind == "ne") and raw < 0:
         return -1
     return raw + level
 
@@ -216,17 +226,25 @@ def merge_followers(
     if guard is not None and guard[0] != x:
         return None
     ends = [blocks[m].end for m in members]
-    tests, used, claimed, lf = _scan_tests(ops, args, blocks, open_at, members, x, ends[0] + 1)
-    if not tests:
-        return None
+    # `x != v` joins a chain switchnest widened only (elsewhere the C stays as it was)
+    nested = blocks[members[0]].merged is not None
+    tests, used, claimed, lf = _scan_tests(
+        ops, args, blocks, open_at, members, x, ends[0] + 1, nested
+    )
+    if not tests and not nested:
+        return None  # (a table :mod:`.switchnest` widened is printed by value even alone)
     # the blocks whose ends lead into the tests: plain, and branched to by the tests only
     consumed = set(used)
     consumed.add(first)
     if guard is not None:
         consumed.update(range(blocks[members[0]].start + 1, h0))
+    last = max((t[1] for t in tests), default=-1)
     for k in range(lf):
         b = blocks[members[k]]
-        if b.bt != "" or any(i not in consumed for i, _op, _in in b.sites):
+        if b.bt != "":
+            return None
+        # a branch to an end with tests after it would skip them once merged
+        if b.end < last and any(i not in consumed for i, _op, _in in b.sites):
             return None
     tests.insert(0, ("first", first, {_wrap(k + c1): d for k, d in enumerate(labels)}, default, 0))
     pos = [t[1] for t in tests]
