@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -212,3 +213,32 @@ def test_a_request_waits_for_the_background_run_computing_its_pair(
     finally:
         busy.kill()
         busy.wait()
+
+
+def test_kbtool_analyze_says_which_diffs_it_prepares(demo_kb: Path, tmp_path, monkeypatch) -> None:
+    disk = tmp_path / "diffs"
+    monkeypatch.setenv("KBTOOL_DIFF_CACHE_DIR", str(disk))  # where this test reads the status
+    env = {"KBTOOL_DB": str(demo_kb), "KBTOOL_DIFF_CACHE_DIR": str(disk)}
+    res = run_cli("analyze", "2", env=env)
+    assert res.returncode == 0, res.stderr
+    assert "diffs: preparing 2 -> 1, 1 -> 2 in the background" in res.stdout
+    status = _finished(demo_kb)
+    assert status is not None and status["state"] == "done" and status["done"] == 2
+    # the answers are kept: the pair is read back, not computed
+    conn = open_ro(demo_kb)
+    try:
+        assert pairs_to_prepare(conn) == []
+    finally:
+        conn.close()
+
+
+def _finished(db: Path) -> dict[str, Any] | None:
+    """The background run's last status once it stopped running (it is not this test's
+    child: its status file is read)."""
+    status = None
+    for _ in range(3000):
+        status = read_status(str(db))
+        if status and status["state"] != "running":
+            break
+        time.sleep(0.1)
+    return status
