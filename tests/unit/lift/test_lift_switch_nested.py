@@ -60,7 +60,7 @@ def test_inner_table_in_the_outer_default_joins_it(tmp_path):
     data = lift_sem.wat(tmp_path, (FIXTURES / "lift" / "nested_switch.wat").read_text())
     r = lift_sem.check_wasm(tmp_path, data)
     assert not r.mismatches, r.mismatches[:5]
-    assert r.agree == 2 * 24  # `scan` runs `nested` over 0 .. 299 in each call
+    assert r.agree == 3 * 24  # `scan` runs `nested` and `plain` over 0 .. 299 in each call
     c = r.c["nested"]
     assert c.count("switch (") == 1 and "switch (p0) {" in c, c
     assert not TRAMPOLINE.search(c), c
@@ -73,3 +73,17 @@ def test_inner_table_in_the_outer_default_joins_it(tmp_path):
     assert [v for k, v in cases.items() if k.startswith("if ((p1 & 1) == 0) goto L")] == [[169]]
     lines = [ln.strip() for ln in c.splitlines()]
     assert lines[lines.index("default:") + 2] == "l2 = -1 - p1;", c
+
+
+@pytest.mark.skipif(not (shutil.which("wat2wasm") and shutil.which("gcc")), reason="wat2wasm")
+def test_inner_table_with_no_tests_after_it_joins_too(tmp_path):
+    data = lift_sem.wat(tmp_path, (FIXTURES / "lift" / "nested_switch.wat").read_text())
+    r = lift_sem.check_wasm(tmp_path, data)
+    assert not r.mismatches, r.mismatches[:5]
+    c = r.c["plain"]
+    assert c.count("switch (") == 1 and "switch (p0) {" in c, c
+    assert "goto" not in c, c
+    cases = _cases(c)
+    assert cases["return p1 + 100;"] == [167], c
+    assert cases["return p1 << 20;"] == [169, 175], c
+    assert cases["return p1 ^ -1;"] == [168, 174, 176], c
