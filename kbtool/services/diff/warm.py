@@ -138,10 +138,15 @@ def preparing(db_path: str, a: int, b: int) -> bool:
     if not st or st.get("state") != "running" or st.get("current") != [a, b]:
         return False
     pid = st.get("pid")
-    if not isinstance(pid, int) or pid <= 0 or pid == os.getpid():
+    return pid != os.getpid() and _alive(pid)
+
+
+def _alive(pid: object) -> bool:
+    """A process with this id exists (signal 0 sends nothing)."""
+    if not isinstance(pid, int) or pid <= 0:
         return False
     try:
-        os.kill(pid, 0)  # still alive (signal 0 sends nothing)
+        os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
@@ -156,6 +161,8 @@ def describe_status(st: dict[str, Any] | None) -> str:
     pairs = [tuple(p) for p in st.get("pairs") or []]
     done, state = int(st.get("done") or 0), str(st.get("state"))
     listed = ", ".join(f"{a} -> {b}" for a, b in pairs) or "none"
+    if state == "running" and not _alive(st.get("pid")):
+        return f"diff preparation stopped: {done} of {len(pairs)} done ({listed})"
     if state == "running":
         cur = st.get("current")
         now = f"; computing {cur[0]} -> {cur[1]}" if isinstance(cur, list) and len(cur) == 2 else ""

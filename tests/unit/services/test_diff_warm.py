@@ -242,3 +242,26 @@ def _finished(db: Path) -> dict[str, Any] | None:
             break
         time.sleep(0.1)
     return status
+
+
+def test_a_run_that_died_reads_as_stopped_and_is_not_waited_for(
+    demo_kb: Path, tmp_path, monkeypatch
+) -> None:
+    monkeypatch.setenv("KBTOOL_DIFF_CACHE_DIR", str(tmp_path / "diffs"))
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # its pid now names no process
+    st = {"state": "running", "pid": gone.pid, "pairs": [[2, 1]], "done": 0, "current": [2, 1]}
+    status = status_path(str(demo_kb))
+    assert status is not None
+    status.parent.mkdir(parents=True)
+    status.write_text(json.dumps(st))
+    assert describe_status(read_status(str(demo_kb))) == (
+        "diff preparation stopped: 0 of 1 done (2 -> 1)"
+    )
+    conn = open_ro(demo_kb)
+    try:
+        cache = DiffCache()
+        cache.report(conn, 2, 1)  # computed at once: nobody is preparing it
+        assert cache.computed == 1
+    finally:
+        conn.close()
