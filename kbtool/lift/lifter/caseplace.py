@@ -410,49 +410,12 @@ def _loop_end(lines: list[str], j: int) -> bool:
 def _hopeful(lines: list[str]) -> bool:
     """Whether some trampoline may move or copy: a cheap look (its label has one ``goto``
     and a jump before it, or a ``return`` right after it) before the full scan. The
-    ``goto`` counts are taken only when some label passes the other looks. The lines are
-    searched as one text (``str.find`` at C speed finds the few trampolines and labels;
-    a Python loop over every line cost more than the rest of the look)."""
-    text = "\n".join(lines)
-    if text.count("\n") != len(lines) - 1:  # a line holding a newline: line by line
-        return _hopeful_lines(lines)
-    tramps: list[str] = []
-    k = 0  # the line holding text[pos]
-    pos = 0
-    i = text.find(": goto L")
-    while i >= 0:
-        k += text.count("\n", pos, i)
-        e = text.find("\n", i)
-        pos = e if e >= 0 else len(text)
-        m = _TRAMP.match(_bare(lines[k]))
-        if m is not None:
-            tramps.append(m.group(2))
-        i = text.find(": goto L", pos)
-    if not tramps:
-        return False
-    want = set(tramps)
-    labels: dict[str, int] = {}
-    text += "\n"
-    k = 0
-    pos = 0
-    i = text.find(":;\n")
-    while i >= 0:
-        k += text.count("\n", pos, i)
-        pos = i + 2  # the line's newline: counted with the next one
-        ln = lines[k]
-        if "goto L" not in ln:
-            m = _LABEL.match(_bare(ln))
-            if m is not None and m.group(1) in want:
-                labels[m.group(1)] = k
-        i = text.find(":;\n", pos)
-    return _sealed_once(lines, tramps, labels, text)
-
-
-def _hopeful_lines(lines: list[str]) -> bool:
-    """:func:`_hopeful` reading the lines one by one."""
+    ``goto`` counts are taken only when some label passes the other looks."""
     tramps: list[str] = []
     marks: list[int] = []  # lines that may be labels
     for k, ln in enumerate(lines):
+        if ":" not in ln:  # most lines: one character search instead of two scans
+            continue
         if ": goto L" in ln:
             m = _TRAMP.match(_bare(ln))
             if m is not None:
@@ -467,13 +430,6 @@ def _hopeful_lines(lines: list[str]) -> bool:
         m = _LABEL.match(_bare(lines[k]))
         if m is not None and m.group(1) in want:
             labels[m.group(1)] = k
-    return _sealed_once(lines, tramps, labels, "")
-
-
-def _sealed_once(lines: list[str], tramps: list[str], labels: dict[str, int], text: str) -> bool:
-    """The rest of :func:`_hopeful`: some trampoline's label has a ``return`` right after
-    it, or a jump before it and one ``goto`` (counted in ``text``, the lines joined, when
-    given)."""
     if not labels:
         return False
     sealed: list[str] = []  # trampolines whose label has a jump before it
@@ -491,16 +447,11 @@ def _sealed_once(lines: list[str], tramps: list[str], labels: dict[str, int], te
         return False
     once = set(sealed)
     refs: dict[str, int] = {}
-    if text:
-        for t in _GOTO.findall(text):
-            if t in once:
-                refs[t] = refs.get(t, 0) + 1
-    else:
-        for ln in lines:
-            if "goto L" in ln:
-                for t in _GOTO.findall(ln):
-                    if t in once:
-                        refs[t] = refs.get(t, 0) + 1
+    for ln in lines:
+        if "goto L" in ln:
+            for t in _GOTO.findall(ln):
+                if t in once:
+                    refs[t] = refs.get(t, 0) + 1
     return any(refs.get(name) == 1 for name in sealed)
 
 

@@ -124,10 +124,9 @@ def _fields(offs: dict[int, dict[str, list[int]]]) -> dict[_Key, tuple[str, str]
     is the one loads use most (a store converts implicitly, a load of the other signedness
     reads through a cast). Overlapping fields share a union (:func:`_layout`)."""
     out: dict[_Key, tuple[str, str]] = {}
-    for off in sorted(offs):
+    for off, cts in sorted(offs.items()):  # offsets are distinct: the dicts never compare
         if off + 8 > MAX_OFFSET:
             continue
-        cts = offs[off]
         if len(cts) == 1:  # the common case: one C type at this offset
             ct = next(iter(cts))
             size = CT_SIZE.get(ct, 0)
@@ -259,45 +258,35 @@ def _words_from(body: str, c: str) -> set[str]:
     return out
 
 
-def _word_in(body: str, n: str) -> bool:
-    """Whether the word ``n`` is one of the words of ``body`` as :func:`_words_from` reads
-    them, found by searching ``n`` itself (a few hits) rather than every word that starts
-    like it (every ``L`` of every label for ``L5``)."""
-    if not n or not _starts(n[0]):
-        return False
-    size = len(n)
-    i = body.find(n)
-    while i >= 0:
-        m = _RUN.match(body, i + 1)
-        e = m.end() if m is not None else i + 1
-        if e == i + size:
-            if i == 0 or not _wordch(body[i - 1]):
-                return True
-            s = i - 1
-            while s > 0 and _wordch(body[s - 1]):
-                s -= 1
-            if not any(_starts(x) for x in body[s:i]):
-                return True
-        i = body.find(n, i + 1)
-    return False
-
-
-def _used(n: str, taken: set[str], known: frozenset[str] | set[str], body: str) -> bool:
+def _used(
+    n: str, taken: set[str], known: frozenset[str] | set[str], body: str, words: dict[str, set[str]]
+) -> bool:
     """Whether a view may not be named ``n``: a name ``taken`` or ``known``, a macro of the
-    prelude or of <stdint.h>, or a word of ``body``."""
+    prelude or of <stdint.h>, or a word of ``body`` (``words``: the body's words by their
+    first character, filled as names are checked)."""
     if n in taken or n in known or n in _RESERVED or n.startswith(_RESERVED_PREFIX):
         return True
-    return _word_in(body, n)
+    first = n[:1]
+    got = words.get(first)
+    if got is None:
+        got = words[first] = _words_from(body, first)
+    return n in got
 
 
-def _name(base: str, taken: set[str], known: frozenset[str] | set[str], body: str) -> str:
+def _name(
+    base: str,
+    taken: set[str],
+    known: frozenset[str] | set[str],
+    body: str,
+    words: dict[str, set[str]],
+) -> str:
     """The macro naming the view of local ``base``: ``P0`` for ``p0``, else ``V_base``;
     never one of ``taken`` or ``known`` nor a word of ``body`` (``taken`` then holds
     it)."""
     name = base.upper()
-    if name == base or _used(name, taken, known, body):
+    if name == base or _used(name, taken, known, body, words):
         name = f"V_{base}"
-    while _used(name, taken, known, body):
+    while _used(name, taken, known, body, words):
         name += "_"
     taken.add(name)
     return name
@@ -406,11 +395,12 @@ def view_decls(
     after: list[str] = []
     # per base local: (macro, fields, element type or "")
     views: dict[str, tuple[str, dict[_Key, tuple[str, str]], str]] = {}
+    words: dict[str, set[str]] = {}
     for base, offs in acc.items():
         fields = _fields(offs)
         if not fields:
             continue
-        name = _name(base, taken, known, body)
+        name = _name(base, taken, known, body, words)
         types = {ct for ct, _n in fields.values()}
         elem = ""
         if len(types) == 1 and all(key[0] in offs for key in fields):
