@@ -20,6 +20,9 @@ from tests.support.tui_kb import build_fixture_kb
 @pytest.fixture(autouse=True)
 def _frozen_time(monkeypatch):
     monkeypatch.setenv("KBTOOL_FROZEN_TIME", DEMO_TIME)
+    # no detached diff preparation after a test's `kbtool analyze` (it would outlive the
+    # test and write to the user's cache); tests of the preparation turn it on
+    monkeypatch.setenv("KBTOOL_DIFF_WARM", "off")
 
 
 def _copy(src: Path, dst: Path) -> Path:

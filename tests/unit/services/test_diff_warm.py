@@ -116,6 +116,7 @@ def test_a_rename_makes_the_prepared_pair_stale(demo_kb: Path, tmp_path, monkeyp
 def test_analyze_prepares_the_pair_in_the_background(demo_kb: Path, tmp_path, monkeypatch) -> None:
     disk = tmp_path / "diffs"
     monkeypatch.setenv("KBTOOL_DIFF_CACHE_DIR", str(disk))
+    monkeypatch.setenv("KBTOOL_DIFF_WARM", "on")  # tests turn it off by default
     conn = open_rw(demo_kb)
     try:
         res = analyze_version(conn, 2, prepare_diffs=True)
@@ -218,7 +219,7 @@ def test_a_request_waits_for_the_background_run_computing_its_pair(
 def test_kbtool_analyze_says_which_diffs_it_prepares(demo_kb: Path, tmp_path, monkeypatch) -> None:
     disk = tmp_path / "diffs"
     monkeypatch.setenv("KBTOOL_DIFF_CACHE_DIR", str(disk))  # where this test reads the status
-    env = {"KBTOOL_DB": str(demo_kb), "KBTOOL_DIFF_CACHE_DIR": str(disk)}
+    env = {"KBTOOL_DB": str(demo_kb), "KBTOOL_DIFF_CACHE_DIR": str(disk), "KBTOOL_DIFF_WARM": "on"}
     res = run_cli("analyze", "2", env=env)
     assert res.returncode == 0, res.stderr
     assert "diffs: preparing 2 -> 1, 1 -> 2 in the background" in res.stdout

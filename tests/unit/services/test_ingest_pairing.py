@@ -16,9 +16,9 @@ def test_second_ingest_runs_the_matcher_once_and_stores_the_report(tmp_path, mon
     runs = []
     real = matcher._Matcher.run_staged
 
-    def counting(self, fuzzy):
+    def counting(self, fuzzy, **kw):
         runs.append(fuzzy)
-        return real(self, fuzzy)
+        return real(self, fuzzy, **kw)
 
     monkeypatch.setattr(matcher._Matcher, "run_staged", counting)
     conn = open_rw(tmp_path / "kb.db")
