@@ -577,18 +577,24 @@ def _view(text: str, have: str, want: str, store: bool) -> str:
     return text if store else f"({want}){text}"
 
 
+_MEMBER = re.compile(r"(?:->|\.)(\w+)")  # a member name used: `p->name`, `s.name`
+_ADDR = re.compile(r"ADDR\(([^()]*)\)")
+
+
 def _member_clash(lf: _Memory) -> None:
     """An item whose label is also a member name the function uses (``p->count`` beside the
     static ``count``) is renamed ``count_data`` in this function: its macro would expand the
-    member too."""
-    body = ""
+    member too. The member names are found in one pass over the body (renames never add
+    or remove one: a member use is never renamed)."""
+    if not lf.dobj:
+        return
+    body = "\n".join([ln for ln in lf.out if ln is not None])
+    members = set(_MEMBER.findall(body))
     for ident in list(lf.dobj):
+        if ident not in members:
+            continue
         if not body:
             body = "\n".join([ln for ln in lf.out if ln is not None])
-        if f">{ident}" not in body and f".{ident}" not in body:
-            continue
-        if not re.search(rf"(?:->|\.){re.escape(ident)}\b", body):
-            continue
         new = ident + "_data"
         while new in lf.lm.module_idents or re.search(rf"\b{new}\b", body):
             new += "_"
@@ -621,13 +627,14 @@ def _data_decls(lf: _Memory) -> tuple[list[str], list[str]]:
             ln = lf.out[k]
             if ln is not None and ".field_0" in ln:
                 lf.out[k] = pat.sub(r"\1", ln)
-    body = ""
+    addressed: set[str] | None = None
     for ident, ob in lf.dobj.items():
         start, size, kind, ct, fields, typed = ob
         if kind == "b":  # only addressed: unless the address became a number (values._number)
-            if not body:
+            if addressed is None:
                 body = "\n".join([ln for ln in lf.out if ln is not None])
-            if f"ADDR({ident})" not in body:
+                addressed = set(_ADDR.findall(body))
+            if ident not in addressed:
                 continue
         at = f"(M + {start})"
         if kind == "s":
