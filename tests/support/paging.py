@@ -4,6 +4,7 @@ another function), and page polling from Python."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -15,7 +16,7 @@ from kbtool.kb.db import open_rw
 from kbtool.kb.gate import upsert_symbol
 from kbtool.services.ingest import ingest_file
 from testkit.wasmbuild import build_wat
-from tests.support.web import XSS_IMG
+from tests.support.web import XSS_IMG, request
 
 CALLS = 1500  # 3,000+ instructions: ten windows of the pages' 300 lines
 WINDOW = 300  # lines per window (code.js)
@@ -91,3 +92,12 @@ def windows(requests: list[str], kind: str) -> list[tuple[int, int]]:
         if u.path.startswith("/api/disasm/") and q.get("kind") == [kind]:
             out.append((int(q["offset"][0]), int(q["limit"][0])))
     return out
+
+
+def all_lines(srv, vid: int, index: int = BIG, kind: str = "wasm") -> list[str]:
+    """Every line of a function's code in one window (straight from the API)."""
+    status, _, body = request(srv.port, f"/api/disasm/{vid}/{index}?kind={kind}&limit=20000")
+    assert status == 200, body[:200]
+    out = json.loads(body)
+    assert out["next_offset"] is None
+    return out["lines"]

@@ -25,6 +25,7 @@ from tests.support.web import (
     XSS_SCRIPT,
     XSS_SUMMARY,
     copy_kb,
+    launch_chromium,
 )
 
 
@@ -176,3 +177,14 @@ def read_only(web_kb):
     conn = open_ro(web_kb.path)
     yield conn
     conn.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """A headless Chromium (Debian's, through Playwright; no browser download) per test module."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = launch_chromium(pw)
+        yield b
+        b.close()

@@ -22,7 +22,6 @@ from tests.support.web import (
     XSS_SUMMARY,
     ServerProcess,
     copy_kb,
-    launch_chromium,
 )
 
 pytestmark = [
@@ -47,16 +46,6 @@ document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(e.
 def server(kb, tmp_path_factory):
     with ServerProcess(copy_kb(kb, tmp_path_factory.mktemp("browser") / "served.db")) as srv:
         yield srv
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = launch_chromium(pw)
-        yield b
-        b.close()
 
 
 @pytest.fixture()

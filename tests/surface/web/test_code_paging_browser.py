@@ -17,8 +17,8 @@ import time
 import pytest
 
 from testkit.wasmbuild import have_wabt
-from tests.support.paging import BIG, KEEP, WINDOW, build_huge_kb, until, windows
-from tests.support.web import CHROMIUM, XSS_IMG, ServerProcess, launch_chromium, request
+from tests.support.paging import BIG, KEEP, WINDOW, all_lines, build_huge_kb, until, windows
+from tests.support.web import CHROMIUM, XSS_IMG, ServerProcess, request
 
 pytestmark = [
     pytest.mark.browser,
@@ -37,31 +37,15 @@ def served(tmp_path_factory):
         yield srv, vid, fns[BIG]["stable_id"]
 
 
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = launch_chromium(pw)
-        yield b
-        b.close()
-
-
 _until = until
 _windows = windows
 
 
 def _all_lines(srv, vid: int, kind: str) -> list[str]:
-    return _all_lines_of(srv, vid, BIG, kind)
+    return all_lines(srv, vid, BIG, kind)
 
 
-def _all_lines_of(srv, vid: int, index: int, kind: str = "wasm") -> list[str]:
-    """Every line of a function's code in one window (straight from the API)."""
-    status, _, body = request(srv.port, f"/api/disasm/{vid}/{index}?kind={kind}&limit=20000")
-    assert status == 200, body[:200]
-    out = json.loads(body)
-    assert out["next_offset"] is None
-    return out["lines"]
+_all_lines_of = all_lines
 
 
 def _page(browser, requests: list[str], errors: list[str]):

@@ -18,8 +18,8 @@ import re
 import pytest
 
 from testkit.wasmbuild import have_wabt
-from tests.support.paging import BIG, WINDOW, build_huge_kb, until, windows
-from tests.support.web import CHROMIUM, ServerProcess, launch_chromium, request
+from tests.support.paging import BIG, WINDOW, all_lines, build_huge_kb, until, windows
+from tests.support.web import CHROMIUM, ServerProcess, request
 
 pytestmark = [
     pytest.mark.browser,
@@ -54,20 +54,8 @@ def served(tmp_path_factory):
         yield srv, vid, fns[BIG]["stable_id"]
 
 
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = launch_chromium(pw)
-        yield b
-        b.close()
-
-
 def _lines(srv, vid: int, kind: str) -> list[str]:
-    status, _, body = request(srv.port, f"/api/disasm/{vid}/{BIG}?kind={kind}&limit=20000")
-    assert status == 200, body[:200]
-    return json.loads(body)["lines"]
+    return all_lines(srv, vid, BIG, kind)
 
 
 def _page(browser, requests: list[str], errors: list[str]):

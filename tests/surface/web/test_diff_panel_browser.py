@@ -21,7 +21,7 @@ from kbtool.kb.db import open_rw
 from kbtool.kb.gate import upsert_symbol
 from kbtool.services.ingest import ingest_bytes
 from tests.support.paths import ROOT
-from tests.support.web import CHROMIUM, ServerProcess, launch_chromium
+from tests.support.web import CHROMIUM, ServerProcess
 
 pytestmark = [
     pytest.mark.browser,
@@ -105,16 +105,6 @@ def _build(tmp: Path) -> Path:
 def server(tmp_path_factory):
     with ServerProcess(_build(tmp_path_factory.mktemp("diffpanel"))) as srv:
         yield srv
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = launch_chromium(pw)
-        yield b
-        b.close()
 
 
 def _api(server, path):

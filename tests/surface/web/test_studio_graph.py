@@ -14,7 +14,7 @@ import pytest
 
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
-from tests.support.web import CHROMIUM, XSS_SCRIPT, ServerProcess, copy_kb, launch_chromium, request
+from tests.support.web import CHROMIUM, XSS_SCRIPT, ServerProcess, copy_kb, request
 
 pytestmark = [
     pytest.mark.browser,
@@ -30,16 +30,6 @@ def served(kb, tmp_path_factory):
     db = copy_kb(kb, tmp_path_factory.mktemp("graph") / "served.db")
     with ServerProcess(db) as srv:
         yield srv, db
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = launch_chromium(pw)
-        yield b
-        b.close()
 
 
 def _until(page, expression: str, seconds: float = 15.0) -> None:
