@@ -5,7 +5,6 @@ every case value agrees with wasmtime (fixture: tests/fixtures/lift/switch_loop.
 
 from __future__ import annotations
 
-import re
 import shutil
 
 import pytest
@@ -14,9 +13,9 @@ from kbtool.lift.lifter.base import _Budget
 from kbtool.lift.lifter.caseplace import place_cases
 from tests.support import lift_sem
 from tests.support.paths import FIXTURES
+from tests.support.switches import TRAMPOLINE
 
 wasmtime = pytest.importorskip("wasmtime")
-TRAMPOLINE = re.compile(r"^\s*(?:(?:case -?\d+|default): )+goto L\d+;\s*$", re.M)
 needs_tools = pytest.mark.skipif(
     not (shutil.which("clang") and shutil.which("wasm-ld") and shutil.which("gcc")),
     reason="needs clang, wasm-ld and gcc",

@@ -5,33 +5,18 @@ against wasmtime over every case value (fixture: tests/fixtures/lift/switch_merg
 
 from __future__ import annotations
 
-import re
 import shutil
 
 import pytest
 
 from tests.support import lift_sem
 from tests.support.paths import FIXTURES
+from tests.support.switches import TRAMPOLINE, case_values
 
 wasmtime = pytest.importorskip("wasmtime")
 pytestmark = pytest.mark.skipif(
     not (shutil.which("wat2wasm") and shutil.which("gcc")), reason="needs wat2wasm and gcc"
 )
-TRAMPOLINE = re.compile(r"^\s*(?:(?:case -?\d+|default): )+goto L\d+;\s*$", re.M)
-
-
-def _classify(text: str) -> dict[str, list[int]]:
-    """The case values above each case body: {first statement: values}."""
-    out: dict[str, list[int]] = {}
-    vals: list[int] = []
-    for line in text.splitlines():
-        s = line.strip()
-        if s.startswith("case "):
-            vals += [int(v) for v in re.findall(r"case (-?\d+):", s)]
-        elif vals:
-            out[s] = vals
-            vals = []
-    return out
 
 
 def test_split_switch_lifts_as_one_switch(tmp_path):
@@ -45,7 +30,7 @@ def test_split_switch_lifts_as_one_switch(tmp_path):
     assert "goto" not in c and c.count("switch (") == 1, c
     assert "switch (p0) {" in c, c  # the value itself, not `p0 - 110`
     assert "if (p0 == 34)" not in c, c  # the trailing equality test joined as a case
-    cases = _classify(c)
+    cases = case_values(c)
     # the first test to claim a value keeps it (111: first table, not the c - 108 one);
     # a value the first table sends on (118) belongs to a later one
     assert cases["l1 = 100;"] == [15, 34, 108, 117, 118], c
@@ -67,7 +52,7 @@ def test_range_guard_joins_with_the_default_split(tmp_path):
         assert "goto" not in c and not TRAMPOLINE.search(c), c
         lines = [ln.strip() for ln in c.splitlines()]
         assert lines[lines.index("default:") + 1].startswith(test), c
-    assert _classify(r.c["ranges"])["return 1;"] == [100, 102, 400]
+    assert case_values(r.c["ranges"])["return 1;"] == [100, 102, 400]
     # 402 goes to the default's own block: its label would sit above the guard's test
     assert "switch (p0 - 100) {" in r.c["ranges3"], r.c["ranges3"]
 

@@ -7,30 +7,15 @@ value agrees with wasmtime (fixtures: tests/fixtures/lift/nested_switch.c, built
 
 from __future__ import annotations
 
-import re
 import shutil
 
 import pytest
 
 from tests.support import lift_sem
 from tests.support.paths import FIXTURES
+from tests.support.switches import TRAMPOLINE, case_values
 
 wasmtime = pytest.importorskip("wasmtime")
-TRAMPOLINE = re.compile(r"^\s*(?:(?:case -?\d+|default): )+goto L\d+;\s*$", re.M)
-
-
-def _cases(text: str) -> dict[str, list[int]]:
-    """The case values above each case body: {first statement: values}."""
-    out: dict[str, list[int]] = {}
-    vals: list[int] = []
-    for line in text.splitlines():
-        s = line.strip()
-        if s.startswith("case "):
-            vals += [int(v) for v in re.findall(r"case (-?\d+):", s)]
-        elif vals and not s.endswith(":;"):
-            out[s] = vals
-            vals = []
-    return out
 
 
 @pytest.mark.skipif(
@@ -45,7 +30,7 @@ def test_clang_split_switch_lifts_as_one_switch(tmp_path):
     c = r.c["ns_classify"]
     assert c.count("switch (") == 1 and "switch (p0) {" in c, c
     assert not TRAMPOLINE.search(c), c
-    cases = _cases(c)
+    cases = case_values(c, skip_labels=True)
     # the second table's values sit beside the first one's on the shared bodies
     assert any({1001, 1002, 2001} <= set(v) for v in cases.values()), c
     assert any(v == [2003] for v in cases.values()), c
@@ -65,7 +50,7 @@ def test_inner_table_in_the_outer_default_joins_it(tmp_path):
     assert c.count("switch (") == 1 and "switch (p0) {" in c, c
     assert not TRAMPOLINE.search(c), c
     assert "p0 - 1" not in c and "if (p0 ==" not in c and "p0 != 113" not in c, c
-    cases = _cases(c)
+    cases = case_values(c, skip_labels=True)
     assert cases["l2 = p1 * 3;"] == [113], c
     assert cases["l2 = p1 + 100;"] == [77, 167], c
     assert cases["l2 = (p1 + 12) ^ 1000;"] == [36, 174], c
@@ -83,7 +68,7 @@ def test_inner_table_with_no_tests_after_it_joins_too(tmp_path):
     c = r.c["plain"]
     assert c.count("switch (") == 1 and "switch (p0) {" in c, c
     assert "goto" not in c, c
-    cases = _cases(c)
+    cases = case_values(c, skip_labels=True)
     assert cases["return p1 + 100;"] == [167], c
     assert cases["return p1 << 20;"] == [169, 175], c
     assert cases["return p1 ^ -1;"] == [168, 174, 176], c
