@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kbtool.kb.db import open_rw
+from kbtool.kb import queries, store
+from kbtool.kb.db import open_rw, transaction
 from kbtool.services.ingest import ingest_bytes
 
 WAT = """
@@ -51,3 +52,21 @@ def two_versions_kb(tmp_path: Path, name: str = "kb.db", k0: int = 16) -> Path:
 def kb(tmp_path: Path) -> Path:
     """The two-version KB as a fixture (import it into a test module to use it)."""
     return two_versions_kb(tmp_path)
+
+
+def make_stale_report(db: Path, a: int = 1, b: int = 2) -> None:
+    """Rewrite the stored report of (a, b) as an older kbtool saved it: no triage rules
+    version, other triage on every modified function."""
+    from kbtool.services.diff.triage import TRIAGE_RULES
+
+    conn = open_rw(db)
+    try:
+        saved = queries.stored_diff_report(conn, a, b)
+        assert saved is not None and saved.pop("triage_rules") == TRIAGE_RULES
+        for c in saved["changes"]:
+            if c["classification"] == "modified":
+                c["triage"], c["reasons"] = -5.0, ["stale"]
+        with transaction(conn):
+            store.save_diff_report(conn, a, b, saved)
+    finally:
+        conn.close()

@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 
 from kbtool.cli import main
-from kbtool.kb import queries, store
-from kbtool.kb.db import open_ro, open_rw, transaction
+from kbtool.kb.db import open_ro
 from kbtool.services.diff.cache import DiffCache, DiskAnswers
-from kbtool.services.diff.triage import TRIAGE_RULES
+from tests.support.diff_kb import make_stale_report
 from tests.support.triage_pair import V1, V2
 
 pytestmark = pytest.mark.skipif(shutil.which("wat2wasm") is None, reason="wat2wasm missing")
@@ -33,18 +32,7 @@ def _kb(tmp_path: Path) -> Path:
     return db
 
 
-def _make_stale(db: Path) -> None:
-    """The stored report as an older kbtool saved it: no rules version, other triage."""
-    conn = open_rw(db)
-    saved = queries.stored_diff_report(conn, 1, 2)
-    assert saved is not None and saved["triage_rules"] == TRIAGE_RULES
-    saved.pop("triage_rules")
-    for c in saved["changes"]:
-        if c["classification"] == "modified":
-            c["triage"], c["reasons"] = -5.0, ["stale"]
-    with transaction(conn):
-        store.save_diff_report(conn, 1, 2, saved)
-    conn.close()
+_make_stale = make_stale_report
 
 
 def _modified(report: dict) -> dict:

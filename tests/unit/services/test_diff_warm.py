@@ -16,14 +16,13 @@ from typing import Any
 
 import pytest
 
-from kbtool.kb import queries, store
-from kbtool.kb.db import open_ro, open_rw, transaction
+from kbtool.kb import queries
+from kbtool.kb.db import open_ro, open_rw
 from kbtool.kb.gate import upsert_symbol
 from kbtool.services.analyze import analyze_version
 from kbtool.services.diff.cache import DiffCache
 from kbtool.services.diff.changelog import changelog
 from kbtool.services.diff.report import compute_diff_with_pairing, stored_diff
-from kbtool.services.diff.triage import TRIAGE_RULES
 from kbtool.services.diff.warm import (
     describe_status,
     pairs_to_prepare,
@@ -33,6 +32,7 @@ from kbtool.services.diff.warm import (
 )
 from kbtool.services.ingest import ingest_file
 from tests.support.cli import run_cli
+from tests.support.diff_kb import make_stale_report
 from tests.support.paths import CORPUS
 
 
@@ -80,15 +80,7 @@ def test_a_report_stored_under_older_triage_rules_is_retriaged_ahead(
     demo_kb: Path, tmp_path, monkeypatch
 ) -> None:
     monkeypatch.setenv("KBTOOL_DIFF_CACHE_DIR", str(tmp_path / "diffs"))
-    conn = open_rw(demo_kb)
-    saved = queries.stored_diff_report(conn, 1, 2)
-    assert saved is not None and saved.pop("triage_rules") == TRIAGE_RULES
-    for c in saved["changes"]:
-        if c["classification"] == "modified":
-            c["triage"], c["reasons"] = -5.0, ["stale"]
-    with transaction(conn):
-        store.save_diff_report(conn, 1, 2, saved)
-    conn.close()
+    make_stale_report(demo_kb)
     assert _check_prepared_equals_full(demo_kb) == [(2, 1), (1, 2)]
     conn = open_ro(demo_kb)
     report = DiffCache().report(conn, 1, 2)  # read back: today's triage, not the stale one
