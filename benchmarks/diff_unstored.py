@@ -96,18 +96,26 @@ def kept(db: Path, a: int, b: int, disk: Path) -> dict[str, tuple[float, float]]
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     out: dict[str, tuple[float, float]] = {}
     for step, expect in (("kept: compute", (1, 0)), ("kept: read back", (0, 1))):
-        run = subprocess.run(
-            [sys.executable, "-P", "-c", _CHILD, str(db), str(a), str(b)],
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        cpu, wall, computed, hits = json.loads(run.stdout)
-        if (computed, hits) != expect:
-            raise SystemExit(f"{step}: computed {computed}, disk hits {hits}, expected {expect}")
-        out[step] = (cpu, wall)
+        out[step] = _ask(env, db, a, b, step, expect)
     return out
+
+
+def _ask(
+    env: dict, db: Path, a: int, b: int, step: str, expect: tuple[int, int]
+) -> tuple[float, float]:
+    """A new process asks for the pair: its (CPU s, wall s); ``expect`` is (computed, disk
+    hits)."""
+    run = subprocess.run(
+        [sys.executable, "-P", "-c", _CHILD, str(db), str(a), str(b)],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    cpu, wall, computed, hits = json.loads(run.stdout)
+    if (computed, hits) != expect:
+        raise SystemExit(f"{step}: computed {computed}, disk hits {hits}, expected {expect}")
+    return cpu, wall
 
 
 def prepared(db: Path, a: int, b: int, disk: Path) -> dict[str, tuple[float, float]]:
@@ -122,17 +130,7 @@ def prepared(db: Path, a: int, b: int, disk: Path) -> dict[str, tuple[float, flo
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     out = {"prepared: background": (cpu, wall)}
-    run = subprocess.run(
-        [sys.executable, "-P", "-c", _CHILD, str(db), str(a), str(b)],
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    cpu, wall, computed, hits = json.loads(run.stdout)
-    if (computed, hits) != (0, 1):
-        raise SystemExit(f"prepared: computed {computed}, disk hits {hits}, expected (0, 1)")
-    out["prepared: first ask"] = (cpu, wall)
+    out["prepared: first ask"] = _ask(env, db, a, b, "prepared", (0, 1))
     return out
 
 
