@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import http.client
+import importlib.util
 import os
 import shutil
 import socket
@@ -14,6 +15,8 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from tests.support.paths import ROOT
 
@@ -48,6 +51,16 @@ INJECTIONS = [
 METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH"]
 
 CHROMIUM = os.environ.get("KBTOOL_CHROMIUM", "/usr/bin/chromium")
+# a browser test: skipped without Chromium or Playwright (no browser is ever downloaded)
+BROWSER_MARKS = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM} (apt-get install chromium)"
+    ),
+    pytest.mark.skipif(
+        importlib.util.find_spec("playwright") is None, reason="playwright is not installed"
+    ),
+]
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",

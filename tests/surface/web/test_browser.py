@@ -4,9 +4,7 @@ ever runs."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import re
 import urllib.request
 
@@ -16,7 +14,7 @@ from tests.support.web import (
     BIDI_NAME,
     BIDI_SHOWN,
     BIDI_SUMMARY_SHOWN,
-    CHROMIUM,
+    BROWSER_MARKS,
     XSS_IMG,
     XSS_SCRIPT,
     XSS_SUMMARY,
@@ -24,15 +22,7 @@ from tests.support.web import (
     copy_kb,
 )
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM} (apt-get install chromium)"
-    ),
-    pytest.mark.skipif(
-        importlib.util.find_spec("playwright") is None, reason="playwright is not installed"
-    ),
-]
+pytestmark = BROWSER_MARKS
 
 # Every page records CSP violations, so an injected inline script would show up even though
 # the policy blocks it.

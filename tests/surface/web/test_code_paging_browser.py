@@ -8,9 +8,7 @@ module assembled here with one function of a few thousand instructions."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import re
 import time
 
@@ -18,16 +16,9 @@ import pytest
 
 from testkit.wasmbuild import have_wabt
 from tests.support.paging import BIG, KEEP, WINDOW, all_lines, build_huge_kb, until, windows
-from tests.support.web import CHROMIUM, XSS_IMG, ServerProcess, request
+from tests.support.web import BROWSER_MARKS, XSS_IMG, ServerProcess, request
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not have_wabt(), reason="wat2wasm not installed"),
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM}"),
-    pytest.mark.skipif(
-        importlib.util.find_spec("playwright") is None, reason="playwright is not installed"
-    ),
-]
+pytestmark = [*BROWSER_MARKS, pytest.mark.skipif(not have_wabt(), reason="wat2wasm not installed")]
 
 
 @pytest.fixture(scope="module")

@@ -10,25 +10,16 @@ or scrolled against through Playwright."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import re
 
 import pytest
 
 from testkit.wasmbuild import have_wabt
 from tests.support.paging import BIG, WINDOW, all_lines, build_huge_kb, until, windows
-from tests.support.web import CHROMIUM, ServerProcess, request
+from tests.support.web import BROWSER_MARKS, ServerProcess, request
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not have_wabt(), reason="wat2wasm not installed"),
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM}"),
-    pytest.mark.skipif(
-        importlib.util.find_spec("playwright") is None, reason="playwright is not installed"
-    ),
-]
+pytestmark = [*BROWSER_MARKS, pytest.mark.skipif(not have_wabt(), reason="wat2wasm not installed")]
 
 # In the page: each time a window of lines is added to the pane, scroll the pane to its end
 # at once (a microtask, before the next frame): the reader who keeps scrolling as fast as the

@@ -5,8 +5,6 @@ opens in the panel (issue 26)."""
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import time
 from pathlib import Path
 
@@ -16,16 +14,9 @@ from kbtool.kb.db import open_rw
 from kbtool.services.analyze import analyze_version
 from kbtool.services.ingest import ingest_file
 from testkit.wasmbuild import FIXTURES, build_wat, have_wabt
-from tests.support.web import CHROMIUM, ServerProcess, launch_chromium
+from tests.support.web import BROWSER_MARKS, ServerProcess, launch_chromium
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not have_wabt(), reason="wat2wasm not installed"),
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM}"),
-    pytest.mark.skipif(
-        importlib.util.find_spec("playwright") is None, reason="playwright is not installed"
-    ),
-]
+pytestmark = [*BROWSER_MARKS, pytest.mark.skipif(not have_wabt(), reason="wat2wasm not installed")]
 HOSTILE = "<img src=x onerror=__xss=9>"
 
 

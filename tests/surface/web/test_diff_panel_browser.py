@@ -4,9 +4,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -21,15 +19,9 @@ from kbtool.kb.db import open_rw
 from kbtool.kb.gate import upsert_symbol
 from kbtool.services.ingest import ingest_bytes
 from tests.support.paths import ROOT
-from tests.support.web import CHROMIUM, ServerProcess
+from tests.support.web import BROWSER_MARKS, ServerProcess
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM}"),
-    pytest.mark.skipif(
-        importlib.util.find_spec("playwright") is None, reason="playwright is not installed"
-    ),
-]
+pytestmark = BROWSER_MARKS
 
 HOSTILE = '</script><img src=x onerror="window.__xss=7">'
 ANSI = "\x1b[31mred_alert\x1b[0m"

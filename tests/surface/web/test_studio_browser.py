@@ -4,7 +4,6 @@ live in the Agents panel and in the code view without a reload."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -14,15 +13,15 @@ import pytest
 
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
-from tests.support.web import CHROMIUM, XSS_SCRIPT, ServerProcess, copy_kb, launch_chromium
+from tests.support.web import (
+    BROWSER_MARKS,
+    XSS_SCRIPT,
+    ServerProcess,
+    copy_kb,
+    launch_chromium,
+)
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM}"),
-    pytest.mark.skipif(
-        importlib.util.find_spec("playwright") is None, reason="playwright is not installed"
-    ),
-]
+pytestmark = BROWSER_MARKS
 
 
 @pytest.fixture()

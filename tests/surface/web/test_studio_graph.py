@@ -5,24 +5,16 @@ diff, and hostile strings shown literally with no script run."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import time
 
 import pytest
 
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
-from tests.support.web import CHROMIUM, XSS_SCRIPT, ServerProcess, copy_kb, request
+from tests.support.web import BROWSER_MARKS, XSS_SCRIPT, ServerProcess, copy_kb, request
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM}"),
-    pytest.mark.skipif(
-        importlib.util.find_spec("playwright") is None, reason="playwright is not installed"
-    ),
-]
+pytestmark = BROWSER_MARKS
 
 
 @pytest.fixture(scope="module")
