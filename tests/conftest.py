@@ -8,13 +8,30 @@ Helpers that tests import live in ``tests/support/`` (never in a test module):
 
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from testkit.kb import DEMO_TIME, build_demo_kb
 from tests.support.tui_kb import build_fixture_kb
+
+_OWN_CACHE: list[str] = []
+
+
+def pytest_configure(config) -> None:
+    """Kept diff answers go to a directory of this test run (each xdist worker its own),
+    never to the user's ~/.cache: a test run would evict the answers a person prepared."""
+    d = tempfile.mkdtemp(prefix="kbtool-test-diffs-")
+    _OWN_CACHE.append(d)
+    os.environ["KBTOOL_DIFF_CACHE_DIR"] = d
+
+
+def pytest_unconfigure(config) -> None:
+    for d in _OWN_CACHE:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
