@@ -101,3 +101,12 @@ def all_lines(srv, vid: int, index: int = BIG, kind: str = "wasm") -> list[str]:
     out = json.loads(body)
     assert out["next_offset"] is None
     return out["lines"]
+
+
+def new_page(browser, requests: list[str], errors: list[str]):
+    """A page that records its requests' URLs and its script errors."""
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    page.set_default_timeout(20_000)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("request", lambda r: requests.append(r.url))
+    return page

@@ -15,7 +15,16 @@ import time
 import pytest
 
 from testkit.wasmbuild import have_wabt
-from tests.support.paging import BIG, KEEP, WINDOW, all_lines, build_huge_kb, until, windows
+from tests.support.paging import (
+    BIG,
+    KEEP,
+    WINDOW,
+    all_lines,
+    build_huge_kb,
+    new_page,
+    until,
+    windows,
+)
 from tests.support.web import BROWSER_MARKS, XSS_IMG, ServerProcess, request
 
 pytestmark = [*BROWSER_MARKS, pytest.mark.skipif(not have_wabt(), reason="wat2wasm not installed")]
@@ -39,12 +48,7 @@ def _all_lines(srv, vid: int, kind: str) -> list[str]:
 _all_lines_of = all_lines
 
 
-def _page(browser, requests: list[str], errors: list[str]):
-    page = browser.new_page(viewport={"width": 1440, "height": 900})
-    page.set_default_timeout(20_000)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on("request", lambda r: requests.append(r.url))
-    return page
+_page = new_page
 
 
 def _live(page, pre: str) -> dict[int, str]:

@@ -16,7 +16,7 @@ import re
 import pytest
 
 from testkit.wasmbuild import have_wabt
-from tests.support.paging import BIG, WINDOW, all_lines, build_huge_kb, until, windows
+from tests.support.paging import BIG, WINDOW, all_lines, build_huge_kb, new_page, until, windows
 from tests.support.web import BROWSER_MARKS, ServerProcess, request
 
 pytestmark = [*BROWSER_MARKS, pytest.mark.skipif(not have_wabt(), reason="wat2wasm not installed")]
@@ -49,12 +49,7 @@ def _lines(srv, vid: int, kind: str) -> list[str]:
     return all_lines(srv, vid, BIG, kind)
 
 
-def _page(browser, requests: list[str], errors: list[str]):
-    page = browser.new_page(viewport={"width": 1440, "height": 900})
-    page.set_default_timeout(20_000)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on("request", lambda r: requests.append(r.url))
-    return page
+_page = new_page
 
 
 @pytest.mark.parametrize("where", ["studio", "panel"])
