@@ -10,13 +10,14 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from kbtool.wasm.facts import build_data_map
 from kbtool.wasm.reader import Module, parse_module
 from kbtool.wasm.toolchain import detect_toolchain
 
 from .gctypes import gc_types
-from .names import C_KEYWORDS, Names, c_ident, display_name
+from .names import C_KEYWORDS, MAX_IDENT, Names, c_ident, display_name
 from .prelude import PRELUDE_NAMES
 
 #: identifiers the lifter generates itself (params, locals, temps, unnamed funcs/globals)
@@ -112,6 +113,81 @@ def _unique(raw: str | None, fallback: str, index: int, used: set[str]) -> str:
     return name
 
 
+_RESERVED = C_KEYWORDS | PRELUDE_NAMES
+
+
+def _idents(raws: list[str | None], prefix: str, used: set[str]) -> list[str]:
+    """``[_unique(raws[i], f"{prefix}{i}", i, used) for i in ...]``, with a fast path for
+    what most names are: a valid, unreserved C identifier not taken yet, kept as is."""
+    out: list[str] = []
+    append, add = out.append, used.add
+    for i, raw in enumerate(raws):
+        name = raw if raw else f"{prefix}{i}"
+        if name not in used and (not raw or _plain(raw)):
+            add(name)
+            append(name)
+        else:
+            append(_unique(raw, f"{prefix}{i}", i, used))
+    return out
+
+
+def _plain(raw: str) -> bool:
+    """``c_ident(raw) == raw`` and :func:`_unique` keeps it (not reserved, not generated)."""
+    return (
+        len(raw) <= MAX_IDENT
+        and raw.isascii()
+        and raw.isidentifier()
+        and raw not in _RESERVED
+        and _GENERATED.match(raw) is None
+    )
+
+
+def _data_idents(items: list, used: set[str]) -> list[tuple[int, int, str, str | None]]:
+    """The labelled data items (sorted ``(address, size, label, text)``) in memory's 32-bit
+    range, each with its unique C identifier (as :func:`_unique` with ``d_<hex address>``)."""
+    if items and not (0 <= items[0][0] and items[-1][0] < 1 << 31):
+        items = [it for it in items if 0 <= it[0] < 1 << 31]  # enum constants: int
+    labels = list(map(itemgetter(2), items))
+    if _all_plain(labels):
+        distinct = set(labels)
+        if len(distinct) == len(labels) and used.isdisjoint(distinct):
+            used |= distinct  # each label is its own identifier: _unique keeps every one
+            return list(map(tuple, items))
+    out = []
+    append, add = out.append, used.add
+    for a, sz, label, text in items:
+        if label and label not in used and _plain(label):
+            add(label)
+            append((a, sz, label, text))
+        else:
+            append((a, sz, _unique(label, f"d_{a:x}", a, used), text))
+    return out
+
+
+def _all_plain(labels: list) -> bool:
+    """Every label :func:`_plain`, by C-speed checks over all of them at once."""
+    if not labels:
+        return True
+    try:
+        lines = "\n".join(labels)
+    except TypeError:  # not all text: the slow path says what each becomes
+        return False
+    return (
+        lines.isascii()
+        and not lines.encode("ascii").translate(None, _IDENT_BYTES)  # only [A-Za-z0-9_\n]
+        and lines.count("\n") == len(labels) - 1  # no label holds a newline itself
+        and _BAD_START.search(f"\n{lines}\n") is None
+        and max(map(len, labels)) <= MAX_IDENT
+        and _RESERVED.isdisjoint(labels)
+    )
+
+
+_IDENT_BYTES = b"\n0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"
+#: a line of ``"\n".join(labels)`` (framed by newlines) that is no identifier kept as is:
+#: a leading digit, an empty line, or a name the lifter generates (:data:`_GENERATED`)
+_BAD_START = re.compile(r"\n(?:[0-9]|[pltrgfL][0-9]+\n|M\n|\n)")
+
+
 def prepare(module, names: Names | None = None) -> LiftModule:
     """Prepare ``module`` (wasm bytes, or a parsed :class:`Module` together with bytes via
     ``(data, module)``) for :func:`disassemble_function` / :func:`lift_function`.
@@ -130,13 +206,10 @@ def prepare(module, names: Names | None = None) -> LiftModule:
     if names is None:
         names = Names.from_module(m)
     used: set[str] = set()
-    func_c = [_unique(names.functions.get(i), f"f{i}", i, used) for i in range(m.num_functions)]
-    global_c = [_unique(names.globals.get(i), f"g{i}", i, used) for i in range(len(m.globals))]
-    data_items = [
-        (a, sz, _unique(label, f"d_{a:x}", a, used), text)
-        for a, sz, label, text in sorted(names.data)
-        if 0 <= a < 1 << 31  # enum constants: int
-    ]
+    fget, gget = names.functions.get, names.globals.get
+    func_c = _idents([fget(i) for i in range(m.num_functions)], "f", used)
+    global_c = _idents([gget(i) for i in range(len(m.globals))], "g", used)
+    data_items = _data_idents(sorted(names.data), used)
     tc = (detect_toolchain(m, ()) or "").lower()
     try:
         dmap = build_data_map(data, m, tc.startswith(("rustc", "go")))
@@ -166,10 +239,11 @@ def _gc(data: bytes, m: Module) -> list:
 
 
 def _func_types(m: Module) -> list:
+    """The func type of every function index (None where its type index is out of range or
+    not a func type)."""
     types = m.types
-    out = []
-    for i in range(m.num_functions):
-        ti = m.func_type_index(i)
-        t = types[ti] if 0 <= ti < len(types) else None
-        out.append(t if t is not None and t.kind == "func" else None)
-    return out
+    by_type = [t if t.kind == "func" else None for t in types]
+    n = len(by_type)
+    indices = [imp.type_index for imp in m.func_imports]
+    indices += m.func_type_indices
+    return [by_type[ti] if 0 <= ti < n else None for ti in indices]

@@ -8,12 +8,14 @@ work; a rename changes the token and the next call sees the new name. The parsed
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -25,7 +27,12 @@ from kbtool.kb.errors import (
     ModuleBytesMissingError,
     UnknownFunctionError,
 )
-from kbtool.kb.queries.code_labels import label_rows
+from kbtool.kb.queries.code_labels import (
+    has_data_model,
+    identity_rows,
+    label_rows,
+    shown_label_rows,
+)
 from kbtool.lift import LiftModule, Names, prepare
 from kbtool.services import callgraph_store, heap, knowledge
 from kbtool.services import types as types_svc
@@ -39,6 +46,7 @@ PARSED_CACHE = 3  # parsed modules (and their analyses), by content digest
 RESULT_CACHE = 128  # disassembly results kept per process
 LINES_CACHE = 4  # functions whose lines (disassembly or C) are kept for paging, per process
 MAX_DATA_LABELS = 1_000_000  # data items labelled in the C (the data model bounds them too)
+_DIGEST_ASIDE = 1 << 20  # a module this big is digested on a thread beside the KB reads
 
 
 class CodeUnavailableError(KBError):
@@ -183,8 +191,11 @@ def _db_file(conn: sqlite3.Connection) -> str:
     return queries.database_file(conn) or f"memory:{id(conn)}"
 
 
-def _parsed(data: bytes) -> _Parsed:
-    digest = hashlib.blake2b(data, digest_size=16).digest()
+def _parsed(data: bytes, digest: bytes | None = None) -> _Parsed:
+    """The parsed module of ``data`` (cached by its blake2b-128 ``digest``, computed here
+    unless given)."""
+    if digest is None:
+        digest = _digest(data)
     with _LOCK:
         hit = _PARSED.get_item(digest)
     if hit is not None:
@@ -197,6 +208,28 @@ def _parsed(data: bytes) -> _Parsed:
     with _LOCK:
         _PARSED.put(digest, parsed)
     return parsed
+
+
+def _digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+class _Digesting(threading.Thread):
+    """The module's digest computed beside the KB reads (hashlib lets go of the GIL for
+    big inputs: on a second core, tens of ms of a huge module's preparation are free)."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(name="kbtool-digest", daemon=True)
+        self.data = data
+        self.digest = b""
+        self.start()
+
+    def run(self) -> None:
+        self.digest = _digest(self.data)
+
+    def result(self) -> bytes:
+        self.join()
+        return self.digest or _digest(self.data)
 
 
 def code_module(conn: sqlite3.Connection, version_id: int) -> CodeModule:
@@ -216,11 +249,35 @@ def code_module(conn: sqlite3.Connection, version_id: int) -> CodeModule:
         if hit is not None:  # prepared by the thread this one waited for
             return hit
         try:
-            return _prepare(conn, version_id, key)
+            with _collector_paused():
+                return _prepare(conn, version_id, key)
         finally:
             with _LOCK:
                 if _BUILDING.get(key) is building:
                     del _BUILDING[key]
+
+
+_PAUSES = [0, False]  # preparations under way, whether the collector was on before the first
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No cyclic collection while a version is prepared: it builds ~10^5 long-lived objects
+    (tuples, names) and no cycles to free, so every collection it would trigger walks a
+    growing heap for nothing (~45 ms of a 260 ms cold preparation of ffmpeg). Nested and
+    concurrent preparations share one pause; the collector's state before it is restored."""
+    with _LOCK:
+        if _PAUSES[0] == 0:
+            _PAUSES[1] = gc.isenabled()
+            gc.disable()
+        _PAUSES[0] += 1
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _PAUSES[0] -= 1
+            if _PAUSES[0] == 0 and _PAUSES[1]:
+                gc.enable()
 
 
 def _prepare(conn: sqlite3.Connection, version_id: int, key: tuple) -> CodeModule:
@@ -230,19 +287,20 @@ def _prepare(conn: sqlite3.Connection, version_id: int, key: tuple) -> CodeModul
             f"the module bytes of version {version_id} are not in the KB (re-ingest the release"
             " to see its code)"
         )
-    parsed = _parsed(data)
-    rows: dict[int, FunctionIdentity] = {}
-    functions = dict(parsed.names.functions)
-    for idx, sid, imported, mod, fld, name, prov in queries.function_identities(conn, version_id):
-        rows[idx] = FunctionIdentity(sid, bool(imported), mod, fld, name, prov)
-        if name:
-            functions[idx] = name
+    digesting = _Digesting(data) if len(data) >= _DIGEST_ASIDE else None
+    ids = identity_rows(conn, version_id)
+    new = tuple.__new__  # FunctionIdentity(...) without its Python-level __new__ per row
+    rows = {r[0]: new(FunctionIdentity, (r[1], bool(r[2]), *r[3:])) for r in ids}
+    kb_names = {r[0]: r[5] for r in ids if r[5]}
     fields = StructFields(queries.structs(conn, version_id))
     global_names, data_labels = _data_names(conn, version_id)
     known = knowledge.code_knowledge(conn, version_id)
     typed = types_svc.code_types(
         conn, version_id, known, fields
     )  # KB types (issue 27) over `fields`
+    parsed = _parsed(data, digesting.result() if digesting is not None else None)
+    functions = dict(parsed.names.functions)
+    functions.update(kb_names)
     names = Names(
         functions=functions,
         globals={
@@ -295,10 +353,12 @@ def is_cached(conn: sqlite3.Connection, version_id: int) -> bool:
 def _data_names(conn: sqlite3.Connection, version_id: int) -> tuple[dict[int, str], list]:
     """Global names and data labels from the version's data model (``kbtool analyze``);
     empty without one."""
-    if datamodel.model_info(conn, version_id) is None:
+    if not has_data_model(conn, version_id):
         return {}, []
     given = knowledge.data_names(conn)  # names people and agents gave (issue 27) win
     gl = {g["index"]: g["name"] for g in datamodel.globals_of(conn, version_id) if g["name"]}
+    if not given:  # every item under its own label: filtered in SQL, plain rows
+        return gl, shown_label_rows(conn, version_id, MAX_DATA_LABELS)
     labels = [
         (address, size, given.get(data_id) or label, text)
         for address, size, label, text, data_id, kind, refs in label_rows(

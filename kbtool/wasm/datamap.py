@@ -245,21 +245,24 @@ def _leb_bytes(b: bytes, signed: bool) -> int:
 
 _INIT_BEFORE = 14  # most bytes of the pattern before its memory.init opcode (0xfc 0x08)
 _INIT_AFTER = 8  # and from that opcode to the pattern's end
+_INIT_OP = re.compile(rb"\xfc\x08")  # memory.init (overlapping finds: its bytes differ)
+#: windows closer than this are searched as one (a run of memory.init sequences is one
+#: search): no match starts between two windows, as every match lies in its opcode's window
+_INIT_GAP = 64
 
 
 def _init_matches(data: bytes, lo: int, hi: int) -> list[re.Match[bytes]]:
     """``_INIT_RE.finditer(data, lo, hi)``, searched only around the ``memory.init`` opcodes:
     every match holds one, so the regex runs on the merged windows around them (a C-speed
-    ``bytes.find`` over the code instead of the regex trying every ``i32.const`` byte)."""
+    literal search over the code instead of the regex trying every ``i32.const`` byte)."""
     windows: list[list[int]] = []
-    q = data.find(b"\xfc\x08", lo, hi)
-    while q >= 0:
+    for found in _INIT_OP.finditer(data, lo, hi):  # the regex's literal search: C speed
+        q = found.start()
         a, b = max(lo, q - _INIT_BEFORE), min(hi, q + _INIT_AFTER)
-        if windows and a <= windows[-1][1]:
+        if windows and a <= windows[-1][1] + _INIT_GAP:
             windows[-1][1] = b
         else:
             windows.append([a, b])
-        q = data.find(b"\xfc\x08", q + 1, hi)
     return [mt for a, b in windows for mt in _INIT_RE.finditer(data, a, b)]
 
 

@@ -1,5 +1,6 @@
-"""The data model's items as the code views label them: one lean read of plain rows (no
-per-item dict, no reference list decoded), for :mod:`kbtool.services.code_prepared`."""
+"""What the code views read of a version, as lean reads of plain rows (no per-row dict or
+named row, no reference list decoded), for :mod:`kbtool.services.code_prepared`: the data
+model's items as the code labels them, and every function's identity and name."""
 
 from __future__ import annotations
 
@@ -7,6 +8,30 @@ import sqlite3
 
 # (address, size, label, text, data_id, kind, refs)
 LabelRow = tuple[int, int, str, "str | None", str, str, int]
+# (address, size, label, text)
+ShownRow = tuple[int, int, str, "str | None"]
+# (index, stable_id, imported, import module, import field, name, provenance)
+IdentityRow = tuple[int, str, int, "str | None", "str | None", "str | None", "str | None"]
+
+
+def identity_rows(conn: sqlite3.Connection, version_id: int) -> list[IdentityRow]:
+    """Every function of ``version_id`` in index order, imports included, with its name
+    (the rows of :func:`kbtool.kb.queries.function_identities`, as plain tuples; an unknown
+    version has none)."""
+    cur = conn.cursor()
+    cur.row_factory = None
+    return cur.execute(
+        "SELECT f.idx, f.stable_id, f.imported, f.import_module, f.import_field, s.name,"
+        " s.provenance FROM functions f LEFT JOIN symbols s ON s.stable_id = f.stable_id"
+        " WHERE f.version_id = ? ORDER BY f.idx",
+        (version_id,),
+    ).fetchall()
+
+
+def has_data_model(conn: sqlite3.Connection, version_id: int) -> bool:
+    """Whether ``kbtool analyze`` stored a data model for ``version_id`` (no counting)."""
+    row = conn.execute("SELECT 1 FROM data_models WHERE version_id = ?", (version_id,))
+    return row.fetchone() is not None
 
 
 def label_rows(conn: sqlite3.Connection, version_id: int, limit: int) -> list[LabelRow]:
@@ -17,4 +42,27 @@ def label_rows(conn: sqlite3.Connection, version_id: int, limit: int) -> list[La
         "SELECT address, size, label, text, data_id, kind, refs FROM data_items"
         " WHERE version_id = ? ORDER BY address LIMIT ?",
         (version_id, limit),
+    ).fetchall()
+
+
+def shown_label_rows(conn: sqlite3.Connection, version_id: int, limit: int) -> list[ShownRow]:
+    """Of :func:`label_rows`, the items the code labels when no data item has a given name:
+    all but zero-filled items nothing refers to, each ``(address, size, label, text)``
+    (filtered and cut in SQL: only the columns shown are read)."""
+    if limit == 0:
+        return []
+    last = None  # a negative limit is none, as in SQL
+    if limit > 0:
+        last = conn.execute(
+            "SELECT address FROM data_items WHERE version_id = ? ORDER BY address LIMIT 1 OFFSET ?",
+            (version_id, limit - 1),
+        ).fetchone()
+    bound = "" if last is None else " AND address <= ?"
+    args = (version_id,) if last is None else (version_id, last[0])
+    cur = conn.cursor()
+    cur.row_factory = None  # plain tuples, whatever the connection's row factory
+    return cur.execute(
+        "SELECT address, size, label, text FROM data_items"
+        " WHERE version_id = ? AND (kind != 'zero' OR refs != 0)" + bound + " ORDER BY address",
+        args,
     ).fetchall()
