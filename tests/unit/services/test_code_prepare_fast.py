@@ -1,0 +1,116 @@
+"""The cold preparation of a version for the code views (issue 30: the studio's first screen
+on ffmpeg waits for it): lean reads that give what the general reads give, the module's
+digest computed beside them, and no cyclic collection while it builds, the collector's
+state restored after (an error included)."""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import sqlite3
+
+import pytest
+
+from kbtool.kb import queries
+from kbtool.kb.db import open_ro
+from kbtool.kb.errors import UnknownVersionError
+from kbtool.kb.queries.code_labels import identity_rows, label_rows, shown_label_rows
+from kbtool.services import code as code_service
+from kbtool.services import code_prepared
+from kbtool.services.code_prepared import FunctionIdentity
+
+
+@pytest.fixture
+def ro(demo_kb_master):
+    conn = open_ro(demo_kb_master)
+    code_service.clear_cache()
+    yield conn
+    conn.close()
+    code_service.clear_cache()
+
+
+def test_shown_label_rows_are_the_filtered_first_items(ro):
+    """The items shown unnamed: the first ``limit`` by address, zero-filled ones only when
+    referenced, as plain tuples; a cut at every kind of limit."""
+    total = ro.execute("SELECT count(*) FROM data_items WHERE version_id = 1").fetchone()[0]
+    assert total > 100
+    zero = ro.execute(
+        "SELECT count(*) FROM data_items WHERE version_id = 1 AND kind = 'zero' AND refs = 0"
+    ).fetchone()[0]
+    for limit in (1_000_000, total + 1, total, total - 1, 50, 2, 1, 0, -1):
+        want = [tuple(r[:4]) for r in label_rows(ro, 1, limit) if r["kind"] != "zero" or r["refs"]]
+        got = shown_label_rows(ro, 1, limit)
+        assert got == want, limit
+        assert all(type(r) is tuple for r in got)
+    assert len(shown_label_rows(ro, 1, -1)) == total - zero
+
+
+def test_identities_are_the_kb_rows(ro):
+    cm = code_service.code_module(ro, 1)
+    want = {
+        r.index: FunctionIdentity(
+            r.stable_id, r.imported, r.import_module, r.import_field, r.name, r.provenance
+        )
+        for r in queries.function_identities(ro, 1)
+    }
+    assert cm.rows == want
+    assert all(type(r.imported) is bool for r in cm.rows.values())
+    assert any(r.imported for r in cm.rows.values())
+    named = {i for i, r in want.items() if r.name}
+    assert named and all(cm.lm.names.functions[i] == want[i].name for i in named)
+    assert identity_rows(ro, 999) == []
+
+
+def test_digest_beside_the_reads_is_the_modules(ro, monkeypatch):
+    """Digested on a thread (any size here), the parsed module is keyed by the same digest:
+    a second preparation of the version (another KB state) reuses it."""
+    monkeypatch.setattr(code_prepared, "_DIGEST_ASIDE", 0)
+    data = queries.module_bytes(ro, 1)
+    cm = code_service.code_module(ro, 1)
+    assert cm.parsed.digest == hashlib.blake2b(data, digest_size=16).hexdigest()
+    with code_prepared._LOCK:
+        code_prepared._PREPARED.clear()
+    again = code_service.code_module(ro, 1)
+    assert again is not cm and again.parsed is cm.parsed
+
+
+@pytest.mark.parametrize("was_on", [True, False])
+def test_the_collector_is_paused_while_preparing_and_restored(ro, monkeypatch, was_on):
+    seen: list[bool] = []
+    real = code_prepared.prepare
+
+    def watching(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(code_prepared, "prepare", watching)
+    (gc.enable if was_on else gc.disable)()
+    try:
+        code_service.code_module(ro, 1)
+        assert seen == [False]
+        assert gc.isenabled() is was_on
+        with pytest.raises(UnknownVersionError):
+            code_service.code_module(ro, 999)
+        assert gc.isenabled() is was_on
+    finally:
+        gc.enable()
+
+
+def test_a_module_that_cannot_be_decoded_says_so_after_the_reads(tmp_path, demo_kb):
+    """The reads now come before the parse: a corrupt module still gets the one-line error
+    (and the collector back)."""
+    rw = sqlite3.connect(demo_kb)
+    rw.execute(
+        "UPDATE modules SET data = ? WHERE version_id = 1", (b"\x00asm\x01\x00\x00\x00\x05",)
+    )
+    rw.commit()
+    rw.close()
+    conn = open_ro(demo_kb)
+    code_service.clear_cache()
+    try:
+        with pytest.raises(code_service.CodeUnavailableError, match="cannot be decoded"):
+            code_service.code_module(conn, 1)
+        assert gc.isenabled()
+    finally:
+        conn.close()
+        code_service.clear_cache()

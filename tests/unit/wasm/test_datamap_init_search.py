@@ -1,0 +1,58 @@
+"""The search for ``memory.init`` sequences (passive segment addresses, issue 30: ffmpeg has
+7,320 of them in 32 MB of code) finds exactly what the regex over the whole code finds: the
+literal search for the opcode, then the regex on merged windows around each hit."""
+
+from __future__ import annotations
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from kbtool.wasm.datamap import _INIT_GAP, _INIT_RE, _init_matches, passive_addresses
+from kbtool.wasm.reader import parse_module
+from tests.support.paths import corpus_file
+
+
+def _seq(addr: bytes, size: bytes, seg: bytes) -> bytes:
+    """``i32.const addr; i32.const 0; i32.const size; memory.init seg 0``."""
+    return b"\x41" + addr + b"\x41\x00\x41" + size + b"\xfc\x08" + seg + b"\x00"
+
+
+LEB = st.sampled_from([b"\x00", b"\x05", b"\x80\x01", b"\xff\xff\x03", b"\x80\x80\x80\x80\x01"])
+BAD_LEB = st.sampled_from([b"\x80\x80\x80\x80\x80\x01", b"\x80"])  # too long; unterminated
+CHUNK = st.one_of(
+    st.builds(_seq, LEB, LEB, LEB),
+    st.builds(_seq, BAD_LEB, LEB, LEB),
+    st.sampled_from(
+        [b"\xfc\x08", b"\xfc", b"\x08", b"\x41", b"\x41\x00\x41", b"\x00", b"\xfc\x08\x00"]
+    ),
+    st.binary(max_size=8),
+    st.integers(0, 3 * _INIT_GAP).map(lambda n: b"\x01" * n),  # gaps about the merge distance
+)
+
+
+def _spans(found) -> list[tuple[int, int]]:
+    return [m.span() for m in found]
+
+
+@settings(max_examples=300, deadline=None)
+@given(chunks=st.lists(CHUNK, max_size=24), cut=st.tuples(st.integers(0, 30), st.integers(0, 30)))
+@example(chunks=[_seq(b"\x05", b"\x05", b"\x01")] * 3, cut=(0, 0))  # back to back
+@example(
+    chunks=[_seq(b"\x05", b"\x05", b"\x01"), b"\x01" * _INIT_GAP, _seq(b"\x06", b"\x05", b"\x02")],
+    cut=(0, 0),
+)
+@example(chunks=[_seq(b"\x05", b"\x05", b"\x01")], cut=(3, 2))  # cut through a sequence
+def test_init_matches_are_the_whole_code_regex(chunks, cut):
+    data = b"".join(chunks)
+    lo, hi = min(cut[0], len(data)), max(min(cut[0], len(data)), len(data) - cut[1])
+    assert _spans(_init_matches(data, lo, hi)) == _spans(_INIT_RE.finditer(data, lo, hi))
+
+
+def test_init_matches_on_a_real_threaded_module():
+    """onnxruntime's threaded build inits its passive segments with such sequences."""
+    data = corpus_file("release/onnxruntime-web-1.20.1.ort-wasm-simd-threaded.wasm").read_bytes()
+    m = parse_module(data)
+    lo, hi = m.code[0][0], m.code[-1][1]
+    found = _spans(_init_matches(data, lo, hi))
+    assert found and found == _spans(_INIT_RE.finditer(data, lo, hi))
+    assert passive_addresses(data, m)
