@@ -31,6 +31,7 @@ from kbtool.kb.queries.code_labels import (
     has_data_model,
     identity_rows,
     label_rows,
+    require_version,
     shown_label_rows,
 )
 from kbtool.lift import LiftModule, Names, prepare
@@ -46,7 +47,7 @@ PARSED_CACHE = 3  # parsed modules (and their analyses), by content digest
 RESULT_CACHE = 128  # disassembly results kept per process
 LINES_CACHE = 4  # functions whose lines (disassembly or C) are kept for paging, per process
 MAX_DATA_LABELS = 1_000_000  # data items labelled in the C (the data model bounds them too)
-_DIGEST_ASIDE = 1 << 20  # a module this big is digested on a thread beside the KB reads
+_DIGEST_ASIDE = 1 << 20  # a module this big is digested beside the KB reads (see _ModuleRead)
 
 
 class CodeUnavailableError(KBError):
@@ -214,22 +215,36 @@ def _digest(data: bytes) -> bytes:
     return hashlib.blake2b(data, digest_size=16).digest()
 
 
-class _Digesting(threading.Thread):
-    """The module's digest computed beside the KB reads (hashlib lets go of the GIL for
-    big inputs: on a second core, tens of ms of a huge module's preparation are free)."""
+class _ModuleRead(threading.Thread):
+    """The module's bytes and digest, read on a second connection beside the KB reads of
+    :func:`_prepare`: SQLite reads the blob and hashlib digests it without the GIL, so on a
+    second core most of a huge module's ~60 ms of both are free. :meth:`result` falls back
+    to the caller's connection (its usual errors) whenever the second one fails."""
 
-    def __init__(self, data: bytes) -> None:
-        super().__init__(name="kbtool-digest", daemon=True)
-        self.data = data
-        self.digest = b""
+    def __init__(self, db_path: str, version_id: int) -> None:
+        super().__init__(name="kbtool-module-read", daemon=True)
+        self.db_path, self.version_id = db_path, version_id
+        self.data: bytes | None = None
+        self.digest: bytes | None = None
         self.start()
 
     def run(self) -> None:
-        self.digest = _digest(self.data)
+        try:
+            conn = open_ro(self.db_path)
+            try:
+                self.data = queries.module_bytes(conn, self.version_id)
+            finally:
+                conn.close()
+            if self.data and len(self.data) >= _DIGEST_ASIDE:
+                self.digest = _digest(self.data)
+        except Exception:  # noqa: BLE001 - read again on the caller's connection
+            self.data = None
 
-    def result(self) -> bytes:
+    def result(self, conn: sqlite3.Connection) -> tuple[bytes | None, bytes | None]:
         self.join()
-        return self.digest or _digest(self.data)
+        if self.data is None:
+            return queries.module_bytes(conn, self.version_id), None
+        return self.data, self.digest
 
 
 def code_module(conn: sqlite3.Connection, version_id: int) -> CodeModule:
@@ -281,13 +296,9 @@ def _collector_paused() -> Iterator[None]:
 
 
 def _prepare(conn: sqlite3.Connection, version_id: int, key: tuple) -> CodeModule:
-    data = queries.module_bytes(conn, version_id)  # UnknownVersionError for an unknown id
-    if not data:
-        raise ModuleBytesMissingError(
-            f"the module bytes of version {version_id} are not in the KB (re-ingest the release"
-            " to see its code)"
-        )
-    digesting = _Digesting(data) if len(data) >= _DIGEST_ASIDE else None
+    require_version(conn, version_id)  # UnknownVersionError before anything else
+    db = key[0] if not key[0].startswith("memory:") else ""
+    reading = _ModuleRead(db, version_id) if db else None
     ids = identity_rows(conn, version_id)
     new = tuple.__new__  # FunctionIdentity(...) without its Python-level __new__ per row
     rows = {r[0]: new(FunctionIdentity, (r[1], bool(r[2]), *r[3:])) for r in ids}
@@ -298,7 +309,16 @@ def _prepare(conn: sqlite3.Connection, version_id: int, key: tuple) -> CodeModul
     typed = types_svc.code_types(
         conn, version_id, known, fields
     )  # KB types (issue 27) over `fields`
-    parsed = _parsed(data, digesting.result() if digesting is not None else None)
+    if reading is not None:
+        data, digest = reading.result(conn)
+    else:
+        data, digest = queries.module_bytes(conn, version_id), None
+    if not data:
+        raise ModuleBytesMissingError(
+            f"the module bytes of version {version_id} are not in the KB (re-ingest the release"
+            " to see its code)"
+        )
+    parsed = _parsed(data, digest)
     functions = dict(parsed.names.functions)
     functions.update(kb_names)
     names = Names(

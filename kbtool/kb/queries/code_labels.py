@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from kbtool.kb.queries._base import version_row
+
 # (address, size, label, text, data_id, kind, refs)
 LabelRow = tuple[int, int, str, "str | None", str, str, int]
 # (address, size, label, text)
@@ -26,6 +28,11 @@ def identity_rows(conn: sqlite3.Connection, version_id: int) -> list[IdentityRow
         " WHERE f.version_id = ? ORDER BY f.idx",
         (version_id,),
     ).fetchall()
+
+
+def require_version(conn: sqlite3.Connection, version_id: int) -> None:
+    """:class:`~kbtool.kb.errors.UnknownVersionError` (the usual message) for an unknown id."""
+    version_row(conn, version_id)
 
 
 def has_data_model(conn: sqlite3.Connection, version_id: int) -> bool:

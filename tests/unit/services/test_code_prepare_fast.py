@@ -114,3 +114,15 @@ def test_a_module_that_cannot_be_decoded_says_so_after_the_reads(tmp_path, demo_
     finally:
         conn.close()
         code_service.clear_cache()
+
+
+def test_module_read_beside_the_reads_falls_back_to_the_callers_connection(ro, tmp_path):
+    """The bytes read on a second connection are the module's; when that connection cannot
+    be opened (the file gone, say) the caller's connection reads them, with its errors."""
+    data = queries.module_bytes(ro, 1)
+    beside = code_prepared._ModuleRead(queries.database_file(ro), 1)
+    assert beside.result(ro)[0] == data
+    gone = code_prepared._ModuleRead(str(tmp_path / "missing.db"), 1)
+    assert gone.result(ro) == (data, None)
+    with pytest.raises(UnknownVersionError):
+        code_prepared._ModuleRead(str(tmp_path / "missing.db"), 999).result(ro)
