@@ -1,7 +1,7 @@
 """The cold preparation of a version for the code views (issue 30: the studio's first screen
 on ffmpeg waits for it): lean reads that give what the general reads give, the module's
-digest computed beside them, and no cyclic collection while it builds, the collector's
-state restored after (an error included)."""
+bytes and digest read beside them, and no full collection while it builds, the collector's
+thresholds restored after (an error included)."""
 
 from __future__ import annotations
 
@@ -74,26 +74,29 @@ def test_digest_beside_the_reads_is_the_modules(ro, monkeypatch):
     assert again is not cm and again.parsed is cm.parsed
 
 
-@pytest.mark.parametrize("was_on", [True, False])
-def test_the_collector_is_paused_while_preparing_and_restored(ro, monkeypatch, was_on):
-    seen: list[bool] = []
+def test_no_full_collection_while_preparing_and_thresholds_restored(ro, monkeypatch):
+    """Young collections go on (another thread's garbage is freed), full ones wait; the
+    thresholds are back after, an error included."""
+    seen: list[tuple] = []
     real = code_prepared.prepare
 
     def watching(*args, **kwargs):
-        seen.append(gc.isenabled())
+        seen.append(gc.get_threshold())
         return real(*args, **kwargs)
 
     monkeypatch.setattr(code_prepared, "prepare", watching)
-    (gc.enable if was_on else gc.disable)()
+    before = gc.get_threshold()
+    gc.set_threshold(500, 7, 9)
     try:
         code_service.code_module(ro, 1)
-        assert seen == [False]
-        assert gc.isenabled() is was_on
+        assert seen == [(500, 7, code_prepared._NO_FULL)]
+        assert gc.get_threshold() == (500, 7, 9)
         with pytest.raises(UnknownVersionError):
             code_service.code_module(ro, 999)
-        assert gc.isenabled() is was_on
+        assert gc.get_threshold() == (500, 7, 9)
+        assert gc.isenabled()
     finally:
-        gc.enable()
+        gc.set_threshold(*before)
 
 
 def test_a_module_that_cannot_be_decoded_says_so_after_the_reads(tmp_path, demo_kb):
@@ -108,9 +111,10 @@ def test_a_module_that_cannot_be_decoded_says_so_after_the_reads(tmp_path, demo_
     conn = open_ro(demo_kb)
     code_service.clear_cache()
     try:
+        threshold = gc.get_threshold()
         with pytest.raises(code_service.CodeUnavailableError, match="cannot be decoded"):
             code_service.code_module(conn, 1)
-        assert gc.isenabled()
+        assert gc.get_threshold() == threshold
     finally:
         conn.close()
         code_service.clear_cache()
