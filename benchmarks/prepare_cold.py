@@ -1,0 +1,147 @@
+"""The cold preparation of a version for the code views (issue 30 point 1): what the studio's
+first screen, the TUI's first C and MCP's first code answer wait for on a fresh process.
+
+    python benchmarks/prepare_cold.py                       # the ffmpeg KB of interactive.py
+    python benchmarks/prepare_cold.py --kb KB --version 1 --runs 7
+    python benchmarks/prepare_cold.py --root /tmp/base      # another checkout (a baseline)
+    python benchmarks/prepare_cold.py --smoke               # the demo KB, one run
+
+Each run is a fresh ``python`` that opens the KB read-only, turns on the front-ends' collector
+policy (:mod:`kbtool.services.heap`, as ``kbtool serve``/``tui``/``mcp`` do) and times one
+``code_module(conn, version)``: wall and CPU ms (CPU counts every thread: the module's bytes
+are read beside the KB reads), p50/p95/max over the runs, with the main stages' wall ms
+(those the measured checkout has) and the machine's load before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+DEFAULT_KB = Path.home() / ".cache" / "kbtool-interactive" / "ffmpeg.db"
+
+# the child: one cold preparation, its stages timed by wrapping what the checkout has
+CHILD = r"""
+import json, sys, time
+from kbtool.services import heap
+heap.enable()
+from kbtool.kb.db import open_ro
+from kbtool.services import code_prepared as cp
+import kbtool.lift.context as ctx
+stages = {}
+def wrap(mod, name, label=None):
+    f = getattr(mod, name, None)
+    if f is None:
+        return
+    def timed(*a, **k):
+        t = time.perf_counter()
+        try:
+            return f(*a, **k)
+        finally:
+            key = label or name
+            stages[key] = stages.get(key, 0.0) + (time.perf_counter() - t) * 1000
+    setattr(mod, name, timed)
+for name in ("_parsed", "_data_names", "identity_rows", "prepare"):
+    wrap(cp, name)
+wrap(cp.queries, "function_identities")
+wrap(ctx, "build_data_map")
+conn = open_ro(sys.argv[1])
+t, c = time.perf_counter(), time.process_time()
+cp.code_module(conn, int(sys.argv[2]))
+wall, cpu = (time.perf_counter() - t) * 1000, (time.process_time() - c) * 1000
+print(json.dumps({"wall": wall, "cpu": cpu, "stages": stages}))
+"""
+
+
+def _load() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
+
+
+def one_run(kb: Path, version: int, root: Path) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(root))
+    out = subprocess.run(
+        [sys.executable, "-P", "-c", CHILD, str(kb), str(version)],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise SystemExit(f"the preparation failed: {out.stderr.strip().splitlines()[-1:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
+
+
+def measure(kb: Path, version: int, runs: int, root: Path) -> dict:
+    before = _load()
+    samples = [one_run(kb, version, root) for _ in range(runs)]
+    res: dict = {"kb": str(kb), "version": version, "runs": runs, "root": str(root)}
+    for key in ("wall", "cpu"):
+        vals = [s[key] for s in samples]
+        res[key] = {"p50": statistics.median(vals), "p95": _pct(vals, 0.95), "max": max(vals)}
+    names = sorted({k for s in samples for k in s["stages"]})
+    res["stages"] = {
+        n: statistics.median([s["stages"].get(n, 0.0) for s in samples]) for n in names
+    }
+    res["load"] = {"before": before, "after": _load()}
+    return res
+
+
+def report(res: dict) -> None:
+    print(
+        f"cold preparation of version {res['version']} of {res['kb']} ({res['runs']} fresh"
+        f" processes; checkout {res['root']}); load average {res['load']['before']}"
+    )
+    for key in ("wall", "cpu"):
+        r = res[key]
+        print(f"  {key:5s} ms  p50 {r['p50']:7.1f}  p95 {r['p95']:7.1f}  max {r['max']:7.1f}")
+    print("  stages (wall ms, p50): " + ", ".join(f"{k} {v:.1f}" for k, v in res["stages"].items()))
+    print(f"  load average at the end {res['load']['after']}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--kb", type=Path, default=DEFAULT_KB)
+    ap.add_argument("--version", type=int, default=1)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--root", type=Path, default=ROOT, help="the kbtool checkout measured")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--smoke", action="store_true", help="the demo KB, one run")
+    args = ap.parse_args(argv)
+    if args.smoke:
+        from testkit.kb import build_demo_kb
+
+        with tempfile.TemporaryDirectory() as tmp:
+            kb = build_demo_kb(Path(tmp) / "demo.db")
+            res = measure(kb, 1, 1, args.root)
+    else:
+        if not args.kb.exists():
+            raise SystemExit(f"no KB at {args.kb} (build it with benchmarks/interactive.py)")
+        res = measure(args.kb, args.version, max(1, args.runs), args.root)
+    if args.json:
+        print(json.dumps(res, indent=2))
+    else:
+        report(res)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
