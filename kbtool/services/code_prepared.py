@@ -28,6 +28,7 @@ from kbtool.kb.errors import (
     UnknownFunctionError,
 )
 from kbtool.kb.queries.code_labels import (
+    code_key,
     has_data_model,
     identity_rows,
     label_rows,
@@ -188,8 +189,10 @@ def clear_cache() -> None:
         _LINES.clear()
 
 
-def _db_file(conn: sqlite3.Connection) -> str:
-    return queries.database_file(conn) or f"memory:{id(conn)}"
+def _key(conn: sqlite3.Connection, version_id: int) -> tuple:
+    """(KB file, version id, change token): what a prepared version is kept under."""
+    path, token = code_key(conn)
+    return (path or f"memory:{id(conn)}", version_id, token)
 
 
 def _parsed(data: bytes, digest: bytes | None = None) -> _Parsed:
@@ -251,7 +254,7 @@ def code_module(conn: sqlite3.Connection, version_id: int) -> CodeModule:
     """The prepared version (cached per KB file, version id and change token). Threads
     asking for the same one at once prepare it once: the others wait for it (a web page's
     first requests, the TUI's background preparation and its first code screen)."""
-    key = (_db_file(conn), version_id, queries.change_token(conn))
+    key = _key(conn, version_id)
     with _LOCK:
         hit = _PREPARED.get_item(key)
         building = None if hit is not None else _BUILDING.setdefault(key, threading.Lock())
@@ -368,7 +371,7 @@ def _prepare_quietly(db_path: str, version_id: int) -> None:
 
 def is_cached(conn: sqlite3.Connection, version_id: int) -> bool:
     """Whether the version is prepared for code views in this process (no work to wait for)."""
-    key = (_db_file(conn), version_id, queries.change_token(conn))
+    key = _key(conn, version_id)
     with _LOCK:
         return key in _PREPARED
 

@@ -30,6 +30,28 @@ def identity_rows(conn: sqlite3.Connection, version_id: int) -> list[IdentityRow
     ).fetchall()
 
 
+_KEY = (
+    "SELECT (SELECT file FROM pragma_database_list WHERE name = 'main'),"
+    " (SELECT COALESCE(MAX(id), 0) FROM versions),"
+    " (SELECT COALESCE(MAX(id), 0) FROM annotation_events)"
+)
+
+
+def code_key(conn: sqlite3.Connection) -> tuple[str, tuple[int, int, int]]:
+    """The connection's database file ('' in memory) and the KB's change token (as
+    :func:`kbtool.kb.queries.change_token`) in one statement: a code request asks for them
+    each time, and every statement lets go of the GIL (a wait of up to one switch interval
+    to get it back while another thread lifts)."""
+    try:
+        path, v, e, r = conn.execute(
+            _KEY + ", (SELECT COALESCE(MAX(id), 0) FROM analysis_runs)"
+        ).fetchone()
+    except sqlite3.OperationalError:  # a KB from before analysis runs were recorded
+        path, v, e = conn.execute(_KEY).fetchone()
+        r = 0
+    return path or "", (v, e, r)
+
+
 def require_version(conn: sqlite3.Connection, version_id: int) -> None:
     """:class:`~kbtool.kb.errors.UnknownVersionError` (the usual message) for an unknown id."""
     version_row(conn, version_id)

@@ -14,7 +14,7 @@ import pytest
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
 from kbtool.kb.errors import UnknownVersionError
-from kbtool.kb.queries.code_labels import identity_rows, label_rows, shown_label_rows
+from kbtool.kb.queries.code_labels import code_key, identity_rows, label_rows, shown_label_rows
 from kbtool.services import code as code_service
 from kbtool.services import code_prepared
 from kbtool.services.code_prepared import FunctionIdentity
@@ -130,3 +130,24 @@ def test_module_read_beside_the_reads_falls_back_to_the_callers_connection(ro, t
     assert gone.result(ro) == (data, None)
     with pytest.raises(UnknownVersionError):
         code_prepared._ModuleRead(str(tmp_path / "missing.db"), 999).result(ro)
+
+
+def test_code_key_is_the_file_and_the_change_token(ro, demo_kb):
+    """One statement gives what database_file and change_token give, on a KB from before
+    analysis runs were recorded too, and in memory."""
+    assert code_key(ro) == (queries.database_file(ro), queries.change_token(ro))
+    rw = sqlite3.connect(demo_kb)
+    rw.execute("DROP TABLE analysis_runs")
+    rw.commit()
+    try:
+        assert code_key(rw) == (queries.database_file(rw), queries.change_token(rw))
+        assert code_key(rw)[1][2] == 0
+    finally:
+        rw.close()
+    mem = sqlite3.connect(":memory:")
+    mem.executescript(
+        "CREATE TABLE versions(id INTEGER PRIMARY KEY);"
+        "CREATE TABLE annotation_events(id INTEGER PRIMARY KEY);"
+        "INSERT INTO versions VALUES (4);"
+    )
+    assert code_key(mem) == ("", (4, 0, 0)) == ("", queries.change_token(mem))
