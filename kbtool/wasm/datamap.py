@@ -233,6 +233,13 @@ _INIT_RE = re.compile(
 
 
 def _leb_bytes(b: bytes, signed: bool) -> int:
+    n = len(b)
+    if n == 1:  # most segment indices and sizes: one byte
+        c = b[0]
+        return (c & 0x7F) - 0x80 if signed and c & 0x40 else c & 0x7F
+    if n == 2:
+        x = (b[0] & 0x7F) | ((b[1] & 0x7F) << 7)
+        return x - 0x4000 if signed and b[1] & 0x40 else x
     x = 0
     shift = 0
     for c in b:
@@ -289,14 +296,16 @@ def _passive_addresses(data: bytes, m: Module, passive: set[int]) -> dict[int, i
     lo = m.code[0][0]
     hi = m.code[-1][1]
     found: dict[int, set[int]] = {}
+    segments = m.data_segments
     for mt in _init_matches(data, lo, hi):
-        seg = _leb_bytes(mt.group(3), False)
+        addr_b, size_b, seg_b = mt.groups()
+        seg = _leb_bytes(seg_b, False)
         if seg not in passive:
             continue
-        size = _leb_bytes(mt.group(2), True) & 0xFFFFFFFF
-        if size != len(m.data_segments[seg].data):
+        size = _leb_bytes(size_b, True) & 0xFFFFFFFF
+        if size != len(segments[seg].data):
             continue
-        found.setdefault(seg, set()).add(_leb_bytes(mt.group(1), True) & 0xFFFFFFFF)
+        found.setdefault(seg, set()).add(_leb_bytes(addr_b, True) & 0xFFFFFFFF)
     return {s: next(iter(a)) for s, a in found.items() if len(a) == 1}
 
 

@@ -7,7 +7,13 @@ from __future__ import annotations
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from kbtool.wasm.datamap import _INIT_GAP, _INIT_RE, _init_matches, passive_addresses
+from kbtool.wasm.datamap import (
+    _INIT_GAP,
+    _INIT_RE,
+    _init_matches,
+    _leb_bytes,
+    passive_addresses,
+)
 from kbtool.wasm.reader import parse_module
 from tests.support.paths import corpus_file
 
@@ -56,3 +62,23 @@ def test_init_matches_on_a_real_threaded_module():
     found = _spans(_init_matches(data, lo, hi))
     assert found and found == _spans(_INIT_RE.finditer(data, lo, hi))
     assert passive_addresses(data, m)
+
+
+def _leb_loop(b: bytes, signed: bool) -> int:
+    x = shift = 0
+    for c in b:
+        x |= (c & 0x7F) << shift
+        shift += 7
+    return x - (1 << shift) if signed and b[-1] & 0x40 else x
+
+
+def test_short_leb_paths_are_the_loop():
+    """The one- and two-byte shortcuts of the LEB decode give what the loop gives, for every
+    byte pair (well-formed or not), signed and unsigned."""
+    for c in range(256):
+        for signed in (False, True):
+            assert _leb_bytes(bytes([c]), signed) == _leb_loop(bytes([c]), signed)
+            for d in range(256):
+                pair = bytes([c, d])
+                assert _leb_bytes(pair, signed) == _leb_loop(pair, signed), (pair, signed)
+    assert _leb_bytes(b"\x80\x80\x01", False) == _leb_loop(b"\x80\x80\x01", False)
