@@ -12,6 +12,7 @@ import gc
 import hashlib
 import sqlite3
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -48,6 +49,13 @@ PARSED_CACHE = 3  # parsed modules (and their analyses), by content digest
 RESULT_CACHE = 128  # disassembly results kept per process
 LINES_CACHE = 4  # functions whose lines (disassembly or C) are kept for paging, per process
 MAX_DATA_LABELS = 1_000_000  # data items labelled in the C (the data model bounds them too)
+#: when threads waited for one preparation, each lets those that asked after it go first by
+#: this long per such thread (at most WAITER_STAGGER_MAX of them): the studio asks for a huge
+#: function's C and call graph, then (150 ms on) for its first disassembly window, the screen
+#: shown meanwhile; that cheap request then answers before the lift and the graph's load take
+#: the GIL for ~120 ms (issue 30: the first screen)
+WAITER_STAGGER = 0.006
+WAITER_STAGGER_MAX = 4
 _DIGEST_ASIDE = 1 << 20  # a module this big is digested beside the KB reads (see _ModuleRead)
 
 
@@ -250,29 +258,44 @@ class _ModuleRead(threading.Thread):
         return self.data, self.digest
 
 
+class _Build:
+    """One preparation under way: held while one thread prepares, and how many threads
+    have asked for it (the preparer first)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.arrivals = 0
+
+
 def code_module(conn: sqlite3.Connection, version_id: int) -> CodeModule:
     """The prepared version (cached per KB file, version id and change token). Threads
     asking for the same one at once prepare it once: the others wait for it (a web page's
-    first requests, the TUI's background preparation and its first code screen)."""
+    first requests, the TUI's background preparation and its first code screen), and when
+    it is ready the last to have asked goes first (see :data:`WAITER_STAGGER`)."""
     key = _key(conn, version_id)
     with _LOCK:
         hit = _PREPARED.get_item(key)
-        building = None if hit is not None else _BUILDING.setdefault(key, threading.Lock())
+        if hit is None:
+            build = _BUILDING.setdefault(key, _Build())
+            build.arrivals += 1
+            mine = build.arrivals
     if hit is not None:
         return hit
-    assert building is not None
-    with building:
+    with build.lock:
         with _LOCK:
             hit = _PREPARED.get_item(key)
-        if hit is not None:  # prepared by the thread this one waited for
-            return hit
-        try:
-            with _collector_paused():
-                return _prepare(conn, version_id, key)
-        finally:
-            with _LOCK:
-                if _BUILDING.get(key) is building:
-                    del _BUILDING[key]
+        if hit is None:
+            try:
+                with _collector_paused():
+                    return _prepare(conn, version_id, key)
+            finally:
+                with _LOCK:
+                    if _BUILDING.get(key) is build:
+                        del _BUILDING[key]
+    later = build.arrivals - mine  # threads that asked after this one, waiting too
+    if later > 0:
+        time.sleep(min(later, WAITER_STAGGER_MAX) * WAITER_STAGGER)
+    return hit
 
 
 _PAUSES: list = [0, None]  # preparations under way; the collector's thresholds before them

@@ -8,6 +8,8 @@ from __future__ import annotations
 import gc
 import hashlib
 import sqlite3
+import threading
+import time
 
 import pytest
 
@@ -151,3 +153,44 @@ def test_code_key_is_the_file_and_the_change_token(ro, demo_kb):
         "INSERT INTO versions VALUES (4);"
     )
     assert code_key(mem) == ("", (4, 0, 0)) == ("", queries.change_token(mem))
+
+
+def test_threads_that_waited_for_a_preparation_go_newest_first(ro, monkeypatch):
+    """Three threads wait for one preparation (the studio's C, call graph, then its first
+    disassembly window): all get the one prepared module, the last to ask first."""
+    monkeypatch.setattr(code_prepared, "WAITER_STAGGER", 0.2)
+    release = threading.Event()
+    real = code_prepared._prepare
+
+    def slow(*args, **kwargs):
+        release.wait(30)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(code_prepared, "_prepare", slow)
+    done: list[tuple[str, object]] = []
+
+    def ask(name: str) -> None:
+        conn = open_ro(queries.database_file(ro))
+        try:
+            done.append((name, code_service.code_module(conn, 1)))
+        finally:
+            conn.close()
+
+    def build():
+        with code_prepared._LOCK:
+            return next(iter(code_prepared._BUILDING.values()), None)
+
+    threads = []
+    for n, name in enumerate(("preparer", "first", "second", "last"), start=1):
+        t = threading.Thread(target=ask, args=(name,))
+        t.start()
+        threads.append(t)
+        deadline = time.monotonic() + 10
+        while (build() is None or build().arrivals < n) and time.monotonic() < deadline:
+            time.sleep(0.005)
+    release.set()
+    for t in threads:
+        t.join(30)
+    waiters = [name for name, _cm in done if name != "preparer"]
+    assert waiters == ["last", "second", "first"] and len(done) == 4
+    assert len({id(cm) for _name, cm in done}) == 1
