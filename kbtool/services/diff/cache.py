@@ -48,15 +48,22 @@ from typing import Any
 
 from kbtool.kb import queries
 from kbtool.services.diff.changelog import changelog
-from kbtool.services.diff.report import compute_diff_with_pairing, retriage_stored, stored_diff
+from kbtool.services.diff.programs import program_fields
+from kbtool.services.diff.rejoin import fingerprint, rejoin, rejoinable, snapshot
+from kbtool.services.diff.report import (
+    compute_diff_with_pairing,
+    retriage_stored,
+    stored_diff,
+)
+from kbtool.services.diff.report import version_annotations as annotations_of
 from kbtool.services.diff.triage import TRIAGE_RULES
 
 __all__ = ["DiffCache", "DIFF_CACHE", "DiskAnswers", "MAX_ENTRIES", "MAX_CHANGES", "disk_dir"]
 
 MAX_ENTRIES = 8  # answers kept (reports and changelogs)
 MAX_CHANGES = 200_000  # change entries kept across all reports (a 22k-function pair is ~23k)
-DISK_FILES = 64  # computed answers kept on disk (all KBs together)
-DISK_FORMAT = 1  # bump when the answers' shape changes
+DISK_FILES = 64  # answers kept on disk per KB file (other KBs never evict them)
+DISK_FORMAT = 2  # bump when the answers' shape or the algorithms change
 
 
 def disk_dir() -> Path | None:
@@ -79,7 +86,8 @@ class DiskAnswers:
         if self.directory is None:
             return None
         text = json.dumps([DISK_FORMAT, TRIAGE_RULES, list(modules), repr(key)])
-        return self.directory / (hashlib.sha256(text.encode()).hexdigest()[:40] + ".json")
+        digest = hashlib.sha256(text.encode()).hexdigest()[:40]
+        return self.directory / f"{_kb_prefix(key[0])}-{digest}.json"
 
     def get(self, key: tuple, modules: tuple) -> dict[str, Any] | None:
         path = self._path(key, modules)
@@ -111,15 +119,28 @@ class DiskAnswers:
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
                 raise
-            self._prune()
+            self._prune(path.name.split("-", 1)[0])
         except OSError:
             pass  # a full or read-only disk only costs the next process a computation
 
-    def _prune(self) -> None:
+    def _prune(self, prefix: str) -> None:
+        """At most ``max_files`` answers of one KB (the oldest go); other KBs' stay."""
         assert self.directory is not None
-        files = sorted(self.directory.glob("*.json"), key=lambda p: p.stat().st_mtime)
-        for old in files[: max(0, len(files) - self.max_files)]:
+        mtimes = []
+        for p in self.directory.glob(f"{prefix}-*.json"):
+            try:
+                mtimes.append((p.stat().st_mtime, p))
+            except OSError:
+                continue  # pruned by another process meanwhile
+        mtimes.sort()
+        for _t, old in mtimes[: max(0, len(mtimes) - self.max_files)]:
             old.unlink(missing_ok=True)
+
+
+def _kb_prefix(db: object) -> str:
+    """The file-name prefix of one KB's answers (its path; the cap is per KB)."""
+    path = db[0] if isinstance(db, tuple) and db else db
+    return hashlib.sha256(repr(path).encode()).hexdigest()[:12]
 
 
 def _size(kind: str, value: dict[str, Any]) -> int:
@@ -184,9 +205,14 @@ class DiffCache:
         is of older triage rules (:meth:`_retriaged`), so the changelog's file says it all."""
         key = self._key(conn, a, b, "report")
         modules = _modules(conn, a, b)
-        cl_key = key[:3] + ("changelog",) + key[4:]
-        return self.disk.has(cl_key, modules) and (
-            key[5] is not None or self.disk.has(key, modules)
+        if key[5] is not None:  # stored: its changelog under today's annotations
+            return self.disk.has(key[:3] + ("changelog",) + key[4:], modules)
+        meta = self.disk.get(key[:3] + ("meta",) + key[4:6], modules)
+        return (
+            meta is not None
+            and self.disk.has(key[:3] + ("changelog",) + key[4:6], modules)
+            and self.disk.has(key[:6], modules)
+            and rejoinable(meta, _annotation_state(conn, a, b)[0])
         )
 
     def clear(self) -> None:
@@ -200,9 +226,15 @@ class DiffCache:
     # ------------------------------------------------------------ inside
 
     def _key(self, conn: sqlite3.Connection, a: int, b: int, kind: str) -> tuple:
+        """``(db, a, b, kind, content, stamp, annotations)``: ``content`` is what the answer
+        reads of the KB beside the two modules' facts and annotations (labels, toolchains,
+        programs, analysis runs), ``annotations`` the fingerprint of the two versions'
+        annotations (a computed answer is kept on disk without it: :mod:`.rejoin`)."""
         path = queries.database_file(conn)
         db = (path, _file_identity(path)) if path else f"memory:{id(conn)}"
-        return (db, a, b, kind, queries.change_token(conn), queries.stored_diff_stamp(conn, a, b))
+        content = _content_token(conn, a, b)
+        fp = _annotation_state(conn, a, b)[1]
+        return (db, a, b, kind, content, queries.stored_diff_stamp(conn, a, b), fp)
 
     def _lookup(self, key: tuple, *, count: bool = True) -> dict[str, Any] | None:
         with self._lock:
@@ -270,19 +302,7 @@ class DiffCache:
                 self._put(report_key, report)
             else:
                 modules = _modules(conn, a, b)
-                if not self.disk.has(report_key, modules):
-                    _wait_for_warm(conn, a, b)  # a background preparation is on this pair
-                report = self.disk.get(report_key, modules)
-                cl = self.disk.get(cl_key, modules) if report is not None else None
-                if report is not None and cl is not None:
-                    self.disk_hits += 1
-                else:
-                    keep: dict[str, Any] = {}
-                    report, _pairing = compute_diff_with_pairing(conn, a, b, keep=keep)
-                    cl = keep["changelog"]
-                    self.computed += 1
-                    self.disk.put(report_key, modules, report)
-                    self.disk.put(cl_key, modules, cl)
+                report, cl = self._computed(conn, a, b, report_key, modules)
                 self._put(report_key, report)
                 self._put(cl_key, cl)
         if kind == "report":
@@ -304,6 +324,45 @@ class DiffCache:
             self.disk.put(key, modules, cl)
         self._put(key, cl)
         return cl
+
+    def _computed(
+        self, conn: sqlite3.Connection, a: int, b: int, report_key: tuple, modules: tuple
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A pair nobody stored: kept on disk by content (no annotations in the key) with the
+        annotations it was built from; today's annotations are joined in (:func:`rejoin`)
+        when the changelog read none of those that changed, else it is computed again."""
+        dr, dc, dm = (report_key[:3] + (k,) + report_key[4:6] for k in KEPT_KINDS)
+        if not self.disk.has(dm, modules):
+            _wait_for_warm(conn, a, b)  # a background preparation is on this pair
+        snap = _annotation_state(conn, a, b)[0]
+        meta = self.disk.get(dm, modules)
+        report = self.disk.get(dr, modules) if meta is not None else None
+        cl = self.disk.get(dc, modules) if report is not None else None
+        if meta is not None and report is not None and cl is not None:
+            try:
+                if meta["snapshot"] != snap:
+                    report = rejoin(
+                        report,
+                        meta["snapshot"],
+                        snap,
+                        meta["touched"],
+                        _toolchain_changed(conn, a, b),
+                    )
+            except (KeyError, TypeError, ValueError, AttributeError):
+                report = None  # a file of another shape: computed again
+            if report is not None:
+                self.disk_hits += 1
+                return report, cl
+        keep: dict[str, Any] = {"touched": (set(), set())}
+        report, _pairing = compute_diff_with_pairing(conn, a, b, keep=keep)
+        cl = keep["changelog"]
+        self.computed += 1
+        t_old, t_new = keep["touched"]
+        self.disk.put(dr, modules, report)
+        self.disk.put(dc, modules, cl)
+        meta = {"snapshot": snap, "touched": {"old": sorted(t_old), "new": sorted(t_new)}}
+        self.disk.put(dm, modules, meta)  # last: the pair is kept once its meta is there
+        return report, cl
 
     def _refresh_later(
         self, conn: sqlite3.Connection, report: dict[str, Any], report_key: tuple, modules: tuple
@@ -403,6 +462,32 @@ def _wait_for_warm(conn: sqlite3.Connection, a: int, b: int) -> None:
     deadline = time.monotonic() + WARM_WAIT_SECONDS
     while preparing(path, a, b) and time.monotonic() < deadline:
         time.sleep(0.1)
+
+
+KEPT_KINDS = ("report", "changelog", "meta")  # the files of a computed pair
+
+
+def _content_token(conn: sqlite3.Connection, a: int, b: int) -> str:
+    """What an answer reads of the KB beyond the two modules and their annotations: the
+    versions' labels and toolchains, their programs, the analysis runs (facts)."""
+    parts: list[Any] = [queries.change_token(conn)[2]]
+    for v in (a, b):
+        info = queries.version_info(conn, v)
+        parts.append([info.get("label"), info.get("toolchain_version")])
+    parts.append(program_fields(conn, a, b))
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def _annotation_state(conn: sqlite3.Connection, a: int, b: int) -> tuple[dict[str, Any], str]:
+    """The snapshot of both versions' annotations (:func:`rejoin.snapshot`) and its digest."""
+    snap = snapshot(annotations_of(conn, a), annotations_of(conn, b))
+    return snap, fingerprint(snap)
+
+
+def _toolchain_changed(conn: sqlite3.Connection, a: int, b: int) -> bool:
+    ta = queries.version_info(conn, a).get("toolchain_version")
+    tb = queries.version_info(conn, b).get("toolchain_version")
+    return bool(ta and tb and ta != tb)
 
 
 def _modules(conn: sqlite3.Connection, a: int, b: int) -> tuple:

@@ -125,14 +125,21 @@ def _deleted_entry(c: dict[str, Any], o: dict[str, Any]) -> dict[str, Any]:
 
 
 def changelog(
-    conn: sqlite3.Connection, report: dict[str, Any], *, pairing=None, order: str = "triage"
+    conn: sqlite3.Connection,
+    report: dict[str, Any],
+    *,
+    pairing=None,
+    order: str = "triage",
+    touched: tuple[set[int], set[int]] | None = None,
 ) -> dict[str, Any]:
     """The semantic changelog of ``report`` (see the module docstring); a pure read.
 
     ``pairing``: the :class:`kbtool.services.diff.report.Pairing` the report was computed from, when
     at hand (saves loading the facts of both versions again). ``order``: how ``modified`` is
     sorted: ``triage`` (patch-likeness first, see :mod:`kbtool.services.diff.triage`),
-    ``index`` (new-side index) or ``weight`` (most changed first)."""
+    ``index`` (new-side index) or ``weight`` (most changed first). ``touched``: two sets
+    (old side, new side) that receive every function index whose annotation the answer
+    reads (a label, an entry's own name): a rename elsewhere leaves the changelog as it is."""
     if order not in ORDERS:
         raise ValueError(f"unknown order {order!r}: use one of {', '.join(ORDERS)}")
     a, b = int(report["from_version_id"]), int(report["to_version_id"])
@@ -145,12 +152,17 @@ def changelog(
     names_new = _names(conn, b)
 
     o2n, old_imports, new_imports = _index_map(report, old, new)
+    t_old, t_new = touched if touched is not None else (set(), set())
 
     def callee_label_new(i: int) -> str:
+        t_new.add(i)
         return _label_of(new, names_new, i)
 
     def callee_label_old(i: int) -> str:
+        t_old.add(i)
         n = o2n.get(i)
+        if n is not None:
+            t_new.add(n)
         if n is not None and (n in names_new or new.get(n, {}).get("imported")):
             return callee_label_new(n)
         return _label_of(old, names_old, i)
@@ -173,6 +185,11 @@ def changelog(
     deleted: list[dict[str, Any]] = []
     for c in report["changes"]:
         cls = c["classification"]
+        if cls in ("modified", "new", "deleted"):  # the entry's own name and runtime
+            if c["from_index"] is not None:
+                t_old.add(c["from_index"])
+            if c["to_index"] is not None:
+                t_new.add(c["to_index"])
         if cls == "modified":
             o, n = old.get(c["from_index"]), new.get(c["to_index"])
             if o is None or n is None:

@@ -67,6 +67,7 @@ from kbtool.wasm.errors import WasmFormatError
 
 __all__ = [
     "get_diff",
+    "version_annotations",
     "compute_diff",
     "compute_diff_with_pairing",
     "stored_diff",
@@ -94,7 +95,7 @@ def pair_versions(conn: sqlite3.Connection, a: int, b: int, *, fuzzy: bool = Tru
 # --------------------------------------------------------------------------- annotations
 
 
-def _annotations(conn: sqlite3.Connection, version_id: int) -> dict[int, dict[str, Any]]:
+def version_annotations(conn: sqlite3.Connection, version_id: int) -> dict[int, dict[str, Any]]:
     """index -> {name, provenance, confidence, runtime_oracle} for named functions of a version."""
     out: dict[int, dict[str, Any]] = {}
     for idx, a in queries.annotations_by_index(conn, version_id, with_evidence=True).items():
@@ -109,6 +110,9 @@ def _annotations(conn: sqlite3.Connection, version_id: int) -> dict[int, dict[st
             "runtime_oracle": rt,
         }
     return out
+
+
+_annotations = version_annotations
 
 
 def _is_runtime(
@@ -148,7 +152,9 @@ def compute_diff_with_pairing(
 ) -> tuple[dict[str, Any], Pairing]:
     """:func:`compute_diff` plus the pairing it was built from (its rows serve the changelog).
 
-    ``keep``: a dict that receives the ``changelog`` built on the way (the explanations)."""
+    ``keep``: a dict that receives the ``changelog`` built on the way (the explanations);
+    with a ``touched`` pair of sets, they receive the indices whose annotation the changelog
+    read (:func:`kbtool.services.diff.changelog.changelog`)."""
     va = _label(conn, a)
     vb = _label(conn, b)
     pg = pair_versions(conn, a, b)
@@ -357,7 +363,7 @@ def build_report(
         "to_version_id": pg.to_version_id,
         "changes": changes,
     }
-    cl = changelog(conn, report_so_far, pairing=pg)
+    cl = changelog(conn, report_so_far, pairing=pg, touched=(keep or {}).get("touched"))
     if keep is not None:
         keep["changelog"] = cl
     _set_triage(changes, cl)

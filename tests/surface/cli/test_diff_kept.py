@@ -1,6 +1,6 @@
 """`kbtool diff` / `kbtool ui diff` keep a computed pair (issue 30): the next process reads it
-back from disk instead of running the matcher, and a rename (the KB's change token) or a
-saved report (its stamp) is never answered from an old file. Real subprocesses, real KB."""
+back from disk instead of running the matcher, a rename shows at once (the annotations are
+joined in when read) and a saved report (its stamp) is never answered from an old file. Real subprocesses, real KB."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def test_an_unstored_pair_is_computed_once_and_read_back(tmp_path: Path) -> None
     kb, disk = two_versions_kb(tmp_path), tmp_path / "diffs"
     first = _kbtool(kb, disk, "diff", "2", "1")  # (2, 1) is not an ingest pair: computed
     kept = _files(disk)
-    assert len(kept) == 2  # the report and its changelog
+    assert len(kept) == 3  # the report, its changelog and the annotations they were built from
     stamps = {p.name: p.stat().st_mtime_ns for p in disk.glob("*.json")}
     again = _kbtool(kb, disk, "diff", "2", "1")
     assert again == first == _kbtool(kb, "off", "diff", "2", "1")
@@ -55,4 +55,5 @@ def test_a_rename_is_never_answered_from_an_old_file(tmp_path: Path) -> None:
     assert decision["written"]
     after = _kbtool(kb, disk, "diff", "2", "1", "--json")
     assert "parse_header_checked" in after and "parse_header_checked" not in before
-    assert len(_files(disk)) == 4  # a new key: the old answers are not served
+    assert after == _kbtool(kb, "off", "diff", "2", "1", "--json")  # as computed afresh
+    assert len(_files(disk)) == 3  # kept by content: the rename is joined in when read

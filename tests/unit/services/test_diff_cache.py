@@ -59,8 +59,8 @@ def test_second_request_is_served_from_memory_and_a_gate_write_invalidates(kb):
     conn.close()
 
 
-def test_a_refused_gate_write_invalidates_too(kb):
-    """Every gate decision is an event; the token moves even when nothing was written."""
+def test_a_refused_gate_write_keeps_the_answer(kb):
+    """A refused gate decision changes no annotation: the answer is still the right one."""
     cache = DiffCache()
     conn = open_ro(kb)
     cache.report(conn, 2, 1)
@@ -72,8 +72,8 @@ def test_a_refused_gate_write_invalidates_too(kb):
     refused = upsert_symbol(rw, sid, "agent_guess", provenance="agent", confidence=0.3, actor="t")
     assert not refused["written"]
     rw.close()
-    cache.report(conn, 2, 1)
-    assert cache.computed == 3
+    again = cache.report(conn, 2, 1)
+    assert cache.computed == 2 and again == compute_diff(conn, 2, 1)
     conn.close()
 
 

@@ -1,6 +1,6 @@
 """Diffs prepared ahead (issue 30, point 3): a pair nobody stored is computed in the
 background after ``analyze`` and kept on disk; the answer a person then gets is exactly the
-full computation's, and a gate write (the change token) makes it stale. Real KBs (the demo's
+full computation's, also after a rename (the annotations are joined in when read). Real KBs (the demo's
 two zstd releases, sql.js 1.10.3 / 1.12.0), real subprocesses."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from kbtool.kb import queries
 from kbtool.kb.db import open_ro, open_rw
 from kbtool.kb.gate import upsert_symbol
 from kbtool.services.analyze import analyze_version
-from kbtool.services.diff.cache import DiffCache
+from kbtool.services.diff.cache import DiffCache, _annotation_state
 from kbtool.services.diff.changelog import changelog
 from kbtool.services.diff.report import compute_diff_with_pairing, stored_diff
 from kbtool.services.diff.warm import (
@@ -88,7 +88,9 @@ def test_a_report_stored_under_older_triage_rules_is_retriaged_ahead(
     assert all(c.get("reasons") != ["stale"] for c in report["changes"])
 
 
-def test_a_rename_makes_the_prepared_pair_stale(demo_kb: Path, tmp_path, monkeypatch) -> None:
+def test_a_rename_keeps_the_computed_pair_and_shows_the_new_name(
+    demo_kb: Path, tmp_path, monkeypatch
+) -> None:
     monkeypatch.setenv("KBTOOL_DIFF_CACHE_DIR", str(tmp_path / "diffs"))
     conn = open_rw(demo_kb)
     try:
@@ -97,10 +99,14 @@ def test_a_rename_makes_the_prepared_pair_stale(demo_kb: Path, tmp_path, monkeyp
         sid = queries.list_functions(conn, 1)[0]["stable_id"]
         d = upsert_symbol(conn, sid, "warm_check", provenance="human", confidence=1.0, actor="t")
         assert d["written"]
-        assert pairs_to_prepare(conn) == [(2, 1), (1, 2)]  # the kept answers name the old name
+        # the computed pair is kept by content (the rename is joined in when read); the
+        # stored pair's changelog is keyed by the annotations and prepared again
+        assert pairs_to_prepare(conn) == [(1, 2)]
         cache = DiffCache()
         report = cache.report(conn, 2, 1)
-        assert cache.computed == 1 and "warm_check" in json.dumps(report)
+        assert cache.computed == 0 and cache.disk_hits == 1
+        assert "warm_check" in json.dumps(report)
+        assert _plain(report) == _full(conn, 2, 1)[0]
     finally:
         conn.close()
 
@@ -195,8 +201,10 @@ def test_a_request_waits_for_the_background_run_computing_its_pair(
             assert waiting.is_alive()  # still waiting: it did not compute the pair beside us
             key = asker._key(conn, 2, 1, "report")
             modules = tuple(queries.version_info(conn, v)["sha256"] for v in (2, 1))
-            asker.disk.put(key, modules, report)
-            asker.disk.put(key[:3] + ("changelog",) + key[4:], modules, cl)
+            asker.disk.put(key[:6], modules, report)
+            asker.disk.put(key[:3] + ("changelog",) + key[4:6], modules, cl)
+            meta = {"snapshot": _annotation_state(conn, 2, 1)[0], "touched": {"old": [], "new": []}}
+            asker.disk.put(key[:3] + ("meta",) + key[4:6], modules, meta)
             status.write_text(json.dumps(running | {"state": "done", "done": 1, "current": None}))
             waiting.join()
         finally:

@@ -1,0 +1,119 @@
+"""The annotation-dependent fields of a kept diff answer, joined again at read time.
+
+A computed diff answer (report + changelog) depends on two kinds of input: the two modules'
+immutable content (the pairing, scores, classification, relocation, explanations, triage:
+seconds of CPU) and the annotations of the two versions (a change's ``name``,
+``provenance``, ``confidence``, the annotation part of ``runtime``; the callee labels the
+changelog's explanations and triage read). The matcher reads no annotation (only the
+binary's own names: ``raw_name``, exports, imports), so the pairing never depends on them.
+
+An answer is kept with the :func:`snapshot` of the annotations it was built from and the
+function indices whose annotation its changelog read (``touched``, recorded by
+:func:`kbtool.services.diff.changelog.changelog`). When the annotations moved on (a rename,
+a carried or agent name), :func:`rejoin` gives today's answer without computing it again
+when no changed index was read by the changelog: only the report's annotation fields of
+the changes at those indices (and the ``runtime_churn`` count) differ, and they are set
+here exactly as :func:`kbtool.services.diff.report.build_report` sets them. Otherwise it
+returns None and the caller computes the answer. Pure: no DB access.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from kbtool.analysis.runtime import is_runtime_name
+
+__all__ = ["snapshot", "fingerprint", "rejoin", "rejoinable", "CHANGED"]
+
+CHANGED = frozenset(("modified", "new", "deleted"))
+
+Snapshot = dict[str, dict[str, list[Any]]]  # "a"/"b" -> str(index) -> [name, prov, conf, rt]
+
+
+def snapshot(ann_a: dict[int, dict[str, Any]], ann_b: dict[int, dict[str, Any]]) -> Snapshot:
+    """The annotation fields an answer reads, of both versions, as JSON-ready lists (the
+    output of :func:`kbtool.services.diff.report._annotations`)."""
+
+    def one(ann: dict[int, dict[str, Any]]) -> dict[str, list[Any]]:
+        return {
+            str(i): [a["name"], a["provenance"], a["confidence"], bool(a["runtime_oracle"])]
+            for i, a in sorted(ann.items())
+        }
+
+    return {"a": one(ann_a), "b": one(ann_b)}
+
+
+def fingerprint(snap: Snapshot) -> str:
+    """A short digest of a snapshot (part of an in-memory key)."""
+    text = json.dumps(snap, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _changed(old: dict[str, list[Any]], new: dict[str, list[Any]]) -> set[int]:
+    return {int(k) for k in old.keys() | new.keys() if old.get(k) != new.get(k)}
+
+
+def _ann_runtime(rec: list[Any] | None) -> bool:
+    return bool(rec is not None and (rec[3] or is_runtime_name(rec[0])))
+
+
+def _side(snap: Snapshot, c: dict[str, Any]) -> tuple[list[Any] | None, bool]:
+    """The annotation a change shows (to-side first) and the annotation part of its runtime."""
+    o, n = c["from_index"], c["to_index"]
+    to_rec = snap["b"].get(str(n)) if n is not None else None
+    from_rec = snap["a"].get(str(o)) if o is not None else None
+    return to_rec or from_rec, _ann_runtime(to_rec) or _ann_runtime(from_rec)
+
+
+def rejoinable(meta: dict[str, Any], now: Snapshot) -> bool:
+    """A kept answer's ``meta`` (``snapshot``, ``touched``) can be brought to ``now``
+    without computing (a runtime flag that only the facts tell aside)."""
+    try:
+        was, touched = meta["snapshot"], meta["touched"]
+        return not (
+            _changed(was["a"], now["a"]) & set(touched["old"])
+            or _changed(was["b"], now["b"]) & set(touched["new"])
+        )
+    except (KeyError, TypeError, AttributeError):
+        return False
+
+
+def rejoin(
+    report: dict[str, Any],
+    was: Snapshot,
+    now: Snapshot,
+    touched: dict[str, list[int]],
+    toolchain_changed: bool,
+) -> dict[str, Any] | None:
+    """``report`` (built under ``was``) as built under ``now``, in place, or None when the
+    changelog read a changed annotation or a change's runtime cannot be told without the
+    facts (then the answer must be computed)."""
+    changed_a, changed_b = _changed(was["a"], now["a"]), _changed(was["b"], now["b"])
+    if not changed_a and not changed_b:
+        return report
+    if changed_a & set(touched.get("old", ())) or changed_b & set(touched.get("new", ())):
+        return None
+    churn_delta = 0
+    for c in report["changes"]:
+        if not (
+            (c["from_index"] is not None and c["from_index"] in changed_a)
+            or (c["to_index"] is not None and c["to_index"] in changed_b)
+        ):
+            continue
+        _old_rec, old_rt = _side(was, c)
+        rec, new_rt = _side(now, c)
+        runtime = bool(c["runtime"])
+        if new_rt and not runtime:
+            runtime = True
+        elif old_rt and not new_rt:
+            return None  # was it runtime by its code too? only the facts tell
+        if runtime != c["runtime"] and toolchain_changed and c["classification"] in CHANGED:
+            churn_delta += 1 if runtime else -1
+        c["runtime"] = runtime
+        c["name"] = rec[0] if rec else None
+        c["provenance"] = rec[1] if rec else None
+        c["confidence"] = rec[2] if rec else None
+    report["summary"]["runtime_churn"] += churn_delta
+    return report
