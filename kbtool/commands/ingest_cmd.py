@@ -80,10 +80,17 @@ def run(
             console.print(lit(str(exc), "yellow"))
         return
     secs = time.perf_counter() - t0
+    from kbtool.services.diff.warm import start_background  # issue 30.3: diffs kept ahead
+
+    preparing = start_background(conn, res.version_id)["pairs"]  # detached; KBTOOL_DIFF_WARM
     if json_out:
         print_json({**res.__dict__, "seconds": round(secs, 3)})
         return
     _print_summary(res, secs)
+    if preparing:
+        shown = ", ".join(f"{a} -> {b}" for a, b in preparing)
+        status = "python -m kbtool.services.diff.warm --status --db KB"
+        console.print(f"diffs: preparing {shown} in the background (progress: {status})")
 
 
 def _print_summary(res, secs: float) -> None:
