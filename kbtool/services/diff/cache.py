@@ -49,8 +49,15 @@ from typing import Any
 from kbtool.kb import queries
 from kbtool.services.diff.changelog import changelog
 from kbtool.services.diff.programs import program_fields
-from kbtool.services.diff.rejoin import fingerprint, rejoin, rejoinable, snapshot
+from kbtool.services.diff.rejoin import (
+    fingerprint,
+    rejoin,
+    rejoinable,
+    rename_changes,
+    snapshot,
+)
 from kbtool.services.diff.report import (
+    _set_triage,
     compute_diff_with_pairing,
     retriage_stored,
     stored_diff,
@@ -187,6 +194,7 @@ class DiffCache:
         self.retriaged = 0  # stored reports brought up to today's triage rules
         self.hits = 0
         self.disk_hits = 0  # computed answers read back from disk (another process made them)
+        self.relabelled = 0  # kept pairings whose changelog was built again (a rename it reads)
 
     # ------------------------------------------------------------ public
 
@@ -330,7 +338,8 @@ class DiffCache:
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """A pair nobody stored: kept on disk by content (no annotations in the key) with the
         annotations it was built from; today's annotations are joined in (:func:`rejoin`)
-        when the changelog read none of those that changed, else it is computed again."""
+        when the changelog read none of those that changed, else the changelog is built again
+        over the kept pairing and classification (or all is computed, see :func:`rejoin`)."""
         dr, dc, dm = (report_key[:3] + (k,) + report_key[4:6] for k in KEPT_KINDS)
         if not self.disk.has(dm, modules):
             _wait_for_warm(conn, a, b)  # a background preparation is on this pair
@@ -338,6 +347,7 @@ class DiffCache:
         meta = self.disk.get(dm, modules)
         report = self.disk.get(dr, modules) if meta is not None else None
         cl = self.disk.get(dc, modules) if report is not None else None
+        kept: dict[str, Any] | None = None
         if meta is not None and report is not None and cl is not None:
             try:
                 if meta["snapshot"] != snap:
@@ -348,21 +358,50 @@ class DiffCache:
                         meta["touched"],
                         _toolchain_changed(conn, a, b),
                     )
+                    if report is None:  # the changelog read a changed annotation
+                        kept = self._relabelled(conn, a, b, dr, modules, meta["snapshot"], snap)
             except (KeyError, TypeError, ValueError, AttributeError):
-                report = None  # a file of another shape: computed again
+                report = kept = None  # a file of another shape: computed again
             if report is not None:
                 self.disk_hits += 1
                 return report, cl
-        keep: dict[str, Any] = {"touched": (set(), set())}
-        report, _pairing = compute_diff_with_pairing(conn, a, b, keep=keep)
-        cl = keep["changelog"]
-        self.computed += 1
-        t_old, t_new = keep["touched"]
+        report = kept
+        touched: tuple[set[int], set[int]] = (set(), set())
+        if report is not None:  # the kept pairing and classification, today's names
+            cl = changelog(conn, report, touched=touched)
+            _set_triage(report["changes"], cl)
+            self.relabelled += 1
+        else:
+            keep: dict[str, Any] = {"touched": touched}
+            report, _pairing = compute_diff_with_pairing(conn, a, b, keep=keep)
+            cl = keep["changelog"]
+            self.computed += 1
+        t_old, t_new = touched
         self.disk.put(dr, modules, report)
         self.disk.put(dc, modules, cl)
         meta = {"snapshot": snap, "touched": {"old": sorted(t_old), "new": sorted(t_new)}}
         self.disk.put(dm, modules, meta)  # last: the pair is kept once its meta is there
         return report, cl
+
+    def _relabelled(
+        self,
+        conn: sqlite3.Connection,
+        a: int,
+        b: int,
+        dr: tuple,
+        modules: tuple,
+        was: dict[str, Any],
+        now: dict[str, Any],
+    ) -> dict[str, Any] | None:
+        """The kept report (read again: the first read may be half patched) with today's
+        annotation fields, its changelog and triage to be built again; None: compute all."""
+        report = self.disk.get(dr, modules)
+        if report is None:
+            return None
+        try:
+            return rename_changes(report, was, now, _toolchain_changed(conn, a, b))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
 
     def _refresh_later(
         self, conn: sqlite3.Connection, report: dict[str, Any], report_key: tuple, modules: tuple
