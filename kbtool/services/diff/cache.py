@@ -213,13 +213,14 @@ class DiffCache:
         is of older triage rules (:meth:`_retriaged`), so the changelog's file says it all."""
         key = self._key(conn, a, b, "report")
         modules = _modules(conn, a, b)
-        if key[5] is not None:  # stored: its changelog under today's annotations
-            return self.disk.has(key[:3] + ("changelog",) + key[4:], modules)
+        cl_key = key[:3] + ("changelog",) + key[4:]
+        if key[5] is not None and self.disk.has(cl_key, modules):
+            return True  # a stored report re-triaged under today's annotations
         meta = self.disk.get(key[:3] + ("meta",) + key[4:6], modules)
         return (
             meta is not None
-            and self.disk.has(key[:3] + ("changelog",) + key[4:6], modules)
-            and self.disk.has(key[:6], modules)
+            and self.disk.has(cl_key[:6], modules)
+            and (key[5] is not None or self.disk.has(key[:6], modules))
             and rejoinable(meta, _annotation_state(conn, a, b)[0])
         )
 
@@ -320,16 +321,26 @@ class DiffCache:
             return hit
         # a stored report's changelog: built from the facts once (every modified body is
         # read: a minute on ffmpeg), then kept on disk like a computed answer
+        # (kept by content with the annotations it read, as a computed pair's: :mod:`.rejoin`)
         modules = modules or _modules(conn, a, b)
-        if not self.disk.has(key, modules):
+        ck, mk = key[:6], key[:3] + ("meta",) + key[4:6]
+        if not self.disk.has(mk, modules):
             _wait_for_warm(conn, a, b)  # a background preparation may be building it now
-        cl = self.disk.get(key, modules)
+        snap = _annotation_state(conn, a, b)[0]
+        meta = self.disk.get(mk, modules)
+        cl = self.disk.get(key, modules)  # a re-triaged report's, under today's annotations
+        if cl is None and meta is not None and rejoinable(meta, snap):
+            cl = self.disk.get(ck, modules)
         if cl is not None:
             self.disk_hits += 1
         else:
-            cl = changelog(conn, report)
+            touched: tuple[set[int], set[int]] = (set(), set())
+            cl = changelog(conn, report, touched=touched)
             self.changelogs += 1
-            self.disk.put(key, modules, cl)
+            self.disk.put(ck, modules, cl)
+            t_old, t_new = touched
+            meta = {"snapshot": snap, "touched": {"old": sorted(t_old), "new": sorted(t_new)}}
+            self.disk.put(mk, modules, meta)
         self._put(key, cl)
         return cl
 

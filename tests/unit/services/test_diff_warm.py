@@ -99,14 +99,16 @@ def test_a_rename_keeps_the_computed_pair_and_shows_the_new_name(
         sid = queries.list_functions(conn, 1)[0]["stable_id"]
         d = upsert_symbol(conn, sid, "warm_check", provenance="human", confidence=1.0, actor="t")
         assert d["written"]
-        # the computed pair is kept by content (the rename is joined in when read); the
-        # stored pair's changelog is keyed by the annotations and prepared again
-        assert pairs_to_prepare(conn) == [(1, 2)]
+        # both pairs are kept by content: the rename is joined in when read
+        assert pairs_to_prepare(conn) == []
         cache = DiffCache()
         report = cache.report(conn, 2, 1)
         assert cache.computed == 0 and cache.disk_hits == 1
         assert "warm_check" in json.dumps(report)
         assert _plain(report) == _full(conn, 2, 1)[0]
+        cl = cache.changelog(conn, 1, 2)  # the stored pair's changelog, read back as well
+        assert (cache.computed, cache.changelogs, cache.relabelled) == (0, 0, 0)
+        assert _plain(cl) == _full(conn, 1, 2)[1]
     finally:
         conn.close()
 
