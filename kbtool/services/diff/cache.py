@@ -224,6 +224,12 @@ class DiffCache:
             and rejoinable(meta, _annotation_state(conn, a, b)[0])
         )
 
+    def kept_meta(self, conn: sqlite3.Connection, a: int, b: int) -> dict[str, Any] | None:
+        """What a kept unstored pair was built from: ``{snapshot, touched}`` (the function
+        indices, old and new side, whose annotation its changelog read), or None."""
+        key = self._key(conn, a, b, "meta")
+        return self.disk.get(key[:6], _modules(conn, a, b))
+
     def clear(self) -> None:
         """Forget the answers in memory (those on disk stay: they are still right)."""
         with self._lock:
