@@ -5,30 +5,38 @@ switch, the changelog panel after the table). Ingest stores the report of each (
 pair; any other pair is computed (the matcher: seconds on a large module). This cache keeps
 the last few answers in memory, keyed by
 
-    (KB file and its inode, from id, to id, kind, the KB's change token, the stored report's stamp)
+    (KB file and its inode, from id, to id, kind, content, the stored report's stamp,
+     the two versions' annotations)
 
-``kind`` is ``report`` or ``changelog``. The change token
-(:func:`kbtool.kb.queries.change_token`) moves with every ingest and every annotation
-decision of the gate, so a rename (or any other gate write) invalidates every entry of that
-KB: names are part of both answers. The stamp (:func:`kbtool.kb.queries.stored_diff_stamp`)
-moves when a report is saved or deleted. A computed report brings its changelog along (it is
-built on the way), so the changelog panel after the table costs nothing more.
+``kind`` is ``report`` or ``changelog``. ``content`` is what an answer reads of the KB
+besides the two modules' facts (:func:`_content_token`: labels, toolchains, programs,
+analysis runs); the annotations (:func:`kbtool.services.diff.rejoin.fingerprint`) are those
+of the two versions only, so a gate write elsewhere (another version's function, a comment)
+keeps the answer. The stamp (:func:`kbtool.kb.queries.stored_diff_stamp`) moves when a
+report is saved or deleted. A computed report brings its changelog along (it is built on the
+way), so the changelog panel after the table costs nothing more.
 
 Answers are shared: callers must not mutate them. Counters (``computed``, ``loaded``,
-``hits``, ``disk_hits``) say what happened, for tests and benchmarks. Nothing is written to the KB.
+``hits``, ``disk_hits``, ``relabelled``) say what happened, for tests and benchmarks.
+Nothing is written to the KB.
 
 A computed answer is also kept on disk (issue 30: a pair is computed once, not once per
-process): one JSON file per answer in ``$KBTOOL_DIFF_CACHE_DIR`` (default
-``$XDG_CACHE_HOME/kbtool/diffs``, else ``~/.cache/kbtool/diffs``; ``off`` turns it off), named
-by a digest of the same key plus both modules' SHA-256 and the triage rules' version
-(:data:`kbtool.services.diff.triage.TRIAGE_RULES`: answers of older rules are not served), so a KB replaced at the same path, a
-rename (the change token) or a saved report (the stamp) never meets an old file. Files are
-written atomically; at most ``DISK_FILES`` are kept (the oldest go); an unreadable file is
-ignored and replaced. A new ``kbtool serve``, TUI or MCP server then answers a pair computed
-before in the time it takes to read the file.
+process): JSON files in ``$KBTOOL_DIFF_CACHE_DIR`` (default ``$XDG_CACHE_HOME/kbtool/diffs``,
+else ``~/.cache/kbtool/diffs``; ``off`` turns it off), named by a digest of the key WITHOUT
+the annotations plus both modules' SHA-256, :data:`DISK_FORMAT` and the triage rules'
+version (:data:`kbtool.services.diff.triage.TRIAGE_RULES`), so a KB replaced at the same
+path, another algorithm or a saved report never meets an old file. Beside the report and
+the changelog a ``meta`` file keeps the annotations they were built from and the function
+indices whose annotation the changelog read; after a rename (any annotation write) the
+answer is brought up to date when read (:mod:`kbtool.services.diff.rejoin`: byte-identical
+to a fresh computation), or only its changelog is built again over the kept pairing and
+classification when it read the renamed function. Files are written atomically; at most
+``DISK_FILES`` are kept per KB file (the oldest of that KB go: one KB never evicts
+another's); an unreadable file is ignored and replaced.
 
 A stored report saved under older triage rules is re-triaged once (every modified body is
-read: 13 s CPU on ffmpeg) and kept on disk the same way, as is a stored report's changelog.
+read: 13 s CPU on ffmpeg) and kept on disk (keyed with the annotations), as is a stored
+report's changelog (kept by content like a computed one).
 A ``background`` cache (:data:`DIFF_CACHE`) answers such a report at once, as stored plus
 ``triage_pending: true``, while a thread re-triages it (:meth:`DiffCache._refresh_later`).
 """

@@ -4,12 +4,12 @@ Ingest stores the report of each (parent, new) pair; any other pair of versions 
 of an ingest pair, two versions that are not neighbours) is computed on first request: the
 matcher, the classification and the triage, about 20 CPU s on ffmpeg's 22.5k functions. The
 answer is then kept on disk (:class:`kbtool.services.diff.cache.DiskAnswers`, keyed by the
-KB's change token) and read back by any process in ~0.1 s. This module computes those pairs
+two modules' content) and read back by any process in ~0.1 s. This module computes those pairs
 ahead of time, with the very same code path (:class:`~kbtool.services.diff.cache.DiffCache`),
 so the answer a person gets later is byte for byte the one a fresh computation gives:
 
 - :func:`pairs_to_prepare`: the same-program pairs of a version (or of the whole KB) whose
-  answer is not kept under today's change token: the reverse of a stored pair first, then the
+  answer is not kept (or not joinable with today's annotations): the reverse of a stored pair first, then the
   stored pairs (their changelog reads every modified body: 9 CPU s on ffmpeg; a report stored
   under older triage rules is re-triaged with it), then other pairs by distance;
 - :func:`prepare_pairs`: compute and keep them, one at a time, with a progress callback and a
@@ -19,8 +19,10 @@ so the answer a person gets later is byte for byte the one a fresh computation g
   writes: the caller never waits. ``KBTOOL_DIFF_WARM=off`` (or a disk cache turned off)
   disables it. Runs of one KB are serialised by a lock file, so two analyses queue.
 
-A rename or any other gate write moves the change token: the kept answers are then not served
-(as every kept answer), and the next ``analyze`` prepares them again.
+``kbtool ingest`` of a new version starts it too (:mod:`kbtool.commands.ingest_cmd`).
+A rename or any other annotation write keeps the prepared answers: they are kept by content
+and today's annotations are joined in when read (:mod:`kbtool.services.diff.rejoin`); only a
+rename of a function a changelog reads makes that changelog be built again (no matcher run).
 
     python -m kbtool.services.diff.warm --db KB [--version V]   # in the foreground
 """
@@ -56,7 +58,7 @@ __all__ = [
     "warm_enabled",
 ]
 
-MAX_PAIRS = 12  # pairs prepared per run (the disk keeps 64 answers: report + changelog each)
+MAX_PAIRS = 12  # pairs prepared per run (the disk keeps 64 files per KB: 3 per pair)
 OFF = ("", "off", "0", "no", "false")
 
 Progress = Callable[[int, int, tuple[int, int], float], None]  # done, total, pair, cpu s
@@ -78,8 +80,8 @@ def pairs_to_prepare(
     cache: DiffCache | None = None,
     limit: int = MAX_PAIRS,
 ) -> list[tuple[int, int]]:
-    """Same-program pairs ``(a, b)`` with no answer kept on disk under the KB's change token
-    (:meth:`DiffCache.kept`); only those with ``version_id`` when given. The reverse of a
+    """Same-program pairs ``(a, b)`` with no answer kept on disk for today's content and
+    annotations (:meth:`DiffCache.kept`); only those with ``version_id`` when given. The reverse of a
     stored pair comes first, then stored pairs, then pairs of nearer versions; at most
     ``limit``."""
     cache = cache if cache is not None else DiffCache()
