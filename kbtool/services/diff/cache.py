@@ -196,6 +196,7 @@ class DiffCache:
         self._items: OrderedDict[tuple, tuple[int, dict[str, Any]]] = OrderedDict()
         self._lock = threading.Lock()
         self._pending: dict[tuple, threading.Lock] = {}
+        self._states: dict[tuple, tuple[Any, tuple[str, dict[str, Any], str]]] = {}
         self.computed = 0  # reports computed (the matcher ran)
         self.loaded = 0  # stored reports read from the KB
         self.changelogs = 0  # changelogs built from the facts (stored reports only)
@@ -229,7 +230,7 @@ class DiffCache:
             meta is not None
             and self.disk.has(cl_key[:6], modules)
             and (key[5] is not None or self.disk.has(key[:6], modules))
-            and rejoinable(meta, _annotation_state(conn, a, b)[0])
+            and rejoinable(meta, self._state(conn, a, b)[1])
         )
 
     def kept_meta(self, conn: sqlite3.Connection, a: int, b: int) -> dict[str, Any] | None:
@@ -255,9 +256,26 @@ class DiffCache:
         annotations (a computed answer is kept on disk without it: :mod:`.rejoin`)."""
         path = queries.database_file(conn)
         db = (path, _file_identity(path)) if path else f"memory:{id(conn)}"
-        content = _content_token(conn, a, b)
-        fp = _annotation_state(conn, a, b)[1]
+        content, _snap, fp = self._state(conn, a, b)
         return (db, a, b, kind, content, queries.stored_diff_stamp(conn, a, b), fp)
+
+    def _state(self, conn: sqlite3.Connection, a: int, b: int) -> tuple[str, dict[str, Any], str]:
+        """``(content, annotation snapshot, its fingerprint)`` of the pair, read again only
+        when the KB's change token moved (a memory hit costs three small queries)."""
+        path = queries.database_file(conn)
+        where = ((path, _file_identity(path)) if path else f"memory:{id(conn)}", a, b)
+        token = queries.change_token(conn)
+        with self._lock:
+            memo = self._states.get(where)
+        if memo is not None and memo[0] == token:
+            return memo[1]
+        snap, fp = _annotation_state(conn, a, b)
+        state = (_content_token(conn, a, b), snap, fp)
+        with self._lock:
+            if len(self._states) >= 4 * self.max_entries:
+                self._states.clear()
+            self._states[where] = (token, state)
+        return state
 
     def _lookup(self, key: tuple, *, count: bool = True) -> dict[str, Any] | None:
         with self._lock:
@@ -340,7 +358,7 @@ class DiffCache:
         ck, mk = key[:6], key[:3] + ("meta",) + key[4:6]
         if not self.disk.has(mk, modules):
             _wait_for_warm(conn, a, b)  # a background preparation may be building it now
-        snap = _annotation_state(conn, a, b)[0]
+        snap = self._state(conn, a, b)[1]
         meta = self.disk.get(mk, modules)
         cl = self.disk.get(key, modules)  # a re-triaged report's, under today's annotations
         if cl is None and meta is not None and rejoinable(meta, snap):
@@ -368,7 +386,7 @@ class DiffCache:
         dr, dc, dm = (report_key[:3] + (k,) + report_key[4:6] for k in KEPT_KINDS)
         if not self.disk.has(dm, modules):
             _wait_for_warm(conn, a, b)  # a background preparation is on this pair
-        snap = _annotation_state(conn, a, b)[0]
+        snap = self._state(conn, a, b)[1]
         meta = self.disk.get(dm, modules)
         report = self.disk.get(dr, modules) if meta is not None else None
         cl = self.disk.get(dc, modules) if report is not None else None
