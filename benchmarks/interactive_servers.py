@@ -97,25 +97,41 @@ MEANWHILE_MS = 150  # the studio shows the disassembly when the C takes longer (
 
 
 def studio(port: int, vid: int, idx: int, res: dict, cold: bool) -> None:
-    """What the studio asks when a huge function is opened in the C view: its first C window
-    and the call graph at once, then (after ``MEANWHILE_MS``, while the C is lifted) the
-    first window of its disassembly. "studio first screen" is the time to the first lines
-    on screen (the C, or the disassembly meanwhile); "studio C on screen" to the C."""
+    """What the studio asks when a huge function is opened in the C view. On a version the
+    page has read no code of yet (``cold``, studio.js ``codeWindows``): the first window of its
+    disassembly, the first C window once that one is here, the window shown when the C has
+    not come ``MEANWHILE_MS`` after the click, and the call graph once code is on screen.
+    Otherwise: the C window and the call graph at once, then (after ``MEANWHILE_MS``, while
+    the C is lifted) the disassembly's first window. "studio first screen" is the time to the
+    first lines on screen (the C, or the disassembly meanwhile); "studio C on screen" to the C."""
     from concurrent.futures import ThreadPoolExecutor
 
     base = f"/api/disasm/{vid}/{idx}?offset=0&limit=300&kind="
     with ThreadPoolExecutor(3) as pool:
         t = time.perf_counter()
-        c = pool.submit(get, port, base + "c")
-        graph = pool.submit(get, port, f"/api/callgraph/{vid}")
-        try:
-            c.result(timeout=MEANWHILE_MS / 1000)
-            first = (time.perf_counter() - t) * 1000
-        except TimeoutError:
-            status, _b, _ms = get(port, base + "wasm")
-            if status != 200:
-                raise SystemExit(f"studio meanwhile window: HTTP {status}") from None
-            first = (time.perf_counter() - t) * 1000
+        if cold:
+            if get(port, base + "wasm")[0] != 200:
+                raise SystemExit("studio meanwhile window: HTTP error")
+            here = time.perf_counter() - t
+            c = pool.submit(get, port, base + "c")
+            try:  # the C before MEANWHILE_MS: the disassembly is never shown
+                c.result(timeout=max(0.0, MEANWHILE_MS / 1000 - here))
+                first = (time.perf_counter() - t) * 1000
+            except TimeoutError:
+                time.sleep(max(0.0, MEANWHILE_MS / 1000 - (time.perf_counter() - t)))
+                first = (time.perf_counter() - t) * 1000
+            graph = pool.submit(get, port, f"/api/callgraph/{vid}")
+        else:
+            c = pool.submit(get, port, base + "c")
+            graph = pool.submit(get, port, f"/api/callgraph/{vid}")
+            try:
+                c.result(timeout=MEANWHILE_MS / 1000)
+                first = (time.perf_counter() - t) * 1000
+            except TimeoutError:
+                status, _b, _ms = get(port, base + "wasm")
+                if status != 200:
+                    raise SystemExit(f"studio meanwhile window: HTTP {status}") from None
+                first = (time.perf_counter() - t) * 1000
         status, _b, _ms = c.result()
         c_ms = (time.perf_counter() - t) * 1000
         if status != 200 or graph.result()[0] != 200:

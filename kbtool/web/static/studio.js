@@ -10,8 +10,11 @@ import { typesPanel } from "./types.js";
 
 const POLL_MS = 1000;
 const MAX_LIST = 600;
+/** The longest the side panels' own requests wait for the first code on screen (ms). */
+const SIDE_WAIT_MS = 1500;
 const state = { version: null, functions: [], current: null, view: "wasm", graph: null,
-                lastEvent: null, disasm: null, analysis: undefined, byIndex: new Map() };
+                lastEvent: null, disasm: null, analysis: undefined, byIndex: new Map(),
+                read: new Set() };  // versions this page has been sent code of (the server prepared them)
 
 function byName() {
   return nameIndex(state.functions);
@@ -44,10 +47,53 @@ function renderCode() {
     return;
   }
   const want = f;
-  pageCode($("code"), $("code-lines"), disasmWindows(state.version, f.index, state.view, (first) => {
+  const w = codeWindows(state.version, f.index, state.view, (first) => {
     if (state.current !== want) return;
     state.disasm = first; renderKnowledge();
-  }), byName(), openFunction, codeOptions(state.version, f.index, state.view));
+  });
+  pageCode($("code"), $("code-lines"), w.fetchWindow, byName(), openFunction, w.opts);
+}
+
+// A version's first code request waits on the server for the version's preparation (names,
+// data labels, parse: ~200 ms on the largest modules) and so does every code request made
+// meanwhile; then a huge function's C lift and the call graph's load hold the server for
+// ~150 ms, and a window asked for then waits behind them. So on a version this page has not
+// been sent code of yet, the C view asks for the disassembly's first window (what it shows
+// meanwhile, as before: only once the C has taken longer than MEANWHILE_MS) first and for
+// the C once that window is here (or failed); the call graph and the data uses wait for the
+// first code on screen (openFunction). Same lines, same final page; the first screen sooner.
+function codeWindows(vid, index, view, onFirst) {
+  const seen = (p) => p.then((body) => { state.read.add(vid); return body; });
+  const main = disasmWindows(vid, index, view, onFirst);
+  const opts = codeOptions(vid, index, view);
+  if (!opts.meanwhile || state.read.has(vid)) return { fetchWindow: (o, l) => seen(main(o, l)), opts };
+  const wasm = opts.meanwhile;
+  let early = null;  // the disassembly's first window, asked for before the C
+  const meanwhile = (o, l) => (o === 0 && early && early.limit === l ? early.got : wasm(o, l));
+  const fetchWindow = async (o, l) => {
+    if (o === 0 && !early) {
+      early = { limit: l, got: seen(wasm(0, l)) };
+      try { await early.got; } catch (_) { /* the C is asked for all the same */ }
+      if (state.version !== vid || !state.current || state.current.index !== index || state.view !== view) {
+        throw new Error("another function or view is open");  // the pager drops it (stopped)
+      }
+    }
+    return seen(main(o, l));
+  };
+  return { fetchWindow, opts: { ...opts, meanwhile } };
+}
+
+/** Resolves once `pre` shows code (a window of lines, the meanwhile one included), a hint or
+ *  an error, or after SIDE_WAIT_MS: the side panels' requests wait for it (codeWindows). */
+function codeOnScreen(pre) {
+  const shown = () => pre.dataset.shown !== undefined || pre.querySelector(".win, .faint, .hint");
+  return new Promise((resolve) => {
+    if (shown()) { resolve(); return; }
+    const done = () => { obs.disconnect(); clearTimeout(timer); resolve(); };
+    const obs = new MutationObserver(() => { if (shown()) done(); });
+    const timer = setTimeout(done, SIDE_WAIT_MS);
+    obs.observe(pre, { childList: true, subtree: true, attributes: true, attributeFilter: ["data-shown"] });
+  });
 }
 
 function renderSide() {
@@ -133,6 +179,7 @@ async function openFunction(index) {
   if (row) row.scrollIntoView({ block: "nearest" });
   state.disasm = null; state.analysis = undefined;
   renderCode();  // the first window of lines at once (wasm or C)
+  const onScreen = codeOnScreen($("code"));
   if (state.view === "clean") {  // no code window asked for: the knowledge from a one-line one
     api("/api/disasm/" + state.version + "/" + index + "?kind=wasm&offset=0&limit=1")
       .then((first) => { if (state.current === f) { state.disasm = first; renderKnowledge(); } }, () => {});
@@ -141,7 +188,14 @@ async function openFunction(index) {
   if (state.current !== f) return;
   if (state.view === "clean") renderCode();
   renderSide(); renderKnowledge();
-  renderXrefs(f); renderTrail(f);
+  renderTrail(f);
+  const graphHere = Boolean(state.graph);
+  if (graphHere) renderXrefs(f);
+  else fill($("xrefs"), el("span", { class: "hint", text: "loading…" }));
+  fill($("dataxrefs"), el("span", { class: "faint", text: "loading…" }));
+  await onScreen;  // the call graph's and the data uses' requests after the first code (codeWindows)
+  if (state.current !== f) return;
+  if (!graphHere) renderXrefs(f);
   fill($("dataxrefs"), usesSection(state.version, index, openFunction));  // data and globals it uses
 }
 

@@ -1,0 +1,160 @@
+"""The studio's first screen comes first (issue 30 point 1, studio.js ``codeWindows`` and
+``codeOnScreen``): on a version the page has read no code of yet, the C view asks for the
+disassembly's first window (what it shows while the C is lifted) before the C, and the C only
+once that window is here; the call graph and the data uses are asked for only once code is on
+screen. The page ends as before (the C, the callers, the data uses). Real ``kbtool serve``
+with two versions of a huge function, headless Chromium, responses held through Playwright."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from kbtool.kb import queries
+from kbtool.kb.db import open_rw
+from kbtool.services.ingest import ingest_file
+from testkit.wasmbuild import build_wat, have_wabt
+from tests.support.paging import BIG, build_huge_kb, huge_wat, new_page, until
+from tests.support.web import BROWSER_MARKS, ServerProcess
+
+pytestmark = [*BROWSER_MARKS, pytest.mark.skipif(not have_wabt(), reason="wat2wasm not installed")]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    d = tmp_path_factory.mktemp("studio_first_screen")
+    db, v1, _fns = build_huge_kb(d)
+    # a second release: one more function at the end (the huge one keeps its index)
+    wat = huge_wat().rstrip().removesuffix(")") + "  (func $extra (result i32) i32.const 7)\n)\n"
+    conn = open_rw(str(db))
+    try:
+        ingest_file(conn, str(build_wat(wat, d, name="huge2")), label="2.0")
+        v2 = queries.latest_version_id(conn)
+    finally:
+        conn.close()
+    assert v2 != v1
+    with ServerProcess(db) as srv:
+        yield srv, v1, v2
+
+
+def _asked(requests: list[str], pattern: str) -> list[int]:
+    """Positions in ``requests`` of the URLs matching ``pattern``."""
+    return [i for i, u in enumerate(requests) if re.search(pattern, u)]
+
+
+def _held(page, held: list, seconds: float = 20.0) -> None:
+    """Wait (serving the page's events) until one request is held."""
+    for _ in range(int(seconds * 20)):
+        if held:
+            return
+        page.wait_for_timeout(50)
+    raise AssertionError("the request was never made")
+
+
+def test_c_view_on_a_new_version_asks_the_disassembly_first(served, browser):
+    srv, v1, v2 = served
+    requests: list[str] = []
+    errors: list[str] = []
+    page = new_page(browser, requests, errors)
+    page.goto(f"{srv.url.rstrip('/')}/studio#v={v1}&f={BIG}")
+    until(page, "(document.querySelector('#code-lines') || {}).textContent?.includes('of ')")
+    page.click("#v-c")
+    until(page, "Number(document.querySelector('#code').dataset.shown) > 0")
+    held: list = []
+    wasm_v2 = re.compile(rf"/api/disasm/{v2}/{BIG}\?kind=wasm&offset=0")
+    page.route(wasm_v2, lambda route: held.append(route))
+    page.select_option("#version", str(v2))
+    until(page, f"document.querySelector('#flist .fn[data-index=\"{BIG}\"]') !== null")
+    del requests[:]
+    page.click(f'#flist .fn[data-index="{BIG}"]')
+    _held(page, held)
+    page.wait_for_timeout(400)  # the analysis and the trail answer meanwhile
+    # the disassembly's first window is on its way: no C, no call graph, no data uses yet
+    assert _asked(requests, rf"/api/disasm/{v2}/{BIG}\?kind=c") == []
+    assert _asked(requests, rf"/api/callgraph/{v2}") == []
+    assert _asked(requests, rf"/api/xrefs/{v2}") == []
+    assert _asked(requests, r"/api/analysis/")  # the rest of the page is not held
+    held[0].continue_()
+    page.unroute(wasm_v2)
+    # the C next, then the call graph and the data uses once code is on screen
+    until(page, "Number(document.querySelector('#code').dataset.shown) > 0")
+    until(page, "document.querySelectorAll('#xrefs .xref').length > 0")
+    until(page, "document.querySelector('#dataxrefs #fn-data') !== null")
+    first_wasm = _asked(requests, rf"/api/disasm/{v2}/{BIG}\?kind=wasm&offset=0")[0]
+    first_c = _asked(requests, rf"/api/disasm/{v2}/{BIG}\?kind=c&offset=0")
+    assert len(first_c) == 1 and first_c[0] > first_wasm
+    assert _asked(requests, rf"/api/callgraph/{v2}")[0] > first_wasm
+    # the disassembly window was asked for once (the one shown meanwhile, if it was)
+    assert len(_asked(requests, rf"/api/disasm/{v2}/{BIG}\?kind=wasm&offset=0")) == 1
+    # the final page: the C of the function, no stand-in, its callees listed
+    assert page.evaluate("document.querySelector('#code').dataset.meanwhile") is None
+    assert page.locator("#code .win.meanwhile").count() == 0
+    assert "big(" in page.inner_text("#code") or "sink" in page.inner_text("#code")
+    assert "callees" in page.inner_text("#xrefs")
+    assert errors == []
+    page.close()
+
+
+def test_c_held_shows_the_disassembly_meanwhile_then_the_c(served, browser):
+    """On a new version with the C held: the disassembly's window (asked for first) is shown,
+    labelled, only after MEANWHILE_MS; the call graph is asked for once it is on screen;
+    the C then replaces it."""
+    srv, v1, v2 = served
+    requests: list[str] = []
+    errors: list[str] = []
+    page = new_page(browser, requests, errors)
+    page.goto(f"{srv.url.rstrip('/')}/studio#v={v1}&f={BIG}")
+    until(page, "(document.querySelector('#code-lines') || {}).textContent?.includes('of ')")
+    page.click("#v-c")
+    until(page, "Number(document.querySelector('#code').dataset.shown) > 0")
+    held: list = []
+    c_v2 = re.compile(rf"/api/disasm/{v2}/{BIG}\?kind=c")
+    page.route(c_v2, lambda route: held.append(route))
+    page.select_option("#version", str(v2))
+    until(page, f"document.querySelector('#flist .fn[data-index=\"{BIG}\"]') !== null")
+    del requests[:]
+    page.click(f'#flist .fn[data-index="{BIG}"]')
+    until(page, "document.querySelector('#code').dataset.meanwhile === '1'")
+    assert "lifting C" in page.inner_text("#code-lines")
+    until(page, "document.querySelectorAll('#xrefs .xref').length > 0")
+    assert len(held) == 1
+    wasm = _asked(requests, rf"/api/disasm/{v2}/{BIG}\?kind=wasm&offset=0")
+    assert len(wasm) == 1 and wasm[0] < _asked(requests, rf"/api/disasm/{v2}/{BIG}\?kind=c")[0]
+    held[0].continue_()
+    page.unroute(c_v2)
+    until(page, "document.querySelector('#code').dataset.meanwhile === undefined")
+    until(page, "Number(document.querySelector('#code').dataset.shown) > 0")
+    assert page.locator("#code .win.meanwhile").count() == 0
+    assert "lifting C" not in page.inner_text("#code-lines")
+    assert errors == []
+    page.close()
+
+
+def test_the_call_graph_waits_for_the_first_window_in_the_disassembly_view(served, browser):
+    """The studio opened on a function (the disassembly view, the server preparing the
+    version): its first window is asked for and shown before the call graph is asked for."""
+    srv, v1, _v2 = served
+    requests: list[str] = []
+    errors: list[str] = []
+    page = new_page(browser, requests, errors)
+    held: list = []
+    first = re.compile(rf"/api/disasm/{v1}/{BIG}\?kind=wasm&offset=0")
+    page.route(first, lambda route: held.append(route))
+    page.goto(f"{srv.url.rstrip('/')}/studio#v={v1}&f={BIG}")
+    _held(page, held)
+    until(
+        page,
+        "performance.getEntriesByType('resource').some((e) => e.name.includes('/api/analysis/'))",
+    )
+    page.wait_for_timeout(400)  # the trail answers meanwhile
+    assert len(held) == 1
+    assert _asked(requests, rf"/api/callgraph/{v1}") == []
+    assert _asked(requests, rf"/api/xrefs/{v1}") == []
+    held[0].continue_()
+    page.unroute(first)
+    until(page, "document.querySelectorAll('#xrefs .xref').length > 0")
+    until(page, "document.querySelector('#dataxrefs #fn-data') !== null")
+    assert _asked(requests, rf"/api/callgraph/{v1}")
+    assert errors == []
+    page.close()
