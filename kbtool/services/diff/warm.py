@@ -210,11 +210,13 @@ def prepare_pairs(
         for k, (a, b) in enumerate(pairs):
             state.update(done=k, current=[a, b], seconds=round(time.process_time() - c0, 2))
             _write_status(status, state)
-            before = cache.computed + cache.changelogs + cache.retriaged
+            before = cache.computed + cache.changelogs + cache.retriaged + cache.relabelled
             cache.report(conn, a, b)
             cache.changelog(conn, a, b)
             cache.clear()  # one pair in memory at a time: the answers are on disk
-            prepared += cache.computed + cache.changelogs + cache.retriaged > before
+            prepared += (
+                cache.computed + cache.changelogs + cache.retriaged + cache.relabelled > before
+            )
             if progress is not None:
                 progress(k + 1, len(pairs), (a, b), time.process_time() - c0)
     except Exception as exc:  # noqa: BLE001 - the status says why; a request computes it then

@@ -180,3 +180,23 @@ def test_kbtool_ingest_prepares_nothing_when_turned_off(tmp_path: Path, monkeypa
     res = run_cli("ingest", str(tmp_path / "m3.wasm"), "--label", "1.2", env=env)
     assert res.returncode == 0, res.stderr
     assert "diffs:" not in res.stdout and read_status(str(db)) is None
+
+
+def test_a_rename_the_changelog_reads_is_prepared_again(tmp_path: Path, monkeypatch) -> None:
+    from kbtool.services.diff.warm import pairs_to_prepare, prepare_pairs
+
+    db = _kb(tmp_path)
+    monkeypatch.setenv("KBTOOL_DIFF_CACHE_DIR", str(tmp_path / "diffs"))
+    conn = open_ro(db)
+    try:
+        prepare_pairs(conn, pairs_to_prepare(conn))
+        assert pairs_to_prepare(conn) == []
+        _name(db, _sid(conn, 1, "get_field"), "field_reader")  # read by both changelogs
+        assert pairs_to_prepare(conn) == [(2, 1), (1, 2)]
+        assert prepare_pairs(conn, pairs_to_prepare(conn))["prepared"] == 2
+        later = DiffCache()
+        report, cl = later.report(conn, 2, 1), later.changelog(conn, 2, 1)
+        assert (later.computed, later.relabelled, later.disk_hits) == (0, 0, 1)
+        assert (_plain(report), _plain(cl)) == _fresh(conn, 2, 1)
+    finally:
+        conn.close()
