@@ -115,6 +115,7 @@ def test_every_owned_benchmark_is_listed():
         "refusal_growth",  # tests/unit/kb/test_refusal_bounds.py
         "knowledge",  # tests/unit/services/test_knowledge_bench.py
         "diff_unstored",  # tests/unit/services/test_diff_unstored_bench.py
+        "data_refs_layouts",  # tests/unit/kb/test_data_refs_layouts_bench.py
     }
     # helpers, and the corpus builder programs.py (it downloads sources: not a smoke run)
     # diff_triage builds its release pairs from downloaded sources too (run by hand)

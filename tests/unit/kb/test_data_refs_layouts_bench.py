@@ -1,0 +1,43 @@
+"""benchmarks/data_refs_layouts.py --smoke runs end to end: the demo module's data_refs rows
+are written in every candidate layout, each timed, sized and checked to answer the query
+layer's two lookups exactly as the schema's table does."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.support.paths import ROOT
+
+BENCH = ROOT / "benchmarks" / "data_refs_layouts.py"
+
+
+def test_data_refs_layouts_smoke_answers_the_same_in_every_layout():
+    out = subprocess.run(
+        [sys.executable, str(BENCH), "--smoke", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout)
+    assert res["module"] == "zstd-1.5.5.wasm" and res["rows"] > 100
+    layouts = res["layouts"]
+    assert set(layouts) == {"schema", "codes", "no_func_index", "clustered", "blobs"}
+    for r in layouts.values():
+        assert r["same_answers"] is True
+        assert r["bytes"] > 0 and r["total_s"] >= r["write_s"] >= 0
+
+
+def test_data_refs_layouts_says_when_the_module_is_missing(tmp_path):
+    out = subprocess.run(
+        [sys.executable, str(BENCH), "--file", str(tmp_path / "none.wasm")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [f"error: no such module: {tmp_path / 'none.wasm'}"]
