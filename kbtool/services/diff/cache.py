@@ -67,7 +67,6 @@ from kbtool.services.diff.rejoin import (
 from kbtool.services.diff.report import (
     _set_triage,
     compute_diff_with_pairing,
-    retriage_stored,
     stored_diff,
 )
 from kbtool.services.diff.report import version_annotations as annotations_of
@@ -223,8 +222,6 @@ class DiffCache:
         key = self._key(conn, a, b, "report")
         modules = _modules(conn, a, b)
         cl_key = key[:3] + ("changelog",) + key[4:]
-        if key[5] is not None and self.disk.has(cl_key, modules):
-            return True  # a stored report re-triaged under today's annotations
         meta = self.disk.get(key[:3] + ("meta",) + key[4:6], modules)
         return (
             meta is not None
@@ -322,12 +319,6 @@ class DiffCache:
         cl_key = key[:3] + ("changelog",) + key[4:]
         report = self._lookup(report_key, count=False) if kind == "changelog" else None
         modules: tuple | None = None
-        if report is None and key[5] is not None:  # a stored report a process re-triaged
-            modules = _modules(conn, a, b)
-            report = self.disk.get(report_key, modules)
-            if report is not None:
-                self.disk_hits += 1
-                self._put(report_key, report)
         if report is None:
             fresh: dict[str, Any] = {}
             report = stored_diff(conn, a, b, keep=fresh, retriage=False)
@@ -355,24 +346,8 @@ class DiffCache:
         # read: a minute on ffmpeg), then kept on disk like a computed answer
         # (kept by content with the annotations it read, as a computed pair's: :mod:`.rejoin`)
         modules = modules or _modules(conn, a, b)
-        ck, mk = key[:6], key[:3] + ("meta",) + key[4:6]
-        if not self.disk.has(mk, modules):
-            _wait_for_warm(conn, a, b)  # a background preparation may be building it now
-        snap = self._state(conn, a, b)[1]
-        meta = self.disk.get(mk, modules)
-        cl = self.disk.get(key, modules)  # a re-triaged report's, under today's annotations
-        if cl is None and meta is not None and rejoinable(meta, snap):
-            cl = self.disk.get(ck, modules)
-        if cl is not None:
-            self.disk_hits += 1
-        else:
-            touched: tuple[set[int], set[int]] = (set(), set())
-            cl = changelog(conn, report, touched=touched)
-            self.changelogs += 1
-            self.disk.put(ck, modules, cl)
-            t_old, t_new = touched
-            meta = {"snapshot": snap, "touched": {"old": sorted(t_old), "new": sorted(t_new)}}
-            self.disk.put(mk, modules, meta)
+        cl, built = self._stored_changelog(conn, a, b, key, modules, report)
+        self.changelogs += built
         self._put(key, cl)
         return cl
 
@@ -455,7 +430,7 @@ class DiffCache:
         when the answer must be made now: not ``background``, an in-memory KB, a report
         without stored triage, or one a process already re-triaged (then it is on disk)."""
         path = queries.database_file(conn)
-        if not self.background or not path or self.disk.get(report_key, modules) is not None:
+        if not self.background or not path or self.kept(conn, report_key[1], report_key[2]):
             return False
         if any("triage" not in c for c in report["changes"] if c["classification"] == "modified"):
             return False
@@ -511,22 +486,43 @@ class DiffCache:
         cl_key: tuple,
         modules: tuple,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """A stored report with today's triage and its changelog: from disk when a process
-        did it before under the same key (the rules' version is part of the file's name),
-        else re-triaged now (the pairing stays as stored) and kept on disk."""
-        if not self.disk.has(report_key, modules):
-            _wait_for_warm(conn, report_key[1], report_key[2])
-        kept = self.disk.get(report_key, modules)
-        kept_cl = self.disk.get(cl_key, modules) if kept is not None else None
-        if kept is not None and kept_cl is not None:
+        """A stored report with today's triage and its changelog (the pairing stays as
+        stored): the triage is taken from the stored report's changelog, kept on disk by
+        content like any (:meth:`_stored_changelog`), else built now and kept."""
+        a, b = report_key[1], report_key[2]
+        cl, built = self._stored_changelog(conn, a, b, cl_key, modules, report)
+        self.retriaged += built
+        _set_triage(report["changes"], cl)  # what retriage_stored does, from that changelog
+        return report, cl
+
+    def _stored_changelog(
+        self,
+        conn: sqlite3.Connection,
+        a: int,
+        b: int,
+        cl_key: tuple,
+        modules: tuple,
+        report: dict[str, Any],
+    ) -> tuple[dict[str, Any], bool]:
+        """The changelog of a stored report (its names today's, its triage not read) and
+        whether it was built now: kept on disk by content with the annotations it read (a
+        rename it did not read keeps it), else built from ``report`` and kept."""
+        ck, mk = cl_key[:6], cl_key[:3] + ("meta",) + cl_key[4:6]
+        if not self.disk.has(mk, modules):
+            _wait_for_warm(conn, a, b)  # a background preparation may be building it now
+        snap = self._state(conn, a, b)[1]
+        meta = self.disk.get(mk, modules)
+        cl = self.disk.get(ck, modules) if meta is not None and rejoinable(meta, snap) else None
+        if cl is not None:
             self.disk_hits += 1
-            return kept, kept_cl
-        fresh: dict[str, Any] = {}
-        retriage_stored(conn, report, keep=fresh)
-        self.retriaged += 1
-        self.disk.put(report_key, modules, report)
-        self.disk.put(cl_key, modules, fresh["changelog"])
-        return report, fresh["changelog"]
+            return cl, False
+        touched: tuple[set[int], set[int]] = (set(), set())
+        cl = changelog(conn, report, touched=touched)
+        self.disk.put(ck, modules, cl)
+        t_old, t_new = touched
+        meta = {"snapshot": snap, "touched": {"old": sorted(t_old), "new": sorted(t_new)}}
+        self.disk.put(mk, modules, meta)
+        return cl, True
 
 
 WARM_WAIT_SECONDS = 600.0  # longest wait for a background preparation of the pair asked for

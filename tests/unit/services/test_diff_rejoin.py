@@ -200,3 +200,25 @@ def test_a_rename_the_changelog_reads_is_prepared_again(tmp_path: Path, monkeypa
         assert (_plain(report), _plain(cl)) == _fresh(conn, 2, 1)
     finally:
         conn.close()
+
+
+def test_a_stale_stored_report_stays_retriaged_after_a_rename(tmp_path: Path) -> None:
+    from kbtool.services.diff.report import stored_diff
+    from tests.support.diff_kb import make_stale_report
+
+    db, disk = _kb(tmp_path), DiskAnswers(tmp_path / "diffs")
+    make_stale_report(db)
+    conn = open_ro(db)
+    try:
+        first = DiffCache(disk=disk)
+        first.report(conn, 1, 2)
+        assert first.retriaged == 1
+        _name(db, _sid(conn, 1, "other"), "renamed_after_retriage")  # unchanged: not read
+        later = DiffCache(disk=disk)
+        report = later.report(conn, 1, 2)
+        assert (later.retriaged, later.changelogs, later.disk_hits) == (0, 0, 1)
+        assert "renamed_after_retriage" in {c["name"] for c in report["changes"]}
+        assert all(c.get("reasons") != ["stale"] for c in report["changes"])
+        assert _plain(report) == _plain(stored_diff(conn, 1, 2))  # the full re-triage
+    finally:
+        conn.close()
