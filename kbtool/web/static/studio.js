@@ -3,7 +3,7 @@
 // trail, and an Agents panel that polls the event feed. Everything from the KB is text.
 import { $, el, fill, setText } from "./dom.js";
 import { api, status } from "./api.js";
-import { codeOptions, disasmWindows, nameIndex, pageCode, showHint, textWindows } from "./code.js";
+import { WINDOW, codeOptions, disasmWindows, nameIndex, pageCode, showHint, textWindows } from "./code.js";
 import { drawNeighbourhood } from "./graph.js";
 import { usesSection } from "./data.js";
 import { typesPanel } from "./types.js";
@@ -14,7 +14,8 @@ const MAX_LIST = 600;
 const SIDE_WAIT_MS = 1500;
 const state = { version: null, functions: [], current: null, view: "wasm", graph: null,
                 lastEvent: null, disasm: null, analysis: undefined, byIndex: new Map(),
-                read: new Set() };  // versions this page has been sent code of (the server prepared them)
+                read: new Set(),  // versions this page has been sent code of (the server prepared them)
+                early: null };  // the first window of the function in the address, asked for at load
 
 function byName() {
   return nameIndex(state.functions);
@@ -64,7 +65,13 @@ function renderCode() {
 // first code on screen (openFunction). Same lines, same final page; the first screen sooner.
 function codeWindows(vid, index, view, onFirst) {
   const seen = (p) => p.then((body) => { state.read.add(vid); return body; });
-  const main = disasmWindows(vid, index, view, onFirst);
+  const asked = disasmWindows(vid, index, view, onFirst);
+  const main = (o, l) => {
+    const e = state.early;  // asked for at load (main), before the version's function list
+    if (o !== 0 || !e || e.vid !== vid || e.index !== index || e.view !== view || e.limit !== l) return asked(o, l);
+    state.early = null;
+    return e.got.then((body) => { if (onFirst) onFirst(body); return body; });
+  };
   const opts = codeOptions(vid, index, view);
   if (!opts.meanwhile || state.read.has(vid)) return { fetchWindow: (o, l) => seen(main(o, l)), opts };
   const wasm = opts.meanwhile;
@@ -229,10 +236,19 @@ async function poll() {
 }
 
 async function main() {
+  const hash = new URLSearchParams(location.hash.slice(1));
+  const at = { vid: Number(hash.get("v")), index: Number(hash.get("f")) };
+  if (hash.has("v") && hash.has("f") && Number.isInteger(at.vid) && Number.isInteger(at.index)) {
+    // the function in the address: its first window (the disassembly view) asked for now,
+    // so that the server prepares the version while the page loads its function list
+    const got = api("/api/disasm/" + encodeURIComponent(at.vid) + "/" + encodeURIComponent(at.index) +
+      "?kind=wasm&offset=0&limit=" + WINDOW);
+    got.catch(() => {});  // its error is shown by the pager that takes it
+    state.early = { ...at, view: "wasm", limit: WINDOW, got };
+  }
   const versions = await api("/api/versions");
   const sel = $("version");
   fill(sel, versions.map((v) => el("option", { value: String(v.id), text: "#" + v.id + " " + v.label })));
-  const hash = new URLSearchParams(location.hash.slice(1));
   const vid = Number(hash.get("v")) || (versions.length ? versions[versions.length - 1].id : null);
   if (vid === null) { status("empty KB: ingest a module first"); return; }
   sel.value = String(vid);
@@ -244,8 +260,10 @@ async function main() {
   await loadVersion(vid);
   typesPanel($("types"), (index) => openFunction(index));  // the KB's types (issue 27)
   const f = Number(hash.get("f"));
-  if (hash.has("f") && Number.isInteger(f)) await openFunction(f);
-  else if (state.functions.length) await openFunction(state.functions[0].index);
+  const opened = hash.has("f") && Number.isInteger(f) ? openFunction(f)
+    : state.functions.length ? openFunction(state.functions[0].index) : null;
+  state.early = null;  // taken by that function's pager, or never (no such function)
+  await opened;
   poll();
 }
 

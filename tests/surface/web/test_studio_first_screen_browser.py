@@ -7,6 +7,7 @@ with two versions of a huge function, headless Chromium, responses held through 
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -156,5 +157,35 @@ def test_the_call_graph_waits_for_the_first_window_in_the_disassembly_view(serve
     until(page, "document.querySelectorAll('#xrefs .xref').length > 0")
     until(page, "document.querySelector('#dataxrefs #fn-data') !== null")
     assert _asked(requests, rf"/api/callgraph/{v1}")
+    assert errors == []
+    page.close()
+
+
+def test_the_function_in_the_address_is_asked_for_before_the_function_list(served, browser):
+    """The studio loaded with ``#v=V&f=N``: that function's first window is asked for (and
+    answered) while the version's function list is still on its way, and taken by the pager
+    once the list is here (one request, the same lines)."""
+    srv, v1, _v2 = served
+    requests: list[str] = []
+    errors: list[str] = []
+    page = new_page(browser, requests, errors)
+    held: list = []
+    listing = re.compile(rf"/api/versions/{v1}/functions")
+    page.route(listing, lambda route: held.append(route))
+    page.goto(f"{srv.url.rstrip('/')}/studio#v={v1}&f={BIG}")
+    _held(page, held)
+    url = f"/api/disasm/{v1}/{BIG}?kind=wasm&offset=0&limit=300"
+    first = re.escape(url)
+    seen = (
+        f"performance.getEntriesByType('resource').some((e) => e.name.endsWith({json.dumps(url)}))"
+    )
+    until(page, seen)  # asked for and answered
+    assert page.locator("#code .win").count() == 0  # nothing shown before the list
+    held[0].continue_()
+    page.unroute(listing)
+    until(page, "Number(document.querySelector('#code').dataset.shown) > 0")
+    until(page, "document.querySelector('#dataxrefs #fn-data') !== null")
+    assert len(_asked(requests, first)) == 1
+    assert "call" in page.inner_text("#code")
     assert errors == []
     page.close()

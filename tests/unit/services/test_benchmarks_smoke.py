@@ -115,6 +115,8 @@ def test_every_owned_benchmark_is_listed():
         "refusal_growth",  # tests/unit/kb/test_refusal_bounds.py
         "knowledge",  # tests/unit/services/test_knowledge_bench.py
         "diff_unstored",  # tests/unit/services/test_diff_unstored_bench.py
+        "studio_page",  # tests/surface/web/test_studio_page_benchmark.py
+        "prepare_cold",  # tests/unit/services/test_prepare_cold_benchmark.py
         "data_refs_layouts",  # tests/unit/kb/test_data_refs_layouts_bench.py
     }
     # helpers, and the corpus builder programs.py (it downloads sources: not a smoke run)
