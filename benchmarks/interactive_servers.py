@@ -100,7 +100,7 @@ def studio(port: int, vid: int, idx: int, res: dict, cold: bool) -> None:
     """What the studio asks when a huge function is opened in the C view. On a version the
     page has read no code of yet (``cold``, studio.js ``codeWindows``): the first window of its
     disassembly, the first C window once that one is here, the window shown when the C has
-    not come ``MEANWHILE_MS`` after the click, and the call graph once code is on screen.
+    not come ``MEANWHILE_MS`` after the click, and the call graph once the C is on screen.
     Otherwise: the C window and the call graph at once, then (after ``MEANWHILE_MS``, while
     the C is lifted) the disassembly's first window. "studio first screen" is the time to the
     first lines on screen (the C, or the disassembly meanwhile); "studio C on screen" to the C."""
@@ -120,7 +120,7 @@ def studio(port: int, vid: int, idx: int, res: dict, cold: bool) -> None:
             except TimeoutError:
                 time.sleep(max(0.0, MEANWHILE_MS / 1000 - (time.perf_counter() - t)))
                 first = (time.perf_counter() - t) * 1000
-            graph = pool.submit(get, port, f"/api/callgraph/{vid}")
+            graph = None  # asked for once the C is on screen (studio.js codeOnScreen)
         else:
             c = pool.submit(get, port, base + "c")
             graph = pool.submit(get, port, f"/api/callgraph/{vid}")
@@ -134,6 +134,8 @@ def studio(port: int, vid: int, idx: int, res: dict, cold: bool) -> None:
                 first = (time.perf_counter() - t) * 1000
         status, _b, _ms = c.result()
         c_ms = (time.perf_counter() - t) * 1000
+        if graph is None:
+            graph = pool.submit(get, port, f"/api/callgraph/{vid}")
         if status != 200 or graph.result()[0] != 200:
             raise SystemExit(f"studio C window / call graph: HTTP {status}")
     kind = "cold" if cold else "warm"

@@ -11,8 +11,9 @@ are added: what is painted), on the largest function of the newest version:
 - "open on the largest (first code)": the studio loaded with ``#v=V&f=LARGEST`` (its default
   view, the disassembly), from navigation start to its first lines; "... (callers)" to its
   callers and callees listed (the call graph's answer drawn).
-- "C view, new version (first screen)": the page open on the other version in the C view, the
-  newest version chosen in the list, then its largest function clicked: from the click to
+- "C view, new version (first screen)": the page open on the other version (all of it shown,
+  its callers too) in the C view, the newest version chosen in the list, then its largest
+  function clicked once the list is here: from the click to
   the first lines on screen (the disassembly shown while the C is lifted, or the C); "...
   (C)" to the C itself.
 
@@ -129,6 +130,8 @@ def one_run(browser, kb: Path, root: Path, v: int, big: int, other: int) -> dict
             page = browser.new_page(viewport={"width": 1440, "height": 900})
             page.goto(f"{url}#v={other}")
             _wait(page, "Number(document.querySelector('#code').dataset.shown) > 0")
+            # that version's page whole (its call graph too: it may be computed, not stored)
+            _wait(page, "/ callers$/.test(document.querySelector('#xrefs div.faint')?.textContent)")
             page.click("#v-c")
             _wait(page, "Number(document.querySelector('#code').dataset.shown) > 0")
             page.select_option("#version", str(v))

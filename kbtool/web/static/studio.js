@@ -62,7 +62,7 @@ function renderCode() {
 // been sent code of yet, the C view asks for the disassembly's first window (what it shows
 // meanwhile, as before: only once the C has taken longer than MEANWHILE_MS) first and for
 // the C once that window is here (or failed); the call graph and the data uses wait for the
-// first code on screen (openFunction). Same lines, same final page; the first screen sooner.
+// code asked for on screen (openFunction). Same lines, same final page; the first screen sooner.
 function codeWindows(vid, index, view, onFirst) {
   const seen = (p) => p.then((body) => { state.read.add(vid); return body; });
   const asked = disasmWindows(vid, index, view, onFirst);
@@ -90,10 +90,11 @@ function codeWindows(vid, index, view, onFirst) {
   return { fetchWindow, opts: { ...opts, meanwhile } };
 }
 
-/** Resolves once `pre` shows code (a window of lines, the meanwhile one included), a hint or
- *  an error, or after SIDE_WAIT_MS: the side panels' requests wait for it (codeWindows). */
+/** Resolves once `pre` shows the code asked for (its first window: not the disassembly shown
+ *  while the C is lifted, which would have the side panels' loads slow the lift), a hint or an
+ *  error, or after SIDE_WAIT_MS: the side panels' requests wait for it (codeWindows). */
 function codeOnScreen(pre) {
-  const shown = () => pre.dataset.shown !== undefined || pre.querySelector(".win, .faint, .hint");
+  const shown = () => pre.dataset.shown !== undefined || pre.querySelector(".win:not(.meanwhile), .faint, .hint");
   return new Promise((resolve) => {
     if (shown()) { resolve(); return; }
     const done = () => { obs.disconnect(); clearTimeout(timer); resolve(); };
