@@ -52,6 +52,20 @@ Row = tuple[int, int, str, str, int, int]
 Lookups = tuple[Callable[[str, int], list[Row]], Callable[[int], list[Row]]]
 
 
+def _table_lookups(conn: sqlite3.Connection, target_order: str) -> Lookups:
+    """The two lookups on a table ``d`` of the schema's columns: a target's references (in
+    ``target_order``) and a function's (by offset)."""
+    by_target = (
+        f"SELECT {COLS} FROM d WHERE version_id = 1 AND target_kind = ? AND target = ?"  # noqa: S608
+        f" ORDER BY {target_order}"
+    )
+    by_func = f"SELECT {COLS} FROM d WHERE version_id = 1 AND func_index = ? ORDER BY offset"  # noqa: S608
+    return (
+        lambda tk, t: conn.execute(by_target, (tk, t)).fetchall(),
+        lambda f: conn.execute(by_func, (f,)).fetchall(),
+    )
+
+
 def ingest_rows(module: Path) -> list[Row]:
     """The ``data_refs`` rows this checkout stores for ``module`` (in rowid order)."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -102,17 +116,7 @@ def _schema(conn: sqlite3.Connection, rows: list[Row]) -> tuple[float, float, Lo
     return (
         0.0,
         write,
-        (
-            lambda tk, t: conn.execute(
-                f"SELECT {COLS} FROM d WHERE version_id = 1 AND target_kind = ? AND target = ?"  # noqa: S608
-                " ORDER BY rowid",
-                (tk, t),
-            ).fetchall(),
-            lambda f: conn.execute(
-                f"SELECT {COLS} FROM d WHERE version_id = 1 AND func_index = ? ORDER BY offset",  # noqa: S608
-                (f,),
-            ).fetchall(),
-        ),
+        _table_lookups(conn, "rowid"),
     )
 
 
@@ -221,17 +225,7 @@ def _clustered(conn: sqlite3.Connection, rows: list[Row]) -> tuple[float, float,
     return (
         t1 - t0,
         write,
-        (
-            lambda tk, t: conn.execute(
-                f"SELECT {COLS} FROM d WHERE version_id = 1 AND target_kind = ? AND target = ?"  # noqa: S608
-                " ORDER BY func_index, offset",
-                (tk, t),
-            ).fetchall(),
-            lambda f: conn.execute(
-                f"SELECT {COLS} FROM d WHERE version_id = 1 AND func_index = ? ORDER BY offset",  # noqa: S608
-                (f,),
-            ).fetchall(),
-        ),
+        _table_lookups(conn, "func_index, offset"),
     )
 
 

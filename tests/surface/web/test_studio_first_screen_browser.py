@@ -54,7 +54,10 @@ def _held(page, held: list, seconds: float = 20.0) -> None:
     raise AssertionError("the request was never made")
 
 
-def test_c_view_on_a_new_version_asks_the_disassembly_first(served, browser):
+def _switch_held(browser, served, held_url: str):
+    """A page showing the huge function's C in version 1, switched to version 2 with the
+    requests matching ``held_url`` held, then the huge function clicked there: (page, the
+    requests since the click, errors, held routes, the held pattern)."""
     srv, v1, v2 = served
     requests: list[str] = []
     errors: list[str] = []
@@ -64,12 +67,20 @@ def test_c_view_on_a_new_version_asks_the_disassembly_first(served, browser):
     page.click("#v-c")
     until(page, "Number(document.querySelector('#code').dataset.shown) > 0")
     held: list = []
-    wasm_v2 = re.compile(rf"/api/disasm/{v2}/{BIG}\?kind=wasm&offset=0")
-    page.route(wasm_v2, lambda route: held.append(route))
+    pattern = re.compile(held_url)
+    page.route(pattern, lambda route: held.append(route))
     page.select_option("#version", str(v2))
     until(page, f"document.querySelector('#flist .fn[data-index=\"{BIG}\"]') !== null")
     del requests[:]
     page.click(f'#flist .fn[data-index="{BIG}"]')
+    return page, requests, errors, held, pattern
+
+
+def test_c_view_on_a_new_version_asks_the_disassembly_first(served, browser):
+    v2 = served[2]
+    page, requests, errors, held, wasm_v2 = _switch_held(
+        browser, served, rf"/api/disasm/{v2}/{BIG}\?kind=wasm&offset=0"
+    )
     _held(page, held)
     page.wait_for_timeout(400)  # the analysis and the trail answer meanwhile
     # the disassembly's first window is on its way: no C, no call graph, no data uses yet
@@ -102,21 +113,10 @@ def test_c_held_shows_the_disassembly_meanwhile_then_the_c(served, browser):
     """On a new version with the C held: the disassembly's window (asked for first) is shown,
     labelled, after MEANWHILE_MS; the call graph and the data uses are asked for only once
     the C has replaced it."""
-    srv, v1, v2 = served
-    requests: list[str] = []
-    errors: list[str] = []
-    page = new_page(browser, requests, errors)
-    page.goto(f"{srv.url.rstrip('/')}/studio#v={v1}&f={BIG}")
-    until(page, "(document.querySelector('#code-lines') || {}).textContent?.includes('of ')")
-    page.click("#v-c")
-    until(page, "Number(document.querySelector('#code').dataset.shown) > 0")
-    held: list = []
-    c_v2 = re.compile(rf"/api/disasm/{v2}/{BIG}\?kind=c")
-    page.route(c_v2, lambda route: held.append(route))
-    page.select_option("#version", str(v2))
-    until(page, f"document.querySelector('#flist .fn[data-index=\"{BIG}\"]') !== null")
-    del requests[:]
-    page.click(f'#flist .fn[data-index="{BIG}"]')
+    v2 = served[2]
+    page, requests, errors, held, c_v2 = _switch_held(
+        browser, served, rf"/api/disasm/{v2}/{BIG}\?kind=c"
+    )
     until(page, "document.querySelector('#code').dataset.meanwhile === '1'")
     assert "lifting C" in page.inner_text("#code-lines")
     page.wait_for_timeout(300)
