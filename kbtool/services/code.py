@@ -53,6 +53,7 @@ from kbtool.services.code_prepared import (
     clear_cache,
     code_module,
     is_cached,
+    prepare_latest_soon,
     prepare_soon,
 )
 from kbtool.services.code_structs import StructFields
@@ -80,6 +81,7 @@ __all__ = [
     "function_diff_at",
     "instr_targets",
     "is_cached",
+    "prepare_latest_soon",
     "prepare_soon",
     "lifted_c",
     "listing",

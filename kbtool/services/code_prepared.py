@@ -382,6 +382,26 @@ def prepare_soon(db_path: str, version_id: int) -> Future[None]:
     return _SOON.submit(_prepare_quietly, str(db_path), version_id)
 
 
+def prepare_latest_soon(db_path: str) -> Future[None]:
+    """:func:`prepare_soon` for the KB's newest version, found on the background thread:
+    what ``kbtool serve`` starts with, since the studio and the dashboard open the newest
+    version first (a KB without versions, or one that cannot be read, prepares nothing)."""
+    return _SOON.submit(_prepare_latest_quietly, str(db_path))
+
+
+def _prepare_latest_quietly(db_path: str) -> None:
+    try:
+        conn = open_ro(db_path)
+        try:
+            version_id = queries.latest_version_id(conn)
+        finally:
+            conn.close()
+    except Exception:  # noqa: BLE001 - the server's own requests say why
+        return
+    if version_id is not None:
+        _prepare_quietly(db_path, version_id)
+
+
 def _prepare_quietly(db_path: str, version_id: int) -> None:
     conn = open_ro(db_path)
     try:

@@ -193,6 +193,7 @@ def create_app(
     request_limit: int | None = None,
     request_wait: float | None = None,
     prepare_ahead: bool = False,
+    prepare_at_start: bool = False,
 ) -> Starlette:
     """The dashboard and JSON API as a Starlette app serving ``db_path`` read-only.
 
@@ -206,6 +207,8 @@ def create_app(
     (``kbtool serve``): a version's function list (what a page opens first) prepares that
     version for the code routes on a background thread, so the first code page does not
     parse the module (``app.state.adapter.prepared``: the last preparation).
+    ``prepare_at_start`` (``kbtool serve``): the newest version is prepared so at once, as
+    the TUI and the MCP server do: a page opened a moment later shows code without waiting.
     """
     adapter = _Adapter(
         db_path,
@@ -216,6 +219,8 @@ def create_app(
         REQUEST_WAIT if request_wait is None else request_wait,
     )
     adapter.prepare_ahead = prepare_ahead
+    if prepare_at_start:
+        adapter.prepared = code_service.prepare_latest_soon(adapter.db_path)
     app = Starlette(routes=[Route("/{path:path}", adapter)])
     app.state.adapter = adapter
     return app
@@ -277,7 +282,9 @@ def serve(
         sys.stderr.flush()
     sock = bind(host, port)
     port = sock.getsockname()[1]
-    app = create_app(db_path, host=host, allow_hosts=allow_hosts, prepare_ahead=True)
+    app = create_app(
+        db_path, host=host, allow_hosts=allow_hosts, prepare_ahead=True, prepare_at_start=True
+    )
     config = uvicorn.Config(
         app,
         log_level="warning",
