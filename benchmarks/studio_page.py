@@ -6,7 +6,7 @@ and headless Chromium (Debian's /usr/bin/chromium through Playwright), a fresh s
     python benchmarks/studio_page.py --smoke                  # the demo KB, one run
 
 Two steps, timed in the page (``performance.now()``, to the animation frame after the lines
-are added: what is painted), on the largest function of the newest version:
+are added: what is painted), on the largest function of the first version (the lowest id):
 
 - "open on the largest (first code)": the studio loaded with ``#v=V&f=LARGEST`` (its default
   view, the disassembly), from navigation start to its first lines; "... (callers)" to its
@@ -61,7 +61,7 @@ WATCH = """(since) => {
 
 
 def targets(kb: Path) -> tuple[int, int, int]:
-    """(newest version, its largest defined function, another version or the same)."""
+    """(the first version, its largest defined function, another version or the same)."""
     conn = sqlite3.connect(f"file:{kb}?mode=ro", uri=True)
     try:
         vids = [r[0] for r in conn.execute("SELECT id FROM versions ORDER BY id")]
@@ -114,7 +114,8 @@ def one_run(browser, kb: Path, root: Path, v: int, big: int, other: int) -> dict
         out["open on the largest (first code)"] = _until(page, "first")
         out["open on the largest (callers)"] = _until(page, "xrefs")
         page.close()
-        if other != v:  # a fresh server again: the newest version not prepared yet
+        if other != v:  # a fresh server again (it prepares the newest version as it starts:
+            # this step is what a person waits for after that, not a cold preparation)
             stop(proc)
             port = free_port()
             proc = subprocess.Popen(
