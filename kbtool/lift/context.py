@@ -165,27 +165,8 @@ def _data_idents(items: list, used: set[str]) -> list[tuple[int, int, str, str |
 
 
 def _all_plain(labels: list) -> bool:
-    """Every label :func:`_plain`, by C-speed checks over all of them at once."""
-    if not labels:
-        return True
-    try:
-        lines = "\n".join(labels)
-    except TypeError:  # not all text: the slow path says what each becomes
-        return False
-    return (
-        lines.isascii()
-        and not lines.encode("ascii").translate(None, _IDENT_BYTES)  # only [A-Za-z0-9_\n]
-        and lines.count("\n") == len(labels) - 1  # no label holds a newline itself
-        and _BAD_START.search(f"\n{lines}\n") is None
-        and max(map(len, labels)) <= MAX_IDENT
-        and _RESERVED.isdisjoint(labels)
-    )
-
-
-_IDENT_BYTES = b"\n0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"
-#: a line of ``"\n".join(labels)`` (framed by newlines) that is no identifier kept as is:
-#: a leading digit, an empty line, or a name the lifter generates (:data:`_GENERATED`)
-_BAD_START = re.compile(r"\n(?:[0-9]|[pltrgfL][0-9]+\n|M\n|\n)")
+    """Every label :func:`_plain` (text, a valid unreserved C identifier)."""
+    return all(isinstance(label, str) and _plain(label) for label in labels)
 
 
 def prepare(module, names: Names | None = None) -> LiftModule:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import sqlite3
 
 from kbtool.kb.queries._base import version_row
+from kbtool.kb.queries.events import file_and_change_token
 
 # (address, size, label, text, data_id, kind, refs)
 LabelRow = tuple[int, int, str, "str | None", str, str, int]
@@ -30,26 +31,10 @@ def identity_rows(conn: sqlite3.Connection, version_id: int) -> list[IdentityRow
     ).fetchall()
 
 
-_KEY = (
-    "SELECT (SELECT file FROM pragma_database_list WHERE name = 'main'),"
-    " (SELECT COALESCE(MAX(id), 0) FROM versions),"
-    " (SELECT COALESCE(MAX(id), 0) FROM annotation_events)"
-)
-
-
 def code_key(conn: sqlite3.Connection) -> tuple[str, tuple[int, int, int]]:
-    """The connection's database file ('' in memory) and the KB's change token (as
-    :func:`kbtool.kb.queries.change_token`) in one statement: a code request asks for them
-    each time, and every statement lets go of the GIL (a wait of up to one switch interval
-    to get it back while another thread lifts)."""
-    try:
-        path, v, e, r = conn.execute(
-            _KEY + ", (SELECT COALESCE(MAX(id), 0) FROM analysis_runs)"
-        ).fetchone()
-    except sqlite3.OperationalError:  # a KB from before analysis runs were recorded
-        path, v, e = conn.execute(_KEY).fetchone()
-        r = 0
-    return path or "", (v, e, r)
+    """What a prepared version is kept under: the database file and the change token
+    (:func:`kbtool.kb.queries.events.file_and_change_token`)."""
+    return file_and_change_token(conn)
 
 
 def require_version(conn: sqlite3.Connection, version_id: int) -> None:

@@ -131,16 +131,34 @@ def renames(conn: sqlite3.Connection, stable_id: str) -> list[Rename]:
     return out
 
 
+_TOKEN = (
+    "(SELECT COALESCE(MAX(id), 0) FROM versions),"
+    " (SELECT COALESCE(MAX(id), 0) FROM annotation_events)"
+)
+_TOKEN_RUNS = ", (SELECT COALESCE(MAX(id), 0) FROM analysis_runs)"
+_MAIN_FILE = "(SELECT file FROM pragma_database_list WHERE name = 'main'), "
+
+
+def _token_row(conn: sqlite3.Connection, head: str) -> tuple:
+    """``head`` columns, then the change token, in one statement."""
+    try:
+        return tuple(conn.execute("SELECT " + head + _TOKEN + _TOKEN_RUNS).fetchone())
+    except sqlite3.OperationalError:  # a KB from before analysis runs were recorded
+        return (*conn.execute("SELECT " + head + _TOKEN).fetchone(), 0)
+
+
 def change_token(conn: sqlite3.Connection) -> tuple[int, int, int]:
     """Changes whenever a version is ingested, an annotation decision is recorded or an
     analysis run (analyze, agent, deep: structs, facts) is stored."""
-    v = conn.execute("SELECT COALESCE(MAX(id), 0) FROM versions").fetchone()[0]
-    e = conn.execute("SELECT COALESCE(MAX(id), 0) FROM annotation_events").fetchone()[0]
-    try:
-        r = conn.execute("SELECT COALESCE(MAX(id), 0) FROM analysis_runs").fetchone()[0]
-    except sqlite3.OperationalError:  # a KB from before analysis runs were recorded
-        r = 0
+    v, e, r = _token_row(conn, "")
     return v, e, r
+
+
+def file_and_change_token(conn: sqlite3.Connection) -> tuple[str, tuple[int, int, int]]:
+    """The connection's database file ('' in memory) and :func:`change_token`, in one
+    statement (a code request asks for both each time; each statement lets go of the GIL)."""
+    path, v, e, r = _token_row(conn, _MAIN_FILE)
+    return path or "", (v, e, r)
 
 
 EVENT_PAGE = 200  # most events one feed answer carries

@@ -103,8 +103,8 @@ def test_data_labels_are_the_slow_rules(taken, items):
 
 
 def test_all_plain_labels_take_the_one_pass():
-    """Plain labels are kept by the bulk check (no per-label rule), and a single bad label
-    of each kind sends the whole list to the per-label path."""
+    """Plain labels pass the whole-list check, and a single bad label of each kind sends
+    the whole list to the per-label path."""
     plain = [f"s_{i}" for i in range(50)]
     assert ctx._all_plain(plain)
     for bad in ("9x", "a b", "x\ny", "int", "f7", "M", "", "é", "y" * (MAX_IDENT + 1)):
