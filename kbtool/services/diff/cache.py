@@ -65,8 +65,8 @@ from kbtool.services.diff.rejoin import (
     snapshot,
 )
 from kbtool.services.diff.report import (
-    _set_triage,
     compute_diff_with_pairing,
+    set_triage,
     stored_diff,
 )
 from kbtool.services.diff.report import version_annotations as annotations_of
@@ -387,7 +387,7 @@ class DiffCache:
         touched: tuple[set[int], set[int]] = (set(), set())
         if report is not None:  # the kept pairing and classification, today's names
             cl = changelog(conn, report, touched=touched)
-            _set_triage(report["changes"], cl)
+            set_triage(report["changes"], cl)
             self.relabelled += 1
         else:
             keep: dict[str, Any] = {"touched": touched}
@@ -492,7 +492,7 @@ class DiffCache:
         a, b = report_key[1], report_key[2]
         cl, built = self._stored_changelog(conn, a, b, cl_key, modules, report)
         self.retriaged += built
-        _set_triage(report["changes"], cl)  # what retriage_stored does, from that changelog
+        set_triage(report["changes"], cl)  # what retriage_stored does, from that changelog
         return report, cl
 
     def _stored_changelog(

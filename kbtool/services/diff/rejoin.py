@@ -36,7 +36,7 @@ Snapshot = dict[str, dict[str, list[Any]]]  # "a"/"b" -> str(index) -> [name, pr
 
 def snapshot(ann_a: dict[int, dict[str, Any]], ann_b: dict[int, dict[str, Any]]) -> Snapshot:
     """The annotation fields an answer reads, of both versions, as JSON-ready lists (the
-    output of :func:`kbtool.services.diff.report._annotations`)."""
+    output of :func:`kbtool.services.diff.report.version_annotations`)."""
 
     def one(ann: dict[int, dict[str, Any]]) -> dict[str, list[Any]]:
         return {

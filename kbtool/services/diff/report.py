@@ -72,6 +72,7 @@ __all__ = [
     "compute_diff_with_pairing",
     "stored_diff",
     "retriage_stored",
+    "set_triage",
     "save_diff",
     "delete_diff",
     "pair_versions",
@@ -110,9 +111,6 @@ def version_annotations(conn: sqlite3.Connection, version_id: int) -> dict[int, 
             "runtime_oracle": rt,
         }
     return out
-
-
-_annotations = version_annotations
 
 
 def _is_runtime(
@@ -199,12 +197,12 @@ def retriage_stored(
     """Today's triage on a stored report, in place (the pairing and classification stay);
     ``keep["changelog"]`` receives the changelog it was taken from."""
     cl = changelog(conn, report)
-    _set_triage(report["changes"], cl)
+    set_triage(report["changes"], cl)
     if keep is not None:
         keep["changelog"] = cl
 
 
-def _set_triage(changes: list[dict[str, Any]], cl: dict[str, Any]) -> None:
+def set_triage(changes: list[dict[str, Any]], cl: dict[str, Any]) -> None:
     """Each modified change's explanation and triage, from the changelog."""
     explained = {m["to_index"]: m for m in cl["modified"]}
     for c in changes:
@@ -294,8 +292,8 @@ def build_report(
     *,
     keep: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    ann_old = _annotations(conn, pg.from_version_id)
-    ann_new = _annotations(conn, pg.to_version_id)
+    ann_old = version_annotations(conn, pg.from_version_id)
+    ann_new = version_annotations(conn, pg.to_version_id)
     ta, tb = va.get("toolchain_version"), vb.get("toolchain_version")
     toolchain_changed = bool(ta and tb and ta != tb)
 
@@ -366,7 +364,7 @@ def build_report(
     cl = changelog(conn, report_so_far, pairing=pg, touched=(keep or {}).get("touched"))
     if keep is not None:
         keep["changelog"] = cl
-    _set_triage(changes, cl)
+    set_triage(changes, cl)
 
     counts = dict.fromkeys(CLASSIFICATIONS, 0)
     churn = review = 0
