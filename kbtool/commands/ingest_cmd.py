@@ -80,9 +80,7 @@ def run(
             console.print(lit(str(exc), "yellow"))
         return
     secs = time.perf_counter() - t0
-    from kbtool.services.diff.warm import start_background  # issue 30.3: diffs kept ahead
-
-    preparing = start_background(conn, res.version_id)["pairs"]  # detached; KBTOOL_DIFF_WARM
+    preparing = [] if res.new_program else _warm_diffs(conn, res.version_id)
     if json_out:
         print_json({**res.__dict__, "seconds": round(secs, 3)})
         return
@@ -91,6 +89,15 @@ def run(
         shown = ", ".join(f"{a} -> {b}" for a, b in preparing)
         status = "python -m kbtool.services.diff.warm --status --db KB"
         console.print(f"diffs: preparing {shown} in the background (progress: {status})")
+
+
+def _warm_diffs(conn, version_id: int) -> list:
+    """The pairs of ``version_id`` prepared in a detached process (issue 30.3: diffs kept
+    ahead; ``KBTOOL_DIFF_WARM``). Not asked for the first version of a program: it has no
+    pair, and the module costs ~13 ms of a small module's ingest to import."""
+    from kbtool.services.diff.warm import start_background
+
+    return start_background(conn, version_id)["pairs"]
 
 
 def _print_summary(res, secs: float) -> None:
