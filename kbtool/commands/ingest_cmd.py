@@ -1,20 +1,95 @@
 """``kbtool ingest``'s work and output, without Typer: the Typer command
 (:func:`kbtool.commands.core.ingest`) and the CLI's direct path for a plain
 ``kbtool [--db P] ingest FILE [options]`` (:func:`kbtool.cli.main`, no Typer nor pydantic
-import: ~0.1 s of a small module's ingest) both call :func:`run`, so both print the same."""
+import: ~0.1 s of a small module's ingest) both call :func:`run`, so both print the same.
+
+The summary goes through Rich (styles, wrapping, the progress bar of a big module) only
+where a terminal shows it; a pipe or a file gets the same words, one line each, without
+importing Rich (~20 ms of a small module's ingest): :class:`_Plain`."""
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
-from kbtool.commands.consoles import console, err_console, print_json
 from kbtool.kb.db import open_rw
 from kbtool.kb.schema import new_kb_page_size
-from kbtool.render.text import lit, toolchain_text
+from kbtool.textutil import json_safe, printable
+
+_MARKUP = re.compile(r"\[/?[a-z][a-z ]*\]|\[/\]")  # this module's own Rich tags
 
 
-def _progress_bar():
+def _terminal(stream: Any) -> bool:
+    """Whether Rich would treat ``stream`` as a terminal (``rich.console.Console.is_terminal``:
+    ``TTY_COMPATIBLE``, then ``FORCE_COLOR``, then ``isatty``)."""
+    tty = os.environ.get("TTY_COMPATIBLE", "")
+    if tty in ("0", "1"):
+        return tty == "1"
+    force = os.environ.get("FORCE_COLOR")
+    if force is not None:
+        return force != ""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+class _Lit(str):
+    """Untrusted text already escaped (:func:`kbtool.textutil.printable`): printed as is."""
+
+
+class _Plain:
+    """The Rich console's ``print`` for a stream that is not a terminal: the parts joined
+    by one blank (as Rich does), this module's style tags dropped, no wrapping."""
+
+    is_terminal = False
+
+    def __init__(self, name: str) -> None:
+        self._name = name  # "stdout" | "stderr", looked up at each print (tests swap them)
+
+    def print(self, *parts: Any, soft_wrap: bool = False) -> None:
+        text = " ".join(p if isinstance(p, _Lit) else _MARKUP.sub("", str(p)) for p in parts)
+        getattr(sys, self._name).write(text + "\n")
+
+
+def _plain_lit(value: object, style: str = "") -> _Lit:
+    return _Lit("\u2014" if value is None else printable(value))
+
+
+#: :data:`kbtool.render.text.UNKNOWN_TOOLCHAIN` (that module imports Rich)
+_UNKNOWN_TOOLCHAIN = "unknown"
+
+
+def _plain_toolchain(value: str | None) -> _Lit:
+    return _Lit(printable(value) if value else _UNKNOWN_TOOLCHAIN)
+
+
+def _outputs() -> tuple[Any, Any, Any, Any]:
+    """``(console, err_console, lit, toolchain_text)``: Rich's where stdout is a terminal,
+    else the plain ones (stderr too when it is not a terminal either)."""
+    if _terminal(sys.stdout):
+        from kbtool.commands.consoles import console, err_console
+        from kbtool.render.text import lit, toolchain_text
+
+        return console, err_console, lit, toolchain_text
+    if _terminal(sys.stderr):
+        from kbtool.commands.consoles import err_console
+    else:
+        err_console = _Plain("stderr")
+    return _Plain("stdout"), err_console, _plain_lit, _plain_toolchain
+
+
+def _print_json(value: Any) -> None:
+    """As :func:`kbtool.commands.consoles.print_json` (the same bytes), without Rich."""
+    sys.stdout.write(json_safe(json.dumps(value, indent=2, ensure_ascii=False)) + "\n")
+
+
+def _progress_bar(err_console):
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 
     return Progress(
@@ -32,10 +107,12 @@ def _run_ingest(
 ):
     from kbtool.services.ingest import ingest_file  # here: `kbtool versions` never needs it
 
-    big = file.exists() and file.stat().st_size > 1_000_000 and err_console.is_terminal
+    big = file.exists() and file.stat().st_size > 1_000_000 and _terminal(sys.stderr)
     if not big:
         return ingest_file(conn, file, label=label, glue_path=js, carry=carry, **lineage)
-    with _progress_bar() as bar:
+    from kbtool.commands.consoles import err_console
+
+    with _progress_bar(err_console) as bar:
         task = bar.add_task(f"decoding {file.name}", total=file.stat().st_size)
 
         def progress(stage: str, done: int, total: int) -> None:
@@ -75,16 +152,18 @@ def run(
         )
     except AlreadyIngested as exc:
         if json_out:
-            print_json({"already_ingested": exc.version_id, "label": exc.label})
+            _print_json({"already_ingested": exc.version_id, "label": exc.label})
         else:
+            console, _err, lit, _tc = _outputs()
             console.print(lit(str(exc), "yellow"))
         return
     secs = time.perf_counter() - t0
     preparing = [] if res.new_program else _warm_diffs(conn, res.version_id)
     if json_out:
-        print_json({**res.__dict__, "seconds": round(secs, 3)})
+        _print_json({**res.__dict__, "seconds": round(secs, 3)})
         return
-    _print_summary(res, secs)
+    console, err_console, lit, toolchain_text = _outputs()
+    _print_summary(res, secs, console, err_console, lit, toolchain_text)
     if preparing:
         shown = ", ".join(f"{a} -> {b}" for a, b in preparing)
         status = "python -m kbtool.services.diff.warm --status --db KB"
@@ -100,7 +179,7 @@ def _warm_diffs(conn, version_id: int) -> list:
     return start_background(conn, version_id)["pairs"]
 
 
-def _print_summary(res, secs: float) -> None:
+def _print_summary(res, secs: float, console, err_console, lit, toolchain_text) -> None:
     console.print(
         f"ingested version [bold]{res.version_id}[/] ",
         lit(res.label, "bold cyan"),
