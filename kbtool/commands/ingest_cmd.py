@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kbtool.kb.bulk import first_load
 from kbtool.kb.db import open_rw
 from kbtool.kb.schema import new_kb_page_size
 from kbtool.textutil import json_safe, printable
@@ -144,12 +145,14 @@ def run(
 
     # (a KB this ingest creates gets pages sized for its first module)
     size = file.stat().st_size if file.is_file() else 0
+    fresh = not os.path.exists(db)  # (its first load: written once, see kbtool.kb.bulk)
     conn = open_rw(db, create=True, page_size=new_kb_page_size(size))
     t0 = time.perf_counter()
     try:
-        res = _run_ingest(
-            conn, file, label, js, carry=not no_carry, program=program, base=base, force=force
-        )
+        with first_load(conn, fresh):
+            res = _run_ingest(
+                conn, file, label, js, carry=not no_carry, program=program, base=base, force=force
+            )
     except AlreadyIngested as exc:
         if json_out:
             _print_json({"already_ingested": exc.version_id, "label": exc.label})
