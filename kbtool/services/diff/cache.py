@@ -54,16 +54,19 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from kbtool.kb import queries
 from kbtool.services.diff.changelog import changelog
 from kbtool.services.diff.programs import program_fields
 from kbtool.services.diff.rejoin import (
+    changed_indices,
     fingerprint,
-    rejoin,
     rejoinable,
     rename_changes,
     snapshot,
 )
+from kbtool.services.diff.relabel import relabel, runtime_by_code
 from kbtool.services.diff.report import (
     compute_diff_with_pairing,
     set_triage,
@@ -108,10 +111,16 @@ class DiskAnswers:
         if path is None:
             return None
         try:
-            with open(path, encoding="utf-8") as f:
-                value = json.load(f)
-        except (OSError, ValueError):
+            raw = path.read_bytes()
+        except OSError:
             return None
+        try:
+            value = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            try:  # written by json (a number orjson does not take: NaN, a huge int)
+                value = json.loads(raw)
+            except ValueError:
+                return None
         return value if isinstance(value, dict) else None
 
     def has(self, key: tuple, modules: tuple) -> bool:
@@ -125,10 +134,14 @@ class DiskAnswers:
             return
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            try:  # orjson: a ffmpeg report in 10 ms instead of 80
+                data = orjson.dumps(value)
+            except TypeError:  # an int beyond 64 bits, a key that is not a string
+                data = json.dumps(value, separators=(",", ":")).encode()
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".diff-", suffix=".tmp")
             try:
-                with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    json.dump(value, f, separators=(",", ":"))
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
                 os.replace(tmp, path)
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
@@ -203,6 +216,7 @@ class DiffCache:
         self.hits = 0
         self.disk_hits = 0  # computed answers read back from disk (another process made them)
         self.relabelled = 0  # kept pairings whose changelog was built again (a rename it reads)
+        self.partial = 0  # ... of which only the entries that read a renamed function
 
     # ------------------------------------------------------------ public
 
@@ -356,9 +370,10 @@ class DiffCache:
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """A pair nobody stored: kept on disk by content (no annotations in the key) with the
         annotations it was built from; today's annotations are joined in (:func:`rejoin`)
-        when the changelog read none of those that changed, else the changelog is built again
-        over the kept pairing and classification (or all is computed, see :func:`rejoin`)."""
-        dr, dc, dm = (report_key[:3] + (k,) + report_key[4:6] for k in KEPT_KINDS)
+        when the changelog read none of those that changed, else only the changelog entries
+        that read one are built again (:func:`relabel`, over the kept pairing,
+        classification and the other entries' kept triage)."""
+        dr, dc, dm, ds = (report_key[:3] + (k,) + report_key[4:6] for k in KEPT_KINDS)
         if not self.disk.has(dm, modules):
             _wait_for_warm(conn, a, b)  # a background preparation is on this pair
         snap = self._state(conn, a, b)[1]
@@ -368,58 +383,73 @@ class DiffCache:
         kept: dict[str, Any] | None = None
         if meta is not None and report is not None and cl is not None:
             try:
+                rebuilt = False
                 if meta["snapshot"] != snap:
-                    report = rejoin(
-                        report,
-                        meta["snapshot"],
-                        snap,
-                        meta["touched"],
-                        _toolchain_changed(conn, a, b),
-                    )
-                    if report is None:  # the changelog read a changed annotation
-                        kept = self._relabelled(conn, a, b, dr, modules, meta["snapshot"], snap)
+                    got = self._brought_up(conn, report, cl, meta, snap, ds, modules)
+                    if got is None:  # an answer kept without its state: changelog built again
+                        report, kept = None, report
+                    elif got[1] is not cl:  # entries rebuilt: kept under today's annotations
+                        report, cl, state, read = got
+                        rebuilt = True
+                        meta = _meta(snap, meta["touched"], read)
+                        for key, value in ((dr, report), (dc, cl), (ds, state), (dm, meta)):
+                            self.disk.put(key, modules, value)  # orjson: ~30 ms on ffmpeg
             except (KeyError, TypeError, ValueError, AttributeError):
                 report = kept = None  # a file of another shape: computed again
             if report is not None:
-                self.disk_hits += 1
+                if rebuilt:
+                    self.relabelled += 1
+                    self.partial += 1
+                else:
+                    self.disk_hits += 1
                 return report, cl
         report = kept
         touched: tuple[set[int], set[int]] = (set(), set())
+        state: dict[str, Any] = {}
         if report is not None:  # the kept pairing and classification, today's names
-            cl = changelog(conn, report, touched=touched)
+            cl = changelog(conn, report, touched=touched, state=state)
             set_triage(report["changes"], cl)
             self.relabelled += 1
         else:
-            keep: dict[str, Any] = {"touched": touched}
+            keep: dict[str, Any] = {"touched": touched, "state": state}
             report, _pairing = compute_diff_with_pairing(conn, a, b, keep=keep)
             cl = keep["changelog"]
             self.computed += 1
-        t_old, t_new = touched
         self.disk.put(dr, modules, report)
         self.disk.put(dc, modules, cl)
-        meta = {"snapshot": snap, "touched": {"old": sorted(t_old), "new": sorted(t_new)}}
-        self.disk.put(dm, modules, meta)  # last: the pair is kept once its meta is there
+        self.disk.put(ds, modules, state)
+        # last: the pair is kept once its meta is there
+        self.disk.put(dm, modules, _meta(snap, {"old": [], "new": []}, touched))
         return report, cl
 
-    def _relabelled(
+    def _brought_up(
         self,
         conn: sqlite3.Connection,
-        a: int,
-        b: int,
-        dr: tuple,
+        report: dict[str, Any],
+        cl: dict[str, Any],
+        meta: dict[str, Any],
+        snap: dict[str, Any],
+        ds: tuple,
         modules: tuple,
-        was: dict[str, Any],
-        now: dict[str, Any],
-    ) -> dict[str, Any] | None:
-        """The kept report (read again: the first read may be half patched) with today's
-        annotation fields, its changelog and triage to be built again; None: compute all."""
-        report = self.disk.get(dr, modules)
-        if report is None:
+    ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], tuple[set, set]] | None:
+        """A kept report and changelog under today's annotations ``snap``: the report's
+        annotation fields joined in (in place), and the changelog entries that read a changed
+        annotation built again (:func:`relabel`; ``cl`` itself when none did). None when that
+        needs the state and it is not kept."""
+        a, b = int(report["from_version_id"]), int(report["to_version_id"])
+        was, touched = meta["snapshot"], meta["touched"]
+        changed = changed_indices(was, snap)
+        tc = _toolchain_changed(conn, a, b)
+        rename_changes(report, was, snap, tc, runtime_by_code(conn, a, b))
+        if not (changed[0] & set(touched["old"]) or changed[1] & set(touched["new"])):
+            return report, cl, {}, (set(), set())
+        state = self.disk.get(ds, modules)
+        if state is None:
             return None
-        try:
-            return rename_changes(report, was, now, _toolchain_changed(conn, a, b))
-        except (KeyError, TypeError, ValueError, AttributeError):
-            return None
+        names = tuple({int(k): v[0] for k, v in snap[s].items()} for s in ("a", "b"))
+        cl, state, read = relabel(conn, report, cl, state, changed, names)
+        set_triage(report["changes"], cl)
+        return report, cl, state, read
 
     def _refresh_later(
         self, conn: sqlite3.Connection, report: dict[str, Any], report_key: tuple, modules: tuple
@@ -542,7 +572,19 @@ def _wait_for_warm(conn: sqlite3.Connection, a: int, b: int) -> None:
         time.sleep(0.1)
 
 
-KEPT_KINDS = ("report", "changelog", "meta")  # the files of a computed pair
+KEPT_KINDS = ("report", "changelog", "meta", "state")  # the files of a computed pair
+
+
+def _meta(snap: dict[str, Any], touched: dict[str, list[int]], read: tuple[set, set]) -> dict:
+    """A kept answer's meta: the annotations it was built under and the indices its
+    changelog read (``touched`` and ``read`` together)."""
+    return {
+        "snapshot": snap,
+        "touched": {
+            "old": sorted(set(touched["old"]) | read[0]),
+            "new": sorted(set(touched["new"]) | read[1]),
+        },
+    }
 
 
 def _content_token(conn: sqlite3.Connection, a: int, b: int) -> str:

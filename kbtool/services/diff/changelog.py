@@ -21,17 +21,43 @@ callee, or both are the same import. Pure read; nothing is written.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 from kbtool.kb import queries
 from kbtool.services.diff.explain import explain_pair
 from kbtool.services.diff.programs import program_fields
 from kbtool.services.diff.relocation import body_tokens, module_view
-from kbtool.services.diff.triage import KINDS, body_grams, finish, layout_groups, triage_pair
+from kbtool.services.diff.triage import (
+    KINDS,
+    PRIVATE,
+    body_grams,
+    finish_kept,
+    layout_groups,
+    moved_counts,
+    triage_pair,
+)
 from kbtool.wasm.errors import WasmFormatError
 
-__all__ = ["changelog", "MAX_STRINGS", "ORDERS"]
+__all__ = [
+    "changelog",
+    "modified_entry",
+    "new_entry",
+    "deleted_entry",
+    "index_map",
+    "group_entries",
+    "sort_modified",
+    "split_triage",
+    "set_entry_triage",
+    "plain_triage",
+    "Reads",
+    "MAX_STRINGS",
+    "ORDERS",
+    "CHANGED",
+]
+
+CHANGED = ("modified", "new", "deleted")  # the classifications the changelog lists
 
 ORDERS = ("triage", "index", "weight")  # the modified list: patch-likeness, index, size
 
@@ -78,24 +104,26 @@ def _strings(values: list[str]) -> list[str]:
     return [_clip(s) for s in list(dict.fromkeys(values))[:MAX_STRINGS]]
 
 
-def _index_map(
-    report: dict[str, Any], old: dict[int, dict[str, Any]], new: dict[int, dict[str, Any]]
-) -> tuple[dict[int, int], dict[str, int], dict[str, int]]:
-    """``(old index -> new index, old imports by name, new imports by name)``: the report's
-    pairs, and an import of the same name on both sides."""
+def index_map(
+    report: dict[str, Any], old_imports: dict[str, int], new_imports: dict[str, int]
+) -> dict[int, int]:
+    """old index -> new index: the report's pairs, and an import of the same name on both
+    sides."""
     o2n: dict[int, int] = {}
     for c in report["changes"]:
         if c["from_index"] is not None and c["to_index"] is not None:
             o2n[c["from_index"]] = c["to_index"]
-    new_imports = {r["import_name"]: i for i, r in new.items() if r["imported"]}
-    old_imports = {r["import_name"]: i for i, r in old.items() if r["imported"]}
     for name, i in old_imports.items():
         if name in new_imports:
             o2n.setdefault(i, new_imports[name])
-    return o2n, old_imports, new_imports
+    return o2n
 
 
-def _new_entry(c: dict[str, Any], n: dict[str, Any], label: Callable[[int], str]) -> dict[str, Any]:
+def _imports(rows: Mapping[int, dict[str, Any]]) -> dict[str, int]:
+    return {r["import_name"]: i for i, r in rows.items() if r["imported"]}
+
+
+def new_entry(c: dict[str, Any], n: dict[str, Any], label: Callable[[int], str]) -> dict[str, Any]:
     """The changelog entry of a new function (its strings and callees)."""
     return {
         "name": c.get("name"),
@@ -110,7 +138,7 @@ def _new_entry(c: dict[str, Any], n: dict[str, Any], label: Callable[[int], str]
     }
 
 
-def _deleted_entry(c: dict[str, Any], o: dict[str, Any]) -> dict[str, Any]:
+def deleted_entry(c: dict[str, Any], o: dict[str, Any]) -> dict[str, Any]:
     """The changelog entry of a deleted function (its strings)."""
     return {
         "name": c.get("name"),
@@ -124,6 +152,131 @@ def _deleted_entry(c: dict[str, Any], o: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+class Reads:
+    """What building one changelog entry reads: both sides' rows (every function, or a lazy
+    few: :mod:`kbtool.services.diff.relabel`), the annotation names, the pairing's index
+    map, callers, memory accesses and decoded bodies (``tokens_*`` None: no bodies)."""
+
+    def __init__(
+        self,
+        old: Mapping[int, dict[str, Any]],
+        new: Mapping[int, dict[str, Any]],
+        names: tuple[dict[int, str], dict[int, str]],
+        o2n: dict[int, int],
+        callers: tuple[Callable[[int], list[int]], Callable[[int], list[int]]],
+        mem: tuple[dict[int, Any], dict[int, Any]],
+        tokens: tuple[Callable[[int], list], Callable[[int], list]] | None,
+    ) -> None:
+        self.old, self.new = old, new
+        self.names_old, self.names_new = names
+        self.o2n = o2n
+        self.n2o = {v: k for k, v in o2n.items()}
+        self.callers_old, self.callers_new = callers
+        self.mem_old, self.mem_new = mem
+        self.tokens = tokens
+        self.grams: dict[int, frozenset] = {}  # n-grams of old-side callee bodies, once each
+
+    def labels(
+        self, t_old: set[int], t_new: set[int]
+    ) -> tuple[Callable[[int], str], Callable[[int], str]]:
+        """Label functions of the new and the old side that record what they read."""
+
+        def new_label(i: int) -> str:
+            t_new.add(i)
+            return _label_of(self.new, self.names_new, i)
+
+        def old_label(i: int) -> str:
+            t_old.add(i)
+            n = self.o2n.get(i)
+            if n is not None:
+                t_new.add(n)
+            if n is not None and (n in self.names_new or (self.new.get(n) or {}).get("imported")):
+                return new_label(n)
+            return _label_of(self.old, self.names_old, i)
+
+        return new_label, old_label
+
+
+def modified_entry(
+    r: Reads, c: dict[str, Any], t_old: set[int], t_new: set[int]
+) -> dict[str, Any] | None:
+    """The changelog entry of a modified pair with its triage's private fields (for
+    :func:`kbtool.services.diff.triage.finish`); ``t_old``/``t_new`` receive the indices whose
+    annotation it reads. None when a side has no row."""
+    o, n = r.old.get(c["from_index"]), r.new.get(c["to_index"])
+    if o is None or n is None:
+        return None
+    callee_label_new, callee_label_old = r.labels(t_old, t_new)
+    o2n, n2o = r.o2n, r.n2o
+    co = list(dict.fromkeys(o["calls"]))
+    cn = list(dict.fromkeys(n["calls"]))
+    mapped = {o2n.get(x) for x in co}
+    kept_new = set(cn)
+    calls_added = [callee_label_new(y) for y in cn if y not in mapped]
+    calls_removed = [callee_label_old(x) for x in co if o2n.get(x) not in kept_new]
+    ko = r.callers_old(c["from_index"])
+    kn = r.callers_new(c["to_index"])
+    mapped_callers = {o2n.get(x) for x in ko}
+    ex = explain_pair(
+        o,
+        n,
+        calls_added=calls_added,
+        calls_removed=calls_removed,
+        callers_added=[
+            callee_label_new(y) for y in kn if y not in mapped_callers and n2o.get(y) is not None
+        ][:8],
+        callers_removed=[
+            callee_label_old(x) for x in ko if o2n.get(x) not in set(kn) and o2n.get(x) is not None
+        ][:8],
+        mem_old=r.mem_old.get(c["from_index"]),
+        mem_new=r.mem_new.get(c["to_index"]),
+    )
+    tri = _triage(r, c, ex, callee_label_new)
+    return {
+        "name": c["name"],
+        "from_index": c["from_index"],
+        "to_index": c["to_index"],
+        "stable_id": c["to_stable_id"],
+        "runtime": bool(c.get("runtime")),
+        "review": bool(c.get("review")),
+        "score": c.get("score"),
+        # an unnamed function is told apart by what it references
+        "hint": None if c["name"] else _hint(n, callee_label_new),
+        **{k: v for k, v in ex.items() if k not in ("instr_from", "instr_to")},
+        "strings_added": _strings(ex["strings_added"]),
+        "strings_removed": _strings(ex["strings_removed"]),
+        "instr_from": o["instr_count"],
+        "instr_to": n["instr_count"],
+        "size_from": o["body_size"],
+        "size_to": n["body_size"],
+        **tri,
+    }
+
+
+def split_triage(entry: dict[str, Any]) -> dict[str, Any]:
+    """The triage's private fields of an entry (popped) and its triage as it stands: what
+    :func:`kbtool.services.diff.triage.finish_kept` reads across functions."""
+    pre = {k: entry.pop(k) for k in PRIVATE if k in entry}
+    pre.update((k, entry[k]) for k in ("triage_kind", "triage", "reasons"))
+    return pre
+
+
+def set_entry_triage(entry: dict[str, Any], pre: dict[str, Any]) -> None:
+    """An entry's triage fields from its finished private fields."""
+    for k in ("triage_kind", "triage", "reasons"):
+        entry[k] = pre[k]
+
+
+def plain_triage(pre: dict[str, Any]) -> dict[str, Any]:
+    """A JSON-ready copy of :func:`split_triage`'s fields (kept by :mod:`.relabel`)."""
+    out = dict(pre)
+    out["_signals"] = [[w, t, list(k) if k is not None else None] for w, t, k in pre["_signals"]]
+    if out.get("_solo") is not None:
+        out["_solo"] = list(out["_solo"])
+    out["reasons"] = list(pre["reasons"])
+    return out
+
+
 def changelog(
     conn: sqlite3.Connection,
     report: dict[str, Any],
@@ -131,6 +284,7 @@ def changelog(
     pairing=None,
     order: str = "triage",
     touched: tuple[set[int], set[int]] | None = None,
+    state: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The semantic changelog of ``report`` (see the module docstring); a pure read.
 
@@ -139,7 +293,10 @@ def changelog(
     sorted: ``triage`` (patch-likeness first, see :mod:`kbtool.services.diff.triage`),
     ``index`` (new-side index) or ``weight`` (most changed first). ``touched``: two sets
     (old side, new side) that receive every function index whose annotation the answer
-    reads (a label, an entry's own name): a rename elsewhere leaves the changelog as it is."""
+    reads (a label, an entry's own name): a rename elsewhere leaves the changelog as it is.
+    ``state``: a dict that receives what each entry read and its triage before the
+    cross-function rules, so that :func:`kbtool.services.diff.relabel.relabel` rebuilds
+    only the entries a rename reaches."""
     if order not in ORDERS:
         raise ValueError(f"unknown order {order!r}: use one of {', '.join(ORDERS)}")
     a, b = int(report["from_version_id"]), int(report["to_version_id"])
@@ -148,110 +305,69 @@ def changelog(
     else:
         old = {r["index"]: r for r in queries.matching_rows(conn, a)}
         new = {r["index"]: r for r in queries.matching_rows(conn, b)}
-    names_old = _names(conn, a)
-    names_new = _names(conn, b)
-
-    o2n, old_imports, new_imports = _index_map(report, old, new)
-    t_old, t_new = touched if touched is not None else (set(), set())
-
-    def callee_label_new(i: int) -> str:
-        t_new.add(i)
-        return _label_of(new, names_new, i)
-
-    def callee_label_old(i: int) -> str:
-        t_old.add(i)
-        n = o2n.get(i)
-        if n is not None:
-            t_new.add(n)
-        if n is not None and (n in names_new or new.get(n, {}).get("imported")):
-            return callee_label_new(n)
-        return _label_of(old, names_old, i)
-
+    old_imports, new_imports = _imports(old), _imports(new)
     callers_old = _callers(old)
     callers_new = _callers(new)
-    n2o = {v: k for k, v in o2n.items()}
     pairs = [
         c
         for c in report["changes"]
         if c["classification"] == "modified" and c["from_index"] in old and c["to_index"] in new
     ]
-    mem_old = queries.mem_ops_for(conn, a, [c["from_index"] for c in pairs])
-    mem_new = queries.mem_ops_for(conn, b, [c["to_index"] for c in pairs])
-
     views = _views(conn, a, b) if pairs else None
-    grams: dict[int, frozenset] = {}  # n-grams of old-side callee bodies, read once each
+    r = Reads(
+        old,
+        new,
+        (_names(conn, a), _names(conn, b)),
+        index_map(report, old_imports, new_imports),
+        (lambda i: callers_old.get(i, []), lambda i: callers_new.get(i, [])),
+        (
+            queries.mem_ops_for(conn, a, [c["from_index"] for c in pairs]),
+            queries.mem_ops_for(conn, b, [c["to_index"] for c in pairs]),
+        ),
+        None if views is None else (partial(body_tokens, views[0]), partial(body_tokens, views[1])),
+    )
+    t_old, t_new = touched if touched is not None else (set(), set())
+    kept_mod: dict[str, Any] = {}
+    kept_new: dict[str, Any] = {}
     modified: list[dict[str, Any]] = []
     added: list[dict[str, Any]] = []
     deleted: list[dict[str, Any]] = []
     for c in report["changes"]:
         cls = c["classification"]
-        if cls in ("modified", "new", "deleted"):  # the entry's own name and runtime
-            if c["from_index"] is not None:
-                t_old.add(c["from_index"])
-            if c["to_index"] is not None:
-                t_new.add(c["to_index"])
+        if cls not in CHANGED:
+            continue
+        eo = {c["from_index"]} if c["from_index"] is not None else set()
+        en = {c["to_index"]} if c["to_index"] is not None else set()
         if cls == "modified":
-            o, n = old.get(c["from_index"]), new.get(c["to_index"])
-            if o is None or n is None:
-                continue
-            co = list(dict.fromkeys(o["calls"]))
-            cn = list(dict.fromkeys(n["calls"]))
-            mapped = {o2n.get(x) for x in co}
-            kept_new = set(cn)
-            calls_added = [callee_label_new(y) for y in cn if y not in mapped]
-            calls_removed = [callee_label_old(x) for x in co if o2n.get(x) not in kept_new]
-            ko = callers_old.get(c["from_index"], [])
-            kn = callers_new.get(c["to_index"], [])
-            mapped_callers = {o2n.get(x) for x in ko}
-            ex = explain_pair(
-                o,
-                n,
-                calls_added=calls_added,
-                calls_removed=calls_removed,
-                callers_added=[
-                    callee_label_new(y)
-                    for y in kn
-                    if y not in mapped_callers and n2o.get(y) is not None
-                ][:8],
-                callers_removed=[
-                    callee_label_old(x)
-                    for x in ko
-                    if o2n.get(x) not in set(kn) and o2n.get(x) is not None
-                ][:8],
-                mem_old=mem_old.get(c["from_index"]),
-                mem_new=mem_new.get(c["to_index"]),
-            )
-            tri = _triage(views, c, ex, new, callee_label_new, o2n, old, grams)
-            modified.append(
-                {
-                    "name": c["name"],
-                    "from_index": c["from_index"],
-                    "to_index": c["to_index"],
-                    "stable_id": c["to_stable_id"],
-                    "runtime": bool(c.get("runtime")),
-                    "review": bool(c.get("review")),
-                    "score": c.get("score"),
-                    # an unnamed function is told apart by what it references
-                    "hint": None if c["name"] else _hint(n, callee_label_new),
-                    **{k: v for k, v in ex.items() if k not in ("instr_from", "instr_to")},
-                    "strings_added": _strings(ex["strings_added"]),
-                    "strings_removed": _strings(ex["strings_removed"]),
-                    "instr_from": o["instr_count"],
-                    "instr_to": n["instr_count"],
-                    "size_from": o["body_size"],
-                    "size_to": n["body_size"],
-                    **tri,
-                }
-            )
+            e = modified_entry(r, c, eo, en)
+            if e is not None:
+                modified.append(e)
+                fo, tn = c["from_index"], c["to_index"]
+                kept_mod[str(tn)] = {"old": eo, "new": en, "ko": r.callers_old(fo)}
+                kept_mod[str(tn)]["kn"] = r.callers_new(tn)
         elif cls == "new":
             n = new.get(c["to_index"])
             if n is not None:
-                added.append(_new_entry(c, n, callee_label_new))
-        elif cls == "deleted":
+                added.append(new_entry(c, n, r.labels(eo, en)[0]))
+                kept_new[str(c["to_index"])] = {"new": en}
+        else:
             o = old.get(c["from_index"])
             if o is not None:
-                deleted.append(_deleted_entry(c, o))
-    finish(modified)  # cross-function rules (constants renumbered in many functions)
+                deleted.append(deleted_entry(c, o))
+        t_old |= eo
+        t_new |= en
+    moved_counts(modified)  # code moved between functions (bodies only)
+    pres = [split_triage(e) for e in modified]
+    if state is not None:
+        for e, pre in zip(modified, pres, strict=True):
+            k = kept_mod[str(e["to_index"])]
+            k.update(old=sorted(k["old"]), new=sorted(k["new"]), pre=plain_triage(pre))
+        for k in kept_new.values():
+            k["new"] = sorted(k["new"])
+        state.update(views=views is not None, modified=kept_mod, new=kept_new)
+    finish_kept(pres)  # cross-function rules (constants renumbered in many functions)
+    for e, pre in zip(modified, pres, strict=True):
+        set_entry_triage(e, pre)
     return {
         "from": report["from"],
         "to": report["to"],
@@ -259,8 +375,8 @@ def changelog(
         "to_version_id": b,
         **program_fields(conn, a, b),  # from_program, to_program, warning when they differ
         "order": order,
-        "modified": _sorted(modified, order),
-        "groups": _groups(report, modified),
+        "modified": sort_modified(modified, order),
+        "groups": group_entries(report, modified),
         "modified_unnamed": sum(1 for m in modified if not m["name"]),
         "new": added,
         "deleted": deleted,
@@ -284,43 +400,35 @@ MAX_INLINED_SIZE = 4000  # instructions of one such body
 
 
 def _triage(
-    views,
-    c: dict[str, Any],
-    ex: dict[str, Any],
-    new: dict[int, dict[str, Any]],
-    label: Callable[[int], str],
-    o2n: dict[int, int],
-    old: dict[int, dict[str, Any]],
-    grams: dict[int, frozenset],
+    r: Reads, c: dict[str, Any], ex: dict[str, Any], label: Callable[[int], str]
 ) -> dict[str, Any]:
     ta: list = []
     tb: list = []
     inlined: list = []
-    if views is not None:
+    if r.tokens is not None:
         try:
-            ta = body_tokens(views[0], c["from_index"])
-            tb = body_tokens(views[1], c["to_index"])
-            inlined = _inlined(views[0], old, c["from_index"], c["to_index"], new, o2n, grams)
+            ta = r.tokens[0](c["from_index"])
+            tb = r.tokens[1](c["to_index"])
+            inlined = _inlined(r, c["from_index"], c["to_index"])
         except WasmFormatError:
             ta, tb, inlined = [], [], []
     return triage_pair(
-        ex, ta, tb, label, lambda i: (new.get(i) or {}).get("strings") or (), inlined, private=True
+        ex,
+        ta,
+        tb,
+        label,
+        lambda i: (r.new.get(i) or {}).get("strings") or (),
+        inlined,
+        private=True,
     )
 
 
-def _inlined(
-    va,
-    old: dict[int, dict[str, Any]],
-    fo: int,
-    tn: int,
-    new: dict[int, dict[str, Any]],
-    o2n: dict[int, int],
-    grams: dict[int, frozenset],
-) -> list[frozenset]:
+def _inlined(r: Reads, fo: int, tn: int) -> list[frozenset]:
     """n-grams of the old body's callees' bodies, those the new body calls fewer times first
     (code of theirs inserted into the new body is inlining, not a change of its own)."""
-    ro, rn = old.get(fo), new.get(tn)
-    if ro is None or rn is None:
+    old, o2n, grams = r.old, r.o2n, r.grams
+    ro, rn = old.get(fo), r.new.get(tn)
+    if ro is None or rn is None or r.tokens is None:
         return []
     cn: dict[int, int] = {}
     for y in rn["calls"]:
@@ -338,7 +446,7 @@ def _inlined(
     for x in order:
         if old[x]["instr_count"] <= MAX_INLINED_SIZE:
             if x not in grams:
-                grams[x] = body_grams(body_tokens(va, x))
+                grams[x] = body_grams(r.tokens[0](x))
             out.append(grams[x])
         if len(out) >= MAX_INLINED:
             break
@@ -348,7 +456,7 @@ def _inlined(
 _KIND_RANK = {k: i for i, k in enumerate(KINDS)}
 
 
-def _sorted(modified: list[dict[str, Any]], order: str) -> list[dict[str, Any]]:
+def sort_modified(modified: list[dict[str, Any]], order: str) -> list[dict[str, Any]]:
     if order == "index":
         return sorted(modified, key=lambda m: m["to_index"])
     if order == "weight":
@@ -358,7 +466,7 @@ def _sorted(modified: list[dict[str, Any]], order: str) -> list[dict[str, Any]]:
     )
 
 
-def _groups(report: dict[str, Any], modified: list[dict[str, Any]]) -> dict[str, Any]:
+def group_entries(report: dict[str, Any], modified: list[dict[str, Any]]) -> dict[str, Any]:
     """What the short views fold into one line each: layout changes (one struct offset
     shift seen in many functions, listed once with its functions), relocations (same code,
     data moved: moved/unchanged with ``relocated``), churn (refactors, inlining)."""
@@ -402,4 +510,4 @@ def reorder(cl: dict[str, Any], order: str) -> dict[str, Any]:
         raise ValueError(f"unknown order {order!r}: use one of {', '.join(ORDERS)}")
     if cl.get("order") == order:
         return cl
-    return {**cl, "order": order, "modified": _sorted(list(cl["modified"]), order)}
+    return {**cl, "order": order, "modified": sort_modified(list(cl["modified"]), order)}

@@ -23,11 +23,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from typing import Any
 
 from kbtool.analysis.runtime import is_runtime_name
 
-__all__ = ["snapshot", "fingerprint", "rejoin", "rejoinable", "rename_changes", "CHANGED"]
+__all__ = [
+    "snapshot",
+    "fingerprint",
+    "rejoin",
+    "rejoinable",
+    "rename_changes",
+    "changed_indices",
+    "CHANGED",
+]
 
 CHANGED = frozenset(("modified", "new", "deleted"))
 
@@ -55,6 +64,11 @@ def fingerprint(snap: Snapshot) -> str:
 
 def _changed(old: dict[str, list[Any]], new: dict[str, list[Any]]) -> set[int]:
     return {int(k) for k in old.keys() | new.keys() if old.get(k) != new.get(k)}
+
+
+def changed_indices(was: Snapshot, now: Snapshot) -> tuple[set[int], set[int]]:
+    """The function indices (old side, new side) whose annotation differs."""
+    return _changed(was["a"], now["a"]), _changed(was["b"], now["b"])
 
 
 def _ann_runtime(rec: list[Any] | None) -> bool:
@@ -99,12 +113,17 @@ def rejoin(
 
 
 def rename_changes(
-    report: dict[str, Any], was: Snapshot, now: Snapshot, toolchain_changed: bool
+    report: dict[str, Any],
+    was: Snapshot,
+    now: Snapshot,
+    toolchain_changed: bool,
+    code_runtime: Callable[[dict[str, Any]], bool] | None = None,
 ) -> dict[str, Any] | None:
     """The report's annotation fields (``name``, ``provenance``, ``confidence``,
     ``runtime``, ``summary.runtime_churn``) under ``now``, in place; the changelog and the
     triage are left as they are (the caller builds them again when they read a changed
-    annotation). None when a change's runtime cannot be told without the facts."""
+    annotation). A change that loses a runtime-looking name is runtime only if its code says
+    so: ``code_runtime(change)`` tells (the facts of that one function); without it, None."""
     changed_a, changed_b = _changed(was["a"], now["a"]), _changed(was["b"], now["b"])
     if not changed_a and not changed_b:
         return report
@@ -121,7 +140,9 @@ def rename_changes(
         if new_rt and not runtime:
             runtime = True
         elif old_rt and not new_rt:
-            return None  # was it runtime by its code too? only the facts tell
+            if code_runtime is None:
+                return None  # was it runtime by its code too? only the facts tell
+            runtime = bool(code_runtime(c))
         if runtime != c["runtime"] and toolchain_changed and c["classification"] in CHANGED:
             churn_delta += 1 if runtime else -1
         c["runtime"] = runtime

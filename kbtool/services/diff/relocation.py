@@ -61,6 +61,7 @@ __all__ = [
     "BodyCompare",
     "compare_bodies",
     "body_tokens",
+    "tokens_of",
     "GO_FUNC_VALUE_OFFSET",
     "field_offsets_differ",
 ]
@@ -207,6 +208,14 @@ def body_tokens(view: ModuleView, index: int) -> list[tuple[int, tuple]]:
     start, end = rng
     out: list[tuple[int, tuple]] = []
     _decode(data, skip_local_decls(data, start, end), end, out, -1)
+    return out
+
+
+def tokens_of(body: bytes) -> list[tuple[int, tuple]]:
+    """:func:`body_tokens` of one body's own bytes (locals and instructions, as stored at
+    its ``body_offset``): the same tokens, without parsing the module."""
+    out: list[tuple[int, tuple]] = []
+    _decode(body, skip_local_decls(body, 0, len(body)), len(body), out, -1)
     return out
 
 

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import bisect
 import sqlite3
+from collections.abc import Mapping
 from typing import Any
 
 from kbtool.analysis.runtime import is_runtime_label, is_runtime_name, runtime_by_signature
@@ -73,6 +74,7 @@ __all__ = [
     "stored_diff",
     "retriage_stored",
     "set_triage",
+    "code_runtime",
     "save_diff",
     "delete_diff",
     "pair_versions",
@@ -114,7 +116,7 @@ def version_annotations(conn: sqlite3.Connection, version_id: int) -> dict[int, 
 
 
 def _is_runtime(
-    row: dict[str, Any] | None, ann: dict[str, Any] | None, rows: dict[int, dict[str, Any]]
+    row: dict[str, Any] | None, ann: dict[str, Any] | None, rows: Mapping[int, dict[str, Any]]
 ) -> bool:
     if row is None:
         return False
@@ -128,6 +130,12 @@ def _is_runtime(
         if c in rows and rows[c]["imported"]
     ]
     return runtime_by_signature(imports, row["instr_count"])
+
+
+def code_runtime(row: dict[str, Any] | None, rows: Mapping[int, dict[str, Any]]) -> bool:
+    """A function looks like runtime by its own code (raw or export name, the imports it
+    calls), whatever its annotation says."""
+    return _is_runtime(row, None, rows)
 
 
 # --------------------------------------------------------------------------- report
@@ -152,7 +160,8 @@ def compute_diff_with_pairing(
 
     ``keep``: a dict that receives the ``changelog`` built on the way (the explanations);
     with a ``touched`` pair of sets, they receive the indices whose annotation the changelog
-    read (:func:`kbtool.services.diff.changelog.changelog`)."""
+    read (:func:`kbtool.services.diff.changelog.changelog`); with a ``state`` dict, it receives
+    what :mod:`kbtool.services.diff.relabel` needs to rebuild a few entries after a rename."""
     va = _label(conn, a)
     vb = _label(conn, b)
     pg = pair_versions(conn, a, b)
@@ -361,7 +370,13 @@ def build_report(
         "to_version_id": pg.to_version_id,
         "changes": changes,
     }
-    cl = changelog(conn, report_so_far, pairing=pg, touched=(keep or {}).get("touched"))
+    cl = changelog(
+        conn,
+        report_so_far,
+        pairing=pg,
+        touched=(keep or {}).get("touched"),
+        state=(keep or {}).get("state"),
+    )
     if keep is not None:
         keep["changelog"] = cl
     set_triage(changes, cl)

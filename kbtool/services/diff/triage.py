@@ -68,6 +68,9 @@ from kbtool.wasm.opcodes import KIND
 __all__ = [
     "triage_pair",
     "finish",
+    "finish_kept",
+    "moved_counts",
+    "PRIVATE",
     "align",
     "body_grams",
     "TRIAGE_RULES",
@@ -91,7 +94,7 @@ SOLO_DELETED = 8  # deleted instructions (not moved) that still leave a call "th
 SYSTEMATIC = 12  # functions with the same new check from which it is one change copied
 SYSTEMATIC_WEIGHT = 0.6
 CHURN_AMOUNT = 400  # instructions changed from which a change is a rewrite
-_PRIVATE = (
+PRIVATE = (
     "_signals",
     "_amount",
     "_body",
@@ -100,6 +103,7 @@ _PRIVATE = (
     "_ins_grams",
     "_deleted",
     "_solo",
+    "_moved",
 )
 
 
@@ -365,25 +369,38 @@ def _solo_call(
     return label(calls[0]), len(runs[0])
 
 
-def _moved_out(entries: list[dict[str, Any]]) -> None:
+def moved_counts(entries: list[dict[str, Any]]) -> None:
     """Code deleted from one function and inserted into another (inlining or outlining
-    moved it between them) is neither's change: deleted runs that the diff's inserted code
-    covers (by :data:`MOVED_GRAM`-grams) no longer count in ``_amount``; then a function
-    whose only new code is one new call (:func:`_solo_call`) and little else gets its reason."""
+    moved it between them) is neither's change: each entry's deleted runs that the diff's
+    inserted code covers (by :data:`MOVED_GRAM`-grams) are counted into ``_moved`` (read by
+    :func:`finish_kept`), and the n-grams are dropped. Bodies only: no label enters."""
     grams: set[tuple] = set()
     for e in entries:
         grams |= e.get("_ins_grams", frozenset())
     for e in entries:
+        e.pop("_ins_grams", None)
+        keys_list = e.pop("_del_keys", None)
         if "_deleted" not in e:
             continue
         moved = 0
-        for keys in e["_del_keys"]:
+        for keys in keys_list or ():
             cov: set[int] = set()
             for q in range(len(keys) - MOVED_GRAM + 1):
                 if tuple(keys[q : q + MOVED_GRAM]) in grams:
                     cov.update(range(q, q + MOVED_GRAM))
             if len(cov) >= 0.7 * len(keys):
                 moved += len(cov)
+        e["_moved"] = moved
+
+
+def _moved_out(entries: list[dict[str, Any]]) -> None:
+    """Moved code (``_moved``, :func:`moved_counts`) no longer counts in ``_amount``; then a
+    function whose only new code is one new call (:func:`_solo_call`) and little else gets
+    its reason."""
+    for e in entries:
+        if "_deleted" not in e:
+            continue
+        moved = e["_moved"]
         changed = False
         if moved:
             e["_amount"] = max(0, e["_amount"] - moved // 2)
@@ -457,7 +474,15 @@ def finish(entries: list[dict[str, Any]], min_functions: int = 3) -> None:
     """Cross-function rules, in place, then drops the private fields: the same constant
     change (``a -> b``) in ``min_functions`` or more functions is a renumbering (an enum, an
     error code, a limit moved by a rebuild), reported once per function as such and not
-    weighed as a bound of its own."""
+    weighed as a bound of its own. :func:`moved_counts` then :func:`finish_kept`."""
+    moved_counts(entries)
+    finish_kept(entries, min_functions)
+
+
+def finish_kept(entries: list[dict[str, Any]], min_functions: int = 3) -> None:
+    """:func:`finish` of entries whose moved code is counted already (:func:`moved_counts`):
+    what a kept changelog re-runs over its functions' weighed reasons after a few of them
+    were built again (a rename they read)."""
     _moved_out(entries)
     seen: dict[tuple, int] = {}
     for e in entries:
@@ -488,5 +513,5 @@ def finish(entries: list[dict[str, Any]], min_functions: int = 3) -> None:
             if e["triage_kind"] == "fix" and not any(w > 0 for w, _, _ in keep):
                 e["triage_kind"] = "change"
             _score(e)
-        for k in _PRIVATE:
+        for k in PRIVATE:
             e.pop(k, None)
