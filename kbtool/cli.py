@@ -320,11 +320,12 @@ def _end_process(code: int) -> None:
     pipe on the flush propagates (:func:`main` ends quietly)."""
     import atexit
 
-    sys.stdout.flush()
-    sys.stderr.flush()
+    streams = [s for s in (sys.stdout, sys.stderr) if s is not None]  # (``>&-``: None)
+    for s in streams:
+        s.flush()
     atexit._run_exitfuncs()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for s in streams:
+        s.flush()
     os._exit(code)
 
 

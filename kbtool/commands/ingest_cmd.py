@@ -54,8 +54,11 @@ class _Plain:
         self._name = name  # "stdout" | "stderr", looked up at each print (tests swap them)
 
     def print(self, *parts: Any, soft_wrap: bool = False) -> None:
+        stream = getattr(sys, self._name)
+        if stream is None:  # (a closed stream, ``>&-``: Rich prints nothing there either)
+            return
         text = " ".join(p if isinstance(p, _Lit) else _MARKUP.sub("", str(p)) for p in parts)
-        getattr(sys, self._name).write(text + "\n")
+        stream.write(text + "\n")
 
 
 def _plain_lit(value: object, style: str = "") -> _Lit:
@@ -87,7 +90,8 @@ def _outputs() -> tuple[Any, Any, Any, Any]:
 
 def _print_json(value: Any) -> None:
     """As :func:`kbtool.commands.consoles.print_json` (the same bytes), without Rich."""
-    sys.stdout.write(json_safe(json.dumps(value, indent=2, ensure_ascii=False)) + "\n")
+    if sys.stdout is not None:
+        sys.stdout.write(json_safe(json.dumps(value, indent=2, ensure_ascii=False)) + "\n")
 
 
 def _progress_bar(err_console):

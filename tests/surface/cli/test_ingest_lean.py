@@ -92,3 +92,18 @@ def test_the_process_ends_with_its_kb_whole(tmp_path: Path) -> None:
         assert conn.execute("SELECT count(*) FROM data_models").fetchone()[0] == 1
     finally:
         conn.close()
+
+
+def test_closed_stdout_ends_quietly_with_the_kb_written(tmp_path: Path) -> None:
+    # ``kbtool ingest F >&-``: no stdout at all (Python's sys.stdout is None); as Rich did,
+    # nothing is printed and the ingest stands
+    db = tmp_path / "kb.db"
+    cmd = f'"{sys.executable}" -m kbtool --db "{db}" ingest "{DEMO_WASM}" >&-'
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    r = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("SELECT count(*) FROM versions").fetchone()[0] == 1
+    finally:
+        conn.close()
