@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import struct
 import time
+from collections.abc import Sized
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -213,6 +214,15 @@ def _merge(*es: _E):
         if e.locs:
             locs = e.locs if not locs else tuple(set(locs) | set(e.locs))
     return fl, locs
+
+
+def _same_len(a: Sized, b: Sized) -> None:
+    """Raise what ``zip(a, b, strict=True)`` raises when the lengths differ: the lifter
+    checks first and then zips plainly (mypyc compiles a plain ``zip`` loop; a strict one
+    is a call of the builtin with keywords)."""
+    if len(a) != len(b):
+        side = "shorter" if len(b) < len(a) else "longer"
+        raise ValueError(f"zip() argument 2 is {side} than argument 1")
 
 
 # ----------------------------------------------------------------------------- pass 2

@@ -4,7 +4,7 @@ test becomes its ``while`` head) and ``br_table`` as a C ``switch``.
 
 from __future__ import annotations
 
-from .base import _E, MAX_BREAK_WALK, LiftError, _i64_text, _p
+from .base import _E, MAX_BREAK_WALK, LiftError, _i64_text, _p, _same_len
 from .core import _Frame
 from .opnames import OP_DROP, OP_END, OP_I32_CONST, OP_I64_CONST, OP_LOCAL_GET, OP_RETURN
 from .values import _Values
@@ -109,11 +109,11 @@ class _Branches(_Values):
                 tn = self.new_temp(v.ty)
                 lines.append(f"{tn} = {v.text};")
                 tmps.append(tn)
-            lines += [f"{var} = {tn};" for var, tn in zip(targets, tmps, strict=True)]
+            _same_len(targets, tmps)
+            lines += [f"{var} = {tn};" for var, tn in zip(targets, tmps)]  # noqa: B905 - _same_len checked
         else:
-            lines += [
-                f"{var} = {v.text};" for var, v in zip(targets, vals, strict=True) if var != v.text
-            ]
+            _same_len(targets, vals)
+            lines += [f"{var} = {v.text};" for var, v in zip(targets, vals) if var != v.text]  # noqa: B905 - _same_len checked
         # C constructs between here and the target that capture `break` / `continue`
         # (frames above the target's index: the innermost loop-like one and open switches)
         if lp and lp[-1] > ti:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from ..names import comment_text
-from .base import _E, _STEP, F_CALL, MAX_INDENT, LiftError, _merge, _p
+from .base import _E, _STEP, F_CALL, MAX_INDENT, LiftError, _merge, _p, _same_len
 from .branches import _Branches
 from .core import _Frame, split_marks
 from .opnames import OP_CATCH, OP_IF
@@ -30,7 +30,8 @@ class _Control(_Branches):
         fr.res_vars = [self.new_temp(t, "r") for t in results]
         if params:
             fr.par_vars = []
-            for v, t in zip(pvals, params, strict=True):
+            _same_len(pvals, params)
+            for v, t in zip(pvals, params):  # noqa: B905 - _same_len checked
                 name = self.new_temp(t, "t")
                 self.emit(f"{name} = {v.text};")
                 fr.par_vars.append(name)
@@ -84,10 +85,12 @@ class _Control(_Branches):
                 t = self.new_temp(v.ty)
                 lines.append(f"{t} = {v.text};")
                 tmps.append(t)
-            for var, t in zip(vars_, tmps, strict=True):
+            _same_len(vars_, tmps)
+            for var, t in zip(vars_, tmps):  # noqa: B905 - _same_len checked
                 lines.append(f"{var} = {t};")
         else:
-            for var, v in zip(vars_, vals, strict=True):
+            _same_len(vars_, vals)
+            for var, v in zip(vars_, vals):  # noqa: B905 - _same_len checked
                 if var != v.text:
                     lines.append(f"{var} = {v.text};")
         for line in lines:
@@ -193,9 +196,9 @@ class _Control(_Branches):
                 self.frames.pop()
                 self.emit("} else {")
                 self.frames.append(fr)
-                self.assign(
-                    fr.res_vars, [_E(v, 0, t) for v, t in zip(fr.par_vars, fr.params, strict=True)]
-                )
+                _same_len(fr.par_vars, fr.params)
+                pv = [_E(v, 0, t) for v, t in zip(fr.par_vars, fr.params)]  # noqa: B905 - _same_len checked
+                self.assign(fr.res_vars, pv)
             after_reachable = True
         self.frames.pop()
         if self.loopish and self.loopish[-1] == len(self.frames):
@@ -279,7 +282,8 @@ class _Control(_Branches):
             self.stats.labels += 1
         if form == "loop" and fr.label_used:
             pass
-        for v, t in zip(fr.res_vars, fr.results, strict=True):
+        _same_len(fr.res_vars, fr.results)
+        for v, t in zip(fr.res_vars, fr.results):  # noqa: B905 - _same_len checked
             self.stack.append(_E(v, 0, t))
         self.dead = not after_reachable
 

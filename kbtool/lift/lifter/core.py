@@ -525,18 +525,18 @@ class _Core:
         return ob
 
     def i32_const(self, v: int) -> _E:
-        if self.lm.data_starts and v >= 256:
-            d = self.lm.data_label(v)
-            if d is not None and d[2] == 0:  # the start of a labelled item
-                text = self.data_ref(v) or ""
-                if d[3]:
-                    text += f' /* "{escape_text(d[3], 60)}" */'
-                return _E(text, 0, "i32", const=v)
         cache = self.lm.const_text
-        cached: str | None = cache.get(v)
+        cached: str | None = cache.get(v)  # only values that start no labelled item
         if cached is not None:
             text = cached
         else:
+            if v >= 256 and self.lm.data_starts:
+                d = self.lm.data_label(v)
+                if d is not None and d[2] == 0:  # the start of a labelled item
+                    text = self.data_ref(v) or ""
+                    if d[3]:
+                        text += f' /* "{escape_text(d[3], 60)}" */'
+                    return _E(text, 0, "i32", const=v)
             text = _i32_text(v)
             if v >= 256:
                 s = self.lm.string_at(v & 0xFFFFFFFF)

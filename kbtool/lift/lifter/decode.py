@@ -66,9 +66,6 @@ def _decode(data: bytes, start: int, end: int, budget: _Budget) -> tuple:
     ops: list[int] = []
     args: list[tuple] = []
     ctrl: list[int] = []
-    oappend = ops.append
-    append = args.append
-    cappend = ctrl.append
     fast = _FAST_BYTES
     is_ctrl = _CTRL_BYTES
     n = 0
@@ -144,18 +141,18 @@ def _decode(data: bytes, start: int, end: int, budget: _Budget) -> tuple:
                     int.from_bytes(data[p + 1 : p + 5], "little"),
                 )
                 q = p + 5
-                oappend(b)
+                ops.append(b)
             else:
                 op, q, imms = decode_one(data, p, end)
                 if op == OP_F32_CONST:  # f32.const: keep the raw bits (a NaN payload)
                     imms = (imms[0], int.from_bytes(data[p + 1 : p + 5], "little"))
-                oappend(op)
+                ops.append(op)
         else:
-            oappend(b)
-        append(imms)
+            ops.append(b)
+        args.append(imms)
         p = q
         if is_ctrl[b]:
-            cappend(n)
+            ctrl.append(n)
         n += 1
         if not n & 0xFFF:
             if n > MAX_INSTRUCTIONS:

@@ -107,7 +107,7 @@ def _local_signs(
         op = ops[i]
         k = sign[op] if op < len(sign) else 0
         if op == OP_LOCAL_GET:
-            x = args[i][0]
+            x: int = args[i][0]
             c = x < n and cand[x]
             orig.append(_one(single, x) if c else none)
             b01.append(1 if c else 0)  # 0/1 if x turns out bool (its deps)
@@ -206,7 +206,7 @@ def _local_signs(
                 b01.append(min(ba, bb) if ba and bb and not big else 0)
                 continue
         if op == OP_CALL:
-            callee = args[i][0]
+            callee: int = args[i][0]
             t = ftypes[callee] if callee < len(ftypes) else None
             eff = (len(t.params), len(t.results)) if t is not None else None
         else:
@@ -215,9 +215,9 @@ def _local_signs(
             orig.clear()
             b01.clear()
             continue
-        if eff[0]:
-            del orig[-eff[0] :]
-            del b01[-eff[0] :]
+        for _ in range(eff[0]):  # pops, not a slice deletion: one or two values
+            orig.pop()
+            b01.pop()
         for _ in range(eff[1]):
             orig.append(none)
             b01.append(0)

@@ -50,6 +50,23 @@ _I32_SUB: Final = OP_I32_SUB
 _I32_ADD: Final = OP_I32_ADD
 
 
+def _fr_kinds() -> bytes:
+    """Per op, what :func:`_frame_regions` does with the ops it does not track: 1 a block
+    opener, 2 ``end``, 3 other control flow (the locals' known values are forgotten)."""
+    t = [0] * len(MNEMONICS)
+    for op in range(len(MNEMONICS)):
+        if op in _OPENERS:
+            t[op] = 1
+        elif op == OP_END:
+            t[op] = 2
+        elif OP_ELSE <= op <= OP_BR_TABLE or op == OP_DELEGATE or op == OP_CATCH_ALL:
+            t[op] = 3
+    return bytes(t)
+
+
+_FR_KIND: Final = _fr_kinds()
+
+
 def _frame_regions(
     ops: list[int], args: list[tuple], sp_hint: int
 ) -> list[tuple[int, int, int, int]]:
@@ -68,6 +85,7 @@ def _frame_regions(
     sets: dict[int, list[tuple[int, tuple[int, ...]]]] = {}  # F -> (pos, loop starts open there)
     bstack: list[tuple[int, bool]] = [(-1, False)]
     ends: dict[int, int] = {-1: len(ops)}
+    kinds = _FR_KIND
     for i in range(len(ops)):
         op = ops[i]
         if op == OP_GLOBAL_GET:
@@ -86,7 +104,7 @@ def _frame_regions(
                     r = ("f", a[1], n)
             stk.append(r)
         elif op == OP_LOCAL_SET or op == OP_LOCAL_TEE:
-            x = args[i][0]
+            x: int = args[i][0]
             v = stk[-1] if stk else None
             if op == OP_LOCAL_SET and stk:
                 stk.pop()
@@ -102,22 +120,24 @@ def _frame_regions(
                     cand_locals.add(x)
         elif op == OP_GLOBAL_SET:
             v = stk.pop() if stk else None
-            g = args[i][0]
+            g: int = args[i][0]
             if v is not None and v[0] == "f" and v[1] == g:
                 for c in cands:
                     if c[3] == g and c[2] == v[2] and lsym.get(c[1]) == v:
                         c[5] = 1
             lsym = {k: w for k, w in lsym.items() if w[0] == "c"}
         else:
-            stk.clear()
-            if op in _OPENERS:
+            if stk:
+                stk.clear()
+            fk = kinds[op] if op < len(kinds) else 0
+            if fk == 1:
                 bstack.append((i, op == OP_LOOP))
                 lsym.clear()
-            elif op == OP_END:
+            elif fk == 2:
                 if len(bstack) > 1:
                     ends[bstack.pop()[0]] = i
                 lsym.clear()
-            elif OP_ELSE <= op <= OP_BR_TABLE or op == OP_DELEGATE or op == OP_CATCH_ALL:
+            elif fk == 3:
                 lsym.clear()
     out: list[tuple[int, int, int, int]] = []
     for pos, x, n, g, bs, ok in cands:

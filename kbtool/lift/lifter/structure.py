@@ -110,6 +110,7 @@ def _scan(ops: list[int], args: list[tuple], ctrl: list[int], budget: _Budget) -
             elif op == OP_ELSE:
                 raise LiftError("second else in an if")
         elif op == OP_BR or op == OP_BR_IF or op == OP_BR_TABLE or op in _BR_ON:
+            depths: list[int]
             if op == OP_BR_TABLE:
                 depths = sorted(set(imms[0]) | {imms[1]})
             else:

@@ -117,6 +117,8 @@ for _k, _ops in (
         assert _RUN_KIND[_op] == 0
         _RUN_KIND[_op] = _k
 _RUN_KINDS: Final = bytes(_RUN_KIND)
+#: the text of the constants 0..255 (the walk's fast path for a small ``i32.const``)
+_SMALL_TEXT: Final[tuple[str, ...]] = tuple(str(_v) for _v in range(256))
 
 
 class _Lifter(_Gc):
@@ -170,7 +172,7 @@ class _Lifter(_Gc):
                 # fast paths for the commonest instructions
                 k = kinds[op]
                 if k == 1:  # local.get
-                    x = imms[0]
+                    x: int = imms[0]
                     if x >= nloc:
                         raise LiftError(f"local index {x} out of range")
                     if pend and x in pend:
@@ -205,9 +207,9 @@ class _Lifter(_Gc):
                     stack.append(e)
                     continue
                 if k == 4:
-                    v = imms[0]
+                    v: int = imms[0]
                     if 0 <= v < 256:
-                        stack.append(_E(str(v), 0, "i32", 0, (), None, v))
+                        stack.append(_E(_SMALL_TEXT[v], 0, "i32", 0, (), None, v))
                         continue
             else:
                 if op in _OPENERS:
