@@ -149,11 +149,14 @@ def run(
 
     # (a KB this ingest creates gets pages sized for its first module)
     size = file.stat().st_size if file.is_file() else 0
-    fresh = not os.path.exists(db)  # (its first load: written once, see kbtool.kb.bulk)
-    conn = open_rw(db, create=True, page_size=new_kb_page_size(size))
+    page_size = new_kb_page_size(size)  # (None: a small module)
+    # a new KB's first big load is written once (kbtool.kb.bulk); a small one's stays in
+    # WAL mode: the mode switches' syncs would cost more wall time than the WAL's copy
+    bulk = page_size is not None and not os.path.exists(db)
+    conn = open_rw(db, create=True, page_size=page_size)
     t0 = time.perf_counter()
     try:
-        with first_load(conn, fresh):
+        with first_load(conn, bulk):
             res = _run_ingest(
                 conn, file, label, js, carry=not no_carry, program=program, base=base, force=force
             )
