@@ -27,6 +27,9 @@ def pytest_configure(config) -> None:
     d = tempfile.mkdtemp(prefix="kbtool-test-diffs-")
     _OWN_CACHE.append(d)
     os.environ["KBTOOL_DIFF_CACHE_DIR"] = d
+    code = tempfile.mkdtemp(prefix="kbtool-test-code-")  # kept code preparations too
+    _OWN_CACHE.append(code)
+    os.environ["KBTOOL_CODE_CACHE_DIR"] = code
 
 
 def pytest_unconfigure(config) -> None:
@@ -40,6 +43,7 @@ def _frozen_time(monkeypatch):
     # no detached diff preparation after a test's `kbtool analyze` (it would outlive the
     # test and write to the user's cache); tests of the preparation turn it on
     monkeypatch.setenv("KBTOOL_DIFF_WARM", "off")
+    monkeypatch.setenv("KBTOOL_CODE_WARM", "off")  # nor a detached code preparation
 
 
 def _copy(src: Path, dst: Path) -> Path:

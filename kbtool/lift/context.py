@@ -12,7 +12,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from operator import itemgetter
 
-from kbtool.wasm.facts import build_data_map
+from kbtool.wasm.facts import build_data_map, passive_addresses
 from kbtool.wasm.reader import Module, parse_module
 from kbtool.wasm.toolchain import detect_toolchain
 
@@ -58,6 +58,10 @@ class LiftModule:
     #: labelled data items by address: starts, (start, size, C identifier, text or None)
     data_starts: list = field(default_factory=list)
     data_items: list = field(default_factory=list)
+    #: the module's toolchain (lower case, '' unknown) and its passive data segments'
+    #: addresses: what the module alone gives, kept with a stored preparation
+    toolchain: str = ""
+    passive: dict | None = None  # None: not found (no data map)
 
     def data_label(self, addr: int) -> tuple[str, int, int, str | None] | None:
         """``(C identifier, item address, offset into it, text)`` of the labelled data item
@@ -169,11 +173,25 @@ def _all_plain(labels: list) -> bool:
     return all(isinstance(label, str) and _plain(label) for label in labels)
 
 
-def prepare(module, names: Names | None = None) -> LiftModule:
+@dataclass
+class Given:
+    """What an earlier preparation of the same module built (kept on disk,
+    :mod:`kbtool.services.code_store`): its toolchain and passive segments' addresses (the
+    module's alone) and, when the names are the same too, the C identifiers
+    ``(func_c, global_c, data_items, used)``."""
+
+    toolchain: str
+    passive: dict | None  # None: searched again
+    idents: tuple | None = None
+
+
+def prepare(module, names: Names | None = None, given: Given | None = None) -> LiftModule:
     """Prepare ``module`` (wasm bytes, or a parsed :class:`Module` together with bytes via
     ``(data, module)``) for :func:`disassemble_function` / :func:`lift_function`.
 
     ``names`` defaults to :meth:`Names.from_module` (name section, exports, imports).
+    ``given``: what an earlier preparation of the same module (and, for its ``idents``, the
+    same ``names``) built, taken instead of building it again.
     Raises :class:`kbtool.wasm.WasmFormatError` on a malformed module.
     """
     if isinstance(module, LiftModule):
@@ -186,16 +204,24 @@ def prepare(module, names: Names | None = None) -> LiftModule:
         m = parse_module(data)
     if names is None:
         names = Names.from_module(m)
-    used: set[str] = set()
-    fget, gget = names.functions.get, names.globals.get
-    func_c = _idents([fget(i) for i in range(m.num_functions)], "f", used)
-    global_c = _idents([gget(i) for i in range(len(m.globals))], "g", used)
-    data_items = _data_idents(sorted(names.data), used)
-    tc = (detect_toolchain(m, ()) or "").lower()
+    if given is not None and given.idents is not None:
+        func_c, global_c, data_items, used = given.idents
+    else:
+        used = set()
+        fget, gget = names.functions.get, names.globals.get
+        func_c = _idents([fget(i) for i in range(m.num_functions)], "f", used)
+        global_c = _idents([gget(i) for i in range(len(m.globals))], "g", used)
+        data_items = _data_idents(sorted(names.data), used)
+    if given is not None:
+        tc, passive = given.toolchain, given.passive
+    else:
+        tc, passive = (detect_toolchain(m, ()) or "").lower(), None
     try:
-        dmap = build_data_map(data, m, tc.startswith(("rustc", "go")))
+        if passive is None:
+            passive = passive_addresses(data, m)
+        dmap = build_data_map(data, m, tc.startswith(("rustc", "go")), passive)
     except Exception:  # noqa: BLE001 - annotations are optional
-        dmap = None
+        dmap, passive = None, None
     return LiftModule(
         data=data,
         module=m,
@@ -209,6 +235,8 @@ def prepare(module, names: Names | None = None) -> LiftModule:
         gc=_gc(data, m),
         data_starts=[d[0] for d in data_items],
         data_items=data_items,
+        toolchain=tc,
+        passive=passive,
     )
 
 

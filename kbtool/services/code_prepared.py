@@ -14,7 +14,7 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -37,7 +37,8 @@ from kbtool.kb.queries.code_labels import (
     shown_label_rows,
 )
 from kbtool.lift import LiftModule, Names, prepare
-from kbtool.services import callgraph_store, heap, knowledge
+from kbtool.lift.context import Given
+from kbtool.services import callgraph_store, code_store, heap, knowledge
 from kbtool.services import types as types_svc
 from kbtool.services.code_structs import StructFields
 from kbtool.textutil import printable
@@ -124,6 +125,37 @@ class FunctionIdentity(NamedTuple):
 _NO_IDENTITY = FunctionIdentity(None, False, None, None, None, None)
 
 
+class _Rows(Mapping):
+    """Function index -> :class:`FunctionIdentity`, each made when asked for from the
+    identity rows' columns (:func:`kbtool.services.code_store.id_columns`): a code view asks
+    for a few, and 22k named tuples up front were ~15 ms of a cold preparation."""
+
+    def __init__(self, cols: list[list]) -> None:
+        self.cols = cols
+        index = cols[0]
+        self.pos: dict[int, int] | None = None
+        if index != list(range(len(index))):  # not every index from 0 on: look up
+            self.pos = {i: k for k, i in enumerate(index)}
+
+    def __getitem__(self, index: int) -> FunctionIdentity:
+        if self.pos is not None:
+            k = self.pos[index]
+        elif isinstance(index, int) and 0 <= index < len(self.cols[0]):
+            k = index
+        else:
+            raise KeyError(index)
+        c = self.cols
+        return tuple.__new__(
+            FunctionIdentity, (c[1][k], bool(c[2][k]), c[3][k], c[4][k], c[5][k], c[6][k])
+        )
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.cols[0])
+
+    def __len__(self) -> int:
+        return len(self.cols[0])
+
+
 @dataclass
 class CodeModule:
     """One version prepared for code views, with the KB's identities and names."""
@@ -131,8 +163,11 @@ class CodeModule:
     version_id: int
     lm: LiftModule
     parsed: _Parsed
-    rows: dict[int, FunctionIdentity]  # function index -> its KB identity
+    rows: Mapping[int, FunctionIdentity]  # function index -> its KB identity
     graph: dict | None = None
+    #: how the kept preparation on disk was used (:mod:`kbtool.services.code_store`):
+    #: "use", "renamed" (names read again), "rebuild", "built" (none kept) or "" (store off)
+    store: str = ""
 
     @property
     def num_functions(self) -> int:
@@ -328,12 +363,22 @@ def _prepare(conn: sqlite3.Connection, version_id: int, key: tuple) -> CodeModul
     require_version(conn, version_id)  # UnknownVersionError before anything else
     db = key[0] if not key[0].startswith("memory:") else ""
     reading = _ModuleRead(db, version_id) if db else None
-    ids = identity_rows(conn, version_id)
-    new = tuple.__new__  # FunctionIdentity(...) without its Python-level __new__ per row
-    rows = {r[0]: new(FunctionIdentity, (r[1], bool(r[2]), *r[3:])) for r in ids}
-    kb_names = {r[0]: r[5] for r in ids if r[5]}
-    fields = StructFields(queries.structs(conn, version_id))
-    global_names, data_labels = _data_names(conn, version_id)
+    skey = code_store.file_key(conn, db, version_id) if db and code_store.store_dir() else None
+    kept = code_store.load(skey) if skey is not None else None
+    how = code_store.judge(conn, kept, key[2]) if kept is not None else ""
+    if kept is not None and how != code_store.REBUILD:  # the KB's reads as kept
+        if how == code_store.USE:
+            ids = kept.ids
+        else:
+            ids = code_store.id_columns(identity_rows(conn, version_id))
+        structs, (global_names, data_labels) = kept.structs, (kept.global_names, kept.labels)
+    else:
+        ids = code_store.id_columns(identity_rows(conn, version_id))
+        structs = queries.structs(conn, version_id)
+        global_names, data_labels = _data_names(conn, version_id)
+    rows = _Rows(ids)
+    kb_names = {i: n for i, n in zip(ids[0], ids[5], strict=True) if n}
+    fields = StructFields(structs)
     known = knowledge.code_knowledge(conn, version_id)
     typed = types_svc.code_types(
         conn, version_id, known, fields
@@ -365,13 +410,69 @@ def _prepare(conn: sqlite3.Connection, version_id: int, key: tuple) -> CodeModul
         prototypes={i: k["prototype"]["text"] for i, k in known.items() if k["prototype"]},
         line_comments={i: k["lines"] for i, k in known.items() if k["lines"]},
     )
-    lm = prepare((data, parsed.module), names)
+    lm = prepare((data, parsed.module), names, _given(kept, how, parsed.module))
     fields.lm = typed.lm = lm
-    cm = CodeModule(version_id, lm, parsed, rows)
+    cm = CodeModule(version_id, lm, parsed, rows, store=how or ("built" if skey else ""))
     with _LOCK:
         _PREPARED.put(key, cm)
     heap.settle()  # a long-lived front-end: no full collection walks it again (services.heap)
+    if skey is not None and how != code_store.USE:  # built (or named) now: kept for the next
+        kept = code_store.Kept(
+            key[2], ids, global_names, data_labels, structs, lm.toolchain, lm.passive,
+            lm.func_c, lm.global_c, lm.data_items, lm.module_idents,
+        )  # fmt: skip
+        _keep_later(skey, kept)
     return cm
+
+
+def _given(kept: code_store.Kept | None, how: str, module: Module) -> Given | None:
+    """What the kept preparation gives :func:`kbtool.lift.prepare`: the module's own part
+    always, the C identifiers when the names are the same (and fit the module)."""
+    if kept is None:
+        return None
+    idents = None
+    if how == code_store.USE and (
+        len(kept.func_c) == module.num_functions and len(kept.global_c) == len(module.globals)
+    ):
+        idents = (kept.func_c, kept.global_c, kept.data_items, kept.used)
+    return Given(kept.toolchain, kept.passive, idents)
+
+
+#: a preparation built now is written this long after (its ~100 ms of marshalling then do
+#: not take the GIL from the first screen that waited for it)
+STORE_DELAY = 1.0
+_TO_KEEP: dict[tuple, code_store.Kept] = {}
+
+
+def _keep_later(skey: tuple, kept: code_store.Kept) -> None:
+    with _LOCK:
+        first = not _TO_KEEP
+        _TO_KEEP[skey] = kept
+    if first:
+        timer = threading.Timer(STORE_DELAY, flush_store)
+        timer.daemon = True
+        timer.name = "kbtool-code-store"
+        timer.start()
+
+
+def flush_store() -> int:
+    """Write the preparations built in this process that are not kept yet; how many."""
+    done = 0
+    while True:
+        with _LOCK:
+            if not _TO_KEEP:
+                return done
+            skey = next(iter(_TO_KEEP))
+            kept = _TO_KEEP.pop(skey)
+        done += code_store.save(skey, kept)
+
+
+def keep_prepared(conn: sqlite3.Connection, version_id: int) -> str:
+    """Prepare ``version_id`` and keep it on disk now (``python -m
+    kbtool.services.code_store``); how the kept one was used (see :attr:`CodeModule.store`)."""
+    cm = code_module(conn, version_id)
+    flush_store()
+    return cm.store
 
 
 def prepare_soon(db_path: str, version_id: int) -> Future[None]:

@@ -309,9 +309,15 @@ def _passive_addresses(data: bytes, m: Module, passive: set[int]) -> dict[int, i
     return {s: next(iter(a)) for s, a in found.items() if len(a) == 1}
 
 
-def build_data_map(data: bytes, m: Module, sized_first: bool = False) -> DataMap:
+def build_data_map(
+    data: bytes, m: Module, sized_first: bool = False, passive: dict[int, int] | None = None
+) -> DataMap:
+    """The data map of ``m``; ``passive`` is :func:`passive_addresses` when known already
+    (a preparation read back from disk: no search of the code)."""
     segs = [(s.offset, s.data) for s in m.data_segments if not s.passive and s.offset is not None]
-    for i, addr in passive_addresses(data, m).items():
+    if passive is None:
+        passive = passive_addresses(data, m)
+    for i, addr in passive.items():
         seg: DataSegment = m.data_segments[i]
         segs.append((addr, seg.data))
     wasm32 = not (m.memories and m.memories[0].memory64)

@@ -80,3 +80,37 @@ def shown_label_rows(conn: sqlite3.Connection, version_id: int, limit: int) -> l
         " WHERE version_id = ? AND (kind != 'zero' OR refs != 0)" + bound + " ORDER BY address",
         args,
     ).fetchall()
+
+
+def store_identity(conn: sqlite3.Connection, version_id: int) -> tuple[str, str, str | None]:
+    """What a stored preparation of ``version_id`` is kept under besides the KB file: the
+    module's SHA-256, when the version was ingested and when its data model was built
+    (None: no data model). An unknown version: ``("", "", None)``."""
+    cur = conn.cursor()
+    cur.row_factory = None
+    row = cur.execute(
+        "SELECT v.sha256, v.ingested_at, d.built_at FROM versions v"
+        " LEFT JOIN data_models d ON d.version_id = v.id WHERE v.id = ?",
+        (version_id,),
+    ).fetchone()
+    return ("", "", None) if row is None else (row[0], row[1], row[2])
+
+
+def annotation_subjects_since(conn: sqlite3.Connection, event_id: int) -> list[str]:
+    """The distinct ``stable_id`` of the written annotation decisions after ``event_id``
+    (a function's stable id, or ``k:<kind>:...`` for other knowledge)."""
+    cur = conn.cursor()
+    cur.row_factory = None
+    return [
+        r[0]
+        for r in cur.execute(
+            "SELECT DISTINCT stable_id FROM annotation_events WHERE id > ? AND written = 1",
+            (event_id,),
+        )
+    ]
+
+
+def module_size(conn: sqlite3.Connection, version_id: int) -> int:
+    """The size in bytes of ``version_id``'s module (0: unknown version)."""
+    row = conn.execute("SELECT size FROM versions WHERE id = ?", (version_id,)).fetchone()
+    return int(row[0]) if row is not None else 0

@@ -1,0 +1,397 @@
+"""A version's preparation for the code views, kept on disk (issue 30 point 1).
+
+Every code view needs the version prepared (:mod:`kbtool.services.code_prepared`): the KB's
+names and data labels read, unique C names given to ~88k functions, globals and data labels
+of ffmpeg, the passive data segments located in the code, ~210 ms. A fresh process (a
+studio on a new server, the TUI, MCP) would pay it for every version it opens; this module
+keeps what it built in one file per (KB file, version) and reads it back in a few tens of ms:
+
+- the file is keyed by the KB file (path, device, inode), the version id, the module's
+  SHA-256, when the version was ingested, when its data model was built and
+  :data:`FORMAT` (its name and its header both carry them: a KB replaced at the same path,
+  another module or another layout never meets an old file);
+- beside what was built it keeps the KB's change token it was built at; read back under
+  another token, what may have moved is found from the annotation decisions written since
+  (:func:`judge`): none of the version's functions and no other knowledge -> used as is; only
+  function annotations of the version -> its names are read again and the C names given
+  again (a rename is never shown stale); anything else (other knowledge, an analysis run)
+  -> built again from the KB (what depends on the module alone is kept);
+- files are written atomically (a temporary file renamed), hold a BLAKE2b digest of their
+  payload (a truncated or corrupted file is a miss, never an error or a wrong answer), at
+  most :data:`DISK_FILES` per KB file (the oldest go; other KBs' stay);
+- ``KBTOOL_CODE_CACHE_DIR`` says where (default ``$XDG_CACHE_HOME/kbtool/code``, else
+  ``~/.cache/kbtool/code``); ``off`` turns it off.
+
+``python -m kbtool.services.code_store --db KB [--version V]`` prepares and keeps versions
+(what ``kbtool analyze`` and ``kbtool ingest`` start in the background for big modules:
+:func:`start_background`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import marshal
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from array import array
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+FORMAT = 1  # bump when what is kept or how it is built changes
+DISK_FILES = 16  # versions kept per KB file
+MAGIC = b"KBTOOL-CODE\n"
+_DIGEST = 16
+#: a module this big is prepared in the background after ``analyze``/``ingest`` (a small
+#: one is prepared in a few ms by whoever asks)
+WARM_MIN_BYTES = 1 << 20
+OFF = ("", "off", "0", "no", "false")
+_STALE_TMP = 3600.0  # a temporary file this old was left by a process that died writing
+
+
+def store_dir() -> Path | None:
+    """Where preparations are kept (None: not kept)."""
+    env = os.environ.get("KBTOOL_CODE_CACHE_DIR")
+    if env is not None:
+        return None if env.strip().lower() in OFF else Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "kbtool" / "code"
+
+
+@dataclass
+class Kept:
+    """What a preparation built, as kept on disk (plain values only)."""
+
+    token: tuple  # the KB's change token when it was built
+    ids: list  # identity rows (code_labels.identity_rows) as 7 columns (lists)
+    global_names: dict  # data model global names
+    labels: list  # data labels as read (before their C names)
+    structs: list  # the version's recovered structs (queries.structs)
+    toolchain: str  # the module's toolchain (lower case; module only)
+    passive: dict | None  # passive segment -> address (module only; None: search again)
+    func_c: list
+    global_c: list
+    data_items: list
+    used: set
+
+
+FIELDS = tuple(Kept.__dataclass_fields__)
+_SAME = "same as data_items"  # the labels, sorted, are the data items (each its own name)
+
+
+def id_columns(ids: list) -> list[list]:
+    """Identity rows as their 7 columns."""
+    return [list(c) for c in zip(*ids, strict=True)] if ids else [[] for _ in range(7)]
+
+
+def _encode(kept: Kept) -> dict[str, Any]:
+    value = dict(kept.__dict__)
+    del value["used"]  # the union of the C names: made again when read
+    value["token"] = list(kept.token)
+    value["ids"] = pack_rows(list(zip(*kept.ids, strict=True)))
+    value["data_items"] = pack_rows(kept.data_items)
+    same = sorted(kept.labels) == kept.data_items
+    value["labels"] = _SAME if same else pack_rows(kept.labels)
+    return value
+
+
+def _decode(value: dict[str, Any]) -> Kept:
+    ids = unpack_columns(value["ids"])
+    if ids is None:
+        ids = id_columns(value["ids"][1])
+    data_items = unpack_rows(value["data_items"])
+    labels = value["labels"]
+    labels = data_items if labels == _SAME else unpack_rows(labels)
+    func_c, global_c = value["func_c"], value["global_c"]
+    used = {*func_c, *global_c, *(d[2] for d in data_items)}
+    fields = dict(value, ids=ids, data_items=data_items, labels=labels, used=used)
+    fields["token"] = tuple(value["token"])
+    return Kept(**{f: fields[f] for f in FIELDS})
+
+
+# ---------------------------------------------------------------- packing
+
+_SEP, _NONE = "\x00", "\x01"  # between strings of a column; a None in a string column
+
+
+def pack_rows(rows: list) -> list:
+    """A list of equal-length tuples of ints and strings (or None) as columns: an int
+    column as int64 bytes, a string column as one ``\\x00``-joined string (None as
+    ``\\x01``), which :func:`unpack_columns` reads back far faster than the tuples (one
+    object per column, not per value). ``["rows", rows]`` when a value does not fit (a
+    string holding either separator, an int past 64 bits, another type)."""
+    if not rows:
+        return ["rows", rows]
+    width = len(rows[0])
+    cols = list(zip(*rows, strict=True)) if all(len(r) == width for r in rows) else None
+    if cols is None:
+        return ["rows", rows]
+    out: list = ["cols", len(rows)]
+    for col in cols:
+        kinds = {type(v) for v in col}
+        if kinds == {int}:
+            try:
+                out.append(("i", array("q", col).tobytes()))
+            except OverflowError:
+                return ["rows", rows]
+        elif kinds <= {str, type(None)}:
+            texts = [_NONE if v is None else v for v in col]
+            joined = _SEP.join(texts)
+            if joined.count(_SEP) != len(texts) - 1 or joined.count(_NONE) != col.count(None):
+                return ["rows", rows]
+            out.append(("s", joined))
+        else:
+            return ["rows", rows]
+    return out
+
+
+def unpack_columns(packed: list) -> list[list] | None:
+    """The columns of :func:`pack_rows`' answer (None: it kept the rows themselves)."""
+    if packed[0] != "cols":
+        return None
+    n = packed[1]
+    cols: list[list] = []
+    for kind, value in packed[2:]:
+        if kind == "i":
+            a = array("q")
+            a.frombytes(value)
+            col = a.tolist()
+        else:
+            col = value.split(_SEP) if n else []
+            if _NONE in value:
+                col = [None if v == _NONE else v for v in col]
+        if len(col) != n:
+            raise ValueError("a column of another length")
+        cols.append(col)
+    return cols
+
+
+def unpack_rows(packed: list) -> list:
+    """The rows :func:`pack_rows` packed (tuples)."""
+    cols = unpack_columns(packed)
+    return list(packed[1]) if cols is None else list(zip(*cols, strict=True))
+
+
+def file_key(conn: sqlite3.Connection, path: str, version_id: int) -> tuple | None:
+    """What the file of ``version_id`` of the KB at ``path`` is kept under (None: no file)."""
+    from kbtool.kb.queries.code_labels import store_identity
+
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    sha, ingested, built = store_identity(conn, version_id)
+    if not sha:
+        return None
+    return (FORMAT, os.path.realpath(path), st.st_dev, st.st_ino, version_id, sha, ingested, built)
+
+
+def _file(key: tuple) -> Path | None:
+    directory = store_dir()
+    if directory is None:
+        return None
+    prefix = hashlib.sha256(repr(key[1:4]).encode()).hexdigest()[:12]
+    digest = hashlib.sha256(repr(key).encode()).hexdigest()[:32]
+    return directory / f"{prefix}-{digest}.code"
+
+
+def load(key: tuple) -> Kept | None:
+    """The kept preparation under ``key``, or None (none, unreadable, foreign, damaged)."""
+    path = _file(key)
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            blob = f.read()
+    except OSError:
+        return None
+    head = len(MAGIC) + _DIGEST
+    if len(blob) < head or not blob.startswith(MAGIC):
+        return None
+    payload = memoryview(blob)[head:]
+    if hashlib.blake2b(payload, digest_size=_DIGEST).digest() != blob[len(MAGIC) : head]:
+        return None
+    try:
+        value = marshal.loads(payload)
+    except (ValueError, EOFError, TypeError):
+        return None
+    if not isinstance(value, dict) or value.get("key") != list(key):
+        return None
+    try:
+        kept = _decode(value)
+    except (KeyError, TypeError, ValueError, IndexError):
+        return None
+    shapes = (tuple, list, dict, list, list, str, (dict, type(None)), list, list, list, set)
+    if not all(isinstance(getattr(kept, f), t) for f, t in zip(FIELDS, shapes, strict=True)):
+        return None
+    return kept
+
+
+def save(key: tuple, kept: Kept) -> bool:
+    """Keep ``kept`` under ``key`` (atomically); False when it could not be written."""
+    path = _file(key)
+    if path is None:
+        return False
+    try:
+        value = _encode(kept)
+        value["key"] = list(key)
+        payload = marshal.dumps(value)
+    except (ValueError, TypeError):  # a value marshal cannot keep: nothing is kept
+        return False
+    digest = hashlib.blake2b(payload, digest_size=_DIGEST).digest()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".code-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(MAGIC)
+                f.write(digest)
+                f.write(payload)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        _prune(path.parent, path.name.split("-", 1)[0])
+    except OSError:
+        return False  # a full or read-only disk only costs the next process a preparation
+    return True
+
+
+def _prune(directory: Path, prefix: str) -> None:
+    """At most :data:`DISK_FILES` files of one KB (the oldest go), and no temporary file
+    left by a process that died while writing."""
+    mtimes = []
+    for p in directory.glob(f"{prefix}-*.code"):
+        try:
+            mtimes.append((p.stat().st_mtime, p))
+        except OSError:
+            continue  # pruned by another process meanwhile
+    mtimes.sort()
+    for _t, old in mtimes[: max(0, len(mtimes) - DISK_FILES)]:
+        old.unlink(missing_ok=True)
+    now = time.time()
+    for p in directory.glob(".code-*.tmp"):
+        try:
+            if now - p.stat().st_mtime > _STALE_TMP:
+                p.unlink(missing_ok=True)
+        except OSError:
+            continue
+
+
+#: how a kept preparation is used under today's change token (see :func:`judge`)
+USE, RENAMED, REBUILD = "use", "renamed", "rebuild"
+
+
+def judge(conn: sqlite3.Connection, kept: Kept, token: tuple) -> str:
+    """:data:`USE` the kept preparation as is, read the version's function names again
+    (:data:`RENAMED`), or build it again from the KB (:data:`REBUILD`), given the change
+    token now: versions ingested since change nothing of this version; an analysis run does
+    (its data model, its structs); annotation decisions do when they wrote a function of
+    this version (its names) or any other knowledge (comments, types, data and local names)."""
+    from kbtool.kb.queries.code_labels import annotation_subjects_since
+
+    was = tuple(kept.token)
+    if was == tuple(token):
+        return USE
+    if len(was) != 3 or was[2] != token[2] or was[1] > token[1]:
+        return REBUILD
+    if was[1] == token[1]:
+        return USE
+    subjects = annotation_subjects_since(conn, was[1])
+    if any(s.startswith("k:") for s in subjects):
+        return REBUILD
+    if not subjects:
+        return USE
+    mine = set(kept.ids[1])
+    return RENAMED if any(s in mine for s in subjects) else USE
+
+
+# ---------------------------------------------------------------- in the background
+
+
+def warm_enabled() -> bool:
+    """Versions are prepared in the background unless ``KBTOOL_CODE_WARM`` or the store
+    (``KBTOOL_CODE_CACHE_DIR``) says off."""
+    env = os.environ.get("KBTOOL_CODE_WARM")
+    if env is not None and env.strip().lower() in OFF:
+        return False
+    return store_dir() is not None
+
+
+def start_background(
+    conn: sqlite3.Connection, version_id: int, min_bytes: int = WARM_MIN_BYTES
+) -> int | None:
+    """Prepare and keep ``version_id`` in a detached low-priority process (the caller never
+    waits); its pid, or None (the store or the warming is off, the KB is not a file, or the
+    module is under ``min_bytes``: prepared at once by whoever asks)."""
+    from kbtool.kb.queries.code_labels import module_size
+    from kbtool.kb.queries.versions import database_file
+
+    path = database_file(conn)
+    if not path or not warm_enabled() or module_size(conn, version_id) < min_bytes:
+        return None
+    cmd = [sys.executable, "-m", "kbtool.services.code_store", "--db", path, "--quiet"]
+    cmd += ["--version", str(version_id)]
+    try:
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except OSError:
+        return None
+    return proc.pid
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m kbtool.services.code_store",
+        description="Prepare a KB's versions for the code views and keep them on disk.",
+    )
+    ap.add_argument("--db", required=True, help="the KB file")
+    ap.add_argument("--version", type=int, action="append", help="this version (default: all)")
+    ap.add_argument("--quiet", action="store_true", help="no progress lines")
+    args = ap.parse_args(argv)
+    if store_dir() is None:
+        print("error: the code store is off (KBTOOL_CODE_CACHE_DIR)", file=sys.stderr)
+        return 1
+    from kbtool.kb import queries
+    from kbtool.kb.db import open_ro
+    from kbtool.kb.errors import KBError
+    from kbtool.services import code_prepared
+
+    if args.quiet:
+        try:
+            os.nice(10)  # a background helper: the person's own work goes first
+        except OSError:
+            pass
+    try:
+        conn = open_ro(args.db)
+        try:
+            versions = args.version or [v["id"] for v in queries.list_versions(conn)]
+            for v in versions:
+                t = time.perf_counter()
+                how = code_prepared.keep_prepared(conn, v)
+                if not args.quiet:
+                    print(f"version {v}: {how} ({(time.perf_counter() - t) * 1000:.0f} ms)")
+        finally:
+            conn.close()
+    except (KBError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # noqa: BLE001 - one line, never a traceback
+        print(f"error: preparing code failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
