@@ -12,6 +12,7 @@ from rich.text import Text
 
 from kbtool.commands.common import DbOption, JsonOption, console, err_console, print_json, rw
 from kbtool.render.text import lit
+from kbtool.services import code_store
 from kbtool.services.analyze import analyze_version
 
 BAR_AFTER_SECONDS = 1.0
@@ -77,6 +78,7 @@ def analyze_cmd(
     t0 = time.perf_counter()
     try:
         res = analyze_version(conn, version, progress=bar, prepare_diffs=True)
+        code_store.start_background(conn, version)  # its code views' preparation, kept
     finally:
         bar.close()
         conn.close()

@@ -169,6 +169,7 @@ def run(
         return
     secs = time.perf_counter() - t0
     preparing = [] if res.new_program else _warm_diffs(conn, res.version_id)
+    _warm_code(conn, res.version_id)
     if json_out:
         _print_json({**res.__dict__, "seconds": round(secs, 3)})
         return
@@ -187,6 +188,14 @@ def _warm_diffs(conn, version_id: int) -> list:
     from kbtool.services.diff.warm import start_background
 
     return start_background(conn, version_id)["pairs"]
+
+
+def _warm_code(conn, version_id: int) -> None:
+    """A big module's code preparation kept on disk by a detached process (issue 30.1:
+    the first code of a fresh server, TUI or MCP; ``KBTOOL_CODE_WARM``)."""
+    from kbtool.services.code_store import start_background
+
+    start_background(conn, version_id)
 
 
 def _print_summary(res, secs: float, console, err_console, lit, toolchain_text) -> None:

@@ -29,14 +29,11 @@ keeps what it built in one file per (KB file, version) and reads it back in a fe
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import marshal
 import os
 import sqlite3
-import subprocess
 import sys
-import tempfile
 import time
 from array import array
 from dataclasses import dataclass
@@ -234,6 +231,8 @@ def load(key: tuple) -> Kept | None:
 
 def save(key: tuple, kept: Kept) -> bool:
     """Keep ``kept`` under ``key`` (atomically); False when it could not be written."""
+    import tempfile
+
     path = _file(key)
     if path is None:
         return False
@@ -329,11 +328,15 @@ def start_background(
     """Prepare and keep ``version_id`` in a detached low-priority process (the caller never
     waits); its pid, or None (the store or the warming is off, the KB is not a file, or the
     module is under ``min_bytes``: prepared at once by whoever asks)."""
+    if not warm_enabled():
+        return None
+    import subprocess
+
     from kbtool.kb.queries.code_labels import module_size
     from kbtool.kb.queries.versions import database_file
 
     path = database_file(conn)
-    if not path or not warm_enabled() or module_size(conn, version_id) < min_bytes:
+    if not path or module_size(conn, version_id) < min_bytes:
         return None
     cmd = [sys.executable, "-m", "kbtool.services.code_store", "--db", path, "--quiet"]
     cmd += ["--version", str(version_id)]
@@ -352,6 +355,8 @@ def start_background(
 
 
 def main(argv: list[str] | None = None) -> int:
+    import argparse
+
     ap = argparse.ArgumentParser(
         prog="python -m kbtool.services.code_store",
         description="Prepare a KB's versions for the code views and keep them on disk.",

@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -194,3 +195,28 @@ def test_background_command_keeps_every_version(demo_kb, store):
     )
     assert bad.returncode == 1
     assert bad.stderr.startswith("error: ") and "Traceback" not in bad.stderr
+
+
+def test_start_background_keeps_a_big_version(demo_kb, store, monkeypatch):
+    """What ``kbtool analyze``/``ingest`` start: a detached process that keeps the version
+    (a module under the size floor, or the warming off, starts nothing)."""
+    conn = open_ro(demo_kb)
+    try:
+        assert code_store.start_background(conn, 1) is None  # KBTOOL_CODE_WARM=off in tests
+        monkeypatch.setenv("KBTOOL_CODE_WARM", "on")
+        assert code_store.start_background(conn, 1) is None  # the demo module is small
+        pid = code_store.start_background(conn, 1, min_bytes=0)
+        assert pid is not None
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:  # reaped already by subprocess' own bookkeeping
+            pass
+        key = code_store.file_key(conn, str(demo_kb), 1)
+        for _ in range(300):  # the process is gone or about to be: its file is there
+            if code_store.load(key) is not None:
+                break
+            time.sleep(0.1)
+        assert code_store.load(key) is not None
+    finally:
+        conn.close()
+    assert _views(demo_kb, 1)[1] == "use"
