@@ -447,8 +447,7 @@ class DiffCache:
         if state is None:
             return None
         names = tuple({int(k): v[0] for k, v in snap[s].items()} for s in ("a", "b"))
-        cl, state, read = relabel(conn, report, cl, state, changed, names)
-        set_triage(report["changes"], cl)
+        cl, state, read = relabel(conn, report, cl, state, changed, names)  # sets the triage
         return report, cl, state, read
 
     def _refresh_later(

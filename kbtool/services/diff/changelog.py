@@ -47,6 +47,7 @@ __all__ = [
     "deleted_entry",
     "index_map",
     "group_entries",
+    "layout_of",
     "sort_modified",
     "split_triage",
     "set_entry_triage",
@@ -364,7 +365,9 @@ def changelog(
             k.update(old=sorted(k["old"]), new=sorted(k["new"]), pre=plain_triage(pre))
         for k in kept_new.values():
             k["new"] = sorted(k["new"])
-        state.update(views=views is not None, modified=kept_mod, new=kept_new)
+        state.update(
+            views=views is not None, modified=kept_mod, new=kept_new, layout=layout_of(modified)
+        )
     finish_kept(pres)  # cross-function rules (constants renumbered in many functions)
     for e, pre in zip(modified, pres, strict=True):
         set_entry_triage(e, pre)
@@ -466,17 +469,29 @@ def sort_modified(modified: list[dict[str, Any]], order: str) -> list[dict[str, 
     )
 
 
-def group_entries(report: dict[str, Any], modified: list[dict[str, Any]]) -> dict[str, Any]:
+def group_entries(
+    report: dict[str, Any],
+    modified: list[dict[str, Any]],
+    layout: list | None = None,
+    relocated: tuple[int, int] | None = None,
+) -> dict[str, Any]:
     """What the short views fold into one line each: layout changes (one struct offset
     shift seen in many functions, listed once with its functions), relocations (same code,
-    data moved: moved/unchanged with ``relocated``), churn (refactors, inlining)."""
+    data moved: moved/unchanged with ``relocated``), churn (refactors, inlining).
+
+    ``layout`` (``[[delta, offsets, [to_index...]]]``, :func:`layout_of`) and ``relocated``
+    (``(relocated, relocated_moved)``): as kept with an answer (they read no annotation)."""
+    if layout is None:
+        found = [(g["delta"], g["offsets"], g["functions"]) for g in layout_groups(modified)]
+    else:
+        by = {m["to_index"]: m for m in modified}
+        found = [(d, offsets, [by[t] for t in fns]) for d, offsets, fns in layout]
     layouts = []
-    for g in layout_groups(modified):
-        fns = g["functions"]
+    for delta, offsets, fns in found:
         layouts.append(
             {
-                "delta": g["delta"],
-                "offsets": g["offsets"],
+                "delta": delta,
+                "offsets": offsets,
                 "count": len(fns),
                 "layout_only": sum(1 for m in fns if m["triage_kind"] == "layout"),
                 "functions": [
@@ -486,21 +501,31 @@ def group_entries(report: dict[str, Any], modified: list[dict[str, Any]]) -> dic
             }
         )
         for m in fns:  # the shift is the layout change's, not each function's
-            m["layout_delta"] = g["delta"]
-    relocated = [
-        c
-        for c in report["changes"]
-        if c.get("relocated") and c["classification"] in ("moved", "unchanged")
-    ]
+            m["layout_delta"] = delta
+    if relocated is None:
+        moved = [
+            c["classification"]
+            for c in report["changes"]
+            if c.get("relocated") and c["classification"] in ("moved", "unchanged")
+        ]
+        relocated = (len(moved), moved.count("moved"))
     counts = {k: 0 for k in KINDS}
     for m in modified:
         counts[m["triage_kind"]] += 1
     return {
         "layout": layouts,
-        "relocated": len(relocated),
-        "relocated_moved": sum(1 for c in relocated if c["classification"] == "moved"),
+        "relocated": relocated[0],
+        "relocated_moved": relocated[1],
         "kinds": counts,
     }
+
+
+def layout_of(modified: list[dict[str, Any]]) -> list:
+    """The layout groups of :func:`group_entries` by to-side index (kept with an answer)."""
+    return [
+        [g["delta"], g["offsets"], [m["to_index"] for m in g["functions"]]]
+        for g in layout_groups(modified)
+    ]
 
 
 def reorder(cl: dict[str, Any], order: str) -> dict[str, Any]:

@@ -15,6 +15,7 @@ byte (tests/unit/services/test_diff_relabel.py); ffmpeg: tens of ms instead of 9
 
 from __future__ import annotations
 
+import bisect
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -34,8 +35,10 @@ from kbtool.services.diff.changelog import (
     split_triage,
 )
 from kbtool.services.diff.relocation import body_tokens, module_view, tokens_of
-from kbtool.services.diff.report import code_runtime
-from kbtool.services.diff.triage import finish_kept
+from kbtool.services.diff.report import code_runtime, set_triage
+from kbtool.services.diff.triage import KINDS, finish_kept
+
+KIND_RANK = {k: i for i, k in enumerate(KINDS)}
 
 __all__ = ["relabel", "LazyRows", "runtime_by_code"]
 
@@ -128,6 +131,29 @@ def _pre(kept: dict[str, Any]) -> dict[str, Any]:
     return pre
 
 
+def _keys(pre: dict[str, Any]) -> set[tuple]:
+    """The cross-function keys of one entry's weighed reasons (kept or built)."""
+    return {tuple(k) for _w, _t, k in pre["_signals"] if k is not None}
+
+
+def _pairs(report: dict[str, Any]) -> tuple[dict, dict, dict[int, int]]:
+    """One pass over the report: modified/new changes by to-side index, deleted ones by
+    from-side index, and the pairing (old index -> new index)."""
+    by_to: dict[int, dict[str, Any]] = {}
+    by_from: dict[int, dict[str, Any]] = {}
+    o2n: dict[int, int] = {}
+    for c in report["changes"]:
+        f, t = c["from_index"], c["to_index"]
+        if f is not None and t is not None:
+            o2n[f] = t
+        cls = c["classification"]
+        if cls == "modified" or cls == "new":
+            by_to[t] = c
+        elif cls == "deleted":
+            by_from[f] = c
+    return by_to, by_from, o2n
+
+
 def relabel(
     conn: sqlite3.Connection,
     report: dict[str, Any],
@@ -139,8 +165,10 @@ def relabel(
     """The changelog of ``report`` (its annotation fields already today's) from the kept
     ``cl`` and ``state``, rebuilding the entries that read an index of ``changed`` (old
     side, new side); ``names``: today's annotation names of both versions. Returns the
-    changelog, its state and the indices its rebuilt entries read (neither input is
-    changed). KeyError/TypeError/ValueError on a state of another shape."""
+    changelog, its state and the indices its rebuilt entries read; ``cl``'s entries are
+    updated in place (a kept answer read from disk for this call), ``state`` is not.
+    Sets the triage of the report's changes whose triage moved. KeyError/TypeError/
+    ValueError on a state of another shape."""
     a, b = int(report["from_version_id"]), int(report["to_version_id"])
     ch_old, ch_new = changed
     mods: dict[str, Any] = state["modified"]
@@ -151,11 +179,152 @@ def relabel(
         if ch_old.intersection(s["old"]) or ch_new.intersection(s["new"])
     }
     dirty_n = {int(k) for k, s in news.items() if ch_new.intersection(s["new"])}
-    by_to = {
-        c["to_index"]: c for c in report["changes"] if c["classification"] in ("modified", "new")
-    }
+    by_to, by_from, pairs = _pairs(report)
     old, new = LazyRows(conn, a), LazyRows(conn, b)
-    o2n = index_map(report, import_indices(conn, a), import_indices(conn, b))
+    o2n = index_map({"changes": ()}, import_indices(conn, a), import_indices(conn, b))
+    o2n = {**pairs, **{k: v for k, v in o2n.items() if k not in pairs}}
+    r = _reads(conn, (a, b), (old, new), names, o2n, state, by_to, dirty_m, dirty_n)
+    t_old: set[int] = set()
+    t_new: set[int] = set()
+    new_mods = dict(mods)
+    rebuilt: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
+    seen: dict[tuple, int] = {}
+    for s in mods.values():
+        for k in _keys(s["pre"]):
+            seen[k] = seen.get(k, 0) + 1
+    before = dict(seen)
+    for t in sorted(dirty_m):
+        c, kept = by_to[t], mods[str(t)]
+        eo, en = {c["from_index"]}, {t}
+        e = modified_entry(r, c, eo, en)
+        if e is None:
+            raise ValueError(f"function {t} has no row any more")
+        e.pop("_ins_grams", None)
+        e.pop("_del_keys", None)
+        if "_deleted" in e:
+            e["_moved"] = kept["pre"]["_moved"]  # moved code: bodies only, kept as counted
+        pre = split_triage(e)
+        for k in _keys(kept["pre"]):
+            seen[k] -= 1
+        for k in _keys(pre):
+            seen[k] = seen.get(k, 0) + 1
+        new_mods[str(t)] = {
+            "old": sorted(eo),
+            "new": sorted(en),
+            "ko": kept["ko"],
+            "kn": kept["kn"],
+            "pre": plain_triage(pre),
+        }
+        rebuilt[t] = (e, pre)
+        t_old |= eo
+        t_new |= en
+    same_keys = {k: n for k, n in seen.items() if n} == before
+    modified = _finished(report, cl, mods, rebuilt, seen if same_keys else None)
+    if same_keys:  # only the rebuilt entries' triage moved: they take their place in order
+        ordered = [m for m in cl["modified"] if m["to_index"] not in rebuilt]
+        keyed = [_order_key(m, cl["order"]) for m in ordered]
+        for e, _p in rebuilt.values():
+            at = bisect.bisect_left(keyed, _order_key(e, cl["order"]))
+            ordered.insert(at, e)
+            keyed.insert(at, _order_key(e, cl["order"]))
+        set_triage([by_to[t] for t in rebuilt], {"modified": [e for e, _p in rebuilt.values()]})
+    else:
+        ordered = sort_modified(modified, cl["order"])
+        set_triage(report["changes"], {"modified": modified})
+    new_news = dict(news)
+    added = []
+    for e in cl["new"]:
+        t = e["to_index"]
+        if t in dirty_n:
+            en = {t}
+            e = new_entry(by_to[t], new[t], r.labels(t_old, en)[0])
+            new_news[str(t)] = {"new": sorted(en)}
+            t_new |= en
+        added.append(e)
+    deleted = [
+        deleted_entry(by_from[e["from_index"]], old[e["from_index"]])
+        if e["from_index"] in ch_old
+        else e
+        for e in cl["deleted"]
+    ]
+    groups = cl["groups"]
+    out = {
+        **cl,
+        "modified": ordered,
+        "groups": group_entries(
+            report,
+            modified,
+            state["layout"],
+            (groups["relocated"], groups["relocated_moved"]),
+        ),
+        "modified_unnamed": sum(1 for m in modified if not m["name"]),
+        "new": added,
+        "deleted": deleted,
+    }
+    return out, {**state, "modified": new_mods, "new": new_news}, (t_old, t_new)
+
+
+def _order_key(m: dict[str, Any], order: str) -> tuple:
+    """The sort key of :func:`kbtool.services.diff.changelog.sort_modified` (a total order:
+    the to-side index ends it)."""
+    if order == "index":
+        return (m["to_index"],)
+    if order == "weight":
+        return (-m["weight"], m["to_index"])
+    return (KIND_RANK.get(m["triage_kind"], 9), -m["triage"], m["to_index"])
+
+
+def _finished(
+    report: dict[str, Any],
+    cl: dict[str, Any],
+    mods: dict[str, Any],
+    rebuilt: dict[int, tuple[dict[str, Any], dict[str, Any]]],
+    seen: dict[tuple, int] | None,
+) -> list[dict[str, Any]]:
+    """The modified entries in report order with their final triage: with ``seen`` (no
+    cross-function key count moved) only the rebuilt entries are finished, else every
+    entry's kept reasons are finished again."""
+    entries = {m["to_index"]: m for m in cl["modified"]}
+    modified: list[dict[str, Any]] = []
+    pres: list[dict[str, Any]] = []
+    for c in report["changes"]:
+        t = c["to_index"]
+        if c["classification"] != "modified" or str(t) not in mods:
+            continue
+        got = rebuilt.get(t)
+        if got is not None:
+            modified.append(got[0])
+            pres.append(got[1])
+        else:
+            modified.append(entries[t])
+            if seen is None:
+                pres.append(_pre(mods[str(t)]["pre"]))
+    if seen is not None:
+        finish_kept([p for _e, p in rebuilt.values()], seen=seen)
+        for e, pre in rebuilt.values():
+            set_entry_triage(e, pre)
+        return modified
+    finish_kept(pres)
+    for e, pre in zip(modified, pres, strict=True):
+        set_entry_triage(e, pre)
+    return modified
+
+
+def _reads(
+    conn: sqlite3.Connection,
+    versions: tuple[int, int],
+    rows: tuple[LazyRows, LazyRows],
+    names: tuple[dict[int, str], dict[int, str]],
+    o2n: dict[int, int],
+    state: dict[str, Any],
+    by_to: dict[int, dict[str, Any]],
+    dirty_m: set[int],
+    dirty_n: set[int],
+) -> Reads:
+    """What rebuilding the dirty entries reads, fetched in a few statements: their rows,
+    their callees' and callers' rows (labels, strings, sizes), memory accesses, bodies."""
+    (a, b), (old, new) = versions, rows
+    mods = state["modified"]
     froms = [by_to[t]["from_index"] for t in dirty_m]
     old.fetch(froms)
     new.fetch(dirty_m | dirty_n)
@@ -172,7 +341,7 @@ def relabel(
         tokens = (_Bodies(conn, a), _Bodies(conn, b))
         tokens[0].fetch([*froms, *callees_old])
         tokens[1].fetch(dirty_m)
-    r = Reads(
+    return Reads(
         old,
         new,
         names,
@@ -181,70 +350,3 @@ def relabel(
         (queries.mem_ops_for(conn, a, froms), queries.mem_ops_for(conn, b, sorted(dirty_m))),
         tokens,
     )
-    t_old: set[int] = set()
-    t_new: set[int] = set()
-    new_mods = dict(mods)
-    rebuilt: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
-    for t in sorted(dirty_m):
-        c, kept = by_to[t], mods[str(t)]
-        eo, en = {c["from_index"]}, {t}
-        e = modified_entry(r, c, eo, en)
-        if e is None:
-            raise ValueError(f"function {t} has no row any more")
-        e.pop("_ins_grams", None)
-        e.pop("_del_keys", None)
-        if "_deleted" in e:
-            e["_moved"] = kept["pre"]["_moved"]  # moved code: bodies only, kept as counted
-        pre = split_triage(e)
-        new_mods[str(t)] = {
-            "old": sorted(eo),
-            "new": sorted(en),
-            "ko": kept["ko"],
-            "kn": kept["kn"],
-            "pre": plain_triage(pre),
-        }
-        rebuilt[t] = (e, pre)
-        t_old |= eo
-        t_new |= en
-    entries = {m["to_index"]: m for m in cl["modified"]}
-    modified: list[dict[str, Any]] = []
-    pres: list[dict[str, Any]] = []
-    for c in report["changes"]:
-        if c["classification"] != "modified" or str(c["to_index"]) not in mods:
-            continue
-        got = rebuilt.get(c["to_index"])
-        if got is None:
-            e = dict(entries[c["to_index"]])
-            e.pop("layout_delta", None)  # set again by the grouping
-            got = (e, _pre(mods[str(c["to_index"])]["pre"]))
-        modified.append(got[0])
-        pres.append(got[1])
-    finish_kept(pres)
-    for e, pre in zip(modified, pres, strict=True):
-        set_entry_triage(e, pre)
-    new_news = dict(news)
-    added = []
-    for e in cl["new"]:
-        t = e["to_index"]
-        if t in dirty_n:
-            en = {t}
-            e = new_entry(by_to[t], new[t], r.labels(t_old, en)[0])
-            new_news[str(t)] = {"new": sorted(en)}
-            t_new |= en
-        added.append(e)
-    by_from = {c["from_index"]: c for c in report["changes"] if c["classification"] == "deleted"}
-    deleted = [
-        deleted_entry(by_from[e["from_index"]], old[e["from_index"]])
-        if e["from_index"] in ch_old
-        else e
-        for e in cl["deleted"]
-    ]
-    out = {
-        **cl,
-        "modified": sort_modified(modified, cl["order"]),
-        "groups": group_entries(report, modified),
-        "modified_unnamed": sum(1 for m in modified if not m["name"]),
-        "new": added,
-        "deleted": deleted,
-    }
-    return out, {**state, "modified": new_mods, "new": new_news}, (t_old, t_new)

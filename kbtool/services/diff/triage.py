@@ -69,6 +69,7 @@ __all__ = [
     "triage_pair",
     "finish",
     "finish_kept",
+    "key_counts",
     "moved_counts",
     "PRIVATE",
     "align",
@@ -479,15 +480,26 @@ def finish(entries: list[dict[str, Any]], min_functions: int = 3) -> None:
     finish_kept(entries, min_functions)
 
 
-def finish_kept(entries: list[dict[str, Any]], min_functions: int = 3) -> None:
-    """:func:`finish` of entries whose moved code is counted already (:func:`moved_counts`):
-    what a kept changelog re-runs over its functions' weighed reasons after a few of them
-    were built again (a rename they read)."""
-    _moved_out(entries)
+def key_counts(entries: list[dict[str, Any]]) -> dict[tuple, int]:
+    """In how many entries each cross-function key (a bounds check's shape, a constant
+    change) is among the weighed reasons."""
     seen: dict[tuple, int] = {}
     for e in entries:
         for k in {k for _w, _t, k in e.get("_signals", ()) if k is not None}:
             seen[k] = seen.get(k, 0) + 1
+    return seen
+
+
+def finish_kept(
+    entries: list[dict[str, Any]], min_functions: int = 3, seen: dict[tuple, int] | None = None
+) -> None:
+    """:func:`finish` of entries whose moved code is counted already (:func:`moved_counts`):
+    what a kept changelog re-runs over its functions' weighed reasons after a few of them
+    were built again (a rename they read). ``seen``: :func:`key_counts` of every entry of
+    the diff (then ``entries`` may be a few of them)."""
+    _moved_out(entries)
+    if seen is None:
+        seen = key_counts(entries)
     _systematic(entries, seen)
     for e in entries:
         sig = e.get("_signals")

@@ -27,7 +27,8 @@ def test_an_unstored_pair_is_computed_once_and_read_back(tmp_path: Path) -> None
     kb, disk = two_versions_kb(tmp_path), tmp_path / "diffs"
     first = _kbtool(kb, disk, "diff", "2", "1")  # (2, 1) is not an ingest pair: computed
     kept = _files(disk)
-    assert len(kept) == 3  # the report, its changelog and the annotations they were built from
+    # the report, its changelog, the annotations they were built from, the entries' state
+    assert len(kept) == 4
     stamps = {p.name: p.stat().st_mtime_ns for p in disk.glob("*.json")}
     again = _kbtool(kb, disk, "diff", "2", "1")
     assert again == first == _kbtool(kb, "off", "diff", "2", "1")
@@ -56,4 +57,4 @@ def test_a_rename_is_never_answered_from_an_old_file(tmp_path: Path) -> None:
     after = _kbtool(kb, disk, "diff", "2", "1", "--json")
     assert "parse_header_checked" in after and "parse_header_checked" not in before
     assert after == _kbtool(kb, "off", "diff", "2", "1", "--json")  # as computed afresh
-    assert len(_files(disk)) == 3  # kept by content: the rename is joined in when read
+    assert len(_files(disk)) == 4  # kept by content: the rename is joined in when read

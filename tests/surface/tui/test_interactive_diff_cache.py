@@ -31,7 +31,7 @@ def test_a_new_process_reads_the_computed_pair_from_disk(tmp_path: Path) -> None
     first = _fresh(disk)
     report = first.report(conn, 2, 1)  # not stored: the matcher runs
     assert first.computed == 1 and first.disk_hits == 0
-    assert len(list(disk.glob("*.json"))) == 3  # the report, its changelog, their annotations
+    assert len(list(disk.glob("*.json"))) == 4  # report, changelog, annotations, entry state
     second = _fresh(disk)
     again = second.report(conn, 2, 1)
     assert second.computed == 0 and second.disk_hits == 1
