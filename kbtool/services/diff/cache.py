@@ -535,22 +535,38 @@ class DiffCache:
     ) -> tuple[dict[str, Any], bool]:
         """The changelog of a stored report (its names today's, its triage not read) and
         whether it was built now: kept on disk by content with the annotations it read (a
-        rename it did not read keeps it), else built from ``report`` and kept."""
+        rename it did not read keeps it; one it read rebuilds the entries that read it:
+        :func:`relabel`), else built from ``report`` and kept."""
         ck, mk = cl_key[:6], cl_key[:3] + ("meta",) + cl_key[4:6]
+        sk = cl_key[:3] + ("state",) + cl_key[4:6]
         if not self.disk.has(mk, modules):
             _wait_for_warm(conn, a, b)  # a background preparation may be building it now
         snap = self._state(conn, a, b)[1]
         meta = self.disk.get(mk, modules)
-        cl = self.disk.get(ck, modules) if meta is not None and rejoinable(meta, snap) else None
-        if cl is not None:
+        cl = self.disk.get(ck, modules) if meta is not None else None
+        if cl is not None and rejoinable(meta, snap):
             self.disk_hits += 1
             return cl, False
+        state = self.disk.get(sk, modules) if cl is not None else None
+        if cl is not None and state is not None:
+            try:  # only the entries that read a renamed function are built again
+                changed = changed_indices(meta["snapshot"], snap)
+                names = tuple({int(k): v[0] for k, v in snap[s].items()} for s in ("a", "b"))
+                cl, state, read = relabel(conn, report, cl, state, changed, names, triage=False)
+            except (KeyError, TypeError, ValueError, AttributeError):
+                cl = None  # a file of another shape: built again
+            else:
+                self.partial += 1
+                self.disk.put(ck, modules, cl)
+                self.disk.put(sk, modules, state)
+                self.disk.put(mk, modules, _meta(snap, meta["touched"], read))
+                return cl, True  # built now (in part: ``partial``)
         touched: tuple[set[int], set[int]] = (set(), set())
-        cl = changelog(conn, report, touched=touched)
+        state = {}
+        cl = changelog(conn, report, touched=touched, state=state)
         self.disk.put(ck, modules, cl)
-        t_old, t_new = touched
-        meta = {"snapshot": snap, "touched": {"old": sorted(t_old), "new": sorted(t_new)}}
-        self.disk.put(mk, modules, meta)
+        self.disk.put(sk, modules, state)
+        self.disk.put(mk, modules, _meta(snap, {"old": [], "new": []}, touched))
         return cl, True
 
 

@@ -161,14 +161,17 @@ def relabel(
     state: dict[str, Any],
     changed: tuple[set[int], set[int]],
     names: tuple[dict[int, str], dict[int, str]],
+    *,
+    triage: bool = True,
 ) -> tuple[dict[str, Any], dict[str, Any], tuple[set[int], set[int]]]:
     """The changelog of ``report`` (its annotation fields already today's) from the kept
     ``cl`` and ``state``, rebuilding the entries that read an index of ``changed`` (old
     side, new side); ``names``: today's annotation names of both versions. Returns the
     changelog, its state and the indices its rebuilt entries read; ``cl``'s entries are
     updated in place (a kept answer read from disk for this call), ``state`` is not.
-    Sets the triage of the report's changes whose triage moved. KeyError/TypeError/
-    ValueError on a state of another shape."""
+    ``triage``: set the triage of the report's changes whose triage moved (a computed
+    report's; a stored report keeps its own). KeyError/TypeError/ValueError on a state of
+    another shape."""
     a, b = int(report["from_version_id"]), int(report["to_version_id"])
     ch_old, ch_new = changed
     mods: dict[str, Any] = state["modified"]
@@ -227,10 +230,13 @@ def relabel(
             at = bisect.bisect_left(keyed, _order_key(e, cl["order"]))
             ordered.insert(at, e)
             keyed.insert(at, _order_key(e, cl["order"]))
-        set_triage([by_to[t] for t in rebuilt], {"modified": [e for e, _p in rebuilt.values()]})
+        if triage:
+            changes = [by_to[t] for t in rebuilt]
+            set_triage(changes, {"modified": [e for e, _p in rebuilt.values()]})
     else:
         ordered = sort_modified(modified, cl["order"])
-        set_triage(report["changes"], {"modified": modified})
+        if triage:
+            set_triage(report["changes"], {"modified": modified})
     new_news = dict(news)
     added = []
     for e in cl["new"]:

@@ -58,7 +58,7 @@ __all__ = [
     "warm_enabled",
 ]
 
-MAX_PAIRS = 12  # pairs prepared per run (the disk keeps 64 files per KB: 3 per pair)
+MAX_PAIRS = 12  # pairs prepared per run (the disk keeps 64 files per KB: 4 per pair)
 OFF = ("", "off", "0", "no", "false")
 
 Progress = Callable[[int, int, tuple[int, int], float], None]  # done, total, pair, cpu s
@@ -185,6 +185,11 @@ def _write_status(path: Path | None, value: dict[str, Any]) -> None:
         pass  # a status nobody can write only costs the progress line
 
 
+def _work(cache: DiffCache) -> int:
+    """How many answers the cache built so far (computed, re-triaged, rebuilt in part)."""
+    return cache.computed + cache.changelogs + cache.retriaged + cache.relabelled + cache.partial
+
+
 def prepare_pairs(
     conn: sqlite3.Connection,
     pairs: list[tuple[int, int]],
@@ -210,13 +215,11 @@ def prepare_pairs(
         for k, (a, b) in enumerate(pairs):
             state.update(done=k, current=[a, b], seconds=round(time.process_time() - c0, 2))
             _write_status(status, state)
-            before = cache.computed + cache.changelogs + cache.retriaged + cache.relabelled
+            before = _work(cache)
             cache.report(conn, a, b)
             cache.changelog(conn, a, b)
             cache.clear()  # one pair in memory at a time: the answers are on disk
-            prepared += (
-                cache.computed + cache.changelogs + cache.retriaged + cache.relabelled > before
-            )
+            prepared += _work(cache) > before
             if progress is not None:
                 progress(k + 1, len(pairs), (a, b), time.process_time() - c0)
     except Exception as exc:  # noqa: BLE001 - the status says why; a request computes it then

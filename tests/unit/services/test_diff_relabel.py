@@ -149,12 +149,17 @@ def test_renaming_a_modified_function_rebuilds_only_its_readers(tmp_path: Path) 
         first, _r, cl0 = _asked(conn, disk)
         assert first.computed == 1
         assert {m["from_index"] for m in cl0["modified"]} and cl0["new"] and cl0["deleted"]
+        stored = _asked(conn, disk, 1, 2)[0]  # ingest stored (1, 2): its changelog is kept
+        assert stored.changelogs == 1
         sids = _sids(conn)
         _name(db, sids["check_a"], "bounded_lookup")  # modified, called by reader
         later, report, cl = _asked(conn, disk)
         assert (later.computed, later.partial, later.disk_hits) == (0, 1, 0)
         assert "bounded_lookup" in json.dumps(cl)
         assert (report, cl) == _fresh(conn, 2, 1)
+        stored, s_report, s_cl = _asked(conn, disk, 1, 2)  # the stored pair's changelog too
+        assert (stored.changelogs, stored.partial) == (1, 1)  # built again, in part
+        assert "bounded_lookup" in json.dumps(s_cl) and (s_report, s_cl) == _fresh(conn, 1, 2)
         # the rebuilt answer was kept under today's annotations: a plain read now
         again, report2, cl2 = _asked(conn, disk)
         assert (again.computed, again.partial, again.disk_hits) == (0, 0, 1)
