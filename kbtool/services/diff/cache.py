@@ -17,7 +17,8 @@ report is saved or deleted. A computed report brings its changelog along (it is 
 way), so the changelog panel after the table costs nothing more.
 
 Answers are shared: callers must not mutate them. Counters (``computed``, ``loaded``,
-``hits``, ``disk_hits``, ``relabelled``) say what happened, for tests and benchmarks.
+``hits``, ``disk_hits``, ``relabelled``, ``partial``) say what happened, for tests and
+benchmarks.
 Nothing is written to the KB.
 
 A computed answer is also kept on disk (issue 30: a pair is computed once, not once per
@@ -27,16 +28,19 @@ the annotations plus both modules' SHA-256, :data:`DISK_FORMAT` and the triage r
 version (:data:`kbtool.services.diff.triage.TRIAGE_RULES`), so a KB replaced at the same
 path, another algorithm or a saved report never meets an old file. Beside the report and
 the changelog a ``meta`` file keeps the annotations they were built from and the function
-indices whose annotation the changelog read; after a rename (any annotation write) the
-answer is brought up to date when read (:mod:`kbtool.services.diff.rejoin`: byte-identical
-to a fresh computation), or only its changelog is built again over the kept pairing and
-classification when it read the renamed function. Files are written atomically; at most
+indices whose annotation the changelog read, and a ``state`` file what each changelog entry
+read and its triage before the cross-function rules; after a rename (any annotation write)
+the answer is brought up to date when read (:mod:`kbtool.services.diff.rejoin`:
+byte-identical to a fresh computation), and when the changelog read the renamed function
+only the entries that read it are built again (:mod:`kbtool.services.diff.relabel`: tens of
+ms on ffmpeg) and the answer is kept again under today's annotations (orjson: ~30 ms).
+Files are written atomically; at most
 ``DISK_FILES`` are kept per KB file (the oldest of that KB go: one KB never evicts
 another's); an unreadable file is ignored and replaced.
 
 A stored report saved under older triage rules is re-triaged once (every modified body is
 read: 13 s CPU on ffmpeg) and kept on disk (keyed with the annotations), as is a stored
-report's changelog (kept by content like a computed one).
+report's changelog (kept by content like a computed one, rebuilt in part the same way).
 A ``background`` cache (:data:`DIFF_CACHE`) answers such a report at once, as stored plus
 ``triage_pending: true``, while a thread re-triages it (:meth:`DiffCache._refresh_later`).
 """
@@ -369,7 +373,7 @@ class DiffCache:
         self, conn: sqlite3.Connection, a: int, b: int, report_key: tuple, modules: tuple
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """A pair nobody stored: kept on disk by content (no annotations in the key) with the
-        annotations it was built from; today's annotations are joined in (:func:`rejoin`)
+        annotations it was built from; today's annotations are joined in (:func:`rename_changes`)
         when the changelog read none of those that changed, else only the changelog entries
         that read one are built again (:func:`relabel`, over the kept pairing,
         classification and the other entries' kept triage)."""

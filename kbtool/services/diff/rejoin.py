@@ -10,13 +10,12 @@ binary's own names: ``raw_name``, exports, imports), so the pairing never depend
 An answer is kept with the :func:`snapshot` of the annotations it was built from and the
 function indices whose annotation its changelog read (``touched``, recorded by
 :func:`kbtool.services.diff.changelog.changelog`). When the annotations moved on (a rename,
-a carried or agent name), :func:`rejoin` gives today's answer without computing it again
-when no changed index was read by the changelog: only the report's annotation fields of
-the changes at those indices (and the ``runtime_churn`` count) differ, and they are set
-here exactly as :func:`kbtool.services.diff.report.build_report` sets them. Otherwise it
-returns None; the caller then builds the changelog again over the kept pairing and
-classification (:func:`rename_changes` sets the report's fields; ~9 of ~21 CPU s on
-ffmpeg), or computes all when even that cannot be told. Pure: no DB access.
+a carried or agent name), :func:`rename_changes` sets the report's annotation fields of the
+changes at the changed indices (and the ``runtime_churn`` count) exactly as
+:func:`kbtool.services.diff.report.build_report` sets them (a change that loses a
+runtime-looking name asks its code: one function's facts); when the changelog read a changed
+index (:func:`rejoinable` says no), the entries that read it are built again
+(:mod:`kbtool.services.diff.relabel`). Pure: no DB access.
 """
 
 from __future__ import annotations
@@ -31,7 +30,6 @@ from kbtool.analysis.runtime import is_runtime_name
 __all__ = [
     "snapshot",
     "fingerprint",
-    "rejoin",
     "rejoinable",
     "rename_changes",
     "changed_indices",
@@ -94,22 +92,6 @@ def rejoinable(meta: dict[str, Any], now: Snapshot) -> bool:
         )
     except (KeyError, TypeError, AttributeError):
         return False
-
-
-def rejoin(
-    report: dict[str, Any],
-    was: Snapshot,
-    now: Snapshot,
-    touched: dict[str, list[int]],
-    toolchain_changed: bool,
-) -> dict[str, Any] | None:
-    """``report`` (built under ``was``) as built under ``now``, in place, or None when the
-    changelog read a changed annotation or a change's runtime cannot be told without the
-    facts (then the answer must be computed)."""
-    changed_a, changed_b = _changed(was["a"], now["a"]), _changed(was["b"], now["b"])
-    if changed_a & set(touched.get("old", ())) or changed_b & set(touched.get("new", ())):
-        return None
-    return rename_changes(report, was, now, toolchain_changed)
 
 
 def rename_changes(
