@@ -33,6 +33,7 @@ from kbtool.kb.queries.code_labels import (
     has_data_model,
     identity_rows,
     label_rows,
+    module_bytes_unlocked,
     require_version,
     shown_label_rows,
 )
@@ -267,21 +268,22 @@ class _ModuleRead(threading.Thread):
     second core most of a huge module's ~60 ms of both are free. :meth:`result` falls back
     to the caller's connection (its usual errors) whenever the second one fails."""
 
-    def __init__(self, db_path: str, version_id: int) -> None:
+    def __init__(self, db_path: str, version_id: int, want_digest: bool = True) -> None:
         super().__init__(name="kbtool-module-read", daemon=True)
         self.db_path, self.version_id = db_path, version_id
         self.data: bytes | None = None
         self.digest: bytes | None = None
+        self.want_digest = want_digest  # False: known already (kept with the preparation)
         self.start()
 
     def run(self) -> None:
         try:
             conn = open_ro(self.db_path)
             try:
-                self.data = queries.module_bytes(conn, self.version_id)
+                self.data = module_bytes_unlocked(conn, self.version_id)
             finally:
                 conn.close()
-            if self.data and len(self.data) >= _DIGEST_ASIDE:
+            if self.data and len(self.data) >= _DIGEST_ASIDE and self.want_digest:
                 self.digest = _digest(self.data)
         except Exception:  # noqa: BLE001 - read again on the caller's connection
             self.data = None
@@ -362,8 +364,9 @@ def _collector_paused() -> Iterator[None]:
 def _prepare(conn: sqlite3.Connection, version_id: int, key: tuple) -> CodeModule:
     require_version(conn, version_id)  # UnknownVersionError before anything else
     db = key[0] if not key[0].startswith("memory:") else ""
-    reading = _ModuleRead(db, version_id) if db else None
     skey = code_store.file_key(conn, db, version_id) if db and code_store.store_dir() else None
+    # a kept preparation has the module's digest: not computed again
+    reading = _ModuleRead(db, version_id, not code_store.exists(skey)) if db else None
     kept = code_store.load(skey) if skey is not None else None
     how = code_store.judge(conn, kept, key[2]) if kept is not None else ""
     if kept is not None and how != code_store.REBUILD:  # the KB's reads as kept
@@ -392,6 +395,8 @@ def _prepare(conn: sqlite3.Connection, version_id: int, key: tuple) -> CodeModul
             f"the module bytes of version {version_id} are not in the KB (re-ingest the release"
             " to see its code)"
         )
+    if digest is None and kept is not None:
+        digest = bytes.fromhex(kept.digest)
     parsed = _parsed(data, digest)
     functions = dict(parsed.names.functions)
     functions.update(kb_names)
@@ -419,7 +424,7 @@ def _prepare(conn: sqlite3.Connection, version_id: int, key: tuple) -> CodeModul
     if skey is not None and how != code_store.USE:  # built (or named) now: kept for the next
         kept = code_store.Kept(
             key[2], ids, global_names, data_labels, structs, lm.toolchain, lm.passive,
-            lm.func_c, lm.global_c, lm.data_items, lm.module_idents,
+            lm.func_c, lm.global_c, lm.data_items, lm.module_idents, parsed.digest,
         )  # fmt: skip
         _keep_later(skey, kept)
     return cm

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-FORMAT = 1  # bump when what is kept or how it is built changes
+FORMAT = 2  # bump when what is kept or how it is built changes
 DISK_FILES = 16  # versions kept per KB file
 MAGIC = b"KBTOOL-CODE\n"
 _DIGEST = 16
@@ -75,6 +75,7 @@ class Kept:
     global_c: list
     data_items: list
     used: set
+    digest: str  # blake2b-128 of the module bytes, hex (what parsed modules are kept under)
 
 
 FIELDS = tuple(Kept.__dataclass_fields__)
@@ -197,6 +198,12 @@ def _file(key: tuple) -> Path | None:
     return directory / f"{prefix}-{digest}.code"
 
 
+def exists(key: tuple | None) -> bool:
+    """A file is kept under ``key`` (not read: it may still be a miss)."""
+    path = _file(key) if key is not None else None
+    return path is not None and path.is_file()
+
+
 def load(key: tuple) -> Kept | None:
     """The kept preparation under ``key``, or None (none, unreadable, foreign, damaged)."""
     path = _file(key)
@@ -223,8 +230,10 @@ def load(key: tuple) -> Kept | None:
         kept = _decode(value)
     except (KeyError, TypeError, ValueError, IndexError):
         return None
-    shapes = (tuple, list, dict, list, list, str, (dict, type(None)), list, list, list, set)
+    shapes = (tuple, list, dict, list, list, str, (dict, type(None)), list, list, list, set, str)
     if not all(isinstance(getattr(kept, f), t) for f, t in zip(FIELDS, shapes, strict=True)):
+        return None
+    if len(kept.digest) != 2 * _DIGEST or not all(c in "0123456789abcdef" for c in kept.digest):
         return None
     return kept
 

@@ -114,3 +114,16 @@ def module_size(conn: sqlite3.Connection, version_id: int) -> int:
     """The size in bytes of ``version_id``'s module (0: unknown version)."""
     row = conn.execute("SELECT size FROM versions WHERE id = ?", (version_id,)).fetchone()
     return int(row[0]) if row is not None else 0
+
+
+def module_bytes_unlocked(conn: sqlite3.Connection, version_id: int) -> bytes | None:
+    """The stored module bytes of ``version_id`` (as :func:`kbtool.kb.queries.module_bytes`)
+    read through SQLite's incremental blob I/O, which lets go of the GIL while it copies
+    (a plain query assembles a 32 MB blob holding it: ~25 ms other threads wait). None when
+    the version has no module bytes."""
+    try:
+        blob = conn.blobopen("modules", "data", version_id, readonly=True)
+    except sqlite3.OperationalError:  # no such row (or no such column)
+        return None
+    with blob:
+        return blob.read()
