@@ -81,6 +81,11 @@ def _label_of(rows: dict[int, dict[str, Any]], names: dict[int, str], idx: int) 
     return f"func[{idx}]"
 
 
+def _imported(rows: Mapping[int, dict[str, Any]], i: int) -> bool:
+    r = rows.get(i)
+    return r is not None and bool(r["imported"])
+
+
 def _callers(rows: dict[int, dict[str, Any]]) -> dict[int, list[int]]:
     out: dict[int, list[int]] = {}
     for i, r in rows.items():
@@ -183,12 +188,17 @@ class Reads:
         """Label functions of the new and the old side that record what they read."""
 
         def new_label(i: int) -> str:
-            t_new.add(i)
+            r = self.new.get(i)
+            if r is None or not r["imported"]:  # an import's label is its name, never read
+                t_new.add(i)
             return _label_of(self.new, self.names_new, i)
 
         def old_label(i: int) -> str:
-            t_old.add(i)
+            r = self.old.get(i)
             n = self.o2n.get(i)
+            if r is not None and r["imported"] and (n is None or _imported(self.new, n)):
+                return new_label(n) if n is not None else _label_of(self.old, {}, i)
+            t_old.add(i)
             if n is not None:
                 t_new.add(n)
             if n is not None and (n in self.names_new or (self.new.get(n) or {}).get("imported")):

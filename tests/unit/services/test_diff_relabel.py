@@ -85,6 +85,8 @@ EXPORTS = (
     "gone",
     "fresh",
     "anon",
+    "env.log",
+    "env.abort",
 )
 NAMES = ("parse_header", "memset", "read_frame", "abort_now", "__rust_alloc", "xmalloc")
 
@@ -123,7 +125,9 @@ def _sids(conn) -> dict[str, str]:
             row = matching_rows_for(conn, v, [idx])[idx]
             for e in row["export_names"]:
                 out[e] = sid
-            if not row["export_names"] and not row["imported"]:
+            if row["imported"]:
+                out[row["import_name"]] = sid  # its label stays the import's name
+            elif not row["export_names"]:
                 out["anon"] = sid  # the one function without a name (a hint instead)
     return out
 
@@ -235,7 +239,8 @@ def test_the_cli_after_renames_prints_what_a_fresh_computation_prints(tmp_path: 
     conn = open_ro(db)
     sids = _sids(conn)
     conn.close()
-    for export in ("check_b", "fresh", "top", "helper"):  # modified, new, caller, callee
+    # modified, new, caller, callee, an import
+    for export in ("check_b", "fresh", "top", "helper", "env.abort"):
         _name(db, sids[export], f"renamed_{export}")
         for args in (("diff", "2", "1", "--json"), ("diff", "2", "1")):
             kept = run_cli(*args, env=env)
