@@ -7,7 +7,10 @@
 
 Each kbtool ingest is the whole ``python -m kbtool --db FRESH ingest FILE`` process
 (interpreter start-up, imports, decode, facts, hashes, identities, data model, KB writes,
-commit); its CPU and peak memory are that process's own (``wait4``). `wasm-objdump -d FILE > /dev/null`
+commit); its CPU and peak memory are that process's own (``wait4``). The detached background
+jobs a user's ingest may start afterwards (diffs and code prepared ahead) are switched off
+(``KBTOOL_DIFF_WARM=0``, ``KBTOOL_CODE_WARM=0``): they are not the ingest, and on 2 cores they
+would slow the next run measured. `wasm-objdump -d FILE > /dev/null`
 (wabt) and `wasm-tools validate FILE` (native parse + validation) are timed on the same file
 right after; ``objdump x`` and ``validate x`` are kbtool's time over theirs (the goal:
 <= 0.5x objdump, <= 10x validate). The decoder path (``compiled``/``pure``, see
@@ -63,12 +66,17 @@ def _run(
     return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, out.decode()
 
 
+#: no detached background job after an ingest (see the module docstring)
+NO_WARM = {"KBTOOL_DIFF_WARM": "0", "KBTOOL_CODE_WARM": "0"}
+
+
 def kbtool_ingest(path: Path, root: Path = ROOT) -> dict:
     """The whole ``kbtool --db FRESH ingest FILE`` of the checkout at ``root`` (its text
     summary, as a user runs it): a fresh process into a fresh KB."""
     with tempfile.TemporaryDirectory() as tmp:
         env = {
             **os.environ,
+            **NO_WARM,
             "COLUMNS": "1000",  # the summary's counts on one line each
             "PYTHONPATH": os.pathsep.join(
                 p for p in (str(root), os.environ.get("PYTHONPATH")) if p
@@ -194,6 +202,7 @@ def _compare_common(a: Path, b: Path) -> tuple[int, str | None, list[str]]:
 def _ingest_into(path: Path, root: Path, db: Path) -> None:
     env = {
         **os.environ,
+        **NO_WARM,
         "PYTHONPATH": os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p),
     }
     _run(
