@@ -11,6 +11,12 @@ policy (:mod:`kbtool.services.heap`, as ``kbtool serve``/``tui``/``mcp`` do) and
 ``code_module(conn, version)``: wall and CPU ms (CPU counts every thread: the module's bytes
 are read beside the KB reads), p50/p95/max over the runs, with the main stages' wall ms
 (those the measured checkout has) and the machine's load before and after.
+
+Two rows: "built" with the kept preparations off (``KBTOOL_CODE_CACHE_DIR=off``: built from
+the KB, what a version nobody prepared costs) and "kept" read back from a store in a
+temporary directory (:mod:`kbtool.services.code_store`; one untimed run writes it first),
+what a fresh server, TUI or MCP pays once ``analyze``/``ingest`` or any earlier process kept
+it. ``--store built|kept`` measures one of them (a checkout without the store: built only).
 """
 
 from __future__ import annotations
@@ -55,11 +61,16 @@ for name in ("_parsed", "_data_names", "identity_rows", "prepare"):
     wrap(cp, name)
 wrap(cp.queries, "function_identities")
 wrap(ctx, "build_data_map")
+store = getattr(cp, "code_store", None)
+if store is not None:
+    wrap(store, "load", "store load")
 conn = open_ro(sys.argv[1])
 t, c = time.perf_counter(), time.process_time()
-cp.code_module(conn, int(sys.argv[2]))
+cm = cp.code_module(conn, int(sys.argv[2]))
 wall, cpu = (time.perf_counter() - t) * 1000, (time.process_time() - c) * 1000
-print(json.dumps({"wall": wall, "cpu": cpu, "stages": stages}))
+if hasattr(cp, "flush_store"):
+    cp.flush_store()  # untimed: what the next process reads back
+print(json.dumps({"wall": wall, "cpu": cpu, "stages": stages, "store": getattr(cm, "store", "")}))
 """
 
 
@@ -70,8 +81,8 @@ def _load() -> str:
         return "?"
 
 
-def one_run(kb: Path, version: int, root: Path) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(root))
+def one_run(kb: Path, version: int, root: Path, store: str = "off") -> dict:
+    env = dict(os.environ, PYTHONPATH=str(root), KBTOOL_CODE_CACHE_DIR=store)
     out = subprocess.run(
         [sys.executable, "-P", "-c", CHILD, str(kb), str(version)],
         cwd=root,
@@ -90,10 +101,15 @@ def _pct(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
 
 
-def measure(kb: Path, version: int, runs: int, root: Path) -> dict:
+def measure(kb: Path, version: int, runs: int, root: Path, store: str = "off") -> dict:
+    """``runs`` cold preparations; ``store``: the kept preparations' directory (``off``:
+    built from the KB; a directory: one untimed run keeps it there first)."""
     before = _load()
-    samples = [one_run(kb, version, root) for _ in range(runs)]
+    if store != "off":
+        one_run(kb, version, root, store)
+    samples = [one_run(kb, version, root, store) for _ in range(runs)]
     res: dict = {"kb": str(kb), "version": version, "runs": runs, "root": str(root)}
+    res["store"] = sorted({s.get("store", "") for s in samples})
     for key in ("wall", "cpu"):
         vals = [s[key] for s in samples]
         res[key] = {"p50": statistics.median(vals), "p95": _pct(vals, 0.95), "max": max(vals)}
@@ -110,10 +126,16 @@ def report(res: dict) -> None:
         f"cold preparation of version {res['version']} of {res['kb']} ({res['runs']} fresh"
         f" processes; checkout {res['root']}); load average {res['load']['before']}"
     )
-    for key in ("wall", "cpu"):
-        r = res[key]
-        print(f"  {key:5s} ms  p50 {r['p50']:7.1f}  p95 {r['p95']:7.1f}  max {r['max']:7.1f}")
-    print("  stages (wall ms, p50): " + ", ".join(f"{k} {v:.1f}" for k, v in res["stages"].items()))
+    for row in (res, res.get("kept")):
+        if not row:
+            continue
+        how = "kept (read back)" if "use" in row.get("store", ()) else "built (from the KB)"
+        print(f"  {how}: load average {row['load']['before']} -> {row['load']['after']}")
+        for key in ("wall", "cpu"):
+            r = row[key]
+            print(f"    {key:5s} ms  p50 {r['p50']:7.1f}  p95 {r['p95']:7.1f}  max {r['max']:7.1f}")
+        stages = ", ".join(f"{k} {v:.1f}" for k, v in row["stages"].items())
+        print(f"    stages (wall ms, p50): {stages}")
     print(f"  load average at the end {res['load']['after']}")
 
 
@@ -125,17 +147,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--root", type=Path, default=ROOT, help="the kbtool checkout measured")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--smoke", action="store_true", help="the demo KB, one run")
+    ap.add_argument("--store", choices=("both", "built", "kept"), default="both", help="which rows")
     args = ap.parse_args(argv)
-    if args.smoke:
-        from testkit.kb import build_demo_kb
+    if not args.smoke and not args.kb.exists():
+        raise SystemExit(f"no KB at {args.kb} (build it with benchmarks/interactive.py)")
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.smoke:
+            from testkit.kb import build_demo_kb
 
-        with tempfile.TemporaryDirectory() as tmp:
-            kb = build_demo_kb(Path(tmp) / "demo.db")
-            res = measure(kb, 1, 1, args.root)
-    else:
-        if not args.kb.exists():
-            raise SystemExit(f"no KB at {args.kb} (build it with benchmarks/interactive.py)")
-        res = measure(args.kb, args.version, max(1, args.runs), args.root)
+            kb, version, runs = build_demo_kb(Path(tmp) / "demo.db"), 1, 1
+        else:
+            kb, version, runs = args.kb, args.version, max(1, args.runs)
+        kept_dir = str(Path(tmp) / "kept")
+        if args.store == "kept":
+            res = measure(kb, version, runs, args.root, kept_dir)
+        else:
+            res = measure(kb, version, runs, args.root)
+            if args.store == "both" and (args.root / "kbtool/services/code_store.py").exists():
+                res["kept"] = measure(kb, version, runs, args.root, kept_dir)
     if args.json:
         print(json.dumps(res, indent=2))
     else:
