@@ -493,8 +493,10 @@ class _Core:
         declared before the function), else the address of the item's object
         (``ADDR(tbl_1230) + 8``, see :meth:`data_obj`); None if unlabelled."""
         d = self.lm.data_label(addr)
-        if d is None:
-            return None
+        return None if d is None else self.label_ref(d)
+
+    def label_ref(self, d: tuple) -> str:
+        """:meth:`data_ref` of the data label ``d`` (:meth:`LiftModule.data_label`)."""
         ident, start, off, text = d
         if text is None or (self.dhook is not None and self.dhook.item_type(start) is not None):
             self.data_obj(ident, start)
@@ -525,18 +527,24 @@ class _Core:
         return ob
 
     def i32_const(self, v: int) -> _E:
+        # the module's cache: a value's text, or the data label of a labelled item's start
+        # (its text names the item, declared per function by data_ref)
         cache = self.lm.const_text
-        cached: str | None = cache.get(v)  # only values that start no labelled item
-        if cached is not None:
+        cached: str | tuple | None = cache.get(v)
+        if cached is None and v >= 256 and self.lm.data_starts:
+            d = self.lm.data_label(v)
+            if d is not None and d[2] == 0:  # the start of a labelled item
+                cached = d
+                if len(cache) < 1_000_000:
+                    cache[v] = d
+        if isinstance(cached, str):
             text = cached
+        elif cached is not None:
+            text = self.label_ref(cached)
+            if cached[3]:
+                text += f' /* "{escape_text(cached[3], 60)}" */'
+            return _E(text, 0, "i32", const=v)
         else:
-            if v >= 256 and self.lm.data_starts:
-                d = self.lm.data_label(v)
-                if d is not None and d[2] == 0:  # the start of a labelled item
-                    text = self.data_ref(v) or ""
-                    if d[3]:
-                        text += f' /* "{escape_text(d[3], 60)}" */'
-                    return _E(text, 0, "i32", const=v)
             text = _i32_text(v)
             if v >= 256:
                 s = self.lm.string_at(v & 0xFFFFFFFF)

@@ -68,6 +68,9 @@ def _decode(data: bytes, start: int, end: int, budget: _Budget) -> tuple:
     ctrl: list[int] = []
     fast = _FAST_BYTES
     is_ctrl = _CTRL_BYTES
+    one_u = _ONE_U
+    one_s = _ONE_S
+    mem = _MEMARG
     n = 0
     lim = end - 3  # fast paths read at most three bytes after the opcode
     while p < end:
@@ -83,14 +86,14 @@ def _decode(data: bytes, start: int, end: int, budget: _Budget) -> tuple:
             b2 = data[p + 2]
             if k == 2:  # one uleb
                 if b1 < 0x80:
-                    imms = (b1,)
+                    imms = one_u[b1]  # shared one-value tuples: no allocation
                     q = p + 2
                 elif b2 < 0x80:
                     imms = ((b1 & 0x7F) | (b2 << 7),)
                     q = p + 3
             elif k == 3:  # i32.const, i64.const (a short signed LEB)
                 if b1 < 0x80:
-                    imms = (b1 - 0x80 if b1 & 0x40 else b1,)
+                    imms = one_s[b1]  # (b1 - 0x80 if b1 & 0x40 else b1,), shared
                     q = p + 2
                 elif b2 < 0x80:
                     v = (b1 & 0x7F) | (b2 << 7)
@@ -123,16 +126,16 @@ def _decode(data: bytes, start: int, end: int, budget: _Budget) -> tuple:
             elif k == 4:  # memarg: align < 0x40 (no memory index), offset
                 if b1 < 0x40:
                     if b2 < 0x80:
-                        imms = (b1, b2, 0)
+                        imms = mem[b1 * 128 + b2] if b1 < 4 else (b1, b2, 0)
                         q = p + 3
                     elif data[p + 3] < 0x80:
                         imms = (b1, (b2 & 0x7F) | (data[p + 3] << 7), 0)
                         q = p + 4
             elif b1 == 0x40:  # block / loop / if with an empty block type
-                imms = ("",)
+                imms = _EMPTY_BT
                 q = p + 2
             elif 0x7C <= b1 <= 0x7F:  # ... or one numeric result
-                imms = (_RESULT[b1 - 0x7C],)
+                imms = _RESULT_BT[b1 - 0x7C]
                 q = p + 2
         if imms is None:
             if b == OP_F32_CONST and p + 5 <= end:  # the value and its raw bits (a NaN payload)
@@ -224,6 +227,15 @@ _CTRL: Final = frozenset(
 _F32: Final = struct.Struct("<f")
 #: a block type's one numeric result, by its byte less 0x7C
 _RESULT: Final = ("f64", "f32", "i64", "i32")
+# Immediates the fast paths share instead of making a tuple per instruction (a tuple is
+# immutable; nothing compares immediates by identity): an empty block type or one result,
+# a one-byte index, a one-byte i32/i64.const, a memarg of alignment < 4 and a one-byte
+# offset.
+_EMPTY_BT: Final[tuple] = ("",)
+_RESULT_BT: Final[tuple[tuple, ...]] = tuple((r,) for r in _RESULT)
+_ONE_U: Final[tuple[tuple, ...]] = tuple((v,) for v in range(128))
+_ONE_S: Final[tuple[tuple, ...]] = tuple((v - 0x80 if v & 0x40 else v,) for v in range(128))
+_MEMARG: Final[tuple[tuple, ...]] = tuple((a, o, 0) for a in range(4) for o in range(128))
 #: fast decode shape per first byte: 1 none, 2 one uleb, 3 i32/i64.const, 4 memarg, 5 block
 _FAST: Final = [0] * 256
 for _b in _NO_IMM:

@@ -215,12 +215,22 @@ def _local_signs(
             orig.clear()
             b01.clear()
             continue
-        for _ in range(eff[0]):  # pops, not a slice deletion: one or two values
+        # pop eff[0] values and push eff[1] unknown ones: the values both counts cover are
+        # overwritten in place (a load, a unary op), the rest popped or pushed
+        e0, e1 = eff
+        while e0 > e1:
             orig.pop()
             b01.pop()
-        for _ in range(eff[1]):
+            e0 -= 1
+        k = 1
+        while k <= e0:
+            orig[-k] = none
+            b01[-k] = 0
+            k += 1
+        while e0 < e1:
             orig.append(none)
             b01.append(0)
+            e0 += 1
     kinds = _sign_kinds(cand, strong, notbool, deps, uv, sv)
     for x in range(n):
         if kinds[x] == 2 and local_types[x] != "i32":  # only an i32 is ever a bool
