@@ -30,6 +30,7 @@ from kbtool.kb.errors import (
 )
 from kbtool.kb.queries.code_labels import (
     code_key,
+    event_stamp,
     has_data_model,
     identity_rows,
     label_rows,
@@ -425,6 +426,7 @@ def _prepare(conn: sqlite3.Connection, version_id: int, key: tuple) -> CodeModul
         kept = code_store.Kept(
             key[2], ids, global_names, data_labels, structs, lm.toolchain, lm.passive,
             lm.func_c, lm.global_c, lm.data_items, lm.module_idents, parsed.digest,
+            event_stamp(conn, key[2][1]),
         )  # fmt: skip
         _keep_later(skey, kept)
     return cm

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-FORMAT = 2  # bump when what is kept or how it is built changes
+FORMAT = 3  # bump when what is kept or how it is built changes
 DISK_FILES = 16  # versions kept per KB file
 MAGIC = b"KBTOOL-CODE\n"
 _DIGEST = 16
@@ -76,6 +76,7 @@ class Kept:
     data_items: list
     used: set
     digest: str  # blake2b-128 of the module bytes, hex (what parsed modules are kept under)
+    stamp: str = ""  # the annotation decision of the token's event id (code_labels.event_stamp)
 
 
 FIELDS = tuple(Kept.__dataclass_fields__)
@@ -230,7 +231,21 @@ def load(key: tuple) -> Kept | None:
         kept = _decode(value)
     except (KeyError, TypeError, ValueError, IndexError):
         return None
-    shapes = (tuple, list, dict, list, list, str, (dict, type(None)), list, list, list, set, str)
+    shapes = (
+        tuple,
+        list,
+        dict,
+        list,
+        list,
+        str,
+        (dict, type(None)),
+        list,
+        list,
+        list,
+        set,
+        str,
+        str,
+    )
     if not all(isinstance(getattr(kept, f), t) for f, t in zip(FIELDS, shapes, strict=True)):
         return None
     if len(kept.digest) != 2 * _DIGEST or not all(c in "0123456789abcdef" for c in kept.digest):
@@ -300,14 +315,18 @@ def judge(conn: sqlite3.Connection, kept: Kept, token: tuple) -> str:
     (:data:`RENAMED`), or build it again from the KB (:data:`REBUILD`), given the change
     token now: versions ingested since change nothing of this version; an analysis run does
     (its data model, its structs); annotation decisions do when they wrote a function of
-    this version (its names) or any other knowledge (comments, types, data and local names)."""
-    from kbtool.kb.queries.code_labels import annotation_subjects_since
+    this version (its names) or any other knowledge (comments, types, data and local names).
+    The decision the kept token ends with must still be the KB's (else it is another KB's
+    history under the same file: built again)."""
+    from kbtool.kb.queries.code_labels import annotation_subjects_since, event_stamp
 
     was = tuple(kept.token)
-    if was == tuple(token):
-        return USE
     if len(was) != 3 or was[2] != token[2] or was[1] > token[1]:
         return REBUILD
+    if event_stamp(conn, was[1]) != kept.stamp:  # another history (a copy put back, ...)
+        return REBUILD
+    if was == tuple(token):
+        return USE
     if was[1] == token[1]:
         return USE
     subjects = annotation_subjects_since(conn, was[1])

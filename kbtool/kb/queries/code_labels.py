@@ -127,3 +127,17 @@ def module_bytes_unlocked(conn: sqlite3.Connection, version_id: int) -> bytes | 
         return None
     with blob:
         return blob.read()
+
+
+def event_stamp(conn: sqlite3.Connection, event_id: int) -> str:
+    """What the annotation decision ``event_id`` recorded (its subject, kind, names, time and
+    new value) as one string ('' for none): a KB whose history diverged after that decision
+    (a copy restored over the file, then other decisions) tells itself apart."""
+    cur = conn.cursor()
+    cur.row_factory = None
+    row = cur.execute(
+        "SELECT stable_id, kind, written, old_name, new_name, new, created_at"
+        " FROM annotation_events WHERE id = ?",
+        (event_id,),
+    ).fetchone()
+    return "" if row is None else repr(tuple(row))

@@ -220,3 +220,35 @@ def test_start_background_keeps_a_big_version(demo_kb, store, monkeypatch):
     finally:
         conn.close()
     assert _views(demo_kb, 1)[1] == "use"
+
+
+def test_another_history_in_the_same_file_is_built_again(demo_kb, store, monkeypatch):
+    """A copy of the KB put back over the file (same path, same inode), then as many
+    decisions as the kept preparation saw, but other ones: not taken for the kept one."""
+    backup = demo_kb.read_bytes()
+    fns = _defined_rows(demo_kb)
+
+    def rename(stable_id: str, name: str) -> None:
+        conn = open_rw(demo_kb)
+        try:
+            gate.human_rename(conn, stable_id, name, actor="test")
+            conn.commit()
+        finally:
+            conn.close()
+
+    rename(fns[0], "first_history")
+    _views(demo_kb, 1)  # kept after the first history's decision
+    with open(demo_kb, "r+b") as f:  # the copy put back in place
+        f.write(backup)
+        f.truncate()
+    rename(fns[1], "second_history")  # the same number of decisions, another one
+    truth = _truth(demo_kb, 1, monkeypatch)
+    assert _views(demo_kb, 1) == (truth, "rebuild")
+
+
+def _defined_rows(db) -> list[str]:
+    conn = open_ro(db)
+    try:
+        return [f["stable_id"] for f in queries.list_functions(conn, 1)]
+    finally:
+        conn.close()
