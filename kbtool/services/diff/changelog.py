@@ -43,6 +43,7 @@ from kbtool.wasm.errors import WasmFormatError
 __all__ = [
     "changelog",
     "modified_entry",
+    "entry_hint",
     "new_entry",
     "deleted_entry",
     "index_map",
@@ -209,11 +210,12 @@ class Reads:
 
 
 def modified_entry(
-    r: Reads, c: dict[str, Any], t_old: set[int], t_new: set[int]
+    r: Reads, c: dict[str, Any], t_old: set[int], t_new: set[int], t_hint: set[int]
 ) -> dict[str, Any] | None:
     """The changelog entry of a modified pair with its triage's private fields (for
     :func:`kbtool.services.diff.triage.finish`); ``t_old``/``t_new`` receive the indices whose
-    annotation it reads. None when a side has no row."""
+    annotation it reads, ``t_hint`` those its ``hint`` alone reads (:func:`entry_hint`).
+    None when a side has no row."""
     o, n = r.old.get(c["from_index"]), r.new.get(c["to_index"])
     if o is None or n is None:
         return None
@@ -252,7 +254,7 @@ def modified_entry(
         "review": bool(c.get("review")),
         "score": c.get("score"),
         # an unnamed function is told apart by what it references
-        "hint": None if c["name"] else _hint(n, callee_label_new),
+        "hint": entry_hint(r, c, n, t_hint),
         **{k: v for k, v in ex.items() if k not in ("instr_from", "instr_to")},
         "strings_added": _strings(ex["strings_added"]),
         "strings_removed": _strings(ex["strings_removed"]),
@@ -262,6 +264,12 @@ def modified_entry(
         "size_to": n["body_size"],
         **tri,
     }
+
+
+def entry_hint(r: Reads, c: dict[str, Any], n: dict[str, Any], t_hint: set[int]) -> str | None:
+    """An unnamed entry's ``hint`` (its first strings and callees); ``t_hint`` receives the
+    callees whose label it shows (a rename of one rebuilds the hint, not the entry)."""
+    return None if c["name"] else _hint(n, r.labels(set(), t_hint)[0])
 
 
 def split_triage(entry: dict[str, Any]) -> dict[str, Any]:
@@ -350,12 +358,14 @@ def changelog(
         eo = {c["from_index"]} if c["from_index"] is not None else set()
         en = {c["to_index"]} if c["to_index"] is not None else set()
         if cls == "modified":
-            e = modified_entry(r, c, eo, en)
+            eh: set[int] = set()
+            e = modified_entry(r, c, eo, en, eh)
             if e is not None:
                 modified.append(e)
                 fo, tn = c["from_index"], c["to_index"]
-                kept_mod[str(tn)] = {"old": eo, "new": en, "ko": r.callers_old(fo)}
+                kept_mod[str(tn)] = {"old": eo, "new": en, "hint": eh, "ko": r.callers_old(fo)}
                 kept_mod[str(tn)]["kn"] = r.callers_new(tn)
+            t_new |= eh  # read by the hint: part of what the changelog read
         elif cls == "new":
             n = new.get(c["to_index"])
             if n is not None:
@@ -372,7 +382,12 @@ def changelog(
     if state is not None:
         for e, pre in zip(modified, pres, strict=True):
             k = kept_mod[str(e["to_index"])]
-            k.update(old=sorted(k["old"]), new=sorted(k["new"]), pre=plain_triage(pre))
+            k.update(
+                old=sorted(k["old"]),
+                new=sorted(k["new"]),
+                hint=sorted(k["hint"]),
+                pre=plain_triage(pre),
+            )
         for k in kept_new.values():
             k["new"] = sorted(k["new"])
         state.update(

@@ -25,6 +25,7 @@ from kbtool.kb.queries.diff_rows import function_bodies, import_indices, matchin
 from kbtool.services.diff.changelog import (
     Reads,
     deleted_entry,
+    entry_hint,
     group_entries,
     index_map,
     modified_entry,
@@ -182,10 +183,15 @@ def relabel(
         if ch_old.intersection(s["old"]) or ch_new.intersection(s["new"])
     }
     dirty_n = {int(k) for k, s in news.items() if ch_new.intersection(s["new"])}
+    dirty_h = {  # only the hint (a callee's label) changed: no triage to redo
+        int(k) for k, s in mods.items() if ch_new.intersection(s["hint"])
+    } - dirty_m
     by_to, by_from, pairs = _pairs(report)
     old, new = LazyRows(conn, a), LazyRows(conn, b)
     o2n = index_map({"changes": ()}, import_indices(conn, a), import_indices(conn, b))
     o2n = {**pairs, **{k: v for k, v in o2n.items() if k not in pairs}}
+    new.fetch(dirty_h)
+    new.fetch({y for t in dirty_h if t in new for y in list(dict.fromkeys(new[t]["calls"]))[:3]})
     r = _reads(conn, (a, b), (old, new), names, o2n, state, by_to, dirty_m, dirty_n)
     t_old: set[int] = set()
     t_new: set[int] = set()
@@ -199,7 +205,8 @@ def relabel(
     for t in sorted(dirty_m):
         c, kept = by_to[t], mods[str(t)]
         eo, en = {c["from_index"]}, {t}
-        e = modified_entry(r, c, eo, en)
+        eh: set[int] = set()
+        e = modified_entry(r, c, eo, en, eh)
         if e is None:
             raise ValueError(f"function {t} has no row any more")
         e.pop("_ins_grams", None)
@@ -214,13 +221,20 @@ def relabel(
         new_mods[str(t)] = {
             "old": sorted(eo),
             "new": sorted(en),
+            "hint": sorted(eh),
             "ko": kept["ko"],
             "kn": kept["kn"],
             "pre": plain_triage(pre),
         }
         rebuilt[t] = (e, pre)
         t_old |= eo
-        t_new |= en
+        t_new |= en | eh
+    entries = {m["to_index"]: m for m in cl["modified"]}
+    for t in dirty_h:
+        eh = set()
+        entries[t]["hint"] = entry_hint(r, by_to[t], new[t], eh)  # in place: ours
+        new_mods[str(t)] = {**mods[str(t)], "hint": sorted(eh)}
+        t_new |= eh
     same_keys = {k: n for k, n in seen.items() if n} == before
     modified = _finished(report, cl, mods, rebuilt, seen if same_keys else None)
     if same_keys:  # only the rebuilt entries' triage moved: they take their place in order

@@ -456,7 +456,14 @@ def _constant_reasons(
 ) -> int:
     """Same instruction, other immediates: a changed bound or allocation size; returns how
     many small constants changed."""
-    allocs = any(_ALLOC.search(s) for s in ex.get("calls_added", []) + _calls(tb, callee_label))
+    allocs: list[bool] = []  # read on first need: the labels of every call in the body
+
+    def near_alloc() -> bool:
+        if not allocs:
+            labels = ex.get("calls_added", []) + _calls(tb, callee_label)
+            allocs.append(any(_ALLOC.search(s) for s in labels))
+        return allocs[0]
+
     consts = 0
     for i, j in changed_pairs:
         op = ta[i][0]
@@ -469,7 +476,7 @@ def _constant_reasons(
         near_cmp = any(_cmp(tb[q][0]) for q in range(j + 1, min(j + 3, len(tb))))
         if near_cmp:
             add(4.0, f"bound changed: {_hex(a)} -> {_hex(b)}", ("const", a, b))
-        elif allocs and abs(a) < 1024 and abs(b) < 1024:
+        elif abs(a) < 1024 and abs(b) < 1024 and near_alloc():
             add(2.5, f"size constant changed: {_hex(a)} -> {_hex(b)}", ("const", a, b))
     return consts
 

@@ -48,12 +48,15 @@ WAT = """
     local.get 0 i32.load offset={off} call $check_a)
   (func $top (export "top") (param i32) (result i32)
     {guard}
-    local.get 0 call $reader {more} call $anon call $log local.get 0)
+    local.get 0 call $reader {more} call $anon2 call $log local.get 0)
   (func $memcpy (export "memcpy") (param i32) (result i32)
     local.get 0 i32.const {k} i32.add call $helper)
   {extra}
   (func $anon (param i32) (result i32)
     local.get 0 call $helper i32.const {k} i32.mul call $check_c)
+  (func $anon2 (param i32) (result i32)
+    local.get 0 i32.const {lim} i32.lt_u
+    if (result i32) local.get 0 call $check_b else local.get 0 call $anon end)
 )
 """
 V1 = {
@@ -85,6 +88,7 @@ EXPORTS = (
     "gone",
     "fresh",
     "anon",
+    "anon2",
     "env.log",
     "env.abort",
 )
@@ -127,8 +131,8 @@ def _sids(conn) -> dict[str, str]:
                 out[e] = sid
             if row["imported"]:
                 out[row["import_name"]] = sid  # its label stays the import's name
-            elif not row["export_names"]:
-                out["anon"] = sid  # the one function without a name (a hint instead)
+            elif not row["export_names"]:  # no name: a hint instead (anon, anon2)
+                out["anon2" if "anon" in out and out["anon"] != sid else "anon"] = sid
     return out
 
 
