@@ -8,6 +8,7 @@ work; a rename changes the token and the next call sees the new name. The parsed
 
 from __future__ import annotations
 
+import atexit
 import gc
 import hashlib
 import sqlite3
@@ -449,12 +450,15 @@ def _given(kept: code_store.Kept | None, how: str, module: Module) -> Given | No
 #: not take the GIL from the first screen that waited for it)
 STORE_DELAY = 1.0
 _TO_KEEP: dict[tuple, code_store.Kept] = {}
+_AT_EXIT: list = []
 
 
 def _keep_later(skey: tuple, kept: code_store.Kept) -> None:
     with _LOCK:
         first = not _TO_KEEP
         _TO_KEEP[skey] = kept
+        if not _AT_EXIT:  # a one-shot command ending sooner keeps it as it exits
+            _AT_EXIT.append(atexit.register(flush_store))
     if first:
         timer = threading.Timer(STORE_DELAY, flush_store)
         timer.daemon = True
