@@ -458,7 +458,7 @@ def _keep_later(skey: tuple, kept: code_store.Kept) -> None:
         first = not _TO_KEEP
         _TO_KEEP[skey] = kept
         if not _AT_EXIT:  # a one-shot command ending sooner keeps it as it exits
-            _AT_EXIT.append(atexit.register(flush_store))
+            _AT_EXIT.append(atexit.register(flush_store, at_exit=True))
     if first:
         timer = threading.Timer(STORE_DELAY, flush_store)
         timer.daemon = True
@@ -466,8 +466,10 @@ def _keep_later(skey: tuple, kept: code_store.Kept) -> None:
         timer.start()
 
 
-def flush_store() -> int:
-    """Write the preparations built in this process that are not kept yet; how many."""
+def flush_store(at_exit: bool = False) -> int:
+    """Write the preparations built in this process that are not kept yet; how many
+    (``at_exit``: only into a store directory that is still there, e.g. not a test run's
+    removed already)."""
     done = 0
     while True:
         with _LOCK:
@@ -475,7 +477,7 @@ def flush_store() -> int:
                 return done
             skey = next(iter(_TO_KEEP))
             kept = _TO_KEEP.pop(skey)
-        done += code_store.save(skey, kept)
+        done += code_store.save(skey, kept, create=not at_exit)
 
 
 def keep_prepared(conn: sqlite3.Connection, version_id: int) -> str:

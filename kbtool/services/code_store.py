@@ -253,12 +253,13 @@ def load(key: tuple) -> Kept | None:
     return kept
 
 
-def save(key: tuple, kept: Kept) -> bool:
-    """Keep ``kept`` under ``key`` (atomically); False when it could not be written."""
+def save(key: tuple, kept: Kept, create: bool = True) -> bool:
+    """Keep ``kept`` under ``key`` (atomically); False when it could not be written (or,
+    unless ``create``, the directory is not there)."""
     import tempfile
 
     path = _file(key)
-    if path is None:
+    if path is None or (not create and not path.parent.is_dir()):
         return False
     try:
         value = _encode(kept)
