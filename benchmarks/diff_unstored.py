@@ -21,7 +21,8 @@ is computed). Figures, CPU s (this process) and wall s:
   asks (the name is joined into the kept answer; the goal 250 ms);
 - ``rename: modified fn``  a modified function is renamed, a new process asks (only the
   changelog entries that read its name are built again: :mod:`kbtool.services.diff.relabel`;
-  the goal 250 ms); then ``a callee`` (a function modified ones call), ``runtime name`` /
+  the goal 250 ms); then ``a callee`` (a function modified ones call), ``most-read fn`` (the
+  function the most changelog entries show: a helper every function calls), ``runtime name`` /
   ``runtime gone`` (a runtime-looking name given, then taken away: the function's code
   decides), ``20 in a row`` (20 modified functions renamed, then one request) and
   ``stored pair, renamed`` (the ingest-stored pair's kept changelog after all that).
@@ -168,6 +169,12 @@ def renamed(db: Path, a: int, b: int, disk: Path) -> dict[str, tuple[float, floa
             )
 
         mid = loud[len(loud) // 2] if loud else None
+        readers: dict[int, int] = {}  # how many changelog entries show a function's name
+        for entry in (cache.kept_state(conn, a, b) or {}).get("modified", {}).values():
+            for i in set(entry["new"]) | set(entry["hint"]):
+                readers[i] = readers.get(i, 0) + 1
+        by_to = {c["to_index"]: c for c in report["changes"] if c["to_stable_id"]}
+        most = max((i for i in readers if i in by_to), key=readers.__getitem__, default=None)
         steps_ = (
             ("rename: joined in", quiet[len(quiet) // 2] if quiet else None, "bench_q", (0, 1, 0)),
             ("rename: modified fn", mid, "bench_m", (0, 0, 1, 1)),
@@ -177,6 +184,7 @@ def renamed(db: Path, a: int, b: int, disk: Path) -> dict[str, tuple[float, floa
                 "bench_c",
                 (0, 0, 1, 1),
             ),
+            ("rename: most-read fn", by_to.get(most), "bench_most", (0, 0, 1, 1)),
             ("rename: runtime name", mid, "memmove", (0, 0, 1, 1)),
             ("rename: runtime gone", mid, "bench_rt", (0, 0, 1, 1)),
         )
@@ -192,7 +200,7 @@ def renamed(db: Path, a: int, b: int, disk: Path) -> dict[str, tuple[float, floa
             out["stored pair, renamed"] = _ask(env, db, b, a, "stored", (0, 0, 0, 1))
         print(
             f"  changelog reads {len(read)} of {len(report['changes'])} new-side functions;"
-            f" {len(loud)} modified"
+            f" {len(loud)} modified; the most-read one is shown by {readers.get(most, 0)} entries"
         )
     finally:
         conn.close()

@@ -254,6 +254,12 @@ class DiffCache:
         key = self._key(conn, a, b, "meta")
         return self.disk.get(key[:6], _modules(conn, a, b))
 
+    def kept_state(self, conn: sqlite3.Connection, a: int, b: int) -> dict[str, Any] | None:
+        """What each entry of a kept unstored pair's changelog read (:mod:`.relabel`), or
+        None (for benchmarks: which rename rebuilds the most)."""
+        key = self._key(conn, a, b, "state")
+        return self.disk.get(key[:6], _modules(conn, a, b))
+
     def clear(self) -> None:
         """Forget the answers in memory (those on disk stay: they are still right)."""
         with self._lock:
