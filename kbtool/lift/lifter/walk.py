@@ -263,7 +263,10 @@ class _Lifter(_Gc):
 
     def place_cases(self) -> None:
         """Case bodies into their ``case`` (:mod:`.caseplace`); the frame-pointer lines
-        follow their statements."""
+        follow their statements. Without a ``goto`` (each one written is counted) there is
+        no trampoline: the pass is not run."""
+        if not self.stats.gotos:
+            return
         out, gotos, labels, where = place_cases(self.out, self.budget)
         if out is not self.out:
             self.out = out
