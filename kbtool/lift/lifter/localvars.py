@@ -77,6 +77,15 @@ def _one(single: list[frozenset[int] | None], x: int) -> frozenset[int]:
     return s
 
 
+def _union(a: frozenset[int], b: frozenset[int]) -> frozenset[int]:
+    """``a | b`` without a new set when one side is empty (most values follow no local)."""
+    if not b:
+        return a
+    if not a:
+        return b
+    return a | b
+
+
 def _local_signs(
     ops: list[int], args: list[tuple], local_types: list[str], n_params: int, ftypes: list
 ) -> list[int]:
@@ -149,7 +158,7 @@ def _local_signs(
                 bb = b01.pop()
                 ba = b01.pop()
                 if k == 1:
-                    u = oa | ob
+                    u = _union(oa, ob)
                     big = len(u) > 8
                     orig.append(none if big else u)
                     # & | ^ of 0/1 values is 0/1 (when the locals it reads are bool)
@@ -158,7 +167,7 @@ def _local_signs(
                     continue
                 if k == 3 or k == 4:
                     votes = uv if k == 3 else sv
-                    for x in oa | ob:
+                    for x in _union(oa, ob):
                         votes[x] += 1
                 orig.append(none)
                 b01.append(cmp)
@@ -200,7 +209,7 @@ def _local_signs(
                 b01.pop()
                 bb = b01.pop()
                 ba = b01.pop()
-                u = oa | ob
+                u = _union(oa, ob)
                 big = len(u) > 8
                 orig.append(none if big else u)
                 b01.append(min(ba, bb) if ba and bb and not big else 0)
