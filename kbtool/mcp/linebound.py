@@ -163,8 +163,20 @@ def _request_key(line: bytes) -> Any:
     return None
 
 
+_ANSWER_TOP = re.compile(rb'"(?:result|error)"\s*:\s*$')
+
+
 def _response_key(line: bytes) -> Any:
-    """The id a response line answers, else None."""
+    """The id a response line answers, else None. Read off the line's first bytes when its
+    top level, up to the answer, holds the id (the SDK writes ``{"jsonrpc", "id", "result"``
+    in that order): a whole diff is a 6 MB line, 40 ms to parse only for its id."""
+    body = line[:PREFIX].lstrip()
+    if body.startswith(b"{"):
+        top = re.split(rb"[\[{]", body[1:], maxsplit=1)[0]
+        if b'"method"' not in top and _ANSWER_TOP.search(top):
+            m = _TOP_ID.search(top)
+            if m:
+                return json.dumps(json.loads(m.group(1)))
     try:
         msg = json.loads(line)
     except ValueError:
