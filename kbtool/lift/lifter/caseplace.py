@@ -110,7 +110,12 @@ class _Scan:
         self.fresh: dict[int, str] = {}  # line -> a new label to put before it
         self.next_id = 1  # the next free label number
         bare = self.bare
+        depth = self.depth
+        opener = self.opener
+        closed = self.closed
+        refs = self.refs
         stack: list[int] = []
+        top = -1  # stack[-1], or -1
         for k, ln in enumerate(lines):
             info = memo.get(ln)
             if info is None:
@@ -118,20 +123,23 @@ class _Scan:
             s, closes, net, label, gotos = info
             bare.append(s)
             if closes and stack:
-                o = self.closed[k] = stack.pop()
+                o = closed[k] = stack.pop()
                 self.close_of[o] = k
-            self.depth[k] = len(stack)
-            self.opener[k] = stack[-1] if stack else -1
+                top = stack[-1] if stack else -1
+            depth[k] = len(stack)
+            opener[k] = top
             if net > 0:
                 stack.append(k)
+                top = k
             elif net < 0:
                 del stack[len(stack) + net :]
+                top = stack[-1] if stack else -1
             if label:
                 self.labels[label] = k
                 if label[1:].isdigit() and int(label[1:]) >= self.next_id:
                     self.next_id = int(label[1:]) + 1
             for t in gotos:
-                self.refs[t] = self.refs.get(t, 0) + 1
+                refs[t] = refs.get(t, 0) + 1
 
     def arrive(self, j: int) -> str:
         """A statement that does what arriving at line ``j`` does, valid anywhere: the
