@@ -289,7 +289,6 @@ class DiffScreen(KbScreen):
             try:
                 with _collector_paused():
                     result = _view(conn, frm, to)
-                    heap.settle()  # the report is kept (the diff cache): frozen, not walked
             finally:
                 conn.close()
         except KBError as exc:
