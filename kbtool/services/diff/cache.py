@@ -61,7 +61,7 @@ from typing import Any
 import orjson
 
 from kbtool.kb import queries
-from kbtool.services.diff.changelog import changelog
+from kbtool.services.diff.changelog import STATE_FORMAT, changelog
 from kbtool.services.diff.programs import program_fields
 from kbtool.services.diff.rejoin import (
     changed_indices,
@@ -454,8 +454,8 @@ class DiffCache:
         if not (changed[0] & set(touched["old"]) or changed[1] & set(touched["new"])):
             return report, cl, {}, (set(), set())
         state = self.disk.get(ds, modules)
-        if state is None:
-            return None
+        if state is None or state.get("format") != STATE_FORMAT:
+            return None  # kept without it (or of another shape): the changelog is built again
         names = tuple({int(k): v[0] for k, v in snap[s].items()} for s in ("a", "b"))
         cl, state, read = relabel(conn, report, cl, state, changed, names)  # sets the triage
         return report, cl, state, read
@@ -558,7 +558,7 @@ class DiffCache:
             self.disk_hits += 1
             return cl, False
         state = self.disk.get(sk, modules) if cl is not None else None
-        if cl is not None and state is not None:
+        if cl is not None and state is not None and state.get("format") == STATE_FORMAT:
             try:  # only the entries that read a renamed function are built again
                 changed = changed_indices(meta["snapshot"], snap)
                 names = tuple({int(k): v[0] for k, v in snap[s].items()} for s in ("a", "b"))

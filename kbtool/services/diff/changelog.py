@@ -57,9 +57,11 @@ __all__ = [
     "MAX_STRINGS",
     "ORDERS",
     "CHANGED",
+    "STATE_FORMAT",
 ]
 
 CHANGED = ("modified", "new", "deleted")  # the classifications the changelog lists
+STATE_FORMAT = 1  # bump when what ``changelog(state=...)`` keeps changes shape
 
 ORDERS = ("triage", "index", "weight")  # the modified list: patch-likeness, index, size
 
@@ -391,7 +393,11 @@ def changelog(
         for k in kept_new.values():
             k["new"] = sorted(k["new"])
         state.update(
-            views=views is not None, modified=kept_mod, new=kept_new, layout=layout_of(modified)
+            format=STATE_FORMAT,
+            views=views is not None,
+            modified=kept_mod,
+            new=kept_new,
+            layout=layout_of(modified),
         )
     finish_kept(pres)  # cross-function rules (constants renumbered in many functions)
     for e, pre in zip(modified, pres, strict=True):

@@ -276,3 +276,24 @@ def test_the_set_queries_give_what_the_whole_version_reads_give(tmp_path: Path) 
             }
     finally:
         conn.close()
+
+
+def test_a_state_of_another_shape_rebuilds_the_changelog_not_the_pairing(tmp_path: Path) -> None:
+    db, disk = _kb(tmp_path), DiskAnswers(tmp_path / "diffs")
+    conn = open_ro(db)
+    try:
+        _asked(conn, disk)
+        for path in (tmp_path / "diffs").glob("*.json"):
+            kept = json.loads(path.read_text())
+            if "views" in kept:  # the entries' state, as an older kbtool wrote it
+                del kept["format"]
+                path.write_text(json.dumps(kept))
+        _name(db, _sids(conn)["check_a"], "bounded_lookup")
+        later, report, cl = _asked(conn, disk)
+        assert (later.computed, later.relabelled, later.partial) == (0, 1, 0)
+        assert (report, cl) == _fresh(conn, 2, 1)
+        _name(db, _sids(conn)["check_b"], "bounded_lookup_b")  # the state was written again
+        again, report, cl = _asked(conn, disk)
+        assert (again.computed, again.partial) == (0, 1) and (report, cl) == _fresh(conn, 2, 1)
+    finally:
+        conn.close()
