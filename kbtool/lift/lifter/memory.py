@@ -77,9 +77,10 @@ def _frame_regions(
     ``start..end`` (instruction indices) local F holds the frame base: the region ends at
     the end of the block around the prologue, at the next assignment of F, or at the head
     of a loop that contains that assignment (its back edge would reach earlier uses)."""
-    # symbolic values: ("g", g) global g; ("c", n) constant; ("f", g, n) g - n; None unknown
-    stk: list[tuple | None] = []
-    lsym: dict[int, tuple] = {}
+    # symbolic values, made without allocating: an int n, the constant n; global g, the
+    # decoder's immediate tuple ``(g,)`` of its global.get; ``(g, n)`` g - n; None unknown
+    stk: list[object] = []
+    lsym: dict[int, object] = {}
     cands: list[list[int]] = []  # [pos, F, n, g, block start, confirmed]
     cand_locals: set[int] = set()
     sets: dict[int, list[tuple[int, tuple[int, ...]]]] = {}  # F -> (pos, loop starts open there)
@@ -89,19 +90,20 @@ def _frame_regions(
     for i in range(len(ops)):
         op = ops[i]
         if op == OP_GLOBAL_GET:
-            stk.append(("g", args[i][0]))
+            stk.append(args[i])
         elif op == OP_I32_CONST:
-            stk.append(("c", args[i][0]))
+            cv: int = args[i][0]
+            stk.append(cv)
         elif op == OP_LOCAL_GET:
             stk.append(lsym.get(args[i][0]))
         elif op == _I32_SUB or op == _I32_ADD:
             b = stk.pop() if stk else None
             a = stk.pop() if stk else None
-            r: tuple | None = None
-            if a is not None and b is not None and a[0] == "g" and b[0] == "c":
-                n = b[1] if op == _I32_SUB else -b[1]
+            r: tuple[int, int] | None = None
+            if isinstance(a, tuple) and len(a) == 1 and isinstance(b, int):
+                n = b if op == _I32_SUB else -b
                 if 0 < n < (1 << 24):
-                    r = ("f", a[1], n)
+                    r = (a[0], n)
             stk.append(r)
         elif op == OP_LOCAL_SET or op == OP_LOCAL_TEE:
             x: int = args[i][0]
@@ -115,17 +117,17 @@ def _frame_regions(
                 lsym.pop(x, None)
             else:
                 lsym[x] = v
-                if v[0] == "f":
-                    cands.append([i, x, v[2], v[1], bstack[-1][0], 0])
+                if isinstance(v, tuple) and len(v) == 2:
+                    cands.append([i, x, v[1], v[0], bstack[-1][0], 0])
                     cand_locals.add(x)
         elif op == OP_GLOBAL_SET:
-            v = stk.pop() if stk else None
+            w = stk.pop() if stk else None
             g: int = args[i][0]
-            if v is not None and v[0] == "f" and v[1] == g:
+            if isinstance(w, tuple) and len(w) == 2 and w[0] == g:
                 for c in cands:
-                    if c[3] == g and c[2] == v[2] and lsym.get(c[1]) == v:
+                    if c[3] == g and c[2] == w[1] and lsym.get(c[1]) == w:
                         c[5] = 1
-            lsym = {k: w for k, w in lsym.items() if w[0] == "c"}
+            lsym = {k: u for k, u in lsym.items() if isinstance(u, int)}
         else:
             if stk:
                 stk.clear()
