@@ -48,11 +48,13 @@ def enabled() -> bool:
     return bool(_state["enabled"])
 
 
-def settle() -> None:
+def settle(*, collect: bool = True) -> None:
     """A long-lived cache was just loaded: freeze what is alive (see the module's doc).
     Cheap (a list merge) unless the frozen set grew :data:`GROWTH` times since the last full
     collection; a no-op before :func:`enable`. The TUI calls it after each code screen's
-    answer too (a function's listing and C are kept in the code caches)."""
+    answer too (a function's listing and C are kept in the code caches). ``collect=False``:
+    freeze only, the full collection it may be due is left to the next settle (a read a
+    person is waiting on: the diff screen's report before its first rows)."""
     if not _state["enabled"]:
         return
     with _lock:
@@ -65,6 +67,8 @@ def settle() -> None:
         base = _state["base"]
         if base == 0:  # the first cache: what was garbage before it is small
             _state["base"] = frozen
+            return
+        if not collect:
             return
         if frozen > base * GROWTH and frozen - base > MIN_OBJECTS:
             # the count also holds what reference counting freed since: count exactly (one

@@ -289,6 +289,10 @@ class DiffScreen(KbScreen):
             try:
                 with _collector_paused():
                     result = _view(conn, frm, to)
+                    # kept (the diff cache): frozen before the collector is back, so its
+                    # young generations do not walk the new report in front of the first
+                    # rows; a full collection it may make due waits for the screen's settle
+                    heap.settle(collect=False)
             finally:
                 conn.close()
         except KBError as exc:
