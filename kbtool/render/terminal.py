@@ -7,8 +7,11 @@ Every string that comes from a binary or the KB (names, strings, labels) is rend
 from __future__ import annotations
 
 from rich import box
+from rich.cells import cell_len, set_cell_size
 from rich.console import Group
 from rich.padding import Padding
+from rich.segment import Segment
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
@@ -31,6 +34,7 @@ from kbtool.render.terminal_triage import (  # noqa: F401
     triage_lines,
 )
 from kbtool.render.text import lit
+from kbtool.textutil import printable
 
 PROVENANCE_STYLE: dict[str | None, str] = {
     **{p: ("bold " if p == "human" else "") + colour(p) for p in PROVENANCES},
@@ -190,15 +194,23 @@ def _fmt_conf(value) -> Text:
     return Text("" if value is None else f"{value:.2f}", justify="right")
 
 
-def _flags(change: dict, toolchain_changed: bool) -> Text:
-    t = Text()
+def _flag_parts(change: dict, toolchain_changed: bool) -> list[tuple[str, str]]:
+    """The flags cell as (text, style) pieces: ``rt``/``churn``, a space, ``review``."""
+    parts: list[tuple[str, str]] = []
     if change.get("runtime"):
         churn = toolchain_changed and change["classification"] in ("modified", "new", "deleted")
-        t.append("churn" if churn else "rt", style="magenta")  # runtime (toolchain) code
+        parts.append(("churn" if churn else "rt", "magenta"))  # runtime (toolchain) code
     if change.get("review"):
-        if t:
-            t.append(" ")
-        t.append("review", style="bold red")
+        if parts:
+            parts.append((" ", ""))
+        parts.append(("review", "bold red"))
+    return parts
+
+
+def _flags(change: dict, toolchain_changed: bool) -> Text:
+    t = Text()
+    for text, style in _flag_parts(change, toolchain_changed):
+        t.append(text, style=style or None)
     return t
 
 
@@ -255,6 +267,27 @@ def diff_table_from_report(
     return t
 
 
+def _idx(v) -> str:
+    return "" if v is None else str(v)
+
+
+def _diff_widths(
+    rows: list[dict], flag_lens: list[int], width: int, show_score: bool
+) -> tuple[int, int, int, int, int, int]:
+    """Column widths of the change table (change, from, to, name, provenance, flags): every
+    column as wide as its widest cell; the name takes what ``width`` leaves (at least 12)."""
+    w_cls = max([6, *(len(c["classification"]) for c in rows)])
+    w_from = max([4, *(len(_idx(c["from_index"])) for c in rows)])
+    w_to = max([2, *(len(_idx(c["to_index"])) for c in rows)])
+    w_prov = max([10, *(len(c["provenance"] or "—") for c in rows)])
+    w_flags = max([5, *flag_lens])
+    fixed = [w_cls, w_from, w_to, w_prov, 4] + ([5] if show_score else []) + [w_flags]
+    gaps = 2 * len(fixed)  # two spaces between the columns, the name column included
+    w_name = max(12, width - sum(fixed) - gaps)
+    w_name = min(w_name, max([4, *(len(printable_name(c["name"])) for c in rows)]))
+    return w_cls, w_from, w_to, w_name, w_prov, w_flags
+
+
 def diff_lines(
     report: dict, *, width: int, only=None, toolchain_changed: bool = False, show_score: bool = True
 ) -> Text:
@@ -264,19 +297,9 @@ def diff_lines(
     keep = parse_only(only) if not isinstance(only, frozenset) else only
     rows = [c for c in report["changes"] if _keep(c, keep)]
     flags = [_flags(c, toolchain_changed) for c in rows]
-
-    def idx(v) -> str:
-        return "" if v is None else str(v)
-
-    w_cls = max([6, *(len(c["classification"]) for c in rows)])
-    w_from = max([4, *(len(idx(c["from_index"])) for c in rows)])
-    w_to = max([2, *(len(idx(c["to_index"])) for c in rows)])
-    w_prov = max([10, *(len(c["provenance"] or "—") for c in rows)])
-    w_flags = max([5, *(f.cell_len for f in flags)])
-    fixed = [w_cls, w_from, w_to, w_prov, 4] + ([5] if show_score else []) + [w_flags]
-    gaps = 2 * len(fixed)  # two spaces between the columns, the name column included
-    w_name = max(12, width - sum(fixed) - gaps)
-    w_name = min(w_name, max([4, *(len(printable_name(c["name"])) for c in rows)]))
+    w_cls, w_from, w_to, w_name, w_prov, w_flags = _diff_widths(
+        rows, [f.cell_len for f in flags], width, show_score
+    )
 
     out = Text(no_wrap=True, overflow="ellipsis")
 
@@ -309,8 +332,8 @@ def diff_lines(
         name = c.get("name")
         parts = [
             cell(cls, w_cls, style=CLASS_STYLE.get(cls, "")),
-            cell(idx(c["from_index"]), w_from, True),
-            cell(idx(c["to_index"]), w_to, True),
+            cell(_idx(c["from_index"]), w_from, True),
+            cell(_idx(c["to_index"]), w_to, True),
             cell(
                 lit(name, PROVENANCE_STYLE.get(prov, PROVENANCE_STYLE[None]))
                 if name
@@ -328,6 +351,146 @@ def diff_lines(
         parts.append(cell(fl, w_flags))
         out.append("\n")
         out.append_text(Text("  ").join(parts))
+    return out
+
+
+class DiffRows:
+    """:func:`diff_lines` as a renderable that writes its segments directly: the same lines
+    and styles, several times faster for tens of thousands of rows (no Text per cell, no
+    wrapping pass). A table wider than the console falls back to :func:`diff_lines`. Its
+    lines are never wider than the console: print it with ``crop=False`` (no second pass
+    over every segment)."""
+
+    def __init__(
+        self,
+        report: dict,
+        *,
+        width: int,
+        only=None,
+        toolchain_changed: bool = False,
+        show_score: bool = True,
+    ) -> None:
+        self.report, self.width, self.only = report, width, only
+        self.toolchain_changed, self.show_score = toolchain_changed, show_score
+
+    def __rich_console__(self, console, options):
+        keep = parse_only(self.only) if not isinstance(self.only, frozenset) else self.only
+        rows = [c for c in self.report["changes"] if _keep(c, keep)]
+        flags = [_flag_parts(c, self.toolchain_changed) for c in rows]
+        widths = _diff_widths(
+            rows, [sum(cell_len(t) for t, _ in f) for f in flags], self.width, self.show_score
+        )
+        w_cls, w_from, w_to, w_name, w_prov, w_flags = widths
+        line_len = sum(widths) + 4 + (5 if self.show_score else 0) + 2 * (6 + self.show_score)
+        if line_len > options.max_width:  # Text's own per-line ellipsis decides
+            text = diff_lines(
+                self.report,
+                width=self.width,
+                only=keep,
+                toolchain_changed=self.toolchain_changed,
+                show_score=self.show_score,
+            )
+            text.overflow = None  # as console.print(text, crop=True): each line is cropped
+            for line in Segment.split_and_crop_lines(
+                console.render(text, options), options.max_width, pad=False
+            ):
+                yield from line
+            return
+        styles: dict[str, Style | None] = {"": None}
+
+        def style_of(name: str) -> Style | None:
+            if name not in styles:
+                styles[name] = console.get_style(name)
+            return styles[name]
+
+        head = [
+            _fit("change", w_cls),
+            _fit("from", w_from, True),
+            _fit("to", w_to, True),
+            _fit("name", w_name),
+            _fit("provenance", w_prov),
+            _fit("conf", 4, True),
+            *([_fit("score", 5, True)] if self.show_score else []),
+            _fit("flags", w_flags),
+        ]
+        head_line = "  ".join(head)
+        yield Segment(head_line, style_of("bold"))
+        yield Segment.line()
+        yield Segment("─" * cell_len(head_line), style_of("dim"))
+        dim = ("—", "dim")
+        for c, fl in zip(rows, flags, strict=True):
+            cls, prov, name = c["classification"], c.get("provenance"), c.get("name")
+            cells: list[tuple[list[tuple[str, str]], int, bool]] = [
+                ([(cls, CLASS_STYLE.get(cls, ""))], w_cls, False),
+                ([(_idx(c["from_index"]), "")], w_from, True),
+                ([(_idx(c["to_index"]), "")], w_to, True),
+                (
+                    [(printable(name), PROVENANCE_STYLE.get(prov, PROVENANCE_STYLE[None]))]
+                    if name
+                    else [dim],
+                    w_name,
+                    False,
+                ),
+                (
+                    [(printable(prov), PROVENANCE_STYLE.get(prov, ""))] if prov else [dim],
+                    w_prov,
+                    False,
+                ),
+                ([(_conf(c.get("confidence")), "")], 4, True),
+            ]
+            if self.show_score:
+                cells.append(([(_conf(c.get("score")), "")], 5, True))
+            cells.append((fl, w_flags, False))
+            yield Segment.line()
+            yield from _row_segments(cells, style_of)
+        yield Segment.line()
+
+
+def _conf(value) -> str:
+    return "" if value is None else f"{value:.2f}"
+
+
+def _fit(text: str, w: int, right: bool = False) -> str:
+    """``text`` cut to ``w`` cells with an ellipsis (as :meth:`Text.truncate`), padded."""
+    if cell_len(text) > w:
+        text = set_cell_size(text, w - 1) + "…"
+    pad = " " * (w - cell_len(text))
+    return pad + text if right else text + pad
+
+
+def _row_segments(cells, style_of) -> list[Segment]:
+    """One table row's segments: each cell padded to its width (an over-long single-piece
+    cell cut with an ellipsis), two spaces between cells; unstyled runs merged."""
+    out: list[Segment] = []
+    plain = ""
+    for i, (pieces, w, right) in enumerate(cells):
+        if i:
+            plain += "  "
+        if len(pieces) == 1:
+            first = pieces[0][0]
+            used = len(first) if first.isascii() else cell_len(first)
+            if used > w:
+                pieces = [(set_cell_size(first, w - 1) + "…", pieces[0][1])]
+                used = cell_len(pieces[0][0])
+        else:
+            used = sum(cell_len(t) for t, _ in pieces)
+        pad = " " * (w - used)
+        if right:
+            plain += pad
+        for text, style in pieces:
+            if not text:
+                continue
+            if not style:
+                plain += text
+                continue
+            if plain:
+                out.append(Segment(plain))
+                plain = ""
+            out.append(Segment(text, style_of(style)))
+        if not right:
+            plain += pad
+    if plain:
+        out.append(Segment(plain))
     return out
 
 
@@ -490,7 +653,7 @@ def render_view(view: dict, console, *, only=None) -> None:
     console.print(summary_text(report))
     console.print()
     console.print(
-        diff_lines(
+        DiffRows(
             report,
             width=console.width,
             only=keep,
@@ -498,7 +661,7 @@ def render_view(view: dict, console, *, only=None) -> None:
             show_score=console.width >= 100,
         ),
         no_wrap=True,
-        crop=True,
+        crop=False,
     )
     legend = flags_legend(shown_flags(report, keep, view["toolchain_changed"]))
     if legend is not None:
