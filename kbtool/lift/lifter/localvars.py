@@ -86,6 +86,25 @@ def _union(a: frozenset[int], b: frozenset[int]) -> frozenset[int]:
     return a | b
 
 
+def _effect(orig: list[frozenset[int]], b01: list[int], e0: int, e1: int) -> None:
+    """Pop ``e0`` values off the sign pass's stacks and push ``e1`` unknown ones: the values
+    both counts cover are overwritten in place (a load, a unary op), the rest popped or
+    pushed."""
+    while e0 > e1:
+        orig.pop()
+        b01.pop()
+        e0 -= 1
+    k = 1
+    while k <= e0:
+        orig[-k] = _NO_ORIGIN
+        b01[-k] = 0
+        k += 1
+    while e0 < e1:
+        orig.append(_NO_ORIGIN)
+        b01.append(0)
+        e0 += 1
+
+
 def _local_signs(
     ops: list[int], args: list[tuple], local_types: list[str], n_params: int, ftypes: list
 ) -> list[int]:
@@ -224,22 +243,7 @@ def _local_signs(
             orig.clear()
             b01.clear()
             continue
-        # pop eff[0] values and push eff[1] unknown ones: the values both counts cover are
-        # overwritten in place (a load, a unary op), the rest popped or pushed
-        e0, e1 = eff
-        while e0 > e1:
-            orig.pop()
-            b01.pop()
-            e0 -= 1
-        k = 1
-        while k <= e0:
-            orig[-k] = none
-            b01[-k] = 0
-            k += 1
-        while e0 < e1:
-            orig.append(none)
-            b01.append(0)
-            e0 += 1
+        _effect(orig, b01, eff[0], eff[1])
     kinds = _sign_kinds(cand, strong, notbool, deps, uv, sv)
     for x in range(n):
         if kinds[x] == 2 and local_types[x] != "i32":  # only an i32 is ever a bool
