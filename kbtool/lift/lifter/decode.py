@@ -30,9 +30,11 @@ from .opnames import (
     OP_F64_CONST,
     OP_GLOBAL_GET,
     OP_GLOBAL_SET,
+    OP_I32_ADD,
     OP_I32_CONST,
     OP_I32_LOAD,
     OP_I32_STORE,
+    OP_I32_SUB,
     OP_I64_CONST,
     OP_IF,
     OP_LOCAL_GET,
@@ -55,7 +57,7 @@ from .opnames import (
 def _decode(data: bytes, start: int, end: int, budget: _Budget) -> tuple:
     """Decode a body into two parallel lists, opcodes and immediates (a tuple each; ``()``
     when none; an ``f32.const`` carries ``(value, raw bits)``), plus the indices of the
-    control instructions. No offsets and no per-instruction tuple: they cost allocations
+    control instructions and whether an ``i32.add`` or ``i32.sub`` occurs. No offsets and no per-instruction tuple: they cost allocations
     in the hottest loop and no later pass needs them.
 
     Inline fast paths cover the common shapes with one- or two-byte LEBs (no immediate;
@@ -63,6 +65,7 @@ def _decode(data: bytes, start: int, end: int, budget: _Budget) -> tuple:
     (and any shape near ``end``) goes through the shared careful decoder.
     """
     decls, p = read_local_decls(data, start, end)
+    arith = False  # an i32.add / i32.sub seen (a shadow-stack frame needs one)
     ops: list[int] = []
     args: list[tuple] = []
     ctrl: list[int] = []
@@ -81,6 +84,8 @@ def _decode(data: bytes, start: int, end: int, budget: _Budget) -> tuple:
         if k == 1:
             imms = ()
             q = p + 1
+            if b == OP_I32_ADD or b == OP_I32_SUB:
+                arith = True
         elif k and p < lim:
             b1 = data[p + 1]
             b2 = data[p + 2]
@@ -161,7 +166,7 @@ def _decode(data: bytes, start: int, end: int, budget: _Budget) -> tuple:
             if n > MAX_INSTRUCTIONS:
                 raise LiftError(f"more than {MAX_INSTRUCTIONS} instructions")
             budget.spend(0)
-    return decls, ops, args, ctrl
+    return decls, ops, args, ctrl, arith
 
 
 def _stack_effects() -> list:

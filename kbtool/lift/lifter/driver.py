@@ -22,7 +22,7 @@ from .base import (
 )
 from .decode import _decode
 from .localvars import _local_names, _local_signs
-from .memory import _I32_ADD, _I32_SUB, _data_decls, _frame_struct, _setup_frame
+from .memory import _data_decls, _frame_struct, _setup_frame
 from .notes import function_notes, note_line, place_notes, setup_notes
 from .structure import _scan
 from .views import lift_views
@@ -114,7 +114,7 @@ def lift_function(
     start, end = m.code[func_index - m.num_func_imports]
     try:
         t = m.func_type(func_index)
-        decls, ops, args, ctrl = _decode(lm.data, start, end, budget)
+        decls, ops, args, ctrl, arith = _decode(lm.data, start, end, budget)
         if len(ops) > max_instructions:
             raise LiftError(f"more than {max_instructions} instructions")
         n_locals = len(t.params) + sum(c for c, _ in decls)
@@ -130,7 +130,7 @@ def lift_function(
         loose = setup_notes(lf, notes, lm.data, start, end) if notes else []
         lf.switches = switches
         lf.lsign = _local_signs(ops, args, local_types, len(t.params), lm.func_types)
-        if _I32_SUB in ops or _I32_ADD in ops:
+        if arith:
             _setup_frame(lf, lm, ops, args, locals_c)
         lf.run(ops, args, blocks, open_at, locals_c, local_types, t)
         lf.ret_type(t.results)  # the signature names it even when no return was lifted

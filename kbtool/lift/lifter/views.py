@@ -124,11 +124,13 @@ def _fields(offs: dict[int, dict[str, list[int]]]) -> dict[_Key, tuple[str, str]
     is the one loads use most (a store converts implicitly, a load of the other signedness
     reads through a cast). Overlapping fields share a union (:func:`_layout`)."""
     out: dict[_Key, tuple[str, str]] = {}
-    for off, cts in sorted(offs.items()):  # offsets are distinct: the dicts never compare
+    for off in sorted(offs):  # ints sort without comparing tuples
         if off + 8 > MAX_OFFSET:
             continue
+        cts = offs[off]
         if len(cts) == 1:  # the common case: one C type at this offset
-            ct = next(iter(cts))
+            for ct in cts:  # noqa: B007 - its one key (mypyc: no generic next(iter()))
+                break
             size = CT_SIZE.get(ct, 0)
             if size:
                 out[(off, size, ct in CT_FLOAT)] = (
@@ -307,7 +309,7 @@ def _subs(
     for base, offs in acc.items():
         v = views.get(base)
         for off, cts in offs.items():
-            for ct in cts:
+            for ct in cts:  # noqa: B007 - its one key (mypyc: no generic next(iter()))
                 inner = f"({ct} *)(M + {base} + {off})" if off else f"({ct} *)(M + {base})"
                 raw = "*" + inner
                 hit = (
