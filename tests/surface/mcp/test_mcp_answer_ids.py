@@ -68,3 +68,28 @@ def test_other_lines_get_what_a_full_parse_gives():
         except ValueError:
             want = None
         assert linebound._response_key(line) == want, line
+
+
+def test_a_big_answer_is_scanned_for_unsafe_characters_beyond_ascii_only(monkeypatch):
+    """The tools' JSON escapes C1, bidi and line-separator characters (the same text as
+    before), but finds them among the answer's non-ASCII bytes, not by a scan of it all."""
+    from kbtool.mcp import registry
+    from kbtool.textutil import json_safe
+
+    scanned: list[int] = []
+
+    def counting(text: str) -> str:
+        scanned.append(len(text))
+        return json_safe(text)
+
+    monkeypatch.setattr(registry, "json_safe", counting)
+    rows = [{"name": f"f{i}", "explain": ["strings added: ' ꪫ', 'é'"]} for i in range(20_000)]
+    clean = registry.as_json({"changes": rows})
+    assert clean == json.dumps({"changes": rows}, ensure_ascii=False, separators=(",", ":"))
+    assert max(scanned) < 200_000 < len(clean)  # only the bytes beyond ASCII were looked at
+    hostile = rows + [{"name": "evil\u202eexe\x85\u2028\U000e0041", "explain": []}]
+    text = registry.as_json({"changes": hostile})
+    assert text == json_safe(
+        json.dumps({"changes": hostile}, ensure_ascii=False, separators=(",", ":"))
+    )
+    assert "\u202e" not in text and "\\u202e" in text and "\\udb40\\udc41" in text
