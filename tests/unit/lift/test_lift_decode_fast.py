@@ -62,7 +62,7 @@ def test_long_constants_decode_inline_with_the_careful_value(monkeypatch, op, va
     monkeypatch.setattr(
         decode, "decode_one", lambda d, p, e: calls.append(p) or decode_one(d, p, e)
     )
-    _decls, ops, args, _ctrl = decode._decode(data, 0, len(data), _Budget(10**9, None))
+    _decls, ops, args, _ctrl, _arith = decode._decode(data, 0, len(data), _Budget(10**9, None))
     assert (ops, args) == want
     assert args[0] == (value,)
     assert calls == []  # no careful decode: the fast path read it
@@ -84,7 +84,7 @@ def test_f32_const_and_typed_blocks_decode_inline(monkeypatch):
     monkeypatch.setattr(
         decode, "decode_one", lambda d, p, e: calls.append(p) or decode_one(d, p, e)
     )
-    _decls, ops, args, _ctrl = decode._decode(data, 0, len(data), _Budget(10**9, None))
+    _decls, ops, args, _ctrl, _arith = decode._decode(data, 0, len(data), _Budget(10**9, None))
     assert ops == want_ops
     assert [a[0] for a in args if a and isinstance(a[0], str)] == ["i32", "i64", "f64", "f32"]
     f32 = args[ops.index(0x43)]
