@@ -3,23 +3,17 @@ functions after a rename: :mod:`kbtool.services.diff.relabel`), instead of a who
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterable
 
+from kbtool.kb.queries.diffs import MATCHING_SELECT, matching_row
 from kbtool.kb.queries.shapes import MatchingRow
 
 __all__ = ["matching_rows_for", "function_bodies", "import_indices"]
 
 CHUNK = 500  # indices per statement (SQLite's variable limit)
 
-_SELECT = (
-    "SELECT f.idx, f.stable_id, f.imported, f.import_module, f.import_field, f.type_sig,"
-    " f.body_hash, f.shape_hash, f.raw_name, f.export_names, f.body_size, f.instr_count,"
-    " x.calls, x.strings, x.consts, x.ops, x.loops, x.call_indirect, x.table_slots"
-    " FROM functions f JOIN facts x ON x.version_id = f.version_id AND x.idx = f.idx"
-    " WHERE f.version_id = ? AND f.idx IN "
-)
+_SELECT = MATCHING_SELECT + " WHERE f.version_id = ? AND f.idx IN "
 
 
 def _chunks(indices: Iterable[int]) -> Iterable[list[int]]:
@@ -37,26 +31,7 @@ def matching_rows_for(
     for chunk in _chunks(indices):
         marks = ",".join("?" * len(chunk))
         for r in conn.execute(_SELECT + f"({marks})", (version_id, *chunk)):
-            out[r[0]] = {
-                "index": r[0],
-                "stable_id": r[1],
-                "imported": bool(r[2]),
-                "import_name": f"{r[3]}.{r[4]}" if r[2] else None,
-                "type_sig": r[5],
-                "body_hash": r[6],
-                "shape_hash": r[7],
-                "raw_name": r[8],
-                "export_names": json.loads(r[9] or "[]"),
-                "body_size": r[10],
-                "instr_count": r[11],
-                "calls": json.loads(r[12]),
-                "strings": json.loads(r[13]),
-                "consts": json.loads(r[14]),
-                "ops": r[15],
-                "loops": r[16],
-                "call_indirect": r[17],
-                "table_slots": json.loads(r[18] or "[]"),
-            }
+            out[r[0]] = matching_row(r)
     return out
 
 

@@ -50,41 +50,48 @@ def mem_ops_for(
     return out
 
 
+#: the columns of a matcher row (:func:`matching_row` reads them in this order)
+MATCHING_SELECT = (
+    "SELECT f.idx, f.stable_id, f.imported, f.import_module, f.import_field, f.type_sig,"
+    " f.body_hash, f.shape_hash, f.raw_name, f.export_names, f.body_size, f.instr_count,"
+    " x.calls, x.strings, x.consts, x.ops, x.loops, x.call_indirect, x.table_slots"
+    " FROM functions f JOIN facts x ON x.version_id = f.version_id AND x.idx = f.idx"
+)
+
+
+def matching_row(r: tuple) -> MatchingRow:
+    """One row of :data:`MATCHING_SELECT` as the matcher's dict."""
+    return {
+        "index": r[0],
+        "stable_id": r[1],
+        "imported": bool(r[2]),
+        "import_name": f"{r[3]}.{r[4]}" if r[2] else None,
+        "type_sig": r[5],
+        "body_hash": r[6],
+        "shape_hash": r[7],
+        "raw_name": r[8],
+        "export_names": json.loads(r[9] or "[]"),
+        "body_size": r[10],
+        "instr_count": r[11],
+        "calls": json.loads(r[12]),
+        "strings": json.loads(r[13]),
+        "consts": json.loads(r[14]),
+        "ops": r[15],
+        "loops": r[16],
+        "call_indirect": r[17],
+        "table_slots": json.loads(r[18] or "[]"),
+    }
+
+
 def matching_rows(conn: sqlite3.Connection, version_id: int) -> list[MatchingRow]:
     """Per-function rows the diff matcher needs (identity, hashes, names, facts)."""
     version_row(conn, version_id)
-    out: list[MatchingRow] = []
-    for r in conn.execute(
-        "SELECT f.idx, f.stable_id, f.imported, f.import_module, f.import_field, f.type_sig,"
-        " f.body_hash, f.shape_hash, f.raw_name, f.export_names, f.body_size, f.instr_count,"
-        " x.calls, x.strings, x.consts, x.ops, x.loops, x.call_indirect, x.table_slots"
-        " FROM functions f JOIN facts x ON x.version_id = f.version_id AND x.idx = f.idx"
-        " WHERE f.version_id = ? ORDER BY f.idx",
-        (version_id,),
-    ):
-        out.append(
-            {
-                "index": r[0],
-                "stable_id": r[1],
-                "imported": bool(r[2]),
-                "import_name": f"{r[3]}.{r[4]}" if r[2] else None,
-                "type_sig": r[5],
-                "body_hash": r[6],
-                "shape_hash": r[7],
-                "raw_name": r[8],
-                "export_names": json.loads(r[9] or "[]"),
-                "body_size": r[10],
-                "instr_count": r[11],
-                "calls": json.loads(r[12]),
-                "strings": json.loads(r[13]),
-                "consts": json.loads(r[14]),
-                "ops": r[15],
-                "loops": r[16],
-                "call_indirect": r[17],
-                "table_slots": json.loads(r[18] or "[]"),
-            }
+    return [
+        matching_row(r)
+        for r in conn.execute(
+            MATCHING_SELECT + " WHERE f.version_id = ? ORDER BY f.idx", (version_id,)
         )
-    return out
+    ]
 
 
 def stored_diff_stamp(
