@@ -40,6 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kbtool.services.detached import OFF, spawn, switched_off
+
 FORMAT = 3  # bump when what is kept or how it is built changes
 DISK_FILES = 16  # versions kept per KB file
 MAGIC = b"KBTOOL-CODE\n"
@@ -47,7 +49,6 @@ _DIGEST = 16
 #: a module this big is prepared in the background after ``analyze``/``ingest`` (a small
 #: one is prepared in a few ms by whoever asks)
 WARM_MIN_BYTES = 1 << 20
-OFF = ("", "off", "0", "no", "false")
 _STALE_TMP = 3600.0  # a temporary file this old was left by a process that died writing
 
 
@@ -345,10 +346,7 @@ def judge(conn: sqlite3.Connection, kept: Kept, token: tuple) -> str:
 def warm_enabled() -> bool:
     """Versions are prepared in the background unless ``KBTOOL_CODE_WARM`` or the store
     (``KBTOOL_CODE_CACHE_DIR``) says off."""
-    env = os.environ.get("KBTOOL_CODE_WARM")
-    if env is not None and env.strip().lower() in OFF:
-        return False
-    return store_dir() is not None
+    return not switched_off("KBTOOL_CODE_WARM") and store_dir() is not None
 
 
 def start_background(
@@ -359,28 +357,15 @@ def start_background(
     module is under ``min_bytes``: prepared at once by whoever asks)."""
     if not warm_enabled():
         return None
-    import subprocess
-
     from kbtool.kb.queries.code_labels import module_size
     from kbtool.kb.queries.versions import database_file
 
     path = database_file(conn)
     if not path or module_size(conn, version_id) < min_bytes:
         return None
-    cmd = [sys.executable, "-m", "kbtool.services.code_store", "--db", path, "--quiet"]
-    cmd += ["--version", str(version_id)]
-    try:
-        proc = subprocess.Popen(
-            cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            close_fds=True,
-        )
-    except OSError:
-        return None
-    return proc.pid
+    return spawn(
+        "kbtool.services.code_store", ["--db", path, "--quiet", "--version", str(version_id)]
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

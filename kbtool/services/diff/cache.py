@@ -61,6 +61,7 @@ from typing import Any
 import orjson
 
 from kbtool.kb import queries
+from kbtool.services.detached import OFF
 from kbtool.services.diff.changelog import STATE_FORMAT, changelog
 from kbtool.services.diff.programs import program_fields
 from kbtool.services.diff.rejoin import (
@@ -91,7 +92,7 @@ def disk_dir() -> Path | None:
     """Where computed answers are kept (None: not kept)."""
     env = os.environ.get("KBTOOL_DIFF_CACHE_DIR")
     if env is not None:
-        return None if env.strip().lower() in ("", "off", "0", "no") else Path(env)
+        return None if env.strip().lower() in OFF else Path(env)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "kbtool" / "diffs"
 

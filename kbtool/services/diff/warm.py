@@ -37,7 +37,6 @@ import hashlib
 import json
 import os
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
@@ -46,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from kbtool.kb import queries
+from kbtool.services.detached import spawn, switched_off
 from kbtool.services.diff.cache import DiffCache, disk_dir
 
 __all__ = [
@@ -61,7 +61,6 @@ __all__ = [
 ]
 
 MAX_PAIRS = 12  # pairs prepared per run (the disk keeps 64 files per KB: 4 per pair)
-OFF = ("", "off", "0", "no", "false")
 
 Progress = Callable[[int, int, tuple[int, int], float], None]  # done, total, pair, cpu s
 
@@ -69,10 +68,7 @@ Progress = Callable[[int, int, tuple[int, int], float], None]  # done, total, pa
 def warm_enabled() -> bool:
     """Pairs are prepared in the background unless ``KBTOOL_DIFF_WARM`` or the disk cache
     (``KBTOOL_DIFF_CACHE_DIR``) says off."""
-    env = os.environ.get("KBTOOL_DIFF_WARM")
-    if env is not None and env.strip().lower() in OFF:
-        return False
-    return disk_dir() is not None
+    return not switched_off("KBTOOL_DIFF_WARM") and disk_dir() is not None
 
 
 def pairs_to_prepare(
@@ -246,21 +242,13 @@ def start_background(conn: sqlite3.Connection, version_id: int | None = None) ->
     if not pairs:
         return out
     status = status_path(path)
-    cmd = [sys.executable, "-m", "kbtool.services.diff.warm", "--db", path, "--quiet"]
+    args = ["--db", path, "--quiet"]
     if version_id is not None:
-        cmd += ["--version", str(version_id)]
-    try:
-        proc = subprocess.Popen(
-            cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,  # not stopped by the terminal's ^C, not waited for
-            close_fds=True,
-        )
-    except OSError:  # no process: the first request computes the pair, as before
+        args += ["--version", str(version_id)]
+    pid = spawn("kbtool.services.diff.warm", args)
+    if pid is None:  # no process: the first request computes the pair, as before
         return out
-    out.update(pairs=[list(p) for p in pairs], pid=proc.pid, status=str(status) if status else None)
+    out.update(pairs=[list(p) for p in pairs], pid=pid, status=str(status) if status else None)
     return out
 
 
