@@ -21,7 +21,11 @@ from __future__ import annotations
 import gc
 import threading
 
-__all__ = ["GROWTH", "disable", "enable", "enabled", "settle", "stats"]
+# re-exported for the front-ends: the collector paused for a block that allocates many
+# objects and no cycles (a report read, a decode), restored after
+from kbtool.wasm.facts import gc_paused as collector_paused
+
+__all__ = ["GROWTH", "collector_paused", "disable", "enable", "enabled", "settle", "stats"]
 
 GROWTH = 2.0  # frozen objects over those frozen after the last full collection: collect again
 # and by at least this many objects: a full collection then walks everything (~0.3 s on

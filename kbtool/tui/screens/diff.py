@@ -8,10 +8,7 @@ large pair does not freeze the screen, and kept in the process's diff cache
 
 from __future__ import annotations
 
-import contextlib
-import gc
 from collections import Counter
-from collections.abc import Iterator
 
 from rich.text import Text
 from textual import work
@@ -86,22 +83,6 @@ def _changelog_data(conn, frm: int, to: int):
         return cached_view(conn, frm, to)["changelog"]
     except (LookupError, ValueError):
         return None
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The cyclic collector paused while a report is read (restored after; a no-op when it is
-    already off): a stored ffmpeg report is some 100,000 new dicts and lists, none in a cycle,
-    and the passes the collector would make over them as they are parsed (on this thread and
-    on the screen's, which shares the collector) cost 40-90 ms in front of the first rows."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _summary(report: dict) -> Text:
@@ -287,7 +268,7 @@ class DiffScreen(KbScreen):
         try:
             conn = open_ro(self.kb.db_path)
             try:
-                with _collector_paused():
+                with heap.collector_paused():
                     result = _view(conn, frm, to)
                     # kept (the diff cache): frozen before the collector is back, so its
                     # young generations do not walk the new report in front of the first
@@ -375,7 +356,7 @@ class DiffScreen(KbScreen):
         try:
             conn = open_ro(self.kb.db_path)
             try:
-                with _collector_paused():
+                with heap.collector_paused():
                     data = _changelog_data(conn, frm, to)
             finally:
                 conn.close()
