@@ -97,7 +97,12 @@ class _Scan:
     """One pass over the lines: statement depth, openers, labels and goto counts (``memo``:
     the lines seen by earlier scans of the same function)."""
 
-    def __init__(self, lines: list[str], memo: dict[str, tuple[str, bool, int, str, list[str]]]):
+    def __init__(
+        self,
+        lines: list[str],
+        memo: dict[str, tuple[str, bool, int, str, list[str]]],
+        plain: dict[str, str],
+    ):
         self.lines = lines
         n = len(lines)
         self.bare: list[str] = []
@@ -117,9 +122,22 @@ class _Scan:
         stack: list[int] = []
         top = -1  # stack[-1], or -1
         for k, ln in enumerate(lines):
+            p = plain.get(ln)
+            if p is not None:  # most lines: no brace, label or goto (one str, no tuple)
+                bare.append(p)
+                depth[k] = len(stack)
+                opener[k] = top
+                continue
             info = memo.get(ln)
             if info is None:
-                info = memo[ln] = _info(ln)
+                info = _info(ln)
+                if not info[1] and not info[2] and not info[3] and not info[4]:
+                    plain[ln] = info[0]
+                    bare.append(info[0])
+                    depth[k] = len(stack)
+                    opener[k] = top
+                    continue
+                memo[ln] = info
             s, closes, net, label, gotos = info
             bare.append(s)
             if closes and stack:
@@ -415,23 +433,31 @@ def _loop_end(lines: list[str], j: int) -> bool:
     return False
 
 
-def _hopeful(lines: list[str]) -> bool:
-    """Whether some trampoline may move or copy: a cheap look (its label has one ``goto``
-    and a jump before it, or a ``return`` right after it) before the full scan. The
-    ``goto`` counts are taken only when some label passes the other looks."""
+def _first_look(out: list[str | None]) -> tuple[list[str], list[int]]:
+    """The trampolines' labels in ``out`` and the indices (among the lines that are not
+    None) of the lines that may be labels: one pass, one one-character search per line."""
     tramps: list[str] = []
     marks: list[int] = []  # lines that may be labels
-    for k, ln in enumerate(lines):
-        if ":" not in ln:  # most lines: one character search instead of two scans
+    k = 0
+    for ln in out:
+        if ln is None:
             continue
-        if ": goto L" in ln:
-            m = _TRAMP.match(_bare(ln))
-            if m is not None:
-                tramps.append(m.group(2))
-        elif ln.endswith(":;") and "goto L" not in ln:
-            marks.append(k)
-    if not tramps:
-        return False
+        if ":" in ln:  # most lines have none
+            if ": goto L" in ln:
+                m = _TRAMP.match(_bare(ln))
+                if m is not None:
+                    tramps.append(m.group(2))
+            elif ln.endswith(":;") and "goto L" not in ln:
+                marks.append(k)
+        k += 1
+    return tramps, marks
+
+
+def _hopeful(lines: list[str], tramps: list[str], marks: list[int]) -> bool:
+    """Whether some trampoline (``tramps``, their labels; ``marks``: the lines that may be
+    labels, :func:`_first_look`) may move or copy: a cheap look (its label has one
+    ``goto`` and a jump before it, or a ``return`` right after it) before the full scan.
+    The ``goto`` counts are taken only when some label passes the other looks."""
     want = set(tramps)
     labels: dict[str, int] = {}
     for k in marks:
@@ -542,20 +568,22 @@ def place_cases(
     """Put the bodies of ``case N: goto L;`` trampolines under their cases. Returns the new
     lines (``out`` itself when nothing changed), the gotos and labels that went, and the
     new index of each old line (-1: dropped) for the callers that hold line indices."""
-    if not any(ln is not None and ": goto L" in ln for ln in out):
+    tramps, marks = _first_look(out)
+    if not tramps:
         return out, 0, 0, []  # the common case: no trampoline
     lines: list[str] = [ln for ln in out if ln is not None]
-    if not _hopeful(lines):
+    if not _hopeful(lines, tramps, marks):
         return out, 0, 0, []
     keep = [k for k, ln in enumerate(out) if ln is not None]
     ident = list(range(len(lines)))  # old index (into keep) of each current line
     gotos = labels = moves = 0
     skip: set[int] = set()
     memo: dict[str, tuple[str, bool, int, str, list[str]]] = {}
+    plain: dict[str, str] = {}  # the lines of `memo` without brace, label or goto: bare
     while moves < MAX_MOVES and budget.units > 4 * len(lines):
         # (a function near its work budget keeps its trampolines rather than its body)
         budget.spend(len(lines))
-        scan = _Scan(lines, memo)
+        scan = _Scan(lines, memo, plain)
         batch, copy, landing = _pick(scan, ident, skip)
         if batch:
             moves += len(batch)
