@@ -11,7 +11,6 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kbtool.kb import queries
@@ -36,10 +35,10 @@ from kbtool.services.code_prepared import (
     _one_line,
     code_module,
 )
+from kbtool.services.code_window import skim, window_lines
 from kbtool.wasm import WasmFormatError
 
 _RENDERING: dict[tuple, threading.Lock] = {}  # (module, index, kind) -> held while rendered
-_BACKGROUND = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kbtool-lines")
 
 HUGE_INSTRUCTIONS = 20_000  # a body this long shows its first screen before the rest
 FIRST_SCREEN = 2_000  # instructions in that first screen
@@ -236,9 +235,11 @@ def code_window(
 
     A disassembly window within the first ``FIRST_SCREEN`` lines decodes only the
     instructions up to it (a huge function's first screen costs what a small one costs);
-    a later one renders the whole listing once and keeps its lines, so every other window is
-    a slice. The C is lifted alone (no disassembly) and its lines are kept likewise; both
-    are kept per prepared version (a rename or a knowledge edit makes a new one)."""
+    a later one decodes only its own instructions, from the resume point before it
+    (:mod:`kbtool.services.code_window`: one decode-only pass over the body, kept), so no
+    window waits for the whole listing and none is built. The C is lifted alone (no
+    disassembly) and its lines are kept, so every later window is a slice; both are kept per
+    prepared version (a rename or a knowledge edit makes a new one)."""
     if kind not in ("wasm", "c"):
         raise ValueError(f"kind must be wasm or c, not {_one_line(kind)[:20]}")
     offset, limit = max(0, offset), max(1, min(limit, 20_000))
@@ -247,8 +248,9 @@ def code_window(
     lines = _kept_lines(cm, func_index, kind)
     if lines is None and kind == "wasm" and offset + limit <= FIRST_SCREEN:
         total, window = _first_lines(conn, cm, version_id, func_index, offset, limit)
-        if total > FIRST_SCREEN and offset > 0:  # a reader scrolls a huge function: the
-            _render_later(cm, func_index)  # rest rendered while these windows are read
+    elif lines is None and kind == "wasm" and (sk := skim(cm.lm, func_index)) is not None:
+        total = len(sk.head) + sk.count  # past the first screen: from its resume point
+        window = window_lines(cm.lm, func_index, sk, offset, limit)
     else:
         if lines is None:
             lines = _all_lines(cm, func_index, kind)
@@ -279,20 +281,9 @@ def _kept_lines(cm: CodeModule, func_index: int, kind: str) -> list[str] | None:
     return None
 
 
-def _render_later(cm: CodeModule, func_index: int) -> None:
-    """Render a huge function's whole disassembly on the background thread (one at a time),
-    once a reader asks for its second window (not for the first, which the studio also shows
-    while the C is lifted), so the window past its first screen is a slice by then."""
-    key = (id(cm), func_index, "wasm")
-    with _LOCK:
-        if key in _RENDERING or _LINES.get(key) is not None:
-            return
-    _BACKGROUND.submit(_all_lines, cm, func_index, "wasm")
-
-
 def _all_lines(cm: CodeModule, func_index: int, kind: str) -> list[str]:
-    """Every line of the function's C or disassembly, kept for the next windows; made once
-    (a window asked for while the background thread renders it waits for that render)."""
+    """Every line of the function's C (or the disassembly of a body a window cannot resume
+    in), kept for the next windows; made once (a second thread asking meanwhile waits)."""
     key = (id(cm), func_index, kind)
     with _LOCK:
         lock = _RENDERING.setdefault(key, threading.Lock())
