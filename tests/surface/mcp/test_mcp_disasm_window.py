@@ -115,12 +115,17 @@ def test_first_screen_window_decodes_only_up_to_it(demo_kb):
         first = get_disassembly(1, idx, 0, 200)
         assert _kept(demo_kb, idx) == (None, None)  # nothing whole rendered or kept
         assert len(first.splitlines()) == 201 and "offset=200)" in first
-        later = get_disassembly(1, idx, 2_100, 200)  # past the first screen: rendered once
-        whole, lines = _kept(demo_kb, idx)
-        assert whole is None and lines is not None
+        later = get_disassembly(1, idx, 2_100, 200)  # past the first screen: its own lines
+        assert _kept(demo_kb, idx) == (None, None)  # still nothing whole (issue 30 point 2)
+        again = get_disassembly(1, idx, 4_000, 100)
+        assert _kept(demo_kb, idx) == (None, None)
+        conn = open_ro(demo_kb)
+        try:
+            lines = code.disassembly(conn, 1, idx)["mnemonics"].splitlines()
+        finally:
+            conn.close()
         assert later.splitlines()[:200] == lines[2_100:2_300]
-        again = get_disassembly(1, idx, 4_000, 100)  # a slice of the kept lines
-        assert _kept(demo_kb, idx)[1] is lines
         assert again.splitlines()[:100] == lines[4_000:4_100]
+        prepared.clear_cache()
         get_lifted_c(1, idx, 0, 50)  # the C alone: no disassembly object either
         assert _kept(demo_kb, idx)[0] is None

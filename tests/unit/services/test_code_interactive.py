@@ -115,25 +115,21 @@ def test_heap_policy_freezes_and_frees_cycles_after_growth(monkeypatch):
     assert gc.get_freeze_count() == 0
 
 
-def test_scrolling_a_huge_function_renders_the_rest_in_the_background(conn):
+def test_scrolling_a_huge_function_renders_only_its_windows(conn):
     """Windows within a huge function's first screen answer from the instructions up to
-    them; once a reader asks for the second, the whole listing is rendered once on the
-    background thread, so the first window past the first screen is a slice of it (the same
-    lines as a fresh render)."""
+    them; a window past it from the resume point before it: the whole listing is never
+    rendered nor kept, and every window has the lines of a fresh whole render."""
     from kbtool.services import code_function
 
     big = 5  # 10,000 instructions (tests/support/codefixtures.py)
     first = code.code_window(conn, 1, big, kind="wasm", offset=0, limit=300)
     assert first["total"] > code.FIRST_SCREEN and first["next_offset"] == 300
     cm = code.code_module(conn, 1)
-    code_function._BACKGROUND.submit(lambda: None).result(timeout=60)
-    assert code_function._kept_lines(cm, big, "wasm") is None  # the first alone: no render
     second = code.code_window(conn, 1, big, kind="wasm", offset=300, limit=300)
-    code_function._BACKGROUND.submit(lambda: None).result(timeout=60)  # FIFO: after the render
-    kept = code_function._kept_lines(cm, big, "wasm")
-    assert kept is not None and kept[300:600] == second["lines"]
-    assert kept is not None and len(kept) == first["total"]
     far = code.code_window(conn, 1, big, kind="wasm", offset=5000, limit=300)
-    assert far["lines"] == kept[5000:5300]
+    assert code_function._kept_lines(cm, big, "wasm") is None
+    whole = code.disassembly(conn, 1, big)["mnemonics"].splitlines()
+    assert whole[300:600] == second["lines"] and whole[5000:5300] == far["lines"]
+    assert len(whole) == first["total"] == far["total"]
     code.clear_cache()
     assert code.code_window(conn, 1, big, kind="wasm", offset=5000, limit=300) == far
