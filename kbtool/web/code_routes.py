@@ -64,18 +64,19 @@ def _callgraph(conn: sqlite3.Connection, params: dict[str, str], query: Query) -
 
 def _disasm_costly(query: Query) -> bool:
     """Whether a ``/api/disasm`` request computes: the whole Disassembly object, a window of
-    C (the function is lifted) or of disassembly past the first screen (the whole listing
-    is rendered once) do; a window of the first screen of disassembly does not (it decodes
-    only up to the window), so it never waits behind a lift or a call graph: it is what the
-    studio shows while a huge function's C is lifted."""
+    C (the function is lifted) or of more than a first screen of disassembly do; a screen of
+    disassembly anywhere does not (it decodes only its own instructions, after one
+    decode-only pass over a huge body), so it never waits behind a lift or a call graph: it
+    is what the studio shows, and scrolls, while a huge function's C is lifted."""
     if not any(query.get(k) for k in ("kind", "offset", "limit")):
         return True
     kind = (query.get("kind") or ["wasm"])[0]
     try:
-        end = int((query.get("offset") or ["0"])[0]) + int((query.get("limit") or ["200"])[0])
+        int((query.get("offset") or ["0"])[0])
+        limit = int((query.get("limit") or ["200"])[0])
     except ValueError:  # the handler answers 400 at once
         return False
-    return kind != "wasm" or end > code_service.FIRST_SCREEN
+    return kind != "wasm" or limit > code_service.FIRST_SCREEN
 
 
 ROUTES = [

@@ -32,8 +32,10 @@ def test_classification():
     assert router.is_expensive("/api/disasm/1/5")  # the whole Disassembly object
     assert router.is_expensive("/api/disasm/1/5", {"kind": ["c"], "limit": ["300"]})
     assert router.is_expensive("/api/callgraph/1")
-    far = str(code_service.FIRST_SCREEN)
-    assert router.is_expensive("/api/disasm/1/5", {"kind": ["wasm"], "offset": [far]})
+    far = str(code_service.FIRST_SCREEN * 10)  # a screen anywhere: its own lines (issue 30)
+    assert not router.is_expensive("/api/disasm/1/5", {"kind": ["wasm"], "offset": [far]})
+    more = str(code_service.FIRST_SCREEN + 1)  # more than a screen at once
+    assert router.is_expensive("/api/disasm/1/5", {"kind": ["wasm"], "limit": [more]})
     assert not router.is_expensive("/api/disasm/1/5", {"kind": ["wasm"], "limit": ["300"]})
     assert not router.is_expensive("/api/disasm/1/5", {"offset": ["300"], "limit": ["300"]})
     # a malformed window is answered 400 at once by the handler, never held for a slot
@@ -67,7 +69,9 @@ def test_first_screen_does_not_wait_behind_lift_and_callgraph(kb, monkeypatch):
         assert meanwhile.status_code == 200
         body = meanwhile.json()
         whole = client.get(f"/api/disasm/{vid}/{idx}?kind=wasm&offset=0&limit=20000")
-        assert whole.status_code == 503  # past the first screen: an expensive request
+        assert whole.status_code == 503  # more than a screen: an expensive request
+        deep = client.get(f"/api/disasm/{vid}/{idx}?kind=wasm&offset=5&limit=300")
+        assert deep.status_code == 200 and deep.json()["offset"] == 5  # any screen: at once
         assert body["lines"] and body["offset"] == 0 and body["kind"] == "wasm"
         another_c = client.get(f"/api/disasm/{vid}/{idx + 1}?kind=c&offset=0&limit=300")
         assert another_c.status_code == 503 and "busy" in another_c.json()["error"]
