@@ -16,7 +16,7 @@ fields instead of parsing text. Deterministic for equal input.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from kbtool.wasm.errors import WasmFormatError
 from kbtool.wasm.instr import decode_one, format_imms, read_local_decls
@@ -137,13 +137,7 @@ def disassemble_function(lm: LiftModule, func_index: int, max_lines: int = MAX_L
         if count:
             local_decls.append((x, count, ty))
         x += count
-    line_notes = lm.names.line_comments.get(func_index) or {}
-    types = lm.type_texts
-    has_data = bool(lm.data_starts)
-
-    def type_text(t: int) -> str:
-        return types[t] if 0 <= t < len(types) else f"<bad type {t}>"
-
+    make = RecordMaker(lm, func_index).record
     instrs: list[Instr] = []
     append = instrs.append
     stack: list[int] = []  # index in ``instrs`` of each open block's opener
@@ -155,61 +149,16 @@ def disassemble_function(lm: LiftModule, func_index: int, max_lines: int = MAX_L
         if len(instrs) >= max_lines:
             truncated = max_lines
             break
-        k = KIND[op]
         if op in _CLOSE or op in _MID:
             depth = max(depth - 1, 0)
         if op in _CLOSE and stack:
             stack.pop()
-        ref = data_ref = string = None
         targets: tuple[int, ...] = ()
-        if k == K_CALL or k == K_REF_FUNC:
-            ref = _func_ref(lm, imms[0])
-            operands = str(imms[0])
-        elif k == K_GLOBAL:
-            ref = Ref("global", imms[0], lm.global_display(imms[0]) or None)
-            operands = str(imms[0])
-        elif op in _CALL_INDIRECT:
-            operands = format_imms(op, imms, type_text)
-            ref = Ref("type", imms[0], type_text(imms[0]), 0 <= imms[0] < len(types))
-        elif op in _LOCAL_OPS:
-            ref = Ref("local", imms[0], _local_name(lm, func_index, imms[0]))
-            operands = str(imms[0])
-        else:
-            operands = format_imms(op, imms, type_text)
-            if op in _BRANCH:
-                labels = (*imms[0], imms[1]) if op == 0x0E else (imms[0],)
-                n = len(stack)
-                targets = tuple(stack[-1 - d] if d < n else -1 for d in labels)
-            elif has_data:
-                if k == K_MEM and prev_const is not None:
-                    # i32.const C; i32.load offset=O: a static variable at C + O
-                    d = lm.data_label((prev_const + imms[1]) & 0xFFFFFFFF)
-                    if d is not None:
-                        data_ref = DataRef(d[0], d[2], None)
-                elif op == 0x41:
-                    d = lm.data_label(imms[0] & 0xFFFFFFFF)
-                    if d is not None and d[2] == 0:  # the start of a labelled data item
-                        data_ref = DataRef(d[0], 0, escape_text(d[3], 80) if d[3] else None)
-            if op == 0x41 and data_ref is None and imms[0] >= 256:
-                s = lm.string_at(imms[0] & 0xFFFFFFFF)
-                if s:
-                    string = escape_text(s, 80)
-        lc = line_notes.get(p) if line_notes else None
-        append(
-            Instr(
-                p,
-                depth,
-                op,
-                MNEMONICS[op],
-                imms,
-                operands,
-                ref,
-                targets,
-                data_ref,
-                string,
-                display_name(" ".join(lc.split()), 200) if lc else None,
-            )
-        )
+        if op in _BRANCH:
+            labels = (*imms[0], imms[1]) if op == 0x0E else (imms[0],)
+            n = len(stack)
+            targets = tuple(stack[-1 - d] if d < n else -1 for d in labels)
+        append(make(p, depth, op, imms, prev_const, targets))
         prev_const = imms[0] if op == 0x41 else None
         if op in _OPEN:
             stack.append(len(instrs) - 1)
@@ -232,3 +181,78 @@ def disassemble_function(lm: LiftModule, func_index: int, max_lines: int = MAX_L
         tuple(instrs),
         truncated,
     )
+
+
+class RecordMaker:
+    """One instruction's :class:`Instr` of function ``func_index``: what it reads of the
+    module (names, types, data labels, strings, the KB's line comments). Shared by
+    :func:`disassemble_function` and the windows of a huge function
+    (:mod:`kbtool.services.code_window`), so both make the same records."""
+
+    def __init__(self, lm: LiftModule, func_index: int) -> None:
+        self.lm, self.fi = lm, func_index
+        self.types = lm.type_texts
+        self.has_data = bool(lm.data_starts)
+        self.notes = lm.names.line_comments.get(func_index) or {}
+
+    def type_text(self, t: int) -> str:
+        return self.types[t] if 0 <= t < len(self.types) else f"<bad type {t}>"
+
+    def record(
+        self,
+        p: int,
+        depth: int,
+        op: int,
+        imms: Any,
+        prev_const: int | None,
+        targets: tuple[int, ...] = (),
+    ) -> Instr:
+        """The record of the instruction at ``p`` (``prev_const``: the previous
+        instruction's ``i32.const`` value; ``targets``: a branch's blocks)."""
+        lm, types = self.lm, self.types
+        k = KIND[op]
+        ref = data_ref = string = None
+        if k == K_CALL or k == K_REF_FUNC:
+            ref = _func_ref(lm, imms[0])
+            operands = str(imms[0])
+        elif k == K_GLOBAL:
+            ref = Ref("global", imms[0], lm.global_display(imms[0]) or None)
+            operands = str(imms[0])
+        elif op in _CALL_INDIRECT:
+            operands = format_imms(op, imms, self.type_text)
+            ref = Ref("type", imms[0], self.type_text(imms[0]), 0 <= imms[0] < len(types))
+        elif op in _LOCAL_OPS:
+            ref = Ref("local", imms[0], _local_name(lm, self.fi, imms[0]))
+            operands = str(imms[0])
+        else:
+            operands = format_imms(op, imms, self.type_text)
+            if op in _BRANCH:
+                pass  # its blocks are the caller's ``targets``
+            elif self.has_data:
+                if k == K_MEM and prev_const is not None:
+                    # i32.const C; i32.load offset=O: a static variable at C + O
+                    d = lm.data_label((prev_const + imms[1]) & 0xFFFFFFFF)
+                    if d is not None:
+                        data_ref = DataRef(d[0], d[2], None)
+                elif op == 0x41:
+                    d = lm.data_label(imms[0] & 0xFFFFFFFF)
+                    if d is not None and d[2] == 0:  # the start of a labelled data item
+                        data_ref = DataRef(d[0], 0, escape_text(d[3], 80) if d[3] else None)
+            if op == 0x41 and data_ref is None and imms[0] >= 256:
+                s = lm.string_at(imms[0] & 0xFFFFFFFF)
+                if s:
+                    string = escape_text(s, 80)
+        lc = self.notes.get(p) if self.notes else None
+        return Instr(
+            p,
+            depth,
+            op,
+            MNEMONICS[op],
+            imms,
+            operands,
+            ref,
+            targets,
+            data_ref,
+            string,
+            display_name(" ".join(lc.split()), 200) if lc else None,
+        )

@@ -19,29 +19,20 @@ from __future__ import annotations
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Any
 
 from kbtool.lift.context import LiftModule
 from kbtool.lift.disasm import (
-    _BRANCH,
-    _CALL_INDIRECT,
     _CLOSE,
-    _LOCAL_OPS,
     _MID,
     _OPEN,
     MAX_LINES,
-    DataRef,
     Instr,
-    Ref,
-    _func_ref,
-    _local_name,
+    RecordMaker,
     disassemble_function,
 )
-from kbtool.lift.names import display_name, escape_text
 from kbtool.render.disasm import head_lines, instr_line
 from kbtool.wasm import WasmFormatError
-from kbtool.wasm.instr import decode_one, format_imms, read_local_decls
-from kbtool.wasm.opcodes import K_CALL, K_GLOBAL, K_MEM, K_REF_FUNC, KIND, MNEMONICS
+from kbtool.wasm.instr import decode_one, read_local_decls
 
 EVERY = 256  # instructions between two resume points (a window decodes at most this many more)
 KEPT = 16  # functions whose resume points are kept per process
@@ -159,7 +150,7 @@ def _records(
     (with the decoder's ``depth`` and previous constant there), as
     :func:`kbtool.lift.disasm.disassemble_function` makes them (without ``targets``)."""
     data, end = lm.data, sk.end
-    ctx = _Ctx(lm, func_index)
+    ctx = RecordMaker(lm, func_index)
     out: list[Instr] = []
     while n < last:
         op, p2, imms = decode_one(data, p, end)
@@ -173,67 +164,6 @@ def _records(
         p = p2
         n += 1
     return out
-
-
-class _Ctx:
-    """What one instruction's record reads of the module (names, types, data labels)."""
-
-    def __init__(self, lm: LiftModule, func_index: int) -> None:
-        self.lm, self.fi = lm, func_index
-        self.types = lm.type_texts
-        self.has_data = bool(lm.data_starts)
-        self.notes = lm.names.line_comments.get(func_index) or {}
-
-    def type_text(self, t: int) -> str:
-        return self.types[t] if 0 <= t < len(self.types) else f"<bad type {t}>"
-
-    def record(self, p: int, depth: int, op: int, imms: Any, prev_const: int | None) -> Instr:
-        lm, types = self.lm, self.types
-        k = KIND[op]
-        ref = data_ref = string = None
-        if k == K_CALL or k == K_REF_FUNC:
-            ref = _func_ref(lm, imms[0])
-            operands = str(imms[0])
-        elif k == K_GLOBAL:
-            ref = Ref("global", imms[0], lm.global_display(imms[0]) or None)
-            operands = str(imms[0])
-        elif op in _CALL_INDIRECT:
-            operands = format_imms(op, imms, self.type_text)
-            ref = Ref("type", imms[0], self.type_text(imms[0]), 0 <= imms[0] < len(types))
-        elif op in _LOCAL_OPS:
-            ref = Ref("local", imms[0], _local_name(lm, self.fi, imms[0]))
-            operands = str(imms[0])
-        else:
-            operands = format_imms(op, imms, self.type_text)
-            if op in _BRANCH:
-                pass  # targets: not shown on a line
-            elif self.has_data:
-                if k == K_MEM and prev_const is not None:
-                    d = lm.data_label((prev_const + imms[1]) & 0xFFFFFFFF)
-                    if d is not None:
-                        data_ref = DataRef(d[0], d[2], None)
-                elif op == 0x41:
-                    d = lm.data_label(imms[0] & 0xFFFFFFFF)
-                    if d is not None and d[2] == 0:
-                        data_ref = DataRef(d[0], 0, escape_text(d[3], 80) if d[3] else None)
-            if op == 0x41 and data_ref is None and imms[0] >= 256:
-                s = lm.string_at(imms[0] & 0xFFFFFFFF)
-                if s:
-                    string = escape_text(s, 80)
-        lc = self.notes.get(p) if self.notes else None
-        return Instr(
-            p,
-            depth,
-            op,
-            MNEMONICS[op],
-            imms,
-            operands,
-            ref,
-            (),
-            data_ref,
-            string,
-            display_name(" ".join(lc.split()), 200) if lc else None,
-        )
 
 
 __all__ = ["EVERY", "Skim", "skim", "window_lines"]

@@ -94,7 +94,7 @@ def test_a_far_window_decodes_only_its_own_instructions(code_kb, fresh, monkeypa
         cm = code.code_module(conn, 1)
         code_window.skim(cm.lm, 5)
         made: list[int] = []
-        real = code_window._Ctx.record
+        real = code_window.RecordMaker.record
 
         def counted(self, *a):
             made.append(1)
@@ -103,7 +103,7 @@ def test_a_far_window_decodes_only_its_own_instructions(code_kb, fresh, monkeypa
         def whole(*_a, **_k):
             raise AssertionError("a window disassembled the whole body")
 
-        monkeypatch.setattr(code_window._Ctx, "record", counted)
+        monkeypatch.setattr(code_window.RecordMaker, "record", counted)
         monkeypatch.setattr(code_function, "_records", whole)
         w = code.code_window(conn, 1, 5, kind="wasm", offset=9_000, limit=300)
         assert len(w["lines"]) == 300 and len(made) == 300
