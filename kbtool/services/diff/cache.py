@@ -155,11 +155,14 @@ class DiffCache:
         """The semantic changelog of the report of ``a`` -> ``b``."""
         return self._get(conn, a, b, "changelog")
 
-    def kept(self, conn: sqlite3.Connection, a: int, b: int) -> bool:
+    def kept(self, conn: sqlite3.Connection, a: int, b: int, *, whole: bool = False) -> bool:
         """Nothing of the pair is left to compute: its report and changelog are on disk under
         today's key. A stored report is read, not computed; its changelog (every modified body
         read) is kept on disk once built, together with a re-triaged report when the stored one
-        is of older triage rules (:meth:`_retriaged`), so the changelog's file says it all."""
+        is of older triage rules (:meth:`_retriaged`), so the changelog's file says it all.
+        ``whole`` (a preparation): a stored pair's report is also kept whole
+        (:meth:`_kept_stored`; under any annotations: a rename needs no preparation, the
+        first read after it keeps it again), so that its first read is one file."""
         key = self._key(conn, a, b, "report")
         modules = _modules(conn, a, b)
         cl_key = key[:3] + ("changelog",) + key[4:]
@@ -169,6 +172,11 @@ class DiffCache:
             and self.disk.has(cl_key[:6], modules)
             and (key[5] is not None or self.disk.has(key[:6], modules))
             and rejoinable(meta, self._state(conn, a, b)[1])
+            and (
+                not whole
+                or key[5] is None
+                or self.disk.has(key[:3] + ("stored",) + key[4:6], modules)
+            )
         )
 
     def kept_meta(self, conn: sqlite3.Connection, a: int, b: int) -> dict[str, Any] | None:
@@ -319,6 +327,13 @@ class DiffCache:
         kept on disk whole with the fingerprint of the annotations it was built under: one
         file read instead of the KB's report, today's names and the changelog it takes its
         triage from. None when not kept, or kept under other annotations."""
+        report = self._read_stored(report_key, modules)
+        if report is not None:
+            self.disk_hits += 1
+            self._put(report_key, report)
+        return report
+
+    def _read_stored(self, report_key: tuple, modules: tuple) -> dict[str, Any] | None:
         kept = self.disk.get(report_key[:3] + ("stored",) + report_key[4:6], modules)
         if (
             kept is None
@@ -328,8 +343,6 @@ class DiffCache:
         ):
             return None
         report: dict[str, Any] = kept["report"]
-        self.disk_hits += 1
-        self._put(report_key, report)
         return report
 
     def _keep_stored(

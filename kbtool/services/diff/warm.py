@@ -105,7 +105,7 @@ def pairs_to_prepare(
     for _rank, (a, b) in ranked:
         if len(out) >= limit:
             break
-        if not cache.kept(conn, a, b):
+        if not cache.kept(conn, a, b, whole=True):
             out.append((a, b))
     return out
 
@@ -299,7 +299,9 @@ def main(argv: list[str] | None = None) -> int:
                 if args.pair:  # that pair alone, unless stored or kept already
                     queries.get_version(conn, args.pair[0])
                     queries.get_version(conn, args.pair[1])
-                    pairs = [] if DiffCache().kept(conn, *args.pair) else [tuple(args.pair)]
+                    pairs = (
+                        [] if DiffCache().kept(conn, *args.pair, whole=True) else [tuple(args.pair)]
+                    )
 
                 def say(done: int, total: int, pair: tuple[int, int], cpu: float) -> None:
                     if not args.quiet:
