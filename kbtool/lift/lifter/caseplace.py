@@ -97,12 +97,7 @@ class _Scan:
     """One pass over the lines: statement depth, openers, labels and goto counts (``memo``:
     the lines seen by earlier scans of the same function)."""
 
-    def __init__(
-        self,
-        lines: list[str],
-        memo: dict[str, tuple[str, bool, int, str, list[str]]],
-        plain: dict[str, str],
-    ):
+    def __init__(self, lines: list[str], memo: dict[str, tuple[str, bool, int, str, list[str]]]):
         self.lines = lines
         n = len(lines)
         self.bare: list[str] = []
@@ -122,22 +117,9 @@ class _Scan:
         stack: list[int] = []
         top = -1  # stack[-1], or -1
         for k, ln in enumerate(lines):
-            p = plain.get(ln)
-            if p is not None:  # most lines: no brace, label or goto (one str, no tuple)
-                bare.append(p)
-                depth[k] = len(stack)
-                opener[k] = top
-                continue
             info = memo.get(ln)
             if info is None:
-                info = _info(ln)
-                if not info[1] and not info[2] and not info[3] and not info[4]:
-                    plain[ln] = info[0]
-                    bare.append(info[0])
-                    depth[k] = len(stack)
-                    opener[k] = top
-                    continue
-                memo[ln] = info
+                info = memo[ln] = _info(ln)
             s, closes, net, label, gotos = info
             bare.append(s)
             if closes and stack:
@@ -579,11 +561,10 @@ def place_cases(
     gotos = labels = moves = 0
     skip: set[int] = set()
     memo: dict[str, tuple[str, bool, int, str, list[str]]] = {}
-    plain: dict[str, str] = {}  # the lines of `memo` without brace, label or goto: bare
     while moves < MAX_MOVES and budget.units > 4 * len(lines):
         # (a function near its work budget keeps its trampolines rather than its body)
         budget.spend(len(lines))
-        scan = _Scan(lines, memo, plain)
+        scan = _Scan(lines, memo)
         batch, copy, landing = _pick(scan, ident, skip)
         if batch:
             moves += len(batch)
