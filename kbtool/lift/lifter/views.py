@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 OPEN: Final = "\x03"
 CLOSE: Final = "\x04"
 _MARK: Final = "*\x03"  # where a marked access starts
-_RUN: Final = re.compile(r"\w*")
 
 _ACCESS: Final = re.compile("\\*\x03\\(([\\w ]+) \\*\\)\\(M \\+ (\\w+)(?: \\+ (\\d+))?\\)\x04")
 #: what follows an access that is written: `X = v;`, `X += v;`, `X++`
@@ -236,6 +235,24 @@ def _starts(c: str) -> bool:
     return c == "_" or "A" <= c <= "Z" or "a" <= c <= "z"
 
 
+def _word_end(body: str, e: int) -> int:
+    """Where the run of word characters (``\\w*``) from ``body[e]`` ends: a loop of
+    character compares (a label's digits are a few), no regex call per word."""
+    n = len(body)
+    while e < n:
+        ch = body[e]
+        if not (
+            "0" <= ch <= "9"
+            or "a" <= ch <= "z"
+            or "A" <= ch <= "Z"
+            or ch == "_"
+            or (ch >= "\x80" and ch.isalnum())
+        ):
+            break
+        e += 1
+    return e
+
+
 def _words_from(body: str, c: str) -> set[str]:
     """The words ``[A-Za-z_]\\w*`` of ``body``, read left to right, that start with the
     character ``c``: ``L3`` of ``goto L3;``, not of ``xL3`` (inside the word ``xL3``); the
@@ -246,8 +263,7 @@ def _words_from(body: str, c: str) -> set[str]:
         return out
     i = body.find(c)
     while i >= 0:
-        m = _RUN.match(body, i + 1)  # the rest of the word: \w* always matches
-        e = m.end() if m is not None else i + 1
+        e = _word_end(body, i + 1)
         if i == 0 or not _wordch(body[i - 1]):
             out.add(body[i:e])
         else:  # the word starts earlier in the run unless only digits precede c there
