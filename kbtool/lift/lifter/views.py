@@ -237,16 +237,17 @@ def _starts(c: str) -> bool:
 
 def _word_end(body: str, e: int) -> int:
     """Where the run of word characters (``\\w*``) from ``body[e]`` ends: a loop of
-    character compares (a label's digits are a few), no regex call per word."""
+    code point compares (a label's digits are a few), no regex call per word."""
     n = len(body)
     while e < n:
         ch = body[e]
+        o = ord(ch)  # ints compare natively (mypyc), strings through a call
         if not (
-            "0" <= ch <= "9"
-            or "a" <= ch <= "z"
-            or "A" <= ch <= "Z"
-            or ch == "_"
-            or (ch >= "\x80" and ch.isalnum())
+            48 <= o <= 57  # 0-9
+            or 97 <= o <= 122  # a-z
+            or 65 <= o <= 90  # A-Z
+            or o == 95  # _
+            or (o >= 128 and ch.isalnum())
         ):
             break
         e += 1
