@@ -118,6 +118,7 @@ def test_every_owned_benchmark_is_listed():
         "studio_page",  # tests/surface/web/test_studio_page_benchmark.py
         "prepare_cold",  # tests/unit/services/test_prepare_cold_benchmark.py
         "data_refs_layouts",  # tests/unit/kb/test_data_refs_layouts_bench.py
+        "disasm_windows",  # tests/unit/services/test_disasm_windows_benchmark.py
     }
     # helpers, and the corpus builder programs.py (it downloads sources: not a smoke run)
     # diff_triage builds its release pairs from downloaded sources too (run by hand)
