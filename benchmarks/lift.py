@@ -563,6 +563,8 @@ def main(argv=None) -> None:
         note = (
             "pure also measured"
             if len(paths) > 1
+            else "--compiled-only"
+            if a.compiled_only
             else "the compiled one is not built: python -m kbtool.lift.accel build"
         )
         print(f"lifter path: {paths[0]} ({note})")
