@@ -40,16 +40,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kbtool.services import disk_cap
 from kbtool.services.detached import OFF, spawn, switched_off
 
 FORMAT = 3  # bump when what is kept or how it is built changes
 DISK_FILES = 16  # versions kept per KB file
+TOTAL_BYTES = 1 << 30  # all KBs' preparations together (ffmpeg's is ~4.7 MB a version)
 MAGIC = b"KBTOOL-CODE\n"
 _DIGEST = 16
 #: a module this big is prepared in the background after ``analyze``/``ingest`` (a small
 #: one is prepared in a few ms by whoever asks)
 WARM_MIN_BYTES = 1 << 20
-_STALE_TMP = 3600.0  # a temporary file this old was left by a process that died writing
 
 
 def store_dir() -> Path | None:
@@ -216,6 +217,7 @@ def load(key: tuple) -> Kept | None:
             blob = f.read()
     except OSError:
         return None
+    disk_cap.touch(path)  # used: the cache's bounds drop the least recently used first
     head = len(MAGIC) + _DIGEST
     if len(blob) < head or not blob.startswith(MAGIC):
         return None
@@ -288,24 +290,16 @@ def save(key: tuple, kept: Kept, create: bool = True) -> bool:
 
 
 def _prune(directory: Path, prefix: str) -> None:
-    """At most :data:`DISK_FILES` files of one KB (the oldest go), and no temporary file
-    left by a process that died while writing."""
-    mtimes = []
-    for p in directory.glob(f"{prefix}-*.code"):
-        try:
-            mtimes.append((p.stat().st_mtime, p))
-        except OSError:
-            continue  # pruned by another process meanwhile
-    mtimes.sort()
-    for _t, old in mtimes[: max(0, len(mtimes) - DISK_FILES)]:
-        old.unlink(missing_ok=True)
-    now = time.time()
-    for p in directory.glob(".code-*.tmp"):
-        try:
-            if now - p.stat().st_mtime > _STALE_TMP:
-                p.unlink(missing_ok=True)
-        except OSError:
-            continue
+    """At most :data:`DISK_FILES` files of one KB, :data:`TOTAL_BYTES` in all
+    (:func:`kbtool.services.disk_cap.prune`)."""
+    disk_cap.prune(
+        directory,
+        kb_pattern=f"{prefix}-*.code",
+        all_pattern="*.code",
+        tmp_pattern=".code-*.tmp",
+        per_kb=DISK_FILES,
+        total_bytes=TOTAL_BYTES,
+    )
 
 
 #: how a kept preparation is used under today's change token (see :func:`judge`)

@@ -12,12 +12,14 @@ from typing import Any
 
 import orjson
 
+from kbtool.services import disk_cap
 from kbtool.services.detached import OFF
 from kbtool.services.diff.triage import TRIAGE_RULES
 
 __all__ = ["DISK_FILES", "DISK_FORMAT", "DiskAnswers", "disk_dir", "kb_prefix"]
 
-DISK_FILES = 64  # answers kept on disk per KB file (other KBs never evict them)
+DISK_FILES = 64  # answers kept on disk per KB file (another KB's answers never count here)
+TOTAL_BYTES = 4 << 30  # all KBs' answers together (an ffmpeg pair is ~7.5 MB)
 DISK_FORMAT = 2  # bump when the answers' shape or the algorithms change
 
 
@@ -52,6 +54,7 @@ class DiskAnswers:
             raw = path.read_bytes()
         except OSError:
             return None
+        disk_cap.touch(path)  # used: the cache's bounds drop the least recently used first
         try:
             value = orjson.loads(raw)
         except orjson.JSONDecodeError:
@@ -89,17 +92,17 @@ class DiskAnswers:
             pass  # a full or read-only disk only costs the next process a computation
 
     def _prune(self, prefix: str) -> None:
-        """At most ``max_files`` answers of one KB (the oldest go); other KBs' stay."""
+        """At most ``max_files`` answers of one KB, :data:`TOTAL_BYTES` in all
+        (:func:`kbtool.services.disk_cap.prune`)."""
         assert self.directory is not None
-        mtimes = []
-        for p in self.directory.glob(f"{prefix}-*.json"):
-            try:
-                mtimes.append((p.stat().st_mtime, p))
-            except OSError:
-                continue  # pruned by another process meanwhile
-        mtimes.sort()
-        for _t, old in mtimes[: max(0, len(mtimes) - self.max_files)]:
-            old.unlink(missing_ok=True)
+        disk_cap.prune(
+            self.directory,
+            kb_pattern=f"{prefix}-*.json",
+            all_pattern="*.json",
+            tmp_pattern=".diff-*.tmp",
+            per_kb=self.max_files,
+            total_bytes=TOTAL_BYTES,
+        )
 
 
 def kb_prefix(db: object) -> str:

@@ -130,13 +130,15 @@ def test_analyze_prepares_the_pair_in_the_background(demo_kb: Path, tmp_path, mo
     assert "done: 2 of 2 (2 -> 1, 1 -> 2)" in describe_status(status)
     # a new process answers from the kept file, the same as a full computation
     env = {"KBTOOL_DB": str(demo_kb), "KBTOOL_DIFF_CACHE_DIR": str(disk)}
-    names = {p.name: p.stat().st_mtime_ns for p in disk.glob("*.json")}
+    names = {p.name: (p.stat().st_ino, p.read_bytes()) for p in disk.glob("*.json")}
     for a, b in (("2", "1"), ("1", "2")):
         kept = run_cli("diff", a, b, "--json", env=env)
         fresh = run_cli("diff", a, b, "--json", env=dict(env, KBTOOL_DIFF_CACHE_DIR="off"))
         assert kept.returncode == 0, kept.stderr
         assert kept.stdout == fresh.stdout
-    assert {p.name: p.stat().st_mtime_ns for p in disk.glob("*.json")} == names  # only read
+    assert {
+        p.name: (p.stat().st_ino, p.read_bytes()) for p in disk.glob("*.json")
+    } == names  # only read (a rewrite is a new file: os.replace)
     # nothing left to prepare: a second analyze starts no process
     conn = open_rw(demo_kb)
     try:

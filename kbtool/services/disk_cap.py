@@ -1,0 +1,66 @@
+"""The bounds of kbtool's on-disk caches (kept diff answers, kept code preparations).
+
+Each cache keeps at most ``per_kb`` files of one KB (the least recently used go first;
+other KBs' files stay), and, across all KBs, drops files not used for :data:`MAX_AGE`
+seconds and the least recently used beyond ``total_bytes``: a KB deleted or never opened
+again stops costing disk space. A read marks its file used (:func:`touch`), so a KB in use
+keeps its answers however old they are.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+MAX_AGE = 30 * 24 * 3600.0  # a cache file unused this long goes (its KB is likely gone)
+STALE_TMP = 3600.0  # a temporary file this old was left by a process that died writing
+
+
+def touch(path: Path) -> None:
+    """Mark ``path`` used now (its modification time; errors ignored)."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+
+
+def _entries(directory: Path, pattern: str) -> list[tuple[float, int, Path]]:
+    out = []
+    for p in directory.glob(pattern):
+        try:
+            st = p.stat()
+        except OSError:
+            continue  # removed by another process meanwhile
+        out.append((st.st_mtime, st.st_size, p))
+    out.sort()
+    return out
+
+
+def prune(
+    directory: Path,
+    *,
+    kb_pattern: str,
+    all_pattern: str,
+    tmp_pattern: str,
+    per_kb: int,
+    total_bytes: int,
+    now: float | None = None,
+) -> None:
+    """Apply the bounds after a write: the KB's files (``kb_pattern``) down to ``per_kb``;
+    every file (``all_pattern``) unused for :data:`MAX_AGE` removed, then the least
+    recently used until the rest fit in ``total_bytes``; temporary files (``tmp_pattern``)
+    older than :data:`STALE_TMP` removed."""
+    now = time.time() if now is None else now
+    mine = _entries(directory, kb_pattern)
+    for _t, _s, p in mine[: max(0, len(mine) - per_kb)]:
+        p.unlink(missing_ok=True)
+    every = [e for e in _entries(directory, all_pattern) if e[2].exists()]
+    size = sum(s for _t, s, _p in every)
+    for t, s, p in every:
+        if now - t > MAX_AGE or size > total_bytes:
+            p.unlink(missing_ok=True)
+            size -= s
+    for t, _s, p in _entries(directory, tmp_pattern):
+        if now - t > STALE_TMP:
+            p.unlink(missing_ok=True)
