@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from kbtool.services import disk_cap
-from kbtool.services.detached import OFF, spawn, switched_off
+from kbtool.services.detached import spawn, switched_off
 
 FORMAT = 3  # bump when what is kept or how it is built changes
 DISK_FILES = 16  # versions kept per KB file
@@ -54,12 +54,8 @@ WARM_MIN_BYTES = 1 << 20
 
 
 def store_dir() -> Path | None:
-    """Where preparations are kept (None: not kept)."""
-    env = os.environ.get("KBTOOL_CODE_CACHE_DIR")
-    if env is not None:
-        return None if env.strip().lower() in OFF else Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "kbtool" / "code"
+    """Where preparations are kept (None: not kept; ``KBTOOL_CODE_CACHE_DIR``)."""
+    return disk_cap.cache_dir("KBTOOL_CODE_CACHE_DIR", "code")
 
 
 @dataclass

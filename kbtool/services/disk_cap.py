@@ -13,8 +13,20 @@ import os
 import time
 from pathlib import Path
 
+from kbtool.services.detached import OFF
+
 MAX_AGE = 30 * 24 * 3600.0  # a cache file unused this long goes (its KB is likely gone)
 STALE_TMP = 3600.0  # a temporary file this old was left by a process that died writing
+
+
+def cache_dir(env_name: str, name: str) -> Path | None:
+    """Where a cache keeps its files: ``$env_name`` if set (None when it says off), else
+    ``$XDG_CACHE_HOME/kbtool/<name>`` (``~/.cache`` without it)."""
+    env = os.environ.get(env_name)
+    if env is not None:
+        return None if env.strip().lower() in OFF else Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "kbtool" / name
 
 
 def touch(path: Path) -> None:

@@ -13,7 +13,6 @@ from typing import Any
 import orjson
 
 from kbtool.services import disk_cap
-from kbtool.services.detached import OFF
 from kbtool.services.diff.triage import TRIAGE_RULES
 
 __all__ = ["DISK_FILES", "DISK_FORMAT", "DiskAnswers", "disk_dir", "kb_prefix"]
@@ -24,12 +23,8 @@ DISK_FORMAT = 2  # bump when the answers' shape or the algorithms change
 
 
 def disk_dir() -> Path | None:
-    """Where computed answers are kept (None: not kept)."""
-    env = os.environ.get("KBTOOL_DIFF_CACHE_DIR")
-    if env is not None:
-        return None if env.strip().lower() in OFF else Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "kbtool" / "diffs"
+    """Where computed answers are kept (None: not kept; ``KBTOOL_DIFF_CACHE_DIR``)."""
+    return disk_cap.cache_dir("KBTOOL_DIFF_CACHE_DIR", "diffs")
 
 
 class DiskAnswers:
