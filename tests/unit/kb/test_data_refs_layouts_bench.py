@@ -5,22 +5,12 @@ layer's two lookups exactly as the schema's table does."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
-from tests.support.paths import ROOT
-
-BENCH = ROOT / "benchmarks" / "data_refs_layouts.py"
+from tests.support.bench import run_benchmark
 
 
 def test_data_refs_layouts_smoke_answers_the_same_in_every_layout():
-    out = subprocess.run(
-        [sys.executable, str(BENCH), "--smoke", "--json"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
+    out = run_benchmark("data_refs_layouts", "--smoke", "--json")
     assert out.returncode == 0, out.stderr
     res = json.loads(out.stdout)
     assert res["module"] == "zstd-1.5.5.wasm" and res["rows"] > 100
@@ -32,12 +22,6 @@ def test_data_refs_layouts_smoke_answers_the_same_in_every_layout():
 
 
 def test_data_refs_layouts_says_when_the_module_is_missing(tmp_path):
-    out = subprocess.run(
-        [sys.executable, str(BENCH), "--file", str(tmp_path / "none.wasm")],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
-    )
+    out = run_benchmark("data_refs_layouts", "--file", str(tmp_path / "none.wasm"), timeout=60)
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == [f"error: no such module: {tmp_path / 'none.wasm'}"]

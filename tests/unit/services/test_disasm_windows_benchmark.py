@@ -4,20 +4,11 @@ is one line."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
-from tests.support.paths import ROOT
+from tests.support.bench import run_benchmark
 
 
 def test_disasm_windows_benchmark_smoke():
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "disasm_windows.py"), "--smoke"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
+    out = run_benchmark("disasm_windows", "--smoke")
     assert out.returncode == 0, out.stderr
     for step in ("first window, cold", "first past the first screen", "every warm window"):
         assert step in out.stdout
@@ -25,16 +16,5 @@ def test_disasm_windows_benchmark_smoke():
 
 
 def test_disasm_windows_benchmark_says_when_the_kb_is_missing(tmp_path):
-    out = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "disasm_windows.py"),
-            "--kb",
-            str(tmp_path / "x.db"),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
-    )
+    out = run_benchmark("disasm_windows", "--kb", str(tmp_path / "x.db"), timeout=60)
     assert out.returncode != 0 and "no KB at" in out.stderr and "Traceback" not in out.stderr

@@ -4,20 +4,12 @@ first version for the code views and reports its wall and CPU time and stages.""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
-from tests.support.paths import ROOT
+from tests.support.bench import run_benchmark
 
 
 def test_prepare_cold_benchmark_smoke():
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "prepare_cold.py"), "--smoke", "--json"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
+    out = run_benchmark("prepare_cold", "--smoke", "--json")
     assert out.returncode == 0, out.stderr
     res = json.loads(out.stdout)
     assert res["runs"] == 1 and res["version"] == 1
@@ -26,17 +18,6 @@ def test_prepare_cold_benchmark_smoke():
 
 
 def test_prepare_cold_benchmark_says_when_the_kb_is_missing(tmp_path):
-    out = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "prepare_cold.py"),
-            "--kb",
-            str(tmp_path / "x.db"),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
-    )
+    out = run_benchmark("prepare_cold", "--kb", str(tmp_path / "x.db"), timeout=60)
     assert out.returncode != 0
     assert "no KB at" in out.stderr and "Traceback" not in out.stderr
