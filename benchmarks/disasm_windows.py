@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.interactive_common import DEFAULT_KB, env, kbtool  # noqa: E402
+from benchmarks.interactive_common import DEFAULT_KB, kbtool, start_serve  # noqa: E402
 from benchmarks.interactive_servers import get, rss_mib, wait  # noqa: E402
 from benchmarks.web_api import free_port, stop  # noqa: E402
 
@@ -52,13 +52,7 @@ def largest(kb: Path) -> tuple[int, int, int]:
 
 def one_server(kb: Path, root: Path, vid: int, idx: int, limit: int, seed: int) -> dict:
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-P", "-m", "kbtool.cli", "serve", "--db", str(kb), "--port", str(port)],
-        cwd=root,
-        env=env(root),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc = start_serve(kb, root, port, stderr=subprocess.DEVNULL)
     res: dict[str, list[float]] = {}
     try:
         wait(port, "/api/provenance")

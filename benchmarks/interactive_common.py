@@ -58,6 +58,17 @@ def env(root: Path) -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
 
 
+def start_serve(kb: Path, root: Path, port: int, stderr=subprocess.PIPE) -> subprocess.Popen:
+    """A real ``kbtool serve`` of ``root``'s checkout on ``kb`` at 127.0.0.1:``port``."""
+    return subprocess.Popen(
+        [sys.executable, "-P", "-m", "kbtool.cli", "serve", "--db", str(kb), "--port", str(port)],
+        cwd=root,
+        env=env(root),
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+    )
+
+
 def kbtool(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-P", "-m", "kbtool.cli", *args],

@@ -14,7 +14,7 @@ import time
 import urllib.parse
 from pathlib import Path
 
-from benchmarks.interactive_common import WARM, env, merge
+from benchmarks.interactive_common import WARM, merge, start_serve
 from benchmarks.web_api import free_port, stop
 
 # ---------------------------------------------------------------- API (real servers)
@@ -147,23 +147,7 @@ def api_runs(kb: Path, p: dict, runs: int, root: Path) -> dict:
     out = []
     for _ in range(runs):
         port = free_port()
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-P",
-                "-m",
-                "kbtool.cli",
-                "serve",
-                "--db",
-                str(kb),
-                "--port",
-                str(port),
-            ],
-            cwd=root,
-            env=env(root),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
+        proc = start_serve(kb, root, port)
         try:
             wait(port, "/api/provenance")
             res: dict[str, dict[str, list[float]]] = {}

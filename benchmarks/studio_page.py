@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.interactive_common import DEFAULT_KB, env  # noqa: E402
+from benchmarks.interactive_common import DEFAULT_KB, env, start_serve  # noqa: E402
 from benchmarks.web_api import free_port, stop, wait_http  # noqa: E402
 
 CHROMIUM = os.environ.get("KBTOOL_CHROMIUM", "/usr/bin/chromium")
@@ -97,13 +97,7 @@ def _wait(page, expression: str, timeout: float = 60.0) -> None:
 
 def one_run(browser, kb: Path, root: Path, v: int, big: int, other: int) -> dict[str, float]:
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-P", "-m", "kbtool.cli", "serve", "--db", str(kb), "--port", str(port)],
-        cwd=root,
-        env=env(root),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    proc = start_serve(kb, root, port)
     out: dict[str, float] = {}
     try:
         wait_http(port, "/api/provenance")
