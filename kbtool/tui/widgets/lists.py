@@ -96,9 +96,18 @@ class LinkList(OptionList):
     ]
 
     MAX_LINKS = 1000
+    FIRST_LINKS = 60  # options in the first frame; the rest are added just after it
+
+    _batch = 0  # the set_links call whose remaining options are wanted
 
     def set_links(self, links: Iterable[tuple[str, Text]], empty: str = "none") -> None:
+        """Show ``(option id, prompt)`` links (at most ``MAX_LINKS``, then a "… N more" line).
+
+        A long list (a libc function's 1,000 callers) shows its first ``FIRST_LINKS`` in the
+        first frame and gets the rest right after it: measuring every option's wrapped height
+        is what the frame would otherwise wait for (~30 ms for 1,000)."""
         keep = self.highlighted
+        self._batch += 1
         self.clear_options()
         opts = [Option(prompt, id=oid) for oid, prompt in links]
         if not opts:
@@ -108,8 +117,15 @@ class LinkList(OptionList):
         if more > 0:
             opts = opts[: self.MAX_LINKS]
             opts.append(Option(Text(f"… {more:,} more", style="dim italic"), disabled=True))
-        self.add_options(opts)
+        cut = self.FIRST_LINKS if keep is None or keep < self.FIRST_LINKS else len(opts)
+        self.add_options(opts[:cut])
         self.highlighted = min(keep, len(opts) - 1) if keep is not None else 0
+        if cut < len(opts):
+            self.call_after_refresh(self._add_rest, self._batch, opts[cut:])
+
+    def _add_rest(self, batch: int, rest: list[Option]) -> None:
+        if batch == self._batch and self.is_attached:
+            self.add_options(rest)
 
 
 class TitleBar(Widget):
