@@ -23,8 +23,9 @@ from kbtool.wasm import ModuleAnalysis
 
 from .fingerprints import FingerprintDB, default_db, full_hash
 from .recognize import recognize
-from .structs import DEFAULT_BUDGET, recover_structs
-from .threads import thread_facts
+
+# (structs and threads are imported by analyze_module_static: an ingest, which imports this
+# package for the data model and the recognizers, needs neither)
 
 Progress = Callable[[str, int, int], None]
 
@@ -62,12 +63,18 @@ def analyze_module_static(
     *,
     progress: Progress | None = None,
     db: FingerprintDB | None = None,
-    struct_budget: int = DEFAULT_BUDGET,
+    struct_budget: int | None = None,
 ) -> StaticAnalysis:
-    """Recognise runtime functions, collect thread facts and recover structs.
+    """Recognise runtime functions, collect thread facts and recover structs
+    (``struct_budget``: :data:`.structs.DEFAULT_BUDGET` when None).
 
     ``progress(stage, done, total)`` is called per stage ("names", "threads", "structs").
     """
+    from .structs import DEFAULT_BUDGET, recover_structs
+    from .threads import thread_facts
+
+    if struct_budget is None:
+        struct_budget = DEFAULT_BUDGET
     if not isinstance(data, bytes):
         data = bytes(data)
 

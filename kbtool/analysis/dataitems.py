@@ -123,7 +123,20 @@ def _cstring_at(mem: bytes, k: int) -> str | None:
     z = mem.find(b"\0", k, k + 4096)
     if z < 0 or z - k < 1:
         return None
-    raw = mem[k:z]
+    return _c_text(mem[k:z])
+
+
+def _cstring_len(mem: bytes, k: int) -> int:
+    """The length in bytes of :func:`_cstring_at`'s string (its UTF-8 is those very bytes),
+    -1 when there is none: what the item cuts need, without encoding the text again."""
+    z = mem.find(b"\0", k, k + 4096)
+    if z < 0 or z - k < 1 or _c_text(mem[k:z]) is None:
+        return -1
+    return z - k
+
+
+def _c_text(raw: bytes) -> str | None:
+    """``raw`` (a C string's bytes, no NUL) as text when it is printable UTF-8."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -201,8 +214,8 @@ def _string_start(mem: bytes, k: int) -> int:
         return k
     z = mem.rfind(b"\0", max(0, k - 4096), k)
     s0 = z + 1
-    s = _cstring_at(mem, s0)
-    if s is not None and len(s.encode()) >= MIN_STRING and s0 + len(s.encode()) > k:
+    n = _cstring_len(mem, s0)
+    if n >= MIN_STRING and s0 + n > k:
         return s0
     return k
 
@@ -225,11 +238,7 @@ def _classify(
     if not mem.strip(b"\0"):
         return "zero", None, []
     s = _cstring_at(mem, 0)
-    if (
-        s is not None
-        and len(s.encode()) >= MIN_STRING
-        and not mem[len(s.encode()) + 1 :].strip(b"\0")
-    ):
+    if s is not None and (n := mem.find(b"\0")) >= MIN_STRING and not mem[n + 1 :].strip(b"\0"):
         return "cstring", s, []  # the string and the NUL padding after it
     u = _utf16_at(mem, 0)
     if u is not None:
@@ -289,22 +298,21 @@ def build_items(
             nxt = starts[i + 1] if i + 1 < len(starts) else end
             q = a - base
             while q < nxt - base:
-                s = _cstring_at(memz, q)
-                if s is None:
+                n = _cstring_len(memz, q)
+                if n < 0:
                     break
-                if len(s.encode()) < MIN_STRING:
+                if n < MIN_STRING:
                     # a short string between literals ("nan", "inf"): an item of its own
                     # when a literal follows it
-                    q2 = q + len(s.encode()) + 1
+                    q2 = q + n + 1
                     while q2 < nxt - base and mem[q2] == 0:
                         q2 += 1
-                    s2 = _cstring_at(memz, q2) if q2 < nxt - base else None
-                    if s2 is None or len(s2.encode()) < MIN_STRING:
+                    if q2 >= nxt - base or _cstring_len(memz, q2) < MIN_STRING:
                         break
                     bounds.append(base + q2)
                     q = q2
                     continue
-                q += len(s.encode()) + 1
+                q += n + 1
                 while q < nxt - base and mem[q] == 0:
                     q += 1
                 if q < nxt - base:

@@ -101,6 +101,8 @@ def fingerprint_candidates(
             continue
         method, ents = "shape", db.by_shape.get(f.shape_hash)
         if not ents:
+            if (f.type_sig, f.instr_count) not in db.full_keys:
+                continue  # (no entry has its signature and length: no full hash can match)
             fh = full_hash(f)
             if fh not in db.by_full:
                 continue

@@ -169,7 +169,8 @@ def run(
         return
     secs = time.perf_counter() - t0
     preparing = [] if res.new_program else _warm_diffs(conn, res.version_id)
-    _warm_code(conn, res.version_id)
+    if not 0 < size < _CODE_WARM_MIN_BYTES:  # (a small file: no import of the code store)
+        _warm_code(conn, res.version_id)
     if json_out:
         _print_json({**res.__dict__, "seconds": round(secs, 3)})
         return
@@ -188,6 +189,11 @@ def _warm_diffs(conn, version_id: int) -> list:
     from kbtool.services.diff.warm import start_background
 
     return start_background(conn, version_id)["pairs"]
+
+
+#: :data:`kbtool.services.code_store.WARM_MIN_BYTES` (a module below it is prepared by whoever
+#: asks, so the code store, ~5-8 ms of imports, is not imported for it; a test keeps both equal)
+_CODE_WARM_MIN_BYTES = 1 << 20
 
 
 def _warm_code(conn, version_id: int) -> None:
