@@ -135,6 +135,14 @@ def window_lines(lm: LiftModule, func_index: int, sk: Skim, offset: int, limit: 
     return lines
 
 
+def window_records(lm: LiftModule, func_index: int, sk: Skim, first: int, last: int) -> list[Instr]:
+    """The records of the body's instructions ``first..last`` (0-based), decoded from the
+    resume point before ``first`` (a view that pages the listing keeps them per window)."""
+    k = first // EVERY
+    p, depth, prev = sk.points[k]
+    return _records(lm, func_index, sk, p, depth, prev, k * EVERY, first, last)
+
+
 def _records(
     lm: LiftModule,
     func_index: int,
@@ -166,4 +174,4 @@ def _records(
     return out
 
 
-__all__ = ["EVERY", "Skim", "skim", "window_lines"]
+__all__ = ["EVERY", "Skim", "skim", "window_lines", "window_records"]

@@ -10,7 +10,6 @@ the binary is shown literally (:func:`kbtool.render.code.wasm_line` escapes cont
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from typing import NamedTuple
 
 from rich.text import Text
@@ -21,7 +20,6 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, OptionList, Static
 
 from kbtool.kb import queries
-from kbtool.kb.db import open_ro
 from kbtool.kb.errors import KBError
 from kbtool.render.code import WASM, C, diff_summary_text
 from kbtool.render.disasm import head_lines
@@ -29,10 +27,13 @@ from kbtool.render.text import lit
 from kbtool.services import heap
 from kbtool.textutil import printable
 from kbtool.tui.screens.base import BACK, HISTORY, RENAME, FunctionRef, KbScreen
+from kbtool.tui.screens.code_paging import PagedDisassembly
+from kbtool.tui.screens.code_paging import read_ro as _load
 from kbtool.tui.screens.knowledge import KnowledgeEdits
 from kbtool.tui.widgets.code_view import CodeView
 from kbtool.tui.widgets.diff_view import FunctionDiffView
 from kbtool.tui.widgets.lines_view import LinesView
+from kbtool.tui.widgets.listing_pages import ListingPages
 from kbtool.tui.widgets.lists import LinkList, TitleBar
 from kbtool.tui.widgets.palette import name_text
 
@@ -48,18 +49,10 @@ def _lines(text: str) -> list[str]:
     return text.splitlines() or [""]
 
 
-def _load(db_path, fn: Callable, *args):
-    conn = open_ro(db_path)
-    try:
-        return fn(conn, *args)
-    finally:
-        conn.close()
-
-
 # ---------------------------------------------------------------- one function
 
 
-class CodeScreen(KnowledgeEdits, KbScreen):
+class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
     """One function's code: Raw WASM / C / Cleaned C (``w`` toggles wasm/C, ``v`` cycles all
     three), the deep understanding above it when present; callers and callees as links."""
 
@@ -89,6 +82,7 @@ class CodeScreen(KnowledgeEdits, KbScreen):
         *KnowledgeEdits.KNOWLEDGE_BINDINGS,  # issue 27: ; comment, n local, y prototype
     ]
     at_offset: int | None = None  # open the disassembly on this instruction (file offset)
+    _at_line: int | None = None  # its line, found past a huge function's first screen
 
     def __init__(self, version_id: int, index: int, mode: str = C) -> None:
         super().__init__()
@@ -103,7 +97,8 @@ class CodeScreen(KnowledgeEdits, KbScreen):
         self._gen = 0
         self._shown: tuple[int, str] | None = None
         self._lifting: int | None = None  # gen whose C is being lifted (a huge function)
-        self._resting: int | None = None  # gen whose whole disassembly is being made
+        self._resting: int | None = None  # gen whose disassembly by pages is being set up
+        self._pages: ListingPages | None = None  # a huge function's disassembly, by pages
 
     def compose(self) -> ComposeResult:
         yield TitleBar(id="title")
@@ -124,6 +119,7 @@ class CodeScreen(KnowledgeEdits, KbScreen):
 
     def reload(self) -> None:
         self._gen += 1
+        self._pages = None
         self.query_one("#code-status", Static).update(Text("loading…", style="italic"))
         self._fetch(self._gen, self.version_id, self.index)
 
@@ -189,8 +185,8 @@ class CodeScreen(KnowledgeEdits, KbScreen):
 
     def _more(self, gen: int | None = None) -> None:
         """What a huge function's view still lacks, made when it is shown: its C in the C
-        view, its whole disassembly in the Raw WASM view (reading one needs none of the
-        other)."""
+        view, the rest of its disassembly by pages in the Raw WASM view (reading one needs
+        none of the other)."""
         gen = self._gen if gen is None else gen
         d = self.code
         if d is None or not self._current(gen) or not d.get("partial"):
@@ -200,7 +196,7 @@ class CodeScreen(KnowledgeEdits, KbScreen):
             self._fetch_c(gen, self.version_id, self.index)
         elif self.mode == WASM and self._resting != gen:
             self._resting = gen
-            self._fetch_rest(gen, self.version_id, self.index)
+            self._fetch_rest(gen, self.version_id, self.index, self.at_offset)
 
     @work(thread=True, group="code-c")
     def _fetch_c(self, gen: int, version_id: int, index: int) -> None:
@@ -211,16 +207,6 @@ class CodeScreen(KnowledgeEdits, KbScreen):
         except Exception as exc:  # the disassembly stays; the status says why
             c = ("", True, f"cannot lift: {type(exc).__name__}: {exc}")
         self.app.call_from_thread(self._c_loaded, gen, c)
-
-    @work(thread=True, group="code-rest")
-    def _fetch_rest(self, gen: int, version_id: int, index: int) -> None:
-        from kbtool.services import code as code_service
-
-        try:
-            full = _load(self.kb.db_path, code_service.function_code, version_id, index)
-        except Exception:  # the first screen stays; the status says it is partial
-            return
-        self.app.call_from_thread(self._rest_loaded, gen, full)
 
     def _c_loaded(self, gen: int, c: tuple[str, bool, str | None]) -> None:
         """A huge function's C, after the first screen of its disassembly: it replaces the
@@ -236,16 +222,6 @@ class CodeScreen(KnowledgeEdits, KbScreen):
     def _progress(self, gen: int, text: str) -> None:
         if gen == self._gen and self.code is None:  # still waiting for the first screen
             self.query_one("#code-status", Static).update(Text(text, style="italic"))
-
-    def _rest_loaded(self, gen: int, full: tuple) -> None:
-        """The whole disassembly of a huge function, after its first screen: the view keeps
-        its cursor."""
-        if gen != self._gen or self.code is None:
-            return
-        self.code, self.listing = dict(full[0]), full[1]
-        self._calls = {line - 1: idx for line, idx in self.code.get("call_lines", [])}
-        self._show()
-        self.call_after_refresh(heap.settle)
 
     def _loaded(self, gen: int, result, error: str | None) -> None:
         if gen != self._gen:
@@ -290,23 +266,36 @@ class CodeScreen(KnowledgeEdits, KbScreen):
         shown = (self.index, self.mode)
         if self.mode == C and d.get("c_pending"):  # a huge function: its disassembly meanwhile
             lines, mode, shown = _lines(d["mnemonics"]), WASM, (self.index, PENDING)
+        pages = self._pages if self.mode == WASM else None  # a huge function, by pages
         view = self.query_one("#code-view", CodeView)
         keep = view.cursor if self._shown == shown else 0  # a live refresh
         if self.at_offset is not None and mode == WASM and not hint:  # from the xrefs screen
-            keep = self._line_at(self.at_offset, keep)
-            self.at_offset = None
+            found = self._line_at(self.at_offset, None)
+            if found is not None or not d.get("partial") or pages is not None:
+                keep, self.at_offset = keep if found is None else found, None
+        if pages is not None and self._at_line is not None:  # past the first screen
+            keep, self._at_line = self._at_line, None
         self._shown = shown
-        view.show_code(lines, mode, calls=self._calls, hint=hint, cursor=keep)
+        if pages is not None:
+            view.show_pages(pages, cursor=keep)
+        else:
+            view.show_code(lines, mode, calls=self._calls, hint=hint, cursor=keep)
         self._show_status()
         self.call_after_refresh(self._show_status)  # the view's width is known after layout
 
-    def _line_at(self, offset: int, default: int) -> int:
+    def _line_at(self, offset: int, default: int | None) -> int | None:
         """The listing line of the instruction at file ``offset`` (from the records)."""
         rec = self.listing
         if rec is None:
             return default
         head = len(head_lines(rec))
         return next((head + k for k, ins in enumerate(rec.instrs) if ins.offset == offset), default)
+
+    def _cursor_line(self) -> str:
+        """The text of the line under the cursor (a huge function's from its page)."""
+        if self._pages is not None and self.mode == WASM:
+            return self._pages.line(self.query_one("#code-view", CodeView).cursor) or ""
+        return super()._cursor_line()
 
     def _shown_mode(self) -> str:
         """What the view shows: the mode, but Raw WASM while a huge function's C is lifted."""
@@ -318,7 +307,10 @@ class CodeScreen(KnowledgeEdits, KbScreen):
         rec = self.listing
         if rec is None or self._shown_mode() != WASM:
             return None
-        k = self.query_one("#code-view", CodeView).cursor - len(head_lines(rec))
+        cursor = self.query_one("#code-view", CodeView).cursor
+        if self._pages is not None and self.mode == WASM:
+            return self._pages.instr(cursor)
+        k = cursor - len(head_lines(rec))
         return rec.instrs[k] if 0 <= k < len(rec.instrs) else None
 
     def _show_status(self) -> None:
@@ -340,7 +332,13 @@ class CodeScreen(KnowledgeEdits, KbScreen):
         status.append_text(lit(d["type"], "green"))
         if self.mode == C and d.get("truncated"):
             status.append_text(lit(f"  not lifted: {d.get('reason')}", "bold yellow"))
-        if self.mode == WASM and d.get("partial"):
+        if self.mode == WASM and self._pages is not None:
+            status.append(
+                f"  {self._pages.total:,} lines ({d.get('instructions', 0):,} instructions),"
+                " read by pages as you scroll",
+                style="dim",
+            )
+        elif self.mode == WASM and d.get("partial"):
             status.append(
                 f"  first {d['mnemonics'].count(chr(10)):,} lines of"
                 f" {d.get('instructions', 0):,} instructions: the rest is loading…",
@@ -408,7 +406,12 @@ class CodeScreen(KnowledgeEdits, KbScreen):
         view = self.query_one("#code-view", LinesView)
         if not view.has_focus:
             return
-        target = self._calls.get(view.cursor) if self._shown_mode() == WASM else None
+        if self._shown_mode() != WASM:
+            target = None
+        elif self._pages is not None:
+            target = self._pages.callee(view.cursor)
+        else:
+            target = self._calls.get(view.cursor)
         if target is None:
             self.notify(
                 "no call on this line (w: Raw WASM, then ⏎ on a call; o: the callees)", timeout=3
@@ -429,6 +432,8 @@ class CodeScreen(KnowledgeEdits, KbScreen):
             mode = self._shown_mode()
             text = _lines(d["lifted_c"] if mode == C else d["mnemonics"])
         line = text[view.cursor] if view.cursor < len(text) else ""
+        if mode == WASM and self._pages is not None:
+            line = self._pages.line(view.cursor) or ""
         ins = self.cursor_instr() if mode == WASM else None
         self._xrefs_of(self.version_id, line, "wasm" if mode == WASM else "c", ins)
 

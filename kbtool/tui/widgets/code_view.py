@@ -9,6 +9,9 @@ from kbtool.render.code import WASM, highlight_line
 from kbtool.render.text import lit
 from kbtool.textutil import printable
 from kbtool.tui.widgets.lines_view import LinesView
+from kbtool.tui.widgets.listing_pages import ListingPages
+
+PLACEHOLDER = "…"  # a line whose page is being read
 
 
 class CodeView(LinesView):
@@ -43,3 +46,23 @@ class CodeView(LinesView):
         # only the others are escaped to be measured (a huge function's C: 100,000 lines)
         width = max((len(x) if x.isprintable() else len(printable(x)) for x in lines), default=0)
         self.set_lines(len(lines), render, width, cursor=cursor)
+
+    def show_pages(self, pages: ListingPages, *, cursor: int = 0) -> None:
+        """Show a huge function's disassembly held by pages: a line not read yet is a
+        placeholder until :meth:`page_added` says its page is here."""
+        self.calls = {}
+
+        def render(i: int) -> Text:
+            line = pages.line(i)
+            if line is None:
+                return Text(PLACEHOLDER, style="dim")
+            t = highlight_line(line, WASM)
+            if pages.callee(i) is not None:
+                t.stylize("underline")
+            return t
+
+        self.set_lines(pages.total, render, pages.width, cursor=cursor)
+
+    def page_added(self, lines: range, width: int) -> None:
+        """The lines of a page just read: drawn again (their placeholders dropped)."""
+        self.forget(lines, width)

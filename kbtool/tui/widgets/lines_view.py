@@ -63,6 +63,18 @@ class LinesView(ScrollView, can_focus=True):
         self.scroll_to(0, max(0, self.cursor - 3), animate=False)
         self.refresh()
 
+    def forget(self, lines: range, width: int | None = None) -> None:
+        """Lines whose text changed (a page read): drawn again; ``width``: the longest line's
+        width now, when it grew."""
+        cache = self._cache
+        for i in lines:
+            cache.pop(i, None)
+        if width is not None and width + self._gutter_width + 1 > self.virtual_size.width:
+            self.virtual_size = Size(width + self._gutter_width + 1, self.count)
+        top = int(self.scroll_offset.y)
+        if lines.start < top + max(1, self.size.height) and lines.stop > top:
+            self.refresh()
+
     def _strip(self, i: int) -> Strip:
         """Line ``i`` without its number (the gutter is drawn apart: it never scrolls)."""
         strip = self._cache.get(i)
