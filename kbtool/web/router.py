@@ -125,6 +125,7 @@ STATIC_FILES: dict[str, str] = {
     "fnpanel.js": JS,
     "main.js": JS,
     "studio.js": JS,
+    "studio-early.js": JS,
     "studio.css": CSS,
     "code.js": JS,
     "graph.js": JS,

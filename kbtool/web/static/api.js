@@ -10,12 +10,16 @@ export function status(msg, bad) {
   s.classList.toggle("err", !!bad);
 }
 
-/** GET `path` as JSON; throws an Error (with `.status`) carrying the API's error message. */
-export async function api(path, signal) {
+/** The request options of every API call (what `api` and `studio-early.js` send). */
+export const FETCH_OPTIONS = { headers: { accept: "application/json" }, credentials: "same-origin" };
+
+/** GET `path` as JSON; throws an Error (with `.status`) carrying the API's error message.
+ *  `pending`: the `fetch` of `path` already made (studio-early.js), read instead of a new one. */
+export async function api(path, signal, pending) {
   const t0 = performance.now();
   let r;
   try {
-    r = await fetch(path, { signal, headers: { accept: "application/json" }, credentials: "same-origin" });
+    r = await (pending || fetch(path, { signal, ...FETCH_OPTIONS }));
   } catch (e) {
     if (e.name === "AbortError") throw e;
     status("network error: " + e.message, true);

@@ -102,13 +102,14 @@ export const MEANWHILE_MS = 150;
  * first window of `meanwhile` is shown with `label` as the status until the code arrives.
  */
 export function pageCode(pre, info, fetchWindow, byName, onRef, opts = {}) {
+  let names = byName;  // `relink` replaces it (the version's names came after the first lines)
   const limit = opts.limit || WINDOW, keep = opts.keep || KEEP;
   const gen = (pre._pagerGen = (pre._pagerGen || 0) + 1);
   if (pre._pager) pre._pager.stop();
   const live = () => pre._pagerGen === gen;
   const body = el("span", { class: "code-lines" });
   const sentinel = el("span", { class: "code-more", "aria-hidden": "true" });
-  const wins = [];  // every window asked for so far, in order: {offset, node, lines (bool), busy}
+  const wins = [];  // every window asked for so far, in order: {offset, node, lines (the lines kept, or null), busy}
   let next = 0, total = null, shown = 0, busy = false, done = false;
   fill(pre, body, sentinel);
   pre.scrollTop = 0;  // a new function or view starts at its first line
@@ -128,7 +129,7 @@ export function pageCode(pre, info, fetchWindow, byName, onRef, opts = {}) {
   };
   const nearEnd = () => !done && sentinel.isConnected && near(sentinel);
 
-  const render = (node, lines) => fill(node, highlight(lines.join("\n") + "\n", byName, onRef));
+  const render = (node, lines) => fill(node, highlight(lines.join("\n") + "\n", names, onRef));
 
   /** Empty the windows farthest from the visible part, so that at most `keep` hold lines. */
   function trim() {
@@ -143,7 +144,7 @@ export function pageCode(pre, info, fetchWindow, byName, onRef, opts = {}) {
     for (const w of full.slice(keep)) {
       w.node.style.height = w.node.getBoundingClientRect().height + "px";
       fill(w.node);
-      w.lines = false;
+      w.lines = null;
       w.node.classList.add("gone");
       obs.observe(w.node);
     }
@@ -162,10 +163,10 @@ export function pageCode(pre, info, fetchWindow, byName, onRef, opts = {}) {
     w.busy = false;
     if (!live() || w.lines) return;
     obs.unobserve(w.node);
-    render(w.node, got.lines || []);
+    w.lines = got.lines || [];
+    render(w.node, w.lines);
     w.node.style.height = "";
     w.node.classList.remove("gone");
-    w.lines = true;
     status();
     info.classList.remove("code-err");
     trim();
@@ -219,7 +220,7 @@ export function pageCode(pre, info, fetchWindow, byName, onRef, opts = {}) {
       const node = el("span", { class: "win", dataset: { offset: String(at) } });
       render(node, lines);
       body.append(node);
-      wins.push({ offset: at, node, lines: true, busy: false });
+      wins.push({ offset: at, node, lines, busy: false });
     }
     shown = at + lines.length; total = w.total;
     done = w.next_offset === null || w.next_offset === undefined || !lines.length || w.next_offset <= at;
@@ -261,6 +262,13 @@ export function pageCode(pre, info, fetchWindow, byName, onRef, opts = {}) {
   pre.addEventListener("scroll", onScroll, { passive: true });
   const timers = [];
   const pager = {
+    /** The lines on screen drawn again with the function names of `byName` (a Map name ->
+     *  index), and every later window too: the studio shows the function in its address
+     *  before the version's names are here. Nothing moves: the same lines, now with links. */
+    relink: (byName2) => {
+      names = byName2;
+      if (live()) for (const w of wins) if (w.lines) render(w.node, w.lines);
+    },
     stop: () => {
       obs.disconnect();
       pre.removeEventListener("scroll", onScroll);

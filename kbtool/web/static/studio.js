@@ -2,7 +2,7 @@
 // Cleaned C (`kbtool deep`), the understanding, callers and callees as links, the rename
 // trail, and an Agents panel that polls the event feed. Everything from the KB is text.
 import { $, el, fill, setText } from "./dom.js";
-import { api, status } from "./api.js";
+import { FETCH_OPTIONS, api, status } from "./api.js";
 import { WINDOW, codeOptions, disasmWindows, nameIndex, pageCode, showHint, textWindows } from "./code.js";
 import { drawNeighbourhood } from "./graph.js";
 import { usesSection } from "./data.js";
@@ -15,7 +15,8 @@ const SIDE_WAIT_MS = 1500;
 const state = { version: null, functions: [], current: null, view: "wasm", graph: null,
                 lastEvent: null, disasm: null, analysis: undefined, byIndex: new Map(),
                 read: new Set(),  // versions this page has been sent code of (the server prepared them)
-                early: null };  // the first window of the function in the address, asked for at load
+                early: null,  // the first window of the function in the address, asked for at load
+                paged: null };  // {vid, index, view, pager} of the pager on #code (renderCode)
 
 function byName() {
   return nameIndex(state.functions);
@@ -47,12 +48,22 @@ function renderCode() {
       text: a === undefined ? "loading…" : "No cleaned C yet: run `kbtool deep " + state.version + " --function " + f.index + "`" }));
     return;
   }
-  const want = f;
-  const w = codeWindows(state.version, f.index, state.view, (first) => {
-    if (state.current !== want) return;
+  const vid = state.version, index = f.index;
+  const w = codeWindows(vid, index, state.view, (first) => {
+    // the same function still (the one opened before the list came is another object)
+    if (!state.current || state.current.index !== index || state.version !== vid) return;
     state.disasm = first; renderKnowledge();
   });
-  pageCode($("code"), $("code-lines"), w.fetchWindow, byName(), openFunction, w.opts);
+  const pager = pageCode($("code"), $("code-lines"), w.fetchWindow, byName(), openFunction, w.opts);
+  state.paged = { vid: state.version, index: f.index, view: state.view, pager };
+}
+
+/** The pager on #code still shows `index` of `vid` in the current view (opened before the
+ *  version's function list came: see `openEarly`). */
+function stillPaged(vid, index) {
+  const p = state.paged;
+  return Boolean(p) && p.vid === vid && p.index === index && p.view === state.view &&
+    state.view !== "clean" && $("code")._pager === p.pager;
 }
 
 // A version's first code request waits on the server for the version's preparation (names,
@@ -176,6 +187,8 @@ async function renderTrail(f) {
 async function openFunction(index) {
   const f = state.functions.find((x) => x.index === index);
   if (!f) return;
+  // the function in the address, shown before the list came (openEarly): its lines stay
+  const kept = Boolean(state.current && state.current.early) && stillPaged(state.version, index);
   state.current = f;
   history.replaceState(null, "", "#v=" + state.version + "&f=" + index);
   setText($("fname"), (f.name || "unnamed") + "  #" + index);
@@ -185,8 +198,9 @@ async function openFunction(index) {
   renderList();
   const row = document.querySelector(".fn.sel");
   if (row) row.scrollIntoView({ block: "nearest" });
-  state.disasm = null; state.analysis = undefined;
-  renderCode();  // the first window of lines at once (wasm or C)
+  state.analysis = undefined;
+  if (kept) state.paged.pager.relink(byName());  // the same lines, now with the names' links
+  else { state.disasm = null; renderCode(); }  // the first window of lines at once (wasm or C)
   const onScreen = codeOnScreen($("code"));
   if (state.view === "clean") {  // no code window asked for: the knowledge from a one-line one
     api("/api/disasm/" + state.version + "/" + index + "?kind=wasm&offset=0&limit=1")
@@ -236,28 +250,53 @@ async function poll() {
   setTimeout(poll, POLL_MS);
 }
 
+/** The first window of the function in the address (the disassembly view): the request
+ *  studio-early.js made as the page started (before these modules loaded), or a new one. */
+function earlyWindow(at) {
+  const path = "/api/disasm/" + encodeURIComponent(at.vid) + "/" + encodeURIComponent(at.index) +
+    "?kind=wasm&offset=0&limit=" + WINDOW;
+  const pre = window.__studioEarly;
+  window.__studioEarly = null;  // taken (studio-early.js, if it runs later, asks nothing)
+  const got = pre && pre.path === path ? api(path, undefined, pre.got) : api(path);
+  got.catch(() => {});  // its error is shown by the pager that takes it
+  return got;
+}
+
+// The studio opened on a function (`#v=V&f=N`, what a link or a reload gives) shows its first
+// lines before anything else: the version's function list (2.9 MB on ffmpeg, ~100 ms for the
+// server to answer and the page to read, all the while beside the version's preparation) and
+// the versions are asked for once those lines are on screen (or after SIDE_WAIT_MS), then the
+// function is opened as usual and the lines on screen are kept (drawn again with the names'
+// links): the page ends as before.
+function openEarly(at) {
+  state.version = at.vid;
+  state.current = { index: at.index, name: null, early: true };
+  setText($("fname"), "#" + at.index);
+  setText($("fcount"), "loading…");
+  renderCode();
+  return codeOnScreen($("code"));
+}
+
 async function main() {
   const hash = new URLSearchParams(location.hash.slice(1));
   const at = { vid: Number(hash.get("v")), index: Number(hash.get("f")) };
-  if (hash.has("v") && hash.has("f") && Number.isInteger(at.vid) && Number.isInteger(at.index)) {
-    // the function in the address: its first window (the disassembly view) asked for now,
-    // so that the server prepares the version while the page loads its function list
-    const got = api("/api/disasm/" + encodeURIComponent(at.vid) + "/" + encodeURIComponent(at.index) +
-      "?kind=wasm&offset=0&limit=" + WINDOW);
-    got.catch(() => {});  // its error is shown by the pager that takes it
-    state.early = { ...at, view: "wasm", limit: WINDOW, got };
-  }
-  const versions = await api("/api/versions");
+  const early = hash.has("v") && hash.has("f") && Number.isInteger(at.vid) && Number.isInteger(at.index) &&
+    at.vid > 0 && at.index >= 0;
   const sel = $("version");
-  fill(sel, versions.map((v) => el("option", { value: String(v.id), text: "#" + v.id + " " + v.label })));
-  const vid = Number(hash.get("v")) || (versions.length ? versions[versions.length - 1].id : null);
-  if (vid === null) { status("empty KB: ingest a module first"); return; }
-  sel.value = String(vid);
   sel.addEventListener("change", async () => { await loadVersion(Number(sel.value)); });
   $("filter").addEventListener("input", renderList);
   for (const b of document.querySelectorAll(".views button")) {
     b.addEventListener("click", () => { state.view = b.dataset.view; renderCode(); });
   }
+  if (early) {
+    state.early = { ...at, view: "wasm", limit: WINDOW, got: earlyWindow(at) };
+    await openEarly(at);
+  }
+  const versions = await api("/api/versions");
+  fill(sel, versions.map((v) => el("option", { value: String(v.id), text: "#" + v.id + " " + v.label })));
+  const vid = Number(hash.get("v")) || (versions.length ? versions[versions.length - 1].id : null);
+  if (vid === null) { status("empty KB: ingest a module first"); return; }
+  sel.value = String(vid);
   await loadVersion(vid);
   typesPanel($("types"), (index) => openFunction(index));  // the KB's types (issue 27)
   const f = Number(hash.get("f"));

@@ -8,7 +8,6 @@ with two versions of a huge function, headless Chromium, responses held through 
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
@@ -168,9 +167,10 @@ def test_the_call_graph_waits_for_the_first_window_in_the_disassembly_view(serve
 
 
 def test_the_function_in_the_address_is_asked_for_before_the_function_list(served, browser):
-    """The studio loaded with ``#v=V&f=N``: that function's first window is asked for (and
-    answered) while the version's function list is still on its way, and taken by the pager
-    once the list is here (one request, the same lines)."""
+    """The studio loaded with ``#v=V&f=N``: that function's first window is asked for at once
+    (studio-early.js, before the modules load) and shown while the version's function list
+    is held (the list is asked for only once the lines are on screen): one request, the same
+    lines, which the list's names then make links (studio.js ``openEarly``)."""
     srv, v1, _v2 = served
     requests: list[str] = []
     errors: list[str] = []
@@ -179,19 +179,19 @@ def test_the_function_in_the_address_is_asked_for_before_the_function_list(serve
     listing = re.compile(rf"/api/versions/{v1}/functions")
     page.route(listing, lambda route: held.append(route))
     page.goto(f"{srv.url.rstrip('/')}/studio#v={v1}&f={BIG}")
+    until(page, "Number(document.querySelector('#code').dataset.shown) > 0")
     _held(page, held)
     url = f"/api/disasm/{v1}/{BIG}?kind=wasm&offset=0&limit=300"
     first = re.escape(url)
-    seen = (
-        f"performance.getEntriesByType('resource').some((e) => e.name.endsWith({json.dumps(url)}))"
-    )
-    until(page, seen)  # asked for and answered
-    assert page.locator("#code .win").count() == 0  # nothing shown before the list
+    assert _asked(requests, first)[0] < _asked(requests, listing.pattern)[0]
+    assert "call" in page.inner_text("#code")
+    assert page.locator("#code .fnref").count() == 0  # no names yet: no links
+    assert page.locator("#flist .fn").count() == 0
     held[0].continue_()
     page.unroute(listing)
-    until(page, "Number(document.querySelector('#code').dataset.shown) > 0")
     until(page, "document.querySelector('#dataxrefs #fn-data') !== null")
-    assert len(_asked(requests, first)) == 1
+    until(page, "document.querySelectorAll('#code .fnref').length > 0")
+    assert len(_asked(requests, first)) == 1  # the lines on screen were kept
     assert "call" in page.inner_text("#code")
     assert errors == []
     page.close()
