@@ -153,6 +153,19 @@ def _memarg(data: bytes, p: int) -> tuple[int, int]:
 
 
 # fmt: off
+def _push(st: list[int], sv: list[int], so: list[int], sp: int, t: int, v: int, o: int) -> int:
+    """Push ``(t, v, o)`` on the walk's stack of ``sp`` entries; the new count."""
+    if sp < len(st):
+        st[sp] = t
+        sv[sp] = v
+        so[sp] = o
+    else:
+        st.append(t)
+        sv.append(v)
+        so.append(o)
+    return sp + 1
+
+
 def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: bool,
               mem_hi: int, floor: int, out: list[Any], make: Any) -> None:
     """The references of the body at ``[start, end)`` (``start``: its local declarations),
@@ -178,6 +191,7 @@ def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: 
     st: list[int] = []
     sv: list[int] = []
     so: list[int] = []
+    sp = 0  # entries in use (the lists keep their length: no shrinking, no growing again)
     nk = 0  # known (tag != 0) entries; 0: the stack behaves as empty and is kept empty
     pend_v = 0
     pend_o = 0
@@ -271,12 +285,7 @@ def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: 
             # access whose offset lands in it, globals and indirect calls matter
             if c == 1:
                 if c_lo <= x < c_hi:
-                    st.clear()
-                    sv.clear()
-                    so.clear()
-                    st.append(1)
-                    sv.append(x)
-                    so.append(at)
+                    sp = _push(st, sv, so, 0, 1, x, at)
                     nk = 1
             elif c == 2 or c == 3:
                 if lo <= x < mem_hi:
@@ -290,34 +299,31 @@ def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: 
             continue
         if c == 0:
             top = mem_hi if _ISCALL[op] else hi
-            while st:
-                t = st.pop()
-                v = sv.pop()
-                o = so.pop()
+            while sp:
+                sp -= 1
+                t = st[sp]
+                v = sv[sp]
+                o = so[sp]
                 if t == 1 and lo <= v < top and (v < hi or (v & (v - 1) != 0 and v % 1000 != 0)):
                     out.append(make(fi, o, "addr", "data", v, 0))
             nk = 0
             continue
-        if go and c == 3 and st and st[-1] == 1:
-            v0 = sv[-1]
+        if go and c == 3 and sp and st[sp - 1] == 1:
+            v0 = sv[sp - 1]
             if (pend_n >= 0 and ninstr - pend_n <= GO_PAIR_WINDOW and 0 < v0 <= MAX_GO_STRING
                     and pend_v + v0 <= hi):
                 out.append(make(fi, pend_o, "gostring", "data", pend_v, v0))
                 pend_n = -1
             elif lo <= v0 < hi:
                 pend_v = v0
-                pend_o = so[-1]
+                pend_o = so[sp - 1]
                 pend_n = ninstr
         if c == 1:
             if c_lo <= x < c_hi:
-                st.append(1)
-                sv.append(x)
-                so.append(at)
+                sp = _push(st, sv, so, sp, 1, x, at)
                 nk += 1
             else:
-                st.append(0)
-                sv.append(0)
-                so.append(0)
+                sp = _push(st, sv, so, sp, 0, 0, 0)
         elif c == 4:
             t2 = 0
             v2 = 0
@@ -325,14 +331,16 @@ def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: 
             t1 = 0
             v1 = 0
             o1 = 0
-            if st:
-                t2 = st.pop()
-                v2 = sv.pop()
-                o2 = so.pop()
-            if st:
-                t1 = st.pop()
-                v1 = sv.pop()
-                o1 = so.pop()
+            if sp:
+                sp -= 1
+                t2 = st[sp]
+                v2 = sv[sp]
+                o2 = so[sp]
+            if sp:
+                sp -= 1
+                t1 = st[sp]
+                v1 = sv[sp]
+                o1 = so[sp]
             if t1:
                 nk -= 1
             if t2:
@@ -358,46 +366,38 @@ def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: 
                 dt = 2
                 dv = v2
                 do = o2
-            st.append(dt)
-            sv.append(dv)
-            so.append(do)
+            sp = _push(st, sv, so, sp, dt, dv, do)
             if dt:
                 nk += 1
         elif c == 6:
-            st.append(0)
-            sv.append(0)
-            so.append(0)
+            sp = _push(st, sv, so, sp, 0, 0, 0)
         elif c == 2:
             a_t = 0
             a_v = 0
             a_o = 0
-            if st:
-                a_t = st.pop()
-                a_v = sv.pop()
-                a_o = so.pop()
+            if sp:
+                sp -= 1
+                a_t = st[sp]
+                a_v = sv[sp]
+                a_o = so[sp]
                 if a_t:
                     nk -= 1
             if a_t == 1 and lo <= a_v + x < mem_hi:
                 out.append(make(fi, a_o, "load", "data", a_v + x, W[op]))
-                st.append(0)
-                sv.append(0)
-                so.append(0)
+                sp = _push(st, sv, so, sp, 0, 0, 0)
             elif a_t == 2:
-                st.append(3)
-                sv.append(a_v)
-                so.append(a_o)
+                sp = _push(st, sv, so, sp, 3, a_v, a_o)
                 nk += 1
             else:
                 if lo <= x < mem_hi:
                     out.append(make(fi, at, "load", "data", x, W[op]))
-                st.append(0)
-                sv.append(0)
-                so.append(0)
+                sp = _push(st, sv, so, sp, 0, 0, 0)
         elif c == 3:
-            if st:
-                t = st.pop()
-                v = sv.pop()
-                o = so.pop()
+            if sp:
+                sp -= 1
+                t = st[sp]
+                v = sv[sp]
+                o = so[sp]
                 if t:
                     nk -= 1
                 if t == 1 and lo <= v < mem_hi and (v < hi or (v & (v - 1) != 0 and v % 1000 != 0)):
@@ -405,10 +405,11 @@ def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: 
             a_t = 0
             a_v = 0
             a_o = 0
-            if st:
-                a_t = st.pop()
-                a_v = sv.pop()
-                a_o = so.pop()
+            if sp:
+                sp -= 1
+                a_t = st[sp]
+                a_v = sv[sp]
+                a_o = so[sp]
                 if a_t:
                     nk -= 1
             if a_t == 1 and lo <= a_v + x < mem_hi:
@@ -416,54 +417,52 @@ def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: 
             elif a_t != 2 and lo <= x < mem_hi:
                 out.append(make(fi, at, "store", "data", x, W[op]))
         elif c == 5 or c == 7 or c == 8:
-            if st:
-                t = st.pop()
-                v = sv.pop()
-                o = so.pop()
+            if sp:
+                sp -= 1
+                t = st[sp]
+                v = sv[sp]
+                o = so[sp]
                 if t:
                     nk -= 1
                 if t == 1 and lo <= v < hi:
                     out.append(make(fi, o, "addr", "data", v, 0))
             if c != 7:
-                st.append(0)
-                sv.append(0)
-                so.append(0)
+                sp = _push(st, sv, so, sp, 0, 0, 0)
         elif c == 9:
             out.append(make(fi, at, "read", "global", x, 0))
-            st.append(0)
-            sv.append(0)
-            so.append(0)
+            sp = _push(st, sv, so, sp, 0, 0, 0)
         elif c == 10:
             out.append(make(fi, at, "write", "global", x, 0))
-            if st:
-                t = st.pop()
-                v = sv.pop()
-                o = so.pop()
+            if sp:
+                sp -= 1
+                t = st[sp]
+                v = sv[sp]
+                o = so[sp]
                 if t:
                     nk -= 1
                 if t == 1 and lo <= v < hi:
                     out.append(make(fi, o, "addr", "data", v, 0))
         elif c == 11:
-            if st:
-                t = st.pop()
-                v = sv.pop()
-                o = so.pop()
+            if sp:
+                sp -= 1
+                t = st[sp]
+                v = sv[sp]
+                o = so[sp]
                 if t:
                     nk -= 1
                 if t == 3:
                     out.append(make(fi, o, "funcptr", "data", v, 0))
             out.append(make(fi, at, "call_indirect", "table", x, 0))
-            while st:
-                t = st.pop()
-                v = sv.pop()
-                o = so.pop()
+            while sp:
+                sp -= 1
+                t = st[sp]
+                v = sv[sp]
+                o = so[sp]
                 if t == 1 and lo <= v < mem_hi and (v < hi or (v & (v - 1) != 0 and v % 1000 != 0)):
                     out.append(make(fi, o, "addr", "data", v, 0))
             nk = 0
-        if nk == 0 and st:
-            st.clear()
-            sv.clear()
-            so.clear()
+        if nk == 0:
+            sp = 0
 # fmt: on
 
 
