@@ -14,7 +14,8 @@ nested brackets overflows the parser's recursion. Here:
 
 The SDK's server (``kbtool mcp``) serves behind :func:`guarded_stdio`, a pair of pipes
 between the real stdin and stdout and the SDK (the SDK reads lines without a bound). The server answers and keeps
-serving. Pure standard library.
+serving; it tells :mod:`kbtool.mcp.idle` how many requests are in flight (background work
+waits for a quiet moment). Pure standard library.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, BinaryIO
+
+from kbtool.mcp.idle import ACTIVITY
 
 log = logging.getLogger("kbtool.mcp")
 
@@ -281,6 +284,7 @@ def guarded_stdio() -> Iterator[None]:
                 if rid is not None:
                     with answered:
                         pending.add(rid)
+                        ACTIVITY.set_in_flight(len(pending))
                 data = item if item.endswith(b"\n") else item + b"\n"
                 view = memoryview(data)
                 while view:
@@ -305,9 +309,11 @@ def guarded_stdio() -> Iterator[None]:
                 if rid is not None:
                     with answered:
                         pending.discard(rid)
+                        ACTIVITY.set_in_flight(len(pending))
                         answered.notify_all()
         with answered:  # the server is gone: nothing more will be answered
             pending.clear()
+            ACTIVITY.set_in_flight(0)
             answered.notify_all()
 
     threads = [

@@ -139,7 +139,8 @@ PREPARE_AHEAD_TOOLS = ("list_functions",)
 
 def _prepares_ahead(fn: Callable[..., str], path: Path) -> Callable[..., str]:
     """``fn`` that, once answered, prepares its ``version_id`` for the code tools on a
-    background thread (:func:`kbtool.services.code.prepare_soon`): the first
+    background thread (:func:`kbtool.services.code.prepare_soon`) when the server is next
+    quiet (:mod:`kbtool.mcp.idle`: never while a request is served): the first
     get_disassembly / get_lifted_c of that version does not parse the module then."""
 
     @functools.wraps(fn)
@@ -147,12 +148,19 @@ def _prepares_ahead(fn: Callable[..., str], path: Path) -> Callable[..., str]:
         answer = fn(*args, **kwargs)
         vid = kwargs.get("version_id")
         if isinstance(vid, int) and not isinstance(vid, bool):
-            from kbtool.services import code as code_service
+            from kbtool.mcp import idle
 
-            code_service.prepare_soon(str(path), vid)
+            idle.when_quiet(("prepare", str(path), vid), functools.partial(_prepare, path, vid))
         return answer
 
     return tool
+
+
+def _prepare(path: Path, version_id: int) -> None:
+    """Prepare ``version_id`` for the code tools (on the services' one background thread)."""
+    from kbtool.services import code as code_service
+
+    code_service.prepare_soon(str(path), version_id).result()
 
 
 def _with_progress(fn: Callable[..., str], server: Any) -> Callable[..., str]:
