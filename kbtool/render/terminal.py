@@ -666,4 +666,7 @@ def render_view(view: dict, console, *, only=None) -> None:
     legend = flags_legend(shown_flags(report, keep, view["toolchain_changed"]))
     if legend is not None:
         console.print(legend)
-    console.print(changelog_from_data(view["changelog"], only=keep))
+    from kbtool.render.changelog_lines import ChangelogLines
+
+    # the same bytes as changelog_from_data printed (tests/surface/render/test_changelog_lines.py)
+    console.print(ChangelogLines(view["changelog"], only=keep), crop=False)

@@ -1,0 +1,220 @@
+"""The diff's changelog as a renderable that writes its segments directly (what ``kbtool diff``
+prints after the change table): the same characters and styles as
+:func:`kbtool.render.terminal.changelog_from_data` printed through Rich, several times faster
+for thousands of entries.
+
+Each line of the changelog is kept as its pieces (text, style), in the order the reference
+builds its Text spans. A line that fits the console's width, and holds only printable
+characters, is written as one segment per styled piece (Rich's Text writes one per span: in
+a colour terminal the escape codes are the same) with the indent and padding
+:class:`rich.padding.Padding` gives it; any other line (one Rich would wrap, the section
+headings) is rendered by Rich itself from the same pieces. Print it with ``crop=False``: no
+line is wider than the console.
+"""
+
+from __future__ import annotations
+
+from rich.cells import cell_len
+from rich.padding import Padding
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+
+from kbtool.render.terminal_summary import CLASS_STYLE, _delta
+from kbtool.textutil import printable
+
+__all__ = ["ChangelogLines", "changelog_pieces"]
+
+Pieces = list[tuple[str, str]]
+#: a line: (indent, pieces), or (-1, a Rich renderable printed as is)
+Line = tuple[int, object]
+
+_ORDER_WORDS = {
+    "triage": "patch-like first (triage)",
+    "index": "by index",
+    "weight": "most changed first",
+}
+_SHOWN = ("calls added", "calls removed", "strings added", "strings removed")
+
+
+def _lit(value: object, style: str) -> tuple[str, str]:
+    """A piece of ``value`` shown literally (as :func:`kbtool.render.text.lit`)."""
+    if value is None:
+        return ("—", "dim")
+    return (printable(value), style)
+
+
+def _names(values: list[str], style: str) -> Pieces:
+    out: Pieces = []
+    for i, v in enumerate(values):
+        if i:
+            out.append((", ", "dim"))
+        out.append(_lit(v, style))
+    return out
+
+
+def _strings(values: list[str], style: str) -> Pieces:
+    out: Pieces = []
+    for i, v in enumerate(values):
+        if i:
+            out.append(("  ", ""))
+        out.append(_lit(repr(v), style))
+    return out
+
+
+def _heading(cls: str, count: int) -> Line:
+    return (-1, Text.assemble((f"\n{cls}", CLASS_STYLE[cls]), f" ({count})"))
+
+
+def _modified(cl: dict) -> list[Line]:
+    mods = cl["modified"]
+    named = sum(1 for m in mods if m["name"])
+    order = _ORDER_WORDS.get(cl.get("order", "weight"), "most changed first")
+    out: list[Line] = [
+        (
+            -1,
+            Text.assemble(
+                ("\nmodified", CLASS_STYLE["modified"]),
+                f" ({len(mods)}: {named} named, {len(mods) - named} unnamed; {order})",
+            ),
+        )
+    ]
+    for m in mods:
+        head: Pieces = [("  ", "")]
+        if m["name"]:
+            head.append(_lit(m["name"], "bold"))
+        else:
+            head.append((f"func[{m['to_index']}]", "bold dim"))
+        head.append((f"  #{m['from_index']}→#{m['to_index']}  ", "dim"))
+        head.append(
+            (
+                f"{_delta(m['instr_from'], m['instr_to'], 'instr')}, "
+                f"{_delta(m['size_from'], m['size_to'], 'B')}",
+                "",
+            )
+        )
+        if m["runtime"]:
+            head.append(("  runtime", "magenta"))
+        if m["review"]:
+            head.append(("  review", "bold red"))
+        if "triage" in m:
+            head.append((f"  triage {m['triage']:.1f}", "cyan"))
+        out.append((0, head))
+        for r in m.get("reasons", [])[:3]:
+            out.append((4, [_lit("why: " + r, "cyan")]))
+        if m.get("hint"):
+            out.append((4, [("refs ", "dim"), _lit(m["hint"], "dim")]))
+        if m["calls_added"]:
+            out.append((4, [("+ calls ", "green"), *_names(m["calls_added"], "green")]))
+        if m["calls_removed"]:
+            out.append((4, [("- calls ", "red"), *_names(m["calls_removed"], "red")]))
+        if m["strings_added"]:
+            out.append((4, [("+ strings ", "green"), *_strings(m["strings_added"], "green")]))
+        if m["strings_removed"]:
+            out.append((4, [("- strings ", "red"), *_strings(m["strings_removed"], "red")]))
+        for item in m.get("items", []):
+            if not item.startswith(_SHOWN) and not item.endswith(" instructions"):
+                out.append((4, [("~ ", "yellow"), _lit(item, "yellow")]))
+    return out
+
+
+def _function_head(f: dict, index: int) -> Line:
+    head: Pieces = [
+        (f"  #{index} ", ""),
+        _lit(f["name"] or "unnamed", "bold" if f["name"] else "dim"),
+    ]
+    head.append((f"  {f['instr']:,} instr, {f['size']:,} B", "dim"))
+    if f["runtime"]:
+        head.append(("  runtime", "magenta"))
+    return (0, head)
+
+
+def changelog_pieces(cl: dict, keep: frozenset[str] | None) -> list[Line]:
+    """The changelog's lines as pieces, in the reference renderer's order and spans."""
+    out: list[Line] = [
+        (
+            -1,
+            Text.assemble(
+                "\n",
+                ("changelog", "bold underline"),
+                " ",
+                _lit(cl["from"], "bold"),
+                " → ",
+                _lit(cl["to"], "bold"),
+            ),
+        )
+    ]
+    if keep is None or "modified" in keep:
+        out += _modified(cl)
+    if keep is None or "new" in keep:
+        out.append(_heading("new", len(cl["new"])))
+        for f in cl["new"]:
+            out.append(_function_head(f, f["to_index"]))
+            if f["strings"]:
+                more = (
+                    f" (+{f['string_count'] - len(f['strings'])} more)"
+                    if f["string_count"] > len(f["strings"])
+                    else ""
+                )
+                out.append((4, [("strings ", "dim"), *_strings(f["strings"], ""), (more, "dim")]))
+            if f["calls"]:
+                out.append((4, [("calls ", "dim"), *_names(f["calls"], "")]))
+    if keep is None or "deleted" in keep:
+        out.append(_heading("deleted", len(cl["deleted"])))
+        for f in cl["deleted"]:
+            out.append(_function_head(f, f["from_index"]))
+            if f["strings"]:
+                out.append((4, [("strings ", "dim"), *_strings(f["strings"], "")]))
+    if cl["imports_added"] or cl["imports_removed"]:
+        out.append((-1, Text("\nimports", style="bold")))
+        if cl["imports_added"]:
+            out.append((0, [("  ", ""), ("+ ", "green"), *_names(cl["imports_added"], "green")]))
+        if cl["imports_removed"]:
+            out.append((0, [("  ", ""), ("- ", "red"), *_names(cl["imports_removed"], "red")]))
+    return out
+
+
+class ChangelogLines:
+    """:func:`kbtool.render.terminal.changelog_from_data` as segments (see the module)."""
+
+    def __init__(self, cl: dict, *, only: frozenset[str] | None = None) -> None:
+        self.cl, self.only = cl, only
+
+    def __rich_console__(self, console, options):
+        width = options.max_width
+        styles: dict[str, Style | None] = {"": None}
+        line = Segment.line()
+        for indent, body in changelog_pieces(self.cl, self.only):
+            if indent < 0:
+                yield from console.render(body, options)
+                continue
+            pieces: Pieces = body  # type: ignore[assignment]
+            plain = "".join(t for t, _ in pieces)
+            room = width - indent
+            used = len(plain) if plain.isascii() else cell_len(plain)
+            if not plain or used > room or not plain.isprintable():  # Rich wraps it
+                text = Text.assemble(*pieces)
+                yield from console.render(
+                    Padding(text, (0, 0, 0, indent)) if indent else text, options
+                )
+                continue
+            if indent:
+                yield Segment(" " * indent)
+            run = ""  # unstyled pieces: one segment, as Text writes them
+            for text, style in pieces:
+                if not style:
+                    run += text
+                    continue
+                if not text:
+                    continue
+                if run:
+                    yield Segment(run)
+                    run = ""
+                if style not in styles:
+                    styles[style] = console.get_style(style)
+                yield Segment(text, styles[style])
+            if run:
+                yield Segment(run)
+            if indent and used < room:
+                yield Segment(" " * (room - used))
+            yield line

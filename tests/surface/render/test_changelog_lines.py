@@ -1,0 +1,158 @@
+"""The diff's changelog written as segments (``ChangelogLines``, what ``kbtool diff`` prints
+after the change table) is exactly :func:`changelog_from_data` printed through Rich: the same
+characters, and in a colour terminal the same escape codes, at any width, with hostile names
+and strings (markup, escapes, wide and combining characters, lines Rich must wrap)."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rich.console import Console
+
+from kbtool.kb.db import open_ro
+from kbtool.render.changelog_lines import ChangelogLines
+from kbtool.render.terminal import changelog_from_data, parse_only
+from kbtool.services.diff.view import kept_view
+from tests.support.diff_kb import two_versions_kb
+from tests.support.paths import ROOT
+
+WORDS = st.sampled_from(
+    [
+        "memcpy",
+        "[bold red]pwn[/]",
+        "\x1b[2Jclear",
+        "名前_関数_テスト" * 3,
+        "e\u0301\u0301",
+        "a\tb\u202e",
+        "Server returned 400 Bad Request",
+        "x" * 130,
+        " ",
+        "",
+    ]
+)
+TEXT = st.one_of(st.text(max_size=30), WORDS, st.lists(WORDS, max_size=6).map(" ".join))
+NAME = st.one_of(st.none(), st.just(""), TEXT)
+SMALL = st.integers(0, 10**6)
+
+
+@st.composite
+def modified(draw) -> dict:
+    m = {
+        "name": draw(NAME),
+        "from_index": draw(SMALL),
+        "to_index": draw(SMALL),
+        "instr_from": draw(SMALL),
+        "instr_to": draw(SMALL),
+        "size_from": draw(SMALL),
+        "size_to": draw(SMALL),
+        "runtime": draw(st.booleans()),
+        "review": draw(st.booleans()),
+        "calls_added": draw(st.lists(TEXT, max_size=4)),
+        "calls_removed": draw(st.lists(TEXT, max_size=3)),
+        "strings_added": draw(st.lists(TEXT, max_size=4)),
+        "strings_removed": draw(st.lists(TEXT, max_size=3)),
+    }
+    if draw(st.booleans()):
+        m["triage"] = draw(st.floats(0, 10))
+    if draw(st.booleans()):
+        m["reasons"] = draw(st.lists(TEXT, max_size=4))
+    if draw(st.booleans()):
+        m["hint"] = draw(TEXT)
+    if draw(st.booleans()):
+        items = st.one_of(
+            TEXT,
+            st.sampled_from(["calls added: x", "12 instructions", "strings removed: 'y'"]),
+        )
+        m["items"] = draw(st.lists(items, max_size=4))
+    return m
+
+
+@st.composite
+def function(draw, new: bool) -> dict:
+    strings = draw(st.lists(TEXT, max_size=4))
+    f = {
+        "name": draw(NAME),
+        "from_index": draw(SMALL),
+        "to_index": draw(SMALL),
+        "instr": draw(SMALL),
+        "size": draw(SMALL),
+        "runtime": draw(st.booleans()),
+        "strings": strings,
+    }
+    if new:
+        f["string_count"] = len(strings) + draw(st.integers(0, 5))
+        f["calls"] = draw(st.lists(TEXT, max_size=4))
+    return f
+
+
+@st.composite
+def changelog(draw) -> dict:
+    return {
+        "from": draw(TEXT),
+        "to": draw(TEXT),
+        "order": draw(st.sampled_from(["triage", "index", "weight", "odd"])),
+        "modified": draw(st.lists(modified(), max_size=5)),
+        "new": draw(st.lists(function(True), max_size=3)),
+        "deleted": draw(st.lists(function(False), max_size=3)),
+        "imports_added": draw(st.lists(TEXT, max_size=3)),
+        "imports_removed": draw(st.lists(TEXT, max_size=3)),
+    }
+
+
+def printed(renderable, width: int, colour: bool, crop: bool) -> str:
+    buf = io.StringIO()
+    console = Console(
+        file=buf,
+        width=width,
+        force_terminal=colour,
+        color_system="truecolor" if colour else None,
+    )
+    console.print(renderable, crop=crop)
+    return buf.getvalue()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    cl=changelog(),
+    width=st.integers(12, 200),
+    colour=st.booleans(),
+    only=st.sampled_from([None, "modified", "new,deleted", "changed", "moved"]),
+)
+def test_the_changelog_prints_exactly_as_rich_prints_it(cl, width, colour, only):
+    keep = parse_only(only)
+    slow = printed(changelog_from_data(cl, only=keep), width, colour, crop=True)
+    fast = printed(ChangelogLines(cl, only=keep), width, colour, crop=False)
+    assert fast == slow
+
+
+def test_kbtool_diff_prints_the_reference_changelog(tmp_path):
+    """``kbtool diff`` in a real process, plain and with FORCE_COLOR, ends with the reference
+    renderer's changelog of the same pair, byte for byte."""
+    db = two_versions_kb(tmp_path)
+    conn = open_ro(db)
+    try:
+        cl = kept_view(conn, 1, 2, with_changelog=True)["changelog"]
+    finally:
+        conn.close()
+    assert cl["modified"]
+    for colour, width in ((False, 80), (True, 80), (True, 33)):
+        env = {
+            "COLUMNS": str(width),
+            "FORCE_COLOR": "1" if colour else "",
+            "COLORTERM": "truecolor",
+        }
+        res = subprocess.run(
+            [sys.executable, "-m", "kbtool.cli", "--db", str(db), "diff", "1", "2"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+        )
+        assert res.returncode == 0, res.stderr
+        ref = printed(changelog_from_data(cl), width, colour, crop=True)
+        assert res.stdout.endswith(ref)
+        assert ("\x1b[" in res.stdout) == colour
