@@ -14,6 +14,11 @@ line is wider than the console.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
+from itertools import pairwise
+
+from rich._wrap import divide_line
 from rich.cells import cell_len
 from rich.padding import Padding
 from rich.segment import Segment
@@ -174,6 +179,38 @@ def changelog_pieces(cl: dict, keep: frozenset[str] | None) -> list[Line]:
     return out
 
 
+_TRAILING_SPACE = re.compile(r"\s+$")  # what Text.rstrip_end strips
+
+
+def _fitting(plain: str, room: int) -> list[tuple[int, int]] | None:
+    """The one line of ``plain`` (which fits ``room`` cells) as Rich's Text keeps it: its
+    trailing whitespace beyond ``room`` *characters* cut (``Text.rstrip_end`` counts
+    characters: a line with combining marks can lose a trailing space)."""
+    b = len(plain)
+    if b > room:
+        m = _TRAILING_SPACE.search(plain)
+        if m is not None:
+            b -= min(m.end() - m.start(), b - room)
+    return [(0, b)] if b else None
+
+
+def _wrapped(plain: str, room: int) -> list[tuple[int, int]] | None:
+    """The character ranges of the lines Rich's Text wraps ``plain`` into at ``room``
+    cells (``divide_line``, then each line's whitespace beyond ``room`` characters cut, as
+    ``Text.rstrip_end``); None when a line would still be wider (Rich folds it itself)."""
+    bounds = [0, *divide_line(plain, room, fold=True), len(plain)]
+    out = []
+    for a, b in pairwise(bounds):
+        if b - a > room:
+            m = _TRAILING_SPACE.search(plain, a, b)
+            if m is not None:
+                b -= min(m.end() - m.start(), b - a - room)
+        if b <= a or cell_len(plain[a:b]) > room:
+            return None
+        out.append((a, b))
+    return out
+
+
 class ChangelogLines:
     """:func:`kbtool.render.terminal.changelog_from_data` as segments (see the module)."""
 
@@ -183,7 +220,12 @@ class ChangelogLines:
     def __rich_console__(self, console, options):
         width = options.max_width
         styles: dict[str, Style | None] = {"": None}
-        line = Segment.line()
+
+        def style_of(name: str) -> Style | None:
+            if name not in styles:
+                styles[name] = console.get_style(name)
+            return styles[name]
+
         for indent, body in changelog_pieces(self.cl, self.only):
             if indent < 0:
                 yield from console.render(body, options)
@@ -192,29 +234,49 @@ class ChangelogLines:
             plain = "".join(t for t, _ in pieces)
             room = width - indent
             used = len(plain) if plain.isascii() else cell_len(plain)
-            if not plain or used > room or not plain.isprintable():  # Rich wraps it
+            ranges = _fitting(plain, room) if used <= room else None
+            if plain and room > 0 and plain.isprintable() and ranges is None:
+                ranges = _wrapped(plain, room)
+            if not plain or not ranges or not plain.isprintable():  # Rich renders it
                 text = Text.assemble(*pieces)
                 yield from console.render(
                     Padding(text, (0, 0, 0, indent)) if indent else text, options
                 )
                 continue
-            if indent:
-                yield Segment(" " * indent)
-            run = ""  # unstyled pieces: one segment, as Text writes them
-            for text, style in pieces:
-                if not style:
-                    run += text
-                    continue
-                if not text:
-                    continue
-                if run:
-                    yield Segment(run)
-                    run = ""
-                if style not in styles:
-                    styles[style] = console.get_style(style)
-                yield Segment(text, styles[style])
+            yield from _segments(pieces, plain, ranges, indent, room, style_of)
+
+
+def _segments(
+    pieces: Pieces, plain: str, ranges: list[tuple[int, int]], indent: int, room: int, style_of
+) -> Iterator[Segment]:
+    """The segments of ``pieces`` cut into lines at ``ranges`` (character offsets of
+    ``plain``): one segment per styled piece of a line, unstyled runs joined (as Text writes
+    them), the indent before and the padding after each line (as Padding gives them)."""
+    line = Segment.line()
+    for a, b in ranges:
+        if indent:
+            yield Segment(" " * indent)
+        run = ""
+        pos = 0
+        for text, style in pieces:
+            start, pos = pos, pos + len(text)
+            if pos <= a or start >= b:
+                continue
+            part = (
+                text if a <= start and pos <= b else text[max(a - start, 0) : min(b, pos) - start]
+            )
+            if not style:
+                run += part
+                continue
             if run:
                 yield Segment(run)
-            if indent and used < room:
+                run = ""
+            yield Segment(part, style_of(style))
+        if run:
+            yield Segment(run)
+        if indent:
+            shown = plain[a:b]
+            used = len(shown) if shown.isascii() else cell_len(shown)
+            if used < room:
                 yield Segment(" " * (room - used))
-            yield line
+        yield line
