@@ -544,6 +544,26 @@ def _pick(
     return batch, None, landing
 
 
+def _candidates(
+    lines: list[str],
+    ident: list[int],
+    skip: set[int],
+    memo: dict[str, tuple[str, bool, int, str, list[str]]],
+) -> bool:
+    """Whether :func:`_pick` would look at some trampoline of ``lines`` (one not in
+    ``skip``): when none is left, the scan after a move finds nothing. A line whose text
+    has no ``: goto L``, note mark or comment has none in its bare statement either."""
+    for p, ln in enumerate(lines):
+        if ": goto L" not in ln and "\x01" not in ln and "/*" not in ln:
+            continue
+        info = memo.get(ln)
+        s: str = info[0] if info is not None else _bare(ln)
+        if s.endswith(";") and ": goto L" in s and ident[p] not in skip:
+            if _TRAMP.match(s) is not None:
+                return True
+    return False
+
+
 def place_cases(
     out: list[str | None], budget: _Budget
 ) -> tuple[list[str | None], int, int, list[int]]:
@@ -579,6 +599,11 @@ def place_cases(
             gotos += 1
             labels += drop
         else:
+            break
+        if not _candidates(lines, ident, skip, memo):
+            # the next scan's pick would find nothing: spend its budget, skip the scan
+            if moves < MAX_MOVES and budget.units > 4 * len(lines):
+                budget.spend(len(lines))
             break
     if not moves:
         return out, 0, 0, []

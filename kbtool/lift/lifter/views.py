@@ -115,14 +115,20 @@ def _kind(lines: list[str | None]) -> Acc:
 
 #: a field's key: offset, width, float or integer
 _Key = tuple[int, int, bool]
+#: a field as the struct lays it out: offset, width, C type, name
+_Item = tuple[int, int, str, str]
 
 
-def _fields(offs: dict[int, dict[str, list[int]]]) -> dict[_Key, tuple[str, str]]:
+def _fields(
+    offs: dict[int, dict[str, list[int]]],
+) -> tuple[dict[_Key, tuple[str, str]], list[_Item]]:
     """The fields of a view, ``(offset, width, float) -> (C type, name)``: per offset, the
     width and kind most accesses use is ``field_8``, another one ``field_8_i16``; its type
     is the one loads use most (a store converts implicitly, a load of the other signedness
-    reads through a cast). Overlapping fields share a union (:func:`_layout`)."""
+    reads through a cast). Overlapping fields share a union (:func:`_layout`). Also the
+    same fields as :data:`_Item` in their sorted order (offsets come in order)."""
     out: dict[_Key, tuple[str, str]] = {}
+    items: list[_Item] = []
     for off in sorted(offs):  # ints sort without comparing tuples
         if off + 8 > MAX_OFFSET:
             continue
@@ -132,10 +138,9 @@ def _fields(offs: dict[int, dict[str, list[int]]]) -> dict[_Key, tuple[str, str]
                 break
             size = CT_SIZE.get(ct, 0)
             if size:
-                out[(off, size, ct in CT_FLOAT)] = (
-                    ct,
-                    _FIELD[off] if off < len(_FIELD) else f"field_{off}",
-                )
+                name = _FIELD[off] if off < len(_FIELD) else f"field_{off}"
+                out[(off, size, ct in CT_FLOAT)] = (ct, name)
+                items.append((off, size, ct, name))
         else:
             kinds: dict[_Key, dict[str, int]] = {}
             count: dict[_Key, int] = {}
@@ -148,13 +153,18 @@ def _fields(offs: dict[int, dict[str, list[int]]]) -> dict[_Key, tuple[str, str]
                     votes = kinds[key] = {}
                 votes[ct] = n[1]
                 count[key] = count.get(key, 0) + n[0]
+            group: list[_Item] = []
             for k, key in enumerate(sorted(kinds, key=lambda q: -count[q])):  # first seen
                 votes = kinds[key]
                 ct = max(votes, key=lambda c: votes[c])
-                out[key] = (ct, f"field_{off}" if k == 0 else f"field_{off}_{CT_TAG[ct]}")
+                name = f"field_{off}" if k == 0 else f"field_{off}_{CT_TAG[ct]}"
+                out[key] = (ct, name)
+                group.append((off, key[1], ct, name))
+            group.sort()
+            items += group
         if len(out) >= MAX_FIELDS:
             break
-    return out
+    return out, items
 
 
 def overlap_groups(
@@ -177,11 +187,11 @@ def overlap_groups(
     return out
 
 
-def _layout(fields: dict[_Key, tuple[str, str]]) -> list[str]:
-    """The members of a packed view struct in offset order, the bytes between them as
-    padding; fields whose bytes overlap (an int32_t also read as its bytes) share an
-    anonymous union, a member that starts later wrapped with leading padding."""
-    items = sorted(((o, sz, ct, name) for (o, sz, _f), (ct, name) in fields.items()))
+def _layout(items: list[_Item]) -> list[str]:
+    """The members of a packed view struct (``items``, sorted: :func:`_fields`) in offset
+    order, the bytes between them as padding; fields whose bytes overlap (an int32_t also
+    read as its bytes) share an anonymous union, a member that starts later wrapped with
+    leading padding."""
     parts: list[str] = []
     pos = 0
     for o, end, group in overlap_groups(items):
@@ -416,13 +426,13 @@ def view_decls(
     views: dict[str, tuple[str, dict[_Key, tuple[str, str]], str]] = {}
     words: dict[str, set[str]] = {}
     for base, offs in acc.items():
-        fields = _fields(offs)
+        fields, items = _fields(offs)
         if not fields:
             continue
         name = _name(base, taken, known, body, words)
         types = {ct for ct, _n in fields.values()}
         elem = ""
-        if len(types) == 1 and all(key[0] in offs for key in fields):
+        if len(types) == 1:  # (every field's offset is one of offs)
             ct = next(iter(types))
             size = CT_SIZE[ct]
             offsets = {key[0] for key in fields}
@@ -435,7 +445,7 @@ def view_decls(
             while tag in tags:
                 tag += "_"
             tags.add(tag)
-            before += _struct_lines(tag, _layout(fields))
+            before += _struct_lines(tag, _layout(items))
             before.append(f"#define {name} ((struct {tag} *)(M + {base}))")
         after.append(f"#undef {name}")
         views[base] = (name, fields, elem)
