@@ -224,6 +224,11 @@ _RESULTS = _LRU(RESULT_CACHE)
 _LINES = _LRU(LINES_CACHE)
 _SOON = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kbtool-prepare")
 _BUILDING: dict[tuple, threading.Lock] = {}  # key -> held while one thread prepares it
+_ASKED = [0]  # requests being answered and preparations a request's thread makes (`answering`)
+_BACKGROUND = threading.local()  # `.on` on `_SOON`'s thread: its preparations yield to those
+_REQUEST = threading.local()  # `.on` while a front-end answers a request on this thread
+#: the longest a background preparation waits, at each of its steps, for a request's own
+YIELD_MAX = 2.0
 
 
 def clear_cache() -> None:
@@ -320,17 +325,25 @@ def code_module(conn: sqlite3.Connection, version_id: int) -> CodeModule:
             mine = build.arrivals
     if hit is not None:
         return hit
-    with build.lock:
-        with _LOCK:
-            hit = _PREPARED.get_item(key)
-        if hit is None:
-            try:
-                with _collector_paused():
-                    return _prepare(conn, version_id, key)
-            finally:
-                with _LOCK:
-                    if _BUILDING.get(key) is build:
-                        del _BUILDING[key]
+    answering_now = bool(getattr(_REQUEST, "on", False))
+    _asking(-answering_now)  # waiting for a preparation (the background's?) does not stop it
+    try:
+        with build.lock:
+            with _LOCK:
+                hit = _PREPARED.get_item(key)
+            if hit is None:
+                asked = not getattr(_BACKGROUND, "on", False)
+                try:
+                    _asking(asked)
+                    with _collector_paused():
+                        return _prepare(conn, version_id, key)
+                finally:
+                    _asking(-asked)
+                    with _LOCK:
+                        if _BUILDING.get(key) is build:
+                            del _BUILDING[key]
+    finally:
+        _asking(answering_now)
     later = build.arrivals - mine  # threads that asked after this one, waiting too
     if later > 0:
         time.sleep(min(later, WAITER_STAGGER_MAX) * WAITER_STAGGER)
@@ -363,14 +376,47 @@ def _collector_paused() -> Iterator[None]:
                 gc.set_threshold(*_PAUSES[1])
 
 
+def _asking(n: int) -> None:
+    with _LOCK:
+        _ASKED[0] += n
+
+
+@contextmanager
+def answering() -> Iterator[None]:
+    """A front-end answers a request on this thread (the web app wraps each one): background
+    preparations wait meanwhile (:func:`_yield_to_requests`), except for the one the request
+    itself waits for."""
+    _asking(1)
+    _REQUEST.on = True
+    try:
+        yield
+    finally:
+        _REQUEST.on = False
+        _asking(-1)
+
+
+def _yield_to_requests() -> None:
+    """On `_SOON`'s thread: wait while a request is answered (:func:`answering`) or prepares
+    a version on its own thread (another one: the same one waits for this), at most
+    :data:`YIELD_MAX` at each step: both would share the GIL, and the request is what a
+    person waits for (a page opened while ``kbtool serve`` prepares versions at start)."""
+    if not getattr(_BACKGROUND, "on", False):
+        return
+    end = time.monotonic() + YIELD_MAX
+    while _ASKED[0] > 0 and time.monotonic() < end:
+        time.sleep(0.005)
+
+
 def _prepare(conn: sqlite3.Connection, version_id: int, key: tuple) -> CodeModule:
     require_version(conn, version_id)  # UnknownVersionError before anything else
+    _yield_to_requests()  # here and between the steps below (each ~20-80 ms on ffmpeg)
     db = key[0] if not key[0].startswith("memory:") else ""
     skey = code_store.file_key(conn, db, version_id) if db and code_store.store_dir() else None
     # a kept preparation has the module's digest: not computed again
     reading = _ModuleRead(db, version_id, not code_store.exists(skey)) if db else None
     kept = code_store.load(skey) if skey is not None else None
     how = code_store.judge(conn, kept, key[2]) if kept is not None else ""
+    _yield_to_requests()
     if kept is not None and how != code_store.REBUILD:  # the KB's reads as kept
         if how == code_store.USE:
             ids = kept.ids
@@ -399,7 +445,9 @@ def _prepare(conn: sqlite3.Connection, version_id: int, key: tuple) -> CodeModul
         )
     if digest is None and kept is not None:
         digest = bytes.fromhex(kept.digest)
+    _yield_to_requests()
     parsed = _parsed(data, digest)
+    _yield_to_requests()
     functions = dict(parsed.names.functions)
     functions.update(kb_names)
     names = Names(
@@ -496,27 +544,29 @@ def prepare_soon(db_path: str, version_id: int) -> Future[None]:
     return _SOON.submit(_prepare_quietly, str(db_path), version_id)
 
 
-def prepare_latest_soon(db_path: str) -> Future[None]:
-    """:func:`prepare_soon` for the KB's newest version, found on the background thread:
-    what ``kbtool serve`` starts with, since the studio and the dashboard open the newest
-    version first (a KB without versions, or one that cannot be read, prepares nothing)."""
-    return _SOON.submit(_prepare_latest_quietly, str(db_path))
+def prepare_latest_soon(db_path: str, count: int = 1) -> Future[None]:
+    """:func:`prepare_soon` for the KB's ``count`` newest versions, newest first, found on
+    the background thread: what ``kbtool serve`` starts with, since the studio and the
+    dashboard open the newest version first (a KB without versions, or one that cannot be
+    read, prepares nothing). A request preparing a version meanwhile goes first."""
+    return _SOON.submit(_prepare_latest_quietly, str(db_path), count)
 
 
-def _prepare_latest_quietly(db_path: str) -> None:
+def _prepare_latest_quietly(db_path: str, count: int = 1) -> None:
     try:
         conn = open_ro(db_path)
         try:
-            version_id = queries.latest_version_id(conn)
+            ids = [v["id"] for v in queries.list_versions(conn)][::-1][: max(0, count)]
         finally:
             conn.close()
     except Exception:  # noqa: BLE001 - the server's own requests say why
         return
-    if version_id is not None:
+    for version_id in ids:
         _prepare_quietly(db_path, version_id)
 
 
 def _prepare_quietly(db_path: str, version_id: int) -> None:
+    _BACKGROUND.on = True  # `_SOON`'s thread: yields to requests (`_yield_to_requests`)
     conn = open_ro(db_path)
     try:
         code_module(conn, version_id)

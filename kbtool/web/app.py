@@ -34,7 +34,7 @@ from starlette.types import Receive, Scope, Send
 
 from kbtool.kb.db import open_ro
 from kbtool.services import code as code_service
-from kbtool.services import heap
+from kbtool.services import code_prepared, heap
 from kbtool.web import router
 from kbtool.web.security import (
     API_CSP,
@@ -51,6 +51,9 @@ DEFAULT_PORT = 8787
 EXPENSIVE_LIMIT = 2
 EXPENSIVE_WAIT = 5.0
 RETRY_AFTER = 2
+#: versions ``kbtool serve`` prepares as it starts, newest first: the newest and the one before
+#: it (the dashboard's default pair; the studio opened on either shows code without waiting)
+PREPARED_AT_START = 2
 _VERSION_OPENED = re.compile(r"/api/versions/([0-9]{1,18})/functions\Z")
 
 
@@ -172,7 +175,7 @@ class _Adapter:
                 f" are already being computed; retry in {RETRY_AFTER} s",
             )
         try:
-            answer = await run_in_threadpool(router.route, self.db_path, path, query, method)
+            answer = await run_in_threadpool(_answer, self.db_path, path, query, method)
             opened = _VERSION_OPENED.match(path) if self.prepare_ahead else None
             if opened is not None and answer[0] == 200:  # its code is what is read next
                 self.prepared = code_service.prepare_soon(self.db_path, int(opened.group(1)))
@@ -181,6 +184,13 @@ class _Adapter:
             if expensive:
                 self.limit.release()
                 heap.settle()  # what it cached (a diff, a prepared version) is kept: frozen
+
+
+def _answer(db_path: str, path: str, query: dict, method: str) -> router.Response:
+    """:func:`router.route` on a worker thread; a version being prepared in the background
+    (at start, or ahead of a page) waits meanwhile: the request is what a person waits for."""
+    with code_prepared.answering():
+        return router.route(db_path, path, query, method)
 
 
 def create_app(
@@ -207,8 +217,10 @@ def create_app(
     (``kbtool serve``): a version's function list (what a page opens first) prepares that
     version for the code routes on a background thread, so the first code page does not
     parse the module (``app.state.adapter.prepared``: the last preparation).
-    ``prepare_at_start`` (``kbtool serve``): the newest version is prepared so at once, as
-    the TUI and the MCP server do: a page opened a moment later shows code without waiting.
+    ``prepare_at_start`` (``kbtool serve``): the newest version, then the one before it
+    (:data:`PREPARED_AT_START`), are prepared so at once, as the TUI and the MCP server do: a
+    page opened a moment later on either shows code without waiting (a request preparing
+    another version meanwhile goes first).
     """
     adapter = _Adapter(
         db_path,
@@ -220,7 +232,7 @@ def create_app(
     )
     adapter.prepare_ahead = prepare_ahead
     if prepare_at_start:
-        adapter.prepared = code_service.prepare_latest_soon(adapter.db_path)
+        adapter.prepared = code_service.prepare_latest_soon(adapter.db_path, PREPARED_AT_START)
     app = Starlette(routes=[Route("/{path:path}", adapter)])
     app.state.adapter = adapter
     return app

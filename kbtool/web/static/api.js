@@ -14,7 +14,8 @@ export function status(msg, bad) {
 export const FETCH_OPTIONS = { headers: { accept: "application/json" }, credentials: "same-origin" };
 
 /** GET `path` as JSON; throws an Error (with `.status`) carrying the API's error message.
- *  `pending`: the `fetch` of `path` already made (studio-early.js), read instead of a new one. */
+ *  `pending`: the `fetch` of `path` already made (studio-early.js: a response whose body is
+ *  read already), used instead of a new one. */
 export async function api(path, signal, pending) {
   const t0 = performance.now();
   let r;

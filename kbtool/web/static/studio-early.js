@@ -10,7 +10,10 @@
       vid <= 0 || index < 0) return;
   const path = "/api/disasm/" + encodeURIComponent(vid) + "/" + encodeURIComponent(index) +
     "?kind=wasm&offset=0&limit=300";  // code.js WINDOW
-  const got = fetch(path, { headers: { accept: "application/json" }, credentials: "same-origin" });
+  // its body read as soon as it comes (not when the modules have loaded): what studio.js's
+  // `api` reads of a response (ok, status, json())
+  const got = fetch(path, { headers: { accept: "application/json" }, credentials: "same-origin" })
+    .then((r) => r.text().then((text) => ({ ok: r.ok, status: r.status, json: async () => JSON.parse(text) })));
   got.catch(() => {});  // studio.js reads it (and reports its error), or asks again
   window.__studioEarly = { path, got };
 })();
