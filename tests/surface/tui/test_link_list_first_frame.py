@@ -1,0 +1,52 @@
+"""A long links list (a libc function's 1,000 callers on the detail screen) puts its first
+``FIRST_LINKS`` in the first frame and the rest just after it: the same options, in order."""
+
+from __future__ import annotations
+
+import pytest
+from rich.text import Text
+from textual.app import App, ComposeResult
+
+from kbtool.tui.widgets.lists import LinkList
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+class _Links(App):
+    def compose(self) -> ComposeResult:
+        yield LinkList(id="links")
+
+
+def _ids(links: LinkList) -> list[str | None]:
+    return [links.get_option_at_index(i).id for i in range(links.option_count)]
+
+
+@pytest.mark.anyio
+async def test_a_long_list_comes_in_two_steps_with_the_same_options() -> None:
+    app = _Links()
+    async with app.run_test(size=(60, 20)) as pilot:
+        links = app.query_one(LinkList)
+        items = [(f"1:{i}", Text(f"#{i} f{i}")) for i in range(1_500)]
+        links.set_links(items)
+        assert links.option_count == LinkList.FIRST_LINKS  # the first frame's share
+        await pilot.pause()
+        await pilot.pause()
+        # then every link up to MAX_LINKS, and the "… more" line
+        assert links.option_count == LinkList.MAX_LINKS + 1
+        assert _ids(links)[:-1] == [oid for oid, _ in items[: LinkList.MAX_LINKS]]
+        assert "500 more" in str(links.get_option_at_index(LinkList.MAX_LINKS).prompt)
+        # a second list before the rest of the first was added: only the second shows
+        links.set_links(items[:200])
+        links.set_links(items[:100])
+        await pilot.pause()
+        await pilot.pause()
+        assert _ids(links) == [oid for oid, _ in items[:100]]
+        # a cursor past the first share (a live reload) is kept: everything at once
+        links.highlighted = 90
+        links.set_links(items[:120])
+        assert links.option_count == 120 and links.highlighted == 90
+        links.set_links(items[:30])  # short: whole at once
+        assert links.option_count == 30
