@@ -25,6 +25,7 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 
+from kbtool.render.rows import plain_console
 from kbtool.render.terminal_summary import CLASS_STYLE, _delta
 from kbtool.textutil import printable
 
@@ -226,8 +227,14 @@ class ChangelogLines:
                 styles[name] = console.get_style(name)
             return styles[name]
 
+        text_only = plain_console(console)
+        done: list[str] = []  # text_only: the lines written so far, one segment
+
         for indent, body in changelog_pieces(self.cl, self.only):
             if indent < 0:
+                if done:
+                    yield Segment("".join(done))
+                    done.clear()
                 yield from console.render(body, options)
                 continue
             pieces: Pieces = body  # type: ignore[assignment]
@@ -238,12 +245,32 @@ class ChangelogLines:
             if plain and room > 0 and plain.isprintable() and ranges is None:
                 ranges = _wrapped(plain, room)
             if not plain or not ranges or not plain.isprintable():  # Rich renders it
+                if done:
+                    yield Segment("".join(done))
+                    done.clear()
                 text = Text.assemble(*pieces)
                 yield from console.render(
                     Padding(text, (0, 0, 0, indent)) if indent else text, options
                 )
                 continue
-            yield from _segments(pieces, plain, ranges, indent, room, style_of)
+            if text_only:
+                done.extend(_text_lines(plain, ranges, indent, room))
+            else:
+                yield from _segments(pieces, plain, ranges, indent, room, style_of)
+        if done:
+            yield Segment("".join(done))
+
+
+def _text_lines(plain: str, ranges: list[tuple[int, int]], indent: int, room: int) -> list[str]:
+    """The characters :func:`_segments` writes for the same line, each line with its newline."""
+    out = []
+    for a, b in ranges:
+        shown = plain[a:b]
+        if indent:
+            used = len(shown) if shown.isascii() else cell_len(shown)
+            shown = " " * indent + shown + " " * (room - used)
+        out.append(shown + "\n")
+    return out
 
 
 def _segments(

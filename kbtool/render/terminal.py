@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kbtool.kb.provenance import PROVENANCES, colour
+from kbtool.render.rows import plain_console, row_segments, row_text
 
 # re-exported: the shared diff vocabulary and the short triage view were split out and stay
 # importable from here
@@ -414,9 +415,13 @@ class DiffRows:
             _fit("flags", w_flags),
         ]
         head_line = "  ".join(head)
-        yield Segment(head_line, style_of("bold"))
-        yield Segment.line()
-        yield Segment("─" * cell_len(head_line), style_of("dim"))
+        plain = plain_console(console)
+        if plain:  # no styles written: each row one string, all rows one segment
+            lines = [head_line, "─" * cell_len(head_line)]
+        else:
+            yield Segment(head_line, style_of("bold"))
+            yield Segment.line()
+            yield Segment("─" * cell_len(head_line), style_of("dim"))
         dim = ("—", "dim")
         for c, fl in zip(rows, flags, strict=True):
             cls, prov, name = c["classification"], c.get("provenance"), c.get("name")
@@ -441,8 +446,15 @@ class DiffRows:
             if self.show_score:
                 cells.append(([(_conf(c.get("score")), "")], 5, True))
             cells.append((fl, w_flags, False))
+            if plain:
+                lines.append(row_text(cells))
+                continue
             yield Segment.line()
-            yield from _row_segments(cells, style_of)
+            yield from row_segments(cells, style_of)
+        if plain:
+            lines.append("")
+            yield Segment("\n".join(lines))
+            return
         yield Segment.line()
 
 
@@ -456,42 +468,6 @@ def _fit(text: str, w: int, right: bool = False) -> str:
         text = set_cell_size(text, w - 1) + "…"
     pad = " " * (w - cell_len(text))
     return pad + text if right else text + pad
-
-
-def _row_segments(cells, style_of) -> list[Segment]:
-    """One table row's segments: each cell padded to its width (an over-long single-piece
-    cell cut with an ellipsis), two spaces between cells; unstyled runs merged."""
-    out: list[Segment] = []
-    plain = ""
-    for i, (pieces, w, right) in enumerate(cells):
-        if i:
-            plain += "  "
-        if len(pieces) == 1:
-            first = pieces[0][0]
-            used = len(first) if first.isascii() else cell_len(first)
-            if used > w:
-                pieces = [(set_cell_size(first, w - 1) + "…", pieces[0][1])]
-                used = cell_len(pieces[0][0])
-        else:
-            used = sum(cell_len(t) for t, _ in pieces)
-        pad = " " * (w - used)
-        if right:
-            plain += pad
-        for text, style in pieces:
-            if not text:
-                continue
-            if not style:
-                plain += text
-                continue
-            if plain:
-                out.append(Segment(plain))
-                plain = ""
-            out.append(Segment(text, style_of(style)))
-        if not right:
-            plain += pad
-    if plain:
-        out.append(Segment(plain))
-    return out
 
 
 def _names(values: list[str], style: str) -> Text:
