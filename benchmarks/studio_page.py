@@ -17,6 +17,11 @@ are added: what is painted), on the largest function of the first version (the l
   the first lines on screen (the disassembly shown while the C is lifted, or the C); "...
   (C)" to the C itself.
 
+With ``--pages``, also the dashboard's first paints on a fresh server (the pages that read a
+whole version's function list): "dashboard heatmap (newest)" (``/``) and "... (version V)"
+(``/#v=V``), from navigation to the frame after the heatmap is drawn; "dashboard function
+(largest, first code)" (``/#v=V&fn=SID``) to the function panel's first lines.
+
 p50/p95/max per step and the machine's load before and after.
 """
 
@@ -56,6 +61,18 @@ WATCH = """(since) => {
     if (code.querySelector(".win:not(.meanwhile)") && !code.dataset.meanwhile) frame("main");
     const x = document.querySelector("#xrefs div.faint");
     if (x && / callers$/.test(x.textContent)) frame("xrefs");
+  }).observe(document, { childList: true, subtree: true, attributes: true });
+}"""
+
+
+# in the dashboard: the frame after the heatmap is drawn (main.js sets body[data-version]) and
+# after the function panel's first lines are added
+DASH_WATCH = """() => {
+  const t = (window.__t = {});
+  const frame = (k) => { if (!(k in t)) { t[k] = -1; requestAnimationFrame(() => { t[k] = performance.now(); }); } };
+  new MutationObserver(() => {
+    if (document.body && document.body.dataset.version) frame("heatmap");
+    if (document.querySelector("#fn-panel .win")) frame("code");
   }).observe(document, { childList: true, subtree: true, attributes: true });
 }"""
 
@@ -144,6 +161,41 @@ def one_run(browser, kb: Path, root: Path, v: int, big: int, other: int) -> dict
     return out
 
 
+def stable_id(kb: Path, v: int, index: int) -> str:
+    conn = sqlite3.connect(f"file:{kb}?mode=ro", uri=True)
+    try:
+        return conn.execute(
+            "SELECT stable_id FROM functions WHERE version_id = ? AND idx = ?", (v, index)
+        ).fetchone()[0]
+    finally:
+        conn.close()
+
+
+def dashboard_run(browser, kb: Path, root: Path, v: int, big: int) -> dict[str, float]:
+    """The dashboard's first paints, each on a fresh server (what a person opening a link
+    to the dashboard waits for)."""
+    sid = stable_id(kb, v, big)
+    steps = [
+        ("dashboard heatmap (newest)", "", "heatmap"),
+        (f"dashboard heatmap (version {v})", f"#v={v}", "heatmap"),
+        ("dashboard function (largest, first code)", f"#v={v}&fn={sid}", "code"),
+    ]
+    out: dict[str, float] = {}
+    for name, frag, key in steps:
+        port = free_port()
+        proc = start_serve(kb, root, port)
+        try:
+            wait_http(port, "/api/provenance")
+            page = browser.new_page(viewport={"width": 1440, "height": 900})
+            page.add_init_script(f"({DASH_WATCH})()")
+            page.goto(f"http://127.0.0.1:{port}/{frag}")
+            out[name] = _until(page, key)
+            page.close()
+        finally:
+            stop(proc)
+    return out
+
+
 def stats(xs: list[float]) -> str:
     s = sorted(xs)
     p95 = s[min(len(s) - 1, round(0.95 * (len(s) - 1)))]
@@ -158,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--root", type=Path, default=ROOT, help="the kbtool checkout measured")
     ap.add_argument("--smoke", action="store_true", help="the demo KB, one run")
+    ap.add_argument("--pages", action="store_true", help="the dashboard's first paints too")
     args = ap.parse_args(argv)
     if not os.path.exists(CHROMIUM):
         print(f"skipped: no Chromium at {CHROMIUM}")
@@ -185,6 +238,10 @@ def main(argv: list[str] | None = None) -> int:
             for _ in range(args.runs):
                 for k, ms in one_run(browser, args.kb, args.root.resolve(), v, big, other).items():
                     res.setdefault(k, []).append(ms)
+                if args.pages or args.smoke:
+                    got = dashboard_run(browser, args.kb, args.root.resolve(), v, big)
+                    for k, ms in got.items():
+                        res.setdefault(k, []).append(ms)
             browser.close()
         load1 = os.getloadavg()
     finally:

@@ -1,5 +1,6 @@
 """``benchmarks/studio_page.py --smoke``: the studio's first screen timed in real Chromium on
-a real ``kbtool serve`` (the demo KB, one run) prints every step with its figures."""
+a real ``kbtool serve`` (the demo KB, one run) prints every step with its figures, the
+dashboard's first paints too."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ STEPS = (
     "open on the largest (callers)",
     "C view, new version (first screen)",
     "C view, new version (C)",
+    "dashboard heatmap (newest)",
+    "dashboard function (largest, first code)",
 )
 
 
