@@ -447,6 +447,7 @@ def _store(
     store.insert_function_values(conn, _FUNCTION_COLUMNS, frows)
     store.insert_fact_values(conn, _FACT_COLUMNS, xrows)
     store.insert_call_edge_values(conn, _EDGE_COLUMNS, erows)
+    del frows, xrows, erows, new  # (written: the data model reuses their memory)
 
     result = IngestResult(
         version_id=vid,
