@@ -109,6 +109,8 @@ class _Scan:
         self.refs: dict[str, int] = {}
         self.fresh: dict[int, str] = {}  # line -> a new label to put before it
         self.next_id = 1  # the next free label number
+        self.jumps: list[int] = []  # the lines with a goto (every trampoline is one)
+        jumps = self.jumps
         bare = self.bare
         depth = self.depth
         opener = self.opener
@@ -138,8 +140,10 @@ class _Scan:
                 self.labels[label] = k
                 if label[1:].isdigit() and int(label[1:]) >= self.next_id:
                     self.next_id = int(label[1:]) + 1
-            for t in gotos:
-                refs[t] = refs.get(t, 0) + 1
+            if gotos:
+                jumps.append(k)
+                for t in gotos:
+                    refs[t] = refs.get(t, 0) + 1
 
     def arrive(self, j: int) -> str:
         """A statement that does what arriving at line ``j`` does, valid anywhere: the
@@ -463,11 +467,17 @@ def _hopeful(lines: list[str], tramps: list[str], marks: list[int]) -> bool:
         return False
     once = set(sealed)
     refs: dict[str, int] = {}
-    for ln in lines:
-        if "goto L" in ln:
-            for t in _GOTO.findall(ln):
-                if t in once:
-                    refs[t] = refs.get(t, 0) + 1
+    # the gotos of all lines: a search of the joined text finds each `goto L` (a goto
+    # never spans lines; `\b` reads the newline before a line as its start)
+    body = "\n".join(lines)
+    i = body.find("goto L")
+    while i >= 0:
+        m = _GOTO.match(body, i)
+        if m is not None:
+            t = m.group(1)
+            if t in once:
+                refs[t] = refs.get(t, 0) + 1
+        i = body.find("goto L", i + 6)
     return any(refs.get(name) == 1 for name in sealed)
 
 
@@ -492,7 +502,9 @@ def _pick(
     names: set[str] = set()  # the labels the batch drops
     aimed: set[str] = set()  # the labels its added gotos jump to
     landing: dict[int, str] = {}  # the new labels its gotos need (line -> name)
-    for p, s in enumerate(scan.bare):
+    bare = scan.bare
+    for p in scan.jumps:  # a trampoline's line has a goto
+        s = bare[p]
         if not s.endswith(";") or ": goto L" not in s or ident[p] in skip:
             continue
         m = _TRAMP.match(s)
