@@ -9,7 +9,8 @@ Two steps, timed in the page (``performance.now()``, to the animation frame afte
 are added: what is painted), on the largest function of the first version (the lowest id):
 
 - "open on the largest (first code)": the studio loaded with ``#v=V&f=LARGEST`` (its default
-  view, the disassembly), from navigation start to its first lines; "... (callers)" to its
+  view, the disassembly) as soon as the server answers (``--settle S``: S seconds later), from
+  navigation start to its first lines; "... (callers)" to its
   callers and callees listed (the call graph's answer drawn).
 - "C view, new version (first screen)": the page open on the other version (all of it shown,
   its callers too) in the C view, the newest version chosen in the list, then its largest
@@ -45,6 +46,7 @@ if str(ROOT) not in sys.path:
 from benchmarks.interactive_common import DEFAULT_KB, env, start_serve  # noqa: E402
 from benchmarks.web_api import free_port, stop, wait_http  # noqa: E402
 
+SETTLE = [0.0]  # --settle: seconds between the server answering and the page opened
 CHROMIUM = os.environ.get("KBTOOL_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"]
 
@@ -118,6 +120,7 @@ def one_run(browser, kb: Path, root: Path, v: int, big: int, other: int) -> dict
     out: dict[str, float] = {}
     try:
         wait_http(port, "/api/provenance")
+        time.sleep(SETTLE[0])  # --settle: the server's start-up work done (or not)
         url = f"http://127.0.0.1:{port}/studio"
         page = browser.new_page(viewport={"width": 1440, "height": 900})
         page.add_init_script(f"({WATCH})(0)")
@@ -211,7 +214,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--root", type=Path, default=ROOT, help="the kbtool checkout measured")
     ap.add_argument("--smoke", action="store_true", help="the demo KB, one run")
     ap.add_argument("--pages", action="store_true", help="the dashboard's first paints too")
+    ap.add_argument(
+        "--settle",
+        type=float,
+        default=0.0,
+        help="seconds between the server answering and the studio opened on the largest"
+        " (0: at once, while it prepares versions at start; 3: a person a moment later)",
+    )
     args = ap.parse_args(argv)
+    SETTLE[0] = max(0.0, args.settle)
     if not os.path.exists(CHROMIUM):
         print(f"skipped: no Chromium at {CHROMIUM}")
         return 0

@@ -225,6 +225,12 @@ _LINES = _LRU(LINES_CACHE)
 _SOON = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kbtool-prepare")
 _BUILDING: dict[tuple, threading.Lock] = {}  # key -> held while one thread prepares it
 _ASKED = [0]  # requests being answered and preparations a request's thread makes (`answering`)
+_QUIET_SINCE = [0.0]  # when `_ASKED` last fell to 0 (or the start-up preparations were asked for)
+#: the versions after the newest that `prepare_latest_soon` prepares start once no request has
+#: been answered for this long (at most QUIET_MAX later): a page opened right after start
+#: prepares what it asks for itself, with nothing beside it
+QUIET = 1.0
+QUIET_MAX = 30.0
 _BACKGROUND = threading.local()  # `.on` on `_SOON`'s thread: its preparations yield to those
 _REQUEST = threading.local()  # `.on` while a front-end answers a request on this thread
 #: the longest a background preparation waits, at each of its steps, for a request's own
@@ -379,6 +385,17 @@ def _collector_paused() -> Iterator[None]:
 def _asking(n: int) -> None:
     with _LOCK:
         _ASKED[0] += n
+        if _ASKED[0] == 0:
+            _QUIET_SINCE[0] = time.monotonic()
+
+
+def _wait_quiet() -> None:
+    """Until no request has been answered for :data:`QUIET` s (at most :data:`QUIET_MAX`)."""
+    end = time.monotonic() + QUIET_MAX
+    while time.monotonic() < end:
+        if _ASKED[0] == 0 and time.monotonic() - _QUIET_SINCE[0] >= QUIET:
+            return
+        time.sleep(0.05)
 
 
 @contextmanager
@@ -548,7 +565,10 @@ def prepare_latest_soon(db_path: str, count: int = 1) -> Future[None]:
     """:func:`prepare_soon` for the KB's ``count`` newest versions, newest first, found on
     the background thread: what ``kbtool serve`` starts with, since the studio and the
     dashboard open the newest version first (a KB without versions, or one that cannot be
-    read, prepares nothing). A request preparing a version meanwhile goes first."""
+    read, prepares nothing). A request preparing a version meanwhile goes first, and the
+    versions after the newest wait for the requests to go quiet (:data:`QUIET`)."""
+    with _LOCK:
+        _QUIET_SINCE[0] = time.monotonic()
     return _SOON.submit(_prepare_latest_quietly, str(db_path), count)
 
 
@@ -561,7 +581,9 @@ def _prepare_latest_quietly(db_path: str, count: int = 1) -> None:
             conn.close()
     except Exception:  # noqa: BLE001 - the server's own requests say why
         return
-    for version_id in ids:
+    for n, version_id in enumerate(ids):
+        if n:
+            _wait_quiet()
         _prepare_quietly(db_path, version_id)
 
 

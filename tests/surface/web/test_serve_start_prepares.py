@@ -100,3 +100,21 @@ def test_a_background_preparation_waits_while_a_request_is_answered(three, monke
         assert code.is_cached(conn, 1) and code_prepared._ASKED[0] == 0
     finally:
         conn.close()
+
+
+def test_the_version_before_the_newest_waits_for_the_requests_to_go_quiet(three):
+    """A page opened right after start prepares what it asks for with nothing beside it:
+    the second version is prepared only once no request has been answered for a while."""
+    from kbtool.web import app as webapp
+
+    conn = open_ro(three)
+    try:
+        ids = sorted(v["id"] for v in queries.list_versions(conn))
+        app = webapp.create_app(str(three), prepare_at_start=True)
+        with code_prepared.answering():  # a page's requests keep coming
+            time.sleep(code_prepared.QUIET + 0.5)
+            assert not code.is_cached(conn, ids[-2])
+        app.state.adapter.prepared.result(timeout=60)
+        assert [v for v in ids if code.is_cached(conn, v)] == ids[-2:]
+    finally:
+        conn.close()
