@@ -13,6 +13,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.css.query import NoMatches
 from textual.widgets import Footer, OptionList, Static
 
 from kbtool.kb import queries
@@ -162,7 +163,11 @@ class DetailScreen(KbScreen):
         """Other functions of this version referencing the same strings (bounded); hidden if none."""
         if gen != self._xref_gen or not self.is_attached:
             return
-        label, links = self.query_one("#xrefs-label", Static), self.query_one("#xrefs", LinkList)
+        try:  # the screen may be closing (its widgets removed first)
+            label = self.query_one("#xrefs-label", Static)
+            links = self.query_one("#xrefs", LinkList)
+        except NoMatches:
+            return
         label.display = links.display = bool(xrefs)
         if not xrefs:
             return
