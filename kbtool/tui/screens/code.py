@@ -30,7 +30,7 @@ from kbtool.tui.screens.base import BACK, HISTORY, RENAME, FunctionRef, KbScreen
 from kbtool.tui.screens.code_paging import PagedDisassembly
 from kbtool.tui.screens.code_paging import read_ro as _load
 from kbtool.tui.screens.knowledge import KnowledgeEdits
-from kbtool.tui.widgets.code_view import CodeView
+from kbtool.tui.widgets.code_view import CodeView, code_width
 from kbtool.tui.widgets.diff_view import FunctionDiffView
 from kbtool.tui.widgets.lines_view import LinesView
 from kbtool.tui.widgets.listing_pages import ListingPages
@@ -83,6 +83,7 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
     ]
     at_offset: int | None = None  # open the disassembly on this instruction (file offset)
     _at_line: int | None = None  # its line, found past a huge function's first screen
+    _c_split: tuple[str, list[str], int] | None = None  # a huge C's text, lines, width
 
     def __init__(self, version_id: int, index: int, mode: str = C) -> None:
         super().__init__()
@@ -206,13 +207,17 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
             c = _load(self.kb.db_path, code_service.lifted_c, version_id, index)
         except Exception as exc:  # the disassembly stays; the status says why
             c = ("", True, f"cannot lift: {type(exc).__name__}: {exc}")
-        self.app.call_from_thread(self._c_loaded, gen, c)
+        lines = _lines(c[0])  # split and measured here, not on the UI thread (50,000 lines)
+        self.app.call_from_thread(self._c_loaded, gen, c, (c[0], lines, code_width(lines)))
 
-    def _c_loaded(self, gen: int, c: tuple[str, bool, str | None]) -> None:
+    def _c_loaded(
+        self, gen: int, c: tuple[str, bool, str | None], split: tuple[str, list[str], int]
+    ) -> None:
         """A huge function's C, after the first screen of its disassembly: it replaces the
         disassembly in the C view (from its first line)."""
         if gen != self._gen or self.code is None:
             return
+        self._c_split = split
         self.code["lifted_c"], self.code["truncated"], self.code["reason"] = c
         self.code.pop("c_pending", None)
         if self.mode != WASM:
@@ -250,7 +255,7 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
         )
         self._show_understanding()
         a = self.analysis
-        hint = False
+        hint, width = False, None
         if self.mode == CLEAN and a and a.get("clean_c"):
             lines = _lines(a["clean_c"])
         elif self.mode == CLEAN:
@@ -260,12 +265,15 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
                 "",
                 f"    kbtool deep {self.version_id} -f {self.index}",
             ]
+        elif self.mode == C and self._c_split is not None and self._c_split[0] is d["lifted_c"]:
+            lines, width = self._c_split[1], self._c_split[2]  # split on the lifting worker
         else:
             lines = _lines(d["lifted_c"] if self.mode == C else d["mnemonics"])
         mode = C if self.mode == CLEAN else self.mode
         shown = (self.index, self.mode)
         if self.mode == C and d.get("c_pending"):  # a huge function: its disassembly meanwhile
             lines, mode, shown = _lines(d["mnemonics"]), WASM, (self.index, PENDING)
+            width = None
         pages = self._pages if self.mode == WASM else None  # a huge function, by pages
         view = self.query_one("#code-view", CodeView)
         keep = view.cursor if self._shown == shown else 0  # a live refresh
@@ -279,7 +287,7 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
         if pages is not None:
             view.show_pages(pages, cursor=keep)
         else:
-            view.show_code(lines, mode, calls=self._calls, hint=hint, cursor=keep)
+            view.show_code(lines, mode, calls=self._calls, hint=hint, cursor=keep, width=width)
         self._show_status()
         self.call_after_refresh(self._show_status)  # the view's width is known after layout
 

@@ -14,6 +14,13 @@ from kbtool.tui.widgets.listing_pages import ListingPages
 PLACEHOLDER = "…"  # a line whose page is being read
 
 
+def code_width(lines: list[str]) -> int:
+    """The cells of the longest line as the view shows it (for sideways scrolling)."""
+    # a line of printable characters is shown as it is (printable() never changes it):
+    # only the others are escaped to be measured (a huge function's C: 100,000 lines)
+    return max((len(x) if x.isprintable() else len(printable(x)) for x in lines), default=0)
+
+
 class CodeView(LinesView):
     """The code pane: ``show_code`` draws lines of ``mode`` (``wasm`` or ``c``)."""
 
@@ -29,9 +36,11 @@ class CodeView(LinesView):
         calls: dict[int, int] | None = None,
         hint: bool = False,
         cursor: int = 0,
+        width: int | None = None,
     ) -> None:
         """Show ``lines`` highlighted as ``mode``; ``hint``: plain italic text (no code);
-        ``calls``: the lines that call a function (underlined in wasm)."""
+        ``calls``: the lines that call a function (underlined in wasm); ``width``: their
+        :func:`code_width` when measured already (off the UI thread)."""
         self.calls = calls or {}
 
         def render(i: int) -> Text:
@@ -42,9 +51,8 @@ class CodeView(LinesView):
                 t.stylize("underline")
             return t
 
-        # a line of printable characters is shown as it is (printable() never changes it):
-        # only the others are escaped to be measured (a huge function's C: 100,000 lines)
-        width = max((len(x) if x.isprintable() else len(printable(x)) for x in lines), default=0)
+        if width is None:
+            width = code_width(lines)
         self.set_lines(len(lines), render, width, cursor=cursor)
 
     def show_pages(self, pages: ListingPages, *, cursor: int = 0) -> None:
