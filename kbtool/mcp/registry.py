@@ -60,7 +60,18 @@ class Tool:
         return self.fn.__name__
 
     def render(self, value: Any) -> str:
+        if isinstance(value, Rendered):
+            return value.text
         return value if self.text else as_json(value)
+
+
+class Rendered:
+    """An answer a tool has already rendered (its JSON text, kept for the next same call)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
 
 
 TOOLS: list[Tool] = []

@@ -8,6 +8,7 @@ then the gate). Fields and errors: docs/interface.md. No ``from __future__ impor
 annotations``: the SDK reads the parameter annotations as live objects.
 """
 
+import threading
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -26,7 +27,7 @@ from kbtool.mcp.paging import (
     page_rows,
     page_window,
 )
-from kbtool.mcp.registry import MAX_INT, as_json, kb_path, read, tool
+from kbtool.mcp.registry import MAX_INT, Rendered, as_json, kb_path, read, tool
 
 MAX_BATCH = 100  # proposals per propose_symbols call
 ENTRY_FIELDS = ("index", "stable_id", "type", "name", "provenance", "confidence")
@@ -317,6 +318,23 @@ def search_symbols(
     return read(queries.search_symbols, query, limit)
 
 
+_WHOLE: list[Any] = [None, None]  # the last whole diff answered, and its JSON
+_WHOLE_LOCK = threading.Lock()
+
+
+def _whole_answer(report: dict[str, Any]) -> Rendered:
+    """The JSON of a whole diff report, rendered once per report object: the process cache
+    (``DIFF_CACHE``) hands the same object back until the KB changes, and an agent that
+    asks again gets the same 5.7 MB text (ffmpeg) without encoding it again."""
+    with _WHOLE_LOCK:
+        if _WHOLE[0] is report:
+            return _WHOLE[1]
+    answer = Rendered(as_json(report))
+    with _WHOLE_LOCK:
+        _WHOLE[:] = [report, answer]
+    return answer
+
+
 @tool(title="Diff two versions (pageable)")
 def get_diff(
     from_version_id: Count("The older (baseline) version id."),
@@ -345,7 +363,7 @@ def get_diff(
             )
         ),
     ] = None,
-) -> dict[str, Any]:
+) -> dict[str, Any] | Rendered:
     """What changed between two versions, function by function. Served from a stored
     diff when one was saved, otherwise computed as a pure read (names are not carried
     over and nothing is stored).
@@ -371,7 +389,7 @@ def get_diff(
     report = read(DIFF_CACHE.report, from_version_id, to_version_id)
     if only is None and limit is None and offset is None:
         if order in (None, "index"):
-            return report
+            return _whole_answer(report)
         return {**report, "order": order, "changes": order_changes(report["changes"], order)}
     changes = order_changes(report["changes"], order or "triage")
     if only:
