@@ -421,67 +421,27 @@ def _loop_end(lines: list[str], j: int) -> bool:
 
 def _first_look(out: list[str | None]) -> tuple[list[str], list[int]]:
     """The trampolines' labels in ``out`` and the indices (among the lines that are not
-    None) of the lines that may be labels (:func:`_tramps`, :func:`_marks`)."""
-    lines = [ln for ln in out if ln is not None]
-    body = "\n".join(lines)
-    return _tramps(lines, body), _marks(lines, body)
-
-
-def _tramps(lines: list[str], body: str) -> list[str]:
-    """The trampolines' labels in ``lines`` (``body``: them joined by newlines): one search
-    of the text for ``: goto L``, then the line of each hit (per line when a line holds a
-    newline of its own)."""
+    None) of the lines that may be labels: one pass, one one-character search per line."""
     tramps: list[str] = []
-    i = body.find(": goto L")
-    if i < 0:
-        return tramps  # the common case: none
-    if body.count("\n") != len(lines) - 1:
-        for ln in lines:
+    marks: list[int] = []  # lines that may be labels
+    k = 0
+    for ln in out:
+        if ln is None:
+            continue
+        if ":" in ln:  # most lines have none
             if ": goto L" in ln:
                 m = _TRAMP.match(_bare(ln))
                 if m is not None:
                     tramps.append(m.group(2))
-        return tramps
-    while i >= 0:
-        e = body.find("\n", i)
-        if e < 0:
-            e = len(body)
-        m = _TRAMP.match(_bare(body[body.rfind("\n", 0, i) + 1 : e]))
-        if m is not None:
-            tramps.append(m.group(2))
-        i = body.find(": goto L", e)
-    return tramps
-
-
-def _marks(lines: list[str], body: str) -> list[int]:
-    """The indices of the lines of ``lines`` that may be labels (ending in ``:;``, without
-    a ``goto``), found by searching ``body`` (them joined by newlines)."""
-    marks: list[int] = []
-    if body.count("\n") != len(lines) - 1:  # a line holds a newline of its own
-        for k, ln in enumerate(lines):
-            if ln.endswith(":;") and "goto L" not in ln:
+            elif ln.endswith(":;") and "goto L" not in ln:
                 marks.append(k)
-        return marks
-    k = 0  # the index of the line starting at `last`
-    last = 0
-    i = body.find(":;\n")
-    while i >= 0:
-        s = body.rfind("\n", 0, i) + 1
-        k += body.count("\n", last, s)
-        last = s
-        if body.find("goto L", s, i + 2) < 0:
-            marks.append(k)
-        i = body.find(":;\n", i + 3)
-    if body.endswith(":;"):  # the last line
-        s = body.rfind("\n") + 1
-        if body.find("goto L", s) < 0:
-            marks.append(k + body.count("\n", last, s))
-    return marks
+        k += 1
+    return tramps, marks
 
 
-def _hopeful(lines: list[str], tramps: list[str], marks: list[int], body: str) -> bool:
+def _hopeful(lines: list[str], tramps: list[str], marks: list[int]) -> bool:
     """Whether some trampoline (``tramps``, their labels; ``marks``: the lines that may be
-    labels, :func:`_first_look`; ``body``: the lines joined by newlines) may move or copy: a cheap look (its label has one
+    labels, :func:`_first_look`) may move or copy: a cheap look (its label has one
     ``goto`` and a jump before it, or a ``return`` right after it) before the full scan.
     The ``goto`` counts are taken only when some label passes the other looks."""
     want = set(tramps)
@@ -509,6 +469,7 @@ def _hopeful(lines: list[str], tramps: list[str], marks: list[int], body: str) -
     refs: dict[str, int] = {}
     # the gotos of all lines: a search of the joined text finds each `goto L` (a goto
     # never spans lines; `\b` reads the newline before a line as its start)
+    body = "\n".join(lines)
     i = body.find("goto L")
     while i >= 0:
         m = _GOTO.match(body, i)
@@ -621,12 +582,11 @@ def place_cases(
     """Put the bodies of ``case N: goto L;`` trampolines under their cases. Returns the new
     lines (``out`` itself when nothing changed), the gotos and labels that went, and the
     new index of each old line (-1: dropped) for the callers that hold line indices."""
-    lines: list[str] = [ln for ln in out if ln is not None]
-    body = "\n".join(lines)
-    tramps = _tramps(lines, body)
+    tramps, marks = _first_look(out)
     if not tramps:
         return out, 0, 0, []  # the common case: no trampoline
-    if not _hopeful(lines, tramps, _marks(lines, body), body):
+    lines: list[str] = [ln for ln in out if ln is not None]
+    if not _hopeful(lines, tramps, marks):
         return out, 0, 0, []
     keep = [k for k, ln in enumerate(out) if ln is not None]
     ident = list(range(len(lines)))  # old index (into keep) of each current line
