@@ -25,7 +25,7 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 
-from kbtool.render.rows import plain_console
+from kbtool.render.rows import ansi_writer, plain_console
 from kbtool.render.terminal_summary import CLASS_STYLE, _delta
 from kbtool.textutil import printable
 
@@ -228,6 +228,7 @@ class ChangelogLines:
             return styles[name]
 
         text_only = plain_console(console)
+        ansi = None if text_only else ansi_writer(console)  # colour: lines pre-rendered
         done: list[str] = []  # text_only: the lines written so far, one segment
 
         for indent, body in changelog_pieces(self.cl, self.only):
@@ -255,6 +256,8 @@ class ChangelogLines:
                 continue
             if text_only:
                 done.extend(_text_lines(plain, ranges, indent, room))
+            elif ansi is not None:
+                done.append(ansi(_segments(pieces, plain, ranges, indent, room, style_of)))
             else:
                 yield from _segments(pieces, plain, ranges, indent, room, style_of)
         if done:

@@ -3,16 +3,40 @@ writes), and whether a console writes styles at all."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
 from rich.cells import cell_len, set_cell_size
+from rich.console import COLOR_SYSTEMS
 from rich.segment import Segment
 
-__all__ = ["plain_console", "row_segments", "row_text"]
+__all__ = ["ansi_writer", "plain_console", "row_segments", "row_text"]
 
 
 def plain_console(console) -> bool:
     """The console writes text only (no colour system, not recording): a segment's style
     changes nothing it writes, so a renderable may write whole lines as one segment."""
     return console.color_system is None and not console.record
+
+
+def ansi_writer(console) -> Callable[[Iterable[Segment]], str] | None:
+    """For a console that writes colour: the characters it writes for some segments (each
+    styled one wrapped in its escape codes, as ``Console._render_buffer`` writes them), so
+    that a renderable may write a whole line as one pre-rendered segment; None when the
+    console does more than that (recording, no colour, legacy Windows, ``NO_COLOR``).
+    Not for a ``console.pager(styles=False)``: it strips styles, not written escape codes
+    (kbtool pages with ``styles=True``)."""
+    name = console.color_system
+    if name is None or console.record or console.legacy_windows or console.no_color:
+        return None
+    system = COLOR_SYSTEMS[name]
+
+    def write(segments: Iterable[Segment]) -> str:
+        return "".join(
+            style.render(text, color_system=system) if style else text
+            for text, style, _ in segments
+        )
+
+    return write
 
 
 def row_segments(cells, style_of) -> list[Segment]:

@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kbtool.kb.provenance import PROVENANCES, colour
-from kbtool.render.rows import plain_console, row_segments, row_text
+from kbtool.render.rows import ansi_writer, plain_console, row_segments, row_text
 
 # re-exported: the shared diff vocabulary and the short triage view were split out and stay
 # importable from here
@@ -416,8 +416,14 @@ class DiffRows:
         ]
         head_line = "  ".join(head)
         plain = plain_console(console)
+        ansi = None if plain else ansi_writer(console)  # colour: each row pre-rendered
         if plain:  # no styles written: each row one string, all rows one segment
             lines = [head_line, "─" * cell_len(head_line)]
+        elif ansi is not None:
+            lines = [
+                ansi([Segment(head_line, style_of("bold"))]),
+                ansi([Segment("─" * cell_len(head_line), style_of("dim"))]),
+            ]
         else:
             yield Segment(head_line, style_of("bold"))
             yield Segment.line()
@@ -449,9 +455,12 @@ class DiffRows:
             if plain:
                 lines.append(row_text(cells))
                 continue
+            if ansi is not None:
+                lines.append(ansi(row_segments(cells, style_of)))
+                continue
             yield Segment.line()
             yield from row_segments(cells, style_of)
-        if plain:
+        if plain or ansi is not None:
             lines.append("")
             yield Segment("\n".join(lines))
             return
