@@ -134,10 +134,13 @@ class DetailScreen(KbScreen):
         self._xref_gen += 1
         label, links = self.query_one("#xrefs-label", Static), self.query_one("#xrefs", LinkList)
         label.display = links.display = bool(strings)
-        if strings:  # each string is a scan of the version's facts: on a worker, not here
+        if strings:  # each string is a scan of the version's facts: on a worker, not here,
+            # and once the detail is drawn (the worker would hold the GIL the frame needs)
             label.update(Text("string xrefs (…)", style="bold"))
             links.set_links([], "loading…")
-            self._fetch_xrefs(self._xref_gen, self.version_id, self.index, strings)
+            self.call_after_refresh(
+                self._fetch_xrefs, self._xref_gen, self.version_id, self.index, strings
+            )
 
     @work(thread=True, group="detail-xrefs", exclusive=True)
     def _fetch_xrefs(self, gen: int, version_id: int, index: int, strings: list[str]) -> None:
