@@ -125,10 +125,10 @@ class DetailScreen(KbScreen):
             Text(f"callees ({len(callees_)})", style="bold")
         )
         self.query_one("#callers", LinkList).set_links(
-            ((f"{self.version_id}:{c['index']}", link_text(c)) for c in callers_), "no callers"
+            ((f"{self.version_id}:{c['index']}", c) for c in callers_), "no callers", link_text
         )
         self.query_one("#callees", LinkList).set_links(
-            ((f"{self.version_id}:{c['index']}", link_text(c)) for c in callees_), "no callees"
+            ((f"{self.version_id}:{c['index']}", c) for c in callees_), "no callees", link_text
         )
         strings = facts["referenced_strings"] if facts else []
         self._xref_gen += 1

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from rich.console import RenderableType
 from rich.table import Table
@@ -100,32 +101,47 @@ class LinkList(OptionList):
 
     _batch = 0  # the set_links call whose remaining options are wanted
 
-    def set_links(self, links: Iterable[tuple[str, Text]], empty: str = "none") -> None:
-        """Show ``(option id, prompt)`` links (at most ``MAX_LINKS``, then a "… N more" line).
+    def set_links(
+        self,
+        links: Iterable[tuple[str, Any]],
+        empty: str = "none",
+        prompt: Callable[[Any], Text] | None = None,
+    ) -> None:
+        """Show ``(option id, prompt)`` links (at most ``MAX_LINKS``, then a "… N more" line);
+        with ``prompt``, ``(option id, entry)`` pairs whose prompts it makes when shown.
 
         A long list (a libc function's 1,000 callers) shows its first ``FIRST_LINKS`` in the
         first frame and gets the rest right after it: measuring every option's wrapped height
-        is what the frame would otherwise wait for (~30 ms for 1,000)."""
+        (and making its prompt) is what the frame would otherwise wait for (~30 ms for 1,000)."""
         keep = self.highlighted
         self._batch += 1
         self.clear_options()
-        opts = [Option(prompt, id=oid) for oid, prompt in links]
-        if not opts:
+        items = list(links)
+        if not items:
             self.add_option(Option(Text(empty, style="dim italic"), disabled=True))
             return
-        more = len(opts) - self.MAX_LINKS
-        if more > 0:
-            opts = opts[: self.MAX_LINKS]
-            opts.append(Option(Text(f"… {more:,} more", style="dim italic"), disabled=True))
-        cut = self.FIRST_LINKS if keep is None or keep < self.FIRST_LINKS else len(opts)
-        self.add_options(opts[:cut])
-        self.highlighted = min(keep, len(opts) - 1) if keep is not None else 0
-        if cut < len(opts):
-            self.call_after_refresh(self._add_rest, self._batch, opts[cut:])
+        more = len(items) - self.MAX_LINKS
+        items = items[: self.MAX_LINKS]
+        tail = [Option(Text(f"… {more:,} more", style="dim italic"), disabled=True)]
+        tail = tail if more > 0 else []
+        n = len(items) + len(tail)
+        cut = self.FIRST_LINKS if keep is None or keep < self.FIRST_LINKS else n
+        self.add_options(_options(items[:cut], prompt) + (tail if cut >= len(items) else []))
+        self.highlighted = min(keep, n - 1) if keep is not None else 0
+        if cut < len(items):
+            self.call_after_refresh(self._add_rest, self._batch, items[cut:], prompt, tail)
 
-    def _add_rest(self, batch: int, rest: list[Option]) -> None:
+    def _add_rest(
+        self, batch: int, rest: list, prompt: Callable[[Any], Text] | None, tail: list[Option]
+    ) -> None:
         if batch == self._batch and self.is_attached:
-            self.add_options(rest)
+            self.add_options(_options(rest, prompt) + tail)
+
+
+def _options(items: list, prompt: Callable[[Any], Text] | None) -> list[Option]:
+    if prompt is None:
+        return [Option(p, id=oid) for oid, p in items]
+    return [Option(prompt(entry), id=oid) for oid, entry in items]
 
 
 class TitleBar(Widget):

@@ -50,3 +50,22 @@ async def test_a_long_list_comes_in_two_steps_with_the_same_options() -> None:
         assert links.option_count == 120 and links.highlighted == 90
         links.set_links(items[:30])  # short: whole at once
         assert links.option_count == 30
+
+
+@pytest.mark.anyio
+async def test_prompts_are_made_for_the_links_shown() -> None:
+    app = _Links()
+    async with app.run_test(size=(60, 20)) as pilot:
+        links = app.query_one(LinkList)
+        made: list[int] = []
+
+        def prompt(entry: int) -> Text:
+            made.append(entry)
+            return Text(f"#{entry}")
+
+        links.set_links(((f"1:{i}", i) for i in range(300)), "none", prompt)
+        assert made == list(range(LinkList.FIRST_LINKS))  # the first frame's only
+        await pilot.pause()
+        await pilot.pause()
+        assert made == list(range(300)) and links.option_count == 300
+        assert str(links.get_option_at_index(299).prompt) == "#299"
