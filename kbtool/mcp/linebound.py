@@ -166,6 +166,21 @@ def _request_key(line: bytes) -> Any:
     return None
 
 
+def _cancelled_key(line: bytes) -> Any:
+    """The id of the request a ``notifications/cancelled`` line cancels, else None."""
+    if b"notifications/cancelled" not in line:
+        return None
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(msg, dict) or msg.get("method") != "notifications/cancelled":
+        return None
+    params = msg.get("params")
+    rid = params.get("requestId") if isinstance(params, dict) else None
+    return json.dumps(rid) if isinstance(rid, int | str) else None
+
+
 _ANSWER_TOP = re.compile(rb'"(?:result|error)"\s*:\s*$')
 
 
@@ -338,9 +353,13 @@ def guarded_stdio() -> Iterator[None]:
                     emit(answer)
                     continue
                 rid = _request_key(item)
-                if rid is not None:
+                gone = _cancelled_key(item) if rid is None else None
+                if rid is not None or gone is not None:
                     with answered:
-                        pending.add(rid)
+                        if rid is not None:
+                            pending.add(rid)
+                        else:  # a cancelled request may never be answered
+                            pending.discard(gone)
                         ACTIVITY.set_in_flight(len(pending))
                 data = item if item.endswith(b"\n") else item + b"\n"
                 view = memoryview(data)

@@ -113,3 +113,44 @@ def test_the_stdio_guard_counts_the_requests_in_flight():
     finally:
         proc.stdin.close()
         proc.wait(timeout=WAIT)
+
+
+_UNANSWERED_SERVER = r"""
+import json, sys
+from kbtool.mcp import linebound
+from kbtool.mcp.idle import ACTIVITY
+with linebound.guarded_stdio():
+    for line in sys.stdin:
+        msg = json.loads(line)
+        if msg.get("id") == 2:  # request 1 is never answered, as a cancelled one may not be
+            answer = {"jsonrpc": "2.0", "id": 2, "result": {"seen": ACTIVITY.in_flight}}
+            sys.stdout.write(json.dumps(answer) + "\n")
+            sys.stdout.flush()
+"""
+
+
+def test_a_cancelled_request_is_no_longer_counted_in_flight():
+    """Else background work would wait for an answer that never comes."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _UNANSWERED_SERVER],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    try:
+        lines = [
+            {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}},
+            {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+        ]
+        for msg in lines:
+            proc.stdin.write(json.dumps(msg).encode() + b"\n")
+        proc.stdin.flush()
+        answer = json.loads(proc.stdout.readline())
+        assert answer == {"jsonrpc": "2.0", "id": 2, "result": {"seen": 1}}
+    finally:
+        proc.stdin.close()
+        try:  # at end of input the guard waits for the answers still due: none is
+            proc.wait(timeout=WAIT)
+        finally:
+            proc.kill()
