@@ -86,23 +86,35 @@ def _union(a: frozenset[int], b: frozenset[int]) -> frozenset[int]:
     return a | b
 
 
-def _effect(orig: list[frozenset[int]], b01: list[int], e0: int, e1: int) -> None:
-    """Pop ``e0`` values off the sign pass's stacks and push ``e1`` unknown ones: the values
-    both counts cover are overwritten in place (a load, a unary op), the rest popped or
-    pushed."""
+def _push(orig: list[frozenset[int]], b01: list[int], sp: int, o: frozenset[int], b: int) -> int:
+    """Push ``o`` and ``b`` on the sign pass's stacks of depth ``sp``; the new depth. The
+    stacks are lists with a depth beside them, never popped: a list popped down to empty
+    frees its storage and gets it back at the next append (a realloc each time)."""
+    if sp < len(orig):
+        orig[sp] = o
+        b01[sp] = b
+    else:
+        orig.append(o)
+        b01.append(b)
+    return sp + 1
+
+
+def _effect(orig: list[frozenset[int]], b01: list[int], sp: int, e0: int, e1: int) -> int:
+    """Pop ``e0`` values off the sign pass's stacks (of depth ``sp``) and push ``e1``
+    unknown ones: the values both counts cover are overwritten in place (a load, a unary
+    op), the rest popped or pushed. The new depth."""
     while e0 > e1:
-        orig.pop()
-        b01.pop()
+        sp -= 1
         e0 -= 1
     k = 1
     while k <= e0:
-        orig[-k] = _NO_ORIGIN
-        b01[-k] = 0
+        orig[sp - k] = _NO_ORIGIN
+        b01[sp - k] = 0
         k += 1
     while e0 < e1:
-        orig.append(_NO_ORIGIN)
-        b01.append(0)
+        sp = _push(orig, b01, sp, _NO_ORIGIN, 0)
         e0 += 1
+    return sp
 
 
 def _local_signs(
@@ -127,6 +139,7 @@ def _local_signs(
     orig: list[frozenset[int]] = []  # per stack value: candidate locals its C type follows
     b01: list[int] = []  # per stack value: 0 unknown, 1 0/1 (a constant, or the locals in
     # its ``orig`` are bool), 2 a comparison (0/1 once those locals are bool)
+    sp = 0  # the stacks' depth (entries at sp and above are left over: see _push)
     deps: dict[int, set[int]] = {}  # local -> locals whose values were stored in it
     sign = _SIGN_OP
     effects = _STACK_EFFECT
@@ -137,17 +150,21 @@ def _local_signs(
         if op == OP_LOCAL_GET:
             x: int = args[i][0]
             c = x < n and cand[x]
-            orig.append(_one(single, x) if c else none)
-            b01.append(1 if c else 0)  # 0/1 if x turns out bool (its deps)
+            # 0/1 if x turns out bool (its deps)
+            sp = _push(orig, b01, sp, _one(single, x) if c else none, 1 if c else 0)
             continue
         if op == OP_I32_CONST:
-            orig.append(none)
-            b01.append(1 if args[i][0] in (0, 1) else 0)
+            sp = _push(orig, b01, sp, none, 1 if args[i][0] in (0, 1) else 0)
             continue
         if op == OP_LOCAL_SET or op == OP_LOCAL_TEE:
             x = args[i][0]
-            bv = b01.pop() if b01 else 0
-            ov = orig.pop() if orig else none
+            if sp:
+                sp -= 1
+                bv = b01[sp]
+                ov = orig[sp]
+            else:
+                bv = 0
+                ov = none
             c = x < n and cand[x]
             if c:
                 if bv == 0:
@@ -158,80 +175,76 @@ def _local_signs(
                     if ov:
                         deps.setdefault(x, set()).update(ov)
             if op == OP_LOCAL_TEE:
-                orig.append(_one(single, x) if c else none)
-                b01.append(1 if c else 0)
+                sp = _push(orig, b01, sp, _one(single, x) if c else none, 1 if c else 0)
             continue
         if k:
             if k == 1 or k == 3 or k == 4 or k == 10 and op != OP_I32_EQZ and op != OP_I64_EQZ:
                 cmp = (
                     0 if k == 1 or OP_I32_DIV_S <= op <= OP_I32_REM_U else 2
                 )  # div/rem are not 0/1
-                if len(orig) < 2:
-                    orig.clear()
-                    b01.clear()
-                    orig.append(none)
-                    b01.append(cmp)
+                if sp < 2:
+                    sp = _push(orig, b01, 0, none, cmp)
                     continue
-                ob = orig.pop()
-                oa = orig.pop()
-                bb = b01.pop()
-                ba = b01.pop()
+                ob = orig[sp - 1]
+                oa = orig[sp - 2]
+                bb = b01[sp - 1]
+                ba = b01[sp - 2]
+                sp -= 2
                 if k == 1:
                     u = _union(oa, ob)
                     big = len(u) > 8
-                    orig.append(none if big else u)
+                    orig[sp] = none if big else u
                     # & | ^ of 0/1 values is 0/1 (when the locals it reads are bool)
                     ok = ba and bb and not big and OP_I32_AND <= op <= OP_I32_XOR
-                    b01.append(min(ba, bb) if ok else 0)
+                    b01[sp] = min(ba, bb) if ok else 0
+                    sp += 1
                     continue
                 if k == 3 or k == 4:
                     votes = uv if k == 3 else sv
                     for x in _union(oa, ob):
                         votes[x] += 1
-                orig.append(none)
-                b01.append(cmp)
+                orig[sp] = none
+                b01[sp] = cmp
+                sp += 1
                 continue
             if k == 2 or k == 5 or k == 6:
-                if len(orig) < 2:
-                    orig.clear()
-                    b01.clear()
-                    orig.append(none)
-                    b01.append(0)
+                if sp < 2:
+                    sp = _push(orig, b01, 0, none, 0)
                     continue
-                orig.pop()
-                oa = orig.pop()
-                b01.pop()
-                b01.pop()
+                oa = orig[sp - 2]
+                sp -= 2
                 if k == 5 or k == 6:
                     votes = uv if k == 5 else sv
                     for x in oa:
                         votes[x] += 1
                     oa = none
-                orig.append(oa)
-                b01.append(0)
+                orig[sp] = oa
+                b01[sp] = 0
+                sp += 1
                 continue
             if k == 7 or k == 8 or k == 10:  # unary (eqz is 10)
-                oa = orig.pop() if orig else none
-                if b01:
-                    b01.pop()
+                if sp:
+                    sp -= 1
+                    oa = orig[sp]
+                else:
+                    oa = none
                 if k != 10:
                     votes = uv if k == 7 else sv
                     for x in oa:
                         votes[x] += 1
-                orig.append(none)
-                b01.append(2 if k == 10 else 0)
+                sp = _push(orig, b01, sp, none, 2 if k == 10 else 0)
                 continue
-            if k == 9 and len(orig) >= 3:
-                orig.pop()
-                ob = orig.pop()
-                oa = orig.pop()
-                b01.pop()
-                bb = b01.pop()
-                ba = b01.pop()
+            if k == 9 and sp >= 3:
+                ob = orig[sp - 2]
+                oa = orig[sp - 3]
+                bb = b01[sp - 2]
+                ba = b01[sp - 3]
+                sp -= 3
                 u = _union(oa, ob)
                 big = len(u) > 8
-                orig.append(none if big else u)
-                b01.append(min(ba, bb) if ba and bb and not big else 0)
+                orig[sp] = none if big else u
+                b01[sp] = min(ba, bb) if ba and bb and not big else 0
+                sp += 1
                 continue
         if op == OP_CALL:
             callee: int = args[i][0]
@@ -239,11 +252,10 @@ def _local_signs(
             eff = (len(t.params), len(t.results)) if t is not None else None
         else:
             eff = effects[op] if op < len(effects) else None
-        if eff is None or eff[1] < 0 or eff[0] > len(orig):
-            orig.clear()
-            b01.clear()
+        if eff is None or eff[1] < 0 or eff[0] > sp:
+            sp = 0
             continue
-        _effect(orig, b01, eff[0], eff[1])
+        sp = _effect(orig, b01, sp, eff[0], eff[1])
     kinds = _sign_kinds(cand, strong, notbool, deps, uv, sv)
     for x in range(n):
         if kinds[x] == 2 and local_types[x] != "i32":  # only an i32 is ever a bool
