@@ -20,8 +20,11 @@ are added: what is painted), on the largest function of the first version (the l
 
 With ``--pages``, also the dashboard's first paints on a fresh server (the pages that read a
 whole version's function list): "dashboard heatmap (newest)" (``/``) and "... (version V)"
-(``/#v=V``), from navigation to the frame after the heatmap is drawn; "dashboard function
-(largest, first code)" (``/#v=V&fn=SID``) to the function panel's first lines.
+(``/#v=V``), from navigation to the frame after the heatmap is painted (main.js sets
+``body[data-painted]``; before the compact cells existed, ``body[data-version]``: the same
+moment), and "... names in" to the frame after the whole list has come (``data-version``:
+tooltips, picks and code links work); "dashboard function (largest, first code)"
+(``/#v=V&fn=SID``) to the function panel's first lines. ``--pages-only``: those steps alone.
 
 p50/p95/max per step and the machine's load before and after.
 """
@@ -67,8 +70,9 @@ WATCH = """(since) => {
 }"""
 
 
-# in the dashboard: the frame after the heatmap is drawn (main.js sets body[data-version]) and
-# after the function panel's first lines are added
+# in the dashboard: the frame after the heatmap is painted (main.js sets body[data-painted],
+# or body[data-version] in a checkout from before the cells), after the whole list is in
+# (body[data-version]) and after the function panel's first lines are added
 DASH_WATCH = """() => {
   const t = (window.__t = {});
   const frame = (k) => { if (!(k in t)) { t[k] = -1; requestAnimationFrame(() => { t[k] = performance.now(); }); } };
@@ -179,12 +183,12 @@ def dashboard_run(browser, kb: Path, root: Path, v: int, big: int) -> dict[str, 
     to the dashboard waits for)."""
     sid = stable_id(kb, v, big)
     steps = [
-        ("dashboard heatmap (newest)", "", "heatmap"),
-        (f"dashboard heatmap (version {v})", f"#v={v}", "heatmap"),
-        ("dashboard function (largest, first code)", f"#v={v}&fn={sid}", "code"),
+        ("dashboard heatmap (newest)", "", ("painted", "heatmap")),
+        (f"dashboard heatmap (version {v})", f"#v={v}", ("painted", "heatmap")),
+        ("dashboard function (largest, first code)", f"#v={v}&fn={sid}", ("code",)),
     ]
     out: dict[str, float] = {}
-    for name, frag, key in steps:
+    for name, frag, keys in steps:
         port = free_port()
         proc = start_serve(kb, root, port)
         try:
@@ -192,7 +196,8 @@ def dashboard_run(browser, kb: Path, root: Path, v: int, big: int) -> dict[str, 
             page = browser.new_page(viewport={"width": 1440, "height": 900})
             page.add_init_script(f"({DASH_WATCH})()")
             page.goto(f"http://127.0.0.1:{port}/{frag}")
-            out[name] = _until(page, key)
+            for key in keys:
+                out[name + (", names in" if key == "heatmap" else "")] = _until(page, key)
             page.close()
         finally:
             stop(proc)
@@ -214,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--root", type=Path, default=ROOT, help="the kbtool checkout measured")
     ap.add_argument("--smoke", action="store_true", help="the demo KB, one run")
     ap.add_argument("--pages", action="store_true", help="the dashboard's first paints too")
+    ap.add_argument("--pages-only", action="store_true", help="the dashboard's first paints alone")
     ap.add_argument(
         "--settle",
         type=float,
@@ -247,9 +253,11 @@ def main(argv: list[str] | None = None) -> int:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
             for _ in range(args.runs):
-                for k, ms in one_run(browser, args.kb, args.root.resolve(), v, big, other).items():
-                    res.setdefault(k, []).append(ms)
-                if args.pages or args.smoke:
+                if not args.pages_only:
+                    got = one_run(browser, args.kb, args.root.resolve(), v, big, other)
+                    for k, ms in got.items():
+                        res.setdefault(k, []).append(ms)
+                if args.pages or args.pages_only or args.smoke:
                     got = dashboard_run(browser, args.kb, args.root.resolve(), v, big)
                     for k, ms in got.items():
                         res.setdefault(k, []).append(ms)

@@ -35,7 +35,7 @@ from starlette.types import Receive, Scope, Send
 from kbtool.kb.db import open_ro
 from kbtool.services import code as code_service
 from kbtool.services import code_prepared, heap
-from kbtool.web import router
+from kbtool.web import list_routes, router
 from kbtool.web.security import (
     API_CSP,
     COMMON_HEADERS,
@@ -175,6 +175,8 @@ class _Adapter:
                 f" are already being computed; retry in {RETRY_AFTER} s",
             )
         try:
+            if path in router.PAGES or path.startswith(router.STATIC_PREFIX):
+                return router.route(self.db_path, path, query, method)  # kept bytes: no hop
             answer = await run_in_threadpool(_answer, self.db_path, path, query, method)
             opened = _VERSION_OPENED.match(path) if self.prepare_ahead else None
             if opened is not None and answer[0] == 200:  # its code is what is read next
@@ -217,8 +219,10 @@ def create_app(
     (``kbtool serve``): a version's function list (what a page opens first) prepares that
     version for the code routes on a background thread, so the first code page does not
     parse the module (``app.state.adapter.prepared``: the last preparation).
-    ``prepare_at_start`` (``kbtool serve``): the newest version, then the one before it
-    (:data:`PREPARED_AT_START`), are prepared so at once, as the TUI and the MCP server do: a
+    ``prepare_at_start`` (``kbtool serve``): the function lists (whole and as heatmap
+    cells) of the newest version and the one before it (:data:`PREPARED_AT_START`) are
+    encoded and kept before this returns (``list_routes.warm``, ~0.1 s on ffmpeg), and both
+    versions are prepared for the code routes at once, as the TUI and the MCP server do: a
     page opened a moment later on either shows code without waiting (a request preparing
     another version meanwhile goes first).
     """
@@ -232,6 +236,8 @@ def create_app(
     )
     adapter.prepare_ahead = prepare_ahead
     if prepare_at_start:
+        # the function lists the dashboard opens first, encoded before the first request
+        list_routes.warm(adapter.db_path, PREPARED_AT_START)
         adapter.prepared = code_service.prepare_latest_soon(adapter.db_path, PREPARED_AT_START)
     app = Starlette(routes=[Route("/{path:path}", adapter)])
     app.state.adapter = adapter

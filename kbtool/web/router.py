@@ -46,7 +46,7 @@ from kbtool.services import nav
 from kbtool.services.diff.cache import DIFF_CACHE
 from kbtool.services.diff.changelog import ORDERS, reorder
 from kbtool.services.diff.triage import order_changes
-from kbtool.web import code_routes, data_routes, types_routes
+from kbtool.web import code_routes, data_routes, list_routes, types_routes
 from kbtool.web.http import (
     MAX_SQLITE_INT,
     Handler,
@@ -126,6 +126,7 @@ STATIC_FILES: dict[str, str] = {
     "main.js": JS,
     "studio.js": JS,
     "studio-early.js": JS,
+    "early.js": JS,
     "studio.css": CSS,
     "code.js": JS,
     "graph.js": JS,
@@ -170,14 +171,6 @@ def static_file(name: str) -> Response:
 
 
 # ---------------------------------------------------------------- handlers
-
-
-def _versions(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:
-    return queries.list_versions(conn, with_coverage=True)
-
-
-def _functions(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:
-    return queries.list_functions(conn, version_id(params["id"]))
 
 
 def _coverage(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:
@@ -369,9 +362,14 @@ def _facts_summary(facts: dict[str, Any] | None, top: int = 16) -> dict[str, Any
 # Path parameters match one segment ([^/]+) and are validated by the handler, so a
 # malformed id is a 400 with a message rather than an unknown-route 404.
 ROUTES: list[Route] = [
-    rule(r"/api/versions", _versions),
-    # one row per function: tens of MB of objects on a 200,000-function module
-    rule(r"/api/versions/(?P<id>[^/]+)/functions", _functions, expensive=True),
+    rule(r"/api/versions", list_routes.versions),  # kept encoded per KB change
+    # one row per function: tens of MB of objects on a 200,000-function module (kept encoded
+    # per KB change); `?form=cells`: the heatmap's columns only (cheap)
+    rule(
+        r"/api/versions/(?P<id>[^/]+)/functions",
+        list_routes.functions,
+        expensive=list_routes.costly,
+    ),
     rule(r"/api/versions/(?P<id>[^/]+)/coverage", _coverage),
     rule(r"/api/diff", _diff, expensive=True),
     rule(r"/api/changelog", _changelog, expensive=True),

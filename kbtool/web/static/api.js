@@ -13,11 +13,21 @@ export function status(msg, bad) {
 /** The request options of every API call (what `api` and `studio-early.js` send). */
 export const FETCH_OPTIONS = { headers: { accept: "application/json" }, credentials: "same-origin" };
 
+/** The response of `path` the dashboard asked for as it started (early.js), once;
+ *  undefined when there is none. */
+function takeEarly(path) {
+  const early = window.__dashEarly;
+  const got = early ? early.get(path) : undefined;
+  if (got) early.delete(path);
+  return got;
+}
+
 /** GET `path` as JSON; throws an Error (with `.status`) carrying the API's error message.
  *  `pending`: the `fetch` of `path` already made (studio-early.js: a response whose body is
  *  read already), used instead of a new one. */
 export async function api(path, signal, pending) {
   const t0 = performance.now();
+  pending = pending || takeEarly(path);
   let r;
   try {
     r = await (pending || fetch(path, { signal, ...FETCH_OPTIONS }));

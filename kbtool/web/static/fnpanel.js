@@ -11,6 +11,7 @@ import { usesSection } from "./data.js";
 export function createFnPanel(opts) {
   let fnSeq = 0;
   let codeView = "wasm";
+  let relink = null;  // the open code view's lines drawn again with the version's names
 
   async function open(sid, vid) {
     const seq = ++fnSeq;
@@ -186,12 +187,16 @@ export function createFnPanel(opts) {
       }
       if (codeView === "clean") {
         if (a === undefined) showHint(pre, lines, el("span", { class: "faint", text: "loading…" }));
-        else if (a && a.clean_c) pageCode(pre, lines, textWindows(a.clean_c), names(), onRef);
+        else if (a && a.clean_c) keep(pageCode(pre, lines, textWindows(a.clean_c), names(), onRef));
         else showHint(pre, lines, el("span", { class: "faint", text: "No cleaned C yet: run `kbtool deep " + f.version_id + " --function " + f.index + "`" }));
         return;
       }
-      pageCode(pre, lines, disasmWindows(f.version_id, f.index, codeView), names(), onRef,
-        codeOptions(f.version_id, f.index, codeView));
+      keep(pageCode(pre, lines, disasmWindows(f.version_id, f.index, codeView), names(), onRef,
+        codeOptions(f.version_id, f.index, codeView)));
+    }
+    // the version's names may come after the first lines (the dashboard opened on a function)
+    function keep(pager) {
+      relink = () => { if (seq === fnSeq && pre._pager === pager) pager.relink(names()); };
     }
     (async () => {
       try { data.analysis = await api("/api/analysis/" + encodeURIComponent(sid)); } catch (_) { data.analysis = null; }
@@ -247,6 +252,11 @@ export function createFnPanel(opts) {
     box.append(sect("Annotation events (" + evs.length + ", newest first)", tl));
   }
 
+  /** The version's function list has come (S.fns): the code on screen gets its name links. */
+  function namesArrived() {
+    if (relink) relink();
+  }
+
   $("fn-close").addEventListener("click", close);
-  return { open, close };
+  return { open, close, namesArrived };
 }

@@ -21,6 +21,8 @@ export class Heatmap {
     this.opts = opts;
     this.fns = [];
     this.n = 0;
+    this.index = new Uint32Array(0);
+    this.picked = -1;
     this.at = new Map();
     this.prov = new Uint8Array(0);
     this.conf = new Float32Array(0);
@@ -50,23 +52,83 @@ export class Heatmap {
     this.palette = pal;
   }
 
+  /** Draw the cells of a `/api/versions/{id}/functions?form=cells` answer (indices,
+   *  provenances, confidences: no names) while the whole list is on its way; `setList`
+   *  then gives the cells their functions (tooltip names, picks). */
+  setCells(c) {
+    const n = c.count, code = c.provenances.map((p) => V.order.indexOf(p));
+    this.fns = null;
+    this.n = n;
+    this.index = Uint32Array.from(c.index);
+    this.prov = new Uint8Array(n);
+    this.conf = new Float32Array(n);
+    for (let i = 0; i < n; i++) {
+      const pi = code[c.provenance[i]];
+      this.prov[i] = pi === undefined || pi < 0 ? this.unnamed : pi;
+      this.conf[i] = c.confidence[i] || 0;
+    }
+    this.indexAll();
+    this.hover = -1;
+    this.sel = -1;
+    this.picked = -1;
+    this.reorder();
+  }
+
+  /** The version's whole function list (rows in index order). When it holds the cells
+   *  already drawn (`setCells`), they only get their functions (nothing is drawn again);
+   *  otherwise it is drawn as `setData`. A cell picked meanwhile is opened now. */
+  setList(fns) {
+    const n = fns.length, prov = new Uint8Array(n), conf = new Float32Array(n);
+    let same = n === this.n && this.fns === null;
+    for (let i = 0; i < n; i++) {
+      const f = fns[i];
+      const pi = f.name === null || f.name === undefined ? this.unnamed : V.order.indexOf(f.provenance);
+      prov[i] = pi < 0 ? this.unnamed : pi;
+      conf[i] = f.confidence || 0;
+      if (same && (this.index[i] !== f.index || this.prov[i] !== prov[i] || this.conf[i] !== conf[i])) same = false;
+    }
+    const picked = this.picked >= 0 && this.picked < this.n ? this.index[this.picked] : null;
+    this.picked = -1;
+    if (same) this.fns = fns;
+    else {
+      const sel = this.sel >= 0 && this.sel < this.n ? this.index[this.sel] : null;
+      this.setData(fns);
+      if (sel !== null) this.select(sel);
+    }
+    if (this.hover >= 0 && this.tipEv) this.tooltip(this.hover, this.tipEv);  // its name now
+    if (picked !== null && this.at.has(picked)) this.opts.onPick(this.fns[this.at.get(picked)]);
+  }
+
   setData(fns) {
     const n = fns.length;
     this.fns = fns;
     this.n = n;
+    this.index = new Uint32Array(n);
     this.prov = new Uint8Array(n);
     this.conf = new Float32Array(n);
-    this.at = new Map();               // function index -> position in fns
     for (let i = 0; i < n; i++) {
       const f = fns[i];
-      this.at.set(f.index, i);
+      this.index[i] = f.index;
       const pi = f.name === null || f.name === undefined ? this.unnamed : V.order.indexOf(f.provenance);
       this.prov[i] = pi < 0 ? this.unnamed : pi;
       this.conf[i] = f.confidence || 0;
     }
+    this.indexAll();
     this.hover = -1;
     this.sel = -1;
+    this.picked = -1;
     this.reorder();
+  }
+
+  indexAll() {
+    this.at = new Map();               // function index -> position in the cells
+    for (let i = 0; i < this.n; i++) this.at.set(this.index[i], i);
+  }
+
+  /** Open cell `i` (`opts.onPick`); before the list has come, once it is here. */
+  pick(i) {
+    if (this.fns) this.opts.onPick(this.fns[i]);
+    else this.picked = i;
   }
 
   /** Outline the function with index `index` (when drawn). */
@@ -162,7 +224,7 @@ export class Heatmap {
       ctx.strokeStyle = color;
       ctx.strokeRect(x - w * d / 2, y - w * d / 2, cs + w * d - this.gap * d, cs + w * d - this.gap * d);
     };
-    this.el("canvas").dataset.sel = this.sel >= 0 && this.sel < this.n ? String(this.fns[this.sel].index) : "";
+    this.el("canvas").dataset.sel = this.sel >= 0 && this.sel < this.n ? String(this.index[this.sel]) : "";
     mark(this.sel, "#ffffff", 2);
     if (this.hover !== this.sel) mark(this.hover, "rgba(255,255,255,.75)", 1);
   }
@@ -180,8 +242,14 @@ export class Heatmap {
   tooltip(i, ev) {
     const tip = this.el("tooltip");
     if (i < 0) { show(tip, false); return; }
-    const f = this.fns[i];
-    fill(tip,
+    const f = this.fns ? this.fns[i] : null;
+    if (!f) {  // the cells are drawn, the names are on their way
+      const p = V.order[this.prov[i]], named = p !== UNNAMED;
+      fill(tip,
+        el("div", { class: "tn dim", text: "loading names…" }),
+        el("div", { class: "row" }, el("span", { class: "mono", text: "#" + this.index[i] }), chip(named ? p : null),
+          named ? el("span", { class: "mono", text: "conf " + fmtConf(this.conf[i]) }) : null));
+    } else fill(tip,
       el("div", { class: f.name ? "tn" : "tn dim", text: f.name ?? "unnamed" }),
       el("div", { class: "row" }, el("span", { class: "mono", text: "#" + f.index }), chip(f.name ? f.provenance : null),
         f.name ? el("span", { class: "mono", text: "conf " + fmtConf(f.confidence) }) : null),
@@ -200,15 +268,16 @@ export class Heatmap {
     const canvas = this.el("canvas");
     canvas.addEventListener("mousemove", (ev) => {
       const i = this.cellAt(ev);
+      this.tipEv = { clientX: ev.clientX, clientY: ev.clientY };
       if (i !== this.hover) { this.hover = i; this.drawOverlay(); }
       this.tooltip(i, ev);
     });
-    canvas.addEventListener("mouseleave", () => { this.hover = -1; this.drawOverlay(); this.tooltip(-1); });
+    canvas.addEventListener("mouseleave", () => { this.hover = -1; this.tipEv = null; this.drawOverlay(); this.tooltip(-1); });
     canvas.addEventListener("click", (ev) => {
       const i = this.cellAt(ev);
       if (i < 0) return;
       this.sel = i; this.drawOverlay();
-      this.opts.onPick(this.fns[i]);
+      this.pick(i);
     });
     canvas.addEventListener("keydown", (ev) => {
       if (!this.n) return;
@@ -224,7 +293,7 @@ export class Heatmap {
       } else if (ev.key === "Enter" && this.sel >= 0) {
         ev.preventDefault();
         this.tooltip(-1);
-        this.opts.onPick(this.fns[this.sel]);
+        this.pick(this.sel);
       }
     });
     canvas.addEventListener("blur", () => this.tooltip(-1));

@@ -1,4 +1,5 @@
 // The dashboard: versions, coverage, heatmap, diff, search and the function panel.
+import { early } from "./early.js";  // first: the page's first requests go out before the rest runs
 import { $, clear, el, fmtInt, setText, show, toolchainWord } from "./dom.js";
 import { api, status } from "./api.js";
 import { Heatmap } from "./heatmap.js";
@@ -60,13 +61,23 @@ async function selectVersion(id) {
   setHash();
   setText($("hm-info"), "loading…");
   try {
-    const [cov, fns] = await Promise.all([api("/api/versions/" + id + "/coverage"), api("/api/versions/" + id + "/functions")]);
+    // the heatmap's cells first (indices, provenances, confidences), then the whole list
+    // (names, stable ids): the map is on screen before the 3 MB list has come and been read
+    const base = "/api/versions/" + id;
+    const cells = await api(base + "/functions?form=cells");  // with the coverage
+    const cov = cells.coverage || await api(base + "/coverage");
     if (seq !== S.loadSeq) return;
-    S.cov = cov; S.fns = fns;
+    S.cov = cov; S.fns = null;
     renderCoverage();
-    HM.setData(fns);
-    const here = S.hist && (S.hist.versions || []).find((v) => v.version_id === id);  // keep the open function outlined
-    if (here) HM.select(here.index);
+    HM.setCells(cells);
+    keepOutlined(id);
+    document.body.dataset.painted = String(id);
+    const fns = await api(base + "/functions");
+    if (seq !== S.loadSeq) return;
+    S.fns = fns;
+    HM.setList(fns);
+    keepOutlined(id);
+    panel.namesArrived();
     const drawn = performance.now();
     window.kbMetrics = { version: id, cells: fns.length, selectToDrawMs: drawn - t0, drawMs: HM.lastDrawMs };
     setText($("perf"), fmtInt(fns.length) + " cells · draw " + HM.lastDrawMs.toFixed(1) + " ms · select→drawn " + Math.round(drawn - t0) + " ms");
@@ -76,6 +87,12 @@ async function selectVersion(id) {
     setText($("hm-info"), "");
     status(e.message, true);
   }
+}
+
+/** Keep the open function outlined on the heatmap of version `id` (when it is there). */
+function keepOutlined(id) {
+  const here = S.hist && (S.hist.versions || []).find((v) => v.version_id === id);
+  if (here) HM.select(here.index);
 }
 
 /** Named count of provenance `p` in a Coverage answer (unnamed: defined - named). */
@@ -142,11 +159,12 @@ async function boot() {
   const p = new URLSearchParams(location.hash.slice(1));
   const want = Number(p.get("v"));
   const vid = S.byId.has(want) ? want : (S.versions.length ? S.versions[S.versions.length - 1].id : null);
-  if (vid !== null) await selectVersion(vid);
-  else HM.layout();
+  const loaded = vid !== null ? selectVersion(vid) : (HM.layout(), null);
   const fn = p.get("fn");
-  if (fn) panel.open(fn, vid);
+  if (fn) panel.open(fn, vid);  // beside the heatmap: its lines need not wait for the list
+  await loaded;
   document.body.dataset.ready = "1";
+  setTimeout(() => { if (early()) window.__dashEarly = null; }, 10000);  // asked early, never used
 }
 
 boot();
