@@ -77,7 +77,9 @@ DASH_WATCH = """() => {
   const t = (window.__t = {});
   const frame = (k) => { if (!(k in t)) { t[k] = -1; requestAnimationFrame(() => { t[k] = performance.now(); }); } };
   new MutationObserver(() => {
-    if (document.body && document.body.dataset.version) frame("heatmap");
+    const b = document.body;
+    if (b && (b.dataset.painted || b.dataset.version)) frame("painted");
+    if (b && b.dataset.version) frame("heatmap");
     if (document.querySelector("#fn-panel .win")) frame("code");
   }).observe(document, { childList: true, subtree: true, attributes: true });
 }"""
