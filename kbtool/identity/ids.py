@@ -25,8 +25,12 @@ def assign_new_ids(
     funcs = analysis.functions
     callers: dict[int, list[str]] = defaultdict(list)
     for f in funcs:
-        for c in set(f.calls):
-            callers[c].append(f.shape_hash or "")
+        if f.calls:
+            shape = f.shape_hash or ""
+            for c in set(f.calls):
+                callers[c].append(shape)
+    blake = hashlib.blake2b
+    no_callers = _digest()
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i in unmatched:
         f = funcs[i]
@@ -35,15 +39,22 @@ def assign_new_ids(
             if f.imported
             else f"shape:{f.shape_hash}"
         )
-        cd = _digest(*sorted(callers.get(i, [])))
+        shapes = callers.get(i)
+        # (= _digest(*sorted(shapes)), the call inlined: one per function)
+        cd = (
+            blake("|".join(sorted(shapes)).encode(), digest_size=8).hexdigest()
+            if shapes
+            else no_callers
+        )
         groups[(key, cd)].append(i)
     out: dict[int, str] = {}
     used: set[str] = set()
     for key, cd in sorted(groups):
+        prefix = f"{key}|{cd}|"  # (= _digest(key, cd, str(pos), str(salt)))
         for pos, i in enumerate(sorted(groups[(key, cd)])):
             salt = 0
             while True:
-                sid = _digest(key, cd, str(pos), str(salt))
+                sid = blake(f"{prefix}{pos}|{salt}".encode(), digest_size=8).hexdigest()
                 if sid not in used and not taken(sid):
                     break
                 salt += 1

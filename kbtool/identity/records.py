@@ -58,13 +58,7 @@ def records_from_analysis(analysis, stable_ids: dict[int, str] | None = None) ->
     """
     funcs = analysis.functions
     minified = module_is_minified(n for f in funcs for n in (f.export_names or ()))
-    slots: dict[int, list[int]] = defaultdict(list)
-    pos = 0
-    for seg in getattr(getattr(analysis, "module", None), "elements", None) or ():
-        for fi in getattr(seg, "func_indices", None) or ():
-            if fi is not None:
-                slots[fi].append(pos)
-            pos += 1
+    slots = table_slots(analysis)
     out: list[FuncRecord] = []
     for f in funcs:
         names = carried_names(list(f.export_names or ()), f.raw_name, minified)
@@ -94,6 +88,20 @@ def records_from_analysis(analysis, stable_ids: dict[int, str] | None = None) ->
             )
         )
     return out
+
+
+def table_slots(analysis) -> dict[int, list[int]]:
+    """Function index -> its positions in the module's element segments, in segment order
+    (:attr:`FuncRecord.table_slots`; ingest stores them without building records when no
+    earlier version is matched)."""
+    slots: dict[int, list[int]] = defaultdict(list)
+    pos = 0
+    for seg in getattr(getattr(analysis, "module", None), "elements", None) or ():
+        for fi in getattr(seg, "func_indices", None) or ():
+            if fi is not None:
+                slots[fi].append(pos)
+            pos += 1
+    return slots
 
 
 def is_minified(name: str, module_minified: bool = False) -> bool:

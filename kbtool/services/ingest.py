@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from kbtool.identity.features import module_is_minified
 from kbtool.identity.ids import assign_new_ids
-from kbtool.identity.records import is_minified, records_from_analysis
+from kbtool.identity.records import is_minified, records_from_analysis, table_slots
 from kbtool.kb import queries, store
 from kbtool.kb.db import transaction
 from kbtool.kb.errors import KBError
@@ -328,10 +328,12 @@ _EDGE_COLUMNS = ("version_id", "caller", "callee")
 
 
 def _function_rows(
-    vid, funcs, new, carried, new_ids
+    vid, funcs, table_slots_of, carried, new_ids
 ) -> tuple[dict[int, str], list[tuple], list[tuple], list[tuple]]:
     """The version's function, facts and call-edge rows (tuples of :data:`_FUNCTION_COLUMNS`,
-    :data:`_FACT_COLUMNS` and :data:`_EDGE_COLUMNS`), and each index's stable id."""
+    :data:`_FACT_COLUMNS` and :data:`_EDGE_COLUMNS`), and each index's stable id
+    (``table_slots_of``: :func:`kbtool.identity.records.table_slots`)."""
+    slots_of = table_slots_of.get
     sid_of: dict[int, str] = {}
     frows: list[tuple] = []
     xrows: list[tuple] = []
@@ -368,7 +370,7 @@ def _function_rows(
                 int(changed),
             )
         )
-        slots = new[i].table_slots
+        slots = slots_of(i)
         xrows.append(
             (
                 vid,
@@ -408,7 +410,9 @@ def _store(
     funcs = analysis.functions
     program_id = lineage_svc.commit(conn, lineage)
     parent = lineage.parent_version_id
-    new = records_from_analysis(analysis)
+    slots = table_slots(analysis)
+    # the matcher's records: only to match a parent (a first version needs its table slots)
+    new = records_from_analysis(analysis) if parent is not None else []
 
     carried, by_method, full_matches, matcher_notes, old_rows = _carry_ids(
         conn, parent, new, funcs, progress
@@ -443,7 +447,7 @@ def _store(
     )
     store.insert_module_bytes(conn, vid, data)
 
-    sid_of, frows, xrows, erows = _function_rows(vid, funcs, new, carried, new_ids)
+    sid_of, frows, xrows, erows = _function_rows(vid, funcs, slots, carried, new_ids)
     store.insert_function_values(conn, _FUNCTION_COLUMNS, frows)
     store.insert_fact_values(conn, _FACT_COLUMNS, xrows)
     store.insert_call_edge_values(conn, _EDGE_COLUMNS, erows)
