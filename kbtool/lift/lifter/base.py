@@ -362,3 +362,14 @@ def c_ident_path(text: str) -> str:
     for part in text.replace("->", "\x00->\x00").replace(".", "\x00.\x00").split("\x00"):
         out.append(part if part in ("->", ".") else c_ident(part))
     return "".join(out)
+
+
+def push_at(stk: list[object], depth: int, v: object) -> int:
+    """Push ``v`` on a stack kept as a list with a ``depth`` (entries above it are left
+    over and overwritten: a list popped or cleared to empty frees its storage and
+    reallocates it at the next push); the new depth."""
+    if depth < len(stk):
+        stk[depth] = v
+    else:
+        stk.append(v)
+    return depth + 1

@@ -24,6 +24,7 @@ from .base import (
     _i32_text,
     _p,
     c_ident_path,
+    push_at,
 )
 from .core import _Core
 from .dataindex import _ANY, align_states, assigned, balanced, masked, scaled, summed
@@ -80,6 +81,7 @@ def _frame_regions(
     # symbolic values, made without allocating: an int n, the constant n; global g, the
     # decoder's immediate tuple ``(g,)`` of its global.get; ``(g, n)`` g - n; None unknown
     stk: list[object] = []
+    sd = 0  # the depth of stk (see base.push_at)
     lsym: dict[int, object] = {}
     cands: list[list[int]] = []  # [pos, F, n, g, block start, confirmed]
     cand_locals: set[int] = set()
@@ -90,26 +92,32 @@ def _frame_regions(
     for i in range(len(ops)):
         op = ops[i]
         if op == OP_GLOBAL_GET:
-            stk.append(args[i])
+            sd = push_at(stk, sd, args[i])
         elif op == OP_I32_CONST:
             cv: int = args[i][0]
-            stk.append(cv)
+            sd = push_at(stk, sd, cv)
         elif op == OP_LOCAL_GET:
-            stk.append(lsym.get(args[i][0]))
+            sd = push_at(stk, sd, lsym.get(args[i][0]))
         elif op == _I32_SUB or op == _I32_ADD:
-            b = stk.pop() if stk else None
-            a = stk.pop() if stk else None
+            b: object = None
+            a: object = None
+            if sd:
+                sd -= 1
+                b = stk[sd]
+            if sd:
+                sd -= 1
+                a = stk[sd]
             r: tuple[int, int] | None = None
             if isinstance(a, tuple) and len(a) == 1 and isinstance(b, int):
                 n = b if op == _I32_SUB else -b
                 if 0 < n < (1 << 24):
                     r = (a[0], n)
-            stk.append(r)
+            sd = push_at(stk, sd, r)
         elif op == OP_LOCAL_SET or op == OP_LOCAL_TEE:
             x: int = args[i][0]
-            v = stk[-1] if stk else None
-            if op == OP_LOCAL_SET and stk:
-                stk.pop()
+            v = stk[sd - 1] if sd else None
+            if op == OP_LOCAL_SET and sd:
+                sd -= 1
             if x in cand_locals:
                 opened = tuple(s for s, lp in bstack if lp)
                 sets.setdefault(x, []).append((i, opened))
@@ -121,7 +129,10 @@ def _frame_regions(
                     cands.append([i, x, v[1], v[0], bstack[-1][0], 0])
                     cand_locals.add(x)
         elif op == OP_GLOBAL_SET:
-            w = stk.pop() if stk else None
+            w: object = None
+            if sd:
+                sd -= 1
+                w = stk[sd]
             g: int = args[i][0]
             if isinstance(w, tuple) and len(w) == 2 and w[0] == g:
                 for c in cands:
@@ -129,8 +140,7 @@ def _frame_regions(
                         c[5] = 1
             lsym = {k: u for k, u in lsym.items() if isinstance(u, int)}
         else:
-            if stk:
-                stk.clear()
+            sd = 0
             fk = kinds[op] if op < len(kinds) else 0
             if fk == 1:
                 bstack.append((i, op == OP_LOOP))

@@ -1,8 +1,9 @@
 """The sign pass's value stacks are lists with a depth beside them: pushes overwrite what
-earlier pops left above the depth, and the storage never shrinks (no realloc per pop)."""
+earlier pops left above the depth, and the storage never shrinks (no realloc per pop); the frame pass's symbolic stack likewise (``push_at``)."""
 
 from __future__ import annotations
 
+from kbtool.lift.lifter.base import push_at
 from kbtool.lift.lifter.localvars import _NO_ORIGIN, _effect, _push
 
 A = frozenset({1})
@@ -31,3 +32,12 @@ def test_effect_pops_and_pushes_through_the_depth():
     # a store: one popped, storage kept
     assert _effect(orig, b01, 4, 1, 0) == 3
     assert len(orig) == 4
+
+
+def test_push_at_keeps_a_stack_with_its_depth():
+    stk: list[object] = []
+    d = push_at(stk, 0, 1)
+    d = push_at(stk, d, (0,))
+    assert (d, stk) == (2, [1, (0,)])
+    d = push_at(stk, 0, None)  # cleared, then pushed: the storage is reused
+    assert (d, stk) == (1, [None, (0,)])
