@@ -111,3 +111,28 @@ def test_listing_pages_ask_once_and_keep_a_bounded_number() -> None:
     for start in range(3_000, 5_000 + listing_pages.PAGE * listing_pages.KEPT, 1_000):
         pages.add(start, ["x"], {})
     assert pages.pages_kept == listing_pages.KEPT and pages.line(2_500) is None
+
+
+@pytest.mark.anyio
+async def test_a_jump_past_the_first_screen_lands_on_its_line(code_kb, monkeypatch) -> None:
+    """From the xrefs screen: an instruction past a huge function's first screen."""
+    from kbtool.tui.screens.code import CodeScreen, LinesView
+
+    whole, rec = _whole(code_kb)
+    n_head = TOTAL - len(rec.instrs)
+    monkeypatch.setattr(code, "HUGE_INSTRUCTIONS", 1_000)
+    monkeypatch.setattr(code, "FIRST_SCREEN", 200)
+    app = make_app(code_kb)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        screen = CodeScreen(1, BIG, WASM)
+        screen.at_offset = rec.instrs[7_777].offset
+        await _paged(app, pilot, screen)
+        view = screen.query_one("#code-view", LinesView)
+        assert view.cursor == n_head + 7_777
+        for _ in range(100):
+            if screen._pages.line(view.cursor) is not None:
+                break
+            await settle(pilot)
+        assert screen._pages.line(view.cursor) == whole[n_head + 7_777]
+        assert screen.cursor_instr().offset == rec.instrs[7_777].offset
