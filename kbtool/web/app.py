@@ -55,6 +55,7 @@ RETRY_AFTER = 2
 #: it (the dashboard's default pair; the studio opened on either shows code without waiting)
 PREPARED_AT_START = 2
 _VERSION_OPENED = re.compile(r"/api/versions/([0-9]{1,18})/functions\Z")
+_PANEL_OPENED = re.compile(r"/api/history/[^/]+\Z")
 
 
 def _env_number(name: str, default: float) -> float:
@@ -120,6 +121,7 @@ class _Adapter:
         # `kbtool serve`: a version's function list prepares it for code in the background
         self.prepare_ahead = False
         self.prepared: Future[None] | None = None  # the last such preparation
+        self.panel_prepared: threading.Thread | None = None  # the last panel's (history)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
@@ -174,6 +176,8 @@ class _Adapter:
                 f"busy: {self.limit.limit} expensive requests (diffs, function lists, code)"
                 f" are already being computed; retry in {RETRY_AFTER} s",
             )
+        if self.prepare_ahead and _PANEL_OPENED.match(path):
+            self._prepare_for_panel(query)
         try:
             if path in router.PAGES or path.startswith(router.STATIC_PREFIX):
                 return router.route(self.db_path, path, query, method)  # kept bytes: no hop
@@ -186,6 +190,33 @@ class _Adapter:
             if expensive:
                 self.limit.release()
                 heap.settle()  # what it cached (a diff, a prepared version) is kept: frozen
+
+    def _prepare_for_panel(self, query: dict) -> None:
+        """A function panel opened on version V (``/api/history/SID?version=V``): its code
+        is asked for next, one round trip later. V is prepared now, on a thread of its own
+        that counts as a request (a start-up preparation of another version waits; the code
+        request, when it comes, waits for this one instead of preparing V again)."""
+        raw = (query.get("version") or [""])[0]
+        if not raw.isdigit() or len(raw) > 18:
+            return
+        self.panel_prepared = threading.Thread(
+            target=_prepare_now, args=(self.db_path, int(raw)), daemon=True, name="kbtool-panel"
+        )
+        self.panel_prepared.start()
+
+
+def _prepare_now(db_path: str, version_id: int) -> None:
+    try:
+        conn = open_ro(db_path)
+    except Exception:  # noqa: BLE001 - the code request itself says why
+        return
+    try:
+        with code_prepared.answering():
+            code_prepared.code_module(conn, version_id)
+    except Exception:  # noqa: BLE001 - likewise (an unknown version: a 404 there)
+        pass
+    finally:
+        conn.close()
 
 
 def _answer(db_path: str, path: str, query: dict, method: str) -> router.Response:
