@@ -173,12 +173,20 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
         self.app.call_from_thread(self.call_after_refresh, painted.set)
         painted.wait(2.0)
         self.app.call_from_thread(self._more, gen)  # the C or the rest, on their own workers
-        if result[1] is None and self._current(gen):  # callers/callees just after the code
-            try:
-                links = _load(self.kb.db_path, code_service.neighbours, version_id, index)
-            except Exception:
-                links = {"callers": [], "callees": []}
-            self.app.call_from_thread(self._links_loaded, gen, links)
+        # callers/callees just after the code; after the C when it is being lifted (read
+        # meanwhile, they held the GIL the lift needs: ~45 ms the first time per version)
+        if result[1] is None and self._current(gen) and self._lifting != gen:
+            self._fetch_links(gen, version_id, index)
+
+    def _fetch_links(self, gen: int, version_id: int, index: int) -> None:
+        """A huge function's callers and callees (on the calling worker thread)."""
+        from kbtool.services import code as code_service
+
+        try:
+            links = _load(self.kb.db_path, code_service.neighbours, version_id, index)
+        except Exception:
+            links = {"callers": [], "callees": []}
+        self.app.call_from_thread(self._links_loaded, gen, links)
 
     def _current(self, gen: int) -> bool:
         """Whether a worker's answer for ``gen`` is still wanted (same function, on screen)."""
@@ -209,6 +217,8 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
             c = ("", True, f"cannot lift: {type(exc).__name__}: {exc}")
         lines = _lines(c[0])  # split and measured here, not on the UI thread (50,000 lines)
         self.app.call_from_thread(self._c_loaded, gen, c, (c[0], lines, code_width(lines)))
+        if self.links is None and self._current(gen):
+            self._fetch_links(gen, version_id, index)
 
     def _c_loaded(
         self, gen: int, c: tuple[str, bool, str | None], split: tuple[str, list[str], int]
