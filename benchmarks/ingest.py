@@ -16,6 +16,15 @@ right after; ``objdump x`` and ``validate x`` are kbtool's time over theirs (the
 <= 0.5x objdump, <= 10x validate). The decoder path (``compiled``/``pure``, see
 :mod:`kbtool.wasm.active`) and the load average are printed. ``--smoke``: the bundled demo release (0.6 MB)
 only (the test suite runs it).
+
+``--stages``: instead, where one ingest's CPU goes (``python benchmarks/ingest.py --file X
+--stages [--baseline CHECKOUT]``): ``kbtool --db FRESH ingest FILE`` in a fresh process
+(the command line's own path: the new KB's page size and first-load journal, the commit,
+the checkpoint at exit) with the checkout's stage functions wrapped in CPU timers
+(``time.process_time``, that process only); a stage inside another (the data model's SQL)
+is listed under it. ``start-up`` is the interpreter and the stages' imports, ``rest`` what
+no stage covers (version row, names through the gate, lineage row, commit). Stages are
+found by name: one a checkout lacks shows ``-``. ``--json``: the raw timings.
 """
 
 from __future__ import annotations
@@ -249,6 +258,132 @@ def before_after(files: list[Path], baseline: Path, repeat: int) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- --stages
+
+
+def stages(files: list[Path], baseline: Path | None, as_json: bool) -> int:
+    """Per module: the stage table of one ingest by this checkout (and by ``baseline``)."""
+    for f in files:
+        for root in ([baseline] if baseline is not None else []) + [ROOT]:
+            m = stage_times(f, root)
+            if as_json:
+                print(json.dumps({"module": f.name, "root": str(root), **m}), flush=True)
+            else:
+                print(f"[{root}]", *stage_lines(f, m), sep="\n", flush=True)
+    return 0
+
+
+#: (label, module, attribute, parent label or None), in the order an ingest runs them
+STAGES = (
+    ("decode", "kbtool.services.ingest", "analyze_module", None),
+    ("lineage hashes, recognizers", "kbtool.services.lineage", "module_rows", None),
+    ("matcher records", "kbtool.services.ingest", "records_from_analysis", None),
+    ("new ids", "kbtool.services.ingest", "assign_new_ids", None),
+    ("function/facts/edge rows", "kbtool.services.ingest", "_function_rows", None),
+    ("function writes", "kbtool.kb.store", "insert_function_values", None),
+    ("facts writes", "kbtool.kb.store", "insert_fact_values", None),
+    ("call-edge writes", "kbtool.kb.store", "insert_call_edge_values", None),
+    ("module bytes write", "kbtool.kb.store", "insert_module_bytes", None),
+    ("data model", "kbtool.services.data", "build", None),
+    ("model (analysis)", "kbtool.services.data", "build_data_model", "data model"),
+    ("data ids", "kbtool.services.data", "_data_ids", "data model"),
+    ("model SQL", "kbtool.kb.datamodel", "replace_data_model", "data model"),
+)
+
+# the child: wraps the stages, runs the command line, prints the timings as JSON
+_CHILD = r"""
+import importlib, json, sys, time
+c0 = time.process_time()
+spent, missing = {}, []
+def wrap(label, modname, attr):
+    try:
+        mod = importlib.import_module(modname)
+        fn = getattr(mod, attr)
+    except (ImportError, AttributeError):
+        missing.append(label)
+        return
+    def timed(*a, **k):
+        t = time.process_time()
+        try:
+            return fn(*a, **k)
+        finally:
+            spent[label] = spent.get(label, 0.0) + time.process_time() - t
+    setattr(mod, attr, timed)
+stages = json.loads(sys.argv[1])
+from kbtool.cli import main
+started = time.process_time()
+for label, modname, attr, _parent in stages:
+    wrap(label, modname, attr)
+c1 = time.process_time()
+rc = main(["--db", sys.argv[2], "ingest", sys.argv[3]])
+c2 = time.process_time()
+import kbtool.kb.db as kdb  # the KB's checkpoint at exit (the command line's close)
+getattr(kdb, "_checkpoint_open_writers", lambda: None)()
+c3 = time.process_time()
+print("\n" + json.dumps({"rc": rc, "startup": c1, "ingest": c2 - c1, "close": c3 - c2,
+                         "total": c3, "spent": spent, "missing": missing}))
+"""
+
+
+def stage_times(path: Path, root: Path = ROOT) -> dict:
+    """The stage timings of one ingest of ``path`` by the checkout at ``root``."""
+    env = {
+        **os.environ,
+        "KBTOOL_DIFF_WARM": "0",
+        "KBTOOL_CODE_WARM": "0",
+        "COLUMNS": "1000",
+        "PYTHONPATH": os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p),
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                _CHILD,
+                json.dumps(STAGES),
+                str(Path(tmp) / "kb.db"),
+                str(path.resolve()),
+            ],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    last = r.stdout.strip().splitlines()[-1:] if r.stdout.strip() else []
+    if r.returncode or not last or not last[0].startswith("{"):
+        raise RuntimeError(f"ingest of {path.name} failed: {r.stderr.strip()[-800:]}")
+    out = json.loads(last[0])
+    if out["rc"]:
+        raise RuntimeError(f"ingest of {path.name} exited {out['rc']}: {r.stderr[-800:]}")
+    return out
+
+
+def stage_lines(path: Path, m: dict) -> list[str]:
+    """The stages of ``m`` as lines: CPU s and share of the process's CPU."""
+    total = m["total"]
+    spent = m["spent"]
+    lines = [f"{path.name}: {total:.3f} s CPU in the process (this process only)"]
+
+    def row(label: str, s: float | None, indent: str = "  ") -> None:
+        shown = "      -" if s is None else f"{s:7.3f}"
+        share = "" if s is None else f" {100 * s / total:5.1f}%"
+        lines.append(f"{indent}{label:34} {shown}{share}")
+
+    row("start-up (interpreter, imports)", m["startup"])
+    top = 0.0
+    for label, _mod, _attr, parent in STAGES:
+        s = None if label in m["missing"] else spent.get(label, 0.0)
+        if parent is None:
+            top += s or 0.0
+            row(label, s)
+        else:
+            row(label, s, "      ")
+    row("rest (version row, names, commit)", m["ingest"] - top)
+    row("checkpoint at exit", m["close"])
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -278,6 +413,13 @@ def main(argv: list[str] | None = None) -> int:
         help="instead: ingest each module with that checkout and with this one (fresh KBs)"
         " and compare every stored table (the KB's page size aside); exit 1 on a difference",
     )
+    ap.add_argument(
+        "--stages",
+        action="store_true",
+        help="instead: the CPU of each stage of one ingest per module (of --baseline's"
+        " checkout too when given)",
+    )
+    ap.add_argument("--json", action="store_true", help="with --stages: the raw timings")
     args = ap.parse_args(argv)
     files = [DEMO] if args.smoke else list(args.file)
     if not files:
@@ -288,6 +430,8 @@ def main(argv: list[str] | None = None) -> int:
         mods = sorted(manifest["modules"], key=lambda m: -m["size"])
         mods = [m for m in mods if m["file"].endswith(".wasm")]
         files = [args.corpus / m["file"] for m in (mods if args.all else mods[: args.top])]
+    if args.stages:
+        return stages(files, args.baseline, args.json)
     if args.same_as_pure:
         return same_as_pure(files)
     if args.same_as is not None:
