@@ -54,6 +54,9 @@ RETRY_AFTER = 2
 #: versions ``kbtool serve`` prepares as it starts, newest first: the newest and the one before
 #: it (the dashboard's default pair; the studio opened on either shows code without waiting)
 PREPARED_AT_START = 2
+#: the start-up preparations wait for this long without a request (at most START_QUIET_MAX)
+START_QUIET = 0.5
+START_QUIET_MAX = 10.0
 _VERSION_OPENED = re.compile(r"/api/versions/([0-9]{1,18})/functions\Z")
 _PANEL_OPENED = re.compile(r"/api/history/[^/]+\Z")
 
@@ -122,6 +125,7 @@ class _Adapter:
         self.prepare_ahead = False
         self.prepared: Future[None] | None = None  # the last such preparation
         self.panel_prepared: threading.Thread | None = None  # the last panel's (history)
+        self.last_request = time.monotonic()  # when a request last came or was answered
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
@@ -160,10 +164,12 @@ class _Adapter:
                 f"busy: {self.requests.limit} requests are already being answered;"
                 f" retry in {RETRY_AFTER} s",
             )
+        self.last_request = time.monotonic()
         try:
             return await self._bounded(scope, method, extra)
         finally:
             self.requests.release()
+            self.last_request = time.monotonic()
 
     async def _bounded(self, scope: Scope, method: str, extra: dict[str, str]) -> router.Response:
         path = scope["path"]
@@ -176,12 +182,12 @@ class _Adapter:
                 f"busy: {self.limit.limit} expensive requests (diffs, function lists, code)"
                 f" are already being computed; retry in {RETRY_AFTER} s",
             )
-        if self.prepare_ahead and _PANEL_OPENED.match(path):
-            self._prepare_for_panel(query)
         try:
             if path in router.PAGES or path.startswith(router.STATIC_PREFIX):
                 return router.route(self.db_path, path, query, method)  # kept bytes: no hop
             answer = await run_in_threadpool(_answer, self.db_path, path, query, method)
+            if self.prepare_ahead and answer[0] == 200 and _PANEL_OPENED.match(path):
+                self._prepare_for_panel(query)  # its code is asked for one round trip later
             opened = _VERSION_OPENED.match(path) if self.prepare_ahead else None
             if opened is not None and answer[0] == 200:  # its code is what is read next
                 self.prepared = code_service.prepare_soon(self.db_path, int(opened.group(1)))
@@ -192,8 +198,8 @@ class _Adapter:
                 heap.settle()  # what it cached (a diff, a prepared version) is kept: frozen
 
     def _prepare_for_panel(self, query: dict) -> None:
-        """A function panel opened on version V (``/api/history/SID?version=V``): its code
-        is asked for next, one round trip later. V is prepared now, on a thread of its own
+        """A function panel opened on version V (``/api/history/SID?version=V``, answered):
+        its code is asked for next, one round trip later. V is prepared now, on a thread of its own
         that counts as a request (a start-up preparation of another version waits; the code
         request, when it comes, waits for this one instead of preparing V again)."""
         raw = (query.get("version") or [""])[0]
@@ -203,6 +209,35 @@ class _Adapter:
             target=_prepare_now, args=(self.db_path, int(raw)), daemon=True, name="kbtool-panel"
         )
         self.panel_prepared.start()
+
+
+def _prepare_when_quiet(adapter: _Adapter) -> Future[None]:
+    """``prepare_latest_soon`` once no request has come or been answered for
+    :data:`START_QUIET` s (at most :data:`START_QUIET_MAX` s after start): a page opened as
+    the server starts loads with nothing beside it (its own code requests prepare what they
+    show), one opened a moment later finds the newest version ready. The returned future is
+    done when the preparations are."""
+    done: Future[None] = Future()
+
+    def run() -> None:
+        end = time.monotonic() + START_QUIET_MAX
+        while time.monotonic() < end and (
+            adapter.requests.active or time.monotonic() - adapter.last_request < START_QUIET
+        ):
+            time.sleep(0.05)
+        inner = code_service.prepare_latest_soon(adapter.db_path, PREPARED_AT_START)
+
+        def finish(f: Future[None]) -> None:
+            error = f.exception()
+            if error is None:
+                done.set_result(None)
+            else:
+                done.set_exception(error)
+
+        inner.add_done_callback(finish)
+
+    threading.Thread(target=run, daemon=True, name="kbtool-start").start()
+    return done
 
 
 def _prepare_now(db_path: str, version_id: int) -> None:
@@ -269,7 +304,7 @@ def create_app(
     if prepare_at_start:
         # the function lists the dashboard opens first, encoded before the first request
         list_routes.warm(adapter.db_path, PREPARED_AT_START)
-        adapter.prepared = code_service.prepare_latest_soon(adapter.db_path, PREPARED_AT_START)
+        adapter.prepared = _prepare_when_quiet(adapter)
     app = Starlette(routes=[Route("/{path:path}", adapter)])
     app.state.adapter = adapter
     return app

@@ -49,11 +49,12 @@ export async function showXrefs(box, vid, target, onFunc) {
  * What a function uses (data items, strings, globals), loaded into a new section element;
  * clicking one lists its own xrefs under it. `onFunc(index)` opens a function.
  */
-export function usesSection(vid, index, onFunc) {
+export function usesSection(vid, index, onFunc, after) {
   const list = el("div", { class: "list" }, el("span", { class: "faint", text: "loading…" }));
   const xbox = el("div", { class: "xbox" });
   const sect = el("div", { class: "sect", id: "fn-data" }, el("h4", { text: "Data and globals it uses" }), list, xbox);
   (async () => {
+    if (after) await after;  // e.g. the function's first lines: what the reader waits for
     let res;
     try { res = await api("/api/xrefs/" + vid + "?target=" + encodeURIComponent("#" + index) + "&limit=500"); }
     catch (e) {

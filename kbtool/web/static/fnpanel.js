@@ -7,6 +7,9 @@ import { S } from "./state.js";
 import { codeOptions, disasmWindows, nameIndex, pageCode, showHint, textWindows } from "./code.js";
 import { usesSection } from "./data.js";
 
+/** How long the panel's data uses wait for the code's first lines before asking (ms). */
+const SHOWN_WAIT = 1500;
+
 /** The panel; `opts.heatmap` outlines the open function, `opts.onChange()` after open/close. */
 export function createFnPanel(opts) {
   let fnSeq = 0;
@@ -119,11 +122,12 @@ export function createFnPanel(opts) {
         ["identity", f.match_method ? f.match_method + (f.match_score !== null && f.match_score !== undefined ? " · score " + Number(f.match_score).toFixed(2) : "") + (f.prev_index !== null && f.prev_index !== undefined ? " · was #" + f.prev_index : "") : null],
         ["body changed", f.body_changed ? "yes" : "no"],
         ["body hash", f.body_hash], ["shape hash", f.shape_hash]])));
-      box.append(codeSection(sid, f));
+      const code = codeSection(sid, f);
+      box.append(code);
       box.append(usesSection(f.version_id, f.index, (i) => {  // data xrefs (issue 26)
         const g = (S.vid === f.version_id ? S.fns || [] : []).find((x) => x.index === i);
         if (g) open(g.stable_id, f.version_id);
-      }));
+      }, code._shown));  // asked for once the code's first lines have come
       box.append(el("a", { class: "tag", id: "open-in-studio", href: "/studio#v=" + f.version_id + "&f=" + f.index,
         text: "open in the studio (code, cleaned C, agents)" }));
     }
@@ -178,6 +182,10 @@ export function createFnPanel(opts) {
       const g = (S.fns || []).find((x) => x.index === index);
       if (g) open(g.stable_id, f.version_id);
     };
+    // settled when the first window of code has come (or failed), at most SHOWN_WAIT ms later
+    let shown;
+    const firstLines = new Promise((resolve) => { shown = resolve; setTimeout(resolve, SHOWN_WAIT); });
+    const onFirst = () => shown();
     function draw() {
       for (const b of buttons) b.classList.toggle("on", b.dataset.view === codeView);
       const a = data.analysis;
@@ -189,10 +197,13 @@ export function createFnPanel(opts) {
         if (a === undefined) showHint(pre, lines, el("span", { class: "faint", text: "loading…" }));
         else if (a && a.clean_c) keep(pageCode(pre, lines, textWindows(a.clean_c), names(), onRef));
         else showHint(pre, lines, el("span", { class: "faint", text: "No cleaned C yet: run `kbtool deep " + f.version_id + " --function " + f.index + "`" }));
+        shown();
         return;
       }
-      keep(pageCode(pre, lines, disasmWindows(f.version_id, f.index, codeView), names(), onRef,
-        codeOptions(f.version_id, f.index, codeView)));
+      const windows = disasmWindows(f.version_id, f.index, codeView, onFirst);
+      keep(pageCode(pre, lines, async (o, l) => {
+        try { return await windows(o, l); } catch (e) { shown(); throw e; }
+      }, names(), onRef, codeOptions(f.version_id, f.index, codeView)));
     }
     // the version's names may come after the first lines (the dashboard opened on a function)
     function keep(pager) {
@@ -203,7 +214,9 @@ export function createFnPanel(opts) {
       if (seq === fnSeq && codeView === "clean") draw();
     })();
     draw();
-    return el("div", { class: "sect", id: "fn-code" }, el("h4", {}, "Code ", el("span", { class: "cvs" }, buttons)), info, pre, lines);
+    const box = el("div", { class: "sect", id: "fn-code" }, el("h4", {}, "Code ", el("span", { class: "cvs" }, buttons)), info, pre, lines);
+    box._shown = firstLines;
+    return box;
   }
 
   function renderHistory(h) {
