@@ -51,6 +51,7 @@
     }, () => {});
   };
   if (given) {
+    load("/api/versions/latest/functions?form=cells");  // the page's preload, taken (unused)
     list(ask("/api/versions/" + want + "/functions?form=cells"));
     if (fn) fnFirst(want);
     return;
