@@ -15,7 +15,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import DataTable, Footer, Select, Static, Tab, Tabs
+from textual.widgets import DataTable, Select, Static, Tab, Tabs
 
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
@@ -29,6 +29,7 @@ from kbtool.services.diff.triage import order_changes
 from kbtool.services.diff.view import cached_view
 from kbtool.textutil import clip, printable
 from kbtool.tui.screens.base import BACK, HISTORY, FunctionRef, KbScreen
+from kbtool.tui.widgets.diff_footer import DiffFooter
 from kbtool.tui.widgets.lists import KbTable, TitleBar
 from kbtool.tui.widgets.palette import conf_text, name_text, prov_text
 
@@ -155,7 +156,7 @@ class DiffScreen(KbScreen):
             yield KbTable(id="diff-table")
             with VerticalScroll(id="diff-changelog"):
                 yield Static(id="changelog-body")
-        yield Footer(compact=True, show_command_palette=False)
+        yield DiffFooter(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         table = self.query_one("#diff-table", KbTable)

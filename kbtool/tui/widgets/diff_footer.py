@@ -1,0 +1,87 @@
+"""The diff screen's footer: Textual's :class:`~textual.widgets.Footer`, rebuilt only when what
+it shows changes.
+
+Textual's footer recomposes (removes and mounts every key) each time the screen's bindings are
+refreshed: a focus change, a new table, a row highlighted... Opening the diff screen refreshed
+them eight times (~8 key widgets mounted and styled each time, before the first rows). This
+footer coalesces the refreshes into one per frame, skips one that shows the same keys, and
+only flips the keys' ``disabled`` state in place when nothing else changed (a row under the
+cursor makes ``h`` available). What is drawn is the same as Textual's.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from textual.screen import Screen
+from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
+
+# (key, key display, description, action, tooltip) of one shown key, and whether enabled
+_Key = tuple[str, str, str, str, str]
+
+
+class DiffFooter(Footer):
+    """A :class:`Footer` that recomposes only when its keys change (see the module)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._pending = False
+        self._shown: tuple[tuple[_Key, ...], tuple[bool, ...]] | None = None
+        self.recomposed = 0  # full rebuilds (for tests)
+
+    def _keys(self) -> tuple[tuple[_Key, ...], tuple[bool, ...]] | None:
+        """The plain keys :meth:`Footer.compose` would show and their enabled state, or None
+        when it would show grouped keys or the palette's (then it is rebuilt as Textual does)."""
+        if self.show_command_palette and self.app.ENABLE_COMMAND_PALETTE:
+            return None
+        by_action: defaultdict[str, list] = defaultdict(list)
+        for _, binding, enabled, tooltip in self.screen.active_bindings.values():
+            if binding.show:
+                by_action[binding.action].append((binding, enabled, tooltip))
+        keys: list[_Key] = []
+        states: list[bool] = []
+        for multi in by_action.values():
+            binding, enabled, tooltip = multi[0]
+            if binding.group is not None:
+                return None
+            keys.append(
+                (
+                    binding.key,
+                    self.app.get_key_display(binding),
+                    binding.description,
+                    binding.action,
+                    tooltip or "",
+                )
+            )
+            states.append(bool(enabled))
+        return tuple(keys), tuple(states)
+
+    def bindings_changed(self, screen: Screen) -> None:
+        self._bindings_ready = True
+        if not screen.app.app_focus:
+            return
+        if self.is_attached and screen is self.screen and not self._pending:
+            self._pending = True  # one update for every refresh asked before the next frame
+            self.call_after_refresh(self._update_keys)
+
+    async def _update_keys(self) -> None:
+        self._pending = False
+        if not self.is_attached:
+            return
+        wanted = self._keys()
+        if wanted is not None and wanted == self._shown:
+            return  # the same keys, the same states
+        if wanted is not None and self._shown is not None and wanted[0] == self._shown[0]:
+            widgets = list(self.query_children(FooterKey))
+            if len(widgets) == len(wanted[1]) and all(
+                (w.key, w.action) == (k[0], k[3]) for w, k in zip(widgets, wanted[0], strict=True)
+            ):
+                for w, enabled in zip(widgets, wanted[1], strict=True):
+                    w._disabled = not enabled  # as FooterKey(disabled=...) sets them
+                    w.set_class(not enabled, "-disabled")
+                self._shown = wanted
+                return
+        self._shown = wanted
+        self.recomposed += 1
+        await self.recompose()
