@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
@@ -17,7 +18,7 @@ from typing import NamedTuple
 from textual import work
 from textual.app import App
 from textual.binding import Binding
-from textual.events import Resize
+from textual.events import Event, InputEvent, Resize
 from textual.widgets import Input
 
 from kbtool.kb import queries
@@ -83,6 +84,7 @@ class _Prefetch(NamedTuple):
 
 MIN_SIZE = (80, 24)
 POLL_SECONDS = 1.5
+IDLE_CHECK_SECONDS = 0.25  # how often an idle TUI looks for a due full collection
 THEMES = {"dark": "textual-dark", "light": "textual-light"}
 
 
@@ -145,6 +147,8 @@ class KbApp(App[None]):
             vid = version_id or latest
             self._prefetch = _Prefetch(vid, _PREFETCH.submit(_heatmap_rows, self.db_path, vid))
         self.blink = blink  # text cursor blink (off in snapshot tests)
+        self.last_input = time.monotonic()  # the last key or mouse event (heap's idle moment)
+        self._idle_mark = (0, 0)  # the screen stack when last looked at (collect_when_idle)
         name = THEMES.get(theme, theme)
         if name not in self.available_themes:
             self.conn.close()
@@ -189,6 +193,9 @@ class KbApp(App[None]):
 
     def on_mount(self) -> None:
         self.call_after_refresh(heap.settle)  # the heatmap's rows and the widgets: kept
+        if heap.enabled():  # a due full collection waits until no key for IDLE_SECONDS
+            heap.defer_to_idle()
+            self.set_interval(IDLE_CHECK_SECONDS, self.collect_when_idle)
         if self.poll_seconds:
             self.set_interval(self.poll_seconds, self.poll_changes)
         self._size_class(self.size.width, self.size.height)
@@ -196,7 +203,27 @@ class KbApp(App[None]):
             self.open_heatmap(self.version_id or queries.latest_version_id(self.conn))
 
     def on_unmount(self) -> None:
+        if heap.enabled():
+            heap.defer_to_idle(False)
         self.conn.close()
+
+    async def on_event(self, event: Event) -> None:
+        if isinstance(event, InputEvent):
+            self.last_input = time.monotonic()
+        await super().on_event(event)
+
+    def collect_when_idle(self) -> bool:
+        """Pay the collector's due full collection (:func:`heap.collect_due`, ~0.5 s on
+        ffmpeg) once no key or mouse event came and no screen was opened or closed for
+        ``heap.IDLE_SECONDS``. Collected?"""
+        stack = self.screen_stack
+        mark = (len(stack), id(stack[-1]) if stack else 0)
+        if mark != self._idle_mark:  # a screen opened or closed (a key, or code: not idle)
+            self._idle_mark = mark
+            self.last_input = time.monotonic()
+        if not heap.due() or time.monotonic() - self.last_input < heap.IDLE_SECONDS:
+            return False
+        return heap.collect_due()
 
     def on_resize(self, event: Resize) -> None:
         self._size_class(event.size.width, event.size.height)
