@@ -120,7 +120,9 @@ def settle(*, collect: bool = True) -> None:
     collection; a no-op before :func:`enable`. The TUI calls it after each code screen's
     answer too (a function's listing and C are kept in the code caches). ``collect=False``:
     freeze only, the full collection it may be due is left to the next settle (a read a
-    person is waiting on: the diff screen's report before its first rows)."""
+    person is waiting on: the diff screen's report before its first rows). After
+    :func:`defer_to_idle` a due collection is only marked (:func:`due`), up to
+    :data:`FORCE_OBJECTS`."""
     if not _state["enabled"]:
         return
     with _lock:

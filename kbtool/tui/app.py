@@ -214,14 +214,19 @@ class KbApp(App[None]):
 
     def collect_when_idle(self) -> bool:
         """Pay the collector's due full collection (:func:`heap.collect_due`, ~0.5 s on
-        ffmpeg) once no key or mouse event came and no screen was opened or closed for
-        ``heap.IDLE_SECONDS``. Collected?"""
+        ffmpeg) once no key or mouse event came, no screen was opened or closed and no
+        worker or preparation ran for ``heap.IDLE_SECONDS``. Collected?"""
         stack = self.screen_stack
         mark = (len(stack), id(stack[-1]) if stack else 0)
         if mark != self._idle_mark:  # a screen opened or closed (a key, or code: not idle)
             self._idle_mark = mark
             self.last_input = time.monotonic()
         if not heap.due() or time.monotonic() - self.last_input < heap.IDLE_SECONDS:
+            return False
+        if any(not w.is_finished for w in self.workers) or not (
+            self.code_prefetch is None or self.code_prefetch.done()
+        ):  # a screen's answer (a C lift, a diff) or a preparation is awaited: not idle
+            self.last_input = time.monotonic()
             return False
         return heap.collect_due()
 
