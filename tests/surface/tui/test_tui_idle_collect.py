@@ -9,6 +9,7 @@ import gc
 import threading
 import time
 import weakref
+from concurrent.futures import Future
 
 import pytest
 
@@ -67,6 +68,9 @@ async def test_preparation_pays_no_full_collection_the_idle_tui_does(demo_kb, mo
             assert not app.collect_when_idle()  # a key just now: still due
             assert heap.due() and ref() is not None
             monkeypatch.setattr(heap, "IDLE_SECONDS", 0.0)
+            app.code_prefetch = pending = Future()  # a preparation under way: not idle
+            assert not app.collect_when_idle() and heap.due()
+            pending.set_result(None)
             full.clear()
             assert app.collect_when_idle()  # idle: paid now, on the TUI's thread
             assert full and set(full) == {main}
