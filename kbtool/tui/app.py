@@ -148,7 +148,7 @@ class KbApp(App[None]):
             self._prefetch = _Prefetch(vid, _PREFETCH.submit(_heatmap_rows, self.db_path, vid))
         self.blink = blink  # text cursor blink (off in snapshot tests)
         self.last_input = time.monotonic()  # the last key or mouse event (heap's idle moment)
-        self._idle_mark = (0, 0)  # the screen stack when last looked at (collect_when_idle)
+        self._due_seen = False  # a due collection already seen by collect_when_idle
         name = THEMES.get(theme, theme)
         if name not in self.available_themes:
             self.conn.close()
@@ -196,6 +196,7 @@ class KbApp(App[None]):
         if heap.enabled():  # a due full collection waits until no key for IDLE_SECONDS
             heap.defer_to_idle()
             self.set_interval(IDLE_CHECK_SECONDS, self.collect_when_idle)
+            self.screen_change_signal.subscribe(self, self._active, immediate=True)
         if self.poll_seconds:
             self.set_interval(self.poll_seconds, self.poll_changes)
         self._size_class(self.size.width, self.size.height)
@@ -209,19 +210,24 @@ class KbApp(App[None]):
 
     async def on_event(self, event: Event) -> None:
         if isinstance(event, InputEvent):
-            self.last_input = time.monotonic()
+            self._active()
         await super().on_event(event)
+
+    def _active(self, *_: object) -> None:
+        """A key, a mouse event or a screen opened or closed: not idle (collect_when_idle)."""
+        self.last_input = time.monotonic()
 
     def collect_when_idle(self) -> bool:
         """Pay the collector's due full collection (:func:`heap.collect_due`, ~0.5 s on
         ffmpeg) once no key or mouse event came, no screen was opened or closed and no
         worker or preparation ran for ``heap.IDLE_SECONDS``. Collected?"""
-        stack = self.screen_stack
-        mark = (len(stack), id(stack[-1]) if stack else 0)
-        if mark != self._idle_mark:  # a screen opened or closed (a key, or code: not idle)
-            self._idle_mark = mark
+        if not heap.due():
+            self._due_seen = False
+            return False
+        if not self._due_seen:  # just became due (a preparation ended): quiet from now on
+            self._due_seen = True
             self.last_input = time.monotonic()
-        if not heap.due() or time.monotonic() - self.last_input < heap.IDLE_SECONDS:
+        if time.monotonic() - self.last_input < heap.IDLE_SECONDS:
             return False
         if any(not w.is_finished for w in self.workers) or not (
             self.code_prefetch is None or self.code_prefetch.done()

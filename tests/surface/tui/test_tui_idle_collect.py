@@ -12,6 +12,7 @@ import weakref
 from concurrent.futures import Future
 
 import pytest
+from textual.screen import Screen
 
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
@@ -67,6 +68,11 @@ async def test_preparation_pays_no_full_collection_the_idle_tui_does(demo_kb, mo
             await pilot.press("l")
             assert not app.collect_when_idle()  # a key just now: still due
             assert heap.due() and ref() is not None
+            app.last_input = time.monotonic() - 7200  # quiet for two hours, then...
+            await app.push_screen(Screen())  # ...a screen opened from code (no key): busy
+            app.pop_screen()
+            await pilot.pause()
+            assert not app.collect_when_idle() and heap.due()
             monkeypatch.setattr(heap, "IDLE_SECONDS", 0.0)
             app.code_prefetch = pending = Future()  # a preparation under way: not idle
             assert not app.collect_when_idle() and heap.due()
