@@ -172,7 +172,7 @@ def _by_function_and_offset(rows: list[tuple]) -> list[tuple]:
     while k and funcs[k - 1] < 0:
         k -= 1
     head, tail = funcs[:k], funcs[k:]
-    if tail and head and tail[0] == tail[-1] < head[0] and head == sorted(head):
+    if tail and head and min(tail) == max(tail) < head[0] and head == sorted(head):
         return rows[k:] + rows[:k]
     rows.sort(key=itemgetter(0, 1))
     return rows
@@ -394,19 +394,6 @@ def refs_from(
         (version_id, func_index, limit),
     ).fetchall()
     return [_ref(r) for r in rows]
-
-
-def ref_counts_by_function(
-    conn: sqlite3.Connection, version_id: int, func_indices: list[int]
-) -> dict[int, int]:
-    if not func_indices:
-        return {}
-    rows = conn.execute(
-        f"SELECT func_index, count(*) FROM data_refs WHERE version_id = ? AND func_index IN"  # noqa: S608
-        f" ({','.join('?' * len(func_indices))}) GROUP BY func_index",
-        [version_id, *func_indices],
-    ).fetchall()
-    return {r[0]: r[1] for r in rows}
 
 
 def function_names_for(
