@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import subprocess
 import sys
 import threading
 
@@ -19,7 +18,7 @@ from kbtool.kb.db import open_ro
 from kbtool.mcp import idle, server
 from kbtool.services import code
 from tests.support.codefixtures import code_kb_fixture  # noqa: F401  (fixture)
-from tests.support.paths import ROOT
+from tests.support.stdio_guard import script_process
 
 WAIT = 60.0  # a bound on waiting for the background thread (never reached when it works)
 
@@ -94,12 +93,7 @@ with linebound.guarded_stdio():
 def test_the_stdio_guard_counts_the_requests_in_flight():
     """What the server sees while it serves a request: one in flight (two at most, when the
     guard has not yet seen the previous answer go out), never a growing count."""
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _ECHO_SERVER],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        cwd=ROOT,
-    )
+    proc = script_process(_ECHO_SERVER)
     try:
         seen = []
         for i in range(6):
@@ -131,12 +125,7 @@ with linebound.guarded_stdio():
 
 def test_a_cancelled_request_is_no_longer_counted_in_flight():
     """Else background work would wait for an answer that never comes."""
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _UNANSWERED_SERVER],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        cwd=ROOT,
-    )
+    proc = script_process(_UNANSWERED_SERVER)
     try:
         lines = [
             {"jsonrpc": "2.0", "id": 1, "method": "ping"},

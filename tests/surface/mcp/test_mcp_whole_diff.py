@@ -7,14 +7,12 @@ from __future__ import annotations
 import json
 import os
 import select
-import subprocess
-import sys
 
 from kbtool.kb import gate
 from kbtool.kb.db import open_rw
 from kbtool.mcp import server, tools_core
 from tests.support.diff_kb import two_versions_kb
-from tests.support.paths import ROOT
+from tests.support.stdio_guard import script_process
 
 WAIT = 60.0  # a bound on waiting for a line (never reached when it works)
 
@@ -68,12 +66,7 @@ def _ping(proc, rid: int) -> None:
 
 
 def test_the_guard_passes_a_long_answer_on_as_it_comes():
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _HALF_LINE_SERVER],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        cwd=ROOT,
-    )
+    proc = script_process(_HALF_LINE_SERVER)
     try:
         _ping(proc, 1)
         fd = proc.stdout.fileno()
