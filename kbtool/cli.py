@@ -163,19 +163,36 @@ def main(argv: list[str] | None = None) -> int:
     A reader that stops early (``kbtool ui diff | head``) is not a failure: a broken pipe on
     stdout ends the command quietly with status 0.
     """
-    import sqlite3
-
     args = sys.argv[1:] if argv is None else list(argv)
     served = _serve_mcp(args)
     if served is not None:
         return served
+    startup = None
+    if "ingest" in args:  # (imports ~30 dataclasses: their methods' code from the cache)
+        from kbtool.startup import CompiledDataclassMethods
+
+        startup = CompiledDataclassMethods("ingest").install()
+    try:
+        return _main(args, end_process=argv is None, startup=startup)
+    finally:
+        if startup is not None:
+            startup.uninstall()
+
+
+def _main(args: list[str], *, end_process: bool, startup: Any) -> int:
+    """:func:`main` once the MCP server is ruled out (``startup``: the dataclass code cache
+    to save before the process ends itself)."""
+    import sqlite3
+
     from kbtool.kb.errors import KBError
     from kbtool.wasm import WasmFormatError
 
     try:
         ingested = _ingest_direct(args)
         if ingested is not None:
-            if argv is None:  # the process's own command line: nothing runs after it
+            if end_process:  # the process's own command line: nothing runs after it
+                if startup is not None:
+                    startup.uninstall()
                 _end_process(ingested)
             return ingested
         app_for(args)(
