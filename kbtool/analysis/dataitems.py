@@ -20,6 +20,7 @@ from .datatypes import (
     MIN_STRING,
     DataItem,
     DataRef,
+    RefTuple,
 )
 
 # ----------------------------------------------------------------------------- memory image
@@ -256,21 +257,21 @@ def _classify(
 
 def build_items(
     analysis: ModuleAnalysis,
-    refs: list[DataRef],
+    refs: list[RefTuple],
     table_range: tuple[int, int] | None = None,
     bss_hi: int = 0,
     passive: Passive = None,
 ) -> tuple[list[DataItem], bool]:
-    """Cut every segment at the referenced addresses and at string ends; classify the pieces.
-    Referenced addresses in ``[end of the data, bss_hi)`` become ``bss`` items (variables
+    """Cut every segment at the referenced addresses (``refs``: :data:`RefTuple`) and at
+    string ends; classify the pieces. Referenced addresses in ``[end of the data, bss_hi)`` become ``bss`` items (variables
     with no initial bytes), each up to the next referenced address."""
     segs = segments(analysis, passive)
     if not segs:
         return [], False
     lo, hi = segs[0][0], max(b + len(d) for b, d, _ in segs)
-    cuts = {r.target for r in refs if r.target_kind == "data"}
-    fptr = {r.target for r in refs if r.kind == "funcptr"}
-    gostr = {r.target: r.width for r in refs if r.kind == "gostring"}
+    cuts = {r[4] for r in refs if r[3] == "data"}
+    fptr = {r[4] for r in refs if r[2] == "funcptr"}
+    gostr = {r[4]: r[5] for r in refs if r[2] == "gostring"}
     for a, w in list(gostr.items()):
         cuts.add(a + w)  # a Go string ends where its length says (no NUL)
     items: list[DataItem] = []

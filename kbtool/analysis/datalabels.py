@@ -67,10 +67,8 @@ def role_labels(model: DataModel, analysis: ModuleAnalysis, names: dict[int, str
             continue
         hits: set[int] = {
             k
-            for r in model.refs
-            if r.func_index == f.index
-            and r.target_kind == "data"
-            and (k := item_of(r.target)) is not None
+            for r in model.ref_rows
+            if r[0] == f.index and r[3] == "data" and (k := item_of(r[4])) is not None
         }
         if not hits:  # `i32.const ADDR; end`: an address into .bss is not a reference
             consts = {c for c in f.consts if model.data_start <= c < model.data_end}
@@ -95,14 +93,14 @@ def role_labels(model: DataModel, analysis: ModuleAnalysis, names: dict[int, str
     if fam:
         total: dict[int, int] = {}
         mine: dict[int, int] = {}
-        for r in model.refs:
-            if r.target_kind != "data" or r.func_index < 0:
+        for fi, _off, _kind, tk, target, _w in model.ref_rows:
+            if tk != "data" or fi < 0:
                 continue
-            k = item_of(r.target)
+            k = item_of(target)
             if k is None:
                 continue
             total[k] = total.get(k, 0) + 1
-            if r.func_index in fam:
+            if fi in fam:
                 mine[k] = mine.get(k, 0) + 1
         cand = {
             k

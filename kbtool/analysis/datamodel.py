@@ -50,6 +50,7 @@ from .datatypes import (
     DataModel,
     DataRef,
     GlobalInfo,
+    RefTuple,
 )
 
 __all__ = [
@@ -172,13 +173,18 @@ def bss_end(analysis: ModuleAnalysis, data_end: int, stack_pointer: int | None) 
 _TEXT_KINDS = frozenset({"cstring", "utf16", "gostring"})
 
 
+def _row(r: DataRef) -> RefTuple:
+    """``r`` as the model holds it (a plain tuple of its fields)."""
+    return (r.func_index, r.offset, r.kind, r.target_kind, r.target, r.width)
+
+
 def _count_refs(
-    refs: list[DataRef],
+    refs: list[RefTuple],
     items: list[DataItem],
     starts: list[int],
     readers: dict[int, set[int]],
     writers: dict[int, set[int]],
-) -> list[DataRef]:
+) -> list[RefTuple]:
     """The references without the loads and stores at a constant address strictly inside a
     string literal: code reads a literal from its start (``hex[i]``, a lowered ``memcpy``)
     and never writes one; a memarg offset landing inside one is a big struct's field offset
@@ -202,21 +208,20 @@ def _count_refs(
     out = []
     keep = out.append
     for r in refs:
-        tk = r.target_kind
+        fi, _off, kind, tk, t, _w = r
         if tk == "data":
-            t = r.target
             k = bisect_right(starts, t) - 1
             if k >= 0:
                 it = items[k]
                 if (
                     it.kind in _TEXT_KINDS
                     and it.address < t < it.address + it.size
-                    and r.kind in ("load", "store")
+                    and kind in ("load", "store")
                 ):
                     continue
                 it.refs += 1
         elif tk == "global":
-            (readers if r.kind == "read" else writers).setdefault(r.target, set()).add(r.func_index)
+            (readers if kind == "read" else writers).setdefault(t, set()).add(fi)
         keep(r)
     return out
 
@@ -265,14 +270,14 @@ def walk_refs(
     hi: int,
     go: bool,
     mem_hi: int,
-) -> list[list[DataRef]] | None:
-    """The references of every body of ``plan`` by the compiled walk (:mod:`.datawalk`, one
-    process: it costs less than a pool's start), or None when it is not built (the pure
+) -> list[list[RefTuple]] | None:
+    """The references (plain tuples) of every body of ``plan`` by the compiled walk
+    (:mod:`.datawalk`, one process: it costs less than a pool's start), or None when it is not built (the pure
     scan of :mod:`.datascan` then runs) or fails on a body (the pure scan decides)."""
     if datawalk_active.IMPL is None:
         return None
     try:
-        return datawalk_active.IMPL.module_refs(data, plan, lo, hi, go, mem_hi, DataRef)
+        return datawalk_active.IMPL.module_refs(data, plan, lo, hi, go, mem_hi)
     except (IndexError, TypeError, AttributeError, ValueError) as e:
         import logging
 
@@ -295,12 +300,14 @@ def build_data_model(
     where ``memory.init`` code gives their address (Emscripten's threaded builds).
     ``workers`` > 1: big modules are scanned on that many forked processes (same result)."""
     passive, lo, hi, mem_hi = scan_bounds(analysis, data, stack_pointer)
-    refs: list[DataRef] = []
+    refs: list[RefTuple] = []
     truncated = False
     plan = scan_plan(analysis, lo, mem_hi)
     per_body = walk_refs(data, plan, lo, hi, go, mem_hi)
     if per_body is None:
-        per_body = parallel_refs(data, plan, lo, hi, go, mem_hi, workers, progress)
+        pooled = parallel_refs(data, plan, lo, hi, go, mem_hi, workers, progress)
+        if pooled is not None:
+            per_body = [[_row(r) for r in body] for body in pooled]
     step = 512
     for n in range(0, len(plan), step):
         if progress is not None and per_body is None:
@@ -309,7 +316,7 @@ def build_data_model(
         found = (
             per_body[n : n + step]
             if per_body is not None
-            else module_refs(data, chunk, lo, hi, go, mem_hi)
+            else [[_row(r) for r in body] for body in module_refs(data, chunk, lo, hi, go, mem_hi)]
         )
         for refs_of_body in found:
             refs.extend(refs_of_body)
@@ -325,11 +332,11 @@ def build_data_model(
         # code that takes a header's address uses its string: the string's xref too
         by_header = {h.offset: h for h in headers}
         refs.extend(
-            DataRef(r.func_index, r.offset, "via_header", "data", by_header[r.target].target)
+            (r[0], r[1], "via_header", "data", by_header[r[4]].target, 0)
             for r in list(refs)
-            if r.target_kind == "data" and r.target in by_header
+            if r[3] == "data" and r[4] in by_header
         )
-        refs.extend(headers)
+        refs.extend(_row(h) for h in headers)
     elems = [e for e in analysis.module.elements if e.mode == "active" and e.offset is not None]
     table_range = (
         (min(e.offset for e in elems), max(e.offset + len(e.func_indices) for e in elems))

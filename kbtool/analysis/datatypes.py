@@ -89,15 +89,26 @@ class DataRef:
     width: int = 0  # bytes loaded or stored
 
 
+#: a reference as the model holds it: ``(func_index, offset, kind, target_kind, target,
+#: width)``, a :class:`DataRef`'s fields in order (the ``data_refs`` row the KB writes)
+RefTuple = tuple[int, int, str, str, int, int]
+
+
 @dataclass(slots=True)
 class DataModel:
     globals: list[GlobalInfo]
     items: list[DataItem]
-    refs: list[DataRef]
+    ref_rows: list[RefTuple]  # plain tuples: no object per reference (ffmpeg: 382k)
     data_start: int
     data_end: int
     truncated: bool = False
     _starts: list[int] = field(default_factory=list, repr=False)
+
+    @property
+    def refs(self) -> list[DataRef]:
+        """The references as :class:`DataRef` objects (made on each call: the build and
+        the KB writer read :attr:`ref_rows`)."""
+        return [DataRef(*t) for t in self.ref_rows]
 
     def item_at(self, address: int) -> DataItem | None:
         """The item holding ``address`` (None outside every segment)."""

@@ -167,10 +167,10 @@ def _push(st: list[int], sv: list[int], so: list[int], sp: int, t: int, v: int, 
 
 
 def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: bool,
-              mem_hi: int, floor: int, out: list[Any], make: Any) -> None:
+              mem_hi: int, floor: int, out: list[Any]) -> None:
     """The references of the body at ``[start, end)`` (``start``: its local declarations),
-    each ``make(func_index, offset, kind, target_kind, target, width)`` appended to ``out`` in the
-    careful walk's order. ``floor``: ``lo`` minus the body's largest memarg offset."""
+    each a plain tuple ``(func_index, offset, kind, target_kind, target, width)`` (the
+    ``data_refs`` row as the KB writes it) appended to ``out`` in the careful walk's order. ``floor``: ``lo`` minus the body's largest memarg offset."""
     WK = _WK
     CLS = _CLS
     W = _W
@@ -289,13 +289,13 @@ def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: 
                     nk = 1
             elif c == 2 or c == 3:
                 if lo <= x < mem_hi:
-                    out.append(make(fi, at, "load" if c == 2 else "store", "data", x, W[op]))
+                    out.append((fi, at, "load" if c == 2 else "store", "data", x, W[op]))
             elif c == 9:
-                out.append(make(fi, at, "read", "global", x, 0))
+                out.append((fi, at, "read", "global", x, 0))
             elif c == 10:
-                out.append(make(fi, at, "write", "global", x, 0))
+                out.append((fi, at, "write", "global", x, 0))
             elif c == 11:
-                out.append(make(fi, at, "call_indirect", "table", x, 0))
+                out.append((fi, at, "call_indirect", "table", x, 0))
             continue
         if c == 0:
             top = mem_hi if _ISCALL[op] else hi
@@ -305,14 +305,14 @@ def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: 
                 v = sv[sp]
                 o = so[sp]
                 if t == 1 and lo <= v < top and (v < hi or (v & (v - 1) != 0 and v % 1000 != 0)):
-                    out.append(make(fi, o, "addr", "data", v, 0))
+                    out.append((fi, o, "addr", "data", v, 0))
             nk = 0
             continue
         if go and c == 3 and sp and st[sp - 1] == 1:
             v0 = sv[sp - 1]
             if (pend_n >= 0 and ninstr - pend_n <= GO_PAIR_WINDOW and 0 < v0 <= MAX_GO_STRING
                     and pend_v + v0 <= hi):
-                out.append(make(fi, pend_o, "gostring", "data", pend_v, v0))
+                out.append((fi, pend_o, "gostring", "data", pend_v, v0))
                 pend_n = -1
             elif lo <= v0 < hi:
                 pend_v = v0
@@ -349,7 +349,7 @@ def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: 
             dv = 0
             do = 0
             if t1 == 1 and lo <= v1 < hi:
-                out.append(make(fi, o1, "addr", "data", v1, 0))
+                out.append((fi, o1, "addr", "data", v1, 0))
                 dt = 2
                 dv = v1
                 do = o1
@@ -358,7 +358,7 @@ def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: 
                 dv = v1
                 do = o1
             if t2 == 1 and lo <= v2 < hi:
-                out.append(make(fi, o2, "addr", "data", v2, 0))
+                out.append((fi, o2, "addr", "data", v2, 0))
                 dt = 2
                 dv = v2
                 do = o2
@@ -383,14 +383,14 @@ def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: 
                 if a_t:
                     nk -= 1
             if a_t == 1 and lo <= a_v + x < mem_hi:
-                out.append(make(fi, a_o, "load", "data", a_v + x, W[op]))
+                out.append((fi, a_o, "load", "data", a_v + x, W[op]))
                 sp = _push(st, sv, so, sp, 0, 0, 0)
             elif a_t == 2:
                 sp = _push(st, sv, so, sp, 3, a_v, a_o)
                 nk += 1
             else:
                 if lo <= x < mem_hi:
-                    out.append(make(fi, at, "load", "data", x, W[op]))
+                    out.append((fi, at, "load", "data", x, W[op]))
                 sp = _push(st, sv, so, sp, 0, 0, 0)
         elif c == 3:
             if sp:
@@ -401,7 +401,7 @@ def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: 
                 if t:
                     nk -= 1
                 if t == 1 and lo <= v < mem_hi and (v < hi or (v & (v - 1) != 0 and v % 1000 != 0)):
-                    out.append(make(fi, o, "addr", "data", v, 0))
+                    out.append((fi, o, "addr", "data", v, 0))
             a_t = 0
             a_v = 0
             a_o = 0
@@ -413,9 +413,9 @@ def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: 
                 if a_t:
                     nk -= 1
             if a_t == 1 and lo <= a_v + x < mem_hi:
-                out.append(make(fi, a_o, "store", "data", a_v + x, W[op]))
+                out.append((fi, a_o, "store", "data", a_v + x, W[op]))
             elif a_t != 2 and lo <= x < mem_hi:
-                out.append(make(fi, at, "store", "data", x, W[op]))
+                out.append((fi, at, "store", "data", x, W[op]))
         elif c == 5 or c == 7 or c == 8:
             if sp:
                 sp -= 1
@@ -425,14 +425,14 @@ def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: 
                 if t:
                     nk -= 1
                 if t == 1 and lo <= v < hi:
-                    out.append(make(fi, o, "addr", "data", v, 0))
+                    out.append((fi, o, "addr", "data", v, 0))
             if c != 7:
                 sp = _push(st, sv, so, sp, 0, 0, 0)
         elif c == 9:
-            out.append(make(fi, at, "read", "global", x, 0))
+            out.append((fi, at, "read", "global", x, 0))
             sp = _push(st, sv, so, sp, 0, 0, 0)
         elif c == 10:
-            out.append(make(fi, at, "write", "global", x, 0))
+            out.append((fi, at, "write", "global", x, 0))
             if sp:
                 sp -= 1
                 t = st[sp]
@@ -441,7 +441,7 @@ def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: 
                 if t:
                     nk -= 1
                 if t == 1 and lo <= v < hi:
-                    out.append(make(fi, o, "addr", "data", v, 0))
+                    out.append((fi, o, "addr", "data", v, 0))
         elif c == 11:
             if sp:
                 sp -= 1
@@ -451,15 +451,15 @@ def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: 
                 if t:
                     nk -= 1
                 if t == 3:
-                    out.append(make(fi, o, "funcptr", "data", v, 0))
-            out.append(make(fi, at, "call_indirect", "table", x, 0))
+                    out.append((fi, o, "funcptr", "data", v, 0))
+            out.append((fi, at, "call_indirect", "table", x, 0))
             while sp:
                 sp -= 1
                 t = st[sp]
                 v = sv[sp]
                 o = so[sp]
                 if t == 1 and lo <= v < mem_hi and (v < hi or (v & (v - 1) != 0 and v % 1000 != 0)):
-                    out.append(make(fi, o, "addr", "data", v, 0))
+                    out.append((fi, o, "addr", "data", v, 0))
             nk = 0
         if nk == 0:
             sp = 0
@@ -473,16 +473,19 @@ def module_refs(
     hi: int,
     go: bool,
     mem_hi: int,
-    make: Any,
+    make: Any = None,
 ) -> list[list[Any]]:
     """The references of the bodies of ``plan`` (``(func_index, body_offset, body_size,
-    mode, floor)``, mode 0: nothing to find), one list per body, each reference made by
-    ``make(func_index, offset, kind, target_kind, target, width)``."""
+    mode, floor)``, mode 0: nothing to find), one list per body, each reference a plain
+    tuple ``(func_index, offset, kind, target_kind, target, width)`` (no object per
+    reference: ffmpeg has 382k), or ``make(*that)`` when ``make`` is given."""
     out: list[list[Any]] = []
     for fi, off, size, mode, floor in plan:
         refs: list[Any] = []
         if mode:
-            body_refs(data, fi, off, off + size, lo, hi, go, mem_hi, floor, refs, make)
+            body_refs(data, fi, off, off + size, lo, hi, go, mem_hi, floor, refs)
+            if make is not None:
+                refs = [make(*t) for t in refs]
         out.append(refs)
     return out
 
@@ -501,10 +504,10 @@ def count_refs(
     for other items), ``counts`` each item's references (added to here)."""
     out: list[Any] = []
     n = len(starts)
-    for r in refs:
-        tk: str = r.target_kind
+    for r in refs:  # (func_index, offset, kind, target_kind, target, width) tuples
+        tk: str = r[3]
         if tk == "data":
-            t: int = r.target
+            t: int = r[4]
             a = 0
             b = n
             while a < b:  # bisect_right(starts, t)
@@ -516,18 +519,18 @@ def count_refs(
             k = a - 1
             if k >= 0:
                 if text_lo[k] < t < text_hi[k]:
-                    kind: str = r.kind
+                    kind: str = r[2]
                     if kind == "load" or kind == "store":
                         continue
                 counts[k] += 1
         elif tk == "global":
-            g: int = r.target
-            d = readers if r.kind == "read" else writers
+            g: int = r[4]
+            d = readers if r[2] == "read" else writers
             s = d.get(g)
             if s is None:
                 s = set()
                 d[g] = s
-            s.add(r.func_index)
+            s.add(r[0])
         out.append(r)
     return out
 

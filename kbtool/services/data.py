@@ -164,9 +164,7 @@ def _build(
         version_id,
         globals_=globals_,
         items=items,
-        refs=(
-            (r.func_index, r.offset, r.kind, r.target_kind, r.target, r.width) for r in model.refs
-        ),
+        refs=model.ref_rows,
         data_start=model.data_start,
         data_end=model.data_end,
         truncated=model.truncated,
@@ -179,7 +177,7 @@ def _build(
         "items_by_kind": dict(sorted(kinds.items())),
         "globals": len(globals_),
         "named_globals": sum(1 for g in globals_ if g["name"]),
-        "refs": len(model.refs),
+        "refs": len(model.ref_rows),
         "truncated": model.truncated,
         "seconds": round(time.perf_counter() - t0, 3),
         "cpu_seconds": round(time.process_time() - c0, 3),
