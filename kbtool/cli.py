@@ -168,7 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     if served is not None:
         return served
     startup = None
-    if "ingest" in args:  # (imports ~30 dataclasses: their methods' code from the cache)
+    if argv is None and _ingest_plan(args) is not None:
+        # the process's own plain ingest imports ~30 dataclasses: their code from the cache
         from kbtool.startup import CompiledDataclassMethods
 
         startup = CompiledDataclassMethods("ingest").install()
@@ -279,6 +280,32 @@ def _ingest_direct(args: list[str]) -> int | None:
     option, ``--``, an empty value, a missing or second FILE, a ``--base`` that is not a
     plain integer):
     Typer then parses and reports it exactly as usual."""
+    plan = _ingest_plan(args)
+    if plan is None:
+        return None
+    opts, file = plan
+    from pathlib import Path
+
+    from kbtool.commands import ingest_cmd
+    from kbtool.kb.db import default_db_path
+
+    ingest_cmd.run(
+        opts.get("db") or default_db_path(),
+        Path(file),
+        label=opts.get("label"),
+        js=Path(opts["js"]) if "js" in opts else None,
+        no_carry=bool(opts.get("no_carry")),
+        program=opts.get("program"),
+        base=int(opts["base"]) if "base" in opts else None,
+        force=bool(opts.get("force")),
+        json_out=bool(opts.get("json_out")),
+    )
+    return 0
+
+
+def _ingest_plan(args: list[str]) -> tuple[dict[str, Any], str] | None:
+    """``(options, FILE)`` of a command line :func:`_ingest_direct` runs (``db`` the
+    ingest's own ``--db`` or else the root one); ``None`` when Typer must parse it."""
     root: dict[str, Any] = {}
     i = 0
     while i < len(args) and args[i] != "ingest":
@@ -311,23 +338,8 @@ def _ingest_direct(args: list[str]) -> int | None:
         opts[key] = value if takes else True
     if len(files) != 1 or not files[0] or ("base" in opts and not _INT.match(opts["base"])):
         return None
-    from pathlib import Path
-
-    from kbtool.commands import ingest_cmd
-    from kbtool.kb.db import default_db_path
-
-    ingest_cmd.run(
-        opts.get("db") or root.get("db") or default_db_path(),
-        Path(files[0]),
-        label=opts.get("label"),
-        js=Path(opts["js"]) if "js" in opts else None,
-        no_carry=bool(opts.get("no_carry")),
-        program=opts.get("program"),
-        base=int(opts["base"]) if "base" in opts else None,
-        force=bool(opts.get("force")),
-        json_out=bool(opts.get("json_out")),
-    )
-    return 0
+    opts["db"] = opts.get("db") or root.get("db")
+    return opts, files[0]
 
 
 def _end_process(code: int) -> None:
