@@ -21,9 +21,11 @@ The reference database (``data/fingerprints.json``) is derived from modules buil
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from hashlib import blake2b
 from importlib import resources
+from typing import Any
 
 from kbtool.wasm import FuncFacts, Module
 from kbtool.wasm.facts import DataMap, build_data_map, static_region
@@ -163,23 +165,89 @@ class FingerprintDB:
     def from_json(cls, obj: dict) -> FingerprintDB:
         if obj.get("format") != 1:
             raise ValueError("fingerprint data: unknown format")
-        ents = [
-            RefEntry(
-                e["id"],
-                e["name"],
-                e["family"],
-                e["shape"],
-                e["full"],
-                int(e["instr_count"]),
-                e["type_sig"],
-                tuple(e["callees"]),
-                tuple(e["refs"]),
-                e.get("loose", ""),
-                e.get("texts", ""),
-            )
-            for e in obj["entries"]
-        ]
+        ents = [_entry(e) for e in obj["entries"]]
         return cls(ents, dict(obj.get("builds", {})))
+
+    @classmethod
+    def from_json_lazy(cls, obj: dict) -> FingerprintDB:
+        """As :meth:`from_json`, but an entry is made when a lookup first returns it (a
+        module looks up a few dozen of the ~1,300: making them all is ~3 ms of a small
+        module's ingest); ``entries`` makes them all when asked for."""
+        if obj.get("format") != 1:
+            raise ValueError("fingerprint data: unknown format")
+        return _LazyFingerprintDB(obj["entries"], dict(obj.get("builds", {})))
+
+
+def _entry(e: dict) -> RefEntry:
+    """A :class:`RefEntry` from its JSON object."""
+    return RefEntry(
+        e["id"],
+        e["name"],
+        e["family"],
+        e["shape"],
+        e["full"],
+        int(e["instr_count"]),
+        e["type_sig"],
+        tuple(e["callees"]),
+        tuple(e["refs"]),
+        e.get("loose", ""),
+        e.get("texts", ""),
+    )
+
+
+class _RowIndex(dict):
+    """``hash -> [RefEntry]`` whose lists start as row numbers and become entries (in the
+    same order) on first lookup; membership needs no entry at all."""
+
+    def __init__(self, entry: Callable[[int], RefEntry]) -> None:
+        super().__init__()
+        self._entry = entry
+
+    def __getitem__(self, key: str) -> list[RefEntry]:
+        v = dict.__getitem__(self, key)
+        if v and type(v[0]) is int:
+            v[:] = [self._entry(i) for i in v]
+        return v
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if dict.__contains__(self, key) else default
+
+    def values(self) -> Any:
+        return [self[k] for k in self]
+
+    def items(self) -> Any:
+        return [(k, self[k]) for k in self]
+
+
+class _LazyFingerprintDB(FingerprintDB):
+    """:class:`FingerprintDB` over the JSON entries, each made once when first returned."""
+
+    def __init__(self, raw: list[dict], builds: dict[str, str]) -> None:
+        self._raw = raw
+        self._made: list[RefEntry | None] = [None] * len(raw)
+        self.builds = builds
+        self.by_shape = _RowIndex(self._entry_at)
+        self.by_full = _RowIndex(self._entry_at)
+        self.by_loose = _RowIndex(self._entry_at)
+        self.full_keys = set()
+        by_shape, by_full, by_loose = self.by_shape, self.by_full, self.by_loose
+        for i, e in enumerate(raw):
+            self.full_keys.add((e["type_sig"], int(e["instr_count"])))
+            dict.setdefault(by_shape, e["shape"], []).append(i)
+            dict.setdefault(by_full, e["full"], []).append(i)
+            loose = e.get("loose", "")
+            if loose:
+                dict.setdefault(by_loose, loose, []).append(i)
+
+    def _entry_at(self, i: int) -> RefEntry:
+        got = self._made[i]
+        if got is None:
+            got = self._made[i] = _entry(self._raw[i])
+        return got
+
+    @property  # type: ignore[override]
+    def entries(self) -> list[RefEntry]:
+        return [self._entry_at(i) for i in range(len(self._raw))]
 
     def to_json(self) -> dict:
         return {
@@ -214,5 +282,5 @@ def default_db() -> FingerprintDB:
         import orjson  # (the same values as json.loads, in half the time: 0.7 MB at start-up)
 
         raw = resources.files("kbtool.analysis").joinpath("data", DATA_FILE).read_bytes()
-        _DEFAULT = FingerprintDB.from_json(orjson.loads(raw))
+        _DEFAULT = FingerprintDB.from_json_lazy(orjson.loads(raw))
     return _DEFAULT
