@@ -127,6 +127,7 @@ STATIC_FILES: dict[str, str] = {
     "studio.js": JS,
     "studio-early.js": JS,
     "early.js": JS,
+    "dashboard-early.js": JS,
     "studio.css": CSS,
     "code.js": JS,
     "graph.js": JS,

@@ -1,5 +1,5 @@
 // The dashboard: versions, coverage, heatmap, diff, search and the function panel.
-import { early } from "./early.js";  // first: the page's first requests go out before the rest runs
+import { early } from "./early.js";  // what dashboard-early.js asked for as the page started
 import { $, clear, el, fmtInt, setText, show, toolchainWord } from "./dom.js";
 import { api, status } from "./api.js";
 import { Heatmap } from "./heatmap.js";

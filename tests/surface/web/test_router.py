@@ -46,7 +46,10 @@ def test_page_is_a_shell_of_same_origin_files(kb):
     text = body.decode()
     assert "<canvas" in text
     # no inline script or style, no inline handlers or style attributes ('self' only)
-    assert re.findall(r"<script[^>]*>", text) == ['<script type="module" src="/static/main.js">']
+    assert re.findall(r"<script[^>]*>", text) == [
+        '<script src="/static/dashboard-early.js">',  # classic, no imports: the first requests
+        '<script type="module" src="/static/main.js">',
+    ]
     assert "</script>" in text and not re.search(r"<script[^>]*>[^<]", text)
     assert "<style" not in text
     assert not re.search(r"\son[a-z]+\s*=", text) and not re.search(r"\sstyle\s*=", text)
@@ -59,8 +62,9 @@ def test_page_is_a_shell_of_same_origin_files(kb):
 
 
 def test_static_modules_import_only_whitelisted_files():
-    # the pages' scripts (studio-early.js: a classic script with no imports) and their imports
-    seen, todo = set(), ["main.js", "studio.js", "studio-early.js"]
+    # the pages' scripts (studio-early.js, dashboard-early.js: classic scripts with no
+    # imports) and their imports
+    seen, todo = set(), ["main.js", "studio.js", "studio-early.js", "dashboard-early.js"]
     while todo:
         name = todo.pop()
         seen.add(name)
