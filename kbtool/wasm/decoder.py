@@ -9,7 +9,8 @@ results: ``test_decode_accel.py``), so the source stays mypyc-friendly: typed lo
 
 from __future__ import annotations
 
-import struct
+import sys
+from array import array
 from collections.abc import Callable
 from hashlib import blake2b
 from typing import Any, Final
@@ -19,6 +20,14 @@ from .decoder_tables import abs_heap_table, fast_kinds, prefix_tables, vt_table
 from .errors import WasmFormatError
 from .instr import MAX_LOCALS, check_body
 from .opcodes import PREFIX_BASE, WIDTH
+
+try:  # mypyc's runtime library (installed with mypy): its appends compile to native code
+    from librt.strings import BytesWriter
+except ImportError:  # the pure path without it: the same appends on a bytearray
+    from .opbuf import BytesWriter  # type: ignore[assignment]
+
+
+_BIG_ENDIAN: Final = sys.byteorder == "big"
 
 
 class _Bad(Exception):
@@ -143,10 +152,16 @@ def _go_placeholders() -> list[bytes]:
     return _GOV
 
 
-def _pack_ops(ops: list[int]) -> bytes:
-    """The op ids as ``array("H", ops).tobytes()`` gives them (native order, two bytes each),
-    without the array's per-item argument parsing."""
-    return struct.pack(f"{len(ops)}H", *ops)
+def _packed_ops(w: BytesWriter) -> bytes:
+    """The op ids written two little-endian bytes each, as ``array("H", ids).tobytes()``
+    gives them (native order)."""
+    v = w.getvalue()
+    if _BIG_ENDIAN:
+        a = array("H")
+        a.frombytes(v)
+        a.byteswap()
+        v = a.tobytes()
+    return v
 
 
 _MISS: Final = object()
@@ -210,7 +225,9 @@ def analyze_range(ctx: Any, first: int, last: int,
         if progress is not None and start >= next_progress:
             progress(total_done + start - code_start, total)
             next_progress = start + step
-        ops: list[int] = []  # op ids (stored packed as array("H") would: OP_PACK)
+        # op ids, two little-endian bytes each (stored as array("H") packs them: OP_PACK);
+        # written straight into bytes: no int object and list slot per instruction
+        ops = BytesWriter()
         calls: list[int] = []
         consts: dict[int, None] = {}
         strs: dict[str, None] = {}
@@ -258,6 +275,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                 k = KINDB[b]
                 if k == 1:  # one LEB kept verbatim
                     ops.append(b)
+                    ops.append(0)
                     if data[p] < 0x80:
                         p += 1
                     else:
@@ -265,15 +283,18 @@ def analyze_range(ctx: Any, first: int, last: int,
                     continue
                 if k == 0:
                     ops.append(b)
+                    ops.append(0)
                     continue
                 if k == 41:  # end
                     ops.append(b)
+                    ops.append(0)
                     depth -= 1
                     if depth == 0 and p != end:
                         raise _Bad  # instructions after the function's final end
                     continue
                 if k == 2:  # memarg
                     ops.append(b)
+                    ops.append(0)
                     a = data[p]
                     p += 1
                     if a >= 0x40:
@@ -302,6 +323,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                     continue
                 if k == 3:  # i32.const
                     ops.append(b)
+                    ops.append(0)
                     s = p
                     x = data[p]
                     if x < 0x80:
@@ -360,6 +382,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                     continue
                 if k == 4:  # global.get / global.set
                     ops.append(b)
+                    ops.append(0)
                     x = data[p]
                     p += 1
                     if x >= 0x80:
@@ -368,6 +391,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                     continue
                 if k == 5:  # call / return_call
                     ops.append(b)
+                    ops.append(0)
                     s = p
                     x = data[p]
                     p += 1
@@ -380,6 +404,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                     continue
                 if k == 6:  # block / loop / if / try
                     ops.append(b)
+                    ops.append(0)
                     depth += 1
                     if b == 3:
                         loops += 1
@@ -412,7 +437,8 @@ def analyze_range(ctx: Any, first: int, last: int,
                     k = skinds[x]
                     if b == 0xFE:
                         atomics += 1
-                    ops.append(op)
+                    ops.append(op & 0xFF)
+                    ops.append(op >> 8)
                     if k == 0:
                         continue
                     if k == 2 or k == 20:  # memarg (+ lane)
@@ -499,6 +525,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                     raise _Bad
                 # ---- single-byte opcodes with rarer immediates
                 ops.append(b)
+                ops.append(0)
                 if k == 7:  # i64.const
                     s = p
                     x = data[p]
@@ -659,7 +686,7 @@ def analyze_range(ctx: Any, first: int, last: int,
         papp(data[last_cut:end])
         out.append((
             fidx, False, None, None, sig, exports.get(fidx, []), func_names.get(fidx),
-            start, end - start, len(ops), _pack_ops(ops), calls, cind, refs, list(consts),
+            start, end - start, len(ops) >> 1, _packed_ops(ops), calls, cind, refs, list(consts),
             list(strs), sorted(globs), memops, atomics, loops,
             blake2b(body, digest_size=16).hexdigest(), sh.hexdigest(),
         ))
