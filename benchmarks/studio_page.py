@@ -25,6 +25,8 @@ whole version's function list): "dashboard heatmap (newest)" (``/``) and "... (v
 moment), and "... names in" to the frame after the whole list has come (``data-version``:
 tooltips, picks and code links work); "dashboard function (largest, first code)"
 (``/#v=V&fn=SID``) to the function panel's first lines. ``--pages-only``: those steps alone.
+``--trace``: each fresh page's fetches in the order its scripts made them, with when each
+was asked and when its answer came (what waits on what).
 
 p50/p95/max per step and the machine's load before and after.
 """
@@ -50,6 +52,32 @@ from benchmarks.interactive_common import DEFAULT_KB, env, start_serve  # noqa: 
 from benchmarks.web_api import free_port, stop, wait_http  # noqa: E402
 
 SETTLE = [0.0]  # --settle: seconds between the server answering and the page opened
+TRACE = [False]  # --trace: print each cold page's requests in order, with when they went and came
+
+# in the page (--trace): every fetch the page's scripts make, when it was made and when its
+# response came (performance.now()); the <link rel=preload> fetches of the HTML are not seen
+FETCHES = """() => {
+  const log = (window.__fetches = []);
+  const fetch0 = window.fetch;
+  window.fetch = function (u, o) {
+    const row = [String(u), Math.round(performance.now()), -1];
+    log.push(row);
+    const p = fetch0.call(this, u, o);
+    p.then(() => { row[2] = Math.round(performance.now()); }, () => {});
+    return p;
+  };
+}"""
+
+
+def trace(page, step: str) -> None:
+    """--trace: the page's fetches of ``step`` in the order it made them."""
+    if not TRACE[0]:
+        return
+    print(f"  trace, {step} (load {os.getloadavg()[0]:.2f}): asked -> came (ms from navigation)")
+    for path, asked, came in page.evaluate("window.__fetches || []"):
+        print(f"    {asked:6d} -> {came if came >= 0 else '...':>6}  {path[:90]}")
+
+
 CHROMIUM = os.environ.get("KBTOOL_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"]
 
@@ -130,9 +158,12 @@ def one_run(browser, kb: Path, root: Path, v: int, big: int, other: int) -> dict
         url = f"http://127.0.0.1:{port}/studio"
         page = browser.new_page(viewport={"width": 1440, "height": 900})
         page.add_init_script(f"({WATCH})(0)")
+        if TRACE[0]:
+            page.add_init_script(f"({FETCHES})()")
         page.goto(f"{url}#v={v}&f={big}")
         out["open on the largest (first code)"] = _until(page, "first")
         out["open on the largest (callers)"] = _until(page, "xrefs")
+        trace(page, "open on the largest")
         page.close()
         if other != v:  # a fresh server again (it prepares the newest version as it starts:
             # this step is what a person waits for after that, not a cold preparation)
@@ -197,9 +228,12 @@ def dashboard_run(browser, kb: Path, root: Path, v: int, big: int) -> dict[str, 
             wait_http(port, "/api/provenance")
             page = browser.new_page(viewport={"width": 1440, "height": 900})
             page.add_init_script(f"({DASH_WATCH})()")
+            if TRACE[0]:
+                page.add_init_script(f"({FETCHES})()")
             page.goto(f"http://127.0.0.1:{port}/{frag}")
             for key in keys:
                 out[name + (", names in" if key == "heatmap" else "")] = _until(page, key)
+            trace(page, name)
             page.close()
         finally:
             stop(proc)
@@ -229,8 +263,14 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds between the server answering and the studio opened on the largest"
         " (0: at once, while it prepares versions at start; 3: a person a moment later)",
     )
+    ap.add_argument(
+        "--trace",
+        action="store_true",
+        help="print each fresh page's requests in order (asked, came): what waits on what",
+    )
     args = ap.parse_args(argv)
     SETTLE[0] = max(0.0, args.settle)
+    TRACE[0] = args.trace
     if not os.path.exists(CHROMIUM):
         print(f"skipped: no Chromium at {CHROMIUM}")
         return 0
