@@ -9,8 +9,6 @@ results: ``test_decode_accel.py``), so the source stays mypyc-friendly: typed lo
 
 from __future__ import annotations
 
-import sys
-from array import array
 from collections.abc import Callable
 from hashlib import blake2b
 from typing import Any, Final
@@ -25,9 +23,7 @@ try:  # mypyc's runtime library (installed with mypy): its appends compile to na
     from librt.strings import BytesWriter
 except ImportError:  # the pure path without it: the same appends on a bytearray
     from .opbuf import BytesWriter  # type: ignore[assignment]
-
-
-_BIG_ENDIAN: Final = sys.byteorder == "big"
+from .opbuf import native_order
 
 
 class _Bad(Exception):
@@ -152,24 +148,15 @@ def _go_placeholders() -> list[bytes]:
     return _GOV
 
 
-def _packed_ops(w: BytesWriter) -> bytes:
-    """The op ids written two little-endian bytes each, as ``array("H", ids).tobytes()``
-    gives them (native order)."""
-    v = w.getvalue()
-    if _BIG_ENDIAN:
-        a = array("H")
-        a.frombytes(v)
-        a.byteswap()
-        v = a.tobytes()
-    return v
-
-
 _MISS: Final = object()
 _TABLE_ATOMIC: Final = PREFIX_BASE[0xFE] + 0x58  # shared-everything: global.atomic.* are below
 _STRUCT_ATOMIC: Final = PREFIX_BASE[0xFE] + 0x5C
 
 
 _FAST_KIND: Final = fast_kinds()
+_FIRST_MEMOP: Final = 0x28  # i32.load: the one-byte memarg opcodes run to i64.store32
+_LAST_MEMOP: Final = 0x3E
+_FLAT_OFFSETS: Final = 4096
 _PFX: Final = prefix_tables()
 _WIDTH: Final = list(WIDTH)
 
@@ -215,6 +202,10 @@ def analyze_range(ctx: Any, first: int, last: int,
     # (keyed by offset * 1024 + op id: op ids are below 1024; an int hashes for less than a
     # tuple and no tuple is made for a memory access seen before)
     mcache: dict[int, object] = {}
+    # the same for the one-byte loads and stores (0x28-0x3E) at offsets below
+    # _FLAT_OFFSETS (most: struct fields), in a flat list (a dict lookup per memory access
+    # was the decoder's largest cost after the op ids)
+    mflat: list[object] = [None] * (_FLAT_OFFSETS * (_LAST_MEMOP + 1 - _FIRST_MEMOP))
     out: list[tuple[Any, ...]] = []
     next_progress = (code[first][0] if first < last else 0) + step
     code_start = code[0][0] if code else 0
@@ -316,9 +307,16 @@ def analyze_range(ctx: Any, first: int, last: int,
                         papp(data[last_cut:s])
                         papp(_STATIC)
                         last_cut = p
-                    t: object = mcache.get(x * 1024 + b)
-                    if t is None:  # (setdefault: the object stored, boxed once)
-                        t = mcache.setdefault(x * 1024 + b, (b, x, W[b]))
+                    if x < _FLAT_OFFSETS:  # a field offset: a list slot, no int key made
+                        i = (b - _FIRST_MEMOP) * _FLAT_OFFSETS + x
+                        t: object = mflat[i]
+                        if t is None:  # (read back: the object stored, boxed once)
+                            mflat[i] = (b, x, W[b])
+                            t = mflat[i]
+                    else:
+                        t = mcache.get(x * 1024 + b)
+                        if t is None:  # (setdefault: the object stored, boxed once)
+                            t = mcache.setdefault(x * 1024 + b, (b, x, W[b]))
                     memops.append(t)
                     continue
                 if k == 3:  # i32.const
@@ -686,7 +684,7 @@ def analyze_range(ctx: Any, first: int, last: int,
         papp(data[last_cut:end])
         out.append((
             fidx, False, None, None, sig, exports.get(fidx, []), func_names.get(fidx),
-            start, end - start, len(ops) >> 1, _packed_ops(ops), calls, cind, refs, list(consts),
+            start, end - start, len(ops) >> 1, native_order(ops.getvalue()), calls, cind, refs, list(consts),
             list(strs), sorted(globs), memops, atomics, loops,
             blake2b(body, digest_size=16).hexdigest(), sh.hexdigest(),
         ))

@@ -1,8 +1,14 @@
-"""The decoder's op-id buffer where mypyc's runtime library (``librt``, installed with
-mypy) is absent: :class:`librt.strings.BytesWriter`'s ``append`` and ``getvalue`` on a
-``bytearray`` (the pure path; the compiled twin appends natively)."""
+"""The decoder's op-id buffer: the op ids are written two little-endian bytes each, into
+mypyc's :class:`librt.strings.BytesWriter` (its runtime library, installed with mypy: the
+compiled twin appends natively) or, where that is absent, into this module's
+:class:`BytesWriter` (``append`` and ``getvalue`` on a ``bytearray``: the pure path)."""
 
 from __future__ import annotations
+
+import sys
+from array import array
+
+_BIG_ENDIAN = sys.byteorder == "big"
 
 
 class BytesWriter(bytearray):
@@ -11,3 +17,14 @@ class BytesWriter(bytearray):
     def getvalue(self) -> bytes:
         """The bytes written so far."""
         return bytes(self)
+
+
+def native_order(v: bytes) -> bytes:
+    """Little-endian 16-bit op ids as ``array("H", ids).tobytes()`` gives them (the stored
+    form: native order)."""
+    if not _BIG_ENDIAN:
+        return v
+    a = array("H")
+    a.frombytes(v)
+    a.byteswap()
+    return a.tobytes()
