@@ -174,9 +174,11 @@ _BELOW_DEL = bytes(range(0x7F))  # ASCII but DEL: never escaped by json_safe
 #: answers this long (bytes) or longer are written all ASCII: the MCP SDK's stdio client
 #: joins an answer line from 64 KB reads, copying and scanning what it has so far at each
 #: one (its cost grows with the square of the line), and one character beyond U+00FF makes
-#: Python hold the whole line at 2 or 4 bytes per character (docs/DECISIONS.md, "The whole
-#: get_diff over MCP"); ``KBTOOL_MCP_ASCII_FROM`` (bytes) moves the bound
-LARGE = _env_bytes("KBTOOL_MCP_ASCII_FROM", 1 << 20)
+#: Python hold the whole line at 4 (or 2) bytes per character: 140 -> 82 ms for ffmpeg's
+#: 6.4 MB whole diff line; 22 -> 9 ms at 2 MiB, 8 -> 4 ms at 1 MiB, so smaller answers keep
+#: their readable UTF-8 (docs/DECISIONS.md, "The whole get_diff over MCP");
+#: ``KBTOOL_MCP_ASCII_FROM`` (bytes) moves the bound
+LARGE = _env_bytes("KBTOOL_MCP_ASCII_FROM", 2 << 20)
 
 
 def ascii_json(json_text: str) -> str:
