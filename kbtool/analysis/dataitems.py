@@ -11,6 +11,7 @@ from struct import unpack_from as _unpack_from
 
 from kbtool.wasm import ModuleAnalysis
 
+from . import datawalk_active
 from .datatypes import (
     MAX_BSS_ITEM,
     MAX_IMAGE,
@@ -269,9 +270,13 @@ def build_items(
     if not segs:
         return [], False
     lo, hi = segs[0][0], max(b + len(d) for b, d, _ in segs)
-    cuts = {r[4] for r in refs if r[3] == "data"}
-    fptr = {r[4] for r in refs if r[2] == "funcptr"}
-    gostr = {r[4]: r[5] for r in refs if r[2] == "gostring"}
+    marks = getattr(datawalk_active.IMPL, "ref_marks", None)  # (None: the pure scan)
+    if marks is not None:  # the same three reads, one compiled pass
+        cuts, fptr, gostr = marks(refs)
+    else:
+        cuts = {r[4] for r in refs if r[3] == "data"}
+        fptr = {r[4] for r in refs if r[2] == "funcptr"}
+        gostr = {r[4]: r[5] for r in refs if r[2] == "gostring"}
     for a, w in list(gostr.items()):
         cuts.add(a + w)  # a Go string ends where its length says (no NUL)
     items: list[DataItem] = []

@@ -535,6 +535,26 @@ def count_refs(
     return out
 
 
+def ref_marks(refs: list[Any]) -> tuple[set[int], set[int], dict[int, int]]:
+    """:func:`kbtool.analysis.dataitems.build_items`'s three reads of the references in one
+    typed pass: the data targets (cuts), the ``funcptr`` targets, and each ``gostring``
+    target's length (the last one seen, as a dict comprehension keeps it)."""
+    cuts: set[int] = set()
+    fptr: set[int] = set()
+    gostr: dict[int, int] = {}
+    for r in refs:  # (func_index, offset, kind, target_kind, target, width) tuples
+        t: int = r[4]
+        tk: str = r[3]
+        if tk == "data":
+            cuts.add(t)
+        kind: str = r[2]
+        if kind == "funcptr":
+            fptr.add(t)
+        elif kind == "gostring":
+            gostr[t] = r[5]
+    return cuts, fptr, gostr
+
+
 def scan_plan(functions: list[Any], lo: int, mem_hi: int) -> list[tuple[int, int, int, int, int]]:
     """:func:`kbtool.analysis.datamodel.scan_plan` over the decoder's facts, one typed loop
     (the same plan: :func:`.datascan.might_touch_data` and :func:`.datascan.max_offset`)."""
