@@ -248,8 +248,10 @@ async def _function_diffs(app, pilot, p: dict, until, add, res: dict) -> None:
             i == 0,
         )
         app.pop_screen()
+        screen = None  # a person holds no closed screen (the collector frees it)
         await pilot.pause()
     app.pop_screen()
+    changelog = None
     await pilot.pause()
 
 
@@ -370,6 +372,7 @@ async def _tui(kb: Path, p: dict, gc_policy: str = "kbtool") -> dict[str, dict[s
                     for j in range(10):
                         add("code page down", await keyframe("pagedown"), i == 0 and j == 0)
                 app.pop_screen()
+                screen = view = None  # a person holds no closed screen (the collector frees it)
                 await pilot.pause()
         await _function_diffs(app, pilot, p, until, add, res)
         await pilot.press("slash")
@@ -384,12 +387,24 @@ async def _tui(kb: Path, p: dict, gc_policy: str = "kbtool") -> dict[str, dict[s
                 screen._run(q)
                 cpu[0] = (time.process_time() - c) * 1000
                 add("search", (time.perf_counter() - t) * 1000, i == 0)
+            app.pop_screen()
+            screen = None
+        # then a person reads for IDLE_WAIT s: what the collector's policy pays when idle
+        # (a full collection a key pressed then would wait for) is in the pauses below
+        await asyncio.sleep(IDLE_WAIT)
+        res[FROZEN] = {"cold": [gc.get_freeze_count()]}
+        res[UNFROZEN] = {"cold": [len(gc.get_objects())]}
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
             res["peak RSS MiB"] = {"cold": [round(int(line.split()[1]) / 1024, 1)]}
     res[GC] = {"cold": pauses.wall or [0.0]}
     res[CPU + GC] = {"cold": pauses.cpu or [0.0]}
     return res
+
+
+IDLE_WAIT = 2.5  # s: the TUI's idle moment (heap.IDLE_SECONDS, 1 s) and its checks pass
+FROZEN = "objects frozen at the end"
+UNFROZEN = "objects not frozen at the end"
 
 
 def rss_mib() -> float:
@@ -449,6 +464,9 @@ def table(
     ]
     for step, kinds in figures.items():
         if step in ("peak RSS MiB", GC) or step.startswith(CPU):
+            continue
+        if step in (FROZEN, UNFROZEN):
+            lines.append(f"  {step} (collector): {max(kinds['cold']):,.0f}")
             continue
         if "MiB" in step:  # memory, not time
             lines.append(f"  {step}: {max(kinds.get('cold', [0])):.1f}")
@@ -625,6 +643,12 @@ def report(args, sections: set[str], root: Path) -> int:
                 out["mcp"],
                 goal=verdict(out["mcp"]),
                 code_peer=code_peer,
+            )
+            cpu = {k[len(CPU) :]: v for k, v in out["mcp"].items() if k.startswith(CPU)}
+            lines += table(
+                "MCP CPU ms per call (client: the SDK's stdio client, this process, which does"
+                " nothing else meanwhile; server: kbtool mcp's live threads)",
+                cpu,
             )
     if "peers" in sections:
         lines.append(f"code peers on {args.module.name} (whole module, s) — {peer_load}")

@@ -14,7 +14,7 @@ import time
 import urllib.parse
 from pathlib import Path
 
-from benchmarks.interactive_common import WARM, merge, start_serve
+from benchmarks.interactive_common import CPU, WARM, merge, start_serve
 from benchmarks.web_api import free_port, stop
 
 # ---------------------------------------------------------------- API (real servers)
@@ -294,18 +294,65 @@ async def _mcp(kb: Path, p: dict, root: Path) -> dict:
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
+            server = _server_pid()
             for step, tool, args in plan_:
                 seq = args if len(args) > 1 else args * (WARM + 1)
                 for i, a in enumerate(seq):
+                    s0, c0 = _cpu_ms(server), time.process_time()
                     t = time.perf_counter()
                     r = await session.call_tool(tool, a)
                     ms = (time.perf_counter() - t) * 1000
+                    c1, s1 = time.process_time(), _cpu_ms(server)
                     if getattr(r, "is_error", None) or getattr(r, "isError", None):
                         raise SystemExit(
                             f"{tool}{a}: {r.content[0].text if r.content else 'error'}"
                         )
-                    res.setdefault(step, {}).setdefault("cold" if i == 0 else "warm", []).append(ms)
+                    kind = "cold" if i == 0 else "warm"
+                    res.setdefault(step, {}).setdefault(kind, []).append(ms)
+                    # where the wall time went: the SDK client (this process does nothing
+                    # else meanwhile) and the server (every thread), CPU ms
+                    res.setdefault(f"{CPU}client: {step}", {}).setdefault(kind, []).append(
+                        round((c1 - c0) * 1000, 2)
+                    )
+                    if server:
+                        res.setdefault(f"{CPU}server: {step}", {}).setdefault(kind, []).append(
+                            round(s1 - s0, 2)
+                        )
     return res
+
+
+def _server_pid() -> int | None:
+    """The ``kbtool mcp`` process the SDK's client started (a child of this process)."""
+    me = str(os.getpid())
+    for pid in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                ppid = f.read().rsplit(")", 1)[1].split()[1]
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+        except (OSError, IndexError):
+            continue
+        if ppid == me and b"kbtool.cli" in cmd and b"mcp" in cmd:
+            return int(pid)
+    return None
+
+
+def _cpu_ms(pid: int | None) -> float:
+    """CPU ms of ``pid``'s live threads (``schedstat``: ns, not the 10 ms ticks of ``stat``)."""
+    if pid is None:
+        return 0.0
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0.0
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / 1e6
 
 
 def mcp_runs(kb: Path, p: dict, runs: int, root: Path) -> dict | None:
