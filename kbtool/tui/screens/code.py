@@ -17,7 +17,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer, OptionList, Static
+from textual.widgets import OptionList, Static
 
 from kbtool.kb import queries
 from kbtool.kb.errors import KBError
@@ -31,6 +31,7 @@ from kbtool.tui.screens.code_paging import PagedDisassembly
 from kbtool.tui.screens.code_paging import read_ro as _load
 from kbtool.tui.screens.knowledge import KnowledgeEdits
 from kbtool.tui.widgets.code_view import CodeView, code_width
+from kbtool.tui.widgets.diff_footer import DiffFooter
 from kbtool.tui.widgets.diff_view import FunctionDiffView
 from kbtool.tui.widgets.lines_view import LinesView
 from kbtool.tui.widgets.listing_pages import ListingPages
@@ -113,7 +114,7 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
                 yield LinkList(id="callers")
                 yield Static(id="callees-label", classes="links-label")
                 yield LinkList(id="callees")
-        yield Footer(compact=True, show_command_palette=False)
+        yield DiffFooter(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         self.query_one("#code-view").focus()
@@ -216,9 +217,15 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
         except Exception as exc:  # the disassembly stays; the status says why
             c = ("", True, f"cannot lift: {type(exc).__name__}: {exc}")
         lines = _lines(c[0])  # split and measured here, not on the UI thread (50,000 lines)
-        self.app.call_from_thread(self._c_loaded, gen, c, (c[0], lines, code_width(lines)))
+        self.app.call_from_thread(self._c_loaded, gen, c, (c[0], lines, code_width(lines, c[0])))
         if self.links is None and self._current(gen):
-            self._fetch_links(gen, version_id, index)
+            # after the C's first frame: read meanwhile (a huge body's ref.func scan, ~45 ms)
+            # they held the GIL that frame needed
+            painted = threading.Event()
+            self.app.call_from_thread(self.call_after_refresh, painted.set)
+            painted.wait(2.0)
+            if self.links is None and self._current(gen):
+                self._fetch_links(gen, version_id, index)
 
     def _c_loaded(
         self, gen: int, c: tuple[str, bool, str | None], split: tuple[str, list[str], int]
@@ -391,7 +398,7 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
         box.add_class("-shown")
 
     def _links_loaded(self, gen: int, links: dict) -> None:
-        if gen == self._gen and self.code is not None:
+        if self._current(gen) and self.code is not None:  # not once the screen is closed
             self.links = links
             self._show_links()
 
@@ -569,7 +576,7 @@ class FunctionDiffScreen(KbScreen):
         yield TitleBar(id="title")
         yield Static(id="fdiff-status")
         yield FunctionDiffView(id="fdiff-view")
-        yield Footer(compact=True, show_command_palette=False)
+        yield DiffFooter(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         self.query_one("#fdiff-view").focus()

@@ -14,7 +14,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.css.query import NoMatches
-from textual.widgets import Footer, OptionList, Static
+from textual.widgets import OptionList, Static
 
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
@@ -23,6 +23,7 @@ from kbtool.render.text import lit
 from kbtool.services import nav
 from kbtool.textutil import clip, printable
 from kbtool.tui.screens.base import BACK, HISTORY, RENAME, FunctionRef, KbScreen
+from kbtool.tui.widgets.diff_footer import DiffFooter
 from kbtool.tui.widgets.lists import LinkList, TitleBar
 from kbtool.tui.widgets.palette import name_text, prov_text
 
@@ -78,7 +79,7 @@ class DetailScreen(KbScreen):
                 yield LinkList(id="callees")
                 yield Static(id="xrefs-label", classes="links-label")
                 yield LinkList(id="xrefs")
-        yield Footer(compact=True, show_command_palette=False)
+        yield DiffFooter(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         self.query_one("#detail-main").focus()

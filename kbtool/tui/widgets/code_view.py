@@ -14,10 +14,13 @@ from kbtool.tui.widgets.listing_pages import ListingPages
 PLACEHOLDER = "…"  # a line whose page is being read
 
 
-def code_width(lines: list[str]) -> int:
-    """The cells of the longest line as the view shows it (for sideways scrolling)."""
+def code_width(lines: list[str], text: str | None = None) -> int:
+    """The cells of the longest line as the view shows it (for sideways scrolling);
+    ``text``: the text ``lines`` were split from, when at hand (one check for all of them)."""
     # a line of printable characters is shown as it is (printable() never changes it):
     # only the others are escaped to be measured (a huge function's C: 100,000 lines)
+    if text is not None and text.replace("\n", "").isprintable():
+        return max(map(len, lines), default=0)  # every line printable: ~3x faster
     return max((len(x) if x.isprintable() else len(printable(x)) for x in lines), default=0)
 
 
