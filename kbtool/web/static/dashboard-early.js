@@ -81,11 +81,14 @@
   const latest = list(load("/api/versions/latest/functions?form=cells"));
   versions.then((r) => {
     const vs = r.ok ? r.parsed() : [];
-    if (!Array.isArray(vs) || !vs.length) return;
+    if (!Array.isArray(vs) || !vs.length) {
+      if (codeIn) codeIn();  // no version, no function to wait for
+      return;
+    }
     const vid = vs[vs.length - 1].id;
     const path = "/api/versions/" + vid + "/functions?form=cells";
     got.set(path, latest.then((c) => (c.ok && c.parsed().version_id === vid) ? c : load(path),
       () => load(path)));
     if (fn) fnFirst(vid);
-  }, () => {});
+  }, () => { if (codeIn) codeIn(); });
 })();

@@ -126,9 +126,12 @@ def test_deep_link_list_waits_for_the_first_window(page, server, kb):
     assert page.get_attribute("#heatmap", "data-sel") is not None
 
 
-def test_deep_link_list_follows_the_window(page, server, kb):
-    vid, sid, _index = deep_link(server, kb)
-    page.goto(f"{server.url}#v={vid}&fn={sid}")
+@pytest.mark.parametrize("with_version", [True, False])
+def test_deep_link_list_follows_the_window(page, server, kb, with_version):
+    vid, sid = (kb.version_ids[0] if with_version else kb.version_ids[-1]), kb.history_sid
+    if api(server, f"/api/history/{sid}?version={vid}").get("function") is None:
+        pytest.skip("the function is not in that version")
+    page.goto(f"{server.url}#v={vid}&fn={sid}" if with_version else f"{server.url}#fn={sid}")
     page.wait_for_selector(f"body[data-version='{vid}']")
     page.wait_for_selector("#fn-panel .win")
     came = next(t for u, t in asked(page, "came") if DISASM.search(u))
