@@ -5,7 +5,6 @@ from __future__ import annotations
 import atexit
 import os
 import sqlite3
-import tempfile
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -421,6 +420,8 @@ def backup(
         parent = op.parent if str(op.parent) else Path(".")
         if not parent.is_dir():
             raise KBError(f"cannot write {op}: no directory {parent}")
+        import tempfile  # (here: ~2 ms of imports every KB opener would pay otherwise)
+
         fd, tmp_name = tempfile.mkstemp(prefix=f".{op.name}.", suffix=".kbtool-backup", dir=parent)
         os.close(fd)
         tmp = Path(tmp_name)

@@ -7,7 +7,6 @@ verifies that a file opened read-only is a KB of the version this code reads.
 
 from __future__ import annotations
 
-import shlex
 import sqlite3
 from collections.abc import Callable
 
@@ -496,6 +495,8 @@ def check_schema(conn: sqlite3.Connection, path: str = "") -> None:
     if version is None or version == 0:
         raise NotAKBError(f"{path or 'file'} is not a kbtool KB")
     if version < SCHEMA_VERSION:
+        import shlex
+
         raise SchemaVersionError(
             f"{path} has KB schema {version}, this kbtool reads {SCHEMA_VERSION}: "
             f"run `kbtool migrate{' --db ' + shlex.quote(path) if path else ''}` once to migrate it"
