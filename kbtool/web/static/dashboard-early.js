@@ -5,9 +5,9 @@
 // main.js and the panel take these responses through `api` (api.js: the same path, once;
 // anything else is asked for as before). A classic script with no imports, first in the
 // page's head (before the stylesheets, which would hold it back): it runs as soon as it is
-// here, ~100-200 ms before the page's 15 modules have all loaded (a module, as it was, ran
-// only then), so a deep link's history, and the server's preparation of its version that
-// the history starts, begin that much sooner (issue 30 point 1).
+// here, before the page's 15 modules have all loaded (a module, as it was, ran only then:
+// 20-170 ms later in traces at load 1.4-8), so a deep link's history, and the server's
+// preparation of its version that the history starts, begin that much sooner (issue 30).
 (function () {
   if (window.__dashEarly !== undefined) return;  // asked already
   const got = new Map();
@@ -36,39 +36,21 @@
   const fn = hash.get("fn");
   ask("/api/provenance");
   const versions = ask("/api/versions");
-  // with `fn=`: settled once the function's first window of disassembly has come (or there
-  // is none); the whole list (~3 MB on ffmpeg, read and parsed beside it) waits for that, at
-  // most LIST_AFTER_CODE_MS: on a cold server those lines wait for the version's preparation,
-  // which the list's sending and the page's parsing of it would slow (the heatmap is painted
-  // from the cells meanwhile)
-  const LIST_AFTER_CODE_MS = 1500;
-  let codeIn = null;
-  const codeCame = fn ? new Promise((resolve) => { codeIn = resolve; }) : Promise.resolve();
-  const listAfterCode = Promise.race([
-    codeCame, new Promise((resolve) => setTimeout(resolve, LIST_AFTER_CODE_MS))]);
   // the version's cells (with its coverage), then its whole list; with `fn=`, its history,
   // then the function's first window of disassembly and its analysis
   const list = (cells) => cells.then((r) => {
     const c = r.ok ? r.parsed() : null;
-    if (c && Number.isInteger(c.version_id)) {
-      const path = "/api/versions/" + c.version_id + "/functions";
-      const p = listAfterCode.then(() => load(path));
-      p.catch(() => {});
-      got.set(path, p);
-    }
+    if (c && Number.isInteger(c.version_id)) ask("/api/versions/" + c.version_id + "/functions");
     return r;
   });
   const fnFirst = (vid) => {
     ask("/api/history/" + encodeURIComponent(fn) + "?version=" + vid).then((r) => {
       const f = r.ok ? (r.parsed().function || null) : null;
       if (f && Number.isInteger(f.version_id) && Number.isInteger(f.index)) {  // code.js WINDOW
-        ask("/api/disasm/" + f.version_id + "/" + f.index + "?kind=wasm&offset=0&limit=300")
-          .then(codeIn, codeIn);
-      } else {
-        codeIn();
+        ask("/api/disasm/" + f.version_id + "/" + f.index + "?kind=wasm&offset=0&limit=300");
       }
       ask("/api/analysis/" + encodeURIComponent(fn));
-    }, () => codeIn());
+    }, () => {});
   };
   if (given) {
     load("/api/versions/latest/functions?form=cells");  // the page's preload, taken (unused)
@@ -81,14 +63,11 @@
   const latest = list(load("/api/versions/latest/functions?form=cells"));
   versions.then((r) => {
     const vs = r.ok ? r.parsed() : [];
-    if (!Array.isArray(vs) || !vs.length) {
-      if (codeIn) codeIn();  // no version, no function to wait for
-      return;
-    }
+    if (!Array.isArray(vs) || !vs.length) return;
     const vid = vs[vs.length - 1].id;
     const path = "/api/versions/" + vid + "/functions?form=cells";
     got.set(path, latest.then((c) => (c.ok && c.parsed().version_id === vid) ? c : load(path),
       () => load(path)));
     if (fn) fnFirst(vid);
-  }, () => { if (codeIn) codeIn(); });
+  }, () => {});
 })();

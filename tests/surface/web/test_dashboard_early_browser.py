@@ -1,12 +1,10 @@
-"""The dashboard's first requests go out before its modules have loaded, and a deep link's
-first lines come before the whole function list (issue 30 point 1), in real Chromium against
-a real ``kbtool serve``.
+"""The dashboard's first requests go out before its modules have loaded (issue 30 point 1), in
+real Chromium against a real ``kbtool serve``.
 
 ``dashboard-early.js`` is a classic script first in the page's head: a deep link
-(``/#v=V&fn=SID``) asks for the function's history, then its first window of disassembly,
-while every module of the page is still held back here by the browser's request routing.
-The whole function list of a deep link waits for that window (at most 1.5 s): with the
-window held, it is asked for only once that bound has passed, and the page ends as before.
+(``/#v=V&fn=SID``, or ``/#fn=SID`` for the newest version) asks for the function's history,
+then its first window of disassembly, while every module of the page is still held back
+here by the browser's request routing; released, the page ends as a deep link does.
 """
 
 from __future__ import annotations
@@ -24,17 +22,14 @@ pytestmark = BROWSER_MARKS
 
 MODULES = re.compile(r"/static/(?!dashboard-early\.js)[a-z-]+\.js$")
 DISASM = re.compile(r"/api/disasm/\d+/\d+\?kind=wasm&offset=0&limit=300$")
-# every fetch the page makes, with when (performance.now()) it was made and when its answer
-# came: set before the page's scripts
-ASKED = """window.__asked = []; window.__came = [];
+# every fetch the page makes, with when (performance.now()) it was made: set before the
+# page's scripts
+ASKED = """window.__asked = [];
 const fetch0 = window.fetch;
 window.fetch = function (u, o) {
   window.__asked.push([String(u), performance.now()]);
-  const p = fetch0.call(this, u, o);
-  p.then(() => window.__came.push([String(u), performance.now()]), () => {});
-  return p;
+  return fetch0.call(this, u, o);
 };"""
-LIST_AFTER_CODE_MS = 1500  # dashboard-early.js
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +53,8 @@ def api(server, path):
         return json.loads(r.read())
 
 
-def asked(page, what: str = "asked") -> list[tuple[str, float]]:
-    return [(u, t) for u, t in page.evaluate(f"window.__{what} || []")]
+def asked(page) -> list[tuple[str, float]]:
+    return [(u, t) for u, t in page.evaluate("window.__asked || []")]
 
 
 def wait_asked(page, pattern: str, timeout: float = 10.0) -> float:
@@ -73,21 +68,21 @@ def wait_asked(page, pattern: str, timeout: float = 10.0) -> float:
     raise AssertionError(f"the page never asked for {pattern}; it asked {asked(page)}")
 
 
-def deep_link(server, kb) -> tuple[int, str, int]:
-    vid, sid = kb.version_ids[0], kb.history_sid
-    index = api(server, f"/api/history/{sid}?version={vid}")["function"]["index"]
-    return vid, sid, index
-
-
-def test_deep_link_asks_for_its_lines_before_the_modules_load(page, server, kb):
-    vid, sid, index = deep_link(server, kb)
+@pytest.mark.parametrize("with_version", [True, False])
+def test_deep_link_asks_for_its_lines_before_the_modules_load(page, server, kb, with_version):
+    vid, sid = (kb.version_ids[0] if with_version else kb.version_ids[-1]), kb.history_sid
+    fn = api(server, f"/api/history/{sid}?version={vid}").get("function")
+    if fn is None:
+        pytest.skip("the function is not in that version")
+    index = fn["index"]
     held: list = []
 
     def hold(route) -> None:
         held.append(route)
 
     page.route(MODULES, hold)  # no module of the page loads until released
-    page.goto(f"{server.url}#v={vid}&fn={sid}", wait_until="commit")
+    frag = f"#v={vid}&fn={sid}" if with_version else f"#fn={sid}"
+    page.goto(server.url + frag, wait_until="commit")
     wait_asked(page, re.escape(f"/api/history/{sid}?version={vid}"))
     wait_asked(page, re.escape(f"/api/disasm/{vid}/{index}?kind=wasm&offset=0&limit=300"))
     assert held, "no module was asked for"
@@ -102,38 +97,3 @@ def test_deep_link_asks_for_its_lines_before_the_modules_load(page, server, kb):
     hist = asked(page)
     assert sum(1 for u, _ in hist if u.startswith(f"/api/history/{sid}")) == 1  # taken once
     assert sum(1 for u, _ in hist if DISASM.search(u)) == 1
-
-
-def test_deep_link_list_waits_for_the_first_window(page, server, kb):
-    vid, sid, _index = deep_link(server, kb)
-    held: list = []
-
-    def hold(route) -> None:
-        held.append(route)
-
-    page.route(DISASM, hold)  # the function's first window does not come
-    page.goto(f"{server.url}#v={vid}&fn={sid}")
-    page.wait_for_selector(f"body[data-painted='{vid}']")  # the heatmap from the cells
-    # the whole list is asked for only once the bound has passed (the window is still held)
-    at = wait_asked(page, rf"/api/versions/{vid}/functions$")
-    assert held, "the first window was not asked for"
-    assert at >= LIST_AFTER_CODE_MS
-    page.wait_for_selector(f"body[data-version='{vid}']")
-    for r in held:
-        r.continue_()
-    page.unroute(DISASM, hold)
-    page.wait_for_selector("#fn-panel .win")
-    assert page.get_attribute("#heatmap", "data-sel") is not None
-
-
-@pytest.mark.parametrize("with_version", [True, False])
-def test_deep_link_list_follows_the_window(page, server, kb, with_version):
-    vid, sid = (kb.version_ids[0] if with_version else kb.version_ids[-1]), kb.history_sid
-    if api(server, f"/api/history/{sid}?version={vid}").get("function") is None:
-        pytest.skip("the function is not in that version")
-    page.goto(f"{server.url}#v={vid}&fn={sid}" if with_version else f"{server.url}#fn={sid}")
-    page.wait_for_selector(f"body[data-version='{vid}']")
-    page.wait_for_selector("#fn-panel .win")
-    came = next(t for u, t in asked(page, "came") if DISASM.search(u))
-    listed = [t for u, t in asked(page) if re.search(rf"/api/versions/{vid}/functions$", u)]
-    assert len(listed) == 1 and listed[0] >= came  # once the window came, not beside the cells
