@@ -76,6 +76,7 @@ from benchmarks.interactive_ingest import (  # noqa: E402
 from benchmarks.interactive_servers import (  # noqa: E402
     api_runs,
     datasette_runs,
+    mcp_cpu_table,
     mcp_runs,
 )
 
@@ -644,12 +645,7 @@ def report(args, sections: set[str], root: Path) -> int:
                 goal=verdict(out["mcp"]),
                 code_peer=code_peer,
             )
-            cpu = {k[len(CPU) :]: v for k, v in out["mcp"].items() if k.startswith(CPU)}
-            lines += table(
-                "MCP CPU ms per call (client: the SDK's stdio client, this process, which does"
-                " nothing else meanwhile; server: kbtool mcp's live threads)",
-                cpu,
-            )
+            lines += mcp_cpu_table(out["mcp"], table)
     if "peers" in sections:
         lines.append(f"code peers on {args.module.name} (whole module, s) — {peer_load}")
         for k, v in out["peers"].items():

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 import urllib.parse
+from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks.interactive_common import CPU, WARM, merge, start_serve
@@ -319,6 +320,16 @@ async def _mcp(kb: Path, p: dict, root: Path) -> dict:
                             round(s1 - s0, 2)
                         )
     return res
+
+
+def mcp_cpu_table(figures: dict, table: Callable[..., list[str]]) -> list[str]:
+    """The MCP steps' CPU figures as rows of ``table`` (``interactive.table``)."""
+    cpu = {k[len(CPU) :]: v for k, v in figures.items() if k.startswith(CPU)}
+    return table(
+        "MCP CPU ms per call (client: the SDK's stdio client, this process, which does"
+        " nothing else meanwhile; server: kbtool mcp's live threads)",
+        cpu,
+    )
 
 
 def _server_pid() -> int | None:
