@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import weakref
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
@@ -88,6 +89,11 @@ IDLE_CHECK_SECONDS = 0.25  # how often an idle TUI looks for a due full collecti
 THEMES = {"dark": "textual-dark", "light": "textual-light"}
 
 
+def _resident(screen: object) -> bool:
+    """A screen that stays open (the versions, a heatmap): frozen with what it holds."""
+    return isinstance(screen, (VersionsScreen, HeatmapScreen))
+
+
 class KbApp(App[None]):
     """Browse a KB: versions, heatmap, diff, search, detail, history."""
 
@@ -149,6 +155,7 @@ class KbApp(App[None]):
         self.blink = blink  # text cursor blink (off in snapshot tests)
         self.last_input = time.monotonic()  # the last key or mouse event (heap's idle moment)
         self._due_seen = False  # a due collection already seen by collect_when_idle
+        self._transient: weakref.WeakSet = weakref.WeakSet()  # screens opened that close
         name = THEMES.get(theme, theme)
         if name not in self.available_themes:
             self.conn.close()
@@ -192,11 +199,13 @@ class KbApp(App[None]):
         return super().run(*args, **kwargs)
 
     def on_mount(self) -> None:
-        self.call_after_refresh(heap.settle)  # the heatmap's rows and the widgets: kept
         if heap.enabled():  # a due full collection waits until no key for IDLE_SECONDS
             heap.defer_to_idle()
+            heap.freeze_when(self.resident_only, self.closed_screens_gone)  # none that closes
             self.set_interval(IDLE_CHECK_SECONDS, self.collect_when_idle)
-            self.screen_change_signal.subscribe(self, self._active, immediate=True)
+            self.screen_change_signal.subscribe(self, self._screen_changed, immediate=True)
+        self.call_after_refresh(heap.settle)  # the heatmap's rows and the widgets: kept
+        self.call_after_refresh(self._freeze)
         if self.poll_seconds:
             self.set_interval(self.poll_seconds, self.poll_changes)
         self._size_class(self.size.width, self.size.height)
@@ -206,6 +215,7 @@ class KbApp(App[None]):
     def on_unmount(self) -> None:
         if heap.enabled():
             heap.defer_to_idle(False)
+            heap.freeze_when(None)
         self.conn.close()
 
     async def on_event(self, event: Event) -> None:
@@ -217,10 +227,36 @@ class KbApp(App[None]):
         """A key, a mouse event or a screen opened or closed: not idle (collect_when_idle)."""
         self.last_input = time.monotonic()
 
+    def _screen_changed(self, *_: object) -> None:
+        """A screen opened or closed: not idle; back to the resident screens, the freeze a
+        settle asked for meanwhile (what the closed screen left is collected first)."""
+        self._active()
+        self._transient.update(s for s in self.screen_stack if not _resident(s))
+        if heap.pending():
+            self.call_after_refresh(self._freeze)
+
+    def _freeze(self, retry: bool = True) -> None:
+        """:func:`heap.freeze_pending`; once frozen, the closed screens still alive are
+        frozen with the rest (held past heap.STUCK_TRIES tries): not waited on again."""
+        if heap.freeze_pending(retry):
+            self._transient = weakref.WeakSet()
+
+    def resident_only(self) -> bool:
+        """Only the screens that stay open are (the versions, a heatmap): freezing now
+        keeps no widget that dies with a screen (:func:`heap.freeze_when`)."""
+        return all(_resident(s) for s in self.screen_stack)
+
+    def closed_screens_gone(self) -> bool:
+        """Every other screen ever opened is freed (not one still being unmounted)."""
+        return not self._transient
+
     def collect_when_idle(self) -> bool:
         """Pay the collector's due full collection (:func:`heap.collect_due`, ~0.5 s on
         ffmpeg) once no key or mouse event came, no screen was opened or closed and no
         worker or preparation ran for ``heap.IDLE_SECONDS``. Collected?"""
+        quiet = time.monotonic() - self.last_input
+        if heap.pending() and quiet >= IDLE_CHECK_SECONDS:  # a settle on resident screens
+            self._freeze(retry=quiet >= heap.IDLE_SECONDS)  # a closed one still held
         if not heap.due():
             self._due_seen = False
             return False
