@@ -390,8 +390,7 @@ async def _tui(kb: Path, p: dict, gc_policy: str = "kbtool") -> dict[str, dict[s
                 add("search", (time.perf_counter() - t) * 1000, i == 0)
             app.pop_screen()
             screen = None
-        # then a person reads for IDLE_WAIT s: what the collector's policy pays when idle
-        # (a full collection a key pressed then would wait for) is in the pauses below
+        # a person reads: what the collector pays when idle (a key would wait) is in the pauses
         await asyncio.sleep(IDLE_WAIT)
         res[FROZEN] = {"cold": [gc.get_freeze_count()]}
         res[UNFROZEN] = {"cold": [len(gc.get_objects())]}
@@ -496,7 +495,7 @@ def table(
         xs = [x for x in figures[GC]["cold"] if x]
         st = stats(xs)
         lines.append(
-            f"  full collections in the TUI process: {len(xs)}"
+            f"  full collections in the process: {len(xs)}"
             + (f" (ms each: p50 {st['p50']}, max {st['max']})" if xs else "")
             + (" (CPU)" if title.startswith("TUI CPU") else " (wall)")
         )
@@ -509,7 +508,9 @@ def verdict(figures: dict) -> str:
     times = [
         k
         for step, k in figures.items()
-        if "MiB" not in step and step != GC and not step.startswith(CPU) and step != BG_PREP
+        if not step.startswith(CPU)
+        and not any(x in step for x in ("MiB", "pause", "objects"))
+        and step not in (GC, BG_PREP)
     ]
     warm = [s for k in times for s in [stats(k.get("warm", []))] if s.get("n")]
     cold = [s for k in times for s in [stats(k.get("cold", []))] if s.get("n")]

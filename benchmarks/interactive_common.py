@@ -17,6 +17,7 @@ DEFAULT_KB = Path.home() / ".cache" / "kbtool-interactive" / "ffmpeg.db"
 CORPUS = ROOT.parent / "shared" / "corpus"
 CPU = "cpu: "  # a step's CPU time (the TUI process, every thread), beside its wall time
 GC = "full collections, ms each"  # the TUI process's generation-2 collections
+GC_LONGEST = "longest collection pause, CPU ms"  # a server's, any generation (KBTOOL_GC_TRACE)
 GOALS = {"warm_p95_ms": 100.0, "cold_p95_ms": 300.0, "diff_ms": 250.0}
 WARM = 8  # warm samples per step and process
 

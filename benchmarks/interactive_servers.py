@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import http.client
+import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks.interactive_common import CPU, WARM, merge, start_serve
+from benchmarks.interactive_common import CPU, GC, GC_LONGEST, WARM, merge, start_serve
 from benchmarks.web_api import free_port, stop
 
 # ---------------------------------------------------------------- API (real servers)
@@ -144,14 +146,41 @@ def studio(port: int, vid: int, idx: int, res: dict, cold: bool) -> None:
     res.setdefault("studio C on screen (huge)", {}).setdefault(kind, []).append(c_ms)
 
 
+def gc_trace_start() -> str:
+    """``KBTOOL_GC_TRACE`` for the next server started (``kbtool.services.heap``): the file
+    where it keeps its collections' pauses."""
+    fd, path = tempfile.mkstemp(prefix="kbtool-gc-", suffix=".json")
+    os.close(fd)
+    os.unlink(path)
+    os.environ["KBTOOL_GC_TRACE"] = path
+    return path
+
+
+def gc_trace_read(path: str, res: dict) -> None:
+    """The stopped server's collections, as the TUI's: full ones each (wall, CPU ms) and the
+    longest pause of any generation (CPU ms)."""
+    os.environ.pop("KBTOOL_GC_TRACE", None)
+    try:
+        with open(path, encoding="utf-8") as f:
+            t = json.load(f)
+        os.unlink(path)
+    except (OSError, ValueError):  # no full collection, or a checkout without the trace
+        t = {"full_wall_ms": [], "full_cpu_ms": []}
+    res[GC] = {"cold": t["full_wall_ms"] or [0.0]}
+    res[CPU + GC] = {"cold": t["full_cpu_ms"] or [0.0]}
+    if "max_cpu_ms" in t:
+        res[GC_LONGEST] = {"cold": [t["max_cpu_ms"]]}
+
+
 def api_runs(kb: Path, p: dict, runs: int, root: Path) -> dict:
     out = []
     for _ in range(runs):
         port = free_port()
+        res: dict[str, dict[str, list[float]]] = {}
+        trace = gc_trace_start()
         proc = start_serve(kb, root, port)
         try:
             wait(port, "/api/provenance")
-            res: dict[str, dict[str, list[float]]] = {}
             huge = p.get("huge") or p["largest"]
             # the studio's first page: the version's function list, then a huge function
             # opened from it at once (the server prepares the version meanwhile)
@@ -170,9 +199,10 @@ def api_runs(kb: Path, p: dict, runs: int, root: Path) -> dict:
                         res.setdefault(f"{step}: server +MiB", {})["cold"] = [round(grew, 1)]
             for idx in huge[1:]:  # the next largest: their C not lifted yet
                 studio(port, p["version"], idx, res, cold=False)
-            out.append(res)
         finally:
             stop(proc)
+        gc_trace_read(trace, res)  # after the server stopped
+        out.append(res)
     return merge(out)
 
 
@@ -372,4 +402,10 @@ def mcp_runs(kb: Path, p: dict, runs: int, root: Path) -> dict | None:
     except ImportError:
         print("  (the MCP SDK is not installed: no MCP figures)", file=sys.stderr)
         return None
-    return merge([asyncio.run(_mcp(kb, p, root)) for _ in range(runs)])
+    out = []
+    for _ in range(runs):
+        trace = gc_trace_start()  # KBTOOL_* is passed to the server
+        res = asyncio.run(_mcp(kb, p, root))
+        gc_trace_read(trace, res)
+        out.append(res)
+    return merge(out)

@@ -34,7 +34,10 @@ Nothing happens until :func:`enable` (one-shot commands and tests keep the defau
 from __future__ import annotations
 
 import gc
+import json
+import os
 import threading
+import time
 from collections.abc import Callable
 
 # re-exported for the front-ends: the collector paused for a block that allocates many
@@ -89,8 +92,47 @@ _state: dict = {
 
 
 def enable() -> None:
-    """Turn the policy on for this process (a long-lived front-end calls it at start)."""
+    """Turn the policy on for this process (a long-lived front-end calls it at start).
+    ``KBTOOL_GC_TRACE=<file>``: each collection's pause is also kept in that file (JSON; the
+    benchmark reads ``kbtool serve``'s and ``kbtool mcp``'s)."""
     _state["enabled"] = True
+    path = os.environ.get("KBTOOL_GC_TRACE")
+    if path and not any(isinstance(cb, _Trace) for cb in gc.callbacks):
+        gc.callbacks.append(_Trace(path))
+
+
+class _Trace:
+    """Every collection's pause, wall and CPU ms (the collecting thread holds the GIL):
+    the full ones each, the longest of any generation; written after each full one and
+    each new longest."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.began = (0.0, 0.0)
+        self.out: dict = {"full_wall_ms": [], "full_cpu_ms": [], "max_wall_ms": 0.0}
+        self.out["max_cpu_ms"] = 0.0
+        self.out["count"] = 0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self.began = (time.perf_counter(), time.thread_time())
+            return
+        wall = round((time.perf_counter() - self.began[0]) * 1000, 2)
+        cpu = round((time.thread_time() - self.began[1]) * 1000, 2)
+        out = self.out
+        out["count"] += 1
+        longer = cpu > out["max_cpu_ms"]
+        out["max_wall_ms"] = max(out["max_wall_ms"], wall)
+        out["max_cpu_ms"] = max(out["max_cpu_ms"], cpu)
+        if info.get("generation") == 2:
+            out["full_wall_ms"].append(wall)
+            out["full_cpu_ms"].append(cpu)
+        if longer or info.get("generation") == 2:
+            try:
+                with open(self.path, "w", encoding="utf-8") as f:
+                    json.dump(out, f)
+            except OSError:
+                pass
 
 
 def disable() -> None:
