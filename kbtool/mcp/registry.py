@@ -185,7 +185,7 @@ def ascii_json(json_text: str) -> str:
     """``json_text`` (serialized JSON) with DEL and every character beyond ASCII written as
     ``\\uXXXX`` escapes (surrogate pairs above U+FFFF, as ``json.dumps`` with ``ensure_ascii``
     writes them): the same JSON value, safe wherever :func:`json_safe` text is (a superset)."""
-    raw = json_text.encode("utf-8")
+    raw = json_text.encode("utf-8", "surrogatepass")  # a lone surrogate: escaped as one
     return _ascii(raw, raw.translate(None, _BELOW_DEL))
 
 
@@ -208,7 +208,7 @@ def _escape_beyond_ascii(err: UnicodeError) -> tuple[str, int]:
     while end < len(data) and data[end] >= 0x80:
         end += 1
     out = []
-    for ch in data[err.start : end].decode("utf-8"):
+    for ch in data[err.start : end].decode("utf-8", "surrogatepass"):
         o = ord(ch)
         if o > 0xFFFF:
             o -= 0x10000
