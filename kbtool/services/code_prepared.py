@@ -499,17 +499,25 @@ def _prepare(conn: sqlite3.Connection, version_id: int, key: tuple) -> CodeModul
 
 
 def _load_kept(skey: tuple | None) -> code_store.Kept | None:
-    """The kept preparation (None: no store, or none kept), frozen as soon as it is read
-    (``heap.settle(collect=False)``; a no-op in a one-shot command): its decode makes ~10^5
-    tuples and lists (ffmpeg's 65k data items) and no cycles, which every young collection
-    of the rest of the preparation walked again (~10-15 of its ~100 ms of CPU); they are
-    kept with the prepared version, which is frozen when it is done anyway."""
+    """The kept preparation (None: no store, or none kept), read with the cyclic collector
+    paused and frozen as soon as it is read (``heap.settle(collect=False)``; a no-op in a
+    one-shot command): its decode makes ~10^5 tuples and lists (ffmpeg's 65k data items)
+    and no cycles, which the young collections during the decode and then during the rest
+    of the preparation (parse, struct layouts) walked again: ~15-20 of its ~110 ms of CPU.
+    They are kept with the prepared version, which is frozen when it is done anyway."""
     if skey is None:
         return None
-    kept = code_store.load(skey)
-    if kept is not None:
-        heap.settle(collect=False)
-    return kept
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        kept = code_store.load(skey)
+        if kept is not None:
+            heap.settle(collect=False)
+        return kept
+    finally:
+        if paused:
+            gc.enable()
 
 
 def _given(kept: code_store.Kept | None, how: str, module: Module) -> Given | None:
