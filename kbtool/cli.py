@@ -167,30 +167,25 @@ def main(argv: list[str] | None = None) -> int:
     served = _serve_mcp(args)
     if served is not None:
         return served
-    startup = None
-    if argv is None and _ingest_plan(args) is not None:
-        # the process's own plain ingest: its ~30 dataclasses' code from the cache, and no
-        # cyclic collection (the ingest pauses it anyway; the imports' passes over every new
-        # module object found nothing to free and cost ~2 ms)
+    plain_ingest = argv is None and _ingest_plan(args) is not None
+    if plain_ingest:
+        # the process's own plain ingest: no cyclic collection (the ingest pauses it anyway;
+        # the imports' passes over every new module object found nothing to free, ~2 ms)
         import gc
 
-        from kbtool.startup import CompiledDataclassMethods
-
         gc.disable()
-        startup = CompiledDataclassMethods("ingest").install()
     try:
-        return _main(args, end_process=argv is None, startup=startup)
+        return _main(args, end_process=argv is None)
     finally:
-        if startup is not None:
-            startup.uninstall()
+        if plain_ingest:
             import gc
 
             gc.enable()
 
 
-def _main(args: list[str], *, end_process: bool, startup: Any) -> int:
-    """:func:`main` once the MCP server is ruled out (``startup``: the dataclass code cache
-    to save before the process ends itself)."""
+def _main(args: list[str], *, end_process: bool) -> int:
+    """:func:`main` once the MCP server is ruled out (``end_process``: the process's own
+    command line, so nothing runs after a direct ingest)."""
     import sqlite3
 
     from kbtool.kb.errors import KBError
@@ -200,8 +195,6 @@ def _main(args: list[str], *, end_process: bool, startup: Any) -> int:
         ingested = _ingest_direct(args)
         if ingested is not None:
             if end_process:  # the process's own command line: nothing runs after it
-                if startup is not None:
-                    startup.uninstall()
                 _end_process(ingested)
             return ingested
         app_for(args)(
