@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from textual.app import ComposeResult
-from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
@@ -59,21 +57,6 @@ class DiffFooter(Footer):
             states.append(bool(enabled))
         return tuple(keys), tuple(states)
 
-    def compose(self) -> ComposeResult:
-        """The keys at once, in the screen's first frame: Textual's footer composes none until
-        the first bindings refresh, then rebuilds (a second layout and mount of every key
-        before the screen's content, ~17 ms on the diff screen). A refresh that then shows the
-        same keys does nothing (:meth:`_update_keys`)."""
-        if not self._bindings_ready and self.is_attached and self.screen.is_attached:
-            try:
-                wanted = self._keys()
-            except NoMatches:  # the screen's check_action asked for a widget not there yet
-                wanted = None
-            if wanted is not None:
-                self.set_reactive(Footer._bindings_ready, True)
-                self._shown = wanted
-        yield from super().compose()
-
     def bindings_changed(self, screen: Screen) -> None:
         self._bindings_ready = True
         if not screen.app.app_focus:
@@ -99,43 +82,6 @@ class DiffFooter(Footer):
                     w.set_class(not enabled, "-disabled")
                 self._shown = wanted
                 return
-        if wanted is not None and self._shown is not None and await self._add_keys(wanted):
-            return
         self._shown = wanted
         self.recomposed += 1
         await self.recompose()
-
-    async def _add_keys(self, wanted: tuple[tuple[_Key, ...], tuple[bool, ...]]) -> bool:
-        """Keys only added to those shown (the focused widget's, once the screen focused
-        it): the new ones mounted in their places, the others kept (their states flipped in
-        place); False when anything else changed."""
-        shown = self._shown
-        widgets = list(self.query_children(FooterKey))
-        if shown is None or len(widgets) != len(shown[0]) or len(wanted[0]) <= len(shown[0]):
-            return False
-        if any((w.key, w.action) != (k[0], k[3]) for w, k in zip(widgets, shown[0], strict=True)):
-            return False
-        it = iter(range(len(wanted[0])))
-        places = [next((i for i in it if wanted[0][i] == k), None) for k in shown[0]]
-        if None in places:  # not a subsequence of what is wanted
-            return False
-        by_place = dict(zip(places, widgets, strict=True))
-        self.styles.grid_size_columns = len(wanted[0])
-        after: FooterKey | None = None
-        for i, (k, enabled) in enumerate(zip(*wanted, strict=True)):
-            w = by_place.get(i)
-            if w is None:
-                key, display, description, action, tooltip = k
-                w = FooterKey(
-                    key, display, description, action, disabled=not enabled, tooltip=tooltip
-                ).data_bind(compact=Footer.compact)
-                if after is None:
-                    await self.mount(w, before=0)
-                else:
-                    await self.mount(w, after=after)
-            else:
-                w._disabled = not enabled  # as FooterKey(disabled=...) sets them
-                w.set_class(not enabled, "-disabled")
-            after = w
-        self._shown = wanted
-        return True
