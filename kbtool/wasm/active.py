@@ -1,9 +1,11 @@
-"""Which decoder loop :mod:`kbtool.wasm.facts` runs: the pure ``decoder.py`` or its
-mypyc-compiled twin ``_cdecoder``.
+"""Which decoder loop :mod:`kbtool.wasm.facts` runs: the pure package ``decoder/`` (the
+loop in its ``__init__``, the data map in ``dmap``) or its mypyc-compiled twin ``_cdecoder``.
 
 :data:`IMPL` is the compiled ``kbtool.wasm._cdecoder`` when it is present, loads, was built
-from today's ``decoder.py`` (SHA-256 in ``_cdecoder.sha256``) and ``KBTOOL_DECODE`` is not
-``pure``; otherwise the pure module (the reference). ``pip install`` builds the twin when it
+from today's ``decoder/`` (SHA-256 over its parts in ``_cdecoder.sha256``, as
+``kbtool/lift/_build.py`` computes it) and ``KBTOOL_DECODE`` is not ``pure``; otherwise the
+pure package (the reference). :data:`DMAP` is the same side's ``dmap`` module (the
+:class:`DataMap` :mod:`kbtool.wasm.datamap` gives everyone). ``pip install`` builds the twin when it
 can (the build table in ``kbtool/lift/_build.py``, run by ``setup.py`` and by
 ``python -m kbtool.lift.accel build``). Both give identical facts
 (``tests/unit/wasm/test_decode_accel.py``). ``KBTOOL_DECODE=compiled`` turns a missing or stale build
@@ -24,19 +26,31 @@ from types import ModuleType
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-SOURCE = "decoder.py"
+SOURCE = "decoder"  # a package: every .py part counts
 COMPILED_NAME = "_cdecoder"
 STAMP = HERE / f"{COMPILED_NAME}.sha256"
 ENV = "KBTOOL_DECODE"  # "pure" | "compiled" | unset (auto)
 
 
 def source_digest() -> str:
-    return hashlib.sha256((HERE / SOURCE).read_bytes()).hexdigest()
+    """``_build.source_digest`` of a package twin: each part's relative path and bytes."""
+    pkg = HERE / SOURCE
+    h = hashlib.sha256()
+    for f in sorted(p for p in pkg.rglob("*.py") if "__pycache__" not in p.parts):
+        data = f.read_bytes()
+        h.update(f.relative_to(pkg).as_posix().encode() + b"\0")
+        h.update(len(data).to_bytes(8, "little") + data)
+    return h.hexdigest()
 
 
 def compiled_files() -> list[Path]:
-    """Extension modules of the twin next to this file (any interpreter's)."""
-    return sorted(HERE.glob(f"{COMPILED_NAME}*.so")) + sorted(HERE.glob(f"{COMPILED_NAME}*.pyd"))
+    """Extension modules of the twin next to this file (any interpreter's): mypyc's shared
+    library and the package's parts in ``_cdecoder/``."""
+    ext = (".so", ".pyd")
+    top = [f for f in sorted(HERE.glob(f"{COMPILED_NAME}*")) if f.is_file() and f.suffix in ext]
+    sub = HERE / COMPILED_NAME
+    inner = sorted(f for f in sub.rglob("*") if f.suffix in ext) if sub.is_dir() else []
+    return top + inner
 
 
 def compiled_state() -> str:
@@ -46,13 +60,17 @@ def compiled_state() -> str:
     if not files or not STAMP.is_file():
         return "absent"
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-    if not any(f.name == COMPILED_NAME + suffix for f in files):
+    if not any(f == HERE / COMPILED_NAME / ("__init__" + suffix) for f in files):
         return "stale"
     return "ready" if STAMP.read_text().strip() == source_digest() else "stale"
 
 
 def load_pure() -> ModuleType:
     return importlib.import_module(f"{__package__}.decoder")
+
+
+def _dmap_of(mod: ModuleType) -> ModuleType:
+    return importlib.import_module(f"{mod.__name__}.dmap")
 
 
 def is_compiled(mod: ModuleType) -> bool:
@@ -65,6 +83,7 @@ def load_compiled() -> ModuleType | None:
         return None
     try:
         mod = importlib.import_module(f"{__package__}.{COMPILED_NAME}")
+        _dmap_of(mod)
     except ImportError:
         return None
     return mod if is_compiled(mod) else None
@@ -86,6 +105,7 @@ def _choose() -> tuple[ModuleType, str]:
 
 
 IMPL, PATH = _choose()
+DMAP = _dmap_of(IMPL)
 
 
 def analyze_range(

@@ -9,221 +9,26 @@ segments whose address ``memory.init`` sequences give away (:func:`passive_addre
 from __future__ import annotations
 
 import re
-import struct
-from bisect import bisect_right
+from typing import TYPE_CHECKING
 
+from . import active
+from .decoder.dmap import (  # noqa: F401 - re-exported: this module was their home
+    _RUN,
+    MAX_CSTRING,
+    MAX_RUN,
+    MAX_STR_LEN,
+    MIN_STRING,
+    _mask_words,
+    _plausible,
+    _printable_text,
+)
 from .reader import DataSegment, Module
 
-_RUN = re.compile(
-    rb"(?:[\t\n\r\x20-\x7e]|[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}"
-    rb"|[\xf0-\xf4][\x80-\xbf]{3})*"
-)
-MIN_STRING = 4
-MAX_CSTRING = 4096  # bytes scanned for a NUL-terminated string
-MAX_RUN = 200  # characters kept of an unterminated run (Rust-style str data)
-MAX_STR_LEN = 4096  # largest length accepted from a (ptr, len) pair
-
-
-def _printable_text(b: bytes) -> str | None:
-    """``b`` decoded if it is entirely printable UTF-8 text (\\t \\n \\r allowed)."""
-    m = _RUN.fullmatch(b)
-    if m is None:
-        return None
-    try:
-        s = b.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    if not s.replace("\n", "").replace("\t", "").replace("\r", "").isprintable():
-        return None
-    return s
-
-
-def _plausible(s: str) -> bool:
-    """Conservative test for text that is not NUL-terminated (Rust str data)."""
-    if len(s) < MIN_STRING:
-        return False
-    letters = sum(map(str.isalpha, s))
-    return letters >= 3 and letters * 2 >= len(s)
-
-
-_PRINTABLE_ASCII = frozenset(range(0x20, 0x7F)) | {0x09, 0x0A, 0x0D}
-_RUNS = re.compile(_RUN.pattern[:-1] + b"+")  # maximal non-empty runs of printable text
-_CONT = range(0x80, 0xC0)  # UTF-8 continuation bytes
-
-
-class DataMap:
-    """Constant addresses -> the data they point at (active segments with a constant
-    offset, plus passive segments whose address is inferred from ``memory.init``).
-
-    ``sized_first`` (Rust, Go: strings are ``(ptr, len)`` pairs, not NUL-terminated)
-    changes which evidence wins, see :meth:`entry`.
-
-    Cost is linear in the data size: the text at an address is matched directly while the
-    bytes matched in a segment stay under ``DIRECT_SCAN_FACTOR`` times its size (addresses
-    point at the starts of short strings: ffmpeg's 825 KB segment needs 64k short matches
-    instead of its 634k runs); past that, the printable runs of the segment are found once
-    and each address costs a bisection. The text decoded for strings is bounded by
-    ``text_budget`` (a multiple of the data size), so a crafted module cannot make string
-    recovery quadratic.
-    """
-
-    TEXT_BUDGET_FACTOR = 16
-    TEXT_BUDGET_MIN = 1 << 22
-    DIRECT_SCAN_FACTOR = 2
-
-    def __init__(
-        self, segs: list[tuple[int, bytes]], wasm32: bool = True, sized_first: bool = False
-    ) -> None:
-        segs = sorted((o, d) for o, d in segs if d)
-        self.starts = [o for o, _ in segs]
-        self.ends = [o + len(d) for o, d in segs]
-        self.datas = [d for _, d in segs]
-        self.lo = self.starts[0] if segs else 1
-        self.hi = max(self.ends) if segs else 0
-        self.wasm32 = wasm32
-        self.sized_first = sized_first
-        self.cache: dict[int, tuple | None] = {}
-        self.runs: dict[int, tuple[list[int], list[int]]] = {}
-        self.direct_left: dict[int, int] = {}  # per segment: bytes direct matches may scan
-        self.sized_cache: dict[tuple[int, int, int], str | None] = {}
-        total = sum(len(d) for d in self.datas)
-        self.text_budget = max(self.TEXT_BUDGET_MIN, self.TEXT_BUDGET_FACTOR * total)
-        #: Go: ``(lo, hi, glo, ghi)``: 8-byte words of a data window that are static
-        #: addresses (``lo <= v < hi``) or function values (``glo <= v < ghi``) are masked
-        #: in the shape replacement (they relocate with every build)
-        self.ptr_mask: tuple[int, int, int, int] | None = None
-
-    def locate(self, addr: int):
-        i = bisect_right(self.starts, addr) - 1
-        if i < 0 or addr >= self.ends[i]:
-            return None
-        return self.datas[i], addr - self.starts[i]
-
-    def _runs_of(self, i: int) -> tuple[list[int], list[int]]:
-        r = self.runs.get(i)
-        if r is None:
-            starts: list[int] = []
-            ends: list[int] = []
-            for mt in _RUNS.finditer(self.datas[i]):
-                starts.append(mt.start())
-                ends.append(mt.end())
-            r = self.runs[i] = (starts, ends)
-        return r
-
-    def _match_end(self, i: int, seg: bytes, rel: int) -> int:
-        """Where ``_RUN.match(seg, rel, rel + MAX_CSTRING)`` ends: that match while the
-        segment's direct budget lasts, then from the precomputed runs (a run's characters
-        start at its non-continuation bytes, so a match from one of them ends at the run's
-        end, or at the last whole character in the limit)."""
-        if i not in self.runs:
-            left = self.direct_left.get(i)
-            if left is None:
-                left = self.DIRECT_SCAN_FACTOR * len(seg)
-            if left > 0:
-                e_ = _RUN.match(seg, rel, rel + MAX_CSTRING).end()
-                self.direct_left[i] = left - (e_ - rel) - 1
-                return e_
-        rs, rend = self._runs_of(i)
-        j = bisect_right(rs, rel) - 1
-        if j < 0 or rel >= rend[j] or seg[rel] in _CONT:
-            return rel
-        e_ = rend[j]
-        if e_ - rel > MAX_CSTRING:
-            e_ = rel + MAX_CSTRING
-            while seg[e_] in _CONT:
-                e_ -= 1
-        return e_
-
-    def _text(self, b: bytes) -> str | None:
-        """:func:`_printable_text` within the text budget."""
-        if self.text_budget < len(b):
-            return None
-        self.text_budget -= len(b)
-        return _printable_text(b)
-
-    def entry(self, addr: int):
-        """Cached ``(shape_repl, immediate, fallback, seg, rel)`` for an address inside
-        data, or None outside every segment.
-
-        ``immediate``: a C string (NUL-terminated, printable, >= 4 chars, starting at the
-        address: the byte before it is not printable text); reported as soon as it is
-        seen, except in ``sized_first`` modules. ``fallback``: what is reported when no
-        length follows the pointer: the C string (C-style modules), else the string an
-        in-data ``(ptr, len)`` pair at the address refers to (Rust ``&str`` in a
-        ``Location`` or a format-pieces array), else a conservative unterminated printable
-        run (<= 200 chars). The decoder first tries a length given by the next
-        instruction (``i32.const ptr; i32.const len``).
-        """
-        e = self.cache.get(addr, 0)
-        if e != 0:
-            return e
-        i = bisect_right(self.starts, addr) - 1
-        if i < 0 or addr >= self.ends[i]:
-            self.cache[addr] = None
-            return None
-        seg = self.datas[i]
-        rel = addr - self.starts[i]
-        cstr = indirect = run = None
-        e_ = self._match_end(i, seg, rel)
-        at_start = rel == 0 or seg[rel - 1] not in _PRINTABLE_ASCII
-        n = e_ - rel
-        if n >= MIN_STRING and (at_start or self.sized_first):
-            if at_start and e_ < len(seg) and seg[e_] == 0:
-                cstr = self._text(seg[rel:e_])
-            if self.text_budget >= MAX_RUN:
-                r = seg[rel : min(e_, rel + MAX_RUN)].decode("utf-8", "ignore")
-                self.text_budget -= len(r)
-                if (
-                    _plausible(r)
-                    and r.replace("\n", "").replace("\t", "").replace("\r", "").isprintable()
-                ):
-                    run = r
-        if self.wasm32 and rel + 8 <= len(seg) and (cstr is None or self.sized_first):
-            p2, l2 = struct.unpack_from("<II", seg, rel)
-            if MIN_STRING <= l2 <= MAX_STR_LEN:
-                loc2 = self.locate(p2)
-                if loc2 is not None and loc2[1] + l2 <= len(loc2[0]):
-                    t2 = self._text(loc2[0][loc2[1] : loc2[1] + l2])
-                    if t2 is not None and any(c.isalpha() for c in t2):
-                        indirect = t2
-        if cstr is not None:
-            repl = b"\xffS" + seg[rel:e_] + b"\x00"
-        else:
-            w = seg[rel : rel + 16]
-            if self.ptr_mask is not None:
-                w = _mask_words(w, self.ptr_mask)
-            repl = b"\xffD" + bytes((len(w),)) + w
-        if self.sized_first:
-            e = (repl, None, indirect or run, seg, rel)
-        else:
-            e = (repl, cstr, cstr or indirect or run, seg, rel)
-        self.cache[addr] = e
-        return e
-
-    def sized_text(self, e, length: int) -> str | None:
-        """Text of ``length`` bytes at an entry's address (Rust ``(ptr, len)`` args);
-        cached per (address, length)."""
-        seg, rel = e[3], e[4]
-        key = (id(seg), rel, length)
-        t = self.sized_cache.get(key, 0)
-        if t != 0:
-            return t
-        t = None if rel + length > len(seg) else self._text(seg[rel : rel + length])
-        self.sized_cache[key] = t
-        return t
-
-
-def _mask_words(w: bytes, mask: tuple[int, int, int, int]) -> bytes:
-    """``w`` with its little-endian 8-byte words that are addresses or Go function values
-    replaced by ``0xfe`` bytes."""
-    lo, hi, glo, ghi = mask
-    out = bytearray(w)
-    for i in range(0, len(w) - 7, 8):
-        (v,) = struct.unpack_from("<Q", w, i)
-        if lo <= v < hi or glo <= v < ghi:
-            out[i : i + 8] = b"\xfe" * 8
-    return bytes(out)
-
+#: the decoder twin's class when the compiled decoder runs (the decoder asks it for every
+#: constant address in data), else the pure one (:mod:`.decoder.dmap`, the reference)
+DataMap = active.DMAP.DataMap
+if TYPE_CHECKING:  # both classes have the same source
+    from .decoder.dmap import DataMap as DataMapT
 
 _INIT_RE = re.compile(
     rb"\x41([\x80-\xff]{0,4}[\x00-\x7f])\x41\x00\x41([\x80-\xff]{0,4}[\x00-\x7f])"
@@ -311,7 +116,7 @@ def _passive_addresses(data: bytes, m: Module, passive: set[int]) -> dict[int, i
 
 def build_data_map(
     data: bytes, m: Module, sized_first: bool = False, passive: dict[int, int] | None = None
-) -> DataMap:
+) -> DataMapT:
     """The data map of ``m``; ``passive`` is :func:`passive_addresses` when known already
     (a preparation read back from disk: no search of the code)."""
     segs = [(s.offset, s.data) for s in m.data_segments if not s.passive and s.offset is not None]
@@ -324,7 +129,7 @@ def build_data_map(
     return DataMap(segs, wasm32, sized_first)
 
 
-def static_region(m: Module, dmap: DataMap) -> tuple[int, int]:
+def static_region(m: Module, dmap: DataMapT) -> tuple[int, int]:
     """The address range of static data (``.data`` + ``.bss``) as far as the module shows it.
 
     Linkers lay out ``[data][bss]`` from the lowest data segment on; its end is not written

@@ -13,17 +13,17 @@ from collections.abc import Callable
 from hashlib import blake2b
 from typing import Any, Final
 
-from .datamap import MAX_STR_LEN, MIN_STRING
-from .decoder_tables import abs_heap_table, fast_kinds, prefix_tables, vt_table
-from .errors import WasmFormatError
-from .instr import MAX_LOCALS, check_body
-from .opcodes import PREFIX_BASE, WIDTH
+from ..decoder_tables import abs_heap_table, fast_kinds, prefix_tables, vt_table
+from ..errors import WasmFormatError
+from ..instr import MAX_LOCALS, check_body
+from ..opcodes import PREFIX_BASE, WIDTH
+from .dmap import MAX_STR_LEN, MIN_STRING
 
 try:  # mypyc's runtime library (installed with mypy): its appends compile to native code
     from librt.strings import BytesWriter
 except ImportError:  # the pure path without it: the same appends on a bytearray
-    from .opbuf import BytesWriter  # type: ignore[assignment]
-from .opbuf import native_order
+    from ..opbuf import BytesWriter  # type: ignore[assignment]
+from ..opbuf import native_order
 
 
 class _Bad(Exception):

@@ -1,0 +1,230 @@
+"""Constant addresses -> the data they point at: :class:`DataMap` (see :mod:`..datamap`).
+
+Part of the decoder's compiled twin (``kbtool.wasm._cdecoder.dmap``, mypyc; :mod:`..active`
+picks the same twin as for the decoder loop): the decoder asks it for every distinct
+constant address inside data (64k on ffmpeg). :mod:`kbtool.wasm.datamap` re-exports the
+chosen class; the pure one here is the reference."""
+
+from __future__ import annotations
+
+import re
+import struct
+from bisect import bisect_right
+
+_RUN = re.compile(
+    rb"(?:[\t\n\r\x20-\x7e]|[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}"
+    rb"|[\xf0-\xf4][\x80-\xbf]{3})*"
+)
+MIN_STRING = 4
+MAX_CSTRING = 4096  # bytes scanned for a NUL-terminated string
+MAX_RUN = 200  # characters kept of an unterminated run (Rust-style str data)
+MAX_STR_LEN = 4096  # largest length accepted from a (ptr, len) pair
+
+
+def _printable_text(b: bytes) -> str | None:
+    """``b`` decoded if it is entirely printable UTF-8 text (\\t \\n \\r allowed)."""
+    m = _RUN.fullmatch(b)
+    if m is None:
+        return None
+    try:
+        s = b.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if not s.replace("\n", "").replace("\t", "").replace("\r", "").isprintable():
+        return None
+    return s
+
+
+def _plausible(s: str) -> bool:
+    """Conservative test for text that is not NUL-terminated (Rust str data)."""
+    if len(s) < MIN_STRING:
+        return False
+    letters = sum(map(str.isalpha, s))
+    return letters >= 3 and letters * 2 >= len(s)
+
+
+#: what :meth:`DataMap.entry` gives: ``(shape_repl, immediate, fallback, seg, rel)``
+#: (a plain tuple object for mypyc: the one stored in the cache is the one returned)
+Entry = tuple
+
+_PRINTABLE_ASCII = frozenset(range(0x20, 0x7F)) | {0x09, 0x0A, 0x0D}
+_RUNS = re.compile(_RUN.pattern[:-1] + b"+")  # maximal non-empty runs of printable text
+_CONT = range(0x80, 0xC0)  # UTF-8 continuation bytes
+
+
+class DataMap:
+    """Constant addresses -> the data they point at (active segments with a constant
+    offset, plus passive segments whose address is inferred from ``memory.init``).
+
+    ``sized_first`` (Rust, Go: strings are ``(ptr, len)`` pairs, not NUL-terminated)
+    changes which evidence wins, see :meth:`entry`.
+
+    Cost is linear in the data size: the text at an address is matched directly while the
+    bytes matched in a segment stay under ``DIRECT_SCAN_FACTOR`` times its size (addresses
+    point at the starts of short strings: ffmpeg's 825 KB segment needs 64k short matches
+    instead of its 634k runs); past that, the printable runs of the segment are found once
+    and each address costs a bisection. The text decoded for strings is bounded by
+    ``text_budget`` (a multiple of the data size), so a crafted module cannot make string
+    recovery quadratic.
+    """
+
+    TEXT_BUDGET_FACTOR: int = 16
+    TEXT_BUDGET_MIN: int = 1 << 22
+    DIRECT_SCAN_FACTOR: int = 2
+
+    def __init__(
+        self, segs: list[tuple[int, bytes]], wasm32: bool = True, sized_first: bool = False
+    ) -> None:
+        segs = sorted((o, d) for o, d in segs if d)
+        self.starts: list[int] = [o for o, _ in segs]
+        self.ends: list[int] = [o + len(d) for o, d in segs]
+        self.datas: list[bytes] = [d for _, d in segs]
+        self.lo: int = self.starts[0] if segs else 1
+        self.hi: int = max(self.ends) if segs else 0
+        self.wasm32: bool = wasm32
+        self.sized_first: bool = sized_first
+        self.cache: dict[int, Entry | None] = {}
+        self.runs: dict[int, tuple[list[int], list[int]]] = {}
+        self.direct_left: dict[int, int] = {}  # per segment: bytes direct matches may scan
+        self.sized_cache: dict[tuple[int, int, int], str | None] = {}
+        total = sum(len(d) for d in self.datas)
+        self.text_budget: int = max(self.TEXT_BUDGET_MIN, self.TEXT_BUDGET_FACTOR * total)
+        #: Go: ``(lo, hi, glo, ghi)``: 8-byte words of a data window that are static
+        #: addresses (``lo <= v < hi``) or function values (``glo <= v < ghi``) are masked
+        #: in the shape replacement (they relocate with every build)
+        self.ptr_mask: tuple[int, int, int, int] | None = None
+
+    def locate(self, addr: int) -> tuple[bytes, int] | None:
+        i = bisect_right(self.starts, addr) - 1
+        if i < 0 or addr >= self.ends[i]:
+            return None
+        return self.datas[i], addr - self.starts[i]
+
+    def _runs_of(self, i: int) -> tuple[list[int], list[int]]:
+        r = self.runs.get(i)
+        if r is None:
+            starts: list[int] = []
+            ends: list[int] = []
+            for mt in _RUNS.finditer(self.datas[i]):
+                starts.append(mt.start())
+                ends.append(mt.end())
+            r = self.runs[i] = (starts, ends)
+        return r
+
+    def _match_end(self, i: int, seg: bytes, rel: int) -> int:
+        """Where ``_RUN.match(seg, rel, rel + MAX_CSTRING)`` ends: that match while the
+        segment's direct budget lasts, then from the precomputed runs (a run's characters
+        start at its non-continuation bytes, so a match from one of them ends at the run's
+        end, or at the last whole character in the limit)."""
+        if i not in self.runs:
+            left = self.direct_left.get(i)
+            if left is None:
+                left = self.DIRECT_SCAN_FACTOR * len(seg)
+            if left > 0:
+                mt = _RUN.match(seg, rel, rel + MAX_CSTRING)  # never None: ``*`` matches ""
+                e_ = mt.end() if mt is not None else rel
+                self.direct_left[i] = left - (e_ - rel) - 1
+                return e_
+        rs, rend = self._runs_of(i)
+        j = bisect_right(rs, rel) - 1
+        if j < 0 or rel >= rend[j] or seg[rel] in _CONT:
+            return rel
+        e_ = rend[j]
+        if e_ - rel > MAX_CSTRING:
+            e_ = rel + MAX_CSTRING
+            while seg[e_] in _CONT:
+                e_ -= 1
+        return e_
+
+    def _text(self, b: bytes) -> str | None:
+        """:func:`_printable_text` within the text budget."""
+        if self.text_budget < len(b):
+            return None
+        self.text_budget -= len(b)
+        return _printable_text(b)
+
+    def entry(self, addr: int) -> Entry | None:
+        """Cached ``(shape_repl, immediate, fallback, seg, rel)`` for an address inside
+        data, or None outside every segment.
+
+        ``immediate``: a C string (NUL-terminated, printable, >= 4 chars, starting at the
+        address: the byte before it is not printable text); reported as soon as it is
+        seen, except in ``sized_first`` modules. ``fallback``: what is reported when no
+        length follows the pointer: the C string (C-style modules), else the string an
+        in-data ``(ptr, len)`` pair at the address refers to (Rust ``&str`` in a
+        ``Location`` or a format-pieces array), else a conservative unterminated printable
+        run (<= 200 chars). The decoder first tries a length given by the next
+        instruction (``i32.const ptr; i32.const len``).
+        """
+        cache = self.cache
+        if addr in cache:
+            return cache[addr]
+        i = bisect_right(self.starts, addr) - 1
+        if i < 0 or addr >= self.ends[i]:
+            self.cache[addr] = None
+            return None
+        seg = self.datas[i]
+        rel = addr - self.starts[i]
+        cstr: str | None = None
+        indirect: str | None = None
+        run: str | None = None
+        e_ = self._match_end(i, seg, rel)
+        at_start = rel == 0 or seg[rel - 1] not in _PRINTABLE_ASCII
+        n = e_ - rel
+        if n >= MIN_STRING and (at_start or self.sized_first):
+            if at_start and e_ < len(seg) and seg[e_] == 0:
+                cstr = self._text(seg[rel:e_])
+            if self.text_budget >= MAX_RUN:
+                r = seg[rel : min(e_, rel + MAX_RUN)].decode("utf-8", "ignore")
+                self.text_budget -= len(r)
+                if (
+                    _plausible(r)
+                    and r.replace("\n", "").replace("\t", "").replace("\r", "").isprintable()
+                ):
+                    run = r
+        if self.wasm32 and rel + 8 <= len(seg) and (cstr is None or self.sized_first):
+            p2, l2 = struct.unpack_from("<II", seg, rel)
+            if MIN_STRING <= l2 <= MAX_STR_LEN:
+                loc2 = self.locate(p2)
+                if loc2 is not None and loc2[1] + l2 <= len(loc2[0]):
+                    t2 = self._text(loc2[0][loc2[1] : loc2[1] + l2])
+                    if t2 is not None and any(c.isalpha() for c in t2):
+                        indirect = t2
+        if cstr is not None:
+            repl = b"\xffS" + seg[rel:e_] + b"\x00"
+        else:
+            w = seg[rel : rel + 16]
+            if self.ptr_mask is not None:
+                w = _mask_words(w, self.ptr_mask)
+            repl = b"\xffD" + bytes((len(w),)) + w
+        e: Entry
+        if self.sized_first:
+            e = (repl, None, indirect or run, seg, rel)
+        else:
+            e = (repl, cstr, cstr or indirect or run, seg, rel)
+        self.cache[addr] = e
+        return e
+
+    def sized_text(self, e: Entry, length: int) -> str | None:
+        """Text of ``length`` bytes at an entry's address (Rust ``(ptr, len)`` args);
+        cached per (address, length)."""
+        seg, rel = e[3], e[4]
+        key = (id(seg), rel, length)
+        cache = self.sized_cache
+        if key in cache:
+            return cache[key]
+        t = None if rel + length > len(seg) else self._text(seg[rel : rel + length])
+        self.sized_cache[key] = t
+        return t
+
+
+def _mask_words(w: bytes, mask: tuple[int, int, int, int]) -> bytes:
+    """``w`` with its little-endian 8-byte words that are addresses or Go function values
+    replaced by ``0xfe`` bytes."""
+    lo, hi, glo, ghi = mask
+    out = bytearray(w)
+    for i in range(0, len(w) - 7, 8):
+        (v,) = struct.unpack_from("<Q", w, i)
+        if lo <= v < hi or glo <= v < ghi:
+            out[i : i + 8] = b"\xfe" * 8
+    return bytes(out)
