@@ -8,7 +8,6 @@ then the gate). Fields and errors: docs/interface.md. No ``from __future__ impor
 annotations``: the SDK reads the parameter annotations as live objects.
 """
 
-import threading
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -318,23 +317,6 @@ def search_symbols(
     return read(queries.search_symbols, query, limit)
 
 
-_WHOLE: list[Any] = [None, None]  # the last whole diff answered, and its JSON
-_WHOLE_LOCK = threading.Lock()
-
-
-def _whole_answer(report: dict[str, Any]) -> Rendered:
-    """The JSON of a whole diff report, rendered once per report object: the process cache
-    (``DIFF_CACHE``) hands the same object back until the KB changes, and an agent that
-    asks again gets the same 5.7 MB text (ffmpeg) without encoding it again."""
-    with _WHOLE_LOCK:
-        if _WHOLE[0] is report:
-            return _WHOLE[1]
-    answer = Rendered(as_json(report))
-    with _WHOLE_LOCK:
-        _WHOLE[:] = [report, answer]
-    return answer
-
-
 @tool(title="Diff two versions (pageable)")
 def get_diff(
     from_version_id: Count("The older (baseline) version id."),
@@ -384,12 +366,16 @@ def get_diff(
     # every page (the same report as services.diff.report.get_diff, kept until the KB
     # changes)
     from kbtool.services.diff.cache import DIFF_CACHE
+
+    whole = only is None and limit is None and offset is None
+    if whole and order in (None, "index"):
+        # kept encoded beside the kept report (services.diff.answer): a new process writes
+        # those bytes without reading the report or encoding it again; in memory after that
+        return Rendered(read(DIFF_CACHE.answer_text, from_version_id, to_version_id, as_json))
     from kbtool.services.diff.triage import order_changes
 
     report = read(DIFF_CACHE.report, from_version_id, to_version_id)
-    if only is None and limit is None and offset is None:
-        if order in (None, "index"):
-            return _whole_answer(report)
+    if whole:
         return {**report, "order": order, "changes": order_changes(report["changes"], order)}
     changes = order_changes(report["changes"], order or "triage")
     if only:

@@ -61,10 +61,10 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from kbtool.kb import queries
-from kbtool.services.diff.changelog import STATE_FORMAT, changelog
 from kbtool.services.diff.disk import DISK_FILES, DISK_FORMAT, DiskAnswers, disk_dir
 from kbtool.services.diff.programs import program_fields
 from kbtool.services.diff.rejoin import (
@@ -74,13 +74,10 @@ from kbtool.services.diff.rejoin import (
     rename_changes,
     snapshot,
 )
-from kbtool.services.diff.relabel import relabel, runtime_by_code
-from kbtool.services.diff.report import (
-    compute_diff_with_pairing,
-    set_triage,
-    stored_diff,
-)
-from kbtool.services.diff.report import version_annotations as annotations_of
+from kbtool.services.diff.rejoin import version_annotations as annotations_of
+
+# the matcher, the changelog and the relabelling are imported when a pair is built, not
+# when a kept answer is read (a new process's first whole answer: services.diff.answer)
 
 __all__ = [
     "DiffCache",
@@ -144,6 +141,8 @@ class DiffCache:
         self.disk_hits = 0  # computed answers read back from disk (another process made them)
         self.relabelled = 0  # kept pairings whose changelog was built again (a rename it reads)
         self.partial = 0  # ... of which only the entries that read a renamed function
+        self.texts: OrderedDict[tuple, str] = OrderedDict()  # whole answers (:mod:`.answer`)
+        self.texts_read = 0  # whole answers read back encoded from disk
 
     # ------------------------------------------------------------ public
 
@@ -155,6 +154,15 @@ class DiffCache:
         """The semantic changelog of the report of ``a`` -> ``b``."""
         return self._get(conn, a, b, "changelog")
 
+    def answer_text(
+        self, conn: sqlite3.Connection, a: int, b: int, encode: Callable[[Any], str] | None = None
+    ) -> str:
+        """The whole report of ``a`` -> ``b`` as the MCP server answers it, kept encoded
+        (:func:`kbtool.services.diff.answer.whole_text`; ``encode``: that encoder)."""
+        from kbtool.services.diff.answer import whole_text
+
+        return whole_text(self, conn, a, b, encode)
+
     def kept(self, conn: sqlite3.Connection, a: int, b: int, *, whole: bool = False) -> bool:
         """Nothing of the pair is left to compute: its report and changelog are on disk under
         today's key. A stored report is read, not computed; its changelog (every modified body
@@ -162,7 +170,10 @@ class DiffCache:
         is of older triage rules (:meth:`_retriaged`), so the changelog's file says it all.
         ``whole`` (a preparation): a stored pair's report is also kept whole
         (:meth:`_kept_stored`; under any annotations: a rename needs no preparation, the
-        first read after it keeps it again), so that its first read is one file."""
+        first read after it keeps it again), so that its first read is one file, and the
+        whole answer is kept encoded (:mod:`.answer`)."""
+        from kbtool.services.diff.answer import kept_text
+
         key = self._key(conn, a, b, "report")
         modules = _modules(conn, a, b)
         cl_key = key[:3] + ("changelog",) + key[4:]
@@ -177,6 +188,7 @@ class DiffCache:
                 or key[5] is None
                 or self.disk.has(key[:3] + ("stored",) + key[4:6], modules)
             )
+            and (not whole or kept_text(self, key, modules))
         )
 
     def kept_meta(self, conn: sqlite3.Connection, a: int, b: int) -> dict[str, Any] | None:
@@ -195,6 +207,7 @@ class DiffCache:
         """Forget the answers in memory (those on disk stay: they are still right)."""
         with self._lock:
             self._items.clear()
+            self.texts.clear()
 
     def __len__(self) -> int:
         return len(self._items)
@@ -270,6 +283,8 @@ class DiffCache:
                     self._pending.pop(key, None)
 
     def _fill(self, conn: sqlite3.Connection, a: int, b: int, kind: str, key: tuple):
+        from kbtool.services.diff.report import stored_diff
+
         report_key = key[:3] + ("report",) + key[4:]
         cl_key = key[:3] + ("changelog",) + key[4:]
         report = self._lookup(report_key, count=False) if kind == "changelog" else None
@@ -385,6 +400,9 @@ class DiffCache:
         classification and the other entries' kept triage). Without ``with_changelog`` a
         kept answer under today's annotations is the report alone (changelog None: read
         when asked for, :meth:`_kept_changelog`)."""
+        from kbtool.services.diff.changelog import changelog
+        from kbtool.services.diff.report import compute_diff_with_pairing, set_triage
+
         dr, dc, dm, ds = (report_key[:3] + (k,) + report_key[4:6] for k in KEPT_KINDS)
         if not self.disk.has(dm, modules):
             _wait_for_warm(conn, a, b)  # a background preparation is on this pair
@@ -451,6 +469,9 @@ class DiffCache:
         annotation fields joined in (in place), and the changelog entries that read a changed
         annotation built again (:func:`relabel`; ``cl`` itself when none did). None when that
         needs the state and it is not kept."""
+        from kbtool.services.diff.changelog import STATE_FORMAT
+        from kbtool.services.diff.relabel import relabel, runtime_by_code
+
         a, b = int(report["from_version_id"]), int(report["to_version_id"])
         was, touched = meta["snapshot"], meta["touched"]
         changed = changed_indices(was, snap)
@@ -494,6 +515,7 @@ class DiffCache:
 
     def _refresh(self, path: str, report_key: tuple, modules: tuple) -> None:
         from kbtool.kb.db import open_ro
+        from kbtool.services.diff.report import stored_diff
 
         a, b = report_key[1], report_key[2]
         cl_key = report_key[:3] + ("changelog",) + report_key[4:]
@@ -534,6 +556,8 @@ class DiffCache:
         """A stored report with today's triage and its changelog (the pairing stays as
         stored): the triage is taken from the stored report's changelog, kept on disk by
         content like any (:meth:`_stored_changelog`), else built now and kept."""
+        from kbtool.services.diff.report import set_triage
+
         a, b = report_key[1], report_key[2]
         cl, built = self._stored_changelog(conn, a, b, cl_key, modules, report)
         self.retriaged += built
@@ -553,6 +577,9 @@ class DiffCache:
         whether it was built now: kept on disk by content with the annotations it read (a
         rename it did not read keeps it; one it read rebuilds the entries that read it:
         :func:`relabel`), else built from ``report`` and kept."""
+        from kbtool.services.diff.changelog import STATE_FORMAT, changelog
+        from kbtool.services.diff.relabel import relabel
+
         ck, mk = cl_key[:6], cl_key[:3] + ("meta",) + cl_key[4:6]
         sk = cl_key[:3] + ("state",) + cl_key[4:6]
         if not self.disk.has(mk, modules):

@@ -42,14 +42,9 @@ class DiskAnswers:
         return self.directory / f"{kb_prefix(key[0])}-{digest}.json"
 
     def get(self, key: tuple, modules: tuple) -> dict[str, Any] | None:
-        path = self._path(key, modules)
-        if path is None:
+        raw = self.get_bytes(key, modules)
+        if raw is None:
             return None
-        try:
-            raw = path.read_bytes()
-        except OSError:
-            return None
-        disk_cap.touch(path)  # used: the cache's bounds drop the least recently used first
         try:
             value = orjson.loads(raw)
         except orjson.JSONDecodeError:
@@ -65,15 +60,33 @@ class DiskAnswers:
         return path is not None and path.is_file()
 
     def put(self, key: tuple, modules: tuple, value: dict[str, Any]) -> None:
+        if self.directory is None:
+            return
+        try:  # orjson: a ffmpeg report in 10 ms instead of 80
+            data = orjson.dumps(value)
+        except TypeError:  # an int beyond 64 bits, a key that is not a string
+            data = json.dumps(value, separators=(",", ":")).encode()
+        self.put_bytes(key, modules, data)
+
+    def get_bytes(self, key: tuple, modules: tuple) -> bytes | None:
+        """The kept file's bytes as written by :meth:`put_bytes` (not parsed), or None."""
+        path = self._path(key, modules)
+        if path is None:
+            return None
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            return None
+        disk_cap.touch(path)
+        return raw
+
+    def put_bytes(self, key: tuple, modules: tuple, data: bytes) -> None:
+        """Keep ``data`` as the file of ``key`` (atomically: a reader sees all or nothing)."""
         path = self._path(key, modules)
         if path is None:
             return
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            try:  # orjson: a ffmpeg report in 10 ms instead of 80
-                data = orjson.dumps(value)
-            except TypeError:  # an int beyond 64 bits, a key that is not a string
-                data = json.dumps(value, separators=(",", ":")).encode()
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".diff-", suffix=".tmp")
             try:
                 with os.fdopen(fd, "wb") as f:

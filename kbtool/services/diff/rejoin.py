@@ -22,12 +22,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-from kbtool.analysis.runtime import is_runtime_name
+from kbtool.analysis.runtime import is_runtime_label, is_runtime_name
+from kbtool.kb import queries
 
 __all__ = [
+    "version_annotations",
     "snapshot",
     "fingerprint",
     "rejoinable",
@@ -37,6 +40,24 @@ __all__ = [
 ]
 
 CHANGED = frozenset(("modified", "new", "deleted"))
+
+
+def version_annotations(conn: sqlite3.Connection, version_id: int) -> dict[int, dict[str, Any]]:
+    """index -> {name, provenance, confidence, runtime_oracle} for named functions of a version."""
+    out: dict[int, dict[str, Any]] = {}
+    for idx, a in queries.annotations_by_index(conn, version_id, with_evidence=True).items():
+        rt = a["provenance"] == "oracle" and any(
+            isinstance(item, dict) and (item.get("runtime") or is_runtime_label(item.get("oracle")))
+            for item in (a["evidence"] if isinstance(a["evidence"], list) else [])
+        )
+        out[idx] = {
+            "name": a["name"],
+            "provenance": a["provenance"],
+            "confidence": a["confidence"],
+            "runtime_oracle": rt,
+        }
+    return out
+
 
 Snapshot = dict[str, dict[str, list[Any]]]  # "a"/"b" -> str(index) -> [name, prov, conf, rt]
 

@@ -51,12 +51,15 @@ import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
-from kbtool.analysis.runtime import is_runtime_label, is_runtime_name, runtime_by_signature
+from kbtool.analysis.runtime import is_runtime_name, runtime_by_signature
 from kbtool.identity.pairing import Pair, Pairing, pair_rows
 from kbtool.kb import queries, store
 from kbtool.kb.db import transaction
 from kbtool.services.diff.changelog import changelog
 from kbtool.services.diff.programs import add_program_fields, program_fields
+from kbtool.services.diff.rejoin import (
+    version_annotations,
+)  # re-exported (its home: cheap to import)
 from kbtool.services.diff.relocation import (
     ModuleView,
     compare_bodies,
@@ -96,23 +99,6 @@ def pair_versions(conn: sqlite3.Connection, a: int, b: int, *, fuzzy: bool = Tru
 
 
 # --------------------------------------------------------------------------- annotations
-
-
-def version_annotations(conn: sqlite3.Connection, version_id: int) -> dict[int, dict[str, Any]]:
-    """index -> {name, provenance, confidence, runtime_oracle} for named functions of a version."""
-    out: dict[int, dict[str, Any]] = {}
-    for idx, a in queries.annotations_by_index(conn, version_id, with_evidence=True).items():
-        rt = a["provenance"] == "oracle" and any(
-            isinstance(item, dict) and (item.get("runtime") or is_runtime_label(item.get("oracle")))
-            for item in (a["evidence"] if isinstance(a["evidence"], list) else [])
-        )
-        out[idx] = {
-            "name": a["name"],
-            "provenance": a["provenance"],
-            "confidence": a["confidence"],
-            "runtime_oracle": rt,
-        }
-    return out
 
 
 def _is_runtime(

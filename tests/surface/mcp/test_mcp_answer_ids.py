@@ -74,6 +74,7 @@ def test_a_big_answer_is_scanned_for_unsafe_characters_beyond_ascii_only(monkeyp
     """The tools' JSON escapes C1, bidi and line-separator characters (the same text as
     before), but finds them among the answer's non-ASCII bytes, not by a scan of it all."""
     from kbtool.mcp import registry
+    from kbtool.services import json_answer  # the tools' encoder (registry re-exports it)
     from kbtool.textutil import json_safe
 
     scanned: list[int] = []
@@ -82,7 +83,7 @@ def test_a_big_answer_is_scanned_for_unsafe_characters_beyond_ascii_only(monkeyp
         scanned.append(len(text))
         return json_safe(text)
 
-    monkeypatch.setattr(registry, "json_safe", counting)
+    monkeypatch.setattr(json_answer, "json_safe", counting)
     rows = [{"name": f"f{i}", "explain": ["strings added: ' ꪫ', 'é'"]} for i in range(20_000)]
     clean = registry.as_json({"changes": rows})
     assert clean == json.dumps({"changes": rows}, ensure_ascii=False, separators=(",", ":"))
