@@ -2,9 +2,10 @@
 ``kbtool.analysis._cdatawalk`` of :mod:`.datawalk`) or the pure regex scan
 (:mod:`.datascan`, the reference; same references, ``test_datawalk_accel.py``).
 
-:data:`IMPL` is the compiled module when it is present, loads, was built from today's
-``datawalk.py`` (SHA-256 in ``_cdatawalk.sha256``, as ``kbtool/lift/_build.py`` writes it)
-and ``KBTOOL_DATASCAN`` is not ``pure``; else None (the pure scan runs).
+:data:`IMPL` is the compiled package when it is present, loads, was built from today's
+``datawalk/`` (SHA-256 over its parts in ``_cdatawalk.sha256``, as ``kbtool/lift/_build.py``
+writes it) and ``KBTOOL_DATASCAN`` is not ``pure``; else None (the pure scan runs).
+:data:`ITEMS` is the data items' cutting (``items``) of the same side.
 ``KBTOOL_DATASCAN=compiled`` turns a missing or stale build into an error instead.
 ``pip install`` and ``python -m kbtool.lift.accel build datawalk`` build it.
 """
@@ -19,7 +20,7 @@ from pathlib import Path
 from types import ModuleType
 
 HERE = Path(__file__).resolve().parent
-SOURCE = "datawalk.py"
+SOURCE = "datawalk"  # a package: the walk (``__init__``) and the items' cutting (``items``)
 COMPILED_NAME = "_cdatawalk"
 STAMP = HERE / f"{COMPILED_NAME}.sha256"
 ENV = "KBTOOL_DATASCAN"  # "pure" | "compiled" | unset (auto)
@@ -27,14 +28,27 @@ ENV = "KBTOOL_DATASCAN"  # "pure" | "compiled" | unset (auto)
 
 def compiled_state() -> str:
     """``absent``, ``stale`` (another ``datawalk.py`` or interpreter) or ``ready``."""
-    files = sorted(HERE.glob(f"{COMPILED_NAME}*.so")) + sorted(HERE.glob(f"{COMPILED_NAME}*.pyd"))
+    ext = (".so", ".pyd")
+    files = [f for f in sorted(HERE.glob(f"{COMPILED_NAME}*")) if f.is_file() and f.suffix in ext]
+    sub = HERE / COMPILED_NAME
+    files += sorted(f for f in sub.rglob("*") if f.suffix in ext) if sub.is_dir() else []
     if not files or not STAMP.is_file():
         return "absent"
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-    if not any(f.name == COMPILED_NAME + suffix for f in files):
+    if sub / ("__init__" + suffix) not in files:
         return "stale"
-    digest = hashlib.sha256((HERE / SOURCE).read_bytes()).hexdigest()
-    return "ready" if STAMP.read_text().strip() == digest else "stale"
+    return "ready" if STAMP.read_text().strip() == source_digest() else "stale"
+
+
+def source_digest() -> str:
+    """``kbtool/lift/_build.py``'s digest of a package twin: each part's path and bytes."""
+    pkg = HERE / SOURCE
+    h = hashlib.sha256()
+    for f in sorted(p for p in pkg.rglob("*.py") if "__pycache__" not in p.parts):
+        data = f.read_bytes()
+        h.update(f.relative_to(pkg).as_posix().encode() + b"\0")
+        h.update(len(data).to_bytes(8, "little") + data)
+    return h.hexdigest()
 
 
 def load_compiled() -> ModuleType | None:
@@ -43,6 +57,7 @@ def load_compiled() -> ModuleType | None:
         return None
     try:
         mod = importlib.import_module(f"{__package__}.{COMPILED_NAME}")
+        importlib.import_module(f"{__package__}.{COMPILED_NAME}.items")
     except ImportError:
         return None
     return None if str(getattr(mod, "__file__", "")).endswith(".py") else mod
@@ -64,3 +79,7 @@ def _choose() -> tuple[ModuleType | None, str]:
 
 
 IMPL, PATH = _choose()
+#: :mod:`.datawalk.items` of the same side (the pure one when the walk is not compiled)
+ITEMS: ModuleType = importlib.import_module(
+    f"{__package__}.{COMPILED_NAME if IMPL is not None else 'datawalk'}.items"
+)

@@ -23,8 +23,8 @@ from typing import Any, Final
 
 from kbtool.wasm.opcodes import KIND, PREFIX_BASE, PREFIX_SLOTS, WIDTH
 
-from .datarefs import _CALLS, _CLASS
-from .datatypes import GO_PAIR_WINDOW, MAX_GO_STRING
+from ..datarefs import _CALLS, _CLASS
+from ..datatypes import GO_PAIR_WINDOW, MAX_GO_STRING
 
 # the walk's own kinds per op id: the opcode table's, plus 40 a heap type immediate
 # (ref.null, ref.test, ref.cast) and 41 a call (its arguments may be .bss addresses)

@@ -1,0 +1,217 @@
+"""The data items' hot part: cut the segments at referenced addresses and string ends and
+classify the pieces (:func:`cut_items`, called by :func:`kbtool.analysis.dataitems.build_items`).
+
+Part of the data walk's compiled twin (``kbtool.analysis._cdatawalk.items``, mypyc;
+:mod:`..datawalk_active` picks it with the walk): ffmpeg's 57k items and 75k string checks
+as native calls. The pure module here is the reference (same items: tests compare both).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from struct import unpack_from as _unpack_from
+
+from ..datatypes import MAX_BSS_ITEM, MAX_ITEMS, MAX_TEXT, MIN_STRING, DataItem
+
+# control characters C strings carry (terminal colours, bells, tabs): escaped where shown
+_RARE_CONTROLS = "\x1b\x07\x08\x0b\x0c"
+_CONTROLS = "\t\n\r" + _RARE_CONTROLS
+_NO_CONTROLS = str.maketrans("", "", _CONTROLS)
+_ASCII_OK = bytes(range(0x20, 0x7F)) + _CONTROLS.encode()  # printable ASCII, the controls
+_RARE_BYTES = _RARE_CONTROLS.encode()
+_NO_RARE = str.maketrans("", "", _RARE_CONTROLS)
+_NO_LINE_CONTROLS = str.maketrans("", "", "\t\n\r")
+
+
+def _cstring_at(mem: bytes, k: int) -> str | None:
+    """The C string starting at ``mem[k]`` (printable UTF-8, NUL-terminated), if any."""
+    z = mem.find(b"\0", k, k + 4096)
+    if z < 0 or z - k < 1:
+        return None
+    return _c_text(mem[k:z])
+
+
+def _cstring_len(mem: bytes, k: int) -> int:
+    """The length in bytes of :func:`_cstring_at`'s string (its UTF-8 is those very bytes),
+    -1 when there is none: what the item cuts need, without encoding the text again."""
+    z = mem.find(b"\0", k, k + 4096)
+    if z < 0 or z - k < 1 or _c_text(mem[k:z]) is None:
+        return -1
+    return z - k
+
+
+def _c_text(raw: bytes) -> str | None:
+    """``raw`` (a C string's bytes, no NUL) as text when it is printable UTF-8."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if text.isprintable():  # the common case, at C speed
+        return text
+    # every character printable or one of the controls, at C speed too: ASCII text on
+    # its bytes (printable ASCII and the controls deleted, nothing may be left), other
+    # text with the controls deleted
+    if raw.isascii():
+        if raw.translate(None, _ASCII_OK):
+            return None
+        rare = len(raw) - len(raw.translate(None, _RARE_BYTES))
+    else:
+        if not text.translate(_NO_CONTROLS).isprintable():
+            return None
+        rare = len(text) - len(text.translate(_NO_RARE))
+    if rare * 4 > len(text):
+        return None  # mostly control bytes: data, not text
+    return text
+
+
+def _utf8_text(raw: bytes) -> str | None:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if text.isprintable():
+        return text or None
+    return text if text.translate(_NO_LINE_CONTROLS).isprintable() else None
+
+
+def _string_start(mem: bytes, k: int) -> int:
+    """``k`` itself, or the start of the C string ``mem[k]`` lies inside (not at its start)."""
+    if k == 0 or mem[k - 1] == 0 or not (0x20 <= mem[k - 1] < 0x7F):
+        return k
+    z = mem.rfind(b"\0", max(0, k - 4096), k)
+    s0 = z + 1
+    n = _cstring_len(mem, s0)
+    if n >= MIN_STRING and s0 + n > k:
+        return s0
+    return k
+
+
+def _utf16_at(mem: bytes, k: int) -> str | None:
+    if k % 2:
+        return None
+    n = 0
+    while k + 2 * n + 1 < len(mem) and mem[k + 2 * n + 1] == 0 and 0x20 <= mem[k + 2 * n] < 0x7F:
+        n += 1
+    if n < MIN_STRING or mem[k + 2 * n : k + 2 * n + 2] != b"\0\0":
+        return None
+    return mem[k : k + 2 * n].decode("utf-16-le")
+
+
+def _classify(
+    mem: bytes, base: int, lo: int, hi: int, table: tuple[int, int] | None, fptr: bool = False
+) -> tuple[str, str | None, list[int]]:
+    """Kind, text and targets of the bytes ``mem`` at address ``base``."""
+    if not mem.strip(b"\0"):
+        return "zero", None, []
+    s = _cstring_at(mem, 0)
+    if s is not None and (n := mem.find(b"\0")) >= MIN_STRING and not mem[n + 1 :].strip(b"\0"):
+        return "cstring", s, []  # the string and the NUL padding after it
+    u = _utf16_at(mem, 0)
+    if u is not None:
+        return "utf16", u, []
+    if base % 4 == 0 and len(mem) >= 8 and len(mem) % 4 == 0:
+        words = list(_unpack_from(f"<{len(mem) >> 2}I", mem))  # the little-endian words
+        nonzero = [w for w in words if w]
+        if nonzero and all(lo <= w < hi for w in nonzero) and len(nonzero) * 2 >= len(words):
+            return "pointer_table", None, words
+        # indexed and called through call_indirect: its words are function-table slots
+        if fptr and table is not None and all(table[0] <= w < table[1] for w in nonzero):
+            return "funcptr_table", None, words
+    return "numeric", None, []
+
+
+def cut_items(
+    segs: list[tuple[int, bytes, int]],
+    cuts: set[int],
+    fptr: set[int],
+    gostr: dict[int, int],
+    table_range: tuple[int, int] | None = None,
+    bss_hi: int = 0,
+) -> tuple[list[DataItem], bool]:
+    """:func:`kbtool.analysis.dataitems.build_items` once the segments (``segs``, by
+    address, not empty) and the references' marks are known: ``cuts`` the referenced data
+    addresses, ``fptr`` the ``funcptr`` targets, ``gostr`` each Go string's length."""
+    lo: int = segs[0][0]
+    hi: int = max(b + len(d) for b, d, _ in segs)
+    for a, w in list(gostr.items()):
+        cuts.add(a + w)  # a Go string ends where its length says (no NUL)
+    items: list[DataItem] = []
+    truncated = False
+    ordered = sorted(cuts)
+    for si, (base, mem, k) in enumerate(segs):
+        end = base + len(mem)
+        # the bytes up to the next segment (or the end of the data) are zeros no segment
+        # sets: wasm-opt drops a segment's trailing zeros, so its last item and the
+        # variables after it read on into them
+        gap_end = segs[si + 1][0] if si + 1 < len(segs) else hi
+        # a reference into the middle of a C string (``"directory" + 1``) is an interior
+        # reference of that string, not the start of an item
+        # (Go strings have no NUL: every cut stands)
+        # (a string at the end lost its NUL with the zeros: they are read back for strings)
+        memz = mem + bytes(min(gap_end - end, 8) if si + 1 < len(segs) else 8)
+        mine = ordered[bisect_left(ordered, base) : bisect_left(ordered, end)]
+        inside = sorted({a if gostr else _string_start(memz, a - base) + base for a in mine})
+        # pointer tables point at more items: one level of their words as cuts
+        starts = sorted(set([base] + inside))
+        # strings run to their NUL: a new item starts after it when nothing else cuts there
+        bounds: list[int] = []
+        for i, a in enumerate(starts):
+            bounds.append(a)
+            nxt = starts[i + 1] if i + 1 < len(starts) else end
+            q = a - base
+            while q < nxt - base:
+                n = _cstring_len(memz, q)
+                if n < 0:
+                    break
+                if n < MIN_STRING:
+                    # a short string between literals ("nan", "inf"): an item of its own
+                    # when a literal follows it
+                    q2 = q + n + 1
+                    while q2 < nxt - base and mem[q2] == 0:
+                        q2 += 1
+                    if q2 >= nxt - base or _cstring_len(memz, q2) < MIN_STRING:
+                        break
+                    bounds.append(base + q2)
+                    q = q2
+                    continue
+                q += n + 1
+                while q < nxt - base and mem[q] == 0:
+                    q += 1
+                if q < nxt - base:
+                    bounds.append(base + q)
+        bounds = sorted(set(bounds))
+        # ... and the referenced addresses in those zeros start items of their own
+        allb = bounds + ordered[bisect_left(ordered, end) : bisect_left(ordered, gap_end)]
+        for i, a in enumerate(allb):
+            b = allb[i + 1] if i + 1 < len(allb) else gap_end
+            if b > end:
+                b = min(b, max(a, end) + MAX_BSS_ITEM)
+            piece = mem[a - base : b - base]
+            if b > end and piece:
+                # the trimmed zeros back, up to a word (a string's NUL, a table's last word)
+                piece += bytes(min(b - end, (-len(piece)) % 4 or 4))
+            targets: list[int]
+            if a in gostr and b - a == gostr[a] and _utf8_text(piece) is not None:
+                kind, text, targets = "gostring", _utf8_text(piece), []
+            else:
+                kind, text, targets = _classify(piece, a, lo, hi, table_range, a in fptr)
+            items.append(  # (address, size, kind, segment, text, label, targets: positional)
+                DataItem(
+                    a,
+                    b - a,
+                    kind,
+                    k,
+                    text[:MAX_TEXT] if text is not None else None,
+                    None,
+                    targets[:256],
+                )
+            )
+            if len(items) >= MAX_ITEMS:
+                return items, True
+    bss = sorted(a for a in cuts if hi <= a < bss_hi)
+    for i, a in enumerate(bss):
+        b = bss[i + 1] if i + 1 < len(bss) else bss_hi
+        items.append(DataItem(address=a, size=min(b - a, MAX_BSS_ITEM), kind="bss", segment=-1))
+        if len(items) >= MAX_ITEMS:
+            return items, True
+    return items, truncated

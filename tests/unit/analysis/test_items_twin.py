@@ -1,0 +1,129 @@
+"""The data items' cutting (:func:`kbtool.analysis.datawalk.items.cut_items`) runs compiled
+with the data walk (``kbtool.analysis._cdatawalk.items``) and gives exactly the pure
+module's items; with the twin blocked the pure module cuts them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from kbtool.analysis import datamodel, datawalk_active
+from kbtool.analysis.dataitems import build_items, segments
+from kbtool.analysis.datawalk import items as pure_items
+from kbtool.wasm import analyze_module
+from kbtool.wasm.datamap import passive_addresses
+from tests.support.paths import CORPUS, ROOT
+
+COMPILED = datawalk_active.load_compiled()
+needs_twin = pytest.mark.skipif(
+    COMPILED is None, reason=f"compiled data walk {datawalk_active.compiled_state()}"
+)
+
+MODULES = [
+    "release/sql.js-1.12.0.sql-wasm.wasm",
+    "release/onnxruntime-web-1.20.1.ort-wasm-simd-threaded.wasm",
+]
+
+
+def _inputs(rel: str):
+    path = CORPUS / rel
+    if not path.is_file():
+        pytest.skip("corpus not present")
+    data = path.read_bytes()
+    a = analyze_module(data)
+    passive = passive_addresses(data, a.module)
+    model = datamodel.build_data_model(a, data)
+    return a, passive, model
+
+
+def _fields(items) -> list[tuple]:
+    return [(i.address, i.size, i.kind, i.segment, i.text, i.targets) for i in items]
+
+
+@needs_twin
+def test_the_chosen_items_module_is_the_twins():
+    assert datawalk_active.ITEMS.__name__ == "kbtool.analysis._cdatawalk.items"
+    assert not str(datawalk_active.ITEMS.__file__).endswith(".py")
+
+
+@needs_twin
+@pytest.mark.parametrize("rel", MODULES)
+def test_compiled_items_equal_the_pure_ones(rel):
+    a, passive, model = _inputs(rel)
+    segs = segments(a, passive)
+    refs = model.ref_rows
+    marks = COMPILED.ref_marks
+    # a Go-style length and function-pointer marks too, on real addresses
+    cuts, fptr, gostr = marks(refs)
+    some = sorted(cuts)[:: max(1, len(cuts) // 50)]
+    gostr.update({x: 5 for x in some[:10]})
+    fptr.update(some[10:30])
+    table = (0, 1 << 20)
+    hi = max(b + len(d) for b, d, _ in segs)
+    for tr, bss_hi in ((None, 0), (table, hi + 4096)):
+        want = pure_items.cut_items(segs, set(cuts), set(fptr), dict(gostr), tr, bss_hi)
+        got = datawalk_active.ITEMS.cut_items(segs, set(cuts), set(fptr), dict(gostr), tr, bss_hi)
+        assert got[1] == want[1]
+        assert _fields(got[0]) == _fields(want[0])
+        kinds = {i.kind for i in got[0]}
+        assert {"cstring", "numeric", "zero"} <= kinds
+
+
+@needs_twin
+def test_string_helpers_equal_the_pure_ones():
+    mem = (
+        b"hello world\0\0\0ab\0colour \x1b[31mred\x1b[0m\0\xff\xfe bad\0caf\xc3\xa9 ok\0"
+        b"w\0i\0d\0e\0\0\0" + bytes(range(256)) + b"\0"
+    )
+    C = datawalk_active.ITEMS
+    for k in range(len(mem)):
+        assert C._cstring_at(mem, k) == pure_items._cstring_at(mem, k)
+        assert C._cstring_len(mem, k) == pure_items._cstring_len(mem, k)
+        assert C._string_start(mem, k) == pure_items._string_start(mem, k)
+        assert C._utf16_at(mem, k) == pure_items._utf16_at(mem, k)
+        assert C._utf8_text(mem[k : k + 9]) == pure_items._utf8_text(mem[k : k + 9])
+
+
+def test_blocked_twin_cuts_with_the_pure_module():
+    """``KBTOOL_DATASCAN=pure``: the pure scan and the pure items module, same items."""
+    path = CORPUS / "release" / "sql.js-1.12.0.sql-wasm.wasm"
+    if not path.is_file():
+        pytest.skip("corpus not present")
+    code = (
+        "import sys, hashlib\n"
+        "from kbtool.analysis import datawalk_active, datamodel\n"
+        "from kbtool.wasm import analyze_module\n"
+        "data = open(sys.argv[1], 'rb').read()\n"
+        "m = datamodel.build_data_model(analyze_module(data), data)\n"
+        "h = hashlib.sha256(repr([(i.address, i.size, i.kind, i.text, i.label, i.targets)"
+        " for i in m.items]).encode()).hexdigest()\n"
+        "print(datawalk_active.PATH, datawalk_active.ITEMS.__name__, len(m.items), h)\n"
+    )
+    out = []
+    for mode in ("pure", ""):
+        env = {**os.environ, "KBTOOL_DATASCAN": mode}
+        p = subprocess.run(
+            [sys.executable, "-c", code, str(path)],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ROOT,
+            timeout=120,
+        )
+        assert p.returncode == 0, p.stderr
+        out.append(p.stdout.split())
+    assert out[0][:2] == ["pure", "kbtool.analysis.datawalk.items"]
+    assert int(out[0][2]) > 1000
+    assert out[0][2:] == out[1][2:]
+
+
+def test_build_items_without_segments_is_empty():
+    path = CORPUS / "release" / "sql.js-1.12.0.sql-wasm.wasm"
+    if not path.is_file():
+        pytest.skip("corpus not present")
+    a = analyze_module(path.read_bytes())
+    a.module.data_segments = []
+    assert build_items(a, [], None, 0, {}) == ([], False)
