@@ -43,7 +43,9 @@ from kbtool.lift import LiftModule, Names, prepare
 from kbtool.lift.context import Given
 from kbtool.services import callgraph_store, code_store, heap, knowledge
 from kbtool.services import types as types_svc
+from kbtool.services.code_module_kept import thaw
 from kbtool.services.code_structs import StructFields
+from kbtool.services.code_structs_lazy import LazyStructFields
 from kbtool.textutil import printable
 from kbtool.wasm import WasmFormatError, analyze_module
 from kbtool.wasm.reader import Module, parse_module
@@ -252,17 +254,20 @@ def _key(conn: sqlite3.Connection, version_id: int) -> tuple:
     return (path or f"memory:{id(conn)}", version_id, token)
 
 
-def _parsed(data: bytes, digest: bytes | None = None) -> _Parsed:
+def _parsed(data: bytes, digest: bytes | None = None, kept: Any = None) -> _Parsed:
     """The parsed module of ``data`` (cached by its blake2b-128 ``digest``, computed here
-    unless given)."""
+    unless given); ``kept``: its sections as a kept preparation holds them
+    (:mod:`kbtool.services.code_module_kept`), rebuilt rather than parsed when they fit."""
     if digest is None:
         digest = _digest(data)
     with _LOCK:
         hit = _PARSED.get_item(digest)
     if hit is not None:
         return hit
+    module = thaw(kept, data) if kept is not None else None
     try:
-        module = parse_module(data)
+        if module is None:
+            module = parse_module(data)
     except WasmFormatError as exc:
         raise CodeUnavailableError(f"the stored module cannot be decoded: {exc}") from None
     parsed = _Parsed(data, module, Names.from_module(module), digest.hex())
@@ -440,13 +445,19 @@ def _prepare(conn: sqlite3.Connection, version_id: int, key: tuple) -> CodeModul
         else:
             ids = code_store.id_columns(identity_rows(conn, version_id))
         structs, (global_names, data_labels) = kept.structs, (kept.global_names, kept.labels)
+        # laid out when the C first asks (code_structs_lazy); built eagerly if not known
+        fields = (
+            LazyStructFields(kept.struct_list, kept.hooked)
+            if kept.hooked is not None
+            else StructFields(kept.struct_list())
+        )
     else:
         ids = code_store.id_columns(identity_rows(conn, version_id))
         structs = queries.structs(conn, version_id)
         global_names, data_labels = _data_names(conn, version_id)
+        fields = StructFields(structs)
     rows = _Rows(ids)
     kb_names = {i: n for i, n in zip(ids[0], ids[5], strict=True) if n}
-    fields = StructFields(structs)
     known = knowledge.code_knowledge(conn, version_id)
     typed = types_svc.code_types(
         conn, version_id, known, fields
@@ -463,7 +474,7 @@ def _prepare(conn: sqlite3.Connection, version_id: int, key: tuple) -> CodeModul
     if digest is None and kept is not None:
         digest = bytes.fromhex(kept.digest)
     _yield_to_requests()
-    parsed = _parsed(data, digest)
+    parsed = _parsed(data, digest, kept.module if kept is not None else None)
     _yield_to_requests()
     functions = dict(parsed.names.functions)
     functions.update(kb_names)
@@ -492,7 +503,7 @@ def _prepare(conn: sqlite3.Connection, version_id: int, key: tuple) -> CodeModul
         kept = code_store.Kept(
             key[2], ids, global_names, data_labels, structs, lm.toolchain, lm.passive,
             lm.func_c, lm.global_c, lm.data_items, lm.module_idents, parsed.digest,
-            event_stamp(conn, key[2][1]),
+            event_stamp(conn, key[2][1]), bool(fields), (parsed.module, data),
         )  # fmt: skip
         _keep_later(skey, kept)
     return cm

@@ -43,7 +43,7 @@ from typing import Any
 from kbtool.services import disk_cap
 from kbtool.services.detached import spawn, switched_off
 
-FORMAT = 3  # bump when what is kept or how it is built changes
+FORMAT = 4  # bump when what is kept or how it is built changes
 DISK_FILES = 16  # versions kept per KB file
 TOTAL_BYTES = 1 << 30  # all KBs' preparations together (ffmpeg's is ~4.7 MB a version)
 MAGIC = b"KBTOOL-CODE\n"
@@ -66,7 +66,9 @@ class Kept:
     ids: list  # identity rows (code_labels.identity_rows) as 7 columns (lists)
     global_names: dict  # data model global names
     labels: list  # data labels as read (before their C names)
-    structs: list  # the version's recovered structs (queries.structs)
+    #: the version's recovered structs (queries.structs); as read back, still marshalled
+    #: (bytes) until :meth:`struct_list` (only the lifted C lays them out)
+    structs: list | bytes
     toolchain: str  # the module's toolchain (lower case; module only)
     passive: dict | None  # passive segment -> address (module only; None: search again)
     func_c: list
@@ -75,6 +77,17 @@ class Kept:
     used: set
     digest: str  # blake2b-128 of the module bytes, hex (what parsed modules are kept under)
     stamp: str = ""  # the annotation decision of the token's event id (code_labels.event_stamp)
+    hooked: bool | None = None  # bool() of the structs' field hook (None: not known)
+    #: the parsed module's sections as plain values (code_module_kept.freeze; None: parse
+    #: it); to save, the parsed ``(Module, bytes)`` may be given instead (frozen then)
+    module: Any = None
+
+    def struct_list(self) -> list:
+        """The recovered structs (decoded on first use)."""
+        if isinstance(self.structs, bytes):
+            value = marshal.loads(self.structs)
+            self.structs = value if isinstance(value, list) else []
+        return self.structs
 
 
 FIELDS = tuple(Kept.__dataclass_fields__)
@@ -92,6 +105,13 @@ def _encode(kept: Kept) -> dict[str, Any]:
     value["token"] = list(kept.token)
     value["ids"] = pack_rows(list(zip(*kept.ids, strict=True)))
     value["data_items"] = pack_rows(kept.data_items)
+    if isinstance(kept.module, tuple):  # frozen here, off the thread that showed code
+        from kbtool.services.code_module_kept import freeze
+
+        value["module"] = freeze(*kept.module)
+    value["structs"] = (
+        kept.structs if isinstance(kept.structs, bytes) else marshal.dumps(kept.structs)
+    )
     same = sorted(kept.labels) == kept.data_items
     value["labels"] = _SAME if same else pack_rows(kept.labels)
     return value
@@ -101,11 +121,12 @@ def _decode(value: dict[str, Any]) -> Kept:
     ids = unpack_columns(value["ids"])
     if ids is None:
         ids = id_columns(value["ids"][1])
-    data_items = unpack_rows(value["data_items"])
+    data_items, idents = unpack_items(value["data_items"])
     labels = value["labels"]
     labels = data_items if labels == _SAME else unpack_rows(labels)
-    func_c, global_c = value["func_c"], value["global_c"]
-    used = {*func_c, *global_c, *(d[2] for d in data_items)}
+    used = set(value["func_c"])
+    used.update(value["global_c"])
+    used.update(idents)
     fields = dict(value, ids=ids, data_items=data_items, labels=labels, used=used)
     fields["token"] = tuple(value["token"])
     return Kept(**{f: fields[f] for f in FIELDS})
@@ -137,11 +158,20 @@ def pack_rows(rows: list) -> list:
             except OverflowError:
                 return ["rows", rows]
         elif kinds <= {str, type(None)}:
-            texts = [_NONE if v is None else v for v in col]
+            nones = col.count(None)
+            sparse = nones * 2 > len(col)  # mostly None: the indices of the others
+            texts = [v for v in col if v is not None] if sparse else col
+            texts = [_NONE if v is None else v for v in texts]
             joined = _SEP.join(texts)
-            if joined.count(_SEP) != len(texts) - 1 or joined.count(_NONE) != col.count(None):
+            if (texts and joined.count(_SEP) != len(texts) - 1) or joined.count(_NONE) != (
+                0 if sparse else nones
+            ):
                 return ["rows", rows]
-            out.append(("s", joined))
+            if sparse:
+                at = array("q", [k for k, v in enumerate(col) if v is not None]).tobytes()
+                out.append(("z", at, joined if texts else None))
+            else:
+                out.append(("s", joined))
         else:
             return ["rows", rows]
     return out
@@ -153,11 +183,18 @@ def unpack_columns(packed: list) -> list[list] | None:
         return None
     n = packed[1]
     cols: list[list] = []
-    for kind, value in packed[2:]:
+    for kind, value, *more in packed[2:]:
         if kind == "i":
             a = array("q")
             a.frombytes(value)
             col = a.tolist()
+        elif kind == "z":  # mostly None: the others at their indices
+            col = [None] * n
+            if more[0] is not None:
+                at = array("q")
+                at.frombytes(value)
+                for k, text in zip(at, more[0].split(_SEP), strict=True):
+                    col[k] = text
         else:
             col = value.split(_SEP) if n else []
             if _NONE in value:
@@ -166,6 +203,16 @@ def unpack_columns(packed: list) -> list[list] | None:
             raise ValueError("a column of another length")
         cols.append(col)
     return cols
+
+
+def unpack_items(packed: list) -> tuple[list, list]:
+    """The data items ``(address, size, C identifier, text or None)`` :func:`pack_rows`
+    packed (tuples) and their C identifiers (a list)."""
+    cols = unpack_columns(packed)
+    if cols is None or len(cols) != 4:
+        items = unpack_rows(packed)
+        return items, [it[2] for it in items]
+    return list(zip(*cols, strict=True)), cols[2]
 
 
 def unpack_rows(packed: list) -> list:
@@ -235,7 +282,7 @@ def load(key: tuple) -> Kept | None:
         list,
         dict,
         list,
-        list,
+        (list, bytes),
         str,
         (dict, type(None)),
         list,
@@ -244,6 +291,8 @@ def load(key: tuple) -> Kept | None:
         set,
         str,
         str,
+        (bool, type(None)),
+        (dict, type(None)),
     )
     if not all(isinstance(getattr(kept, f), t) for f, t in zip(FIELDS, shapes, strict=True)):
         return None

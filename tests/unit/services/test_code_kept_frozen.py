@@ -47,10 +47,10 @@ def test_kept_preparation_is_frozen_before_the_parse(demo_kb, store, monkeypatch
             seen["kept"] = kept = load(key)
             return kept
 
-        def parsing(data, digest=None):
+        def parsing(data, digest=None, module=None):
             kept = seen["kept"]
             seen["young"] = _tracked([kept.data_items, kept.ids, *kept.ids, kept.func_c])
-            return parsed(data, digest)
+            return parsed(data, digest, module)
 
         monkeypatch.setattr(code_store, "load", loading)
         monkeypatch.setattr(code_prepared, "_parsed", parsing)
