@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import weakref
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable
 
 from kbtool.wasm import ModuleAnalysis
 
@@ -24,6 +25,7 @@ _items = datawalk_active.ITEMS
 _cstring_at = _items._cstring_at  # (re-exported: the recognizers' tests read them here)
 _cstring_len = _items._cstring_len
 _utf8_text = _items._utf8_text
+ItemRow = tuple[int, int, str, int, str | None, str, str, int, str]  # (datawalk.items)
 
 # ----------------------------------------------------------------------------- memory image
 
@@ -172,6 +174,17 @@ def build_items(
         fptr = {r[4] for r in refs if r[2] == "funcptr"}
         gostr = {r[4]: r[5] for r in refs if r[2] == "gostring"}
     return _items.cut_items(segs, cuts, fptr, gostr, table_range, bss_hi)
+
+
+def item_rows(
+    items: list[DataItem],
+    image: bytes,
+    base: int,
+    memory: Callable[[int, int], bytes | None],
+) -> list[ItemRow]:
+    """The ``data_items`` rows of ``items`` with their data ids
+    (:func:`.datawalk.items.item_rows`, compiled with the walk)."""
+    return _items.item_rows(items, image, base, memory)
 
 
 def label_items(items: list[DataItem]) -> None:

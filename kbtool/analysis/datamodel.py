@@ -32,6 +32,7 @@ from . import datawalk_active
 from .dataitems import (
     build_items,
     go_string_headers,
+    item_rows,
     label_items,
     memory_image,
     read_memory,
@@ -67,6 +68,7 @@ __all__ = [
     "function_refs_careful",
     "global_infos",
     "go_string_headers",
+    "item_rows",
     "label_items",
     "memory_image",
     "read_memory",

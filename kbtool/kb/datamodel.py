@@ -63,14 +63,17 @@ def replace_data_model(
     version_id: int,
     *,
     globals_: Iterable[dict[str, Any]],
-    items: Iterable[dict[str, Any]],
+    items: Iterable[dict[str, Any]] = (),
     refs: Iterable[tuple[int, int, str, str, int, int]],
     data_start: int,
     data_end: int,
     truncated: bool,
+    item_rows: list[tuple] | None = None,
 ) -> None:
     """Store the data model of ``version_id`` (replacing an older one), in the caller's
-    transaction. ``refs`` are ``(func_index, offset, kind, target_kind, target, width)``."""
+    transaction. ``refs`` are ``(func_index, offset, kind, target_kind, target, width)``;
+    the items are dicts (``items``) or ready rows (``item_rows``: ``(address, size, kind,
+    segment, text, label, data_id, refs, targets JSON)``, the ingest's compiled pass)."""
     for table in ("data_globals", "data_items", "data_refs", "data_models"):
         conn.execute(f"DELETE FROM {table} WHERE version_id = ?", (version_id,))  # noqa: S608
     conn.executemany(
@@ -95,25 +98,13 @@ def replace_data_model(
             for g in globals_
         ],
     )
-    item_rows = [
-        (
-            version_id,
-            i["address"],
-            i["size"],
-            i["kind"],
-            i["segment"],
-            i["text"],
-            i["label"],
-            i["data_id"],
-            i["refs"],
-            orjson.dumps(i["targets"]).decode() if i["targets"] else "[]",
-        )
-        for i in items
-    ]
+    vid = int(version_id)  # (in the statements: the rows go in as the caller made them)
+    if item_rows is None:
+        item_rows = [_item_row(i) for i in items]
     with indexes_built_after(conn, "data_items", len(item_rows)):
         conn.executemany(
             "INSERT INTO data_items(version_id, address, size, kind, segment, text, label,"
-            " data_id, refs, targets) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            f" data_id, refs, targets) VALUES ({vid:d},?,?,?,?,?,?,?,?,?)",  # noqa: S608
             item_rows,
         )
     # by (function, offset): a target's index entries then run in rowid order = that order,
@@ -126,7 +117,6 @@ def replace_data_model(
         # of data_refs_target; DDL is transactional (a failed ingest keeps them)
         for name, _ in _REF_INDEXES:
             conn.execute(f"DROP INDEX IF EXISTS {name}")
-    vid = int(version_id)  # (in the statement: the rows go in as the caller made them)
     for k in range(0, len(rows), REF_BATCH):
         _insert_refs(conn, vid, rows[k : k + REF_BATCH])
     if rebuild:
@@ -146,6 +136,20 @@ def drop_data_model(conn: sqlite3.Connection, version_id: int) -> bool:
     for table in ("data_globals", "data_items", "data_refs", "data_models"):
         conn.execute(f"DELETE FROM {table} WHERE version_id = ?", (version_id,))  # noqa: S608
     return had is not None
+
+
+def _item_row(i: dict[str, Any]) -> tuple:
+    return (
+        i["address"],
+        i["size"],
+        i["kind"],
+        i["segment"],
+        i["text"],
+        i["label"],
+        i["data_id"],
+        i["refs"],
+        orjson.dumps(i["targets"]).decode() if i["targets"] else "[]",
+    )
 
 
 # the indexes of data_refs as kbtool/kb/schema.py creates them

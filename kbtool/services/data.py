@@ -16,14 +16,19 @@ until ``kbtool analyze`` builds it (the reads say so). Targets of :func:`xrefs`:
 
 from __future__ import annotations
 
-import hashlib
 import re
 import sqlite3
 import time
 from collections.abc import Callable
 from typing import Any
 
-from kbtool.analysis.datamodel import build_data_model, memory_image, read_memory, role_labels
+from kbtool.analysis.datamodel import (
+    build_data_model,
+    item_rows,
+    memory_image,
+    read_memory,
+    role_labels,
+)
 from kbtool.analysis.recognize import stack_pointer_global
 from kbtool.kb import datamodel as dm_store
 from kbtool.kb import queries
@@ -60,18 +65,6 @@ class DataNotFoundError(DataError):
 
 
 # --------------------------------------------------------------------------- build
-
-
-def _data_ids(items: list[dict[str, Any]], memory: Callable[[int, int], bytes | None]) -> None:
-    """``data_id``: kind + content digest, ``#n`` for the n-th duplicate by address. Stable
-    across releases while the content stays (addresses move, content does not)."""
-    seen: dict[str, int] = {}
-    for it in items:
-        raw = memory(it["address"], min(it["size"], 1 << 16)) or b""
-        h = hashlib.blake2b(it["kind"].encode() + b"\0" + raw, digest_size=8).hexdigest()
-        n = seen.get(h, 0)
-        seen[h] = n + 1
-        it["data_id"] = f"d:{h}" if n == 0 else f"d:{h}#{n}"
 
 
 def build(
@@ -118,30 +111,12 @@ def _build(
     )  # as the decoder: 2 for big modules
     # labels from the functions the KB knows around an item (errno, malloc state, tables)
     role_labels(model, analysis, queries.function_names(conn, version_id))
-    items = [
-        {
-            "address": i.address,
-            "size": i.size,
-            "kind": i.kind,
-            "segment": i.segment,
-            "text": i.text,
-            "label": i.label or f"data_{i.address:x}",
-            "refs": i.refs,
-            "targets": i.targets,
-        }
-        for i in model.items
-    ]
     passive = passive_addresses(data, analysis.module)
     # one copy of the initial memory for every item
     base, image = memory_image(analysis, passive=passive)
-    _data_ids(
-        items,
-        lambda a, n: (
-            image[a - base : a - base + n]
-            if image and a >= base
-            else read_memory(analysis, a, n, passive)
-        ),
-    )
+    rows = item_rows(
+        model.items, image, base, lambda a, n: read_memory(analysis, a, n, passive)
+    )  # the stored rows with their data ids, one compiled pass (with the data walk)
     globals_ = [
         {
             "index": g.index,
@@ -163,17 +138,17 @@ def _build(
         conn,
         version_id,
         globals_=globals_,
-        items=items,
+        item_rows=rows,
         refs=model.ref_rows,
         data_start=model.data_start,
         data_end=model.data_end,
         truncated=model.truncated,
     )
     kinds: dict[str, int] = {}
-    for i in items:
-        kinds[i["kind"]] = kinds.get(i["kind"], 0) + 1
+    for r in rows:
+        kinds[r[2]] = kinds.get(r[2], 0) + 1
     return {
-        "items": len(items),
+        "items": len(rows),
         "items_by_kind": dict(sorted(kinds.items())),
         "globals": len(globals_),
         "named_globals": sum(1 for g in globals_ if g["name"]),

@@ -9,6 +9,8 @@ as native calls. The pure module here is the reference (same items: tests compar
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Callable
+from hashlib import blake2b
 from struct import unpack_from as _unpack_from
 
 from ..datatypes import MAX_BSS_ITEM, MAX_ITEMS, MAX_TEXT, MIN_STRING, DataItem
@@ -215,3 +217,47 @@ def cut_items(
         if len(items) >= MAX_ITEMS:
             return items, True
     return items, truncated
+
+
+#: a ``data_items`` row without its version: address, size, kind, segment, text, label,
+#: data_id, refs, targets (JSON)
+ItemRow = tuple[int, int, str, int, str | None, str, str, int, str]
+
+
+def item_rows(
+    items: list[DataItem],
+    image: bytes,
+    base: int,
+    memory: Callable[[int, int], bytes | None],
+) -> list[ItemRow]:
+    """The stored rows of ``items`` (:data:`ItemRow`). ``data_id``: kind + content digest,
+    ``#n`` for the n-th duplicate by address (stable across releases while the content
+    stays); the content is read from ``image`` (the initial memory from ``base``) when
+    there is one, else through ``memory(address, length)``. A missing label is
+    ``data_<hex address>``; targets as JSON (``[1,2]``: the ints as ``orjson`` writes them)."""
+    seen: dict[str, int] = {}
+    out: list[ItemRow] = []
+    for it in items:
+        a: int = it.address
+        size: int = it.size
+        n = min(size, 1 << 16)
+        raw = image[a - base : a - base + n] if image and a >= base else memory(a, n)
+        kind: str = it.kind
+        h = blake2b(kind.encode() + b"\0" + (raw or b""), digest_size=8).hexdigest()
+        k = seen.get(h, 0)
+        seen[h] = k + 1
+        targets: list[int] = it.targets
+        out.append(
+            (
+                a,
+                size,
+                kind,
+                it.segment,
+                it.text,
+                it.label or f"data_{a:x}",
+                f"d:{h}" if k == 0 else f"d:{h}#{k}",
+                it.refs,
+                "[" + ",".join([str(t) for t in targets]) + "]" if targets else "[]",
+            )
+        )
+    return out

@@ -127,3 +127,45 @@ def test_build_items_without_segments_is_empty():
     a = analyze_module(path.read_bytes())
     a.module.data_segments = []
     assert build_items(a, [], None, 0, {}) == ([], False)
+
+
+@needs_twin
+def test_item_rows_equal_the_pure_ones_and_the_dict_form():
+    """The stored rows (data ids, labels, targets JSON) come out the same compiled, pure,
+    and as the dicts the store also takes (each field as the dict path writes it)."""
+    import hashlib
+
+    import orjson
+
+    from kbtool.analysis.dataitems import memory_image, read_memory
+
+    a, passive, model = _inputs(MODULES[0])
+    model.items[3].targets = [1, 2, 70000]
+    base, image = memory_image(a, passive=passive)
+
+    def mem(x, n):
+        return read_memory(a, x, n, passive)
+
+    got = datawalk_active.ITEMS.item_rows(model.items, image, base, mem)
+    assert got == pure_items.item_rows(model.items, image, base, mem)
+    no_image = pure_items.item_rows(model.items, b"", 0, mem)  # no image: read per item
+    assert datawalk_active.ITEMS.item_rows(model.items, b"", 0, mem) == no_image
+    seen: dict[str, int] = {}
+    for it, row in zip(model.items, got, strict=True):
+        n = min(it.size, 1 << 16)
+        raw = image[it.address - base : it.address - base + n] or b""
+        h = hashlib.blake2b(it.kind.encode() + b"\0" + raw, digest_size=8).hexdigest()
+        n = seen.get(h, 0)
+        seen[h] = n + 1
+        assert row == (
+            it.address,
+            it.size,
+            it.kind,
+            it.segment,
+            it.text,
+            it.label or f"data_{it.address:x}",
+            f"d:{h}" if n == 0 else f"d:{h}#{n}",
+            it.refs,
+            orjson.dumps(it.targets).decode() if it.targets else "[]",
+        )
+    assert len(seen) < len(got)  # some duplicates numbered
