@@ -283,8 +283,6 @@ class DiffCache:
                     self._pending.pop(key, None)
 
     def _fill(self, conn: sqlite3.Connection, a: int, b: int, kind: str, key: tuple):
-        from kbtool.services.diff.report import stored_diff
-
         report_key = key[:3] + ("report",) + key[4:]
         cl_key = key[:3] + ("changelog",) + key[4:]
         report = self._lookup(report_key, count=False) if kind == "changelog" else None
@@ -293,6 +291,8 @@ class DiffCache:
             modules = _modules(conn, a, b)
             report = self._kept_stored(report_key, modules)
         if report is None:
+            from kbtool.services.diff.report import stored_diff
+
             fresh: dict[str, Any] = {}
             report = stored_diff(conn, a, b, keep=fresh, retriage=False)
             if report is not None:
