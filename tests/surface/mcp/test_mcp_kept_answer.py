@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from contextlib import asynccontextmanager
 
 from mcp import ClientSession
@@ -116,3 +117,30 @@ def test_the_tool_writes_the_kept_text_without_reading_the_report(tmp_path, monk
     assert (fresh.texts_read, fresh.loaded, fresh.computed, fresh.disk_hits) == (2, 0, 0, 0)
     page = json.loads(spec.fn(from_version_id=2, to_version_id=1, limit=1))
     assert len(page["changes"]) == 1 and fresh.disk_hits == 1  # a page reads the report
+
+
+def test_after_a_whole_answer_the_report_is_read_once_quiet(tmp_path, monkeypatch):
+    from kbtool.mcp import idle
+
+    db = two_versions_kb(tmp_path)
+    _prepare(db)
+    act = idle.Activity()
+    monkeypatch.setattr(idle, "ACTIVITY", act)
+    monkeypatch.setattr(idle, "when_quiet", act.when_quiet)
+    monkeypatch.setattr(idle, "QUIET", 0.01)
+    fresh = DiffCache(disk=DiskAnswers(disk_dir()), background=True)
+    monkeypatch.setattr(diff_cache, "DIFF_CACHE", fresh)
+    spec = next(s for s in server.tool_specs(db, RuntimeError) if s.name == "get_diff")
+    tool = server._reads_report_after(spec.fn, db)
+    act.set_in_flight(1)  # the get_diff request, being served
+    assert tool(from_version_id=1, to_version_id=2) == _reference(db, 1, 2)
+    assert fresh.disk_hits == 0 and act.pending() == 1  # the answer went out without it
+    act.set_in_flight(0)
+    done = threading.Event()
+    act.when_quiet("probe", done.set)  # runs after the report's read (one thread)
+    assert done.wait(60.0)
+    assert fresh.disk_hits == 1  # the kept stored report, read in the background
+    tool(from_version_id=1, to_version_id=2, limit=5)
+    assert fresh.disk_hits == 1 and fresh.hits >= 1  # the page: from memory
+    tool(from_version_id=1, to_version_id=2, limit=5)  # a page: nothing asked in background
+    assert act.pending() == 0
