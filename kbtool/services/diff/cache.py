@@ -158,7 +158,8 @@ class DiffCache:
         self, conn: sqlite3.Connection, a: int, b: int, encode: Callable[[Any], str] | None = None
     ) -> str:
         """The whole report of ``a`` -> ``b`` as the MCP server answers it, kept encoded
-        (:func:`kbtool.services.diff.answer.whole_text`; ``encode``: that encoder)."""
+        (:func:`kbtool.services.diff.answer.whole_text`). ``encode`` must write exactly what
+        :func:`kbtool.services.json_answer.as_json` writes (its text is kept under that form)."""
         from kbtool.services.diff.answer import whole_text
 
         return whole_text(self, conn, a, b, encode)
