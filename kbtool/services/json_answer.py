@@ -108,9 +108,11 @@ codecs.register_error(_ESCAPE_ERRORS, _escape_beyond_ascii)
 @functools.cache
 def form() -> str:
     """What :func:`as_json` writes, by version (bump the number when its output changes),
-    the ASCII bound and the encoder behind it (pydantic-core's version, or json)."""
-    try:
-        import pydantic_core
-    except ImportError:  # pragma: no cover - the SDK depends on pydantic
-        return f"mcp-json-1-{LARGE}-json"
-    return f"mcp-json-1-{LARGE}-pc{pydantic_core.__version__}"
+    the ASCII bound and the encoder behind it (pydantic-core when installed, else json).
+    pydantic-core is found, not imported (a preparation asking what is kept should not pay
+    its ~60 ms import); its output for plain JSON values (str, int, float, bool, None, dict,
+    list) is taken as stable across its versions (a change would still be the same value)."""
+    import importlib.util
+
+    encoder = "pc" if importlib.util.find_spec("pydantic_core") is not None else "json"
+    return f"mcp-json-1-{LARGE}-{encoder}"
