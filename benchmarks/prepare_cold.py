@@ -10,7 +10,8 @@ Each run is a fresh ``python`` that opens the KB read-only, turns on the front-e
 policy (:mod:`kbtool.services.heap`, as ``kbtool serve``/``tui``/``mcp`` do) and times one
 ``code_module(conn, version)``: wall and CPU ms (CPU counts every thread: the module's bytes
 are read beside the KB reads), p50/p95/max over the runs, with the main stages' wall ms
-(those the measured checkout has) and the machine's load before and after.
+(those the measured checkout has: ``parse_module`` when the module was parsed, ``thaw`` when
+its sections were rebuilt from the kept file) and the machine's load before and after.
 
 Two rows: "built" with the kept preparations off (``KBTOOL_CODE_CACHE_DIR=off``: built from
 the KB, what a version nobody prepared costs) and "kept" read back from a store in a
@@ -57,7 +58,7 @@ def wrap(mod, name, label=None):
             key = label or name
             stages[key] = stages.get(key, 0.0) + (time.perf_counter() - t) * 1000
     setattr(mod, name, timed)
-for name in ("_parsed", "_data_names", "identity_rows", "prepare"):
+for name in ("_parsed", "parse_module", "thaw", "_data_names", "identity_rows", "prepare"):
     wrap(cp, name)
 wrap(cp.queries, "function_identities")
 wrap(ctx, "build_data_map")

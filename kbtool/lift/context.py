@@ -233,7 +233,7 @@ def prepare(module, names: Names | None = None, given: Given | None = None) -> L
         type_texts=[t.text() for t in m.types],
         func_types=_func_types(m),
         gc=_gc(data, m),
-        data_starts=[d[0] for d in data_items],
+        data_starts=getattr(data_items, "starts", None) or [d[0] for d in data_items],
         data_items=data_items,
         toolchain=tc,
         passive=passive,

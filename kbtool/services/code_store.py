@@ -36,6 +36,7 @@ import sqlite3
 import sys
 import time
 from array import array
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -104,7 +105,7 @@ def _encode(kept: Kept) -> dict[str, Any]:
     del value["used"]  # the union of the C names: made again when read
     value["token"] = list(kept.token)
     value["ids"] = pack_rows(list(zip(*kept.ids, strict=True)))
-    value["data_items"] = pack_rows(kept.data_items)
+    value["data_items"] = pack_rows(list(kept.data_items))
     if isinstance(kept.module, tuple):  # frozen here, off the thread that showed code
         from kbtool.services.code_module_kept import freeze
 
@@ -112,8 +113,8 @@ def _encode(kept: Kept) -> dict[str, Any]:
     value["structs"] = (
         kept.structs if isinstance(kept.structs, bytes) else marshal.dumps(kept.structs)
     )
-    same = sorted(kept.labels) == kept.data_items
-    value["labels"] = _SAME if same else pack_rows(kept.labels)
+    same = sorted(kept.labels) == list(kept.data_items)
+    value["labels"] = _SAME if same else pack_rows(list(kept.labels))
     return value
 
 
@@ -205,14 +206,42 @@ def unpack_columns(packed: list) -> list[list] | None:
     return cols
 
 
-def unpack_items(packed: list) -> tuple[list, list]:
+class ItemRows(Sequence):
+    """Data items ``(address, size, C identifier, text or None)`` over their columns, each
+    tuple made when asked: a code view looks a few up by address (``starts``, the address
+    column, is what :class:`kbtool.lift.LiftModule` bisects), and 65k tuples up front were
+    ~7 ms of ffmpeg's cold preparation."""
+
+    __slots__ = ("starts", "sizes", "idents", "notes")
+
+    def __init__(self, cols: list[list]) -> None:
+        self.starts, self.sizes, self.idents, self.notes = cols
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __getitem__(self, k: Any) -> Any:
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self)))]
+        return (self.starts[k], self.sizes[k], self.idents[k], self.notes[k])
+
+    def __iter__(self) -> Iterator[tuple]:
+        return zip(self.starts, self.sizes, self.idents, self.notes, strict=True)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def unpack_items(packed: list) -> tuple[Sequence, list]:
     """The data items ``(address, size, C identifier, text or None)`` :func:`pack_rows`
-    packed (tuples) and their C identifiers (a list)."""
+    packed (:class:`ItemRows`, or tuples) and their C identifiers (a list)."""
     cols = unpack_columns(packed)
     if cols is None or len(cols) != 4:
         items = unpack_rows(packed)
         return items, [it[2] for it in items]
-    return list(zip(*cols, strict=True)), cols[2]
+    return ItemRows(cols), cols[2]
 
 
 def unpack_rows(packed: list) -> list:
@@ -281,13 +310,13 @@ def load(key: tuple) -> Kept | None:
         tuple,
         list,
         dict,
-        list,
+        (list, ItemRows),
         (list, bytes),
         str,
         (dict, type(None)),
         list,
         list,
-        list,
+        (list, ItemRows),
         set,
         str,
         str,
