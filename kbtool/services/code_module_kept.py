@@ -28,13 +28,14 @@ _SMALL = {
     + (model.Export, model.Element, model.Tag, model.Section)
 }
 _STAMP: list[str] = []
+ENCODING = 2  # bump when what freeze() writes changes
 
 
 def parser_stamp() -> str:
     """A digest of the parser's sources and the model's fields ('' when a source is not
     there: nothing is kept then)."""
     if not _STAMP:
-        h = hashlib.sha256()
+        h = hashlib.sha256(b"kept module encoding %d" % ENCODING)
         base = Path(model.__file__).parent
         try:
             for name in _PARSER:
@@ -48,25 +49,35 @@ def parser_stamp() -> str:
     return _STAMP[0]
 
 
+_MARKS = ("@", "[", "(")  # an object; a list or a tuple holding objects
+
+
 def _small(obj: Any) -> Any:
-    """A small model object (or a value holding them) as plain values."""
+    """A small model object (or a value holding them) as plain values: an object as
+    ``("@", class name, [fields])``, a list or tuple holding one as ``("[", items)`` or
+    ``("(", items)``; a plain list (an element's function indices) as itself, so
+    :func:`_unsmall` does not walk it."""
     name = type(obj).__name__
     if _SMALL.get(name) is type(obj):
-        return ["@", name, [_small(getattr(obj, f.name)) for f in dataclasses.fields(obj)]]
-    if type(obj) is list:
-        return [_small(v) for v in obj]
-    if isinstance(obj, (int, float, str, bytes, tuple, type(None))):
+        return ("@", name, [_small(getattr(obj, f.name)) for f in dataclasses.fields(obj)])
+    if type(obj) in (list, tuple):
+        items = [_small(v) for v in obj]
+        marked = type(obj) is tuple and len(obj) > 0 and obj[0] in _MARKS
+        if marked or any(e is not v for e, v in zip(items, obj, strict=True)):
+            return ("[" if type(obj) is list else "(", items)
+        return obj
+    if isinstance(obj, (int, float, str, bytes, type(None))):
         return obj
     raise TypeError(f"not kept: {type(obj).__name__}")
 
 
 def _unsmall(value: Any) -> Any:
-    if type(value) is list:
-        if len(value) == 3 and value[0] == "@" and type(value[1]) is str:
-            cls = _SMALL[value[1]]
-            return cls(*[_unsmall(v) for v in value[2]])
-        return [_unsmall(v) for v in value]
-    return value
+    if type(value) is not tuple or not value or value[0] not in _MARKS:
+        return value
+    if value[0] == "@":
+        return _SMALL[value[1]](*[_unsmall(v) for v in value[2]])
+    items = [_unsmall(v) for v in value[1]]
+    return items if value[0] == "[" else tuple(items)
 
 
 def _ints(values: list[int]) -> bytes:

@@ -44,7 +44,7 @@ from typing import Any
 from kbtool.services import disk_cap
 from kbtool.services.detached import spawn, switched_off
 
-FORMAT = 4  # bump when what is kept or how it is built changes
+FORMAT = 5  # bump when what is kept or how it is built changes
 DISK_FILES = 16  # versions kept per KB file
 TOTAL_BYTES = 1 << 30  # all KBs' preparations together (ffmpeg's is ~4.7 MB a version)
 MAGIC = b"KBTOOL-CODE\n"
