@@ -27,7 +27,7 @@ ENV = "KBTOOL_DATASCAN"  # "pure" | "compiled" | unset (auto)
 
 
 def compiled_state() -> str:
-    """``absent``, ``stale`` (another ``datawalk.py`` or interpreter) or ``ready``."""
+    """``absent``, ``stale`` (another ``datawalk/`` or interpreter) or ``ready``."""
     ext = (".so", ".pyd")
     files = [f for f in sorted(HERE.glob(f"{COMPILED_NAME}*")) if f.is_file() and f.suffix in ext]
     sub = HERE / COMPILED_NAME

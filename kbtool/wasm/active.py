@@ -54,7 +54,7 @@ def compiled_files() -> list[Path]:
 
 
 def compiled_state() -> str:
-    """``absent``, ``stale`` (built from another ``decoder.py`` or for another interpreter)
+    """``absent``, ``stale`` (built from another ``decoder/`` or for another interpreter)
     or ``ready``."""
     files = compiled_files()
     if not files or not STAMP.is_file():
