@@ -4,6 +4,7 @@ labelled; Go string headers; ``.bss`` items."""
 
 from __future__ import annotations
 
+import re
 import weakref
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
@@ -13,6 +14,7 @@ from kbtool.wasm import ModuleAnalysis
 from . import datawalk_active
 from .datatypes import (
     MAX_IMAGE,
+    MAX_LABEL,
     DataItem,
     DataRef,
     RefTuple,
@@ -23,7 +25,6 @@ _items = datawalk_active.ITEMS
 _cstring_at = _items._cstring_at  # (re-exported: the recognizers' tests read them here)
 _cstring_len = _items._cstring_len
 _utf8_text = _items._utf8_text
-_slug = _items._slug  # (the role labels use it too)
 ItemRow = tuple[int, int, str, int, str | None, str, str, int, str]  # (datawalk.items)
 
 # ----------------------------------------------------------------------------- memory image
@@ -104,6 +105,14 @@ def read_memory(
 # ----------------------------------------------------------------------------- items
 
 
+_NOT_SLUG = re.compile(r"[^0-9A-Za-z]+")
+
+
+def _slug(text: str) -> str:
+    s = _NOT_SLUG.sub("_", text).strip("_").lower()
+    return s[:MAX_LABEL].rstrip("_")
+
+
 def memory_image(
     analysis: ModuleAnalysis, limit: int = MAX_IMAGE, passive: Passive = None
 ) -> tuple[int, bytes]:
@@ -180,6 +189,19 @@ def item_rows(
 
 def label_items(items: list[DataItem]) -> None:
     """Labels from content: ``s_<text>`` for strings, ``<kind>_<hex address>`` otherwise;
-    a label taken twice gets the address as a suffix (:func:`.datawalk.items.label_items`,
-    compiled with the walk)."""
-    _items.label_items(items)
+    a label taken twice gets the address as a suffix."""
+    seen: dict[str, int] = {}
+    for it in items:
+        if it.kind in ("cstring", "utf16", "gostring") and it.text:
+            base = "s_" + (_slug(it.text) or f"{it.address:x}")
+        elif it.kind == "zero":
+            base = f"zero_{it.address:x}"
+        elif it.kind == "bss":
+            base = f"bss_{it.address:x}"
+        elif it.kind in ("pointer_table", "funcptr_table"):
+            base = ("fptrs_" if it.kind == "funcptr_table" else "ptrs_") + f"{it.address:x}"
+        else:
+            base = f"data_{it.address:x}"
+        n = seen.get(base, 0)
+        seen[base] = n + 1
+        it.label = base if n == 0 else f"{base}_{it.address:x}"

@@ -8,13 +8,12 @@ as native calls. The pure module here is the reference (same items: tests compar
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left
 from collections.abc import Callable
 from hashlib import blake2b
 from struct import unpack_from as _unpack_from
 
-from ..datatypes import MAX_BSS_ITEM, MAX_ITEMS, MAX_LABEL, MAX_TEXT, MIN_STRING, DataItem
+from ..datatypes import MAX_BSS_ITEM, MAX_ITEMS, MAX_TEXT, MIN_STRING, DataItem
 
 # control characters C strings carry (terminal colours, bells, tabs): escaped where shown
 _RARE_CONTROLS = "\x1b\x07\x08\x0b\x0c"
@@ -262,34 +261,3 @@ def item_rows(
             )
         )
     return out
-
-
-_NOT_SLUG = re.compile(r"[^0-9A-Za-z]+")
-
-
-def _slug(text: str) -> str:
-    s = _NOT_SLUG.sub("_", text).strip("_").lower()
-    return s[:MAX_LABEL].rstrip("_")
-
-
-def label_items(items: list[DataItem]) -> None:
-    """Labels from content: ``s_<text>`` for strings, ``<kind>_<hex address>`` otherwise;
-    a label taken twice gets the address as a suffix."""
-    seen: dict[str, int] = {}
-    for it in items:
-        kind: str = it.kind
-        text: str | None = it.text
-        a: int = it.address
-        if text and kind in ("cstring", "utf16", "gostring"):
-            base = "s_" + (_slug(text) or f"{a:x}")
-        elif kind == "zero":
-            base = f"zero_{a:x}"
-        elif kind == "bss":
-            base = f"bss_{a:x}"
-        elif kind in ("pointer_table", "funcptr_table"):
-            base = ("fptrs_" if kind == "funcptr_table" else "ptrs_") + f"{a:x}"
-        else:
-            base = f"data_{a:x}"
-        n = seen.get(base, 0)
-        seen[base] = n + 1
-        it.label = base if n == 0 else f"{base}_{a:x}"

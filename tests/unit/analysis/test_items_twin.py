@@ -169,22 +169,3 @@ def test_item_rows_equal_the_pure_ones_and_the_dict_form():
             orjson.dumps(it.targets).decode() if it.targets else "[]",
         )
     assert len(seen) < len(got)  # some duplicates numbered
-
-
-@needs_twin
-@pytest.mark.parametrize("rel", MODULES)
-def test_compiled_labels_equal_the_pure_ones(rel):
-    import copy
-
-    _a, _passive, model = _inputs(rel)
-    items = [copy.copy(i) for i in model.items]
-    for i in items[::7]:
-        i.text = (i.text or "") + " dup!"  # labels taken twice, texts without a slug
-    for i in items[::11]:
-        i.text = "--"
-    other = [copy.copy(i) for i in items]
-    datawalk_active.ITEMS.label_items(items)
-    pure_items.label_items(other)
-    assert [i.label for i in items] == [i.label for i in other]
-    assert len({i.label for i in items}) == len(items)
-    assert any(i.label.startswith("s_") for i in items)
