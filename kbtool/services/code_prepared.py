@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, NamedTuple
 
 from kbtool.kb import datamodel, queries
@@ -446,10 +447,10 @@ def _prepare(conn: sqlite3.Connection, version_id: int, key: tuple) -> CodeModul
             ids = code_store.id_columns(identity_rows(conn, version_id))
         structs, (global_names, data_labels) = kept.structs, (kept.global_names, kept.labels)
         # laid out when the C first asks (code_structs_lazy); built eagerly if not known
-        fields = (
-            LazyStructFields(kept.struct_list, kept.hooked)
+        fields = (  # only the structs' bytes held (not the whole kept preparation)
+            LazyStructFields(partial(code_store.decode_structs, structs), kept.hooked)
             if kept.hooked is not None
-            else StructFields(kept.struct_list())
+            else StructFields(code_store.decode_structs(structs))
         )
     else:
         ids = code_store.id_columns(identity_rows(conn, version_id))

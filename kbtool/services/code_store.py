@@ -66,15 +66,15 @@ class Kept:
     token: tuple  # the KB's change token when it was built
     ids: list  # identity rows (code_labels.identity_rows) as 7 columns (lists)
     global_names: dict  # data model global names
-    labels: list  # data labels as read (before their C names)
+    labels: Sequence  # data labels as read (before their C names)
     #: the version's recovered structs (queries.structs); as read back, still marshalled
-    #: (bytes) until :meth:`struct_list` (only the lifted C lays them out)
+    #: (bytes) until :func:`decode_structs` (only the lifted C lays them out)
     structs: list | bytes
     toolchain: str  # the module's toolchain (lower case; module only)
     passive: dict | None  # passive segment -> address (module only; None: search again)
     func_c: list
     global_c: list
-    data_items: list
+    data_items: Sequence  # (address, size, C identifier, text) rows; ItemRows as read back
     used: set
     digest: str  # blake2b-128 of the module bytes, hex (what parsed modules are kept under)
     stamp: str = ""  # the annotation decision of the token's event id (code_labels.event_stamp)
@@ -83,12 +83,13 @@ class Kept:
     #: it); to save, the parsed ``(Module, bytes)`` may be given instead (frozen then)
     module: Any = None
 
-    def struct_list(self) -> list:
-        """The recovered structs (decoded on first use)."""
-        if isinstance(self.structs, bytes):
-            value = marshal.loads(self.structs)
-            self.structs = value if isinstance(value, list) else []
-        return self.structs
+
+def decode_structs(structs: list | bytes) -> list:
+    """The recovered structs of :attr:`Kept.structs` (still marshalled, or decoded)."""
+    if isinstance(structs, bytes):
+        value = marshal.loads(structs)
+        return value if isinstance(value, list) else []
+    return structs
 
 
 FIELDS = tuple(Kept.__dataclass_fields__)
