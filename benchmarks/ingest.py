@@ -286,8 +286,8 @@ STAGES = (
     ("module bytes write", "kbtool.kb.store", "insert_module_bytes", None),
     ("data model", "kbtool.services.data", "build", None),
     ("model (analysis)", "kbtool.services.data", "build_data_model", "data model"),
-    ("data ids (before s13 A2)", "kbtool.services.data", "_data_ids", "data model"),
-    ("item rows, data ids", "kbtool.services.data", "item_rows", "data model"),
+    # (the items' rows and their data ids, one compiled pass; before s13 A2: ``_data_ids``)
+    ("data ids", "kbtool.services.data", "item_rows", "data model"),
     ("model SQL", "kbtool.kb.datamodel", "replace_data_model", "data model"),
 )
 
