@@ -26,7 +26,7 @@ from kbtool.render.disasm import (
     render_listing,
     tail_lines,
 )
-from kbtool.services import knowledge
+from kbtool.services import code_kept_c, knowledge
 from kbtool.services.code_prepared import (
     _LINES,
     _LOCK,
@@ -132,12 +132,16 @@ def _lifted(cm: CodeModule, func_index: int, *, keep: bool) -> tuple[str, bool, 
         hit = _RESULTS.get_item(key)
     if hit is not None and hit[0] is cm:
         return hit[1]
-    res = lift_function(cm.lm, func_index)
-    c = (annotate_c(res.text, func_index, cm.lm.names), bool(res.truncated), res.reason or None)
+    c = code_kept_c.lifted(cm, func_index, lambda: _lift(cm, func_index))
     if keep:
         with _LOCK:
             _RESULTS.put(key, (cm, c))
     return c
+
+
+def _lift(cm: CodeModule, func_index: int) -> tuple[str, bool, str | None]:
+    res = lift_function(cm.lm, func_index)
+    return annotate_c(res.text, func_index, cm.lm.names), bool(res.truncated), res.reason or None
 
 
 def lifted_c(

@@ -174,6 +174,9 @@ class CodeModule:
     #: how the kept preparation on disk was used (:mod:`kbtool.services.code_store`):
     #: "use", "renamed" (names read again), "rebuild", "built" (none kept) or "" (store off)
     store: str = ""
+    #: what its huge functions' kept C is judged by: (kept file key, change token, the
+    #: token's decision stamp); None: not kept (:mod:`kbtool.services.code_kept_c`)
+    c_key: tuple | None = None
 
     @property
     def num_functions(self) -> int:
@@ -497,6 +500,8 @@ def _prepare(conn: sqlite3.Connection, version_id: int, key: tuple) -> CodeModul
     lm = prepare((data, parsed.module), names, _given(kept, how, parsed.module))
     fields.lm = typed.lm = lm
     cm = CodeModule(version_id, lm, parsed, rows, store=how or ("built" if skey else ""))
+    if skey is not None:
+        cm.c_key = (skey, key[2], event_stamp(conn, key[2][1]))
     with _LOCK:
         _PREPARED.put(key, cm)
     heap.settle()  # a long-lived front-end: no full collection walks it again (services.heap)

@@ -24,7 +24,8 @@ keeps what it built in one file per (KB file, version) and reads it back in a fe
 
 ``python -m kbtool.services.code_store --db KB [--version V]`` prepares and keeps versions
 (what ``kbtool analyze`` and ``kbtool ingest`` start in the background for big modules:
-:func:`start_background`).
+:func:`start_background`), and the lifted C of their largest functions
+(:mod:`kbtool.services.code_kept_c`).
 """
 
 from __future__ import annotations
@@ -454,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
     from kbtool.kb import queries
     from kbtool.kb.db import open_ro
     from kbtool.kb.errors import KBError
-    from kbtool.services import code_prepared
+    from kbtool.services import code_kept_c, code_prepared
 
     if args.quiet:
         try:
@@ -468,8 +469,12 @@ def main(argv: list[str] | None = None) -> int:
             for v in versions:
                 t = time.perf_counter()
                 how = code_prepared.keep_prepared(conn, v)
+                lifted = code_kept_c.keep_version(conn, v)  # its huge functions' C
                 if not args.quiet:
-                    print(f"version {v}: {how} ({(time.perf_counter() - t) * 1000:.0f} ms)")
+                    ms = (time.perf_counter() - t) * 1000
+                    print(
+                        f"version {v}: {how} ({ms:.0f} ms; the C of {lifted} huge functions kept)"
+                    )
         finally:
             conn.close()
     except (KBError, OSError) as exc:
