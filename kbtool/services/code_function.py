@@ -66,9 +66,10 @@ def function_code(
     it was rendered from (None for a body that cannot be disassembled).
 
     ``lift=False`` (with ``max_lines``: a huge function's first screen) does not lift the C:
-    unless this process lifted it before, ``lifted_c`` is empty and ``c_pending`` true;
-    :func:`lifted_c` gives it (kept, so the whole answer after it does not lift the function
-    again)."""
+    unless this process lifted it before or it is kept on disk and still valid
+    (:func:`kbtool.services.code_kept_c.kept`), ``lifted_c`` is empty and ``c_pending``
+    true; :func:`lifted_c` gives it (kept, so the whole answer after it does not lift the
+    function again)."""
     cm = code_module(conn, version_id)
     sid, _imp, _mod, _fld, name, prov = cm.check(func_index)
     key = (id(cm), func_index)
@@ -86,7 +87,7 @@ def function_code(
     kept = None if lift or not partial else _kept_c(cm, func_index)
     if lift or not partial:
         lifted, c_truncated, reason = _lifted(cm, func_index, keep=partial)
-    elif kept is not None:  # lifted before in this process: no need to wait for it
+    elif kept is not None:  # lifted before (this process, or kept on disk): no wait
         lifted, c_truncated, reason = kept
     else:
         lifted, c_truncated, reason = "", False, None
@@ -117,10 +118,18 @@ def function_code(
 
 
 def _kept_c(cm: CodeModule, func_index: int) -> tuple[str, bool, str | None] | None:
-    """The function's C when this process lifted it before (see :func:`_lifted`)."""
+    """The function's C when this process lifted it before (see :func:`_lifted`) or it is
+    kept on disk and still valid (then held like a lift of this process); never lifts."""
+    key = (id(cm), func_index, "c")
     with _LOCK:
-        hit = _RESULTS.get_item((id(cm), func_index, "c"))
-    return hit[1] if hit is not None and hit[0] is cm else None
+        hit = _RESULTS.get_item(key)
+    if hit is not None and hit[0] is cm:
+        return hit[1]
+    c = code_kept_c.kept(cm, func_index)
+    if c is not None:
+        with _LOCK:
+            _RESULTS.put(key, (cm, c))
+    return c
 
 
 def _lifted(cm: CodeModule, func_index: int, *, keep: bool) -> tuple[str, bool, str | None]:

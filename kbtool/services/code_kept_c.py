@@ -189,6 +189,12 @@ def save(c_key: tuple, func_index: int, c: Lifted) -> bool:
     return True
 
 
+def kept(cm: Any, func_index: int) -> Lifted | None:
+    """The function's C kept on disk when :func:`wanted` and still valid, else None; never
+    lifts (a huge function's first screen gives it when it is there)."""
+    return load(cm.c_key, func_index) if wanted(cm, func_index) else None
+
+
 def lifted(cm: Any, func_index: int, lift: Any) -> Lifted:
     """The function's C: kept on disk when :func:`wanted` and still valid, else ``lift()``
     (then kept for the next process)."""
