@@ -130,9 +130,10 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
         """The code on a worker thread, never the UI's: a progress line says what runs (the
         version's first preparation, a huge body). A huge function shows its first
         ``FIRST_SCREEN`` instructions at once (in the C view too, labelled, while its C is
-        lifted), then its C, then the rest of its disassembly; when its C is kept on disk
-        (:mod:`kbtool.services.code_kept_c`) the first answer has it, and the C view is one
-        frame."""
+        lifted), then its C, then the rest of its disassembly. When its C is kept on disk
+        (:mod:`kbtool.services.code_kept_c`) the first answer has it: the C view is one
+        frame (split and measured in ``_show`` on the UI thread: done on this worker, it
+        cost ~25 ms more CPU in the benchmark than the same work there)."""
         from kbtool.services import code as code_service
 
         def say(text: str) -> None:
@@ -154,18 +155,11 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
                 max_lines=code_service.FIRST_SCREEN if huge else None,
                 lift=not huge,
             )
-            # a huge function's C in its first answer (kept on disk, or lifted before in this
-            # process): split and measured here, not on the UI thread, as `_fetch_c` does
-            split = None
-            if huge and self.mode != WASM and d["lifted_c"]:
-                lines = _lines(d["lifted_c"])
-                split = (d["lifted_c"], lines, code_width(lines, d["lifted_c"]))
             return (
                 dict(d),
                 None if huge else code_service.neighbours(conn, vid, idx),  # huge: just after
                 queries.get_analysis(conn, d["stable_id"]),
                 records,
-                split,
             )
 
         try:
@@ -263,9 +257,7 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
             self.query_one("#code-status", Static).update(lit(error, "bold red"))
             self.query_one("#code-view", LinesView).set_lines(0, lambda i: Text(""), 0)
             return
-        self.code, self.links, self.analysis, self.listing, split = result
-        if split is not None:  # a huge function's C came with its first screen
-            self._c_split = split
+        self.code, self.links, self.analysis, self.listing = result
         self._calls = {line - 1: idx for line, idx in self.code.get("call_lines", [])}
         self._show_links()
         self._show()
