@@ -109,7 +109,8 @@ async def run(kb: Path, out: Path) -> list[tuple[str, float]]:
                 await wait("page down", lambda: True, t, None)
                 await wait(
                     "largest: the whole listing",
-                    lambda s=screen: not s.code.get("partial"),
+                    # read by pages from here on (or whole, when the C was lifted meanwhile)
+                    lambda s=screen: s._pages is not None or not s.code.get("partial"),
                     t,
                     "code-largest-wasm-whole",
                 )
