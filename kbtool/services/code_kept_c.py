@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import hashlib
 import marshal
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -165,17 +163,7 @@ def save(c_key: tuple, func_index: int, c: Lifted) -> bool:
         return False
     digest = hashlib.blake2b(payload, digest_size=_DIGEST).digest()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".cc-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(MAGIC)
-                f.write(digest)
-                f.write(payload)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        disk_cap.write_framed(path, MAGIC, digest, payload, ".cc-")
         disk_cap.prune(
             path.parent,
             kb_pattern=f"{path.name.split('-', 1)[0]}-*{SUFFIX}",

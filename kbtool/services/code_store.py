@@ -335,8 +335,6 @@ def load(key: tuple) -> Kept | None:
 def save(key: tuple, kept: Kept, create: bool = True) -> bool:
     """Keep ``kept`` under ``key`` (atomically); False when it could not be written (or,
     unless ``create``, the directory is not there)."""
-    import tempfile
-
     path = _file(key)
     if path is None or (not create and not path.parent.is_dir()):
         return False
@@ -348,17 +346,7 @@ def save(key: tuple, kept: Kept, create: bool = True) -> bool:
         return False
     digest = hashlib.blake2b(payload, digest_size=_DIGEST).digest()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".code-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(MAGIC)
-                f.write(digest)
-                f.write(payload)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        disk_cap.write_framed(path, MAGIC, digest, payload, ".code-")
         _prune(path.parent, path.name.split("-", 1)[0])
     except OSError:
         return False  # a full or read-only disk only costs the next process a preparation

@@ -29,6 +29,24 @@ def cache_dir(env_name: str, name: str) -> Path | None:
     return Path(base) / "kbtool" / name
 
 
+def write_framed(path: Path, magic: bytes, digest: bytes, payload: bytes, tmp_prefix: str) -> None:
+    """Write ``magic + digest + payload`` to ``path`` atomically (a temporary file in the same
+    directory, renamed; removed if the write fails). Raises OSError."""
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=tmp_prefix, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(magic)
+            f.write(digest)
+            f.write(payload)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def touch(path: Path) -> None:
     """Mark ``path`` used now (its modification time; errors ignored)."""
     try:
