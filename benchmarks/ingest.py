@@ -423,6 +423,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="with --stages: the raw timings")
     args = ap.parse_args(argv)
     files = [DEMO] if args.smoke else list(args.file)
+    missing = [str(f) for f in files if not Path(f).is_file()]
+    if missing:
+        print(f"no such module: {', '.join(missing)}", file=sys.stderr)
+        return 2
     if not files:
         if not (args.corpus / "MANIFEST.json").is_file():
             print(f"corpus not found: {args.corpus}", file=sys.stderr)
