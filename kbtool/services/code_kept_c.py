@@ -26,7 +26,6 @@ after a first lift of such a function and by ``python -m kbtool.services.code_st
 from __future__ import annotations
 
 import hashlib
-import marshal
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +38,6 @@ PER_VERSION = 16  # the largest this many of a version kept by `keep_version`
 PER_KB = code_store.DISK_FILES * PER_VERSION
 TOTAL_BYTES = 256 << 20
 MAGIC = b"KBTOOL-KEPT-C\n"
-_DIGEST = 16
 SUFFIX = ".cc"
 _SOURCE_DIGEST: list[str] = []
 
@@ -122,21 +120,7 @@ def load(c_key: tuple, func_index: int) -> Lifted | None:
     path = _file(c_key[0], func_index)
     if path is None:
         return None
-    try:
-        with open(path, "rb") as f:
-            blob = f.read()
-    except OSError:
-        return None
-    head = len(MAGIC) + _DIGEST
-    if len(blob) < head or not blob.startswith(MAGIC):
-        return None
-    payload = memoryview(blob)[head:]
-    if hashlib.blake2b(payload, digest_size=_DIGEST).digest() != blob[len(MAGIC) : head]:
-        return None
-    try:
-        value = marshal.loads(payload)
-    except (ValueError, EOFError, TypeError):
-        return None
+    value = disk_cap.read_framed(path, MAGIC)
     if not isinstance(value, list) or len(value) != 2 or value[0] != _header(c_key, func_index):
         return None
     c = value[1]
@@ -158,12 +142,8 @@ def save(c_key: tuple, func_index: int, c: Lifted) -> bool:
     if path is None:
         return False
     try:
-        payload = marshal.dumps([_header(c_key, func_index), list(c)])
-    except (ValueError, TypeError):
-        return False
-    digest = hashlib.blake2b(payload, digest_size=_DIGEST).digest()
-    try:
-        disk_cap.write_framed(path, MAGIC, digest, payload, ".cc-")
+        if not disk_cap.write_framed(path, MAGIC, [_header(c_key, func_index), list(c)], ".cc-"):
+            return False
         disk_cap.prune(
             path.parent,
             kb_pattern=f"{path.name.split('-', 1)[0]}-*{SUFFIX}",

@@ -286,22 +286,10 @@ def load(key: tuple) -> Kept | None:
     path = _file(key)
     if path is None:
         return None
-    try:
-        with open(path, "rb") as f:
-            blob = f.read()
-    except OSError:
+    value = disk_cap.read_framed(path, MAGIC)
+    if value is disk_cap.MISSING:
         return None
     disk_cap.touch(path)  # used: the cache's bounds drop the least recently used first
-    head = len(MAGIC) + _DIGEST
-    if len(blob) < head or not blob.startswith(MAGIC):
-        return None
-    payload = memoryview(blob)[head:]
-    if hashlib.blake2b(payload, digest_size=_DIGEST).digest() != blob[len(MAGIC) : head]:
-        return None
-    try:
-        value = marshal.loads(payload)
-    except (ValueError, EOFError, TypeError):
-        return None
     if not isinstance(value, dict) or value.get("key") != list(key):
         return None
     try:
@@ -341,12 +329,11 @@ def save(key: tuple, kept: Kept, create: bool = True) -> bool:
     try:
         value = _encode(kept)
         value["key"] = list(key)
-        payload = marshal.dumps(value)
-    except (ValueError, TypeError):  # a value marshal cannot keep: nothing is kept
+    except (ValueError, TypeError):
         return False
-    digest = hashlib.blake2b(payload, digest_size=_DIGEST).digest()
     try:
-        disk_cap.write_framed(path, MAGIC, digest, payload, ".code-")
+        if not disk_cap.write_framed(path, MAGIC, value, ".code-"):
+            return False  # a value marshal cannot keep: nothing is kept
         _prune(path.parent, path.name.split("-", 1)[0])
     except OSError:
         return False  # a full or read-only disk only costs the next process a preparation

@@ -12,11 +12,14 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 from kbtool.services.detached import OFF
 
 MAX_AGE = 30 * 24 * 3600.0  # a cache file unused this long goes (its KB is likely gone)
 STALE_TMP = 3600.0  # a temporary file this old was left by a process that died writing
+FRAME_DIGEST = 16  # bytes of the BLAKE2b digest in front of a kept file's payload
+MISSING: Any = object()  # read_framed: nothing usable in the file
 
 
 def cache_dir(env_name: str, name: str) -> Path | None:
@@ -29,11 +32,19 @@ def cache_dir(env_name: str, name: str) -> Path | None:
     return Path(base) / "kbtool" / name
 
 
-def write_framed(path: Path, magic: bytes, digest: bytes, payload: bytes, tmp_prefix: str) -> None:
-    """Write ``magic + digest + payload`` to ``path`` atomically (a temporary file in the same
-    directory, renamed; removed if the write fails). Raises OSError."""
+def write_framed(path: Path, magic: bytes, value: Any, tmp_prefix: str) -> bool:
+    """Keep ``value`` (marshalled) in ``path`` as ``magic + BLAKE2b-128 + payload``,
+    atomically (a temporary file in the same directory, renamed; removed if the write
+    fails). False when marshal cannot keep it; raises OSError."""
+    import hashlib
+    import marshal
     import tempfile
 
+    try:
+        payload = marshal.dumps(value)
+    except (ValueError, TypeError):  # a value marshal cannot keep: nothing is kept
+        return False
+    digest = hashlib.blake2b(payload, digest_size=FRAME_DIGEST).digest()
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=tmp_prefix, suffix=".tmp")
     try:
@@ -45,6 +56,30 @@ def write_framed(path: Path, magic: bytes, digest: bytes, payload: bytes, tmp_pr
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return True
+
+
+def read_framed(path: Path, magic: bytes) -> Any:
+    """The value :func:`write_framed` kept in ``path``; :data:`MISSING` when the file is
+    absent, unreadable, foreign (another magic), truncated or damaged (digest)."""
+    import hashlib
+    import marshal
+
+    try:
+        with open(path, "rb") as f:
+            blob = f.read()
+    except OSError:
+        return MISSING
+    head = len(magic) + FRAME_DIGEST
+    if len(blob) < head or not blob.startswith(magic):
+        return MISSING
+    payload = memoryview(blob)[head:]
+    if hashlib.blake2b(payload, digest_size=FRAME_DIGEST).digest() != blob[len(magic) : head]:
+        return MISSING
+    try:
+        return marshal.loads(payload)
+    except (ValueError, EOFError, TypeError):
+        return MISSING
 
 
 def touch(path: Path) -> None:
