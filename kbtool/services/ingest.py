@@ -22,7 +22,7 @@ from kbtool.identity.records import is_minified, records_from_analysis, table_sl
 from kbtool.kb import queries, store
 from kbtool.kb.db import transaction
 from kbtool.kb.errors import KBError
-from kbtool.kb.gate import upsert_symbol
+from kbtool.kb.gate import upsert_symbols
 from kbtool.services import data as data_model
 from kbtool.services import lineage as lineage_svc
 from kbtool.services.inputs import read_input, read_text_input
@@ -528,30 +528,8 @@ def _record_binary_names(conn, vid, analysis, sid_of, glue, result: IngestResult
         }
     go = _go_symbols(analysis, result)
     by_source: dict[str, int] = defaultdict(int)
-
-    def propose(sid: str, name: str, conf: float, source: str, **extra: Any) -> None:
-        d = upsert_symbol(
-            conn,
-            sid,
-            name,
-            provenance="export",
-            confidence=conf,
-            actor="ingest",
-            evidence={"source": source, **extra},
-            version_id=vid,
-        )
-        if d["written"]:
-            result.names_written += 1
-            by_source[source] += 1
-        elif d["reason"] == "no change":
-            return
-        else:
-            cur = queries.get_symbol(conn, sid)
-            if cur is not None and cur["name"] == name:
-                result.names_same += 1
-            else:
-                result.names_refused += 1
-
+    proposals: list[tuple[str, str, float, dict[str, Any]]] = []
+    sources: list[str] = []
     for f in analysis.functions:
         # the best name this binary gives the function, the others kept as evidence
         cands: list[tuple[str, float, str, dict[str, Any]]] = []
@@ -592,5 +570,18 @@ def _record_binary_names(conn, vid, analysis, sid_of, glue, result: IngestResult
         others = sorted({c[0] for c in cands[1:] if c[0] != name})
         if others:
             extra = dict(extra, aliases=others)
-        propose(sid_of[f.index], name, conf, source, **extra)
+        proposals.append((sid_of[f.index], name, conf, {"source": source, **extra}))
+        sources.append(source)
+    # every name in one call: the gate decides each as upsert_symbol would, in this order
+    decisions = upsert_symbols(conn, proposals, provenance="export", actor="ingest", version_id=vid)
+    for (sid, name, _conf, _ev), source, d in zip(proposals, sources, decisions, strict=True):
+        if d["written"]:
+            result.names_written += 1
+            by_source[source] += 1
+        elif d["reason"] != "no change":
+            cur = queries.get_symbol(conn, sid)
+            if cur is not None and cur["name"] == name:
+                result.names_same += 1
+            else:
+                result.names_refused += 1
     result.names_by_source = dict(by_source)
