@@ -25,15 +25,28 @@ then dropped: every call site must be seen).
 
 from __future__ import annotations
 
-from kbtool.wasm import ModuleAnalysis
-from kbtool.wasm.opcodes import MNEMONICS
+from array import array
 
-from .body import decode_body
+from kbtool.wasm import FuncFacts, ModuleAnalysis
+from kbtool.wasm.opcodes import K_CALL, KIND, MNEMONICS
 
 MAX_CALLER_BODY = 60_000
 MAX_CANDIDATES = 32
 _CALL = MNEMONICS.index("call")
 _SETS = {MNEMONICS.index("local.set"), MNEMONICS.index("local.tee")}
+#: the op ids whose one immediate is a function index (``call``, ``return_call``): each takes
+#: the next entry of a function's ``calls``, which lists them in body order
+_CALL_OPS = frozenset(i for i, k in enumerate(KIND) if k == K_CALL)
+
+
+def _ops_and_call_targets(f: FuncFacts) -> tuple[array, dict[int, int]]:
+    """A body's op ids (the decoder's, ``f.ops``) and the target of each call op by its
+    position: the instructions :func:`kbtool.analysis.body.decode_body` would decode again,
+    read from the facts the decoder already made."""
+    ops = array("H")
+    ops.frombytes(f.ops)
+    calls = iter(f.calls)
+    return ops, {j: next(calls) for j, op in enumerate(ops) if op in _CALL_OPS}
 
 
 def save_setjmp_candidates(a: ModuleAnalysis, data: bytes) -> list[tuple[int, float, dict]]:
@@ -69,16 +82,17 @@ def save_setjmp_candidates(a: ModuleAnalysis, data: bytes) -> list[tuple[int, fl
         used: set[int] = set()
         ok = True
         for k in fs:
-            body = decode_body(data, a.functions[k])
-            for j, (op, imms) in enumerate(body):
-                if op != _CALL or imms[0] != c:
+            ops, target = _ops_and_call_targets(a.functions[k])
+            n = len(ops)
+            for j, op in enumerate(ops):
+                if op != _CALL or target[j] != c:
                     continue
                 sites += 1
                 nxt = j + 1
-                if nxt < len(body) and body[nxt][0] in _SETS:
+                if nxt < n and ops[nxt] in _SETS:
                     nxt += 1
-                if nxt < len(body) and body[nxt][0] == _CALL and body[nxt][1][0] in getters:
-                    used.add(body[nxt][1][0])
+                if nxt < n and ops[nxt] == _CALL and target[nxt] in getters:
+                    used.add(target[nxt])
                 else:
                     ok = False
                     break
