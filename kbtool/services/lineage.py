@@ -45,7 +45,12 @@ from typing import Any
 
 from kbtool.analysis.fingerprints import FingerprintDB, default_db
 from kbtool.analysis.recognize import recognize
-from kbtool.analysis.runtime import any_runtime_name, is_runtime_name, runtime_by_signature
+from kbtool.analysis.runtime import (
+    RUNTIME_WRAPPER_MAX_INSTR,
+    any_runtime_name,
+    is_runtime_import,
+    is_runtime_name,
+)
 from kbtool.kb import queries, store
 from kbtool.kb.errors import KBError
 from kbtool.wasm import ModuleAnalysis
@@ -162,22 +167,30 @@ def library_functions(
     lib = {n["func_index"] for n in names} | {r["func_index"] for r in review}
     entry = {n["func_index"] for n in names if n["name"] in ENTRY_GLUE}
     own_api: set[int] = set()  # exported under an application name: never propagated to
-    for f in funcs:
-        bin_names = [f.raw_name, *f.export_names]
-        if any(n in ENTRY_GLUE for n in bin_names if n):
-            entry.add(f.index)
-        if f.shape_hash in db.by_shape or any_runtime_name(bin_names):
-            lib.add(f.index)
-        elif runtime_by_signature((imports.get(c) for c in f.calls), f.instr_count):
-            lib.add(f.index)
-        if (f.raw_name and not is_runtime_name(f.raw_name)) or (
-            f.export_names and not any_runtime_name(f.export_names)
-        ):
-            own_api.add(f.index)
+    by_shape = db.by_shape
+    # (runtime_by_signature with its import lookups done once: the runtime's imports)
+    runtime_imports = {i for i, name in imports.items() if is_runtime_import(name)}
     callers: dict[int, set[int]] = defaultdict(set)
     for f in funcs:
-        for c in f.calls:
-            callers[c].add(f.index)
+        i = f.index
+        raw, exports = f.raw_name, f.export_names
+        named = bool(raw or exports)  # (a stripped function: no name to look at)
+        if named and any(n in ENTRY_GLUE for n in (raw, *exports) if n):
+            entry.add(i)
+        if f.shape_hash in by_shape or (named and any_runtime_name((raw, *exports))):
+            lib.add(i)
+        elif (
+            f.instr_count <= RUNTIME_WRAPPER_MAX_INSTR
+            and f.calls
+            and not runtime_imports.isdisjoint(f.calls)
+        ):
+            lib.add(i)
+        if named and (
+            (raw and not is_runtime_name(raw)) or (exports and not any_runtime_name(exports))
+        ):
+            own_api.add(i)
+        for c in set(f.calls):
+            callers[c].add(i)
     source = lib - entry
     todo = [f.index for f in funcs if f.index not in lib and f.index not in own_api]
     changed = True
