@@ -243,6 +243,11 @@ _REQUEST = threading.local()  # `.on` while a front-end answers a request on thi
 YIELD_MAX = 2.0
 
 
+#: what else keeps parts of versions for code views (kbtool.services.code_first's light
+#: modules), forgotten with the prepared ones
+CLEAR_TOO: list[Callable[[], None]] = []
+
+
 def clear_cache() -> None:
     """Forget every prepared module (tests; memory)."""
     with _LOCK:
@@ -250,6 +255,8 @@ def clear_cache() -> None:
         _PARSED.clear()
         _RESULTS.clear()
         _LINES.clear()
+    for clear in CLEAR_TOO:
+        clear()
 
 
 def _key(conn: sqlite3.Connection, version_id: int) -> tuple:

@@ -34,7 +34,7 @@ from starlette.types import Receive, Scope, Send
 
 from kbtool.kb.db import open_ro
 from kbtool.services import code as code_service
-from kbtool.services import code_prepared, heap
+from kbtool.services import code_first, code_prepared, heap
 from kbtool.web import list_routes, router
 from kbtool.web.security import (
     API_CSP,
@@ -59,6 +59,7 @@ START_QUIET = 0.5
 START_QUIET_MAX = 10.0
 _VERSION_OPENED = re.compile(r"/api/versions/([0-9]{1,18})/functions\Z")
 _PANEL_OPENED = re.compile(r"/api/history/[^/]+\Z")
+_CODE_SHOWN = re.compile(r"/api/disasm/([0-9]{1,18})/[^/]+\Z")
 
 
 def _env_number(name: str, default: float) -> float:
@@ -189,6 +190,9 @@ class _Adapter:
             if self.prepare_ahead and answer[0] == 200 and _PANEL_OPENED.match(path):
                 self._prepare_for_panel(query)  # its code is asked for one round trip later
             opened = _VERSION_OPENED.match(path) if self.prepare_ahead else None
+            if opened is None and self.prepare_ahead:  # a first screen answered before the
+                # version was prepared (code_first): prepared now, for the next windows
+                opened = _CODE_SHOWN.match(path)
             if opened is not None and answer[0] == 200:  # its code is what is read next
                 self.prepared = code_service.prepare_soon(self.db_path, int(opened.group(1)))
             return answer
@@ -241,13 +245,19 @@ def _prepare_when_quiet(adapter: _Adapter) -> Future[None]:
 
 
 def _prepare_now(db_path: str, version_id: int) -> None:
+    """The panel's version made ready for its first screen of code: its light module
+    (:mod:`kbtool.services.code_first`, from the kept preparation: ~50 ms), else the
+    version prepared (the first screen's answer prepares it in the background after)."""
     try:
         conn = open_ro(db_path)
     except Exception:  # noqa: BLE001 - the code request itself says why
         return
     try:
         with code_prepared.answering():
-            code_prepared.code_module(conn, version_id)
+            if code_prepared.is_cached(conn, version_id):
+                return
+            if code_first.light_module(conn, version_id) is None:
+                code_prepared.code_module(conn, version_id)
     except Exception:  # noqa: BLE001 - likewise (an unknown version: a 404 there)
         pass
     finally:

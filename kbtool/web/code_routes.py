@@ -15,7 +15,7 @@ from typing import Any
 
 from kbtool.kb.errors import ModuleBytesMissingError
 from kbtool.services import code as code_service
-from kbtool.services import knowledge
+from kbtool.services import code_first, knowledge
 
 # imported by kbtool.web.router while it builds its route table (everything used is
 # defined above that table)
@@ -40,6 +40,17 @@ def _disasm(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> A
                 raise HTTPError(400, f"kind must be wasm or c, not {kind[:20]!r}")
             offset = version_id((query.get("offset") or ["0"])[0], "offset")
             limit = version_id((query.get("limit") or ["200"])[0], "limit")
+            # a first screen of disassembly before the version is prepared: from the kept
+            # preparation, the function's body alone (the same lines; None: prepare it)
+            first = (
+                code_first.first_window(conn, vid, idx, offset, limit) if kind == "wasm" else None
+            )
+            if first is not None:
+                out, sid = first
+                if offset == 0:
+                    out["stable_id"] = sid
+                    out["knowledge"] = knowledge.function_knowledge(conn, sid, vid) if sid else None
+                return out
             out = code_service.code_window(conn, vid, idx, kind=kind, offset=offset, limit=limit)
             if offset == 0:  # the first window also carries what the studio shows beside it
                 sid = code_service.code_module(conn, vid).check(idx).stable_id

@@ -1,12 +1,14 @@
 """`kbtool serve`: a function panel opened on a version (``/api/history/SID?version=V``, what
-the dashboard asks first for a deep link) prepares V for the code routes at once, so the
-panel's first lines, asked one round trip later, wait less (issue 30 point 1)."""
+the dashboard asks first for a deep link) makes V ready for the code routes at once, so the
+panel's first lines, asked one round trip later, wait less (issue 30 point 1): its light
+module when its preparation is kept on disk (kbtool.services.code_first; the first lines'
+answer then prepares it in the background), else V prepared."""
 
 from __future__ import annotations
 
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
-from kbtool.services import code
+from kbtool.services import code, code_first
 from tests.support.codefixtures import code_kb_fixture  # noqa: F401  (fixture)
 
 
@@ -30,6 +32,11 @@ def test_history_of_a_version_prepares_it(code_kb):
         assert client.get(f"/api/history/{sid}?version=1").status_code == 200
         assert adapter.panel_prepared is not None
         adapter.panel_prepared.join(timeout=60)
+        assert code.is_cached(conn, 1) or code_first.has_light(conn, 1)
+        index = queries.list_functions(conn, 1)[0]["index"]
+        r = client.get(f"/api/disasm/1/{index}?kind=wasm&offset=0&limit=300")
+        assert r.status_code == 200 and r.json()["stable_id"] == sid
+        adapter.prepared.result(timeout=60)  # the first lines' answer prepares it after
         assert code.is_cached(conn, 1)
         # an unknown version: the history answers as before, the preparation gives up quietly
         assert client.get(f"/api/history/{sid}?version=99").status_code == 200
