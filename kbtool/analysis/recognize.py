@@ -31,6 +31,7 @@ Recognizers (how each decides, see docs/analysis.md):
 
 from __future__ import annotations
 
+import weakref
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
@@ -302,9 +303,27 @@ def callee_agreement(a: ModuleAnalysis, named: dict[int, Candidate]) -> None:
 # ----------------------------------------------------------------------------- behaviour
 
 
+#: the last module's answer: (its analysis, its functions' and bytes' ids, the global): ingest asks
+#: twice (the lineage's recognizers, then the data model), a threaded build's prologue
+#: decode costs ~15-40 ms on ffmpeg each time
+_LAST_SP: tuple[weakref.ref, int, int, int | None] | None = None
+
+
 def stack_pointer_global(a: ModuleAnalysis, data: bytes | None = None) -> int | None:
     """The mutable i32 global used by the most functions (LLVM's __stack_pointer), if it
-    is used by clearly more functions than any other global."""
+    is used by clearly more functions than any other global. (The answer for the analysis
+    last asked about is kept while that analysis lives: ``data`` is its module's bytes.)"""
+    global _LAST_SP
+    last = _LAST_SP
+    key = (id(a.functions), id(data))
+    if last is not None and last[0]() is a and last[1:3] == key:
+        return last[3]
+    sp = _stack_pointer_global(a, data)
+    _LAST_SP = (weakref.ref(a), *key, sp)
+    return sp
+
+
+def _stack_pointer_global(a: ModuleAnalysis, data: bytes | None) -> int | None:
     m = a.module
     use: Counter[int] = Counter()
     for f in a.functions:
@@ -387,12 +406,11 @@ def behaviour_candidates(a: ModuleAnalysis, data: bytes, sp: int | None) -> list
         if f.imported or f.instr_count > MAX_BEHAVIOUR_BODY:
             continue
         sig = f.type_sig
-        mn = set(f.mnemonics())
         if (
             sig == "(i32, i32, i32) -> i32"
             and not f.calls
-            and ("memory.fill" in mn or "memory.copy" in mn)
-        ):
+            and not {"memory.fill", "memory.copy"}.isdisjoint(f.mnemonics())
+        ):  # (the op names listed only for the one signature that needs them)
             body = _decode(data, f)
             s = _seq(body)
             for op, name in (("memory.fill", "memset"), ("memory.copy", "memcpy|memmove")):
