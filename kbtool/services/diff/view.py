@@ -14,6 +14,7 @@ from kbtool.kb import queries
 from kbtool.kb.db import connection
 from kbtool.services.diff.cache import DIFF_CACHE, DiffCache
 from kbtool.services.diff.changelog import changelog
+from kbtool.services.diff.head import keep_head, read_head
 from kbtool.services.diff.report import Pairing, compute_diff_with_pairing, stored_diff
 
 KB = str | os.PathLike[str] | sqlite3.Connection
@@ -85,6 +86,38 @@ def cached_view(
         ),
         "toolchain_changed": toolchain_changed(conn, report),
     }
+
+
+def cached_head(
+    conn: sqlite3.Connection,
+    from_version_id: int,
+    to_version_id: int,
+    *,
+    cache: DiffCache | None = None,
+) -> dict[str, Any] | None:
+    """``{"head", "toolchain_changed"}``: the kept head of the pair's report
+    (:mod:`kbtool.services.diff.head`: what a screen shows first), or None when none is kept
+    under today's key or the whole report is in the cache's memory (read that one)."""
+    cache = cache if cache is not None else DIFF_CACHE
+    queries.get_version(conn, from_version_id)  # UnknownVersionError with the known ids
+    queries.get_version(conn, to_version_id)
+    head = read_head(cache, conn, from_version_id, to_version_id)
+    if head is None:
+        return None
+    return {"head": head, "toolchain_changed": toolchain_changed(conn, head["report"])}
+
+
+def keep_cached_head(
+    conn: sqlite3.Connection,
+    from_version_id: int,
+    to_version_id: int,
+    *,
+    cache: DiffCache | None = None,
+) -> bool:
+    """Keep the head of the pair's report (made from the cached whole report) when none is
+    kept under today's key (:func:`kbtool.services.diff.head.keep_head`); True when written."""
+    cache = cache if cache is not None else DIFF_CACHE
+    return keep_head(cache, conn, from_version_id, to_version_id)
 
 
 def kept_view(

@@ -47,6 +47,7 @@ from typing import Any
 from kbtool.kb import queries
 from kbtool.services.detached import spawn, switched_off
 from kbtool.services.diff.cache import DiffCache, disk_dir
+from kbtool.services.diff.head import keep_head
 
 __all__ = [
     "MAX_PAIRS",
@@ -217,6 +218,7 @@ def prepare_pairs(
             cache.report(conn, a, b)
             cache.changelog(conn, a, b)
             cache.answer_text(conn, a, b)  # the MCP server's whole answer, kept encoded
+            keep_head(cache, conn, a, b)  # what the TUI's diff screen shows first
             cache.clear()  # one pair in memory at a time: the answers are on disk
             prepared += _work(cache) > before
             if progress is not None:

@@ -26,7 +26,7 @@ from kbtool.services import heap
 from kbtool.services.diff.programs import cross_program_warning, default_pair
 from kbtool.services.diff.report import CHANGED
 from kbtool.services.diff.triage import order_changes
-from kbtool.services.diff.view import cached_view
+from kbtool.services.diff.view import cached_head, cached_view, keep_cached_head
 from kbtool.textutil import clip, printable
 from kbtool.tui.screens.base import BACK, HISTORY, FunctionRef, KbScreen
 from kbtool.tui.widgets.diff_footer import DiffFooter
@@ -75,6 +75,25 @@ def _view(conn, frm: int, to: int) -> tuple[dict, bool]:
     module (a 1.8 MB file on ffmpeg), and the pane is hidden until ``c``."""
     view = cached_view(conn, frm, to, with_changelog=False)
     return view["report"], view["toolchain_changed"]
+
+
+def _head(conn, frm: int, to: int) -> tuple[dict, bool] | None:
+    """(head, toolchain changed) of the pair's report when one is kept and the whole report
+    is not in memory (:mod:`kbtool.services.diff.head`: the summary, the counts and the first
+    changed rows in triage order, ~0.1 MB instead of 5.7 on ffmpeg), else None."""
+    view = cached_head(conn, frm, to)
+    return None if view is None else (view["head"], view["toolchain_changed"])
+
+
+def head_counts(head: dict) -> dict[str, int]:
+    """:func:`filter_counts` from a head's groups (each predicate asked once per group)."""
+    counts = dict.fromkeys(FILTERS, 0)
+    for cls, runtime, review, n, _width in head["groups"]:
+        probe = {"classification": cls, "runtime": runtime, "review": review}
+        for fid, (_, pred) in FILTERS.items():
+            if pred(probe):  # type: ignore[operator]
+                counts[fid] += n
+    return counts
 
 
 def _changelog_data(conn, frm: int, to: int):
@@ -138,6 +157,9 @@ class DiffScreen(KbScreen):
         self._diff_gen = 0
         self._diff_running = False
         self._shown_pair: tuple[int, int] | None = None
+        # the report's head is shown (the first changed rows, :func:`_head`); the whole report
+        # is read once that frame is drawn (:meth:`_after_head`)
+        self._head: dict | None = None
 
     def compose(self) -> ComposeResult:
         yield TitleBar(id="title")
@@ -260,21 +282,25 @@ class DiffScreen(KbScreen):
         if self._diff_running:
             return
         self._diff_running = True
+        # a pair shown anew on the default tab may open on its report's head
+        head = self._shown_pair != (frm, to) and self._filter == "changed"
         if self._shown_pair != (frm, to):
             self._busy(frm, to)
-        self._compute(self._diff_gen, frm, to)
+        self._compute(self._diff_gen, frm, to, head)
 
     @work(thread=True, group="diff")
-    def _compute(self, gen: int, frm: int, to: int) -> None:
+    def _compute(self, gen: int, frm: int, to: int, head: bool = False) -> None:
         try:
             conn = open_ro(self.kb.db_path)
             try:
                 with heap.collector_paused():
-                    result = _view(conn, frm, to)
-                    # kept (the diff cache): frozen before the collector is back, so its
-                    # young generations do not walk the new report in front of the first
-                    # rows; a full collection it may make due waits for the screen's settle
-                    heap.settle(collect=False)
+                    got = _head(conn, frm, to) if head else None
+                    if got is None:
+                        result = _view(conn, frm, to)
+                        # kept (the diff cache): frozen before the collector is back, so its
+                        # young generations do not walk the new report in front of the first
+                        # rows; a full collection it may make due waits for the screen's settle
+                        heap.settle(collect=False)
             finally:
                 conn.close()
         except KBError as exc:
@@ -284,6 +310,9 @@ class DiffScreen(KbScreen):
             self.app.call_from_thread(
                 self._done, gen, None, f"the diff failed: {type(exc).__name__}: {exc}"
             )
+            return
+        if got is not None:
+            self.app.call_from_thread(self._head_done, gen, got)
             return
         self.app.call_from_thread(self._done, gen, result, None)
 
@@ -297,10 +326,73 @@ class DiffScreen(KbScreen):
             return
         report, toolchain_changed = result
         self._toolchain_changed = toolchain_changed
-        self._shown_pair = self._diff_want
-        self._show_report(report)
+        if self._head is not None and self._shown_pair == self._diff_want:
+            self._whole(report)  # its head is on screen: the same rows, the rest behind them
+        else:
+            self._shown_pair = self._diff_want
+            self._head = None
+            self._show_report(report)
         # a modified row opens the function diff: both versions prepared meanwhile
         self.call_after_refresh(self.kb.prepare_code, *self._shown_pair)
+        self.call_after_refresh(self._keep_head, *self._shown_pair)
+
+    def _head_done(self, gen: int, got: tuple[dict, bool]) -> None:
+        """The head of the pair's report: shown as the report would be (same summary, counts
+        and first rows), unless more rows than it holds are wanted at once; the whole report
+        is read once that frame is drawn."""
+        if gen != self._diff_gen:  # something newer was asked meanwhile
+            self._diff_running = False
+            self.compute(*self._diff_want)
+            return
+        head, toolchain_changed = got
+        table = self.query_one("#diff-table", KbTable)
+        keep_row = table.cursor_row if table.row_count else 0
+        if keep_row + self._first_rows(head["changed_total"]) > len(head["changed"]):
+            self._compute(gen, *self._diff_want)  # more than the head holds: the whole now
+            return
+        self._toolchain_changed = toolchain_changed
+        self._shown_pair = self._diff_want
+        self._head = head
+        self._show_report(head["report"])
+        self.call_after_refresh(self._after_head, gen)
+
+    def _after_head(self, gen: int) -> None:
+        if gen == self._diff_gen and self.is_attached:
+            self._compute(gen, *self._diff_want)
+        elif self.is_attached:  # something newer was asked meanwhile
+            self._diff_running = False
+            self.compute(*self._diff_want)
+
+    def _whole(self, report: dict) -> None:
+        """The whole report behind its head: the rows on screen stay (they are its first rows
+        on the default tab, as :meth:`_fill_table` would make them); the rest come as the
+        cursor goes down, or a tab picked meanwhile is filled now."""
+        self._head = None
+        self._report = report
+        if self._filter != "changed":
+            self._fill_table()
+            return
+        shown = order_changes([c for c in report["changes"] if FILTERS["changed"][1](c)], "triage")  # type: ignore[operator]
+        if shown[: self._loaded] != self._shown[: self._loaded]:  # never: the head's own rows
+            self._fill_table()
+            return
+        self._shown = shown
+        table = self.query_one("#diff-table", KbTable)
+        if table.row_count and table.cursor_row >= self._loaded - self._margin():
+            self._load_more()
+
+    @work(thread=True, group="diff-head", exclusive=True, description="the report's head")
+    def _keep_head(self, frm: int, to: int) -> None:
+        """Keep the head of a report read whole (none kept under today's key), so that the
+        next process opens on it; after the table's frame (~20 ms on ffmpeg, once)."""
+        try:
+            conn = open_ro(self.kb.db_path)
+            try:
+                keep_cached_head(conn, frm, to)
+            finally:
+                conn.close()
+        except Exception:  # noqa: BLE001 - only the next open's speed is at stake
+            return
 
     def _busy(self, frm: int, to: int) -> None:
         self.query_one("#diff-summary", Static).update(
@@ -319,6 +411,7 @@ class DiffScreen(KbScreen):
 
     def _message(self, text: str) -> None:
         self._report = None
+        self._head = None
         self._shown_pair = None
         self._warn(None)
         self.query_one("#diff-summary", Static).update(lit(text, "italic"))
@@ -327,16 +420,23 @@ class DiffScreen(KbScreen):
         self.query_one("#title", TitleBar).show("diff")
 
     def _show_report(self, report: dict) -> None:
+        """The report (or, :attr:`_head` set, the report's fields besides its entries)."""
+        head = self._head
         self._report = report
         self._warn(report.get("warning"))
         self.query_one("#title", TitleBar).show(
             "diff", Text.assemble(lit(report["from"], "bold"), " → ", lit(report["to"], "bold"))
         )
         summary = _summary(report)
-        if not self._toolchain_changed and any(c.get("runtime") for c in report["changes"]):
+        runtime = (
+            any(c.get("runtime") for c in report["changes"])
+            if head is None
+            else any(g[1] for g in head["groups"])
+        )
+        if not self._toolchain_changed and runtime:
             summary.append("  (toolchain same or unknown: runtime rows are not churn)", style="dim")
         self.query_one("#diff-summary", Static).update(summary)
-        counts = filter_counts(report["changes"])
+        counts = filter_counts(report["changes"]) if head is None else head_counts(head)
         tabs = self.query_one("#diff-filter", Tabs)
         for fid, (label, _) in FILTERS.items():
             tab = tabs.query_one(f"#f-{fid}", Tab)
@@ -393,21 +493,44 @@ class DiffScreen(KbScreen):
         table = self.query_one("#diff-table", KbTable)
         if self._report is None:
             return
-        pred = FILTERS[self._filter][1]
+        head = self._head
+        if head is not None and self._filter != "changed":
+            return  # filled when the whole report is in (:meth:`_whole`)
         keep_row = table.cursor_row if table.row_count else 0
-        # triage order: modified functions that look like patches first (issue 29)
-        self._shown = order_changes([c for c in self._report["changes"] if pred(c)], "triage")  # type: ignore[operator]
-        total = len(self._shown)
-        first = total if total <= CHUNK else min(CHUNK, FIRST_SCREENS * self._page())
-        self._loaded = min(total, keep_row + first)
+        if head is not None:  # its first changed rows, in triage order already
+            self._shown = head["changed"]
+            total = head["changed_total"]
+        else:
+            pred = FILTERS[self._filter][1]
+            # triage order: modified functions that look like patches first (issue 29)
+            self._shown = order_changes([c for c in self._report["changes"] if pred(c)], "triage")  # type: ignore[operator]
+            total = len(self._shown)
+        self._loaded = min(total, keep_row + self._first_rows(total))
         table.replace_rows(self._row(i) for i in range(self._loaded))
         self._fit_names()
         self.refresh_bindings()
 
+    def _first_rows(self, total: int) -> int:
+        """Rows a filter of ``total`` rows loads at once (below the cursor's)."""
+        return total if total <= CHUNK else min(CHUNK, FIRST_SCREENS * self._page())
+
     def _fit_names(self) -> None:
         """The name column as wide as the longest name of the filter (whole names; the table
         scrolls sideways when that is wider than the screen)."""
-        longest = max((len(printable(c.get("name") or "unnamed")) for c in self._shown), default=0)
+        if self._head is not None:  # the changed groups' longest (a name-less row: 7)
+            changed = FILTERS["changed"][1]
+            longest = max(
+                (
+                    max(g[4], 7)
+                    for g in self._head["groups"]
+                    if changed({"classification": g[0]})  # type: ignore[operator]
+                ),
+                default=0,
+            )
+        else:
+            longest = max(
+                (len(printable(c.get("name") or "unnamed")) for c in self._shown), default=0
+            )
         self.query_one("#diff-table", KbTable).flex("name", max(14, min(longest + 1, 400)))
 
     def _row(self, i: int) -> tuple[str, list]:
@@ -436,7 +559,7 @@ class DiffScreen(KbScreen):
 
     def _load_more(self) -> None:
         if self._loaded >= len(self._shown):
-            return
+            return  # (the head's rows all loaded: the rest once the whole report is in)
         table = self.query_one("#diff-table", KbTable)
         end = min(self._loaded + min(STEP, CHUNK), len(self._shown))
         for i in range(self._loaded, end):
@@ -446,9 +569,14 @@ class DiffScreen(KbScreen):
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         # a page ahead: page down never reaches the end of what is loaded
-        margin = min(CHUNK // 2, self._page() + 5)
-        if event.data_table.id == "diff-table" and event.cursor_row >= self._loaded - margin:
+        if (
+            event.data_table.id == "diff-table"
+            and event.cursor_row >= self._loaded - self._margin()
+        ):
             self._load_more()
+
+    def _margin(self) -> int:
+        return min(CHUNK // 2, self._page() + 5)
 
     # ------------------------------------------------------------ filters
 
