@@ -40,6 +40,7 @@ from kbtool.wasm.datamap import build_data_map
 LIGHT_CACHE = 2  # versions' light modules kept (a page opens one version, then the next)
 _LOCK = threading.Lock()
 _LIGHT: dict[tuple, _Light] = {}
+_MAKING: dict[tuple, threading.Lock] = {}  # key -> held while one thread makes it
 
 
 class _Light:
@@ -244,25 +245,43 @@ def light_module(conn: sqlite3.Connection, version_id: int) -> _Light | None:
     collector paused (as :func:`kbtool.services.code_prepared._load_kept` reads the kept
     preparation): its ~10^5 new strings and tuples hold no cycles, and the young collections
     they would set off walked them again for nothing."""
-    paused = gc.isenabled()
-    if paused:
-        gc.disable()
-    try:
-        return _light_module(conn, version_id)
-    finally:
-        if paused:
-            gc.enable()
-
-
-def _light_module(conn: sqlite3.Connection, version_id: int) -> _Light | None:
     path, token = code_key(conn)
     if not path or code_store.store_dir() is None:
         return None
     key = (path, version_id, token)
     with _LOCK:
         hit = _LIGHT.get(key)
-    if hit is not None:
+        making = _MAKING.setdefault(key, threading.Lock()) if hit is None else None
+    if making is None:
         return hit
+    try:
+        with making:  # a second thread asking meanwhile (start-up, a request) waits for it
+            with _LOCK:
+                hit = _LIGHT.get(key)
+            if hit is not None:
+                return hit
+            paused = gc.isenabled()
+            if paused:
+                gc.disable()
+            try:
+                light = _light_module(conn, key)
+            finally:
+                if paused:
+                    gc.enable()
+            if light is not None:
+                with _LOCK:
+                    _LIGHT[key] = light
+                    while len(_LIGHT) > LIGHT_CACHE:
+                        del _LIGHT[next(iter(_LIGHT))]
+            return light
+    finally:
+        with _LOCK:
+            if _MAKING.get(key) is making:
+                del _MAKING[key]
+
+
+def _light_module(conn: sqlite3.Connection, key: tuple) -> _Light | None:
+    path, version_id, token = key
     skey = code_store.file_key(conn, path, version_id)
     if skey is None or not code_store.exists(skey):
         return None
@@ -316,12 +335,7 @@ def _light_module(conn: sqlite3.Connection, version_id: int) -> _Light | None:
         toolchain=kept.toolchain,
         passive=kept.passive,
     )
-    light = _Light(CodeModule(version_id, lm, None, _Rows(ids)))  # type: ignore[arg-type]
-    with _LOCK:
-        _LIGHT[key] = light
-        while len(_LIGHT) > LIGHT_CACHE:
-            del _LIGHT[next(iter(_LIGHT))]
-    return light
+    return _Light(CodeModule(version_id, lm, None, _Rows(ids)))  # type: ignore[arg-type]
 
 
 def first_window(
@@ -363,6 +377,36 @@ def first_window(
     return out, row.stable_id
 
 
+def warm(db_path: str, count: int = 2) -> int:
+    """The light modules of the KB's ``count`` newest versions, their data maps built too
+    (``kbtool serve`` as it starts, on a thread of its own: ~80 ms of CPU a version on
+    ffmpeg, so that a page opened on any function of them shows its first lines at once);
+    how many were made. A KB that cannot be read, or versions without a kept preparation,
+    make none (their requests prepare as before)."""
+    from kbtool.kb import queries
+    from kbtool.kb.db import open_ro
+
+    try:
+        conn = open_ro(db_path)
+    except Exception:  # noqa: BLE001 - the server's own requests say why
+        return 0
+    made = 0
+    try:
+        ids = [v["id"] for v in queries.list_versions(conn)][::-1][: max(0, count)]
+        for vid in ids:
+            if is_cached(conn, vid):
+                continue
+            light = light_module(conn, vid)
+            if light is not None:
+                light.cm.lm.dmap.lo  # noqa: B018 - built now, not by the first string shown
+                made += 1
+    except Exception:  # noqa: BLE001 - likewise
+        pass
+    finally:
+        conn.close()
+    return made
+
+
 def has_light(conn: sqlite3.Connection, version_id: int) -> bool:
     """Whether the version's light module is made (its first screens answer at once)."""
     path, token = code_key(conn)
@@ -384,4 +428,4 @@ def clear_cache() -> None:
 
 CLEAR_TOO.append(clear_cache)  # code.clear_cache() forgets the light modules too
 
-__all__ = ["clear_cache", "first_window", "has_light", "light_module"]
+__all__ = ["clear_cache", "first_window", "has_light", "light_module", "warm"]

@@ -126,6 +126,7 @@ class _Adapter:
         self.prepare_ahead = False
         self.prepared: Future[None] | None = None  # the last such preparation
         self.panel_prepared: threading.Thread | None = None  # the last panel's (history)
+        self.light: threading.Thread | None = None  # the start-up's light modules (code_first)
         self.last_request = time.monotonic()  # when a request last came or was answered
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -314,6 +315,14 @@ def create_app(
     if prepare_at_start:
         # the function lists the dashboard opens first, encoded before the first request
         list_routes.warm(adapter.db_path, PREPARED_AT_START)
+        # their first screens of code from the kept preparations, made now (code_first)
+        adapter.light = threading.Thread(
+            target=code_first.warm,
+            args=(adapter.db_path, PREPARED_AT_START),
+            daemon=True,
+            name="kbtool-light",
+        )
+        adapter.light.start()
         adapter.prepared = _prepare_when_quiet(adapter)
     app = Starlette(routes=[Route("/{path:path}", adapter)])
     app.state.adapter = adapter

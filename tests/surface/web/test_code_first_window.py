@@ -180,3 +180,28 @@ def test_a_changed_kb_or_no_kept_preparation_prepares(demo_kb, store, monkeypatc
         assert code_first.first_window(conn, 1, picks[0], 0, 300) is None  # nothing kept
     finally:
         conn.close()
+
+
+def test_serve_makes_the_light_modules_as_it_starts(demo_kb, store):
+    """`kbtool serve` (prepare_at_start) makes the newest versions' light modules on a thread
+    as it starts: a page's first screen then reads them; the answers are the prepared ones."""
+    picks = _picks(demo_kb)
+    _keep(demo_kb)
+    conn = open_ro(demo_kb)
+    try:
+        assert code_prepared.keep_prepared(conn, 2) == "built"
+    finally:
+        conn.close()
+    code.clear_cache()
+    app = webapp.create_app(str(demo_kb), prepare_at_start=True)
+    app.state.adapter.light.join(timeout=60)
+    conn = open_ro(demo_kb)
+    try:
+        assert code_first.has_light(conn, 1) and code_first.has_light(conn, 2)
+        dmap = code_first.light_module(conn, 1).cm.lm.dmap
+        assert dmap._map is not None  # built at start, not by the first string shown
+    finally:
+        conn.close()
+    client = TestClient(app, base_url="http://127.0.0.1")
+    fresh = {(i, 0, 300): _get(client, 1, i, 0, 300) for i in picks}
+    assert fresh == {k: v for k, v in _warm(demo_kb, picks).items() if k in fresh}
