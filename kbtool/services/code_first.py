@@ -30,7 +30,7 @@ from typing import Any
 
 from kbtool.kb.queries.code_labels import code_key
 from kbtool.lift import LiftModule, Names
-from kbtool.services import code_store, disk_cap, knowledge
+from kbtool.services import code_prepared, code_store, disk_cap, knowledge
 from kbtool.services.code_function import FIRST_SCREEN, _first_lines
 from kbtool.services.code_module_kept import _unints, _unsmall, parser_stamp
 from kbtool.services.code_prepared import CLEAR_TOO, CodeModule, _Rows, is_cached
@@ -380,7 +380,9 @@ def first_window(
 def warm(db_path: str, count: int = 2) -> int:
     """The light modules of the KB's ``count`` newest versions, their data maps built too
     (``kbtool serve`` as it starts, on a thread of its own: ~80 ms of CPU a version on
-    ffmpeg, so that a page opened on any function of them shows its first lines at once);
+    ffmpeg, so that a page opened on any function of them shows its first lines at once;
+    before each version it waits while requests are answered, as the background
+    preparations do);
     how many were made. A KB that cannot be read, or versions without a kept preparation,
     make none (their requests prepare as before)."""
     from kbtool.kb import queries
@@ -393,7 +395,9 @@ def warm(db_path: str, count: int = 2) -> int:
     made = 0
     try:
         ids = [v["id"] for v in queries.list_versions(conn)][::-1][: max(0, count)]
+        code_prepared._BACKGROUND.on = True  # this thread yields to the requests answered
         for vid in ids:
+            code_prepared._yield_to_requests()  # a request's own light module goes first
             if is_cached(conn, vid):
                 continue
             light = light_module(conn, vid)
