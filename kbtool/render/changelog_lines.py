@@ -15,8 +15,9 @@ line is wider than the console.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from itertools import pairwise
+from typing import Any
 
 from rich._wrap import divide_line
 from rich.cells import cell_len
@@ -29,7 +30,7 @@ from kbtool.render.rows import ansi_writer, plain_console
 from kbtool.render.terminal_summary import CLASS_STYLE, _delta
 from kbtool.textutil import printable
 
-__all__ = ["ChangelogLines", "changelog_pieces"]
+__all__ = ["ChangelogLines", "Line", "changelog_pieces", "changelog_sections"]
 
 Pieces = list[tuple[str, str]]
 #: a line: (indent, pieces), or (-1, a Rich renderable printed as is)
@@ -72,11 +73,27 @@ def _heading(cls: str, count: int) -> Line:
     return (-1, Text.assemble((f"\n{cls}", CLASS_STYLE[cls]), f" ({count})"))
 
 
-def _modified(cl: dict) -> list[Line]:
+def _title(cl: dict) -> list[Line]:
+    return [
+        (
+            -1,
+            Text.assemble(
+                "\n",
+                ("changelog", "bold underline"),
+                " ",
+                _lit(cl["from"], "bold"),
+                " → ",
+                _lit(cl["to"], "bold"),
+            ),
+        )
+    ]
+
+
+def _modified_heading(cl: dict) -> list[Line]:
     mods = cl["modified"]
     named = sum(1 for m in mods if m["name"])
     order = _ORDER_WORDS.get(cl.get("order", "weight"), "most changed first")
-    out: list[Line] = [
+    return [
         (
             -1,
             Text.assemble(
@@ -85,42 +102,45 @@ def _modified(cl: dict) -> list[Line]:
             ),
         )
     ]
-    for m in mods:
-        head: Pieces = [("  ", "")]
-        if m["name"]:
-            head.append(_lit(m["name"], "bold"))
-        else:
-            head.append((f"func[{m['to_index']}]", "bold dim"))
-        head.append((f"  #{m['from_index']}→#{m['to_index']}  ", "dim"))
-        head.append(
-            (
-                f"{_delta(m['instr_from'], m['instr_to'], 'instr')}, "
-                f"{_delta(m['size_from'], m['size_to'], 'B')}",
-                "",
-            )
+
+
+def _modified_entry(m: dict) -> list[Line]:
+    """The lines of one modified function."""
+    head: Pieces = [("  ", "")]
+    if m["name"]:
+        head.append(_lit(m["name"], "bold"))
+    else:
+        head.append((f"func[{m['to_index']}]", "bold dim"))
+    head.append((f"  #{m['from_index']}→#{m['to_index']}  ", "dim"))
+    head.append(
+        (
+            f"{_delta(m['instr_from'], m['instr_to'], 'instr')}, "
+            f"{_delta(m['size_from'], m['size_to'], 'B')}",
+            "",
         )
-        if m["runtime"]:
-            head.append(("  runtime", "magenta"))
-        if m["review"]:
-            head.append(("  review", "bold red"))
-        if "triage" in m:
-            head.append((f"  triage {m['triage']:.1f}", "cyan"))
-        out.append((0, head))
-        for r in m.get("reasons", [])[:3]:
-            out.append((4, [_lit("why: " + r, "cyan")]))
-        if m.get("hint"):
-            out.append((4, [("refs ", "dim"), _lit(m["hint"], "dim")]))
-        if m["calls_added"]:
-            out.append((4, [("+ calls ", "green"), *_names(m["calls_added"], "green")]))
-        if m["calls_removed"]:
-            out.append((4, [("- calls ", "red"), *_names(m["calls_removed"], "red")]))
-        if m["strings_added"]:
-            out.append((4, [("+ strings ", "green"), *_strings(m["strings_added"], "green")]))
-        if m["strings_removed"]:
-            out.append((4, [("- strings ", "red"), *_strings(m["strings_removed"], "red")]))
-        for item in m.get("items", []):
-            if not item.startswith(_SHOWN) and not item.endswith(" instructions"):
-                out.append((4, [("~ ", "yellow"), _lit(item, "yellow")]))
+    )
+    if m["runtime"]:
+        head.append(("  runtime", "magenta"))
+    if m["review"]:
+        head.append(("  review", "bold red"))
+    if "triage" in m:
+        head.append((f"  triage {m['triage']:.1f}", "cyan"))
+    out: list[Line] = [(0, head)]
+    for r in m.get("reasons", [])[:3]:
+        out.append((4, [_lit("why: " + r, "cyan")]))
+    if m.get("hint"):
+        out.append((4, [("refs ", "dim"), _lit(m["hint"], "dim")]))
+    if m["calls_added"]:
+        out.append((4, [("+ calls ", "green"), *_names(m["calls_added"], "green")]))
+    if m["calls_removed"]:
+        out.append((4, [("- calls ", "red"), *_names(m["calls_removed"], "red")]))
+    if m["strings_added"]:
+        out.append((4, [("+ strings ", "green"), *_strings(m["strings_added"], "green")]))
+    if m["strings_removed"]:
+        out.append((4, [("- strings ", "red"), *_strings(m["strings_removed"], "red")]))
+    for item in m.get("items", []):
+        if not item.startswith(_SHOWN) and not item.endswith(" instructions"):
+            out.append((4, [("~ ", "yellow"), _lit(item, "yellow")]))
     return out
 
 
@@ -135,49 +155,66 @@ def _function_head(f: dict, index: int) -> Line:
     return (0, head)
 
 
+def _new_entry(f: dict) -> list[Line]:
+    """The lines of one new function."""
+    out = [_function_head(f, f["to_index"])]
+    if f["strings"]:
+        more = (
+            f" (+{f['string_count'] - len(f['strings'])} more)"
+            if f["string_count"] > len(f["strings"])
+            else ""
+        )
+        out.append((4, [("strings ", "dim"), *_strings(f["strings"], ""), (more, "dim")]))
+    if f["calls"]:
+        out.append((4, [("calls ", "dim"), *_names(f["calls"], "")]))
+    return out
+
+
+def _deleted_entry(f: dict) -> list[Line]:
+    """The lines of one deleted function."""
+    out = [_function_head(f, f["from_index"])]
+    if f["strings"]:
+        out.append((4, [("strings ", "dim"), *_strings(f["strings"], "")]))
+    return out
+
+
+def _imports(cl: dict) -> list[Line]:
+    out: list[Line] = [(-1, Text("\nimports", style="bold"))]
+    if cl["imports_added"]:
+        out.append((0, [("  ", ""), ("+ ", "green"), *_names(cl["imports_added"], "green")]))
+    if cl["imports_removed"]:
+        out.append((0, [("  ", ""), ("- ", "red"), *_names(cl["imports_removed"], "red")]))
+    return out
+
+
+#: a section of the changelog: (the lines of one unit, its units)
+Section = tuple[Callable[[Any], list[Line]], Sequence[Any]]
+
+
+def changelog_sections(cl: dict, keep: frozenset[str] | None) -> list[Section]:
+    """The changelog as sections of units (its title, a heading, one function's entry, the
+    imports), each unit's lines made only when asked: :func:`changelog_pieces` is every
+    unit's lines in order; the TUI's pane makes only the units on screen."""
+    out: list[Section] = [(_title, (cl,))]
+    if keep is None or "modified" in keep:
+        out += [(_modified_heading, (cl,)), (_modified_entry, cl["modified"])]
+    if keep is None or "new" in keep:
+        out += [(lambda n: [_heading("new", n)], (len(cl["new"]),)), (_new_entry, cl["new"])]
+    if keep is None or "deleted" in keep:
+        out += [
+            (lambda n: [_heading("deleted", n)], (len(cl["deleted"]),)),
+            (_deleted_entry, cl["deleted"]),
+        ]
+    if cl["imports_added"] or cl["imports_removed"]:
+        out.append((_imports, (cl,)))
+    return out
+
+
 def changelog_pieces(cl: dict, keep: frozenset[str] | None) -> list[Line]:
     """The changelog's lines as pieces, in the reference renderer's order and spans."""
-    out: list[Line] = [
-        (
-            -1,
-            Text.assemble(
-                "\n",
-                ("changelog", "bold underline"),
-                " ",
-                _lit(cl["from"], "bold"),
-                " → ",
-                _lit(cl["to"], "bold"),
-            ),
-        )
+    return [
+        line for lines, units in changelog_sections(cl, keep) for u in units for line in lines(u)
     ]
-    if keep is None or "modified" in keep:
-        out += _modified(cl)
-    if keep is None or "new" in keep:
-        out.append(_heading("new", len(cl["new"])))
-        for f in cl["new"]:
-            out.append(_function_head(f, f["to_index"]))
-            if f["strings"]:
-                more = (
-                    f" (+{f['string_count'] - len(f['strings'])} more)"
-                    if f["string_count"] > len(f["strings"])
-                    else ""
-                )
-                out.append((4, [("strings ", "dim"), *_strings(f["strings"], ""), (more, "dim")]))
-            if f["calls"]:
-                out.append((4, [("calls ", "dim"), *_names(f["calls"], "")]))
-    if keep is None or "deleted" in keep:
-        out.append(_heading("deleted", len(cl["deleted"])))
-        for f in cl["deleted"]:
-            out.append(_function_head(f, f["from_index"]))
-            if f["strings"]:
-                out.append((4, [("strings ", "dim"), *_strings(f["strings"], "")]))
-    if cl["imports_added"] or cl["imports_removed"]:
-        out.append((-1, Text("\nimports", style="bold")))
-        if cl["imports_added"]:
-            out.append((0, [("  ", ""), ("+ ", "green"), *_names(cl["imports_added"], "green")]))
-        if cl["imports_removed"]:
-            out.append((0, [("  ", ""), ("- ", "red"), *_names(cl["imports_removed"], "red")]))
-    return out
 
 
 _TRAILING_SPACE = re.compile(r"\s+$")  # what Text.rstrip_end strips

@@ -49,6 +49,7 @@ __all__ = [
     "GROWTH",
     "IDLE_SECONDS",
     "collect_due",
+    "closed",
     "collector_paused",
     "defer_to_idle",
     "disable",
@@ -69,7 +70,8 @@ MIN_OBJECTS = 500_000
 # deferred to an idle moment (defer_to_idle): collected at once all the same once the frozen
 # set grew by this many objects since the last full collection (what could leak is bounded)
 FORCE_OBJECTS = 2_000_000
-# freeze_pending: after this many tries in a row whose gone() failed, freeze all the same
+# freeze_pending: after this many tries in a row whose gone() failed, freeze all the same;
+# counted since the last close (:func:`closed`): each closed screen has tries of its own
 STUCK_TRIES = 2
 IDLE_SECONDS = 1.0  # no input for this long: the TUI pays a due collection (collect_due)
 
@@ -87,7 +89,7 @@ _state: dict = {
     "gone": None,  # freeze_when's test after the collection: nothing short-lived alive
     "young": 0,  # freezes by freeze_pending (each after a collection of what is not frozen)
     "retries": 0,  # freeze_pending's collections after which something short-lived lived on
-    "stuck": 0,  # tries in a row that did so
+    "stuck": 0,  # tries in a row that did so, since the last close (closed())
 }
 
 
@@ -177,6 +179,14 @@ def freeze_when(safe: Callable[[], bool] | None, gone: Callable[[], bool] | None
     _state["gone"] = gone
     if safe is None:
         _state["pending"] = False
+
+
+def closed() -> None:
+    """Something short-lived was just closed (a screen): the tries of :func:`freeze_pending`
+    start again for it. Without this, tries spent waiting on an earlier closed screen
+    counted for the next one, which was then frozen while still being unmounted (leaked
+    until a full collection)."""
+    _state["stuck"] = 0
 
 
 def pending() -> bool:

@@ -32,6 +32,7 @@ from kbtool.tui.jump import FunctionJumpProvider
 from kbtool.tui.screens.base import FunctionRef, KbScreen
 from kbtool.tui.screens.heatmap import HeatmapScreen
 from kbtool.tui.screens.versions import VersionsScreen
+from kbtool.tui.workers import ReleasingWorkers
 
 # The screens a start does not show (diff, detail, history, search, feed, rename) and the
 # gate are imported when first opened: the diff screen alone pulls the diff services and the
@@ -94,7 +95,7 @@ def _resident(screen: object) -> bool:
     return isinstance(screen, (VersionsScreen, HeatmapScreen))
 
 
-class KbApp(App[None]):
+class KbApp(ReleasingWorkers, App[None]):
     """Browse a KB: versions, heatmap, diff, search, detail, history."""
 
     CSS_PATH = "kbtool.tcss"
@@ -156,6 +157,7 @@ class KbApp(App[None]):
         self.last_input = time.monotonic()  # the last key or mouse event (heap's idle moment)
         self._due_seen = False  # a due collection already seen by collect_when_idle
         self._transient: weakref.WeakSet = weakref.WeakSet()  # screens opened that close
+        self._stack_ids: set[int] = set()  # ids of the screens at the last screen change
         name = THEMES.get(theme, theme)
         if name not in self.available_themes:
             self.conn.close()
@@ -232,6 +234,9 @@ class KbApp(App[None]):
         settle asked for meanwhile (what the closed screen left is collected first)."""
         self._active()
         self._transient.update(s for s in self.screen_stack if not _resident(s))
+        before, self._stack_ids = self._stack_ids, {id(s) for s in self.screen_stack}
+        if before - self._stack_ids:  # a screen closed: waited on with tries of its own
+            heap.closed()
         if heap.pending():
             self.call_after_refresh(self._freeze)
 

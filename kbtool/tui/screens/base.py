@@ -9,6 +9,8 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Input
 
+from kbtool.tui.workers import ReleasingWorkers
+
 if TYPE_CHECKING:
     from kbtool.tui.app import KbApp
 
@@ -29,7 +31,7 @@ RENAME = Binding("n", "rename", "rename")
 HISTORY = Binding("h", "history", "history")
 
 
-class KbScreen(Screen):
+class KbScreen(ReleasingWorkers, Screen):
     """Base of the kbtool screens.
 
     Subclasses implement :meth:`reload` (re-read from the KB keeping the cursor; called on

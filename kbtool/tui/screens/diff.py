@@ -14,13 +14,13 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Select, Static, Tab, Tabs
 
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
 from kbtool.kb.errors import KBError
-from kbtool.render.terminal import CLASS_STYLE, changelog_from_data, summary_text
+from kbtool.render.terminal import CLASS_STYLE, summary_text
 from kbtool.render.text import lit
 from kbtool.services import heap
 from kbtool.services.diff.programs import cross_program_warning, default_pair
@@ -29,6 +29,7 @@ from kbtool.services.diff.triage import order_changes
 from kbtool.services.diff.view import cached_head, cached_view, keep_cached_head
 from kbtool.textutil import clip, printable
 from kbtool.tui.screens.base import BACK, HISTORY, FunctionRef, KbScreen
+from kbtool.tui.widgets.changelog_view import ChangelogPane
 from kbtool.tui.widgets.diff_footer import DiffFooter
 from kbtool.tui.widgets.lists import KbTable, TitleBar
 from kbtool.tui.widgets.palette import conf_text, name_text, prov_text
@@ -70,9 +71,9 @@ def filter_counts(changes: list[dict]) -> dict[str, int]:
 
 
 def _view(conn, frm: int, to: int) -> tuple[dict, bool]:
-    """(report, toolchain changed), through the diff cache. The changelog is read and drawn
-    after the table is shown (:meth:`DiffScreen._changelog`): thousands of entries on a big
-    module (a 1.8 MB file on ffmpeg), and the pane is hidden until ``c``."""
+    """(report, toolchain changed), through the diff cache. The changelog is read only when
+    its pane is shown (:class:`ChangelogPane`): thousands of entries on a big module (a
+    1.8 MB file on ffmpeg), and the pane is hidden until ``c``."""
     view = cached_view(conn, frm, to, with_changelog=False)
     return view["report"], view["toolchain_changed"]
 
@@ -94,15 +95,6 @@ def head_counts(head: dict) -> dict[str, int]:
             if pred(probe):  # type: ignore[operator]
                 counts[fid] += n
     return counts
-
-
-def _changelog_data(conn, frm: int, to: int):
-    """The pair's changelog data through the diff cache (the report is a hit by then), or
-    None when there is none to show (the table stays useful)."""
-    try:
-        return cached_view(conn, frm, to)["changelog"]
-    except (LookupError, ValueError):
-        return None
 
 
 def _summary(report: dict) -> Text:
@@ -176,8 +168,7 @@ class DiffScreen(KbScreen):
                 id="diff-filter",
             )
             yield KbTable(id="diff-table")
-            with VerticalScroll(id="diff-changelog"):
-                yield Static(id="changelog-body")
+            yield ChangelogPane(id="diff-changelog")
         yield DiffFooter(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
@@ -416,7 +407,7 @@ class DiffScreen(KbScreen):
         self._warn(None)
         self.query_one("#diff-summary", Static).update(lit(text, "italic"))
         self.query_one("#diff-table", KbTable).clear()
-        self.query_one("#changelog-body", Static).update("")
+        self.query_one(ChangelogPane).clear()
         self.query_one("#title", TitleBar).show("diff")
 
     def _show_report(self, report: dict) -> None:
@@ -441,39 +432,9 @@ class DiffScreen(KbScreen):
         for fid, (label, _) in FILTERS.items():
             tab = tabs.query_one(f"#f-{fid}", Tab)
             tab.label = Text(f"{label} {counts[fid]:,}")
-        self.query_one("#changelog-body", Static).update(
-            Text("preparing the changelog…", style="italic")
-        )
-        # read and drawn once the table is on screen: its thread would hold the GIL in front
-        # of the table's first frame (the pane is hidden until ``c``)
-        self.call_after_refresh(self._changelog, self._diff_gen, *self._shown_pair)
+        # the changelog: read and drawn once its pane is shown (nothing made while hidden)
+        self.query_one(ChangelogPane).want(*self._shown_pair)
         self._fill_table()
-
-    # a description of its own: Textual's default is the repr of the arguments (when those
-    # were the changelog itself: 20 ms on ffmpeg)
-    @work(thread=True, group="changelog", exclusive=True, description="the changelog")
-    def _changelog(self, gen: int, frm: int, to: int) -> None:
-        """The changelog, read and made renderable on a worker (the table is already shown)."""
-        try:
-            conn = open_ro(self.kb.db_path)
-            try:
-                # read with the collector on (ffmpeg: 19 ms paused or not): a pause is the whole
-                # process's, and a changelog built from the facts can take a minute
-                data = _changelog_data(conn, frm, to)
-            finally:
-                conn.close()
-            if data is None:
-                shown = Text("no semantic changelog for this pair", style="dim")
-            else:
-                with heap.collector_paused():  # ~64 ms of Text and spans on ffmpeg
-                    shown = changelog_from_data(data)
-        except Exception as exc:  # the table stays; the pane says why
-            shown = lit(f"cannot show the changelog: {type(exc).__name__}: {exc}", "bold red")
-        self.app.call_from_thread(self._changelog_ready, gen, shown)
-
-    def _changelog_ready(self, gen: int, shown) -> None:
-        if gen == self._diff_gen and self.is_attached:
-            self.query_one("#changelog-body", Static).update(shown)
         # the report stays in the diff cache: frozen once the screen is whole (a full
         # collection it may need then is not in front of the table's first frame)
         self.set_timer(0.5, heap.settle)

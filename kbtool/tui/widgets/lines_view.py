@@ -109,12 +109,16 @@ class LinesView(ScrollView, can_focus=True):
     def on_blur(self) -> None:
         self.refresh()
 
+    def _rows_shown(self) -> int:
+        """Lines on screen: the view's height less a horizontal scrollbar's row."""
+        return max(1, self.scrollable_content_region.height)
+
     def _move(self, line: int) -> None:
         if not self.count:
             return
         self.cursor = max(0, min(line, self.count - 1))
         top = int(self.scroll_offset.y)
-        height = max(1, self.size.height)
+        height = self._rows_shown()
         if self.cursor < top:
             self.scroll_to(y=self.cursor, animate=False)
         elif self.cursor >= top + height:
@@ -136,4 +140,4 @@ class LinesView(ScrollView, can_focus=True):
         self._move(self.count - 1 if line < 0 else line)
 
     def action_page(self, step: int) -> None:
-        self._move(self.cursor + step * max(1, self.size.height - 1))
+        self._move(self.cursor + step * max(1, self._rows_shown() - 1))

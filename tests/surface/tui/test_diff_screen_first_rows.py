@@ -1,7 +1,7 @@
 """The diff screen's first frame on a big diff (issue 30): only the rows of the first screens go
 into the table (more as the cursor goes down), the tab counts are exact from one pass, the
 report is read with the cyclic collector paused, and the changelog is read and drawn only once
-the table is on screen. What a user sees is the same rows, in the same order."""
+its pane is shown. What a user sees is the same rows, in the same order."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from kbtool.kb.db import open_ro
 from kbtool.services.diff.report import get_diff
 from kbtool.tui.screens import diff as diff_screen
 from kbtool.tui.screens.diff import FILTERS, DiffScreen
+from kbtool.tui.widgets import changelog_view
+from kbtool.tui.widgets.changelog_view import PREPARING, ChangelogPane
 from kbtool.tui.widgets.lists import KbTable
 from tests.support.tui import make_app, screen_text, settle
 
@@ -105,7 +107,7 @@ def _report_changes_of_every_kind() -> list[dict]:
     return out
 
 
-async def test_the_report_is_read_with_the_collector_paused_and_the_changelog_after_the_rows(
+async def test_the_report_is_read_with_the_collector_paused_and_the_changelog_only_when_shown(
     kb, monkeypatch
 ):
     seen: dict[str, object] = {}
@@ -115,12 +117,13 @@ async def test_the_report_is_read_with_the_collector_paused_and_the_changelog_af
     def view(conn, frm, to, **kw):
         if kw.get("with_changelog") is False:  # the table's read
             seen["collector during the report"] = gc.isenabled()
-        else:  # the changelog's, held until the table is checked
+        else:  # the changelog's (the pane's), held until its placeholder is checked
             seen["changelog asked"] = True
             release.wait(30)
         return read(conn, frm, to, **kw)
 
     monkeypatch.setattr(diff_screen, "cached_view", view)
+    monkeypatch.setattr(changelog_view, "cached_view", view)
     assert gc.isenabled()
     app = make_app(kb)
     async with app.run_test(size=SIZE) as pilot:
@@ -141,13 +144,18 @@ async def test_the_report_is_read_with_the_collector_paused_and_the_changelog_af
                     break
                 await pilot.pause(0.01)
             assert gc.isenabled()
-            body = str(screen.query_one("#changelog-body").render())
-            assert "preparing the changelog" in body
+            await settle(pilot)
+            pane = screen.query_one(ChangelogPane)
+            # hidden: nothing of the changelog read or made
+            assert "changelog asked" not in seen and pane.rows is None and pane.count == 0
+            await pilot.press("c")
+            for _ in range(3000):
+                await pilot.pause(0.01)
+                if seen.get("changelog asked"):
+                    break
+            assert pane.message == PREPARING and PREPARING in screen_text(app)
         finally:
             release.set()
         await settle(pilot)
-        assert seen.get("changelog asked") is True
-        await pilot.press("c")
-        await settle(pilot)
-        body = str(screen.query_one("#changelog-body").render())
-        assert "preparing the changelog" not in body and "cannot show" not in body
+        assert pane.loaded and pane.rows is not None and pane.message == ""
+        assert "changelog" in screen_text(app) and PREPARING not in screen_text(app)

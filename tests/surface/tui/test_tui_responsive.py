@@ -80,21 +80,26 @@ async def test_diff_screen_prepares_both_versions(demo_kb):
         code.clear_cache()
 
 
-async def test_diff_table_is_shown_before_the_changelog_is_made(demo_kb, monkeypatch):
-    """The changelog's renderable (thousands of entries on a big module, in a pane hidden
-    until `c`) is made after the change table is on screen, on a worker."""
+async def test_the_changelog_is_made_only_once_its_pane_is_shown(demo_kb, monkeypatch):
+    """The changelog (thousands of entries on a big module, in a pane hidden until `c`) is
+    neither read nor made while its pane is hidden; shown, it is read on a worker, the pane
+    saying so meanwhile, and only the rows on screen become Rich Texts."""
     import asyncio
 
-    from kbtool.tui.screens import diff as diff_screen
+    from kbtool.tui.widgets import changelog_view
+    from kbtool.tui.widgets.changelog_view import PREPARING, ChangelogPane
     from kbtool.tui.widgets.lists import KbTable
 
-    release, real = threading.Event(), diff_screen.changelog_from_data
+    release, real = threading.Event(), changelog_view.ChangelogRows
+    made: list = []
 
-    def held(data):
+    def held(data, *a):
         assert release.wait(30)
-        return real(data)
+        rows = real(data, *a)
+        made.append(rows)
+        return rows
 
-    monkeypatch.setattr(diff_screen, "changelog_from_data", held)
+    monkeypatch.setattr(changelog_view, "ChangelogRows", held)
     conn = open_ro(str(demo_kb))
     try:
         vids = [v["id"] for v in queries.list_versions(conn)]
@@ -106,16 +111,23 @@ async def test_diff_table_is_shown_before_the_changelog_is_made(demo_kb, monkeyp
         screen = DiffScreen(vids[0], vids[1])
         app.push_screen(screen)
         try:
-            for _ in range(3000):  # the table fills while the changelog is still being made
+            for _ in range(3000):
                 await asyncio.sleep(0.01)
                 if screen.is_mounted and screen.query_one("#diff-table", KbTable).row_count:
                     break
             assert screen.query_one("#diff-table", KbTable).row_count > 0
-            body = str(screen.query_one("#changelog-body").render())
-            assert "preparing the changelog" in body
+            await settle(pilot)  # nothing held: the hidden pane asked for nothing
+            pane = screen.query_one(ChangelogPane)
+            assert pane.rows is None and not made
+            await pilot.press("c")
+            await pilot.pause()
+            assert pane.message == PREPARING
         finally:
             release.set()
         await settle(pilot)
-        await pilot.press("c")
-        await settle(pilot)
-        assert "preparing the changelog" not in str(screen.query_one("#changelog-body").render())
+        assert pane.loaded and made and pane.rows is made[0]
+        text = screen_text(app)
+        assert PREPARING not in text and "changelog" in text
+        rows = made[0]
+        kept, lines = rows._kept[0], pane._cache  # the rows drawn: those on screen, no more
+        assert kept >= 0 and 0 < len(lines) <= pane.size.height < rows.count

@@ -122,3 +122,26 @@ def test_without_a_test_settles_freeze_at_once():
         assert _frozen(later) and not heap.pending()
     finally:
         heap.disable()
+
+
+def test_each_closed_screen_has_tries_of_its_own():
+    """The tries a closed screen still held was waited on do not count for the next one
+    closed (heap.closed()): the next is not frozen while it is being unmounted."""
+    heap.disable()
+    held: list = []
+    try:
+        heap.enable()
+        heap.freeze_when(lambda: True, lambda: not held)
+        held.append(_Node())  # a screen closed, still referenced a while
+        heap.settle()
+        for _ in range(heap.STUCK_TRIES - 1):
+            assert not heap.freeze_pending()
+        heap.closed()  # another screen closed, also being unmounted
+        held.append(_Node())
+        for _ in range(heap.STUCK_TRIES):  # its own tries: none freezes it
+            assert not heap.freeze_pending() and not _frozen(held[-1])
+        assert heap.freeze_pending() and _frozen(held[-1])  # held for good: bounded
+        held.clear()
+    finally:
+        heap.disable()
+    assert gc.get_freeze_count() == 0
