@@ -126,7 +126,7 @@ class _Adapter:
         self.prepare_ahead = False
         self.prepared: Future[None] | None = None  # the last such preparation
         self.panel_prepared: threading.Thread | None = None  # the last panel's (history)
-        self.light: threading.Thread | None = None  # the start-up's light modules (code_first)
+        self.light = 0  # versions whose light modules were made at start (code_first)
         self.last_request = time.monotonic()  # when a request last came or was answered
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -298,7 +298,9 @@ def create_app(
     parse the module (``app.state.adapter.prepared``: the last preparation).
     ``prepare_at_start`` (``kbtool serve``): the function lists (whole and as heatmap
     cells) of the newest version and the one before it (:data:`PREPARED_AT_START`) are
-    encoded and kept before this returns (``list_routes.warm``, ~0.1 s on ffmpeg), and both
+    encoded and kept before this returns (``list_routes.warm``, ~0.1 s on ffmpeg), so are
+    their light modules for the first screens of code (``code_first.warm``, ~0.1 s a
+    version on ffmpeg; none without a kept preparation), and both
     versions are prepared for the code routes at once, as the TUI and the MCP server do: a
     page opened a moment later on either shows code without waiting (a request preparing
     another version meanwhile goes first).
@@ -315,14 +317,9 @@ def create_app(
     if prepare_at_start:
         # the function lists the dashboard opens first, encoded before the first request
         list_routes.warm(adapter.db_path, PREPARED_AT_START)
-        # their first screens of code from the kept preparations, made now (code_first)
-        adapter.light = threading.Thread(
-            target=code_first.warm,
-            args=(adapter.db_path, PREPARED_AT_START),
-            daemon=True,
-            name="kbtool-light",
-        )
-        adapter.light.start()
+        # and their first screens of code, from the kept preparations (code_first: ~0.1 s
+        # a version on ffmpeg): a page opened at once shows any function's first lines
+        adapter.light = code_first.warm(adapter.db_path, PREPARED_AT_START)
         adapter.prepared = _prepare_when_quiet(adapter)
     app = Starlette(routes=[Route("/{path:path}", adapter)])
     app.state.adapter = adapter
