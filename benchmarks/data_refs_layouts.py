@@ -4,20 +4,23 @@
     python benchmarks/data_refs_layouts.py --smoke      # the bundled demo module, a few seconds
 
 The module is ingested once by this checkout (``kbtool ingest`` in a fresh process); its
-``data_refs`` rows are then written into a scratch SQLite file (32 KB pages, WAL, as a big
+data references (``kbtool.kb.datarefs.all_refs``) are then written into a scratch SQLite file (32 KB pages, WAL, as a big
 KB) in each candidate layout: CPU s of the rows' preparation in Python, their inserts and
 the index builds and commit (best of ``--repeat``), and the file size. Every layout is then
 checked to answer the two lookups the query layer makes (references to one target in
-(function, offset) order; one function's references by offset) exactly as the schema's
-layout does, on the most referenced targets and functions. Layouts:
+(function, offset) order; one function's references by offset) exactly as the schema-9
+table does, on the most referenced targets and functions. Layouts:
 
-- ``schema``: the KB's table (TEXT kind/target_kind, rowid, indexes on target and function)
+- ``schema``: the schema-9 table, ``data_refs`` (TEXT kind/target_kind, rowid, indexes on
+  target and function)
 - ``codes``: small integer codes for kind/target_kind (mapped in Python), same indexes
 - ``no_func_index``: the schema's rows; a function's references found through a per-function
   rowid range table instead of the function index
 - ``clustered``: WITHOUT ROWID, clustered on (target_kind, target, function, offset, kind),
   rows sorted in Python, an index on function
 - ``blobs``: fewer rows: one packed row per target and one per function
+- ``packed``: the KB's tables since schema 10 (``kbtool/kb/datarefs.py``: the references as
+  packed columns, 1024 per row, in (function, offset) order and by target)
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ from operator import itemgetter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 DEMO = ROOT / "kbtool" / "demo" / "zstd-1.5.5.wasm"
 COLS = "func_index, offset, kind, target_kind, target, width"
 SCHEMA_TABLE = (
@@ -76,9 +81,11 @@ def ingest_rows(module: Path) -> list[Row]:
             check=True,
             capture_output=True,
         )
+        from kbtool.kb import datarefs
+
         conn = sqlite3.connect(kb)
         try:
-            return conn.execute(f"SELECT {COLS} FROM data_refs ORDER BY rowid").fetchall()  # noqa: S608
+            return datarefs.all_refs(conn, 1)
         finally:
             conn.close()
 
@@ -287,12 +294,45 @@ def _blobs(conn: sqlite3.Connection, rows: list[Row]) -> tuple[float, float, Loo
     return t1 - t0, write, (to_target, of_func)
 
 
+def _packed(conn: sqlite3.Connection, rows: list[Row]) -> tuple[float, float, Lookups]:
+    from kbtool.kb import datarefs, schema
+
+    for ddl in schema._V10.split(";"):
+        if ddl.strip():
+            conn.execute(ddl.replace(" REFERENCES versions(id)", ""))
+    t0 = time.process_time()
+    chunks, targets = datarefs.pack(datarefs.by_function_and_offset(list(rows)))
+    t1 = time.process_time()
+    conn.execute("BEGIN")
+    conn.executemany(
+        "INSERT INTO data_ref_chunks(version_id, chunk, n, lo_func, hi_func, cols)"
+        " VALUES (1,?,?,?,?,?)",
+        chunks,
+    )
+    conn.executemany(
+        "INSERT INTO data_ref_targets(version_id, chunk, n, lo_key, hi_key, cols)"
+        " VALUES (1,?,?,?,?,?)",
+        targets,
+    )
+    conn.execute("COMMIT")
+    write = time.process_time() - t1
+    return (
+        t1 - t0,
+        write,
+        (
+            lambda tk, t: datarefs.rows_at(conn, 1, datarefs.positions_to(conn, 1, tk, t, None)),
+            lambda f: datarefs.from_function(conn, 1, f, 1 << 62),
+        ),
+    )
+
+
 LAYOUTS = {
     "schema": _schema,
     "codes": _codes,
     "no_func_index": _no_func_index,
     "clustered": _clustered,
     "blobs": _blobs,
+    "packed": _packed,
 }
 
 

@@ -210,6 +210,13 @@ def _compare_common(a: Path, b: Path) -> tuple[int, str | None, list[str]]:
     n = 0
     try:
         ta, tb = tables(ca), tables(cb)
+        packed = {"data_ref_chunks", "data_ref_targets"}
+        if "data_refs" in ta and packed <= set(tb):  # schema 9 -> 10: what the readers get
+            diff = _same_refs(ca, cb)
+            if diff is not None:
+                return n, diff, []
+            ta = [t for t in ta if t != "data_refs"]
+            tb = [t for t in tb if t not in packed]
         if set(ta) - set(tb):
             return n, f"tables missing after: {sorted(set(ta) - set(tb))}", []
         for t in ta:
@@ -228,6 +235,32 @@ def _compare_common(a: Path, b: Path) -> tuple[int, str | None, list[str]]:
     finally:
         ca.close()
         cb.close()
+
+
+def _same_refs(old, new) -> str | None:
+    """A schema-9 KB's ``data_refs`` rows against a schema-10 KB's packed references, as
+    the readers see them: every version's references in (function, offset) order (the old
+    rowid order) and in target order (a target's references in the order its xrefs page
+    them); None when equal."""
+    from kbtool.kb import datarefs
+
+    cols = "func_index, offset, kind, target_kind, target, width"
+    vids = [r[0] for r in old.execute("SELECT DISTINCT version_id FROM data_refs ORDER BY 1")]
+    got = [r[0] for r in new.execute("SELECT DISTINCT version_id FROM data_ref_chunks ORDER BY 1")]
+    if vids != got:
+        return f"data_refs: versions with references {vids} before, {got} after"
+    for vid in vids:
+        rows = old.execute(
+            f"SELECT {cols} FROM data_refs WHERE version_id = ? ORDER BY rowid",  # noqa: S608
+            (vid,),
+        ).fetchall()
+        if rows != datarefs.all_refs(new, vid):
+            return f"data_refs of version {vid}: the references by function differ"
+        code = {k: i for i, k in enumerate(datarefs.TARGET_KINDS)}
+        by_target = sorted(rows, key=lambda r: (r[4], code.get(r[3], 9)))
+        if by_target != datarefs.all_by_target(new, vid):
+            return f"data_refs of version {vid}: the references by target differ"
+    return None
 
 
 def _ingest_into(path: Path, root: Path, db: Path) -> None:

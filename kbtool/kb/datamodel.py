@@ -1,5 +1,6 @@
 """Writes and reads of a version's data model (tables ``data_globals``, ``data_items``,
-``data_refs``, ``data_models``; built by :mod:`kbtool.services.data`).
+``data_models`` and the references' packed tables of :mod:`kbtool.kb.datarefs`; built by
+:mod:`kbtool.services.data`).
 
 Reads return plain dicts; every list is bounded by the caller's ``limit``.
 """
@@ -8,15 +9,15 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
-from operator import itemgetter
 from typing import Any, TypedDict
 
 import orjson
 
+from kbtool.kb import datarefs
 from kbtool.kb.db import now
 from kbtool.kb.store import indexes_built_after
 
-REF_BATCH = 5000
+_TABLES = ("data_globals", "data_items", "data_ref_chunks", "data_ref_targets", "data_models")
 
 
 class DataItemRow(TypedDict):
@@ -74,7 +75,7 @@ def replace_data_model(
     transaction. ``refs`` are ``(func_index, offset, kind, target_kind, target, width)``;
     the items are dicts (``items``) or ready rows (``item_rows``: ``(address, size, kind,
     segment, text, label, data_id, refs, targets JSON)``, the ingest's compiled pass)."""
-    for table in ("data_globals", "data_items", "data_refs", "data_models"):
+    for table in _TABLES:
         conn.execute(f"DELETE FROM {table} WHERE version_id = ?", (version_id,))  # noqa: S608
     conn.executemany(
         "INSERT INTO data_globals(version_id, idx, type, mutable, initial, imported, import_name,"
@@ -107,21 +108,7 @@ def replace_data_model(
             f" data_id, refs, targets) VALUES ({vid:d},?,?,?,?,?,?,?,?,?)",  # noqa: S608
             item_rows,
         )
-    # by (function, offset): a target's index entries then run in rowid order = that order,
-    # so a page of one target's references needs no sort (see refs_to)
-    rows = _by_function_and_offset(list(refs))
-    rebuild = bool(rows) and _few_other_refs(conn, len(rows))
-    if rebuild:
-        # a KB holding (almost) only this version's references: indexes built once from
-        # the rows (a sort) cost a fraction of an entry per row inserted at a random spot
-        # of data_refs_target; DDL is transactional (a failed ingest keeps them)
-        for name, _ in _REF_INDEXES:
-            conn.execute(f"DROP INDEX IF EXISTS {name}")
-    for k in range(0, len(rows), REF_BATCH):
-        _insert_refs(conn, vid, rows[k : k + REF_BATCH])
-    if rebuild:
-        for name, cols in _REF_INDEXES:
-            conn.execute(f"CREATE INDEX IF NOT EXISTS {name} ON data_refs({cols})")
+    datarefs.write(conn, vid, list(refs))  # packed (kbtool/kb/datarefs.py)
     conn.execute(
         "INSERT INTO data_models(version_id, data_start, data_end, truncated, built_at)"
         " VALUES (?,?,?,?,?)",
@@ -133,7 +120,7 @@ def drop_data_model(conn: sqlite3.Connection, version_id: int) -> bool:
     """Remove the data model of ``version_id`` (as a version ingested before ingest built
     one); in the caller's transaction. Whether there was one."""
     had = conn.execute("SELECT 1 FROM data_models WHERE version_id = ?", (version_id,)).fetchone()
-    for table in ("data_globals", "data_items", "data_refs", "data_models"):
+    for table in _TABLES:
         conn.execute(f"DELETE FROM {table} WHERE version_id = ?", (version_id,))  # noqa: S608
     return had is not None
 
@@ -150,52 +137,6 @@ def _item_row(i: dict[str, Any]) -> tuple:
         i["refs"],
         orjson.dumps(i["targets"]).decode() if i["targets"] else "[]",
     )
-
-
-# the indexes of data_refs as kbtool/kb/schema.py creates them
-_REF_INDEXES = (
-    ("data_refs_target", "version_id, target_kind, target"),
-    ("data_refs_func", "version_id, func_index"),
-)
-
-
-def _by_function_and_offset(rows: list[tuple]) -> list[tuple]:
-    """``rows`` sorted by (function, offset), stable (a tie keeps the scan's order).
-
-    Sorted on the offset (an int key, no key tuple per row: ~4x faster on ffmpeg's 382k
-    rows): a body's references are file offsets inside it and the code section holds the
-    bodies in function-index order, so the offset orders the functions too (checked: the
-    functions then run upwards, else the general key sorts). References from data
-    (function -1, Go string headers: offsets in the data section, after the code) end up
-    last and are moved first, where (function, offset) puts them."""
-    rows.sort(key=itemgetter(1))
-    funcs = list(map(itemgetter(0), rows))
-    if funcs == sorted(funcs):
-        return rows
-    k = len(funcs)
-    while k and funcs[k - 1] < 0:
-        k -= 1
-    head, tail = funcs[:k], funcs[k:]
-    if tail and head and min(tail) == max(tail) < head[0] and head == sorted(head):
-        return rows[k:] + rows[:k]
-    rows.sort(key=itemgetter(0, 1))
-    return rows
-
-
-def _few_other_refs(conn: sqlite3.Connection, adding: int) -> bool:
-    """Whether data_refs holds fewer rows than ``adding`` (bounded by its largest rowid, a
-    B-tree lookup, not a count): rebuilding its indexes then beats updating them."""
-    top = conn.execute("SELECT max(rowid) FROM data_refs").fetchone()[0]
-    return top is None or top < adding
-
-
-def _insert_refs(conn: sqlite3.Connection, version_id: int, rows: list[tuple]) -> None:
-    if rows:
-        conn.executemany(
-            "INSERT INTO data_refs(version_id, func_index, offset, kind, target_kind, target, width)"
-            f" VALUES ({version_id:d},?,?,?,?,?,?)",  # noqa: S608
-            rows,
-        )
 
 
 # --------------------------------------------------------------------------- reads
@@ -226,7 +167,7 @@ def model_info(conn: sqlite3.Connection, version_id: int) -> dict[str, Any] | No
         t: conn.execute(f"SELECT count(*) FROM {t} WHERE version_id = ?", (version_id,)).fetchone()[
             0
         ]  # noqa: S608
-        for t in ("data_items", "data_globals", "data_refs")
+        for t in ("data_items", "data_globals")
     }
     return {
         "data_start": row[0],
@@ -235,7 +176,7 @@ def model_info(conn: sqlite3.Connection, version_id: int) -> dict[str, Any] | No
         "built_at": row[3],
         "items": count["data_items"],
         "globals": count["data_globals"],
-        "refs": count["data_refs"],
+        "refs": datarefs.count(conn, version_id),
     }
 
 
@@ -371,33 +312,18 @@ def refs_to(
 ) -> tuple[list[RefRow], int]:
     """References to ``target`` (``hi`` None) or to any target in ``[lo, hi)``, by function
     and offset; and their total."""
-    if hi is None:
-        # one target: its index entries are in rowid order, which is (function, offset)
-        # order (rows are written so): no sort of every reference (__stack_pointer has
-        # tens of thousands) for a page
-        cond, args, order = "target = ?", [lo], "rowid"
-    else:
-        cond, args, order = "target >= ? AND target < ?", [lo, hi], "func_index, offset"
-    base = f"FROM data_refs WHERE version_id = ? AND target_kind = ? AND {cond}"
-    total = conn.execute(f"SELECT count(*) {base}", [version_id, target_kind, *args]).fetchone()[0]  # noqa: S608
-    rows = conn.execute(
-        f"SELECT func_index, offset, kind, target_kind, target, width {base}"  # noqa: S608
-        f" ORDER BY {order} LIMIT ? OFFSET ?",
-        [version_id, target_kind, *args, limit, offset],
-    ).fetchall()
-    return [_ref(r) for r in rows], int(total)
+    found = datarefs.positions_to(conn, version_id, target_kind, lo, hi)
+    start = max(offset, 0)  # (as SQL's LIMIT/OFFSET: a negative limit is none)
+    page = found[start:] if limit < 0 else found[start : start + limit]
+    return [_ref(r) for r in datarefs.rows_at(conn, version_id, page)], len(found)
 
 
 def refs_from(
     conn: sqlite3.Connection, version_id: int, func_index: int, *, limit: int = 2000
 ) -> list[RefRow]:
     """What one function references (data and globals), by offset."""
-    rows = conn.execute(
-        "SELECT func_index, offset, kind, target_kind, target, width FROM data_refs"
-        " WHERE version_id = ? AND func_index = ? ORDER BY offset LIMIT ?",
-        (version_id, func_index, limit),
-    ).fetchall()
-    return [_ref(r) for r in rows]
+    most = limit if limit >= 0 else 1 << 62  # (as SQL's LIMIT: a negative limit is none)
+    return [_ref(r) for r in datarefs.from_function(conn, version_id, func_index, most)]
 
 
 def function_names_for(

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from kbtool.kb.errors import NotAKBError, SchemaVersionError
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 KB_KIND = "kbtool-kb"
 # the page size of a KB created by ingesting a big module (SQLite's default 4096 otherwise;
 # an existing file keeps its own): such a version writes tens of MB of facts, references and
@@ -414,6 +414,55 @@ def _v8_go_shapes(conn: sqlite3.Connection) -> None:
         )
 
 
+# Version 10: a version's data references as packed columns (kbtool/kb/datarefs.py; issue 30
+# point 4): ``data_refs`` (a row per reference, indexes on target and function) becomes
+# ``data_ref_chunks`` (the references in (function, offset) order, 1024 per row) and
+# ``data_ref_targets`` (the same sorted by target: target keys and positions). The old rows
+# are converted version by version, then the old table dropped.
+_V10 = """
+CREATE TABLE IF NOT EXISTS data_ref_chunks (
+    version_id INTEGER NOT NULL REFERENCES versions(id),
+    chunk INTEGER NOT NULL,      -- positions [chunk * 1024, ...) in (function, offset) order
+    n INTEGER NOT NULL,          -- references in it
+    lo_func INTEGER NOT NULL,    -- its first and last function
+    hi_func INTEGER NOT NULL,
+    cols BLOB NOT NULL,          -- func_index, offset, target key, kind, width (packed)
+    PRIMARY KEY (version_id, chunk)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS data_ref_chunks_func ON data_ref_chunks(version_id, hi_func, lo_func);
+CREATE TABLE IF NOT EXISTS data_ref_targets (
+    version_id INTEGER NOT NULL REFERENCES versions(id),
+    chunk INTEGER NOT NULL,
+    n INTEGER NOT NULL,
+    lo_key INTEGER NOT NULL,     -- its first and last key (target * 4 + target kind code)
+    hi_key INTEGER NOT NULL,
+    cols BLOB NOT NULL,          -- key, position in data_ref_chunks (packed, by key)
+    PRIMARY KEY (version_id, chunk)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS data_ref_targets_key ON data_ref_targets(version_id, hi_key, lo_key);
+"""
+
+
+def _v10_packed_refs(conn: sqlite3.Connection) -> None:
+    """Version 10: ``data_refs`` rows into the packed tables (each version's rows in their
+    stored order, sorted by (function, offset) as a fresh ingest writes them)."""
+    from kbtool.kb import datarefs
+
+    _run_script(conn, _V10)
+    old = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'data_refs'")
+    if old.fetchone() is None:  # (a KB whose version was set back by hand: nothing to convert)
+        return
+    per: dict[int, list] = {}
+    for vid, *row in conn.execute(
+        "SELECT version_id, func_index, offset, kind, target_kind, target, width FROM data_refs"
+        " ORDER BY rowid"
+    ):
+        per.setdefault(vid, []).append(tuple(row))
+    for vid, rows in sorted(per.items()):
+        datarefs.write(conn, vid, rows)
+    conn.execute("DROP TABLE data_refs")
+
+
 # Migration n takes a KB at schema version n-1 to version n.
 def _run_script(conn: sqlite3.Connection, script: str) -> None:
     """Run DDL statements one by one (``executescript`` would commit mid-migration)."""
@@ -435,6 +484,7 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     7: lambda conn: _run_script(conn, _V7),
     8: _v8_go_shapes,
     9: lambda conn: _run_script(conn, _V9),
+    10: _v10_packed_refs,
 }
 
 TABLES = (
@@ -457,7 +507,8 @@ TABLES = (
     "suggestions",
     "data_globals",
     "data_items",
-    "data_refs",
+    "data_ref_chunks",
+    "data_ref_targets",
     "data_models",
     "knowledge",
     "agent_answers",

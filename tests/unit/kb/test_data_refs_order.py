@@ -10,7 +10,7 @@ from operator import itemgetter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kbtool.kb.datamodel import _by_function_and_offset
+from kbtool.kb.datarefs import by_function_and_offset as _by_function_and_offset
 
 KINDS = st.sampled_from(["addr", "funcptr", "load", "store", "read", "via_header"])
 

@@ -15,7 +15,7 @@ from tests.support.paths import DEMO_DIR
 
 V1 = DEMO_DIR / "zstd-1.5.5.wasm"
 V2 = DEMO_DIR / "zstd-1.5.6.wasm"
-TABLES = ("functions", "data_items", "data_refs", "call_edges")
+TABLES = ("functions", "data_items", "data_ref_chunks", "data_ref_targets", "call_edges")
 
 
 def _index_ddl(conn: sqlite3.Connection) -> dict[str, str]:

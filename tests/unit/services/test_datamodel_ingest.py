@@ -16,6 +16,7 @@ from kbtool.analysis import datamodel as dmod
 from kbtool.analysis import datascan
 from kbtool.analysis.recognize import stack_pointer_global
 from kbtool.kb.datamodel import drop_data_model
+from kbtool.kb.datarefs import all_refs
 from kbtool.kb.db import open_ro, open_rw
 from kbtool.services.analyze import analyze_version
 from kbtool.services.ingest import ingest_file
@@ -38,10 +39,12 @@ def _cli(db: Path, *args: str) -> subprocess.CompletedProcess:
 def _tables(db: Path) -> dict[str, list[tuple]]:
     conn = open_ro(str(db))
     try:
-        return {
+        out = {
             t: conn.execute(f"SELECT * FROM {t} WHERE version_id = 1 ORDER BY 2, 3, 4").fetchall()  # noqa: S608
-            for t in ("data_items", "data_globals", "data_refs")
+            for t in ("data_items", "data_globals")
         }
+        out["data_refs"] = all_refs(conn, 1)
+        return out
     finally:
         conn.close()
 

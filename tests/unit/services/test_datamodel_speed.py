@@ -1,7 +1,6 @@
 """The data model's ingest cost (issue 30 point 4) without a different model: the fast
 scan skips ``const; consumer`` pairs that cannot reach the data and still gives the careful
-walk's references; the references of a fresh KB are written with their indexes built once
-(same rows, same order, same indexes afterwards)."""
+walk's references; the references are stored as packed columns (kbtool/kb/datarefs.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +9,7 @@ import sqlite3
 from kbtool.analysis import datamodel as dmod
 from kbtool.analysis import datascan
 from kbtool.kb import datamodel as dm_store
+from kbtool.kb import datarefs
 from kbtool.kb.db import open_rw
 from kbtool.services.ingest import ingest_file
 from kbtool.wasm import analyze_module
@@ -94,46 +94,41 @@ def test_fast_scan_equals_careful_walk_on_skipped_pairs(tmp_path):
     assert not [r for r in fast if r.target in (4, 7, 16, 12, 5)]
 
 
-def _indexes(conn: sqlite3.Connection) -> set[str]:
-    return {
-        r[0]
-        for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'data_refs'"
-        )
-    }
+def _plan(conn: sqlite3.Connection, sql: str) -> str:
+    return " ".join(r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + sql))
 
 
-def test_refs_of_a_fresh_kb_get_their_indexes_built_once_then_updated(tmp_path):
+def test_refs_of_a_fresh_kb_are_packed_and_a_second_version_leaves_them_as_they_were(tmp_path):
     conn = open_rw(str(tmp_path / "kb.db"), create=True)
-    statements: list[str] = []
-    conn.set_trace_callback(statements.append)
     ingest_file(conn, str(DEMO), label="1")
-    conn.set_trace_callback(None)
-    assert any(s.startswith("DROP INDEX") for s in statements)  # empty table: rebuilt
-    assert _indexes(conn) == {"data_refs_target", "data_refs_func"}
-    plan = " ".join(
-        r[-1]
-        for r in conn.execute(
-            "EXPLAIN QUERY PLAN SELECT count(*) FROM data_refs WHERE version_id = 1"
-            " AND target_kind = 'global' AND target = 0"
-        )
+    n = dm_store.model_info(conn, 1)["refs"]
+    assert n > 1000
+    # a few rows of packed columns, not a row per reference
+    chunks = conn.execute("SELECT count(*), sum(n) FROM data_ref_chunks").fetchone()
+    assert tuple(chunks) == (-(-n // datarefs.CHUNK), n)
+    # the lookups go through the small covering indexes, not a scan of the blobs
+    assert "COVERING INDEX data_ref_targets_key" in _plan(
+        conn,
+        "SELECT chunk FROM data_ref_targets WHERE version_id = 1 AND hi_key >= 1 AND lo_key <= 1",
     )
-    assert "data_refs_target" in plan
-    # one target's page comes in (function, offset) order (rowid order, see refs_to)
+    assert "COVERING INDEX data_ref_chunks_func" in _plan(
+        conn,
+        "SELECT chunk FROM data_ref_chunks WHERE version_id = 1 AND hi_func >= 9 AND lo_func <= 9",
+    )
+    # one target's page comes in (function, offset) order
     refs, total = dm_store.refs_to(conn, 1, "global", 0, limit=100000)
     assert total > 100 and len(refs) == total
     keys = [(r["func_index"], r["offset"]) for r in refs]
     assert keys == sorted(keys)
-    # a second, small version: the KB's rows outnumber its own: the indexes are updated
+    assert dm_store.refs_to(conn, 1, "global", 0, limit=10, offset=5)[0] == refs[5:15]
+    before = datarefs.all_refs(conn, 1)
+    # a second, small version: its own rows; the first's answer the same
     small = tmp_path / "small.wasm"
     small.write_bytes(wat(tmp_path, WAT))
-    statements.clear()
-    conn.set_trace_callback(statements.append)
     ingest_file(conn, str(small), label="2")
-    conn.set_trace_callback(None)
-    assert not any(s.startswith("DROP INDEX") for s in statements)
-    assert _indexes(conn) == {"data_refs_target", "data_refs_func"}
-    assert dm_store.refs_to(conn, 1, "global", 0, limit=1)[1] == total
+    assert datarefs.all_refs(conn, 1) == before
+    assert dm_store.refs_to(conn, 1, "global", 0, limit=100000) == (refs, total)
+    assert 0 < dm_store.model_info(conn, 2)["refs"] < 20
     conn.close()
 
 
