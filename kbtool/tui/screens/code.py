@@ -193,8 +193,10 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
         self.app.call_from_thread(self._links_loaded, gen, links)
 
     def _current(self, gen: int) -> bool:
-        """Whether a worker's answer for ``gen`` is still wanted (same function, on screen)."""
-        return gen == self._gen and self.is_attached
+        """Whether a worker's answer for ``gen`` is still wanted (same function, on screen).
+        A screen popped is off the stack at once, while its widgets are still being removed
+        (it is attached a while longer, its links' labels gone: an answer then crashed)."""
+        return gen == self._gen and self.is_attached and self in self.app.screen_stack
 
     def _more(self, gen: int | None = None) -> None:
         """What a huge function's view still lacks, made when it is shown: its C in the C

@@ -191,8 +191,8 @@ class ChangelogPane(ReleasingWorkers, LinesView):
         self.app.call_from_thread(self._ready, gen, result)
 
     def _ready(self, gen: int, result: ChangelogRows | tuple[str, str]) -> None:
-        if gen != self._gen or not self.is_attached:
-            return
+        if gen != self._gen or not self.is_attached or self._closing or self._pruning:
+            return  # another pair asked for meanwhile, or the screen closing
         if isinstance(result, tuple):  # why there is nothing to show
             self._say(*result)
         else:
