@@ -21,6 +21,11 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+try:  # mypyc: native 64-bit ints in the hot loop (no tag checks, no boxing)
+    from mypy_extensions import i64
+except ImportError:  # the pure path without it (not a dependency): plain ints
+    i64 = int  # type: ignore[misc,assignment]
+
 from kbtool.wasm.opcodes import KIND, PREFIX_BASE, PREFIX_SLOTS, WIDTH
 
 from ..datarefs import _CALLS, _CLASS
@@ -76,7 +81,7 @@ _ISCALL: Final = _is_call()
 _W: Final = bytes(WIDTH)
 
 
-def _uleb(data: bytes, p: int) -> tuple[int, int]:
+def _uleb(data: bytes, p: i64) -> tuple[int, i64]:
     """An unsigned LEB at ``p``: (value, end)."""
     x = 0
     shift = 0
@@ -89,7 +94,7 @@ def _uleb(data: bytes, p: int) -> tuple[int, int]:
         shift += 7
 
 
-def _sleb(data: bytes, p: int) -> tuple[int, int]:
+def _sleb(data: bytes, p: i64) -> tuple[int, i64]:
     """A signed LEB at ``p``: (value, end)."""
     x = 0
     shift = 0
@@ -104,13 +109,13 @@ def _sleb(data: bytes, p: int) -> tuple[int, int]:
             return x, p
 
 
-def _skip_leb(data: bytes, p: int) -> int:
+def _skip_leb(data: bytes, p: i64) -> i64:
     while data[p] >= 0x80:
         p += 1
     return p + 1
 
 
-def _skip_heaptype(data: bytes, p: int) -> int:
+def _skip_heaptype(data: bytes, p: i64) -> i64:
     b = data[p]
     if b == 0x65:  # shared + abstract heap type
         return p + 2
@@ -119,7 +124,7 @@ def _skip_heaptype(data: bytes, p: int) -> int:
     return _skip_leb(data, p)
 
 
-def _skip_valtype(data: bytes, p: int) -> int:
+def _skip_valtype(data: bytes, p: i64) -> i64:
     b = data[p]
     if b == 0x63 or b == 0x64:
         return _skip_heaptype(data, p + 1)
@@ -128,7 +133,7 @@ def _skip_valtype(data: bytes, p: int) -> int:
     return p + 1
 
 
-def _skip_blocktype(data: bytes, p: int) -> int:
+def _skip_blocktype(data: bytes, p: i64) -> i64:
     b = data[p]
     if b == 0x40:
         return p + 1
@@ -137,9 +142,9 @@ def _skip_blocktype(data: bytes, p: int) -> int:
     return _skip_leb(data, p)  # a one-byte value type or an s33 type index
 
 
-def _memarg(data: bytes, p: int) -> tuple[int, int]:
+def _memarg(data: bytes, p: i64) -> tuple[int, i64]:
     """(offset, end) of the memarg at ``p``."""
-    a = data[p]
+    a: int = data[p]
     if a < 0x80:
         p += 1
     else:
@@ -153,7 +158,7 @@ def _memarg(data: bytes, p: int) -> tuple[int, int]:
 
 
 # fmt: off
-def _push(st: list[int], sv: list[int], so: list[int], sp: int, t: int, v: int, o: int) -> int:
+def _push(st: list[int], sv: list[int], so: list[int], sp: i64, t: int, v: int, o: int) -> i64:
     """Push ``(t, v, o)`` on the walk's stack of ``sp`` entries; the new count."""
     if sp < len(st):
         st[sp] = t
@@ -166,7 +171,7 @@ def _push(st: list[int], sv: list[int], so: list[int], sp: int, t: int, v: int, 
     return sp + 1
 
 
-def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: bool,
+def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: bool,
               mem_hi: int, floor: int, out: list[Any]) -> None:
     """The references of the body at ``[start, end)`` (``start``: its local declarations),
     each a plain tuple ``(func_index, offset, kind, target_kind, target, width)`` (the
@@ -174,9 +179,10 @@ def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: 
     WK = _WK
     CLS = _CLS
     W = _W
-    p = start
+    fio: object = fi  # boxed once: every reference tuple of the body shares it
+    p: i64 = start
     # local declarations
-    n = data[p]
+    n: int = data[p]
     if n < 0x80:
         p += 1
     else:
@@ -191,20 +197,20 @@ def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: 
     st: list[int] = []
     sv: list[int] = []
     so: list[int] = []
-    sp = 0  # entries in use (the lists keep their length: no shrinking, no growing again)
-    nk = 0  # known (tag != 0) entries; 0: the stack behaves as empty and is kept empty
+    sp: i64 = 0  # entries in use (the lists keep their length: no shrinking, no growing again)
+    nk: i64 = 0  # known (tag != 0) entries; 0: the stack behaves as empty and is kept empty
     pend_v = 0
     pend_o = 0
-    pend_n = -1  # Go: the instruction count when a pointer was stored (-1: none pending)
-    ninstr = 0
+    pend_n: i64 = -1  # Go: the instruction count when a pointer was stored (-1: none pending)
+    ninstr: i64 = 0
     while p < end:
-        at = p
-        op = data[p]
+        at: i64 = p
+        op: i64 = data[p]
         p += 1
-        k = WK[op]
-        x = 0
+        k: i64 = WK[op]
+        x: int = 0
         if k == 30:  # prefix
-            sub = data[p]
+            sub: int = data[p]
             if sub < 0x80:
                 p += 1
             else:
@@ -279,7 +285,7 @@ def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: 
         else:
             raise IndexError(f"opcode kind {k} at {at}")
         ninstr += 1
-        c = CLS[op]
+        c: i64 = CLS[op]
         if nk == 0:
             # an all-unknown stack: only a constant that may reach the data, a memory
             # access whose offset lands in it, globals and indirect calls matter
@@ -289,13 +295,13 @@ def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: 
                     nk = 1
             elif c == 2 or c == 3:
                 if lo <= x < mem_hi:
-                    out.append((fi, at, "load" if c == 2 else "store", "data", x, W[op]))
+                    out.append((fio, at, "load" if c == 2 else "store", "data", x, W[op]))
             elif c == 9:
-                out.append((fi, at, "read", "global", x, 0))
+                out.append((fio, at, "read", "global", x, 0))
             elif c == 10:
-                out.append((fi, at, "write", "global", x, 0))
+                out.append((fio, at, "write", "global", x, 0))
             elif c == 11:
-                out.append((fi, at, "call_indirect", "table", x, 0))
+                out.append((fio, at, "call_indirect", "table", x, 0))
             continue
         if c == 0:
             top = mem_hi if _ISCALL[op] else hi
@@ -305,14 +311,14 @@ def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: 
                 v = sv[sp]
                 o = so[sp]
                 if t == 1 and lo <= v < top and (v < hi or (v & (v - 1) != 0 and v % 1000 != 0)):
-                    out.append((fi, o, "addr", "data", v, 0))
+                    out.append((fio, o, "addr", "data", v, 0))
             nk = 0
             continue
         if go and c == 3 and sp and st[sp - 1] == 1:
             v0 = sv[sp - 1]
             if (pend_n >= 0 and ninstr - pend_n <= GO_PAIR_WINDOW and 0 < v0 <= MAX_GO_STRING
                     and pend_v + v0 <= hi):
-                out.append((fi, pend_o, "gostring", "data", pend_v, v0))
+                out.append((fio, pend_o, "gostring", "data", pend_v, v0))
                 pend_n = -1
             elif lo <= v0 < hi:
                 pend_v = v0
@@ -349,7 +355,7 @@ def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: 
             dv = 0
             do = 0
             if t1 == 1 and lo <= v1 < hi:
-                out.append((fi, o1, "addr", "data", v1, 0))
+                out.append((fio, o1, "addr", "data", v1, 0))
                 dt = 2
                 dv = v1
                 do = o1
@@ -358,7 +364,7 @@ def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: 
                 dv = v1
                 do = o1
             if t2 == 1 and lo <= v2 < hi:
-                out.append((fi, o2, "addr", "data", v2, 0))
+                out.append((fio, o2, "addr", "data", v2, 0))
                 dt = 2
                 dv = v2
                 do = o2
@@ -383,14 +389,14 @@ def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: 
                 if a_t:
                     nk -= 1
             if a_t == 1 and lo <= a_v + x < mem_hi:
-                out.append((fi, a_o, "load", "data", a_v + x, W[op]))
+                out.append((fio, a_o, "load", "data", a_v + x, W[op]))
                 sp = _push(st, sv, so, sp, 0, 0, 0)
             elif a_t == 2:
                 sp = _push(st, sv, so, sp, 3, a_v, a_o)
                 nk += 1
             else:
                 if lo <= x < mem_hi:
-                    out.append((fi, at, "load", "data", x, W[op]))
+                    out.append((fio, at, "load", "data", x, W[op]))
                 sp = _push(st, sv, so, sp, 0, 0, 0)
         elif c == 3:
             if sp:
@@ -401,7 +407,7 @@ def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: 
                 if t:
                     nk -= 1
                 if t == 1 and lo <= v < mem_hi and (v < hi or (v & (v - 1) != 0 and v % 1000 != 0)):
-                    out.append((fi, o, "addr", "data", v, 0))
+                    out.append((fio, o, "addr", "data", v, 0))
             a_t = 0
             a_v = 0
             a_o = 0
@@ -413,9 +419,9 @@ def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: 
                 if a_t:
                     nk -= 1
             if a_t == 1 and lo <= a_v + x < mem_hi:
-                out.append((fi, a_o, "store", "data", a_v + x, W[op]))
+                out.append((fio, a_o, "store", "data", a_v + x, W[op]))
             elif a_t != 2 and lo <= x < mem_hi:
-                out.append((fi, at, "store", "data", x, W[op]))
+                out.append((fio, at, "store", "data", x, W[op]))
         elif c == 5 or c == 7 or c == 8:
             if sp:
                 sp -= 1
@@ -425,14 +431,14 @@ def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: 
                 if t:
                     nk -= 1
                 if t == 1 and lo <= v < hi:
-                    out.append((fi, o, "addr", "data", v, 0))
+                    out.append((fio, o, "addr", "data", v, 0))
             if c != 7:
                 sp = _push(st, sv, so, sp, 0, 0, 0)
         elif c == 9:
-            out.append((fi, at, "read", "global", x, 0))
+            out.append((fio, at, "read", "global", x, 0))
             sp = _push(st, sv, so, sp, 0, 0, 0)
         elif c == 10:
-            out.append((fi, at, "write", "global", x, 0))
+            out.append((fio, at, "write", "global", x, 0))
             if sp:
                 sp -= 1
                 t = st[sp]
@@ -441,7 +447,7 @@ def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: 
                 if t:
                     nk -= 1
                 if t == 1 and lo <= v < hi:
-                    out.append((fi, o, "addr", "data", v, 0))
+                    out.append((fio, o, "addr", "data", v, 0))
         elif c == 11:
             if sp:
                 sp -= 1
@@ -451,15 +457,15 @@ def body_refs(data: bytes, fi: int, start: int, end: int, lo: int, hi: int, go: 
                 if t:
                     nk -= 1
                 if t == 3:
-                    out.append((fi, o, "funcptr", "data", v, 0))
-            out.append((fi, at, "call_indirect", "table", x, 0))
+                    out.append((fio, o, "funcptr", "data", v, 0))
+            out.append((fio, at, "call_indirect", "table", x, 0))
             while sp:
                 sp -= 1
                 t = st[sp]
                 v = sv[sp]
                 o = so[sp]
                 if t == 1 and lo <= v < mem_hi and (v < hi or (v & (v - 1) != 0 and v % 1000 != 0)):
-                    out.append((fi, o, "addr", "data", v, 0))
+                    out.append((fio, o, "addr", "data", v, 0))
             nk = 0
         if nk == 0:
             sp = 0
@@ -504,7 +510,8 @@ def count_refs(
     for other items), ``counts`` each item's references (added to here)."""
     out: list[Any] = []
     n = len(starts)
-    for r in refs:  # (func_index, offset, kind, target_kind, target, width) tuples
+    for r0 in refs:  # (func_index, offset, kind, target_kind, target, width) tuples
+        r: tuple[Any, ...] = r0  # (typed: its fields are read as a tuple's, not generically)
         tk: str = r[3]
         if tk == "data":
             t: int = r[4]
@@ -542,7 +549,8 @@ def ref_marks(refs: list[Any]) -> tuple[set[int], set[int], dict[int, int]]:
     cuts: set[int] = set()
     fptr: set[int] = set()
     gostr: dict[int, int] = {}
-    for r in refs:  # (func_index, offset, kind, target_kind, target, width) tuples
+    for r0 in refs:  # (func_index, offset, kind, target_kind, target, width) tuples
+        r: tuple[Any, ...] = r0
         t: int = r[4]
         tk: str = r[3]
         if tk == "data":

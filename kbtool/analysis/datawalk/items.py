@@ -112,13 +112,28 @@ def _classify(
     if u is not None:
         return "utf16", u, []
     if base % 4 == 0 and len(mem) >= 8 and len(mem) % 4 == 0:
-        words = list(_unpack_from(f"<{len(mem) >> 2}I", mem))  # the little-endian words
-        nonzero = [w for w in words if w]
-        if nonzero and all(lo <= w < hi for w in nonzero) and len(nonzero) * 2 >= len(words):
-            return "pointer_table", None, words
+        # the little-endian words, read only as far as a table may still be one: most
+        # pieces are numbers and fail at their first nonzero word (no int per word)
+        t_lo = table[0] if fptr and table is not None else 0
+        t_hi = table[1] if fptr and table is not None else 0
+        ptrs = True  # every nonzero word so far lies in [lo, hi)
+        slots = t_lo < t_hi  # ... in the function table's slots (funcptr_table)
+        nz = 0
+        for i in range(0, len(mem), 4):
+            w = mem[i] | (mem[i + 1] << 8) | (mem[i + 2] << 16) | (mem[i + 3] << 24)
+            if w:
+                nz += 1
+                if ptrs and not lo <= w < hi:
+                    ptrs = False
+                if slots and not t_lo <= w < t_hi:
+                    slots = False
+                if not ptrs and not slots:
+                    break
+        if ptrs and nz and nz * 2 >= len(mem) >> 2:
+            return "pointer_table", None, list(_unpack_from(f"<{len(mem) >> 2}I", mem))
         # indexed and called through call_indirect: its words are function-table slots
-        if fptr and table is not None and all(table[0] <= w < table[1] for w in nonzero):
-            return "funcptr_table", None, words
+        if slots:
+            return "funcptr_table", None, list(_unpack_from(f"<{len(mem) >> 2}I", mem))
     return "numeric", None, []
 
 

@@ -13,6 +13,11 @@ from collections.abc import Callable
 from hashlib import blake2b
 from typing import Any, Final
 
+try:  # mypyc: native 64-bit ints for positions, bytes and kinds (no tag checks, no boxing)
+    from mypy_extensions import i64
+except ImportError:  # the pure path without it (not a dependency): plain ints
+    i64 = int  # type: ignore[misc,assignment]
+
 from ..decoder_tables import abs_heap_table, fast_kinds, prefix_tables, vt_table
 from ..errors import WasmFormatError
 from ..instr import MAX_LOCALS, check_body
@@ -31,7 +36,7 @@ class _Bad(Exception):
 
 
 # LEB helpers
-def _uleb_cont(data: bytes, p: int, x: int, maxshift: int = 28) -> tuple[int, int]:
+def _uleb_cont(data: bytes, p: i64, x: int, maxshift: int = 28) -> tuple[int, i64]:
     """Continue an unsigned LEB whose first byte ``x`` (>= 0x80) was consumed
     (``maxshift`` 28: u32, at most 5 bytes; 63: u64, at most 10 bytes). The unused high
     bits of a last byte at ``maxshift`` must be zero, as in :func:`kbtool.wasm.leb.read_uleb`."""
@@ -50,7 +55,7 @@ def _uleb_cont(data: bytes, p: int, x: int, maxshift: int = 28) -> tuple[int, in
             raise _Bad
 
 
-def _sleb_cont(data: bytes, p: int, x: int, bits: int = 32) -> tuple[int, int]:
+def _sleb_cont(data: bytes, p: i64, x: int, bits: int = 32) -> tuple[int, i64]:
     """Continue a signed LEB (``bits`` 32, 33 or 64) whose first byte ``x`` (>= 0x80) was
     consumed; the unused bits of a full-length last byte must extend the sign."""
     maxshift = 63 if bits > 35 else 28
@@ -75,7 +80,7 @@ def _sleb_cont(data: bytes, p: int, x: int, bits: int = 32) -> tuple[int, int]:
             raise _Bad
 
 
-def _skip(data: bytes, p: int) -> int:
+def _skip(data: bytes, p: i64) -> i64:
     """Skip a u32 LEB whose first byte at ``p`` has the continuation bit set."""
     q = p + 1
     while data[q] & 0x80:
@@ -91,7 +96,7 @@ _VT: Final = vt_table()
 _ABS_HEAP: Final = abs_heap_table()
 
 
-def _heaptype_end(data: bytes, p: int) -> int:
+def _heaptype_end(data: bytes, p: i64) -> i64:
     """End of the heap type at ``p``; accepts exactly what :func:`instr.read_heaptype` does."""
     b = data[p]
     if _ABS_HEAP[b]:
@@ -112,7 +117,7 @@ def _heaptype_end(data: bytes, p: int) -> int:
     return q
 
 
-def _valtype_end(data: bytes, p: int) -> int:
+def _valtype_end(data: bytes, p: i64) -> i64:
     """End of the value type at ``p``; accepts exactly what :func:`instr.read_valtype` does."""
     c = _VT[data[p]]
     if c == 1:
@@ -124,7 +129,7 @@ def _valtype_end(data: bytes, p: int) -> int:
     raise _Bad
 
 
-def _blocktype_end(data: bytes, p: int, x: int) -> int:
+def _blocktype_end(data: bytes, p: i64, x: int) -> i64:
     """End of a block type whose first byte ``x`` is in 0x40..0x7F (empty or a value type)."""
     if x == 0x40 or _VT[x] == 1:
         return p + 1
@@ -209,7 +214,8 @@ def analyze_range(ctx: Any, first: int, last: int,
     out: list[tuple[Any, ...]] = []
     next_progress = (code[first][0] if first < last else 0) + step
     code_start = code[0][0] if code else 0
-
+    start: i64
+    end: i64
     for ci_ in range(first, last):
         start, end = code[ci_]
         fidx = nimp + ci_
@@ -239,8 +245,8 @@ def analyze_range(ctx: Any, first: int, last: int,
         last_cut = start
         try:
             # local declarations
-            p = start
-            n = data[p]
+            p: i64 = start
+            n: int = data[p]
             p += 1
             if n >= 0x80:
                 n, p = _uleb_cont(data, p, n)
@@ -259,11 +265,11 @@ def analyze_range(ctx: Any, first: int, last: int,
                     p = _valtype_end(data, p)
             if nloc > MAX_LOCALS:
                 raise _Bad
-            depth = 1
+            depth: i64 = 1
             while p < end:
-                b = data[p]
+                b = data[p]  # (an int: appended as a byte with no conversion call)
                 p += 1
-                k = KINDB[b]
+                k: i64 = KINDB[b]
                 if k == 1:  # one LEB kept verbatim
                     ops.append(b)
                     ops.append(0)

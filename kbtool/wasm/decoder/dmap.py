@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import struct
 from bisect import bisect_right
+from typing import Final
 
 _RUN = re.compile(
     rb"(?:[\t\n\r\x20-\x7e]|[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}"
@@ -48,7 +49,44 @@ def _plausible(s: str) -> bool:
 Entry = tuple
 
 _PRINTABLE_ASCII = frozenset(range(0x20, 0x7F)) | {0x09, 0x0A, 0x0D}
+#: the same as a table by byte (an index, no set lookup per address)
+_PRINTABLE_BYTE: Final = bytes(1 if b in _PRINTABLE_ASCII else 0 for b in range(256))
 _RUNS = re.compile(_RUN.pattern[:-1] + b"+")  # maximal non-empty runs of printable text
+_ASCII_RUN = re.compile(rb"[\t\n\r\x20-\x7e]*")  # _RUN's one-byte characters only
+
+
+def _run_end(seg: bytes, rel: int, lim: int) -> int:
+    """Where ``_RUN.match(seg, rel, lim)`` ends (``rel < len(seg)``), for less: no regex
+    when the byte at ``rel`` starts no character of it (numbers, pointers), the one-byte
+    characters by a plain character class (what most text is), and ``_RUN`` itself only
+    from the first byte that may start a longer character (its characters are
+    self-delimiting: a match from there continues the one from ``rel``)."""
+    b = seg[rel]
+    if not _PRINTABLE_BYTE[b] and not 0xC2 <= b <= 0xF4:
+        return rel
+    mt = _ASCII_RUN.match(seg, rel, lim)
+    e = mt.end() if mt is not None else rel
+    if e < lim and e < len(seg) and 0xC2 <= seg[e] <= 0xF4:
+        mt = _RUN.match(seg, e, lim)
+        if mt is not None:
+            e = mt.end()
+    return e
+
+
+def _segment_at(starts: list[int], addr: int) -> int:
+    """``bisect_right(starts, addr) - 1`` as a plain loop (compiled: no call, no object
+    compared per step)."""
+    a = 0
+    b = len(starts)
+    while a < b:
+        mid = (a + b) >> 1
+        if addr < starts[mid]:
+            b = mid
+        else:
+            a = mid + 1
+    return a - 1
+
+
 _CONT = range(0x80, 0xC0)  # UTF-8 continuation bytes
 
 
@@ -121,8 +159,7 @@ class DataMap:
             if left is None:
                 left = self.DIRECT_SCAN_FACTOR * len(seg)
             if left > 0:
-                mt = _RUN.match(seg, rel, rel + MAX_CSTRING)  # never None: ``*`` matches ""
-                e_ = mt.end() if mt is not None else rel
+                e_ = _run_end(seg, rel, rel + MAX_CSTRING)  # _RUN.match(...).end()
                 self.direct_left[i] = left - (e_ - rel) - 1
                 return e_
         rs, rend = self._runs_of(i)
@@ -143,6 +180,22 @@ class DataMap:
         self.text_budget -= len(b)
         return _printable_text(b)
 
+    def _run_text(self, b: bytes) -> str | None:
+        """:meth:`_text` of bytes known to match ``_RUN`` in full (a :meth:`_match_end`
+        span): the same answer and budget without running the regex again."""
+        if self.text_budget < len(b):
+            return None
+        self.text_budget -= len(b)
+        try:
+            s = b.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        if s.isprintable():  # (then it holds no \n \t \r: nothing to remove)
+            return s
+        if not s.replace("\n", "").replace("\t", "").replace("\r", "").isprintable():
+            return None
+        return s
+
     def entry(self, addr: int) -> Entry | None:
         """Cached ``(shape_repl, immediate, fallback, seg, rel)`` for an address inside
         data, or None outside every segment.
@@ -159,7 +212,7 @@ class DataMap:
         cache = self.cache
         if addr in cache:
             return cache[addr]
-        i = bisect_right(self.starts, addr) - 1
+        i = _segment_at(self.starts, addr)
         if i < 0 or addr >= self.ends[i]:
             self.cache[addr] = None
             return None
@@ -169,12 +222,21 @@ class DataMap:
         indirect: str | None = None
         run: str | None = None
         e_ = self._match_end(i, seg, rel)
-        at_start = rel == 0 or seg[rel - 1] not in _PRINTABLE_ASCII
+        at_start = rel == 0 or not _PRINTABLE_BYTE[seg[rel - 1]]
         n = e_ - rel
         if n >= MIN_STRING and (at_start or self.sized_first):
             if at_start and e_ < len(seg) and seg[e_] == 0:
-                cstr = self._text(seg[rel:e_])
-            if self.text_budget >= MAX_RUN:
+                cstr = self._run_text(seg[rel:e_])
+            if cstr is not None and not self.sized_first:
+                # the C string is the answer (no run is reported): only the run's share of
+                # the budget is taken, as before (the C string's own text when it is short)
+                if self.text_budget >= MAX_RUN:
+                    self.text_budget -= (
+                        len(cstr)
+                        if n <= MAX_RUN
+                        else len(seg[rel : rel + MAX_RUN].decode("utf-8", "ignore"))
+                    )
+            elif self.text_budget >= MAX_RUN:
                 r = seg[rel : min(e_, rel + MAX_RUN)].decode("utf-8", "ignore")
                 self.text_budget -= len(r)
                 if (
@@ -183,8 +245,10 @@ class DataMap:
                 ):
                     run = r
         if self.wasm32 and rel + 8 <= len(seg) and (cstr is None or self.sized_first):
-            p2, l2 = struct.unpack_from("<II", seg, rel)
+            # the little-endian (pointer, length) words at the address (no call per address)
+            l2 = seg[rel + 4] | seg[rel + 5] << 8 | seg[rel + 6] << 16 | seg[rel + 7] << 24
             if MIN_STRING <= l2 <= MAX_STR_LEN:
+                p2 = seg[rel] | seg[rel + 1] << 8 | seg[rel + 2] << 16 | seg[rel + 3] << 24
                 loc2 = self.locate(p2)
                 if loc2 is not None and loc2[1] + l2 <= len(loc2[0]):
                     t2 = self._text(loc2[0][loc2[1] : loc2[1] + l2])
