@@ -37,6 +37,11 @@ class KbTable(DataTable):
             cursor_foreground_priority="renderable",
         )
         self._flex: tuple[str, int] | None = None
+        self.painted = 0  # times drawn (a screen waits for its rows' frame before more work)
+
+    def render_lines(self, crop):  # type: ignore[no-untyped-def]
+        self.painted += 1
+        return super().render_lines(crop)
 
     def flex(self, key: str, min_width: int = 12) -> None:
         """Give column ``key`` whatever width the others leave (at least ``min_width``)."""

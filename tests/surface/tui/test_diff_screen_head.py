@@ -17,6 +17,7 @@ from kbtool.services.diff.disk import DiskAnswers, disk_dir
 from kbtool.services.diff.head import HEAD_ROWS, make_head, read_head
 from kbtool.services.diff.report import CHANGED, get_diff
 from kbtool.services.diff.triage import order_changes
+from kbtool.textutil import printable
 from kbtool.tui.screens import diff as diff_screen
 from kbtool.tui.screens.diff import DiffScreen, filter_counts, head_counts
 from kbtool.tui.widgets.lists import KbTable
@@ -63,6 +64,15 @@ def _text(text: str) -> list[str]:
     """The screen's lines but the tab underline's (where Textual's animation of it under a
     relabelled tab stands depends on timing)."""
     return [line for line in text.splitlines() if "━" not in line]
+
+
+async def _whole_in(pilot, screen: DiffScreen) -> None:
+    """Until the whole report is behind the head (read a moment after the head's frame)."""
+    for _ in range(1000):
+        if screen._head is None and not screen._diff_running:
+            break
+        await pilot.pause(0.01)
+    await settle(pilot)
 
 
 async def _still(pilot) -> None:
@@ -113,11 +123,22 @@ async def test_a_new_process_opens_on_the_head_and_shows_the_same_rows(kb, monke
     read: list[int] = []
     view = diff_screen._view
 
-    def spy(conn, frm, to):  # the whole report: read only once the head's rows are shown
+    def spy(conn, frm, to):  # the whole report: read only once the head's rows are drawn
+        table = screen.query_one("#diff-table", KbTable)
         read.append(len(screen_rows()))
+        painted.append(table.painted > shown_at[0])
         return view(conn, frm, to)
 
+    painted: list[bool] = []
+    shown_at = [0]
+    head_done = DiffScreen._head_done
+
+    def head_spy(self, gen, got):
+        head_done(self, gen, got)
+        shown_at[0] = self.query_one("#diff-table", KbTable).painted
+
     monkeypatch.setattr(diff_screen, "_view", spy)
+    monkeypatch.setattr(DiffScreen, "_head_done", head_spy)
     app = make_app(kb)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -128,7 +149,9 @@ async def test_a_new_process_opens_on_the_head_and_shows_the_same_rows(kb, monke
 
         app.push_screen(screen)
         await settle(pilot)
+        await _whole_in(pilot, screen)
         assert read == [10]  # a chunk of the head's rows first, then the whole report
+        assert painted == [True]  # ... once the table has drawn them
         await _still(pilot)
         assert _text(screen_text(app)) == _text(text)
         assert screen._head is None and screen._report is not None  # the whole is in now
@@ -172,7 +195,7 @@ async def test_a_tab_picked_before_the_whole_report_is_in_is_filled_when_it_is(k
             assert f"all {len(changes):,}" in screen_text(app)  # the count is exact already
         finally:
             release.set()
-        await settle(pilot)
+        await _whole_in(pilot, screen)
         assert screen._head is None
         assert table.row_count == len(changes)
 
@@ -201,3 +224,26 @@ async def test_a_rename_misses_the_head_and_the_new_name_is_shown(kb):
         names = [c.get("name") for c in screen._shown]
         assert "renamed_past_the_head" in names
     assert _head(kb) is not None  # kept again under today's annotations
+
+
+async def test_every_tab_shows_its_entries_in_triage_order_and_fits_its_longest_name(kb):
+    conn = open_ro(kb)
+    try:
+        changes = get_diff(conn, 1, 2)["changes"]
+    finally:
+        conn.close()
+    app = make_app(kb)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = await _open(app, pilot)
+        await settle(pilot)
+        table = screen.query_one("#diff-table", KbTable)
+        # every tab, then each again (the second time from the report sorted once)
+        for fid in [*diff_screen.FILTERS, *diff_screen.FILTERS]:
+            screen.action_filter(fid)
+            await settle(pilot)
+            pred = diff_screen.FILTERS[fid][1]
+            entries = [c for c in changes if pred(c)]
+            assert screen._shown == order_changes(entries), fid
+            longest = max((len(printable(c.get("name") or "unnamed")) for c in entries), default=0)
+            assert table._flex == ("name", max(14, min(longest + 1, 400))), fid
