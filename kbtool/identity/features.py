@@ -20,6 +20,7 @@ from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from operator import mul
 
 __all__ = [
     "FeatureCache",
@@ -70,6 +71,7 @@ def size_ratio(a: int, b: int) -> float:
 
 
 def _weighted_jaccard(a: frozenset, b: frozenset, idf: dict, default: float) -> float:
+    """The reference form (:func:`_weighted_jaccard_exact` gives the same float, faster)."""
     if not a and not b:
         return -1.0
     inter = a & b
@@ -81,11 +83,53 @@ def _weighted_jaccard(a: frozenset, b: frozenset, idf: dict, default: float) -> 
     return wi / wu if wu > 0 else 0.0
 
 
+class _Weights:
+    """idf weights as exact integers (each weight times ``scale``, a power of two no float
+    weight has a finer bit than): sums of them are exact, and an int divided by an int is
+    correctly rounded, as :func:`math.fsum` is. So a set's total weight is summed once per
+    set and the union's weight of a pair is ``total(a) + total(b) - weight(a & b)``, the very
+    float :func:`_weighted_jaccard` computes from two ``fsum`` over the sets."""
+
+    __slots__ = ("w", "default", "scale")
+
+    def __init__(self, idf: dict, default: float) -> None:
+        den = max((x.as_integer_ratio()[1] for x in (default, *idf.values())), default=1)
+        self.scale = den
+        self.default = _exact(default, den)
+        self.w = {k: _exact(v, den) for k, v in idf.items()}
+
+    def total(self, s: frozenset) -> int:
+        w, d = self.w, self.default
+        try:
+            return sum(map(w.__getitem__, s))
+        except KeyError:
+            return sum(w.get(x, d) for x in s)
+
+
+def _exact(x: float, den: int) -> int:
+    n, d = x.as_integer_ratio()
+    return n * (den // d)
+
+
+def _weighted_jaccard_exact(a: frozenset, ta: int, b: frozenset, tb: int, wt: _Weights) -> float:
+    """:func:`_weighted_jaccard` of two sets with their exact totals (``_Weights.total``)."""
+    if not a and not b:
+        return -1.0
+    inter = a & b
+    if not inter:
+        return 0.0
+    wsi = wt.total(inter)
+    scale = wt.scale
+    wi = wsi / scale  # == fsum of the intersection's weights (both exactly rounded)
+    wu = wi + (ta + tb - 2 * wsi) / scale  # ... plus fsum of the symmetric difference's
+    return wi / wu if wu > 0 else 0.0
+
+
 _MAX_OPS = 16384  # instructions sampled per function for the op-bigram histogram
 
 
 class _Feat:
-    __slots__ = ("bigrams", "bnorm", "strings", "consts")
+    __slots__ = ("bigrams", "bnorm", "strings", "consts", "tstrings", "tconsts")
 
     def __init__(self, ops: bytes, strings: Sequence[str], consts: Sequence[int]) -> None:
         if len(ops) > 2 * _MAX_OPS:
@@ -106,6 +150,7 @@ class _Feat:
         self.bnorm = math.sqrt(sum(v * v for v in big.values())) or 1.0
         self.strings = frozenset(strings)
         self.consts = frozenset(consts)
+        self.tstrings = self.tconsts = 0  # exact total weights (set by FeatureCache.feat)
 
 
 def _cosine(a: Counter, na: float, b: Counter, nb: float) -> float:
@@ -113,11 +158,9 @@ def _cosine(a: Counter, na: float, b: Counter, nb: float) -> float:
         return 1.0 if not a and not b else 0.0
     if len(a) > len(b):
         a, b = b, a
-    dot = 0
-    for k, v in a.items():
-        w = b.get(k)
-        if w:
-            dot += v * w
+    # the integer dot product over the common bigrams, every step in C (exact: any order)
+    common = a.keys() & b.keys()
+    dot = sum(map(mul, map(a.__getitem__, common), map(b.__getitem__, common)))
     return dot / (na * nb)
 
 
@@ -125,7 +168,19 @@ class _Store:
     """What every FeatureCache over the same two record lists computes alike: idf weights,
     per-record features and pair similarities (see :func:`shared_features`)."""
 
-    __slots__ = ("recs", "n", "idf_s", "idf_c", "default_idf", "df_s", "df_c", "feats", "sims")
+    __slots__ = (
+        "recs",
+        "n",
+        "idf_s",
+        "idf_c",
+        "default_idf",
+        "df_s",
+        "df_c",
+        "feats",
+        "sims",
+        "w_s",
+        "w_c",
+    )
 
     def __init__(self, old_recs: Sequence, new_recs: Sequence) -> None:
         self.recs = (old_recs, new_recs)  # held: the ids in the registry key stay theirs
@@ -149,6 +204,8 @@ class _Store:
         self.default_idf = logn
         self.df_s = df_s
         self.df_c = df_c
+        self.w_s = _Weights(self.idf_s, logn)
+        self.w_c = _Weights(self.idf_c, logn)
         self.feats: dict[tuple[int, int], _Feat] = {}
         self.sims: dict[tuple[int, int], tuple[float, float]] = {}
 
@@ -214,12 +271,16 @@ class FeatureCache:
         self.default_idf = store.default_idf
         self.df_s = store.df_s
         self.df_c = store.df_c
+        self._w_s = store.w_s
+        self._w_c = store.w_c
 
     def feat(self, side: int, rec) -> _Feat:
         key = (side, rec.index)
         f = self._cache.get(key)
         if f is None:
             f = _Feat(rec.ops, rec.strings, rec.consts)
+            f.tstrings = self._w_s.total(f.strings)
+            f.tconsts = self._w_c.total(f.consts)
             self._cache[key] = f
         return f
 
@@ -246,11 +307,11 @@ class FeatureCache:
         total += 0.15 * sr
         wsum += 0.15
         # constants (idf-weighted)
-        c = _weighted_jaccard(fo.consts, fn.consts, self.idf_c, self.default_idf)
+        c = _weighted_jaccard_exact(fo.consts, fo.tconsts, fn.consts, fn.tconsts, self._w_c)
         if c >= 0:
             total += 0.15 * c
             wsum += 0.15
-        s = _weighted_jaccard(fo.strings, fn.strings, self.idf_s, self.default_idf)
+        s = _weighted_jaccard_exact(fo.strings, fo.tstrings, fn.strings, fn.tstrings, self._w_s)
         if s >= 0:
             total += 0.25 * s
             wsum += 0.25

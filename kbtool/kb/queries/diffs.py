@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from typing import Any
+
+import orjson
 
 from kbtool.kb.queries._base import version_row
 from kbtool.kb.queries.shapes import IdentityRow, MatchingRow, MemOp, StoredDiffReport
@@ -59,6 +62,15 @@ MATCHING_SELECT = (
 )
 
 
+def _loads(text: str) -> Any:
+    """``json.loads`` of a stored JSON list, by orjson (the same values, several times
+    faster); what orjson refuses (a lone surrogate escape) goes to ``json.loads``."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
 def matching_row(r: tuple) -> MatchingRow:
     """One row of :data:`MATCHING_SELECT` as the matcher's dict."""
     return {
@@ -70,16 +82,16 @@ def matching_row(r: tuple) -> MatchingRow:
         "body_hash": r[6],
         "shape_hash": r[7],
         "raw_name": r[8],
-        "export_names": json.loads(r[9] or "[]"),
+        "export_names": _loads(r[9]) if r[9] else [],
         "body_size": r[10],
         "instr_count": r[11],
-        "calls": json.loads(r[12]),
-        "strings": json.loads(r[13]),
-        "consts": json.loads(r[14]),
+        "calls": _loads(r[12]),
+        "strings": _loads(r[13]),
+        "consts": _loads(r[14]),
         "ops": r[15],
         "loops": r[16],
         "call_indirect": r[17],
-        "table_slots": json.loads(r[18] or "[]"),
+        "table_slots": _loads(r[18]) if r[18] else [],
     }
 
 

@@ -219,21 +219,50 @@ def tokens_of(body: bytes) -> list[tuple[int, tuple]]:
     return out
 
 
+def _one_byte_tokens() -> tuple[list, list]:
+    """The tokens of the commonest forms, made once and shared by every body (tuples: no
+    reader can change them): an opcode without immediates (by its byte), and an opcode with
+    one immediate of one byte -- an index, a small constant, a one-byte block type -- (by
+    ``byte << 7 | immediate``); None where the form is another."""
+    t0: list = [(b, ()) if _FAST_NONE[b] else None for b in range(256)]
+    t1: list = [None] * (256 << 7)
+    for b in range(256):
+        for x in range(0x80):
+            if _FAST_U32[b]:
+                t1[b << 7 | x] = (b, (x,))
+            elif _FAST_SLEB[b]:
+                t1[b << 7 | x] = (b, (x - 0x80 if x & 0x40 else x,))
+            elif b in _BLOCKS and x in _BLOCK_TYPE:
+                t1[b << 7 | x] = (b, (_BLOCK_TYPE[x],))
+    return t0, t1
+
+
+_TOK0, _TOK1 = _one_byte_tokens()
+
+
 def _decode(data: bytes, p: int, end: int, out: list[tuple[int, tuple]], limit: int) -> int:
     """Append the tokens from ``p`` to ``out`` (at most ``limit``; -1: all); the position after."""
     app = out.append
-    none, u32, sleb, mem = _FAST_NONE, _FAST_U32, _FAST_SLEB, _FAST_MEM
+    u32, sleb, mem = _FAST_U32, _FAST_SLEB, _FAST_MEM
+    tok0, tok1 = _TOK0, _TOK1
     last = end - 1  # data[p + 1] is inside the body when p < last
     while p < end and limit:
         limit -= 1
         b = data[p]
-        if none[b]:
-            app((b, ()))
+        t = tok0[b]
+        if t is not None:
+            app(t)
             p += 1
             continue
         if p < last:
             # LEBs of one or two bytes (read_uleb/read_sleb: no range check below 5 bytes)
             x = data[p + 1]
+            if x < 0x80:
+                t = tok1[b << 7 | x]
+                if t is not None:
+                    app(t)
+                    p += 2
+                    continue
             if u32[b]:
                 if x < 0x80:
                     app((b, (x,)))

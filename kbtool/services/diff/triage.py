@@ -124,6 +124,12 @@ _IS_CONST = [k in (_K_I32, _K_I64) for k in KIND]
 _OP_KEY = [(op,) for op in range(len(KIND))]  # one tuple per opcode, shared
 
 
+def _keys(toks: Sequence[tuple[int, tuple]]) -> list[tuple]:
+    """``[_key(t) for t in toks]`` in one comprehension (no call per instruction)."""
+    isc, opk, lim = _IS_CONST, _OP_KEY, KEY_CONST
+    return [(op, c) if isc[op] and -lim < (c := int(im[0])) < lim else opk[op] for op, im in toks]
+
+
 def _gram_key(tok: tuple[int, tuple]) -> tuple:
     """n-gram key for inlining: the opcode with its small constant or field offset (locals
     are renumbered by inlining, constants and offsets are not)."""
@@ -165,8 +171,10 @@ def _align_bodies(
     replaces: list[tuple[int, int, int, int]] = []
     if not (ta and tb):
         return inserted, deleted, changed_pairs, replaces
-    for tag, i1, i2, j1, j2 in align([_key(t) for t in ta], [_key(t) for t in tb], exact_cells):
+    for tag, i1, i2, j1, j2 in align(_keys(ta), _keys(tb), exact_cells):
         if tag == "equal":
+            if ta[i1:i2] == tb[j1:j2]:
+                continue  # the same opcodes (equal keys) with the same immediates
             for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
                 if ta[i][1] != tb[j][1]:
                     changed_pairs.append((i, j))

@@ -148,10 +148,12 @@ def _rebound(g: tuple, h: tuple) -> bool:
 def _cmp_sites(toks: Sequence[tuple[int, tuple]]) -> dict[tuple, list[int]]:
     out: dict[tuple, list[int]] = {}
     cmp = _CMP_OF
-    for j, (op, _) in enumerate(toks):
-        if cmp[op] is not None:
-            out.setdefault(_cmp_sig(toks, j), []).append(j)
+    for j in [j for j, t in enumerate(toks) if cmp[t[0]] is not None]:
+        out.setdefault(_cmp_sig(toks, j), []).append(j)
     return out
+
+
+_BR_TABLE = frozenset(i for i, m in enumerate(MNEMONICS) if m == "br_table")
 
 
 def _new_check(
@@ -553,8 +555,9 @@ def _switch_cases(
     """A switch that dispatches to more places than before (a ``br_table`` with more distinct
     targets, the old and new tables paired in order when both bodies have as many): a new
     case, a token or state now handled apart (as a new ``x == K`` branch would be)."""
-    old = [imms for op, imms in ta if MNEMONICS[op] == "br_table"]
-    new = [imms for op, imms in tb if MNEMONICS[op] == "br_table"]
+    brt = _BR_TABLE
+    old = [imms for op, imms in ta if op in brt]
+    new = [imms for op, imms in tb if op in brt]
     if len(old) != len(new):
         return
     for a, b in zip(old, new, strict=True):
