@@ -28,9 +28,9 @@ import sqlite3
 import threading
 from typing import Any
 
-from kbtool.kb.queries.code_labels import code_key
+from kbtool.kb.queries.code_labels import code_key, event_stamp
 from kbtool.lift import LiftModule, Names
-from kbtool.services import code_prepared, code_store, disk_cap, knowledge
+from kbtool.services import code_kept_c, code_prepared, code_store, disk_cap, knowledge
 from kbtool.services.code_function import FIRST_SCREEN, _first_lines
 from kbtool.services.code_module_kept import _unints, _unsmall, parser_stamp
 from kbtool.services.code_prepared import CLEAR_TOO, CodeModule, _Rows, is_cached
@@ -38,6 +38,7 @@ from kbtool.wasm import model
 from kbtool.wasm.datamap import build_data_map
 
 LIGHT_CACHE = 2  # versions' light modules kept (a page opens one version, then the next)
+C_KEPT = 2  # functions whose kept C's lines a light module holds (a page shows one at a time)
 _LOCK = threading.Lock()
 _LIGHT: dict[tuple, _Light] = {}
 _MAKING: dict[tuple, threading.Lock] = {}  # key -> held while one thread makes it
@@ -45,12 +46,30 @@ _MAKING: dict[tuple, threading.Lock] = {}  # key -> held while one thread makes 
 
 class _Light:
     """A version's light module (a :class:`CodeModule` over a ``bytearray`` holding only the
-    bodies read so far) and the blob reads that fill it."""
+    bodies read so far) and the blob reads that fill it; the lines of the kept C read so
+    far (:meth:`c_lines`)."""
 
     def __init__(self, cm: CodeModule) -> None:
         self.cm = cm
         self.filled: set[int] = set()
         self.lock = threading.Lock()
+        self.c: dict[int, list[str] | None] = {}  # function index -> its kept C's lines
+        self.c_lock = threading.Lock()
+
+    def c_lines(self, func_index: int) -> list[str] | None:
+        """The lines of the function's C kept on disk and valid for this KB
+        (:func:`kbtool.services.code_kept_c.kept`: the very C the prepared version's views
+        give), or None (not a huge function, none kept, or kept for another KB state); the
+        last :data:`C_KEPT` functions' lines are held for the next windows."""
+        with self.c_lock:
+            if func_index in self.c:
+                return self.c[func_index]
+            got = code_kept_c.kept(self.cm, func_index)
+            lines = None if got is None else got[0].splitlines()
+            self.c[func_index] = lines
+            while len(self.c) > C_KEPT:
+                del self.c[next(iter(self.c))]
+            return lines
 
     def fill(self, conn: sqlite3.Connection, func_index: int) -> bool:
         """The body of ``func_index`` in place (False: it cannot be read)."""
@@ -335,7 +354,10 @@ def _light_module(conn: sqlite3.Connection, key: tuple) -> _Light | None:
         toolchain=kept.toolchain,
         passive=kept.passive,
     )
-    return _Light(CodeModule(version_id, lm, None, _Rows(ids)))  # type: ignore[arg-type]
+    cm = CodeModule(version_id, lm, None, _Rows(ids))  # type: ignore[arg-type]
+    # what the prepared version's kept C is judged by (code_prepared._prepare sets the same)
+    cm.c_key = (skey, token, event_stamp(conn, token[1]))
+    return _Light(cm)
 
 
 def first_window(
@@ -366,6 +388,45 @@ def first_window(
     end = offset + len(window)
     out = {
         "kind": "wasm",
+        "lines": window,
+        "offset": offset,
+        "limit": limit,
+        "total": total,
+        "next_offset": end if end < total else None,
+        "version_id": version_id,
+        "func_index": func_index,
+    }
+    return out, row.stable_id
+
+
+def first_c_window(
+    conn: sqlite3.Connection,
+    version_id: int,
+    func_index: int,
+    offset: int = 0,
+    limit: int = 200,
+) -> tuple[dict[str, Any], str | None] | None:
+    """A window of the function's lifted C (:func:`code_window`'s answer with ``kind="c"``)
+    and its stable id, made before the version is prepared from the C kept on disk for a
+    huge function (:mod:`kbtool.services.code_kept_c`: the same text, judged by the same
+    key as the prepared version judges it); None when the version is prepared already, the
+    kept preparation cannot be used, or no valid C is kept for the function (the caller
+    prepares the version and lifts it, as before). Any window: the C is whole."""
+    offset, limit = max(0, offset), max(1, min(limit, 20_000))
+    if is_cached(conn, version_id):
+        _forget(version_id)
+        return None
+    light = light_module(conn, version_id)
+    if light is None:
+        return None
+    row = light.cm.check(func_index)  # unknown index, an import: the usual errors
+    lines = light.c_lines(func_index)
+    if lines is None:
+        return None
+    total, window = len(lines), lines[offset : offset + limit]
+    end = offset + len(window)
+    out = {
+        "kind": "c",
         "lines": window,
         "offset": offset,
         "limit": limit,
@@ -432,4 +493,4 @@ def clear_cache() -> None:
 
 CLEAR_TOO.append(clear_cache)  # code.clear_cache() forgets the light modules too
 
-__all__ = ["clear_cache", "first_window", "has_light", "light_module", "warm"]
+__all__ = ["clear_cache", "first_c_window", "first_window", "has_light", "light_module", "warm"]

@@ -57,6 +57,12 @@ PREPARED_AT_START = 2
 #: the start-up preparations wait for this long without a request (at most START_QUIET_MAX)
 START_QUIET = 0.5
 START_QUIET_MAX = 10.0
+#: a version opened by a page (its function list, or a first screen of code answered before
+#: it was prepared) is prepared once no request has come or been answered for this long (at
+#: most AHEAD_QUIET_MAX later): the page's next requests (a deep link's first lines, its
+#: cross-references) are answered first, not beside a preparation holding the GIL
+AHEAD_QUIET = 0.25
+AHEAD_QUIET_MAX = 3.0
 _VERSION_OPENED = re.compile(r"/api/versions/([0-9]{1,18})/functions\Z")
 _PANEL_OPENED = re.compile(r"/api/history/[^/]+\Z")
 _CODE_SHOWN = re.compile(r"/api/disasm/([0-9]{1,18})/[^/]+\Z")
@@ -127,6 +133,8 @@ class _Adapter:
         self.prepared: Future[None] | None = None  # the last such preparation
         self.panel_prepared: threading.Thread | None = None  # the last panel's (history)
         self.light = 0  # versions whose light modules were made at start (code_first)
+        self._ahead: dict[int, Future[None]] = {}  # version -> its (quiet-deferred) preparation
+        self._ahead_lock = threading.Lock()
         self.last_request = time.monotonic()  # when a request last came or was answered
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -195,12 +203,43 @@ class _Adapter:
                 # version was prepared (code_first): prepared now, for the next windows
                 opened = _CODE_SHOWN.match(path)
             if opened is not None and answer[0] == 200:  # its code is what is read next
-                self.prepared = code_service.prepare_soon(self.db_path, int(opened.group(1)))
+                self.prepared = self._prepare_ahead(int(opened.group(1)))
             return answer
         finally:
             if expensive:
                 self.limit.release()
                 heap.settle()  # what it cached (a diff, a prepared version) is kept: frozen
+
+    def _prepare_ahead(self, version_id: int) -> Future[None]:
+        """``prepare_soon(version_id)`` once the requests go quiet (:data:`AHEAD_QUIET`, at
+        most :data:`AHEAD_QUIET_MAX` later): a page's function list is answered just before
+        its other first requests (a deep link's first lines, the panel's cross-references),
+        which a preparation started at once slowed several-fold (it holds the GIL for tens
+        of ms at a time). A code request meanwhile prepares the version itself, or answers
+        without it (a first screen of code from the kept preparation, a huge function's
+        kept C). One waiter per version; once that one has prepared it, asked at once."""
+        with self._ahead_lock:
+            pending = self._ahead.get(version_id)
+            if pending is not None and not pending.done():
+                return pending
+            if pending is not None and pending.exception() is None:
+                return code_service.prepare_soon(self.db_path, version_id)  # done: a no-op
+            done: Future[None] = Future()
+            self._ahead[version_id] = done
+            while len(self._ahead) > 8:
+                del self._ahead[next(iter(self._ahead))]
+
+        def run() -> None:
+            try:
+                _until_quiet(self, AHEAD_QUIET, AHEAD_QUIET_MAX)
+                code_service.prepare_soon(self.db_path, version_id).add_done_callback(
+                    lambda f: _settle(done, f)
+                )
+            except BaseException as exc:  # noqa: BLE001 - told through the future
+                done.set_exception(exc)
+
+        threading.Thread(target=run, daemon=True, name="kbtool-ahead").start()
+        return done
 
     def _prepare_for_panel(self, query: dict) -> None:
         """A function panel opened on version V (``/api/history/SID?version=V``, answered):
@@ -225,24 +264,30 @@ def _prepare_when_quiet(adapter: _Adapter) -> Future[None]:
     done: Future[None] = Future()
 
     def run() -> None:
-        end = time.monotonic() + START_QUIET_MAX
-        while time.monotonic() < end and (
-            adapter.requests.active or time.monotonic() - adapter.last_request < START_QUIET
-        ):
-            time.sleep(0.05)
+        _until_quiet(adapter, START_QUIET, START_QUIET_MAX)
         inner = code_service.prepare_latest_soon(adapter.db_path, PREPARED_AT_START)
-
-        def finish(f: Future[None]) -> None:
-            error = f.exception()
-            if error is None:
-                done.set_result(None)
-            else:
-                done.set_exception(error)
-
-        inner.add_done_callback(finish)
+        inner.add_done_callback(lambda f: _settle(done, f))
 
     threading.Thread(target=run, daemon=True, name="kbtool-start").start()
     return done
+
+
+def _until_quiet(adapter: _Adapter, quiet: float, at_most: float) -> None:
+    """Until no request is being answered and none has come or been answered for ``quiet``
+    seconds (at most ``at_most`` seconds)."""
+    end = time.monotonic() + at_most
+    while time.monotonic() < end and (
+        adapter.requests.active or time.monotonic() - adapter.last_request < quiet
+    ):
+        time.sleep(0.02)
+
+
+def _settle(done: Future[None], f: Future[None]) -> None:
+    error = f.exception()
+    if error is None:
+        done.set_result(None)
+    else:
+        done.set_exception(error)
 
 
 def _prepare_now(db_path: str, version_id: int) -> None:

@@ -40,10 +40,13 @@ def _disasm(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> A
                 raise HTTPError(400, f"kind must be wasm or c, not {kind[:20]!r}")
             offset = version_id((query.get("offset") or ["0"])[0], "offset")
             limit = version_id((query.get("limit") or ["200"])[0], "limit")
-            # a first screen of disassembly before the version is prepared: from the kept
-            # preparation, the function's body alone (the same lines; None: prepare it)
+            # before the version is prepared: a first screen of disassembly from the kept
+            # preparation, the function's body alone; a huge function's C from its kept C
+            # (the same lines; None: prepare the version)
             first = (
-                code_first.first_window(conn, vid, idx, offset, limit) if kind == "wasm" else None
+                code_first.first_window(conn, vid, idx, offset, limit)
+                if kind == "wasm"
+                else code_first.first_c_window(conn, vid, idx, offset, limit)
             )
             if first is not None:
                 out, sid = first
