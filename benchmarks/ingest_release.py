@@ -169,7 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         roots.insert(0, ("before", args.baseline.resolve()))
     print(
         "ingest of a later release into a KB holding the earlier one (whole `kbtool ingest`"
-        " process, no warm job); x = kbtool over `wasm-objdump -d` of the later release"
+        " process, no warm job); x = kbtool over `wasm-objdump -d` of the later release",
+        flush=True,
     )
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
@@ -185,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(
                     f"{name:32} {label:6} wall {best['wall']:6.1f} s  cpu {best['cpu']:6.1f} s"
                     f"  peak {best['rss']:5.0f} MiB | objdump -d wall {o[0]:5.2f} s cpu"
-                    f" {o[1]:5.2f} s | x objdump cpu {best['cpu'] / o[1]:5.1f}  {_load()}"
+                    f" {o[1]:5.2f} s | x objdump cpu {best['cpu'] / o[1]:5.1f}  {_load()}",
+                    flush=True,
                 )
             if args.stages:
                 for label, root in roots:
@@ -194,7 +196,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(
                         f"{'':32} {label:6} stages cpu: total {s['total']:.1f} s = "
                         + " + ".join(f"{k} {s.get(k, 0.0):.1f}" for k in _PARTS)
-                        + f" + ingest proper {rest:.1f}"
+                        + f" + ingest proper {rest:.1f}",
+                        flush=True,
                     )
     return 0
 
