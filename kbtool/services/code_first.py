@@ -375,7 +375,7 @@ def first_window(
     if offset + limit > FIRST_SCREEN:
         return None
     if is_cached(conn, version_id):
-        _forget(version_id)  # prepared: its light module is not asked for again
+        _forget(version_id, conn)  # prepared: its light module is not asked for again
         return None
     light = light_module(conn, version_id)
     if light is None:
@@ -414,7 +414,7 @@ def first_c_window(
     prepares the version and lifts it, as before). Any window: the C is whole."""
     offset, limit = max(0, offset), max(1, min(limit, 20_000))
     if is_cached(conn, version_id):
-        _forget(version_id)
+        _forget(version_id, conn)
         return None
     light = light_module(conn, version_id)
     if light is None:
@@ -479,10 +479,21 @@ def has_light(conn: sqlite3.Connection, version_id: int) -> bool:
         return (path, version_id, token) in _LIGHT
 
 
-def _forget(version_id: int) -> None:
+def _forget(version_id: int, conn: sqlite3.Connection | None = None) -> None:
+    """Drop the version's light modules (it is prepared); with ``conn``, the kept C's lines
+    they hold go to the prepared version's lines (what its C windows page through) when it
+    judges its kept C by the same key: the lines it would read from the same file."""
     with _LOCK:
-        for key in [k for k in _LIGHT if k[1] == version_id]:
-            del _LIGHT[key]
+        gone = [_LIGHT.pop(k) for k in [k for k in _LIGHT if k[1] == version_id]]
+    held = [(light.cm.c_key, i, lines) for light in gone for i, lines in light.c.items() if lines]
+    if not held or conn is None:
+        return
+    cm = code_prepared.code_module(conn, version_id)  # prepared: no work
+    with code_prepared._LOCK:
+        for c_key, i, lines in held:
+            key = (id(cm), i, "c")
+            if c_key == cm.c_key and code_prepared._LINES.get(key) is None:
+                code_prepared._LINES.put(key, (cm, lines))
 
 
 def clear_cache() -> None:

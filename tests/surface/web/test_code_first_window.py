@@ -247,6 +247,15 @@ def test_fresh_c_of_a_huge_function_is_the_kept_one(demo_kb, store, monkeypatch)
     assert first["kind"] == "c" and first["lines"] and first["stable_id"]
     assert "knowledge" in first
     assert any("(" in line for line in first["lines"])
+    conn = open_ro(demo_kb)
+    try:  # prepared now: the kept C's lines held go to the prepared version's paging
+        cm = code_prepared.code_module(conn, 1)
+        assert code_first.first_c_window(conn, 1, huge[0], 0, 300) is None
+        held = code_prepared._LINES.get((id(cm), huge[-1], "c"))  # the last one shown
+        assert held is not None and held[1][:300] == fresh[(huge[-1], 0, 300)]["lines"]
+        assert {k: _get_c(client, 1, *k) for k in fresh} == fresh
+    finally:
+        conn.close()
     code.clear_cache()
     warm_client = TestClient(webapp.create_app(str(demo_kb)), base_url="http://127.0.0.1")
     conn = open_ro(demo_kb)
