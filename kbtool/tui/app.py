@@ -87,6 +87,8 @@ class _Prefetch(NamedTuple):
 MIN_SIZE = (80, 24)
 POLL_SECONDS = 1.5
 IDLE_CHECK_SECONDS = 0.25  # how often an idle TUI looks for a due full collection
+CLOSING_CHECK_SECONDS = 0.05  # a freeze waits for a popped screen's removal: checked this often
+CLOSING_WAITS = 40  # ... at most this many times (2 s), then tried all the same
 THEMES = {"dark": "textual-dark", "light": "textual-light"}
 
 
@@ -240,11 +242,21 @@ class KbApp(ReleasingWorkers, App[None]):
         if heap.pending():
             self.call_after_refresh(self._freeze)
 
-    def _freeze(self, retry: bool = True) -> None:
+    def _freeze(self, retry: bool = True, waits: int = 0) -> None:
         """:func:`heap.freeze_pending`; once frozen, the closed screens still alive are
-        frozen with the rest (held past heap.STUCK_TRIES tries): not waited on again."""
+        frozen with the rest (held past heap.STUCK_TRIES tries): not waited on again.
+        A screen popped is still being removed for a few frames: tried once it is (up to
+        CLOSING_WAITS checks), so a try is not spent on a screen that is about to be freed."""
+        if waits < CLOSING_WAITS and self._closing_screens():
+            self.set_timer(CLOSING_CHECK_SECONDS, lambda: self._freeze(retry, waits + 1))
+            return
         if heap.freeze_pending(retry):
             self._transient = weakref.WeakSet()
+
+    def _closing_screens(self) -> bool:
+        """A screen popped is still being removed (Textual has not closed it yet)."""
+        stack = self.screen_stack
+        return any(not s._closed for s in list(self._transient) if s not in stack)
 
     def resident_only(self) -> bool:
         """Only the screens that stay open are (the versions, a heatmap): freezing now
