@@ -241,6 +241,7 @@ async def _function_diffs(app, pilot, p: dict, until, add, res: dict) -> None:
     if app.code_prefetch is not None:
         await asyncio.wrap_future(app.code_prefetch)
     res[BG_PREP] = {"cold": [round((time.perf_counter() - t) * 1000, 1)]}
+    await _changelog(changelog, pilot, until, add)
     for i, pair in enumerate(p["fdiff"]):
         screen = FunctionDiffScreen(*pair)
         add(
@@ -253,6 +254,36 @@ async def _function_diffs(app, pilot, p: dict, until, add, res: dict) -> None:
         await pilot.pause()
     app.pop_screen()
     changelog = None
+    await pilot.pause()
+
+
+def _changelog_shown(screen) -> bool:
+    """The diff screen's changelog pane shows the pair's changelog (this checkout's pane
+    says when it is loaded; an older one's Static stops saying it is preparing)."""
+    pane = screen.query_one("#diff-changelog")
+    if hasattr(pane, "loaded"):
+        return bool(pane.loaded)
+    return "preparing" not in str(screen.query_one("#changelog-body").render())
+
+
+async def _changelog(screen, pilot, until, add) -> None:
+    """``c`` on the diff screen: its changelog shown, then paged down through, then hidden."""
+    add(
+        "diff changelog (c)",
+        await until(screen.action_toggle_changelog, lambda: _changelog_shown(screen)),
+        True,
+    )
+    from textual import events
+
+    def page_down() -> None:
+        screen.app._driver.send_message(events.Key("pagedown", None))
+
+    screen.query_one("#diff-changelog").focus()
+    await pilot.pause()
+    for j in range(6):
+        add("changelog page down", await until(page_down, lambda: True), j == 0)
+    screen.action_toggle_changelog()
+    screen.query_one("#diff-table").focus()
     await pilot.pause()
 
 
