@@ -194,7 +194,10 @@ class _Adapter:
             )
         try:
             if path in router.PAGES or path.startswith(router.STATIC_PREFIX):
-                return router.route(self.db_path, path, query, method)  # kept bytes: no hop
+                # kept bytes: no hop; a page being loaded counts as a request (its own API
+                # requests follow): background preparations wait, and start after it
+                with code_prepared.answering():
+                    return router.route(self.db_path, path, query, method)
             answer = await run_in_threadpool(_answer, self.db_path, path, query, method)
             if self.prepare_ahead and answer[0] == 200 and _PANEL_OPENED.match(path):
                 self._prepare_for_panel(query)  # its code is asked for one round trip later
