@@ -53,7 +53,6 @@ sys.path[:] = [x for x in sys.path if Path(x or ".").resolve() != ROOT / "benchm
 sys.path.insert(0, str(ROOT))
 from benchmarks import interactive_common, interactive_servers  # noqa: E402
 from benchmarks.interactive_common import (  # noqa: E402
-    BIG,
     CPU,
     DEFAULT_KB,
     GC,
@@ -61,7 +60,9 @@ from benchmarks.interactive_common import (  # noqa: E402
     NEW,
     OLD,
     WARM,
+    build_kb,
     env,
+    fetch,
     kbtool,
     load,
     merge,
@@ -90,43 +91,6 @@ def set_warm(n: int) -> None:
 
 
 # ---------------------------------------------------------------- the KB
-
-
-def fetch() -> None:
-    """``npm pack`` the two ffmpeg releases into ~/.cache/kbtool-big (never in tests)."""
-    for version, dest in (("0.12.10", BIG), ("0.12.6", BIG / "v0126")):
-        dest.mkdir(parents=True, exist_ok=True)
-        target = dest / "package" / "dist" / "esm" / "ffmpeg-core.wasm"
-        if target.exists():
-            continue
-        subprocess.run(["npm", "pack", f"@ffmpeg/core-mt@{version}"], cwd=dest, check=True)
-        subprocess.run(["tar", "xzf", f"ffmpeg-core-mt-{version}.tgz"], cwd=dest, check=True)
-
-
-def build_kb(kb: Path, root: Path, new: Path, old: Path | None) -> None:
-    kb.parent.mkdir(parents=True, exist_ok=True)
-    for label, path in (("new", new), ("old", old)):
-        if path is None:
-            continue
-        t = time.perf_counter()
-        kbtool(
-            root,
-            "--db",
-            str(kb),
-            "ingest",
-            str(path),
-            "--label",
-            path.parent.parent.parent.name
-            if label == "new" and path.name == "ffmpeg-core.wasm"
-            else path.stem + f"-{label}",
-        )
-        print(
-            f"  ingested {path.name} ({label}) in {time.perf_counter() - t:.1f} s", file=sys.stderr
-        )
-        if label == "new":
-            t = time.perf_counter()
-            kbtool(root, "--db", str(kb), "analyze", "1")
-            print(f"  analysed version 1 in {time.perf_counter() - t:.1f} s", file=sys.stderr)
 
 
 def plan(kb: Path) -> dict:
