@@ -9,7 +9,7 @@ for each run copies it and times the whole `kbtool --db COPY ingest LATER` proce
 CPU from its own rusage; no background warm job), and `wasm-objdump -d LATER` right after.
 
     python benchmarks/ingest_release.py [--pair ffmpeg|sqljs|zstd|all] [--repeat N]
-        [--baseline WORKTREE] [--stages]
+        [--baseline WORKTREE] [--stages] [--smoke]
 
 ``--baseline``: the same runs with another checkout (alternating, each with a KB its own
 kbtool built), printed as before/after. ``--stages``: one more in-process run per checkout
@@ -58,6 +58,14 @@ PAIRS = {
             CORPUS / "gt" / f"zstd-{b}.O2.named.wasm",
         )
         for a, b in (("1.5.2", "1.5.5"), ("1.5.5", "1.5.6"))
+    ],
+    # --smoke: the two bundled demo releases (no corpus needed)
+    "demo": [
+        (
+            "demo zstd 1.5.5 -> 1.5.6",
+            ROOT / "kbtool" / "demo" / "zstd-1.5.5.wasm",
+            ROOT / "kbtool" / "demo" / "zstd-1.5.6.wasm",
+        )
     ],
 }
 
@@ -155,7 +163,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--baseline", type=Path, help="a worktree to compare with (before)")
     ap.add_argument("--stages", action="store_true", help="also the in-process stage split")
+    ap.add_argument("--smoke", action="store_true", help="the bundled demo pair, one run")
     args = ap.parse_args(argv)
+    if args.smoke:
+        args.pair, args.repeat = "demo", 1
     pairs = [p for k, v in PAIRS.items() if args.pair in (k, "all") for p in v]
     missing = [str(f) for _, a, b in pairs for f in (a, b) if not f.is_file()]
     if missing:

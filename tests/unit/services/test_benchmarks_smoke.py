@@ -82,6 +82,9 @@ EXPECTED["interactive"] = [
     rf"zstd-1\.5\.6\.wasm +{NUMBER} +{NUMBER} +\d+ +{NUMBER} +{NUMBER}",
     r"machine: load average",
 ]
+EXPECTED["ingest_release"] = [
+    rf"demo zstd 1\.5\.5 -> 1\.5\.6 +after +wall +{NUMBER} s +cpu +{NUMBER} s",
+]
 EXPECTED["mcp_startup"] = [
     rf"kbtool mcp, spawn to the tools/list answer: {NUMBER} s",
     rf'python -c "import mcp.server": +{NUMBER} s',
