@@ -19,6 +19,22 @@ class BytesWriter(bytearray):
         return bytes(self)
 
 
+class _ListVec:
+    """``vec[T]()`` without :mod:`librt.vecs`: a plain list."""
+
+    def __getitem__(self, item: object) -> type[list]:
+        return list
+
+
+vec = _ListVec()
+
+
+def vec_append(v: list, x: object) -> list:
+    """:func:`librt.vecs.append` on a list: appended in place, returned."""
+    v.append(x)
+    return v
+
+
 def native_order(v: bytes) -> bytes:
     """Little-endian 16-bit op ids as ``array("H", ids).tobytes()`` gives them (the stored
     form: native order)."""

@@ -26,6 +26,13 @@ try:  # mypyc: native 64-bit ints in the hot loop (no tag checks, no boxing)
 except ImportError:  # the pure path without it (not a dependency): plain ints
     i64 = int  # type: ignore[misc,assignment]
 
+try:  # mypyc's runtime library (installed with mypy): vec[i64] compiles to a native array
+    from librt.vecs import append as _vappend
+    from librt.vecs import vec
+except ImportError:  # the pure path without it: plain lists of ints
+    from kbtool.wasm.opbuf import vec  # type: ignore[assignment]
+    from kbtool.wasm.opbuf import vec_append as _vappend  # type: ignore[assignment]
+
 from kbtool.wasm.opcodes import KIND, PREFIX_BASE, PREFIX_SLOTS, WIDTH
 
 from ..datarefs import _CALLS, _CLASS
@@ -158,16 +165,12 @@ def _memarg(data: bytes, p: i64) -> tuple[int, i64]:
 
 
 # fmt: off
-def _push(st: list[int], sv: list[int], so: list[int], sp: i64, t: int, v: int, o: int) -> i64:
-    """Push ``(t, v, o)`` on the walk's stack of ``sp`` entries; the new count."""
-    if sp < len(st):
-        st[sp] = t
-        sv[sp] = v
-        so[sp] = o
-    else:
-        st.append(t)
-        sv.append(v)
-        so.append(o)
+def _push(st: vec[i64], sv: vec[i64], so: vec[i64], sp: i64, t: i64, v: i64, o: i64) -> i64:
+    """Push ``(t, v, o)`` on the walk's stack of ``sp`` entries (``sp`` below its length:
+    the loop grows it first); the new count."""
+    st[sp] = t
+    sv[sp] = v
+    so[sp] = o
     return sp + 1
 
 
@@ -194,9 +197,10 @@ def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: 
     c_hi = mem_hi if not go else (1 << 70)
     # the stack: tag 0 unknown, 1 constant, 2 address from a data constant, 3 value loaded
     # through one; value; offset of the instruction that made it
-    st: list[int] = []
-    sv: list[int] = []
-    so: list[int] = []
+    # (native i64 arrays when compiled: no int object per pushed value or offset)
+    st = vec[i64]()
+    sv = vec[i64]()
+    so = vec[i64]()
     sp: i64 = 0  # entries in use (the lists keep their length: no shrinking, no growing again)
     nk: i64 = 0  # known (tag != 0) entries; 0: the stack behaves as empty and is kept empty
     pend_v = 0
@@ -286,6 +290,10 @@ def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: 
             raise IndexError(f"opcode kind {k} at {at}")
         ninstr += 1
         c: i64 = CLS[op]
+        if sp >= len(st):  # room for the one entry an instruction may add (after its pops)
+            st = _vappend(st, 0)
+            sv = _vappend(sv, 0)
+            so = _vappend(so, 0)
         if nk == 0:
             # an all-unknown stack: only a constant that may reach the data, a memory
             # access whose offset lands in it, globals and indirect calls matter

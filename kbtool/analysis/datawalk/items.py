@@ -42,6 +42,22 @@ def _cstring_len(mem: bytes, k: int) -> int:
     return z - k
 
 
+def _cstring_seen(mem: bytes, k: int, seen: dict[int, tuple[int, str | None]]) -> int:
+    """:func:`_cstring_len`, keeping ``(length, text)`` (``(-1, None)``: no string) in
+    ``seen[k]``: the bounds loop checks most items' first bytes and :func:`_classify`
+    reads it back (one decode per string)."""
+    z = mem.find(b"\0", k, k + 4096)
+    if z < 0 or z - k < 1:
+        seen[k] = (-1, None)
+        return -1
+    t = _c_text(mem[k:z])
+    if t is None:
+        seen[k] = (-1, None)
+        return -1
+    seen[k] = (z - k, t)
+    return z - k
+
+
 def _c_text(raw: bytes) -> str | None:
     """``raw`` (a C string's bytes, no NUL) as text when it is printable UTF-8."""
     try:
@@ -100,12 +116,25 @@ def _utf16_at(mem: bytes, k: int) -> str | None:
 
 
 def _classify(
-    mem: bytes, base: int, lo: int, hi: int, table: tuple[int, int] | None, fptr: bool = False
+    mem: bytes,
+    base: int,
+    lo: int,
+    hi: int,
+    table: tuple[int, int] | None,
+    fptr: bool = False,
+    known: tuple[int, str | None] | None = None,
 ) -> tuple[str, str | None, list[int]]:
-    """Kind, text and targets of the bytes ``mem`` at address ``base``."""
+    """Kind, text and targets of the bytes ``mem`` at address ``base``. ``known``: what
+    :func:`_cstring_seen` found at the start of bytes of which ``mem`` is a prefix (with
+    no NUL that they do not have): its string is ``mem``'s when ``mem`` holds its NUL,
+    else ``mem`` has none (no second decode)."""
     if not mem.strip(b"\0"):
         return "zero", None, []
-    s = _cstring_at(mem, 0)
+    s: str | None
+    if known is not None:
+        s = known[1] if len(mem) > known[0] >= 0 else None
+    else:
+        s = _cstring_at(mem, 0)
     if s is not None and (n := mem.find(b"\0")) >= MIN_STRING and not mem[n + 1 :].strip(b"\0"):
         return "cstring", s, []  # the string and the NUL padding after it
     u = _utf16_at(mem, 0)
@@ -166,6 +195,9 @@ def cut_items(
         # (Go strings have no NUL: every cut stands)
         # (a string at the end lost its NUL with the zeros: they are read back for strings)
         memz = mem + bytes(min(gap_end - end, 8) if si + 1 < len(segs) else 8)
+        # what the bounds loop found at a position of memz: piece a is a prefix of
+        # memz[a - base:] (its zeros after the segment are at most a word, memz has 8)
+        seen: dict[int, tuple[int, str | None]] = {}
         mine = ordered[bisect_left(ordered, base) : bisect_left(ordered, end)]
         inside = sorted({a if gostr else _string_start(memz, a - base) + base for a in mine})
         # pointer tables point at more items: one level of their words as cuts
@@ -177,7 +209,7 @@ def cut_items(
             nxt = starts[i + 1] if i + 1 < len(starts) else end
             q = a - base
             while q < nxt - base:
-                n = _cstring_len(memz, q)
+                n = _cstring_seen(memz, q, seen)
                 if n < 0:
                     break
                 if n < MIN_STRING:
@@ -186,7 +218,7 @@ def cut_items(
                     q2 = q + n + 1
                     while q2 < nxt - base and mem[q2] == 0:
                         q2 += 1
-                    if q2 >= nxt - base or _cstring_len(memz, q2) < MIN_STRING:
+                    if q2 >= nxt - base or _cstring_seen(memz, q2, seen) < MIN_STRING:
                         break
                     bounds.append(base + q2)
                     q = q2
@@ -211,7 +243,9 @@ def cut_items(
             if a in gostr and b - a == gostr[a] and _utf8_text(piece) is not None:
                 kind, text, targets = "gostring", _utf8_text(piece), []
             else:
-                kind, text, targets = _classify(piece, a, lo, hi, table_range, a in fptr)
+                kind, text, targets = _classify(
+                    piece, a, lo, hi, table_range, a in fptr, seen.get(a - base)
+                )
             items.append(  # (address, size, kind, segment, text, label, targets: positional)
                 DataItem(
                     a,

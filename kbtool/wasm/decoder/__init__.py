@@ -162,6 +162,9 @@ _FAST_KIND: Final = fast_kinds()
 _FIRST_MEMOP: Final = 0x28  # i32.load: the one-byte memarg opcodes run to i64.store32
 _LAST_MEMOP: Final = 0x3E
 _FLAT_OFFSETS: Final = 4096
+# constants in [-_SMALL_NEG, _SMALL_POS) are deduplicated by a stamp list, not a dict
+_SMALL_NEG: Final = 64
+_SMALL_POS: Final = 1024
 _PFX: Final = prefix_tables()
 _WIDTH: Final = list(WIDTH)
 
@@ -211,6 +214,10 @@ def analyze_range(ctx: Any, first: int, last: int,
     # _FLAT_OFFSETS (most: struct fields), in a flat list (a dict lookup per memory access
     # was the decoder's largest cost after the op ids)
     mflat: list[object] = [None] * (_FLAT_OFFSETS * (_LAST_MEMOP + 1 - _FIRST_MEMOP))
+    # the function (code index) that last used each small constant: most constants are
+    # small and repeat within a body (ffmpeg: 1.66M constants, 389k distinct per body), so
+    # a list slot, not a dict insert, tells whether the body has it already
+    cseen: list[int] = [-1] * (_SMALL_NEG + _SMALL_POS)
     out: list[tuple[Any, ...]] = []
     next_progress = (code[first][0] if first < last else 0) + step
     code_start = code[0][0] if code else 0
@@ -226,7 +233,8 @@ def analyze_range(ctx: Any, first: int, last: int,
         # written straight into bytes: no int object and list slot per instruction
         ops = BytesWriter()
         calls: list[int] = []
-        consts: dict[int, None] = {}
+        consts: list[int] = []  # distinct, in first-seen order
+        cbig: set[int] = set()  # those outside the small range
         strs: dict[str, None] = {}
         globs: set[int] = set()
         memops: list[object] = []
@@ -359,7 +367,13 @@ def analyze_range(ctx: Any, first: int, last: int,
                         if tx:
                             strs[tx] = None
                         pend = None
-                    consts[x] = None
+                    if -_SMALL_NEG <= x < _SMALL_POS:
+                        if cseen[x + _SMALL_NEG] != ci_:
+                            cseen[x + _SMALL_NEG] = ci_
+                            consts.append(x)
+                    elif x not in cbig:
+                        cbig.add(x)
+                        consts.append(x)
                     u = x if x >= 0 else x + 0x100000000
                     if glo <= u < ghi:  # Go function value / return PC
                         papp(data[last_cut:s])
@@ -539,7 +553,13 @@ def analyze_range(ctx: Any, first: int, last: int,
                             x -= 0x80
                     else:
                         x, p = _sleb_cont(data, p, x, 64)
-                    consts[x] = None
+                    if -_SMALL_NEG <= x < _SMALL_POS:
+                        if cseen[x + _SMALL_NEG] != ci_:
+                            cseen[x + _SMALL_NEG] = ci_
+                            consts.append(x)
+                    elif x not in cbig:
+                        cbig.add(x)
+                        consts.append(x)
                     u = x if x >= 0 else x + 0x10000000000000000
                     if glo <= u < ghi:  # Go function value / return PC
                         papp(data[last_cut:s])
@@ -690,7 +710,7 @@ def analyze_range(ctx: Any, first: int, last: int,
         papp(data[last_cut:end])
         out.append((
             fidx, False, None, None, sig, exports.get(fidx, []), func_names.get(fidx),
-            start, end - start, len(ops) >> 1, native_order(ops.getvalue()), calls, cind, refs, list(consts),
+            start, end - start, len(ops) >> 1, native_order(ops.getvalue()), calls, cind, refs, consts,
             list(strs), sorted(globs), memops, atomics, loops,
             blake2b(body, digest_size=16).hexdigest(), sh.hexdigest(),
         ))
