@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kbtool.kb import queries, store
+from kbtool.kb import store
 from kbtool.kb.db import open_rw, transaction
 from kbtool.services.ingest import ingest_bytes
 
@@ -57,12 +57,13 @@ def kb(tmp_path: Path) -> Path:
 def make_stale_report(db: Path, a: int = 1, b: int = 2) -> None:
     """Rewrite the stored report of (a, b) as an older kbtool saved it: no triage rules
     version, other triage on every modified function."""
-    from kbtool.services.diff.triage import TRIAGE_RULES
+    from kbtool.services.diff.report import stored_diff
 
     conn = open_rw(db)
     try:
-        saved = queries.stored_diff_report(conn, a, b)
-        assert saved is not None and saved.pop("triage_rules") == TRIAGE_RULES
+        # ingest stores the report untriaged (TRIAGE_PENDING); the reader's triage, then stale
+        saved = stored_diff(conn, a, b)
+        assert saved is not None and "triage_rules" not in saved
         for c in saved["changes"]:
             if c["classification"] == "modified":
                 c["triage"], c["reasons"] = -5.0, ["stale"]

@@ -303,7 +303,9 @@ class DiffCache:
                     if kind == "report" and self._refresh_later(conn, report, report_key, modules):
                         return report
                     self._wait_refresh(report_key)
-                    report, cl = self._retriaged(conn, report, report_key, cl_key, modules)
+                    report, cl = self._retriaged(
+                        conn, report, report_key, cl_key, modules, fresh.get("never_triaged")
+                    )
                     self._put(cl_key, cl)
                 self._put(report_key, report)
                 self._keep_stored(conn, report_key, modules or _modules(conn, a, b), report)
@@ -525,10 +527,13 @@ class DiffCache:
         except Exception:  # the KB went away: the next request reports it
             return
         try:
-            report = stored_diff(conn, a, b, retriage=False)
+            fresh: dict[str, Any] = {}
+            report = stored_diff(conn, a, b, keep=fresh, retriage=False)
             if report is None:
                 return
-            report, cl = self._retriaged(conn, report, report_key, cl_key, modules)
+            report, cl = self._retriaged(
+                conn, report, report_key, cl_key, modules, fresh.get("never_triaged")
+            )
             self._put(report_key, report)
             self._put(cl_key, cl)
             self._keep_stored(conn, report_key, modules, report)
@@ -553,6 +558,7 @@ class DiffCache:
         report_key: tuple,
         cl_key: tuple,
         modules: tuple,
+        pending: bool | None = False,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """A stored report with today's triage and its changelog (the pairing stays as
         stored): the triage is taken from the stored report's changelog, kept on disk by
@@ -561,7 +567,10 @@ class DiffCache:
 
         a, b = report_key[1], report_key[2]
         cl, built = self._stored_changelog(conn, a, b, cl_key, modules, report)
-        self.retriaged += built
+        if pending:  # stored by ingest without triage: its changelog built once, as ever
+            self.changelogs += built
+        else:
+            self.retriaged += built
         set_triage(report["changes"], cl)  # what retriage_stored does, from that changelog
         return report, cl
 

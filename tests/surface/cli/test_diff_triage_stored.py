@@ -13,7 +13,7 @@ import pytest
 from kbtool.kb import queries, store
 from kbtool.kb.db import open_ro, open_rw, transaction
 from kbtool.services.diff.cache import DiffCache
-from kbtool.services.diff.report import stored_diff
+from kbtool.services.diff.report import TRIAGE_PENDING, stored_diff
 from kbtool.services.diff.triage import TRIAGE_RULES
 from tests.support.triage_pair import V1, V2
 
@@ -47,15 +47,17 @@ def test_stored_report_of_older_rules_gets_todays_triage(tmp_path):
         )
         assert r.returncode == 0, r.stderr
     conn = open_rw(db)
-    saved = queries.stored_diff_report(conn, 1, 2)
-    assert saved is not None and saved["triage_rules"] == TRIAGE_RULES
+    raw = queries.stored_diff_report(conn, 1, 2)  # ingest stores it untriaged
+    assert raw is not None and raw["triage_rules"] == TRIAGE_PENDING != TRIAGE_RULES
+    assert not any("triage" in c for c in raw["changes"])
+    saved = stored_diff(conn, 1, 2)  # triaged on read
+    assert saved is not None and "triage_rules" not in saved
     fresh = {
         c["to_index"]: (c["triage"], c["reasons"])
         for c in saved["changes"]
         if c["classification"] == "modified"
     }
     # as an older kbtool saved it: no rules version, other scores and reasons
-    saved.pop("triage_rules")
     for c in saved["changes"]:
         if c["classification"] == "modified":
             c["triage"], c["reasons"] = -5.0 - c["to_index"], ["stale"]

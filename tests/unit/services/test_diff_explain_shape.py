@@ -10,6 +10,7 @@ from kbtool.kb.db import open_ro
 from kbtool.kb.queries.shapes import MemOp
 from kbtool.services.diff.changelog import changelog
 from kbtool.services.diff.explain import Explanation, explain_pair, offset_changes
+from kbtool.services.diff.report import stored_diff
 from kbtool.wasm.opcodes import MNEMONICS
 from tests.support.shapes import check_shape, declared_keys
 
@@ -17,7 +18,7 @@ from tests.support.shapes import check_shape, declared_keys
 def test_every_explanation_of_the_demo_diff_has_its_declared_keys(demo_kb_master) -> None:
     conn = open_ro(demo_kb_master)
     try:
-        report = queries.stored_diff_report(conn, 1, 2)
+        report = stored_diff(conn, 1, 2)  # stored by ingest, triaged on read
         assert report is not None
         old = {r["index"]: r for r in queries.matching_rows(conn, 1)}
         new = {r["index"]: r for r in queries.matching_rows(conn, 2)}
