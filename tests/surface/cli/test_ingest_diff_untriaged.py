@@ -14,9 +14,10 @@ from pathlib import Path
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
 from kbtool.services.diff.report import TRIAGE_PENDING, compute_diff, get_diff
+from tests.support.paths import DEMO_DIR
 from tests.support.web import ServerProcess, request
 
-DEMO = Path(__file__).resolve().parents[3] / "kbtool" / "demo"
+DEMO = DEMO_DIR
 
 
 def _kbtool(db: Path, *args: str) -> str:

@@ -15,8 +15,8 @@ from rich.console import Console
 from kbtool.render.terminal import changelog_from_data, parse_only
 from kbtool.tui.screens.diff import DiffScreen
 from kbtool.tui.widgets.changelog_view import ChangelogPane, ChangelogRows
+from tests.support.changelog_data import changelog
 from tests.support.tui import make_app, screen_text, settle
-from tests.surface.render.test_changelog_lines import changelog
 
 pytestmark = pytest.mark.anyio
 WIDE = 20_000  # wider than any line drawn: the reference printed without wrapping
