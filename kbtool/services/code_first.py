@@ -31,7 +31,7 @@ from typing import Any
 from kbtool.kb.queries.code_labels import code_key, event_stamp
 from kbtool.lift import LiftModule, Names
 from kbtool.services import code_kept_c, code_prepared, code_store, disk_cap, knowledge
-from kbtool.services.code_function import FIRST_SCREEN, _first_lines
+from kbtool.services.code_function import FIRST_SCREEN, _first_lines, window_answer
 from kbtool.services.code_module_kept import _unints, _unsmall, parser_stamp
 from kbtool.services.code_prepared import CLEAR_TOO, CodeModule, _Rows, is_cached
 from kbtool.wasm import model
@@ -385,17 +385,7 @@ def first_window(
     if not light.fill(conn, func_index):
         return None
     total, window = _first_lines(conn, cm, version_id, func_index, offset, limit)
-    end = offset + len(window)
-    out = {
-        "kind": "wasm",
-        "lines": window,
-        "offset": offset,
-        "limit": limit,
-        "total": total,
-        "next_offset": end if end < total else None,
-        "version_id": version_id,
-        "func_index": func_index,
-    }
+    out = window_answer("wasm", window, offset, limit, total, version_id, func_index)
     return out, row.stable_id
 
 
@@ -424,17 +414,7 @@ def first_c_window(
     if lines is None:
         return None
     total, window = len(lines), lines[offset : offset + limit]
-    end = offset + len(window)
-    out = {
-        "kind": "c",
-        "lines": window,
-        "offset": offset,
-        "limit": limit,
-        "total": total,
-        "next_offset": end if end < total else None,
-        "version_id": version_id,
-        "func_index": func_index,
-    }
+    out = window_answer("c", window, offset, limit, total, version_id, func_index)
     return out, row.stable_id
 
 

@@ -268,6 +268,19 @@ def code_window(
         if lines is None:
             lines = _all_lines(cm, func_index, kind)
         total, window = len(lines), lines[offset : offset + limit]
+    return window_answer(kind, window, offset, limit, total, version_id, func_index)
+
+
+def window_answer(
+    kind: str,
+    window: list[str],
+    offset: int,
+    limit: int,
+    total: int,
+    version_id: int,
+    func_index: int,
+) -> dict[str, Any]:
+    """The answer of :func:`code_window` for ``window`` (its lines from ``offset``)."""
     end = offset + len(window)
     return {
         "kind": kind,
