@@ -193,11 +193,6 @@ def write(conn: sqlite3.Connection, version_id: int, rows: list[Ref]) -> None:
     )
 
 
-def delete(conn: sqlite3.Connection, version_id: int) -> None:
-    for table in ("data_ref_chunks", "data_ref_targets"):
-        conn.execute(f"DELETE FROM {table} WHERE version_id = ?", (version_id,))  # noqa: S608
-
-
 # --------------------------------------------------------------------------- reads
 
 
