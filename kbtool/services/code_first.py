@@ -32,7 +32,7 @@ from kbtool.kb.queries.code_labels import code_key, event_stamp
 from kbtool.lift import LiftModule, Names
 from kbtool.services import code_kept_c, code_prepared, code_store, disk_cap, knowledge
 from kbtool.services.code_function import FIRST_SCREEN, _first_lines, window_answer
-from kbtool.services.code_module_kept import _unints, _unsmall, parser_stamp
+from kbtool.services.code_module_kept import _unints, module_of, parser_stamp
 from kbtool.services.code_prepared import CLEAR_TOO, CodeModule, _Rows, is_cached
 from kbtool.wasm import model
 from kbtool.wasm.datamap import build_data_map
@@ -178,11 +178,7 @@ def _thaw_light(value: Any, conn: sqlite3.Connection, version_id: int, size: int
     bytes (what the module's own names are read from); None when not kept by this parser."""
     if not isinstance(value, dict) or value.get("stamp") != parser_stamp():
         return None
-    small = _unsmall(value["small"])
-    types, imports, tables, memories, globals_, exports = small[:6]
-    elements, tags, sections, warnings, features = small[6:]
-    start, func_names, local_names, module_name, producers, data_count, msize = value["plain"]
-    if msize != size:
+    if value["plain"][6] != size:
         return None
     customs = []
     for name, at, n in value["customs"]:
@@ -192,33 +188,7 @@ def _thaw_light(value: Any, conn: sqlite3.Connection, version_id: int, size: int
             if payload is None:
                 return None
         customs.append(model.CustomSection(name, at, payload))
-    code = _unints(value["code"])
-    m = model.Module(
-        types=types,
-        imports=imports,
-        func_imports=[imports[k] for k in value["func_imports"]],
-        func_type_indices=_unints(value["func_type_indices"]),
-        tables=tables,
-        memories=memories,
-        globals=globals_,
-        exports=exports,
-        start=start,
-        elements=elements,
-        data_segments=[],
-        customs=customs,
-        func_names=func_names,
-        local_names=local_names,
-        module_name=module_name,
-        producers=producers,
-        target_features=features,
-        code=list(zip(code[::2], code[1::2], strict=True)),
-        tags=tags,
-        data_count=data_count,
-        sections=sections,
-        warnings=warnings,
-        size=size,
-    )
-    return m, value["segs"]
+    return module_of(value, size, [], customs), value["segs"]
 
 
 def _read_kept(skey: tuple) -> code_store.Kept | None:

@@ -145,43 +145,54 @@ def thaw(value: Any, data: bytes) -> model.Module | None:
     try:
         if not isinstance(value, dict) or value.get("stamp") != parser_stamp():
             return None
-        small = _unsmall(value["small"])
-        types, imports, tables, memories, globals_, exports = small[:6]
-        elements, tags, sections, warnings, features = small[6:]
-        start, func_names, local_names, module_name, producers, data_count, size = value["plain"]
-        if size != len(data):
+        if value["plain"][6] != len(data):
             return None
-        code = _unints(value["code"])
-        m = model.Module(
-            types=types,
-            imports=imports,
-            func_imports=[imports[k] for k in value["func_imports"]],
-            func_type_indices=_unints(value["func_type_indices"]),
-            tables=tables,
-            memories=memories,
-            globals=globals_,
-            exports=exports,
-            start=start,
-            elements=elements,
-            data_segments=_segments(value["segs"], data),
-            customs=[
-                model.CustomSection(name, at, data[at : at + n]) for name, at, n in value["customs"]
-            ],
-            func_names=func_names,
-            local_names=local_names,
-            module_name=module_name,
-            producers=producers,
-            target_features=features,
-            code=list(zip(code[::2], code[1::2], strict=True)),
-            tags=tags,
-            data_count=data_count,
-            sections=sections,
-            warnings=warnings,
-            size=size,
-        )
+        customs = [
+            model.CustomSection(name, at, data[at : at + n]) for name, at, n in value["customs"]
+        ]
+        return module_of(value, len(data), _segments(value["segs"], data), customs)
     except (KeyError, TypeError, ValueError, IndexError):
         return None
-    return m
+
+
+def module_of(
+    value: dict[str, Any],
+    size: int,
+    data_segments: list[Any],
+    customs: list[model.CustomSection],
+) -> model.Module:
+    """The module :func:`freeze` kept in ``value`` (its stamp and size checked by the caller),
+    with the data segments and custom sections the caller read."""
+    small = _unsmall(value["small"])
+    types, imports, tables, memories, globals_, exports = small[:6]
+    elements, tags, sections, warnings, features = small[6:]
+    start, func_names, local_names, module_name, producers, data_count, _size = value["plain"]
+    code = _unints(value["code"])
+    return model.Module(
+        types=types,
+        imports=imports,
+        func_imports=[imports[k] for k in value["func_imports"]],
+        func_type_indices=_unints(value["func_type_indices"]),
+        tables=tables,
+        memories=memories,
+        globals=globals_,
+        exports=exports,
+        start=start,
+        elements=elements,
+        data_segments=data_segments,
+        customs=customs,
+        func_names=func_names,
+        local_names=local_names,
+        module_name=module_name,
+        producers=producers,
+        target_features=features,
+        code=list(zip(code[::2], code[1::2], strict=True)),
+        tags=tags,
+        data_count=data_count,
+        sections=sections,
+        warnings=warnings,
+        size=size,
+    )
 
 
 def _segments(cols: list, data: bytes) -> list[model.DataSegment]:
