@@ -72,6 +72,7 @@ __all__ = [
     "label_items",
     "memory_image",
     "read_memory",
+    "ref_columns",
     "role_labels",
     "segments",
 ]
@@ -178,6 +179,14 @@ _TEXT_KINDS = frozenset({"cstring", "utf16", "gostring"})
 def _row(r: DataRef) -> RefTuple:
     """``r`` as the model holds it (a plain tuple of its fields)."""
     return (r.func_index, r.offset, r.kind, r.target_kind, r.target, r.width)
+
+
+def ref_columns() -> Callable[..., list[tuple[str, bytes]]] | None:
+    """The compiled pass that packs the references into their stored columns
+    (:func:`.datawalk.columns.ref_columns`, for :func:`kbtool.kb.datarefs.pack`), or None
+    when the data walk is not compiled (run pure it is slower than the store's own packing,
+    which then runs)."""
+    return None if datawalk_active.COLUMNS is None else datawalk_active.COLUMNS.ref_columns
 
 
 def _count_refs(

@@ -5,7 +5,9 @@
 :data:`IMPL` is the compiled package when it is present, loads, was built from today's
 ``datawalk/`` (SHA-256 over its parts in ``_cdatawalk.sha256``, as ``kbtool/lift/_build.py``
 writes it) and ``KBTOOL_DATASCAN`` is not ``pure``; else None (the pure scan runs).
-:data:`ITEMS` is the data items' cutting (``items``) of the same side.
+:data:`ITEMS` is the data items' cutting (``items``) of the same side; :data:`COLUMNS` the
+references' packed columns (``columns``) when compiled, else None (run pure, the store's
+own packing is faster).
 ``KBTOOL_DATASCAN=compiled`` turns a missing or stale build into an error instead.
 ``pip install`` and ``python -m kbtool.lift.accel build datawalk`` build it.
 """
@@ -58,6 +60,7 @@ def load_compiled() -> ModuleType | None:
     try:
         mod = importlib.import_module(f"{__package__}.{COMPILED_NAME}")
         importlib.import_module(f"{__package__}.{COMPILED_NAME}.items")
+        importlib.import_module(f"{__package__}.{COMPILED_NAME}.columns")
     except ImportError:
         return None
     return None if str(getattr(mod, "__file__", "")).endswith(".py") else mod
@@ -82,4 +85,8 @@ IMPL, PATH = _choose()
 #: :mod:`.datawalk.items` of the same side (the pure one when the walk is not compiled)
 ITEMS: ModuleType = importlib.import_module(
     f"{__package__}.{COMPILED_NAME if IMPL is not None else 'datawalk'}.items"
+)
+#: :mod:`.datawalk.columns` compiled, or None (the pure walk: the KB packs by itself)
+COLUMNS: ModuleType | None = (
+    importlib.import_module(f"{__package__}.{COMPILED_NAME}.columns") if IMPL is not None else None
 )

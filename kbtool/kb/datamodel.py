@@ -70,11 +70,13 @@ def replace_data_model(
     data_end: int,
     truncated: bool,
     item_rows: list[tuple] | None = None,
+    ref_columns: datarefs.Columns | None = None,
 ) -> None:
     """Store the data model of ``version_id`` (replacing an older one), in the caller's
     transaction. ``refs`` are ``(func_index, offset, kind, target_kind, target, width)``;
     the items are dicts (``items``) or ready rows (``item_rows``: ``(address, size, kind,
-    segment, text, label, data_id, refs, targets JSON)``, the ingest's compiled pass)."""
+    segment, text, label, data_id, refs, targets JSON)``, the ingest's compiled pass);
+    ``ref_columns``: the compiled pass packing the references (:func:`datarefs.pack`)."""
     for table in _TABLES:
         conn.execute(f"DELETE FROM {table} WHERE version_id = ?", (version_id,))  # noqa: S608
     conn.executemany(
@@ -108,7 +110,7 @@ def replace_data_model(
             f" data_id, refs, targets) VALUES ({vid:d},?,?,?,?,?,?,?,?,?)",  # noqa: S608
             item_rows,
         )
-    datarefs.write(conn, vid, list(refs))  # packed (kbtool/kb/datarefs.py)
+    datarefs.write(conn, vid, list(refs), ref_columns)  # packed (kbtool/kb/datarefs.py)
     conn.execute(
         "INSERT INTO data_models(version_id, data_start, data_end, truncated, built_at)"
         " VALUES (?,?,?,?,?)",

@@ -27,6 +27,7 @@ from kbtool.analysis.datamodel import (
     item_rows,
     memory_image,
     read_memory,
+    ref_columns,
     role_labels,
 )
 from kbtool.analysis.recognize import stack_pointer_global
@@ -143,6 +144,7 @@ def _build(
         data_start=model.data_start,
         data_end=model.data_end,
         truncated=model.truncated,
+        ref_columns=ref_columns(),  # (the data walk's compiled packing, when built)
     )
     kinds: dict[str, int] = {}
     for r in rows:

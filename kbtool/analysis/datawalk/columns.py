@@ -1,0 +1,199 @@
+"""The data references as the packed columns the KB stores (:func:`kbtool.kb.datarefs.pack`),
+in one typed pass over the reference tuples and a radix sort by target.
+
+Part of the data walk's compiled twin (``kbtool.analysis._cdatawalk.columns``, mypyc;
+:mod:`..datawalk_active` loads it with the walk): ffmpeg's 382k references become their
+columns' little-endian bytes with no int object per value (the store's own packing, a few
+C-level passes over the tuples and a sort with a key per position, costs ~6x more). Run
+pure it is slower than that packing: the store uses it only compiled. The KB's format
+stays the store's: it names the kind codes, the key's scale and reads the bytes back as
+its arrays (tests compare both packings).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+try:  # mypyc: native ints in the loops (no tag checks, no boxing)
+    from mypy_extensions import i32, i64
+except ImportError:  # the pure path without it (not a dependency): plain ints
+    i32 = i64 = int  # type: ignore[misc,assignment]
+
+try:  # mypyc's runtime library (installed with mypy): native arrays and byte writes
+    from librt.strings import BytesWriter, write_i32_le, write_i64_le
+    from librt.vecs import append as _vappend
+    from librt.vecs import vec
+except ImportError:  # the pure path without it: lists and a bytearray
+    from kbtool.wasm.opbuf import BytesWriter, vec  # type: ignore[assignment]
+    from kbtool.wasm.opbuf import vec_append as _vappend  # type: ignore[assignment]
+
+    def write_i32_le(b: BytesWriter, n: int) -> None:  # type: ignore[misc]
+        b.write(n.to_bytes(4, "little", signed=True))
+
+    def write_i64_le(b: BytesWriter, n: int) -> None:  # type: ignore[misc]
+        b.write(n.to_bytes(8, "little", signed=True))
+
+
+_BIG: Final = 1 << 60  # a value beyond it: OverflowError (the store's packing decides)
+_DIGIT: Final = 16  # bits per radix pass
+_MASK: Final = (1 << 16) - 1
+
+
+def _check(x: i64) -> None:
+    if x >= _BIG or x <= -_BIG:
+        raise OverflowError("a data reference value past 60 bits")
+
+
+def _write(values: vec[i64], lo: i64, hi: i64, small: str) -> tuple[str, bytes]:
+    """``values`` as ``(typecode, little-endian bytes)``: ``small`` (``"B"``: 0..255, ``"i"``:
+    a signed 32-bit value, ``"I"``: an unsigned one, here under 2**31: the caller declines
+    more) when every value fits it, else ``"q"``."""
+    w = BytesWriter()
+    n: i64 = len(values)
+    i: i64 = 0
+    if small == "B" and lo >= 0 and hi <= 255:
+        while i < n:
+            w.append(values[i])
+            i += 1
+        return "B", w.getvalue()
+    if small == "I" and lo >= 0 and hi < (1 << 31):  # (the same bytes as an unsigned)
+        while i < n:
+            write_i32_le(w, i32(values[i]))
+            i += 1
+        return "I", w.getvalue()
+    if small != "I" and lo >= -(1 << 31) and hi < (1 << 31):
+        while i < n:
+            write_i32_le(w, i32(values[i]))
+            i += 1
+        return "i", w.getvalue()
+    while i < n:
+        write_i64_le(w, values[i])
+        i += 1
+    return "q", w.getvalue()
+
+
+def ref_columns(
+    refs: list[Any], kinds: dict[str, int], target_kinds: dict[str, int], scale: i64
+) -> list[tuple[str, bytes]]:
+    """The columns of ``refs`` (``(func_index, offset, kind, target_kind, target, width)``
+    tuples, in stored order) as ``(typecode, little-endian bytes)``: functions, offsets,
+    keys, kind codes, widths, then the keys sorted and the positions in that order (stable:
+    a key's positions ascend). A kind's code is its value in ``kinds``; a key is ``target *
+    scale +`` its target kind's code (``target_kinds``). Typecodes are the narrowest of
+    the store's: ``i`` else ``q`` (kinds ``B``; widths ``B``, ``i``, ``q``; positions
+    ``I``, ``q``). A kind missing from its table raises ``KeyError``; a value past 60 bits
+    ``OverflowError``."""
+    n: i64 = len(refs)
+    if n >= 1 << 31:
+        raise OverflowError("positions past 31 bits")
+    funcs = vec[i64]()
+    offsets = vec[i64]()
+    keys = vec[i64]()
+    codes = vec[i64]()
+    widths = vec[i64]()
+    flo: i64 = 0
+    fhi: i64 = 0
+    olo: i64 = 0
+    ohi: i64 = 0
+    klo: i64 = 0
+    khi: i64 = 0
+    wlo: i64 = 0
+    whi: i64 = 0
+    clo: i64 = 0
+    chi: i64 = 0
+    first = True
+    for r0 in refs:  # (func_index, offset, kind, target_kind, target, width) tuples
+        r: tuple[Any, ...] = r0
+        f: i64 = r[0]
+        o: i64 = r[1]
+        c: i64 = kinds[r[2]]
+        t: i64 = r[4]
+        _check(t)
+        k: i64 = t * scale + i64(target_kinds[r[3]])
+        wd: i64 = r[5]
+        _check(f)
+        _check(o)
+        _check(wd)
+        funcs = _vappend(funcs, f)
+        offsets = _vappend(offsets, o)
+        keys = _vappend(keys, k)
+        codes = _vappend(codes, c)
+        widths = _vappend(widths, wd)
+        if first:
+            flo = fhi = f
+            olo = ohi = o
+            klo = khi = k
+            wlo = whi = wd
+            clo = chi = c
+            first = False
+            continue
+        flo = min(flo, f)
+        fhi = max(fhi, f)
+        olo = min(olo, o)
+        ohi = max(ohi, o)
+        klo = min(klo, k)
+        khi = max(khi, k)
+        wlo = min(wlo, wd)
+        whi = max(whi, wd)
+        clo = min(clo, c)
+        chi = max(chi, c)
+    order = _order_by_key(keys, klo, khi)
+    sorted_keys = vec[i64]()
+    for p in order:
+        sorted_keys = _vappend(sorted_keys, keys[p])
+    return [
+        _write(funcs, flo, fhi, "i"),
+        _write(offsets, olo, ohi, "i"),
+        _write(keys, klo, khi, "i"),
+        _write(codes, clo, chi, "B"),
+        _write(widths, wlo, whi, "B"),
+        _write(sorted_keys, klo, khi, "i"),
+        _write(order, 0, n - 1, "I"),
+    ]
+
+
+def _order_by_key(keys: vec[i64], klo: i64, khi: i64) -> vec[i64]:
+    """The positions of ``keys`` sorted by key, stable: an LSD radix sort, 16 bits a pass
+    over ``key - klo`` (two passes for ffmpeg's keys)."""
+    n: i64 = len(keys)
+    order = vec[i64]()
+    i: i64 = 0
+    while i < n:
+        order = _vappend(order, i)
+        i += 1
+    other = vec[i64]()
+    i = 0
+    while i < n:
+        other = _vappend(other, 0)
+        i += 1
+    counts = vec[i64]()
+    i = 0
+    while i <= _MASK + 1:
+        counts = _vappend(counts, 0)
+        i += 1
+    span: i64 = khi - klo
+    shift: i64 = 0
+    while n > 1 and (span >> shift) > 0:
+        d: i64 = 0
+        while d <= _MASK + 1:
+            counts[d] = 0
+            d += 1
+        i = 0
+        while i < n:
+            d = ((keys[i] - klo) >> shift) & _MASK
+            counts[d + 1] += 1
+            i += 1
+        d = 0
+        while d < _MASK + 1:
+            counts[d + 1] += counts[d]
+            d += 1
+        i = 0
+        while i < n:
+            p = order[i]
+            d = ((keys[p] - klo) >> shift) & _MASK
+            other[counts[d]] = p
+            counts[d] += 1
+            i += 1
+        order, other = other, order
+        shift += _DIGIT
+    return order

@@ -1,0 +1,98 @@
+"""The references' packed columns by the data walk's twin (``kbtool.analysis.datawalk.columns``,
+compiled into ``kbtool.analysis._cdatawalk.columns``): :func:`kbtool.kb.datarefs.pack` given
+them stores exactly the blobs its own passes store (arbitrary rows: ties, references from
+data, negative, 32-bit-edge and 64-bit targets, wide widths, several chunks; ffmpeg-sized
+corpus rows); values the pass cannot hold (past 60 bits) hand the rows back to the store's
+passes, which keep their one-line errors. Tests of the compiled side skip when the twin is
+not built (``python -m kbtool.lift.accel build datawalk``)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kbtool.analysis import datamodel as dmod
+from kbtool.analysis import datawalk_active
+from kbtool.analysis.datawalk import columns as pure_columns
+from kbtool.analysis.recognize import stack_pointer_global
+from kbtool.kb import datarefs
+from kbtool.wasm import analyze_module
+from testkit.wasmbuild import CORPUS
+
+COMPILED = datawalk_active.COLUMNS
+needs_twin = pytest.mark.skipif(
+    COMPILED is None, reason=f"compiled data walk {datawalk_active.compiled_state()}"
+)
+SIDES = [pure_columns.ref_columns] + ([COMPILED.ref_columns] if COMPILED is not None else [])
+
+ROW = st.tuples(
+    st.integers(-1, 5),
+    st.one_of(st.integers(0, 40), st.just(2**31), st.just(2**62)),
+    st.sampled_from(datarefs.KINDS),
+    st.sampled_from(datarefs.TARGET_KINDS),
+    st.one_of(
+        st.integers(-3, 70000),
+        st.sampled_from([2**29 - 1, 2**29, 2**31 - 1, 2**31, 2**40, -(2**40), 2**61]),
+    ),
+    st.one_of(st.integers(0, 8), st.just(255), st.just(256), st.just(-1), st.just(70000)),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(ROW, max_size=60), st.sampled_from([1, 3, 1024]))
+def test_packing_with_the_columns_stores_the_same_blobs(rows, chunk):
+    rows = datarefs.by_function_and_offset(list(rows))
+    old = datarefs.CHUNK
+    datarefs.CHUNK = chunk
+    try:
+        try:
+            want = datarefs.pack(rows)
+        except ValueError as exc:  # (a key past 64 bits: refused, by either path)
+            want = str(exc)
+        for side in SIDES:
+            try:
+                got = datarefs.pack(rows, side)
+            except ValueError as exc:
+                got = str(exc)
+            assert got == want
+    finally:
+        datarefs.CHUNK = old
+
+
+@pytest.mark.parametrize("side", SIDES)
+def test_the_columns_pass_declines_what_it_cannot_hold_and_errors_stay(side):
+    assert datarefs._compiled_columns([(0, 1, "load", "data", 2**61, 0)], side) is None
+    assert datarefs._compiled_columns([(0, 1, "load", "data", 2**59, 0)], side) is not None
+    for bad, what in (
+        ((0, 1, "poke", "data", 5, 0), "unknown data reference kind 'poke'"),
+        ((0, 1, "load", "heap", 5, 0), "unknown data reference target kind 'heap'"),
+        ((0, 1, "load", "data", 2**70, 0), "does not fit in 64 bits"),
+    ):
+        with pytest.raises(ValueError, match=what) as exc:
+            datarefs.pack([(0, 0, "addr", "data", 1, 0), bad], side)
+        assert "\n" not in str(exc.value)
+
+
+def test_the_pass_is_offered_only_compiled(monkeypatch):
+    monkeypatch.setattr(datawalk_active, "COLUMNS", None)
+    assert dmod.ref_columns() is None  # (pure, the store's own passes cost less)
+    if COMPILED is not None:
+        monkeypatch.setattr(datawalk_active, "COLUMNS", COMPILED)
+        assert dmod.ref_columns() is COMPILED.ref_columns
+
+
+@needs_twin
+@pytest.mark.parametrize(
+    "rel", ["release/sql.js-1.12.0.sql-wasm.wasm", "gt/zstd-1.5.7.O2.named.wasm"]
+)
+def test_corpus_references_pack_the_same(rel):
+    path = CORPUS / rel
+    if not path.is_file():
+        pytest.skip("corpus not present")
+    data = path.read_bytes()
+    a = analyze_module(data)
+    model = dmod.build_data_model(a, data, stack_pointer=stack_pointer_global(a, data))
+    rows = datarefs.by_function_and_offset(list(model.ref_rows))
+    assert len(rows) > 1000
+    assert datarefs.pack(rows, COMPILED.ref_columns) == datarefs.pack(rows)
