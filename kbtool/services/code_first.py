@@ -31,7 +31,7 @@ from typing import Any
 from kbtool.kb.queries.code_labels import code_key, event_stamp
 from kbtool.lift import LiftModule, Names
 from kbtool.services import code_kept_c, code_prepared, code_store, disk_cap, knowledge
-from kbtool.services.code_function import FIRST_SCREEN, _first_lines, window_answer
+from kbtool.services.code_function import FIRST_SCREEN, _first_lines, kept_whole, window_answer
 from kbtool.services.code_module_kept import _unints, module_of, parser_stamp
 from kbtool.services.code_prepared import CLEAR_TOO, CodeModule, _Rows, is_cached
 from kbtool.wasm import model
@@ -388,6 +388,23 @@ def first_c_window(
     return out, row.stable_id
 
 
+def whole_function(
+    conn: sqlite3.Connection, version_id: int, func_index: int
+) -> dict[str, Any] | None:
+    """A huge function's whole Disassembly object (:func:`kbtool.services.code.disassembly`)
+    before the version is prepared, from its disassembly and C kept on disk
+    (:func:`kbtool.services.code_function.kept_whole`: the same object the prepared version
+    gives); None when the version is prepared already (its own path reads them as cheaply),
+    the kept preparation cannot be used, or they are not kept (the caller prepares)."""
+    if is_cached(conn, version_id):
+        return None
+    light = light_module(conn, version_id)
+    if light is None:
+        return None
+    light.cm.check(func_index)  # unknown index, an import: the usual errors
+    return kept_whole(conn, light.cm, func_index)
+
+
 def warm(db_path: str, count: int = 2) -> int:
     """The light modules of the KB's ``count`` newest versions, their data maps built too
     (``kbtool serve`` as it starts, on a thread of its own: ~80 ms of CPU a version on
@@ -454,4 +471,12 @@ def clear_cache() -> None:
 
 CLEAR_TOO.append(clear_cache)  # code.clear_cache() forgets the light modules too
 
-__all__ = ["clear_cache", "first_c_window", "first_window", "has_light", "light_module", "warm"]
+__all__ = [
+    "clear_cache",
+    "first_c_window",
+    "first_window",
+    "has_light",
+    "light_module",
+    "warm",
+    "whole_function",
+]

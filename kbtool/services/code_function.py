@@ -71,7 +71,7 @@ def function_code(
     true; :func:`lifted_c` gives it (kept, so the whole answer after it does not lift the
     function again)."""
     cm = code_module(conn, version_id)
-    sid, _imp, _mod, _fld, name, prov = cm.check(func_index)
+    cm.check(func_index)
     key = (id(cm), func_index)
     with _LOCK:
         hit = _RESULTS.get_item(key)
@@ -86,15 +86,43 @@ def function_code(
         mnemonics, calls = render_listing(listing), listing_calls(listing)
     kept = None if lift or not partial else _kept_c(cm, func_index)
     if lift or not partial:
-        lifted, c_truncated, reason = _lifted(cm, func_index, keep=partial)
+        c = _lifted(cm, func_index, keep=partial)
     elif kept is not None:  # lifted before (this process, or kept on disk): no wait
-        lifted, c_truncated, reason = kept
+        c = kept
     else:
-        lifted, c_truncated, reason = "", False, None
-    out = {
+        c = ("", False, None)
+    if not partial and listing is not None:
+        _keep_listing(cm, func_index, mnemonics, calls)
+    out = whole_answer(conn, cm, func_index, mnemonics, c, calls, partial=partial)
+    if total is not None:
+        out["instructions"] = total
+    if partial and not lift and kept is None:
+        out["c_pending"] = True
+    if not partial:
+        with _LOCK:
+            _RESULTS.put(key, (cm, out, listing))
+    return out, listing
+
+
+def whole_answer(
+    conn: sqlite3.Connection,
+    cm: CodeModule,
+    func_index: int,
+    mnemonics: str,
+    c: tuple[str, bool, str | None],
+    calls: list,
+    *,
+    partial: bool = False,
+) -> dict[str, Any]:
+    """The Disassembly object of ``func_index`` of ``cm`` (a prepared version, or a fresh
+    process's light module: :mod:`kbtool.services.code_first`) for its listing's text and
+    call lines and its C (text, truncated, reason)."""
+    sid, _imp, _mod, _fld, name, prov = cm.check(func_index)
+    lifted, c_truncated, reason = c
+    return {
         "mnemonics": mnemonics,
         "lifted_c": lifted,
-        "version_id": version_id,
+        "version_id": cm.version_id,
         "func_index": func_index,
         "stable_id": sid,
         "name": name or cm.lm.names.functions.get(func_index),
@@ -104,17 +132,32 @@ def function_code(
         "reason": reason,
         "call_lines": calls,
         # comments, prototype, line comments, local names with provenance (issue 27)
-        "knowledge": knowledge.function_knowledge(conn, sid, version_id) if sid else None,
+        "knowledge": knowledge.function_knowledge(conn, sid, cm.version_id) if sid else None,
         "partial": partial,
     }
-    if total is not None:
-        out["instructions"] = total
-    if partial and not lift and kept is None:
-        out["c_pending"] = True
-    if not partial:
-        with _LOCK:
-            _RESULTS.put(key, (cm, out, listing))
-    return out, listing
+
+
+def _keep_listing(cm: CodeModule, func_index: int, mnemonics: str, calls: list) -> None:
+    """Keep a huge function's whole disassembly on disk (:func:`kept_whole` reads it in the
+    next process) unless it is kept already."""
+    if code_kept_c.wanted(cm, func_index) and code_kept_c.kept_listing(cm, func_index) is None:
+        code_kept_c.save_listing(cm.c_key, func_index, mnemonics, calls)
+
+
+def kept_whole(conn: sqlite3.Connection, cm: CodeModule, func_index: int) -> dict[str, Any] | None:
+    """A huge function's Disassembly object from its whole disassembly and C kept on disk
+    (:mod:`kbtool.services.code_kept_c`, judged by ``cm.c_key``: the very text a decode and
+    a lift give), without decoding or lifting it; None when either is not kept (or is stale).
+    Works on a prepared version and on a fresh process's light module alike."""
+    got = code_kept_c.kept_listing(cm, func_index)
+    if got is None:
+        return None
+    with _LOCK:
+        hit = _RESULTS.get_item((id(cm), func_index, "c"))
+    c = hit[1] if hit is not None and hit[0] is cm else code_kept_c.kept(cm, func_index)
+    if c is None:
+        return None
+    return whole_answer(conn, cm, func_index, got[0], c, got[1])
 
 
 def _kept_c(cm: CodeModule, func_index: int) -> tuple[str, bool, str | None] | None:
@@ -172,7 +215,23 @@ def disassembly(
 
     ``max_lines``: disassemble at most that many instructions (the first screen of a huge
     function, in bounded time and memory); ``partial`` is then true when more remain and
-    ``instructions`` says how many there are. A partial answer is not cached."""
+    ``instructions`` says how many there are. A partial answer is not cached.
+
+    A huge function's whole answer, when its disassembly and C are kept on disk and this
+    process has not made it, is read from them (:func:`kept_whole`: the same object)."""
+    if max_lines is None:
+        cm = code_module(conn, version_id)
+        with _LOCK:
+            hit = _RESULTS.get_item((id(cm), func_index)) or _RESULTS.get_item(
+                (id(cm), func_index, "whole")
+            )
+        if hit is not None and hit[0] is cm:
+            return dict(hit[1])
+        whole = kept_whole(conn, cm, func_index)
+        if whole is not None:
+            with _LOCK:
+                _RESULTS.put((id(cm), func_index, "whole"), (cm, whole))
+            return dict(whole)
     return dict(function_code(conn, version_id, func_index, max_lines=max_lines)[0])
 
 

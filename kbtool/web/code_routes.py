@@ -60,7 +60,10 @@ def _disasm(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> A
                 out["stable_id"] = sid
                 out["knowledge"] = knowledge.function_knowledge(conn, sid, vid) if sid else None
             return out
-        return code_service.disassembly(conn, vid, idx)
+        # before the version is prepared: a huge function's whole answer from its kept
+        # disassembly and C (None: prepare the version)
+        whole = code_first.whole_function(conn, vid, idx)
+        return whole if whole is not None else code_service.disassembly(conn, vid, idx)
     except ModuleBytesMissingError as exc:
         raise HTTPError(404, str(exc)) from None
     except code_service.CodeUnavailableError as exc:
