@@ -55,6 +55,7 @@ class _Light:
         self.lock = threading.Lock()
         self.c: dict[int, list[str] | None] = {}  # function index -> its kept C's lines
         self.c_lock = threading.Lock()
+        self.whole: dict[int, dict[str, Any]] = {}  # function index -> its kept whole answer
 
     def c_lines(self, func_index: int) -> list[str] | None:
         """The lines of the function's C kept on disk and valid for this KB
@@ -394,15 +395,27 @@ def whole_function(
     """A huge function's whole Disassembly object (:func:`kbtool.services.code.disassembly`)
     before the version is prepared, from its disassembly and C kept on disk
     (:func:`kbtool.services.code_function.kept_whole`: the same object the prepared version
-    gives); None when the version is prepared already (its own path reads them as cheaply),
-    the kept preparation cannot be used, or they are not kept (the caller prepares)."""
+    gives; the last :data:`C_KEPT` functions' answers held by the light module, which a
+    change of the KB replaces); None when the version is prepared already (its own path reads
+    them as cheaply), the kept preparation cannot be used, or they are not kept (the caller
+    prepares)."""
     if is_cached(conn, version_id):
         return None
     light = light_module(conn, version_id)
     if light is None:
         return None
     light.cm.check(func_index)  # unknown index, an import: the usual errors
-    return kept_whole(conn, light.cm, func_index)
+    with light.c_lock:
+        hit = light.whole.get(func_index)
+    if hit is None:
+        hit = kept_whole(conn, light.cm, func_index)
+        if hit is None:
+            return None
+        with light.c_lock:  # held for the next requests (the last C_KEPT functions')
+            light.whole[func_index] = hit
+            while len(light.whole) > C_KEPT:
+                del light.whole[next(iter(light.whole))]
+    return dict(hit)
 
 
 def warm(db_path: str, count: int = 2) -> int:

@@ -117,6 +117,9 @@ def _listing(db, index: int):
 def test_a_rename_after_keeping_is_shown(demo_kb, store, monkeypatch):
     huge = _keep(demo_kb)
     big = huge[0]
+    client = _client(demo_kb)  # a server that answered it (and holds the answer) before
+    before = _whole(client, big)
+    assert _whole(client, big) == before and not _prepared(demo_kb)
     rw = open_rw(demo_kb)
     try:
         sid = queries.get_function(rw, 1, big)["stable_id"]
@@ -129,9 +132,8 @@ def test_a_rename_after_keeping_is_shown(demo_kb, store, monkeypatch):
         assert code_first.whole_function(conn, 1, big) is None  # the kept ones are stale
     finally:
         conn.close()
-    client = _client(demo_kb)
     got = _whole(client, big)
-    assert b"renamed_after_keeping" in got
+    assert b"renamed_after_keeping" in got and b"renamed_after_keeping" not in before
     assert got == _truth(demo_kb, [big], monkeypatch)[big]
 
 
