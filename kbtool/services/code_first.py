@@ -56,6 +56,7 @@ class _Light:
         self.c: dict[int, list[str] | None] = {}  # function index -> its kept C's lines
         self.c_lock = threading.Lock()
         self.whole: dict[int, dict[str, Any]] = {}  # function index -> its kept whole answer
+        self.w: dict[int, list[str] | None] = {}  # function index -> its kept listing's lines
 
     def c_lines(self, func_index: int) -> list[str] | None:
         """The lines of the function's C kept on disk and valid for this KB
@@ -70,6 +71,20 @@ class _Light:
             self.c[func_index] = lines
             while len(self.c) > C_KEPT:
                 del self.c[next(iter(self.c))]
+            return lines
+
+    def w_lines(self, func_index: int) -> list[str] | None:
+        """The lines of the function's whole disassembly kept on disk and valid for this KB
+        (:func:`kbtool.services.code_kept_c.kept_listing`), or None; held as :meth:`c_lines`
+        holds the C's."""
+        with self.c_lock:
+            if func_index in self.w:
+                return self.w[func_index]
+            got = code_kept_c.kept_listing(self.cm, func_index)
+            lines = None if got is None else got[0].splitlines()
+            self.w[func_index] = lines
+            while len(self.w) > C_KEPT:
+                del self.w[next(iter(self.w))]
             return lines
 
     def fill(self, conn: sqlite3.Connection, func_index: int) -> bool:
@@ -338,13 +353,13 @@ def first_window(
     offset: int = 0,
     limit: int = 200,
 ) -> tuple[dict[str, Any], str | None] | None:
-    """A window of the disassembly within its first screen (:func:`code_window`'s answer)
-    and the function's stable id, made before the version is prepared; None when the
-    version is prepared already (the usual path is as cheap), the window is past the first
-    screen, or the kept preparation cannot be used (the caller prepares the version)."""
+    """A window of the disassembly (:func:`code_window`'s answer) and the function's stable
+    id, made before the version is prepared: within its first screen from the light module,
+    past it from the function's whole disassembly kept on disk (a huge function's); None
+    when the version is prepared already (the usual path is as cheap), the window is past
+    the first screen of a function without a kept disassembly, or the kept preparation
+    cannot be used (the caller prepares the version)."""
     offset, limit = max(0, offset), max(1, min(limit, 20_000))
-    if offset + limit > FIRST_SCREEN:
-        return None
     if is_cached(conn, version_id):
         _forget(version_id, conn)  # prepared: its light module is not asked for again
         return None
@@ -353,6 +368,14 @@ def first_window(
         return None
     cm = light.cm
     row = cm.check(func_index)  # unknown index, an import: the usual errors
+    if offset + limit > FIRST_SCREEN:  # past it: a huge function's kept disassembly only
+        lines = light.w_lines(func_index)
+        if lines is None:
+            return None
+        window = lines[offset : offset + limit]
+        return window_answer("wasm", window, offset, limit, len(lines), version_id, func_index), (
+            row.stable_id
+        )
     if not light.fill(conn, func_index):
         return None
     total, window = _first_lines(conn, cm, version_id, func_index, offset, limit)
@@ -460,18 +483,25 @@ def has_light(conn: sqlite3.Connection, version_id: int) -> bool:
 
 
 def _forget(version_id: int, conn: sqlite3.Connection | None = None) -> None:
-    """Drop the version's light modules (it is prepared); with ``conn``, the kept C's lines
-    they hold go to the prepared version's lines (what its C windows page through) when it
-    judges its kept C by the same key: the lines it would read from the same file."""
+    """Drop the version's light modules (it is prepared); with ``conn``, the kept C's (and
+    kept disassembly's) lines they hold go to the prepared version's lines (what its windows
+    page through) when it judges its kept C by the same key: the lines it would read from
+    the same file."""
     with _LOCK:
         gone = [_LIGHT.pop(k) for k in [k for k in _LIGHT if k[1] == version_id]]
-    held = [(light.cm.c_key, i, lines) for light in gone for i, lines in light.c.items() if lines]
+    held = [
+        (light.cm.c_key, i, kind, lines)
+        for light in gone
+        for kind, got in (("c", light.c), ("wasm", light.w))
+        for i, lines in got.items()
+        if lines
+    ]
     if not held or conn is None:
         return
     cm = code_prepared.code_module(conn, version_id)  # prepared: no work
     with code_prepared._LOCK:
-        for c_key, i, lines in held:
-            key = (id(cm), i, "c")
+        for c_key, i, kind, lines in held:
+            key = (id(cm), i, kind)
             if c_key == cm.c_key and code_prepared._LINES.get(key) is None:
                 code_prepared._LINES.put(key, (cm, lines))
 

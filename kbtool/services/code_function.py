@@ -318,6 +318,8 @@ def code_window(
     cm = code_module(conn, version_id)
     cm.check(func_index)
     lines = _kept_lines(cm, func_index, kind)
+    if lines is None and kind == "wasm" and offset + limit > FIRST_SCREEN:
+        lines = kept_listing_lines(cm, func_index)  # a huge function's, kept on disk
     if lines is None and kind == "wasm" and offset + limit <= FIRST_SCREEN:
         total, window = _first_lines(conn, cm, version_id, func_index, offset, limit)
     elif lines is None and kind == "wasm" and (sk := skim(cm.lm, func_index)) is not None:
@@ -351,6 +353,20 @@ def window_answer(
         "version_id": version_id,
         "func_index": func_index,
     }
+
+
+def kept_listing_lines(cm: CodeModule, func_index: int) -> list[str] | None:
+    """The lines of a huge function's whole disassembly kept on disk
+    (:func:`kbtool.services.code_kept_c.kept_listing`), held for the next windows like
+    rendered ones; None when none is kept. A window past the first screen is then a slice
+    instead of a decode-only pass over the body (~150 ms for ffmpeg's largest)."""
+    got = code_kept_c.kept_listing(cm, func_index)
+    if got is None:
+        return None
+    lines = got[0].splitlines()
+    with _LOCK:
+        _LINES.put((id(cm), func_index, "wasm"), (cm, lines))
+    return lines
 
 
 def _kept_lines(cm: CodeModule, func_index: int, kind: str) -> list[str] | None:

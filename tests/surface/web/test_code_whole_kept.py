@@ -2,7 +2,9 @@
 and C kept on disk (kbtool.services.code_kept_c, issue 30): a fresh server answers it
 without preparing the version and without decoding or lifting the function, and the answer
 is the prepared server's, byte for byte; a KB changed since (a rename of the function), a
-damaged kept file or other rendering code is a miss, answered as before."""
+damaged kept file or other rendering code is a miss, answered as before. Windows of its
+disassembly past the first screen are slices of the kept one (fresh or prepared), the same
+windows as the decode-only pass gives."""
 
 from __future__ import annotations
 
@@ -199,3 +201,49 @@ def test_errors_are_the_prepared_ones(demo_kb, store, monkeypatch):
         code.clear_cache()
         assert answers(_client(demo_kb)) == fresh
     assert fresh[0][0] == 404 and str(len(every) + 5) in fresh[0][1]["error"]
+
+
+WINDOWS = [(0, 2001), (40, 30), (45, 10), (0, 300), (300, 300), (1990, 300), (100, 5000)]
+
+
+def _window(client: TestClient, index: int, offset: int, limit: int) -> dict:
+    r = client.get(f"/api/disasm/1/{index}?kind=wasm&offset={offset}&limit={limit}")
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_windows_past_the_first_screen_are_the_kept_listings(demo_kb, store, monkeypatch):
+    # a first screen of 50 lines: the demo's functions have more than that
+    monkeypatch.setattr(code_function, "FIRST_SCREEN", 50)
+    monkeypatch.setattr(code_first, "FIRST_SCREEN", 50)
+    huge = _keep(demo_kb)[:4]
+    tails = {i: len(_listing(demo_kb, i).instrs) for i in huge}
+    code.clear_cache()
+    keys = [(i, o, n) for i in huge for o, n in [*WINDOWS, (tails[i] - 3, 10), (tails[i] + 9, 5)]]
+    with monkeypatch.context() as m:
+        m.setenv("KBTOOL_CODE_CACHE_DIR", "off")
+        code.clear_cache()
+        client = _client(demo_kb)
+        truth = {k: _window(client, *k) for k in keys}  # the decode-only pass's windows
+    assert any(t["next_offset"] for t in truth.values())
+    code.clear_cache()
+    client = _client(demo_kb)
+    with monkeypatch.context() as m:
+        m.setattr(code_function, "skim", _no_decode)
+        fresh = {k: _window(client, *k) for k in keys}
+        assert not _prepared(demo_kb)  # read from the kept listings by the light module
+        conn = open_ro(demo_kb)
+        try:
+            code_prepared.code_module(conn, 1)
+        finally:
+            conn.close()
+        moved = {k: _window(client, *k) for k in keys}  # the held lines, handed over
+        code.clear_cache()
+        conn = open_ro(demo_kb)
+        try:
+            code_prepared.code_module(conn, 1)
+        finally:
+            conn.close()
+        prepared = {k: _window(client, *k) for k in keys}  # read by the prepared version
+    assert fresh == truth
+    assert moved == prepared == truth

@@ -48,7 +48,11 @@ def _check_every_window(conn, idx: int, step: int) -> None:
 
 
 @pytest.fixture
-def fresh():
+def fresh(monkeypatch):
+    # no kept preparation, so no huge function's whole disassembly kept on disk either
+    # (its windows are slices of it: tests/surface/web/test_code_whole_kept.py): these are
+    # the windows decoded from their resume points
+    monkeypatch.setenv("KBTOOL_CODE_CACHE_DIR", "off")
     code.clear_cache()
     yield
     code.clear_cache()
