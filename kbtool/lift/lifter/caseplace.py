@@ -268,7 +268,7 @@ class _Scan:
                     repl[j] = self.lines[j].replace("break;", out)
             if s.endswith("{") and s.count("{") > s.count("}") - s.startswith("}"):
                 inner.append(_kind(s))
-            if d == d0 and _is_exit(s):
+            if d == d0 and (_is_exit(s) or (s == "}" and self.sealed(j))):
                 return _Plan(j, "", repl), joins, repl
         return None, joins, repl
 
@@ -283,9 +283,10 @@ class _Scan:
                 body = "\n".join(self.bare[lab + 1 : plan.end + 1])
             if j <= plan.end and body.count(f"goto {name};") == self.refs.get(name, 0):
                 continue
-            if j == lab + 1 or self.bare[j - 1].startswith("}"):
+            sealed = self.bare[j - 1] == "}" and self.sealed(j - 1)
+            if j == lab + 1 or (self.bare[j - 1].startswith("}") and not sealed):
                 return None
-            tail = "" if _is_exit(self.bare[j - 1]) else f"goto {name};"
+            tail = "" if sealed or _is_exit(self.bare[j - 1]) else f"goto {name};"
             return _Plan(j - 1, tail, {k: v for k, v in plan.repl.items() if k < j})
         return plan
 

@@ -30,6 +30,7 @@ from .base import (
 from .caseplace import place_cases
 from .core import _Frame
 from .gc import _Gc
+from .gotoless import tidy_gotos
 from .opnames import (
     OP_BLOCK,
     OP_BR,
@@ -267,12 +268,15 @@ class _Lifter(_Gc):
         no trampoline: the pass is not run."""
         if not self.stats.gotos:
             return
-        out, gotos, labels, where = place_cases(self.out, self.budget)
-        if out is not self.out:
-            self.out = out
-            self.fused = [where[k] for k in self.fused if where[k] >= 0]
-            self.stats.gotos -= gotos
-            self.stats.labels -= labels
+        for rewrite in (place_cases, tidy_gotos):
+            out, gotos, labels, where = rewrite(self.out, self.budget)
+            if out is not self.out:
+                self.out = out
+                self.fused = [where[k] for k in self.fused if where[k] >= 0]
+                self.stats.gotos -= gotos
+                self.stats.labels -= labels
+            if not self.stats.gotos:
+                return
 
     def step(self, i: int, op: int, imms: tuple) -> None:  # noqa: C901 - one dispatch over opcodes
         if op == OP_LOCAL_GET:  # local.get

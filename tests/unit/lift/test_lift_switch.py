@@ -28,7 +28,8 @@ def test_switch_cases_inline_and_agree(tmp_path, opt):
     assert "switch (" in classify
     assert "goto" not in classify, classify
     # the default body is inside the switch, right under its label
-    assert re.search(r"default:\n +r\d+ = -p0;\n +}", classify), classify
+    # (the register: clang 14 negates p0 in place, newer clangs into a new local)
+    assert re.search(r"default:\n +[rpl]\d+ = -p0;\n +}", classify), classify
     # fall-through from case 1/2 into case 3 is kept (no break between)
     assert re.search(r"case 1: case 2:\n +p0 \+= 7;\n +case 3:", classify), classify
     # cases branching past the switch are `break`, not `goto`
@@ -39,6 +40,7 @@ def test_switch_in_loop(tmp_path):
     r = lift_sem.check(tmp_path, (FIX / "loops.c").read_text(), "-O2")
     sw = r.c["switch_in_loop"]
     assert not r.mismatches
-    assert re.search(r"case 0:\n +r\d+ = l\d+ \+ 1;\n +break;", sw), sw
-    assert re.search(r"default:\n +r\d+ = ", sw), sw
+    # `r5 = l4 + 1;` or, when the compiler keeps the sum in place, `l4++;`
+    assert re.search(r"case 0:\n +(?:[rpl]\d+ = l\d+ \+ 1|l\d+\+\+);\n +break;", sw), sw
+    assert re.search(r"default:\n +[rpl]\d+ = ", sw), sw
     assert not re.search(r"case \d+: goto", sw)
