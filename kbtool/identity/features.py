@@ -9,6 +9,13 @@ review checks), every :class:`FeatureCache` over the same two record lists share
 the per-record features and every pair's content similarity are computed once for the
 whole pairing instead of once per stage (issue 30: a pair's review asks for the same
 similarities many times). The values are the same either way (pure functions of the records).
+
+Inside :func:`feature_pool` (a later release's ingest: the matcher runs on the records of
+the new module, the pairing that stores the report on records read back from the KB), a
+store is also shared by CONTENT: a cache over other record objects whose every input of
+the store (per index: ops, strings, constants, size, loops, call_indirect) is equal gets
+the store already made, so the pairing's review checks find the matcher's features and
+similarities instead of computing them again.
 """
 
 from __future__ import annotations
@@ -20,11 +27,12 @@ from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from operator import mul
+from operator import itemgetter, mul
 
 __all__ = [
     "FeatureCache",
     "shared_features",
+    "feature_pool",
     "is_minified_name",
     "module_is_minified",
     "size_ratio",
@@ -93,10 +101,12 @@ class _Weights:
     __slots__ = ("w", "default", "scale")
 
     def __init__(self, idf: dict, default: float) -> None:
-        den = max((x.as_integer_ratio()[1] for x in (default, *idf.values())), default=1)
+        distinct = {default, *idf.values()}  # (a few hundred floats: see _Store)
+        den = max((x.as_integer_ratio()[1] for x in distinct), default=1)
         self.scale = den
         self.default = _exact(default, den)
-        self.w = {k: _exact(v, den) for k, v in idf.items()}
+        exact = {x: _exact(x, den) for x in distinct}
+        self.w = {k: exact[v] for k, v in idf.items()}
 
     def total(self, s: frozenset) -> int:
         w, d = self.w, self.default
@@ -131,26 +141,44 @@ _MAX_OPS = 16384  # instructions sampled per function for the op-bigram histogra
 class _Feat:
     __slots__ = ("bigrams", "bnorm", "strings", "consts", "tstrings", "tconsts")
 
-    def __init__(self, ops: bytes, strings: Sequence[str], consts: Sequence[int]) -> None:
-        if len(ops) > 2 * _MAX_OPS:
-            # very large bodies: the head and the tail are a fair sample of the mix, and
-            # counting millions of instructions per candidate would dominate the run
-            half = _MAX_OPS  # in bytes (2 per op): _MAX_OPS / 2 ops from each end
-            ops = ops[:half] + ops[len(ops) - half :]
-        n = len(ops) - (len(ops) % 2)
-        # op bigrams discriminate control-flow/arith patterns much better than unigrams.
-        # Every pair of neighbouring 16-bit op ids is one 32-bit word read at an even or
-        # an odd op position: two C-level passes, no Python per instruction.
-        big: Counter = Counter()
-        if n >= 4:
-            big.update(array("I", ops[: n - (n % 4)]))
-            if n >= 6:
-                big.update(array("I", ops[2 : 2 + (n - 2) - ((n - 2) % 4)]))
-        self.bigrams = big
-        self.bnorm = math.sqrt(sum(v * v for v in big.values())) or 1.0
+    def __init__(
+        self,
+        ops: bytes,
+        strings: Sequence[str],
+        consts: Sequence[int],
+        bigrams: dict[bytes, tuple[Counter, float]] | None = None,
+    ) -> None:
         self.strings = frozenset(strings)
         self.consts = frozenset(consts)
         self.tstrings = self.tconsts = 0  # exact total weights (set by FeatureCache.feat)
+        # ``bigrams``: the histograms already counted, by op stream (a pure function of the
+        # ops: records with equal streams share one, never changed once made)
+        if bigrams is None or type(ops) is not bytes:
+            got = _bigrams(ops)
+        else:
+            got = bigrams.get(ops)
+            if got is None:
+                got = bigrams[ops] = _bigrams(ops)
+        self.bigrams, self.bnorm = got
+
+
+def _bigrams(ops: bytes) -> tuple[Counter, float]:
+    """The op-bigram histogram of an op stream and its Euclidean norm."""
+    if len(ops) > 2 * _MAX_OPS:
+        # very large bodies: the head and the tail are a fair sample of the mix, and
+        # counting millions of instructions per candidate would dominate the run
+        half = _MAX_OPS  # in bytes (2 per op): _MAX_OPS / 2 ops from each end
+        ops = ops[:half] + ops[len(ops) - half :]
+    n = len(ops) - (len(ops) % 2)
+    # op bigrams discriminate control-flow/arith patterns much better than unigrams.
+    # Every pair of neighbouring 16-bit op ids is one 32-bit word read at an even or
+    # an odd op position: two C-level passes, no Python per instruction.
+    big: Counter = Counter()
+    if n >= 4:
+        big.update(array("I", ops[: n - (n % 4)]))
+        if n >= 6:
+            big.update(array("I", ops[2 : 2 + (n - 2) - ((n - 2) % 4)]))
+    return big, math.sqrt(sum(v * v for v in big.values())) or 1.0
 
 
 def _cosine(a: Counter, na: float, b: Counter, nb: float) -> float:
@@ -177,6 +205,7 @@ class _Store:
         "df_s",
         "df_c",
         "feats",
+        "bigrams",
         "sims",
         "w_s",
         "w_c",
@@ -199,14 +228,19 @@ class _Store:
                 df_c.update(set(r.consts))
         self.n = max(n, 2)
         logn = math.log(self.n)
-        self.idf_s = {k: math.log(self.n / v) + 0.1 for k, v in df_s.items()}
-        self.idf_c = {k: math.log(self.n / v) + 0.05 for k, v in df_c.items()}
+        # the weight of a document frequency, once per distinct frequency (a few hundred
+        # for 10^5 keys): the very float each key's own computation gives
+        ws = {v: math.log(self.n / v) + 0.1 for v in set(df_s.values())}
+        wc = {v: math.log(self.n / v) + 0.05 for v in set(df_c.values())}
+        self.idf_s = {k: ws[v] for k, v in df_s.items()}
+        self.idf_c = {k: wc[v] for k, v in df_c.items()}
         self.default_idf = logn
         self.df_s = df_s
         self.df_c = df_c
         self.w_s = _Weights(self.idf_s, logn)
         self.w_c = _Weights(self.idf_c, logn)
         self.feats: dict[tuple[int, int], _Feat] = {}
+        self.bigrams: dict[bytes, tuple[Counter, float]] = {}
         self.sims: dict[tuple[int, int], tuple[float, float]] = {}
 
 
@@ -239,15 +273,74 @@ def shared_features(old_recs: Sequence, new_recs: Sequence) -> Iterator[None]:
                 _SHARED.pop(key, None)
 
 
+# open feature_pool scopes: [how many are open, [(id key, content key, store), ...]]
+_POOL: list = [0, []]
+
+
+@contextmanager
+def feature_pool() -> Iterator[None]:
+    """While open, a :class:`FeatureCache` over records equal in content to those of a
+    store made meanwhile shares that store (see the module docstring); scopes nest, and the
+    stores are dropped when the outermost closes."""
+    with _SHARED_LOCK:
+        _POOL[0] += 1
+    try:
+        yield
+    finally:
+        with _SHARED_LOCK:
+            _POOL[0] -= 1
+            if _POOL[0] <= 0:
+                _POOL[1] = []
+
+
+def _content_key(old_recs: Sequence, new_recs: Sequence) -> tuple:
+    """Every input of a store's values, per side by index: features are keyed by index
+    and made of the ops, strings and constants; the pair similarity reads the size, loops
+    and call_indirect counts; the idf weights read the strings and constants of all."""
+
+    def side(recs: Sequence) -> list:
+        return sorted(
+            (
+                (r.index, r.ops, r.strings, r.consts, r.instr_count, r.loops, r.call_indirect)
+                for r in recs
+            ),
+            key=itemgetter(0),
+        )
+
+    return (side(old_recs), side(new_recs))
+
+
+def _pooled(key: tuple, old_recs: Sequence, new_recs: Sequence) -> _Store:
+    """The pool's store for these records (by identity, else by content), else a new one
+    added to the pool (called under the lock with a pool open)."""
+    entries = _POOL[1]
+    for k, _c, store in entries:
+        if k == key:
+            return store
+    content = _content_key(old_recs, new_recs)
+    for _k, c, store in entries:
+        if c == content:
+            entries.append((key, c, store))
+            return store
+    store = _Store(old_recs, new_recs)
+    entries.append((key, content, store))
+    return store
+
+
 def _store_for(old_recs: Sequence, new_recs: Sequence) -> _Store:
-    if _SHARED:
+    if _SHARED or _POOL[0]:
         key = _key(old_recs, new_recs)
         with _SHARED_LOCK:
             slot = _SHARED.get(key)
-            if slot is not None:
-                if slot[0] is None:
-                    slot[0] = _Store(old_recs, new_recs)
+            if slot is not None and slot[0] is not None:
                 return slot[0]
+            if _POOL[0]:
+                store = _pooled(key, old_recs, new_recs)
+            else:
+                store = _Store(old_recs, new_recs)
+            if slot is not None:
+                slot[0] = store
+            return store
     return _Store(old_recs, new_recs)
 
 
@@ -264,6 +357,7 @@ class FeatureCache:
         self._old = old_recs
         self._new = new_recs
         self._cache = store.feats
+        self._bigrams = store.bigrams
         self._sims = store.sims
         self.n = store.n
         self.idf_s = store.idf_s
@@ -278,7 +372,7 @@ class FeatureCache:
         key = (side, rec.index)
         f = self._cache.get(key)
         if f is None:
-            f = _Feat(rec.ops, rec.strings, rec.consts)
+            f = _Feat(rec.ops, rec.strings, rec.consts, self._bigrams)
             f.tstrings = self._w_s.total(f.strings)
             f.tconsts = self._w_c.total(f.consts)
             self._cache[key] = f

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from kbtool.identity.features import module_is_minified
+from kbtool.identity.features import feature_pool, module_is_minified
 from kbtool.identity.ids import assign_new_ids
 from kbtool.identity.records import is_minified, records_from_analysis, table_slots
 from kbtool.kb import queries, store
@@ -393,7 +393,15 @@ def _function_rows(
     return sid_of, frows, xrows, erows
 
 
-def _store(
+def _store(conn, data, analysis, **kw) -> IngestResult:
+    """:func:`_stored` inside one feature pool: the pairing that stores the diff report
+    (records read back from the KB) shares the matcher's features and similarities
+    (records of the module, equal in content; :func:`kbtool.identity.features.feature_pool`)."""
+    with feature_pool():
+        return _stored(conn, data, analysis, **kw)
+
+
+def _stored(
     conn,
     data,
     analysis,

@@ -60,6 +60,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kbtool.identity.features import shared_features
 from kbtool.identity.matcher.base import REVIEW_MARGIN, REVIEW_SCORE, MatcherBase, MatchStats
 from kbtool.identity.matcher.callgraph import CallgraphStage
 from kbtool.identity.matcher.exact import ExactStages
@@ -179,6 +180,12 @@ class _View:
         self.by_old = {p.old_index: p for p in self.by_new.values()}
 
 
+def _one_store(m: _Matcher):
+    """The run's stages and its review checks (:meth:`_Matcher.undoubted`) share one store
+    of features and similarities (they read the same records: the sides' by-index lists)."""
+    return shared_features(list(m.OLD.recs.values()), list(m.NEW.recs.values()))
+
+
 def match_functions(
     old: Sequence[FuncRecord],
     new: Sequence[FuncRecord],
@@ -194,7 +201,8 @@ def match_functions(
     appended to.
     """
     m = _Matcher(old, new)
-    out = m.run(fuzzy)
+    with _one_store(m):
+        out = m.run(fuzzy)
     if stats is not None:
         stats.append(m.finish_stats())
     return out
@@ -211,7 +219,8 @@ def match_functions_staged(
     use. The first is exactly the non-fuzzy result (a snapshot taken before stage 6, without
     the pairs flagged for review)."""
     m = _Matcher(old, new)
-    out = m.run_staged(True)
+    with _one_store(m):
+        out = m.run_staged(True)
     if stats is not None:
         stats.append(m.finish_stats())
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
@@ -197,6 +198,15 @@ class CallgraphStage:
     def _resolve_gaps(self, lo: Sequence[int], ln: Sequence[int]) -> None:
         """Callees between the same two matched anchors of both call sequences."""
         o2n, n2o = self.o2n, self.n2o
+        OLD, NEW = self.OLD.recs, self.NEW.recs
+        # the positions of the unmatched defined functions (a pair is taken only from a gap
+        # holding one of each; accepting one changes no other gap: positions are distinct)
+        ui = [i for i, x in enumerate(lo) if x not in o2n and not OLD[x].imported]
+        if not ui:
+            return
+        uj = [j for j, y in enumerate(ln) if y not in n2o and not NEW[y].imported]
+        if not uj:
+            return
         pos_n = {y: j for j, y in enumerate(ln)}
         anchors = []  # (i, j) positions of matched pairs, kept monotone
         last_j = -1
@@ -212,12 +222,22 @@ class CallgraphStage:
         if not anchors:
             return
         bounds = [(-1, -1), *anchors, (len(lo), len(ln))]
-        OLD, NEW = self.OLD.recs, self.NEW.recs
-        for (i0, j0), (i1, j1) in zip(bounds, bounds[1:], strict=False):
-            xs = [x for x in lo[i0 + 1 : i1] if x not in o2n and not OLD[x].imported]
-            ys = [y for y in ln[j0 + 1 : j1] if y not in n2o and not NEW[y].imported]
-            if len(xs) == 1 and len(ys) == 1:
-                x, y = xs[0], ys[0]
+        # the gaps (k: between bounds k and k + 1) holding exactly one unmatched function of
+        # each side, in gap order, as a walk over every gap meets them
+        ai = [i for i, _ in bounds]
+        aj = [j for _, j in bounds]
+        gx: dict[int, int] = {}
+        for i in ui:
+            k = bisect.bisect_left(ai, i) - 1
+            gx[k] = -1 if k in gx else i
+        gy: dict[int, int] = {}
+        for j in uj:
+            k = bisect.bisect_left(aj, j) - 1
+            gy[k] = -1 if k in gy else j
+        for k in sorted(gx):
+            i, j = gx[k], gy.get(k, -1)
+            if i >= 0 and j >= 0:
+                x, y = lo[i], ln[j]
                 if OLD[x].type_sig != NEW[y].type_sig:
                     continue
                 s = self.similarity(x, y)

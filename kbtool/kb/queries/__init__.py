@@ -51,6 +51,7 @@ from kbtool.kb.queries.analysis import (
 from kbtool.kb.queries.diffs import (
     function_identities,
     matching_rows,
+    mem_offsets_for,
     mem_ops_for,
     stored_diff_report,
     stored_diff_stamp,
@@ -177,6 +178,7 @@ __all__ = [
     "list_oracles",
     "list_versions",
     "matching_rows",
+    "mem_offsets_for",
     "mem_ops_for",
     "module_bytes",
     "open_suggestion",

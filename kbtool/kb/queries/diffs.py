@@ -53,6 +53,23 @@ def mem_ops_for(
     return out
 
 
+def mem_offsets_for(
+    conn: sqlite3.Connection, version_id: int, indices: list[int]
+) -> dict[int, list[list[int]]]:
+    """index -> ``[op, offset, width]`` of each memory access of some functions of a
+    version, in body order (the stored ``mem_ops`` facts as JSON gives them, by orjson:
+    what the diff's layout check reads)."""
+    out: dict[int, list[list[int]]] = {}
+    for k in range(0, len(indices), 500):
+        chunk = indices[k : k + 500]
+        for idx, mem in conn.execute(
+            f"SELECT idx, mem_ops FROM facts WHERE version_id = ? AND idx IN ({','.join('?' * len(chunk))})",
+            (version_id, *chunk),
+        ):
+            out[idx] = _loads(mem)
+    return out
+
+
 #: the columns of a matcher row (:func:`matching_row` reads them in this order)
 MATCHING_SELECT = (
     "SELECT f.idx, f.stable_id, f.imported, f.import_module, f.import_field, f.type_sig,"

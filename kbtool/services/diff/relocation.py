@@ -28,7 +28,7 @@ from __future__ import annotations
 import struct
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from hashlib import blake2b
 from typing import Any
@@ -57,6 +57,7 @@ from kbtool.wasm.toolchain import detect_toolchain
 
 __all__ = [
     "module_view",
+    "mem_offsets_differ",
     "ModuleView",
     "BodyCompare",
     "compare_bodies",
@@ -486,6 +487,24 @@ def field_offsets_differ(va: ModuleView, ia: int, vb: ModuleView, ib: int) -> bo
         if other is None or other[0] != op or other[1] == off:
             continue
         if not (va.is_static(off) and vb.is_static(other[1])):
+            return True
+    return False
+
+
+def mem_offsets_differ(
+    va: ModuleView, mem_a: Sequence[Sequence[int]], vb: ModuleView, mem_b: Sequence[Sequence[int]]
+) -> bool:
+    """:func:`field_offsets_differ` of two bodies with the SAME instruction stream (op ids)
+    from their memory accesses ``(op, offset, ...)`` in body order (the stored ``mem_ops``
+    facts, which list exactly the accesses :func:`_mem_sites` decodes): equal streams put
+    the i-th access of both at one position, so no body is decoded."""
+    if len(mem_a) != len(mem_b):
+        return False
+    for a, b in zip(mem_a, mem_b, strict=True):
+        offa, offb = a[1], b[1]
+        if a[0] != b[0] or offa == offb:
+            continue
+        if not (va.is_static(offa) and vb.is_static(offb)):
             return True
     return False
 

@@ -64,6 +64,7 @@ from kbtool.services.diff.relocation import (
     ModuleView,
     compare_bodies,
     field_offsets_differ,
+    mem_offsets_differ,
     module_view,
 )
 from kbtool.services.diff.triage import TRIAGE_RULES
@@ -244,6 +245,28 @@ class _Relocation:
     def __init__(self, conn: sqlite3.Connection, pg: Pairing) -> None:
         self.conn, self.pg = conn, pg
         self.views: tuple[ModuleView, ModuleView] | None | bool = False
+        self.mem: tuple[dict[int, list], dict[int, list]] | None = None
+
+    def _mem(self) -> tuple[dict[int, list], dict[int, list]]:
+        """The stored memory accesses of every pair :meth:`layout_shift` may read (the same
+        instruction stream, other bodies), both versions read at once on first need."""
+        if self.mem is None:
+            pg, olds, news = self.pg, [], []
+            views = self._views()
+            agree = views is not None and views[0].shapes_agree and views[1].shapes_agree
+            for p in pg.defined_pairs():
+                o, n = pg.old_rows[p.old_index], pg.new_rows[p.new_index]
+                if o["ops"] != n["ops"] or o["body_hash"] == n["body_hash"]:
+                    continue
+                if agree and o["shape_hash"] and o["shape_hash"] == n["shape_hash"]:
+                    continue  # (answered without the accesses: see layout_shift)
+                olds.append(p.old_index)
+                news.append(p.new_index)
+            self.mem = (
+                queries.mem_offsets_for(self.conn, pg.from_version_id, olds),
+                queries.mem_offsets_for(self.conn, pg.to_version_id, news),
+            )
+        return self.mem
 
     def _views(self) -> tuple[ModuleView, ModuleView] | None:
         if self.views is False:
@@ -273,6 +296,12 @@ class _Relocation:
             # the same offsets wherever one side's is not static (no body decoded)
             if views[0].shapes_agree and views[1].shapes_agree:
                 return False
+        # the stored accesses when both are at hand (the same answer, no body decoded:
+        # tests/unit/services/test_diff_tokens.py), else the bodies' decode
+        mem_a, mem_b = self._mem()
+        a, b = mem_a.get(p.old_index), mem_b.get(p.new_index)
+        if a is not None and b is not None:
+            return mem_offsets_differ(views[0], a, views[1], b)
         return field_offsets_differ(views[0], p.old_index, views[1], p.new_index)
 
     def same(self, p: Pair) -> bool:

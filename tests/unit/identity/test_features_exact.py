@@ -41,3 +41,41 @@ def test_cosine_is_the_plain_dot_product() -> None:
         else:
             want = sum(v * b[k] for k, v in a.items() if k in b) / (na * nb)
         assert F._cosine(a, na, b, nb) == want
+
+
+def test_store_weights_are_each_keys_own(demo_kb_master) -> None:
+    """The idf weights computed once per distinct document frequency are the floats each
+    key's own ``log(n / df) + c`` gives, and the exact integer weights follow them."""
+    from kbtool.identity.records import records_from_rows
+    from kbtool.kb import queries
+    from kbtool.kb.db import open_ro
+
+    conn = open_ro(demo_kb_master)
+    try:
+        old = records_from_rows(queries.matching_rows(conn, 1))
+        new = records_from_rows(queries.matching_rows(conn, 2))
+    finally:
+        conn.close()
+    st = F._Store(old, new)
+    assert st.idf_s and st.idf_c
+    assert st.idf_s == {k: math.log(st.n / v) + 0.1 for k, v in st.df_s.items()}
+    assert st.idf_c == {k: math.log(st.n / v) + 0.05 for k, v in st.df_c.items()}
+    for w, idf in ((st.w_s, st.idf_s), (st.w_c, st.idf_c)):
+        den = max(x.as_integer_ratio()[1] for x in (st.default_idf, *idf.values()))
+        assert w.scale == den and w.default == F._exact(st.default_idf, den)
+        assert w.w == {k: F._exact(v, den) for k, v in idf.items()}
+
+
+def test_equal_op_streams_share_one_histogram() -> None:
+    """Features made with the store's histogram cache equal those made alone; records with
+    the same op stream (another bytes object) share the histogram."""
+    rnd = random.Random(3)
+    cache: dict = {}
+    streams = [bytes(rnd.randrange(256) for _ in range(2 * rnd.randint(0, 300))) for _ in range(60)]
+    streams += [bytes(bytearray(s)) for s in streams[:20]]  # equal content, other objects
+    streams.append(bytes(2 * (2 * F._MAX_OPS + 40)))  # sampled head and tail
+    made = [F._Feat(s, ["a"], [1], cache) for s in streams]
+    for s, f in zip(streams, made, strict=True):
+        alone = F._Feat(s, ["a"], [1])
+        assert f.bigrams == alone.bigrams and f.bnorm == alone.bnorm
+    assert all(made[60 + i].bigrams is made[i].bigrams for i in range(20))

@@ -10,7 +10,8 @@ from collections import Counter
 import pytest
 
 from kbtool.identity import features, pairing
-from kbtool.identity.features import FeatureCache, shared_features
+from kbtool.identity.features import FeatureCache, feature_pool, shared_features
+from kbtool.identity.matcher import match_functions_staged
 from kbtool.identity.records import records_from_rows
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
@@ -59,3 +60,47 @@ def test_a_pairing_scores_each_pair_once_with_the_same_result(rows, monkeypatch)
     alone = pairing.pair_rows(1, 2, *rows)
     assert max(calls.values()) > 1  # without the store the stages score pairs again
     assert shared.by_new == alone.by_new
+
+
+def test_a_pool_shares_stores_by_content(rows) -> None:
+    """Inside ``feature_pool``, records read again (other objects, equal content) get the
+    store already made; other content gets its own; the pool keeps nothing once closed."""
+    old, new = records_from_rows(rows[0]), records_from_rows(rows[1])
+    again = records_from_rows(rows[0]), records_from_rows(rows[1])
+    assert again[0][5] is not old[5]
+    private = FeatureCache(old, new)
+    with feature_pool():
+        a = FeatureCache(old, new)
+        b = FeatureCache(*again)
+        assert b._sims is a._sims and b._cache is a._cache
+        fewer = FeatureCache(old, new[:-1])
+        assert fewer._sims is not a._sims
+        changed = records_from_rows(rows[1])
+        changed[7].consts = (*changed[7].consts, 123456789)
+        assert FeatureCache(old, changed)._sims is not a._sims
+        for o, n in zip(old[-40:], new[-40:], strict=True):
+            assert b.content_similarity(o, n) == private.content_similarity(o, n)
+    assert FeatureCache(*again)._sims is not a._sims
+    assert features._POOL == [0, []]
+
+
+def test_ingest_pairing_reuses_the_matchers_scores(rows, monkeypatch) -> None:
+    """As a later release's ingest runs them: the matcher on one set of records, the pairing
+    on records read back; inside a pool no pair is scored twice, with the same pairing."""
+    calls: Counter = Counter()
+    real = FeatureCache._content_similarity
+
+    def counted(self, o, n):
+        calls[(o.index, n.index)] += 1
+        return real(self, o, n)
+
+    monkeypatch.setattr(FeatureCache, "_content_similarity", counted)
+    with feature_pool():
+        old, new = records_from_rows(rows[0]), records_from_rows(rows[1])
+        _exact, full = match_functions_staged(old, new)
+        pooled = pairing.pair_rows(1, 2, *rows, matches=full)
+    assert calls and max(calls.values()) == 1
+    calls.clear()
+    alone = pairing.pair_rows(1, 2, *rows, matches=full)
+    assert calls  # without the pool the pairing scores pairs again
+    assert pooled.by_new == alone.by_new

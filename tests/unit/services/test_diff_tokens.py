@@ -1,6 +1,7 @@
 """The diff's body readers (issue 30): the tokenizer's one-byte fast paths, the memory-offset
 scan and the comparison that stops at the first difference answer exactly what the careful
-decoder (``decode_one``) and a full comparison answer, on every function of real releases."""
+decoder (``decode_one``) and a full comparison answer, on every function of real releases;
+the stored memory accesses (``mem_ops`` facts) are exactly what the scan decodes."""
 
 from __future__ import annotations
 
@@ -8,12 +9,16 @@ from collections import defaultdict
 
 import pytest
 
+from kbtool.kb import queries
+from kbtool.kb.db import open_ro
 from kbtool.services.diff import relocation
 from kbtool.services.diff.relocation import (
     ModuleView,
+    _mem_sites,
     body_tokens,
     compare_bodies,
     field_offsets_differ,
+    mem_offsets_differ,
     skip_local_decls,
 )
 from kbtool.wasm.instr import decode_one
@@ -110,3 +115,33 @@ def test_first_difference_gives_the_same_verdict(views, monkeypatch) -> None:
     assert any(r.same for r in full) and not all(r.same for r in full)
     assert [r.as_dict() for r in fast if r.same] == [r.as_dict() for r in full if r.same]
     assert sum(decoded) < 0.7 * full_tokens  # a body is read only to its first difference
+
+
+def test_stored_memory_accesses_answer_as_the_scan(demo_kb_master) -> None:
+    """The report's layout check reads the stored accesses instead of decoding the bodies:
+    on every function they are the scan's ``(op, offset)`` in body order, and on pairs with
+    the same instruction stream :func:`mem_offsets_differ` answers as the decode does."""
+    conn = open_ro(demo_kb_master)
+    try:
+        views, mems, ops = [], [], []
+        for v in (1, 2):
+            view = ModuleView(queries.module_bytes(conn, v))
+            idx = list(_defined(view))
+            mem = queries.mem_offsets_for(conn, v, idx)
+            assert sorted(mem) == idx
+            for i in idx:
+                n, sites = _mem_sites(view, i)
+                assert [(m[0], m[1]) for m in mem[i]] == [(op, off) for _, op, off in sites]
+            views.append(view)
+            mems.append(mem)
+            ops.append({r["index"]: r["ops"] for r in queries.matching_rows(conn, v)})
+    finally:
+        conn.close()
+    va, vb = views
+    by_ops = defaultdict(list)
+    for j in _defined(vb):
+        by_ops[ops[1][j]].append(j)
+    pairs = [(i, j) for i in _defined(va) for j in by_ops[ops[0][i]][:4]]
+    answers = [field_offsets_differ(va, i, vb, j) for i, j in pairs]
+    assert answers == [mem_offsets_differ(va, mems[0][i], vb, mems[1][j]) for i, j in pairs]
+    assert len(pairs) > 100 and any(answers) and not all(answers)
