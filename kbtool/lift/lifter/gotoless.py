@@ -452,6 +452,7 @@ def _hopeful(lines: list[str]) -> bool:
     n = len(lines)
     stack: list[int] = []
     guards: dict[str, list[tuple[int, int]]] = {}  # `if (c) goto L;`: (line, block)
+    jumps: dict[str, int] = {}  # label -> the first line with a goto to it
     last_label: dict[int, int] = {}  # block -> the last label line directly in it
     for k in range(n):
         t = _strip(lines[k])
@@ -462,8 +463,11 @@ def _hopeful(lines: list[str]) -> bool:
             stack.append(k)
             continue
         if t.endswith(";") and "goto L" in t:
+            name = t[t.rfind("goto L") + 5 : -1]
+            if name not in jumps:
+                jumps[name] = k
             if t.startswith("if ("):
-                guards.setdefault(t[t.rfind("goto L") + 5 : -1], []).append((k, top))
+                guards.setdefault(name, []).append((k, top))
             continue
         if not t.endswith(":;") or k == 0 or top < 0 or not _LABEL.match(t):
             continue
@@ -477,6 +481,8 @@ def _hopeful(lines: list[str]) -> bool:
                 if o == top and lastl < g < k - 1:
                     return True
         last_label[top] = k
+        if not top < jumps.get(name, k) < k:
+            continue  # no goto to it from inside its block before it
         opener = _strip(lines[top])
         if opener.startswith("switch ("):
             if _switch_tail_look(lines, k):
