@@ -39,10 +39,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-
-# re-exported for the front-ends: the collector paused for a block that allocates many
-# objects and no cycles (a report read, a decode), restored after
-from kbtool.wasm.facts import gc_paused as collector_paused
+from contextlib import AbstractContextManager
 
 __all__ = [
     "FORCE_OBJECTS",
@@ -91,6 +88,16 @@ _state: dict = {
     "retries": 0,  # freeze_pending's collections after which something short-lived lived on
     "stuck": 0,  # tries in a row that did so, since the last close (closed())
 }
+
+
+def collector_paused() -> AbstractContextManager[None]:
+    """For the front-ends: :func:`kbtool.wasm.facts.gc_paused`, the collector paused for a
+    block that allocates many objects and no cycles (a report read, a decode), restored
+    after. Imported when first used: the wasm package is ~30 ms of the TUI's start, which
+    reads no module (issue 30)."""
+    from kbtool.wasm.facts import gc_paused
+
+    return gc_paused()
 
 
 def enable() -> None:
