@@ -8,12 +8,15 @@ windows as the decode-only pass gives."""
 
 from __future__ import annotations
 
+import marshal
+import zlib
+
 import pytest
 from starlette.testclient import TestClient
 
 from kbtool.kb import gate, queries
 from kbtool.kb.db import open_ro, open_rw
-from kbtool.services import code, code_first, code_function, code_kept_c, code_prepared
+from kbtool.services import code, code_first, code_function, code_kept_c, code_prepared, disk_cap
 from kbtool.web import app as webapp
 
 
@@ -85,7 +88,16 @@ def _no_decode(*args, **kwargs):
 def test_fresh_servers_whole_disasm_is_the_prepared_servers(demo_kb, store, monkeypatch):
     huge = _keep(demo_kb)
     assert len(huge) == code_kept_c.PER_VERSION
-    assert len(list(store.glob(f"*{code_kept_c.LISTING_SUFFIX}"))) == len(huge)
+    kept = sorted(store.glob(f"*{code_kept_c.LISTING_SUFFIX}"))
+    assert len(kept) == len(huge)
+    c_key = _c_key(demo_kb)
+    for i in huge:  # kept compressed: the file is much smaller than the text it gives back
+        path = code_kept_c._file(c_key[0], i, code_kept_c.LISTING_SUFFIX)
+        assert path in kept and path.read_bytes().startswith(code_kept_c.LISTING_MAGIC)
+        text, calls = code_kept_c.load_listing(c_key, i)
+        assert text == _listing_text(demo_kb, i)
+        assert calls == code_function.listing_calls(_listing(demo_kb, i))
+        assert path.stat().st_size * 3 < len(text.encode())
     picks = huge[:4]
     truth = _truth(demo_kb, picks, monkeypatch)
     client = _client(demo_kb)
@@ -106,6 +118,11 @@ def test_fresh_servers_whole_disasm_is_the_prepared_servers(demo_kb, store, monk
     assert answer["mnemonics"] and answer["lifted_c"] and answer["stable_id"]
     assert answer["call_lines"] == code_function.listing_calls(_listing(demo_kb, picks[0]))
     assert any(a for a in (client.get(f"/api/disasm/1/{i}").json()["call_lines"] for i in huge))
+
+
+def _listing_text(db, index: int) -> str:
+    """The function's whole disassembly rendered from its decoded listing (nothing kept)."""
+    return code_function.render_listing(_listing(db, index))
 
 
 def _listing(db, index: int):
@@ -139,20 +156,35 @@ def test_a_rename_after_keeping_is_shown(demo_kb, store, monkeypatch):
     assert got == _truth(demo_kb, [big], monkeypatch)[big]
 
 
-@pytest.mark.parametrize("change", ["damaged", "truncated", "renderer"])
+@pytest.mark.parametrize(
+    "change", ["damaged", "truncated", "renderer", "uncompressed", "not deflate", "not marshal"]
+)
 def test_a_damaged_file_or_other_renderer_is_a_miss(demo_kb, store, monkeypatch, change):
     big = _keep(demo_kb)[0]
-    path = code_kept_c._file(_c_key(demo_kb)[0], big, code_kept_c.LISTING_SUFFIX)
+    c_key = _c_key(demo_kb)
+    path = code_kept_c._file(c_key[0], big, code_kept_c.LISTING_SUFFIX)
     assert path is not None and path.exists()
+    text, calls = code_kept_c.load_listing(c_key, big)
     code.clear_cache()
+
+    def frame(value, magic=code_kept_c.LISTING_MAGIC) -> bool:
+        return disk_cap.write_framed(path, magic, value, "x")
+
     if change == "damaged":
         blob = bytearray(path.read_bytes())
         blob[-10] ^= 0xFF
         path.write_bytes(bytes(blob))
     elif change == "truncated":
         path.write_bytes(path.read_bytes()[:100])
-    else:
+    elif change == "renderer":
         monkeypatch.setattr(code_kept_c, "_LISTING_DIGEST", ["another renderer"])
+    elif change == "uncompressed":  # the same listing as kept before it was compressed
+        value = [code_kept_c._listing_header(c_key, big), [text, [list(c) for c in calls]]]
+        assert frame(value, code_kept_c.MAGIC)
+    elif change == "not deflate":  # framed and digested, but not a zlib stream
+        assert frame(marshal.dumps([code_kept_c._listing_header(c_key, big), [text, calls]]))
+    else:  # a zlib stream of something marshal cannot read
+        assert frame(zlib.compress(b"\xff" + text.encode()))
     conn = open_ro(demo_kb)
     try:
         assert code_first.whole_function(conn, 1, big) is None
