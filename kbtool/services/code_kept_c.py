@@ -27,7 +27,7 @@ Their whole disassembly is kept the same way (:func:`load_listing`, files ending
 the whole-function ``GET /api/disasm`` of ffmpeg's largest function decoded and rendered
 65,907 instructions (~630 ms of CPU) in a fresh process; kept, it is a file read. A listing
 is kept zlib-compressed at :data:`LISTING_LEVEL` (the marshalled value deflated, then framed
-and digested like the C under :data:`LISTING_MAGIC`): ffmpeg's 30.5 MB a version are 4.4 MB.
+and digested like the C under :data:`LISTING_MAGIC`): ffmpeg's 32 MB a version are 4.7 MB.
 Every reader wants the whole text (the whole answer, or all its lines held for the next
 windows), so it is one stream, not slices; a file that does not inflate is a miss.
 """
