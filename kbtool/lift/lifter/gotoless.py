@@ -446,57 +446,121 @@ def _switch_tail_look(lines: list[str], k: int) -> bool:
     return False
 
 
+def _tail_plain(lines: list[str], k: int, n: int) -> bool:
+    """From the label on line ``k`` directly in a loop: at most :data:`TAIL_MAX` plain
+    statements (the ones :func:`_plain` takes), then the loop's end."""
+    for j in range(k + 1, min(k + TAIL_MAX + 2, n)):
+        t = _strip(lines[j])
+        if t.startswith("}"):
+            return t != "} while (0);"
+        if "{" in t or ":" in t or _CALL.search(t):
+            return False
+        s = _bare(lines[j])
+        if not s.endswith(";") or s.startswith(("goto ", "break;", "continue;")):
+            return False
+    return False
+
+
 def _hopeful(lines: list[str]) -> bool:
     """Whether some label of ``lines`` may fit a rewrite: one cheap pass (a block is a
-    line ending in ``{`` up to one starting with ``}``) before the full scan decides."""
+    line ending in ``{`` up to one starting with ``}``) before the full scan decides. Each
+    test below is one the scan's rewrite makes too (same C): a loop tail wants a goto whose
+    innermost loop is the label's, and plain statements; a guarded block wants the label
+    after a jump or after the end of a ``while (1)``, ``for (;;)`` or ``switch``."""
     n = len(lines)
     stack: list[int] = []
+    loop_of: list[int] = []  # per stack entry: the innermost loop line around it, or -1
+    brk_of: list[int] = []  # per stack entry: the innermost loop or switch line, or -1
+    defaults: set[int] = set()  # the blocks with a `default:` directly in them
+    last_case: dict[int, int] = {}  # block -> the last case head line directly in it
+    switches: list[tuple[str, int, int]] = []  # switch tail looks passed: (label, line, switch)
     guards: dict[str, list[tuple[int, int]]] = {}  # `if (c) goto L;`: (line, block)
     jumps: dict[str, int] = {}  # label -> the first line with a goto to it
+    in_loop: dict[str, list[tuple[int, int, int]]] = {}  # label -> (goto, loop, loop/switch)
     last_label: dict[int, int] = {}  # block -> the last label line directly in it
+    popped = -1  # the line the last `}` line closed
+    popped_at = -1  # that `}` line
     for k in range(n):
-        t = _strip(lines[k])
-        if t.startswith("}") and stack:
-            stack.pop()
-        top = stack[-1] if stack else -1
-        if t.endswith("{"):
+        t = lines[k].strip()
+        if "\x01" in t:
+            t = _MARK.sub("", t)
+        if not t:
+            continue
+        c0 = t[0]
+        if c0 == "}":
+            if stack:
+                popped = stack.pop()
+                loop_of.pop()
+                brk_of.pop()
+                popped_at = k
+        elif (c0 == "c" or c0 == "d") and t.startswith(("case ", "default:")):
+            top = stack[-1] if stack else -1
+            last_case[top] = k
+            if "default:" in t:
+                defaults.add(top)
+        last = t[-1]
+        if last == "{":
+            kind = _kind(t) if c0 == "}" else ""
+            if kind == "loop" or t.startswith(("while (", "for (", "do {")):
+                loop_of.append(k)
+                brk_of.append(k)
+            else:
+                loop_of.append(loop_of[-1] if loop_of else -1)
+                if kind == "switch" or t.startswith("switch ("):
+                    brk_of.append(k)
+                else:
+                    brk_of.append(brk_of[-1] if brk_of else -1)
             stack.append(k)
             continue
-        if t.endswith(";") and "goto L" in t:
+        if last != ";":
+            continue
+        if "goto L" in t:
             name = t[t.rfind("goto L") + 5 : -1]
             if name not in jumps:
                 jumps[name] = k
+            in_loop.setdefault(name, []).append(
+                (k, loop_of[-1] if loop_of else -1, brk_of[-1] if brk_of else -1)
+            )
             if t.startswith("if ("):
-                guards.setdefault(name, []).append((k, top))
+                guards.setdefault(name, []).append((k, stack[-1] if stack else -1))
             continue
-        if not t.endswith(":;") or k == 0 or top < 0 or not _LABEL.match(t):
+        if t[-2:] != ":;" or k == 0 or not stack or not _LABEL.match(t):
             continue
+        top = stack[-1]
         name = t[:-2]
         # guarded block: an `if (c) goto L;` in the same block, no label between, and
         # a jump or a block's end right before the label
         prev = _bare(lines[k - 1])
         if name in guards and (_is_exit(prev) or prev.startswith("}")):
-            lastl = last_label.get(top, -1)
-            for g, o in guards[name]:
-                if o == top and lastl < g < k - 1:
-                    return True
+            ok = _is_exit(prev)
+            if not ok and prev == "}" and popped_at == k - 1:
+                o = _bare(lines[popped])
+                ok = o in ("while (1) {", "for (;;) {") or o.startswith("switch (")
+            if ok:
+                lastl = max(last_label.get(top, -1), last_case.get(top, -1))
+                for g, o2 in guards[name]:
+                    if o2 == top and lastl < g < k - 1:
+                        return True
         last_label[top] = k
         if not top < jumps.get(name, k) < k:
             continue  # no goto to it from inside its block before it
         opener = _strip(lines[top])
         if opener.startswith("switch ("):
+            if top in defaults:  # one before the label (decided once every goto is seen)
+                switches.append((name, k, top))
+        elif opener.startswith(("while (", "for (", "do {", "} while (")):
+            # loop tail: a goto from the loop itself (not a loop in it), a few plain
+            # statements, then the loop's end
+            if any(top < g < k and lp == top for g, lp, _b in in_loop[name]) and _tail_plain(
+                lines, k, n
+            ):
+                return True
+    for name, k, sw in switches:
+        # switch tail hoist: a `default:` in the switch, every goto to the label from
+        # before it in the switch, each one a `break` of the switch
+        if all(k > g > sw and b == sw for g, _l, b in in_loop[name]):
             if _switch_tail_look(lines, k):
                 return True
-        elif opener.startswith(("while (", "for (", "do {", "} while (")):
-            # loop tail: a few plain statements, then the loop's end
-            for j in range(k + 1, min(k + TAIL_MAX + 2, n)):
-                t = _strip(lines[j])
-                if t.startswith("}"):
-                    if t != "} while (0);":
-                        return True
-                    break
-                if "{" in t or ":" in t or _CALL.search(t):
-                    break
     return False
 
 
