@@ -481,7 +481,16 @@ def _hopeful(lines: list[str]) -> bool:
     popped = -1  # the line the last `}` line closed
     popped_at = -1  # that `}` line
     for k in range(n):
-        t = lines[k].strip()
+        ln = lines[k]
+        if (
+            ln.endswith(";")
+            and ":" not in ln
+            and "}" not in ln
+            and "goto L" not in ln
+            and "\x01" not in ln
+        ):
+            continue  # a plain statement: nothing below reads it (and no string is made)
+        t = ln.strip()
         if "\x01" in t:
             t = _MARK.sub("", t)
         if not t:
