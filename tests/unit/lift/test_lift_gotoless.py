@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from kbtool.lift.lifter.base import _Budget
 from kbtool.lift.lifter.gotoless import _negate, tidy_gotos
+from tests.support.goto_shapes import GUARD as _GUARD
+from tests.support.goto_shapes import LOOP as _LOOP
+from tests.support.goto_shapes import SWITCH as _SWITCH
 
 
 def _tidy(text: str) -> tuple[list[str], int, int]:
@@ -16,24 +19,6 @@ def _tidy(text: str) -> tuple[list[str], int, int]:
     if gotos:
         assert len(where) == len(text.splitlines())
     return lines, gotos, labels
-
-
-_SWITCH = """\
-l1 = 100;
-switch (p0 & 15) {
-  case 1:
-    p0 += 7;
-    goto L2;
-  case 5:
-    if (p0 > 9) goto L2;
-    return p0 ^ 85;
-  default:
-    p0 = -p0;
-    L2:;
-    l1 = p0 + 1;
-  case 0: break;
-}
-return l1;"""
 
 
 def test_switch_tail_goes_after_the_switch_and_the_exit_is_copied():
@@ -66,25 +51,6 @@ def test_switch_tail_stays_without_a_default_or_a_short_exit():
     assert _tidy(text) == (text.splitlines(), 0, 0)
 
 
-_LOOP = """\
-do {
-  switch (x & 7) {
-    case 0:
-      y++;
-      break;
-    case 2:
-      y += z;
-      goto L4;
-    default:
-      y -= 1;
-  }
-  y &= 65535;
-  L4:;
-  z--;
-} while (n != (x = x + 1));
-return y;"""
-
-
 def test_loop_tail_is_copied_before_continue():
     lines, gotos, labels = _tidy(_LOOP)
     assert (gotos, labels) == (1, 1)
@@ -100,20 +66,6 @@ def test_loop_tail_with_a_call_or_from_an_inner_loop_stays():
         "      y += z;\n      goto L4;", "      while (y) {\n        goto L4;\n      }"
     )
     assert _tidy(text)[1] == 0
-
-
-_GUARD = """\
-while (1) {
-  if (p0 == 6) goto L8;
-  switch (p0 - 1) {
-    case 0: return 1;
-    case 9: continue;
-    default: return 2;
-  }
-  L8:;
-  y = f(p1);
-  p0 = 12;
-}"""
 
 
 def test_guard_over_code_that_never_falls_through_becomes_if_not():
