@@ -28,6 +28,7 @@ from typing import Final
 
 from .base import _Budget
 from .caseplace import _CALL, _HEADS, _LABEL, _MARK, _bare, _is_exit, _kind, _Scan
+from .dataindex import balanced
 
 #: plain statements of a loop's tail copied before a ``continue``
 TAIL_MAX: Final = 2
@@ -344,7 +345,7 @@ def _negate(c: str) -> str:
         return "!" + c
     if c.startswith("!") and _IDENT.fullmatch(c[1:]):
         return c[1:]
-    if c.startswith("(") and c.endswith(")") and _closes_at_end(c[1:-1]):
+    if c.startswith("(") and c.endswith(")") and balanced(c[1:-1]):
         return "!" + c
     eq, loose = _split_top(c)
     if not loose and len(eq) == 1:
@@ -354,27 +355,13 @@ def _negate(c: str) -> str:
     return f"!({c})"
 
 
-def _closes_at_end(c: str) -> bool:
-    """Whether the parentheses of condition ``c`` balance without closing below its
-    start (``a) if (b`` is two conditions)."""
-    depth = 0
-    for ch in c:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth < 0:
-                return False
-    return depth == 0
-
-
 def _guarded(scan: _Scan, lines: list[str], ident: list[int], g: int, floor: int) -> Done:
     """The guarded block for ``if (c) goto L;`` on line ``g`` when it touches no line
     from ``floor`` on."""
     m = _IFGOTO.match(scan.bare[g])
     if m is None or not lines[g].endswith(f"goto {m.group(2)};"):
         return _NOTHING
-    if not _closes_at_end(m.group(1)):
+    if not balanced(m.group(1)):
         return _NOTHING
     name = m.group(2)
     lab = scan.labels.get(name, -1)
