@@ -24,3 +24,19 @@ async def settle(pilot) -> None:
     await pilot.pause()
     await pilot.app.workers.wait_for_complete()
     await pilot.pause()  # the footer recomposes its keys one message later
+
+
+def run_child(code: str, kb: Path | str) -> dict:
+    """Run ``code`` in a fresh interpreter with the KB's path as its argument (nothing of
+    this process's imports leaks into it); its last stdout line, parsed as JSON."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.support.paths import ROOT
+
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(kb)], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])

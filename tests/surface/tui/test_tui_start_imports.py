@@ -4,11 +4,7 @@ gate are imported when first opened, and still open from their keys."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
-from tests.support.paths import ROOT
+from tests.support.tui import run_child
 
 # a fresh process: the app started by Pilot on the heatmap, what is loaded once it is
 # painted, then `d` (the diff screen, imported then) and its footer rule
@@ -45,15 +41,7 @@ asyncio.run(main())
 
 
 def test_start_loads_only_the_first_screen_and_the_rest_opens_from_its_key(tui_kb):
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(tui_kb)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out = run_child(CHILD, tui_kb)
     assert out["screen"] == "HeatmapScreen"
     assert out["loaded"] == []
     assert out["diff_key_before"] is True

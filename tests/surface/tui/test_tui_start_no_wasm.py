@@ -5,11 +5,7 @@ collector still works then."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
-from tests.support.paths import ROOT
+from tests.support.tui import run_child
 
 CHILD = r"""
 import asyncio, gc, json, sys
@@ -37,15 +33,7 @@ asyncio.run(main())
 
 
 def test_the_start_imports_no_wasm_and_the_collector_pause_still_works(tui_kb):
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(tui_kb)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out = run_child(CHILD, tui_kb)
     assert out["screen"] == "HeatmapScreen"
     assert out["wasm_loaded"] == []
     assert out["paused"] is True and out["after"] is True
