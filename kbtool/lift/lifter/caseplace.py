@@ -623,6 +623,20 @@ def place_cases(
             break
     if not moves:
         return out, 0, 0, []
+    return _moved(out, keep, ident, lines, gotos, labels)
+
+
+def _moved(
+    out: list[str | None],
+    keep: list[int],
+    ident: list[int],
+    lines: list[str],
+    gotos: int,
+    labels: int,
+) -> tuple[list[str | None], int, int, list[int]]:
+    """A pass's answer after its edits: the new lines, the gotos and labels that went, and
+    the new index of each old line of ``out`` (-1: dropped; ``ident``: the old index, into
+    ``keep``, of each current line)."""
     where = [-1] * len(out)
     for new, old in enumerate(ident):
         if old >= 0:

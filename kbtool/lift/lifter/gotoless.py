@@ -27,7 +27,7 @@ import re
 from typing import Final
 
 from .base import _Budget
-from .caseplace import _CALL, _HEADS, _LABEL, _MARK, _bare, _is_exit, _kind, _Scan
+from .caseplace import _CALL, _HEADS, _LABEL, _MARK, _bare, _is_exit, _kind, _moved, _Scan
 from .dataindex import balanced
 
 #: plain statements of a loop's tail copied before a ``continue``
@@ -607,9 +607,4 @@ def tidy_gotos(
             break
     if not edits:
         return out, 0, 0, []
-    where = [-1] * len(out)
-    for new, old in enumerate(ident):
-        if old >= 0:
-            where[keep[old]] = new
-    res: list[str | None] = list(lines)
-    return res, gotos, labels, where
+    return _moved(out, keep, ident, lines, gotos, labels)
