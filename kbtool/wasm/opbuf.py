@@ -1,7 +1,8 @@
 """The decoder's op-id buffer: the op ids are written two little-endian bytes each, into
 mypyc's :class:`librt.strings.BytesWriter` (its runtime library, installed with mypy: the
 compiled twin appends natively) or, where that is absent, into this module's
-:class:`BytesWriter` (``append`` and ``getvalue`` on a ``bytearray``: the pure path)."""
+:class:`BytesWriter` (``append``, ``write`` and ``getvalue`` on a ``bytearray``: the pure
+path) with :func:`write_i16_le`."""
 
 from __future__ import annotations
 
@@ -17,6 +18,17 @@ class BytesWriter(bytearray):
     def getvalue(self) -> bytes:
         """The bytes written so far."""
         return bytes(self)
+
+    def write(self, b: bytes | bytearray) -> None:
+        """Append the bytes ``b``."""
+        self.extend(b)
+
+
+def write_i16_le(b: BytesWriter, n: int) -> None:
+    """:func:`librt.strings.write_i16_le`: ``n`` (0 <= n < 2**15 here: op ids) as two
+    little-endian bytes."""
+    b.append(n & 0xFF)
+    b.append(n >> 8)
 
 
 class _ListVec:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from hashlib import blake2b
-from typing import Any, Final
+from typing import Any, Final, cast
 
 try:  # mypyc: native 64-bit ints for positions, bytes and kinds (no tag checks, no boxing)
     from mypy_extensions import i64
@@ -34,10 +34,10 @@ from .scan import (
     _valtype_end,
 )
 
-try:  # mypyc's runtime library (installed with mypy): its appends compile to native code
-    from librt.strings import BytesWriter
-except ImportError:  # the pure path without it: the same appends on a bytearray
-    from ..opbuf import BytesWriter  # type: ignore[assignment]
+try:  # mypyc's runtime library (installed with mypy): its writes compile to native code
+    from librt.strings import BytesWriter, write_i16_le
+except ImportError:  # the pure path without it: the same writes on a bytearray
+    from ..opbuf import BytesWriter, write_i16_le  # type: ignore[assignment]
 from ..opbuf import native_order
 
 # ----------------------------------------------------------------------------- hot loop
@@ -122,6 +122,7 @@ def analyze_range(ctx: Any, first: int, last: int,
     # small and repeat within a body (ffmpeg: 1.66M constants, 389k distinct per body), so
     # a list slot, not a dict insert, tells whether the body has it already
     cseen: list[int] = [-1] * (_SMALL_NEG + _SMALL_POS)
+    sig_head: list[bytes] = [t.encode() + b"\x00" for t in type_text]
     out: list[tuple[Any, ...]] = []
     next_progress = (code[first][0] if first < last else 0) + step
     code_start = code[0][0] if code else 0
@@ -144,15 +145,15 @@ def analyze_range(ctx: Any, first: int, last: int,
         memops: list[object] = []
         ti = ftypes[ci_]
         sig = type_text[ti] if ti < ntypes else f"type[{ti}]"
-        # the shape hash is fed as the normalised body is produced (never held in memory)
-        sh = blake2b(sig.encode(), digest_size=16)
-        sh.update(b"\x00")
-        papp = sh.update
+        # the shape hash's input: the signature, a NUL, the normalised body (written as it
+        # is produced: a native copy per piece, one hash call per body, not one per piece)
+        shw = BytesWriter()
+        shw.write(sig_head[ti] if ti < ntypes else sig.encode() + b"\x00")
         refs: list[int] = []
         loops = 0
         cind = 0
         atomics = 0
-        pend: Any = None
+        pend: tuple[Any, ...] | None = None
         pend_at = -1
         last_cut = start
         try:
@@ -183,27 +184,23 @@ def analyze_range(ctx: Any, first: int, last: int,
                 p += 1
                 k: i64 = KINDB[b]
                 if k == 1:  # one LEB kept verbatim
-                    ops.append(b)
-                    ops.append(0)
+                    write_i16_le(ops, b)
                     if data[p] < 0x80:
                         p += 1
                     else:
                         p = _skip(data, p)
                     continue
                 if k == 0:
-                    ops.append(b)
-                    ops.append(0)
+                    write_i16_le(ops, b)
                     continue
                 if k == 41:  # end
-                    ops.append(b)
-                    ops.append(0)
+                    write_i16_le(ops, b)
                     depth -= 1
                     if depth == 0 and p != end:
                         raise _Bad  # instructions after the function's final end
                     continue
                 if k == 2:  # memarg
-                    ops.append(b)
-                    ops.append(0)
+                    write_i16_le(ops, b)
                     a = data[p]
                     p += 1
                     if a >= 0x40:
@@ -222,8 +219,8 @@ def analyze_range(ctx: Any, first: int, last: int,
                     if x >= 0x80:
                         x, p = _uleb_cont(data, p, x, 63)
                     if slo <= x < shi:  # an absolute static address in the offset
-                        papp(data[last_cut:s])
-                        papp(_STATIC)
+                        shw.write(data[last_cut:s])
+                        shw.write(_STATIC)
                         last_cut = p
                     if x < _FLAT_OFFSETS:  # a field offset: a list slot, no int key made
                         i = (b - _FIRST_MEMOP) * _FLAT_OFFSETS + x
@@ -238,8 +235,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                     memops.append(t)
                     continue
                 if k == 3:  # i32.const
-                    ops.append(b)
-                    ops.append(0)
+                    write_i16_le(ops, b)
                     s = p
                     x = data[p]
                     if x < 0x80:
@@ -280,17 +276,21 @@ def analyze_range(ctx: Any, first: int, last: int,
                         consts.append(x)
                     u = x if x >= 0 else x + 0x100000000
                     if glo <= u < ghi:  # Go function value / return PC
-                        papp(data[last_cut:s])
-                        papp(GOV[u & 0xFFFF])
+                        shw.write(data[last_cut:s])
+                        shw.write(GOV[u & 0xFFFF])
                         last_cut = p
                         continue
                     if dlo <= u < dhi:
-                        e = dcache.get(u, _MISS)
-                        if e is _MISS:
-                            e = dentry(u)
-                        if e is not None:
-                            papp(data[last_cut:s])
-                            papp(e[0])
+                        eo: object = dcache.get(u, _MISS)
+                        if eo is _MISS:
+                            eo = dentry(u)
+                        if eo is not None:
+                            # typed: a tuple's items by index and the replacement written
+                            # as bytes (natively), not through generic calls on an object
+                            e: tuple[Any, ...] = cast(tuple, eo)
+                            rep: bytes = e[0]
+                            shw.write(data[last_cut:s])
+                            shw.write(rep)
                             last_cut = p
                             if e[1] is not None:  # C string
                                 strs[e[1]] = None
@@ -298,13 +298,12 @@ def analyze_range(ctx: Any, first: int, last: int,
                                 pend = e
                                 pend_at = p
                     if slo <= u < shi and last_cut != p:  # .bss: no bytes to stand for it
-                        papp(data[last_cut:s])
-                        papp(_STATIC)
+                        shw.write(data[last_cut:s])
+                        shw.write(_STATIC)
                         last_cut = p
                     continue
                 if k == 4:  # global.get / global.set
-                    ops.append(b)
-                    ops.append(0)
+                    write_i16_le(ops, b)
                     x = data[p]
                     p += 1
                     if x >= 0x80:
@@ -312,28 +311,26 @@ def analyze_range(ctx: Any, first: int, last: int,
                     globs.add(x)
                     continue
                 if k == 5:  # call / return_call
-                    ops.append(b)
-                    ops.append(0)
+                    write_i16_le(ops, b)
                     s = p
                     x = data[p]
                     p += 1
                     if x >= 0x80:
                         x, p = _uleb_cont(data, p, x)
                     calls.append(x)
-                    papp(data[last_cut:s])
-                    papp(imp_repl[x] if x < nimp else _DEF)
+                    shw.write(data[last_cut:s])
+                    shw.write(imp_repl[x] if x < nimp else _DEF)
                     last_cut = p
                     continue
                 if k == 6:  # block / loop / if / try
-                    ops.append(b)
-                    ops.append(0)
+                    write_i16_le(ops, b)
                     depth += 1
                     if b == 3:
                         loops += 1
                     x = data[p]
                     if x < 0x40:  # type index
-                        papp(data[last_cut:p])
-                        papp(type_repl[x] if x < ntypes else _BAD_T)
+                        shw.write(data[last_cut:p])
+                        shw.write(type_repl[x] if x < ntypes else _BAD_T)
                         p += 1
                         last_cut = p
                     elif x < 0x80:
@@ -343,8 +340,8 @@ def analyze_range(ctx: Any, first: int, last: int,
                         x, p = _sleb_cont(data, p + 1, x, 33)
                         if x < 0:
                             raise _Bad
-                        papp(data[last_cut:s])
-                        papp(type_repl[x] if 0 <= x < ntypes else _BAD_T)
+                        shw.write(data[last_cut:s])
+                        shw.write(type_repl[x] if 0 <= x < ntypes else _BAD_T)
                         last_cut = p
                     continue
                 if k == 30:  # prefix
@@ -359,8 +356,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                     k = skinds[x]
                     if b == 0xFE:
                         atomics += 1
-                    ops.append(op & 0xFF)
-                    ops.append(op >> 8)
+                    write_i16_le(ops, op)
                     if k == 0:
                         continue
                     if k == 2 or k == 20:  # memarg (+ lane)
@@ -382,8 +378,8 @@ def analyze_range(ctx: Any, first: int, last: int,
                         if x >= 0x80:
                             x, p = _uleb_cont(data, p, x, 63)
                         if slo <= x < shi:
-                            papp(data[last_cut:s])
-                            papp(_STATIC)
+                            shw.write(data[last_cut:s])
+                            shw.write(_STATIC)
                             last_cut = p
                         t = mcache.get(x * 1024 + op)
                         if t is None:
@@ -416,8 +412,8 @@ def analyze_range(ctx: Any, first: int, last: int,
                         p = p + 1 if data[p] < 0x80 else _skip(data, p)
                         if k == 15:
                             p = p + 1 if data[p] < 0x80 else _skip(data, p)
-                        papp(data[last_cut:s])
-                        papp(_TAB)
+                        shw.write(data[last_cut:s])
+                        shw.write(_TAB)
                         last_cut = p
                         continue
                     if k == 24 or k == 25:  # shared-everything atomics: ordering, index(es)
@@ -432,8 +428,8 @@ def analyze_range(ctx: Any, first: int, last: int,
                         if op < _TABLE_ATOMIC:  # global.atomic.*
                             globs.add(x)
                         elif op < _STRUCT_ATOMIC:  # table.atomic.*: placeholder
-                            papp(data[last_cut:s])
-                            papp(_TAB)
+                            shw.write(data[last_cut:s])
+                            shw.write(_TAB)
                             last_cut = p
                         if k == 25:
                             p = p + 1 if data[p] < 0x80 else _skip(data, p)
@@ -446,8 +442,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                         continue
                     raise _Bad
                 # ---- single-byte opcodes with rarer immediates
-                ops.append(b)
-                ops.append(0)
+                write_i16_le(ops, b)
                 if k == 7:  # i64.const
                     s = p
                     x = data[p]
@@ -466,24 +461,26 @@ def analyze_range(ctx: Any, first: int, last: int,
                         consts.append(x)
                     u = x if x >= 0 else x + 0x10000000000000000
                     if glo <= u < ghi:  # Go function value / return PC
-                        papp(data[last_cut:s])
-                        papp(GOV[u & 0xFFFF])
+                        shw.write(data[last_cut:s])
+                        shw.write(GOV[u & 0xFFFF])
                         last_cut = p
                         continue
                     if dlo <= u < dhi:
-                        e = dcache.get(u, _MISS)
-                        if e is _MISS:
-                            e = dentry(u)
-                        if e is not None:
-                            papp(data[last_cut:s])
-                            papp(e[0])
+                        eo = dcache.get(u, _MISS)
+                        if eo is _MISS:
+                            eo = dentry(u)
+                        if eo is not None:
+                            e = cast(tuple, eo)
+                            rep = e[0]
+                            shw.write(data[last_cut:s])
+                            shw.write(rep)
                             last_cut = p
                             if e[2]:
                                 strs[e[2]] = None
                             continue
                     if blo <= u < bhi:  # Go: zero-filled data and .bss, no bytes to compare
-                        papp(data[last_cut:s])
-                        papp(_STATIC)
+                        shw.write(data[last_cut:s])
+                        shw.write(_STATIC)
                         last_cut = p
                     continue
                 if k == 8:
@@ -513,9 +510,9 @@ def analyze_range(ctx: Any, first: int, last: int,
                     if x >= 0x80:
                         x, p = _uleb_cont(data, p, x)
                     p = p + 1 if data[p] < 0x80 else _skip(data, p)
-                    papp(data[last_cut:s])
-                    papp(type_repl[x] if x < ntypes else _BAD_T)
-                    papp(_TAB)
+                    shw.write(data[last_cut:s])
+                    shw.write(type_repl[x] if x < ntypes else _BAD_T)
+                    shw.write(_TAB)
                     last_cut = p
                     continue
                 if k == 12:  # ref.func
@@ -525,15 +522,15 @@ def analyze_range(ctx: Any, first: int, last: int,
                     if x >= 0x80:
                         x, p = _uleb_cont(data, p, x)
                     refs.append(x)
-                    papp(data[last_cut:s])
-                    papp(imp_repl[x] if x < nimp else _DEF)
+                    shw.write(data[last_cut:s])
+                    shw.write(imp_repl[x] if x < nimp else _DEF)
                     last_cut = p
                     continue
                 if k == 14:  # table.get / table.set
                     s = p
                     p = p + 1 if data[p] < 0x80 else _skip(data, p)
-                    papp(data[last_cut:s])
-                    papp(_TAB)
+                    shw.write(data[last_cut:s])
+                    shw.write(_TAB)
                     last_cut = p
                     continue
                 if k == 16:  # call_ref / return_call_ref
@@ -543,8 +540,8 @@ def analyze_range(ctx: Any, first: int, last: int,
                     p += 1
                     if x >= 0x80:
                         x, p = _uleb_cont(data, p, x)
-                    papp(data[last_cut:s])
-                    papp(type_repl[x] if x < ntypes else _BAD_T)
+                    shw.write(data[last_cut:s])
+                    shw.write(type_repl[x] if x < ntypes else _BAD_T)
                     last_cut = p
                     continue
                 if k == 13:  # select t*
@@ -561,8 +558,8 @@ def analyze_range(ctx: Any, first: int, last: int,
                     depth += 1
                     x = data[p]
                     if x < 0x40:
-                        papp(data[last_cut:p])
-                        papp(type_repl[x] if x < ntypes else _BAD_T)
+                        shw.write(data[last_cut:p])
+                        shw.write(type_repl[x] if x < ntypes else _BAD_T)
                         p += 1
                         last_cut = p
                     elif x < 0x80:
@@ -572,8 +569,8 @@ def analyze_range(ctx: Any, first: int, last: int,
                         x, p = _sleb_cont(data, p + 1, x, 33)
                         if x < 0:
                             raise _Bad
-                        papp(data[last_cut:s])
-                        papp(type_repl[x] if 0 <= x < ntypes else _BAD_T)
+                        shw.write(data[last_cut:s])
+                        shw.write(type_repl[x] if 0 <= x < ntypes else _BAD_T)
                         last_cut = p
                     x = data[p]
                     p += 1
@@ -611,12 +608,13 @@ def analyze_range(ctx: Any, first: int, last: int,
             if tx:
                 strs[tx] = None
         body = data[start:end]
-        papp(data[last_cut:end])
+        shw.write(body if last_cut == start else data[last_cut:end])
         out.append((
             fidx, False, None, None, sig, exports.get(fidx, []), func_names.get(fidx),
             start, end - start, len(ops) >> 1, native_order(ops.getvalue()), calls, cind, refs, consts,
             list(strs), sorted(globs), memops, atomics, loops,
-            blake2b(body, digest_size=16).hexdigest(), sh.hexdigest(),
+            blake2b(body, digest_size=16).hexdigest(),
+            blake2b(shw.getvalue(), digest_size=16).hexdigest(),
         ))
     return out
 # fmt: on

@@ -52,20 +52,24 @@ _PRINTABLE_ASCII = frozenset(range(0x20, 0x7F)) | {0x09, 0x0A, 0x0D}
 #: the same as a table by byte (an index, no set lookup per address)
 _PRINTABLE_BYTE: Final = bytes(1 if b in _PRINTABLE_ASCII else 0 for b in range(256))
 _RUNS = re.compile(_RUN.pattern[:-1] + b"+")  # maximal non-empty runs of printable text
-_ASCII_RUN = re.compile(rb"[\t\n\r\x20-\x7e]*")  # _RUN's one-byte characters only
 
 
 def _run_end(seg: bytes, rel: int, lim: int) -> int:
     """Where ``_RUN.match(seg, rel, lim)`` ends (``rel < len(seg)``), for less: no regex
     when the byte at ``rel`` starts no character of it (numbers, pointers), the one-byte
-    characters by a plain character class (what most text is), and ``_RUN`` itself only
+    characters by a byte loop over the same class (what most text is), and ``_RUN`` itself only
     from the first byte that may start a longer character (its characters are
     self-delimiting: a match from there continues the one from ``rel``)."""
     b = seg[rel]
     if not _PRINTABLE_BYTE[b] and not 0xC2 <= b <= 0xF4:
         return rel
-    mt = _ASCII_RUN.match(seg, rel, lim)
-    e = mt.end() if mt is not None else rel
+    # the longest run of _RUN's one-byte characters ([\t\n\r\x20-\x7e]) from rel before
+    # lim, as a byte loop (compiled: no regex call and match object per address)
+    n = len(seg)
+    stop = lim if lim < n else n
+    e = rel
+    while e < stop and _PRINTABLE_BYTE[seg[e]]:
+        e += 1
     if e < lim and e < len(seg) and 0xC2 <= seg[e] <= 0xF4:
         mt = _RUN.match(seg, e, lim)
         if mt is not None:
