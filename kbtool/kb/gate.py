@@ -45,13 +45,6 @@ from kbtool.kb.gate_events import (  # noqa: F401  (re-exported: the names stay 
     _record_event,
     _require_known,
 )
-from kbtool.kb.gate_knowledge import (  # noqa: F401  (re-exported: the names stay importable here)
-    annotation_id,
-    record_knowledge_drop,
-    revert_knowledge,
-    set_knowledge_lock,
-    upsert_knowledge,
-)
 from kbtool.kb.gate_rules import (  # noqa: F401  (re-exported: the names stay importable here)
     EXCERPT,
     MAX_BINARY_NAME,
@@ -74,6 +67,27 @@ from kbtool.kb.gate_rules import (  # noqa: F401  (re-exported: the names stay i
     validate_type_signature,
 )
 from kbtool.kb.provenance import EVENT_KIND, PROVENANCES
+
+#: the knowledge half's public names (:mod:`kbtool.kb.gate_knowledge`), importable from here
+#: and imported when first asked for: a plain ingest writes names only, and the knowledge
+#: half with its rules (``kb.knowledge``, ``kb.types``) is ~2 ms of a small module's start
+_KNOWLEDGE_NAMES = frozenset(
+    {
+        "annotation_id",
+        "record_knowledge_drop",
+        "revert_knowledge",
+        "set_knowledge_lock",
+        "upsert_knowledge",
+    }
+)
+
+
+def __getattr__(name: str) -> Any:  # PEP 562: ``from kbtool.kb.gate import upsert_knowledge``
+    if name in _KNOWLEDGE_NAMES:
+        from kbtool.kb import gate_knowledge
+
+        return getattr(gate_knowledge, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _current(conn: sqlite3.Connection, stable_id: str) -> dict[str, Any] | None:

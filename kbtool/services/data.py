@@ -34,7 +34,6 @@ from kbtool.analysis.recognize import stack_pointer_global
 from kbtool.kb import datamodel as dm_store
 from kbtool.kb import queries
 from kbtool.kb.errors import KBError
-from kbtool.services import knowledge
 from kbtool.wasm import ModuleAnalysis
 from kbtool.wasm.datamap import passive_addresses
 from kbtool.wasm.facts import decode_workers, gc_paused
@@ -182,6 +181,8 @@ def status(conn: sqlite3.Connection, version_id: int) -> dict[str, Any] | None:
 
 def globals_of(conn: sqlite3.Connection, version_id: int) -> list[dict[str, Any]]:
     """The version's globals with roles, names and use counts."""
+    from kbtool.services import knowledge  # (the reads only: an ingest's build needs none)
+
     _require_model(conn, version_id)
     return knowledge.overlay_globals(conn, list(dm_store.globals_of(conn, version_id)))
 
@@ -197,6 +198,8 @@ def list_data(
 ) -> dict[str, Any]:
     """A page of data items: ``{items, total, offset, next_offset}``. ``kind``: one item
     kind, or ``string`` for every string kind."""
+    from kbtool.services import knowledge  # (the reads only: an ingest's build needs none)
+
     _require_model(conn, version_id)
     kinds = None
     if kind:
@@ -331,6 +334,8 @@ def xrefs(
 def _xrefs(
     conn: sqlite3.Connection, version_id: int, target: str, limit: int, offset: int
 ) -> dict[str, Any]:
+    from kbtool.services import knowledge  # (the reads only: an ingest's build needs none)
+
     def entries(refs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         names = dm_store.function_names_for(conn, version_id, {r["func_index"] for r in refs})
         return [dict(r, name=names.get(r["func_index"])) for r in refs]
@@ -422,6 +427,8 @@ def _item_xrefs(
     limit: int,
     offset: int,
 ) -> dict[str, Any]:
+    from kbtool.services import knowledge  # (the reads only: an ingest's build needs none)
+
     refs, total = dm_store.refs_to(
         conn,
         version_id,

@@ -9,20 +9,36 @@ segments whose address ``memory.init`` sequences give away (:func:`passive_addre
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import active
-from .decoder.dmap import (  # noqa: F401 - re-exported: this module was their home
-    _RUN,
-    MAX_CSTRING,
-    MAX_RUN,
-    MAX_STR_LEN,
-    MIN_STRING,
-    _mask_words,
-    _plausible,
-    _printable_text,
-)
 from .reader import DataSegment, Module
+
+#: names whose home is the pure data map (:mod:`.decoder.dmap`), still importable from here
+#: (this module was their home) but looked up when first asked for: importing them at start
+#: would import the whole pure decoder package beside its compiled twin (~10 ms of a small
+#: module's ingest, which uses neither)
+_FROM_DMAP = frozenset(
+    {
+        "_RUN",
+        "MAX_CSTRING",
+        "MAX_RUN",
+        "MAX_STR_LEN",
+        "MIN_STRING",
+        "_mask_words",
+        "_plausible",
+        "_printable_text",
+    }
+)
+
+
+def __getattr__(name: str) -> Any:  # PEP 562: ``from kbtool.wasm.datamap import MAX_RUN``
+    if name in _FROM_DMAP:
+        from .decoder import dmap
+
+        return getattr(dmap, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: the decoder twin's class when the compiled decoder runs (the decoder asks it for every
 #: constant address in data), else the pure one (:mod:`.decoder.dmap`, the reference)

@@ -34,15 +34,11 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from hashlib import blake2b
+from typing import Any
 
 from . import active
 from .datamap import (  # noqa: F401 - re-exported: facts was their home
     _INIT_RE,
-    _RUN,
-    MAX_CSTRING,
-    MAX_RUN,
-    MAX_STR_LEN,
-    MIN_STRING,
     DataMap,
     _init_matches,
     build_data_map,
@@ -52,6 +48,19 @@ from .datamap import (  # noqa: F401 - re-exported: facts was their home
 from .opcodes import MNEMONICS
 from .reader import Module, parse_module
 from .toolchain import detect_toolchain
+
+#: the data map's limits, still importable from here (facts was their home); their home is
+#: the pure data map, looked up when first asked for (see ``datamap._FROM_DMAP``)
+_FROM_DATAMAP = frozenset({"_RUN", "MAX_CSTRING", "MAX_RUN", "MAX_STR_LEN", "MIN_STRING"})
+
+
+def __getattr__(name: str) -> Any:  # PEP 562: ``from kbtool.wasm.facts import MAX_RUN``
+    if name in _FROM_DATAMAP:
+        from . import datamap
+
+        return getattr(datamap, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 PROGRESS_STEP = 1 << 20  # bytes of code between two progress callbacks
 GO_FUNC_VALUE_OFFSET = 0x1000  # cmd/link/internal/wasm funcValueOffset: PC_F of code index 0
