@@ -11,7 +11,6 @@ answer, and the CLI machinery would cost about half of that.
 from __future__ import annotations
 
 import os
-import re
 import sys
 from typing import Any
 
@@ -270,7 +269,12 @@ _INGEST_OPTIONS: dict[str, tuple[str, bool]] = {
     "--force": ("force", False),
     "--json": ("json_out", False),
 }
-_INT = re.compile(r"-?[0-9]+\Z")
+
+
+def _plain_int(text: str) -> bool:
+    """Whether ``text`` is ``-?[0-9]+`` (no regex compiled at start for one option)."""
+    digits = text[1:] if text.startswith("-") else text
+    return digits.isascii() and digits.isdigit()
 
 
 def _ingest_direct(args: list[str]) -> int | None:
@@ -337,7 +341,7 @@ def _ingest_plan(args: list[str]) -> tuple[dict[str, Any], str] | None:
         if takes and not value:
             return None
         opts[key] = value if takes else True
-    if len(files) != 1 or not files[0] or ("base" in opts and not _INT.match(opts["base"])):
+    if len(files) != 1 or not files[0] or ("base" in opts and not _plain_int(opts["base"])):
         return None
     opts["db"] = opts.get("db") or root.get("db")
     return opts, files[0]

@@ -24,6 +24,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from kbtool.textutil import LazyPattern
+
 __all__ = [
     "is_runtime_name",
     "is_runtime_import",
@@ -180,12 +182,12 @@ _PREFIXES = (
 )
 
 # Rust v0 mangling: _R + optional instantiating-crate + path; runtime crates by name.
-_RUST_V0 = re.compile(
+_RUST_V0 = LazyPattern(
     r"_R[A-Za-z]*?C(?:s[0-9A-Za-z]*_)?"
     r"(?:4core|5alloc|3std|17compiler_builtins|8dlmalloc|12panic_unwind|9hashbrown)"
 )
-_SELF_TY_STRIP = re.compile(r"^(?:&|mut |\*const |\*mut |\[|\(|dyn )+")
-_RUNTIME_SELF_TY = re.compile(
+_SELF_TY_STRIP = LazyPattern(r"^(?:&|mut |\*const |\*mut |\[|\(|dyn )+")
+_RUNTIME_SELF_TY = LazyPattern(
     r"(?:core|alloc|std|compiler_builtins|dlmalloc|panic_unwind|hashbrown)::"
     r"|(?:u8|u16|u32|u64|u128|usize|i8|i16|i32|i64|i128|isize|f32|f64|bool|char|str)\b"
 )
@@ -200,7 +202,7 @@ _RUNTIME_IMPORT_MODULES = (
     "__wbindgen_placeholder__",
     "__wbindgen_externref_xform__",
 )
-_RUNTIME_IMPORT_FIELDS = re.compile(
+_RUNTIME_IMPORT_FIELDS = LazyPattern(
     r"^(emscripten_|_emscripten_|__syscall|__wasi|__assert_fail|abort|_abort|__cxa_|_embind_|"
     r"_tzset_js|_mktime_js|_localtime_js|_gmtime_js|_munmap_js|_mmap_js|environ_|fd_|proc_|"
     r"clock_|invoke_|__wbindgen|__wbg_|runtime\.|syscall/js\.|setTempRet0|getTempRet0|"
@@ -208,7 +210,7 @@ _RUNTIME_IMPORT_FIELDS = re.compile(
 )
 
 # Labels of oracle modules that are runtime libraries.
-_RUNTIME_LABEL = re.compile(
+_RUNTIME_LABEL = LazyPattern(
     r"(libc|musl|wasi|compiler[-_]?rt|dlmalloc|emmalloc|mimalloc|malloc|libcxx|libc\+\+|"
     r"cxxabi|emscripten|runtime|compiler_builtins|rust[-_]?std|libstd|libcore|tinygo|golang)",
     re.IGNORECASE,

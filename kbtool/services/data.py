@@ -34,6 +34,7 @@ from kbtool.analysis.recognize import stack_pointer_global
 from kbtool.kb import datamodel as dm_store
 from kbtool.kb import queries
 from kbtool.kb.errors import KBError
+from kbtool.textutil import LazyPattern
 from kbtool.wasm import ModuleAnalysis
 from kbtool.wasm.datamap import passive_addresses
 from kbtool.wasm.facts import decode_workers, gc_paused
@@ -51,8 +52,8 @@ ITEM_KINDS = (
     "bss",
 )
 STRING_KINDS = ("cstring", "utf16", "gostring")
-_HEX = re.compile(r"(0x[0-9a-f]+|\d+)\Z", re.IGNORECASE)
-_GLOBAL = re.compile(r"g:(.+)\Z", re.IGNORECASE)
+_HEX = LazyPattern(r"(0x[0-9a-f]+|\d+)\Z", re.IGNORECASE)
+_GLOBAL = LazyPattern(r"g:(.+)\Z", re.IGNORECASE)
 
 
 class DataError(KBError):
@@ -489,11 +490,11 @@ _C_WORDS = frozenset(
         "NULL",
     }
 )
-_C_IDENT = re.compile(r"[A-Za-z_]\w*")
-_C_LOCAL = re.compile(r"(?:[plL]\d+|.*_t|KB_D_\w*|f32|f64|i32|i64|v128)\Z")
-_C_COMMENT = re.compile(r"/\*.*?\*/")
-_NOTE_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
-_FN_INDEX = re.compile(r"(?:f|func_?)(\d+)\Z|.*_(\d+)\Z")
+_C_IDENT = LazyPattern(r"[A-Za-z_]\w*")
+_C_LOCAL = LazyPattern(r"(?:[plL]\d+|.*_t|KB_D_\w*|f32|f64|i32|i64|v128)\Z")
+_C_COMMENT = LazyPattern(r"/\*.*?\*/")
+_NOTE_STRING = LazyPattern(r'"((?:[^"\\]|\\.)*)"')
+_FN_INDEX = LazyPattern(r"(?:f|func_?)(\d+)\Z|.*_(\d+)\Z")
 
 
 def line_targets(line: str, mode: str, *, call_target: int | None = None) -> list[str]:
