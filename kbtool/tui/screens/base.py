@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from textual import events
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Input
@@ -29,6 +30,23 @@ BACK = Binding("escape,backspace", "back", "back", key_display="esc")
 BACK_HIDDEN = Binding("escape,backspace", "back", "back", show=False)
 RENAME = Binding("n", "rename", "rename")
 HISTORY = Binding("h", "history", "history")
+
+
+def _breakpoints(screen: Screen) -> bool:
+    """Whether the screen's classes follow its size (Textual's breakpoints): then every
+    Resize goes to Textual's handler, which sets them."""
+    app = screen.app
+    h = (
+        app.HORIZONTAL_BREAKPOINTS
+        if screen.HORIZONTAL_BREAKPOINTS is None
+        else screen.HORIZONTAL_BREAKPOINTS
+    )
+    v = (
+        app.VERTICAL_BREAKPOINTS
+        if screen.VERTICAL_BREAKPOINTS is None
+        else screen.VERTICAL_BREAKPOINTS
+    )
+    return bool(h or v)
 
 
 class KbScreen(ReleasingWorkers, Screen):
@@ -65,6 +83,18 @@ class KbScreen(ReleasingWorkers, Screen):
         # Textual calls on_mount of every class in the MRO: subclasses set up their widgets
         # in their own on_mount (which runs first) and must not call super().on_mount().
         self.refresh_from_kb()
+
+    async def _on_resize(self, event: events.Resize) -> None:
+        # A pushed screen's first layout sends the screen itself a Resize (it was just
+        # shown), and Textual's handler lays it out again at the same size, then every screen
+        # under it: one full layout and render per open for nothing (~40 ms CPU of a detail
+        # open on ffmpeg). A Resize to the size every screen is already laid out at is
+        # dropped here; a real one (the terminal's) goes on to Textual's handler.
+        if event.size == self._compositor.size and not _breakpoints(self):
+            stack = self.app._background_screens
+            if all(s._compositor.size == event.size for s in stack if s is not self):
+                event.stop()
+                event.prevent_default()
 
     def on_screen_resume(self) -> None:
         # Coming back from a screen pushed on top: the KB may have changed meanwhile.
