@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from kbtool.cli import _ingest_direct
+from kbtool.cli import _ingest_direct, _plain_int
 from tests.support.cli import run_cli
 from tests.support.paths import DEMO_DIR, DEMO_WASM
 
@@ -73,3 +73,13 @@ def test_unusual_command_lines_go_to_typer(tmp_path: Path, monkeypatch) -> None:
     ):
         assert _ingest_direct(args) is None, args
     assert not list(tmp_path.iterdir())  # nothing was written by any of them
+
+
+def test_base_is_taken_only_as_a_plain_integer() -> None:
+    # the direct path's check before it takes --base (a string test, no regex compiled at
+    # start): exactly the integers ``-?[0-9]+`` matches; anything else goes to Typer
+    pattern = re.compile(r"-?[0-9]+\Z")
+    for text in ("0", "12", "-3", "", "-", "--1", "+1", " 1", "1 ", "1\n", "0x10", "1e3"):
+        assert _plain_int(text) == bool(pattern.match(text)), text
+    for text in ("\u0663", "\u00b2", "1_000", "\uff11"):  # other digits, separators
+        assert not _plain_int(text) and not pattern.match(text), text
