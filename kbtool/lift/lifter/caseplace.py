@@ -84,11 +84,13 @@ def _info(line: str) -> tuple[str, bool, int, str, list[str]]:
     """What the scan needs of one line: the bare statement, whether it starts with ``}``,
     its brace balance (opening a block: > 0 and ends in ``{``), its label, its gotos."""
     s = _bare(line)
-    closes = s.startswith("}")
+    n = len(s)
+    # (characters compared as code points: native ints under mypyc, no method call)
+    closes = n > 0 and ord(s[0]) == 125  # `}`
     net = s.count("{") - s.count("}") + closes
-    if net > 0 and not s.endswith("{"):
+    if net > 0 and ord(s[n - 1]) != 123:  # not ending in `{`
         net = 0
-    m = _LABEL.match(s) if s.endswith(":;") else None
+    m = _LABEL.match(s) if n > 1 and ord(s[n - 1]) == 59 and ord(s[n - 2]) == 58 else None
     gotos = _GOTO.findall(s) if "goto L" in s else _NONE
     return s, closes, net, m.group(1) if m is not None else "", gotos
 

@@ -467,10 +467,16 @@ def _hopeful(lines: list[str]) -> bool:
     last_label: dict[int, int] = {}  # block -> the last label line directly in it
     popped = -1  # the line the last `}` line closed
     popped_at = -1  # that `}` line
+    top = -1  # stack[-1], or -1
+    cur_loop = -1  # loop_of[-1], or -1
+    cur_brk = -1  # brk_of[-1], or -1
     for k in range(n):
         ln = lines[k]
+        if not ln:
+            continue
+        # (characters compared as code points: native ints under mypyc)
         if (
-            ln.endswith(";")
+            ord(ln[-1]) == 59  # `;`
             and ":" not in ln
             and "}" not in ln
             and "goto L" not in ln
@@ -482,47 +488,53 @@ def _hopeful(lines: list[str]) -> bool:
             t = _MARK.sub("", t)
         if not t:
             continue
-        c0 = t[0]
-        if c0 == "}":
+        c0 = ord(t[0])
+        if c0 == 125:  # `}`
             if stack:
                 popped = stack.pop()
                 loop_of.pop()
                 brk_of.pop()
                 popped_at = k
-        elif (c0 == "c" or c0 == "d") and t.startswith(("case ", "default:")):
-            top = stack[-1] if stack else -1
+                if stack:
+                    top = stack[-1]
+                    cur_loop = loop_of[-1]
+                    cur_brk = brk_of[-1]
+                else:
+                    top = cur_loop = cur_brk = -1
+        elif (c0 == 99 or c0 == 100) and t.startswith(("case ", "default:")):  # `c`, `d`
             last_case[top] = k
             if "default:" in t:
                 defaults.add(top)
-        last = t[-1]
-        if last == "{":
-            kind = _kind(t) if c0 == "}" else ""
+        last = ord(t[-1])
+        if last == 123:  # `{`
+            kind = _kind(t) if c0 == 125 else ""
             if kind == "loop" or t.startswith(("while (", "for (", "do {")):
-                loop_of.append(k)
-                brk_of.append(k)
-            else:
-                loop_of.append(loop_of[-1] if loop_of else -1)
-                if kind == "switch" or t.startswith("switch ("):
-                    brk_of.append(k)
-                else:
-                    brk_of.append(brk_of[-1] if brk_of else -1)
+                cur_loop = cur_brk = k
+            elif kind == "switch" or t.startswith("switch ("):
+                cur_brk = k
+            loop_of.append(cur_loop)
+            brk_of.append(cur_brk)
             stack.append(k)
+            top = k
             continue
-        if last != ";":
+        if last != 59:  # `;`
             continue
         if "goto L" in t:
             name = t[t.rfind("goto L") + 5 : -1]
             if name not in jumps:
                 jumps[name] = k
-            in_loop.setdefault(name, []).append(
-                (k, loop_of[-1] if loop_of else -1, brk_of[-1] if brk_of else -1)
-            )
-            if t.startswith("if ("):
-                guards.setdefault(name, []).append((k, stack[-1] if stack else -1))
+            il = in_loop.get(name)
+            if il is None:
+                il = in_loop[name] = []
+            il.append((k, cur_loop, cur_brk))
+            if c0 == 105 and t.startswith("if ("):  # `i`
+                gl = guards.get(name)
+                if gl is None:
+                    gl = guards[name] = []
+                gl.append((k, top))
             continue
-        if t[-2:] != ":;" or k == 0 or not stack or not _LABEL.match(t):
-            continue
-        top = stack[-1]
+        if k == 0 or top < 0 or len(t) < 3 or ord(t[-2]) != 58 or not _LABEL.match(t):
+            continue  # not a label `L<n>:;` inside a block
         name = t[:-2]
         # guarded block: an `if (c) goto L;` in the same block, no label between, and
         # a jump or a block's end right before the label
