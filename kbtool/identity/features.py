@@ -27,6 +27,7 @@ from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from itertools import repeat
 from operator import itemgetter, mul
 
 __all__ = [
@@ -139,7 +140,10 @@ _MAX_OPS = 16384  # instructions sampled per function for the op-bigram histogra
 
 
 class _Feat:
-    __slots__ = ("bigrams", "bnorm", "strings", "consts", "tstrings", "tconsts")
+    """One record's features. The op-bigram histogram is counted on first use
+    (:meth:`hist`): the sets are enough for :meth:`FeatureCache.content_bound`."""
+
+    __slots__ = ("strings", "consts", "tstrings", "tconsts", "_ops", "_cache", "_hist")
 
     def __init__(
         self,
@@ -151,15 +155,34 @@ class _Feat:
         self.strings = frozenset(strings)
         self.consts = frozenset(consts)
         self.tstrings = self.tconsts = 0  # exact total weights (set by FeatureCache.feat)
+        self._ops = ops
         # ``bigrams``: the histograms already counted, by op stream (a pure function of the
         # ops: records with equal streams share one, never changed once made)
-        if bigrams is None or type(ops) is not bytes:
-            got = _bigrams(ops)
-        else:
-            got = bigrams.get(ops)
-            if got is None:
-                got = bigrams[ops] = _bigrams(ops)
-        self.bigrams, self.bnorm = got
+        self._cache = bigrams if type(ops) is bytes else None
+        self._hist: tuple[Counter, float] | None = None
+
+    def hist(self) -> tuple[Counter, float]:
+        """The op-bigram histogram and its Euclidean norm."""
+        got = self._hist
+        if got is None:
+            cache, ops = self._cache, self._ops
+            if cache is None:
+                got = _bigrams(ops)
+            else:
+                got = cache.get(ops)
+                if got is None:
+                    got = cache[ops] = _bigrams(ops)
+            self._hist = got
+            self._ops = self._cache = None
+        return got
+
+    @property
+    def bigrams(self) -> Counter:
+        return self.hist()[0]
+
+    @property
+    def bnorm(self) -> float:
+        return self.hist()[1]
 
 
 def _bigrams(ops: bytes) -> tuple[Counter, float]:
@@ -181,14 +204,18 @@ def _bigrams(ops: bytes) -> tuple[Counter, float]:
     return big, math.sqrt(sum(v * v for v in big.values())) or 1.0
 
 
+# the largest bigram cosine a pair can get (1 and a margin far above float rounding)
+_COS_MAX = 1.0 + 1e-9
+
+
 def _cosine(a: Counter, na: float, b: Counter, nb: float) -> float:
     if not a or not b:
         return 1.0 if not a and not b else 0.0
     if len(a) > len(b):
         a, b = b, a
-    # the integer dot product over the common bigrams, every step in C (exact: any order)
-    common = a.keys() & b.keys()
-    dot = sum(map(mul, map(a.__getitem__, common), map(b.__getitem__, common)))
+    # the integer dot product over the smaller histogram's bigrams (0 where the other has
+    # none), every step in C, no set of the common keys built (exact: any order)
+    dot = sum(map(mul, a.values(), map(b.get, a, repeat(0))))
     return dot / (na * nb)
 
 
@@ -390,10 +417,25 @@ class FeatureCache:
     def _content_similarity(self, o, n) -> tuple[float, float]:
         fo = self.feat(0, o)
         fn = self.feat(1, n)
+        return self._sum(o, fo, n, fn, _cosine(*fo.hist(), *fn.hist()))
+
+    def content_bound(self, o, n) -> float:
+        """An upper bound of the pair's ``total / wsum`` (:meth:`content_similarity`)
+        without the op histograms: the same sum with the bigram cosine at its largest, 1
+        (a float cosine exceeds 1 by a few units in the last place at most: ``_COS_MAX``).
+        Every float step of the sum is monotone, so the bound is never below the value.
+        The value itself when already computed."""
+        v = self._sims.get((o.index, n.index))
+        if v is None:
+            v = self._sum(o, self.feat(0, o), n, self.feat(1, n), _COS_MAX)
+        total, wsum = v
+        return total / wsum if wsum else 0.0
+
+    def _sum(self, o, fo: _Feat, n, fn: _Feat, b: float) -> tuple[float, float]:
+        """(weighted sum, total weight) of the pair's features, ``b`` its bigram cosine."""
         total = 0.0
         wsum = 0.0
         # instruction mix
-        b = _cosine(fo.bigrams, fo.bnorm, fn.bigrams, fn.bnorm)
         total += 0.35 * b
         wsum += 0.35
         # size

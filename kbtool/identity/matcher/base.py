@@ -37,7 +37,7 @@ def _weak_name(name: str) -> bool:
 
 
 class _Side:
-    __slots__ = ("recs", "order", "callees", "callers", "table")
+    __slots__ = ("recs", "order", "callees", "callers", "table", "imported", "positions")
 
     def __init__(self, recs: Iterable[FuncRecord]) -> None:
         by_index: dict[int, FuncRecord] = {}
@@ -58,6 +58,18 @@ class _Side:
         self.callers = {i: tuple(v) for i, v in callers.items()}
         first = sorted((min(r.table_slots), i) for i, r in self.recs.items() if r.table_slots)
         self.table = tuple(i for _, i in first)
+        self.imported = frozenset(i for i, r in self.recs.items() if r.imported)
+        # position of each function in a neighbour list (callees, the table), by list id
+        # (the lists live as long as the side: made once, never changed)
+        self.positions: dict[int, tuple[tuple[int, ...], dict[int, int]]] = {}
+
+    def position(self, seq: tuple[int, ...]) -> dict[int, int]:
+        """function index -> its position in ``seq`` (one of this side's neighbour lists;
+        the last position of a function listed twice, as ``{y: j for j, y in ...}``)."""
+        got = self.positions.get(id(seq))
+        if got is None or got[0] is not seq:
+            got = self.positions[id(seq)] = (seq, {y: j for j, y in enumerate(seq)})
+        return got[1]
 
 
 @dataclass
@@ -254,27 +266,36 @@ class MatcherBase:
         the images of its nearest matched neighbours in index order (a diff of the function
         sequence). Crossing pairs are dropped by a longest increasing subsequence.
         """
-        pairs = sorted((o, n) for n, o in self.n2o.items() if not self.NEW.recs[n].imported)
+        o2n, imported = self.o2n, self.NEW.imported
+        # the matched pairs by old index (one new index each), imported new ones left out
+        os_ = [o for o in sorted(o2n) if o2n[o] not in imported]
+        ns = list(map(o2n.__getitem__, os_))
         tails: list[int] = []  # new index at the end of the best chain of each length
         tail_pos: list[int] = []
-        prev = [-1] * len(pairs)
-        for k, (_o, n) in enumerate(pairs):
-            j = bisect.bisect_left(tails, n)
-            if j == len(tails):
+        prev = [-1] * len(ns)
+        bisect_left = bisect.bisect_left
+        for k, n in enumerate(ns):
+            if not tails or n > tails[-1]:
+                # the chain grows (bisect_left would give len(tails): the same step)
+                prev[k] = tail_pos[-1] if tail_pos else -1
                 tails.append(n)
                 tail_pos.append(k)
-            else:
-                tails[j] = n
-                tail_pos[j] = k
+                continue
+            j = bisect_left(tails, n)
+            tails[j] = n
+            tail_pos[j] = k
             prev[k] = tail_pos[j - 1] if j else -1
-        chain = []
+        anchor_o: list[int] = []
+        anchor_n: list[int] = []
         k = tail_pos[-1] if tail_pos else -1
         while k >= 0:
-            chain.append(pairs[k])
+            anchor_o.append(os_[k])
+            anchor_n.append(ns[k])
             k = prev[k]
-        chain.reverse()
-        self.anchor_o = [o for o, _ in chain]
-        self.anchor_n = [n for _, n in chain]
+        anchor_o.reverse()
+        anchor_n.reverse()
+        self.anchor_o = anchor_o
+        self.anchor_n = anchor_n
         self.span_o = (self.OLD.order[0] - 1, self.OLD.order[-1] + 1) if self.OLD.order else (0, 0)
         self.span_n = (self.NEW.order[0] - 1, self.NEW.order[-1] + 1) if self.NEW.order else (0, 0)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import bisect
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from itertools import accumulate, compress, count, repeat
+from operator import gt, is_
 
 from kbtool.identity.matcher.base import REVIEW_SCORE, _plausible_size
 
@@ -200,32 +202,32 @@ class CallgraphStage:
         o2n, n2o = self.o2n, self.n2o
         OLD, NEW = self.OLD.recs, self.NEW.recs
         # the positions of the unmatched defined functions (a pair is taken only from a gap
-        # holding one of each; accepting one changes no other gap: positions are distinct)
-        ui = [i for i, x in enumerate(lo) if x not in o2n and not OLD[x].imported]
+        # holding one of each; accepting one changes no other gap: positions are distinct).
+        # Every step over the whole lists runs in C: a hub's lists and the function table
+        # hold thousands of functions, a handful of them unmatched.
+        mapped = list(map(o2n.get, lo))  # the image of each entry of lo (None: unmatched)
+        imp_o, imp_n = self.OLD.imported, self.NEW.imported
+        ui = [i for i in compress(count(), map(is_, mapped, repeat(None))) if lo[i] not in imp_o]
         if not ui:
             return
-        uj = [j for j, y in enumerate(ln) if y not in n2o and not NEW[y].imported]
+        unmatched_n = compress(count(), map(is_, map(n2o.get, ln), repeat(None)))
+        uj = [j for j in unmatched_n if ln[j] not in imp_n]
         if not uj:
             return
-        pos_n = {y: j for j, y in enumerate(ln)}
-        anchors = []  # (i, j) positions of matched pairs, kept monotone
-        last_j = -1
-        for i, x in enumerate(lo):
-            y = o2n.get(x)
-            if y is None:
-                continue
-            j = pos_n.get(y)
-            if j is None or j <= last_j:
-                continue
-            anchors.append((i, j))
-            last_j = j
-        if not anchors:
+        # the anchors: the matched entries of lo whose image sits in ln after every earlier
+        # anchor's (a walk keeping the last anchor's position). The last anchor's position is
+        # the largest position of any earlier image (a smaller one was skipped), so the
+        # anchors are where the running maximum of the images' positions (-1: no image in
+        # ln) goes up.
+        pos = list(map(self.NEW.position(ln).get, mapped, repeat(-1)))
+        top = list(accumulate(pos, max, initial=-1))
+        at = list(compress(count(), map(gt, pos, top)))  # pos[i] > top[i]: max before i
+        if not at:
             return
-        bounds = [(-1, -1), *anchors, (len(lo), len(ln))]
         # the gaps (k: between bounds k and k + 1) holding exactly one unmatched function of
         # each side, in gap order, as a walk over every gap meets them
-        ai = [i for i, _ in bounds]
-        aj = [j for _, j in bounds]
+        ai = [-1, *at, len(lo)]
+        aj = [-1, *map(pos.__getitem__, at), len(ln)]
         gx: dict[int, int] = {}
         for i in ui:
             k = bisect.bisect_left(ai, i) - 1

@@ -374,39 +374,34 @@ def review_closer_rivals(pg: Any) -> int:
         total, wsum = feats.content_similarity(old, new)
         return total / wsum if wsum else 0.0
 
-    # the free functions by result type and by signature, each in the free list's order (the
-    # rivals of a pair are read in that order, as a scan of the whole list would meet them)
+    # the free functions by result type (sized, for windows of comparable sizes) and by
+    # signature (index 0: new, 1: old). Whether a pair has a rival does not depend on the
+    # order its rivals are read in (``closer`` is a pure test)
     by_ret: tuple[dict[str, list[FuncRecord]], dict[str, list[FuncRecord]]] = ({}, {})
     by_sig: tuple[dict[str, list[FuncRecord]], dict[str, list[FuncRecord]]] = ({}, {})
     for side, free in enumerate((free_new, free_old)):
         for r in free:
             by_ret[side].setdefault(_returns(r.type_sig), []).append(r)
             by_sig[side].setdefault(r.type_sig, []).append(r)
+    ret_sized = tuple({k: _BySize(v) for k, v in side.items()} for side in by_ret)
 
     # every function of each side by size (index 0: new, 1: old), for the size windows
-    by_size = tuple(sorted(side, key=lambda r: r.instr_count) for side in (new_list, old_list))
-    size_keys = tuple([r.instr_count for r in side] for side in by_size)
+    by_size = (_BySize(new_list), _BySize(old_list))
 
     def sized(old: bool, n: int) -> list[FuncRecord]:
         """The functions of a side (old if ``old``) whose size may be comparable to ``n``
         (a superset of those with ``size_ratio >= RIVAL_SIZE_RATIO``)."""
-        if n <= 0:
-            return by_size[old]
-        keys = size_keys[old]
-        lo = bisect.bisect_left(keys, n * RIVAL_SIZE_RATIO - 1)
-        hi = bisect.bisect_right(keys, n / RIVAL_SIZE_RATIO + 1)
-        return by_size[old][lo:hi]
+        return by_size[old].window(n)
 
     def rivals(w_old: bool, stand_in: FuncRecord, target: FuncRecord) -> list[FuncRecord]:
         """The free functions (old side if ``w_old``) whose result type (or signature) and
-        size let them rival ``stand_in`` for ``target``, in the free list's order."""
+        size let them rival ``stand_in`` for ``target``."""
         if size_ratio(stand_in.instr_count, target.instr_count) >= RIVAL_SIZE_RATIO:
             t = target.instr_count
-            return [
-                w
-                for w in by_ret[w_old].get(_returns(stand_in.type_sig), ())
-                if size_ratio(w.instr_count, t) >= RIVAL_SIZE_RATIO
-            ]
+            same = ret_sized[w_old].get(_returns(stand_in.type_sig))
+            if same is None:
+                return []
+            return [w for w in same.window(t) if size_ratio(w.instr_count, t) >= RIVAL_SIZE_RATIO]
         # one side grew by inlining: a rival has the very signature and a size between
         lo, hi = sorted((stand_in.instr_count, target.instr_count))
         return [w for w in by_sig[w_old].get(stand_in.type_sig, ()) if lo < w.instr_count < hi]
@@ -415,15 +410,21 @@ def review_closer_rivals(pg: Any) -> int:
         """``w`` (old side if ``w_old``, one of :func:`rivals`) is a rival of ``stand_in``
         for ``target``."""
         own = sim(stand_in, target) if w_old else sim(target, stand_in)
+        # most rivals are far: an upper bound of their similarity (no op histograms) tells
+        if (feats.content_bound(w, target) if w_old else feats.content_bound(target, w)) < own:
+            return False
         best = sim(w, target) if w_old else sim(target, w)
         if best < own:
             return False
         # mutual best: w is at least as close to target as to any other function there of a
         # comparable size (read in a window of sizes around w's: sim is a pure function, so
-        # which of several closer functions is met first does not change the answer)
+        # which of several closer functions is met first does not change the answer); the
+        # bound first: a function whose bound is not above ``best`` is not closer
+        bound = feats.content_bound
         return not any(
             x is not target
             and size_ratio(x.instr_count, w.instr_count) >= RIVAL_SIZE_RATIO
+            and (bound(w, x) if w_old else bound(x, w)) > best
             and (sim(w, x) if w_old else sim(x, w)) > best
             for x in sized(not w_old, w.instr_count)
         )
@@ -507,6 +508,7 @@ def review_near_rivals(pg: Any, feats: FeatureCache | None = None) -> int:
         return out
 
     loose_old, loose_new = loose(True), loose(False)
+    by_size = (_BySize(new_list), _BySize(old_list))  # (index 0: new, 1: old)
 
     def near(w: FuncRecord, partner: FuncRecord | None, w_old: bool, stand_in, target) -> bool:
         if size_ratio(w.instr_count, target.instr_count) < RIVAL_SIZE_RATIO:
@@ -515,16 +517,22 @@ def review_near_rivals(pg: Any, feats: FeatureCache | None = None) -> int:
         def s(a: FuncRecord, b: FuncRecord) -> float:  # a on w's side, b on the other
             return sim(a, b) if w_old else sim(b, a)
 
+        floor = s(stand_in, target) - NEAR_RIVAL_MARGIN
+        # an upper bound of the rival's similarity (no op histograms) first
+        if (feats.content_bound(w, target) if w_old else feats.content_bound(target, w)) < floor:
+            return False
         best = s(w, target)
-        if best < s(stand_in, target) - NEAR_RIVAL_MARGIN:
+        if best < floor:
             return False
         if partner is not None and s(w, partner) >= best:
             return False
+        bound = feats.content_bound  # (never below the value: a first, cheaper test)
         return not any(
             x is not target
             and size_ratio(x.instr_count, w.instr_count) >= RIVAL_SIZE_RATIO
+            and (bound(w, x) if w_old else bound(x, w)) > best
             and s(w, x) > best
-            for x in (new_list if w_old else old_list)
+            for x in by_size[not w_old].window(w.instr_count)
         )
 
     flagged = 0
@@ -536,6 +544,26 @@ def review_near_rivals(pg: Any, feats: FeatureCache | None = None) -> int:
             p.review = True
             flagged += 1
     return flagged
+
+
+class _BySize:
+    """Records sorted by size, for windows of the sizes comparable to one."""
+
+    __slots__ = ("recs", "keys")
+
+    def __init__(self, recs: list[FuncRecord]) -> None:
+        self.recs = sorted(recs, key=lambda r: r.instr_count)
+        self.keys = [r.instr_count for r in self.recs]
+
+    def window(self, n: int) -> list[FuncRecord]:
+        """The records whose size may be comparable to ``n`` (a superset of those with
+        ``size_ratio >= RIVAL_SIZE_RATIO``: every one of them when ``n`` is not positive)."""
+        if n <= 0:
+            return self.recs
+        keys = self.keys
+        lo = bisect.bisect_left(keys, n * RIVAL_SIZE_RATIO - 1)
+        hi = bisect.bisect_right(keys, n / RIVAL_SIZE_RATIO + 1)
+        return self.recs[lo:hi]
 
 
 def _same_code(a: FuncRecord, b: FuncRecord) -> bool:

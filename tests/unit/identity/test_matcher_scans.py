@@ -1,0 +1,151 @@
+"""The matcher's faster scans give the answers of the scans as first written (issue 30:
+a later release's ingest): the review checks' upper bound of a pair's content similarity
+(read without the op histograms) is never below the similarity; the anchors of the
+function order (the longest chain of matched pairs kept in order) and the review checks
+with their size windows and the bound against the first forms, on whole matcher runs
+(the final pairing and the identities the review checks leave, the work counted) over
+random releases and the demo releases."""
+
+from __future__ import annotations
+
+import bisect
+import math
+import random
+from array import array
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kbtool.identity.features import FeatureCache
+from kbtool.identity.matcher import _Matcher
+from kbtool.identity.matcher import review as R
+from kbtool.identity.records import FuncRecord, records_from_rows
+from kbtool.kb import queries
+from kbtool.kb.db import open_ro
+from tests.support.records import body, rec
+from tests.unit.identity.test_callgraph_gaps import _releases
+from tests.unit.identity.test_closer_rivals import edited, view
+
+
+def _records(draw_sizes, rnd) -> list[FuncRecord]:
+    out = []
+    for i, size in enumerate(draw_sizes):
+        code = [rnd.randrange(12) for _ in range(size)]
+        out.append(
+            FuncRecord(
+                index=i,
+                type_sig="(i32) -> i32",
+                ops=array("H", code).tobytes(),
+                instr_count=size,
+                strings=tuple(rnd.sample(["a", "b", "c", "d"], rnd.randint(0, 2))),
+                consts=tuple(rnd.sample(range(8), rnd.randint(0, 3))),
+                loops=rnd.randint(0, 2),
+                call_indirect=rnd.randint(0, 1),
+            )
+        )
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    old=st.lists(st.integers(0, 30), min_size=1, max_size=8),
+    new=st.lists(st.integers(0, 30), min_size=1, max_size=8),
+    seed=st.integers(0, 2**16),
+)
+def test_content_bound_is_never_below_the_similarity(old, new, seed) -> None:
+    rnd = random.Random(seed)
+    a, b = _records(old, rnd), _records(new, rnd)
+    b += [replace(r, index=len(b) + k) for k, r in enumerate(a)]  # equal bodies: cosine 1
+    feats = FeatureCache(a, b)
+    for o in a:
+        for n in b:
+            bound = feats.content_bound(o, n)  # before and after the value is known
+            total, wsum = feats.content_similarity(o, n)
+            value = total / wsum if wsum else 0.0
+            assert bound >= value
+            assert feats.content_bound(o, n) == value
+
+
+class _Reference(_Matcher):
+    """The matcher with the anchors computed as first written."""
+
+    def _compute_anchors(self) -> None:
+        pairs = sorted((o, n) for n, o in self.n2o.items() if not self.NEW.recs[n].imported)
+        tails: list[int] = []
+        tail_pos: list[int] = []
+        prev = [-1] * len(pairs)
+        for k, (_o, n) in enumerate(pairs):
+            j = bisect.bisect_left(tails, n)
+            if j == len(tails):
+                tails.append(n)
+                tail_pos.append(k)
+            else:
+                tails[j] = n
+                tail_pos[j] = k
+            prev[k] = tail_pos[j - 1] if j else -1
+        chain = []
+        k = tail_pos[-1] if tail_pos else -1
+        while k >= 0:
+            chain.append(pairs[k])
+            k = prev[k]
+        chain.reverse()
+        self.anchor_o = [o for o, _ in chain]
+        self.anchor_n = [n for _, n in chain]
+        self.span_o = (self.OLD.order[0] - 1, self.OLD.order[-1] + 1) if self.OLD.order else (0, 0)
+        self.span_n = (self.NEW.order[0] - 1, self.NEW.order[-1] + 1) if self.NEW.order else (0, 0)
+
+
+def _whole_scans(mp) -> None:
+    """The review checks as first written: every free function of the result type read
+    (no size window), every pair's similarity computed (no bound)."""
+    mp.setattr(R._BySize, "window", lambda self, n: self.recs)
+    mp.setattr(FeatureCache, "content_bound", lambda self, o, n: math.inf)
+
+
+def _both(old, new, monkeypatch) -> None:
+    m = _Matcher(old, new)
+    got = m.run_staged(True), m.finish_stats().work
+    with monkeypatch.context() as mp:
+        _whole_scans(mp)
+        ref = _Reference(old, new)
+        want = ref.run_staged(True), ref.finish_stats().work
+    assert got == want
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_releases_pair_as_first_written(seed: int, monkeypatch) -> None:
+    old, new = _releases(seed)
+    _both(old, new, monkeypatch)
+    _both(new, old, monkeypatch)
+
+
+def test_demo_releases_pair_as_first_written(demo_kb_master, monkeypatch) -> None:
+    conn = open_ro(demo_kb_master)
+    try:
+        old = records_from_rows(queries.matching_rows(conn, 1))
+        new = records_from_rows(queries.matching_rows(conn, 2))
+    finally:
+        conn.close()
+    _both(old, new, monkeypatch)
+    _both(new, old, monkeypatch)
+
+
+def test_the_bound_decides_real_rivals(monkeypatch) -> None:
+    """On a pairing with look-alike rivals the review asks the bound (the comparisons above
+    compare two paths, not one with itself) and still flags the pair."""
+    code = [body(40 + k, 50) for k in range(6)]
+    old = [rec(k + 1, code=c) for k, c in enumerate(code)]
+    new = [rec(k + 1, code=edited(c)) for k, c in enumerate(code)]
+    asked = []
+    real = FeatureCache.content_bound
+
+    def counting(self, o, n):
+        asked.append((o.index, n.index))
+        return real(self, o, n)
+
+    monkeypatch.setattr(FeatureCache, "content_bound", counting)
+    # the call graph put old 1 on new 2; old 2, new 1 and the rest are left unpaired
+    assert R.review_closer_rivals(view(old, new, [(1, 2, "callgraph", 0.82)])) == 1
+    assert asked
