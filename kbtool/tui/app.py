@@ -77,6 +77,12 @@ def _prepare_code(db_path: Path, version_id: int) -> None:
         conn.close()
 
 
+def _import_code_service() -> None:
+    """Import what a version's code preparation runs first: the code service and the wasm
+    package (~100 modules, ~100 ms CPU), which the start leaves out (it reads no module)."""
+    import kbtool.services.code  # noqa: F401
+
+
 class _Prefetch(NamedTuple):
     """The heatmap rows of ``version_id`` being fetched on a thread at start-up."""
 
@@ -152,6 +158,11 @@ class KbApp(ReleasingWorkers, App[None]):
         self._prefetch: _Prefetch | None = None
         self.code_prefetch: Future[None] | None = None  # see prepare_code
         self._code_jobs: dict[int, Future[None]] = {}  # version id -> its last preparation
+        # the code service imported on the prefetch thread at the first idle moment (see
+        # collect_when_idle), then frozen with the rest: the first detail's preparation
+        # does not import it while the detail is drawn
+        self._code_imports: Future[None] | None = None
+        self._code_imports_settled = latest is None  # nothing to prepare in an empty KB
         if self.heatmap_first:
             vid = version_id or latest
             self._prefetch = _Prefetch(vid, _PREFETCH.submit(_heatmap_rows, self.db_path, vid))
@@ -209,6 +220,7 @@ class KbApp(ReleasingWorkers, App[None]):
             self.set_interval(IDLE_CHECK_SECONDS, self.collect_when_idle)
             self.screen_change_signal.subscribe(self, self._screen_changed, immediate=True)
         self.call_after_refresh(heap.settle)  # the heatmap's rows and the widgets: kept
+        self.call_after_refresh(self._active)  # idle counts from the first frame, not before
         self.call_after_refresh(self._freeze)
         if self.poll_seconds:
             self.set_interval(self.poll_seconds, self.poll_changes)
@@ -272,6 +284,8 @@ class KbApp(ReleasingWorkers, App[None]):
         ffmpeg) once no key or mouse event came, no screen was opened or closed and no
         worker or preparation ran for ``heap.IDLE_SECONDS``. Collected?"""
         quiet = time.monotonic() - self.last_input
+        if not self._code_imports_settled:
+            self._import_when_idle(quiet)
         if heap.pending() and quiet >= IDLE_CHECK_SECONDS:  # a settle on resident screens
             self._freeze(retry=quiet >= heap.IDLE_SECONDS)  # a closed one still held
         if not heap.due():
@@ -288,6 +302,20 @@ class KbApp(ReleasingWorkers, App[None]):
             self.last_input = time.monotonic()
             return False
         return heap.collect_due()
+
+    def _import_when_idle(self, quiet: float) -> None:
+        """Once no key came for ``heap.IDLE_SECONDS``: the code service imported on the
+        prefetch thread (a code preparation already queued imports it itself); once
+        imported, a settle freezes it with the resident screens' objects."""
+        job = self._code_imports
+        if job is None:
+            if quiet >= heap.IDLE_SECONDS and (
+                self.code_prefetch is None or self.code_prefetch.done()
+            ):
+                self._code_imports = _PREFETCH.submit(_import_code_service)
+        elif job.done():
+            self._code_imports_settled = True
+            heap.settle(collect=False)
 
     def on_resize(self, event: Resize) -> None:
         self._size_class(event.size.width, event.size.height)
