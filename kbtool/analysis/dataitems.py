@@ -4,7 +4,6 @@ labelled; Go string headers; ``.bss`` items."""
 
 from __future__ import annotations
 
-import re
 import weakref
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
@@ -14,7 +13,6 @@ from kbtool.wasm import ModuleAnalysis
 from . import datawalk_active
 from .datatypes import (
     MAX_IMAGE,
-    MAX_LABEL,
     DataItem,
     DataRef,
     RefTuple,
@@ -105,12 +103,7 @@ def read_memory(
 # ----------------------------------------------------------------------------- items
 
 
-_NOT_SLUG = re.compile(r"[^0-9A-Za-z]+")
-
-
-def _slug(text: str) -> str:
-    s = _NOT_SLUG.sub("_", text).strip("_").lower()
-    return s[:MAX_LABEL].rstrip("_")
+_slug = _items._slug  # (the recognizers' labels use it too)
 
 
 def memory_image(
@@ -189,19 +182,6 @@ def item_rows(
 
 def label_items(items: list[DataItem]) -> None:
     """Labels from content: ``s_<text>`` for strings, ``<kind>_<hex address>`` otherwise;
-    a label taken twice gets the address as a suffix."""
-    seen: dict[str, int] = {}
-    for it in items:
-        if it.kind in ("cstring", "utf16", "gostring") and it.text:
-            base = "s_" + (_slug(it.text) or f"{it.address:x}")
-        elif it.kind == "zero":
-            base = f"zero_{it.address:x}"
-        elif it.kind == "bss":
-            base = f"bss_{it.address:x}"
-        elif it.kind in ("pointer_table", "funcptr_table"):
-            base = ("fptrs_" if it.kind == "funcptr_table" else "ptrs_") + f"{it.address:x}"
-        else:
-            base = f"data_{it.address:x}"
-        n = seen.get(base, 0)
-        seen[base] = n + 1
-        it.label = base if n == 0 else f"{base}_{it.address:x}"
+    a label taken twice gets the address as a suffix (:func:`.datawalk.items.label_items`,
+    compiled with the walk)."""
+    _items.label_items(items)

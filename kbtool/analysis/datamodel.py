@@ -202,20 +202,7 @@ def _count_refs(
     (ffmpeg's contexts: ``i32.load offset=23001``), not a use of the text. In the same
     pass: each item's reference count, and the functions reading/writing each global."""
     if datawalk_active.IMPL is not None:  # the same loop, compiled
-        text = [it.kind in _TEXT_KINDS for it in items]
-        counts = [0] * len(items)
-        out = datawalk_active.IMPL.count_refs(
-            refs,
-            starts,
-            [it.address if x else 0 for it, x in zip(items, text, strict=True)],
-            [it.address + it.size if x else 0 for it, x in zip(items, text, strict=True)],
-            counts,
-            readers,
-            writers,
-        )
-        for it, c in zip(items, counts, strict=True):
-            it.refs += c
-        return out
+        return datawalk_active.IMPL.count_item_refs(refs, items, starts, readers, writers)
     out = []
     keep = out.append
     for r in refs:

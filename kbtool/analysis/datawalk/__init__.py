@@ -550,6 +550,39 @@ def count_refs(
     return out
 
 
+def count_item_refs(
+    refs: list[Any],
+    items: list[Any],
+    starts: list[int],
+    readers: dict[int, set[int]],
+    writers: dict[int, set[int]],
+) -> list[Any]:
+    """:func:`kbtool.analysis.datamodel._count_refs` whole: each string literal item's
+    bounds read off ``items`` (``starts``: their addresses), :func:`count_refs`, and each
+    item's count added to its ``refs``, in one compiled pass (ffmpeg's 65k items: no
+    interpreted loops around the count)."""
+    text_lo: list[int] = []
+    text_hi: list[int] = []
+    for it in items:
+        kind: str = it.kind
+        if kind == "cstring" or kind == "utf16" or kind == "gostring":
+            a: int = it.address
+            size: int = it.size
+            text_lo.append(a)
+            text_hi.append(a + size)
+        else:
+            text_lo.append(0)
+            text_hi.append(0)
+    counts = [0] * len(items)
+    out = count_refs(refs, starts, text_lo, text_hi, counts, readers, writers)
+    for k in range(len(items)):
+        c = counts[k]
+        if c:
+            it = items[k]
+            it.refs += c
+    return out
+
+
 def ref_marks(refs: list[Any]) -> tuple[set[int], set[int], dict[int, int]]:
     """:func:`kbtool.analysis.dataitems.build_items`'s three reads of the references in one
     typed pass: the data targets (cuts), the ``funcptr`` targets, and each ``gostring``

@@ -8,12 +8,12 @@ as native calls. The pure module here is the reference (same items: tests compar
 
 from __future__ import annotations
 
-from bisect import bisect_left
+import re
 from collections.abc import Callable
 from hashlib import blake2b
 from struct import unpack_from as _unpack_from
 
-from ..datatypes import MAX_BSS_ITEM, MAX_ITEMS, MAX_TEXT, MIN_STRING, DataItem
+from ..datatypes import MAX_BSS_ITEM, MAX_ITEMS, MAX_LABEL, MAX_TEXT, MIN_STRING, DataItem
 
 # control characters C strings carry (terminal colours, bells, tabs): escaped where shown
 _RARE_CONTROLS = "\x1b\x07\x08\x0b\x0c"
@@ -166,6 +166,20 @@ def _classify(
     return "numeric", None, []
 
 
+def _at_least(ordered: list[int], x: int) -> int:
+    """``bisect_left(ordered, x)`` (compiled: the ints compared natively, no call per
+    comparison; ffmpeg's 7,320 segments take four each over 74k cuts)."""
+    lo = 0
+    hi = len(ordered)
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if ordered[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 def cut_items(
     segs: list[tuple[int, bytes, int]],
     cuts: set[int],
@@ -198,7 +212,7 @@ def cut_items(
         # what the bounds loop found at a position of memz: piece a is a prefix of
         # memz[a - base:] (its zeros after the segment are at most a word, memz has 8)
         seen: dict[int, tuple[int, str | None]] = {}
-        mine = ordered[bisect_left(ordered, base) : bisect_left(ordered, end)]
+        mine = ordered[_at_least(ordered, base) : _at_least(ordered, end)]
         inside = sorted({a if gostr else _string_start(memz, a - base) + base for a in mine})
         # pointer tables point at more items: one level of their words as cuts
         starts = sorted(set([base] + inside))
@@ -230,7 +244,7 @@ def cut_items(
                     bounds.append(base + q)
         bounds = sorted(set(bounds))
         # ... and the referenced addresses in those zeros start items of their own
-        allb = bounds + ordered[bisect_left(ordered, end) : bisect_left(ordered, gap_end)]
+        allb = bounds + ordered[_at_least(ordered, end) : _at_least(ordered, gap_end)]
         for i, a in enumerate(allb):
             b = allb[i + 1] if i + 1 < len(allb) else gap_end
             if b > end:
@@ -310,3 +324,40 @@ def item_rows(
             )
         )
     return out
+
+
+_NOT_SLUG = re.compile(r"[^0-9A-Za-z]+")
+_TEXT_KINDS = ("cstring", "utf16", "gostring")
+
+
+def _slug(text: str) -> str:
+    """``text`` as a label part: runs of other characters as ``_``, lower case, at most
+    :data:`MAX_LABEL` characters."""
+    s = _NOT_SLUG.sub("_", text).strip("_").lower()
+    return s[:MAX_LABEL].rstrip("_")
+
+
+def label_items(items: list[DataItem]) -> None:
+    """:func:`kbtool.analysis.dataitems.label_items` (labels from content: ``s_<text>`` for
+    strings, ``<kind>_<hex address>`` otherwise; a label taken twice gets the address as a
+    suffix), compiled with the walk: ffmpeg's 65k items."""
+    seen: dict[str, int] = {}
+    for it in items:
+        kind: str = it.kind
+        a: int = it.address
+        text: str | None = it.text
+        if text and kind in _TEXT_KINDS:
+            base = "s_" + (_slug(text) or f"{a:x}")
+        elif kind == "zero":
+            base = f"zero_{a:x}"
+        elif kind == "bss":
+            base = f"bss_{a:x}"
+        elif kind == "funcptr_table":
+            base = f"fptrs_{a:x}"
+        elif kind == "pointer_table":
+            base = f"ptrs_{a:x}"
+        else:
+            base = f"data_{a:x}"
+        n = seen.get(base, 0)
+        seen[base] = n + 1
+        it.label = base if n == 0 else f"{base}_{a:x}"

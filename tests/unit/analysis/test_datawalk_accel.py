@@ -183,7 +183,9 @@ def test_a_failing_walk_hands_the_module_to_the_pure_scan(monkeypatch, caplog):
         raise IndexError("index out of range")
 
     fake = SimpleNamespace(
-        module_refs=truncated, count_refs=COMPILED.count_refs, scan_plan=COMPILED.scan_plan
+        module_refs=truncated,
+        count_item_refs=COMPILED.count_item_refs,
+        scan_plan=COMPILED.scan_plan,
     )
     monkeypatch.setattr(datawalk_active, "IMPL", fake)
     a = analyze_module(data)

@@ -87,6 +87,38 @@ def test_string_helpers_equal_the_pure_ones():
         assert C._utf8_text(mem[k : k + 9]) == pure_items._utf8_text(mem[k : k + 9])
 
 
+@needs_twin
+def test_labels_and_bisect_equal_the_pure_ones():
+    """The compiled labelling gives the pure one's labels (a text's slug, a kind's prefix,
+    a label taken twice suffixed with the address); the native bisect is ``bisect_left``."""
+    from bisect import bisect_left
+
+    from kbtool.analysis.datatypes import DataItem
+
+    C = datawalk_active.ITEMS
+    texts = ["Hello, World!", "hello world", "", "--x--", "\u00e9t\u00e9 2024", "a" * 80, "!!"]
+    kinds = ["cstring", "utf16", "gostring", "zero", "bss", "pointer_table", "funcptr_table"]
+    kinds += ["numeric"]
+
+    def make():
+        return [
+            DataItem(0x400 + 8 * n, 4, kind, 0, text if kind in ("cstring", "utf16") else None)
+            for n, (kind, text) in enumerate((k, t) for t in texts for k in kinds)
+        ]
+
+    got, want = make(), make()
+    C.label_items(got)
+    pure_items.label_items(want)
+    labels = [i.label for i in got]
+    assert labels == [i.label for i in want]
+    assert labels[:3] == ["s_hello_world", "s_hello_world_408", "data_410"]  # (taken twice)
+    assert all(C._slug(t) == pure_items._slug(t) for t in texts)
+    ordered = [1, 3, 3, 7, 100, 1 << 40]
+    for x in (-1, 0, 1, 2, 3, 4, 7, 8, 100, 101, 1 << 40, 1 << 41):
+        assert C._at_least(ordered, x) == bisect_left(ordered, x)
+        assert pure_items._at_least(ordered, x) == bisect_left(ordered, x)
+
+
 def test_blocked_twin_cuts_with_the_pure_module():
     """``KBTOOL_DATASCAN=pure``: the pure scan and the pure items module, same items."""
     path = CORPUS / "release" / "sql.js-1.12.0.sql-wasm.wasm"
