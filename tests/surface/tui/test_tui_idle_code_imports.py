@@ -11,6 +11,8 @@ CHILD = r"""
 import asyncio, json, sys, time, threading
 from kbtool.services import heap
 heap.enable()  # what `kbtool tui` turns on (Pilot's run_test does not call App.run)
+heap.IDLE_SECONDS = 3.0  # a start slower than 1 s past its first frame (a busy machine)
+# would already be idle when Pilot hands the app over
 from kbtool.tui.app import KbApp
 
 async def main():
