@@ -49,6 +49,12 @@ def _breakpoints(screen: Screen) -> bool:
     return bool(h or v)
 
 
+def _laid_out_at(screen: Screen, size: object) -> bool:
+    """Whether the screen is laid out at ``size`` already (False when it cannot tell)."""
+    compositor = getattr(screen, "_compositor", None)
+    return compositor is not None and compositor.size == size
+
+
 class KbScreen(ReleasingWorkers, Screen):
     """Base of the kbtool screens.
 
@@ -90,9 +96,13 @@ class KbScreen(ReleasingWorkers, Screen):
         # under it: one full layout and render per open for nothing (~40 ms CPU of a detail
         # open on ffmpeg). A Resize to the size every screen is already laid out at is
         # dropped here; a real one (the terminal's) goes on to Textual's handler.
-        if event.size == self._compositor.size and not _breakpoints(self):
-            stack = self.app._background_screens
-            if all(s._compositor.size == event.size for s in stack if s is not self):
+        # (Textual's private parts: a release without them keeps its own handler's work)
+        compositor = getattr(self, "_compositor", None)
+        stack = getattr(self.app, "_background_screens", None)
+        if compositor is None or stack is None:
+            return
+        if event.size == compositor.size and not _breakpoints(self):
+            if all(_laid_out_at(s, event.size) for s in stack if s is not self):
                 event.stop()
                 event.prevent_default()
 
