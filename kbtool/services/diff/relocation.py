@@ -333,10 +333,13 @@ class _CountDiffers(Exception):
 
 class _Tokens:
     """A body's tokens decoded on demand (a comparison that meets a difference early does
-    not decode the rest); ``buf`` holds what is decoded so far."""
+    not decode the rest); ``buf`` holds what is decoded so far. The comparison asks for
+    :data:`CHUNK` tokens past what it has read, at least as many as it has read (a chunk
+    that doubles: a pair that differs near its start decodes a few dozen tokens, not
+    hundreds; a long same body still decodes in a handful of calls)."""
 
     __slots__ = ("buf", "data", "p", "end")
-    CHUNK = 256
+    CHUNK = 16
 
     def __init__(self, view: ModuleView, index: int) -> None:
         self.buf: list[tuple[int, tuple]] = []
@@ -601,7 +604,8 @@ def _compare(
     while True:
         k += 1
         if k >= len(bufa) or k >= len(bufb):
-            na, nb = ta.upto(k + _Tokens.CHUNK), tb.upto(k + _Tokens.CHUNK)
+            more = k + max(k, _Tokens.CHUNK)
+            na, nb = ta.upto(more), tb.upto(more)
             if na <= k or nb <= k:
                 if na != nb:
                     raise _CountDiffers

@@ -115,6 +115,42 @@ def test_first_difference_gives_the_same_verdict(views, monkeypatch) -> None:
     assert any(r.same for r in full) and not all(r.same for r in full)
     assert [r.as_dict() for r in fast if r.same] == [r.as_dict() for r in full if r.same]
     assert sum(decoded) < 0.7 * full_tokens  # a body is read only to its first difference
+    # equal instruction counts: the same answer to the letter (the reason, the data changes)
+    assert [r.as_dict() for r in fast] == [r.as_dict() for r in full]
+
+
+def test_an_early_difference_decodes_a_few_dozen_tokens(views, monkeypatch) -> None:
+    """A pair that differs in its first instructions decodes a small first chunk of each
+    body, not hundreds of tokens (the chunk doubles only as the comparison reads on)."""
+    va, vb = views
+    shift = vb.nimp - va.nimp
+    early = []
+    for i, j in _candidates(va, vb):
+        ta, tb = _careful(va, i), _careful(vb, j)
+        same_locals = relocation.locals_decl(va, i) == relocation.locals_decl(vb, j)
+        first = (
+            next(k for k, (a, b) in enumerate(zip(ta, tb, strict=True)) if a != b)
+            if ta != tb
+            else None
+        )
+        if same_locals and len(ta) > 300 and first is not None and first < 8:
+            early.append((i, j))
+    assert early
+    decoded: list[int] = []
+    real = relocation._decode
+
+    def counting(data, p, end, out, limit):
+        before = len(out)
+        p = real(data, p, end, out, limit)
+        decoded.append(len(out) - before)
+        return p
+
+    monkeypatch.setattr(relocation, "_decode", counting)
+    for i, j in early:
+        decoded.clear()
+        r = compare_bodies(va, i, vb, j, lambda x: x + shift, first_difference=True)
+        assert not r.same and " -> " in r.reason
+        assert sum(decoded) <= 64, (i, j, decoded)
 
 
 def test_stored_memory_accesses_answer_as_the_scan(demo_kb_master) -> None:
