@@ -5,15 +5,14 @@ counted: whole matcher runs on random modules and on the demo releases compare."
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
 from kbtool.identity.matcher import _Matcher
 from kbtool.identity.matcher.base import MatcherBase
-from kbtool.identity.records import FuncRecord, records_from_rows
+from kbtool.identity.records import records_from_rows
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
+from tests.support.records import random_releases
 
 
 class _Reference(_Matcher):
@@ -53,80 +52,9 @@ def _run(cls, old, new):
     return out, m.finish_stats()
 
 
-def _releases(seed: int) -> tuple[list[FuncRecord], list[FuncRecord]]:
-    """A random module and a later release of it: functions inserted and dropped, many
-    bodies changed a little (other hashes, the same signature and mostly the same code),
-    calls kept through the renumbering."""
-    rnd = random.Random(seed)
-    n = rnd.randint(30, 120)
-    sigs = ["(i32)->i32", "(i32,i32)->nil", "()->nil", "(i32)->nil"]
-    old = []
-    for i in range(n):
-        imported = i < 3
-        old.append(
-            FuncRecord(
-                index=i,
-                imported=imported,
-                import_name=f"env.f{i}" if imported else None,
-                type_sig=rnd.choice(sigs),
-                body_hash=None if imported else f"b{i}",
-                shape_hash=None if imported else f"s{i}",
-                calls=() if imported else tuple(rnd.sample(range(n), rnd.randint(0, 16))),
-                consts=tuple(rnd.sample(range(60), rnd.randint(0, 5))),
-                ops=bytes(rnd.randrange(30) for _ in range(2 * rnd.randint(2, 40))),
-                instr_count=rnd.randint(4, 60),
-                table_slots=(i,) if rnd.random() < 0.4 else (),
-            )
-        )
-    keep = [r for r in old if r.imported or rnd.random() < 0.9]
-    new_of: dict[int, int] = {}
-    layout: list[FuncRecord | None] = []
-    for r in keep:
-        if not r.imported and rnd.random() < 0.08:
-            layout.append(None)  # a function new in this release
-        layout.append(r)
-    for j, r in enumerate(layout):
-        if r is not None:
-            new_of[r.index] = j
-    new = []
-    for j, r in enumerate(layout):
-        if r is None:
-            new.append(
-                FuncRecord(
-                    index=j,
-                    type_sig=rnd.choice(sigs),
-                    body_hash=f"n{j}",
-                    shape_hash=f"n{j}",
-                    ops=bytes(rnd.randrange(30) for _ in range(2 * rnd.randint(2, 40))),
-                    instr_count=rnd.randint(4, 60),
-                )
-            )
-            continue
-        changed = not r.imported and rnd.random() < 0.6
-        ops = bytearray(r.ops)
-        if changed and ops:
-            ops[rnd.randrange(len(ops))] = rnd.randrange(30)
-        new.append(
-            FuncRecord(
-                index=j,
-                imported=r.imported,
-                import_name=r.import_name,
-                type_sig=r.type_sig,
-                body_hash=f"c{r.body_hash}" if changed else r.body_hash,
-                shape_hash=f"c{r.shape_hash}" if changed and rnd.random() < 0.8 else r.shape_hash,
-                calls=tuple(new_of[c] for c in r.calls if c in new_of),
-                consts=r.consts,
-                ops=bytes(ops),
-                instr_count=r.instr_count + (rnd.randint(-2, 2) if changed else 0),
-                table_slots=r.table_slots,
-            )
-        )
-    return old, new
-
-
 @pytest.mark.parametrize("seed", range(40))
 def test_random_releases_pair_alike(seed: int) -> None:
-    old, new = _releases(seed)
+    old, new = random_releases(seed)
     (ra, rb), sa = _run(_Reference, old, new)
     (ga, gb), sb = _run(_Matcher, old, new)
     assert (ga, gb) == (ra, rb)

@@ -4,8 +4,6 @@ call graph on the wrong sibling carried a wrong name unflagged."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
 from benchmarks.name_scoring import true_names
@@ -15,26 +13,7 @@ from kbtool.kb import queries
 from kbtool.kb.db import open_rw
 from kbtool.services.diff.report import get_diff
 from kbtool.services.ingest import ingest_file
-from tests.support.records import body, rec
-
-
-def view(old: list, new: list, pairs: list[tuple]) -> SimpleNamespace:
-    """A pairing as the review checks read it: (old, new, method[, score])."""
-    by_new = {}
-    for o, n, m, *rest in pairs:
-        score = rest[0] if rest else 0.8
-        by_new[n] = SimpleNamespace(old_index=o, new_index=n, score=score, review=False, method=m)
-    return SimpleNamespace(
-        old_recs={r.index: r for r in old},
-        new_recs={r.index: r for r in new},
-        by_new=by_new,
-        by_old={p.old_index: p for p in by_new.values()},
-    )
-
-
-def edited(code: list[int], every: int = 7) -> list[int]:
-    """``code`` with every ``every``-th instruction changed (a rebuild of the same function)."""
-    return [(op + 1) % 200 if i % every == 0 else op for i, op in enumerate(code)]
+from tests.support.records import body, edited, rec, view
 
 
 def test_an_unpaired_sibling_closer_to_the_new_side_flags_the_pair():

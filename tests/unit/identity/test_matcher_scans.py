@@ -24,9 +24,7 @@ from kbtool.identity.matcher import review as R
 from kbtool.identity.records import FuncRecord, records_from_rows
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
-from tests.support.records import body, rec
-from tests.unit.identity.test_callgraph_gaps import _releases
-from tests.unit.identity.test_closer_rivals import edited, view
+from tests.support.records import body, edited, random_releases, rec, view
 
 
 def _records(draw_sizes, rnd) -> list[FuncRecord]:
@@ -116,7 +114,7 @@ def _both(old, new, monkeypatch) -> None:
 
 @pytest.mark.parametrize("seed", range(40))
 def test_random_releases_pair_as_first_written(seed: int, monkeypatch) -> None:
-    old, new = _releases(seed)
+    old, new = random_releases(seed)
     _both(old, new, monkeypatch)
     _both(new, old, monkeypatch)
 

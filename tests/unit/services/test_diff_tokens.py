@@ -90,10 +90,8 @@ def test_offset_scan_answers_as_the_tokens(views) -> None:
     assert any(answers) and not all(answers)  # both answers occur
 
 
-def test_first_difference_gives_the_same_verdict(views, monkeypatch) -> None:
-    va, vb = views
-    shift = vb.nimp - va.nimp
-    pairs = _candidates(va, vb)
+def _count_decodes(monkeypatch) -> list[int]:
+    """From now on, how many tokens each call of the comparison's decoder reads."""
     decoded: list[int] = []
     real = relocation._decode
 
@@ -104,6 +102,14 @@ def test_first_difference_gives_the_same_verdict(views, monkeypatch) -> None:
         return p
 
     monkeypatch.setattr(relocation, "_decode", counting)
+    return decoded
+
+
+def test_first_difference_gives_the_same_verdict(views, monkeypatch) -> None:
+    va, vb = views
+    shift = vb.nimp - va.nimp
+    pairs = _candidates(va, vb)
+    decoded = _count_decodes(monkeypatch)
     full, fast = [], []
     for i, j in pairs:
         full.append(compare_bodies(va, i, vb, j, lambda x: x + shift))
@@ -136,16 +142,7 @@ def test_an_early_difference_decodes_a_few_dozen_tokens(views, monkeypatch) -> N
         if same_locals and len(ta) > 300 and first is not None and first < 8:
             early.append((i, j))
     assert early
-    decoded: list[int] = []
-    real = relocation._decode
-
-    def counting(data, p, end, out, limit):
-        before = len(out)
-        p = real(data, p, end, out, limit)
-        decoded.append(len(out) - before)
-        return p
-
-    monkeypatch.setattr(relocation, "_decode", counting)
+    decoded = _count_decodes(monkeypatch)
     for i, j in early:
         decoded.clear()
         r = compare_bodies(va, i, vb, j, lambda x: x + shift, first_difference=True)
