@@ -30,6 +30,7 @@ from kbtool.identity.matcher.review import (  # noqa: F401  (re-exported: the pa
     review_closer_rivals,
     review_inlining_boundaries,
     review_no_counterpart,
+    review_pairing,
     review_signatures,
     review_weak_neighbourhoods,
     review_wrapper_splits,
@@ -187,12 +188,9 @@ def _pair_records(
         p = Pair(m.old_index, n, m.score, m.method, m.review, False)
         pg.by_new[n] = p
         pg.by_old[m.old_index] = p
-    review_signatures(pg)
-    review_wrapper_splits(pg)
-    review_weak_neighbourhoods(pg)
-    review_inlining_boundaries(pg)
-    review_closer_rivals(pg)
-    review_no_counterpart(pg)  # two functions without a counterpart: weak, no name carried
+    # the review checks (two functions without a counterpart last: weak, no name carried);
+    # inside review_memo (ingest) the matcher's verdicts on this very pairing are reused
+    review_pairing(pg)
     # a flagged pair never shows a confident score (never "unchanged at 0.99, review")
     for p in pg.by_new.values():
         if p.review and p.score > FLAGGED_SCORE:

@@ -6,6 +6,7 @@ Everything for one version lands in one transaction: a failure leaves the KB as 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -396,8 +397,16 @@ def _function_rows(
 def _store(conn, data, analysis, **kw) -> IngestResult:
     """:func:`_stored` inside one feature pool: the pairing that stores the diff report
     (records read back from the KB) shares the matcher's features and similarities
-    (records of the module, equal in content; :func:`kbtool.identity.features.feature_pool`)."""
-    with feature_pool():
+    (records of the module, equal in content; :func:`kbtool.identity.features.feature_pool`),
+    and the matcher's review verdicts on it when every input is the same (the same pairs,
+    records equal in content: :func:`kbtool.identity.matcher.review.review_memo`)."""
+    reviews: Any = contextlib.nullcontext()
+    if kw["lineage"].parent_version_id is not None:
+        # imported here: the first version of a program needs no matcher (start-up)
+        from kbtool.identity.matcher.review import review_memo
+
+        reviews = review_memo()
+    with feature_pool(), reviews:
         return _stored(conn, data, analysis, **kw)
 
 

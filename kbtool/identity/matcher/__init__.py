@@ -65,14 +65,7 @@ from kbtool.identity.matcher.base import REVIEW_MARGIN, REVIEW_SCORE, MatcherBas
 from kbtool.identity.matcher.callgraph import CallgraphStage
 from kbtool.identity.matcher.exact import ExactStages
 from kbtool.identity.matcher.family import FamilyStage
-from kbtool.identity.matcher.review import (
-    review_closer_rivals,
-    review_inlining_boundaries,
-    review_no_counterpart,
-    review_signatures,
-    review_weak_neighbourhoods,
-    review_wrapper_splits,
-)
+from kbtool.identity.matcher.review import review_pairing
 from kbtool.identity.matcher.similarity import SimilarityStage
 from kbtool.identity.records import FuncRecord, Match
 
@@ -149,12 +142,7 @@ class _Matcher(ExactStages, CallgraphStage, SimilarityStage, FamilyStage, Matche
         checks (:mod:`kbtool.identity.matcher.review`) ran on it: a pair a diff would show
         flagged is no identity (its name is carried with the review flag instead)."""
         view = _View(self.OLD.recs, self.NEW.recs, final)
-        review_signatures(view)
-        review_wrapper_splits(view)
-        review_weak_neighbourhoods(view)
-        review_inlining_boundaries(view)
-        review_closer_rivals(view)
-        review_no_counterpart(view)
+        review_pairing(view)  # (inside review_memo, ingest's pairing reuses these verdicts)
         ok = {(p.old_index, p.new_index) for p in view.by_new.values() if not p.review}
         return [m for m in exact if (m.old_index, m.new_index) in ok]
 

@@ -8,15 +8,108 @@ review flag, at a lower confidence, instead of sharing the old annotation).
 A pairing here is anything with ``old_recs``/``new_recs`` (index -> FuncRecord) and
 ``by_new``/``by_old`` (index -> an object with mutable ``old_index``, ``new_index``,
 ``score``, ``review``).
+
+:func:`review_pairing` runs them all, in their order. A later release's ingest runs them
+twice on the same pairing (the matcher's final result, then the pairing read back from the
+KB for the diff report): inside :func:`review_memo` the second run reuses the first's
+verdicts when every input is the same (see :func:`review_pairing`).
 """
 
 from __future__ import annotations
 
 import bisect
+import contextvars
+import dataclasses
+from collections.abc import Iterator
+from contextlib import contextmanager
+from operator import attrgetter
 from typing import Any
 
 from kbtool.identity.features import FeatureCache, size_ratio
 from kbtool.identity.records import FuncRecord
+
+# the last reviewed pairing, kept while a review_memo scope is open (None: no scope)
+_MEMO: contextvars.ContextVar[list | None] = contextvars.ContextVar("review_memo", default=None)
+
+# every field of a record but its stable id (which no check reads: the matcher's records of a
+# fresh module carry none, those read back from the KB carry the ids ingest gave them)
+_RECORD_INPUTS = attrgetter(
+    *(f.name for f in dataclasses.fields(FuncRecord) if f.name != "stable_id")
+)
+
+
+@contextmanager
+def review_memo() -> Iterator[None]:
+    """While open (in this thread or task), :func:`review_pairing` remembers the last
+    pairing it reviewed and gives its verdicts again for a pairing equal in every input;
+    scopes nest, and nothing is kept once the outermost closes."""
+    if _MEMO.get() is not None:
+        yield
+        return
+    token = _MEMO.set([])
+    try:
+        yield
+    finally:
+        _MEMO.reset(token)
+
+
+def review_pairing(pg: Any) -> bool:
+    """Run every review check on ``pg`` in order (signatures, wrapper splits, weak
+    neighbourhoods, inlining boundaries, closer and near rivals, no counterpart).
+
+    Inside :func:`review_memo`, a pairing whose inputs all equal those of the pairing
+    reviewed last (the same pairs with the same score, flag and method; records equal in
+    every field but the stable id) gets that pairing's verdicts (flags and scores) without
+    running the checks: they read nothing else, and each is a pure function of its inputs
+    (which pairs a check flags does not depend on the order it reads them in). Returns
+    whether the verdicts were reused."""
+    memo = _MEMO.get()
+    key = None
+    if memo is not None:
+        key = _pairs_key(pg)
+        if (
+            memo
+            and memo[0] == key
+            and _same_records(memo[1], pg.old_recs)
+            and _same_records(memo[2], pg.new_recs)
+        ):
+            by_new = pg.by_new
+            for n, (review, score) in memo[3].items():
+                p = by_new[n]
+                p.review, p.score = review, score
+            return True
+    review_signatures(pg)
+    review_wrapper_splits(pg)
+    review_weak_neighbourhoods(pg)
+    review_inlining_boundaries(pg)
+    review_closer_rivals(pg)
+    review_no_counterpart(pg)  # two functions without a counterpart: weak, no name carried
+    if memo is not None:
+        verdicts = {n: (p.review, p.score) for n, p in pg.by_new.items()}
+        memo[:] = [key, pg.old_recs, pg.new_recs, verdicts]
+    return False
+
+
+def _pairs_key(pg: Any) -> tuple[dict[int, tuple], dict[int, int]]:
+    """What the checks read of the pairs: each pair's fields by new index, and the pairs by
+    old index (the same pairs in any pairing built right)."""
+    return (
+        {
+            n: (p.old_index, p.new_index, p.score, p.review, getattr(p, "method", ""))
+            for n, p in pg.by_new.items()
+        },
+        {o: p.new_index for o, p in pg.by_old.items()},
+    )
+
+
+def _same_records(a: dict[int, FuncRecord], b: dict[int, FuncRecord]) -> bool:
+    if a is b:
+        return True
+    if a.keys() != b.keys():
+        return False
+    get = b.__getitem__
+    return all(x is get(i) or _RECORD_INPUTS(x) == _RECORD_INPUTS(get(i)) for i, x in a.items())
+
 
 # a pair whose type signature changed is flagged for review below this score (0.85: set on
 # the TUNE programs of benchmarks/optlevels.py, where pairs of two different functions with
