@@ -14,13 +14,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from kbtool.kb.errors import KBError
 from kbtool.render.text import lit
 from kbtool.services import data as data_svc
 from kbtool.textutil import clip, printable
 from kbtool.tui.screens.base import BACK, KbScreen
+from kbtool.tui.widgets.diff_footer import DiffFooter
 from kbtool.tui.widgets.lists import KbTable, TitleBar
 
 PAGE = 500  # strings listed at once (the filter narrows the rest)
@@ -64,7 +65,7 @@ class DataScreen(KbScreen):
             with Vertical(id="data-globals-box"):
                 yield Static("globals", classes="section")
                 yield KbTable(id="data-globals")
-        yield Footer(compact=True, show_command_palette=False)
+        yield DiffFooter(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         st = self.query_one("#data-strings", KbTable)

@@ -5,11 +5,12 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from kbtool.kb import queries
 from kbtool.render.text import lit
 from kbtool.tui.screens.base import BACK, FunctionRef, KbScreen
+from kbtool.tui.widgets.diff_footer import DiffFooter
 from kbtool.tui.widgets.lists import KbTable, TitleBar
 
 POLL_SECONDS = 1.0
@@ -58,7 +59,7 @@ class FeedScreen(KbScreen):
         yield TitleBar(id="title")
         yield Static(id="feed-status")
         yield KbTable(id="feed-table")
-        yield Footer(compact=True, show_command_palette=False)
+        yield DiffFooter(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         table = self.query_one("#feed-table", KbTable)

@@ -9,7 +9,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from kbtool.kb import queries
 from kbtool.kb.errors import KBError
@@ -17,6 +17,7 @@ from kbtool.kb.queries.functions import HeatmapRow
 from kbtool.render.text import lit
 from kbtool.tui.screens.base import BACK_HIDDEN, RENAME, FunctionRef, KbScreen
 from kbtool.tui.screens.goto import GotoScreen
+from kbtool.tui.widgets.diff_footer import DiffFooter
 from kbtool.tui.widgets.heatmap import BUCKETS, HALF, UNNAMED, HeatmapGrid, cell_code
 from kbtool.tui.widgets.lists import Panel, TitleBar
 from kbtool.tui.widgets.palette import (
@@ -59,7 +60,7 @@ class HeatmapScreen(KbScreen):
                 yield Static(id="legend")
                 yield Static(id="heat-coverage")
         yield Panel(id="cell-line")  # shown instead of the side panel below 80x24
-        yield Footer(compact=True, show_command_palette=False)
+        yield DiffFooter(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         self.query_one(HeatmapGrid).focus()
@@ -76,6 +77,7 @@ class HeatmapScreen(KbScreen):
         if keep is None:  # reopened: where the cursor was last time
             keep = self.kb.heatmap_cursor.get(self.version_id)
         self._want_index = None
+        self.kb.heatmap_first = False  # the versions screen underneath may load from now on
         try:
             info = queries.get_version(conn, self.version_id)
         except KBError:
@@ -105,7 +107,6 @@ class HeatmapScreen(KbScreen):
             lit(self._label, "bold"), f"heatmap  {len(self._rows):,} functions"
         )
         grid.set_cells(codes, cursor=pos)
-        self.kb.heatmap_first = False  # the versions screen underneath may load from now on
         self._show_legend()
         self._show_coverage()
         if not self._rows:

@@ -8,7 +8,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from kbtool.kb.errors import KBError
 from kbtool.kb.provenance import EVENT_COLOURS
@@ -16,6 +16,7 @@ from kbtool.render.text import lit
 from kbtool.services.history import function_history
 from kbtool.textutil import clip, printable
 from kbtool.tui.screens.base import BACK, RENAME, FunctionRef, KbScreen
+from kbtool.tui.widgets.diff_footer import DiffFooter
 from kbtool.tui.widgets.lists import KbTable, TitleBar
 from kbtool.tui.widgets.palette import conf_text, name_text, prov_text
 
@@ -54,7 +55,7 @@ class HistoryScreen(KbScreen):
             yield KbTable(id="hist-versions")
             yield Static("events", classes="section")
             yield KbTable(id="hist-events")
-        yield Footer(compact=True, show_command_palette=False)
+        yield DiffFooter(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         vt = self.query_one("#hist-versions", KbTable)

@@ -11,12 +11,13 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from kbtool.kb import queries
 from kbtool.render.text import lit
 from kbtool.services import nav
 from kbtool.tui.screens.base import BACK, HISTORY, RENAME, FunctionRef, KbScreen
+from kbtool.tui.widgets.diff_footer import DiffFooter
 from kbtool.tui.widgets.lists import KbTable, TitleBar
 from kbtool.tui.widgets.palette import conf_text, name_text, prov_text
 
@@ -51,7 +52,7 @@ class SearchScreen(KbScreen):
             )
             yield Static(id="search-status")
             yield KbTable(id="search-results")
-        yield Footer(compact=True, show_command_palette=False)
+        yield DiffFooter(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         table = self.query_one("#search-results", KbTable)

@@ -12,13 +12,14 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from kbtool.kb import queries
 from kbtool.kb.db import open_rw
 from kbtool.kb.errors import KBError
 from kbtool.render.text import lit
 from kbtool.tui.screens.base import BACK, KbScreen
+from kbtool.tui.widgets.diff_footer import DiffFooter
 from kbtool.tui.widgets.lists import KbTable, TitleBar
 
 PAGE = 500
@@ -38,7 +39,7 @@ class SuggestionsScreen(KbScreen):
         yield TitleBar(id="title")
         yield Static(id="sugg-status")
         yield KbTable(id="sugg-table")
-        yield Footer(compact=True, show_command_palette=False)
+        yield DiffFooter(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         table = self.query_one("#sugg-table", KbTable)

@@ -13,7 +13,7 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from kbtool.kb.errors import KBError
 from kbtool.render.text import lit
@@ -21,6 +21,7 @@ from kbtool.services import types as types_svc
 from kbtool.services import types_view
 from kbtool.textutil import clip
 from kbtool.tui.screens.base import BACK, KbScreen
+from kbtool.tui.widgets.diff_footer import DiffFooter
 from kbtool.tui.widgets.lists import KbTable, TitleBar
 from kbtool.tui.widgets.palette import prov_text
 
@@ -51,7 +52,7 @@ class TypesScreen(KbScreen):
             yield KbTable(id="types-list")
             with VerticalScroll(id="types-detail-box"):
                 yield Static(id="types-detail")
-        yield Footer(compact=True, show_command_palette=False)
+        yield DiffFooter(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         t = self.query_one("#types-list", KbTable)

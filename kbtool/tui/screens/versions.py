@@ -10,12 +10,13 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from kbtool.kb import queries
 from kbtool.render.text import lit, toolchain_text
 from kbtool.textutil import clip, printable
 from kbtool.tui.screens.base import BACK_HIDDEN, KbScreen
+from kbtool.tui.widgets.diff_footer import DiffFooter
 from kbtool.tui.widgets.lists import KbTable, TitleBar
 from kbtool.tui.widgets.palette import PROVENANCES, coverage_bar, prov_text, split_of
 
@@ -41,15 +42,33 @@ class VersionsScreen(KbScreen):
         elif (vid := self._heatmap_to_return_to()) is not None:
             self.kb.open_heatmap(vid)
 
+    _composed = False  # its widgets made (at start under the heatmap: when first shown)
+
     def compose(self) -> ComposeResult:
+        # Starting on the heatmap, this screen lies under it unseen: its widgets (a table,
+        # a footer) are made when it is first shown, not before the heatmap's first paint.
+        if self.kb.heatmap_first:
+            return
+        self._composed = True
         yield TitleBar(id="title")
         with Vertical(id="versions-body"):
             yield KbTable(id="versions-table")
             yield Static(id="version-info")
             yield Static(id="versions-empty")
-        yield Footer(compact=True, show_command_palette=False)
+        yield DiffFooter(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
+        if self._composed:
+            self._columns()
+
+    async def on_screen_resume(self) -> None:
+        # runs before KbScreen's (which reloads what it shows): the widgets first
+        if not self._composed and self.is_current and not self.kb.heatmap_first:
+            await self.recompose()
+            if self._composed:
+                self._columns()
+
+    def _columns(self) -> None:
         table = self.query_one("#versions-table", KbTable)
         for label, key, width in (
             ("id", "id", 3),

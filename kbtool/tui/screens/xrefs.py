@@ -15,13 +15,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from kbtool.kb.errors import KBError
 from kbtool.render.text import lit
 from kbtool.services import data as data_svc
 from kbtool.textutil import clip, printable
 from kbtool.tui.screens.base import BACK, KbScreen
+from kbtool.tui.widgets.diff_footer import DiffFooter
 from kbtool.tui.widgets.lists import KbTable, TitleBar
 
 
@@ -82,7 +83,7 @@ class XrefsScreen(KbScreen):
             yield KbTable(id="xrefs-table")
             yield Static(id="uses-label", classes="section")
             yield KbTable(id="xrefs-uses")
-        yield Footer(compact=True, show_command_palette=False)
+        yield DiffFooter(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         table = self.query_one("#xrefs-table", KbTable)
