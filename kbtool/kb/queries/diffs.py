@@ -59,15 +59,29 @@ def mem_offsets_for(
     """index -> ``[op, offset, width]`` of each memory access of some functions of a
     version, in body order (the stored ``mem_ops`` facts as JSON gives them, by orjson:
     what the diff's layout check reads)."""
-    out: dict[int, list[list[int]]] = {}
+    return {i: _loads(t) for i, t in mem_ops_json_for(conn, version_id, indices).items()}
+
+
+def mem_ops_json_for(
+    conn: sqlite3.Connection, version_id: int, indices: list[int]
+) -> dict[int, str]:
+    """index -> the stored ``mem_ops`` facts of some functions of a version as their JSON
+    text, unparsed: two equal texts are equal accesses (the diff's layout check compares
+    them first and parses only those that differ, :func:`parse_mem_ops`)."""
+    out: dict[int, str] = {}
     for k in range(0, len(indices), 500):
         chunk = indices[k : k + 500]
         for idx, mem in conn.execute(
             f"SELECT idx, mem_ops FROM facts WHERE version_id = ? AND idx IN ({','.join('?' * len(chunk))})",
             (version_id, *chunk),
         ):
-            out[idx] = _loads(mem)
+            out[idx] = mem
     return out
+
+
+def parse_mem_ops(text: str) -> list[list[int]]:
+    """One text of :func:`mem_ops_json_for` as :func:`mem_offsets_for` gives it."""
+    return _loads(text)
 
 
 #: the columns of a matcher row (:func:`matching_row` reads them in this order)

@@ -178,3 +178,42 @@ def test_stored_memory_accesses_answer_as_the_scan(demo_kb_master) -> None:
     answers = [field_offsets_differ(va, i, vb, j) for i, j in pairs]
     assert answers == [mem_offsets_differ(va, mems[0][i], vb, mems[1][j]) for i, j in pairs]
     assert len(pairs) > 100 and any(answers) and not all(answers)
+
+
+def test_layout_check_parses_only_accesses_that_differ(demo_kb_master, monkeypatch) -> None:
+    """The report's layout check reads the stored accesses as JSON text and parses only the
+    pairs whose two texts differ (equal texts: no offset differs); every answer is the
+    decode's (:func:`field_offsets_differ`)."""
+    from kbtool.identity.pairing import pair_rows
+    from kbtool.services.diff.report import _Relocation
+
+    parsed: list[str] = []
+    real = queries.parse_mem_ops
+
+    def counted(text: str):
+        parsed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(queries, "parse_mem_ops", counted)
+    conn = open_ro(demo_kb_master)
+    try:
+        pg = pair_rows(1, 2, queries.matching_rows(conn, 1), queries.matching_rows(conn, 2))
+        reloc = _Relocation(conn, pg)
+        va, vb = reloc._views()
+        asked = [
+            p
+            for p in pg.defined_pairs()
+            if pg.old_rows[p.old_index]["ops"] == pg.new_rows[p.new_index]["ops"]
+            and pg.old_rows[p.old_index]["body_hash"] != pg.new_rows[p.new_index]["body_hash"]
+            and pg.old_rows[p.old_index]["shape_hash"] != pg.new_rows[p.new_index]["shape_hash"]
+        ]
+        answers = [reloc.layout_shift(p) for p in asked]
+        texts = reloc._mem()
+    finally:
+        conn.close()
+    assert answers == [field_offsets_differ(va, p.old_index, vb, p.new_index) for p in asked]
+    differ = [p for p in asked if texts[0][p.old_index] != texts[1][p.new_index]]
+    assert len(asked) > 20 and len(differ) < len(asked)
+    assert sorted(parsed) == sorted(
+        t for p in differ for t in (texts[0][p.old_index], texts[1][p.new_index])
+    )
