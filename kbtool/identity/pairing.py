@@ -107,14 +107,18 @@ def pair_rows(
     *,
     fuzzy: bool = True,
     matches: list[Match] | None = None,
+    old_recs: list[FuncRecord] | None = None,
 ) -> Pairing:
     """Pair two versions' function rows (older, newer): identities first, then the matcher.
 
     ``matches``: the matcher's result when the caller already ran it (ingest), else run here.
+    ``old_recs``: ``records_from_rows(old_list)`` when the caller already built them (ingest:
+    the matcher's, which the review memo then finds as the very same objects).
     The matcher and every review check share one store of features and similarities
     (:func:`kbtool.identity.features.shared_features`).
     """
-    old_recs = records_from_rows(old_list)
+    if old_recs is None:
+        old_recs = records_from_rows(old_list)
     new_recs = records_from_rows(new_list)
     with shared_features(old_recs, new_recs):
         return _pair_records(

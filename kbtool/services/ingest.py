@@ -251,9 +251,11 @@ def _carry_ids(
     Any,
     list[str],
     list[dict[str, Any]],
+    list[Any] | None,
 ]:
     """Stable ids carried from ``parent``: ``(carried, by_method, full_matches, notes,
-    old_rows)`` (``carried``: new index -> :class:`CarriedId`)."""
+    old_rows, old_recs)`` (``carried``: new index -> :class:`CarriedId`; ``old_recs``: the
+    matcher's records of ``old_rows``, which the pairing of the diff report reuses)."""
     # identity: carry stable ids from the parent (the most related earlier version of the same
     # program; none for a new program) by unique, non-fuzzy matches;
     # the same matcher run goes on to the full (fuzzy) pairing that carry-over and the stored
@@ -263,6 +265,7 @@ def _carry_ids(
     full_matches = None
     matcher_notes: list[str] = []
     old_rows: list[dict[str, Any]] = []
+    old = None
     if parent is not None:
         # imported here: the first version of a program needs no matcher (start-up)
         from kbtool.identity.matcher import MatchStats, match_functions_staged
@@ -285,7 +288,7 @@ def _carry_ids(
             by_method[m.method] += 1
         if progress:
             progress("match", 1, 1)
-    return carried, by_method, full_matches, matcher_notes, old_rows
+    return carried, by_method, full_matches, matcher_notes, old_rows, old
 
 
 # the columns of ingest's rows, in the order _function_rows builds their values
@@ -431,7 +434,7 @@ def _stored(
     # the matcher's records: only to match a parent (a first version needs its table slots)
     new = records_from_analysis(analysis) if parent is not None else []
 
-    carried, by_method, full_matches, matcher_notes, old_rows = _carry_ids(
+    carried, by_method, full_matches, matcher_notes, old_rows, old_recs = _carry_ids(
         conn, parent, new, funcs, progress
     )
     unmatched = [f.index for f in funcs if f.index not in carried]
@@ -503,7 +506,13 @@ def _stored(
     )
     if parent is not None:  # (the same path as `kbtool set-program`)
         result.diff_carry = lineage_svc.carry_from_parent(
-            conn, parent, vid, old_rows=old_rows, matches=full_matches, carry=carry
+            conn,
+            parent,
+            vid,
+            old_rows=old_rows,
+            matches=full_matches,
+            old_recs=old_recs,
+            carry=carry,
         )
     return result
 

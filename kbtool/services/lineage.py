@@ -439,22 +439,29 @@ def carry_from_parent(
     *,
     old_rows: list[dict[str, Any]] | None = None,
     matches: Any = None,
+    old_recs: Any = None,
     carry: bool = True,
 ) -> dict[str, Any] | None:
     """Pair a version with its parent, carry the parent's names and knowledge to it through the
     gate (``carry``) and store the pair's diff report: what ingest does for a new version and
     ``kbtool set-program`` for a moved one. ``old_rows``/``matches``: the parent's matching rows
     and the matcher's result when the caller already has them (ingest), else read and run
-    here. Returns the carry counts (None when not carried)."""
+    here (``old_recs``: the matcher's records of ``old_rows``). Returns the carry counts
+    (None when not carried)."""
     # imported here: the first version of a program needs no matcher (start-up)
     from kbtool.identity.pairing import pair_rows
     from kbtool.services.diff.carry import carry_names
     from kbtool.services.diff.report import store_report
 
     if old_rows is None:
-        old_rows = queries.matching_rows(conn, parent)
+        old_rows, old_recs = queries.matching_rows(conn, parent), None
     pairing = pair_rows(
-        parent, version_id, old_rows, queries.matching_rows(conn, version_id), matches=matches
+        parent,
+        version_id,
+        old_rows,
+        queries.matching_rows(conn, version_id),
+        matches=matches,
+        old_recs=old_recs,
     )
     out = carry_names(conn, parent, version_id, pairing=pairing) if carry else None
     store_report(conn, pairing)
