@@ -425,11 +425,16 @@ class FeatureCache:
         (a float cosine exceeds 1 by a few units in the last place at most: ``_COS_MAX``).
         Every float step of the sum is monotone, so the bound is never below the value.
         The value itself when already computed."""
+        total, wsum = self.content_bound_sum(o, n)
+        return total / wsum if wsum else 0.0
+
+    def content_bound_sum(self, o, n) -> tuple[float, float]:
+        """(weighted sum, total weight) of :meth:`content_bound`: the weight is the pair's
+        own, the sum never below the pair's (the pair's own when already computed)."""
         v = self._sims.get((o.index, n.index))
         if v is None:
             v = self._sum(o, self.feat(0, o), n, self.feat(1, n), _COS_MAX)
-        total, wsum = v
-        return total / wsum if wsum else 0.0
+        return v
 
     def _sum(self, o, fo: _Feat, n, fn: _Feat, b: float) -> tuple[float, float]:
         """(weighted sum, total weight) of the pair's features, ``b`` its bigram cosine."""

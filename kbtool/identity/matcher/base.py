@@ -315,29 +315,61 @@ class MatcherBase:
         return 0.5 + 0.5 * (1.0 - abs(fo - fn))
 
     def similarity(self, o: int, n: int, sig_penalty: bool = True) -> float:
+        self.charge(o, n)
+        return self.score(o, n, self.content(o, n), self.tail(o, n), sig_penalty)
+
+    def charge(self, o: int, n: int) -> None:
+        """The work of one scoring: 1, plus the neighbour lists it walks (a hub's callers)
+        at 1/16 an entry."""
         OLD, NEW = self.OLD, self.NEW
-        # one scoring, plus the neighbour lists it walks (a hub's callers) at 1/16 an entry
         hood = len(OLD.callers[o]) + len(NEW.callers[n]) + len(OLD.callees[o]) + len(NEW.callees[n])
         self.stats.work[self.stage] += 1 + hood // 16
+
+    def tail(self, o: int, n: int) -> tuple:
+        """What a pair's score reads of the match state (:meth:`score`): the agreement of
+        the callees and of the callers, the position between anchors, and whether an equal
+        shape is not contradicted by matched callees (None: the shapes differ)."""
+        ro = self.OLD.recs[o]
+        shape = None
+        if ro.shape_hash and ro.shape_hash == self.NEW.recs[n].shape_hash:
+            shape = not self.callee_check(o, n)[1]
+        return (
+            self._graph_term(self.OLD.callees[o], self.NEW.callees[n]),
+            self._graph_term(self.OLD.callers[o], self.NEW.callers[n]),
+            self.locality(o, n),
+            shape,
+        )
+
+    def content_bound(self, o: int, n: int) -> tuple[float, float]:
+        """:meth:`content` with the bigram cosine at its largest (the value itself when
+        known): the score computed from it (:meth:`score`, same tail) is never below the
+        pair's score, every float step of the score being monotone in the content sum."""
+        v = self._content.get((o, n))
+        if v is None:
+            v = self.feats.content_bound_sum(self.OLD.recs[o], self.NEW.recs[n])
+        return v
+
+    def score(
+        self, o: int, n: int, content: tuple[float, float], tail: tuple, sig_penalty: bool
+    ) -> float:
+        """The pair similarity from its content sum and its :meth:`tail`."""
         ro = self.OLD.recs[o]
         rn = self.NEW.recs[n]
-        total, wsum = self.content(o, n)
-        g = self._graph_term(self.OLD.callees[o], self.NEW.callees[n])
-        if g is not None:
-            total += 0.25 * g
+        total, wsum = content
+        g_callees, g_callers, loc, shape = tail
+        if g_callees is not None:
+            total += 0.25 * g_callees
             wsum += 0.25
-        g = self._graph_term(self.OLD.callers[o], self.NEW.callers[n])
-        if g is not None:
-            total += 0.15 * g
+        if g_callers is not None:
+            total += 0.15 * g_callers
             wsum += 0.15
-        loc = self.locality(o, n)
         if loc is not None:
             total += 0.2 * loc
             wsum += 0.2
         s = total / wsum if wsum else 0.0
         if sig_penalty and ro.type_sig != rn.type_sig:
             s *= 0.8
-        if ro.shape_hash and ro.shape_hash == rn.shape_hash and not self.callee_check(o, n)[1]:
+        if shape:
             s = max(s, 0.9)  # same normalised code, callees not contradicting
         # very small functions carry little evidence; temper their score
         small = min(ro.instr_count, rn.instr_count)

@@ -140,25 +140,37 @@ class CallgraphStage:
             if not (ys and len(xs) == 1 and len(ys) == 1):
                 continue
             x, y = xs[0], ys[0]
-            s = self.similarity(x, y)
+            # every pair below is scored (and its work charged) as by ``similarity``, the
+            # content similarity (op histograms) only where the bound cannot decide
+            self.charge(x, y)
+            tail = self.tail(x, y)
+            if self.score(x, y, self.content_bound(x, y), tail, True) < self.CG_UNIQUE_SIG:
+                continue
+            content = self.content(x, y)
+            s = self.score(x, y, content, tail, True)
             if s < self.CG_UNIQUE_SIG:
                 continue
-            plain = self.similarity(x, y, sig_penalty=False)
+            self.charge(x, y)
+            plain = self.score(x, y, content, tail, False)
             cx, cy = OLD[x].instr_count, NEW[y].instr_count
-            rival = max(
-                [
-                    self.similarity(x, y2, sig_penalty=False)
-                    for y2 in un
-                    if y2 != y and _plausible_size(cx, NEW[y2].instr_count)
-                ]
-                + [
-                    self.similarity(x2, y, sig_penalty=False)
-                    for x2 in uo
-                    if x2 != x and _plausible_size(OLD[x2].instr_count, cy)
-                ],
-                default=0.0,
-            )
-            if plain - rival >= self.CG_RIVAL_MARGIN:
+            rivals = [(x, y2) for y2 in un if y2 != y and _plausible_size(cx, NEW[y2].instr_count)]
+            rivals += [(x2, y) for x2 in uo if x2 != x and _plausible_size(OLD[x2].instr_count, cy)]
+            # plain - max(rivals) >= margin: every rival at least the margin behind (float
+            # subtraction is monotone), decided by the rival's bound when that suffices
+            ahead = bool(rivals) or plain - 0.0 >= self.CG_RIVAL_MARGIN
+            for a, b in rivals:
+                self.charge(a, b)
+                if not ahead:
+                    continue  # charged alike, nothing left to decide
+                t = self.tail(a, b)
+                if plain - self.score(a, b, self.content_bound(a, b), t, False) >= (
+                    self.CG_RIVAL_MARGIN
+                ):
+                    continue
+                ahead = plain - self.score(a, b, self.content(a, b), t, False) >= (
+                    self.CG_RIVAL_MARGIN
+                )
+            if ahead:
                 self.accept(x, y, self._cg_score(s), "callgraph")
                 hit = True
         if hit:
@@ -251,27 +263,50 @@ class CallgraphStage:
         its functions. Rivals are compared without the signature penalty, so a changed
         signature cannot hand the win to a look-alike that happens to keep the old one."""
         OLD, NEW = self.OLD.recs, self.NEW.recs
-        plain = {
-            (x, y): self.similarity(x, y, sig_penalty=False)
+        pairs = [
+            (x, y)
             for x in uo
             for y in un
             if _plausible_size(OLD[x].instr_count, NEW[y].instr_count)
-        }
-        by_o: dict[int, list[tuple[float, int]]] = defaultdict(list)
-        by_n: dict[int, list[tuple[float, int]]] = defaultdict(list)
-        for (x, y), p in plain.items():
-            by_o[x].append((p, y))
-            by_n[y].append((p, x))
-        for (x, y), p in sorted(plain.items(), key=lambda kv: (-kv[1], kv[0])):
-            if p < self.CG_BEST or x in self.o2n or y in self.n2o:
+        ]
+        # every pair is scored at this state (work charged as by ``similarity``): its tail
+        # kept, its content similarity (op histograms) computed only where the bound cannot
+        # decide; a value computed later is the one of this state (the tail kept)
+        tails = {}
+        bound = {}
+        for k in pairs:
+            self.charge(*k)
+            t = tails[k] = self.tail(*k)
+            bound[k] = self.score(*k, self.content_bound(*k), t, False)
+        plain: dict[tuple[int, int], float] = {}
+
+        def value(k: tuple[int, int]) -> float:
+            v = plain.get(k)
+            if v is None:
+                v = plain[k] = self.score(*k, self.content(*k), tails[k], False)
+            return v
+
+        by_o: dict[int, list[tuple[int, int]]] = defaultdict(list)
+        by_n: dict[int, list[tuple[int, int]]] = defaultdict(list)
+        for k in pairs:
+            by_o[k[0]].append(k)
+            by_n[k[1]].append(k)
+        # the pairs at or above CG_BEST (none whose bound is below), best first
+        best = [(value(k), k) for k in pairs if bound[k] >= self.CG_BEST]
+        best = [(p, k) for p, k in best if p >= self.CG_BEST]
+        best.sort(key=lambda pk: (-pk[0], pk[1]))
+        margin = self.CG_BEST_MARGIN
+        for p, (x, y) in best:
+            if x in self.o2n or y in self.n2o:
                 continue
             s = self.similarity(x, y)
             if s < self.CG_BEST:
                 continue
-            second = max(
-                [t for t, y2 in by_o[x] if y2 != y and y2 not in self.n2o]
-                + [t for t, x2 in by_n[y] if x2 != x and x2 not in self.o2n],
-                default=0.0,
-            )
-            if p - second >= self.CG_BEST_MARGIN:
+            # p - (the best free rival, 0.0 without one) >= margin: every free rival at least
+            # the margin behind (float subtraction is monotone), by its bound when it suffices
+            rivals = [k for k in by_o[x] if k[1] != y and k[1] not in self.n2o]
+            rivals += [k for k in by_n[y] if k[0] != x and k[0] not in self.o2n]
+            if all(p - bound[k] >= margin or p - value(k) >= margin for k in rivals) and (
+                rivals or p - 0.0 >= margin
+            ):
                 self.accept(x, y, self._cg_score(s), "callgraph")

@@ -4,7 +4,9 @@ a later release's ingest): the review checks' upper bound of a pair's content si
 function order (the longest chain of matched pairs kept in order) and the review checks
 with their size windows and the bound against the first forms, on whole matcher runs
 (the final pairing and the identities the review checks leave, the work counted) over
-random releases and the demo releases."""
+random releases and the demo releases. The call graph's best-pair and unique-signature
+steps score a pair from a bound (the content similarity with the bigram cosine at 1) where
+that decides, never below the pair's score, and pair as when every similarity is computed."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from hypothesis import strategies as st
 from kbtool.identity.features import FeatureCache
 from kbtool.identity.matcher import _Matcher
 from kbtool.identity.matcher import review as R
+from kbtool.identity.matcher.base import MatcherBase, _plausible_size
 from kbtool.identity.records import FuncRecord, records_from_rows
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
@@ -94,12 +97,42 @@ class _Reference(_Matcher):
         self.span_o = (self.OLD.order[0] - 1, self.OLD.order[-1] + 1) if self.OLD.order else (0, 0)
         self.span_n = (self.NEW.order[0] - 1, self.NEW.order[-1] + 1) if self.NEW.order else (0, 0)
 
+    def _resolve_best(self, uo: list[int], un: list[int]) -> None:
+        """As first written: every pair's similarity computed before the pass."""
+        OLD, NEW = self.OLD.recs, self.NEW.recs
+        plain = {
+            (x, y): self.similarity(x, y, sig_penalty=False)
+            for x in uo
+            for y in un
+            if _plausible_size(OLD[x].instr_count, NEW[y].instr_count)
+        }
+        by_o: dict[int, list[tuple[float, int]]] = {}
+        by_n: dict[int, list[tuple[float, int]]] = {}
+        for (x, y), p in plain.items():
+            by_o.setdefault(x, []).append((p, y))
+            by_n.setdefault(y, []).append((p, x))
+        for (x, y), p in sorted(plain.items(), key=lambda kv: (-kv[1], kv[0])):
+            if p < self.CG_BEST or x in self.o2n or y in self.n2o:
+                continue
+            s = self.similarity(x, y)
+            if s < self.CG_BEST:
+                continue
+            second = max(
+                [t for t, y2 in by_o[x] if y2 != y and y2 not in self.n2o]
+                + [t for t, x2 in by_n[y] if x2 != x and x2 not in self.o2n],
+                default=0.0,
+            )
+            if p - second >= self.CG_BEST_MARGIN:
+                self.accept(x, y, self._cg_score(s), "callgraph")
+
 
 def _whole_scans(mp) -> None:
     """The review checks as first written: every free function of the result type read
-    (no size window), every pair's similarity computed (no bound)."""
+    (no size window), every pair's similarity computed (no bound); the call graph's
+    unique-signature step with no bound either (every similarity computed)."""
     mp.setattr(R._BySize, "window", lambda self, n: self.recs)
     mp.setattr(FeatureCache, "content_bound", lambda self, o, n: math.inf)
+    mp.setattr(MatcherBase, "content_bound", lambda self, o, n: (math.inf, 1.0))
 
 
 def _both(old, new, monkeypatch) -> None:
@@ -147,3 +180,60 @@ def test_the_bound_decides_real_rivals(monkeypatch) -> None:
     # the call graph put old 1 on new 2; old 2, new 1 and the rest are left unpaired
     assert R.review_closer_rivals(view(old, new, [(1, 2, "callgraph", 0.82)])) == 1
     assert asked
+
+
+def _computed(old, new, matcher, monkeypatch) -> int:
+    """How many content similarities (op-bigram cosines) a whole run computes."""
+    real = FeatureCache._content_similarity
+    got = []
+
+    def counting(self, o, n):
+        got.append((o.index, n.index))
+        return real(self, o, n)
+
+    with monkeypatch.context() as mp:
+        mp.setattr(FeatureCache, "_content_similarity", counting)
+        if matcher is _Reference:  # the call graph's steps as first written, nothing else
+            mp.setattr(MatcherBase, "content_bound", lambda self, o, n: (math.inf, 1.0))
+        matcher(old, new).run_staged(True)
+    return len(got)
+
+
+def test_the_call_graph_bound_spares_similarities(monkeypatch) -> None:
+    """The bound decides real pairs (the comparisons above compare two paths): the runs
+    compute fewer content similarities than the first forms, with the same answers."""
+    fewer = 0
+    for seed in range(12):
+        old, new = random_releases(seed)
+        fewer += _computed(old, new, _Matcher, monkeypatch) < _computed(
+            old, new, _Reference, monkeypatch
+        )
+    assert fewer
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_score_bound_is_never_below_the_score(seed: int) -> None:
+    """At every state of a run the call graph's steps see, a pair's score from the bound
+    is at least its score (both signature readings, every pair of defined functions)."""
+    old, new = random_releases(seed)
+    m = _Matcher(old, new)
+    states = []
+    real = m.propagate
+
+    def snapshot() -> None:
+        real()
+        states.append(None)
+        olds = [i for i in m.OLD.order if not m.OLD.recs[i].imported]
+        news = [i for i in m.NEW.order if not m.NEW.recs[i].imported]
+        for o in olds[::3]:
+            for n in news:
+                tail = m.tail(o, n)
+                bound = m.content_bound(o, n)
+                exact = m.content(o, n)
+                assert bound[1] == exact[1] and bound[0] >= exact[0]
+                for pen in (True, False):
+                    assert m.score(o, n, bound, tail, pen) >= m.score(o, n, exact, tail, pen)
+
+    m.propagate = snapshot
+    m.run_staged(True)
+    assert len(states) > 2
