@@ -206,7 +206,7 @@ def _has_call(e: _E) -> bool:
     return bool(e.fl & F_CALL)
 
 
-def _merge(*es: _E):
+def _merge(*es: _E) -> tuple[int, tuple]:  # typed: callers unpack natively (mypyc)
     fl = 0
     locs: tuple = ()
     for e in es:

@@ -72,7 +72,14 @@ class _Frame:
         "headed",
     )
 
-    def __init__(self, blk: _Blk, form: str, params: Any, results: Any, height: int):
+    def __init__(
+        self,
+        blk: _Blk,
+        form: str,
+        params: tuple[str, ...],
+        results: tuple[str, ...],
+        height: int,
+    ):
         self.blk = blk
         self.form = form
         self.params = params
@@ -428,7 +435,8 @@ class _Core:
         return name
 
     # -- block types
-    def blocktype(self, bt):
+    def blocktype(self, bt: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        # typed: the walk unpacks and iterates native tuples (mypyc), not Any
         if bt == "":
             return (), ()
         if isinstance(bt, str):

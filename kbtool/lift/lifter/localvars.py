@@ -154,7 +154,8 @@ def _local_signs(
             sp = _push(orig, b01, sp, _one(single, x) if c else none, 1 if c else 0)
             continue
         if op == OP_I32_CONST:
-            sp = _push(orig, b01, sp, none, 1 if args[i][0] in (0, 1) else 0)
+            cv: int = args[i][0]  # typed: native compares (mypyc), not generic ones
+            sp = _push(orig, b01, sp, none, 1 if cv == 0 or cv == 1 else 0)
             continue
         if op == OP_LOCAL_SET or op == OP_LOCAL_TEE:
             x = args[i][0]
@@ -202,7 +203,7 @@ def _local_signs(
                 if k == 3 or k == 4:
                     votes = uv if k == 3 else sv
                     for x in _union(oa, ob):
-                        votes[x] += 1
+                        votes[x] = votes[x] + 1  # native add (mypyc: `+=` is generic)
                 orig[sp] = none
                 b01[sp] = cmp
                 sp += 1
@@ -216,7 +217,7 @@ def _local_signs(
                 if k == 5 or k == 6:
                     votes = uv if k == 5 else sv
                     for x in oa:
-                        votes[x] += 1
+                        votes[x] = votes[x] + 1  # native add (mypyc: `+=` is generic)
                     oa = none
                 orig[sp] = oa
                 b01[sp] = 0
@@ -231,7 +232,7 @@ def _local_signs(
                 if k != 10:
                     votes = uv if k == 7 else sv
                     for x in oa:
-                        votes[x] += 1
+                        votes[x] = votes[x] + 1  # native add (mypyc: `+=` is generic)
                 sp = _push(orig, b01, sp, none, 2 if k == 10 else 0)
                 continue
             if k == 9 and sp >= 3:

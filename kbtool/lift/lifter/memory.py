@@ -122,7 +122,8 @@ def _frame_regions(
                 opened = tuple(s for s, lp in bstack if lp)
                 sets.setdefault(x, []).append((i, opened))
             if v is None:
-                lsym.pop(x, None)
+                if x in lsym:  # not `pop(x, None)`: a method call under mypyc
+                    del lsym[x]
             else:
                 lsym[x] = v
                 if isinstance(v, tuple) and len(v) == 2:

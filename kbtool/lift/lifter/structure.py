@@ -97,8 +97,10 @@ def _scan(ops: list[int], args: list[tuple], ctrl: list[int], budget: _Budget) -
             blk.cross_loop = cl = acc_loop.pop()
             blk.cross_block = cb = acc_blk.pop()
             if stack:
-                acc_loop[-1] += cl
-                acc_blk[-1] += cb
+                # `a[k] = a[k] + x`, not `a[k] += x`: mypyc compiles an indexed `+=` as
+                # a generic PyNumber_InPlaceAdd, the plain form as a native int add
+                acc_loop[-1] = acc_loop[-1] + cl
+                acc_blk[-1] = acc_blk[-1] + cb
             order.append(b)
         elif op == OP_ELSE or op == OP_CATCH or op == OP_CATCH_ALL:
             # the decoder checks nesting only: an else/catch must belong to its if/try
@@ -126,12 +128,12 @@ def _scan(ops: list[int], args: list[tuple], ctrl: list[int], budget: _Budget) -
                     continue
                 # blocks crossed on the way to a loop: a do-while(0) there would eat continue
                 if blocks[t].kind == "loop":
-                    acc_loop[-1] += 1
-                    acc_loop[-1 - d] -= 1
+                    acc_loop[-1] = acc_loop[-1] + 1
+                    acc_loop[-1 - d] = acc_loop[-1 - d] - 1
                 elif op != OP_BR_TABLE and t:
                     # and on the way to a block: a do-while(0) there would eat its break
-                    acc_blk[-1] += 1
-                    acc_blk[-1 - d] -= 1
+                    acc_blk[-1] = acc_blk[-1] + 1
+                    acc_blk[-1 - d] = acc_blk[-1 - d] - 1
     if stack:
         raise LiftError("function body not closed by end")
     tables = merge_nested(ops, args, blocks, open_at, tables)
@@ -151,12 +153,13 @@ def _scan(ops: list[int], args: list[tuple], ctrl: list[int], budget: _Budget) -
         for _i, op, inner in bt_.sites:
             if op == OP_BR_TABLE:
                 continue
-            recount[inner] += 1
-            recount[t] -= 1
+            recount[inner] = recount[inner] + 1
+            recount[t] = recount[t] - 1
         budget.spend(len(bt_.sites))
     for b in order:  # children end before their parents
         if b:
-            recount[blocks[b].parent] += recount[b]
+            up = blocks[b].parent
+            recount[up] = recount[up] + recount[b]
     for b in order:
         blk = blocks[b]
         if blk.claimed < 0 and blk.kind == "block":

@@ -95,9 +95,9 @@ def record(acc: Acc, ct: str, base: str, offset: int, load: bool) -> None:
     if n is None:
         cts[ct] = [1, 1 if load else 0]
     else:
-        n[0] += 1
+        n[0] = n[0] + 1  # native adds (mypyc compiles an indexed `+=` generically)
         if load:
-            n[1] += 1
+            n[1] = n[1] + 1
 
 
 def _kind(lines: list[str | None]) -> Acc:

@@ -83,8 +83,9 @@ from .opnames import (
 from .structure import _Blk
 
 _MEMOPS: Final = frozenset(i for i, n in enumerate(MNEMONICS) if n in _LOAD_CT or n in _STORE_CT)
-#: per op: (C type, wasm result type, widened to int64_t) for plain loads, else None
-_LOAD_INFO: Final[list] = [None] * len(MNEMONICS)
+#: per op: (C type, wasm result type, widened to int64_t) for plain loads, else None (typed:
+#: the walk unpacks a native tuple, mypyc's generic iteration otherwise)
+_LOAD_INFO: Final[list[tuple[str, str, bool] | None]] = [None] * len(MNEMONICS)
 for _op, _n in enumerate(MNEMONICS):
     if _n in _LOAD_CT:
         _LOAD_INFO[_op] = (_LOAD_CT[_n], _n[:3], _n[:3] == "i64" and _LOAD_CT[_n] != "int64_t")
@@ -188,6 +189,7 @@ class _Lifter(_Gc):
                     continue
                 if k == 3:
                     ld = loads[op]
+                    assert ld is not None
                     if len(stack) <= frames[-1].height:
                         raise LiftError("value stack underflow")
                     base = stack.pop()
