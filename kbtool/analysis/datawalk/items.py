@@ -8,7 +8,6 @@ as native calls. The pure module here is the reference (same items: tests compar
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from hashlib import blake2b
 from struct import unpack_from as _unpack_from
@@ -23,6 +22,12 @@ _ASCII_OK = bytes(range(0x20, 0x7F)) + _CONTROLS.encode()  # printable ASCII, th
 _RARE_BYTES = _RARE_CONTROLS.encode()
 _NO_RARE = str.maketrans("", "", _RARE_CONTROLS)
 _NO_LINE_CONTROLS = str.maketrans("", "", "\t\n\r")
+# a first byte :func:`_c_text` never accepts: a control character but the ones above,
+# DEL, a UTF-8 continuation byte or one no UTF-8 sequence starts with
+_NEVER_FIRST = [
+    (c < 0x20 and chr(c) not in _CONTROLS) or c == 0x7F or 0x80 <= c < 0xC2 or c >= 0xF5
+    for c in range(256)
+]
 
 
 def _cstring_at(mem: bytes, k: int) -> str | None:
@@ -60,6 +65,11 @@ def _cstring_seen(mem: bytes, k: int, seen: dict[int, tuple[int, str | None]]) -
 
 def _c_text(raw: bytes) -> str | None:
     """``raw`` (a C string's bytes, no NUL) as text when it is printable UTF-8."""
+    if raw and _NEVER_FIRST[raw[0]]:
+        # its first character is a control this refuses (or its first byte starts no
+        # UTF-8 character): no text, whatever follows (what the checks below conclude,
+        # without decoding binary data or raising for it)
+        return None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -166,6 +176,15 @@ def _classify(
     return "numeric", None, []
 
 
+def _unique_sorted(xs: list[int]) -> list[int]:
+    """``sorted(set(xs))``: ``xs`` itself when it already strictly increases (most of a
+    segment's lists: no set and no sort per segment)."""
+    for i in range(1, len(xs)):
+        if xs[i - 1] >= xs[i]:
+            return sorted(set(xs))
+    return xs
+
+
 def _at_least(ordered: list[int], x: int) -> int:
     """``bisect_left(ordered, x)`` (compiled: the ints compared natively, no call per
     comparison; ffmpeg's 7,320 segments take four each over 74k cuts)."""
@@ -213,9 +232,13 @@ def cut_items(
         # memz[a - base:] (its zeros after the segment are at most a word, memz has 8)
         seen: dict[int, tuple[int, str | None]] = {}
         mine = ordered[_at_least(ordered, base) : _at_least(ordered, end)]
-        inside = sorted({a if gostr else _string_start(memz, a - base) + base for a in mine})
+        inside = _unique_sorted(
+            [a if gostr else _string_start(memz, a - base) + base for a in mine]
+        )
         # pointer tables point at more items: one level of their words as cuts
-        starts = sorted(set([base] + inside))
+        # (``inside`` strictly increases, none below ``base``: ``base`` is either its first
+        # or goes first)
+        starts = _unique_sorted(inside if inside and inside[0] == base else [base] + inside)
         # strings run to their NUL: a new item starts after it when nothing else cuts there
         bounds: list[int] = []
         for i, a in enumerate(starts):
@@ -242,7 +265,7 @@ def cut_items(
                     q += 1
                 if q < nxt - base:
                     bounds.append(base + q)
-        bounds = sorted(set(bounds))
+        bounds = _unique_sorted(bounds)
         # ... and the referenced addresses in those zeros start items of their own
         allb = bounds + ordered[_at_least(ordered, end) : _at_least(ordered, gap_end)]
         for i, a in enumerate(allb):
@@ -326,15 +349,21 @@ def item_rows(
     return out
 
 
-_NOT_SLUG = re.compile(r"[^0-9A-Za-z]+")
 _TEXT_KINDS = ("cstring", "utf16", "gostring")
+# a text's UTF-8 bytes: ASCII letters lower-cased, digits kept, every other byte (the
+# other ASCII characters, each byte of a non-ASCII one) a space
+_SLUG_BYTES = bytes(
+    c | 0x20 if 0x41 <= c <= 0x5A else c if 0x30 <= c <= 0x39 or 0x61 <= c <= 0x7A else 0x20
+    for c in range(256)
+)
 
 
 def _slug(text: str) -> str:
-    """``text`` as a label part: runs of other characters as ``_``, lower case, at most
-    :data:`MAX_LABEL` characters."""
-    s = _NOT_SLUG.sub("_", text).strip("_").lower()
-    return s[:MAX_LABEL].rstrip("_")
+    """``text`` as a label part: runs of characters other than ASCII letters and digits as
+    ``_`` (none at either end), lower case, at most :data:`MAX_LABEL` characters (the
+    regex ``[^0-9A-Za-z]+`` -> ``_``, stripped, lowered; by a byte table: no regex)."""
+    words = text.encode("utf-8", "surrogatepass").translate(_SLUG_BYTES).split()
+    return b"_".join(words)[:MAX_LABEL].rstrip(b"_").decode("ascii")
 
 
 def label_items(items: list[DataItem]) -> None:

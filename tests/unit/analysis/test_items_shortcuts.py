@@ -1,0 +1,104 @@
+"""The data items' shortcuts give what the long way gives (session 17 D): a label's slug by a
+byte table equals the regex ``[^0-9A-Za-z]+`` -> ``_``; a C string's text refused on its
+first byte equals the full decode and checks; a list kept when it already strictly
+increases equals ``sorted(set(...))``; the compiled reference count's per-target memo
+equals the pure count (targets below, at and inside items, unordered items). Each holds for
+the pure module and the compiled twin when it is built."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from kbtool.analysis import datamodel, datawalk_active
+from kbtool.analysis.datatypes import MAX_LABEL, DataItem
+from kbtool.analysis.datawalk import items as pure_items
+
+COMPILED = datawalk_active.load_compiled()
+SIDES = [pure_items] + ([datawalk_active.ITEMS] if COMPILED is not None else [])
+_NOT_SLUG = re.compile(r"[^0-9A-Za-z]+")
+_CONTROLS = "\t\n\r\x1b\x07\x08\x0b\x0c"
+
+
+def _regex_slug(text: str) -> str:
+    """The slug as it was made before the byte table (the definition)."""
+    return _NOT_SLUG.sub("_", text).strip("_").lower()[:MAX_LABEL].rstrip("_")
+
+
+def _full_c_text(raw: bytes) -> str | None:
+    """``_c_text`` without the first-byte refusal: decode, then the printable checks."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if all(c.isprintable() or c in _CONTROLS for c in text):
+        rare = sum(1 for c in text if c in _CONTROLS[3:])
+        return None if rare * 4 > len(text) else text
+    return None
+
+
+@pytest.mark.parametrize("side", SIDES, ids=lambda m: m.__name__)
+def test_slug_is_the_regex_slug(side):
+    rng = random.Random(17)
+    alphabet = [chr(c) for c in range(128)] + list("\u00e9\u00df\u0130\u212a\ufb00\u2028\u65e5_ ")
+    texts = ["Hello, World!", "", "__", "a" * 80, "--x--", "\u00e9t\u00e9 2024", "ÄBC-def"]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60))) for _ in range(5000)]
+    texts += ["a" + chr(c) + "B" + chr(c) for c in range(0, 0x3000, 7)]
+    texts += ["x" * 31 + "-" + "y" * 5, "x" * 30 + "--yy", "a\ud800b"]  # the cut, a lone surrogate
+    for t in texts:
+        assert side._slug(t) == _regex_slug(t), t
+
+
+@pytest.mark.parametrize("side", SIDES, ids=lambda m: m.__name__)
+def test_c_text_refusing_on_the_first_byte_is_the_full_check(side):
+    tails = [b"", b"abc", b"hello world", b"\xc3\xa9t\xc3\xa9", b"\x1b[0m", b"\xff", b"\x80a"]
+    tails += [b"\x01\x02\x03"]
+    for first in range(1, 256):
+        for tail in tails:
+            raw = bytes([first]) + tail
+            assert side._c_text(raw) == _full_c_text(raw), raw
+    assert side._c_text(b"\x1b\x1b\x1bab") is None and side._c_text(b"ab\x1bcd") == "ab\x1bcd"
+
+
+@pytest.mark.parametrize("side", SIDES, ids=lambda m: m.__name__)
+def test_unique_sorted_is_sorted_set(side):
+    rng = random.Random(3)
+    cases = [[], [5], [1, 2, 3], [1, 1, 2], [3, 2, 1], [2, 2], [1, 5, 4, 9]]
+    cases += [[rng.randint(0, 20) for _ in range(rng.randint(0, 12))] for _ in range(300)]
+    for xs in cases:
+        assert side._unique_sorted(list(xs)) == sorted(set(xs))
+
+
+@pytest.mark.skipif(COMPILED is None, reason="compiled data walk not built")
+@pytest.mark.parametrize("ordered", [True, False])
+def test_compiled_count_with_its_memo_equals_the_pure_count(ordered, monkeypatch):
+    rng = random.Random(5)
+    addrs = sorted(rng.sample(range(2048, 9000, 4), 120))
+    kinds = ["cstring", "numeric", "utf16", "zero", "gostring", "pointer_table"]
+    if not ordered:  # (overlapping segments: the items' addresses need not increase)
+        addrs[40], addrs[41] = addrs[41], addrs[40]
+    pool = addrs + [a + 2 for a in addrs] + [0, 5, 2047, 100_000]
+
+    def make():
+        return [DataItem(a, 6, kinds[i % len(kinds)], 0, "text") for i, a in enumerate(addrs)]
+
+    refs = []
+    for n in range(4000):  # the same targets many times, by load, store, addr
+        t = rng.choice(pool)
+        refs.append((n % 50, n, rng.choice(["load", "store", "addr"]), "data", t, 4))
+        if n % 7 == 0:
+            refs.append((n % 50, n, rng.choice(["read", "write"]), "global", n % 5, 0))
+    starts = list(addrs)
+    got_items, want_items = make(), make()
+    got_r: dict[int, set[int]] = {}
+    got_w: dict[int, set[int]] = {}
+    got = COMPILED.count_item_refs(refs, got_items, starts, got_r, got_w)
+    monkeypatch.setattr(datawalk_active, "IMPL", None)  # the pure loop
+    want_r: dict[int, set[int]] = {}
+    want_w: dict[int, set[int]] = {}
+    want = datamodel._count_refs(refs, want_items, starts, want_r, want_w)
+    assert got == want and (got_r, got_w) == (want_r, want_w)
+    assert [i.refs for i in got_items] == [i.refs for i in want_items]
+    assert sum(i.refs for i in got_items) > 1000 and len(got) < len(refs)  # (some dropped)
