@@ -90,9 +90,58 @@ def _info(line: str) -> tuple[str, bool, int, str, list[str]]:
     net = s.count("{") - s.count("}") + closes
     if net > 0 and ord(s[n - 1]) != 123:  # not ending in `{`
         net = 0
-    m = _LABEL.match(s) if n > 1 and ord(s[n - 1]) == 59 and ord(s[n - 2]) == 58 else None
-    gotos = _GOTO.findall(s) if "goto L" in s else _NONE
-    return s, closes, net, m.group(1) if m is not None else "", gotos
+    label = _label_name(s) if n > 1 and ord(s[n - 1]) == 59 and ord(s[n - 2]) == 58 else ""
+    gotos = _gotos(s) if "goto L" in s else _NONE
+    return s, closes, net, label, gotos
+
+
+# The scan reads every line: its label and gotos by code points, not through the regex
+# engine (a method call per line under mypyc). They answer as _LABEL.match(s).group(1)
+# and _GOTO.findall(s) do (``\d``: any decimal digit; ``\b``: no word character before).
+
+
+def _label_name(s: str) -> str:
+    """The label ``L12`` of the line ``L12:;`` (``s`` stripped), else ""."""
+    n = len(s)
+    if n < 4 or ord(s[0]) != 76 or ord(s[n - 1]) != 59 or ord(s[n - 2]) != 58:  # L...:;
+        return ""
+    for k in range(1, n - 2):
+        c = ord(s[k])
+        if (c < 48 or c > 57) and (c < 128 or not s[k].isdecimal()):
+            return ""
+    return s[: n - 2]
+
+
+def _gotos(s: str) -> list[str]:
+    """The targets of the ``goto Ln;`` statements in ``s``, left to right."""
+    out: list[str] = []
+    n = len(s)
+    i = s.find("goto L")
+    while i >= 0:
+        word = False
+        if i > 0:
+            c = ord(s[i - 1])
+            word = (
+                48 <= c <= 57
+                or 65 <= c <= 90
+                or 97 <= c <= 122
+                or c == 95
+                or (c >= 128 and s[i - 1].isalnum())
+            )
+        if not word:
+            k = i + 6
+            while k < n:
+                c = ord(s[k])
+                if 48 <= c <= 57 or (c >= 128 and s[k].isdecimal()):
+                    k += 1
+                else:
+                    break
+            if k > i + 6 and k < n and ord(s[k]) == 59:
+                out.append(s[i + 5 : k])
+                i = s.find("goto L", k + 1)
+                continue
+        i = s.find("goto L", i + 1)
+    return out
 
 
 class _Scan:
