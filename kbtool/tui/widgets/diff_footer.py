@@ -1,15 +1,16 @@
-"""The diff screen's footer: Textual's :class:`~textual.widgets.Footer`, rebuilt only when what
-it shows changes.
+"""Every kbtool screen's footer: Textual's :class:`~textual.widgets.Footer`, rebuilt only when
+what it shows changes.
 
 Textual's footer recomposes (removes and mounts every key) each time the screen's bindings are
 refreshed: a focus change, a new table, a row highlighted... Opening the diff screen refreshed
 them eight times (~8 key widgets mounted and styled each time, before the first rows). This
 footer coalesces the refreshes into one per frame, skips one that shows the same keys, and
 only flips the keys' ``disabled`` state in place when nothing else changed (a row under the
-cursor makes ``h`` available). A compact footer's keys are made with their ``-compact`` class
-already set: Textual's key sets it when mounted (its ``compact`` watcher), which styled every
-key a second time (a third of a start's footer work). What is drawn is the same as Textual's.
-Every kbtool screen uses it.
+cursor makes ``h`` available), grouped keys (the heatmap's moves) included. A screen under
+another one is not followed (its keys are checked again when it is shown: Textual refreshes
+the bindings then). A compact footer's keys are made with their ``-compact`` class already
+set: Textual's key sets it when mounted (its ``compact`` watcher), which styled every key a
+second time. What is drawn is Textual's.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from textual.screen import Screen
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
-# (key, key display, description, action, tooltip) of one shown key, and whether enabled
-_Key = tuple[str, str, str, str, str]
+# (key, key display, description, action, tooltip, its group's (description, compact) or
+# None) of one shown key, and whether enabled
+_Key = tuple[str, str, str, str, str, tuple[str, bool] | None]
 
 
 class DiffFooter(Footer):
@@ -35,8 +37,8 @@ class DiffFooter(Footer):
         self.recomposed = 0  # full rebuilds (for tests)
 
     def _keys(self) -> tuple[tuple[_Key, ...], tuple[bool, ...]] | None:
-        """The plain keys :meth:`Footer.compose` would show and their enabled state, or None
-        when it would show grouped keys or the palette's (then it is rebuilt as Textual does)."""
+        """The keys :meth:`Footer.compose` would show and their enabled state, or None when it
+        would show the palette's (then it is rebuilt as Textual does)."""
         if self.show_command_palette and self.app.ENABLE_COMMAND_PALETTE:
             return None
         by_action: defaultdict[str, list] = defaultdict(list)
@@ -47,8 +49,7 @@ class DiffFooter(Footer):
         states: list[bool] = []
         for multi in by_action.values():
             binding, enabled, tooltip = multi[0]
-            if binding.group is not None:
-                return None
+            group = binding.group
             keys.append(
                 (
                     binding.key,
@@ -56,6 +57,7 @@ class DiffFooter(Footer):
                     binding.description,
                     binding.action,
                     tooltip or "",
+                    None if group is None else (group.description, bool(group.compact)),
                 )
             )
             states.append(bool(enabled))
@@ -72,27 +74,39 @@ class DiffFooter(Footer):
         self._bindings_ready = True
         if not screen.app.app_focus:
             return
-        if self.is_attached and screen is self.screen and not self._pending:
-            self._pending = True  # one update for every refresh asked before the next frame
-            self.call_after_refresh(self._update_keys)
+        if not (self.is_attached and screen is self.screen and screen.is_current):
+            return  # a screen under another: checked when it is shown again
+        if self._pending:
+            return
+        self._pending = True  # one update for every refresh asked before the next frame
+        self.call_after_refresh(self._update_keys)
+
+    def _set_in_place(self, wanted: tuple[tuple[_Key, ...], tuple[bool, ...]] | None) -> bool:
+        """The keys shown are ``wanted``'s (only their states set here)? Else False."""
+        if wanted is None or self._shown is None:
+            return False
+        if wanted == self._shown:
+            return True  # the same keys, the same states
+        if wanted[0] != self._shown[0]:
+            return False
+        widgets = list(self.query(FooterKey))  # grouped keys too, in the order shown
+        if len(widgets) != len(wanted[1]) or any(
+            (w.key, w.action) != (k[0], k[3]) for w, k in zip(widgets, wanted[0], strict=True)
+        ):
+            return False
+        for w, enabled in zip(widgets, wanted[1], strict=True):
+            w._disabled = not enabled  # as FooterKey(disabled=...) sets them
+            w.set_class(not enabled, "-disabled")
+        self._shown = wanted
+        return True
 
     async def _update_keys(self) -> None:
         self._pending = False
         if not self.is_attached:
             return
         wanted = self._keys()
-        if wanted is not None and wanted == self._shown:
-            return  # the same keys, the same states
-        if wanted is not None and self._shown is not None and wanted[0] == self._shown[0]:
-            widgets = list(self.query_children(FooterKey))
-            if len(widgets) == len(wanted[1]) and all(
-                (w.key, w.action) == (k[0], k[3]) for w, k in zip(widgets, wanted[0], strict=True)
-            ):
-                for w, enabled in zip(widgets, wanted[1], strict=True):
-                    w._disabled = not enabled  # as FooterKey(disabled=...) sets them
-                    w.set_class(not enabled, "-disabled")
-                self._shown = wanted
-                return
+        if self._set_in_place(wanted):
+            return
         self._shown = wanted
         self.recomposed += 1
         await self.recompose()
