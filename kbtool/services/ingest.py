@@ -505,6 +505,13 @@ def _stored(
         progress=(lambda done, total: progress("data", done, total)) if progress else None,
     )
     if parent is not None:  # (the same path as `kbtool set-program`)
+        from kbtool.services.diff.relocation import module_view
+
+        # the report's relocation check reads the module stored above: its view takes the
+        # decoder's parse of these very bytes (the same module; no second parse). A module
+        # the view refuses is refused again there, where the report handles it.
+        with contextlib.suppress(WasmFormatError):
+            module_view(data, mod)
         result.diff_carry = lineage_svc.carry_from_parent(
             conn,
             parent,

@@ -81,9 +81,10 @@ _REF_NULL = 0xD0  # a K_U32 opcode whose immediate is a heap type (decode_one re
 class ModuleView:
     """One module's bytes with what relocation-aware comparison needs (parsed once)."""
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, m: Module | None = None) -> None:
+        """``m``: ``parse_module(data)`` when the caller parsed it already (ingest)."""
         self.data = data
-        self.m: Module = parse_module(data)
+        self.m: Module = parse_module(data) if m is None else m
         m = self.m
         tc = (detect_toolchain(m, ()) or "").lower()
         self.go = (
@@ -165,8 +166,11 @@ _VIEWS_LOCK = threading.Lock()
 MAX_VIEWS = 4
 
 
-def module_view(data: bytes | None) -> ModuleView | None:
-    """The parsed view of a module's bytes (a small LRU keyed by content; None for None)."""
+def module_view(data: bytes | None, m: Module | None = None) -> ModuleView | None:
+    """The parsed view of a module's bytes (a small LRU keyed by content; None for None).
+
+    ``m``: ``parse_module(data)`` when the caller has it: a later release's ingest gives the
+    module its decoder parsed, so the report's view of it parses nothing again."""
     if not data:
         return None
     key = blake2b(data, digest_size=16).digest()
@@ -175,7 +179,7 @@ def module_view(data: bytes | None) -> ModuleView | None:
         if v is not None:
             _VIEWS.move_to_end(key)
             return v
-    v = ModuleView(data)
+    v = ModuleView(data, m)
     with _VIEWS_LOCK:
         _VIEWS[key] = v
         while len(_VIEWS) > MAX_VIEWS:

@@ -51,7 +51,11 @@ import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
-from kbtool.analysis.runtime import is_runtime_name, runtime_by_signature
+from kbtool.analysis.runtime import (
+    RUNTIME_WRAPPER_MAX_INSTR,
+    is_runtime_name,
+    runtime_by_signature,
+)
 from kbtool.identity.pairing import Pair, Pairing, pair_rows
 from kbtool.kb import queries, store
 from kbtool.kb.db import transaction
@@ -116,6 +120,8 @@ def _is_runtime(
         return True
     if is_runtime_name(row["raw_name"]) or any(is_runtime_name(e) for e in row["export_names"]):
         return True
+    if row["instr_count"] > RUNTIME_WRAPPER_MAX_INSTR:
+        return False  # (runtime_by_signature's answer: too big for a wrapper; imports unread)
     imports = [
         rows[c]["import_name"]
         for c in dict.fromkeys(row["calls"])
