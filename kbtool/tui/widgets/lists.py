@@ -52,7 +52,13 @@ class KbTable(DataTable):
         self._apply_flex()
 
     def _apply_flex(self) -> None:
-        if self._flex is None or not self.columns or not self.size.width:
+        # Before its first layout a table has no width: it is given the terminal's (what a
+        # screen's main table gets), so that the first layout draws the column at its width;
+        # a table laid out narrower is set again on its resize (as it always was). Without
+        # the guess the resize after the first layout changed the column and the screen was
+        # laid out and drawn again (~70 ms CPU of the diff screen's open on ffmpeg).
+        width = self.size.width or self.app.size.width
+        if self._flex is None or not self.columns or not width:
             return
         key, min_width = self._flex
         col = self.columns.get(key)  # type: ignore[call-overload]
@@ -60,7 +66,7 @@ class KbTable(DataTable):
             return
         pad = 2 * self.cell_padding
         others = sum(c.get_render_width(self) for c in self.columns.values() if c is not col)
-        avail = self.size.width - self.styles.scrollbar_size_vertical
+        avail = width - self.styles.scrollbar_size_vertical
         width = max(min_width, avail - others - pad)
         if width != col.width or col.auto_width:
             col.width = width
