@@ -631,7 +631,10 @@ class DiffScreen(KbScreen):
         self.action_filter(ids[(ids.index(self._filter) + 1) % len(ids)])
 
     def action_toggle_changelog(self) -> None:
-        self.toggle_class("-changelog")
+        with self.app.batch_update():
+            if not self.has_class("-changelog"):
+                self.query_one(ChangelogPane).about_to_show()
+            self.toggle_class("-changelog")
 
     # ------------------------------------------------------------ rows
 

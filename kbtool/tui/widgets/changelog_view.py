@@ -144,6 +144,13 @@ class ChangelogPane(ReleasingWorkers, LinesView):
         """The pair on screen is drawn (its changelog, or why there is none)."""
         return self._want is not None and self._have == self._want and self.message != PREPARING
 
+    def about_to_show(self) -> None:
+        """The pane is about to be shown: the pair's changelog read from now, so that its
+        "preparing" line is drawn by the layout that shows the pane (set on show, it made a
+        layout of its own just after that one)."""
+        if self._want is not None and self._have != self._want:
+            self._load()
+
     # ------------------------------------------------------------ visibility
 
     def on_show(self, event: events.Show) -> None:
