@@ -259,20 +259,47 @@ class FamilyStage:
         finally:
             self.stage = prev
 
+    def _family_keys(self) -> tuple[dict, dict, set, set]:
+        """The family key of every function, old and new, and the keys of the families
+        with more than one member on each side (static: computed once)."""
+        got = self.__dict__.get("_fam_keys")
+        if got is None:
+            fo, fn = self._families()
+            got = (
+                {i: _family_key(r) for i, r in self.OLD.recs.items()},
+                {i: _family_key(r) for i, r in self.NEW.recs.items()},
+                {k for k, v in fo.items() if len(v) > 1},
+                {k for k, v in fn.items() if len(v) > 1},
+            )
+            self._fam_keys = got
+        return got
+
     def _review_families(self) -> int:
         fo, fn = self._families()
+        keys_o, keys_n, multi_o, multi_n = self._family_keys()
         passed = self.__dict__.setdefault("_passed", {})
         clean = self._clean_families(fo, fn)
         flagged = 0
+        NEW_recs = self.NEW.recs
         for n in sorted(self.result):
             if self.exhausted():
                 break
             m = self.result.get(n)
-            if m is None or m.review or m.method in NAMED or self.NEW.recs[n].imported:
+            if m is None or m.review or m.method in NAMED or NEW_recs[n].imported:
                 continue
             o = m.old_index
-            ko, kn = _family_key(self.OLD.recs[o]), _family_key(self.NEW.recs[n])
+            ko, kn = keys_o[o], keys_n[n]
             if ko == kn and ko in clean:
+                continue
+            # no rival on either side (the common case), what ``_rivals`` would find without
+            # looking: each function is alone in its own family (every function is in the
+            # family of its key), and where the keys differ, the other side has no family
+            # of the partner's key
+            if (
+                ko not in multi_o
+                and kn not in multi_n
+                and (ko == kn or (ko not in fn and kn not in fo))
+            ):
                 continue
             rivals_n = self._rivals(n, fn.get(ko, ()), fn.get(kn, ()))
             rivals_o = self._rivals(o, fo.get(ko, ()), fo.get(kn, ()))

@@ -43,8 +43,12 @@ class SimilarityStage:
         self.spend(len(weight) // self.SCAN_PER_UNIT + 1)
         by_o: dict[int, list[tuple[float, int, int]]] = defaultdict(list)
         by_n: dict[int, list[tuple[float, int, int]]] = defaultdict(list)
+        at: dict[int, float] = {}  # old -> its expected position (once per function)
         for (o, n), w in weight.items():
-            d = abs(self.expected_pos(o, 0) - n)
+            e = at.get(o)
+            if e is None:
+                e = at[o] = self.expected_pos(o, 0)
+            d = abs(e - n)
             by_o[o].append((-w, d, n))
             by_n[n].append((-w, d, o))
         keep = set(weight)
@@ -112,8 +116,9 @@ class SimilarityStage:
                 # functions of the same size sit by index: start at the expected position,
                 # so a run of equal sizes offers the nearest, not always the first ones
                 k = bisect.bisect_left(lst, (rx.instr_count, self.expected_pos(x, side)))
+                ic = rx.instr_count
                 for cnt, i in lst[max(0, k - WINDOW) : k + WINDOW]:
-                    if size_ratio(cnt, rx.instr_count) >= 0.4 or abs(cnt - rx.instr_count) <= 8:
+                    if abs(cnt - ic) <= 8 or size_ratio(cnt, ic) >= 0.4:
                         cand[i] = cand.get(i, 0.0) + 1.0
             for s in set(rx.strings):
                 hits = s_index.get(s)
@@ -140,13 +145,12 @@ class SimilarityStage:
             if not cand:
                 continue
             ic = rx.instr_count
-            if len(cand) > CAP:
-                ranked = sorted(
-                    cand, key=lambda i: (-(cand[i] + size_ratio(dst.recs[i].instr_count, ic)), i)
-                )[:CAP]
-            else:
-                ranked = list(cand)
-            out[x] = [(i, cand[i] + size_ratio(dst.recs[i].instr_count, ic)) for i in ranked]
+            recs = dst.recs
+            scored = [(i, w + size_ratio(recs[i].instr_count, ic)) for i, w in cand.items()]
+            if len(scored) > CAP:
+                scored.sort(key=lambda p: (-p[1], p[0]))
+                del scored[CAP:]
+            out[x] = scored
         return out
 
     def similarity_round(self, threshold: float, min_margin: float) -> int:

@@ -14,16 +14,18 @@ import bisect
 import math
 import random
 from array import array
+from collections import defaultdict
 from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kbtool.identity.features import FeatureCache
+from kbtool.identity.features import FeatureCache, size_ratio
 from kbtool.identity.matcher import _Matcher
 from kbtool.identity.matcher import review as R
-from kbtool.identity.matcher.base import MatcherBase, _plausible_size
+from kbtool.identity.matcher.base import MatcherBase, _plausible_size, _Side
+from kbtool.identity.matcher.family import FamilyStage
 from kbtool.identity.records import FuncRecord, records_from_rows
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
@@ -69,6 +71,13 @@ def test_content_bound_is_never_below_the_similarity(old, new, seed) -> None:
             assert feats.content_bound(o, n) == value
 
 
+class _Everything:
+    """A set holding every key."""
+
+    def __contains__(self, key) -> bool:
+        return True
+
+
 class _Reference(_Matcher):
     """The matcher with the anchors computed as first written."""
 
@@ -96,6 +105,117 @@ class _Reference(_Matcher):
         self.anchor_n = [n for _, n in chain]
         self.span_o = (self.OLD.order[0] - 1, self.OLD.order[-1] + 1) if self.OLD.order else (0, 0)
         self.span_n = (self.NEW.order[0] - 1, self.NEW.order[-1] + 1) if self.NEW.order else (0, 0)
+
+    def _family_keys(self):
+        """As first written: no pair skipped before its rivals are looked up."""
+        keys_o, keys_n, _mo, _mn = super()._family_keys()
+        return keys_o, keys_n, _Everything(), _Everything()
+
+    def candidates(self) -> dict[int, set[int]]:
+        """As first written: the expected position read per pair, the scores per rank."""
+        uo = [i for i in self.unmatched_old() if not self.OLD.recs[i].imported]
+        un = [i for i in self.unmatched_new() if not self.NEW.recs[i].imported]
+        out: dict[int, set[int]] = defaultdict(set)
+        if not uo or not un:
+            return out
+        weight: dict[tuple[int, int], float] = {}  # (old, new) -> blocking evidence
+        for n, os_ in self._candidates_one_way(self.NEW, self.OLD, un, uo, self.n2o, 1).items():
+            for o, w in os_:
+                weight[(o, n)] = w
+        for o, ns in self._candidates_one_way(self.OLD, self.NEW, uo, un, self.o2n, 0).items():
+            for n, w in ns:
+                k = (o, n)
+                weight[k] = max(weight.get(k, 0.0), w)
+        self.spend(len(weight) // self.SCAN_PER_UNIT + 1)
+        by_o: dict[int, list[tuple[float, int, int]]] = defaultdict(list)
+        by_n: dict[int, list[tuple[float, int, int]]] = defaultdict(list)
+        for (o, n), w in weight.items():
+            d = abs(self.expected_pos(o, 0) - n)
+            by_o[o].append((-w, d, n))
+            by_n[n].append((-w, d, o))
+        keep = set(weight)
+        cap = self.CAND_IN
+        for side, lists in ((0, by_o), (1, by_n)):
+            for x, lst in lists.items():
+                if len(lst) > cap:
+                    lst.sort()
+                    for _w, _d, y in lst[cap:]:
+                        keep.discard((x, y) if side == 0 else (y, x))
+        for o, n in keep:
+            out[n].add(o)
+        return out
+
+    def _candidates_one_way(
+        self,
+        src: _Side,
+        dst: _Side,
+        us: list[int],
+        ud: list[int],
+        s2d: dict[int, int],
+        side: int,
+    ) -> dict[int, list[tuple[int, float]]]:
+        WINDOW, CAP, RARE = self.CAND_WINDOW, self.CAND_CAP, self.RARE
+        by_sig: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        for i in ud:
+            r = dst.recs[i]
+            by_sig[r.type_sig].append((r.instr_count, i))
+        for v in by_sig.values():
+            v.sort()
+        s_index: dict[str, list[int]] = defaultdict(list)
+        c_index: dict[int, list[int]] = defaultdict(list)
+        for i in ud:
+            r = dst.recs[i]
+            for s in set(r.strings):
+                s_index[s].append(i)
+            for c in set(r.consts):
+                if c >= 256 or c <= -256:
+                    c_index[c].append(i)
+        ud_set = set(ud)
+        out: dict[int, list[tuple[int, float]]] = {}
+        for x in us:
+            rx = src.recs[x]
+            cand: dict[int, float] = {}
+            lst = by_sig.get(rx.type_sig)
+            if lst:
+                # functions of the same size sit by index: start at the expected position,
+                # so a run of equal sizes offers the nearest, not always the first ones
+                k = bisect.bisect_left(lst, (rx.instr_count, self.expected_pos(x, side)))
+                for cnt, i in lst[max(0, k - WINDOW) : k + WINDOW]:
+                    if size_ratio(cnt, rx.instr_count) >= 0.4 or abs(cnt - rx.instr_count) <= 8:
+                        cand[i] = cand.get(i, 0.0) + 1.0
+            for s in set(rx.strings):
+                hits = s_index.get(s)
+                if hits and len(hits) <= RARE:
+                    for i in hits:
+                        cand[i] = cand.get(i, 0.0) + 2.0
+            for c in set(rx.consts):
+                hits = c_index.get(c)
+                if hits and len(hits) <= RARE:
+                    for i in hits:
+                        cand[i] = cand.get(i, 0.0) + 1.0
+            # neighbours of matched neighbours
+            for rel_s, rel_d in ((src.callees, dst.callers), (src.callers, dst.callees)):
+                for m in rel_s[x]:
+                    dm = s2d.get(m)
+                    if dm is None:
+                        continue
+                    hood = rel_d[dm]
+                    if len(hood) > self.HOOD_MAX:
+                        continue
+                    for i in hood:
+                        if i in ud_set:
+                            cand[i] = cand.get(i, 0.0) + 1.5
+            if not cand:
+                continue
+            ic = rx.instr_count
+            if len(cand) > CAP:
+                ranked = sorted(
+                    cand, key=lambda i: (-(cand[i] + size_ratio(dst.recs[i].instr_count, ic)), i)
+                )[:CAP]
+            else:
+                ranked = list(cand)
+            out[x] = [(i, cand[i] + size_ratio(dst.recs[i].instr_count, ic)) for i in ranked]
+        return out
 
     def _resolve_best(self, uo: list[int], un: list[int]) -> None:
         """As first written: every pair's similarity computed before the pass."""
@@ -150,6 +270,40 @@ def test_random_releases_pair_as_first_written(seed: int, monkeypatch) -> None:
     old, new = random_releases(seed)
     _both(old, new, monkeypatch)
     _both(new, old, monkeypatch)
+
+
+def _with_lookalikes(recs: list[FuncRecord], seed: int) -> list[FuncRecord]:
+    """``recs`` with a few families of look-alikes: members given one member's signature
+    and code (the family review's rivals)."""
+    rnd = random.Random(seed)
+    out = list(recs)
+    defined = [k for k, r in enumerate(out) if not r.imported]
+    for _ in range(4):
+        group = rnd.sample(defined, min(len(defined), rnd.randint(2, 5)))
+        t = out[group[0]]
+        for k in group[1:]:
+            out[k] = replace(out[k], type_sig=t.type_sig, ops=t.ops)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_lookalike_families_pair_as_first_written(seed: int, monkeypatch) -> None:
+    """Families of look-alikes on both sides (rivals to review, pairs skipped for having
+    none): the family review and the candidate lists answer as first written."""
+    old, new = random_releases(seed)
+    old, new = _with_lookalikes(old, seed), _with_lookalikes(new, seed + 1000)
+    looked: list[int] = []
+    real = FamilyStage._rivals
+
+    def counting(self, i, g1, g2):
+        got = real(self, i, g1, g2)
+        looked.append(len(got))
+        return got
+
+    monkeypatch.setattr(FamilyStage, "_rivals", counting)
+    _both(old, new, monkeypatch)
+    _both(new, old, monkeypatch)
+    assert any(looked), "no pair had a rival: the comparison would not exercise the review"
 
 
 def test_demo_releases_pair_as_first_written(demo_kb_master, monkeypatch) -> None:
