@@ -42,12 +42,101 @@ MAX_MOVES: Final = 400
 
 def _bare(line: str) -> str:
     """The statement without indentation, note markers, comments and string literals."""
-    s = (_MARK.sub("", line) if "\x01" in line else line).strip()
+    s = (_unmark(line) if "\x01" in line else line).strip()
     if "/*" in s:
-        s = _COMMENT.sub("", s).strip()
+        s = _uncomment(s).strip()
     if '"' in s:
-        s = _STRING.sub('""', s)
+        s = _unstring(s)
     return s
+
+
+# _bare runs for most lines the case and goto passes read: markers, comments and strings
+# are taken out by code points, not through the regex engine (a method call per line under
+# mypyc). Each answers as the ``sub`` of its regular expression does (_MARK, _COMMENT,
+# _STRING: leftmost matches, no overlap; ``.`` is anything but a newline).
+
+
+def _unmark(s: str) -> str:
+    """``_MARK.sub("", s)``: ``s`` without its note markers (``\x01`` digits ``\x02``)."""
+    i = s.find("\x01")
+    if i < 0:
+        return s
+    n = len(s)
+    parts: list[str] = []
+    start = 0
+    while i >= 0:
+        k = i + 1
+        while k < n and 48 <= ord(s[k]) <= 57:  # [0-9]
+            k += 1
+        if k > i + 1 and k < n and ord(s[k]) == 2:
+            parts.append(s[start:i])
+            start = k + 1
+            i = s.find("\x01", start)
+        else:
+            i = s.find("\x01", i + 1)
+    if not parts:
+        return s
+    parts.append(s[start:])
+    return "".join(parts)
+
+
+def _uncomment(s: str) -> str:
+    """``_COMMENT.sub("", s)``: ``s`` without its ``/* ... */`` comments (one line each)."""
+    i = s.find("/*")
+    if i < 0:
+        return s
+    parts: list[str] = []
+    start = 0
+    while i >= 0:
+        j = s.find("*/", i + 2)
+        if j < 0:
+            break  # no end after this start: none after a later one either
+        if s.find("\n", i + 2, j) < 0:
+            parts.append(s[start:i])
+            start = j + 2
+            i = s.find("/*", start)
+        else:
+            i = s.find("/*", i + 1)
+    if not parts:
+        return s
+    parts.append(s[start:])
+    return "".join(parts)
+
+
+def _unstring(s: str) -> str:
+    """``_STRING.sub('""', s)``: ``s`` with each string literal emptied."""
+    i = s.find('"')
+    if i < 0:
+        return s
+    n = len(s)
+    parts: list[str] = []
+    start = 0
+    while i >= 0:
+        k = i + 1
+        end = -1
+        while k < n:
+            c = ord(s[k])
+            if c == 34:  # `"`
+                end = k
+                break
+            if c == 92:  # a backslash and any character but a newline
+                if k + 1 < n and ord(s[k + 1]) != 10:
+                    k += 2
+                else:
+                    break
+            else:
+                k += 1
+        if end >= 0:
+            parts.append(s[start:i])
+            parts.append('""')
+            start = end + 1
+            i = s.find('"', start)
+        else:
+            i = s.find('"', i + 1)
+    if not parts:
+        return s
+    parts.append(s[start:])
+    return "".join(parts)
 
 
 def _is_exit(s: str) -> bool:
@@ -101,8 +190,10 @@ def _info(line: str) -> tuple[str, bool, int, str, list[str]]:
 
 
 def _label_name(s: str) -> str:
-    """The label ``L12`` of the line ``L12:;`` (``s`` stripped), else ""."""
+    """The label ``L12`` of the line ``L12:;``, else ""."""
     n = len(s)
+    if n > 0 and ord(s[n - 1]) == 10:  # `$` also matches before a last newline
+        n -= 1
     if n < 4 or ord(s[0]) != 76 or ord(s[n - 1]) != 59 or ord(s[n - 2]) != 58:  # L...:;
         return ""
     for k in range(1, n - 2):
@@ -211,14 +302,14 @@ class _Scan:
                 if not s:
                     j += 1
                     continue
-            m = _LABEL.match(s)
-            if m is not None:
-                return f"goto {m.group(1)};"
+            name = _label_name(s)
+            if name:
+                return f"goto {name};"
             if (
                 s.startswith(("return;", "return ")) and len(s) < 80 and "{" not in s
             ) or _GOTO.fullmatch(s):
                 # the line as written (its comments kept), without its notes and case heads
-                return _HEADS.sub("", _MARK.sub("", self.lines[j]).strip())
+                return _HEADS.sub("", _unmark(self.lines[j]).strip())
             op = self.closed[j]
             if op < 0:  # a plain statement: a new label there
                 return "" if s != bare[j] else self.fresh_goto(j)
@@ -305,7 +396,7 @@ class _Scan:
                     if t or _is_exit(prev):
                         return _Plan(j - 1, t, repl), joins, repl
                     return None, joins, repl
-                if _LABEL.match(s):
+                if _label_name(s):
                     joins.append(j)
             if ("break;" in s or "continue;" in s) and not (s.endswith("{") or s.startswith("}")):
                 for w in _ESCAPE.findall(s):
@@ -353,7 +444,7 @@ class _Scan:
                 return -1
             if s.startswith(("return;", "return ")):
                 return j
-            if " = " not in s or not s.endswith(";") or _LABEL.match(s) or ":" in s:
+            if " = " not in s or not s.endswith(";") or _label_name(s) or ":" in s:
                 return -1
         return -1
 
@@ -441,7 +532,7 @@ def _copy(
     """The short ``return`` body after the label on line ``lab`` copied under the case on
     line ``p``; the label line goes when ``drop`` (no other ``goto`` left)."""
     pind = len(lines[p]) - len(lines[p].lstrip(" "))
-    body = [_MARK.sub("", ln) for ln in _reindent(lines, lab, lab + 1, end, pind)]
+    body = [_unmark(ln) for ln in _reindent(lines, lab, lab + 1, end, pind)]
     case = _case(lines, p, head, body)
     cids = [ident[p]] + [-1] * (len(case) - 1)
     lines = lines[:p] + case + lines[p + 1 :]
@@ -499,9 +590,9 @@ def _hopeful(lines: list[str], tramps: list[str], marks: list[int]) -> bool:
     want = set(tramps)
     labels: dict[str, int] = {}
     for k in marks:
-        m = _LABEL.match(_bare(lines[k]))
-        if m is not None and m.group(1) in want:
-            labels[m.group(1)] = k
+        name = _label_name(_bare(lines[k]))
+        if name and name in want:
+            labels[name] = k
     if not labels:
         return False
     sealed: list[str] = []  # trampolines whose label has a jump before it

@@ -27,7 +27,18 @@ import re
 from typing import Final
 
 from .base import _Budget
-from .caseplace import _CALL, _HEADS, _LABEL, _MARK, _bare, _is_exit, _kind, _moved, _Scan
+from .caseplace import (
+    _CALL,
+    _HEADS,
+    _MARK,
+    _bare,
+    _is_exit,
+    _kind,
+    _label_name,
+    _moved,
+    _Scan,
+    _unmark,
+)
 from .dataindex import balanced
 
 #: plain statements of a loop's tail copied before a ``continue``
@@ -38,7 +49,6 @@ COPY_MAX: Final = 4
 EXIT_MAX: Final = 2
 #: rewrites per function at most (each one rescans the function)
 MAX_EDITS: Final = 200
-_IFGOTO: Final = re.compile(r"^if \((.*)\) goto (L\d+);$")
 _IDENT: Final = re.compile(r"[A-Za-z_]\w*")
 
 
@@ -66,7 +76,7 @@ def _put(line: str, old: str, new: list[str]) -> list[str] | None:
         return None
     pre = line[: len(line) - len(old)]
     ind = " " * _ind(line)
-    bare = _MARK.sub("", pre).strip()
+    bare = _unmark(pre).strip()
     if not bare:
         return [pre + new[0], *[ind + s for s in new[1:]]]
     if len(new) == 1:
@@ -90,7 +100,7 @@ def _plain(scan: _Scan, first: int, end: int, depth: int) -> list[str] | None:
             return None
         if not s.endswith(";") or s.startswith(("goto ", "break;", "continue;")):
             return None
-        out.append(_MARK.sub("", scan.lines[j]).strip())
+        out.append(_unmark(scan.lines[j]).strip())
     return out
 
 
@@ -158,9 +168,7 @@ def _exit(scan: _Scan, c: int) -> list[str] | None:
         if scan.depth[j] != d or "{" in s or "}" in s or _CALL.search(s) or len(s) > 80:
             return None
         if s.startswith(("return;", "return ")):
-            return [
-                _HEADS.sub("", _MARK.sub("", scan.lines[k]).strip()) for k in range(c + 1, j + 1)
-            ]
+            return [_HEADS.sub("", _unmark(scan.lines[k]).strip()) for k in range(c + 1, j + 1)]
         if " = " not in s or not s.endswith(";") or ":" in s:
             return None
     return None
@@ -183,7 +191,7 @@ def _switch_tail(scan: _Scan, lines: list[str], ident: list[int], lab: int, floo
         scan.depth[t_end] == d0 and bare[t_end].startswith(("case ", "default:"))
     ):
         s = bare[t_end]
-        if scan.depth[t_end] == d0 and _LABEL.match(s):
+        if scan.depth[t_end] == d0 and _label_name(s):
             return _NOTHING
         if "break;" in s and _binder(scan, t_end, True) == sw:
             return _NOTHING
@@ -355,15 +363,39 @@ def _negate(c: str) -> str:
     return f"!({c})"
 
 
+def _if_goto(s: str) -> tuple[str, str]:
+    """``_IFGOTO.match(s)``'s condition and label (``if (c) goto L3;``), else ("", "");
+    read by code points, not through the regex engine (``.``: anything but a newline,
+    ``\\d``: any decimal digit, ``$``: the end or before a last newline)."""
+    n = len(s)
+    if n > 0 and ord(s[n - 1]) == 10:
+        n -= 1
+    if n < 14 or not s.startswith("if (") or ord(s[n - 1]) != 59:  # `;`
+        return "", ""
+    k = n - 2
+    while k >= 0:
+        c = ord(s[k])
+        if 48 <= c <= 57 or (c >= 128 and s[k].isdecimal()):
+            k -= 1
+        else:
+            break
+    # s[k] must be the label's `L`, after `) goto ` that ends the condition
+    if k == n - 2 or k < 11 or ord(s[k]) != 76 or s[k - 7 : k] != ") goto ":
+        return "", ""
+    j = k - 7
+    if s.find("\n", 4, j) >= 0:
+        return "", ""
+    return s[4:j], s[k : n - 1]
+
+
 def _guarded(scan: _Scan, lines: list[str], ident: list[int], g: int, floor: int) -> Done:
     """The guarded block for ``if (c) goto L;`` on line ``g`` when it touches no line
     from ``floor`` on."""
-    m = _IFGOTO.match(scan.bare[g])
-    if m is None or not lines[g].endswith(f"goto {m.group(2)};"):
+    cond, name = _if_goto(scan.bare[g])
+    if not name or not lines[g].endswith(f"goto {name};"):
         return _NOTHING
-    if not balanced(m.group(1)):
+    if not balanced(cond):
         return _NOTHING
-    name = m.group(2)
     lab = scan.labels.get(name, -1)
     d = scan.depth[g]
     if lab <= g + 1 or lab >= floor or scan.depth[lab] != d or scan.opener[lab] != scan.opener[g]:
@@ -372,14 +404,13 @@ def _guarded(scan: _Scan, lines: list[str], ident: list[int], g: int, floor: int
         if scan.depth[k] < d:
             return _NOTHING
         if scan.depth[k] == d and (
-            scan.bare[k].startswith(("case ", "default:")) or _LABEL.match(scan.bare[k])
+            scan.bare[k].startswith(("case ", "default:")) or _label_name(scan.bare[k])
         ):
             return _NOTHING  # another way into the block
     if not _never_falls(scan, lab - 1):
         return _NOTHING
     pre = lines[g][: len(lines[g]) - len(f"goto {name};")].rstrip()
-    cond = m.group(1)
-    if not pre.endswith(")") or _MARK.sub("", pre).strip() != f"if ({cond})":
+    if not pre.endswith(")") or _unmark(pre).strip() != f"if ({cond})":
         return _NOTHING
     head = pre[: len(pre) - len(cond) - 1] + _negate(cond) + ") {"
     ind = " " * _ind(lines[g])
@@ -396,7 +427,7 @@ def _guarded(scan: _Scan, lines: list[str], ident: list[int], g: int, floor: int
 
 def _strip(line: str) -> str:
     t = line.strip()
-    return _MARK.sub("", t) if "\x01" in t else t
+    return _unmark(t) if "\x01" in t else t
 
 
 def _switch_tail_look(lines: list[str], k: int) -> bool:
@@ -410,7 +441,7 @@ def _switch_tail_look(lines: list[str], k: int) -> bool:
         if bal == 0:
             if t.startswith("}"):
                 return True
-            if _LABEL.match(t):
+            if _label_name(t):
                 return False
             if t.startswith(("case ", "default:")):
                 while j < n:  # the trailing groups
@@ -485,7 +516,7 @@ def _hopeful(lines: list[str]) -> bool:
             continue  # a plain statement: nothing below reads it (and no string is made)
         t = ln.strip()
         if "\x01" in t:
-            t = _MARK.sub("", t)
+            t = _unmark(t)
         if not t:
             continue
         c0 = ord(t[0])
@@ -533,7 +564,7 @@ def _hopeful(lines: list[str]) -> bool:
                     gl = guards[name] = []
                 gl.append((k, top))
             continue
-        if k == 0 or top < 0 or len(t) < 3 or ord(t[-2]) != 58 or not _LABEL.match(t):
+        if k == 0 or top < 0 or len(t) < 3 or ord(t[-2]) != 58 or not _label_name(t):
             continue  # not a label `L<n>:;` inside a block
         name = t[:-2]
         # guarded block: an `if (c) goto L;` in the same block, no label between, and
