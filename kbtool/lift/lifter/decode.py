@@ -20,6 +20,7 @@ from .opnames import (
     OP_BR_ON_NULL,
     OP_BR_TABLE,
     OP_CALL,
+    OP_CALL_INDIRECT,
     OP_CATCH,
     OP_CATCH_ALL,
     OP_DELEGATE,
@@ -151,10 +152,14 @@ def _decode(data: bytes, start: int, end: int, budget: _Budget) -> tuple:
                 q = p + 5
                 ops.append(b)
             else:
-                op, q, imms = decode_one(data, p, end)
-                if op == OP_F32_CONST:  # f32.const: keep the raw bits (a NaN payload)
-                    imms = (imms[0], int.from_bytes(data[p + 1 : p + 5], "little"))
-                ops.append(op)
+                imms, q = _rare(data, p, end)
+                if q >= 0:
+                    ops.append(b)
+                else:
+                    op, q, imms = decode_one(data, p, end)
+                    if op == OP_F32_CONST:  # f32.const: keep the raw bits (a NaN payload)
+                        imms = (imms[0], int.from_bytes(data[p + 1 : p + 5], "little"))
+                    ops.append(op)
         else:
             ops.append(b)
         args.append(imms)
@@ -167,6 +172,65 @@ def _decode(data: bytes, start: int, end: int, budget: _Budget) -> tuple:
                 raise LiftError(f"more than {MAX_INSTRUCTIONS} instructions")
             budget.spend(0)
     return decls, ops, args, ctrl, arith
+
+
+def _short_u(data: bytes, q: int, end: int) -> tuple[int, int]:
+    """A one- or two-byte unsigned LEB at ``q`` and the offset after it; (0, -1): another
+    shape (the careful decoder reads it)."""
+    if q < end:
+        c = data[q]
+        if c < 0x80:
+            return c, q + 1
+        if q + 1 < end and data[q + 1] < 0x80:
+            return (c & 0x7F) | (data[q + 1] << 7), q + 2
+    return 0, -1
+
+
+def _rare(data: bytes, p: int, end: int) -> tuple[tuple, int]:
+    """The immediates of a ``br_table`` (labels of one or two bytes), ``call_indirect``,
+    long ``i64.const`` (nine bytes at most) or ``f64.const`` at ``p`` and the offset after
+    it, as the careful decoder (``kbtool.wasm.instr.decode_one``, plain Python, ~20 k
+    instructions a call) reads them; ((), -1): another shape, and it reads them."""
+    b = data[p]
+    q = p + 1
+    if b == OP_BR_TABLE:
+        n, q = _short_u(data, q, end)
+        if q < 0 or n > end - q:
+            return (), -1
+        labels: list[int] = []
+        for _ in range(n):
+            v, q = _short_u(data, q, end)
+            if q < 0:
+                return (), -1
+            labels.append(v)
+        d, q = _short_u(data, q, end)
+        if q < 0:
+            return (), -1
+        return (labels, d), q
+    if b == OP_CALL_INDIRECT:
+        t, q = _short_u(data, q, end)
+        if q < 0:
+            return (), -1
+        tab, q = _short_u(data, q, end)
+        if q < 0:
+            return (), -1
+        return (t, tab), q
+    if b == OP_I64_CONST:  # a signed LEB of nine bytes at most: 63 bits, no overflow check
+        v = 0
+        shift = 0
+        while q < end and shift < 63:
+            c = data[q]
+            q += 1
+            v = v | ((c & 0x7F) << shift)
+            shift += 7
+            if c < 0x80:
+                if v & (1 << (shift - 1)):
+                    v = v - (1 << shift)
+                return (v,), q
+        return (), -1
+    if b == OP_F64_CONST and q + 8 <= end:
+        return (_F64.unpack_from(data, q)[0],), q + 8
+    return (), -1
 
 
 def _stack_effects() -> list:
@@ -230,6 +294,7 @@ _CTRL: Final = frozenset(
     }
 )
 _F32: Final = struct.Struct("<f")
+_F64: Final = struct.Struct("<d")
 #: a block type's one numeric result, by its byte less 0x7C
 _RESULT: Final = ("f64", "f32", "i64", "i32")
 # Immediates the fast paths share instead of making a tuple per instruction (a tuple is

@@ -96,3 +96,65 @@ def test_a_constant_running_past_the_body_still_fails_cleanly():
     data = b"\x00\x41\x80\x80\x80\x80"  # a LEB the body's end cuts short
     with pytest.raises(WasmFormatError):
         decode._decode(data, 0, len(data), _Budget(10**9, None))
+
+
+def _uleb(v: int, width: int) -> bytes:
+    """``v`` as an unsigned LEB128 of exactly ``width`` bytes (padded)."""
+    out = bytearray()
+    for k in range(width):
+        out.append((v & 0x7F) | (0x80 if k < width - 1 else 0))
+        v >>= 7
+    return bytes(out)
+
+
+RARE = [
+    # br_table: count, labels, default (one- and two-byte LEBs, a padded one)
+    (b"\x0e" + _uleb(3, 1) + _uleb(0, 1) + _uleb(200, 2) + _uleb(5, 2) + _uleb(1, 1), True),
+    (b"\x0e\x00\x07", True),  # no labels, only the default
+    (b"\x0e\x01" + _uleb(16383, 2) + b"\x00", True),
+    (b"\x0e\x01" + _uleb(20000, 3) + b"\x00", False),  # a three-byte label: careful
+    (b"\x0e" + _uleb(1, 3) + b"\x00\x00", False),  # a three-byte count: careful
+    (b"\x11" + _uleb(300, 2) + b"\x00", True),  # call_indirect type 300, table 0
+    (b"\x11\x05" + _uleb(1, 3), False),
+    (b"\x42" + _sleb(-(1 << 62), 9), True),  # i64.const, nine bytes
+    (b"\x42" + _sleb((1 << 62) - 1, 9), True),
+    (b"\x42" + _sleb(1 << 40, 7), True),
+    (b"\x42" + _sleb(-(1 << 63), 10), False),  # ten bytes: careful (overflow check)
+    (b"\x44" + struct.pack("<d", -2.5), True),  # f64.const
+    (b"\x44" + struct.pack("<Q", 0x7FF8000000000001), True),  # a NaN
+]
+
+
+@pytest.mark.parametrize(
+    ("code", "inline"), RARE, ids=lambda x: x.hex() if isinstance(x, bytes) else str(x)
+)
+def test_br_table_call_indirect_i64_and_f64_read_inline_with_the_careful_values(
+    monkeypatch, code, inline
+):
+    data = _body(code + (b"\x1a" if code[0] in (0x42, 0x44) else b""))  # a constant is dropped
+    want_ops, want_args = _careful(data)
+    calls: list[int] = []
+    monkeypatch.setattr(
+        decode, "decode_one", lambda d, p, e: calls.append(p) or decode_one(d, p, e)
+    )
+    _decls, ops, args, _ctrl, _arith = decode._decode(data, 0, len(data), _Budget(10**9, None))
+    assert ops == want_ops
+    if code[0] == 0x44:
+        assert struct.pack("<d", args[0][0]) == struct.pack("<d", want_args[0][0])
+        assert args[1:] == want_args[1:]
+    else:
+        assert args == want_args
+    assert (calls == []) == inline
+
+
+@pytest.mark.parametrize(
+    "code",
+    [b"\x0e\x02\x00", b"\x0e\x05\x00\x00", b"\x11\x80", b"\x42\x80\x80", b"\x44\x00\x00\x00"],
+)
+def test_a_rare_shape_cut_short_fails_as_the_careful_decoder_does(code):
+    data = b"\x00" + code
+    with pytest.raises(WasmFormatError) as want:
+        _careful(data)
+    with pytest.raises(WasmFormatError) as got:
+        decode._decode(data, 0, len(data), _Budget(10**9, None))
+    assert str(got.value) == str(want.value)
