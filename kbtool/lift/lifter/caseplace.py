@@ -22,10 +22,8 @@ import re
 from typing import Final
 
 from .base import _Budget
+from .linetext import _MARK, _bare, _gotos, _label_name, _unmark
 
-_MARK: Final = re.compile("\x01[0-9]+\x02")
-_COMMENT: Final = re.compile(r"/\*.*?\*/")
-_STRING: Final = re.compile(r'"(?:[^"\\]|\\.)*"')
 _TRAMP: Final = re.compile(r"^((?:(?:case -?\d+|default): )+)goto (L\d+);$")
 _LABEL: Final = re.compile(r"^(L\d+):;$")
 _GOTO: Final = re.compile(r"\bgoto (L\d+);")
@@ -38,105 +36,6 @@ _THROWS: Final = ("wasm_throw(", "wasm_rethrow(", "wasm_throw_ref(")
 _NONE: Final[list[str]] = []  # no gotos on a line (shared, never changed)
 #: moves per function at most (each one rescans the function)
 MAX_MOVES: Final = 400
-
-
-def _bare(line: str) -> str:
-    """The statement without indentation, note markers, comments and string literals."""
-    s = (_unmark(line) if "\x01" in line else line).strip()
-    if "/*" in s:
-        s = _uncomment(s).strip()
-    if '"' in s:
-        s = _unstring(s)
-    return s
-
-
-# _bare runs for most lines the case and goto passes read: markers, comments and strings
-# are taken out by code points, not through the regex engine (a method call per line under
-# mypyc). Each answers as the ``sub`` of its regular expression does (_MARK, _COMMENT,
-# _STRING: leftmost matches, no overlap; ``.`` is anything but a newline).
-
-
-def _unmark(s: str) -> str:
-    """``_MARK.sub("", s)``: ``s`` without its note markers (``\x01`` digits ``\x02``)."""
-    i = s.find("\x01")
-    if i < 0:
-        return s
-    n = len(s)
-    parts: list[str] = []
-    start = 0
-    while i >= 0:
-        k = i + 1
-        while k < n and 48 <= ord(s[k]) <= 57:  # [0-9]
-            k += 1
-        if k > i + 1 and k < n and ord(s[k]) == 2:
-            parts.append(s[start:i])
-            start = k + 1
-            i = s.find("\x01", start)
-        else:
-            i = s.find("\x01", i + 1)
-    if not parts:
-        return s
-    parts.append(s[start:])
-    return "".join(parts)
-
-
-def _uncomment(s: str) -> str:
-    """``_COMMENT.sub("", s)``: ``s`` without its ``/* ... */`` comments (one line each)."""
-    i = s.find("/*")
-    if i < 0:
-        return s
-    parts: list[str] = []
-    start = 0
-    while i >= 0:
-        j = s.find("*/", i + 2)
-        if j < 0:
-            break  # no end after this start: none after a later one either
-        if s.find("\n", i + 2, j) < 0:
-            parts.append(s[start:i])
-            start = j + 2
-            i = s.find("/*", start)
-        else:
-            i = s.find("/*", i + 1)
-    if not parts:
-        return s
-    parts.append(s[start:])
-    return "".join(parts)
-
-
-def _unstring(s: str) -> str:
-    """``_STRING.sub('""', s)``: ``s`` with each string literal emptied."""
-    i = s.find('"')
-    if i < 0:
-        return s
-    n = len(s)
-    parts: list[str] = []
-    start = 0
-    while i >= 0:
-        k = i + 1
-        end = -1
-        while k < n:
-            c = ord(s[k])
-            if c == 34:  # `"`
-                end = k
-                break
-            if c == 92:  # a backslash and any character but a newline
-                if k + 1 < n and ord(s[k + 1]) != 10:
-                    k += 2
-                else:
-                    break
-            else:
-                k += 1
-        if end >= 0:
-            parts.append(s[start:i])
-            parts.append('""')
-            start = end + 1
-            i = s.find('"', start)
-        else:
-            i = s.find('"', i + 1)
-    if not parts:
-        return s
-    parts.append(s[start:])
-    return "".join(parts)
 
 
 def _is_exit(s: str) -> bool:
@@ -182,57 +81,6 @@ def _info(line: str) -> tuple[str, bool, int, str, list[str]]:
     label = _label_name(s) if n > 1 and ord(s[n - 1]) == 59 and ord(s[n - 2]) == 58 else ""
     gotos = _gotos(s) if "goto L" in s else _NONE
     return s, closes, net, label, gotos
-
-
-# The scan reads every line: its label and gotos by code points, not through the regex
-# engine (a method call per line under mypyc). They answer as _LABEL.match(s).group(1)
-# and _GOTO.findall(s) do (``\d``: any decimal digit; ``\b``: no word character before).
-
-
-def _label_name(s: str) -> str:
-    """The label ``L12`` of the line ``L12:;``, else ""."""
-    n = len(s)
-    if n > 0 and ord(s[n - 1]) == 10:  # `$` also matches before a last newline
-        n -= 1
-    if n < 4 or ord(s[0]) != 76 or ord(s[n - 1]) != 59 or ord(s[n - 2]) != 58:  # L...:;
-        return ""
-    for k in range(1, n - 2):
-        c = ord(s[k])
-        if (c < 48 or c > 57) and (c < 128 or not s[k].isdecimal()):
-            return ""
-    return s[: n - 2]
-
-
-def _gotos(s: str) -> list[str]:
-    """The targets of the ``goto Ln;`` statements in ``s``, left to right."""
-    out: list[str] = []
-    n = len(s)
-    i = s.find("goto L")
-    while i >= 0:
-        word = False
-        if i > 0:
-            c = ord(s[i - 1])
-            word = (
-                48 <= c <= 57
-                or 65 <= c <= 90
-                or 97 <= c <= 122
-                or c == 95
-                or (c >= 128 and s[i - 1].isalnum())
-            )
-        if not word:
-            k = i + 6
-            while k < n:
-                c = ord(s[k])
-                if 48 <= c <= 57 or (c >= 128 and s[k].isdecimal()):
-                    k += 1
-                else:
-                    break
-            if k > i + 6 and k < n and ord(s[k]) == 59:
-                out.append(s[i + 5 : k])
-                i = s.find("goto L", k + 1)
-                continue
-        i = s.find("goto L", i + 1)
-    return out
 
 
 class _Scan:

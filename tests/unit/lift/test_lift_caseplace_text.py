@@ -1,7 +1,7 @@
-"""The case and goto passes read a line's label and gotos by code points (caseplace._info),
-take note markers, comments and string literals out of it the same way (caseplace._bare) and
-read a guard ``if (c) goto L;`` (gotoless._if_goto): the same answers as the regular
-expressions they replace, in the pure lifter and its twin."""
+"""The case and goto passes read a line's label and gotos by code points (caseplace._info,
+linetext's readers), take note markers, comments and string literals out of it the same way
+(linetext._bare) and read a guard ``if (c) goto L;`` (gotoless._if_goto): the same answers
+as the regular expressions they replace, in the pure lifter and its twin."""
 
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ def _modules(name: str = "caseplace"):
     return mods
 
 
-@pytest.mark.parametrize("mod", _modules(), ids=lambda m: m.__name__)
+@pytest.mark.parametrize("mod", _modules("linetext"), ids=lambda m: m.__name__)
 def test_label_and_gotos_answer_as_the_regular_expressions(mod):
     for s in _LINES:
         want = _LABEL.match(s)
@@ -121,7 +121,7 @@ def test_info_reads_label_and_gotos_of_a_line(mod):
     assert gotos == ["L6"]  # string literals and comments are not read
 
 
-@pytest.mark.parametrize("mod", _modules(), ids=lambda m: m.__name__)
+@pytest.mark.parametrize("mod", _modules("linetext"), ids=lambda m: m.__name__)
 def test_markers_comments_and_strings_go_as_the_regular_expressions_take_them(mod):
     for s in _LINES + _MARKED:
         assert mod._unmark(s) == _MARK.sub("", s), repr(s)
