@@ -34,6 +34,7 @@ from kbtool.services.code_prepared import (
     CodeModule,
     _one_line,
     code_module,
+    store_now,
 )
 from kbtool.services.code_window import skim, window_lines
 from kbtool.wasm import WasmFormatError
@@ -475,6 +476,8 @@ def _whole_module(
     progress: Callable[[int, int], None] | None,
 ) -> Iterator[str]:
     cm = code_module(conn, version_id)
+    if workers is None or workers > 1:
+        store_now()  # no delayed-write thread when the workers fork (a cold preparation)
     label = _one_line(queries.get_version(conn, version_id).get("label") or "")
     m = cm.lm.module
     total = m.num_functions - m.num_func_imports

@@ -562,6 +562,7 @@ def _given(kept: code_store.Kept | None, how: str, module: Module) -> Given | No
 STORE_DELAY = 1.0
 _TO_KEEP: dict[tuple, code_store.Kept] = {}
 _AT_EXIT: list = []
+_TIMERS: list[threading.Timer] = []  # the pending delayed write (at most one)
 
 
 def _keep_later(skey: tuple, kept: code_store.Kept) -> None:
@@ -574,7 +575,24 @@ def _keep_later(skey: tuple, kept: code_store.Kept) -> None:
         timer = threading.Timer(STORE_DELAY, flush_store)
         timer.daemon = True
         timer.name = "kbtool-code-store"
+        with _LOCK:
+            _TIMERS.append(timer)
         timer.start()
+
+
+def store_now() -> int:
+    """Write the preparations not kept yet now, with no delayed-write thread left behind;
+    how many. A whole-module lift calls it before forking its workers: the pool forks only
+    from a single-threaded process, and the pending write's timer thread (alive for
+    :data:`STORE_DELAY` after a cold preparation) made the first ``kbtool code --all``
+    after an ingest lift every function in one process."""
+    with _LOCK:
+        timers = _TIMERS[:]
+        _TIMERS.clear()
+    for timer in timers:
+        timer.cancel()
+        timer.join()  # (a write already under way ends first)
+    return flush_store()
 
 
 def flush_store(at_exit: bool = False) -> int:
