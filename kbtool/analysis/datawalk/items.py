@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from hashlib import blake2b
 from struct import unpack_from as _unpack_from
+from typing import Any
 
 from ..datatypes import MAX_BSS_ITEM, MAX_ITEMS, MAX_LABEL, MAX_TEXT, MIN_STRING, DataItem
 
@@ -199,6 +200,24 @@ def _at_least(ordered: list[int], x: int) -> int:
     return lo
 
 
+def _item(
+    address: int, size: int, kind: str, segment: int, text: str | None, targets: list[int]
+) -> DataItem:
+    """``DataItem(address, size, kind, segment, text, None, targets)`` (no label, no
+    references yet), its fields set here: the dataclass's generated ``__init__`` is
+    interpreted code, a frame per item (ffmpeg: 65k items)."""
+    it = DataItem.__new__(DataItem)
+    it.address = address
+    it.size = size
+    it.kind = kind
+    it.segment = segment
+    it.text = text
+    it.label = None
+    it.targets = targets
+    it.refs = 0
+    return it
+
+
 def cut_items(
     segs: list[tuple[int, bytes, int]],
     cuts: set[int],
@@ -283,15 +302,9 @@ def cut_items(
                 kind, text, targets = _classify(
                     piece, a, lo, hi, table_range, a in fptr, seen.get(a - base)
                 )
-            items.append(  # (address, size, kind, segment, text, label, targets: positional)
-                DataItem(
-                    a,
-                    b - a,
-                    kind,
-                    k,
-                    text[:MAX_TEXT] if text is not None else None,
-                    None,
-                    targets[:256],
+            items.append(
+                _item(
+                    a, b - a, kind, k, text[:MAX_TEXT] if text is not None else None, targets[:256]
                 )
             )
             if len(items) >= MAX_ITEMS:
@@ -299,7 +312,7 @@ def cut_items(
     bss = sorted(a for a in cuts if hi <= a < bss_hi)
     for i, a in enumerate(bss):
         b = bss[i + 1] if i + 1 < len(bss) else bss_hi
-        items.append(DataItem(address=a, size=min(b - a, MAX_BSS_ITEM), kind="bss", segment=-1))
+        items.append(_item(a, min(b - a, MAX_BSS_ITEM), "bss", -1, None, []))
         if len(items) >= MAX_ITEMS:
             return items, True
     return items, truncated
@@ -323,13 +336,23 @@ def item_rows(
     ``data_<hex address>``; targets as JSON (``[1,2]``: the ints as ``orjson`` writes them)."""
     seen: dict[str, int] = {}
     out: list[ItemRow] = []
+    # each kind's digest state after its ``kind\0`` prefix: an item's digest is a copy of it
+    # fed the content (the digest of the prefix and content joined, without joining them)
+    prefixed: dict[str, Any] = {}
     for it in items:
         a: int = it.address
         size: int = it.size
         n = min(size, 1 << 16)
         raw = image[a - base : a - base + n] if image and a >= base else memory(a, n)
         kind: str = it.kind
-        h = blake2b(kind.encode() + b"\0" + (raw or b""), digest_size=8).hexdigest()
+        pre = prefixed.get(kind)
+        if pre is None:
+            pre = blake2b(kind.encode() + b"\0", digest_size=8)
+            prefixed[kind] = pre
+        hasher = pre.copy()
+        if raw:
+            hasher.update(raw)
+        h: str = hasher.hexdigest()
         k = seen.get(h, 0)
         seen[h] = k + 1
         targets: list[int] = it.targets
