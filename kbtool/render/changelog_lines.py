@@ -144,6 +144,17 @@ def _modified_entry(m: dict) -> list[Line]:
     return out
 
 
+def _modified_count(m: dict) -> int:
+    """How many lines :func:`_modified_entry` makes of ``m``, without making them."""
+    n = 1 + len(m.get("reasons", [])[:3]) + bool(m.get("hint"))
+    n += bool(m["calls_added"]) + bool(m["calls_removed"])
+    n += bool(m["strings_added"]) + bool(m["strings_removed"])
+    for item in m.get("items", []):
+        if not item.startswith(_SHOWN) and not item.endswith(" instructions"):
+            n += 1
+    return n
+
+
 def _function_head(f: dict, index: int) -> Line:
     head: Pieces = [
         (f"  #{index} ", ""),
@@ -170,12 +181,22 @@ def _new_entry(f: dict) -> list[Line]:
     return out
 
 
+def _new_count(f: dict) -> int:
+    """How many lines :func:`_new_entry` makes of ``f``."""
+    return 1 + bool(f["strings"]) + bool(f["calls"])
+
+
 def _deleted_entry(f: dict) -> list[Line]:
     """The lines of one deleted function."""
     out = [_function_head(f, f["from_index"])]
     if f["strings"]:
         out.append((4, [("strings ", "dim"), *_strings(f["strings"], "")]))
     return out
+
+
+def _deleted_count(f: dict) -> int:
+    """How many lines :func:`_deleted_entry` makes of ``f``."""
+    return 1 + bool(f["strings"])
 
 
 def _imports(cl: dict) -> list[Line]:
@@ -187,33 +208,45 @@ def _imports(cl: dict) -> list[Line]:
     return out
 
 
-#: a section of the changelog: (the lines of one unit, its units)
-Section = tuple[Callable[[Any], list[Line]], Sequence[Any]]
+#: a section of the changelog: (the lines of one unit, its units, how many lines a unit has
+#: when every one is a single row (indent >= 0) and counting is cheaper than making them, or
+#: None)
+Section = tuple[Callable[[Any], list[Line]], Sequence[Any], Callable[[Any], int] | None]
 
 
 def changelog_sections(cl: dict, keep: frozenset[str] | None) -> list[Section]:
     """The changelog as sections of units (its title, a heading, one function's entry, the
     imports), each unit's lines made only when asked: :func:`changelog_pieces` is every
-    unit's lines in order; the TUI's pane makes only the units on screen."""
-    out: list[Section] = [(_title, (cl,))]
+    unit's lines in order; the TUI's pane makes only the units on screen (and counts the
+    others' lines)."""
+    out: list[Section] = [(_title, (cl,), None)]
     if keep is None or "modified" in keep:
-        out += [(_modified_heading, (cl,)), (_modified_entry, cl["modified"])]
+        out += [
+            (_modified_heading, (cl,), None),
+            (_modified_entry, cl["modified"], _modified_count),
+        ]
     if keep is None or "new" in keep:
-        out += [(lambda n: [_heading("new", n)], (len(cl["new"]),)), (_new_entry, cl["new"])]
+        out += [
+            (lambda n: [_heading("new", n)], (len(cl["new"]),), None),
+            (_new_entry, cl["new"], _new_count),
+        ]
     if keep is None or "deleted" in keep:
         out += [
-            (lambda n: [_heading("deleted", n)], (len(cl["deleted"]),)),
-            (_deleted_entry, cl["deleted"]),
+            (lambda n: [_heading("deleted", n)], (len(cl["deleted"]),), None),
+            (_deleted_entry, cl["deleted"], _deleted_count),
         ]
     if cl["imports_added"] or cl["imports_removed"]:
-        out.append((_imports, (cl,)))
+        out.append((_imports, (cl,), None))
     return out
 
 
 def changelog_pieces(cl: dict, keep: frozenset[str] | None) -> list[Line]:
     """The changelog's lines as pieces, in the reference renderer's order and spans."""
     return [
-        line for lines, units in changelog_sections(cl, keep) for u in units for line in lines(u)
+        line
+        for lines, units, _count in changelog_sections(cl, keep)
+        for u in units
+        for line in lines(u)
     ]
 
 

@@ -631,10 +631,15 @@ class DiffScreen(KbScreen):
         self.action_filter(ids[(ids.index(self._filter) + 1) % len(ids)])
 
     def action_toggle_changelog(self) -> None:
+        # the classes go on the pane and the table, not the screen: a class on the screen
+        # applied the stylesheet again to every widget of it (ffmpeg: 70-95 ms CPU, now 6)
+        pane = self.query_one(ChangelogPane)
+        show = not pane.has_class("-shown")
         with self.app.batch_update():
-            if not self.has_class("-changelog"):
-                self.query_one(ChangelogPane).about_to_show()
-            self.toggle_class("-changelog")
+            if show:
+                pane.about_to_show()
+            pane.set_class(show, "-shown")
+            self.query_one("#diff-table", KbTable).set_class(show, "-with-changelog")
 
     # ------------------------------------------------------------ rows
 

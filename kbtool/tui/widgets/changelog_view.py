@@ -37,6 +37,9 @@ from kbtool.tui.workers import ReleasingWorkers
 __all__ = ["PREPARING", "ChangelogPane", "ChangelogRows", "changelog_data"]
 
 PREPARING = "preparing the changelog…"
+#: rows measured before the pane shows them (a tall screen and a page or two beyond it); the
+#: rest are measured after that frame, for their width alone (sideways scrolling)
+FIRST_ROWS = 300
 NONE = "no semantic changelog for this pair"
 
 
@@ -59,38 +62,79 @@ def _measure(line: Line) -> tuple[int, int]:
         parts = body.plain.split("\n")  # type: ignore[union-attr]
         return len(parts), max(map(cell_len, parts))
     plain = "".join(t for t, _ in body)  # type: ignore[union-attr]
-    return 1, indent + (len(plain) if plain.isascii() else cell_len(plain))
+    if plain.isascii() or plain.replace("→", "").isascii():  # → (every head): one cell
+        return 1, indent + len(plain)
+    return 1, indent + cell_len(plain)
+
+
+def _width(lines: list[Line]) -> int:
+    return max((_measure(line)[1] for line in lines), default=0)
 
 
 class ChangelogRows:
     """A changelog's rows, addressed without making them: :meth:`row` makes the Text of row
     ``i`` from the unit it belongs to (the last unit's rows are kept: a screen of rows is a
-    few units). ``count`` rows, the widest ``width`` cells."""
+    few units). ``count`` rows, the widest ``width`` cells.
 
-    def __init__(self, cl: dict, only: frozenset[str] | None = None) -> None:
+    ``first``: only the units of the first ``first`` rows are made to measure their width
+    (the first screen and a margin); the others' rows are counted (a function's entry is one
+    row a line, :func:`changelog_sections` counts its lines), so every row is addressed at
+    once, and ``width`` is the widest of those measured until :meth:`finish` measures the
+    rest (ffmpeg: 9,662 rows, ~50 ms to measure, ~3 ms to count)."""
+
+    def __init__(self, cl: dict, only: frozenset[str] | None = None, first: int | None = None):
         self._sections = changelog_sections(cl, only)
         self._first_unit: list[int] = []  # per section: the index of its first unit
         starts = array("q")  # per unit: its first row
         rows = width = 0
-        for lines, units in self._sections:
+        rest = -1  # the first unit counted, not measured (-1: none)
+        for lines, units, count in self._sections:
             self._first_unit.append(len(starts))
             for unit in units:
                 starts.append(rows)
+                if count is not None and first is not None and rows >= first:
+                    if rest < 0:
+                        rest = len(starts) - 1
+                    rows += count(unit)
+                    continue
                 for line in lines(unit):
                     n, w = _measure(line)
                     rows += n
                     width = max(width, w)
         self._starts = starts
+        self._rest = rest
         self.count = rows
         self.width = width
         self._kept: tuple[int, list[Text]] = (-1, [])
 
+    @property
+    def complete(self) -> bool:
+        """Every row measured: ``width`` is the widest row's."""
+        return self._rest < 0
+
+    def finish(self) -> int:
+        """Measure the rows only counted so far (off the event loop: read-only on the
+        changelog, ``width`` set once at the end); the width."""
+        if self._rest >= 0:
+            width = self.width
+            k = self._rest
+            for s, (lines, units, _count) in enumerate(self._sections):
+                start = self._first_unit[s]
+                for j in range(max(0, k - start), len(units)):
+                    width = max(width, _width(lines(units[j])))
+            self.width = width
+            self._rest = -1
+        return self.width
+
+    def _unit(self, k: int) -> list[Line]:
+        s = bisect_right(self._first_unit, k) - 1
+        lines, units, _count = self._sections[s]
+        return lines(units[k - self._first_unit[s]])
+
     def row(self, i: int) -> Text:
         k = bisect_right(self._starts, i) - 1
         if k != self._kept[0]:
-            s = bisect_right(self._first_unit, k) - 1
-            lines, units = self._sections[s]
-            made = [t for line in lines(units[k - self._first_unit[s]]) for t in _rows_of(line)]
+            made = [t for line in self._unit(k) for t in _rows_of(line)]
             self._kept = (k, made)
         return self._kept[1][i - self._starts[k]]
 
@@ -192,7 +236,7 @@ class ChangelogPane(ReleasingWorkers, LinesView):
             # read with the collector on: a pause is the whole process's, and a changelog
             # built from the facts (no kept answer) can take a minute
             data = changelog_data(db_path, frm, to)
-            result = (NONE, "dim") if data is None else ChangelogRows(data)
+            result = (NONE, "dim") if data is None else ChangelogRows(data, None, FIRST_ROWS)
         except Exception as exc:  # the table stays; the pane says why
             result = (f"cannot show the changelog: {type(exc).__name__}: {exc}", "bold red")
         self.app.call_from_thread(self._ready, gen, result)
@@ -206,5 +250,19 @@ class ChangelogPane(ReleasingWorkers, LinesView):
             self.message = ""
             self.rows = result
             self.set_lines(result.count, result.row, result.width)
+            if not result.complete:  # the other rows' width, once the first screen is drawn
+                self.call_after_refresh(self._measure_rest, gen, result)
         # the changelog stays in the diff cache: frozen once nothing short-lived is open
         self.set_timer(0.5, heap.settle)
+
+    @work(thread=True, group="changelog-width", exclusive=True, description="its width")
+    def _measure_rest(self, gen: int, rows: ChangelogRows) -> None:
+        """The rows only counted measured, on a worker (the first screen is already drawn)."""
+        if gen != self._gen:
+            return
+        rows.finish()
+        self.app.call_from_thread(self._widened, gen, rows)
+
+    def _widened(self, gen: int, rows: ChangelogRows) -> None:
+        if gen == self._gen and self.rows is rows and self.is_attached and not self._closing:
+            self.forget(range(0), rows.width)  # a wider line: room to scroll sideways

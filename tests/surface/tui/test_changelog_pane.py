@@ -81,3 +81,60 @@ async def test_the_pane_reads_the_pair_on_screen_when_shown_and_after_a_swap(dem
         await settle(pilot)
         last = pane.rows.row(pane.rows.count - 1).plain.strip()
         assert pane.cursor == pane.rows.count - 1 and last in screen_text(app)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    cl=changelog(),
+    only=st.sampled_from([None, "modified", "new,deleted", "changed"]),
+    first=st.integers(min_value=0, max_value=40),
+)
+def test_rows_counted_before_measured_are_the_same_rows(cl, only, first):
+    """The pane measures only the first rows before its first frame (the others' lines are
+    counted): every row is the same, at the same place, at once; the width is the widest of
+    those measured until ``finish`` measures the rest, then the whole changelog's."""
+    keep = parse_only(only)
+    full = ChangelogRows(cl, keep)
+    lazy = ChangelogRows(cl, keep, first)
+    assert lazy.count == full.count
+    assert lazy.plain() == full.plain()
+    assert lazy.width <= full.width
+    if lazy.complete:
+        assert lazy.width == full.width
+    assert lazy.finish() == full.width and lazy.complete and lazy.width == full.width
+    assert lazy.plain() == full.plain()
+
+
+async def test_the_pane_draws_before_measuring_every_row_then_widens(demo_kb, monkeypatch):
+    """Shown, the pane draws its first screen from the rows measured so far; the other rows
+    are measured afterwards, and the pane can then scroll sideways to the widest of all."""
+    from kbtool.tui.widgets import changelog_view
+
+    made: list[tuple[ChangelogRows, int, bool]] = []  # each, as built: its width, complete
+
+    class Rows(ChangelogRows):
+        def __init__(self, *args) -> None:
+            super().__init__(*args)
+            made.append((self, self.width, self.complete))
+
+    monkeypatch.setattr(changelog_view, "FIRST_ROWS", 1)
+    monkeypatch.setattr(changelog_view, "ChangelogRows", Rows)
+    app = make_app(demo_kb)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        screen = DiffScreen(1, 2)
+        await app.push_screen(screen)
+        await settle(pilot)
+        pane = screen.query_one(ChangelogPane)
+        await pilot.press("c")
+        await settle(pilot)
+        rows = pane.rows
+        assert pane.loaded and rows is not None and [m[0] for m in made] == [rows]
+        _, width_first, complete_first = made[0]
+        assert not complete_first  # drawn from the first rows measured
+        assert rows.complete  # then the others measured
+        plain = rows.plain()
+        widest = max(map(cell_len, plain))
+        assert width_first < rows.width == widest
+        assert pane.virtual_size.width == widest + 1  # no gutter; one cell of room
+        assert plain[1] in screen_text(app)
