@@ -206,6 +206,9 @@ def _bigrams(ops: bytes) -> tuple[Counter, float]:
 
 # the largest bigram cosine a pair can get (1 and a margin far above float rounding)
 _COS_MAX = 1.0 + 1e-9
+# added to a ratio of set weights bounding a weighted Jaccard (FeatureCache.weight_bound):
+# far above the few units in the last place either float is off its real value
+_RATIO_SLACK = 1e-9
 
 
 def _cosine(a: Counter, na: float, b: Counter, nb: float) -> float:
@@ -427,6 +430,36 @@ class FeatureCache:
         The value itself when already computed."""
         total, wsum = self.content_bound_sum(o, n)
         return total / wsum if wsum else 0.0
+
+    def weight_bound(self, o, n) -> float:
+        """A cheaper upper bound than :meth:`content_bound` (no set intersections): each
+        weighted Jaccard at its largest, the smaller total weight of the two sets over the
+        larger (the intersection weighs at most the smaller, the union at least the
+        larger), plus a margin far above the float rounding of both forms. Every later
+        float step is the same and monotone, so the bound is never below
+        :meth:`content_bound`."""
+        fo, fn = self.feat(0, o), self.feat(1, n)
+        total = 0.35 * _COS_MAX
+        wsum = 0.35
+        total += 0.15 * size_ratio(o.instr_count, n.instr_count)
+        wsum += 0.15
+        a, b = fo.tconsts, fn.tconsts
+        if a or b:
+            if a and b:
+                total += 0.15 * ((a / b if a < b else b / a) + _RATIO_SLACK)
+            wsum += 0.15
+        a, b = fo.tstrings, fn.tstrings
+        if a or b:
+            if a and b:
+                total += 0.25 * ((a / b if a < b else b / a) + _RATIO_SLACK)
+            wsum += 0.25
+        if o.loops or n.loops:
+            total += 0.05 * size_ratio(o.loops, n.loops)
+            wsum += 0.05
+        if o.call_indirect or n.call_indirect:
+            total += 0.05 * size_ratio(o.call_indirect, n.call_indirect)
+            wsum += 0.05
+        return total / wsum
 
     def content_bound_sum(self, o, n) -> tuple[float, float]:
         """(weighted sum, total weight) of :meth:`content_bound`: the weight is the pair's

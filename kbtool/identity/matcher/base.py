@@ -37,7 +37,16 @@ def _weak_name(name: str) -> bool:
 
 
 class _Side:
-    __slots__ = ("recs", "order", "callees", "callers", "table", "imported", "positions")
+    __slots__ = (
+        "recs",
+        "order",
+        "callees",
+        "callers",
+        "table",
+        "in_table",
+        "imported",
+        "positions",
+    )
 
     def __init__(self, recs: Iterable[FuncRecord]) -> None:
         by_index: dict[int, FuncRecord] = {}
@@ -58,6 +67,7 @@ class _Side:
         self.callers = {i: tuple(v) for i, v in callers.items()}
         first = sorted((min(r.table_slots), i) for i, r in self.recs.items() if r.table_slots)
         self.table = tuple(i for _, i in first)
+        self.in_table = frozenset(self.table)
         self.imported = frozenset(i for i, r in self.recs.items() if r.imported)
         # position of each function in a neighbour list (callees, the table), by list id
         # (the lists live as long as the side: made once, never changed)
@@ -132,6 +142,11 @@ class MatcherBase:
         self._scored: tuple[int, list[tuple[float, int, int]]] | None = None
         self.anchor_n: list[int] = []
         self.span_o = self.span_n = (0, 0)
+        # the function tables' matched states: a version bumped whenever a function of
+        # either table is matched or unmatched, and what the call graph derived from the
+        # tables at that version (pure functions of those states: see ``table_memo``)
+        self._table_ver = 0
+        self._table_memo: dict = {}
         size = len(self.OLD.order) + len(self.NEW.order)
         budget = self.BUDGET_PER_FUNCTION * size + self.BUDGET_BASE
         self.stats = MatchStats(
@@ -185,6 +200,8 @@ class MatcherBase:
         self.n2o[n] = o
         score = max(0.0, min(1.0, score))
         self.result[n] = Match(o, n, round(score, 4), method, bool(review))
+        if o in self.OLD.in_table or n in self.NEW.in_table:
+            self._table_ver += 1
         self._enqueue(o, n)
         # the neighbourhoods of matched neighbours just changed: look at them again
         for x in (*self.OLD.callers[o], *self.OLD.callees[o]):
@@ -195,6 +212,19 @@ class MatcherBase:
             x = self.n2o.get(y)
             if x is not None:
                 self._enqueue(x, y)
+
+    def table_memo(self, key: str, make):
+        """``make()`` for the function tables' current matched states: computed once per
+        state (``make`` must read nothing else of the match state than which functions of
+        the two tables are matched, and to what)."""
+        memo = self._table_memo
+        if memo.get(None) != self._table_ver:
+            memo.clear()
+            memo[None] = self._table_ver
+        got = memo.get(key)
+        if got is None:
+            got = memo[key] = make()
+        return got
 
     def _enqueue(self, o: int, n: int) -> None:
         if (o, n) not in self.queued:

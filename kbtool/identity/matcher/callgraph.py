@@ -52,34 +52,32 @@ class CallgraphStage:
 
     def _resolve(self, lo: Sequence[int], ln: Sequence[int], ordered: bool) -> None:
         o2n, n2o = self.o2n, self.n2o
-        uo = [x for x in lo if x not in o2n]
-        if not uo:
-            return
-        un = [y for y in ln if y not in n2o]
-        if not un:
-            return
+        # the function tables (thousands of entries, looked at after every queue): what
+        # depends only on which of their functions are matched is derived once per state
+        table = lo is self.OLD.table and ln is self.NEW.table
+        if table:
+            uo, un = self.table_memo("hood", lambda: _unmatched(lo, ln, o2n, n2o))
+            if not uo or not un:
+                return
+        else:
+            uo = [x for x in lo if x not in o2n]
+            if not uo:
+                return
+            un = [y for y in ln if y not in n2o]
+            if not un:
+                return
         OLD, NEW = self.OLD.recs, self.NEW.recs
 
         # (a) hash groups inside the neighbourhood
         for attr, score in (("body_hash", 0.99), ("shape_hash", 0.97)):
-            go: dict[str, list[int]] = defaultdict(list)
-            gn: dict[str, list[int]] = defaultdict(list)
-            for x in uo:
-                h = getattr(OLD[x], attr)
-                if h:
-                    go[h].append(x)
-            for y in un:
-                h = getattr(NEW[y], attr)
-                if h:
-                    gn[h].append(y)
-            if attr == "body_hash":
-                shapes_o = Counter(OLD[x].shape_hash for x in uo)
-                shapes_n = Counter(NEW[y].shape_hash for y in un)
+            if table:
+                groups, shapes_o, shapes_n = self.table_memo(
+                    attr, lambda a=attr, xo=uo, xn=un: _hash_groups(OLD, NEW, xo, xn, a, True)
+                )
+            else:
+                groups, shapes_o, shapes_n = _hash_groups(OLD, NEW, uo, un, attr, ordered)
             hit = False
-            for h, xs in go.items():
-                ys = gn.get(h)
-                if not ys or len(xs) != len(ys) or (len(xs) > 1 and not ordered):
-                    continue
+            for xs, ys in groups:
                 pairs = list(zip(xs, ys, strict=True))
                 checks = [self.callee_check(x, y) for x, y in pairs]
                 if any(c[1] for c in checks):
@@ -211,6 +209,19 @@ class CallgraphStage:
 
     def _resolve_gaps(self, lo: Sequence[int], ln: Sequence[int]) -> None:
         """Callees between the same two matched anchors of both call sequences."""
+        if lo is self.OLD.table and ln is self.NEW.table:
+            pairs = self.table_memo("gaps", lambda: self._gap_pairs(lo, ln))
+        else:
+            pairs = self._gap_pairs(lo, ln)
+        for x, y in pairs:
+            s = self.similarity(x, y)
+            if s >= self.CG_GAP:
+                self.accept(x, y, self._cg_score(s), "callgraph")
+
+    def _gap_pairs(self, lo: Sequence[int], ln: Sequence[int]) -> list[tuple[int, int]]:
+        """The pairs of :meth:`_resolve_gaps`, in gap order: one unmatched function of each
+        side alone in a gap, of one signature (a pure function of which functions of the
+        two lists are matched, and to what)."""
         o2n, n2o = self.o2n, self.n2o
         OLD, NEW = self.OLD.recs, self.NEW.recs
         # the positions of the unmatched defined functions (a pair is taken only from a gap
@@ -221,11 +232,11 @@ class CallgraphStage:
         imp_o, imp_n = self.OLD.imported, self.NEW.imported
         ui = [i for i in compress(count(), map(is_, mapped, repeat(None))) if lo[i] not in imp_o]
         if not ui:
-            return
+            return []
         unmatched_n = compress(count(), map(is_, map(n2o.get, ln), repeat(None)))
         uj = [j for j in unmatched_n if ln[j] not in imp_n]
         if not uj:
-            return
+            return []
         # the anchors: the matched entries of lo whose image sits in ln after every earlier
         # anchor's (a walk keeping the last anchor's position). The last anchor's position is
         # the largest position of any earlier image (a smaller one was skipped), so the
@@ -235,7 +246,7 @@ class CallgraphStage:
         top = list(accumulate(pos, max, initial=-1))
         at = list(compress(count(), map(gt, pos, top)))  # pos[i] > top[i]: max before i
         if not at:
-            return
+            return []
         # the gaps (k: between bounds k and k + 1) holding exactly one unmatched function of
         # each side, in gap order, as a walk over every gap meets them
         ai = [-1, *at, len(lo)]
@@ -248,15 +259,14 @@ class CallgraphStage:
         for j in uj:
             k = bisect.bisect_left(aj, j) - 1
             gy[k] = -1 if k in gy else j
+        pairs = []
         for k in sorted(gx):
             i, j = gx[k], gy.get(k, -1)
             if i >= 0 and j >= 0:
                 x, y = lo[i], ln[j]
-                if OLD[x].type_sig != NEW[y].type_sig:
-                    continue
-                s = self.similarity(x, y)
-                if s >= self.CG_GAP:
-                    self.accept(x, y, self._cg_score(s), "callgraph")
+                if OLD[x].type_sig == NEW[y].type_sig:
+                    pairs.append((x, y))
+        return pairs
 
     def _resolve_best(self, uo: list[int], un: list[int]) -> None:
         """A pair clearly ahead of every other pair of the neighbourhood that shares one of
@@ -310,3 +320,40 @@ class CallgraphStage:
                 rivals or p - 0.0 >= margin
             ):
                 self.accept(x, y, self._cg_score(s), "callgraph")
+
+
+def _unmatched(
+    lo: Sequence[int], ln: Sequence[int], o2n: dict, n2o: dict
+) -> tuple[list[int], list[int]]:
+    """The unmatched functions of two neighbour lists, in list order."""
+    return [x for x in lo if x not in o2n], [y for y in ln if y not in n2o]
+
+
+def _hash_groups(
+    OLD: dict, NEW: dict, uo: list[int], un: list[int], attr: str, ordered: bool
+) -> tuple[list[tuple[list[int], list[int]]], Counter | None, Counter | None]:
+    """Step (a)'s groups of one hash (``attr``) among the unmatched functions ``uo`` and
+    ``un``: the (old, new) member lists of equal length (one each unless ``ordered``), in
+    the old side's order of first appearance; with the body hash, the shape counts of both
+    sides too."""
+    go: dict[str, list[int]] = defaultdict(list)
+    gn: dict[str, list[int]] = defaultdict(list)
+    for x in uo:
+        h = getattr(OLD[x], attr)
+        if h:
+            go[h].append(x)
+    for y in un:
+        h = getattr(NEW[y], attr)
+        if h:
+            gn[h].append(y)
+    shapes_o = shapes_n = None
+    if attr == "body_hash":
+        shapes_o = Counter(OLD[x].shape_hash for x in uo)
+        shapes_n = Counter(NEW[y].shape_hash for y in un)
+    groups = []
+    for h, xs in go.items():
+        ys = gn.get(h)
+        if not ys or len(xs) != len(ys) or (len(xs) > 1 and not ordered):
+            continue
+        groups.append((xs, ys))
+    return groups, shapes_o, shapes_n

@@ -68,6 +68,8 @@ class FamilyStage:
         del self.o2n[o]
         del self.n2o[n]
         del self.result[n]
+        if o in self.OLD.in_table or n in self.NEW.in_table:
+            self._table_ver += 1
         self._scored = None
         self._flags = self.__dict__.get("_flags", 0) + 1
 

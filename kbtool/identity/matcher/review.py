@@ -503,8 +503,13 @@ def review_closer_rivals(pg: Any) -> int:
         """``w`` (old side if ``w_old``, one of :func:`rivals`) is a rival of ``stand_in``
         for ``target``."""
         own = sim(stand_in, target) if w_old else sim(target, stand_in)
-        # most rivals are far: an upper bound of their similarity (no op histograms) tells
-        if (feats.content_bound(w, target) if w_old else feats.content_bound(target, w)) < own:
+        # most rivals are far: an upper bound of their similarity (no op histograms) tells,
+        # the cheaper one (no set intersections, never below the other) first
+        wb, bound = feats.weight_bound, feats.content_bound
+        if w_old:
+            if wb(w, target) < own or bound(w, target) < own:
+                return False
+        elif wb(target, w) < own or bound(target, w) < own:
             return False
         best = sim(w, target) if w_old else sim(target, w)
         if best < own:
@@ -512,14 +517,23 @@ def review_closer_rivals(pg: Any) -> int:
         # mutual best: w is at least as close to target as to any other function there of a
         # comparable size (read in a window of sizes around w's: sim is a pure function, so
         # which of several closer functions is met first does not change the answer); the
-        # bound first: a function whose bound is not above ``best`` is not closer
-        bound = feats.content_bound
+        # bounds first: a function whose bound is not above ``best`` is not closer
+        if w_old:
+            return not any(
+                x is not target
+                and size_ratio(x.instr_count, w.instr_count) >= RIVAL_SIZE_RATIO
+                and wb(w, x) > best
+                and bound(w, x) > best
+                and sim(w, x) > best
+                for x in sized(False, w.instr_count)
+            )
         return not any(
             x is not target
             and size_ratio(x.instr_count, w.instr_count) >= RIVAL_SIZE_RATIO
-            and (bound(w, x) if w_old else bound(x, w)) > best
-            and (sim(w, x) if w_old else sim(x, w)) > best
-            for x in sized(not w_old, w.instr_count)
+            and wb(x, w) > best
+            and bound(x, w) > best
+            and sim(x, w) > best
+            for x in sized(True, w.instr_count)
         )
 
     flagged = 0
@@ -611,18 +625,23 @@ def review_near_rivals(pg: Any, feats: FeatureCache | None = None) -> int:
             return sim(a, b) if w_old else sim(b, a)
 
         floor = s(stand_in, target) - NEAR_RIVAL_MARGIN
-        # an upper bound of the rival's similarity (no op histograms) first
-        if (feats.content_bound(w, target) if w_old else feats.content_bound(target, w)) < floor:
+        # upper bounds of the rival's similarity (no op histograms) first, the cheaper one
+        # (no set intersections, never below the other) before the other
+        wb, bound = feats.weight_bound, feats.content_bound
+        if w_old:
+            if wb(w, target) < floor or bound(w, target) < floor:
+                return False
+        elif wb(target, w) < floor or bound(target, w) < floor:
             return False
         best = s(w, target)
         if best < floor:
             return False
         if partner is not None and s(w, partner) >= best:
             return False
-        bound = feats.content_bound  # (never below the value: a first, cheaper test)
         return not any(
             x is not target
             and size_ratio(x.instr_count, w.instr_count) >= RIVAL_SIZE_RATIO
+            and (wb(w, x) if w_old else wb(x, w)) > best
             and (bound(w, x) if w_old else bound(x, w)) > best
             and s(w, x) > best
             for x in by_size[not w_old].window(w.instr_count)

@@ -81,6 +81,14 @@ class SimilarityStage:
             return float(lo_d)
         return lo_d + (i - lo_s) * (hi_d - lo_d) / (hi_s - lo_s)
 
+    def _blocking_keys(self, side: int) -> dict[int, tuple[tuple, tuple]]:
+        """The blocking keys of the functions of one side (0 old, 1 new) made so far, by
+        index (:func:`_blocking_keys`: static, made once per function)."""
+        got = self.__dict__.get("_bkeys")
+        if got is None:
+            got = self._bkeys = ({}, {})
+        return got[side]
+
     def _candidates_one_way(
         self,
         src: _Side,
@@ -99,17 +107,24 @@ class SimilarityStage:
             v.sort()
         s_index: dict[str, list[int]] = defaultdict(list)
         c_index: dict[int, list[int]] = defaultdict(list)
+        keys_d = self._blocking_keys(1 - side)
+        keys_s = self._blocking_keys(side)
         for i in ud:
-            r = dst.recs[i]
-            for s in set(r.strings):
+            got = keys_d.get(i)
+            if got is None:
+                got = keys_d[i] = _blocking_keys(dst.recs[i])
+            for s in got[0]:
                 s_index[s].append(i)
-            for c in set(r.consts):
-                if c >= 256 or c <= -256:
-                    c_index[c].append(i)
+            for c in got[1]:
+                c_index[c].append(i)
         ud_set = set(ud)
         out: dict[int, list[tuple[int, float]]] = {}
         for x in us:
             rx = src.recs[x]
+            got = keys_s.get(x)
+            if got is None:
+                got = keys_s[x] = _blocking_keys(rx)
+            strings_x, consts_x = got
             cand: dict[int, float] = {}
             lst = by_sig.get(rx.type_sig)
             if lst:
@@ -120,12 +135,12 @@ class SimilarityStage:
                 for cnt, i in lst[max(0, k - WINDOW) : k + WINDOW]:
                     if abs(cnt - ic) <= 8 or size_ratio(cnt, ic) >= 0.4:
                         cand[i] = cand.get(i, 0.0) + 1.0
-            for s in set(rx.strings):
+            for s in strings_x:
                 hits = s_index.get(s)
                 if hits and len(hits) <= RARE:
                     for i in hits:
                         cand[i] = cand.get(i, 0.0) + 2.0
-            for c in set(rx.consts):
+            for c in consts_x:  # (the index holds no other constants)
                 hits = c_index.get(c)
                 if hits and len(hits) <= RARE:
                     for i in hits:
@@ -423,3 +438,9 @@ class SimilarityStage:
                     self.accept(xs[0], ys[0], 0.75, "import")
                 else:
                     self.accept(xs[0], ys[0], 0.5, "import", True)
+
+
+def _blocking_keys(rec) -> tuple[tuple, tuple]:
+    """A function's distinct strings and its distinct constants outside -255..255 (the
+    only ones blocking indexes), in the order a set of them is read."""
+    return tuple(set(rec.strings)), tuple(c for c in set(rec.consts) if c >= 256 or c <= -256)

@@ -6,7 +6,10 @@ with their size windows and the bound against the first forms, on whole matcher 
 (the final pairing and the identities the review checks leave, the work counted) over
 random releases and the demo releases. The call graph's best-pair and unique-signature
 steps score a pair from a bound (the content similarity with the bigram cosine at 1) where
-that decides, never below the pair's score, and pair as when every similarity is computed."""
+that decides, never below the pair's score, and pair as when every similarity is computed.
+The review checks' cheaper bound (set weights, no intersections) is never below the other;
+the function tables' neighbourhood kept per matched state of the tables pairs as when
+derived at every look, on releases the tables place."""
 
 from __future__ import annotations
 
@@ -65,10 +68,12 @@ def test_content_bound_is_never_below_the_similarity(old, new, seed) -> None:
     for o in a:
         for n in b:
             bound = feats.content_bound(o, n)  # before and after the value is known
+            assert feats.weight_bound(o, n) >= bound
             total, wsum = feats.content_similarity(o, n)
             value = total / wsum if wsum else 0.0
             assert bound >= value
             assert feats.content_bound(o, n) == value
+            assert feats.weight_bound(o, n) >= value
 
 
 class _Everything:
@@ -80,6 +85,10 @@ class _Everything:
 
 class _Reference(_Matcher):
     """The matcher with the anchors computed as first written."""
+
+    def table_memo(self, key, make):
+        """As first written: the function tables' neighbourhood derived at every look."""
+        return make()
 
     def _compute_anchors(self) -> None:
         pairs = sorted((o, n) for n, o in self.n2o.items() if not self.NEW.recs[n].imported)
@@ -252,6 +261,7 @@ def _whole_scans(mp) -> None:
     unique-signature step with no bound either (every similarity computed)."""
     mp.setattr(R._BySize, "window", lambda self, n: self.recs)
     mp.setattr(FeatureCache, "content_bound", lambda self, o, n: math.inf)
+    mp.setattr(FeatureCache, "weight_bound", lambda self, o, n: math.inf)
     mp.setattr(MatcherBase, "content_bound", lambda self, o, n: (math.inf, 1.0))
 
 
@@ -391,3 +401,98 @@ def test_the_score_bound_is_never_below_the_score(seed: int) -> None:
     m.propagate = snapshot
     m.run_staged(True)
     assert len(states) > 2
+
+
+def _table_heavy(seed: int) -> tuple[list[FuncRecord], list[FuncRecord]]:
+    """Random releases placed mostly by their function tables: every defined function in
+    the table, few calls, and bodies repeated in groups (the table's hash groups)."""
+    old, new = random_releases(seed)
+    rnd = random.Random(seed)
+    dup = {r.body_hash: f"dup{k % 3}" for k, r in enumerate(old) if r.body_hash and k % 5 == 0}
+
+    def heavy(r: FuncRecord) -> FuncRecord:
+        if r.imported:
+            return r
+        return replace(
+            r,
+            calls=r.calls if rnd.random() < 0.15 else (),
+            table_slots=(r.index,),
+            body_hash=dup.get(r.body_hash, r.body_hash),
+        )
+
+    return [heavy(r) for r in old], [heavy(r) for r in new]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_table_heavy_releases_pair_as_first_written(seed: int, monkeypatch) -> None:
+    """Releases the function tables place: the tables' neighbourhood kept per state pairs
+    as when derived at every look (both ways)."""
+    old, new = _table_heavy(seed)
+    _both(old, new, monkeypatch)
+    _both(new, old, monkeypatch)
+
+
+def test_the_table_memo_is_read_again(monkeypatch) -> None:
+    """The function tables' neighbourhood is reused while none of their functions changes
+    state (the comparisons above compare two paths, not one with itself), and a change
+    of state makes it again."""
+    made: list[str] = []
+    asked: list[str] = []
+    real = MatcherBase.table_memo
+
+    def counting(self, key, make):
+        asked.append(key)
+
+        def making():
+            made.append(key)
+            return make()
+
+        return real(self, key, making)
+
+    monkeypatch.setattr(MatcherBase, "table_memo", counting)
+    for seed in range(12):
+        old, new = _table_heavy(seed)
+        _Matcher(old, new).run_staged(True)
+    assert made and len(made) < len(asked)
+    assert {"hood", "body_hash", "shape_hash", "gaps"} <= set(made)
+
+
+def test_the_table_version_follows_the_tables() -> None:
+    """Matching or unmatching a function of either table changes the version the memo is
+    kept by; a pair outside both tables does not."""
+    old, new = random_releases(3)
+    m = _Matcher(old, new)
+    in_o = next(i for i in m.OLD.order if i in m.OLD.in_table and not m.OLD.recs[i].imported)
+    in_n = next(i for i in m.NEW.order if i in m.NEW.in_table and not m.NEW.recs[i].imported)
+    out_o = next(i for i in m.OLD.order if i not in m.OLD.in_table and i != in_o)
+    out_n = next(i for i in m.NEW.order if i not in m.NEW.in_table and i != in_n)
+    v = m._table_ver
+    m.accept(out_o, out_n, 0.9, "test")
+    assert m._table_ver == v
+    m.accept(in_o, in_n, 0.9, "test")
+    assert m._table_ver > v
+    v = m._table_ver
+    m.unaccept(in_o, in_n)
+    assert m._table_ver > v
+
+
+def test_the_weight_bound_decides_real_rivals(monkeypatch) -> None:
+    """On random releases the review checks' cheaper bound settles rivals the exact bound
+    would have been asked about (the pairings are compared above)."""
+    counts = {"weight": 0, "exact": 0}
+    real_w, real_b = FeatureCache.weight_bound, FeatureCache.content_bound
+
+    def w(self, o, n):
+        counts["weight"] += 1
+        return real_w(self, o, n)
+
+    def b(self, o, n):
+        counts["exact"] += 1
+        return real_b(self, o, n)
+
+    monkeypatch.setattr(FeatureCache, "weight_bound", w)
+    monkeypatch.setattr(FeatureCache, "content_bound", b)
+    for seed in range(6):
+        old, new = random_releases(seed)
+        _Matcher(old, new).run_staged(True)
+    assert counts["exact"] < counts["weight"]
