@@ -25,6 +25,7 @@ Pure: bytes in, answer out (the service layer supplies the module bytes).
 
 from __future__ import annotations
 
+import importlib
 import struct
 import threading
 from collections import OrderedDict
@@ -33,25 +34,11 @@ from dataclasses import dataclass, field
 from hashlib import blake2b
 from typing import Any
 
+from kbtool.wasm.active import IMPL as _decoder_impl
 from kbtool.wasm.errors import WasmFormatError
 from kbtool.wasm.facts import build_data_map, static_region
-from kbtool.wasm.instr import NUM_TYPES, decode_one, skip_local_decls
-from kbtool.wasm.opcodes import (
-    BYTE_KIND,
-    K_BLOCK,
-    K_CALL,
-    K_GLOBAL,
-    K_I32,
-    K_I64,
-    K_MEM,
-    K_NONE,
-    K_REF_FUNC,
-    K_TABLE,
-    K_TYPE,
-    K_U32,
-    KIND,
-    MNEMONICS,
-)
+from kbtool.wasm.instr import skip_local_decls
+from kbtool.wasm.opcodes import KIND, MNEMONICS
 from kbtool.wasm.reader import Module, parse_module
 from kbtool.wasm.toolchain import detect_toolchain
 
@@ -187,17 +174,19 @@ def module_view(data: bytes | None, m: Module | None = None) -> ModuleView | Non
     return v
 
 
-# one-byte opcodes whose immediates the tokenizer reads itself when every LEB is one byte
-# (the common case); everything else goes through the careful decode_one
-_FAST_NONE = bytes(BYTE_KIND[b] == K_NONE for b in range(256))
-_FAST_U32 = bytes(
-    BYTE_KIND[b] in (K_U32, K_GLOBAL, K_CALL, K_REF_FUNC, K_TYPE, K_TABLE) and b != _REF_NULL
-    for b in range(256)
-)
-_FAST_SLEB = bytes(BYTE_KIND[b] in (K_I32, K_I64) for b in range(256))
-_FAST_MEM = bytes(BYTE_KIND[b] == K_MEM for b in range(256))
-_BLOCKS = frozenset(b for b in range(256) if BYTE_KIND[b] == K_BLOCK)
-_BLOCK_TYPE = {0x40: "", **NUM_TYPES}  # one-byte block types (read_blocktype's text)
+# the token reader: the decoder twin's part (compiled with mypyc when built, else the same
+# pure code; kbtool/wasm/decoder/tokens.py); the comparison calls it through ``_decode``
+_TOKENS = importlib.import_module(f"{_decoder_impl.__name__}.tokens")
+_PURE_TOKENS = importlib.import_module("kbtool.wasm.decoder.tokens")
+
+
+def _decode(data: bytes, p: int, end: int, out: list[tuple[int, tuple]], limit: int) -> int:
+    """Append the tokens from ``p`` to ``out`` (at most ``limit``; -1: all); the position
+    after (:func:`kbtool.wasm.decoder.tokens.decode_tokens`; module bytes that are not
+    ``bytes``, e.g. a memoryview, go to the pure reader, which reads any buffer)."""
+    if type(data) is bytes:
+        return _TOKENS.decode_tokens(data, p, end, out, limit)
+    return _PURE_TOKENS.decode_tokens(data, p, end, out, limit)
 
 
 def body_tokens(view: ModuleView, index: int) -> list[tuple[int, tuple]]:
@@ -222,113 +211,6 @@ def tokens_of(body: bytes) -> list[tuple[int, tuple]]:
     out: list[tuple[int, tuple]] = []
     _decode(body, skip_local_decls(body, 0, len(body)), len(body), out, -1)
     return out
-
-
-def _one_byte_tokens() -> tuple[list, list]:
-    """The tokens of the commonest forms, made once and shared by every body (tuples: no
-    reader can change them): an opcode without immediates (by its byte), and an opcode with
-    one immediate of one byte -- an index, a small constant, a one-byte block type -- (by
-    ``byte << 7 | immediate``); None where the form is another."""
-    t0: list = [(b, ()) if _FAST_NONE[b] else None for b in range(256)]
-    t1: list = [None] * (256 << 7)
-    for b in range(256):
-        for x in range(0x80):
-            if _FAST_U32[b]:
-                t1[b << 7 | x] = (b, (x,))
-            elif _FAST_SLEB[b]:
-                t1[b << 7 | x] = (b, (x - 0x80 if x & 0x40 else x,))
-            elif b in _BLOCKS and x in _BLOCK_TYPE:
-                t1[b << 7 | x] = (b, (_BLOCK_TYPE[x],))
-    return t0, t1
-
-
-_TOK0, _TOK1 = _one_byte_tokens()
-
-
-def _decode(data: bytes, p: int, end: int, out: list[tuple[int, tuple]], limit: int) -> int:
-    """Append the tokens from ``p`` to ``out`` (at most ``limit``; -1: all); the position after."""
-    app = out.append
-    u32, sleb, mem = _FAST_U32, _FAST_SLEB, _FAST_MEM
-    tok0, tok1 = _TOK0, _TOK1
-    last = end - 1  # data[p + 1] is inside the body when p < last
-    while p < end and limit:
-        limit -= 1
-        b = data[p]
-        t = tok0[b]
-        if t is not None:
-            app(t)
-            p += 1
-            continue
-        if p < last:
-            # LEBs of one or two bytes (read_uleb/read_sleb: no range check below 5 bytes)
-            x = data[p + 1]
-            if x < 0x80:
-                t = tok1[b << 7 | x]
-                if t is not None:
-                    app(t)
-                    p += 2
-                    continue
-            if u32[b]:
-                if x < 0x80:
-                    app((b, (x,)))
-                    p += 2
-                    continue
-                if p + 2 < end and data[p + 2] < 0x80:
-                    app((b, ((x & 0x7F) | (data[p + 2] << 7),)))
-                    p += 3
-                    continue
-            elif sleb[b]:
-                if x < 0x80:
-                    app((b, (x - 0x80 if x & 0x40 else x,)))
-                    p += 2
-                    continue
-                if p + 2 < end and data[p + 2] < 0x80:
-                    v = (x & 0x7F) | (data[p + 2] << 7)
-                    app((b, (v - 0x4000 if v & 0x2000 else v,)))
-                    p += 3
-                    continue
-            elif mem[b] and x < 0x40 and p + 2 < end:
-                y = data[p + 2]
-                if y < 0x80:
-                    app((b, (x, y, 0)))
-                    p += 3
-                    continue
-                if p + 3 < end and data[p + 3] < 0x80:
-                    app((b, (x, (y & 0x7F) | (data[p + 3] << 7), 0)))
-                    p += 4
-                    continue
-            elif b in _BLOCKS:
-                t = _BLOCK_TYPE.get(x)
-                if t is not None:
-                    app((b, (t,)))
-                    p += 2
-                    continue
-            if u32[b] or sleb[b]:  # three or four bytes (a call index, an address)
-                got = _leb4(data, p + 1, end, sleb[b])
-                if got is not None:
-                    app((b, (got[0],)))
-                    p = got[1]
-                    continue
-        op, p, imms = decode_one(data, p, end)
-        app((op, imms))
-    return p
-
-
-def _leb4(data: bytes, q: int, end: int, signed: int) -> tuple[int, int] | None:
-    """An LEB of at most four bytes at ``q`` as ``read_uleb``/``read_sleb`` read it (no range
-    check applies below five bytes), with the position after; None when longer or cut."""
-    v = shift = 0
-    lim = min(q + 4, end)
-    while q < lim:
-        c = data[q]
-        q += 1
-        v |= (c & 0x7F) << shift
-        shift += 7
-        if c < 0x80:
-            if signed and v & (1 << (shift - 1)):
-                v -= 1 << shift
-            return v, q
-    return None
 
 
 class _CountDiffers(Exception):
@@ -525,44 +407,8 @@ def _mem_sites(view: ModuleView, index: int) -> tuple[int, list[tuple[int, int, 
     data = view.data
     start, end = rng
     p = skip_local_decls(data, start, end)
-    sites: list[tuple[int, int, int]] = []
-    none, u32, sleb, mem = _FAST_NONE, _FAST_U32, _FAST_SLEB, _FAST_MEM
-    last = end - 1
-    k = 0
-    while p < end:
-        b = data[p]
-        if none[b]:
-            p += 1
-            k += 1
-            continue
-        if p < last:
-            x = data[p + 1]
-            if u32[b] or sleb[b]:
-                if x < 0x80:
-                    p += 2
-                    k += 1
-                    continue
-                if p + 2 < end and data[p + 2] < 0x80:
-                    p += 3
-                    k += 1
-                    continue
-            elif mem[b] and x < 0x40 and p + 2 < end:
-                y = data[p + 2]
-                if y < 0x80:
-                    sites.append((k, b, y))
-                    p += 3
-                    k += 1
-                    continue
-                if p + 3 < end and data[p + 3] < 0x80:
-                    sites.append((k, b, (y & 0x7F) | (data[p + 3] << 7)))
-                    p += 4
-                    k += 1
-                    continue
-        op, p, imms = decode_one(data, p, end)
-        if KIND[op] in (_K_MEM, _K_MEM_LANE):
-            sites.append((k, op, imms[1]))
-        k += 1
-    return k, sites
+    mod = _TOKENS if type(data) is bytes else _PURE_TOKENS
+    return mod.mem_sites(data, p, end)
 
 
 def compare_bodies(
