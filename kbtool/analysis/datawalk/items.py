@@ -41,24 +41,34 @@ def _cstring_at(mem: bytes, k: int) -> str | None:
 
 def _cstring_len(mem: bytes, k: int) -> int:
     """The length in bytes of :func:`_cstring_at`'s string (its UTF-8 is those very bytes),
-    -1 when there is none: what the item cuts need, without encoding the text again."""
+    -1 when there is none: what the item cuts need, without encoding the text again (a
+    first byte :func:`_c_text` never accepts is refused at once, as in :func:`_cstring_seen`)."""
+    if k < len(mem) and _NEVER_FIRST[mem[k]]:
+        return -1
     z = mem.find(b"\0", k, k + 4096)
     if z < 0 or z - k < 1 or _c_text(mem[k:z]) is None:
         return -1
     return z - k
 
 
+_NO_STRING: tuple[int, str | None] = (-1, None)  # (what :func:`_cstring_seen` keeps for none)
+
+
 def _cstring_seen(mem: bytes, k: int, seen: dict[int, tuple[int, str | None]]) -> int:
     """:func:`_cstring_len`, keeping ``(length, text)`` (``(-1, None)``: no string) in
     ``seen[k]``: the bounds loop checks most items' first bytes and :func:`_classify`
-    reads it back (one decode per string)."""
+    reads it back (one decode per string). A first byte :func:`_c_text` never accepts (a NUL
+    among them) is refused before the NUL is looked for (most data is not text)."""
+    if k < len(mem) and _NEVER_FIRST[mem[k]]:
+        seen[k] = _NO_STRING
+        return -1
     z = mem.find(b"\0", k, k + 4096)
     if z < 0 or z - k < 1:
-        seen[k] = (-1, None)
+        seen[k] = _NO_STRING
         return -1
     t = _c_text(mem[k:z])
     if t is None:
-        seen[k] = (-1, None)
+        seen[k] = _NO_STRING
         return -1
     seen[k] = (z - k, t)
     return z - k
@@ -126,6 +136,15 @@ def _utf16_at(mem: bytes, k: int) -> str | None:
     return mem[k : k + 2 * n].decode("utf-16-le")
 
 
+def _zeros_from(mem: bytes, k: int) -> bool:
+    """``not mem[k:].strip(b"\\0")``: every byte from ``k`` on is zero (a byte loop, compiled:
+    no copy of the piece; most pieces stop at their first byte)."""
+    for i in range(k, len(mem)):
+        if mem[i]:
+            return False
+    return True
+
+
 def _classify(
     mem: bytes,
     base: int,
@@ -139,14 +158,14 @@ def _classify(
     :func:`_cstring_seen` found at the start of bytes of which ``mem`` is a prefix (with
     no NUL that they do not have): its string is ``mem``'s when ``mem`` holds its NUL,
     else ``mem`` has none (no second decode)."""
-    if not mem.strip(b"\0"):
+    if _zeros_from(mem, 0):
         return "zero", None, []
     s: str | None
     if known is not None:
         s = known[1] if len(mem) > known[0] >= 0 else None
     else:
         s = _cstring_at(mem, 0)
-    if s is not None and (n := mem.find(b"\0")) >= MIN_STRING and not mem[n + 1 :].strip(b"\0"):
+    if s is not None and (n := mem.find(b"\0")) >= MIN_STRING and _zeros_from(mem, n + 1):
         return "cstring", s, []  # the string and the NUL padding after it
     u = _utf16_at(mem, 0)
     if u is not None:
@@ -198,24 +217,6 @@ def _at_least(ordered: list[int], x: int) -> int:
         else:
             hi = mid
     return lo
-
-
-def _item(
-    address: int, size: int, kind: str, segment: int, text: str | None, targets: list[int]
-) -> DataItem:
-    """``DataItem(address, size, kind, segment, text, None, targets)`` (no label, no
-    references yet), its fields set here: the dataclass's generated ``__init__`` is
-    interpreted code, a frame per item (ffmpeg: 65k items)."""
-    it = DataItem.__new__(DataItem)
-    it.address = address
-    it.size = size
-    it.kind = kind
-    it.segment = segment
-    it.text = text
-    it.label = None
-    it.targets = targets
-    it.refs = 0
-    return it
 
 
 def cut_items(
@@ -302,9 +303,15 @@ def cut_items(
                 kind, text, targets = _classify(
                     piece, a, lo, hi, table_range, a in fptr, seen.get(a - base)
                 )
-            items.append(
-                _item(
-                    a, b - a, kind, k, text[:MAX_TEXT] if text is not None else None, targets[:256]
+            items.append(  # (address, size, kind, segment, text, label, targets: positional)
+                DataItem(
+                    a,
+                    b - a,
+                    kind,
+                    k,
+                    text[:MAX_TEXT] if text is not None else None,
+                    None,
+                    targets[:256],
                 )
             )
             if len(items) >= MAX_ITEMS:
@@ -312,7 +319,7 @@ def cut_items(
     bss = sorted(a for a in cuts if hi <= a < bss_hi)
     for i, a in enumerate(bss):
         b = bss[i + 1] if i + 1 < len(bss) else bss_hi
-        items.append(_item(a, min(b - a, MAX_BSS_ITEM), "bss", -1, None, []))
+        items.append(DataItem(address=a, size=min(b - a, MAX_BSS_ITEM), kind="bss", segment=-1))
         if len(items) >= MAX_ITEMS:
             return items, True
     return items, truncated

@@ -1,6 +1,7 @@
 """The data items' shortcuts give what the long way gives (session 17 D): a label's slug by a
 byte table equals the regex ``[^0-9A-Za-z]+`` -> ``_``; a C string's text refused on its
-first byte equals the full decode and checks; a list kept when it already strictly
+first byte equals the full decode and checks (also before its NUL is looked for), the
+zero checks by a byte loop equal ``strip``; a list kept when it already strictly
 increases equals ``sorted(set(...))``; the compiled reference count on native arrays
 equals the pure count (targets below, at and inside items, unordered items). Each holds for
 the pure module and the compiled twin when it is built."""
@@ -60,6 +61,35 @@ def test_c_text_refusing_on_the_first_byte_is_the_full_check(side):
             raw = bytes([first]) + tail
             assert side._c_text(raw) == _full_c_text(raw), raw
     assert side._c_text(b"\x1b\x1b\x1bab") is None and side._c_text(b"ab\x1bcd") == "ab\x1bcd"
+
+
+def _long_cstring_len(mem: bytes, k: int) -> int:
+    """A C string's length at ``mem[k]`` the long way: its NUL, then the full check."""
+    z = mem.find(b"\0", k, k + 4096)
+    if z < 0 or z - k < 1 or _full_c_text(mem[k:z]) is None:
+        return -1
+    return z - k
+
+
+@pytest.mark.parametrize("side", SIDES, ids=lambda m: m.__name__)
+def test_string_and_zero_checks_refusing_early_are_the_long_checks(side):
+    """A position whose first byte no C string starts with is refused before its NUL is
+    looked for; the zero checks loop over the bytes instead of stripping a copy: the same
+    answers as the long way (``strip``), at every position of mixed memory."""
+    rng = random.Random(11)
+    pieces = [b"\0" * 9, b"hello\0", b"\xc3\xa9t\xc3\xa9\0", b"\x1b[0m\0", b"\xff\x80", b"ab"]
+    pieces += [bytes([c]) for c in range(256)]
+    mems = [b"", b"\0", b"abc", b"abc\0\0\0", b"\0\0\x01"]
+    mems += [b"".join(rng.choice(pieces) for _ in range(rng.randint(1, 40))) for _ in range(300)]
+    for mem in mems:
+        for k in range(len(mem) + 2):
+            want = _long_cstring_len(mem, k)
+            seen: dict[int, tuple[int, str | None]] = {}
+            assert side._cstring_len(mem, k) == want, (mem, k)
+            assert side._cstring_seen(mem, k, seen) == want, (mem, k)
+            text = _full_c_text(mem[k : k + want]) if want >= 0 else None
+            assert seen[k] == (want, text), (mem, k)
+            assert side._zeros_from(mem, k) == (not mem[k:].strip(b"\0")), (mem, k)
 
 
 @pytest.mark.parametrize("side", SIDES, ids=lambda m: m.__name__)
