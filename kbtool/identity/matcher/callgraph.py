@@ -334,8 +334,8 @@ def _hash_groups(
 ) -> tuple[list[tuple[list[int], list[int]]], Counter | None, Counter | None]:
     """Step (a)'s groups of one hash (``attr``) among the unmatched functions ``uo`` and
     ``un``: the (old, new) member lists of equal length (one each unless ``ordered``), in
-    the old side's order of first appearance; with the body hash, the shape counts of both
-    sides too."""
+    the old side's order of first appearance; with the body hash and a group, the shape
+    counts of both sides too (None otherwise: nothing reads them)."""
     go: dict[str, list[int]] = defaultdict(list)
     gn: dict[str, list[int]] = defaultdict(list)
     for x in uo:
@@ -346,14 +346,14 @@ def _hash_groups(
         h = getattr(NEW[y], attr)
         if h:
             gn[h].append(y)
-    shapes_o = shapes_n = None
-    if attr == "body_hash":
-        shapes_o = Counter(OLD[x].shape_hash for x in uo)
-        shapes_n = Counter(NEW[y].shape_hash for y in un)
     groups = []
     for h, xs in go.items():
         ys = gn.get(h)
         if not ys or len(xs) != len(ys) or (len(xs) > 1 and not ordered):
             continue
         groups.append((xs, ys))
+    shapes_o = shapes_n = None
+    if attr == "body_hash" and groups:  # (read only for a group, most hoods have none)
+        shapes_o = Counter(OLD[x].shape_hash for x in uo)
+        shapes_n = Counter(NEW[y].shape_hash for y in un)
     return groups, shapes_o, shapes_n
