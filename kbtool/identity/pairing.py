@@ -108,18 +108,22 @@ def pair_rows(
     fuzzy: bool = True,
     matches: list[Match] | None = None,
     old_recs: list[FuncRecord] | None = None,
+    new_recs: list[FuncRecord] | None = None,
 ) -> Pairing:
     """Pair two versions' function rows (older, newer): identities first, then the matcher.
 
     ``matches``: the matcher's result when the caller already ran it (ingest), else run here.
     ``old_recs``: ``records_from_rows(old_list)`` when the caller already built them (ingest:
-    the matcher's, which the review memo then finds as the very same objects).
+    the matcher's, which the review memo then finds as the very same objects); ``new_recs``
+    likewise of ``new_list`` (ingest: the matcher's records of the module it stored, equal
+    field by field to those its stored rows give).
     The matcher and every review check share one store of features and similarities
     (:func:`kbtool.identity.features.shared_features`).
     """
     if old_recs is None:
         old_recs = records_from_rows(old_list)
-    new_recs = records_from_rows(new_list)
+    if new_recs is None:
+        new_recs = records_from_rows(new_list)
     with shared_features(old_recs, new_recs):
         return _pair_records(
             from_version_id, to_version_id, old_list, new_list, old_recs, new_recs, fuzzy, matches

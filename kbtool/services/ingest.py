@@ -397,6 +397,40 @@ def _function_rows(
     return sid_of, frows, xrows, erows
 
 
+def _matching_rows(funcs, sid_of, table_slots_of) -> list[dict[str, Any]]:
+    """The version's rows as :func:`kbtool.kb.queries.matching_rows` reads them back from
+    what :func:`_function_rows` stored (the same keys in the same order, each JSON list as
+    the list it encodes, the flag as a bool), made from the values themselves."""
+    slots_of = table_slots_of.get
+    out: list[dict[str, Any]] = []
+    for f in funcs:
+        i = f.index
+        imported = bool(f.imported)
+        out.append(
+            {
+                "index": i,
+                "stable_id": sid_of[i],
+                "imported": imported,
+                "import_name": f"{f.import_module}.{f.import_field}" if imported else None,
+                "type_sig": f.type_sig,
+                "body_hash": f.body_hash,
+                "shape_hash": f.shape_hash,
+                "raw_name": f.raw_name,
+                "export_names": list(f.export_names) if f.export_names else [],
+                "body_size": f.body_size,
+                "instr_count": f.instr_count,
+                "calls": list(f.calls) if f.calls else [],
+                "strings": list(f.strings) if f.strings else [],
+                "consts": list(f.consts) if f.consts else [],
+                "ops": bytes(f.ops),
+                "loops": f.loops,
+                "call_indirect": f.call_indirect,
+                "table_slots": list(slots_of(i) or ()),
+            }
+        )
+    return out
+
+
 def _store(conn, data, analysis, **kw) -> IngestResult:
     """:func:`_stored` inside one feature pool: the pairing that stores the diff report
     (records read back from the KB) shares the matcher's features and similarities
@@ -471,7 +505,7 @@ def _stored(
     store.insert_function_values(conn, _FUNCTION_COLUMNS, frows)
     store.insert_fact_values(conn, _FACT_COLUMNS, xrows)
     store.insert_call_edge_values(conn, _EDGE_COLUMNS, erows)
-    del frows, xrows, erows, new  # (written: the data model reuses their memory)
+    del frows, xrows, erows  # (written: the data model reuses their memory)
 
     result = IngestResult(
         version_id=vid,
@@ -512,6 +546,11 @@ def _stored(
         # the view refuses is refused again there, where the report handles it.
         with contextlib.suppress(WasmFormatError):
             module_view(data, mod)
+        # the pairing takes this version's rows and records as ingest has them, not read
+        # back: the rows are what matching_rows reads of what was stored above, and the
+        # matcher's records, given their stable ids, are what records_from_rows makes of them
+        for r in new:
+            r.stable_id = sid_of[r.index]
         result.diff_carry = lineage_svc.carry_from_parent(
             conn,
             parent,
@@ -519,6 +558,8 @@ def _stored(
             old_rows=old_rows,
             matches=full_matches,
             old_recs=old_recs,
+            new_rows=_matching_rows(funcs, sid_of, slots),
+            new_recs=new,
             carry=carry,
         )
     return result

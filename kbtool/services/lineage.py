@@ -440,14 +440,17 @@ def carry_from_parent(
     old_rows: list[dict[str, Any]] | None = None,
     matches: Any = None,
     old_recs: Any = None,
+    new_rows: list[dict[str, Any]] | None = None,
+    new_recs: Any = None,
     carry: bool = True,
 ) -> dict[str, Any] | None:
     """Pair a version with its parent, carry the parent's names and knowledge to it through the
     gate (``carry``) and store the pair's diff report: what ingest does for a new version and
     ``kbtool set-program`` for a moved one. ``old_rows``/``matches``: the parent's matching rows
     and the matcher's result when the caller already has them (ingest), else read and run
-    here (``old_recs``: the matcher's records of ``old_rows``). Returns the carry counts
-    (None when not carried)."""
+    here (``old_recs``: the matcher's records of ``old_rows``); ``new_rows``/``new_recs``
+    likewise for the version itself (ingest: the rows it stored and the matcher's records,
+    exactly what reading them back gives). Returns the carry counts (None when not carried)."""
     # imported here: the first version of a program needs no matcher (start-up)
     from kbtool.identity.pairing import pair_rows
     from kbtool.services.diff.carry import carry_names
@@ -459,9 +462,10 @@ def carry_from_parent(
         parent,
         version_id,
         old_rows,
-        queries.matching_rows(conn, version_id),
+        queries.matching_rows(conn, version_id) if new_rows is None else new_rows,
         matches=matches,
         old_recs=old_recs,
+        new_recs=new_recs if new_rows is not None else None,
     )
     out = carry_names(conn, parent, version_id, pairing=pairing) if carry else None
     store_report(conn, pairing)

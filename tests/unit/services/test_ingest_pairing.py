@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from kbtool.identity import matcher
+import pytest
+
+from kbtool.identity import matcher, pairing
+from kbtool.identity.records import records_from_rows
 from kbtool.kb import queries
 from kbtool.kb.db import open_rw
 from kbtool.services.diff.report import compute_diff, get_diff
 from kbtool.services.ingest import ingest_file
+from testkit.wasmbuild import CORPUS
 from tests.support.paths import ROOT
 
 DEMO = ROOT / "kbtool" / "demo"
@@ -54,3 +58,50 @@ def test_stored_report_shows_todays_names(tmp_path):
     assert d["written"]
     again = next(c for c in get_diff(conn, 1, 2)["changes"] if c["to_index"] == entry["to_index"])
     assert again["name"] == "renamed_after_ingest" and again["provenance"] == "human"
+
+
+PAIRS = [
+    (DEMO / "zstd-1.5.5.wasm", DEMO / "zstd-1.5.6.wasm"),
+    (
+        CORPUS / "release" / "sql.js-1.10.3.sql-wasm.wasm",
+        CORPUS / "release" / "sql.js-1.12.0.sql-wasm.wasm",
+    ),
+]
+
+
+@pytest.mark.parametrize("first, later", PAIRS, ids=["demo-zstd", "sqljs"])
+def test_pairing_gets_the_rows_and_records_the_kb_reads_back(tmp_path, monkeypatch, first, later):
+    """A later release's pairing takes the rows ingest stored and the matcher's records as
+    ingest has them: exactly what reading the version back gives (every key and value, and
+    every record field with the stable ids), and the matcher's very record objects."""
+    if not later.is_file():
+        pytest.skip("corpus not present")
+    seen = []
+    real = pairing.pair_rows
+
+    def watching(*a, **kw):
+        seen.append((a, kw))
+        return real(*a, **kw)
+
+    monkeypatch.setattr(pairing, "pair_rows", watching)
+    matched = []
+    real_match = matcher.match_functions_staged
+
+    def match_watching(old, new, **kw):
+        matched.append(new)
+        return real_match(old, new, **kw)
+
+    monkeypatch.setattr(matcher, "match_functions_staged", match_watching)
+    conn = open_rw(tmp_path / "kb.db")
+    ingest_file(conn, first, label="a")
+    res = ingest_file(conn, later, label="b")
+    [(args, kw)], [new_recs_matcher] = seen, matched
+    new_list, new_recs = args[3], kw["new_recs"]
+    read_back = queries.matching_rows(conn, res.version_id)
+    assert len(new_list) == len(read_back) > 100
+    for mine, stored in zip(new_list, read_back, strict=True):
+        assert list(mine.items()) == list(stored.items())
+        assert [type(v) for v in mine.values()] == [type(v) for v in stored.values()]
+    assert new_recs == records_from_rows(read_back)
+    assert new_recs is new_recs_matcher  # the matcher's own objects: its features are shared
+    assert all(r.stable_id for r in new_recs)
