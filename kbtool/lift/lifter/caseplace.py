@@ -22,14 +22,20 @@ import re
 from typing import Final
 
 from .base import _Budget
-from .linetext import _MARK, _bare, _gotos, _label_name, _unmark
+from .linetext import (
+    _bare,
+    _escapes,
+    _gotos,
+    _has_call,
+    _label_name,
+    _marks,
+    _tramp,
+    _unhead,
+    _unmark,
+)
 
-_TRAMP: Final = re.compile(r"^((?:(?:case -?\d+|default): )+)goto (L\d+);$")
 _LABEL: Final = re.compile(r"^(L\d+):;$")
 _GOTO: Final = re.compile(r"\bgoto (L\d+);")
-_ESCAPE: Final = re.compile(r"\b(break|continue);")
-_HEADS: Final = re.compile(r"^(?:(?:case -?\d+|default):\s*)+")
-_CALL: Final = re.compile(r"\b[A-Za-z_]\w*\(")
 #: statements after which control never reaches the next line
 _EXITS: Final = ("goto ", "return;", "return ", "break;", "continue;", "wasm_unreachable();")
 _THROWS: Final = ("wasm_throw(", "wasm_rethrow(", "wasm_throw_ref(")
@@ -40,6 +46,11 @@ MAX_MOVES: Final = 400
 
 def _is_exit(s: str) -> bool:
     """Whether the statement ``s`` never falls through to the next line."""
+    if not s:
+        return False
+    c = ord(s[0])  # each of _EXITS and _THROWS starts with g, r, b, c or w
+    if c != 103 and c != 114 and c != 98 and c != 99 and c != 119:
+        return False
     return s.startswith(_EXITS) or (s.startswith(_THROWS) and s.endswith(");"))
 
 
@@ -146,7 +157,7 @@ class _Scan:
                 return ""
             s = bare[j]
             if s.startswith(("case ", "default:")):  # on into the next case's code
-                s = _HEADS.sub("", s)
+                s = _unhead(s)
                 if not s:
                     j += 1
                     continue
@@ -157,7 +168,7 @@ class _Scan:
                 s.startswith(("return;", "return ")) and len(s) < 80 and "{" not in s
             ) or _GOTO.fullmatch(s):
                 # the line as written (its comments kept), without its notes and case heads
-                return _HEADS.sub("", _unmark(self.lines[j]).strip())
+                return _unhead(_unmark(self.lines[j]).strip())
             op = self.closed[j]
             if op < 0:  # a plain statement: a new label there
                 return "" if s != bare[j] else self.fresh_goto(j)
@@ -247,7 +258,7 @@ class _Scan:
                 if _label_name(s):
                     joins.append(j)
             if ("break;" in s or "continue;" in s) and not (s.endswith("{") or s.startswith("}")):
-                for w in _ESCAPE.findall(s):
+                for w in _escapes(s):
                     if "loop" in inner or (w == "break" and "switch" in inner):
                         continue
                     if w == "continue" or self.lines[j].count("break;") != 1:
@@ -288,7 +299,7 @@ class _Scan:
         d0 = self.depth[lab]
         for j in range(lab + 1, min(lab + 3, len(bare))):
             s = bare[j]
-            if self.depth[j] != d0 or "{" in s or "}" in s or _CALL.search(s):
+            if self.depth[j] != d0 or "{" in s or "}" in s or _has_call(s):
                 return -1
             if s.startswith(("return;", "return ")):
                 return j
@@ -311,7 +322,7 @@ def _reindent(lines: list[str], lab: int, first: int, end: int, pind: int) -> li
 def _case(lines: list[str], p: int, head: str, body: list[str]) -> list[str]:
     """The case on line ``p`` with ``body`` under its head (one line when it is short)."""
     pind = len(lines[p]) - len(lines[p].lstrip(" "))
-    head_line = lines[p][:pind] + "".join(_MARK.findall(lines[p])) + head.rstrip()
+    head_line = lines[p][:pind] + _marks(lines[p]) + head.rstrip()
     if len(body) == 1 and len(head_line) + len(body[0].lstrip(" ")) < 100:
         return [head_line + " " + body[0].lstrip(" ")]
     return [head_line, *body]
@@ -332,7 +343,7 @@ def _moved_case(
     if plan.tail:
         body.append(" " * (pind + 2) + plan.tail)
         ids.append(-1)
-    marks = "".join(_MARK.findall(lines[lab]))
+    marks = _marks(lines[lab])
     if marks:
         first = body[0]
         ind = len(first) - len(first.lstrip(" "))
@@ -387,7 +398,7 @@ def _copy(
     ident = ident[:p] + cids + ident[p + 1 :]
     if drop:
         k = lab if lab < p else lab + len(case) - 1
-        marks = "".join(_MARK.findall(lines[k]))
+        marks = _marks(lines[k])
         del lines[k]
         del ident[k]
         if marks and k < len(lines):  # its notes go to the statement after it
@@ -421,9 +432,9 @@ def _first_look(out: list[str | None]) -> tuple[list[str], list[int]]:
             continue
         if ":" in ln:  # most lines have none
             if ": goto L" in ln:
-                m = _TRAMP.match(_bare(ln))
-                if m is not None:
-                    tramps.append(m.group(2))
+                name = _tramp(_bare(ln))[1]
+                if name:
+                    tramps.append(name)
             elif ln.endswith(":;") and "goto L" not in ln:
                 marks.append(k)
         k += 1
@@ -498,10 +509,9 @@ def _pick(
         s = bare[p]
         if not s.endswith(";") or ": goto L" not in s or ident[p] in skip:
             continue
-        m = _TRAMP.match(s)
-        if m is None:
+        heads, name = _tramp(s)
+        if not name:
             continue
-        name = m.group(2)
         lab = scan.labels.get(name, -1)
         sw = scan.opener[p]
         if lab < 0 or sw < 0 or not scan.bare[sw].startswith("switch (") or lab == p + 1:
@@ -532,7 +542,7 @@ def _pick(
                     or tg & names
                 ):
                     continue  # next scan
-                batch.append((p, lab, plan, m.group(1)))
+                batch.append((p, lab, plan, heads))
                 taken.append((lab, plan.end))
                 names.add(name)
                 aimed |= tg
@@ -542,7 +552,7 @@ def _pick(
         if end >= 0 and not (lab < p <= end):
             if batch:
                 continue  # next scan
-            return batch, (p, lab, end, m.group(1)), landing
+            return batch, (p, lab, end, heads), landing
         skip.add(ident[p])
     return batch, None, landing
 
@@ -565,7 +575,7 @@ def _candidates(
         info = memo.get(ln)
         s: str = info[0] if info is not None else _bare(ln)
         if s.endswith(";") and ": goto L" in s and ident[p] not in skip:
-            if _TRAMP.match(s) is not None:
+            if _tramp(s)[1]:
                 return True
     return False
 

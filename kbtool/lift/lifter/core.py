@@ -4,8 +4,7 @@ temporaries, folded ``local.tee``, names of functions/globals, constants and dat
 
 from __future__ import annotations
 
-import re
-from typing import Any, Final
+from typing import Any
 
 from ..context import LiftModule, c_type, type_code
 from ..names import escape_text
@@ -28,12 +27,9 @@ from .base import (
     _p,
 )
 from .decode import _STACK_EFFECT
+from .linetext import _marks, _note_ids, _unmark
 from .opnames import OP_CALL, OP_GLOBAL_SET, OP_LOCAL_GET, OP_LOCAL_SET, OP_LOCAL_TEE, OP_SELECT
 from .structure import _Blk
-
-#: a note's marker in an output line (see :meth:`_Core.emit`)
-_NOTE: Final = re.compile("\x01([0-9]+)\x02")
-_MARKS: Final = re.compile("\x01[0-9]+\x02")
 
 
 def split_marks(line: str | None) -> tuple[str | None, str]:
@@ -41,7 +37,7 @@ def split_marks(line: str | None) -> tuple[str | None, str]:
     the bare statement and put the markers on the line they make)."""
     if line is None or "\x01" not in line:
         return line, ""
-    return _MARKS.sub("", line), "".join(_MARKS.findall(line))
+    return _unmark(line), _marks(line)  # (a note's marker: \x01 digits \x02)
 
 
 class _Frame:
@@ -215,7 +211,7 @@ class _Core:
         ids: list[int] = []
         for ln in self.out[start:]:
             if ln is not None and "\x01" in ln:
-                ids += [int(k) for k in _NOTE.findall(ln)]
+                ids += _note_ids(ln)
         self.pending_notes = ids + self.pending_notes
 
     def new_temp(self, ty: str, prefix: str = "t", u: bool = False) -> str:

@@ -27,19 +27,18 @@ import re
 from typing import Final
 
 from .base import _Budget
-from .caseplace import (
-    _CALL,
-    _HEADS,
-    _MARK,
+from .caseplace import _is_exit, _kind, _moved, _Scan
+from .dataindex import balanced
+from .linetext import (
+    _all_heads,
     _bare,
-    _is_exit,
-    _kind,
+    _has_call,
+    _heads_end,
     _label_name,
-    _moved,
-    _Scan,
+    _marks,
+    _unhead,
     _unmark,
 )
-from .dataindex import balanced
 
 #: plain statements of a loop's tail copied before a ``continue``
 TAIL_MAX: Final = 2
@@ -80,10 +79,10 @@ def _put(line: str, old: str, new: list[str]) -> list[str] | None:
     if not bare:
         return [pre + new[0], *[ind + s for s in new[1:]]]
     if len(new) == 1:
-        if _HEADS.fullmatch(bare + " ") or (bare.startswith("if (") and bare.endswith(")")):
+        if _all_heads(bare) or (bare.startswith("if (") and bare.endswith(")")):
             return [pre + new[0]]
         return None
-    if _HEADS.fullmatch(bare + " "):
+    if _all_heads(bare):
         return [pre.rstrip(), *[ind + "  " + s for s in new]]
     if bare.startswith("if (") and bare.endswith(")"):
         return [pre + "{", *[ind + "  " + s for s in new], ind + "}"]
@@ -96,7 +95,7 @@ def _plain(scan: _Scan, first: int, end: int, depth: int) -> list[str] | None:
     out = []
     for j in range(first, end):
         s = scan.bare[j]
-        if scan.depth[j] != depth or "{" in s or "}" in s or ":" in s or _CALL.search(s):
+        if scan.depth[j] != depth or "{" in s or "}" in s or ":" in s or _has_call(s):
             return None
         if not s.endswith(";") or s.startswith(("goto ", "break;", "continue;")):
             return None
@@ -106,7 +105,7 @@ def _plain(scan: _Scan, first: int, end: int, depth: int) -> list[str] | None:
 
 def _drop_label(lines: list[str], ident: list[int], k: int) -> None:
     """Delete the label line ``k``; its notes go to the statement after it."""
-    marks = "".join(_MARK.findall(lines[k]))
+    marks = _marks(lines[k])
     del lines[k]
     del ident[k]
     if marks and k < len(lines):
@@ -165,10 +164,10 @@ def _exit(scan: _Scan, c: int) -> list[str] | None:
     d = scan.depth[c]
     for j in range(c + 1, min(c + 1 + EXIT_MAX, len(bare))):
         s = bare[j]
-        if scan.depth[j] != d or "{" in s or "}" in s or _CALL.search(s) or len(s) > 80:
+        if scan.depth[j] != d or "{" in s or "}" in s or _has_call(s) or len(s) > 80:
             return None
         if s.startswith(("return;", "return ")):
-            return [_HEADS.sub("", _unmark(scan.lines[k]).strip()) for k in range(c + 1, j + 1)]
+            return [_unhead(_unmark(scan.lines[k]).strip()) for k in range(c + 1, j + 1)]
         if " = " not in s or not s.endswith(";") or ":" in s:
             return None
     return None
@@ -200,17 +199,17 @@ def _switch_tail(scan: _Scan, lines: list[str], ident: list[int], lab: int, floo
     j = t_end
     while j < c:
         s = bare[j]
-        heads = _HEADS.match(s)
-        if heads is None or scan.depth[j] != d0:
+        he = _heads_end(s)
+        if he < 0 or scan.depth[j] != d0:
             return _NOTHING
-        rest = s[heads.end() :]
+        rest = s[he:]
         if rest == "break;":
             j += 1
         elif not rest and j + 1 < c and bare[j + 1] == "break;":
             j += 2
         else:
             return _NOTHING
-        groups.append(heads.group(0).strip())
+        groups.append(s[:he].strip())
     name = bare[lab][:-2]
     goto = f"goto {name};"
     gotos: list[int] = []
@@ -219,8 +218,8 @@ def _switch_tail(scan: _Scan, lines: list[str], ident: list[int], lab: int, floo
     for k in range(sw + 1, lab):
         s = bare[k]
         if scan.depth[k] == d0 and s.startswith(("case ", "default:")):
-            h = _HEADS.match(s)
-            has_default = has_default or (h is not None and "default:" in h.group(0))
+            h = _heads_end(s)
+            has_default = has_default or (h >= 0 and "default:" in s[:h])
         if "goto " in s and s.endswith(goto):
             if _binder(scan, k, True) != sw or s.count("goto ") != 1:
                 return _NOTHING
@@ -251,11 +250,11 @@ def _switch_tail(scan: _Scan, lines: list[str], ident: list[int], lab: int, floo
     shift = _ind(lines[lab]) - _ind(lines[sw])
     tail = [ln[min(shift, _ind(ln)) :] for ln in lines[lab + 1 : t_end]]
     tids = ident[lab + 1 : t_end]
-    marks = "".join(_MARK.findall(lines[lab]))
+    marks = _marks(lines[lab])
     if marks and tail:
         tail[0] = tail[0][: _ind(tail[0])] + marks + tail[0][_ind(tail[0]) :]
     pind = " " * _ind(lines[t_end]) if groups else ""
-    if _HEADS.fullmatch(bare[lab - 1] + " "):  # those cases now leave for the tail
+    if _all_heads(bare[lab - 1]):  # those cases now leave for the tail
         edits[lab - 1] = [lines[lab - 1] + " break;"]
     front: list[str] = []
     if groups:
@@ -292,7 +291,7 @@ def _never_falls(scan: _Scan, j: int, depth: int = 0) -> bool:
     """Whether control never runs past line ``j``: a jump, the end of a ``while (1)`` no
     ``break`` leaves, or of a ``switch`` with a ``default`` nothing leaves."""
     s = scan.bare[j]
-    if _is_exit(_HEADS.sub("", s) if s.startswith(("case ", "default:")) else s):
+    if _is_exit(_unhead(s) if s.startswith(("case ", "default:")) else s):
         return True
     if s != "}" or depth > 8:
         return False
@@ -308,8 +307,8 @@ def _never_falls(scan: _Scan, j: int, depth: int = 0) -> bool:
     for k in range(o + 1, j):
         s = scan.bare[k]
         if scan.depth[k] == d0 and s.startswith(("case ", "default:")):
-            h = _HEADS.match(s)
-            has_default = has_default or (h is not None and "default:" in h.group(0))
+            h = _heads_end(s)
+            has_default = has_default or (h >= 0 and "default:" in s[:h])
         if "break;" in s and _binder(scan, k, True) == o:
             return False
     return has_default and _never_falls(scan, j - 1, depth + 1)
@@ -471,7 +470,7 @@ def _tail_plain(lines: list[str], k: int, n: int) -> bool:
         t = _strip(lines[j])
         if t.startswith("}"):
             return t != "} while (0);"
-        if "{" in t or ":" in t or _CALL.search(t):
+        if "{" in t or ":" in t or _has_call(t):
             return False
         s = _bare(lines[j])
         if not s.endswith(";") or s.startswith(("goto ", "break;", "continue;")):

@@ -161,3 +161,162 @@ def _gotos(s: str) -> list[str]:
                 continue
         i = s.find("goto L", i + 1)
     return out
+
+
+# The passes' other expressions, read by code points the same way: _CALL.search,
+# _HEADS.match/sub/fullmatch, _TRAMP.match, _ESCAPE.findall and _MARK.findall (``\w``: an
+# ASCII letter, digit or ``_``, or any character ``isalnum``; ``\s``: any ``isspace``).
+
+
+def _is_word(s: str, k: int) -> bool:
+    """Whether ``s[k]`` is a word character (``\\w``)."""
+    c = ord(s[k])
+    if c < 128:
+        return 48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 or c == 95
+    return s[k].isalnum()
+
+
+def _is_digit(s: str, k: int) -> bool:
+    """Whether ``s[k]`` is a decimal digit (``\\d``)."""
+    c = ord(s[k])
+    return 48 <= c <= 57 or (c >= 128 and s[k].isdecimal())
+
+
+def _has_call(s: str) -> bool:
+    """``_CALL.search(s) is not None``: a name (a letter or ``_`` first, at the start of a
+    run of word characters) right before a ``(``."""
+    p = s.find("(")
+    while p >= 0:
+        k = p
+        while k > 0 and _is_word(s, k - 1):
+            k -= 1
+        if k < p:
+            c = ord(s[k])
+            if 65 <= c <= 90 or 97 <= c <= 122 or c == 95:
+                return True
+        p = s.find("(", p + 1)
+    return False
+
+
+def _heads_end(s: str) -> int:
+    """Where ``_HEADS.match(s)`` ends (the ``case N:``/``default:`` heads at the start of
+    ``s`` and the space after each), or -1 when it does not match."""
+    n = len(s)
+    i = 0
+    end = -1
+    while True:
+        if s.startswith("case ", i):
+            k = i + 5
+            if k < n and ord(s[k]) == 45:  # `-`
+                k += 1
+            d = k
+            while k < n and _is_digit(s, k):
+                k += 1
+            if k == d or k >= n or ord(s[k]) != 58:  # `:`
+                return end
+            k += 1
+        elif s.startswith("default:", i):
+            k = i + 8
+        else:
+            return end
+        while k < n:
+            c = ord(s[k])
+            if c == 32 or 9 <= c <= 13 or 28 <= c <= 31 or (c >= 128 and s[k].isspace()):
+                k += 1
+            else:
+                break
+        i = end = k
+
+
+def _unhead(s: str) -> str:
+    """``_HEADS.sub("", s)``: ``s`` without its case heads."""
+    e = _heads_end(s)
+    return s[e:] if e > 0 else s
+
+
+def _all_heads(s: str) -> bool:
+    """``_HEADS.fullmatch(s + " ") is not None``: ``s`` is case heads only."""
+    return _heads_end(s) == len(s)
+
+
+def _tramp(s: str) -> tuple[str, str]:
+    """``_TRAMP.match(s)``'s case heads and label (``case 3: default: goto L7;``), else
+    ("", "")."""
+    n = len(s)
+    if n > 0 and ord(s[n - 1]) == 10:  # `$` also matches before a last newline
+        n -= 1
+    i = 0
+    while True:
+        if s.startswith("case ", i):
+            k = i + 5
+            if k < n and ord(s[k]) == 45:  # `-`
+                k += 1
+            d = k
+            while k < n and _is_digit(s, k):
+                k += 1
+            if k == d or k + 1 >= n or ord(s[k]) != 58 or ord(s[k + 1]) != 32:  # `: `
+                return "", ""
+            i = k + 2
+        elif s.startswith("default: ", i):
+            i += 9
+        else:
+            break
+    if i == 0 or not s.startswith("goto L", i):
+        return "", ""
+    k = i + 6
+    while k < n and _is_digit(s, k):
+        k += 1
+    if k == i + 6 or k != n - 1 or ord(s[k]) != 59:  # `;` last
+        return "", ""
+    return s[:i], s[i + 5 : k]
+
+
+def _escapes(s: str) -> list[str]:
+    """``_ESCAPE.findall(s)``: the ``break;`` and ``continue;`` statements in ``s`` (no word
+    character right before), left to right, as "break" or "continue"."""
+    found: list[tuple[int, str]] = []
+    for word in ("break;", "continue;"):
+        i = s.find(word)
+        while i >= 0:
+            if i == 0 or not _is_word(s, i - 1):
+                found.append((i, word[:-1]))
+            i = s.find(word, i + 1)
+    if len(found) > 1:
+        found.sort()
+    return [w for _i, w in found]
+
+
+def _marks(s: str) -> str:
+    """``"".join(_MARK.findall(s))``: the note markers of ``s``, in order."""
+    i = s.find("\x01")
+    if i < 0:
+        return ""
+    n = len(s)
+    parts: list[str] = []
+    while i >= 0:
+        k = i + 1
+        while k < n and 48 <= ord(s[k]) <= 57:  # [0-9]
+            k += 1
+        if k > i + 1 and k < n and ord(s[k]) == 2:
+            parts.append(s[i : k + 1])
+            i = s.find("\x01", k + 1)
+        else:
+            i = s.find("\x01", i + 1)
+    return "".join(parts)
+
+
+def _note_ids(s: str) -> list[int]:
+    """``[int(k) for k in _NOTE.findall(s)]``: the note numbers of ``s``'s markers."""
+    out: list[int] = []
+    i = s.find("\x01")
+    n = len(s)
+    while i >= 0:
+        k = i + 1
+        while k < n and 48 <= ord(s[k]) <= 57:  # [0-9]
+            k += 1
+        if k > i + 1 and k < n and ord(s[k]) == 2:
+            out.append(int(s[i + 1 : k]))
+            i = s.find("\x01", k + 1)
+        else:
+            i = s.find("\x01", i + 1)
+    return out

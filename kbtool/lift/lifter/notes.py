@@ -5,17 +5,13 @@ exactly as without them."""
 
 from __future__ import annotations
 
-import re
-from typing import Final
-
 from kbtool.wasm.errors import WasmFormatError
 from kbtool.wasm.instr import decode_one, read_local_decls
 
 from ..context import LiftModule
 from ..names import comment_text
 from .core import _Core
-
-_MARK: Final = re.compile("\x01([0-9]+)\x02")
+from .linetext import _note_ids, _unmark
 
 
 def note_line(offset: int, text: str) -> str:
@@ -65,6 +61,6 @@ def place_notes(lines: list[str], notes: list[str]) -> list[str]:
             out.append(ln)
             continue
         ind = ln[: len(ln) - len(ln.lstrip(" "))]
-        out += [ind + notes[int(k)] for k in _MARK.findall(ln)]
-        out.append(_MARK.sub("", ln))
+        out += [ind + notes[k] for k in _note_ids(ln)]
+        out.append(_unmark(ln))
     return out
