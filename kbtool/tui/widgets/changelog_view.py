@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
+from functools import cache
 from pathlib import Path
 
 from rich.cells import cell_len
@@ -62,9 +63,18 @@ def _measure(line: Line) -> tuple[int, int]:
         parts = body.plain.split("\n")  # type: ignore[union-attr]
         return len(parts), max(map(cell_len, parts))
     plain = "".join(t for t, _ in body)  # type: ignore[union-attr]
-    if plain.isascii() or plain.replace("→", "").isascii():  # → (every head): one cell
+    if plain.isascii() or _narrow().issuperset(plain):
         return 1, indent + len(plain)
     return 1, indent + cell_len(plain)
+
+
+@cache
+def _narrow() -> frozenset[str]:
+    """Characters one cell wide as Rich measures them: printable Latin, Greek and Cyrillic,
+    and what the changelog writes itself (→ in every modified head, ± in a delta, —).
+    Rich's own shortcut misses →: a line with one was measured a character at a time."""
+    chars = (chr(c) for c in (*range(0x20, 0x7F), *range(0xA0, 0x483), *map(ord, "→±—…")))
+    return frozenset(c for c in chars if cell_len(c) == 1)
 
 
 def _width(lines: list[Line]) -> int:

@@ -138,3 +138,23 @@ async def test_the_pane_draws_before_measuring_every_row_then_widens(demo_kb, mo
         assert width_first < rows.width == widest
         assert pane.virtual_size.width == widest + 1  # no gutter; one cell of room
         assert plain[1] in screen_text(app)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "#1→#2  ±0 instr",
+        "é—…ж",
+        "e\u0301 combining",
+        "囗 wide",
+        "a\u200db",
+        "x\ufe0f",
+        "\u00ad",
+        "",
+    ],
+)
+def test_a_line_is_measured_as_rich_measures_it(text):
+    """The measure's shortcut (every character one cell wide) agrees with Rich's cell_len."""
+    from kbtool.tui.widgets.changelog_view import _measure
+
+    assert _measure((4, [(text, "bold"), ("→", "")])) == (1, 4 + cell_len(text + "→"))
