@@ -9,6 +9,7 @@ pure package and its compiled twin give exactly ``decode_one``'s tokens."""
 
 from __future__ import annotations
 
+from struct import unpack_from as _unpack
 from typing import Any, Final
 
 try:  # mypyc: native 64-bit ints (see the package's __init__)
@@ -20,18 +21,28 @@ from ..instr import NUM_TYPES, decode_one
 from ..opcodes import (
     BYTE_KIND,
     K_BLOCK,
+    K_BYTE,
     K_CALL,
+    K_CALL_INDIRECT,
+    K_F32,
+    K_F64,
     K_GLOBAL,
     K_I32,
     K_I64,
+    K_LANE,
     K_MEM,
     K_MEM_LANE,
     K_NONE,
     K_REF_FUNC,
     K_TABLE,
+    K_TABLE2,
     K_TYPE,
     K_U32,
+    K_U32X2,
+    K_V128,
     KIND,
+    PREFIX_BASE,
+    PREFIX_SLOTS,
 )
 
 _REF_NULL: Final = 0xD0  # a K_U32 opcode whose immediate is a heap type (decode_one reads it)
@@ -46,6 +57,11 @@ FAST_SLEB: Final = bytes(BYTE_KIND[b] in (K_I32, K_I64) for b in range(256))
 FAST_MEM: Final = bytes(BYTE_KIND[b] == K_MEM for b in range(256))
 FAST_BLOCK: Final = bytes(BYTE_KIND[b] == K_BLOCK for b in range(256))
 _BLOCK_TYPE: Final[dict[int, str]] = {0x40: "", **NUM_TYPES}  # read_blocktype's text
+_F32: Final = "<f"
+_F64: Final = "<d"
+# the prefixes read here (0xFC, 0xFD, 0xFE), as decode_one numbers their ops
+assert (PREFIX_BASE[0xFC], PREFIX_BASE[0xFD], PREFIX_BASE[0xFE]) == (0x100, 0x140, 0x260)
+assert (PREFIX_SLOTS[0xFC], PREFIX_SLOTS[0xFD], PREFIX_SLOTS[0xFE]) == (0x20, 0x120, 0x73)
 _MEM_KINDS: Final = bytes(KIND[op] in (K_MEM, K_MEM_LANE) for op in range(len(KIND)))
 
 
@@ -140,10 +156,112 @@ def decode_tokens(data: bytes, p: i64, end: i64, out: list[Any], limit: i64) -> 
                     out.append((int(b), (_leb_value(data, p + 1, q, sleb[b] != 0),)))
                     p = q
                     continue
+        q = _other_form(data, p, end, out)
+        if q >= 0:
+            p = q
+            continue
         op, np, imms = decode_one(data, int(p), int(end))
         out.append((op, imms))
         p = np
     return p
+
+
+def _other_form(data: bytes, p: i64, end: i64, out: list[Any]) -> i64:
+    """The token of the instruction at ``p`` for the forms the one-byte paths leave (a
+    SIMD, bulk-memory or atomic op; a memarg with a longer offset; ``call_indirect``; a
+    float constant) when every LEB is short and nothing needs a check, appended to
+    ``out``; the position after it, or -1 (nothing appended: decode_one reads it)."""
+    b: i64 = data[p]
+    q: i64 = p + 1
+    if 0xFC <= b <= 0xFE:  # 0xFC bulk memory, 0xFD SIMD, 0xFE atomics (0xFB GC: decode_one)
+        if q >= end:
+            return -1
+        sub: i64 = data[q]
+        q += 1
+        if sub >= 0x80:
+            if q >= end or data[q] >= 0x80:
+                return -1
+            sub = (sub & 0x7F) | (data[q] << 7)
+            q += 1
+        slots: i64 = 0x20 if b == 0xFC else 0x120 if b == 0xFD else 0x73
+        if sub >= slots:
+            return -1
+        op: i64 = (0x100 if b == 0xFC else 0x140 if b == 0xFD else 0x260) + sub
+        k: i64 = KIND[op]
+        if k == K_NONE:
+            out.append((int(op), ()))
+            return q
+        if k == K_V128:
+            if q + 16 > end:
+                return -1
+            out.append((int(op), (bytes(data[q : q + 16]),)))
+            return q + 16
+        if k == K_LANE or k == K_BYTE:
+            if q >= end:
+                return -1
+            out.append((int(op), (int(data[q]),)))
+            return q + 1
+        if k == K_MEM or k == K_MEM_LANE:
+            return _memarg_token(data, q, end, op, k == K_MEM_LANE, out)
+        if k == K_U32X2 or k == K_TABLE2 or k == K_U32:
+            r = _leb4_end(data, q, end)
+            if r < 0:
+                return -1
+            a = _leb_value(data, q, r, False)
+            if k == K_U32:
+                out.append((int(op), (a,)))
+                return r
+            r2 = _leb4_end(data, r, end)
+            if r2 < 0:
+                return -1
+            out.append((int(op), (a, _leb_value(data, r, r2, False))))
+            return r2
+        return -1
+    k1: i64 = BYTE_KIND[b]
+    if k1 == K_MEM:
+        return _memarg_token(data, q, end, b, False, out)
+    if k1 == K_CALL_INDIRECT:
+        r = _leb4_end(data, q, end)
+        if r < 0:
+            return -1
+        r2 = _leb4_end(data, r, end)
+        if r2 < 0:
+            return -1
+        out.append((int(b), (_leb_value(data, q, r, False), _leb_value(data, r, r2, False))))
+        return r2
+    if k1 == K_F32:
+        if q + 4 > end:
+            return -1
+        out.append((int(b), (_unpack(_F32, data, int(q))[0],)))
+        return q + 4
+    if k1 == K_F64:
+        if q + 8 > end:
+            return -1
+        out.append((int(b), (_unpack(_F64, data, int(q))[0],)))
+        return q + 8
+    return -1
+
+
+def _memarg_token(data: bytes, q: i64, end: i64, op: i64, lane: bool, out: list[Any]) -> i64:
+    """A memory access's token ``(op, (align, offset, 0[, lane]))``: a one-byte alignment
+    without a memory index and an offset of at most four bytes (read_uleb checks nothing
+    below ten), appended; the position after, or -1 (nothing appended)."""
+    if q >= end:
+        return -1
+    align: i64 = data[q]
+    if align >= 0x40:
+        return -1
+    r = _leb4_end(data, q + 1, end)
+    if r < 0:
+        return -1
+    off = _leb_value(data, q + 1, r, False)
+    if not lane:
+        out.append((int(op), (int(align), off, 0)))
+        return r
+    if r >= end:
+        return -1
+    out.append((int(op), (int(align), off, 0, int(data[r]))))
+    return r + 1
 
 
 def _leb4_end(data: bytes, q: i64, end: i64) -> i64:
