@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import Any, Final
 
 try:  # mypyc: native ints in the loops (no tag checks, no boxing)
-    from mypy_extensions import i32, i64
+    from mypy_extensions import i32, i64, u8
 except ImportError:  # the pure path without it (not a dependency): plain ints
-    i32 = i64 = int  # type: ignore[misc,assignment]
+    i32 = i64 = u8 = int  # type: ignore[misc,assignment]
 
 try:  # mypyc's runtime library (installed with mypy): native arrays and byte writes
     from librt.strings import BytesWriter, write_i32_le, write_i64_le
@@ -53,7 +53,7 @@ def _write(values: vec[i64], lo: i64, hi: i64, small: str) -> tuple[str, bytes]:
     i: i64 = 0
     if small == "B" and lo >= 0 and hi <= 255:
         while i < n:
-            w.append(values[i])
+            w.append(u8(values[i]))  # (a u8: the writer's native append, not a method call)
             i += 1
         return "B", w.getvalue()
     if small == "I" and lo >= 0 and hi < (1 << 31):  # (the same bytes as an unsigned)
