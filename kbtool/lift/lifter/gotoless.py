@@ -505,17 +505,15 @@ def _hopeful(lines: list[str]) -> bool:
         if not ln:
             continue
         # (characters compared as code points: native ints under mypyc)
-        if (
-            ord(ln[-1]) == 59  # `;`
-            and ":" not in ln
-            and "}" not in ln
-            and "goto L" not in ln
-            and "\x01" not in ln
-        ):
-            continue  # a plain statement: nothing below reads it (and no string is made)
-        t = ln.strip()
+        goto = -1  # whether the statement has a `goto L` (-1: not looked for yet)
+        if ord(ln[-1]) == 59:  # `;`
+            goto = 1 if "goto L" in ln else 0
+            if not goto and ":" not in ln and "}" not in ln and "\x01" not in ln:
+                continue  # a plain statement: nothing below reads it (and no string is made)
+        t = ln.strip()  # (strip keeps a `goto L`: it starts and ends in no whitespace)
         if "\x01" in t:
             t = _unmark(t)
+            goto = -1
         if not t:
             continue
         c0 = ord(t[0])
@@ -549,7 +547,7 @@ def _hopeful(lines: list[str]) -> bool:
             continue
         if last != 59:  # `;`
             continue
-        if "goto L" in t:
+        if goto == 1 or (goto < 0 and "goto L" in t):
             name = t[t.rfind("goto L") + 5 : -1]
             if name not in jumps:
                 jumps[name] = k

@@ -176,20 +176,20 @@ def _is_word(s: str, k: int) -> bool:
     return s[k].isalnum()
 
 
-def _is_digit(s: str, k: int) -> bool:
-    """Whether ``s[k]`` is a decimal digit (``\\d``)."""
-    c = ord(s[k])
-    return 48 <= c <= 57 or (c >= 128 and s[k].isdecimal())
-
-
 def _has_call(s: str) -> bool:
     """``_CALL.search(s) is not None``: a name (a letter or ``_`` first, at the start of a
     run of word characters) right before a ``(``."""
     p = s.find("(")
     while p >= 0:
         k = p
-        while k > 0 and _is_word(s, k - 1):
-            k -= 1
+        while k > 0:
+            c = ord(s[k - 1])
+            if 48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 or c == 95:
+                k -= 1
+            elif c >= 128 and s[k - 1].isalnum():
+                k -= 1
+            else:
+                break
         if k < p:
             c = ord(s[k])
             if 65 <= c <= 90 or 97 <= c <= 122 or c == 95:
@@ -210,8 +210,12 @@ def _heads_end(s: str) -> int:
             if k < n and ord(s[k]) == 45:  # `-`
                 k += 1
             d = k
-            while k < n and _is_digit(s, k):
-                k += 1
+            while k < n:
+                c = ord(s[k])
+                if 48 <= c <= 57 or (c >= 128 and s[k].isdecimal()):
+                    k += 1
+                else:
+                    break
             if k == d or k >= n or ord(s[k]) != 58:  # `:`
                 return end
             k += 1
@@ -252,8 +256,12 @@ def _tramp(s: str) -> tuple[str, str]:
             if k < n and ord(s[k]) == 45:  # `-`
                 k += 1
             d = k
-            while k < n and _is_digit(s, k):
-                k += 1
+            while k < n:
+                c = ord(s[k])
+                if 48 <= c <= 57 or (c >= 128 and s[k].isdecimal()):
+                    k += 1
+                else:
+                    break
             if k == d or k + 1 >= n or ord(s[k]) != 58 or ord(s[k + 1]) != 32:  # `: `
                 return "", ""
             i = k + 2
@@ -264,8 +272,12 @@ def _tramp(s: str) -> tuple[str, str]:
     if i == 0 or not s.startswith("goto L", i):
         return "", ""
     k = i + 6
-    while k < n and _is_digit(s, k):
-        k += 1
+    while k < n:
+        c = ord(s[k])
+        if 48 <= c <= 57 or (c >= 128 and s[k].isdecimal()):
+            k += 1
+        else:
+            break
     if k == i + 6 or k != n - 1 or ord(s[k]) != 59:  # `;` last
         return "", ""
     return s[:i], s[i + 5 : k]
