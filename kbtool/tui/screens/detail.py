@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from rich.console import Group
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 from textual import work
@@ -44,6 +46,42 @@ def link_text(entry: dict) -> Text:
     t.append(f"#{entry['index']} ", style="dim")
     t.append_text(name_text(entry.get("name"), entry.get("provenance")))
     return t
+
+
+class DrawnOnce:
+    """Text and tables drawn once per width (and other console options), then replayed.
+
+    A detail open measures the record (its height) at each of its two layouts (Textual lays
+    a new screen out again once its widgets know their sizes) and draws it in between: three
+    renders of the same tables at the same width. The segments replayed are the ones Rich made
+    the first time. The height asked for is not part of the key: text and tables are drawn
+    whole whatever it is (Textual crops the lines to it)."""
+
+    def __init__(self, renderable: RenderableType) -> None:
+        self.renderable = renderable
+        self._drawn: dict[tuple, list[Segment]] = {}
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        key = (
+            options.size,
+            options.min_width,
+            options.max_width,
+            options.justify,
+            options.overflow,
+            options.no_wrap,
+            options.highlight,
+            options.markup,
+            options.legacy_windows,
+            options.is_terminal,
+            options.encoding,
+        )
+        segments = self._drawn.get(key)
+        if segments is None:
+            segments = self._drawn[key] = list(console.render(self.renderable, options))
+        return segments
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, self.renderable)
 
 
 class DetailScreen(KbScreen):
@@ -111,7 +149,7 @@ class DetailScreen(KbScreen):
         parts = [self._record(fn, label), self._facts(fn, facts)]
         if analysis is not None:
             parts.append(analysis)
-        self.query_one("#record", Static).update(Group(*parts))
+        self.query_one("#record", Static).update(DrawnOnce(Group(*parts)))
         if fn["imported"]:
             callers_, callees_ = queries.callers(conn, self.version_id, self.index), []
         else:

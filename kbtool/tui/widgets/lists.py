@@ -139,8 +139,44 @@ class LinkList(OptionList):
         cut = self.FIRST_LINKS if keep is None or keep < self.FIRST_LINKS else n
         self.add_options(_options(items[:cut], prompt) + (tail if cut >= len(items) else []))
         self.highlighted = min(keep, n - 1) if keep is not None else 0
+        self._scrollbar_up_front()
         if cut < len(items):
             self.call_after_refresh(self._add_rest, self._batch, items[cut:], prompt, tail)
+
+    def _scrollbar_up_front(self) -> None:
+        """Before its first layout, a list with more options than the terminal has lines will
+        scroll whatever room it gets: its vertical scrollbar is shown from that first layout.
+
+        An OptionList learns its line count (and so its scrollbar) only while drawing its first
+        frame; the scrollbar then appeared a frame later, narrowing every option by its width,
+        and that frame drew every option again. Once laid out, Textual's own reckoning rules."""
+        if self.size or self.styles.overflow_y != "auto":
+            return
+        lines = self.option_count  # each option is one line at least
+        if lines > self.app.size.height:
+            self.virtual_size = Size(0, lines)  # read by the first layout's scrollbar check
+            self.show_vertical_scrollbar = True
+
+    def on_resize(self, event: events.Resize) -> None:
+        # A layout sends its Resize after its frame was drawn: the first one at the very size
+        # the options were just measured and drawn at, and OptionList's own handler would
+        # measure and draw them all again. Its caches are kept when every frame since they
+        # were last cleared drew at the options' width of now.
+        if self._drawn_at and not self._drawn_stale:
+            if self.scrollable_content_region.width == self._drawn_at:
+                event.prevent_default()
+        self._drawn_stale = False
+
+    _drawn_at = 0  # the options' width at the last frame (0: never drawn)
+    _drawn_stale = False  # a frame drew at another width than the one before it
+
+    def render_lines(self, crop):  # type: ignore[no-untyped-def]
+        width = self.scrollable_content_region.width
+        if self._drawn_at and width != self._drawn_at:
+            self._drawn_stale = True  # drawn from caches of another width: the Resize clears
+        lines = super().render_lines(crop)
+        self._drawn_at = width
+        return lines
 
     def _add_rest(
         self, batch: int, rest: list, prompt: Callable[[Any], Text] | None, tail: list[Option]

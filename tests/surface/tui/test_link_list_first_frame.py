@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from rich.text import Text
 from textual.app import App, ComposeResult
+from textual.screen import Screen
 
 from kbtool.tui.widgets.lists import LinkList
 
@@ -69,3 +70,70 @@ async def test_prompts_are_made_for_the_links_shown() -> None:
         await pilot.pause()
         assert made == list(range(300)) and links.option_count == 300
         assert str(links.get_option_at_index(299).prompt) == "#299"
+
+
+class _Drawn(LinkList):
+    """A LinkList noting, at each frame, the options' width and whether its scrollbar shows."""
+
+    def __init__(self) -> None:
+        super().__init__(id="links")
+        self.frames: list[tuple[int, bool]] = []
+
+    def render_lines(self, crop):  # type: ignore[no-untyped-def]
+        self.frames.append((self.scrollable_content_region.width, self.show_vertical_scrollbar))
+        return super().render_lines(crop)
+
+
+class _LinksApp(App):
+    CSS = "LinkList { height: 1fr; border: none; padding: 0; }"  # as on the detail screen
+
+
+class _LinksScreen(Screen):
+    def __init__(self, count: int) -> None:
+        super().__init__()
+        self.count = count
+
+    def compose(self) -> ComposeResult:
+        yield _Drawn()
+
+    def on_mount(self) -> None:  # as the detail screen does: links set before the first layout
+        self.query_one(_Drawn).set_links((f"1:{i}", Text(f"#{i} f{i}")) for i in range(self.count))
+
+
+@pytest.mark.anyio
+async def test_a_list_longer_than_the_terminal_has_its_scrollbar_in_the_first_frame() -> None:
+    app = _LinksApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        await app.push_screen(_LinksScreen(40))
+        await pilot.pause()
+        links = app.screen.query_one(_Drawn)
+        final = links.scrollable_content_region.width
+        assert links.show_vertical_scrollbar and final == 60 - links.styles.scrollbar_size_vertical
+        # every frame, the first included, drew the options at their final width
+        assert links.frames and all(f == (final, True) for f in links.frames)
+        # a short list is left to Textual: no scrollbar
+        await app.push_screen(_LinksScreen(5))
+        await pilot.pause()
+        short = app.screen.query_one(_Drawn)
+        assert not short.show_vertical_scrollbar and short.scrollable_content_region.width == 60
+
+
+@pytest.mark.anyio
+async def test_options_are_drawn_again_at_a_new_width() -> None:
+    app = _LinksApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        await app.push_screen(_LinksScreen(40))
+        await pilot.pause()
+        links = app.screen.query_one(_Drawn)
+        long = "x" * 50  # one line at 58 columns, two at 38
+        links.set_links([("1:0", Text(long))] + [(f"1:{i}", Text(f"#{i}")) for i in range(1, 40)])
+        await pilot.pause()
+        assert links.virtual_size.height == 40
+        await pilot.resize_terminal(40, 20)
+        await pilot.pause()
+        await pilot.pause()
+        width = links.scrollable_content_region.width
+        assert width < 40
+        assert links.virtual_size.height == 41  # the long option wraps at the new width
+        assert all(links.render_line(y).cell_length == width for y in range(links.size.height))
+        assert links.render_line(0).text.rstrip() == long[:width]
