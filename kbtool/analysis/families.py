@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from kbtool.textutil import LazyPattern
+
 FAMILIES: dict[str, tuple[str, ...]] = {
     "memory": (
         "memcpy",
@@ -287,9 +289,9 @@ _ALIASES = {
     "_emscripten_stack_alloc": "stackAlloc",
 }
 
-_RUST_HASH = re.compile(r"^h[0-9a-f]{16}$")
+_RUST_HASH = LazyPattern(r"^h[0-9a-f]{16}$")  # Rust builds only
 _RUST_ESC = {"SP": "@", "BP": "*", "RF": "&", "LT": "<", "GT": ">", "LP": "(", "RP": ")", "C": ","}
-_RUST_ESC_RE = re.compile(r"\$([A-Z]{1,2}|u[0-9a-f]{1,6})\$")
+_RUST_ESC_RE = LazyPattern(r"\$([A-Z]{1,2}|u[0-9a-f]{1,6})\$")
 _RUST_RUNTIME = (
     "core::",
     "alloc::",

@@ -30,6 +30,8 @@ from contextlib import contextmanager
 from itertools import repeat
 from operator import itemgetter, mul
 
+from kbtool.textutil import LazyPattern
+
 __all__ = [
     "FeatureCache",
     "shared_features",
@@ -43,7 +45,7 @@ __all__ = [
 # "a", "b", ..., "Ab", "$a", "a$", "_a". Anything of length <= 2 is never a name that
 # identifies a function across builds; a leading "$" plus one or two characters neither.
 _MINIFIED_RE = re.compile(r"^\$?[A-Za-z_$][A-Za-z0-9_$]?$")
-_SHORT3_RE = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]{2}$")
+_SHORT3_RE = LazyPattern(r"^[A-Za-z_$][A-Za-z0-9_$]{2}$")
 
 
 def is_minified_name(name: str | None, *, module_minified: bool = False) -> bool:

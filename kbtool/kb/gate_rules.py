@@ -8,7 +8,7 @@ import re
 from typing import Any, TypedDict
 
 from kbtool.kb.provenance import AUTHORITY
-from kbtool.textutil import BIDI, INVISIBLE
+from kbtool.textutil import BIDI, INVISIBLE, LazyPattern
 
 MAX_NAME = 256  # names typed by people and agents
 
@@ -40,7 +40,7 @@ MAX_REFUSALS_PER_MINUTE = 120  # refusal rows one caller (actor) may add per min
 # a function's further refusals are counted on one row
 
 # People and agents give C-like identifiers, optionally qualified with `::` (C++/Rust paths).
-_IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(::[A-Za-z_$][A-Za-z0-9_$]*)*\Z")
+_IDENT = LazyPattern(r"[A-Za-z_$][A-Za-z0-9_$]*(::[A-Za-z_$][A-Za-z0-9_$]*)*\Z")
 
 
 # Names copied out of binaries (name sections, exports, references) may be demangled
@@ -58,7 +58,7 @@ _CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029{BIDI}{INVISIBLE}]")
 
 # Summaries are prose: newlines and tabs are allowed (multi-line descriptions), every other
 # control character above is refused. Type signatures are one line: no control at all.
-_SUMMARY_CONTROL = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029{BIDI}{INVISIBLE}]")
+_SUMMARY_CONTROL = LazyPattern(f"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029{BIDI}{INVISIBLE}]")
 
 
 class Decision(TypedDict):

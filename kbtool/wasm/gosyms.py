@@ -27,6 +27,7 @@ Pure: stdlib + :mod:`kbtool.wasm` only.
 
 from __future__ import annotations
 
+import functools
 import re
 import struct
 from bisect import bisect_right
@@ -61,7 +62,15 @@ _PTR = 8  # GOARCH=wasm is a 64-bit architecture
 # header: magic, pad1=0, pad2=0, minLC (quantum), ptrSize; any 0xfffffffX magic is matched so
 # that an unknown (newer) layout on a Go module is reported instead of missed
 _HEADER_RE = re.compile(rb"[\xf0-\xff]\xff\xff\xff\x00\x00\x01\x08")
-_VERSION_RE = re.compile(rb"go1\.\d{1,3}(?:\.\d{1,3})?(?:(?:rc|beta)\d{1,3})?(?:-[\w.+-]{1,64})?")
+
+
+@functools.cache
+def _version_re() -> re.Pattern[bytes]:
+    """A "go1.N[.M][rcK|betaK][-suffix]" version, compiled at its first use (~0.3 ms; a module
+    without Go producers or a Go data image never looks for one)."""
+    return re.compile(rb"go1\.\d{1,3}(?:\.\d{1,3})?(?:(?:rc|beta)\d{1,3})?(?:-[\w.+-]{1,64})?")
+
+
 _ZERO_BUDGET_MIN = 1 << 20  # zero-filled gap bytes allowed in the memory image, at least
 _TAIL_ZEROS = 4096  # zero bytes readable past the end of each run (still zero memory)
 _MAX_HEADER_CANDIDATES = 16  # pclntab-header-like byte strings examined
@@ -234,7 +243,7 @@ def _go_markers(module: Module) -> list[str]:
 def _producers_version(module: Module) -> str | None:
     for key in ("language", "processed-by"):
         for value in module.producers.get(key, []):
-            m = _VERSION_RE.search(value.encode("utf-8", "replace"))
+            m = _version_re().search(value.encode("utf-8", "replace"))
             if value.startswith("Go") and m:
                 return m.group().decode("ascii")
     return None
@@ -245,7 +254,7 @@ def _build_version(image: _Image) -> str | None:
     found: set[str] = set()
     checked = 0
     for i, run in enumerate(image.runs):
-        for m in _VERSION_RE.finditer(run):
+        for m in _version_re().finditer(run):
             checked += 1
             if checked > _MAX_VERSION_CANDIDATES:
                 return None

@@ -50,3 +50,35 @@ def test_compiled_at_the_first_use_only() -> None:
     # after the first use its methods are plain attributes: no second compile, no hook
     assert vars(ok)["match"].__self__ is vars(ok)["sub"].__self__
     assert ok.sub("b", "caad") == "cbd"
+
+
+def test_ingest_start_leaves_unused_checks_uncompiled() -> None:
+    """Importing the ingest (a fresh process) compiles none of the checks a small module's ingest
+    may never run: the people/agent name and summary checks, the 3-character minified test, Rust
+    demangling; each still answers as before at its first use."""
+    import subprocess
+    import sys
+
+    code = (
+        "import kbtool.commands.ingest_cmd, kbtool.services.ingest\n"
+        "from kbtool.kb import gate_rules as g\n"
+        "from kbtool.identity import features as f\n"
+        "from kbtool.analysis import families as fam\n"
+        "pats = [g._IDENT, g._SUMMARY_CONTROL, f._SHORT3_RE, fam._RUST_HASH, fam._RUST_ESC_RE]\n"
+        "print(sum('match' in vars(p) for p in pats))\n"
+        "print(g.validate_name('a b', 'human'), g.validate_name('ns::f_1', 'agent'))\n"
+        "print(g.validate_summary('ok\\tline\\n'), g.validate_summary('bad\\x1b'))\n"
+        "print(f.is_minified_name('abc', module_minified=True),"
+        " f.is_minified_name('abc'))\n"
+        "print(fam.demangle_rust('_ZN4core3fmt5write17h0123456789abcdefE'))\n"
+        "print(fam.demangle_rust('_ZN4core3ptr23drop_in_place$LT$u8$GT$17h0123456789abcdefE'))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert out[0] == "0"
+    assert out[1] == "invalid name: not a C-like identifier None"
+    assert out[2].startswith("None invalid summary: control")
+    assert out[3] == "True False"
+    assert out[4] == "core::fmt::write"
+    assert out[5] == "core::ptr::drop_in_place<u8>"
