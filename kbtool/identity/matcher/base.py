@@ -125,6 +125,7 @@ class MatcherBase:
     GAP_SINGLE = 0.4  # a 1x1 gap with the same signature
     GAP_CELLS = 4096
     ALIGN_PAIR = 1.0  # weight of one aligned pair over its similarity (count first)  # largest gap (unmatched old x unmatched new) aligned
+    ANCHOR_STEP = 2048  # positions between the kept states of the anchors' run
     MIN_TINY = 6  # below this many instructions a function carries too little evidence
 
     def __init__(self, old: Sequence[FuncRecord], new: Sequence[FuncRecord]) -> None:
@@ -139,6 +140,11 @@ class MatcherBase:
         self._content: dict[tuple[int, int], tuple[float, float]] = {}
         self.anchor_o: list[int] | None = None
         self._anchors_at = -1
+        # the anchors' last run, kept to resume it (see ``_compute_anchors``): the smallest
+        # old index whose pairing changed since (None: none; -1: from the start), the
+        # sequences it read, its back links and its state every ANCHOR_STEP positions
+        self._anchor_dirty: int | None = -1
+        self._anchor_run: tuple[list[int], list[int], list[int], list] | None = None
         self._scored: tuple[int, list[tuple[float, int, int]]] | None = None
         self.anchor_n: list[int] = []
         self.span_o = self.span_n = (0, 0)
@@ -200,6 +206,9 @@ class MatcherBase:
         self.n2o[n] = o
         score = max(0.0, min(1.0, score))
         self.result[n] = Match(o, n, round(score, 4), method, bool(review))
+        d = self._anchor_dirty
+        if d is None or o < d:
+            self._anchor_dirty = o
         if o in self.OLD.in_table or n in self.NEW.in_table:
             self._table_ver += 1
         self._enqueue(o, n)
@@ -295,26 +304,58 @@ class MatcherBase:
         matched pairs keep their order, so an unmatched function most likely sits between
         the images of its nearest matched neighbours in index order (a diff of the function
         sequence). Crossing pairs are dropped by a longest increasing subsequence.
+
+        Resumed where the last run's input first differs: the state of the longest chain
+        scan after a prefix depends only on that prefix, so the run keeps its state every
+        ANCHOR_STEP positions and restarts from the last one before the first old index
+        whose pairing changed (accept/unaccept record the smallest). Same chain as a
+        run from the start.
         """
         o2n, imported = self.o2n, self.NEW.imported
-        # the matched pairs by old index (one new index each), imported new ones left out
-        os_ = [o for o in sorted(o2n) if o2n[o] not in imported]
-        ns = list(map(o2n.__getitem__, os_))
-        tails: list[int] = []  # new index at the end of the best chain of each length
-        tail_pos: list[int] = []
-        prev = [-1] * len(ns)
+        dirty, run = self._anchor_dirty, self._anchor_run
+        self._anchor_dirty = None
+        if dirty is None and run is not None:
+            return  # no pairing changed since the last run: the same anchors
+        step = self.ANCHOR_STEP
+        if run is None or dirty < 0:
+            os_: list[int] = []
+            ns: list[int] = []
+            prev: list[int] = []
+            marks: list[tuple[list[int], list[int]]] = []
+            p = 0
+        else:
+            os_, ns, prev, marks = run
+            p = bisect.bisect_left(os_, dirty)  # positions before p read the same pairs
+        c = min(p // step, len(marks) - 1) if marks else 0
+        start = c * step
+        del os_[start:], ns[start:], prev[start:], marks[c + 1 :]
+        # the matched pairs by old index from ``start`` (one new index each), imported new
+        # ones left out
+        lo = os_[-1] if os_ else -1
+        tail_o = sorted(o for o in o2n if o > lo)
+        os_ += [o for o in tail_o if o2n[o] not in imported]
+        ns += map(o2n.__getitem__, os_[start:])
+        if marks:
+            tails, tail_pos = marks[c][0][:], marks[c][1][:]
+        else:
+            tails, tail_pos = [], []  # new index at the end of the best chain of each length
+        prev += [-1] * (len(ns) - start)
         bisect_left = bisect.bisect_left
-        for k, n in enumerate(ns):
-            if not tails or n > tails[-1]:
-                # the chain grows (bisect_left would give len(tails): the same step)
-                prev[k] = tail_pos[-1] if tail_pos else -1
-                tails.append(n)
-                tail_pos.append(k)
-                continue
-            j = bisect_left(tails, n)
-            tails[j] = n
-            tail_pos[j] = k
-            prev[k] = tail_pos[j - 1] if j else -1
+        for s0 in range(start, len(ns), step):
+            if s0 != start or not marks:
+                marks.append((tails[:], tail_pos[:]))
+            for k, n in enumerate(ns[s0 : s0 + step], s0):
+                if not tails or n > tails[-1]:
+                    # the chain grows (bisect_left would give len(tails): the same step)
+                    prev[k] = tail_pos[-1] if tail_pos else -1
+                    tails.append(n)
+                    tail_pos.append(k)
+                    continue
+                j = bisect_left(tails, n)
+                tails[j] = n
+                tail_pos[j] = k
+                prev[k] = tail_pos[j - 1] if j else -1
+        self._anchor_run = (os_, ns, prev, marks)
         anchor_o: list[int] = []
         anchor_n: list[int] = []
         k = tail_pos[-1] if tail_pos else -1

@@ -68,6 +68,9 @@ class FamilyStage:
         del self.o2n[o]
         del self.n2o[n]
         del self.result[n]
+        d = self._anchor_dirty
+        if d is None or o < d:
+            self._anchor_dirty = o
         if o in self.OLD.in_table or n in self.NEW.in_table:
             self._table_ver += 1
         self._scored = None

@@ -9,7 +9,8 @@ steps score a pair from a bound (the content similarity with the bigram cosine a
 that decides, never below the pair's score, and pair as when every similarity is computed.
 The review checks' cheaper bound (set weights, no intersections) is never below the other;
 the function tables' neighbourhood kept per matched state of the tables pairs as when
-derived at every look, on releases the tables place."""
+derived at every look, on releases the tables place. The anchors' run resumed from its
+kept states after accepts and re-pairings gives the chain of a run from the start."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import random
 from array import array
 from collections import defaultdict
 from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given, settings
@@ -266,6 +268,8 @@ def _whole_scans(mp) -> None:
 
 
 def _both(old, new, monkeypatch) -> None:
+    # the anchors' run resumed from states a few positions apart (the releases are small)
+    monkeypatch.setattr(_Matcher, "ANCHOR_STEP", 3)
     m = _Matcher(old, new)
     got = m.run_staged(True), m.finish_stats().work
     with monkeypatch.context() as mp:
@@ -496,3 +500,33 @@ def test_the_weight_bound_decides_real_rivals(monkeypatch) -> None:
         old, new = random_releases(seed)
         _Matcher(old, new).run_staged(True)
     assert counts["exact"] < counts["weight"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**16), step=st.integers(1, 6), moves=st.integers(1, 120))
+def test_the_anchors_resumed_are_the_anchors_from_the_start(seed, step, moves) -> None:
+    """Random accepts and re-pairings, the anchors looked at after every few: the run
+    resumed from its kept states gives the chain of the run from the start (it fails when
+    an accept or a re-pairing leaves the run unaware of the change)."""
+    rnd = random.Random(seed)
+    old, new = random_releases(seed % 40)
+    m = _Matcher(old, new)
+    m.ANCHOR_STEP = step
+    for _ in range(moves):
+        if m.o2n and rnd.random() < 0.3:
+            o = rnd.choice(sorted(m.o2n))
+            m.unaccept(o, m.o2n[o])
+        else:
+            free_o = [i for i in m.OLD.order if i not in m.o2n]
+            free_n = [i for i in m.NEW.order if i not in m.n2o]
+            if not free_o or not free_n:
+                continue
+            m.accept(rnd.choice(free_o), rnd.choice(free_n), 0.9, "test")
+        if rnd.random() < 0.4:
+            m._compute_anchors()
+            if rnd.random() < 0.5:
+                m._compute_anchors()  # nothing changed since: the same anchors
+            ref = SimpleNamespace(n2o=dict(m.n2o), OLD=m.OLD, NEW=m.NEW)
+            _Reference._compute_anchors(ref)
+            assert (m.anchor_o, m.anchor_n) == (ref.anchor_o, ref.anchor_n)
+            assert (m.span_o, m.span_n) == (ref.span_o, ref.span_n)
