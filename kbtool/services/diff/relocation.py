@@ -26,6 +26,7 @@ Pure: bytes in, answer out (the service layer supplies the module bytes).
 from __future__ import annotations
 
 import importlib
+import re
 import struct
 import threading
 from collections import OrderedDict
@@ -63,6 +64,9 @@ PREFIX_MIN = 8  # an unsized Go/Rust string pointer: this many equal bytes there
 _K_MEM, _K_I32, _K_CALL, _K_BLOCK, _K_I64 = 2, 3, 5, 6, 7
 _K_CALL_INDIRECT, _K_REF_FUNC, _K_TYPE, _K_MEM_LANE = 11, 12, 16, 20
 _REF_NULL = 0xD0  # a K_U32 opcode whose immediate is a heap type (decode_one reads it)
+# per op: not a constant (i32/i64.const), so equal tokens are the same code (the loop's fast path)
+_PLAIN = [kind not in (_K_I32, _K_I64) for kind in KIND]
+_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 
 class ModuleView:
@@ -121,7 +125,7 @@ class ModuleView:
         if end < 0 or end - rel < 1:
             return None
         s = seg[rel:end]
-        if any(b < 0x20 and b not in (9, 10, 13) for b in s):
+        if _CONTROL.search(s) is not None:  # a control byte other than tab, LF, CR
             return None
         return bytes(s)
 
@@ -227,13 +231,11 @@ class _Tokens:
     __slots__ = ("buf", "data", "p", "end")
     CHUNK = 16
 
-    def __init__(self, view: ModuleView, index: int) -> None:
+    def __init__(self, data: bytes, p: int, end: int) -> None:
+        """The tokens of ``data[p:end]`` (``p``: past the body's local declarations)."""
         self.buf: list[tuple[int, tuple]] = []
-        self.data = view.data
-        rng = view.body(index)
-        self.p, self.end = (0, 0) if rng is None else rng
-        if rng is not None:
-            self.p = skip_local_decls(self.data, rng[0], rng[1])
+        self.data = data
+        self.p, self.end = p, end
 
     def upto(self, n: int) -> int:
         """Decode until at least ``n`` tokens (or the body's end); how many there are now."""
@@ -249,11 +251,19 @@ class _Tokens:
 
 
 def locals_decl(view: ModuleView, index: int) -> bytes:
+    return _split_body(view, index)[0]
+
+
+def _split_body(view: ModuleView, index: int) -> tuple[bytes, int, int]:
+    """``(the local declarations' bytes, where the instructions start, where they end)`` of
+    a body (``(b"", 0, 0)`` when there is none): the declarations are read once."""
     rng = view.body(index)
     if rng is None:
-        return b""
+        return b"", 0, 0
+    data = view.data
     start, end = rng
-    return bytes(view.data[start : skip_local_decls(view.data, start, end)])
+    p = skip_local_decls(data, start, end)
+    return bytes(data[start:p]), p, end
 
 
 @dataclass
@@ -428,9 +438,11 @@ def compare_bodies(
     undecodable or longer further on).
     """
     try:
-        if locals_decl(va, ia) != locals_decl(vb, ib):
+        la, pa, ea = _split_body(va, ia)
+        lb, pb, eb = _split_body(vb, ib)
+        if la != lb:
             return BodyCompare(False, reason="locals differ")
-        ta, tb = _Tokens(va, ia), _Tokens(vb, ib)
+        ta, tb = _Tokens(va.data, pa, ea), _Tokens(vb.data, pb, eb)
         if not first_difference and ta.all() != tb.all():
             return BodyCompare(False, reason="instruction count differs")
         return _compare(va, ta, vb, tb, callee_map)
@@ -450,25 +462,33 @@ def _compare(
     """The instruction-by-instruction loop of :func:`compare_bodies`."""
     addr = _Addr(va, vb)
     bufa, bufb = ta.buf, tb.buf
+    locate = va.dmap.locate
+    plain = _PLAIN
+    n = min(len(bufa), len(bufb))
     k = -1
     while True:
         k += 1
-        if k >= len(bufa) or k >= len(bufb):
+        if k >= n:
+            n = min(len(bufa), len(bufb))  # (_size_after may have decoded further)
+        if k >= n:
             more = k + max(k, _Tokens.CHUNK)
             na, nb = ta.upto(more), tb.upto(more)
             if na <= k or nb <= k:
                 if na != nb:
                     raise _CountDiffers
                 break
-        oa, ma = bufa[k]
-        ob, mb = bufb[k]
+            n = min(na, nb)
+        xa = bufa[k]
+        xb = bufb[k]
+        if xa == xb:  # the same op and immediates: only a constant into the data differs
+            oa = xa[0]
+            if plain[oa] or locate(xa[1][0] & 0xFFFFFFFFFFFFFFFF) is None:
+                continue
+        oa, ma = xa
+        ob, mb = xb
         if oa != ob:
             return BodyCompare(False, reason=f"{MNEMONICS[oa]} -> {MNEMONICS[ob]}")
         kind = KIND[oa]
-        if ma == mb and (
-            kind not in (_K_I32, _K_I64) or va.dmap.locate(ma[0] & 0xFFFFFFFFFFFFFFFF) is None
-        ):
-            continue
         if kind in (_K_CALL, _K_REF_FUNC):
             if callee_map(ma[0]) == mb[0]:
                 continue

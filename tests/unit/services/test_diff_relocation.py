@@ -93,3 +93,14 @@ def test_c_string_moved_vs_changed(tmp_path):
     assert r.same and r.relocated
     r = compare_bodies(a, 0, changed, 0, same_index)
     assert not r.same and r.data_changes == [("too many terms", "too many items")]
+
+
+@pytest.mark.parametrize("byte", range(1, 0x20))
+def test_a_c_string_holds_no_control_byte_but_tab_newline_return(tmp_path, byte):
+    # the string a pointer names: printable text, tab, LF and CR; any other control byte
+    # means it is not a string (the comparison then looks at the bytes around it instead)
+    v = ModuleView(wasm(tmp_path, "c", C_MOD.format(addr=1024, text=f"ab\\{byte:02x}cd")))
+    text = b"ab" + bytes([byte]) + b"cd"
+    assert v.cstring(1024) == (text if byte in (9, 10, 13) else None)
+    assert v.cstring(1026) == (text[2:] if byte in (9, 10, 13) else None)
+    assert v.cstring(1027) == b"cd"
