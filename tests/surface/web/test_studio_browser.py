@@ -98,8 +98,13 @@ def test_studio_shows_deep_work_live(served):
         latency = time.monotonic() - t0
         assert page.locator("#feed .ev").count() > before
         # the cleaned C appears in place of the hint, without a reload
-        _until(page, "!document.querySelector('#code').textContent.includes('kbtool deep')")
-        assert "{" in page.inner_text("#code")
+        # (the view reads "loading…" while the understanding is fetched again: wait past it)
+        _until(
+            page,
+            "(t => !t.includes('kbtool deep') && t.includes('{'))"
+            "(document.querySelector('#code').textContent)",
+        )
+        assert "kbtool deep" not in page.inner_text("#code")
         assert "confidence" in page.inner_text("#understanding")
         print(f"feed latency (deep finished -> shown): {latency:.2f} s")
         assert errors == []
