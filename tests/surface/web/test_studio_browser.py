@@ -73,7 +73,8 @@ def test_studio_shows_deep_work_live(served):
         page.click("#v-c")
         _until(page, "document.querySelector('#code').textContent.includes('{')")
         page.click("#v-clean")
-        assert "kbtool deep" in page.inner_text("#code")  # the hint before deep ran
+        # the hint before deep ran (after "loading…" if the knowledge is still on its way)
+        _until(page, "document.querySelector('#code').textContent.includes('kbtool deep')")
         before = page.locator("#feed .ev").count()
 
         t0 = time.monotonic()
