@@ -39,7 +39,7 @@ from kbtool.wasm.active import IMPL as _decoder_impl
 from kbtool.wasm.errors import WasmFormatError
 from kbtool.wasm.facts import build_data_map, static_region
 from kbtool.wasm.instr import skip_local_decls
-from kbtool.wasm.opcodes import KIND, MNEMONICS
+from kbtool.wasm.opcodes import MNEMONICS
 from kbtool.wasm.reader import Module, parse_module
 from kbtool.wasm.toolchain import detect_toolchain
 
@@ -61,11 +61,7 @@ WINDOW = 16
 MAX_SIZED = 4096
 PREFIX_MIN = 8  # an unsized Go/Rust string pointer: this many equal bytes there
 
-_K_MEM, _K_I32, _K_CALL, _K_BLOCK, _K_I64 = 2, 3, 5, 6, 7
-_K_CALL_INDIRECT, _K_REF_FUNC, _K_TYPE, _K_MEM_LANE = 11, 12, 16, 20
 _REF_NULL = 0xD0  # a K_U32 opcode whose immediate is a heap type (decode_one reads it)
-# per op: not a constant (i32/i64.const), so equal tokens are the same code (the loop's fast path)
-_PLAIN = [kind not in (_K_I32, _K_I64) for kind in KIND]
 _CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 
@@ -97,6 +93,8 @@ class ModuleView:
         self.nimp = m.num_func_imports
         self.ndef = len(m.code)
         self.type_text = [t.text() for t in m.types]
+        # what the compiled comparison loop reads of this side (compare_tokens' ``side_*``)
+        self.side = (self.slo, self.shi, self.nimp, self.ndef if self.go else 0, self.type_text)
 
     def body(self, index: int) -> tuple[int, int] | None:
         ci = index - self.nimp
@@ -182,6 +180,21 @@ def module_view(data: bytes | None, m: Module | None = None) -> ModuleView | Non
 # pure code; kbtool/wasm/decoder/tokens.py); the comparison calls it through ``_decode``
 _TOKENS = importlib.import_module(f"{_decoder_impl.__name__}.tokens")
 _PURE_TOKENS = importlib.import_module("kbtool.wasm.decoder.tokens")
+# the comparison loop likewise (kbtool/wasm/decoder/compare.py): its answer codes as reasons
+_CMP = importlib.import_module(f"{_decoder_impl.__name__}.compare")
+_PURE_CMP = importlib.import_module("kbtool.wasm.decoder.compare")
+_SAME, _CONST = _PURE_CMP.SAME, _PURE_CMP.CONST
+_REASONS = {
+    _PURE_CMP.COUNT: "instruction count differs",
+    _PURE_CMP.OP: "{a} -> {b}",
+    _PURE_CMP.TARGET: "{a} target differs",
+    _PURE_CMP.GO_VALUE: "Go function value differs",
+    _PURE_CMP.MEMARG: "memarg differs",
+    _PURE_CMP.OFFSET: "{a} offset {x} -> {y}",
+    _PURE_CMP.INDIRECT: "call_indirect type differs",
+    _PURE_CMP.TYPE: "{a} type differs",
+    _PURE_CMP.OPERAND: "{a} operand differs",
+}
 
 
 def _decode(data: bytes, p: int, end: int, out: list[tuple[int, tuple]], limit: int) -> int:
@@ -215,39 +228,6 @@ def tokens_of(body: bytes) -> list[tuple[int, tuple]]:
     out: list[tuple[int, tuple]] = []
     _decode(body, skip_local_decls(body, 0, len(body)), len(body), out, -1)
     return out
-
-
-class _CountDiffers(Exception):
-    """Internal: one body ended before the other."""
-
-
-class _Tokens:
-    """A body's tokens decoded on demand (a comparison that meets a difference early does
-    not decode the rest); ``buf`` holds what is decoded so far. The comparison asks for
-    :data:`CHUNK` tokens past what it has read, at least as many as it has read (a chunk
-    that doubles: a pair that differs near its start decodes a few dozen tokens, not
-    hundreds; a long same body still decodes in a handful of calls)."""
-
-    __slots__ = ("buf", "data", "p", "end")
-    CHUNK = 16
-
-    def __init__(self, data: bytes, p: int, end: int) -> None:
-        """The tokens of ``data[p:end]`` (``p``: past the body's local declarations)."""
-        self.buf: list[tuple[int, tuple]] = []
-        self.data = data
-        self.p, self.end = p, end
-
-    def upto(self, n: int) -> int:
-        """Decode until at least ``n`` tokens (or the body's end); how many there are now."""
-        buf = self.buf
-        if len(buf) < n and self.p < self.end:
-            self.p = _decode(self.data, self.p, self.end, buf, max(n - len(buf), self.CHUNK))
-        return len(buf)
-
-    def all(self) -> int:
-        if self.p < self.end:
-            self.p = _decode(self.data, self.p, self.end, self.buf, -1)
-        return len(self.buf)
 
 
 def locals_decl(view: ModuleView, index: int) -> bytes:
@@ -436,117 +416,38 @@ def compare_bodies(
     ``first_difference``: decode both bodies only as far as their first difference (the
     same ``same``; ``reason`` then names that difference even when a body would turn out
     undecodable or longer further on).
+
+    The instruction loop is :func:`kbtool.wasm.decoder.compare.compare_tokens` (the
+    decoder twin's part when built; module bytes that are not ``bytes`` go to the pure
+    part); the address checks (``_Addr``) stay here.
     """
     try:
         la, pa, ea = _split_body(va, ia)
         lb, pb, eb = _split_body(vb, ib)
         if la != lb:
             return BodyCompare(False, reason="locals differ")
-        ta, tb = _Tokens(va.data, pa, ea), _Tokens(vb.data, pb, eb)
-        if not first_difference and ta.all() != tb.all():
-            return BodyCompare(False, reason="instruction count differs")
-        return _compare(va, ta, vb, tb, callee_map)
+        addr = _Addr(va, vb)
+        both_bytes = type(va.data) is bytes and type(vb.data) is bytes
+        code, go_relocated, oa, ob, a, b = (_CMP if both_bytes else _PURE_CMP).compare_tokens(
+            va.data,
+            pa,
+            ea,
+            vb.data,
+            pb,
+            eb,
+            first_difference,
+            va.side,
+            vb.side,
+            va.dmap.locate,
+            callee_map,
+            addr.same,
+        )
     except WasmFormatError as exc:
         return BodyCompare(False, reason=f"undecodable: {exc}")
-    except _CountDiffers:
-        return BodyCompare(False, reason="instruction count differs")
-
-
-def _compare(
-    va: ModuleView,
-    ta: _Tokens,
-    vb: ModuleView,
-    tb: _Tokens,
-    callee_map: Callable[[int], int | None],
-) -> BodyCompare:
-    """The instruction-by-instruction loop of :func:`compare_bodies`."""
-    addr = _Addr(va, vb)
-    bufa, bufb = ta.buf, tb.buf
-    locate = va.dmap.locate
-    plain = _PLAIN
-    n = min(len(bufa), len(bufb))
-    k = -1
-    while True:
-        k += 1
-        if k >= n:
-            n = min(len(bufa), len(bufb))  # (_size_after may have decoded further)
-        if k >= n:
-            more = k + max(k, _Tokens.CHUNK)
-            na, nb = ta.upto(more), tb.upto(more)
-            if na <= k or nb <= k:
-                if na != nb:
-                    raise _CountDiffers
-                break
-            n = min(na, nb)
-        xa = bufa[k]
-        xb = bufb[k]
-        if xa == xb:  # the same op and immediates: only a constant into the data differs
-            oa = xa[0]
-            if plain[oa] or locate(xa[1][0] & 0xFFFFFFFFFFFFFFFF) is None:
-                continue
-        oa, ma = xa
-        ob, mb = xb
-        if oa != ob:
-            return BodyCompare(False, reason=f"{MNEMONICS[oa]} -> {MNEMONICS[ob]}")
-        kind = KIND[oa]
-        if kind in (_K_CALL, _K_REF_FUNC):
-            if callee_map(ma[0]) == mb[0]:
-                continue
-            return BodyCompare(False, reason=f"{MNEMONICS[oa]} target differs")
-        if kind in (_K_I32, _K_I64):
-            a, b = ma[0], mb[0]
-            ga, gb = va.go_func(a), vb.go_func(b)
-            if ga is not None and gb is not None:
-                if (a & 0xFFFF) == (b & 0xFFFF) and callee_map(ga) == gb:
-                    addr.relocated = True
-                    continue
-                return BodyCompare(False, reason="Go function value differs")
-            size = _size_after(ta, tb, k)
-            if addr.same(a, b, size):
-                continue
-            return BodyCompare(
-                False, data_changes=addr.changes, reason=f"{MNEMONICS[oa]} {a} -> {b}"
-            )
-        if kind in (_K_MEM, _K_MEM_LANE):
-            if ma[0] != mb[0] or ma[2:] != mb[2:]:
-                return BodyCompare(False, reason="memarg differs")
-            oa_, ob_ = ma[1], mb[1]
-            if va.is_static(oa_) and vb.is_static(ob_) and addr.same(oa_, ob_, None):
-                continue
-            return BodyCompare(False, reason=f"{MNEMONICS[oa]} offset {oa_} -> {ob_}")
-        if kind == _K_CALL_INDIRECT:
-            if _tt(va, ma[0]) == _tt(vb, mb[0]) and ma[1] == mb[1]:
-                continue
-            return BodyCompare(False, reason="call_indirect type differs")
-        if kind in (_K_BLOCK, _K_TYPE):
-            x, y = ma[0], mb[0]
-            if isinstance(x, int) and isinstance(y, int) and _tt(va, x) == _tt(vb, y):
-                continue
-            return BodyCompare(False, reason=f"{MNEMONICS[oa]} type differs")
-        return BodyCompare(False, reason=f"{MNEMONICS[oa]} operand differs")
-    return BodyCompare(True, relocated=addr.relocated)
-
-
-def _tt(v: ModuleView, t: int) -> str | None:
-    return v.type_text[t] if 0 <= t < len(v.type_text) else None
-
-
-def _size_after(toks_a: _Tokens, toks_b: _Tokens, k: int) -> int | None:
-    """The length of a sized string (Go/Rust ``(ptr, len)``): the first constant within
-    twelve instructions that is stored right away (``i64.const len; i64.store``) or, right
-    after the pointer, the next constant; the same small value on both sides."""
-    na, nb = toks_a.upto(k + 14), toks_b.upto(k + 14)
-    if na != nb and min(na, nb) < k + 14:
-        raise _CountDiffers
-    ta, tb = toks_a.buf, toks_b.buf
-    for j in range(k + 1, min(k + 13, na - 1)):
-        oa, ma = ta[j]
-        ob, mb = tb[j]
-        if KIND[oa] in (_K_I32, _K_I64) and oa == ob:
-            nxt = MNEMONICS[ta[j + 1][0]]
-            if j == k + 1 or ".store" in nxt:
-                if ma == mb and 0 < ma[0] <= MAX_SIZED:
-                    return int(ma[0])
-                if j == k + 1:
-                    return None
-    return None
+    if code == _SAME:
+        return BodyCompare(True, relocated=addr.relocated or go_relocated)
+    if code == _CONST:
+        return BodyCompare(False, data_changes=addr.changes, reason=f"{MNEMONICS[oa]} {a} -> {b}")
+    return BodyCompare(
+        False, reason=_REASONS[code].format(a=MNEMONICS[oa], b=MNEMONICS[ob], x=a, y=b)
+    )

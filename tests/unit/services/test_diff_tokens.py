@@ -21,6 +21,7 @@ from kbtool.services.diff.relocation import (
     mem_offsets_differ,
     skip_local_decls,
 )
+from kbtool.wasm.decoder import compare as pure_compare
 from kbtool.wasm.instr import decode_one
 from kbtool.wasm.opcodes import KIND
 from tests.support.paths import DEMO_DIR
@@ -91,9 +92,11 @@ def test_offset_scan_answers_as_the_tokens(views) -> None:
 
 
 def _count_decodes(monkeypatch) -> list[int]:
-    """From now on, how many tokens each call of the comparison's decoder reads."""
+    """From now on, how many tokens each call of the comparison's decoder reads (the
+    comparison runs its pure part, whose token reader can be wrapped; the compiled part
+    reads the same chunks: ``test_tokens_accel.py`` compares the two)."""
     decoded: list[int] = []
-    real = relocation._decode
+    real = pure_compare.decode_tokens
 
     def counting(data, p, end, out, limit):
         before = len(out)
@@ -101,7 +104,8 @@ def _count_decodes(monkeypatch) -> list[int]:
         decoded.append(len(out) - before)
         return p
 
-    monkeypatch.setattr(relocation, "_decode", counting)
+    monkeypatch.setattr(pure_compare, "decode_tokens", counting)
+    monkeypatch.setattr(relocation, "_CMP", pure_compare)
     return decoded
 
 

@@ -2,7 +2,8 @@
 decoder twin: the compiled reader gives exactly the pure one's tokens -- and both exactly
 ``decode_one``'s -- on every function of corpus modules, on random instruction streams and
 on malformed bodies (the same tokens before the same error), read whole or in chunks; the
-memory-access scan likewise. Tests comparing the two skip when no twin is built
+memory-access scan likewise; and the body comparison's loop (``decoder/compare.py``) answers
+as its pure part, with the same callbacks in the same order. Tests comparing the two skip when no twin is built
 (``python -m kbtool.lift.accel build decoder``)."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 
 from kbtool.services.diff import relocation
 from kbtool.wasm import WasmFormatError, active
+from kbtool.wasm.decoder import compare as pure_compare
 from kbtool.wasm.decoder import tokens as pure
 from kbtool.wasm.instr import decode_one, skip_local_decls
 from kbtool.wasm.opcodes import BYTE_KIND, K_BAD, KIND
@@ -153,3 +155,92 @@ def test_memory_sites_are_the_tokens_accesses() -> None:
         assert (n, sites) == (len(toks), want)
         seen += len(sites)
     assert seen > 1000
+
+
+# --------------------------------------------------------------- the comparison loop
+# (decoder/compare.py: compare_bodies' instruction loop, in the twin with the token reader)
+
+CMP_TWIN = None if COMPILED is None else importlib.import_module(f"{COMPILED.__name__}.compare")
+
+
+@needs_twin
+def test_twin_comparison_is_compiled_and_used() -> None:
+    assert not CMP_TWIN.__file__.endswith(".py")
+    assert relocation._CMP is CMP_TWIN
+
+
+def _answers(monkeypatch, mod, va, vb, pairs, callee_map) -> list[str]:
+    monkeypatch.setattr(relocation, "_CMP", mod)
+    return [
+        repr(relocation.compare_bodies(va, i, vb, j, callee_map, first_difference=fd).as_dict())
+        for i, j in pairs
+        for fd in (False, True)
+    ]
+
+
+@needs_twin
+def test_compiled_comparison_answers_as_the_pure_one(monkeypatch) -> None:
+    """sql.js 1.10.3 against 1.12.0: each function against the same index and two of the
+    other release's bodies with as many instructions, both modes, to the letter."""
+    paths = [CORPUS / "release" / f"sql.js-{v}.sql-wasm.wasm" for v in ("1.10.3", "1.12.0")]
+    if not all(p.is_file() for p in paths):
+        pytest.skip("corpus not present")
+    va, vb = (relocation.ModuleView(p.read_bytes()) for p in paths)
+    by_len: dict[int, list[int]] = {}
+    for j in range(vb.nimp, vb.nimp + vb.ndef):
+        by_len.setdefault(len(relocation.body_tokens(vb, j)), []).append(j)
+    pairs = []
+    for i in range(va.nimp, va.nimp + va.ndef):
+        pairs.append((i, i - va.nimp + vb.nimp))
+        pairs += [(i, j) for j in by_len.get(len(relocation.body_tokens(va, i)), [])[:2]]
+    shift = vb.nimp - va.nimp
+
+    def callee_map(x: int) -> int | None:  # a pairing that leaves some callees unpaired
+        return None if x % 7 == 0 else x + shift
+
+    want = _answers(monkeypatch, pure_compare, va, vb, pairs, callee_map)
+    assert _answers(monkeypatch, CMP_TWIN, va, vb, pairs, callee_map) == want
+    reasons = {eval(a)["reason"].split(" ")[0] for a in want}  # noqa: S307 (our own repr)
+    assert sum("'same': True" in a for a in want) > 100
+    assert len(reasons) > 10  # many kinds of difference met
+
+
+def _loop(mod, a: bytes, b: bytes, fd: bool, static: tuple[int, int]) -> tuple:
+    """compare_tokens on two instruction streams with deterministic callbacks; its answer
+    (or the error) and every callback call in order."""
+    calls: list[tuple] = []
+
+    def locate(u: int) -> object:
+        calls.append(("locate", u))
+        return None if u % 3 else (b"", 0)
+
+    def callee_map(x: int) -> int | None:
+        calls.append(("callee", x))
+        return None if x % 5 == 0 else x + 1
+
+    def addr_same(x: int, y: int, size: object) -> bool:
+        calls.append(("addr", x, y, size))
+        return (x ^ y) % 4 != 1
+
+    side = (*static, 1, 0, ["(i32)->i32", "()->()"])
+    try:
+        got: tuple = mod.compare_tokens(
+            a, 1, len(a), b, 1, len(b), fd, side, side, locate, callee_map, addr_same
+        )
+    except WasmFormatError as e:
+        got = ("err", str(e))
+    return repr(got), calls
+
+
+@needs_twin
+@settings(max_examples=400, deadline=None)
+@given(
+    head=_stream,
+    tail_a=_stream,
+    tail_b=_stream,
+    fd=st.booleans(),
+    static=st.sampled_from([(0, 0), (0, 1 << 12), (64, 1 << 20)]),
+)
+def test_random_streams_compare_alike(head, tail_a, tail_b, fd, static) -> None:
+    a, b = b"\x00" + head + tail_a, b"\x00" + head + tail_b
+    assert _loop(CMP_TWIN, a, b, fd, static) == _loop(pure_compare, a, b, fd, static)
