@@ -396,6 +396,12 @@ def _slug(text: str) -> str:
     return b"_".join(words)[:MAX_LABEL].rstrip(b"_").decode("ascii")
 
 
+def _hex(a: int) -> str:
+    """``f"{a:x}"`` (compiled, that f-string is a ``str.format`` method call, ~2,000
+    instructions; ``hex`` and a slice a fraction of it)."""
+    return hex(a)[2:] if a >= 0 else "-" + hex(a)[3:]
+
+
 def label_items(items: list[DataItem]) -> None:
     """:func:`kbtool.analysis.dataitems.label_items` (labels from content: ``s_<text>`` for
     strings, ``<kind>_<hex address>`` otherwise; a label taken twice gets the address as a
@@ -406,17 +412,17 @@ def label_items(items: list[DataItem]) -> None:
         a: int = it.address
         text: str | None = it.text
         if text and kind in _TEXT_KINDS:
-            base = "s_" + (_slug(text) or f"{a:x}")
+            base = "s_" + (_slug(text) or _hex(a))
         elif kind == "zero":
-            base = f"zero_{a:x}"
+            base = "zero_" + _hex(a)
         elif kind == "bss":
-            base = f"bss_{a:x}"
+            base = "bss_" + _hex(a)
         elif kind == "funcptr_table":
-            base = f"fptrs_{a:x}"
+            base = "fptrs_" + _hex(a)
         elif kind == "pointer_table":
-            base = f"ptrs_{a:x}"
+            base = "ptrs_" + _hex(a)
         else:
-            base = f"data_{a:x}"
+            base = "data_" + _hex(a)
         n = seen.get(base, 0)
         seen[base] = n + 1
-        it.label = base if n == 0 else f"{base}_{a:x}"
+        it.label = base if n == 0 else base + "_" + _hex(a)

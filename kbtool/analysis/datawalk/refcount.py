@@ -93,13 +93,13 @@ def count_item_refs(
             size: int = it.size
             text_lo.append(a)
             text_hi.append(a + size)
-            if not (_NATIVE_LO <= a and a + size < _NATIVE_HI):
+            if not (_NATIVE_LO <= a and a + size <= _NATIVE_MAX):
                 native = False
         else:
             text_lo.append(0)
             text_hi.append(0)
     for s in starts:
-        if not _NATIVE_LO <= s < _NATIVE_HI:
+        if not _NATIVE_LO <= s <= _NATIVE_MAX:
             native = False
             break
     n = len(items)
@@ -134,9 +134,11 @@ def count_item_refs(
 
 
 # the native ints :func:`count_item_refs` keeps addresses in (a wasm64 address past them,
-# only a crafted module's, takes the plain path)
+# only a crafted module's, takes the plain path). Both bounds are inside ``[-2**62,
+# 2**62)``, mypyc's unboxed ints: compared inline (``< 1 << 62`` itself is a boxed
+# int's comparison, ~260 instructions, once per reference)
 _NATIVE_LO: Final = -(1 << 62)
-_NATIVE_HI: Final = 1 << 62
+_NATIVE_MAX: Final = (1 << 62) - 1
 
 
 def _as_vec(xs: list[int]) -> vec[i64]:
@@ -157,7 +159,7 @@ def _count_refs_native(
     writers: dict[int, set[int]],
 ) -> list[Any]:
     """:func:`count_refs` with the items' starts, string bounds and counts as native
-    arrays (every one inside ``[_NATIVE_LO, _NATIVE_HI)``): a target's item is bisected
+    arrays (every one inside ``[_NATIVE_LO, _NATIVE_MAX]``): a target's item is bisected
     on them directly, no memo and no boxed int per reference (ffmpeg: 375k data
     references); a target outside that range is bisected on ``starts`` (the same item)."""
     out: list[Any] = []
@@ -168,7 +170,7 @@ def _count_refs_native(
         if tk == "data":
             t: int = r[4]
             k: i64 = 0
-            if _NATIVE_LO <= t < _NATIVE_HI:
+            if _NATIVE_LO <= t <= _NATIVE_MAX:
                 ti: i64 = t
                 a: i64 = 0
                 b: i64 = n

@@ -103,17 +103,19 @@ def test_unique_sorted_is_sorted_set(side):
 
 @pytest.mark.skipif(COMPILED is None, reason="compiled data walk not built")
 @pytest.mark.parametrize("ordered", [True, False])
-@pytest.mark.parametrize("shift", [0, 1 << 62, 1 << 63])
+@pytest.mark.parametrize("shift", [0, (1 << 62) - 9004, (1 << 62) - 5000, 1 << 62, 1 << 63])
 def test_compiled_count_on_native_arrays_equals_the_pure_count(ordered, shift, monkeypatch):
     """``shift``: addresses near or past the native ints the compiled count bisects on
     (a wasm64 module's): those past them take the plain path, the same count; targets
-    past them among addresses that fit, too."""
+    past them among addresses that fit, too (the last item ending at the largest native
+    int, items on both sides of it)."""
     rng = random.Random(5)
     addrs = [a + shift for a in sorted(rng.sample(range(2048, 9000, 4), 120))]
     kinds = ["cstring", "numeric", "utf16", "zero", "gostring", "pointer_table"]
     if not ordered:  # (overlapping segments: the items' addresses need not increase)
         addrs[40], addrs[41] = addrs[41], addrs[40]
     pool = addrs + [a + 2 for a in addrs] + [0, 5, 2047, 100_000, 1 << 64, -(1 << 63)]
+    pool += [(1 << 62) - 1, 1 << 62, -(1 << 62), -(1 << 62) - 1]  # (the native bounds)
 
     def make():
         return [DataItem(a, 6, kinds[i % len(kinds)], 0, "text") for i, a in enumerate(addrs)]
