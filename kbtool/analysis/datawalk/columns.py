@@ -102,14 +102,47 @@ def ref_columns(
     clo: i64 = 0
     chi: i64 = 0
     first = True
+    # the kind strings seen so far and their codes, looked up by identity first (the walk's
+    # references share a handful of string objects: a pointer compared per probe, not a
+    # dict lookup per reference); a string not among them (or an equal copy) takes the
+    # dict, as before
+    seen_k: list[object] = []
+    seen_c: list[int] = []
+    seen_t: list[object] = []
+    seen_tc: list[int] = []
     for r0 in refs:  # (func_index, offset, kind, target_kind, target, width) tuples
         r: tuple[Any, ...] = r0
         f: i64 = r[0]
         o: i64 = r[1]
-        c: i64 = kinds[r[2]]
+        ko: object = r[2]
+        c: i64 = -1
+        j: i64 = 0
+        while j < len(seen_k):
+            if seen_k[j] is ko:
+                c = seen_c[j]
+                break
+            j += 1
+        if c < 0:
+            c = kinds[r[2]]
+            if len(seen_k) < 16:
+                seen_k.append(ko)
+                seen_c.append(c)
+        to: object = r[3]
+        tc: i64 = -1
+        j = 0
+        while j < len(seen_t):
+            if seen_t[j] is to:
+                tc = seen_tc[j]
+                break
+            j += 1
+        if tc < 0:
+            tc = target_kinds[r[3]]
+            if len(seen_t) < 16:
+                seen_t.append(to)
+                seen_tc.append(tc)
         t: i64 = r[4]
         _check(t)
-        k: i64 = t * scale + i64(target_kinds[r[3]])
+        k: i64 = t * scale + tc
         wd: i64 = r[5]
         _check(f)
         _check(o)

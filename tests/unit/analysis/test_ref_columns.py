@@ -96,3 +96,21 @@ def test_corpus_references_pack_the_same(rel):
     rows = datarefs.by_function_and_offset(list(model.ref_rows))
     assert len(rows) > 1000
     assert datarefs.pack(rows, COMPILED.ref_columns) == datarefs.pack(rows)
+
+
+@pytest.mark.parametrize("side", SIDES)
+def test_kinds_by_identity_or_by_an_equal_copy_pack_the_same(side):
+    """The pass looks a kind up by the string object first: rows whose kinds are equal
+    copies (new objects, more than the pass keeps) pack as the shared literals do; an
+    unknown kind after them is still refused."""
+    rows = []
+    for n in range(300):
+        kind = datarefs.KINDS[n % len(datarefs.KINDS)]
+        tk = datarefs.TARGET_KINDS[n % len(datarefs.TARGET_KINDS)]
+        if n % 3:  # a copy: equal, not the same object
+            kind, tk = "".join(list(kind)), "".join(list(tk))
+        rows.append((n // 7, n, kind, tk, 1000 + n * 13 % 97, n % 9))
+    rows = datarefs.by_function_and_offset(rows)
+    assert datarefs.pack(rows, side) == datarefs.pack(rows)
+    with pytest.raises(ValueError, match="unknown data reference kind 'poke'"):
+        datarefs.pack([*rows, (99, 0, "poke", "data", 5, 0)], side)
