@@ -69,24 +69,25 @@ class Pairing:
         o, n = self.old_rows[p.old_index], self.new_rows[p.new_index]
         if o["body_hash"] and o["body_hash"] == n["body_hash"]:
             return True
-        if not self._callees_map(o, n):
-            return False
-        if o["shape_hash"] and o["shape_hash"] == n["shape_hash"]:
-            return True
-        # same instruction stream, strings and small constants: only addresses moved
-        return (
+        # the same shape, or the same instruction stream, strings and small constants (only
+        # addresses moved) -- and the callees paired with each other (asked last: it is the
+        # dearest test, and a pair of other shapes and streams needs no answer from it)
+        if not (o["shape_hash"] and o["shape_hash"] == n["shape_hash"]) and not (
             o["ops"] == n["ops"]
             and o["strings"] == n["strings"]
             and _small(o["consts"]) == _small(n["consts"])
-        )
+        ):
+            return False
+        return self._callees_map(o, n)
 
     def _callees_map(self, o: dict[str, Any], n: dict[str, Any]) -> bool:
-        co = list(dict.fromkeys(o["calls"]))
-        cn = list(dict.fromkeys(n["calls"]))
+        co = dict.fromkeys(o["calls"])  # distinct callees in first-call order
+        cn = dict.fromkeys(n["calls"])
         if len(co) != len(cn):
             return False
+        by_old = self.by_old
         for a, b in zip(co, cn, strict=True):
-            q = self.by_old.get(a)
+            q = by_old.get(a)
             if q is None or q.new_index != b:
                 return False
         return True

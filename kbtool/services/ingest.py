@@ -544,8 +544,9 @@ def _stored(
         # the report's relocation check reads the module stored above: its view takes the
         # decoder's parse of these very bytes (the same module; no second parse). A module
         # the view refuses is refused again there, where the report handles it.
+        view = None
         with contextlib.suppress(WasmFormatError):
-            module_view(data, mod)
+            view = module_view(data, mod)
         # the pairing takes this version's rows and records as ingest has them, not read
         # back: the rows are what matching_rows reads of what was stored above, and the
         # matcher's records, given their stable ids, are what records_from_rows makes of them
@@ -561,6 +562,7 @@ def _stored(
             new_rows=_matching_rows(funcs, sid_of, slots),
             new_recs=new,
             carry=carry,
+            new_view=view,
         )
     return result
 

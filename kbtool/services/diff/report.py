@@ -248,8 +248,12 @@ class _Relocation:
     (:mod:`kbtool.services.diff.relocation`): only pairs with the same instruction stream are
     decoded, the two modules are parsed on first need."""
 
-    def __init__(self, conn: sqlite3.Connection, pg: Pairing) -> None:
-        self.conn, self.pg = conn, pg
+    def __init__(
+        self, conn: sqlite3.Connection, pg: Pairing, new_view: ModuleView | None = None
+    ) -> None:
+        """``new_view``: the view of the to-version's stored module when the caller has it
+        (ingest: made of the very bytes it stored), so they are not read and hashed again."""
+        self.conn, self.pg, self.new_view = conn, pg, new_view
         self.views: tuple[ModuleView, ModuleView] | None | bool = False
         self.mem: tuple[dict[int, str], dict[int, str]] | None = None
 
@@ -278,9 +282,11 @@ class _Relocation:
     def _views(self) -> tuple[ModuleView, ModuleView] | None:
         if self.views is False:
             a = queries.module_bytes(self.conn, self.pg.from_version_id)
-            b = queries.module_bytes(self.conn, self.pg.to_version_id)
+            vb = self.new_view
+            b = None if vb is not None else queries.module_bytes(self.conn, self.pg.to_version_id)
             try:
-                va, vb = module_view(a), module_view(b)
+                va = module_view(a)
+                vb = vb if vb is not None else module_view(b)
                 self.views = (va, vb) if va is not None and vb is not None else None
             except WasmFormatError:
                 self.views = None
@@ -334,10 +340,12 @@ def build_report(
     *,
     keep: dict[str, Any] | None = None,
     triage: bool = True,
+    new_view: ModuleView | None = None,
 ) -> dict[str, Any]:
     """The report of a computed pairing. ``triage=False``: without the changelog's
     explanations and triage of modified changes (what :func:`store_report` saves at ingest,
-    marked :data:`TRIAGE_PENDING`; the reader or the background warm job triages it)."""
+    marked :data:`TRIAGE_PENDING`; the reader or the background warm job triages it).
+    ``new_view``: the to-version module's relocation view when the caller has it (ingest)."""
     ann_old = version_annotations(conn, pg.from_version_id)
     ann_new = version_annotations(conn, pg.to_version_id)
     ta, tb = va.get("toolchain_version"), vb.get("toolchain_version")
@@ -370,7 +378,7 @@ def build_report(
 
     # old index -> new index of paired defined functions, to place deleted ones in order
     anchors: list[tuple[int, int]] = []
-    reloc = _Relocation(conn, pg)
+    reloc = _Relocation(conn, pg, new_view)
     for p in pg.defined_pairs():
         same = pg.same_code(p)
         relocated = same and (
@@ -469,7 +477,9 @@ def save_diff(
         store.save_diff_report(conn, a, b, dict(report, stored=True, triage_rules=triage_rules))
 
 
-def store_report(conn: sqlite3.Connection, pg: Pairing) -> dict[str, Any]:
+def store_report(
+    conn: sqlite3.Connection, pg: Pairing, *, new_view: ModuleView | None = None
+) -> dict[str, Any]:
     """Build the report of an already computed pairing and store it (ingest does this for
     each (parent, new) pair, so every surface serves it without re-running the matcher).
 
@@ -477,9 +487,15 @@ def store_report(conn: sqlite3.Connection, pg: Pairing) -> dict[str, Any]:
     changelog, 0.8 of 1.4 CPU s of a later demo release, ~12 s on ffmpeg): a reader re-triages
     it as a report saved under older rules (:func:`stored_diff`), and the background warm job
     (:mod:`kbtool.services.diff.warm`, started by ``kbtool ingest``) builds that changelog
-    and keeps the answer on disk. The returned report has no triage either."""
+    and keeps the answer on disk. The returned report has no triage either. ``new_view``:
+    see :func:`build_report`."""
     report = build_report(
-        conn, pg, _label(conn, pg.from_version_id), _label(conn, pg.to_version_id), triage=False
+        conn,
+        pg,
+        _label(conn, pg.from_version_id),
+        _label(conn, pg.to_version_id),
+        triage=False,
+        new_view=new_view,
     )
     save_diff(conn, report, triage_rules=TRIAGE_PENDING)
     return report
