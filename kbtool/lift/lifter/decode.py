@@ -11,7 +11,7 @@ from kbtool.wasm.instr import decode_one, read_local_decls
 from kbtool.wasm.opcodes import BYTE_KIND, K_NONE, MNEMONICS
 
 from ..ctable import CTABLE
-from .base import MAX_INSTRUCTIONS, LiftError, _Budget
+from .base import MAX_INSTRUCTIONS, LiftError, _Budget, i64
 from .opnames import (
     OP_BLOCK,
     OP_BR,
@@ -55,7 +55,7 @@ from .opnames import (
 # ----------------------------------------------------------------------------- entry
 
 
-def _decode(data: bytes, start: int, end: int, budget: _Budget) -> tuple:
+def _decode(data: bytes, start: int, end: i64, budget: _Budget) -> tuple:
     """Decode a body into two parallel lists, opcodes and immediates (a tuple each; ``()``
     when none; an ``f32.const`` carries ``(value, raw bits)``), plus the indices of the
     control instructions and whether an ``i32.add`` or ``i32.sub`` occurs. No offsets and no per-instruction tuple: they cost allocations
@@ -65,6 +65,7 @@ def _decode(data: bytes, start: int, end: int, budget: _Budget) -> tuple:
     local/global/label/call index; ``i32.const``; memarg; empty block type); anything else
     (and any shape near ``end``) goes through the shared careful decoder.
     """
+    p: i64  # i64 here and below: native ints in the loop (mypyc), no tag checks
     decls, p = read_local_decls(data, start, end)
     arith = False  # an i32.add / i32.sub seen (a shadow-stack frame needs one)
     ops: list[int] = []
@@ -75,21 +76,21 @@ def _decode(data: bytes, start: int, end: int, budget: _Budget) -> tuple:
     one_u = _ONE_U
     one_s = _ONE_S
     mem = _MEMARG
-    n = 0
-    lim = end - 3  # fast paths read at most three bytes after the opcode
+    n: i64 = 0
+    lim: i64 = end - 3  # fast paths read at most three bytes after the opcode
     while p < end:
-        b = data[p]
-        k = fast[b]
+        b: i64 = data[p]
+        k: i64 = fast[b]
         imms: tuple | None = None  # set by a fast path, else the careful decoder runs
-        q = p
+        q: i64 = p
         if k == 1:
             imms = ()
             q = p + 1
             if b == OP_I32_ADD or b == OP_I32_SUB:
                 arith = True
         elif k and p < lim:
-            b1 = data[p + 1]
-            b2 = data[p + 2]
+            b1: i64 = data[p + 1]
+            b2: i64 = data[p + 2]
             if k == 2:  # one uleb
                 if b1 < 0x80:
                     imms = one_u[b1]  # shared one-value tuples: no allocation
@@ -102,7 +103,7 @@ def _decode(data: bytes, start: int, end: int, budget: _Budget) -> tuple:
                     imms = one_s[b1]  # (b1 - 0x80 if b1 & 0x40 else b1,), shared
                     q = p + 2
                 elif b2 < 0x80:
-                    v = (b1 & 0x7F) | (b2 << 7)
+                    v: i64 = (b1 & 0x7F) | (b2 << 7)
                     imms = (v - 0x4000 if v & 0x2000 else v,)
                     q = p + 3
                 elif data[p + 3] < 0x80:

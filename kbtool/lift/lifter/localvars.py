@@ -11,6 +11,7 @@ from kbtool.wasm.opcodes import MNEMONICS
 from ..context import _GENERATED, LiftModule
 from ..names import C_KEYWORDS, c_ident
 from ..prelude import PRELUDE_NAMES
+from .base import i64
 from .decode import _STACK_EFFECT
 from .opnames import (
     OP_CALL,
@@ -86,7 +87,7 @@ def _union(a: frozenset[int], b: frozenset[int]) -> frozenset[int]:
     return a | b
 
 
-def _push(orig: list[frozenset[int]], b01: list[int], sp: int, o: frozenset[int], b: int) -> int:
+def _push(orig: list[frozenset[int]], b01: list[int], sp: i64, o: frozenset[int], b: i64) -> i64:
     """Push ``o`` and ``b`` on the sign pass's stacks of depth ``sp``; the new depth. The
     stacks are lists with a depth beside them, never popped: a list popped down to empty
     frees its storage and gets it back at the next append (a realloc each time)."""
@@ -99,14 +100,14 @@ def _push(orig: list[frozenset[int]], b01: list[int], sp: int, o: frozenset[int]
     return sp + 1
 
 
-def _effect(orig: list[frozenset[int]], b01: list[int], sp: int, e0: int, e1: int) -> int:
+def _effect(orig: list[frozenset[int]], b01: list[int], sp: i64, e0: i64, e1: i64) -> i64:
     """Pop ``e0`` values off the sign pass's stacks (of depth ``sp``) and push ``e1``
     unknown ones: the values both counts cover are overwritten in place (a load, a unary
     op), the rest popped or pushed. The new depth."""
     while e0 > e1:
         sp -= 1
         e0 -= 1
-    k = 1
+    k: i64 = 1
     while k <= e0:
         orig[sp - k] = _NO_ORIGIN
         b01[sp - k] = 0
@@ -127,7 +128,7 @@ def _local_signs(
     ``& | ^`` / select of those) and at least one is a comparison; else 0 (``int32_t``).
     One pass simulating the value stack inside straight-line code (values crossing a
     control instruction are unknown, which only ever keeps the default)."""
-    n = len(local_types)
+    n: i64 = len(local_types)  # i64: native ints in the loop (mypyc), no tag checks
     out = [0] * n
     cand = [x >= n_params and local_types[x] in _INT for x in range(n)]
     if not any(cand):
@@ -139,23 +140,44 @@ def _local_signs(
     orig: list[frozenset[int]] = []  # per stack value: candidate locals its C type follows
     b01: list[int] = []  # per stack value: 0 unknown, 1 0/1 (a constant, or the locals in
     # its ``orig`` are bool), 2 a comparison (0/1 once those locals are bool)
-    sp = 0  # the stacks' depth (entries at sp and above are left over: see _push)
+    sp: i64 = 0  # the stacks' depth (entries at sp and above are left over: see _push)
     deps: dict[int, set[int]] = {}  # local -> locals whose values were stored in it
     sign = _SIGN_OP
     effects = _STACK_EFFECT
     none = _NO_ORIGIN
-    for i in range(len(ops)):
-        op = ops[i]
-        k = sign[op] if op < len(sign) else 0
+    n_ops: i64 = len(ops)
+    i: i64
+    for i in range(n_ops):
+        op: i64 = ops[i]
+        # the two commonest ops push inline (`_push` as a call costs more than its body)
         if op == OP_LOCAL_GET:
-            x: int = args[i][0]
-            c = x < n and cand[x]
-            # 0/1 if x turns out bool (its deps)
-            sp = _push(orig, b01, sp, _one(single, x) if c else none, 1 if c else 0)
+            x: i64 = args[i][0]
+            o = none
+            bv: i64 = 0
+            if x < n and cand[x]:
+                s1 = single[x]
+                if s1 is None:
+                    s1 = single[x] = frozenset((x,))
+                o = s1
+                bv = 1  # 0/1 if x turns out bool (its deps)
+            if sp < len(orig):
+                orig[sp] = o
+                b01[sp] = bv
+            else:
+                orig.append(o)
+                b01.append(bv)
+            sp += 1
             continue
         if op == OP_I32_CONST:
-            cv: int = args[i][0]  # typed: native compares (mypyc), not generic ones
-            sp = _push(orig, b01, sp, none, 1 if cv == 0 or cv == 1 else 0)
+            cv: i64 = args[i][0]  # typed: native compares (mypyc), not generic ones
+            bv = 1 if cv == 0 or cv == 1 else 0
+            if sp < len(orig):
+                orig[sp] = none
+                b01[sp] = bv
+            else:
+                orig.append(none)
+                b01.append(bv)
+            sp += 1
             continue
         if op == OP_LOCAL_SET or op == OP_LOCAL_TEE:
             x = args[i][0]
@@ -178,9 +200,10 @@ def _local_signs(
             if op == OP_LOCAL_TEE:
                 sp = _push(orig, b01, sp, _one(single, x) if c else none, 1 if c else 0)
             continue
+        k: i64 = sign[op] if op < len(sign) else 0
         if k:
             if k == 1 or k == 3 or k == 4 or k == 10 and op != OP_I32_EQZ and op != OP_I64_EQZ:
-                cmp = (
+                cmp: i64 = (
                     0 if k == 1 or OP_I32_DIV_S <= op <= OP_I32_REM_U else 2
                 )  # div/rem are not 0/1
                 if sp < 2:

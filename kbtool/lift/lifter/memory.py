@@ -24,6 +24,7 @@ from .base import (
     _i32_text,
     _p,
     c_ident_path,
+    i64,
     push_at,
 )
 from .core import _Core
@@ -81,7 +82,7 @@ def _frame_regions(
     # symbolic values, made without allocating: an int n, the constant n; global g, the
     # decoder's immediate tuple ``(g,)`` of its global.get; ``(g, n)`` g - n; None unknown
     stk: list[object] = []
-    sd = 0  # the depth of stk (see base.push_at)
+    sd: i64 = 0  # the depth of stk (see base.push_at); i64: native ints (mypyc)
     lsym: dict[int, object] = {}
     cands: list[list[int]] = []  # [pos, F, n, g, block start, confirmed]
     cand_locals: set[int] = set()
@@ -89,15 +90,16 @@ def _frame_regions(
     bstack: list[tuple[int, bool]] = [(-1, False)]
     ends: dict[int, int] = {-1: len(ops)}
     kinds = _FR_KIND
-    for i in range(len(ops)):
-        op = ops[i]
-        if op == OP_GLOBAL_GET:
-            sd = push_at(stk, sd, args[i])
-        elif op == OP_I32_CONST:
-            cv: int = args[i][0]
-            sd = push_at(stk, sd, cv)
-        elif op == OP_LOCAL_GET:
-            sd = push_at(stk, sd, lsym.get(args[i][0]))
+    n_ops: i64 = len(ops)
+    i: i64
+    for i in range(n_ops):
+        op: i64 = ops[i]
+        if op == OP_GLOBAL_GET or op == OP_I32_CONST or op == OP_LOCAL_GET:
+            imm = args[i]  # a constant pushed as its immediate's object (no unbox and box)
+            pv: object = imm[0] if op == OP_I32_CONST else imm
+            if op == OP_LOCAL_GET:
+                pv = lsym.get(imm[0])
+            sd = push_at(stk, sd, pv)
         elif op == _I32_SUB or op == _I32_ADD:
             b: object = None
             a: object = None

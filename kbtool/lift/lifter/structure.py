@@ -5,7 +5,7 @@ chains, or a label for ``goto``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from .base import _BR_ON, _BR_ON_CAST, _OPENERS, MAX_BREAK_WALK, LiftError, _Budget
 from .opnames import (
@@ -63,6 +63,11 @@ class _Blk:
         self.guarded: tuple[int, str, bool, int, int] | None = None
 
 
+#: the C-form kind of each opener by op (``_OPENERS``), "" for the other ops below 32
+_OPEN_KIND: Final[tuple[str, ...]] = tuple(_OPENERS.get(op, "") for op in range(32))
+assert all(op < 32 for op in _OPENERS)
+
+
 def _scan(ops: list[int], args: list[tuple], ctrl: list[int], budget: _Budget) -> tuple:
     """Match blocks, record branch sites and choose each block's C form (``ctrl``: the
     indices of the control instructions in ``ops``)."""
@@ -78,8 +83,9 @@ def _scan(ops: list[int], args: list[tuple], ctrl: list[int], budget: _Budget) -
     for i in ctrl:
         op = ops[i]
         imms = args[i]
-        kind = _OPENERS.get(op)
-        if kind is not None:
+        # the openers' kinds by op (all below 32): a tuple read, not a dict look-up per op
+        kind = _OPEN_KIND[op] if op < 32 else ""
+        if kind:
             b = len(blocks)
             blocks.append(_Blk(kind, i, stack[-1], imms[0]))
             open_at[i] = b

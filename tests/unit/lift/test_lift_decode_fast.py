@@ -3,10 +3,12 @@ the careful decoder's values (issue 28 point 6: whole-module lift cost)."""
 
 from __future__ import annotations
 
+import importlib
 import struct
 
 import pytest
 
+from kbtool.lift import active
 from kbtool.lift.lifter import decode
 from kbtool.lift.lifter.base import _Budget
 from kbtool.wasm.errors import WasmFormatError
@@ -66,6 +68,33 @@ def test_long_constants_decode_inline_with_the_careful_value(monkeypatch, op, va
     assert (ops, args) == want
     assert args[0] == (value,)
     assert calls == []  # no careful decode: the fast path read it
+
+
+COMPILED = active.load_compiled()
+#: the native-int (i64) decode's edges: each LEB width's extremes, long i64 constants
+EDGES = CONSTS + [
+    (0x41, 63, 1),
+    (0x41, -64, 1),
+    (0x41, 8191, 2),
+    (0x41, -8192, 2),
+    (0x41, 0x7FFFFFFF, 5),
+    (0x41, -(1 << 31), 5),
+    (0x42, (1 << 62) - 1, 9),
+    (0x42, -(1 << 62), 9),
+    (0x42, (1 << 63) - 1, 10),
+    (0x42, -(1 << 63), 10),
+]
+
+
+@pytest.mark.skipif(COMPILED is None, reason="compiled lifter not built")
+@pytest.mark.parametrize(("op", "value", "width"), EDGES)
+def test_the_compiled_decoder_reads_constants_as_the_careful_one(op, value, width):
+    cdec = importlib.import_module(COMPILED.__name__ + ".decode")
+    data = _body(bytes([op]) + _sleb(value, width) + b"\x1a")
+    budget = cdec._Budget(10**9, None)  # the twin's own class (a native one)
+    _decls, ops, args, _ctrl, _arith = cdec._decode(data, 0, len(data), budget)
+    assert (ops, args) == _careful(data)
+    assert args[0] == (value,)
 
 
 def test_f32_const_and_typed_blocks_decode_inline(monkeypatch):
