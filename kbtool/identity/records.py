@@ -9,7 +9,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from kbtool.identity.features import is_minified_name, module_is_minified
+from kbtool.identity.names import is_minified_name, module_is_minified
 
 
 @dataclass(slots=True)

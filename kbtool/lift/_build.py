@@ -72,6 +72,7 @@ TWINS: tuple[Twin, ...] = (
     Twin("lifter", "kbtool/lift/lifter", "kbtool.lift._clifter"),
     Twin("decoder", "kbtool/wasm/decoder", "kbtool.wasm._cdecoder"),
     Twin("datawalk", "kbtool/analysis/datawalk", "kbtool.analysis._cdatawalk"),
+    Twin("matcher", "kbtool/identity/matcher", "kbtool.identity._cmatcher"),
 )
 
 LIFTER = TWINS[0]

@@ -56,7 +56,8 @@ def _status() -> str:
             if _build.ready_files(d, tw)
             else "stale"
         )
-        lines.append(f"compiled {tw.name} ({tw.compiled}): {state}")
+        opt_in = " (used with KBTOOL_MATCHER=compiled)" if tw.name == "matcher" else ""
+        lines.append(f"compiled {tw.name} ({tw.compiled}): {state}{opt_in}")
     return "\n".join(lines)
 
 

@@ -7,8 +7,8 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from kbtool.identity.features import FeatureCache, is_minified_name, size_ratio
-from kbtool.identity.records import FuncRecord, Match
+from ..records import FuncRecord, Match
+from .features import FeatureCache, is_minified_name, size_ratio
 
 REVIEW_SCORE = 0.6  # matches scoring below this are flagged for review
 REVIEW_MARGIN = 0.05  # ... and those whose best candidate is not this far ahead of the second
@@ -71,9 +71,9 @@ class _Side:
         self.imported = frozenset(i for i, r in self.recs.items() if r.imported)
         # position of each function in a neighbour list (callees, the table), by list id
         # (the lists live as long as the side: made once, never changed)
-        self.positions: dict[int, tuple[tuple[int, ...], dict[int, int]]] = {}
+        self.positions: dict[int, tuple[Sequence[int], dict[int, int]]] = {}
 
-    def position(self, seq: tuple[int, ...]) -> dict[int, int]:
+    def position(self, seq: Sequence[int]) -> dict[int, int]:
         """function index -> its position in ``seq`` (one of this side's neighbour lists;
         the last position of a function listed twice, as ``{y: j for j, y in ...}``)."""
         got = self.positions.get(id(seq))
@@ -126,6 +126,7 @@ class MatcherBase:
     GAP_CELLS = 4096
     ALIGN_PAIR = 1.0  # weight of one aligned pair over its similarity (count first)  # largest gap (unmatched old x unmatched new) aligned
     ANCHOR_STEP = 2048  # positions between the kept states of the anchors' run
+    SCAN_PER_UNIT = 16  # entries of a rival or neighbourhood scan charged as one comparison
     MIN_TINY = 6  # below this many instructions a function carries too little evidence
 
     def __init__(self, old: Sequence[FuncRecord], new: Sequence[FuncRecord]) -> None:
@@ -160,6 +161,24 @@ class MatcherBase:
         )
         self.stage = "callgraph"  # the stage the work meter charges
         self._stopped: set[str] = set()
+        # the stages' caches, made on first use (static ones, or keyed by the match state)
+        self._bkeys: tuple[dict[int, tuple[tuple, tuple]], dict[int, tuple[tuple, tuple]]] = (
+            {},
+            {},
+        )  # the blocking keys by side (similarity)
+        self._margins: tuple[list, list[tuple[float, float]]] | None = None
+        self._flags = 0  # pairs flagged so far (family: keys the images' cache)
+        self._fam_cache: tuple[dict, dict] | None = None
+        self._fam_keys: tuple[dict, dict, set, set] | None = None
+        self._passed: dict = {}
+        self._rival_cache: dict = {}
+        self._table_info: bool | None = None
+        self._img_cache: dict = {}
+        self._cpos_cache: dict[int, dict[int, int]] = {}
+        self._nb_cache: dict = {}
+        self._fid_cache: dict[int, int] | None = None
+        self._pos_caches: dict[str, dict[int, int]] = {}
+        self._sig_sizes: dict[int, dict] = {}
 
     # ---------------------------------------------------------------- work meter
     def spend(self, units: int, stage: str | None = None) -> bool:
@@ -218,9 +237,9 @@ class MatcherBase:
             if y is not None:
                 self._enqueue(x, y)
         for y in (*self.NEW.callers[n], *self.NEW.callees[n]):
-            x = self.n2o.get(y)
-            if x is not None:
-                self._enqueue(x, y)
+            z = self.n2o.get(y)
+            if z is not None:
+                self._enqueue(z, y)
 
     def table_memo(self, key: str, make):
         """``make()`` for the function tables' current matched states: computed once per
@@ -317,7 +336,7 @@ class MatcherBase:
         if dirty is None and run is not None:
             return  # no pairing changed since the last run: the same anchors
         step = self.ANCHOR_STEP
-        if run is None or dirty < 0:
+        if run is None or dirty is None or dirty < 0:  # (None: only with no run)
             os_: list[int] = []
             ns: list[int] = []
             prev: list[int] = []

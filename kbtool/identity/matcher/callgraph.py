@@ -5,13 +5,15 @@ from __future__ import annotations
 import bisect
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from functools import partial
 from itertools import accumulate, compress, count, repeat
 from operator import gt, is_
 
-from kbtool.identity.matcher.base import REVIEW_SCORE, _plausible_size
+from .base import REVIEW_SCORE, _plausible_size
+from .similarity import SimilarityStage
 
 
-class CallgraphStage:
+class CallgraphStage(SimilarityStage):
     # ---------------------------------------------------------------- stage 5
     def propagate(self) -> None:
         """Resolve the neighbourhoods of queued matched pairs to a fixpoint, within the
@@ -56,7 +58,7 @@ class CallgraphStage:
         # depends only on which of their functions are matched is derived once per state
         table = lo is self.OLD.table and ln is self.NEW.table
         if table:
-            uo, un = self.table_memo("hood", lambda: _unmatched(lo, ln, o2n, n2o))
+            uo, un = self.table_memo("hood", partial(_unmatched, lo, ln, o2n, n2o))
             if not uo or not un:
                 return
         else:
@@ -72,7 +74,7 @@ class CallgraphStage:
         for attr, score in (("body_hash", 0.99), ("shape_hash", 0.97)):
             if table:
                 groups, shapes_o, shapes_n = self.table_memo(
-                    attr, lambda a=attr, xo=uo, xn=un: _hash_groups(OLD, NEW, xo, xn, a, True)
+                    attr, partial(_hash_groups, OLD, NEW, uo, un, attr, True)
                 )
             else:
                 groups, shapes_o, shapes_n = _hash_groups(OLD, NEW, uo, un, attr, ordered)
@@ -188,6 +190,15 @@ class CallgraphStage:
         # (f) a clear mutual best inside the small neighbourhood
         self._resolve_best(uo, un)
 
+    def _best_value(
+        self, k: tuple[int, int], plain: dict[tuple[int, int], float], tails: dict
+    ) -> float:
+        """A pair's score of :meth:`_resolve_best` at its state (its tail kept), once."""
+        v = plain.get(k)
+        if v is None:
+            v = plain[k] = self.score(*k, self.content(*k), tails[k], False)
+        return v
+
     def _cg_score(self, s: float) -> float:
         # neighbour evidence lifts the similarity: the pair sits where the other's does
         return min(0.95, 0.3 + 0.7 * s)
@@ -210,7 +221,7 @@ class CallgraphStage:
     def _resolve_gaps(self, lo: Sequence[int], ln: Sequence[int]) -> None:
         """Callees between the same two matched anchors of both call sequences."""
         if lo is self.OLD.table and ln is self.NEW.table:
-            pairs = self.table_memo("gaps", lambda: self._gap_pairs(lo, ln))
+            pairs = self.table_memo("gaps", partial(self._gap_pairs, lo, ln))
         else:
             pairs = self._gap_pairs(lo, ln)
         for x, y in pairs:
@@ -228,7 +239,9 @@ class CallgraphStage:
         # holding one of each; accepting one changes no other gap: positions are distinct).
         # Every step over the whole lists runs in C: a hub's lists and the function table
         # hold thousands of functions, a handful of them unmatched.
-        mapped = list(map(o2n.get, lo))  # the image of each entry of lo (None: unmatched)
+        mapped: list[int | None] = list(
+            map(o2n.get, lo)
+        )  # the image of each entry of lo (None: unmatched)
         imp_o, imp_n = self.OLD.imported, self.NEW.imported
         ui = [i for i in compress(count(), map(is_, mapped, repeat(None))) if lo[i] not in imp_o]
         if not ui:
@@ -242,8 +255,8 @@ class CallgraphStage:
         # the largest position of any earlier image (a smaller one was skipped), so the
         # anchors are where the running maximum of the images' positions (-1: no image in
         # ln) goes up.
-        pos = list(map(self.NEW.position(ln).get, mapped, repeat(-1)))
-        top = list(accumulate(pos, max, initial=-1))
+        pos: list[int] = list(map(self.NEW.position(ln).get, mapped, repeat(-1)))  # type: ignore[arg-type]
+        top: list[int] = list(accumulate(pos, max, initial=-1))  # type: ignore[arg-type]
         at = list(compress(count(), map(gt, pos, top)))  # pos[i] > top[i]: max before i
         if not at:
             return []
@@ -290,19 +303,13 @@ class CallgraphStage:
             bound[k] = self.score(*k, self.content_bound(*k), t, False)
         plain: dict[tuple[int, int], float] = {}
 
-        def value(k: tuple[int, int]) -> float:
-            v = plain.get(k)
-            if v is None:
-                v = plain[k] = self.score(*k, self.content(*k), tails[k], False)
-            return v
-
         by_o: dict[int, list[tuple[int, int]]] = defaultdict(list)
         by_n: dict[int, list[tuple[int, int]]] = defaultdict(list)
         for k in pairs:
             by_o[k[0]].append(k)
             by_n[k[1]].append(k)
         # the pairs at or above CG_BEST (none whose bound is below), best first
-        best = [(value(k), k) for k in pairs if bound[k] >= self.CG_BEST]
+        best = [(self._best_value(k, plain, tails), k) for k in pairs if bound[k] >= self.CG_BEST]
         best = [(p, k) for p, k in best if p >= self.CG_BEST]
         best.sort(key=lambda pk: (-pk[0], pk[1]))
         margin = self.CG_BEST_MARGIN
@@ -316,9 +323,10 @@ class CallgraphStage:
             # the margin behind (float subtraction is monotone), by its bound when it suffices
             rivals = [k for k in by_o[x] if k[1] != y and k[1] not in self.n2o]
             rivals += [k for k in by_n[y] if k[0] != x and k[0] not in self.o2n]
-            if all(p - bound[k] >= margin or p - value(k) >= margin for k in rivals) and (
-                rivals or p - 0.0 >= margin
-            ):
+            if all(
+                p - bound[k] >= margin or p - self._best_value(k, plain, tails) >= margin
+                for k in rivals
+            ) and (rivals or p - 0.0 >= margin):
                 self.accept(x, y, self._cg_score(s), "callgraph")
 
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
-from kbtool.identity.matcher.base import _SCORE, _import_field_minified, _Side, _weak_name
+from .base import _SCORE, _import_field_minified, _Side, _weak_name
+from .callgraph import CallgraphStage
 
 
-class ExactStages:
+class ExactStages(CallgraphStage):
     # ---------------------------------------------------------------- stages 1-4
     def stage_imports(self) -> None:
         go: dict[str, list[int]] = defaultdict(list)
@@ -26,9 +28,9 @@ class ExactStages:
                 for o, n in zip(lo, ln, strict=True):
                     self.accept(o, n, _SCORE["import"], "import")
 
-    def _groups(self, attr: str) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
-        go: dict[str, list[int]] = defaultdict(list)
-        gn: dict[str, list[int]] = defaultdict(list)
+    def _groups(self, attr: str) -> tuple[dict[Any, list[int]], dict[Any, list[int]]]:
+        go: dict[Any, list[int]] = defaultdict(list)
+        gn: dict[Any, list[int]] = defaultdict(list)
         for i in self.unmatched_old():
             r = self.OLD.recs[i]
             h = getattr(r, attr)
@@ -72,17 +74,8 @@ class ExactStages:
         return len(pairs)
 
     def stage_names(self) -> int:
-        def index(side: _Side, matched: dict[int, int]) -> dict[str, list[int]]:
-            g: dict[str, list[int]] = defaultdict(list)
-            for i in side.order:
-                for nm in side.recs[i].names:
-                    g[nm].append(i)
-            # a name shared by several functions of one side identifies none of them;
-            # only then drop the already matched ones
-            return {k: v for k, v in g.items() if len(v) == 1 and v[0] not in matched}
-
-        go = index(self.OLD, self.o2n)
-        gn = index(self.NEW, self.n2o)
+        go = _name_index(self.OLD, self.o2n)
+        gn = _name_index(self.NEW, self.n2o)
         cand_o: dict[int, set[int]] = defaultdict(set)
         cand_n: dict[int, set[int]] = defaultdict(set)
         for nm, lo in go.items():
@@ -108,3 +101,14 @@ class ExactStages:
             self.accept(o, n, _SCORE["name"], "name")
             count += 1
         return count
+
+
+def _name_index(side: _Side, matched: dict[int, int]) -> dict[str, list[int]]:
+    """name -> [the one function of ``side`` carrying it], unless already matched."""
+    g: dict[str, list[int]] = defaultdict(list)
+    for i in side.order:
+        for nm in side.recs[i].names:
+            g[nm].append(i)
+    # a name shared by several functions of one side identifies none of them;
+    # only then drop the already matched ones
+    return {k: v for k, v in g.items() if len(v) == 1 and v[0] not in matched}

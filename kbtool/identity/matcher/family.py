@@ -33,10 +33,11 @@ from __future__ import annotations
 import bisect
 from collections import defaultdict
 from collections.abc import Sequence
+from functools import partial
 
-from kbtool.identity.features import size_ratio
-from kbtool.identity.matcher.base import REVIEW_SCORE, _Side
-from kbtool.identity.records import Match
+from ..records import Match
+from .base import REVIEW_SCORE, MatcherBase, _Side
+from .features import size_ratio
 
 WRAPPER_MAX_INSTR = 32  # a thin wrapper: at most this many instructions ...
 INLINE_MIN_EXTRA = 8  # instructions ``a`` has beyond ``b`` before an inlining is considered
@@ -61,7 +62,7 @@ def _family_key(rec) -> tuple[str, bytes] | None:
     return (rec.type_sig, rec.ops)
 
 
-class FamilyStage:
+class FamilyStage(MatcherBase):
     # ---------------------------------------------------------------- bookkeeping
     def unaccept(self, o: int, n: int) -> None:
         """Undo a match (a re-pairing); the neighbours get looked at again."""
@@ -74,10 +75,10 @@ class FamilyStage:
         if o in self.OLD.in_table or n in self.NEW.in_table:
             self._table_ver += 1
         self._scored = None
-        self._flags = self.__dict__.get("_flags", 0) + 1
+        self._flags += 1
 
     def _families(self) -> tuple[dict, dict]:
-        cache = getattr(self, "_fam_cache", None)
+        cache = self._fam_cache
         if cache is None:
             fo: dict[tuple[str, bytes], list[int]] = defaultdict(list)
             fn: dict[tuple[str, bytes], list[int]] = defaultdict(list)
@@ -215,7 +216,8 @@ class FamilyStage:
         """An unmatched function of ``a``'s side with its signature and about its size (it
         may be the one the wrapper inlined): scanned only for the rare root-only case."""
         ra = A.recs[a]
-        by_sig = self.__dict__.setdefault("_sig_sizes", {}).get(id(A))
+        memo = self._sig_sizes
+        by_sig = memo.get(id(A))
         if by_sig is None:  # signature -> [(instr_count, index)], sorted (static)
             by_sig = defaultdict(list)
             for x in A.order:
@@ -223,7 +225,7 @@ class FamilyStage:
                     by_sig[A.recs[x].type_sig].append((A.recs[x].instr_count, x))
             for v in by_sig.values():
                 v.sort()
-            self._sig_sizes[id(A)] = by_sig
+            memo[id(A)] = by_sig
         lst = by_sig.get(ra.type_sig, [])
         k = bisect.bisect_left(lst, (int(ra.instr_count * 0.8), -1))
         for scanned, (cnt, x) in enumerate(lst[k:]):
@@ -249,7 +251,7 @@ class FamilyStage:
         )
 
     def flag(self, o: int, n: int) -> None:
-        self._flags = self.__dict__.get("_flags", 0) + 1
+        self._flags += 1
         m = self.result[n]
         if not m.review or m.score > FLAGGED_SCORE:
             self.result[n] = Match(o, n, min(m.score, FLAGGED_SCORE), m.method, True)
@@ -267,7 +269,7 @@ class FamilyStage:
     def _family_keys(self) -> tuple[dict, dict, set, set]:
         """The family key of every function, old and new, and the keys of the families
         with more than one member on each side (static: computed once)."""
-        got = self.__dict__.get("_fam_keys")
+        got = self._fam_keys
         if got is None:
             fo, fn = self._families()
             got = (
@@ -282,7 +284,7 @@ class FamilyStage:
     def _review_families(self) -> int:
         fo, fn = self._families()
         keys_o, keys_n, multi_o, multi_n = self._family_keys()
-        passed = self.__dict__.setdefault("_passed", {})
+        passed = self._passed
         clean = self._clean_families(fo, fn)
         flagged = 0
         NEW_recs = self.NEW.recs
@@ -376,7 +378,7 @@ class FamilyStage:
     def _rivals(self, i: int, g1: Sequence[int], g2: Sequence[int]) -> list[int]:
         """The ``FAMILY_RIVALS`` members of two index-sorted family lists nearest to ``i``;
         bounded work per pair however large a family is (cached: families are static)."""
-        cache = self.__dict__.setdefault("_rival_cache", {})
+        cache = self._rival_cache
         key = (i, id(g1), id(g2))
         got = cache.get(key)
         if got is not None:
@@ -386,7 +388,7 @@ class FamilyStage:
             k = bisect.bisect_left(g, i)
             near.update(g[max(0, k - FAMILY_RIVALS) : k + FAMILY_RIVALS + 1])
         near.discard(i)
-        got = sorted(near, key=lambda j: (abs(j - i), j))[:FAMILY_RIVALS]
+        got = sorted(near, key=partial(_nearness, i))[:FAMILY_RIVALS]
         cache[key] = got
         return got
 
@@ -458,7 +460,7 @@ class FamilyStage:
         """The function table's order says something the function order does not: on either
         side some table entries are not in function-index order (a toolchain that lays the
         table out in function order, like Go's, repeats the function order)."""
-        got = self.__dict__.get("_table_info")
+        got = self._table_info
         if got is None:
             got = any(
                 any(a > b for a, b in zip(t, t[1:], strict=False))
@@ -506,8 +508,8 @@ class FamilyStage:
         ``o``'s place in each caller's call sequence), of its defined callees, and of its
         nearest non-look-alike neighbours in function and table order (with their offset);
         cached until a match changes."""
-        cache = self.__dict__.setdefault("_img_cache", {})
-        key = (len(self.result), self.__dict__.get("_flags", 0))
+        cache = self._img_cache
+        key = (len(self.result), self._flags)
         got = cache.get(o)
         if got is not None and got[0] == key:
             return got[1]
@@ -537,7 +539,7 @@ class FamilyStage:
         return value
 
     def _callee_pos(self, d: int) -> dict[int, int]:
-        cache = self.__dict__.setdefault("_cpos_cache", {})
+        cache = self._cpos_cache
         p = cache.get(d)
         if p is None:
             p = {y: k for k, y in enumerate(self.NEW.callees[d])}
@@ -556,7 +558,7 @@ class FamilyStage:
     def _neighbour(self, which: str, o: int, step: int) -> tuple[int, int] | None:
         """(x, offset) of the nearest defined non-look-alike of ``o`` in an old sequence
         (``order`` or ``table``) within ``FAMILY_RIVALS`` places; cached (static)."""
-        cache = self.__dict__.setdefault("_nb_cache", {})
+        cache = self._nb_cache
         key = (which, o, step)
         if key in cache:
             return cache[key]
@@ -578,14 +580,14 @@ class FamilyStage:
 
     def _fid_old(self) -> dict[int, int]:
         """Old index -> family number (functions with a family key only)."""
-        f = self.__dict__.get("_fid_cache")
+        f = self._fid_cache
         if f is None:
             f = {i: k for k, g in enumerate(self._families()[0].values()) for i in g}
             self._fid_cache = f
         return f
 
     def _pos(self, which: str) -> dict[int, int]:
-        cache = self.__dict__.setdefault("_pos_caches", {})
+        cache = self._pos_caches
         p = cache.get(which)
         if p is None:
             seq = {"order": self.OLD.order, "table": self.OLD.table, "table_new": self.NEW.table}
@@ -599,3 +601,7 @@ class FamilyStage:
         for n, m in list(self.result.items()):
             if m.review and m.score > FLAGGED_SCORE:
                 self.result[n] = Match(m.old_index, n, FLAGGED_SCORE, m.method, True)
+
+
+def _nearness(i: int, j: int) -> tuple[int, int]:
+    return (abs(j - i), j)

@@ -25,8 +25,8 @@ from contextlib import contextmanager
 from operator import attrgetter
 from typing import Any
 
-from kbtool.identity.features import FeatureCache, size_ratio
-from kbtool.identity.records import FuncRecord
+from ..records import FuncRecord
+from .features import FeatureCache, size_ratio
 
 # the last reviewed pairing, kept while a review_memo scope is open (None: no scope)
 _MEMO: contextvars.ContextVar[list | None] = contextvars.ContextVar("review_memo", default=None)

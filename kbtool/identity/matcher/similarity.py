@@ -5,19 +5,20 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections import defaultdict
+from functools import partial
 
-from kbtool.identity.features import size_ratio
-from kbtool.identity.matcher.base import REVIEW_MARGIN, REVIEW_SCORE, _Side
+from .base import REVIEW_MARGIN, REVIEW_SCORE, _Side
+from .family import FamilyStage
+from .features import size_ratio
 
 
-class SimilarityStage:
+class SimilarityStage(FamilyStage):
     # ---------------------------------------------------------------- stage 6
     CAND_WINDOW = 12  # nearest in size (then in expected position) with the same signature
     CAND_CAP = 40  # candidates kept per function, each way
     CAND_IN = 80  # candidate pairs any one function takes part in (both ways together)
     RARE = 4  # a string/constant shared by at most this many unmatched functions
     HOOD_MAX = 64  # matched neighbours with larger neighbourhoods propose no candidates
-    SCAN_PER_UNIT = 16  # entries of a rival or neighbourhood scan charged as one comparison
 
     def candidates(self) -> dict[int, set[int]]:
         """Blocking: bounded candidate lists, generated from both sides (so that the margin
@@ -41,8 +42,8 @@ class SimilarityStage:
                 k = (o, n)
                 weight[k] = max(weight.get(k, 0.0), w)
         self.spend(len(weight) // self.SCAN_PER_UNIT + 1)
-        by_o: dict[int, list[tuple[float, int, int]]] = defaultdict(list)
-        by_n: dict[int, list[tuple[float, int, int]]] = defaultdict(list)
+        by_o: dict[int, list[tuple[float, float, int]]] = defaultdict(list)
+        by_n: dict[int, list[tuple[float, float, int]]] = defaultdict(list)
         at: dict[int, float] = {}  # old -> its expected position (once per function)
         for (o, n), w in weight.items():
             e = at.get(o)
@@ -74,6 +75,7 @@ class SimilarityStage:
         else:
             (s0, s1), (d0, d1) = self.span_n, self.span_o
         src = src or []
+        dst = dst or []  # (as long as src)
         k = bisect.bisect_left(src, i)
         lo_s, lo_d = (src[k - 1], dst[k - 1]) if k else (s0, d0)
         hi_s, hi_d = (src[k], dst[k]) if k < len(src) else (s1, d1)
@@ -84,10 +86,7 @@ class SimilarityStage:
     def _blocking_keys(self, side: int) -> dict[int, tuple[tuple, tuple]]:
         """The blocking keys of the functions of one side (0 old, 1 new) made so far, by
         index (:func:`_blocking_keys`: static, made once per function)."""
-        got = self.__dict__.get("_bkeys")
-        if got is None:
-            got = self._bkeys = ({}, {})
-        return got[side]
+        return self._bkeys[side]
 
     def _candidates_one_way(
         self,
@@ -193,7 +192,7 @@ class SimilarityStage:
             self._scored = (state, scored)
         if not scored:
             return 0
-        memo = self.__dict__.get("_margins")
+        memo = self._margins
         if (
             memo is not None
             and memo[0] is scored
@@ -221,18 +220,6 @@ class SimilarityStage:
         top_n: dict[int, tuple[float, int, float]] = {}
         scan = self.SCAN_PER_UNIT
 
-        def top(alive: dict[int, float], matched: dict[int, int]) -> tuple[float, int, float]:
-            self.spend(1 + len(alive) // scan)
-            b1, who, b2 = 0.0, -1, 0.0
-            for other, t in alive.items():
-                if other in matched:
-                    continue
-                if t > b1 or (t == b1 and who >= 0 and other < who):
-                    b1, who, b2 = t, other, b1
-                elif t > b2:
-                    b2 = t
-            return b1, who, b2
-
         count = 0
         while heap:
             neg, o, n, seen = heapq.heappop(heap)
@@ -254,10 +241,10 @@ class SimilarityStage:
             # rivals still free decide whether to take the pair at all
             tn = top_n.get(n)
             if tn is None:
-                tn = top_n[n] = top(alive_n[n], self.o2n)
+                tn = top_n[n] = self._top(scan, alive_n[n], self.o2n)
             to = top_o.get(o)
             if to is None:
-                to = top_o[o] = top(alive_o[o], self.n2o)
+                to = top_o[o] = self._top(scan, alive_o[o], self.n2o)
             second = max(tn[2] if tn[1] == o else tn[0], to[2] if to[1] == n else to[0])
             margin = s - second
             if margin <= 1e-9 or margin < min_margin:
@@ -289,12 +276,27 @@ class SimilarityStage:
             # no match, no re-scoring: remember each pair's margin for the next rounds
             margins = []
             for sc, o, n in scored:
-                tn = top_n.get(n) or top_n.setdefault(n, top(alive_n[n], self.o2n))
-                to = top_o.get(o) or top_o.setdefault(o, top(alive_o[o], self.n2o))
+                tn = top_n.get(n) or top_n.setdefault(n, self._top(scan, alive_n[n], self.o2n))
+                to = top_o.get(o) or top_o.setdefault(o, self._top(scan, alive_o[o], self.n2o))
                 second = max(tn[2] if tn[1] == o else tn[0], to[2] if to[1] == n else to[0])
                 margins.append((sc, sc - second))
             self._margins = (scored, margins)
         return count
+
+    def _top(
+        self, scan: int, alive: dict[int, float], matched: dict[int, int]
+    ) -> tuple[float, int, float]:
+        """(best, its index, second best) score among the free candidates in ``alive``."""
+        self.spend(1 + len(alive) // scan)
+        b1, who, b2 = 0.0, -1, 0.0
+        for other, t in alive.items():
+            if other in matched:
+                continue
+            if t > b1 or (t == b1 and who >= 0 and other < who):
+                b1, who, b2 = t, other, b1
+            elif t > b2:
+                b2 = t
+        return b1, who, b2
 
     def gap_align(self, threshold: float) -> int:
         """Order-preserving alignment of the unmatched functions between two consecutive
@@ -408,7 +410,7 @@ class SimilarityStage:
                 r = self.NEW.recs[i]
                 if getattr(r, attr) and not r.imported:
                     gn[getattr(r, attr)].append(i)
-            for h in sorted(go, key=lambda k: go[k][0]):
+            for h in sorted(go, key=partial(_first, go)):
                 xs, ys = go[h], gn.get(h)
                 if not ys or len(xs) != len(ys):
                     continue
@@ -444,3 +446,7 @@ def _blocking_keys(rec) -> tuple[tuple, tuple]:
     """A function's distinct strings and its distinct constants outside -255..255 (the
     only ones blocking indexes), in the order a set of them is read."""
     return tuple(set(rec.strings)), tuple(c for c in set(rec.consts) if c >= 256 or c <= -256)
+
+
+def _first(groups: dict, k: object) -> int:
+    return groups[k][0]

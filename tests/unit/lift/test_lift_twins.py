@@ -80,3 +80,13 @@ def test_package_build_ready_install_clean(tmp_path):
     )
     assert _build.ready_files(dest) == []  # the target has no sources: nothing to stamp against
     assert not _build.wheel_is_pure(tmp_path / "build")
+
+
+def test_the_matcher_is_a_package_twin_in_the_table():
+    """The fourth twin: the matcher's package (its features included) as
+    ``kbtool.identity._cmatcher``, ignored by git like the others."""
+    tw = _build.twin("matcher")
+    assert tw.compiled == "kbtool.identity._cmatcher" and tw.package_dir == "kbtool/identity"
+    parts = {p.name for p in _build.source_files(ROOT / tw.package_dir, tw)}
+    assert {"__init__.py", "features.py", "review.py", "driver.py"} <= parts
+    assert f"{tw.package_dir}/{tw.leaf}*" in (ROOT / ".gitignore").read_text().splitlines()

@@ -1,0 +1,470 @@
+"""Per-function features and pairwise similarity for the diff matcher (pure, stdlib only).
+
+Everything here is computed lazily and cached per record: the matcher only asks for the
+features of functions that are candidates of some still-unmatched function, so a large
+module that mostly matches by hash never pays for histograms.
+
+Inside :func:`shared_features` (one pairing: the matcher, its review and the pairing's own
+review checks), every :class:`FeatureCache` over the same two record lists shares one store:
+the per-record features and every pair's content similarity are computed once for the
+whole pairing instead of once per stage (issue 30: a pair's review asks for the same
+similarities many times). The values are the same either way (pure functions of the records).
+
+Inside :func:`feature_pool` (a later release's ingest: the matcher runs on the records of
+the new module, the pairing that stores the report on records read back from the KB), a
+store is also shared by CONTENT: a cache over other record objects whose every input of
+the store (per index: ops, strings, constants, size, loops, call_indirect) is equal gets
+the store already made, so the pairing's review checks find the matcher's features and
+similarities instead of computing them again.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from array import array
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from itertools import repeat
+from operator import itemgetter, mul
+
+from ..names import _MINIFIED_RE, _SHORT3_RE, is_minified_name, module_is_minified  # noqa: F401
+
+__all__ = [
+    "FeatureCache",
+    "shared_features",
+    "feature_pool",
+    "is_minified_name",
+    "module_is_minified",
+    "size_ratio",
+]
+
+
+def size_ratio(a: int, b: int) -> float:
+    if a == b:
+        return 1.0
+    lo, hi = (a, b) if a < b else (b, a)
+    if hi <= 0:
+        return 1.0
+    return max(lo, 0) / hi
+
+
+def _weighted_jaccard(a: frozenset, b: frozenset, idf: dict, default: float) -> float:
+    """The reference form (:func:`_weighted_jaccard_exact` gives the same float, faster)."""
+    if not a and not b:
+        return -1.0
+    inter = a & b
+    if not inter:
+        return 0.0
+    # fsum: exactly rounded, so the result does not depend on set iteration order
+    wi = math.fsum([idf.get(x, default) for x in inter])
+    wu = wi + math.fsum([idf.get(x, default) for x in a ^ b])
+    return wi / wu if wu > 0 else 0.0
+
+
+class _Weights:
+    """idf weights as exact integers (each weight times ``scale``, a power of two no float
+    weight has a finer bit than): sums of them are exact, and an int divided by an int is
+    correctly rounded, as :func:`math.fsum` is. So a set's total weight is summed once per
+    set and the union's weight of a pair is ``total(a) + total(b) - weight(a & b)``, the very
+    float :func:`_weighted_jaccard` computes from two ``fsum`` over the sets."""
+
+    __slots__ = ("w", "default", "scale")
+
+    def __init__(self, idf: dict, default: float) -> None:
+        distinct = {default, *idf.values()}  # (a few hundred floats: see _Store)
+        den = max((x.as_integer_ratio()[1] for x in distinct), default=1)
+        self.scale = den
+        self.default = _exact(default, den)
+        exact = {x: _exact(x, den) for x in distinct}
+        self.w = {k: exact[v] for k, v in idf.items()}
+
+    def total(self, s: frozenset) -> int:
+        w, d = self.w, self.default
+        try:
+            return sum(map(w.__getitem__, s))
+        except KeyError:
+            return sum(w.get(x, d) for x in s)
+
+
+def _exact(x: float, den: int) -> int:
+    n, d = x.as_integer_ratio()
+    return n * (den // d)
+
+
+def _weighted_jaccard_exact(a: frozenset, ta: int, b: frozenset, tb: int, wt: _Weights) -> float:
+    """:func:`_weighted_jaccard` of two sets with their exact totals (``_Weights.total``)."""
+    if not a and not b:
+        return -1.0
+    inter = a & b
+    if not inter:
+        return 0.0
+    wsi = wt.total(inter)
+    scale = wt.scale
+    wi = wsi / scale  # == fsum of the intersection's weights (both exactly rounded)
+    wu = wi + (ta + tb - 2 * wsi) / scale  # ... plus fsum of the symmetric difference's
+    return wi / wu if wu > 0 else 0.0
+
+
+_MAX_OPS = 16384  # instructions sampled per function for the op-bigram histogram
+
+
+class _Feat:
+    """One record's features. The op-bigram histogram is counted on first use
+    (:meth:`hist`): the sets are enough for :meth:`FeatureCache.content_bound`."""
+
+    __slots__ = ("strings", "consts", "tstrings", "tconsts", "_ops", "_cache", "_hist")
+
+    def __init__(
+        self,
+        ops: bytes,
+        strings: Sequence[str],
+        consts: Sequence[int],
+        bigrams: dict[bytes, tuple[Counter, float]] | None = None,
+    ) -> None:
+        self.strings = frozenset(strings)
+        self.consts = frozenset(consts)
+        self.tstrings = self.tconsts = 0  # exact total weights (set by FeatureCache.feat)
+        self._ops: bytes | None = ops
+        # ``bigrams``: the histograms already counted, by op stream (a pure function of the
+        # ops: records with equal streams share one, never changed once made)
+        self._cache = bigrams if type(ops) is bytes else None
+        self._hist: tuple[Counter, float] | None = None
+
+    def hist(self) -> tuple[Counter, float]:
+        """The op-bigram histogram and its Euclidean norm."""
+        got = self._hist
+        if got is None:
+            cache, ops = self._cache, self._ops
+            assert ops is not None  # (dropped once the histogram is made)
+            if cache is None:
+                got = _bigrams(ops)
+            else:
+                got = cache.get(ops)
+                if got is None:
+                    got = cache[ops] = _bigrams(ops)
+            self._hist = got
+            self._ops = self._cache = None
+        return got
+
+    @property
+    def bigrams(self) -> Counter:
+        return self.hist()[0]
+
+    @property
+    def bnorm(self) -> float:
+        return self.hist()[1]
+
+
+def _bigrams(ops: bytes) -> tuple[Counter, float]:
+    """The op-bigram histogram of an op stream and its Euclidean norm."""
+    if len(ops) > 2 * _MAX_OPS:
+        # very large bodies: the head and the tail are a fair sample of the mix, and
+        # counting millions of instructions per candidate would dominate the run
+        half = _MAX_OPS  # in bytes (2 per op): _MAX_OPS / 2 ops from each end
+        ops = ops[:half] + ops[len(ops) - half :]
+    n = len(ops) - (len(ops) % 2)
+    # op bigrams discriminate control-flow/arith patterns much better than unigrams.
+    # Every pair of neighbouring 16-bit op ids is one 32-bit word read at an even or
+    # an odd op position: two C-level passes, no Python per instruction.
+    big: Counter = Counter()
+    if n >= 4:
+        big.update(array("I", ops[: n - (n % 4)]))
+        if n >= 6:
+            big.update(array("I", ops[2 : 2 + (n - 2) - ((n - 2) % 4)]))
+    return big, math.sqrt(sum(v * v for v in big.values())) or 1.0
+
+
+# the largest bigram cosine a pair can get (1 and a margin far above float rounding)
+_COS_MAX = 1.0 + 1e-9
+# added to a ratio of set weights bounding a weighted Jaccard (FeatureCache.weight_bound):
+# far above the few units in the last place either float is off its real value
+_RATIO_SLACK = 1e-9
+
+
+def _cosine(a: Counter, na: float, b: Counter, nb: float) -> float:
+    if not a or not b:
+        return 1.0 if not a and not b else 0.0
+    if len(a) > len(b):
+        a, b = b, a
+    # the integer dot product over the smaller histogram's bigrams (0 where the other has
+    # none), every step in C, no set of the common keys built (exact: any order)
+    dot = sum(map(mul, a.values(), map(b.get, a, repeat(0))))
+    return dot / (na * nb)
+
+
+class _Store:
+    """What every FeatureCache over the same two record lists computes alike: idf weights,
+    per-record features and pair similarities (see :func:`shared_features`)."""
+
+    __slots__ = (
+        "recs",
+        "n",
+        "idf_s",
+        "idf_c",
+        "default_idf",
+        "df_s",
+        "df_c",
+        "feats",
+        "bigrams",
+        "sims",
+        "w_s",
+        "w_c",
+    )
+
+    def __init__(self, old_recs: Sequence, new_recs: Sequence) -> None:
+        self.recs = (old_recs, new_recs)  # held: the ids in the registry key stay theirs
+        n = len(old_recs) + len(new_recs)
+        df_s: Counter = Counter()
+        df_c: Counter = Counter()
+        for r in old_recs:
+            if r.strings:
+                df_s.update(set(r.strings))
+            if r.consts:
+                df_c.update(set(r.consts))
+        for r in new_recs:
+            if r.strings:
+                df_s.update(set(r.strings))
+            if r.consts:
+                df_c.update(set(r.consts))
+        self.n = max(n, 2)
+        logn = math.log(self.n)
+        # the weight of a document frequency, once per distinct frequency (a few hundred
+        # for 10^5 keys): the very float each key's own computation gives
+        ws = {v: math.log(self.n / v) + 0.1 for v in set(df_s.values())}
+        wc = {v: math.log(self.n / v) + 0.05 for v in set(df_c.values())}
+        self.idf_s = {k: ws[v] for k, v in df_s.items()}
+        self.idf_c = {k: wc[v] for k, v in df_c.items()}
+        self.default_idf = logn
+        self.df_s = df_s
+        self.df_c = df_c
+        self.w_s = _Weights(self.idf_s, logn)
+        self.w_c = _Weights(self.idf_c, logn)
+        self.feats: dict[tuple[int, int], _Feat] = {}
+        self.bigrams: dict[bytes, tuple[Counter, float]] = {}
+        self.sims: dict[tuple[int, int], tuple[float, float]] = {}
+
+
+# open shared_features scopes: key -> [store, how many scopes hold it]
+_SHARED: dict[tuple, list] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def _key(old_recs: Sequence, new_recs: Sequence) -> tuple:
+    return (tuple(map(id, old_recs)), tuple(map(id, new_recs)))
+
+
+@contextmanager
+def shared_features(old_recs: Sequence, new_recs: Sequence) -> Iterator[None]:
+    """While open, every :class:`FeatureCache` made over these very record objects (same
+    order) shares one store of features and pair similarities; scopes nest. The records
+    must not change meanwhile (they do not: records are built once per pairing)."""
+    key = _key(old_recs, new_recs)
+    with _SHARED_LOCK:
+        slot = _SHARED.get(key)
+        if slot is None:
+            slot = _SHARED[key] = [None, 0]
+        slot[1] += 1
+    try:
+        yield
+    finally:
+        with _SHARED_LOCK:
+            slot[1] -= 1
+            if slot[1] <= 0:
+                _SHARED.pop(key, None)
+
+
+# open feature_pool scopes: [how many are open, [(id key, content key, store), ...]]
+_POOL: list = [0, []]
+
+
+@contextmanager
+def feature_pool() -> Iterator[None]:
+    """While open, a :class:`FeatureCache` over records equal in content to those of a
+    store made meanwhile shares that store (see the module docstring); scopes nest, and the
+    stores are dropped when the outermost closes."""
+    with _SHARED_LOCK:
+        _POOL[0] += 1
+    try:
+        yield
+    finally:
+        with _SHARED_LOCK:
+            _POOL[0] -= 1
+            if _POOL[0] <= 0:
+                _POOL[1] = []
+
+
+def _content_key(old_recs: Sequence, new_recs: Sequence) -> tuple:
+    """Every input of a store's values, per side by index: features are keyed by index
+    and made of the ops, strings and constants; the pair similarity reads the size, loops
+    and call_indirect counts; the idf weights read the strings and constants of all."""
+
+    def side(recs: Sequence) -> list:
+        return sorted(
+            (
+                (r.index, r.ops, r.strings, r.consts, r.instr_count, r.loops, r.call_indirect)
+                for r in recs
+            ),
+            key=itemgetter(0),
+        )
+
+    return (side(old_recs), side(new_recs))
+
+
+def _pooled(key: tuple, old_recs: Sequence, new_recs: Sequence) -> _Store:
+    """The pool's store for these records (by identity, else by content), else a new one
+    added to the pool (called under the lock with a pool open)."""
+    entries = _POOL[1]
+    for k, _c, store in entries:
+        if k == key:
+            return store
+    content = _content_key(old_recs, new_recs)
+    for _k, c, store in entries:
+        if c == content:
+            entries.append((key, c, store))
+            return store
+    store = _Store(old_recs, new_recs)
+    entries.append((key, content, store))
+    return store
+
+
+def _store_for(old_recs: Sequence, new_recs: Sequence) -> _Store:
+    if _SHARED or _POOL[0]:
+        key = _key(old_recs, new_recs)
+        with _SHARED_LOCK:
+            slot = _SHARED.get(key)
+            if slot is not None and slot[0] is not None:
+                return slot[0]
+            if _POOL[0]:
+                store = _pooled(key, old_recs, new_recs)
+            else:
+                store = _Store(old_recs, new_recs)
+            if slot is not None:
+                slot[0] = store
+            return store
+    return _Store(old_recs, new_recs)
+
+
+class FeatureCache:
+    """Lazily computed features of the records of one match run (both sides).
+
+    ``idf`` weights for constants and strings come from their document frequency over
+    both modules, so a constant that appears everywhere (0, 1, 8, ...) says nothing and
+    a rare string says a lot.
+    """
+
+    def __init__(self, old_recs: Sequence, new_recs: Sequence) -> None:
+        store = _store_for(old_recs, new_recs)
+        self._old = old_recs
+        self._new = new_recs
+        self._cache = store.feats
+        self._bigrams = store.bigrams
+        self._sims = store.sims
+        self.n = store.n
+        self.idf_s = store.idf_s
+        self.idf_c = store.idf_c
+        self.default_idf = store.default_idf
+        self.df_s = store.df_s
+        self.df_c = store.df_c
+        self._w_s = store.w_s
+        self._w_c = store.w_c
+
+    def feat(self, side: int, rec) -> _Feat:
+        key = (side, rec.index)
+        f = self._cache.get(key)
+        if f is None:
+            f = _Feat(rec.ops, rec.strings, rec.consts, self._bigrams)
+            f.tstrings = self._w_s.total(f.strings)
+            f.tconsts = self._w_c.total(f.consts)
+            self._cache[key] = f
+        return f
+
+    def content_similarity(self, o, n) -> tuple[float, float]:
+        """(weighted sum, total weight) of the features that do not depend on the match
+        state: op histograms, op bigrams, size, constants, strings, loops, call_indirect."""
+        key = (o.index, n.index)
+        v = self._sims.get(key)
+        if v is None:
+            v = self._sims[key] = self._content_similarity(o, n)
+        return v
+
+    def _content_similarity(self, o, n) -> tuple[float, float]:
+        fo = self.feat(0, o)
+        fn = self.feat(1, n)
+        return self._sum(o, fo, n, fn, _cosine(*fo.hist(), *fn.hist()))
+
+    def content_bound(self, o, n) -> float:
+        """An upper bound of the pair's ``total / wsum`` (:meth:`content_similarity`)
+        without the op histograms: the same sum with the bigram cosine at its largest, 1
+        (a float cosine exceeds 1 by a few units in the last place at most: ``_COS_MAX``).
+        Every float step of the sum is monotone, so the bound is never below the value.
+        The value itself when already computed."""
+        total, wsum = self.content_bound_sum(o, n)
+        return total / wsum if wsum else 0.0
+
+    def weight_bound(self, o, n) -> float:
+        """A cheaper upper bound than :meth:`content_bound` (no set intersections): each
+        weighted Jaccard at its largest, the smaller total weight of the two sets over the
+        larger (the intersection weighs at most the smaller, the union at least the
+        larger), plus a margin far above the float rounding of both forms. Every later
+        float step is the same and monotone, so the bound is never below
+        :meth:`content_bound`."""
+        fo, fn = self.feat(0, o), self.feat(1, n)
+        total = 0.35 * _COS_MAX
+        wsum = 0.35
+        total += 0.15 * size_ratio(o.instr_count, n.instr_count)
+        wsum += 0.15
+        a, b = fo.tconsts, fn.tconsts
+        if a or b:
+            if a and b:
+                total += 0.15 * ((a / b if a < b else b / a) + _RATIO_SLACK)
+            wsum += 0.15
+        a, b = fo.tstrings, fn.tstrings
+        if a or b:
+            if a and b:
+                total += 0.25 * ((a / b if a < b else b / a) + _RATIO_SLACK)
+            wsum += 0.25
+        if o.loops or n.loops:
+            total += 0.05 * size_ratio(o.loops, n.loops)
+            wsum += 0.05
+        if o.call_indirect or n.call_indirect:
+            total += 0.05 * size_ratio(o.call_indirect, n.call_indirect)
+            wsum += 0.05
+        return total / wsum
+
+    def content_bound_sum(self, o, n) -> tuple[float, float]:
+        """(weighted sum, total weight) of :meth:`content_bound`: the weight is the pair's
+        own, the sum never below the pair's (the pair's own when already computed)."""
+        v = self._sims.get((o.index, n.index))
+        if v is None:
+            v = self._sum(o, self.feat(0, o), n, self.feat(1, n), _COS_MAX)
+        return v
+
+    def _sum(self, o, fo: _Feat, n, fn: _Feat, b: float) -> tuple[float, float]:
+        """(weighted sum, total weight) of the pair's features, ``b`` its bigram cosine."""
+        total = 0.0
+        wsum = 0.0
+        # instruction mix
+        total += 0.35 * b
+        wsum += 0.35
+        # size
+        sr = size_ratio(o.instr_count, n.instr_count)
+        total += 0.15 * sr
+        wsum += 0.15
+        # constants (idf-weighted)
+        c = _weighted_jaccard_exact(fo.consts, fo.tconsts, fn.consts, fn.tconsts, self._w_c)
+        if c >= 0:
+            total += 0.15 * c
+            wsum += 0.15
+        s = _weighted_jaccard_exact(fo.strings, fo.tstrings, fn.strings, fn.tstrings, self._w_s)
+        if s >= 0:
+            total += 0.25 * s
+            wsum += 0.25
+        if o.loops or n.loops:
+            total += 0.05 * size_ratio(o.loops, n.loops)
+            wsum += 0.05
+        if o.call_indirect or n.call_indirect:
+            total += 0.05 * size_ratio(o.call_indirect, n.call_indirect)
+            wsum += 0.05
+        return total, wsum

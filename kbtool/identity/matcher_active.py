@@ -1,0 +1,142 @@
+"""Which matcher runs: the mypyc-compiled twin ``kbtool.identity._cmatcher`` of the package
+:mod:`kbtool.identity.matcher` (its stages, review checks and features) or the pure package
+(the reference; same pairings, ``tests/unit/identity/test_matcher_twin.py``).
+
+Opt-in for now (docs/DECISIONS.md, session 19): the pure package runs unless
+``KBTOOL_MATCHER`` asks for the twin. ``KBTOOL_MATCHER=compiled`` uses it and turns a
+missing or stale build into an error; ``KBTOOL_MATCHER=auto`` uses it when it is present,
+loads and was built from today's ``matcher/`` (SHA-256 over its parts in
+``_cmatcher.sha256``, as ``kbtool/lift/_build.py`` writes it), else the pure package;
+``KBTOOL_LIFT=pure`` keeps the pure one. ``pip install`` and
+``python -m kbtool.lift.accel build matcher`` build it. (Compiled, the matcher gives the
+same pairings for ~5 % less CPU on ffmpeg: its time is in dict, set and Counter work and
+the records' attributes, which compiling does not make cheaper.)
+
+How it is picked: the pure package's ``__init__`` calls :func:`swap` first; when the twin is
+chosen, every part of the twin is registered under the pure part's name
+(``sys.modules["kbtool.identity.matcher.review"]`` is ``kbtool.identity._cmatcher.review``),
+so every importer of ``kbtool.identity.matcher[.part]`` and ``kbtool.identity.features``
+gets the compiled code, and one module of each part holds the state (the feature stores,
+the review memo). :func:`load_pure` gives the pure package beside it (tests compare both).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.machinery
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+
+HERE = Path(__file__).resolve().parent
+SOURCE = "matcher"
+COMPILED_NAME = "_cmatcher"
+STAMP = HERE / f"{COMPILED_NAME}.sha256"
+ENV = "KBTOOL_MATCHER"  # "pure" (the default) | "compiled" | "auto"
+PURE_NAME = f"{__package__}.{SOURCE}"
+#: the package's parts (each registered under the pure name when the twin is chosen)
+PARTS = ("features", "base", "exact", "callgraph", "similarity", "family", "review", "driver")
+
+#: "compiled" or "pure": what ``kbtool.identity.matcher`` is in this process (set by swap)
+PATH = "pure"
+
+
+def compiled_state() -> str:
+    """``absent``, ``stale`` (another ``matcher/`` or interpreter) or ``ready``."""
+    ext = (".so", ".pyd")
+    files = [f for f in sorted(HERE.glob(f"{COMPILED_NAME}*")) if f.is_file() and f.suffix in ext]
+    sub = HERE / COMPILED_NAME
+    files += sorted(f for f in sub.rglob("*") if f.suffix in ext) if sub.is_dir() else []
+    if not files or not STAMP.is_file():
+        return "absent"
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    if sub / ("__init__" + suffix) not in files:
+        return "stale"
+    return "ready" if STAMP.read_text().strip() == source_digest() else "stale"
+
+
+def source_digest() -> str:
+    """``kbtool/lift/_build.py``'s digest of a package twin: each part's path and bytes."""
+    pkg = HERE / SOURCE
+    h = hashlib.sha256()
+    for f in sorted(p for p in pkg.rglob("*.py") if "__pycache__" not in p.parts):
+        data = f.read_bytes()
+        h.update(f.relative_to(pkg).as_posix().encode() + b"\0")
+        h.update(len(data).to_bytes(8, "little") + data)
+    return h.hexdigest()
+
+
+def load_compiled() -> ModuleType | None:
+    """The compiled package with all its parts imported, or None when absent, stale or not
+    loadable here."""
+    if compiled_state() != "ready":
+        return None
+    name = f"{__package__}.{COMPILED_NAME}"
+    try:
+        mod = importlib.import_module(name)
+        for part in PARTS:
+            importlib.import_module(f"{name}.{part}")
+    except ImportError:
+        return None
+    return None if str(getattr(mod, "__file__", "")).endswith(".py") else mod
+
+
+def wanted() -> str:
+    """``pure`` (unset or anything else), ``compiled`` or ``auto`` from the environment."""
+    if os.environ.get("KBTOOL_LIFT", "").strip().lower() == "pure":
+        return "pure"
+    want = os.environ.get(ENV, "").strip().lower()
+    return want if want in ("compiled", "auto") else "pure"
+
+
+def swap(name: str) -> ModuleType | None:
+    """Called by the package ``name`` as it starts: for the pure package, when the compiled
+    twin is chosen, register the twin and its parts under the pure names and return it (the
+    pure ``__init__`` then stops); else None (``name`` runs as itself)."""
+    global PATH
+    if name != PURE_NAME:  # the twin itself, or the pure package loaded beside it
+        return None
+    want = wanted()
+    if want == "pure":
+        return None
+    mod = load_compiled()
+    if mod is None:
+        if want == "compiled":
+            raise ImportError(
+                f"{ENV}=compiled but the compiled matcher is {compiled_state()}: "
+                "run `python -m kbtool.lift.accel build matcher`"
+            )
+        return None
+    for part in PARTS:
+        sys.modules[f"{PURE_NAME}.{part}"] = sys.modules[f"{mod.__name__}.{part}"]
+    sys.modules[PURE_NAME] = mod
+    PATH = "compiled"
+    return mod
+
+
+def load_pure() -> ModuleType:
+    """The pure package as its own module ``kbtool.identity._pmatcher`` (with its own parts,
+    feature stores and review memo), whatever ``kbtool.identity.matcher`` is: for tests that
+    compare the two."""
+    name = f"{__package__}._pmatcher"
+    got = sys.modules.get(name)
+    if got is not None:
+        return got
+    pkg = HERE / SOURCE
+    spec = importlib.util.spec_from_file_location(
+        name, pkg / "__init__.py", submodule_search_locations=[str(pkg)]
+    )
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    try:
+        spec.loader.exec_module(mod)
+        for part in PARTS:
+            importlib.import_module(f"{name}.{part}")
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return mod

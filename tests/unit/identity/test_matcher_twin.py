@@ -1,0 +1,145 @@
+"""The matcher's compiled twin (``kbtool.identity._cmatcher``, mypyc, built by ``pip install``
+or ``python -m kbtool.lift.accel build matcher``) pairs exactly as the pure package: the
+same final pairing, identities, flags, scores, work per stage and notes, on corpus release
+pairs both ways and on random releases (Hypothesis); the pairing's review checks flag the
+same pairs. ``KBTOOL_MATCHER`` chooses (pure unless asked); a stale build is never used.
+Tests that need the twin skip cleanly when it is not built."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kbtool.identity import matcher_active
+from kbtool.identity.records import records_from_analysis
+from kbtool.wasm import analyze_module
+from testkit.wasmbuild import CORPUS as _CORPUS
+from tests.support.paths import ROOT
+from tests.support.records import random_releases
+
+CORPUS = Path(os.environ.get("KBTOOL_CORPUS", _CORPUS))
+COMPILED = matcher_active.load_compiled()
+PURE = matcher_active.load_pure()
+needs_twin = pytest.mark.skipif(
+    COMPILED is None, reason=f"compiled matcher {matcher_active.compiled_state()}"
+)
+
+PAIRS = [
+    ("release/sql.js-1.10.3.sql-wasm.wasm", "release/sql.js-1.12.0.sql-wasm.wasm"),
+    ("gt/zstd-1.5.2.O2.named.wasm", "gt/zstd-1.5.5.O2.named.wasm"),
+    ("gt/zstd-1.5.6.Os.stripped.wasm", "gt/zstd-1.5.7.O2.named.wasm"),
+]
+
+
+def _run(pkg, old, new) -> tuple:
+    """Everything a run gives: both pairings (every field), the work and the notes."""
+    stats: list = []
+    exact, full = pkg.match_functions_staged(old, new, stats=stats)
+    st_ = stats[0]
+    return exact, full, st_.work, st_.notes, st_.left_unmatched, st_.functions
+
+
+def _review(pkg, old, new, matches) -> list[tuple]:
+    view = pkg.driver._View(
+        {r.index: r for r in old}, {r.index: r for r in new}, [m for m in matches]
+    )
+    pkg.review.review_pairing(view)
+    return sorted((p.old_index, p.new_index, p.score, p.review) for p in view.by_new.values())
+
+
+def _records(path: str) -> list:
+    return records_from_analysis(analyze_module((CORPUS / path).read_bytes()))
+
+
+@needs_twin
+def test_twin_is_the_compiled_extension_with_every_part():
+    assert not str(COMPILED.__file__).endswith(".py")
+    for part in matcher_active.PARTS:
+        mod = sys.modules[f"{COMPILED.__name__}.{part}"]
+        assert not str(mod.__file__).endswith(".py"), part
+    assert str(PURE.__file__).endswith(".py")
+
+
+@needs_twin
+@pytest.mark.parametrize("a,b", PAIRS, ids=["sqljs", "zstd-O2", "zstd-Os-O2"])
+def test_corpus_pairs_pair_alike_both_ways(a, b):
+    if not (CORPUS / a).is_file() or not (CORPUS / b).is_file():
+        pytest.skip("corpus module missing")
+    ra, rb = _records(a), _records(b)
+    for old, new in ((ra, rb), (rb, ra)):
+        want = _run(PURE, old, new)
+        got = _run(COMPILED, old, new)
+        assert repr(got) == repr(want)  # repr: an int score and a float one differ too
+        assert _review(COMPILED, old, new, got[1]) == _review(PURE, old, new, want[1])
+
+
+@needs_twin
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**20), swap=st.booleans(), fuzzy=st.booleans())
+def test_random_releases_pair_alike(seed, swap, fuzzy):
+    old, new = random_releases(seed)
+    if swap:
+        old, new = new, old
+    assert repr(_run(COMPILED, old, new)) == repr(_run(PURE, old, new))
+    want = PURE.match_functions(old, new, fuzzy=fuzzy)
+    assert repr(COMPILED.match_functions(old, new, fuzzy=fuzzy)) == repr(want)
+
+
+def _chosen(env: dict) -> subprocess.CompletedProcess:
+    code = (
+        "import kbtool.identity.matcher as m, kbtool.identity.features as f\n"
+        "import kbtool.identity.matcher.review as r\n"
+        "print(m.__name__, f.__name__, r.__name__)\n"
+    )
+    clean = {k: v for k, v in os.environ.items() if k not in ("KBTOOL_MATCHER", "KBTOOL_LIFT")}
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_pure_unless_asked():
+    out = _chosen({}).stdout.split()
+    assert out == [
+        "kbtool.identity.matcher",
+        "kbtool.identity.matcher.features",
+        "kbtool.identity.matcher.review",
+    ]
+    out = _chosen({"KBTOOL_MATCHER": "compiled", "KBTOOL_LIFT": "pure"}).stdout.split()
+    assert out[0] == "kbtool.identity.matcher"
+
+
+@needs_twin
+def test_compiled_on_request_for_every_part():
+    for want in ("compiled", "auto"):
+        p = _chosen({"KBTOOL_MATCHER": want})
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.split() == [
+            "kbtool.identity._cmatcher",
+            "kbtool.identity._cmatcher.features",
+            "kbtool.identity._cmatcher.review",
+        ]
+
+
+def test_a_stale_or_missing_build_is_never_used(tmp_path, monkeypatch):
+    """A stamp over other sources (or none at all): the state is not ready, the loader
+    gives None and asking for the compiled matcher is a clear error."""
+    monkeypatch.setattr(matcher_active, "STAMP", tmp_path / "_cmatcher.sha256")
+    assert matcher_active.compiled_state() in ("absent", "stale")
+    assert matcher_active.load_compiled() is None
+    (tmp_path / "_cmatcher.sha256").write_text("0" * 64 + "\n")
+    assert matcher_active.compiled_state() in ("absent", "stale")
+    assert matcher_active.load_compiled() is None
+    monkeypatch.setenv("KBTOOL_MATCHER", "compiled")
+    with pytest.raises(ImportError, match="accel build matcher"):
+        matcher_active.swap(matcher_active.PURE_NAME)
