@@ -8,6 +8,7 @@ not exist with ``--read-only``.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import time
@@ -95,6 +96,9 @@ POLL_SECONDS = 1.5
 IDLE_CHECK_SECONDS = 0.25  # how often an idle TUI looks for a due full collection
 CLOSING_CHECK_SECONDS = 0.05  # a freeze waits for a popped screen's removal: checked this often
 CLOSING_WAITS = 40  # ... at most this many times (2 s), then tried all the same
+# the collector's first threshold while a screen that closes is open, times Python's: see
+# KbApp.young_threshold
+YOUNG_FACTOR = 10
 THEMES = {"dark": "textual-dark", "light": "textual-light"}
 
 
@@ -171,6 +175,7 @@ class KbApp(ReleasingWorkers, App[None]):
         self._due_seen = False  # a due collection already seen by collect_when_idle
         self._transient: weakref.WeakSet = weakref.WeakSet()  # screens opened that close
         self._stack_ids: set[int] = set()  # ids of the screens at the last screen change
+        self._gc_young = gc.get_threshold()[0]  # the collector's first threshold, restored
         name = THEMES.get(theme, theme)
         if name not in self.available_themes:
             self.conn.close()
@@ -232,6 +237,8 @@ class KbApp(ReleasingWorkers, App[None]):
         if heap.enabled():
             heap.defer_to_idle(False)
             heap.freeze_when(None)
+            if self._gc_young:
+                gc.set_threshold(self._gc_young, *gc.get_threshold()[1:])
         self.conn.close()
 
     async def on_event(self, event: Event) -> None:
@@ -251,6 +258,7 @@ class KbApp(ReleasingWorkers, App[None]):
         before, self._stack_ids = self._stack_ids, {id(s) for s in self.screen_stack}
         if before - self._stack_ids:  # a screen closed: waited on with tries of its own
             heap.closed()
+        self.young_threshold()
         if heap.pending():
             self.call_after_refresh(self._freeze)
 
@@ -275,6 +283,26 @@ class KbApp(ReleasingWorkers, App[None]):
         keeps no widget that dies with a screen (:func:`heap.freeze_when`)."""
         return all(_resident(s) for s in self.screen_stack)
 
+    def young_threshold(self) -> int:
+        """The collector's first threshold: :data:`YOUNG_FACTOR` times Python's while a
+        screen that closes is open, Python's again once only the resident ones are. While
+        one is open, what a settle keeps (a diff report, the changelog's rows, a version
+        prepared) waits for its freeze (:func:`heap.freeze_when`) in the young generations,
+        and each full collection walks it with the screen's widgets (ffmpeg's diff screen:
+        80,000-200,000 objects, 60-160 ms); full collections come after so many young ones,
+        so they are that many times rarer (a closed screen's cycles are still freed: by
+        :meth:`_freeze`'s collection, or the next young one). Only the first of the three is
+        set: a version's preparation holds back the third and restores all three when done
+        (``code_prepared._collector_paused``), so each idle check sets it again. The
+        threshold now."""
+        now = gc.get_threshold()
+        if not (heap.enabled() and self._gc_young):  # Python's policy; 0: collector off
+            return now[0]
+        want = self._gc_young * (1 if self.resident_only() else YOUNG_FACTOR)
+        if now[0] != want:
+            gc.set_threshold(want, *now[1:])
+        return want
+
     def closed_screens_gone(self) -> bool:
         """Every other screen ever opened is freed (not one still being unmounted)."""
         return not self._transient
@@ -284,6 +312,7 @@ class KbApp(ReleasingWorkers, App[None]):
         ffmpeg) once no key or mouse event came, no screen was opened or closed and no
         worker or preparation ran for ``heap.IDLE_SECONDS``. Collected?"""
         quiet = time.monotonic() - self.last_input
+        self.young_threshold()
         if not self._code_imports_settled:
             self._import_when_idle(quiet)
         if heap.pending() and quiet >= IDLE_CHECK_SECONDS:  # a settle on resident screens
