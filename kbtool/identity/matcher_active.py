@@ -9,8 +9,8 @@ loads and was built from today's ``matcher/`` (SHA-256 over its parts in
 ``_cmatcher.sha256``, as ``kbtool/lift/_build.py`` writes it), else the pure package;
 ``KBTOOL_LIFT=pure`` keeps the pure one. ``pip install`` and
 ``python -m kbtool.lift.accel build matcher`` build it. (Compiled, the matcher gives the
-same pairings for ~5 % less CPU on ffmpeg: its time is in dict, set and Counter work and
-the records' attributes, which compiling does not make cheaper.)
+same pairings for no measurable CPU back on ffmpeg yet: its time is in dict, set and
+Counter work and the records' attributes, which compiling alone does not make cheaper.)
 
 How it is picked: the pure package's ``__init__`` calls :func:`swap` first; when the twin is
 chosen, every part of the twin is registered under the pure part's name
