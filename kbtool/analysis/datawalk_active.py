@@ -14,12 +14,12 @@ own packing is faster).
 
 from __future__ import annotations
 
-import hashlib
 import importlib
-import importlib.machinery
 import os
 from pathlib import Path
 from types import ModuleType
+
+from kbtool.twinstate import package_digest, package_state
 
 HERE = Path(__file__).resolve().parent
 SOURCE = "datawalk"  # a package: the walk (``__init__``) and the items' cutting (``items``)
@@ -30,27 +30,12 @@ ENV = "KBTOOL_DATASCAN"  # "pure" | "compiled" | unset (auto)
 
 def compiled_state() -> str:
     """``absent``, ``stale`` (another ``datawalk/`` or interpreter) or ``ready``."""
-    ext = (".so", ".pyd")
-    files = [f for f in sorted(HERE.glob(f"{COMPILED_NAME}*")) if f.is_file() and f.suffix in ext]
-    sub = HERE / COMPILED_NAME
-    files += sorted(f for f in sub.rglob("*") if f.suffix in ext) if sub.is_dir() else []
-    if not files or not STAMP.is_file():
-        return "absent"
-    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-    if sub / ("__init__" + suffix) not in files:
-        return "stale"
-    return "ready" if STAMP.read_text().strip() == source_digest() else "stale"
+    return package_state(HERE, COMPILED_NAME, STAMP, HERE / SOURCE)
 
 
 def source_digest() -> str:
     """``kbtool/lift/_build.py``'s digest of a package twin: each part's path and bytes."""
-    pkg = HERE / SOURCE
-    h = hashlib.sha256()
-    for f in sorted(p for p in pkg.rglob("*.py") if "__pycache__" not in p.parts):
-        data = f.read_bytes()
-        h.update(f.relative_to(pkg).as_posix().encode() + b"\0")
-        h.update(len(data).to_bytes(8, "little") + data)
-    return h.hexdigest()
+    return package_digest(HERE / SOURCE)
 
 
 def load_compiled() -> ModuleType | None:

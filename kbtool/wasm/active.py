@@ -17,13 +17,14 @@ there), so the stamp check is repeated here (same file names, same digest).
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import importlib.machinery
 import os
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from kbtool.twinstate import package_digest
 
 HERE = Path(__file__).resolve().parent
 SOURCE = "decoder"  # a package: every .py part counts
@@ -34,13 +35,7 @@ ENV = "KBTOOL_DECODE"  # "pure" | "compiled" | unset (auto)
 
 def source_digest() -> str:
     """``_build.source_digest`` of a package twin: each part's relative path and bytes."""
-    pkg = HERE / SOURCE
-    h = hashlib.sha256()
-    for f in sorted(p for p in pkg.rglob("*.py") if "__pycache__" not in p.parts):
-        data = f.read_bytes()
-        h.update(f.relative_to(pkg).as_posix().encode() + b"\0")
-        h.update(len(data).to_bytes(8, "little") + data)
-    return h.hexdigest()
+    return package_digest(HERE / SOURCE)
 
 
 def compiled_files() -> list[Path]:
