@@ -175,7 +175,6 @@ class KbApp(ReleasingWorkers, App[None]):
         self._due_seen = False  # a due collection already seen by collect_when_idle
         self._transient: weakref.WeakSet = weakref.WeakSet()  # screens opened that close
         self._stack_ids: set[int] = set()  # ids of the screens at the last screen change
-        self._freeze_chain: bool | None = None  # a _freeze waiting for a popped screen: its retry
         self._gc_young = gc.get_threshold()[0]  # the collector's first threshold, restored
         name = THEMES.get(theme, theme)
         if name not in self.available_themes:
@@ -267,22 +266,10 @@ class KbApp(ReleasingWorkers, App[None]):
         """:func:`heap.freeze_pending`; once frozen, the closed screens still alive are
         frozen with the rest (held past heap.STUCK_TRIES tries): not waited on again.
         A screen popped is still being removed for a few frames: tried once it is (up to
-        CLOSING_WAITS checks), so a try is not spent on a screen that is about to be freed.
-        One such wait at a time: a pop was asked about more than once while its screen was
-        removed (a screen change, the idle check), each ask waited on its own, and their two
-        tries were two collections ~30 ms apart, the second on the screen the first had just
-        found alive; a later ask now joins the waiting one (its retry too)."""
-        if waits == 0 and self._freeze_chain is not None:  # one waits: it tries for both
-            self._freeze_chain = self._freeze_chain or retry
-            return
+        CLOSING_WAITS checks), so a try is not spent on a screen that is about to be freed."""
         if waits < CLOSING_WAITS and self._closing_screens():
-            if waits == 0:
-                self._freeze_chain = retry
-            self.set_timer(
-                CLOSING_CHECK_SECONDS, lambda: self._freeze(bool(self._freeze_chain), waits + 1)
-            )
+            self.set_timer(CLOSING_CHECK_SECONDS, lambda: self._freeze(retry, waits + 1))
             return
-        self._freeze_chain = None
         if heap.freeze_pending(retry):
             self._transient = weakref.WeakSet()
 
