@@ -7,20 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..records import FuncRecord, Match
-from .base import REVIEW_MARGIN, REVIEW_SCORE, MatchStats
+from .base import MatchStats
 from .exact import ExactStages
 from .features import shared_features
 from .review import review_pairing
-
-__all__ = [
-    "FuncRecord",
-    "Match",
-    "MatchStats",
-    "match_functions",
-    "match_functions_staged",
-    "REVIEW_SCORE",
-    "REVIEW_MARGIN",
-]
 
 
 class _Matcher(ExactStages):
