@@ -563,6 +563,9 @@ STORE_DELAY = 1.0
 _TO_KEEP: dict[tuple, code_store.Kept] = {}
 _AT_EXIT: list = []
 _TIMERS: list[threading.Timer] = []  # the pending delayed write (at most one)
+#: held by whoever is writing kept preparations: a flush returns only once the timer's
+#: write under way is on disk too (it took the item before the flush looked)
+_WRITING = threading.Lock()
 
 
 def _keep_later(skey: tuple, kept: code_store.Kept) -> None:
@@ -598,15 +601,17 @@ def store_now() -> int:
 def flush_store(at_exit: bool = False) -> int:
     """Write the preparations built in this process that are not kept yet; how many
     (``at_exit``: only into a store directory that is still there, e.g. not a test run's
-    removed already)."""
+    removed already). Returns once every one is on disk, also one the delayed write had
+    taken and was still writing."""
     done = 0
-    while True:
-        with _LOCK:
-            if not _TO_KEEP:
-                return done
-            skey = next(iter(_TO_KEEP))
-            kept = _TO_KEEP.pop(skey)
-        done += code_store.save(skey, kept, create=not at_exit)
+    with _WRITING:
+        while True:
+            with _LOCK:
+                if not _TO_KEEP:
+                    return done
+                skey = next(iter(_TO_KEEP))
+                kept = _TO_KEEP.pop(skey)
+            done += code_store.save(skey, kept, create=not at_exit)
 
 
 def keep_prepared(conn: sqlite3.Connection, version_id: int) -> str:

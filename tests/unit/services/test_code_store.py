@@ -252,3 +252,28 @@ def _defined_rows(db) -> list[str]:
         return [f["stable_id"] for f in queries.list_functions(conn, 1)]
     finally:
         conn.close()
+
+
+def test_flush_waits_for_the_delayed_write_under_way(monkeypatch):
+    """The delayed write takes a preparation and is still writing it when a flush looks: the
+    flush returns only once it is on disk (CI once read a file the timer had not renamed
+    into place yet)."""
+    import threading
+
+    started, release, written = threading.Event(), threading.Event(), []
+
+    def slow_save(key, kept, create=True):
+        started.set()
+        release.wait(5)
+        written.append(key)
+        return True
+
+    monkeypatch.setattr(code_prepared.code_store, "save", slow_save)
+    monkeypatch.setitem(code_prepared._TO_KEEP, ("k",), object())
+    timer = threading.Thread(target=code_prepared.flush_store)  # what the timer runs
+    timer.start()
+    assert started.wait(5)
+    threading.Timer(0.2, release.set).start()
+    code_prepared.flush_store()
+    assert written == [("k",)]
+    timer.join(5)
