@@ -46,6 +46,49 @@ def test_a_whole_diff_asked_again_is_not_encoded_again_and_follows_renames(tmp_p
     assert len(encoded) == 2
 
 
+def test_pages_of_a_diff_sort_it_once_and_follow_renames(tmp_path, monkeypatch):
+    """Pages of one report are sorted (triage order, the `only` filter) once, not per page;
+    every page is a slice of that order; a rename (a new report) is sorted again and shown."""
+    from kbtool.services.diff import triage
+
+    db = two_versions_kb(tmp_path)
+    spec = next(s for s in server.tool_specs(db, RuntimeError) if s.name == "get_diff")
+    sorts: list[int] = []
+    real = triage.order_changes
+
+    def counting(changes, order="triage"):
+        sorts.append(1)
+        return real(changes, order)
+
+    monkeypatch.setattr(triage, "order_changes", counting)
+    whole = json.loads(spec.fn(from_version_id=1, to_version_id=2, order="index"))
+    sorts.clear()
+    pages, offset = [], 0
+    while offset is not None:
+        page = json.loads(spec.fn(from_version_id=1, to_version_id=2, limit=1, offset=offset))
+        pages += page["changes"]
+        offset = page["page"]["next_offset"]
+    assert len(pages) == len(whole["changes"]) > 1
+    assert pages == real(whole["changes"], "triage") and len(sorts) == 1
+    changed = json.loads(spec.fn(from_version_id=1, to_version_id=2, only=["changed"], limit=50))
+    assert changed["changes"] == [
+        c for c in pages if c["classification"] in ("modified", "new", "deleted")
+    ]
+    assert len(sorts) == 2  # another filter: its own rows
+
+    target = next(c for c in pages if c["to_stable_id"])
+    conn = open_rw(db)
+    try:
+        gate.human_rename(conn, target["to_stable_id"], "renamed_between_pages", actor="test")
+        conn.commit()
+    finally:
+        conn.close()
+    after = json.loads(spec.fn(from_version_id=1, to_version_id=2, limit=len(pages)))
+    names = {c["to_stable_id"]: c["name"] for c in after["changes"]}
+    assert names[target["to_stable_id"]] == "renamed_between_pages"
+    assert len(sorts) == 3
+
+
 _HALF_LINE_SERVER = r"""
 import sys
 from kbtool.mcp import linebound
