@@ -151,7 +151,7 @@ class _Core:
         self.fstruct = ""  # its struct tag
         self.fwait = ""  # "lN = " while the frame pointer's assignment waits for lN's
         self.fused: list[int] = []  # output lines that assign the frame pointer
-        # per local: 0 signed, 1 unsigned (uint32_t / uint64_t), 2 bool (_local_signs)
+        # per local: 0 signed, 1 unsigned (uint32_t / uint64_t), 2 bool (.prepass._prepass)
         self.lsign: list[int] = []
         # set by run (the walk): the function's locals, blocks and per-local read cache
         self.locals_c: list[str] = []

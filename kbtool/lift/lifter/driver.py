@@ -21,9 +21,10 @@ from .base import (
     _Budget,
 )
 from .decode import _decode
-from .localvars import _local_names, _local_signs
+from .localvars import _local_names
 from .memory import _data_decls, _frame_struct, _setup_frame
 from .notes import function_notes, note_line, place_notes, setup_notes
+from .prepass import _prepass
 from .structure import _scan
 from .views import lift_views
 from .walk import _Lifter
@@ -129,9 +130,17 @@ def lift_function(
         notes = function_notes(lm, func_index)
         loose = setup_notes(lf, notes, lm.data, start, end) if notes else []
         lf.switches = switches
-        lf.lsign = _local_signs(ops, args, local_types, len(t.params), lm.func_types)
-        if arith:
-            _setup_frame(lf, lm, ops, args, locals_c)
+        sp_hint = -1  # the module's first mutable i32 global (a shadow-stack frame's SP)
+        if arith:  # a frame's prologue needs an i32.sub / i32.add
+            for g, gl in enumerate(m.globals):
+                if gl.mutable and gl.valtype == "i32":
+                    sp_hint = g
+                    break
+        lf.lsign, regions = _prepass(
+            ops, args, local_types, len(t.params), lm.func_types, sp_hint, arith
+        )
+        if regions:
+            _setup_frame(lf, lm, regions, locals_c)
         lf.run(ops, args, blocks, open_at, locals_c, local_types, t)
         lf.ret_type(t.results)  # the signature names it even when no return was lifted
     except (LiftError, WasmFormatError, IndexError, KeyError, ValueError, OverflowError) as e:

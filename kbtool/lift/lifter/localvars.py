@@ -1,5 +1,5 @@
 """The C names of a function's locals and their C types: ``uint32_t`` when mostly read
-unsigned, ``bool`` when only ever 0/1 (:func:`_local_signs`).
+unsigned, ``bool`` when only ever 0/1 (:func:`.prepass._prepass`).
 """
 
 from __future__ import annotations
@@ -12,26 +12,12 @@ from ..context import _GENERATED, LiftModule
 from ..names import C_KEYWORDS, c_ident
 from ..prelude import PRELUDE_NAMES
 from .base import i64
-from .decode import _STACK_EFFECT
-from .opnames import (
-    OP_CALL,
-    OP_I32_AND,
-    OP_I32_CONST,
-    OP_I32_DIV_S,
-    OP_I32_EQZ,
-    OP_I32_REM_U,
-    OP_I32_XOR,
-    OP_I64_EQZ,
-    OP_LOCAL_GET,
-    OP_LOCAL_SET,
-    OP_LOCAL_TEE,
-)
 
 _INT: Final = ("i32", "i64")
 
 
 def _sign_table() -> bytes:
-    """Per op, how the local-typing pass (:func:`_local_signs`) sees it: 1 i32 arithmetic
+    """Per op, how the local-typing pass (:func:`.prepass._prepass`) sees it: 1 i32 arithmetic
     whose result carries its operands' C type (+ - * & | ^), 2 shl (the value operand), 3
     unsigned on both operands, 4 signed on both, 5 shr_u, 6 shr_s, 7 unsigned on its one
     operand (extend/convert _u), 8 signed on it, 9 select, 10 a 0/1 result (a comparison)."""
@@ -118,175 +104,6 @@ def _effect(orig: list[frozenset[int]], b01: list[int], sp: i64, e0: i64, e1: i6
     return sp
 
 
-def _local_signs(
-    ops: list[int], args: list[tuple], local_types: list[str], n_params: int, ftypes: list
-) -> list[int]:
-    """C types of the function's i32 and i64 locals (not parameters: prototypes stay as the
-    wasm type says): 1 ``uint32_t`` / ``uint64_t`` when more of the uses that care read it unsigned (``<u``,
-    ``/u``, ``>>u``, extend/convert ``_u``, also through ``+ - * & | ^ <<``) than signed;
-    2 ``bool`` when every value stored in it is 0 or 1 (a comparison, ``0``/``1``, or
-    ``& | ^`` / select of those) and at least one is a comparison; else 0 (``int32_t``).
-    One pass simulating the value stack inside straight-line code (values crossing a
-    control instruction are unknown, which only ever keeps the default)."""
-    n: i64 = len(local_types)  # i64: native ints in the loop (mypyc), no tag checks
-    out = [0] * n
-    cand = [x >= n_params and local_types[x] in _INT for x in range(n)]
-    if not any(cand):
-        return out
-    uv, sv = [0] * n, [0] * n
-    single: list[frozenset[int] | None] = [None] * n  # {x} per local (_one)
-    strong = [False] * n
-    notbool = [False] * n
-    orig: list[frozenset[int]] = []  # per stack value: candidate locals its C type follows
-    b01: list[int] = []  # per stack value: 0 unknown, 1 0/1 (a constant, or the locals in
-    # its ``orig`` are bool), 2 a comparison (0/1 once those locals are bool)
-    sp: i64 = 0  # the stacks' depth (entries at sp and above are left over: see _push)
-    deps: dict[int, set[int]] = {}  # local -> locals whose values were stored in it
-    sign = _SIGN_OP
-    effects = _STACK_EFFECT
-    none = _NO_ORIGIN
-    n_ops: i64 = len(ops)
-    i: i64
-    for i in range(n_ops):
-        op: i64 = ops[i]
-        # the two commonest ops push inline (`_push` as a call costs more than its body)
-        if op == OP_LOCAL_GET:
-            x: i64 = args[i][0]
-            o = none
-            bv: i64 = 0
-            if x < n and cand[x]:
-                s1 = single[x]
-                if s1 is None:
-                    s1 = single[x] = frozenset((x,))
-                o = s1
-                bv = 1  # 0/1 if x turns out bool (its deps)
-            if sp < len(orig):
-                orig[sp] = o
-                b01[sp] = bv
-            else:
-                orig.append(o)
-                b01.append(bv)
-            sp += 1
-            continue
-        if op == OP_I32_CONST:
-            cv: i64 = args[i][0]  # typed: native compares (mypyc), not generic ones
-            bv = 1 if cv == 0 or cv == 1 else 0
-            if sp < len(orig):
-                orig[sp] = none
-                b01[sp] = bv
-            else:
-                orig.append(none)
-                b01.append(bv)
-            sp += 1
-            continue
-        if op == OP_LOCAL_SET or op == OP_LOCAL_TEE:
-            x = args[i][0]
-            if sp:
-                sp -= 1
-                bv = b01[sp]
-                ov = orig[sp]
-            else:
-                bv = 0
-                ov = none
-            c = x < n and cand[x]
-            if c:
-                if bv == 0:
-                    notbool[x] = True
-                else:
-                    if bv == 2:
-                        strong[x] = True
-                    if ov:
-                        deps.setdefault(x, set()).update(ov)
-            if op == OP_LOCAL_TEE:
-                sp = _push(orig, b01, sp, _one(single, x) if c else none, 1 if c else 0)
-            continue
-        k: i64 = sign[op] if op < len(sign) else 0
-        if k:
-            if k == 1 or k == 3 or k == 4 or k == 10 and op != OP_I32_EQZ and op != OP_I64_EQZ:
-                cmp: i64 = (
-                    0 if k == 1 or OP_I32_DIV_S <= op <= OP_I32_REM_U else 2
-                )  # div/rem are not 0/1
-                if sp < 2:
-                    sp = _push(orig, b01, 0, none, cmp)
-                    continue
-                ob = orig[sp - 1]
-                oa = orig[sp - 2]
-                bb = b01[sp - 1]
-                ba = b01[sp - 2]
-                sp -= 2
-                if k == 1:
-                    u = _union(oa, ob)
-                    big = len(u) > 8
-                    orig[sp] = none if big else u
-                    # & | ^ of 0/1 values is 0/1 (when the locals it reads are bool)
-                    ok = ba and bb and not big and OP_I32_AND <= op <= OP_I32_XOR
-                    b01[sp] = min(ba, bb) if ok else 0
-                    sp += 1
-                    continue
-                if k == 3 or k == 4:
-                    votes = uv if k == 3 else sv
-                    for x in _union(oa, ob):
-                        votes[x] = votes[x] + 1  # native add (mypyc: `+=` is generic)
-                orig[sp] = none
-                b01[sp] = cmp
-                sp += 1
-                continue
-            if k == 2 or k == 5 or k == 6:
-                if sp < 2:
-                    sp = _push(orig, b01, 0, none, 0)
-                    continue
-                oa = orig[sp - 2]
-                sp -= 2
-                if k == 5 or k == 6:
-                    votes = uv if k == 5 else sv
-                    for x in oa:
-                        votes[x] = votes[x] + 1  # native add (mypyc: `+=` is generic)
-                    oa = none
-                orig[sp] = oa
-                b01[sp] = 0
-                sp += 1
-                continue
-            if k == 7 or k == 8 or k == 10:  # unary (eqz is 10)
-                if sp:
-                    sp -= 1
-                    oa = orig[sp]
-                else:
-                    oa = none
-                if k != 10:
-                    votes = uv if k == 7 else sv
-                    for x in oa:
-                        votes[x] = votes[x] + 1  # native add (mypyc: `+=` is generic)
-                sp = _push(orig, b01, sp, none, 2 if k == 10 else 0)
-                continue
-            if k == 9 and sp >= 3:
-                ob = orig[sp - 2]
-                oa = orig[sp - 3]
-                bb = b01[sp - 2]
-                ba = b01[sp - 3]
-                sp -= 3
-                u = _union(oa, ob)
-                big = len(u) > 8
-                orig[sp] = none if big else u
-                b01[sp] = min(ba, bb) if ba and bb and not big else 0
-                sp += 1
-                continue
-        if op == OP_CALL:
-            callee: int = args[i][0]
-            t = ftypes[callee] if callee < len(ftypes) else None
-            eff = (len(t.params), len(t.results)) if t is not None else None
-        else:
-            eff = effects[op] if op < len(effects) else None
-        if eff is None or eff[1] < 0 or eff[0] > sp:
-            sp = 0
-            continue
-        sp = _effect(orig, b01, sp, eff[0], eff[1])
-    kinds = _sign_kinds(cand, strong, notbool, deps, uv, sv)
-    for x in range(n):
-        if kinds[x] == 2 and local_types[x] != "i32":  # only an i32 is ever a bool
-            kinds[x] = 0
-    return kinds
-
-
 def _sign_kinds(
     cand: list[bool],
     strong: list[bool],
@@ -295,7 +112,7 @@ def _sign_kinds(
     uv: list[int],
     sv: list[int],
 ) -> list[int]:
-    """The verdict of :func:`_local_signs` from its tallies: ``bool`` for candidates only
+    """The verdict of :func:`.prepass._prepass` from its tallies: ``bool`` for candidates only
     ever given 0/1 (at least one a comparison) whose sources are ``bool`` too, else
     ``uint32_t`` when unsigned uses outvote signed ones."""
     n = len(cand)

@@ -1,5 +1,5 @@
 """Loads and stores: addresses, data labels, field hooks, and the shadow-stack frame
-(:func:`_frame_regions` finds it, slots read ``frame->local_0c``, :func:`_frame_struct`
+(:func:`.prepass._prepass` finds it, slots read ``frame->local_0c``, :func:`_frame_struct`
 declares it).
 """
 
@@ -15,7 +15,6 @@ from ..names import c_ident
 from .base import (
     _E,
     _LOAD_CT,
-    _OPENERS,
     _STORE_CT,
     F_CALL,
     F_GLOB,
@@ -24,152 +23,18 @@ from .base import (
     _i32_text,
     _p,
     c_ident_path,
-    i64,
-    push_at,
 )
 from .core import _Core
 from .dataindex import _ANY, align_states, assigned, balanced, masked, scaled, summed
 from .opnames import (
-    OP_BR_TABLE,
-    OP_CATCH_ALL,
-    OP_DELEGATE,
-    OP_ELSE,
-    OP_END,
-    OP_GLOBAL_GET,
-    OP_GLOBAL_SET,
     OP_I32_ADD,
-    OP_I32_CONST,
     OP_I32_SUB,
-    OP_LOCAL_GET,
-    OP_LOCAL_SET,
-    OP_LOCAL_TEE,
-    OP_LOOP,
 )
 from .views import CT_FLOAT, CT_SIZE, CT_TAG, Acc, mark, overlap_groups, record
 
 #: i32.sub / i32.add, the ops of a shadow-stack prologue ``global.get SP; i32.const N; i32.sub``
 _I32_SUB: Final = OP_I32_SUB
 _I32_ADD: Final = OP_I32_ADD
-
-
-def _fr_kinds() -> bytes:
-    """Per op, what :func:`_frame_regions` does with the ops it does not track: 1 a block
-    opener, 2 ``end``, 3 other control flow (the locals' known values are forgotten)."""
-    t = [0] * len(MNEMONICS)
-    for op in range(len(MNEMONICS)):
-        if op in _OPENERS:
-            t[op] = 1
-        elif op == OP_END:
-            t[op] = 2
-        elif OP_ELSE <= op <= OP_BR_TABLE or op == OP_DELEGATE or op == OP_CATCH_ALL:
-            t[op] = 3
-    return bytes(t)
-
-
-_FR_KIND: Final = _fr_kinds()
-
-
-def _frame_regions(
-    ops: list[int], args: list[tuple], sp_hint: int
-) -> list[tuple[int, int, int, int]]:
-    """Shadow-stack frames of clang/Emscripten/Rust code: ``(F, start, end, size)`` per
-    prologue ``global.get SP; i32.const N; i32.sub; local.tee/set F`` (also through locals,
-    as at -O0), confirmed by a ``global.set SP`` of that value or by SP being ``sp_hint``
-    (the module's first mutable i32 global: leaf functions never write SP back). Within
-    ``start..end`` (instruction indices) local F holds the frame base: the region ends at
-    the end of the block around the prologue, at the next assignment of F, or at the head
-    of a loop that contains that assignment (its back edge would reach earlier uses)."""
-    # symbolic values, made without allocating: an int n, the constant n; global g, the
-    # decoder's immediate tuple ``(g,)`` of its global.get; ``(g, n)`` g - n; None unknown
-    stk: list[object] = []
-    sd: i64 = 0  # the depth of stk (see base.push_at); i64: native ints (mypyc)
-    lsym: dict[int, object] = {}
-    cands: list[list[int]] = []  # [pos, F, n, g, block start, confirmed]
-    cand_locals: set[int] = set()
-    sets: dict[int, list[tuple[int, tuple[int, ...]]]] = {}  # F -> (pos, loop starts open there)
-    bstack: list[tuple[int, bool]] = [(-1, False)]
-    ends: dict[int, int] = {-1: len(ops)}
-    kinds = _FR_KIND
-    n_ops: i64 = len(ops)
-    i: i64
-    for i in range(n_ops):
-        op: i64 = ops[i]
-        if op == OP_GLOBAL_GET or op == OP_I32_CONST or op == OP_LOCAL_GET:
-            imm = args[i]  # a constant pushed as its immediate's object (no unbox and box)
-            pv: object = imm[0] if op == OP_I32_CONST else imm
-            if op == OP_LOCAL_GET:
-                pv = lsym.get(imm[0])
-            sd = push_at(stk, sd, pv)
-        elif op == _I32_SUB or op == _I32_ADD:
-            b: object = None
-            a: object = None
-            if sd:
-                sd -= 1
-                b = stk[sd]
-            if sd:
-                sd -= 1
-                a = stk[sd]
-            r: tuple[int, int] | None = None
-            if isinstance(a, tuple) and len(a) == 1 and isinstance(b, int):
-                n = b if op == _I32_SUB else -b
-                if 0 < n < (1 << 24):
-                    r = (a[0], n)
-            sd = push_at(stk, sd, r)
-        elif op == OP_LOCAL_SET or op == OP_LOCAL_TEE:
-            x: int = args[i][0]
-            v = stk[sd - 1] if sd else None
-            if op == OP_LOCAL_SET and sd:
-                sd -= 1
-            if x in cand_locals:
-                opened = tuple(s for s, lp in bstack if lp)
-                sets.setdefault(x, []).append((i, opened))
-            if v is None:
-                if x in lsym:  # not `pop(x, None)`: a method call under mypyc
-                    del lsym[x]
-            else:
-                lsym[x] = v
-                if isinstance(v, tuple) and len(v) == 2:
-                    cands.append([i, x, v[1], v[0], bstack[-1][0], 0])
-                    cand_locals.add(x)
-        elif op == OP_GLOBAL_SET:
-            w: object = None
-            if sd:
-                sd -= 1
-                w = stk[sd]
-            g: int = args[i][0]
-            if isinstance(w, tuple) and len(w) == 2 and w[0] == g:
-                for c in cands:
-                    if c[3] == g and c[2] == w[1] and lsym.get(c[1]) == w:
-                        c[5] = 1
-            lsym = {k: u for k, u in lsym.items() if isinstance(u, int)}
-        else:
-            sd = 0
-            fk = kinds[op] if op < len(kinds) else 0
-            if fk == 1:
-                bstack.append((i, op == OP_LOOP))
-                lsym.clear()
-            elif fk == 2:
-                if len(bstack) > 1:
-                    ends[bstack.pop()[0]] = i
-                lsym.clear()
-            elif fk == 3:
-                lsym.clear()
-    out: list[tuple[int, int, int, int]] = []
-    for pos, x, n, g, bs, ok in cands:
-        if not ok and g != sp_hint:
-            continue
-        end = ends.get(bs, len(ops))
-        for q, loops in sets.get(x, []):
-            if q > pos:
-                if q < end:
-                    end = q
-                for ls in loops:
-                    if pos < ls < end:
-                        end = ls
-                break
-        if end > pos + 1:
-            out.append((x, pos + 1, end, n))
-    return out
 
 
 _SHIFT: Final = {2: 1, 4: 2, 8: 3}  # log2 of an access width
@@ -509,18 +374,10 @@ class _Memory(_Core):
 
 
 def _setup_frame(
-    lf: _Memory, lm: LiftModule, ops: list[int], args: list[tuple], locals_c: list[str]
+    lf: _Memory, lm: LiftModule, regions: list[tuple[int, int, int, int]], locals_c: list[str]
 ) -> None:
-    """Find the function's shadow-stack frames (:func:`_frame_regions`) and prepare the
-    frame struct its slots are named in."""
-    sp_hint = -1
-    for g, gl in enumerate(lm.module.globals):
-        if gl.mutable and gl.valtype == "i32":
-            sp_hint = g
-            break
-    regions = _frame_regions(ops, args, sp_hint)
-    if not regions:
-        return
+    """Prepare the frame struct the slots of the function's shadow-stack frames
+    (``regions``, found by :func:`.prepass._prepass`) are named in."""
     # one pointer names the slots: keep one base local's regions (a nested frame of another
     # local re-points it, and the outer frame's later slots would read the inner frame)
     regions = [r for r in regions if r[0] == regions[0][0]]

@@ -44,9 +44,10 @@ LONG_FUNCTIONS_ALLOWED = {
     ("kbtool/wasm/decoder/__init__.py", "analyze_range"),
     ("kbtool/analysis/datawalk/__init__.py", "body_refs"),
     ("kbtool/analysis/datascan.py", "data_refs"),
-    # the lifter's sign pass simulates the stack op by op; its two commonest pushes are
-    # inlined because a call cost more than its body (session 19 L round 2)
-    ("kbtool/lift/lifter/localvars.py", "_local_signs"),
+    # the lifter's pass before the walk simulates two value stacks (local signs, frames) op
+    # by op in one loop; its commonest pushes are inlined because a call cost more than its
+    # body (session 19 L round 2, session 20 L)
+    ("kbtool/lift/lifter/prepass.py", "_prepass"),
 }
 MAX_FILE_LINES = 700
 MAX_FUNCTION_LINES = 150
