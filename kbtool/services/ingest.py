@@ -343,32 +343,42 @@ def _function_rows(
     xrows: list[tuple] = []
     erows: list[tuple] = []
     dumps = store.dumps  # (called only for a non-empty list: many are empty)
+    null = store.NULL  # (binds as NULL without pysqlite's adapter lookup of a None)
     for f in funcs:
         i = f.index
         if i in carried:
             sid, method, score, prev_idx, changed = carried[i]
+            if score is None:
+                score = null
         else:
-            sid, method, score, prev_idx, changed = new_ids[i], "new", None, None, False
+            sid, method, score, prev_idx, changed = new_ids[i], "new", null, null, False
         sid_of[i] = sid
         exports = f.export_names
+        mod, fld, bh, sh, raw = (
+            f.import_module,
+            f.import_field,
+            f.body_hash,
+            f.shape_hash,
+            f.raw_name,
+        )
         frows.append(
             (
                 vid,
                 i,
                 sid,
                 int(f.imported),
-                f.import_module,
-                f.import_field,
+                null if mod is None else mod,
+                null if fld is None else fld,
                 f.type_sig,
-                f.body_hash,
-                f.shape_hash,
+                null if bh is None else bh,
+                null if sh is None else sh,
                 f.body_offset,
                 f.body_size,
                 f.instr_count,
-                f.raw_name,
+                null if raw is None else raw,
                 json.dumps(list(exports)) if exports else "[]",
                 int(bool(exports)),
-                prev_idx,
+                null if prev_idx is None else prev_idx,
                 method,
                 score,
                 int(changed),
