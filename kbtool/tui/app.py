@@ -33,7 +33,7 @@ from kbtool.tui.jump import FunctionJumpProvider
 from kbtool.tui.screens.base import FunctionRef, KbScreen
 from kbtool.tui.screens.heatmap import HeatmapScreen
 from kbtool.tui.screens.versions import VersionsScreen
-from kbtool.tui.workers import ReleasingWorkers
+from kbtool.tui.workers import ReleasingWorkers, running_on
 
 # The screens a start does not show (diff, detail, history, search, feed, rename) and the
 # gate are imported when first opened: the diff screen alone pulls the diff services and the
@@ -274,9 +274,11 @@ class KbApp(ReleasingWorkers, App[None]):
             self._transient = weakref.WeakSet()
 
     def _closing_screens(self) -> bool:
-        """A screen popped is still being removed (Textual has not closed it yet)."""
+        """A screen popped is still being removed (Textual has not closed it yet), or a
+        thread work of it is still under way: that thread holds it beyond the collector's
+        sight (``kbtool.tui.workers.running_on``), so a try then found it alive (issue 30)."""
         stack = self.screen_stack
-        return any(not s._closed for s in list(self._transient) if s not in stack)
+        return any(not s._closed or running_on(s) for s in list(self._transient) if s not in stack)
 
     def resident_only(self) -> bool:
         """Only the screens that stay open are (the versions, a heatmap): freezing now

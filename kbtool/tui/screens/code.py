@@ -101,6 +101,8 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
         self._lifting: int | None = None  # gen whose C is being lifted (a huge function)
         self._resting: int | None = None  # gen whose disassembly by pages is being set up
         self._pages: ListingPages | None = None  # a huge function's disassembly, by pages
+        self._waits: set[threading.Event] = set()  # worker threads waiting for a frame
+        self._gone = False  # unmounted (closed): no frame will come
 
     def compose(self) -> ComposeResult:
         yield TitleBar(id="title")
@@ -173,9 +175,8 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
             return
         # the first screen on the terminal before the lift and the links compete with its
         # paint for the interpreter (a 200,000-instruction lift held it for a second)
-        painted = threading.Event()
-        self.app.call_from_thread(self.call_after_refresh, painted.set)
-        painted.wait(2.0)
+        if not self._after_paint():
+            return
         self.app.call_from_thread(self._more, gen)  # the C or the rest, on their own workers
         # callers/callees just after the code; after the C when it is being lifted (read
         # meanwhile, they held the GIL the lift needs: ~45 ms the first time per version)
@@ -191,6 +192,28 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
         except Exception:
             links = {"callers": [], "callees": []}
         self.app.call_from_thread(self._links_loaded, gen, links)
+
+    def _after_paint(self, timeout: float = 2.0) -> bool:
+        """On a worker thread: wait for the next frame (up to ``timeout`` s), or until the
+        screen is unmounted. A closed screen's refresh never comes, and the waiting thread
+        held the screen (its frames, beyond the collector's sight) for the whole timeout: the
+        freeze's collection at its close found it alive (issue 30). Still on screen?"""
+        painted = threading.Event()
+        self._waits.add(painted)
+        try:
+            if self._gone:  # unmounted before the event was seen by on_unmount
+                return False
+            self.app.call_from_thread(self.call_after_refresh, painted.set)
+            painted.wait(timeout)
+        finally:
+            self._waits.discard(painted)
+        return not self._gone
+
+    def on_unmount(self) -> None:
+        """Closed: the worker threads waiting for a frame stop waiting (``_after_paint``)."""
+        self._gone = True
+        for painted in list(self._waits):
+            painted.set()
 
     def _current(self, gen: int) -> bool:
         """Whether a worker's answer for ``gen`` is still wanted (same function, on screen).
@@ -226,10 +249,7 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
         if self.links is None and self._current(gen):
             # after the C's first frame: read meanwhile (a huge body's ref.func scan, ~45 ms)
             # they held the GIL that frame needed
-            painted = threading.Event()
-            self.app.call_from_thread(self.call_after_refresh, painted.set)
-            painted.wait(2.0)
-            if self.links is None and self._current(gen):
+            if self._after_paint() and self.links is None and self._current(gen):
                 self._fetch_links(gen, version_id, index)
 
     def _c_loaded(
