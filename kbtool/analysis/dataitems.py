@@ -7,6 +7,7 @@ from __future__ import annotations
 import weakref
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
+from typing import Any
 
 from kbtool.wasm import ModuleAnalysis
 
@@ -174,10 +175,12 @@ def item_rows(
     image: bytes,
     base: int,
     memory: Callable[[int, int], bytes | None],
+    null: Any = None,
 ) -> list[ItemRow]:
     """The ``data_items`` rows of ``items`` with their data ids
-    (:func:`.datawalk.items.item_rows`, compiled with the walk)."""
-    return _items.item_rows(items, image, base, memory)
+    (:func:`.datawalk.items.item_rows`, compiled with the walk); ``null`` where an item has
+    no text (ingest: the store's NULL, bound without pysqlite's adapter lookup of a None)."""
+    return _items.item_rows(items, image, base, memory, null)
 
 
 def label_items(items: list[DataItem]) -> None:

@@ -32,7 +32,7 @@ from kbtool.analysis.datamodel import (
 )
 from kbtool.analysis.recognize import stack_pointer_global
 from kbtool.kb import datamodel as dm_store
-from kbtool.kb import queries
+from kbtool.kb import queries, store
 from kbtool.kb.errors import KBError
 from kbtool.textutil import LazyPattern
 from kbtool.wasm import ModuleAnalysis
@@ -116,7 +116,7 @@ def _build(
     # one copy of the initial memory for every item
     base, image = memory_image(analysis, passive=passive)
     rows = item_rows(
-        model.items, image, base, lambda a, n: read_memory(analysis, a, n, passive)
+        model.items, image, base, lambda a, n: read_memory(analysis, a, n, passive), store.NULL
     )  # the stored rows with their data ids, one compiled pass (with the data walk)
     globals_ = [
         {

@@ -327,7 +327,7 @@ def cut_items(
 
 #: a ``data_items`` row without its version: address, size, kind, segment, text, label,
 #: data_id, refs, targets (JSON)
-ItemRow = tuple[int, int, str, int, str | None, str, str, int, str]
+ItemRow = tuple[int, int, str, int, Any, str, str, int, str]  # (text: str or ``null``)
 
 
 def item_rows(
@@ -335,8 +335,10 @@ def item_rows(
     image: bytes,
     base: int,
     memory: Callable[[int, int], bytes | None],
+    null: Any = None,
 ) -> list[ItemRow]:
-    """The stored rows of ``items`` (:data:`ItemRow`). ``data_id``: kind + content digest,
+    """The stored rows of ``items`` (:data:`ItemRow`; an item without text has ``null``
+    there: the store's NULL, :data:`kbtool.kb.store.NULL`). ``data_id``: kind + content digest,
     ``#n`` for the n-th duplicate by address (stable across releases while the content
     stays); the content is read from ``image`` (the initial memory from ``base``) when
     there is one, else through ``memory(address, length)``. A missing label is
@@ -363,13 +365,14 @@ def item_rows(
         k = seen.get(h, 0)
         seen[h] = k + 1
         targets: list[int] = it.targets
+        text = it.text
         out.append(
             (
                 a,
                 size,
                 kind,
                 it.segment,
-                it.text,
+                null if text is None else text,
                 it.label or f"data_{a:x}",
                 f"d:{h}" if k == 0 else f"d:{h}#{k}",
                 it.refs,

@@ -201,3 +201,26 @@ def test_item_rows_equal_the_pure_ones_and_the_dict_form():
             orjson.dumps(it.targets).decode() if it.targets else "[]",
         )
     assert len(seen) < len(got)  # some duplicates numbered
+
+
+@needs_twin
+def test_item_rows_put_the_given_null_where_an_item_has_no_text():
+    """``null`` (ingest passes the store's NULL) stands for a missing text, that very object,
+    compiled and pure; every other field is the row with None there."""
+    from kbtool.analysis.dataitems import memory_image, read_memory
+
+    a, passive, model = _inputs(MODULES[0])
+    base, image = memory_image(a, passive=passive)
+
+    def mem(x, n):
+        return read_memory(a, x, n, passive)
+
+    null = object()
+    plain = pure_items.item_rows(model.items, image, base, mem)
+    assert any(r[4] is None for r in plain) and any(r[4] is not None for r in plain)
+    for impl in (datawalk_active.ITEMS, pure_items):
+        rows = impl.item_rows(model.items, image, base, mem, null)
+        assert len(rows) == len(plain)
+        for r, p in zip(rows, plain, strict=True):
+            assert (r[4] is null) == (p[4] is None)
+            assert r[:4] + (None if r[4] is null else r[4],) + r[5:] == p
