@@ -19,7 +19,7 @@ from kbtool.services import code_first, knowledge
 
 # imported by kbtool.web.router while it builds its route table (everything used is
 # defined above that table)
-from kbtool.web.http import HTTPError, Query, rule, version_id
+from kbtool.web.http import HTTPError, Kept, Query, rule, version_id
 
 
 def _func_index(text: str) -> int:
@@ -72,11 +72,13 @@ def _disasm(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> A
 
 def _callgraph(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:
     try:
-        return code_service.callgraph(conn, version_id(params["vid"]))
+        graph = code_service.callgraph(conn, version_id(params["vid"]))
     except ModuleBytesMissingError as exc:
         raise HTTPError(404, str(exc)) from None
     except code_service.CodeUnavailableError as exc:
         raise HTTPError(422, str(exc)) from None
+    # the code module's graph: the same object until the KB changes (its bytes are kept)
+    return Kept(graph, "callgraph", lambda: graph)
 
 
 def _disasm_costly(query: Query) -> bool:

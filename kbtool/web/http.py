@@ -33,6 +33,20 @@ class HTTPError(Exception):
 Cost = Callable[[Query], bool]
 
 
+class Kept:
+    """A handler's answer made from a cache's object ``anchor``, which the cache hands out
+    unchanged (never changed in place) until it replaces it with a new one: the router keeps
+    the answer's encoded bytes, by ``anchor`` and ``tag``, while the same anchor comes back.
+    ``make`` builds the answer (called only when its bytes are not kept)."""
+
+    __slots__ = ("anchor", "tag", "make")
+
+    def __init__(self, anchor: object, tag: str, make: Callable[[], Any]) -> None:
+        self.anchor = anchor
+        self.tag = tag
+        self.make = make
+
+
 @dataclass(frozen=True)
 class Route:
     pattern: re.Pattern[str]

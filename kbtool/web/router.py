@@ -52,6 +52,7 @@ from kbtool.web.http import (
     MAX_SQLITE_INT,
     Handler,
     HTTPError,
+    Kept,
     Query,
     Response,
     Route,
@@ -100,17 +101,30 @@ def _encode(value: Any) -> bytes:
     )
 
 
-class Encoded:
-    """A handler's answer already encoded (its JSON bytes), served as is."""
-
-    __slots__ = ("body",)
-
-    def __init__(self, body: bytes) -> None:
-        self.body = body
-
-
 def _json(status: int, value: Any) -> Response:
-    return status, JSON, value.body if isinstance(value, Encoded) else _encode(value)
+    return status, JSON, _kept_body(value) if isinstance(value, Kept) else _encode(value)
+
+
+#: the last answers made from a cache's object (:class:`Kept`), encoded: a whole ffmpeg diff
+#: (5.7 MB) or call graph (6.2 MB) is ~20-30 ms of orjson per request otherwise
+_BODIES: dict[tuple[int, str], tuple[object, bytes]] = {}
+_BODIES_KEPT = 4  # a diff in the report's order, triage (the dashboard), index; a call graph
+_BODIES_LOCK = threading.Lock()
+
+
+def _kept_body(kept: Kept) -> bytes:
+    key = (id(kept.anchor), kept.tag)
+    with _BODIES_LOCK:
+        hit = _BODIES.get(key)
+    if hit is not None and hit[0] is kept.anchor:
+        return hit[1]
+    body = _encode(kept.make())
+    with _BODIES_LOCK:
+        _BODIES.pop(key, None)
+        while len(_BODIES) >= _BODIES_KEPT:
+            _BODIES.pop(next(iter(_BODIES)))
+        _BODIES[key] = (kept.anchor, body)
+    return body
 
 
 def error(status: int, message: str) -> Response:
@@ -216,30 +230,14 @@ def _diff(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any
     if order not in (None, "", "triage", "index"):
         raise HTTPError(400, f"unknown order {order!r}: use triage or index")
     report = DIFF_CACHE.report(conn, *_pair(conn, query, "/api/diff"))
-    key = (id(report), order or None)
-    with _DIFF_BODIES_LOCK:
-        hit = _DIFF_BODIES.get(key)
-    if hit is not None and hit[0] is report:
-        return Encoded(hit[1])
+    # the same report object until the KB changes (a rename makes a new one): its bytes kept
     if not order:
-        body = _encode(report)
-    else:
-        body = _encode(
-            {**report, "order": order, "changes": order_changes(report["changes"], order)}
-        )
-    with _DIFF_BODIES_LOCK:
-        while len(_DIFF_BODIES) >= _DIFF_BODIES_KEPT:
-            _DIFF_BODIES.pop(next(iter(_DIFF_BODIES)))
-        _DIFF_BODIES[key] = (report, body)
-    return Encoded(body)
-
-
-#: the last diff answers encoded, by the diff cache's report object (the same object until
-#: the KB changes: a rename makes a new report, encoded again) and order: a whole ffmpeg
-#: diff is 5.7 MB, ~20 ms of orjson per request otherwise
-_DIFF_BODIES: dict[tuple[int, str | None], tuple[dict[str, Any], bytes]] = {}
-_DIFF_BODIES_KEPT = 3  # the report order, triage (the dashboard), index
-_DIFF_BODIES_LOCK = threading.Lock()
+        return Kept(report, "diff", lambda: report)
+    return Kept(
+        report,
+        f"diff:{order}",
+        lambda: {**report, "order": order, "changes": order_changes(report["changes"], order)},
+    )
 
 
 def _changelog(conn: sqlite3.Connection, params: dict[str, str], query: Query) -> Any:

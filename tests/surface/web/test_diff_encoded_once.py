@@ -56,3 +56,32 @@ def test_a_diff_asked_again_is_served_from_its_bytes_and_follows_renames(tmp_pat
     assert len(encoded) == 4
     # a bad order is still refused, before any diff work
     assert router.route(db, "/api/diff", {**query, "order": ["sideways"]})[0] == 400
+
+
+def test_a_call_graph_asked_again_is_served_from_its_bytes_and_follows_renames(
+    tmp_path, monkeypatch
+):
+    db = str(two_versions_kb(tmp_path))
+    encoded: list[int] = []
+    real = router._encode
+
+    def counting(value):
+        encoded.append(1)
+        return real(value)
+
+    monkeypatch.setattr(router, "_encode", counting)
+    first = router.route(db, "/api/callgraph/2")
+    assert first[0] == 200 and router.route(db, "/api/callgraph/2") == first
+    assert len(encoded) == 1
+    graph = json.loads(first[2])
+    node = next(n for n in graph["nodes"] if n["stable_id"] and n["status"] != "import")
+    conn = open_rw(db)
+    try:
+        gate.human_rename(conn, node["stable_id"], "renamed_in_graph", actor="test")
+        conn.commit()
+    finally:
+        conn.close()
+    after = json.loads(router.route(db, "/api/callgraph/2")[2])
+    names = {n["index"]: n["name"] for n in after["nodes"]}
+    assert names[node["index"]] == "renamed_in_graph" and len(encoded) == 2
+    assert router.route(db, "/api/callgraph/99")[0] == 404
