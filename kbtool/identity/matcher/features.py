@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from itertools import repeat
-from operator import itemgetter, mul
+from operator import itemgetter, mul, truediv
 
 from ..names import _MINIFIED_RE, _SHORT3_RE, is_minified_name, module_is_minified  # noqa: F401
 
@@ -44,10 +44,15 @@ __all__ = [
 def size_ratio(a: int, b: int) -> float:
     if a == b:
         return 1.0
-    lo, hi = (a, b) if a < b else (b, a)
+    if a < b:
+        lo, hi = a, b
+    else:
+        lo, hi = b, a
     if hi <= 0:
         return 1.0
-    return max(lo, 0) / hi
+    if lo < 0:
+        lo = 0
+    return lo / hi  # (the same float as max(lo, 0) / hi: no tuple, no builtin call)
 
 
 def _weighted_jaccard(a: frozenset, b: frozenset, idf: dict, default: float) -> float:
@@ -114,7 +119,18 @@ class _Feat:
     """One record's features. The op-bigram histogram is counted on first use
     (:meth:`hist`): the sets are enough for :meth:`FeatureCache.content_bound`."""
 
-    __slots__ = ("strings", "consts", "tstrings", "tconsts", "_ops", "_cache", "_hist")
+    __slots__ = (
+        "strings",
+        "consts",
+        "tstrings",
+        "tconsts",
+        "size",
+        "loops",
+        "calli",
+        "_ops",
+        "_cache",
+        "_hist",
+    )
 
     def __init__(
         self,
@@ -122,10 +138,16 @@ class _Feat:
         strings: Sequence[str],
         consts: Sequence[int],
         bigrams: dict[bytes, tuple[Counter, float]] | None = None,
+        counts: tuple[int, int, int] = (0, 0, 0),
     ) -> None:
         self.strings = frozenset(strings)
         self.consts = frozenset(consts)
         self.tstrings = self.tconsts = 0  # exact total weights (set by FeatureCache.feat)
+        # the record's instr_count, loops and call_indirect, read by every pair score
+        # (native ints in the compiled twin: no attribute lookup on the record per pair)
+        self.size: int = counts[0]
+        self.loops: int = counts[1]
+        self.calli: int = counts[2]
         self._ops: bytes | None = ops
         # ``bigrams``: the histograms already counted, by op stream (a pure function of the
         # ops: records with equal streams share one, never changed once made)
@@ -374,7 +396,8 @@ class FeatureCache:
         key = (side, rec.index)
         f = self._cache.get(key)
         if f is None:
-            f = _Feat(rec.ops, rec.strings, rec.consts, self._bigrams)
+            counts = (rec.instr_count, rec.loops, rec.call_indirect)
+            f = _Feat(rec.ops, rec.strings, rec.consts, self._bigrams, counts)
             f.tstrings = self._w_s.total(f.strings)
             f.tconsts = self._w_c.total(f.consts)
             self._cache[key] = f
@@ -411,25 +434,28 @@ class FeatureCache:
         float step is the same and monotone, so the bound is never below
         :meth:`content_bound`."""
         fo, fn = self.feat(0, o), self.feat(1, n)
+        # (the ratios of two exact weights, ints past 2**53: ``truediv`` is Python's
+        # correctly rounded int division in the compiled twin too, where ``a / b`` of two
+        # machine ints would divide two rounded doubles and differ in the last place)
         total = 0.35 * _COS_MAX
         wsum = 0.35
-        total += 0.15 * size_ratio(o.instr_count, n.instr_count)
+        total += 0.15 * size_ratio(fo.size, fn.size)
         wsum += 0.15
         a, b = fo.tconsts, fn.tconsts
         if a or b:
             if a and b:
-                total += 0.15 * ((a / b if a < b else b / a) + _RATIO_SLACK)
+                total += 0.15 * ((truediv(a, b) if a < b else truediv(b, a)) + _RATIO_SLACK)
             wsum += 0.15
         a, b = fo.tstrings, fn.tstrings
         if a or b:
             if a and b:
-                total += 0.25 * ((a / b if a < b else b / a) + _RATIO_SLACK)
+                total += 0.25 * ((truediv(a, b) if a < b else truediv(b, a)) + _RATIO_SLACK)
             wsum += 0.25
-        if o.loops or n.loops:
-            total += 0.05 * size_ratio(o.loops, n.loops)
+        if fo.loops or fn.loops:
+            total += 0.05 * size_ratio(fo.loops, fn.loops)
             wsum += 0.05
-        if o.call_indirect or n.call_indirect:
-            total += 0.05 * size_ratio(o.call_indirect, n.call_indirect)
+        if fo.calli or fn.calli:
+            total += 0.05 * size_ratio(fo.calli, fn.calli)
             wsum += 0.05
         return total / wsum
 
@@ -449,7 +475,7 @@ class FeatureCache:
         total += 0.35 * b
         wsum += 0.35
         # size
-        sr = size_ratio(o.instr_count, n.instr_count)
+        sr = size_ratio(fo.size, fn.size)
         total += 0.15 * sr
         wsum += 0.15
         # constants (idf-weighted)
@@ -461,10 +487,10 @@ class FeatureCache:
         if s >= 0:
             total += 0.25 * s
             wsum += 0.25
-        if o.loops or n.loops:
-            total += 0.05 * size_ratio(o.loops, n.loops)
+        if fo.loops or fn.loops:
+            total += 0.05 * size_ratio(fo.loops, fn.loops)
             wsum += 0.05
-        if o.call_indirect or n.call_indirect:
-            total += 0.05 * size_ratio(o.call_indirect, n.call_indirect)
+        if fo.calli or fn.calli:
+            total += 0.05 * size_ratio(fo.calli, fn.calli)
             wsum += 0.05
         return total, wsum

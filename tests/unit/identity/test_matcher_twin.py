@@ -143,3 +143,47 @@ def test_a_stale_or_missing_build_is_never_used(tmp_path, monkeypatch):
     monkeypatch.setenv("KBTOOL_MATCHER", "compiled")
     with pytest.raises(ImportError, match="accel build matcher"):
         matcher_active.swap(matcher_active.PURE_NAME)
+    monkeypatch.setenv("KBTOOL_MATCHER", "auto")  # a stale build leaves the pure package
+    assert matcher_active.swap(matcher_active.PURE_NAME) is None
+
+
+def _part(pkg, part: str):
+    return sys.modules[f"{pkg.__name__}.{part}"]
+
+
+@needs_twin
+@settings(max_examples=200, deadline=None)
+@given(a=st.integers(-(2**40), 2**40), b=st.integers(-(2**40), 2**40))
+def test_size_ratio_is_the_same_float(a, b):
+    """The typed ``size_ratio`` (no tuple, no ``max``) gives the reference's float."""
+    lo, hi = (a, b) if a < b else (b, a)
+    want = 1.0 if a == b or hi <= 0 else max(lo, 0) / hi
+    for pkg in (COMPILED, PURE):
+        got = _part(pkg, "features").size_ratio(a, b)
+        assert repr(got) == repr(want)
+
+
+@needs_twin
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**20))
+def test_pair_sums_and_bounds_are_the_same_floats(seed):
+    """The features' typed paths (the record's counts kept on the feature as native ints)
+    give every pair's content sum, its bounds and the weight bound, compiled as pure, to
+    the last bit: the weight bound's ratio of two exact weights (ints past 2**53) divided
+    as two rounded doubles when compiled until session 20 (seed 0 showed it)."""
+    old, new = random_releases(seed)
+    got = []
+    for pkg in (COMPILED, PURE):
+        fc = _part(pkg, "features").FeatureCache(old, new)
+        out = []
+        for o in old:
+            for n in new:
+                if o.imported or n.imported:
+                    continue
+                wb = fc.weight_bound(o, n)
+                cb = fc.content_bound(o, n)
+                cs = fc.content_similarity(o, n)
+                assert wb >= cb >= cs[0] / cs[1]
+                out.append((o.index, n.index, wb, cb, cs))
+        got.append(repr(out))
+    assert got[0] == got[1]
