@@ -24,6 +24,7 @@ from .decode import _decode
 from .localvars import _local_names
 from .memory import _data_decls, _frame_struct, _setup_frame
 from .notes import function_notes, note_line, place_notes, setup_notes
+from .opnames import OP_GLOBAL_GET
 from .prepass import _prepass
 from .structure import _scan
 from .views import lift_views
@@ -131,7 +132,10 @@ def lift_function(
         loose = setup_notes(lf, notes, lm.data, start, end) if notes else []
         lf.switches = switches
         sp_hint = -1  # the module's first mutable i32 global (a shadow-stack frame's SP)
-        if arith:  # a frame's prologue needs an i32.sub / i32.add
+        # a frame's prologue needs an i32.sub / i32.add of a global.get's value (a list
+        # `in` is a C scan; most leaf functions of C code read no global)
+        arith = arith and OP_GLOBAL_GET in ops
+        if arith:
             for g, gl in enumerate(m.globals):
                 if gl.mutable and gl.valtype == "i32":
                     sp_hint = g

@@ -73,7 +73,8 @@ def _prepass(
     those) and at least one is a comparison; else 0 (``int32_t``). Values crossing a
     control instruction are unknown, which only ever keeps the default.
 
-    **Frames** (only when ``frames``: the body has an ``i32.add``/``i32.sub``) of
+    **Frames** (only when ``frames``: the body has an ``i32.add``/``i32.sub`` and a
+    ``global.get``, without which no prologue can be seen) of
     clang/Emscripten/Rust code: ``(F, start, end, size)`` per prologue ``global.get SP;
     i32.const N; i32.sub; local.tee/set F`` (also through locals, as at -O0), confirmed by a
     ``global.set SP`` of that value or by SP being ``sp_hint`` (the module's first mutable
