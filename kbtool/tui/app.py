@@ -30,7 +30,7 @@ from kbtool.kb.queries.functions import HeatmapRow
 from kbtool.services import heap
 from kbtool.textutil import clip, printable
 from kbtool.tui.jump import FunctionJumpProvider
-from kbtool.tui.screens.base import FunctionRef, KbScreen
+from kbtool.tui.screens.base import FunctionRef, KbScreen, unshown_screens
 from kbtool.tui.screens.heatmap import HeatmapScreen
 from kbtool.tui.screens.versions import VersionsScreen
 from kbtool.tui.workers import ReleasingWorkers, running_on
@@ -282,8 +282,11 @@ class KbApp(ReleasingWorkers, App[None]):
 
     def resident_only(self) -> bool:
         """Only the screens that stay open are (the versions, a heatmap): freezing now
-        keeps no widget that dies with a screen (:func:`heap.freeze_when`)."""
-        return all(_resident(s) for s in self.screen_stack)
+        keeps no widget that dies with a screen (:func:`heap.freeze_when`). A screen made
+        and not shown yet counts as open: frozen before its push, it was never freed by the
+        freeze's later collections, and every try after its close failed on it (issue 30)."""
+        stack = self.screen_stack
+        return all(_resident(s) for s in stack) and not unshown_screens(stack)
 
     def young_threshold(self) -> int:
         """The collector's first threshold: :data:`YOUNG_FACTOR` times Python's while a

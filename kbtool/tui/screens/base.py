@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,17 @@ BACK = Binding("escape,backspace", "back", "back", key_display="esc")
 BACK_HIDDEN = Binding("escape,backspace", "back", "back", show=False)
 RENAME = Binding("n", "rename", "rename")
 HISTORY = Binding("h", "history", "history")
+
+
+# screens made and not mounted yet (a Pilot test or the benchmark makes one, then awaits
+# before pushing it): short-lived, so the app does not freeze while one exists (issue 30)
+_UNSHOWN: weakref.WeakSet = weakref.WeakSet()
+
+
+def unshown_screens(stack: list) -> bool:
+    """A kbtool screen was made, not mounted yet and not on ``stack`` (the screen stack,
+    whose screens are judged by what they are: see ``KbApp.resident_only``)."""
+    return any(s not in stack for s in list(_UNSHOWN))
 
 
 def _breakpoints(screen: Screen) -> bool:
@@ -65,6 +77,10 @@ class KbScreen(ReleasingWorkers, Screen):
 
     BINDINGS: list = []  # each screen lists its own keys (BACK, HISTORY, RENAME, ...)
 
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        _UNSHOWN.add(self)  # until mounted: frozen meanwhile, a closed one would leak
+
     @property
     def kb(self) -> KbApp:
         return self.app  # type: ignore[return-value]
@@ -88,6 +104,7 @@ class KbScreen(ReleasingWorkers, Screen):
     def on_mount(self) -> None:
         # Textual calls on_mount of every class in the MRO: subclasses set up their widgets
         # in their own on_mount (which runs first) and must not call super().on_mount().
+        _UNSHOWN.discard(self)
         self.refresh_from_kb()
 
     async def _on_resize(self, event: events.Resize) -> None:

@@ -69,3 +69,37 @@ async def test_a_code_screen_closed_under_its_worker_is_freed_by_the_first_try(
         heap.disable()
         code.clear_cache()
     assert gc.get_freeze_count() == 0
+
+
+async def test_a_screen_made_before_its_push_is_not_frozen(code_kb):
+    """A screen made, then pushed after an await (as a Pilot test or the benchmark does):
+    a freeze meanwhile took it, and no later try could free it once closed."""
+    heap.disable()
+    heap.enable()
+    try:
+        app = make_app(code_kb)
+        async with app.run_test(size=(120, 30)) as pilot:
+            await settle(pilot)
+            screen = CodeScreen(1, 1)
+            assert not app.resident_only()  # made, not shown: not only resident screens
+            heap.settle()  # a settle now only marks the freeze pending
+            app.collect_when_idle()
+            app._freeze()
+            await pilot.pause()
+            assert heap.pending()  # not frozen: still in the collector's generations
+            assert any(o is screen for o in gc.get_objects())
+            ref = weakref.ref(screen)
+            app.push_screen(screen)
+            del screen
+            await settle(pilot)
+            app.pop_screen()
+            for _ in range(200):
+                await pilot.pause(0.02)
+                if not heap.pending():
+                    break
+            assert not heap.pending() and ref() is None
+            assert heap.stats()["retries"] == 0
+    finally:
+        heap.disable()
+        code.clear_cache()
+    assert gc.get_freeze_count() == 0
