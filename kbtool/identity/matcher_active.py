@@ -2,15 +2,14 @@
 :mod:`kbtool.identity.matcher` (its stages, review checks and features) or the pure package
 (the reference; same pairings, ``tests/unit/identity/test_matcher_twin.py``).
 
-Opt-in for now (docs/DECISIONS.md, session 19): the pure package runs unless
-``KBTOOL_MATCHER`` asks for the twin. ``KBTOOL_MATCHER=compiled`` uses it and turns a
-missing or stale build into an error; ``KBTOOL_MATCHER=auto`` uses it when it is present,
-loads and was built from today's ``matcher/`` (SHA-256 over its parts in
-``_cmatcher.sha256``, as ``kbtool/lift/_build.py`` writes it), else the pure package;
-``KBTOOL_LIFT=pure`` keeps the pure one. ``pip install`` and
-``python -m kbtool.lift.accel build matcher`` build it. (Compiled, the matcher gives the
-same pairings for no measurable CPU back on ffmpeg yet: its time is in dict, set and
-Counter work and the records' attributes, which compiling alone does not make cheaper.)
+The twin runs when it is present, loads and was built from today's ``matcher/`` (SHA-256
+over its parts in ``_cmatcher.sha256``, as ``kbtool/lift/_build.py`` writes it), else the
+pure package (the default since session 20, issue #30: same pairings for 10-30 % less of
+the matcher's CPU on ffmpeg, alternated runs with the collector paused as an ingest runs
+it; the typed hot loops are in docs/DECISIONS.md, session 20 M). ``KBTOOL_MATCHER=pure``
+(or ``KBTOOL_LIFT=pure``) keeps the pure package; ``KBTOOL_MATCHER=compiled`` turns a
+missing or stale build into an error; ``auto`` (or unset) is the default. ``pip install``
+and ``python -m kbtool.lift.accel build matcher`` build it.
 
 How it is picked: the pure package's ``__init__`` calls :func:`swap` first; when the twin is
 chosen, every part of the twin is registered under the pure part's name
@@ -35,7 +34,7 @@ HERE = Path(__file__).resolve().parent
 SOURCE = "matcher"
 COMPILED_NAME = "_cmatcher"
 STAMP = HERE / f"{COMPILED_NAME}.sha256"
-ENV = "KBTOOL_MATCHER"  # "pure" (the default) | "compiled" | "auto"
+ENV = "KBTOOL_MATCHER"  # "pure" | "compiled" | "auto" (the default, also when unset)
 PURE_NAME = f"{__package__}.{SOURCE}"
 #: the package's parts (each registered under the pure name when the twin is chosen)
 PARTS = ("features", "base", "exact", "callgraph", "similarity", "family", "review", "driver")
@@ -70,11 +69,11 @@ def load_compiled() -> ModuleType | None:
 
 
 def wanted() -> str:
-    """``pure`` (unset or anything else), ``compiled`` or ``auto`` from the environment."""
+    """``pure``, ``compiled`` or ``auto`` (unset or anything else) from the environment."""
     if os.environ.get("KBTOOL_LIFT", "").strip().lower() == "pure":
         return "pure"
     want = os.environ.get(ENV, "").strip().lower()
-    return want if want in ("compiled", "auto") else "pure"
+    return want if want in ("compiled", "pure") else "auto"
 
 
 def swap(name: str) -> ModuleType | None:

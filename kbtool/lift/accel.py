@@ -56,8 +56,12 @@ def _status() -> str:
             if _build.ready_files(d, tw)
             else "stale"
         )
-        opt_in = " (used with KBTOOL_MATCHER=compiled)" if tw.name == "matcher" else ""
-        lines.append(f"compiled {tw.name} ({tw.compiled}): {state}{opt_in}")
+        used = (
+            " (used by default when ready; KBTOOL_MATCHER=pure for the pure one)"
+            if tw.name == "matcher"
+            else ""
+        )
+        lines.append(f"compiled {tw.name} ({tw.compiled}): {state}{used}")
     return "\n".join(lines)
 
 

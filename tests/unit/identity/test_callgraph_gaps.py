@@ -7,12 +7,23 @@ from __future__ import annotations
 
 import pytest
 
-from kbtool.identity.matcher import _Matcher
-from kbtool.identity.matcher.base import MatcherBase
 from kbtool.identity.records import records_from_rows
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
+from tests.support.matcher import pure_matcher, pure_part
 from tests.support.records import random_releases
+
+# the pure package's parts: these tests patch or subclass them
+_Matcher = pure_part()._Matcher
+MatcherBase = pure_part("base").MatcherBase
+
+
+@pytest.fixture(autouse=True)
+def _pure_matcher():
+    """These tests patch or subclass the matcher's internals: they run the pure package
+    (``tests.support.matcher``), whichever the default is."""
+    with pure_matcher():
+        yield
 
 
 class _Reference(_Matcher):

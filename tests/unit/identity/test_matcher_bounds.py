@@ -16,12 +16,25 @@ import pytest
 
 from benchmarks.crafted import matcher_family, normal_release
 from kbtool.cli import main
-from kbtool.identity.matcher import MatchStats, match_functions, match_functions_staged
-from kbtool.identity.matcher.base import MatcherBase
 from kbtool.identity.records import records_from_analysis
 from kbtool.kb.db import open_rw
 from kbtool.services.ingest import ingest_bytes
 from kbtool.wasm import analyze_module
+from tests.support.matcher import pure_matcher, pure_part
+
+# the pure package's parts: these tests patch or subclass them
+MatchStats = pure_part().MatchStats
+match_functions = pure_part().match_functions
+match_functions_staged = pure_part().match_functions_staged
+MatcherBase = pure_part("base").MatcherBase
+
+
+@pytest.fixture(autouse=True)
+def _pure_matcher():
+    """These tests patch or subclass the matcher's internals: they run the pure package
+    (``tests.support.matcher``), whichever the default is."""
+    with pure_matcher():
+        yield
 
 
 def _records(data: bytes):

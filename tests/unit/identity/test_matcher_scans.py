@@ -26,15 +26,27 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kbtool.identity.features import FeatureCache, size_ratio
-from kbtool.identity.matcher import _Matcher
-from kbtool.identity.matcher import review as R
-from kbtool.identity.matcher.base import MatcherBase, _plausible_size, _Side
-from kbtool.identity.matcher.family import FamilyStage
 from kbtool.identity.records import FuncRecord, records_from_rows
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
+from tests.support.matcher import pure_matcher, pure_part
 from tests.support.records import body, edited, random_releases, rec, view
+
+# the pure package's parts: these tests patch or subclass them
+FeatureCache, size_ratio = pure_part("features").FeatureCache, pure_part("features").size_ratio
+_Matcher = pure_part()._Matcher
+R = pure_part("review")
+MatcherBase = pure_part("base").MatcherBase
+_plausible_size, _Side = pure_part("base")._plausible_size, pure_part("base")._Side
+FamilyStage = pure_part("family").FamilyStage
+
+
+@pytest.fixture(autouse=True)
+def _pure_matcher():
+    """These tests patch or subclass the matcher's internals: they run the pure package
+    (``tests.support.matcher``), whichever the default is."""
+    with pure_matcher():
+        yield
 
 
 def _records(draw_sizes, rnd) -> list[FuncRecord]:

@@ -2,7 +2,9 @@
 or ``python -m kbtool.lift.accel build matcher``) pairs exactly as the pure package: the
 same final pairing, identities, flags, scores, work per stage and notes, on corpus release
 pairs both ways and on random releases (Hypothesis); the pairing's review checks flag the
-same pairs. ``KBTOOL_MATCHER`` chooses (pure unless asked); a stale build is never used.
+same pairs. The twin runs by default when it is built from today's sources;
+``KBTOOL_MATCHER=pure`` (or ``KBTOOL_LIFT=pure``) keeps the pure package; a stale build is
+never used.
 Tests that need the twin skip cleanly when it is not built."""
 
 from __future__ import annotations
@@ -108,27 +110,43 @@ def _chosen(env: dict) -> subprocess.CompletedProcess:
     )
 
 
-def test_pure_unless_asked():
-    out = _chosen({}).stdout.split()
-    assert out == [
-        "kbtool.identity.matcher",
-        "kbtool.identity.matcher.features",
-        "kbtool.identity.matcher.review",
-    ]
-    out = _chosen({"KBTOOL_MATCHER": "compiled", "KBTOOL_LIFT": "pure"}).stdout.split()
-    assert out[0] == "kbtool.identity.matcher"
+def test_pure_when_asked():
+    for env in ({"KBTOOL_MATCHER": "pure"}, {"KBTOOL_MATCHER": "compiled", "KBTOOL_LIFT": "pure"}):
+        p = _chosen(env)
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.split() == [
+            "kbtool.identity.matcher",
+            "kbtool.identity.matcher.features",
+            "kbtool.identity.matcher.review",
+        ], env
 
 
 @needs_twin
-def test_compiled_on_request_for_every_part():
-    for want in ("compiled", "auto"):
-        p = _chosen({"KBTOOL_MATCHER": want})
+def test_compiled_by_default_for_every_part():
+    for env in ({}, {"KBTOOL_MATCHER": "auto"}, {"KBTOOL_MATCHER": "compiled"}):
+        p = _chosen(env)
         assert p.returncode == 0, p.stderr
         assert p.stdout.split() == [
             "kbtool.identity._cmatcher",
             "kbtool.identity._cmatcher.features",
             "kbtool.identity._cmatcher.review",
-        ]
+        ], env
+
+
+def test_status_says_the_twin_is_the_default():
+    p = subprocess.run(
+        [sys.executable, "-m", "kbtool.lift.accel", "status"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stderr
+    (line,) = [ln for ln in p.stdout.splitlines() if ln.startswith("compiled matcher ")]
+    assert line.startswith(
+        f"compiled matcher (kbtool.identity._cmatcher): {matcher_active.compiled_state()}"
+    )
+    assert "used by default" in line and "KBTOOL_MATCHER=pure" in line
 
 
 def test_a_stale_or_missing_build_is_never_used(tmp_path, monkeypatch):
@@ -144,6 +162,9 @@ def test_a_stale_or_missing_build_is_never_used(tmp_path, monkeypatch):
     with pytest.raises(ImportError, match="accel build matcher"):
         matcher_active.swap(matcher_active.PURE_NAME)
     monkeypatch.setenv("KBTOOL_MATCHER", "auto")  # a stale build leaves the pure package
+    assert matcher_active.swap(matcher_active.PURE_NAME) is None
+    monkeypatch.delenv("KBTOOL_MATCHER")  # so does the default
+    monkeypatch.delenv("KBTOOL_LIFT", raising=False)
     assert matcher_active.swap(matcher_active.PURE_NAME) is None
 
 

@@ -11,14 +11,25 @@ import dataclasses
 
 import pytest
 
-from kbtool.identity.matcher import match_functions
-from kbtool.identity.matcher import review as review_mod
-from kbtool.identity.matcher.review import review_memo, review_pairing
 from kbtool.kb.db import open_rw
 from kbtool.services.ingest import ingest_file
 from testkit.kbcompare import compare
+from tests.support.matcher import pure_matcher, pure_part
 from tests.support.paths import DEMO_DIR
 from tests.support.records import random_releases, view
+
+# the pure package's parts: these tests patch or subclass them
+match_functions = pure_part().match_functions
+review_mod = pure_part("review")
+review_memo, review_pairing = review_mod.review_memo, review_mod.review_pairing
+
+
+@pytest.fixture(autouse=True)
+def _pure_matcher():
+    """These tests patch or subclass the matcher's internals: they run the pure package
+    (``tests.support.matcher``), whichever the default is."""
+    with pure_matcher():
+        yield
 
 
 def _pairing(seed: int):

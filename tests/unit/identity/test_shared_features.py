@@ -9,12 +9,28 @@ from collections import Counter
 
 import pytest
 
-from kbtool.identity import features, pairing
-from kbtool.identity.features import FeatureCache, feature_pool, shared_features
-from kbtool.identity.matcher import match_functions_staged
+from kbtool.identity import pairing
 from kbtool.identity.records import records_from_rows
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
+from tests.support.matcher import pure_matcher, pure_part
+
+# the pure package's parts: these tests patch or subclass them
+features = pure_part("features")
+FeatureCache, feature_pool, shared_features = (
+    features.FeatureCache,
+    features.feature_pool,
+    features.shared_features,
+)
+match_functions_staged = pure_part().match_functions_staged
+
+
+@pytest.fixture(autouse=True)
+def _pure_matcher():
+    """These tests patch or subclass the matcher's internals: they run the pure package
+    (``tests.support.matcher``), whichever the default is."""
+    with pure_matcher():
+        yield
 
 
 @pytest.fixture(scope="module")

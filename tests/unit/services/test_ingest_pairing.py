@@ -4,14 +4,27 @@ from __future__ import annotations
 
 import pytest
 
-from kbtool.identity import matcher, pairing
+from kbtool.identity import pairing
 from kbtool.identity.records import records_from_rows
 from kbtool.kb import queries
 from kbtool.kb.db import open_rw
 from kbtool.services.diff.report import compute_diff, get_diff
 from kbtool.services.ingest import ingest_file
 from testkit.wasmbuild import CORPUS
+from tests.support.matcher import pure_matcher, pure_part
 from tests.support.paths import ROOT
+
+# the pure package's parts: these tests patch or subclass them
+matcher = pure_part()
+
+
+@pytest.fixture(autouse=True)
+def _pure_matcher():
+    """These tests patch or subclass the matcher's internals: they run the pure package
+    (``tests.support.matcher``), whichever the default is."""
+    with pure_matcher():
+        yield
+
 
 DEMO = ROOT / "kbtool" / "demo"
 
