@@ -2,11 +2,11 @@
 :mod:`kbtool.identity.matcher` (its stages, review checks and features) or the pure package
 (the reference; same pairings, ``tests/unit/identity/test_matcher_twin.py``).
 
-The twin runs when it is present, loads and was built from today's ``matcher/`` (SHA-256
-over its parts in ``_cmatcher.sha256``, as ``kbtool/lift/_build.py`` writes it), else the
-pure package (the default since session 20, issue #30: same pairings for 10-30 % less of
-the matcher's CPU on ffmpeg, alternated runs with the collector paused as an ingest runs
-it; the typed hot loops are in docs/DECISIONS.md, session 20 M). ``KBTOOL_MATCHER=pure``
+By default (since session 20, issue #30) the twin runs when it is present, loads and was
+built from today's ``matcher/`` (SHA-256 over its parts in ``_cmatcher.sha256``, as
+``kbtool/lift/_build.py`` writes it), and the pure package otherwise: same pairings for
+10-30 % less of the matcher's CPU on ffmpeg (alternated runs with the collector paused as
+an ingest runs it; docs/DECISIONS.md, session 20 M). ``KBTOOL_MATCHER=pure``
 (or ``KBTOOL_LIFT=pure``) keeps the pure package; ``KBTOOL_MATCHER=compiled`` turns a
 missing or stale build into an error; ``auto`` (or unset) is the default. ``pip install``
 and ``python -m kbtool.lift.accel build matcher`` build it.
