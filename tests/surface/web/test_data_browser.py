@@ -60,6 +60,7 @@ def test_data_tab_xrefs_and_panels(tmp_path):
         page.wait_for_selector("#data-strings tbody tr.ds")
         assert HOSTILE in page.inner_text("#data-strings")  # shown as text
         assert page.locator("#data-strings img").count() == 0
+        page.wait_for_selector("#data-globals tbody tr.dg")  # loaded by its own request, not the strings'
         assert "__stack_pointer" in page.inner_text("#data-globals")
 
         page.click("#data-strings tbody tr.ds")  # its xrefs: function 1, kind addr
