@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from kbtool.tui.app import KbApp
+
+#: how long ``until`` waits at most: what a slow machine (a CI VM at a third of this one's
+#: speed, two test workers on it) may need for a huge function's lift, with room to spare
+UNTIL_SECONDS = 60.0
 
 
 def make_app(db: Path | str, **kw) -> KbApp:
@@ -40,3 +46,17 @@ def run_child(code: str, kb: Path | str) -> dict:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+async def until(pilot, ready: Callable[[], object], step: float = 0.02) -> bool:
+    """Pause ``step`` s at a time until ``ready()`` is true (checked after each pause); at
+    most :data:`UNTIL_SECONDS` of wall clock, not a count of pauses (on a slow machine the
+    pauses last no longer, the work they wait for does). Returns whether it became true:
+    the caller asserts what it needs."""
+    end = time.monotonic() + UNTIL_SECONDS
+    while True:
+        await pilot.pause(step)
+        if ready():
+            return True
+        if time.monotonic() > end:
+            return False

@@ -28,7 +28,7 @@ def _huge(monkeypatch) -> None:
 @pytest.mark.anyio
 async def test_links_are_read_after_the_c_is_drawn(code_kb, monkeypatch) -> None:
     from kbtool.tui.screens.code import CodeScreen
-    from tests.support.tui import make_app, screen_text, settle
+    from tests.support.tui import make_app, screen_text, settle, until
 
     _huge(monkeypatch)
     frames: list[int] = []
@@ -63,10 +63,7 @@ async def test_links_are_read_after_the_c_is_drawn(code_kb, monkeypatch) -> None
         app._display = spy
         screen = CodeScreen(1, BIG)
         app.push_screen(screen)
-        for _ in range(300):
-            await pilot.pause(0.02)
-            if screen.links is not None and screen._shown == (BIG, C):
-                break
+        await until(pilot, lambda: screen.links is not None and screen._shown == (BIG, C))
         await settle(pilot)
         assert screen._shown == (BIG, C) and not screen.code.get("c_pending")
         # read once, after the C was applied and a frame with it was drawn

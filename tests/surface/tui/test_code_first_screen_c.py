@@ -70,7 +70,7 @@ def test_c_windows_follow_a_rename(code_kb, tmp_path: Path) -> None:
 @pytest.mark.anyio
 async def test_tui_c_view_shows_the_disassembly_while_the_c_is_lifted(code_kb, monkeypatch) -> None:
     from kbtool.tui.screens.code import CodeScreen, LinesView
-    from tests.support.tui import make_app, screen_text, settle
+    from tests.support.tui import make_app, screen_text, settle, until
 
     monkeypatch.setattr(code, "HUGE_INSTRUCTIONS", 1_000)
     monkeypatch.setattr(code, "FIRST_SCREEN", 200)
@@ -95,10 +95,7 @@ async def test_tui_c_view_shows_the_disassembly_while_the_c_is_lifted(code_kb, m
         await settle(pilot)
         screen = CodeScreen(1, BIG)  # the C view
         app.push_screen(screen)
-        for _ in range(300):
-            await pilot.pause(0.02)
-            if screen.code is not None and asked.is_set():
-                break
+        await until(pilot, lambda: screen.code is not None and asked.is_set())
         assert asked.is_set() and screen.code is not None
         view = screen.query_one("#code-view", LinesView)
         # the disassembly's first screen, labelled, while the lifter is held
@@ -109,10 +106,7 @@ async def test_tui_c_view_shows_the_disassembly_while_the_c_is_lifted(code_kb, m
         await pilot.pause()
         assert view.cursor > 0 and not gate.is_set()
         gate.set()
-        for _ in range(300):
-            await pilot.pause(0.02)
-            if not screen.code.get("c_pending"):
-                break
+        await until(pilot, lambda: not screen.code.get("c_pending"))
         await settle(pilot)
         assert view.count == len(c_lines) and view.cursor == 0  # the C, from its first line
         assert [view.render_fn(i).plain for i in range(view.count)] == c_lines
@@ -123,10 +117,7 @@ async def test_tui_c_view_shows_the_disassembly_while_the_c_is_lifted(code_kb, m
         # reading the C needs no whole disassembly: it is made when Raw WASM is asked for
         assert screen.code["partial"]
         await pilot.press("w")
-        for _ in range(300):
-            await pilot.pause(0.02)
-            if screen._pages is not None:  # the rest of the disassembly, by pages
-                break
+        await until(pilot, lambda: screen._pages is not None)  # the rest, by pages
         await settle(pilot)
         assert view.count == 4 * BIG_REPEAT + 3 and "Raw WASM" in screen_text(app)
 

@@ -26,7 +26,7 @@ def _refused(*args, **kw):
 @pytest.mark.anyio
 async def test_kept_c_is_in_the_first_frame(code_kb, tmp_path, monkeypatch) -> None:
     from kbtool.tui.screens.code import CodeScreen, LinesView
-    from tests.support.tui import make_app, screen_text, settle
+    from tests.support.tui import make_app, screen_text, settle, until
 
     monkeypatch.setenv("KBTOOL_CODE_CACHE_DIR", str(tmp_path / "store"))
     monkeypatch.setattr(code, "HUGE_INSTRUCTIONS", 1_000)
@@ -57,10 +57,7 @@ async def test_kept_c_is_in_the_first_frame(code_kb, tmp_path, monkeypatch) -> N
             await settle(pilot)
             screen = CodeScreen(1, BIG)  # the C view
             app.push_screen(screen)
-            for _ in range(300):
-                await pilot.pause(0.02)
-                if screen.links is not None and screen.code is not None:
-                    break
+            await until(pilot, lambda: screen.links is not None and screen.code is not None)
             await settle(pilot)
             assert shown and set(shown) == {(BIG, C)}  # never the disassembly meanwhile
             assert screen.code["partial"] and not screen.code.get("c_pending")

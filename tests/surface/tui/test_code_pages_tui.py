@@ -11,7 +11,7 @@ from kbtool.render.code import WASM
 from kbtool.services import code, code_function
 from kbtool.tui.widgets import listing_pages
 from tests.support.codefixtures import BIG_REPEAT, code_kb_fixture  # noqa: F401  (fixture)
-from tests.support.tui import make_app, screen_text, settle
+from tests.support.tui import make_app, screen_text, settle, until
 
 BIG = 5
 TOTAL = 4 * BIG_REPEAT + 3  # the header, 4 instructions per repeat, two more
@@ -34,10 +34,7 @@ def _whole(code_kb) -> tuple[list[str], object]:
 
 async def _paged(app, pilot, screen) -> None:
     app.push_screen(screen)
-    for _ in range(300):
-        await pilot.pause(0.02)
-        if screen._pages is not None:
-            break
+    await until(pilot, lambda: screen._pages is not None)
     await settle(pilot)
     assert screen._pages is not None, "the rest of the disassembly never came"
 

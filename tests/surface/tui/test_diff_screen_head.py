@@ -21,7 +21,7 @@ from kbtool.textutil import printable
 from kbtool.tui.screens import diff as diff_screen
 from kbtool.tui.screens.diff import DiffScreen, filter_counts, head_counts
 from kbtool.tui.widgets.lists import KbTable
-from tests.support.tui import make_app, screen_text, settle
+from tests.support.tui import make_app, screen_text, settle, until
 
 SIZE = (100, 30)
 pytestmark = pytest.mark.anyio
@@ -53,10 +53,11 @@ def _head(kb) -> dict | None:
 async def _open(app, pilot) -> DiffScreen:
     screen = DiffScreen(1, 2)
     app.push_screen(screen)
-    for _ in range(3000):
-        await pilot.pause(0.01)
-        if screen.is_mounted and screen.query_one("#diff-table", KbTable).row_count:
-            break
+    await until(
+        pilot,
+        lambda: screen.is_mounted and screen.query_one("#diff-table", KbTable).row_count,
+        0.01,
+    )
     return screen
 
 
@@ -68,10 +69,8 @@ def _text(text: str) -> list[str]:
 
 async def _whole_in(pilot, screen: DiffScreen) -> None:
     """Until the whole report is behind the head (read a moment after the head's frame)."""
-    for _ in range(1000):
-        if screen._head is None and not screen._diff_running:
-            break
-        await pilot.pause(0.01)
+    if not (screen._head is None and not screen._diff_running):
+        await until(pilot, lambda: screen._head is None and not screen._diff_running, 0.01)
     await settle(pilot)
 
 

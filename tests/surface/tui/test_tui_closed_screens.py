@@ -17,7 +17,7 @@ from kbtool.services import code, heap
 from kbtool.tui.screens.code import CodeScreen
 from kbtool.tui.screens.diff import DiffScreen
 from kbtool.tui.widgets.changelog_view import ChangelogPane
-from tests.support.tui import make_app, settle
+from tests.support.tui import make_app, settle, until
 
 pytestmark = pytest.mark.anyio
 
@@ -34,12 +34,12 @@ async def _closed_is_freed(app, pilot, ref: weakref.ref) -> bool:
     # a thread worker of the screen may still be finishing on a busy machine: wait for the
     # app's workers, then give the loop a few turns before deciding it leaked
     await app.workers.wait_for_complete()
-    for _ in range(40):
+
+    def freed() -> bool:
         gc.collect()
-        if ref() is None:
-            return True
-        await pilot.pause(0.05)
-    return False
+        return ref() is None
+
+    return freed() or await until(pilot, freed, 0.05)
 
 
 async def test_a_closed_diff_screen_and_its_changelog_are_collected(demo_kb):
@@ -74,10 +74,7 @@ async def test_a_closed_code_screen_is_collected(demo_kb):
             await settle(pilot)
             screen = CodeScreen(1, index)
             await app.push_screen(screen)
-            for _ in range(300):
-                await pilot.pause(0.02)
-                if screen._shown is not None:
-                    break
+            await until(pilot, lambda s=screen: s._shown is not None)  # (no cell kept)
             await settle(pilot)
             assert screen._shown is not None
             ref = weakref.ref(screen)

@@ -17,7 +17,7 @@ from kbtool.services import code, heap
 from kbtool.tui.screens.code import CodeScreen
 from kbtool.tui.workers import running_on
 from tests.support.codefixtures import code_kb_fixture  # noqa: F401  (fixture)
-from tests.support.tui import make_app, settle
+from tests.support.tui import make_app, settle, until
 
 pytestmark = pytest.mark.anyio
 BIG = 5  # the code KB's huge function (with HUGE_INSTRUCTIONS lowered)
@@ -56,10 +56,8 @@ async def test_a_code_screen_closed_under_its_worker_is_freed_by_the_first_try(
             ref = weakref.ref(screen)
             app.push_screen(screen)
             del screen
-            for _ in range(400):  # its first screen shown, then closed; the freeze tried
-                await pilot.pause(0.02)
-                if popped and heap.stats()["young"] > before["young"]:
-                    break
+            # its first screen shown, then closed; the freeze tried
+            await until(pilot, lambda: popped and heap.stats()["young"] > before["young"])
             after = heap.stats()
             assert popped and after["young"] == before["young"] + 1  # the close's freeze
             assert after["retries"] == before["retries"]  # its first try found the screen freed
@@ -93,10 +91,7 @@ async def test_a_screen_made_before_its_push_is_not_frozen(code_kb):
             del screen
             await settle(pilot)
             app.pop_screen()
-            for _ in range(200):
-                await pilot.pause(0.02)
-                if not heap.pending():
-                    break
+            await until(pilot, lambda: not heap.pending())
             assert not heap.pending() and ref() is None
             assert heap.stats()["retries"] == 0
     finally:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from kbtool.kb import store
@@ -42,7 +44,12 @@ async def test_feed_screen_shows_new_events_as_they_come(demo_db):
                 payload={"func_index": 7, "status": "done", "confidence": 0.3},
             )
         conn.close()
-        await pilot.pause(1.3)
+        # the screen's own poll (every POLL_SECONDS) shows it: waited for, not a fixed 1.3 s
+        # (a slow machine ran the timer's tick after that)
+        end = time.monotonic() + 15
+        while not any(r["stable_id"] == "\x1b[2Jsid" for r in app.screen._rows):
+            assert time.monotonic() < end, "the feed never showed the new event"
+            await pilot.pause(0.1)
         rows = app.screen._rows
         assert rows and rows[0]["kind"] == "deep-done"
         table = app.screen.query_one("#feed-table")

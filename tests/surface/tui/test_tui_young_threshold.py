@@ -13,7 +13,7 @@ import pytest
 from kbtool.services import heap
 from kbtool.tui.app import YOUNG_FACTOR
 from kbtool.tui.screens.diff import DiffScreen
-from tests.support.tui import make_app, settle
+from tests.support.tui import make_app, settle, until
 
 pytestmark = pytest.mark.anyio
 
@@ -56,11 +56,13 @@ async def test_raised_while_a_diff_screen_is_open_restored_on_close(demo_kb, thr
             await settle(pilot)
             assert gc.get_threshold() == thresholds
             await app.workers.wait_for_complete()
-            for _ in range(40):  # not frozen: an ordinary collection frees it
+
+            def freed() -> bool:
                 gc.collect()
-                if ref() is None:
-                    break
-                await pilot.pause(0.05)
+                return ref() is None
+
+            if not freed():  # not frozen: an ordinary collection frees it
+                await until(pilot, freed, 0.05)
             assert ref() is None
             app.collect_when_idle()
             assert gc.get_threshold() == thresholds
