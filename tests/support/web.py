@@ -7,6 +7,7 @@ import hashlib
 import http.client
 import importlib.util
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -109,7 +110,10 @@ class ServerProcess:
 
     def __init__(self, db: Path, *extra: str, port: int | None = None) -> None:
         self.db, self.extra = db, extra
-        self.port = port or free_port()
+        # 0: the server binds a free port itself and prints it. A port picked here and bound
+        # there could be taken in between (another test worker's server, any client socket's
+        # ephemeral port): "server did not start" on a busy machine.
+        self.port = port or 0
         self.proc: subprocess.Popen[str] | None = None
         self.out: list[str] = []
 
@@ -124,16 +128,19 @@ class ServerProcess:
         )
         line = self.proc.stdout.readline()  # the URL, printed once when listening
         self.out.append(line)
-        if f":{self.port}/" not in line:
+        bound = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        if not bound or (self.port and int(bound.group(1)) != self.port):
             self.proc.kill()
             raise RuntimeError(f"server did not start: {line!r} {self.proc.stderr.read()!r}")
-        deadline = time.monotonic() + 15
+        self.port = int(bound.group(1))
+        deadline = time.monotonic() + 60  # listening: answering is quick, but for a busy CI VM
         while time.monotonic() < deadline:
             try:
                 if request(self.port, "/api/versions")[0] == 200:
                     return self
             except OSError:
-                time.sleep(0.05)
+                pass
+            time.sleep(0.05)
         raise RuntimeError("server never answered")
 
     @property
