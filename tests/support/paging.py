@@ -74,7 +74,7 @@ def build_huge_kb(d: Path) -> tuple[Path, int, dict[int, dict]]:
     return db, vid, fns
 
 
-def until(page, expression: str, seconds: float = 20.0) -> None:
+def until(page, expression: str, seconds: float = 30.0) -> None:
     """Poll a page expression from Python (the page's CSP forbids string evaluation)."""
     end = time.monotonic() + seconds
     while not page.evaluate(expression):
@@ -106,7 +106,7 @@ def all_lines(srv, vid: int, index: int = BIG, kind: str = "wasm") -> list[str]:
 def new_page(browser, requests: list[str], errors: list[str]):
     """A page that records its requests' URLs and its script errors."""
     page = browser.new_page(viewport={"width": 1440, "height": 900})
-    page.set_default_timeout(20_000)
+    page.set_default_timeout(30_000)
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.on("request", lambda r: requests.append(r.url))
     return page

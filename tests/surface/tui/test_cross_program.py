@@ -318,7 +318,7 @@ def test_dashboard_defaults_to_version_and_parent_and_warns_across(xkb):
         b = launch_chromium(pw)
         try:
             pg = b.new_context(viewport={"width": 1280, "height": 800}).new_page()
-            pg.set_default_timeout(15_000)
+            pg.set_default_timeout(30_000)
             errors: list[str] = []
             pg.on("pageerror", lambda e: errors.append(str(e)))
             pg.goto(srv.url)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 import pytest
 
@@ -108,9 +109,8 @@ def test_studio_feed_history_keeps_the_readers_place(served, browser):
     status, _, body = request(srv.port, "/api/events")
     assert status == 200
     assert any(e["kind"] == "deep-done" for e in json.loads(body)["events"])
-    for _ in range(200):  # the first poll starts once the function's analysis is in
-        if held:
-            break
+    end = time.monotonic() + 30  # the first poll starts once the function's analysis is in
+    while not held and time.monotonic() < end:
         page.wait_for_timeout(50)
     assert held, "the studio never asked for its feed"
     for route in held:

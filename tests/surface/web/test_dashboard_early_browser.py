@@ -41,7 +41,7 @@ def server(kb, tmp_path_factory):
 @pytest.fixture()
 def page(browser):
     c = browser.new_context(viewport={"width": 1440, "height": 900})
-    c.set_default_timeout(10_000)
+    c.set_default_timeout(30_000)
     p = c.new_page()
     p.add_init_script(ASKED)
     yield p
@@ -57,7 +57,7 @@ def asked(page) -> list[tuple[str, float]]:
     return [(u, t) for u, t in page.evaluate("window.__asked || []")]
 
 
-def wait_asked(page, pattern: str, timeout: float = 10.0) -> float:
+def wait_asked(page, pattern: str, timeout: float = 30.0) -> float:
     """When (the page's clock) the page first fetched a path matching ``pattern``."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -85,6 +85,9 @@ def test_deep_link_asks_for_its_lines_before_the_modules_load(page, server, kb, 
     page.goto(server.url + frag, wait_until="commit")
     wait_asked(page, re.escape(f"/api/history/{sid}?version={vid}"))
     wait_asked(page, re.escape(f"/api/disasm/{vid}/{index}?kind=wasm&offset=0&limit=300"))
+    end = time.monotonic() + 20  # the route's callback runs as Playwright serves the events
+    while not held and time.monotonic() < end:
+        page.wait_for_timeout(20)
     assert held, "no module was asked for"
     assert page.locator("#fn-panel .win").count() == 0  # nothing ran that could show them
     for r in held:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import urllib.request
 
 import pytest
@@ -34,7 +35,7 @@ def server(kb, tmp_path_factory):
 @pytest.fixture()
 def ctx(browser):
     c = browser.new_context(viewport={"width": 1440, "height": 900})
-    c.set_default_timeout(10_000)
+    c.set_default_timeout(30_000)
     yield c
     c.close()
 
@@ -55,6 +56,14 @@ class Held:
     def _hold(self, route) -> None:
         self.routes.append(route)
 
+    def wait(self, seconds: float = 30.0) -> None:
+        """Until the page has asked for the list (the route's callback runs as Playwright
+        serves the page's events: a fixed wait was too short on a slow machine)."""
+        end = time.monotonic() + seconds
+        while not self.routes and time.monotonic() < end:
+            self.page.wait_for_timeout(50)
+        assert self.routes, "the page never asked for the whole list"
+
     def release(self) -> None:
         routes, self.routes = self.routes, []
         for r in routes:
@@ -69,8 +78,7 @@ def test_heatmap_painted_from_the_cells_then_named(ctx, server, kb):
     held = Held(page)
     page.goto(server.url)
     page.wait_for_selector(f"body[data-painted='{vid}']")
-    page.wait_for_timeout(300)  # the list stays held: nothing below waits for it
-    assert held.routes, "the page asked for the whole list"
+    held.wait()  # asked for, and held: nothing below waits for it
     assert page.get_attribute("body", "data-version") is None
     assert page.get_attribute("#heatmap", "data-cells") == str(len(fns))
     assert page.text_content("#cov-counts").endswith(f"/ {len(fns)} defined functions")
@@ -125,7 +133,8 @@ def test_deep_link_shows_code_before_the_list_then_links(ctx, server, kb):
     held = Held(page)
     page.goto(f"{server.url}#v={vid}&fn={sid}")
     page.wait_for_selector("#fn-panel .win")  # the function's first lines, list held
-    assert held.routes and page.get_attribute("body", "data-version") is None
+    held.wait()  # (the lines may come before the list is even asked for)
+    assert page.get_attribute("body", "data-version") is None
     assert page.locator("#fn-code-text .fnref").count() == 0  # no names yet
     assert sid in page.text_content("#fn-sub")
     lines = page.inner_text("#fn-code-text")

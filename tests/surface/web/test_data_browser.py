@@ -36,7 +36,7 @@ def _kb(d: Path) -> Path:
     return db
 
 
-def _until(page, expression: str, seconds: float = 15.0) -> None:
+def _until(page, expression: str, seconds: float = 30.0) -> None:
     end = time.monotonic() + seconds
     while not page.evaluate(expression):
         if time.monotonic() > end:
@@ -52,7 +52,7 @@ def test_data_tab_xrefs_and_panels(tmp_path):
         browser = launch_chromium(pw)
         errors: list[str] = []
         page = browser.new_page(viewport={"width": 1440, "height": 900})
-        page.set_default_timeout(15_000)
+        page.set_default_timeout(30_000)
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto(srv.url)
         page.wait_for_selector("body[data-ready='1']")
@@ -60,7 +60,9 @@ def test_data_tab_xrefs_and_panels(tmp_path):
         page.wait_for_selector("#data-strings tbody tr.ds")
         assert HOSTILE in page.inner_text("#data-strings")  # shown as text
         assert page.locator("#data-strings img").count() == 0
-        page.wait_for_selector("#data-globals tbody tr.dg")  # loaded by its own request, not the strings'
+        page.wait_for_selector(
+            "#data-globals tbody tr.dg"
+        )  # loaded by its own request, not the strings'
         assert "__stack_pointer" in page.inner_text("#data-globals")
 
         page.click("#data-strings tbody tr.ds")  # its xrefs: function 1, kind addr

@@ -104,7 +104,7 @@ def _api(server, path):
         return json.loads(r.read())
 
 
-def _until(page, expr: str, timeout: float = 10.0):
+def _until(page, expr: str, timeout: float = 30.0):
     """Poll ``page.evaluate(expr)`` until truthy (a string wait_for_function breaks the CSP)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -119,7 +119,7 @@ def _until(page, expr: str, timeout: float = 10.0):
 def page(browser, server):
     ctx = browser.new_context(viewport={"width": 1440, "height": 900})
     pg = ctx.new_page()
-    pg.set_default_timeout(15_000)
+    pg.set_default_timeout(30_000)
     errors: list[str] = []
     pg.on("pageerror", lambda e: errors.append(str(e)))
     pg.goto(server.url)

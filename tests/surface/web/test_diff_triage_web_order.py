@@ -80,7 +80,7 @@ def test_dashboard_table_in_triage_order(kb):
         b = launch_chromium(pw)
         try:
             pg = b.new_context(viewport={"width": 1280, "height": 800}).new_page()
-            pg.set_default_timeout(15_000)
+            pg.set_default_timeout(30_000)
             errors: list[str] = []
             pg.on("pageerror", lambda e: errors.append(str(e)))
             pg.goto(srv.url)

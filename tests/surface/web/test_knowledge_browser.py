@@ -71,7 +71,7 @@ def test_studio_shows_knowledge(kb, tmp_path):
         page = browser.new_page(viewport={"width": 1440, "height": 900})
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto(f"{srv.url.rstrip('/')}/studio#v={vid}&f={idx}")
-        end = time.monotonic() + 15
+        end = time.monotonic() + 30
         while "the header" not in page.inner_text("#knowledge"):
             assert time.monotonic() < end, page.inner_text("#knowledge")
             time.sleep(0.1)

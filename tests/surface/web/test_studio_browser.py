@@ -31,7 +31,7 @@ def served(kb, tmp_path):
         yield srv, db
 
 
-def _until(page, expression: str, seconds: float = 15.0) -> None:
+def _until(page, expression: str, seconds: float = 30.0) -> None:
     """Poll a page expression from Python (the page's CSP forbids string evaluation, which
     Playwright's wait_for_function needs)."""
     end = time.monotonic() + seconds
@@ -44,7 +44,7 @@ def _until(page, expression: str, seconds: float = 15.0) -> None:
 def _studio(browser, srv, vid: int, index: int, errors: list[str]):
     """A new page on the studio at function ``index``; page errors go to ``errors``."""
     page = browser.new_page(viewport={"width": 1440, "height": 900})
-    page.set_default_timeout(15_000)
+    page.set_default_timeout(30_000)
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(f"{srv.url.rstrip('/')}/studio#v={vid}&f={index}")
     return page

@@ -44,7 +44,7 @@ def _asked(requests: list[str], pattern: str) -> list[int]:
     return [i for i, u in enumerate(requests) if re.search(pattern, u)]
 
 
-def _held(page, held: list, seconds: float = 20.0) -> None:
+def _held(page, held: list, seconds: float = 30.0) -> None:
     """Wait (serving the page's events) until one request is held."""
     for _ in range(int(seconds * 20)):
         if held:
@@ -81,12 +81,18 @@ def test_c_view_on_a_new_version_asks_the_disassembly_first(served, browser):
         browser, served, rf"/api/disasm/{v2}/{BIG}\?kind=wasm&offset=0"
     )
     _held(page, held)
-    page.wait_for_timeout(400)  # the analysis and the trail answer meanwhile
+    # the rest of the page is not held: the analysis is asked for (waited for: a fixed wait
+    # was too short on a slow machine); it and the trail answer meanwhile
+    for _ in range(400):
+        if _asked(requests, r"/api/analysis/"):
+            break
+        page.wait_for_timeout(50)
+    assert _asked(requests, r"/api/analysis/")
+    page.wait_for_timeout(400)
     # the disassembly's first window is on its way: no C, no call graph, no data uses yet
     assert _asked(requests, rf"/api/disasm/{v2}/{BIG}\?kind=c") == []
     assert _asked(requests, rf"/api/callgraph/{v2}") == []
     assert _asked(requests, rf"/api/xrefs/{v2}") == []
-    assert _asked(requests, r"/api/analysis/")  # the rest of the page is not held
     held[0].continue_()
     page.unroute(wasm_v2)
     # the C next, then the call graph and the data uses once code is on screen
@@ -118,6 +124,7 @@ def test_c_held_shows_the_disassembly_meanwhile_then_the_c(served, browser):
     )
     until(page, "document.querySelector('#code').dataset.meanwhile === '1'")
     assert "lifting C" in page.inner_text("#code-lines")
+    _held(page, held)  # its route's callback has run (as Playwright serves the events)
     page.wait_for_timeout(300)
     # the side panels' loads wait for the C (they would slow its lift): not asked for yet
     assert _asked(requests, rf"/api/callgraph/{v2}") == []

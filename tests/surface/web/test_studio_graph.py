@@ -24,7 +24,7 @@ def served(kb, tmp_path_factory):
         yield srv, db
 
 
-def _until(page, expression: str, seconds: float = 15.0) -> None:
+def _until(page, expression: str, seconds: float = 30.0) -> None:
     """Poll a page expression from Python (the CSP forbids wait_for_function's strings)."""
     end = time.monotonic() + seconds
     while not page.evaluate(expression):
@@ -41,7 +41,7 @@ def _get(srv, path):
 
 def _page(browser, errors):
     page = browser.new_page(viewport={"width": 1440, "height": 900})
-    page.set_default_timeout(15_000)
+    page.set_default_timeout(30_000)
     page.on("pageerror", lambda e: errors.append(str(e)))
     return page
 
