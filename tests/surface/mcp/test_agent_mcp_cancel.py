@@ -90,12 +90,8 @@ def test_killing_the_mcp_client_stops_provider_calls(demo_kb):
             assert _wait(lambda: len(srv.requests) >= 6), "the pass never called the provider"
             client.send_signal(signal.SIGKILL)
             client.wait()
-            time.sleep(1.5)  # grace: calls already in flight may finish
-            after_grace = len(srv.requests)
-            time.sleep(2.0)
-            assert len(srv.requests) == after_grace, "provider calls went on after the client left"
-            assert after_grace < 100  # a whole pass makes some 300 calls
-            # the server process ends by itself once its pass stopped
+            # the server process ends by itself once its pass stopped (waited for, not a fixed
+            # grace: a slow machine's server reads the end of its input later)
             assert all(
                 _wait(
                     lambda p=p: (
@@ -106,6 +102,10 @@ def test_killing_the_mcp_client_stops_provider_calls(demo_kb):
                 )
                 for p in servers
             )
+            after_grace = len(srv.requests)  # calls in flight at the kill may have finished
+            time.sleep(1.0)
+            assert len(srv.requests) == after_grace, "provider calls went on after the client left"
+            assert after_grace < 100  # a whole pass makes some 300 calls
         finally:
             if client.poll() is None:
                 client.kill()
