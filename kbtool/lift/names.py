@@ -170,6 +170,12 @@ _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 def escape_text(s: str, limit: int = 80) -> str:
     """``s`` as the inside of a C string literal: escapes, no control or invisible characters,
     no ``*/`` and no ``??`` (trigraphs); at most ``limit`` characters then ``...``."""
+    head = s[:limit] if limit >= 0 else ""
+    if head.isprintable():  # the common case: only `\\` and `"` to escape, no loop
+        t = head.replace("\\", "\\\\").replace('"', '\\"')
+        if len(s) > len(head):
+            t += "..."
+        return t.replace("*/", "*\\/").replace("/*", "/\\*").replace("??", "?\\?")
     out = []
     n = 0
     for ch in s:

@@ -581,11 +581,14 @@ def _candidates(
 
 
 def place_cases(
-    out: list[str | None], budget: _Budget
+    out: list[str | None],
+    budget: _Budget,
+    memo: dict[str, tuple[str, bool, int, str, list[str]]] | None = None,
 ) -> tuple[list[str | None], int, int, list[int]]:
     """Put the bodies of ``case N: goto L;`` trampolines under their cases. Returns the new
     lines (``out`` itself when nothing changed), the gotos and labels that went, and the
-    new index of each old line (-1: dropped) for the callers that hold line indices."""
+    new index of each old line (-1: dropped) for the callers that hold line indices.
+    ``memo``: what the scans read of each line (:func:`_info`), kept for the next pass."""
     tramps, marks = _first_look(out)
     if not tramps:
         return out, 0, 0, []  # the common case: no trampoline
@@ -596,7 +599,8 @@ def place_cases(
     ident = list(range(len(lines)))  # old index (into keep) of each current line
     gotos = labels = moves = 0
     skip: set[int] = set()
-    memo: dict[str, tuple[str, bool, int, str, list[str]]] = {}
+    if memo is None:
+        memo = {}
     while moves < MAX_MOVES and budget.units > 4 * len(lines):
         # (a function near its work budget keeps its trampolines rather than its body)
         budget.spend(len(lines))

@@ -506,10 +506,24 @@ def _hopeful(lines: list[str]) -> bool:
             continue
         # (characters compared as code points: native ints under mypyc)
         goto = -1  # whether the statement has a `goto L` (-1: not looked for yet)
-        if ord(ln[-1]) == 59:  # `;`
+        e = ord(ln[-1])
+        if e == 59:  # `;`
             goto = 1 if "goto L" in ln else 0
             if not goto and ":" not in ln and "}" not in ln and "\x01" not in ln:
                 continue  # a plain statement: nothing below reads it (and no string is made)
+        elif e == 125 and ln.count(" ") == len(ln) - 1:  # a lone `}` (no string is made)
+            if stack:
+                popped = stack.pop()
+                loop_of.pop()
+                brk_of.pop()
+                popped_at = k
+                if stack:
+                    top = stack[-1]
+                    cur_loop = loop_of[-1]
+                    cur_brk = brk_of[-1]
+                else:
+                    top = cur_loop = cur_brk = -1
+            continue
         t = ln.strip()  # (strip keeps a `goto L`: it starts and ends in no whitespace)
         if "\x01" in t:
             t = _unmark(t)
@@ -536,9 +550,12 @@ def _hopeful(lines: list[str]) -> bool:
         last = ord(t[-1])
         if last == 123:  # `{`
             kind = _kind(t) if c0 == 125 else ""
-            if kind == "loop" or t.startswith(("while (", "for (", "do {")):
+            if kind == "loop" or (
+                (c0 == 119 or c0 == 102 or c0 == 100)  # `w`, `f`, `d`: no call for an `if (`
+                and t.startswith(("while (", "for (", "do {"))
+            ):
                 cur_loop = cur_brk = k
-            elif kind == "switch" or t.startswith("switch ("):
+            elif kind == "switch" or (c0 == 115 and t.startswith("switch (")):  # `s`
                 cur_brk = k
             loop_of.append(cur_loop)
             brk_of.append(cur_brk)
@@ -601,18 +618,22 @@ def _hopeful(lines: list[str]) -> bool:
 
 
 def tidy_gotos(
-    out: list[str | None], budget: _Budget
+    out: list[str | None],
+    budget: _Budget,
+    memo: dict[str, tuple[str, bool, int, str, list[str]]] | None = None,
 ) -> tuple[list[str | None], int, int, list[int]]:
     """Structure away the gotos the three rewrites above fit. Returns the new lines
     (``out`` itself when nothing changed), the gotos and labels that went, and the new
-    index of each old line (-1: dropped)."""
+    index of each old line (-1: dropped). ``memo``: the scans' reading of each line (pass
+    3's, :func:`.caseplace.place_cases`)."""
     lines: list[str] = [ln for ln in out if ln is not None]
     if not _hopeful(lines):
         return out, 0, 0, []
     keep = [k for k, ln in enumerate(out) if ln is not None]
     ident = list(range(len(lines)))
     gotos = labels = edits = 0
-    memo: dict[str, tuple[str, bool, int, str, list[str]]] = {}
+    if memo is None:
+        memo = {}
     while edits < MAX_EDITS and budget.units > 4 * len(lines):
         budget.spend(len(lines))
         scan = _Scan(lines, memo)

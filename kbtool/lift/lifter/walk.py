@@ -270,8 +270,10 @@ class _Lifter(_Gc):
         no trampoline: the pass is not run."""
         if not self.stats.gotos:
             return
+        # what the scans read of each line (a line's text decides it), shared by the passes
+        memo: dict[str, tuple[str, bool, int, str, list[str]]] = {}
         for rewrite in (place_cases, tidy_gotos):
-            out, gotos, labels, where = rewrite(self.out, self.budget)
+            out, gotos, labels, where = rewrite(self.out, self.budget, memo)
             if out is not self.out:
                 self.out = out
                 self.fused = [where[k] for k in self.fused if where[k] >= 0]
