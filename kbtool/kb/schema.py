@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from kbtool.kb.errors import NotAKBError, SchemaVersionError
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 KB_KIND = "kbtool-kb"
 # the page size of a KB created by ingesting a big module (SQLite's default 4096 otherwise;
 # an existing file keeps its own): such a version writes tens of MB of facts, references and
@@ -463,6 +463,16 @@ def _v10_packed_refs(conn: sqlite3.Connection) -> None:
     conn.execute("DROP TABLE data_refs")
 
 
+# Version 11: two indexes that serve no query go (issue 30): ``functions_shape`` (on
+# ``shape_hash``) and ``data_items_id`` (on ``data_id``). No statement of kbtool filters, joins,
+# sorts or groups on either column (tests/unit/kb/test_schema_11.py lists the indexes every
+# query uses); a fresh ingest built them for nothing (~50 ms of ffmpeg's). Rows unchanged.
+_V11 = """
+DROP INDEX IF EXISTS functions_shape;
+DROP INDEX IF EXISTS data_items_id;
+"""
+
+
 # Migration n takes a KB at schema version n-1 to version n.
 def _run_script(conn: sqlite3.Connection, script: str) -> None:
     """Run DDL statements one by one (``executescript`` would commit mid-migration)."""
@@ -485,6 +495,7 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     8: _v8_go_shapes,
     9: lambda conn: _run_script(conn, _V9),
     10: _v10_packed_refs,
+    11: lambda conn: _run_script(conn, _V11),
 }
 
 TABLES = (

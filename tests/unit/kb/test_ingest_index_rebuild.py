@@ -33,21 +33,14 @@ def test_fresh_kb_rebuilds_then_later_ingests_update_in_place(tmp_path):
     schema_only = open_rw(str(tmp_path / "empty.db"), create=True)
     want = _index_ddl(schema_only)
     schema_only.close()
-    assert {"functions_stable_id", "functions_shape", "data_items_id", "data_items_label"} <= set(
-        want
-    )
+    assert {"functions_stable_id", "data_items_label"} <= set(want)
 
     conn = open_rw(str(tmp_path / "kb.db"), create=True)
     statements: list[str] = []
     conn.set_trace_callback(statements.append)
     ingest_file(conn, str(V1), label="1")
     dropped = {s.split('"')[1] for s in statements if s.startswith('DROP INDEX "')}
-    assert {
-        "functions_stable_id",
-        "functions_shape",
-        "data_items_id",
-        "data_items_label",
-    } <= dropped
+    assert {"functions_stable_id", "data_items_label"} <= dropped
     assert _index_ddl(conn) == want  # the same indexes, from their own DDL
     plan = " ".join(
         r[-1]

@@ -1,0 +1,232 @@
+"""Schema 11 drops two indexes that serve no query, ``functions_shape`` (on ``shape_hash``)
+and ``data_items_id`` (on ``data_id``): every read of the query layer, run on a KB that still
+has them, is planned without them (EXPLAIN QUERY PLAN of each statement it ran); no SQL in
+kbtool filters, joins, sorts or groups on either column; a schema-10 KB migrates to 11 with
+its rows and its answers unchanged, and a fresh KB never has them."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from kbtool.kb import datamodel, queries, schema
+from kbtool.kb.db import _configure, open_ro, open_rw
+from kbtool.kb.errors import KBError
+from testkit.kbcompare import rows, tables
+
+ROOT = Path(__file__).resolve().parents[3]
+DROPPED = {
+    "functions_shape": "CREATE INDEX functions_shape ON functions(shape_hash)",
+    "data_items_id": "CREATE INDEX data_items_id ON data_items(data_id)",
+}
+# reads of the data model the query layer re-exports nowhere (kbtool/kb/datamodel.py)
+DATA_READS = (
+    "model_row",
+    "model_info",
+    "list_items",
+    "item_at",
+    "item_by_label",
+    "items_by_text",
+    "globals_of",
+    "refs_to",
+    "refs_from",
+    "function_names_for",
+    "function_by_name",
+)
+
+
+def _as_schema_10(path: Path) -> None:
+    """Make ``path`` what kbtool wrote at schema 10: the same rows, the two indexes, version 10."""
+    raw = sqlite3.connect(path, isolation_level=None)
+    for ddl in DROPPED.values():
+        raw.execute(ddl)
+    raw.execute("UPDATE meta SET value = '10' WHERE key = 'schema_version'")
+    raw.close()
+
+
+def _reader(path: Path) -> sqlite3.Connection:
+    """A read-only connection configured as ``open_ro``'s, without its schema check (which
+    refuses a schema-10 KB): the readers of schema 10 on that file."""
+    conn = sqlite3.connect(
+        "file:" + quote(str(path.resolve())) + "?mode=ro", uri=True, isolation_level=None
+    )
+    _configure(conn)
+    conn.execute("PRAGMA query_only = ON")
+    return conn
+
+
+def _samples(conn: sqlite3.Connection) -> dict[str, list[Any]]:
+    """Argument values by parameter name, taken from the KB itself."""
+    vids = [r[0] for r in conn.execute("SELECT id FROM versions ORDER BY id")]
+    fn = conn.execute(
+        "SELECT f.version_id, f.idx, f.stable_id, s.name FROM functions f JOIN symbols s"
+        " USING (stable_id) WHERE f.imported = 0 AND s.name IS NOT NULL ORDER BY 1, 2"
+        " LIMIT 1"
+    ).fetchone()
+    item = conn.execute(
+        "SELECT address, label, text FROM data_items WHERE version_id = ? AND text IS NOT NULL"
+        " ORDER BY address LIMIT 1",
+        (vids[-1],),
+    ).fetchone()
+    sha = conn.execute("SELECT sha256 FROM versions ORDER BY id LIMIT 1").fetchone()[0]
+    label = conn.execute("SELECT label FROM versions ORDER BY id LIMIT 1").fetchone()[0]
+    return {
+        "version_id": vids,
+        "from_version_id": vids[:1],
+        "to_version_id": vids[-1:],
+        "index": [fn[1]],
+        "func_index": [fn[1]],
+        "indices": [[fn[1], fn[1] + 1]],
+        "stable_id": [fn[2], "nosuch"],
+        "query": [fn[3][:4]],
+        "text": [item[2][:3]],
+        "name": [fn[3]],
+        "label": [label, item[1]],
+        "address": [item[0]],
+        "values": [[0, 1, 4]],
+        "sha256": [sha],
+        "backend": ["ollama"],
+        "model": [None],
+        "prompt_hash": ["0" * 16],
+        "target_kind": ["data"],
+        "lo": [item[0]],
+        "include_imports": [True],
+        "offset": [0],
+        "count": [50],
+    }
+
+
+def _plain(x: Any) -> Any:
+    if isinstance(x, sqlite3.Row):
+        return tuple(x)
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_plain(v) for v in x]
+    return x
+
+
+def _read_everything(conn: sqlite3.Connection) -> dict[str, Any]:
+    """Every public read of the query layer and the data model, with every sample of its
+    parameters (each version, a named function, a string, an address...): name -> answers."""
+    samples = _samples(conn)
+    fns = [
+        (n, f)
+        for n, f in vars(queries).items()
+        if inspect.isfunction(f) and not n.startswith("_") and n != "parse_mem_ops"
+    ]
+    fns += [(f"datamodel.{n}", getattr(datamodel, n)) for n in DATA_READS]
+    out: dict[str, Any] = {}
+    for name, f in sorted(fns):
+        params = [
+            p
+            for p in list(inspect.signature(f).parameters.values())[1:]
+            if p.default is inspect.Parameter.empty
+        ]
+        missing = [p.name for p in params if p.name not in samples]
+        assert not missing, f"{name}: no sample for {missing} (add one to _samples)"
+        combos: list[dict[str, Any]] = [{}]
+        for p in params:
+            combos = [{**c, p.name: v} for c in combos for v in samples[p.name]]
+        answers = []
+        for kwargs in combos:
+            try:
+                answers.append(repr(_plain(f(conn, **kwargs))))
+            except KBError as exc:  # an unknown id: the answer is the refusal
+                answers.append(f"{type(exc).__name__}: {exc}")
+        out[name] = answers
+    return out
+
+
+def _indexes_used(conn: sqlite3.Connection, statements: list[str]) -> set[str]:
+    used: set[str] = set()
+    for sql in statements:
+        if not re.match(r"\s*(SELECT|WITH|UPDATE|DELETE)\b", sql, re.I):
+            continue
+        for row in conn.execute("EXPLAIN QUERY PLAN " + sql):
+            used |= set(re.findall(r"USING (?:COVERING )?INDEX (\w+)", row[-1]))
+    return used
+
+
+def test_no_read_of_the_query_layer_uses_the_dropped_indexes(demo_kb_master, tmp_path):
+    path = tmp_path / "kb.db"
+    shutil.copy(demo_kb_master, path)
+    _as_schema_10(path)
+    conn = _reader(path)
+    ran: list[str] = []
+    conn.set_trace_callback(ran.append)
+    answers = _read_everything(conn)
+    conn.set_trace_callback(None)
+    assert len(answers) > 70 and len(ran) > 100
+    used = _indexes_used(conn, ran)
+    conn.close()
+    assert not used & set(DROPPED), sorted(used & set(DROPPED))
+    # the plans name the indexes that serve (so this check can see one)
+    assert {"functions_stable_id", "data_items_label", "call_edges_callee"} <= used
+
+
+def test_no_sql_in_kbtool_filters_joins_sorts_or_groups_on_the_indexed_columns():
+    cond = re.compile(
+        r"\b(?:WHERE|AND|OR|ON|BY|DISTINCT|MIN|MAX)\s*\(?\s*(?:\w+\.)?(shape_hash|data_id)\b"
+        r"|\b(shape_hash|data_id)\s*(?:=|<|>|IN\b|LIKE\b|BETWEEN\b|IS\b)",
+        re.I,
+    )
+    sql = re.compile(r"\b(SELECT|UPDATE|DELETE|WHERE|JOIN)\b")
+    hits = []
+    for py in sorted((ROOT / "kbtool").rglob("*.py")):
+        for node in ast.walk(ast.parse(py.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.JoinedStr):  # an f-string: its literal parts
+                text = "".join(
+                    v.value if isinstance(v, ast.Constant) else " ? " for v in node.values
+                )
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                text = node.value
+            else:
+                continue
+            if sql.search(text) and cond.search(text):
+                hits.append(f"{py.relative_to(ROOT)}:{node.lineno}: {text[:200]}")
+    # only the schema 8 migration's, which compares the shape hashes of rows it finds by
+    # primary key (and shows this check sees a condition on the column)
+    assert hits and all(h.startswith("kbtool/kb/schema.py:") for h in hits), hits
+
+
+def test_a_schema_10_kb_migrates_with_its_rows_and_answers_unchanged(demo_kb_master, tmp_path):
+    path = tmp_path / "kb.db"
+    shutil.copy(demo_kb_master, path)
+    _as_schema_10(path)
+    old = _reader(path)
+    before_rows = {t: rows(old, t) for t in tables(old) if t != "meta"}
+    before = _read_everything(old)
+    old.close()
+
+    conn = open_rw(path, create=False)  # migrates, as `kbtool migrate` does
+    conn.close()
+    conn = open_ro(path)
+    assert schema.read_schema_version(conn) == schema.SCHEMA_VERSION == 11
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert not names & set(DROPPED)
+    assert {"functions_stable_id", "data_items_label"} <= names
+    assert {t: rows(conn, t) for t in tables(conn) if t != "meta"} == before_rows
+    assert _read_everything(conn) == before
+    conn.close()
+
+
+def test_a_fresh_kb_and_its_first_ingest_never_build_them(tmp_path):
+    from kbtool.services.ingest import ingest_file
+    from tests.support.paths import DEMO_DIR
+
+    conn = open_rw(tmp_path / "kb.db", create=True)
+    ran: list[str] = []
+    conn.set_trace_callback(ran.append)
+    ingest_file(conn, str(DEMO_DIR / "zstd-1.5.5.wasm"), label="1")
+    conn.set_trace_callback(None)
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    conn.close()
+    assert not names & set(DROPPED)
+    assert not [s for s in ran if any(n in s for n in DROPPED)]
