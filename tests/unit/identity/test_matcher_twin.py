@@ -9,9 +9,12 @@ Tests that need the twin skip cleanly when it is not built."""
 
 from __future__ import annotations
 
+import math
 import os
+import random
 import subprocess
 import sys
+from array import array
 from pathlib import Path
 
 import pytest
@@ -207,4 +210,75 @@ def test_pair_sums_and_bounds_are_the_same_floats(seed):
                 assert wb >= cb >= cs[0] / cs[1]
                 out.append((o.index, n.index, wb, cb, cs))
         got.append(repr(out))
+    assert got[0] == got[1]
+
+
+def _reference_bigrams(ops: bytes) -> tuple[dict, float]:
+    """Every pair of neighbouring 16-bit op ids (little-endian) counted under the key
+    ``a | b << 16``, a plain loop (after the head-and-tail sample of very large bodies)."""
+    feats = _part(PURE, "features")
+    if len(ops) > 2 * feats._MAX_OPS:
+        ops = ops[: feats._MAX_OPS] + ops[len(ops) - feats._MAX_OPS :]
+    ids = [ops[i] | ops[i + 1] << 8 for i in range(0, len(ops) - 1, 2)]
+    want: dict[int, int] = {}
+    for a, b in zip(ids, ids[1:], strict=False):
+        want[a | b << 16] = want.get(a | b << 16, 0) + 1
+    return want, math.sqrt(sum(v * v for v in want.values())) or 1.0
+
+
+_OPS = st.one_of(
+    st.lists(st.integers(0, 7), max_size=300),  # few distinct ops, many repeated pairs
+    st.lists(st.integers(0, 2**16 - 1), max_size=600),  # past 256 distinct: Counter's count
+    st.lists(st.sampled_from([0, 1, 0x20, 0xFC01, 0xFD0C, 0xFFFF]), max_size=200),
+).map(lambda xs: array("H", xs).tobytes())
+
+
+@needs_twin
+@settings(max_examples=300, deadline=None)
+@given(ops=_OPS, odd=st.booleans())
+def test_bigram_histograms_are_the_same(ops, odd):
+    """The compiled twin counts op bigrams by a typed loop over reused tables
+    (``features._pair_counts``), pure Python by ``Counter.update`` of 32-bit words: the same
+    counts under the same keys and the same norm, whatever the body (an odd trailing byte,
+    more than 256 distinct ops, where the typed count hands over to ``Counter``)."""
+    if odd:
+        ops += b"\x07"
+    want = _reference_bigrams(ops)
+    assert _part(COMPILED, "features")._TYPED and not _part(PURE, "features")._TYPED
+    for pkg in (COMPILED, PURE):
+        feats = _part(pkg, "features")
+        hist, norm = feats._bigrams(ops)
+        assert dict(hist) == want[0] and repr(norm) == repr(want[1])
+        # the typed count itself, on both sides (pure Python runs it too, slowly)
+        n = (len(ops) - len(ops) % 2) // 2
+        got = feats._pair_counts(ops, n)
+        distinct = len(set(array("H", ops[: 2 * n])))
+        assert got == (None if distinct > feats._LOCAL_IDS else want[0])
+    # the tables are left clean for the next body (a second count gives the same)
+    assert _part(COMPILED, "features")._bigrams(ops)[0] == want[0]
+
+
+@needs_twin
+def test_bigram_histograms_of_very_large_bodies_are_the_same():
+    """Past ``2 * _MAX_OPS`` bytes only the head and the tail are counted, alike."""
+    rnd = random.Random(7)
+    for alphabet in (40, 300):
+        ops = array("H", (rnd.randrange(alphabet) for _ in range(40_000))).tobytes()
+        want = _reference_bigrams(ops)
+        for pkg in (COMPILED, PURE):
+            hist, norm = _part(pkg, "features")._bigrams(ops)
+            assert dict(hist) == want[0] and repr(norm) == repr(want[1])
+
+
+@needs_twin
+@settings(max_examples=200, deadline=None)
+@given(
+    a=st.dictionaries(st.integers(0, 50), st.integers(1, 2**20), max_size=40),
+    b=st.dictionaries(st.integers(0, 50), st.integers(1, 2**20), max_size=40),
+)
+def test_cosine_is_the_same_float(a, b):
+    """The typed dot product of the compiled twin gives the pure one's cosine, to the bit."""
+    na = math.sqrt(sum(v * v for v in a.values())) or 1.0
+    nb = math.sqrt(sum(v * v for v in b.values())) or 1.0
+    got = [repr(_part(pkg, "features")._cosine(a, na, b, nb)) for pkg in (COMPILED, PURE)]
     assert got[0] == got[1]
