@@ -11,7 +11,6 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.markup import escape
 
 from kbtool.kb import queries
-from kbtool.services import nav
 from kbtool.textutil import printable
 from kbtool.tui.widgets.palette import name_text
 
@@ -50,6 +49,8 @@ class FunctionJumpProvider(Provider):
         text = query.strip()
         if not text or text.startswith(('"', "=")) and len(text) < 2:
             return
+        from kbtool.services import nav  # not before the palette's first search (start-up)
+
         for rank, hit in enumerate(nav.located(self.kb.conn, text, self.kb.version_id)):
             display = Text()
             display.append_text(name_text(hit["name"], hit["provenance"]))

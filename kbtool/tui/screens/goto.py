@@ -9,8 +9,6 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
-from kbtool.services import nav
-
 
 class GotoScreen(ModalScreen[int | None]):
     """Dismisses with the typed function index, or None on Esc; a bad entry says why and stays."""
@@ -43,6 +41,8 @@ class GotoScreen(ModalScreen[int | None]):
         box.focus()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
+        from kbtool.services import nav  # not before the first go-to (start-up)
+
         index = nav.parse_index(event.value)
         if index is None:
             self.query_one("#goto-hint", Static).update(
