@@ -19,8 +19,8 @@ from kbtool.kb import datamodel, queries, schema
 from kbtool.kb.db import _configure, open_ro, open_rw
 from kbtool.kb.errors import KBError
 from testkit.kbcompare import rows, tables
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[3]
 DROPPED = {
     "functions_shape": "CREATE INDEX functions_shape ON functions(shape_hash)",
     "data_items_id": "CREATE INDEX data_items_id ON data_items(data_id)",
