@@ -318,7 +318,10 @@ async def _mcp(kb: Path, p: dict, root: Path) -> dict:
         env={
             **get_default_environment(),
             "PYTHONPATH": str(root),
-            **{k: v for k, v in os.environ.items() if k.startswith("KBTOOL_")},
+            # the caches' settings too: without XDG_CACHE_HOME the server kept its answers
+            # under ~/.cache, not where `diff.warm` prepared them for this KB (a first round
+            # then computed the unstored pair: 22-27 s)
+            **{k: v for k, v in os.environ.items() if k.startswith(("KBTOOL_", "XDG_"))},
         },
     )
     res: dict[str, dict[str, list[float]]] = {}
