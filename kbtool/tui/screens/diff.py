@@ -123,6 +123,11 @@ class DiffScreen(KbScreen):
     }
     """
 
+    # the table has the focus from the screen's compose: focused in on_mount (a later call)
+    # the screen's first frame drew the "from" picker focused, the table not, and a second
+    # layout and frame followed for the focus's move (its scrollbars restyled)
+    AUTO_FOCUS = "#diff-table"
+
     BINDINGS = [
         BACK,
         Binding("f", "next_filter", "filter"),
