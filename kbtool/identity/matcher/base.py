@@ -46,6 +46,13 @@ class _Side:
         "in_table",
         "imported",
         "positions",
+        "size",
+        "imp_a",
+        "body_a",
+        "shape_a",
+        "sig_a",
+        "count_a",
+        "tpos_a",
     )
 
     def __init__(self, recs: Iterable[FuncRecord]) -> None:
@@ -53,6 +60,8 @@ class _Side:
         for r in recs:
             if r.index in by_index:
                 raise ValueError(f"duplicate function index {r.index}")
+            if r.index < 0:
+                raise ValueError(f"negative function index {r.index}")
             by_index[r.index] = r
         self.order = sorted(by_index)
         self.recs = {i: by_index[i] for i in self.order}
@@ -72,6 +81,31 @@ class _Side:
         # position of each function in a neighbour list (callees, the table), by list id
         # (the lists live as long as the side: made once, never changed)
         self.positions: dict[int, tuple[Sequence[int], dict[int, int]]] = {}
+        # dense arrays by function index (wasm indices are dense from 0): what the call
+        # graph and the pair tails read per function, without a dict or attribute lookup
+        size = self.order[-1] + 1 if self.order else 0
+        self.size = size
+        imp_a = [False] * size
+        body_a: list[str | None] = [None] * size
+        shape_a: list[str | None] = [None] * size
+        sig_a: list[str | None] = [""] * size
+        count_a = [0] * size
+        for i, r in self.recs.items():
+            imp_a[i] = bool(r.imported)
+            body_a[i] = r.body_hash
+            shape_a[i] = r.shape_hash
+            sig_a[i] = r.type_sig
+            count_a[i] = r.instr_count
+        self.imp_a = imp_a
+        self.body_a = body_a
+        self.shape_a = shape_a
+        self.sig_a = sig_a
+        self.count_a = count_a
+        # each function's position in the function table (-1: not in it)
+        tpos_a = [-1] * size
+        for j, i in enumerate(self.table):
+            tpos_a[i] = j
+        self.tpos_a = tpos_a
 
     def position(self, seq: Sequence[int]) -> dict[int, int]:
         """function index -> its position in ``seq`` (one of this side's neighbour lists;
@@ -134,6 +168,10 @@ class MatcherBase:
         self.NEW = _Side(new)
         self.o2n: dict[int, int] = {}
         self.n2o: dict[int, int] = {}
+        # the same two maps as dense arrays by function index (-1: unmatched), kept in step
+        # by ``accept`` and ``unaccept``: what the call graph's loops read
+        self.o2n_a: list[int] = [-1] * self.OLD.size
+        self.n2o_a: list[int] = [-1] * self.NEW.size
         self.result: dict[int, Match] = {}  # by new index
         self.queue: deque[tuple[int, int]] = deque()
         self.queued: set[tuple[int, int]] = set()
@@ -223,6 +261,8 @@ class MatcherBase:
         assert o not in self.o2n and n not in self.n2o
         self.o2n[o] = n
         self.n2o[n] = o
+        self.o2n_a[o] = n
+        self.n2o_a[n] = o
         score = max(0.0, min(1.0, score))
         self.result[n] = Match(o, n, round(score, 4), method, bool(review))
         d = self._anchor_dirty
@@ -232,13 +272,22 @@ class MatcherBase:
             self._table_ver += 1
         self._enqueue(o, n)
         # the neighbourhoods of matched neighbours just changed: look at them again
-        for x in (*self.OLD.callers[o], *self.OLD.callees[o]):
-            y = self.o2n.get(x)
-            if y is not None:
+        o2n_a, n2o_a = self.o2n_a, self.n2o_a
+        for x in self.OLD.callers[o]:
+            y = o2n_a[x]
+            if y >= 0:
                 self._enqueue(x, y)
-        for y in (*self.NEW.callers[n], *self.NEW.callees[n]):
-            z = self.n2o.get(y)
-            if z is not None:
+        for x in self.OLD.callees[o]:
+            y = o2n_a[x]
+            if y >= 0:
+                self._enqueue(x, y)
+        for y in self.NEW.callers[n]:
+            z = n2o_a[y]
+            if z >= 0:
+                self._enqueue(z, y)
+        for y in self.NEW.callees[n]:
+            z = n2o_a[y]
+            if z >= 0:
                 self._enqueue(z, y)
 
     def table_memo(self, key: str, make):
@@ -268,23 +317,24 @@ class MatcherBase:
     def callee_check(self, o: int, n: int) -> tuple[int, int, int]:
         """(agree, disagree, defined callees) of the pair's callees under the current match:
         a callee matched to a callee of the other side agrees, matched elsewhere disagrees."""
-        co = [c for c in self.OLD.callees[o] if not self.OLD.recs[c].imported]
-        cn = [c for c in self.NEW.callees[n] if not self.NEW.recs[c].imported]
-        o2n, n2o = self.o2n, self.n2o
+        imp_o, imp_n = self.OLD.imp_a, self.NEW.imp_a
+        co = [c for c in self.OLD.callees[o] if not imp_o[c]]
+        cn = [c for c in self.NEW.callees[n] if not imp_n[c]]
+        o2n_a, n2o_a = self.o2n_a, self.n2o_a
         agree = disagree = 0
         if len(co) == len(cn):
             for a, b in zip(co, cn, strict=True):
-                m = o2n.get(a)
-                if m is not None:
+                m = o2n_a[a]
+                if m >= 0:
                     if m == b:
                         agree += 1
                     else:
                         disagree += 1
-                elif b in n2o:
+                elif n2o_a[b] >= 0:
                     disagree += 1
         else:
-            mapped = {o2n[a] for a in co if a in o2n}
-            known = {b for b in cn if b in n2o}
+            mapped = {o2n_a[a] for a in co if o2n_a[a] >= 0}
+            known = {b for b in cn if n2o_a[b] >= 0}
             agree = len(mapped & known)
             disagree = len(mapped ^ known)
         return agree, disagree, max(len(co), len(cn))
@@ -298,15 +348,18 @@ class MatcherBase:
             self._content[key] = v
         return v
 
-    def _graph_term(self, lo: Sequence[int], ln: Sequence[int]) -> float | None:
+    def _graph_term(self, lo: tuple[int, ...], ln: tuple[int, ...]) -> float | None:
         """Agreement of two neighbour lists under the current match: a neighbour matched to
         a neighbour of the other side counts 1, a pair of still unknown ones counts 1/2."""
         if not lo and not ln:
             return None
-        o2n, n2o = self.o2n, self.n2o
-        mapped = {o2n[x] for x in lo if x in o2n}
+        o2n_a, n2o_a = self.o2n_a, self.n2o_a
+        mapped = {o2n_a[x] for x in lo if o2n_a[x] >= 0}
         unk_o = len(lo) - len(mapped)
-        unk_n = sum(1 for y in ln if y not in n2o)
+        unk_n = 0
+        for y in ln:
+            if n2o_a[y] < 0:
+                unk_n += 1
         agree = len(mapped.intersection(ln)) if mapped else 0
         return (agree + 0.5 * min(unk_o, unk_n)) / max(len(lo), len(ln))
 
@@ -330,7 +383,7 @@ class MatcherBase:
         whose pairing changed (accept/unaccept record the smallest). Same chain as a
         run from the start.
         """
-        o2n, imported = self.o2n, self.NEW.imported
+        o2n_a, imported = self.o2n_a, self.NEW.imp_a
         dirty, run = self._anchor_dirty, self._anchor_run
         self._anchor_dirty = None
         if dirty is None and run is not None:
@@ -350,10 +403,11 @@ class MatcherBase:
         del os_[start:], ns[start:], prev[start:], marks[c + 1 :]
         # the matched pairs by old index from ``start`` (one new index each), imported new
         # ones left out
-        lo = os_[-1] if os_ else -1
-        tail_o = sorted(o for o in o2n if o > lo)
-        os_ += [o for o in tail_o if o2n[o] not in imported]
-        ns += map(o2n.__getitem__, os_[start:])
+        for o in range(os_[-1] + 1 if os_ else 0, len(o2n_a)):
+            m = o2n_a[o]
+            if m >= 0 and not imported[m]:
+                os_.append(o)
+                ns.append(m)
         if marks:
             tails, tail_pos = marks[c][0][:], marks[c][1][:]
         else:
@@ -363,7 +417,8 @@ class MatcherBase:
         for s0 in range(start, len(ns), step):
             if s0 != start or not marks:
                 marks.append((tails[:], tail_pos[:]))
-            for k, n in enumerate(ns[s0 : s0 + step], s0):
+            for k in range(s0, min(s0 + step, len(ns))):
+                n = ns[k]
                 if not tails or n > tails[-1]:
                     # the chain grows (bisect_left would give len(tails): the same step)
                     prev[k] = tail_pos[-1] if tail_pos else -1
@@ -419,9 +474,9 @@ class MatcherBase:
         """What a pair's score reads of the match state (:meth:`score`): the agreement of
         the callees and of the callers, the position between anchors, and whether an equal
         shape is not contradicted by matched callees (None: the shapes differ)."""
-        ro = self.OLD.recs[o]
+        h = self.OLD.shape_a[o]
         shape = None
-        if ro.shape_hash and ro.shape_hash == self.NEW.recs[n].shape_hash:
+        if h and h == self.NEW.shape_a[n]:
             shape = not self.callee_check(o, n)[1]
         return (
             self._graph_term(self.OLD.callees[o], self.NEW.callees[n]),
@@ -443,8 +498,7 @@ class MatcherBase:
         self, o: int, n: int, content: tuple[float, float], tail: tuple, sig_penalty: bool
     ) -> float:
         """The pair similarity from its content sum and its :meth:`tail`."""
-        ro = self.OLD.recs[o]
-        rn = self.NEW.recs[n]
+        SO, SN = self.OLD, self.NEW
         total, wsum = content
         g_callees, g_callers, loc, shape = tail
         if g_callees is not None:
@@ -457,12 +511,12 @@ class MatcherBase:
             total += 0.2 * loc
             wsum += 0.2
         s = total / wsum if wsum else 0.0
-        if sig_penalty and ro.type_sig != rn.type_sig:
+        if sig_penalty and SO.sig_a[o] != SN.sig_a[n]:
             s *= 0.8
         if shape:
             s = max(s, 0.9)  # same normalised code, callees not contradicting
         # very small functions carry little evidence; temper their score
-        small = min(ro.instr_count, rn.instr_count)
+        small = min(SO.count_a[o], SN.count_a[n])
         if small < self.MIN_TINY:
             s *= 0.85 + 0.15 * small / self.MIN_TINY
         return s

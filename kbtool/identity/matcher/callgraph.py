@@ -6,8 +6,6 @@ import bisect
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from functools import partial
-from itertools import accumulate, compress, count, repeat
-from operator import gt, is_
 
 from .base import REVIEW_SCORE, _plausible_size
 from .similarity import SimilarityStage
@@ -52,41 +50,49 @@ class CallgraphStage(SimilarityStage):
             if len(self.result) == before:
                 break
 
-    def _resolve(self, lo: Sequence[int], ln: Sequence[int], ordered: bool) -> None:
-        o2n, n2o = self.o2n, self.n2o
+    def _resolve(self, lo: tuple[int, ...], ln: tuple[int, ...], ordered: bool) -> None:
+        # every per-function read below is from the sides' dense arrays by function index
+        # (the match state ``o2n_a``/``n2o_a``, -1 unmatched; hashes, signatures, sizes)
+        SO, SN = self.OLD, self.NEW
+        o2n_a, n2o_a = self.o2n_a, self.n2o_a
         # the function tables (thousands of entries, looked at after every queue): what
         # depends only on which of their functions are matched is derived once per state
-        table = lo is self.OLD.table and ln is self.NEW.table
+        table = lo is SO.table and ln is SN.table
         if table:
-            uo, un = self.table_memo("hood", partial(_unmatched, lo, ln, o2n, n2o))
+            uo, un = self.table_memo("hood", partial(_unmatched, lo, ln, o2n_a, n2o_a))
             if not uo or not un:
                 return
         else:
-            uo = [x for x in lo if x not in o2n]
+            uo = _free(lo, o2n_a)
             if not uo:
                 return
-            un = [y for y in ln if y not in n2o]
+            un = _free(ln, n2o_a)
             if not un:
                 return
-        OLD, NEW = self.OLD.recs, self.NEW.recs
+        sig_o, sig_n = SO.sig_a, SN.sig_a
 
         # (a) hash groups inside the neighbourhood
-        for attr, score in (("body_hash", 0.99), ("shape_hash", 0.97)):
+        for body, score in ((True, 0.99), (False, 0.97)):
+            ho, hn = (SO.body_a, SN.body_a) if body else (SO.shape_a, SN.shape_a)
             if table:
                 groups, shapes_o, shapes_n = self.table_memo(
-                    attr, partial(_hash_groups, OLD, NEW, uo, un, attr, True)
+                    "body_hash" if body else "shape_hash",
+                    partial(_hash_groups, ho, hn, SO.shape_a, SN.shape_a, uo, un, body, True),
                 )
             else:
-                groups, shapes_o, shapes_n = _hash_groups(OLD, NEW, uo, un, attr, ordered)
+                groups, shapes_o, shapes_n = _hash_groups(
+                    ho, hn, SO.shape_a, SN.shape_a, uo, un, body, ordered
+                )
             hit = False
             for xs, ys in groups:
                 pairs = list(zip(xs, ys, strict=True))
                 checks = [self.callee_check(x, y) for x, y in pairs]
                 if any(c[1] for c in checks):
                     continue
-                if attr == "body_hash" and len(xs) == 1:
+                if body and len(xs) == 1:
                     x, y = xs[0], ys[0]
-                    dup = shapes_o[OLD[x].shape_hash] > 1 or shapes_n[NEW[y].shape_hash] > 1
+                    assert shapes_o is not None and shapes_n is not None
+                    dup = shapes_o[SO.shape_a[x]] > 1 or shapes_n[SN.shape_a[y]] > 1
                     agree, _, total = checks[0]
                     if dup and (total == 0 or agree < total):
                         continue
@@ -96,20 +102,23 @@ class CallgraphStage(SimilarityStage):
                     self.accept(x, y, s, "callgraph")
                 hit = True
             if hit:
-                uo = [x for x in uo if x not in o2n]
-                un = [y for y in un if y not in n2o]
+                uo = _free(uo, o2n_a)
+                un = _free(un, n2o_a)
                 if not uo or not un:
                     return
 
         # (b) imports (no body): the only unmatched import pair with the same signature
-        io = [x for x in uo if OLD[x].imported]
-        inn = [y for y in un if NEW[y].imported]
+        imp_o, imp_n = SO.imp_a, SN.imp_a
+        io = [x for x in uo if imp_o[x]]
+        inn = [y for y in un if imp_n[y]]
         if io and inn:
             self._resolve_imports(io, inn)
-            uo = [x for x in uo if x not in o2n]
-            un = [y for y in un if y not in n2o]
-        uo = [x for x in uo if not OLD[x].imported]
-        un = [y for y in un if not NEW[y].imported]
+            uo = _free(uo, o2n_a)
+            un = _free(un, n2o_a)
+        if io:
+            uo = [x for x in uo if not imp_o[x]]
+        if inn:
+            un = [y for y in un if not imp_n[y]]
         if not uo or not un:
             return
         if len(uo) > self.SMALL_HOOD or len(un) > self.SMALL_HOOD:
@@ -121,7 +130,7 @@ class CallgraphStage(SimilarityStage):
         if len(uo) == 1 and len(un) == 1:
             x, y = uo[0], un[0]
             s = self.similarity(x, y)
-            same = OLD[x].type_sig == NEW[y].type_sig
+            same = sig_o[x] == sig_n[y]
             if s >= (self.CG_SINGLE if same else self.CG_SINGLE_XSIG):
                 self.accept(x, y, self._cg_score(s), "callgraph", self._cg_score(s) < REVIEW_SCORE)
             return
@@ -131,9 +140,9 @@ class CallgraphStage(SimilarityStage):
         so: dict[str, list[int]] = defaultdict(list)
         sn: dict[str, list[int]] = defaultdict(list)
         for x in uo:
-            so[OLD[x].type_sig].append(x)
+            so[sig_o[x]].append(x)
         for y in un:
-            sn[NEW[y].type_sig].append(y)
+            sn[sig_n[y]].append(y)
         hit = False
         for sig, xs in so.items():
             ys = sn.get(sig)
@@ -152,9 +161,10 @@ class CallgraphStage(SimilarityStage):
                 continue
             self.charge(x, y)
             plain = self.score(x, y, content, tail, False)
-            cx, cy = OLD[x].instr_count, NEW[y].instr_count
-            rivals = [(x, y2) for y2 in un if y2 != y and _plausible_size(cx, NEW[y2].instr_count)]
-            rivals += [(x2, y) for x2 in uo if x2 != x and _plausible_size(OLD[x2].instr_count, cy)]
+            cnt_o, cnt_n = SO.count_a, SN.count_a
+            cx, cy = cnt_o[x], cnt_n[y]
+            rivals = [(x, y2) for y2 in un if y2 != y and _plausible_size(cx, cnt_n[y2])]
+            rivals += [(x2, y) for x2 in uo if x2 != x and _plausible_size(cnt_o[x2], cy)]
             # plain - max(rivals) >= margin: every rival at least the margin behind (float
             # subtraction is monotone), decided by the rival's bound when that suffices
             ahead = bool(rivals) or plain - 0.0 >= self.CG_RIVAL_MARGIN
@@ -174,16 +184,16 @@ class CallgraphStage(SimilarityStage):
                 self.accept(x, y, self._cg_score(s), "callgraph")
                 hit = True
         if hit:
-            uo = [x for x in uo if x not in o2n]
-            un = [y for y in un if y not in n2o]
+            uo = _free(uo, o2n_a)
+            un = _free(un, n2o_a)
             if not uo or not un:
                 return
 
         # (e) position between matched anchors in the call sequence
         if ordered:
             self._resolve_gaps(lo, ln)
-            uo = [x for x in uo if x not in o2n]
-            un = [y for y in un if y not in n2o]
+            uo = _free(uo, o2n_a)
+            un = _free(un, n2o_a)
             if not uo or not un:
                 return
 
@@ -218,7 +228,7 @@ class CallgraphStage(SimilarityStage):
                 same_name = OLD[x].import_name == NEW[y].import_name
                 self.accept(x, y, 0.9 if same_name else 0.7, "callgraph")
 
-    def _resolve_gaps(self, lo: Sequence[int], ln: Sequence[int]) -> None:
+    def _resolve_gaps(self, lo: tuple[int, ...], ln: tuple[int, ...]) -> None:
         """Callees between the same two matched anchors of both call sequences."""
         if lo is self.OLD.table and ln is self.NEW.table:
             pairs = self.table_memo("gaps", partial(self._gap_pairs, lo, ln))
@@ -229,41 +239,53 @@ class CallgraphStage(SimilarityStage):
             if s >= self.CG_GAP:
                 self.accept(x, y, self._cg_score(s), "callgraph")
 
-    def _gap_pairs(self, lo: Sequence[int], ln: Sequence[int]) -> list[tuple[int, int]]:
+    def _gap_pairs(self, lo: tuple[int, ...], ln: tuple[int, ...]) -> list[tuple[int, int]]:
         """The pairs of :meth:`_resolve_gaps`, in gap order: one unmatched function of each
         side alone in a gap, of one signature (a pure function of which functions of the
         two lists are matched, and to what)."""
-        o2n, n2o = self.o2n, self.n2o
-        OLD, NEW = self.OLD.recs, self.NEW.recs
+        SO, SN = self.OLD, self.NEW
+        o2n_a, n2o_a = self.o2n_a, self.n2o_a
         # the positions of the unmatched defined functions (a pair is taken only from a gap
-        # holding one of each; accepting one changes no other gap: positions are distinct).
-        # Every step over the whole lists runs in C: a hub's lists and the function table
-        # hold thousands of functions, a handful of them unmatched.
-        mapped: list[int | None] = list(
-            map(o2n.get, lo)
-        )  # the image of each entry of lo (None: unmatched)
-        imp_o, imp_n = self.OLD.imported, self.NEW.imported
-        ui = [i for i in compress(count(), map(is_, mapped, repeat(None))) if lo[i] not in imp_o]
+        # holding one of each; accepting one changes no other gap: positions are distinct)
+        imp_o, imp_n = SO.imp_a, SN.imp_a
+        ui = [i for i, x in enumerate(lo) if o2n_a[x] < 0 and not imp_o[x]]
         if not ui:
             return []
-        unmatched_n = compress(count(), map(is_, map(n2o.get, ln), repeat(None)))
-        uj = [j for j in unmatched_n if ln[j] not in imp_n]
+        uj = [j for j, y in enumerate(ln) if n2o_a[y] < 0 and not imp_n[y]]
         if not uj:
             return []
         # the anchors: the matched entries of lo whose image sits in ln after every earlier
-        # anchor's (a walk keeping the last anchor's position). The last anchor's position is
-        # the largest position of any earlier image (a smaller one was skipped), so the
-        # anchors are where the running maximum of the images' positions (-1: no image in
-        # ln) goes up.
-        pos: list[int] = list(map(self.NEW.position(ln).get, mapped, repeat(-1)))  # type: ignore[arg-type]
-        top: list[int] = list(accumulate(pos, max, initial=-1))  # type: ignore[arg-type]
-        at = list(compress(count(), map(gt, pos, top)))  # pos[i] > top[i]: max before i
-        if not at:
+        # anchor's (a walk keeping the last anchor's position), i.e. where the running
+        # maximum of the images' positions in ln (-1: no image there) goes up
+        ai = [-1]
+        aj = [-1]
+        top = -1
+        if ln is SN.table:  # (the table's positions: a dense array, -1 outside it)
+            tpos = SN.tpos_a
+            for i, x in enumerate(lo):
+                m = o2n_a[x]
+                if m >= 0:
+                    p = tpos[m]
+                    if p > top:
+                        top = p
+                        ai.append(i)
+                        aj.append(p)
+        else:
+            where = SN.position(ln)
+            for i, x in enumerate(lo):
+                m = o2n_a[x]
+                if m >= 0:
+                    p = where.get(m, -1)
+                    if p > top:
+                        top = p
+                        ai.append(i)
+                        aj.append(p)
+        if len(ai) == 1:
             return []
         # the gaps (k: between bounds k and k + 1) holding exactly one unmatched function of
         # each side, in gap order, as a walk over every gap meets them
-        ai = [-1, *at, len(lo)]
-        aj = [-1, *map(pos.__getitem__, at), len(ln)]
+        ai.append(len(lo))
+        aj.append(len(ln))
         gx: dict[int, int] = {}
         for i in ui:
             k = bisect.bisect_left(ai, i) - 1
@@ -272,12 +294,13 @@ class CallgraphStage(SimilarityStage):
         for j in uj:
             k = bisect.bisect_left(aj, j) - 1
             gy[k] = -1 if k in gy else j
+        sig_o, sig_n = SO.sig_a, SN.sig_a
         pairs = []
         for k in sorted(gx):
             i, j = gx[k], gy.get(k, -1)
             if i >= 0 and j >= 0:
                 x, y = lo[i], ln[j]
-                if OLD[x].type_sig == NEW[y].type_sig:
+                if sig_o[x] == sig_n[y]:
                     pairs.append((x, y))
         return pairs
 
@@ -285,13 +308,8 @@ class CallgraphStage(SimilarityStage):
         """A pair clearly ahead of every other pair of the neighbourhood that shares one of
         its functions. Rivals are compared without the signature penalty, so a changed
         signature cannot hand the win to a look-alike that happens to keep the old one."""
-        OLD, NEW = self.OLD.recs, self.NEW.recs
-        pairs = [
-            (x, y)
-            for x in uo
-            for y in un
-            if _plausible_size(OLD[x].instr_count, NEW[y].instr_count)
-        ]
+        cnt_o, cnt_n = self.OLD.count_a, self.NEW.count_a
+        pairs = [(x, y) for x in uo for y in un if _plausible_size(cnt_o[x], cnt_n[y])]
         # every pair is scored at this state (work charged as by ``similarity``): its tail
         # kept, its content similarity (op histograms) computed only where the bound cannot
         # decide; a value computed later is the one of this state (the tail kept)
@@ -313,16 +331,17 @@ class CallgraphStage(SimilarityStage):
         best = [(p, k) for p, k in best if p >= self.CG_BEST]
         best.sort(key=lambda pk: (-pk[0], pk[1]))
         margin = self.CG_BEST_MARGIN
+        o2n_a, n2o_a = self.o2n_a, self.n2o_a
         for p, (x, y) in best:
-            if x in self.o2n or y in self.n2o:
+            if o2n_a[x] >= 0 or n2o_a[y] >= 0:
                 continue
             s = self.similarity(x, y)
             if s < self.CG_BEST:
                 continue
             # p - (the best free rival, 0.0 without one) >= margin: every free rival at least
             # the margin behind (float subtraction is monotone), by its bound when it suffices
-            rivals = [k for k in by_o[x] if k[1] != y and k[1] not in self.n2o]
-            rivals += [k for k in by_n[y] if k[0] != x and k[0] not in self.o2n]
+            rivals = [k for k in by_o[x] if k[1] != y and n2o_a[k[1]] < 0]
+            rivals += [k for k in by_n[y] if k[0] != x and o2n_a[k[0]] < 0]
             if all(
                 p - bound[k] >= margin or p - self._best_value(k, plain, tails) >= margin
                 for k in rivals
@@ -330,30 +349,53 @@ class CallgraphStage(SimilarityStage):
                 self.accept(x, y, self._cg_score(s), "callgraph")
 
 
+def _free(seq: Sequence[int], image: list[int]) -> list[int]:
+    """The entries of ``seq`` without an image (``image[x] < 0``: unmatched), in order."""
+    return [x for x in seq if image[x] < 0]
+
+
 def _unmatched(
-    lo: Sequence[int], ln: Sequence[int], o2n: dict, n2o: dict
+    lo: tuple[int, ...], ln: tuple[int, ...], o2n_a: list[int], n2o_a: list[int]
 ) -> tuple[list[int], list[int]]:
     """The unmatched functions of two neighbour lists, in list order."""
-    return [x for x in lo if x not in o2n], [y for y in ln if y not in n2o]
+    return [x for x in lo if o2n_a[x] < 0], [y for y in ln if n2o_a[y] < 0]
 
 
 def _hash_groups(
-    OLD: dict, NEW: dict, uo: list[int], un: list[int], attr: str, ordered: bool
+    ho: list[str | None],
+    hn: list[str | None],
+    shape_o: list[str | None],
+    shape_n: list[str | None],
+    uo: list[int],
+    un: list[int],
+    body: bool,
+    ordered: bool,
 ) -> tuple[list[tuple[list[int], list[int]]], Counter | None, Counter | None]:
-    """Step (a)'s groups of one hash (``attr``) among the unmatched functions ``uo`` and
-    ``un``: the (old, new) member lists of equal length (one each unless ``ordered``), in
-    the old side's order of first appearance; with the body hash and a group, the shape
-    counts of both sides too (None otherwise: nothing reads them)."""
-    go: dict[str, list[int]] = defaultdict(list)
-    gn: dict[str, list[int]] = defaultdict(list)
+    """Step (a)'s groups of one hash (``ho``/``hn`` by function index: the body hash when
+    ``body``, else the shape hash) among the unmatched functions ``uo`` and ``un``: the
+    (old, new) member lists of equal length (one each unless ``ordered``), in the old
+    side's order of first appearance; with the body hash and a group, the shape counts of
+    both sides too (None otherwise: nothing reads them)."""
+    go: dict[str, list[int]] = {}
     for x in uo:
-        h = getattr(OLD[x], attr)
+        h = ho[x]
         if h:
-            go[h].append(x)
+            got = go.get(h)
+            if got is None:
+                go[h] = [x]
+            else:
+                got.append(x)
+    if not go:
+        return [], None, None
+    gn: dict[str, list[int]] = {}
     for y in un:
-        h = getattr(NEW[y], attr)
+        h = hn[y]
         if h:
-            gn[h].append(y)
+            got = gn.get(h)
+            if got is None:
+                gn[h] = [y]
+            else:
+                got.append(y)
     groups = []
     for h, xs in go.items():
         ys = gn.get(h)
@@ -361,7 +403,7 @@ def _hash_groups(
             continue
         groups.append((xs, ys))
     shapes_o = shapes_n = None
-    if attr == "body_hash" and groups:  # (read only for a group, most hoods have none)
-        shapes_o = Counter(OLD[x].shape_hash for x in uo)
-        shapes_n = Counter(NEW[y].shape_hash for y in un)
+    if body and groups:  # (read only for a group, most hoods have none)
+        shapes_o = Counter(shape_o[x] for x in uo)
+        shapes_n = Counter(shape_n[y] for y in un)
     return groups, shapes_o, shapes_n

@@ -68,6 +68,8 @@ class FamilyStage(MatcherBase):
         """Undo a match (a re-pairing); the neighbours get looked at again."""
         del self.o2n[o]
         del self.n2o[n]
+        self.o2n_a[o] = -1
+        self.n2o_a[n] = -1
         del self.result[n]
         d = self._anchor_dirty
         if d is None or o < d:
