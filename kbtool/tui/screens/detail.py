@@ -24,6 +24,7 @@ from kbtool.kb.errors import KBError
 from kbtool.render.text import lit
 from kbtool.services import nav
 from kbtool.textutil import clip, printable
+from kbtool.tui.screen_css import ScreenCss
 from kbtool.tui.screens.base import BACK, HISTORY, RENAME, FunctionRef, KbScreen
 from kbtool.tui.widgets.diff_footer import DiffFooter
 from kbtool.tui.widgets.lists import LinkList, TitleBar
@@ -84,8 +85,10 @@ class DrawnOnce:
         return Measurement.get(console, options, self.renderable)
 
 
-class DetailScreen(KbScreen):
+class DetailScreen(ScreenCss, KbScreen):
     """Everything the KB knows about one function of one version."""
+
+    TCSS = "detail"  # its rules: kbtool/tui/detail.tcss, added when first registered
 
     BINDINGS = [
         BACK,

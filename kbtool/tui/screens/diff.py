@@ -28,6 +28,7 @@ from kbtool.services.diff.report import CHANGED
 from kbtool.services.diff.triage import order_changes
 from kbtool.services.diff.view import cached_head, cached_view, keep_cached_head
 from kbtool.textutil import clip, printable
+from kbtool.tui.screen_css import ScreenCss
 from kbtool.tui.screens.base import BACK, HISTORY, FunctionRef, KbScreen
 from kbtool.tui.widgets.changelog_view import ChangelogPane
 from kbtool.tui.widgets.diff_footer import DiffFooter
@@ -101,13 +102,15 @@ def _summary(report: dict) -> Text:
     return summary_text(report)
 
 
-class DiffScreen(KbScreen):
+class DiffScreen(ScreenCss, KbScreen):
     """From/to pickers, summary counts, filter tabs, the change table and the changelog.
 
     Opens on the selected version and its parent (never two programs by default); a
     cross-program pair picked by hand shows the report's warning above the summary. Names are
     shown whole: the name column is as wide as the longest, and the table scrolls sideways
     (left/right arrows) when that is wider than the terminal."""
+
+    TCSS = "diff"  # its rules: kbtool/tui/diff.tcss, added when first registered
 
     DEFAULT_CSS = """
     DiffScreen #diff-warning {

@@ -15,6 +15,7 @@ from kbtool.kb.provenance import EVENT_COLOURS
 from kbtool.render.text import lit
 from kbtool.services.history import function_history
 from kbtool.textutil import clip, printable
+from kbtool.tui.screen_css import ScreenCss
 from kbtool.tui.screens.base import BACK, RENAME, FunctionRef, KbScreen
 from kbtool.tui.widgets.diff_footer import DiffFooter
 from kbtool.tui.widgets.lists import KbTable, TitleBar
@@ -33,8 +34,10 @@ def short_time(ts: str | None) -> str:
     return ts[:16].replace("T", " ")
 
 
-class HistoryScreen(KbScreen):
+class HistoryScreen(ScreenCss, KbScreen):
     """Time travel for one stable_id."""
+
+    TCSS = "history"  # its rules: kbtool/tui/history.tcss, added when first registered
 
     BINDINGS = [
         BACK,

@@ -9,14 +9,17 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
+from kbtool.tui.screen_css import ScreenCss
 from kbtool.tui.screens.base import FunctionRef
 from kbtool.tui.widgets.palette import name_text
 
 
-class RenameScreen(ModalScreen[str | None]):
+class RenameScreen(ScreenCss, ModalScreen[str | None]):
     """Dismisses with the typed name, or None on Esc, an empty box or the unchanged name:
     confirming the name the function already has (a stray ``n`` then ``enter``) writes
     nothing, so an oracle or agent name never silently becomes a locked human one."""
+
+    TCSS = "rename"  # its rules: kbtool/tui/rename.tcss, added when first registered
 
     BINDINGS = [Binding("escape", "cancel", "cancel", key_display="esc")]
 

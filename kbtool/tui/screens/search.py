@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Input, Static
 from kbtool.kb import queries
 from kbtool.render.text import lit
 from kbtool.services import nav
+from kbtool.tui.screen_css import ScreenCss
 from kbtool.tui.screens.base import BACK, HISTORY, RENAME, FunctionRef, KbScreen
 from kbtool.tui.widgets.diff_footer import DiffFooter
 from kbtool.tui.widgets.lists import KbTable, TitleBar
@@ -26,8 +27,10 @@ LIMIT = queries.SEARCH_CAP
 _HEX = re.compile(r"[0-9a-f]{4,}\Z")
 
 
-class SearchScreen(KbScreen):
+class SearchScreen(ScreenCss, KbScreen):
     """Type part of a name (or a stable_id prefix); Enter opens the function."""
+
+    TCSS = "search"  # its rules: kbtool/tui/search.tcss, added when first registered
 
     BINDINGS = [
         BACK,
