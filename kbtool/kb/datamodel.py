@@ -15,7 +15,7 @@ import orjson
 
 from kbtool.kb import datarefs
 from kbtool.kb.db import now
-from kbtool.kb.store import indexes_built_after
+from kbtool.kb.store import indexes_built_after, insert_rows_batched
 
 _TABLES = ("data_globals", "data_items", "data_ref_chunks", "data_ref_targets", "data_models")
 
@@ -105,9 +105,11 @@ def replace_data_model(
     if item_rows is None:
         item_rows = [_item_row(i) for i in items]
     with indexes_built_after(conn, "data_items", len(item_rows)):
-        conn.executemany(
+        insert_rows_batched(
+            conn,
             "INSERT INTO data_items(version_id, address, size, kind, segment, text, label,"
-            f" data_id, refs, targets) VALUES ({vid:d},?,?,?,?,?,?,?,?,?)",  # noqa: S608
+            " data_id, refs, targets)",
+            f"({vid:d},?,?,?,?,?,?,?,?,?)",
             item_rows,
         )
     datarefs.write(conn, vid, list(refs), ref_columns)  # packed (kbtool/kb/datarefs.py)
