@@ -91,9 +91,24 @@ _W: Final = bytes(WIDTH)
 
 
 def _uleb(data: bytes, p: i64) -> tuple[int, i64]:
-    """An unsigned LEB at ``p``: (value, end)."""
-    x = 0
-    shift = 0
+    """An unsigned LEB at ``p``: (value, end). Its first eight bytes (56 bits) on native
+    ints (compiled: no boxed int per byte), the rest, if any, on Python's."""
+    x: i64 = 0
+    shift: i64 = 0
+    while shift < 56:
+        c: i64 = data[p]
+        p += 1
+        x |= (c & 0x7F) << shift
+        if c < 0x80:
+            return x, p
+        shift += 7
+    return _uleb_long(data, p, x, shift)
+
+
+def _uleb_long(data: bytes, p: i64, x0: i64, shift0: i64) -> tuple[int, i64]:
+    """:func:`_uleb` past its native bytes: ``x0`` their value, ``shift0`` their bits."""
+    x: int = x0
+    shift: int = shift0
     while True:
         c = data[p]
         p += 1
@@ -104,9 +119,29 @@ def _uleb(data: bytes, p: i64) -> tuple[int, i64]:
 
 
 def _sleb(data: bytes, p: i64) -> tuple[int, i64]:
-    """A signed LEB at ``p``: (value, end)."""
-    x = 0
-    shift = 0
+    """A signed LEB at ``p``: (value, end). Its first eight bytes (56 bits) on native
+    ints, the rest, if any, on Python's (as :func:`_uleb`)."""
+    x: i64 = 0
+    shift: i64 = 0
+    while shift < 56:
+        c: i64 = data[p]
+        p += 1
+        x |= (c & 0x7F) << shift
+        shift += 7
+        if c < 0x80:
+            if c & 0x40:
+                # ``1 << shift`` from a native value (mypyc emits a constant ``1 << n`` as
+                # a C int shift: wrong past 31 bits)
+                x -= (c & 0x40) << (shift - 6)
+            return x, p
+    return _sleb_long(data, p, x, shift)
+
+
+def _sleb_long(data: bytes, p: i64, x0: i64, shift0: i64) -> tuple[int, i64]:
+    """:func:`_sleb` past its native bytes: ``x0`` their value (not sign-extended),
+    ``shift0`` their bits."""
+    x: int = x0
+    shift: int = shift0
     while True:
         c = data[p]
         p += 1
@@ -167,15 +202,6 @@ def _memarg(data: bytes, p: i64) -> tuple[int, i64]:
 
 
 # fmt: off
-def _push(st: vec[i64], sv: vec[i64], so: vec[i64], sp: i64, t: i64, v: i64, o: i64) -> i64:
-    """Push ``(t, v, o)`` on the walk's stack of ``sp`` entries (``sp`` below its length:
-    the loop grows it first); the new count."""
-    st[sp] = t
-    sv[sp] = v
-    so[sp] = o
-    return sp + 1
-
-
 def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: bool,
               mem_hi: int, floor: int, out: list[Any]) -> None:
     """The references of the body at ``[start, end)`` (``start``: its local declarations),
@@ -241,7 +267,14 @@ def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: 
             else:
                 x, p = _uleb(data, p)
         elif k == 2:
-            x, p = _memarg(data, p)
+            if data[p] < 0x40:  # (most memargs: a one-byte alignment, memory 0)
+                x = data[p + 1]
+                if x < 0x80:
+                    p += 2
+                else:
+                    x, p = _uleb(data, p + 1)
+            else:
+                x, p = _memarg(data, p)
         elif k == 6:
             p = _skip_blocktype(data, p)
         elif k == 8:
@@ -301,7 +334,10 @@ def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: 
             # access whose offset lands in it, globals and indirect calls matter
             if c == 1:
                 if c_lo <= x < c_hi:
-                    sp = _push(st, sv, so, 0, 1, x, at)
+                    st[0] = 1
+                    sv[0] = x
+                    so[0] = at
+                    sp = 1
                     nk = 1
             elif c == 2 or c == 3:
                 if lo <= x < mem_hi:
@@ -336,10 +372,16 @@ def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: 
                 pend_n = ninstr
         if c == 1:
             if c_lo <= x < c_hi:
-                sp = _push(st, sv, so, sp, 1, x, at)
+                st[sp] = 1
+                sv[sp] = x
+                so[sp] = at
+                sp += 1
                 nk += 1
             else:
-                sp = _push(st, sv, so, sp, 0, 0, 0)
+                st[sp] = 0
+                sv[sp] = 0
+                so[sp] = 0
+                sp += 1
         elif c == 4:
             t2 = 0
             v2 = 0
@@ -382,11 +424,17 @@ def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: 
                 dt = 2
                 dv = v2
                 do = o2
-            sp = _push(st, sv, so, sp, dt, dv, do)
+            st[sp] = dt
+            sv[sp] = dv
+            so[sp] = do
+            sp += 1
             if dt:
                 nk += 1
         elif c == 6:
-            sp = _push(st, sv, so, sp, 0, 0, 0)
+            st[sp] = 0
+            sv[sp] = 0
+            so[sp] = 0
+            sp += 1
         elif c == 2:
             a_t = 0
             a_v = 0
@@ -400,14 +448,23 @@ def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: 
                     nk -= 1
             if a_t == 1 and lo <= a_v + x < mem_hi:
                 out.append((fio, a_o, "load", "data", a_v + x, W[op]))
-                sp = _push(st, sv, so, sp, 0, 0, 0)
+                st[sp] = 0
+                sv[sp] = 0
+                so[sp] = 0
+                sp += 1
             elif a_t == 2:
-                sp = _push(st, sv, so, sp, 3, a_v, a_o)
+                st[sp] = 3
+                sv[sp] = a_v
+                so[sp] = a_o
+                sp += 1
                 nk += 1
             else:
                 if lo <= x < mem_hi:
                     out.append((fio, at, "load", "data", x, W[op]))
-                sp = _push(st, sv, so, sp, 0, 0, 0)
+                st[sp] = 0
+                sv[sp] = 0
+                so[sp] = 0
+                sp += 1
         elif c == 3:
             if sp:
                 sp -= 1
@@ -443,10 +500,16 @@ def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: 
                 if t == 1 and lo <= v < hi:
                     out.append((fio, o, "addr", "data", v, 0))
             if c != 7:
-                sp = _push(st, sv, so, sp, 0, 0, 0)
+                st[sp] = 0
+                sv[sp] = 0
+                so[sp] = 0
+                sp += 1
         elif c == 9:
             out.append((fio, at, "read", "global", x, 0))
-            sp = _push(st, sv, so, sp, 0, 0, 0)
+            st[sp] = 0
+            sv[sp] = 0
+            so[sp] = 0
+            sp += 1
         elif c == 10:
             out.append((fio, at, "write", "global", x, 0))
             if sp:

@@ -11,9 +11,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from hashlib import blake2b
 from struct import unpack_from as _unpack_from
-from typing import Any
+from typing import Any, Final
+
+try:  # mypyc: native 64-bit ints in the loops (no tag checks, no boxing)
+    from mypy_extensions import i64
+except ImportError:  # the pure path without it (not a dependency): plain ints
+    i64 = int  # type: ignore[misc,assignment]
+
+try:  # mypyc's runtime library (installed with mypy): a str built by native appends
+    from librt.strings import StringWriter
+except ImportError:  # the pure path without it: the byte-table slug only
+    StringWriter = None  # type: ignore[assignment,misc]
 
 from ..datatypes import MAX_BSS_ITEM, MAX_ITEMS, MAX_LABEL, MAX_TEXT, MIN_STRING, DataItem
+
+#: whether this is the compiled twin (its module file a shared library): the label's slug
+#: is then a loop over the text's code points (run pure, the byte table's C-level passes)
+_COMPILED: Final = not __file__.endswith(".py") and StringWriter is not None
 
 # control characters C strings carry (terminal colours, bells, tabs): escaped where shown
 _RARE_CONTROLS = "\x1b\x07\x08\x0b\x0c"
@@ -113,13 +127,24 @@ def _utf8_text(raw: bytes) -> str | None:
     return text if text.translate(_NO_LINE_CONTROLS).isprintable() else None
 
 
-def _string_start(mem: bytes, k: int) -> int:
-    """``k`` itself, or the start of the C string ``mem[k]`` lies inside (not at its start)."""
+def _cstring_known(mem: bytes, k: int, seen: dict[int, tuple[int, str | None]]) -> int:
+    """:func:`_cstring_seen`, read back from ``seen`` when it has looked at ``k`` before."""
+    got = seen.get(k)
+    if got is not None:
+        return got[0]
+    return _cstring_seen(mem, k, seen)
+
+
+def _string_start(mem: bytes, k: int, seen: dict[int, tuple[int, str | None]] | None = None) -> int:
+    """``k`` itself, or the start of the C string ``mem[k]`` lies inside (not at its start).
+    ``seen``: :func:`_cstring_seen`'s record for ``mem`` (the string's start is looked at
+    once, by whichever comes first: ffmpeg has 21k references into the middle of 9k
+    strings, each string then cut at its start and read again there)."""
     if k == 0 or mem[k - 1] == 0 or not (0x20 <= mem[k - 1] < 0x7F):
         return k
     z = mem.rfind(b"\0", max(0, k - 4096), k)
     s0 = z + 1
-    n = _cstring_len(mem, s0)
+    n = _cstring_len(mem, s0) if seen is None else _cstring_known(mem, s0, seen)
     if n >= MIN_STRING and s0 + n > k:
         return s0
     return k
@@ -253,7 +278,7 @@ def cut_items(
         seen: dict[int, tuple[int, str | None]] = {}
         mine = ordered[_at_least(ordered, base) : _at_least(ordered, end)]
         inside = _unique_sorted(
-            [a if gostr else _string_start(memz, a - base) + base for a in mine]
+            [a if gostr else _string_start(memz, a - base, seen) + base for a in mine]
         )
         # pointer tables point at more items: one level of their words as cuts
         # (``inside`` strictly increases, none below ``base``: ``base`` is either its first
@@ -266,7 +291,7 @@ def cut_items(
             nxt = starts[i + 1] if i + 1 < len(starts) else end
             q = a - base
             while q < nxt - base:
-                n = _cstring_seen(memz, q, seen)
+                n = _cstring_known(memz, q, seen)
                 if n < 0:
                     break
                 if n < MIN_STRING:
@@ -275,7 +300,7 @@ def cut_items(
                     q2 = q + n + 1
                     while q2 < nxt - base and mem[q2] == 0:
                         q2 += 1
-                    if q2 >= nxt - base or _cstring_seen(memz, q2, seen) < MIN_STRING:
+                    if q2 >= nxt - base or _cstring_known(memz, q2, seen) < MIN_STRING:
                         break
                     bounds.append(base + q2)
                     q = q2
@@ -346,8 +371,10 @@ def item_rows(
     seen: dict[str, int] = {}
     out: list[ItemRow] = []
     # each kind's digest state after its ``kind\0`` prefix: an item's digest is a copy of it
-    # fed the content (the digest of the prefix and content joined, without joining them)
-    prefixed: dict[str, Any] = {}
+    # fed the content (the digest of the prefix and content joined, without joining them);
+    # and the digests of the contents seen so far (ffmpeg: 21k of 65k items repeat one,
+    # every .bss item has none: a dict probe instead of three hash method calls)
+    prefixed: dict[str, tuple[Any, dict[Any, str]]] = {}
     for it in items:
         a: int = it.address
         size: int = it.size
@@ -356,12 +383,19 @@ def item_rows(
         kind: str = it.kind
         pre = prefixed.get(kind)
         if pre is None:
-            pre = blake2b(kind.encode() + b"\0", digest_size=8)
+            pre = (blake2b(kind.encode() + b"\0", digest_size=8), {})
             prefixed[kind] = pre
-        hasher = pre.copy()
-        if raw:
-            hasher.update(raw)
-        h: str = hasher.hexdigest()
+        digests = pre[1]
+        key: Any = raw if raw else b""  # (None and b"": the prefix alone)
+        got = digests.get(key)
+        if got is None:
+            hasher = pre[0].copy()
+            if raw:
+                hasher.update(raw)
+            h: str = hasher.hexdigest()
+            digests[key] = h
+        else:
+            h = got
         k = seen.get(h, 0)
         seen[h] = k + 1
         targets: list[int] = it.targets
@@ -394,7 +428,38 @@ _SLUG_BYTES = bytes(
 def _slug(text: str) -> str:
     """``text`` as a label part: runs of characters other than ASCII letters and digits as
     ``_`` (none at either end), lower case, at most :data:`MAX_LABEL` characters (the
-    regex ``[^0-9A-Za-z]+`` -> ``_``, stripped, lowered; by a byte table: no regex)."""
+    regex ``[^0-9A-Za-z]+`` -> ``_``, stripped, lowered; by a byte table: no regex).
+    Compiled: one loop over the code points up to the label's length (seven str/bytes
+    method calls before, ~4,000 instructions a label on ffmpeg's 29k strings)."""
+    if not _COMPILED:
+        return _slug_bytes(text)
+    out = StringWriter()
+    n: i64 = 0  # characters written
+    gap = False  # a run of other characters since the last letter or digit written
+    i: i64 = 0
+    m: i64 = len(text)
+    while i < m:
+        c: i64 = ord(text[i])
+        i += 1
+        t: i64 = _SLUG_BYTES[c] if c < 0x80 else 0x20  # (a non-ASCII character: a gap)
+        if t == 0x20:
+            gap = n > 0
+            continue
+        if gap:
+            if n >= MAX_LABEL - 1:
+                break  # (the ``_`` would end the label: stripped)
+            out.append(0x5F)
+            n += 1
+            gap = False
+        if n >= MAX_LABEL:
+            break
+        out.append(t)
+        n += 1
+    return out.getvalue()
+
+
+def _slug_bytes(text: str) -> str:
+    """:func:`_slug` by the byte table's C-level passes (the pure path)."""
     words = text.encode("utf-8", "surrogatepass").translate(_SLUG_BYTES).split()
     return b"_".join(words)[:MAX_LABEL].rstrip(b"_").decode("ascii")
 
