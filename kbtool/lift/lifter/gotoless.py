@@ -29,6 +29,7 @@ from typing import Final
 from .base import _Budget
 from .caseplace import _is_exit, _kind, _moved, _Scan
 from .dataindex import balanced
+from .gotolook import _maybe
 from .linetext import (
     _all_heads,
     _bare,
@@ -617,6 +618,12 @@ def _hopeful(lines: list[str]) -> bool:
     return False
 
 
+def _look(lines: list[str]) -> bool:
+    """:func:`_hopeful`, after the lean first look that turns most functions away
+    (:func:`.gotolook._maybe`: it says yes wherever :func:`_hopeful` does)."""
+    return _maybe(lines, _tail_plain, _switch_tail_look) and _hopeful(lines)
+
+
 def tidy_gotos(
     out: list[str | None],
     budget: _Budget,
@@ -627,7 +634,7 @@ def tidy_gotos(
     index of each old line (-1: dropped). ``memo``: the scans' reading of each line (pass
     3's, :func:`.caseplace.place_cases`)."""
     lines: list[str] = [ln for ln in out if ln is not None]
-    if not _hopeful(lines):
+    if not _look(lines):
         return out, 0, 0, []
     keep = [k for k, ln in enumerate(out) if ln is not None]
     ident = list(range(len(lines)))
@@ -664,7 +671,7 @@ def tidy_gotos(
                 floor = done[2]
                 if edits >= MAX_EDITS:
                     break
-        if edits == before or not _hopeful(lines):
+        if edits == before or not _look(lines):
             break
     if not edits:
         return out, 0, 0, []
