@@ -14,9 +14,9 @@ from struct import unpack_from as _unpack_from
 from typing import Any, Final
 
 try:  # mypyc: native 64-bit ints in the loops (no tag checks, no boxing)
-    from mypy_extensions import i64
+    from mypy_extensions import i32, i64
 except ImportError:  # the pure path without it (not a dependency): plain ints
-    i64 = int  # type: ignore[misc,assignment]
+    i32 = i64 = int  # type: ignore[misc,assignment]
 
 try:  # mypyc's runtime library (installed with mypy): a str built by native appends
     from librt.strings import StringWriter
@@ -336,7 +336,7 @@ def cut_items(
                     k,
                     text[:MAX_TEXT] if text is not None else None,
                     None,
-                    targets[:256],
+                    targets if len(targets) <= 256 else targets[:256],  # (a new list each)
                 )
             )
             if len(items) >= MAX_ITEMS:
@@ -419,7 +419,7 @@ def item_rows(
 _TEXT_KINDS = ("cstring", "utf16", "gostring")
 # a text's UTF-8 bytes: ASCII letters lower-cased, digits kept, every other byte (the
 # other ASCII characters, each byte of a non-ASCII one) a space
-_SLUG_BYTES = bytes(
+_SLUG_BYTES: Final = bytes(
     c | 0x20 if 0x41 <= c <= 0x5A else c if 0x30 <= c <= 0x39 or 0x61 <= c <= 0x7A else 0x20
     for c in range(256)
 )
@@ -433,6 +433,8 @@ def _slug(text: str) -> str:
     method calls before, ~4,000 instructions a label on ffmpeg's 29k strings)."""
     if not _COMPILED:
         return _slug_bytes(text)
+    table = _SLUG_BYTES
+    lim: i64 = MAX_LABEL  # (read once: an imported name is a dict lookup per read)
     out = StringWriter()
     n: i64 = 0  # characters written
     gap = False  # a run of other characters since the last letter or digit written
@@ -441,17 +443,18 @@ def _slug(text: str) -> str:
     while i < m:
         c: i64 = ord(text[i])
         i += 1
-        t: i64 = _SLUG_BYTES[c] if c < 0x80 else 0x20  # (a non-ASCII character: a gap)
+        t: i32 = table[c] if c < 0x80 else 0x20  # (a non-ASCII character: a gap; an i32:
+        # the writer's native append)
         if t == 0x20:
             gap = n > 0
             continue
         if gap:
-            if n >= MAX_LABEL - 1:
+            if n >= lim - 1:
                 break  # (the ``_`` would end the label: stripped)
             out.append(0x5F)
             n += 1
             gap = False
-        if n >= MAX_LABEL:
+        if n >= lim:
             break
         out.append(t)
         n += 1
