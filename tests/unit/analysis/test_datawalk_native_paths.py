@@ -148,3 +148,33 @@ def test_repeated_contents_keep_their_digest_and_count(side):
     assert [r[6] for r in rows2] == ids[:2]
     rows3 = side.item_rows(items[8:], b"", 0, lambda a, n: None)
     assert [r[6] for r in rows3] == ids[8:]
+
+
+@pytest.mark.parametrize("side", ITEMS, ids=lambda m: m.__name__)
+def test_nul_search_by_a_byte_loop_is_find(side):
+    rng = random.Random(4)
+    mems = [b"", b"\0", b"abc", b"x" * 5000 + b"\0", b"\0" * 3 + b"a" * 4100 + b"\0"]
+    mems += [bytes(rng.choice(b"\0\x01ab") for _ in range(rng.randint(1, 60))) for _ in range(200)]
+    for mem in mems:
+        for k in list(range(min(len(mem), 70) + 3)) + [len(mem) - 1, len(mem) + 5]:
+            if k >= 0:
+                assert side._nul_at(mem, k) == mem.find(b"\0", k, k + 4096), (mem[:20], k)
+
+
+@pytest.mark.parametrize("side", ITEMS, ids=lambda m: m.__name__)
+def test_hex_and_string_checks_the_compiled_way_are_the_plain_ones(side, monkeypatch):
+    if side is pure_items:
+        if pure_items.StringWriter is None:
+            pytest.skip("librt not installed: the pure module has no native way")
+        monkeypatch.setattr(pure_items, "_COMPILED", True)  # the compiled way, run pure
+    values = [0, 1, 9, 10, 15, 16, 255, 256, 0xABCDEF, (1 << 62) - 1, 1 << 62, 1 << 70]
+    values += [-1, -16, -(1 << 62), -(1 << 70)] + [
+        random.Random(2).getrandbits(40) for _ in range(200)
+    ]
+    for a in values:
+        assert side._hex(a) == f"{a:x}", a
+    mem = b"hello\0\0\xff\x80ab\0" + b"y" * 4100 + b"\0%d: %s\0\x1b[0m\0"
+    for k in range(len(mem) + 2):
+        seen: dict[int, tuple[int, str | None]] = {}
+        n = side._cstring_seen(mem, k, seen)
+        assert n == pure_items._cstring_len(mem, k), k
