@@ -50,6 +50,8 @@ class _Side:
         "imp_a",
         "body_a",
         "shape_a",
+        "body_set",
+        "shape_set",
         "sig_a",
         "count_a",
         "tpos_a",
@@ -99,6 +101,9 @@ class _Side:
         self.imp_a = imp_a
         self.body_a = body_a
         self.shape_a = shape_a
+        # every body and shape hash of the side (a hash the other side lacks forms no group)
+        self.body_set = frozenset(h for h in body_a if h)
+        self.shape_set = frozenset(h for h in shape_a if h)
         self.sig_a = sig_a
         self.count_a = count_a
         # each function's position in the function table (-1: not in it)

@@ -74,14 +74,15 @@ class CallgraphStage(SimilarityStage):
         # (a) hash groups inside the neighbourhood
         for body, score in ((True, 0.99), (False, 0.97)):
             ho, hn = (SO.body_a, SN.body_a) if body else (SO.shape_a, SN.shape_a)
+            hs = SN.body_set if body else SN.shape_set
             if table:
                 groups, shapes_o, shapes_n = self.table_memo(
                     "body_hash" if body else "shape_hash",
-                    partial(_hash_groups, ho, hn, SO.shape_a, SN.shape_a, uo, un, body, True),
+                    partial(_hash_groups, ho, hn, hs, SO.shape_a, SN.shape_a, uo, un, body, True),
                 )
             else:
                 groups, shapes_o, shapes_n = _hash_groups(
-                    ho, hn, SO.shape_a, SN.shape_a, uo, un, body, ordered
+                    ho, hn, hs, SO.shape_a, SN.shape_a, uo, un, body, ordered
                 )
             hit = False
             for xs, ys in groups:
@@ -364,6 +365,7 @@ def _unmatched(
 def _hash_groups(
     ho: list[str | None],
     hn: list[str | None],
+    hn_all: frozenset,
     shape_o: list[str | None],
     shape_n: list[str | None],
     uo: list[int],
@@ -372,14 +374,14 @@ def _hash_groups(
     ordered: bool,
 ) -> tuple[list[tuple[list[int], list[int]]], Counter | None, Counter | None]:
     """Step (a)'s groups of one hash (``ho``/``hn`` by function index: the body hash when
-    ``body``, else the shape hash) among the unmatched functions ``uo`` and ``un``: the
+    ``body``, else the shape hash; ``hn_all``: every such hash of the new side) among the unmatched functions ``uo`` and ``un``: the
     (old, new) member lists of equal length (one each unless ``ordered``), in the old
     side's order of first appearance; with the body hash and a group, the shape counts of
     both sides too (None otherwise: nothing reads them)."""
     go: dict[str, list[int]] = {}
     for x in uo:
         h = ho[x]
-        if h:
+        if h and h in hn_all:
             got = go.get(h)
             if got is None:
                 go[h] = [x]

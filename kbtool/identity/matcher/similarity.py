@@ -28,16 +28,17 @@ class SimilarityStage(FamilyStage):
         picked (one signature and one size shared by thousands of look-alikes) keeps the
         ones with the strongest blocking evidence, then the nearest in expected position,
         so the rival scans of the assignment stay bounded."""
-        uo = [i for i in self.unmatched_old() if not self.OLD.recs[i].imported]
-        un = [i for i in self.unmatched_new() if not self.NEW.recs[i].imported]
+        o2n_a, n2o_a, imp_o, imp_n = self.o2n_a, self.n2o_a, self.OLD.imp_a, self.NEW.imp_a
+        uo = [i for i in self.OLD.order if o2n_a[i] < 0 and not imp_o[i]]
+        un = [i for i in self.NEW.order if n2o_a[i] < 0 and not imp_n[i]]
         out: dict[int, set[int]] = defaultdict(set)
         if not uo or not un:
             return out
         weight: dict[tuple[int, int], float] = {}  # (old, new) -> blocking evidence
-        for n, os_ in self._candidates_one_way(self.NEW, self.OLD, un, uo, self.n2o, 1).items():
+        for n, os_ in self._candidates_one_way(self.NEW, self.OLD, un, uo, n2o_a, 1).items():
             for o, w in os_:
                 weight[(o, n)] = w
-        for o, ns in self._candidates_one_way(self.OLD, self.NEW, uo, un, self.o2n, 0).items():
+        for o, ns in self._candidates_one_way(self.OLD, self.NEW, uo, un, o2n_a, 0).items():
             for n, w in ns:
                 k = (o, n)
                 weight[k] = max(weight.get(k, 0.0), w)
@@ -94,14 +95,17 @@ class SimilarityStage(FamilyStage):
         dst: _Side,
         us: list[int],
         ud: list[int],
-        s2d: dict[int, int],
+        s2d: list[int],
         side: int,
     ) -> dict[int, list[tuple[int, float]]]:
+        """The candidates of each function of ``us`` among ``ud`` (``s2d``: the match
+        state from ``src`` to ``dst`` by function index, -1 unmatched), with their blocking
+        evidence, at most ``CAND_CAP`` each."""
         WINDOW, CAP, RARE = self.CAND_WINDOW, self.CAND_CAP, self.RARE
-        by_sig: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        sig_s, cnt_s, sig_d, cnt_d = src.sig_a, src.count_a, dst.sig_a, dst.count_a
+        by_sig: dict[str | None, list[tuple[int, int]]] = defaultdict(list)
         for i in ud:
-            r = dst.recs[i]
-            by_sig[r.type_sig].append((r.instr_count, i))
+            by_sig[sig_d[i]].append((cnt_d[i], i))
         for v in by_sig.values():
             v.sort()
         s_index: dict[str, list[int]] = defaultdict(list)
@@ -116,21 +120,22 @@ class SimilarityStage(FamilyStage):
                 s_index[s].append(i)
             for c in got[1]:
                 c_index[c].append(i)
-        ud_set = set(ud)
+        in_ud = [False] * dst.size
+        for i in ud:
+            in_ud[i] = True
         out: dict[int, list[tuple[int, float]]] = {}
         for x in us:
-            rx = src.recs[x]
             got = keys_s.get(x)
             if got is None:
-                got = keys_s[x] = _blocking_keys(rx)
+                got = keys_s[x] = _blocking_keys(src.recs[x])
             strings_x, consts_x = got
             cand: dict[int, float] = {}
-            lst = by_sig.get(rx.type_sig)
+            ic = cnt_s[x]
+            lst = by_sig.get(sig_s[x])
             if lst:
                 # functions of the same size sit by index: start at the expected position,
                 # so a run of equal sizes offers the nearest, not always the first ones
-                k = bisect.bisect_left(lst, (rx.instr_count, self.expected_pos(x, side)))
-                ic = rx.instr_count
+                k = bisect.bisect_left(lst, (ic, self.expected_pos(x, side)))
                 for cnt, i in lst[max(0, k - WINDOW) : k + WINDOW]:
                     if abs(cnt - ic) <= 8 or size_ratio(cnt, ic) >= 0.4:
                         cand[i] = cand.get(i, 0.0) + 1.0
@@ -147,20 +152,18 @@ class SimilarityStage(FamilyStage):
             # neighbours of matched neighbours
             for rel_s, rel_d in ((src.callees, dst.callers), (src.callers, dst.callees)):
                 for m in rel_s[x]:
-                    dm = s2d.get(m)
-                    if dm is None:
+                    dm = s2d[m]
+                    if dm < 0:
                         continue
                     hood = rel_d[dm]
                     if len(hood) > self.HOOD_MAX:
                         continue
                     for i in hood:
-                        if i in ud_set:
+                        if in_ud[i]:
                             cand[i] = cand.get(i, 0.0) + 1.5
             if not cand:
                 continue
-            ic = rx.instr_count
-            recs = dst.recs
-            scored = [(i, w + size_ratio(recs[i].instr_count, ic)) for i, w in cand.items()]
+            scored = [(i, w + size_ratio(cnt_d[i], ic)) for i, w in cand.items()]
             if len(scored) > CAP:
                 scored.sort(key=lambda p: (-p[1], p[0]))
                 del scored[CAP:]
@@ -220,10 +223,11 @@ class SimilarityStage(FamilyStage):
         top_n: dict[int, tuple[float, int, float]] = {}
         scan = self.SCAN_PER_UNIT
 
+        o2n_a, n2o_a = self.o2n_a, self.n2o_a
         count = 0
         while heap:
             neg, o, n, seen = heapq.heappop(heap)
-            if o in self.o2n or n in self.n2o:
+            if o2n_a[o] >= 0 or n2o_a[n] >= 0:
                 continue
             if not self.spend(1):
                 break  # the budget is spent: what is matched so far stays
@@ -241,10 +245,10 @@ class SimilarityStage(FamilyStage):
             # rivals still free decide whether to take the pair at all
             tn = top_n.get(n)
             if tn is None:
-                tn = top_n[n] = self._top(scan, alive_n[n], self.o2n)
+                tn = top_n[n] = self._top(scan, alive_n[n], o2n_a)
             to = top_o.get(o)
             if to is None:
-                to = top_o[o] = self._top(scan, alive_o[o], self.n2o)
+                to = top_o[o] = self._top(scan, alive_o[o], n2o_a)
             second = max(tn[2] if tn[1] == o else tn[0], to[2] if to[1] == n else to[0])
             margin = s - second
             if margin <= 1e-9 or margin < min_margin:
@@ -253,11 +257,11 @@ class SimilarityStage(FamilyStage):
             # against confidence
             tentative = 0.0
             for other, t in alive_n[n].items():
-                m = self.o2n.get(other)
-                if other != o and m is not None and self.result[m].review:
+                m = o2n_a[other]
+                if other != o and m >= 0 and self.result[m].review:
                     tentative = max(tentative, t)
             for other, t in alive_o[o].items():
-                if other != n and other in self.n2o and self.result[other].review:
+                if other != n and n2o_a[other] >= 0 and self.result[other].review:
                     tentative = max(tentative, t)
             review = s < REVIEW_SCORE or s - max(second, tentative) < REVIEW_MARGIN
             self.accept(o, n, s, "similarity", review)
@@ -268,29 +272,34 @@ class SimilarityStage(FamilyStage):
                 top_n.pop(y, None)
             for x in alive_n[n]:
                 top_o.pop(x, None)
-            for x in (*OLD.callers[o], *OLD.callees[o]):
+            for x in OLD.callers[o]:
                 touched_o[x] = epoch
-            for y in (*NEW.callers[n], *NEW.callees[n]):
+            for x in OLD.callees[o]:
+                touched_o[x] = epoch
+            for y in NEW.callers[n]:
+                touched_n[y] = epoch
+            for y in NEW.callees[n]:
                 touched_n[y] = epoch
         if count == 0 and not self.exhausted():
             # no match, no re-scoring: remember each pair's margin for the next rounds
             margins = []
             for sc, o, n in scored:
-                tn = top_n.get(n) or top_n.setdefault(n, self._top(scan, alive_n[n], self.o2n))
-                to = top_o.get(o) or top_o.setdefault(o, self._top(scan, alive_o[o], self.n2o))
+                tn = top_n.get(n) or top_n.setdefault(n, self._top(scan, alive_n[n], o2n_a))
+                to = top_o.get(o) or top_o.setdefault(o, self._top(scan, alive_o[o], n2o_a))
                 second = max(tn[2] if tn[1] == o else tn[0], to[2] if to[1] == n else to[0])
                 margins.append((sc, sc - second))
             self._margins = (scored, margins)
         return count
 
     def _top(
-        self, scan: int, alive: dict[int, float], matched: dict[int, int]
+        self, scan: int, alive: dict[int, float], matched: list[int]
     ) -> tuple[float, int, float]:
-        """(best, its index, second best) score among the free candidates in ``alive``."""
+        """(best, its index, second best) score among the free candidates in ``alive``
+        (``matched``: the match state of their side by function index, -1 unmatched)."""
         self.spend(1 + len(alive) // scan)
         b1, who, b2 = 0.0, -1, 0.0
         for other, t in alive.items():
-            if other in matched:
+            if matched[other] >= 0:
                 continue
             if t > b1 or (t == b1 and who >= 0 and other < who):
                 b1, who, b2 = t, other, b1
