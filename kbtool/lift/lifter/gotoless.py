@@ -29,7 +29,7 @@ from typing import Final
 from .base import _Budget
 from .caseplace import _is_exit, _kind, _moved, _Scan
 from .dataindex import balanced
-from .gotolook import _maybe
+from .gotolook import TAIL_MAX, _maybe, _strip, _switch_tail_look, _tail_plain
 from .linetext import (
     _all_heads,
     _bare,
@@ -41,8 +41,6 @@ from .linetext import (
     _unmark,
 )
 
-#: plain statements of a loop's tail copied before a ``continue``
-TAIL_MAX: Final = 2
 #: statements copied for one loop tail in all
 COPY_MAX: Final = 4
 #: statements of a switch's exit copied for its other ``break``\ s (the last a ``return``)
@@ -425,60 +423,6 @@ def _guarded(scan: _Scan, lines: list[str], ident: list[int], g: int, floor: int
     return 1, int(drop), g
 
 
-def _strip(line: str) -> str:
-    t = line.strip()
-    return _unmark(t) if "\x01" in t else t
-
-
-def _switch_tail_look(lines: list[str], k: int) -> bool:
-    """From the label on line ``k`` in a switch: its code runs to the switch's end, then
-    only ``case N: break;`` groups (braces counted; the scan decides)."""
-    bal = 0
-    n = len(lines)
-    j = k + 1
-    while j < n:
-        t = _strip(lines[j])
-        if bal == 0:
-            if t.startswith("}"):
-                return True
-            if _label_name(t):
-                return False
-            if t.startswith(("case ", "default:")):
-                while j < n:  # the trailing groups
-                    t = _strip(lines[j])
-                    if t.startswith("}"):
-                        return True
-                    if not t.startswith(("case ", "default:")):
-                        return False
-                    if not t.endswith("break;"):
-                        j += 1
-                        if j >= n or _strip(lines[j]) != "break;":
-                            return False
-                    j += 1
-                return False
-        if t.startswith("}"):
-            bal -= 1
-        if t.endswith("{"):
-            bal += 1
-        j += 1
-    return False
-
-
-def _tail_plain(lines: list[str], k: int, n: int) -> bool:
-    """From the label on line ``k`` directly in a loop: at most :data:`TAIL_MAX` plain
-    statements (the ones :func:`_plain` takes), then the loop's end."""
-    for j in range(k + 1, min(k + TAIL_MAX + 2, n)):
-        t = _strip(lines[j])
-        if t.startswith("}"):
-            return t != "} while (0);"
-        if "{" in t or ":" in t or _has_call(t):
-            return False
-        s = _bare(lines[j])
-        if not s.endswith(";") or s.startswith(("goto ", "break;", "continue;")):
-            return False
-    return False
-
-
 def _hopeful(lines: list[str]) -> bool:
     """Whether some label of ``lines`` may fit a rewrite: one cheap pass (a block is a
     line ending in ``{`` up to one starting with ``}``) before the full scan decides. Each
@@ -621,7 +565,7 @@ def _hopeful(lines: list[str]) -> bool:
 def _look(lines: list[str]) -> bool:
     """:func:`_hopeful`, after the lean first look that turns most functions away
     (:func:`.gotolook._maybe`: it says yes wherever :func:`_hopeful` does)."""
-    return _maybe(lines, _tail_plain, _switch_tail_look) and _hopeful(lines)
+    return _maybe(lines) and _hopeful(lines)
 
 
 def tidy_gotos(

@@ -25,12 +25,16 @@ marker, ``\\x01`` digits ``\\x02``, is neither); the others are read as the full
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Final
 
 from .caseplace import _is_exit
-from .linetext import _bare, _label_name, _unmark
+from .linetext import _bare, _has_call, _label_name, _unmark
 
-_LOOPS = ("while (", "for (", "do {", "} while (")
+#: plain statements of a loop's tail copied before a ``continue``
+TAIL_MAX: Final = 2
+_LOOPS: Final = ("while (", "for (", "do {", "} while (")
+#: indentations, to test a line's against the one before it without a loop
+_PADS: Final = [" " * k for k in range(64)]
 
 
 def _strip(line: str) -> str:
@@ -38,13 +42,57 @@ def _strip(line: str) -> str:
     return _unmark(t) if "\x01" in t else t
 
 
-def _maybe(  # noqa: C901 - one pass over the lines
-    lines: list[str],
-    tail_plain: Callable[[list[str], int, int], bool],
-    switch_tail_look: Callable[[list[str], int], bool],
-) -> bool:
-    """Whether :func:`.gotoless._hopeful` may say yes for ``lines`` (False: it says no).
-    ``tail_plain`` and ``switch_tail_look``: its two looks after a label."""
+def _switch_tail_look(lines: list[str], k: int) -> bool:
+    """From the label on line ``k`` in a switch: its code runs to the switch's end, then
+    only ``case N: break;`` groups (braces counted; the scan decides)."""
+    bal = 0
+    n = len(lines)
+    j = k + 1
+    while j < n:
+        t = _strip(lines[j])
+        if bal == 0:
+            if t.startswith("}"):
+                return True
+            if _label_name(t):
+                return False
+            if t.startswith(("case ", "default:")):
+                while j < n:  # the trailing groups
+                    t = _strip(lines[j])
+                    if t.startswith("}"):
+                        return True
+                    if not t.startswith(("case ", "default:")):
+                        return False
+                    if not t.endswith("break;"):
+                        j += 1
+                        if j >= n or _strip(lines[j]) != "break;":
+                            return False
+                    j += 1
+                return False
+        if t.startswith("}"):
+            bal -= 1
+        if t.endswith("{"):
+            bal += 1
+        j += 1
+    return False
+
+
+def _tail_plain(lines: list[str], k: int, n: int) -> bool:
+    """From the label on line ``k`` directly in a loop: at most :data:`TAIL_MAX` plain
+    statements (the ones :func:`.gotoless._plain` takes), then the loop's end."""
+    for j in range(k + 1, min(k + TAIL_MAX + 2, n)):
+        t = _strip(lines[j])
+        if t.startswith("}"):
+            return t != "} while (0);"
+        if "{" in t or ":" in t or _has_call(t):
+            return False
+        s = _bare(lines[j])
+        if not s.endswith(";") or s.startswith(("goto ", "break;", "continue;")):
+            return False
+    return False
+
+
+def _maybe(lines: list[str]) -> bool:  # noqa: C901 - one pass over the lines
+    """Whether :func:`.gotoless._hopeful` may say yes for ``lines`` (False: it says no)."""
     n = len(lines)
     stack: list[int] = []
     top = -1  # stack[-1], or -1
@@ -54,19 +102,26 @@ def _maybe(  # noqa: C901 - one pass over the lines
     last_case: dict[int, int] = {}  # block -> the last case head line directly in it
     last_label: dict[int, int] = {}  # block -> the last label line directly in it
     guards: dict[str, list[tuple[int, int]]] = {}  # `if (c) goto L;`: (line, block)
+    kinds: dict[int, int] = {}  # block -> what opens it: 1 a switch, 2 a loop, 0 else
+    pi = 0  # the indentation of the line before
     for k in range(n):
         ln = lines[k]
         m = len(ln)
         if m == 0:
             continue
         e = ord(ln[m - 1])
-        i = 0
-        while i < m and ord(ln[i]) == 32:
-            i += 1
-        if i == m:
-            continue  # spaces only: no statement
-        c0 = ord(ln[i])
         # (characters compared as code points: native ints under mypyc)
+        if pi < m and pi < 64 and ord(ln[pi]) != 32 and ln.startswith(_PADS[pi]):
+            i = pi  # as indented as the line before (most lines)
+        else:
+            i = 0
+            while i < m and ord(ln[i]) == 32:
+                i += 1
+            if i == m:
+                continue  # spaces only: no statement
+            pi = i
+        c0 = ord(ln[i])
+        name = ""
         if 32 < c0 < 128 and 32 < e < 128 and c0 != 99 and c0 != 100 and c0 != 76:
             # the statement's first and last characters are c0 and e; no case head
             # (`c`, `d`) and no label (`L`): only a block's start or end, or a guard
@@ -89,52 +144,62 @@ def _maybe(  # noqa: C901 - one pass over the lines
                 stack.append(k)
                 top = k
             continue
-        # the other lines, read exactly as the full look reads them
-        goto = -1
-        if e == 59:  # `;`
-            goto = 1 if "goto L" in ln else 0
-            if not goto and ":" not in ln and "}" not in ln and "\x01" not in ln:
-                continue
-        elif e == 125 and ln.count(" ") == m - 1:  # a lone `}`
-            if stack:
-                popped = stack.pop()
-                popped_at = k
-                top = stack[-1] if stack else -1
-            continue
-        t = ln.strip()
-        if "\x01" in t:
-            t = _unmark(t)
+        if c0 == 76 and e == 59 and m - i > 3 and ord(ln[m - 2]) == 58:  # `L` ... `:;`
+            j = i + 1
+            while j < m - 2 and 48 <= ord(ln[j]) <= 57:
+                j += 1
+            if j == m - 2 and j > i + 1:  # `L<digits>:;`, read as the full look reads it
+                if k == 0 or top < 0:
+                    continue
+                name = ln[i:j]
+        if not name:
+            # the other lines, read exactly as the full look reads them
             goto = -1
-        if not t:
-            continue
-        c0 = ord(t[0])
-        if c0 == 125:  # `}`
-            if stack:
-                popped = stack.pop()
-                popped_at = k
-                top = stack[-1] if stack else -1
-        elif (c0 == 99 or c0 == 100) and t.startswith(("case ", "default:")):
-            last_case[top] = k
-            if "default:" in t:
-                defaults.add(top)
-        last = ord(t[-1])
-        if last == 123:  # `{`
-            stack.append(k)
-            top = k
-            continue
-        if last != 59:  # `;`
-            continue
-        if goto == 1 or (goto < 0 and "goto L" in t):
-            if c0 == 105 and t.startswith("if ("):  # `i`
-                name = t[t.rfind("goto L") + 5 : -1]
-                gl = guards.get(name)
-                if gl is None:
-                    gl = guards[name] = []
-                gl.append((k, top))
-            continue
-        if k == 0 or top < 0 or len(t) < 3 or ord(t[-2]) != 58 or not _label_name(t):
-            continue  # not a label `L<n>:;` inside a block
-        name = t[:-2]
+            if e == 59:  # `;`
+                goto = 1 if "goto L" in ln else 0
+                if not goto and ":" not in ln and "}" not in ln and "\x01" not in ln:
+                    continue
+            elif e == 125 and ln.count(" ") == m - 1:  # a lone `}`
+                if stack:
+                    popped = stack.pop()
+                    popped_at = k
+                    top = stack[-1] if stack else -1
+                continue
+            t = ln.strip()
+            if "\x01" in t:
+                t = _unmark(t)
+                goto = -1
+            if not t:
+                continue
+            c0 = ord(t[0])
+            if c0 == 125:  # `}`
+                if stack:
+                    popped = stack.pop()
+                    popped_at = k
+                    top = stack[-1] if stack else -1
+            elif (c0 == 99 or c0 == 100) and t.startswith(("case ", "default:")):
+                last_case[top] = k
+                if "default:" in t:
+                    defaults.add(top)
+            last = ord(t[-1])
+            if last == 123:  # `{`
+                stack.append(k)
+                top = k
+                continue
+            if last != 59:  # `;`
+                continue
+            if goto == 1 or (goto < 0 and "goto L" in t):
+                if c0 == 105 and t.startswith("if ("):  # `i`
+                    name = t[t.rfind("goto L") + 5 : -1]
+                    gl = guards.get(name)
+                    if gl is None:
+                        gl = guards[name] = []
+                    gl.append((k, top))
+                continue
+            if k == 0 or top < 0 or len(t) < 3 or ord(t[-2]) != 58 or not _label_name(t):
+                continue  # not a label `L<n>:;` inside a block
+            name = t[:-2]
+        # a label inside a block: what the three rewrites need next to it
         gl = guards.get(name)
         if gl is not None:
             prev = _bare(lines[k - 1])
@@ -148,10 +213,14 @@ def _maybe(  # noqa: C901 - one pass over the lines
                     if o2 == top and lastl < g < k - 1:
                         return True
         last_label[top] = k
-        opener = _strip(lines[top])
-        if opener.startswith("switch ("):
-            if top in defaults and switch_tail_look(lines, k):
+        kind = kinds.get(top, -1)
+        if kind < 0:
+            opener = _strip(lines[top])
+            kind = 1 if opener.startswith("switch (") else 2 if opener.startswith(_LOOPS) else 0
+            kinds[top] = kind
+        if kind == 1:
+            if top in defaults and _switch_tail_look(lines, k):
                 return True
-        elif opener.startswith(_LOOPS) and tail_plain(lines, k, n):
+        elif kind == 2 and _tail_plain(lines, k, n):
             return True
     return False

@@ -198,6 +198,18 @@ def _has_call(s: str) -> bool:
     return False
 
 
+def _at(s: str, i: int, w: str) -> bool:
+    """``s.startswith(w, i)`` for ``i >= 0``, compared by code points (a method call under
+    mypyc otherwise: the ``start`` argument has no native form)."""
+    m = len(w)
+    if i + m > len(s):
+        return False
+    for j in range(m):
+        if ord(s[i + j]) != ord(w[j]):
+            return False
+    return True
+
+
 def _heads_end(s: str) -> int:
     """Where ``_HEADS.match(s)`` ends (the ``case N:``/``default:`` heads at the start of
     ``s`` and the space after each), or -1 when it does not match."""
@@ -205,7 +217,7 @@ def _heads_end(s: str) -> int:
     i = 0
     end = -1
     while True:
-        if s.startswith("case ", i):
+        if _at(s, i, "case "):
             k = i + 5
             if k < n and ord(s[k]) == 45:  # `-`
                 k += 1
@@ -219,7 +231,7 @@ def _heads_end(s: str) -> int:
             if k == d or k >= n or ord(s[k]) != 58:  # `:`
                 return end
             k += 1
-        elif s.startswith("default:", i):
+        elif _at(s, i, "default:"):
             k = i + 8
         else:
             return end
@@ -251,7 +263,7 @@ def _tramp(s: str) -> tuple[str, str]:
         n -= 1
     i = 0
     while True:
-        if s.startswith("case ", i):
+        if _at(s, i, "case "):
             k = i + 5
             if k < n and ord(s[k]) == 45:  # `-`
                 k += 1
@@ -265,11 +277,11 @@ def _tramp(s: str) -> tuple[str, str]:
             if k == d or k + 1 >= n or ord(s[k]) != 58 or ord(s[k + 1]) != 32:  # `: `
                 return "", ""
             i = k + 2
-        elif s.startswith("default: ", i):
+        elif _at(s, i, "default: "):
             i += 9
         else:
             break
-    if i == 0 or not s.startswith("goto L", i):
+    if i == 0 or not _at(s, i, "goto L"):
         return "", ""
     k = i + 6
     while k < n:

@@ -16,7 +16,7 @@ from tests.support.goto_shapes import GUARD, LOOP, SWITCH
 
 
 def _first(lines: list[str]) -> bool:
-    return _maybe(lines, gotoless._tail_plain, gotoless._switch_tail_look)
+    return _maybe(lines)
 
 
 # statements as the lifter writes them, and odd ones: note markers, tabs, trailing spaces,
@@ -54,6 +54,10 @@ _STMTS = [
     "L3:;",
     "/* goto L1; */ x = 1;",
     "x = 1; goto L3;",
+    "L12:;",
+    "L1 :;",
+    "L\u0663:;",
+    "L1:; x = 2;",
 ]
 _OPEN = [
     "while (1) {",
@@ -92,6 +96,10 @@ def _line(rng: random.Random, depth: int) -> tuple[str, int]:
         s = s + "  "
     elif q < 0.12:
         s = ""
+    elif q < 0.14:
+        ind += " " * rng.randrange(1, 4)  # not as indented as its depth says
+    elif q < 0.15:
+        ind = ""
     return ind + s, d
 
 
