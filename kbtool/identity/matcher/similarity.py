@@ -34,19 +34,22 @@ class SimilarityStage(FamilyStage):
         out: dict[int, set[int]] = defaultdict(set)
         if not uo or not un:
             return out
-        weight: dict[tuple[int, int], float] = {}  # (old, new) -> blocking evidence
+        # (old, new) -> blocking evidence, the pair keyed by one int (old * wide + new)
+        wide = self.NEW.size
+        weight: dict[int, float] = {}
         for n, os_ in self._candidates_one_way(self.NEW, self.OLD, un, uo, n2o_a, 1).items():
             for o, w in os_:
-                weight[(o, n)] = w
+                weight[o * wide + n] = w
         for o, ns in self._candidates_one_way(self.OLD, self.NEW, uo, un, o2n_a, 0).items():
             for n, w in ns:
-                k = (o, n)
+                k = o * wide + n
                 weight[k] = max(weight.get(k, 0.0), w)
         self.spend(len(weight) // self.SCAN_PER_UNIT + 1)
         by_o: dict[int, list[tuple[float, float, int]]] = defaultdict(list)
         by_n: dict[int, list[tuple[float, float, int]]] = defaultdict(list)
         at: dict[int, float] = {}  # old -> its expected position (once per function)
-        for (o, n), w in weight.items():
+        for k, w in weight.items():
+            o, n = divmod(k, wide)
             e = at.get(o)
             if e is None:
                 e = at[o] = self.expected_pos(o, 0)
@@ -60,9 +63,9 @@ class SimilarityStage(FamilyStage):
                 if len(lst) > cap:
                     lst.sort()
                     for _w, _d, y in lst[cap:]:
-                        keep.discard((x, y) if side == 0 else (y, x))
-        for o, n in keep:
-            out[n].add(o)
+                        keep.discard(x * wide + y if side == 0 else y * wide + x)
+        for k in keep:
+            out[k % wide].add(k // wide)
         return out
 
     def expected_pos(self, i: int, side: int) -> float:
