@@ -33,8 +33,6 @@ from .linetext import _bare, _has_call, _label_name, _unmark
 #: plain statements of a loop's tail copied before a ``continue``
 TAIL_MAX: Final = 2
 _LOOPS: Final = ("while (", "for (", "do {", "} while (")
-#: indentations, to test a line's against the one before it without a loop
-_PADS: Final = [" " * k for k in range(64)]
 
 
 def _strip(line: str) -> str:
@@ -91,6 +89,15 @@ def _tail_plain(lines: list[str], k: int, n: int) -> bool:
     return False
 
 
+def _tail_near_end(lines: list[str], k: int, n: int) -> bool:
+    """Whether a line with a ``}`` is among the ones :func:`_tail_plain` reads after the
+    label on line ``k`` (it says yes only at a line whose statement starts with one)."""
+    for j in range(k + 1, min(k + TAIL_MAX + 2, n)):
+        if "}" in lines[j]:
+            return True
+    return False
+
+
 def _maybe(lines: list[str]) -> bool:  # noqa: C901 - one pass over the lines
     """Whether :func:`.gotoless._hopeful` may say yes for ``lines`` (False: it says no)."""
     n = len(lines)
@@ -103,7 +110,6 @@ def _maybe(lines: list[str]) -> bool:  # noqa: C901 - one pass over the lines
     last_label: dict[int, int] = {}  # block -> the last label line directly in it
     guards: dict[str, list[tuple[int, int]]] = {}  # `if (c) goto L;`: (line, block)
     kinds: dict[int, int] = {}  # block -> what opens it: 1 a switch, 2 a loop, 0 else
-    pi = 0  # the indentation of the line before
     for k in range(n):
         ln = lines[k]
         m = len(ln)
@@ -111,15 +117,11 @@ def _maybe(lines: list[str]) -> bool:  # noqa: C901 - one pass over the lines
             continue
         e = ord(ln[m - 1])
         # (characters compared as code points: native ints under mypyc)
-        if pi < m and pi < 64 and ord(ln[pi]) != 32 and ln.startswith(_PADS[pi]):
-            i = pi  # as indented as the line before (most lines)
-        else:
-            i = 0
-            while i < m and ord(ln[i]) == 32:
-                i += 1
-            if i == m:
-                continue  # spaces only: no statement
-            pi = i
+        i = 0
+        while i < m and ord(ln[i]) == 32:
+            i += 1
+        if i == m:
+            continue  # spaces only: no statement
         c0 = ord(ln[i])
         name = ""
         if 32 < c0 < 128 and 32 < e < 128 and c0 != 99 and c0 != 100 and c0 != 76:
@@ -202,16 +204,20 @@ def _maybe(lines: list[str]) -> bool:  # noqa: C901 - one pass over the lines
         # a label inside a block: what the three rewrites need next to it
         gl = guards.get(name)
         if gl is not None:
-            prev = _bare(lines[k - 1])
-            ok = _is_exit(prev)
-            if not ok and prev == "}" and popped_at == k - 1:
-                o = _bare(lines[popped])
-                ok = o in ("while (1) {", "for (;;) {") or o.startswith("switch (")
-            if ok:
-                lastl = max(last_label.get(top, -1), last_case.get(top, -1))
-                for g, o2 in gl:
-                    if o2 == top and lastl < g < k - 1:
-                        return True
+            lastl = max(last_label.get(top, -1), last_case.get(top, -1))
+            near = False  # such a guard in the label's block (then the line before decides)
+            for g, o2 in gl:
+                if o2 == top and lastl < g < k - 1:
+                    near = True
+                    break
+            if near:
+                prev = _bare(lines[k - 1])
+                ok = _is_exit(prev)
+                if not ok and prev == "}" and popped_at == k - 1:
+                    o = _bare(lines[popped])
+                    ok = o in ("while (1) {", "for (;;) {") or o.startswith("switch (")
+                if ok:
+                    return True
         last_label[top] = k
         kind = kinds.get(top, -1)
         if kind < 0:
@@ -221,6 +227,6 @@ def _maybe(lines: list[str]) -> bool:  # noqa: C901 - one pass over the lines
         if kind == 1:
             if top in defaults and _switch_tail_look(lines, k):
                 return True
-        elif kind == 2 and _tail_plain(lines, k, n):
+        elif kind == 2 and _tail_near_end(lines, k, n) and _tail_plain(lines, k, n):
             return True
     return False
