@@ -18,7 +18,7 @@ something next to that label that is rare in lifted code (measured on lightningc
 ``if (c) goto L;`` lines), so it says yes wherever that look does: the full look and the
 scan still decide, the C is the same. It tracks only the block stack and those few facts
 (no goto lists per label), and most lines are read by their first and last characters:
-a line's statement starts with its first character after the indentation and ends with
+a line's statement starts with its first character after the leading white space and ends with
 its last one whenever both are printable ASCII (``str.strip`` removes neither and a note
 marker, ``\\x01`` digits ``\\x02``, is neither); the others are read as the full look does.
 """
@@ -117,12 +117,11 @@ def _maybe(lines: list[str]) -> bool:  # noqa: C901 - one pass over the lines
             continue
         e = ord(ln[m - 1])
         # (characters compared as code points: native ints under mypyc)
-        i = 0
-        while i < m and ord(ln[i]) == 32:
-            i += 1
-        if i == m:
-            continue  # spaces only: no statement
-        c0 = ord(ln[i])
+        st = ln.lstrip()  # (the statement starts where the full look's `strip` has it)
+        ms = len(st)
+        if ms == 0:
+            continue  # white space only: no statement
+        c0 = ord(st[0])
         name = ""
         if 32 < c0 < 128 and 32 < e < 128 and c0 != 99 and c0 != 100 and c0 != 76:
             # the statement's first and last characters are c0 and e; no case head
@@ -146,14 +145,14 @@ def _maybe(lines: list[str]) -> bool:  # noqa: C901 - one pass over the lines
                 stack.append(k)
                 top = k
             continue
-        if c0 == 76 and e == 59 and m - i > 3 and ord(ln[m - 2]) == 58:  # `L` ... `:;`
-            j = i + 1
-            while j < m - 2 and 48 <= ord(ln[j]) <= 57:
+        if c0 == 76 and e == 59 and ms > 3 and ord(st[ms - 2]) == 58:  # `L` ... `:;`
+            j = 1
+            while j < ms - 2 and 48 <= ord(st[j]) <= 57:
                 j += 1
-            if j == m - 2 and j > i + 1:  # `L<digits>:;`, read as the full look reads it
+            if j == ms - 2 and j > 1:  # `L<digits>:;`, read as the full look reads it
                 if k == 0 or top < 0:
                     continue
-                name = ln[i:j]
+                name = st[:j]
         if not name:
             # the other lines, read exactly as the full look reads them
             goto = -1
