@@ -26,7 +26,7 @@ from array import array
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from itertools import repeat
+from itertools import chain, repeat
 from operator import itemgetter, mul, truediv
 
 from ..names import _MINIFIED_RE, _SHORT3_RE, is_minified_name, module_is_minified  # noqa: F401
@@ -321,18 +321,15 @@ class _Store:
     def __init__(self, old_recs: Sequence, new_recs: Sequence) -> None:
         self.recs = (old_recs, new_recs)  # held: the ids in the registry key stay theirs
         n = len(old_recs) + len(new_recs)
-        df_s: Counter = Counter()
-        df_c: Counter = Counter()
-        for r in old_recs:
-            if r.strings:
-                df_s.update(set(r.strings))
-            if r.consts:
-                df_c.update(set(r.consts))
-        for r in new_recs:
-            if r.strings:
-                df_s.update(set(r.strings))
-            if r.consts:
-                df_c.update(set(r.consts))
+        # each record's distinct strings and constants counted by one ``Counter`` update
+        # over all of them (the counts and their keys' order of a per-record update)
+        both = (old_recs, new_recs)
+        df_s: Counter = Counter(
+            chain.from_iterable(set(r.strings) for rs in both for r in rs if r.strings)
+        )
+        df_c: Counter = Counter(
+            chain.from_iterable(set(r.consts) for rs in both for r in rs if r.consts)
+        )
         self.n = max(n, 2)
         logn = math.log(self.n)
         # the weight of a document frequency, once per distinct frequency (a few hundred
