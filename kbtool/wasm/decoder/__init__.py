@@ -36,8 +36,11 @@ from .scan import (
 
 try:  # mypyc's runtime library (installed with mypy): its writes compile to native code
     from librt.strings import BytesWriter, write_i16_le
-except ImportError:  # the pure path without it: the same writes on a bytearray
-    from ..opbuf import BytesWriter, write_i16_le  # type: ignore[assignment]
+    from librt.vecs import append as _vappend
+    from librt.vecs import vec
+except ImportError:  # the pure path without it: the same writes on a bytearray, lists
+    from ..opbuf import BytesWriter, vec, write_i16_le  # type: ignore[assignment]
+    from ..opbuf import vec_append as _vappend  # type: ignore[assignment]
 from ..opbuf import native_order
 
 # ----------------------------------------------------------------------------- hot loop
@@ -120,8 +123,11 @@ def analyze_range(ctx: Any, first: int, last: int,
     mflat: list[object] = [None] * (_FLAT_OFFSETS * (_LAST_MEMOP + 1 - _FIRST_MEMOP))
     # the function (code index) that last used each small constant: most constants are
     # small and repeat within a body (ffmpeg: 1.66M constants, 389k distinct per body), so
-    # a list slot, not a dict insert, tells whether the body has it already
-    cseen: list[int] = [-1] * (_SMALL_NEG + _SMALL_POS)
+    # a slot, not a dict insert, tells whether the body has it already (a native i64
+    # array: no int object stored per first use, none read back per constant)
+    cseen = vec[i64]()
+    for _ in range(_SMALL_NEG + _SMALL_POS):
+        cseen = _vappend(cseen, -1)
     sig_head: list[bytes] = [t.encode() + b"\x00" for t in type_text]
     out: list[tuple[Any, ...]] = []
     next_progress = (code[first][0] if first < last else 0) + step
@@ -130,6 +136,7 @@ def analyze_range(ctx: Any, first: int, last: int,
     end: i64
     for ci_ in range(first, last):
         start, end = code[ci_]
+        ci: i64 = ci_
         fidx = nimp + ci_
         if progress is not None and start >= next_progress:
             progress(total_done + start - code_start, total)
@@ -223,7 +230,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                         shw.write(_STATIC)
                         last_cut = p
                     if x < _FLAT_OFFSETS:  # a field offset: a list slot, no int key made
-                        i = (b - _FIRST_MEMOP) * _FLAT_OFFSETS + x
+                        i: i64 = (i64(b) - _FIRST_MEMOP) * _FLAT_OFFSETS + i64(x)
                         t: object = mflat[i]
                         if t is None:  # (read back: the object stored, boxed once)
                             mflat[i] = (b, x, W[b])
@@ -268,8 +275,9 @@ def analyze_range(ctx: Any, first: int, last: int,
                             strs[tx] = None
                         pend = None
                     if -_SMALL_NEG <= x < _SMALL_POS:
-                        if cseen[x + _SMALL_NEG] != ci_:
-                            cseen[x + _SMALL_NEG] = ci_
+                        cj: i64 = i64(x) + _SMALL_NEG
+                        if cseen[cj] != ci:
+                            cseen[cj] = ci
                             consts.append(x)
                     elif x not in cbig:
                         cbig.add(x)
@@ -453,8 +461,9 @@ def analyze_range(ctx: Any, first: int, last: int,
                     else:
                         x, p = _sleb_cont(data, p, x, 64)
                     if -_SMALL_NEG <= x < _SMALL_POS:
-                        if cseen[x + _SMALL_NEG] != ci_:
-                            cseen[x + _SMALL_NEG] = ci_
+                        cj = i64(x) + _SMALL_NEG
+                        if cseen[cj] != ci:
+                            cseen[cj] = ci
                             consts.append(x)
                     elif x not in cbig:
                         cbig.add(x)

@@ -137,7 +137,7 @@ class DataMap:
         self.ptr_mask: tuple[int, int, int, int] | None = None
 
     def locate(self, addr: int) -> tuple[bytes, int] | None:
-        i = bisect_right(self.starts, addr) - 1
+        i = _segment_at(self.starts, addr)  # bisect_right(...) - 1, no generic call
         if i < 0 or addr >= self.ends[i]:
             return None
         return self.datas[i], addr - self.starts[i]
