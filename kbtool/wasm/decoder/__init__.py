@@ -145,8 +145,9 @@ def analyze_range(ctx: Any, first: int, last: int,
         # written straight into bytes: no int object and list slot per instruction
         ops = BytesWriter()
         calls: list[int] = []
-        consts: list[int] = []  # distinct, in first-seen order
-        cbig: set[int] = set()  # those outside the small range
+        # distinct, in first-seen order; a large one is boxed once for the set and the list
+        consts: list[object] = []
+        cbig: set[object] = set()  # those outside the small range
         strs: dict[str, None] = {}
         globs: set[int] = set()
         memops: list[object] = []
@@ -279,9 +280,11 @@ def analyze_range(ctx: Any, first: int, last: int,
                         if cseen[cj] != ci:
                             cseen[cj] = ci
                             consts.append(x)
-                    elif x not in cbig:
-                        cbig.add(x)
-                        consts.append(x)
+                    else:
+                        xo: object = x
+                        if xo not in cbig:
+                            cbig.add(xo)
+                            consts.append(xo)
                     u = x if x >= 0 else x + 0x100000000
                     if glo <= u < ghi:  # Go function value / return PC
                         shw.write(data[last_cut:s])
@@ -465,9 +468,11 @@ def analyze_range(ctx: Any, first: int, last: int,
                         if cseen[cj] != ci:
                             cseen[cj] = ci
                             consts.append(x)
-                    elif x not in cbig:
-                        cbig.add(x)
-                        consts.append(x)
+                    else:
+                        xo = x
+                        if xo not in cbig:
+                            cbig.add(xo)
+                            consts.append(xo)
                     u = x if x >= 0 else x + 0x10000000000000000
                     if glo <= u < ghi:  # Go function value / return PC
                         shw.write(data[last_cut:s])
