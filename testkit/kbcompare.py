@@ -48,7 +48,7 @@ def tables(conn: sqlite3.Connection) -> list[str]:
 def rows(conn: sqlite3.Connection, table: str) -> tuple[list[str], list[tuple]]:
     cols = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
     keep = [c for c in cols if not c.endswith("_at") and c not in ("created", "updated")]
-    order = "rowid" if _has_rowid(conn, table) else ", ".join(_pk(conn, table)) or "1"
+    order = "rowid" if has_rowid(conn, table) else ", ".join(_pk(conn, table)) or "1"
     sql = f"SELECT {', '.join(keep)} FROM {table} ORDER BY {order}"  # noqa: S608
     return keep, conn.execute(sql).fetchall()
 
@@ -58,7 +58,7 @@ def _pk(conn: sqlite3.Connection, table: str) -> list[str]:
     return [name for _, name in info]
 
 
-def _has_rowid(conn: sqlite3.Connection, table: str) -> bool:
+def has_rowid(conn: sqlite3.Connection, table: str) -> bool:
     try:
         conn.execute(f"SELECT rowid FROM {table} LIMIT 1")  # noqa: S608
     except sqlite3.OperationalError:

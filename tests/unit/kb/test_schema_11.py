@@ -7,38 +7,21 @@ its rows and its answers unchanged, and a fresh KB never has them."""
 from __future__ import annotations
 
 import ast
-import inspect
 import re
 import shutil
 import sqlite3
 from pathlib import Path
-from typing import Any
-from urllib.parse import quote
 
-from kbtool.kb import datamodel, queries, schema
-from kbtool.kb.db import _configure, open_ro, open_rw
-from kbtool.kb.errors import KBError
+from kbtool.kb import schema
+from kbtool.kb.db import open_ro, open_rw
 from testkit.kbcompare import rows, tables
+from tests.support.kb_reads import read_everything, reader
 from tests.support.paths import ROOT
 
 DROPPED = {
     "functions_shape": "CREATE INDEX functions_shape ON functions(shape_hash)",
     "data_items_id": "CREATE INDEX data_items_id ON data_items(data_id)",
 }
-# reads of the data model the query layer re-exports nowhere (kbtool/kb/datamodel.py)
-DATA_READS = (
-    "model_row",
-    "model_info",
-    "list_items",
-    "item_at",
-    "item_by_label",
-    "items_by_text",
-    "globals_of",
-    "refs_to",
-    "refs_from",
-    "function_names_for",
-    "function_by_name",
-)
 
 
 def _as_schema_10(path: Path) -> None:
@@ -48,100 +31,6 @@ def _as_schema_10(path: Path) -> None:
         raw.execute(ddl)
     raw.execute("UPDATE meta SET value = '10' WHERE key = 'schema_version'")
     raw.close()
-
-
-def _reader(path: Path) -> sqlite3.Connection:
-    """A read-only connection configured as ``open_ro``'s, without its schema check (which
-    refuses a schema-10 KB): the readers of schema 10 on that file."""
-    conn = sqlite3.connect(
-        "file:" + quote(str(path.resolve())) + "?mode=ro", uri=True, isolation_level=None
-    )
-    _configure(conn)
-    conn.execute("PRAGMA query_only = ON")
-    return conn
-
-
-def _samples(conn: sqlite3.Connection) -> dict[str, list[Any]]:
-    """Argument values by parameter name, taken from the KB itself."""
-    vids = [r[0] for r in conn.execute("SELECT id FROM versions ORDER BY id")]
-    fn = conn.execute(
-        "SELECT f.version_id, f.idx, f.stable_id, s.name FROM functions f JOIN symbols s"
-        " USING (stable_id) WHERE f.imported = 0 AND s.name IS NOT NULL ORDER BY 1, 2"
-        " LIMIT 1"
-    ).fetchone()
-    item = conn.execute(
-        "SELECT address, label, text FROM data_items WHERE version_id = ? AND text IS NOT NULL"
-        " ORDER BY address LIMIT 1",
-        (vids[-1],),
-    ).fetchone()
-    sha = conn.execute("SELECT sha256 FROM versions ORDER BY id LIMIT 1").fetchone()[0]
-    label = conn.execute("SELECT label FROM versions ORDER BY id LIMIT 1").fetchone()[0]
-    return {
-        "version_id": vids,
-        "from_version_id": vids[:1],
-        "to_version_id": vids[-1:],
-        "index": [fn[1]],
-        "func_index": [fn[1]],
-        "indices": [[fn[1], fn[1] + 1]],
-        "stable_id": [fn[2], "nosuch"],
-        "query": [fn[3][:4]],
-        "text": [item[2][:3]],
-        "name": [fn[3]],
-        "label": [label, item[1]],
-        "address": [item[0]],
-        "values": [[0, 1, 4]],
-        "sha256": [sha],
-        "backend": ["ollama"],
-        "model": [None],
-        "prompt_hash": ["0" * 16],
-        "target_kind": ["data"],
-        "lo": [item[0]],
-        "include_imports": [True],
-        "offset": [0],
-        "count": [50],
-    }
-
-
-def _plain(x: Any) -> Any:
-    if isinstance(x, sqlite3.Row):
-        return tuple(x)
-    if isinstance(x, dict):
-        return {k: _plain(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_plain(v) for v in x]
-    return x
-
-
-def _read_everything(conn: sqlite3.Connection) -> dict[str, Any]:
-    """Every public read of the query layer and the data model, with every sample of its
-    parameters (each version, a named function, a string, an address...): name -> answers."""
-    samples = _samples(conn)
-    fns = [
-        (n, f)
-        for n, f in vars(queries).items()
-        if inspect.isfunction(f) and not n.startswith("_") and n != "parse_mem_ops"
-    ]
-    fns += [(f"datamodel.{n}", getattr(datamodel, n)) for n in DATA_READS]
-    out: dict[str, Any] = {}
-    for name, f in sorted(fns):
-        params = [
-            p
-            for p in list(inspect.signature(f).parameters.values())[1:]
-            if p.default is inspect.Parameter.empty
-        ]
-        missing = [p.name for p in params if p.name not in samples]
-        assert not missing, f"{name}: no sample for {missing} (add one to _samples)"
-        combos: list[dict[str, Any]] = [{}]
-        for p in params:
-            combos = [{**c, p.name: v} for c in combos for v in samples[p.name]]
-        answers = []
-        for kwargs in combos:
-            try:
-                answers.append(repr(_plain(f(conn, **kwargs))))
-            except KBError as exc:  # an unknown id: the answer is the refusal
-                answers.append(f"{type(exc).__name__}: {exc}")
-        out[name] = answers
-    return out
 
 
 def _indexes_used(conn: sqlite3.Connection, statements: list[str]) -> set[str]:
@@ -158,10 +47,10 @@ def test_no_read_of_the_query_layer_uses_the_dropped_indexes(demo_kb_master, tmp
     path = tmp_path / "kb.db"
     shutil.copy(demo_kb_master, path)
     _as_schema_10(path)
-    conn = _reader(path)
+    conn = reader(path)
     ran: list[str] = []
     conn.set_trace_callback(ran.append)
-    answers = _read_everything(conn)
+    answers = read_everything(conn)
     conn.set_trace_callback(None)
     assert len(answers) > 70 and len(ran) > 100
     used = _indexes_used(conn, ran)
@@ -200,9 +89,9 @@ def test_a_schema_10_kb_migrates_with_its_rows_and_answers_unchanged(demo_kb_mas
     path = tmp_path / "kb.db"
     shutil.copy(demo_kb_master, path)
     _as_schema_10(path)
-    old = _reader(path)
+    old = reader(path)
     before_rows = {t: rows(old, t) for t in tables(old) if t != "meta"}
-    before = _read_everything(old)
+    before = read_everything(old)
     old.close()
 
     conn = open_rw(path, create=False)  # migrates, as `kbtool migrate` does
@@ -213,7 +102,7 @@ def test_a_schema_10_kb_migrates_with_its_rows_and_answers_unchanged(demo_kb_mas
     assert not names & set(DROPPED)
     assert {"functions_stable_id", "data_items_label"} <= names
     assert {t: rows(conn, t) for t in tables(conn) if t != "meta"} == before_rows
-    assert _read_everything(conn) == before
+    assert read_everything(conn) == before
     conn.close()
 
 
