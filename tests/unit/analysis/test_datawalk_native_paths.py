@@ -17,34 +17,12 @@ import pytest
 from kbtool.analysis import datawalk_active
 from kbtool.analysis.datatypes import MAX_LABEL, DataItem
 from kbtool.analysis.datawalk import items as pure_items
+from testkit.wasmbuild import sleb, uleb
 
 PURE_WALK = __import__("kbtool.analysis.datawalk", fromlist=["_uleb"])
 COMPILED = datawalk_active.load_compiled()
 WALKS = [PURE_WALK] + ([COMPILED] if COMPILED is not None else [])
 ITEMS = [pure_items] + ([datawalk_active.ITEMS] if COMPILED is not None else [])
-
-
-def _uleb_bytes(v: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def _sleb_bytes(v: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if (v == 0 and not b & 0x40) or (v == -1 and b & 0x40):
-            out.append(b)
-            return bytes(out)
-        out.append(b | 0x80)
 
 
 def _padded(enc: bytes, extra: int, signed_neg: bool) -> bytes:
@@ -65,7 +43,7 @@ def test_leb_decoders_equal_a_plain_decode_at_every_length(side):
     values += [rng.getrandbits(rng.randint(1, 64)) for _ in range(400)]
     for v in values:
         for extra in range(0, 4):
-            enc = _padded(_uleb_bytes(v), extra, False)
+            enc = _padded(uleb(v), extra, False)
             if len(enc) > 10:
                 continue
             data = b"\xaa" + enc + b"\x01"
@@ -74,7 +52,7 @@ def test_leb_decoders_equal_a_plain_decode_at_every_length(side):
     svalues += [(1 << 63) - 1] + [rng.randint(-(1 << 63), (1 << 63) - 1) for _ in range(400)]
     for v in svalues:
         for extra in range(0, 4):
-            enc = _padded(_sleb_bytes(v), extra, v < 0)
+            enc = _padded(sleb(v), extra, v < 0)
             if len(enc) > 10:
                 continue
             data = b"\xaa" + enc + b"\x01"
