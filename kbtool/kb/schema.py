@@ -531,6 +531,18 @@ _V12_TABLES = {
 }
 
 
+# The reference tables' range indexes end with ``chunk``: in a WITHOUT ROWID table an index
+# holds the primary key, so ``SELECT chunk ... WHERE version_id = ? AND hi_key >= ? AND
+# lo_key <= ?`` was answered from the index alone; a rowid table's index holds the rowid, so
+# without ``chunk`` each hit would read its table row, blob and all.
+_V12_INDEXES = {
+    "data_ref_chunks_func": "CREATE INDEX data_ref_chunks_func"
+    " ON data_ref_chunks(version_id, hi_func, lo_func, chunk)",
+    "data_ref_targets_key": "CREATE INDEX data_ref_targets_key"
+    " ON data_ref_targets(version_id, hi_key, lo_key, chunk)",
+}
+
+
 def _v12_rowid_tables(conn: sqlite3.Connection) -> None:
     """Version 12: each of :data:`_V12_TABLES` rebuilt as a rowid table, its rows copied in
     primary-key order (so rowid order is key order, as a fresh ingest writes them), its
@@ -550,8 +562,8 @@ def _v12_rowid_tables(conn: sqlite3.Connection) -> None:
             f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {old} ORDER BY {key}"  # noqa: S608
         )
         conn.execute(f"DROP TABLE {old}")
-        for _, sql in indexes:
-            conn.execute(sql)
+        for name, sql in indexes:
+            conn.execute(_V12_INDEXES.get(name, sql))
 
 
 # Migration n takes a KB at schema version n-1 to version n.

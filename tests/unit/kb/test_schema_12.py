@@ -79,6 +79,16 @@ def test_a_schema_11_kb_migrates_with_its_rows_and_answers_unchanged(demo_kb_mas
         )
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert {"data_ref_chunks_func", "data_ref_targets_key"} <= names
+    # the range lookups still answer from their index alone (it ends with ``chunk``)
+    for table, col in (("data_ref_chunks", "func"), ("data_ref_targets", "key")):
+        plan = " ".join(
+            r[-1]
+            for r in conn.execute(
+                f"EXPLAIN QUERY PLAN SELECT chunk FROM {table} WHERE version_id = 1"  # noqa: S608
+                f" AND hi_{col} >= 1 AND lo_{col} <= 1"
+            )
+        )
+        assert f"COVERING INDEX {table}_{col}" in plan, plan
     assert read_everything(conn) == before
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     conn.close()
