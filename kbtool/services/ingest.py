@@ -487,11 +487,12 @@ def _stored(
     exported = sum(1 for f in funcs if f.export_names)
     n_imp = sum(1 for f in funcs if f.imported)
     instructions = sum(f.instr_count for f in funcs)
+    sha256 = sha256 or hashlib.sha256(data).hexdigest()
     vid = store.insert_version(
         conn,
         {
             "label": label,
-            "sha256": sha256 or hashlib.sha256(data).hexdigest(),
+            "sha256": sha256,
             "size": len(data),
             "toolchain_version": analysis.toolchain_version,
             "shared_memory": int(bool(mod.shared_memory)),
@@ -515,6 +516,8 @@ def _stored(
     store.insert_function_values(conn, _FUNCTION_COLUMNS, frows)
     store.insert_fact_values(conn, _FACT_COLUMNS, xrows)
     store.insert_call_edge_values(conn, _EDGE_COLUMNS, erows)
+    # the memory accesses as the JSON text stored: the report's layout check compares them
+    mem_text = {r[1]: r[8] for r in xrows} if parent is not None else None
     del frows, xrows, erows  # (written: the data model reuses their memory)
 
     result = IngestResult(
@@ -556,7 +559,7 @@ def _stored(
         # the view refuses is refused again there, where the report handles it.
         view = None
         with contextlib.suppress(WasmFormatError):
-            view = module_view(data, mod)
+            view = module_view(data, mod, sha=sha256)
         # the pairing takes this version's rows and records as ingest has them, not read
         # back: the rows are what matching_rows reads of what was stored above, and the
         # matcher's records, given their stable ids, are what records_from_rows makes of them
@@ -573,6 +576,7 @@ def _stored(
             new_recs=new,
             carry=carry,
             new_view=view,
+            new_mem=mem_text,
         )
     return result
 

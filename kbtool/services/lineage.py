@@ -444,6 +444,7 @@ def carry_from_parent(
     new_recs: Any = None,
     carry: bool = True,
     new_view: Any = None,
+    new_mem: Any = None,
 ) -> dict[str, Any] | None:
     """Pair a version with its parent, carry the parent's names and knowledge to it through the
     gate (``carry``) and store the pair's diff report: what ingest does for a new version and
@@ -452,8 +453,9 @@ def carry_from_parent(
     here (``old_recs``: the matcher's records of ``old_rows``); ``new_rows``/``new_recs``
     likewise for the version itself (ingest: the rows it stored and the matcher's records,
     exactly what reading them back gives; ``new_view``: the relocation view ingest made of
-    the module it stored, so the report neither reads nor hashes those bytes again). Returns
-    the carry counts (None when not carried)."""
+    the module it stored, so the report neither reads nor hashes those bytes again;
+    ``new_mem``: the ``mem_ops`` texts it stored, by index). Returns the carry counts (None
+    when not carried)."""
     # imported here: the first version of a program needs no matcher (start-up)
     from kbtool.identity.pairing import pair_rows
     from kbtool.services.diff.carry import carry_names
@@ -471,7 +473,7 @@ def carry_from_parent(
         new_recs=new_recs if new_rows is not None else None,
     )
     out = carry_names(conn, parent, version_id, pairing=pairing) if carry else None
-    store_report(conn, pairing, new_view=new_view)
+    store_report(conn, pairing, new_view=new_view, new_mem=new_mem)
     return out
 
 

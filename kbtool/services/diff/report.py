@@ -66,6 +66,7 @@ from kbtool.services.diff.rejoin import (
 )  # re-exported (its home: cheap to import)
 from kbtool.services.diff.relocation import (
     ModuleView,
+    cached_view,
     compare_bodies,
     field_offsets_differ,
     mem_offsets_differ,
@@ -249,13 +250,24 @@ class _Relocation:
     decoded, the two modules are parsed on first need."""
 
     def __init__(
-        self, conn: sqlite3.Connection, pg: Pairing, new_view: ModuleView | None = None
+        self,
+        conn: sqlite3.Connection,
+        pg: Pairing,
+        new_view: ModuleView | None = None,
+        *,
+        old_sha: str | None = None,
+        new_mem: Mapping[int, str] | None = None,
     ) -> None:
         """``new_view``: the view of the to-version's stored module when the caller has it
-        (ingest: made of the very bytes it stored), so they are not read and hashed again."""
+        (ingest: made of the very bytes it stored), so they are not read and hashed again.
+        ``old_sha``: the from-version's stored SHA-256 (its view's key: the bytes are not
+        hashed, nor read when the view is kept). ``new_mem``: the to-version's ``mem_ops``
+        facts as the JSON text stored, by index, when the caller has them (ingest: the text
+        it just wrote), so they are not read back."""
         self.conn, self.pg, self.new_view = conn, pg, new_view
+        self.old_sha, self.new_mem = old_sha, new_mem
         self.views: tuple[ModuleView, ModuleView] | None | bool = False
-        self.mem: tuple[dict[int, str], dict[int, str]] | None = None
+        self.mem: tuple[Mapping[int, str], Mapping[int, str]] | None = None
 
     def _mem(self) -> tuple[dict[int, str], dict[int, str]]:
         """The stored memory accesses of every pair :meth:`layout_shift` may read (the same
@@ -273,19 +285,24 @@ class _Relocation:
                     continue  # (answered without the accesses: see layout_shift)
                 olds.append(p.old_index)
                 news.append(p.new_index)
+            new_mem = self.new_mem
             self.mem = (
                 queries.mem_ops_json_for(self.conn, pg.from_version_id, olds),
-                queries.mem_ops_json_for(self.conn, pg.to_version_id, news),
+                queries.mem_ops_json_for(self.conn, pg.to_version_id, news)
+                if new_mem is None
+                else new_mem,
             )
         return self.mem
 
     def _views(self) -> tuple[ModuleView, ModuleView] | None:
         if self.views is False:
-            a = queries.module_bytes(self.conn, self.pg.from_version_id)
+            sha = self.old_sha
+            va = cached_view(bytes.fromhex(sha)) if sha else None
+            a = None if va is not None else queries.module_bytes(self.conn, self.pg.from_version_id)
             vb = self.new_view
             b = None if vb is not None else queries.module_bytes(self.conn, self.pg.to_version_id)
             try:
-                va = module_view(a)
+                va = va if va is not None else module_view(a, sha=sha)
                 vb = vb if vb is not None else module_view(b)
                 self.views = (va, vb) if va is not None and vb is not None else None
             except WasmFormatError:
@@ -341,11 +358,13 @@ def build_report(
     keep: dict[str, Any] | None = None,
     triage: bool = True,
     new_view: ModuleView | None = None,
+    new_mem: Mapping[int, str] | None = None,
 ) -> dict[str, Any]:
     """The report of a computed pairing. ``triage=False``: without the changelog's
     explanations and triage of modified changes (what :func:`store_report` saves at ingest,
     marked :data:`TRIAGE_PENDING`; the reader or the background warm job triages it).
-    ``new_view``: the to-version module's relocation view when the caller has it (ingest)."""
+    ``new_view``: the to-version module's relocation view when the caller has it (ingest);
+    ``new_mem``: its ``mem_ops`` facts as stored, by index (ingest: see :class:`_Relocation`)."""
     ann_old = version_annotations(conn, pg.from_version_id)
     ann_new = version_annotations(conn, pg.to_version_id)
     ta, tb = va.get("toolchain_version"), vb.get("toolchain_version")
@@ -378,7 +397,7 @@ def build_report(
 
     # old index -> new index of paired defined functions, to place deleted ones in order
     anchors: list[tuple[int, int]] = []
-    reloc = _Relocation(conn, pg, new_view)
+    reloc = _Relocation(conn, pg, new_view, old_sha=va.get("sha256"), new_mem=new_mem)
     for p in pg.defined_pairs():
         same = pg.same_code(p)
         relocated = same and (
@@ -478,7 +497,11 @@ def save_diff(
 
 
 def store_report(
-    conn: sqlite3.Connection, pg: Pairing, *, new_view: ModuleView | None = None
+    conn: sqlite3.Connection,
+    pg: Pairing,
+    *,
+    new_view: ModuleView | None = None,
+    new_mem: Mapping[int, str] | None = None,
 ) -> dict[str, Any]:
     """Build the report of an already computed pairing and store it (ingest does this for
     each (parent, new) pair, so every surface serves it without re-running the matcher).
@@ -487,8 +510,8 @@ def store_report(
     changelog, 0.8 of 1.4 CPU s of a later demo release, ~12 s on ffmpeg): a reader re-triages
     it as a report saved under older rules (:func:`stored_diff`), and the background warm job
     (:mod:`kbtool.services.diff.warm`, started by ``kbtool ingest``) builds that changelog
-    and keeps the answer on disk. The returned report has no triage either. ``new_view``:
-    see :func:`build_report`."""
+    and keeps the answer on disk. The returned report has no triage either. ``new_view``,
+    ``new_mem``: see :func:`build_report`."""
     report = build_report(
         conn,
         pg,
@@ -496,6 +519,7 @@ def store_report(
         _label(conn, pg.to_version_id),
         triage=False,
         new_view=new_view,
+        new_mem=new_mem,
     )
     save_diff(conn, report, triage_rules=TRIAGE_PENDING)
     return report

@@ -5,12 +5,13 @@ runtime wrapper (the answer ``runtime_by_signature`` gives)."""
 
 from __future__ import annotations
 
+import hashlib
 from collections import OrderedDict
 
 from kbtool.analysis.runtime import RUNTIME_WRAPPER_MAX_INSTR, is_runtime_name, runtime_by_signature
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro, open_rw
-from kbtool.services.diff import relocation
+from kbtool.services.diff import relocation, report
 from kbtool.services.diff.report import _is_runtime, code_runtime
 from kbtool.services.ingest import ingest_file
 from kbtool.wasm.reader import parse_module
@@ -63,7 +64,9 @@ def _ingest_both(path, monkeypatch, *, reuse: bool) -> int:
         ingest_file(conn, RELEASES[0], label="1.5.5")
         monkeypatch.setattr(relocation, "parse_module", counted)
         if not reuse:  # ingest's call parses the bytes itself, as the report's did
-            monkeypatch.setattr(relocation, "module_view", lambda data, m=None: real_view(data))
+            monkeypatch.setattr(
+                relocation, "module_view", lambda data, m=None, **_kw: real_view(data)
+            )
         ingest_file(conn, RELEASES[1], label="1.5.6")
     finally:
         conn.close()
@@ -111,5 +114,44 @@ def test_the_runtime_flag_answers_as_before(demo_kb_master) -> None:
             past = dict(base, instr_count=RUNTIME_WRAPPER_MAX_INSTR + 1)
             assert _is_runtime(at, None, rows) and not _is_runtime(past, None, rows)
             assert _reference(at, rows) and not _reference(past, rows)
+    finally:
+        conn.close()
+
+
+def test_a_known_hash_keys_the_view_as_its_bytes_do(monkeypatch) -> None:
+    """``module_view(..., sha=)`` (ingest's hash, a version's stored one) keeps the view under
+    the key the bytes' own hash gives: the same view comes back either way."""
+    monkeypatch.setattr(relocation, "_VIEWS", OrderedDict())
+    data = RELEASES[0].read_bytes()
+    hexed = hashlib.sha256(data).hexdigest()
+    v = relocation.module_view(data, sha=hexed)
+    assert v is not None and relocation.module_view(data) is v
+    assert relocation.cached_view(hashlib.sha256(data).digest()) is v
+    assert relocation.cached_view(hashlib.sha256(b"other").digest()) is None
+
+
+def test_the_report_with_the_stored_texts_given_is_the_same(demo_kb_master, monkeypatch) -> None:
+    """A report given the new version's ``mem_ops`` texts (ingest: those it just stored)
+    reads only the old version's and is the report that reads both; the parent's view, kept,
+    is taken by its stored hash without reading its bytes."""
+    conn = open_ro(demo_kb_master)
+    try:
+        pg = report.pair_versions(conn, 1, 2)
+        va, vb = queries.version_info(conn, 1), queries.version_info(conn, 2)
+        built = report.build_report(conn, pg, va, vb, triage=False)
+        texts = queries.mem_ops_json_for(conn, 2, sorted(pg.new_rows))
+        asked: list[int] = []
+        real_mem, real_bytes = queries.mem_ops_json_for, queries.module_bytes
+        monkeypatch.setattr(
+            queries, "mem_ops_json_for", lambda c, v, i: asked.append(v) or real_mem(c, v, i)
+        )
+        monkeypatch.setattr(
+            queries, "module_bytes", lambda c, v: asked.append(-v) or real_bytes(c, v)
+        )
+        given = report.build_report(conn, pg, va, vb, triage=False, new_mem=texts)
+        assert given == built
+        assert any(c.get("relocated") for c in given["changes"])
+        assert 1 in asked  # the layout check compared texts: only the parent's were read
+        assert 2 not in asked and -1 not in asked  # (the parent's view was kept by `built`)
     finally:
         conn.close()

@@ -139,6 +139,7 @@ def test_report_takes_the_view_ingest_made(tmp_path, monkeypatch, first, later):
     monkeypatch.setattr(queries, "module_bytes", counting)
     conn = open_rw(tmp_path / "kb.db")
     ingest_file(conn, first, label="a")
+    relocation._VIEWS.clear()  # (no view an earlier test kept of the parent)
     read.clear()
     ingest_file(conn, later, label="b")
     assert read == [1]  # the parent's bytes; not the module just stored
