@@ -83,14 +83,31 @@ def _insert_rows(conn: sqlite3.Connection, table: str, rows: Iterable[dict[str, 
 ROWS_PER_INSERT = 100
 
 
-def insert_rows_batched(conn: sqlite3.Connection, head: str, one: str, rows: list[tuple]) -> None:
+def insert_rows_batched(
+    conn: sqlite3.Connection,
+    head: str,
+    one: str,
+    rows: list[tuple],
+    *,
+    lead: bool = False,
+    blobs: tuple[int, ...] = (),
+) -> None:
     """``head VALUES one`` for every row of ``rows``, :data:`ROWS_PER_INSERT` rows per
     statement (``one``: a row's ``(?, ...)``, a literal allowed among the ``?``; every row
     binds as many values as ``one`` has ``?``, else ``sqlite3.ProgrammingError`` before any
     row is written). The same rows in the same order as ``executemany`` stores them, for
     less: one statement run per row costs SQLite a statement start and halt, a descent from
     the root to the table's last page and pysqlite a reset and a release of the GIL each
-    (ingest's 65k data items, 47k call edges: ~20-25% of their writes' instructions)."""
+    (ingest's 65k data items, 47k call edges: ~20-25% of their writes' instructions).
+
+    ``lead``: ``one`` starts with ``(?`` for a column of INTEGER affinity, and when a
+    statement's rows all have the first row's first value, an int (ingest's version id),
+    it goes into that statement as a literal instead of a value bound per row (a value
+    equal to that int is stored as it, in such a column). ``blobs``: the positions of ``bytes`` values
+    bound as ``bytearray`` (the same blob stored): pysqlite binds an int, float, str or
+    bytearray at once but looks any other type up in its adapter registry first (a key
+    tuple, a dict probe, two failed attribute lookups: ~3,300 instructions per value;
+    ffmpeg's 22.6k facts rows' ops)."""
     if not rows:
         return
     width = one.count("?")
@@ -100,26 +117,53 @@ def insert_rows_batched(conn: sqlite3.Connection, head: str, one: str, rows: lis
             f"Incorrect number of bindings supplied. The current statement uses {width},"
             f" and there are {bad} supplied."
         )
+    first = rows[0][0]
+    literal = (
+        f"({first:d}{one[2:]}"
+        if lead and one.startswith("(?") and type(first) is int and -(2**63) <= first < 2**63
+        else None
+    )
     limit = conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
     n = max(1, min(ROWS_PER_INSERT, limit // max(width, 1)))
     flat = chain.from_iterable
+
+    def run(part: list[tuple], sql: str | None = None) -> None:
+        vals = list(flat(part))
+        for k in blobs:
+            if set(map(type, vals[k::width])) == {bytes}:  # (else bound as given)
+                vals[k::width] = map(bytearray, vals[k::width])
+        if literal is not None:
+            firsts = vals[::width]
+            if firsts.count(first) == len(part):
+                del vals[::width]
+                conn.execute(sql or f"{head} VALUES {','.join([literal] * len(part))}", vals)
+                return
+        conn.execute(f"{head} VALUES {','.join([one] * len(part))}", vals)
+
     if len(rows) >= n:
-        sql = f"{head} VALUES {','.join([one] * n)}"
+        sql = f"{head} VALUES {','.join([literal] * n)}" if literal is not None else None
         end = len(rows) - len(rows) % n
         for i in range(0, end, n):
-            conn.execute(sql, list(flat(rows[i : i + n])))
+            run(rows[i : i + n], sql)
         rows = rows[end:]
     if rows:
-        conn.execute(f"{head} VALUES {','.join([one] * len(rows))}", list(flat(rows)))
+        run(rows)
 
 
 def _insert_values(
     conn: sqlite3.Connection, table: str, columns: tuple[str, ...], rows: list[tuple]
 ) -> None:
     """Insert rows given as tuples of ``columns``' values, in that order (named columns:
-    ingest's hot tables, where a dict per row costs more than its write)."""
+    ingest's hot tables, where a dict per row costs more than its write); the first value
+    a literal when every row of a statement has the same int, ``bytes`` (by the first
+    row's types) bound as ``bytearray`` (:func:`insert_rows_batched`). The same rows."""
+    if not rows:
+        return
     head = f"INSERT INTO {table} ({', '.join(columns)})"  # noqa: S608 (names from kbtool)
-    insert_rows_batched(conn, head, f"({', '.join('?' * len(columns))})", rows)
+    blobs = tuple(k for k, v in enumerate(rows[0]) if type(v) is bytes)
+    insert_rows_batched(
+        conn, head, f"({', '.join('?' * len(columns))})", rows, lead=True, blobs=blobs
+    )
 
 
 @contextlib.contextmanager
