@@ -127,23 +127,25 @@ def profile(rows: Iterable[tuple[str | None, str | None, int]]) -> HashProfile:
 def own_profile(rows: Iterable[Row], also_library: frozenset[str] = frozenset()) -> HashProfile:
     """Profile on the program's own code (see the module docstring); a function whose body or
     shape hash is in ``also_library`` (library code of the other module) counts as library."""
-    rows = [(b, s, n or 0, lib) for b, s, n, lib in rows if b or s]
-    bodies = Counter(b for b, _, _, _ in rows if b)
-    shapes = Counter(s for _, s, _, _ in rows if s)
-
-    def library(b: str | None, s: str | None, lib: bool) -> bool:
-        return lib or (b in also_library) or (s in also_library)
-
-    mine = [
-        (b, s, n)
-        for b, s, n, lib in rows
-        if not library(b, s, lib) and bodies[b] <= 1 and shapes[s] <= 1
-    ]
-    n_lib = sum(1 for b, s, _, lib in rows if library(b, s, lib))
-    pairs = tuple((b, s) for b, s, n in mine if n >= MIN_INSTRS)
+    rows = [r for r in rows if r[0] or r[1]]
+    # hashes that occur more than once (a hash never counted, None or "", is no repeat)
+    bodies = Counter([r[0] for r in rows])
+    shapes = Counter([r[1] for r in rows])
+    rep_b = {h for h, k in bodies.items() if k > 1 and h}
+    rep_s = {h for h, k in shapes.items() if k > 1 and h}
+    # one pass: library code counted, the rest kept when neither hash repeats
+    mine: list[Row] = []
+    n_lib = 0
+    for r in rows:
+        b, s, _n, lib = r
+        if lib or b in also_library or s in also_library:
+            n_lib += 1
+        elif b not in rep_b and s not in rep_s:
+            mine.append(r)
+    pairs = tuple((r[0], r[1]) for r in mine if (r[2] or 0) >= MIN_INSTRS)
     basis = "own"
     if len(pairs) < SMALL_MODULE:
-        pairs, basis = tuple((b, s) for b, s, _ in mine), "own-small"
+        pairs, basis = tuple((r[0], r[1]) for r in mine), "own-small"
     if not pairs:  # nothing of its own left: every non-trivial function counts
         old = profile((b, s, n) for b, s, n, _ in rows)
         return HashProfile(old.pairs, old.bodies, old.shapes, "all", n_lib)

@@ -119,7 +119,8 @@ def _is_runtime(
         return False
     if ann is not None and (ann["runtime_oracle"] or is_runtime_name(ann["name"])):
         return True
-    if is_runtime_name(row["raw_name"]) or any(is_runtime_name(e) for e in row["export_names"]):
+    exports = row["export_names"]
+    if is_runtime_name(row["raw_name"]) or (exports and any(map(is_runtime_name, exports))):
         return True
     if row["instr_count"] > RUNTIME_WRAPPER_MAX_INSTR:
         return False  # (runtime_by_signature's answer: too big for a wrapper; imports unread)
@@ -372,15 +373,15 @@ def build_report(
 
     keyed: list[tuple[tuple[int, int, int], dict[str, Any]]] = []
 
+    old_rows, new_rows = pg.old_rows, pg.new_rows
+
     def entry(cls: str, o: int | None, n: int | None, p: Pair | None) -> dict[str, Any]:
-        orow = pg.old_rows.get(o) if o is not None else None
-        nrow = pg.new_rows.get(n) if n is not None else None
-        ann = (ann_new.get(n) if n is not None else None) or (
-            ann_old.get(o) if o is not None else None
-        )
-        runtime = _is_runtime(
-            nrow, ann_new.get(n) if n is not None else None, pg.new_rows
-        ) or _is_runtime(orow, ann_old.get(o) if o is not None else None, pg.old_rows)
+        orow = old_rows.get(o) if o is not None else None
+        nrow = new_rows.get(n) if n is not None else None
+        an = ann_new.get(n) if n is not None else None
+        ao = ann_old.get(o) if o is not None else None
+        ann = an or ao
+        runtime = _is_runtime(nrow, an, new_rows) or _is_runtime(orow, ao, old_rows)
         return {
             "classification": cls,
             "from_index": o,

@@ -18,8 +18,10 @@ from kbtool.services.ingest import AlreadyIngested, ingest_file
 from kbtool.services.lineage import (
     MIN_INSTRS,
     RELATED_THRESHOLD,
+    SMALL_MODULE,
     LineageError,
     overlap,
+    own_profile,
     profile,
     program_name_for,
 )
@@ -259,3 +261,35 @@ def test_benchmark_smoke_runs_and_finds_no_wrong_merge():
     )
     assert out.returncode == 0, out.stderr
     assert "wrong merges 0" in out.stdout and "wrong 0" in out.stdout
+
+
+def test_own_profile_leaves_out_repeats_and_library_code() -> None:
+    """A hash repeated among one kind (bodies, or shapes) leaves its functions out; a missing
+    or empty hash is no repeat, nor is a body hash that equals another function's shape hash;
+    library code (its own flag, or a hash the other module's library has) is counted apart;
+    fewer than ``SMALL_MODULE`` own functions: the tiny ones count too."""
+    rows = [
+        ("b1", "s1", 10, False),
+        ("b2", "s2", 10, False),
+        ("b3", "sX", 10, False),  # shape repeated
+        ("b4", "sX", 10, False),
+        (None, "s5", 10, False),  # no body hash, twice: no repeat
+        (None, "s6", 10, False),
+        ("", "s7", 10, False),
+        ("", "s8", 10, False),
+        ("s1", "b9", 10, False),  # a body hash equal to b1's shape: no repeat
+        ("b10", "s10", 10, True),  # library
+        ("b11", "s11", 10, False),  # library of the other module
+        ("b12", "s12", MIN_INSTRS - 1, False),  # tiny
+        (None, None, 10, False),  # no hash at all: not counted
+    ]
+    mine = [(b, s) for b, s, _, _ in rows[:2] + rows[4:9]]
+    p = own_profile(rows, frozenset({"s11"}))
+    assert (p.pairs, p.basis, p.library) == ((*mine, ("b12", "s12")), "own-small", 2)
+    assert p.bodies == {"b1", "b2", "s1", "b12"} and "s5" in p.shapes
+    more = [(f"u{i}", f"v{i}", 10, False) for i in range(SMALL_MODULE)]
+    p = own_profile(rows + more, frozenset({"s11"}))
+    assert (p.pairs, p.basis, p.library) == ((*mine, *((b, s) for b, s, _, _ in more)), "own", 2)
+    lib_only = [("a", "b", 10, True), ("c", "d", 10, False)]
+    p = own_profile(lib_only, frozenset({"d"}))  # nothing of its own: every function counts
+    assert (p.pairs, p.basis, p.library) == ((("a", "b"), ("c", "d")), "all", 2)
