@@ -213,7 +213,18 @@ def insert_version(conn: sqlite3.Connection, row: dict[str, Any]) -> int:
 
 
 def insert_module_bytes(conn: sqlite3.Connection, version_id: int, data: bytes) -> None:
-    _insert_rows(conn, "modules", [{"version_id": version_id, "data": data}])
+    """The module's bytes as ``version_id``'s ``modules`` row: a blob of their length made
+    in place (``zeroblob``), then written through SQLite's incremental blob I/O (the row's
+    rowid is the version id). Bound as a value, the bytes would be copied by pysqlite's bind
+    and again into SQLite's record before its pages (ffmpeg: 32.7 MB; 54 -> 27 ms CPU in a
+    fresh KB). The same row stored."""
+    conn.execute(
+        "INSERT INTO modules (version_id, data) VALUES (?, zeroblob(?))",
+        (version_id, len(data)),
+    )
+    if data:
+        with conn.blobopen("modules", "data", version_id) as blob:
+            blob.write(data)
 
 
 def insert_functions(conn: sqlite3.Connection, rows: Iterable[dict[str, Any]]) -> None:
