@@ -4,21 +4,27 @@ memory and coverage by provenance; the info box shows the program and parent of 
 from __future__ import annotations
 
 import shlex
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from kbtool.kb import queries
 from kbtool.render.text import lit, toolchain_text
 from kbtool.textutil import clip, printable
 from kbtool.tui.screens.base import BACK_HIDDEN, KbScreen
 from kbtool.tui.widgets.diff_footer import DiffFooter
-from kbtool.tui.widgets.lists import KbTable, TitleBar
+from kbtool.tui.widgets.lists import TitleBar
 from kbtool.tui.widgets.palette import PROVENANCES, coverage_bar, prov_text, split_of
+
+if TYPE_CHECKING:
+    from textual.widgets import DataTable
+
+    from kbtool.tui.widgets.table import KbTable
 
 _PROGRAM_KEY = "program:"
 
@@ -49,6 +55,8 @@ class VersionsScreen(KbScreen):
         # a footer) are made when it is first shown, not before the heatmap's first paint.
         if self.kb.heatmap_first:
             return
+        from kbtool.tui.widgets.table import KbTable  # first shown: not at a start on the heatmap
+
         self._composed = True
         yield TitleBar(id="title")
         with Vertical(id="versions-body"):
@@ -68,8 +76,11 @@ class VersionsScreen(KbScreen):
             if self._composed:
                 self._columns()
 
+    def _table(self) -> KbTable:
+        return self.query_one("#versions-table")  # type: ignore[return-value]
+
     def _columns(self) -> None:
-        table = self.query_one("#versions-table", KbTable)
+        table = self._table()
         for label, key, width in (
             ("id", "id", 3),
             ("label", "label", 14),
@@ -91,7 +102,7 @@ class VersionsScreen(KbScreen):
         conn = self.kb.conn
         self._versions = queries.list_versions(conn)
         self._coverage = {v["id"]: queries.coverage(conn, v["id"]) for v in self._versions}
-        table = self.query_one("#versions-table", KbTable)
+        table = self._table()
         empty = not self._versions
         self.set_class(empty, "-empty")
         first_of: dict[str, int] = {}
@@ -171,7 +182,7 @@ class VersionsScreen(KbScreen):
     # ------------------------------------------------------------ cursor
 
     def _highlighted(self) -> int | None:
-        key = self.query_one("#versions-table", KbTable).current_key()
+        key = self._table().current_key()
         if key is None or key.startswith(_PROGRAM_KEY):  # a program's header row
             return None
         return int(key)

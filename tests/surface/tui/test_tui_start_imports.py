@@ -1,6 +1,7 @@
 """The TUI's start loads only what its first screen shows (issue 30): the diff, detail,
-history, search, feed and rename screens, the diff services, the static analysis and the
-gate are imported when first opened, and still open from their keys."""
+history, search, feed and rename screens, the diff services, the static analysis, the gate
+and the table widget (Textual's DataTable: the versions screen under the heatmap composes
+when first shown) are imported when first opened, and still open from their keys."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from kbtool.tui.app import KbApp
 
 LATER = ("kbtool.tui.screens.diff", "kbtool.tui.screens.detail", "kbtool.tui.screens.history",
          "kbtool.tui.screens.search", "kbtool.tui.screens.feed", "kbtool.tui.screens.rename",
-         "kbtool.services.diff.report", "kbtool.analysis", "kbtool.kb.gate")
+         "kbtool.services.diff.report", "kbtool.analysis", "kbtool.kb.gate",
+         "kbtool.tui.widgets.table", "textual.widgets._data_table")
 
 async def main():
     app = KbApp(sys.argv[1], poll_seconds=None, blink=False)
