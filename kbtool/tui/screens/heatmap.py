@@ -16,7 +16,6 @@ from kbtool.kb.errors import KBError
 from kbtool.kb.queries.functions import HeatmapRow
 from kbtool.render.text import lit
 from kbtool.tui.screens.base import BACK_HIDDEN, RENAME, FunctionRef, KbScreen
-from kbtool.tui.screens.goto import GotoScreen
 from kbtool.tui.widgets.diff_footer import DiffFooter
 from kbtool.tui.widgets.heatmap import BUCKETS, HALF, UNNAMED, HeatmapGrid, cell_code
 from kbtool.tui.widgets.lists import Panel, TitleBar
@@ -241,6 +240,8 @@ class HeatmapScreen(KbScreen):
                 self.notify(f"{self._label} has no defined function #{index}", timeout=3)
                 return
             self.query_one(HeatmapGrid).move_to(pos)
+
+        from kbtool.tui.screens.goto import GotoScreen  # its first `g`: not at start
 
         self.app.push_screen(GotoScreen(self._label), done)
 

@@ -3,7 +3,6 @@ memory and coverage by provenance; the info box shows the program and parent of 
 
 from __future__ import annotations
 
-import shlex
 from typing import TYPE_CHECKING
 
 from rich.table import Table
@@ -166,6 +165,8 @@ class VersionsScreen(KbScreen):
         self._show_info()
 
     def _empty_text(self) -> Text:
+        import shlex  # an empty KB only: not at start
+
         db = printable(shlex.quote(str(self.kb.db_path)))
         t = Text()
         t.append("This KB has no versions yet.\n\n", style="bold")

@@ -16,7 +16,8 @@ from kbtool.tui.app import KbApp
 LATER = ("kbtool.tui.screens.diff", "kbtool.tui.screens.detail", "kbtool.tui.screens.history",
          "kbtool.tui.screens.search", "kbtool.tui.screens.feed", "kbtool.tui.screens.rename",
          "kbtool.services.diff.report", "kbtool.analysis", "kbtool.kb.gate",
-         "kbtool.tui.widgets.table", "textual.widgets._data_table")
+         "kbtool.tui.widgets.table", "textual.widgets._data_table",
+         "kbtool.tui.screens.goto")
 
 async def main():
     app = KbApp(sys.argv[1], poll_seconds=None, blink=False)
