@@ -74,6 +74,30 @@ _SMALL_NEG: Final = 64
 _SMALL_POS: Final = 1024
 _PFX: Final = prefix_tables()
 _WIDTH: Final = list(WIDTH)
+# the other constants: an open-addressed table of native ints per decoded range, a slot in
+# use for a body when its stamp is the body's code index (no int boxed, no set probe per
+# constant); a body with more than _BIG_MAX of them goes on in a set
+_BIG_SLOTS: Final = 4096
+_BIG_MASK: Final = _BIG_SLOTS - 1
+_BIG_MAX: Final = _BIG_SLOTS // 2
+
+
+def _big_first(keys: vec[i64], stamps: vec[i64], x: i64, ci: i64) -> bool:
+    """Whether the constant ``x`` is new to body ``ci`` in the table (then recorded)."""
+    h: i64 = (x ^ (x >> 12) ^ (x >> 24) ^ (x >> 40)) & _BIG_MASK
+    while True:
+        if stamps[h] != ci:
+            stamps[h] = ci
+            keys[h] = x
+            return True
+        if keys[h] == x:
+            return False
+        h = (h + 1) & _BIG_MASK
+
+
+def _big_set(consts: list[object]) -> set[object]:
+    """The large constants of ``consts`` (those outside the small range), as a set."""
+    return {c for c in consts if not -_SMALL_NEG <= cast(int, c) < _SMALL_POS}
 
 
 # fmt: off
@@ -128,6 +152,11 @@ def analyze_range(ctx: Any, first: int, last: int,
     cseen = vec[i64]()
     for _ in range(_SMALL_NEG + _SMALL_POS):
         cseen = _vappend(cseen, -1)
+    bkeys = vec[i64]()
+    bstamps = vec[i64]()
+    for _ in range(_BIG_SLOTS):
+        bkeys = _vappend(bkeys, 0)
+        bstamps = _vappend(bstamps, -1)
     sig_head: list[bytes] = [t.encode() + b"\x00" for t in type_text]
     out: list[tuple[Any, ...]] = []
     next_progress = (code[first][0] if first < last else 0) + step
@@ -145,9 +174,10 @@ def analyze_range(ctx: Any, first: int, last: int,
         # written straight into bytes: no int object and list slot per instruction
         ops = BytesWriter()
         calls: list[int] = []
-        # distinct, in first-seen order; a large one is boxed once for the set and the list
+        # distinct, in first-seen order; a large one is boxed once, for the list
         consts: list[object] = []
-        cbig: set[object] = set()  # those outside the small range
+        nbig: i64 = 0  # distinct ones outside the small range (in bkeys up to _BIG_MAX)
+        cbig: set[object] = set()  # ... and past it, all of them
         strs: dict[str, None] = {}
         globs: set[int] = set()
         memops: list[object] = []
@@ -280,7 +310,14 @@ def analyze_range(ctx: Any, first: int, last: int,
                         if cseen[cj] != ci:
                             cseen[cj] = ci
                             consts.append(x)
+                    elif nbig < _BIG_MAX:
+                        if _big_first(bkeys, bstamps, x, ci):
+                            nbig += 1
+                            consts.append(x)
                     else:
+                        if nbig == _BIG_MAX:  # the table's share is taken: a set from here
+                            cbig = _big_set(consts)
+                            nbig += 1
                         xo: object = x
                         if xo not in cbig:
                             cbig.add(xo)
@@ -468,7 +505,14 @@ def analyze_range(ctx: Any, first: int, last: int,
                         if cseen[cj] != ci:
                             cseen[cj] = ci
                             consts.append(x)
+                    elif nbig < _BIG_MAX:
+                        if _big_first(bkeys, bstamps, x, ci):
+                            nbig += 1
+                            consts.append(x)
                     else:
+                        if nbig == _BIG_MAX:
+                            cbig = _big_set(consts)
+                            nbig += 1
                         xo = x
                         if xo not in cbig:
                             cbig.add(xo)

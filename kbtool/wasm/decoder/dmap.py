@@ -12,6 +12,18 @@ import struct
 from bisect import bisect_right
 from typing import Final
 
+try:  # mypyc: native 64-bit ints (no tag checks, no boxing)
+    from mypy_extensions import i64
+except ImportError:  # the pure path without it (not a dependency): plain ints
+    i64 = int  # type: ignore[misc,assignment]
+
+try:  # mypyc's runtime library (installed with mypy): vec[i64] compiles to a native array
+    from librt.vecs import append as _vappend
+    from librt.vecs import vec
+except ImportError:  # the pure path without it: plain lists of ints
+    from ..opbuf import vec  # type: ignore[assignment]
+    from ..opbuf import vec_append as _vappend  # type: ignore[assignment]
+
 _RUN = re.compile(
     rb"(?:[\t\n\r\x20-\x7e]|[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}"
     rb"|[\xf0-\xf4][\x80-\xbf]{3})*"
@@ -91,6 +103,23 @@ def _segment_at(starts: list[int], addr: int) -> int:
     return a - 1
 
 
+def _segment_at64(starts: vec[i64], addr: i64) -> i64:
+    """:func:`_segment_at` on a native array of the starts (compiled: no list read, no
+    boxed compare per step)."""
+    a: i64 = 0
+    b: i64 = len(starts)
+    while a < b:
+        mid = (a + b) >> 1
+        if addr < starts[mid]:
+            b = mid
+        else:
+            a = mid + 1
+    return a - 1
+
+
+_I64_MAX: Final = 0x7FFFFFFFFFFFFFFF
+_UNSET: Final = -0x4000000000000000  # a segment's direct budget not yet set
+
 _CONT = range(0x80, 0xC0)  # UTF-8 continuation bytes
 
 
@@ -127,7 +156,17 @@ class DataMap:
         self.sized_first: bool = sized_first
         self.cache: dict[int, Entry | None] = {}
         self.runs: dict[int, tuple[list[int], list[int]]] = {}
-        self.direct_left: dict[int, int] = {}  # per segment: bytes direct matches may scan
+        # per segment: bytes direct matches may scan (_UNSET: not yet set), a native array
+        # (no boxed key and dict probe per address)
+        self.direct_left = vec[i64]()
+        for _ in self.datas:
+            self.direct_left = _vappend(self.direct_left, _UNSET)
+        # the starts as a native array when every one fits (a bisection on native ints)
+        self.vstarts = vec[i64]()
+        self.narrow: bool = self.hi <= _I64_MAX
+        if self.narrow:
+            for o in self.starts:
+                self.vstarts = _vappend(self.vstarts, o)
         self.sized_cache: dict[tuple[int, int, int], str | None] = {}
         total = sum(len(d) for d in self.datas)
         self.text_budget: int = max(self.TEXT_BUDGET_MIN, self.TEXT_BUDGET_FACTOR * total)
@@ -136,8 +175,14 @@ class DataMap:
         #: in the shape replacement (they relocate with every build)
         self.ptr_mask: tuple[int, int, int, int] | None = None
 
+    def _segment(self, addr: int) -> int:
+        """``bisect_right(self.starts, addr) - 1``, no generic call."""
+        if self.narrow and addr <= _I64_MAX:
+            return _segment_at64(self.vstarts, addr)
+        return _segment_at(self.starts, addr)
+
     def locate(self, addr: int) -> tuple[bytes, int] | None:
-        i = _segment_at(self.starts, addr)  # bisect_right(...) - 1, no generic call
+        i = self._segment(addr)
         if i < 0 or addr >= self.ends[i]:
             return None
         return self.datas[i], addr - self.starts[i]
@@ -158,14 +203,14 @@ class DataMap:
         segment's direct budget lasts, then from the precomputed runs (a run's characters
         start at its non-continuation bytes, so a match from one of them ends at the run's
         end, or at the last whole character in the limit)."""
-        if i not in self.runs:
-            left = self.direct_left.get(i)
-            if left is None:
-                left = self.DIRECT_SCAN_FACTOR * len(seg)
-            if left > 0:
-                e_ = _run_end(seg, rel, rel + MAX_CSTRING)  # _RUN.match(...).end()
-                self.direct_left[i] = left - (e_ - rel) - 1
-                return e_
+        # (the runs are found once a segment's budget is spent: until then none are)
+        left: i64 = self.direct_left[i]
+        if left == _UNSET:
+            left = self.DIRECT_SCAN_FACTOR * len(seg)
+        if left > 0:
+            e_ = _run_end(seg, rel, rel + MAX_CSTRING)  # _RUN.match(...).end()
+            self.direct_left[i] = left - (e_ - rel) - 1
+            return e_
         rs, rend = self._runs_of(i)
         j = bisect_right(rs, rel) - 1
         if j < 0 or rel >= rend[j] or seg[rel] in _CONT:
@@ -216,7 +261,7 @@ class DataMap:
         cache = self.cache
         if addr in cache:
             return cache[addr]
-        i = _segment_at(self.starts, addr)
+        i = self._segment(addr)
         if i < 0 or addr >= self.ends[i]:
             self.cache[addr] = None
             return None
