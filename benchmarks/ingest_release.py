@@ -12,7 +12,10 @@ CPU from its own rusage; no background warm job), and `wasm-objdump -d LATER` ri
         [--baseline WORKTREE] [--stages] [--smoke]
 
 ``--baseline``: the same runs with another checkout (alternating, each with a KB its own
-kbtool built), printed as before/after. ``--stages``: one more in-process run per checkout
+kbtool built), printed as before/after; with ``--same-as``, the two KBs after the last
+later ingest are then compared table by table, row by row (times left out; the stored
+diff report's JSON text is a column of ``diffs``: byte for byte), exit status 1 when they
+differ. ``--stages``: one more in-process run per checkout
 split into the matcher (``match_functions_staged``), the pairing's review checks
 (``pair_rows``), the name carry, the report (``build_report`` minus
 the changelog) and the changelog; the rest is the ingest proper (decode, facts, store).
@@ -35,6 +38,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.ingest import NO_WARM, _run, objdump  # noqa: E402
+from testkit.kbcompare import compare  # noqa: E402
 
 BIG = Path.home() / ".cache" / "kbtool-big"
 FFMPEG_NEW = BIG / "package" / "dist" / "esm" / "ffmpeg-core.wasm"  # 0.12.10
@@ -125,9 +129,12 @@ def _label(later: Path) -> list[str]:
     return ["--label", f"later-{later.stem}", str(later.resolve())]
 
 
-def later_ingest(root: Path, kb: Path, later: Path, tmp: Path) -> dict[str, float]:
-    """Wall, CPU and peak RSS of ``kbtool --db COPY ingest LATER`` (a copy of ``kb``)."""
-    copy = tmp / "run.db"
+def later_ingest(
+    root: Path, kb: Path, later: Path, tmp: Path, name: str = "run.db"
+) -> dict[str, float]:
+    """Wall, CPU and peak RSS of ``kbtool --db COPY ingest LATER`` (a copy of ``kb`` named
+    ``name`` under ``tmp``, left there)."""
+    copy = tmp / name
     for suffix in ("", "-wal", "-shm"):
         Path(str(copy) + suffix).unlink(missing_ok=True)
     shutil.copyfile(kb, copy)
@@ -164,7 +171,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline", type=Path, help="a worktree to compare with (before)")
     ap.add_argument("--stages", action="store_true", help="also the in-process stage split")
     ap.add_argument("--smoke", action="store_true", help="the bundled demo pair, one run")
+    ap.add_argument(
+        "--same-as",
+        action="store_true",
+        help="with --baseline: both KBs after the later ingest compared row by row",
+    )
     args = ap.parse_args(argv)
+    if args.same_as and args.baseline is None:
+        ap.error("--same-as needs --baseline")
     if args.smoke:
         args.pair, args.repeat = "demo", 1
     pairs = [p for k, v in PAIRS.items() if args.pair in (k, "all") for p in v]
@@ -183,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         " process, no warm job); x = kbtool over `wasm-objdump -d` of the later release",
         flush=True,
     )
+    same = True
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
         for name, first, later in pairs:
@@ -190,7 +205,9 @@ def main(argv: list[str] | None = None) -> int:
             runs: dict[str, list[dict[str, float]]] = {label: [] for label, _ in roots}
             for _ in range(args.repeat):
                 for label, root in roots:  # alternate: a load change hits both alike
-                    runs[label].append(later_ingest(root, kbs[label], later, tmp))
+                    runs[label].append(
+                        later_ingest(root, kbs[label], later, tmp, f"run-{label}.db")
+                    )
             o = objdump(later) or (float("nan"), float("nan"))
             for label, _root in roots:
                 best = min(runs[label], key=lambda r: r["cpu"])
@@ -200,6 +217,14 @@ def main(argv: list[str] | None = None) -> int:
                     f" {o[1]:5.2f} s | x objdump cpu {best['cpu'] / o[1]:5.1f}  {_load()}",
                     flush=True,
                 )
+            if args.same_as:
+                n, diff = compare(tmp / "run-before.db", tmp / "run-after.db")
+                print(
+                    f"{'':32} same as before: "
+                    + (f"{n:,} rows identical" if diff is None else f"DIFFERENT: {diff}"),
+                    flush=True,
+                )
+                same = same and diff is None
             if args.stages:
                 for label, root in roots:
                     s = stage_split(root, kbs[label], later, tmp)
@@ -210,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
                         + f" + ingest proper {rest:.1f}",
                         flush=True,
                     )
-    return 0
+    return 0 if same else 1
 
 
 if __name__ == "__main__":
