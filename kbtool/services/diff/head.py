@@ -20,6 +20,14 @@ report as before. Made from a final report only (never one answered with
 (:func:`kbtool.services.diff.warm.prepare_pairs`) and by the screen after it read a whole
 report that had none. Read only while the whole report is not in the process's memory (then
 that one is at hand).
+
+The head also keeps the KB's change token (:func:`kbtool.kb.queries.change_token`) read before
+its key: a process that has not read the two versions' annotations yet (a new one) and finds
+the token unchanged takes the head without them (the token moves with every annotation write,
+ingest and analysis run, and never goes back: AUTOINCREMENT ids), so the diff screen's first
+frame does not wait for both versions' annotation snapshot (~10 ms on ffmpeg, read by the
+whole report's worker after that frame). When the token moved, the annotations' fingerprint
+decides as before, and the next :func:`keep_head` keeps the head again under today's token.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
+from kbtool.kb import queries
 from kbtool.textutil import printable
 
 if TYPE_CHECKING:
@@ -77,22 +86,54 @@ def read_head(cache: DiffCache, conn: sqlite3.Connection, a: int, b: int) -> dic
     of another shape, or the whole report is in ``cache``'s memory already."""
     from kbtool.services.diff.cache import _modules
 
+    token = list(queries.change_token(conn))
+    head = _read_at_token(cache, conn, a, b, token)
+    if head is not None:
+        return head
     key = cache._key(conn, a, b, "report")
     if cache._lookup(key, count=False) is not None:
         return None
     head = cache.disk.get(head_key(key), _modules(conn, a, b))
-    if (
-        head is None
-        or head.get("format") != HEAD_FORMAT
-        or head.get("annotations") != key[6]
-        or not isinstance(head.get("report"), dict)
-        or not isinstance(head.get("groups"), list)
-        or not isinstance(head.get("changed"), list)
-        or not isinstance(head.get("changed_total"), int)
-    ):
+    if head is None or not _valid(head) or head.get("annotations") != key[6]:
         return None
-    _know(key)
+    if head.get("token") == token:
+        _know(key)  # else keep_head keeps it again under today's token
     return head
+
+
+def _read_at_token(
+    cache: DiffCache, conn: sqlite3.Connection, a: int, b: int, token: list[int]
+) -> dict[str, Any] | None:
+    """The kept head when it was kept at today's change ``token`` and this process has not read
+    the pair's annotations at it (a new process: their snapshot is what the key would cost),
+    or None. The key without the annotations: :meth:`DiffCache._key`'s first six parts."""
+    from kbtool.services.diff.cache import _content_token, _file_identity, _modules
+
+    path = queries.database_file(conn)
+    if not path:
+        return None
+    db = (path, _file_identity(path))
+    with cache._lock:
+        memo = cache._states.get((db, a, b))
+    if memo is not None and list(memo[0]) == token:
+        return None  # the annotations are known: the key is cheap (the report may be in memory)
+    base = (db, a, b, "report", _content_token(conn, a, b), queries.stored_diff_stamp(conn, a, b))
+    head = cache.disk.get(head_key(base), _modules(conn, a, b))
+    if head is None or not _valid(head) or head.get("token") != token:
+        return None
+    _know(base + (head["annotations"],))
+    return head
+
+
+def _valid(head: dict[str, Any]) -> bool:
+    return (
+        head.get("format") == HEAD_FORMAT
+        and isinstance(head.get("annotations"), str)
+        and isinstance(head.get("report"), dict)
+        and isinstance(head.get("groups"), list)
+        and isinstance(head.get("changed"), list)
+        and isinstance(head.get("changed_total"), int)
+    )
 
 
 def _know(key: tuple) -> None:
@@ -103,10 +144,12 @@ def _know(key: tuple) -> None:
 
 def keep_head(cache: DiffCache, conn: sqlite3.Connection, a: int, b: int) -> bool:
     """Keep the head of ``a`` -> ``b`` made from its whole report (:meth:`DiffCache.report`:
-    a memory hit after a read) unless one is kept under today's key already; True when
+    a memory hit after a read) unless one is kept under today's key and change token already
+    (one kept under today's key at an older token is kept again with today's); True when
     written. Not for a report whose triage is pending, nor when the KB moved meanwhile."""
     from kbtool.services.diff.cache import _modules
 
+    token = list(queries.change_token(conn))  # before the key: a later token never matches
     key = cache._key(conn, a, b, "report")
     if key in _KNOWN:
         return False
@@ -114,12 +157,17 @@ def keep_head(cache: DiffCache, conn: sqlite3.Connection, a: int, b: int) -> boo
     kept = cache.disk.get(head_key(key), modules)
     if kept is not None and (kept.get("format"), kept.get("annotations")) == (HEAD_FORMAT, key[6]):
         _know(key)
-        return False
+        if kept.get("token") == token:
+            return False
+        kept["token"] = token  # the same head (today's key), kept again with today's token
+        cache.disk.put(head_key(key), modules, kept)
+        return True
     report = cache.report(conn, a, b)
     if report.get("triage_pending") or cache._key(conn, a, b, "report") != key:
         return False
     head = make_head(report)
     head["annotations"] = key[6]
+    head["token"] = token
     cache.disk.put(head_key(key), modules, head)
     _know(key)
     return True

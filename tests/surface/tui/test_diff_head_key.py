@@ -1,7 +1,9 @@
-"""The diff screen's kept head is keyed on the stored report's stamp (issue 30): the stamp is read
-without the report's text (its byte size from the row's header, not ``length(report)`` over
-5 MB on the UI thread), and still moves whenever the stored report does, so a head made from
-an older report is never shown for a newer one."""
+"""The diff screen's kept head, read on the UI thread before the screen's first frame (issue 30):
+its key's stamp is read without the report's text (its byte size from the row's header, not
+``length(report)`` over 5 MB) and still moves whenever the stored report does, so a head made
+from an older report is never shown for a newer one; a new process takes a head kept at
+today's change token without reading both versions' annotations, and one kept at an older
+token only when the annotations' fingerprint says so."""
 
 from __future__ import annotations
 
@@ -11,9 +13,12 @@ import pytest
 
 from kbtool.kb import queries, store
 from kbtool.kb.db import open_ro, open_rw, transaction
+from kbtool.kb.gate import upsert_symbol
+from kbtool.services.diff import cache as cache_module
+from kbtool.services.diff import head as head_module
 from kbtool.services.diff.cache import DiffCache
 from kbtool.services.diff.disk import DiskAnswers
-from kbtool.services.diff.head import keep_head, read_head
+from kbtool.services.diff.head import head_key, keep_head, read_head
 from kbtool.services.diff.report import compute_diff, get_diff, save_diff
 
 
@@ -133,3 +138,89 @@ def test_a_deleted_report_has_no_stamp(kb):
         assert queries.stored_diff_stamp(conn, 1, 2) is None
     finally:
         conn.close()
+
+
+def _kept(kb: Path, tmp_path: Path) -> dict:
+    """The pair's head kept by one process (its whole report read first)."""
+    conn = open_ro(kb)
+    try:
+        get_diff(conn, 1, 2)
+        cache = _cache(tmp_path)
+        cache.report(conn, 1, 2)
+        assert keep_head(cache, conn, 1, 2)
+        return cache.disk.get(
+            head_key(cache._key(conn, 1, 2, "report")), cache_module._modules(conn, 1, 2)
+        )
+    finally:
+        conn.close()
+
+
+def _read_cold(kb: Path, tmp_path: Path) -> dict | None:
+    """``read_head`` of a new process (a new cache: no annotations read in it)."""
+    conn = open_ro(kb)
+    try:
+        return read_head(_cache(tmp_path), conn, 1, 2)
+    finally:
+        conn.close()
+
+
+def _no_annotations(monkeypatch) -> None:
+    def refuse(*_a):
+        raise AssertionError("the two versions' annotations were read")
+
+    monkeypatch.setattr(cache_module, "_annotation_state", refuse)
+
+
+def test_a_new_process_takes_the_head_kept_at_todays_token_without_the_annotations(
+    kb, tmp_path, monkeypatch
+):
+    kept = _kept(kb, tmp_path)
+    conn = open_ro(kb)
+    try:
+        assert kept["token"] == list(queries.change_token(conn))
+    finally:
+        conn.close()
+    _no_annotations(monkeypatch)
+    assert _read_cold(kb, tmp_path) == kept
+
+
+def test_a_rename_of_the_pair_misses_the_head_kept_at_an_older_token(kb, tmp_path):
+    _kept(kb, tmp_path)
+    conn = open_rw(kb)
+    try:
+        sid = queries.list_functions(conn, 2)[0]["stable_id"]
+        upsert_symbol(
+            conn, sid, "renamed_after_the_head", provenance="human", confidence=1.0, actor="t"
+        )
+    finally:
+        conn.close()
+    assert _read_cold(kb, tmp_path) is None
+
+
+def test_a_head_kept_at_an_older_token_is_read_by_its_annotations_then_kept_again(
+    kb, tmp_path, monkeypatch
+):
+    """The token moved (here: the kept head's made older) but not the pair's annotations:
+    the fingerprint says the head is today's; keep_head keeps it again with today's token,
+    and the next new process takes it without the annotations."""
+    kept = _kept(kb, tmp_path)
+    conn = open_ro(kb)
+    try:
+        cache = _cache(tmp_path)
+        key = cache._key(conn, 1, 2, "report")
+        modules = cache_module._modules(conn, 1, 2)
+        cache.disk.put(head_key(key), modules, dict(kept, token=[0, 0, 0]))
+    finally:
+        conn.close()
+    head_module._KNOWN.clear()  # what the process that kept it knows
+    assert _read_cold(kb, tmp_path) == dict(kept, token=[0, 0, 0])
+    conn = open_ro(kb)
+    try:
+        cache = _cache(tmp_path)
+        cache.report(conn, 1, 2)
+        assert keep_head(cache, conn, 1, 2)  # kept again, today's token
+        assert not keep_head(cache, conn, 1, 2)
+    finally:
+        conn.close()
+    _no_annotations(monkeypatch)
+    assert _read_cold(kb, tmp_path) == kept
