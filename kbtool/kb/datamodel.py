@@ -111,6 +111,7 @@ def replace_data_model(
             " data_id, refs, targets)",
             f"({vid:d},?,?,?,?,?,?,?,?,?)",
             item_rows,
+            constants=True,  # (the tables' empty targets lists: SQL literals, not binds)
         )
     datarefs.write(conn, vid, list(refs), ref_columns)  # packed (kbtool/kb/datarefs.py)
     conn.execute(

@@ -83,6 +83,16 @@ def _insert_rows(conn: sqlite3.Connection, table: str, rows: Iterable[dict[str, 
 ROWS_PER_INSERT = 100
 
 
+def _literal(value: Any) -> str | None:
+    """The SQL literal storing what binding ``value`` stores, for a str (without NUL) and
+    SQL NULL (``None``, :data:`NULL`); None for anything else."""
+    if value is NULL or value is None:
+        return "NULL"
+    if type(value) is str and "\x00" not in value:
+        return "'" + value.replace("'", "''") + "'"
+    return None
+
+
 def insert_rows_batched(
     conn: sqlite3.Connection,
     head: str,
@@ -90,6 +100,7 @@ def insert_rows_batched(
     rows: list[tuple],
     *,
     lead: bool = False,
+    constants: bool = False,
     blobs: tuple[int, ...] = (),
 ) -> None:
     """``head VALUES one`` for every row of ``rows``, :data:`ROWS_PER_INSERT` rows per
@@ -100,14 +111,17 @@ def insert_rows_batched(
     the root to the table's last page and pysqlite a reset and a release of the GIL each
     (ingest's 65k data items, 47k call edges: ~20-25% of their writes' instructions).
 
-    ``lead``: ``one`` starts with ``(?`` for a column of INTEGER affinity, and when a
-    statement's rows all have the first row's first value, an int (ingest's version id),
-    it goes into that statement as a literal instead of a value bound per row (a value
-    equal to that int is stored as it, in such a column). ``blobs``: the positions of ``bytes`` values
-    bound as ``bytearray`` (the same blob stored): pysqlite binds an int, float, str or
-    bytearray at once but looks any other type up in its adapter registry first (a key
-    tuple, a dict probe, two failed attribute lookups: ~3,300 instructions per value;
-    ffmpeg's 22.6k facts rows' ops)."""
+    Values the same in every row of a statement can go into it as literals instead of being
+    bound per row (pysqlite and SQLite spend ~250 instructions binding an int, ~800 a str:
+    a copy, a malloc and a free, two mutexes): ``lead``, the first value, an int, for a
+    column of INTEGER affinity (ingest's version id: a value equal to the int is stored as
+    it in such a column); ``constants``, any value that is a str or SQL NULL (``None``,
+    :data:`NULL`) in every row of the first statement (a first version's ``'new'`` match
+    method, its NULL scores, the empty JSON lists of columns rarely filled), in each
+    statement where it still is. ``blobs``: the positions of ``bytes`` values bound as
+    ``bytearray`` (the same blob): pysqlite binds an int, float, str or bytearray at once
+    but looks any other type up in its adapter registry first (a key tuple, a dict probe,
+    two failed attribute lookups: ~3,300 instructions per value; the facts rows' ops)."""
     if not rows:
         return
     width = one.count("?")
@@ -117,37 +131,43 @@ def insert_rows_batched(
             f"Incorrect number of bindings supplied. The current statement uses {width},"
             f" and there are {bad} supplied."
         )
-    first = rows[0][0]
-    literal = (
-        f"({first:d}{one[2:]}"
-        if lead and one.startswith("(?") and type(first) is int and -(2**63) <= first < 2**63
-        else None
-    )
     limit = conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
     n = max(1, min(ROWS_PER_INSERT, limit // max(width, 1)))
     flat = chain.from_iterable
+    parts = one.split("?")
+    fixed: dict[int, tuple[Any, str]] = {}  # position -> (value, its literal)
+    start = list(flat(rows[:n]))
+    for k in range(width) if constants or lead else ():
+        v = start[k]
+        lit = _literal(v) if constants and k else None
+        if lead and not k and type(v) is int and -(2**63) <= v < 2**63:
+            lit = f"{v:d}"
+        if lit is not None and start[k::width].count(v) == len(start) // width:
+            fixed[k] = (v, lit)
+    sqls: dict[tuple[tuple[int, ...], int], str] = {}
 
-    def run(part: list[tuple], sql: str | None = None) -> None:
+    def run(part: list[tuple]) -> None:
         vals = list(flat(part))
         for k in blobs:
             if set(map(type, vals[k::width])) == {bytes}:  # (else bound as given)
                 vals[k::width] = map(bytearray, vals[k::width])
-        if literal is not None:
-            firsts = vals[::width]
-            if firsts.count(first) == len(part):
-                del vals[::width]
-                conn.execute(sql or f"{head} VALUES {','.join([literal] * len(part))}", vals)
-                return
-        conn.execute(f"{head} VALUES {','.join([one] * len(part))}", vals)
+        held = tuple(k for k, (v, _) in fixed.items() if vals[k::width].count(v) == len(part))
+        sql = sqls.get((held, len(part)))
+        if sql is None:
+            marks = [fixed[k][1] if k in held else "?" for k in range(width)]
+            row = parts[0] + "".join(m + p for m, p in zip(marks, parts[1:], strict=True))
+            sql = sqls[held, len(part)] = f"{head} VALUES {','.join([row] * len(part))}"
+        at = width
+        for k in reversed(held):  # (from the last: the earlier positions stay)
+            del vals[k::at]
+            at -= 1
+        conn.execute(sql, vals)
 
-    if len(rows) >= n:
-        sql = f"{head} VALUES {','.join([literal] * n)}" if literal is not None else None
-        end = len(rows) - len(rows) % n
-        for i in range(0, end, n):
-            run(rows[i : i + n], sql)
-        rows = rows[end:]
-    if rows:
-        run(rows)
+    end = len(rows) - len(rows) % n
+    for i in range(0, end, n):
+        run(rows[i : i + n])
+    if end < len(rows):
+        run(rows[end:])
 
 
 def _insert_values(
@@ -155,14 +175,21 @@ def _insert_values(
 ) -> None:
     """Insert rows given as tuples of ``columns``' values, in that order (named columns:
     ingest's hot tables, where a dict per row costs more than its write); the first value
-    a literal when every row of a statement has the same int, ``bytes`` (by the first
-    row's types) bound as ``bytearray`` (:func:`insert_rows_batched`). The same rows."""
+    (an INTEGER column: ingest's version id) and the values the same str or NULL in every
+    row of a statement as literals, ``bytes`` (by the first row's types) bound as
+    ``bytearray`` (:func:`insert_rows_batched`). The same rows stored."""
     if not rows:
         return
     head = f"INSERT INTO {table} ({', '.join(columns)})"  # noqa: S608 (names from kbtool)
     blobs = tuple(k for k, v in enumerate(rows[0]) if type(v) is bytes)
     insert_rows_batched(
-        conn, head, f"({', '.join('?' * len(columns))})", rows, lead=True, blobs=blobs
+        conn,
+        head,
+        f"({', '.join('?' * len(columns))})",
+        rows,
+        lead=True,
+        constants=True,
+        blobs=blobs,
     )
 
 

@@ -80,3 +80,35 @@ def test_a_row_of_the_wrong_width_still_writes_nothing() -> None:
             conn, f"INSERT INTO many {_COLS}", "(?, ?, ?, ?, ?)", rows, lead=True, blobs=(3,)
         )
     assert conn.execute("SELECT count(*) FROM many").fetchone()[0] == 0
+
+
+def _text_rows(n: int, odd: dict[int, object]) -> list[tuple]:
+    return [(1, i, odd.get(i, "[]"), b"", store.NULL) for i in range(n)]
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        {},
+        {150: "[7]"},  # (a later statement where the constant does not hold)
+        {3: "x"},  # (not constant in the first statement: always bound)
+        {120: None, 121: store.NULL, 122: float("nan"), 123: 5, 124: "[]"[:1] + "]"},
+    ],
+)
+def test_constant_texts_and_nulls_as_literals(odd: dict[int, object]) -> None:
+    rows = _text_rows(260, odd)
+    got = _same_as_executemany(rows, lead=True, constants=True, blobs=(3,))
+    texts = [r[4] for r in got]
+    assert texts.count("[]") == 260 - len(odd) + (124 in odd)
+    assert [texts[i] for i in sorted(odd) if odd[i] is None or odd[i] != odd[i]] == [
+        None for i in odd if odd[i] is None or odd[i] != odd[i]
+    ]
+    if 123 in odd:  # (an int bound into TEXT: stored as its text, as bound)
+        assert texts[123] == "5"
+
+
+@pytest.mark.parametrize("text", ["it's", "a\x00b", "ünï", "?", "'); DROP TABLE many; --"])
+def test_awkward_texts_store_as_bound(text: str) -> None:
+    rows = [(1, i, text, None, store.NULL) for i in range(130)]
+    got = _same_as_executemany(rows, lead=True, constants=True)
+    assert {r[4] for r in got} == {text}
