@@ -181,7 +181,8 @@ class MatcherBase:
         self.queue: deque[tuple[int, int]] = deque()
         self.queued: set[tuple[int, int]] = set()
         self._feats: FeatureCache | None = None
-        self._content: dict[tuple[int, int], tuple[float, float]] = {}
+        # each pair's content sum by one int key, ``o << 32 | n`` (no tuple per lookup)
+        self._content: dict[int, tuple[float, float]] = {}
         self.anchor_o: list[int] | None = None
         self._anchors_at = -1
         # the anchors' last run, kept to resume it (see ``_compute_anchors``): the smallest
@@ -346,7 +347,7 @@ class MatcherBase:
 
     # ---------------------------------------------------------------- similarity
     def content(self, o: int, n: int) -> tuple[float, float]:
-        key = (o, n)
+        key = (o << 32) | n
         v = self._content.get(key)
         if v is None:
             v = self.feats.content_similarity(self.OLD.recs[o], self.NEW.recs[n])
@@ -494,7 +495,7 @@ class MatcherBase:
         """:meth:`content` with the bigram cosine at its largest (the value itself when
         known): the score computed from it (:meth:`score`, same tail) is never below the
         pair's score, every float step of the score being monotone in the content sum."""
-        v = self._content.get((o, n))
+        v = self._content.get((o << 32) | n)
         if v is None:
             v = self.feats.content_bound_sum(self.OLD.recs[o], self.NEW.recs[n])
         return v

@@ -28,11 +28,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from itertools import chain, repeat
 from operator import itemgetter, mul, truediv
+from typing import Any, Final
 
 from ..names import _MINIFIED_RE, _SHORT3_RE, is_minified_name, module_is_minified  # noqa: F401
 
 __all__ = [
     "FeatureCache",
+    "hist_dict",
     "shared_features",
     "feature_pool",
     "is_minified_name",
@@ -137,7 +139,7 @@ class _Feat:
         ops: bytes,
         strings: Sequence[str],
         consts: Sequence[int],
-        bigrams: dict[bytes, tuple[dict[int, int], float]] | None = None,
+        bigrams: dict[bytes, tuple[Any, float]] | None = None,
         counts: tuple[int, int, int] = (0, 0, 0),
     ) -> None:
         self.strings = frozenset(strings)
@@ -152,10 +154,10 @@ class _Feat:
         # ``bigrams``: the histograms already counted, by op stream (a pure function of the
         # ops: records with equal streams share one, never changed once made)
         self._cache = bigrams if type(ops) is bytes else None
-        self._hist: tuple[dict[int, int], float] | None = None
+        self._hist: tuple[Any, float] | None = None
 
-    def hist(self) -> tuple[dict[int, int], float]:
-        """The op-bigram histogram and its Euclidean norm."""
+    def hist(self) -> tuple[Any, float]:
+        """The op-bigram histogram (:func:`_bigrams`) and its Euclidean norm."""
         got = self._hist
         if got is None:
             cache, ops = self._cache, self._ops
@@ -172,15 +174,20 @@ class _Feat:
 
     @property
     def bigrams(self) -> dict[int, int]:
-        return self.hist()[0]
+        """The histogram as a dict (either form: see :func:`_bigrams`)."""
+        return hist_dict(self.hist()[0])
 
     @property
     def bnorm(self) -> float:
         return self.hist()[1]
 
 
-def _bigrams(ops: bytes) -> tuple[dict[int, int], float]:
-    """The op-bigram histogram of an op stream and its Euclidean norm."""
+def _bigrams(ops: bytes) -> tuple[Any, float]:
+    """The op-bigram histogram of an op stream and its Euclidean norm.
+
+    Pure Python: a dict, bigram key -> count. The compiled twin (``_TYPED``): the same
+    counts as a sorted list of words ``key << _CBITS | count`` (:func:`_pair_counts`), what
+    :func:`_cosine_words` merges; :func:`hist_dict` reads either as the dict."""
     if len(ops) > 2 * _MAX_OPS:
         # very large bodies: the head and the tail are a fair sample of the mix, and
         # counting millions of instructions per candidate would dominate the run
@@ -191,15 +198,22 @@ def _bigrams(ops: bytes) -> tuple[dict[int, int], float]:
     # Every pair of neighbouring 16-bit op ids is one 32-bit word read at an even or
     # an odd op position: two C-level passes, no Python per instruction (pure), or one
     # typed pass in the compiled twin (:func:`_pair_counts`: the same counts)
-    got = _pair_counts(bytes(ops), n // 2) if _TYPED else None
-    if got is not None:
-        return got, math.sqrt(sum(v * v for v in got.values())) or 1.0
+    if _TYPED:
+        words = _pair_counts(bytes(ops), n // 2)
+        if words is None:
+            words = _as_words(_counter(ops, n))
+        return words, math.sqrt(_words_square(words)) or 1.0
+    big = _counter(ops, n)
+    return big, math.sqrt(sum(v * v for v in big.values())) or 1.0
+
+
+def _counter(ops: bytes, n: int) -> Counter:
     big: Counter = Counter()
     if n >= 4:
         big.update(array("I", ops[: n - (n % 4)]))
         if n >= 6:
             big.update(array("I", ops[2 : 2 + (n - 2) - ((n - 2) % 4)]))
-    return big, math.sqrt(sum(v * v for v in big.values())) or 1.0
+    return big
 
 
 def _probe() -> None:
@@ -207,13 +221,40 @@ def _probe() -> None:
 
 
 #: True in the compiled twin (mypyc makes the module's functions native, without a code
-#: object): there the op bigrams are counted by a typed loop (:func:`_pair_counts`),
-#: about twice as fast as ``Counter.update`` of 32-bit words, which allocates an int
-#: object per instruction; pure Python keeps ``Counter.update`` (a loop would be slower)
+#: object): there the op bigrams are counted by a typed loop (:func:`_pair_counts`) into a
+#: sorted list of words and the cosine merges two such lists (:func:`_cosine_words`);
+#: pure Python keeps ``Counter.update`` and dicts (a Python loop would be slower there)
 _TYPED = not hasattr(_probe, "__code__")
 
-_OP_IDS = 1 << 16  # op ids are 16-bit
-_LOCAL_IDS = 256  # distinct ops a body may have for the typed count (else Counter's)
+_OP_IDS: Final = 65536  # op ids are 16-bit
+_LOCAL_IDS: Final = 256  # distinct ops a body may have for the typed count (else Counter's)
+# a typed histogram's word: the bigram key (``a | b << 16``, 32 bits) above the count's
+# _CBITS bits (a count is below 2 * _MAX_OPS, far below 2**24: the sample caps the ops)
+_CBITS: Final = 24
+_CMASK: Final = 0xFFFFFF
+# (every constant above a ``Final`` literal: the twin reads it inline, no module lookup)
+
+
+def hist_dict(h: Any) -> dict[int, int]:
+    """A histogram of :func:`_bigrams` (either form) as the dict bigram key -> count."""
+    if isinstance(h, dict):
+        return h
+    return {w >> _CBITS: w & _CMASK for w in h}
+
+
+def _as_words(big: Counter) -> list[int]:
+    """A Counter's histogram as the sorted words of :func:`_pair_counts` (keys distinct:
+    sorting the words sorts the keys)."""
+    return sorted((k << _CBITS) | v for k, v in big.items())
+
+
+def _words_square(words: list[int]) -> int:
+    """The sum of the squared counts (the very int the dict form's sum gives)."""
+    sq = 0
+    for w in words:
+        c = w & _CMASK
+        sq += c * c
+    return sq
 
 
 class _Scratch:
@@ -230,23 +271,24 @@ class _Scratch:
 _SCRATCH: list[_Scratch] = []
 
 
-def _pair_counts(ops: bytes, n: int) -> dict[int, int] | None:
+def _pair_counts(ops: bytes, n: int) -> list[int] | None:
     """The histogram of :func:`_bigrams` over the first ``n`` 16-bit op ids of ``ops``
-    (little-endian): each pair of neighbouring ops (a, b) counted under the key
-    ``a | b << 16``, the 32-bit word ``Counter.update`` reads (only the order of the keys
-    differs: nothing reads it, every sum over the counts is of ints). None when the body
-    has more than ``_LOCAL_IDS`` distinct ops (the caller counts then)."""
+    (little-endian) as words ``key << _CBITS | count`` in increasing order, each pair of
+    neighbouring ops (a, b) under the key ``a | b << 16`` (the 32-bit word
+    ``Counter.update`` reads). None when the body has more than ``_LOCAL_IDS`` distinct
+    ops (the caller counts then)."""
     try:
         s = _SCRATCH.pop()
     except IndexError:
         s = _Scratch()
     local, counts = s.local, s.counts
     seen: list[int] = []
-    touched: list[int] = []
-    prev = -1
+    touched: list[int] = []  # local pair indices (a's local id * 256 + b's), first seen
+    prev = -1  # (256 * the previous op's local id, -1 before the first op)
     full = False
-    for i in range(n):
-        op = ops[2 * i] | (ops[2 * i + 1] << 8)
+    # the op ids as a list of ints made in C (native byte order, as ``Counter``'s words)
+    ids: list[int] = array("H", ops[: 2 * n]).tolist()
+    for op in ids:
         k = local[op]
         if k < 0:
             k = len(seen)
@@ -256,16 +298,29 @@ def _pair_counts(ops: bytes, n: int) -> dict[int, int] | None:
             local[op] = k
             seen.append(op)
         if prev >= 0:
-            idx = prev * _LOCAL_IDS + k
+            idx = prev + k
             c = counts[idx]
             if c == 0:
                 touched.append(idx)
             counts[idx] = c + 1
-        prev = k
-    out: dict[int, int] | None = None if full else {}
+        prev = k * _LOCAL_IDS
+    out: list[int] | None = None
+    if not full:
+        # the keys' order without sorting 32-bit keys: ``a | b << 16`` orders by b, then
+        # a, which is the order of (rank of b, rank of a) among the body's sorted ops
+        ranked = sorted(seen)
+        rank = [0] * len(seen)
+        for r, op in enumerate(ranked):
+            rank[local[op]] = r
+        order = [(rank[idx % _LOCAL_IDS] << 8) | rank[idx // _LOCAL_IDS] for idx in touched]
+        order.sort()
+        out = []
+        for r in order:
+            a = ranked[r & 255]
+            b = ranked[r >> 8]
+            c = counts[local[a] * _LOCAL_IDS + local[b]]
+            out.append(((a | (b << 16)) << _CBITS) | c)
     for idx in touched:
-        if out is not None:
-            out[seen[idx // _LOCAL_IDS] | (seen[idx % _LOCAL_IDS] << 16)] = counts[idx]
         counts[idx] = 0
     for op in seen:
         local[op] = -1
@@ -296,6 +351,47 @@ def _cosine(a: dict[int, int], na: float, b: dict[int, int], nb: float) -> float
                 dot += v * w
     else:
         dot = sum(map(mul, a.values(), map(b.get, a, repeat(0))))
+    return dot / (na * nb)
+
+
+def _cosine_words(a: list[int], na: float, b: list[int], nb: float) -> float:
+    """:func:`_cosine` of two histograms in the typed form (sorted words, see
+    :func:`_pair_counts`): the integer dot product by one merge of the two sorted lists,
+    no dict lookup (the same int, so the same float)."""
+    la = len(a)
+    lb = len(b)
+    if not la or not lb:
+        return 1.0 if not la and not lb else 0.0
+    dot = 0
+    i = 0
+    j = 0
+    x = a[0]
+    y = b[0]
+    kx = x >> _CBITS
+    ky = y >> _CBITS
+    while True:
+        if kx == ky:
+            dot += (x & _CMASK) * (y & _CMASK)
+            i += 1
+            j += 1
+            if i >= la or j >= lb:
+                break
+            x = a[i]
+            kx = x >> _CBITS
+            y = b[j]
+            ky = y >> _CBITS
+        elif kx < ky:
+            i += 1
+            if i >= la:
+                break
+            x = a[i]
+            kx = x >> _CBITS
+        else:
+            j += 1
+            if j >= lb:
+                break
+            y = b[j]
+            ky = y >> _CBITS
     return dot / (na * nb)
 
 
@@ -343,9 +439,10 @@ class _Store:
         self.df_c = df_c
         self.w_s = _Weights(self.idf_s, logn)
         self.w_c = _Weights(self.idf_c, logn)
-        self.feats: dict[tuple[int, int], _Feat] = {}
-        self.bigrams: dict[bytes, tuple[dict[int, int], float]] = {}
-        self.sims: dict[tuple[int, int], tuple[float, float]] = {}
+        self.feats: dict[int, _Feat] = {}  # by ``index << 1 | side`` (0 old, 1 new)
+        self.bigrams: dict[bytes, tuple[Any, float]] = {}
+        # each pair's content sum by one int key, ``old index << 32 | new index``
+        self.sims: dict[int, tuple[float, float]] = {}
 
 
 # open shared_features scopes: key -> [store, how many scopes hold it]
@@ -473,7 +570,7 @@ class FeatureCache:
         self._w_c = store.w_c
 
     def feat(self, side: int, rec) -> _Feat:
-        key = (side, rec.index)
+        key = (rec.index << 1) | side
         f = self._cache.get(key)
         if f is None:
             counts = (rec.instr_count, rec.loops, rec.call_indirect)
@@ -486,7 +583,7 @@ class FeatureCache:
     def content_similarity(self, o, n) -> tuple[float, float]:
         """(weighted sum, total weight) of the features that do not depend on the match
         state: op histograms, op bigrams, size, constants, strings, loops, call_indirect."""
-        key = (o.index, n.index)
+        key = (o.index << 32) | n.index
         v = self._sims.get(key)
         if v is None:
             v = self._sims[key] = self._content_similarity(o, n)
@@ -495,7 +592,10 @@ class FeatureCache:
     def _content_similarity(self, o, n) -> tuple[float, float]:
         fo = self.feat(0, o)
         fn = self.feat(1, n)
-        return self._sum(o, fo, n, fn, _cosine(*fo.hist(), *fn.hist()))
+        ha, na = fo.hist()
+        hb, nb = fn.hist()
+        cos = _cosine_words(ha, na, hb, nb) if _TYPED else _cosine(ha, na, hb, nb)
+        return self._sum(o, fo, n, fn, cos)
 
     def content_bound(self, o, n) -> float:
         """An upper bound of the pair's ``total / wsum`` (:meth:`content_similarity`)
@@ -542,7 +642,7 @@ class FeatureCache:
     def content_bound_sum(self, o, n) -> tuple[float, float]:
         """(weighted sum, total weight) of :meth:`content_bound`: the weight is the pair's
         own, the sum never below the pair's (the pair's own when already computed)."""
-        v = self._sims.get((o.index, n.index))
+        v = self._sims.get((o.index << 32) | n.index)
         if v is None:
             v = self._sum(o, self.feat(0, o), n, self.feat(1, n), _COS_MAX)
         return v

@@ -248,14 +248,19 @@ def test_bigram_histograms_are_the_same(ops, odd):
     for pkg in (COMPILED, PURE):
         feats = _part(pkg, "features")
         hist, norm = feats._bigrams(ops)
-        assert dict(hist) == want[0] and repr(norm) == repr(want[1])
-        # the typed count itself, on both sides (pure Python runs it too, slowly)
+        assert feats.hist_dict(hist) == want[0] and repr(norm) == repr(want[1])
+        # the typed count itself, on both sides (pure Python runs it too, slowly): the
+        # words in increasing order, so in the order of their keys
         n = (len(ops) - len(ops) % 2) // 2
         got = feats._pair_counts(ops, n)
         distinct = len(set(array("H", ops[: 2 * n])))
-        assert got == (None if distinct > feats._LOCAL_IDS else want[0])
+        if distinct > feats._LOCAL_IDS:
+            assert got is None
+        else:
+            assert got == sorted(got) and feats.hist_dict(got) == want[0]
     # the tables are left clean for the next body (a second count gives the same)
-    assert _part(COMPILED, "features")._bigrams(ops)[0] == want[0]
+    feats = _part(COMPILED, "features")
+    assert feats.hist_dict(feats._bigrams(ops)[0]) == want[0]
 
 
 @needs_twin
@@ -266,8 +271,9 @@ def test_bigram_histograms_of_very_large_bodies_are_the_same():
         ops = array("H", (rnd.randrange(alphabet) for _ in range(40_000))).tobytes()
         want = _reference_bigrams(ops)
         for pkg in (COMPILED, PURE):
-            hist, norm = _part(pkg, "features")._bigrams(ops)
-            assert dict(hist) == want[0] and repr(norm) == repr(want[1])
+            feats = _part(pkg, "features")
+            hist, norm = feats._bigrams(ops)
+            assert feats.hist_dict(hist) == want[0] and repr(norm) == repr(want[1])
 
 
 @needs_twin
@@ -282,3 +288,19 @@ def test_cosine_is_the_same_float(a, b):
     nb = math.sqrt(sum(v * v for v in b.values())) or 1.0
     got = [repr(_part(pkg, "features")._cosine(a, na, b, nb)) for pkg in (COMPILED, PURE)]
     assert got[0] == got[1]
+
+
+@needs_twin
+@settings(max_examples=200, deadline=None)
+@given(ops_a=_OPS, ops_b=_OPS)
+def test_cosine_of_words_is_the_dict_cosine(ops_a, ops_b):
+    """The compiled twin's cosine merges two sorted word lists (``_cosine_words``); pure
+    Python's looks the smaller dict's keys up in the other: the same float, to the bit."""
+    cf, pf = _part(COMPILED, "features"), _part(PURE, "features")
+    (wa, na), (wb, nb) = cf._bigrams(ops_a), cf._bigrams(ops_b)
+    (da, pa), (db, pb) = pf._bigrams(ops_a), pf._bigrams(ops_b)
+    assert (na, nb) == (pa, pb)
+    want = repr(pf._cosine(da, pa, db, pb))
+    for mod in (cf, pf):
+        assert repr(mod._cosine_words(wa, na, wb, nb)) == want
+        assert repr(mod._cosine(mod.hist_dict(wa), na, mod.hist_dict(wb), nb)) == want
