@@ -460,7 +460,8 @@ def _hopeful(lines: list[str], tramps: list[str], marks: list[int]) -> bool:
         if lab <= 0:
             continue
         for j in range(lab + 1, min(lab + 3, len(lines))):
-            if _bare(lines[j]).startswith(("return;", "return ")):
+            s = _bare(lines[j])
+            if s.startswith("return;") or s.startswith("return "):  # (no tuple: native)
                 return True
         prev = _bare(lines[lab - 1])
         if _is_exit(prev) or (prev == "}" and _loop_end(lines, lab - 1)):

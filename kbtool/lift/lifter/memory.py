@@ -30,7 +30,7 @@ from .opnames import (
     OP_I32_ADD,
     OP_I32_SUB,
 )
-from .views import CT_FLOAT, CT_SIZE, CT_TAG, Acc, mark, overlap_groups, record
+from .views import CT_FLOAT, CT_SIZE, CT_TAG, Acc, overlap_groups, use
 
 #: i32.sub / i32.add, the ops of a shadow-stack prologue ``global.get SP; i32.const N; i32.sub``
 _I32_SUB: Final = OP_I32_SUB
@@ -184,17 +184,17 @@ class _Memory(_Core):
                     return el
                 label = self.data_ref(offset) or str(offset)
                 return f"*({ct} *)(M + {b} + {label})"
+        acc = self.vacc
         if (
             base.prec == 0
             and base.const is None
             and not base.fl & (F_GLOB | F_MEM | F_CALL)
-            and base.text.isidentifier()
+            # (b is base.text; a base already counted is an identifier: no method call)
+            and ((acc is not None and b in acc) or b.isidentifier())
         ):
-            acc = self.vacc
             if acc is None:
                 acc = self.vacc = {}
-            record(acc, ct, b, offset, not store)
-            return mark(ct, b, offset)  # a local or temp: typed through its view (.views)
+            return use(acc, ct, b, offset, not store)  # a local or temp: its view's (.views)
         if offset:
             return f"*({ct} *)(M + {b} + {offset})"
         return f"*({ct} *)(M + {b})"

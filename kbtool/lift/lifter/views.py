@@ -78,26 +78,47 @@ def mark(ct: str, base: str, offset: int) -> str:
     return f"*{OPEN}({ct} *)(M + {base}){CLOSE}"
 
 
-#: per base local, per offset, per C type (first seen first): ``[accesses, loads]`` (a
-#: compound assignment ``x += v`` counts as a load too); what :func:`record` keeps
-Acc = dict[str, dict[int, dict[str, list[int]]]]
+class Use:
+    """One kind of access (a local, an offset, a C type): how many accesses, how many of
+    them load (a compound assignment ``x += v`` counts as a load too), and its marked
+    text (:func:`mark`), made once for all of them (:func:`use`)."""
+
+    def __init__(self, text: str, load: bool) -> None:
+        self.count = 1
+        self.loads = 1 if load else 0
+        self.text = text
+        self.have = ""  # the C type and name of the field it reads (_fields), if any
+        self.member = ""
 
 
-def record(acc: Acc, ct: str, base: str, offset: int, load: bool) -> None:
-    """Count an access of ``ct`` at ``M + base + offset`` in ``acc``."""
+#: per base local, per offset, per C type (first seen first): its :class:`Use`; what
+#: :func:`use` and :func:`record` keep
+Acc = dict[str, dict[int, dict[str, Use]]]
+
+
+def use(acc: Acc, ct: str, base: str, offset: int, load: bool) -> str:
+    """Count an access of ``ct`` at ``M + base + offset`` in ``acc``; its marked text
+    (:func:`mark`), the same string object for every access of that kind."""
     offs = acc.get(base)
     if offs is None:
         offs = acc[base] = {}
     cts = offs.get(offset)
     if cts is None:
         cts = offs[offset] = {}
-    n = cts.get(ct)
-    if n is None:
-        cts[ct] = [1, 1 if load else 0]
-    else:
-        n[0] = n[0] + 1  # native adds (mypyc compiles an indexed `+=` generically)
-        if load:
-            n[1] = n[1] + 1
+    u = cts.get(ct)
+    if u is None:
+        text = mark(ct, base, offset)
+        cts[ct] = Use(text, load)
+        return text
+    u.count += 1
+    if load:
+        u.loads += 1
+    return u.text
+
+
+def record(acc: Acc, ct: str, base: str, offset: int, load: bool) -> None:
+    """Count an access of ``ct`` at ``M + base + offset`` in ``acc`` (:func:`use`)."""
+    use(acc, ct, base, offset, load)
 
 
 def _kind(lines: list[str | None]) -> Acc:
@@ -119,27 +140,26 @@ _Key = tuple[int, int, bool]
 _Item = tuple[int, int, str, str]
 
 
-def _fields(
-    offs: dict[int, dict[str, list[int]]],
-) -> tuple[dict[_Key, tuple[str, str]], list[_Item]]:
-    """The fields of a view, ``(offset, width, float) -> (C type, name)``: per offset, the
-    width and kind most accesses use is ``field_8``, another one ``field_8_i16``; its type
-    is the one loads use most (a store converts implicitly, a load of the other signedness
-    reads through a cast). Overlapping fields share a union (:func:`_layout`). Also the
-    same fields as :data:`_Item` in their sorted order (offsets come in order)."""
-    out: dict[_Key, tuple[str, str]] = {}
+def _fields(offs: dict[int, dict[str, Use]]) -> list[_Item]:
+    """The fields of a view as :data:`_Item` in their sorted order (offsets come in
+    order): per offset, the width and kind (float or integer) most accesses use is
+    ``field_8``, another one ``field_8_i16``; its type is the one loads use most (a store
+    converts implicitly, a load of the other signedness reads through a cast).
+    Overlapping fields share a union (:func:`_layout`). Each :class:`Use` a field serves
+    gets the field's type and name (``have``, ``member``)."""
     items: list[_Item] = []
     for off in sorted(offs):  # ints sort without comparing tuples
         if off + 8 > MAX_OFFSET:
             continue
         cts = offs[off]
         if len(cts) == 1:  # the common case: one C type at this offset
-            for ct in cts:  # noqa: B007 - its one key (mypyc: no generic next(iter()))
+            for ct, u in cts.items():  # noqa: B007 - its one item (mypyc: no generic next())
                 break
             size = CT_SIZE.get(ct, 0)
             if size:
                 name = _FIELD[off] if off < len(_FIELD) else f"field_{off}"
-                out[(off, size, ct in CT_FLOAT)] = (ct, name)
+                u.have = ct
+                u.member = name
                 items.append((off, size, ct, name))
         else:
             kinds: dict[_Key, dict[str, int]] = {}
@@ -151,20 +171,23 @@ def _fields(
                 votes = kinds.get(key)
                 if votes is None:
                     votes = kinds[key] = {}
-                votes[ct] = n[1]
-                count[key] = count.get(key, 0) + n[0]
+                votes[ct] = n.loads
+                count[key] = count.get(key, 0) + n.count
             group: list[_Item] = []
             for k, key in enumerate(sorted(kinds, key=lambda q: -count[q])):  # first seen
                 votes = kinds[key]
                 ct = max(votes, key=lambda c: votes[c])
                 name = f"field_{off}" if k == 0 else f"field_{off}_{CT_TAG[ct]}"
-                out[key] = (ct, name)
+                for c in votes:  # the accesses of this width and kind
+                    n = cts[c]
+                    n.have = ct
+                    n.member = name
                 group.append((off, key[1], ct, name))
             group.sort()
             items += group
-        if len(out) >= MAX_FIELDS:
+        if len(items) >= MAX_FIELDS:
             break
-    return out, items
+    return items
 
 
 def overlap_groups(
@@ -315,9 +338,9 @@ def _name(
     name = base.upper()
     if name == base or _used(name, taken, known, body, words):
         name = f"V_{base}"
-    while _used(name, taken, known, body, words):
-        name += "_"
-    taken.add(name)
+        while _used(name, taken, known, body, words):
+            name += "_"
+    taken.add(name)  # (a free `P0` is checked once)
     return name
 
 
@@ -327,33 +350,25 @@ def _name(
 _Sub = tuple[str, str, str, str]
 
 
-def _subs(
-    acc: Acc, views: dict[str, tuple[str, dict[_Key, tuple[str, str]], str]]
-) -> dict[str, _Sub]:
-    """Per marked access text (between the markers: ``(int32_t *)(M + p0 + 8)``), what
-    replaces it (:data:`_Sub`); the accesses of a local without a view stay raw."""
+def _subs(acc: Acc, views: dict[str, tuple[str, str]]) -> dict[str, _Sub]:
+    """Per marked access text with its markers (:func:`mark`: ``*\\x03(int32_t *)(M + p0 +
+    8)\\x04``), what replaces it (:data:`_Sub`); the accesses of a local without a view, or
+    of no field (:func:`_fields`), stay raw."""
     out: dict[str, _Sub] = {}
     for base, offs in acc.items():
         v = views.get(base)
         for off, cts in offs.items():
-            for ct in cts:  # noqa: B007 - its one key (mypyc: no generic next(iter()))
-                inner = f"({ct} *)(M + {base} + {off})" if off else f"({ct} *)(M + {base})"
-                raw = "*" + inner
-                hit = (
-                    v[1].get((off, CT_SIZE[ct], ct in CT_FLOAT))
-                    if v is not None and ct in CT_SIZE
-                    else None
-                )
-                if v is None or hit is None:
-                    out[inner] = (raw, raw, ct, raw)
+            for ct, u in cts.items():
+                raw = "*" + u.text[2:-1]  # `*\x03(int32_t *)(M + p0 + 8)\x04` unmarked
+                if v is None or not u.member:
+                    out[u.text] = (raw, raw, ct, raw)
                     continue
-                name, _f, elem = v
-                have, member = hit
+                name, elem = v
                 if elem:
                     text = f"*{name}" if off == 0 else f"{name}[{off // CT_SIZE[elem]}]"
                 else:
-                    text = f"{name}->{member}"
-                out[inner] = (text if have == ct else "", text, ct, raw)
+                    text = f"{name}->{u.member}"
+                out[u.text] = (text if u.have == ct else "", text, ct, raw)
     return out
 
 
@@ -364,13 +379,15 @@ def _rewrite(ln: str, subs: dict[str, _Sub]) -> str:
     marked text another pass changed stay raw memory."""
     i = ln.find(_MARK)
     j = ln.find(CLOSE, i) if i >= 0 else -1
-    if j >= 0 and ln.find(_MARK, j + 1) < 0:  # one access of its field's type: most lines
-        hit = subs.get(ln[i + 2 : j])
+    if j >= 0:  # one access of its field's type: most lines
+        key = ln[i : j + 1]
+        hit = subs.get(key)
         if hit is not None and hit[0]:
-            out = ln[:i] + hit[0] + ln[j + 1 :]
-            if OPEN in out or CLOSE in out:  # a marked text another pass changed
-                out = out.replace(OPEN, "").replace(CLOSE, "")
-            return out
+            out = f"{ln[:i]}{hit[0]}{ln[j + 1 :]}"  # one build (`replace(key, t, 1)`: 2x)
+            if OPEN not in out and CLOSE not in out:  # (so no other access either)
+                return out
+            if ln.find(_MARK, j + 1) < 0:  # a marked text another pass changed
+                return out.replace(OPEN, "").replace(CLOSE, "")
     parts: list[str] = []
     pos = 0
     while i >= 0:
@@ -378,10 +395,9 @@ def _rewrite(ln: str, subs: dict[str, _Sub]) -> str:
         if j < 0:
             break
         parts.append(ln[pos:i])
-        inner = ln[i + 2 : j]
-        hit = subs.get(inner)
+        hit = subs.get(ln[i : j + 1])
         if hit is None:
-            parts.append("*" + inner)
+            parts.append("*" + ln[i + 2 : j])
         elif hit[0]:
             parts.append(hit[0])
         else:
@@ -422,21 +438,21 @@ def view_decls(
         return [], []
     before: list[str] = []
     after: list[str] = []
-    # per base local: (macro, fields, element type or "")
-    views: dict[str, tuple[str, dict[_Key, tuple[str, str]], str]] = {}
+    # per base local: (macro, element type or "")
+    views: dict[str, tuple[str, str]] = {}
     words: dict[str, set[str]] = {}
     for base, offs in acc.items():
-        fields, items = _fields(offs)
-        if not fields:
+        items = _fields(offs)
+        if not items:
             continue
         name = _name(base, taken, known, body, words)
-        types = {ct for ct, _n in fields.values()}
+        types = {it[2] for it in items}
         elem = ""
         if len(types) == 1:  # (every field's offset is one of offs)
             ct = next(iter(types))
             size = CT_SIZE[ct]
-            offsets = {key[0] for key in fields}
-            if offsets == {0} or (size == 1 and len(fields) == len(offs)):
+            offsets = {it[0] for it in items}
+            if offsets == {0} or (size == 1 and len(items) == len(offs)):
                 elem = ct
         if elem:
             before.append(f"#define {name} (({elem} *)(M + {base}))")
@@ -448,7 +464,7 @@ def view_decls(
             before += _struct_lines(tag, _layout(items))
             before.append(f"#define {name} ((struct {tag} *)(M + {base}))")
         after.append(f"#undef {name}")
-        views[base] = (name, fields, elem)
+        views[base] = (name, elem)
     if not views:
         for k, ln in enumerate(lines):
             if ln is not None and OPEN in ln:
@@ -467,7 +483,9 @@ def lift_views(lf: _Memory) -> tuple[list[str], list[str]]:
     if not lf.vacc:
         return [], []
     func = lf.lm.func_c[lf.fi]
-    body = "\n".join([ln for ln in lines if ln is not None])
+    # the words a view's name must avoid (_is_word): an empty line adds none, so the body
+    # leaves out the empty lines with the deleted ones (a native filter, no loop here)
+    body = "\n".join(filter(None, lines))
     taken = set(lf.locals_c) | {"M", "ADDR", func}
     tags = {lf.fstruct} | {c_ident(f"{func}_{ident}") for ident in lf.dobj}
     for decl in lf.decl_types.values():  # the knowledge's and the analysis' struct types

@@ -82,5 +82,25 @@ def test_the_counted_accesses_match_the_accesses_read_back_from_the_text():
     record(acc, "int32_t", "l5", 0, True)
     record(acc, "int32_t", "l5", 0, True)  # `+=` reads the value too
     record(acc, "uint8_t", "p0", 1, False)
-    assert views._kind(text) == acc
-    assert acc == {"p0": {1: {"uint8_t": [2, 1], "int8_t": [2, 1]}}, "l5": {0: {"int32_t": [2, 2]}}}
+    assert _counts(views._kind(text)) == _counts(acc)
+    assert _counts(acc) == {
+        "p0": {1: {"uint8_t": (2, 1), "int8_t": (2, 1)}},
+        "l5": {0: {"int32_t": (2, 2)}},
+    }
+
+
+def _counts(acc: views.Acc) -> dict[str, dict[int, dict[str, tuple[int, int]]]]:
+    return {
+        b: {o: {ct: (u.count, u.loads) for ct, u in cts.items()} for o, cts in offs.items()}
+        for b, offs in acc.items()
+    }
+
+
+def test_each_kind_of_access_has_one_marked_text():
+    acc: views.Acc = {}
+    first = views.use(acc, "int32_t", "p0", 8, True)
+    again = views.use(acc, "int32_t", "p0", 8, False)
+    assert first == mark("int32_t", "p0", 8) == f"*{OPEN}(int32_t *)(M + p0 + 8){CLOSE}"
+    assert again is first  # made once per kind
+    assert views.use(acc, "int32_t", "p0", 0, True) == f"*{OPEN}(int32_t *)(M + p0){CLOSE}"
+    assert _counts(acc) == {"p0": {8: {"int32_t": (2, 1)}, 0: {"int32_t": (1, 1)}}}
