@@ -10,14 +10,16 @@ import sys
 import time
 from pathlib import Path
 
+# a step's CPU key and the TUI's full collections: the TUI child's (it imports no harness)
+from benchmarks.interactive_tui import CPU as CPU
+from benchmarks.interactive_tui import GC as GC
+
 ROOT = Path(__file__).resolve().parents[1]
 BIG = Path.home() / ".cache" / "kbtool-big"
 NEW = BIG / "package" / "dist" / "esm" / "ffmpeg-core.wasm"  # 0.12.10
 OLD = BIG / "v0126" / "package" / "dist" / "esm" / "ffmpeg-core.wasm"  # 0.12.6
 DEFAULT_KB = Path.home() / ".cache" / "kbtool-interactive" / "ffmpeg.db"
 CORPUS = ROOT.parent / "shared" / "corpus"
-CPU = "cpu: "  # a step's CPU time (the TUI process, every thread), beside its wall time
-GC = "full collections, ms each"  # the TUI process's generation-2 collections
 GC_LONGEST = "longest collection pause, CPU ms"  # a server's, any generation (KBTOOL_GC_TRACE)
 GOALS = {"warm_p95_ms": 100.0, "cold_p95_ms": 300.0, "diff_ms": 250.0}
 WARM = 8  # warm samples per step and process

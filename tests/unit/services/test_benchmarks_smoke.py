@@ -135,6 +135,7 @@ def test_every_owned_benchmark_is_listed():
         "interactive_common",  # interactive.py's modules (run by its smoke test)
         "interactive_servers",
         "interactive_ingest",
+        "interactive_tui",  # the TUI child process
     }
     scripts = {p.stem for p in (ROOT / "benchmarks").glob("*.py")}
     assert scripts - elsewhere - helpers == set(EXPECTED)

@@ -1,0 +1,308 @@
+"""The TUI child of ``benchmarks/interactive.py``: one fresh process, the real app under Pilot.
+
+A module of its own so the process imports what ``kbtool tui`` imports and no more before its
+first frame (the parent's server and ingest harness are not loaded here): "TUI start" is from
+this process's first line to the heatmap's first paint.
+"""
+
+from __future__ import annotations
+
+import time
+
+T_PROCESS = time.perf_counter()  # the TUI child's "start"
+
+import argparse  # noqa: E402
+import asyncio  # noqa: E402
+import gc  # noqa: E402
+import json  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+CPU = "cpu: "  # a step's CPU time (the TUI process, every thread), beside its wall time
+GC = "full collections, ms each"  # the TUI process's generation-2 collections
+BG_PREP = "versions prepared (bg)"  # the function diffs' versions, after the changelog shows
+
+
+def code_ready(screen):
+    def ready() -> bool:  # the code (or its error) is on screen
+        return screen.is_mounted and screen._shown is not None or getattr(screen, "_failed", False)
+
+    return ready
+
+
+def c_ready(screen):
+    from kbtool.render.code import C
+
+    def ready() -> bool:  # the lifted C itself on screen (not the first screen of wasm)
+        code = screen.code
+        return bool(
+            code is not None and not code.get("c_pending") and screen._shown == (screen.index, C)
+        )
+
+    return ready
+
+
+class _GcPauses:
+    """The collector's policy for this TUI process (``kbtool``: what ``kbtool tui`` enables in
+    ``KbApp.run``, which Pilot's ``run_test`` skips) and its full (generation 2) collections:
+    wall and CPU ms each (the collecting thread holds the GIL throughout)."""
+
+    def __init__(self, policy: str) -> None:
+        if policy == "kbtool":
+            try:
+                from kbtool.services import heap
+            except ImportError:  # a checkout from before the policy (--root)
+                pass
+            else:
+                heap.enable()
+        self.wall: list[float] = []
+        self.cpu: list[float] = []
+        self._began = (0.0, 0.0)
+        gc.callbacks.append(self)
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if info.get("generation") != 2:
+            return
+        if phase == "start":
+            self._began = (time.perf_counter(), time.thread_time())
+        else:
+            self.wall.append(round((time.perf_counter() - self._began[0]) * 1000, 2))
+            self.cpu.append(round((time.thread_time() - self._began[1]) * 1000, 2))
+
+
+async def _function_diffs(app, pilot, p: dict, until, add, res: dict) -> None:
+    """As a person goes: the changelog of the stored pair, then modified functions' diffs."""
+    from kbtool.tui.screens.code import FunctionDiffScreen
+    from kbtool.tui.screens.diff import DiffScreen
+
+    if not p.get("fdiff"):
+        return
+    v, w = p["pair_stored"]
+    changelog = DiffScreen(v, w)
+    add(
+        "diff screen (stored pair)",
+        await until(lambda: app.push_screen(changelog), lambda: changelog._shown_pair == (v, w)),
+        True,
+    )
+    t = time.perf_counter()  # both versions prepared meanwhile, in the background
+    if app.code_prefetch is not None:
+        await asyncio.wrap_future(app.code_prefetch)
+    res[BG_PREP] = {"cold": [round((time.perf_counter() - t) * 1000, 1)]}
+    await _changelog(changelog, pilot, until, add)
+    for i, pair in enumerate(p["fdiff"]):
+        screen = FunctionDiffScreen(*pair)
+        add(
+            "function diff",
+            await until(lambda s=screen: app.push_screen(s), lambda s=screen: s.diff is not None),
+            i == 0,
+        )
+        app.pop_screen()
+        screen = None  # a person holds no closed screen (the collector frees it)
+        await pilot.pause()
+    app.pop_screen()
+    changelog = None
+    await pilot.pause()
+
+
+def _changelog_shown(screen) -> bool:
+    """The diff screen's changelog pane shows the pair's changelog (this checkout's pane
+    says when it is loaded; an older one's Static stops saying it is preparing)."""
+    pane = screen.query_one("#diff-changelog")
+    if hasattr(pane, "loaded"):
+        return bool(pane.loaded)
+    return "preparing" not in str(screen.query_one("#changelog-body").render())
+
+
+async def _changelog(screen, pilot, until, add) -> None:
+    """``c`` on the diff screen: its changelog shown, then paged down through, then hidden."""
+    add(
+        "diff changelog (c)",
+        await until(screen.action_toggle_changelog, lambda: _changelog_shown(screen)),
+        True,
+    )
+    from textual import events
+
+    def page_down() -> None:
+        screen.app._driver.send_message(events.Key("pagedown", None))
+
+    screen.query_one("#diff-changelog").focus()
+    await pilot.pause()
+    for j in range(6):
+        add("changelog page down", await until(page_down, lambda: True), j == 0)
+    screen.action_toggle_changelog()
+    screen.query_one("#diff-table").focus()
+    await pilot.pause()
+
+
+async def _tui(kb: Path, p: dict, gc_policy: str = "kbtool") -> dict[str, dict[str, list[float]]]:
+    from textual import events
+
+    from kbtool.tui.app import KbApp  # what `kbtool tui` imports before its first frame
+    from kbtool.tui.screens.heatmap import HeatmapScreen
+    from kbtool.tui.widgets.heatmap import HeatmapGrid
+
+    res: dict[str, dict[str, list[float]]] = {}
+    pauses = _GcPauses(gc_policy)
+
+    cpu = [0.0]  # CPU ms of the process (every thread) in the step just measured
+
+    def add(step: str, ms: float, cold: bool) -> None:
+        kind = "cold" if cold else "warm"
+        res.setdefault(step, {}).setdefault(kind, []).append(round(ms, 2))
+        res.setdefault(CPU + step, {}).setdefault(kind, []).append(round(cpu[0], 2))
+
+    app = KbApp(kb, poll_seconds=None, version_id=p["version"], blink=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        while True:
+            s = app.screen
+            if (
+                isinstance(s, HeatmapScreen)
+                and s.query(HeatmapGrid)
+                and s.query_one(HeatmapGrid).first_paint
+            ):
+                break
+            await asyncio.sleep(0.001)
+        cpu[0] = time.process_time() * 1000
+        add("TUI start", (app.screen.query_one(HeatmapGrid).first_paint - T_PROCESS) * 1000, True)
+        # the steps' own screens, imported after the start is taken (the app imports them on use)
+        from kbtool.tui.screens.code import CodeScreen, LinesView
+        from kbtool.tui.screens.detail import DetailScreen
+        from kbtool.tui.screens.search import SearchScreen
+
+        frames: list[float] = []
+        display = app._display
+
+        def spy(screen, renderable):
+            if renderable is not None:
+                frames.append(time.perf_counter())
+            return display(screen, renderable)
+
+        app._display = spy
+
+        async def until(act, ready, timeout: float = 120.0) -> float:
+            await pilot.pause()
+            c = time.process_time()
+            t = time.perf_counter()
+            act()
+            deadline = t + timeout
+            while not ready() and time.perf_counter() < deadline:
+                await asyncio.sleep(0.0005)
+            n = len(frames)
+            while len(frames) == n and time.perf_counter() < deadline:
+                await asyncio.sleep(0.0005)
+            cpu[0] = (time.process_time() - c) * 1000
+            return (time.perf_counter() - t) * 1000
+
+        def key(k: str):
+            return lambda: app._driver.send_message(events.Key(k, k if len(k) == 1 else None))
+
+        async def keyframe(k: str) -> float:
+            await pilot.pause()
+            n = len(frames)
+            c = time.process_time()
+            t = time.perf_counter()
+            key(k)()
+            while len(frames) == n and time.perf_counter() < t + 10:
+                await asyncio.sleep(0.0005)
+            cpu[0] = (time.process_time() - c) * 1000
+            return (time.perf_counter() - t) * 1000
+
+        for i, k in enumerate(["l", "j", "h", "k"] * 6):
+            add("heatmap move", await keyframe(k), i == 0)
+        for i in range(4):
+            add(
+                "open detail",
+                await until(
+                    key("enter"),
+                    lambda: (
+                        isinstance(app.screen, DetailScreen) and app.screen.seen_token is not None
+                    ),
+                ),
+                i == 0,
+            )
+            await until(key("escape"), lambda: isinstance(app.screen, HeatmapScreen))
+            await keyframe("l")
+
+        for cls in ("small", "median", "largest"):
+            for i, idx in enumerate(p[cls] if cls != "largest" else p[cls] * 3):
+                screen = CodeScreen(p["version"], idx)
+                before = rss_mib()
+                ms = await until(lambda s=screen: app.push_screen(s), code_ready(screen))
+                add(f"open code ({cls})", ms, i == 0)
+                if cls == "largest" and i == 0:  # the TUI's extra memory for that first screen
+                    res["open code (largest): +MiB"] = {"cold": [round(rss_mib() - before, 1)]}
+                if cls == "largest":  # the first screen may be its wasm while the C is lifted
+                    t1, c1, c_open = time.perf_counter(), time.process_time(), cpu[0]
+                    if not c_ready(screen)():
+                        deadline = t1 + 120
+                        while not c_ready(screen)() and time.perf_counter() < deadline:
+                            await asyncio.sleep(0.0005)
+                        n = len(frames)
+                        while len(frames) == n and time.perf_counter() < deadline:
+                            await asyncio.sleep(0.0005)
+                        ms += (time.perf_counter() - t1) * 1000
+                    cpu[0] = c_open + (time.process_time() - c1) * 1000
+                    add("C of the largest on screen", ms, i == 0)
+                    if i == 0:
+                        res["C of the largest on screen: +MiB"] = {
+                            "cold": [round(rss_mib() - before, 1)]
+                        }
+                if cls == "largest" and i < 2:
+                    view = screen.query_one("#code-view", LinesView)
+                    view.focus()
+                    for j in range(10):
+                        add("code page down", await keyframe("pagedown"), i == 0 and j == 0)
+                app.pop_screen()
+                screen = view = None  # a person holds no closed screen (the collector frees it)
+                await pilot.pause()
+        await _function_diffs(app, pilot, p, until, add, res)
+        await pilot.press("slash")
+        await pilot.pause()
+        screen = app.screen
+        if isinstance(screen, SearchScreen):
+            for i, q in enumerate(
+                ["av", "codec", "#100", "frame", "mem", "init", "x", "h264", "free"]
+            ):
+                c = time.process_time()
+                t = time.perf_counter()
+                screen._run(q)
+                cpu[0] = (time.process_time() - c) * 1000
+                add("search", (time.perf_counter() - t) * 1000, i == 0)
+            app.pop_screen()
+            screen = None
+        # a person reads: what the collector pays when idle (a key would wait) is in the pauses
+        await asyncio.sleep(IDLE_WAIT)
+        res[FROZEN] = {"cold": [gc.get_freeze_count()]}
+        res[UNFROZEN] = {"cold": [len(gc.get_objects())]}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            res["peak RSS MiB"] = {"cold": [round(int(line.split()[1]) / 1024, 1)]}
+    res[GC] = {"cold": pauses.wall or [0.0]}
+    res[CPU + GC] = {"cold": pauses.cpu or [0.0]}
+    return res
+
+
+IDLE_WAIT = 2.5  # s: the TUI's idle moment (heap.IDLE_SECONDS, 1 s) and its checks pass
+FROZEN = "objects frozen at the end"
+UNFROZEN = "objects not frozen at the end"
+
+
+def rss_mib() -> float:
+    """This process's resident memory now (MiB)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--kb", type=Path, required=True)
+    ap.add_argument("--plan", required=True, help="benchmarks.interactive.plan's answer, as JSON")
+    ap.add_argument("--gc", choices=("kbtool", "default"), default="kbtool")
+    args = ap.parse_args(argv)
+    print(json.dumps(asyncio.run(_tui(args.kb, json.loads(args.plan), args.gc))))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
