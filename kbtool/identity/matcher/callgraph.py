@@ -201,13 +201,13 @@ class CallgraphStage(SimilarityStage):
         # (f) a clear mutual best inside the small neighbourhood
         self._resolve_best(uo, un)
 
-    def _best_value(
-        self, k: tuple[int, int], plain: dict[tuple[int, int], float], tails: dict
-    ) -> float:
-        """A pair's score of :meth:`_resolve_best` at its state (its tail kept), once."""
+    def _best_value(self, k: int, plain: dict[int, float], tails: dict[int, tuple]) -> float:
+        """A pair's score of :meth:`_resolve_best` at its state (its tail kept), once (the
+        pair ``(x, y)`` keyed by one int, ``x << 32 | y``)."""
         v = plain.get(k)
         if v is None:
-            v = plain[k] = self.score(*k, self.content(*k), tails[k], False)
+            x, y = k >> 32, k & 0xFFFFFFFF
+            v = plain[k] = self.score(x, y, self.content(x, y), tails[k], False)
         return v
 
     def _cg_score(self, s: float) -> float:
@@ -310,30 +310,34 @@ class CallgraphStage(SimilarityStage):
         its functions. Rivals are compared without the signature penalty, so a changed
         signature cannot hand the win to a look-alike that happens to keep the old one."""
         cnt_o, cnt_n = self.OLD.count_a, self.NEW.count_a
-        pairs = [(x, y) for x in uo for y in un if _plausible_size(cnt_o[x], cnt_n[y])]
+        # each pair (x, y) keyed by one int, ``x << 32 | y`` (indices are below 2**32): no
+        # tuple per pair in the tables below; ordered as the tuples are
+        pairs = [(x << 32) | y for x in uo for y in un if _plausible_size(cnt_o[x], cnt_n[y])]
         # every pair is scored at this state (work charged as by ``similarity``): its tail
         # kept, its content similarity (op histograms) computed only where the bound cannot
         # decide; a value computed later is the one of this state (the tail kept)
-        tails = {}
-        bound = {}
+        tails: dict[int, tuple] = {}
+        bound: dict[int, float] = {}
         for k in pairs:
-            self.charge(*k)
-            t = tails[k] = self.tail(*k)
-            bound[k] = self.score(*k, self.content_bound(*k), t, False)
-        plain: dict[tuple[int, int], float] = {}
+            x, y = k >> 32, k & 0xFFFFFFFF
+            self.charge(x, y)
+            t = tails[k] = self.tail(x, y)
+            bound[k] = self.score(x, y, self.content_bound(x, y), t, False)
+        plain: dict[int, float] = {}
 
-        by_o: dict[int, list[tuple[int, int]]] = defaultdict(list)
-        by_n: dict[int, list[tuple[int, int]]] = defaultdict(list)
+        by_o: dict[int, list[int]] = defaultdict(list)
+        by_n: dict[int, list[int]] = defaultdict(list)
         for k in pairs:
-            by_o[k[0]].append(k)
-            by_n[k[1]].append(k)
+            by_o[k >> 32].append(k)
+            by_n[k & 0xFFFFFFFF].append(k)
         # the pairs at or above CG_BEST (none whose bound is below), best first
         best = [(self._best_value(k, plain, tails), k) for k in pairs if bound[k] >= self.CG_BEST]
         best = [(p, k) for p, k in best if p >= self.CG_BEST]
         best.sort(key=lambda pk: (-pk[0], pk[1]))
         margin = self.CG_BEST_MARGIN
         o2n_a, n2o_a = self.o2n_a, self.n2o_a
-        for p, (x, y) in best:
+        for p, k in best:
+            x, y = k >> 32, k & 0xFFFFFFFF
             if o2n_a[x] >= 0 or n2o_a[y] >= 0:
                 continue
             s = self.similarity(x, y)
@@ -341,11 +345,11 @@ class CallgraphStage(SimilarityStage):
                 continue
             # p - (the best free rival, 0.0 without one) >= margin: every free rival at least
             # the margin behind (float subtraction is monotone), by its bound when it suffices
-            rivals = [k for k in by_o[x] if k[1] != y and n2o_a[k[1]] < 0]
-            rivals += [k for k in by_n[y] if k[0] != x and o2n_a[k[0]] < 0]
+            rivals = [r for r in by_o[x] if r != k and n2o_a[r & 0xFFFFFFFF] < 0]
+            rivals += [r for r in by_n[y] if r != k and o2n_a[r >> 32] < 0]
             if all(
-                p - bound[k] >= margin or p - self._best_value(k, plain, tails) >= margin
-                for k in rivals
+                p - bound[r] >= margin or p - self._best_value(r, plain, tails) >= margin
+                for r in rivals
             ) and (rivals or p - 0.0 >= margin):
                 self.accept(x, y, self._cg_score(s), "callgraph")
 
