@@ -84,11 +84,12 @@ ROWS_PER_INSERT = 100
 
 
 def _literal(value: Any) -> str | None:
-    """The SQL literal storing what binding ``value`` stores, for a str (without NUL) and
-    SQL NULL (``None``, :data:`NULL`); None for anything else."""
+    """The SQL literal storing what binding ``value`` stores, for a short str (without NUL:
+    a long one would make a long statement to parse) and SQL NULL (``None``, :data:`NULL`);
+    None for anything else."""
     if value is NULL or value is None:
         return "NULL"
-    if type(value) is str and "\x00" not in value:
+    if type(value) is str and len(value) <= 64 and "\x00" not in value:
         return "'" + value.replace("'", "''") + "'"
     return None
 
@@ -101,7 +102,6 @@ def insert_rows_batched(
     *,
     lead: bool = False,
     constants: bool = False,
-    blobs: tuple[int, ...] = (),
 ) -> None:
     """``head VALUES one`` for every row of ``rows``, :data:`ROWS_PER_INSERT` rows per
     statement (``one``: a row's ``(?, ...)``, a literal allowed among the ``?``; every row
@@ -118,10 +118,7 @@ def insert_rows_batched(
     it in such a column); ``constants``, any value that is a str or SQL NULL (``None``,
     :data:`NULL`) in every row of the first statement (a first version's ``'new'`` match
     method, its NULL scores, the empty JSON lists of columns rarely filled), in each
-    statement where it still is. ``blobs``: the positions of ``bytes`` values bound as
-    ``bytearray`` (the same blob): pysqlite binds an int, float, str or bytearray at once
-    but looks any other type up in its adapter registry first (a key tuple, a dict probe,
-    two failed attribute lookups: ~3,300 instructions per value; the facts rows' ops)."""
+    statement where it still is."""
     if not rows:
         return
     width = one.count("?")
@@ -148,9 +145,6 @@ def insert_rows_batched(
 
     def run(part: list[tuple]) -> None:
         vals = list(flat(part))
-        for k in blobs:
-            if set(map(type, vals[k::width])) == {bytes}:  # (else bound as given)
-                vals[k::width] = map(bytearray, vals[k::width])
         held = tuple(k for k, (v, _) in fixed.items() if vals[k::width].count(v) == len(part))
         sql = sqls.get((held, len(part)))
         if sql is None:
@@ -176,12 +170,10 @@ def _insert_values(
     """Insert rows given as tuples of ``columns``' values, in that order (named columns:
     ingest's hot tables, where a dict per row costs more than its write); the first value
     (an INTEGER column: ingest's version id) and the values the same str or NULL in every
-    row of a statement as literals, ``bytes`` (by the first row's types) bound as
-    ``bytearray`` (:func:`insert_rows_batched`). The same rows stored."""
+    row of a statement as literals (:func:`insert_rows_batched`). The same rows stored."""
     if not rows:
         return
     head = f"INSERT INTO {table} ({', '.join(columns)})"  # noqa: S608 (names from kbtool)
-    blobs = tuple(k for k, v in enumerate(rows[0]) if type(v) is bytes)
     insert_rows_batched(
         conn,
         head,
@@ -189,7 +181,6 @@ def _insert_values(
         rows,
         lead=True,
         constants=True,
-        blobs=blobs,
     )
 
 

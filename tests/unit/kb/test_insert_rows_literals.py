@@ -1,7 +1,7 @@
-"""``store.insert_rows_batched``'s two shortcuts for ingest's rows store exactly what one
+"""``store.insert_rows_batched``'s literals for ingest's rows store exactly what one
 ``executemany`` of the single-row statement stores: a first value shared by a statement's
-rows written as a literal (``lead``), ``bytes`` bound as ``bytearray`` (``blobs``). Rows
-whose first values differ, or whose blob column holds something else, are stored as given."""
+rows (``lead``), a str or NULL shared by them (``constants``). Statements whose rows differ
+there bind the values as given."""
 
 from __future__ import annotations
 
@@ -41,9 +41,9 @@ def _row(v, i: int, c) -> tuple:
 
 
 @pytest.mark.parametrize("n", [1, 99, 100, 101, 250])
-def test_one_version_id_and_bytes(n: int) -> None:
+def test_one_version_id(n: int) -> None:
     rows = [_row(3, i, bytes([i % 256]) * (i % 5)) for i in range(n)]
-    got = _same_as_executemany(rows, lead=True, blobs=(3,))
+    got = _same_as_executemany(rows, lead=True)
     assert {(r[1], r[2]) for r in got} == {(3, "integer")}
     assert {r[6] for r in got} == {"blob"}
 
@@ -52,14 +52,14 @@ def test_first_values_that_differ_between_or_inside_statements() -> None:
     rows = [_row(1 if i < 150 else 2, i, b"x") for i in range(300)]
     rows[20] = _row(7, 20, b"y")  # (one row of the first statement differs)
     rows[230] = _row(2.0, 230, b"z")  # (equal to the lead, a float: stored as the int)
-    got = _same_as_executemany(rows, lead=True, blobs=(3,))
+    got = _same_as_executemany(rows, lead=True)
     assert [r[1] for r in got][:21] == [1] * 20 + [7]
     assert got[230][1:3] == (2, "integer")
 
 
-def test_a_blob_column_holding_other_values_is_bound_as_given() -> None:
+def test_a_column_of_mixed_types_is_bound_as_given() -> None:
     rows = [_row(1, i, b"ab" if i % 7 else (None if i % 2 else "text")) for i in range(210)]
-    got = _same_as_executemany(rows, lead=True, blobs=(3,))
+    got = _same_as_executemany(rows, lead=True)
     assert {r[6] for r in got} == {"blob", "null", "text"}
 
 
@@ -77,7 +77,7 @@ def test_a_row_of_the_wrong_width_still_writes_nothing() -> None:
     rows = [*(_row(1, i, b"") for i in range(150)), (1, 2, "x")]
     with pytest.raises(sqlite3.ProgrammingError):
         store.insert_rows_batched(
-            conn, f"INSERT INTO many {_COLS}", "(?, ?, ?, ?, ?)", rows, lead=True, blobs=(3,)
+            conn, f"INSERT INTO many {_COLS}", "(?, ?, ?, ?, ?)", rows, lead=True
         )
     assert conn.execute("SELECT count(*) FROM many").fetchone()[0] == 0
 
@@ -97,7 +97,7 @@ def _text_rows(n: int, odd: dict[int, object]) -> list[tuple]:
 )
 def test_constant_texts_and_nulls_as_literals(odd: dict[int, object]) -> None:
     rows = _text_rows(260, odd)
-    got = _same_as_executemany(rows, lead=True, constants=True, blobs=(3,))
+    got = _same_as_executemany(rows, lead=True, constants=True)
     texts = [r[4] for r in got]
     assert texts.count("[]") == 260 - len(odd) + (124 in odd)
     assert [texts[i] for i in sorted(odd) if odd[i] is None or odd[i] != odd[i]] == [
@@ -110,5 +110,12 @@ def test_constant_texts_and_nulls_as_literals(odd: dict[int, object]) -> None:
 @pytest.mark.parametrize("text", ["it's", "a\x00b", "ünï", "?", "'); DROP TABLE many; --"])
 def test_awkward_texts_store_as_bound(text: str) -> None:
     rows = [(1, i, text, None, store.NULL) for i in range(130)]
+    got = _same_as_executemany(rows, lead=True, constants=True)
+    assert {r[4] for r in got} == {text}
+
+
+def test_a_long_constant_text_is_bound() -> None:
+    text = "x" * 5000
+    rows = [(1, i, text, None, store.NULL) for i in range(120)]
     got = _same_as_executemany(rows, lead=True, constants=True)
     assert {r[4] for r in got} == {text}
