@@ -23,7 +23,6 @@ from ..errors import WasmFormatError
 from ..instr import MAX_LOCALS, check_body
 from ..opcodes import PREFIX_BASE, WIDTH
 from .dmap import MAX_STR_LEN, MIN_STRING
-from .i64map import BIG_MAX, BigConsts, I64Map
 from .scan import (
     _VT,
     _Bad,
@@ -70,7 +69,6 @@ _FAST_KIND: Final = fast_kinds()
 _FIRST_MEMOP: Final = 0x28  # i32.load: the one-byte memarg opcodes run to i64.store32
 _LAST_MEMOP: Final = 0x3E
 _FLAT_OFFSETS: Final = 4096
-_MKEY_LIMIT: Final = 0x10000000000000  # offsets whose key (offset * 1024 + op) is native
 # constants in [-_SMALL_NEG, _SMALL_POS) are deduplicated by a stamp list, not a dict
 _SMALL_NEG: Final = 64
 _SMALL_POS: Final = 1024
@@ -78,7 +76,23 @@ _PFX: Final = prefix_tables()
 _WIDTH: Final = list(WIDTH)
 # the other constants: an open-addressed table of native ints per decoded range, a slot in
 # use for a body when its stamp is the body's code index (no int boxed, no set probe per
-# constant); a body with more than BIG_MAX of them goes on in a set
+# constant); a body with more than _BIG_MAX of them goes on in a set
+_BIG_SLOTS: Final = 4096
+_BIG_MASK: Final = _BIG_SLOTS - 1
+_BIG_MAX: Final = _BIG_SLOTS // 2
+
+
+def _big_first(keys: vec[i64], stamps: vec[i64], x: i64, ci: i64) -> bool:
+    """Whether the constant ``x`` is new to body ``ci`` in the table (then recorded)."""
+    h: i64 = (x ^ (x >> 12) ^ (x >> 24) ^ (x >> 40)) & _BIG_MASK
+    while True:
+        if stamps[h] != ci:
+            stamps[h] = ci
+            keys[h] = x
+            return True
+        if keys[h] == x:
+            return False
+        h = (h + 1) & _BIG_MASK
 
 
 def _big_set(consts: list[object]) -> set[object]:
@@ -115,11 +129,6 @@ def analyze_range(ctx: Any, first: int, last: int,
     blo: int = ctx.go_bss_lo
     bhi: int = ctx.go_bss_hi
     dcache: dict[int, Any] = dmap.cache
-    # the entries of the data addresses this range has met (an i32.const's address: 32
-    # bits) by position, that position by address in a native map (no int boxed and no
-    # dict probed per address met again: ffmpeg meets 64k addresses 264k times)
-    dseen = I64Map()
-    dents: list[object] = []
     dentry: Callable[[int], Any] = dmap.entry
     sized_text: Callable[[Any, int], str | None] = dmap.sized_text
     func_names: dict[int, str] = m.func_names
@@ -136,10 +145,6 @@ def analyze_range(ctx: Any, first: int, last: int,
     # _FLAT_OFFSETS (most: struct fields), in a flat list (a dict lookup per memory access
     # was the decoder's largest cost after the op ids)
     mflat: list[object] = [None] * (_FLAT_OFFSETS * (_LAST_MEMOP + 1 - _FIRST_MEMOP))
-    # ... and those at larger offsets (below _MKEY_LIMIT: the key fits 64 bits) by their
-    # key in a native map, their position in mvals (no int key boxed, no dict probed)
-    mseen = I64Map()
-    mvals: list[object] = []
     # the function (code index) that last used each small constant: most constants are
     # small and repeat within a body (ffmpeg: 1.66M constants, 389k distinct per body), so
     # a slot, not a dict insert, tells whether the body has it already (a native i64
@@ -147,7 +152,11 @@ def analyze_range(ctx: Any, first: int, last: int,
     cseen = vec[i64]()
     for _ in range(_SMALL_NEG + _SMALL_POS):
         cseen = _vappend(cseen, -1)
-    big = BigConsts()
+    bkeys = vec[i64]()
+    bstamps = vec[i64]()
+    for _ in range(_BIG_SLOTS):
+        bkeys = _vappend(bkeys, 0)
+        bstamps = _vappend(bstamps, -1)
     sig_head: list[bytes] = [t.encode() + b"\x00" for t in type_text]
     out: list[tuple[Any, ...]] = []
     next_progress = (code[first][0] if first < last else 0) + step
@@ -167,7 +176,7 @@ def analyze_range(ctx: Any, first: int, last: int,
         calls: list[int] = []
         # distinct, in first-seen order; a large one is boxed once, for the list
         consts: list[object] = []
-        nbig: i64 = 0  # distinct ones outside the small range (in big up to BIG_MAX)
+        nbig: i64 = 0  # distinct ones outside the small range (in bkeys up to _BIG_MAX)
         cbig: set[object] = set()  # ... and past it, all of them
         strs: dict[str, None] = {}
         globs: set[int] = set()
@@ -257,14 +266,6 @@ def analyze_range(ctx: Any, first: int, last: int,
                         if t is None:  # (read back: the object stored, boxed once)
                             mflat[i] = (b, x, W[b])
                             t = mflat[i]
-                    elif x < _MKEY_LIMIT:  # the others: their key in a native map
-                        mj = mseen.get(x * 1024 + b)
-                        if mj >= 0:
-                            t = mvals[mj]
-                        else:  # (read back: the object stored, boxed once)
-                            mseen.put(x * 1024 + b, len(mvals))
-                            mvals.append((b, x, W[b]))
-                            t = mvals[len(mvals) - 1]
                     else:
                         t = mcache.get(x * 1024 + b)
                         if t is None:  # (setdefault: the object stored, boxed once)
@@ -309,12 +310,12 @@ def analyze_range(ctx: Any, first: int, last: int,
                         if cseen[cj] != ci:
                             cseen[cj] = ci
                             consts.append(x)
-                    elif nbig < BIG_MAX:
-                        if big.first(x, ci):
+                    elif nbig < _BIG_MAX:
+                        if _big_first(bkeys, bstamps, x, ci):
                             nbig += 1
                             consts.append(x)
                     else:
-                        if nbig == BIG_MAX:  # the table's share is taken: a set from here
+                        if nbig == _BIG_MAX:  # the table's share is taken: a set from here
                             cbig = _big_set(consts)
                             nbig += 1
                         xo: object = x
@@ -328,15 +329,9 @@ def analyze_range(ctx: Any, first: int, last: int,
                         last_cut = p
                         continue
                     if dlo <= u < dhi:
-                        dj = dseen.get(u)
-                        if dj >= 0:
-                            eo: object = dents[dj]
-                        else:
-                            eo = dcache.get(u, _MISS)
-                            if eo is _MISS:
-                                eo = dentry(u)
-                            dseen.put(u, len(dents))
-                            dents.append(eo)
+                        eo: object = dcache.get(u, _MISS)
+                        if eo is _MISS:
+                            eo = dentry(u)
                         if eo is not None:
                             # typed: a tuple's items by index and the replacement written
                             # as bytes (natively), not through generic calls on an object
@@ -510,12 +505,12 @@ def analyze_range(ctx: Any, first: int, last: int,
                         if cseen[cj] != ci:
                             cseen[cj] = ci
                             consts.append(x)
-                    elif nbig < BIG_MAX:
-                        if big.first(x, ci):
+                    elif nbig < _BIG_MAX:
+                        if _big_first(bkeys, bstamps, x, ci):
                             nbig += 1
                             consts.append(x)
                     else:
-                        if nbig == BIG_MAX:
+                        if nbig == _BIG_MAX:
                             cbig = _big_set(consts)
                             nbig += 1
                         xo = x

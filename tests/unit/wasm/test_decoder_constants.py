@@ -53,7 +53,7 @@ def _want(body: list[tuple[str, int]]) -> list[int]:
 
 def test_large_constants_past_the_table_and_across_bodies(monkeypatch):
     rng = random.Random(30)
-    big = decoder.BIG_MAX
+    big = decoder._BIG_MAX
     # more distinct large values than the table takes (the set goes on from there), values
     # that share a slot (x and x + k * 4096 * 2**40 hash alike), both signs, the i64
     # extremes, small ones between them, every value at least twice
