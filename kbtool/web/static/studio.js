@@ -221,11 +221,16 @@ async function openFunction(index) {
   fill($("dataxrefs"), usesSection(state.version, index, openFunction));  // data and globals it uses
 }
 
+/** Show version `vid`'s function list; false when another version was picked meanwhile
+ *  (its answer is dropped: the list and the code stay the latest pick's). */
 async function loadVersion(vid) {
   state.version = vid; state.graph = null;
-  state.functions = await api("/api/versions/" + vid + "/functions");
-  state.byIndex = new Map(state.functions.map((f) => [f.index, f]));
+  const functions = await api("/api/versions/" + vid + "/functions");
+  if (state.version !== vid) return false;
+  state.functions = functions;
+  state.byIndex = new Map(functions.map((f) => [f.index, f]));
   renderList();
+  return true;
 }
 
 async function poll() {
@@ -297,13 +302,16 @@ async function main() {
   const vid = Number(hash.get("v")) || (versions.length ? versions[versions.length - 1].id : null);
   if (vid === null) { status("empty KB: ingest a module first"); return; }
   sel.value = String(vid);
-  await loadVersion(vid);
+  // another version picked while this one's list came: that pick is the reader's, so the
+  // function in the address is not opened (in the version the reader left)
+  const here = await loadVersion(vid);
   typesPanel($("types"), (index) => openFunction(index));  // the KB's types (issue 27)
   const f = Number(hash.get("f"));
-  const opened = hash.has("f") && Number.isInteger(f) ? openFunction(f)
+  const opened = !here ? null : hash.has("f") && Number.isInteger(f) ? openFunction(f)
     : state.functions.length ? openFunction(state.functions[0].index) : null;
   state.early = null;  // taken by that function's pager, or never (no such function)
   await opened;
+  document.body.dataset.started = "1";  // the start's own requests are made (tests wait for it)
   poll();
 }
 

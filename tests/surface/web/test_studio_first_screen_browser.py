@@ -63,6 +63,8 @@ def _switch_held(browser, served, held_url: str):
     page = new_page(browser, requests, errors)
     page.goto(f"{srv.url.rstrip('/')}/studio#v={v1}&f={BIG}")
     until(page, "(document.querySelector('#code-lines') || {}).textContent?.includes('of ')")
+    # the page's start is over (the function opened): nothing of it lands after the switch
+    until(page, "document.body.dataset.started === '1'")
     page.click("#v-c")
     until(page, "Number(document.querySelector('#code').dataset.shown) > 0")
     held: list = []
@@ -200,5 +202,37 @@ def test_the_function_in_the_address_is_asked_for_before_the_function_list(serve
     until(page, "document.querySelectorAll('#code .fnref').length > 0")
     assert len(_asked(requests, first)) == 1  # the lines on screen were kept
     assert "call" in page.inner_text("#code")
+    assert errors == []
+    page.close()
+
+
+def test_a_version_picked_while_the_start_is_on_its_way_stays_picked(served, browser):
+    """The reader picks another version while the page's own start (the version in the
+    address) is still loading its function list: that late list is dropped and the function
+    in the address is not opened in the version picked (the start's answer never overrides
+    the reader's pick). Found by CI: a second C request on a slow machine."""
+    srv, v1, v2 = served
+    requests: list[str] = []
+    errors: list[str] = []
+    page = new_page(browser, requests, errors)
+    held: list = []
+    listing = re.compile(rf"/api/versions/{v1}/functions")
+    page.route(listing, lambda route: held.append(route))
+    page.goto(f"{srv.url.rstrip('/')}/studio#v={v1}&f={BIG}")
+    _held(page, held)
+    until(page, f"document.querySelector('#version option[value=\"{v2}\"]') !== null")
+    page.select_option("#version", str(v2))
+    until(page, f"document.querySelector('#flist .fn[data-index=\"{BIG}\"]') !== null")
+    v2_count = page.inner_text("#fcount")
+    held[0].continue_()
+    page.unroute(listing)
+    until(page, "document.body.dataset.started === '1'")
+    page.wait_for_timeout(200)
+    assert page.inner_text("#fcount") == v2_count  # v2's list, not v1's late one
+    assert page.input_value("#version") == str(v2)
+    assert _asked(requests, rf"/api/disasm/{v2}/") == []  # nothing opened in v2 by the start
+    page.click(f'#flist .fn[data-index="{BIG}"]')
+    until(page, "Number(document.querySelector('#code').dataset.shown) > 0")
+    assert len(_asked(requests, rf"/api/disasm/{v2}/{BIG}\?kind=wasm&offset=0")) == 1
     assert errors == []
     page.close()
