@@ -56,6 +56,14 @@ _DIFF = ("kbtool.tui.screens.diff", "DiffScreen")
 _PREFETCH = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kbtool-prefetch")
 
 
+def _pause_collector() -> bool:
+    """Pause the cyclic collector if it runs (True: the caller turns it back on)."""
+    if not gc.isenabled():
+        return False
+    gc.disable()
+    return True
+
+
 def _heatmap_rows(db_path: Path, version_id: int) -> list[HeatmapRow]:
     conn = open_ro(db_path)
     try:
@@ -139,6 +147,29 @@ class KbApp(ReleasingWorkers, App[None]):
         poll_seconds: float | None = POLL_SECONDS,
         start: str = "heatmap",
         blink: bool = True,
+        collector_paused: bool = False,
+    ) -> None:
+        # The start up to the first frame makes long-lived objects (the widgets, the
+        # heatmap's rows) and almost no garbage: with the long-lived policy on (kbtool tui,
+        # heap.enable) the collector is paused until the first frame is drawn, then the
+        # policy's first freeze takes them unwalked. ``collector_paused``: the caller paused
+        # it (kbtool tui, for the imports) and leaves turning it back on to the app.
+        self._start_paused = collector_paused or (heap.enabled() and _pause_collector())
+        try:
+            self._init(db_path, read_only, version_id, theme, poll_seconds, start, blink)
+        except BaseException:
+            self._resume_collector()
+            raise
+
+    def _init(
+        self,
+        db_path: str | os.PathLike[str],
+        read_only: bool,
+        version_id: int | None,
+        theme: str,
+        poll_seconds: float | None,
+        start: str,
+        blink: bool,
     ) -> None:
         super().__init__()
         self.db_path = Path(db_path)
@@ -216,7 +247,19 @@ class KbApp(ReleasingWorkers, App[None]):
         """``kbtool tui``: the collector's long-lived policy (:mod:`kbtool.services.heap`) for
         this process, then Textual's loop (Pilot tests run the app without it)."""
         heap.enable()
-        return super().run(*args, **kwargs)
+        if not self._start_paused:
+            self._start_paused = _pause_collector()
+        try:
+            return super().run(*args, **kwargs)
+        finally:
+            self._resume_collector()
+
+    def _resume_collector(self) -> None:
+        """The collector back on after the start (see ``__init__``): the first frame is
+        drawn (or the app ended before it)."""
+        if self._start_paused:
+            self._start_paused = False
+            gc.enable()
 
     def on_mount(self) -> None:
         if heap.enabled():  # a due full collection waits until no key for IDLE_SECONDS
@@ -227,6 +270,8 @@ class KbApp(ReleasingWorkers, App[None]):
         self.call_after_refresh(heap.settle)  # the heatmap's rows and the widgets: kept
         self.call_after_refresh(self._active)  # idle counts from the first frame, not before
         self.call_after_refresh(self._freeze)
+        # the first frame is drawn (and what it made frozen: no young collection walks it)
+        self.call_after_refresh(self._resume_collector)
         if self.poll_seconds:
             self.set_interval(self.poll_seconds, self.poll_changes)
         self._size_class(self.size.width, self.size.height)
@@ -234,6 +279,7 @@ class KbApp(ReleasingWorkers, App[None]):
             self.open_heatmap(self.version_id or queries.latest_version_id(self.conn))
 
     def on_unmount(self) -> None:
+        self._resume_collector()
         if heap.enabled():
             heap.defer_to_idle(False)
             heap.freeze_when(None)
