@@ -221,6 +221,18 @@ def _merge(*es: _E) -> tuple[int, tuple]:  # typed: callers unpack natively (myp
     return fl, locs
 
 
+def _merge_list(es: list[_E]) -> tuple[int, tuple]:
+    """:func:`_merge` of a list (a native loop: ``_merge(*es)`` of a list is a generic call
+    under mypyc)."""
+    fl = 0
+    locs: tuple = ()
+    for e in es:
+        fl |= e.fl
+        if e.locs:
+            locs = e.locs if not locs else tuple(set(locs) | set(e.locs))
+    return fl, locs
+
+
 def _same_len(a: Sized, b: Sized) -> None:
     """Raise what ``zip(a, b, strict=True)`` raises when the lengths differ: the lifter
     checks first and then zips plainly (mypyc compiles a plain ``zip`` loop; a strict one

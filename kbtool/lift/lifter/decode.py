@@ -8,7 +8,23 @@ import struct
 from typing import Final
 
 from kbtool.wasm.instr import decode_one, read_local_decls
-from kbtool.wasm.opcodes import BYTE_KIND, K_NONE, MNEMONICS
+from kbtool.wasm.opcodes import (
+    BYTE_KIND,
+    K_BYTE,
+    K_LANE,
+    K_MEM,
+    K_MEM_LANE,
+    K_NONE,
+    K_TABLE,
+    K_TABLE2,
+    K_U32,
+    K_U32X2,
+    K_V128,
+    KIND,
+    MNEMONICS,
+    PREFIX_BASE,
+    PREFIX_SLOTS,
+)
 
 from ..ctable import CTABLE
 from .base import MAX_INSTRUCTIONS, LiftError, _Budget, i64
@@ -153,9 +169,13 @@ def _decode(data: bytes, start: int, end: i64, budget: _Budget) -> tuple:
                 q = p + 5
                 ops.append(b)
             else:
-                imms, q = _rare(data, p, end)
+                if b >= 0xFC:  # a prefixed op (misc, SIMD, atomics): its id is not b
+                    op, imms, q = _prefixed(data, p, end)
+                else:
+                    op = b
+                    imms, q = _rare(data, p, end)
                 if q >= 0:
-                    ops.append(b)
+                    ops.append(op)
                 else:
                     op, q, imms = decode_one(data, p, end)
                     if op == OP_F32_CONST:  # f32.const: keep the raw bits (a NaN payload)
@@ -232,6 +252,66 @@ def _rare(data: bytes, p: int, end: int) -> tuple[tuple, int]:
     if b == OP_F64_CONST and q + 8 <= end:
         return (_F64.unpack_from(data, q)[0],), q + 8
     return (), -1
+
+
+def _prefixed(data: bytes, p: int, end: int) -> tuple[int, tuple, int]:
+    """A ``0xFC``/``0xFD``/``0xFE`` op at ``p`` whose sub-opcode and index immediates are
+    one- or two-byte LEBs (memargs: alignment below 0x40, no memory index): its op id, its
+    immediates and the offset after it, as the careful decoder reads them; (0, (), -1):
+    another shape, and the careful decoder reads it (and raises where it must)."""
+    b = data[p]
+    if b > 0xFE:
+        return 0, (), -1
+    sub, q = _short_u(data, p + 1, end)
+    if q < 0 or sub >= PREFIX_SLOTS[b]:
+        return 0, (), -1
+    op = PREFIX_BASE[b] + sub
+    k = _PSHAPE[op]
+    if k == 1:
+        return op, (), q
+    if k == 2:
+        v, q = _short_u(data, q, end)
+        return (op, (v,), q) if q >= 0 else (0, (), -1)
+    if k == 3:
+        v, q = _short_u(data, q, end)
+        if q < 0:
+            return 0, (), -1
+        c, q = _short_u(data, q, end)
+        return (op, (v, c), q) if q >= 0 else (0, (), -1)
+    if k == 4 or k == 6:  # memarg (+ lane byte)
+        if q >= end or data[q] >= 0x40:
+            return 0, (), -1
+        align = data[q]
+        off, q = _short_u(data, q + 1, end)
+        if q < 0:
+            return 0, (), -1
+        if k == 4:
+            return op, (align, off, 0), q
+        if q >= end:
+            return 0, (), -1
+        return op, (align, off, 0, data[q]), q + 1
+    if k == 5:  # lane / reserved byte
+        if q >= end:
+            return 0, (), -1
+        return op, (data[q],), q + 1
+    if k == 7:  # 16 bytes
+        if q + 16 > end:
+            return 0, (), -1
+        return op, (bytes(data[q : q + 16]),), q + 16
+    return 0, (), -1
+
+
+def _prefix_shapes() -> bytes:
+    """Per op id, the shape :func:`_prefixed` reads for the ``0xFC``/``0xFD``/``0xFE`` ops:
+    1 none, 2 one index, 3 two indices, 4 memarg, 5 one byte, 6 memarg + lane, 7 16 bytes;
+    0 the careful decoder (other kinds, other prefixes)."""
+    shape = {K_NONE: 1, K_U32: 2, K_TABLE: 2, K_U32X2: 3, K_TABLE2: 3, K_MEM: 4}
+    shape.update({K_LANE: 5, K_BYTE: 5, K_MEM_LANE: 6, K_V128: 7})
+    out = bytearray(len(KIND))
+    for pb in (0xFC, 0xFD, 0xFE):
+        for op in range(PREFIX_BASE[pb], PREFIX_BASE[pb] + PREFIX_SLOTS[pb]):
+            out[op] = shape.get(KIND[op], 0)
+    return bytes(out)
 
 
 def _stack_effects() -> list:
@@ -331,3 +411,4 @@ for _b in (OP_BLOCK, OP_LOOP, OP_IF):
     _FAST[_b] = 5
 _FAST_BYTES: Final = bytes(_FAST)
 _CTRL_BYTES: Final = bytes(1 if _b in _CTRL else 0 for _b in range(256))
+_PSHAPE: Final = _prefix_shapes()

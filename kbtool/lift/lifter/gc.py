@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from kbtool.wasm.opcodes import MNEMONICS, PREFIX_BASE
 
-from .base import _E, F_CALL, F_MEM, LiftError, _gc_suffix, _gc_value, _heaptype_c, _merge
+from .base import _E, F_CALL, F_MEM, LiftError, _gc_suffix, _gc_value, _heaptype_c, _merge_list
 from .control import _Control
 from .opnames import OP_BR_ON_NON_NULL, OP_BR_ON_NULL
 
@@ -23,7 +23,7 @@ class _Gc(_Control):
     def gc_call(self, text: str, args: list[_E], ty: str | None, fl: int = F_CALL) -> None:
         """Push ``text`` (a helper call over ``args``) as a value of type ``ty``, or emit it
         as a statement when ``ty`` is None (a heap write: readers of the heap spill first)."""
-        afl, locs = _merge(*args) if args else (0, ())
+        afl, locs = _merge_list(args)
         if ty is None:
             self.spill_where(lambda e: e.fl & (F_MEM | F_CALL))
             self.emit(f"{text};")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 from kbtool.wasm.opcodes import MNEMONICS
 
 from ..ctable import PREC, imm_args, lane_arg
@@ -16,7 +18,7 @@ from .base import (
     LiftError,
     _i32_text,
     _i64_text,
-    _merge,
+    _merge_list,
     _narrow,
     _nonneg_const,
     _p,
@@ -31,6 +33,23 @@ _NUMERIC_OPS = frozenset(("*", "/", "%", "&", "|", "^", "<<", ">>"))
 _WIDENS = frozenset(("+", "-", "*", "&", "|", "^"))
 #: helpers whose result is a bit count (never negative)
 _COUNTS = frozenset(("i32_clz", "i32_ctz", "i32_popcnt", "i64_clz", "i64_ctz", "i64_popcnt"))
+
+
+def _name_effect(name: str) -> bool:
+    """A helper call of this op has effects (memory/table/data/element ops, atomics)."""
+    return (
+        name.startswith(("memory.", "table.", "data.", "elem."))
+        or ".atomic." in name
+        or name == "atomic.fence"
+        or name.startswith("memory.atomic")
+    )
+
+
+# per op id, for the helper calls of :meth:`_Values.table_op` (tables: the functions are
+# plain Python outside the compiled lifter, a generic call per op)
+_IMM_ARGS: Final = bytes(imm_args(op) for op in range(len(MNEMONICS)))
+_LANE_ARG: Final = bytes(lane_arg(op) for op in range(len(MNEMONICS)))
+_NAME_EFFECT: Final = bytes(_name_effect(MNEMONICS[op] or "") for op in range(len(MNEMONICS)))
 
 
 def _number(e: _E) -> _E:
@@ -57,15 +76,15 @@ class _Values(_Memory):
         if callee_expr is not None:
             td, table, idx = callee_expr
             fn = f"(({td})wasm_table_func({table}, {idx.text}))"
-            args_fl, locs = _merge(idx, *args)
+            args_fl, locs = _merge_list([idx, *args])
         elif callee_ref is not None:
             td, ref = callee_ref
             fn = f"(({td}){_p(ref, 2)})"
-            args_fl, locs = _merge(ref, *args)
+            args_fl, locs = _merge_list([ref, *args])
         else:
             self.ret_type(t.results)
             fn = name
-            args_fl, locs = _merge(*args) if args else (0, ())
+            args_fl, locs = _merge_list(args)
         # an i64 argument widened from 32 bits: the prototype in scope converts it
         texts = [a.w[0] if a.w is not None else a.text for a in args]
         call = f"{fn}({', '.join(texts)})"
@@ -147,27 +166,20 @@ class _Values(_Memory):
                 self.push(e)
             return
         # helper calls
-        n_imm = imm_args(op)
+        n_imm = _IMM_ARGS[op]
         args = self.popn(len(params))
         lead = [str(x) for x in imms[:n_imm]] if n_imm else []
-        fl, locs = _merge(*args) if args else (0, ())
+        fl, locs = _merge_list(args)
         texts = [a.text for a in args]
         if form in ("mem", "voidmem"):
             offset = imms[1]
             if offset:
                 texts[0] = self.addr(args[0], offset)
             fl |= F_MEM
-        if lane_arg(op):
+        if _LANE_ARG[op]:
             texts.append(str(imms[-1]))
         call = f"{text}({', '.join(lead + texts)})"
-        effect = (
-            form in ("void", "voidmem")
-            or MNEMONICS[op].startswith(("memory.", "table.", "data.", "elem."))
-            or ".atomic." in MNEMONICS[op]
-            or MNEMONICS[op] == "atomic.fence"
-            or MNEMONICS[op].startswith("memory.atomic")
-        )
-        if effect:
+        if form in ("void", "voidmem") or _NAME_EFFECT[op]:
             self.spill_effects()
             fl |= F_CALL
         if not results:

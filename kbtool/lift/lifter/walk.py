@@ -123,6 +123,14 @@ _RUN_KINDS: Final = bytes(_RUN_KIND)
 _SMALL_TEXT: Final[tuple[str, ...]] = tuple(str(_v) for _v in range(256))
 
 
+def _v128_text(raw: bytes) -> str:
+    """``v128_const(...)`` of 16 immediate bytes: four little-endian 32-bit words, each as
+    ``0x%08xu`` (the bytes reversed in hex are the words from the last one, no per-word
+    format call)."""
+    h = raw[::-1].hex()
+    return f"v128_const(0x{h[24:]}u, 0x{h[16:24]}u, 0x{h[8:16]}u, 0x{h[:8]}u)"
+
+
 class _Lifter(_Gc):
     # -- the walk
     def run(
@@ -406,14 +414,11 @@ class _Lifter(_Gc):
             self.do_end(i)
         elif op == OP_V128_CONST:
             ws = struct.unpack("<4I", imms[0])
-            self.push(
-                _E("v128_const(" + ", ".join(f"0x{w:08x}u" for w in ws) + ")", 0, "v128", const=ws)
-            )
+            self.push(_E(_v128_text(imms[0]), 0, "v128", const=ws))
         elif op == OP_I8X16_SHUFFLE:
             b_ = self.pop()
             a_ = self.pop()
-            ws = struct.unpack("<4I", imms[0])
-            lanes = "v128_const(" + ", ".join(f"0x{w:08x}u" for w in ws) + ")"
+            lanes = _v128_text(imms[0])
             fl, locs = _merge(a_, b_)
             self.push(_E(f"i8x16_shuffle({a_.text}, {b_.text}, {lanes})", 0, "v128", fl, locs))
         elif op in _GC_OPS:
