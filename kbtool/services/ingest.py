@@ -482,7 +482,7 @@ def _stored(
         conn, parent, new, funcs, progress
     )
     unmatched = [f.index for f in funcs if f.index not in carried]
-    new_ids = assign_new_ids(analysis, unmatched, queries.taken_stable_ids(conn).__contains__)
+    new_ids = assign_new_ids(analysis, unmatched, queries.stable_id_taken(conn, len(unmatched)))
 
     exported = sum(1 for f in funcs if f.export_names)
     n_imp = sum(1 for f in funcs if f.imported)

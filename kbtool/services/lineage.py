@@ -127,32 +127,49 @@ def profile(rows: Iterable[tuple[str | None, str | None, int]]) -> HashProfile:
 def own_profile(rows: Iterable[Row], also_library: frozenset[str] = frozenset()) -> HashProfile:
     """Profile on the program's own code (see the module docstring); a function whose body or
     shape hash is in ``also_library`` (library code of the other module) counts as library."""
-    rows = [r for r in rows if r[0] or r[1]]
-    # hashes that occur more than once (a hash never counted, None or "", is no repeat)
-    bodies = Counter([r[0] for r in rows])
-    shapes = Counter([r[1] for r in rows])
-    rep_b = {h for h, k in bodies.items() if k > 1 and h}
-    rep_s = {h for h, k in shapes.items() if k > 1 and h}
-    # one pass: library code counted, the rest kept when neither hash repeats
-    mine: list[Row] = []
-    n_lib = 0
-    for r in rows:
-        b, s, _n, lib = r
-        if lib or b in also_library or s in also_library:
-            n_lib += 1
-        elif b not in rep_b and s not in rep_s:
-            mine.append(r)
-    pairs = tuple((r[0], r[1]) for r in mine if (r[2] or 0) >= MIN_INSTRS)
+    return _own_profile(_OwnBase(rows), also_library)
+
+
+class _OwnBase:
+    """What :func:`own_profile` finds in a module's rows whatever the other module's library
+    code: the rows with a hash and the hashes that repeat among them (a lineage choice
+    scores the new module against every stored version: found once for all of them)."""
+
+    __slots__ = ("rows", "rep_b", "rep_s")
+
+    def __init__(self, rows: Iterable[Row]) -> None:
+        rows = [r for r in rows if r[0] or r[1]]
+        # hashes that occur more than once (a hash never counted, None or "", is no repeat)
+        bodies = Counter([r[0] for r in rows])
+        shapes = Counter([r[1] for r in rows])
+        self.rows = rows
+        self.rep_b = {h for h, k in bodies.items() if k > 1 and h}
+        self.rep_s = {h for h, k in shapes.items() if k > 1 and h}
+
+
+def _own_profile(base: _OwnBase, also_library: frozenset[str]) -> HashProfile:
+    rows, rep_b, rep_s = base.rows, base.rep_b, base.rep_s
+    # library code counted (its own flag, or a hash that is the other module's library
+    # code), the rest kept when neither hash repeats
+    if also_library:
+        kept = [
+            r for r in rows if not r[3] and r[0] not in also_library and r[1] not in also_library
+        ]
+    else:
+        kept = [r for r in rows if not r[3]]
+    n_lib = len(rows) - len(kept)
+    mine = [r for r in kept if r[0] not in rep_b and r[1] not in rep_s]
+    pairs = tuple([(r[0], r[1]) for r in mine if (r[2] or 0) >= MIN_INSTRS])
     basis = "own"
     if len(pairs) < SMALL_MODULE:
-        pairs, basis = tuple((r[0], r[1]) for r in mine), "own-small"
+        pairs, basis = tuple([(r[0], r[1]) for r in mine]), "own-small"
     if not pairs:  # nothing of its own left: every non-trivial function counts
         old = profile((b, s, n) for b, s, n, _ in rows)
         return HashProfile(old.pairs, old.bodies, old.shapes, "all", n_lib)
     return HashProfile(
         pairs=pairs,
-        bodies=frozenset(b for b, _ in pairs if b),
-        shapes=frozenset(s for _, s in pairs if s),
+        bodies=frozenset([b for b, _ in pairs if b]),
+        shapes=frozenset([s for _, s in pairs if s]),
         basis=basis,
         library=n_lib,
     )
@@ -340,9 +357,13 @@ def choose_lineage(
     versions = queries.lineage_versions(conn)  # id, label, program (name)
     records = queries.lineage_records(conn)
     lib_text = ranges(new.library_indices)
+    # (pair_overlap with new's side found once: the same profiles, every version scored)
+    new_base, new_lib = _OwnBase(new.rows), new.library_hashes()
 
     def score(vid: int) -> tuple[float, HashProfile]:
-        return pair_overlap(new, stored_rows(conn, vid, records.get(vid)))
+        old = stored_rows(conn, vid, records.get(vid))
+        pn = _own_profile(new_base, old.library_hashes())
+        return overlap(pn, own_profile(old.rows, new_lib)), pn
 
     def made(
         program_name: str,
@@ -355,7 +376,7 @@ def choose_lineage(
         prof: HashProfile | None,
     ) -> Lineage:
         if prof is None:  # nothing to compare with: new's profile on its own
-            prof = own_profile(new.rows)
+            prof = _own_profile(new_base, frozenset())
         return Lineage(
             program_name,
             pid,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from typing import Any, TypedDict, cast
 
 from kbtool.kb.queries._base import (
@@ -151,6 +152,35 @@ def oracle_modules(conn: sqlite3.Connection) -> list[OracleBytes]:
 def taken_stable_ids(conn: sqlite3.Connection) -> set[str]:
     """Every stable_id any version of the KB uses."""
     return {r[0] for r in conn.execute("SELECT DISTINCT stable_id FROM functions")}
+
+
+#: function rows per expected question above which :func:`stable_id_taken` looks each id up
+#: (measured: one lookup by the index costs about what reading 5 ids of the whole set does)
+LOOKUP_RATIO = 8
+
+
+def stable_id_taken(conn: sqlite3.Connection, expected: int) -> Callable[[str], bool]:
+    """Whether any version of the KB uses a stable id, for about ``expected`` questions
+    (the answers of :func:`taken_stable_ids`). A KB holding many more function rows than
+    that (a later version: its new functions are asked) is asked id by id through the
+    ``functions_stable_id`` index, so the cost does not grow with the KB; else (a first
+    version: every function is asked) every id is read once."""
+    (stored,) = conn.execute(
+        "SELECT COALESCE(SUM(COALESCE(imported_functions, 0) + COALESCE(defined_functions, 0)),"
+        " 0) FROM versions"
+    ).fetchone()
+    if stored <= LOOKUP_RATIO * expected:
+        return taken_stable_ids(conn).__contains__
+
+    def taken(stable_id: str) -> bool:
+        return (
+            conn.execute(
+                "SELECT 1 FROM functions WHERE stable_id = ? LIMIT 1", (stable_id,)
+            ).fetchone()
+            is not None
+        )
+
+    return taken
 
 
 def latest_version_id(conn: sqlite3.Connection) -> int | None:

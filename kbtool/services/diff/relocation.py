@@ -96,6 +96,9 @@ class ModuleView:
         self.type_text = [t.text() for t in m.types]
         # what the compiled comparison loop reads of this side (compare_tokens' ``side_*``)
         self.side = (self.slo, self.shi, self.nimp, self.ndef if self.go else 0, self.type_text)
+        # address -> :meth:`cstring`'s answer (the bytes never change; a report asks about
+        # the same string from many functions: on ffmpeg 9,142 asks of 4,897 addresses)
+        self._cstrings: dict[int, bytes | None] = {}
 
     def body(self, index: int) -> tuple[int, int] | None:
         ci = index - self.nimp
@@ -116,6 +119,15 @@ class ModuleView:
         return None
 
     def cstring(self, u: int) -> bytes | None:
+        """The C string at address ``u`` (up to its NUL, at most ``MAX_CSTR`` bytes, no
+        control byte but tab, LF, CR), or None."""
+        try:
+            return self._cstrings[u]
+        except KeyError:
+            s = self._cstrings[u] = self._cstring(u)
+            return s
+
+    def _cstring(self, u: int) -> bytes | None:
         loc = self.dmap.locate(u)
         if loc is None:
             return None
