@@ -20,7 +20,11 @@ from collections import defaultdict
 from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import Footer
-from textual.widgets._footer import FooterKey
+from textual.widgets._footer import FooterKey, FooterLabel, KeyGroup
+
+# the default CSS of the widgets a footer's keys are made of, as Textual adds it when the first
+# of each is registered: (location, text, tie breaker, scope), read once (see DiffFooter)
+_KEYS_CSS: list[tuple[tuple[str, str], str, int, str]] = []
 
 # (key, key display, description, action, tooltip, its group's (description, compact) or
 # None) of one shown key, and whether enabled
@@ -35,6 +39,18 @@ class DiffFooter(Footer):
         self._pending = False
         self._shown: tuple[tuple[_Key, ...], tuple[bool, ...]] | None = None
         self.recomposed = 0  # full rebuilds (for tests)
+
+    def _post_register(self, app) -> None:
+        """Also the keys' rules (a group, a key, a group's label: the order Textual registers
+        them in), so they are parsed with the screen's first mount: added by the keys' first
+        recompose, after the first frame, they made the whole stylesheet's rules map again."""
+        super()._post_register(app)
+        if not _KEYS_CSS:
+            for widget in (KeyGroup(), FooterKey("", "", "", ""), FooterLabel("")):
+                _KEYS_CSS.extend(widget._get_default_css())
+        add = app.stylesheet.add_source
+        for read_from, css, tie_breaker, scope in _KEYS_CSS:
+            add(css, read_from=read_from, is_default_css=True, tie_breaker=tie_breaker, scope=scope)
 
     def _keys(self) -> tuple[tuple[_Key, ...], tuple[bool, ...]] | None:
         """The keys :meth:`Footer.compose` would show and their enabled state, or None when it
