@@ -3,8 +3,13 @@ items, references, the model."""
 
 from __future__ import annotations
 
+import os
 from bisect import bisect_right
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kbtool.twinstate import package_state
 
 MIN_STRING = 4  # printable bytes for a C string item (shorter runs stay numeric data)
 MIN_ZERO = 16  # a run of zero bytes at least this long is a zero block
@@ -68,18 +73,6 @@ class GlobalInfo:
 
 
 @dataclass(slots=True)
-class DataItem:
-    address: int
-    size: int
-    kind: str  # cstring, utf16, gostring, pointer_table, funcptr_table, numeric, zero, bss
-    segment: int  # index of the data segment it sits in
-    text: str | None = None  # strings: the text (cut at MAX_TEXT)
-    label: str | None = None
-    targets: list[int] = field(default_factory=list)  # tables: addresses or function indices
-    refs: int = 0  # references from code
-
-
-@dataclass(slots=True)
 class DataRef:
     func_index: int
     offset: int  # file offset of the instruction
@@ -129,3 +122,29 @@ class DataModel:
             "data_end": self.data_end,
             "truncated": self.truncated,
         }
+
+
+def _item_class() -> type:
+    """The data walk's :class:`~.datawalk.itemtype.DataItem`: its compiled twin's (a native
+    class) when the walk runs compiled (:mod:`.datawalk_active`'s test: ``KBTOOL_DATASCAN``
+    not ``pure`` and the twin built from today's ``datawalk/``), else the pure module's.
+    Imported last: the walk's package imports this module's bounds while it loads."""
+    here = Path(__file__).resolve().parent
+    if os.environ.get("KBTOOL_DATASCAN", "").strip().lower() != "pure" and (
+        package_state(here, "_cdatawalk", here / "_cdatawalk.sha256", here / "datawalk") == "ready"
+    ):
+        try:
+            from ._cdatawalk.itemtype import DataItem as compiled
+        except ImportError:
+            pass
+        else:
+            return compiled
+    from .datawalk.itemtype import DataItem as pure
+
+    return pure
+
+
+if TYPE_CHECKING:
+    from .datawalk.itemtype import DataItem
+else:
+    DataItem = _item_class()

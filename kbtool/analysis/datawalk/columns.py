@@ -21,11 +21,9 @@ except ImportError:  # the pure path without it (not a dependency): plain ints
 
 try:  # mypyc's runtime library (installed with mypy): native arrays and byte writes
     from librt.strings import BytesWriter, write_i32_le, write_i64_le
-    from librt.vecs import append as _vappend
     from librt.vecs import vec
 except ImportError:  # the pure path without it: lists and a bytearray
     from kbtool.wasm.opbuf import BytesWriter, vec  # type: ignore[assignment]
-    from kbtool.wasm.opbuf import vec_append as _vappend  # type: ignore[assignment]
 
     def write_i32_le(b: BytesWriter, n: int) -> None:  # type: ignore[misc]
         b.write(n.to_bytes(4, "little", signed=True))
@@ -86,11 +84,14 @@ def ref_columns(
     n: i64 = len(refs)
     if n >= 1 << 31:
         raise OverflowError("positions past 31 bits")
-    funcs = vec[i64]()
-    offsets = vec[i64]()
-    keys = vec[i64]()
-    codes = vec[i64]()
-    widths = vec[i64]()
+    # the columns made at their length and set by index (compiled: one native fill each,
+    # no append call and no growth copy per value)
+    funcs = vec[i64]([0] * n)
+    offsets = vec[i64]([0] * n)
+    keys = vec[i64]([0] * n)
+    codes = vec[i64]([0] * n)
+    widths = vec[i64]([0] * n)
+    ri: i64 = 0
     flo: i64 = 0
     fhi: i64 = 0
     olo: i64 = 0
@@ -147,11 +148,12 @@ def ref_columns(
         _check(f)
         _check(o)
         _check(wd)
-        funcs = _vappend(funcs, f)
-        offsets = _vappend(offsets, o)
-        keys = _vappend(keys, k)
-        codes = _vappend(codes, c)
-        widths = _vappend(widths, wd)
+        funcs[ri] = f
+        offsets[ri] = o
+        keys[ri] = k
+        codes[ri] = c
+        widths[ri] = wd
+        ri += 1
         if first:
             flo = fhi = f
             olo = ohi = o
@@ -171,9 +173,11 @@ def ref_columns(
         clo = min(clo, c)
         chi = max(chi, c)
     order = _order_by_key(keys, klo, khi)
-    sorted_keys = vec[i64]()
-    for p in order:
-        sorted_keys = _vappend(sorted_keys, keys[p])
+    sorted_keys = vec[i64]([0] * n)
+    i: i64 = 0
+    while i < n:
+        sorted_keys[i] = keys[order[i]]
+        i += 1
     return [
         _write(funcs, flo, fhi, "i"),
         _write(offsets, olo, ohi, "i"),
@@ -189,21 +193,13 @@ def _order_by_key(keys: vec[i64], klo: i64, khi: i64) -> vec[i64]:
     """The positions of ``keys`` sorted by key, stable: an LSD radix sort, 16 bits a pass
     over ``key - klo`` (two passes for ffmpeg's keys)."""
     n: i64 = len(keys)
-    order = vec[i64]()
+    order = vec[i64]([0] * n)
     i: i64 = 0
     while i < n:
-        order = _vappend(order, i)
+        order[i] = i
         i += 1
-    other = vec[i64]()
-    i = 0
-    while i < n:
-        other = _vappend(other, 0)
-        i += 1
-    counts = vec[i64]()
-    i = 0
-    while i <= _MASK + 1:
-        counts = _vappend(counts, 0)
-        i += 1
+    other = vec[i64]([0] * n)
+    counts = vec[i64]([0] * (_MASK + 2))
     span: i64 = khi - klo
     shift: i64 = 0
     while n > 1 and (span >> shift) > 0:

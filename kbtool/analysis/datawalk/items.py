@@ -23,7 +23,8 @@ try:  # mypyc's runtime library (installed with mypy): a str built by native app
 except ImportError:  # the pure path without it: the byte-table slug only
     StringWriter = None  # type: ignore[assignment,misc]
 
-from ..datatypes import MAX_BSS_ITEM, MAX_ITEMS, MAX_LABEL, MAX_TEXT, MIN_STRING, DataItem
+from ..datatypes import MAX_BSS_ITEM, MAX_ITEMS, MAX_LABEL, MAX_TEXT, MIN_STRING
+from .itemtype import DataItem
 
 #: whether this is the compiled twin (its module file a shared library): the label's slug
 #: is then a loop over the text's code points (run pure, the byte table's C-level passes)

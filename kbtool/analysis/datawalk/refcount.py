@@ -12,11 +12,11 @@ except ImportError:  # the pure path without it (not a dependency): plain ints
     i64 = int  # type: ignore[misc,assignment]
 
 try:  # mypyc's runtime library (installed with mypy): vec[i64] compiles to a native array
-    from librt.vecs import append as _vappend
     from librt.vecs import vec
 except ImportError:  # the pure path without it: plain lists of ints
     from kbtool.wasm.opbuf import vec  # type: ignore[assignment]
-    from kbtool.wasm.opbuf import vec_append as _vappend  # type: ignore[assignment]
+
+from .itemtype import DataItem
 
 
 def count_refs(
@@ -73,7 +73,7 @@ def count_refs(
 
 def count_item_refs(
     refs: list[Any],
-    items: list[Any],
+    items: list[DataItem],
     starts: list[int],
     readers: dict[int, set[int]],
     writers: dict[int, set[int]],
@@ -104,9 +104,7 @@ def count_item_refs(
             break
     n = len(items)
     if native:
-        counts_v = vec[i64]()
-        for _k in range(n):
-            counts_v = _vappend(counts_v, 0)
+        counts_v = vec[i64]([0] * n)
         out = _count_refs_native(
             refs,
             starts,
@@ -142,9 +140,12 @@ _NATIVE_MAX: Final = (1 << 62) - 1
 
 
 def _as_vec(xs: list[int]) -> vec[i64]:
-    out = vec[i64]()
-    for x in xs:
-        out = _vappend(out, x)
+    n: i64 = len(xs)
+    out = vec[i64]([0] * n)  # (made at its length: no append call, no growth copy)
+    i: i64 = 0
+    while i < n:
+        out[i] = xs[i]
+        i += 1
     return out
 
 

@@ -14,9 +14,9 @@ from hashlib import blake2b
 from typing import Any, Final, cast
 
 try:  # mypyc: native 64-bit ints for positions, bytes and kinds (no tag checks, no boxing)
-    from mypy_extensions import i64
+    from mypy_extensions import i64, u8
 except ImportError:  # the pure path without it (not a dependency): plain ints
-    i64 = int  # type: ignore[misc,assignment]
+    i64 = u8 = int  # type: ignore[misc,assignment]
 
 from ..decoder_tables import fast_kinds, prefix_tables
 from ..errors import WasmFormatError
@@ -221,24 +221,23 @@ def analyze_range(ctx: Any, first: int, last: int,
                 b = data[p]  # (an int: appended as a byte with no conversion call)
                 p += 1
                 k: i64 = KINDB[b]
+                # the op id, written once here (one call site: gcc inlines the write;
+                # a prefix's id replaces these two bytes below)
+                write_i16_le(ops, b)
                 if k == 1:  # one LEB kept verbatim
-                    write_i16_le(ops, b)
                     if data[p] < 0x80:
                         p += 1
                     else:
                         p = _skip(data, p)
                     continue
                 if k == 0:
-                    write_i16_le(ops, b)
                     continue
                 if k == 41:  # end
-                    write_i16_le(ops, b)
                     depth -= 1
                     if depth == 0 and p != end:
                         raise _Bad  # instructions after the function's final end
                     continue
                 if k == 2:  # memarg
-                    write_i16_le(ops, b)
                     a = data[p]
                     p += 1
                     if a >= 0x40:
@@ -273,7 +272,6 @@ def analyze_range(ctx: Any, first: int, last: int,
                     memops.append(t)
                     continue
                 if k == 3:  # i32.const
-                    write_i16_le(ops, b)
                     s = p
                     x = data[p]
                     if x < 0x80:
@@ -351,7 +349,6 @@ def analyze_range(ctx: Any, first: int, last: int,
                         last_cut = p
                     continue
                 if k == 4:  # global.get / global.set
-                    write_i16_le(ops, b)
                     x = data[p]
                     p += 1
                     if x >= 0x80:
@@ -359,7 +356,6 @@ def analyze_range(ctx: Any, first: int, last: int,
                     globs.add(x)
                     continue
                 if k == 5:  # call / return_call
-                    write_i16_le(ops, b)
                     s = p
                     x = data[p]
                     p += 1
@@ -371,7 +367,6 @@ def analyze_range(ctx: Any, first: int, last: int,
                     last_cut = p
                     continue
                 if k == 6:  # block / loop / if / try
-                    write_i16_le(ops, b)
                     depth += 1
                     if b == 3:
                         loops += 1
@@ -404,7 +399,10 @@ def analyze_range(ctx: Any, first: int, last: int,
                     k = skinds[x]
                     if b == 0xFE:
                         atomics += 1
-                    write_i16_le(ops, op)
+                    # (the prefix byte's two bytes, written above, become the op id's)
+                    oj: i64 = len(ops) - 2
+                    ops[oj] = u8(op & 0xFF)
+                    ops[oj + 1] = u8(op >> 8)
                     if k == 0:
                         continue
                     if k == 2 or k == 20:  # memarg (+ lane)
@@ -490,7 +488,6 @@ def analyze_range(ctx: Any, first: int, last: int,
                         continue
                     raise _Bad
                 # ---- single-byte opcodes with rarer immediates
-                write_i16_le(ops, b)
                 if k == 7:  # i64.const
                     s = p
                     x = data[p]
