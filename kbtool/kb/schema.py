@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from kbtool.kb.errors import NotAKBError, SchemaVersionError
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 KB_KIND = "kbtool-kb"
 # the page size of a KB created by ingesting a big module (SQLite's default 4096 otherwise;
 # an existing file keeps its own): such a version writes tens of MB of facts, references and
@@ -566,6 +566,25 @@ def _v12_rowid_tables(conn: sqlite3.Connection) -> None:
             conn.execute(_V12_INDEXES.get(name, sql))
 
 
+# Version 13: ``call_edges`` keyed by (version_id, callee, caller), its callee index gone
+# (issue 30 point 4): the table answers "who calls f" (a range of its key); a function's
+# callees are its ``facts.calls`` (the edges are that list's distinct values). A fresh ingest
+# sorted ffmpeg's 47k edges for the index (every entry ties on version_id). Rows unchanged;
+# copied in the new key order from the old index (covering: no sort).
+_V13 = """
+ALTER TABLE call_edges RENAME TO call_edges_v12;
+CREATE TABLE call_edges (
+    version_id INTEGER NOT NULL,
+    caller INTEGER NOT NULL,
+    callee INTEGER NOT NULL,
+    PRIMARY KEY (version_id, callee, caller)
+) WITHOUT ROWID;
+INSERT INTO call_edges (version_id, caller, callee) SELECT version_id, caller, callee
+    FROM call_edges_v12 ORDER BY version_id, callee, caller;
+DROP TABLE call_edges_v12;
+"""
+
+
 # Migration n takes a KB at schema version n-1 to version n.
 def _run_script(conn: sqlite3.Connection, script: str) -> None:
     """Run DDL statements one by one (``executescript`` would commit mid-migration)."""
@@ -590,34 +609,14 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     10: _v10_packed_refs,
     11: lambda conn: _run_script(conn, _V11),
     12: _v12_rowid_tables,
+    13: lambda conn: _run_script(conn, _V13),
 }
 
-TABLES = (
-    "meta",
-    "versions",
-    "modules",
-    "functions",
-    "facts",
-    "call_edges",
-    "symbols",
-    "annotation_events",
-    "events",
-    "diffs",
-    "oracle_modules",
-    "programs",
-    "thread_facts",
-    "structs",
-    "analyses",
-    "analysis_runs",
-    "suggestions",
-    "data_globals",
-    "data_items",
-    "data_ref_chunks",
-    "data_ref_targets",
-    "data_models",
-    "knowledge",
-    "agent_answers",
-    "callgraphs",
+TABLES = tuple(
+    "meta versions modules functions facts call_edges symbols annotation_events events diffs"
+    " oracle_modules programs thread_facts structs analyses analysis_runs suggestions"
+    " data_globals data_items data_ref_chunks data_ref_targets data_models knowledge"
+    " agent_answers callgraphs".split()
 )
 
 

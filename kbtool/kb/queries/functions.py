@@ -136,15 +136,14 @@ def functions_by_stable_id(conn: sqlite3.Connection, stable_id: str) -> list[Fun
 
 
 def callees(conn: sqlite3.Connection, version_id: int, index: int) -> list[FunctionName]:
-    """Distinct direct callees of a function, in index order, with their names."""
+    """Distinct direct callees of a function, in index order, with their names (its call
+    edges are the distinct values of its ``facts.calls``: schema 13 keys ``call_edges`` by
+    callee)."""
     _function_row(conn, version_id, index)
-    idx = [
-        r[0]
-        for r in conn.execute(
-            "SELECT callee FROM call_edges WHERE version_id = ? AND caller = ? ORDER BY callee",
-            (version_id, index),
-        )
-    ]
+    row = conn.execute(
+        "SELECT calls FROM facts WHERE version_id = ? AND idx = ?", (version_id, index)
+    ).fetchone()
+    idx = sorted(set(json.loads(row[0]))) if row else []
     names = names_for(conn, version_id, idx)
     return [names[i] for i in idx if i in names]
 

@@ -57,7 +57,7 @@ def test_no_read_of_the_query_layer_uses_the_dropped_indexes(demo_kb_master, tmp
     conn.close()
     assert not used & set(DROPPED), sorted(used & set(DROPPED))
     # the plans name the indexes that serve (so this check can see one)
-    assert {"functions_stable_id", "data_items_label", "call_edges_callee"} <= used
+    assert {"functions_stable_id", "data_items_label"} <= used
 
 
 def test_no_sql_in_kbtool_filters_joins_sorts_or_groups_on_the_indexed_columns():
