@@ -37,7 +37,17 @@ STAMP = HERE / f"{COMPILED_NAME}.sha256"
 ENV = "KBTOOL_MATCHER"  # "pure" | "compiled" | "auto" (the default, also when unset)
 PURE_NAME = f"{__package__}.{SOURCE}"
 #: the package's parts (each registered under the pure name when the twin is chosen)
-PARTS = ("features", "base", "exact", "callgraph", "similarity", "family", "review", "driver")
+PARTS = (
+    "weights",
+    "features",
+    "base",
+    "exact",
+    "callgraph",
+    "similarity",
+    "family",
+    "review",
+    "driver",
+)
 
 #: "compiled" or "pure": what ``kbtool.identity.matcher`` is in this process (set by swap)
 PATH = "pure"

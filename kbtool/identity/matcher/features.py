@@ -31,6 +31,7 @@ from operator import itemgetter, mul, truediv
 from typing import Any, Final
 
 from ..names import _MINIFIED_RE, _SHORT3_RE, is_minified_name, module_is_minified  # noqa: F401
+from .weights import _exact, _weighted_jaccard, _weighted_jaccard_exact, _Weights  # noqa: F401
 
 __all__ = [
     "FeatureCache",
@@ -55,63 +56,6 @@ def size_ratio(a: int, b: int) -> float:
     if lo < 0:
         lo = 0
     return lo / hi  # (the same float as max(lo, 0) / hi: no tuple, no builtin call)
-
-
-def _weighted_jaccard(a: frozenset, b: frozenset, idf: dict, default: float) -> float:
-    """The reference form (:func:`_weighted_jaccard_exact` gives the same float, faster)."""
-    if not a and not b:
-        return -1.0
-    inter = a & b
-    if not inter:
-        return 0.0
-    # fsum: exactly rounded, so the result does not depend on set iteration order
-    wi = math.fsum([idf.get(x, default) for x in inter])
-    wu = wi + math.fsum([idf.get(x, default) for x in a ^ b])
-    return wi / wu if wu > 0 else 0.0
-
-
-class _Weights:
-    """idf weights as exact integers (each weight times ``scale``, a power of two no float
-    weight has a finer bit than): sums of them are exact, and an int divided by an int is
-    correctly rounded, as :func:`math.fsum` is. So a set's total weight is summed once per
-    set and the union's weight of a pair is ``total(a) + total(b) - weight(a & b)``, the very
-    float :func:`_weighted_jaccard` computes from two ``fsum`` over the sets."""
-
-    __slots__ = ("w", "default", "scale")
-
-    def __init__(self, idf: dict, default: float) -> None:
-        distinct = {default, *idf.values()}  # (a few hundred floats: see _Store)
-        den = max((x.as_integer_ratio()[1] for x in distinct), default=1)
-        self.scale = den
-        self.default = _exact(default, den)
-        exact = {x: _exact(x, den) for x in distinct}
-        self.w = {k: exact[v] for k, v in idf.items()}
-
-    def total(self, s: frozenset) -> int:
-        w, d = self.w, self.default
-        try:
-            return sum(map(w.__getitem__, s))
-        except KeyError:
-            return sum(w.get(x, d) for x in s)
-
-
-def _exact(x: float, den: int) -> int:
-    n, d = x.as_integer_ratio()
-    return n * (den // d)
-
-
-def _weighted_jaccard_exact(a: frozenset, ta: int, b: frozenset, tb: int, wt: _Weights) -> float:
-    """:func:`_weighted_jaccard` of two sets with their exact totals (``_Weights.total``)."""
-    if not a and not b:
-        return -1.0
-    inter = a & b
-    if not inter:
-        return 0.0
-    wsi = wt.total(inter)
-    scale = wt.scale
-    wi = wsi / scale  # == fsum of the intersection's weights (both exactly rounded)
-    wu = wi + (ta + tb - 2 * wsi) / scale  # ... plus fsum of the symmetric difference's
-    return wi / wu if wu > 0 else 0.0
 
 
 _MAX_OPS = 16384  # instructions sampled per function for the op-bigram histogram
@@ -216,15 +160,15 @@ def _counter(ops: bytes, n: int) -> Counter:
     return big
 
 
-def _probe() -> None:
-    """(only its kind is read: see ``_TYPED``)"""
+def _probe() -> None:  # (only its kind is read: see ``_TYPED``)
+    pass
 
 
 #: True in the compiled twin (mypyc makes the module's functions native, without a code
 #: object): there the op bigrams are counted by a typed loop (:func:`_pair_counts`) into a
 #: sorted list of words and the cosine merges two such lists (:func:`_cosine_words`);
 #: pure Python keeps ``Counter.update`` and dicts (a Python loop would be slower there)
-_TYPED = not hasattr(_probe, "__code__")
+_TYPED: Final = not hasattr(_probe, "__code__")
 
 _OP_IDS: Final = 65536  # op ids are 16-bit
 _LOCAL_IDS: Final = 256  # distinct ops a body may have for the typed count (else Counter's)
@@ -570,7 +514,8 @@ class FeatureCache:
         self._w_c = store.w_c
 
     def feat(self, side: int, rec) -> _Feat:
-        key = (rec.index << 1) | side
+        i: int = rec.index  # (a native int in the twin: no generic shift and or)
+        key = (i << 1) | side
         f = self._cache.get(key)
         if f is None:
             counts = (rec.instr_count, rec.loops, rec.call_indirect)
@@ -583,7 +528,9 @@ class FeatureCache:
     def content_similarity(self, o, n) -> tuple[float, float]:
         """(weighted sum, total weight) of the features that do not depend on the match
         state: op histograms, op bigrams, size, constants, strings, loops, call_indirect."""
-        key = (o.index << 32) | n.index
+        oi: int = o.index
+        ni: int = n.index
+        key = (oi << 32) | ni
         v = self._sims.get(key)
         if v is None:
             v = self._sims[key] = self._content_similarity(o, n)
@@ -642,7 +589,9 @@ class FeatureCache:
     def content_bound_sum(self, o, n) -> tuple[float, float]:
         """(weighted sum, total weight) of :meth:`content_bound`: the weight is the pair's
         own, the sum never below the pair's (the pair's own when already computed)."""
-        v = self._sims.get((o.index << 32) | n.index)
+        oi: int = o.index
+        ni: int = n.index
+        v = self._sims.get((oi << 32) | ni)
         if v is None:
             v = self._sum(o, self.feat(0, o), n, self.feat(1, n), _COS_MAX)
         return v

@@ -79,3 +79,27 @@ def test_equal_op_streams_share_one_histogram() -> None:
         alone = F._Feat(s, ["a"], [1])
         assert f.bigrams == alone.bigrams and f.bnorm == alone.bnorm
     assert all(made[60 + i].hist()[0] is made[i].hist()[0] for i in range(20))
+
+
+def test_typed_set_weights_are_the_set_sums() -> None:
+    """The twin's loops (:mod:`weights`' ``_total_typed``, ``_inter_typed``) give the sums of
+    the C-level forms, past 2**62 too (string keys, defaults), and ``float(x) * inv`` is
+    ``x / scale`` for the exact weights' ints."""
+    from kbtool.identity.matcher import weights as W
+
+    rnd = random.Random(11)
+    n = 40000
+    idf = {f"s{k}": math.log(n / rnd.randint(1, n)) + 0.1 for k in range(2000)}
+    wt = W._Weights(idf, math.log(n))
+    keys = [f"s{k}" for k in range(2100)]  # the last 100 take the default weight
+    for _ in range(3000):
+        a = frozenset(rnd.sample(keys, rnd.randint(0, 300)))
+        b = frozenset(rnd.sample(keys, rnd.randint(0, 300)))
+        want_a = sum(wt.w.get(x, wt.default) for x in a)
+        assert W._total_typed(a, wt.w, wt.default) == want_a == wt.total(a)
+        want_i = sum(wt.w.get(x, wt.default) for x in a & b)
+        assert W._inter_typed(a, b, wt.w, wt.default) == want_i
+        assert W._inter_typed(b, a, wt.w, wt.default) == want_i
+        assert float(want_a) * wt.inv == want_a / wt.scale
+    big = 2**62 + 2**52 + 1
+    assert float(big) * wt.inv == big / wt.scale
