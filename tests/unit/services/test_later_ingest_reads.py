@@ -1,12 +1,16 @@
 """What a later release's ingest reads and asks outside the matcher gives the answers it gave
 before (issue #30, session 24): the report's runtime flag with the runtime imports found once,
 a view's C strings kept by address, the lineage choice with the new module's side found once
-for every stored version, and the stable ids a new function may not take asked id by id."""
+for every stored version, the stable ids a new function may not take asked id by id, and a
+version's module bytes read by blob I/O."""
 
 from __future__ import annotations
 
+import pytest
+
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro, open_rw
+from kbtool.kb.errors import UnknownVersionError
 from kbtool.services import lineage
 from kbtool.services.diff import relocation
 from kbtool.services.diff.report import _is_runtime, _runtime_check
@@ -102,4 +106,32 @@ def test_stable_ids_taken_are_asked_id_by_id_in_a_big_kb(demo_kb_master) -> None
         assert any("DISTINCT" in q for q in seen)
     finally:
         conn.set_trace_callback(None)
+        conn.close()
+
+
+def test_module_bytes_read_by_blob_are_the_stored_value(tmp_path) -> None:
+    conn = open_rw(tmp_path / "kb.db", page_size=1024)  # (a small page: long overflow chains)
+    try:
+        conn.execute("INSERT INTO programs (name, created_at) VALUES ('p', 'x')")
+        for label in ("a", "b", "c", "d"):
+            conn.execute(
+                "INSERT INTO versions (label, sha256, size, imported_functions,"
+                " defined_functions, exported_functions, ingested_at, program_id)"
+                " VALUES (?, ?, 1, 0, 0, 0, 'x', 1)",
+                (label, label),
+            )
+        stored = {1: b"", 2: b"\x00asm", 3: bytes(range(256)) * 999}
+        for vid, data in stored.items():
+            conn.execute("INSERT INTO modules (version_id, data) VALUES (?, ?)", (vid, data))
+        for vid, data in stored.items():
+            got = queries.module_bytes(conn, vid)
+            assert type(got) is bytes and got == data
+            (plain,) = conn.execute(
+                "SELECT data FROM modules WHERE version_id = ?", (vid,)
+            ).fetchone()
+            assert got == plain
+        assert queries.module_bytes(conn, 4) is None  # a version without module bytes
+        with pytest.raises(UnknownVersionError):
+            queries.module_bytes(conn, 99)
+    finally:
         conn.close()
