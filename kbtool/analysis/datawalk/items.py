@@ -39,11 +39,12 @@ _RARE_BYTES = _RARE_CONTROLS.encode()
 _NO_RARE = str.maketrans("", "", _RARE_CONTROLS)
 _NO_LINE_CONTROLS = str.maketrans("", "", "\t\n\r")
 # a first byte :func:`_c_text` never accepts: a control character but the ones above,
-# DEL, a UTF-8 continuation byte or one no UTF-8 sequence starts with
-_NEVER_FIRST = [
+# DEL, a UTF-8 continuation byte or one no UTF-8 sequence starts with (1: never; bytes
+# and Final: compiled, a native byte read, not a module dict lookup and a list read)
+_NEVER_FIRST: Final = bytes(
     (c < 0x20 and chr(c) not in _CONTROLS) or c == 0x7F or 0x80 <= c < 0xC2 or c >= 0xF5
     for c in range(256)
-]
+)
 
 
 def _cstring_at(mem: bytes, k: int) -> str | None:
@@ -66,7 +67,7 @@ def _cstring_len(mem: bytes, k: int) -> int:
     return z - k
 
 
-_NO_STRING: tuple[int, str | None] = (-1, None)  # (what :func:`_cstring_seen` keeps for none)
+_NO_STRING: Final[tuple[int, str | None]] = (-1, None)  # (what :func:`_cstring_seen` keeps)
 
 
 def _cstring_seen(mem: bytes, k: int, seen: dict[int, tuple[int, str | None]]) -> int:
@@ -77,7 +78,9 @@ def _cstring_seen(mem: bytes, k: int, seen: dict[int, tuple[int, str | None]]) -
     if k < len(mem) and _NEVER_FIRST[mem[k]]:
         seen[k] = _NO_STRING
         return -1
-    z = _nul_at(mem, k) if _COMPILED else mem.find(b"\0", k, k + 4096)
+    # (a native int: compiled, the compare, the slice and the length below are not generic
+    # operations on an object)
+    z: i64 = _nul_at(mem, k) if _COMPILED else mem.find(b"\0", k, k + 4096)
     if z < 0 or z - k < 1:
         seen[k] = _NO_STRING
         return -1
@@ -103,6 +106,19 @@ def _nul_at(mem: bytes, k: i64) -> i64:
     return -1
 
 
+def _nul_before(mem: bytes, k: i64) -> i64:
+    """``mem.rfind(b"\\0", max(0, k - 4096), k)`` for ``0 < k <= len(mem)`` by a byte loop
+    (compiled: no method call; the string a reference points into starts a few dozen
+    bytes back)."""
+    lo: i64 = k - 4096 if k > 4096 else 0
+    z: i64 = k - 1
+    while z >= lo:
+        if mem[z] == 0:
+            return z
+        z -= 1
+    return -1
+
+
 def _c_text(raw: bytes) -> str | None:
     """``raw`` (a C string's bytes, no NUL) as text when it is printable UTF-8."""
     if raw and _NEVER_FIRST[raw[0]]:
@@ -110,6 +126,12 @@ def _c_text(raw: bytes) -> str | None:
         # UTF-8 character): no text, whatever follows (what the checks below conclude,
         # without decoding binary data or raising for it)
         return None
+    if _COMPILED:  # ASCII bytes (most strings) classified by one native loop
+        rare = _ascii_rare(raw)
+        if rare >= 0:
+            return None if rare * 4 > len(raw) else raw.decode("utf-8")
+        if rare == -1:
+            return None  # an ASCII control this refuses
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -130,6 +152,47 @@ def _c_text(raw: bytes) -> str | None:
     if rare * 4 > len(text):
         return None  # mostly control bytes: data, not text
     return text
+
+
+# each byte's class for :func:`_ascii_rare`: 0 printable ASCII, 1 \t \n \r, 2 a rare
+# control, 3 another control or DEL, 4 not ASCII
+_ASCII_CLASS: Final = bytes(
+    0
+    if 0x20 <= c < 0x7F
+    else 1
+    if chr(c) in "\t\n\r"
+    else 2
+    if chr(c) in _RARE_CONTROLS
+    else 3
+    if c < 0x80
+    else 4
+    for c in range(256)
+)
+
+
+def _ascii_rare(raw: bytes) -> i64:
+    """What :func:`_c_text` concludes of ASCII bytes, by one byte loop (compiled: no
+    ``isprintable``, ``isascii`` or ``translate`` method calls, ~2,000 instructions a
+    string with a newline): the count of rare controls when every byte is printable ASCII
+    or one of the controls it accepts, -1 when one is another control or DEL (no text),
+    -2 when a byte is not ASCII (the caller decodes)."""
+    table = _ASCII_CLASS
+    n: i64 = len(raw)
+    rare: i64 = 0
+    refused = False
+    i: i64 = 0
+    while i < n:
+        c: i64 = table[raw[i]]
+        i += 1
+        if c == 0 or c == 1:
+            continue
+        if c == 2:
+            rare += 1
+        elif c == 3:
+            refused = True
+        else:
+            return -2
+    return -1 if refused else rare
 
 
 def _utf8_text(raw: bytes) -> str | None:
@@ -157,7 +220,7 @@ def _string_start(mem: bytes, k: int, seen: dict[int, tuple[int, str | None]] | 
     strings, each string then cut at its start and read again there)."""
     if k == 0 or mem[k - 1] == 0 or not (0x20 <= mem[k - 1] < 0x7F):
         return k
-    z = mem.rfind(b"\0", max(0, k - 4096), k)
+    z: i64 = _nul_before(mem, k) if _COMPILED else mem.rfind(b"\0", max(0, k - 4096), k)
     s0 = z + 1
     n = _cstring_len(mem, s0) if seen is None else _cstring_known(mem, s0, seen)
     if n >= MIN_STRING and s0 + n > k:

@@ -6,6 +6,7 @@ are the same dataclass (fields, defaults, ``==``, ``repr``, ``asdict``, pickling
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import os
 import pickle
@@ -108,6 +109,7 @@ def test_both_classes_are_the_same_dataclass(cls):
     assert a != b
     assert (a.label, a.refs, a.targets) == ("s_hello", 3, [1, 2])
     assert pickle.loads(pickle.dumps(a)) == a
+    assert copy.copy(a) == a and copy.deepcopy(a) == a and copy.deepcopy(a).targets is not a.targets
     assert dataclasses.replace(a, size=4).size == 4
     with pytest.raises(AttributeError):
         a.other = 1  # (slots: no other attribute)

@@ -137,6 +137,13 @@ def test_nul_search_by_a_byte_loop_is_find(side):
         for k in list(range(min(len(mem), 70) + 3)) + [len(mem) - 1, len(mem) + 5]:
             if k >= 0:
                 assert side._nul_at(mem, k) == mem.find(b"\0", k, k + 4096), (mem[:20], k)
+    # ... and backwards (session 24 W: a string's start), for 0 < k <= len(mem)
+    mems += [b"\0" + b"y" * 4200, b"z" * 4097 + b"\0" + b"w" * 10]
+    for mem in mems:
+        for k in {*range(1, min(len(mem), 70) + 1), len(mem), max(1, len(mem) - 4096)}:
+            if 0 < k <= len(mem):
+                want = mem.rfind(b"\0", max(0, k - 4096), k)
+                assert side._nul_before(mem, k) == want, (mem[:20], k)
 
 
 @pytest.mark.parametrize("side", ITEMS, ids=lambda m: m.__name__)
@@ -156,3 +163,50 @@ def test_hex_and_string_checks_the_compiled_way_are_the_plain_ones(side, monkeyp
         seen: dict[int, tuple[int, str | None]] = {}
         n = side._cstring_seen(mem, k, seen)
         assert n == pure_items._cstring_len(mem, k), k
+
+
+def _c_text_reference(raw: bytes) -> str | None:
+    """What ``_c_text`` answers, written plainly: printable UTF-8 where the controls
+    ``\\t \\n \\r \\x1b \\x07 \\x08 \\x0b \\x0c`` may appear, the rare five at most a
+    quarter of the characters, the first character not a control other than those."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    rare_set = "\x1b\x07\x08\x0b\x0c"
+    if any(not (ch.isprintable() or ch in "\t\n\r" + rare_set) for ch in text):
+        return None
+    if sum(ch in rare_set for ch in text) * 4 > len(text):
+        return None
+    return text
+
+
+@pytest.mark.parametrize("side", ITEMS, ids=lambda m: m.__name__)
+def test_c_text_by_the_ascii_loop_is_the_plain_check(side):
+    """Session 24 W: compiled, ASCII bytes are classified by one byte loop
+    (``_ascii_rare``); the text (or None) is the plain check's for ASCII with every
+    control, with rare controls around the quarter, and for non-ASCII text and bytes."""
+    rng = random.Random(24)
+    alphabet = [*range(0x20, 0x7F)] * 3 + [0x09, 0x0A, 0x0D, 0x1B, 0x07, 0x08, 0x0B, 0x0C]
+    alphabet += [0x00, 0x01, 0x1F, 0x7F, 0x80, 0xC3, 0xA9, 0xE2, 0x82, 0xAC, 0xFF]
+    samples = [
+        b"",
+        b"a",
+        b"\n",
+        b"abc\x1b",
+        b"ab\x1b\x1b",
+        b"abc\x1b\x1b",
+        b"a\x7f",
+        b"\xc3\xa9t\xc3\xa9",
+    ]
+    samples += [b"caf\xc3\xa9\n", b"caf\xc3\xa9\x01", b"x\x1b\xc3\xa9\x1b", b"ok\xe2\x82\xac\t"]
+    for _ in range(3000):
+        n = rng.randint(0, 40)
+        samples.append(bytes(rng.choice(alphabet) for _ in range(n)))
+        samples.append(bytes(rng.choice(alphabet[:300]) for _ in range(n)))  # (mostly ASCII)
+    for raw in samples:
+        assert side._c_text(raw) == pure_items._c_text(raw), raw
+        if raw and pure_items._NEVER_FIRST[raw[0]]:
+            assert side._c_text(raw) is None
+        else:
+            assert side._c_text(raw) == _c_text_reference(raw), raw
