@@ -134,12 +134,22 @@ async def _changelog(screen, pilot, until, add) -> None:
 
 
 async def _tui(kb: Path, p: dict, gc_policy: str = "kbtool") -> dict[str, dict[str, list[float]]]:
+    import inspect
+
+    # as `kbtool tui` does with its policy: no collection while Textual and the app are
+    # imported; the app turns the collector back on after its first frame
+    paused = gc_policy == "kbtool" and gc.isenabled()
+    if paused:
+        gc.disable()
     from textual import events
 
     from kbtool.tui.app import KbApp  # what `kbtool tui` imports before its first frame
     from kbtool.tui.screens.heatmap import HeatmapScreen
     from kbtool.tui.widgets.heatmap import HeatmapGrid
 
+    handed = paused and "collector_paused" in inspect.signature(KbApp).parameters
+    if paused and not handed:  # a checkout from before the hand-over (--root)
+        gc.enable()
     res: dict[str, dict[str, list[float]]] = {}
     pauses = _GcPauses(gc_policy)
 
@@ -150,7 +160,8 @@ async def _tui(kb: Path, p: dict, gc_policy: str = "kbtool") -> dict[str, dict[s
         res.setdefault(step, {}).setdefault(kind, []).append(round(ms, 2))
         res.setdefault(CPU + step, {}).setdefault(kind, []).append(round(cpu[0], 2))
 
-    app = KbApp(kb, poll_seconds=None, version_id=p["version"], blink=False)
+    more = {"collector_paused": True} if handed else {}
+    app = KbApp(kb, poll_seconds=None, version_id=p["version"], blink=False, **more)
     async with app.run_test(size=(100, 30)) as pilot:
         while True:
             s = app.screen
