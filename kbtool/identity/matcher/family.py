@@ -79,22 +79,40 @@ class FamilyStage(MatcherBase):
         self._scored = None
         self._flags += 1
 
-    def _families(self) -> tuple[dict, dict]:
+    def _families(self) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+        """The families of each side (old, new): family number -> index-sorted members. A
+        family is a family key (:func:`_family_key`); its number (one for both sides, in
+        order of first sight, old side first) stands for the key everywhere, and each
+        function's number is kept by index (:meth:`_fam_of`; -1: no key)."""
         cache = self._fam_cache
         if cache is None:
-            fo: dict[tuple[str, bytes], list[int]] = defaultdict(list)
-            fn: dict[tuple[str, bytes], list[int]] = defaultdict(list)
-            for i in self.OLD.order:
-                k = _family_key(self.OLD.recs[i])
-                if k is not None:
-                    fo[k].append(i)
-            for i in self.NEW.order:
-                k = _family_key(self.NEW.recs[i])
-                if k is not None:
-                    fn[k].append(i)
-            cache = (fo, fn)
+            ids: dict[tuple[str, bytes], int] = {}
+            got: list[tuple[dict[int, list[int]], list[int]]] = []
+            for side in (self.OLD, self.NEW):
+                fams: dict[int, list[int]] = {}
+                of = [-1] * (side.order[-1] + 1 if side.order else 0)
+                for i in side.order:
+                    k = _family_key(side.recs[i])
+                    if k is not None:
+                        f = ids.setdefault(k, len(ids))
+                        of[i] = f
+                        g = fams.get(f)
+                        if g is None:
+                            fams[f] = [i]
+                        else:
+                            g.append(i)
+                got.append((fams, of))
+            cache = (got[0][0], got[1][0])
+            self._fam_ids = (got[0][1], got[1][1])
             self._fam_cache = cache
         return cache
+
+    def _fam_of(self, i: int, old: bool) -> int:
+        """The family number of function ``i`` (old side if ``old``), -1 without a key."""
+        if self._fam_cache is None:
+            self._families()
+        of = self._fam_ids[0 if old else 1]
+        return of[i] if 0 <= i < len(of) else -1
 
     # ---------------------------------------------------------------- wrapper splits
     def stage_wrapper_splits(self) -> int:
@@ -145,7 +163,7 @@ class FamilyStage(MatcherBase):
         root = not A.callers[a]
         votes = [(self._backing(a, w, A, B, a2b), w) for w in thin]
         keep_sig = [(v, w) for v, w in votes if B.recs[w].type_sig == ra.type_sig]
-        twin = len(self._families()[0 if forward else 1].get(_family_key(ra), ())) > 1
+        twin = len(self._families()[0 if forward else 1].get(self._fam_of(a, forward), ())) > 1
         doubt = any(v for v, _ in votes) or (
             root and any(not B.callers[w] and B.recs[w].type_sig == ra.type_sig for w in thin)
         )
@@ -188,7 +206,7 @@ class FamilyStage(MatcherBase):
         extra = ra.instr_count - rb.instr_count  # what ``a`` has beyond ``b``: ``w``'s own code
         if (
             extra < INLINE_MIN_EXTRA
-            or len(self._families()[0 if forward else 1].get(_family_key(ra), ())) > 1
+            or len(self._families()[0 if forward else 1].get(self._fam_of(a, forward), ())) > 1
         ):
             return None  # too little inlined code to tell, or a look-alike (families decide)
         inliners = [
@@ -268,15 +286,15 @@ class FamilyStage(MatcherBase):
         finally:
             self.stage = prev
 
-    def _family_keys(self) -> tuple[dict, dict, set, set]:
-        """The family key of every function, old and new, and the keys of the families
-        with more than one member on each side (static: computed once)."""
+    def _family_keys(self) -> tuple[list[int], list[int], set[int], set[int]]:
+        """The family number of every function by index, old and new (-1: no key), and the
+        numbers of the families with more than one member on each side (static)."""
         got = self._fam_keys
         if got is None:
             fo, fn = self._families()
             got = (
-                {i: _family_key(r) for i, r in self.OLD.recs.items()},
-                {i: _family_key(r) for i, r in self.NEW.recs.items()},
+                self._fam_ids[0],
+                self._fam_ids[1],
                 {k for k, v in fo.items() if len(v) > 1},
                 {k for k, v in fn.items() if len(v) > 1},
             )
