@@ -211,13 +211,31 @@ def _has_call(e: _E) -> bool:
     return bool(e.fl & F_CALL)
 
 
+#: (x, y) -> ``tuple(set(x) | set(y))`` for the locals' tuples of two operands: the same
+#: pairs recur (a set's order follows its values and their insertion order, so equal
+#: tuples give the same result), and a lookup costs less than two sets and a union
+_UNIONS: Final[dict[tuple[tuple, tuple], tuple]] = {}
+
+
+def _union(x: tuple, y: tuple) -> tuple:
+    """``tuple(set(x) | set(y))``, remembered per pair of tuples."""
+    key = (x, y)
+    u = _UNIONS.get(key)
+    if u is None:
+        u = tuple(set(x) | set(y))
+        if len(_UNIONS) >= 1 << 16:
+            _UNIONS.clear()
+        _UNIONS[key] = u
+    return u
+
+
 def _merge(*es: _E) -> tuple[int, tuple]:  # typed: callers unpack natively (mypyc)
     fl = 0
     locs: tuple = ()
     for e in es:
         fl |= e.fl
         if e.locs:
-            locs = e.locs if not locs else tuple(set(locs) | set(e.locs))
+            locs = e.locs if not locs else _union(locs, e.locs)
     return fl, locs
 
 
@@ -229,7 +247,7 @@ def _merge_list(es: list[_E]) -> tuple[int, tuple]:
     for e in es:
         fl |= e.fl
         if e.locs:
-            locs = e.locs if not locs else tuple(set(locs) | set(e.locs))
+            locs = e.locs if not locs else _union(locs, e.locs)
     return fl, locs
 
 

@@ -77,7 +77,7 @@ def _decode(data: bytes, start: int, end: i64, budget: _Budget) -> tuple:
     control instructions and whether an ``i32.add`` or ``i32.sub`` occurs. No offsets and no per-instruction tuple: they cost allocations
     in the hottest loop and no later pass needs them.
 
-    Inline fast paths cover the common shapes with one- or two-byte LEBs (no immediate;
+    Inline fast paths cover the common shapes with short LEBs (no immediate;
     local/global/label/call index; ``i32.const``; memarg; empty block type); anything else
     (and any shape near ``end``) goes through the shared careful decoder.
     """
@@ -114,6 +114,9 @@ def _decode(data: bytes, start: int, end: i64, budget: _Budget) -> tuple:
                 elif b2 < 0x80:
                     imms = ((b1 & 0x7F) | (b2 << 7),)
                     q = p + 3
+                elif data[p + 3] < 0x80:  # three bytes: 21 bits
+                    imms = ((b1 & 0x7F) | ((b2 & 0x7F) << 7) | (data[p + 3] << 14),)
+                    q = p + 4
             elif k == 3:  # i32.const, i64.const (a short signed LEB)
                 if b1 < 0x80:
                     imms = one_s[b1]  # (b1 - 0x80 if b1 & 0x40 else b1,), shared
@@ -154,6 +157,10 @@ def _decode(data: bytes, start: int, end: i64, budget: _Budget) -> tuple:
                     elif data[p + 3] < 0x80:
                         imms = (b1, (b2 & 0x7F) | (data[p + 3] << 7), 0)
                         q = p + 4
+                    elif p + 4 < end and data[p + 4] < 0x80:  # a three-byte offset
+                        v = (b2 & 0x7F) | ((data[p + 3] & 0x7F) << 7) | (data[p + 4] << 14)
+                        imms = (b1, v, 0)
+                        q = p + 5
             elif b1 == 0x40:  # block / loop / if with an empty block type
                 imms = _EMPTY_BT
                 q = p + 2
@@ -259,13 +266,13 @@ def _prefixed(data: bytes, p: int, end: int) -> tuple[int, tuple, int]:
     one- or two-byte LEBs (memargs: alignment below 0x40, no memory index): its op id, its
     immediates and the offset after it, as the careful decoder reads them; (0, (), -1):
     another shape, and the careful decoder reads it (and raises where it must)."""
-    b = data[p]
-    if b > 0xFE:
+    b = data[p] - 0xFC
+    if b < 0 or b > 2:
         return 0, (), -1
     sub, q = _short_u(data, p + 1, end)
-    if q < 0 or sub >= PREFIX_SLOTS[b]:
+    if q < 0 or sub >= _PSLOTS[b]:
         return 0, (), -1
-    op = PREFIX_BASE[b] + sub
+    op = _PBASE[b] + sub
     k = _PSHAPE[op]
     if k == 1:
         return op, (), q
@@ -297,7 +304,8 @@ def _prefixed(data: bytes, p: int, end: int) -> tuple[int, tuple, int]:
     if k == 7:  # 16 bytes
         if q + 16 > end:
             return 0, (), -1
-        return op, (bytes(data[q : q + 16]),), q + 16
+        raw = data[q : q + 16]
+        return op, (raw if type(raw) is bytes else bytes(raw),), q + 16
     return 0, (), -1
 
 
@@ -412,3 +420,10 @@ for _b in (OP_BLOCK, OP_LOOP, OP_IF):
 _FAST_BYTES: Final = bytes(_FAST)
 _CTRL_BYTES: Final = bytes(1 if _b in _CTRL else 0 for _b in range(256))
 _PSHAPE: Final = _prefix_shapes()
+#: 0xFC, 0xFD, 0xFE: each prefix's first op id and its number of sub-opcodes
+_PBASE: Final[tuple[int, int, int]] = (PREFIX_BASE[0xFC], PREFIX_BASE[0xFD], PREFIX_BASE[0xFE])
+_PSLOTS: Final[tuple[int, int, int]] = (
+    PREFIX_SLOTS[0xFC],
+    PREFIX_SLOTS[0xFD],
+    PREFIX_SLOTS[0xFE],
+)

@@ -23,6 +23,7 @@ from .base import (
     _nonneg_const,
     _p,
     _so,
+    _union,
     _uo,
     _uo_signed,
 )
@@ -119,7 +120,7 @@ class _Values(_Memory):
             b = stack.pop()
             a = stack.pop()
             if a.locs:
-                locs = b.locs and (a.locs if a.locs == b.locs else tuple(set(a.locs) | set(b.locs)))
+                locs = b.locs and (a.locs if a.locs == b.locs else _union(a.locs, b.locs))
                 locs = locs or a.locs
             else:
                 locs = b.locs
@@ -167,18 +168,39 @@ class _Values(_Memory):
             return
         # helper calls
         n_imm = _IMM_ARGS[op]
-        args = self.popn(len(params))
-        lead = [str(x) for x in imms[:n_imm]] if n_imm else []
-        fl, locs = _merge_list(args)
-        texts = [a.text for a in args]
-        if form in ("mem", "voidmem"):
-            offset = imms[1]
-            if offset:
-                texts[0] = self.addr(args[0], offset)
-            fl |= F_MEM
-        if _LANE_ARG[op]:
-            texts.append(str(imms[-1]))
-        call = f"{text}({', '.join(lead + texts)})"
+        n = len(params)
+        if not n_imm and 0 < n <= 2 and form != "mem" and form != "voidmem":
+            # the commonest (SIMD lanes, conversions): one or two operands, no leading
+            # immediate, no address: the text without the lists below (same text)
+            stack = self.stack
+            if len(stack) - n < self.frames[-1].height:
+                raise LiftError("value stack underflow")
+            b = stack.pop()
+            if n == 1:
+                fl = b.fl
+                locs = b.locs
+                inner = b.text
+            else:
+                a = stack.pop()
+                fl = a.fl | b.fl
+                la = a.locs
+                lb = b.locs
+                locs = (_union(la, lb) if la else lb) if lb else la
+                inner = f"{a.text}, {b.text}"
+            call = f"{text}({inner}, {imms[-1]})" if _LANE_ARG[op] else f"{text}({inner})"
+        else:
+            args = self.popn(n)
+            lead = [str(x) for x in imms[:n_imm]] if n_imm else []
+            fl, locs = _merge_list(args)
+            texts = [a.text for a in args]
+            if form in ("mem", "voidmem"):
+                offset = imms[1]
+                if offset:
+                    texts[0] = self.addr(args[0], offset)
+                fl |= F_MEM
+            if _LANE_ARG[op]:
+                texts.append(str(imms[-1]))
+            call = f"{text}({', '.join(lead + texts)})"
         if form in ("void", "voidmem") or _NAME_EFFECT[op]:
             self.spill_effects()
             fl |= F_CALL

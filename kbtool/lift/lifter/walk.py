@@ -127,8 +127,16 @@ def _v128_text(raw: bytes) -> str:
     """``v128_const(...)`` of 16 immediate bytes: four little-endian 32-bit words, each as
     ``0x%08xu`` (the bytes reversed in hex are the words from the last one, no per-word
     format call)."""
-    h = raw[::-1].hex()
-    return f"v128_const(0x{h[24:]}u, 0x{h[16:24]}u, 0x{h[8:16]}u, 0x{h[:8]}u)"
+    text = _V128_TEXT.get(raw)
+    if text is None:
+        h = raw[::-1].hex()
+        text = f"v128_const(0x{h[24:]}u, 0x{h[16:24]}u, 0x{h[8:16]}u, 0x{h[:8]}u)"
+        if len(_V128_TEXT) < 65536:  # constants and shuffle masks repeat: one text each
+            _V128_TEXT[raw] = text
+    return text
+
+
+_V128_TEXT: Final[dict[bytes, str]] = {}
 
 
 class _Lifter(_Gc):

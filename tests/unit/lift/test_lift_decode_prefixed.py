@@ -51,9 +51,23 @@ PREFIXED = [
     (b"\xfe\x03\x00", True),  # atomic.fence
 ]
 
+#: plain ops with a three-byte index or memarg offset (inline) and longer ones (careful)
+THREE_BYTES = [
+    (b"\x20\x80\x80\x01", True),  # local.get 16384
+    (b"\x20\xff\xff\x7f", True),  # local.get 2**21 - 1
+    (b"\x20\x80\x80\x80\x01", False),  # four bytes: careful
+    (b"\x10\x81\x80\x02", True),  # call
+    (b"\x28\x02\x80\x80\x01", True),  # i32.load offset 16384
+    (b"\x36\x02\xff\xff\x7f", True),  # i32.store offset 2**21 - 1 (shape only)
+    (b"\x28\x02\x80\x80\x80\x01", False),  # a four-byte offset: careful
+]
+PREFIXED += THREE_BYTES
+
 
 @pytest.mark.parametrize(
-    ("code", "inline"), PREFIXED, ids=lambda x: x.hex() if isinstance(x, bytes) else str(x)
+    ("code", "inline"),
+    PREFIXED,
+    ids=lambda x: x.hex() if isinstance(x, bytes) else str(x),
 )
 def test_prefixed_ops_read_inline_with_the_careful_values(monkeypatch, code, inline):
     data = b"\x00" + code
@@ -70,7 +84,15 @@ def test_prefixed_ops_read_inline_with_the_careful_values(monkeypatch, code, inl
 
 @pytest.mark.parametrize(
     "code",
-    [b"\xfc", b"\xfc\x08\x05", b"\xfd\x0c\x00\x01", b"\xfd\x00\x04", b"\xfd\x54\x00\x08"]
+    [
+        b"\x28\x02\x80\x80",
+        b"\x20\x80\x80",
+        b"\xfc",
+        b"\xfc\x08\x05",
+        b"\xfd\x0c\x00\x01",
+        b"\xfd\x00\x04",
+        b"\xfd\x54\x00\x08",
+    ]
     + [b"\xfd\x1b", b"\xfe\x03", b"\xfd\xa0\x02", b"\xfc\x1f", b"\xfe\x80\x01"],
 )
 def test_a_prefixed_op_cut_short_or_unknown_fails_as_the_careful_decoder_does(code):
