@@ -133,23 +133,34 @@ async def _changelog(screen, pilot, until, add) -> None:
     await pilot.pause()
 
 
-async def _tui(kb: Path, p: dict, gc_policy: str = "kbtool") -> dict[str, dict[str, list[float]]]:
+def _collector_paused_over_imports(gc_policy: str) -> dict:
+    """As ``kbtool tui`` does with its policy: no collection while Textual and the app are
+    imported (done here), the app told so (it turns the collector back on after its first
+    frame): ``KbApp``'s extra arguments. A checkout from before the hand-over (--root): as
+    before (the collector on)."""
     import inspect
 
-    # as `kbtool tui` does with its policy: no collection while Textual and the app are
-    # imported; the app turns the collector back on after its first frame
-    paused = gc_policy == "kbtool" and gc.isenabled()
-    if paused:
-        gc.disable()
+    if gc_policy != "kbtool" or not gc.isenabled():
+        return {}
+    gc.disable()
+    try:
+        from kbtool.tui.app import KbApp
+    finally:
+        gc.enable()
+    if "collector_paused" not in inspect.signature(KbApp).parameters:
+        return {}
+    gc.disable()
+    return {"collector_paused": True}
+
+
+async def _tui(kb: Path, p: dict, gc_policy: str = "kbtool") -> dict[str, dict[str, list[float]]]:
+    more = _collector_paused_over_imports(gc_policy)
     from textual import events
 
     from kbtool.tui.app import KbApp  # what `kbtool tui` imports before its first frame
     from kbtool.tui.screens.heatmap import HeatmapScreen
     from kbtool.tui.widgets.heatmap import HeatmapGrid
 
-    handed = paused and "collector_paused" in inspect.signature(KbApp).parameters
-    if paused and not handed:  # a checkout from before the hand-over (--root)
-        gc.enable()
     res: dict[str, dict[str, list[float]]] = {}
     pauses = _GcPauses(gc_policy)
 
@@ -160,7 +171,6 @@ async def _tui(kb: Path, p: dict, gc_policy: str = "kbtool") -> dict[str, dict[s
         res.setdefault(step, {}).setdefault(kind, []).append(round(ms, 2))
         res.setdefault(CPU + step, {}).setdefault(kind, []).append(round(cpu[0], 2))
 
-    more = {"collector_paused": True} if handed else {}
     app = KbApp(kb, poll_seconds=None, version_id=p["version"], blink=False, **more)
     async with app.run_test(size=(100, 30)) as pilot:
         while True:
