@@ -354,6 +354,7 @@ class _Store:
         "feats",
         "bigrams",
         "sims",
+        "jacs",
         "w_s",
         "w_c",
     )
@@ -387,6 +388,9 @@ class _Store:
         self.bigrams: dict[bytes, tuple[Any, float]] = {}
         # each pair's content sum by one int key, ``old index << 32 | new index``
         self.sims: dict[int, tuple[float, float]] = {}
+        # a bounded pair's two weighted Jaccards (constants, strings), same key, until its
+        # content sum is made (then dropped): what the bound and the sum both read
+        self.jacs: dict[int, tuple[float, float]] = {}
 
 
 # open shared_features scopes: key -> [store, how many scopes hold it]
@@ -504,6 +508,7 @@ class FeatureCache:
         self._cache = store.feats
         self._bigrams = store.bigrams
         self._sims = store.sims
+        self._jacs = store.jacs
         self.n = store.n
         self.idf_s = store.idf_s
         self.idf_c = store.idf_c
@@ -542,7 +547,12 @@ class FeatureCache:
         ha, na = fo.hist()
         hb, nb = fn.hist()
         cos = _cosine_words(ha, na, hb, nb) if _TYPED else _cosine(ha, na, hb, nb)
-        return self._sum(o, fo, n, fn, cos)
+        oi: int = o.index
+        ni: int = n.index
+        j = self._jacs.pop((oi << 32) | ni, None)
+        if j is None:
+            j = self._jaccards(fo, fn)
+        return self._sum(fo, fn, cos, j)
 
     def content_bound(self, o, n) -> float:
         """An upper bound of the pair's ``total / wsum`` (:meth:`content_similarity`)
@@ -591,13 +601,26 @@ class FeatureCache:
         own, the sum never below the pair's (the pair's own when already computed)."""
         oi: int = o.index
         ni: int = n.index
-        v = self._sims.get((oi << 32) | ni)
+        key = (oi << 32) | ni
+        v = self._sims.get(key)
         if v is None:
-            v = self._sum(o, self.feat(0, o), n, self.feat(1, n), _COS_MAX)
+            fo, fn = self.feat(0, o), self.feat(1, n)
+            j = self._jacs.get(key)
+            if j is None:
+                j = self._jacs[key] = self._jaccards(fo, fn)
+            v = self._sum(fo, fn, _COS_MAX, j)
         return v
 
-    def _sum(self, o, fo: _Feat, n, fn: _Feat, b: float) -> tuple[float, float]:
-        """(weighted sum, total weight) of the pair's features, ``b`` its bigram cosine."""
+    def _jaccards(self, fo: _Feat, fn: _Feat) -> tuple[float, float]:
+        """The pair's weighted Jaccards of constants and strings (-1: both sets empty)."""
+        return (
+            _weighted_jaccard_exact(fo.consts, fo.tconsts, fn.consts, fn.tconsts, self._w_c),
+            _weighted_jaccard_exact(fo.strings, fo.tstrings, fn.strings, fn.tstrings, self._w_s),
+        )
+
+    def _sum(self, fo: _Feat, fn: _Feat, b: float, j: tuple[float, float]) -> tuple[float, float]:
+        """(weighted sum, total weight) of the pair's features, ``b`` its bigram cosine,
+        ``j`` its :meth:`_jaccards`."""
         total = 0.0
         wsum = 0.0
         # instruction mix
@@ -608,11 +631,10 @@ class FeatureCache:
         total += 0.15 * sr
         wsum += 0.15
         # constants (idf-weighted)
-        c = _weighted_jaccard_exact(fo.consts, fo.tconsts, fn.consts, fn.tconsts, self._w_c)
+        c, s = j
         if c >= 0:
             total += 0.15 * c
             wsum += 0.15
-        s = _weighted_jaccard_exact(fo.strings, fo.tstrings, fn.strings, fn.tstrings, self._w_s)
         if s >= 0:
             total += 0.25 * s
             wsum += 0.25
