@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from itertools import chain, repeat
-from operator import itemgetter, mul, truediv
+from operator import itemgetter, mul
 from typing import Any, Final
 
 from ..names import _MINIFIED_RE, _SHORT3_RE, is_minified_name, module_is_minified  # noqa: F401
@@ -571,9 +571,9 @@ class FeatureCache:
         float step is the same and monotone, so the bound is never below
         :meth:`content_bound`."""
         fo, fn = self.feat(0, o), self.feat(1, n)
-        # (the ratios of two exact weights, ints past 2**53: ``truediv`` is Python's
-        # correctly rounded int division in the compiled twin too, where ``a / b`` of two
-        # machine ints would divide two rounded doubles and differ in the last place)
+        # (the ratios of two exact weights, ints past 2**53, as two rounded doubles divided:
+        # a few units in the last place off the exact ratio, far inside _RATIO_SLACK; no
+        # long division of two ints)
         total = 0.35 * _COS_MAX
         wsum = 0.35
         total += 0.15 * size_ratio(fo.size, fn.size)
@@ -581,12 +581,14 @@ class FeatureCache:
         a, b = fo.tconsts, fn.tconsts
         if a or b:
             if a and b:
-                total += 0.15 * ((truediv(a, b) if a < b else truediv(b, a)) + _RATIO_SLACK)
+                x, y = float(a), float(b)
+                total += 0.15 * ((x / y if a < b else y / x) + _RATIO_SLACK)
             wsum += 0.15
         a, b = fo.tstrings, fn.tstrings
         if a or b:
             if a and b:
-                total += 0.25 * ((truediv(a, b) if a < b else truediv(b, a)) + _RATIO_SLACK)
+                x, y = float(a), float(b)
+                total += 0.25 * ((x / y if a < b else y / x) + _RATIO_SLACK)
             wsum += 0.25
         if fo.loops or fn.loops:
             total += 0.05 * size_ratio(fo.loops, fn.loops)
