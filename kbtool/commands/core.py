@@ -20,7 +20,7 @@ from kbtool.commands.common import (
     ro,
 )
 from kbtool.kb import queries
-from kbtool.kb.db import open_ro
+from kbtool.kb.schema import SCHEMA_VERSION
 from kbtool.render.code import c_syntax
 from kbtool.render.terminal import coverage_table, evidence_table
 from kbtool.render.text import lit, toolchain_text
@@ -370,9 +370,17 @@ def demo(
 ) -> None:
     """Build a demo KB from the bundled zstd releases and show what it holds."""
 
+    from kbtool.services.demo import demo_kb_schema, migrate_demo
+
     path = Path(db_path(db))
     if path.exists() and not force:
-        if _is_demo_kb(path):
+        before = demo_kb_schema(path)
+        if before is not None:
+            if before < SCHEMA_VERSION:  # the demo KB of an older kbtool: brought up to date
+                after = migrate_demo(path)
+                console.print(
+                    lit(f"migrated the demo KB {path} from KB schema {before} to {after}")
+                )
             console.print(
                 lit(
                     f"{path} already holds the demo KB; opening it"
@@ -394,18 +402,3 @@ def demo(
     versions(db=str(path))
     for line in steps:
         console.print(lit(line))
-
-
-def _is_demo_kb(path: Path) -> bool:
-    """``path`` is a KB holding the bundled demo releases."""
-    from kbtool.services.demo import RELEASES
-
-    try:
-        conn = open_ro(str(path))
-    except Exception:  # not a KB, or a newer schema: not ours to open silently
-        return False
-    try:
-        labels = {v["label"] for v in queries.list_versions(conn)}
-    finally:
-        conn.close()
-    return {label for _, label in RELEASES} <= labels

@@ -212,6 +212,23 @@ def inspect_kb(p: Path, *, allow_empty: bool = True) -> int:
     return version
 
 
+def version_labels(p: Path) -> set[str]:
+    """The version labels of the KB file ``p`` at any schema up to this one (every schema
+    has ``versions.label``), read without changing anything (:func:`inspect_kb` first): what
+    tells a command whose KB an older file is before it migrates it."""
+    inspect_kb(p, allow_empty=False)
+    wal = Path(f"{p}-wal")
+    uri = "file:" + quote(str(p.resolve())) + ("?mode=ro" if wal.exists() else "?immutable=1")
+    try:
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            return {r[0] for r in conn.execute("SELECT label FROM versions")}
+        finally:
+            conn.close()
+    except sqlite3.OperationalError as exc:
+        raise _translate(exc, p) from None
+
+
 def _require_writable(p: Path) -> None:
     """Refuse a KB that cannot be written before a write fails halfway through a command.
 

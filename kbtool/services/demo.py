@@ -7,8 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kbtool import demo as demo_data
-from kbtool.kb import queries
-from kbtool.kb.db import default_db_path, open_rw
+from kbtool.kb import queries, schema
+from kbtool.kb.db import default_db_path, inspect_kb, open_rw, version_labels
+from kbtool.kb.errors import KBError
 from kbtool.kb.gate import upsert_symbol
 from kbtool.services.ingest import ingest_file
 
@@ -25,6 +26,30 @@ def human_names() -> list[tuple[int, str, str]]:
         idx, name, summary = (line.split("\t") + ["", ""])[:3]
         rows.append((int(idx), name, summary))
     return rows
+
+
+def demo_kb_schema(path: Path) -> int | None:
+    """The schema of the demo KB at ``path`` (a KB holding the bundled releases, at this
+    kbtool's schema or an older one), or None when the file is not that (another KB, a
+    newer kbtool's, not a KB): read without changing anything."""
+    try:
+        version = inspect_kb(path, allow_empty=False)
+        labels = version_labels(path)
+    except KBError:
+        return None
+    if version > schema.SCHEMA_VERSION:
+        return None
+    return version if {label for _, label in RELEASES} <= labels else None
+
+
+def migrate_demo(path: Path) -> int:
+    """Migrate the demo KB at ``path`` to this kbtool's schema (one transaction, as any write
+    command does); the schema it is at after."""
+    conn = open_rw(path, create=False)
+    try:
+        return schema.read_schema_version(conn) or 0
+    finally:
+        conn.close()
 
 
 def build_demo(path: str | Path, echo: Callable[[str], None] = print) -> list[str]:

@@ -132,3 +132,35 @@ def test_a_failing_step_leaves_the_old_kb_as_it_was(tmp_path, monkeypatch, capsy
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert "half_done" not in names and "agent_answers" not in names  # step 7 rolled back too
     conn.close()
+
+
+def test_demo_on_an_older_demo_kb_migrates_it_and_opens_it(tmp_path):
+    """`kbtool demo` run again after an upgrade (the README's first command, twice): the demo
+    KB an older kbtool built is migrated and opened, not refused as "not the demo KB"; an
+    older KB that is not the demo is refused untouched."""
+    from kbtool.services.demo import RELEASES
+
+    db = tmp_path / "kbtool.db"
+    old_kb(db, version=schema.SCHEMA_VERSION - 1)
+    raw = sqlite3.connect(db, isolation_level=None)
+    for i, (_, label) in enumerate(RELEASES):
+        raw.execute(
+            "INSERT INTO versions (label, sha256, size, imported_functions, defined_functions,"
+            " exported_functions, ingested_at) VALUES (?, ?, 0, 0, 0, 0, 't')",
+            (label, f"demo{i}"),
+        )
+    raw.close()
+    out = kbtool("demo", "--db", str(db))
+    assert out.returncode == 0, out.stderr
+    flat = out.stdout.replace("\n", " ")
+    assert f"from KB schema {schema.SCHEMA_VERSION - 1} to {schema.SCHEMA_VERSION}" in flat
+    assert "already holds the demo KB" in flat
+    assert schema.read_schema_version(sqlite3.connect(db)) == schema.SCHEMA_VERSION
+
+    other = tmp_path / "other.db"
+    old_kb(other, version=schema.SCHEMA_VERSION - 1)
+    before = other.read_bytes()
+    refused = kbtool("demo", "--db", str(other))
+    assert refused.returncode == 1 and "not the demo KB" in refused.stderr.replace("\n", " ")
+    assert other.read_bytes() == before
+    assert schema.read_schema_version(sqlite3.connect(other)) == schema.SCHEMA_VERSION - 1
