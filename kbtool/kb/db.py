@@ -186,8 +186,7 @@ def inspect_kb(p: Path, *, allow_empty: bool = True) -> int:
         raise NotAKBError(f"{p} is not a kbtool KB (an empty file)")
     if head and not head.startswith(SQLITE_MAGIC):
         raise NotAKBError(f"{p} is not a kbtool KB (not an SQLite database)")
-    immutable = len(head) > 18 and head[18] == 2 and not wal.exists()
-    uri = "file:" + quote(str(p.resolve())) + ("?immutable=1" if immutable else "?mode=ro")
+    uri = _peek_uri(p, head)
     try:
         conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
     except sqlite3.OperationalError as exc:
@@ -212,19 +211,31 @@ def inspect_kb(p: Path, *, allow_empty: bool = True) -> int:
     return version
 
 
+def _peek_uri(p: Path, head: bytes) -> str:
+    """A read-only URI for ``p`` (its first bytes ``head``) that creates nothing beside it:
+    ``immutable`` for a WAL-mode file without a ``-wal`` file (a ``mode=ro`` reader would
+    make ``-wal``/``-shm``), else ``mode=ro``."""
+    immutable = len(head) > 18 and head[18] == 2 and not Path(f"{p}-wal").exists()
+    return "file:" + quote(str(p.resolve())) + ("?immutable=1" if immutable else "?mode=ro")
+
+
 def version_labels(p: Path) -> set[str]:
     """The version labels of the KB file ``p`` at any schema up to this one (every schema
     has ``versions.label``), read without changing anything (:func:`inspect_kb` first): what
     tells a command whose KB an older file is before it migrates it."""
     inspect_kb(p, allow_empty=False)
-    wal = Path(f"{p}-wal")
-    uri = "file:" + quote(str(p.resolve())) + ("?mode=ro" if wal.exists() else "?immutable=1")
     try:
-        conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+        with open(p, "rb") as fh:
+            head = fh.read(100)
+        conn = sqlite3.connect(
+            _peek_uri(p, head), uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000
+        )
         try:
             return {r[0] for r in conn.execute("SELECT label FROM versions")}
         finally:
             conn.close()
+    except OSError as exc:
+        raise KBError(f"cannot read {p}: {exc.strerror or exc}") from None
     except sqlite3.OperationalError as exc:
         raise _translate(exc, p) from None
 

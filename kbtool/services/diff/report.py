@@ -113,15 +113,21 @@ def pair_versions(conn: sqlite3.Connection, a: int, b: int, *, fuzzy: bool = Tru
 # --------------------------------------------------------------------------- annotations
 
 
+def _runtime_by_name(row: dict[str, Any], ann: dict[str, Any] | None) -> bool:
+    """A function is runtime by a name: its annotation's (or the oracle's flag), its raw
+    name or one of its export names (the first half of :func:`_is_runtime`)."""
+    if ann is not None and (ann["runtime_oracle"] or is_runtime_name(ann["name"])):
+        return True
+    exports, raw = row["export_names"], row["raw_name"]
+    return bool((raw and is_runtime_name(raw)) or (exports and any(map(is_runtime_name, exports))))
+
+
 def _is_runtime(
     row: dict[str, Any] | None, ann: dict[str, Any] | None, rows: Mapping[int, dict[str, Any]]
 ) -> bool:
     if row is None:
         return False
-    if ann is not None and (ann["runtime_oracle"] or is_runtime_name(ann["name"])):
-        return True
-    exports = row["export_names"]
-    if is_runtime_name(row["raw_name"]) or (exports and any(map(is_runtime_name, exports))):
+    if _runtime_by_name(row, ann):
         return True
     if row["instr_count"] > RUNTIME_WRAPPER_MAX_INSTR:
         return False  # (runtime_by_signature's answer: too big for a wrapper; imports unread)
@@ -145,10 +151,7 @@ def _runtime_check(
         nonlocal rt_imports
         if row is None:
             return False
-        if ann is not None and (ann["runtime_oracle"] or is_runtime_name(ann["name"])):
-            return True
-        exports, raw = row["export_names"], row["raw_name"]
-        if (raw and is_runtime_name(raw)) or (exports and any(map(is_runtime_name, exports))):
+        if _runtime_by_name(row, ann):
             return True
         if row["instr_count"] > RUNTIME_WRAPPER_MAX_INSTR:
             return False

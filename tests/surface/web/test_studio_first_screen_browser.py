@@ -53,6 +53,19 @@ def _held(page, held: list, seconds: float = 30.0) -> None:
     raise AssertionError("the request was never made")
 
 
+def _open_held(browser, srv, vid: int, pattern: str):
+    """The studio opened on the huge function of version ``vid`` (``#v=V&f=N``) with the
+    requests matching ``pattern`` held: (page, requests, errors, held routes, the pattern)."""
+    requests: list[str] = []
+    errors: list[str] = []
+    page = new_page(browser, requests, errors)
+    held: list = []
+    compiled = re.compile(pattern)
+    page.route(compiled, lambda route: held.append(route))
+    page.goto(f"{srv.url.rstrip('/')}/studio#v={vid}&f={BIG}")
+    return page, requests, errors, held, compiled
+
+
 def _switch_held(browser, served, held_url: str):
     """A page showing the huge function's C in version 1, switched to version 2 with the
     requests matching ``held_url`` held, then the huge function clicked there: (page, the
@@ -150,13 +163,9 @@ def test_the_call_graph_waits_for_the_first_window_in_the_disassembly_view(serve
     """The studio opened on a function (the disassembly view, the server preparing the
     version): its first window is asked for and shown before the call graph is asked for."""
     srv, v1, _v2 = served
-    requests: list[str] = []
-    errors: list[str] = []
-    page = new_page(browser, requests, errors)
-    held: list = []
-    first = re.compile(rf"/api/disasm/{v1}/{BIG}\?kind=wasm&offset=0")
-    page.route(first, lambda route: held.append(route))
-    page.goto(f"{srv.url.rstrip('/')}/studio#v={v1}&f={BIG}")
+    page, requests, errors, held, first = _open_held(
+        browser, srv, v1, rf"/api/disasm/{v1}/{BIG}\?kind=wasm&offset=0"
+    )
     _held(page, held)
     until(
         page,
@@ -181,13 +190,9 @@ def test_the_function_in_the_address_is_asked_for_before_the_function_list(serve
     is held (the list is asked for only once the lines are on screen): one request, the same
     lines, which the list's names then make links (studio.js ``openEarly``)."""
     srv, v1, _v2 = served
-    requests: list[str] = []
-    errors: list[str] = []
-    page = new_page(browser, requests, errors)
-    held: list = []
-    listing = re.compile(rf"/api/versions/{v1}/functions")
-    page.route(listing, lambda route: held.append(route))
-    page.goto(f"{srv.url.rstrip('/')}/studio#v={v1}&f={BIG}")
+    page, requests, errors, held, listing = _open_held(
+        browser, srv, v1, rf"/api/versions/{v1}/functions"
+    )
     until(page, "Number(document.querySelector('#code').dataset.shown) > 0")
     _held(page, held)
     url = f"/api/disasm/{v1}/{BIG}?kind=wasm&offset=0&limit=300"
@@ -212,13 +217,9 @@ def test_a_version_picked_while_the_start_is_on_its_way_stays_picked(served, bro
     in the address is not opened in the version picked (the start's answer never overrides
     the reader's pick). Found by CI: a second C request on a slow machine."""
     srv, v1, v2 = served
-    requests: list[str] = []
-    errors: list[str] = []
-    page = new_page(browser, requests, errors)
-    held: list = []
-    listing = re.compile(rf"/api/versions/{v1}/functions")
-    page.route(listing, lambda route: held.append(route))
-    page.goto(f"{srv.url.rstrip('/')}/studio#v={v1}&f={BIG}")
+    page, requests, errors, held, listing = _open_held(
+        browser, srv, v1, rf"/api/versions/{v1}/functions"
+    )
     _held(page, held)
     until(page, f"document.querySelector('#version option[value=\"{v2}\"]') !== null")
     page.select_option("#version", str(v2))
