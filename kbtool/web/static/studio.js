@@ -150,10 +150,22 @@ function renderKnowledge() {
   fill($("knowledge"), rows.length ? rows : el("span", { class: "hint", text: "No comments, prototype or local names yet." }));
 }
 
+/** The version's call graph: one request however many functions are opened while it comes. */
+function callGraph() {
+  const vid = state.version;
+  if (!state.graphAsked || state.graphAsked.vid !== vid) {
+    state.graphAsked = { vid, graph: api("/api/callgraph/" + vid).catch(() => ({ nodes: [], edges: [] })) };
+  }
+  return state.graphAsked.graph;
+}
+
 async function renderXrefs(f) {
   if (!state.graph) {
-    try { state.graph = await api("/api/callgraph/" + state.version); } catch (_) { state.graph = { nodes: [], edges: [] }; }
+    const asked = state.version, graph = await callGraph();
+    if (state.version !== asked) return;  // another version picked meanwhile
+    state.graph = graph;
   }
+  if (state.current !== f) return;  // another function opened meanwhile: its panel, not this one's
   const nodes = new Map((state.graph.nodes || []).map((x) => [x.index, x]));
   const names = new Map((state.graph.nodes || []).map((x) => [x.index, x.name]));
   for (const x of state.functions) if (x.name) names.set(x.index, x.name);
@@ -170,7 +182,7 @@ async function renderXrefs(f) {
     const n = nodes.get(i);
     return n ? { name: n.name, provenance: n.provenance } : null;
   };
-  if (state.current === f) drawNeighbourhood($("nbgraph"), state.graph, f.index, info, openFunction);
+  drawNeighbourhood($("nbgraph"), state.graph, f.index, info, openFunction);
   fill($("xrefs"),
     el("div", { class: "faint", text: callers.length + " callers" }), callers.slice(0, 200).map((e) => link(e.caller, e.kind)),
     el("div", { class: "faint", text: callees.length + " callees" }), callees.slice(0, 200).map((e) => link(e.callee, e.kind)));
@@ -179,6 +191,7 @@ async function renderXrefs(f) {
 async function renderTrail(f) {
   let trail = [];
   try { trail = await api("/api/renames/" + encodeURIComponent(f.stable_id)); } catch (_) { trail = []; }
+  if (state.current !== f) return;
   fill($("trail"), trail.length ? trail.map((t) => el("div", {
     text: (t.at || "").slice(0, 16).replace("T", " ") + "  " + (t.from || "∅") + " → " + (t.to || "∅") +
       "  (" + t.provenance + ", " + t.actor + ")" })) : el("span", { class: "hint", text: "never renamed" }));
@@ -210,21 +223,23 @@ async function openFunction(index) {
   if (state.current !== f) return;
   if (state.view === "clean") renderCode();
   renderSide(); renderKnowledge();
-  renderTrail(f);
+  const trail = renderTrail(f);
   const graphHere = Boolean(state.graph);
-  if (graphHere) renderXrefs(f);
-  else fill($("xrefs"), el("span", { class: "hint", text: "loading…" }));
+  let xrefs = graphHere ? renderXrefs(f) : null;
+  if (!graphHere) fill($("xrefs"), el("span", { class: "hint", text: "loading…" }));
   fill($("dataxrefs"), el("span", { class: "faint", text: "loading…" }));
   await onScreen;  // the call graph's and the data uses' requests after the first code (codeWindows)
   if (state.current !== f) return;
-  if (!graphHere) renderXrefs(f);
+  if (!graphHere) xrefs = renderXrefs(f);
   fill($("dataxrefs"), usesSection(state.version, index, openFunction));  // data and globals it uses
+  // its panes are this function's now (tests wait for it; the previous one's meet their waits)
+  Promise.all([trail, xrefs]).then(() => { if (state.current === f) document.body.dataset.opened = String(index); });
 }
 
 /** Show version `vid`'s function list; false when another version was picked meanwhile
  *  (its answer is dropped: the list and the code stay the latest pick's). */
 async function loadVersion(vid) {
-  state.version = vid; state.graph = null;
+  state.version = vid; state.graph = null; state.graphAsked = null;
   const functions = await api("/api/versions/" + vid + "/functions");
   if (state.version !== vid) return false;
   state.functions = functions;

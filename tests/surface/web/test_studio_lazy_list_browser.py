@@ -101,13 +101,16 @@ def test_the_page_once_loaded_is_the_one_a_click_gives(served, browser):
     errors: list[str] = []
     early = new_page(browser, [], errors)
     early.goto(f"{srv.url.rstrip('/')}/studio#v={vid}&f={BIG}")
+    until(early, f"document.body.dataset.opened === '{BIG}'")
     until(early, SETTLED)
     until(early, "document.querySelectorAll('#code .fnref').length > 0")
     clicked = new_page(browser, [], errors)
     clicked.goto(f"{srv.url.rstrip('/')}/studio#v={vid}")
     until(clicked, SETTLED)
     clicked.click(f'#flist .fn[data-index="{BIG}"]')
-    until(clicked, f"document.querySelector('#fname').textContent.endsWith('#{BIG}')")
+    # the previous function's panes meet SETTLED too: wait for the page's word that the
+    # clicked one's are on screen (found by CI: the first function's xrefs read as big's)
+    until(clicked, f"document.body.dataset.opened === '{BIG}'")
     until(clicked, SETTLED)
     until(clicked, "Number(document.querySelector('#code').dataset.shown) > 0")
     a, b = _seen(early), _seen(clicked)
@@ -127,5 +130,40 @@ def test_a_function_not_in_the_version_says_so_and_the_list_still_comes(served, 
     n = len(_functions(srv, vid))
     until(page, f"document.querySelector('#fcount').textContent === '{n} of {n}'")
     assert page.locator("#flist .fn").count() == min(n, MAX_LIST)
+    assert errors == []
+    page.close()
+
+
+def test_the_xrefs_shown_are_the_open_functions_whichever_answer_comes_last(served, browser):
+    """A function clicked while the call graph asked for the one opened before is still on
+    its way: one call graph request for the version, and the callers and callees shown are
+    the clicked function's once it comes (a late answer never fills another's panel)."""
+    srv, vid = served
+    requests: list[str] = []
+    errors: list[str] = []
+    page = new_page(browser, requests, errors)
+    held: list = []
+    graph = re.compile(rf"/api/callgraph/{vid}")
+    page.route(graph, lambda route: held.append(route))
+    page.goto(f"{srv.url.rstrip('/')}/studio#v={vid}")
+    until(page, "document.body.dataset.started === '1'")
+    page.click(f'#flist .fn[data-index="{BIG}"]')
+    # the clicked function's data uses are asked for right after its call graph would be
+    end = time.monotonic() + 30
+    while not any(f"target=%23{BIG}" in u for u in requests) and time.monotonic() < end:
+        page.wait_for_timeout(50)
+    page.wait_for_timeout(300)  # (a second call graph request, if any, reaches the route)
+    assert len(held) == 1
+    held[0].continue_()
+    page.unroute(graph)
+    until(page, f"document.body.dataset.opened === '{BIG}'")
+    status, _, body = request(srv.port, f"/api/callgraph/{vid}")
+    assert status == 200
+    edges = json.loads(body)["edges"]
+    callers = sum(1 for e in edges if e["callee"] == BIG)
+    callees = sum(1 for e in edges if e["caller"] == BIG)
+    shown = page.inner_text("#xrefs").split("\n")
+    assert shown[0] == f"{callers} callers"
+    assert f"{callees} callees" in shown
     assert errors == []
     page.close()
