@@ -21,6 +21,7 @@ similarities instead of computing them again.
 from __future__ import annotations
 
 import math
+import sys
 import threading
 from array import array
 from collections import Counter
@@ -32,6 +33,36 @@ from typing import Any, Final
 
 from ..names import _MINIFIED_RE, _SHORT3_RE, is_minified_name, module_is_minified  # noqa: F401
 from .weights import _exact, _weighted_jaccard, _weighted_jaccard_exact, _Weights  # noqa: F401
+
+try:  # mypyc: native ints in the typed count (no tag checks, no boxing)
+    from mypy_extensions import i64
+except ImportError:  # the pure path without it (not a dependency): plain ints
+    i64 = int  # type: ignore[misc,assignment]
+
+
+class _ListVec:
+    """``vec[T]`` without :mod:`librt.vecs`: ``vec[T](items)`` is a plain list."""
+
+    def __getitem__(self, item: object) -> type[list]:
+        return list
+
+
+try:  # mypyc's runtime library (installed with mypy): native arrays and 16-bit reads
+    from librt.strings import read_i16_be, read_i16_le
+    from librt.vecs import vec
+except ImportError:  # the pure path without it: lists and int.from_bytes, the same values
+    vec = _ListVec()  # type: ignore[misc,assignment]
+
+    def read_i16_le(b: bytes, index: int) -> int:  # type: ignore[misc]
+        if index < 0 or index + 2 > len(b):
+            raise IndexError(index)
+        return int.from_bytes(b[index : index + 2], "little", signed=True)
+
+    def read_i16_be(b: bytes, index: int) -> int:  # type: ignore[misc]
+        if index < 0 or index + 2 > len(b):
+            raise IndexError(index)
+        return int.from_bytes(b[index : index + 2], "big", signed=True)
+
 
 __all__ = [
     "FeatureCache",
@@ -202,72 +233,91 @@ def _words_square(words: list[int]) -> int:
 
 
 class _Scratch:
-    """The typed count's reusable tables: op id -> its local id in the body (-1: not
-    seen), and a count per pair of local ids (both all -1 / 0 between calls)."""
+    """The typed count's reusable native tables: op id -> its local id in the body (-1: not
+    seen), a count per pair of local ids (both all -1 / 0 between calls), the local pair
+    indices touched (first seen first) and the body's distinct ops (by local id)."""
 
     def __init__(self) -> None:
-        self.local: list[int] = [-1] * _OP_IDS
-        self.counts: list[int] = [0] * (_LOCAL_IDS * _LOCAL_IDS)
+        self.local: vec[i64] = vec[i64]([-1] * _OP_IDS)
+        self.counts: vec[i64] = vec[i64]([0] * (_LOCAL_IDS * _LOCAL_IDS))
+        self.touched: vec[i64] = vec[i64]([0] * (_LOCAL_IDS * _LOCAL_IDS))
+        self.seen: vec[i64] = vec[i64]([0] * _LOCAL_IDS)
 
 
 # free scratch tables (a caller pops one or makes one, and puts it back: list.pop and
 # list.append are atomic, so threads matching at once never share one)
 _SCRATCH: list[_Scratch] = []
+# the op ids are stored in native byte order (``array("H")``): read as such
+_LITTLE: Final = sys.byteorder == "little"
 
 
 def _pair_counts(ops: bytes, n: int) -> list[int] | None:
     """The histogram of :func:`_bigrams` over the first ``n`` 16-bit op ids of ``ops``
-    (little-endian) as words ``key << _CBITS | count`` in increasing order, each pair of
-    neighbouring ops (a, b) under the key ``a | b << 16`` (the 32-bit word
-    ``Counter.update`` reads). None when the body has more than ``_LOCAL_IDS`` distinct
-    ops (the caller counts then)."""
+    (native byte order, as ``array("H")`` stores them) as words ``key << _CBITS | count``
+    in increasing order, each pair of neighbouring ops (a, b) under the key ``a | b << 16``
+    (the 32-bit word ``Counter.update`` reads). None when the body has more than
+    ``_LOCAL_IDS`` distinct ops (the caller counts then). In the twin every step of the
+    loop over the ops is native: 16-bit reads, native arrays, native ints."""
     try:
         s = _SCRATCH.pop()
     except IndexError:
         s = _Scratch()
-    local, counts = s.local, s.counts
-    seen: list[int] = []
-    touched: list[int] = []  # local pair indices (a's local id * 256 + b's), first seen
-    prev = -1  # (256 * the previous op's local id, -1 before the first op)
+    local = s.local
+    counts = s.counts
+    touched = s.touched
+    seen = s.seen
+    nseen: i64 = 0
+    nt: i64 = 0  # local pair indices (a's local id * 256 + b's) touched, first seen first
+    prev: i64 = -1  # (256 * the previous op's local id, -1 before the first op)
     full = False
-    # the op ids as a list of ints made in C (native byte order, as ``Counter``'s words)
-    ids: list[int] = array("H", ops[: 2 * n]).tolist()
-    for op in ids:
-        k = local[op]
+    end: i64 = 2 * n
+    j: i64 = 0
+    while j < end:
+        # (a signed 16-bit read, masked: the op id, 0 to 65535)
+        op: i64 = (i64(read_i16_le(ops, j)) if _LITTLE else i64(read_i16_be(ops, j))) & 0xFFFF
+        j += 2
+        k: i64 = local[op]
         if k < 0:
-            k = len(seen)
+            k = nseen
             if k >= _LOCAL_IDS:
                 full = True
                 break
             local[op] = k
-            seen.append(op)
+            seen[k] = op
+            nseen += 1
         if prev >= 0:
-            idx = prev + k
-            c = counts[idx]
+            idx: i64 = prev + k
+            c: i64 = counts[idx]
             if c == 0:
-                touched.append(idx)
+                touched[nt] = idx
+                nt += 1
             counts[idx] = c + 1
         prev = k * _LOCAL_IDS
     out: list[int] | None = None
     if not full:
         # the keys' order without sorting 32-bit keys: ``a | b << 16`` orders by b, then
         # a, which is the order of (rank of b, rank of a) among the body's sorted ops
-        ranked = sorted(seen)
-        rank = [0] * len(seen)
-        for r, op in enumerate(ranked):
-            rank[local[op]] = r
-        order = [(rank[idx % _LOCAL_IDS] << 8) | rank[idx // _LOCAL_IDS] for idx in touched]
+        ranked: list[int] = sorted([int(seen[x]) for x in range(nseen)])
+        rank = vec[i64]([0] * nseen)
+        r: i64 = 0
+        for op2 in ranked:
+            rank[local[op2]] = r
+            r += 1
+        order: list[int] = []
+        for t in range(nt):
+            idx2: i64 = touched[t]
+            order.append(int((rank[idx2 % _LOCAL_IDS] << 8) | rank[idx2 // _LOCAL_IDS]))
         order.sort()
         out = []
-        for r in order:
-            a = ranked[r & 255]
-            b = ranked[r >> 8]
-            c = counts[local[a] * _LOCAL_IDS + local[b]]
-            out.append(((a | (b << 16)) << _CBITS) | c)
-    for idx in touched:
-        counts[idx] = 0
-    for op in seen:
-        local[op] = -1
+        for w in order:
+            a = ranked[w & 255]
+            b = ranked[w >> 8]
+            cnt: i64 = counts[local[a] * _LOCAL_IDS + local[b]]
+            out.append(((a | (b << 16)) << _CBITS) | int(cnt))
+    for t in range(nt):
+        counts[touched[t]] = 0
+    for x in range(nseen):
+        local[seen[x]] = -1
     _SCRATCH.append(s)
     return out
 
