@@ -25,8 +25,9 @@ from .base import (
     _i32_text,
     _merge,
     _p,
+    i64,
 )
-from .decode import _STACK_EFFECT
+from .decode import _EFF_POPS, _EFF_PUSHES
 from .linetext import _marks, _note_ids, _unmark
 from .opnames import OP_CALL, OP_GLOBAL_SET, OP_LOCAL_GET, OP_LOCAL_SET, OP_LOCAL_TEE, OP_SELECT
 from .structure import _Blk
@@ -345,19 +346,25 @@ class _Core:
         temporary later) and before any control flow leaves the value on the stack."""
         ops = self.ops
         args = self.args
-        i = self.cur
-        last = min(len(ops), i + 48)
-        d = 0  # values above the (possibly composed) tee value
-        effects = _STACK_EFFECT
+        i: i64 = self.cur
+        last: i64 = min(len(ops), i + 48)
+        d: i64 = 0  # values above the (possibly composed) tee value
+        pops_t = _EFF_POPS
+        push_t = _EFF_PUSHES
+        n_eff: i64 = len(pops_t)
         ftypes = self.lm.func_types
+        j: i64
         for j in range(i + 1, last):
-            op = ops[j]
+            op: i64 = ops[j]
             if op == OP_LOCAL_GET or op == OP_LOCAL_SET or op == OP_LOCAL_TEE:
-                if args[j][0] == x:
+                y: int = args[j][0]  # a local's index: an int compare, no generic one
+                if y == x:
                     return False
                 if op == OP_LOCAL_GET:
                     d += 1
                     continue
+            pops: i64
+            pushes: i64
             if op == OP_CALL:
                 callee: int = args[j][0]
                 t = ftypes[callee] if callee < len(ftypes) else None
@@ -365,10 +372,12 @@ class _Core:
                     return False
                 pops, pushes = len(t.params), len(t.results)
             else:
-                eff = effects[op] if op < len(effects) else None
-                if eff is None:
+                if op >= n_eff:
                     return False
-                pops, pushes = eff
+                pops = pops_t[op]
+                if pops == 255:
+                    return False
+                pushes = push_t[op] - 2
             if pops <= d:
                 if pushes < 0:
                     return False  # control flow with the value still on the stack

@@ -358,6 +358,17 @@ def _stack_effects() -> list:
 
 _STACK_EFFECT: Final = _stack_effects()
 
+
+def _effect_bytes(col: int, none: int, add: int) -> bytes:
+    """One column of :data:`_STACK_EFFECT` as a byte per op (plus ``add``; ``none`` for an
+    unknown op): read natively by the tee-folding lookahead (no tuple, no boxed int)."""
+    return bytes(none if e is None else e[col] + add for e in _STACK_EFFECT)
+
+
+#: pops per op, 255 unknown; pushes per op plus 2 (so -2 and -1 fit a byte)
+_EFF_POPS: Final = _effect_bytes(0, 255, 0)
+_EFF_PUSHES: Final = _effect_bytes(1, 0, 2)
+
 #: single-byte opcodes without immediates
 _NO_IMM: Final = frozenset(b for b in range(0xFB) if BYTE_KIND[b] == K_NONE)
 #: control instructions the structurer looks at (openers, else/catch, ends, branches)
