@@ -39,6 +39,7 @@ PURE_NAME = f"{__package__}.{SOURCE}"
 #: the package's parts (each registered under the pure name when the twin is chosen)
 PARTS = (
     "weights",
+    "bigrams",
     "features",
     "base",
     "exact",

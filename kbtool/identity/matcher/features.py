@@ -21,48 +21,26 @@ similarities instead of computing them again.
 from __future__ import annotations
 
 import math
-import sys
 import threading
-from array import array
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from itertools import chain, repeat
-from operator import itemgetter, mul
-from typing import Any, Final
+from itertools import chain
+from operator import itemgetter
+from typing import Any
 
 from ..names import _MINIFIED_RE, _SHORT3_RE, is_minified_name, module_is_minified  # noqa: F401
+from .bigrams import (  # noqa: F401  (the histograms' names, read here and by the tests)
+    _LOCAL_IDS,
+    _MAX_OPS,
+    _TYPED,
+    _bigrams,
+    _cosine,
+    _cosine_words,
+    _pair_counts,
+    hist_dict,
+)
 from .weights import _exact, _weighted_jaccard, _weighted_jaccard_exact, _Weights  # noqa: F401
-
-try:  # mypyc: native ints in the typed count (no tag checks, no boxing)
-    from mypy_extensions import i64
-except ImportError:  # the pure path without it (not a dependency): plain ints
-    i64 = int  # type: ignore[misc,assignment]
-
-
-class _ListVec:
-    """``vec[T]`` without :mod:`librt.vecs`: ``vec[T](items)`` is a plain list."""
-
-    def __getitem__(self, item: object) -> type[list]:
-        return list
-
-
-try:  # mypyc's runtime library (installed with mypy): native arrays and 16-bit reads
-    from librt.strings import read_i16_be, read_i16_le
-    from librt.vecs import vec
-except ImportError:  # the pure path without it: lists and int.from_bytes, the same values
-    vec = _ListVec()  # type: ignore[misc,assignment]
-
-    def read_i16_le(b: bytes, index: int) -> int:  # type: ignore[misc]
-        if index < 0 or index + 2 > len(b):
-            raise IndexError(index)
-        return int.from_bytes(b[index : index + 2], "little", signed=True)
-
-    def read_i16_be(b: bytes, index: int) -> int:  # type: ignore[misc]
-        if index < 0 or index + 2 > len(b):
-            raise IndexError(index)
-        return int.from_bytes(b[index : index + 2], "big", signed=True)
-
 
 __all__ = [
     "FeatureCache",
@@ -87,9 +65,6 @@ def size_ratio(a: int, b: int) -> float:
     if lo < 0:
         lo = 0
     return lo / hi  # (the same float as max(lo, 0) / hi: no tuple, no builtin call)
-
-
-_MAX_OPS = 16384  # instructions sampled per function for the op-bigram histogram
 
 
 class _Feat:
@@ -157,236 +132,11 @@ class _Feat:
         return self.hist()[1]
 
 
-def _bigrams(ops: bytes) -> tuple[Any, float]:
-    """The op-bigram histogram of an op stream and its Euclidean norm.
-
-    Pure Python: a dict, bigram key -> count. The compiled twin (``_TYPED``): the same
-    counts as a sorted list of words ``key << _CBITS | count`` (:func:`_pair_counts`), what
-    :func:`_cosine_words` merges; :func:`hist_dict` reads either as the dict."""
-    if len(ops) > 2 * _MAX_OPS:
-        # very large bodies: the head and the tail are a fair sample of the mix, and
-        # counting millions of instructions per candidate would dominate the run
-        half = _MAX_OPS  # in bytes (2 per op): _MAX_OPS / 2 ops from each end
-        ops = ops[:half] + ops[len(ops) - half :]
-    n = len(ops) - (len(ops) % 2)
-    # op bigrams discriminate control-flow/arith patterns much better than unigrams.
-    # Every pair of neighbouring 16-bit op ids is one 32-bit word read at an even or
-    # an odd op position: two C-level passes, no Python per instruction (pure), or one
-    # typed pass in the compiled twin (:func:`_pair_counts`: the same counts)
-    if _TYPED:
-        words = _pair_counts(bytes(ops), n // 2)
-        if words is None:
-            words = _as_words(_counter(ops, n))
-        return words, math.sqrt(_words_square(words)) or 1.0
-    big = _counter(ops, n)
-    return big, math.sqrt(sum(v * v for v in big.values())) or 1.0
-
-
-def _counter(ops: bytes, n: int) -> Counter:
-    big: Counter = Counter()
-    if n >= 4:
-        big.update(array("I", ops[: n - (n % 4)]))
-        if n >= 6:
-            big.update(array("I", ops[2 : 2 + (n - 2) - ((n - 2) % 4)]))
-    return big
-
-
-def _probe() -> None:  # (only its kind is read: see ``_TYPED``)
-    pass
-
-
-#: True in the compiled twin (mypyc makes the module's functions native, without a code
-#: object): there the op bigrams are counted by a typed loop (:func:`_pair_counts`) into a
-#: sorted list of words and the cosine merges two such lists (:func:`_cosine_words`);
-#: pure Python keeps ``Counter.update`` and dicts (a Python loop would be slower there)
-_TYPED: Final = not hasattr(_probe, "__code__")
-
-_OP_IDS: Final = 65536  # op ids are 16-bit
-_LOCAL_IDS: Final = 256  # distinct ops a body may have for the typed count (else Counter's)
-# a typed histogram's word: the bigram key (``a | b << 16``, 32 bits) above the count's
-# _CBITS bits (a count is below 2 * _MAX_OPS, far below 2**24: the sample caps the ops)
-_CBITS: Final = 24
-_CMASK: Final = 0xFFFFFF
-# (every constant above a ``Final`` literal: the twin reads it inline, no module lookup)
-
-
-def hist_dict(h: Any) -> dict[int, int]:
-    """A histogram of :func:`_bigrams` (either form) as the dict bigram key -> count."""
-    if isinstance(h, dict):
-        return h
-    return {w >> _CBITS: w & _CMASK for w in h}
-
-
-def _as_words(big: Counter) -> list[int]:
-    """A Counter's histogram as the sorted words of :func:`_pair_counts` (keys distinct:
-    sorting the words sorts the keys)."""
-    return sorted((k << _CBITS) | v for k, v in big.items())
-
-
-def _words_square(words: list[int]) -> int:
-    """The sum of the squared counts (the very int the dict form's sum gives)."""
-    sq = 0
-    for w in words:
-        c = w & _CMASK
-        sq += c * c
-    return sq
-
-
-class _Scratch:
-    """The typed count's reusable native tables: op id -> its local id in the body (-1: not
-    seen), a count per pair of local ids (both all -1 / 0 between calls), the local pair
-    indices touched (first seen first) and the body's distinct ops (by local id)."""
-
-    def __init__(self) -> None:
-        self.local: vec[i64] = vec[i64]([-1] * _OP_IDS)
-        self.counts: vec[i64] = vec[i64]([0] * (_LOCAL_IDS * _LOCAL_IDS))
-        self.touched: vec[i64] = vec[i64]([0] * (_LOCAL_IDS * _LOCAL_IDS))
-        self.seen: vec[i64] = vec[i64]([0] * _LOCAL_IDS)
-
-
-# free scratch tables (a caller pops one or makes one, and puts it back: list.pop and
-# list.append are atomic, so threads matching at once never share one)
-_SCRATCH: list[_Scratch] = []
-# the op ids are stored in native byte order (``array("H")``): read as such
-_LITTLE: Final = sys.byteorder == "little"
-
-
-def _pair_counts(ops: bytes, n: int) -> list[int] | None:
-    """The histogram of :func:`_bigrams` over the first ``n`` 16-bit op ids of ``ops``
-    (native byte order, as ``array("H")`` stores them) as words ``key << _CBITS | count``
-    in increasing order, each pair of neighbouring ops (a, b) under the key ``a | b << 16``
-    (the 32-bit word ``Counter.update`` reads). None when the body has more than
-    ``_LOCAL_IDS`` distinct ops (the caller counts then). In the twin every step of the
-    loop over the ops is native: 16-bit reads, native arrays, native ints."""
-    try:
-        s = _SCRATCH.pop()
-    except IndexError:
-        s = _Scratch()
-    local = s.local
-    counts = s.counts
-    touched = s.touched
-    seen = s.seen
-    nseen: i64 = 0
-    nt: i64 = 0  # local pair indices (a's local id * 256 + b's) touched, first seen first
-    prev: i64 = -1  # (256 * the previous op's local id, -1 before the first op)
-    full = False
-    end: i64 = 2 * n
-    j: i64 = 0
-    while j < end:
-        # (a signed 16-bit read, masked: the op id, 0 to 65535)
-        op: i64 = (i64(read_i16_le(ops, j)) if _LITTLE else i64(read_i16_be(ops, j))) & 0xFFFF
-        j += 2
-        k: i64 = local[op]
-        if k < 0:
-            k = nseen
-            if k >= _LOCAL_IDS:
-                full = True
-                break
-            local[op] = k
-            seen[k] = op
-            nseen += 1
-        if prev >= 0:
-            idx: i64 = prev + k
-            c: i64 = counts[idx]
-            if c == 0:
-                touched[nt] = idx
-                nt += 1
-            counts[idx] = c + 1
-        prev = k * _LOCAL_IDS
-    out: list[int] | None = None
-    if not full:
-        # the keys' order without sorting 32-bit keys: ``a | b << 16`` orders by b, then
-        # a, which is the order of (rank of b, rank of a) among the body's sorted ops
-        ranked: list[int] = sorted([int(seen[x]) for x in range(nseen)])
-        rank = vec[i64]([0] * nseen)
-        r: i64 = 0
-        for op2 in ranked:
-            rank[local[op2]] = r
-            r += 1
-        order: list[int] = []
-        for t in range(nt):
-            idx2: i64 = touched[t]
-            order.append(int((rank[idx2 % _LOCAL_IDS] << 8) | rank[idx2 // _LOCAL_IDS]))
-        order.sort()
-        out = []
-        for w in order:
-            a = ranked[w & 255]
-            b = ranked[w >> 8]
-            cnt: i64 = counts[local[a] * _LOCAL_IDS + local[b]]
-            out.append(((a | (b << 16)) << _CBITS) | int(cnt))
-    for t in range(nt):
-        counts[touched[t]] = 0
-    for x in range(nseen):
-        local[seen[x]] = -1
-    _SCRATCH.append(s)
-    return out
-
-
 # the largest bigram cosine a pair can get (1 and a margin far above float rounding)
 _COS_MAX = 1.0 + 1e-9
 # added to a ratio of set weights bounding a weighted Jaccard (FeatureCache.weight_bound):
 # far above the few units in the last place either float is off its real value
 _RATIO_SLACK = 1e-9
-
-
-def _cosine(a: dict[int, int], na: float, b: dict[int, int], nb: float) -> float:
-    if not a or not b:
-        return 1.0 if not a and not b else 0.0
-    if len(a) > len(b):
-        a, b = b, a
-    # the integer dot product over the smaller histogram's bigrams (0 where the other has
-    # none), every step in C, no set of the common keys built (exact: any order); typed
-    # in the compiled twin (native int products, no int object per bigram: the same int)
-    if _TYPED:
-        dot = 0
-        for k, v in a.items():
-            w = b.get(k)
-            if w is not None:
-                dot += v * w
-    else:
-        dot = sum(map(mul, a.values(), map(b.get, a, repeat(0))))
-    return dot / (na * nb)
-
-
-def _cosine_words(a: list[int], na: float, b: list[int], nb: float) -> float:
-    """:func:`_cosine` of two histograms in the typed form (sorted words, see
-    :func:`_pair_counts`): the integer dot product by one merge of the two sorted lists,
-    no dict lookup (the same int, so the same float)."""
-    la = len(a)
-    lb = len(b)
-    if not la or not lb:
-        return 1.0 if not la and not lb else 0.0
-    dot = 0
-    i = 0
-    j = 0
-    x = a[0]
-    y = b[0]
-    kx = x >> _CBITS
-    ky = y >> _CBITS
-    while True:
-        if kx == ky:
-            dot += (x & _CMASK) * (y & _CMASK)
-            i += 1
-            j += 1
-            if i >= la or j >= lb:
-                break
-            x = a[i]
-            kx = x >> _CBITS
-            y = b[j]
-            ky = y >> _CBITS
-        elif kx < ky:
-            i += 1
-            if i >= la:
-                break
-            x = a[i]
-            kx = x >> _CBITS
-        else:
-            j += 1
-            if j >= lb:
-                break
-            y = b[j]
-            ky = y >> _CBITS
-    return dot / (na * nb)
 
 
 class _Store:
