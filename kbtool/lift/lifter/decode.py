@@ -74,7 +74,9 @@ from .opnames import (
 def _decode(data: bytes, start: int, end: i64, budget: _Budget) -> tuple:
     """Decode a body into two parallel lists, opcodes and immediates (a tuple each; ``()``
     when none; an ``f32.const`` carries ``(value, raw bits)``), plus the indices of the
-    control instructions and whether an ``i32.add`` or ``i32.sub`` occurs. No offsets and no per-instruction tuple: they cost allocations
+    control instructions and what occurs, as bits: 1 an ``i32.add`` or ``i32.sub``, 2 a
+    ``global.get`` (a shadow-stack frame's prologue needs both; found here, no scan of the
+    opcodes after). No offsets and no per-instruction tuple: they cost allocations
     in the hottest loop and no later pass needs them.
 
     Inline fast paths cover the common shapes with short LEBs (no immediate;
@@ -84,6 +86,7 @@ def _decode(data: bytes, start: int, end: i64, budget: _Budget) -> tuple:
     p: i64  # i64 here and below: native ints in the loop (mypyc), no tag checks
     decls, p = read_local_decls(data, start, end)
     arith = False  # an i32.add / i32.sub seen (a shadow-stack frame needs one)
+    gget = False  # a global.get seen (... and one)
     ops: list[int] = []
     args: list[tuple] = []
     ctrl: list[int] = []
@@ -108,6 +111,8 @@ def _decode(data: bytes, start: int, end: i64, budget: _Budget) -> tuple:
             b1: i64 = data[p + 1]
             b2: i64 = data[p + 2]
             if k == 2:  # one uleb
+                if b == OP_GLOBAL_GET:
+                    gget = True
                 if b1 < 0x80:
                     imms = one_u[b1]  # shared one-value tuples: no allocation
                     q = p + 2
@@ -188,6 +193,8 @@ def _decode(data: bytes, start: int, end: i64, budget: _Budget) -> tuple:
                     if op == OP_F32_CONST:  # f32.const: keep the raw bits (a NaN payload)
                         imms = (imms[0], int.from_bytes(data[p + 1 : p + 5], "little"))
                     ops.append(op)
+                if op == OP_GLOBAL_GET:
+                    gget = True
         else:
             ops.append(b)
         args.append(imms)
@@ -199,7 +206,7 @@ def _decode(data: bytes, start: int, end: i64, budget: _Budget) -> tuple:
             if n > MAX_INSTRUCTIONS:
                 raise LiftError(f"more than {MAX_INSTRUCTIONS} instructions")
             budget.spend(0)
-    return decls, ops, args, ctrl, arith
+    return decls, ops, args, ctrl, (1 if arith else 0) | (2 if gget else 0)
 
 
 def _short_u(data: bytes, q: int, end: int) -> tuple[int, int]:

@@ -24,7 +24,6 @@ from .decode import _decode
 from .localvars import _local_names
 from .memory import _data_decls, _frame_struct, _setup_frame
 from .notes import function_notes, note_line, place_notes, setup_notes
-from .opnames import OP_GLOBAL_GET
 from .prepass import _prepass
 from .structure import _scan
 from .views import lift_views
@@ -116,7 +115,7 @@ def lift_function(
     start, end = m.code[func_index - m.num_func_imports]
     try:
         t = m.func_type(func_index)
-        decls, ops, args, ctrl, arith = _decode(lm.data, start, end, budget)
+        decls, ops, args, ctrl, seen = _decode(lm.data, start, end, budget)
         if len(ops) > max_instructions:
             raise LiftError(f"more than {max_instructions} instructions")
         n_locals = len(t.params) + sum(c for c, _ in decls)
@@ -132,9 +131,9 @@ def lift_function(
         loose = setup_notes(lf, notes, lm.data, start, end) if notes else []
         lf.switches = switches
         sp_hint = -1  # the module's first mutable i32 global (a shadow-stack frame's SP)
-        # a frame's prologue needs an i32.sub / i32.add of a global.get's value (a list
-        # `in` is a C scan; most leaf functions of C code read no global)
-        arith = arith and OP_GLOBAL_GET in ops
+        # a frame's prologue needs an i32.sub / i32.add of a global.get's value (the decoder
+        # says whether both occur; most leaf functions of C code read no global)
+        arith = seen == 3
         if arith:
             for g, gl in enumerate(m.globals):
                 if gl.mutable and gl.valtype == "i32":
