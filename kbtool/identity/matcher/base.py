@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ..records import FuncRecord, Match
+from .bigrams import _TYPED
 from .features import FeatureCache, is_minified_name, size_ratio
 
 REVIEW_SCORE = 0.6  # matches scoring below this are flagged for review
@@ -29,6 +30,22 @@ def _import_field_minified(import_name: str | None) -> bool:
 def _plausible_size(a: int, b: int) -> bool:
     """Sizes close enough for the two functions to be versions of one another."""
     return abs(a - b) <= 12 or size_ratio(a, b) >= 0.33
+
+
+def bisect_ints(a: list[int], x: int) -> int:
+    """``bisect.bisect_left(a, x)`` on a sorted list of ints: a typed loop in the compiled
+    twin (native compares, no generic call), the C function in pure Python."""
+    if not _TYPED:
+        return bisect.bisect_left(a, x)
+    lo = 0
+    hi = len(a)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 def _weak_name(name: str) -> bool:
@@ -404,7 +421,7 @@ class MatcherBase:
             p = 0
         else:
             os_, ns, prev, marks = run
-            p = bisect.bisect_left(os_, dirty)  # positions before p read the same pairs
+            p = bisect_ints(os_, dirty)  # positions before p read the same pairs
         c = min(p // step, len(marks) - 1) if marks else 0
         start = c * step
         del os_[start:], ns[start:], prev[start:], marks[c + 1 :]
@@ -420,7 +437,6 @@ class MatcherBase:
         else:
             tails, tail_pos = [], []  # new index at the end of the best chain of each length
         prev += [-1] * (len(ns) - start)
-        bisect_left = bisect.bisect_left
         for s0 in range(start, len(ns), step):
             if s0 != start or not marks:
                 marks.append((tails[:], tail_pos[:]))
@@ -432,7 +448,7 @@ class MatcherBase:
                     tails.append(n)
                     tail_pos.append(k)
                     continue
-                j = bisect_left(tails, n)
+                j = bisect_ints(tails, n)
                 tails[j] = n
                 tail_pos[j] = k
                 prev[k] = tail_pos[j - 1] if j else -1
@@ -457,7 +473,7 @@ class MatcherBase:
         if ao is None:
             return None
         an = self.anchor_n
-        k = bisect.bisect_left(ao, o)
+        k = bisect_ints(ao, o)
         lo_o, lo_n = (ao[k - 1], an[k - 1]) if k else (self.span_o[0], self.span_n[0])
         hi_o, hi_n = (ao[k], an[k]) if k < len(ao) else (self.span_o[1], self.span_n[1])
         if not lo_n < n < hi_n:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import bisect
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from functools import partial
 
-from .base import REVIEW_SCORE, _plausible_size
+from .base import REVIEW_SCORE, _plausible_size, bisect_ints
 from .similarity import SimilarityStage
 
 
@@ -289,11 +288,11 @@ class CallgraphStage(SimilarityStage):
         aj.append(len(ln))
         gx: dict[int, int] = {}
         for i in ui:
-            k = bisect.bisect_left(ai, i) - 1
+            k = bisect_ints(ai, i) - 1
             gx[k] = -1 if k in gx else i
         gy: dict[int, int] = {}
         for j in uj:
-            k = bisect.bisect_left(aj, j) - 1
+            k = bisect_ints(aj, j) - 1
             gy[k] = -1 if k in gy else j
         sig_o, sig_n = SO.sig_a, SN.sig_a
         pairs = []

@@ -7,7 +7,7 @@ import heapq
 from collections import defaultdict
 from functools import partial
 
-from .base import REVIEW_MARGIN, REVIEW_SCORE, _Side
+from .base import REVIEW_MARGIN, REVIEW_SCORE, _Side, bisect_ints
 from .family import FamilyStage
 from .features import size_ratio
 
@@ -80,7 +80,7 @@ class SimilarityStage(FamilyStage):
             (s0, s1), (d0, d1) = self.span_n, self.span_o
         src = src or []
         dst = dst or []  # (as long as src)
-        k = bisect.bisect_left(src, i)
+        k = bisect_ints(src, i)
         lo_s, lo_d = (src[k - 1], dst[k - 1]) if k else (s0, d0)
         hi_s, hi_d = (src[k], dst[k]) if k < len(src) else (s1, d1)
         if hi_s == lo_s:

@@ -9,6 +9,7 @@ Tests that need the twin skip cleanly when it is not built."""
 
 from __future__ import annotations
 
+import bisect
 import math
 import os
 import random
@@ -304,3 +305,21 @@ def test_cosine_of_words_is_the_dict_cosine(ops_a, ops_b):
     for mod in (cf, pf):
         assert repr(mod._cosine_words(wa, na, wb, nb)) == want
         assert repr(mod._cosine(mod.hist_dict(wa), na, mod.hist_dict(wb), nb)) == want
+
+
+@needs_twin
+@settings(max_examples=200, deadline=None)
+@given(
+    a=st.lists(st.integers(-5, 2**40), max_size=60).map(sorted),
+    x=st.integers(-10, 2**40 + 5),
+)
+def test_bisect_ints_is_bisect_left(a, x):
+    """The anchors' and gaps' binary search (``base.bisect_ints``, a typed loop in the
+    twin) gives ``bisect.bisect_left``'s index, duplicates and ends included."""
+    want = bisect.bisect_left(a, x)
+    for pkg in (COMPILED, PURE):
+        assert _part(pkg, "base").bisect_ints(a, x) == want
+        if a:
+            assert _part(pkg, "base").bisect_ints(a, a[len(a) // 2]) == bisect.bisect_left(
+                a, a[len(a) // 2]
+            )
