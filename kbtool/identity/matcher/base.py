@@ -378,13 +378,19 @@ class MatcherBase:
         if not lo and not ln:
             return None
         o2n_a, n2o_a = self.o2n_a, self.n2o_a
-        mapped = {o2n_a[x] for x in lo if o2n_a[x] >= 0}
+        mapped: set[int] = set()
+        for x in lo:
+            m = o2n_a[x]
+            if m >= 0:
+                mapped.add(m)
         unk_o = len(lo) - len(mapped)
         unk_n = 0
+        agree = 0  # (the size of ``mapped & set(ln)``: a neighbour list has distinct entries)
         for y in ln:
             if n2o_a[y] < 0:
                 unk_n += 1
-        agree = len(mapped.intersection(ln)) if mapped else 0
+            if y in mapped:
+                agree += 1
         return (agree + 0.5 * min(unk_o, unk_n)) / max(len(lo), len(ln))
 
     def update_anchors(self) -> None:

@@ -323,3 +323,32 @@ def test_bisect_ints_is_bisect_left(a, x):
             assert _part(pkg, "base").bisect_ints(a, a[len(a) // 2]) == bisect.bisect_left(
                 a, a[len(a) // 2]
             )
+
+
+@needs_twin
+@pytest.mark.parametrize("seed", range(4))
+def test_neighbour_lists_are_distinct_and_graph_terms_agree(seed):
+    """A pair's graph term (``MatcherBase._graph_term``) counts the neighbours matched into
+    the other list one by one, which is the size of the intersection only because a
+    neighbour list never repeats an entry (callees deduplicated, callers one per caller):
+    both hold on records whose calls repeat, and the twin's term is the pure one's."""
+    old, new = random_releases(seed)
+    rnd = random.Random(seed)
+    for r in old:  # (calls repeated: the call sequence of a body)
+        r.calls = r.calls + r.calls[: rnd.randint(0, len(r.calls))]
+    for pkg in (COMPILED, PURE):
+        side = _part(pkg, "base")._Side(old)
+        for seqs in (side.callees, side.callers):
+            assert all(len(set(v)) == len(v) for v in seqs.values())
+    terms = []
+    for pkg in (COMPILED, PURE):
+        m = _part(pkg, "driver")._Matcher(old, new)
+        m.run_staged(True)
+        terms.append(
+            [
+                m._graph_term(m.OLD.callers[o], m.NEW.callers[n])
+                for o in m.OLD.order[:25]
+                for n in m.NEW.order[:25]
+            ]
+        )
+    assert terms[0] == terms[1]
