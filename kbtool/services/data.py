@@ -68,6 +68,56 @@ class DataNotFoundError(DataError):
 # --------------------------------------------------------------------------- build
 
 
+class Walked:
+    """The data model's pure part for one module (:func:`prepare`): the walk, the passive
+    segments' addresses and the initial memory image; ``seconds``/``cpu_seconds`` spent."""
+
+    __slots__ = ("model", "passive", "base", "image", "seconds", "cpu_seconds")
+
+    def __init__(self, model, passive, base, image, seconds: float, cpu_seconds: float):
+        self.model, self.passive, self.base, self.image = model, passive, base, image
+        self.seconds, self.cpu_seconds = seconds, cpu_seconds
+
+
+def _is_go(analysis: ModuleAnalysis) -> bool:
+    tc = (analysis.toolchain_version or "").lower()
+    return tc.startswith("go") or any(
+        f.import_module == "gojs" or (f.import_module or "").startswith("go")
+        for f in analysis.functions
+        if f.imported
+    )
+
+
+def prepare(
+    analysis: ModuleAnalysis,
+    data: bytes,
+    *,
+    go: bool | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    workers: int | None = None,
+) -> Walked:
+    """The part of :func:`build` that reads only the module (no KB): ingest runs it while
+    the matcher works in another process. ``workers``: the walk's processes (default
+    :func:`kbtool.wasm.facts.decode_workers`; the same model either way)."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    if go is None:
+        go = _is_go(analysis)
+    with gc_paused():  # hundreds of thousands of small objects, no cycles (as the decoder)
+        sp = stack_pointer_global(analysis, data) if not go else None
+        model = build_data_model(
+            analysis,
+            data,
+            stack_pointer=sp,
+            go=go,
+            progress=progress,
+            workers=decode_workers(len(data)) if workers is None else workers,
+        )  # as the decoder: 2 for big modules
+        passive = passive_addresses(data, analysis.module)
+        # one copy of the initial memory for every item
+        base, image = memory_image(analysis, passive=passive)
+    return Walked(model, passive, base, image, time.perf_counter() - t0, time.process_time() - c0)
+
+
 def build(
     conn: sqlite3.Connection,
     version_id: int,
@@ -76,45 +126,27 @@ def build(
     *,
     go: bool | None = None,
     progress: Callable[[int, int], None] | None = None,
+    walked: Walked | None = None,
 ) -> dict[str, Any]:
     """Build and store the data model of a version (in the caller's transaction); return
-    its counts, ``seconds`` and ``cpu_seconds`` (the build and its writes)."""
+    its counts, ``seconds`` and ``cpu_seconds`` (the build and its writes). ``walked``:
+    :func:`prepare`'s answer for this module when the caller already has it."""
+    if walked is None:
+        walked = prepare(analysis, data, go=go, progress=progress)
     t0, c0 = time.perf_counter(), time.process_time()
-    if go is None:
-        tc = (analysis.toolchain_version or "").lower()
-        go = tc.startswith("go") or any(
-            f.import_module == "gojs" or (f.import_module or "").startswith("go")
-            for f in analysis.functions
-            if f.imported
-        )
     with gc_paused():  # hundreds of thousands of small objects, no cycles (as the decoder)
-        return _build(conn, version_id, analysis, data, go, progress, t0, c0)
+        out = _build(conn, version_id, analysis, walked)
+    out["seconds"] = round(walked.seconds + time.perf_counter() - t0, 3)
+    out["cpu_seconds"] = round(walked.cpu_seconds + time.process_time() - c0, 3)
+    return out
 
 
 def _build(
-    conn: sqlite3.Connection,
-    version_id: int,
-    analysis: ModuleAnalysis,
-    data: bytes,
-    go: bool,
-    progress: Callable[[int, int], None] | None,
-    t0: float,
-    c0: float,
+    conn: sqlite3.Connection, version_id: int, analysis: ModuleAnalysis, walked: Walked
 ) -> dict[str, Any]:
-    sp = stack_pointer_global(analysis, data) if not go else None
-    model = build_data_model(
-        analysis,
-        data,
-        stack_pointer=sp,
-        go=go,
-        progress=progress,
-        workers=decode_workers(len(data)),
-    )  # as the decoder: 2 for big modules
+    model, passive, base, image = walked.model, walked.passive, walked.base, walked.image
     # labels from the functions the KB knows around an item (errno, malloc state, tables)
     role_labels(model, analysis, queries.function_names(conn, version_id))
-    passive = passive_addresses(data, analysis.module)
-    # one copy of the initial memory for every item
-    base, image = memory_image(analysis, passive=passive)
     rows = item_rows(
         model.items, image, base, lambda a, n: read_memory(analysis, a, n, passive), store.NULL
     )  # the stored rows with their data ids, one compiled pass (with the data walk)
@@ -156,8 +188,6 @@ def _build(
         "named_globals": sum(1 for g in globals_ if g["name"]),
         "refs": len(model.ref_rows),
         "truncated": model.truncated,
-        "seconds": round(time.perf_counter() - t0, 3),
-        "cpu_seconds": round(time.process_time() - c0, 3),
     }
 
 

@@ -244,7 +244,7 @@ class CarriedId(NamedTuple):
 
 
 def _carry_ids(
-    conn, parent, new, funcs, progress
+    conn, parent, new, funcs, progress, nbytes: int = 0, meanwhile: Callable[[], Any] | None = None
 ) -> tuple[
     dict[int, CarriedId],
     dict[str, int],
@@ -255,7 +255,11 @@ def _carry_ids(
 ]:
     """Stable ids carried from ``parent``: ``(carried, by_method, full_matches, notes,
     old_rows, old_recs)`` (``carried``: new index -> :class:`CarriedId`; ``old_recs``: the
-    matcher's records of ``old_rows``, which the pairing of the diff report reuses)."""
+    matcher's records of ``old_rows``, which the pairing of the diff report reuses).
+
+    A module of ``nbytes`` above ``KBTOOL_PARALLEL_MATCH_BYTES`` is matched in a second
+    process (:mod:`kbtool.services.ingest_match`) while this one calls ``meanwhile``
+    (work that needs no pairing: the data walk)."""
     # identity: carry stable ids from the parent (the most related earlier version of the same
     # program; none for a new program) by unique, non-fuzzy matches;
     # the same matcher run goes on to the full (fuzzy) pairing that carry-over and the stored
@@ -268,17 +272,23 @@ def _carry_ids(
     old = None
     if parent is not None:
         # imported here: the first version of a program needs no matcher (start-up)
-        from kbtool.identity.matcher import MatchStats, match_functions_staged
         from kbtool.identity.records import records_from_rows
+        from kbtool.services.ingest_match import install_verdicts, start_match
 
         old_rows = queries.matching_rows(conn, parent)
         old = records_from_rows(old_rows)
         old_by_index = {r.index: r for r in old}
         if progress:
             progress("match", 0, 1)
-        mstats: list[MatchStats] = []
-        exact, full_matches = match_functions_staged(old, new, stats=mstats)
-        matcher_notes = mstats[0].notes
+        job = start_match(old, new, nbytes)
+        try:
+            if job.proc is not None and meanwhile is not None:
+                meanwhile()
+            exact, full_matches, matcher_notes, verdicts = job.result()
+        finally:
+            job.stop()
+        if job.in_child:  # the diff report's pairing reuses them as in one process
+            install_verdicts(verdicts, old, new)
         for m in exact:
             o = old_by_index[m.old_index]
             # a body "changed" when its logic did: the shape hash (call targets, type indices and
@@ -478,8 +488,14 @@ def _stored(
     # the matcher's records: only to match a parent (a first version needs its table slots)
     new = records_from_analysis(analysis) if parent is not None else []
 
+    walked: list[data_model.Walked] = []  # the data walk, when done during the matcher
+
+    def walk() -> None:  # one process: the matcher has the other core
+        dp = (lambda done, total: progress("data", done, total)) if progress else None
+        walked.append(data_model.prepare(analysis, data, progress=dp, workers=1))
+
     carried, by_method, full_matches, matcher_notes, old_rows, old_recs = _carry_ids(
-        conn, parent, new, funcs, progress
+        conn, parent, new, funcs, progress, len(data), walk
     )
     unmatched = [f.index for f in funcs if f.index not in carried]
     new_ids = assign_new_ids(analysis, unmatched, queries.stable_id_taken(conn, len(unmatched)))
@@ -550,7 +566,9 @@ def _stored(
         analysis,
         data,
         progress=(lambda done, total: progress("data", done, total)) if progress else None,
+        walked=walked[0] if walked else None,
     )
+    walked.clear()  # (stored: its memory back)
     if parent is not None:  # (the same path as `kbtool set-program`)
         from kbtool.services.diff.relocation import module_view
 

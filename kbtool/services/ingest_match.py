@@ -1,0 +1,150 @@
+"""A later ingest's matcher in a second process (issue #30).
+
+The matcher's input is two lists of records and its output (the identities, the full
+pairing, the run's notes, the review checks' verdicts on that pairing) is small; the new
+version's data walk needs neither. For a big module ingest forks one process for the
+matcher (:func:`start_match`) and walks the data meanwhile, then joins (:meth:`MatchJob.
+result`). The child only computes: it never touches the KB (the transaction stays this
+process's, one that lands whole or not at all). A child that fails, dies or cannot start
+changes nothing: the matcher then runs here, which gives the same answer, or the same
+error. Below ``KBTOOL_PARALLEL_MATCH_BYTES`` (and in a threaded process, where a fork
+is unsafe: :func:`kbtool.wasm.workers.pool_context`) everything runs in this process.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from collections.abc import Sequence
+from typing import Any
+
+#: modules with more bytes than this match in a second process (ffmpeg: 32.7 MB, ~3.6 s
+#: of matcher); ``KBTOOL_PARALLEL_MATCH_BYTES`` overrides it (tests lower it)
+PARALLEL_MATCH_BYTES = 8_000_000
+
+_STATE: dict[str, Any] = {}
+
+
+def match_in_child(nbytes: int) -> bool:
+    """Whether a module of ``nbytes`` is matched in a second process (a multi-core
+    machine, more than ``KBTOOL_PARALLEL_MATCH_BYTES``)."""
+    try:
+        limit = int(os.environ.get("KBTOOL_PARALLEL_MATCH_BYTES", PARALLEL_MATCH_BYTES))
+    except ValueError:
+        limit = PARALLEL_MATCH_BYTES
+    return nbytes > limit and (os.cpu_count() or 1) > 1
+
+
+def _run(old: Sequence, new: Sequence) -> tuple[list, list, list[str], Any]:
+    """The matcher on ``old``/``new`` inside a review memo: ``(exact, full, notes,
+    verdicts)`` (``verdicts``: the memo's key and verdicts of the final pairing's review,
+    None when it kept none)."""
+    from kbtool.identity.matcher import MatchStats, match_functions_staged, review
+
+    stats: list[MatchStats] = []
+    with review.review_memo():
+        exact, full = match_functions_staged(old, new, stats=stats)
+        memo = review._MEMO.get()  # noqa: SLF001 - the verdicts this run left
+        verdicts = (memo[0], memo[3]) if memo else None
+    return exact, full, stats[0].notes, verdicts
+
+
+def _child(writer: Any, parent_pid: int) -> None:
+    from kbtool.wasm.facts import gc_paused
+    from kbtool.wasm.workers import worker_init
+
+    worker_init(parent_pid)
+    if os.environ.get("KBTOOL_TEST_MATCH_CHILD_FAIL"):  # tests: a child that dies
+        os._exit(3)
+    try:
+        with gc_paused():
+            out = _run(_STATE["old"], _STATE["new"])
+        writer.send_bytes(pickle.dumps(out, pickle.HIGHEST_PROTOCOL))
+        writer.close()
+    except BaseException:  # noqa: BLE001 - the parent runs the matcher again: its error
+        os._exit(1)
+
+
+class MatchJob:
+    """The matcher's run for one ingest: in a forked child (``proc``) or, without one,
+    here when :meth:`result` is asked."""
+
+    def __init__(self, old: Sequence, new: Sequence) -> None:
+        self.old, self.new = old, new
+        self.proc: Any = None
+        self.reader: Any = None
+        self.in_child = False  # whether the answer came from the child
+
+    def start(self) -> None:
+        from kbtool.wasm.workers import pool_context, signals_deferred
+
+        mpctx = pool_context()
+        if mpctx is None:
+            return
+        reader, writer = mpctx.Pipe(duplex=False)
+        _STATE["old"], _STATE["new"] = self.old, self.new  # inherited by the fork
+        try:
+            with signals_deferred():
+                proc = mpctx.Process(
+                    target=_child, args=(writer, os.getpid()), name="kbtool-match", daemon=True
+                )
+                proc.start()
+        except OSError:  # no fork (limits): the matcher runs here
+            reader.close()
+            return
+        finally:
+            _STATE.clear()
+            writer.close()
+        self.proc, self.reader = proc, reader
+
+    def result(self) -> tuple[list, list, list[str], Any]:
+        """``(exact, full, notes, verdicts)`` as :func:`_run` gives them; the child's when
+        it answered, else the matcher's run here (the same answer, or the same error)."""
+        out = None
+        if self.proc is not None:
+            try:
+                out = pickle.loads(self.reader.recv_bytes())
+            except (EOFError, OSError, pickle.UnpicklingError):
+                out = None  # the child died or failed: run here
+            finally:
+                self.stop()
+        if out is not None:
+            self.in_child = True
+            return out
+        return _run(self.old, self.new)
+
+    def stop(self) -> None:
+        """End the child (an answer read, an error or an interrupt here)."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        if proc.is_alive():
+            proc.join(timeout=0.5)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(timeout=5)
+        self.reader.close()
+
+
+def start_match(old: Sequence, new: Sequence, nbytes: int) -> MatchJob:
+    """The matcher's job on ``old``/``new``; started in a child for a module of ``nbytes``
+    above the threshold."""
+    job = MatchJob(old, new)
+    if match_in_child(nbytes):
+        job.start()
+    return job
+
+
+def install_verdicts(verdicts: Any, old: Sequence, new: Sequence) -> None:
+    """Give this process's open review memo the child's verdicts on the final pairing, for
+    the records ``old``/``new`` (this process's copies of the child's inputs, equal in
+    every field): the diff report's pairing then reuses them as it would in one process."""
+    if verdicts is None:
+        return
+    from kbtool.identity.matcher import review
+
+    memo = review._MEMO.get()  # noqa: SLF001
+    if memo is None:
+        return
+    key, by_new = verdicts
+    memo[:] = [key, {r.index: r for r in old}, {r.index: r for r in new}, by_new]

@@ -1,0 +1,122 @@
+"""A later ingest matches a big module in a second process while it walks the data (issue #30,
+session 25): the same KB whether the child answers, dies or is not used (below the
+threshold); a matcher error is the same error, and nothing of the version lands."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+import pytest
+
+from kbtool.identity import pairing
+from kbtool.kb.db import open_rw
+from kbtool.services import ingest_match
+from kbtool.services.ingest import ingest_file
+from tests.support.paths import DEMO_DIR
+
+Z55, Z56 = DEMO_DIR / "zstd-1.5.5.wasm", DEMO_DIR / "zstd-1.5.6.wasm"
+
+
+def _rows(conn: sqlite3.Connection) -> dict[str, list]:
+    """Every table's rows in rowid order (timestamp columns left out)."""
+    out = {}
+    for (t,) in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"
+    ).fetchall():
+        cols = [r[1] for r in conn.execute(f"PRAGMA table_info('{t}')") if not r[1].endswith("_at")]
+        sel = ", ".join(f'"{c}"' for c in cols)
+        try:
+            out[t] = [tuple(r) for r in conn.execute(f"SELECT {sel} FROM '{t}' ORDER BY rowid")]
+        except sqlite3.OperationalError:  # a table without rowid
+            out[t] = sorted((tuple(r) for r in conn.execute(f"SELECT {sel} FROM '{t}'")), key=repr)
+    return out
+
+
+def _later(tmp_path, name: str, monkeypatch, **env) -> tuple[dict, list, list, list]:
+    """Ingest Z55 then Z56 into a new KB with ``env`` set for the second; the KB's rows, the
+    jobs' ``in_child``, the progress stages seen and the pairing's review reuses."""
+    conn = open_rw(tmp_path / f"{name}.db")
+    ingest_file(conn, Z55, label="a")
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    jobs: list[bool] = []
+    real_result = ingest_match.MatchJob.result
+
+    def result(self):
+        out = real_result(self)
+        jobs.append(self.in_child)
+        return out
+
+    reused: list[bool] = []
+    real_review = pairing.review_pairing
+
+    def review(pg):
+        got = real_review(pg)
+        reused.append(got)
+        return got
+
+    seen: list[str] = []
+    with monkeypatch.context() as m:
+        m.setattr(ingest_match.MatchJob, "result", result)
+        m.setattr(pairing, "review_pairing", review)
+        ingest_file(conn, Z56, label="b", progress=lambda stage, d, t: seen.append(stage))
+    for k in env:
+        monkeypatch.delenv(k)
+    rows = _rows(conn)
+    conn.close()
+    return rows, jobs, seen, reused
+
+
+def test_the_child_matches_a_big_module_and_the_kb_is_the_same(tmp_path, monkeypatch) -> None:
+    assert not ingest_match.match_in_child(Z56.stat().st_size)  # the demo: below the default
+    here, jobs, seen, reused = _later(tmp_path, "here", monkeypatch)
+    assert jobs == [False] and reused == [True]
+    child, jobs, seen_child, reused = _later(
+        tmp_path, "child", monkeypatch, KBTOOL_PARALLEL_MATCH_BYTES="0"
+    )
+    assert jobs == [True]
+    # the child's review verdicts were given to the report's pairing, as in one process
+    assert reused == [True]
+    assert child == here
+    assert "match" in seen_child and "data" in seen_child  # progress lines still show
+    assert set(seen_child) == set(seen)
+
+
+def test_a_child_that_dies_loses_nothing(tmp_path, monkeypatch) -> None:
+    here, *_ = _later(tmp_path, "here", monkeypatch)
+    died, jobs, _seen, _reused = _later(
+        tmp_path,
+        "died",
+        monkeypatch,
+        KBTOOL_PARALLEL_MATCH_BYTES="0",
+        KBTOOL_TEST_MATCH_CHILD_FAIL="1",
+    )
+    assert jobs == [False]  # the matcher ran here instead
+    assert died == here
+
+
+def test_a_matcher_error_is_the_same_error_and_nothing_lands(tmp_path, monkeypatch) -> None:
+    from kbtool.identity import matcher
+
+    def broken(old, new, **kw):
+        raise RuntimeError("matcher broke")
+
+    monkeypatch.setattr(matcher, "match_functions_staged", broken)
+    for env in ("0", str(10**12)):  # in a child (which fails), and here
+        monkeypatch.setenv("KBTOOL_PARALLEL_MATCH_BYTES", env)
+        conn = open_rw(tmp_path / f"kb{len(env)}.db")
+        ingest_file(conn, Z55, label="a")
+        before = _rows(conn)
+        with pytest.raises(RuntimeError, match="matcher broke"):
+            ingest_file(conn, Z56, label="b")
+        assert _rows(conn) == before  # one transaction: nothing of version b
+        conn.close()
+
+
+def test_the_threshold_reads_the_environment(monkeypatch) -> None:
+    monkeypatch.setenv("KBTOOL_PARALLEL_MATCH_BYTES", "100")
+    assert ingest_match.match_in_child(101) == ((os.cpu_count() or 1) > 1)
+    assert not ingest_match.match_in_child(100)
+    monkeypatch.setenv("KBTOOL_PARALLEL_MATCH_BYTES", "junk")
+    assert not ingest_match.match_in_child(ingest_match.PARALLEL_MATCH_BYTES)
