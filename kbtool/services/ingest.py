@@ -26,6 +26,7 @@ from kbtool.kb.errors import KBError
 from kbtool.kb.gate import upsert_symbols
 from kbtool.services import data as data_model
 from kbtool.services import lineage as lineage_svc
+from kbtool.services.ingest_match import keep_views
 from kbtool.services.inputs import read_input, read_text_input
 from kbtool.wasm import WasmFormatError, analyze_module
 from kbtool.wasm.facts import analyze_workers, gc_paused
@@ -493,6 +494,7 @@ def _stored(
     def walk() -> None:  # one process: the matcher has the other core
         dp = (lambda done, total: progress("data", done, total)) if progress else None
         walked.append(data_model.prepare(analysis, data, progress=dp, workers=1))
+        keep_views(conn, parent, data, mod, sha256)  # (the report's, kept by content)
 
     carried, by_method, full_matches, matcher_notes, old_rows, old_recs = _carry_ids(
         conn, parent, new, funcs, progress, len(data), walk

@@ -13,6 +13,7 @@ is unsafe: :func:`kbtool.wasm.workers.pool_context`) everything runs in this pro
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 from collections.abc import Sequence
@@ -26,13 +27,21 @@ _STATE: dict[str, Any] = {}
 
 
 def match_in_child(nbytes: int) -> bool:
-    """Whether a module of ``nbytes`` is matched in a second process (a multi-core
-    machine, more than ``KBTOOL_PARALLEL_MATCH_BYTES``)."""
+    """Whether a module of ``nbytes`` is matched in a second process (more than one core
+    to run on, more than ``KBTOOL_PARALLEL_MATCH_BYTES``)."""
     try:
         limit = int(os.environ.get("KBTOOL_PARALLEL_MATCH_BYTES", PARALLEL_MATCH_BYTES))
     except ValueError:
         limit = PARALLEL_MATCH_BYTES
-    return nbytes > limit and (os.cpu_count() or 1) > 1
+    return nbytes > limit and _cores() > 1
+
+
+def _cores() -> int:
+    """The cores this process may run on (its affinity: ``taskset -c 0`` gives one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - no affinity call (macOS)
+        return os.cpu_count() or 1
 
 
 def _run(old: Sequence, new: Sequence) -> tuple[list, list, list[str], Any]:
@@ -148,3 +157,19 @@ def install_verdicts(verdicts: Any, old: Sequence, new: Sequence) -> None:
         return
     key, by_new = verdicts
     memo[:] = [key, {r.index: r for r in old}, {r.index: r for r in new}, by_new]
+
+
+def keep_views(conn, parent, data, mod, sha256) -> None:
+    """The relocation views of the new module and the parent's made now, while the matcher
+    runs in its child: kept by content (:func:`kbtool.services.diff.relocation.
+    module_view`), the report's check then finds them (a module the view refuses: none)."""
+    from kbtool.kb import queries
+    from kbtool.services.diff.relocation import module_view
+    from kbtool.wasm import WasmFormatError
+
+    with contextlib.suppress(WasmFormatError):
+        module_view(data, mod, sha=sha256)
+    old_sha = queries.version_sha256(conn, parent)
+    if old_sha:  # (as the report asks: by the stored hash)
+        with contextlib.suppress(WasmFormatError):
+            module_view(queries.module_bytes(conn, parent), sha=old_sha)
