@@ -4,8 +4,11 @@ threshold); a matcher error is the same error, and nothing of the version lands.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
+import subprocess
+import sys
 
 import pytest
 
@@ -68,31 +71,75 @@ def _later(tmp_path, name: str, monkeypatch, **env) -> tuple[dict, list, list, l
     return rows, jobs, seen, reused
 
 
+# the later ingest in a fresh process: a test runner's threads (pytest-xdist's) rule out a
+# fork in its own (kbtool.wasm.workers.pool_context), and the child is made to run on a
+# single core too (its cores count as two); prints what the spies saw
+_LATER_IN_A_FRESH_PROCESS = """
+import json, sys
+from pathlib import Path
+from kbtool.identity import pairing
+from kbtool.kb.db import open_rw
+from kbtool.services import ingest_match
+from kbtool.services.ingest import ingest_file
+db, a, b = sys.argv[1:4]
+conn = open_rw(Path(db))
+ingest_file(conn, Path(a), label="a")
+jobs, reused, seen = [], [], []
+real_result, real_review = ingest_match.MatchJob.result, pairing.review_pairing
+def result(self):
+    out = real_result(self)
+    jobs.append(self.in_child)
+    return out
+def review(pg):
+    got = real_review(pg)
+    reused.append(got)
+    return got
+ingest_match.MatchJob.result, pairing.review_pairing = result, review
+ingest_match._cores = lambda: 2
+ingest_file(conn, Path(b), label="b", progress=lambda stage, d, t: seen.append(stage))
+conn.close()
+print(json.dumps({"jobs": jobs, "reused": reused, "seen": sorted(set(seen))}))
+"""
+
+
+def _later_fresh(tmp_path, name: str, **env) -> tuple[dict, dict]:
+    """As :func:`_later`, in a fresh single-threaded process with ``env``: the KB's rows and
+    what the spies saw."""
+    db = tmp_path / f"{name}.db"
+    run = subprocess.run(
+        [sys.executable, "-c", _LATER_IN_A_FRESH_PROCESS, str(db), str(Z55), str(Z56)],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    seen = json.loads(run.stdout.strip().splitlines()[-1])
+    conn = sqlite3.connect(db)
+    rows = _rows(conn)
+    conn.close()
+    return rows, seen
+
+
 def test_the_child_matches_a_big_module_and_the_kb_is_the_same(tmp_path, monkeypatch) -> None:
     assert not ingest_match.match_in_child(Z56.stat().st_size)  # the demo: below the default
     here, jobs, seen, reused = _later(tmp_path, "here", monkeypatch)
     assert jobs == [False] and reused == [True]
-    child, jobs, seen_child, reused = _later(
-        tmp_path, "child", monkeypatch, KBTOOL_PARALLEL_MATCH_BYTES="0"
-    )
-    assert jobs == [True]
+    child, spied = _later_fresh(tmp_path, "child", KBTOOL_PARALLEL_MATCH_BYTES="0")
+    assert spied["jobs"] == [True]
     # the child's review verdicts were given to the report's pairing, as in one process
-    assert reused == [True]
+    assert spied["reused"] == [True]
     assert child == here
-    assert "match" in seen_child and "data" in seen_child  # progress lines still show
-    assert set(seen_child) == set(seen)
+    assert "match" in spied["seen"] and "data" in spied["seen"]  # progress lines still show
+    assert spied["seen"] == sorted(set(seen))
 
 
 def test_a_child_that_dies_loses_nothing(tmp_path, monkeypatch) -> None:
     here, *_ = _later(tmp_path, "here", monkeypatch)
-    died, jobs, _seen, _reused = _later(
-        tmp_path,
-        "died",
-        monkeypatch,
-        KBTOOL_PARALLEL_MATCH_BYTES="0",
-        KBTOOL_TEST_MATCH_CHILD_FAIL="1",
+    died, spied = _later_fresh(
+        tmp_path, "died", KBTOOL_PARALLEL_MATCH_BYTES="0", KBTOOL_TEST_MATCH_CHILD_FAIL="1"
     )
-    assert jobs == [False]  # the matcher ran here instead
+    assert spied["jobs"] == [False]  # the matcher ran here instead
     assert died == here
 
 
