@@ -169,7 +169,7 @@ def keep_views(conn, parent, data, mod, sha256) -> None:
 
     with contextlib.suppress(WasmFormatError):
         module_view(data, mod, sha=sha256)
-    old_sha = queries.version_sha256(conn, parent)
+    old_sha = queries.version_info(conn, parent).get("sha256")
     if old_sha:  # (as the report asks: by the stored hash)
         with contextlib.suppress(WasmFormatError):
             module_view(queries.module_bytes(conn, parent), sha=old_sha)

@@ -5,9 +5,11 @@ another function), and page polling from Python."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
@@ -110,3 +112,21 @@ def new_page(browser, requests: list[str], errors: list[str]):
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.on("request", lambda r: requests.append(r.url))
     return page
+
+
+def held_page(browser, pattern: str, requests: list[str], errors: list[str]):
+    """A new page whose requests matching ``pattern`` are held: ``(page, held routes, the
+    compiled pattern)`` (``route.continue_()`` lets one through, ``page.unroute`` the rest)."""
+    page = new_page(browser, requests, errors)
+    held: list = []
+    compiled = re.compile(pattern)
+    page.route(compiled, lambda route: held.append(route))
+    return page, held, compiled
+
+
+def serve_until(page, done: Callable[[], bool], seconds: float = 30.0) -> None:
+    """Serve the page's events (held routes' callbacks run then) until ``done()`` or
+    ``seconds``; the caller asserts what it needs."""
+    end = time.monotonic() + seconds
+    while not done() and time.monotonic() < end:
+        page.wait_for_timeout(50)

@@ -121,7 +121,6 @@ from kbtool.kb.queries.versions import (
     taken_stable_ids,
     version_exists,
     version_info,
-    version_sha256,
     versions_with_sha256,
 )
 
@@ -206,6 +205,5 @@ __all__ = [
     "version_exists",
     "version_info",
     "version_strings",
-    "version_sha256",
     "versions_with_sha256",
 ]

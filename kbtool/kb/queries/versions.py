@@ -120,12 +120,6 @@ def versions_with_sha256(conn: sqlite3.Connection, sha256: str) -> list[VersionR
     ]
 
 
-def version_sha256(conn: sqlite3.Connection, version_id: int) -> str | None:
-    """The stored SHA-256 (hex) of a version's module bytes; None without one."""
-    row = conn.execute("SELECT sha256 FROM versions WHERE id = ?", (version_id,)).fetchone()
-    return None if row is None else row[0]
-
-
 def label_exists(conn: sqlite3.Connection, label: str) -> bool:
     return conn.execute("SELECT 1 FROM versions WHERE label = ?", (label,)).fetchone() is not None
 

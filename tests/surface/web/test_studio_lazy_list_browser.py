@@ -8,13 +8,20 @@ Playwright."""
 from __future__ import annotations
 
 import json
-import re
-import time
 
 import pytest
 
 from testkit.wasmbuild import have_wabt
-from tests.support.paging import BIG, WINDOW, all_lines, build_huge_kb, new_page, until
+from tests.support.paging import (
+    BIG,
+    WINDOW,
+    all_lines,
+    build_huge_kb,
+    held_page,
+    new_page,
+    serve_until,
+    until,
+)
 from tests.support.web import BROWSER_MARKS, ServerProcess, request
 
 pytestmark = [*BROWSER_MARKS, pytest.mark.skipif(not have_wabt(), reason="wat2wasm not installed")]
@@ -58,10 +65,7 @@ def test_the_list_fills_after_the_code_and_is_the_whole_version(served, browser)
     srv, vid = served
     requests: list[str] = []
     errors: list[str] = []
-    page = new_page(browser, requests, errors)
-    held: list = []
-    listing = re.compile(rf"/api/versions/{vid}/functions")
-    page.route(listing, lambda route: held.append(route))
+    page, held, listing = held_page(browser, rf"/api/versions/{vid}/functions", requests, errors)
     page.goto(f"{srv.url.rstrip('/')}/studio#v={vid}&f={BIG}")
     # the lines come while the list is held: the page does not wait for it
     until(page, "Number(document.querySelector('#code').dataset.shown) > 0")
@@ -70,9 +74,7 @@ def test_the_list_fills_after_the_code_and_is_the_whole_version(served, browser)
     shown = page.inner_text("#code .win").rstrip("\n").split("\n")
     assert [x.rstrip() for x in shown] == [x.rstrip() for x in lines[:WINDOW]]
     assert page.locator("#flist .fn").count() == 0
-    end = time.monotonic() + 20  # the route's callback runs as Playwright serves the events
-    while not held and time.monotonic() < end:
-        page.wait_for_timeout(50)
+    serve_until(page, lambda: bool(held), 20)  # (the route's callback runs then)
     assert len(held) == 1  # asked for once the lines are on screen
     held[0].continue_()
     page.unroute(listing)
@@ -141,17 +143,12 @@ def test_the_xrefs_shown_are_the_open_functions_whichever_answer_comes_last(serv
     srv, vid = served
     requests: list[str] = []
     errors: list[str] = []
-    page = new_page(browser, requests, errors)
-    held: list = []
-    graph = re.compile(rf"/api/callgraph/{vid}")
-    page.route(graph, lambda route: held.append(route))
+    page, held, graph = held_page(browser, rf"/api/callgraph/{vid}", requests, errors)
     page.goto(f"{srv.url.rstrip('/')}/studio#v={vid}")
     until(page, "document.body.dataset.started === '1'")
     page.click(f'#flist .fn[data-index="{BIG}"]')
     # the clicked function's data uses are asked for right after its call graph would be
-    end = time.monotonic() + 30
-    while not any(f"target=%23{BIG}" in u for u in requests) and time.monotonic() < end:
-        page.wait_for_timeout(50)
+    serve_until(page, lambda: any(f"target=%23{BIG}" in u for u in requests))
     page.wait_for_timeout(300)  # (a second call graph request, if any, reaches the route)
     assert len(held) == 1
     held[0].continue_()
