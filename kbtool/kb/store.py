@@ -42,6 +42,15 @@ def _db(conn: sqlite3.Connection) -> sqlite_utils.Database:
 #: where ``None`` would be bound: the stored row is the same.
 NULL = float("nan")
 
+# ``bytes`` is not one of the types pysqlite binds without adapting: for each bytes value it
+# probes its adapter registry, misses, and asks the ``PrepareProtocol`` type for
+# ``__adapt__``, a failed attribute lookup on a type that formats and drops an
+# AttributeError (~2,000 instructions a value: ffmpeg's 22.6k fact rows' op arrays, the
+# packed references). Adapting bytes to ``bytes`` ends the lookup at the registry and hands
+# back the same object (``bytes(b) is b`` for an exact bytes; a subclass is keyed by its own
+# type): the same value bound, so every stored blob is the same.
+sqlite3.register_adapter(bytes, bytes)
+
 
 def null_binds_as_null(conn: sqlite3.Connection) -> bool:
     """Whether :data:`NULL` is stored as SQL NULL by this SQLite (the tests keep it so)."""
