@@ -1,0 +1,78 @@
+"""``store.insert_rows_batched`` runs :data:`store.ROWS_PER_NARROW_INSERT` rows per statement
+for a row of at most :data:`store.NARROW_ROW` bound values (ingest's call edges, data items)
+and :data:`store.ROWS_PER_INSERT` for a wider one; either way the rows stored are exactly
+what ``executemany`` of the one-row statement stores, around every batch boundary."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from kbtool.kb import store
+
+WIDE = store.NARROW_ROW + 1
+
+
+def _conn(width: int) -> sqlite3.Connection:
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    cols = ", ".join(f"c{k}" for k in range(width))
+    conn.execute(f"CREATE TABLE one (v INTEGER, {cols})")
+    conn.execute(f"CREATE TABLE many (v INTEGER, {cols})")
+    return conn
+
+
+def _rows(n: int, width: int) -> list[tuple]:
+    return [
+        tuple(
+            (i * 31 + k) if k % 3 else (f"s{i}-{k}" if (i + k) % 5 else None) for k in range(width)
+        )
+        for i in range(n)
+    ]
+
+
+def _insert(conn: sqlite3.Connection, width: int, rows: list[tuple]) -> list[str]:
+    cols = ", ".join(f"c{k}" for k in range(width))
+    marks = ", ".join("?" * width)
+    conn.executemany(f"INSERT INTO one (v, {cols}) VALUES (3, {marks})", rows)  # noqa: S608
+    ran: list[str] = []
+    conn.set_trace_callback(ran.append)
+    store.insert_rows_batched(conn, f"INSERT INTO many (v, {cols})", f"(3, {marks})", rows)
+    conn.set_trace_callback(None)
+    return [q for q in ran if q.startswith("INSERT")]
+
+
+@pytest.mark.parametrize("width", [1, 2, store.NARROW_ROW, WIDE, 19])
+@pytest.mark.parametrize("extra", [-1, 0, 1, 2])
+def test_batches_of_the_row_width_store_what_executemany_stores(width: int, extra: int) -> None:
+    per = store.ROWS_PER_NARROW_INSERT if width <= store.NARROW_ROW else store.ROWS_PER_INSERT
+    n = 2 * per + extra
+    conn = _conn(width)
+    rows = _rows(n, width)
+    statements = _insert(conn, width, rows)
+    one = conn.execute("SELECT rowid, * FROM one ORDER BY rowid").fetchall()
+    many = conn.execute("SELECT rowid, * FROM many ORDER BY rowid").fetchall()
+    assert len(many) == n
+    assert many == one
+    assert len(statements) == -(-n // per)
+    assert statements[0].count("(3,") == per
+
+
+def test_narrow_rows_run_more_rows_per_statement_than_wide_ones() -> None:
+    assert store.ROWS_PER_NARROW_INSERT > store.ROWS_PER_INSERT
+    narrow = _conn(2)
+    assert len(_insert(narrow, 2, _rows(1000, 2))) == -(-1000 // store.ROWS_PER_NARROW_INSERT)
+    wide = _conn(WIDE)
+    assert len(_insert(wide, WIDE, _rows(1000, WIDE))) == -(-1000 // store.ROWS_PER_INSERT)
+
+
+def test_the_parameter_limit_still_bounds_a_narrow_statement() -> None:
+    conn = _conn(2)
+    conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 50)  # 25 rows of 2 values at most
+    rows = _rows(120, 2)
+    statements = _insert(conn, 2, rows)
+    assert len(statements) == 5
+    assert (
+        conn.execute("SELECT * FROM many ORDER BY rowid").fetchall()
+        == conn.execute("SELECT * FROM one ORDER BY rowid").fetchall()
+    )
