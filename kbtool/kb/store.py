@@ -252,6 +252,12 @@ def insert_version(conn: sqlite3.Connection, row: dict[str, Any]) -> int:
     return _insert_rows(conn, "versions", [{"ingested_at": now(), **row}])
 
 
+def set_version_carried(conn: sqlite3.Connection, version_id: int, carried: int) -> None:
+    """A version's ``carried`` count, once known (a later ingest writes its row while the
+    matcher runs)."""
+    conn.execute("UPDATE versions SET carried = ? WHERE id = ?", (carried, version_id))
+
+
 def insert_module_bytes(conn: sqlite3.Connection, version_id: int, data: bytes) -> None:
     """The module's bytes as ``version_id``'s ``modules`` row: a blob of their length made
     in place (``zeroblob``), then written through SQLite's incremental blob I/O (the row's

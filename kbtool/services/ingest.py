@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import re
 import sqlite3
 from collections import defaultdict
@@ -25,6 +24,7 @@ from kbtool.kb.db import transaction
 from kbtool.kb.errors import KBError
 from kbtool.kb.gate import upsert_symbols
 from kbtool.services import data as data_model
+from kbtool.services import ingest_rows as rows
 from kbtool.services import lineage as lineage_svc
 from kbtool.services.ingest_match import keep_views
 from kbtool.services.inputs import read_input, read_text_input
@@ -302,156 +302,6 @@ def _carry_ids(
     return carried, by_method, full_matches, matcher_notes, old_rows, old
 
 
-# the columns of ingest's rows, in the order _function_rows builds their values
-_FUNCTION_COLUMNS = (
-    "version_id",
-    "idx",
-    "stable_id",
-    "imported",
-    "import_module",
-    "import_field",
-    "type_sig",
-    "body_hash",
-    "shape_hash",
-    "body_offset",
-    "body_size",
-    "instr_count",
-    "raw_name",
-    "export_names",
-    "is_exported",
-    "prev_index",
-    "match_method",
-    "match_score",
-    "body_changed",
-)
-_FACT_COLUMNS = (
-    "version_id",
-    "idx",
-    "calls",
-    "call_indirect",
-    "ref_funcs",
-    "consts",
-    "strings",
-    "globals_used",
-    "mem_ops",
-    "atomic_sites",
-    "loops",
-    "ops",
-    "table_slots",
-)
-_EDGE_COLUMNS = ("version_id", "caller", "callee")
-
-
-def _function_rows(
-    vid, funcs, table_slots_of, carried, new_ids
-) -> tuple[dict[int, str], list[tuple], list[tuple], list[tuple]]:
-    """The version's function, facts and call-edge rows (tuples of :data:`_FUNCTION_COLUMNS`,
-    :data:`_FACT_COLUMNS` and :data:`_EDGE_COLUMNS`), and each index's stable id
-    (``table_slots_of``: :func:`kbtool.identity.records.table_slots`)."""
-    slots_of = table_slots_of.get
-    sid_of: dict[int, str] = {}
-    frows: list[tuple] = []
-    xrows: list[tuple] = []
-    erows: list[tuple] = []
-    dumps = store.dumps  # (called only for a non-empty list: many are empty)
-    null = store.NULL  # (binds as NULL without pysqlite's adapter lookup of a None)
-    for f in funcs:
-        i = f.index
-        if i in carried:
-            sid, method, score, prev_idx, changed = carried[i]
-            if score is None:
-                score = null
-        else:
-            sid, method, score, prev_idx, changed = new_ids[i], "new", null, null, False
-        sid_of[i] = sid
-        exports = f.export_names
-        mod, fld, bh, sh, raw = (
-            f.import_module,
-            f.import_field,
-            f.body_hash,
-            f.shape_hash,
-            f.raw_name,
-        )
-        frows.append(
-            (
-                vid,
-                i,
-                sid,
-                int(f.imported),
-                null if mod is None else mod,
-                null if fld is None else fld,
-                f.type_sig,
-                null if bh is None else bh,
-                null if sh is None else sh,
-                f.body_offset,
-                f.body_size,
-                f.instr_count,
-                null if raw is None else raw,
-                json.dumps(list(exports)) if exports else "[]",
-                int(bool(exports)),
-                null if prev_idx is None else prev_idx,
-                method,
-                score,
-                int(changed),
-            )
-        )
-        slots = slots_of(i)
-        xrows.append(
-            (
-                vid,
-                i,
-                dumps(f.calls) if f.calls else "[]",
-                f.call_indirect,
-                dumps(f.ref_funcs) if f.ref_funcs else "[]",
-                dumps(f.consts) if f.consts else "[]",
-                dumps(f.strings) if f.strings else "[]",
-                dumps(f.globals_used) if f.globals_used else "[]",
-                dumps(f.mem_ops) if f.mem_ops else "[]",
-                f.atomic_sites,
-                f.loops,
-                bytes(f.ops),
-                dumps(slots) if slots else "[]",
-            )
-        )
-        if f.calls:
-            erows.extend([(vid, i, c) for c in set(f.calls)])
-    return sid_of, frows, xrows, erows
-
-
-def _matching_rows(funcs, sid_of, table_slots_of) -> list[dict[str, Any]]:
-    """The version's rows as :func:`kbtool.kb.queries.matching_rows` reads them back from
-    what :func:`_function_rows` stored (the same keys in the same order, each JSON list as
-    the list it encodes, the flag as a bool), made from the values themselves."""
-    slots_of = table_slots_of.get
-    out: list[dict[str, Any]] = []
-    for f in funcs:
-        i = f.index
-        imported = bool(f.imported)
-        out.append(
-            {
-                "index": i,
-                "stable_id": sid_of[i],
-                "imported": imported,
-                "import_name": f"{f.import_module}.{f.import_field}" if imported else None,
-                "type_sig": f.type_sig,
-                "body_hash": f.body_hash,
-                "shape_hash": f.shape_hash,
-                "raw_name": f.raw_name,
-                "export_names": list(f.export_names) if f.export_names else [],
-                "body_size": f.body_size,
-                "instr_count": f.instr_count,
-                "calls": list(f.calls) if f.calls else [],
-                "strings": list(f.strings) if f.strings else [],
-                "consts": list(f.consts) if f.consts else [],
-                "ops": bytes(f.ops),
-                "loops": f.loops,
-                "call_indirect": f.call_indirect,
-                "table_slots": list(slots_of(i) or ()),
-            }
-        )
-    return out
-
-
 def _store(conn, data, analysis, **kw) -> IngestResult:
     """:func:`_stored` inside one feature pool: the pairing that stores the diff report
     (records read back from the KB) shares the matcher's features and similarities
@@ -490,53 +340,46 @@ def _stored(
     new = records_from_analysis(analysis) if parent is not None else []
 
     walked: list[data_model.Walked] = []  # the data walk, when done during the matcher
+    early: dict[str, Any] = {}  # the version's rows that need no stable id, once written
+
+    def write_early(carried_n: int = 0) -> None:
+        """The version row (``carried``: set after the join when the matcher ran meanwhile),
+        its module bytes, facts and call edges: none needs a stable id."""
+        early["vid"] = vid = rows.insert_version(
+            conn, analysis, data, label, source_path, parent, carried_n, program_id, lineage, sha
+        )
+        store.insert_module_bytes(conn, vid, data)
+        xrows, erows = rows.fact_rows(vid, funcs, slots)
+        store.insert_fact_values(conn, rows.FACT_COLUMNS, xrows)
+        store.insert_call_edge_values(conn, rows.EDGE_COLUMNS, erows)
+        # the memory accesses as the JSON text stored: the report's layout check compares them
+        early["mem_text"] = {r[1]: r[8] for r in xrows} if parent is not None else None
 
     def walk() -> None:  # one process: the matcher has the other core
         dp = (lambda done, total: progress("data", done, total)) if progress else None
         walked.append(data_model.prepare(analysis, data, progress=dp, workers=1))
-        keep_views(conn, parent, data, mod, sha256)  # (the report's, kept by content)
+        keep_views(conn, parent, data, mod, sha)  # (the report's, kept by content)
+        write_early()
 
+    sha = sha256 = sha256 or hashlib.sha256(data).hexdigest()
     carried, by_method, full_matches, matcher_notes, old_rows, old_recs = _carry_ids(
         conn, parent, new, funcs, progress, len(data), walk
     )
+    if early:  # written while the matcher ran: its count now
+        if carried:
+            store.set_version_carried(conn, early["vid"], len(carried))
+    else:
+        write_early(len(carried))
+    vid, mem_text = early["vid"], early.pop("mem_text")
     unmatched = [f.index for f in funcs if f.index not in carried]
     new_ids = assign_new_ids(analysis, unmatched, queries.stable_id_taken(conn, len(unmatched)))
 
-    exported = sum(1 for f in funcs if f.export_names)
     n_imp = sum(1 for f in funcs if f.imported)
+    sid_of, frows = rows.function_rows(vid, funcs, carried, new_ids)
+    store.insert_function_values(conn, rows.FUNCTION_COLUMNS, frows)
+    del frows  # (written: the data model reuses their memory)
+    exported = sum(1 for f in funcs if f.export_names)
     instructions = sum(f.instr_count for f in funcs)
-    sha256 = sha256 or hashlib.sha256(data).hexdigest()
-    vid = store.insert_version(
-        conn,
-        {
-            "label": label,
-            "sha256": sha256,
-            "size": len(data),
-            "toolchain_version": analysis.toolchain_version,
-            "shared_memory": int(bool(mod.shared_memory)),
-            "imported_functions": n_imp,
-            "defined_functions": len(funcs) - n_imp,
-            "exported_functions": exported,
-            "instructions": instructions,
-            "module_name": mod.module_name,
-            "producers": json.dumps(mod.producers, sort_keys=True),
-            "target_features": json.dumps(list(mod.target_features)),
-            "source_path": source_path,
-            "parent_version_id": parent,
-            "carried": len(carried),
-            "program_id": program_id,
-            "lineage": json.dumps(lineage.record(), sort_keys=True),
-        },
-    )
-    store.insert_module_bytes(conn, vid, data)
-
-    sid_of, frows, xrows, erows = _function_rows(vid, funcs, slots, carried, new_ids)
-    store.insert_function_values(conn, _FUNCTION_COLUMNS, frows)
-    store.insert_fact_values(conn, _FACT_COLUMNS, xrows)
-    store.insert_call_edge_values(conn, _EDGE_COLUMNS, erows)
-    # the memory accesses as the JSON text stored: the report's layout check compares them
-    mem_text = {r[1]: r[8] for r in xrows} if parent is not None else None
-    del frows, xrows, erows  # (written: the data model reuses their memory)
 
     result = IngestResult(
         version_id=vid,
@@ -592,7 +435,7 @@ def _stored(
             old_rows=old_rows,
             matches=full_matches,
             old_recs=old_recs,
-            new_rows=_matching_rows(funcs, sid_of, slots),
+            new_rows=rows.matching_rows(funcs, sid_of, slots),
             new_recs=new,
             carry=carry,
             new_view=view,
