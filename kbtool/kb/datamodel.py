@@ -18,6 +18,7 @@ from kbtool.kb.db import now
 from kbtool.kb.store import indexes_built_after, insert_rows_batched
 
 _TABLES = ("data_globals", "data_items", "data_ref_chunks", "data_ref_targets", "data_models")
+_REF_TABLES = ("data_ref_chunks", "data_ref_targets")
 
 
 class DataItemRow(TypedDict):
@@ -71,13 +72,18 @@ def replace_data_model(
     truncated: bool,
     item_rows: list[tuple] | None = None,
     ref_columns: datarefs.Columns | None = None,
+    refs_written: bool = False,
 ) -> None:
     """Store the data model of ``version_id`` (replacing an older one), in the caller's
     transaction. ``refs`` are ``(func_index, offset, kind, target_kind, target, width)``;
     the items are dicts (``items``) or ready rows (``item_rows``: ``(address, size, kind,
     segment, text, label, data_id, refs, targets JSON)``, the ingest's compiled pass);
-    ``ref_columns``: the compiled pass packing the references (:func:`datarefs.pack`)."""
+    ``ref_columns``: the compiled pass packing the references (:func:`datarefs.pack`);
+    ``refs_written``: the references are stored already (:func:`datarefs.write` in this
+    transaction: a later ingest writes them while its matcher runs)."""
     for table in _TABLES:
+        if refs_written and table in _REF_TABLES:
+            continue
         conn.execute(f"DELETE FROM {table} WHERE version_id = ?", (version_id,))  # noqa: S608
     conn.executemany(
         "INSERT INTO data_globals(version_id, idx, type, mutable, initial, imported, import_name,"
@@ -113,7 +119,8 @@ def replace_data_model(
             item_rows,
             constants=True,  # (the tables' empty targets lists: SQL literals, not binds)
         )
-    datarefs.write(conn, vid, list(refs), ref_columns)  # packed (kbtool/kb/datarefs.py)
+    if not refs_written:
+        datarefs.write(conn, vid, list(refs), ref_columns)  # packed (kbtool/kb/datarefs.py)
     conn.execute(
         "INSERT INTO data_models(version_id, data_start, data_end, truncated, built_at)"
         " VALUES (?,?,?,?,?)",

@@ -32,7 +32,7 @@ from kbtool.analysis.datamodel import (
 )
 from kbtool.analysis.recognize import stack_pointer_global
 from kbtool.kb import datamodel as dm_store
-from kbtool.kb import queries, store
+from kbtool.kb import datarefs, queries, store
 from kbtool.kb.errors import KBError
 from kbtool.textutil import LazyPattern
 from kbtool.wasm import ModuleAnalysis
@@ -72,11 +72,23 @@ class Walked:
     """The data model's pure part for one module (:func:`prepare`): the walk, the passive
     segments' addresses and the initial memory image; ``seconds``/``cpu_seconds`` spent."""
 
-    __slots__ = ("model", "passive", "base", "image", "seconds", "cpu_seconds")
+    __slots__ = ("model", "passive", "base", "image", "seconds", "cpu_seconds", "refs_written")
 
     def __init__(self, model, passive, base, image, seconds: float, cpu_seconds: float):
         self.model, self.passive, self.base, self.image = model, passive, base, image
         self.seconds, self.cpu_seconds = seconds, cpu_seconds
+        self.refs_written = False  # (:func:`write_refs`)
+
+
+def write_refs(conn: sqlite3.Connection, version_id: int, walked: Walked) -> None:
+    """The references of ``walked`` stored for ``version_id`` now (they need no stable id
+    nor label: a later ingest writes them while its matcher runs); :func:`build` then
+    writes the rest of the model."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    datarefs.write(conn, version_id, list(walked.model.ref_rows), ref_columns())
+    walked.refs_written = True
+    walked.seconds += time.perf_counter() - t0
+    walked.cpu_seconds += time.process_time() - c0
 
 
 def _is_go(analysis: ModuleAnalysis) -> bool:
@@ -177,6 +189,7 @@ def _build(
         data_end=model.data_end,
         truncated=model.truncated,
         ref_columns=ref_columns(),  # (the data walk's compiled packing, when built)
+        refs_written=walked.refs_written,
     )
     kinds: dict[str, int] = {}
     for r in rows:

@@ -360,6 +360,8 @@ def _stored(
         walked.append(data_model.prepare(analysis, data, progress=dp, workers=1))
         keep_views(conn, parent, data, mod, sha)  # (the report's, kept by content)
         write_early()
+        data_model.write_refs(conn, early["vid"], walked[0])
+        early["new_rows"] = rows.matching_rows(funcs, slots)  # (the report's; ids at the join)
 
     sha = sha256 = sha256 or hashlib.sha256(data).hexdigest()
     carried, by_method, full_matches, matcher_notes, old_rows, old_recs = _carry_ids(
@@ -428,6 +430,7 @@ def _stored(
         # matcher's records, given their stable ids, are what records_from_rows makes of them
         for r in new:
             r.stable_id = sid_of[r.index]
+        new_rows = early.pop("new_rows", None) or rows.matching_rows(funcs, slots)
         result.diff_carry = lineage_svc.carry_from_parent(
             conn,
             parent,
@@ -435,7 +438,7 @@ def _stored(
             old_rows=old_rows,
             matches=full_matches,
             old_recs=old_recs,
-            new_rows=rows.matching_rows(funcs, sid_of, slots),
+            new_rows=rows.set_stable_ids(new_rows, sid_of),
             new_recs=new,
             carry=carry,
             new_view=view,

@@ -133,10 +133,12 @@ def fact_rows(vid, funcs, table_slots_of) -> tuple[list[tuple], list[tuple]]:
     return xrows, erows
 
 
-def matching_rows(funcs, sid_of, table_slots_of) -> list[dict[str, Any]]:
+def matching_rows(funcs, table_slots_of) -> list[dict[str, Any]]:
     """The version's rows as :func:`kbtool.kb.queries.matching_rows` reads them back from
-    what :func:`function_rows` stored (the same keys in the same order, each JSON list as
-    the list it encodes, the flag as a bool), made from the values themselves."""
+    what :func:`function_rows` and :func:`fact_rows` stored (the same keys in the same
+    order, each JSON list as the list it encodes, the flag as a bool), made from the values
+    themselves; ``stable_id`` is None until :func:`set_stable_ids` (a later ingest makes
+    them while its matcher runs)."""
     slots_of = table_slots_of.get
     out: list[dict[str, Any]] = []
     for f in funcs:
@@ -145,7 +147,7 @@ def matching_rows(funcs, sid_of, table_slots_of) -> list[dict[str, Any]]:
         out.append(
             {
                 "index": i,
-                "stable_id": sid_of[i],
+                "stable_id": None,
                 "imported": imported,
                 "import_name": f"{f.import_module}.{f.import_field}" if imported else None,
                 "type_sig": f.type_sig,
@@ -165,6 +167,13 @@ def matching_rows(funcs, sid_of, table_slots_of) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def set_stable_ids(rows: list[dict[str, Any]], sid_of: dict[int, str]) -> list[dict[str, Any]]:
+    """``rows`` (:func:`matching_rows`) with each index's stable id; the same list."""
+    for r in rows:
+        r["stable_id"] = sid_of[r["index"]]
+    return rows
 
 
 def insert_version(
