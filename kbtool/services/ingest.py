@@ -253,12 +253,10 @@ def _carry_ids(
     list[str],
     list[dict[str, Any]],
     list[Any] | None,
-    list[Any],
 ]:
     """Stable ids carried from ``parent``: ``(carried, by_method, full_matches, notes,
-    old_rows, old_recs, new_recs)`` (``carried``: new index -> :class:`CarriedId`;
-    ``old_recs``: the matcher's records of ``old_rows``, which the pairing of the diff
-    report reuses; ``new_recs``: those ``new`` makes, none without a parent).
+    old_rows, old_recs)`` (``carried``: new index -> :class:`CarriedId`; ``old_recs``: the
+    matcher's records of ``old_rows``, which the pairing of the diff report reuses).
 
     A module of ``nbytes`` above ``KBTOOL_PARALLEL_MATCH_BYTES`` is matched in a second
     process (:mod:`kbtool.services.ingest_match`) while this one calls ``meanwhile``
@@ -272,27 +270,26 @@ def _carry_ids(
     full_matches = None
     matcher_notes: list[str] = []
     old_rows: list[dict[str, Any]] = []
-    old, new_recs = None, []
+    old = None
     if parent is not None:
         # imported here: the first version of a program needs no matcher (start-up)
         from kbtool.identity.records import records_from_rows
         from kbtool.services.ingest_match import install_verdicts, start_match
 
         old_rows = queries.matching_rows(conn, parent)
+        old = records_from_rows(old_rows)
+        old_by_index = {r.index: r for r in old}
         if progress:
             progress("match", 0, 1)
-        # the records made after the fork, by the child for itself and here meanwhile
-        job = start_match(lambda: records_from_rows(old_rows), new, nbytes)
+        job = start_match(old, new, nbytes)
         try:
             if job.proc is not None and meanwhile is not None:
                 meanwhile()
-            old, new_recs = job.inputs()
             exact, full_matches, matcher_notes, verdicts = job.result()
         finally:
             job.stop()
-        old_by_index = {r.index: r for r in old}
         if job.in_child:  # the diff report's pairing reuses them as in one process
-            install_verdicts(verdicts, old, new_recs)
+            install_verdicts(verdicts, old, new)
         for m in exact:
             o = old_by_index[m.old_index]
             # a body "changed" when its logic did: the shape hash (call targets, type indices and
@@ -302,7 +299,7 @@ def _carry_ids(
             by_method[m.method] += 1
         if progress:
             progress("match", 1, 1)
-    return carried, by_method, full_matches, matcher_notes, old_rows, old, new_recs
+    return carried, by_method, full_matches, matcher_notes, old_rows, old
 
 
 def _store(conn, data, analysis, **kw) -> IngestResult:
@@ -339,6 +336,8 @@ def _stored(
     program_id = lineage_svc.commit(conn, lineage)
     parent = lineage.parent_version_id
     slots = table_slots(analysis)
+    # the matcher's records: only to match a parent (a first version needs its table slots)
+    new = records_from_analysis(analysis) if parent is not None else []
 
     walked: list[data_model.Walked] = []  # the data walk, when done during the matcher
     early: dict[str, Any] = {}  # the version's rows that need no stable id, once written
@@ -365,9 +364,8 @@ def _stored(
         early["new_rows"] = rows.matching_rows(funcs, slots)  # (the report's; ids at the join)
 
     sha = sha256 = sha256 or hashlib.sha256(data).hexdigest()
-    # the matcher's records (only to match a parent), made after the matcher's fork
-    carried, by_method, full_matches, matcher_notes, old_rows, old_recs, new = _carry_ids(
-        conn, parent, lambda: records_from_analysis(analysis), funcs, progress, len(data), walk
+    carried, by_method, full_matches, matcher_notes, old_rows, old_recs = _carry_ids(
+        conn, parent, new, funcs, progress, len(data), walk
     )
     if early:  # written while the matcher ran: its count now
         if carried:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 #: modules with more bytes than this match in a second process (ffmpeg: 32.7 MB, ~3.6 s
@@ -58,11 +58,6 @@ def _run(old: Sequence, new: Sequence) -> tuple[list, list, list[str], Any]:
     return exact, full, stats[0].notes, verdicts
 
 
-def _made(old: Any, new: Any) -> tuple[Sequence, Sequence]:
-    """The two record lists, each given or made by its function."""
-    return (old() if callable(old) else old), (new() if callable(new) else new)
-
-
 def _child(writer: Any, parent_pid: int) -> None:
     from kbtool.wasm.facts import gc_paused
     from kbtool.wasm.workers import worker_init
@@ -72,7 +67,7 @@ def _child(writer: Any, parent_pid: int) -> None:
         os._exit(3)
     try:
         with gc_paused():
-            out = _run(*_made(_STATE["old"], _STATE["new"]))
+            out = _run(_STATE["old"], _STATE["new"])
         writer.send_bytes(pickle.dumps(out, pickle.HIGHEST_PROTOCOL))
         writer.close()
     except BaseException:  # noqa: BLE001 - the parent runs the matcher again: its error
@@ -81,12 +76,9 @@ def _child(writer: Any, parent_pid: int) -> None:
 
 class MatchJob:
     """The matcher's run for one ingest: in a forked child (``proc``) or, without one,
-    here when :meth:`result` is asked. ``old``/``new``: the record lists, or functions
-    making them (pure and deterministic): a child makes its own, after the fork, while
-    this process makes them too (:meth:`inputs`), so neither is on the path to the
-    matcher's start."""
+    here when :meth:`result` is asked."""
 
-    def __init__(self, old: Sequence | Callable[[], Sequence], new: Any) -> None:
+    def __init__(self, old: Sequence, new: Sequence) -> None:
         self.old, self.new = old, new
         self.proc: Any = None
         self.reader: Any = None
@@ -114,11 +106,6 @@ class MatchJob:
             writer.close()
         self.proc, self.reader = proc, reader
 
-    def inputs(self) -> tuple[Sequence, Sequence]:
-        """The two record lists (made here, once, when given as functions)."""
-        self.old, self.new = _made(self.old, self.new)
-        return self.old, self.new
-
     def result(self) -> tuple[list, list, list[str], Any]:
         """``(exact, full, notes, verdicts)`` as :func:`_run` gives them; the child's when
         it answered, else the matcher's run here (the same answer, or the same error)."""
@@ -133,7 +120,7 @@ class MatchJob:
         if out is not None:
             self.in_child = True
             return out
-        return _run(*self.inputs())
+        return _run(self.old, self.new)
 
     def stop(self) -> None:
         """End the child (an answer read, an error or an interrupt here)."""
@@ -148,10 +135,9 @@ class MatchJob:
         self.reader.close()
 
 
-def start_match(old: Any, new: Any, nbytes: int) -> MatchJob:
-    """The matcher's job on ``old``/``new`` (lists, or functions making them: see
-    :class:`MatchJob`); started in a child for a module of ``nbytes`` above the
-    threshold."""
+def start_match(old: Sequence, new: Sequence, nbytes: int) -> MatchJob:
+    """The matcher's job on ``old``/``new``; started in a child for a module of ``nbytes``
+    above the threshold."""
     job = MatchJob(old, new)
     if match_in_child(nbytes):
         job.start()
