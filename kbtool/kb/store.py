@@ -90,12 +90,14 @@ def _insert_rows(conn: sqlite3.Connection, table: str, rows: Iterable[dict[str, 
 #: Rows per statement of :func:`insert_rows_batched` (a multi-row ``VALUES``; fewer when
 #: SQLite's limit on parameters per statement is lower).
 ROWS_PER_INSERT = 100
-#: ... for rows of at most :data:`NARROW_ROW` bound values (ingest's call edges and data
-#: items): their statements run more rows each, so each row carries less of a statement's
-#: own cost (ffmpeg's 47k call edges 17.5 -> 14.7 ms CPU; wide rows gain nothing: more of
-#: their statements lose a literal column, see :func:`insert_rows_batched`).
+#: ... for rows of at most :data:`NARROW_ROW` bound values (ingest's call edges): their
+#: statements run more rows each, so each row carries less of a statement's own cost
+#: (ffmpeg's 47k call edges 17.5 -> 15 ms CPU). Not for wider rows: a statement's list of
+#: values grows by reallocation, and past ~2,000 values a real ingest's heap copies it more
+#: (500 data items a statement: +70 M instructions of memcpy), and more of the statements
+#: lose a literal column (see :func:`insert_rows_batched`).
 ROWS_PER_NARROW_INSERT = 500
-NARROW_ROW = 10
+NARROW_ROW = 4
 
 
 def _literal(value: Any) -> str | None:
@@ -126,12 +128,13 @@ def insert_rows_batched(
     constants: bool = False,
 ) -> None:
     """``head VALUES one`` for every row of ``rows``, :data:`ROWS_PER_INSERT` rows per
-    statement (:data:`ROWS_PER_NARROW_INSERT` for a narrow row; ``one``: a row's ``(?, ...)``, a literal allowed among the ``?``; every row
-    binds as many values as ``one`` has ``?``, else ``sqlite3.ProgrammingError`` before any
-    row is written). The same rows in the same order as ``executemany`` stores them, for
-    less: one statement run per row costs SQLite a statement start and halt, a descent from
-    the root to the table's last page and pysqlite a reset and a release of the GIL each
-    (ingest's 65k data items, 47k call edges: ~20-25% of their writes' instructions).
+    statement (:data:`ROWS_PER_NARROW_INSERT` for a narrow row; ``one``: a row's ``(?,
+    ...)``, a literal allowed among the ``?``; every row binds as many values as ``one`` has
+    ``?``, else ``sqlite3.ProgrammingError`` before any row is written). The same rows in
+    the same order as ``executemany`` stores them, for less: one statement run per row costs
+    SQLite a statement start and halt, a descent from the root to the table's last page and
+    pysqlite a reset and a release of the GIL each (ingest's 65k data items, 47k call edges:
+    ~20-25% of their writes' instructions).
 
     Values the same in every row of a statement can go into it as literals instead of being
     bound per row (pysqlite and SQLite spend ~250 instructions binding an int, ~800 a str:

@@ -1,5 +1,5 @@
 """``store.insert_rows_batched`` runs :data:`store.ROWS_PER_NARROW_INSERT` rows per statement
-for a row of at most :data:`store.NARROW_ROW` bound values (ingest's call edges, data items)
+for a row of at most :data:`store.NARROW_ROW` bound values (ingest's call edges)
 and :data:`store.ROWS_PER_INSERT` for a wider one; either way the rows stored are exactly
 what ``executemany`` of the one-row statement stores, around every batch boundary."""
 
@@ -42,7 +42,7 @@ def _insert(conn: sqlite3.Connection, width: int, rows: list[tuple]) -> list[str
     return [q for q in ran if q.startswith("INSERT")]
 
 
-@pytest.mark.parametrize("width", [1, 2, store.NARROW_ROW, WIDE, 19])
+@pytest.mark.parametrize("width", [1, 2, store.NARROW_ROW, WIDE, 9, 19])
 @pytest.mark.parametrize("extra", [-1, 0, 1, 2])
 def test_batches_of_the_row_width_store_what_executemany_stores(width: int, extra: int) -> None:
     per = store.ROWS_PER_NARROW_INSERT if width <= store.NARROW_ROW else store.ROWS_PER_INSERT
