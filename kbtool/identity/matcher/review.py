@@ -463,10 +463,6 @@ def review_closer_rivals(pg: Any) -> int:
     free_new = [r for r in new_list if r.index not in pg.by_new]
     feats = FeatureCache(list(pg.old_recs.values()), list(pg.new_recs.values()))
 
-    def sim(old: FuncRecord, new: FuncRecord) -> float:
-        total, wsum = feats.content_similarity(old, new)
-        return total / wsum if wsum else 0.0
-
     # the free functions by result type (sized, for windows of comparable sizes) and by
     # signature (index 0: new, 1: old). Whether a pair has a rival does not depend on the
     # order its rivals are read in (``closer`` is a pure test)
@@ -478,13 +474,10 @@ def review_closer_rivals(pg: Any) -> int:
             by_sig[side].setdefault(r.type_sig, []).append(r)
     ret_sized = tuple({k: _BySize(v) for k, v in side.items()} for side in by_ret)
 
-    # every function of each side by size (index 0: new, 1: old), for the size windows
+    # every function of each side by size (index 0: new, 1: old), for the size windows (a
+    # superset of those with ``size_ratio >= RIVAL_SIZE_RATIO``). The checks below call the
+    # feature cache's methods (and ``_sim``) directly: native calls in the twin
     by_size = (_BySize(new_list), _BySize(old_list))
-
-    def sized(old: bool, n: int) -> list[FuncRecord]:
-        """The functions of a side (old if ``old``) whose size may be comparable to ``n``
-        (a superset of those with ``size_ratio >= RIVAL_SIZE_RATIO``)."""
-        return by_size[old].window(n)
 
     def rivals(w_old: bool, stand_in: FuncRecord, target: FuncRecord) -> list[FuncRecord]:
         """The free functions (old side if ``w_old``) whose result type (or signature) and
@@ -502,16 +495,15 @@ def review_closer_rivals(pg: Any) -> int:
     def closer(w: FuncRecord, w_old: bool, stand_in: FuncRecord, target: FuncRecord) -> bool:
         """``w`` (old side if ``w_old``, one of :func:`rivals`) is a rival of ``stand_in``
         for ``target``."""
-        own = sim(stand_in, target) if w_old else sim(target, stand_in)
+        own = _sim(feats, stand_in, target) if w_old else _sim(feats, target, stand_in)
         # most rivals are far: an upper bound of their similarity (no op histograms) tells,
         # the cheaper one (no set intersections, never below the other) first
-        wb, bound = feats.weight_bound, feats.content_bound
         if w_old:
-            if wb(w, target) < own or bound(w, target) < own:
+            if feats.weight_bound(w, target) < own or feats.content_bound(w, target) < own:
                 return False
-        elif wb(target, w) < own or bound(target, w) < own:
+        elif feats.weight_bound(target, w) < own or feats.content_bound(target, w) < own:
             return False
-        best = sim(w, target) if w_old else sim(target, w)
+        best = _sim(feats, w, target) if w_old else _sim(feats, target, w)
         if best < own:
             return False
         # mutual best: w is at least as close to target as to any other function there of a
@@ -522,18 +514,18 @@ def review_closer_rivals(pg: Any) -> int:
             return not any(
                 x is not target
                 and size_ratio(x.instr_count, w.instr_count) >= RIVAL_SIZE_RATIO
-                and wb(w, x) > best
-                and bound(w, x) > best
-                and sim(w, x) > best
-                for x in sized(False, w.instr_count)
+                and feats.weight_bound(w, x) > best
+                and feats.content_bound(w, x) > best
+                and _sim(feats, w, x) > best
+                for x in by_size[0].window(w.instr_count)
             )
         return not any(
             x is not target
             and size_ratio(x.instr_count, w.instr_count) >= RIVAL_SIZE_RATIO
-            and wb(x, w) > best
-            and bound(x, w) > best
-            and sim(x, w) > best
-            for x in sized(True, w.instr_count)
+            and feats.weight_bound(x, w) > best
+            and feats.content_bound(x, w) > best
+            and _sim(feats, x, w) > best
+            for x in by_size[1].window(w.instr_count)
         )
 
     flagged = 0
@@ -588,16 +580,11 @@ def review_near_rivals(pg: Any, feats: FeatureCache | None = None) -> int:
         return 0
     old_list = [r for r in pg.old_recs.values() if not r.imported]
     new_list = [r for r in pg.new_recs.values() if not r.imported]
-    if feats is None:
-        feats = FeatureCache(list(pg.old_recs.values()), list(pg.new_recs.values()))
-    memo: dict[tuple[int, int], float] = {}
-
-    def sim(old: FuncRecord, new: FuncRecord) -> float:
-        key = (old.index, new.index)
-        if key not in memo:
-            total, wsum = feats.content_similarity(old, new)
-            memo[key] = total / wsum if wsum else 0.0
-        return memo[key]
+    fc: FeatureCache = (
+        FeatureCache(list(pg.old_recs.values()), list(pg.new_recs.values()))
+        if feats is None
+        else feats
+    )
 
     def loose(w_old: bool) -> dict[str, list[tuple[FuncRecord, FuncRecord | None]]]:
         """Functions without a trusted counterpart, by type signature, with their partner."""
@@ -620,30 +607,30 @@ def review_near_rivals(pg: Any, feats: FeatureCache | None = None) -> int:
     def near(w: FuncRecord, partner: FuncRecord | None, w_old: bool, stand_in, target) -> bool:
         if size_ratio(w.instr_count, target.instr_count) < RIVAL_SIZE_RATIO:
             return False
-
-        def s(a: FuncRecord, b: FuncRecord) -> float:  # a on w's side, b on the other
-            return sim(a, b) if w_old else sim(b, a)
-
-        floor = s(stand_in, target) - NEAR_RIVAL_MARGIN
+        # (each similarity ``_sim(fc, old, new)``: w's side decides the order)
+        if w_old:
+            floor = _sim(fc, stand_in, target) - NEAR_RIVAL_MARGIN
+        else:
+            floor = _sim(fc, target, stand_in) - NEAR_RIVAL_MARGIN
         # upper bounds of the rival's similarity (no op histograms) first, the cheaper one
         # (no set intersections, never below the other) before the other
-        wb, bound = feats.weight_bound, feats.content_bound
         if w_old:
-            if wb(w, target) < floor or bound(w, target) < floor:
+            if fc.weight_bound(w, target) < floor or fc.content_bound(w, target) < floor:
                 return False
-        elif wb(target, w) < floor or bound(target, w) < floor:
+        elif fc.weight_bound(target, w) < floor or fc.content_bound(target, w) < floor:
             return False
-        best = s(w, target)
+        best = _sim(fc, w, target) if w_old else _sim(fc, target, w)
         if best < floor:
             return False
-        if partner is not None and s(w, partner) >= best:
-            return False
+        if partner is not None:
+            if (_sim(fc, w, partner) if w_old else _sim(fc, partner, w)) >= best:
+                return False
         return not any(
             x is not target
             and size_ratio(x.instr_count, w.instr_count) >= RIVAL_SIZE_RATIO
-            and (wb(w, x) if w_old else wb(x, w)) > best
-            and (bound(w, x) if w_old else bound(x, w)) > best
-            and s(w, x) > best
+            and (fc.weight_bound(w, x) if w_old else fc.weight_bound(x, w)) > best
+            and (fc.content_bound(w, x) if w_old else fc.content_bound(x, w)) > best
+            and (_sim(fc, w, x) if w_old else _sim(fc, x, w)) > best
             for x in by_size[not w_old].window(w.instr_count)
         )
 
@@ -656,6 +643,12 @@ def review_near_rivals(pg: Any, feats: FeatureCache | None = None) -> int:
             p.review = True
             flagged += 1
     return flagged
+
+
+def _sim(feats: FeatureCache, old: FuncRecord, new: FuncRecord) -> float:
+    """The pair's content similarity (memoised by the feature cache's store)."""
+    total, wsum = feats.content_similarity(old, new)
+    return total / wsum if wsum else 0.0
 
 
 class _BySize:
