@@ -26,7 +26,7 @@ from kbtool.kb.gate import upsert_symbols
 from kbtool.services import data as data_model
 from kbtool.services import ingest_rows as rows
 from kbtool.services import lineage as lineage_svc
-from kbtool.services.ingest_match import keep_views
+from kbtool.services.ingest_match import keep_views, preload
 from kbtool.services.inputs import read_input, read_text_input
 from kbtool.wasm import WasmFormatError, analyze_module
 from kbtool.wasm.facts import analyze_workers, gc_paused
@@ -362,6 +362,7 @@ def _stored(
         write_early()
         data_model.write_refs(conn, early["vid"], walked[0])
         early["new_rows"] = rows.matching_rows(funcs, slots)  # (the report's; ids at the join)
+        preload()  # (the report's modules)
 
     sha = sha256 = sha256 or hashlib.sha256(data).hexdigest()
     carried, by_method, full_matches, matcher_notes, old_rows, old_recs = _carry_ids(
