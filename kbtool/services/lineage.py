@@ -189,41 +189,50 @@ def library_functions(
     by_shape = db.by_shape
     # (runtime_by_signature with its import lookups done once: the runtime's imports)
     runtime_imports = {i for i, name in imports.items() if is_runtime_import(name)}
-    callers: dict[int, set[int]] = defaultdict(set)
+    callees: dict[int, set[int]] = {}  # each defined function's distinct direct callees
     for f in funcs:
         i = f.index
         raw, exports = f.raw_name, f.export_names
-        named = bool(raw or exports)  # (a stripped function: no name to look at)
-        if named and any(n in ENTRY_GLUE for n in (raw, *exports) if n):
-            entry.add(i)
-        if f.shape_hash in by_shape or (named and any_runtime_name((raw, *exports))):
-            lib.add(i)
-        elif (
-            f.instr_count <= RUNTIME_WRAPPER_MAX_INSTR
-            and f.calls
-            and not runtime_imports.isdisjoint(f.calls)
-        ):
-            lib.add(i)
-        if named and (
-            (raw and not is_runtime_name(raw)) or (exports and not any_runtime_name(exports))
-        ):
-            own_api.add(i)
-        for c in set(f.calls):
-            callers[c].add(i)
-    source = lib - entry
-    todo = [f.index for f in funcs if f.index not in lib and f.index not in own_api]
-    changed = True
-    while changed:  # called only by library code: library code (libc's helpers)
-        changed = False
-        rest = []
-        for i in todo:
-            if callers[i] and callers[i] <= source:
+        calls = f.calls
+        if calls:
+            callees[i] = set(calls)
+        if raw or exports:  # (a stripped function: no name to look at)
+            names_of = (raw, *exports) if raw else exports
+            if any(n in ENTRY_GLUE for n in names_of):
+                entry.add(i)
+            if f.shape_hash in by_shape or any_runtime_name(names_of):
                 lib.add(i)
-                source.add(i)
-                changed = True
-            else:
-                rest.append(i)
-        todo = rest
+            elif (
+                f.instr_count <= RUNTIME_WRAPPER_MAX_INSTR
+                and calls
+                and not runtime_imports.isdisjoint(calls)
+            ):
+                lib.add(i)
+            if (raw and not is_runtime_name(raw)) or (exports and not any_runtime_name(exports)):
+                own_api.add(i)
+        elif f.shape_hash in by_shape:
+            lib.add(i)
+        elif f.instr_count <= RUNTIME_WRAPPER_MAX_INSTR and calls:
+            if not runtime_imports.isdisjoint(calls):
+                lib.add(i)
+    # called only by library code: library code (libc's helpers). A function joins once
+    # every one of its callers is in ``source``; ``source`` only grows, so the set reached
+    # is the same in any order: each function's callers counted once, the functions
+    # whose count the growing source reaches taken from a work list
+    callers = Counter(c for cs in callees.values() for c in cs)
+    source = lib - entry
+    todo = {f.index for f in funcs if f.index not in lib and f.index not in own_api}
+    hits: dict[int, int] = defaultdict(int)
+    work = list(source)
+    while work:
+        j = work.pop()
+        for c in callees.get(j, ()):
+            hits[c] += 1
+            if c in todo and hits[c] == callers[c]:
+                todo.discard(c)
+                lib.add(c)
+                source.add(c)
+                work.append(c)
     return lib
 
 
