@@ -157,6 +157,11 @@ def analyze_range(ctx: Any, first: int, last: int,
     for _ in range(_BIG_SLOTS):
         bkeys = _vappend(bkeys, 0)
         bstamps = _vappend(bstamps, -1)
+    # the int objects the facts' lists hold, made once per decoded range and shared (typed
+    # object: the twin appends the object, not a new box per append): the small constants,
+    # and the function indices met as call / ref.func targets (filled on first use)
+    cbox: list[object] = [c - _SMALL_NEG for c in range(_SMALL_NEG + _SMALL_POS)]
+    fbox: list[object] = [None] * (nimp + len(code))
     sig_head: list[bytes] = [t.encode() + b"\x00" for t in type_text]
     out: list[tuple[Any, ...]] = []
     next_progress = (code[first][0] if first < last else 0) + step
@@ -173,7 +178,7 @@ def analyze_range(ctx: Any, first: int, last: int,
         # op ids, two little-endian bytes each (stored as array("H") packs them: OP_PACK);
         # written straight into bytes: no int object and list slot per instruction
         ops = BytesWriter()
-        calls: list[int] = []
+        calls: list[object] = []
         # distinct, in first-seen order; a large one is boxed once, for the list
         consts: list[object] = []
         nbig: i64 = 0  # distinct ones outside the small range (in bkeys up to _BIG_MAX)
@@ -307,7 +312,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                         cj: i64 = i64(x) + _SMALL_NEG
                         if cseen[cj] != ci:
                             cseen[cj] = ci
-                            consts.append(x)
+                            consts.append(cbox[cj])
                     elif nbig < _BIG_MAX:
                         if _big_first(bkeys, bstamps, x, ci):
                             nbig += 1
@@ -361,7 +366,14 @@ def analyze_range(ctx: Any, first: int, last: int,
                     p += 1
                     if x >= 0x80:
                         x, p = _uleb_cont(data, p, x)
-                    calls.append(x)
+                    if x < len(fbox):
+                        fo = fbox[x]
+                        if fo is None:
+                            fo = x
+                            fbox[x] = fo
+                        calls.append(fo)
+                    else:
+                        calls.append(x)
                     shw.write(data[last_cut:s])
                     shw.write(imp_repl[x] if x < nimp else _DEF)
                     last_cut = p
@@ -501,7 +513,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                         cj = i64(x) + _SMALL_NEG
                         if cseen[cj] != ci:
                             cseen[cj] = ci
-                            consts.append(x)
+                            consts.append(cbox[cj])
                     elif nbig < _BIG_MAX:
                         if _big_first(bkeys, bstamps, x, ci):
                             nbig += 1
