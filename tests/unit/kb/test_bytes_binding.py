@@ -1,4 +1,4 @@
-"""Importing ``kbtool.kb.store`` registers ``bytes -> bytes`` as pysqlite's adapter for bytes
+"""Importing ``kbtool.kb.store`` registers ``bytes.__bytes__`` as pysqlite's adapter for bytes
 (pysqlite otherwise misses its registry and fails an attribute lookup on a type for every
 bytes value bound: the facts' op arrays, the packed references). The adapter must hand back
 the very object and every stored value must be what binding bytes without it stores: a
@@ -33,7 +33,7 @@ def _rows(values: list[bytes]) -> list[tuple]:
 
 
 def test_the_adapter_is_registered_and_hands_back_the_same_object():
-    assert sqlite3.adapters.get(KEY) is bytes
+    assert sqlite3.adapters.get(KEY) is bytes.__bytes__
     for b in (b"", b"\x00", b"\x00\x01\xff" * 1000, bytes(range(256))):
         assert sqlite3.adapters[KEY](b) is b
     assert store.NULL != store.NULL  # (the module's other stand-in untouched)
