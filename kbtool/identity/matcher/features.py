@@ -87,13 +87,14 @@ class _Feat:
     def __init__(
         self,
         ops: bytes,
-        strings: Sequence[str],
-        consts: Sequence[int],
+        strings: Sequence[str] | frozenset,
+        consts: Sequence[int] | frozenset,
         bigrams: dict[bytes, tuple[Any, float]] | None = None,
         counts: tuple[int, int, int] = (0, 0, 0),
     ) -> None:
-        self.strings = frozenset(strings)
-        self.consts = frozenset(consts)
+        # (the store's sets of the record when given: one frozenset per record and kind)
+        self.strings = strings if type(strings) is frozenset else frozenset(strings)
+        self.consts = consts if type(consts) is frozenset else frozenset(consts)
         self.tstrings = self.tconsts = 0  # exact total weights (set by FeatureCache.feat)
         # the record's instr_count, loops and call_indirect, read by every pair score
         # (native ints in the compiled twin: no attribute lookup on the record per pair)
@@ -146,8 +147,7 @@ class _Store:
     __slots__ = (
         "recs",
         "n",
-        "idf_s",
-        "idf_c",
+        "_idf",
         "default_idf",
         "df_s",
         "df_c",
@@ -157,33 +157,45 @@ class _Store:
         "jacs",
         "w_s",
         "w_c",
+        "sets",
     )
 
     def __init__(self, old_recs: Sequence, new_recs: Sequence) -> None:
         self.recs = (old_recs, new_recs)  # held: the ids in the registry key stay theirs
         n = len(old_recs) + len(new_recs)
-        # each record's distinct strings and constants counted by one ``Counter`` update
-        # over all of them (the counts and their keys' order of a per-record update)
-        both = (old_recs, new_recs)
-        df_s: Counter = Counter(
-            chain.from_iterable(set(r.strings) for rs in both for r in rs if r.strings)
-        )
-        df_c: Counter = Counter(
-            chain.from_iterable(set(r.consts) for rs in both for r in rs if r.consts)
-        )
+        # each record's distinct strings and constants as frozensets, made once (its
+        # features take them: ``sets``, by the features' key ``index << 1 | side``), counted
+        # by one ``Counter`` update over all of them (the counts of a per-record update)
+        sets: dict[int, tuple[frozenset, frozenset]] = {}
+        strs: list[frozenset] = []
+        cons: list[frozenset] = []
+        side = 0
+        for rs in (old_recs, new_recs):
+            for r in rs:
+                i: int = r.index
+                a, b = r.strings, r.consts
+                fs = frozenset(a) if a else _EMPTY
+                fc = frozenset(b) if b else _EMPTY
+                sets[(i << 1) | side] = (fs, fc)
+                if a:
+                    strs.append(fs)
+                if b:
+                    cons.append(fc)
+            side = 1
+        self.sets = sets
+        df_s: Counter = Counter(chain.from_iterable(strs))
+        df_c: Counter = Counter(chain.from_iterable(cons))
         self.n = max(n, 2)
         logn = math.log(self.n)
-        # the weight of a document frequency, once per distinct frequency (a few hundred
-        # for 10^5 keys): the very float each key's own computation gives
-        ws = {v: math.log(self.n / v) + 0.1 for v in set(df_s.values())}
-        wc = {v: math.log(self.n / v) + 0.05 for v in set(df_c.values())}
-        self.idf_s = {k: ws[v] for k, v in df_s.items()}
-        self.idf_c = {k: wc[v] for k, v in df_c.items()}
         self.default_idf = logn
         self.df_s = df_s
         self.df_c = df_c
-        self.w_s = _Weights(self.idf_s, logn)
-        self.w_c = _Weights(self.idf_c, logn)
+        # the exact weights straight from the document frequencies (the idf floats only on
+        # demand: :attr:`idf_s`); the weight of a frequency once per distinct frequency (a
+        # few hundred for 10^5 keys): the very float each key's own computation gives
+        self.w_s = _weights_by_df(df_s, self.n, 0.1, logn)
+        self.w_c = _weights_by_df(df_c, self.n, 0.05, logn)
+        self._idf: tuple[dict, dict] | None = None
         self.feats: dict[int, _Feat] = {}  # by ``index << 1 | side`` (0 old, 1 new)
         self.bigrams: dict[bytes, tuple[Any, float]] = {}
         # each pair's content sum by one int key, ``old index << 32 | new index``
@@ -191,6 +203,39 @@ class _Store:
         # a bounded pair's two weighted Jaccards (constants, strings), same key, until its
         # content sum is made (then dropped): what the bound and the sum both read
         self.jacs: dict[int, tuple[float, float]] = {}
+
+    def _idfs(self) -> tuple[dict, dict]:
+        got = self._idf
+        if got is None:
+            n = self.n
+            got = self._idf = (
+                {k: math.log(n / v) + 0.1 for k, v in self.df_s.items()},
+                {k: math.log(n / v) + 0.05 for k, v in self.df_c.items()},
+            )
+        return got
+
+    @property
+    def idf_s(self) -> dict:
+        """Each string's idf weight, ``log(n / df) + 0.1`` (made on first use)."""
+        return self._idfs()[0]
+
+    @property
+    def idf_c(self) -> dict:
+        """Each constant's idf weight, ``log(n / df) + 0.05`` (made on first use)."""
+        return self._idfs()[1]
+
+
+_EMPTY: frozenset = frozenset()
+
+
+def _weights_by_df(df: dict, n: int, add: float, default: float) -> _Weights:
+    """``_Weights({k: log(n / v) + add for k, v in df.items()}, default)`` without the idf
+    dict: the same distinct floats (one per distinct frequency), the same exact ints."""
+    ws = {v: math.log(n / v) + add for v in set(df.values())}
+    wt = _Weights(ws, default)  # (scale and default from the same distinct floats)
+    by_df = wt.w  # frequency -> exact weight
+    wt.w = {k: by_df[v] for k, v in df.items()}
+    return wt
 
 
 # open shared_features scopes: key -> [store, how many scopes hold it]
@@ -309,14 +354,22 @@ class FeatureCache:
         self._bigrams = store.bigrams
         self._sims = store.sims
         self._jacs = store.jacs
+        self._sets = store.sets
+        self._store = store
         self.n = store.n
-        self.idf_s = store.idf_s
-        self.idf_c = store.idf_c
         self.default_idf = store.default_idf
         self.df_s = store.df_s
         self.df_c = store.df_c
         self._w_s = store.w_s
         self._w_c = store.w_c
+
+    @property
+    def idf_s(self) -> dict:
+        return self._store.idf_s
+
+    @property
+    def idf_c(self) -> dict:
+        return self._store.idf_c
 
     def feat(self, side: int, rec) -> _Feat:
         i: int = rec.index  # (a native int in the twin: no generic shift and or)
@@ -324,7 +377,10 @@ class FeatureCache:
         f = self._cache.get(key)
         if f is None:
             counts = (rec.instr_count, rec.loops, rec.call_indirect)
-            f = _Feat(rec.ops, rec.strings, rec.consts, self._bigrams, counts)
+            got = self._sets.get(key)
+            if got is None:  # (not one of the store's records: its own sets)
+                got = (frozenset(rec.strings), frozenset(rec.consts))
+            f = _Feat(rec.ops, got[0], got[1], self._bigrams, counts)
             f.tstrings = self._w_s.total(f.strings)
             f.tconsts = self._w_c.total(f.consts)
             self._cache[key] = f

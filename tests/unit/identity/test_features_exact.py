@@ -103,3 +103,32 @@ def test_typed_set_weights_are_the_set_sums() -> None:
         assert float(want_a) * wt.inv == want_a / wt.scale
     big = 2**62 + 2**52 + 1
     assert float(big) * wt.inv == big / wt.scale
+
+
+def test_features_take_the_stores_sets_and_its_weights_from_df() -> None:
+    """A record's features hold the store's one frozenset per kind (equal to the record's
+    own distinct values; empty sets alike), a record outside the store gets its own, and the
+    exact weights made straight from the document frequencies are those of the idf dict."""
+    from kbtool.identity.records import FuncRecord
+
+    rnd = random.Random(11)
+
+    def rec(i: int) -> FuncRecord:
+        strings = tuple(rnd.choice("abcdefgh") for _ in range(rnd.randint(0, 6)))
+        consts = tuple(rnd.randint(0, 9) for _ in range(rnd.randint(0, 6)))
+        return FuncRecord(index=i, strings=strings, consts=consts, ops=b"\x01\x00\x02\x00")
+
+    old, new = [rec(i) for i in range(40)], [rec(i) for i in range(35)]
+    st = F._Store(old, new)
+    fc = F.FeatureCache(old, new)
+    for side, recs in ((0, old), (1, new)):
+        for r in recs:
+            f = fc.feat(side, r)
+            assert f.strings == frozenset(r.strings) and f.consts == frozenset(r.consts)
+    outsider = rec(99)
+    f = fc.feat(1, outsider)
+    assert f.strings == frozenset(outsider.strings) and f.consts == frozenset(outsider.consts)
+    assert st.df_s == Counter(x for rs in (old, new) for r in rs for x in set(r.strings))
+    for w, idf in ((st.w_s, st.idf_s), (st.w_c, st.idf_c)):
+        ref = F._Weights(idf, st.default_idf)
+        assert (w.scale, w.default, w.w) == (ref.scale, ref.default, ref.w)
