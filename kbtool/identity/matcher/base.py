@@ -53,6 +53,10 @@ def _weak_name(name: str) -> bool:
     return len(name) <= 3
 
 
+# a call list this short is deduplicated by scanning the callees kept (no dict per function)
+_SHORT_CALLS = 16
+
+
 class _Side:
     __slots__ = (
         "recs",
@@ -87,7 +91,17 @@ class _Side:
         callees: dict[int, tuple[int, ...]] = {}
         callers: dict[int, list[int]] = {i: [] for i in self.order}
         for i in self.order:
-            seq = tuple(c for c in dict.fromkeys(self.recs[i].calls) if c in by_index and c != i)
+            calls = by_index[i].calls
+            if len(calls) <= _SHORT_CALLS:
+                # (the first of each defined callee but itself, in call order: what
+                # ``dict.fromkeys`` below gives, by a scan of the few kept so far)
+                kept: list = []
+                for c in calls:
+                    if c != i and c in by_index and c not in kept:
+                        kept.append(c)
+                seq = tuple(kept)
+            else:
+                seq = tuple(c for c in dict.fromkeys(calls) if c in by_index and c != i)
             callees[i] = seq
             for c in seq:
                 callers[c].append(i)

@@ -352,3 +352,21 @@ def test_neighbour_lists_are_distinct_and_graph_terms_agree(seed):
             ]
         )
     assert terms[0] == terms[1]
+
+
+def test_side_callees_first_of_each_defined_callee_short_and_long() -> None:
+    """A side's callee list is the first of each defined callee but the function itself, in
+    call order, both for short call lists (scanned) and long ones (``dict.fromkeys``)."""
+    from kbtool.identity.matcher.base import _SHORT_CALLS, _Side
+    from kbtool.identity.records import FuncRecord
+
+    rnd = random.Random(7)
+    n = 30
+    recs = []
+    for i in range(n):
+        k = rnd.choice((0, 1, 3, _SHORT_CALLS, _SHORT_CALLS + 1, 60))
+        recs.append(FuncRecord(index=i, calls=tuple(rnd.randrange(n + 5) for _ in range(k))))
+    side = _Side(recs)
+    for r in recs:
+        want = tuple(c for c in dict.fromkeys(r.calls) if 0 <= c < n and c != r.index)
+        assert side.callees[r.index] == want
