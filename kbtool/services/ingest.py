@@ -346,7 +346,7 @@ def _stored(
         """The version row (``carried``: set after the join when the matcher ran meanwhile),
         its module bytes, facts and call edges: none needs a stable id."""
         early["vid"] = vid = rows.insert_version(
-            conn, analysis, data, label, source_path, parent, carried_n, program_id, lineage, sha
+            conn, analysis, data, label, source_path, parent, carried_n, program_id, lineage, sha256
         )
         store.insert_module_bytes(conn, vid, data)
         xrows, erows = rows.fact_rows(vid, funcs, slots)
@@ -358,13 +358,13 @@ def _stored(
     def walk() -> None:  # one process: the matcher has the other core
         dp = (lambda done, total: progress("data", done, total)) if progress else None
         walked.append(data_model.prepare(analysis, data, progress=dp, workers=1))
-        keep_views(conn, parent, data, mod, sha)  # (the report's, kept by content)
+        keep_views(conn, parent, data, mod, sha256)  # (the report's, kept by content)
         write_early()
         data_model.write_refs(conn, early["vid"], walked[0])
         early["new_rows"] = rows.matching_rows(funcs, slots)  # (the report's; ids at the join)
         preload()  # (the report's modules)
 
-    sha = sha256 = sha256 or hashlib.sha256(data).hexdigest()
+    sha256 = sha256 or hashlib.sha256(data).hexdigest()
     carried, by_method, full_matches, matcher_notes, old_rows, old_recs = _carry_ids(
         conn, parent, new, funcs, progress, len(data), walk
     )

@@ -11,7 +11,7 @@ from typing import Any
 
 from kbtool.kb import store
 
-# the columns of ingest's rows, in the order _function_rows builds their values
+# the columns of ingest's rows, in the order function_rows and fact_rows build their values
 FUNCTION_COLUMNS = (
     "version_id",
     "idx",
