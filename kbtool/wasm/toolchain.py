@@ -76,8 +76,10 @@ def detect_toolchain(module: Module, strings_sample: Iterable[str] = ()) -> str 
     if not go_runtime:
         go_runtime = sum(1 for s in sample if s.startswith("runtime.")) >= 3
         if not go_runtime:
+            # (one scan of a blob without ``runtime.``: both names start with it)
             go_runtime = any(
-                b"runtime.gopanic" in blob or b"runtime.main" in blob for blob in _data_blobs(m)
+                b"runtime." in blob and (b"runtime.gopanic" in blob or b"runtime.main" in blob)
+                for blob in _data_blobs(m)
             )
     if go_runtime:
         for blob in _data_blobs(m):

@@ -92,6 +92,20 @@ def test_go_evidence():
     )
 
 
+@pytest.mark.parametrize(
+    ("blob", "want"),
+    [
+        (b"x runtime.gopanic\0", "go (from runtime)"),
+        (b"runtime.main", "go (from runtime)"),
+        (b"runtime.other runtime.\0", None),  # ``runtime.`` alone is no evidence
+        (b"gopanic main\0", None),
+    ],
+)
+def test_go_evidence_in_data(blob, want):
+    """A data blob with Go's runtime names (behind the one ``runtime.`` scan) marks Go."""
+    assert detect_toolchain(parse_module(_data(blob)), []) == want
+
+
 def test_emscripten_evidence():
     m = parse_module(
         _imports(("env", "emscripten_memcpy_js"), ("wasi_snapshot_preview1", "fd_write"))
