@@ -11,6 +11,7 @@ import sqlite3
 from collections.abc import Callable
 
 from kbtool.kb.errors import NotAKBError, SchemaVersionError
+from kbtool.kb.schema_fresh import FRESH_SCRIPT, FRESH_VERSION
 
 SCHEMA_VERSION = 13
 KB_KIND = "kbtool-kb"
@@ -678,8 +679,11 @@ def ensure_schema(conn: sqlite3.Connection, path: str = "") -> None:
         return
     conn.execute("BEGIN IMMEDIATE")
     try:
-        for target in range(version + 1, SCHEMA_VERSION + 1):
-            MIGRATIONS[target](conn)
+        if version == 0 and FRESH_VERSION == SCHEMA_VERSION:  # a new file: the end state at once
+            _run_script(conn, FRESH_SCRIPT)
+        else:
+            for target in range(version + 1, SCHEMA_VERSION + 1):
+                MIGRATIONS[target](conn)
         conn.execute(
             "INSERT OR REPLACE INTO meta(key, value) VALUES ('kind', ?), ('schema_version', ?)",
             (KB_KIND, str(SCHEMA_VERSION)),
