@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pickle
 from collections.abc import Sequence
 from itertools import starmap
 from operator import attrgetter
@@ -82,6 +81,8 @@ def _unpack(packed: tuple[bool, Any]) -> Any:
 
 
 def _child(writer: Any, parent_pid: int) -> None:
+    import pickle
+
     from kbtool.wasm.facts import gc_paused
     from kbtool.wasm.workers import worker_init
 
@@ -133,6 +134,8 @@ class MatchJob:
     def result(self) -> tuple[list, list, list[str], Any]:
         """``(exact, full, notes, verdicts)`` as :func:`_run` gives them; the child's when
         it answered, else the matcher's run here (the same answer, or the same error)."""
+        import pickle  # (here: a first ingest never reads a child's answer)
+
         out = None
         if self.proc is not None:
             try:
