@@ -249,7 +249,12 @@ class MatcherBase:
         self._passed: dict = {}
         self._rival_cache: dict = {}
         self._table_info: bool | None = None
-        self._img_cache: dict = {}
+        # old index -> its images (family); an old index whose sure match changed is
+        # queued in ``_img_touched`` and drops the images that read it (callers, callees,
+        # the functions it is the order/table neighbour of: ``_img_nb_rev``)
+        self._img_cache: dict[int, tuple[list, set, list, list]] = {}
+        self._img_touched: list[int] = []
+        self._img_nb_rev: dict[int, set[int]] = {}
         self._cpos_cache: dict[int, dict[int, int]] = {}
         self._nb_cache: dict = {}
         self._fid_cache: dict[int, int] | None = None
@@ -303,6 +308,8 @@ class MatcherBase:
         self.n2o_a[n] = o
         score = max(0.0, min(1.0, score))
         self.result[n] = Match(o, n, round(score, 4), method, bool(review))
+        if self._img_cache:
+            self._img_touched.append(o)
         d = self._anchor_dirty
         if d is None or o < d:
             self._anchor_dirty = o

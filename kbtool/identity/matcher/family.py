@@ -33,7 +33,6 @@ from __future__ import annotations
 import bisect
 from collections import defaultdict
 from collections.abc import Sequence
-from functools import partial
 
 from ..records import Match
 from .base import REVIEW_SCORE, MatcherBase, _Side
@@ -54,6 +53,7 @@ CONTEXT_LEAD = 0.5  # context decides when this far ahead of every rival pairing
 CONTEXT_AGAINST = 0.5  # ... and is against a pair when a rival is this far ahead
 NAMED = ("name", "import")  # pairs by a name both binaries carry: never second-guessed
 BODY_LEAD = 0.02  # content similarity lead over every rival pairing for the body to decide
+DROP_ALL = 16  # the images' cache cleared when it holds at most this many per changed match
 
 
 def _family_key(rec) -> tuple[str, bytes] | None:
@@ -71,6 +71,8 @@ class FamilyStage(MatcherBase):
         self.o2n_a[o] = -1
         self.n2o_a[n] = -1
         del self.result[n]
+        if self._img_cache:
+            self._img_touched.append(o)
         d = self._anchor_dirty
         if d is None or o < d:
             self._anchor_dirty = o
@@ -201,14 +203,13 @@ class FamilyStage(MatcherBase):
         decide: some call ``w`` and none calls ``b`` -> re-paired (flagged unless at least
         ``INLINE_BACKING`` callers agree); callers split between the two -> flagged."""
         ra, rb = A.recs[a], B.recs[b]
+        extra = ra.instr_count - rb.instr_count  # what ``a`` has beyond ``b``: ``w``'s own code
+        if extra < INLINE_MIN_EXTRA:
+            return None  # too little inlined code to tell (checked first: the common case)
         if (ra.shape_hash and ra.shape_hash == rb.shape_hash) or ra.body_hash == rb.body_hash:
             return None  # the same code has no inlining difference
-        extra = ra.instr_count - rb.instr_count  # what ``a`` has beyond ``b``: ``w``'s own code
-        if (
-            extra < INLINE_MIN_EXTRA
-            or len(self._families()[0 if forward else 1].get(self._fam_of(a, forward), ())) > 1
-        ):
-            return None  # too little inlined code to tell, or a look-alike (families decide)
+        if len(self._families()[0 if forward else 1].get(self._fam_of(a, forward), ())) > 1:
+            return None  # a look-alike (families decide)
         inliners = [
             w
             for w in B.callers[b]
@@ -272,6 +273,8 @@ class FamilyStage(MatcherBase):
 
     def flag(self, o: int, n: int) -> None:
         self._flags += 1
+        if self._img_cache:
+            self._img_touched.append(o)
         m = self.result[n]
         if not m.review or m.score > FLAGGED_SCORE:
             self.result[n] = Match(o, n, min(m.score, FLAGGED_SCORE), m.method, True)
@@ -408,7 +411,10 @@ class FamilyStage(MatcherBase):
             k = bisect.bisect_left(g, i)
             near.update(g[max(0, k - FAMILY_RIVALS) : k + FAMILY_RIVALS + 1])
         near.discard(i)
-        got = sorted(near, key=partial(_nearness, i))[:FAMILY_RIVALS]
+        # nearest first, ties to the lower index: the (distance, index) pairs sorted (each
+        # index once, so no two pairs are equal)
+        ranked = sorted([(j - i if j > i else i - j, j) for j in near])
+        got = [j for _, j in ranked[:FAMILY_RIVALS]]
         cache[key] = got
         return got
 
@@ -527,12 +533,13 @@ class FamilyStage(MatcherBase):
         """What ``o``'s context is made of, under sure matches: images of its callers (with
         ``o``'s place in each caller's call sequence), of its defined callees, and of its
         nearest non-look-alike neighbours in function and table order (with their offset);
-        cached until a match changes."""
+        cached until the sure match of one of these functions changes."""
         cache = self._img_cache
-        key = (len(self.result), self._flags)
+        if self._img_touched:
+            self._drop_images()
         got = cache.get(o)
-        if got is not None and got[0] == key:
-            return got[1]
+        if got is not None:
+            return got
         OLD = self.OLD
         callers = []
         for c in OLD.callers[o][:HOOD_CAP]:
@@ -546,17 +553,42 @@ class FamilyStage(MatcherBase):
                 if d is not None:
                     callees.add(d)
         order_nb, table_nb = [], []
+        rev = self._img_nb_rev
         for step in (-1, 1):
             nb = self._neighbour("order", o, step)
-            if nb is not None and (y := self._sure(nb[0])) is not None:
-                order_nb.append((nb[0] - o, y))
+            if nb is not None:
+                rev.setdefault(nb[0], set()).add(o)
+                if (y := self._sure(nb[0])) is not None:
+                    order_nb.append((nb[0] - o, y))
             if self.OLD.table and self.NEW.table:
                 nb = self._neighbour("table", o, step)
-                if nb is not None and (y := self._sure(nb[0])) is not None:
-                    table_nb.append((nb[1], y))
+                if nb is not None:
+                    rev.setdefault(nb[0], set()).add(o)
+                    if (y := self._sure(nb[0])) is not None:
+                        table_nb.append((nb[1], y))
         value = (callers, callees, order_nb, table_nb)
-        cache[o] = (key, value)
+        cache[o] = value
         return value
+
+    def _drop_images(self) -> None:
+        """Forget the images that read the sure match of a queued old function: those of
+        its callees (it may be one of their callers), of its callers (it is their callee)
+        and of the functions it is the nearest order or table neighbour of."""
+        touched, self._img_touched = self._img_touched, []
+        cache = self._img_cache
+        if len(touched) * DROP_ALL >= len(cache):
+            cache.clear()
+            return
+        OLD, rev = self.OLD, self._img_nb_rev
+        for x in touched:
+            for y in OLD.callees[x]:
+                cache.pop(y, None)
+            for y in OLD.callers[x]:
+                cache.pop(y, None)
+            nbs = rev.get(x)
+            if nbs is not None:
+                for y in nbs:
+                    cache.pop(y, None)
 
     def _callee_pos(self, d: int) -> dict[int, int]:
         cache = self._cpos_cache
@@ -621,7 +653,3 @@ class FamilyStage(MatcherBase):
         for n, m in list(self.result.items()):
             if m.review and m.score > FLAGGED_SCORE:
                 self.result[n] = Match(m.old_index, n, FLAGGED_SCORE, m.method, True)
-
-
-def _nearness(i: int, j: int) -> tuple[int, int]:
-    return (abs(j - i), j)

@@ -1,0 +1,88 @@
+"""The family review's images (a function's context under sure matches) are cached and
+dropped only for the functions a changed match touches: every answer the cache gives equals
+the images computed afresh at that moment, and the pairing is the one the matcher gave."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import pytest
+
+from kbtool.identity.records import FuncRecord
+from tests.support.matcher import pure_matcher, pure_part
+from tests.support.records import random_releases
+
+_Matcher = pure_part()._Matcher
+family = pure_part("family")
+FamilyStage = family.FamilyStage
+
+
+@pytest.fixture(autouse=True)
+def _pure_matcher():
+    with pure_matcher():
+        yield
+
+
+def _lookalikes(recs: list[FuncRecord], seed: int) -> list[FuncRecord]:
+    """``recs`` with a few families: members given one member's signature and code."""
+    rnd = random.Random(seed)
+    out = list(recs)
+    defined = [k for k, r in enumerate(out) if not r.imported]
+    for _ in range(5):
+        group = rnd.sample(defined, min(len(defined), rnd.randint(2, 5)))
+        t = out[group[0]]
+        for k in group[1:]:
+            out[k] = replace(out[k], type_sig=t.type_sig, ops=t.ops)
+    return out
+
+
+@pytest.mark.parametrize("drop_all", [16, 0])
+@pytest.mark.parametrize("seed", range(24))
+def test_cached_images_equal_fresh_ones(seed: int, drop_all: int, monkeypatch) -> None:
+    old, new = random_releases(seed)
+    old, new = _lookalikes(old, seed), _lookalikes(new, seed + 500)
+    real = FamilyStage._images
+    calls = [0]
+
+    def checked(self, o):
+        got = real(self, o)
+        saved = dict(self._img_cache)
+        self._img_cache.clear()
+        fresh = real(self, o)
+        self._img_cache.clear()
+        self._img_cache.update(saved)
+        assert got == fresh, (o, got, fresh)
+        calls[0] += 1
+        return got
+
+    want = _Matcher(old, new).run_staged(True)
+    monkeypatch.setattr(family, "DROP_ALL", drop_all)  # 0: never cleared, always dropped
+    monkeypatch.setattr(FamilyStage, "_images", checked)
+    assert _Matcher(old, new).run_staged(True) == want
+    assert calls[0], "the family review computed no images: nothing was compared"
+
+
+def test_a_changed_match_drops_the_images_that_read_it(monkeypatch) -> None:
+    """Over the seeds above, some cached images outlive a change elsewhere (the cache is
+    not simply cleared on every match) while those reading the changed function go."""
+    monkeypatch.setattr(family, "DROP_ALL", 0)
+    survived = 0
+    for seed in range(24):
+        old, new = random_releases(seed)
+        old, new = _lookalikes(old, seed), _lookalikes(new, seed + 500)
+        m = _Matcher(old, new)
+        m.run_staged(True)
+        cached = [o for o in m._img_cache if m.OLD.callers[o] or m.OLD.callees[o]]
+        if not cached:
+            continue
+        o = cached[0]
+        x = (m.OLD.callers[o] or m.OLD.callees[o])[0]
+        others = [y for y in m._img_cache if y != o and x not in m.OLD.callers[y]]
+        others = [y for y in others if x not in m.OLD.callees[y]]
+        others = [y for y in others if y not in m._img_nb_rev.get(x, ())]
+        m._img_touched.append(x)
+        m._drop_images()
+        assert o not in m._img_cache
+        survived += sum(y in m._img_cache for y in others)
+    assert survived
