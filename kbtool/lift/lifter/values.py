@@ -6,9 +6,8 @@ from typing import Final
 
 from kbtool.wasm.opcodes import MNEMONICS
 
-from ..ctable import PREC, imm_args, lane_arg
+from ..ctable import CTABLE, PREC, imm_args, lane_arg
 from .base import (
-    _BINARY_FORMS,
     _E,
     _MASKED,
     _NEG_CMP,
@@ -51,6 +50,18 @@ def _name_effect(name: str) -> bool:
 _IMM_ARGS: Final = bytes(imm_args(op) for op in range(len(MNEMONICS)))
 _LANE_ARG: Final = bytes(lane_arg(op) for op in range(len(MNEMONICS)))
 _NAME_EFFECT: Final = bytes(_name_effect(MNEMONICS[op] or "") for op in range(len(MNEMONICS)))
+
+# per op id, for :meth:`_Values.binary`: the infix form's code (0: not infix), its operator's
+# code and C precedence, so the operator is picked by small ints, not string compares
+_FORM_CODE: Final = {"bin": 1, "binu": 2, "cmp": 3, "cmpu": 4, "shl": 5, "shr": 6, "shru": 7}
+#: + - * & | ^ (1-6: the operators C widens, ``_WIDENS``), / %, == !=; the rest 11
+_OPER_CODE: Final = {"+": 1, "-": 2, "*": 3, "&": 4, "|": 5, "^": 6, "/": 7, "%": 8}
+_OPER_CODE.update({"==": 9, "!=": 10})
+_BIN_FORM: Final = bytes(_FORM_CODE.get(e[0], 0) if e else 0 for e in CTABLE)
+_BIN_OPER: Final = bytes(
+    _OPER_CODE.get(e[3], 11) if e and e[0] in _FORM_CODE else 0 for e in CTABLE
+)
+_BIN_PREC: Final = bytes(PREC[e[3]] if e and e[0] in _FORM_CODE else 0 for e in CTABLE)
 
 
 def _number(e: _E) -> _E:
@@ -113,7 +124,8 @@ class _Values(_Memory):
 
     def table_op(self, op: int, ent: tuple[str, tuple, tuple, str], imms: tuple) -> None:
         form, params, results, text = ent
-        if form in _BINARY_FORMS:
+        bk = _BIN_FORM[op] if op < len(_BIN_FORM) else 0
+        if bk:
             stack = self.stack
             if len(stack) - 2 < self.frames[-1].height:
                 raise LiftError("value stack underflow")
@@ -127,7 +139,7 @@ class _Values(_Memory):
             if self.dobj and text in _NUMERIC_OPS:
                 # a data address is no factor, mask or shift count: the constant reads as a number
                 a, b = _number(a), _number(b)
-            e = self.binary(form, text, a, b, params[0], results[0], a.fl | b.fl, locs)
+            e = self.binary(bk, op, text, a, b, params[0], results[0], a.fl | b.fl, locs)
             if len(e.text) > MAX_EXPR_CHARS:
                 e = self.spill(e)
             stack.append(e)
@@ -217,26 +229,28 @@ class _Values(_Memory):
                 self.stack.append(_E(f"{tmp}.v{k}", 0, r))
 
     def binary(
-        self, form: str, op: str, a: _E, b: _E, ty: str, rty: str, fl: int, locs: tuple
+        self, bk: int, opi: int, op: str, a: _E, b: _E, ty: str, rty: str, fl: int, locs: tuple
     ) -> _E:
-        P = PREC[op]
+        """``a op b`` of the infix form ``bk`` (``_FORM_CODE``) of op id ``opi``."""
+        P: int = _BIN_PREC[opi]
+        oc: int = _BIN_OPER[opi]  # _OPER_CODE
         isint = ty == "i32" or ty == "i64"
         if (
             (a.w is not None or b.w is not None)
-            and (form == "cmp" or form == "cmpu" or (form == "bin" and op in _WIDENS))
-            and not (op == "-" and a.const == 0)  # `0 - x` prints as `-x`: x must be 64-bit
+            and (bk == 3 or bk == 4 or (bk == 1 and oc <= 6))
+            and not (oc == 2 and a.const == 0)  # `0 - x` prints as `-x`: x must be 64-bit
         ):
             # (int64_t)x + y is x + y when y is 64 bits: C's conversions widen x the same way
             if a.w is not None and b.w is None:
                 a = _narrow(a)
             elif b.w is not None:
                 b = _narrow(b)
-        if form == "bin":
-            if isint and (op == "/" or op == "%"):  # div_s / rem_s
+        if bk == 1:
+            if isint and (oc == 7 or oc == 8):  # div_s / rem_s
                 return _E(f"{_so(a, ty, P)} {op} {_so(b, ty, P - 1)}", P, rty, fl, locs)
             u = isint and (a.u or b.u)  # C's usual conversions: the same bits, unsigned
             if (
-                op == "+"
+                oc == 1
                 and ty == "i32"
                 and self.fregion
                 and b.const is not None
@@ -249,7 +263,7 @@ class _Values(_Memory):
                 if nm:  # the address of a frame array/struct: say which
                     return _E(f"{a.text} + {b.text} /* &{nm} */", 4, rty, fl, locs, u=u)
             if (
-                (op == "+" or op == "-")
+                oc <= 2
                 and b.const is not None
                 and isinstance(b.const, int)
                 and b.const < 0
@@ -258,31 +272,31 @@ class _Values(_Memory):
             ):
                 # x + -8 is x - 8, x - -64 is x + 64
                 c = _i32_text(-b.const) if ty == "i32" else _i64_text(-b.const)
-                return _E(f"{_p(a, 4)} {'-' if op == '+' else '+'} {c}", 4, rty, fl, locs, u=u)
-            if op == "-" and a.const == 0 and isint and type(a.const) is int:
+                return _E(f"{_p(a, 4)} {'-' if oc == 1 else '+'} {c}", 4, rty, fl, locs, u=u)
+            if oc == 2 and a.const == 0 and isint and type(a.const) is int:
                 t = f"-{_p(b, 2)}" if not b.text.startswith("-") else f"-({b.text})"
                 return _E(t, 2, rty, fl, locs, u=u)
             if P >= 8:  # bitwise: parenthesise arithmetic operands for the reader
                 la = a.text if a.prec <= 2 or a.prec == P else f"({a.text})"
                 an = a.nn or _nonneg_const(a)
                 bn = b.nn or _nonneg_const(b)
-                nn = isint and ((an or bn) if op == "&" else (an and bn))
+                nn = isint and ((an or bn) if oc == 4 else (an and bn))
                 return _E(f"{la} {op} {_p(b, 2)}", P, rty, fl, locs, u=u, nn=nn)
             return _E(f"{_p(a, P)} {op} {_p(b, P - 1)}", P, rty, fl, locs, u=u)
-        if form == "binu":
+        if bk == 2:
             # unsigned operands give an unsigned result: no cast back to signed; never
             # negative operands need no cast and give a never negative (int) result
             ta, tb = _uo_pair(a, b, ty, P)
             signed = _uo_signed(a, b) and _uo_signed(b, a)
             bc = b.const
             nn = signed or (
-                type(bc) is int and (bc >= 2 if op == "/" else 0 < bc <= 0x7FFFFFFF) or b.nn
+                type(bc) is int and (bc >= 2 if oc == 7 else 0 < bc <= 0x7FFFFFFF) or b.nn
             )
             return _E(f"{ta} {op} {tb}", P, rty, fl, locs, u=not signed, nn=nn)
-        if form in ("cmp", "cmpu"):
-            if form == "cmpu":
+        if bk == 3 or bk == 4:
+            if bk == 4:
                 ta, tb = _uo_pair(a, b, ty, P)
-            elif isint and op != "==" and op != "!=":
+            elif isint and oc != 9 and oc != 10:
                 if (a.nn or _nonneg_const(a)) and (b.nn or _nonneg_const(b)):
                     ta, tb = _p(a, P), _p(b, P - 1)  # never negative: both readings agree
                 else:
@@ -290,14 +304,14 @@ class _Values(_Memory):
             else:
                 ta, tb = _p(a, P), _p(b, P - 1)
             if (
-                (op == "==" or op == "!=")
+                (oc == 9 or oc == 10)
                 and b.const == 0
                 and type(b.const) is int
                 and a.negp >= 0
                 and a.neg is not None
             ):
                 # (a < b) == 0 is a >= b; (a < b) != 0 is a < b
-                if op == "==":
+                if oc == 9:
                     return _E(a.neg, a.negp, "i32", fl, locs, a.text, None, None, a.prec, nn=True)
                 return _E(a.text, a.prec, "i32", fl, locs, a.neg, None, None, a.negp, nn=True)
             neg = None
@@ -315,12 +329,12 @@ class _Values(_Memory):
             # a shift count's low bits are the same before and after a widening
             bt = _p(b, 8) if b.w is None else b.w[2] if b.w[3] <= 2 else f"({b.w[2]})"
             cnt = f"({bt} & {bits})"
-        if form == "shru":
+        if bk == 7:
             # a never negative operand shifts the same either way (and stays int)
             signed = a.nn and not a.u
             nn = signed or (type(b.const) is int and b.const & bits != 0)
             return _E(f"{_uo(a, ty, 2, False)} >> {cnt}", 5, rty, fl, locs, u=not signed, nn=nn)
-        if form == "shr":
+        if bk == 6:
             sa = _p(a, 2) if a.nn else _so(a, ty, 2)  # a never negative value shifts alike
             return _E(f"{sa} >> {cnt}", 5, rty, fl, locs, u=a.u and a.nn, nn=a.nn)
         return _E(f"{_p(a, 2)} {op} {cnt}", 5, rty, fl, locs, u=a.u)
