@@ -183,6 +183,30 @@ def test_element_segments_all_eight_forms():
     ]
 
 
+def test_index_runs_and_body_sizes_of_every_leb_length():
+    """Type indices, element function indices and body sizes of 1-5 byte LEBs (the one- and
+    two-byte ones read inline, a non-canonical ``80 00`` among them) read as their values;
+    a u32 past 32 bits is an overflow at its own offset."""
+    funcs = [b"\x00", b"\x80\x00", b"\x00"]  # type index 0, the middle one in two bytes
+    idx = [b"\x00", b"\x80\x00", b"\x7f", b"\xac\x02", b"\xf0\xa2\x04", b"\xff\xff\xff\xff\x0f"]
+    seg = b"\x00\x41\x00\x0b" + vec(idx)
+    bodies = [b"\x00" + b"\x01" * n + b"\x0b" for n in (1, 200, 20000)]
+    data = module(
+        section(1, vec([b"\x60\x00\x00"])),
+        section(3, vec(funcs)),
+        section(9, vec([seg])),
+        section(10, vec([uleb(len(b)) + b for b in bodies])),
+    )
+    m = parse_module(data)
+    assert m.func_type_indices == [0, 0, 0]
+    assert m.elements[0].func_indices == [0, 0, 127, 300, 70000, 2**32 - 1]
+    assert [e - s for s, e in m.code] == [3, 202, 20002]
+    bad = seg[:-5] + b"\xff\xff\xff\xff\x1f"  # 2**33 - 1: past 32 bits
+    data = module(section(1, vec([b"\x60\x00\x00"])), section(9, vec([bad])))
+    e = _err(data)
+    assert "overflow" in str(e) and e.offset == data.index(b"\xff\xff\xff\xff\x1f")
+
+
 def test_elements_and_extended_const_data(wasm):
     m = parse_module(wasm("elements"))
     assert [e.mode for e in m.elements] == [
