@@ -43,7 +43,11 @@ class _R:
         return b
 
     def u32(self, what: str = "u32") -> int:
-        v, self.pos = read_uleb(self.data, self.pos, self.end, 32, what)
+        pos = self.pos
+        if pos < self.end and (b := self.data[pos]) < 0x80:  # (one byte: no call)
+            self.pos = pos + 1
+            return b
+        v, self.pos = read_uleb(self.data, pos, self.end, 32, what)
         return v
 
     def u64(self, what: str = "u64") -> int:
