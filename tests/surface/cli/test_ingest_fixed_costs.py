@@ -14,25 +14,23 @@ from tests.support.paths import DEMO_WASM, ROOT
 HEAVY = {"rich", "typer", "click", "pydantic", "textual", "starlette", "uvicorn", "mcp", "numpy"}
 
 
-def _python(*args: str) -> subprocess.CompletedProcess:
+def _modules_after(code: str) -> set[str]:
+    """The names in ``sys.modules`` of a fresh interpreter once ``code`` has run."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "KBTOOL_DIFF_WARM": "0", "KBTOOL_CODE_WARM": "0"}
-    return subprocess.run(
-        [sys.executable, *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300
+    r = subprocess.run(
+        [sys.executable, "-c", f"{code}\nimport sys\nprint('\\n'.join(sys.modules))"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=300,
     )
-
-
-def _imported(importtime_stderr: str) -> set[str]:
-    return {
-        line.split("|")[-1].strip()
-        for line in importtime_stderr.splitlines()
-        if line.startswith("import time:") and "|" in line
-    } - {"package"}
+    assert r.returncode == 0, r.stderr[-2000:]
+    return set(r.stdout.splitlines())
 
 
 def test_importing_the_cli_loads_no_front_end_nor_service() -> None:
-    r = _python("-X", "importtime", "-c", "import kbtool.cli")
-    assert r.returncode == 0, r.stderr[-2000:]
-    loaded = _imported(r.stderr)
+    loaded = _modules_after("import kbtool.cli")
     assert "kbtool.cli" in loaded
     assert not {m for m in loaded if m.split(".")[0] in HEAVY}
     assert not {m for m in loaded if m.startswith(("kbtool.services", "kbtool.wasm"))}
@@ -40,9 +38,8 @@ def test_importing_the_cli_loads_no_front_end_nor_service() -> None:
 
 def test_first_ingest_does_not_import_pickle(tmp_path: Path) -> None:
     db = str(tmp_path / "kb.db")
-    r = _python("-X", "importtime", "-m", "kbtool", "--db", db, "ingest", str(DEMO_WASM))
-    assert r.returncode == 0, r.stderr[-2000:]
-    assert "ingested version 1" in r.stdout
-    loaded = _imported(r.stderr)
+    loaded = _modules_after(
+        f"from kbtool.cli import main\nassert main(['--db', {db!r}, 'ingest', {str(DEMO_WASM)!r}]) == 0"
+    )
     assert "kbtool.services.ingest_match" in loaded
     assert "pickle" not in loaded
