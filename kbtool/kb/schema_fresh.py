@@ -1,8 +1,9 @@
 """A fresh KB's schema in one script: what :data:`kbtool.kb.schema.MIGRATIONS` 1..13 leave in
 ``sqlite_master`` (each object's stored SQL, in the same order), created at once instead of
 table by table, renamed, copied and dropped (issue #30 point 4: ~10 ms of a small module's
-fresh ingest). Regenerate it whenever a migration is added (``FRESH_VERSION`` must equal
-``SCHEMA_VERSION``; tests/unit/test_schema_fresh.py compares the two paths' KBs)."""
+fresh ingest). Regenerate it whenever a migration is added: ``python -m kbtool.kb.schema_fresh``
+prints the script and its version from the migrations (:func:`generate`); paste both here
+(tests/unit/kb/test_schema_fresh.py compares the two paths' KBs and this text)."""
 
 from __future__ import annotations
 
@@ -295,3 +296,27 @@ CREATE TABLE call_edges (
     PRIMARY KEY (version_id, callee, caller)
 ) WITHOUT ROWID;
 """
+
+
+def generate() -> str:
+    """The script as the migrations leave ``sqlite_master`` (run on an in-memory KB):
+    every object's stored SQL in creation order, SQLite's own objects left out."""
+    import sqlite3
+
+    from kbtool.kb import schema
+
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.execute("BEGIN")
+    for target in range(1, schema.SCHEMA_VERSION + 1):
+        schema.MIGRATIONS[target](conn)
+    rows = conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY rowid"
+    ).fetchall()
+    conn.close()
+    return "\n" + "".join(f"{sql};\n" for name, sql in rows if not name.startswith("sqlite_"))
+
+
+if __name__ == "__main__":  # regenerate: python -m kbtool.kb.schema_fresh
+    from kbtool.kb.schema import SCHEMA_VERSION
+
+    print(f'FRESH_VERSION = {SCHEMA_VERSION}\n\nFRESH_SCRIPT = """{generate()}"""')

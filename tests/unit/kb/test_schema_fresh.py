@@ -9,7 +9,7 @@ import sqlite3
 import pytest
 
 from kbtool.kb import schema
-from kbtool.kb.schema_fresh import FRESH_VERSION
+from kbtool.kb.schema_fresh import FRESH_SCRIPT, FRESH_VERSION, generate
 
 
 def _dump(conn: sqlite3.Connection) -> tuple[list, list]:
@@ -49,3 +49,8 @@ def test_fresh_kb_is_current_and_reopens_unchanged(tmp_path) -> None:
     schema.check_schema(conn, path)  # raises unless exactly this code's version
     schema.ensure_schema(conn, path)  # already current: nothing to do
     assert _dump(conn) == before
+
+
+def test_fresh_script_is_what_the_migrations_generate() -> None:
+    # `python -m kbtool.kb.schema_fresh` regenerates it after a new migration
+    assert generate() == FRESH_SCRIPT
