@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from kbtool.identity.features import feature_pool, module_is_minified
 from kbtool.identity.ids import assign_new_ids
+from kbtool.identity.names import module_is_minified
 from kbtool.identity.records import is_minified, records_from_analysis, table_slots
 from kbtool.kb import queries, store
 from kbtool.kb.db import transaction
@@ -309,12 +309,15 @@ def _store(conn, data, analysis, **kw) -> IngestResult:
     and the matcher's review verdicts on it when every input is the same (the same pairs,
     records equal in content: :func:`kbtool.identity.matcher.review.review_memo`)."""
     reviews: Any = contextlib.nullcontext()
+    pool: Any = contextlib.nullcontext()
     if kw["lineage"].parent_version_id is not None:
-        # imported here: the first version of a program needs no matcher (start-up)
+        # imported here: the first version of a program pairs nothing, so it loads no
+        # matcher (start-up of a small module's ingest)
+        from kbtool.identity.features import feature_pool
         from kbtool.identity.matcher.review import review_memo
 
-        reviews = review_memo()
-    with feature_pool(), reviews:
+        reviews, pool = review_memo(), feature_pool()
+    with pool, reviews:
         return _stored(conn, data, analysis, **kw)
 
 

@@ -1,6 +1,6 @@
 """A first ingest's fixed costs (issue 30.4, session 27 S): ``import kbtool.cli`` loads no
 front-end stack nor any service, and a first ingest never imports what only a later one
-needs (the matcher child's pickle)."""
+needs (the matcher child's pickle, the matcher itself)."""
 
 from __future__ import annotations
 
@@ -36,10 +36,13 @@ def test_importing_the_cli_loads_no_front_end_nor_service() -> None:
     assert not {m for m in loaded if m.startswith(("kbtool.services", "kbtool.wasm"))}
 
 
-def test_first_ingest_does_not_import_pickle(tmp_path: Path) -> None:
+def test_first_ingest_imports_neither_pickle_nor_the_matcher(tmp_path: Path) -> None:
     db = str(tmp_path / "kb.db")
     loaded = _modules_after(
         f"from kbtool.cli import main\nassert main(['--db', {db!r}, 'ingest', {str(DEMO_WASM)!r}]) == 0"
     )
     assert "kbtool.services.ingest_match" in loaded
     assert "pickle" not in loaded
+    # the first version of a program pairs nothing: no matcher, pure or compiled
+    assert not {m for m in loaded if m.startswith("kbtool.identity.matcher")}
+    assert not {m for m in loaded if "_cmatcher" in m}
