@@ -242,7 +242,6 @@ class MatcherBase:
             {},
         )  # the blocking keys by side (similarity)
         self._margins: tuple[list, list[tuple[float, float]]] | None = None
-        self._flags = 0  # pairs flagged so far (family: keys the images' cache)
         self._fam_cache: tuple[dict[int, list[int]], dict[int, list[int]]] | None = None
         self._fam_ids: tuple[list[int], list[int]] = ([], [])  # (set with _fam_cache)
         self._fam_keys: tuple[list[int], list[int], set[int], set[int]] | None = None

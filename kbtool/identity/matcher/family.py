@@ -79,7 +79,6 @@ class FamilyStage(MatcherBase):
         if o in self.OLD.in_table or n in self.NEW.in_table:
             self._table_ver += 1
         self._scored = None
-        self._flags += 1
 
     def _families(self) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
         """The families of each side (old, new): family number -> index-sorted members. A
@@ -272,7 +271,6 @@ class FamilyStage(MatcherBase):
         )
 
     def flag(self, o: int, n: int) -> None:
-        self._flags += 1
         if self._img_cache:
             self._img_touched.append(o)
         m = self.result[n]
