@@ -18,6 +18,7 @@ except ImportError:  # the pure path without it (not a dependency): plain ints
 
 from kbtool.wasm.opcodes import MNEMONICS, PREFIX_BASE
 
+from ..context import VALTYPE_C, VALTYPE_CODE
 from ..names import c_ident
 from .opnames import (
     OP_BLOCK,
@@ -211,6 +212,24 @@ def _has_call(e: _E) -> bool:
     return bool(e.fl & F_CALL)
 
 
+#: a wasm value type's C type and its letter in struct and typedef names (context.py's
+#: ``c_type`` / ``type_code``, here compiled: the walk asks per local, call and result)
+_VT_C: Final[dict[str, str]] = dict(VALTYPE_C)
+_VT_CODE: Final[dict[str, str]] = dict(VALTYPE_CODE)
+
+
+def c_type(valtype: str) -> str:
+    """C type of a wasm value type (references are ``wasm_ref``)."""
+    return _VT_C.get(valtype, "wasm_ref")
+
+
+def type_code(valtypes: Any) -> str:
+    out = ""
+    for t in valtypes:
+        out += _VT_CODE.get(t, "r")
+    return out
+
+
 #: (x, y) -> ``tuple(set(x) | set(y))`` for the locals' tuples of two operands: the same
 #: pairs recur (a set's order follows its values and their insertion order, so equal
 #: tuples give the same result), and a lookup costs less than two sets and a union
@@ -218,7 +237,16 @@ _UNIONS: Final[dict[tuple[tuple, tuple], tuple]] = {}
 
 
 def _union(x: tuple, y: tuple) -> tuple:
-    """``tuple(set(x) | set(y))``, remembered per pair of tuples."""
+    """The locals of ``x`` and ``y`` once each: ``tuple(set(x) | set(y))``, remembered per
+    pair of tuples; two one-local tuples (half the calls) without the sets or the memo.
+
+    Only the members and their count matter to the lifter (``in`` tests, a tuple of one
+    local read as ``locs[0]``), never their order, so the short path's ``(a, b)`` may be
+    the set's ``(b, a)``."""
+    if len(x) == 1 and len(y) == 1:
+        a = x[0]
+        b = y[0]
+        return x if a == b else (a, b)
     key = (x, y)
     u = _UNIONS.get(key)
     if u is None:
@@ -296,7 +324,7 @@ def _i32_text(v: int) -> str:
     if v == -0x80000000:
         return "(-2147483647 - 1)"
     if v >= 0x10000 and v & 0xFFF == 0 or v >= 0x1000000:
-        return f"0x{v:x}"
+        return hex(v)  # f"0x{v:x}" (v > 0): a builtin call, not str.format (mypyc)
     return str(v)
 
 
@@ -305,9 +333,9 @@ def _u(e: _E, ty: str) -> str:
     if isinstance(e.const, int) and not isinstance(e.const, bool):
         if ty == "i32":
             v = e.const & 0xFFFFFFFF
-            return f"{v}u" if v < 0x10000 else f"0x{v:x}u"
+            return f"{v}u" if v < 0x10000 else hex(v) + "u"
         v = e.const & 0xFFFFFFFFFFFFFFFF
-        return f"{v}ULL" if v < 0x10000 else f"0x{v:x}ULL"
+        return f"{v}ULL" if v < 0x10000 else hex(v) + "ULL"
     if e.w is not None:  # (uint64_t)(int64_t)x is (uint64_t)x: the same extension
         return f"(uint64_t){e.w[0] if e.w[1] <= 2 else f'({e.w[0]})'}"
     return f"({'uint32_t' if ty == 'i32' else 'uint64_t'}){_p(e, 2)}"
@@ -361,11 +389,27 @@ def _i64_text(v: int) -> str:
     if v == -(1 << 63):
         return "(-9223372036854775807LL - 1)"
     if v >= 0x1000000:
-        return f"0x{v:x}LL"
+        return hex(v) + "LL"
     return f"{v}LL"
 
 
+#: an ``f32.const``'s text per raw bits (the value is the float of those bits): the
+#: shortest text that reads back is up to nine format calls; constants recur
+_F32_TEXTS: Final[dict[int, str]] = {}
+
+
 def _f32_text(v: float, bits: int) -> str:
+    """The C text of the ``f32.const`` whose raw bits are ``bits`` (``v``: their value)."""
+    t = _F32_TEXTS.get(bits)
+    if t is None:
+        t = _f32_new(v, bits)
+        if len(_F32_TEXTS) >= 1 << 16:
+            _F32_TEXTS.clear()
+        _F32_TEXTS[bits] = t
+    return t
+
+
+def _f32_new(v: float, bits: int) -> str:
     if v != v or v in (float("inf"), float("-inf")):
         return f"f32_reinterpret_i32({_i32_text(struct.unpack('<i', struct.pack('<I', bits))[0])})"
     for n in range(1, 10):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..context import LiftModule, c_type, type_code
+from ..context import LiftModule
 from ..names import escape_text
 from .base import (
     _E,
@@ -25,7 +25,9 @@ from .base import (
     _i32_text,
     _merge,
     _p,
+    c_type,
     i64,
+    type_code,
 )
 from .decode import _EFF_POPS, _EFF_PUSHES
 from .linetext import _marks, _note_ids, _unmark

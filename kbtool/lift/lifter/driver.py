@@ -8,7 +8,7 @@ import time
 
 from kbtool.wasm.errors import WasmFormatError
 
-from ..context import LiftModule, c_type, prepare, type_code
+from ..context import LiftModule, prepare
 from ..names import comment_text
 from .base import (
     DEFAULT_SECONDS,
@@ -19,6 +19,8 @@ from .base import (
     LiftResult,
     LiftStats,
     _Budget,
+    c_type,
+    type_code,
 )
 from .decode import _decode
 from .localvars import _local_names

@@ -38,6 +38,16 @@ _I32_ADD: Final = OP_I32_ADD
 
 
 _SHIFT: Final = {2: 1, 4: 2, 8: 3}  # log2 of an access width
+#: the frame slots' names at the first offsets (``local_0c``), made once: a format spec in
+#: an f-string is a ``str.format`` call under mypyc
+_SLOTS: Final = [f"local_{o:02x}" for o in range(1024)]
+
+
+def _slot(o: int) -> str:
+    """``f"local_{o:02x}"``, the name of the frame slot at offset ``o``."""
+    if 0 <= o < 1024:
+        return _SLOTS[o]
+    return f"local_{o:02x}"
 
 
 class _Memory(_Core):
@@ -81,7 +91,7 @@ class _Memory(_Core):
         if offset + size > n:
             return ""
         slot = self.fslots.get(offset)
-        name = f"local_{offset:02x}"
+        name = _slot(offset)
         if slot is None:
             if len(self.fslots) + len(self.fextra) >= 512:
                 return ""
@@ -128,7 +138,7 @@ class _Memory(_Core):
             if s <= i < e:
                 if 0 <= offset < sz and len(self.fesc) < 512:
                     self.fesc.add(offset)
-                    return f"local_{offset:02x}"
+                    return _slot(offset)
                 return ""
         return ""
 
@@ -400,7 +410,7 @@ def _frame_struct(lf: _Memory) -> str:
     bytes overlap (an i64 slot also read as two i32) share an anonymous union, a member
     that starts later wrapped in a struct with leading padding."""
     fields: list[tuple[int, int, str, str]] = [
-        (o, t[1], t[0], f"local_{o:02x}") for o, t in lf.fslots.items()
+        (o, t[1], t[0], _slot(o)) for o, t in lf.fslots.items()
     ]
     for name, ex in lf.fextra.items():
         fields.append((ex[0], ex[2], ex[1], name))
@@ -410,13 +420,13 @@ def _frame_struct(lf: _Memory) -> str:
     for k, o in enumerate(starts):
         if o in lf.fesc and o not in lf.fslots:
             nxt = starts[k + 1] if k + 1 < len(starts) else lf.fsize
-            fields.append((o, nxt - o, "uint8_t", f"local_{o:02x}[{nxt - o}]"))
+            fields.append((o, nxt - o, "uint8_t", f"{_slot(o)}[{nxt - o}]"))
     fields.sort(key=lambda f: (f[0], -f[1], f[3]))
     parts: list[str] = []
     pos = 0
     for o, end, group in overlap_groups(fields):
         if o > pos:
-            parts.append(f"  uint8_t local_{pos:02x}[{o - pos}];")
+            parts.append(f"  uint8_t {_slot(pos)}[{o - pos}];")
         if len(group) == 1:
             parts.append(f"  {group[0][2]} {group[0][3]};")
         else:
@@ -432,7 +442,7 @@ def _frame_struct(lf: _Memory) -> str:
             parts.append("  };")
         pos = end
     if pos < lf.fsize:
-        parts.append(f"  uint8_t local_{pos:02x}[{lf.fsize - pos}];")
+        parts.append(f"  uint8_t {_slot(pos)}[{lf.fsize - pos}];")
     # several members per line, in offset order (a union keeps its own lines); the struct
     # tag is the function's own, so it needs no include guard
     lines: list[str] = []

@@ -16,7 +16,10 @@ from .linetext import _note_ids, _unmark
 
 def note_line(offset: int, text: str) -> str:
     """One line comment as C: ``/* @00012a: text */`` (the text escaped, bounded)."""
-    return f"/* @{offset:06x}: {comment_text(text, 200)} */"
+    if offset < 0:
+        return f"/* @{offset:06x}: {comment_text(text, 200)} */"
+    h = hex(offset)[2:]  # f"{offset:06x}" without str.format (mypyc)
+    return f"/* @{'0' * (6 - len(h))}{h}: {comment_text(text, 200)} */"
 
 
 def function_notes(lm: LiftModule, fi: int) -> dict[int, str]:
