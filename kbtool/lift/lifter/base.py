@@ -43,7 +43,7 @@ F_CALL: Final = 1
 F_MEM: Final = 2
 F_GLOB: Final = 4
 F_SET: Final = 8  # the expression assigns a local (a folded ``local.tee``)
-F_EFFECT: Final = F_CALL | F_MEM | F_GLOB
+F_EFFECT: Final = 7  # F_CALL | F_MEM | F_GLOB (a number: mypyc inlines it)
 
 # a loop's last statement that steps a counter: `i = i + k;`, `i++;`, `i += k;`
 _STEP: Final = re.compile(r"([A-Za-z_]\w*)(?: = \1 [-+] [^;]+|\+\+|--| [-+]= [^;]+);$")
@@ -230,23 +230,31 @@ def type_code(valtypes: Any) -> str:
     return out
 
 
-#: (x, y) -> ``tuple(set(x) | set(y))`` for the locals' tuples of two operands: the same
-#: pairs recur (a set's order follows its values and their insertion order, so equal
-#: tuples give the same result), and a lookup costs less than two sets and a union
+#: (x, y) -> ``tuple(set(x) | set(y))`` for two long locals' tuples (see :func:`_union`):
+#: the same pairs recur, and a lookup costs less than two sets and a union
 _UNIONS: Final[dict[tuple[tuple, tuple], tuple]] = {}
 
 
 def _union(x: tuple, y: tuple) -> tuple:
-    """The locals of ``x`` and ``y`` once each: ``tuple(set(x) | set(y))``, remembered per
-    pair of tuples; two one-local tuples (half the calls) without the sets or the memo.
+    """The locals of ``x`` and ``y`` once each, as ``tuple(set(x) | set(y))`` has them.
 
     Only the members and their count matter to the lifter (``in`` tests, a tuple of one
-    local read as ``locs[0]``), never their order, so the short path's ``(a, b)`` may be
-    the set's ``(b, a)``."""
+    local read as ``locs[0]``), never their order: two one-local tuples (half the calls)
+    give ``x`` or ``(a, b)``; a dozen locals at most are listed in order of first sight
+    (no sets, no memo); more go through the sets, remembered per pair of tuples."""
     if len(x) == 1 and len(y) == 1:
         a = x[0]
         b = y[0]
         return x if a == b else (a, b)
+    if len(x) + len(y) <= 12:
+        out: list[object] = []
+        for v in x:
+            if v not in out:
+                out.append(v)
+        for v in y:
+            if v not in out:
+                out.append(v)
+        return tuple(out)
     key = (x, y)
     u = _UNIONS.get(key)
     if u is None:

@@ -40,13 +40,14 @@ def test_union_keeps_the_members_once_each(impl):
     locals' tuple: ``in``, its length, the one member of a one-local tuple)."""
     b = IMPLS[impl][0]
     rng = random.Random(28)
-    locs = [3, 5, ~3, ~7, 0, 300, ~300]
-    for _ in range(3000):
-        x = tuple(rng.sample(locs, rng.randint(1, 4)))
-        y = tuple(rng.sample(locs, rng.randint(1, 4)))
+    locs = [3, 5, ~3, ~7, 0, 300, ~300] + list(range(1000, 1020))
+    for _ in range(6000):
+        x = tuple(rng.choices(locs, k=rng.randint(1, 14)))  # repeats too
+        y = tuple(rng.choices(locs, k=rng.randint(1, 14)))
         u = b._union(x, y)
         assert type(u) is tuple
         assert sorted(u) == sorted(set(x) | set(y))
+    assert b._union((3, 3), (3,)) == (3,)
     assert b._union((4,), (4,)) == (4,)
     assert sorted(b._union((4,), (~4,))) == [~4, 4]
 
