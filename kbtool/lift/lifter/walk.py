@@ -28,7 +28,7 @@ from .base import (
     _p,
 )
 from .caseplace import place_cases
-from .core import _Frame
+from .core import STACK_FLOOR, _Frame
 from .gc import _Gc
 from .gotoless import tidy_gotos
 from .opnames import (
@@ -151,7 +151,7 @@ class _Lifter(_Gc):
         local_types: list[str],
         ftype: Any,
     ) -> None:
-        fr = _Frame(blocks[0], "func", (), ftype.results, 0)
+        fr = _Frame(blocks[0], "func", (), ftype.results, STACK_FLOOR)
         self.frames.append(fr)
         self.locals_c = locals_c
         self.local_types = local_types
