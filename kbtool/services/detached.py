@@ -5,7 +5,6 @@ process itself."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 #: what turns a ``KBTOOL_..._WARM`` / ``KBTOOL_..._CACHE_DIR`` switch off
@@ -22,6 +21,8 @@ def spawn(module: str, args: list[str]) -> int | None:
     """Run ``python -m module args`` detached: its own session (not stopped by the terminal's
     ^C, never waited for), no inherited descriptors, no output. Its pid, or None when no
     process could be started (the first request then does the work itself)."""
+    import subprocess  # (here: an ingest that only reads the switches never loads it)
+
     try:
         proc = subprocess.Popen(
             [sys.executable, "-m", module, *args],
