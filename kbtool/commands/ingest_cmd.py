@@ -185,7 +185,12 @@ def run(
 def _warm_diffs(conn, version_id: int) -> list:
     """The pairs of ``version_id`` prepared in a detached process (issue 30.3: diffs kept
     ahead; ``KBTOOL_DIFF_WARM``). Not asked for the first version of a program: it has no
-    pair, and the module costs ~13 ms of a small module's ingest to import."""
+    pair, and the module costs ~13 ms of a small module's ingest to import; nor imported
+    when ``KBTOOL_DIFF_WARM`` says off (``start_background`` would prepare nothing)."""
+    from kbtool.services.detached import switched_off
+
+    if switched_off("KBTOOL_DIFF_WARM"):
+        return []
     from kbtool.services.diff.warm import start_background
 
     return start_background(conn, version_id)["pairs"]
@@ -198,7 +203,12 @@ _CODE_WARM_MIN_BYTES = 1 << 20
 
 def _warm_code(conn, version_id: int) -> None:
     """A big module's code preparation kept on disk by a detached process (issue 30.1:
-    the first code of a fresh server, TUI or MCP; ``KBTOOL_CODE_WARM``)."""
+    the first code of a fresh server, TUI or MCP; ``KBTOOL_CODE_WARM``: when it says off,
+    the code store, which would start nothing, is not imported)."""
+    from kbtool.services.detached import switched_off
+
+    if switched_off("KBTOOL_CODE_WARM"):
+        return
     from kbtool.services.code_store import start_background
 
     start_background(conn, version_id)

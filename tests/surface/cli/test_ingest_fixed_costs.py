@@ -46,3 +46,50 @@ def test_first_ingest_imports_neither_pickle_nor_the_matcher(tmp_path: Path) -> 
     # the first version of a program pairs nothing: no matcher, pure or compiled
     assert not {m for m in loaded if m.startswith("kbtool.identity.matcher")}
     assert not {m for m in loaded if "_cmatcher" in m}
+
+
+def test_later_ingest_with_the_warm_ups_off_imports_neither(tmp_path: Path) -> None:
+    # KBTOOL_DIFF_WARM / KBTOOL_CODE_WARM off (as _modules_after sets them): the switches
+    # are read before the diff warm-up or the code store is imported (either would start
+    # nothing), and reading them loads no subprocess machinery
+    db = str(tmp_path / "kb.db")
+    later = DEMO_WASM.with_name("zstd-1.5.6.wasm")
+    loaded = _modules_after(
+        "from kbtool.cli import main\n"
+        "from kbtool.commands import ingest_cmd\n"
+        "ingest_cmd._CODE_WARM_MIN_BYTES = 0  # (every module asks the code store)\n"
+        f"assert main(['--db', {db!r}, 'ingest', {str(DEMO_WASM)!r}]) == 0\n"
+        f"assert main(['--db', {db!r}, 'ingest', {str(later)!r}]) == 0"
+    )
+    assert "kbtool.services.diff.carry" in loaded  # (a later ingest: paired, carried)
+    assert "kbtool.services.detached" in loaded  # (the switches were read)
+    for name in ("kbtool.services.diff.warm", "kbtool.services.code_store", "subprocess"):
+        assert name not in loaded, name
+
+
+def test_warm_ups_on_still_start(tmp_path: Path, monkeypatch) -> None:
+    # the other side: a switch not off still asks the warm-up, with what it asked before
+    from kbtool.commands import ingest_cmd
+    from kbtool.services import code_store
+    from kbtool.services.diff import warm
+
+    asked: list[tuple[str, int]] = []
+    monkeypatch.setenv("KBTOOL_DIFF_WARM", "1")
+    monkeypatch.setenv("KBTOOL_CODE_WARM", "on")
+    monkeypatch.setattr(
+        warm,
+        "start_background",
+        lambda conn, vid: asked.append(("diff", vid)) or {"pairs": [[1, 2]]},
+    )
+    monkeypatch.setattr(
+        code_store, "start_background", lambda conn, vid: asked.append(("code", vid))
+    )
+    assert ingest_cmd._warm_diffs(None, 2) == [[1, 2]]
+    ingest_cmd._warm_code(None, 2)
+    assert asked == [("diff", 2), ("code", 2)]
+    for off in ("0", "off", " No ", ""):
+        monkeypatch.setenv("KBTOOL_DIFF_WARM", off)
+        monkeypatch.setenv("KBTOOL_CODE_WARM", off)
+        assert ingest_cmd._warm_diffs(None, 3) == []
+        ingest_cmd._warm_code(None, 3)
+    assert asked == [("diff", 2), ("code", 2)]
