@@ -33,14 +33,25 @@ from .scan import (
     _uleb_cont,
     _valtype_end,
 )
+from .slots import (
+    _BIG_MAX,
+    _BIG_SLOTS,
+    _FRONT_SLOTS,
+    _GLOB_FLAT,
+    _SMALL_NEG,
+    _SMALL_POS,
+    add_global,
+    big_first,
+    big_set,
+    data_entry,
+    mem_op,
+    stamps,
+)
 
 try:  # mypyc's runtime library (installed with mypy): its writes compile to native code
     from librt.strings import BytesWriter, write_i16_le
-    from librt.vecs import append as _vappend
-    from librt.vecs import vec
-except ImportError:  # the pure path without it: the same writes on a bytearray, lists
-    from ..opbuf import BytesWriter, vec, write_i16_le  # type: ignore[assignment]
-    from ..opbuf import vec_append as _vappend  # type: ignore[assignment]
+except ImportError:  # the pure path without it: the same writes on a bytearray
+    from ..opbuf import BytesWriter, write_i16_le  # type: ignore[assignment]
 from ..opbuf import native_order
 
 # ----------------------------------------------------------------------------- hot loop
@@ -69,35 +80,10 @@ _FAST_KIND: Final = fast_kinds()
 _FIRST_MEMOP: Final = 0x28  # i32.load: the one-byte memarg opcodes run to i64.store32
 _LAST_MEMOP: Final = 0x3E
 _FLAT_OFFSETS: Final = 4096
-# constants in [-_SMALL_NEG, _SMALL_POS) are deduplicated by a stamp list, not a dict
-_SMALL_NEG: Final = 64
-_SMALL_POS: Final = 1024
 _PFX: Final = prefix_tables()
 _WIDTH: Final = list(WIDTH)
-# the other constants: an open-addressed table of native ints per decoded range, a slot in
-# use for a body when its stamp is the body's code index (no int boxed, no set probe per
-# constant); a body with more than _BIG_MAX of them goes on in a set
-_BIG_SLOTS: Final = 4096
-_BIG_MASK: Final = _BIG_SLOTS - 1
-_BIG_MAX: Final = _BIG_SLOTS // 2
-
-
-def _big_first(keys: vec[i64], stamps: vec[i64], x: i64, ci: i64) -> bool:
-    """Whether the constant ``x`` is new to body ``ci`` in the table (then recorded)."""
-    h: i64 = (x ^ (x >> 12) ^ (x >> 24) ^ (x >> 40)) & _BIG_MASK
-    while True:
-        if stamps[h] != ci:
-            stamps[h] = ci
-            keys[h] = x
-            return True
-        if keys[h] == x:
-            return False
-        h = (h + 1) & _BIG_MASK
-
-
-def _big_set(consts: list[object]) -> set[object]:
-    """The large constants of ``consts`` (those outside the small range), as a set."""
-    return {c for c in consts if not -_SMALL_NEG <= cast(int, c) < _SMALL_POS}
+# a body's large-constant set until it needs one (never added to)
+_NO_SET: Final[set[object]] = set()
 
 
 # fmt: off
@@ -149,18 +135,19 @@ def analyze_range(ctx: Any, first: int, last: int,
     # small and repeat within a body (ffmpeg: 1.66M constants, 389k distinct per body), so
     # a slot, not a dict insert, tells whether the body has it already (a native i64
     # array: no int object stored per first use, none read back per constant)
-    cseen = vec[i64]()
-    for _ in range(_SMALL_NEG + _SMALL_POS):
-        cseen = _vappend(cseen, -1)
-    bkeys = vec[i64]()
-    bstamps = vec[i64]()
-    for _ in range(_BIG_SLOTS):
-        bkeys = _vappend(bkeys, 0)
-        bstamps = _vappend(bstamps, -1)
+    cseen = stamps(_SMALL_NEG + _SMALL_POS, -1)
+    bkeys = stamps(_BIG_SLOTS, 0)
+    bstamps = stamps(_BIG_SLOTS, -1)
     # the int objects the facts' lists hold, made once per decoded range and shared (typed
     # object: the twin appends the object, not a new box per append): the small constants,
     # and the function indices met as call / ref.func targets (filled on first use)
     cbox: list[object] = [c - _SMALL_NEG for c in range(_SMALL_NEG + _SMALL_POS)]
+    gseen = stamps(_GLOB_FLAT, -1)  # (globals, memory ops, data entries: slots.py)
+    mkeys = stamps(_FRONT_SLOTS, -1)
+    dkeys = stamps(_FRONT_SLOTS, -1)
+    mvals: list[object] = [None] * _FRONT_SLOTS
+    dvals: list[object] = [None] * _FRONT_SLOTS
+    gbig: set[int] = set()  # a body's globals from _GLOB_FLAT on (emptied after each body)
     fbox: list[object] = [None] * (nimp + len(code))
     sig_head: list[bytes] = [t.encode() + b"\x00" for t in type_text]
     out: list[tuple[Any, ...]] = []
@@ -182,9 +169,9 @@ def analyze_range(ctx: Any, first: int, last: int,
         # distinct, in first-seen order; a large one is boxed once, for the list
         consts: list[object] = []
         nbig: i64 = 0  # distinct ones outside the small range (in bkeys up to _BIG_MAX)
-        cbig: set[object] = set()  # ... and past it, all of them
+        cbig: set[object] = _NO_SET  # ... and past it, all of them (a set made then)
         strs: dict[str, None] = {}
-        globs: set[int] = set()
+        glist: list[int] = []  # distinct globals below _GLOB_FLAT, first seen first
         memops: list[object] = []
         ti = ftypes[ci_]
         sig = type_text[ti] if ti < ntypes else f"type[{ti}]"
@@ -271,9 +258,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                             mflat[i] = (b, x, W[b])
                             t = mflat[i]
                     else:
-                        t = mcache.get(x * 1024 + b)
-                        if t is None:  # (setdefault: the object stored, boxed once)
-                            t = mcache.setdefault(x * 1024 + b, (b, x, W[b]))
+                        t = mem_op(mkeys, mvals, mcache, b, x, W[b])
                     memops.append(t)
                     continue
                 if k == 3:  # i32.const
@@ -314,12 +299,12 @@ def analyze_range(ctx: Any, first: int, last: int,
                             cseen[cj] = ci
                             consts.append(cbox[cj])
                     elif nbig < _BIG_MAX:
-                        if _big_first(bkeys, bstamps, x, ci):
+                        if big_first(bkeys, bstamps, x, ci):
                             nbig += 1
                             consts.append(x)
                     else:
                         if nbig == _BIG_MAX:  # the table's share is taken: a set from here
-                            cbig = _big_set(consts)
+                            cbig = big_set(consts)
                             nbig += 1
                         xo: object = x
                         if xo not in cbig:
@@ -332,9 +317,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                         last_cut = p
                         continue
                     if dlo <= u < dhi:
-                        eo: object = dcache.get(u, _MISS)
-                        if eo is _MISS:
-                            eo = dentry(u)
+                        eo: object = data_entry(dkeys, dvals, dcache, dentry, u)
                         if eo is not None:
                             # typed: a tuple's items by index and the replacement written
                             # as bytes (natively), not through generic calls on an object
@@ -358,7 +341,12 @@ def analyze_range(ctx: Any, first: int, last: int,
                     p += 1
                     if x >= 0x80:
                         x, p = _uleb_cont(data, p, x)
-                    globs.add(x)
+                    if x < _GLOB_FLAT:
+                        if gseen[x] != ci:
+                            gseen[x] = ci
+                            glist.append(x)
+                    else:
+                        gbig.add(x)
                     continue
                 if k == 5:  # call / return_call
                     s = p
@@ -484,7 +472,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                         if x >= 0x80:
                             x, p = _uleb_cont(data, p, x)
                         if op < _TABLE_ATOMIC:  # global.atomic.*
-                            globs.add(x)
+                            add_global(gseen, glist, gbig, x, ci)
                         elif op < _STRUCT_ATOMIC:  # table.atomic.*: placeholder
                             shw.write(data[last_cut:s])
                             shw.write(_TAB)
@@ -515,12 +503,12 @@ def analyze_range(ctx: Any, first: int, last: int,
                             cseen[cj] = ci
                             consts.append(cbox[cj])
                     elif nbig < _BIG_MAX:
-                        if _big_first(bkeys, bstamps, x, ci):
+                        if big_first(bkeys, bstamps, x, ci):
                             nbig += 1
                             consts.append(x)
                     else:
                         if nbig == _BIG_MAX:
-                            cbig = _big_set(consts)
+                            cbig = big_set(consts)
                             nbig += 1
                         xo = x
                         if xo not in cbig:
@@ -674,12 +662,17 @@ def analyze_range(ctx: Any, first: int, last: int,
             tx = pend[2]
             if tx:
                 strs[tx] = None
+        if gbig:
+            glist.extend(gbig)
+            gbig.clear()
+        if len(glist) > 1:
+            glist.sort()
         body = data[start:end]
         shw.write(body if last_cut == start else data[last_cut:end])
         out.append((
             fidx, False, None, None, sig, exports.get(fidx, []), func_names.get(fidx),
             start, end - start, len(ops) >> 1, native_order(ops.getvalue()), calls, cind, refs, consts,
-            list(strs), sorted(globs), memops, atomics, loops,
+            list(strs) if strs else [], glist, memops, atomics, loops,
             blake2b(body, digest_size=16).hexdigest(),
             blake2b(shw.getvalue(), digest_size=16).hexdigest(),
         ))
