@@ -113,6 +113,18 @@ def _configure(conn: sqlite3.Connection) -> None:
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
 
+def _unsynced_first_write(conn: sqlite3.Connection) -> None:
+    """A file created by this connection: its switch to WAL (SQLite's one write of page 1,
+    in a rollback-journal transaction of its own) kept in memory and written without the
+    journal file's create, four syncs and unlink (~20-40 ms wall on a busy disk, issue
+    30.4). That write protects no content: a crash before the first checkpoint leaves an
+    empty file (SQLite then drops the WAL beside it) or, at worst, a torn page 1 of a file
+    that held nothing; every committed transaction is synced exactly as before (WAL,
+    ``synchronous = NORMAL``: at the checkpoint, which syncs page 1 with the rest)."""
+    conn.execute("PRAGMA synchronous = OFF")
+    conn.execute("PRAGMA journal_mode = MEMORY")
+
+
 def open_rw(
     path: str | os.PathLike[str], *, create: bool = True, page_size: int | None = None
 ) -> sqlite3.Connection:
@@ -132,7 +144,8 @@ def open_rw(
         )
     if p.exists() and p.is_dir():
         raise KBError(f"{p} is a directory, not a KB file")
-    if p.exists():
+    created = not p.exists()  # (the file SQLite makes below holds nothing yet)
+    if not created:
         inspect_kb(p, allow_empty=create)
     _require_writable(p)
     try:
@@ -150,6 +163,8 @@ def open_rw(
         _configure(conn)
         if page_size:  # a new file only (an existing one keeps its own)
             conn.execute(f"PRAGMA page_size = {int(page_size)}")
+        if created:
+            _unsynced_first_write(conn)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
