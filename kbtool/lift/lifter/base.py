@@ -19,7 +19,7 @@ except ImportError:  # the pure path without it (not a dependency): plain ints
 from kbtool.wasm.opcodes import MNEMONICS, PREFIX_BASE
 
 from ..context import VALTYPE_C, VALTYPE_CODE
-from ..names import c_ident
+from ..names import MAX_IDENT, c_ident
 from .opnames import (
     OP_BLOCK,
     OP_BR_ON_NON_NULL,
@@ -443,11 +443,25 @@ def _f64_text(v: float) -> str:
     return s
 
 
+def _c_ident(name: str) -> str:
+    """``names.c_ident(name)``: a name already made of ``[A-Za-z0-9_]`` that does not start
+    with a digit and fits is itself (checked by code points here, compiled); any other goes
+    through ``c_ident`` (its regex)."""
+    n = len(name)
+    if n == 0 or n > MAX_IDENT or 48 <= ord(name[0]) <= 57:
+        return c_ident(name)
+    for ch in name:
+        o = ord(ch)
+        if not (97 <= o <= 122 or 65 <= o <= 90 or 48 <= o <= 57 or o == 95):
+            return c_ident(name)
+    return name
+
+
 def c_ident_path(text: str) -> str:
     """A hook result like ``p->field_8`` or ``p->a.b``: keep ``->``/``.`` between identifiers."""
     out = []
     for part in text.replace("->", "\x00->\x00").replace(".", "\x00.\x00").split("\x00"):
-        out.append(part if part in ("->", ".") else c_ident(part))
+        out.append(part if part in ("->", ".") else _c_ident(part))
     return "".join(out)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import struct
 from typing import Final
 
-from kbtool.wasm.instr import decode_one, read_local_decls
+from kbtool.wasm.instr import MAX_LOCALS, NUM_TYPES, decode_one, read_local_decls
 from kbtool.wasm.opcodes import (
     BYTE_KIND,
     K_BYTE,
@@ -71,6 +71,26 @@ from .opnames import (
 # ----------------------------------------------------------------------------- entry
 
 
+def _local_decls(data: bytes, start: i64, end: i64) -> tuple[list[tuple[int, str]], int]:
+    """``read_local_decls(data, start, end)``: a count and entries of one-byte LEBs with
+    numeric types are read here (no call into the interpreted reader); anything else,
+    and any doubt, goes through that reader (its values and its errors)."""
+    if start < end:
+        n: i64 = data[start]
+        p: i64 = start + 1
+        if n < 0x80 and n <= end - p and p + 2 * n <= end:
+            out: list[tuple[int, str]] = []
+            for _ in range(n):
+                c: i64 = data[p]
+                t = _NUM_TYPES.get(data[p + 1]) if c < 0x80 else None
+                if t is None:
+                    return read_local_decls(data, start, end)
+                out.append((c, t))
+                p += 2
+            return out, p  # (at most 127 x 127 locals: under MAX_LOCALS)
+    return read_local_decls(data, start, end)
+
+
 def _decode(data: bytes, start: int, end: i64, budget: _Budget) -> tuple:
     """Decode a body into two parallel lists, opcodes and immediates (a tuple each; ``()``
     when none; an ``f32.const`` carries ``(value, raw bits)``), plus the indices of the
@@ -84,7 +104,7 @@ def _decode(data: bytes, start: int, end: i64, budget: _Budget) -> tuple:
     (and any shape near ``end``) goes through the shared careful decoder.
     """
     p: i64  # i64 here and below: native ints in the loop (mypyc), no tag checks
-    decls, p = read_local_decls(data, start, end)
+    decls, p = _local_decls(data, start, end)
     arith = False  # an i32.add / i32.sub seen (a shadow-stack frame needs one)
     gget = False  # a global.get seen (... and one)
     ops: list[int] = []
@@ -364,6 +384,11 @@ def _stack_effects() -> list:
 
 
 _STACK_EFFECT: Final = _stack_effects()
+#: the numeric value types by their byte (the careful reader's own table) for
+#: :func:`_local_decls`, whose fast path declares at most 127 x 127 locals
+_NUM_TYPES: Final[dict[int, str]] = NUM_TYPES
+if 127 * 127 > MAX_LOCALS:
+    raise RuntimeError("decode: the local declarations' fast path could pass MAX_LOCALS")
 
 
 def _effect_bytes(col: int, none: int, add: int) -> bytes:

@@ -9,9 +9,9 @@ from typing import Final
 from kbtool.wasm.opcodes import MNEMONICS
 
 from ..context import _GENERATED, LiftModule
-from ..names import C_KEYWORDS, c_ident
+from ..names import C_KEYWORDS
 from ..prelude import PRELUDE_NAMES
-from .base import i64
+from .base import _c_ident, i64
 
 _INT: Final = ("i32", "i64")
 
@@ -142,7 +142,7 @@ def _local_names(lm: LiftModule, fi: int, n_params: int, n_total: int) -> list[s
         raw = given.get(x)
         name = default
         if raw:
-            cand = c_ident(raw)
+            cand = _c_ident(raw)
 
             if (
                 cand in C_KEYWORDS

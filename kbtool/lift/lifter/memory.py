@@ -11,7 +11,6 @@ from typing import Final
 from kbtool.wasm.opcodes import MNEMONICS
 
 from ..context import LiftModule
-from ..names import c_ident
 from .base import (
     _E,
     _LOAD_CT,
@@ -19,6 +18,7 @@ from .base import (
     F_CALL,
     F_GLOB,
     F_MEM,
+    _c_ident,
     _has_call,
     _i32_text,
     _p,
@@ -401,7 +401,7 @@ def _setup_frame(
     while name in taken or name in lm.module_idents:
         name += "_"
     lf.fptr = name
-    lf.fstruct = c_ident(lm.func_c[lf.fi] + "_frame")
+    lf.fstruct = _c_ident(lm.func_c[lf.fi] + "_frame")
 
 
 def _frame_struct(lf: _Memory) -> str:
@@ -546,7 +546,7 @@ def _data_decls(lf: _Memory) -> tuple[list[str], list[str]]:
         elif kind == "t":
             obj = f"(*({typed}){at})"
         elif kind == "f":
-            tag = c_ident(f"{lf.lm.func_c[lf.fi]}_{ident}")
+            tag = _c_ident(f"{lf.lm.func_c[lf.fi]}_{ident}")
             parts: list[str] = []
             pos = 0
             for o in sorted(fields):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Final
 
-from ..names import c_ident
+from .base import _c_ident
 
 if TYPE_CHECKING:
     from .memory import _Memory
@@ -174,9 +174,23 @@ def _fields(offs: dict[int, dict[str, Use]]) -> list[_Item]:
                 votes[ct] = n.loads
                 count[key] = count.get(key, 0) + n.count
             group: list[_Item] = []
-            for k, key in enumerate(sorted(kinds, key=lambda q: -count[q])):  # first seen
+            # most accesses first, first seen first among equals (``sorted`` by ``-count``,
+            # which is stable); the type most loads use, the first seen among equals
+            # (``max``): native loops, no builtin calling a lambda per item
+            order: list[_Key] = []
+            for key in kinds:
+                j = len(order)
+                while j > 0 and count[order[j - 1]] < count[key]:
+                    j -= 1
+                order.insert(j, key)
+            for k, key in enumerate(order):
                 votes = kinds[key]
-                ct = max(votes, key=lambda c: votes[c])
+                ct = ""
+                best = -1
+                for c, v in votes.items():
+                    if v > best:
+                        ct = c
+                        best = v
                 name = f"field_{off}" if k == 0 else f"field_{off}_{CT_TAG[ct]}"
                 for c in votes:  # the accesses of this width and kind
                     n = cts[c]
@@ -457,7 +471,7 @@ def view_decls(
         if elem:
             before.append(f"#define {name} (({elem} *)(M + {base}))")
         else:
-            tag = c_ident(f"{func}_{base}_view")  # `f41_p0` is the struct analysis' name
+            tag = _c_ident(f"{func}_{base}_view")  # `f41_p0` is the struct analysis' name
             while tag in tags:
                 tag += "_"
             tags.add(tag)
@@ -485,7 +499,7 @@ def lift_views(lf: _Memory) -> tuple[list[str], list[str]]:
     func = lf.lm.func_c[lf.fi]
     body = "\n".join([ln for ln in lines if ln is not None])  # (a filter's join: 1.5x)
     taken = set(lf.locals_c) | {"M", "ADDR", func}
-    tags = {lf.fstruct} | {c_ident(f"{func}_{ident}") for ident in lf.dobj}
+    tags = {lf.fstruct} | {_c_ident(f"{func}_{ident}") for ident in lf.dobj}
     for decl in lf.decl_types.values():  # the knowledge's and the analysis' struct types
         tags.update(re.findall(r"\b(?:struct|union) (?:__attribute__\(\(\w+\)\) )?(\w+)", decl))
     return view_decls(lines, func, taken, tags, body, lf.lm.module_idents, lf.vacc)

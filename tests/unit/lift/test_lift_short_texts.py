@@ -91,3 +91,70 @@ def test_f32_text_per_bits_equals_a_fresh_one(impl):
         assert b._f32_text(v, bits) == fresh
     nan = struct.unpack("<f", struct.pack("<I", 0x7FC00001))[0]
     assert b._f32_text(nan, 0x7FC00001) != b._f32_text(nan, 0x7FC00002)
+
+
+def _decode_mod(impl: int):
+    if impl == 0:
+        return importlib.import_module("kbtool.lift.lifter.decode")
+    return importlib.import_module(f"{COMPILED.__name__}.decode")
+
+
+def _outcome(f, *args):
+    try:
+        return ("ok", f(*args))
+    except Exception as e:  # the same error, type and text, from both readers
+        return ("error", type(e).__name__, str(e))
+
+
+@pytest.mark.parametrize("impl", range(len(IMPLS)))
+def test_local_decls_read_as_the_careful_reader_does(impl):
+    """The one-byte fast path gives the careful reader's declarations and end, and any
+    other body (long LEBs, reference types, cut short, counts past the body) the careful
+    reader's answer or error."""
+    from kbtool.wasm.instr import read_local_decls
+
+    dec = _decode_mod(impl)
+    rng = random.Random(64)
+    types = [0x7F, 0x7E, 0x7D, 0x7C, 0x7B, 0x70, 0x6F, 0x63, 0x40, 0x00]
+    for _ in range(20000):
+        data = bytearray([rng.choice([0, 1, 2, 3, 5, 127, 128, 200])])
+        for _ in range(rng.randint(0, 6)):
+            data += bytes([rng.choice([0, 1, 5, 127, 128, 255]), rng.choice(types)])
+        data += bytes(rng.getrandbits(8) for _ in range(rng.randint(0, 3)))
+        end = rng.randint(0, len(data))
+        got = _outcome(dec._local_decls, bytes(data), 0, end)
+        assert got == _outcome(read_local_decls, bytes(data), 0, end), data.hex()
+
+
+@pytest.mark.parametrize("impl", range(len(IMPLS)))
+def test_c_ident_fast_path_equals_c_ident(impl):
+    from kbtool.lift.names import c_ident
+
+    b = IMPLS[impl][0]
+    rng = random.Random(9)
+    word = "abzAZ09_"
+    other = word + "-.$ é\x00"
+    for _ in range(20000):
+        chars = word if rng.random() < 0.6 else other
+        s = "".join(rng.choice(chars) for _ in range(rng.randint(0, 110)))
+        assert b._c_ident(s) == c_ident(s), s
+
+
+def test_a_views_fields_order_by_count_then_first_seen():
+    """Several C types at one offset: the width and kind most accesses use is the plain
+    ``field_N`` (the first seen among equal counts), its type the one most loads use
+    (the first seen among equals)."""
+    from kbtool.lift.lifter.views import Use, _fields
+
+    def use(count: int, loads: int) -> Use:
+        u = Use("t", False)
+        u.count, u.loads = count, loads
+        return u
+
+    offs = {
+        8: {"int16_t": use(2, 1), "int32_t": use(2, 2), "uint32_t": use(1, 2), "float": use(2, 0)}
+    }
+    items = _fields(offs)  # int16 (2), int32/uint32 (3), float (2): the i32 pair first
+    names = {it[3]: it[2] for it in items}
+    assert names["field_8"] == "int32_t"  # 2 loads each: int32_t seen first
+    assert set(names) == {"field_8", "field_8_i16", "field_8_f32"}, names
