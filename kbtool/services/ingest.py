@@ -26,6 +26,7 @@ from kbtool.kb.gate import upsert_symbols
 from kbtool.services import data as data_model
 from kbtool.services import ingest_rows as rows
 from kbtool.services import lineage as lineage_svc
+from kbtool.services.ingest_classify import flags_for, report_inputs
 from kbtool.services.ingest_match import keep_views, preload
 from kbtool.services.inputs import read_input, read_text_input
 from kbtool.wasm import WasmFormatError, analyze_module
@@ -245,7 +246,14 @@ class CarriedId(NamedTuple):
 
 
 def _carry_ids(
-    conn, parent, new, funcs, progress, nbytes: int = 0, meanwhile: Callable[[], Any] | None = None
+    conn,
+    parent,
+    new,
+    funcs,
+    progress,
+    nbytes: int = 0,
+    meanwhile: Callable[[], Any] | None = None,
+    report: Callable[[list[dict[str, Any]]], dict] | None = None,
 ) -> tuple[
     dict[int, CarriedId],
     dict[str, int],
@@ -253,14 +261,18 @@ def _carry_ids(
     list[str],
     list[dict[str, Any]],
     list[Any] | None,
+    Any,
 ]:
     """Stable ids carried from ``parent``: ``(carried, by_method, full_matches, notes,
-    old_rows, old_recs)`` (``carried``: new index -> :class:`CarriedId`; ``old_recs``: the
-    matcher's records of ``old_rows``, which the pairing of the diff report reuses).
+    old_rows, old_recs, job)`` (``carried``: new index -> :class:`CarriedId`; ``old_recs``:
+    the matcher's records of ``old_rows``, which the pairing of the diff report reuses;
+    ``job``: the matcher's :class:`~kbtool.services.ingest_match.MatchJob`, None without a
+    parent: the caller stops it, whose child may still make the report's pair flags).
 
     A module of ``nbytes`` above ``KBTOOL_PARALLEL_MATCH_BYTES`` is matched in a second
     process (:mod:`kbtool.services.ingest_match`) while this one calls ``meanwhile``
-    (work that needs no pairing: the data walk)."""
+    (work that needs no pairing: the data walk); ``report(old_rows)``: that child's inputs
+    for the report's flags (:func:`kbtool.services.ingest_classify.report_inputs`)."""
     # identity: carry stable ids from the parent (the most related earlier version of the same
     # program; none for a new program) by unique, non-fuzzy matches;
     # the same matcher run goes on to the full (fuzzy) pairing that carry-over and the stored
@@ -270,7 +282,7 @@ def _carry_ids(
     full_matches = None
     matcher_notes: list[str] = []
     old_rows: list[dict[str, Any]] = []
-    old = None
+    old = job = None
     if parent is not None:
         # imported here: the first version of a program needs no matcher (start-up)
         from kbtool.identity.records import records_from_rows
@@ -281,13 +293,14 @@ def _carry_ids(
         old_by_index = {r.index: r for r in old}
         if progress:
             progress("match", 0, 1)
-        job = start_match(old, new, nbytes)
+        job = start_match(old, new, nbytes, None if report is None else (lambda: report(old_rows)))
         try:
             if job.proc is not None and meanwhile is not None:
                 meanwhile()
             exact, full_matches, matcher_notes, verdicts = job.result()
-        finally:
+        except BaseException:
             job.stop()
+            raise
         if job.in_child:  # the diff report's pairing reuses them as in one process
             install_verdicts(verdicts, old, new)
         for m in exact:
@@ -299,7 +312,7 @@ def _carry_ids(
             by_method[m.method] += 1
         if progress:
             progress("match", 1, 1)
-    return carried, by_method, full_matches, matcher_notes, old_rows, old
+    return carried, by_method, full_matches, matcher_notes, old_rows, old, job
 
 
 def _store(conn, data, analysis, **kw) -> IngestResult:
@@ -317,8 +330,13 @@ def _store(conn, data, analysis, **kw) -> IngestResult:
         from kbtool.identity.matcher.review import review_memo
 
         reviews, pool = review_memo(), feature_pool()
-    with pool, reviews:
-        return _stored(conn, data, analysis, **kw)
+    jobs: list[Any] = []  # the matcher's job: its child may outlive the pairing's answer
+    try:
+        with pool, reviews:
+            return _stored(conn, data, analysis, jobs=jobs, **kw)
+    finally:
+        for job in jobs:
+            job.stop()
 
 
 def _stored(
@@ -333,6 +351,7 @@ def _stored(
     carry,
     lineage: lineage_svc.Lineage,
     sha256: str | None = None,
+    jobs: list[Any],
 ) -> IngestResult:
     mod = analysis.module
     funcs = analysis.functions
@@ -368,9 +387,15 @@ def _stored(
         preload()  # (the report's modules)
 
     sha256 = sha256 or hashlib.sha256(data).hexdigest()
-    carried, by_method, full_matches, matcher_notes, old_rows, old_recs = _carry_ids(
-        conn, parent, new, funcs, progress, len(data), walk
+
+    def report(old_rows) -> dict:  # (the report's pair flags: the match child's inputs)
+        return report_inputs(conn, parent, old_rows, funcs, slots, data, mod, sha256)
+
+    carried, by_method, full_matches, matcher_notes, old_rows, old_recs, job = _carry_ids(
+        conn, parent, new, funcs, progress, len(data), walk, report
     )
+    if job is not None:
+        jobs.append(job)
     if early:  # written while the matcher ran: its count now
         if carried:
             store.set_version_carried(conn, early["vid"], len(carried))
@@ -447,6 +472,7 @@ def _stored(
             carry=carry,
             new_view=view,
             new_mem=mem_text,
+            classes=flags_for(job.flags) if job.in_child and job.report else None,
         )
     return result
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import starmap
 from operator import attrgetter
 from typing import Any
@@ -93,21 +93,39 @@ def _child(writer: Any, parent_pid: int) -> None:
         with gc_paused():
             exact, full, notes, verdicts = _run(_STATE["old"], _STATE["new"])
             out = (_pack(exact), _pack(full), notes, verdicts)
-        writer.send_bytes(pickle.dumps(out, pickle.HIGHEST_PROTOCOL))
+            writer.send_bytes(pickle.dumps(out, pickle.HIGHEST_PROTOCOL))
+            del out
+            report = _STATE.get("report")
+            if report is not None:  # then the report's pair flags (None: none made)
+                writer.send_bytes(pickle.dumps(_flags(report, exact, full), 5))
         writer.close()
     except BaseException:  # noqa: BLE001 - the parent runs the matcher again: its error
         os._exit(1)
+    os._exit(0)  # (all sent: no teardown of the heap the parent waits for)
+
+
+def _flags(report: dict, exact: list, full: list) -> Any:
+    """:func:`kbtool.services.ingest_classify.child_flags`, or None when it fails (this
+    process then classifies the pairs itself)."""
+    from kbtool.services.ingest_classify import child_flags
+
+    try:
+        return child_flags(report, exact, full)
+    except Exception:  # noqa: BLE001 - the parent classifies them: its answer or error
+        return None
 
 
 class MatchJob:
     """The matcher's run for one ingest: in a forked child (``proc``) or, without one,
     here when :meth:`result` is asked."""
 
-    def __init__(self, old: Sequence, new: Sequence) -> None:
+    def __init__(self, old: Sequence, new: Sequence, report: dict | None = None) -> None:
         self.old, self.new = old, new
+        self.report = report  # the child's inputs for the report's flags (None: none made)
         self.proc: Any = None
         self.reader: Any = None
         self.in_child = False  # whether the answer came from the child
+        self._flags: Any = False  # the child's second answer, once read
 
     def start(self) -> None:
         from kbtool.wasm.workers import pool_context, signals_deferred
@@ -117,6 +135,8 @@ class MatchJob:
             return
         reader, writer = mpctx.Pipe(duplex=False)
         _STATE["old"], _STATE["new"] = self.old, self.new  # inherited by the fork
+        if self.report is not None:
+            _STATE["report"] = self.report
         try:
             with signals_deferred():
                 proc = mpctx.Process(
@@ -144,11 +164,29 @@ class MatchJob:
             except (EOFError, OSError, pickle.UnpicklingError):
                 out = None  # the child died or failed: run here
             finally:
-                self.stop()
+                if out is None or self.report is None:
+                    self.stop()
         if out is not None:
             self.in_child = True
             return out
         return _run(self.old, self.new)
+
+    def flags(self) -> Any:
+        """The child's report flags after its answer (:func:`kbtool.services.
+        ingest_classify.child_flags`), or None (no child, it made none, or it died); the
+        child is ended then."""
+        import pickle
+
+        if self._flags is False:
+            self._flags = None
+            if self.proc is not None and self.report is not None:
+                try:
+                    self._flags = pickle.loads(self.reader.recv_bytes())
+                except (EOFError, OSError, pickle.UnpicklingError):
+                    self._flags = None
+                finally:
+                    self.stop()
+        return self._flags
 
     def stop(self) -> None:
         """End the child (an answer read, an error or an interrupt here)."""
@@ -163,11 +201,16 @@ class MatchJob:
         self.reader.close()
 
 
-def start_match(old: Sequence, new: Sequence, nbytes: int) -> MatchJob:
+def start_match(
+    old: Sequence, new: Sequence, nbytes: int, report: Callable[[], dict] | None = None
+) -> MatchJob:
     """The matcher's job on ``old``/``new``; started in a child for a module of ``nbytes``
-    above the threshold."""
+    above the threshold (``report()``: the child's inputs for the report's flags, asked
+    only then: :func:`kbtool.services.ingest_classify.report_inputs`)."""
     job = MatchJob(old, new)
     if match_in_child(nbytes):
+        if report is not None:
+            job.report = report()
         job.start()
     return job
 

@@ -79,6 +79,14 @@ def mem_ops_json_for(
     return out
 
 
+def mem_ops_json_all(conn: sqlite3.Connection, version_id: int) -> dict[int, str]:
+    """index -> every function's stored ``mem_ops`` facts of a version as their JSON text
+    (:func:`mem_ops_json_for` of all of them, in one scan)."""
+    cur = conn.cursor()
+    cur.row_factory = None  # (plain tuples: no row objects made)
+    return dict(cur.execute("SELECT idx, mem_ops FROM facts WHERE version_id = ?", (version_id,)))
+
+
 def parse_mem_ops(text: str) -> list[list[int]]:
     """One text of :func:`mem_ops_json_for` as :func:`mem_offsets_for` gives it."""
     return _loads(text)

@@ -308,17 +308,8 @@ class _Relocation:
         instruction stream, other bodies) as their JSON text, both versions read at once on
         first need (parsed only where the two texts differ: on ffmpeg 7 pairs of 7,156)."""
         if self.mem is None:
-            pg, olds, news = self.pg, [], []
-            views = self._views()
-            agree = views is not None and views[0].shapes_agree and views[1].shapes_agree
-            for p in pg.defined_pairs():
-                o, n = pg.old_rows[p.old_index], pg.new_rows[p.new_index]
-                if o["ops"] != n["ops"] or o["body_hash"] == n["body_hash"]:
-                    continue
-                if agree and o["shape_hash"] and o["shape_hash"] == n["shape_hash"]:
-                    continue  # (answered without the accesses: see layout_shift)
-                olds.append(p.old_index)
-                news.append(p.new_index)
+            pg = self.pg
+            olds, news = self.mem_indices()
             new_mem = self.new_mem
             self.mem = (
                 queries.mem_ops_json_for(self.conn, pg.from_version_id, olds),
@@ -327,6 +318,21 @@ class _Relocation:
                 else new_mem,
             )
         return self.mem
+
+    def mem_indices(self) -> tuple[list[int], list[int]]:
+        """The old and new indices of the pairs whose accesses :meth:`_mem` reads."""
+        pg, olds, news = self.pg, [], []
+        views = self._views()
+        agree = views is not None and views[0].shapes_agree and views[1].shapes_agree
+        for p in pg.defined_pairs():
+            o, n = pg.old_rows[p.old_index], pg.new_rows[p.new_index]
+            if o["ops"] != n["ops"] or o["body_hash"] == n["body_hash"]:
+                continue
+            if agree and o["shape_hash"] and o["shape_hash"] == n["shape_hash"]:
+                continue  # (answered without the accesses: see layout_shift)
+            olds.append(p.old_index)
+            news.append(p.new_index)
+        return olds, news
 
     def _views(self) -> tuple[ModuleView, ModuleView] | None:
         if self.views is False:
@@ -383,6 +389,46 @@ class _Relocation:
         ).same
 
 
+#: a pair's flags ``(same, relocated)`` by their code (:func:`pair_flags_code`)
+_FLAGS = ((False, False), (True, False), (True, True))
+
+#: ``classes(pg, defined_pairs)``: each defined pair's :data:`_FLAGS` code, in order, when
+#: they were computed for this very pairing (ingest: by the matcher's child), else None
+Classes = Callable[[Pairing, list[Pair]], Any]
+
+
+def classify_pair(pg: Pairing, reloc: Any, p: Pair) -> tuple[bool, bool]:
+    """A defined pair's ``(same, relocated)``: the same code (up to relocation), and only
+    relocated (other bytes); a memory layout change is not the same code."""
+    same = pg.same_code(p)
+    relocated = same and (
+        pg.old_rows[p.old_index]["body_hash"] != pg.new_rows[p.new_index]["body_hash"]
+    )
+    if not same and reloc.same(p):
+        same = relocated = True
+    if relocated and reloc.layout_shift(p):  # struct fields moved: a layout change
+        same = relocated = False
+    return same, relocated
+
+
+def pair_flags_code(same: bool, relocated: bool) -> int:
+    """The index of ``(same, relocated)`` in :data:`_FLAGS`."""
+    return 2 if relocated else int(same)
+
+
+def relocation_check(
+    conn: Any,
+    pg: Pairing,
+    new_view: ModuleView | None = None,
+    *,
+    old_sha: str | None = None,
+    new_mem: Mapping[int, str] | None = None,
+) -> _Relocation:
+    """:func:`build_report`'s relocation check of ``pg`` (:func:`classify_pair` takes it;
+    ingest's matcher child gives it its views and accesses: ``views``, ``mem``)."""
+    return _Relocation(conn, pg, new_view, old_sha=old_sha, new_mem=new_mem)
+
+
 def build_report(
     conn: sqlite3.Connection,
     pg: Pairing,
@@ -393,12 +439,14 @@ def build_report(
     triage: bool = True,
     new_view: ModuleView | None = None,
     new_mem: Mapping[int, str] | None = None,
+    classes: Classes | None = None,
 ) -> dict[str, Any]:
     """The report of a computed pairing. ``triage=False``: without the changelog's
     explanations and triage of modified changes (what :func:`store_report` saves at ingest,
     marked :data:`TRIAGE_PENDING`; the reader or the background warm job triages it).
     ``new_view``: the to-version module's relocation view when the caller has it (ingest);
-    ``new_mem``: its ``mem_ops`` facts as stored, by index (ingest: see :class:`_Relocation`)."""
+    ``new_mem``: its ``mem_ops`` facts as stored, by index (ingest: see :class:`_Relocation`);
+    ``classes``: see :data:`Classes` (None, or an answer of None: classified here)."""
     ann_old = version_annotations(conn, pg.from_version_id)
     ann_new = version_annotations(conn, pg.to_version_id)
     ta, tb = va.get("toolchain_version"), vb.get("toolchain_version")
@@ -433,15 +481,13 @@ def build_report(
     # old index -> new index of paired defined functions, to place deleted ones in order
     anchors: list[tuple[int, int]] = []
     reloc = _Relocation(conn, pg, new_view, old_sha=va.get("sha256"), new_mem=new_mem)
-    for p in pg.defined_pairs():
-        same = pg.same_code(p)
-        relocated = same and (
-            pg.old_rows[p.old_index]["body_hash"] != pg.new_rows[p.new_index]["body_hash"]
-        )
-        if not same and reloc.same(p):
-            same = relocated = True
-        if relocated and reloc.layout_shift(p):  # struct fields moved: a layout change
-            same = relocated = False
+    defined = pg.defined_pairs()
+    known = classes(pg, defined) if classes is not None else None
+    for k, p in enumerate(defined):
+        if known is not None:  # (computed elsewhere for this very pairing: the same flags)
+            same, relocated = _FLAGS[known[k]]
+        else:
+            same, relocated = classify_pair(pg, reloc, p)
         cls = ("unchanged" if p.new_index == p.old_index else "moved") if same else "modified"
         anchors.append((p.old_index, p.new_index))
         e = entry(cls, p.old_index, p.new_index, p)
@@ -537,6 +583,7 @@ def store_report(
     *,
     new_view: ModuleView | None = None,
     new_mem: Mapping[int, str] | None = None,
+    classes: Classes | None = None,
 ) -> dict[str, Any]:
     """Build the report of an already computed pairing and store it (ingest does this for
     each (parent, new) pair, so every surface serves it without re-running the matcher).
@@ -546,7 +593,7 @@ def store_report(
     it as a report saved under older rules (:func:`stored_diff`), and the background warm job
     (:mod:`kbtool.services.diff.warm`, started by ``kbtool ingest``) builds that changelog
     and keeps the answer on disk. The returned report has no triage either. ``new_view``,
-    ``new_mem``: see :func:`build_report`."""
+    ``new_mem``, ``classes``: see :func:`build_report`."""
     report = build_report(
         conn,
         pg,
@@ -555,6 +602,7 @@ def store_report(
         triage=False,
         new_view=new_view,
         new_mem=new_mem,
+        classes=classes,
     )
     save_diff(conn, report, triage_rules=TRIAGE_PENDING)
     return report
