@@ -259,6 +259,16 @@ class MatcherBase:
         self._fid_cache: dict[int, int] | None = None
         self._pos_caches: dict[str, dict[int, int]] = {}
         self._sig_sizes: dict[int, dict] = {}
+        # the wrapper splits' votes (family): from their first pass on, every change of a
+        # match stamps the functions whose vote reads it (the pair's own two and their
+        # callees: a vote reads the match state of the pair's callers), by a clock; a pair
+        # whose vote changed nothing is kept with its match, the clock and the work charged
+        # (new index -> (match, clock, units)); ``_wv_twin``: a vote scanned the unmatched
+        # twins (a read of the whole side's state: not kept)
+        self._wv_chg: tuple[list[int], list[int]] | None = None
+        self._wv_clock = 0
+        self._wv_seen: dict[int, tuple[Match, int, int]] = {}
+        self._wv_twin = False
 
     # ---------------------------------------------------------------- work meter
     def spend(self, units: int, stage: str | None = None) -> bool:
@@ -309,6 +319,8 @@ class MatcherBase:
         self.result[n] = Match(o, n, round(score, 4), method, bool(review))
         if self._img_cache:
             self._img_touched.append(o)
+        if self._wv_chg is not None:
+            self.stamp_change(o, n)
         d = self._anchor_dirty
         if d is None or o < d:
             self._anchor_dirty = o
@@ -333,6 +345,20 @@ class MatcherBase:
             z = n2o_a[y]
             if z >= 0:
                 self._enqueue(z, y)
+
+    def stamp_change(self, o: int, n: int) -> None:
+        """The match of ``o`` and ``n`` changed: stamp the functions whose wrapper vote
+        reads it (``o``, ``n`` and their callees: ``callers`` is the exact inverse)."""
+        assert self._wv_chg is not None
+        t = self._wv_clock + 1
+        self._wv_clock = t
+        chg_o, chg_n = self._wv_chg
+        chg_o[o] = t
+        chg_n[n] = t
+        for c in self.OLD.callees[o]:
+            chg_o[c] = t
+        for c in self.NEW.callees[n]:
+            chg_n[c] = t
 
     def table_memo(self, key: str, make):
         """``make()`` for the function tables' current matched states: computed once per

@@ -73,6 +73,8 @@ class FamilyStage(MatcherBase):
         del self.result[n]
         if self._img_cache:
             self._img_touched.append(o)
+        if self._wv_chg is not None:
+            self.stamp_change(o, n)
         d = self._anchor_dirty
         if d is None or o < d:
             self._anchor_dirty = o
@@ -120,6 +122,8 @@ class FamilyStage(MatcherBase):
         """Re-pair (or flag) matched pairs next to a wrapper split; returns re-pairings."""
         moved = 0
         prev, self.stage = self.stage, "family"
+        if self._wv_chg is None:  # from now on every change of a match is stamped
+            self._wv_chg = ([0] * self.OLD.size, [0] * self.NEW.size)
         try:
             for n in sorted(self.result):
                 if self.exhausted():
@@ -133,10 +137,28 @@ class FamilyStage(MatcherBase):
         m = self.result.get(n)
         if m is None or m.method in NAMED or self.NEW.recs[n].imported:
             return 0
+        # a pair voted before, its match the same object since (a flag replaces it; a
+        # second flag would change nothing) and none of the functions its votes read
+        # changed its match since: the same votes again, with no effect; charged alike
+        seen = self._wv_seen.get(n)
+        if seen is not None and seen[0] is m:
+            chg = self._wv_chg
+            assert chg is not None
+            t = seen[1]
+            if chg[0][m.old_index] <= t and chg[1][n] <= t:
+                self.spend(seen[2])
+                return 0
+        work = self.stats.work
+        before = work[self.stage]
+        self._wv_twin = False
         got = self._wrapper_vote(m, forward=True)
         m2 = self.result.get(m.new_index)
         if got is None and m2 is not None and m2.method not in NAMED:
             got = self._wrapper_vote(m2, forward=False)
+        if not got and not self._wv_twin:
+            now = self.result.get(n)
+            if now is not None:
+                self._wv_seen[n] = (now, self._wv_clock, work[self.stage] - before)
         return int(bool(got))
 
     def _wrapper_vote(self, m: Match, forward: bool) -> bool | None:
@@ -235,6 +257,7 @@ class FamilyStage(MatcherBase):
     def _unmatched_twin(self, a: int, A: _Side, a2b: dict) -> bool:
         """An unmatched function of ``a``'s side with its signature and about its size (it
         may be the one the wrapper inlined): scanned only for the rare root-only case."""
+        self._wv_twin = True  # (reads the match state of the whole side)
         ra = A.recs[a]
         memo = self._sig_sizes
         by_sig = memo.get(id(A))
