@@ -427,10 +427,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                             shw.write(data[last_cut:s])
                             shw.write(_STATIC)
                             last_cut = p
-                        t = mcache.get(x * 1024 + op)
-                        if t is None:
-                            t = mcache.setdefault(x * 1024 + op, (op, x, W[op]))
-                        memops.append(t)
+                        memops.append(mem_op(mkeys, mvals, mcache, op, x, W[op]))
                         if k == 20:
                             p += 1
                         continue

@@ -12,7 +12,7 @@ import random
 import sys
 
 from kbtool.wasm import active, decoder, facts
-from kbtool.wasm.opcodes import WIDTH
+from kbtool.wasm.opcodes import PREFIX_BASE, WIDTH
 from testkit.wasmbuild import module, section, uleb, vec
 
 COMPILED = active.load_compiled()
@@ -40,6 +40,8 @@ def _code(ins: tuple) -> bytes:
         return b"\x23" + uleb(ins[1]) + b"\x1a"
     if ins[0] == "s":
         return b"\x41\x00\x24" + uleb(ins[1])
+    if ins[0] == "a":  # i32.atomic.load (0xFE 0x10)
+        return b"\x41\x00\xfe\x10\x02" + uleb(ins[2]) + b"\x1a"
     op, off = ins[1], ins[2]
     acc = bytes([op]) + b"\x00" + uleb(off)
     if op in _STORES:
@@ -109,7 +111,16 @@ def test_memory_ops_at_large_offsets_through_a_shared_slot(monkeypatch):
     big = 1 << 51  # past the cache's keys: the dict alone
     loads = [("m", 0x28, a), ("m", 0x28, b), ("m", 0x28, a), ("m", 0x2D, a)]
     stores = [("m", 0x36, a), ("m", 0x37, b), ("m", 0x39, 1 << 30), ("m", 0x28, big)]
-    bodies = [loads + stores, stores[::-1] + loads, [("m", 0x28, flat - 1), ("m", 0x28, b)]]
+    at = PREFIX_BASE[0xFE] + 0x10
+    c = _same_slot(at, a)
+    atomic = [("a", at, a), ("a", at, c), ("a", at, 5), ("a", at, big), ("a", at, a)]
+    bodies = [
+        loads + stores,
+        stores[::-1] + loads,
+        [("m", 0x28, flat - 1), ("m", 0x28, b)],
+        atomic + loads,
+        atomic[::-1],
+    ]
     data = _module(bodies)
     want = [[(i[1], i[2], WIDTH[i[1]]) for i in body] for body in bodies]
     for mod in _decoders(monkeypatch):
