@@ -380,7 +380,8 @@ def _stored(
     def walk() -> None:  # one process: the matcher has the other core
         dp = (lambda done, total: progress("data", done, total)) if progress else None
         walked.append(data_model.prepare(analysis, data, progress=dp, workers=1))
-        keep_views(conn, parent, data, mod, sha256)  # (the report's, kept by content)
+        old_bytes = pre.pop("report", {}).get("old_bytes")  # (read for the child)
+        keep_views(conn, parent, data, mod, sha256, old_bytes)  # (the report's, by content)
         write_early()
         data_model.write_refs(conn, early["vid"], walked[0])
         early["new_rows"] = rows.matching_rows(funcs, slots)  # (the report's; ids at the join)
@@ -388,8 +389,11 @@ def _stored(
 
     sha256 = sha256 or hashlib.sha256(data).hexdigest()
 
+    pre: dict[str, Any] = {}  # the match child's inputs, once read
+
     def report(old_rows) -> dict:  # (the report's pair flags: the match child's inputs)
-        return report_inputs(conn, parent, old_rows, funcs, slots, data, mod, sha256)
+        pre["report"] = got = report_inputs(conn, parent, old_rows, funcs, slots, data, mod, sha256)
+        return got
 
     carried, by_method, full_matches, matcher_notes, old_rows, old_recs, job = _carry_ids(
         conn, parent, new, funcs, progress, len(data), walk, report

@@ -164,8 +164,10 @@ class MatchJob:
             except (EOFError, OSError, pickle.UnpicklingError):
                 out = None  # the child died or failed: run here
             finally:
-                if out is None or self.report is None:
+                if out is None:
                     self.stop()
+                elif self.report is None:  # (all sent)
+                    self.stop(done=True)
         if out is not None:
             self.in_child = True
             return out
@@ -180,18 +182,26 @@ class MatchJob:
         if self._flags is False:
             self._flags = None
             if self.proc is not None and self.report is not None:
+                done = False
                 try:
                     self._flags = pickle.loads(self.reader.recv_bytes())
+                    done = True
                 except (EOFError, OSError, pickle.UnpicklingError):
                     self._flags = None
                 finally:
-                    self.stop()
+                    self.stop(done=done)
+                    self.report = None  # (its memory back)
         return self._flags
 
-    def stop(self) -> None:
-        """End the child (an answer read, an error or an interrupt here)."""
+    def stop(self, *, done: bool = False) -> None:
+        """End the child (an answer read, an error or an interrupt here). ``done``: it sent
+        all it had to and exits by itself: not waited for (the kernel's teardown of its
+        memory, ~0.05 s on ffmpeg, goes on beside this process; reaped later)."""
         proc, self.proc = self.proc, None
         if proc is None:
+            return
+        if done:
+            self.reader.close()
             return
         if proc.is_alive():
             proc.join(timeout=0.5)
@@ -230,10 +240,11 @@ def install_verdicts(verdicts: Any, old: Sequence, new: Sequence) -> None:
     memo[:] = [key, {r.index: r for r in old}, {r.index: r for r in new}, by_new]
 
 
-def keep_views(conn, parent, data, mod, sha256) -> None:
+def keep_views(conn, parent, data, mod, sha256, old_bytes: bytes | None = None) -> None:
     """The relocation views of the new module and the parent's made now, while the matcher
     runs in its child: kept by content (:func:`kbtool.services.diff.relocation.
-    module_view`), the report's check then finds them (a module the view refuses: none)."""
+    module_view`), the report's check then finds them (a module the view refuses: none).
+    ``old_bytes``: the parent's module bytes when already read (the child's inputs)."""
     from kbtool.kb import queries
     from kbtool.services.diff.relocation import module_view
     from kbtool.wasm import WasmFormatError
@@ -242,8 +253,10 @@ def keep_views(conn, parent, data, mod, sha256) -> None:
         module_view(data, mod, sha=sha256)
     old_sha = queries.version_info(conn, parent).get("sha256")
     if old_sha:  # (as the report asks: by the stored hash)
+        if old_bytes is None:
+            old_bytes = queries.module_bytes(conn, parent)
         with contextlib.suppress(WasmFormatError):
-            module_view(queries.module_bytes(conn, parent), sha=old_sha)
+            module_view(old_bytes, sha=old_sha)
 
 
 def preload() -> None:
