@@ -127,12 +127,16 @@ class MatchJob:
         self.in_child = False  # whether the answer came from the child
         self._flags: Any = False  # the child's second answer, once read
 
-    def start(self) -> None:
+    def start(self, report: Callable[[], dict] | None = None) -> None:
+        """Fork the child (``report()``: its inputs for the report's flags, asked only when
+        there is one)."""
         from kbtool.wasm.workers import pool_context, signals_deferred
 
         mpctx = pool_context()
         if mpctx is None:
             return
+        if report is not None:
+            self.report = report()
         reader, writer = mpctx.Pipe(duplex=False)
         _STATE["old"], _STATE["new"] = self.old, self.new  # inherited by the fork
         if self.report is not None:
@@ -145,6 +149,7 @@ class MatchJob:
                 proc.start()
         except OSError:  # no fork (limits): the matcher runs here
             reader.close()
+            self.report = None
             return
         finally:
             _STATE.clear()
@@ -219,9 +224,7 @@ def start_match(
     only then: :func:`kbtool.services.ingest_classify.report_inputs`)."""
     job = MatchJob(old, new)
     if match_in_child(nbytes):
-        if report is not None:
-            job.report = report()
-        job.start()
+        job.start(report)
     return job
 
 
