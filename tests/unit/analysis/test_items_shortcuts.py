@@ -138,3 +138,36 @@ def test_compiled_count_on_native_arrays_equals_the_pure_count(ordered, shift, m
     assert got == want and (got_r, got_w) == (want_r, want_w)
     assert [i.refs for i in got_items] == [i.refs for i in want_items]
     assert sum(i.refs for i in got_items) > 1000 and len(got) < len(refs)  # (some dropped)
+
+
+@pytest.mark.skipif(COMPILED is None, reason="compiled data walk not built")
+def test_compiled_count_through_targets_sharing_a_cache_slot(monkeypatch):
+    """The compiled count remembers each target's item in a direct-mapped slot: targets
+    that take the same slot, alternating, in different items and in none, count as the
+    pure count does."""
+    from kbtool.analysis.datawalk import refcount
+
+    mask = refcount._SLOTS - 1
+
+    def slot(t: int) -> int:
+        return (t ^ (t >> 13) ^ (t >> 26)) & mask
+
+    addrs = list(range(4096, 4096 + 64 * 2000, 64))
+    a = addrs[3] + 2
+    same = [t for t in range(4096, addrs[-1] + 600) if slot(t) == slot(a)][:6]
+    assert len(same) >= 3 and a in same
+    refs = []
+    for n in range(60):
+        t = same[n % len(same)] if n % 5 else addrs[-1] + 500  # (past the last item too)
+        refs.append((n % 3, n, ["load", "addr"][n % 2], "data", t, 4))
+
+    def make():
+        return [DataItem(x, 6, "numeric", 0, "text") for x in addrs]
+
+    got_items, want_items = make(), make()
+    got = COMPILED.count_item_refs(refs, got_items, list(addrs), {}, {})
+    monkeypatch.setattr(datawalk_active, "IMPL", None)
+    want = datamodel._count_refs(refs, want_items, list(addrs), {}, {})
+    assert got == want
+    assert [i.refs for i in got_items] == [i.refs for i in want_items]
+    assert sum(1 for i in got_items if i.refs) >= 3
