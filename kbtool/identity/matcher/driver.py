@@ -75,6 +75,7 @@ class _Matcher(ExactStages):
         checks (:mod:`kbtool.identity.matcher.review`) ran on it: a pair a diff would show
         flagged is no identity (its name is carried with the review flag instead)."""
         view = _View(self.OLD.recs, self.NEW.recs, final)
+        view.callers = (self.OLD.callers, self.NEW.callers)  # (the checks' callers: the same)
         review_pairing(view)  # (inside review_memo, ingest's pairing reuses these verdicts)
         ok = {(p.old_index, p.new_index) for p in view.by_new.values() if not p.review}
         return [m for m in exact if (m.old_index, m.new_index) in ok]
@@ -99,6 +100,8 @@ class _View:
             for m in matches
         }
         self.by_old = {p.old_index: p for p in self.by_new.values()}
+        # each side's callers by function (old, new), when the matcher's sides give them
+        self.callers: tuple[dict[int, tuple[int, ...]], dict[int, tuple[int, ...]]] | None = None
 
 
 def _one_store(m: _Matcher):

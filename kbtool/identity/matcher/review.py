@@ -20,7 +20,7 @@ from __future__ import annotations
 import bisect
 import contextvars
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from operator import attrgetter
 from typing import Any
@@ -193,8 +193,8 @@ def review_weak_neighbourhoods(pg: Any) -> int:
     ]
     if not weak:
         return 0
-    callers_old = _callers(pg.old_recs)
-    callers_new = _callers(pg.new_recs)
+    callers_old = _callers_of(pg, True)
+    callers_new = _callers_of(pg, False)
     flagged = 0
     for p in weak:
         o, n = p.old_index, p.new_index
@@ -215,6 +215,17 @@ def review_weak_neighbourhoods(pg: Any) -> int:
                 flagged += 1
                 break
     return flagged
+
+
+def _callers_of(pg: Any, old: bool) -> Mapping[int, Sequence[int]]:
+    """The callers of each function of one side (old if ``old``), as :func:`_callers`
+    gives them for every function the checks look up (a record's index): the pairing's own
+    (``pg.callers``, the matcher's sides': each defined function's distinct callers but
+    itself, in index order, ``()`` for none) when it carries them."""
+    got = getattr(pg, "callers", None)
+    if got is not None:
+        return got[0 if old else 1]
+    return _callers(pg.old_recs if old else pg.new_recs)
 
 
 def _callers(recs: dict[int, FuncRecord]) -> dict[int, list[int]]:
@@ -261,8 +272,8 @@ def review_inlining_boundaries(pg: Any) -> int:
       sizes more than 12 instructions and a factor 3 apart (a call-graph pair may grow
       that much by inlining its callees; a pair the body made may not).
     """
-    callers_old = _callers(pg.old_recs)
-    callers_new = _callers(pg.new_recs)
+    callers_old = _callers_of(pg, True)
+    callers_new = _callers_of(pg, False)
     feats: list[FeatureCache] = []
 
     def content(a: FuncRecord, b: FuncRecord) -> float:
@@ -315,7 +326,7 @@ def _unpaired_neighbours(
     r: FuncRecord,
     sig: str,
     recs: dict[int, FuncRecord],
-    callers: dict[int, list[int]],
+    callers: Mapping[int, Sequence[int]],
     paired: dict,
 ) -> list[int]:
     """Direct callees and callers of ``i`` without a counterpart, of type signature ``sig``."""
@@ -331,7 +342,11 @@ def _unpaired_neighbours(
 
 
 def _unpaired_sole_caller(
-    i: int, sig: str, recs: dict[int, FuncRecord], callers: dict[int, list[int]], paired: dict
+    i: int,
+    sig: str,
+    recs: dict[int, FuncRecord],
+    callers: Mapping[int, Sequence[int]],
+    paired: dict,
 ) -> bool:
     cs = callers.get(i, ())
     return len(cs) == 1 and cs[0] not in paired and recs[cs[0]].type_sig == sig
@@ -341,8 +356,8 @@ def _callers_contradict(
     pg: Any,
     o: int,
     n: int,
-    callers_old: dict[int, list[int]],
-    callers_new: dict[int, list[int]],
+    callers_old: Mapping[int, Sequence[int]],
+    callers_new: Mapping[int, Sequence[int]],
 ) -> bool:
     """Both functions have paired callers and none of either side calls the other side."""
     imgs = [
