@@ -93,3 +93,36 @@ def test_warm_ups_on_still_start(tmp_path: Path, monkeypatch) -> None:
         assert ingest_cmd._warm_diffs(None, 3) == []
         ingest_cmd._warm_code(None, 3)
     assert asked == [("diff", 2), ("code", 2)]
+
+
+def test_a_command_that_reads_the_kb_loads_no_wasm_layer(tmp_path: Path) -> None:
+    # the CLI catches the wasm layer's format error as the ValueError it is: a command that
+    # only reads the KB never imports kbtool.wasm (its decoder twin included)
+    db = str(tmp_path / "kb.db")
+    assert _modules_after(
+        f"from kbtool.cli import main\nmain(['--db', {db!r}, 'ingest', {str(DEMO_WASM)!r}])"
+    )
+    loaded = _modules_after(
+        f"from kbtool.cli import main\nassert main(['--db', {db!r}, 'versions']) == 0"
+    )
+    assert "kbtool.commands.core" in loaded or any(m.startswith("kbtool.commands.") for m in loaded)
+    assert not {m for m in loaded if m == "kbtool.wasm" or m.startswith("kbtool.wasm.")}
+
+
+def test_a_malformed_module_is_still_one_error_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.wasm"
+    bad.write_bytes(b"\0asm\1\0\0\0\1\5")  # a type section past the end of the file
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KBTOOL_DIFF_WARM": "0", "KBTOOL_CODE_WARM": "0"}
+    r = subprocess.run(
+        [sys.executable, "-m", "kbtool", "--db", str(tmp_path / "kb.db"), "ingest", str(bad)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert r.returncode == 1
+    assert r.stderr == (
+        "error: not a valid WebAssembly module: offset 0xa: expected type section of 5 bytes;"
+        " section extends past the end of the file\n"
+    )
