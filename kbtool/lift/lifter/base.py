@@ -208,10 +208,6 @@ def _p(e: _E, maxprec: int) -> str:
     return e.text if e.prec <= maxprec else f"({e.text})"
 
 
-def _has_call(e: _E) -> bool:
-    return bool(e.fl & F_CALL)
-
-
 #: a wasm value type's C type and its letter in struct and typedef names (context.py's
 #: ``c_type`` / ``type_code``, here compiled: the walk asks per local, call and result)
 _VT_C: Final[dict[str, str]] = dict(VALTYPE_C)

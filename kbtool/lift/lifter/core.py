@@ -21,7 +21,6 @@ from .base import (
     LiftStats,
     _assign_stmt,
     _Budget,
-    _has_call,
     _i32_text,
     _merge,
     _p,
@@ -274,10 +273,12 @@ class _Core:
         self.emit(f"{name} = {e.text};")
         return _E(name, 0, e.ty, u=e.u, nn=e.nn)
 
-    def spill_where(self, pred) -> None:
+    def spill_flags(self, mask: int) -> None:
+        """Spill what is on the stack whose flags meet ``mask`` (not a constant; a flag test
+        inline, no predicate called per value)."""
         st = self.stack
         for k, e in enumerate(st):
-            if e.const is None and (e.fl or e.locs) and pred(e):
+            if e.const is None and (e.fl or e.locs) and e.fl & mask:
                 st[k] = self.spill(e)
 
     def spill_all(self) -> None:
@@ -304,7 +305,10 @@ class _Core:
     def spill_pending(self, x: int) -> None:
         """Before a read of local ``x``: the folded tees that assign it."""
         nx = ~x
-        self.spill_where(lambda e: e.fl & F_SET and nx in e.locs)
+        st = self.stack
+        for k, e in enumerate(st):  # the tees of x (inline: no closure)
+            if e.const is None and (e.fl or e.locs) and e.fl & F_SET and nx in e.locs:
+                st[k] = self.spill(e)
         self.pend.discard(x)
 
     def set_local(self, x: int, v: _E, tee: bool) -> None:
@@ -489,7 +493,7 @@ class _Core:
 
     def global_get(self, g: int) -> None:
         if self.calls_pending():
-            self.spill_where(_has_call)
+            self.spill_flags(F_CALL)
         e = self.gget.get(g)
         if e is None:
             e = self.gget[g] = _E(self.gname(g), 0, self.global_type(g), F_GLOB)

@@ -25,7 +25,7 @@ class _Gc(_Control):
         as a statement when ``ty`` is None (a heap write: readers of the heap spill first)."""
         afl, locs = _merge_list(args)
         if ty is None:
-            self.spill_where(lambda e: e.fl & (F_MEM | F_CALL))
+            self.spill_flags(F_MEM | F_CALL)
             self.emit(f"{text};")
             return
         if fl & F_CALL:

@@ -19,7 +19,6 @@ from .base import (
     F_GLOB,
     F_MEM,
     _c_ident,
-    _has_call,
     _i32_text,
     _p,
     c_ident_path,
@@ -367,7 +366,7 @@ class _Memory(_Core):
             ct = _LOAD_CT[name]
             base = self.pop()
             if self.calls_pending():
-                self.spill_where(_has_call)
+                self.spill_flags(F_CALL)
             ty = name[:3]
             text = self.mem_ptr(base, offset, ct)
             prec = 2 if text[0] == "*" or text[0] == "(" else 0
@@ -379,7 +378,7 @@ class _Memory(_Core):
             ct = _STORE_CT[name]
             v = self.pop()
             base = self.pop()
-            self.spill_where(lambda e: e.fl & (F_MEM | F_CALL))
+            self.spill_flags(F_MEM | F_CALL)
             self.emit(f"{self.mem_ptr(base, offset, ct, True)} = {v.text};")
 
 

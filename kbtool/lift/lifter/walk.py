@@ -22,7 +22,6 @@ from .base import (
     LiftError,
     _f32_text,
     _f64_text,
-    _has_call,
     _i64_text,
     _merge,
     _p,
@@ -210,7 +209,7 @@ class _Lifter(_Gc):
                         raise LiftError("value stack underflow")
                     base = stack.pop()
                     if self.calls_pending():
-                        self.spill_where(_has_call)  # wasm reads after the call; C must too
+                        self.spill_flags(F_CALL)  # wasm reads after the call; C must too
                     ct, ty, widen = ld
                     self.cur = i
                     text = self.mem_ptr(base, imms[1], ct)
@@ -327,7 +326,7 @@ class _Lifter(_Gc):
         elif op == OP_GLOBAL_SET:
             g = imms[0]
             v = self.pop()
-            self.spill_where(lambda e: e.fl & (F_GLOB | F_CALL))
+            self.spill_flags(F_GLOB | F_CALL)
             self.emit(f"{self.gname(g)} = {v.text};")
         elif op in _OPENERS:
             self.open_block(i, op, imms)
