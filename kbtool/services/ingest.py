@@ -26,7 +26,7 @@ from kbtool.kb.gate import upsert_symbols
 from kbtool.services import data as data_model
 from kbtool.services import ingest_rows as rows
 from kbtool.services import lineage as lineage_svc
-from kbtool.services.ingest_classify import flags_for, report_inputs
+from kbtool.services.ingest_classify import child_report, report_inputs
 from kbtool.services.ingest_match import keep_views, preload
 from kbtool.services.inputs import read_input, read_text_input
 from kbtool.wasm import WasmFormatError, analyze_module
@@ -464,6 +464,11 @@ def _stored(
         for r in new:
             r.stable_id = sid_of[r.index]
         new_rows = early.pop("new_rows", None) or rows.matching_rows(funcs, slots)
+        new_rows = rows.set_stable_ids(new_rows, sid_of)
+        # the pairing and its pairs' flags as the matcher's child made them, if it did
+        pairing, classes = child_report(
+            job, parent, vid, old_rows, new_rows, old_recs, new, carried
+        )
         result.diff_carry = lineage_svc.carry_from_parent(
             conn,
             parent,
@@ -471,12 +476,13 @@ def _stored(
             old_rows=old_rows,
             matches=full_matches,
             old_recs=old_recs,
-            new_rows=rows.set_stable_ids(new_rows, sid_of),
+            new_rows=new_rows,
             new_recs=new,
             carry=carry,
             new_view=view,
             new_mem=mem_text,
-            classes=flags_for(job.flags) if job.in_child and job.report else None,
+            pairing=pairing,
+            classes=classes,
         )
     return result
 

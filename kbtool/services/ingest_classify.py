@@ -1,15 +1,16 @@
-"""A later ingest's report flags made by the matcher's child after its answer (issue #30).
+"""A later ingest's report pairing and flags made by the matcher's child (issue #30).
 
-The diff report classifies each defined pair of the pairing (:func:`kbtool.services.diff.
-report.classify_pair`: the same code up to relocation, only relocated, a layout change);
-that needs the pairing's pairs (old index -> new index), the two versions' rows, their
-modules' views and memory-access texts, and no stable id, name or KB write. The matcher's
-child has the pairing first: after sending it, it makes the pairs as the report's pairing
-will have them (:func:`pair_map`: the carried identities, then the matcher's pairs), their
-flags, and sends both (:func:`child_flags`), while this process writes the ids, names and
-data model. The report takes the flags only when this process's pairing has exactly the
-child's pairs (:func:`flags_for`; any other pairing, or no answer, is classified in this
-process as before): the same inputs, the same flags, the same report bytes.
+After the matcher ingest pairs the two versions (:func:`kbtool.identity.pairing.
+pair_rows`) and the diff report classifies each defined pair (:func:`kbtool.services.diff.
+report.classify_pair`: the same code up to relocation, only relocated, a layout change).
+Neither needs a name, a KB write or more of the stable ids than which new function kept
+which old id: the matcher's exact matches say that (every other new function gets an id no
+version uses). So the matcher's child, after sending its answer, pairs and classifies
+(:func:`child_flags`) while this process writes the ids, names and data model; this
+process takes the child's pairing (:func:`pairing_from`: when none of its new ids is an
+old one) and the flags when its pairing has exactly the child's pairs (:func:`flags_for`).
+No answer (a child that fails or dies): paired and classified here as before. The same
+inputs, the same pairing and flags, the same report bytes.
 
 The child never touches the KB: what it needs of the parent version (its module bytes,
 hash and memory-access texts) is read here before the fork (:func:`report_inputs`).
@@ -18,6 +19,7 @@ hash and memory-access texts) is read here before the fork (:func:`report_inputs
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import starmap
 from typing import Any
 
 
@@ -40,40 +42,46 @@ def report_inputs(conn, parent: int, old_rows, funcs, slots, data, mod, sha256) 
     }
 
 
-def pair_map(old_rows, new_rows, exact, full) -> Any:
-    """A :class:`~kbtool.identity.pairing.Pairing` with the pairs (no scores) that
-    :func:`kbtool.identity.pairing.pair_rows` makes of ``old_rows`` and ``new_rows`` whose
-    stable ids are those ingest gives them: the old id where ``exact`` carried one, else a
-    new id no old row has (the review checks never change the pairs)."""
-    from kbtool.identity.pairing import Pair, Pairing
+def child_pairing(parent: int, old_rows, new_rows, exact, full, old, new, verdicts) -> Any:
+    """In the matcher's child: :func:`kbtool.identity.pairing.pair_rows` of the report, the
+    new rows given the stable ids ingest gives them as far as the pairing can tell: the old
+    id where ``exact`` carried one, else an id no old row has (ingest's new ids are ids no
+    version uses; the review checks read no stable id and no version id). The matcher's
+    review ``verdicts`` are reused as in one process."""
+    from kbtool.identity.matcher import review
+    from kbtool.identity.pairing import pair_rows
+    from kbtool.services.ingest_match import install_verdicts
 
     old_sid = {r["index"]: r["stable_id"] for r in old_rows}
     sid = {m.new_index: old_sid[m.old_index] for m in exact}
-    pg = Pairing(
-        from_version_id=0,
-        to_version_id=0,
-        old_rows={r["index"]: r for r in old_rows},
-        new_rows={r["index"]: r for r in new_rows},
-        old_recs={},
-        new_recs={},
-    )
-    by_new, by_old = pg.by_new, pg.by_old
-    old_by_sid: dict[str, int] = {}
-    for r in old_rows:
-        old_by_sid.setdefault(r["stable_id"], r["index"])
     for r in new_rows:
         n = r["index"]
-        s = sid.get(n)
-        o = old_by_sid.get(s) if s is not None else None
-        if o is None or o in by_old or pg.old_rows[o]["imported"] != r["imported"]:
-            continue
-        by_new[n] = by_old[o] = Pair(o, n, 0.0, "identity", False, True)
-    by_new_match = {m.new_index: m for m in full}
-    for n in sorted(by_new_match):
-        m = by_new_match[n]
-        if n in by_new or m.old_index in by_old:
-            continue
-        by_new[n] = by_old[m.old_index] = Pair(m.old_index, n, 0.0, m.method, False, False)
+        r["stable_id"] = sid[n] if n in sid else f"\x00new {n}"  # (no old id starts so)
+    with review.review_memo():
+        install_verdicts(verdicts, old, new)
+        return pair_rows(parent, 0, old_rows, new_rows, matches=full, old_recs=old, new_recs=new)
+
+
+def pairing_from(answer, parent: int, vid: int, old_rows, new_rows, old_recs, new_recs, carried):
+    """The report's pairing from the child's pairs (:func:`child_flags`), or None when a new
+    id of this process is an old one (the child's pairing assumed none is: then
+    :func:`kbtool.identity.pairing.pair_rows` pairs them here)."""
+    from kbtool.identity.pairing import Pair, Pairing
+
+    old_sids = {r["stable_id"] for r in old_rows}
+    if any(r["stable_id"] in old_sids for r in new_rows if r["index"] not in carried):
+        return None
+    pg = Pairing(
+        from_version_id=parent,
+        to_version_id=vid,
+        old_rows={r["index"]: r for r in old_rows},
+        new_rows={r["index"]: r for r in new_rows},
+        old_recs={r.index: r for r in old_recs},
+        new_recs={r.index: r for r in new_recs},
+    )
+    by_new, by_old = pg.by_new, pg.by_old
+    for p in starmap(Pair, answer[0]):
+        by_new[p.new_index] = by_old[p.old_index] = p
     return pg
 
 
@@ -92,16 +100,22 @@ class _NewMem:
         return dumps(ops) if ops else "[]"
 
 
-def child_flags(inputs: dict, exact, full) -> tuple[dict[int, int], bytes] | None:
-    """In the matcher's child: the report's pairs ``{old index: new index}`` and each
-    defined pair's flags code, in order (None when the views cannot be made)."""
+def child_flags(
+    inputs: dict, exact, full, old=None, new=None, verdicts=None
+) -> tuple[list[tuple], bytes] | None:
+    """In the matcher's child: the report's pairs (each pair's fields, in the pairing's
+    order: :func:`child_pairing`) and each defined pair's flags code, in order (None when
+    the views cannot be made)."""
     from kbtool.services.diff.relocation import module_view
     from kbtool.services.diff.report import classify_pair, pair_flags_code, relocation_check
     from kbtool.services.ingest_rows import matching_rows
     from kbtool.wasm import WasmFormatError
 
     funcs = inputs["funcs"]
-    pg = pair_map(inputs["old_rows"], matching_rows(funcs, inputs["slots"]), exact, full)
+    new_rows = matching_rows(funcs, inputs["slots"])
+    pg = child_pairing(
+        inputs["parent"], inputs["old_rows"], new_rows, exact, full, old, new, verdicts
+    )
     try:
         new_view = module_view(inputs["data"], inputs["mod"], sha=inputs["sha256"])
         old_view = module_view(inputs["old_bytes"], sha=inputs["old_sha"])
@@ -115,7 +129,11 @@ def child_flags(inputs: dict, exact, full) -> tuple[dict[int, int], bytes] | Non
     old_mem = inputs["old_mem"]
     reloc.mem = ({i: old_mem[i] for i in olds if i in old_mem}, _NewMem(funcs))
     codes = bytes(pair_flags_code(*classify_pair(pg, reloc, p)) for p in pg.defined_pairs())
-    return {o: p.new_index for o, p in pg.by_old.items()}, codes
+    pairs = [
+        (p.old_index, p.new_index, p.score, p.method, p.review, p.identity)
+        for p in pg.by_new.values()
+    ]
+    return pairs, codes
 
 
 def flags_for(answer: Callable[[], Any]) -> Callable[[Any, list], bytes | None]:
@@ -129,9 +147,24 @@ def flags_for(answer: Callable[[], Any]) -> Callable[[Any, list], bytes | None]:
         pairs, codes = got
         if len(codes) != len(defined) or len(pairs) != len(pg.by_old):
             return None
-        for o, p in pg.by_old.items():
-            if pairs.get(o) != p.new_index:
+        by_old = pg.by_old
+        for o, n, *_rest in pairs:
+            p = by_old.get(o)
+            if p is None or p.new_index != n:
                 return None
         return codes
 
     return classes
+
+
+def child_report(job, parent, vid, old_rows, new_rows, old_recs, new_recs, carried) -> tuple:
+    """``(pairing, classes)`` for :func:`kbtool.services.lineage.carry_from_parent` from the
+    matcher's child (:func:`pairing_from`, :func:`flags_for`); ``(None, None)`` when it
+    made none (then paired and classified here)."""
+    if not (job.in_child and job.report is not None):
+        return None, None
+    got = job.flags()
+    if got is None:
+        return None, None
+    pg = pairing_from(got, parent, vid, old_rows, new_rows, old_recs, new_recs, carried)
+    return pg, flags_for(lambda: got)

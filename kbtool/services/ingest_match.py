@@ -97,20 +97,21 @@ def _child(writer: Any, parent_pid: int) -> None:
             del out
             report = _STATE.get("report")
             if report is not None:  # then the report's pair flags (None: none made)
-                writer.send_bytes(pickle.dumps(_flags(report, exact, full), 5))
+                flags = _flags(report, exact, full, _STATE["old"], _STATE["new"], verdicts)
+                writer.send_bytes(pickle.dumps(flags, 5))
         writer.close()
     except BaseException:  # noqa: BLE001 - the parent runs the matcher again: its error
         os._exit(1)
     os._exit(0)  # (all sent: no teardown of the heap the parent waits for)
 
 
-def _flags(report: dict, exact: list, full: list) -> Any:
+def _flags(report: dict, exact: list, full: list, old: Any, new: Any, verdicts: Any) -> Any:
     """:func:`kbtool.services.ingest_classify.child_flags`, or None when it fails (this
-    process then classifies the pairs itself)."""
+    process then pairs and classifies the pairs itself)."""
     from kbtool.services.ingest_classify import child_flags
 
     try:
-        return child_flags(report, exact, full)
+        return child_flags(report, exact, full, old, new, verdicts)
     except Exception:  # noqa: BLE001 - the parent classifies them: its answer or error
         return None
 

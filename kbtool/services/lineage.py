@@ -477,6 +477,7 @@ def carry_from_parent(
     carry: bool = True,
     new_view: Any = None,
     new_mem: Any = None,
+    pairing: Any = None,
     classes: Any = None,
 ) -> dict[str, Any] | None:
     """Pair a version with its parent, carry the parent's names and knowledge to it through the
@@ -487,8 +488,9 @@ def carry_from_parent(
     likewise for the version itself (ingest: the rows it stored and the matcher's records,
     exactly what reading them back gives; ``new_view``: the relocation view ingest made of
     the module it stored, so the report neither reads nor hashes those bytes again;
-    ``new_mem``: the ``mem_ops`` texts it stored, by index; ``classes``: the report's pair
-    flags, :data:`kbtool.services.diff.report.Classes`). Returns the carry counts (None
+    ``new_mem``: the ``mem_ops`` texts it stored, by index; ``pairing``: the pairing of
+    these rows and records when already made (ingest: by the matcher's child); ``classes``:
+    the report's pair flags, :data:`kbtool.services.diff.report.Classes`). Returns the carry counts (None
     when not carried)."""
     # imported here: the first version of a program needs no matcher (start-up)
     from kbtool.identity.pairing import pair_rows
@@ -497,15 +499,16 @@ def carry_from_parent(
 
     if old_rows is None:
         old_rows, old_recs = queries.matching_rows(conn, parent), None
-    pairing = pair_rows(
-        parent,
-        version_id,
-        old_rows,
-        queries.matching_rows(conn, version_id) if new_rows is None else new_rows,
-        matches=matches,
-        old_recs=old_recs,
-        new_recs=new_recs if new_rows is not None else None,
-    )
+    if pairing is None:
+        pairing = pair_rows(
+            parent,
+            version_id,
+            old_rows,
+            queries.matching_rows(conn, version_id) if new_rows is None else new_rows,
+            matches=matches,
+            old_recs=old_recs,
+            new_recs=new_recs if new_rows is not None else None,
+        )
     out = carry_names(conn, parent, version_id, pairing=pairing) if carry else None
     store_report(conn, pairing, new_view=new_view, new_mem=new_mem, classes=classes)
     return out

@@ -13,7 +13,7 @@ import sys
 from kbtool.identity.pairing import Pair, Pairing
 from kbtool.kb.db import open_rw
 from kbtool.services.ingest import ingest_file
-from kbtool.services.ingest_classify import flags_for, pair_map
+from kbtool.services.ingest_classify import flags_for, pairing_from
 from tests.support.paths import DEMO_DIR
 
 Z55, Z56 = DEMO_DIR / "zstd-1.5.5.wasm", DEMO_DIR / "zstd-1.5.6.wasm"
@@ -41,36 +41,40 @@ from kbtool.kb.db import open_rw
 from kbtool.services import ingest, ingest_classify, ingest_match
 db, a, b, mode = sys.argv[1:5]
 conn = open_rw(Path(db))
-ingest_file = ingest.ingest_file
-ingest_file(conn, Path(a), label="a")
-used, real_flags_for, real_pair_map = [], ingest.flags_for, ingest_classify.pair_map
-def flags_for(answer):
-    inner = real_flags_for(answer)
-    def classes(pg, defined):
-        got = inner(pg, defined)
-        used.append(got is not None)
-        return got
-    return classes
+ingest.ingest_file(conn, Path(a), label="a")
+used, real_child_report = [], ingest.child_report
+def child_report(*a):
+    pg, classes = real_child_report(*a)
+    used.append(pg is not None)
+    if classes is not None:
+        def spied(pg, defined):
+            got = classes(pg, defined)
+            used.append(got is not None)
+            return got
+        return pg, spied
+    used.append(False)
+    return pg, classes
 def broken(*a):
     raise RuntimeError("flags broke")
-def misfit(*a):
-    pg = real_pair_map(*a)
-    o = next(iter(pg.by_old))
-    del pg.by_new[pg.by_old.pop(o).new_index]
-    return pg
-ingest.flags_for = flags_for
+ingest.child_report = child_report
+from kbtool.identity import pairing
+real_review = pairing.review_pairing
+def review(pg):  # (in either process: each appends to the file)
+    got = real_review(pg)
+    with open(db + ".reviews", "a") as fh:
+        fh.write(f"{got}\\n")
+    return got
+pairing.review_pairing = review
 if mode == "fail":
     ingest_classify.child_flags = broken
-if mode == "misfit":
-    ingest_classify.pair_map = misfit
 ingest_match._cores = lambda: 2
-ingest_file(conn, Path(b), label="b")
+ingest.ingest_file(conn, Path(b), label="b")
 conn.close()
 print(json.dumps({"used": used}))
 """
 
 
-def _fresh(tmp_path, mode: str) -> tuple[dict, list]:
+def _fresh(tmp_path, mode: str) -> tuple[dict, list, list]:
     db = tmp_path / f"{mode}.db"
     run = subprocess.run(
         [sys.executable, "-c", _LATER, str(db), str(Z55), str(Z56), mode],
@@ -81,10 +85,11 @@ def _fresh(tmp_path, mode: str) -> tuple[dict, list]:
     )
     assert run.returncode == 0, run.stderr[-2000:]
     used = json.loads(run.stdout.strip().splitlines()[-1])["used"]
+    reviews = (tmp_path / f"{mode}.db.reviews").read_text().split()
     conn = sqlite3.connect(db)
     rows = _rows(conn)
     conn.close()
-    return rows, used
+    return rows, used, reviews
 
 
 def test_the_childs_flags_give_the_same_kb_and_report(tmp_path) -> None:
@@ -94,33 +99,37 @@ def test_the_childs_flags_give_the_same_kb_and_report(tmp_path) -> None:
     here = _rows(conn)
     conn.close()
     assert here["diffs"]  # the stored report is compared too
-    child, used = _fresh(tmp_path, "child")
-    assert used == [True]
+    child, used, reviews = _fresh(tmp_path, "child")
+    assert used == [True, True]  # the child's pairing and flags
+    assert reviews == ["True"]  # one review of the pairing: the child's, its verdicts reused
     assert child == here
-    for mode in ("fail", "misfit"):  # classified in the parent instead: the same KB
-        other, used = _fresh(tmp_path, mode)
-        assert used == [False], mode
-        assert other == here, mode
+    other, used, reviews = _fresh(tmp_path, "fail")  # paired and classified here: the same KB
+    assert used == [False, False]
+    assert reviews == ["True"]  # (here, with the verdicts the child gave with its answer)
+    assert other == here
 
 
 def _row(i: int, sid: str, imported: bool = False) -> dict:
     return {"index": i, "stable_id": sid, "imported": imported}
 
 
-class _M:
-    def __init__(self, o: int, n: int, method: str = "body") -> None:
-        self.old_index, self.new_index, self.method = o, n, method
+def test_the_childs_pairing_is_refused_when_a_new_id_is_an_old_one() -> None:
+    class _R:
+        def __init__(self, i: int) -> None:
+            self.index = i
 
-
-def test_pair_map_pairs_carried_identities_then_the_matchers_pairs() -> None:
-    old = [_row(0, "imp", True), _row(1, "a"), _row(2, "b"), _row(3, "c")]
-    new = [_row(0, None, True), _row(1, None), _row(2, None), _row(3, None), _row(4, None)]
-    exact = [_M(0, 0), _M(2, 1)]  # new 1 carries old 2's id
-    full = [_M(0, 0), _M(2, 1), _M(2, 3), _M(1, 2), _M(3, 4)]  # old 2 already taken: no pair
-    pg = pair_map(old, new, exact, full)
-    assert {o: p.new_index for o, p in pg.by_old.items()} == {0: 0, 2: 1, 1: 2, 3: 4}
-    assert pg.by_old[2].identity and not pg.by_old[1].identity
-    assert [p.new_index for p in pg.defined_pairs()] == [1, 2, 4]
+    old = [_row(0, "a"), _row(1, "b")]
+    new = [_row(0, "a"), _row(1, "fresh")]
+    answer = ([(0, 0, 1.0, "identity", False, True), (1, 1, 0.7, "body", True, False)], b"")
+    recs = [_R(0), _R(1)]
+    pg = pairing_from(answer, 1, 2, old, new, recs, recs, {0: "carried"})
+    assert [(p.old_index, p.new_index, p.score, p.review) for p in pg.by_new.values()] == [
+        (0, 0, 1.0, False),
+        (1, 1, 0.7, True),
+    ]
+    assert pg.by_old[1] is pg.by_new[1] and (pg.from_version_id, pg.to_version_id) == (1, 2)
+    clash = [_row(0, "a"), _row(1, "b")]  # new 1 not carried, yet its id is an old one
+    assert pairing_from(answer, 1, 2, old, clash, recs, recs, {0: "carried"}) is None
 
 
 def test_flags_are_taken_only_for_exactly_the_childs_pairs() -> None:
@@ -131,7 +140,7 @@ def test_flags_are_taken_only_for_exactly_the_childs_pairs() -> None:
             pg.by_old[o] = pg.by_new[n] = Pair(o, n, 1.0, "body", False, False)
         return pg, pg.defined_pairs()
 
-    answer = ({0: 0, 1: 2}, bytes([1, 2]))
+    answer = ([(0, 0, 1.0, "body", False, False), (1, 2, 1.0, "body", False, False)], b"\x01\x02")
     assert flags_for(lambda: answer)(*pairing({0: 0, 1: 2})) == bytes([1, 2])
     assert flags_for(lambda: answer)(*pairing({0: 0, 1: 3})) is None  # another pair
     assert flags_for(lambda: answer)(*pairing({0: 0, 1: 2, 3: 3})) is None  # one more
