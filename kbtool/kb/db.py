@@ -114,13 +114,14 @@ def _configure(conn: sqlite3.Connection) -> None:
 
 
 def _unsynced_first_write(conn: sqlite3.Connection) -> None:
-    """A file created by this connection: its switch to WAL (SQLite's one write of page 1,
-    in a rollback-journal transaction of its own) kept in memory and written without the
-    journal file's create, four syncs and unlink (~20-40 ms wall on a busy disk, issue
-    30.4). That write protects no content: a crash before the first checkpoint leaves an
-    empty file (SQLite then drops the WAL beside it) or, at worst, a torn page 1 of a file
-    that held nothing; every committed transaction is synced exactly as before (WAL,
-    ``synchronous = NORMAL``: at the checkpoint, which syncs page 1 with the rest)."""
+    """A file created by this connection and still without a page: its switch to WAL
+    (SQLite's one write of page 1, in a rollback-journal transaction of its own) kept in
+    memory and written without the journal file's create, four syncs and unlink (~20-40 ms
+    wall on a busy disk, issue 30.4). That write protects no content: a crash before the
+    first checkpoint leaves an empty file (SQLite then drops the WAL beside it) or, at
+    worst, a torn page 1 of a file that held nothing; every committed transaction is synced
+    exactly as before (WAL, ``synchronous = NORMAL``: at the checkpoint, which syncs page 1
+    with the rest)."""
     conn.execute("PRAGMA synchronous = OFF")
     conn.execute("PRAGMA journal_mode = MEMORY")
 
@@ -163,7 +164,8 @@ def open_rw(
         _configure(conn)
         if page_size:  # a new file only (an existing one keeps its own)
             conn.execute(f"PRAGMA page_size = {int(page_size)}")
-        if created:
+        if created and conn.execute("PRAGMA page_count").fetchone()[0] == 0:
+            # (still no page: no other process made it a KB since the check above)
             _unsynced_first_write(conn)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
