@@ -84,3 +84,23 @@ def test_no_rollback_journal_nor_sync_before_the_wal(tmp_path):
     first_wal = next(i for i, c in enumerate(calls) if "kb.db-wal" in c)
     assert not [c for c in calls[:first_wal] if "sync(" in c]
     assert any("sync(" in c for c in calls[first_wal:])  # the WAL's header and the checkpoint
+
+
+def test_a_file_another_process_made_a_kb_meanwhile_is_opened_as_before(tmp_path, monkeypatch):
+    # the path did not exist at open_rw's check, then another writer made it a KB before
+    # the connection: it has pages, so its WAL switch is not redone without syncs
+    path = tmp_path / "kb.db"
+    open_rw(tmp_path / "other.db").close()
+    seen: list[int] = []
+    monkeypatch.setattr(db, "_unsynced_first_write", lambda conn: seen.append(1))
+    real = db._require_writable
+
+    def meanwhile(p):
+        (tmp_path / "other.db").rename(path)  # (what the other writer left)
+        real(p)
+
+    monkeypatch.setattr(db, "_require_writable", meanwhile)
+    conn = open_rw(path)
+    assert seen == []
+    assert _settings(conn) == ("wal", 1, 4096)
+    conn.close()
