@@ -86,7 +86,26 @@ _WK: Final = _walk_kinds()
 _PBASE: Final = _prefix_bases()
 _PSLOTS: Final = _prefix_slots()
 _CLS: Final = _class_table()
+
+
+def _quiet() -> bytes:
+    """Per one-byte opcode: 1 when it has no immediate, 2 one LEB, and on an all-unknown
+    stack it finds nothing and leaves the stack unknown (its class not a constant, memory
+    access, global or indirect call); 0 otherwise (prefixes too)."""
+    t = bytearray(256)
+    for op in range(256):
+        k = _WK[op]
+        if _CLS[op] in (1, 2, 3, 9, 10, 11) or k == 30:
+            continue
+        if k == 0:
+            t[op] = 1
+        elif k in (1, 4, 5, 12, 14, 16):
+            t[op] = 2
+    return bytes(t)
+
+
 _ISCALL: Final = _is_call()
+_QUIET: Final = _quiet()
 _W: Final = bytes(WIDTH)
 
 
@@ -209,6 +228,7 @@ def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: 
     ``data_refs`` row as the KB writes it) appended to ``out`` in the careful walk's order. ``floor``: ``lo`` minus the body's largest memarg offset."""
     WK = _WK
     CLS = _CLS
+    QUIET = _QUIET
     W = _W
     fio: object = fi  # boxed once: every reference tuple of the body shares it
     p: i64 = start
@@ -239,6 +259,15 @@ def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: 
         at: i64 = p
         op: i64 = data[p]
         p += 1
+        if nk == 0:  # an all-unknown stack: most ops only move on (no table, no stack)
+            q: i64 = QUIET[op]
+            if q == 1:
+                ninstr += 1
+                continue
+            if q == 2:
+                p = p + 1 if data[p] < 0x80 else _skip_leb(data, p)
+                ninstr += 1
+                continue
         k: i64 = WK[op]
         x: int = 0
         if k == 30:  # prefix

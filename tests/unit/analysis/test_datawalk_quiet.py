@@ -1,0 +1,87 @@
+"""The compiled data walk's shortcut on an all-unknown stack (``_QUIET``): an opcode taken
+by it has no immediate or one LEB, and its class finds nothing there (not a constant, a
+memory access, a global or an indirect call); bodies that mix such opcodes with constants,
+memory accesses, globals and indirect calls give the careful walk's references, pure and
+compiled, in Go mode too."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from kbtool.analysis import datawalk, datawalk_active
+from kbtool.analysis.datarefs import function_refs_careful
+from testkit.wasmbuild import sleb, uleb
+
+COMPILED = datawalk_active.load_compiled()
+SIDES = [datawalk] + ([COMPILED] if COMPILED is not None else [])
+_FINDS = (1, 2, 3, 9, 10, 11)  # const, load, store, global.get/set, call_indirect
+
+
+def test_quiet_opcodes_find_nothing_on_an_unknown_stack():
+    q = datawalk._QUIET
+    assert len(q) == 256
+    assert {q[op] for op in range(256)} == {0, 1, 2}
+    for op in range(256):
+        if q[op]:
+            assert datawalk._CLS[op] not in _FINDS, hex(op)
+            assert datawalk._WK[op] in ((0,) if q[op] == 1 else (1, 4, 5, 12, 14, 16)), hex(op)
+    # the common ones are taken, those that find something are not
+    for op in (0x20, 0x21, 0x22, 0x6A, 0x1A, 0x10, 0x0C, 0x0D, 0x45, 0x0B):
+        assert q[op], hex(op)
+    for op in (0x41, 0x42, 0x28, 0x36, 0x23, 0x24, 0x11, 0xFC, 0xFD, 0x02):
+        assert not q[op], hex(op)
+
+
+def _body(rng: random.Random, n: int) -> bytes:
+    """Random straight-line code over one i32 local: constants in and out of the data,
+    loads, stores, globals, calls, indirect calls and quiet opcodes, in any order."""
+    out = bytearray()
+    for _ in range(n):
+        r = rng.randrange(12)
+        if r == 0:
+            out += b"\x41" + sleb(rng.choice([4, 1100, 2048, 3000, 5000, -7]))
+        elif r == 1:
+            out += b"\x20\x00"  # local.get 0
+        elif r == 2:
+            out += b"\x41" + sleb(rng.choice([1024, 2100])) + b"\x28\x02" + uleb(rng.choice([0, 8]))
+        elif r == 3:
+            out += b"\x41" + sleb(rng.choice([1100, 7])) + b"\x20\x00\x36\x02\x00"
+        elif r == 4:
+            out += b"\x23\x00\x1a"  # global.get 0; drop
+        elif r == 5:
+            out += b"\x41" + sleb(2300) + b"\x24\x00"  # global.set 0
+        elif r == 6:
+            out += b"\x6a"  # i32.add
+        elif r == 7:
+            out += b"\x1a"  # drop
+        elif r == 8:
+            out += b"\x21\x00"  # local.set 0
+        elif r == 9:
+            out += b"\x10\x00"  # call 0
+        elif r == 10:
+            out += b"\x41" + sleb(2400) + b"\x28\x02\x00\x11\x00\x00"  # load; call_indirect
+        else:
+            out += b"\x22\x00\x45"  # local.tee 0; i32.eqz
+    return b"\x01\x01\x7f" + bytes(out) + b"\x0b"
+
+
+@pytest.mark.parametrize("go", [False, True])
+def test_random_bodies_give_the_careful_walks_references(go):
+    rng = random.Random(28 + go)
+    lo, hi, mem_hi = 1024, 2500, 4096
+    kinds: set[str] = set()
+    for _ in range(60):
+        data = b"\x00" * 3 + _body(rng, rng.randrange(1, 40))
+        start, end = 3, len(data)
+        want = [
+            (r.func_index, r.offset, r.kind, r.target_kind, r.target, r.width)
+            for r in function_refs_careful(data, 7, start, end - start, lo, hi, go, mem_hi)
+        ]
+        for side in SIDES:
+            got: list = []
+            side.body_refs(data, 7, start, end, lo, hi, go, mem_hi, lo - 8, got)
+            assert [tuple(r) for r in got] == want, side.__name__
+        kinds.update(r[2] for r in want)
+    assert {"addr", "load", "store", "read", "write", "call_indirect"} <= kinds
