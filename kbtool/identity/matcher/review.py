@@ -551,7 +551,7 @@ def review_closer_rivals(pg: Any) -> int:
         ):
             p.review = True
             flagged += 1
-    return flagged + review_near_rivals(pg, feats)
+    return flagged + review_near_rivals(pg, feats, by_size)
 
 
 # a near-tie: a rival this far behind the pair's own content similarity, or closer (set on
@@ -559,7 +559,9 @@ def review_closer_rivals(pg: Any) -> int:
 NEAR_RIVAL_MARGIN = 0.05
 
 
-def review_near_rivals(pg: Any, feats: FeatureCache | None = None) -> int:
+def review_near_rivals(
+    pg: Any, feats: FeatureCache | None = None, sized: tuple[_BySize, _BySize] | None = None
+) -> int:
     """Flag pairs a look-alike without a trusted counterpart nearly ties; returns how many.
 
     The second half of :func:`review_closer_rivals`, for look-alike siblings (two functions
@@ -617,7 +619,8 @@ def review_near_rivals(pg: Any, feats: FeatureCache | None = None) -> int:
         return out
 
     loose_old, loose_new = loose(True), loose(False)
-    by_size = (_BySize(new_list), _BySize(old_list))  # (index 0: new, 1: old)
+    # (index 0: new, 1: old; ``sized``: the closer rival check's, of the same two lists)
+    by_size = (_BySize(new_list), _BySize(old_list)) if sized is None else sized
 
     def near(w: FuncRecord, partner: FuncRecord | None, w_old: bool, stand_in, target) -> bool:
         if size_ratio(w.instr_count, target.instr_count) < RIVAL_SIZE_RATIO:
