@@ -167,6 +167,29 @@ def c_ident(name: str) -> str:
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
+class _Escapes(dict):
+    """Code point -> its text inside a C string literal (:func:`escape_text`), filled on
+    first sight: an escape, the character itself when printable, else ``\\xNN``,
+    ``\\uNNNN`` or ``\\UNNNNNNNN``."""
+
+    def __missing__(self, o: int) -> str:
+        ch = chr(o)
+        e = _ESCAPES.get(ch)
+        if e is None:
+            if ch.isprintable():
+                e = ch
+            elif o < 0x100:
+                e = f"\\x{o:02x}"
+            else:
+                e = f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}"
+        if len(self) < 1 << 16:
+            self[o] = e
+        return e
+
+
+_ESCAPE_TABLE = _Escapes()
+
+
 def escape_text(s: str, limit: int = 80) -> str:
     """``s`` as the inside of a C string literal: escapes, no control or invisible characters,
     no ``*/`` and no ``??`` (trigraphs); at most ``limit`` characters then ``...``."""
@@ -176,23 +199,11 @@ def escape_text(s: str, limit: int = 80) -> str:
         if len(s) > len(head):
             t += "..."
         return t.replace("*/", "*\\/").replace("/*", "/\\*").replace("??", "?\\?")
-    out = []
-    n = 0
-    for ch in s:
-        if n >= limit:
-            out.append("...")
-            break
-        e = _ESCAPES.get(ch)
-        if e is None:
-            if ch.isprintable():
-                e = ch
-            elif ord(ch) < 0x100:
-                e = f"\\x{ord(ch):02x}"
-            else:
-                e = f"\\u{ord(ch):04x}" if ord(ch) < 0x10000 else f"\\U{ord(ch):08x}"
-        out.append(e)
-        n += 1
-    t = "".join(out)
+    # each character of the head through one table (``str.translate``: no Python loop per
+    # character; a character met for the first time is looked up once, _Escapes.__missing__)
+    t = head.translate(_ESCAPE_TABLE)
+    if len(s) > len(head):
+        t += "..."
     # neutralise comment terminators/openers and trigraphs (backslashes are doubled above)
     return t.replace("*/", "*\\/").replace("/*", "/\\*").replace("??", "?\\?")
 

@@ -158,3 +158,37 @@ def test_a_views_fields_order_by_count_then_first_seen():
     names = {it[3]: it[2] for it in items}
     assert names["field_8"] == "int32_t"  # 2 loads each: int32_t seen first
     assert set(names) == {"field_8", "field_8_i16", "field_8_f32"}, names
+
+
+def _escape_by_loop(s: str, limit: int) -> str:
+    """escape_text as a loop per character (its reference)."""
+    esc = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+    out = []
+    for n, ch in enumerate(s):
+        if n >= limit:
+            out.append("...")
+            break
+        e = esc.get(ch)
+        if e is None:
+            o = ord(ch)
+            if ch.isprintable():
+                e = ch
+            elif o < 0x100:
+                e = f"\\x{o:02x}"
+            else:
+                e = f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}"
+        out.append(e)
+    t = "".join(out)
+    return t.replace("*/", "*\\/").replace("/*", "/\\*").replace("??", "?\\?")
+
+
+def test_escape_text_by_its_table_equals_the_loop():
+    from kbtool.lift.names import escape_text
+
+    rng = random.Random(11)
+    pool = 'ab \\"*/?\n\t\r\x00\x01\x7f\x80\x9f\xa0\xad\u00e9\u200b\u2028\ufeff\U0001f600\ud800'
+    pool += "".join(chr(rng.randrange(0x110000)) for _ in range(100))
+    for _ in range(20000):
+        s = "".join(rng.choice(pool) for _ in range(rng.randint(0, 90)))
+        limit = rng.choice([0, 1, 5, 60, 80])
+        assert escape_text(s, limit) == _escape_by_loop(s, limit), repr(s)
