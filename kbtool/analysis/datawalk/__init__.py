@@ -91,10 +91,14 @@ _CLS: Final = _class_table()
 def _quiet() -> bytes:
     """Per one-byte opcode: 1 when it has no immediate, 2 one LEB, and on an all-unknown
     stack it finds nothing and leaves the stack unknown (its class not a constant, memory
-    access, global or indirect call); 0 otherwise (prefixes too)."""
+    access, global or indirect call); 3 a load or store (there only its offset counts);
+    0 otherwise (prefixes too)."""
     t = bytearray(256)
     for op in range(256):
         k = _WK[op]
+        if k == 2 and _CLS[op] in (2, 3):
+            t[op] = 3
+            continue
         if _CLS[op] in (1, 2, 3, 9, 10, 11) or k == 30:
             continue
         if k == 0:
@@ -267,6 +271,19 @@ def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: 
             if q == 2:
                 p = p + 1 if data[p] < 0x80 else _skip_leb(data, p)
                 ninstr += 1
+                continue
+            if q == 3:  # (as the memarg below, then the empty stack's load / store)
+                if data[p] < 0x40:
+                    x0: int = data[p + 1]
+                    if x0 < 0x80:
+                        p += 2
+                    else:
+                        x0, p = _uleb(data, p + 1)
+                else:
+                    x0, p = _memarg(data, p)
+                ninstr += 1
+                if lo <= x0 < mem_hi:
+                    out.append((fio, at, "load" if CLS[op] == 2 else "store", "data", x0, W[op]))
                 continue
         k: i64 = WK[op]
         x: int = 0
