@@ -36,15 +36,12 @@ from .scan import (
 from .slots import (
     _BIG_MAX,
     _BIG_SLOTS,
-    _FRONT_SLOTS,
     _GLOB_FLAT,
     _SMALL_NEG,
     _SMALL_POS,
     add_global,
     big_first,
     big_set,
-    data_entry,
-    mem_op,
     stamps,
 )
 
@@ -142,11 +139,7 @@ def analyze_range(ctx: Any, first: int, last: int,
     # object: the twin appends the object, not a new box per append): the small constants,
     # and the function indices met as call / ref.func targets (filled on first use)
     cbox: list[object] = [c - _SMALL_NEG for c in range(_SMALL_NEG + _SMALL_POS)]
-    gseen = stamps(_GLOB_FLAT, -1)  # (globals, memory ops, data entries: slots.py)
-    mkeys = stamps(_FRONT_SLOTS, -1)
-    dkeys = stamps(_FRONT_SLOTS, -1)
-    mvals: list[object] = [None] * _FRONT_SLOTS
-    dvals: list[object] = [None] * _FRONT_SLOTS
+    gseen = stamps(_GLOB_FLAT, -1)  # (the body's globals: slots.py)
     gbig: set[int] = set()  # a body's globals from _GLOB_FLAT on (emptied after each body)
     fbox: list[object] = [None] * (nimp + len(code))
     sig_head: list[bytes] = [t.encode() + b"\x00" for t in type_text]
@@ -258,7 +251,9 @@ def analyze_range(ctx: Any, first: int, last: int,
                             mflat[i] = (b, x, W[b])
                             t = mflat[i]
                     else:
-                        t = mem_op(mkeys, mvals, mcache, b, x, W[b])
+                        t = mcache.get(x * 1024 + b)
+                        if t is None:  # (setdefault: the object stored, boxed once)
+                            t = mcache.setdefault(x * 1024 + b, (b, x, W[b]))
                     memops.append(t)
                     continue
                 if k == 3:  # i32.const
@@ -317,7 +312,9 @@ def analyze_range(ctx: Any, first: int, last: int,
                         last_cut = p
                         continue
                     if dlo <= u < dhi:
-                        eo: object = data_entry(dkeys, dvals, dcache, dentry, u)
+                        eo: object = dcache.get(u, _MISS)
+                        if eo is _MISS:
+                            eo = dentry(u)
                         if eo is not None:
                             # typed: a tuple's items by index and the replacement written
                             # as bytes (natively), not through generic calls on an object
@@ -427,7 +424,10 @@ def analyze_range(ctx: Any, first: int, last: int,
                             shw.write(data[last_cut:s])
                             shw.write(_STATIC)
                             last_cut = p
-                        memops.append(mem_op(mkeys, mvals, mcache, op, x, W[op]))
+                        t = mcache.get(x * 1024 + op)
+                        if t is None:
+                            t = mcache.setdefault(x * 1024 + op, (op, x, W[op]))
+                        memops.append(t)
                         if k == 20:
                             p += 1
                         continue

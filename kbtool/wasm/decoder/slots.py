@@ -1,12 +1,11 @@
 """The decoder's per-range tables of native ints (part of the ``_cdecoder`` twin, as
-:mod:`.scan`): stamp lists that say whether a body has a value already, the large constants'
-open-addressed table, and the direct-mapped caches in front of two dicts. mypyc-friendly:
-typed, tables as ``vec[i64]`` and lists, no closures."""
+:mod:`.scan`): stamp lists that say whether a body has a value already and the large
+constants' open-addressed table. mypyc-friendly: typed, tables as ``vec[i64]`` and lists,
+no closures."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Final, cast
+from typing import Final, cast
 
 try:  # mypyc: native 64-bit ints (no tag checks, no boxing)
     from mypy_extensions import i64
@@ -32,13 +31,6 @@ _BIG_MAX: Final = _BIG_SLOTS // 2
 # globals below _GLOB_FLAT: a stamp list says whether the body has one already (no set per
 # body, no set insert per access); the others go in a set (merged, then sorted: the same list)
 _GLOB_FLAT: Final = 1024
-# direct-mapped caches in front of the memory-op dict (offsets >= the flat list's) and the
-# data map's entry cache: a native key compare, no int key boxed and hashed per lookup; a
-# slot holds the object the dict holds (a miss asks the dict and takes the slot)
-_FRONT_SLOTS: Final = 8192
-_FRONT_MASK: Final = _FRONT_SLOTS - 1
-_FRONT_KEY_MAX: Final = 1 << 50
-_MISS: Final = object()
 
 
 def stamps(n: i64, fill: i64) -> vec[i64]:
@@ -75,41 +67,3 @@ def add_global(seen: vec[i64], first: list[int], rest: set[int], x: int, ci: i64
             first.append(x)
     else:
         rest.add(x)
-
-
-def mem_op(keys: vec[i64], vals: list[object], cache: dict[int, object], op: int, x: int,
-           width: int) -> object:  # fmt: skip
-    """The shared ``(op, offset, width)`` tuple of ``cache`` (keyed ``offset * 1024 + op``),
-    through the front cache ``keys``/``vals``."""
-    if x >= _FRONT_KEY_MAX:
-        t = cache.get(x * 1024 + op)
-        return t if t is not None else cache.setdefault(x * 1024 + op, (op, x, width))
-    k: i64 = i64(x) * 1024 + i64(op)
-    h: i64 = (k ^ (k >> 13) ^ (k >> 26)) & _FRONT_MASK
-    if keys[h] == k:
-        return vals[h]
-    t = cache.get(x * 1024 + op)
-    if t is None:  # (setdefault: the object stored, boxed once)
-        t = cache.setdefault(x * 1024 + op, (op, x, width))
-    keys[h] = k
-    vals[h] = t
-    return t
-
-
-def data_entry(keys: vec[i64], vals: list[object], cache: dict[int, Any],
-               entry: Callable[[int], Any], u: int) -> object:  # fmt: skip
-    """The data map's entry for address ``u >= 0`` (``cache``'s, else ``entry(u)``), through
-    the front cache ``keys``/``vals``."""
-    if u >= _FRONT_KEY_MAX:
-        eo = cache.get(u, _MISS)
-        return entry(u) if eo is _MISS else eo
-    k: i64 = u
-    h: i64 = (k ^ (k >> 13) ^ (k >> 26)) & _FRONT_MASK
-    if keys[h] == k:
-        return vals[h]
-    eo = cache.get(u, _MISS)
-    if eo is _MISS:
-        eo = entry(u)
-    keys[h] = k
-    vals[h] = eo
-    return eo
