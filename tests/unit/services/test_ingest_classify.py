@@ -14,21 +14,10 @@ from kbtool.identity.pairing import Pair, Pairing
 from kbtool.kb.db import open_rw
 from kbtool.services.ingest import ingest_file
 from kbtool.services.ingest_classify import flags_for, pairing_from
+from tests.support.kb_rows import table_rows
 from tests.support.paths import DEMO_DIR
 
 Z55, Z56 = DEMO_DIR / "zstd-1.5.5.wasm", DEMO_DIR / "zstd-1.5.6.wasm"
-
-
-def _rows(conn: sqlite3.Connection) -> dict[str, list]:
-    """Every table's rows (timestamp columns left out), in a fixed order."""
-    out = {}
-    for (t,) in conn.execute(
-        "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"
-    ).fetchall():
-        cols = [r[1] for r in conn.execute(f"PRAGMA table_info('{t}')") if not r[1].endswith("_at")]
-        sel = ", ".join(f'"{c}"' for c in cols)
-        out[t] = sorted((tuple(r) for r in conn.execute(f"SELECT {sel} FROM '{t}'")), key=repr)
-    return out
 
 
 # the later ingest in a fresh single-threaded process (a fork is ruled out in a test runner's
@@ -87,7 +76,7 @@ def _fresh(tmp_path, mode: str) -> tuple[dict, list, list]:
     used = json.loads(run.stdout.strip().splitlines()[-1])["used"]
     reviews = (tmp_path / f"{mode}.db.reviews").read_text().split()
     conn = sqlite3.connect(db)
-    rows = _rows(conn)
+    rows = table_rows(conn, by_rowid=False)
     conn.close()
     return rows, used, reviews
 
@@ -96,7 +85,7 @@ def test_the_childs_flags_give_the_same_kb_and_report(tmp_path) -> None:
     conn = open_rw(tmp_path / "here.db")  # (in this threaded process: no child)
     ingest_file(conn, Z55, label="a")
     ingest_file(conn, Z56, label="b")
-    here = _rows(conn)
+    here = table_rows(conn, by_rowid=False)
     conn.close()
     assert here["diffs"]  # the stored report is compared too
     child, used, reviews = _fresh(tmp_path, "child")

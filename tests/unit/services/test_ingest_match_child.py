@@ -16,24 +16,10 @@ from kbtool.identity import pairing
 from kbtool.kb.db import open_rw
 from kbtool.services import ingest_match
 from kbtool.services.ingest import ingest_file
+from tests.support.kb_rows import table_rows
 from tests.support.paths import DEMO_DIR
 
 Z55, Z56 = DEMO_DIR / "zstd-1.5.5.wasm", DEMO_DIR / "zstd-1.5.6.wasm"
-
-
-def _rows(conn: sqlite3.Connection) -> dict[str, list]:
-    """Every table's rows in rowid order (timestamp columns left out)."""
-    out = {}
-    for (t,) in conn.execute(
-        "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"
-    ).fetchall():
-        cols = [r[1] for r in conn.execute(f"PRAGMA table_info('{t}')") if not r[1].endswith("_at")]
-        sel = ", ".join(f'"{c}"' for c in cols)
-        try:
-            out[t] = [tuple(r) for r in conn.execute(f"SELECT {sel} FROM '{t}' ORDER BY rowid")]
-        except sqlite3.OperationalError:  # a table without rowid
-            out[t] = sorted((tuple(r) for r in conn.execute(f"SELECT {sel} FROM '{t}'")), key=repr)
-    return out
 
 
 def _later(tmp_path, name: str, monkeypatch, **env) -> tuple[dict, list, list, list]:
@@ -66,7 +52,7 @@ def _later(tmp_path, name: str, monkeypatch, **env) -> tuple[dict, list, list, l
         ingest_file(conn, Z56, label="b", progress=lambda stage, d, t: seen.append(stage))
     for k in env:
         monkeypatch.delenv(k)
-    rows = _rows(conn)
+    rows = table_rows(conn)
     conn.close()
     return rows, jobs, seen, reused
 
@@ -116,7 +102,7 @@ def _later_fresh(tmp_path, name: str, **env) -> tuple[dict, dict]:
     assert run.returncode == 0, run.stderr[-2000:]
     seen = json.loads(run.stdout.strip().splitlines()[-1])
     conn = sqlite3.connect(db)
-    rows = _rows(conn)
+    rows = table_rows(conn)
     conn.close()
     return rows, seen
 
@@ -155,10 +141,10 @@ def test_a_matcher_error_is_the_same_error_and_nothing_lands(tmp_path, monkeypat
         monkeypatch.setenv("KBTOOL_PARALLEL_MATCH_BYTES", env)
         conn = open_rw(tmp_path / f"kb{len(env)}.db")
         ingest_file(conn, Z55, label="a")
-        before = _rows(conn)
+        before = table_rows(conn)
         with pytest.raises(RuntimeError, match="matcher broke"):
             ingest_file(conn, Z56, label="b")
-        assert _rows(conn) == before  # one transaction: nothing of version b
+        assert table_rows(conn) == before  # one transaction: nothing of version b
         conn.close()
 
 
