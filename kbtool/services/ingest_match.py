@@ -45,17 +45,15 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _run(
-    old: Sequence, new: Sequence, keep: list | None = None
-) -> tuple[list, list, list[str], Any]:
+def _run(old: Sequence, new: Sequence) -> tuple[list, list, list[str], Any]:
     """The matcher on ``old``/``new`` inside a review memo: ``(exact, full, notes,
     verdicts)`` (``verdicts``: the memo's key and verdicts of the final pairing's review,
-    None when it kept none; ``keep``: gets the matcher, not freed before the answer)."""
+    None when it kept none)."""
     from kbtool.identity.matcher import MatchStats, match_functions_staged, review
 
     stats: list[MatchStats] = []
     with review.review_memo():
-        exact, full = match_functions_staged(old, new, stats=stats, keep=keep)
+        exact, full = match_functions_staged(old, new, stats=stats)
         memo = review._MEMO.get()  # noqa: SLF001 - the verdicts this run left
         verdicts = (memo[0], memo[3]) if memo else None
     return exact, full, stats[0].notes, verdicts
@@ -93,8 +91,7 @@ def _child(writer: Any, parent_pid: int) -> None:
         os._exit(3)
     try:
         with gc_paused():
-            kept: list = []  # (the matcher's heap: never freed, the child leaves by _exit)
-            exact, full, notes, verdicts = _run(_STATE["old"], _STATE["new"], kept)
+            exact, full, notes, verdicts = _run(_STATE["old"], _STATE["new"])
             out = (_pack(exact), _pack(full), notes, verdicts)
             writer.send_bytes(pickle.dumps(out, pickle.HIGHEST_PROTOCOL))
             del out
