@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import random
 from array import array
+from dataclasses import replace
 from types import SimpleNamespace
 
 from kbtool.identity.matcher import FuncRecord, Match
@@ -137,3 +138,17 @@ def view(old: list, new: list, pairs: list[tuple]) -> SimpleNamespace:
 def edited(code: list[int], every: int = 7) -> list[int]:
     """``code`` with every ``every``-th instruction changed (a rebuild of the same function)."""
     return [(op + 1) % 200 if i % every == 0 else op for i, op in enumerate(code)]
+
+
+def with_lookalikes(recs: list[FuncRecord], seed: int, families: int = 4) -> list[FuncRecord]:
+    """``recs`` with a few families of look-alikes: members given one member's signature
+    and code (the family review's rivals)."""
+    rnd = random.Random(seed)
+    out = list(recs)
+    defined = [k for k, r in enumerate(out) if not r.imported]
+    for _ in range(families):
+        group = rnd.sample(defined, min(len(defined), rnd.randint(2, 5)))
+        t = out[group[0]]
+        for k in group[1:]:
+            out[k] = replace(out[k], type_sig=t.type_sig, ops=t.ops)
+    return out

@@ -4,14 +4,10 @@ the images computed afresh at that moment, and the pairing is the one the matche
 
 from __future__ import annotations
 
-import random
-from dataclasses import replace
-
 import pytest
 
-from kbtool.identity.records import FuncRecord
 from tests.support.matcher import pure_matcher, pure_part
-from tests.support.records import random_releases
+from tests.support.records import random_releases, with_lookalikes
 
 _Matcher = pure_part()._Matcher
 family = pure_part("family")
@@ -24,24 +20,11 @@ def _pure_matcher():
         yield
 
 
-def _lookalikes(recs: list[FuncRecord], seed: int) -> list[FuncRecord]:
-    """``recs`` with a few families: members given one member's signature and code."""
-    rnd = random.Random(seed)
-    out = list(recs)
-    defined = [k for k, r in enumerate(out) if not r.imported]
-    for _ in range(5):
-        group = rnd.sample(defined, min(len(defined), rnd.randint(2, 5)))
-        t = out[group[0]]
-        for k in group[1:]:
-            out[k] = replace(out[k], type_sig=t.type_sig, ops=t.ops)
-    return out
-
-
 @pytest.mark.parametrize("drop_all", [16, 0])
 @pytest.mark.parametrize("seed", range(24))
 def test_cached_images_equal_fresh_ones(seed: int, drop_all: int, monkeypatch) -> None:
     old, new = random_releases(seed)
-    old, new = _lookalikes(old, seed), _lookalikes(new, seed + 500)
+    old, new = with_lookalikes(old, seed, 5), with_lookalikes(new, seed + 500, 5)
     real = FamilyStage._images
     calls = [0]
 
@@ -70,7 +53,7 @@ def test_a_changed_match_drops_the_images_that_read_it(monkeypatch) -> None:
     survived = 0
     for seed in range(24):
         old, new = random_releases(seed)
-        old, new = _lookalikes(old, seed), _lookalikes(new, seed + 500)
+        old, new = with_lookalikes(old, seed, 5), with_lookalikes(new, seed + 500, 5)
         m = _Matcher(old, new)
         m.run_staged(True)
         cached = [o for o in m._img_cache if m.OLD.callers[o] or m.OLD.callees[o]]

@@ -30,7 +30,7 @@ from kbtool.identity.records import FuncRecord, records_from_rows
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
 from tests.support.matcher import pure_matcher, pure_part
-from tests.support.records import body, edited, random_releases, rec, view
+from tests.support.records import body, edited, random_releases, rec, view, with_lookalikes
 
 # the pure package's parts: these tests patch or subclass them
 FeatureCache, size_ratio = pure_part("features").FeatureCache, pure_part("features").size_ratio
@@ -298,26 +298,12 @@ def test_random_releases_pair_as_first_written(seed: int, monkeypatch) -> None:
     _both(new, old, monkeypatch)
 
 
-def _with_lookalikes(recs: list[FuncRecord], seed: int) -> list[FuncRecord]:
-    """``recs`` with a few families of look-alikes: members given one member's signature
-    and code (the family review's rivals)."""
-    rnd = random.Random(seed)
-    out = list(recs)
-    defined = [k for k, r in enumerate(out) if not r.imported]
-    for _ in range(4):
-        group = rnd.sample(defined, min(len(defined), rnd.randint(2, 5)))
-        t = out[group[0]]
-        for k in group[1:]:
-            out[k] = replace(out[k], type_sig=t.type_sig, ops=t.ops)
-    return out
-
-
 @pytest.mark.parametrize("seed", range(20))
 def test_lookalike_families_pair_as_first_written(seed: int, monkeypatch) -> None:
     """Families of look-alikes on both sides (rivals to review, pairs skipped for having
     none): the family review and the candidate lists answer as first written."""
     old, new = random_releases(seed)
-    old, new = _with_lookalikes(old, seed), _with_lookalikes(new, seed + 1000)
+    old, new = with_lookalikes(old, seed), with_lookalikes(new, seed + 1000)
     looked: list[int] = []
     real = FamilyStage._rivals
 
