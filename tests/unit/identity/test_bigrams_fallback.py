@@ -5,26 +5,17 @@ library (:mod:`librt` is not a dependency of the pure path): its fallbacks (list
 
 from __future__ import annotations
 
-import importlib.util
 import random
-import sys
 from array import array
 
 from tests.support.paths import PACKAGE
-
-
-def _bigrams_without_librt(monkeypatch):
-    for name in ("librt", "librt.strings", "librt.vecs"):
-        monkeypatch.setitem(sys.modules, name, None)  # (an import of it raises ImportError)
-    path = PACKAGE / "identity" / "matcher" / "bigrams.py"
-    spec = importlib.util.spec_from_file_location("_bigrams_without_librt", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from tests.support.without_librt import import_without_librt
 
 
 def test_the_typed_count_without_librt_gives_counters_histograms(monkeypatch):
-    mod = _bigrams_without_librt(monkeypatch)
+    mod = import_without_librt(
+        monkeypatch, PACKAGE / "identity" / "matcher" / "bigrams.py", "_bigrams_without_librt"
+    )
     assert type(mod.vec[int]([1, 2])) is list and mod.read_i16_le(b"\xff\xff", 0) == -1
     rnd = random.Random(11)
     alphabet = [0, 1, 5, 9, 0x7FFF, 0x8000, 0xFC01, 0xFFFF]

@@ -5,26 +5,11 @@ constants once, in first-seen order, whatever the path."""
 
 from __future__ import annotations
 
-import importlib.util
 import random
-import sys
 
-from kbtool.wasm import active, decoder, facts
+from kbtool.wasm import decoder, facts
 from testkit.wasmbuild import module, section, sleb, uleb, vec
-
-COMPILED = active.load_compiled()
-
-
-def _decoders(monkeypatch) -> list:
-    monkeypatch.setitem(sys.modules, "librt", None)
-    monkeypatch.setitem(sys.modules, "librt.strings", None)
-    monkeypatch.setitem(sys.modules, "librt.vecs", None)
-    name = "kbtool.wasm._decoder_consts_without_librt"
-    spec = importlib.util.spec_from_file_location(name, decoder.__file__)
-    bare = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, name, bare)
-    spec.loader.exec_module(bare)
-    return [decoder, bare] + ([COMPILED] if COMPILED is not None else [])
+from tests.support.without_librt import decoder_variants
 
 
 def _body(consts: list[tuple[str, int]]) -> bytes:
@@ -68,7 +53,7 @@ def test_large_constants_past_the_table_and_across_bodies(monkeypatch):
     data = _module(bodies)
     want = [_want(b) for b in bodies]
     assert len(want[1]) > big  # (the set's path is taken)
-    for mod in _decoders(monkeypatch):
+    for mod in decoder_variants(monkeypatch, "kbtool.wasm._decoder_consts_without_librt"):
         assert _consts(mod, data) == want, mod.__name__
 
 
@@ -77,5 +62,5 @@ def test_a_slot_taken_by_an_earlier_body_is_free_for_the_next(monkeypatch):
     a, b = 3 << 20, (3 << 20) + (4096 << 40)
     bodies = [[("i64", a), ("i64", b)], [("i64", b), ("i64", a), ("i64", b)], [("i64", a)]]
     data = _module(bodies)
-    for mod in _decoders(monkeypatch):
+    for mod in decoder_variants(monkeypatch, "kbtool.wasm._decoder_consts_without_librt"):
         assert _consts(mod, data) == [[a, b], [b, a], [a]], mod.__name__

@@ -6,28 +6,12 @@ whichever body came first."""
 
 from __future__ import annotations
 
-import importlib.util
 import random
-import sys
 
-from kbtool.wasm import active, decoder, facts
+from kbtool.wasm import decoder, facts
 from kbtool.wasm.opcodes import PREFIX_BASE, WIDTH
 from testkit.wasmbuild import module, section, uleb, vec
-
-COMPILED = active.load_compiled()
-
-
-def _decoders(monkeypatch) -> list:
-    monkeypatch.setitem(sys.modules, "librt", None)
-    monkeypatch.setitem(sys.modules, "librt.strings", None)
-    monkeypatch.setitem(sys.modules, "librt.vecs", None)
-    name = "kbtool.wasm._decoder_front_without_librt"
-    spec = importlib.util.spec_from_file_location(name, decoder.__file__)
-    bare = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, name, bare)
-    spec.loader.exec_module(bare)
-    return [decoder, bare] + ([COMPILED] if COMPILED is not None else [])
-
+from tests.support.without_librt import decoder_variants
 
 # an instruction: ("g", index) global.get + drop, ("s", index) i32.const 0 + global.set,
 # ("m", opcode, offset) i32.const 0 + a load (+ drop) or i32.const 0 x2 + a store
@@ -85,7 +69,7 @@ def test_globals_sorted_and_distinct_on_both_sides_of_the_stamp_list(monkeypatch
     ]
     data = _module(bodies)
     want = [sorted({i[1] for i in b}) for b in bodies]
-    for mod in _decoders(monkeypatch):
+    for mod in decoder_variants(monkeypatch, "kbtool.wasm._decoder_front_without_librt"):
         assert [f.globals_used for f in _facts(mod, data)] == want, mod.__name__
 
 
@@ -108,6 +92,6 @@ def test_memory_ops_at_large_offsets_one_byte_and_prefixed(monkeypatch):
     ]
     data = _module(bodies)
     want = [[(i[1], i[2], WIDTH[i[1]]) for i in body] for body in bodies]
-    for mod in _decoders(monkeypatch):
+    for mod in decoder_variants(monkeypatch, "kbtool.wasm._decoder_front_without_librt"):
         got = [f.mem_ops for f in _facts(mod, data)]
         assert [[tuple(m) for m in ops] for ops in got] == want, mod.__name__

@@ -4,18 +4,15 @@ one-byte loads/stores at small offsets shared through a flat list; same facts ei
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
-import sys
 from array import array
 
 import pytest
 
-from kbtool.wasm import active, decoder, facts, opbuf
+from kbtool.wasm import decoder, facts, opbuf
 from kbtool.wasm.opcodes import PREFIX_BASE, WIDTH
 from testkit.wasmbuild import CORPUS, have_wabt
-
-COMPILED = active.load_compiled()
+from tests.support.without_librt import decoder_variants, import_without_librt
 
 WAT = """(module
   (memory 1 1 shared)
@@ -57,18 +54,6 @@ def _ranges(mod, data: bytes) -> list[tuple]:
     return mod.analyze_range(ctx, 0, len(ctx.m.code))
 
 
-def _decoder_without_librt(monkeypatch):
-    """A fresh copy of the pure decoder imported where ``librt`` is not installed."""
-    monkeypatch.setitem(sys.modules, "librt", None)
-    monkeypatch.setitem(sys.modules, "librt.strings", None)
-    name = "kbtool.wasm._decoder_without_librt"
-    spec = importlib.util.spec_from_file_location(name, decoder.__file__)
-    mod = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, name, mod)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
 def module_bytes(tmp_path_factory) -> bytes:
     if not have_wabt():
@@ -81,13 +66,8 @@ def module_bytes(tmp_path_factory) -> bytes:
     return (d / "m.wasm").read_bytes()
 
 
-def _decoders(monkeypatch):
-    mods = [decoder, _decoder_without_librt(monkeypatch)]
-    return mods + ([COMPILED] if COMPILED is not None else [])
-
-
 def test_the_pure_decoder_runs_without_librt(monkeypatch):
-    mod = _decoder_without_librt(monkeypatch)
+    mod = import_without_librt(monkeypatch, decoder.__file__, "kbtool.wasm._decoder_without_librt")
     assert mod.BytesWriter is opbuf.BytesWriter
     w = opbuf.BytesWriter()
     for b in (0x28, 0, 10, 1):
@@ -103,7 +83,7 @@ def test_op_ids_with_prefixed_ops_read_back_as_the_instructions(module_bytes, mo
         "local.get", "i32.load", "i32.add", "local.get", "i64.load", "i32.wrap_i64",
         "i32.add", "end",
     ]  # fmt: skip
-    for mod in _decoders(monkeypatch):
+    for mod in decoder_variants(monkeypatch, "kbtool.wasm._decoder_without_librt"):
         row = facts.FuncFacts(*_ranges(mod, module_bytes)[0])
         assert row.mnemonics() == want, mod.__name__
         assert row.instr_count == len(want) == len(row.ops) // 2
@@ -112,7 +92,7 @@ def test_op_ids_with_prefixed_ops_read_back_as_the_instructions(module_bytes, mo
 
 def test_memory_accesses_around_the_flat_bound_are_shared_values(module_bytes, monkeypatch):
     atomic = PREFIX_BASE[0xFE] + 0x10
-    for mod in _decoders(monkeypatch):
+    for mod in decoder_variants(monkeypatch, "kbtool.wasm._decoder_without_librt"):
         first, second = (r[17] for r in _ranges(mod, module_bytes))
         assert first == [
             (0x28, 8, 4),
@@ -131,6 +111,9 @@ def test_corpus_module_same_facts_without_librt(monkeypatch):
     if not path.is_file():
         pytest.skip("corpus not present")
     data = path.read_bytes()
-    got = [_ranges(mod, data) for mod in _decoders(monkeypatch)]
+    got = [
+        _ranges(mod, data)
+        for mod in decoder_variants(monkeypatch, "kbtool.wasm._decoder_without_librt")
+    ]
     assert len(got[0]) > 1000
     assert all(g == got[0] for g in got[1:])
