@@ -10,6 +10,7 @@ import pytest
 
 from kbtool.lift import active, prepare
 from kbtool.lift.lifter import driver
+from testkit.wasmbuild import section, uleb
 
 COMPILED = active.load_compiled()
 LIFTS = [driver.lift_function]
@@ -17,28 +18,14 @@ if COMPILED is not None:
     LIFTS.append(importlib.import_module(COMPILED.__name__ + ".driver").lift_function)
 
 
-def _leb(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def _sec(i: int, payload: bytes) -> bytes:
-    return bytes([i]) + _leb(len(payload)) + payload
-
-
 def _module(code: bytes, locals_: bytes = b"\x00") -> bytes:
     """One function ``() -> i32`` with the body ``code`` (``end`` added)."""
-    types = _sec(1, b"\x01\x60\x00\x01\x7f")
-    funcs = _sec(3, b"\x01\x00")
+    types = section(1, b"\x01\x60\x00\x01\x7f")
+    funcs = section(3, b"\x01\x00")
     body = locals_ + code + b"\x0b"
-    return b"\x00asm\x01\x00\x00\x00" + types + funcs + _sec(10, b"\x01" + _leb(len(body)) + body)
+    return (
+        b"\x00asm\x01\x00\x00\x00" + types + funcs + section(10, b"\x01" + uleb(len(body)) + body)
+    )
 
 
 C1 = b"\x41\x01"  # i32.const 1
