@@ -60,6 +60,7 @@ from benchmarks.interactive_common import (  # noqa: E402
     kbtool,
     load,
     merge,
+    stale_kb,
     stats,
 )
 from benchmarks.interactive_ingest import (  # noqa: E402
@@ -278,6 +279,13 @@ def main(argv: list[str] | None = None) -> int:
     else:
         if args.fetch:
             fetch()
+        why = stale_kb(args.kb, root) if args.kb.exists() else None
+        if why is not None:
+            # a KB kept from an older checkout: measure the KB today's ingest makes
+            print(f"  rebuilding {args.kb}: {why}", file=sys.stderr)
+            args.kb.unlink()
+            for tail in ("-wal", "-shm"):
+                args.kb.with_name(args.kb.name + tail).unlink(missing_ok=True)
         if not args.kb.exists():
             if not args.module.exists():
                 raise SystemExit(

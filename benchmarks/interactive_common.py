@@ -95,6 +95,12 @@ def fetch() -> None:
         subprocess.run(["tar", "xzf", f"ffmpeg-core-mt-{version}.tgz"], cwd=dest, check=True)
 
 
+def stale_kb(kb: Path, root: Path) -> str | None:
+    """Why the checkout at ``root`` cannot read the kept KB as it is (another schema), or None."""
+    run = kbtool(root, "--db", str(kb), "versions", check=False)
+    return None if run.returncode == 0 else (run.stderr.strip().splitlines() or ["failed"])[-1]
+
+
 def build_kb(kb: Path, root: Path, new: Path, old: Path | None) -> None:
     kb.parent.mkdir(parents=True, exist_ok=True)
     for label, path in (("new", new), ("old", old)):
