@@ -205,22 +205,27 @@ def cached_view(key: bytes) -> ModuleView | None:
 # the token reader: the decoder twin's part (compiled with mypyc when built, else the same
 # pure code; kbtool/wasm/decoder/tokens.py); the comparison calls it through ``_decode``
 _TOKENS = importlib.import_module(f"{_decoder_impl.__name__}.tokens")
-_PURE_TOKENS = importlib.import_module("kbtool.wasm.decoder.tokens")
 # the comparison loop likewise (kbtool/wasm/decoder/compare.py): its answer codes as reasons
 _CMP = importlib.import_module(f"{_decoder_impl.__name__}.compare")
-_PURE_CMP = importlib.import_module("kbtool.wasm.decoder.compare")
-_SAME, _CONST = _PURE_CMP.SAME, _PURE_CMP.CONST
+_SAME, _CONST = _CMP.SAME, _CMP.CONST
 _REASONS = {
-    _PURE_CMP.COUNT: "instruction count differs",
-    _PURE_CMP.OP: "{a} -> {b}",
-    _PURE_CMP.TARGET: "{a} target differs",
-    _PURE_CMP.GO_VALUE: "Go function value differs",
-    _PURE_CMP.MEMARG: "memarg differs",
-    _PURE_CMP.OFFSET: "{a} offset {x} -> {y}",
-    _PURE_CMP.INDIRECT: "call_indirect type differs",
-    _PURE_CMP.TYPE: "{a} type differs",
-    _PURE_CMP.OPERAND: "{a} operand differs",
+    _CMP.COUNT: "instruction count differs",
+    _CMP.OP: "{a} -> {b}",
+    _CMP.TARGET: "{a} target differs",
+    _CMP.GO_VALUE: "Go function value differs",
+    _CMP.MEMARG: "memarg differs",
+    _CMP.OFFSET: "{a} offset {x} -> {y}",
+    _CMP.INDIRECT: "call_indirect type differs",
+    _CMP.TYPE: "{a} type differs",
+    _CMP.OPERAND: "{a} operand differs",
 }
+
+
+def _pure(name: str) -> Any:
+    """The pure decoder's ``tokens`` or ``compare`` (they read any buffer), imported on first
+    need: only module bytes that are not ``bytes`` go there, and the pure ``tokens`` builds
+    its one-byte token table at import (~3 ms of every later ingest, which never needs it)."""
+    return importlib.import_module(f"kbtool.wasm.decoder.{name}")
 
 
 def _decode(data: bytes, p: int, end: int, out: list[tuple[int, tuple]], limit: int) -> int:
@@ -229,7 +234,7 @@ def _decode(data: bytes, p: int, end: int, out: list[tuple[int, tuple]], limit: 
     ``bytes``, e.g. a memoryview, go to the pure reader, which reads any buffer)."""
     if type(data) is bytes:
         return _TOKENS.decode_tokens(data, p, end, out, limit)
-    return _PURE_TOKENS.decode_tokens(data, p, end, out, limit)
+    return _pure("tokens").decode_tokens(data, p, end, out, limit)
 
 
 def body_tokens(view: ModuleView, index: int) -> list[tuple[int, tuple]]:
@@ -423,7 +428,7 @@ def _mem_sites(view: ModuleView, index: int) -> tuple[int, list[tuple[int, int, 
     data = view.data
     start, end = rng
     p = skip_local_decls(data, start, end)
-    mod = _TOKENS if type(data) is bytes else _PURE_TOKENS
+    mod = _TOKENS if type(data) is bytes else _pure("tokens")
     return mod.mem_sites(data, p, end)
 
 
@@ -454,7 +459,9 @@ def compare_bodies(
             return BodyCompare(False, reason="locals differ")
         addr = _Addr(va, vb)
         both_bytes = type(va.data) is bytes and type(vb.data) is bytes
-        code, go_relocated, oa, ob, a, b = (_CMP if both_bytes else _PURE_CMP).compare_tokens(
+        code, go_relocated, oa, ob, a, b = (
+            _CMP if both_bytes else _pure("compare")
+        ).compare_tokens(
             va.data,
             pa,
             ea,

@@ -60,7 +60,6 @@ from kbtool.analysis.runtime import (
 from kbtool.identity.pairing import Pair, Pairing, pair_rows
 from kbtool.kb import queries, store
 from kbtool.kb.db import transaction
-from kbtool.services.diff.changelog import changelog
 from kbtool.services.diff.programs import add_program_fields, program_fields
 from kbtool.services.diff.rejoin import (
     version_annotations,
@@ -73,7 +72,6 @@ from kbtool.services.diff.relocation import (
     mem_offsets_differ,
     module_view,
 )
-from kbtool.services.diff.triage import TRIAGE_RULES
 from kbtool.wasm.errors import WasmFormatError
 
 __all__ = [
@@ -98,6 +96,36 @@ __all__ = [
 #: the ``triage_rules`` of a report stored without triage (ingest): never a rules generation,
 #: so :func:`stored_diff` treats it as one saved under older rules (triaged on read)
 TRIAGE_PENDING = 0
+
+
+def __getattr__(name: str) -> Any:
+    """``changelog`` and ``TRIAGE_RULES`` (PEP 562), imported on first use: ingest stores its
+    report without triage and needs neither (the changelog's modules: ~18 ms of every later
+    ingest's start-up). A caller that sets ``changelog`` here (a benchmark's timer) is the
+    one :func:`_changelog` calls."""
+    if name == "changelog":
+        from kbtool.services.diff.changelog import changelog
+
+        globals()["changelog"] = changelog
+        return changelog
+    if name == "TRIAGE_RULES":
+        from kbtool.services.diff.triage import TRIAGE_RULES
+
+        globals()["TRIAGE_RULES"] = TRIAGE_RULES
+        return TRIAGE_RULES
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _changelog(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    """:func:`kbtool.services.diff.changelog.changelog` (this module's ``changelog``)."""
+    fn = globals().get("changelog") or __getattr__("changelog")
+    return fn(*args, **kwargs)
+
+
+def _triage_rules() -> int:
+    """:data:`kbtool.services.diff.triage.TRIAGE_RULES`."""
+    return globals().get("TRIAGE_RULES") or __getattr__("TRIAGE_RULES")
+
 
 CLASSIFICATIONS = ("unchanged", "moved", "modified", "new", "deleted")
 CHANGED = frozenset(("modified", "new", "deleted"))  # code changes (moved keeps the code)
@@ -226,7 +254,9 @@ def stored_diff(
     _refresh_names(conn, report)
     add_program_fields(conn, report)  # programs are today's (a lineage can be reassigned)
     rules = report.pop("triage_rules", None)
-    if rules != TRIAGE_RULES and any(c["classification"] == "modified" for c in report["changes"]):
+    if rules != _triage_rules() and any(
+        c["classification"] == "modified" for c in report["changes"]
+    ):
         if not retriage:
             if keep is not None:
                 keep["stale_triage"] = True
@@ -241,7 +271,7 @@ def retriage_stored(
 ) -> None:
     """Today's triage on a stored report, in place (the pairing and classification stay);
     ``keep["changelog"]`` receives the changelog it was taken from."""
-    cl = changelog(conn, report)
+    cl = _changelog(conn, report)
     set_triage(report["changes"], cl)
     if keep is not None:
         keep["changelog"] = cl
@@ -516,7 +546,7 @@ def build_report(
         "changes": changes,
     }
     if triage:
-        cl = changelog(
+        cl = _changelog(
             conn,
             report_so_far,
             pairing=pg,
@@ -565,10 +595,13 @@ def get_diff(conn: sqlite3.Connection, from_version_id: int, to_version_id: int)
 
 
 def save_diff(
-    conn: sqlite3.Connection, report: dict[str, Any], *, triage_rules: int = TRIAGE_RULES
+    conn: sqlite3.Connection, report: dict[str, Any], *, triage_rules: int | None = None
 ) -> None:
     """Store ``report`` as the diff of its pair (replacing an older one), with the triage
-    rules it was made under (``TRIAGE_PENDING``: made without triage)."""
+    rules it was made under (``TRIAGE_PENDING``: made without triage; None: today's,
+    :data:`~kbtool.services.diff.triage.TRIAGE_RULES`)."""
+    if triage_rules is None:
+        triage_rules = _triage_rules()
     a, b = int(report["from_version_id"]), int(report["to_version_id"])
     _label(conn, a)
     _label(conn, b)

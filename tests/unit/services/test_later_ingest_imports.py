@@ -1,0 +1,95 @@
+"""A later ingest stores its diff report without triage: it imports neither the changelog's
+modules nor the pure decoder's token reader beside the active one (session 29 T); what
+reads them still gets them (``report.changelog``, ``report.TRIAGE_RULES``, the pure reader
+for a buffer that is not ``bytes``)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from kbtool.kb import queries
+from kbtool.kb.db import open_rw
+from kbtool.services.diff import report
+from kbtool.services.diff.triage import TRIAGE_RULES
+from kbtool.services.ingest import ingest_file
+from tests.support.paths import DEMO_WASM, ROOT
+
+LATER = DEMO_WASM.with_name("zstd-1.5.6.wasm")
+
+
+def _modules_after(code: str) -> set[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KBTOOL_DIFF_WARM": "0", "KBTOOL_CODE_WARM": "0"}
+    r = subprocess.run(
+        [sys.executable, "-c", f"{code}\nimport sys\nprint('\\n'.join(sys.modules))"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    return set(r.stdout.splitlines())
+
+
+def test_later_ingest_imports_no_changelog_nor_a_second_token_reader(tmp_path: Path) -> None:
+    db = str(tmp_path / "kb.db")
+    loaded = _modules_after(
+        "from kbtool.cli import main\n"
+        f"assert main(['--db', {db!r}, 'ingest', {str(DEMO_WASM)!r}]) == 0\n"
+        f"assert main(['--db', {db!r}, 'ingest', {str(LATER)!r}]) == 0\n"
+        "from kbtool.wasm.active import IMPL\n"
+        "print(IMPL.__name__)"
+    )
+    assert "kbtool.services.diff.report" in loaded  # (a later ingest: its report stored)
+    assert "kbtool.services.diff.relocation" in loaded
+    for name in ("changelog", "triage", "explain", "align"):
+        assert f"kbtool.services.diff.{name}" not in loaded, name
+    if "kbtool.wasm._cdecoder" in loaded:  # (the compiled reader is the active one)
+        assert "kbtool.wasm.decoder.tokens" not in loaded
+        assert "kbtool.wasm.decoder.compare" not in loaded
+
+
+def test_stored_report_is_pending_and_readers_triage_it(tmp_path: Path) -> None:
+    conn = open_rw(tmp_path / "kb.db")
+    try:
+        ingest_file(conn, DEMO_WASM)
+        ingest_file(conn, LATER)
+        stored = conn.execute("SELECT report FROM diffs").fetchone()[0]
+        assert '"triage_rules": 0' in stored.replace(":0", ": 0")  # ingest: no triage
+        keep: dict = {}
+        got = report.stored_diff(conn, 1, 2, keep=keep)
+        assert got is not None and "changelog" in keep  # triaged on read, as before
+        assert any("triage" in c for c in got["changes"] if c["classification"] == "modified")
+        # a report saved without a rules number gets today's
+        report.save_diff(conn, report.compute_diff(conn, 1, 2))
+        row = queries.stored_diff_report(conn, 1, 2)
+        assert row is not None and row["triage_rules"] == TRIAGE_RULES
+    finally:
+        conn.close()
+
+
+def test_changelog_and_rules_by_attribute_and_a_timer_set_there_is_called(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from kbtool.services.diff.changelog import changelog
+
+    assert report.changelog is changelog
+    assert report.TRIAGE_RULES == TRIAGE_RULES
+    calls: list[int] = []
+
+    def timed(*a, **k):
+        calls.append(1)
+        return changelog(*a, **k)
+
+    monkeypatch.setattr(report, "changelog", timed)
+    conn = open_rw(tmp_path / "kb.db")
+    try:
+        ingest_file(conn, DEMO_WASM)
+        ingest_file(conn, LATER)
+        report.compute_diff(conn, 1, 2)
+    finally:
+        conn.close()
+    assert calls == [1]
