@@ -27,7 +27,7 @@ from kbtool.services import data as data_model
 from kbtool.services import ingest_rows as rows
 from kbtool.services import lineage as lineage_svc
 from kbtool.services.ingest_classify import child_report, report_inputs
-from kbtool.services.ingest_match import keep_views, preload
+from kbtool.services.ingest_match import keep_views, preload, start_early
 from kbtool.services.inputs import read_input, read_text_input
 from kbtool.wasm import WasmFormatError, analyze_module
 from kbtool.wasm.facts import analyze_workers, gc_paused
@@ -191,6 +191,46 @@ def _ingest(
     sha256: str,
     program_hint: str | None,
 ) -> IngestResult:
+    # a big module's matcher child forked now, reading the expected parent while this
+    # process decodes (its matcher starts with the new records: before the lineage)
+    job = start_early(conn, data, sha256, program, base, same)
+    try:
+        return _decoded(
+            conn,
+            data,
+            job,
+            label=label,
+            source_path=source_path,
+            glue_text=glue_text,
+            progress=progress,
+            carry=carry,
+            program=program,
+            base=base,
+            same=same,
+            sha256=sha256,
+            program_hint=program_hint,
+        )
+    finally:
+        if job is not None:
+            job.stop()
+
+
+def _decoded(
+    conn: sqlite3.Connection,
+    data: bytes,
+    job: Any,
+    *,
+    label: str,
+    source_path: str | None,
+    glue_text: str | None,
+    progress: Progress | None,
+    carry: bool,
+    program: str | None,
+    base: int | None,
+    same: list,
+    sha256: str,
+    program_hint: str | None,
+) -> IngestResult:
     # both cores for big modules: bodies decode independently (measured: ~15-40% faster)
     workers = analyze_workers(len(data))  # 2 for big modules (KBTOOL_PARALLEL_DECODE_BYTES)
     try:
@@ -201,6 +241,10 @@ def _ingest(
         )
     except WasmFormatError as exc:
         raise IngestError(f"not a valid WebAssembly module: {exc}") from None
+    new = None
+    if job is not None:  # (the early child's matcher starts now)
+        new = records_from_analysis(analysis)
+        job.send_new(new)
     glue = None
     if glue_text is not None:
         from kbtool.glue import parse_glue  # (imported when used: start-up of a plain ingest)
@@ -217,6 +261,9 @@ def _ingest(
         base=base,
         same_bytes_as=same[-1]["id"] if same else None,
     )
+    if job is not None and (job.proc is None or job.parent != lineage.parent_version_id):
+        job.stop()  # (another parent, or the child died: matched as without it)
+        job = None
     with transaction(conn):
         return _store(
             conn,
@@ -229,6 +276,8 @@ def _ingest(
             carry=carry,
             lineage=lineage,
             sha256=sha256,
+            early_job=job,
+            new=new,
         )
 
 
@@ -254,6 +303,7 @@ def _carry_ids(
     nbytes: int = 0,
     meanwhile: Callable[[], Any] | None = None,
     report: Callable[[list[dict[str, Any]]], dict] | None = None,
+    early_job: Any = None,
 ) -> tuple[
     dict[int, CarriedId],
     dict[str, int],
@@ -272,7 +322,9 @@ def _carry_ids(
     A module of ``nbytes`` above ``KBTOOL_PARALLEL_MATCH_BYTES`` is matched in a second
     process (:mod:`kbtool.services.ingest_match`) while this one calls ``meanwhile``
     (work that needs no pairing: the data walk); ``report(old_rows)``: that child's inputs
-    for the report's flags (:func:`kbtool.services.ingest_classify.report_inputs`)."""
+    for the report's flags (:func:`kbtool.services.ingest_classify.report_inputs`).
+    ``early_job``: the child forked before the decode (:func:`kbtool.services.
+    ingest_match.start_early`), already matching ``new`` against ``parent``."""
     # identity: carry stable ids from the parent (the most related earlier version of the same
     # program; none for a new program) by unique, non-fuzzy matches;
     # the same matcher run goes on to the full (fuzzy) pairing that carry-over and the stored
@@ -293,7 +345,11 @@ def _carry_ids(
         old_by_index = {r.index: r for r in old}
         if progress:
             progress("match", 0, 1)
-        job = start_match(old, new, nbytes, None if report is None else (lambda: report(old_rows)))
+        if early_job is not None:
+            job, job.old = early_job, old  # (here: its matcher runs if the child fails)
+        else:
+            report_of = None if report is None else (lambda: report(old_rows))
+            job = start_match(old, new, nbytes, report_of)
         try:
             if job.proc is not None and meanwhile is not None:
                 meanwhile()
@@ -352,6 +408,8 @@ def _stored(
     lineage: lineage_svc.Lineage,
     sha256: str | None = None,
     jobs: list[Any],
+    early_job: Any = None,
+    new: list | None = None,
 ) -> IngestResult:
     mod = analysis.module
     funcs = analysis.functions
@@ -359,7 +417,10 @@ def _stored(
     parent = lineage.parent_version_id
     slots = table_slots(analysis)
     # the matcher's records: only to match a parent (a first version needs its table slots)
-    new = records_from_analysis(analysis) if parent is not None else []
+    if parent is None:
+        new = []
+    elif new is None:
+        new = records_from_analysis(analysis)
 
     walked: list[data_model.Walked] = []  # the data walk, when done during the matcher
     early: dict[str, Any] = {}  # the version's rows that need no stable id, once written
@@ -385,6 +446,8 @@ def _stored(
         write_early()
         data_model.write_refs(conn, early["vid"], walked[0])
         early["new_rows"] = rows.matching_rows(funcs, slots)  # (the report's; ids at the join)
+        if early_job is not None:  # (the early child's report inputs: sent with the answer)
+            early_job.prepare_report(early["new_rows"], early["mem_text"])
         preload()  # (the report's modules)
 
     sha256 = sha256 or hashlib.sha256(data).hexdigest()
@@ -396,7 +459,7 @@ def _stored(
         return got
 
     carried, by_method, full_matches, matcher_notes, old_rows, old_recs, job = _carry_ids(
-        conn, parent, new, funcs, progress, len(data), walk, report
+        conn, parent, new, funcs, progress, len(data), walk, report, early_job
     )
     if job is not None:
         jobs.append(job)

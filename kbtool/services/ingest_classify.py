@@ -105,14 +105,17 @@ def child_flags(
 ) -> tuple[list[tuple], bytes] | None:
     """In the matcher's child: the report's pairs (each pair's fields, in the pairing's
     order: :func:`child_pairing`) and each defined pair's flags code, in order (None when
-    the views cannot be made)."""
+    the views cannot be made). ``inputs``: :func:`report_inputs`, or an early child's
+    (:mod:`kbtool.services.ingest_match`: ``new_rows`` and ``new_mem`` given, no ``funcs``)."""
     from kbtool.services.diff.relocation import module_view
     from kbtool.services.diff.report import classify_pair, pair_flags_code, relocation_check
     from kbtool.services.ingest_rows import matching_rows
     from kbtool.wasm import WasmFormatError
 
     funcs = inputs["funcs"]
-    new_rows = matching_rows(funcs, inputs["slots"])
+    new_rows = inputs.get("new_rows")  # (an early child's: this process's rows)
+    if new_rows is None:
+        new_rows = matching_rows(funcs, inputs["slots"])
     pg = child_pairing(
         inputs["parent"], inputs["old_rows"], new_rows, exact, full, old, new, verdicts
     )
@@ -127,7 +130,11 @@ def child_flags(
     reloc.views = (old_view, new_view) if old_view is not None else None
     olds, _news = reloc.mem_indices()
     old_mem = inputs["old_mem"]
-    reloc.mem = ({i: old_mem[i] for i in olds if i in old_mem}, _NewMem(funcs))
+    new_mem = inputs.get("new_mem")  # (an early child's: the texts stored)
+    reloc.mem = (
+        {i: old_mem[i] for i in olds if i in old_mem},
+        _NewMem(funcs) if new_mem is None else new_mem,
+    )
     codes = bytes(pair_flags_code(*classify_pair(pg, reloc, p)) for p in pg.defined_pairs())
     pairs = [
         (p.old_index, p.new_index, p.score, p.method, p.review, p.identity)

@@ -81,8 +81,6 @@ def _unpack(packed: tuple[bool, Any]) -> Any:
 
 
 def _child(writer: Any, parent_pid: int) -> None:
-    import pickle
-
     from kbtool.wasm.facts import gc_paused
     from kbtool.wasm.workers import worker_init
 
@@ -91,18 +89,102 @@ def _child(writer: Any, parent_pid: int) -> None:
         os._exit(3)
     try:
         with gc_paused():
-            exact, full, notes, verdicts = _run(_STATE["old"], _STATE["new"])
-            out = (_pack(exact), _pack(full), notes, verdicts)
-            writer.send_bytes(pickle.dumps(out, pickle.HIGHEST_PROTOCOL))
-            del out
-            report = _STATE.get("report")
-            if report is not None:  # then the report's pair flags (None: none made)
-                flags = _flags(report, exact, full, _STATE["old"], _STATE["new"], verdicts)
-                writer.send_bytes(pickle.dumps(flags, 5))
+            _answer(writer, _STATE["old"], _STATE["new"], lambda: _STATE.get("report"))
         writer.close()
     except BaseException:  # noqa: BLE001 - the parent runs the matcher again: its error
         os._exit(1)
     os._exit(0)  # (all sent: no teardown of the heap the parent waits for)
+
+
+def _answer(writer: Any, old: Sequence, new: Sequence, report: Callable[[], Any]) -> None:
+    """The matcher's answer sent, then (``report()``: the flags' inputs, None: none) the
+    report's pair flags."""
+    import pickle
+
+    exact, full, notes, verdicts = _run(old, new)
+    out = (_pack(exact), _pack(full), notes, verdicts)
+    writer.send_bytes(pickle.dumps(out, pickle.HIGHEST_PROTOCOL))
+    del out
+    inputs = report()
+    if inputs is not None:  # then the report's pair flags (None: none made)
+        flags = _flags(inputs, exact, full, old, new, verdicts)
+        writer.send_bytes(pickle.dumps(flags, 5))
+
+
+def _early_child(writer: Any, reader: Any, parent_pid: int) -> None:
+    """The child forked before the decode (:meth:`MatchJob.start_early`): it reads the
+    parent version's rows and the report's inputs by its own read-only connection and makes
+    the report's views while this process decodes, then takes the new records (the first
+    message), answers, and takes the new side of the report's pairing (the second)."""
+    import pickle
+
+    from kbtool.identity.records import records_from_rows
+    from kbtool.wasm.facts import gc_paused
+    from kbtool.wasm.workers import worker_init
+
+    worker_init(parent_pid)
+    if os.environ.get("KBTOOL_TEST_MATCH_CHILD_FAIL"):  # tests: a child that dies
+        os._exit(3)
+    try:
+        with gc_paused():
+            inputs = _early_inputs(_STATE["path"], _STATE["parent"], _STATE["data"], _STATE["sha"])
+            old = records_from_rows(inputs["old_rows"])
+            new = _unpack_records(pickle.loads(reader.recv_bytes()))
+
+            def report() -> dict:
+                inputs["new_rows"], inputs["new_mem"] = pickle.loads(reader.recv_bytes())
+                return inputs
+
+            _answer(writer, old, new, report)
+        writer.close()
+    except BaseException:  # noqa: BLE001 - the parent runs the matcher itself: its error
+        os._exit(1)
+    os._exit(0)
+
+
+def _early_inputs(path: str, parent: int, data: bytes, sha: str) -> dict:
+    """What the early child reads of the KB (its own read-only connection: the parent
+    version's rows, module bytes, hash and memory-access texts, all committed before this
+    ingest's transaction) and the report's two views made meanwhile (kept by content:
+    :func:`kbtool.services.ingest_classify.child_flags` finds them)."""
+    from kbtool.kb import queries
+    from kbtool.kb.db import open_ro
+    from kbtool.services.diff.relocation import module_view
+    from kbtool.wasm import WasmFormatError
+
+    kb = open_ro(path)
+    try:
+        got = {
+            "parent": parent,
+            "old_rows": queries.matching_rows(kb, parent),
+            "old_bytes": queries.module_bytes(kb, parent),
+            "old_sha": queries.version_info(kb, parent).get("sha256"),
+            "old_mem": queries.mem_ops_json_all(kb, parent),
+        }
+    finally:
+        kb.close()
+    got.update(funcs=None, slots=None, data=data, mod=None, sha256=sha)
+    with contextlib.suppress(WasmFormatError):
+        module_view(data, sha=sha)
+    if got["old_sha"]:
+        with contextlib.suppress(WasmFormatError):
+            module_view(got["old_bytes"], sha=got["old_sha"])
+    return got
+
+
+def _pack_records(recs: Sequence) -> list[tuple]:
+    """The matcher's records as tuples of their fields (:func:`_unpack_records`)."""
+    from dataclasses import fields
+
+    from kbtool.identity.records import FuncRecord
+
+    return list(map(attrgetter(*(f.name for f in fields(FuncRecord))), recs))
+
+
+def _unpack_records(rows: list[tuple]) -> list:
+    from kbtool.identity.records import FuncRecord
+
+    return list(starmap(FuncRecord, rows))
 
 
 def _flags(report: dict, exact: list, full: list, old: Any, new: Any, verdicts: Any) -> Any:
@@ -127,6 +209,61 @@ class MatchJob:
         self.reader: Any = None
         self.in_child = False  # whether the answer came from the child
         self._flags: Any = False  # the child's second answer, once read
+        self.parent: int | None = None  # the version an early child reads (start_early)
+        self.sender: Any = None  # to an early child: the new records, the report's rows
+        self._msg: bytes | None = None  # the report's new rows for an early child, pickled
+
+    def start_early(self, path: str, parent: int, data: bytes, sha: str) -> None:
+        """Fork the child before the decode (:func:`start_early`): it reads version
+        ``parent`` of the KB at ``path`` itself and waits for :meth:`send_new`."""
+        from kbtool.wasm.workers import pool_context, signals_deferred
+
+        mpctx = pool_context()
+        if mpctx is None:
+            return
+        reader, writer = mpctx.Pipe(duplex=False)
+        c_reader, sender = mpctx.Pipe(duplex=False)
+        _STATE.update(path=path, parent=parent, data=data, sha=sha)  # inherited by the fork
+        try:
+            with signals_deferred():
+                proc = mpctx.Process(
+                    target=_early_child,
+                    args=(writer, c_reader, os.getpid()),
+                    name="kbtool-match",
+                    daemon=True,
+                )
+                proc.start()
+        except OSError:  # no fork (limits): the matcher runs here
+            reader.close()
+            sender.close()
+            return
+        finally:
+            _STATE.clear()
+            writer.close()
+            c_reader.close()
+        self.proc, self.reader, self.sender, self.parent = proc, reader, sender, parent
+
+    def send_new(self, new: Sequence) -> None:
+        """The new version's records to the early child (it starts the matcher then)."""
+        import pickle
+
+        self.new = new
+        if self.proc is None:
+            return
+        try:
+            self.sender.send_bytes(pickle.dumps(_pack_records(new), pickle.HIGHEST_PROTOCOL))
+        except OSError:  # the child died: the matcher runs here
+            self.stop()
+
+    def prepare_report(self, new_rows: list, new_mem: dict) -> None:
+        """The new side of the report's pairing for the early child (its rows before the
+        stable ids, its memory-access texts), pickled now and sent with the answer read:
+        the child then makes the report's pairing and flags."""
+        import pickle
+
+        if self.proc is not None and self.parent is not None:
+            self._msg = pickle.dumps((new_rows, new_mem), pickle.HIGHEST_PROTOCOL)
+            self.report = {}  # (the child makes the flags)
 
     def start(self, report: Callable[[], dict] | None = None) -> None:
         """Fork the child (``report()``: its inputs for the report's flags, asked only when
@@ -172,12 +309,22 @@ class MatchJob:
             finally:
                 if out is None:
                     self.stop()
+                elif self._msg is not None:  # (the early child's report inputs)
+                    self._send_report()
                 elif self.report is None:  # (all sent)
                     self.stop(done=True)
         if out is not None:
             self.in_child = True
             return out
         return _run(self.old, self.new)
+
+    def _send_report(self) -> None:
+        msg, self._msg = self._msg, None
+        try:
+            self.sender.send_bytes(msg)
+        except OSError:  # the child died: the report's pairing and flags made here
+            self.report = None
+            self.stop()
 
     def flags(self) -> Any:
         """The child's report flags after its answer (:func:`kbtool.services.
@@ -206,6 +353,8 @@ class MatchJob:
         proc, self.proc = self.proc, None
         if proc is None:
             return
+        if self.sender is not None:  # (an early child that waits for more: EOF)
+            self.sender.close()
         if done:
             self.reader.close()
             return
@@ -227,6 +376,47 @@ def start_match(
     if match_in_child(nbytes):
         job.start(report)
     return job
+
+
+def start_early(
+    conn, data: bytes, sha: str, program: str | None, base: int | None, same: list
+) -> MatchJob | None:
+    """The matcher's child forked before the decode of a module above the threshold,
+    reading the parent the lineage is expected to choose (:func:`expected_parent`) by its
+    own read-only connection while this process decodes; None when there is none, ``conn``
+    is inside a transaction (the child would not see its writes) or not a file. The caller
+    sends the new records (:meth:`MatchJob.send_new`) and stops the job when the lineage
+    chose another parent."""
+    from kbtool.kb import queries
+
+    if conn.in_transaction or not match_in_child(len(data)):
+        return None
+    path = queries.database_file(conn)
+    parent = expected_parent(conn, program, base, same)
+    if parent is None or not path or not os.path.exists(path):
+        return None
+    job = MatchJob((), ())
+    job.start_early(path, parent, data, sha)
+    return job if job.proc is not None else None
+
+
+def expected_parent(conn, program: str | None, base: int | None, same: list) -> int | None:
+    """The parent version :func:`kbtool.services.lineage.choose_lineage` is expected to
+    choose, known before the decode: ``base``, the same bytes' version, else the latest
+    version (of ``program`` when given); None: none. Only a guess: a wrong one costs the
+    early child's work, never a result (the caller checks it against the lineage)."""
+    from kbtool.kb import queries
+
+    if base is not None:
+        return base
+    if program is None and same:
+        return same[-1]["id"]
+    versions = [
+        v["id"]
+        for v in queries.lineage_versions(conn)
+        if program is None or v["program"] == program
+    ]
+    return versions[-1] if versions else None
 
 
 def install_verdicts(verdicts: Any, old: Sequence, new: Sequence) -> None:

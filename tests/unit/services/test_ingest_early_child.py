@@ -1,0 +1,136 @@
+"""A later ingest's matcher child forked before the decode (issue #30, session 29): it reads
+the expected parent by its own read-only connection while the decode runs and matches the
+records sent to it; the KB (the stored report included) is the same whether it is used,
+guessed another parent than the lineage's, or died; none is forked inside a transaction."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+
+from kbtool.kb.db import open_rw, transaction
+from kbtool.services import ingest_match
+from kbtool.services.ingest import ingest_file
+from tests.support.kb_rows import table_rows
+from tests.support.paths import DEMO_DIR
+
+Z55, Z56 = DEMO_DIR / "zstd-1.5.5.wasm", DEMO_DIR / "zstd-1.5.6.wasm"
+
+# Z55 as "a", again as "a2" (forced: the same bytes, version 2), then Z56 in a fresh
+# single-threaded process (a test runner's threads rule out a fork); GUESS: the parent the
+# early child is told to read ("" the default guess). Prints, per ingest of Z56, whether an
+# early child was forked, the parent it read, and whether the answer and flags were a child's.
+_LATER = """
+import json, sys
+from pathlib import Path
+from kbtool.kb.db import open_rw
+from kbtool.services import ingest, ingest_match
+db, a, b, guess = sys.argv[1:5]
+conn = open_rw(Path(db))
+ingest.ingest_file(conn, Path(a), label="a")
+ingest.ingest_file(conn, Path(a), label="a2", force=True)
+seen = {"early": [], "answer": [], "flags": []}
+real_start, real_result = ingest_match.start_early, ingest_match.MatchJob.result
+def start_early(*args):
+    job = real_start(*args)
+    seen["early"].append(None if job is None else job.parent)
+    return job
+def result(self):
+    out = real_result(self)
+    seen["answer"].append(self.in_child)
+    return out
+real_report = ingest.child_report
+def child_report(*args):
+    pg, classes = real_report(*args)
+    seen["flags"].append(classes is not None)
+    return pg, classes
+if guess:
+    ingest_match.expected_parent = lambda *args: int(guess)
+ingest.start_early, ingest_match.MatchJob.result = start_early, result
+ingest.child_report = child_report
+ingest_match._cores = lambda: 2
+ingest.ingest_file(conn, Path(b), label="b")
+conn.close()
+print(json.dumps(seen))
+"""
+
+
+def _fresh(tmp_path, name: str, guess: str = "", **env) -> tuple[dict, dict]:
+    db = tmp_path / f"{name}.db"
+    run = subprocess.run(
+        [sys.executable, "-c", _LATER, str(db), str(Z55), str(Z56), guess],
+        env={**os.environ, "KBTOOL_PARALLEL_MATCH_BYTES": "0", **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    seen = json.loads(run.stdout.strip().splitlines()[-1])
+    conn = sqlite3.connect(db)
+    rows = table_rows(conn, by_rowid=False)
+    conn.close()
+    return rows, seen
+
+
+def _here(tmp_path) -> dict:
+    conn = open_rw(tmp_path / "here.db")  # (in this threaded process: no child)
+    ingest_file(conn, Z55, label="a")
+    ingest_file(conn, Z55, label="a2", force=True)
+    ingest_file(conn, Z56, label="b")
+    rows = table_rows(conn, by_rowid=False)
+    conn.close()
+    return rows
+
+
+def test_the_early_child_gives_the_same_kb_and_report(tmp_path) -> None:
+    here = _here(tmp_path)
+    assert here["diffs"]  # the stored report is compared too
+    early, seen = _fresh(tmp_path, "early")
+    # forked before the decode, reading version 2 (the latest: the lineage's choice), it
+    # answered and made the report's pairing flags
+    assert seen == {"early": [2], "answer": [True], "flags": [True]}
+    assert early == here
+
+
+def test_a_wrong_guess_or_a_dead_early_child_loses_nothing(tmp_path) -> None:
+    here = _here(tmp_path)
+    # told to read version 1: the lineage chose 2, so the child forked after it matches
+    wrong, seen = _fresh(tmp_path, "wrong", guess="1")
+    assert seen == {"early": [1], "answer": [True], "flags": [True]}
+    assert wrong == here
+    # a version the KB lacks: the early child fails to read it and dies
+    missing, seen = _fresh(tmp_path, "missing", guess="99")
+    assert seen["early"] == [99] and seen["answer"] == [True]
+    assert missing == here
+    died, seen = _fresh(tmp_path, "died", KBTOOL_TEST_MATCH_CHILD_FAIL="1")
+    assert seen["answer"] == [False]  # (no child answered: matched here)
+    assert died == here
+
+
+def test_no_early_child_inside_a_transaction_or_below_the_threshold(tmp_path, monkeypatch) -> None:
+    conn = open_rw(tmp_path / "kb.db")
+    ingest_file(conn, Z55, label="a")
+    data = Z56.read_bytes()
+    monkeypatch.setattr(ingest_match, "_cores", lambda: 2)
+    monkeypatch.setenv("KBTOOL_PARALLEL_MATCH_BYTES", str(len(data)))
+    assert ingest_match.start_early(conn, data, "0" * 64, None, None, []) is None
+    monkeypatch.setenv("KBTOOL_PARALLEL_MATCH_BYTES", "0")
+    with transaction(conn):  # the child would not see this transaction's writes
+        assert ingest_match.start_early(conn, data, "0" * 64, None, None, []) is None
+    conn.close()
+
+
+def test_the_expected_parent(tmp_path) -> None:
+    conn = open_rw(tmp_path / "kb.db")
+    assert ingest_match.expected_parent(conn, None, None, []) is None  # an empty KB
+    ingest_file(conn, Z55, label="a")
+    ingest_file(conn, Z56, label="b", program="other")
+    assert ingest_match.expected_parent(conn, None, None, []) == 2  # the latest
+    assert ingest_match.expected_parent(conn, None, 1, []) == 1  # --base
+    assert ingest_match.expected_parent(conn, "other", None, []) == 2
+    assert ingest_match.expected_parent(conn, "nothing", None, []) is None
+    assert ingest_match.expected_parent(conn, None, None, [{"id": 1}]) == 1  # the same bytes
+    conn.close()
