@@ -417,10 +417,7 @@ def _stored(
     parent = lineage.parent_version_id
     slots = table_slots(analysis)
     # the matcher's records: only to match a parent (a first version needs its table slots)
-    if parent is None:
-        new = []
-    elif new is None:
-        new = records_from_analysis(analysis)
+    new = [] if parent is None else (new or records_from_analysis(analysis))
 
     walked: list[data_model.Walked] = []  # the data walk, when done during the matcher
     early: dict[str, Any] = {}  # the version's rows that need no stable id, once written
