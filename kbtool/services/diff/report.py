@@ -49,6 +49,7 @@ from __future__ import annotations
 import bisect
 import sqlite3
 from collections.abc import Callable, Mapping
+from operator import itemgetter
 from typing import Any
 
 from kbtool.analysis.runtime import (
@@ -174,12 +175,20 @@ def _runtime_check(
     ``(row, ann)`` that finds the version's runtime imports once (on first need), not the
     callees' import names per row (a report asks it of every row: 45,000 times on ffmpeg)."""
     rt_imports: set[int] | None = None
+    by_name = is_runtime_name
 
     def check(row: dict[str, Any] | None, ann: dict[str, Any] | None) -> bool:
         nonlocal rt_imports
         if row is None:
             return False
-        if _runtime_by_name(row, ann):
+        # (_runtime_by_name, inline: asked of every row of a report)
+        if ann is not None and (ann["runtime_oracle"] or by_name(ann["name"])):
+            return True
+        raw = row["raw_name"]
+        if raw and by_name(raw):
+            return True
+        exports = row["export_names"]
+        if exports and any(map(by_name, exports)):
             return True
         if row["instr_count"] > RUNTIME_WRAPPER_MAX_INSTR:
             return False
@@ -513,17 +522,39 @@ def build_report(
     reloc = _Relocation(conn, pg, new_view, old_sha=va.get("sha256"), new_mem=new_mem)
     defined = pg.defined_pairs()
     known = classes(pg, defined) if classes is not None else None
+    old_get, new_get, ann_old_get, ann_new_get = (
+        old_rows.get,
+        new_rows.get,
+        ann_old.get,
+        ann_new.get,
+    )
     for k, p in enumerate(defined):
         if known is not None:  # (computed elsewhere for this very pairing: the same flags)
             same, relocated = _FLAGS[known[k]]
         else:
             same, relocated = classify_pair(pg, reloc, p)
-        cls = ("unchanged" if p.new_index == p.old_index else "moved") if same else "modified"
-        anchors.append((p.old_index, p.new_index))
-        e = entry(cls, p.old_index, p.new_index, p)
+        o, n = p.old_index, p.new_index
+        anchors.append((o, n))
+        # (entry(cls, o, n, p), inline: most of a report's changes are pairs)
+        orow, nrow = old_get(o), new_get(n)
+        an, ao = ann_new_get(n), ann_old_get(o)
+        ann = an or ao
+        e = {
+            "classification": ("unchanged" if n == o else "moved") if same else "modified",
+            "from_index": o,
+            "to_index": n,
+            "from_stable_id": orow["stable_id"] if orow else None,
+            "to_stable_id": nrow["stable_id"] if nrow else None,
+            "score": p.score,
+            "review": bool(p.review),
+            "runtime": bool(rt_new(nrow, an) or rt_old(orow, ao)),
+            "name": ann["name"] if ann else None,
+            "provenance": ann["provenance"] if ann else None,
+            "confidence": ann["confidence"] if ann else None,
+        }
         if relocated:
             e["relocated"] = True  # same code; only data addresses (or call targets) moved
-        keyed.append(((p.new_index, 0, p.old_index), e))
+        keyed.append(((n, 0, o), e))
     for n, row in sorted(pg.new_rows.items()):
         if row["imported"] or n in pg.by_new:
             continue
@@ -536,7 +567,7 @@ def build_report(
         k = bisect.bisect_left(anchor_old, o)
         at = anchors[k - 1][1] if k else -1
         keyed.append(((at, 1, o), entry("deleted", o, None, None)))
-    keyed.sort(key=lambda kv: kv[0])
+    keyed.sort(key=itemgetter(0))
     changes = [c for _, c in keyed]
     report_so_far = {
         "from": va["label"],
