@@ -133,7 +133,9 @@ def by_function_and_offset(rows: list[Ref]) -> list[Ref]:
 #: ``kbtool.analysis.datawalk.columns.ref_columns``, passed in by the services: the KB
 #: imports no analysis): ``columns(rows, kind codes, target kind codes, 4)`` -> functions,
 #: offsets, keys, kinds, widths, keys sorted (stable), their positions, each as
-#: ``(typecode, little-endian bytes)`` with the typecodes :func:`pack` would choose
+#: ``(typecode, little-endian bytes)`` with the typecodes :func:`pack` would choose; the
+#: rows may come in any order: the columns are those of :func:`by_function_and_offset`'s
+#: order (a native stable sort in the pass)
 Columns = Callable[..., list[tuple[str, bytes]]]
 
 
@@ -168,6 +170,27 @@ def pack(rows: list[Ref], columns: Columns | None = None) -> tuple[list[tuple], 
     if not n:
         return [], []
     got = _compiled_columns(rows, columns) if columns is not None else None
+    return _pack_columns(rows, got)
+
+
+def pack_any_order(
+    rows: list[Ref], columns: Columns | None = None
+) -> tuple[list[tuple], list[tuple]]:
+    """:func:`pack` of :func:`by_function_and_offset` of ``rows`` (which it may sort in
+    place): with ``columns``, the compiled pass sorts (no sort of the tuples here, ~30 ms on
+    ffmpeg's 382k references); when it declines, the rows are sorted and packed here."""
+    got = _compiled_columns(rows, columns) if columns is not None and rows else None
+    if got is not None:
+        return _pack_columns(rows, got)
+    return pack(by_function_and_offset(rows))
+
+
+def _pack_columns(
+    rows: list[Ref], got: tuple[array, ...] | None
+) -> tuple[list[tuple], list[tuple]]:
+    """:func:`pack`'s rows from the compiled pass's arrays ``got``, or (None) from the
+    store's own passes over ``rows`` (in (function, offset) order)."""
+    n = len(rows)
     if got is not None:
         funcs, offsets, keys, kinds, widths, key_list, positions = got
     else:
@@ -221,9 +244,9 @@ def write(
     conn: sqlite3.Connection, version_id: int, rows: list[Ref], columns: Columns | None = None
 ) -> None:
     """Store ``rows`` as the references of ``version_id`` (which has none stored), in the
-    caller's transaction; ``rows`` is sorted in place by (function, offset). ``columns``:
-    as :func:`pack`."""
-    chunks, targets = pack(by_function_and_offset(rows), columns)
+    caller's transaction; ``rows`` may be sorted in place by (function, offset) (without
+    ``columns``, or when they decline). ``columns``: as :func:`pack_any_order`."""
+    chunks, targets = pack_any_order(rows, columns)
     vid = int(version_id)
     conn.executemany(
         "INSERT INTO data_ref_chunks(version_id, chunk, n, lo_func, hi_func, cols)"

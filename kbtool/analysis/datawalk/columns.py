@@ -1,5 +1,6 @@
 """The data references as the packed columns the KB stores (:func:`kbtool.kb.datarefs.pack`),
-in one typed pass over the reference tuples and a radix sort by target.
+in one typed pass over the reference tuples, radix sorts by position (when they come out of
+(function, offset) order) and by target.
 
 Part of the data walk's compiled twin (``kbtool.analysis._cdatawalk.columns``, mypyc;
 :mod:`..datawalk_active` loads it with the walk): ffmpeg's 382k references become their
@@ -74,13 +75,15 @@ def ref_columns(
     refs: list[Any], kinds: dict[str, int], target_kinds: dict[str, int], scale: i64
 ) -> list[tuple[str, bytes]]:
     """The columns of ``refs`` (``(func_index, offset, kind, target_kind, target, width)``
-    tuples, in stored order) as ``(typecode, little-endian bytes)``: functions, offsets,
-    keys, kind codes, widths, then the keys sorted and the positions in that order (stable:
-    a key's positions ascend). A kind's code is its value in ``kinds``; a key is ``target *
-    scale +`` its target kind's code (``target_kinds``). Typecodes are the narrowest of
-    the store's: ``i`` else ``q`` (kinds ``B``; widths ``B``, ``i``, ``q``; positions
-    ``I``, ``q``). A kind missing from its table raises ``KeyError``; a value past 60 bits
-    ``OverflowError``."""
+    tuples, in any order) in stored order, that is sorted by (function, offset), stable (a
+    tie keeps the order given: :func:`kbtool.kb.datarefs.by_function_and_offset`'s order),
+    as ``(typecode, little-endian bytes)``: functions, offsets, keys, kind codes, widths,
+    then the keys sorted and the positions in that order (stable: a key's positions
+    ascend). A kind's code is its value in ``kinds``; a key is ``target * scale +`` its
+    target kind's code (``target_kinds``). Typecodes are the narrowest of the store's: ``i``
+    else ``q`` (kinds ``B``; widths ``B``, ``i``, ``q``; positions ``I``, ``q``). A kind
+    missing from its table raises ``KeyError``; a value past 60 bits, or rows out of order
+    whose (function, offset) span does not fit one 60-bit sort key, ``OverflowError``."""
     n: i64 = len(refs)
     if n >= 1 << 31:
         raise OverflowError("positions past 31 bits")
@@ -92,6 +95,8 @@ def ref_columns(
     codes = vec[i64]([0] * n)
     widths = vec[i64]([0] * n)
     ri: i64 = 0
+    flo_prev: i64 = -_BIG  # the previous reference's function and offset
+    olo_prev: i64 = -_BIG
     flo: i64 = 0
     fhi: i64 = 0
     olo: i64 = 0
@@ -103,6 +108,7 @@ def ref_columns(
     clo: i64 = 0
     chi: i64 = 0
     first = True
+    ordered = True  # (function, offset) never went down so far
     # the kind strings seen so far and their codes, looked up by identity first (the walk's
     # references share a handful of string objects: a pointer compared per probe, not a
     # dict lookup per reference); a string not among them (or an equal copy) takes the
@@ -154,6 +160,10 @@ def ref_columns(
         codes[ri] = c
         widths[ri] = wd
         ri += 1
+        if f < flo_prev or (f == flo_prev and o < olo_prev):
+            ordered = False
+        flo_prev = f
+        olo_prev = o
         if first:
             flo = fhi = f
             olo = ohi = o
@@ -172,6 +182,13 @@ def ref_columns(
         whi = max(whi, wd)
         clo = min(clo, c)
         chi = max(chi, c)
+    if not ordered:  # (ffmpeg: a constant's "addr" comes when it is used, after its offset)
+        by_pos = _order_by_position(funcs, offsets, flo, fhi, olo, ohi)
+        funcs = _gather(funcs, by_pos)
+        offsets = _gather(offsets, by_pos)
+        keys = _gather(keys, by_pos)
+        codes = _gather(codes, by_pos)
+        widths = _gather(widths, by_pos)
     order = _order_by_key(keys, klo, khi)
     sorted_keys = vec[i64]([0] * n)
     i: i64 = 0
@@ -187,6 +204,63 @@ def ref_columns(
         _write(sorted_keys, klo, khi, "i"),
         _write(order, 0, n - 1, "I"),
     ]
+
+
+def _order_by_position(
+    funcs: vec[i64], offsets: vec[i64], flo: i64, fhi: i64, olo: i64, ohi: i64
+) -> vec[i64]:
+    """The positions sorted by (function, offset), stable. An insertion sort while it moves
+    few (the walk's references are nearly in order: ffmpeg's 382k have ~20k inversions),
+    else :func:`_order_by_key` on one key per reference, ``(function - flo) * offset span
+    + offset - olo`` (``OverflowError`` when the spans' product passes 60 bits: the store's
+    passes then sort)."""
+    n: i64 = len(funcs)
+    order = vec[i64]([0] * n)
+    i: i64 = 0
+    while i < n:
+        order[i] = i
+        i += 1
+    budget: i64 = 8 * n + 4096  # moves allowed before the radix sort takes over
+    i = 1
+    while i < n:
+        f = funcs[i]
+        o = offsets[i]
+        j = i
+        while j > 0:
+            q = order[j - 1]
+            fq = funcs[q]
+            if fq < f or (fq == f and offsets[q] <= o):
+                break
+            order[j] = q
+            j -= 1
+        order[j] = i
+        budget -= i - j
+        if budget < 0:
+            break
+        i += 1
+    if budget >= 0:
+        return order
+    span_o: i64 = ohi - olo + 1
+    span_f: i64 = fhi - flo + 1
+    if span_f > _BIG // span_o:
+        raise OverflowError("a data reference position key past 60 bits")
+    pos = vec[i64]([0] * n)
+    i = 0
+    while i < n:
+        pos[i] = (funcs[i] - flo) * span_o + (offsets[i] - olo)
+        i += 1
+    return _order_by_key(pos, 0, span_f * span_o - 1)
+
+
+def _gather(values: vec[i64], order: vec[i64]) -> vec[i64]:
+    """``values`` in ``order``."""
+    n: i64 = len(order)
+    out = vec[i64]([0] * n)
+    i: i64 = 0
+    while i < n:
+        out[i] = values[order[i]]
+        i += 1
+    return out
 
 
 def _order_by_key(keys: vec[i64], klo: i64, khi: i64) -> vec[i64]:

@@ -60,6 +60,57 @@ def test_packing_with_the_columns_stores_the_same_blobs(rows, chunk):
         datarefs.CHUNK = old
 
 
+def _packed_sorted(rows):
+    try:
+        return datarefs.pack(datarefs.by_function_and_offset(list(rows)))
+    except ValueError as exc:
+        return str(exc)
+
+
+def _packed_any_order(rows, side):
+    try:
+        return datarefs.pack_any_order(list(rows), side)
+    except ValueError as exc:
+        return str(exc)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(ROW, max_size=60), st.sampled_from([1, 3, 1024]))
+def test_rows_in_any_order_pack_as_the_sorted_rows(rows, chunk):
+    """The pass sorts the rows by (function, offset) itself, stable (ties keep the order
+    given: they are stored in it)."""
+    old = datarefs.CHUNK
+    datarefs.CHUNK = chunk
+    try:
+        want = _packed_sorted(rows)
+        for side in SIDES:
+            assert _packed_any_order(rows, side) == want
+    finally:
+        datarefs.CHUNK = old
+
+
+@pytest.mark.parametrize("side", SIDES)
+def test_rows_far_out_of_order_and_wide_spans_pack_as_the_sorted_rows(side):
+    """Few inversions (the insertion sort), many (the radix sort by position), ties of one
+    (function, offset) in both, and spans whose product passes 60 bits (the pass declines,
+    the store sorts): the blobs of the sorted rows each time."""
+    kinds, tks = datarefs.KINDS, datarefs.TARGET_KINDS
+    near = [(i // 50, 1000 + i, kinds[i % 9], tks[i % 3], i * 7 % 501, i % 5) for i in range(3000)]
+    for i in range(0, 3000, 97):  # a constant's "addr" after the ops that follow it
+        near[i], near[i + 3] = near[i + 3], near[i]
+    ties = [(7, 5, kinds[k], "data", 100 - k, k) for k in range(9)]
+    far = list(reversed(near)) + ties + list(reversed(ties))
+    wide = [((300 - i) << 32, i << 32, "load", "data", i, 4) for i in range(300)]
+    for rows in (near + ties, far, wide, [*wide, *ties]):
+        assert datarefs.pack_any_order(list(rows), side) == _packed_sorted(rows)
+    got = side(far, datarefs._KIND, datarefs._TARGET_KIND, 4)
+    assert got == side(
+        datarefs.by_function_and_offset(list(far)), datarefs._KIND, datarefs._TARGET_KIND, 4
+    )
+    with pytest.raises(OverflowError):
+        side(wide, datarefs._KIND, datarefs._TARGET_KIND, 4)  # (reversed: past 60 bits)
+
+
 @pytest.mark.parametrize("side", SIDES)
 def test_the_columns_pass_declines_what_it_cannot_hold_and_errors_stay(side):
     assert datarefs._compiled_columns([(0, 1, "load", "data", 2**61, 0)], side) is None
