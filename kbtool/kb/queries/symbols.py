@@ -73,6 +73,26 @@ def export_rows(conn: sqlite3.Connection, version_id: int) -> list[ExportRow]:
     ]
 
 
+def diff_annotation_rows(
+    conn: sqlite3.Connection, version_id: int
+) -> list[tuple[int, str, str | None, float | None, str | None]]:
+    """``(idx, name, provenance, confidence, evidence)`` of a version's named functions, as
+    :func:`annotations_by_index` reads them (the same rows, in the same order), with the
+    evidence's JSON text only where the provenance is ``oracle`` (else None): all the diff
+    report's runtime flag reads of it (:func:`kbtool.services.diff.rejoin.version_annotations`;
+    every other evidence was parsed to be dropped)."""
+    return [
+        tuple(r)
+        for r in conn.execute(
+            "SELECT f.idx, s.name, s.provenance, s.confidence,"
+            " CASE WHEN s.provenance = 'oracle' THEN s.evidence END"
+            " FROM functions f JOIN symbols s ON s.stable_id = f.stable_id"
+            " WHERE f.version_id = ? AND s.name IS NOT NULL",
+            (version_id,),
+        )
+    ]
+
+
 def annotations_by_index(
     conn: sqlite3.Connection,
     version_id: int,

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kbtool.analysis.runtime import is_runtime_label, is_runtime_name
-from kbtool.kb import queries
+from kbtool.kb.queries.symbols import diff_annotation_rows
 
 __all__ = [
     "version_annotations",
@@ -45,17 +45,20 @@ CHANGED = frozenset(("modified", "new", "deleted"))
 def version_annotations(conn: sqlite3.Connection, version_id: int) -> dict[int, dict[str, Any]]:
     """index -> {name, provenance, confidence, runtime_oracle} for named functions of a version."""
     out: dict[int, dict[str, Any]] = {}
-    for idx, a in queries.annotations_by_index(conn, version_id, with_evidence=True).items():
-        rt = a["provenance"] == "oracle" and any(
-            isinstance(item, dict) and (item.get("runtime") or is_runtime_label(item.get("oracle")))
-            for item in (a["evidence"] if isinstance(a["evidence"], list) else [])
-        )
-        out[idx] = {
-            "name": a["name"],
-            "provenance": a["provenance"],
-            "confidence": a["confidence"],
-            "runtime_oracle": rt,
-        }
+    # (the evidence is read only where it is looked at: an oracle's)
+    for idx, name, prov, conf, ev in diff_annotation_rows(conn, version_id):
+        rt = False
+        if prov == "oracle":
+            try:
+                evidence = json.loads(ev or "[]")
+            except ValueError:
+                evidence = []
+            rt = any(
+                isinstance(item, dict)
+                and (item.get("runtime") or is_runtime_label(item.get("oracle")))
+                for item in (evidence if isinstance(evidence, list) else [])
+            )
+        out[idx] = {"name": name, "provenance": prov, "confidence": conf, "runtime_oracle": rt}
     return out
 
 

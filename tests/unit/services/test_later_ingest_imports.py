@@ -93,3 +93,63 @@ def test_changelog_and_rules_by_attribute_and_a_timer_set_there_is_called(
     finally:
         conn.close()
     assert calls == [1]
+
+
+def _version_annotations_as_before(conn, version_id: int) -> dict:
+    """The report's annotations as computed before session 29: every evidence parsed."""
+    from kbtool.analysis.runtime import is_runtime_label
+
+    out = {}
+    for idx, a in queries.annotations_by_index(conn, version_id, with_evidence=True).items():
+        rt = a["provenance"] == "oracle" and any(
+            isinstance(item, dict) and (item.get("runtime") or is_runtime_label(item.get("oracle")))
+            for item in (a["evidence"] if isinstance(a["evidence"], list) else [])
+        )
+        out[idx] = {
+            "name": a["name"],
+            "provenance": a["provenance"],
+            "confidence": a["confidence"],
+            "runtime_oracle": rt,
+        }
+    return out
+
+
+def test_report_annotations_read_only_an_oracles_evidence(tmp_path: Path) -> None:
+    from kbtool.kb.gate import upsert_symbol
+    from kbtool.services.diff.rejoin import version_annotations
+
+    conn = open_rw(tmp_path / "kb.db")
+    try:
+        ingest_file(conn, DEMO_WASM)
+        rows = [r for r in queries.function_identities(conn, 1) if not r[2]][:6]
+        evidences = [
+            {"oracle": "musl", "runtime": True},
+            {"oracle": "application"},
+            {"oracle": "wasi-libc"},
+            None,
+            {"runtime": True},  # (not an oracle's: never looked at)
+            {"source": "x"},
+        ]
+        provs = ["oracle", "oracle", "oracle", "oracle", "agent", "export"]
+        for r, ev, prov in zip(rows, evidences, provs, strict=True):
+            d = upsert_symbol(
+                conn,
+                r[1],
+                f"fn_{r[0]}",
+                provenance=prov,
+                confidence=0.9,
+                actor="test",
+                evidence=ev,
+                version_id=1,
+            )
+            assert d["written"], d
+        conn.execute(  # an oracle's evidence that is not JSON reads as none
+            "UPDATE symbols SET evidence = '{' WHERE stable_id = ?", (rows[3][1],)
+        )
+        got = version_annotations(conn, 1)
+        assert got == _version_annotations_as_before(conn, 1)
+        assert list(got) == list(_version_annotations_as_before(conn, 1))
+        flagged = {i for i, a in got.items() if a["runtime_oracle"]}
+        assert rows[0][0] in flagged and rows[4][0] not in flagged
+    finally:
+        conn.close()
