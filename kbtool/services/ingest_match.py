@@ -26,6 +26,10 @@ PARALLEL_MATCH_BYTES = 8_000_000
 
 _STATE: dict[str, Any] = {}
 
+#: the new records go to an early child in this many pickles (the child unpickles one
+#: while this process pickles the next)
+_RECORD_CHUNKS = 4
+
 
 def match_in_child(nbytes: int) -> bool:
     """Whether a module of ``nbytes`` is matched in a second process (more than one core
@@ -129,7 +133,9 @@ def _early_child(writer: Any, reader: Any, parent_pid: int) -> None:
         with gc_paused():
             inputs = _early_inputs(_STATE["path"], _STATE["parent"], _STATE["data"], _STATE["sha"])
             old = records_from_rows(inputs["old_rows"])
-            new = _unpack_records(pickle.loads(reader.recv_bytes()))
+            new: list = []
+            for _ in range(pickle.loads(reader.recv_bytes())):  # (the records' chunks)
+                new += _unpack_records(pickle.loads(reader.recv_bytes()))
 
             def report() -> dict:
                 inputs["new_rows"], inputs["new_mem"] = pickle.loads(reader.recv_bytes())
@@ -250,8 +256,13 @@ class MatchJob:
         self.new = new
         if self.proc is None:
             return
-        try:
-            self.sender.send_bytes(pickle.dumps(_pack_records(new), pickle.HIGHEST_PROTOCOL))
+        rows = _pack_records(new)
+        step = max(1, -(-len(rows) // _RECORD_CHUNKS))
+        chunks = [rows[i : i + step] for i in range(0, len(rows), step)]
+        try:  # (in chunks: the child unpickles one while this process pickles the next)
+            self.sender.send_bytes(pickle.dumps(len(chunks)))
+            for chunk in chunks:
+                self.sender.send_bytes(pickle.dumps(chunk, pickle.HIGHEST_PROTOCOL))
         except OSError:  # the child died: the matcher runs here
             self.stop()
 
