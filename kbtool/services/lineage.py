@@ -509,8 +509,11 @@ def carry_from_parent(
             old_recs=old_recs,
             new_recs=new_recs if new_rows is not None else None,
         )
-    out = carry_names(conn, parent, version_id, pairing=pairing) if carry else None
-    store_report(conn, pairing, new_view=new_view, new_mem=new_mem, classes=classes)
+    defined = pairing.defined_pairs()  # (once: the carry and the report walk them)
+    out = carry_names(conn, parent, version_id, pairing=pairing, defined=defined) if carry else None
+    store_report(
+        conn, pairing, new_view=new_view, new_mem=new_mem, classes=classes, defined=defined
+    )
     return out
 
 

@@ -110,8 +110,10 @@ def carry_names(
     *,
     pairing: Pairing | None = None,
     actor: str = ACTOR,
+    defined: list[Pair] | None = None,
 ) -> dict[str, Any]:
-    """Carry names from ``parent_version_id`` to matched functions of ``new_version_id``.
+    """Carry names from ``parent_version_id`` to matched functions of ``new_version_id``
+    (``defined``: ``pairing.defined_pairs()`` when the caller has it).
 
     Returns counts: ``considered`` (matched pairs with a new identity whose old side is
     named), ``written``, ``refused`` (by the gate), ``already`` (same name there),
@@ -136,7 +138,7 @@ def carry_names(
     }
     moved: list[CarriedPair] = []
     with transaction(conn):
-        for p in pg.defined_pairs():
+        for p in pg.defined_pairs() if defined is None else defined:
             if p.identity:
                 continue
             osid = pg.old_rows[p.old_index]["stable_id"]

@@ -479,13 +479,15 @@ def build_report(
     new_view: ModuleView | None = None,
     new_mem: Mapping[int, str] | None = None,
     classes: Classes | None = None,
+    defined: list[Pair] | None = None,
 ) -> dict[str, Any]:
     """The report of a computed pairing. ``triage=False``: without the changelog's
     explanations and triage of modified changes (what :func:`store_report` saves at ingest,
     marked :data:`TRIAGE_PENDING`; the reader or the background warm job triages it).
     ``new_view``: the to-version module's relocation view when the caller has it (ingest);
     ``new_mem``: its ``mem_ops`` facts as stored, by index (ingest: see :class:`_Relocation`);
-    ``classes``: see :data:`Classes` (None, or an answer of None: classified here)."""
+    ``classes``: see :data:`Classes` (None, or an answer of None: classified here);
+    ``defined``: ``pg.defined_pairs()`` when the caller has it (ingest: the name carry's)."""
     ann_old = version_annotations(conn, pg.from_version_id)
     ann_new = version_annotations(conn, pg.to_version_id)
     ta, tb = va.get("toolchain_version"), vb.get("toolchain_version")
@@ -520,7 +522,8 @@ def build_report(
     # old index -> new index of paired defined functions, to place deleted ones in order
     anchors: list[tuple[int, int]] = []
     reloc = _Relocation(conn, pg, new_view, old_sha=va.get("sha256"), new_mem=new_mem)
-    defined = pg.defined_pairs()
+    if defined is None:
+        defined = pg.defined_pairs()
     known = classes(pg, defined) if classes is not None else None
     old_get, new_get, ann_old_get, ann_new_get = (
         old_rows.get,
@@ -648,6 +651,7 @@ def store_report(
     new_view: ModuleView | None = None,
     new_mem: Mapping[int, str] | None = None,
     classes: Classes | None = None,
+    defined: list[Pair] | None = None,
 ) -> dict[str, Any]:
     """Build the report of an already computed pairing and store it (ingest does this for
     each (parent, new) pair, so every surface serves it without re-running the matcher).
@@ -657,7 +661,7 @@ def store_report(
     it as a report saved under older rules (:func:`stored_diff`), and the background warm job
     (:mod:`kbtool.services.diff.warm`, started by ``kbtool ingest``) builds that changelog
     and keeps the answer on disk. The returned report has no triage either. ``new_view``,
-    ``new_mem``, ``classes``: see :func:`build_report`."""
+    ``new_mem``, ``classes``, ``defined``: see :func:`build_report`."""
     report = build_report(
         conn,
         pg,
@@ -667,6 +671,7 @@ def store_report(
         new_view=new_view,
         new_mem=new_mem,
         classes=classes,
+        defined=defined,
     )
     save_diff(conn, report, triage_rules=TRIAGE_PENDING)
     return report
