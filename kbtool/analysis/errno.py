@@ -83,19 +83,23 @@ def _find_after(
     .finditer(data, lo, hi)`` yields (the same matches, left to right, none overlapping),
     from one pass over ``data``: the literal ``head`` found by ``bytes.find``, each pattern
     tried where it occurs and its own last match has ended (one scan of ffmpeg's 25 MB of
-    code instead of one per pattern)."""
+    code instead of one per pattern). The literal is searched by a regex of it: the same
+    positions as ``bytes.find`` (ffmpeg's ``call`` of its candidate, three bytes found
+    nowhere: 12 ms instead of 20)."""
     pats = [re.compile(re.escape(head) + rest, re.DOTALL) for rest in rests]
     found: list[list[re.Match]] = [[] for _ in pats]
     free = [lo] * len(pats)  # where each pattern's next match may start
-    p = data.find(head, lo, hi)
-    while p >= 0:
+    search = re.compile(re.escape(head)).search
+    at = search(data, lo, hi)
+    while at is not None:
+        p = at.start()
         for k, pat in enumerate(pats):
             if p >= free[k]:
                 m = pat.match(data, p, hi)
                 if m is not None:
                     found[k].append(m)
                     free[k] = m.end()
-        p = data.find(head, p + 1, hi)
+        at = search(data, p + 1, hi)
     return found
 
 

@@ -1,5 +1,5 @@
-"""The errno recognizer's scan: ``_find_after`` (the literal head found once by
-``bytes.find``, both store patterns tried there) yields for each pattern exactly what the
+"""The errno recognizer's scan: ``_find_after`` (the literal head found once by a
+regex of it, both store patterns tried there) yields for each pattern exactly what the
 regex engine's own ``finditer`` does, on code built to be dense with heads, partial matches
 and overlaps, within any bounds."""
 
