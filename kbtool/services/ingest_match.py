@@ -137,8 +137,9 @@ def _early_child(writer: Any, reader: Any, parent_pid: int) -> None:
             for _ in range(pickle.loads(reader.recv_bytes())):  # (the records' chunks)
                 new += _unpack_records(pickle.loads(reader.recv_bytes()))
 
-            def report() -> dict:
-                inputs["new_rows"], inputs["new_mem"] = pickle.loads(reader.recv_bytes())
+            def report() -> dict:  # (its length sent: the pickle is in the spool file)
+                got = _read_spool(_STATE["spool"], pickle.loads(reader.recv_bytes()))
+                inputs["new_rows"], inputs["new_mem"] = pickle.loads(got)
                 return inputs
 
             _answer(writer, old, new, report)
@@ -146,6 +147,18 @@ def _early_child(writer: Any, reader: Any, parent_pid: int) -> None:
     except BaseException:  # noqa: BLE001 - the parent runs the matcher itself: its error
         os._exit(1)
     os._exit(0)
+
+
+def _read_spool(fd: int, n: int) -> bytes:
+    """The first ``n`` bytes of the spool file (``fd``, shared with the parent by the fork)."""
+    parts = []
+    while n > 0:
+        got = os.pread(fd, n, sum(map(len, parts)))
+        if not got:
+            raise EOFError("the spool file ended early")
+        parts.append(got)
+        n -= len(got)
+    return b"".join(parts)
 
 
 def _early_inputs(path: str, parent: int, data: bytes, sha: str) -> dict:
@@ -217,7 +230,10 @@ class MatchJob:
         self._flags: Any = False  # the child's second answer, once read
         self.parent: int | None = None  # the version an early child reads (start_early)
         self.sender: Any = None  # to an early child: the new records, the report's rows
-        self._msg: bytes | None = None  # the report's new rows for an early child, pickled
+        # the report's new rows for an early child, pickled into ``_spool`` (an unlinked
+        # file both processes hold from the fork): its length, once written
+        self._msg: int | None = None
+        self._spool: Any = None
 
     def start_early(self, path: str, parent: int, data: bytes, sha: str) -> None:
         """Fork the child before the decode (:func:`start_early`): it reads version
@@ -227,9 +243,16 @@ class MatchJob:
         mpctx = pool_context()
         if mpctx is None:
             return
+        import tempfile
+
         reader, writer = mpctx.Pipe(duplex=False)
         c_reader, sender = mpctx.Pipe(duplex=False)
-        _STATE.update(path=path, parent=parent, data=data, sha=sha)  # inherited by the fork
+        try:  # (a pipe would hold this process until the child, still matching, read it)
+            self._spool = tempfile.TemporaryFile(prefix="kbtool-match-")
+        except OSError:  # no temporary file: the child makes no report flags
+            self._spool = None
+        spool = -1 if self._spool is None else self._spool.fileno()
+        _STATE.update(path=path, parent=parent, data=data, sha=sha, spool=spool)  # (inherited)
         try:
             with signals_deferred():
                 proc = mpctx.Process(
@@ -242,6 +265,7 @@ class MatchJob:
         except OSError:  # no fork (limits): the matcher runs here
             reader.close()
             sender.close()
+            self._close_spool()
             return
         finally:
             _STATE.clear()
@@ -268,13 +292,25 @@ class MatchJob:
 
     def prepare_report(self, new_rows: list, new_mem: dict) -> None:
         """The new side of the report's pairing for the early child (its rows before the
-        stable ids, its memory-access texts), pickled now and sent with the answer read:
-        the child then makes the report's pairing and flags."""
+        stable ids, its memory-access texts), pickled now into the spool file, its length
+        sent with the answer read: the child then makes the report's pairing and flags."""
         import pickle
 
-        if self.proc is not None and self.parent is not None:
-            self._msg = pickle.dumps((new_rows, new_mem), pickle.HIGHEST_PROTOCOL)
-            self.report = {}  # (the child makes the flags)
+        if self.proc is None or self._spool is None:
+            return
+        msg = pickle.dumps((new_rows, new_mem), pickle.HIGHEST_PROTOCOL)
+        try:
+            self._spool.write(msg)
+            self._spool.flush()
+        except OSError:  # (a full disk): the report's pairing and flags made here
+            return
+        self._msg = len(msg)
+        self.report = {}  # (the child makes the flags)
+
+    def _close_spool(self) -> None:
+        spool, self._spool = self._spool, None
+        if spool is not None:
+            spool.close()
 
     def start(self, report: Callable[[], dict] | None = None) -> None:
         """Fork the child (``report()``: its inputs for the report's flags, asked only when
@@ -330,9 +366,11 @@ class MatchJob:
         return _run(self.old, self.new)
 
     def _send_report(self) -> None:
-        msg, self._msg = self._msg, None
+        import pickle
+
+        n, self._msg = self._msg, None
         try:
-            self.sender.send_bytes(msg)
+            self.sender.send_bytes(pickle.dumps(n))
         except OSError:  # the child died: the report's pairing and flags made here
             self.report = None
             self.stop()
@@ -366,6 +404,7 @@ class MatchJob:
             return
         if self.sender is not None:  # (an early child that waits for more: EOF)
             self.sender.close()
+        self._close_spool()  # (the child keeps its own descriptor)
         if done:
             self.reader.close()
             return
