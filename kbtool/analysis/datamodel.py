@@ -261,21 +261,24 @@ def scan_bounds(
     return passive, lo, hi, mem_hi
 
 
-def walk_refs(
+def walk_refs_flat(
     data: bytes,
     plan: list[tuple[int, int, int, int, int]],
     lo: int,
     hi: int,
     go: bool,
     mem_hi: int,
-) -> list[list[RefTuple]] | None:
+) -> tuple[list[RefTuple], bool] | None:
     """The references (plain tuples) of every body of ``plan`` by the compiled walk
-    (:mod:`.datawalk`, one process: it costs less than a pool's start), or None when it is not built (the pure
-    scan of :mod:`.datascan` then runs) or fails on a body (the pure scan decides)."""
+    (:mod:`.datawalk`, one process: it costs less than a pool's start), joined in plan
+    order and cut after the body that reaches :data:`MAX_REFS`: ``(refs, truncated)``, what
+    :func:`build_data_model` joins from the pure scan's per-body lists. None when the walk
+    is not built (the pure scan of :mod:`.datascan` then runs) or fails on a body (the pure
+    scan decides)."""
     if datawalk_active.IMPL is None:
         return None
     try:
-        return datawalk_active.IMPL.module_refs(data, plan, lo, hi, go, mem_hi)
+        return datawalk_active.IMPL.module_refs_flat(data, plan, lo, hi, go, mem_hi, MAX_REFS)
     except (IndexError, TypeError, AttributeError, ValueError) as e:
         import logging
 
@@ -301,13 +304,16 @@ def build_data_model(
     refs: list[RefTuple] = []
     truncated = False
     plan = scan_plan(analysis, lo, mem_hi)
-    per_body = walk_refs(data, plan, lo, hi, go, mem_hi)
-    if per_body is None:
+    flat = walk_refs_flat(data, plan, lo, hi, go, mem_hi)
+    per_body: list[list[RefTuple]] | None = None
+    if flat is None:
         pooled = parallel_refs(data, plan, lo, hi, go, mem_hi, workers, progress)
         if pooled is not None:
             per_body = [[_row(r) for r in body] for body in pooled]
+    else:
+        refs, truncated = flat
     step = 512
-    for n in range(0, len(plan), step):
+    for n in range(0, len(plan) if flat is None else 0, step):
         if progress is not None and per_body is None:
             progress(n, len(plan))
         chunk = plan[n : n + step]

@@ -108,6 +108,8 @@ def _quiet() -> bytes:
     return bytes(t)
 
 
+#: ``(func_index, body_offset, body_size, mode, floor)`` per body (:func:`scan_plan`)
+Plan = list[tuple[int, int, int, int, int]]
 _ISCALL: Final = _is_call()
 _QUIET: Final = _quiet()
 _W: Final = bytes(WIDTH)
@@ -592,13 +594,7 @@ def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: 
 
 
 def module_refs(
-    data: bytes,
-    plan: list[tuple[int, int, int, int, int]],
-    lo: int,
-    hi: int,
-    go: bool,
-    mem_hi: int,
-    make: Any = None,
+    data: bytes, plan: Plan, lo: int, hi: int, go: bool, mem_hi: int, make: Any = None
 ) -> list[list[Any]]:
     """The references of the bodies of ``plan`` (``(func_index, body_offset, body_size,
     mode, floor)``, mode 0: nothing to find), one list per body, each reference a plain
@@ -613,6 +609,22 @@ def module_refs(
                 refs = [make(*t) for t in refs]
         out.append(refs)
     return out
+
+
+def module_refs_flat(
+    data: bytes, plan: Plan, lo: int, hi: int, go: bool, mem_hi: int, limit: int
+) -> tuple[list[Any], bool]:
+    """:func:`module_refs`' references joined in one list (plan order), each body's appended
+    where the walk makes them (no list per body, no second pass joining them: ffmpeg's
+    422k); stops after the body with which the count reaches ``limit`` (then True, as the
+    data model's join of the per-body lists does)."""
+    out: list[Any] = []
+    for fi, off, size, mode, floor in plan:
+        if mode:
+            body_refs(data, fi, off, off + size, lo, hi, go, mem_hi, floor, out)
+        if len(out) >= limit:
+            return out, True
+    return out, False
 
 
 def ref_marks(refs: list[Any]) -> tuple[set[int], set[int], dict[int, int]]:

@@ -184,6 +184,7 @@ def test_a_failing_walk_hands_the_module_to_the_pure_scan(monkeypatch, caplog):
 
     fake = SimpleNamespace(
         module_refs=truncated,
+        module_refs_flat=truncated,
         count_item_refs=COMPILED.count_item_refs,
         scan_plan=COMPILED.scan_plan,
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from kbtool.analysis import datamodel as dmod
+from kbtool.analysis import datawalk as pure_walk
 from kbtool.analysis import datawalk_active
 from kbtool.analysis.datamodel import build_data_model
 from kbtool.analysis.datatypes import DataModel, DataRef
@@ -81,3 +82,37 @@ def test_ref_marks_equal_the_three_pure_reads():
     assert fptr == {r[4] for r in refs if r[2] == "funcptr"} == {4096, 5}
     assert gostr == {r[4]: r[5] for r in refs if r[2] == "gostring"} == {8192: 7}
     assert COMPILED.ref_marks([]) == (set(), set(), {})
+
+
+@pytest.mark.parametrize("impl", [pure_walk] + ([COMPILED] if COMPILED is not None else []))
+def test_the_walk_joins_the_bodies_and_stops_after_the_body_reaching_the_limit(impl):
+    """``module_refs_flat``: the per-body lists joined in plan order, cut after the body
+    with which the count reaches the limit (what the data model's join did)."""
+    data = DEMO.read_bytes()
+    a = analyze_module(data)
+    passive, lo, hi, mem_hi = dmod.scan_bounds(a, data, stack_pointer_global(a, data))
+    plan = dmod.scan_plan(a, lo, mem_hi)
+    per_body = impl.module_refs(data, plan, lo, hi, False, mem_hi)
+    joined = [r for body in per_body for r in body]
+    assert len(joined) > 1000
+    for limit in (0, 1, 50, len(joined) // 2, len(joined), len(joined) + 1, 10**9):
+        want: list = []
+        cut = False
+        for body in per_body:
+            want.extend(body)
+            if len(want) >= limit:
+                cut = True
+                break
+        got = impl.module_refs_flat(data, plan, lo, hi, False, mem_hi, limit)
+        assert got == (want, cut)
+        assert (len(got[0]) < len(joined)) == (limit <= len(joined) - 1 and cut)
+
+
+@needs_twin
+@pytest.mark.parametrize("limit", [1, 777, 10**9])
+def test_a_truncated_model_is_the_same_compiled_and_pure(monkeypatch, limit):
+    monkeypatch.setattr(dmod, "MAX_REFS", limit)
+    compiled = _model(monkeypatch, COMPILED)
+    pure = _model(monkeypatch, None)
+    assert compiled == pure
+    assert compiled.truncated == (limit < 10**9)
