@@ -231,25 +231,36 @@ def type_code(valtypes: Any) -> str:
 _UNIONS: Final[dict[tuple[tuple, tuple], tuple]] = {}
 
 
-def _union(x: tuple, y: tuple) -> tuple:
+def _union(x: tuple[int, ...], y: tuple[int, ...]) -> tuple:
     """The locals of ``x`` and ``y`` once each, as ``tuple(set(x) | set(y))`` has them.
 
     Only the members and their count matter to the lifter (``in`` tests, a tuple of one
     local read as ``locs[0]``), never their order: two one-local tuples (half the calls)
     give ``x`` or ``(a, b)``; a dozen locals at most are listed in order of first sight
-    (no sets, no memo); more go through the sets, remembered per pair of tuples."""
+    (no sets, no memo; the members, local indices and their ``~``, compared as native
+    ints, not by ``in``'s generic compare); more go through the sets, remembered per pair
+    of tuples."""
     if len(x) == 1 and len(y) == 1:
         a = x[0]
         b = y[0]
         return x if a == b else (a, b)
     if len(x) + len(y) <= 12:
-        out: list[object] = []
+        out: list[int] = []
+        n = 0
         for v in x:
-            if v not in out:
+            j = 0
+            while j < n and out[j] != v:
+                j += 1
+            if j == n:
                 out.append(v)
+                n += 1
         for v in y:
-            if v not in out:
+            j = 0
+            while j < n and out[j] != v:
+                j += 1
+            if j == n:
                 out.append(v)
+                n += 1
         return tuple(out)
     key = (x, y)
     u = _UNIONS.get(key)

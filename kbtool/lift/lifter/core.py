@@ -42,6 +42,14 @@ def split_marks(line: str | None) -> tuple[str | None, str]:
     return _unmark(line), _marks(line)  # (a note's marker: \x01 digits \x02)
 
 
+def _reads(locs: tuple[int, ...], idx: int, nx: int) -> bool:
+    """``idx in locs or nx in locs`` (the members are ints: compared natively)."""
+    for v in locs:
+        if v == idx or v == nx:
+            return True
+    return False
+
+
 class _Frame:
     __slots__ = (
         "blk",
@@ -350,7 +358,7 @@ class _Core:
         st = self.stack
         nx = ~idx
         for k, e in enumerate(st):
-            if e.locs and (idx in e.locs or nx in e.locs) and e.const is None:
+            if e.locs and _reads(e.locs, idx, nx) and e.const is None:
                 st[k] = self.spill(e)
 
     def foldable(self, x: int) -> bool:

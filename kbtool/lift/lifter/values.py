@@ -62,6 +62,13 @@ _BIN_OPER: Final = bytes(
     _OPER_CODE.get(e[3], 11) if e and e[0] in _FORM_CODE else 0 for e in CTABLE
 )
 _BIN_PREC: Final = bytes(PREC[e[3]] if e and e[0] in _FORM_CODE else 0 for e in CTABLE)
+#: the operator with its spaces (`` + ``) and a comparison's negation (`` >= ``), per op id:
+#: an expression's text is built from three parts, not five
+_BIN_SP: Final[list[str]] = [f" {e[3]} " if e and e[0] in _FORM_CODE else "" for e in CTABLE]
+_BIN_NEG_SP: Final[list[str]] = [
+    f" {_NEG_CMP[e[3]]} " if e and e[0] in ("cmp", "cmpu") and e[3] in _NEG_CMP else ""
+    for e in CTABLE
+]
 
 
 def _number(e: _E) -> _E:
@@ -132,7 +139,9 @@ class _Values(_Memory):
             b = stack.pop()
             a = stack.pop()
             if a.locs:
-                locs = b.locs and (a.locs if a.locs == b.locs else _union(a.locs, b.locs))
+                la = a.locs
+                lb = b.locs
+                locs = lb and (la if la is lb or la == lb else _union(la, lb))
                 locs = locs or a.locs
             else:
                 locs = b.locs
@@ -247,7 +256,7 @@ class _Values(_Memory):
                 b = _narrow(b)
         if bk == 1:
             if isint and (oc == 7 or oc == 8):  # div_s / rem_s
-                return _E(f"{_so(a, ty, P)} {op} {_so(b, ty, P - 1)}", P, rty, fl, locs)
+                return _E(f"{_so(a, ty, P)}{_BIN_SP[opi]}{_so(b, ty, P - 1)}", P, rty, fl, locs)
             u = isint and (a.u or b.u)  # C's usual conversions: the same bits, unsigned
             if (
                 oc == 1
@@ -272,7 +281,7 @@ class _Values(_Memory):
             ):
                 # x + -8 is x - 8, x - -64 is x + 64
                 c = _i32_text(-b.const) if ty == "i32" else _i64_text(-b.const)
-                return _E(f"{_p(a, 4)} {'-' if oc == 1 else '+'} {c}", 4, rty, fl, locs, u=u)
+                return _E(f"{_p(a, 4)}{' - ' if oc == 1 else ' + '}{c}", 4, rty, fl, locs, u=u)
             if oc == 2 and a.const == 0 and isint and type(a.const) is int:
                 t = f"-{_p(b, 2)}" if not b.text.startswith("-") else f"-({b.text})"
                 return _E(t, 2, rty, fl, locs, u=u)
@@ -281,8 +290,8 @@ class _Values(_Memory):
                 an = a.nn or _nonneg_const(a)
                 bn = b.nn or _nonneg_const(b)
                 nn = isint and ((an or bn) if oc == 4 else (an and bn))
-                return _E(f"{la} {op} {_p(b, 2)}", P, rty, fl, locs, u=u, nn=nn)
-            return _E(f"{_p(a, P)} {op} {_p(b, P - 1)}", P, rty, fl, locs, u=u)
+                return _E(f"{la}{_BIN_SP[opi]}{_p(b, 2)}", P, rty, fl, locs, u=u, nn=nn)
+            return _E(f"{_p(a, P)}{_BIN_SP[opi]}{_p(b, P - 1)}", P, rty, fl, locs, u=u)
         if bk == 2:
             # unsigned operands give an unsigned result: no cast back to signed; never
             # negative operands need no cast and give a never negative (int) result
@@ -292,7 +301,7 @@ class _Values(_Memory):
             nn = signed or (
                 type(bc) is int and (bc >= 2 if oc == 7 else 0 < bc <= 0x7FFFFFFF) or b.nn
             )
-            return _E(f"{ta} {op} {tb}", P, rty, fl, locs, u=not signed, nn=nn)
+            return _E(f"{ta}{_BIN_SP[opi]}{tb}", P, rty, fl, locs, u=not signed, nn=nn)
         if bk == 3 or bk == 4:
             if bk == 4:
                 ta, tb = _uo_pair(a, b, ty, P)
@@ -317,9 +326,9 @@ class _Values(_Memory):
             neg = None
             negp = -1
             if isint:
-                neg = f"{ta} {_NEG_CMP[op]} {tb}"
+                neg = f"{ta}{_BIN_NEG_SP[opi]}{tb}"
                 negp = P
-            return _E(f"{ta} {op} {tb}", P, "i32", fl, locs, neg, None, None, negp, nn=True)
+            return _E(f"{ta}{_BIN_SP[opi]}{tb}", P, "i32", fl, locs, neg, None, None, negp, nn=True)
         bits = 31 if ty == "i32" else 63
         if b.const is not None and isinstance(b.const, int):
             cnt = str(b.const & bits)
@@ -337,4 +346,4 @@ class _Values(_Memory):
         if bk == 6:
             sa = _p(a, 2) if a.nn else _so(a, ty, 2)  # a never negative value shifts alike
             return _E(f"{sa} >> {cnt}", 5, rty, fl, locs, u=a.u and a.nn, nn=a.nn)
-        return _E(f"{_p(a, 2)} {op} {cnt}", 5, rty, fl, locs, u=a.u)
+        return _E(f"{_p(a, 2)}{_BIN_SP[opi]}{cnt}", 5, rty, fl, locs, u=a.u)

@@ -118,8 +118,10 @@ for _k, _ops in (
         assert _RUN_KIND[_op] == 0
         _RUN_KIND[_op] = _k
 _RUN_KINDS: Final = bytes(_RUN_KIND)
-#: the text of the constants 0..255 (the walk's fast path for a small ``i32.const``)
-_SMALL_TEXT: Final[tuple[str, ...]] = tuple(str(_v) for _v in range(256))
+#: the constants 0..255 (the walk's fast path for a small ``i32.const``): one shared
+#: expression each, as ``lget`` shares a local's (no pass changes an expression it did not
+#: make: every attribute write in the lifter is on a new ``_E``)
+_SMALL_E: Final[list[_E]] = [_E(str(_v), 0, "i32", 0, (), None, _v) for _v in range(256)]
 
 
 def _v128_text(raw: bytes) -> str:
@@ -227,7 +229,7 @@ class _Lifter(_Gc):
                 if k == 4:
                     v: int = imms[0]
                     if 0 <= v < 256:
-                        stack.append(_E(_SMALL_TEXT[v], 0, "i32", 0, (), None, v))
+                        stack.append(_SMALL_E[v])
                         continue
             else:
                 if op in _OPENERS:
