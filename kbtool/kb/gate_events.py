@@ -123,10 +123,37 @@ def _repeat(
     return True
 
 
+_STAMP_DIGITS = ((0, 4), (5, 7), (8, 10), (11, 13), (14, 16), (17, 19), (20, 26))
+
+
+def _parse_stamp(stamp: str) -> datetime:
+    """``datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ")`` in UTC, the same value or the same
+    ValueError. The shape :func:`~kbtool.kb.db.now` writes (``2026-11-29T06:00:00.123456Z``, ASCII
+    digits) is read by hand: strptime's first use imports ``_strptime``, ``calendar`` and
+    ``locale`` (a later ingest that refuses a name paid ~0.5-3 ms for them); any other text
+    (a ``KBTOOL_FROZEN_TIME`` of another shape) goes to strptime as before."""
+    if (
+        len(stamp) == 27
+        and stamp[4] == "-"
+        and stamp[7] == "-"
+        and stamp[10] == "T"
+        and stamp[13] == ":"
+        and stamp[16] == ":"
+        and stamp[19] == "."
+        and stamp[26] == "Z"
+    ):
+        parts = [stamp[a:b] for a, b in _STAMP_DIGITS]
+        if all(p.isascii() and p.isdigit() for p in parts):
+            # (datetime() refuses what strptime's pattern or its date check refuses here:
+            # month 0 or 13, day 0 or 32, Feb 30, hour 24, minute or second 60/61, year 0)
+            return datetime(*map(int, parts), tzinfo=UTC)
+    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+
+
 def _refusals_last_minute(conn: sqlite3.Connection, actor: str, stamp: str) -> int:
     """Refusal rows ``actor`` added in the minute before ``stamp``."""
     try:
-        t = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+        t = _parse_stamp(stamp)
     except ValueError:
         return 0
     since = (t - timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

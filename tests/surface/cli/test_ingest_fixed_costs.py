@@ -46,6 +46,10 @@ def test_first_ingest_imports_neither_pickle_nor_the_matcher(tmp_path: Path) -> 
     # the first version of a program pairs nothing: no matcher, pure or compiled
     assert not {m for m in loaded if m.startswith("kbtool.identity.matcher")}
     assert not {m for m in loaded if "_cmatcher" in m}
+    # the query package loads its resource modules on first use (session 29 S): an ingest
+    # reads none of these (nor agents' orjson before the fingerprints need it)
+    for name in ("agents", "analysis", "events", "search", "diffs"):
+        assert f"kbtool.kb.queries.{name}" not in loaded, name
 
 
 def test_later_ingest_with_the_warm_ups_off_imports_neither(tmp_path: Path) -> None:
