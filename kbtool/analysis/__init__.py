@@ -32,6 +32,8 @@ Progress = Callable[[str, int, int], None]
 
 @dataclass
 class StaticAnalysis:
+    """The static passes' results: names, review items, thread facts, recovered structs."""
+
     names: list[dict] = field(default_factory=list)
     review: list[dict] = field(default_factory=list)
     thread_facts: list[dict] = field(default_factory=list)

@@ -58,6 +58,8 @@ GO_GLOBALS = ("SP", "CTXT", "g", "RET0", "RET1", "RET2", "RET3", "PAUSE")
 
 @dataclass(slots=True)
 class GlobalInfo:
+    """One global of the data model."""
+
     index: int
     type: str
     mutable: bool
@@ -74,6 +76,8 @@ class GlobalInfo:
 
 @dataclass(slots=True)
 class DataRef:
+    """One instruction's reference to data, a global or a table."""
+
     func_index: int
     offset: int  # file offset of the instruction
     kind: str  # load, store, addr, read, write, call_indirect
@@ -89,6 +93,8 @@ RefTuple = tuple[int, int, str, str, int, int]
 
 @dataclass(slots=True)
 class DataModel:
+    """A module's data model: globals, data items and the references to them."""
+
     globals: list[GlobalInfo]
     items: list[DataItem]
     ref_rows: list[RefTuple]  # plain tuples: no object per reference (ffmpeg: 382k)

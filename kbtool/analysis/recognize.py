@@ -62,6 +62,8 @@ OP = {m: i for i, m in enumerate(MNEMONICS)}
 
 @dataclass(slots=True)
 class Candidate:
+    """One recognized function: its index and proposed name."""
+
     func_index: int
     name: str
     confidence: float

@@ -70,6 +70,8 @@ GO_FUNC_VALUE_OFFSET = 0x1000  # cmd/link/internal/wasm funcValueOffset: PC_F of
 
 @dataclass(slots=True)
 class FuncFacts:
+    """The static facts of one function."""
+
     index: int
     imported: bool
     import_module: str | None
@@ -108,6 +110,8 @@ class FuncFacts:
 
 @dataclass
 class ModuleAnalysis:
+    """A module with the static facts of each of its defined functions."""
+
     module: Module
     functions: list[FuncFacts] = field(default_factory=list)
     toolchain_version: str | None = None

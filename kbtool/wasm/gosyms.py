@@ -284,6 +284,8 @@ def _function_table(module: Module) -> dict[int, int]:
 
 @dataclass(slots=True)
 class _Table:
+    """A Go pclntab's header fields."""
+
     magic: int
     address: int
     nfunc: int

@@ -32,6 +32,8 @@ SECTION_NAMES = {
 
 @dataclass(slots=True)
 class FuncType:
+    """A function type: its parameter and result value types."""
+
     params: tuple[str, ...] = ()
     results: tuple[str, ...] = ()
     kind: str = "func"  # "func", or "struct"/"array" for GC types (params/results empty)
@@ -54,6 +56,8 @@ class FuncType:
 
 @dataclass(slots=True)
 class Import:
+    """One import: module and field names, its kind and index."""
+
     module: str
     field: str
     kind: str  # "func", "table", "memory", "global", "tag"
@@ -64,6 +68,8 @@ class Import:
 
 @dataclass(slots=True)
 class Table:
+    """A table: its reference type and limits."""
+
     reftype: str
     min: int
     max: int | None
@@ -74,6 +80,8 @@ class Table:
 
 @dataclass(slots=True)
 class Memory:
+    """A linear memory: its limits (pages) and flags."""
+
     min: int
     max: int | None
     shared: bool = False
@@ -84,6 +92,8 @@ class Memory:
 
 @dataclass(slots=True)
 class Global:
+    """A global: its value type, mutability and initializer."""
+
     valtype: str
     mutable: bool
     imported: bool = False
@@ -93,6 +103,8 @@ class Global:
 
 @dataclass(slots=True)
 class Export:
+    """One export: its name, kind and index."""
+
     name: str
     kind: str
     index: int
@@ -100,6 +112,8 @@ class Export:
 
 @dataclass(slots=True)
 class Element:
+    """An element segment: mode, table, offset and function indices."""
+
     mode: str  # "active", "passive", "declarative"
     table_index: int
     offset: int | None  # constant offset of an active segment, None if not constant
@@ -109,6 +123,8 @@ class Element:
 
 @dataclass(slots=True)
 class DataSegment:
+    """A data segment: memory, offset and where its bytes are."""
+
     memory_index: int
     offset: int | None  # constant offset of an active segment, None if not constant
     data: bytes
@@ -118,6 +134,8 @@ class DataSegment:
 
 @dataclass(slots=True)
 class CustomSection:
+    """A custom section: its name and payload."""
+
     name: str
     offset: int  # file offset of ``data`` (the payload after the name)
     data: bytes
@@ -125,12 +143,16 @@ class CustomSection:
 
 @dataclass(slots=True)
 class Tag:
+    """An exception tag: its attribute and type index."""
+
     attribute: int
     type_index: int
 
 
 @dataclass(slots=True)
 class Section:
+    """One section as it appears in the file: id, name and extent."""
+
     id: int
     name: str
     offset: int  # file offset of the payload
@@ -139,6 +161,8 @@ class Section:
 
 @dataclass
 class Module:
+    """A parsed WebAssembly module: its sections' contents, in index order."""
+
     types: list[FuncType] = field(default_factory=list)
     imports: list[Import] = field(default_factory=list)
     func_imports: list[Import] = field(default_factory=list)
