@@ -39,6 +39,8 @@ class FuncRecord:
 
 @dataclass(frozen=True, slots=True)
 class Match:
+    """One pairing of an old and a new function."""
+
     old_index: int
     new_index: int
     score: float
