@@ -49,23 +49,15 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _run(
-    old: Sequence, new: Sequence, keep: list | None = None
-) -> tuple[list, list, list[str], Any]:
+def _run(old: Sequence, new: Sequence) -> tuple[list, list, list[str], Any]:
     """The matcher on ``old``/``new`` inside a review memo: ``(exact, full, notes,
     verdicts)`` (``verdicts``: the memo's key and verdicts of the final pairing's review,
-    None when it kept none). ``keep``: the matcher is appended there, not freed (a child
-    that leaves by ``os._exit``: :func:`kbtool.identity.match_kept.match_staged_kept`)."""
+    None when it kept none)."""
     from kbtool.identity.matcher import MatchStats, match_functions_staged, review
 
     stats: list[MatchStats] = []
     with review.review_memo():
-        if keep is None:
-            exact, full = match_functions_staged(old, new, stats=stats)
-        else:
-            from kbtool.identity.match_kept import match_staged_kept
-
-            exact, full = match_staged_kept(old, new, keep, stats=stats)
+        exact, full = match_functions_staged(old, new, stats=stats)
         memo = review._MEMO.get()  # noqa: SLF001 - the verdicts this run left
         verdicts = (memo[0], memo[3]) if memo else None
     return exact, full, stats[0].notes, verdicts
@@ -113,8 +105,7 @@ def _answer(writer: Any, old: Sequence, new: Sequence, report: Callable[[], Any]
     report's pair flags."""
     import pickle
 
-    kept: list = []  # (the matcher's heap never freed: this process leaves by os._exit)
-    exact, full, notes, verdicts = _run(old, new, kept)
+    exact, full, notes, verdicts = _run(old, new)
     out = (_pack(exact), _pack(full), notes, verdicts)
     writer.send_bytes(pickle.dumps(out, pickle.HIGHEST_PROTOCOL))
     del out

@@ -134,20 +134,3 @@ def test_the_expected_parent(tmp_path) -> None:
     assert ingest_match.expected_parent(conn, "nothing", None, []) is None
     assert ingest_match.expected_parent(conn, None, None, [{"id": 1}]) == 1  # the same bytes
     conn.close()
-
-
-def test_the_kept_matcher_gives_the_same_answer() -> None:
-    from kbtool.identity.match_kept import match_staged_kept
-    from kbtool.identity.matcher import match_functions_staged
-    from kbtool.identity.records import records_from_analysis
-    from kbtool.wasm import analyze_module
-
-    old, new = (records_from_analysis(analyze_module(p.read_bytes())) for p in (Z55, Z56))
-    stats: list = []
-    kept_stats: list = []
-    keep: list = []
-    want = match_functions_staged(old, new, stats=stats)
-    got = match_staged_kept(old, new, keep, stats=kept_stats)
-    assert got == want and want[1]  # (exact, full): the same matches, in order
-    assert kept_stats[0].notes == stats[0].notes
-    assert len(keep) == 1  # the matcher itself, not freed

@@ -131,13 +131,12 @@ def test_a_child_that_dies_loses_nothing(tmp_path, monkeypatch) -> None:
 
 
 def test_a_matcher_error_is_the_same_error_and_nothing_lands(tmp_path, monkeypatch) -> None:
-    from kbtool.identity import match_kept, matcher
+    from kbtool.identity import matcher
 
-    def broken(old, new, *args, **kw):
+    def broken(old, new, **kw):
         raise RuntimeError("matcher broke")
 
     monkeypatch.setattr(matcher, "match_functions_staged", broken)
-    monkeypatch.setattr(match_kept, "match_staged_kept", broken)  # (the child's entry)
     for env in ("0", str(10**12)):  # in a child (which fails), and here
         monkeypatch.setenv("KBTOOL_PARALLEL_MATCH_BYTES", env)
         conn = open_rw(tmp_path / f"kb{len(env)}.db")
