@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ..records import FuncRecord, Match
-from .bigrams import _TYPED
+from .bigrams import _TYPED, append, i64, vec
 from .features import FeatureCache, is_minified_name, size_ratio
 
 REVIEW_SCORE = 0.6  # matches scoring below this are flagged for review
@@ -48,6 +48,46 @@ def bisect_ints(a: list[int], x: int) -> int:
     return lo
 
 
+# a Match's slots set through their descriptors: the very object the frozen dataclass's
+# ``__init__`` makes (its fields in order, nothing else), without its interpreted
+# ``object.__setattr__`` per field (the matcher makes one per accept: ~45k on ffmpeg).
+# (Held in a tuple: a module-level name bound to a slot wrapper has no ``__module__``.)
+_MATCH_MAKE = (
+    object.__new__,
+    Match.__dict__["old_index"].__set__,
+    Match.__dict__["new_index"].__set__,
+    Match.__dict__["score"].__set__,
+    Match.__dict__["method"].__set__,
+    Match.__dict__["review"].__set__,
+)
+
+
+def new_match(o: int, n: int, score: float, method: str, review: bool) -> Match:
+    """``Match(o, n, score, method, review)``, made faster (see above)."""
+    new, set_o, set_n, set_s, set_m, set_r = _MATCH_MAKE
+    m = new(Match)
+    set_o(m, o)
+    set_n(m, n)
+    set_s(m, score)
+    set_m(m, method)
+    set_r(m, review)
+    return m
+
+
+def _bisect_vec(a: vec[i64], x: i64) -> i64:
+    """``bisect.bisect_left(a, x)`` on a sorted native array of ints (a typed loop in the
+    twin; a vec is no sequence for :mod:`bisect`)."""
+    lo: i64 = 0
+    hi: i64 = len(a)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 def _weak_name(name: str) -> bool:
     """Short names (3 characters) are only trusted together with an equal signature."""
     return len(name) <= 3
@@ -63,6 +103,8 @@ class _Side:
         "order",
         "callees",
         "callers",
+        "callees_a",
+        "callers_a",
         "table",
         "in_table",
         "imported",
@@ -142,6 +184,17 @@ class _Side:
         for j, i in enumerate(self.table):
             tpos_a[i] = j
         self.tpos_a = tpos_a
+        # the neighbour lists as dense arrays by function index too (the same tuple objects;
+        # () where no function is): what the hot paths read, no int-keyed dict lookup
+        empty: tuple[int, ...] = ()
+        callees_a = [empty] * size
+        callers_a = [empty] * size
+        for i, t in callees.items():
+            callees_a[i] = t
+        for i, t in self.callers.items():
+            callers_a[i] = t
+        self.callees_a = callees_a
+        self.callers_a = callers_a
 
     def position(self, seq: Sequence[int]) -> dict[int, int]:
         """function index -> its position in ``seq`` (one of this side's neighbour lists;
@@ -220,7 +273,7 @@ class MatcherBase:
         # old index whose pairing changed since (None: none; -1: from the start), the
         # sequences it read, its back links and its state every ANCHOR_STEP positions
         self._anchor_dirty: int | None = -1
-        self._anchor_run: tuple[list[int], list[int], list[int], list] | None = None
+        self._anchor_run: tuple[vec[i64], vec[i64], vec[i64], list] | None = None
         self._scored: tuple[int, list[tuple[float, int, int]]] | None = None
         self.anchor_n: list[int] = []
         self.span_o = self.span_n = (0, 0)
@@ -316,7 +369,7 @@ class MatcherBase:
         self.o2n_a[o] = n
         self.n2o_a[n] = o
         score = max(0.0, min(1.0, score))
-        self.result[n] = Match(o, n, round(score, 4), method, bool(review))
+        self.result[n] = new_match(o, n, round(score, 4), method, bool(review))
         if self._img_cache:
             self._img_touched.append(o)
         if self._wv_chg is not None:
@@ -329,19 +382,19 @@ class MatcherBase:
         self._enqueue(o, n)
         # the neighbourhoods of matched neighbours just changed: look at them again
         o2n_a, n2o_a = self.o2n_a, self.n2o_a
-        for x in self.OLD.callers[o]:
+        for x in self.OLD.callers_a[o]:
             y = o2n_a[x]
             if y >= 0:
                 self._enqueue(x, y)
-        for x in self.OLD.callees[o]:
+        for x in self.OLD.callees_a[o]:
             y = o2n_a[x]
             if y >= 0:
                 self._enqueue(x, y)
-        for y in self.NEW.callers[n]:
+        for y in self.NEW.callers_a[n]:
             z = n2o_a[y]
             if z >= 0:
                 self._enqueue(z, y)
-        for y in self.NEW.callees[n]:
+        for y in self.NEW.callees_a[n]:
             z = n2o_a[y]
             if z >= 0:
                 self._enqueue(z, y)
@@ -355,9 +408,9 @@ class MatcherBase:
         chg_o, chg_n = self._wv_chg
         chg_o[o] = t
         chg_n[n] = t
-        for c in self.OLD.callees[o]:
+        for c in self.OLD.callees_a[o]:
             chg_o[c] = t
-        for c in self.NEW.callees[n]:
+        for c in self.NEW.callees_a[n]:
             chg_n[c] = t
 
     def table_memo(self, key: str, make):
@@ -388,8 +441,8 @@ class MatcherBase:
         """(agree, disagree, defined callees) of the pair's callees under the current match:
         a callee matched to a callee of the other side agrees, matched elsewhere disagrees."""
         imp_o, imp_n = self.OLD.imp_a, self.NEW.imp_a
-        co = [c for c in self.OLD.callees[o] if not imp_o[c]]
-        cn = [c for c in self.NEW.callees[n] if not imp_n[c]]
+        co = [c for c in self.OLD.callees_a[o] if not imp_o[c]]
+        cn = [c for c in self.NEW.callees_a[n] if not imp_n[c]]
         o2n_a, n2o_a = self.o2n_a, self.n2o_a
         agree = disagree = 0
         if len(co) == len(cn):
@@ -464,54 +517,66 @@ class MatcherBase:
         self._anchor_dirty = None
         if dirty is None and run is not None:
             return  # no pairing changed since the last run: the same anchors
-        step = self.ANCHOR_STEP
+        # (the run's sequences as native arrays in the twin, ``vec[i64]``: no int boxed per
+        # entry; lists in pure Python. A vec is cut by a slice and grown by ``append``'s
+        # result, never through an alias)
+        step: i64 = self.ANCHOR_STEP
+        marks: list[tuple[vec[i64], vec[i64]]]
+        p: i64 = 0
         if run is None or dirty is None or dirty < 0:  # (None: only with no run)
-            os_: list[int] = []
-            ns: list[int] = []
-            prev: list[int] = []
-            marks: list[tuple[list[int], list[int]]] = []
-            p = 0
+            os_ = vec[i64]()
+            ns = vec[i64]()
+            prev = vec[i64]()
+            marks = []
         else:
             os_, ns, prev, marks = run
-            p = bisect_ints(os_, dirty)  # positions before p read the same pairs
-        c = min(p // step, len(marks) - 1) if marks else 0
-        start = c * step
-        del os_[start:], ns[start:], prev[start:], marks[c + 1 :]
+            p = _bisect_vec(os_, dirty)  # positions before p read the same pairs
+        c: i64 = 0
+        if marks:
+            c = min(p // step, len(marks) - 1)
+        start: i64 = c * step
+        os_, ns, prev = os_[:start], ns[:start], prev[:start]
+        del marks[c + 1 :]
         # the matched pairs by old index from ``start`` (one new index each), imported new
         # ones left out
-        for o in range(os_[-1] + 1 if os_ else 0, len(o2n_a)):
+        no: i64 = len(os_)
+        for o in range(os_[no - 1] + 1 if no else 0, len(o2n_a)):
             m = o2n_a[o]
             if m >= 0 and not imported[m]:
-                os_.append(o)
-                ns.append(m)
+                os_ = append(os_, o)
+                ns = append(ns, m)
+        # new index at the end of the best chain of each length, and its position
         if marks:
             tails, tail_pos = marks[c][0][:], marks[c][1][:]
         else:
-            tails, tail_pos = [], []  # new index at the end of the best chain of each length
-        prev += [-1] * (len(ns) - start)
-        for s0 in range(start, len(ns), step):
+            tails, tail_pos = vec[i64](), vec[i64]()
+        nn: i64 = len(ns)
+        for s0 in range(start, nn, step):
             if s0 != start or not marks:
                 marks.append((tails[:], tail_pos[:]))
-            for k in range(s0, min(s0 + step, len(ns))):
+            for k in range(s0, min(s0 + step, nn)):
                 n = ns[k]
-                if not tails or n > tails[-1]:
+                nt: i64 = len(tails)
+                # (each ``prev`` entry appended at its position k, in order)
+                if not nt or n > tails[nt - 1]:
                     # the chain grows (bisect_left would give len(tails): the same step)
-                    prev[k] = tail_pos[-1] if tail_pos else -1
-                    tails.append(n)
-                    tail_pos.append(k)
+                    prev = append(prev, tail_pos[nt - 1] if nt else -1)
+                    tails = append(tails, n)
+                    tail_pos = append(tail_pos, k)
                     continue
-                j = bisect_ints(tails, n)
+                j = _bisect_vec(tails, n)
                 tails[j] = n
                 tail_pos[j] = k
-                prev[k] = tail_pos[j - 1] if j else -1
+                prev = append(prev, tail_pos[j - 1] if j else -1)
         self._anchor_run = (os_, ns, prev, marks)
         anchor_o: list[int] = []
         anchor_n: list[int] = []
-        k = tail_pos[-1] if tail_pos else -1
-        while k >= 0:
-            anchor_o.append(os_[k])
-            anchor_n.append(ns[k])
-            k = prev[k]
+        nt = len(tail_pos)
+        kk: i64 = tail_pos[nt - 1] if nt else -1
+        while kk >= 0:
+            anchor_o.append(os_[kk])
+            anchor_n.append(ns[kk])
+            kk = prev[kk]
         anchor_o.reverse()
         anchor_n.reverse()
         self.anchor_o = anchor_o
@@ -542,7 +607,12 @@ class MatcherBase:
         """The work of one scoring: 1, plus the neighbour lists it walks (a hub's callers)
         at 1/16 an entry."""
         OLD, NEW = self.OLD, self.NEW
-        hood = len(OLD.callers[o]) + len(NEW.callers[n]) + len(OLD.callees[o]) + len(NEW.callees[n])
+        hood = (
+            len(OLD.callers_a[o])
+            + len(NEW.callers_a[n])
+            + len(OLD.callees_a[o])
+            + len(NEW.callees_a[n])
+        )
         self.stats.work[self.stage] += 1 + hood // 16
 
     def tail(self, o: int, n: int) -> tuple:
@@ -554,8 +624,8 @@ class MatcherBase:
         if h and h == self.NEW.shape_a[n]:
             shape = not self.callee_check(o, n)[1]
         return (
-            self._graph_term(self.OLD.callees[o], self.NEW.callees[n]),
-            self._graph_term(self.OLD.callers[o], self.NEW.callers[n]),
+            self._graph_term(self.OLD.callees_a[o], self.NEW.callees_a[n]),
+            self._graph_term(self.OLD.callers_a[o], self.NEW.callers_a[n]),
             self.locality(o, n),
             shape,
         )

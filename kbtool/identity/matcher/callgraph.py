@@ -32,8 +32,8 @@ class CallgraphStage(SimilarityStage):
             while self.queue:
                 o, n = self.queue.popleft()
                 self.queued.discard((o, n))
-                lo, ln = OLD.callees[o], NEW.callees[n]
-                co, cn = OLD.callers[o], NEW.callers[n]
+                lo, ln = OLD.callees_a[o], NEW.callees_a[n]
+                co, cn = OLD.callers_a[o], NEW.callers_a[n]
                 hood = len(lo) + len(ln) + len(co) + len(cn)
                 if not self.spend(1 + hood // self.SCAN_PER_UNIT):
                     return

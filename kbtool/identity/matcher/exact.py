@@ -29,19 +29,14 @@ class ExactStages(CallgraphStage):
                     self.accept(o, n, _SCORE["import"], "import")
 
     def _groups(self, attr: str) -> tuple[dict[Any, list[int]], dict[Any, list[int]]]:
-        go: dict[Any, list[int]] = defaultdict(list)
-        gn: dict[Any, list[int]] = defaultdict(list)
-        for i in self.unmatched_old():
-            r = self.OLD.recs[i]
-            h = getattr(r, attr)
-            if h and not r.imported:
-                go[h].append(i)
-        for i in self.unmatched_new():
-            r = self.NEW.recs[i]
-            h = getattr(r, attr)
-            if h and not r.imported:
-                gn[h].append(i)
-        return go, gn
+        """The unmatched defined functions of each side by their ``attr`` hash (the body or
+        the shape hash), in index order: from the sides' dense arrays (a plain dict, no
+        ``defaultdict`` miss per new hash)."""
+        body = attr == "body_hash"
+        return (
+            _hash_index(self.OLD, self.o2n_a, body),
+            _hash_index(self.NEW, self.n2o_a, body),
+        )
 
     def stage_hash(self, attr: str, method: str) -> int:
         go, gn = self._groups(attr)
@@ -101,6 +96,24 @@ class ExactStages(CallgraphStage):
             self.accept(o, n, _SCORE["name"], "name")
             count += 1
         return count
+
+
+def _hash_index(side: _Side, image: list[int], body: bool) -> dict[Any, list[int]]:
+    """hash -> the unmatched (``image[i] < 0``) defined functions of ``side`` holding it."""
+    ha = side.body_a if body else side.shape_a
+    imp = side.imp_a
+    g: dict[Any, list[int]] = {}
+    for i in side.order:
+        if image[i] >= 0:
+            continue
+        h = ha[i]
+        if h and not imp[i]:
+            got = g.get(h)
+            if got is None:
+                g[h] = [i]
+            else:
+                got.append(i)
+    return g
 
 
 def _name_index(side: _Side, matched: dict[int, int]) -> dict[str, list[int]]:

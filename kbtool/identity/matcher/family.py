@@ -35,7 +35,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from ..records import Match
-from .base import REVIEW_SCORE, MatcherBase, _Side
+from .base import REVIEW_SCORE, MatcherBase, _Side, new_match
 from .features import size_ratio
 
 WRAPPER_MAX_INSTR = 32  # a thin wrapper: at most this many instructions ...
@@ -298,7 +298,7 @@ class FamilyStage(MatcherBase):
             self._img_touched.append(o)
         m = self.result[n]
         if not m.review or m.score > FLAGGED_SCORE:
-            self.result[n] = Match(o, n, min(m.score, FLAGGED_SCORE), m.method, True)
+            self.result[n] = new_match(o, n, min(m.score, FLAGGED_SCORE), m.method, True)
 
     # ---------------------------------------------------------------- families
     def review_families(self) -> int:
@@ -673,4 +673,4 @@ class FamilyStage(MatcherBase):
         """No flagged pair keeps a score at or above the review threshold."""
         for n, m in list(self.result.items()):
             if m.review and m.score > FLAGGED_SCORE:
-                self.result[n] = Match(m.old_index, n, FLAGGED_SCORE, m.method, True)
+                self.result[n] = new_match(m.old_index, n, FLAGGED_SCORE, m.method, True)

@@ -31,7 +31,7 @@ class SimilarityStage(FamilyStage):
         o2n_a, n2o_a, imp_o, imp_n = self.o2n_a, self.n2o_a, self.OLD.imp_a, self.NEW.imp_a
         uo = [i for i in self.OLD.order if o2n_a[i] < 0 and not imp_o[i]]
         un = [i for i in self.NEW.order if n2o_a[i] < 0 and not imp_n[i]]
-        out: dict[int, set[int]] = defaultdict(set)
+        out: dict[int, set[int]] = {}
         if not uo or not un:
             return out
         # (old, new) -> blocking evidence, the pair keyed by one int (old * wide + new)
@@ -45,17 +45,26 @@ class SimilarityStage(FamilyStage):
                 k = o * wide + n
                 weight[k] = max(weight.get(k, 0.0), w)
         self.spend(len(weight) // self.SCAN_PER_UNIT + 1)
-        by_o: dict[int, list[tuple[float, float, int]]] = defaultdict(list)
-        by_n: dict[int, list[tuple[float, float, int]]] = defaultdict(list)
+        by_o: dict[int, list[tuple[float, float, int]]] = {}
+        by_n: dict[int, list[tuple[float, float, int]]] = {}
         at: dict[int, float] = {}  # old -> its expected position (once per function)
         for k, w in weight.items():
-            o, n = divmod(k, wide)
+            o = k // wide
+            n = k - o * wide  # (divmod of non-negative ints, no tuple)
             e = at.get(o)
             if e is None:
                 e = at[o] = self.expected_pos(o, 0)
             d = abs(e - n)
-            by_o[o].append((-w, d, n))
-            by_n[n].append((-w, d, o))
+            lo_ = by_o.get(o)
+            if lo_ is None:
+                by_o[o] = [(-w, d, n)]
+            else:
+                lo_.append((-w, d, n))
+            ln_ = by_n.get(n)
+            if ln_ is None:
+                by_n[n] = [(-w, d, o)]
+            else:
+                ln_.append((-w, d, o))
         keep = set(weight)
         cap = self.CAND_IN
         for side, lists in ((0, by_o), (1, by_n)):
@@ -65,7 +74,13 @@ class SimilarityStage(FamilyStage):
                     for _w, _d, y in lst[cap:]:
                         keep.discard(x * wide + y if side == 0 else y * wide + x)
         for k in keep:
-            out[k % wide].add(k // wide)
+            o = k // wide
+            n = k - o * wide
+            got = out.get(n)
+            if got is None:
+                out[n] = {o}
+            else:
+                got.add(o)
         return out
 
     def expected_pos(self, i: int, side: int) -> float:
@@ -106,13 +121,20 @@ class SimilarityStage(FamilyStage):
         evidence, at most ``CAND_CAP`` each."""
         WINDOW, CAP, RARE = self.CAND_WINDOW, self.CAND_CAP, self.RARE
         sig_s, cnt_s, sig_d, cnt_d = src.sig_a, src.count_a, dst.sig_a, dst.count_a
-        by_sig: dict[str | None, list[tuple[int, int]]] = defaultdict(list)
+        # (plain dicts filled by ``get``: a ``defaultdict`` is a generic subscript and
+        # ``__missing__`` call in the twin, and most of these keys are new)
+        by_sig: dict[str | None, list[tuple[int, int]]] = {}
         for i in ud:
-            by_sig[sig_d[i]].append((cnt_d[i], i))
+            sg = sig_d[i]
+            lst0 = by_sig.get(sg)
+            if lst0 is None:
+                by_sig[sg] = [(cnt_d[i], i)]
+            else:
+                lst0.append((cnt_d[i], i))
         for v in by_sig.values():
             v.sort()
-        s_index: dict[str, list[int]] = defaultdict(list)
-        c_index: dict[int, list[int]] = defaultdict(list)
+        s_index: dict[str, list[int]] = {}
+        c_index: dict[int, list[int]] = {}
         keys_d = self._blocking_keys(1 - side)
         keys_s = self._blocking_keys(side)
         for i in ud:
@@ -120,9 +142,17 @@ class SimilarityStage(FamilyStage):
             if got is None:
                 got = keys_d[i] = _blocking_keys(dst.recs[i])
             for s in got[0]:
-                s_index[s].append(i)
+                hs = s_index.get(s)
+                if hs is None:
+                    s_index[s] = [i]
+                else:
+                    hs.append(i)
             for c in got[1]:
-                c_index[c].append(i)
+                hc = c_index.get(c)
+                if hc is None:
+                    c_index[c] = [i]
+                else:
+                    hc.append(i)
         in_ud = [False] * dst.size
         for i in ud:
             in_ud[i] = True
@@ -153,7 +183,7 @@ class SimilarityStage(FamilyStage):
                     for i in hits:
                         cand[i] = cand.get(i, 0.0) + 1.0
             # neighbours of matched neighbours
-            for rel_s, rel_d in ((src.callees, dst.callers), (src.callers, dst.callees)):
+            for rel_s, rel_d in ((src.callees_a, dst.callers_a), (src.callers_a, dst.callees_a)):
                 for m in rel_s[x]:
                     dm = s2d[m]
                     if dm < 0:
@@ -210,12 +240,21 @@ class SimilarityStage(FamilyStage):
             return 0
         OLD, NEW = self.OLD, self.NEW
         heap: list[tuple[float, int, int, int]] = []
-        alive_o: dict[int, dict[int, float]] = defaultdict(dict)
-        alive_n: dict[int, dict[int, float]] = defaultdict(dict)
+        # (every function read below is one of ``scored``: plain dicts, filled by ``get``)
+        alive_o: dict[int, dict[int, float]] = {}
+        alive_n: dict[int, dict[int, float]] = {}
         for s, o, n in scored:
             heap.append((-s, o, n, 0))
-            alive_o[o][n] = s
-            alive_n[n][o] = s
+            ao = alive_o.get(o)
+            if ao is None:
+                alive_o[o] = {n: s}
+            else:
+                ao[n] = s
+            an = alive_n.get(n)
+            if an is None:
+                alive_n[n] = {o: s}
+            else:
+                an[o] = s
         heapq.heapify(heap)
         epoch = 0
         touched_o: dict[int, int] = {}
@@ -275,13 +314,13 @@ class SimilarityStage(FamilyStage):
                 top_n.pop(y, None)
             for x in alive_n[n]:
                 top_o.pop(x, None)
-            for x in OLD.callers[o]:
+            for x in OLD.callers_a[o]:
                 touched_o[x] = epoch
-            for x in OLD.callees[o]:
+            for x in OLD.callees_a[o]:
                 touched_o[x] = epoch
-            for y in NEW.callers[n]:
+            for y in NEW.callers_a[n]:
                 touched_n[y] = epoch
-            for y in NEW.callees[n]:
+            for y in NEW.callees_a[n]:
                 touched_n[y] = epoch
         if count == 0 and not self.exhausted():
             # no match, no re-scoring: remember each pair's margin for the next rounds
