@@ -277,7 +277,10 @@ def upsert_symbols(
     written together, in one ``executemany`` each for records and events (~6x cheaper than
     one call each: an ingest of a named module proposes one name per function). Every other
     proposal (a current record, a refusal, an id proposed twice) goes through
-    :func:`upsert_symbol` itself, in its place. Raises :class:`UnknownStableIdError` (nothing
+    :func:`upsert_symbol` itself, in its place, but for one that would change nothing (a
+    current record with the same name and provenance, a confidence not above it): that
+    decision (``no change``: no write, no event) is made here from one read of the current
+    records. Raises :class:`UnknownStableIdError` (nothing
     written) for an id the KB has never seen."""
     if provenance not in PROVENANCES:
         raise ValueError(f"unknown provenance {provenance!r}; one of {', '.join(PROVENANCES)}")
@@ -296,13 +299,17 @@ def upsert_symbols(
         for p in proposals:
             if p[0] not in known:
                 _require_known(conn, p[0])  # (raises: the unknown id's own message)
+        # the current records, as far as upsert_symbol's "no change" test reads them (no
+        # proposal here has a summary or type): an id proposed again meets what it wrote
         named = {
-            r[0]
+            r[0]: {"name": r[1], "provenance": r[2], "confidence": r[3], "locked": bool(r[4])}
             for r in conn.execute(
-                "SELECT s.stable_id FROM json_each(?) j JOIN symbols s ON s.stable_id = j.value",
+                "SELECT s.stable_id, s.name, s.provenance, s.confidence, s.locked"
+                " FROM json_each(?) j JOIN symbols s ON s.stable_id = j.value",
                 (ids,),
             )
         }
+        want_lock = True if provenance == "human" else None  # (upsert_symbol's, no lock given)
         kind = EVENT_KIND[provenance]
         decisions: list[Decision] = []
         records: list[tuple] = []
@@ -322,13 +329,21 @@ def upsert_symbols(
             events.clear()
 
         for sid, name, confidence, evidence in proposals:
-            fresh = (
-                sid not in named
-                and sid not in seen
+            valid = (
+                sid not in seen
                 and validate_name(name, provenance) is None
                 and validate_confidence(confidence) is None
             )
+            cur = named.get(sid)
             seen.add(sid)
+            if valid and cur is not None:
+                # upsert_symbol's path to "no change" (a later version's carried names): its
+                # evidence excerpt (for the same errors), no write, no event, no query
+                excerpt(dict(evidence or {}), MAX_EVIDENCE_TEXT)
+                if _same(cur, name, None, None, provenance, float(confidence), want_lock):
+                    decisions.append({"written": False, "reason": "no change"})
+                    continue
+            fresh = valid and cur is None
             if not fresh:  # the general path, in its place among the others
                 flush()
                 decisions.append(
