@@ -49,7 +49,7 @@ try:  # mypyc's runtime library (installed with mypy): its writes compile to nat
     from librt.strings import BytesWriter, write_i16_le
 except ImportError:  # the pure path without it: the same writes on a bytearray
     from ..opbuf import BytesWriter, write_i16_le  # type: ignore[assignment]
-from ..opbuf import native_order
+from ..opbuf import _BIG_ENDIAN, native_order
 
 # ----------------------------------------------------------------------------- hot loop
 
@@ -118,6 +118,7 @@ def analyze_range(ctx: Any, first: int, last: int,
     exports: dict[int, list[str]] = ctx.exports
     ftypes: list[int] = m.func_type_indices
     type_text: list[str] = ctx.type_text
+    big_endian: bool = _BIG_ENDIAN
     # one tuple object per distinct (op, offset, width), shared by every function; typed
     # object so mypyc keeps the boxed tuple (a native tuple would be re-boxed, a new object
     # per memory access: ffmpeg +75 MB)
@@ -666,9 +667,12 @@ def analyze_range(ctx: Any, first: int, last: int,
             glist.sort()
         body = data[start:end]
         shw.write(body if last_cut == start else data[last_cut:end])
+        opsv = ops.getvalue()
+        if big_endian:  # (little-endian hosts store the bytes as written: no call per body)
+            opsv = native_order(opsv)
         out.append((
             fidx, False, None, None, sig, exports.get(fidx, []), func_names.get(fidx),
-            start, end - start, len(ops) >> 1, native_order(ops.getvalue()), calls, cind, refs, consts,
+            start, end - start, len(ops) >> 1, opsv, calls, cind, refs, consts,
             list(strs) if strs else [], glist, memops, atomics, loops,
             blake2b(body, digest_size=16).hexdigest(),
             blake2b(shw.getvalue(), digest_size=16).hexdigest(),

@@ -127,6 +127,8 @@ _I64_MAX: Final = 0x7FFFFFFFFFFFFFFF
 _UNSET: Final = -0x4000000000000000  # a segment's direct budget not yet set
 
 _CONT = range(0x80, 0xC0)  # UTF-8 continuation bytes
+#: a data word's replacement head by its length (0-16 bytes): no tuple and bytes per address
+_D_HEADS: Final = [b"\xffD" + bytes((n,)) for n in range(17)]
 
 
 class DataMap:
@@ -299,7 +301,7 @@ class DataMap:
             w = seg[rel : rel + 16]
             if self.ptr_mask is not None:
                 w = _mask_words(w, self.ptr_mask)
-            repl = b"\xffD" + bytes((len(w),)) + w
+            repl = _D_HEADS[len(w)] + w
         e: Entry
         if self.sized_first:
             e = (repl, None, indirect or run, seg, rel)
