@@ -7,6 +7,7 @@ from bisect import bisect_right
 
 from kbtool.wasm import ModuleAnalysis
 
+from . import datawalk_active
 from .dataitems import _slug, read_memory
 from .datatypes import DataItem, DataModel
 
@@ -164,7 +165,7 @@ def role_labels(model: DataModel, analysis: ModuleAnalysis, names: dict[int, str
                 and _points_at_strings(it.targets, model, analysis)
             ):
                 it.label = "strtab_" + (_slug(tgt.text) or f"{it.address:x}")
-    _unique_labels(model.items)
+    datawalk_active.ITEMS.unique_labels(model.items)  # (compiled with the walk)
 
 
 def _points_at_strings(targets: list[int], model: DataModel, analysis: ModuleAnalysis) -> bool:
@@ -279,13 +280,3 @@ def _common_prefix(words: list[str]) -> str:
     while n < len(a) and n < len(b) and a[n] == b[n]:
         n += 1
     return a[:n]
-
-
-def _unique_labels(items: list[DataItem]) -> None:
-    seen: set[str] = set()
-    for it in items:
-        label = it.label or f"data_{it.address:x}"
-        if label in seen:
-            label = f"{label}_{it.address:x}"
-        seen.add(label)
-        it.label = label

@@ -592,3 +592,17 @@ def label_items(items: list[DataItem]) -> None:
         n = seen.get(base, 0)
         seen[base] = n + 1
         it.label = base if n == 0 else base + "_" + _hex(a)
+
+
+def unique_labels(items: list[DataItem]) -> None:
+    """The data labels' last pass (:func:`kbtool.analysis.datalabels.role_labels`), compiled
+    with the walk: an item without a label gets ``data_<hex address>``; a label an earlier
+    item has gets the address as a suffix (ffmpeg's 65k items)."""
+    seen: set[str] = set()
+    for it in items:
+        a: int = it.address
+        label = it.label or "data_" + _hex(a)
+        if label in seen:
+            label = label + "_" + _hex(a)
+        seen.add(label)
+        it.label = label

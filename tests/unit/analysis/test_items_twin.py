@@ -224,3 +224,39 @@ def test_item_rows_put_the_given_null_where_an_item_has_no_text():
         for r, p in zip(rows, plain, strict=True):
             assert (r[4] is null) == (p[4] is None)
             assert r[:4] + (None if r[4] is null else r[4],) + r[5:] == p
+
+
+def _unique_labels_as_before(items) -> None:
+    """The data labels' last pass as ``datalabels`` ran it (interpreted), the oracle."""
+    seen: set[str] = set()
+    for it in items:
+        label = it.label or f"data_{it.address:x}"
+        if label in seen:
+            label = f"{label}_{it.address:x}"
+        seen.add(label)
+        it.label = label
+
+
+@pytest.mark.parametrize(
+    "side", [pure_items] + ([COMPILED.items] if COMPILED is not None else []), ids=str
+)
+def test_unique_labels_as_the_interpreted_pass(side):
+    """Labels missing, empty, taken once, twice and by a suffixed form already (``a`` at
+    0x10 then ``a_10``), addresses past 2**62 (the hex by ``hex``): the labels the
+    interpreted pass gave, on the item class of that side."""
+    labels = [None, "", "a", "a", "a_10", "b", None, "a", "data_20", None, "big", "big"]
+    addrs = [0x10, 0x20, 0x30, 0x10, 0x40, 0x50, 0x20, 0x60, 0x70, 0x80, 2**63, 2**63 + 5]
+
+    def made():
+        out = []
+        for lab, a in zip(labels, addrs, strict=True):
+            it = side.DataItem(address=a, size=4, kind="numeric", segment=0)
+            it.label = lab
+            out.append(it)
+        return out
+
+    want, got = made(), made()
+    _unique_labels_as_before(want)
+    side.unique_labels(got)
+    assert [it.label for it in got] == [it.label for it in want]
+    assert len({it.label for it in got}) == len(got)
