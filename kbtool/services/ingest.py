@@ -262,7 +262,7 @@ def _decoded(
         same_bytes_as=same[-1]["id"] if same else None,
     )
     if job is not None and (job.proc is None or job.parent != lineage.parent_version_id):
-        job.stop()  # (another parent, or the child died: matched as without it)
+        job.stop(kill=True)  # (another parent, or the child died: matched as without it)
         job = None
     with transaction(conn):
         return _store(

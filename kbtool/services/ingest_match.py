@@ -395,10 +395,11 @@ class MatchJob:
                     self.report = None  # (its memory back)
         return self._flags
 
-    def stop(self, *, done: bool = False) -> None:
+    def stop(self, *, done: bool = False, kill: bool = False) -> None:
         """End the child (an answer read, an error or an interrupt here). ``done``: it sent
         all it had to and exits by itself: not waited for (the kernel's teardown of its
-        memory, ~0.05 s on ffmpeg, goes on beside this process; reaped later)."""
+        memory, ~0.05 s on ffmpeg, goes on beside this process; reaped later). ``kill``:
+        its answer is not wanted (an early child matching another parent): killed now."""
         proc, self.proc = self.proc, None
         if proc is None:
             return
@@ -408,7 +409,7 @@ class MatchJob:
         if done:
             self.reader.close()
             return
-        if proc.is_alive():
+        if proc.is_alive() and not kill:
             proc.join(timeout=0.5)
         if proc.is_alive():
             proc.kill()

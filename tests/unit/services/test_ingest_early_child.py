@@ -134,3 +134,25 @@ def test_the_expected_parent(tmp_path) -> None:
     assert ingest_match.expected_parent(conn, "nothing", None, []) is None
     assert ingest_match.expected_parent(conn, None, None, [{"id": 1}]) == 1  # the same bytes
     conn.close()
+
+
+def test_an_unwanted_child_is_killed_without_the_grace_wait() -> None:
+    import multiprocessing
+    import time
+
+    class _Closed:
+        def close(self) -> None:
+            pass
+
+    for kill, least in ((True, 0.0), (False, 0.45)):
+        proc = multiprocessing.get_context("spawn").Process(target=time.sleep, args=(60,))
+        proc.start()
+        job = ingest_match.MatchJob((), ())
+        job.proc, job.reader = proc, _Closed()
+        t = time.perf_counter()
+        job.stop(kill=kill)
+        took = time.perf_counter() - t
+        assert not proc.is_alive() and job.proc is None
+        assert took >= least  # (without ``kill``: a 0.5 s grace for the child to leave)
+        if kill:
+            assert took < 0.45
