@@ -124,6 +124,13 @@ class _Core:
     def __init__(self, lm: LiftModule, func_index: int, budget: _Budget, max_chars: int):
         self.lm = lm
         self.m = lm.module
+        # the module's tables the walk reads per instruction, as native attributes (the
+        # same objects: a LiftModule's attribute is a generic lookup under mypyc)
+        self.func_types: list = lm.func_types
+        self.func_c: list[str] = lm.func_c
+        self.global_c: list[str] = lm.global_c
+        self.const_text: dict = lm.const_text
+        self.data_starts: list = lm.data_starts
         self.fi = func_index
         self.budget = budget
         self.max_chars = max_chars
@@ -374,7 +381,7 @@ class _Core:
         pops_t = _EFF_POPS
         push_t = _EFF_PUSHES
         n_eff: i64 = len(pops_t)
-        ftypes = self.lm.func_types
+        ftypes = self.func_types
         j: i64
         for j in range(i + 1, last):
             op: i64 = ops[j]
@@ -417,17 +424,17 @@ class _Core:
 
     # -- names
     def fname(self, idx: int) -> str:
-        if idx < 0 or idx >= len(self.lm.func_c):
+        if idx < 0 or idx >= len(self.func_c):
             raise LiftError(f"function index {idx} out of range")
         if idx != self.fi:
             self.decl_funcs[idx] = None
-        return self.lm.func_c[idx]
+        return self.func_c[idx]
 
     def gname(self, idx: int) -> str:
-        if idx < 0 or idx >= len(self.lm.global_c):
+        if idx < 0 or idx >= len(self.global_c):
             raise LiftError(f"global index {idx} out of range")
         self.decl_globals[idx] = None
-        return self.lm.global_c[idx]
+        return self.global_c[idx]
 
     def functype(self, ti: int):
         if not isinstance(ti, int) or ti < 0 or ti >= len(self.m.types):
@@ -564,9 +571,9 @@ class _Core:
     def i32_const(self, v: int) -> _E:
         # the module's cache: a value's text, or the data label of a labelled item's start
         # (its text names the item, declared per function by data_ref)
-        cache = self.lm.const_text
+        cache = self.const_text
         cached: str | tuple | None = cache.get(v)
-        if cached is None and v >= 256 and self.lm.data_starts:
+        if cached is None and v >= 256 and self.data_starts:
             d = self.lm.data_label(v)
             if d is not None and d[2] == 0:  # the start of a labelled item
                 cached = d

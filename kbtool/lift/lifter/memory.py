@@ -59,7 +59,7 @@ class _Memory(_Core):
     def addr(self, base: _E, offset: int) -> str:
         if base.const is not None and isinstance(base.const, int):
             a = (base.const & 0xFFFFFFFF) + offset
-            if self.lm.data_starts:
+            if self.data_starts:
                 label = self.data_ref(a)
                 if label is not None:
                     return label
@@ -157,7 +157,7 @@ class _Memory(_Core):
                 return c_ident_path(r)
         if self.dhook is not None and base.prec == 0 and base.fl == F_GLOB and not base.locs:
             # a global holding a pointer to a typed record: `((struct T *)(M + g))->f`
-            gc = self.lm.global_c
+            gc = self.global_c
             g = gc.index(base.text) if base.text in gc else -1
             gr = self.dhook.global_field(g, base.text, offset, ct) if g >= 0 else None
             if gr is not None:
@@ -165,7 +165,7 @@ class _Memory(_Core):
                     self.decl_types[gr[1]] = gr[2]
                 return gr[0]
         if base.const is not None and isinstance(base.const, int):
-            if self.lm.data_starts:  # a labelled static variable: its object, else M + label
+            if self.data_starts:  # a labelled static variable: its object, else M + label
                 obj = self.data_access((base.const & 0xFFFFFFFF) + offset, ct, store)
                 if obj:
                     return obj
@@ -180,7 +180,7 @@ class _Memory(_Core):
         # an unsigned sum is computed whole, wrapping like wasm: `M + l6 + l7` would add a
         # "negative" uint32_t l6 to the pointer as a huge offset
         b = f"({base.text})" if base.u and base.prec > 0 else _p(base, 4)
-        if offset >= 1024 and self.lm.data_starts:
+        if offset >= 1024 and self.data_starts:
             # an array in static data indexed by a computed value: `upper_to_lower[l3]`
             d = self.lm.data_label(offset)
             if d is not None and d[2] != 0 and self.dhook is not None:

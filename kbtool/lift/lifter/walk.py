@@ -253,7 +253,7 @@ class _Lifter(_Gc):
             elif k == 14:
                 self.br_if(i, imms[0])
             elif k == 6:  # call
-                ft = self.lm.func_types
+                ft = self.func_types
                 t = ft[imms[0]] if imms[0] < len(ft) else None
                 if t is None:
                     raise LiftError(f"call to function {imms[0]} out of range or not a func type")
@@ -359,7 +359,7 @@ class _Lifter(_Gc):
         elif op == OP_SELECT or op == OP_SELECT_T:
             self.do_select()
         elif op == OP_CALL or op == OP_RETURN_CALL:
-            ft = self.lm.func_types
+            ft = self.func_types
             t = ft[imms[0]] if imms[0] < len(ft) else None
             if t is None:
                 raise LiftError(f"call to function {imms[0]} out of range or not a func type")
