@@ -26,6 +26,8 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
+from kbtool.textutil import LazyPattern
+
 KINDS: tuple[str, ...] = ("comment", "line_comment", "prototype", "local", "data_name")
 FUNCTION_KINDS = frozenset({"comment", "line_comment", "prototype", "local"})
 MAX_COMMENT = 4096  # characters of a comment (function or line)
@@ -36,9 +38,9 @@ MAX_LOCAL_INDEX = 50_000
 
 _BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
 # comments are prose: newlines and tabs allowed, every other control/bidi character refused
-_COMMENT_CONTROL = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029{_BIDI}]")
-_IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
-_PROTO_CHARS = re.compile(r"[A-Za-z0-9_$ \t*,()\[\].:&]*\Z")
+_COMMENT_CONTROL = LazyPattern(f"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029{_BIDI}]")
+_IDENT = LazyPattern(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
+_PROTO_CHARS = LazyPattern(r"[A-Za-z0-9_$ \t*,()\[\].:&]*\Z")
 
 
 class PrototypeError(ValueError):
@@ -396,7 +398,7 @@ VALIDATORS: dict[str, Callable[[str, dict[str, Any]], str | None]] = {
     "data_name": _v_data,
 }
 
-_TARGET = re.compile(r"(d:[0-9a-f]{1,64}(#\d{1,9})?|g:[^\x00-\x1f\x7f]{1,256})\Z")
+_TARGET = LazyPattern(r"(d:[0-9a-f]{1,64}(#\d{1,9})?|g:[^\x00-\x1f\x7f]{1,256})\Z")
 
 
 def validate_target(kind: str, target: Any) -> str | None:

@@ -15,10 +15,11 @@ these rules check the stored shape (bounded, names are C identifiers, no control
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Callable
 from typing import Any
+
+from kbtool.textutil import LazyPattern
 
 TYPE_KINDS: tuple[str, ...] = ("type", "local_type", "data_type")
 MAX_TYPE_TEXT = 64 * 1024  # characters of one canonical declaration
@@ -28,10 +29,10 @@ MAX_FIELDS = 4096
 MAX_LOCAL_INDEX = 50_000
 RECORD_KINDS = ("struct", "union", "enum", "typedef")
 
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-TYPE_TARGET = re.compile(r"(?:(struct|union|enum) )?([A-Za-z_][A-Za-z0-9_]{0,255})\Z")
-_USE_CHARS = re.compile(r"[A-Za-z0-9_ *\[\](),.]+\Z")
-_DECL_CONTROL = re.compile(
+_IDENT = LazyPattern(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+TYPE_TARGET = LazyPattern(r"(?:(struct|union|enum) )?([A-Za-z_][A-Za-z0-9_]{0,255})\Z")
+_USE_CHARS = LazyPattern(r"[A-Za-z0-9_ *\[\](),.]+\Z")
+_DECL_CONTROL = LazyPattern(
     "[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
 )
 

@@ -36,8 +36,9 @@ from kbtool.services.knowledge_code import (  # noqa: F401
     body_instructions,
     locate_line,
 )
+from kbtool.textutil import LazyPattern
 
-_SID = re.compile(r"[0-9a-f]{16}\Z")
+_SID = LazyPattern(r"[0-9a-f]{16}\Z")
 
 
 # --------------------------------------------------------------------------- functions
