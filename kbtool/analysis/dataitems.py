@@ -70,6 +70,11 @@ def _segment_index(analysis: ModuleAnalysis, passive: Passive) -> _SegIndex:
     n = len(mod.data_segments) + (len(passive) if passive else 0)
     if hit is not None and hit[0]() is mod and hit[1] is passive and hit[2] == n:
         return hit[3]
+    for (mid, _p), other in _SEG_CACHE.items():
+        # an equal map of another identity (each ``passive_addresses`` call gives a copy:
+        # ffmpeg's 7,320 segments were sorted three times)
+        if mid == key[0] and other[0]() is mod and other[2] == n and other[1] == passive:
+            return other[3]
     segs = _sorted_segments(analysis, passive)
     index = (segs, [b for b, _d, _k in segs], max((len(d) for _b, d, _k in segs), default=0))
     if len(_SEG_CACHE) >= 4:
@@ -119,6 +124,17 @@ def memory_image(
     lo, hi = segs[0][0], max(b + len(d) for b, d, _ in segs)
     if hi - lo > limit:
         return lo, b""
+    parts: list[bytes] = []  # segments apart, by address: their bytes and gaps joined once
+    at = lo
+    for b, d, _k in segs:
+        if b < at:  # (overlapping segments: the later one's bytes win, copied below)
+            break
+        if b > at:
+            parts.append(bytes(b - at))
+        parts.append(d)
+        at = b + len(d)
+    else:
+        return lo, b"".join(parts)
     img = bytearray(hi - lo)
     for b, d, _k in segs:
         img[b - lo : b - lo + len(d)] = d
