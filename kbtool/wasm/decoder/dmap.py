@@ -302,11 +302,12 @@ class DataMap:
             if self.ptr_mask is not None:
                 w = _mask_words(w, self.ptr_mask)
             repl = _D_HEADS[len(w)] + w
-        e: Entry
+        # (made by a call typed ``Entry``: a tuple literal here would be built natively and
+        # boxed anew for the cache and again for the return, three tuples per address)
         if self.sized_first:
-            e = (repl, None, indirect or run, seg, rel)
+            e = _entry(repl, None, indirect or run, seg, rel)
         else:
-            e = (repl, cstr, cstr or indirect or run, seg, rel)
+            e = _entry(repl, cstr, cstr or indirect or run, seg, rel)
         self.cache[addr] = e
         return e
 
@@ -321,6 +322,11 @@ class DataMap:
         t = None if rel + length > len(seg) else self._text(seg[rel : rel + length])
         self.sized_cache[key] = t
         return t
+
+
+def _entry(repl: bytes, immediate: str | None, fallback: str | None, seg: bytes, rel: int) -> Entry:
+    """:meth:`DataMap.entry`'s tuple, as one object."""
+    return (repl, immediate, fallback, seg, rel)
 
 
 def _mask_words(w: bytes, mask: tuple[int, int, int, int]) -> bytes:
