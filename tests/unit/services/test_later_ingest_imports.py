@@ -153,3 +153,56 @@ def test_report_annotations_read_only_an_oracles_evidence(tmp_path: Path) -> Non
         assert rows[0][0] in flagged and rows[4][0] not in flagged
     finally:
         conn.close()
+
+
+def _function_names_as_before(conn, version_id: int) -> dict[int, str]:
+    out: dict[int, str] = {}
+    for idx, imported, field, raw, name in conn.execute(
+        "SELECT f.idx, f.imported, f.import_field, f.raw_name, s.name FROM functions f"
+        " LEFT JOIN symbols s ON s.stable_id = f.stable_id WHERE f.version_id = ?",
+        (version_id,),
+    ):
+        best = name or (field if imported else None) or raw
+        if best:
+            out[idx] = best
+    return out
+
+
+def test_function_names_choose_as_before(tmp_path: Path) -> None:
+    from kbtool.kb.gate import upsert_symbol
+
+    conn = open_rw(tmp_path / "kb.db")
+    try:
+        ingest_file(conn, DEMO_WASM)
+        ids = queries.function_identities(conn, 1)
+        imports = [r for r in ids if r[2]]
+        defined = [r for r in ids if not r[2]]
+        assert imports and len(defined) > 8
+        # an annotation over a raw name, an import and a plain function
+        for r in (defined[0], imports[0], defined[5]):
+            upsert_symbol(
+                conn, r[1], f"named_{r[0]}", provenance="agent", confidence=0.9, actor="t"
+            )
+        # edge cases no ingest makes (ids without an annotation, so the rows decide):
+        # empty texts are no name, an import without a field falls to its raw name, a
+        # defined function's import field is never its name
+        edge = [
+            (defined[1][0], "", None),
+            (imports[-1][0], "raw_x", ""),
+            (defined[2][0], None, "fld"),
+            (defined[3][0], "raw_y", None),
+        ]
+        for idx, raw, fld in edge:
+            conn.execute(
+                "UPDATE functions SET stable_id = ?, raw_name = ?, import_field = ?"
+                " WHERE version_id = 1 AND idx = ?",
+                (f"test-no-symbol-{idx}", raw, fld, idx),
+            )
+        got = queries.function_names(conn, 1)
+        want = _function_names_as_before(conn, 1)
+        assert got == want and list(got) == list(want)
+        assert got[defined[0][0]] == f"named_{defined[0][0]}"
+        assert got[imports[-1][0]] == "raw_x" and got[defined[3][0]] == "raw_y"
+        assert defined[1][0] not in got and defined[2][0] not in got
+    finally:
+        conn.close()
