@@ -322,6 +322,9 @@ class MatcherBase:
         self._wv_clock = 0
         self._wv_seen: dict[int, tuple[Match, int, int]] = {}
         self._wv_twin = False
+        # ``_graph_term``'s stamps by old index and its clock
+        self._gt_mark: vec[i64] = vec[i64]([0] * self.OLD.size)
+        self._gt_clock: i64 = 0
 
     # ---------------------------------------------------------------- work meter
     def spend(self, units: int, stage: str | None = None) -> bool:
@@ -477,18 +480,26 @@ class MatcherBase:
         if not lo and not ln:
             return None
         o2n_a, n2o_a = self.o2n_a, self.n2o_a
-        mapped: set[int] = set()
+        # ``lo``'s members stamped in a native array by old index (no set of images): a
+        # neighbour y of ``ln`` is the image of one of them iff its own image ``n2o_a[y]``
+        # is stamped (the match is one-to-one); both lists have distinct entries, so the
+        # counts are those of the images' set and its intersection with ``ln``
+        mark = self._gt_mark
+        clock: i64 = self._gt_clock + 1
+        self._gt_clock = clock
+        matched = 0
         for x in lo:
-            m = o2n_a[x]
-            if m >= 0:
-                mapped.add(m)
-        unk_o = len(lo) - len(mapped)
+            if o2n_a[x] >= 0:
+                matched += 1
+            mark[x] = clock
+        unk_o = len(lo) - matched
         unk_n = 0
-        agree = 0  # (the size of ``mapped & set(ln)``: a neighbour list has distinct entries)
+        agree = 0
         for y in ln:
-            if n2o_a[y] < 0:
+            z = n2o_a[y]
+            if z < 0:
                 unk_n += 1
-            if y in mapped:
+            elif mark[z] == clock:
                 agree += 1
         return (agree + 0.5 * min(unk_o, unk_n)) / max(len(lo), len(ln))
 

@@ -230,11 +230,17 @@ _EMPTY: frozenset = frozenset()
 
 def _weights_by_df(df: dict, n: int, add: float, default: float) -> _Weights:
     """``_Weights({k: log(n / v) + add for k, v in df.items()}, default)`` without the idf
-    dict: the same distinct floats (one per distinct frequency), the same exact ints."""
+    dict: the same distinct floats (one per distinct frequency), the same exact ints, each
+    key's by its frequency."""
     ws = {v: math.log(n / v) + add for v in set(df.values())}
     wt = _Weights(ws, default)  # (scale and default from the same distinct floats)
-    by_df = wt.w  # frequency -> exact weight
-    wt.w = {k: by_df[v] for k, v in df.items()}
+    # two levels (see ``_Weights``): a key's class is its frequency, ``by`` indexed by it
+    by = [0] * (max(ws) + 1 if ws else 1)
+    cls, exact = wt.w, wt.by
+    for v, c in cls.items():
+        by[v] = exact[c]
+    wt.by = by
+    wt.w = dict(df)  # (a plain dict: the twin's ``get`` on it is the C one)
     return wt
 
 

@@ -34,9 +34,14 @@ class _Weights:
     weight has a finer bit than): sums of them are exact, and an int divided by an int is
     correctly rounded, as :func:`math.fsum` is. So a set's total weight is summed once per
     set and the union's weight of a pair is ``total(a) + total(b) - weight(a & b)``, the very
-    float :func:`_weighted_jaccard` computes from two ``fsum`` over the sets."""
+    float :func:`_weighted_jaccard` computes from two ``fsum`` over the sets.
 
-    __slots__ = ("w", "default", "scale", "inv")
+    Two levels: ``w`` maps a key to a small int (its weight's class), ``by`` a class to the
+    exact weight (a key outside ``w`` weighs ``default``). A store's weights come straight
+    from its document frequencies: ``w`` is the frequencies themselves and ``by`` is indexed
+    by frequency (``features._weights_by_df``), so no dict of exact weights is built."""
+
+    __slots__ = ("w", "by", "default", "scale", "inv")
 
     def __init__(self, idf: dict, default: float) -> None:
         distinct = {default, *idf.values()}  # (a few hundred floats: see _Store)
@@ -47,28 +52,35 @@ class _Weights:
         self.inv: float = 1.0 / den
         self.default: int = _exact(default, den)
         exact = {x: _exact(x, den) for x in distinct}
-        self.w: dict[Any, int] = {k: exact[v] for k, v in idf.items()}
+        cls = {x: i for i, x in enumerate(exact)}
+        self.by: list[int] = list(exact.values())
+        self.w: dict[Any, int] = {k: cls[v] for k, v in idf.items()}
+
+    def weight(self, key: object) -> int:
+        """The exact weight of one key."""
+        c = self.w.get(key)
+        return self.default if c is None else self.by[c]
 
     def total(self, s: frozenset) -> int:
-        w, d = self.w, self.default
+        w, by, d = self.w, self.by, self.default
         if _TYPED:
-            return _total_typed(s, w, d)
+            return _total_typed(s, w, by, d)
         try:
-            return sum(map(w.__getitem__, s))
+            return sum(map(by.__getitem__, map(w.__getitem__, s)))
         except KeyError:
-            return sum(w.get(x, d) for x in s)
+            return sum(by[w[x]] if x in w else d for x in s)
 
 
-def _total_typed(s: frozenset, w: dict[Any, int], d: int) -> int:
+def _total_typed(s: frozenset, w: dict[Any, int], by: list[int], d: int) -> int:
     """``_Weights.total`` by a typed loop in the twin (no bound method call per element)."""
     t = 0
     for x in s:
-        v = w.get(x)
-        t += d if v is None else v
+        c = w.get(x)
+        t += d if c is None else by[c]
     return t
 
 
-def _inter_typed(a: frozenset, b: frozenset, w: dict[Any, int], d: int) -> int:
+def _inter_typed(a: frozenset, b: frozenset, w: dict[Any, int], by: list[int], d: int) -> int:
     """The exact weight of ``a & b`` (0: nothing shared, every weight is positive), no set
     built (the twin)."""
     if len(a) > len(b):
@@ -76,8 +88,8 @@ def _inter_typed(a: frozenset, b: frozenset, w: dict[Any, int], d: int) -> int:
     t = 0
     for x in a:
         if x in b:
-            v = w.get(x)
-            t += d if v is None else v
+            c = w.get(x)
+            t += d if c is None else by[c]
     return t
 
 
@@ -91,7 +103,7 @@ def _weighted_jaccard_exact(a: frozenset, ta: int, b: frozenset, tb: int, wt: _W
     if not a and not b:
         return -1.0
     if _TYPED:
-        wsi = _inter_typed(a, b, wt.w, wt.default)
+        wsi = _inter_typed(a, b, wt.w, wt.by, wt.default)
         if not wsi:
             return 0.0
     else:

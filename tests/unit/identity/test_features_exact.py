@@ -63,7 +63,8 @@ def test_store_weights_are_each_keys_own(demo_kb_master) -> None:
     for w, idf in ((st.w_s, st.idf_s), (st.w_c, st.idf_c)):
         den = max(x.as_integer_ratio()[1] for x in (st.default_idf, *idf.values()))
         assert w.scale == den and w.default == F._exact(st.default_idf, den)
-        assert w.w == {k: F._exact(v, den) for k, v in idf.items()}
+        assert set(w.w) == set(idf)
+        assert {k: w.weight(k) for k in w.w} == {k: F._exact(v, den) for k, v in idf.items()}
 
 
 def test_equal_op_streams_share_one_histogram() -> None:
@@ -95,11 +96,11 @@ def test_typed_set_weights_are_the_set_sums() -> None:
     for _ in range(3000):
         a = frozenset(rnd.sample(keys, rnd.randint(0, 300)))
         b = frozenset(rnd.sample(keys, rnd.randint(0, 300)))
-        want_a = sum(wt.w.get(x, wt.default) for x in a)
-        assert W._total_typed(a, wt.w, wt.default) == want_a == wt.total(a)
-        want_i = sum(wt.w.get(x, wt.default) for x in a & b)
-        assert W._inter_typed(a, b, wt.w, wt.default) == want_i
-        assert W._inter_typed(b, a, wt.w, wt.default) == want_i
+        want_a = sum(wt.weight(x) for x in a)
+        assert W._total_typed(a, wt.w, wt.by, wt.default) == want_a == wt.total(a)
+        want_i = sum(wt.weight(x) for x in a & b)
+        assert W._inter_typed(a, b, wt.w, wt.by, wt.default) == want_i
+        assert W._inter_typed(b, a, wt.w, wt.by, wt.default) == want_i
         assert float(want_a) * wt.inv == want_a / wt.scale
     big = 2**62 + 2**52 + 1
     assert float(big) * wt.inv == big / wt.scale
@@ -131,4 +132,6 @@ def test_features_take_the_stores_sets_and_its_weights_from_df() -> None:
     assert st.df_s == Counter(x for rs in (old, new) for r in rs for x in set(r.strings))
     for w, idf in ((st.w_s, st.idf_s), (st.w_c, st.idf_c)):
         ref = F._Weights(idf, st.default_idf)
-        assert (w.scale, w.default, w.w) == (ref.scale, ref.default, ref.w)
+        assert (w.scale, w.default, set(w.w)) == (ref.scale, ref.default, set(ref.w))
+        assert all(w.weight(k) == ref.weight(k) for k in ref.w)
+        assert w.w == st.df_c if w is st.w_c else w.w == st.df_s  # (a key's class: its df)
