@@ -98,7 +98,7 @@ def read_everything(conn: sqlite3.Connection) -> dict[str, Any]:
     by_name = samples(conn)
     fns = [
         (n, f)
-        for n, f in vars(queries).items()
+        for n, f in ((n, getattr(queries, n)) for n in dir(queries))  # (dir: the lazy names too)
         if inspect.isfunction(f) and not n.startswith("_") and n != "parse_mem_ops"
     ]
     fns += [(f"datamodel.{n}", getattr(datamodel, n)) for n in DATA_READS]
