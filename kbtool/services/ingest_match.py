@@ -100,19 +100,25 @@ def _child(writer: Any, parent_pid: int) -> None:
     os._exit(0)  # (all sent: no teardown of the heap the parent waits for)
 
 
-def _answer(writer: Any, old: Sequence, new: Sequence, report: Callable[[], Any]) -> None:
+def _answer(
+    writer: Any, old: Sequence, new: Sequence, report: Callable[[], Any], back: Any = None
+) -> None:
     """The matcher's answer sent, then (``report()``: the flags' inputs, None: none) the
-    report's pair flags."""
+    report's pair flags. ``back``: a :class:`_Spool` they are written to (the pipe then
+    says where)."""
     import pickle
+
+    def send(data: bytes) -> None:
+        writer.send_bytes(data if back is None else pickle.dumps(back.put(data)))
 
     exact, full, notes, verdicts = _run(old, new)
     out = (_pack(exact), _pack(full), notes, verdicts)
-    writer.send_bytes(pickle.dumps(out, pickle.HIGHEST_PROTOCOL))
+    send(pickle.dumps(out, pickle.HIGHEST_PROTOCOL))
     del out
     inputs = report()
     if inputs is not None:  # then the report's pair flags (None: none made)
         flags = _flags(inputs, exact, full, old, new, verdicts)
-        writer.send_bytes(pickle.dumps(flags, 5))
+        send(pickle.dumps(flags, 5))
 
 
 def _early_child(writer: Any, reader: Any, parent_pid: int) -> None:
@@ -133,31 +139,69 @@ def _early_child(writer: Any, reader: Any, parent_pid: int) -> None:
         with gc_paused():
             inputs = _early_inputs(_STATE["path"], _STATE["parent"], _STATE["data"], _STATE["sha"])
             old = records_from_rows(inputs["old_rows"])
+            spool = _STATE["spool"]
+
+            def received() -> Any:  # (the pipe says where in the spool file it lies)
+                return pickle.loads(_read_spool(spool, *pickle.loads(reader.recv_bytes())))
+
             new: list = []
             for _ in range(pickle.loads(reader.recv_bytes())):  # (the records' chunks)
-                new += _unpack_records(pickle.loads(reader.recv_bytes()))
+                new += _unpack_records(received())
 
-            def report() -> dict:  # (its length sent: the pickle is in the spool file)
-                got = _read_spool(_STATE["spool"], pickle.loads(reader.recv_bytes()))
-                inputs["new_rows"], inputs["new_mem"] = pickle.loads(got)
+            def report() -> dict:
+                inputs["new_rows"], inputs["new_mem"] = received()
                 return inputs
 
-            _answer(writer, old, new, report)
+            _answer(writer, old, new, report, _STATE["back"])
         writer.close()
     except BaseException:  # noqa: BLE001 - the parent runs the matcher itself: its error
         os._exit(1)
     os._exit(0)
 
 
-def _read_spool(fd: int, n: int) -> bytes:
-    """The first ``n`` bytes of the spool file (``fd``, shared with the parent by the fork)."""
+class _Spool:
+    """An unlinked file both processes hold from the fork (an anonymous memory file where
+    there is one): this process appends each pickle for an early child to it and sends only
+    where it lies through the pipe. Through a pipe of 64 KiB, 27 MB of records would hand
+    the two processes to each other hundreds of times, each a wait for the scheduler on a
+    busy machine; and a pipe message the child, still matching, does not read would hold
+    this process."""
+
+    def __init__(self) -> None:
+        fd = -1
+        if hasattr(os, "memfd_create"):
+            with contextlib.suppress(OSError):
+                fd = os.memfd_create("kbtool-match")
+        if fd < 0:
+            import tempfile
+
+            fd, name = tempfile.mkstemp(prefix="kbtool-match-")
+            os.unlink(name)
+        self.fd, self.end = fd, 0
+
+    def put(self, data: bytes) -> tuple[int, int]:
+        """Append ``data``: ``(offset, length)``."""
+        off, view = self.end, memoryview(data)
+        done = 0
+        while done < len(view):
+            done += os.pwrite(self.fd, view[done:], off + done)
+        self.end = off + done
+        return off, done
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def _read_spool(fd: int, off: int, n: int) -> bytes:
+    """``n`` bytes at ``off`` of the spool file (``fd``: :class:`_Spool`'s, by the fork)."""
     parts = []
     while n > 0:
-        got = os.pread(fd, n, sum(map(len, parts)))
+        got = os.pread(fd, n, off)
         if not got:
             raise EOFError("the spool file ended early")
         parts.append(got)
         n -= len(got)
+        off += len(got)
     return b"".join(parts)
 
 
@@ -230,10 +274,11 @@ class MatchJob:
         self._flags: Any = False  # the child's second answer, once read
         self.parent: int | None = None  # the version an early child reads (start_early)
         self.sender: Any = None  # to an early child: the new records, the report's rows
-        # the report's new rows for an early child, pickled into ``_spool`` (an unlinked
-        # file both processes hold from the fork): its length, once written
-        self._msg: int | None = None
-        self._spool: Any = None
+        # the report's new rows for an early child, pickled into ``_spool`` (:class:`_Spool`):
+        # where, once written; ``_back``: the early child's answers, the other way
+        self._msg: tuple[int, int] | None = None
+        self._spool: _Spool | None = None
+        self._back: _Spool | None = None
 
     def start_early(self, path: str, parent: int, data: bytes, sha: str) -> None:
         """Fork the child before the decode (:func:`start_early`): it reads version
@@ -243,16 +288,16 @@ class MatchJob:
         mpctx = pool_context()
         if mpctx is None:
             return
-        import tempfile
-
+        try:
+            self._spool, self._back = _Spool(), _Spool()
+        except OSError:  # no temporary file: no early child
+            self._close_spool()
+            return
         reader, writer = mpctx.Pipe(duplex=False)
         c_reader, sender = mpctx.Pipe(duplex=False)
-        try:  # (a pipe would hold this process until the child, still matching, read it)
-            self._spool = tempfile.TemporaryFile(prefix="kbtool-match-")
-        except OSError:  # no temporary file: the child makes no report flags
-            self._spool = None
-        spool = -1 if self._spool is None else self._spool.fileno()
-        _STATE.update(path=path, parent=parent, data=data, sha=sha, spool=spool)  # (inherited)
+        _STATE.update(
+            path=path, parent=parent, data=data, sha=sha, spool=self._spool.fd, back=self._back
+        )
         try:
             with signals_deferred():
                 proc = mpctx.Process(
@@ -283,11 +328,14 @@ class MatchJob:
         rows = _pack_records(new)
         step = max(1, -(-len(rows) // _RECORD_CHUNKS))
         chunks = [rows[i : i + step] for i in range(0, len(rows), step)]
+        spool = self._spool
+        assert spool is not None  # (made with the child)
         try:  # (in chunks: the child unpickles one while this process pickles the next)
             self.sender.send_bytes(pickle.dumps(len(chunks)))
             for chunk in chunks:
-                self.sender.send_bytes(pickle.dumps(chunk, pickle.HIGHEST_PROTOCOL))
-        except OSError:  # the child died: the matcher runs here
+                at = spool.put(pickle.dumps(chunk, pickle.HIGHEST_PROTOCOL))
+                self.sender.send_bytes(pickle.dumps(at))
+        except OSError:  # the child died (or no room for the spool): the matcher runs here
             self.stop()
 
     def prepare_report(self, new_rows: list, new_mem: dict) -> None:
@@ -300,17 +348,25 @@ class MatchJob:
             return
         msg = pickle.dumps((new_rows, new_mem), pickle.HIGHEST_PROTOCOL)
         try:
-            self._spool.write(msg)
-            self._spool.flush()
-        except OSError:  # (a full disk): the report's pairing and flags made here
+            self._msg = self._spool.put(msg)
+        except OSError:  # (no room): the report's pairing and flags made here
             return
-        self._msg = len(msg)
         self.report = {}  # (the child makes the flags)
 
     def _close_spool(self) -> None:
-        spool, self._spool = self._spool, None
-        if spool is not None:
-            spool.close()
+        for spool in (self._spool, self._back):
+            if spool is not None:
+                spool.close()
+        self._spool = self._back = None
+
+    def _recv(self) -> bytes:
+        """The child's next message (through the back spool for an early child)."""
+        import pickle
+
+        got = self.reader.recv_bytes()
+        if self._back is None:
+            return got
+        return _read_spool(self._back.fd, *pickle.loads(got))
 
     def start(self, report: Callable[[], dict] | None = None) -> None:
         """Fork the child (``report()``: its inputs for the report's flags, asked only when
@@ -349,7 +405,7 @@ class MatchJob:
         out = None
         if self.proc is not None:
             try:
-                out = pickle.loads(self.reader.recv_bytes())
+                out = pickle.loads(self._recv())
                 out = (_unpack(out[0]), _unpack(out[1]), out[2], out[3])
             except (EOFError, OSError, pickle.UnpicklingError):
                 out = None  # the child died or failed: run here
@@ -368,9 +424,9 @@ class MatchJob:
     def _send_report(self) -> None:
         import pickle
 
-        n, self._msg = self._msg, None
+        at, self._msg = self._msg, None
         try:
-            self.sender.send_bytes(pickle.dumps(n))
+            self.sender.send_bytes(pickle.dumps(at))
         except OSError:  # the child died: the report's pairing and flags made here
             self.report = None
             self.stop()
@@ -386,7 +442,7 @@ class MatchJob:
             if self.proc is not None and self.report is not None:
                 done = False
                 try:
-                    self._flags = pickle.loads(self.reader.recv_bytes())
+                    self._flags = pickle.loads(self._recv())
                     done = True
                 except (EOFError, OSError, pickle.UnpicklingError):
                     self._flags = None
