@@ -558,14 +558,16 @@ def build_report(
         if relocated:
             e["relocated"] = True  # same code; only data addresses (or call targets) moved
         keyed.append(((n, 0, o), e))
-    for n, row in sorted(pg.new_rows.items()):
-        if row["imported"] or n in pg.by_new:
+    # (the unpaired indices first: no row of a paired function read nor sorted again)
+    by_new, by_old = pg.by_new, pg.by_old
+    for n in sorted([n for n in new_rows if n not in by_new]):
+        if new_rows[n]["imported"]:
             continue
         keyed.append(((n, 0, -1), entry("new", None, n, None)))
     anchors.sort()
     anchor_old = [o for o, _ in anchors]
-    for o, row in sorted(pg.old_rows.items()):
-        if row["imported"] or o in pg.by_old:
+    for o in sorted([o for o in old_rows if o not in by_old]):
+        if old_rows[o]["imported"]:
             continue
         k = bisect.bisect_left(anchor_old, o)
         at = anchors[k - 1][1] if k else -1
