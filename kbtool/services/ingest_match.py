@@ -320,11 +320,11 @@ class MatchJob:
 
     def send_new(self, new: Sequence) -> None:
         """The new version's records to the early child (it starts the matcher then)."""
-        import pickle
-
         self.new = new
         if self.proc is None:
             return
+        import pickle
+
         rows = _pack_records(new)
         step = max(1, -(-len(rows) // _RECORD_CHUNKS))
         chunks = [rows[i : i + step] for i in range(0, len(rows), step)]
@@ -342,10 +342,10 @@ class MatchJob:
         """The new side of the report's pairing for the early child (its rows before the
         stable ids, its memory-access texts), pickled now into the spool file, its length
         sent with the answer read: the child then makes the report's pairing and flags."""
-        import pickle
-
         if self.proc is None or self._spool is None:
             return
+        import pickle
+
         msg = pickle.dumps((new_rows, new_mem), pickle.HIGHEST_PROTOCOL)
         try:
             self._msg = self._spool.put(msg)
@@ -400,10 +400,10 @@ class MatchJob:
     def result(self) -> tuple[list, list, list[str], Any]:
         """``(exact, full, notes, verdicts)`` as :func:`_run` gives them; the child's when
         it answered, else the matcher's run here (the same answer, or the same error)."""
-        import pickle  # (here: a first ingest never reads a child's answer)
-
         out = None
         if self.proc is not None:
+            import pickle  # (here: a first ingest, or a small one with no child, reads no answer)
+
             try:
                 out = pickle.loads(self._recv())
                 out = (_unpack(out[0]), _unpack(out[1]), out[2], out[3])
