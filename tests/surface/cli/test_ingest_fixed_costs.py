@@ -69,6 +69,10 @@ def test_later_ingest_with_the_warm_ups_off_imports_neither(tmp_path: Path) -> N
     assert "kbtool.services.detached" in loaded  # (the switches were read)
     for name in ("kbtool.services.diff.warm", "kbtool.services.code_store", "subprocess"):
         assert name not in loaded, name
+    # a module this small is matched in this process (no child): nothing is pickled, so
+    # pickle is not imported (session 29 S)
+    assert "kbtool.identity.matcher_active" in loaded
+    assert "pickle" not in loaded
 
 
 def test_warm_ups_on_still_start(tmp_path: Path, monkeypatch) -> None:
