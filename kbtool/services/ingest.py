@@ -60,6 +60,8 @@ class AlreadyIngested(IngestError):
 
 @dataclass
 class IngestResult:
+    """What one ingest stored: the version, its counts, its parent and what it carried."""
+
     version_id: int
     label: str
     imported: int
