@@ -6,6 +6,7 @@ import bisect
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from ..records import FuncRecord, Match
 from .bigrams import _TYPED, append, i64, vec
@@ -322,6 +323,8 @@ class MatcherBase:
         self._wv_clock = 0
         self._wv_seen: dict[int, tuple[Match, int, int]] = {}
         self._wv_twin = False
+        # the ints 0 .. the larger side's size as objects (the anchors' lists hold these)
+        self._ints: list[object] = list(range(max(self.OLD.size, self.NEW.size)))
         # ``_graph_term``'s stamps by old index and its clock
         self._gt_mark: vec[i64] = vec[i64]([0] * self.OLD.size)
         self._gt_clock: i64 = 0
@@ -580,16 +583,20 @@ class MatcherBase:
                 tail_pos[j] = k
                 prev = append(prev, tail_pos[j - 1] if j else -1)
         self._anchor_run = (os_, ns, prev, marks)
-        anchor_o: list[int] = []
-        anchor_n: list[int] = []
+        # (the chain's indices as the int objects of ``_ints``: none made per entry)
+        ints = self._ints
+        chain_o: list[object] = []
+        chain_n: list[object] = []
         nt = len(tail_pos)
         kk: i64 = tail_pos[nt - 1] if nt else -1
         while kk >= 0:
-            anchor_o.append(os_[kk])
-            anchor_n.append(ns[kk])
+            chain_o.append(ints[os_[kk]])
+            chain_n.append(ints[ns[kk]])
             kk = prev[kk]
-        anchor_o.reverse()
-        anchor_n.reverse()
+        chain_o.reverse()
+        chain_n.reverse()
+        anchor_o = cast(list[int], chain_o)
+        anchor_n = cast(list[int], chain_n)
         self.anchor_o = anchor_o
         self.anchor_n = anchor_n
         self.span_o = (self.OLD.order[0] - 1, self.OLD.order[-1] + 1) if self.OLD.order else (0, 0)
