@@ -276,7 +276,7 @@ def upsert_symbols(
     checks (``unnamed``: always written, e.g. a new version's names from its binary) are
     written together, in one ``executemany`` each for records and events (~6x cheaper than
     one call each: an ingest of a named module proposes one name per function). Every other
-    proposal (a current record, a refusal, an id proposed twice) goes through
+    proposal (a human name, which is locked; a current record, a refusal, an id proposed twice) goes through
     :func:`upsert_symbol` itself, in its place, but for one that would change nothing (a
     current record with the same name and provenance, a confidence not above it): that
     decision (``no change``: no write, no event) is made here from one read of the current
@@ -343,7 +343,8 @@ def upsert_symbols(
                 if _same(cur, name, None, None, provenance, float(confidence), want_lock):
                     decisions.append({"written": False, "reason": "no change"})
                     continue
-            fresh = valid and cur is None
+            # (a human name takes upsert_symbol's path: its record is locked)
+            fresh = valid and cur is None and provenance != "human"
             if not fresh:  # the general path, in its place among the others
                 flush()
                 decisions.append(
