@@ -276,12 +276,12 @@ def upsert_symbols(
     checks (``unnamed``: always written, e.g. a new version's names from its binary) are
     written together, in one ``executemany`` each for records and events (~6x cheaper than
     one call each: an ingest of a named module proposes one name per function). Every other
-    proposal (a human name, which is locked; a current record, a refusal, an id proposed twice) goes through
-    :func:`upsert_symbol` itself, in its place, but for one that would change nothing (a
-    current record with the same name and provenance, a confidence not above it): that
-    decision (``no change``: no write, no event) is made here from one read of the current
-    records. Raises :class:`UnknownStableIdError` (nothing
-    written) for an id the KB has never seen."""
+    proposal (a human name, which is locked; a current record, a refusal, an id proposed
+    twice) goes through :func:`upsert_symbol` itself, in its place, but for one that would
+    change nothing (a current record with the same name and provenance, a confidence not
+    above it): that decision (``no change``: no write, no event) is made here from one read
+    of the current records. Raises :class:`UnknownStableIdError` (nothing written) for an id
+    the KB has never seen."""
     if provenance not in PROVENANCES:
         raise ValueError(f"unknown provenance {provenance!r}; one of {', '.join(PROVENANCES)}")
     if not proposals:
