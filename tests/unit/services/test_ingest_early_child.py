@@ -62,7 +62,7 @@ def _fresh(tmp_path, name: str, guess: str = "", **env) -> tuple[dict, dict]:
     db = tmp_path / f"{name}.db"
     run = subprocess.run(
         [sys.executable, "-c", _LATER, str(db), str(Z55), str(Z56), guess],
-        env={**os.environ, "KBTOOL_PARALLEL_MATCH_BYTES": "0", **env},
+        env={**os.environ, "KBTOOL_PARALLEL_MATCH_BYTES": "0", "KBTOOL_EARLY_MATCH": "1", **env},
         capture_output=True,
         text=True,
         timeout=300,
@@ -115,6 +115,7 @@ def test_no_early_child_inside_a_transaction_or_below_the_threshold(tmp_path, mo
     ingest_file(conn, Z55, label="a")
     data = Z56.read_bytes()
     monkeypatch.setattr(ingest_match, "_cores", lambda: 2)
+    monkeypatch.setenv("KBTOOL_EARLY_MATCH", "1")
     monkeypatch.setenv("KBTOOL_PARALLEL_MATCH_BYTES", str(len(data)))
     assert ingest_match.start_early(conn, data, "0" * 64, None, None, []) is None
     monkeypatch.setenv("KBTOOL_PARALLEL_MATCH_BYTES", "0")
@@ -156,3 +157,16 @@ def test_an_unwanted_child_is_killed_without_the_grace_wait() -> None:
         assert took >= least  # (without ``kill``: a 0.5 s grace for the child to leave)
         if kill:
             assert took < 0.45
+
+
+def test_the_early_child_only_on_a_free_core_unless_told(monkeypatch) -> None:
+    monkeypatch.setattr(ingest_match, "_cores", lambda: 2)
+    monkeypatch.delenv("KBTOOL_EARLY_MATCH", raising=False)
+    for load, want in ((0.3, True), (1.9, True), (2.0, False), (7.5, False)):
+        monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, 0.0, 0.0))
+        assert ingest_match.early_wanted() is want
+        monkeypatch.setenv("KBTOOL_EARLY_MATCH", "1")
+        assert ingest_match.early_wanted()
+        monkeypatch.setenv("KBTOOL_EARLY_MATCH", "0")
+        assert not ingest_match.early_wanted()
+        monkeypatch.delenv("KBTOOL_EARLY_MATCH")
