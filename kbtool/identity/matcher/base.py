@@ -124,17 +124,22 @@ class _Side:
     def __init__(self, recs: Iterable[FuncRecord]) -> None:
         by_index: dict[int, FuncRecord] = {}
         for r in recs:
-            if r.index in by_index:
-                raise ValueError(f"duplicate function index {r.index}")
-            if r.index < 0:
-                raise ValueError(f"negative function index {r.index}")
-            by_index[r.index] = r
-        self.order = sorted(by_index)
-        self.recs = {i: by_index[i] for i in self.order}
+            ri: int = r.index
+            if ri in by_index:
+                raise ValueError(f"duplicate function index {ri}")
+            if ri < 0:
+                raise ValueError(f"negative function index {ri}")
+            by_index[ri] = r
+        order = sorted(by_index)
+        self.order = order
+        # (records given in index order, the usual case: that very dict, same keys and order)
+        self.recs = by_index if list(by_index) == order else {i: by_index[i] for i in order}
         callees: dict[int, tuple[int, ...]] = {}
-        callers: dict[int, list[int]] = {i: [] for i in self.order}
-        for i in self.order:
-            calls = by_index[i].calls
+        # each function's callers gathered by index (a list per function, as the dict was)
+        nsz = order[-1] + 1 if order else 0
+        gather: list[list[int]] = [[] for _ in range(nsz)]
+        for i, r in self.recs.items():
+            calls = r.calls
             if len(calls) <= _SHORT_CALLS:
                 # (the first of each defined callee but itself, in call order: what
                 # ``dict.fromkeys`` below gives, by a scan of the few kept so far)
@@ -147,9 +152,9 @@ class _Side:
                 seq = tuple(c for c in dict.fromkeys(calls) if c in by_index and c != i)
             callees[i] = seq
             for c in seq:
-                callers[c].append(i)
+                gather[c].append(i)
         self.callees = callees
-        self.callers = {i: tuple(v) for i, v in callers.items()}
+        self.callers = {i: tuple(gather[i]) for i in order}
         first = sorted((min(r.table_slots), i) for i, r in self.recs.items() if r.table_slots)
         self.table = tuple(i for _, i in first)
         self.in_table = frozenset(self.table)

@@ -119,3 +119,22 @@ def test_staged_run_keeps_its_matcher_when_asked() -> None:
     assert got == want and st2[0].work == st1[0].work and st2[0].notes == st1[0].notes
     assert len(kept) == 1 and type(kept[0]).__name__ == "_Matcher"
     assert sorted(kept[0].result) == sorted(m.new_index for m in got[1])
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_side_made_from_shuffled_records_is_the_sorted_ones(seed: int) -> None:
+    """Records in any order give one side: recs, callees and callers by index order (the
+    in-order input keeps its own dict, another order is sorted); bad indices still fail."""
+    old, _new = random_releases(seed)
+    shuffled = _gappy(old, seed)
+    random.Random(seed).shuffle(shuffled)
+    for base in _bases():
+        a, b = base._Side(sorted(shuffled, key=lambda r: r.index)), base._Side(shuffled)
+        assert a.order == b.order == sorted(r.index for r in shuffled)
+        assert list(a.recs.items()) == list(b.recs.items())
+        assert list(a.callees.items()) == list(b.callees.items())
+        assert list(a.callers.items()) == list(b.callers.items())
+        with pytest.raises(ValueError, match="duplicate"):
+            base._Side([*shuffled, shuffled[0]])
+        with pytest.raises(ValueError, match="negative"):
+            base._Side([*shuffled, replace(shuffled[0], index=-1)])
