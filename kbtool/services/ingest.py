@@ -162,62 +162,31 @@ def ingest_bytes(
     # do for themselves): millions of small objects, no cycles, and its full passes over
     # them cost ~9% of an ffmpeg ingest (perf) between the stages
     with gc_paused():
-        return _ingest(
-            conn,
-            data,
-            label=label,
-            source_path=source_path,
-            glue_text=glue_text,
-            progress=progress,
-            carry=carry,
-            program=program,
-            base=base,
-            same=same,
-            sha256=sha256,
-            program_hint=program_hint,
-        )
+        # a big module's matcher child forked now, reading the expected parent while this
+        # process decodes (its matcher starts with the new records: before the lineage)
+        job = start_early(conn, data, sha256, program, base, same)
+        try:
+            return _ingest(
+                conn,
+                data,
+                job,
+                label=label,
+                source_path=source_path,
+                glue_text=glue_text,
+                progress=progress,
+                carry=carry,
+                program=program,
+                base=base,
+                same=same,
+                sha256=sha256,
+                program_hint=program_hint,
+            )
+        finally:
+            if job is not None:
+                job.stop()
 
 
 def _ingest(
-    conn: sqlite3.Connection,
-    data: bytes,
-    *,
-    label: str,
-    source_path: str | None,
-    glue_text: str | None,
-    progress: Progress | None,
-    carry: bool,
-    program: str | None,
-    base: int | None,
-    same: list,
-    sha256: str,
-    program_hint: str | None,
-) -> IngestResult:
-    # a big module's matcher child forked now, reading the expected parent while this
-    # process decodes (its matcher starts with the new records: before the lineage)
-    job = start_early(conn, data, sha256, program, base, same)
-    try:
-        return _decoded(
-            conn,
-            data,
-            job,
-            label=label,
-            source_path=source_path,
-            glue_text=glue_text,
-            progress=progress,
-            carry=carry,
-            program=program,
-            base=base,
-            same=same,
-            sha256=sha256,
-            program_hint=program_hint,
-        )
-    finally:
-        if job is not None:
-            job.stop()
-
-
-def _decoded(
     conn: sqlite3.Connection,
     data: bytes,
     job: Any,
