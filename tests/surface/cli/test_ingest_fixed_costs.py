@@ -9,28 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.fresh_imports import modules_after
 from tests.support.paths import DEMO_WASM, ROOT
 
 HEAVY = {"rich", "typer", "click", "pydantic", "textual", "starlette", "uvicorn", "mcp", "numpy"}
 
 
-def _modules_after(code: str) -> set[str]:
-    """The names in ``sys.modules`` of a fresh interpreter once ``code`` has run."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "KBTOOL_DIFF_WARM": "0", "KBTOOL_CODE_WARM": "0"}
-    r = subprocess.run(
-        [sys.executable, "-c", f"{code}\nimport sys\nprint('\\n'.join(sys.modules))"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=300,
-    )
-    assert r.returncode == 0, r.stderr[-2000:]
-    return set(r.stdout.splitlines())
-
-
 def test_importing_the_cli_loads_no_front_end_nor_service() -> None:
-    loaded = _modules_after("import kbtool.cli")
+    loaded = modules_after("import kbtool.cli")
     assert "kbtool.cli" in loaded
     assert not {m for m in loaded if m.split(".")[0] in HEAVY}
     assert not {m for m in loaded if m.startswith(("kbtool.services", "kbtool.wasm"))}
@@ -38,7 +24,7 @@ def test_importing_the_cli_loads_no_front_end_nor_service() -> None:
 
 def test_first_ingest_imports_neither_pickle_nor_the_matcher(tmp_path: Path) -> None:
     db = str(tmp_path / "kb.db")
-    loaded = _modules_after(
+    loaded = modules_after(
         f"from kbtool.cli import main\nassert main(['--db', {db!r}, 'ingest', {str(DEMO_WASM)!r}]) == 0"
     )
     assert "kbtool.services.ingest_match" in loaded
@@ -58,7 +44,7 @@ def test_later_ingest_with_the_warm_ups_off_imports_neither(tmp_path: Path) -> N
     # nothing), and reading them loads no subprocess machinery
     db = str(tmp_path / "kb.db")
     later = DEMO_WASM.with_name("zstd-1.5.6.wasm")
-    loaded = _modules_after(
+    loaded = modules_after(
         "from kbtool.cli import main\n"
         "from kbtool.commands import ingest_cmd\n"
         "ingest_cmd._CODE_WARM_MIN_BYTES = 0  # (every module asks the code store)\n"
@@ -107,10 +93,10 @@ def test_a_command_that_reads_the_kb_loads_no_wasm_layer(tmp_path: Path) -> None
     # the CLI catches the wasm layer's format error as the ValueError it is: a command that
     # only reads the KB never imports kbtool.wasm (its decoder twin included)
     db = str(tmp_path / "kb.db")
-    assert _modules_after(
+    assert modules_after(
         f"from kbtool.cli import main\nmain(['--db', {db!r}, 'ingest', {str(DEMO_WASM)!r}])"
     )
-    loaded = _modules_after(
+    loaded = modules_after(
         f"from kbtool.cli import main\nassert main(['--db', {db!r}, 'versions']) == 0"
     )
     assert "kbtool.commands.core" in loaded or any(m.startswith("kbtool.commands.") for m in loaded)

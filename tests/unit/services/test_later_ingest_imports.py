@@ -5,9 +5,6 @@ for a buffer that is not ``bytes``)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from kbtool.kb import queries
@@ -15,28 +12,15 @@ from kbtool.kb.db import open_rw
 from kbtool.services.diff import report
 from kbtool.services.diff.triage import TRIAGE_RULES
 from kbtool.services.ingest import ingest_file
-from tests.support.paths import DEMO_WASM, ROOT
+from tests.support.fresh_imports import modules_after
+from tests.support.paths import DEMO_WASM
 
 LATER = DEMO_WASM.with_name("zstd-1.5.6.wasm")
 
 
-def _modules_after(code: str) -> set[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "KBTOOL_DIFF_WARM": "0", "KBTOOL_CODE_WARM": "0"}
-    r = subprocess.run(
-        [sys.executable, "-c", f"{code}\nimport sys\nprint('\\n'.join(sys.modules))"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=300,
-    )
-    assert r.returncode == 0, r.stderr[-2000:]
-    return set(r.stdout.splitlines())
-
-
 def test_later_ingest_imports_no_changelog_nor_a_second_token_reader(tmp_path: Path) -> None:
     db = str(tmp_path / "kb.db")
-    loaded = _modules_after(
+    loaded = modules_after(
         "from kbtool.cli import main\n"
         f"assert main(['--db', {db!r}, 'ingest', {str(DEMO_WASM)!r}]) == 0\n"
         f"assert main(['--db', {db!r}, 'ingest', {str(LATER)!r}]) == 0\n"
