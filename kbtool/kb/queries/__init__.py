@@ -108,6 +108,7 @@ _SUBMODULE_NAMES: dict[str, tuple[str, ...]] = {
     ),
     "symbols": (
         "annotations_by_index",
+        "diff_annotation_rows",
         "export_rows",
         "get_symbol",
         "require_stable_id",
@@ -207,6 +208,7 @@ if TYPE_CHECKING:  # (the same names, typed, for the checkers; loaded by __getat
     )
     from kbtool.kb.queries.symbols import (
         annotations_by_index,
+        diff_annotation_rows,
         export_rows,
         get_symbol,
         require_stable_id,
@@ -267,6 +269,7 @@ __all__ = [
     "analysis_result",
     "annotation_events",
     "annotations_by_index",
+    "diff_annotation_rows",
     "call_target_counts",
     "callees",
     "callers",

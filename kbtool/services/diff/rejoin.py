@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kbtool.analysis.runtime import is_runtime_label, is_runtime_name
-from kbtool.kb.queries.symbols import diff_annotation_rows
+from kbtool.kb import queries
 
 __all__ = [
     "version_annotations",
@@ -46,7 +46,7 @@ def version_annotations(conn: sqlite3.Connection, version_id: int) -> dict[int, 
     """index -> {name, provenance, confidence, runtime_oracle} for named functions of a version."""
     out: dict[int, dict[str, Any]] = {}
     # (the evidence is read only where it is looked at: an oracle's)
-    for idx, name, prov, conf, ev in diff_annotation_rows(conn, version_id):
+    for idx, name, prov, conf, ev in queries.diff_annotation_rows(conn, version_id):
         rt = False
         if prov == "oracle":
             try:
