@@ -137,21 +137,14 @@ def match_functions_staged(
     new: Sequence[FuncRecord],
     *,
     stats: list[MatchStats] | None = None,
-    keep: list | None = None,
 ) -> tuple[list[Match], list[Match]]:
     """``(match_functions(fuzzy=False), match_functions(fuzzy=True))`` from one matcher run:
     the unique evidence ingest carries identities by, and the full pairing diff and carry-over
     use. The first is exactly the non-fuzzy result (a snapshot taken before stage 6, without
-    the pairs flagged for review).
-
-    ``keep``: a list the run's matcher is appended to, so that its heap (sides, features,
-    caches: ~0.08 s of CPU to free on ffmpeg) is not freed on return; for a caller about to
-    leave without freeing anything (a forked child ending by ``os._exit``)."""
+    the pairs flagged for review)."""
     m = _Matcher(old, new)
     with _one_store(m):
         out = m.run_staged(True)
     if stats is not None:
         stats.append(m.finish_stats())
-    if keep is not None:
-        keep.append(m)
     return out

@@ -107,20 +107,6 @@ def test_hash_groups_in_plain_dicts_are_the_defaultdict_ones(seed: int) -> None:
             assert list(g.items()) == list(w.items())
 
 
-def test_staged_run_keeps_its_matcher_when_asked() -> None:
-    """``keep`` receives the run's matcher (its heap not freed on return); the answer and
-    the stats are those of a run without it."""
-    old, new = random_releases(7)
-    st1: list = []
-    st2: list = []
-    kept: list = []
-    want = active.match_functions_staged(old, new, stats=st1)
-    got = active.match_functions_staged(old, new, stats=st2, keep=kept)
-    assert got == want and st2[0].work == st1[0].work and st2[0].notes == st1[0].notes
-    assert len(kept) == 1 and type(kept[0]).__name__ == "_Matcher"
-    assert sorted(kept[0].result) == sorted(m.new_index for m in got[1])
-
-
 @pytest.mark.parametrize("seed", range(8))
 def test_side_made_from_shuffled_records_is_the_sorted_ones(seed: int) -> None:
     """Records in any order give one side: recs, callees and callers by index order (the
