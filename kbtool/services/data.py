@@ -139,26 +139,35 @@ def build(
     go: bool | None = None,
     progress: Callable[[int, int], None] | None = None,
     walked: Walked | None = None,
+    names: dict[int, str] | None = None,
 ) -> dict[str, Any]:
     """Build and store the data model of a version (in the caller's transaction); return
     its counts, ``seconds`` and ``cpu_seconds`` (the build and its writes). ``walked``:
-    :func:`prepare`'s answer for this module when the caller already has it."""
+    :func:`prepare`'s answer for this module when the caller already has it. ``names``:
+    the functions' names the labels read (:func:`role_labels`), when the caller knows
+    them (None: the version's names in the KB, :func:`kbtool.kb.queries.function_names`)."""
     if walked is None:
         walked = prepare(analysis, data, go=go, progress=progress)
     t0, c0 = time.perf_counter(), time.process_time()
     with gc_paused():  # hundreds of thousands of small objects, no cycles (as the decoder)
-        out = _build(conn, version_id, analysis, walked)
+        out = _build(conn, version_id, analysis, walked, names)
     out["seconds"] = round(walked.seconds + time.perf_counter() - t0, 3)
     out["cpu_seconds"] = round(walked.cpu_seconds + time.process_time() - c0, 3)
     return out
 
 
 def _build(
-    conn: sqlite3.Connection, version_id: int, analysis: ModuleAnalysis, walked: Walked
+    conn: sqlite3.Connection,
+    version_id: int,
+    analysis: ModuleAnalysis,
+    walked: Walked,
+    names: dict[int, str] | None = None,
 ) -> dict[str, Any]:
     model, passive, base, image = walked.model, walked.passive, walked.base, walked.image
     # labels from the functions the KB knows around an item (errno, malloc state, tables)
-    role_labels(model, analysis, queries.function_names(conn, version_id))
+    if names is None:
+        names = queries.function_names(conn, version_id)
+    role_labels(model, analysis, names)
     rows = item_rows(
         model.items, image, base, lambda a, n: read_memory(analysis, a, n, passive), store.NULL
     )  # the stored rows with their data ids, one compiled pass (with the data walk)
