@@ -22,15 +22,43 @@ except ImportError:  # the pure path without it (not a dependency): plain ints
 
 try:  # mypyc's runtime library (installed with mypy): native arrays and byte writes
     from librt.strings import BytesWriter, write_i32_le, write_i64_le
+    from librt.vecs import append as _vappend
     from librt.vecs import vec
 except ImportError:  # the pure path without it: lists and a bytearray
     from kbtool.wasm.opbuf import BytesWriter, vec  # type: ignore[assignment]
+    from kbtool.wasm.opbuf import vec_append as _vappend  # type: ignore[assignment]
 
     def write_i32_le(b: BytesWriter, n: int) -> None:  # type: ignore[misc]
         b.write(n.to_bytes(4, "little", signed=True))
 
     def write_i64_le(b: BytesWriter, n: int) -> None:  # type: ignore[misc]
         b.write(n.to_bytes(8, "little", signed=True))
+
+
+def _empty(n: i64) -> vec[i64]:
+    """An empty array with room for ``n`` values (filled by append: no zero fill, no list
+    of zeros converted, no growth copy)."""
+    return vec[i64](capacity=n)
+
+
+def _zeros(n: i64) -> vec[i64]:
+    """``n`` zeros (appended into an array made at that capacity)."""
+    out = _empty(n)
+    i: i64 = 0
+    while i < n:
+        out = _vappend(out, 0)
+        i += 1
+    return out
+
+
+def _iota(n: i64) -> vec[i64]:
+    """0, 1, ..., n - 1."""
+    out = _empty(n)
+    i: i64 = 0
+    while i < n:
+        out = _vappend(out, i)
+        i += 1
+    return out
 
 
 _BIG: Final = 1 << 60  # a value beyond it: OverflowError (the store's packing decides)
@@ -87,14 +115,13 @@ def ref_columns(
     n: i64 = len(refs)
     if n >= 1 << 31:
         raise OverflowError("positions past 31 bits")
-    # the columns made at their length and set by index (compiled: one native fill each,
-    # no append call and no growth copy per value)
-    funcs = vec[i64]([0] * n)
-    offsets = vec[i64]([0] * n)
-    keys = vec[i64]([0] * n)
-    codes = vec[i64]([0] * n)
-    widths = vec[i64]([0] * n)
-    ri: i64 = 0
+    # the columns made at their capacity and appended to (compiled: a native store each,
+    # no growth copy, no zero fill first)
+    funcs = _empty(n)
+    offsets = _empty(n)
+    keys = _empty(n)
+    codes = _empty(n)
+    widths = _empty(n)
     flo_prev: i64 = -_BIG  # the previous reference's function and offset
     olo_prev: i64 = -_BIG
     flo: i64 = 0
@@ -154,12 +181,11 @@ def ref_columns(
         _check(f)
         _check(o)
         _check(wd)
-        funcs[ri] = f
-        offsets[ri] = o
-        keys[ri] = k
-        codes[ri] = c
-        widths[ri] = wd
-        ri += 1
+        funcs = _vappend(funcs, f)
+        offsets = _vappend(offsets, o)
+        keys = _vappend(keys, k)
+        codes = _vappend(codes, c)
+        widths = _vappend(widths, wd)
         if f < flo_prev or (f == flo_prev and o < olo_prev):
             ordered = False
         flo_prev = f
@@ -189,21 +215,20 @@ def ref_columns(
         keys = _gather(keys, by_pos)
         codes = _gather(codes, by_pos)
         widths = _gather(widths, by_pos)
+        by_pos = _empty(0)
+    # the columns written as soon as they are final, their arrays dropped before the sort
+    # by key (its arrays then take their place: a lower peak)
+    out = [_write(funcs, flo, fhi, "i"), _write(offsets, olo, ohi, "i")]
+    funcs = offsets = _empty(0)
+    out.append(_write(keys, klo, khi, "i"))
+    out.append(_write(codes, clo, chi, "B"))
+    out.append(_write(widths, wlo, whi, "B"))
+    codes = widths = _empty(0)
     order = _order_by_key(keys, klo, khi)
-    sorted_keys = vec[i64]([0] * n)
-    i: i64 = 0
-    while i < n:
-        sorted_keys[i] = keys[order[i]]
-        i += 1
-    return [
-        _write(funcs, flo, fhi, "i"),
-        _write(offsets, olo, ohi, "i"),
-        _write(keys, klo, khi, "i"),
-        _write(codes, clo, chi, "B"),
-        _write(widths, wlo, whi, "B"),
-        _write(sorted_keys, klo, khi, "i"),
-        _write(order, 0, n - 1, "I"),
-    ]
+    out.append(_write(_gather(keys, order), klo, khi, "i"))
+    keys = _empty(0)
+    out.append(_write(order, 0, n - 1, "I"))
+    return out
 
 
 def _order_by_position(
@@ -215,11 +240,8 @@ def _order_by_position(
     + offset - olo`` (``OverflowError`` when the spans' product passes 60 bits: the store's
     passes then sort)."""
     n: i64 = len(funcs)
-    order = vec[i64]([0] * n)
+    order = _iota(n)
     i: i64 = 0
-    while i < n:
-        order[i] = i
-        i += 1
     budget: i64 = 8 * n + 4096  # moves allowed before the radix sort takes over
     i = 1
     while i < n:
@@ -244,10 +266,10 @@ def _order_by_position(
     span_f: i64 = fhi - flo + 1
     if span_f > _BIG // span_o:
         raise OverflowError("a data reference position key past 60 bits")
-    pos = vec[i64]([0] * n)
+    pos = _empty(n)
     i = 0
     while i < n:
-        pos[i] = (funcs[i] - flo) * span_o + (offsets[i] - olo)
+        pos = _vappend(pos, (funcs[i] - flo) * span_o + (offsets[i] - olo))
         i += 1
     return _order_by_key(pos, 0, span_f * span_o - 1)
 
@@ -255,10 +277,10 @@ def _order_by_position(
 def _gather(values: vec[i64], order: vec[i64]) -> vec[i64]:
     """``values`` in ``order``."""
     n: i64 = len(order)
-    out = vec[i64]([0] * n)
+    out = _empty(n)
     i: i64 = 0
     while i < n:
-        out[i] = values[order[i]]
+        out = _vappend(out, values[order[i]])
         i += 1
     return out
 
@@ -267,13 +289,10 @@ def _order_by_key(keys: vec[i64], klo: i64, khi: i64) -> vec[i64]:
     """The positions of ``keys`` sorted by key, stable: an LSD radix sort, 16 bits a pass
     over ``key - klo`` (two passes for ffmpeg's keys)."""
     n: i64 = len(keys)
-    order = vec[i64]([0] * n)
+    order = _iota(n)
     i: i64 = 0
-    while i < n:
-        order[i] = i
-        i += 1
-    other = vec[i64]([0] * n)
-    counts = vec[i64]([0] * (_MASK + 2))
+    other = _zeros(n)
+    counts = _zeros(_MASK + 2)
     span: i64 = khi - klo
     shift: i64 = 0
     while n > 1 and (span >> shift) > 0:
