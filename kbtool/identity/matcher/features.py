@@ -22,10 +22,8 @@ from __future__ import annotations
 
 import math
 import threading
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from itertools import chain
 from operator import itemgetter
 from typing import Any
 
@@ -39,8 +37,19 @@ from .bigrams import (  # noqa: F401  (the histograms' names, read here and by t
     _cosine_words,
     _pair_counts,
     hist_dict,
+    i64,
+    vec,
 )
-from .weights import _exact, _weighted_jaccard, _weighted_jaccard_exact, _Weights  # noqa: F401
+from .weights import (  # noqa: F401  (the reference forms: read by the tests)
+    _NO_IDS,
+    _exact,
+    _ids_total,
+    _jaccard_ids,
+    _Vocab,
+    _weighted_jaccard,
+    _weighted_jaccard_exact,
+    _Weights,
+)
 
 __all__ = [
     "FeatureCache",
@@ -72,8 +81,8 @@ class _Feat:
     (:meth:`hist`): the sets are enough for :meth:`FeatureCache.content_bound`."""
 
     __slots__ = (
-        "strings",
-        "consts",
+        "sids",
+        "cids",
         "tstrings",
         "tconsts",
         "size",
@@ -87,14 +96,15 @@ class _Feat:
     def __init__(
         self,
         ops: bytes,
-        strings: Sequence[str] | frozenset,
-        consts: Sequence[int] | frozenset,
+        sids: vec[i64] = _NO_IDS,
+        cids: vec[i64] = _NO_IDS,
         bigrams: dict[bytes, tuple[Any, float]] | None = None,
         counts: tuple[int, int, int] = (0, 0, 0),
     ) -> None:
-        # (the store's sets of the record when given: one frozenset per record and kind)
-        self.strings = strings if type(strings) is frozenset else frozenset(strings)
-        self.consts = consts if type(consts) is frozenset else frozenset(consts)
+        # the record's distinct strings and constants as sorted ids of the store's
+        # vocabularies (``_Vocab``: made once per record by the store)
+        self.sids = sids
+        self.cids = cids
         self.tstrings = self.tconsts = 0  # exact total weights (set by FeatureCache.feat)
         # the record's instr_count, loops and call_indirect, read by every pair score
         # (native ints in the compiled twin: no attribute lookup on the record per pair)
@@ -149,52 +159,44 @@ class _Store:
         "n",
         "_idf",
         "default_idf",
-        "df_s",
-        "df_c",
         "feats",
         "bigrams",
         "sims",
         "jacs",
-        "w_s",
-        "w_c",
+        "voc_s",
+        "voc_c",
+        "_w",
         "sets",
     )
 
     def __init__(self, old_recs: Sequence, new_recs: Sequence) -> None:
         self.recs = (old_recs, new_recs)  # held: the ids in the registry key stay theirs
         n = len(old_recs) + len(new_recs)
-        # each record's distinct strings and constants as frozensets, made once (its
-        # features take them: ``sets``, by the features' key ``index << 1 | side``), counted
-        # by one ``Counter`` update over all of them (the counts of a per-record update)
-        sets: dict[int, tuple[frozenset, frozenset]] = {}
-        strs: list[frozenset] = []
-        cons: list[frozenset] = []
+        # each record's distinct strings and constants as sorted ids, made once (its
+        # features take them: ``sets``, by the features' key ``index << 1 | side``), each
+        # key counted once per record holding it (the counts of a ``Counter`` of the sets)
+        voc_s, voc_c = _Vocab(), _Vocab()
+        sets: dict[int, tuple[vec[i64], vec[i64]]] = {}
         side = 0
+        no: i64 = 0
         for rs in (old_recs, new_recs):
             for r in rs:
                 i: int = r.index
-                a, b = r.strings, r.consts
-                fs = frozenset(a) if a else _EMPTY
-                fc = frozenset(b) if b else _EMPTY
-                sets[(i << 1) | side] = (fs, fc)
-                if a:
-                    strs.append(fs)
-                if b:
-                    cons.append(fc)
+                no += 1
+                sets[(i << 1) | side] = (voc_s.add(r.strings, no), voc_c.add(r.consts, no))
             side = 1
         self.sets = sets
-        df_s: Counter = Counter(chain.from_iterable(strs))
-        df_c: Counter = Counter(chain.from_iterable(cons))
         self.n = max(n, 2)
         logn = math.log(self.n)
         self.default_idf = logn
-        self.df_s = df_s
-        self.df_c = df_c
         # the exact weights straight from the document frequencies (the idf floats only on
         # demand: :attr:`idf_s`); the weight of a frequency once per distinct frequency (a
         # few hundred for 10^5 keys): the very float each key's own computation gives
-        self.w_s = _weights_by_df(df_s, self.n, 0.1, logn)
-        self.w_c = _weights_by_df(df_c, self.n, 0.05, logn)
+        voc_s.weigh(self.n, 0.1, logn)
+        voc_c.weigh(self.n, 0.05, logn)
+        self.voc_s = voc_s
+        self.voc_c = voc_c
+        self._w: tuple[_Weights, _Weights] | None = None
         self._idf: tuple[dict, dict] | None = None
         self.feats: dict[int, _Feat] = {}  # by ``index << 1 | side`` (0 old, 1 new)
         self.bigrams: dict[bytes, tuple[Any, float]] = {}
@@ -203,6 +205,37 @@ class _Store:
         # a bounded pair's two weighted Jaccards (constants, strings), same key, until its
         # content sum is made (then dropped): what the bound and the sum both read
         self.jacs: dict[int, tuple[float, float]] = {}
+
+    @property
+    def df_s(self) -> dict:
+        """Each string's document frequency (made on demand: only tests read it)."""
+        return self.voc_s.stored_df()
+
+    @property
+    def df_c(self) -> dict:
+        """Each constant's document frequency (made on demand)."""
+        return self.voc_c.stored_df()
+
+    @property
+    def w_s(self) -> _Weights:
+        """The strings' exact weights by key (``_Weights``; made on demand: the features
+        read them by id, ``voc_s``)."""
+        return self._weights()[0]
+
+    @property
+    def w_c(self) -> _Weights:
+        """The constants' exact weights by key (made on demand)."""
+        return self._weights()[1]
+
+    def _weights(self) -> tuple[_Weights, _Weights]:
+        got = self._w
+        if got is None:
+            logn = self.default_idf
+            got = self._w = (
+                _weights_by_df(self.df_s, self.n, 0.1, logn),
+                _weights_by_df(self.df_c, self.n, 0.05, logn),
+            )
+        return got
 
     def _idfs(self) -> tuple[dict, dict]:
         got = self._idf
@@ -223,9 +256,6 @@ class _Store:
     def idf_c(self) -> dict:
         """Each constant's idf weight, ``log(n / df) + 0.05`` (made on first use)."""
         return self._idfs()[1]
-
-
-_EMPTY: frozenset = frozenset()
 
 
 def _weights_by_df(df: dict, n: int, add: float, default: float) -> _Weights:
@@ -364,10 +394,18 @@ class FeatureCache:
         self._store = store
         self.n = store.n
         self.default_idf = store.default_idf
-        self.df_s = store.df_s
-        self.df_c = store.df_c
-        self._w_s = store.w_s
-        self._w_c = store.w_c
+        self._voc_s = store.voc_s
+        self._voc_c = store.voc_c
+        self._inv_s = store.voc_s.inv()
+        self._inv_c = store.voc_c.inv()
+
+    @property
+    def df_s(self) -> dict:
+        return self._store.df_s
+
+    @property
+    def df_c(self) -> dict:
+        return self._store.df_c
 
     @property
     def idf_s(self) -> dict:
@@ -384,11 +422,11 @@ class FeatureCache:
         if f is None:
             counts = (rec.instr_count, rec.loops, rec.call_indirect)
             got = self._sets.get(key)
-            if got is None:  # (not one of the store's records: its own sets)
-                got = (frozenset(rec.strings), frozenset(rec.consts))
+            if got is None:  # (not one of the store's records: its ids made here)
+                got = (self._voc_s.outside(rec.strings), self._voc_c.outside(rec.consts))
             f = _Feat(rec.ops, got[0], got[1], self._bigrams, counts)
-            f.tstrings = self._w_s.total(f.strings)
-            f.tconsts = self._w_c.total(f.consts)
+            f.tstrings = _ids_total(f.sids, self._voc_s.wid)
+            f.tconsts = _ids_total(f.cids, self._voc_c.wid)
             self._cache[key] = f
         return f
 
@@ -478,8 +516,8 @@ class FeatureCache:
     def _jaccards(self, fo: _Feat, fn: _Feat) -> tuple[float, float]:
         """The pair's weighted Jaccards of constants and strings (-1: both sets empty)."""
         return (
-            _weighted_jaccard_exact(fo.consts, fo.tconsts, fn.consts, fn.tconsts, self._w_c),
-            _weighted_jaccard_exact(fo.strings, fo.tstrings, fn.strings, fn.tstrings, self._w_s),
+            _jaccard_ids(fo.cids, fo.tconsts, fn.cids, fn.tconsts, self._voc_c.wid, self._inv_c),
+            _jaccard_ids(fo.sids, fo.tstrings, fn.sids, fn.tstrings, self._voc_s.wid, self._inv_s),
         )
 
     def _sum(self, fo: _Feat, fn: _Feat, b: float, j: tuple[float, float]) -> tuple[float, float]:

@@ -5,7 +5,10 @@ the one two :func:`math.fsum` give, in any order of the sets."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any, Final
+
+from .bigrams import append, i64, vec
 
 
 def _probe() -> None:  # (only its kind is read: see ``_TYPED``)
@@ -112,6 +115,188 @@ def _weighted_jaccard_exact(a: frozenset, ta: int, b: frozenset, tb: int, wt: _W
             return 0.0
         wsi = wt.total(inter)
     inv = wt.inv
+    wi = float(wsi) * inv  # == wsi / scale == fsum of the intersection's weights
+    wu = wi + float(ta + tb - 2 * wsi) * inv  # ... plus fsum of the symmetric difference's
+    return wi / wu if wu > 0 else 0.0
+
+
+# ------------------------------------------------------------------ keys by id (the store's)
+
+#: the ids of a record without keys of one kind (never appended to: read only)
+_NO_IDS: vec[i64] = vec[i64]()
+# an exact weight split in two for the typed sums (each part summed in a native int)
+_LOW_BITS: Final = 31
+_LOW_MASK: Final = (1 << 31) - 1
+# every exact weight is below this (see ``_Vocab.weigh``): both parts fit a native int
+_WEIGHT_LIMIT: Final = 1 << 62
+
+
+class _Vocab:
+    """The distinct keys of one kind (the records' strings, or their constants) over a
+    store's records: each key's id (first-seen order), its document frequency (how many
+    records hold it) and its exact weight (:class:`_Weights`' integer for that frequency),
+    by id; each record's keys as its distinct ids, sorted (:meth:`add`). A set's total
+    weight and two sets' shared weight are then sums over native arrays (the twin merges
+    two sorted id arrays): the very ints ``_Weights.total`` of the key sets gives."""
+
+    __slots__ = ("ids", "df", "stamp", "wid", "wt", "stored")
+
+    def __init__(self) -> None:
+        self.ids: dict[Any, int] = {}
+        self.df: vec[i64] = vec[i64]()  # by id: how many records hold the key
+        self.stamp: vec[i64] = vec[i64]()  # by id: the last record (:meth:`add`'s no) counted
+        self.wid: vec[i64] = vec[i64]()  # by id: the exact weight (after :meth:`weigh`)
+        self.wt: _Weights | None = None
+        self.stored: i64 = 0  # the store's keys' ids are below (keys met later: above)
+
+    def add(self, keys: Sequence, no: i64) -> vec[i64]:
+        """One store record's distinct keys as sorted ids, each counted once in its
+        frequency (``no``: the record's number, distinct per record, above 0)."""
+        if not keys:
+            return _NO_IDS
+        ids = self.ids
+        df, stamp = self.df, self.stamp
+        out = vec[i64](capacity=len(keys))
+        k: i64 = 0
+        for x in keys:
+            got = ids.get(x)
+            if got is None:
+                k = len(df)
+                ids[x] = k
+                df = append(df, 1)
+                stamp = append(stamp, no)
+                out = append(out, k)
+            else:
+                k = got
+                if stamp[k] != no:
+                    stamp[k] = no
+                    df[k] += 1
+                    out = append(out, k)
+        self.df, self.stamp = df, stamp
+        return _sorted_ids(out)
+
+    def weigh(self, n: int, add: float, default: float) -> None:
+        """The exact weights by id, as ``_Weights({key: log(n / df) + add}, default)``
+        gives them (the same distinct floats, one per frequency: the same scale)."""
+        df = self.df
+        ws = {v: math.log(n / v) + add for v in set(df)}
+        wt = _Weights(ws, default)  # (its ``w``: frequency -> class)
+        by = [0] * (max(ws) + 1 if ws else 1)
+        cls, exact = wt.w, wt.by
+        for v, c in cls.items():
+            by[v] = exact[c]
+        wt.by = by  # by frequency (``_Weights`` in two levels: see ``features._Store``)
+        wt.w = {}  # (the key -> frequency dict only on demand: ``_Store.w_s``)
+        # every float is at least min(add, log 2) and below 64 (n < e**63), so the scale
+        # is at most 2**57 and an exact weight below 2**62: both split parts are native
+        if max(by) >= _WEIGHT_LIMIT or wt.default >= _WEIGHT_LIMIT:
+            raise ValueError("an exact weight past 2**62")
+        self.wid = vec[i64]([by[v] for v in df])
+        self.wt = wt
+        self.stored = len(df)
+
+    def outside(self, keys: Sequence) -> vec[i64]:
+        """The distinct keys of a record outside the store as sorted ids; a key none of the
+        store's records holds gets an id of its own past theirs, weighing the default."""
+        if not keys:
+            return _NO_IDS
+        wt = self.wt
+        assert wt is not None
+        ids = self.ids
+        got: set[int] = set()
+        for x in keys:
+            k = ids.get(x)
+            if k is None:
+                k = ids[x] = len(self.wid)
+                self.wid = append(self.wid, wt.default)
+            got.add(k)
+        return vec[i64](sorted(got))
+
+    def inv(self) -> float:
+        """``1 / scale`` of the exact weights (after :meth:`weigh`)."""
+        wt = self.wt
+        assert wt is not None
+        return wt.inv
+
+    def stored_df(self) -> dict:
+        """The store's keys and their document frequencies (what a ``Counter`` of the
+        records' key sets counts)."""
+        df, stored = self.df, self.stored
+        return {x: int(df[k]) for x, k in self.ids.items() if k < stored}
+
+
+# an id array this short is sorted in place (ids are given in first-seen order: new keys
+# come last and ascending, so the array is mostly in order); longer ones by ``sorted``
+_SHORT_SORT = 48
+
+
+def _sorted_ids(a: vec[i64]) -> vec[i64]:
+    """The ids of ``a`` in ascending order (distinct ids: the order is the only one)."""
+    n: i64 = len(a)
+    if n <= 1:
+        return a
+    if not _TYPED or n > _SHORT_SORT:
+        return vec[i64](sorted(a))
+    for i in range(1, n):  # insertion sort, native reads and writes
+        x: i64 = a[i]
+        j: i64 = i - 1
+        while j >= 0 and a[j] > x:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = x
+    return a
+
+
+def _ids_total(a: vec[i64], wid: vec[i64]) -> int:
+    """The exact total weight of a set of ids (``_Weights.total`` of its keys)."""
+    if not _TYPED:
+        return sum(map(wid.__getitem__, a))
+    hi: i64 = 0
+    lo: i64 = 0
+    for t in range(len(a)):
+        x: i64 = wid[a[t]]
+        hi += x >> _LOW_BITS
+        lo += x & _LOW_MASK
+    return (int(hi) << _LOW_BITS) + int(lo)
+
+
+def _ids_inter(a: vec[i64], b: vec[i64], wid: vec[i64]) -> int:
+    """The exact weight of the ids two sorted id arrays share (0: none; every weight is
+    positive): one merge in the twin, no hashing."""
+    if not _TYPED:
+        return sum(map(wid.__getitem__, set(a).intersection(b)))
+    na: i64 = len(a)
+    nb: i64 = len(b)
+    i: i64 = 0
+    j: i64 = 0
+    hi: i64 = 0
+    lo: i64 = 0
+    while i < na and j < nb:
+        x: i64 = a[i]
+        y: i64 = b[j]
+        if x < y:
+            i += 1
+        elif y < x:
+            j += 1
+        else:
+            w: i64 = wid[x]
+            hi += w >> _LOW_BITS
+            lo += w & _LOW_MASK
+            i += 1
+            j += 1
+    if hi == 0:
+        return int(lo)
+    return (int(hi) << _LOW_BITS) + int(lo)
+
+
+def _jaccard_ids(a: vec[i64], ta: int, b: vec[i64], tb: int, wid: vec[i64], inv: float) -> float:
+    """:func:`_weighted_jaccard_exact` of two key sets given as sorted ids (their exact
+    totals ``ta``, ``tb``; ``inv``: ``1 / scale``): the same float."""
+    if not len(a) and not len(b):
+        return -1.0
+    wsi = _ids_inter(a, b, wid)
+    if not wsi:
+        return 0.0
     wi = float(wsi) * inv  # == wsi / scale == fsum of the intersection's weights
     wu = wi + float(ta + tb - 2 * wsi) * inv  # ... plus fsum of the symmetric difference's
     return wi / wu if wu > 0 else 0.0

@@ -75,9 +75,9 @@ def test_equal_op_streams_share_one_histogram() -> None:
     streams = [bytes(rnd.randrange(256) for _ in range(2 * rnd.randint(0, 300))) for _ in range(60)]
     streams += [bytes(bytearray(s)) for s in streams[:20]]  # equal content, other objects
     streams.append(bytes(2 * (2 * F._MAX_OPS + 40)))  # sampled head and tail
-    made = [F._Feat(s, ["a"], [1], cache) for s in streams]
+    made = [F._Feat(s, F._NO_IDS, F._NO_IDS, cache) for s in streams]
     for s, f in zip(streams, made, strict=True):
-        alone = F._Feat(s, ["a"], [1])
+        alone = F._Feat(s)
         assert f.bigrams == alone.bigrams and f.bnorm == alone.bnorm
     assert all(made[60 + i].hist()[0] is made[i].hist()[0] for i in range(20))
 
@@ -106,32 +106,84 @@ def test_typed_set_weights_are_the_set_sums() -> None:
     assert float(big) * wt.inv == big / wt.scale
 
 
-def test_features_take_the_stores_sets_and_its_weights_from_df() -> None:
-    """A record's features hold the store's one frozenset per kind (equal to the record's
-    own distinct values; empty sets alike), a record outside the store gets its own, and the
-    exact weights made straight from the document frequencies are those of the idf dict."""
+def test_features_take_the_stores_ids_and_its_weights_from_df() -> None:
+    """A record's features hold the store's sorted ids of its distinct strings and constants
+    (empty sets alike), a record outside the store gets ids too (a key no store record
+    holds: an id of its own, the default weight), the totals and Jaccards by ids are those of
+    the key sets (exact weights and the fsum reference), and the exact weights made straight
+    from the document frequencies are those of the idf dict."""
     from kbtool.identity.records import FuncRecord
 
     rnd = random.Random(11)
 
-    def rec(i: int) -> FuncRecord:
-        strings = tuple(rnd.choice("abcdefgh") for _ in range(rnd.randint(0, 6)))
+    def rec(i: int, extra: tuple = ()) -> FuncRecord:
+        strings = tuple(rnd.choice("abcdefgh") for _ in range(rnd.randint(0, 6))) + extra
         consts = tuple(rnd.randint(0, 9) for _ in range(rnd.randint(0, 6)))
         return FuncRecord(index=i, strings=strings, consts=consts, ops=b"\x01\x00\x02\x00")
 
     old, new = [rec(i) for i in range(40)], [rec(i) for i in range(35)]
-    st = F._Store(old, new)
     fc = F.FeatureCache(old, new)
-    for side, recs in ((0, old), (1, new)):
+    st = fc._store
+    assert st.df_s == Counter(x for rs in (old, new) for r in rs for x in set(r.strings))
+    assert st.df_c == Counter(x for rs in (old, new) for r in rs for x in set(r.consts))
+
+    def keys(voc: F._Vocab, ids: object) -> frozenset:
+        back = {k: x for x, k in voc.ids.items()}
+        got = list(ids)  # type: ignore[call-overload]
+        assert got == sorted(set(got))  # (distinct, sorted)
+        return frozenset(back[k] for k in got)
+
+    outsiders = [rec(99, ("zz", "a")), rec(98, ("zz", "yy"))]
+    feats = []
+    for side, recs in ((0, old), (1, new + outsiders)):
         for r in recs:
             f = fc.feat(side, r)
-            assert f.strings == frozenset(r.strings) and f.consts == frozenset(r.consts)
-    outsider = rec(99)
-    f = fc.feat(1, outsider)
-    assert f.strings == frozenset(outsider.strings) and f.consts == frozenset(outsider.consts)
+            assert keys(st.voc_s, f.sids) == frozenset(r.strings)
+            assert keys(st.voc_c, f.cids) == frozenset(r.consts)
+            assert f.tstrings == st.w_s.total(frozenset(r.strings))
+            assert f.tconsts == st.w_c.total(frozenset(r.consts))
+            feats.append((side, r, f))
     assert st.df_s == Counter(x for rs in (old, new) for r in rs for x in set(r.strings))
+    olds = [(r, f) for side, r, f in feats if side == 0]
+    news = [(r, f) for side, r, f in feats if side == 1]
+    for ro, fo in olds:
+        for rn, fn in news:
+            want = []
+            for w, a, b in (
+                (st.w_c, frozenset(ro.consts), frozenset(rn.consts)),
+                (st.w_s, frozenset(ro.strings), frozenset(rn.strings)),
+            ):
+                exact = F._weighted_jaccard_exact(a, w.total(a), b, w.total(b), w)
+                want.append(exact)
+            assert fc._jaccards(fo, fn) == tuple(want)
+    # the fsum reference (the outsiders' own keys weigh the default)
+    ro, fo = olds[3]
+    for rn, fn in news[-4:]:
+        c, s = fc._jaccards(fo, fn)
+        a, b = frozenset(ro.strings), frozenset(rn.strings)
+        assert s == F._weighted_jaccard(a, b, st.idf_s, st.default_idf)
     for w, idf in ((st.w_s, st.idf_s), (st.w_c, st.idf_c)):
         ref = F._Weights(idf, st.default_idf)
         assert (w.scale, w.default, set(w.w)) == (ref.scale, ref.default, set(ref.w))
         assert all(w.weight(k) == ref.weight(k) for k in ref.w)
         assert w.w == st.df_c if w is st.w_c else w.w == st.df_s  # (a key's class: its df)
+
+
+def test_id_sums_are_the_set_sums() -> None:
+    """:mod:`weights`' sums over sorted id arrays (``_ids_total``, ``_ids_inter``: native
+    merges in the twin, exact weights split in two parts) are the plain sums, past 2**62."""
+    from kbtool.identity.matcher import weights as W
+
+    rnd = random.Random(17)
+    wid_list = [rnd.randrange(1, 1 << 62) for _ in range(500)]
+    wid = W.vec[W.i64](wid_list)
+    for _ in range(2000):
+        a = sorted(rnd.sample(range(500), rnd.randint(0, 60)))
+        b = sorted(rnd.sample(range(500), rnd.randint(0, 60)))
+        va, vb = W.vec[W.i64](a), W.vec[W.i64](b)
+        assert W._ids_total(va, wid) == sum(wid_list[k] for k in a)
+        shared = sum(wid_list[k] for k in set(a) & set(b))
+        assert W._ids_inter(va, vb, wid) == shared == W._ids_inter(vb, va, wid)
+    for n in (0, 1, 2, 5, 47, 48, 49, 120):
+        ids = rnd.sample(range(10_000), n)
+        assert list(W._sorted_ids(W.vec[W.i64](ids))) == sorted(ids)
