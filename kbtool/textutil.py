@@ -65,8 +65,16 @@ INVISIBLE = "\u00ad\u200b-\u200d\u2060-\u2064\ufeff\U000e0000-\U000e007f"
 _UNSAFE_BODY = f"\x7f-\x9f\u2028\u2029{BIDI}{INVISIBLE}"
 
 _CONTROL = LazyPattern(f"[\x00-\x08\x0b-\x1f{_UNSAFE_BODY}]")  # keeps \t and \n
-_ALL_CONTROL = re.compile(f"[\x00-\x1f{_UNSAFE_BODY}]")
+_ALL_CONTROL = LazyPattern(f"[\x00-\x1f{_UNSAFE_BODY}]")
 _UNSAFE_IN_LINE = _ALL_CONTROL  # a one-line value (a name, a label)
+
+
+def _safe_ascii(s: object) -> bool:
+    """Whether ``s`` is a str of ASCII without a control: then it holds no unsafe character
+    (the unsafe ASCII ones are C0 and DEL, exactly what ``str.isprintable`` refuses among
+    ASCII) and the patterns need not run (most names and labels: a small ingest compiles
+    none). Anything else (a str subclass too) goes through the patterns as before."""
+    return type(s) is str and s.isascii() and s.isprintable()
 
 
 def _esc(m: re.Match[str]) -> str:
@@ -83,17 +91,23 @@ def printable(text: object, *, keep_newlines: bool = False) -> str:
     if text is None:
         return ""
     s = str(text)
+    if _safe_ascii(s):
+        return s
     return (_CONTROL if keep_newlines else _ALL_CONTROL).sub(_esc, s)
 
 
 def unsafe_chars(text: str, *, allow_newlines: bool = False) -> list[str]:
     """The unsafe characters ``text`` holds, as ``U+XXXX`` (empty: safe)."""
+    if _safe_ascii(text):
+        return []
     rx = _CONTROL if allow_newlines else _UNSAFE_IN_LINE
     return [f"U+{ord(c):04X}" for c in rx.findall(text)]
 
 
 def strip_unsafe(text: str, *, keep_newlines: bool = True) -> str:
     """``text`` without its unsafe characters (a summary is cleaned, not refused)."""
+    if _safe_ascii(text):
+        return text
     return (_CONTROL if keep_newlines else _ALL_CONTROL).sub("", text)
 
 
