@@ -27,6 +27,7 @@ from kbtool.services import data as data_model
 from kbtool.services import ingest_rows as rows
 from kbtool.services import lineage as lineage_svc
 from kbtool.services.ingest_classify import child_report, report_inputs
+from kbtool.services.ingest_data import build_ahead, built
 from kbtool.services.ingest_match import keep_views, preload, start_early
 from kbtool.services.inputs import read_input, read_text_input
 from kbtool.wasm import WasmFormatError, analyze_module
@@ -272,7 +273,7 @@ def _carry_ids(
     funcs,
     progress,
     nbytes: int = 0,
-    meanwhile: Callable[[], Any] | None = None,
+    meanwhile: Callable[[list[dict[str, Any]]], Any] | None = None,
     report: Callable[[list[dict[str, Any]]], dict] | None = None,
     early_job: Any = None,
 ) -> tuple[
@@ -291,8 +292,8 @@ def _carry_ids(
     parent: the caller stops it, whose child may still make the report's pair flags).
 
     A module of ``nbytes`` above ``KBTOOL_PARALLEL_MATCH_BYTES`` is matched in a second
-    process (:mod:`kbtool.services.ingest_match`) while this one calls ``meanwhile``
-    (work that needs no pairing: the data walk); ``report(old_rows)``: that child's inputs
+    process (:mod:`kbtool.services.ingest_match`) while this one calls
+    ``meanwhile(old_rows)`` (work that needs no pairing: the data walk); ``report(old_rows)``: that child's inputs
     for the report's flags (:func:`kbtool.services.ingest_classify.report_inputs`).
     ``early_job``: the child forked before the decode (:func:`kbtool.services.
     ingest_match.start_early`), already matching ``new`` against ``parent``."""
@@ -323,7 +324,7 @@ def _carry_ids(
             job = start_match(old, new, nbytes, report_of)
         try:
             if job.proc is not None and meanwhile is not None:
-                meanwhile()
+                meanwhile(old_rows)
             exact, full_matches, matcher_notes, verdicts = job.result()
         except BaseException:
             job.stop()
@@ -391,6 +392,7 @@ def _stored(
     new = [] if parent is None else (new or records_from_analysis(analysis))
 
     walked: list[data_model.Walked] = []  # the data walk, when done during the matcher
+    ahead: list[tuple[dict, dict]] = []  # the data model built during the matcher: (names, out)
     early: dict[str, Any] = {}  # the version's rows that need no stable id, once written
 
     def write_early(carried_n: int = 0) -> None:
@@ -406,7 +408,7 @@ def _stored(
         # the memory accesses as the JSON text stored: the report's layout check compares them
         early["mem_text"] = {r[1]: r[8] for r in xrows} if parent is not None else None
 
-    def walk() -> None:  # one process: the matcher has the other core
+    def walk(old_rows) -> None:  # one process: the matcher has the other core
         dp = (lambda done, total: progress("data", done, total)) if progress else None
         walked.append(data_model.prepare(analysis, data, progress=dp, workers=1))
         old_bytes = pre.pop("report", {}).get("old_bytes")  # (read for the child)
@@ -415,8 +417,13 @@ def _stored(
         data_model.write_refs(conn, early["vid"], walked[0])
         early["new_rows"] = rows.matching_rows(funcs, slots)  # (the report's; ids at the join)
         if early_job is not None:  # (the early child's report inputs: sent with the answer)
-            early_job.prepare_report(early["new_rows"], early["mem_text"])
+            early_job.prepare_report(funcs, early["mem_text"])
         preload()  # (the report's modules)
+        # the data model with the names expected after the answer (checked then)
+        names = _binary_proposals(analysis, glue, _Scratch())
+        ahead.append(
+            build_ahead(conn, early["vid"], parent, analysis, data, walked[0], old_rows, names)
+        )
 
     sha256 = sha256 or hashlib.sha256(data).hexdigest()
 
@@ -471,15 +478,8 @@ def _stored(
     # globals, data items and xrefs (issue 26), in this transaction: `kbtool xrefs` and
     # `kbtool strings` work after the first ingest; `kbtool analyze` rebuilds it with the
     # recognizers' names (labels such as errno and malloc_state)
-    result.data = data_model.build(
-        conn,
-        vid,
-        analysis,
-        data,
-        progress=(lambda done, total: progress("data", done, total)) if progress else None,
-        walked=walked[0] if walked else None,
-    )
-    walked.clear()  # (stored: its memory back)
+    dp = (lambda done, total: progress("data", done, total)) if progress else None
+    result.data = built(conn, vid, analysis, data, dp, walked, ahead)  # (their memory back)
     if parent is not None:  # (the same path as `kbtool set-program`)
         from kbtool.services.diff.relocation import module_view
 
@@ -518,6 +518,13 @@ def _stored(
     return result
 
 
+class _Scratch:
+    """Where :func:`_binary_proposals` counts when only its names are wanted."""
+
+    glue: dict[str, Any] | None = None
+    go: dict[str, Any] | None = None
+
+
 def _go_symbols(analysis, result: IngestResult):
     """Go names from the pclntab of a Go-built module (None for other modules)."""
     try:
@@ -536,9 +543,10 @@ def _go_symbols(analysis, result: IngestResult):
     return syms
 
 
-def _record_binary_names(conn, vid, analysis, sid_of, glue, result: IngestResult) -> None:
-    """Go pclntab names, name-section names, exports, import names and JS-glue names, as
-    ``export`` annotations; each record's evidence says where the name came from.
+def _binary_proposals(analysis, glue, result) -> list[tuple[int, str, float, dict, str]]:
+    """The best name this binary gives each function it names, the others kept as evidence:
+    ``(index, name, confidence, evidence, source)`` in index order (``result``: its ``glue``
+    and ``go`` counts set as :func:`_record_binary_names` reports them).
 
     Name-section names are kept whatever their length (a real ``cb`` is a name); the
     minified-name rule applies to export and import names only.
@@ -554,11 +562,8 @@ def _record_binary_names(conn, vid, analysis, sid_of, glue, result: IngestResult
             "shape": glue.shape,
         }
     go = _go_symbols(analysis, result)
-    by_source: dict[str, int] = defaultdict(int)
-    proposals: list[tuple[str, str, float, dict[str, Any]]] = []
-    sources: list[str] = []
+    proposals: list[tuple[int, str, float, dict, str]] = []
     for f in analysis.functions:
-        # the best name this binary gives the function, the others kept as evidence
         cands: list[tuple[str, float, str, dict[str, Any]]] = []
         if go is not None and f.index in go.names:
             ev = dict(go.evidence(f.index))
@@ -597,7 +602,19 @@ def _record_binary_names(conn, vid, analysis, sid_of, glue, result: IngestResult
         others = sorted({c[0] for c in cands[1:] if c[0] != name})
         if others:
             extra = dict(extra, aliases=others)
-        proposals.append((sid_of[f.index], name, conf, {"source": source, **extra}))
+        proposals.append((f.index, name, conf, extra, source))
+    return proposals
+
+
+def _record_binary_names(conn, vid, analysis, sid_of, glue, result: IngestResult) -> None:
+    """Go pclntab names, name-section names, exports, import names and JS-glue names, as
+    ``export`` annotations (:func:`_binary_proposals`); each record's evidence says where
+    the name came from."""
+    by_source: dict[str, int] = defaultdict(int)
+    proposals: list[tuple[str, str, float, dict[str, Any]]] = []
+    sources: list[str] = []
+    for i, name, conf, extra, source in _binary_proposals(analysis, glue, result):
+        proposals.append((sid_of[i], name, conf, {"source": source, **extra}))
         sources.append(source)
     # every name in one call: the gate decides each as upsert_symbol would, in this order
     decisions = upsert_symbols(conn, proposals, provenance="export", actor="ingest", version_id=vid)

@@ -128,13 +128,11 @@ def child_flags(
         return None
     reloc = relocation_check(None, pg, new_view, old_sha=inputs["old_sha"], new_mem=None)
     reloc.views = (old_view, new_view) if old_view is not None else None
-    olds, _news = reloc.mem_indices()
-    old_mem = inputs["old_mem"]
+    # every access of both versions: ``layout_shift`` reads only the pairs ``mem_indices``
+    # lists (relocated ones: other body hashes, the same ops, not answered by the shapes),
+    # so the rest are never read (the same answer without that pass over the pairs)
     new_mem = inputs.get("new_mem")  # (an early child's: the texts stored)
-    reloc.mem = (
-        {i: old_mem[i] for i in olds if i in old_mem},
-        _NewMem(funcs) if new_mem is None else new_mem,
-    )
+    reloc.mem = (inputs["old_mem"], _NewMem(funcs) if new_mem is None else new_mem)
     codes = bytes(pair_flags_code(*classify_pair(pg, reloc, p)) for p in pg.defined_pairs())
     pairs = [
         (p.old_index, p.new_index, p.score, p.method, p.review, p.identity)

@@ -129,6 +129,7 @@ def _early_child(writer: Any, reader: Any, parent_pid: int) -> None:
     import pickle
 
     from kbtool.identity.records import records_from_rows
+    from kbtool.services.ingest_rows import rows_from_records
     from kbtool.wasm.facts import gc_paused
     from kbtool.wasm.workers import worker_init
 
@@ -148,8 +149,9 @@ def _early_child(writer: Any, reader: Any, parent_pid: int) -> None:
             for _ in range(pickle.loads(reader.recv_bytes())):  # (the records' chunks)
                 new += _unpack_records(received())
 
-            def report() -> dict:
-                inputs["new_rows"], inputs["new_mem"] = received()
+            def report() -> dict:  # (the new rows made of the records and what they lack)
+                extras, inputs["new_mem"] = received()
+                inputs["new_rows"] = rows_from_records(new, extras)
                 return inputs
 
             _answer(writer, old, new, report, _STATE["back"])
@@ -274,9 +276,8 @@ class MatchJob:
         self._flags: Any = False  # the child's second answer, once read
         self.parent: int | None = None  # the version an early child reads (start_early)
         self.sender: Any = None  # to an early child: the new records, the report's rows
-        # the report's new rows for an early child, pickled into ``_spool`` (:class:`_Spool`):
-        # where, once written; ``_back``: the early child's answers, the other way
-        self._msg: tuple[int, int] | None = None
+        # the early child's spool files (:class:`_Spool`): the records and the report's new
+        # rows this way, its answers (``_back``) the other way
         self._spool: _Spool | None = None
         self._back: _Spool | None = None
 
@@ -338,20 +339,32 @@ class MatchJob:
         except OSError:  # the child died (or no room for the spool): the matcher runs here
             self.stop()
 
-    def prepare_report(self, new_rows: list, new_mem: dict) -> None:
-        """The new side of the report's pairing for the early child (its rows before the
-        stable ids, its memory-access texts), pickled now into the spool file, its length
-        sent with the answer read: the child then makes the report's pairing and flags."""
+    def prepare_report(self, funcs: Sequence, new_mem: dict) -> None:
+        """The new side of the report's pairing for the early child: what its rows need
+        beside the records the child has (:func:`kbtool.services.ingest_rows.row_extras`
+        of the decoder's ``funcs``: ~0.3 MB where the rows pickle to ~29 MB on ffmpeg) and
+        the memory-access texts, pickled now into the spool file and where it lies sent at
+        once (a few bytes the child reads after its answer, without waiting for this
+        process to read that answer): the child then makes the rows
+        (:func:`~kbtool.services.ingest_rows.rows_from_records`), the report's pairing and
+        its flags."""
         if self.proc is None or self._spool is None:
             return
         import pickle
 
-        msg = pickle.dumps((new_rows, new_mem), pickle.HIGHEST_PROTOCOL)
+        from kbtool.services.ingest_rows import row_extras
+
+        msg = pickle.dumps((row_extras(funcs), new_mem), pickle.HIGHEST_PROTOCOL)
         try:
-            self._msg = self._spool.put(msg)
+            at = self._spool.put(msg)
         except OSError:  # (no room): the report's pairing and flags made here
             return
         self.report = {}  # (the child makes the flags)
+        try:
+            self.sender.send_bytes(pickle.dumps(at))
+        except OSError:  # the child died: the matcher, pairing and flags run here
+            self.report = None
+            self.stop()
 
     def _close_spool(self) -> None:
         for spool in (self._spool, self._back):
@@ -412,24 +425,12 @@ class MatchJob:
             finally:
                 if out is None:
                     self.stop()
-                elif self._msg is not None:  # (the early child's report inputs)
-                    self._send_report()
                 elif self.report is None:  # (all sent)
                     self.stop(done=True)
         if out is not None:
             self.in_child = True
             return out
         return _run(self.old, self.new)
-
-    def _send_report(self) -> None:
-        import pickle
-
-        at, self._msg = self._msg, None
-        try:
-            self.sender.send_bytes(pickle.dumps(at))
-        except OSError:  # the child died: the report's pairing and flags made here
-            self.report = None
-            self.stop()
 
     def flags(self) -> Any:
         """The child's report flags after its answer (:func:`kbtool.services.

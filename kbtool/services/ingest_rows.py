@@ -204,3 +204,110 @@ def insert_version(
             "lineage": json.dumps(lineage.record(), sort_keys=True),
         },
     )
+
+
+def expected_names(funcs, proposals, old_rows, old_names: dict[int, str]) -> dict[int, str]:
+    """What :func:`kbtool.kb.queries.function_names` is expected to read for the new version
+    once its ingest wrote its rows and names, guessed before the matcher's answer (a later
+    ingest builds the data model with it meanwhile; the caller checks the guess after).
+
+    ``proposals``: the binary's names (``(index, name, ...)``: the gate writes them, or the
+    function's identity has that name already); ``old_rows``/``old_names``: the parent's
+    :func:`~kbtool.kb.queries.matching_rows` and names. A function the binary does not name
+    keeps the name of the old function it continues, when one is plain: a defined one by a
+    body hash that only it has on each side, an import by an import name likewise; else
+    SQLite's choice without a name (the import field, the name-section hint)."""
+    named = {p[0]: p[1] for p in proposals}
+    old_body = _unique((r["body_hash"], r["index"]) for r in old_rows if not r["imported"])
+    old_imp = _unique((r["import_name"], r["index"]) for r in old_rows if r["imported"])
+    new_body = _unique((f.body_hash, f.index) for f in funcs if not f.imported)
+    new_imp = _unique((f"{f.import_module}.{f.import_field}", f.index) for f in funcs if f.imported)
+    out: dict[int, str] = {}
+    for f in funcs:
+        i = f.index
+        name = named.get(i)
+        if not name:
+            if f.imported:
+                key = f"{f.import_module}.{f.import_field}"
+                j = old_imp.get(key) if new_imp.get(key) == i else None
+            else:
+                j = old_body.get(f.body_hash) if new_body.get(f.body_hash) == i else None
+            name = old_names.get(j) if j is not None else None
+            if not name:
+                name = (f.import_field if f.imported else None) or f.raw_name
+        if name:
+            out[i] = name
+    return out
+
+
+def _unique(pairs) -> dict[Any, int]:
+    """``key -> index`` for the keys (not None) only one index has."""
+    seen: dict[Any, int] = {}
+    dup: set[Any] = set()
+    for k, i in pairs:
+        if k is None:
+            continue
+        if k in seen:
+            dup.add(k)
+        else:
+            seen[k] = i
+    for k in dup:
+        del seen[k]
+    return seen
+
+
+def row_extras(funcs) -> tuple[dict, dict, dict]:
+    """What :func:`rows_from_records` needs beside the matcher's records to make
+    :func:`matching_rows` (a few hundred KB where the rows pickle to ~29 MB on ffmpeg): the
+    imports' hashes (records have none), the name-section and export names, and the calls
+    of each function that calls one function more than once (records keep them distinct)."""
+    hashes: dict[int, tuple] = {}
+    named: dict[int, tuple] = {}
+    calls: dict[int, list] = {}
+    for f in funcs:
+        i = f.index
+        if f.imported:
+            hashes[i] = (f.body_hash, f.shape_hash)
+        if f.raw_name is not None or f.export_names:
+            named[i] = (f.raw_name, list(f.export_names) if f.export_names else [])
+        c = f.calls
+        if c and len(set(c)) != len(c):
+            calls[i] = list(c)
+    return hashes, named, calls
+
+
+def rows_from_records(recs, extras: tuple[dict, dict, dict]) -> list[dict[str, Any]]:
+    """:func:`matching_rows` of the module ``recs`` were made of (:func:`kbtool.identity.
+    records.records_from_analysis`), equal to it, from ``recs`` and :func:`row_extras`."""
+    hashes, named, calls = extras
+    out: list[dict[str, Any]] = []
+    nothing = (None, [])
+    for r in recs:
+        i = r.index
+        imported = r.imported
+        bh, sh = hashes[i] if imported else (r.body_hash, r.shape_hash)
+        raw, exports = named.get(i, nothing)
+        c = calls.get(i)
+        out.append(
+            {
+                "index": i,
+                "stable_id": None,
+                "imported": imported,
+                "import_name": r.import_name,
+                "type_sig": r.type_sig,
+                "body_hash": bh,
+                "shape_hash": sh,
+                "raw_name": raw,
+                "export_names": list(exports),
+                "body_size": r.body_size,
+                "instr_count": r.instr_count,
+                "calls": list(r.calls) if c is None else list(c),
+                "strings": list(r.strings),
+                "consts": list(r.consts),
+                "ops": r.ops,
+                "loops": r.loops,
+                "call_indirect": r.call_indirect,
+                "table_slots": list(r.table_slots),
+            }
+        )
+    return out
