@@ -46,8 +46,8 @@ programs, so such a diff compares unrelated code (:mod:`kbtool.services.diff.pro
 
 from __future__ import annotations
 
-import bisect
 import sqlite3
+from collections import Counter
 from collections.abc import Callable, Mapping
 from operator import itemgetter
 from typing import Any
@@ -61,6 +61,7 @@ from kbtool.analysis.runtime import (
 from kbtool.identity.pairing import Pair, Pairing, pair_rows
 from kbtool.kb import queries, store
 from kbtool.kb.db import transaction
+from kbtool.services.diff.ordering import report_order
 from kbtool.services.diff.programs import add_program_fields, program_fields
 from kbtool.services.diff.rejoin import (
     version_annotations,
@@ -468,6 +469,9 @@ def relocation_check(
     return _Relocation(conn, pg, new_view, old_sha=old_sha, new_mem=new_mem)
 
 
+_CLASSIFICATION, _REVIEW = itemgetter("classification"), itemgetter("review")
+
+
 def build_report(
     conn: sqlite3.Connection,
     pg: Pairing,
@@ -493,8 +497,6 @@ def build_report(
     ta, tb = va.get("toolchain_version"), vb.get("toolchain_version")
     toolchain_changed = bool(ta and tb and ta != tb)
 
-    keyed: list[tuple[tuple[int, int, int], dict[str, Any]]] = []
-
     old_rows, new_rows = pg.old_rows, pg.new_rows
     rt_old, rt_new = _runtime_check(old_rows), _runtime_check(new_rows)
 
@@ -504,7 +506,6 @@ def build_report(
         an = ann_new.get(n) if n is not None else None
         ao = ann_old.get(o) if o is not None else None
         ann = an or ao
-        runtime = rt_new(nrow, an) or rt_old(orow, ao)
         return {
             "classification": cls,
             "from_index": o,
@@ -513,14 +514,12 @@ def build_report(
             "to_stable_id": nrow["stable_id"] if nrow else None,
             "score": p.score if p is not None else None,
             "review": bool(p.review) if p is not None else False,
-            "runtime": bool(runtime),
+            "runtime": bool(rt_new(nrow, an) or rt_old(orow, ao)),
             "name": ann["name"] if ann else None,
             "provenance": ann["provenance"] if ann else None,
             "confidence": ann["confidence"] if ann else None,
         }
 
-    # old index -> new index of paired defined functions, to place deleted ones in order
-    anchors: list[tuple[int, int]] = []
     reloc = _Relocation(conn, pg, new_view, old_sha=va.get("sha256"), new_mem=new_mem)
     if defined is None:
         defined = pg.defined_pairs()
@@ -531,13 +530,17 @@ def build_report(
         ann_old.get,
         ann_new.get,
     )
+    # the pairs' changes in the pairing's order (by new index: the report's order), the
+    # new functions' and the deleted ones' merged in after (the same order as sorting
+    # every change by ``(new index, 0, old index)``, a deleted one by ``(the new index of
+    # the paired function before it, 1, old index)``)
+    paired: list[dict[str, Any]] = []
     for k, p in enumerate(defined):
         if known is not None:  # (computed elsewhere for this very pairing: the same flags)
             same, relocated = _FLAGS[known[k]]
         else:
             same, relocated = classify_pair(pg, reloc, p)
         o, n = p.old_index, p.new_index
-        anchors.append((o, n))
         # (entry(cls, o, n, p), inline: most of a report's changes are pairs)
         orow, nrow = old_get(o), new_get(n)
         an, ao = ann_new_get(n), ann_old_get(o)
@@ -557,23 +560,8 @@ def build_report(
         }
         if relocated:
             e["relocated"] = True  # same code; only data addresses (or call targets) moved
-        keyed.append(((n, 0, o), e))
-    # (the unpaired indices first: no row of a paired function read nor sorted again)
-    by_new, by_old = pg.by_new, pg.by_old
-    for n in sorted([n for n in new_rows if n not in by_new]):
-        if new_rows[n]["imported"]:
-            continue
-        keyed.append(((n, 0, -1), entry("new", None, n, None)))
-    anchors.sort()
-    anchor_old = [o for o, _ in anchors]
-    for o in sorted([o for o in old_rows if o not in by_old]):
-        if old_rows[o]["imported"]:
-            continue
-        k = bisect.bisect_left(anchor_old, o)
-        at = anchors[k - 1][1] if k else -1
-        keyed.append(((at, 1, o), entry("deleted", o, None, None)))
-    keyed.sort(key=itemgetter(0))
-    changes = [c for _, c in keyed]
+        paired.append(e)
+    changes = report_order(pg, defined, paired, entry)
     report_so_far = {
         "from": va["label"],
         "to": vb["label"],
@@ -593,13 +581,13 @@ def build_report(
             keep["changelog"] = cl
         set_triage(changes, cl)
 
-    counts = dict.fromkeys(CLASSIFICATIONS, 0)
-    churn = review = 0
-    for c in changes:
-        counts[c["classification"]] += 1
-        review += c["review"]
-        if toolchain_changed and c["runtime"] and c["classification"] in CHANGED:
-            churn += 1
+    counts = Counter(map(_CLASSIFICATION, changes))  # (by C loops: 22k changes on ffmpeg)
+    review = sum(map(_REVIEW, changes))
+    churn = 0
+    if toolchain_changed:
+        for c in changes:
+            if c["runtime"] and c["classification"] in CHANGED:
+                churn += 1
     return {
         "from": va["label"],
         "to": vb["label"],
