@@ -11,6 +11,15 @@ import pytest
 
 from kbtool.kb import store
 
+
+@pytest.fixture(autouse=True, params=["as shipped", "every full statement batched"])
+def _batching(request, monkeypatch) -> None:
+    """Each test twice: with the shipped threshold (a few hundred rows run one by one) and
+    with multi-row statements from the first full one (every statement boundary)."""
+    if request.param != "as shipped":
+        monkeypatch.setattr(store, "MIN_FULL_STATEMENTS", 1)
+
+
 _DDL = "CREATE TABLE {} (v INTEGER NOT NULL, a INTEGER, b TEXT, c BLOB, d REAL)"
 _COLS = "(v, a, b, c, d)"
 
