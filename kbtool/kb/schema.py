@@ -677,10 +677,12 @@ def ensure_schema(conn: sqlite3.Connection, path: str = "") -> None:
         )
     if version == SCHEMA_VERSION:
         return
-    conn.execute("BEGIN IMMEDIATE")
+    fresh = version == 0 and FRESH_VERSION == SCHEMA_VERSION  # a new file: the end state at once
+    if not fresh:
+        conn.execute("BEGIN IMMEDIATE")
     try:
-        if version == 0 and FRESH_VERSION == SCHEMA_VERSION:  # a new file: the end state at once
-            _run_script(conn, FRESH_SCRIPT)
+        if fresh:  # one call for the whole script (no per-statement split nor execute)
+            conn.executescript(f"BEGIN IMMEDIATE;\n{FRESH_SCRIPT}")
         else:
             for target in range(version + 1, SCHEMA_VERSION + 1):
                 MIGRATIONS[target](conn)
