@@ -45,6 +45,7 @@ from .weights import (  # noqa: F401  (the reference forms: read by the tests)
     _exact,
     _ids_total,
     _jaccard_ids,
+    _sorted_ids,
     _Vocab,
     _weighted_jaccard,
     _weighted_jaccard_exact,
@@ -172,7 +173,7 @@ class _Store:
     def __init__(self, old_recs: Sequence, new_recs: Sequence) -> None:
         self.recs = (old_recs, new_recs)  # held: the ids in the registry key stay theirs
         n = len(old_recs) + len(new_recs)
-        # each record's distinct strings and constants as sorted ids, made once (its
+        # each record's distinct strings and constants as ids, made once (its
         # features take them: ``sets``, by the features' key ``index << 1 | side``), each
         # key counted once per record holding it (the counts of a ``Counter`` of the sets)
         voc_s, voc_c = _Vocab(), _Vocab()
@@ -424,7 +425,8 @@ class FeatureCache:
             got = self._sets.get(key)
             if got is None:  # (not one of the store's records: its ids made here)
                 got = (self._voc_s.outside(rec.strings), self._voc_c.outside(rec.consts))
-            f = _Feat(rec.ops, got[0], got[1], self._bigrams, counts)
+            sids, cids = _sorted_ids(got[0]), _sorted_ids(got[1])  # (what the merges read)
+            f = _Feat(rec.ops, sids, cids, self._bigrams, counts)
             f.tstrings = _ids_total(f.sids, self._voc_s.wid)
             f.tconsts = _ids_total(f.cids, self._voc_c.wid)
             self._cache[key] = f

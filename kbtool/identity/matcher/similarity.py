@@ -8,6 +8,7 @@ from collections import defaultdict
 from functools import partial
 
 from .base import REVIEW_MARGIN, REVIEW_SCORE, _Side, bisect_ints
+from .bigrams import i64, vec
 from .family import FamilyStage
 from .features import size_ratio
 
@@ -156,13 +157,19 @@ class SimilarityStage(FamilyStage):
         in_ud = [False] * dst.size
         for i in ud:
             in_ud[i] = True
+        # each candidate's evidence in half units by function index (1.0, 2.0 and 1.5 are 2,
+        # 4 and 3: sums of halves are exact in a float, so ``acc * 0.5`` is the float sum),
+        # the candidates in the order first met (``touched``; ``acc`` back to 0 after each)
+        acc = vec[i64]([0] * dst.size)
+        touched = vec[i64]([0] * dst.size)
+        hood_max: int = self.HOOD_MAX
         out: dict[int, list[tuple[int, float]]] = {}
         for x in us:
             got = keys_s.get(x)
             if got is None:
                 got = keys_s[x] = _blocking_keys(src.recs[x])
             strings_x, consts_x = got
-            cand: dict[int, float] = {}
+            nt: i64 = 0
             ic = cnt_s[x]
             lst = by_sig.get(sig_s[x])
             if lst:
@@ -171,17 +178,26 @@ class SimilarityStage(FamilyStage):
                 k = bisect.bisect_left(lst, (ic, self.expected_pos(x, side)))
                 for cnt, i in lst[max(0, k - WINDOW) : k + WINDOW]:
                     if abs(cnt - ic) <= 8 or size_ratio(cnt, ic) >= 0.4:
-                        cand[i] = cand.get(i, 0.0) + 1.0
+                        if acc[i] == 0:
+                            touched[nt] = i
+                            nt += 1
+                        acc[i] += 2
             for s in strings_x:
                 hits = s_index.get(s)
                 if hits and len(hits) <= RARE:
                     for i in hits:
-                        cand[i] = cand.get(i, 0.0) + 2.0
+                        if acc[i] == 0:
+                            touched[nt] = i
+                            nt += 1
+                        acc[i] += 4
             for c in consts_x:  # (the index holds no other constants)
                 hits = c_index.get(c)
                 if hits and len(hits) <= RARE:
                     for i in hits:
-                        cand[i] = cand.get(i, 0.0) + 1.0
+                        if acc[i] == 0:
+                            touched[nt] = i
+                            nt += 1
+                        acc[i] += 2
             # neighbours of matched neighbours
             for rel_s, rel_d in ((src.callees_a, dst.callers_a), (src.callers_a, dst.callees_a)):
                 for m in rel_s[x]:
@@ -189,14 +205,21 @@ class SimilarityStage(FamilyStage):
                     if dm < 0:
                         continue
                     hood = rel_d[dm]
-                    if len(hood) > self.HOOD_MAX:
+                    if len(hood) > hood_max:
                         continue
                     for i in hood:
                         if in_ud[i]:
-                            cand[i] = cand.get(i, 0.0) + 1.5
-            if not cand:
+                            if acc[i] == 0:
+                                touched[nt] = i
+                                nt += 1
+                            acc[i] += 3
+            if nt == 0:
                 continue
-            scored = [(i, w + size_ratio(cnt_d[i], ic)) for i, w in cand.items()]
+            scored: list[tuple[int, float]] = []
+            for t in range(nt):
+                i = touched[t]
+                scored.append((i, float(acc[i]) * 0.5 + size_ratio(cnt_d[i], ic)))
+                acc[i] = 0
             if len(scored) > CAP:
                 scored.sort(key=lambda p: (-p[1], p[0]))
                 del scored[CAP:]

@@ -150,8 +150,9 @@ class _Vocab:
         self.stored: i64 = 0  # the store's keys' ids are below (keys met later: above)
 
     def add(self, keys: Sequence, no: i64) -> vec[i64]:
-        """One store record's distinct keys as sorted ids, each counted once in its
-        frequency (``no``: the record's number, distinct per record, above 0)."""
+        """One store record's distinct keys as ids (in the keys' order: see
+        :func:`_sorted_ids`), each counted once in its frequency (``no``: the record's
+        number, distinct per record, above 0)."""
         if not keys:
             return _NO_IDS
         ids = self.ids
@@ -173,7 +174,7 @@ class _Vocab:
                     df[k] += 1
                     out = append(out, k)
         self.df, self.stamp = df, stamp
-        return _sorted_ids(out)
+        return out
 
     def weigh(self, n: int, add: float, default: float) -> None:
         """The exact weights by id, as ``_Weights({key: log(n / df) + add}, default)``
@@ -225,26 +226,57 @@ class _Vocab:
         return {x: int(df[k]) for x, k in self.ids.items() if k < stored}
 
 
-# an id array this short is sorted in place (ids are given in first-seen order: new keys
-# come last and ascending, so the array is mostly in order); longer ones by ``sorted``
-_SHORT_SORT = 48
+# an id array this short is sorted by insertion, a longer one by a heap sort (in place)
+_SHORT_SORT = 12
 
 
 def _sorted_ids(a: vec[i64]) -> vec[i64]:
-    """The ids of ``a`` in ascending order (distinct ids: the order is the only one)."""
+    """The ids of ``a`` in ascending order (distinct ids: the order is the only one), ``a``
+    itself sorted in place in the twin (native reads and writes), a new list otherwise.
+    The store's features sort their records' ids when made (``FeatureCache.feat``): only
+    the records some pair reads."""
     n: i64 = len(a)
     if n <= 1:
         return a
-    if not _TYPED or n > _SHORT_SORT:
+    if not _TYPED:
         return vec[i64](sorted(a))
-    for i in range(1, n):  # insertion sort, native reads and writes
-        x: i64 = a[i]
-        j: i64 = i - 1
-        while j >= 0 and a[j] > x:
-            a[j + 1] = a[j]
-            j -= 1
-        a[j + 1] = x
+    if n <= _SHORT_SORT:
+        for i in range(1, n):
+            x: i64 = a[i]
+            j: i64 = i - 1
+            while j >= 0 and a[j] > x:
+                a[j + 1] = a[j]
+                j -= 1
+            a[j + 1] = x
+        return a
+    start: i64 = n // 2 - 1
+    while start >= 0:
+        _sift_down(a, start, n)
+        start -= 1
+    end: i64 = n - 1
+    while end > 0:
+        top: i64 = a[0]
+        a[0] = a[end]
+        a[end] = top
+        _sift_down(a, 0, end)
+        end -= 1
     return a
+
+
+def _sift_down(a: vec[i64], root: i64, n: i64) -> None:
+    """The heap sort's step: ``a[root]`` moved down the max-heap ``a[:n]``."""
+    x: i64 = a[root]
+    while True:
+        child: i64 = 2 * root + 1
+        if child >= n:
+            break
+        if child + 1 < n and a[child + 1] > a[child]:
+            child += 1
+        if a[child] <= x:
+            break
+        a[root] = a[child]
+        root = child
+    a[root] = x
 
 
 def _ids_total(a: vec[i64], wid: vec[i64]) -> int:
