@@ -50,6 +50,7 @@ __all__ = [
     "ModuleView",
     "BodyCompare",
     "compare_bodies",
+    "same_bodies",
     "body_tokens",
     "tokens_of",
     "GO_FUNC_VALUE_OFFSET",
@@ -430,6 +431,51 @@ def _mem_sites(view: ModuleView, index: int) -> tuple[int, list[tuple[int, int, 
     p = skip_local_decls(data, start, end)
     mod = _TOKENS if type(data) is bytes else _pure("tokens")
     return mod.mem_sites(data, p, end)
+
+
+def same_bodies(
+    va: ModuleView, ia: int, vb: ModuleView, ib: int, callee_map: Callable[[int], int | None]
+) -> bool:
+    """``compare_bodies(..., first_difference=True).same`` without the answer's reason (the
+    report's flags read only ``same``): the same locals and instruction loop, no
+    :class:`BodyCompare` made nor reason text. Function ``ib``'s local declarations are
+    parsed only when its bytes there differ from ``ia``'s (the same bytes parse the same:
+    a body that ends before them differs)."""
+    try:
+        ra, rb = va.body(ia), vb.body(ib)
+        if ra is None or rb is None:
+            if ra is not rb:  # (one body and no body: other locals)
+                return False
+            pa = ea = pb = eb = 0
+        else:
+            da, db = va.data, vb.data
+            sa, ea = ra
+            sb, eb = rb
+            pa = skip_local_decls(da, sa, ea)
+            pb = sb + (pa - sa)
+            if pb > eb or da[sa:pa] != db[sb:pb]:
+                pb = skip_local_decls(db, sb, eb)
+                if da[sa:pa] != db[sb:pb]:
+                    return False
+        addr = _Addr(va, vb)
+        both_bytes = type(va.data) is bytes and type(vb.data) is bytes
+        code = (_CMP if both_bytes else _pure("compare")).compare_tokens(
+            va.data,
+            pa,
+            ea,
+            vb.data,
+            pb,
+            eb,
+            True,
+            va.side,
+            vb.side,
+            va.dmap.locate,
+            callee_map,
+            addr.same,
+        )[0]
+    except WasmFormatError:
+        return False
+    return code == _SAME
 
 
 def compare_bodies(

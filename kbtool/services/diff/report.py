@@ -69,10 +69,10 @@ from kbtool.services.diff.rejoin import (
 from kbtool.services.diff.relocation import (
     ModuleView,
     cached_view,
-    compare_bodies,
     field_offsets_differ,
     mem_offsets_differ,
     module_view,
+    same_bodies,
 )
 from kbtool.wasm.errors import WasmFormatError
 
@@ -424,9 +424,7 @@ class _Relocation:
         views = self._views()
         if views is None:
             return False
-        return compare_bodies(
-            views[0], p.old_index, views[1], p.new_index, self.callee, first_difference=True
-        ).same
+        return same_bodies(views[0], p.old_index, views[1], p.new_index, self.callee)
 
 
 #: a pair's flags ``(same, relocated)`` by their code (:func:`pair_flags_code`)
