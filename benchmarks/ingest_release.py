@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
             for label, _root in roots:
                 best = min(runs[label], key=lambda r: r["cpu"])
                 print(
-                    f"{name:32} {label:6} wall {best['wall']:6.1f} s  cpu {best['cpu']:6.1f} s"
+                    f"{name:32} {label:6} wall {best['wall']:6.2f} s  cpu {best['cpu']:6.2f} s"
                     f"  peak {best['rss']:5.0f} MiB | objdump -d wall {o[0]:5.2f} s cpu"
                     f" {o[1]:5.2f} s | x objdump cpu {best['cpu'] / o[1]:5.1f}  {_load()}",
                     flush=True,

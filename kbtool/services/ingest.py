@@ -515,6 +515,8 @@ def _stored(
             pairing=pairing,
             classes=classes,
         )
+        if job is not None:  # (flags the report did not ask for: not waited for)
+            job.stop(kill=True)
     return result
 
 

@@ -101,12 +101,13 @@ class _NewMem:
 
 
 def child_flags(
-    inputs: dict, exact, full, old=None, new=None, verdicts=None
+    inputs: dict, exact, full, old=None, new=None, verdicts=None, *, pairs_out=None
 ) -> tuple[list[tuple], bytes] | None:
     """In the matcher's child: the report's pairs (each pair's fields, in the pairing's
     order: :func:`child_pairing`) and each defined pair's flags code, in order (None when
     the views cannot be made). ``inputs``: :func:`report_inputs`, or an early child's
-    (:mod:`kbtool.services.ingest_match`: ``new_rows`` and ``new_mem`` given, no ``funcs``)."""
+    (:mod:`kbtool.services.ingest_match`: ``new_rows`` and ``new_mem`` given, no ``funcs``).
+    ``pairs_out(pairs)``: called with the pairs before the flags are made (sent on)."""
     from kbtool.services.diff.relocation import module_view
     from kbtool.services.diff.report import classify_pair, pair_flags_code, relocation_check
     from kbtool.services.ingest_rows import matching_rows
@@ -126,6 +127,12 @@ def child_flags(
         return None
     if new_view is None:  # (the report reads the stored bytes: not here)
         return None
+    pairs = [
+        (p.old_index, p.new_index, p.score, p.method, p.review, p.identity)
+        for p in pg.by_new.values()
+    ]
+    if pairs_out is not None:
+        pairs_out(pairs)
     reloc = relocation_check(None, pg, new_view, old_sha=inputs["old_sha"], new_mem=None)
     reloc.views = (old_view, new_view) if old_view is not None else None
     # every access of both versions: ``layout_shift`` reads only the pairs ``mem_indices``
@@ -134,10 +141,6 @@ def child_flags(
     new_mem = inputs.get("new_mem")  # (an early child's: the texts stored)
     reloc.mem = (inputs["old_mem"], _NewMem(funcs) if new_mem is None else new_mem)
     codes = bytes(pair_flags_code(*classify_pair(pg, reloc, p)) for p in pg.defined_pairs())
-    pairs = [
-        (p.old_index, p.new_index, p.score, p.method, p.review, p.identity)
-        for p in pg.by_new.values()
-    ]
     return pairs, codes
 
 
@@ -165,11 +168,17 @@ def flags_for(answer: Callable[[], Any]) -> Callable[[Any, list], bytes | None]:
 def child_report(job, parent, vid, old_rows, new_rows, old_recs, new_recs, carried) -> tuple:
     """``(pairing, classes)`` for :func:`kbtool.services.lineage.carry_from_parent` from the
     matcher's child (:func:`pairing_from`, :func:`flags_for`); ``(None, None)`` when it
-    made none (then paired and classified here)."""
+    made none (then paired and classified here). The pairing is made of the child's pairs
+    while it makes their flags, which ``classes`` waits for when the report asks."""
     if not (job.in_child and job.report is not None):
         return None, None
-    got = job.flags()
-    if got is None:
+    pairs = job.pairs()
+    if pairs is None:
         return None, None
-    pg = pairing_from(got, parent, vid, old_rows, new_rows, old_recs, new_recs, carried)
-    return pg, flags_for(lambda: got)
+    pg = pairing_from((pairs,), parent, vid, old_rows, new_rows, old_recs, new_recs, carried)
+
+    def answer() -> tuple | None:
+        codes = job.codes()
+        return None if codes is None else (pairs, codes)
+
+    return pg, flags_for(answer)

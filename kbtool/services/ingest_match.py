@@ -104,8 +104,11 @@ def _answer(
     writer: Any, old: Sequence, new: Sequence, report: Callable[[], Any], back: Any = None
 ) -> None:
     """The matcher's answer sent, then (``report()``: the flags' inputs, None: none) the
-    report's pair flags. ``back``: a :class:`_Spool` they are written to (the pipe then
-    says where)."""
+    report's pairs and their flags. ``back``: a :class:`_Spool` they are written to (the
+    pipe then says where): the pairs are sent as soon as made (this process builds the
+    report's pairing from them while the flags are made), then the flags (None: none);
+    without one, one message ``(pairs, flags)`` (None: none), which a pipe holds until this
+    process reads it."""
     import pickle
 
     def send(data: bytes) -> None:
@@ -116,9 +119,15 @@ def _answer(
     send(pickle.dumps(out, pickle.HIGHEST_PROTOCOL))
     del out
     inputs = report()
-    if inputs is not None:  # then the report's pair flags (None: none made)
-        flags = _flags(inputs, exact, full, old, new, verdicts)
-        send(pickle.dumps(flags, 5))
+    if inputs is not None:  # then the report's pairs and flags (None: none made)
+        sent: list[bool] = []
+
+        def pairs_out(pairs: list) -> None:
+            send(pickle.dumps(pairs, 5))
+            sent.append(True)
+
+        flags = _flags(inputs, exact, full, old, new, verdicts, None if back is None else pairs_out)
+        send(pickle.dumps(flags[1] if sent and flags is not None else flags, 5))
 
 
 def _early_child(writer: Any, reader: Any, parent_pid: int) -> None:
@@ -252,13 +261,15 @@ def _unpack_records(rows: list[tuple]) -> list:
     return list(starmap(FuncRecord, rows))
 
 
-def _flags(report: dict, exact: list, full: list, old: Any, new: Any, verdicts: Any) -> Any:
+def _flags(
+    report: dict, exact: list, full: list, old: Any, new: Any, verdicts: Any, pairs_out: Any
+) -> Any:
     """:func:`kbtool.services.ingest_classify.child_flags`, or None when it fails (this
     process then pairs and classifies the pairs itself)."""
     from kbtool.services.ingest_classify import child_flags
 
     try:
-        return child_flags(report, exact, full, old, new, verdicts)
+        return child_flags(report, exact, full, old, new, verdicts, pairs_out=pairs_out)
     except Exception:  # noqa: BLE001 - the parent classifies them: its answer or error
         return None
 
@@ -273,7 +284,9 @@ class MatchJob:
         self.proc: Any = None
         self.reader: Any = None
         self.in_child = False  # whether the answer came from the child
-        self._flags: Any = False  # the child's second answer, once read
+        # the child's report pairs and their flags after its answer, once read
+        self._pairs: Any = False
+        self._codes: Any = False
         self.parent: int | None = None  # the version an early child reads (start_early)
         self.sender: Any = None  # to an early child: the new records, the report's rows
         # the early child's spool files (:class:`_Spool`): the records and the report's new
@@ -432,25 +445,47 @@ class MatchJob:
             return out
         return _run(self.old, self.new)
 
-    def flags(self) -> Any:
-        """The child's report flags after its answer (:func:`kbtool.services.
-        ingest_classify.child_flags`), or None (no child, it made none, or it died); the
+    def pairs(self) -> list | None:
+        """The child's report pairs after its answer (:func:`kbtool.services.
+        ingest_classify.child_flags`), or None (no child, it made none, or it died; the
+        child is ended then); their flags follow (:meth:`codes`)."""
+        import pickle
+
+        if self._pairs is False:
+            self._pairs = None
+            if self.proc is not None and self.report is not None:
+                whole = self._back is None  # (one message: pairs and flags)
+                got = None
+                try:
+                    got = pickle.loads(self._recv())
+                except (EOFError, OSError, pickle.UnpicklingError):
+                    got = None
+                if got is None or whole:
+                    self._pairs, self._codes = got if got is not None else (None, None)
+                    self.stop(done=got is not None)
+                    self.report = None  # (its memory back)
+                else:
+                    self._pairs = got
+        return self._pairs
+
+    def codes(self) -> bytes | None:
+        """The flags of :meth:`pairs` (each defined pair's code, in order), or None; the
         child is ended then."""
         import pickle
 
-        if self._flags is False:
-            self._flags = None
-            if self.proc is not None and self.report is not None:
+        if self._codes is False:
+            self._codes = None
+            if self.proc is not None and self._pairs:
                 done = False
                 try:
-                    self._flags = pickle.loads(self._recv())
+                    self._codes = pickle.loads(self._recv())
                     done = True
                 except (EOFError, OSError, pickle.UnpicklingError):
-                    self._flags = None
+                    self._codes = None
                 finally:
                     self.stop(done=done)
-                    self.report = None  # (its memory back)
-        return self._flags
+                    self.report = None
+        return self._codes
 
     def stop(self, *, done: bool = False, kill: bool = False) -> None:
         """End the child (an answer read, an error or an interrupt here). ``done``: it sent
