@@ -22,11 +22,9 @@ except ImportError:  # the pure path without it (not a dependency): plain ints
 
 try:  # mypyc's runtime library (installed with mypy): native arrays and byte writes
     from librt.strings import BytesWriter, write_i32_le, write_i64_le
-    from librt.vecs import append as _vappend
     from librt.vecs import vec
 except ImportError:  # the pure path without it: lists and a bytearray
     from kbtool.wasm.opbuf import BytesWriter, vec  # type: ignore[assignment]
-    from kbtool.wasm.opbuf import vec_append as _vappend  # type: ignore[assignment]
 
     def write_i32_le(b: BytesWriter, n: int) -> None:  # type: ignore[misc]
         b.write(n.to_bytes(4, "little", signed=True))
@@ -35,30 +33,16 @@ except ImportError:  # the pure path without it: lists and a bytearray
         b.write(n.to_bytes(8, "little", signed=True))
 
 
-def _empty(n: i64) -> vec[i64]:
-    """An empty array with room for ``n`` values (filled by append: no zero fill, no list
-    of zeros converted, no growth copy)."""
-    return vec[i64](capacity=n)
-
-
 def _zeros(n: i64) -> vec[i64]:
-    """``n`` zeros (appended into an array made at that capacity)."""
-    out = _empty(n)
-    i: i64 = 0
-    while i < n:
-        out = _vappend(out, 0)
-        i += 1
-    return out
+    """``n`` zeros (one list of zeros converted: the other arrays of that length are copies
+    of it, :func:`_copy`)."""
+    return vec[i64]([0] * n)
 
 
-def _iota(n: i64) -> vec[i64]:
-    """0, 1, ..., n - 1."""
-    out = _empty(n)
-    i: i64 = 0
-    while i < n:
-        out = _vappend(out, i)
-        i += 1
-    return out
+def _copy(v: vec[i64]) -> vec[i64]:
+    """A copy of ``v`` (one native copy of its values: no list of zeros made and converted
+    per array)."""
+    return v[0 : len(v)]
 
 
 _BIG: Final = 1 << 60  # a value beyond it: OverflowError (the store's packing decides)
@@ -115,13 +99,15 @@ def ref_columns(
     n: i64 = len(refs)
     if n >= 1 << 31:
         raise OverflowError("positions past 31 bits")
-    # the columns made at their capacity and appended to (compiled: a native store each,
-    # no growth copy, no zero fill first)
-    funcs = _empty(n)
-    offsets = _empty(n)
-    keys = _empty(n)
-    codes = _empty(n)
-    widths = _empty(n)
+    # the columns made at their length (copies of one array of zeros) and set by index
+    # (compiled: one native store each, no append call and no growth copy per value)
+    zero = _zeros(n)
+    funcs = _copy(zero)
+    offsets = _copy(zero)
+    keys = _copy(zero)
+    codes = _copy(zero)
+    widths = _copy(zero)
+    ri: i64 = 0
     flo_prev: i64 = -_BIG  # the previous reference's function and offset
     olo_prev: i64 = -_BIG
     flo: i64 = 0
@@ -181,11 +167,12 @@ def ref_columns(
         _check(f)
         _check(o)
         _check(wd)
-        funcs = _vappend(funcs, f)
-        offsets = _vappend(offsets, o)
-        keys = _vappend(keys, k)
-        codes = _vappend(codes, c)
-        widths = _vappend(widths, wd)
+        funcs[ri] = f
+        offsets[ri] = o
+        keys[ri] = k
+        codes[ri] = c
+        widths[ri] = wd
+        ri += 1
         if f < flo_prev or (f == flo_prev and o < olo_prev):
             ordered = False
         flo_prev = f
@@ -209,39 +196,42 @@ def ref_columns(
         clo = min(clo, c)
         chi = max(chi, c)
     if not ordered:  # (ffmpeg: a constant's "addr" comes when it is used, after its offset)
-        by_pos = _order_by_position(funcs, offsets, flo, fhi, olo, ohi)
-        funcs = _gather(funcs, by_pos)
-        offsets = _gather(offsets, by_pos)
-        keys = _gather(keys, by_pos)
-        codes = _gather(codes, by_pos)
-        widths = _gather(widths, by_pos)
-        by_pos = _empty(0)
+        by_pos = _order_by_position(funcs, offsets, flo, fhi, olo, ohi, zero)
+        funcs = _gather(funcs, by_pos, zero)
+        offsets = _gather(offsets, by_pos, zero)
+        keys = _gather(keys, by_pos, zero)
+        codes = _gather(codes, by_pos, zero)
+        widths = _gather(widths, by_pos, zero)
+        by_pos = _zeros(0)
     # the columns written as soon as they are final, their arrays dropped before the sort
     # by key (its arrays then take their place: a lower peak)
     out = [_write(funcs, flo, fhi, "i"), _write(offsets, olo, ohi, "i")]
-    funcs = offsets = _empty(0)
+    funcs = offsets = _zeros(0)
     out.append(_write(keys, klo, khi, "i"))
     out.append(_write(codes, clo, chi, "B"))
     out.append(_write(widths, wlo, whi, "B"))
-    codes = widths = _empty(0)
-    order = _order_by_key(keys, klo, khi)
-    out.append(_write(_gather(keys, order), klo, khi, "i"))
-    keys = _empty(0)
+    codes = widths = _zeros(0)
+    order = _order_by_key(keys, klo, khi, zero)
+    out.append(_write(_gather(keys, order, zero), klo, khi, "i"))
+    keys = zero = _zeros(0)
     out.append(_write(order, 0, n - 1, "I"))
     return out
 
 
 def _order_by_position(
-    funcs: vec[i64], offsets: vec[i64], flo: i64, fhi: i64, olo: i64, ohi: i64
+    funcs: vec[i64], offsets: vec[i64], flo: i64, fhi: i64, olo: i64, ohi: i64, zero: vec[i64]
 ) -> vec[i64]:
     """The positions sorted by (function, offset), stable. An insertion sort while it moves
     few (the walk's references are nearly in order: ffmpeg's 382k have ~20k inversions),
     else :func:`_order_by_key` on one key per reference, ``(function - flo) * offset span
     + offset - olo`` (``OverflowError`` when the spans' product passes 60 bits: the store's
-    passes then sort)."""
+    passes then sort). ``zero``: ``len(funcs)`` zeros (copied, not changed)."""
     n: i64 = len(funcs)
-    order = _iota(n)
+    order = _copy(zero)
     i: i64 = 0
+    while i < n:
+        order[i] = i
+        i += 1
     budget: i64 = 8 * n + 4096  # moves allowed before the radix sort takes over
     i = 1
     while i < n:
@@ -266,32 +256,35 @@ def _order_by_position(
     span_f: i64 = fhi - flo + 1
     if span_f > _BIG // span_o:
         raise OverflowError("a data reference position key past 60 bits")
-    pos = _empty(n)
+    pos = _copy(zero)
     i = 0
     while i < n:
-        pos = _vappend(pos, (funcs[i] - flo) * span_o + (offsets[i] - olo))
+        pos[i] = (funcs[i] - flo) * span_o + (offsets[i] - olo)
         i += 1
-    return _order_by_key(pos, 0, span_f * span_o - 1)
+    return _order_by_key(pos, 0, span_f * span_o - 1, zero)
 
 
-def _gather(values: vec[i64], order: vec[i64]) -> vec[i64]:
-    """``values`` in ``order``."""
+def _gather(values: vec[i64], order: vec[i64], zero: vec[i64]) -> vec[i64]:
+    """``values`` in ``order`` (``zero``: ``len(order)`` zeros, copied)."""
     n: i64 = len(order)
-    out = _empty(n)
+    out = _copy(zero)
     i: i64 = 0
     while i < n:
-        out = _vappend(out, values[order[i]])
+        out[i] = values[order[i]]
         i += 1
     return out
 
 
-def _order_by_key(keys: vec[i64], klo: i64, khi: i64) -> vec[i64]:
+def _order_by_key(keys: vec[i64], klo: i64, khi: i64, zero: vec[i64]) -> vec[i64]:
     """The positions of ``keys`` sorted by key, stable: an LSD radix sort, 16 bits a pass
-    over ``key - klo`` (two passes for ffmpeg's keys)."""
+    over ``key - klo`` (two passes for ffmpeg's keys; ``zero``: ``len(keys)`` zeros)."""
     n: i64 = len(keys)
-    order = _iota(n)
+    order = _copy(zero)
     i: i64 = 0
-    other = _zeros(n)
+    while i < n:
+        order[i] = i
+        i += 1
+    other = _copy(zero)
     counts = _zeros(_MASK + 2)
     span: i64 = khi - klo
     shift: i64 = 0
