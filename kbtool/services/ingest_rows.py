@@ -211,12 +211,13 @@ def expected_names(funcs, proposals, old_rows, old_names: dict[int, str]) -> dic
     once its ingest wrote its rows and names, guessed before the matcher's answer (a later
     ingest builds the data model with it meanwhile; the caller checks the guess after).
 
-    ``proposals``: the binary's names (``(index, name, ...)``: the gate writes them, or the
-    function's identity has that name already); ``old_rows``/``old_names``: the parent's
-    :func:`~kbtool.kb.queries.matching_rows` and names. A function the binary does not name
-    keeps the name of the old function it continues, when one is plain: a defined one by a
-    body hash that only it has on each side, an import by an import name likewise; else
-    SQLite's choice without a name (the import field, the name-section hint)."""
+    ``proposals``: the binary's names (``(index, name, ...)``: the gate writes them when
+    the identity has no name); ``old_rows``/``old_names``: the parent's
+    :func:`~kbtool.kb.queries.matching_rows` and names. A function keeps the name of the
+    old function it continues, when one is plain (a defined one by a body hash that only it
+    has on each side, an import by an import name likewise; the gate keeps an identity's
+    name against a binary's of the same provenance and confidence); else the binary's name;
+    else SQLite's choice without a name (the import field, the name-section hint)."""
     named = {p[0]: p[1] for p in proposals}
     old_body = _unique((r["body_hash"], r["index"]) for r in old_rows if not r["imported"])
     old_imp = _unique((r["import_name"], r["index"]) for r in old_rows if r["imported"])
@@ -225,16 +226,15 @@ def expected_names(funcs, proposals, old_rows, old_names: dict[int, str]) -> dic
     out: dict[int, str] = {}
     for f in funcs:
         i = f.index
-        name = named.get(i)
+        if f.imported:
+            key = f"{f.import_module}.{f.import_field}"
+            j = old_imp.get(key) if new_imp.get(key) == i else None
+        else:
+            j = old_body.get(f.body_hash) if new_body.get(f.body_hash) == i else None
+        # the old name first: the gate keeps a name of the same provenance and confidence
+        name = (old_names.get(j) if j is not None else None) or named.get(i)
         if not name:
-            if f.imported:
-                key = f"{f.import_module}.{f.import_field}"
-                j = old_imp.get(key) if new_imp.get(key) == i else None
-            else:
-                j = old_body.get(f.body_hash) if new_body.get(f.body_hash) == i else None
-            name = old_names.get(j) if j is not None else None
-            if not name:
-                name = (f.import_field if f.imported else None) or f.raw_name
+            name = (f.import_field if f.imported else None) or f.raw_name
         if name:
             out[i] = name
     return out

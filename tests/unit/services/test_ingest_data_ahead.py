@@ -123,12 +123,15 @@ def test_the_expected_names() -> None:
         F(4, body_hash="dup"),  # a body two new functions have: no old name
         F(5, body_hash="dup"),
         F(6, body_hash="h6", raw=""),  # nothing: no name
+        F(7, body_hash="h9"),  # the binary names it, the old one it continues too: the old
     ]
     old_rows = [
         {"index": 0, "imported": True, "import_name": "env.a", "body_hash": None},
         {"index": 7, "imported": False, "import_name": None, "body_hash": "h3"},
         {"index": 8, "imported": False, "import_name": None, "body_hash": "dup"},
+        {"index": 9, "imported": False, "import_name": None, "body_hash": "h9"},
     ]
-    old_names = {0: "fd_write", 7: "helper", 8: "twice"}
-    got = ingest_rows.expected_names(funcs, [(2, "named", 1.0, {}, "export")], old_rows, old_names)
-    assert got == {0: "fd_write", 1: "b", 2: "named", 3: "helper"}
+    old_names = {0: "fd_write", 7: "helper", 8: "twice", 9: "kept"}
+    proposals = [(2, "named", 1.0, {}, "export"), (7, "other", 1.0, {}, "name-section")]
+    got = ingest_rows.expected_names(funcs, proposals, old_rows, old_names)
+    assert got == {0: "fd_write", 1: "b", 2: "named", 3: "helper", 7: "kept"}
