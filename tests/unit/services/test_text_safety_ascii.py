@@ -1,16 +1,14 @@
 """The unsafe-character functions' ASCII fast path (``kbtool.textutil``, issue 30.4, session
 30 S): a str of printable ASCII is answered without the patterns, with exactly what the
-patterns answer for every text; a small ingest compiles none of them."""
+patterns answer for every text (a small ingest then compiles none of them:
+tests/surface/cli/test_ingest_fixed_costs.py)."""
 
 from __future__ import annotations
 
 import random
 import re
-from pathlib import Path
 
 from kbtool import textutil
-from tests.support.fresh_imports import modules_after
-from tests.support.paths import DEMO_WASM
 
 _BODY = textutil._UNSAFE_BODY
 _KEEP = re.compile(f"[\x00-\x08\x0b-\x1f{_BODY}]")  # the patterns as written before the cut
@@ -71,15 +69,3 @@ def test_answers_are_plain_str_and_non_str_fails_as_before() -> None:
             pass
         else:
             raise AssertionError(f"{fn.__name__}(None) did not raise TypeError")
-
-
-def test_a_small_ingest_compiles_none_of_the_patterns(tmp_path: Path) -> None:
-    db = str(tmp_path / "kb.db")
-    loaded = modules_after(
-        "from kbtool.cli import main\n"
-        "from kbtool import textutil\n"
-        f"assert main(['--db', {db!r}, 'ingest', {str(DEMO_WASM)!r}]) == 0\n"
-        "lazy = [textutil._CONTROL, textutil._ALL_CONTROL, textutil._JSON_UNSAFE]\n"
-        "assert not any('sub' in vars(p) for p in lazy), 'a pattern was compiled'\n"
-    )
-    assert "kbtool.textutil" in loaded
