@@ -149,6 +149,7 @@ def _early_child(writer: Any, reader: Any, parent_pid: int) -> None:
         with gc_paused():
             inputs = _early_inputs(_STATE["path"], _STATE["parent"], _STATE["data"], _STATE["sha"])
             old = records_from_rows(inputs["old_rows"])
+            _preload_child()  # (while the new records are made: not after them)
             spool = _STATE["spool"]
 
             def received() -> Any:  # (the pipe says where in the spool file it lies)
@@ -168,6 +169,14 @@ def _early_child(writer: Any, reader: Any, parent_pid: int) -> None:
     except BaseException:  # noqa: BLE001 - the parent runs the matcher itself: its error
         os._exit(1)
     os._exit(0)
+
+
+def _preload_child() -> None:
+    """Import what the matcher and then the report's pairing and flags need (~15 ms on
+    ffmpeg) while an early child waits for the new records."""
+    import kbtool.identity.matcher
+    import kbtool.identity.pairing
+    import kbtool.services.diff.report  # noqa: F401
 
 
 class _Spool:
