@@ -67,7 +67,15 @@ from .. import matcher_active as _active
 if _active.swap(__name__) is None:  # (else this name is the compiled twin from now on)
     from ..records import FuncRecord, Match
     from .base import REVIEW_MARGIN, REVIEW_SCORE, MatchStats
-    from .driver import _Flag, _Matcher, _View, match_functions, match_functions_staged  # noqa: F401
+    from .driver import (  # noqa: F401
+        PreparedOld,
+        _Flag,
+        _Matcher,
+        _View,
+        match_functions,
+        match_functions_staged,
+        prepare_old,
+    )
 
 __all__ = [
     "FuncRecord",
@@ -75,6 +83,8 @@ __all__ = [
     "MatchStats",
     "match_functions",
     "match_functions_staged",
+    "prepare_old",
+    "PreparedOld",
     "REVIEW_SCORE",
     "REVIEW_MARGIN",
 ]

@@ -10,7 +10,7 @@ from typing import cast
 
 from ..records import FuncRecord, Match
 from .bigrams import _TYPED, append, i64, vec
-from .features import FeatureCache, is_minified_name, size_ratio
+from .features import FeatureCache, StorePart, is_minified_name, size_ratio
 
 REVIEW_SCORE = 0.6  # matches scoring below this are flagged for review
 REVIEW_MARGIN = 0.05  # ... and those whose best candidate is not this far ahead of the second
@@ -258,9 +258,16 @@ class MatcherBase:
     SCAN_PER_UNIT = 16  # entries of a rival or neighbourhood scan charged as one comparison
     MIN_TINY = 6  # below this many instructions a function carries too little evidence
 
-    def __init__(self, old: Sequence[FuncRecord], new: Sequence[FuncRecord]) -> None:
-        self.OLD = _Side(old)
+    def __init__(
+        self,
+        old: Sequence[FuncRecord],
+        new: Sequence[FuncRecord],
+        old_side: _Side | None = None,
+        old_part: StorePart | None = None,
+    ) -> None:
+        self.OLD = old_side if old_side is not None else _Side(old)  # (driver.prepare_old)
         self.NEW = _Side(new)
+        self._old_part = old_part
         self.o2n: dict[int, int] = {}
         self.n2o: dict[int, int] = {}
         # the same two maps as dense arrays by function index (-1: unmatched), kept in step
@@ -370,7 +377,10 @@ class MatcherBase:
     @property
     def feats(self) -> FeatureCache:
         if self._feats is None:
-            self._feats = FeatureCache(list(self.OLD.recs.values()), list(self.NEW.recs.values()))
+            self._feats = FeatureCache(
+                list(self.OLD.recs.values()), list(self.NEW.recs.values()), self._old_part
+            )
+            self._old_part = None
         return self._feats
 
     def accept(self, o: int, n: int, score: float, method: str, review: bool = False) -> None:

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..records import FuncRecord, Match
-from .base import MatchStats
+from .base import MatchStats, _Side
 from .exact import ExactStages
-from .features import shared_features
+from .features import StorePart, shared_features
 from .review import review_pairing
 
 
@@ -132,17 +132,44 @@ def match_functions(
     return out
 
 
+class PreparedOld:
+    """What a matcher run computes from its old records alone (:func:`prepare_old`)."""
+
+    __slots__ = ("old", "side", "part")
+
+    def __init__(self, old: Sequence[FuncRecord]) -> None:
+        self.old = old
+        self.side = _Side(old)
+        # the feature store's counts of the old side, in the order a store reads it
+        self.part: StorePart | None = StorePart(list(self.side.recs.values()))
+
+
+def prepare_old(old: Sequence[FuncRecord]) -> PreparedOld:
+    """The old side of a later :func:`match_functions_staged` over these very records
+    (``old_prepared=``), made before the new records are known: the side's indexes and the
+    feature store's counts of its strings and constants. The run continues from them, with
+    the same results. The records must not change meanwhile; the counts serve one run."""
+    return PreparedOld(old)
+
+
 def match_functions_staged(
     old: Sequence[FuncRecord],
     new: Sequence[FuncRecord],
     *,
     stats: list[MatchStats] | None = None,
+    old_prepared: PreparedOld | None = None,
 ) -> tuple[list[Match], list[Match]]:
     """``(match_functions(fuzzy=False), match_functions(fuzzy=True))`` from one matcher run:
     the unique evidence ingest carries identities by, and the full pairing diff and carry-over
     use. The first is exactly the non-fuzzy result (a snapshot taken before stage 6, without
-    the pairs flagged for review)."""
-    m = _Matcher(old, new)
+    the pairs flagged for review). ``old_prepared``: :func:`prepare_old` of this very ``old``
+    (another's is ignored)."""
+    prep = old_prepared if old_prepared is not None and old_prepared.old is old else None
+    if prep is not None:
+        m = _Matcher(old, new, prep.side, prep.part)
+        prep.part = None  # (its counts serve one store)
+    else:
+        m = _Matcher(old, new)
     with _one_store(m):
         out = m.run_staged(True)
     if stats is not None:

@@ -170,22 +170,21 @@ class _Store:
         "sets",
     )
 
-    def __init__(self, old_recs: Sequence, new_recs: Sequence) -> None:
+    def __init__(
+        self, old_recs: Sequence, new_recs: Sequence, part: StorePart | None = None
+    ) -> None:
         self.recs = (old_recs, new_recs)  # held: the ids in the registry key stay theirs
         n = len(old_recs) + len(new_recs)
         # each record's distinct strings and constants as ids, made once (its
         # features take them: ``sets``, by the features' key ``index << 1 | side``), each
-        # key counted once per record holding it (the counts of a ``Counter`` of the sets)
-        voc_s, voc_c = _Vocab(), _Vocab()
-        sets: dict[int, tuple[vec[i64], vec[i64]]] = {}
-        side = 0
-        no: i64 = 0
-        for rs in (old_recs, new_recs):
-            for r in rs:
-                i: int = r.index
-                no += 1
-                sets[(i << 1) | side] = (voc_s.add(r.strings, no), voc_c.add(r.consts, no))
-            side = 1
+        # key counted once per record holding it (the counts of a ``Counter`` of the sets),
+        # the old records first (``part``: their counts made ahead, the same state)
+        got = part.take(old_recs) if part is not None else None
+        if got is None:
+            got = StorePart(old_recs).take(old_recs)
+            assert got is not None
+        voc_s, voc_c, sets, no, top = got
+        no, top = _add_records(new_recs, 1, voc_s, voc_c, sets, no, top)
         self.sets = sets
         self.n = max(n, 2)
         logn = math.log(self.n)
@@ -199,7 +198,9 @@ class _Store:
         self.voc_c = voc_c
         self._w: tuple[_Weights, _Weights] | None = None
         self._idf: tuple[dict, dict] | None = None
-        self.feats: dict[int, _Feat] = {}  # by ``index << 1 | side`` (0 old, 1 new)
+        # the features made so far by ``index << 1 | side`` (0 old, 1 new), a dense list
+        # (None: not made yet; grown for a record past the store's indices)
+        self.feats: list[_Feat | None] = [None] * (top + 1)
         self.bigrams: dict[bytes, tuple[Any, float]] = {}
         # each pair's content sum by one int key, ``old index << 32 | new index``
         self.sims: dict[int, tuple[float, float]] = {}
@@ -257,6 +258,60 @@ class _Store:
     def idf_c(self) -> dict:
         """Each constant's idf weight, ``log(n / df) + 0.05`` (made on first use)."""
         return self._idfs()[1]
+
+
+def _add_records(
+    recs: Sequence,
+    side: int,
+    voc_s: _Vocab,
+    voc_c: _Vocab,
+    sets: dict[int, tuple[vec[i64], vec[i64]]],
+    no: i64,
+    top: int,
+) -> tuple[i64, int]:
+    """One side's records added to a store's vocabularies (``no``: the records counted so
+    far; ``top``: the largest features' key so far): the new ``no`` and ``top``."""
+    for r in recs:
+        i: int = r.index
+        no += 1
+        key = (i << 1) | side
+        sets[key] = (voc_s.add(r.strings, no), voc_c.add(r.consts, no))
+        if key > top:
+            top = key
+    return no, top
+
+
+class StorePart:
+    """A store's counts of its old records, made before the new records are known (a later
+    release's ingest makes them while the new module is decoded: ``driver.prepare_old``).
+    A store over these very old records (same objects, same order) continues from them, once:
+    the same ids, counts and weights as a store made in one go (the old records come first
+    there too)."""
+
+    __slots__ = ("recs", "state")
+
+    def __init__(self, old_recs: Sequence) -> None:
+        self.recs = old_recs
+        voc_s, voc_c = _Vocab(), _Vocab()
+        sets: dict[int, tuple[vec[i64], vec[i64]]] = {}
+        no, top = _add_records(old_recs, 0, voc_s, voc_c, sets, 0, -1)
+        # (its vocabularies, record ids by features' key, records counted, largest key)
+        self.state: tuple[_Vocab, _Vocab, dict[int, tuple[vec[i64], vec[i64]]], i64, int] | None
+        self.state = (voc_s, voc_c, sets, no, top)
+
+    def take(
+        self, old_recs: Sequence
+    ) -> tuple[_Vocab, _Vocab, dict[int, tuple[vec[i64], vec[i64]]], i64, int] | None:
+        """The counts for a store over ``old_recs`` (None: other records, or taken)."""
+        got = self.state
+        mine = self.recs
+        if got is None or len(mine) != len(old_recs):
+            return None
+        for a, b in zip(mine, old_recs, strict=True):
+            if a is not b:
+                return None
+        self.state = None
+        return got
 
 
 def _weights_by_df(df: dict, n: int, add: float, default: float) -> _Weights:
@@ -341,7 +396,9 @@ def _content_key(old_recs: Sequence, new_recs: Sequence) -> tuple:
     return (side(old_recs), side(new_recs))
 
 
-def _pooled(key: tuple, old_recs: Sequence, new_recs: Sequence) -> _Store:
+def _pooled(
+    key: tuple, old_recs: Sequence, new_recs: Sequence, part: StorePart | None = None
+) -> _Store:
     """The pool's store for these records (by identity, else by content), else a new one
     added to the pool (called under the lock with a pool open)."""
     entries = _POOL[1]
@@ -353,12 +410,12 @@ def _pooled(key: tuple, old_recs: Sequence, new_recs: Sequence) -> _Store:
         if c == content:
             entries.append((key, c, store))
             return store
-    store = _Store(old_recs, new_recs)
+    store = _Store(old_recs, new_recs, part)
     entries.append((key, content, store))
     return store
 
 
-def _store_for(old_recs: Sequence, new_recs: Sequence) -> _Store:
+def _store_for(old_recs: Sequence, new_recs: Sequence, part: StorePart | None = None) -> _Store:
     if _SHARED or _POOL[0]:
         key = _key(old_recs, new_recs)
         with _SHARED_LOCK:
@@ -366,13 +423,13 @@ def _store_for(old_recs: Sequence, new_recs: Sequence) -> _Store:
             if slot is not None and slot[0] is not None:
                 return slot[0]
             if _POOL[0]:
-                store = _pooled(key, old_recs, new_recs)
+                store = _pooled(key, old_recs, new_recs, part)
             else:
-                store = _Store(old_recs, new_recs)
+                store = _Store(old_recs, new_recs, part)
             if slot is not None:
                 slot[0] = store
             return store
-    return _Store(old_recs, new_recs)
+    return _Store(old_recs, new_recs, part)
 
 
 class FeatureCache:
@@ -383,8 +440,11 @@ class FeatureCache:
     a rare string says a lot.
     """
 
-    def __init__(self, old_recs: Sequence, new_recs: Sequence) -> None:
-        store = _store_for(old_recs, new_recs)
+    def __init__(
+        self, old_recs: Sequence, new_recs: Sequence, part: StorePart | None = None
+    ) -> None:
+        # (``part``: the old records' counts made ahead, for a store made here)
+        store = _store_for(old_recs, new_recs, part)
         self._old = old_recs
         self._new = new_recs
         self._cache = store.feats
@@ -419,7 +479,8 @@ class FeatureCache:
     def feat(self, side: int, rec) -> _Feat:
         i: int = rec.index  # (a native int in the twin: no generic shift and or)
         key = (i << 1) | side
-        f = self._cache.get(key)
+        cache = self._cache
+        f = cache[key] if 0 <= key < len(cache) else None
         if f is None:
             counts = (rec.instr_count, rec.loops, rec.call_indirect)
             got = self._sets.get(key)
@@ -429,7 +490,10 @@ class FeatureCache:
             f = _Feat(rec.ops, sids, cids, self._bigrams, counts)
             f.tstrings = _ids_total(f.sids, self._voc_s.wid)
             f.tconsts = _ids_total(f.cids, self._voc_c.wid)
-            self._cache[key] = f
+            if key >= len(cache):
+                cache.extend([None] * (key + 1 - len(cache)))
+            if key >= 0:
+                cache[key] = f
         return f
 
     def content_similarity(self, o, n) -> tuple[float, float]:

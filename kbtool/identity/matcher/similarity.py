@@ -66,15 +66,19 @@ class SimilarityStage(FamilyStage):
                 by_n[n] = [(-w, d, o)]
             else:
                 ln_.append((-w, d, o))
-        keep = set(weight)
+        # the pairs past a function's cap, left out (the rest kept: the answer is read
+        # sorted, so the order of its keys and sets is not)
+        drop: set[int] = set()
         cap = self.CAND_IN
         for side, lists in ((0, by_o), (1, by_n)):
             for x, lst in lists.items():
                 if len(lst) > cap:
                     lst.sort()
                     for _w, _d, y in lst[cap:]:
-                        keep.discard(x * wide + y if side == 0 else y * wide + x)
-        for k in keep:
+                        drop.add(x * wide + y if side == 0 else y * wide + x)
+        for k in weight:
+            if drop and k in drop:
+                continue
             o = k // wide
             n = k - o * wide
             got = out.get(n)
