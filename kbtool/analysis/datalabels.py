@@ -53,17 +53,23 @@ def role_labels(model: DataModel, analysis: ModuleAnalysis, names: dict[int, str
     pointers from their first string (``strtab_<text>``). Mutates ``model`` in place."""
     if not model.items:
         return
-    starts = [it.address for it in model.items]
+    item_starts = datawalk_active.ITEMS.item_starts
 
     def item_of(addr: int) -> int | None:
-        k = bisect_right(starts, addr) - 1
+        # the model's own starts (what ``item_at`` reads): every change of the items here
+        # empties them, and they are made again on the next lookup (a compiled pass)
+        if not model._starts:
+            model._starts = item_starts(model.items)
+        k = bisect_right(model._starts, addr) - 1
         if k < 0:
             return None
         it = model.items[k]
         return k if it.address <= addr < it.address + max(it.size, 1) else None
 
-    # errno: what __errno_location touches
-    for f in analysis.functions:
+    # errno: what __errno_location touches (no pass over the functions when no name is one
+    # of its names: the pass finds nothing then)
+    has_errno = not ERRNO_FUNCS.isdisjoint(names.values())
+    for f in analysis.functions if has_errno else ():
         # (the name's test without a generator per function: ffmpeg has 22k)
         if f.imported or names.get(f.index, "") not in ERRNO_FUNCS:
             continue
@@ -77,7 +83,6 @@ def role_labels(model: DataModel, analysis: ModuleAnalysis, names: dict[int, str
             if len(consts) == 1:
                 # what it returns is errno's own address: an item starts there
                 k = _split_at(model, consts.pop())
-                starts = [it.address for it in model.items]
                 hits = set() if k is None else {k}
         if len(hits) == 1:
             model.items[hits.pop()].label = "errno"
@@ -138,17 +143,23 @@ def role_labels(model: DataModel, analysis: ModuleAnalysis, names: dict[int, str
             )
             model.items[lo_k : hi_k + 1] = [merged]
             model._starts = []
-            starts = [it.address for it in model.items]
     # tables named from what they hold, their bounds on the array alignment first
     align_tables(model, analysis)
-    starts = [it.address for it in model.items]
-    slot_func: dict[int, int] = {}
-    for e in analysis.module.elements:
+    if not model._starts:  # (for item_of and item_at below)
+        model._starts = item_starts(model.items)
+    # (the tables' positions found by a compiled pass: no Python step per item)
+    kind_positions = datawalk_active.ITEMS.kind_positions
+    ftables = kind_positions(model.items, "funcptr_table")
+    tables = ftables + kind_positions(model.items, "pointer_table")
+    tables.sort()
+    slot_func: dict[int, int] = {}  # (read by function-pointer tables only)
+    for e in analysis.module.elements if ftables else ():
         if e.mode == "active" and e.offset is not None:
             for j, fi in enumerate(e.func_indices):
                 if fi is not None:
                     slot_func[e.offset + j] = fi
-    for it in model.items:
+    for t_k in tables:
+        it = model.items[t_k]
         if it.kind == "funcptr_table" and it.targets:
             fnames = [n for t in it.targets if t and (n := names.get(slot_func.get(t, -1)))]
             if fnames:
@@ -234,12 +245,15 @@ def align_tables(model: DataModel, analysis: ModuleAnalysis) -> None:
     table; the string pointers of the item before it, from a 16-byte boundary on, join
     it. Mutates ``model`` in place."""
     items = model.items
-    k = 0
-    while k < len(items):
+    # the pointer tables' positions at the start (a compiled pass); a change below inserts
+    # or deletes only at or before the table it looks at, so a later table is at its
+    # position plus the count inserted minus the count deleted so far
+    shift = 0
+    for c in datawalk_active.ITEMS.kind_positions(items, "pointer_table"):
+        k = c + shift
         it = items[k]
         a = it.address
-        if it.kind != "pointer_table" or a % ARRAY_ALIGN == 0 or a % 4 or it.size < 8:
-            k += 1
+        if a % ARRAY_ALIGN == 0 or a % 4 or it.size < 8:
             continue
         up = a + (-a) % ARRAY_ALIGN
         lead = (up - a) // 4
@@ -250,7 +264,7 @@ def align_tables(model: DataModel, analysis: ModuleAnalysis) -> None:
             pad.label = f"zero_{a:x}"
             items.insert(k, pad)
             model._starts = []
-            k += 2
+            shift += 1
             continue
         down = a - a % ARRAY_ALIGN
         prev = items[k - 1] if k > 0 else None
@@ -266,12 +280,11 @@ def align_tables(model: DataModel, analysis: ModuleAnalysis) -> None:
                 it.address, it.size, it.targets = down, it.size + (a - down), words + it.targets
                 if prev.address == down:
                     del items[k - 1]
-                    k -= 1
+                    shift -= 1
                 else:
                     prev.size = down - prev.address
                     prev.targets = []
                 model._starts = []
-        k += 1
 
 
 def _common_prefix(words: list[str]) -> str:

@@ -349,7 +349,7 @@ def build_data_model(
     )
     items, cut = build_items(analysis, refs, table_range, mem_hi, passive)
     label_items(items)
-    starts = [it.address for it in items]
+    starts = datawalk_active.ITEMS.item_starts(items)  # (compiled with the walk)
     readers: dict[int, set[int]] = {}
     writers: dict[int, set[int]] = {}
     refs = _count_refs(refs, items, starts, readers, writers)

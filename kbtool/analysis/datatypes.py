@@ -112,7 +112,7 @@ class DataModel:
     def item_at(self, address: int) -> DataItem | None:
         """The item holding ``address`` (None outside every segment)."""
         if not self._starts:
-            self._starts = [it.address for it in self.items]
+            self._starts = _item_starts(self.items)
         k = bisect_right(self._starts, address) - 1
         if k < 0:
             return None
@@ -128,6 +128,17 @@ class DataModel:
             "data_end": self.data_end,
             "truncated": self.truncated,
         }
+
+
+def _item_starts(items: list[DataItem]) -> list[int]:
+    """``[it.address for it in items]``, by the walk's compiled pass when it runs compiled
+    (imported on first use: the walk's package imports this module while it loads)."""
+    from . import datawalk_active
+
+    try:
+        return datawalk_active.ITEMS.item_starts(items)
+    except TypeError:  # (items of another class than the walk's: read one by one)
+        return [it.address for it in items]
 
 
 def _item_class() -> type:

@@ -594,6 +594,22 @@ def label_items(items: list[DataItem]) -> None:
         it.label = base if n == 0 else base + "_" + _hex(a)
 
 
+def kind_positions(items: list[DataItem], kind: str) -> list[int]:
+    """The positions of the items of ``kind``, ascending (compiled: no attribute read from
+    Python per item; ffmpeg's 65k items hold a few hundred tables)."""
+    out: list[int] = []
+    n = len(items)
+    for k in range(n):
+        if items[k].kind == kind:
+            out.append(k)
+    return out
+
+
+def item_starts(items: list[DataItem]) -> list[int]:
+    """``[it.address for it in items]`` (compiled: no attribute read from Python per item)."""
+    return [it.address for it in items]
+
+
 def unique_labels(items: list[DataItem]) -> None:
     """The data labels' last pass (:func:`kbtool.analysis.datalabels.role_labels`), compiled
     with the walk: an item without a label gets ``data_<hex address>``; a label an earlier
