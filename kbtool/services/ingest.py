@@ -363,8 +363,8 @@ def _store(conn, data, analysis, **kw) -> IngestResult:
         with pool, reviews:
             return _stored(conn, data, analysis, jobs=jobs, **kw)
     finally:
-        for job in jobs:
-            job.stop()
+        for job in jobs:  # (its pair flags the report did not ask for: not waited for)
+            job.stop(kill=True)
 
 
 def _stored(
@@ -408,26 +408,28 @@ def _stored(
         # the memory accesses as the JSON text stored: the report's layout check compares them
         early["mem_text"] = {r[1]: r[8] for r in xrows} if parent is not None else None
 
+    dp = (lambda done, total: progress("data", done, total)) if progress else None
+
     def walk(old_rows) -> None:  # one process: the matcher has the other core
-        dp = (lambda done, total: progress("data", done, total)) if progress else None
         walked.append(data_model.prepare(analysis, data, progress=dp, workers=1))
-        old_bytes = pre.pop("report", {}).get("old_bytes")  # (read for the child)
-        keep_views(conn, parent, data, mod, sha256, old_bytes)  # (the report's, by content)
+        got = pre.get("report") or (report(old_rows) if early_job is not None else None)  # (1)
+        keep_views(conn, parent, data, mod, sha256, got and got["old_bytes"])  # (by content)
         write_early()
         data_model.write_refs(conn, early["vid"], walked[0])
         early["new_rows"] = rows.matching_rows(funcs, slots)  # (the report's; ids at the join)
         if early_job is not None:  # (the early child's report inputs: sent with the answer)
             early_job.prepare_report(funcs, early["mem_text"])
+            got["new_mem"] = early["mem_text"]
         preload()  # (the report's modules)
-        # the data model with the names expected after the answer (checked then)
-        names = _binary_proposals(analysis, glue, _Scratch())
         ahead.append(
-            build_ahead(conn, early["vid"], parent, analysis, data, walked[0], old_rows, names)
+            _data_ahead(conn, early["vid"], parent, analysis, data, glue, walked, old_rows)
         )
 
     sha256 = sha256 or hashlib.sha256(data).hexdigest()
 
-    pre: dict[str, Any] = {}  # the match child's inputs, once read
+    # the match child's inputs, once read; (1) an early child's: for this process's share of
+    # the report's pair flags (:func:`kbtool.services.ingest_classify.tail_codes`)
+    pre: dict[str, Any] = {}
 
     def report(old_rows) -> dict:  # (the report's pair flags: the match child's inputs)
         pre["report"] = got = report_inputs(conn, parent, old_rows, funcs, slots, data, mod, sha256)
@@ -478,7 +480,6 @@ def _stored(
     # globals, data items and xrefs (issue 26), in this transaction: `kbtool xrefs` and
     # `kbtool strings` work after the first ingest; `kbtool analyze` rebuilds it with the
     # recognizers' names (labels such as errno and malloc_state)
-    dp = (lambda done, total: progress("data", done, total)) if progress else None
     result.data = built(conn, vid, analysis, data, dp, walked, ahead)  # (their memory back)
     if parent is not None:  # (the same path as `kbtool set-program`)
         from kbtool.services.diff.relocation import module_view
@@ -498,7 +499,7 @@ def _stored(
         new_rows = rows.set_stable_ids(new_rows, sid_of)
         # the pairing and its pairs' flags as the matcher's child made them, if it did
         pairing, classes = child_report(
-            job, parent, vid, old_rows, new_rows, old_recs, new, carried
+            job, parent, vid, old_rows, new_rows, old_recs, new, carried, pre.get("report")
         )
         result.diff_carry = lineage_svc.carry_from_parent(
             conn,
@@ -515,9 +516,14 @@ def _stored(
             pairing=pairing,
             classes=classes,
         )
-        if job is not None:  # (flags the report did not ask for: not waited for)
-            job.stop(kill=True)
     return result
+
+
+def _data_ahead(conn, vid, parent, analysis, data, glue, walked, old_rows) -> tuple:
+    """The data model built during the matcher with the function names expected after its
+    answer (:func:`kbtool.services.ingest_data.build_ahead`: checked then)."""
+    names = _binary_proposals(analysis, glue, _Scratch())
+    return build_ahead(conn, vid, parent, analysis, data, walked[0], old_rows, names)
 
 
 class _Scratch:

@@ -100,48 +100,89 @@ class _NewMem:
         return dumps(ops) if ops else "[]"
 
 
+def split_at(n: int) -> int:
+    """Of ``n`` defined pairs, how many the matcher's child classifies first (the head):
+    this process, which has the pairs by then and little else to do, classifies the rest
+    (:func:`tail_codes`) meanwhile."""
+    return n - n * 2 // 5
+
+
 def child_flags(
-    inputs: dict, exact, full, old=None, new=None, verdicts=None, *, pairs_out=None
+    inputs: dict, exact, full, old=None, new=None, verdicts=None, *, out=None
 ) -> tuple[list[tuple], bytes] | None:
     """In the matcher's child: the report's pairs (each pair's fields, in the pairing's
     order: :func:`child_pairing`) and each defined pair's flags code, in order (None when
     the views cannot be made). ``inputs``: :func:`report_inputs`, or an early child's
     (:mod:`kbtool.services.ingest_match`: ``new_rows`` and ``new_mem`` given, no ``funcs``).
-    ``pairs_out(pairs)``: called with the pairs before the flags are made (sent on)."""
-    from kbtool.services.diff.relocation import module_view
-    from kbtool.services.diff.report import classify_pair, pair_flags_code, relocation_check
+    ``out``: called with the pairs once made, then with the head's codes (:func:`split_at`)
+    before the rest are made (each sent on at once)."""
     from kbtool.services.ingest_rows import matching_rows
-    from kbtool.wasm import WasmFormatError
 
-    funcs = inputs["funcs"]
     new_rows = inputs.get("new_rows")  # (an early child's: this process's rows)
     if new_rows is None:
-        new_rows = matching_rows(funcs, inputs["slots"])
+        new_rows = matching_rows(inputs["funcs"], inputs["slots"])
     pg = child_pairing(
         inputs["parent"], inputs["old_rows"], new_rows, exact, full, old, new, verdicts
     )
-    try:
-        new_view = module_view(inputs["data"], inputs["mod"], sha=inputs["sha256"])
-        old_view = module_view(inputs["old_bytes"], sha=inputs["old_sha"])
-    except WasmFormatError:
-        return None
-    if new_view is None:  # (the report reads the stored bytes: not here)
+    classify = _classifier(pg, inputs)
+    if classify is None:
         return None
     pairs = [
         (p.old_index, p.new_index, p.score, p.method, p.review, p.identity)
         for p in pg.by_new.values()
     ]
-    if pairs_out is not None:
-        pairs_out(pairs)
+    defined = pg.defined_pairs()
+    if out is None:
+        return pairs, classify(defined)
+    out(pairs)
+    k = split_at(len(defined))
+    head = classify(defined[:k])
+    out(head)
+    return pairs, head + classify(defined[k:])
+
+
+def tail_codes(pg, inputs: dict) -> bytes | None:
+    """In this process, while the matcher's child classifies the head: the codes of the
+    defined pairs after :func:`split_at` (``inputs``: :func:`report_inputs` with
+    ``new_mem``); None when the views cannot be made or the classification fails (the
+    child's own codes of them are used then)."""
+    try:
+        classify = _classifier(pg, inputs)
+        if classify is None:
+            return None
+        defined = pg.defined_pairs()
+        return classify(defined[split_at(len(defined)) :])
+    except Exception:  # noqa: BLE001 - the child's codes, else the report's own classification
+        return None
+
+
+def _classifier(pg, inputs: dict) -> Callable[[list], bytes] | None:
+    """The report's classification of ``pg``'s pairs (a list of defined pairs -> their
+    flags codes) with the two modules' views and memory accesses of ``inputs``, reading no
+    KB; None when the views cannot be made (the report reads the stored bytes then)."""
+    from kbtool.services.diff.relocation import module_view
+    from kbtool.services.diff.report import classify_pair, pair_flags_code, relocation_check
+    from kbtool.wasm import WasmFormatError
+
+    try:
+        new_view = module_view(inputs["data"], inputs["mod"], sha=inputs["sha256"])
+        old_view = module_view(inputs["old_bytes"], sha=inputs["old_sha"])
+    except WasmFormatError:
+        return None
+    if new_view is None:
+        return None
     reloc = relocation_check(None, pg, new_view, old_sha=inputs["old_sha"], new_mem=None)
     reloc.views = (old_view, new_view) if old_view is not None else None
     # every access of both versions: ``layout_shift`` reads only the pairs ``mem_indices``
     # lists (relocated ones: other body hashes, the same ops, not answered by the shapes),
     # so the rest are never read (the same answer without that pass over the pairs)
-    new_mem = inputs.get("new_mem")  # (an early child's: the texts stored)
-    reloc.mem = (inputs["old_mem"], _NewMem(funcs) if new_mem is None else new_mem)
-    codes = bytes(pair_flags_code(*classify_pair(pg, reloc, p)) for p in pg.defined_pairs())
-    return pairs, codes
+    new_mem = inputs.get("new_mem")  # (an early child's, or this process's: the texts stored)
+    reloc.mem = (inputs["old_mem"], _NewMem(inputs["funcs"]) if new_mem is None else new_mem)
+
+    def classify(pairs: list) -> bytes:
+        return bytes(pair_flags_code(*classify_pair(pg, reloc, p)) for p in pairs)
+
+    return classify
 
 
 def flags_for(answer: Callable[[], Any]) -> Callable[[Any, list], bytes | None]:
@@ -165,20 +206,28 @@ def flags_for(answer: Callable[[], Any]) -> Callable[[Any, list], bytes | None]:
     return classes
 
 
-def child_report(job, parent, vid, old_rows, new_rows, old_recs, new_recs, carried) -> tuple:
+def child_report(
+    job, parent, vid, old_rows, new_rows, old_recs, new_recs, carried, tail=None
+) -> tuple:
     """``(pairing, classes)`` for :func:`kbtool.services.lineage.carry_from_parent` from the
     matcher's child (:func:`pairing_from`, :func:`flags_for`); ``(None, None)`` when it
     made none (then paired and classified here). The pairing is made of the child's pairs
-    while it makes their flags, which ``classes`` waits for when the report asks."""
+    while it classifies them; ``tail``: :func:`tail_codes`'s inputs, when the child sends
+    the head's codes apart: the rest are classified here meanwhile. ``classes`` waits for
+    the child's codes when the report asks."""
     if not (job.in_child and job.report is not None):
         return None, None
     pairs = job.pairs()
     if pairs is None:
         return None, None
     pg = pairing_from((pairs,), parent, vid, old_rows, new_rows, old_recs, new_recs, carried)
+    mine = tail_codes(pg, tail) if pg is not None and tail is not None and job.split else None
 
     def answer() -> tuple | None:
-        codes = job.codes()
-        return None if codes is None else (pairs, codes)
+        head = job.codes()
+        if head is not None and mine is not None:
+            job.stop(kill=True)  # (its codes of the rest are not wanted)
+        rest = None if head is None else (mine if mine is not None else job.rest())
+        return None if rest is None else (pairs, head + rest)
 
     return pg, flags_for(answer)

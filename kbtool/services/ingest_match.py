@@ -105,10 +105,11 @@ def _answer(
 ) -> None:
     """The matcher's answer sent, then (``report()``: the flags' inputs, None: none) the
     report's pairs and their flags. ``back``: a :class:`_Spool` they are written to (the
-    pipe then says where): the pairs are sent as soon as made (this process builds the
-    report's pairing from them while the flags are made), then the flags (None: none);
-    without one, one message ``(pairs, flags)`` (None: none), which a pipe holds until this
-    process reads it."""
+    pipe then says where): the pairs as soon as made (this process builds the report's
+    pairing from them and classifies the pairs after the head meanwhile:
+    :func:`kbtool.services.ingest_classify.split_at`), the head's codes, then the rest's
+    (each None when not made); without one, one message ``(pairs, flags)`` (None: none),
+    which a pipe holds until this process reads it."""
     import pickle
 
     def send(data: bytes) -> None:
@@ -120,14 +121,20 @@ def _answer(
     del out
     inputs = report()
     if inputs is not None:  # then the report's pairs and flags (None: none made)
-        sent: list[bool] = []
+        sent: list = []
 
-        def pairs_out(pairs: list) -> None:
-            send(pickle.dumps(pairs, 5))
-            sent.append(True)
+        def out(value: Any) -> None:
+            send(pickle.dumps(value, 5))
+            sent.append(value)
 
-        flags = _flags(inputs, exact, full, old, new, verdicts, None if back is None else pairs_out)
-        send(pickle.dumps(flags[1] if sent and flags is not None else flags, 5))
+        flags = _flags(inputs, exact, full, old, new, verdicts, None if back is None else out)
+        if back is None:
+            send(pickle.dumps(flags, 5))
+        else:  # (the pairs, the head's codes, the rest's: None where not made)
+            head = sent[1] if len(sent) > 1 else None
+            while len(sent) < 2:
+                out(None)
+            out(None if flags is None or head is None else flags[1][len(head) :])
 
 
 def _early_child(writer: Any, reader: Any, parent_pid: int) -> None:
@@ -271,14 +278,14 @@ def _unpack_records(rows: list[tuple]) -> list:
 
 
 def _flags(
-    report: dict, exact: list, full: list, old: Any, new: Any, verdicts: Any, pairs_out: Any
+    report: dict, exact: list, full: list, old: Any, new: Any, verdicts: Any, out: Any
 ) -> Any:
     """:func:`kbtool.services.ingest_classify.child_flags`, or None when it fails (this
     process then pairs and classifies the pairs itself)."""
     from kbtool.services.ingest_classify import child_flags
 
     try:
-        return child_flags(report, exact, full, old, new, verdicts, pairs_out=pairs_out)
+        return child_flags(report, exact, full, old, new, verdicts, out=out)
     except Exception:  # noqa: BLE001 - the parent classifies them: its answer or error
         return None
 
@@ -293,9 +300,12 @@ class MatchJob:
         self.proc: Any = None
         self.reader: Any = None
         self.in_child = False  # whether the answer came from the child
-        # the child's report pairs and their flags after its answer, once read
+        # the child's report pairs and their flags after its answer (the head's, the
+        # rest's: ``split``, sent apart), once read
         self._pairs: Any = False
         self._codes: Any = False
+        self._rest: Any = False
+        self.split = False
         self.parent: int | None = None  # the version an early child reads (start_early)
         self.sender: Any = None  # to an early child: the new records, the report's rows
         # the early child's spool files (:class:`_Spool`): the records and the report's new
@@ -471,30 +481,43 @@ class MatchJob:
                     got = None
                 if got is None or whole:
                     self._pairs, self._codes = got if got is not None else (None, None)
+                    self._rest = b""
                     self.stop(done=got is not None)
                     self.report = None  # (its memory back)
                 else:
-                    self._pairs = got
+                    self._pairs, self.split = got, True
         return self._pairs
 
     def codes(self) -> bytes | None:
-        """The flags of :meth:`pairs` (each defined pair's code, in order), or None; the
-        child is ended then."""
+        """The flags of :meth:`pairs` (each defined pair's code, in order; of the head only
+        when ``split``: :meth:`rest` has the others), or None (the child is ended then)."""
+        if self._codes is False:
+            self._codes = self._next() if self._pairs else None
+        return self._codes
+
+    def rest(self) -> bytes | None:
+        """After :meth:`codes` of a ``split`` answer: the codes of the pairs after the
+        head, or None; the child is ended then."""
+        if self._rest is False:
+            self._rest = self._next() if self._codes is not None else None
+            self.stop(done=self._rest is not None)
+            self.report = None  # (its memory back)
+        return self._rest
+
+    def _next(self) -> Any:
+        """The child's next message unpickled; None when there is none (it is ended)."""
         import pickle
 
-        if self._codes is False:
-            self._codes = None
-            if self.proc is not None and self._pairs:
-                done = False
-                try:
-                    self._codes = pickle.loads(self._recv())
-                    done = True
-                except (EOFError, OSError, pickle.UnpicklingError):
-                    self._codes = None
-                finally:
-                    self.stop(done=done)
-                    self.report = None
-        return self._codes
+        if self.proc is None:
+            return None
+        try:
+            got = pickle.loads(self._recv())
+        except (EOFError, OSError, pickle.UnpicklingError):
+            got = None
+        if got is None:
+            self.stop()
+            self.report = None
+        return got
 
     def stop(self, *, done: bool = False, kill: bool = False) -> None:
         """End the child (an answer read, an error or an interrupt here). ``done``: it sent
