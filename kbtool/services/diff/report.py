@@ -54,13 +54,13 @@ from typing import Any
 
 from kbtool.analysis.runtime import (
     RUNTIME_WRAPPER_MAX_INSTR,
-    is_runtime_import,
     is_runtime_name,
     runtime_by_signature,
 )
 from kbtool.identity.pairing import Pair, Pairing, pair_rows
 from kbtool.kb import queries, store
 from kbtool.kb.db import transaction
+from kbtool.services.diff.entries import pair_changes, runtime_imports
 from kbtool.services.diff.ordering import report_order
 from kbtool.services.diff.programs import add_program_fields, program_fields
 from kbtool.services.diff.rejoin import (
@@ -170,12 +170,12 @@ def _is_runtime(
 
 
 def _runtime_check(
-    rows: Mapping[int, dict[str, Any]],
+    rows: Mapping[int, dict[str, Any]], rt_imports: set[int] | None = None
 ) -> Callable[[dict[str, Any] | None, dict[str, Any] | None], bool]:
     """``_is_runtime(row, ann, rows)`` for the rows of one version, as one function of
-    ``(row, ann)`` that finds the version's runtime imports once (on first need), not the
-    callees' import names per row (a report asks it of every row: 45,000 times on ffmpeg)."""
-    rt_imports: set[int] | None = None
+    ``(row, ann)`` that finds the version's runtime imports once (on first need, unless
+    given: :func:`~kbtool.services.diff.entries.runtime_imports`), not the callees' import
+    names per row (a report asks it of every row: 45,000 times on ffmpeg)."""
     by_name = is_runtime_name
 
     def check(row: dict[str, Any] | None, ann: dict[str, Any] | None) -> bool:
@@ -194,9 +194,7 @@ def _runtime_check(
         if row["instr_count"] > RUNTIME_WRAPPER_MAX_INSTR:
             return False
         if rt_imports is None:
-            rt_imports = {
-                i for i, r in rows.items() if r["imported"] and is_runtime_import(r["import_name"])
-            }
+            rt_imports = runtime_imports(rows)
         # (runtime_by_signature of the imported callees' names: one is the runtime's)
         return not rt_imports.isdisjoint(row["calls"])
 
@@ -496,7 +494,8 @@ def build_report(
     toolchain_changed = bool(ta and tb and ta != tb)
 
     old_rows, new_rows = pg.old_rows, pg.new_rows
-    rt_old, rt_new = _runtime_check(old_rows), _runtime_check(new_rows)
+    rti_old, rti_new = runtime_imports(old_rows), runtime_imports(new_rows)
+    rt_old, rt_new = _runtime_check(old_rows, rti_old), _runtime_check(new_rows, rti_new)
 
     def entry(cls: str, o: int | None, n: int | None, p: Pair | None) -> dict[str, Any]:
         orow = old_rows.get(o) if o is not None else None
@@ -522,43 +521,17 @@ def build_report(
     if defined is None:
         defined = pg.defined_pairs()
     known = classes(pg, defined) if classes is not None else None
-    old_get, new_get, ann_old_get, ann_new_get = (
-        old_rows.get,
-        new_rows.get,
-        ann_old.get,
-        ann_new.get,
+    paired = pair_changes(
+        pg,
+        defined,
+        known,
+        lambda p: classify_pair(pg, reloc, p),
+        _FLAGS,
+        ann_old,
+        ann_new,
+        rti_old,
+        rti_new,
     )
-    # the pairs' changes in the pairing's order (by new index: the report's order), the
-    # new functions' and the deleted ones' merged in after (the same order as sorting
-    # every change by ``(new index, 0, old index)``, a deleted one by ``(the new index of
-    # the paired function before it, 1, old index)``)
-    paired: list[dict[str, Any]] = []
-    for k, p in enumerate(defined):
-        if known is not None:  # (computed elsewhere for this very pairing: the same flags)
-            same, relocated = _FLAGS[known[k]]
-        else:
-            same, relocated = classify_pair(pg, reloc, p)
-        o, n = p.old_index, p.new_index
-        # (entry(cls, o, n, p), inline: most of a report's changes are pairs)
-        orow, nrow = old_get(o), new_get(n)
-        an, ao = ann_new_get(n), ann_old_get(o)
-        ann = an or ao
-        e = {
-            "classification": ("unchanged" if n == o else "moved") if same else "modified",
-            "from_index": o,
-            "to_index": n,
-            "from_stable_id": orow["stable_id"] if orow else None,
-            "to_stable_id": nrow["stable_id"] if nrow else None,
-            "score": p.score,
-            "review": bool(p.review),
-            "runtime": bool(rt_new(nrow, an) or rt_old(orow, ao)),
-            "name": ann["name"] if ann else None,
-            "provenance": ann["provenance"] if ann else None,
-            "confidence": ann["confidence"] if ann else None,
-        }
-        if relocated:
-            e["relocated"] = True  # same code; only data addresses (or call targets) moved
-        paired.append(e)
     changes = report_order(pg, defined, paired, entry)
     report_so_far = {
         "from": va["label"],
