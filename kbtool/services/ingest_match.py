@@ -49,15 +49,16 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _run(old: Sequence, new: Sequence) -> tuple[list, list, list[str], Any]:
+def _run(old: Sequence, new: Sequence, prep: Any = None) -> tuple[list, list, list[str], Any]:
     """The matcher on ``old``/``new`` inside a review memo: ``(exact, full, notes,
     verdicts)`` (``verdicts``: the memo's key and verdicts of the final pairing's review,
-    None when it kept none)."""
+    None when it kept none; ``prep``: :func:`kbtool.identity.matcher.prepare_old` of this
+    very ``old`` list, made ahead)."""
     from kbtool.identity.matcher import MatchStats, match_functions_staged, review
 
     stats: list[MatchStats] = []
     with review.review_memo():
-        exact, full = match_functions_staged(old, new, stats=stats)
+        exact, full = match_functions_staged(old, new, stats=stats, old_prepared=prep)
         memo = review._MEMO.get()  # noqa: SLF001 - the verdicts this run left
         verdicts = (memo[0], memo[3]) if memo else None
     return exact, full, stats[0].notes, verdicts
@@ -101,7 +102,12 @@ def _child(writer: Any, parent_pid: int) -> None:
 
 
 def _answer(
-    writer: Any, old: Sequence, new: Sequence, report: Callable[[], Any], back: Any = None
+    writer: Any,
+    old: Sequence,
+    new: Sequence,
+    report: Callable[[], Any],
+    back: Any = None,
+    prep: Any = None,
 ) -> None:
     """The matcher's answer sent, then (``report()``: the flags' inputs, None: none) the
     report's pairs and their flags. ``back``: a :class:`_Spool` they are written to (the
@@ -115,7 +121,7 @@ def _answer(
     def send(data: bytes) -> None:
         writer.send_bytes(data if back is None else pickle.dumps(back.put(data)))
 
-    exact, full, notes, verdicts = _run(old, new)
+    exact, full, notes, verdicts = _run(old, new, prep)
     out = (_pack(exact), _pack(full), notes, verdicts)
     send(pickle.dumps(out, pickle.HIGHEST_PROTOCOL))
     del out
@@ -157,6 +163,7 @@ def _early_child(writer: Any, reader: Any, parent_pid: int) -> None:
             inputs = _early_inputs(_STATE["path"], _STATE["parent"], _STATE["data"], _STATE["sha"])
             old = records_from_rows(inputs["old_rows"])
             _preload_child()  # (while the new records are made: not after them)
+            prep = _prepare_old(old)  # (likewise: the matcher's old side)
             spool = _STATE["spool"]
 
             def received() -> Any:  # (the pipe says where in the spool file it lies)
@@ -171,7 +178,7 @@ def _early_child(writer: Any, reader: Any, parent_pid: int) -> None:
                 inputs["new_rows"] = rows_from_records(new, extras)
                 return inputs
 
-            _answer(writer, old, new, report, _STATE["back"])
+            _answer(writer, old, new, report, _STATE["back"], prep)
         writer.close()
     except BaseException:  # noqa: BLE001 - the parent runs the matcher itself: its error
         os._exit(1)
@@ -184,6 +191,18 @@ def _preload_child() -> None:
     import kbtool.identity.matcher
     import kbtool.identity.pairing
     import kbtool.services.diff.report  # noqa: F401
+
+
+def _prepare_old(old: list) -> Any:
+    """The matcher's old side made ahead (:func:`kbtool.identity.matcher.prepare_old`: its
+    indexes and the feature store's counts of its records; ~0.1 s of ffmpeg's matcher) while
+    an early child waits for the new records; None when it fails (the matcher makes it)."""
+    from kbtool.identity.matcher import prepare_old
+
+    try:
+        return prepare_old(old)
+    except Exception:  # noqa: BLE001 - the matcher makes the old side itself: its answer
+        return None
 
 
 class _Spool:

@@ -49,6 +49,14 @@ def child_report(*args):
     return pg, classes
 if guess:
     ingest_match.expected_parent = lambda *args: int(guess)
+from kbtool.identity import matcher
+real_staged = matcher.match_functions_staged
+def staged(old, new, **kw):  # (in either process: whether the old side was made ahead)
+    prep = kw.get("old_prepared")
+    with open(db + ".prep", "a") as fh:
+        fh.write(f"{prep is not None and prep.old is old}\\n")
+    return real_staged(old, new, **kw)
+matcher.match_functions_staged = staged
 ingest.start_early, ingest_match.MatchJob.result = start_early, result
 ingest.child_report = child_report
 ingest_match._cores = lambda: 2
@@ -90,8 +98,10 @@ def test_the_early_child_gives_the_same_kb_and_report(tmp_path) -> None:
     assert here["diffs"]  # the stored report is compared too
     early, seen = _fresh(tmp_path, "early")
     # forked before the decode, reading version 2 (the latest: the lineage's choice), it
-    # answered and made the report's pairing flags
+    # answered (the matcher's old side made while it waited for the new records) and made
+    # the report's pairing flags
     assert seen == {"early": [2], "answer": [True], "flags": [True]}
+    assert (tmp_path / "early.db.prep").read_text().split() == ["True"]
     assert early == here
 
 
