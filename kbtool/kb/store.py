@@ -99,12 +99,14 @@ ROWS_PER_INSERT = 100
 #: lose a literal column (see :func:`insert_rows_batched`).
 ROWS_PER_NARROW_INSERT = 500
 NARROW_ROW = 4
-#: Fewest full statements of :func:`insert_rows_batched` for which a multi-row statement is
-#: made: SQLite parses each new statement text (a 100-row ``VALUES`` list of 20 values: more
-#: than ``executemany`` spends stepping those 100 rows one by one), and only reuse pays that
-#: back. Fewer rows (a small module's tables), and the rows after the last full statement,
-#: go through ``executemany`` of the one-row statement, parsed once.
-MIN_FULL_STATEMENTS = 8
+#: Fewest rows for which :func:`insert_rows_batched` makes multi-row statements: SQLite
+#: parses each new statement text (a 100-row ``VALUES`` list of 20 values costs more than
+#: ``executemany`` stepping those 100 rows one by one), and only reuse pays that back: by a
+#: micro-benchmark (fresh connection, 3, 10 and 20 values a row) the two cost the same
+#: near 700-1,200 rows whatever the width. Fewer rows (a small module's tables), and the
+#: rows after the last full statement, go through ``executemany`` of the one-row
+#: statement, parsed once.
+MIN_BATCHED_ROWS = 1000
 
 
 def _literal(value: Any) -> str | None:
@@ -142,11 +144,10 @@ def insert_rows_batched(
     SQLite a statement start and halt, a descent from the root to the table's last page and
     pysqlite a reset and a release of the GIL each (ingest's 65k data items, 47k call edges:
     ~20-25% of their writes' instructions). But SQLite parses each new statement text, so
-    only reuse pays a multi-row statement back: with fewer than :data:`MIN_FULL_STATEMENTS`
-    full statements every row, and otherwise the rows after the last full statement, go
-    through ``executemany`` of the one-row statement (the same literals): a small module's
-    fresh ingest parsed 8 statements of up to 7 KB for its ~540 functions, facts, edges and
-    data items (callgrind: parser 27.8 -> 9.7 M instructions, steps +8 M).
+    only reuse pays a multi-row statement back: below :data:`MIN_BATCHED_ROWS` rows every
+    row, and otherwise the rows after the last full statement, go through ``executemany``
+    of the one-row statement (the same literals): a small module's fresh ingest parsed 8
+    statements of up to 7 KB for its ~540 functions, facts, edges and data items.
 
     Values the same in every row of a statement can go into it as literals instead of being
     bound per row (pysqlite and SQLite spend ~250 instructions binding an int, ~800 a str:
@@ -207,9 +208,7 @@ def insert_rows_batched(
             at -= 1
         conn.execute(statement(held, len(part)), vals)
 
-    end = len(rows) - len(rows) % n
-    if end // n < MIN_FULL_STATEMENTS:
-        end = 0
+    end = len(rows) - len(rows) % n if len(rows) >= MIN_BATCHED_ROWS else 0
     for i in range(0, end, n):
         run(rows[i : i + n], False)
     if end < len(rows):

@@ -17,7 +17,7 @@ def _batching(request, monkeypatch) -> None:
     """Each test twice: with the shipped threshold (a few hundred rows run one by one) and
     with multi-row statements from the first full one (every statement boundary)."""
     if request.param != "as shipped":
-        monkeypatch.setattr(store, "MIN_FULL_STATEMENTS", 1)
+        monkeypatch.setattr(store, "MIN_BATCHED_ROWS", 1)
 
 
 _DDL = "CREATE TABLE {} (v INTEGER, a INTEGER, b TEXT, c BLOB, d REAL)"

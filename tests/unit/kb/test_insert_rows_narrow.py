@@ -2,8 +2,8 @@
 for a row of at most :data:`store.NARROW_ROW` bound values (ingest's call edges)
 and :data:`store.ROWS_PER_INSERT` for a wider one; either way the rows stored are exactly
 what ``executemany`` of the one-row statement stores, around every batch boundary. Fewer
-than :data:`store.MIN_FULL_STATEMENTS` full statements' rows, and the rows after the last
-full statement, run one by one (session 30 S: a statement made once costs its parse)."""
+than :data:`store.MIN_BATCHED_ROWS` rows, and the rows after the last full statement, run
+one by one (session 30 S: a statement made once costs its parse)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def _insert(conn: sqlite3.Connection, width: int, rows: list[tuple]) -> list[str
 def _expected(n: int, per: int) -> int:
     """Statements run for ``n`` rows at ``per`` a statement: the full ones when there are
     enough of them, then one per remaining row."""
-    full = n // per if n // per >= store.MIN_FULL_STATEMENTS else 0
+    full = n // per if n >= store.MIN_BATCHED_ROWS else 0
     return full + (n - full * per)
 
 
@@ -55,7 +55,7 @@ def _expected(n: int, per: int) -> int:
 @pytest.mark.parametrize("extra", [-1, 0, 1, 2])
 def test_batches_of_the_row_width_store_what_executemany_stores(width: int, extra: int) -> None:
     per = store.ROWS_PER_NARROW_INSERT if width <= store.NARROW_ROW else store.ROWS_PER_INSERT
-    for n in (store.MIN_FULL_STATEMENTS * per + extra, 2 * per + extra):
+    for n in ((store.MIN_BATCHED_ROWS // per + 1) * per + extra, 2 * per + extra):
         conn = _conn(width)
         rows = _rows(n, width)
         statements = _insert(conn, width, rows)
@@ -64,14 +64,15 @@ def test_batches_of_the_row_width_store_what_executemany_stores(width: int, extr
         assert len(many) == n
         assert many == one
         assert len(statements) == _expected(n, per)
-        batched = n // per >= store.MIN_FULL_STATEMENTS
+        batched = n >= store.MIN_BATCHED_ROWS
         assert statements[0].count("(3,") == (per if batched else 1)
         assert statements[-1].count("(3,") == (1 if n % per or not batched else per)
 
 
 def test_narrow_rows_run_more_rows_per_statement_than_wide_ones() -> None:
     assert store.ROWS_PER_NARROW_INSERT > store.ROWS_PER_INSERT
-    n = store.MIN_FULL_STATEMENTS * store.ROWS_PER_NARROW_INSERT
+    n = 8 * store.ROWS_PER_NARROW_INSERT
+    assert n >= store.MIN_BATCHED_ROWS
     narrow = _conn(2)
     assert len(_insert(narrow, 2, _rows(n, 2))) == n // store.ROWS_PER_NARROW_INSERT
     wide = _conn(WIDE)
@@ -81,12 +82,11 @@ def test_narrow_rows_run_more_rows_per_statement_than_wide_ones() -> None:
 def test_the_parameter_limit_still_bounds_a_narrow_statement() -> None:
     conn = _conn(2)
     conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 50)  # 25 rows of 2 values at most
-    rows = _rows(25 * store.MIN_FULL_STATEMENTS + 20, 2)
+    full = store.MIN_BATCHED_ROWS // 25 + 1
+    rows = _rows(25 * full + 20, 2)
     statements = _insert(conn, 2, rows)
-    assert len(statements) == store.MIN_FULL_STATEMENTS + 20
-    assert [q.count("(3,") for q in statements[: store.MIN_FULL_STATEMENTS]] == [
-        25
-    ] * store.MIN_FULL_STATEMENTS
+    assert len(statements) == full + 20
+    assert [q.count("(3,") for q in statements[:full]] == [25] * full
     assert (
         conn.execute("SELECT * FROM many ORDER BY rowid").fetchall()
         == conn.execute("SELECT * FROM one ORDER BY rowid").fetchall()
