@@ -120,7 +120,8 @@ def replace_data_model(
             constants=True,  # (the tables' empty targets lists: SQL literals, not binds)
         )
     if not refs_written:
-        datarefs.write(conn, vid, list(refs), ref_columns)  # packed (kbtool/kb/datarefs.py)
+        # packed (kbtool/kb/datarefs.py; a list as it is: the writer leaves it unchanged)
+        datarefs.write(conn, vid, refs if type(refs) is list else list(refs), ref_columns)
     conn.execute(
         "INSERT INTO data_models(version_id, data_start, data_end, truncated, built_at)"
         " VALUES (?,?,?,?,?)",

@@ -85,7 +85,8 @@ def write_refs(conn: sqlite3.Connection, version_id: int, walked: Walked) -> Non
     nor label: a later ingest writes them while its matcher runs); :func:`build` then
     writes the rest of the model."""
     t0, c0 = time.perf_counter(), time.process_time()
-    datarefs.write(conn, version_id, list(walked.model.ref_rows), ref_columns())
+    # (the walk's list as it is: the writer leaves it unchanged)
+    datarefs.write(conn, version_id, walked.model.ref_rows, ref_columns())
     walked.refs_written = True
     walked.seconds += time.perf_counter() - t0
     walked.cpu_seconds += time.process_time() - c0
