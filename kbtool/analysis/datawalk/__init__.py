@@ -37,7 +37,6 @@ from kbtool.wasm.opcodes import KIND, PREFIX_BASE, PREFIX_SLOTS, WIDTH
 
 from ..datarefs import _CALLS, _CLASS
 from ..datatypes import GO_PAIR_WINDOW, MAX_GO_STRING
-from .boxes import Boxes, box
 from .refcount import count_item_refs as count_item_refs
 from .refcount import count_refs as count_refs
 
@@ -229,10 +228,10 @@ def _memarg(data: bytes, p: i64) -> tuple[int, i64]:
 
 # fmt: off
 def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: bool,
-              mem_hi: int, floor: int, out: list[Any], bx: Boxes | None = None) -> None:
+              mem_hi: int, floor: int, out: list[Any]) -> None:
     """The references of the body at ``[start, end)`` (``start``: its local declarations),
     each a plain tuple ``(func_index, offset, kind, target_kind, target, width)`` (the
-    ``data_refs`` row as the KB writes it) appended to ``out`` in the careful walk's order. ``floor``: ``lo`` minus the body's largest memarg offset; ``bx``: data targets' int objects shared (:mod:`.boxes`)."""
+    ``data_refs`` row as the KB writes it) appended to ``out`` in the careful walk's order. ``floor``: ``lo`` minus the body's largest memarg offset."""
     WK = _WK
     CLS = _CLS
     QUIET = _QUIET
@@ -286,7 +285,7 @@ def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: 
                     x0, p = _memarg(data, p)
                 ninstr += 1
                 if lo <= x0 < mem_hi:
-                    out.append((fio, at, "load" if CLS[op] == 2 else "store", "data", box(x0, bx), W[op]))
+                    out.append((fio, at, "load" if CLS[op] == 2 else "store", "data", x0, W[op]))
                 continue
         k: i64 = WK[op]
         x: int = 0
@@ -390,7 +389,7 @@ def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: 
                     nk = 1
             elif c == 2 or c == 3:
                 if lo <= x < mem_hi:
-                    out.append((fio, at, "load" if c == 2 else "store", "data", box(x, bx), W[op]))
+                    out.append((fio, at, "load" if c == 2 else "store", "data", x, W[op]))
             elif c == 9:
                 out.append((fio, at, "read", "global", x, 0))
             elif c == 10:
@@ -406,14 +405,14 @@ def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: 
                 v = sv[sp]
                 o = so[sp]
                 if t == 1 and lo <= v < top and (v < hi or (v & (v - 1) != 0 and v % 1000 != 0)):
-                    out.append((fio, o, "addr", "data", box(v, bx), 0))
+                    out.append((fio, o, "addr", "data", v, 0))
             nk = 0
             continue
         if go and c == 3 and sp and st[sp - 1] == 1:
             v0 = sv[sp - 1]
             if (pend_n >= 0 and ninstr - pend_n <= GO_PAIR_WINDOW and 0 < v0 <= MAX_GO_STRING
                     and pend_v + v0 <= hi):
-                out.append((fio, pend_o, "gostring", "data", box(pend_v, bx), v0))
+                out.append((fio, pend_o, "gostring", "data", pend_v, v0))
                 pend_n = -1
             elif lo <= v0 < hi:
                 pend_v = v0
@@ -456,7 +455,7 @@ def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: 
             dv = 0
             do = 0
             if t1 == 1 and lo <= v1 < hi:
-                out.append((fio, o1, "addr", "data", box(v1, bx), 0))
+                out.append((fio, o1, "addr", "data", v1, 0))
                 dt = 2
                 dv = v1
                 do = o1
@@ -465,7 +464,7 @@ def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: 
                 dv = v1
                 do = o1
             if t2 == 1 and lo <= v2 < hi:
-                out.append((fio, o2, "addr", "data", box(v2, bx), 0))
+                out.append((fio, o2, "addr", "data", v2, 0))
                 dt = 2
                 dv = v2
                 do = o2
@@ -496,7 +495,7 @@ def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: 
                 if a_t:
                     nk -= 1
             if a_t == 1 and lo <= a_v + x < mem_hi:
-                out.append((fio, a_o, "load", "data", box(a_v + x, bx), W[op]))
+                out.append((fio, a_o, "load", "data", a_v + x, W[op]))
                 st[sp] = 0
                 sv[sp] = 0
                 so[sp] = 0
@@ -509,7 +508,7 @@ def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: 
                 nk += 1
             else:
                 if lo <= x < mem_hi:
-                    out.append((fio, at, "load", "data", box(x, bx), W[op]))
+                    out.append((fio, at, "load", "data", x, W[op]))
                 st[sp] = 0
                 sv[sp] = 0
                 so[sp] = 0
@@ -523,7 +522,7 @@ def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: 
                 if t:
                     nk -= 1
                 if t == 1 and lo <= v < mem_hi and (v < hi or (v & (v - 1) != 0 and v % 1000 != 0)):
-                    out.append((fio, o, "addr", "data", box(v, bx), 0))
+                    out.append((fio, o, "addr", "data", v, 0))
             a_t = 0
             a_v = 0
             a_o = 0
@@ -535,9 +534,9 @@ def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: 
                 if a_t:
                     nk -= 1
             if a_t == 1 and lo <= a_v + x < mem_hi:
-                out.append((fio, a_o, "store", "data", box(a_v + x, bx), W[op]))
+                out.append((fio, a_o, "store", "data", a_v + x, W[op]))
             elif a_t != 2 and lo <= x < mem_hi:
-                out.append((fio, at, "store", "data", box(x, bx), W[op]))
+                out.append((fio, at, "store", "data", x, W[op]))
         elif c == 5 or c == 7 or c == 8:
             if sp:
                 sp -= 1
@@ -547,7 +546,7 @@ def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: 
                 if t:
                     nk -= 1
                 if t == 1 and lo <= v < hi:
-                    out.append((fio, o, "addr", "data", box(v, bx), 0))
+                    out.append((fio, o, "addr", "data", v, 0))
             if c != 7:
                 st[sp] = 0
                 sv[sp] = 0
@@ -569,7 +568,7 @@ def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: 
                 if t:
                     nk -= 1
                 if t == 1 and lo <= v < hi:
-                    out.append((fio, o, "addr", "data", box(v, bx), 0))
+                    out.append((fio, o, "addr", "data", v, 0))
         elif c == 11:
             if sp:
                 sp -= 1
@@ -579,7 +578,7 @@ def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: 
                 if t:
                     nk -= 1
                 if t == 3:
-                    out.append((fio, o, "funcptr", "data", box(v, bx), 0))
+                    out.append((fio, o, "funcptr", "data", v, 0))
             out.append((fio, at, "call_indirect", "table", x, 0))
             while sp:
                 sp -= 1
@@ -587,7 +586,7 @@ def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: 
                 v = sv[sp]
                 o = so[sp]
                 if t == 1 and lo <= v < mem_hi and (v < hi or (v & (v - 1) != 0 and v % 1000 != 0)):
-                    out.append((fio, o, "addr", "data", box(v, bx), 0))
+                    out.append((fio, o, "addr", "data", v, 0))
             nk = 0
         if nk == 0:
             sp = 0
@@ -620,10 +619,9 @@ def module_refs_flat(
     422k); stops after the body with which the count reaches ``limit`` (then True, as the
     data model's join of the per-body lists does)."""
     out: list[Any] = []
-    bx = Boxes()
     for fi, off, size, mode, floor in plan:
         if mode:
-            body_refs(data, fi, off, off + size, lo, hi, go, mem_hi, floor, out, bx)
+            body_refs(data, fi, off, off + size, lo, hi, go, mem_hi, floor, out)
         if len(out) >= limit:
             return out, True
     return out, False
