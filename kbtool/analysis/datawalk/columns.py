@@ -35,13 +35,14 @@ except ImportError:  # the pure path without it: lists and a bytearray
 
 def _zeros(n: i64) -> vec[i64]:
     """``n`` zeros (one list of zeros converted: the other arrays of that length are copies
-    of it, :func:`_copy`)."""
+    of one, :func:`_copy`)."""
     return vec[i64]([0] * n)
 
 
 def _copy(v: vec[i64]) -> vec[i64]:
     """A copy of ``v`` (one native copy of its values: no list of zeros made and converted
-    per array)."""
+    per array). Every array made so here is written whole before it is read: its values
+    do not matter, only its length (no array of zeros is kept for it)."""
     return v[0 : len(v)]
 
 
@@ -101,12 +102,11 @@ def ref_columns(
         raise OverflowError("positions past 31 bits")
     # the columns made at their length (copies of one array of zeros) and set by index
     # (compiled: one native store each, no append call and no growth copy per value)
-    zero = _zeros(n)
-    funcs = _copy(zero)
-    offsets = _copy(zero)
-    keys = _copy(zero)
-    codes = _copy(zero)
-    widths = _copy(zero)
+    funcs = _zeros(n)
+    offsets = _copy(funcs)
+    keys = _copy(funcs)
+    codes = _copy(funcs)
+    widths = _copy(funcs)
     ri: i64 = 0
     flo_prev: i64 = -_BIG  # the previous reference's function and offset
     olo_prev: i64 = -_BIG
@@ -196,12 +196,12 @@ def ref_columns(
         clo = min(clo, c)
         chi = max(chi, c)
     if not ordered:  # (ffmpeg: a constant's "addr" comes when it is used, after its offset)
-        by_pos = _order_by_position(funcs, offsets, flo, fhi, olo, ohi, zero)
-        funcs = _gather(funcs, by_pos, zero)
-        offsets = _gather(offsets, by_pos, zero)
-        keys = _gather(keys, by_pos, zero)
-        codes = _gather(codes, by_pos, zero)
-        widths = _gather(widths, by_pos, zero)
+        by_pos = _order_by_position(funcs, offsets, flo, fhi, olo, ohi, funcs)
+        funcs = _gather(funcs, by_pos, funcs)
+        offsets = _gather(offsets, by_pos, offsets)
+        keys = _gather(keys, by_pos, keys)
+        codes = _gather(codes, by_pos, codes)
+        widths = _gather(widths, by_pos, widths)
         by_pos = _zeros(0)
     # the columns written as soon as they are final, their arrays dropped before the sort
     # by key (its arrays then take their place: a lower peak)
@@ -211,23 +211,24 @@ def ref_columns(
     out.append(_write(codes, clo, chi, "B"))
     out.append(_write(widths, wlo, whi, "B"))
     codes = widths = _zeros(0)
-    order = _order_by_key(keys, klo, khi, zero)
-    out.append(_write(_gather(keys, order, zero), klo, khi, "i"))
-    keys = zero = _zeros(0)
+    order = _order_by_key(keys, klo, khi, keys)
+    out.append(_write(_gather(keys, order, keys), klo, khi, "i"))
+    keys = _zeros(0)
     out.append(_write(order, 0, n - 1, "I"))
     return out
 
 
 def _order_by_position(
-    funcs: vec[i64], offsets: vec[i64], flo: i64, fhi: i64, olo: i64, ohi: i64, zero: vec[i64]
+    funcs: vec[i64], offsets: vec[i64], flo: i64, fhi: i64, olo: i64, ohi: i64, like: vec[i64]
 ) -> vec[i64]:
     """The positions sorted by (function, offset), stable. An insertion sort while it moves
     few (the walk's references are nearly in order: ffmpeg's 382k have ~20k inversions),
     else :func:`_order_by_key` on one key per reference, ``(function - flo) * offset span
     + offset - olo`` (``OverflowError`` when the spans' product passes 60 bits: the store's
-    passes then sort). ``zero``: ``len(funcs)`` zeros (copied, not changed)."""
+    passes then sort). ``like``: an array of ``len(funcs)`` values (copied: their values
+    do not matter)."""
     n: i64 = len(funcs)
-    order = _copy(zero)
+    order = _copy(like)
     i: i64 = 0
     while i < n:
         order[i] = i
@@ -256,18 +257,19 @@ def _order_by_position(
     span_f: i64 = fhi - flo + 1
     if span_f > _BIG // span_o:
         raise OverflowError("a data reference position key past 60 bits")
-    pos = _copy(zero)
+    pos = _copy(like)
     i = 0
     while i < n:
         pos[i] = (funcs[i] - flo) * span_o + (offsets[i] - olo)
         i += 1
-    return _order_by_key(pos, 0, span_f * span_o - 1, zero)
+    return _order_by_key(pos, 0, span_f * span_o - 1, like)
 
 
-def _gather(values: vec[i64], order: vec[i64], zero: vec[i64]) -> vec[i64]:
-    """``values`` in ``order`` (``zero``: ``len(order)`` zeros, copied)."""
+def _gather(values: vec[i64], order: vec[i64], like: vec[i64]) -> vec[i64]:
+    """``values`` in ``order`` (``like``: an array of ``len(order)`` values, copied: each is
+    written over)."""
     n: i64 = len(order)
-    out = _copy(zero)
+    out = _copy(like)
     i: i64 = 0
     while i < n:
         out[i] = values[order[i]]
@@ -275,16 +277,17 @@ def _gather(values: vec[i64], order: vec[i64], zero: vec[i64]) -> vec[i64]:
     return out
 
 
-def _order_by_key(keys: vec[i64], klo: i64, khi: i64, zero: vec[i64]) -> vec[i64]:
+def _order_by_key(keys: vec[i64], klo: i64, khi: i64, like: vec[i64]) -> vec[i64]:
     """The positions of ``keys`` sorted by key, stable: an LSD radix sort, 16 bits a pass
-    over ``key - klo`` (two passes for ffmpeg's keys; ``zero``: ``len(keys)`` zeros)."""
+    over ``key - klo`` (two passes for ffmpeg's keys; ``like``: an array of ``len(keys)``
+    values, copied: a pass writes every position of the other array)."""
     n: i64 = len(keys)
-    order = _copy(zero)
+    order = _copy(like)
     i: i64 = 0
     while i < n:
         order[i] = i
         i += 1
-    other = _copy(zero)
+    other = _copy(like)
     counts = _zeros(_MASK + 2)
     span: i64 = khi - klo
     shift: i64 = 0
