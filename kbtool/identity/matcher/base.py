@@ -488,7 +488,7 @@ class MatcherBase:
         key = (o << 32) | n
         v = self._content.get(key)
         if v is None:
-            v = self.feats.content_similarity(self.OLD.recs[o], self.NEW.recs[n])
+            v = self.feats.content_similarity(self.OLD.recs[o], self.NEW.recs[n], o, n)
             self._content[key] = v
         return v
 
@@ -669,7 +669,7 @@ class MatcherBase:
         pair's score, every float step of the score being monotone in the content sum."""
         v = self._content.get((o << 32) | n)
         if v is None:
-            v = self.feats.content_bound_sum(self.OLD.recs[o], self.NEW.recs[n])
+            v = self.feats.content_bound_sum(self.OLD.recs[o], self.NEW.recs[n], o, n)
         return v
 
     def score(

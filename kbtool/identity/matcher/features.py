@@ -476,8 +476,10 @@ class FeatureCache:
     def idf_c(self) -> dict:
         return self._store.idf_c
 
-    def feat(self, side: int, rec) -> _Feat:
-        i: int = rec.index  # (a native int in the twin: no generic shift and or)
+    def feat(self, side: int, rec, index: int = -1) -> _Feat:
+        """The features of ``rec`` on one side (0 old, 1 new); ``index``: its index when
+        the caller has read it (no attribute read of the record again)."""
+        i: int = index if index >= 0 else rec.index  # (native ints in the twin)
         key = (i << 1) | side
         cache = self._cache
         f = cache[key] if 0 <= key < len(cache) else None
@@ -496,11 +498,13 @@ class FeatureCache:
                 cache[key] = f
         return f
 
-    def content_similarity(self, o, n) -> tuple[float, float]:
+    def content_similarity(self, o, n, oi: int = -1, ni: int = -1) -> tuple[float, float]:
         """(weighted sum, total weight) of the features that do not depend on the match
-        state: op histograms, op bigrams, size, constants, strings, loops, call_indirect."""
-        oi: int = o.index
-        ni: int = n.index
+        state: op histograms, op bigrams, size, constants, strings, loops, call_indirect.
+        (``oi``, ``ni``: the records' indices when the caller knows them.)"""
+        if oi < 0 or ni < 0:
+            oi = o.index
+            ni = n.index
         key = (oi << 32) | ni
         v = self._sims.get(key)
         if v is None:
@@ -508,13 +512,13 @@ class FeatureCache:
         return v
 
     def _content_similarity(self, o, n) -> tuple[float, float]:
-        fo = self.feat(0, o)
-        fn = self.feat(1, n)
+        oi: int = o.index
+        ni: int = n.index
+        fo = self.feat(0, o, oi)
+        fn = self.feat(1, n, ni)
         ha, na = fo.hist()
         hb, nb = fn.hist()
         cos = _cosine_words(ha, na, hb, nb) if _TYPED else _cosine(ha, na, hb, nb)
-        oi: int = o.index
-        ni: int = n.index
         j = self._jacs.pop((oi << 32) | ni, None)
         if j is None:
             j = self._jaccards(fo, fn)
@@ -564,15 +568,16 @@ class FeatureCache:
             wsum += 0.05
         return total / wsum
 
-    def content_bound_sum(self, o, n) -> tuple[float, float]:
+    def content_bound_sum(self, o, n, oi: int = -1, ni: int = -1) -> tuple[float, float]:
         """(weighted sum, total weight) of :meth:`content_bound`: the weight is the pair's
         own, the sum never below the pair's (the pair's own when already computed)."""
-        oi: int = o.index
-        ni: int = n.index
+        if oi < 0 or ni < 0:
+            oi = o.index
+            ni = n.index
         key = (oi << 32) | ni
         v = self._sims.get(key)
         if v is None:
-            fo, fn = self.feat(0, o), self.feat(1, n)
+            fo, fn = self.feat(0, o, oi), self.feat(1, n, ni)
             j = self._jacs.get(key)
             if j is None:
                 j = self._jacs[key] = self._jaccards(fo, fn)
