@@ -373,9 +373,9 @@ gen = crafted.matcher_family if kind == "family" else crafted.normal_release
 a, b = gen(count, 0), gen(count, 1)
 seen = []  # the matcher's own stats of the ingest's run (comparisons: load-independent)
 real = matcher_mod.match_functions_staged
-def _staged(old, new, stats=None):
+def _staged(old, new, stats=None, **kw):
     stats = [] if stats is None else stats
-    out = real(old, new, stats=stats)
+    out = real(old, new, stats=stats, **kw)
     seen.extend(stats)
     return out
 matcher_mod.match_functions_staged = _staged
