@@ -5,18 +5,10 @@ child makes the report's new rows from its records and what they lack (equal row
 
 from __future__ import annotations
 
-import json
-import os
-import sqlite3
-import subprocess
-import sys
-
 from kbtool.identity.records import records_from_analysis, table_slots
-from kbtool.kb.db import open_rw
 from kbtool.services import ingest_rows
-from kbtool.services.ingest import ingest_file
 from kbtool.wasm import analyze_module
-from tests.support.kb_rows import table_rows
+from tests.support.later_ingest import ingested_here, spied_later
 from tests.support.paths import DEMO_DIR
 
 Z55, Z56 = DEMO_DIR / "zstd-1.5.5.wasm", DEMO_DIR / "zstd-1.5.6.wasm"
@@ -56,29 +48,12 @@ print(json.dumps(seen))
 
 
 def _fresh(tmp_path, name: str, wrong: str = "", **env) -> tuple[dict, dict]:
-    db = tmp_path / f"{name}.db"
-    run = subprocess.run(
-        [sys.executable, "-c", _LATER, str(db), str(Z55), str(Z56), wrong],
-        env={**os.environ, "KBTOOL_PARALLEL_MATCH_BYTES": "0", **env},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert run.returncode == 0, run.stderr[-2000:]
-    seen = json.loads(run.stdout.strip().splitlines()[-1])
-    conn = sqlite3.connect(db)
-    rows = table_rows(conn)
-    conn.close()
-    return rows, seen
+    env = {"KBTOOL_PARALLEL_MATCH_BYTES": "0", **env}
+    return spied_later(_LATER, tmp_path / f"{name}.db", str(Z55), str(Z56), wrong, env=env)
 
 
 def _here(tmp_path) -> dict:
-    conn = open_rw(tmp_path / "here.db")  # (in this threaded process: no child)
-    ingest_file(conn, Z55, label="a")
-    ingest_file(conn, Z56, label="b")
-    rows = table_rows(conn)
-    conn.close()
-    return rows
+    return ingested_here(tmp_path / "here.db", (Z55, "a"), (Z56, "b"))
 
 
 def test_the_data_model_built_during_the_matcher_is_the_same(tmp_path) -> None:

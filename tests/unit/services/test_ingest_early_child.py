@@ -5,16 +5,12 @@ guessed another parent than the lineage's, or died; none is forked inside a tran
 
 from __future__ import annotations
 
-import json
 import os
-import sqlite3
-import subprocess
-import sys
 
 from kbtool.kb.db import open_rw, transaction
 from kbtool.services import ingest_match
 from kbtool.services.ingest import ingest_file
-from tests.support.kb_rows import table_rows
+from tests.support.later_ingest import ingested_here, spied_later
 from tests.support.paths import DEMO_DIR
 
 Z55, Z56 = DEMO_DIR / "zstd-1.5.5.wasm", DEMO_DIR / "zstd-1.5.6.wasm"
@@ -67,30 +63,14 @@ print(json.dumps(seen))
 
 
 def _fresh(tmp_path, name: str, guess: str = "", **env) -> tuple[dict, dict]:
+    env = {"KBTOOL_PARALLEL_MATCH_BYTES": "0", "KBTOOL_EARLY_MATCH": "1", **env}
     db = tmp_path / f"{name}.db"
-    run = subprocess.run(
-        [sys.executable, "-c", _LATER, str(db), str(Z55), str(Z56), guess],
-        env={**os.environ, "KBTOOL_PARALLEL_MATCH_BYTES": "0", "KBTOOL_EARLY_MATCH": "1", **env},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert run.returncode == 0, run.stderr[-2000:]
-    seen = json.loads(run.stdout.strip().splitlines()[-1])
-    conn = sqlite3.connect(db)
-    rows = table_rows(conn, by_rowid=False)
-    conn.close()
-    return rows, seen
+    return spied_later(_LATER, db, str(Z55), str(Z56), guess, env=env, by_rowid=False)
 
 
 def _here(tmp_path) -> dict:
-    conn = open_rw(tmp_path / "here.db")  # (in this threaded process: no child)
-    ingest_file(conn, Z55, label="a")
-    ingest_file(conn, Z55, label="a2", force=True)
-    ingest_file(conn, Z56, label="b")
-    rows = table_rows(conn, by_rowid=False)
-    conn.close()
-    return rows
+    releases = ((Z55, "a"), (Z55, "a2"), (Z56, "b"))
+    return ingested_here(tmp_path / "here.db", *releases, by_rowid=False)
 
 
 def test_the_early_child_gives_the_same_kb_and_report(tmp_path) -> None:

@@ -4,11 +4,7 @@ threshold); a matcher error is the same error, and nothing of the version lands.
 
 from __future__ import annotations
 
-import json
 import os
-import sqlite3
-import subprocess
-import sys
 
 import pytest
 
@@ -17,6 +13,7 @@ from kbtool.kb.db import open_rw
 from kbtool.services import ingest_match
 from kbtool.services.ingest import ingest_file
 from tests.support.kb_rows import table_rows
+from tests.support.later_ingest import spied_later
 from tests.support.paths import DEMO_DIR
 
 Z55, Z56 = DEMO_DIR / "zstd-1.5.5.wasm", DEMO_DIR / "zstd-1.5.6.wasm"
@@ -92,19 +89,7 @@ def _later_fresh(tmp_path, name: str, **env) -> tuple[dict, dict]:
     """As :func:`_later`, in a fresh single-threaded process with ``env``: the KB's rows and
     what the spies saw."""
     db = tmp_path / f"{name}.db"
-    run = subprocess.run(
-        [sys.executable, "-c", _LATER_IN_A_FRESH_PROCESS, str(db), str(Z55), str(Z56)],
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert run.returncode == 0, run.stderr[-2000:]
-    seen = json.loads(run.stdout.strip().splitlines()[-1])
-    conn = sqlite3.connect(db)
-    rows = table_rows(conn)
-    conn.close()
-    return rows, seen
+    return spied_later(_LATER_IN_A_FRESH_PROCESS, db, str(Z55), str(Z56), env=env)
 
 
 def test_the_child_matches_a_big_module_and_the_kb_is_the_same(tmp_path, monkeypatch) -> None:

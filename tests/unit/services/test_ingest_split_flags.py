@@ -5,16 +5,8 @@ KB (the stored report included) is the same either way."""
 
 from __future__ import annotations
 
-import json
-import os
-import sqlite3
-import subprocess
-import sys
-
-from kbtool.kb.db import open_rw
-from kbtool.services.ingest import ingest_file
 from kbtool.services.ingest_classify import split_at
-from tests.support.kb_rows import table_rows
+from tests.support.later_ingest import ingested_here, spied_later
 from tests.support.paths import DEMO_DIR
 
 Z55, Z56 = DEMO_DIR / "zstd-1.5.5.wasm", DEMO_DIR / "zstd-1.5.6.wasm"
@@ -62,29 +54,12 @@ print(json.dumps(seen))
 
 
 def _fresh(tmp_path, mode: str) -> tuple[dict, dict]:
-    db = tmp_path / f"{mode}.db"
-    run = subprocess.run(
-        [sys.executable, "-c", _LATER, str(db), str(Z55), str(Z56), mode],
-        env={**os.environ, "KBTOOL_PARALLEL_MATCH_BYTES": "0", "KBTOOL_EARLY_MATCH": "1"},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert run.returncode == 0, run.stderr[-2000:]
-    seen = json.loads(run.stdout.strip().splitlines()[-1])
-    conn = sqlite3.connect(db)
-    rows = table_rows(conn)
-    conn.close()
-    return rows, seen
+    env = {"KBTOOL_PARALLEL_MATCH_BYTES": "0", "KBTOOL_EARLY_MATCH": "1"}
+    return spied_later(_LATER, tmp_path / f"{mode}.db", str(Z55), str(Z56), mode, env=env)
 
 
 def _here(tmp_path) -> dict:
-    conn = open_rw(tmp_path / "here.db")  # (in this threaded process: no child)
-    ingest_file(conn, Z55, label="a")
-    ingest_file(conn, Z56, label="b")
-    rows = table_rows(conn)
-    conn.close()
-    return rows
+    return ingested_here(tmp_path / "here.db", (Z55, "a"), (Z56, "b"))
 
 
 def test_the_rest_of_the_flags_made_here_or_by_the_child_give_the_same_kb(tmp_path) -> None:
