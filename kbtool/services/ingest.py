@@ -393,6 +393,7 @@ def _stored(
 
     walked: list[data_model.Walked] = []  # the data walk, when done during the matcher
     ahead: list[tuple[dict, dict]] = []  # the data model built during the matcher: (names, out)
+    binary: list[tuple[list, _Scratch]] = []  # the binary's names made then, with their counts
     early: dict[str, Any] = {}  # the version's rows that need no stable id, once written
 
     def write_early(carried_n: int = 0) -> None:
@@ -422,7 +423,7 @@ def _stored(
             got["new_mem"] = early["mem_text"]
         preload()  # (the report's modules)
         ahead.append(
-            _data_ahead(conn, early["vid"], parent, analysis, data, glue, walked, old_rows)
+            _data_ahead(conn, early["vid"], parent, analysis, data, glue, walked, old_rows, binary)
         )
 
     sha256 = sha256 or hashlib.sha256(data).hexdigest()
@@ -476,7 +477,7 @@ def _stored(
         lineage_text=lineage_svc.describe(lineage, vid),
         matcher_notes=matcher_notes,
     )
-    _record_binary_names(conn, vid, analysis, sid_of, glue, result)
+    _record_binary_names(conn, vid, analysis, sid_of, glue, result, binary)
     # globals, data items and xrefs (issue 26), in this transaction: `kbtool xrefs` and
     # `kbtool strings` work after the first ingest; `kbtool analyze` rebuilds it with the
     # recognizers' names (labels such as errno and malloc_state)
@@ -519,10 +520,14 @@ def _stored(
     return result
 
 
-def _data_ahead(conn, vid, parent, analysis, data, glue, walked, old_rows) -> tuple:
+def _data_ahead(conn, vid, parent, analysis, data, glue, walked, old_rows, binary) -> tuple:
     """The data model built during the matcher with the function names expected after its
-    answer (:func:`kbtool.services.ingest_data.build_ahead`: checked then)."""
-    names = _binary_proposals(analysis, glue, _Scratch())
+    answer (:func:`kbtool.services.ingest_data.build_ahead`: checked then). The binary's
+    names it reads are kept in ``binary`` (with their counts) for
+    :func:`_record_binary_names`: made once."""
+    counts = _Scratch()
+    names = _binary_proposals(analysis, glue, counts)
+    binary.append((names, counts))
     return build_ahead(conn, vid, parent, analysis, data, walked[0], old_rows, names)
 
 
@@ -614,14 +619,25 @@ def _binary_proposals(analysis, glue, result) -> list[tuple[int, str, float, dic
     return proposals
 
 
-def _record_binary_names(conn, vid, analysis, sid_of, glue, result: IngestResult) -> None:
+def _record_binary_names(
+    conn, vid, analysis, sid_of, glue, result: IngestResult, made: list | None = None
+) -> None:
     """Go pclntab names, name-section names, exports, import names and JS-glue names, as
-    ``export`` annotations (:func:`_binary_proposals`); each record's evidence says where
-    the name came from."""
+    ``export`` annotations (:func:`_binary_proposals`, or ``made``'s ``(proposals,
+    counts)`` when made during the matcher); each record's evidence says where the name
+    came from."""
     by_source: dict[str, int] = defaultdict(int)
     proposals: list[tuple[str, str, float, dict[str, Any]]] = []
     sources: list[str] = []
-    for i, name, conf, extra, source in _binary_proposals(analysis, glue, result):
+    if made:
+        binary, counts = made.pop()
+        if counts.glue is not None:
+            result.glue = counts.glue
+        if counts.go is not None:
+            result.go = counts.go
+    else:
+        binary = _binary_proposals(analysis, glue, result)
+    for i, name, conf, extra, source in binary:
         proposals.append((sid_of[i], name, conf, {"source": source, **extra}))
         sources.append(source)
     # every name in one call: the gate decides each as upsert_symbol would, in this order

@@ -25,8 +25,13 @@ from kbtool.services import data, ingest, ingest_data, ingest_match
 db, a, b, wrong = sys.argv[1:5]
 conn = open_rw(Path(db))
 ingest.ingest_file(conn, Path(a), label="a")
-seen = {"builds": 0, "ahead": 0, "answer": []}
+seen = {"builds": 0, "ahead": 0, "answer": [], "proposals": 0}
 real_build, real_ahead, real_result = data.build, ingest.build_ahead, ingest_match.MatchJob.result
+real_proposals = ingest._binary_proposals
+def proposals(*args, **kw):
+    seen["proposals"] += 1
+    return real_proposals(*args, **kw)
+ingest._binary_proposals = proposals
 def build(*args, **kw):
     seen["builds"] += 1
     return real_build(*args, **kw)
@@ -61,15 +66,16 @@ def test_the_data_model_built_during_the_matcher_is_the_same(tmp_path) -> None:
     assert here["data_items"] and here["diffs"]
     for early in ("1", "0"):  # the child forked before the decode, or after the lineage
         got, seen = _fresh(tmp_path, f"ahead{early}", KBTOOL_EARLY_MATCH=early)
-        # built once, during the matcher: the names after the answer were the ones expected
-        assert seen == {"builds": 1, "ahead": 1, "answer": [True]}
+        # built once, during the matcher: the names after the answer were the ones expected;
+        # the binary's names made once (then, and written after the answer)
+        assert seen == {"builds": 1, "ahead": 1, "answer": [True], "proposals": 1}
         assert got == here
 
 
 def test_other_names_after_the_answer_build_it_again(tmp_path) -> None:
     here = _here(tmp_path)
     got, seen = _fresh(tmp_path, "wrong", wrong="1", KBTOOL_EARLY_MATCH="1")
-    assert seen == {"builds": 2, "ahead": 1, "answer": [True]}
+    assert seen == {"builds": 2, "ahead": 1, "answer": [True], "proposals": 1}
     assert got == here  # (the rows written during the matcher replaced, rowids included)
 
 
