@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sys
 from array import array
-from typing import Any
 
 _BIG_ENDIAN = sys.byteorder == "big"
 
@@ -32,16 +31,11 @@ def write_i16_le(b: BytesWriter, n: int) -> None:
     b.append(n >> 8)
 
 
-def _list(items: Any = (), capacity: int = 0) -> list:
-    """``vec[T](items, capacity=...)`` without :mod:`librt.vecs`: a plain list."""
-    return list(items)
-
-
 class _ListVec:
-    """``vec[T]`` without :mod:`librt.vecs`: ``vec[T](...)`` makes a plain list."""
+    """``vec[T]()`` without :mod:`librt.vecs`: a plain list."""
 
-    def __getitem__(self, item: object) -> Any:
-        return _list
+    def __getitem__(self, item: object) -> type[list]:
+        return list
 
 
 vec = _ListVec()
