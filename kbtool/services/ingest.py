@@ -393,8 +393,8 @@ def _stored(
 
     walked: list[data_model.Walked] = []  # the data walk, when done during the matcher
     ahead: list[tuple[dict, dict]] = []  # the data model built during the matcher: (names, out)
-    binary: list[tuple[list, _Scratch]] = []  # the binary's names made then, with their counts
-    early: dict[str, Any] = {}  # the version's rows that need no stable id, once written
+    # the version's rows that need no stable id, once written (and the binary's names, once made)
+    early: dict[str, Any] = {}
 
     def write_early(carried_n: int = 0) -> None:
         """The version row (``carried``: set after the join when the matcher ran meanwhile),
@@ -422,9 +422,7 @@ def _stored(
             early_job.prepare_report(funcs, early["mem_text"])
             got["new_mem"] = early["mem_text"]
         preload()  # (the report's modules)
-        ahead.append(
-            _data_ahead(conn, early["vid"], parent, analysis, data, glue, walked, old_rows, binary)
-        )
+        ahead.append(_data_ahead(conn, early, parent, analysis, data, glue, walked, old_rows))
 
     sha256 = sha256 or hashlib.sha256(data).hexdigest()
 
@@ -477,7 +475,7 @@ def _stored(
         lineage_text=lineage_svc.describe(lineage, vid),
         matcher_notes=matcher_notes,
     )
-    _record_binary_names(conn, vid, analysis, sid_of, glue, result, binary)
+    _record_binary_names(conn, vid, analysis, sid_of, glue, result, early.pop("binary", None))
     # globals, data items and xrefs (issue 26), in this transaction: `kbtool xrefs` and
     # `kbtool strings` work after the first ingest; `kbtool analyze` rebuilds it with the
     # recognizers' names (labels such as errno and malloc_state)
@@ -520,15 +518,15 @@ def _stored(
     return result
 
 
-def _data_ahead(conn, vid, parent, analysis, data, glue, walked, old_rows, binary) -> tuple:
-    """The data model built during the matcher with the function names expected after its
-    answer (:func:`kbtool.services.ingest_data.build_ahead`: checked then). The binary's
-    names it reads are kept in ``binary`` (with their counts) for
-    :func:`_record_binary_names`: made once."""
+def _data_ahead(conn, early, parent, analysis, data, glue, walked, old_rows) -> tuple:
+    """The data model of version ``early["vid"]`` built during the matcher with the function
+    names expected after its answer (:func:`kbtool.services.ingest_data.build_ahead`:
+    checked then). The binary's names it reads are kept as ``early["binary"]`` (with their
+    counts) for :func:`_record_binary_names`: made once."""
     counts = _Scratch()
     names = _binary_proposals(analysis, glue, counts)
-    binary.append((names, counts))
-    return build_ahead(conn, vid, parent, analysis, data, walked[0], old_rows, names)
+    early["binary"] = (names, counts)
+    return build_ahead(conn, early["vid"], parent, analysis, data, walked[0], old_rows, names)
 
 
 class _Scratch:
@@ -620,7 +618,7 @@ def _binary_proposals(analysis, glue, result) -> list[tuple[int, str, float, dic
 
 
 def _record_binary_names(
-    conn, vid, analysis, sid_of, glue, result: IngestResult, made: list | None = None
+    conn, vid, analysis, sid_of, glue, result: IngestResult, made: tuple | None = None
 ) -> None:
     """Go pclntab names, name-section names, exports, import names and JS-glue names, as
     ``export`` annotations (:func:`_binary_proposals`, or ``made``'s ``(proposals,
@@ -630,7 +628,7 @@ def _record_binary_names(
     proposals: list[tuple[str, str, float, dict[str, Any]]] = []
     sources: list[str] = []
     if made:
-        binary, counts = made.pop()
+        binary, counts = made
         if counts.glue is not None:
             result.glue = counts.glue
         if counts.go is not None:
