@@ -7,13 +7,18 @@ from __future__ import annotations
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from kbtool.wasm import active
 from kbtool.wasm.datamap import (
+    _INIT_AFTER,
+    _INIT_BEFORE,
     _INIT_GAP,
+    _INIT_OP,
     _INIT_RE,
     _init_matches,
     _leb_bytes,
     passive_addresses,
 )
+from kbtool.wasm.decoder import dmap as pure_dmap
 from kbtool.wasm.reader import parse_module
 from tests.support.paths import corpus_file
 
@@ -54,6 +59,33 @@ def test_init_matches_are_the_whole_code_regex(chunks, cut):
     assert _spans(_init_matches(data, lo, hi)) == _spans(_INIT_RE.finditer(data, lo, hi))
 
 
+def _regex_windows(data: bytes, lo: int, hi: int) -> list[int]:
+    """The windows as the regex's literal search makes them (the pure path), flat."""
+    windows: list[list[int]] = []
+    for found in _INIT_OP.finditer(data, lo, hi):
+        q = found.start()
+        a, b = max(lo, q - _INIT_BEFORE), min(hi, q + _INIT_AFTER)
+        if windows and a <= windows[-1][1] + _INIT_GAP:
+            windows[-1][1] = b
+        else:
+            windows.append([a, b])
+    return [x for w in windows for x in w]
+
+
+@settings(max_examples=300, deadline=None)
+@given(chunks=st.lists(CHUNK, max_size=24), cut=st.tuples(st.integers(0, 30), st.integers(-4, 30)))
+@example(chunks=[b"\xfc"], cut=(0, -4))  # an opcode byte last, the range past the end
+def test_init_windows_are_the_regex_windows(chunks, cut):
+    """``init_windows`` (compiled: the opcode found by ``memchr``) gives the windows of the
+    regex's literal search, pure and compiled, also for a range past the data's end."""
+    data = b"".join(chunks)
+    lo, hi = min(cut[0], len(data)), max(min(cut[0], len(data)), len(data) - cut[1])
+    want = _regex_windows(data, lo, hi)
+    args = (_INIT_BEFORE, _INIT_AFTER, _INIT_GAP)
+    assert pure_dmap.init_windows(data, lo, hi, *args) == want
+    assert active.DMAP.init_windows(data, lo, hi, *args) == want
+
+
 def test_init_matches_on_a_real_threaded_module():
     """onnxruntime's threaded build inits its passive segments with such sequences."""
     data = corpus_file("release/onnxruntime-web-1.20.1.ort-wasm-simd-threaded.wasm").read_bytes()
@@ -61,6 +93,10 @@ def test_init_matches_on_a_real_threaded_module():
     lo, hi = m.code[0][0], m.code[-1][1]
     found = _spans(_init_matches(data, lo, hi))
     assert found and found == _spans(_INIT_RE.finditer(data, lo, hi))
+    want = _regex_windows(data, lo, hi)
+    args = (_INIT_BEFORE, _INIT_AFTER, _INIT_GAP)
+    assert want and active.DMAP.init_windows(data, lo, hi, *args) == want
+    assert pure_dmap.init_windows(data, lo, hi, *args) == want
     assert passive_addresses(data, m)
 
 
