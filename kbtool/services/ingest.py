@@ -28,10 +28,11 @@ from kbtool.services import ingest_rows as rows
 from kbtool.services import lineage as lineage_svc
 from kbtool.services.ingest_classify import child_report, report_inputs
 from kbtool.services.ingest_data import build_ahead, built
+from kbtool.services.ingest_end import free_meanwhile, gc_paused_aged
 from kbtool.services.ingest_match import keep_views, preload, start_early
 from kbtool.services.inputs import read_input, read_text_input
 from kbtool.wasm import WasmFormatError, analyze_module
-from kbtool.wasm.facts import analyze_workers, gc_paused
+from kbtool.wasm.facts import analyze_workers
 from kbtool.wasm.gosyms import GoSymbolsError, recover_go_names
 
 Progress = Callable[[str, int, int], None]
@@ -162,7 +163,7 @@ def ingest_bytes(
     # the cyclic collector paused for the whole ingest (as the decoder and the data model
     # do for themselves): millions of small objects, no cycles, and its full passes over
     # them cost ~9% of an ffmpeg ingest (perf) between the stages
-    with gc_paused():
+    with gc_paused_aged():  # (what it leaves alive joins the oldest generation: ingest_end)
         # a big module's matcher child forked now, reading the expected parent while this
         # process decodes (its matcher starts with the new records: before the lineage)
         job = start_early(conn, data, sha256, program, base, same)
@@ -233,24 +234,38 @@ def _ingest(
         base=base,
         same_bytes_as=same[-1]["id"] if same else None,
     )
+    early = job
     if job is not None and (job.proc is None or job.parent != lineage.parent_version_id):
         job.stop(kill=True)  # (another parent, or the child died: matched as without it)
         job = None
-    with transaction(conn):
-        return _store(
-            conn,
-            data,
-            analysis,
-            label=label,
-            source_path=source_path,
-            glue=glue,
-            progress=progress,
-            carry=carry,
-            lineage=lineage,
-            sha256=sha256,
-            early_job=job,
-            new=new,
-        )
+    # the working data, handed over by the frames that hold it and freed beside the COMMIT
+    # (:func:`kbtool.services.ingest_end.free_meanwhile`: the thread is joined after it)
+    trash: list = []
+    freeing = None
+    try:
+        with transaction(conn):
+            result = _store(
+                conn,
+                data,
+                analysis,
+                label=label,
+                source_path=source_path,
+                glue=glue,
+                progress=progress,
+                carry=carry,
+                lineage=lineage,
+                sha256=sha256,
+                early_job=job,
+                new=new,
+                trash=trash,
+            )
+            trash += [analysis, new, glue, lineage, early and early.drop()]
+            del analysis, new, glue, job
+            freeing = free_meanwhile(trash, len(data))
+    finally:
+        if freeing is not None:
+            freeing.join()
+    return result
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -382,6 +397,7 @@ def _stored(
     jobs: list[Any],
     early_job: Any = None,
     new: list | None = None,
+    trash: list,
 ) -> IngestResult:
     mod = analysis.module
     funcs = analysis.functions
@@ -448,33 +464,10 @@ def _stored(
     unmatched = [f.index for f in funcs if f.index not in carried]
     new_ids = assign_new_ids(analysis, unmatched, queries.stable_id_taken(conn, len(unmatched)))
 
-    n_imp = sum(1 for f in funcs if f.imported)
     sid_of, frows = rows.function_rows(vid, funcs, carried, new_ids)
     store.insert_function_values(conn, rows.FUNCTION_COLUMNS, frows)
     del frows  # (written: the data model reuses their memory)
-    exported = sum(1 for f in funcs if f.export_names)
-    instructions = sum(f.instr_count for f in funcs)
-
-    result = IngestResult(
-        version_id=vid,
-        label=label,
-        imported=n_imp,
-        defined=len(funcs) - n_imp,
-        exported=exported,
-        instructions=instructions,
-        toolchain_version=analysis.toolchain_version,
-        shared_memory=bool(mod.shared_memory),
-        parent_version_id=parent,
-        carried=len(carried),
-        carried_by_method=dict(by_method),
-        body_changed=sum(1 for c in carried.values() if c.changed),
-        new_identities=len(unmatched),
-        program=lineage.program,
-        new_program=lineage.new_program,
-        lineage=lineage.record(),
-        lineage_text=lineage_svc.describe(lineage, vid),
-        matcher_notes=matcher_notes,
-    )
+    result = _result(analysis, vid, label, lineage, carried, by_method, unmatched, matcher_notes)
     _record_binary_names(conn, vid, analysis, sid_of, glue, result, early.pop("binary", None))
     # globals, data items and xrefs (issue 26), in this transaction: `kbtool xrefs` and
     # `kbtool strings` work after the first ingest; `kbtool analyze` rebuilds it with the
@@ -515,7 +508,34 @@ def _stored(
             pairing=pairing,
             classes=classes,
         )
+    trash.append(locals())  # (its working data: freed beside the COMMIT, not at this return)
     return result
+
+
+def _result(analysis, vid, label, lineage, carried, by_method, unmatched, notes) -> IngestResult:
+    """The :class:`IngestResult` of version ``vid`` before its names and data model."""
+    funcs = analysis.functions
+    n_imp = sum(1 for f in funcs if f.imported)
+    return IngestResult(
+        version_id=vid,
+        label=label,
+        imported=n_imp,
+        defined=len(funcs) - n_imp,
+        exported=sum(1 for f in funcs if f.export_names),
+        instructions=sum(f.instr_count for f in funcs),
+        toolchain_version=analysis.toolchain_version,
+        shared_memory=bool(analysis.module.shared_memory),
+        parent_version_id=lineage.parent_version_id,
+        carried=len(carried),
+        carried_by_method=dict(by_method),
+        body_changed=sum(1 for c in carried.values() if c.changed),
+        new_identities=len(unmatched),
+        program=lineage.program,
+        new_program=lineage.new_program,
+        lineage=lineage.record(),
+        lineage_text=lineage_svc.describe(lineage, vid),
+        matcher_notes=notes,
+    )
 
 
 def _data_ahead(conn, early, parent, analysis, data, glue, walked, old_rows) -> tuple:

@@ -538,6 +538,15 @@ class MatchJob:
             self.report = None
         return got
 
+    def drop(self) -> list:
+        """The data this job holds (both sides' records, the report's inputs, the child's
+        pairs), no longer its own: the caller frees it (:func:`kbtool.services.ingest_end.
+        free_meanwhile`). Only once the job is stopped and its answers read."""
+        held = [self.old, self.new, self.report, self._pairs, self._codes, self._rest]
+        self.old = self.new = ()
+        self.report = None
+        return held
+
     def stop(self, *, done: bool = False, kill: bool = False) -> None:
         """End the child (an answer read, an error or an interrupt here). ``done``: it sent
         all it had to and exits by itself: not waited for (the kernel's teardown of its

@@ -1,0 +1,95 @@
+"""The end of an ingest (kbtool.services.ingest_end): the collector's survivors aged, the
+working data freed a piece at a time beside the COMMIT, nothing shared touched."""
+
+from __future__ import annotations
+
+import gc
+
+from kbtool.services import ingest_end
+
+
+class _Obj:
+    pass
+
+
+class _Finalized:
+    def __init__(self, seen: list) -> None:
+        self.parts = list(range(100))
+        self.seen = seen
+
+    def __del__(self) -> None:  # reads its attributes: they must still be there
+        self.seen.append(len(self.parts))
+
+
+def test_empty_frees_only_what_no_one_else_holds() -> None:
+    shared_list = list(range(500))
+    shared_dict = {i: str(i) for i in range(300)}
+    holder = _Obj()
+    holder.rows = [{"a": i} for i in range(5000)]
+    holder.keep = shared_list
+    kept_obj = _Obj()
+    kept_obj.values = list(range(50))
+    seen: list[int] = []
+    frame = {
+        "rows": [[i] * 3 for i in range(10_000)],
+        "shared": shared_list,
+        "table": shared_dict,
+        "holder": holder,
+        "kept": kept_obj,
+        "finalized": _Finalized(seen),
+        "small": [1, 2],
+    }
+    trash = [frame, [dict(frame)], (shared_list, [shared_dict])]
+    del holder, frame
+    ingest_end.empty(trash)
+    assert trash == []
+    assert shared_list == list(range(500))
+    assert shared_dict == {i: str(i) for i in range(300)}
+    assert kept_obj.values == list(range(50))  # (held here: not emptied)
+    assert seen == [100]  # (a finalizer's object freed whole)
+
+
+def test_free_meanwhile_empties_in_a_thread() -> None:
+    trash = [{"x": list(range(3000)), "y": [[i] for i in range(5000)]}]
+    assert ingest_end.free_meanwhile(trash, ingest_end.THREAD_BYTES - 1) is None
+    assert len(trash) == 1  # (a small module's: freed by its frames as before)
+    t = ingest_end.free_meanwhile(trash, ingest_end.THREAD_BYTES)
+    t.join(timeout=10)
+    assert not t.is_alive()
+    assert trash == []
+
+
+def test_gc_paused_aged_leaves_no_young_survivors_and_thaws_only_its_own() -> None:
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        with ingest_end.gc_paused_aged():
+            assert not gc.isenabled()
+            made = [[i] for i in range(20_000)]
+        assert gc.isenabled()
+        assert gc.get_count()[0] < 1000  # (the survivors joined the oldest generation)
+        assert len(made) == 20_000
+        # something frozen on purpose (services.heap's policy): left frozen
+        gc.freeze()
+        frozen = gc.get_freeze_count()
+        with ingest_end.gc_paused_aged():
+            more = [[i] for i in range(1000)]
+        assert gc.isenabled()
+        assert gc.get_freeze_count() == frozen
+        assert len(more) == 1000
+    finally:
+        gc.unfreeze()
+        if not was:
+            gc.disable()
+
+
+def test_gc_paused_aged_inside_a_paused_block_changes_nothing() -> None:
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        with ingest_end.gc_paused_aged():
+            pass
+        assert not gc.isenabled()
+    finally:
+        if was:
+            gc.enable()
