@@ -80,11 +80,9 @@ def function_code(
         return hit[1], hit[2]
     total = body_instructions(conn, version_id, func_index) if max_lines is not None else None
     partial = max_lines is not None and total is not None and total > max_lines
-    listing = _records(cm, func_index, max_lines if partial else None)
-    if isinstance(listing, str):
-        mnemonics, calls, listing = render_error(listing), [], None
-    else:
-        mnemonics, calls = render_listing(listing), listing_calls(listing)
+    mnemonics, calls, listing = (
+        _first_screen(cm, func_index, max_lines) if partial else _listing(cm, func_index)
+    )
     kept = None if lift or not partial else _kept_c(cm, func_index)
     if lift or not partial:
         c = _lifted(cm, func_index, keep=partial)
@@ -103,6 +101,34 @@ def function_code(
         with _LOCK:
             _RESULTS.put(key, (cm, out, listing))
     return out, listing
+
+
+def _listing(
+    cm: CodeModule, func_index: int, max_lines: int | None = None
+) -> tuple[str, list, Listing | None]:
+    """The listing's text, its call lines and its records (None: the one-line reason)."""
+    listing = _records(cm, func_index, max_lines)
+    if isinstance(listing, str):
+        return render_error(listing), [], None
+    return render_listing(listing), listing_calls(listing), listing
+
+
+def _first_screen(
+    cm: CodeModule, func_index: int, max_lines: int | None
+) -> tuple[str, list, Listing | None]:
+    """A huge function's first screen (:func:`_listing` of its first ``max_lines``
+    instructions), held with the module's results: opened again (back from a callee, the
+    TUI's code screen reopened) it is not decoded and rendered again (~20 ms of CPU on
+    ffmpeg's largest). Its answer is made again each time (its C may be lifted since)."""
+    key = (id(cm), func_index, "first", max_lines)
+    with _LOCK:
+        hit = _RESULTS.get_item(key)
+    if hit is not None and hit[0] is cm:
+        return hit[1]
+    got = _listing(cm, func_index, max_lines)
+    with _LOCK:
+        _RESULTS.put(key, (cm, got))
+    return got
 
 
 def whole_answer(

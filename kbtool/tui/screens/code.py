@@ -30,7 +30,7 @@ from kbtool.tui.screens.base import BACK, HISTORY, RENAME, FunctionRef, KbScreen
 from kbtool.tui.screens.code_paging import PagedDisassembly
 from kbtool.tui.screens.code_paging import read_ro as _load
 from kbtool.tui.screens.knowledge import KnowledgeEdits
-from kbtool.tui.widgets.code_view import CodeView, code_width
+from kbtool.tui.widgets.code_view import CodeView, code_width, keep_split, split_code
 from kbtool.tui.widgets.diff_footer import DiffFooter
 from kbtool.tui.widgets.diff_view import FunctionDiffView
 from kbtool.tui.widgets.lines_view import LinesView
@@ -245,7 +245,9 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
         except Exception as exc:  # the disassembly stays; the status says why
             c = ("", True, f"cannot lift: {type(exc).__name__}: {exc}")
         lines = _lines(c[0])  # split and measured here, not on the UI thread (50,000 lines)
-        self.app.call_from_thread(self._c_loaded, gen, c, (c[0], lines, code_width(lines, c[0])))
+        width = code_width(lines, c[0])
+        keep_split(c[0], lines, width)  # shown again (the screen reopened): not split again
+        self.app.call_from_thread(self._c_loaded, gen, c, (c[0], lines, width))
         if self.links is None and self._current(gen):
             # after the C's first frame: read meanwhile (a huge body's ref.func scan, ~45 ms)
             # they held the GIL that frame needed
@@ -309,8 +311,10 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
             ]
         elif self.mode == C and self._c_split is not None and self._c_split[0] is d["lifted_c"]:
             lines, width = self._c_split[1], self._c_split[2]  # split on the lifting worker
+        elif self.mode == C:
+            lines, width = split_code(d["lifted_c"])  # kept split: a huge C shown again
         else:
-            lines = _lines(d["lifted_c"] if self.mode == C else d["mnemonics"])
+            lines = _lines(d["mnemonics"])
         mode = C if self.mode == CLEAN else self.mode
         shown = (self.index, self.mode)
         if self.mode == C and d.get("c_pending"):  # a huge function: its disassembly meanwhile
@@ -480,7 +484,7 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
             text, mode = _lines(self.analysis["clean_c"]), C
         else:
             mode = self._shown_mode()
-            text = _lines(d["lifted_c"] if mode == C else d["mnemonics"])
+            text = split_code(d["lifted_c"])[0] if mode == C else _lines(d["mnemonics"])
         line = text[view.cursor] if view.cursor < len(text) else ""
         if mode == WASM and self._pages is not None:
             line = self._pages.line(view.cursor) or ""

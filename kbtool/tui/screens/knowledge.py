@@ -132,6 +132,7 @@ class KnowledgeEdits:
 
     def _cursor_line(self) -> str:
         from kbtool.tui.screens.code import CLEAN, C, LinesView, _lines
+        from kbtool.tui.widgets.code_view import split_code
 
         d = self.code
         view = self.query_one("#code-view", LinesView)  # type: ignore[attr-defined]
@@ -139,7 +140,7 @@ class KnowledgeEdits:
             return ""
         if self.mode == CLEAN:
             return ""
-        text = _lines(d["lifted_c"] if self.mode == C else d["mnemonics"])
+        text = split_code(d["lifted_c"])[0] if self.mode == C else _lines(d["mnemonics"])
         return text[view.cursor] if view.cursor < len(text) else ""
 
     def _editable(self) -> bool:

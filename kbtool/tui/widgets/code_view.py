@@ -24,6 +24,34 @@ def code_width(lines: list[str], text: str | None = None) -> int:
     return max((len(x) if x.isprintable() else len(printable(x)) for x in lines), default=0)
 
 
+#: the last big texts split (``id(text)`` -> text, lines, width): a huge function's C is
+#: shown again (its code screen reopened, a key that reads the cursor's line) without
+#: splitting and measuring its ~50,000 lines again (~10-20 ms of the UI thread on ffmpeg)
+_SPLITS: dict[int, tuple[str, list[str], int]] = {}
+SPLITS_KEPT = 2
+SPLIT_KEPT_FROM = 1 << 16  # characters: a text this long is kept split
+
+
+def split_code(text: str) -> tuple[list[str], int]:
+    """``text``'s lines (``splitlines``, at least one) and their :func:`code_width`; a long
+    text's are kept for the next call with the same text object."""
+    hit = _SPLITS.get(id(text))
+    if hit is not None and hit[0] is text:
+        return hit[1], hit[2]
+    lines = text.splitlines() or [""]
+    width = code_width(lines, text)
+    if len(text) >= SPLIT_KEPT_FROM:
+        keep_split(text, lines, width)
+    return lines, width
+
+
+def keep_split(text: str, lines: list[str], width: int) -> None:
+    """Keep ``text``'s lines and width (split elsewhere, e.g. on a worker thread)."""
+    while len(_SPLITS) >= SPLITS_KEPT:
+        _SPLITS.pop(next(iter(_SPLITS)))
+    _SPLITS[id(text)] = (text, lines, width)
+
+
 class CodeView(LinesView):
     """The code pane: ``show_code`` draws lines of ``mode`` (``wasm`` or ``c``)."""
 
