@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import time
 from pathlib import Path
@@ -22,7 +21,40 @@ from kbtool.kb.db import open_rw
 from kbtool.kb.schema import new_kb_page_size
 from kbtool.textutil import json_safe, printable
 
-_MARKUP = re.compile(r"\[/?[a-z][a-z ]*\]|\[/\]")  # this module's own Rich tags
+#: this module's own Rich tags (the pattern :func:`_drop_tags` removes without compiling it)
+_MARKUP = r"\[/?[a-z][a-z ]*\]|\[/\]"
+_TAG_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyz")
+
+
+def _drop_tags(text: str) -> str:
+    """``re.sub(_MARKUP, "", text)`` without compiling the pattern (~0.2 ms a process):
+    each ``[`` starts a tag when ``/`` alone or ``/?`` then a letter, letters and blanks
+    follow up to ``]`` (a tag never holds ``[``, so scanning from the next ``[`` after a
+    miss finds every match the pattern would)."""
+    if "[" not in text:
+        return text
+    out: list[str] = []
+    i = 0
+    while (j := text.find("[", i)) >= 0:
+        k = j + 1
+        if text.startswith("/]", k):
+            out.append(text[i:j])
+            i = k + 2
+            continue
+        if text.startswith("/", k):
+            k += 1
+        if k < len(text) and text[k] in _TAG_LETTERS:
+            k += 1
+            while k < len(text) and (text[k] in _TAG_LETTERS or text[k] == " "):
+                k += 1
+            if text.startswith("]", k):
+                out.append(text[i:j])
+                i = k + 1
+                continue
+        out.append(text[i : j + 1])
+        i = j + 1
+    out.append(text[i:])
+    return "".join(out)
 
 
 def _terminal(stream: Any) -> bool:
@@ -57,7 +89,7 @@ class _Plain:
         stream = getattr(sys, self._name)
         if stream is None:  # (a closed stream, ``>&-``: Rich prints nothing there either)
             return
-        text = " ".join(p if isinstance(p, _Lit) else _MARKUP.sub("", str(p)) for p in parts)
+        text = " ".join(p if isinstance(p, _Lit) else _drop_tags(str(p)) for p in parts)
         stream.write(text + "\n")
 
 
