@@ -89,15 +89,19 @@ _CLS: Final = _class_table()
 
 
 def _quiet() -> bytes:
-    """Per one-byte opcode: 1 when it has no immediate, 2 one LEB, and on an all-unknown
-    stack it finds nothing and leaves the stack unknown (its class not a constant, memory
-    access, global or indirect call); 3 a load or store (there only its offset counts);
-    0 otherwise (prefixes too)."""
+    """Per one-byte opcode: 1 when it has no immediate, 2 one LEB, 4 a block type, and on an
+    all-unknown stack it finds nothing and leaves the stack unknown (its class not a
+    constant, memory access, global or indirect call); 3 a load or store (there only its
+    offset counts); 5 an ``i32``/``i64.const`` (there it starts a stack when it may reach
+    the data); 0 otherwise (prefixes too)."""
     t = bytearray(256)
     for op in range(256):
         k = _WK[op]
         if k == 2 and _CLS[op] in (2, 3):
             t[op] = 3
+            continue
+        if _CLS[op] == 1 and k in (3, 7):
+            t[op] = 5
             continue
         if _CLS[op] in (1, 2, 3, 9, 10, 11) or k == 30:
             continue
@@ -105,6 +109,29 @@ def _quiet() -> bytes:
             t[op] = 1
         elif k in (1, 4, 5, 12, 14, 16):
             t[op] = 2
+        elif k == 6:
+            t[op] = 4
+    return bytes(t)
+
+
+def _quiet_ops() -> bytes:
+    """Per op id behind a prefix (``0xfc``, SIMD, atomics): on an all-unknown stack it finds
+    nothing and leaves the stack unknown (its class not a constant, memory access, global
+    or indirect call), and its immediate is 1 none, 2 one LEB, 7 one byte (a lane), 8
+    sixteen bytes (``v128.const``, ``i8x16.shuffle``); 0 otherwise."""
+    t = bytearray(len(_WK))
+    for op in range(256, len(_WK)):
+        k = _WK[op]
+        if _CLS[op] in (1, 2, 3, 9, 10, 11) or k == 30:
+            continue
+        if k == 0:
+            t[op] = 1
+        elif k in (1, 4, 5, 12, 14, 16):
+            t[op] = 2
+        elif k in (19, 22):
+            t[op] = 7
+        elif k == 21:
+            t[op] = 8
     return bytes(t)
 
 
@@ -112,6 +139,7 @@ def _quiet() -> bytes:
 Plan = list[tuple[int, int, int, int, int]]
 _ISCALL: Final = _is_call()
 _QUIET: Final = _quiet()
+_QOPS: Final = _quiet_ops()
 _W: Final = bytes(WIDTH)
 
 
@@ -252,9 +280,10 @@ def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: 
     # the stack: tag 0 unknown, 1 constant, 2 address from a data constant, 3 value loaded
     # through one; value; offset of the instruction that made it
     # (native i64 arrays when compiled: no int object per pushed value or offset)
-    st = vec[i64]()
-    sv = vec[i64]()
-    so = vec[i64]()
+    # (one entry from the start: an all-unknown stack's constant is pushed at 0 directly)
+    st = _vappend(vec[i64](), 0)
+    sv = _vappend(vec[i64](), 0)
+    so = _vappend(vec[i64](), 0)
     sp: i64 = 0  # entries in use (the lists keep their length: no shrinking, no growing again)
     nk: i64 = 0  # known (tag != 0) entries; 0: the stack behaves as empty and is kept empty
     pend_v = 0
@@ -287,6 +316,27 @@ def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: 
                 if lo <= x0 < mem_hi:
                     out.append((fio, at, "load" if CLS[op] == 2 else "store", "data", x0, W[op]))
                 continue
+            if q == 5:  # a constant (as the general path below: pushed when it may reach data)
+                x1: int = data[p]
+                if x1 < 0x40:
+                    p += 1
+                elif x1 < 0x80:
+                    x1 -= 0x80
+                    p += 1
+                else:
+                    x1, p = _sleb(data, p)
+                ninstr += 1
+                if c_lo <= x1 < c_hi:  # (the stack is empty: sp is 0, its arrays hold one)
+                    st[0] = 1
+                    sv[0] = x1
+                    so[0] = at
+                    sp = 1
+                    nk = 1
+                continue
+            if q == 4:  # block, loop, if: a block type (most: 0x40, one byte)
+                p = p + 1 if data[p] == 0x40 else _skip_blocktype(data, p)
+                ninstr += 1
+                continue
         k: i64 = WK[op]
         x: int = 0
         if k == 30:  # prefix
@@ -296,6 +346,17 @@ def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: 
             else:
                 sub, p = _uleb(data, p)
             op = _PBASE[op] + sub
+            if nk == 0:  # an all-unknown stack: most prefixed ops only move on, as above
+                q2: i64 = _QOPS[op]
+                if q2 != 0:
+                    if q2 == 2:
+                        p = p + 1 if data[p] < 0x80 else _skip_leb(data, p)
+                    elif q2 == 7:
+                        p += 1
+                    elif q2 == 8:
+                        p += 16
+                    ninstr += 1
+                    continue
             k = WK[op]
         if k == 0:
             pass
