@@ -265,6 +265,7 @@ def _ingest(
     finally:
         if freeing is not None:
             freeing.join()
+        trash.clear()  # (a small module's, freed here; it holds itself through the locals)
     return result
 
 
