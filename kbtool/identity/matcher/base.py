@@ -94,6 +94,10 @@ def _weak_name(name: str) -> bool:
     return len(name) <= 3
 
 
+# an old function's context (family): its callers' images with its place in each one's
+# call sequence, its callees' images, its order and table neighbours' (offset, image)
+_Images = tuple[list[tuple[int, int]], set[int], list[tuple[int, int]], list[tuple[int, int]]]
+
 # a call list this short is deduplicated by scanning the callees kept (no dict per function)
 _SHORT_CALLS = 16
 
@@ -317,7 +321,7 @@ class MatcherBase:
         # old index -> its images (family); an old index whose sure match changed is
         # queued in ``_img_touched`` and drops the images that read it (callers, callees,
         # the functions it is the order/table neighbour of: ``_img_nb_rev``)
-        self._img_cache: dict[int, tuple[list, set, list, list]] = {}
+        self._img_cache: dict[int, _Images] = {}
         self._img_touched: list[int] = []
         self._img_nb_rev: dict[int, set[int]] = {}
         self._cpos_cache: dict[int, dict[int, int]] = {}

@@ -35,7 +35,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from ..records import Match
-from .base import REVIEW_SCORE, MatcherBase, _Side, new_match
+from .base import REVIEW_SCORE, MatcherBase, _Images, _Side, new_match
 from .features import size_ratio
 
 WRAPPER_MAX_INSTR = 32  # a thin wrapper: at most this many instructions ...
@@ -135,7 +135,7 @@ class FamilyStage(MatcherBase):
 
     def _wrapper_pair(self, n: int) -> int:
         m = self.result.get(n)
-        if m is None or m.method in NAMED or self.NEW.recs[n].imported:
+        if m is None or m.method in NAMED or self.NEW.imp_a[n]:
             return 0
         # a pair voted before, its match the same object since (a flag replaces it; a
         # second flag would change nothing) and none of the functions its votes read
@@ -169,36 +169,36 @@ class FamilyStage(MatcherBase):
             a, b, A, B, a2b, b2a = m.old_index, m.new_index, self.OLD, self.NEW, self.o2n, self.n2o
         else:
             a, b, A, B, a2b, b2a = m.new_index, m.old_index, self.NEW, self.OLD, self.n2o, self.o2n
-        rb = B.recs[b]
-        ra = A.recs[a]
-        self.spend(1 + len(B.callers[b]))
+        # (the sides' dense arrays by function index: no attribute read of a record)
+        cnt_b, imp_b, sig_b = B.count_a, B.imp_a, B.sig_a
+        sig_a = A.sig_a[a]
+        callers_b = B.callers_a[b]
+        self.spend(1 + len(callers_b))
+        least = min(cnt_b[b], A.count_a[a])
         thin = [
             w
-            for w in B.callers[b]
-            if w not in b2a
-            and not B.recs[w].imported
-            and B.recs[w].instr_count <= WRAPPER_MAX_INSTR
-            and B.recs[w].instr_count < min(rb.instr_count, ra.instr_count)
+            for w in callers_b
+            if w not in b2a and not imp_b[w] and cnt_b[w] <= WRAPPER_MAX_INSTR and cnt_b[w] < least
         ]
         if not thin:
             return self._inliner_vote(m, a, b, A, B, a2b, b2a, forward)
         backed_b = self._backing(a, b, A, B, a2b)
         root = not A.callers[a]
         votes = [(self._backing(a, w, A, B, a2b), w) for w in thin]
-        keep_sig = [(v, w) for v, w in votes if B.recs[w].type_sig == ra.type_sig]
+        keep_sig = [(v, w) for v, w in votes if sig_b[w] == sig_a]
         twin = len(self._families()[0 if forward else 1].get(self._fam_of(a, forward), ())) > 1
         doubt = any(v for v, _ in votes) or (
-            root and any(not B.callers[w] and B.recs[w].type_sig == ra.type_sig for w in thin)
+            root and any(not B.callers_a[w] and sig_b[w] == sig_a for w in thin)
         )
         if len(keep_sig) == 1 and not twin:
             backed_w, w = keep_sig[0]
-            w_root = not B.callers[w]
-            private = all(c == w for c in B.callers[b])  # the body serves only the wrapper
+            w_root = not B.callers_a[w]
+            private = all(c == w for c in callers_b)  # the body serves only the wrapper
             if backed_w and not backed_b:
                 # a pure wrapper (calls nothing else of the module) or enough callers: sure;
                 # a small function calling more (a helper the callers inlined on the other
                 # side, yindex around luaK_exp2val) may be the wrong one: re-paired, flagged
-                pure = all(c == b or B.recs[c].imported for c in B.callees[w])
+                pure = all(c == b or imp_b[c] for c in B.callees_a[w])
                 self._repair(m, a, w, forward, review=not pure and backed_w < INLINE_BACKING)
                 return True
             if (
@@ -223,21 +223,23 @@ class FamilyStage(MatcherBase):
         ``b`` with ``a``'s signature is where ``a``'s callers went. ``a``'s matched callers
         decide: some call ``w`` and none calls ``b`` -> re-paired (flagged unless at least
         ``INLINE_BACKING`` callers agree); callers split between the two -> flagged."""
-        ra, rb = A.recs[a], B.recs[b]
-        extra = ra.instr_count - rb.instr_count  # what ``a`` has beyond ``b``: ``w``'s own code
+        extra = A.count_a[a] - B.count_a[b]  # what ``a`` has beyond ``b``: ``w``'s own code
         if extra < INLINE_MIN_EXTRA:
             return None  # too little inlined code to tell (checked first: the common case)
-        if (ra.shape_hash and ra.shape_hash == rb.shape_hash) or ra.body_hash == rb.body_hash:
+        sh = A.shape_a[a]
+        if (sh and sh == B.shape_a[b]) or A.body_a[a] == B.body_a[b]:
             return None  # the same code has no inlining difference
         if len(self._families()[0 if forward else 1].get(self._fam_of(a, forward), ())) > 1:
             return None  # a look-alike (families decide)
+        imp_b, sig_b, cnt_b = B.imp_a, B.sig_a, B.count_a
+        sig_a = A.sig_a[a]
         inliners = [
             w
-            for w in B.callers[b]
+            for w in B.callers_a[b]
             if w not in b2a
-            and not B.recs[w].imported
-            and B.recs[w].type_sig == ra.type_sig
-            and extra * INLINE_SIZE[0] <= B.recs[w].instr_count <= extra * INLINE_SIZE[1]
+            and not imp_b[w]
+            and sig_b[w] == sig_a
+            and extra * INLINE_SIZE[0] <= cnt_b[w] <= extra * INLINE_SIZE[1]
         ]
         if not inliners:
             return None
@@ -287,10 +289,11 @@ class FamilyStage(MatcherBase):
 
     def _backing(self, a: int, x: int, A: _Side, B: _Side, a2b: dict) -> int:
         """Callers of ``a`` whose images call ``x``."""
+        callees_b = B.callees_a
         return sum(
             1
-            for c in A.callers[a][:HOOD_CAP]
-            if (y := a2b.get(c)) is not None and x in B.callees[y]
+            for c in A.callers_a[a][:HOOD_CAP]
+            if (y := a2b.get(c)) is not None and x in callees_b[y]
         )
 
     def flag(self, o: int, n: int) -> None:
@@ -331,12 +334,12 @@ class FamilyStage(MatcherBase):
         passed = self._passed
         clean = self._clean_families(fo, fn)
         flagged = 0
-        NEW_recs = self.NEW.recs
+        imp_n = self.NEW.imp_a
         for n in sorted(self.result):
             if self.exhausted():
                 break
             m = self.result.get(n)
-            if m is None or m.review or m.method in NAMED or NEW_recs[n].imported:
+            if m is None or m.review or m.method in NAMED or imp_n[n]:
                 continue
             o = m.old_index
             ko, kn = keys_o[o], keys_n[n]
@@ -391,19 +394,21 @@ class FamilyStage(MatcherBase):
         """A rival has exactly the normalised code of ``o`` (or ``n``) while the pair differs.
         A rival the pair's function calls is no objection: that is a wrapper split (the body
         moved into the callee, the wrapper kept the callers)."""
-        so, sn = self.OLD.recs[o].shape_hash, self.NEW.recs[n].shape_hash
+        sh_o, sh_n = self.OLD.shape_a, self.NEW.shape_a
+        so, sn = sh_o[o], sh_n[n]
         if so == sn:
             return False
-        calls_n, calls_o = set(self.NEW.callees[n]), set(self.OLD.callees[o])
-        return any(
-            so and self.NEW.recs[y].shape_hash == so and y not in calls_n for y in rivals_n
-        ) or any(sn and self.OLD.recs[x].shape_hash == sn and x not in calls_o for x in rivals_o)
+        calls_n, calls_o = set(self.NEW.callees_a[n]), set(self.OLD.callees_a[o])
+        return any(so and sh_n[y] == so and y not in calls_n for y in rivals_n) or any(
+            sn and sh_o[x] == sn and x not in calls_o for x in rivals_o
+        )
 
     def _clean_families(self, fo: dict, fn: dict) -> set:
         """Families matched member for member onto the same family of the other side, each
         pair byte-identical, in the same index order: nothing in them is ambiguous (the
         common case of two near-identical builds; skipped for speed)."""
         clean = set()
+        body_o, body_n = self.OLD.body_a, self.NEW.body_a
         for key, xs in fo.items():
             ys = fn.get(key)
             if not ys or len(xs) != len(ys) or len(xs) < 2:
@@ -412,8 +417,7 @@ class FamilyStage(MatcherBase):
             if images != ys:  # ys is index-sorted: same members, same order
                 continue
             if all(
-                self.OLD.recs[x].body_hash == self.NEW.recs[y].body_hash
-                and not self.result[y].review
+                body_o[x] == body_n[y] and not self.result[y].review
                 for x, y in zip(xs, ys, strict=True)
             ):
                 clean.add(key)
@@ -445,10 +449,11 @@ class FamilyStage(MatcherBase):
         bigrams) ``BODY_LEAD`` ahead of every rival pairing (twins differing in a constant)."""
         if self._callees_contradict(o, n):
             return False
-        so, sn = self.OLD.recs[o].shape_hash, self.NEW.recs[n].shape_hash
+        sh_o, sh_n = self.OLD.shape_a, self.NEW.shape_a
+        so, sn = sh_o[o], sh_n[n]
         if so and so == sn:
-            return not any(self.NEW.recs[y].shape_hash == so for y in rivals_n) and not any(
-                self.OLD.recs[x].shape_hash == sn for x in rivals_o
+            return not any(sh_n[y] == so for y in rivals_n) and not any(
+                sh_o[x] == sn for x in rivals_o
             )
         own = self._content_score(o, n)
         best = max(
@@ -527,21 +532,24 @@ class FamilyStage(MatcherBase):
         only matches not flagged for review count as evidence. ``positions=False``: the
         call graph only, and the table order where it is not the function order."""
         caller_imgs, callee_imgs, order_nb, table_nb = self._images(o)
-        if not positions:
-            order_nb = []
-            if not self._table_informative():
-                table_nb = []
         score = 0.0
         for d, pos in caller_imgs:
             at = self._callee_pos(d).get(n)
             if at is not None:
                 score += 1.5 if at == pos else 1.0  # + same place in the call sequence
         if callee_imgs:
-            score += len(callee_imgs.intersection(self.NEW.callees[n]))
-        for off, y in order_nb:  # matched neighbours in function order at the same offset
-            if y - n == off:
-                score += 0.5
-        if table_nb:  # ... and in the function table's order (explicit data: weight 1)
+            # (``len(callee_imgs & callees)``: the callees are distinct, so a count)
+            shared = 0
+            for y in self.NEW.callees_a[n]:
+                if y in callee_imgs:
+                    shared += 1
+            score += shared
+        if positions:
+            for off, y in order_nb:  # matched neighbours in function order at the same offset
+                if y - n == off:
+                    score += 0.5
+        if table_nb and (positions or self._table_informative()):
+            # ... and in the function table's order (explicit data: weight 1)
             pos_n = self._pos("table_new")
             at = pos_n.get(n)
             if at is not None:
@@ -550,7 +558,7 @@ class FamilyStage(MatcherBase):
                         score += 1.0
         return score
 
-    def _images(self, o: int) -> tuple[list, set, list, list]:
+    def _images(self, o: int) -> _Images:
         """What ``o``'s context is made of, under sure matches: images of its callers (with
         ``o``'s place in each caller's call sequence), of its defined callees, and of its
         nearest non-look-alike neighbours in function and table order (with their offset);
@@ -562,18 +570,20 @@ class FamilyStage(MatcherBase):
         if got is not None:
             return got
         OLD = self.OLD
-        callers = []
-        for c in OLD.callers[o][:HOOD_CAP]:
+        callers: list[tuple[int, int]] = []
+        for c in OLD.callers_a[o][:HOOD_CAP]:
             d = self._sure(c)
             if d is not None:
-                callers.append((d, OLD.callees[c].index(o)))
-        callees = set()
-        for c in OLD.callees[o]:
-            if not OLD.recs[c].imported:
+                callers.append((d, OLD.callees_a[c].index(o)))
+        callees: set[int] = set()
+        imp_o = OLD.imp_a
+        for c in OLD.callees_a[o]:
+            if not imp_o[c]:
                 d = self._sure(c)
                 if d is not None:
                     callees.add(d)
-        order_nb, table_nb = [], []
+        order_nb: list[tuple[int, int]] = []
+        table_nb: list[tuple[int, int]] = []
         rev = self._img_nb_rev
         for step in (-1, 1):
             nb = self._neighbour("order", o, step)
@@ -602,9 +612,9 @@ class FamilyStage(MatcherBase):
             return
         OLD, rev = self.OLD, self._img_nb_rev
         for x in touched:
-            for y in OLD.callees[x]:
+            for y in OLD.callees_a[x]:
                 cache.pop(y, None)
-            for y in OLD.callers[x]:
+            for y in OLD.callers_a[x]:
                 cache.pop(y, None)
             nbs = rev.get(x)
             if nbs is not None:
@@ -615,14 +625,14 @@ class FamilyStage(MatcherBase):
         cache = self._cpos_cache
         p = cache.get(d)
         if p is None:
-            p = {y: k for k, y in enumerate(self.NEW.callees[d])}
+            p = {y: k for k, y in enumerate(self.NEW.callees_a[d])}
             cache[d] = p
         return p
 
     def _callees_contradict(self, o: int, n: int) -> bool:
         """A callee of ``o`` surely matched to a function ``n`` does not call."""
-        callees_n = set(self.NEW.callees[n])
-        for c in self.OLD.callees[o]:
+        callees_n = set(self.NEW.callees_a[n])
+        for c in self.OLD.callees_a[o]:
             d = self._sure(c)
             if d is not None and d not in callees_n:
                 return True
@@ -641,10 +651,11 @@ class FamilyStage(MatcherBase):
         if pos is not None:
             fid = self._fid_old()
             own = fid.get(o)
+            imp_o = self.OLD.imp_a
             k = pos + step
             while 0 <= k < len(seq) and abs(k - pos) <= FAMILY_RIVALS:
                 x = seq[k]
-                if not self.OLD.recs[x].imported and (own is None or fid.get(x) != own):
+                if not imp_o[x] and (own is None or fid.get(x) != own):
                     found = (x, k - pos)
                     break
                 k += step
