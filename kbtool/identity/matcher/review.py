@@ -479,8 +479,7 @@ def review_closer_rivals(pg: Any) -> int:
     feats = FeatureCache(list(pg.old_recs.values()), list(pg.new_recs.values()))
 
     # the free functions by result type (sized, for windows of comparable sizes) and by
-    # signature (index 0: new, 1: old). Whether a pair has a rival does not depend on the
-    # order its rivals are read in (``closer`` is a pure test)
+    # signature (0: new, 1: old); the order rivals are read in does not matter (pure tests)
     by_ret: tuple[dict[str, list[FuncRecord]], dict[str, list[FuncRecord]]] = ({}, {})
     by_sig: tuple[dict[str, list[FuncRecord]], dict[str, list[FuncRecord]]] = ({}, {})
     for side, free in enumerate((free_new, free_old)):
@@ -489,9 +488,8 @@ def review_closer_rivals(pg: Any) -> int:
             by_sig[side].setdefault(r.type_sig, []).append(r)
     ret_sized = tuple({k: _BySize(v) for k, v in side.items()} for side in by_ret)
 
-    # every function of each side by size (index 0: new, 1: old), for the size windows (a
-    # superset of those with ``size_ratio >= RIVAL_SIZE_RATIO``). The checks below call the
-    # feature cache's methods (and ``_sim``) directly: native calls in the twin
+    # every function of each side by size (0: new, 1: old) for the size windows (a superset
+    # of ``size_ratio >= RIVAL_SIZE_RATIO``); the cache's methods called directly (native)
     by_size = (_BySize(new_list), _BySize(old_list))
 
     def rivals(w_old: bool, stand_in: FuncRecord, target: FuncRecord) -> list[FuncRecord]:
@@ -507,10 +505,12 @@ def review_closer_rivals(pg: Any) -> int:
         lo, hi = sorted((stand_in.instr_count, target.instr_count))
         return [w for w in by_sig[w_old].get(stand_in.type_sig, ()) if lo < w.instr_count < hi]
 
-    def closer(w: FuncRecord, w_old: bool, stand_in: FuncRecord, target: FuncRecord) -> bool:
+    def closer(w: FuncRecord, w_old: bool, stand_in, target, own_: list) -> bool:
         """``w`` (old side if ``w_old``, one of :func:`rivals`) is a rival of ``stand_in``
-        for ``target``."""
-        own = _sim(feats, stand_in, target) if w_old else _sim(feats, target, stand_in)
+        for ``target`` (``own_``: the pair's own similarity once made, the same both ways)."""
+        if not own_:
+            own_.append(_sim(feats, stand_in, target) if w_old else _sim(feats, target, stand_in))
+        own: float = own_[0]
         # most rivals are far: an upper bound of their similarity (no op histograms) tells,
         # the cheaper one (no set intersections, never below the other) first
         if w_old:
@@ -546,8 +546,9 @@ def review_closer_rivals(pg: Any) -> int:
     flagged = 0
     for p in todo:
         ro, rn = pg.old_recs[p.old_index], pg.new_recs[p.new_index]
-        if any(closer(w, True, ro, rn) for w in rivals(True, ro, rn)) or any(
-            closer(w, False, rn, ro) for w in rivals(False, rn, ro)
+        own_sim: list[float] = []
+        if any(closer(w, True, ro, rn, own_sim) for w in rivals(True, ro, rn)) or any(
+            closer(w, False, rn, ro, own_sim) for w in rivals(False, rn, ro)
         ):
             p.review = True
             flagged += 1
@@ -622,14 +623,15 @@ def review_near_rivals(
     # (index 0: new, 1: old; ``sized``: the closer rival check's, of the same two lists)
     by_size = (_BySize(new_list), _BySize(old_list)) if sized is None else sized
 
-    def near(w: FuncRecord, partner: FuncRecord | None, w_old: bool, stand_in, target) -> bool:
+    def near(
+        w: FuncRecord, partner: FuncRecord | None, w_old: bool, stand_in, target, f_: list
+    ) -> bool:
         if size_ratio(w.instr_count, target.instr_count) < RIVAL_SIZE_RATIO:
             return False
-        # (each similarity ``_sim(fc, old, new)``: w's side decides the order)
-        if w_old:
-            floor = _sim(fc, stand_in, target) - NEAR_RIVAL_MARGIN
-        else:
-            floor = _sim(fc, target, stand_in) - NEAR_RIVAL_MARGIN
+        if not f_:  # (``f_``: the pair's floor once made, the same both ways)
+            o_, n_ = (stand_in, target) if w_old else (target, stand_in)  # (w's side decides)
+            f_.append(_sim(fc, o_, n_) - NEAR_RIVAL_MARGIN)
+        floor: float = f_[0]
         # upper bounds of the rival's similarity (no op histograms) first, the cheaper one
         # (no set intersections, never below the other) before the other
         if w_old:
@@ -655,8 +657,9 @@ def review_near_rivals(
     flagged = 0
     for p in todo:
         ro, rn = pg.old_recs[p.old_index], pg.new_recs[p.new_index]
-        if any(near(w, pt, True, ro, rn) for w, pt in loose_old.get(ro.type_sig, ())) or any(
-            near(w, pt, False, rn, ro) for w, pt in loose_new.get(rn.type_sig, ())
+        f: list[float] = []
+        if any(near(w, pt, True, ro, rn, f) for w, pt in loose_old.get(ro.type_sig, ())) or any(
+            near(w, pt, False, rn, ro, f) for w, pt in loose_new.get(rn.type_sig, ())
         ):
             p.review = True
             flagged += 1

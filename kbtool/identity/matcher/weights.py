@@ -155,6 +155,8 @@ class _Vocab:
         number, distinct per record, above 0)."""
         if not keys:
             return _NO_IDS
+        if not _TYPED:
+            return self._add_pure(keys, no)
         ids = self.ids
         df, stamp = self.df, self.stamp
         out = vec[i64](capacity=len(keys))
@@ -175,6 +177,27 @@ class _Vocab:
                     out = append(out, k)
         self.df, self.stamp = df, stamp
         return out
+
+    def _add_pure(self, keys: Sequence, no: i64) -> vec[i64]:
+        """:meth:`add` in pure Python (the twin's loop is native): the distinct keys by
+        ``dict.fromkeys`` (first-seen order, in C), then one id lookup per distinct key;
+        the same ids, counts and stamps."""
+        ids = self.ids
+        get = ids.get
+        df, stamp = self.df, self.stamp
+        out = []
+        for x in dict.fromkeys(keys):
+            k = get(x)
+            if k is None:
+                k = ids[x] = len(df)
+                df = append(df, 1)
+                stamp = append(stamp, no)
+            else:
+                df[k] += 1
+                stamp[k] = no
+            out.append(k)
+        self.df, self.stamp = df, stamp
+        return vec[i64](out)
 
     def weigh(self, n: int, add: float, default: float) -> None:
         """The exact weights by id, as ``_Weights({key: log(n / df) + add}, default)``
