@@ -14,6 +14,9 @@ from kbtool.kb.db import now
 from kbtool.kb.errors import UnknownStableIdError
 from kbtool.kb.gate_rules import MAX_REFUSALS_PER_MINUTE, short_repr
 
+#: ``json.dumps(value, sort_keys=True)``'s encoder made once (the same text)
+_sorted_json = json.JSONEncoder(sort_keys=True).encode
+
 
 def _latest_version(conn: sqlite3.Connection, stable_id: str) -> int | None:
     row = conn.execute(
@@ -71,9 +74,9 @@ def _record_event(
             actor,
             old_text if subject else (old.get("name") if old else None),
             new_text if subject else (new.get("name") if new else None),
-            json.dumps(old, sort_keys=True) if old else None,
-            json.dumps(new, sort_keys=True) if new else None,
-            json.dumps(evidence, sort_keys=True) if evidence is not None else None,
+            _sorted_json(old) if old else None,
+            _sorted_json(new) if new else None,
+            _sorted_json(evidence) if evidence is not None else None,
             version_id,
             stamp,
             1,
