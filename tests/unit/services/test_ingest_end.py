@@ -93,3 +93,21 @@ def test_gc_paused_aged_inside_a_paused_block_changes_nothing() -> None:
     finally:
         if was:
             gc.enable()
+
+
+def test_gc_paused_aged_leaves_the_heap_policy_alone(monkeypatch) -> None:
+    from kbtool.services import heap
+
+    monkeypatch.setattr(heap, "enabled", lambda: True)
+    monkeypatch.setattr(gc, "get_freeze_count", lambda: 0)  # (not even counted)
+    frozen: list[int] = []
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(1))
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        with ingest_end.gc_paused_aged():
+            pass
+        assert gc.isenabled() and frozen == []
+    finally:
+        if not was:
+            gc.disable()
