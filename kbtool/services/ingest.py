@@ -265,7 +265,8 @@ def _ingest(
     finally:
         if freeing is not None:
             freeing.join()
-        trash.clear()  # (a small module's, freed here; it holds itself through the locals)
+        else:  # (a small module's, freed here: it holds itself through the locals)
+            trash.clear()
     return result
 
 
