@@ -477,6 +477,7 @@ def _stored(
     result.data = built(conn, vid, analysis, data, dp, walked, ahead)  # (their memory back)
     if parent is not None:  # (the same path as `kbtool set-program`)
         from kbtool.services.diff.relocation import module_view
+        from kbtool.services.ingest_match import matches_of
 
         # the report's relocation check reads the module stored above: its view takes the
         # decoder's parse of these very bytes (the same module; no second parse). A module
@@ -500,7 +501,7 @@ def _stored(
             parent,
             vid,
             old_rows=old_rows,
-            matches=full_matches,
+            matches=None if pairing is not None else matches_of(full_matches),
             old_recs=old_recs,
             new_rows=new_rows,
             new_recs=new,

@@ -30,6 +30,13 @@ def test_matches_packed_come_back_equal_in_order() -> None:
     assert ingest_match._unpack(ingest_match._pack([])) == []
 
 
+def test_full_matches_unpacked_only_when_asked() -> None:
+    ms = [Match(0, 3, 0.9, "callgraph", False), Match(2, 1, 1.0, "body", True)]
+    lazy = ingest_match.Packed(ingest_match._pack(ms))
+    assert ingest_match.matches_of(lazy) == ms
+    assert ingest_match.matches_of(ms) is ms and ingest_match.matches_of(None) is None
+
+
 def test_anything_but_a_list_of_matches_goes_as_it_is() -> None:
     for value in (None, [Match(0, 0, 1.0, "body", False), (0, 0)], ("x",)):
         packed = ingest_match._pack(value)
