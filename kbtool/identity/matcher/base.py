@@ -50,9 +50,8 @@ def bisect_ints(a: list[int], x: int) -> int:
 
 
 # a Match's slots set through their descriptors: the very object the frozen dataclass's
-# ``__init__`` makes (its fields in order, nothing else), without its interpreted
-# ``object.__setattr__`` per field (the matcher makes one per accept: ~45k on ffmpeg).
-# (Held in a tuple: a module-level name bound to a slot wrapper has no ``__module__``.)
+# ``__init__`` makes, without its interpreted ``object.__setattr__`` per field (one per
+# accept: ~45k on ffmpeg). (A tuple: a module name bound to a slot wrapper has no module.)
 _MATCH_MAKE = (
     object.__new__,
     Match.__dict__["old_index"].__set__,
@@ -94,8 +93,7 @@ def _weak_name(name: str) -> bool:
     return len(name) <= 3
 
 
-# an old function's context (family): its callers' images with its place in each one's
-# call sequence, its callees' images, its order and table neighbours' (offset, image)
+# an old function's context (``family._images``): its callers', callees', neighbours' images
 _Images = tuple[list[tuple[int, int]], set[int], list[tuple[int, int]], list[tuple[int, int]]]
 
 # a call list this short is deduplicated by scanning the callees kept (no dict per function)
@@ -318,9 +316,8 @@ class MatcherBase:
         self._passed: dict = {}
         self._rival_cache: dict = {}
         self._table_info: bool | None = None
-        # old index -> its images (family); an old index whose sure match changed is
-        # queued in ``_img_touched`` and drops the images that read it (callers, callees,
-        # the functions it is the order/table neighbour of: ``_img_nb_rev``)
+        # old index -> its images (family); an old index whose sure match changed is queued
+        # in ``_img_touched``, dropping the images that read it (``_img_nb_rev``: neighbours)
         self._img_cache: dict[int, _Images] = {}
         self._img_touched: list[int] = []
         self._img_nb_rev: dict[int, set[int]] = {}
@@ -333,8 +330,7 @@ class MatcherBase:
         # match stamps the functions whose vote reads it (the pair's own two and their
         # callees: a vote reads the match state of the pair's callers), by a clock; a pair
         # whose vote changed nothing is kept with its match, the clock and the work charged
-        # (new index -> (match, clock, units)); ``_wv_twin``: a vote scanned the unmatched
-        # twins (a read of the whole side's state: not kept)
+        # (new index -> (match, clock, units)); ``_wv_twin``: a vote read the unmatched twins
         self._wv_chg: tuple[list[int], list[int]] | None = None
         self._wv_clock = 0
         self._wv_seen: dict[int, tuple[Match, int, int]] = {}
