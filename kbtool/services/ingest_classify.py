@@ -161,7 +161,7 @@ def _classifier(pg, inputs: dict) -> Callable[[list], bytes] | None:
     flags codes) with the two modules' views and memory accesses of ``inputs``, reading no
     KB; None when the views cannot be made (the report reads the stored bytes then)."""
     from kbtool.services.diff.relocation import module_view
-    from kbtool.services.diff.report import classify_pair, pair_flags_code, relocation_check
+    from kbtool.services.diff.report import classify_pairs, relocation_check
     from kbtool.wasm import WasmFormatError
 
     try:
@@ -180,7 +180,7 @@ def _classifier(pg, inputs: dict) -> Callable[[list], bytes] | None:
     reloc.mem = (inputs["old_mem"], _NewMem(inputs["funcs"]) if new_mem is None else new_mem)
 
     def classify(pairs: list) -> bytes:
-        return bytes(pair_flags_code(*classify_pair(pg, reloc, p)) for p in pairs)
+        return classify_pairs(pg, reloc, pairs)
 
     return classify
 

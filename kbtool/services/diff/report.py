@@ -447,6 +447,30 @@ def classify_pair(pg: Pairing, reloc: Any, p: Pair) -> tuple[bool, bool]:
     return same, relocated
 
 
+def classify_pairs(pg: Pairing, reloc: Any, pairs: list[Pair]) -> bytes:
+    """:func:`classify_pair`'s :func:`pair_flags_code` of each of ``pairs``, in one loop:
+    ``layout_shift``'s early exits (other streams, equal shapes where the views agree)
+    taken here, so most relocated pairs make no call (ffmpeg: 12k of them)."""
+    old_rows, new_rows, same_code = pg.old_rows, pg.new_rows, pg.same_code
+    agree: bool | None = None  # (the views' shapes agree: asked on the first need)
+    out = bytearray()
+    for p in pairs:
+        o, n = old_rows[p.old_index], new_rows[p.new_index]
+        same = same_code(p)
+        relocated = same and o["body_hash"] != n["body_hash"]
+        if not same and reloc.same(p):
+            same = relocated = True
+        if relocated and o["ops"] == n["ops"]:
+            if agree is None:
+                views = reloc._views()  # noqa: SLF001 - this module's class
+                agree = views is not None and views[0].shapes_agree and views[1].shapes_agree
+            sh = o["shape_hash"]
+            if not (agree and sh and sh == n["shape_hash"]) and reloc.layout_shift(p):
+                same = relocated = False
+        out.append(2 if relocated else int(same))
+    return bytes(out)
+
+
 def pair_flags_code(same: bool, relocated: bool) -> int:
     """The index of ``(same, relocated)`` in :data:`_FLAGS`."""
     return 2 if relocated else int(same)
