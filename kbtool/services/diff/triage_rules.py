@@ -22,7 +22,24 @@ from typing import Any
 from kbtool.services.diff.align import _STMT_END
 from kbtool.wasm.opcodes import KIND, MNEMONICS
 
-_ERR_TEXT = re.compile(
+
+class _Pattern:
+    """A module-level pattern compiled on its first ``search``, which then puts the compiled
+    pattern in its place (a process that imports the report but triages nothing, such as a
+    server's cached answer, compiles none: ~1 ms of start-up each)."""
+
+    __slots__ = ("name", "args")
+
+    def __init__(self, name: str, *args: Any) -> None:
+        self.name, self.args = name, args
+
+    def search(self, s: str) -> re.Match[str] | None:
+        pat = globals()[self.name] = re.compile(*self.args)
+        return pat.search(s)
+
+
+_ERR_TEXT: Any = _Pattern(
+    "_ERR_TEXT",
     r"error|invalid|too (?:many|large|long|big|deep|small)|overflow|underflow|corrupt|out of"
     r"|exceed|illegal|cannot|can't|fail|malformed|limit|unexpected|bad |not enough|abort"
     r"|assert|panic|denied|violation|mismatch|truncat|oversize|negative",
@@ -30,14 +47,15 @@ _ERR_TEXT = re.compile(
 )
 
 
-_ERR_CALLEE = re.compile(
+_ERR_CALLEE: Any = _Pattern(
+    "_ERR_CALLEE",
     r"abort|panic|error|fatal|fail|assert|throw|trap|proc_exit|\bexit\b|_exit|corrupt"
     r"|runerror|overflow|oom|unreachable|raise|die\b|bug\b",
     re.I,
 )
 
 
-_ALLOC = re.compile(r"alloc|new\b|_new|create|grow|resize|reserve", re.I)
+_ALLOC: Any = _Pattern("_ALLOC", r"alloc|new\b|_new|create|grow|resize|reserve", re.I)
 
 
 _OPS = {m: i for i, m in enumerate(MNEMONICS) if m}
