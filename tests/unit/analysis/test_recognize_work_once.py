@@ -38,16 +38,30 @@ def zstd():
 def test_each_body_is_decoded_once_for_its_loose_digests(zstd, monkeypatch):
     a, data = zstd
     decoded: Counter[int] = Counter()
-    real = fp.decode_body
+    real = fp._body_tokens
 
     def counting(data_, f):
         decoded[f.index] += 1
         return real(data_, f)
 
-    monkeypatch.setattr(fp, "decode_body", counting)
+    monkeypatch.setattr(fp, "_body_tokens", counting)
     rec.recognize(a, data, default_db())
     assert decoded, "no body needed its loose digests: the module no longer tests this"
     assert max(decoded.values()) == 1, decoded.most_common(3)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_body_tokens_are_decode_body_s(zstd, monkeypatch, compiled):
+    """The loose digests' tokens: the compiled decoder's reader gives the pure walk's tokens
+    (and the pure path is the pure walk); NaN constants compare by their text."""
+    a, data = zstd
+    if not compiled:
+        monkeypatch.setattr(fp, "_TOKENS", None)
+    elif fp._TOKENS is None:
+        pytest.skip("the compiled decoder is not in use")
+    for f in a.functions:
+        if f.body_size:
+            assert repr(fp._body_tokens(data, f)) == repr(fp.decode_body(data, f)), f.index
 
 
 def test_full_hashes_only_where_an_entry_can_match_and_same_names(zstd, monkeypatch):
