@@ -38,13 +38,21 @@ from .body import decode_body
 
 DATA_FILE = "fingerprints.json"
 
-# the compiled decoder's token reader (None on the pure path: its pure twin would build a
-# one-byte token table at import, ~3 ms, for a few dozen bodies)
-_TOKENS: Any = (
-    importlib.import_module(f"{_decoder_impl.__name__}.tokens")
-    if _decoder_path == "compiled"
-    else None
-)
+# the compiled decoder's token reader, imported on first need (its one-byte token table is
+# built at import: ~13.5 M instructions, paid only by a module whose recognizers ask for a
+# loose digest); False on the pure path (the pure walk is the reference)
+_TOKENS: Any = None
+
+
+def _token_reader() -> Any:
+    global _TOKENS
+    if _TOKENS is None:
+        _TOKENS = (
+            importlib.import_module(f"{_decoder_impl.__name__}.tokens")
+            if _decoder_path == "compiled"
+            else False
+        )
+    return _TOKENS
 
 
 def full_hash(f: FuncFacts) -> str:
@@ -118,11 +126,12 @@ def _body_tokens(data: bytes, f: FuncFacts) -> list[tuple[int, tuple]]:
     """:func:`.body.decode_body`'s ``[(op, imms)]`` of ``f``: read by the compiled decoder's
     token reader when it is in use (the same tokens as ``decode_one``; a small module's
     fingerprint passes spent 7-12 ms in the pure walk), else by the pure walk (the reference)."""
-    if _TOKENS is None or type(data) is not bytes:
+    tokens = _TOKENS if _TOKENS is not None else _token_reader()
+    if tokens is False or type(data) is not bytes:
         return decode_body(data, f)
     end = f.body_offset + f.body_size
     out: list[tuple[int, tuple]] = []
-    _TOKENS.decode_tokens(
+    tokens.decode_tokens(
         data, skip_local_decls(data, f.body_offset, end), end, out, f.instr_count + 1
     )
     return out
@@ -304,12 +313,26 @@ def default_db() -> FingerprintDB:
     """The committed reference fingerprints (loaded once)."""
     global _DEFAULT
     if _DEFAULT is None:
-        import pkgutil  # (not importlib.resources: it imports tempfile, shutil, bz2, lzma...)
-
         import orjson  # (the same values as json.loads, in half the time: 0.7 MB at start-up)
 
-        raw = pkgutil.get_data(__package__, f"data/{DATA_FILE}")
-        if raw is None:  # (a loader that cannot read package data)
-            raise FileNotFoundError(f"kbtool.analysis data/{DATA_FILE}")
-        _DEFAULT = FingerprintDB.from_json_lazy(orjson.loads(raw))
+        _DEFAULT = FingerprintDB.from_json_lazy(orjson.loads(_data_bytes()))
     return _DEFAULT
+
+
+def _data_bytes() -> bytes:
+    """The committed JSON: read next to this file when it is a plain file (an ``open``: the
+    ``pkgutil`` route costs ~5.9 M instructions more per process), else through the package's
+    loader (a zip or another loader; not importlib.resources: it imports tempfile, shutil...)."""
+    import os
+
+    try:
+        with open(os.path.join(os.path.dirname(__file__), "data", DATA_FILE), "rb") as fh:
+            return fh.read()
+    except OSError:
+        pass
+    import pkgutil
+
+    raw = pkgutil.get_data(__package__ or "kbtool.analysis", f"data/{DATA_FILE}")
+    if raw is None:  # (a loader that cannot read package data)
+        raise FileNotFoundError(f"kbtool.analysis data/{DATA_FILE}")
+    return raw
