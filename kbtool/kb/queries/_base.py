@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from kbtool.kb.errors import UnknownVersionError
-from kbtool.kb.queries.shapes import FunctionName
+
+if TYPE_CHECKING:
+    from kbtool.kb.queries.shapes import FunctionName
 
 
 def opcode_names() -> list[str]:

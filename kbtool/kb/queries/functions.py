@@ -5,18 +5,20 @@ from __future__ import annotations
 import json
 import sqlite3
 from array import array
-from typing import NamedTuple, TypedDict
+from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
 from kbtool.kb.errors import UnknownFunctionError
 from kbtool.kb.queries._base import names_for, opcode_names, version_row
-from kbtool.kb.queries.shapes import (
-    FunctionAppearance,
-    FunctionFacts,
-    FunctionName,
-    FunctionRecord,
-    MemoryAccess,
-)
 from kbtool.kb.queries.symbols import get_symbol
+
+if TYPE_CHECKING:
+    from kbtool.kb.queries.shapes import (
+        FunctionAppearance,
+        FunctionFacts,
+        FunctionName,
+        FunctionRecord,
+        MemoryAccess,
+    )
 
 
 class FunctionEntry(TypedDict):

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from typing import TYPE_CHECKING
 
 from kbtool.kb.errors import UnknownStableIdError
 from kbtool.kb.queries._base import version_row
-from kbtool.kb.queries.shapes import ExportRow, IndexAnnotation, Symbol
+
+if TYPE_CHECKING:
+    from kbtool.kb.queries.shapes import ExportRow, IndexAnnotation, Symbol
 
 
 def _symbol(row: sqlite3.Row) -> Symbol:

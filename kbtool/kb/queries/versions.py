@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable
-from typing import Any, TypedDict, cast
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from kbtool.kb.queries._base import (
     LEGACY_PROGRAM,
@@ -14,14 +14,16 @@ from kbtool.kb.queries._base import (
     version_record,
     version_row,
 )
-from kbtool.kb.queries.shapes import (
-    LineageRecord,
-    LineageVersion,
-    OracleBytes,
-    OracleModule,
-    VersionInfo,
-    VersionRef,
-)
+
+if TYPE_CHECKING:
+    from kbtool.kb.queries.shapes import (
+        LineageRecord,
+        LineageVersion,
+        OracleBytes,
+        OracleModule,
+        VersionInfo,
+        VersionRef,
+    )
 
 
 class Coverage(TypedDict):
@@ -56,6 +58,8 @@ def get_version(conn: sqlite3.Connection, version_id: int) -> Version:
 
 def version_info(conn: sqlite3.Connection, version_id: int) -> VersionInfo:
     """Everything known about one version (Version fields plus counts, hashes, producers)."""
+    from kbtool.kb.queries.shapes import VersionInfo
+
     row = version_row(conn, version_id)
     info: dict[str, Any] = dict(version_record(row))
     info.update(
@@ -143,6 +147,8 @@ def list_oracles(conn: sqlite3.Connection) -> list[OracleModule]:
 
 def oracle_modules(conn: sqlite3.Connection) -> list[OracleBytes]:
     """Every reference module with its bytes, oldest first."""
+    from kbtool.kb.queries.shapes import OracleBytes
+
     return [
         OracleBytes(i, lab, bytes(data))
         for i, lab, data in conn.execute("SELECT id, label, data FROM oracle_modules ORDER BY id")

@@ -15,7 +15,23 @@ import pytest
 
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
-from tests.support.shapes import shaped as _shaped
+from kbtool.kb.queries import shapes as _shapes
+from tests.support.shapes import check_shape
+
+
+def _hints(fn: Any) -> dict[str, Any]:
+    """``fn``'s annotations resolved: the query modules import the shapes for type checking
+    only (a plain ingest does not load them), so the names are looked up in the shapes module
+    too; a name that is neither there nor in the query's module still fails."""
+    return get_type_hints(fn, localns=vars(_shapes))
+
+
+def _shaped(fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, list[str]]:
+    """Call a query and check its result against its return annotation."""
+    value = fn(*args, **kwargs)
+    seen: list[str] = []
+    check_shape(value, _hints(fn)["return"], fn.__name__, seen)
+    return value, seen
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +176,7 @@ def test_no_public_query_returns_an_undeclared_dict() -> None:
         for name in queries.__all__
         if callable(fn := getattr(queries, name))
         and not isinstance(fn, type)
-        and _loose_dicts(get_type_hints(fn).get("return"))
+        and _loose_dicts(_hints(fn).get("return"))
     ]
     assert loose == []
 

@@ -134,7 +134,11 @@ def test_lineage_records_match_their_shape(kb) -> None:
     keys: dict[str, set[str]] = {}
     records = queries.lineage_records(conn)
     check_shape(
-        records, get_type_hints(queries.lineage_records)["return"], "lineage", [], scalars=True
+        records,
+        get_type_hints(queries.lineage_records, localns=vars(shapes))["return"],
+        "lineage",
+        [],
+        scalars=True,
     )
     for vid, rec in records.items():
         check_shape(rec, shapes.LineageRecord, f"lineage[{vid}]", [], scalars=True, keys=keys)
