@@ -177,3 +177,16 @@ def code_kb_fixture(tmp_path_factory) -> Path:
 def code_kb_no_bytes_fixture(tmp_path_factory) -> Path:
     """The same KB without the module bytes of version 2."""
     return _built(tmp_path_factory, "nobytes", strip_bytes_of=2)
+
+
+@pytest.fixture(name="code_conn")
+def code_conn_fixture(code_kb):
+    """A read-only connection to the two-release KB, the code caches cleared around it."""
+    from kbtool.kb.db import open_ro
+    from kbtool.services import code
+
+    code.clear_cache()
+    c = open_ro(code_kb)
+    yield c
+    c.close()
+    code.clear_cache()

@@ -7,21 +7,19 @@ from __future__ import annotations
 
 import pytest
 
-from kbtool.kb.db import open_ro
 from kbtool.services import code, code_function
 from kbtool.tui.widgets import code_view
-from tests.support.codefixtures import code_kb_fixture  # noqa: F401  (fixture)
+from tests.support.codefixtures import (  # noqa: F401  (fixtures)
+    code_conn_fixture,
+    code_kb_fixture,
+)
 
 MAIN = 4
 
 
 @pytest.fixture
-def conn(code_kb):
-    code.clear_cache()
-    c = open_ro(code_kb)
-    yield c
-    c.close()
-    code.clear_cache()
+def conn(code_conn):
+    return code_conn
 
 
 def test_first_screen_decoded_once_same_answer(conn, monkeypatch):

@@ -15,18 +15,17 @@ import pytest
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro
 from kbtool.services import code, code_prepared, heap
-from tests.support.codefixtures import code_kb_fixture  # noqa: F401  (fixture)
+from tests.support.codefixtures import (  # noqa: F401  (fixtures)
+    code_conn_fixture,
+    code_kb_fixture,
+)
 
 MAIN = 4
 
 
 @pytest.fixture
-def conn(code_kb):
-    code.clear_cache()
-    c = open_ro(code_kb)
-    yield c
-    c.close()
-    code.clear_cache()
+def conn(code_conn):
+    return code_conn
 
 
 def test_function_diff_reads_no_whole_version(conn, monkeypatch):
