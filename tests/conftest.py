@@ -22,14 +22,18 @@ _OWN_CACHE: list[str] = []
 
 
 def pytest_configure(config) -> None:
-    """Kept diff answers go to a directory of this test run (each xdist worker its own),
-    never to the user's ~/.cache: a test run would evict the answers a person prepared."""
+    """Kept diff answers, code preparations and the twins' stat records go to directories of
+    this test run (each xdist worker its own), never to the user's ~/.cache: a test run would
+    evict the answers a person prepared."""
     d = tempfile.mkdtemp(prefix="kbtool-test-diffs-")
     _OWN_CACHE.append(d)
     os.environ["KBTOOL_DIFF_CACHE_DIR"] = d
     code = tempfile.mkdtemp(prefix="kbtool-test-code-")  # kept code preparations too
     _OWN_CACHE.append(code)
     os.environ["KBTOOL_CODE_CACHE_DIR"] = code
+    twins = tempfile.mkdtemp(prefix="kbtool-test-twins-")  # the twins' stat records too
+    _OWN_CACHE.append(twins)
+    os.environ["KBTOOL_TWIN_CACHE_DIR"] = twins
 
 
 def pytest_unconfigure(config) -> None:
