@@ -12,7 +12,6 @@ parsed one (else nothing is kept and the module is parsed as before).
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 from array import array
 from pathlib import Path
@@ -29,6 +28,18 @@ _SMALL = {
 }
 _STAMP: list[str] = []
 ENCODING = 2  # bump when what freeze() writes changes
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def field_names(cls: type) -> tuple[str, ...]:
+    """A model class's fields in its constructor's order: the positional parameters of its
+    ``__init__`` (a dataclass's generated one: ``dataclasses.fields``' names, without
+    importing :mod:`dataclasses`; or a plain class's own, written in the same order)."""
+    names = _FIELDS.get(cls)
+    if names is None:
+        code = cls.__init__.__code__  # type: ignore[misc]
+        names = _FIELDS[cls] = code.co_varnames[1 : code.co_argcount]
+    return names
 
 
 def parser_stamp() -> str:
@@ -44,7 +55,7 @@ def parser_stamp() -> str:
             _STAMP.append("")
             return ""
         for c in (*_SMALL.values(), model.DataSegment, model.CustomSection, model.Module):
-            h.update(repr([f.name for f in dataclasses.fields(c)]).encode())
+            h.update(repr(list(field_names(c))).encode())
         _STAMP.append(h.hexdigest())
     return _STAMP[0]
 
@@ -59,7 +70,7 @@ def _small(obj: Any) -> Any:
     :func:`_unsmall` does not walk it."""
     name = type(obj).__name__
     if _SMALL.get(name) is type(obj):
-        return ("@", name, [_small(getattr(obj, f.name)) for f in dataclasses.fields(obj)])
+        return ("@", name, [_small(getattr(obj, f)) for f in field_names(type(obj))])
     if type(obj) in (list, tuple):
         items = [_small(v) for v in obj]
         marked = type(obj) is tuple and len(obj) > 0 and obj[0] in _MARKS
