@@ -76,7 +76,16 @@ from benchmarks.interactive_servers import (  # noqa: E402
     mcp_cpu_table,
     mcp_runs,
 )
-from benchmarks.interactive_tui import BG_PREP, FROZEN, UNFROZEN  # noqa: E402
+from benchmarks.interactive_tui import (  # noqa: E402
+    BG_PREP,
+    FROZEN,
+    FULL_STEP,
+    FULL_WHERE,
+    GC_STEP,
+    UNFROZEN,
+)
+
+TUI_EXTRA = (CPU, GC_STEP, FULL_STEP)  # a step's CPU and collector columns: tables of their own
 
 sys.path.remove(str(ROOT))
 TUI_CHILD = ROOT / "benchmarks" / "interactive_tui.py"  # a fresh process per TUI run
@@ -204,7 +213,7 @@ def table(
         + ("   peer (warm p50)" if peer or code_peer else ""),
     ]
     for step, kinds in figures.items():
-        if step in ("peak RSS MiB", GC) or step.startswith(CPU):
+        if step in ("peak RSS MiB", GC, FULL_WHERE) or step.startswith(TUI_EXTRA):
             continue
         if step in (FROZEN, UNFROZEN):
             lines.append(f"  {step} (collector): {max(kinds['cold']):,.0f}")
@@ -245,13 +254,33 @@ def table(
     return lines
 
 
+def gc_tables(figures: dict) -> list[str]:
+    """The TUI's collector per step: its pauses' CPU ms (every generation) and its full
+    collections, and where each full one landed."""
+    out: list[str] = []
+    for prefix, title in (
+        (GC_STEP, "TUI collector pauses per step, CPU ms (every generation)"),
+        (FULL_STEP, "TUI full (generation 2) collections per step"),
+    ):
+        rows = {k[len(prefix) :]: v for k, v in figures.items() if k.startswith(prefix)}
+        if rows:
+            out += table(title, rows)
+    where = figures.get(FULL_WHERE)
+    if where:
+        out.append(
+            "  full collections by step: "
+            + "; ".join(f"{step} {len(ms)} (max {max(ms):.1f} ms)" for step, ms in where.items())
+        )
+    return out
+
+
 def verdict(figures: dict) -> str:
     times = [
         k
         for step, k in figures.items()
-        if not step.startswith(CPU)
+        if not step.startswith(TUI_EXTRA)
         and not any(x in step for x in ("MiB", "pause", "objects"))
-        and step not in (GC, BG_PREP)
+        and step not in (GC, BG_PREP, FULL_WHERE)
     ]
     warm = [s for k in times for s in [stats(k.get("warm", []))] if s.get("n")]
     cold = [s for k in times for s in [stats(k.get("cold", []))] if s.get("n")]
@@ -369,6 +398,7 @@ def report(args, sections: set[str], root: Path) -> int:
             "TUI CPU ms per step (the process's every thread; what a step costs whatever the load)",
             cpu,
         )
+        lines += gc_tables(out["tui"])
     if "api" in sections:
         out["api"] = api_runs(args.kb, p, args.runs, root)
         out["datasette"] = datasette_runs(args.kb, p, args.runs)

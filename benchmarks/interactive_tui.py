@@ -19,6 +19,9 @@ from pathlib import Path  # noqa: E402
 
 CPU = "cpu: "  # a step's CPU time (the TUI process, every thread), beside its wall time
 GC = "full collections, ms each"  # the TUI process's generation-2 collections
+GC_STEP = "gc: "  # a step's collector pauses, CPU ms (every generation)
+FULL_STEP = "full gc: "  # a step's full (generation 2) collections, how many
+FULL_WHERE = "full collections by step (CPU ms each)"  # where each one landed
 BG_PREP = "versions prepared (bg)"  # the function diffs' versions, after the changelog shows
 
 
@@ -56,17 +59,25 @@ class _GcPauses:
                 heap.enable()
         self.wall: list[float] = []
         self.cpu: list[float] = []
+        self.all_cpu = 0.0  # CPU ms of every collection (any generation) so far
+        self.log: list[list] = []  # [step, CPU ms] of each full one (the step named by add)
         self._began = (0.0, 0.0)
         gc.callbacks.append(self)
 
     def __call__(self, phase: str, info: dict) -> None:
-        if info.get("generation") != 2:
-            return
         if phase == "start":
             self._began = (time.perf_counter(), time.thread_time())
-        else:
+            return
+        cpu = (time.thread_time() - self._began[1]) * 1000
+        self.all_cpu += cpu
+        if info.get("generation") == 2:
             self.wall.append(round((time.perf_counter() - self._began[0]) * 1000, 2))
-            self.cpu.append(round((time.thread_time() - self._began[1]) * 1000, 2))
+            self.cpu.append(round(cpu, 2))
+            self.log.append([None, round(cpu, 2)])
+
+    def mark(self) -> tuple[int, float]:
+        """Full collections and every collection's CPU ms so far (a step's are the change)."""
+        return len(self.cpu), self.all_cpu
 
 
 async def _function_diffs(app, pilot, p: dict, until, add, res: dict) -> None:
@@ -165,11 +176,20 @@ async def _tui(kb: Path, p: dict, gc_policy: str = "kbtool") -> dict[str, dict[s
     pauses = _GcPauses(gc_policy)
 
     cpu = [0.0]  # CPU ms of the process (every thread) in the step just measured
+    gc_at = [(0, 0.0)]  # the collector's pauses when the step just measured began
 
     def add(step: str, ms: float, cold: bool) -> None:
         kind = "cold" if cold else "warm"
         res.setdefault(step, {}).setdefault(kind, []).append(round(ms, 2))
         res.setdefault(CPU + step, {}).setdefault(kind, []).append(round(cpu[0], 2))
+        full, pause = pauses.mark()
+        res.setdefault(GC_STEP + step, {}).setdefault(kind, []).append(
+            round(pause - gc_at[0][1], 2)
+        )
+        res.setdefault(FULL_STEP + step, {}).setdefault(kind, []).append(full - gc_at[0][0])
+        for entry in pauses.log[gc_at[0][0] : full]:
+            entry[0] = step
+        gc_at[0] = (full, pause)
 
     app = KbApp(kb, poll_seconds=None, version_id=p["version"], blink=False, **more)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -201,6 +221,7 @@ async def _tui(kb: Path, p: dict, gc_policy: str = "kbtool") -> dict[str, dict[s
 
         async def until(act, ready, timeout: float = 120.0) -> float:
             await pilot.pause()
+            gc_at[0] = pauses.mark()
             c = time.process_time()
             t = time.perf_counter()
             act()
@@ -219,6 +240,7 @@ async def _tui(kb: Path, p: dict, gc_policy: str = "kbtool") -> dict[str, dict[s
         async def keyframe(k: str) -> float:
             await pilot.pause()
             n = len(frames)
+            gc_at[0] = pauses.mark()
             c = time.process_time()
             t = time.perf_counter()
             key(k)()
@@ -248,6 +270,7 @@ async def _tui(kb: Path, p: dict, gc_policy: str = "kbtool") -> dict[str, dict[s
                 screen = CodeScreen(p["version"], idx)
                 before = rss_mib()
                 ms = await until(lambda s=screen: app.push_screen(s), code_ready(screen))
+                gc_open = gc_at[0]
                 add(f"open code ({cls})", ms, i == 0)
                 if cls == "largest" and i == 0:  # the TUI's extra memory for that first screen
                     res["open code (largest): +MiB"] = {"cold": [round(rss_mib() - before, 1)]}
@@ -262,6 +285,7 @@ async def _tui(kb: Path, p: dict, gc_policy: str = "kbtool") -> dict[str, dict[s
                             await asyncio.sleep(0.0005)
                         ms += (time.perf_counter() - t1) * 1000
                     cpu[0] = c_open + (time.process_time() - c1) * 1000
+                    gc_at[0] = gc_open
                     add("C of the largest on screen", ms, i == 0)
                     if i == 0:
                         res["C of the largest on screen: +MiB"] = {
@@ -283,6 +307,7 @@ async def _tui(kb: Path, p: dict, gc_policy: str = "kbtool") -> dict[str, dict[s
             for i, q in enumerate(
                 ["av", "codec", "#100", "frame", "mem", "init", "x", "h264", "free"]
             ):
+                gc_at[0] = pauses.mark()
                 c = time.process_time()
                 t = time.perf_counter()
                 screen._run(q)
@@ -299,6 +324,10 @@ async def _tui(kb: Path, p: dict, gc_policy: str = "kbtool") -> dict[str, dict[s
             res["peak RSS MiB"] = {"cold": [round(int(line.split()[1]) / 1024, 1)]}
     res[GC] = {"cold": pauses.wall or [0.0]}
     res[CPU + GC] = {"cold": pauses.cpu or [0.0]}
+    where: dict[str, list[float]] = {}  # the full collections by the step they landed in
+    for step, ms in pauses.log:
+        where.setdefault(step or "between steps", []).append(ms)
+    res[FULL_WHERE] = {k: v for k, v in where.items()}
     return res
 
 

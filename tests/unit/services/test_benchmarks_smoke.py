@@ -76,6 +76,7 @@ EXPECTED["interactive"] = [
     rf"TUI start +{NUMBER} +{NUMBER} +{NUMBER}",
     rf"open code \(largest\) +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER}",
     rf"code page down +{NUMBER}",
+    r"TUI full \(generation 2\) collections per step",
     rf"diff \(not stored\) +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER}",
     rf"get_lifted_c \(largest\) +{NUMBER}",
     rf"wasm-objdump -d +{NUMBER}",
