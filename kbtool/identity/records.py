@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from itertools import starmap
 from typing import Any
 
 from kbtool.identity.names import is_minified_name, module_is_minified
@@ -52,16 +53,28 @@ class Match:
 
 
 def records_from_analysis(analysis, stable_ids: dict[int, str] | None = None) -> list[FuncRecord]:
-    """FuncRecords of every function (imports first) of a ``kbtool.wasm.ModuleAnalysis``.
+    """FuncRecords of every function (imports first) of a ``kbtool.wasm.ModuleAnalysis``
+    (:func:`record_rows` made into records; ``stable_ids``: index -> stable id, else None).
 
     ``names`` keeps the export names the binary carries minus minified ones (length <= 2,
     ``$a``; in a module whose exports are mostly minified, also three-character identifiers),
     and the name-section name whatever its length.
     """
+    rows = record_rows(analysis)
+    if stable_ids:
+        get = stable_ids.get
+        return [FuncRecord(r[0], get(r[0]), *r[2:]) for r in rows]
+    return list(starmap(FuncRecord, rows))
+
+
+def record_rows(analysis) -> list[tuple]:
+    """The FuncRecords of :func:`records_from_analysis` as tuples of their field values in
+    ``fields(FuncRecord)`` order (``stable_id`` None): ``FuncRecord(*row)`` is the record.
+    A later ingest can send them on before it builds record objects of its own."""
     funcs = analysis.functions
     minified = module_is_minified(n for f in funcs for n in (f.export_names or ()))
     slots = table_slots(analysis)
-    out: list[FuncRecord] = []
+    out: list[tuple] = []
     for f in funcs:
         names = carried_names(list(f.export_names or ()), f.raw_name, minified)
         if f.imported:
@@ -69,24 +82,24 @@ def records_from_analysis(analysis, stable_ids: dict[int, str] | None = None) ->
         else:
             imp = None
         out.append(
-            FuncRecord(
-                index=f.index,
-                stable_id=stable_ids.get(f.index) if stable_ids else None,
-                imported=bool(f.imported),
-                import_name=imp,
-                type_sig=f.type_sig,
-                body_hash=None if f.imported else f.body_hash,
-                shape_hash=None if f.imported else f.shape_hash,
-                names=names,
-                calls=tuple(dict.fromkeys(f.calls)),
-                strings=tuple(f.strings or ()),
-                consts=tuple(f.consts or ()),
-                ops=bytes(f.ops or b""),
-                instr_count=f.instr_count or 0,
-                body_size=f.body_size or 0,
-                loops=f.loops or 0,
-                call_indirect=f.call_indirect or 0,
-                table_slots=tuple(slots.get(f.index, ())),
+            (
+                f.index,
+                None,
+                bool(f.imported),
+                imp,
+                f.type_sig,
+                None if f.imported else f.body_hash,
+                None if f.imported else f.shape_hash,
+                names,
+                tuple(dict.fromkeys(f.calls)),
+                tuple(f.strings or ()),
+                tuple(f.consts or ()),
+                bytes(f.ops or b""),
+                f.instr_count or 0,
+                f.body_size or 0,
+                f.loops or 0,
+                f.call_indirect or 0,
+                tuple(slots.get(f.index, ())),
             )
         )
     return out

@@ -16,7 +16,7 @@ from kbtool.identity.matcher import (
     FuncRecord,
     match_functions,
 )
-from kbtool.identity.records import records_from_analysis
+from kbtool.identity.records import record_rows, records_from_analysis
 from kbtool.wasm import analyze_module
 from tests.support.paths import CORPUS
 from tests.support.records import body, by_new, imp, ops, pairs, rec
@@ -403,6 +403,11 @@ def test_records_from_analysis():
     assert r[1].stable_id == "sid-1" and r[0].stable_id is None
     assert r[1].table_slots == (2,) and r[2].table_slots == (0,)
     assert r[1].call_indirect == 2 and r[1].loops == 1
+    # the rows: the records' field values in field order, stable ids left to the records
+    rows = record_rows(analysis)
+    assert [FuncRecord(*row) for row in rows] == records_from_analysis(analysis)
+    assert all(row[1] is None for row in rows)
+    assert records_from_analysis(analysis, {}) == records_from_analysis(analysis)
 
 
 # ------------------------------------------------------------------ corpus
