@@ -12,7 +12,6 @@ import re
 import sqlite3
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -30,6 +29,7 @@ from kbtool.services.ingest_classify import child_report, report_inputs
 from kbtool.services.ingest_data import build_ahead, built
 from kbtool.services.ingest_end import free_meanwhile, gc_paused_aged
 from kbtool.services.ingest_match import keep_views, preload, start_early
+from kbtool.services.ingest_result import IngestResult
 from kbtool.services.inputs import read_input, read_text_input
 from kbtool.wasm import WasmFormatError, analyze_module
 from kbtool.wasm.facts import analyze_workers
@@ -58,38 +58,6 @@ class AlreadyIngested(IngestError):
             f"identical bytes are already version {version_id} ({label}); nothing ingested"
             " (to ingest them again under another label: --label NEW --force)"
         )
-
-
-@dataclass
-class IngestResult:
-    """What one ingest stored: the version, its counts, its parent and what it carried."""
-
-    version_id: int
-    label: str
-    imported: int
-    defined: int
-    exported: int
-    instructions: int
-    toolchain_version: str | None
-    shared_memory: bool
-    parent_version_id: int | None
-    carried: int
-    carried_by_method: dict[str, int] = field(default_factory=dict)
-    body_changed: int = 0
-    new_identities: int = 0
-    names_written: int = 0
-    names_refused: int = 0  # a real refusal by the gate (e.g. a locked human name)
-    names_same: int = 0  # the function already had that name (other provenance or confidence)
-    names_by_source: dict[str, int] = field(default_factory=dict)
-    glue: dict[str, Any] | None = None
-    diff_carry: dict[str, int] | None = None
-    program: str | None = None
-    new_program: bool = False
-    lineage: dict[str, Any] | None = None
-    lineage_text: str = ""
-    go: dict[str, Any] | None = None
-    matcher_notes: list[str] = field(default_factory=list)  # a matcher stage stopped at its budget
-    data: dict[str, Any] | None = None  # the data model's counts (items, globals, refs)
 
 
 def ingest_file(

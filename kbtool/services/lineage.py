@@ -40,7 +40,6 @@ import re
 import sqlite3
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from kbtool.analysis.fingerprints import FingerprintDB, default_db
@@ -79,15 +78,63 @@ class LineageError(KBError):
     """A --program/--base choice that cannot be honoured."""
 
 
-@dataclass(frozen=True, slots=True)
-class HashProfile:
+class _Frozen:
+    """What ``dataclass(frozen=True, slots=True)`` gave (plain classes: no methods generated
+    and compiled at import on a small module's path): ``==`` and ``hash`` over the fields
+    (``_FIELDS``), a field-by-field ``repr``, no assignment after ``__init__``."""
+
+    __slots__ = ()
+    _FIELDS: tuple[str, ...] = ()
+
+    def _values(self) -> tuple:
+        return tuple([getattr(self, f) for f in self._FIELDS])
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._FIELDS)
+        return f"{type(self).__qualname__}({inner})"
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
+
+    def __reduce__(self) -> tuple[Any, tuple]:
+        return (type(self), self._values())
+
+
+class HashProfile(_Frozen):
     """The counted functions of one module as (body hash, shape hash) pairs."""
 
+    __slots__ = _FIELDS = __match_args__ = ("pairs", "bodies", "shapes", "basis", "library")
     pairs: tuple[tuple[str | None, str | None], ...]
     bodies: frozenset[str]
     shapes: frozenset[str]
-    basis: str = "all"  # "own", "own-small" or "all" (see the module docstring)
-    library: int = 0  # functions left out as library/runtime code
+    basis: str  # "own", "own-small" or "all" (see the module docstring)
+    library: int  # functions left out as library/runtime code
+
+    def __init__(
+        self,
+        pairs: tuple[tuple[str | None, str | None], ...],
+        bodies: frozenset[str],
+        shapes: frozenset[str],
+        basis: str = "all",
+        library: int = 0,
+    ) -> None:
+        put = object.__setattr__
+        put(self, "pairs", pairs)
+        put(self, "bodies", bodies)
+        put(self, "shapes", shapes)
+        put(self, "basis", basis)
+        put(self, "library", library)
 
     @property
     def size(self) -> int:
@@ -97,12 +144,16 @@ class HashProfile:
 Row = tuple[str | None, str | None, int, bool]  # body hash, shape hash, instrs, library
 
 
-@dataclass(frozen=True, slots=True)
-class ModuleRows:
+class ModuleRows(_Frozen):
     """A module's defined functions for the lineage decision, and which are library code."""
 
+    __slots__ = _FIELDS = __match_args__ = ("rows", "library_indices")
     rows: tuple[Row, ...]
-    library_indices: tuple[int, ...] = ()  # function indices (for the lineage record)
+    library_indices: tuple[int, ...]  # function indices (for the lineage record)
+
+    def __init__(self, rows: tuple[Row, ...], library_indices: tuple[int, ...] = ()) -> None:
+        object.__setattr__(self, "rows", rows)
+        object.__setattr__(self, "library_indices", library_indices)
 
     def library_hashes(self) -> frozenset[str]:
         """Body and shape hashes of the non-trivial library functions."""
@@ -297,23 +348,70 @@ def overlap(new: HashProfile, old: HashProfile) -> float:
     return hit / denom
 
 
-@dataclass(slots=True)
-class Lineage:
-    """Where a new version goes: its program and the parent it carries from (None: nothing)."""
+#: a ``field(default_factory=list)``'s default: a new list when not given
+_NEW: Any = object()
 
-    program: str
-    program_id: int | None
-    parent_version_id: int | None
-    overlap: float | None
-    method: str  # "related", "base", "program", "new-program", "first"
-    new_program: bool
-    candidates: list[dict[str, Any]] = field(default_factory=list)  # best first, at most 3
-    basis: str = "own"  # what the overlap was measured on (see the module docstring)
-    own_functions: int = 0
-    library: str = ""  # ranges of library/runtime function indices in the new module
-    # a new program that may be another build of an existing one (see ``near_miss``):
-    # {"program", "version_id", "overlap"}; shown as a hint, never acted on
-    near: dict[str, Any] | None = None
+
+class Lineage:
+    """Where a new version goes: its program and the parent it carries from (None: nothing).
+
+    A plain class with what ``dataclass(slots=True)`` gave: ``==`` over the fields (no
+    hash), a field-by-field ``repr``."""
+
+    __slots__ = __match_args__ = _FIELDS = (
+        "program",
+        "program_id",
+        "parent_version_id",
+        "overlap",
+        "method",
+        "new_program",
+        "candidates",
+        "basis",
+        "own_functions",
+        "library",
+        "near",
+    )
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        program: str,
+        program_id: int | None,
+        parent_version_id: int | None,
+        overlap: float | None,
+        method: str,  # "related", "base", "program", "new-program", "first"
+        new_program: bool,
+        candidates: list[dict[str, Any]] = _NEW,  # best first, at most 3
+        basis: str = "own",  # what the overlap was measured on (see the module docstring)
+        own_functions: int = 0,
+        library: str = "",  # ranges of library/runtime function indices in the new module
+        # a new program that may be another build of an existing one (see ``near_miss``):
+        # {"program", "version_id", "overlap"}; shown as a hint, never acted on
+        near: dict[str, Any] | None = None,
+    ) -> None:
+        self.program = program
+        self.program_id = program_id
+        self.parent_version_id = parent_version_id
+        self.overlap = overlap
+        self.method = method
+        self.new_program = new_program
+        self.candidates = [] if candidates is _NEW else candidates
+        self.basis = basis
+        self.own_functions = own_functions
+        self.library = library
+        self.near = near
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        fields = self._FIELDS
+        return tuple([getattr(self, f) for f in fields]) == tuple(
+            [getattr(other, f) for f in fields]
+        )
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._FIELDS)
+        return f"{type(self).__qualname__}({inner})"
 
     def record(self) -> dict[str, Any]:
         """JSON stored in ``versions.lineage``."""
