@@ -51,10 +51,10 @@ def _record_path(pkg: Path) -> Path | None:
     else:
         cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         base = Path(cache) / "kbtool" / "twins"
-    import zlib
+    import hashlib  # (not zlib's crc32: an extension module nothing else on the ingest loads)
 
     key = os.path.abspath(pkg).encode("utf-8", "surrogateescape")
-    return base / f"{pkg.name}-{zlib.crc32(key):08x}-{len(key)}.txt"
+    return base / f"{pkg.name}-{hashlib.sha256(key).hexdigest()[:8]}-{len(key)}.txt"
 
 
 def _stats(pkg: Path, parts: list[Path]) -> list[str] | None:
