@@ -10,7 +10,6 @@ from typing import NamedTuple
 
 from kbtool.kb import knowledge as kn
 from kbtool.kb.gate import record_knowledge_drop, upsert_knowledge
-from kbtool.services.knowledge_code import KnowledgeError, _anchor, _Code, _match_line
 
 CARRY_ACTOR = "diff-carry"
 
@@ -43,6 +42,10 @@ def carry_knowledge(
     by_sid = kn.for_targets(conn, sorted({p.old_stable_id for p in olds}))
     if not by_sid:
         return out
+    # (the code model only once there is knowledge to carry: a later ingest of a KB without
+    # any does not import it)
+    from kbtool.services.knowledge_code import KnowledgeError, _anchor, _Code, _match_line
+
     old_code = new_code = None
     for oi, ni, osid, nsid, score, review in olds:
         recs = by_sid.get(osid)

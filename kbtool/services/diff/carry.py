@@ -35,8 +35,7 @@ from kbtool.kb import queries, store
 from kbtool.kb.db import transaction
 from kbtool.kb.gate import upsert_symbol
 from kbtool.services.diff.report import Pair, Pairing, pair_versions
-from kbtool.services.knowledge import carry_knowledge
-from kbtool.services.knowledge_carry import CarriedPair
+from kbtool.services.knowledge_carry import CarriedPair, carry_knowledge
 
 __all__ = ["carry_names", "carry_confidence", "REVIEW_CAP", "CARRY_MIN_SCORE", "ACTOR"]
 
