@@ -268,17 +268,22 @@ def walk_refs_flat(
     hi: int,
     go: bool,
     mem_hi: int,
+    hot: tuple[bytes, bytes] | None = None,
+    nimp: int = 0,
 ) -> tuple[list[RefTuple], bool] | None:
     """The references (plain tuples) of every body of ``plan`` by the compiled walk
     (:mod:`.datawalk`, one process: it costs less than a pool's start), joined in plan
     order and cut after the body that reaches :data:`MAX_REFS`: ``(refs, truncated)``, what
     :func:`build_data_model` joins from the pure scan's per-body lists. None when the walk
     is not built (the pure scan of :mod:`.datascan` then runs) or fails on a body (the pure
-    scan decides)."""
+    scan decides). ``hot``: the decoder's stops (:attr:`kbtool.wasm.facts.ModuleAnalysis.hot`,
+    ``nimp`` imported functions), which the walk jumps between."""
     if datawalk_active.IMPL is None:
         return None
     try:
-        return datawalk_active.IMPL.module_refs_flat(data, plan, lo, hi, go, mem_hi, MAX_REFS)
+        return datawalk_active.IMPL.module_refs_flat(
+            data, plan, lo, hi, go, mem_hi, MAX_REFS, hot, nimp
+        )
     except (IndexError, TypeError, AttributeError, ValueError) as e:
         import logging
 
@@ -304,7 +309,10 @@ def build_data_model(
     refs: list[RefTuple] = []
     truncated = False
     plan = scan_plan(analysis, lo, mem_hi)
-    flat = walk_refs_flat(data, plan, lo, hi, go, mem_hi)
+    hot = getattr(analysis, "hot", None)
+    if hot is not None:
+        analysis.hot = None  # (14 MB on ffmpeg: read once, by this walk)
+    flat = walk_refs_flat(data, plan, lo, hi, go, mem_hi, hot, analysis.module.num_func_imports)
     per_body: list[list[RefTuple]] | None = None
     if flat is None:
         pooled = parallel_refs(data, plan, lo, hi, go, mem_hi, workers, progress)

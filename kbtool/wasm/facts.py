@@ -115,6 +115,13 @@ class ModuleAnalysis:
     module: Module
     functions: list[FuncFacts] = field(default_factory=list)
     toolchain_version: str | None = None
+    #: the data walk's stops, from the decoder when it decoded every body in this process
+    #: (else None): ``(positions, index)``, the file offsets of each ``i32``/``i64.const``,
+    #: memarg, ``global.get``/``set`` and ``(return_)call_indirect`` in body order, and per
+    #: code index (one more at the end) the count of those in the bodies before it, each a
+    #: little-endian i32; the walk's all-unknown stack jumps from one to the next
+    #: (:func:`kbtool.analysis.datawalk.body_refs`), and drops them after use
+    hot: tuple[bytes, bytes] | None = field(default=None, repr=False, compare=False)
 
     @property
     def instr_count(self) -> int:
@@ -170,6 +177,7 @@ class _Ctx:
         self.go_bss_hi = self.static_hi if self.go else 0
         if self.go:
             self.dmap.ptr_mask = (self.static_lo, self.static_hi, self.gov_lo, self.gov_hi)
+        self.hot: tuple[bytes, bytes] | None = None  # (set by the decoder: ModuleAnalysis.hot)
         self.exports: dict[int, list[str]] = {}
         for e in m.exports:
             if e.kind == "func":
@@ -335,7 +343,7 @@ def _analyze_module(data: bytes, progress, workers: int) -> ModuleAnalysis:
         if len(sample) > 5000:
             break
     tc = ctx.toolchain or detect_toolchain(m, list(sample))
-    return ModuleAnalysis(m, funcs, tc)
+    return ModuleAnalysis(m, funcs, tc, ctx.hot)
 
 
 def _analyze_parallel(data, ctx, workers, progress, total):

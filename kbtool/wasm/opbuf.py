@@ -31,6 +31,18 @@ def write_i16_le(b: BytesWriter, n: int) -> None:
     b.append(n >> 8)
 
 
+def write_i32_le(b: BytesWriter, n: int) -> None:
+    """:func:`librt.strings.write_i32_le`: ``n`` as four little-endian bytes (signed)."""
+    b.extend(n.to_bytes(4, "little", signed=True))
+
+
+def read_i32_le(b: bytes, index: int) -> int:
+    """:func:`librt.strings.read_i32_le`: the signed little-endian i32 at ``b[index:]``."""
+    if index < 0 or index + 4 > len(b):
+        raise IndexError("read_i32_le past the end")
+    return int.from_bytes(b[index : index + 4], "little", signed=True)
+
+
 class _ListVec:
     """``vec[T]()`` without :mod:`librt.vecs`: a plain list."""
 

@@ -27,10 +27,11 @@ except ImportError:  # the pure path without it (not a dependency): plain ints
     i64 = int  # type: ignore[misc,assignment]
 
 try:  # mypyc's runtime library (installed with mypy): vec[i64] compiles to a native array
+    from librt.strings import read_i32_le
     from librt.vecs import append as _vappend
     from librt.vecs import vec
 except ImportError:  # the pure path without it: plain lists of ints
-    from kbtool.wasm.opbuf import vec  # type: ignore[assignment]
+    from kbtool.wasm.opbuf import read_i32_le, vec  # type: ignore[assignment]
     from kbtool.wasm.opbuf import vec_append as _vappend  # type: ignore[assignment]
 
 from kbtool.wasm.opcodes import KIND, PREFIX_BASE, PREFIX_SLOTS, WIDTH
@@ -48,6 +49,7 @@ from .leb import (
 )
 from .refcount import count_item_refs as count_item_refs
 from .refcount import count_refs as count_refs
+from .refcount import ref_marks as ref_marks
 
 # the walk's own kinds per op id: the opcode table's, plus 40 a heap type immediate
 # (ref.null, ref.test, ref.cast) and 41 a call (its arguments may be .bss addresses)
@@ -154,10 +156,14 @@ _W: Final = bytes(WIDTH)
 
 # fmt: off
 def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: bool,
-              mem_hi: int, floor: int, out: list[Any]) -> None:
+              mem_hi: int, floor: int, out: list[Any], hot: bytes = b"", j: i64 = 0,
+              j1: i64 = -1) -> None:
     """The references of the body at ``[start, end)`` (``start``: its local declarations),
     each a plain tuple ``(func_index, offset, kind, target_kind, target, width)`` (the
-    ``data_refs`` row as the KB writes it) appended to ``out`` in the careful walk's order. ``floor``: ``lo`` minus the body's largest memarg offset."""
+    ``data_refs`` row as the KB writes it) appended to ``out`` in the careful walk's order. ``floor``: ``lo`` minus the body's largest memarg offset.
+    ``hot[j:j1]`` (``j1`` >= 0, not Go: the instruction count matters there): the body's
+    stops (:attr:`kbtool.wasm.facts.ModuleAnalysis.hot`), where an all-unknown stack jumps
+    to the next one (nothing between them can find a reference or make the stack known)."""
     WK = _WK
     CLS = _CLS
     QUIET = _QUIET
@@ -188,7 +194,20 @@ def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: 
     pend_o = 0
     pend_n: i64 = -1  # Go: the instruction count when a pointer was stored (-1: none pending)
     ninstr: i64 = 0
+    if go:
+        j1 = -1
     while p < end:
+        if nk == 0 and j1 >= 0:  # an all-unknown stack: on to the next stop at/after p
+            h: i64 = -1
+            while j < j1:
+                h = i64(read_i32_le(hot, j))
+                j += 4
+                if h >= p:
+                    break
+                h = -1
+            if h < 0:
+                break  # no stop left: nothing more in the body can be found
+            p = h
         at: i64 = p
         op: i64 = data[p]
         p += 1
@@ -553,60 +572,68 @@ def body_refs(data: bytes, fi: int, start: i64, end: i64, lo: int, hi: int, go: 
 
 
 def module_refs(
-    data: bytes, plan: Plan, lo: int, hi: int, go: bool, mem_hi: int, make: Any = None
+    data: bytes,
+    plan: Plan,
+    lo: int,
+    hi: int,
+    go: bool,
+    mem_hi: int,
+    make: Any = None,
+    hot: tuple[bytes, bytes] | None = None,
+    nimp: int = 0,
 ) -> list[list[Any]]:
     """The references of the bodies of ``plan`` (``(func_index, body_offset, body_size,
     mode, floor)``, mode 0: nothing to find), one list per body, each reference a plain
     tuple ``(func_index, offset, kind, target_kind, target, width)`` (no object per
-    reference: ffmpeg has 382k), or ``make(*that)`` when ``make`` is given."""
+    reference: ffmpeg has 382k), or ``make(*that)`` when ``make`` is given. ``hot``: the
+    decoder's stops (:attr:`kbtool.wasm.facts.ModuleAnalysis.hot`; ``nimp`` imported
+    functions before the code indices): the walk jumps between them."""
     out: list[list[Any]] = []
+    pos, idx = hot if hot is not None else (b"", b"")
     for fi, off, size, mode, floor in plan:
         refs: list[Any] = []
         if mode:
-            body_refs(data, fi, off, off + size, lo, hi, go, mem_hi, floor, refs)
+            j, j1 = _stops(idx, fi - nimp)
+            body_refs(data, fi, off, off + size, lo, hi, go, mem_hi, floor, refs, pos, j, j1)
             if make is not None:
                 refs = [make(*t) for t in refs]
         out.append(refs)
     return out
 
 
+def _stops(idx: bytes, ci: i64) -> tuple[i64, i64]:
+    """The byte range of code index ``ci``'s stops in the positions (``(0, -1)``: none
+    known, the walk reads every instruction)."""
+    if ci < 0 or 4 * ci + 8 > len(idx):
+        return 0, -1
+    return 4 * i64(read_i32_le(idx, 4 * ci)), 4 * i64(read_i32_le(idx, 4 * ci + 4))
+
+
 def module_refs_flat(
-    data: bytes, plan: Plan, lo: int, hi: int, go: bool, mem_hi: int, limit: int
+    data: bytes,
+    plan: Plan,
+    lo: int,
+    hi: int,
+    go: bool,
+    mem_hi: int,
+    limit: int,
+    hot: tuple[bytes, bytes] | None = None,
+    nimp: int = 0,
 ) -> tuple[list[Any], bool]:
     """:func:`module_refs`' references joined in one list (plan order), each body's appended
     where the walk makes them (no list per body, no second pass joining them: ffmpeg's
     422k); stops after the body with which the count reaches ``limit`` (then True, as the
-    data model's join of the per-body lists does)."""
+    data model's join of the per-body lists does). ``hot``, ``nimp``: as
+    :func:`module_refs`."""
     out: list[Any] = []
+    pos, idx = hot if hot is not None else (b"", b"")
     for fi, off, size, mode, floor in plan:
         if mode:
-            body_refs(data, fi, off, off + size, lo, hi, go, mem_hi, floor, out)
+            j, j1 = _stops(idx, fi - nimp)
+            body_refs(data, fi, off, off + size, lo, hi, go, mem_hi, floor, out, pos, j, j1)
         if len(out) >= limit:
             return out, True
     return out, False
-
-
-def ref_marks(refs: list[Any]) -> tuple[set[int], set[int], dict[int, int]]:
-    """:func:`kbtool.analysis.dataitems.build_items`'s three reads of the references in one
-    typed pass: the data targets (cuts), the ``funcptr`` targets, and each ``gostring``
-    target's length (the last one seen, as a dict comprehension keeps it)."""
-    cuts: set[int] = set()
-    fptr: set[int] = set()
-    gostr: dict[int, int] = {}
-    for r0 in refs:  # (func_index, offset, kind, target_kind, target, width) tuples
-        r: tuple[Any, ...] = r0
-        # the target as the tuple holds it: an ``int`` local would be unboxed here and
-        # boxed again (a new int object) for each set it goes into (ffmpeg: 377k)
-        t: Any = r[4]
-        tk: str = r[3]
-        if tk == "data":
-            cuts.add(t)
-        kind: str = r[2]
-        if kind == "funcptr":
-            fptr.add(t)
-        elif kind == "gostring":
-            gostr[t] = r[5]
-    return cuts, fptr, gostr
 
 
 def scan_plan(functions: list[Any], lo: int, mem_hi: int) -> list[tuple[int, int, int, int, int]]:

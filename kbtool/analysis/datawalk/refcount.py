@@ -222,3 +222,26 @@ def _count_refs_native(
             s.add(r[0])
         out.append(r)
     return out
+
+
+def ref_marks(refs: list[Any]) -> tuple[set[int], set[int], dict[int, int]]:
+    """:func:`kbtool.analysis.dataitems.build_items`'s three reads of the references in one
+    typed pass: the data targets (cuts), the ``funcptr`` targets, and each ``gostring``
+    target's length (the last one seen, as a dict comprehension keeps it)."""
+    cuts: set[int] = set()
+    fptr: set[int] = set()
+    gostr: dict[int, int] = {}
+    for r0 in refs:  # (func_index, offset, kind, target_kind, target, width) tuples
+        r: tuple[Any, ...] = r0
+        # the target as the tuple holds it: an ``int`` local would be unboxed here and
+        # boxed again (a new int object) for each set it goes into (ffmpeg: 377k)
+        t: Any = r[4]
+        tk: str = r[3]
+        if tk == "data":
+            cuts.add(t)
+        kind: str = r[2]
+        if kind == "funcptr":
+            fptr.add(t)
+        elif kind == "gostring":
+            gostr[t] = r[5]
+    return cuts, fptr, gostr

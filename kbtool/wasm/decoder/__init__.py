@@ -14,9 +14,9 @@ from hashlib import blake2b
 from typing import Any, Final, cast
 
 try:  # mypyc: native 64-bit ints for positions, bytes and kinds (no tag checks, no boxing)
-    from mypy_extensions import i64, u8
+    from mypy_extensions import i32, i64, u8
 except ImportError:  # the pure path without it (not a dependency): plain ints
-    i64 = u8 = int  # type: ignore[misc,assignment]
+    i32 = i64 = u8 = int  # type: ignore[misc,assignment]
 
 from ..decoder_tables import fast_kinds, prefix_tables
 from ..errors import WasmFormatError
@@ -46,14 +46,16 @@ from .slots import (
 )
 
 try:  # mypyc's runtime library (installed with mypy): its writes compile to native code
-    from librt.strings import BytesWriter, write_i16_le
+    from librt.strings import BytesWriter, write_i16_le, write_i32_le
 except ImportError:  # the pure path without it: the same writes on a bytearray
-    from ..opbuf import BytesWriter, write_i16_le  # type: ignore[assignment]
+    from ..opbuf import BytesWriter, write_i16_le, write_i32_le  # type: ignore[assignment]
 from ..opbuf import _BIG_ENDIAN, native_order
 
 # ----------------------------------------------------------------------------- hot loop
 
 PROGRESS_STEP: Final = 1 << 20  # bytes of code between two progress callbacks
+_I31: Final = (1 << 31) - 1  # (a position as an i32; past it ``ctx.hot`` is not set)
+
 
 _BAD_T: Final = b"\xffT?\x00"
 _DEF: Final = b"\xffF"
@@ -90,7 +92,8 @@ def analyze_range(ctx: Any, first: int, last: int,
                   step: int = PROGRESS_STEP) -> list[tuple[Any, ...]]:
     """Facts of the defined functions with code indices ``first <= i < last`` (``ctx``: a
     ``facts._Ctx``), one tuple per function in ``FuncFacts`` field order; ``progress(done,
-    total)`` about every ``step`` bytes of code."""
+    total)`` about every ``step`` bytes of code; ``ctx.hot`` set too (all bodies: see
+    :attr:`.facts.ModuleAnalysis.hot`)."""
     data: bytes = ctx.data
     m: Any = ctx.m
     code: list[tuple[int, int]] = m.code
@@ -145,6 +148,9 @@ def analyze_range(ctx: Any, first: int, last: int,
     fbox: list[object] = [None] * (nimp + len(code))
     sig_head: list[bytes] = [t.encode() + b"\x00" for t in type_text]
     out: list[tuple[Any, ...]] = []
+    # the data walk's stops (ModuleAnalysis.hot): the positions, per body the count before
+    hot = BytesWriter()
+    hot_idx = BytesWriter()
     next_progress = (code[first][0] if first < last else 0) + step
     code_start = code[0][0] if code else 0
     start: i64
@@ -153,6 +159,7 @@ def analyze_range(ctx: Any, first: int, last: int,
         start, end = code[ci_]
         ci: i64 = ci_
         fidx = nimp + ci_
+        write_i32_le(hot_idx, i32(len(hot) >> 2))
         if progress is not None and start >= next_progress:
             progress(total_done + start - code_start, total)
             next_progress = start + step
@@ -224,6 +231,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                         raise _Bad  # instructions after the function's final end
                     continue
                 if k == 2:  # memarg
+                    write_i32_le(hot, i32((p - 1) & _I31))
                     a = data[p]
                     p += 1
                     if a >= 0x40:
@@ -259,6 +267,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                     continue
                 if k == 3:  # i32.const
                     s = p
+                    write_i32_le(hot, i32((s - 1) & _I31))
                     x = data[p]
                     if x < 0x80:
                         p += 1
@@ -335,6 +344,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                         last_cut = p
                     continue
                 if k == 4:  # global.get / global.set
+                    write_i32_le(hot, i32((p - 1) & _I31))
                     x = data[p]
                     p += 1
                     if x >= 0x80:
@@ -386,6 +396,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                         last_cut = p
                     continue
                 if k == 30:  # prefix
+                    pat: i64 = p - 1
                     x = data[p]
                     p += 1
                     if x >= 0x80:
@@ -404,6 +415,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                     if k == 0:
                         continue
                     if k == 2 or k == 20:  # memarg (+ lane)
+                        write_i32_le(hot, i32(pat & _I31))
                         a = data[p]
                         p += 1
                         if a >= 0x40:
@@ -488,6 +500,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                 # ---- single-byte opcodes with rarer immediates
                 if k == 7:  # i64.const
                     s = p
+                    write_i32_le(hot, i32((s - 1) & _I31))
                     x = data[p]
                     p += 1
                     if x < 0x80:
@@ -558,6 +571,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                 if k == 11:  # call_indirect / return_call_indirect
                     cind += 1
                     s = p
+                    write_i32_le(hot, i32((s - 1) & _I31))
                     x = data[p]
                     p += 1
                     if x >= 0x80:
@@ -677,5 +691,8 @@ def analyze_range(ctx: Any, first: int, last: int,
             blake2b(body, digest_size=16).hexdigest(),
             blake2b(shw.getvalue(), digest_size=16).hexdigest(),
         ))
+    if first == 0 and last == len(code) and len(data) < (1 << 31):
+        write_i32_le(hot_idx, i32(len(hot) >> 2))
+        ctx.hot = (hot.getvalue(), hot_idx.getvalue())
     return out
 # fmt: on
