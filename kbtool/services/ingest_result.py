@@ -9,45 +9,40 @@ from __future__ import annotations
 
 from typing import Any
 
-#: a ``field(default_factory=...)``'s default: a new dict or list when not given (an explicit
-#: None is kept, as the dataclass kept it)
-_NEW: Any = object()
-
-_FIELDS = (
-    "version_id",
-    "label",
-    "imported",
-    "defined",
-    "exported",
-    "instructions",
-    "toolchain_version",
-    "shared_memory",
-    "parent_version_id",
-    "carried",
-    "carried_by_method",
-    "body_changed",
-    "new_identities",
-    "names_written",
-    "names_refused",
-    "names_same",
-    "names_by_source",
-    "glue",
-    "diff_carry",
-    "program",
-    "new_program",
-    "lineage",
-    "lineage_text",
-    "go",
-    "matcher_notes",
-    "data",
-)
+from kbtool.plainclass import NEW, Plain
 
 
-class IngestResult:
+class IngestResult(Plain):
     """What one ingest stored: the version, its counts, its parent and what it carried."""
 
-    __match_args__ = _FIELDS
-    __hash__ = None  # type: ignore[assignment]
+    _FIELDS = (
+        "version_id",
+        "label",
+        "imported",
+        "defined",
+        "exported",
+        "instructions",
+        "toolchain_version",
+        "shared_memory",
+        "parent_version_id",
+        "carried",
+        "carried_by_method",
+        "body_changed",
+        "new_identities",
+        "names_written",
+        "names_refused",
+        "names_same",
+        "names_by_source",
+        "glue",
+        "diff_carry",
+        "program",
+        "new_program",
+        "lineage",
+        "lineage_text",
+        "go",
+        "matcher_notes",
+        "data",
+    )
 
     def __init__(
         self,
@@ -61,13 +56,13 @@ class IngestResult:
         shared_memory: bool,
         parent_version_id: int | None,
         carried: int,
-        carried_by_method: dict[str, int] = _NEW,
+        carried_by_method: dict[str, int] = NEW,
         body_changed: int = 0,
         new_identities: int = 0,
         names_written: int = 0,
         names_refused: int = 0,  # a real refusal by the gate (e.g. a locked human name)
         names_same: int = 0,  # the function already had that name (other provenance or confidence)
-        names_by_source: dict[str, int] = _NEW,
+        names_by_source: dict[str, int] = NEW,
         glue: dict[str, Any] | None = None,
         diff_carry: dict[str, int] | None = None,
         program: str | None = None,
@@ -75,7 +70,7 @@ class IngestResult:
         lineage: dict[str, Any] | None = None,
         lineage_text: str = "",
         go: dict[str, Any] | None = None,
-        matcher_notes: list[str] = _NEW,  # a matcher stage stopped at its budget
+        matcher_notes: list[str] = NEW,  # a matcher stage stopped at its budget
         data: dict[str, Any] | None = None,  # the data model's counts (items, globals, refs)
     ) -> None:
         self.version_id = version_id
@@ -88,13 +83,13 @@ class IngestResult:
         self.shared_memory = shared_memory
         self.parent_version_id = parent_version_id
         self.carried = carried
-        self.carried_by_method = {} if carried_by_method is _NEW else carried_by_method
+        self.carried_by_method = {} if carried_by_method is NEW else carried_by_method
         self.body_changed = body_changed
         self.new_identities = new_identities
         self.names_written = names_written
         self.names_refused = names_refused
         self.names_same = names_same
-        self.names_by_source = {} if names_by_source is _NEW else names_by_source
+        self.names_by_source = {} if names_by_source is NEW else names_by_source
         self.glue = glue
         self.diff_carry = diff_carry
         self.program = program
@@ -102,16 +97,5 @@ class IngestResult:
         self.lineage = lineage
         self.lineage_text = lineage_text
         self.go = go
-        self.matcher_notes = [] if matcher_notes is _NEW else matcher_notes
+        self.matcher_notes = [] if matcher_notes is NEW else matcher_notes
         self.data = data
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return tuple([getattr(self, f) for f in _FIELDS]) == tuple(
-            [getattr(other, f) for f in _FIELDS]
-        )
-
-    def __repr__(self) -> str:
-        inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in _FIELDS)
-        return f"{type(self).__qualname__}({inner})"

@@ -52,6 +52,7 @@ from kbtool.analysis.runtime import (
 )
 from kbtool.kb import queries, store
 from kbtool.kb.errors import KBError
+from kbtool.plainclass import NEW, FrozenPlain, Plain
 from kbtool.wasm import ModuleAnalysis
 
 MIN_INSTRS = 8  # functions with fewer instructions do not count towards relatedness
@@ -78,43 +79,10 @@ class LineageError(KBError):
     """A --program/--base choice that cannot be honoured."""
 
 
-class _Frozen:
-    """What ``dataclass(frozen=True, slots=True)`` gave (plain classes: no methods generated
-    and compiled at import on a small module's path): ``==`` and ``hash`` over the fields
-    (``_FIELDS``), a field-by-field ``repr``, no assignment after ``__init__``."""
-
-    __slots__ = ()
-    _FIELDS: tuple[str, ...] = ()
-
-    def _values(self) -> tuple:
-        return tuple([getattr(self, f) for f in self._FIELDS])
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._FIELDS)
-        return f"{type(self).__qualname__}({inner})"
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
-
-    def __reduce__(self) -> tuple[Any, tuple]:
-        return (type(self), self._values())
-
-
-class HashProfile(_Frozen):
+class HashProfile(FrozenPlain):
     """The counted functions of one module as (body hash, shape hash) pairs."""
 
-    __slots__ = _FIELDS = __match_args__ = ("pairs", "bodies", "shapes", "basis", "library")
+    __slots__ = _FIELDS = ("pairs", "bodies", "shapes", "basis", "library")
     pairs: tuple[tuple[str | None, str | None], ...]
     bodies: frozenset[str]
     shapes: frozenset[str]
@@ -144,10 +112,10 @@ class HashProfile(_Frozen):
 Row = tuple[str | None, str | None, int, bool]  # body hash, shape hash, instrs, library
 
 
-class ModuleRows(_Frozen):
+class ModuleRows(FrozenPlain):
     """A module's defined functions for the lineage decision, and which are library code."""
 
-    __slots__ = _FIELDS = __match_args__ = ("rows", "library_indices")
+    __slots__ = _FIELDS = ("rows", "library_indices")
     rows: tuple[Row, ...]
     library_indices: tuple[int, ...]  # function indices (for the lineage record)
 
@@ -348,17 +316,13 @@ def overlap(new: HashProfile, old: HashProfile) -> float:
     return hit / denom
 
 
-#: a ``field(default_factory=list)``'s default: a new list when not given
-_NEW: Any = object()
-
-
-class Lineage:
+class Lineage(Plain):
     """Where a new version goes: its program and the parent it carries from (None: nothing).
 
     A plain class with what ``dataclass(slots=True)`` gave: ``==`` over the fields (no
     hash), a field-by-field ``repr``."""
 
-    __slots__ = __match_args__ = _FIELDS = (
+    __slots__ = _FIELDS = (
         "program",
         "program_id",
         "parent_version_id",
@@ -371,7 +335,6 @@ class Lineage:
         "library",
         "near",
     )
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -381,7 +344,7 @@ class Lineage:
         overlap: float | None,
         method: str,  # "related", "base", "program", "new-program", "first"
         new_program: bool,
-        candidates: list[dict[str, Any]] = _NEW,  # best first, at most 3
+        candidates: list[dict[str, Any]] = NEW,  # best first, at most 3
         basis: str = "own",  # what the overlap was measured on (see the module docstring)
         own_functions: int = 0,
         library: str = "",  # ranges of library/runtime function indices in the new module
@@ -395,23 +358,11 @@ class Lineage:
         self.overlap = overlap
         self.method = method
         self.new_program = new_program
-        self.candidates = [] if candidates is _NEW else candidates
+        self.candidates = [] if candidates is NEW else candidates
         self.basis = basis
         self.own_functions = own_functions
         self.library = library
         self.near = near
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        fields = self._FIELDS
-        return tuple([getattr(self, f) for f in fields]) == tuple(
-            [getattr(other, f) for f in fields]
-        )
-
-    def __repr__(self) -> str:
-        inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._FIELDS)
-        return f"{type(self).__qualname__}({inner})"
 
     def record(self) -> dict[str, Any]:
         """JSON stored in ``versions.lineage``."""

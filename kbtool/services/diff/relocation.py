@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from hashlib import sha256
 from typing import Any
 
+from kbtool.plainclass import NEW, Plain
 from kbtool.wasm.active import IMPL as _decoder_impl
 from kbtool.wasm.errors import WasmFormatError
 from kbtool.wasm.facts import build_data_map, static_region
@@ -277,45 +278,24 @@ def _split_body(view: ModuleView, index: int) -> tuple[bytes, int, int]:
     return bytes(data[start:p]), p, end
 
 
-#: ``field(default_factory=list)``'s default: a new list when not given
-_NEW: Any = object()
-
-
-class BodyCompare:
+class BodyCompare(Plain):
     """The answer of :func:`compare_bodies`. A plain class with what ``@dataclass`` gave it
     (``==`` over the fields, no hash, a field-by-field ``repr``): no methods generated and
     compiled at import on a later ingest's path."""
 
-    __match_args__ = ("same", "relocated", "reason", "data_changes")
-    __hash__ = None  # type: ignore[assignment]
+    _FIELDS = ("same", "relocated", "reason", "data_changes")
 
     def __init__(
         self,
         same: bool,
         relocated: bool = False,
         reason: str = "",
-        data_changes: list[tuple[str, str]] = _NEW,
+        data_changes: list[tuple[str, str]] = NEW,
     ) -> None:
         self.same = same
         self.relocated = relocated
         self.reason = reason
-        self.data_changes = [] if data_changes is _NEW else data_changes
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.same, self.relocated, self.reason, self.data_changes) == (
-            other.same,  # type: ignore[attr-defined]
-            other.relocated,  # type: ignore[attr-defined]
-            other.reason,  # type: ignore[attr-defined]
-            other.data_changes,  # type: ignore[attr-defined]
-        )
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}(same={self.same!r}, relocated={self.relocated!r}, "
-            f"reason={self.reason!r}, data_changes={self.data_changes!r})"
-        )
+        self.data_changes = [] if data_changes is NEW else data_changes
 
     def as_dict(self) -> dict[str, Any]:
         return {
