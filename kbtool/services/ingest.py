@@ -12,12 +12,19 @@ import re
 import sqlite3
 from collections import defaultdict
 from collections.abc import Callable
+from itertools import starmap
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from kbtool.identity.ids import assign_new_ids
 from kbtool.identity.names import module_is_minified
-from kbtool.identity.records import is_minified, records_from_analysis, table_slots
+from kbtool.identity.records import (
+    FuncRecord,
+    is_minified,
+    record_rows,
+    records_from_analysis,
+    table_slots,
+)
 from kbtool.kb import queries, store
 from kbtool.kb.db import transaction
 from kbtool.kb.errors import KBError
@@ -184,8 +191,11 @@ def _ingest(
         raise IngestError(f"not a valid WebAssembly module: {exc}") from None
     new = None
     if job is not None:  # (the early child's matcher starts now)
-        new = records_from_analysis(analysis)
-        job.send_new(new)
+        # the records' tuples sent as they are, this process's records made after the send
+        recs = record_rows(analysis)
+        job.send_rows(recs)
+        new = job.new = list(starmap(FuncRecord, recs))
+        del recs
     glue = None
     if glue_text is not None:
         from kbtool.glue import parse_glue  # (imported when used: start-up of a plain ingest)

@@ -295,15 +295,6 @@ def _early_inputs(path: str, parent: int, data: bytes, sha: str) -> dict:
     return got
 
 
-def _pack_records(recs: Sequence) -> list[tuple]:
-    """The matcher's records as tuples of their fields (:func:`_unpack_records`)."""
-    from dataclasses import fields
-
-    from kbtool.identity.records import FuncRecord
-
-    return list(map(attrgetter(*(f.name for f in fields(FuncRecord))), recs))
-
-
 def _unpack_records(rows: list[tuple]) -> list:
     from kbtool.identity.records import FuncRecord
 
@@ -348,7 +339,7 @@ class MatchJob:
 
     def start_early(self, path: str, parent: int, data: bytes, sha: str) -> None:
         """Fork the child before the decode (:func:`start_early`): it reads version
-        ``parent`` of the KB at ``path`` itself and waits for :meth:`send_new`."""
+        ``parent`` of the KB at ``path`` itself and waits for :meth:`send_rows`."""
         from kbtool.wasm.workers import pool_context, signals_deferred
 
         mpctx = pool_context()
@@ -384,14 +375,15 @@ class MatchJob:
             c_reader.close()
         self.proc, self.reader, self.sender, self.parent = proc, reader, sender, parent
 
-    def send_new(self, new: Sequence) -> None:
-        """The new version's records to the early child (it starts the matcher then)."""
-        self.new = new
+    def send_rows(self, rows: list[tuple]) -> None:
+        """The new version's records as the tuples of their fields
+        (:func:`kbtool.identity.records.record_rows`) to the early child, before this
+        process makes its own records of them (the caller sets :attr:`new` then); the child
+        starts the matcher once it has them (:func:`_unpack_records`)."""
         if self.proc is None:
             return
         import pickle
 
-        rows = _pack_records(new)
         step = max(1, -(-len(rows) // _RECORD_CHUNKS))
         chunks = [rows[i : i + step] for i in range(0, len(rows), step)]
         spool = self._spool
@@ -607,7 +599,7 @@ def start_early(
     own read-only connection while this process decodes; None when there is none, ``conn``
     is inside a transaction (the child would not see its writes) or not a file, or no core
     is free (:func:`early_wanted`). The caller sends the new records (:meth:`MatchJob.
-    send_new`) and stops the job when the lineage chose another parent."""
+    send_rows`) and stops the job when the lineage chose another parent."""
     from kbtool.kb import queries
 
     if conn.in_transaction or not match_in_child(len(data)) or not early_wanted():
