@@ -17,8 +17,8 @@ Output is deterministic (sorted by function index / struct name).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
+from kbtool.plainclass import NEW, Plain
 from kbtool.wasm import ModuleAnalysis
 
 from .fingerprints import FingerprintDB, default_db, full_hash
@@ -30,15 +30,29 @@ from .recognize import recognize
 Progress = Callable[[str, int, int], None]
 
 
-@dataclass
-class StaticAnalysis:
+class StaticAnalysis(Plain):
     """The static passes' results: names, review items, thread facts, recovered structs."""
 
-    names: list[dict] = field(default_factory=list)
-    review: list[dict] = field(default_factory=list)
-    thread_facts: list[dict] = field(default_factory=list)
-    structs: list[dict] = field(default_factory=list)
-    _param_index: dict[tuple[int, int], int] = field(default_factory=dict, repr=False)
+    _FIELDS = ("names", "review", "thread_facts", "structs")
+    names: list[dict]
+    review: list[dict]
+    thread_facts: list[dict]
+    structs: list[dict]
+    _param_index: dict[tuple[int, int], int]
+
+    def __init__(
+        self,
+        names: list[dict] = NEW,
+        review: list[dict] = NEW,
+        thread_facts: list[dict] = NEW,
+        structs: list[dict] = NEW,
+        _param_index: dict[tuple[int, int], int] = NEW,
+    ) -> None:
+        self.names = [] if names is NEW else names
+        self.review = [] if review is NEW else review
+        self.thread_facts = [] if thread_facts is NEW else thread_facts
+        self.structs = [] if structs is NEW else structs
+        self._param_index = {} if _param_index is NEW else _param_index
 
     def struct_for_param(self, func_index: int, param_index: int) -> dict | None:
         """The struct a parameter points to (name, source_function, fields), if recovered."""

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 from bisect import bisect_right
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from kbtool.plainclass import NEW, Plain
 from kbtool.twinstate import package_state
 
 MIN_STRING = 4  # printable bytes for a C string item (shorter runs stay numeric data)
@@ -56,34 +56,73 @@ GETTER_GLOBALS = {
 GO_GLOBALS = ("SP", "CTXT", "g", "RET0", "RET1", "RET2", "RET3", "PAUSE")
 
 
-@dataclass(slots=True)
-class GlobalInfo:
+class GlobalInfo(Plain):
     """One global of the data model."""
 
-    index: int
-    type: str
-    mutable: bool
-    initial: int | float | None
-    imported: bool
-    import_name: str | None
-    exports: list[str]
-    role: str | None
-    name: str | None  # what the toolchain calls it, when the role or the binary says
-    confidence: float  # of ``name``
-    reads: int = 0  # functions reading it
-    writes: int = 0  # functions writing it
+    __slots__ = _FIELDS = (
+        "index",
+        "type",
+        "mutable",
+        "initial",
+        "imported",
+        "import_name",
+        "exports",
+        "role",
+        "name",
+        "confidence",
+        "reads",
+        "writes",
+    )
+
+    def __init__(
+        self,
+        index: int,
+        type: str,
+        mutable: bool,
+        initial: int | float | None,
+        imported: bool,
+        import_name: str | None,
+        exports: list[str],
+        role: str | None,
+        name: str | None,  # what the toolchain calls it, when the role or the binary says
+        confidence: float,  # of ``name``
+        reads: int = 0,  # functions reading it
+        writes: int = 0,  # functions writing it
+    ) -> None:
+        self.index = index
+        self.type = type
+        self.mutable = mutable
+        self.initial = initial
+        self.imported = imported
+        self.import_name = import_name
+        self.exports = exports
+        self.role = role
+        self.name = name
+        self.confidence = confidence
+        self.reads = reads
+        self.writes = writes
 
 
-@dataclass(slots=True)
-class DataRef:
+class DataRef(Plain):
     """One instruction's reference to data, a global or a table."""
 
-    func_index: int
-    offset: int  # file offset of the instruction
-    kind: str  # load, store, addr, read, write, call_indirect
-    target_kind: str  # data, global, table
-    target: int  # address, global index or table index
-    width: int = 0  # bytes loaded or stored
+    __slots__ = _FIELDS = ("func_index", "offset", "kind", "target_kind", "target", "width")
+
+    def __init__(
+        self,
+        func_index: int,
+        offset: int,  # file offset of the instruction
+        kind: str,  # load, store, addr, read, write, call_indirect
+        target_kind: str,  # data, global, table
+        target: int,  # address, global index or table index
+        width: int = 0,  # bytes loaded or stored
+    ) -> None:
+        self.func_index = func_index
+        self.offset = offset
+        self.kind = kind
+        self.target_kind = target_kind
+        self.target = target
+        self.width = width
 
 
 #: a reference as the model holds it: ``(func_index, offset, kind, target_kind, target,
@@ -91,17 +130,29 @@ class DataRef:
 RefTuple = tuple[int, int, str, str, int, int]
 
 
-@dataclass(slots=True)
-class DataModel:
+class DataModel(Plain):
     """A module's data model: globals, data items and the references to them."""
 
-    globals: list[GlobalInfo]
-    items: list[DataItem]
-    ref_rows: list[RefTuple]  # plain tuples: no object per reference (ffmpeg: 382k)
-    data_start: int
-    data_end: int
-    truncated: bool = False
-    _starts: list[int] = field(default_factory=list, repr=False)
+    _FIELDS = ("globals", "items", "ref_rows", "data_start", "data_end", "truncated")
+    __slots__ = (*_FIELDS, "_starts")
+
+    def __init__(
+        self,
+        globals: list[GlobalInfo],
+        items: list[DataItem],
+        ref_rows: list[RefTuple],  # plain tuples: no object per reference (ffmpeg: 382k)
+        data_start: int,
+        data_end: int,
+        truncated: bool = False,
+        _starts: list[int] = NEW,
+    ) -> None:
+        self.globals = globals
+        self.items = items
+        self.ref_rows = ref_rows
+        self.data_start = data_start
+        self.data_end = data_end
+        self.truncated = truncated
+        self._starts = [] if _starts is NEW else _starts
 
     @property
     def refs(self) -> list[DataRef]:
@@ -120,10 +171,12 @@ class DataModel:
         return it if it.address <= address < it.address + max(it.size, 1) else None
 
     def to_dict(self) -> dict:
+        from dataclasses import asdict  # (the items are dataclasses; not on an ingest's path)
+
         return {
-            "globals": [asdict(g) for g in self.globals],
+            "globals": [_fields_dict(g) for g in self.globals],
             "items": [asdict(i) for i in self.items],
-            "refs": [asdict(r) for r in self.refs],
+            "refs": [_fields_dict(r) for r in self.refs],
             "data_start": self.data_start,
             "data_end": self.data_end,
             "truncated": self.truncated,
@@ -165,3 +218,12 @@ if TYPE_CHECKING:
     from .datawalk.itemtype import DataItem
 else:
     DataItem = _item_class()
+
+
+def _fields_dict(obj: Plain) -> dict[str, Any]:
+    """``dataclasses.asdict`` of a plain class here: its fields with lists copied (a
+    global's exports; the rest are numbers and strings)."""
+    return {
+        f: (list(v) if type(v) is list else v)
+        for f, v in zip(obj._FIELDS, obj._values(), strict=True)
+    }

@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import weakref
 from collections import Counter, defaultdict
-from dataclasses import dataclass
 
+from kbtool.plainclass import Plain
 from kbtool.wasm import FuncFacts, ModuleAnalysis
 from kbtool.wasm.instr import decode_one, skip_local_decls
 from kbtool.wasm.opcodes import MNEMONICS
@@ -60,14 +60,22 @@ ANCHOR_ROUNDS = 4  # anchored small bodies: rounds of callers-of-the-newly-named
 OP = {m: i for i, m in enumerate(MNEMONICS)}
 
 
-@dataclass(slots=True)
-class Candidate:
+class Candidate(Plain):
     """One recognized function: its index and proposed name."""
 
-    func_index: int
-    name: str
-    confidence: float
-    evidence: dict
+    __slots__ = _FIELDS = ("func_index", "name", "confidence", "evidence")
+
+    def __init__(
+        self,
+        func_index: int,
+        name: str,
+        confidence: float,
+        evidence: dict,
+    ) -> None:
+        self.func_index = func_index
+        self.name = name
+        self.confidence = confidence
+        self.evidence = evidence
 
 
 def _decode(data: bytes, f: FuncFacts, limit: int = MAX_BEHAVIOUR_BODY):

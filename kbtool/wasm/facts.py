@@ -32,9 +32,10 @@ import gc
 import os
 from array import array
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from hashlib import blake2b
 from typing import Any
+
+from kbtool.plainclass import NEW, Plain
 
 from . import active
 from .datamap import (  # noqa: F401 - re-exported: facts was their home
@@ -68,32 +69,81 @@ GO_FUNC_VALUE_OFFSET = 0x1000  # cmd/link/internal/wasm funcValueOffset: PC_F of
 # ----------------------------------------------------------------------------- results
 
 
-@dataclass(slots=True)
-class FuncFacts:
+class FuncFacts(Plain):
     """The static facts of one function."""
 
-    index: int
-    imported: bool
-    import_module: str | None
-    import_field: str | None
-    type_sig: str
-    export_names: list[str]
-    raw_name: str | None
-    body_offset: int
-    body_size: int
-    instr_count: int
-    ops: bytes
-    calls: list[int]
-    call_indirect: int
-    ref_funcs: list[int]
-    consts: list[int]
-    strings: list[str]
-    globals_used: list[int]
-    mem_ops: list[tuple[int, int, int]]
-    atomic_sites: int
-    loops: int
-    body_hash: str
-    shape_hash: str
+    __slots__ = _FIELDS = (
+        "index",
+        "imported",
+        "import_module",
+        "import_field",
+        "type_sig",
+        "export_names",
+        "raw_name",
+        "body_offset",
+        "body_size",
+        "instr_count",
+        "ops",
+        "calls",
+        "call_indirect",
+        "ref_funcs",
+        "consts",
+        "strings",
+        "globals_used",
+        "mem_ops",
+        "atomic_sites",
+        "loops",
+        "body_hash",
+        "shape_hash",
+    )
+
+    def __init__(
+        self,
+        index: int,
+        imported: bool,
+        import_module: str | None,
+        import_field: str | None,
+        type_sig: str,
+        export_names: list[str],
+        raw_name: str | None,
+        body_offset: int,
+        body_size: int,
+        instr_count: int,
+        ops: bytes,
+        calls: list[int],
+        call_indirect: int,
+        ref_funcs: list[int],
+        consts: list[int],
+        strings: list[str],
+        globals_used: list[int],
+        mem_ops: list[tuple[int, int, int]],
+        atomic_sites: int,
+        loops: int,
+        body_hash: str,
+        shape_hash: str,
+    ) -> None:
+        self.index = index
+        self.imported = imported
+        self.import_module = import_module
+        self.import_field = import_field
+        self.type_sig = type_sig
+        self.export_names = export_names
+        self.raw_name = raw_name
+        self.body_offset = body_offset
+        self.body_size = body_size
+        self.instr_count = instr_count
+        self.ops = ops
+        self.calls = calls
+        self.call_indirect = call_indirect
+        self.ref_funcs = ref_funcs
+        self.consts = consts
+        self.strings = strings
+        self.globals_used = globals_used
+        self.mem_ops = mem_ops
+        self.atomic_sites = atomic_sites
+        self.loops = loops
+        self.body_hash = body_hash
+        self.shape_hash = shape_hash
 
     @property
     def import_name(self) -> str | None:
@@ -108,20 +158,32 @@ class FuncFacts:
         return [MNEMONICS[i] for i in a]
 
 
-@dataclass
-class ModuleAnalysis:
+class ModuleAnalysis(Plain):
     """A module with the static facts of each of its defined functions."""
 
+    _FIELDS = ("module", "functions", "toolchain_version")
     module: Module
-    functions: list[FuncFacts] = field(default_factory=list)
-    toolchain_version: str | None = None
+    functions: list[FuncFacts]
+    toolchain_version: str | None
     #: the data walk's stops, from the decoder when it decoded every body in this process
     #: (else None): ``(positions, index)``, the file offsets of each ``i32``/``i64.const``,
     #: memarg, ``global.get``/``set`` and ``(return_)call_indirect`` in body order, and per
     #: code index (one more at the end) the count of those in the bodies before it, each a
     #: little-endian i32; the walk's all-unknown stack jumps from one to the next
     #: (:func:`kbtool.analysis.datawalk.body_refs`), and drops them after use
-    hot: tuple[bytes, bytes] | None = field(default=None, repr=False, compare=False)
+    hot: tuple[bytes, bytes] | None  # (not a field: not in ==, repr)
+
+    def __init__(
+        self,
+        module: Module,
+        functions: list[FuncFacts] = NEW,
+        toolchain_version: str | None = None,
+        hot: tuple[bytes, bytes] | None = None,
+    ) -> None:
+        self.module = module
+        self.functions = [] if functions is NEW else functions
+        self.toolchain_version = toolchain_version
+        self.hot = hot
 
     @property
     def instr_count(self) -> int:

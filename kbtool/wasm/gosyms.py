@@ -32,7 +32,8 @@ import re
 import struct
 from bisect import bisect_right
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+
+from kbtool.plainclass import NEW, Plain
 
 from .reader import Module
 
@@ -84,8 +85,7 @@ class GoSymbolsError(ValueError):
     """
 
 
-@dataclass(slots=True)
-class GoSymbols:
+class GoSymbols(Plain):
     """Function names recovered from a Go module's pclntab.
 
     ``names`` maps wasm function index -> Go name (untrusted text: printable as decoded,
@@ -95,20 +95,54 @@ class GoSymbols:
     ``unnamed_functions`` defined wasm functions with no pclntab entry.
     """
 
-    go_version: str | None
-    version_source: str | None  # "producers", "runtime.buildVersion" or None
-    pclntab_magic: int
-    pclntab_format: str  # a FORMATS value
-    pclntab_address: int  # linear-memory address of the pclntab header
-    mapping: str  # "element-table" (the module's function table) or "linker-formula"
-    names: dict[int, str] = field(default_factory=dict)
-    entry_pcs: dict[int, int] = field(default_factory=dict)
-    pclntab_funcs: int = 0
-    mapped: int = 0
-    unmapped: int = 0
-    unnamed_functions: int = 0
-    defined_functions: int = 0
-    notes: list[str] = field(default_factory=list)
+    __slots__ = _FIELDS = (
+        "go_version",
+        "version_source",
+        "pclntab_magic",
+        "pclntab_format",
+        "pclntab_address",
+        "mapping",
+        "names",
+        "entry_pcs",
+        "pclntab_funcs",
+        "mapped",
+        "unmapped",
+        "unnamed_functions",
+        "defined_functions",
+        "notes",
+    )
+
+    def __init__(
+        self,
+        go_version: str | None,
+        version_source: str | None,  # "producers", "runtime.buildVersion" or None
+        pclntab_magic: int,
+        pclntab_format: str,  # a FORMATS value
+        pclntab_address: int,  # linear-memory address of the pclntab header
+        mapping: str,  # "element-table" (the module's function table) or "linker-formula"
+        names: dict[int, str] = NEW,
+        entry_pcs: dict[int, int] = NEW,
+        pclntab_funcs: int = 0,
+        mapped: int = 0,
+        unmapped: int = 0,
+        unnamed_functions: int = 0,
+        defined_functions: int = 0,
+        notes: list[str] = NEW,
+    ) -> None:
+        self.go_version = go_version
+        self.version_source = version_source
+        self.pclntab_magic = pclntab_magic
+        self.pclntab_format = pclntab_format
+        self.pclntab_address = pclntab_address
+        self.mapping = mapping
+        self.names = {} if names is NEW else names
+        self.entry_pcs = {} if entry_pcs is NEW else entry_pcs
+        self.pclntab_funcs = pclntab_funcs
+        self.mapped = mapped
+        self.unmapped = unmapped
+        self.unnamed_functions = unnamed_functions
+        self.defined_functions = defined_functions
+        self.notes = [] if notes is NEW else notes
 
     @property
     def coverage(self) -> float:
@@ -282,16 +316,26 @@ def _function_table(module: Module) -> dict[int, int]:
 # ----------------------------------------------------------------------------- pclntab
 
 
-@dataclass(slots=True)
-class _Table:
+class _Table(Plain):
     """A Go pclntab's header fields."""
 
-    magic: int
-    address: int
-    nfunc: int
-    format: str  # a FORMATS value
-    entries: list[tuple[int, str]]  # (entry PC, name) in table order
-    notes: list[str]
+    __slots__ = _FIELDS = ("magic", "address", "nfunc", "format", "entries", "notes")
+
+    def __init__(
+        self,
+        magic: int,
+        address: int,
+        nfunc: int,
+        format: str,  # a FORMATS value
+        entries: list[tuple[int, str]],  # (entry PC, name) in table order
+        notes: list[str],
+    ) -> None:
+        self.magic = magic
+        self.address = address
+        self.nfunc = nfunc
+        self.format = format
+        self.entries = entries
+        self.notes = notes
 
 
 def _u64(image: _Image, addr: int, what: str) -> int:
