@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from hashlib import blake2b
 from typing import Any
 
+from kbtool.plainclass import FrozenPlain
 from kbtool.wasm import FuncFacts, Module
 from kbtool.wasm.active import IMPL as _decoder_impl
 from kbtool.wasm.active import PATH as _decoder_path
@@ -158,21 +158,50 @@ def _loose_digests(data: bytes, f: FuncFacts, ctx: LooseContext) -> tuple[str, s
     return h.hexdigest(), ht.hexdigest()
 
 
-@dataclass(frozen=True, slots=True)
-class RefEntry:
-    """One reference function: a name seen with these hashes in these builds."""
+class RefEntry(FrozenPlain):
+    """One reference function: a name seen with these hashes in these builds (a plain
+    frozen class: once ``@dataclass(frozen=True, slots=True)``)."""
 
-    id: str  # fingerprint id, stable: "<hash kind>:<hash>:<name>"
-    name: str
-    family: str
-    shape: str
-    full: str
-    instr_count: int
-    type_sig: str
-    callees: tuple[str, ...]  # names of the direct callees in the reference build
-    refs: tuple[str, ...]  # reference build ids
-    loose: str = ""  # loose hash (see loose_hash); "" when not recorded
-    texts: str = ""  # hash of the strings the body refers to (see loose_digests)
+    __slots__ = _FIELDS = (
+        "id",
+        "name",
+        "family",
+        "shape",
+        "full",
+        "instr_count",
+        "type_sig",
+        "callees",
+        "refs",
+        "loose",
+        "texts",
+    )
+
+    def __init__(
+        self,
+        id: str,  # fingerprint id, stable: "<hash kind>:<hash>:<name>"
+        name: str,
+        family: str,
+        shape: str,
+        full: str,
+        instr_count: int,
+        type_sig: str,
+        callees: tuple[str, ...],  # names of the direct callees in the reference build
+        refs: tuple[str, ...],  # reference build ids
+        loose: str = "",  # loose hash (see loose_hash); "" when not recorded
+        texts: str = "",  # hash of the strings the body refers to (see loose_digests)
+    ) -> None:
+        put = object.__setattr__
+        put(self, "id", id)
+        put(self, "name", name)
+        put(self, "family", family)
+        put(self, "shape", shape)
+        put(self, "full", full)
+        put(self, "instr_count", instr_count)
+        put(self, "type_sig", type_sig)
+        put(self, "callees", callees)
+        put(self, "refs", refs)
+        put(self, "loose", loose)
+        put(self, "texts", texts)
 
 
 class FingerprintDB:

@@ -14,6 +14,7 @@ import pytest
 
 from kbtool.analysis import StaticAnalysis
 from kbtool.analysis import datatypes as dt
+from kbtool.analysis.fingerprints import RefEntry
 from kbtool.analysis.recognize import Candidate
 from kbtool.wasm import facts, gosyms, model
 
@@ -146,3 +147,28 @@ def test_data_model_to_dict_is_the_dataclass_form():
         }
     ]
     assert (d["items"], d["data_start"], d["data_end"], d["truncated"]) == ([], 1024, 2048, False)
+
+
+def test_the_reference_entry_is_a_frozen_dataclass_still():
+    ref, names = _reference(RefEntry, True, ())
+    ref = dataclasses.make_dataclass(
+        "RefEntry",
+        [(f.name, "object", dataclasses.field(default=f.default)) for f in dataclasses.fields(ref)],
+        frozen=True,
+        slots=True,
+    )
+    ref.__qualname__ = RefEntry.__qualname__
+    values = {n: (f"{n}-{i}" if i < 7 else (f"{n}-x",)) for i, n in enumerate(names)}
+    values["instr_count"] = 35
+    values.update(loose="l", texts="t")
+    a, r = RefEntry(**values), ref(**values)
+    assert repr(a) == repr(r) and hash(a) == hash(r)
+    assert a == RefEntry(*values.values()) and a != RefEntry(**dict(values, texts="u"))
+    assert RefEntry.__match_args__ == tuple(names) and not hasattr(a, "__dict__")
+    with pytest.raises(AttributeError):
+        a.name = "other"  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        del a.name
+    b = pickle.loads(pickle.dumps(a))
+    assert b == a and hash(b) == hash(a)
+    assert repr(RefEntry(*list(values.values())[:9])) == repr(ref(*list(values.values())[:9]))
