@@ -305,10 +305,8 @@ class MatcherBase:
         self.stage = "callgraph"  # the stage the work meter charges
         self._stopped: set[str] = set()
         # the stages' caches, made on first use (static ones, or keyed by the match state)
-        self._bkeys: tuple[dict[int, tuple[tuple, tuple]], dict[int, tuple[tuple, tuple]]] = (
-            {},
-            {},
-        )  # the blocking keys by side (similarity)
+        # the blocking indexes' native tables (similarity: ``_blocking_tables``)
+        self._blk: tuple[vec[i64], vec[i64], vec[i64], vec[i64], vec[i64]] | None = None
         self._margins: tuple[list, list[tuple[float, float]]] | None = None
         self._fam_cache: tuple[dict[int, list[int]], dict[int, list[int]]] | None = None
         self._fam_ids: tuple[list[int], list[int]] = ([], [])  # (set with _fam_cache)

@@ -21,9 +21,10 @@ class SimilarityStage(FamilyStage):
     RARE = 4  # a string/constant shared by at most this many unmatched functions
     HOOD_MAX = 64  # matched neighbours with larger neighbourhoods propose no candidates
 
-    def candidates(self) -> dict[int, set[int]]:
+    def candidates(self) -> list[int]:
         """Blocking: bounded candidate lists, generated from both sides (so that the margin
-        of a pair sees the rivals of both of its functions). Returns new -> {old}.
+        of a pair sees the rivals of both of its functions). Returns the pairs as ints
+        ``new * OLD.size + old``, sorted (by new, then old).
 
         Every function takes part in at most ``CAND_IN`` pairs: a function many others
         picked (one signature and one size shared by thousands of look-alikes) keeps the
@@ -32,61 +33,81 @@ class SimilarityStage(FamilyStage):
         o2n_a, n2o_a, imp_o, imp_n = self.o2n_a, self.n2o_a, self.OLD.imp_a, self.NEW.imp_a
         uo = [i for i in self.OLD.order if o2n_a[i] < 0 and not imp_o[i]]
         un = [i for i in self.NEW.order if n2o_a[i] < 0 and not imp_n[i]]
-        out: dict[int, set[int]] = {}
         if not uo or not un:
-            return out
-        # (old, new) -> blocking evidence, the pair keyed by one int (old * wide + new)
-        wide = self.NEW.size
+            return []
+        # (old, new) -> blocking evidence, the pair keyed by one int (old * wide + new):
+        # each way writes its candidates in, the larger evidence kept
+        wide: int = self.NEW.size
         weight: dict[int, float] = {}
-        for n, os_ in self._candidates_one_way(self.NEW, self.OLD, un, uo, n2o_a, 1).items():
-            for o, w in os_:
-                weight[o * wide + n] = w
-        for o, ns in self._candidates_one_way(self.OLD, self.NEW, uo, un, o2n_a, 0).items():
-            for n, w in ns:
-                k = o * wide + n
-                weight[k] = max(weight.get(k, 0.0), w)
+        self._candidates_one_way(self.NEW, self.OLD, un, uo, n2o_a, 1, weight)
+        self._candidates_one_way(self.OLD, self.NEW, uo, un, o2n_a, 0, weight)
         self.spend(len(weight) // self.SCAN_PER_UNIT + 1)
-        by_o: dict[int, list[tuple[float, float, int]]] = {}
-        by_n: dict[int, list[tuple[float, float, int]]] = {}
-        at: dict[int, float] = {}  # old -> its expected position (once per function)
-        for k, w in weight.items():
-            o = k // wide
-            n = k - o * wide  # (divmod of non-negative ints, no tuple)
-            e = at.get(o)
-            if e is None:
-                e = at[o] = self.expected_pos(o, 0)
-            d = abs(e - n)
-            lo_ = by_o.get(o)
-            if lo_ is None:
-                by_o[o] = [(-w, d, n)]
-            else:
-                lo_.append((-w, d, n))
-            ln_ = by_n.get(n)
-            if ln_ is None:
-                by_n[n] = [(-w, d, o)]
-            else:
-                ln_.append((-w, d, o))
-        # the pairs past a function's cap, left out (the rest kept: the answer is read
-        # sorted, so the order of its keys and sets is not)
-        drop: set[int] = set()
-        cap = self.CAND_IN
-        for side, lists in ((0, by_o), (1, by_n)):
-            for x, lst in lists.items():
-                if len(lst) > cap:
-                    lst.sort()
-                    for _w, _d, y in lst[cap:]:
-                        drop.add(x * wide + y if side == 0 else y * wide + x)
+        # the pairs each function takes part in, counted natively: only a function past
+        # the cap has its pairs ranked (``_capped``), the rest are all kept
+        cap: int = self.CAND_IN
+        per_o = vec[i64]([0] * self.OLD.size)
+        per_n = vec[i64]([0] * wide)
+        over = False
+        for k in weight:
+            o: int = k // wide
+            n: int = k - o * wide  # (divmod of non-negative ints, no tuple)
+            c: i64 = per_o[o] + 1
+            per_o[o] = c
+            c2: i64 = per_n[n] + 1
+            per_n[n] = c2
+            if c > cap or c2 > cap:
+                over = True
+        drop = self._capped(weight, per_o, per_n) if over else set()
+        wo: int = self.OLD.size
+        out: list[int] = []
         for k in weight:
             if drop and k in drop:
                 continue
             o = k // wide
-            n = k - o * wide
-            got = out.get(n)
-            if got is None:
-                out[n] = {o}
-            else:
-                got.add(o)
+            out.append((k - o * wide) * wo + o)
+        out.sort()
         return out
+
+    def _capped(self, weight: dict[int, float], per_o: vec[i64], per_n: vec[i64]) -> set[int]:
+        """The pairs of ``weight`` past the ``CAND_IN`` cap of one of their functions
+        (``per_o``/``per_n``: each function's count of pairs): a function's pairs ranked
+        by evidence, then by the distance of the new function to the old one's expected
+        position, then by the other's index."""
+        wide: int = self.NEW.size
+        cap: int = self.CAND_IN
+        by_o: dict[int, list[tuple[float, float, int]]] = {}
+        by_n: dict[int, list[tuple[float, float, int]]] = {}
+        at: dict[int, float] = {}  # old -> its expected position (once per function)
+        for k, w in weight.items():
+            o: int = k // wide
+            n: int = k - o * wide
+            co = per_o[o] > cap
+            cn = per_n[n] > cap
+            if not co and not cn:
+                continue
+            e = at.get(o)
+            if e is None:
+                e = at[o] = self.expected_pos(o, 0)
+            d = abs(e - n)
+            if co:
+                lo_ = by_o.get(o)
+                if lo_ is None:
+                    by_o[o] = [(-w, d, n)]
+                else:
+                    lo_.append((-w, d, n))
+            if cn:
+                ln_ = by_n.get(n)
+                if ln_ is None:
+                    by_n[n] = [(-w, d, o)]
+                else:
+                    ln_.append((-w, d, o))
+        drop: set[int] = set()
+        for side, lists in ((0, by_o), (1, by_n)):
+            for x, lst in lists.items():
+                lst.sort()
+                for _w, _d, y in lst[cap:]:
+                    drop.add(x * wide + y if side == 0 else y * wide + x)
+        return drop
 
     def expected_pos(self, i: int, side: int) -> float:
         """Where function ``i`` of one side (0 old, 1 new) is expected on the other side:
@@ -107,10 +128,30 @@ class SimilarityStage(FamilyStage):
             return float(lo_d)
         return lo_d + (i - lo_s) * (hi_d - lo_d) / (hi_s - lo_s)
 
-    def _blocking_keys(self, side: int) -> dict[int, tuple[tuple, tuple]]:
-        """The blocking keys of the functions of one side (0 old, 1 new) made so far, by
-        index (:func:`_blocking_keys`: static, made once per function)."""
-        return self._bkeys[side]
+    def _blocking_tables(self) -> tuple[vec[i64], vec[i64], vec[i64], vec[i64], vec[i64]]:
+        """The blocking indexes' tables by the feature store's ids (made once, all 0 between
+        uses): per string id its count of holders and its first ``RARE`` holders (``RARE``
+        slots an id), the same per constant id, and per constant id whether it blocks
+        (outside -255..255: small constants are everywhere)."""
+        got = self._blk
+        if got is None:
+            fc = self.feats
+            voc_s, voc_c = fc._voc_s, fc._voc_c
+            ns: int = len(voc_s.df)
+            nc: int = len(voc_c.df)
+            big = vec[i64]([0] * nc)
+            for c, k in voc_c.ids.items():
+                if k < nc and (c >= 256 or c <= -256):
+                    big[k] = 1
+            rare: int = self.RARE
+            got = self._blk = (
+                vec[i64]([0] * ns),
+                vec[i64]([0] * (ns * rare)),
+                vec[i64]([0] * nc),
+                vec[i64]([0] * (nc * rare)),
+                big,
+            )
+        return got
 
     def _candidates_one_way(
         self,
@@ -120,10 +161,13 @@ class SimilarityStage(FamilyStage):
         ud: list[int],
         s2d: list[int],
         side: int,
-    ) -> dict[int, list[tuple[int, float]]]:
+        weight: dict[int, float],
+    ) -> None:
         """The candidates of each function of ``us`` among ``ud`` (``s2d``: the match
-        state from ``src`` to ``dst`` by function index, -1 unmatched), with their blocking
-        evidence, at most ``CAND_CAP`` each."""
+        state from ``src`` to ``dst`` by function index, -1 unmatched), at most
+        ``CAND_CAP`` each, written into ``weight`` (old * NEW.size + new -> blocking
+        evidence): set from the new side (``side`` 1, the first call), the larger of the
+        two kept from the old side (0)."""
         WINDOW, CAP, RARE = self.CAND_WINDOW, self.CAND_CAP, self.RARE
         sig_s, cnt_s, sig_d, cnt_d = src.sig_a, src.count_a, dst.sig_a, dst.count_a
         # (plain dicts filled by ``get``: a ``defaultdict`` is a generic subscript and
@@ -138,26 +182,26 @@ class SimilarityStage(FamilyStage):
                 lst0.append((cnt_d[i], i))
         for v in by_sig.values():
             v.sort()
-        s_index: dict[str, list[int]] = {}
-        c_index: dict[int, list[int]] = {}
-        keys_d = self._blocking_keys(1 - side)
-        keys_s = self._blocking_keys(side)
+        # each string and blocking constant (by the store's ids, ``sets``: a record's
+        # distinct ones) held by the functions of ``ud``: how many, and the first RARE (a
+        # key held by more blocks nothing); the counts back to 0 at the end
+        cnt_si, mem_si, cnt_ci, mem_ci, big_c = self._blocking_tables()
+        sets = self.feats._sets
+        rare: i64 = RARE
+        ds: int = 1 - side
         for i in ud:
-            got = keys_d.get(i)
-            if got is None:
-                got = keys_d[i] = _blocking_keys(dst.recs[i])
-            for s in got[0]:
-                hs = s_index.get(s)
-                if hs is None:
-                    s_index[s] = [i]
-                else:
-                    hs.append(i)
-            for c in got[1]:
-                hc = c_index.get(c)
-                if hc is None:
-                    c_index[c] = [i]
-                else:
-                    hc.append(i)
+            ids_s, ids_c = sets[(i << 1) | ds]
+            for t in ids_s:
+                q: i64 = cnt_si[t]
+                if q < rare:
+                    mem_si[t * rare + q] = i
+                cnt_si[t] = q + 1
+            for t in ids_c:
+                if big_c[t]:
+                    q = cnt_ci[t]
+                    if q < rare:
+                        mem_ci[t * rare + q] = i
+                    cnt_ci[t] = q + 1
         in_ud = [False] * dst.size
         for i in ud:
             in_ud[i] = True
@@ -167,12 +211,9 @@ class SimilarityStage(FamilyStage):
         acc = vec[i64]([0] * dst.size)
         touched = vec[i64]([0] * dst.size)
         hood_max: int = self.HOOD_MAX
-        out: dict[int, list[tuple[int, float]]] = {}
+        wide: int = self.NEW.size
         for x in us:
-            got = keys_s.get(x)
-            if got is None:
-                got = keys_s[x] = _blocking_keys(src.recs[x])
-            strings_x, consts_x = got
+            strings_x, consts_x = sets[(x << 1) | side]
             nt: i64 = 0
             ic = cnt_s[x]
             lst = by_sig.get(sig_s[x])
@@ -186,18 +227,20 @@ class SimilarityStage(FamilyStage):
                             touched[nt] = i
                             nt += 1
                         acc[i] += 2
-            for s in strings_x:
-                hits = s_index.get(s)
-                if hits and len(hits) <= RARE:
-                    for i in hits:
+            for t in strings_x:
+                q = cnt_si[t]
+                if 0 < q <= rare:
+                    for j in range(t * rare, t * rare + q):
+                        i = mem_si[j]
                         if acc[i] == 0:
                             touched[nt] = i
                             nt += 1
                         acc[i] += 4
-            for c in consts_x:  # (the index holds no other constants)
-                hits = c_index.get(c)
-                if hits and len(hits) <= RARE:
-                    for i in hits:
+            for t in consts_x:  # (a small constant's count stays 0)
+                q = cnt_ci[t]
+                if 0 < q <= rare:
+                    for j in range(t * rare, t * rare + q):
+                        i = mem_ci[j]
                         if acc[i] == 0:
                             touched[nt] = i
                             nt += 1
@@ -219,16 +262,27 @@ class SimilarityStage(FamilyStage):
                             acc[i] += 3
             if nt == 0:
                 continue
-            scored: list[tuple[int, float]] = []
+            if nt > CAP:  # the CAP best by evidence, then by index
+                scored: list[tuple[int, float]] = []
+                for t in range(nt):
+                    i = touched[t]
+                    scored.append((i, float(acc[i]) * 0.5 + size_ratio(cnt_d[i], ic)))
+                    acc[i] = 0
+                scored.sort(key=lambda p: (-p[1], p[0]))
+                for i, w in scored[:CAP]:
+                    _put(weight, i * wide + x if side else x * wide + i, w, side)
+                continue
             for t in range(nt):
                 i = touched[t]
-                scored.append((i, float(acc[i]) * 0.5 + size_ratio(cnt_d[i], ic)))
+                w = float(acc[i]) * 0.5 + size_ratio(cnt_d[i], ic)
                 acc[i] = 0
-            if len(scored) > CAP:
-                scored.sort(key=lambda p: (-p[1], p[0]))
-                del scored[CAP:]
-            out[x] = scored
-        return out
+                _put(weight, i * wide + x if side else x * wide + i, w, side)
+        for i in ud:
+            ids_s, ids_c = sets[(i << 1) | ds]
+            for t in ids_s:
+                cnt_si[t] = 0
+            for t in ids_c:
+                cnt_ci[t] = 0
 
     def similarity_round(self, threshold: float, min_margin: float) -> int:
         """Best-first one-to-one assignment over the blocked candidates.
@@ -246,12 +300,19 @@ class SimilarityStage(FamilyStage):
         if self._scored is not None and self._scored[0] == state:
             scored = self._scored[1]  # nothing matched since: same candidates, same scores
         else:
-            cands = self.candidates()
             scored = []
-            for n in sorted(cands):
-                scored.extend((self.similarity(o, n), o, n) for o in sorted(cands[n]))
-                if self.exhausted():
-                    return 0  # the budget is spent before the assignment could start
+            wo: int = self.OLD.size
+            cur = -1
+            for key in self.candidates():  # (by new, then old)
+                n = key // wo
+                if n != cur:
+                    if cur >= 0 and self.exhausted():
+                        return 0  # the budget is spent before the assignment could start
+                    cur = n
+                o = key - n * wo
+                scored.append((self.similarity(o, n), o, n))
+            if cur >= 0 and self.exhausted():
+                return 0
             self._scored = (state, scored)
         if not scored:
             return 0
@@ -520,10 +581,13 @@ class SimilarityStage(FamilyStage):
                     self.accept(xs[0], ys[0], 0.5, "import", True)
 
 
-def _blocking_keys(rec) -> tuple[tuple, tuple]:
-    """A function's distinct strings and its distinct constants outside -255..255 (the
-    only ones blocking indexes), in the order a set of them is read."""
-    return tuple(set(rec.strings)), tuple(c for c in set(rec.consts) if c >= 256 or c <= -256)
+def _put(weight: dict[int, float], k: int, w: float, side: int) -> None:
+    """One candidate's evidence into ``weight``: set from the new side (1, the first
+    way), else the larger of the two."""
+    if side:
+        weight[k] = w
+    else:
+        weight[k] = max(weight.get(k, 0.0), w)
 
 
 def _first(groups: dict, k: object) -> int:

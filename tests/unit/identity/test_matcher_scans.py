@@ -134,8 +134,13 @@ class _Reference(_Matcher):
         keys_o, keys_n, _mo, _mn = super()._family_keys()
         return keys_o, keys_n, _Everything(), _Everything()
 
-    def candidates(self) -> dict[int, set[int]]:
-        """As first written: the expected position read per pair, the scores per rank."""
+    def candidates(self) -> list[int]:
+        """As first written: the expected position read per pair, the scores per rank (the
+        pairs as the stage reads them: ``new * OLD.size + old``, sorted)."""
+        out = self._candidate_sets()
+        return sorted(n * self.OLD.size + o for n, os_ in out.items() for o in os_)
+
+    def _candidate_sets(self) -> dict[int, set[int]]:
         uo = [i for i in self.unmatched_old() if not self.OLD.recs[i].imported]
         un = [i for i in self.unmatched_new() if not self.NEW.recs[i].imported]
         out: dict[int, set[int]] = defaultdict(set)
