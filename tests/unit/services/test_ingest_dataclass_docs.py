@@ -24,6 +24,7 @@ def test_the_ingest_path_dataclasses_have_docstrings() -> None:
         "        if isinstance(v, type) and dataclasses.is_dataclass(v) and v.__module__ == name:\n"
         "            auto = (v.__doc__ or '').startswith(v.__name__ + '(')\n"
         "            print(f'{name}.{k}', int(auto))\n"
+        "print('kbtool.wasm.model' in sys.modules, 'loaded')\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     r = subprocess.run(
@@ -31,7 +32,9 @@ def test_the_ingest_path_dataclasses_have_docstrings() -> None:
     )
     assert r.returncode == 0, r.stderr[-2000:]
     rows = dict(line.rsplit(" ", 1) for line in r.stdout.splitlines())
-    assert "kbtool.wasm.model.Module" in rows and len(rows) > 10
+    # (the ingest's modules were loaded; the dataclasses left among them may be few or none:
+    # plain classes replace them, kbtool.plainclass)
+    assert rows.pop("True") == "loaded"
     assert {k for k, auto in rows.items() if auto == "1"} <= LEFT
 
 
