@@ -59,6 +59,14 @@ class FrozenPlain(Plain):
         return (type(self), self._values())
 
 
+def field_names(cls: type) -> tuple[str, ...]:
+    """A record class's fields in its constructor's order, whether a dataclass or a plain
+    class: its ``__init__``'s positional parameters (a dataclass's generated one gives
+    ``dataclasses.fields``' names, without importing :mod:`dataclasses`)."""
+    code = cls.__init__.__code__  # type: ignore[misc]
+    return code.co_varnames[1 : code.co_argcount]
+
+
 #: ``field(default_factory=...)``'s default in an explicit ``__init__``: the parameter's
 #: default, replaced by a new list or dict when it is this object (an explicit None is kept)
 NEW: Any = object()

@@ -17,6 +17,7 @@ from array import array
 from pathlib import Path
 from typing import Any
 
+from kbtool.plainclass import field_names as plain_field_names
 from kbtool.wasm import model
 
 #: the sources whose code makes a parsed module (the reader and what it imports)
@@ -32,13 +33,11 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def field_names(cls: type) -> tuple[str, ...]:
-    """A model class's fields in its constructor's order: the positional parameters of its
-    ``__init__`` (a dataclass's generated one: ``dataclasses.fields``' names, without
-    importing :mod:`dataclasses`; or a plain class's own, written in the same order)."""
+    """A model class's fields in its constructor's order (:func:`kbtool.plainclass.
+    field_names`: a dataclass or a plain class alike), kept per class."""
     names = _FIELDS.get(cls)
     if names is None:
-        code = cls.__init__.__code__  # type: ignore[misc]
-        names = _FIELDS[cls] = code.co_varnames[1 : code.co_argcount]
+        names = _FIELDS[cls] = plain_field_names(cls)
     return names
 
 

@@ -68,13 +68,12 @@ def _pack(matches: Any) -> tuple[bool, Any]:
     """A list of :class:`~kbtool.identity.records.Match` as one tuple of field values each
     (``(True, tuples)``; anything else as it is): a pickle of ~22k slotted dataclasses
     costs ~0.045 s each way, of their tuples ~0.003 (:func:`_unpack` rebuilds them, equal)."""
-    from dataclasses import fields
-
     from kbtool.identity.records import Match
+    from kbtool.plainclass import field_names
 
     if not isinstance(matches, list) or any(type(m) is not Match for m in matches):
         return False, matches
-    return True, list(map(attrgetter(*(f.name for f in fields(Match))), matches))
+    return True, list(map(attrgetter(*field_names(Match)), matches))
 
 
 def _unpack(packed: tuple[bool, Any]) -> Any:
