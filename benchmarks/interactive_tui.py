@@ -25,6 +25,14 @@ FULL_WHERE = "full collections by step (CPU ms each)"  # where each one landed
 BG_PREP = "versions prepared (bg)"  # the function diffs' versions, after the changelog shows
 
 
+def _holds(test) -> bool:
+    """A step's test at a frame (a screen not mounted yet may not answer it)."""
+    try:
+        return bool(test())
+    except Exception:
+        return False
+
+
 def code_ready(screen):
     def ready() -> bool:  # the code (or its error) is on screen
         return screen.is_mounted and screen._shown is not None or getattr(screen, "_failed", False)
@@ -164,6 +172,63 @@ def _collector_paused_over_imports(gc_policy: str) -> dict:
     return {"collector_paused": True}
 
 
+class _Steps:
+    """One TUI run's figures: each step's wall ms, CPU ms (the process, every thread) and
+    its collector's pauses (CPU ms of every generation, full collections)."""
+
+    def __init__(self, pauses: _GcPauses) -> None:
+        self.res: dict[str, dict[str, list[float]]] = {}
+        self.pauses = pauses
+        self.cpu = 0.0  # CPU ms of the step just measured
+        self.gc_at = (0, 0.0)  # the collector's pauses when it began
+        self.gc_end: tuple[int, float] | None = None  # ... and at its end, if its frame's
+
+    def add(self, step: str, ms: float, cold: bool) -> None:
+        res, kind = self.res, "cold" if cold else "warm"
+        res.setdefault(step, {}).setdefault(kind, []).append(round(ms, 2))
+        res.setdefault(CPU + step, {}).setdefault(kind, []).append(round(self.cpu, 2))
+        full, pause = self.gc_end or self.pauses.mark()
+        self.gc_end = None
+        gc_ms = round(pause - self.gc_at[1], 2)
+        res.setdefault(GC_STEP + step, {}).setdefault(kind, []).append(gc_ms)
+        res.setdefault(FULL_STEP + step, {}).setdefault(kind, []).append(full - self.gc_at[0])
+        for entry in self.pauses.log[self.gc_at[0] : full]:
+            entry[0] = step
+        self.gc_at = (full, pause)
+
+
+async def _search(app, pilot, steps: _Steps) -> None:
+    """``/`` then queries typed into the search screen, each run at once."""
+    from kbtool.tui.screens.search import SearchScreen
+
+    await pilot.press("slash")
+    await pilot.pause()
+    screen = app.screen
+    if not isinstance(screen, SearchScreen):
+        return
+    for i, q in enumerate(["av", "codec", "#100", "frame", "mem", "init", "x", "h264", "free"]):
+        steps.gc_at = steps.pauses.mark()
+        c = time.process_time()
+        t = time.perf_counter()
+        screen._run(q)
+        steps.cpu = (time.process_time() - c) * 1000
+        steps.add("search", (time.perf_counter() - t) * 1000, i == 0)
+    app.pop_screen()
+
+
+def _end_figures(res: dict, pauses: _GcPauses) -> None:
+    """The process's peak memory and its full collections (each, and by step)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            res["peak RSS MiB"] = {"cold": [round(int(line.split()[1]) / 1024, 1)]}
+    res[GC] = {"cold": pauses.wall or [0.0]}
+    res[CPU + GC] = {"cold": pauses.cpu or [0.0]}
+    where: dict[str, list[float]] = {}  # the full collections by the step they landed in
+    for step, ms in pauses.log:
+        where.setdefault(step or "between steps", []).append(ms)
+    res[FULL_WHERE] = where
+
+
 async def _tui(kb: Path, p: dict, gc_policy: str = "kbtool") -> dict[str, dict[str, list[float]]]:
     more = _collector_paused_over_imports(gc_policy)
     from textual import events
@@ -175,21 +240,8 @@ async def _tui(kb: Path, p: dict, gc_policy: str = "kbtool") -> dict[str, dict[s
     res: dict[str, dict[str, list[float]]] = {}
     pauses = _GcPauses(gc_policy)
 
-    cpu = [0.0]  # CPU ms of the process (every thread) in the step just measured
-    gc_at = [(0, 0.0)]  # the collector's pauses when the step just measured began
-
-    def add(step: str, ms: float, cold: bool) -> None:
-        kind = "cold" if cold else "warm"
-        res.setdefault(step, {}).setdefault(kind, []).append(round(ms, 2))
-        res.setdefault(CPU + step, {}).setdefault(kind, []).append(round(cpu[0], 2))
-        full, pause = pauses.mark()
-        res.setdefault(GC_STEP + step, {}).setdefault(kind, []).append(
-            round(pause - gc_at[0][1], 2)
-        )
-        res.setdefault(FULL_STEP + step, {}).setdefault(kind, []).append(full - gc_at[0][0])
-        for entry in pauses.log[gc_at[0][0] : full]:
-            entry[0] = step
-        gc_at[0] = (full, pause)
+    steps = _Steps(pauses)
+    res, add = steps.res, steps.add
 
     app = KbApp(kb, poll_seconds=None, version_id=p["version"], blink=False, **more)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -202,37 +254,45 @@ async def _tui(kb: Path, p: dict, gc_policy: str = "kbtool") -> dict[str, dict[s
             ):
                 break
             await asyncio.sleep(0.001)
-        cpu[0] = time.process_time() * 1000
+        steps.cpu = time.process_time() * 1000
         add("TUI start", (app.screen.query_one(HeatmapGrid).first_paint - T_PROCESS) * 1000, True)
         # the steps' own screens, imported after the start is taken (the app imports them on use)
         from kbtool.tui.screens.code import CodeScreen, LinesView
         from kbtool.tui.screens.detail import DetailScreen
-        from kbtool.tui.screens.search import SearchScreen
 
         frames: list[float] = []
         display = app._display
 
+        # until's test, then the first frame drawn with it holding: (wall, CPU, collector)
+        watch: list = [None, None]
+
         def spy(screen, renderable):
             if renderable is not None:
-                frames.append(time.perf_counter())
+                now = time.perf_counter()
+                frames.append(now)
+                if watch[0] is not None and watch[1] is None and _holds(watch[0]):
+                    watch[1] = (now, time.process_time(), pauses.mark())
             return display(screen, renderable)
 
         app._display = spy
 
         async def until(act, ready, timeout: float = 120.0) -> float:
+            """``act()`` to the first frame drawn once ``ready()`` holds (tested as each frame
+            is drawn: that frame shows it), its wall ms; its CPU in ``cpu``."""
             await pilot.pause()
-            gc_at[0] = pauses.mark()
+            steps.gc_at = pauses.mark()
             c = time.process_time()
             t = time.perf_counter()
+            watch[:] = [ready, None]
             act()
             deadline = t + timeout
-            while not ready() and time.perf_counter() < deadline:
+            while watch[1] is None and time.perf_counter() < deadline:
                 await asyncio.sleep(0.0005)
-            n = len(frames)
-            while len(frames) == n and time.perf_counter() < deadline:
-                await asyncio.sleep(0.0005)
-            cpu[0] = (time.process_time() - c) * 1000
-            return (time.perf_counter() - t) * 1000
+            end = watch[1] or (time.perf_counter(), time.process_time(), pauses.mark())
+            watch[:] = [None, None]
+            steps.gc_end = end[2]
+            steps.cpu = (end[1] - c) * 1000
+            return (end[0] - t) * 1000
 
         def key(k: str):
             return lambda: app._driver.send_message(events.Key(k, k if len(k) == 1 else None))
@@ -240,13 +300,13 @@ async def _tui(kb: Path, p: dict, gc_policy: str = "kbtool") -> dict[str, dict[s
         async def keyframe(k: str) -> float:
             await pilot.pause()
             n = len(frames)
-            gc_at[0] = pauses.mark()
+            steps.gc_at = pauses.mark()
             c = time.process_time()
             t = time.perf_counter()
             key(k)()
             while len(frames) == n and time.perf_counter() < t + 10:
                 await asyncio.sleep(0.0005)
-            cpu[0] = (time.process_time() - c) * 1000
+            steps.cpu = (time.process_time() - c) * 1000
             return (time.perf_counter() - t) * 1000
 
         for i, k in enumerate(["l", "j", "h", "k"] * 6):
@@ -270,12 +330,12 @@ async def _tui(kb: Path, p: dict, gc_policy: str = "kbtool") -> dict[str, dict[s
                 screen = CodeScreen(p["version"], idx)
                 before = rss_mib()
                 ms = await until(lambda s=screen: app.push_screen(s), code_ready(screen))
-                gc_open = gc_at[0]
+                gc_open = steps.gc_at
                 add(f"open code ({cls})", ms, i == 0)
                 if cls == "largest" and i == 0:  # the TUI's extra memory for that first screen
                     res["open code (largest): +MiB"] = {"cold": [round(rss_mib() - before, 1)]}
                 if cls == "largest":  # the first screen may be its wasm while the C is lifted
-                    t1, c1, c_open = time.perf_counter(), time.process_time(), cpu[0]
+                    t1, c1, c_open = time.perf_counter(), time.process_time(), steps.cpu
                     if not c_ready(screen)():
                         deadline = t1 + 120
                         while not c_ready(screen)() and time.perf_counter() < deadline:
@@ -284,8 +344,8 @@ async def _tui(kb: Path, p: dict, gc_policy: str = "kbtool") -> dict[str, dict[s
                         while len(frames) == n and time.perf_counter() < deadline:
                             await asyncio.sleep(0.0005)
                         ms += (time.perf_counter() - t1) * 1000
-                    cpu[0] = c_open + (time.process_time() - c1) * 1000
-                    gc_at[0] = gc_open
+                    steps.cpu = c_open + (time.process_time() - c1) * 1000
+                    steps.gc_at = gc_open
                     add("C of the largest on screen", ms, i == 0)
                     if i == 0:
                         res["C of the largest on screen: +MiB"] = {
@@ -300,34 +360,12 @@ async def _tui(kb: Path, p: dict, gc_policy: str = "kbtool") -> dict[str, dict[s
                 screen = view = None  # a person holds no closed screen (the collector frees it)
                 await pilot.pause()
         await _function_diffs(app, pilot, p, until, add, res)
-        await pilot.press("slash")
-        await pilot.pause()
-        screen = app.screen
-        if isinstance(screen, SearchScreen):
-            for i, q in enumerate(
-                ["av", "codec", "#100", "frame", "mem", "init", "x", "h264", "free"]
-            ):
-                gc_at[0] = pauses.mark()
-                c = time.process_time()
-                t = time.perf_counter()
-                screen._run(q)
-                cpu[0] = (time.process_time() - c) * 1000
-                add("search", (time.perf_counter() - t) * 1000, i == 0)
-            app.pop_screen()
-            screen = None
+        await _search(app, pilot, steps)
         # a person reads: what the collector pays when idle (a key would wait) is in the pauses
         await asyncio.sleep(IDLE_WAIT)
         res[FROZEN] = {"cold": [gc.get_freeze_count()]}
         res[UNFROZEN] = {"cold": [len(gc.get_objects())]}
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            res["peak RSS MiB"] = {"cold": [round(int(line.split()[1]) / 1024, 1)]}
-    res[GC] = {"cold": pauses.wall or [0.0]}
-    res[CPU + GC] = {"cold": pauses.cpu or [0.0]}
-    where: dict[str, list[float]] = {}  # the full collections by the step they landed in
-    for step, ms in pauses.log:
-        where.setdefault(step or "between steps", []).append(ms)
-    res[FULL_WHERE] = {k: v for k, v in where.items()}
+    _end_figures(res, pauses)
     return res
 
 
