@@ -78,8 +78,44 @@ def _cstring_seen(mem: bytes, k: int, seen: dict[int, tuple[int, str | None]]) -
     if k < len(mem) and _NEVER_FIRST[mem[k]]:
         seen[k] = _NO_STRING
         return -1
-    # (a native int: compiled, the compare, the slice and the length below are not generic
-    # operations on an object)
+    return _ascii_seen(mem, k, seen) if _COMPILED else _utf8_seen(mem, k, seen)
+
+
+def _ascii_seen(mem: bytes, k: i64, seen: dict[int, tuple[int, str | None]]) -> int:
+    """:func:`_cstring_seen` past its first byte, compiled: one byte loop finds the NUL and
+    classifies the bytes before it (not :func:`_nul_at`, then :func:`_ascii_rare` over the
+    same bytes). Another control or DEL refuses at once (:func:`_c_text` refuses any text
+    holding one, NUL or not); a byte past ASCII hands over to :func:`_utf8_seen`."""
+    table = _ASCII_CLASS
+    lim: i64 = len(mem)
+    if k + 4096 < lim:
+        lim = k + 4096
+    rare: i64 = 0
+    z: i64 = k
+    while z < lim:
+        b: i64 = mem[z]
+        if b == 0:
+            break
+        c: i64 = table[b]  # (0 printable and 1 \t \n \r: on)
+        z += 1
+        if c == 2:
+            rare += 1
+        elif c == 3:
+            seen[k] = _NO_STRING
+            return -1
+        elif c == 4:
+            return _utf8_seen(mem, k, seen)
+    n: i64 = z - k
+    if z >= lim or n < 1 or rare * 4 > n:
+        seen[k] = _NO_STRING
+        return -1
+    seen[k] = (n, mem[k:z].decode("utf-8"))
+    return n
+
+
+def _utf8_seen(mem: bytes, k: i64, seen: dict[int, tuple[int, str | None]]) -> int:
+    """:func:`_cstring_seen`'s NUL search and :func:`_c_text` (compiled: for a string with
+    a byte past ASCII; a native int, the compare, slice and length are not generic)."""
     z: i64 = _nul_at(mem, k) if _COMPILED else mem.find(b"\0", k, k + 4096)
     if z < 0 or z - k < 1:
         seen[k] = _NO_STRING

@@ -260,3 +260,30 @@ def test_unique_labels_as_the_interpreted_pass(side):
     side.unique_labels(got)
     assert [it.label for it in got] == [it.label for it in want]
     assert len({it.label for it in got}) == len(got)
+
+
+def _string_cases() -> list[bytes]:
+    """Memory images whose strings end, break and run out every way the item cuts meet."""
+    import random
+
+    rng = random.Random(30)
+    parts = [b"abc", b"x\ty\n", b"\x1b[0m", b"\x07", b"\x01", b"\x7f", b"\0", b"caf\xc3\xa9",
+             b"\xe2\x82\xac", b"\xc3", b"\xff", b"\x80", b" ", b"\r\n", b"\x0b\x0c"]  # fmt: skip
+    out = [b"", b"\0", b"a", b"abc", b"a" * 4095 + b"\0", b"a" * 4096 + b"\0", b"a" * 5000]
+    out += [b"\x1b\x07ab\0", b"\x1bab\x07cd\0", b"ab\x01\xc3\xa9\0", b"ab\x7f", b"\x07" * 5]
+    for _ in range(400):
+        out.append(b"".join(rng.choice(parts) for _ in range(rng.randrange(1, 12))))
+    return out
+
+
+@needs_twin
+def test_compiled_cstring_seen_equals_the_pure_one():
+    # the compiled one byte loop (NUL, classes, rare count; a control refused at once; past
+    # ASCII handed over) against the pure module's find and _c_text, at every start
+    for mem in _string_cases():
+        for k in range(len(mem) + 1):
+            want: dict = {}
+            got: dict = {}
+            n = pure_items._cstring_seen(mem, k, want)
+            assert datawalk_active.ITEMS._cstring_seen(mem, k, got) == n, (mem, k)
+            assert got == want, (mem, k)
