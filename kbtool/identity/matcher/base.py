@@ -290,6 +290,7 @@ class MatcherBase:
         self._anchor_dirty: int | None = -1
         self._anchor_run: tuple[vec[i64], vec[i64], vec[i64], list] | None = None
         self._scored: tuple[int, list[tuple[float, int, int]]] | None = None
+        self._heap0: tuple[list, list, dict, dict] | None = None  # (similarity_round)
         self.anchor_n: list[int] = []
         self.span_o = self.span_n = (0, 0)
         # the function tables' matched states: a version bumped whenever a function of

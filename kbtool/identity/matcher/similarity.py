@@ -327,23 +327,34 @@ class SimilarityStage(FamilyStage):
             self.spend(1 + len(scored) // self.SCAN_PER_UNIT)
             return 0
         OLD, NEW = self.OLD, self.NEW
-        heap: list[tuple[float, int, int, int]] = []
-        # (every function read below is one of ``scored``: plain dicts, filled by ``get``)
-        alive_o: dict[int, dict[int, float]] = {}
-        alive_n: dict[int, dict[int, float]] = {}
-        for s, o, n in scored:
-            heap.append((-s, o, n, 0))
-            ao = alive_o.get(o)
-            if ao is None:
-                alive_o[o] = {n: s}
-            else:
-                ao[n] = s
-            an = alive_n.get(n)
-            if an is None:
-                alive_n[n] = {o: s}
-            else:
-                an[o] = s
-        heapq.heapify(heap)
+        heap: list[tuple[float, int, int, int]]
+        alive_o: dict[int, dict[int, float]]
+        alive_n: dict[int, dict[int, float]]
+        kept = self._heap0
+        if kept is not None and kept[0] is scored:
+            # the last round read these very pairs and took and re-scored none (either
+            # drops ``_heap0``): its first heap and rival dicts are this round's
+            heap = kept[1][:]
+            alive_o, alive_n = kept[2], kept[3]
+        else:
+            heap = []
+            # (every function read below is one of ``scored``: plain dicts, filled by ``get``)
+            alive_o = {}
+            alive_n = {}
+            for s, o, n in scored:
+                heap.append((-s, o, n, 0))
+                ao = alive_o.get(o)
+                if ao is None:
+                    alive_o[o] = {n: s}
+                else:
+                    ao[n] = s
+                an = alive_n.get(n)
+                if an is None:
+                    alive_n[n] = {o: s}
+                else:
+                    an[o] = s
+            heapq.heapify(heap)
+            self._heap0 = (scored, heap[:], alive_o, alive_n)
         epoch = 0
         touched_o: dict[int, int] = {}
         touched_n: dict[int, int] = {}
@@ -362,6 +373,7 @@ class SimilarityStage(FamilyStage):
             if not self.spend(1):
                 break  # the budget is spent: what is matched so far stays
             if touched_o.get(o, -1) >= seen or touched_n.get(n, -1) >= seen:
+                self._heap0 = None  # (the rival dicts change)
                 s = self.similarity(o, n)
                 alive_o[o][n] = s
                 alive_n[n][o] = s
@@ -395,6 +407,7 @@ class SimilarityStage(FamilyStage):
                     tentative = max(tentative, t)
             review = s < REVIEW_SCORE or s - max(second, tentative) < REVIEW_MARGIN
             self.accept(o, n, s, "similarity", review)
+            self._heap0 = None
             count += 1
             epoch += 1
             # o and n are no longer free rivals of anyone
