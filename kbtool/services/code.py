@@ -27,6 +27,9 @@ call sees the new name. Errors are KB errors with one-line messages: unknown ver
 
 from __future__ import annotations
 
+import sqlite3
+
+from kbtool.services import code_graph
 from kbtool.services.code_diff import callee_pairing, diff_lines, function_diff, function_diff_at
 from kbtool.services.code_function import (
     FIRST_SCREEN,
@@ -89,4 +92,16 @@ __all__ = [
     "module_c",
     "module_listing",
     "neighbours",
+    "warm_views",
 ]
+
+
+def warm_views(conn: sqlite3.Connection, version_id: int) -> None:
+    """Prepare ``version_id`` (:func:`code_module`) and build what a code view's first open
+    would build on it: the neighbours' tables (:func:`kbtool.services.code_graph.warm`) and
+    the structs' layouts the lifted C reads (laid out on first use: ~40 ms on ffmpeg). For a
+    front-end's preparation thread (the TUI's): no code screen's first open pays them."""
+    cm = code_module(conn, version_id)
+    code_graph.warm(cm)
+    if cm.fields:  # a hook at all (a lazy one says so without laying out)
+        _ = cm.fields.layouts  # laid out now

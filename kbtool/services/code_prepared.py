@@ -177,6 +177,8 @@ class CodeModule:
     #: what its huge functions' kept C is judged by: (kept file key, change token, the
     #: token's decision stamp); None: not kept (:mod:`kbtool.services.code_kept_c`)
     c_key: tuple | None = None
+    #: the structs' layouts the lifted C's field hook reads (laid out on first use when lazy)
+    fields: StructFields | None = None
 
     @property
     def num_functions(self) -> int:
@@ -506,7 +508,8 @@ def _prepare(conn: sqlite3.Connection, version_id: int, key: tuple) -> CodeModul
     )
     lm = prepare((data, parsed.module), names, _given(kept, how, parsed.module))
     fields.lm = typed.lm = lm
-    cm = CodeModule(version_id, lm, parsed, rows, store=how or ("built" if skey else ""))
+    store = how or ("built" if skey else "")
+    cm = CodeModule(version_id, lm, parsed, rows, store=store, fields=fields)
     if skey is not None:
         cm.c_key = (skey, key[2], event_stamp(conn, key[2][1]))
     with _LOCK:

@@ -86,6 +86,20 @@ def _prepare_code(db_path: Path, version_id: int) -> None:
         conn.close()
 
 
+def _warm_code(db_path: Path, version_id: int) -> None:
+    """What a prepared version's first code open builds (``code.warm_views``: the struct
+    layouts, the neighbours' indexes; ~60-70 ms CPU on ffmpeg), built at an idle moment."""
+    from kbtool.services import code as code_service
+
+    conn = open_ro(db_path)
+    try:
+        code_service.warm_views(conn, version_id)
+    except Exception:  # the code screen says why when it is opened
+        pass
+    finally:
+        conn.close()
+
+
 def _import_code_service() -> None:
     """Import what a version's code preparation runs first: the code service and the wasm
     package (~100 modules, ~100 ms CPU), which the start leaves out (it reads no module)."""
@@ -198,6 +212,7 @@ class KbApp(ReleasingWorkers, App[None]):
         # does not import it while the detail is drawn
         self._code_imports: Future[None] | None = None
         self._code_imports_settled = latest is None  # nothing to prepare in an empty KB
+        self._warmed: set[int] = set()  # versions whose first code open was built ahead
         if self.heatmap_first:
             vid = version_id or latest
             self._prefetch = _Prefetch(vid, _PREFETCH.submit(_heatmap_rows, self.db_path, vid))
@@ -366,6 +381,8 @@ class KbApp(ReleasingWorkers, App[None]):
         self.young_threshold()
         if not self._code_imports_settled:
             self._import_when_idle(quiet)
+        elif quiet >= heap.IDLE_SECONDS:
+            self._warm_when_idle()
         if heap.pending() and quiet >= IDLE_CHECK_SECONDS:  # a settle on resident screens
             self._freeze(retry=quiet >= heap.IDLE_SECONDS)  # a closed one still held
         if not heap.due():
@@ -382,6 +399,19 @@ class KbApp(ReleasingWorkers, App[None]):
             self.last_input = time.monotonic()
             return False
         return heap.collect_due()
+
+    def _warm_when_idle(self) -> None:
+        """Once no key came for ``heap.IDLE_SECONDS`` and no preparation runs: what the first
+        code open of each prepared version builds, built on the prefetch thread (one version
+        per idle check). Done while a person reads, it no longer lands on that open (~60 ms
+        CPU on ffmpeg); done with the preparation it landed on the screens drawn meanwhile."""
+        if self.code_prefetch is not None and not self.code_prefetch.done():
+            return
+        for vid, job in self._code_jobs.items():
+            if vid not in self._warmed and job.done():
+                self._warmed.add(vid)
+                self.code_prefetch = _PREFETCH.submit(_warm_code, self.db_path, vid)
+                return
 
     def _import_when_idle(self, quiet: float) -> None:
         """Once no key came for ``heap.IDLE_SECONDS``: the code service imported on the

@@ -402,7 +402,9 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
             status.append("  ←→ scroll", style="bold")
         status.append(f"  stable_id {d['stable_id']}", style="dim")
         status.append("  w: Raw WASM / C  v: + Cleaned C", style="dim")
-        self.query_one("#code-status", Static).update(status)
+        box = self.query_one("#code-status", Static)
+        if box.content != status:  # called again after each layout: mostly the same text
+            box.update(status, layout=False)  # one line, the screen's width: no new layout
 
     def on_resize(self) -> None:
         self.call_after_refresh(self._show_status)
