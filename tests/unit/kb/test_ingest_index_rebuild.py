@@ -1,6 +1,7 @@
 """Ingest into a fresh KB builds the secondary indexes of ``functions`` and ``data_items``
 once, after their rows (cheaper than an entry per row at a random spot), and leaves exactly
-the schema's indexes; a KB that already holds rows keeps its indexes in place; a failed
+the schema's indexes; a KB that already holds rows keeps its indexes in place (``functions``
+with many rows added: once it holds ``FUNCTIONS_HELD_PER_ADDED`` times as many); a failed
 ingest leaves them as they were (DDL is transactional)."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import sqlite3
 
 import pytest
 
+from kbtool.kb import store
 from kbtool.kb.db import open_rw
 from kbtool.services.ingest import ingest_file
 from tests.support.paths import DEMO_DIR
@@ -29,7 +31,7 @@ def _index_ddl(conn: sqlite3.Connection) -> dict[str, str]:
     )
 
 
-def test_fresh_kb_rebuilds_then_later_ingests_update_in_place(tmp_path):
+def test_fresh_kb_rebuilds_then_later_ingests_update_in_place(tmp_path, monkeypatch):
     schema_only = open_rw(str(tmp_path / "empty.db"), create=True)
     want = _index_ddl(schema_only)
     schema_only.close()
@@ -54,6 +56,19 @@ def test_fresh_kb_rebuilds_then_later_ingests_update_in_place(tmp_path):
     assert not [
         s for s in statements if 'DROP INDEX "functions' in s or 'DROP INDEX "data_items' in s
     ]
+    assert _index_ddl(conn) == want
+    # many function rows (FUNCTIONS_REBUILD_MIN_ROWS) into a table holding fewer than
+    # FUNCTIONS_HELD_PER_ADDED times as many: rebuilt; in place beyond that
+    monkeypatch.setattr(store, "FUNCTIONS_REBUILD_MIN_ROWS", 1)
+    statements.clear()
+    ingest_file(conn, str(V2), label="4", force=True)  # 3 releases held: fewer than 7x
+    assert [s for s in statements if 'DROP INDEX "functions' in s]
+    assert not [s for s in statements if 'DROP INDEX "data_items' in s]
+    assert _index_ddl(conn) == want
+    monkeypatch.setattr(store, "FUNCTIONS_HELD_PER_ADDED", 2)
+    statements.clear()
+    ingest_file(conn, str(V1), label="5", force=True)  # 4 releases held: more than 2x
+    assert not [s for s in statements if 'DROP INDEX "functions' in s]
     assert _index_ddl(conn) == want
     conn.close()
 
