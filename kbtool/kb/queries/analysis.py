@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from typing import TYPE_CHECKING
 
 from kbtool.kb.queries._base import version_row
-from kbtool.kb.queries.shapes import Analysis, AnalysisResult, AnalysisRun, Struct, ThreadFact
+
+if TYPE_CHECKING:
+    from kbtool.kb.queries.shapes import Analysis, AnalysisResult, AnalysisRun, Struct, ThreadFact
 
 
 def get_analysis(conn: sqlite3.Connection, stable_id: str) -> Analysis | None:

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from kbtool.kb.queries._base import version_row
-from kbtool.kb.queries.shapes import IdentityRow, MatchingRow, MemOp, StoredDiffReport
+
+if TYPE_CHECKING:
+    from kbtool.kb.queries.shapes import IdentityRow, MatchingRow, MemOp, StoredDiffReport
 
 
 def function_identities(conn: sqlite3.Connection, version_id: int) -> list[IdentityRow]:
     """Every function of a version in index order, imports included, with its name."""
+    from kbtool.kb.queries.shapes import IdentityRow
+
     version_row(conn, version_id)
     return [
         IdentityRow(idx, sid, bool(imported), mod, fld, name, prov)
@@ -42,6 +46,8 @@ def mem_ops_for(
     conn: sqlite3.Connection, version_id: int, indices: list[int]
 ) -> dict[int, list[MemOp]]:
     """index -> memory accesses ``(op, offset, width)`` of some functions of a version."""
+    from kbtool.kb.queries.shapes import MemOp
+
     out: dict[int, list[MemOp]] = {}
     for k in range(0, len(indices), 500):
         chunk = indices[k : k + 500]

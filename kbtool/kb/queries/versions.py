@@ -58,8 +58,6 @@ def get_version(conn: sqlite3.Connection, version_id: int) -> Version:
 
 def version_info(conn: sqlite3.Connection, version_id: int) -> VersionInfo:
     """Everything known about one version (Version fields plus counts, hashes, producers)."""
-    from kbtool.kb.queries.shapes import VersionInfo
-
     row = version_row(conn, version_id)
     info: dict[str, Any] = dict(version_record(row))
     info.update(
@@ -78,7 +76,7 @@ def version_info(conn: sqlite3.Connection, version_id: int) -> VersionInfo:
         ingested_at=row["ingested_at"],
         lineage=json.loads(row["lineage"]) if row["lineage"] else None,
     )
-    return cast(VersionInfo, info)
+    return cast("VersionInfo", info)
 
 
 def program_names(conn: sqlite3.Connection) -> set[str]:

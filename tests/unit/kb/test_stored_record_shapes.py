@@ -94,7 +94,7 @@ def _unseen(keys: dict[str, set[str]], *tps: Any) -> dict[str, set[str]]:
 def test_stored_diff_reports_match_their_shape(kb) -> None:
     conn, v = kb
     keys: dict[str, set[str]] = {}
-    ret = get_type_hints(queries.stored_diff_report)["return"]
+    ret = get_type_hints(queries.stored_diff_report, localns=vars(shapes))["return"]
     reports = {
         pair: queries.stored_diff_report(conn, *pair)
         for pair in ((1, 2), (v["mt1"], v["mt2"]), (2, v["mt1"]))
@@ -119,7 +119,7 @@ def test_stored_diff_reports_match_their_shape(kb) -> None:
 def test_an_undeclared_key_in_a_stored_report_is_caught(kb) -> None:
     conn, _v = kb
     report = queries.stored_diff_report(conn, 1, 2)
-    ret = get_type_hints(queries.stored_diff_report)["return"]
+    ret = get_type_hints(queries.stored_diff_report, localns=vars(shapes))["return"]
     report["changes"][0]["patched"] = True
     with pytest.raises(AssertionError, match=r"DiffChange has undeclared keys \['patched'\]"):
         check_shape(report, ret, "report", [])
@@ -157,7 +157,12 @@ def test_thread_facts_match_their_shape(kb) -> None:
     keys: dict[str, set[str]] = {}
     facts = queries.thread_facts(conn, v["mt1"])
     check_shape(
-        facts, get_type_hints(queries.thread_facts)["return"], "facts", [], scalars=True, keys=keys
+        facts,
+        get_type_hints(queries.thread_facts, localns=vars(shapes))["return"],
+        "facts",
+        [],
+        scalars=True,
+        keys=keys,
     )
     arms = typing.get_args(shapes.ThreadFact)
     kinds = {get_type_hints(a)["kind"].__args__[0] for a in arms}
