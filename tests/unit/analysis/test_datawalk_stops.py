@@ -17,7 +17,7 @@ from kbtool.analysis.datarefs import function_refs_careful
 from kbtool.wasm import active, analyze_module, decoder, facts
 from kbtool.wasm.opcodes import PREFIX_BASE
 from testkit.wasmbuild import CORPUS, tiny_module
-from tests.unit.analysis.test_datawalk_quiet import _body
+from tests.support.wasm_bodies import random_body
 
 WALKS = [datawalk] + [m for m in (datawalk_active.load_compiled(),) if m is not None]
 DECODERS = [decoder] + [m for m in (active.load_compiled(),) if m is not None]
@@ -66,7 +66,7 @@ def test_random_bodies_give_the_same_references_with_stops(go):
     rng = random.Random(32 + go)
     lo, hi, mem_hi = 1024, 2500, 4096
     for _ in range(60):
-        body = _body(rng, rng.randrange(1, 40))
+        body = random_body(rng, rng.randrange(1, 40))
         data = tiny_module(body[3:], locals_=body[:3])
         got_stops = [_stops(mod, data) for mod in DECODERS]
         assert all(s == got_stops[0] for s in got_stops)
