@@ -33,6 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+from kbtool.mcp import splice
 from kbtool.mcp.idle import ACTIVITY
 
 log = logging.getLogger("kbtool.mcp")
@@ -273,14 +274,22 @@ def _widen(fd: int) -> None:
 
 
 def forward_lines(
-    src_fd: int, out: BinaryIO, lock: threading.Lock, done: Callable[[bytes], None]
+    src_fd: int,
+    out: BinaryIO,
+    lock: threading.Lock,
+    done: Callable[[bytes], None],
+    splice: Callable[[bytes], list[bytes] | None] | None = None,
 ) -> None:
-    """Copy the lines read from ``src_fd`` to ``out`` as they arrive (a 6 MB answer line
-    reaches the client while the server is still writing it, not after), holding ``lock``
-    from a line's first byte to its newline (another writer never cuts into a line); call
-    ``done`` with each whole line once it is out. Ends at end of input."""
+    """Copy the lines read from ``src_fd`` to ``out``, holding ``lock`` while a line is
+    written (another writer never cuts into a line); call ``done`` with each whole line once
+    it is out. A line is held until its newline while it is shorter than :data:`CHUNK`, and
+    then written as ``splice`` pieces it (:func:`kbtool.mcp.splice.splice`: a big answer's
+    stand-in replaced by the answer); a longer one is written as it arrives (a 6 MB answer
+    line reaches the client while the server is still writing it, not after). Ends at end
+    of input."""
     parts: list[bytes] = []  # the current line so far
-    holding = False
+    held = 0  # its bytes not written yet (all of them while it is short)
+    holding = False  # the lock: held from a long line's first write to its newline
     try:
         while True:
             chunk = os.read(src_fd, PIPE_BYTES)
@@ -291,26 +300,46 @@ def forward_lines(
                 nl = chunk.find(b"\n", start)
                 end = len(chunk) if nl < 0 else nl + 1
                 piece = chunk[start:end] if start or end < len(chunk) else chunk
-                if not holding:
-                    lock.acquire()
-                    holding = True
-                out.write(piece)
                 parts.append(piece)
                 start = end
                 if nl >= 0:
+                    line = parts[0] if len(parts) == 1 else b"".join(parts)
+                    parts.clear()
+                    if holding:  # a long line: its start is out already
+                        out.write(piece)
+                    else:
+                        lock.acquire()
+                        pieces = splice(line) if splice is not None else None
+                        for p in pieces or (line,):
+                            out.write(p)
                     out.flush()
                     lock.release()
                     holding = False
-                    line = parts[0] if len(parts) == 1 else b"".join(parts)
-                    parts.clear()
+                    held = 0
                     done(line)
+                    continue
+                if not holding:
+                    held += len(piece)
+                    if held < CHUNK:
+                        continue  # a short line so far: held whole (a stand-in is found whole)
+                    lock.acquire()
+                    holding = True
+                    for p in parts:
+                        out.write(p)
+                else:
+                    out.write(piece)
             if holding:
-                out.flush()  # the part of a line written so far goes on now
+                out.flush()  # the part of a long line written so far goes on now
     finally:
         if holding:
             lock.release()
         os.close(src_fd)
     if parts:  # a last line without its newline
+        if not holding:
+            with lock:
+                for p in parts:
+                    out.write(p)
+                out.flush()
         done(b"".join(parts))
 
 
@@ -386,7 +415,7 @@ def guarded_stdio() -> Iterator[None]:
                 answered.notify_all()
 
     def pump_out() -> None:
-        forward_lines(out_r, real_out, lock, answer_out)
+        forward_lines(out_r, real_out, lock, answer_out, splice.splice)
         with answered:  # the server is gone: nothing more will be answered
             pending.clear()
             ACTIVITY.set_in_flight(0)
@@ -398,9 +427,11 @@ def guarded_stdio() -> Iterator[None]:
     ]
     for t in threads:
         t.start()
+    splice.ACTIVE.set()  # big answers go out as stand-ins this guard writes (kbtool.mcp.splice)
     try:
         yield
     finally:
+        splice.ACTIVE.clear()
         sys.stdout.flush()
         os.dup2(real_out_fd, 1)  # our end of the output pipe closes: pump_out sees its end
         threads[1].join(timeout=2)

@@ -127,6 +127,7 @@ def build_server(db_path: str | Path, *, log_level: str = "WARNING") -> Any:
             fn = _prepares_ahead(fn, path)
         if spec.fn.__name__ == "get_diff":
             fn = _reads_report_after(fn, path)
+        fn = _spliced(fn)
         sdk.add_tool(
             server, fn, read_only=spec.read_only, title=spec.title, idempotent=spec.idempotent
         )
@@ -177,6 +178,19 @@ def _reads_report_after(fn: Callable[..., str], path: Path) -> Callable[..., str
             job = functools.partial(_read_report, path, a, b)
             idle.when_quiet(("diff", str(path), a, b), job)
         return answer
+
+    return tool
+
+
+def _spliced(fn: Callable[..., str]) -> Callable[..., str]:
+    """``fn`` whose big ASCII answer goes to the SDK as a stand-in the stdio guard replaces
+    by the answer as it writes the line (:mod:`kbtool.mcp.splice`): the SDK does not
+    serialize several MB again before the first byte leaves."""
+    from kbtool.mcp.splice import stand_in
+
+    @functools.wraps(fn)
+    def tool(*args: Any, **kwargs: Any) -> str:
+        return stand_in(fn(*args, **kwargs))
 
     return tool
 
