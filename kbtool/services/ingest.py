@@ -399,7 +399,8 @@ def _stored(
             conn, analysis, data, label, source_path, parent, carried_n, program_id, lineage, sha256
         )
         store.insert_module_bytes(conn, vid, data)
-        xrows, erows = rows.fact_rows(vid, funcs, slots)
+        xrows, erows = rows.fact_rows(vid, funcs, slots, analysis.side)
+        analysis.side = None  # (its texts are in the rows now)
         store.insert_fact_values(conn, rows.FACT_COLUMNS, xrows)
         store.insert_call_edge_values(conn, rows.EDGE_COLUMNS, erows)
         # the memory accesses as the JSON text stored: the report's layout check compares them

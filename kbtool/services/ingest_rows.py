@@ -100,36 +100,51 @@ def function_rows(vid, funcs, carried, new_ids) -> tuple[dict[int, str], list[tu
     return sid_of, frows
 
 
-def fact_rows(vid, funcs, table_slots_of) -> tuple[list[tuple], list[tuple]]:
+def fact_rows(vid, funcs, table_slots_of, side=None) -> tuple[list[tuple], list[tuple]]:
     """The version's facts and call-edge rows (tuples of :data:`FACT_COLUMNS` and
     :data:`EDGE_COLUMNS`; ``table_slots_of``: :func:`kbtool.identity.records.table_slots`):
-    they need no stable id, so a later ingest writes them while the matcher's child runs."""
+    they need no stable id, so a later ingest writes them while the matcher's child runs.
+    ``side``: the decoder's texts of ``funcs`` (:attr:`kbtool.wasm.facts.ModuleAnalysis.side`,
+    per defined function: the same JSON texts as ``dumps`` of ``mem_ops`` / ``calls``, and the
+    distinct callees), or None (then made here)."""
     slots_of = table_slots_of.get
     xrows: list[tuple] = []
     erows: list[tuple] = []
     dumps = store.dumps  # (called only for a non-empty list: many are empty)
+    n = len(funcs)
+    nimp = n - len(side[0]) if side is not None else 0
+    if side is not None and not (0 <= nimp and (n == 0 or funcs[-1].index == n - 1)):
+        side = None  # (not the decoder's list of every function, in index order)
     for f in funcs:
         i = f.index
         slots = slots_of(i)
+        if side is not None and i >= nimp:
+            mem_text = side[0][i - nimp]
+            calls_text = side[1][i - nimp]
+            callees = side[2][i - nimp]
+        else:
+            mem_text = dumps(f.mem_ops) if f.mem_ops else "[]"
+            calls_text = dumps(f.calls) if f.calls else "[]"
+            callees = set(f.calls) if f.calls else ()
         xrows.append(
             (
                 vid,
                 i,
-                dumps(f.calls) if f.calls else "[]",
+                calls_text,
                 f.call_indirect,
                 dumps(f.ref_funcs) if f.ref_funcs else "[]",
                 dumps(f.consts) if f.consts else "[]",
                 dumps(f.strings) if f.strings else "[]",
                 dumps(f.globals_used) if f.globals_used else "[]",
-                dumps(f.mem_ops) if f.mem_ops else "[]",
+                mem_text,
                 f.atomic_sites,
                 f.loops,
                 bytes(f.ops),
                 dumps(slots) if slots else "[]",
             )
         )
-        if f.calls:
-            erows.extend([(vid, i, c) for c in set(f.calls)])
+        if callees:
+            erows.extend([(vid, i, c) for c in callees])
     return xrows, erows
 
 

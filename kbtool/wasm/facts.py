@@ -172,6 +172,10 @@ class ModuleAnalysis(Plain):
     #: little-endian i32; the walk's all-unknown stack jumps from one to the next
     #: (:func:`kbtool.analysis.datawalk.body_refs`), and drops them after use
     hot: tuple[bytes, bytes] | None  # (not a field: not in ==, repr)
+    #: the facts rows' texts, from the decoder as ``hot`` (else None): per code index the
+    #: JSON text of ``mem_ops`` and of ``calls`` (``orjson.dumps``'s) and the distinct
+    #: callees in first-seen order; :func:`kbtool.services.ingest_rows.fact_rows` reads them
+    side: tuple[list[str], list[str], list[list[int]]] | None  # (not a field either)
 
     def __init__(
         self,
@@ -179,11 +183,13 @@ class ModuleAnalysis(Plain):
         functions: list[FuncFacts] = NEW,
         toolchain_version: str | None = None,
         hot: tuple[bytes, bytes] | None = None,
+        side: tuple[list[str], list[str], list[list[int]]] | None = None,
     ) -> None:
         self.module = module
         self.functions = [] if functions is NEW else functions
         self.toolchain_version = toolchain_version
         self.hot = hot
+        self.side = side
 
     @property
     def instr_count(self) -> int:
@@ -240,6 +246,7 @@ class _Ctx:
         if self.go:
             self.dmap.ptr_mask = (self.static_lo, self.static_hi, self.gov_lo, self.gov_hi)
         self.hot: tuple[bytes, bytes] | None = None  # (set by the decoder: ModuleAnalysis.hot)
+        self.side: tuple[list[str], list[str], list[list[int]]] | None = None  # (.side)
         self.exports: dict[int, list[str]] = {}
         for e in m.exports:
             if e.kind == "func":
@@ -405,7 +412,7 @@ def _analyze_module(data: bytes, progress, workers: int) -> ModuleAnalysis:
         if len(sample) > 5000:
             break
     tc = ctx.toolchain or detect_toolchain(m, list(sample))
-    return ModuleAnalysis(m, funcs, tc, ctx.hot)
+    return ModuleAnalysis(m, funcs, tc, ctx.hot, ctx.side)
 
 
 def _analyze_parallel(data, ctx, workers, progress, total):

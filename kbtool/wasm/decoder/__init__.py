@@ -27,7 +27,11 @@ from .scan import (
     _VT,
     _Bad,
     _blocktype_end,
+    _br_on_cast_end,
+    _br_table_end,
+    _catches_end,
     _heaptype_end,
+    _select_end,
     _skip,
     _sleb_cont,
     _uleb_cont,
@@ -42,6 +46,10 @@ from .slots import (
     add_global,
     big_first,
     big_set,
+    list_text,
+    list_writer,
+    memop_text,
+    new_memop,
     stamps,
 )
 
@@ -92,8 +100,8 @@ def analyze_range(ctx: Any, first: int, last: int,
                   step: int = PROGRESS_STEP) -> list[tuple[Any, ...]]:
     """Facts of the defined functions with code indices ``first <= i < last`` (``ctx``: a
     ``facts._Ctx``), one tuple per function in ``FuncFacts`` field order; ``progress(done,
-    total)`` about every ``step`` bytes of code; ``ctx.hot`` set too (all bodies: see
-    :attr:`.facts.ModuleAnalysis.hot`)."""
+    total)`` about every ``step`` bytes of code; ``ctx.hot`` and ``ctx.side`` set too (all
+    bodies: :attr:`.facts.ModuleAnalysis.hot`, ``.side``)."""
     data: bytes = ctx.data
     m: Any = ctx.m
     code: list[tuple[int, int]] = m.code
@@ -126,8 +134,10 @@ def analyze_range(ctx: Any, first: int, last: int,
     # object so mypyc keeps the boxed tuple (a native tuple would be re-boxed, a new object
     # per memory access: ffmpeg +75 MB)
     # (keyed by offset * 1024 + op id: op ids are below 1024; an int hashes for less than a
-    # tuple and no tuple is made for a memory access seen before)
-    mcache: dict[int, object] = {}
+    # tuple and no tuple is made for a memory access seen before): its index in mt / mj
+    mcache: dict[int, int] = {}
+    mt: list[object] = []  # (and mj: its JSON text, see jflat)
+    mj: list[bytes] = []
     # the same for the one-byte loads and stores (0x28-0x3E) at offsets below
     # _FLAT_OFFSETS (most: struct fields), in a flat list (a dict lookup per memory access
     # was the decoder's largest cost after the op ids)
@@ -146,6 +156,14 @@ def analyze_range(ctx: Any, first: int, last: int,
     gseen = stamps(_GLOB_FLAT, -1)  # (the body's globals: slots.py)
     gbig: set[int] = set()  # a body's globals from _GLOB_FLAT on (emptied after each body)
     fbox: list[object] = [None] * (nimp + len(code))
+    # the facts rows' JSON texts of the memory accesses and calls (ctx.side: slots.py), an
+    # item's text made once per range; a body's distinct callees by a stamp per function
+    jflat: list[bytes] = [b""] * len(mflat)
+    ffrag: list[bytes] = [b""] * (nimp + len(code))
+    cstamp = stamps(nimp + len(code), -1)
+    side_mem: list[str] = []
+    side_calls: list[str] = []
+    side_callees: list[list[object]] = []
     sig_head: list[bytes] = [t.encode() + b"\x00" for t in type_text]
     out: list[tuple[Any, ...]] = []
     # the data walk's stops (ModuleAnalysis.hot): the positions, per body the count before
@@ -174,6 +192,9 @@ def analyze_range(ctx: Any, first: int, last: int,
         strs: dict[str, None] = {}
         glist: list[int] = []  # distinct globals below _GLOB_FLAT, first seen first
         memops: list[object] = []
+        mw = list_writer()  # (the JSON texts: see jflat)
+        cw = list_writer()
+        callees: list[object] = []
         ti = ftypes[ci_]
         sig = type_text[ti] if ti < ntypes else f"type[{ti}]"
         # the shape hash's input: the signature, a NUL, the normalised body (written as it
@@ -259,10 +280,14 @@ def analyze_range(ctx: Any, first: int, last: int,
                         if t is None:  # (read back: the object stored, boxed once)
                             mflat[i] = (b, x, W[b])
                             t = mflat[i]
+                            jflat[i] = memop_text(b, x, W[b])
+                        mw.write(jflat[i])
                     else:
-                        t = mcache.get(x * 1024 + b)
-                        if t is None:  # (setdefault: the object stored, boxed once)
-                            t = mcache.setdefault(x * 1024 + b, (b, x, W[b]))
+                        mx: i64 = mcache.get(x * 1024 + b, -1)
+                        if mx < 0:  # (read back: the object stored, boxed once)
+                            mx = new_memop(mcache, mt, mj, b, x, W[b])
+                        t = mt[mx]
+                        mw.write(mj[mx])
                     memops.append(t)
                     continue
                 if k == 3:  # i32.const
@@ -367,9 +392,17 @@ def analyze_range(ctx: Any, first: int, last: int,
                         if fo is None:
                             fo = x
                             fbox[x] = fo
+                            ffrag[x] = (str(x) + ",").encode()
                         calls.append(fo)
+                        cw.write(ffrag[x])
+                        if cstamp[x] != ci:
+                            cstamp[x] = ci
+                            callees.append(fo)
                     else:
                         calls.append(x)
+                        cw.write((str(x) + ",").encode())
+                        if x not in callees:
+                            callees.append(x)
                     shw.write(data[last_cut:s])
                     shw.write(imp_repl[x] if x < nimp else _DEF)
                     last_cut = p
@@ -437,9 +470,11 @@ def analyze_range(ctx: Any, first: int, last: int,
                             shw.write(data[last_cut:s])
                             shw.write(_STATIC)
                             last_cut = p
-                        t = mcache.get(x * 1024 + op)
-                        if t is None:
-                            t = mcache.setdefault(x * 1024 + op, (op, x, W[op]))
+                        mx = mcache.get(x * 1024 + op, -1)
+                        if mx < 0:
+                            mx = new_memop(mcache, mt, mj, op, x, W[op])
+                        t = mt[mx]
+                        mw.write(mj[mx])
                         memops.append(t)
                         if k == 20:
                             p += 1
@@ -453,11 +488,8 @@ def analyze_range(ctx: Any, first: int, last: int,
                     if k == 40:  # ref.test / ref.cast: heap type
                         p = _heaptype_end(data, p)
                         continue
-                    if k == 21:  # v128.const, i8x16.shuffle
-                        p += 16
-                        continue
-                    if k == 19 or k == 22:  # lane / reserved byte
-                        p += 1
+                    if k == 21 or k == 19 or k == 22:  # v128.const, i8x16.shuffle; lane / byte
+                        p += 16 if k == 21 else 1
                         continue
                     if k == 17:  # two LEBs
                         p = p + 1 if data[p] < 0x80 else _skip(data, p)
@@ -491,10 +523,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                             p = p + 1 if data[p] < 0x80 else _skip(data, p)
                         continue
                     if k == 23:  # br_on_cast: flags, label, heap type, heap type
-                        p += 1
-                        p = p + 1 if data[p] < 0x80 else _skip(data, p)
-                        p = _heaptype_end(data, p)
-                        p = _heaptype_end(data, p)
+                        p = _br_on_cast_end(data, p)
                         continue
                     raise _Bad
                 # ---- single-byte opcodes with rarer immediates
@@ -549,24 +578,11 @@ def analyze_range(ctx: Any, first: int, last: int,
                         shw.write(_STATIC)
                         last_cut = p
                     continue
-                if k == 8:
-                    p += 4
-                    continue
-                if k == 9:
-                    p += 8
+                if k == 8 or k == 9:  # f32.const / f64.const
+                    p += 4 if k == 8 else 8
                     continue
                 if k == 10:  # br_table
-                    x = data[p]
-                    p += 1
-                    if x >= 0x80:
-                        x, p = _uleb_cont(data, p, x)
-                    if x > end - p:
-                        raise _Bad
-                    for _ in range(x + 1):
-                        if data[p] < 0x80:
-                            p += 1
-                        else:
-                            p = _skip(data, p)
+                    p = _br_table_end(data, p, end)
                     continue
                 if k == 11:  # call_indirect / return_call_indirect
                     cind += 1
@@ -612,14 +628,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                     last_cut = p
                     continue
                 if k == 13:  # select t*
-                    x = data[p]
-                    p += 1
-                    if x >= 0x80:
-                        x, p = _uleb_cont(data, p, x)
-                    if x > end - p:
-                        raise _Bad
-                    for _ in range(x):
-                        p = _valtype_end(data, p)
+                    p = _select_end(data, p, end)
                     continue
                 if k == 18:  # try_table
                     depth += 1
@@ -639,20 +648,7 @@ def analyze_range(ctx: Any, first: int, last: int,
                         shw.write(data[last_cut:s])
                         shw.write(type_repl[x] if 0 <= x < ntypes else _BAD_T)
                         last_cut = p
-                    x = data[p]
-                    p += 1
-                    if x >= 0x80:
-                        x, p = _uleb_cont(data, p, x)
-                    if x > end - p:
-                        raise _Bad
-                    for _ in range(x):
-                        c = data[p]
-                        p += 1
-                        if c > 3:
-                            raise _Bad
-                        if c < 2:
-                            p = p + 1 if data[p] < 0x80 else _skip(data, p)
-                        p = p + 1 if data[p] < 0x80 else _skip(data, p)
+                    p = _catches_end(data, p, end)
                     continue
                 if k == 40:  # ref.null: heap type
                     p = _heaptype_end(data, p)
@@ -682,6 +678,9 @@ def analyze_range(ctx: Any, first: int, last: int,
         body = data[start:end]
         shw.write(body if last_cut == start else data[last_cut:end])
         opsv = ops.getvalue()
+        side_mem.append(list_text(mw))
+        side_calls.append(list_text(cw))
+        side_callees.append(callees)
         if big_endian:  # (little-endian hosts store the bytes as written: no call per body)
             opsv = native_order(opsv)
         out.append((
@@ -694,5 +693,7 @@ def analyze_range(ctx: Any, first: int, last: int,
     if first == 0 and last == len(code) and len(data) < (1 << 31):
         write_i32_le(hot_idx, i32(len(hot) >> 2))
         ctx.hot = (hot.getvalue(), hot_idx.getvalue())
+    if first == 0 and last == len(code):
+        ctx.side = (side_mem, side_calls, side_callees)
     return out
 # fmt: on

@@ -117,3 +117,56 @@ def _blocktype_end(data: bytes, p: i64, x: int) -> i64:
     if x == 0x40 or _VT[x] == 1:
         return p + 1
     return _valtype_end(data, p)
+
+
+def _br_table_end(data: bytes, p: i64, end: i64) -> i64:
+    """The end of a ``br_table``'s immediates at ``p`` (a count, then one label more)."""
+    x = data[p]
+    p += 1
+    if x >= 0x80:
+        x, p = _uleb_cont(data, p, x)
+    if x > end - p:
+        raise _Bad
+    for _ in range(x + 1):
+        p = p + 1 if data[p] < 0x80 else _skip(data, p)
+    return p
+
+
+def _select_end(data: bytes, p: i64, end: i64) -> i64:
+    """The end of a typed ``select``'s value types at ``p``."""
+    x = data[p]
+    p += 1
+    if x >= 0x80:
+        x, p = _uleb_cont(data, p, x)
+    if x > end - p:
+        raise _Bad
+    for _ in range(x):
+        p = _valtype_end(data, p)
+    return p
+
+
+def _catches_end(data: bytes, p: i64, end: i64) -> i64:
+    """The end of a ``try_table``'s catch clauses at ``p`` (after its block type)."""
+    x = data[p]
+    p += 1
+    if x >= 0x80:
+        x, p = _uleb_cont(data, p, x)
+    if x > end - p:
+        raise _Bad
+    for _ in range(x):
+        c = data[p]
+        p += 1
+        if c > 3:
+            raise _Bad
+        if c < 2:
+            p = p + 1 if data[p] < 0x80 else _skip(data, p)
+        p = p + 1 if data[p] < 0x80 else _skip(data, p)
+    return p
+
+
+def _br_on_cast_end(data: bytes, p: i64) -> i64:
+    """The end of ``br_on_cast(_fail)``'s flags, label and two heap types at ``p``."""
+    p += 1
+    p = p + 1 if data[p] < 0x80 else _skip(data, p)
+    p = _heaptype_end(data, p)
+    return _heaptype_end(data, p)

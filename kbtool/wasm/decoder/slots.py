@@ -12,6 +12,10 @@ try:  # mypyc: native 64-bit ints (no tag checks, no boxing)
 except ImportError:  # the pure path without it: plain ints
     i64 = int  # type: ignore[misc,assignment]
 
+try:  # mypyc's runtime library: its writes compile to native code
+    from librt.strings import BytesWriter
+except ImportError:  # the pure path without it: the same writes on a bytearray
+    from ..opbuf import BytesWriter  # type: ignore[assignment]
 try:  # mypyc's runtime library: vec[i64] compiles to a native array
     from librt.vecs import append as _vappend
     from librt.vecs import vec
@@ -67,3 +71,38 @@ def add_global(seen: vec[i64], first: list[int], rest: set[int], x: int, ci: i64
             first.append(x)
     else:
         rest.add(x)
+
+
+def memop_text(op: int, offset: int, width: int) -> bytes:
+    """A memory access's item in its facts row's JSON text (``orjson.dumps`` of the list of
+    ``(op, offset, width)``), a comma after it: the decoder writes a body's items as it meets
+    them (``ctx.side``: :attr:`kbtool.wasm.facts.ModuleAnalysis.side`)."""
+    return f"[{op},{offset},{width}],".encode()
+
+
+def list_writer() -> BytesWriter:
+    """A writer of a list's JSON text: ``[``, then each item's text and a comma."""
+    w = BytesWriter()
+    w.append(91)
+    return w
+
+
+def list_text(w: BytesWriter) -> str:
+    """The JSON text of a list from a writer of ``[`` and its items' texts, a comma after
+    each (the last one made the ``]``)."""
+    n = len(w)
+    if n == 1:
+        return "[]"
+    w[n - 1] = 93  # "]"
+    return w.getvalue().decode()
+
+
+def new_memop(
+    cache: dict[int, int], mt: list[object], mj: list[bytes], op: int, x: int, width: int
+) -> i64:
+    """A memory access first met in the range: its tuple and text stored, the index back."""
+    mx: i64 = len(mt)
+    cache[x * 1024 + op] = mx
+    mt.append((op, x, width))
+    mj.append(memop_text(op, x, width))
+    return mx

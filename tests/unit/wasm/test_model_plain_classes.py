@@ -18,7 +18,8 @@ from kbtool.analysis.fingerprints import RefEntry
 from kbtool.analysis.recognize import Candidate
 from kbtool.wasm import facts, gosyms, model
 
-#: (class, slots, the fields left out of ``repr`` and ``==``: ``hot`` was so in the dataclass;
+#: (class, slots, the fields left out of ``repr`` and ``==``: ``hot`` was so in the dataclass,
+#: ``side`` is as ``hot``;
 #: ``_starts`` and ``_param_index`` (caches) were out of its ``repr`` only, now of both)
 CLASSES = [
     *[
@@ -39,7 +40,7 @@ CLASSES = [
     ],
     (model.Module, False, ()),
     (facts.FuncFacts, True, ()),
-    (facts.ModuleAnalysis, False, ("hot",)),
+    (facts.ModuleAnalysis, False, ("hot", "side")),
     (dt.GlobalInfo, True, ()),
     (dt.DataRef, True, ()),
     (dt.DataModel, True, ("_starts",)),
