@@ -26,13 +26,15 @@ from textual.widgets import Input
 from kbtool.kb import queries
 from kbtool.kb.db import open_ro, open_rw
 from kbtool.kb.errors import KBError, UnknownVersionError
-from kbtool.kb.queries.functions import HeatmapRow
+from kbtool.kb.queries.functions import HeatmapCells
 from kbtool.services import heap
 from kbtool.textutil import clip, printable
 from kbtool.tui.jump import FunctionJumpProvider
 from kbtool.tui.screens.base import FunctionRef, KbScreen, unshown_screens
 from kbtool.tui.screens.heatmap import HeatmapScreen
 from kbtool.tui.screens.versions import VersionsScreen
+from kbtool.tui.widgets.heatmap import BUCKETS
+from kbtool.tui.widgets.palette import PROVENANCES
 from kbtool.tui.workers import ReleasingWorkers, running_on
 
 # The screens a start does not show (diff, detail, history, search, feed, rename) and the
@@ -64,10 +66,10 @@ def _pause_collector() -> bool:
     return True
 
 
-def _heatmap_rows(db_path: Path, version_id: int) -> list[HeatmapRow]:
+def _heatmap_cells(db_path: Path, version_id: int) -> HeatmapCells:
     conn = open_ro(db_path)
     try:
-        return queries.heatmap_rows(conn, version_id)
+        return queries.heatmap_cells(conn, version_id, PROVENANCES, BUCKETS)
     finally:
         conn.close()
 
@@ -107,10 +109,10 @@ def _import_code_service() -> None:
 
 
 class _Prefetch(NamedTuple):
-    """The heatmap rows of ``version_id`` being fetched on a thread at start-up."""
+    """The heatmap cells of ``version_id`` being fetched on a thread at start-up."""
 
     version_id: int
-    rows: Future[list[HeatmapRow]]
+    cells: Future[HeatmapCells]
 
 
 MIN_SIZE = (80, 24)
@@ -164,7 +166,7 @@ class KbApp(ReleasingWorkers, App[None]):
         collector_paused: bool = False,
     ) -> None:
         # The start up to the first frame makes long-lived objects (the widgets, the
-        # heatmap's rows) and almost no garbage: with the long-lived policy on (kbtool tui,
+        # heatmap's cells) and almost no garbage: with the long-lived policy on (kbtool tui,
         # heap.enable) the collector is paused until the first frame is drawn, then the
         # policy's first freeze takes them unwalked. ``collector_paused``: the caller paused
         # it (kbtool tui, for the imports) and leaves turning it back on to the app.
@@ -200,7 +202,7 @@ class KbApp(ReleasingWorkers, App[None]):
         self.poll_seconds = poll_seconds
         self.start = start
         # Starting on the heatmap: the versions screen underneath loads when first shown, and
-        # the heatmap rows are fetched on a thread (own read-only connection) while Textual
+        # the heatmap's cells are fetched on a thread (own read-only connection) while Textual
         # starts up, so the first paint does not wait for both one after the other.
         latest = queries.latest_version_id(self.conn)
         self.heatmap_first = start == "heatmap" and latest is not None
@@ -215,7 +217,7 @@ class KbApp(ReleasingWorkers, App[None]):
         self._warmed: set[int] = set()  # versions whose first code open was built ahead
         if self.heatmap_first:
             vid = version_id or latest
-            self._prefetch = _Prefetch(vid, _PREFETCH.submit(_heatmap_rows, self.db_path, vid))
+            self._prefetch = _Prefetch(vid, _PREFETCH.submit(_heatmap_cells, self.db_path, vid))
         self.blink = blink  # text cursor blink (off in snapshot tests)
         self.last_input = time.monotonic()  # the last key or mouse event (heap's idle moment)
         self._due_seen = False  # a due collection already seen by collect_when_idle
@@ -243,15 +245,16 @@ class KbApp(ReleasingWorkers, App[None]):
             self.code_prefetch = job
         return self.code_prefetch
 
-    def heatmap_rows(self, version_id: int) -> list[HeatmapRow]:
-        """``queries.heatmap_rows``, served once from the start-up prefetch when it matches."""
+    def heatmap_cells(self, version_id: int) -> HeatmapCells:
+        """``queries.heatmap_cells`` in the heatmap's code order, served once from the
+        start-up prefetch when it matches."""
         pre, self._prefetch = self._prefetch, None
         if pre is not None and pre.version_id == version_id:
             try:
-                return pre.rows.result()
+                return pre.cells.result()
             except Exception:
                 pass  # fall back to the app's own connection
-        return queries.heatmap_rows(self.conn, version_id)
+        return queries.heatmap_cells(self.conn, version_id, PROVENANCES, BUCKETS)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -282,7 +285,7 @@ class KbApp(ReleasingWorkers, App[None]):
             heap.freeze_when(self.resident_only, self.closed_screens_gone)  # none that closes
             self.set_interval(IDLE_CHECK_SECONDS, self.collect_when_idle)
             self.screen_change_signal.subscribe(self, self._screen_changed, immediate=True)
-        self.call_after_refresh(heap.settle)  # the heatmap's rows and the widgets: kept
+        self.call_after_refresh(heap.settle)  # the heatmap's cells and the widgets: kept
         self.call_after_refresh(self._active)  # idle counts from the first frame, not before
         self.call_after_refresh(self._freeze)
         # the first frame is drawn (and what it made frozen: no young collection walks it)

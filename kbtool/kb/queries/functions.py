@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from array import array
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
 from kbtool.kb.errors import UnknownFunctionError
@@ -71,6 +72,90 @@ def heatmap_rows(conn: sqlite3.Connection, version_id: int) -> list[HeatmapRow]:
         (version_id,),
     )
     return list(map(HeatmapRow._make, cur))
+
+
+def heatmap_row(conn: sqlite3.Connection, version_id: int, index: int) -> HeatmapRow | None:
+    """The :class:`HeatmapRow` of one defined function (None: no such defined function)."""
+    cur = conn.cursor()
+    cur.row_factory = None
+    row = cur.execute(
+        "SELECT f.idx, f.stable_id, s.name, s.provenance, s.confidence, f.body_size"
+        " FROM functions f LEFT JOIN symbols s ON s.stable_id = f.stable_id"
+        " WHERE f.version_id = ? AND f.idx = ? AND f.imported = 0",
+        (version_id, index),
+    ).fetchone()
+    return HeatmapRow._make(row) if row is not None else None
+
+
+class HeatmapCells(NamedTuple):
+    """A version's heatmap without a row per function: :func:`heatmap_cells`."""
+
+    codes: bytes  # one cell code per defined function, in index order
+    indices: Sequence[int]  # the functions' indices, in order (a range when contiguous)
+    named: int  # defined functions with a name
+    named_by_slot: tuple[int, ...]  # ... and with each named slot's provenance
+
+
+_CODE_BASE = 48  # a code travels as the character of this plus the code (printable ASCII)
+
+
+def _code_sql(slots: Sequence[str | None], buckets: int) -> str:
+    """SQL of ``slot * buckets + bucket`` for one row (``p``: provenance, ``c``: confidence),
+    equal to :func:`kbtool.tui.widgets.heatmap.cell_code`: an unknown provenance, no
+    provenance or no confidence is the unnamed slot's last bucket; the bucket is
+    ``round(c * (buckets - 1))`` (Python's: half to even) clamped to the buckets. ``t - CAST(t
+    AS INTEGER)`` is exact for 0 < t < buckets, so a half is seen exactly as Python sees it."""
+    unnamed = slots.index(None) * buckets + buckets - 1
+    top = buckets - 1
+    whens = " ".join(f"WHEN '{p}' THEN {i * buckets}" for i, p in enumerate(slots) if p is not None)
+    t = f"(c * {top})"
+    i = f"CAST({t} AS INTEGER)"
+    bucket = (
+        f"CASE WHEN {t} <= 0 THEN 0 WHEN {t} >= {top} THEN {top}"
+        f" ELSE {i} + ({t} - {i} > 0.5) + ({t} - {i} = 0.5 AND {i} % 2 = 1) END"
+    )
+    return (
+        f"CASE WHEN c IS NULL THEN {unnamed} ELSE"
+        f" COALESCE(CASE p {whens} END + {bucket}, {unnamed}) END"
+    )
+
+
+def heatmap_cells(
+    conn: sqlite3.Connection, version_id: int, slots: Sequence[str | None], buckets: int
+) -> HeatmapCells:
+    """The heatmap of a version in one aggregate row: each defined function's cell code
+    (``slots``: the provenances in code order, None the unnamed one; ``buckets``: confidence
+    buckets), worked out by SQLite (no Python object per function: the start of ``kbtool
+    tui`` read ~22,000 :class:`HeatmapRow` on ffmpeg only to make these), the indices (a
+    range when contiguous, as a module's defined functions are) and the named counts of
+    ``queries.coverage``."""
+    version_row(conn, version_id)
+    named = [p for p in slots if p is not None]
+    sums = "".join(f", count(CASE WHEN p = '{p}' THEN name END)" for p in named)
+    cur = conn.cursor()
+    cur.row_factory = None
+    n, lo, hi, n_named, *by_slot, text = cur.execute(
+        f"SELECT count(*), min(idx), max(idx), count(name){sums},"
+        f" group_concat(char({_CODE_BASE} + {_code_sql(slots, buckets)}), '') FROM ("
+        "SELECT f.idx AS idx, s.name AS name, s.provenance AS p, s.confidence AS c"
+        " FROM functions f LEFT JOIN symbols s ON s.stable_id = f.stable_id"
+        " WHERE f.version_id = ? AND f.imported = 0 ORDER BY f.idx)",
+        (version_id,),
+    ).fetchone()
+    codes = (text or "").encode("ascii").translate(_FROM_CODE_CHARS)
+    indices: Sequence[int]
+    if n and hi - lo + 1 == n:
+        indices = range(lo, hi + 1)
+    else:
+        cur.execute(
+            "SELECT idx FROM functions WHERE version_id = ? AND imported = 0 ORDER BY idx",
+            (version_id,),
+        )
+        indices = [r[0] for r in cur]
+    return HeatmapCells(codes, indices, n_named, tuple(by_slot))
+
+
+_FROM_CODE_CHARS = bytes((b - _CODE_BASE) % 256 for b in range(256))
 
 
 def _function_row(conn: sqlite3.Connection, version_id: int, index: int) -> sqlite3.Row:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Sequence
 
 from rich.table import Table
 from rich.text import Text
@@ -13,7 +14,7 @@ from textual.widgets import Static
 
 from kbtool.kb import queries
 from kbtool.kb.errors import KBError
-from kbtool.kb.queries.functions import HeatmapRow
+from kbtool.kb.queries.functions import HeatmapCells, HeatmapRow
 from kbtool.render.text import lit
 from kbtool.tui.screens.base import BACK_HIDDEN, RENAME, FunctionRef, KbScreen
 from kbtool.tui.widgets.diff_footer import DiffFooter
@@ -27,6 +28,22 @@ from kbtool.tui.widgets.palette import (
     prov_text,
     split_of,
 )
+
+
+def _coverage(cells: HeatmapCells) -> dict:
+    """``queries.coverage`` of a version, from its heatmap's counts (one query less)."""
+    named = dict(zip([p for p in PROVENANCES if p is not None], cells.named_by_slot, strict=True))
+    defined = len(cells.indices)
+    return {
+        "defined": defined,
+        "named": cells.named,
+        "coverage_pct": round(cells.named / defined * 100, 2) if defined else 0.0,
+        "oracle_named": named.get("oracle", 0),
+        "human_named": named.get("human", 0),
+        "agent_named": named.get("agent", 0),
+        "export_named": named.get("export", 0),
+        "diff_carry_named": named.get("diff-carry", 0),
+    }
 
 
 class HeatmapScreen(KbScreen):
@@ -46,8 +63,9 @@ class HeatmapScreen(KbScreen):
         super().__init__()
         self.version_id = version_id
         self._want_index = index
-        self._rows: list[HeatmapRow] = []
-        self._indices: list[int] = []
+        self._indices: Sequence[int] = ()  # the cells' function indices, in order
+        self._full_rows: list[HeatmapRow] | None = None  # see _rows
+        self._ref: FunctionRef | None = None  # the cursor's function, as _show_cell read it
         self._label = ""
 
     def compose(self) -> ComposeResult:
@@ -67,12 +85,21 @@ class HeatmapScreen(KbScreen):
 
     # ------------------------------------------------------------ data
 
+    @property
+    def _rows(self) -> list[HeatmapRow]:
+        """Every cell's :class:`HeatmapRow`, read on first use after a reload: the screen
+        itself needs only the cells' codes and indices (``queries.heatmap_cells``) and the
+        cursor's row (the start no longer makes ~22,000 rows on ffmpeg; issue 30)."""
+        if self._full_rows is None:
+            self._full_rows = queries.heatmap_rows(self.kb.conn, self.version_id)
+        return self._full_rows
+
     def reload(self) -> None:
         conn = self.kb.conn
         grid = self.query_one(HeatmapGrid)
         keep = self._want_index
-        if keep is None and self._rows and grid.count:
-            keep = self._rows[min(grid.cursor, len(self._rows) - 1)].index
+        if keep is None and self._indices and grid.count:
+            keep = self._indices[min(grid.cursor, len(self._indices) - 1)]
         if keep is None:  # reopened: where the cursor was last time
             keep = self.kb.heatmap_cursor.get(self.version_id)
         self._want_index = None
@@ -85,52 +112,24 @@ class HeatmapScreen(KbScreen):
             )
             return
         self._label = info["label"]
-        self._rows = self.kb.heatmap_rows(self.version_id)
-        self._indices = [r.index for r in self._rows]
-        memo: dict[tuple[str | None, float | None], int] = {}
-
-        def code(row: HeatmapRow) -> int:
-            key = (row.provenance, row.confidence)
-            c = memo.get(key)
-            if c is None:
-                c = memo[key] = cell_code(row.provenance, row.confidence)
-            return c
-
-        codes = bytearray(map(code, self._rows))
+        self._full_rows = self._ref = None
+        cells = self.kb.heatmap_cells(self.version_id)
+        self._indices = cells.indices
         pos = 0
         if keep is not None and self._indices:
             pos = min(bisect_left(self._indices, keep), len(self._indices) - 1)
         self.kb.version_id = self.version_id
-        self._cov = self._coverage_of_rows()
+        self._cov = _coverage(cells)
         self.query_one("#title", TitleBar).show(
-            lit(self._label, "bold"), f"heatmap  {len(self._rows):,} functions"
+            lit(self._label, "bold"), f"heatmap  {len(self._indices):,} functions"
         )
-        grid.set_cells(codes, cursor=pos)
+        grid.set_cells(bytearray(cells.codes), cursor=pos)
         self._show_legend()
         self._show_coverage()
-        if not self._rows:
+        if not self._indices:
             self.query_one("#cell-info", Panel).set(
                 Text("This version has no defined functions.", style="italic")
             )
-
-    def _coverage_of_rows(self) -> dict:
-        """``queries.coverage`` of this version, counted from the rows already loaded (one query less)."""
-        split: dict[str, int] = {}
-        for row in self._rows:
-            if row.name is not None:
-                split[row.provenance] = split.get(row.provenance, 0) + 1
-        named = sum(split.values())
-        defined = len(self._rows)
-        return {
-            "defined": defined,
-            "named": named,
-            "coverage_pct": round(named / defined * 100, 2) if defined else 0.0,
-            "oracle_named": split.get("oracle", 0),
-            "human_named": split.get("human", 0),
-            "agent_named": split.get("agent", 0),
-            "export_named": split.get("export", 0),
-            "diff_carry_named": split.get("diff-carry", 0),
-        }
 
     def position_of_index(self, index: int) -> int | None:
         pos = bisect_left(self._indices, index)
@@ -139,8 +138,8 @@ class HeatmapScreen(KbScreen):
     # ------------------------------------------------------------ side panel
 
     def on_heatmap_grid_cursor_moved(self, event: HeatmapGrid.CursorMoved) -> None:
-        if 0 <= event.position < len(self._rows):
-            self.kb.heatmap_cursor[self.version_id] = self._rows[event.position].index
+        if 0 <= event.position < len(self._indices):
+            self.kb.heatmap_cursor[self.version_id] = self._indices[event.position]
         self._show_cell(event.position)
 
     def on_heatmap_grid_selected(self, event: HeatmapGrid.Selected) -> None:
@@ -148,20 +147,31 @@ class HeatmapScreen(KbScreen):
 
     def _show_cell(self, pos: int) -> None:
         box = self.query_one("#cell-info", Panel)
-        if not self._rows or pos >= len(self._rows):
+        n = len(self._indices)
+        if pos >= n:
             return
-        idx, sid, name, prov, conf, size = self._rows[pos]
+        idx = self._indices[pos]
         try:
             fn = queries.get_function(self.kb.conn, self.version_id, idx)
         except KBError:
             fn = None
         sym = fn["symbol"] if fn else None
         if fn is not None:  # the live record (a rename since the last reload shows at once)
-            name, prov, conf = fn["name"], fn["provenance"], fn["confidence"]
+            sid, name, prov, conf, size = (
+                fn["stable_id"],
+                fn["name"],
+                fn["provenance"],
+                fn["confidence"],
+                fn["body_size"],
+            )
+            self._ref = FunctionRef(self.version_id, idx, sid, name)
+        else:  # gone from the KB since the reload (the next poll reloads)
+            sid, name, prov, conf, size = "", None, None, None, 0
+            self._ref = None
         grid = Table.grid(padding=(0, 1))
         grid.add_column(style="bold", no_wrap=True, min_width=4)  # labels never collapse to "f…"
         grid.add_column(no_wrap=True, overflow="ellipsis")
-        grid.add_row("func", Text(f"#{idx}  ({pos + 1:,}/{len(self._rows):,})"))
+        grid.add_row("func", Text(f"#{idx}  ({pos + 1:,}/{n:,})"))
         grid.add_row("name", name_text(name, prov, bold=True))
         prov_line = prov_text(prov)
         if sym and sym["locked"]:
@@ -178,7 +188,7 @@ class HeatmapScreen(KbScreen):
         line.append_text(prov_text(prov))
         if conf is not None:
             line.append(f" {conf:.2f}")
-        line.append(f"  {pos + 1:,}/{len(self._rows):,}", style="dim")
+        line.append(f"  {pos + 1:,}/{n:,}", style="dim")
         self.query_one("#cell-line", Panel).set(line)
 
     def _show_legend(self) -> None:
@@ -211,22 +221,30 @@ class HeatmapScreen(KbScreen):
 
     def current_function(self) -> FunctionRef | None:
         grid = self.query_one(HeatmapGrid)
-        if not self._rows or grid.cursor >= len(self._rows):
+        if grid.cursor >= len(self._indices):
             return None
-        row = self._rows[grid.cursor]
-        return FunctionRef(self.version_id, row.index, row.stable_id, row.name)
+        index = self._indices[grid.cursor]
+        ref = self._ref
+        if ref is not None and ref.index == index and ref.version_id == self.version_id:
+            return ref
+        row = queries.heatmap_row(self.kb.conn, self.version_id, index)
+        if row is None:
+            return None
+        self._ref = FunctionRef(self.version_id, row.index, row.stable_id, row.name)
+        return self._ref
 
     def after_rename(self, ref: FunctionRef) -> None:
         pos = self.position_of_index(ref.index)
         if pos is None:
             return
         fn = queries.get_function(self.kb.conn, self.version_id, ref.index)
-        self._rows[pos] = self._rows[pos]._replace(
-            name=fn["name"], provenance=fn["provenance"], confidence=fn["confidence"]
-        )
+        if self._full_rows is not None:
+            self._full_rows[pos] = self._full_rows[pos]._replace(
+                name=fn["name"], provenance=fn["provenance"], confidence=fn["confidence"]
+            )
         self.query_one(HeatmapGrid).set_cell(pos, cell_code(fn["provenance"], fn["confidence"]))
         self._show_cell(pos)
-        self._cov = self._coverage_of_rows()
+        self._cov = _coverage(self.kb.heatmap_cells(self.version_id))
         self._show_coverage()
 
     def action_goto(self) -> None:
