@@ -1,4 +1,5 @@
-"""Code: one function's raw wasm, lifted C or cleaned C (``kbtool deep``); and one function's diff across two releases.
+"""Code: one function's raw wasm, lifted C or cleaned C (``kbtool deep``); and one function's diff across two releases
+(:mod:`kbtool.tui.screens.code_diff`, re-exported here).
 
 Both views draw with Textual's line API (:class:`LinesView`): only the visible lines are
 highlighted (and cached), so a 10,000-instruction function scrolls as fast as a short one.
@@ -10,7 +11,6 @@ the binary is shown literally (:func:`kbtool.render.code.wasm_line` escapes cont
 from __future__ import annotations
 
 import threading
-from typing import NamedTuple
 
 from rich.text import Text
 from textual import work
@@ -21,29 +21,39 @@ from textual.widgets import OptionList, Static
 
 from kbtool.kb import queries
 from kbtool.kb.errors import KBError
-from kbtool.render.code import WASM, C, diff_summary_text
+from kbtool.render.code import WASM, C
 from kbtool.render.disasm import head_lines
 from kbtool.render.text import lit
 from kbtool.services import heap
 from kbtool.textutil import printable
 from kbtool.tui.screens.base import BACK, HISTORY, RENAME, FunctionRef, KbScreen
+from kbtool.tui.screens.code_diff import DiffPair, FunctionDiffScreen
 from kbtool.tui.screens.code_paging import PagedDisassembly
 from kbtool.tui.screens.code_paging import read_ro as _load
 from kbtool.tui.screens.knowledge import KnowledgeEdits
 from kbtool.tui.widgets.code_view import CodeView, code_width, keep_split, split_code
 from kbtool.tui.widgets.diff_footer import DiffFooter
-from kbtool.tui.widgets.diff_view import FunctionDiffView
 from kbtool.tui.widgets.lines_view import LinesView
 from kbtool.tui.widgets.listing_pages import ListingPages
 from kbtool.tui.widgets.lists import LinkList, TitleBar
 from kbtool.tui.widgets.palette import name_text
 
-__all__ = ["CLEAN", "MODE_LABEL", "CodeScreen", "FunctionDiffScreen", "LinesView"]
+__all__ = [
+    "DiffPair",
+    "CLEAN",
+    "KEPT",
+    "MODE_LABEL",
+    "CodeScreen",
+    "FunctionDiffScreen",
+    "LinesView",
+    "open_code",
+]
 
 CLEAN = "clean"  # the cleaned C of `kbtool deep` (queries.get_analysis)
 PENDING = "pending"  # shown in the C view while a huge function's C is lifted
 MODE_LABEL = {WASM: "Raw WASM", C: "C", CLEAN: "Cleaned C"}
 MODE_CYCLE = {WASM: C, C: CLEAN, CLEAN: WASM}
+KEPT = "kbtool-code"  # the name the app's kept code screen is installed under (open_code)
 
 
 def _lines(text: str) -> list[str]:
@@ -120,6 +130,35 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
 
     def on_mount(self) -> None:
         self.query_one("#code-view").focus()
+
+    def swap(self, version_id: int, index: int, mode: str = C) -> None:
+        """Another function on this (kept, closed) screen: what the last one showed is
+        cleared before the screen is shown again, and its workers' late answers dropped;
+        :meth:`reload` reads the new one when the screen resumes (``seen_token``)."""
+        self.version_id, self.index, self.mode = version_id, index, mode
+        self.code = self.links = self.analysis = self.listing = None
+        self.at_offset = self._at_line = self._c_split = None
+        self._calls = {}
+        self._gen += 1
+        self._shown = self._lifting = self._resting = self._pages = None
+        self.seen_token = None  # resumed: refresh_from_kb reloads it
+        self.query_one("#title", TitleBar).show(Text(f"v{version_id} #{index}"))
+        self.query_one("#code-status", Static).update(Text("loading…", style="italic"))
+        self.query_one("#code-understanding", Static).remove_class("-shown")
+        view = self.query_one("#code-view", CodeView)
+        view.set_lines(0, lambda i: Text(""), 0)
+        for key in ("callers", "callees"):
+            self.query_one(f"#{key}-label", Static).update(Text(f"{key} (…)", style="bold"))
+            self.query_one(f"#{key}", LinkList).clear_options()
+        view.focus()
+
+    def on_screen_suspend(self) -> None:
+        """Closed (the kept screen is not unmounted, see :func:`open_code`): the worker
+        threads waiting for a frame stop waiting (``_after_paint``). Covered by another
+        screen, it is still open: they wait for its next frame as before."""
+        if self not in self.app.screen_stack:
+            for painted in list(self._waits):
+                painted.set()
 
     def reload(self) -> None:
         self._gen += 1
@@ -207,7 +246,7 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
             painted.wait(timeout)
         finally:
             self._waits.discard(painted)
-        return not self._gone
+        return not self._gone and self in self.app.screen_stack
 
     def on_unmount(self) -> None:
         """Closed: the worker threads waiting for a frame stop waiting (``_after_paint``)."""
@@ -473,7 +512,7 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
                 "no call on this line (w: Raw WASM, then ⏎ on a call; o: the callees)", timeout=3
             )
             return
-        self.app.push_screen(CodeScreen(self.version_id, target, self.mode))
+        open_code(self.app, self.version_id, target, self.mode)
 
     def action_xrefs(self) -> None:
         """``x``: the xrefs of what the line under the cursor references (a call, a data
@@ -543,7 +582,7 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
         oid = event.option.id
         if oid:
             vid, idx = (int(x) for x in oid.split(":"))
-            self.app.push_screen(CodeScreen(vid, idx, self.mode))
+            open_code(self.app, vid, idx, self.mode)
 
     def current_function(self) -> FunctionRef | None:
         if self.code is None:
@@ -552,6 +591,25 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
 
     def after_rename(self, ref: FunctionRef) -> None:
         self.refresh_from_kb()
+
+
+def open_code(app, version_id: int, index: int, mode: str = C) -> CodeScreen:
+    """Push one function's code. The app keeps one code screen (installed as :data:`KEPT`):
+    shown again with another function's content, its widgets are not composed, mounted and
+    styled again (Textual's build of the screen was most of a warm open's CPU, issue 30).
+    While that screen is open (a call followed from it) a new one is pushed over it."""
+    kept = app.get_screen(KEPT) if app.is_screen_installed(KEPT) else None
+    if kept is None or not isinstance(kept, CodeScreen):
+        screen = CodeScreen(version_id, index, mode)
+        if kept is None:
+            app.install_screen(screen, KEPT)
+    elif kept in app.screen_stack or not kept.is_running:
+        screen = CodeScreen(version_id, index, mode)
+    else:
+        kept.swap(version_id, index, mode)
+        screen = kept
+    app.push_screen(screen)
+    return screen
 
 
 def _link(entry: dict) -> Text:
@@ -563,131 +621,3 @@ def _link(entry: dict) -> Text:
     t.append(f"#{entry['index']} ", style="dim")
     t.append_text(name_text(entry.get("name"), entry.get("provenance")))
     return t
-
-
-# ---------------------------------------------------------------- one function, two releases
-
-
-class DiffPair(NamedTuple):
-    """The two functions a function diff compares."""
-
-    from_version: int
-    from_index: int
-    to_version: int
-    to_index: int
-
-
-class FunctionDiffScreen(KbScreen):
-    """A function in two releases: aligned listings (side by side or unified), changed
-    constants, offsets and callees marked; ``w`` shows the diff of the lifted C instead."""
-
-    DEFAULT_CSS = """
-    FunctionDiffScreen #fdiff-status { height: 1; padding: 0 1; background: $panel; }
-    FunctionDiffScreen #fdiff-view { height: 1fr; }
-    """
-    BINDINGS = [
-        BACK,
-        Binding("u", "toggle_unified", "unified/side"),
-        Binding("w", "toggle_mode", "wasm/C"),
-        Binding("n", "next_change(1)", "next change"),
-        Binding("N,p", "next_change(-1)", "prev change", show=False),
-        Binding("o", "open", "detail"),
-        HISTORY,
-    ]
-
-    def __init__(self, from_version: int, from_index: int, to_version: int, to_index: int) -> None:
-        super().__init__()
-        self.pair = DiffPair(from_version, from_index, to_version, to_index)
-        self.diff: dict | None = None
-        self.unified = False
-        self.mode = WASM
-        self._gen = 0
-
-    def compose(self) -> ComposeResult:
-        yield TitleBar(id="title")
-        yield Static(id="fdiff-status")
-        yield FunctionDiffView(id="fdiff-view")
-        yield DiffFooter(compact=True, show_command_palette=False)
-
-    def on_mount(self) -> None:
-        self.query_one("#fdiff-view").focus()
-
-    def reload(self) -> None:
-        self._gen += 1
-        self.query_one("#fdiff-status", Static).update(Text("comparing…", style="italic"))
-        self._fetch(self._gen)
-
-    @work(thread=True, group="fdiff")
-    def _fetch(self, gen: int) -> None:
-        from kbtool.services import code as code_service
-
-        try:
-            diff, error = _load(self.kb.db_path, code_service.function_diff_at, *self.pair), None
-        except KBError as exc:
-            diff, error = None, str(exc)
-        except Exception as exc:
-            diff, error = None, f"cannot compare: {type(exc).__name__}: {exc}"
-        self.app.call_from_thread(self._loaded, gen, diff, error)
-
-    def _loaded(self, gen: int, diff: dict | None, error: str | None) -> None:
-        if gen != self._gen:
-            return
-        if error is not None:
-            self.diff = None
-            self.query_one("#title", TitleBar).show("function diff")
-            self.query_one("#fdiff-status", Static).update(lit(error, "bold red"))
-            return
-        self.diff = diff
-        self._show()
-        self.call_after_refresh(heap.settle)
-
-    def _show(self) -> None:
-        d = self.diff
-        if d is None:
-            return
-        a, b = d["from"], d["to"]
-        self.query_one("#title", TitleBar).show(
-            name_text(b["name"] or a["name"], b["provenance"], bold=True),
-            Text(
-                f"  v{a['version_id']} #{a['func_index']} → v{b['version_id']} #{b['func_index']}"
-            ),
-            Text(
-                f"  {'C' if self.mode == C else 'Raw WASM'}"
-                f"{'' if self.mode == C else (' · unified' if self.unified else ' · side by side')}",
-                style="bold reverse",
-            ),
-        )
-        status = diff_summary_text(d["summary"])
-        status.append("   n: next change · u: unified · w: wasm/C", style="dim")
-        self.query_one("#fdiff-status", Static).update(status)
-        view = self.query_one("#fdiff-view", FunctionDiffView)
-        if self.mode == C:
-            view.show_c_diff(d["c_diff"])
-        else:
-            view.show_rows(d["rows"], unified=self.unified, width=self.size.width)
-
-    def action_toggle_unified(self) -> None:
-        self.unified = not self.unified
-        self._show()
-
-    def action_toggle_mode(self) -> None:
-        self.mode = WASM if self.mode == C else C
-        self._show()
-
-    def action_next_change(self, step: int) -> None:
-        if not self.query_one("#fdiff-view", FunctionDiffView).next_change(step):
-            self.notify("no changes", timeout=2)
-
-    def on_resize(self) -> None:
-        if self.diff is not None and self.mode == WASM and not self.unified:
-            self._show()
-
-    def current_function(self) -> FunctionRef | None:
-        if self.diff is not None:
-            b = self.diff["to"]
-            return FunctionRef(b["version_id"], b["func_index"], b["stable_id"], b["name"])
-        try:  # no code to compare (e.g. bytes not stored): the function itself still is
-            fn = queries.get_function(self.kb.conn, self.pair.to_version, self.pair.to_index)
-        except KBError:
-            return None
-        return FunctionRef(self.pair.to_version, self.pair.to_index, fn["stable_id"], fn["name"])

@@ -403,6 +403,6 @@ class DetailScreen(ScreenCss, KbScreen):
         if self._fn is None or self._fn["imported"]:
             self.notify("an imported function has no code", timeout=3)
             return
-        from kbtool.tui.screens.code import CodeScreen
+        from kbtool.tui.screens.code import open_code
 
-        self.app.push_screen(CodeScreen(self.version_id, self.index))
+        open_code(self.app, self.version_id, self.index)

@@ -1,0 +1,152 @@
+"""One function in two releases, on its own screen (:class:`FunctionDiffScreen`): aligned
+listings (side by side or unified) or the diff of the lifted C. Split from
+:mod:`kbtool.tui.screens.code`, which re-exports it."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import Static
+
+from kbtool.kb import queries
+from kbtool.kb.errors import KBError
+from kbtool.render.code import WASM, C, diff_summary_text
+from kbtool.render.text import lit
+from kbtool.services import heap
+from kbtool.tui.screens.base import BACK, HISTORY, FunctionRef, KbScreen
+from kbtool.tui.screens.code_paging import read_ro as _load
+from kbtool.tui.widgets.diff_footer import DiffFooter
+from kbtool.tui.widgets.diff_view import FunctionDiffView
+from kbtool.tui.widgets.lists import TitleBar
+from kbtool.tui.widgets.palette import name_text
+
+__all__ = ["DiffPair", "FunctionDiffScreen"]
+
+
+class DiffPair(NamedTuple):
+    """The two functions a function diff compares."""
+
+    from_version: int
+    from_index: int
+    to_version: int
+    to_index: int
+
+
+class FunctionDiffScreen(KbScreen):
+    """A function in two releases: aligned listings (side by side or unified), changed
+    constants, offsets and callees marked; ``w`` shows the diff of the lifted C instead."""
+
+    DEFAULT_CSS = """
+    FunctionDiffScreen #fdiff-status { height: 1; padding: 0 1; background: $panel; }
+    FunctionDiffScreen #fdiff-view { height: 1fr; }
+    """
+    BINDINGS = [
+        BACK,
+        Binding("u", "toggle_unified", "unified/side"),
+        Binding("w", "toggle_mode", "wasm/C"),
+        Binding("n", "next_change(1)", "next change"),
+        Binding("N,p", "next_change(-1)", "prev change", show=False),
+        Binding("o", "open", "detail"),
+        HISTORY,
+    ]
+
+    def __init__(self, from_version: int, from_index: int, to_version: int, to_index: int) -> None:
+        super().__init__()
+        self.pair = DiffPair(from_version, from_index, to_version, to_index)
+        self.diff: dict | None = None
+        self.unified = False
+        self.mode = WASM
+        self._gen = 0
+
+    def compose(self) -> ComposeResult:
+        yield TitleBar(id="title")
+        yield Static(id="fdiff-status")
+        yield FunctionDiffView(id="fdiff-view")
+        yield DiffFooter(compact=True, show_command_palette=False)
+
+    def on_mount(self) -> None:
+        self.query_one("#fdiff-view").focus()
+
+    def reload(self) -> None:
+        self._gen += 1
+        self.query_one("#fdiff-status", Static).update(Text("comparing…", style="italic"))
+        self._fetch(self._gen)
+
+    @work(thread=True, group="fdiff")
+    def _fetch(self, gen: int) -> None:
+        from kbtool.services import code as code_service
+
+        try:
+            diff, error = _load(self.kb.db_path, code_service.function_diff_at, *self.pair), None
+        except KBError as exc:
+            diff, error = None, str(exc)
+        except Exception as exc:
+            diff, error = None, f"cannot compare: {type(exc).__name__}: {exc}"
+        self.app.call_from_thread(self._loaded, gen, diff, error)
+
+    def _loaded(self, gen: int, diff: dict | None, error: str | None) -> None:
+        if gen != self._gen:
+            return
+        if error is not None:
+            self.diff = None
+            self.query_one("#title", TitleBar).show("function diff")
+            self.query_one("#fdiff-status", Static).update(lit(error, "bold red"))
+            return
+        self.diff = diff
+        self._show()
+        self.call_after_refresh(heap.settle)
+
+    def _show(self) -> None:
+        d = self.diff
+        if d is None:
+            return
+        a, b = d["from"], d["to"]
+        self.query_one("#title", TitleBar).show(
+            name_text(b["name"] or a["name"], b["provenance"], bold=True),
+            Text(
+                f"  v{a['version_id']} #{a['func_index']} → v{b['version_id']} #{b['func_index']}"
+            ),
+            Text(
+                f"  {'C' if self.mode == C else 'Raw WASM'}"
+                f"{'' if self.mode == C else (' · unified' if self.unified else ' · side by side')}",
+                style="bold reverse",
+            ),
+        )
+        status = diff_summary_text(d["summary"])
+        status.append("   n: next change · u: unified · w: wasm/C", style="dim")
+        self.query_one("#fdiff-status", Static).update(status)
+        view = self.query_one("#fdiff-view", FunctionDiffView)
+        if self.mode == C:
+            view.show_c_diff(d["c_diff"])
+        else:
+            view.show_rows(d["rows"], unified=self.unified, width=self.size.width)
+
+    def action_toggle_unified(self) -> None:
+        self.unified = not self.unified
+        self._show()
+
+    def action_toggle_mode(self) -> None:
+        self.mode = WASM if self.mode == C else C
+        self._show()
+
+    def action_next_change(self, step: int) -> None:
+        if not self.query_one("#fdiff-view", FunctionDiffView).next_change(step):
+            self.notify("no changes", timeout=2)
+
+    def on_resize(self) -> None:
+        if self.diff is not None and self.mode == WASM and not self.unified:
+            self._show()
+
+    def current_function(self) -> FunctionRef | None:
+        if self.diff is not None:
+            b = self.diff["to"]
+            return FunctionRef(b["version_id"], b["func_index"], b["stable_id"], b["name"])
+        try:  # no code to compare (e.g. bytes not stored): the function itself still is
+            fn = queries.get_function(self.kb.conn, self.pair.to_version, self.pair.to_index)
+        except KBError:
+            return None
+        return FunctionRef(self.pair.to_version, self.pair.to_index, fn["stable_id"], fn["name"])
