@@ -32,6 +32,7 @@ def _seen(app) -> dict:
         "first": view.render_fn(0).plain,
         "lines": view.count,
         "text": text,
+        "svg": app.export_screenshot(),  # colours and styles too
     }
 
 
@@ -69,8 +70,32 @@ def test_two_functions_in_a_row_on_the_kept_screen(code_kb):
     assert second["first"].startswith("/* func[2]")
     assert "main_4" not in second["text"] and "callers (1)" in second["text"]
     assert back1 == (DetailScreen, 4) and back2 == (DetailScreen, 2)
-    for key in ("index", "title", "first", "lines", "text"):
+    for key in ("index", "title", "first", "lines", "text", "svg"):
         assert second[key] == fresh[key], key
+
+
+def test_the_kept_screen_follows_a_theme_changed_while_closed(code_kb):
+    """Its styles are not computed again when it is shown again, unless what they depend on
+    changed meanwhile (the theme here): then it looks as a new screen would."""
+
+    async def main():
+        app = make_app(code_kb)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot)
+            open_code(app, 1, 4)
+            await settle(pilot)
+            await _press(pilot, "escape")
+            await _press(pilot, "t")  # the other theme
+            open_code(app, 1, 2)
+            await settle(pilot)
+            kept = _seen(app)
+            await _press(pilot, "escape")
+            app.push_screen(CodeScreen(1, 2))
+            await settle(pilot)
+            return kept, _seen(app)
+
+    kept, fresh = asyncio.run(main())
+    assert kept["svg"] == fresh["svg"]
 
 
 def test_a_call_followed_from_the_kept_screen_opens_another(code_kb):
