@@ -34,7 +34,7 @@ from kbtool.services import ingest_rows as rows
 from kbtool.services import lineage as lineage_svc
 from kbtool.services.ingest_classify import child_report, report_inputs
 from kbtool.services.ingest_data import build_ahead, built
-from kbtool.services.ingest_end import free_meanwhile, gc_paused_aged
+from kbtool.services.ingest_end import free_meanwhile, gc_paused_aged, keep_also, kept
 from kbtool.services.ingest_match import keep_views, preload, start_early
 from kbtool.services.ingest_result import IngestResult
 from kbtool.services.inputs import read_input, read_text_input
@@ -220,6 +220,7 @@ def _ingest(
     # (:func:`kbtool.services.ingest_end.free_meanwhile`: the thread is joined after it)
     trash: list = []
     freeing = None
+    keep = False
     try:
         with transaction(conn):
             result = _store(
@@ -239,11 +240,12 @@ def _ingest(
             )
             trash += [analysis, new, glue, lineage, early and early.drop()]
             del analysis, new, glue, job
-            freeing = free_meanwhile(trash, len(data))
+            keep = kept(trash)  # (the process ends right after: not freed at all)
+            freeing = None if keep else free_meanwhile(trash, len(data))
     finally:
         if freeing is not None:
             freeing.join()
-        else:  # (a small module's, freed here: it holds itself through the locals)
+        elif not keep:  # (a small module's, freed here: it holds itself through the locals)
             trash.clear()
     return result
 
@@ -400,6 +402,7 @@ def _stored(
         )
         store.insert_module_bytes(conn, vid, data)
         xrows, erows = rows.fact_rows(vid, funcs, slots, analysis.side)
+        keep_also(analysis.side, xrows, erows)  # (a process ending after: never freed)
         analysis.side = None  # (its texts are in the rows now)
         store.insert_fact_values(conn, rows.FACT_COLUMNS, xrows)
         store.insert_call_edge_values(conn, rows.EDGE_COLUMNS, erows)
@@ -447,6 +450,7 @@ def _stored(
 
     sid_of, frows = rows.function_rows(vid, funcs, carried, new_ids)
     store.insert_function_values(conn, rows.FUNCTION_COLUMNS, frows)
+    keep_also(frows)
     del frows  # (written: the data model reuses their memory)
     result = _result(analysis, vid, label, lineage, carried, by_method, unmatched, matcher_notes)
     _record_binary_names(conn, vid, analysis, sid_of, glue, result, early.pop("binary", None))

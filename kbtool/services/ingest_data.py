@@ -20,6 +20,7 @@ from typing import Any
 
 from kbtool.kb import queries
 from kbtool.services import data as data_model
+from kbtool.services.ingest_end import keep_also
 from kbtool.services.ingest_rows import expected_names
 
 #: a data item's fields in its constructor's order
@@ -70,5 +71,6 @@ def built(
             conn, vid, analysis, data, progress=progress, walked=walked[0] if walked else None
         )
     finally:
+        keep_also(walked[:], ahead[:])  # (a process ending after: never freed)
         walked.clear()
         ahead.clear()

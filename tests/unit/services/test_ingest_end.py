@@ -111,3 +111,47 @@ def test_gc_paused_aged_leaves_the_heap_policy_alone(monkeypatch) -> None:
     finally:
         if not was:
             gc.disable()
+
+
+def test_nothing_is_kept_unless_the_process_ends_after(monkeypatch) -> None:
+    monkeypatch.setattr(ingest_end, "_KEPT", None)
+    trash = [[1, 2, 3]]
+    assert ingest_end.kept(trash) is False
+    ingest_end.keep_also(trash)
+    assert ingest_end._KEPT is None
+    ingest_end.keep_until_exit()
+    ingest_end.keep_until_exit()  # (twice: the same list)
+    assert ingest_end._KEPT == []
+    assert ingest_end.kept(trash) is True
+    ingest_end.keep_also(trash[0], "x")
+    assert ingest_end._KEPT == [trash, ([1, 2, 3], "x")]
+
+
+def test_an_ingest_that_keeps_its_data_stores_the_same_rows(tmp_path, monkeypatch) -> None:
+    """With :func:`keep_until_exit` (the command line's own ingest), the ingest's working
+    data goes to the kept list, the facts and call-edge rows, data rows and the version are
+    the ones an ingest that frees it stores."""
+    from kbtool.kb.db import open_rw
+    from kbtool.services.ingest import ingest_file
+    from tests.support.paths import ROOT
+
+    demo = ROOT / "kbtool" / "demo" / "zstd-1.5.5.wasm"
+    tables = (
+        "SELECT idx, body_hash, shape_hash, instr_count FROM functions",
+        "SELECT * FROM facts",
+        "SELECT * FROM call_edges",
+        "SELECT * FROM data_items",
+    )
+    dumps = []
+    for keep in (False, True):
+        monkeypatch.setattr(ingest_end, "_KEPT", None)
+        if keep:
+            ingest_end.keep_until_exit()
+        conn = open_rw(tmp_path / f"kb{int(keep)}.db")
+        ingest_file(conn, demo)
+        dumps.append([sorted(repr(tuple(r)) for r in conn.execute(q).fetchall()) for q in tables])
+        conn.close()
+        if keep:
+            assert len(ingest_end._KEPT) >= 3  # (the facts rows, function rows, the trash)
+    assert dumps[0] == dumps[1]
+    assert all(dumps[0])
