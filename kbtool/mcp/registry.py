@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 # the answers' encoder lives below the services, which keep a whole diff's encoded answer
 # (:mod:`kbtool.services.diff.answer`); re-exported here for the tools
-from kbtool.services.json_answer import LARGE, as_json, ascii_json  # noqa: F401
+from kbtool.services.json_answer import LARGE, Encoded, as_json, ascii_json  # noqa: F401
 
 MAX_INT = 2**63 - 1  # SQLite's largest integer: every id/index/limit argument is 0..MAX_INT
 
@@ -62,17 +62,32 @@ class Tool:
 
     def render(self, value: Any) -> str:
         if isinstance(value, Rendered):
-            return value.text
+            return value.wire()
         return value if self.text else as_json(value)
 
 
 class Rendered:
-    """An answer a tool has already rendered (its JSON text, kept for the next same call)."""
+    """An answer a tool has already rendered (its JSON text, kept for the next same call),
+    or that text kept with its JSON string literal (:class:`json_answer.Encoded`)."""
 
-    __slots__ = ("text",)
+    __slots__ = ("answer",)
 
-    def __init__(self, text: str) -> None:
-        self.text = text
+    def __init__(self, answer: str | Encoded) -> None:
+        self.answer = answer
+
+    @property
+    def text(self) -> str:
+        return self.answer if isinstance(self.answer, str) else self.answer.text()
+
+    def wire(self) -> str:
+        """What the SDK is given: the text, or a stand-in for a kept literal the stdio guard
+        writes in its place (:func:`kbtool.mcp.splice.stand_in_literal`), never decoded."""
+        if isinstance(self.answer, str):
+            return self.answer
+        from kbtool.mcp.splice import stand_in_literal
+
+        token = stand_in_literal(self.answer.literal)
+        return self.answer.text() if token is None else token
 
 
 TOOLS: list[Tool] = []

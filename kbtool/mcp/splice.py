@@ -8,8 +8,9 @@ tool's ASCII answer of :data:`SPLICE_FROM` bytes or more goes to the SDK as a sh
 (``kbtool-splice-<nonce>-<n>``, the nonce random per process, never shown to a client), and
 the guard, forwarding the SDK's (short) line, writes the answer's JSON string literal in its
 place (:func:`splice`): the bytes pydantic would have written (orjson escapes the same
-characters the same way; tested), made once per kept answer (a warm whole ``get_diff`` is
-the same text object: its literal is kept, :data:`KEPT` of them).
+characters the same way; tested). A whole diff's literal is kept with its answer, on disk
+too (:func:`stand_in_literal`; :mod:`kbtool.services.diff.answer`); any other answer's is
+made once per text object (:func:`stand_in`, the last :data:`KEPT` of them).
 
 A stand-in is spliced once, then forgotten. Stand-ins the SDK never writes (a cancelled
 call) are kept up to :data:`MAX_PENDING_BYTES` in all; past that the answer goes to the SDK
@@ -23,8 +24,9 @@ import os
 import secrets
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 
-__all__ = ["ACTIVE", "SPLICE_FROM", "literal", "splice", "stand_in"]
+__all__ = ["ACTIVE", "SPLICE_FROM", "literal", "splice", "stand_in", "stand_in_literal"]
 
 
 def _env_bytes(name: str, default: int) -> int:
@@ -51,22 +53,32 @@ _KEPT: OrderedDict[int, tuple[str, bytes]] = OrderedDict()  # id(text) -> (text,
 
 def literal(text: str) -> bytes:
     """``text`` as a JSON string literal (quotes included), as the SDK's pydantic writes it
-    for an ASCII text: ``"`` and ``\\`` escaped, ``\\b \\t \\n \\f \\r``, other controls as
-    ``\\u00xx``, DEL as is."""
-    try:
-        import orjson
-    except ImportError:  # pragma: no cover - orjson is a dependency
-        import json
+    for an ASCII text (:func:`kbtool.services.json_answer.string_literal`)."""
+    from kbtool.services.json_answer import string_literal
 
-        out = json.dumps(text, ensure_ascii=False)  # same escapes but upper-case hex
-        return _lower_hex(out).encode()
-    return orjson.dumps(text)
+    return string_literal(text)
 
 
-def _lower_hex(out: str) -> str:  # pragma: no cover - orjson is a dependency
-    import re
+def stand_in_literal(make: Callable[[], bytes]) -> str | None:
+    """A stand-in for the answer whose literal ``make`` gives (a kept whole diff's, read
+    from its file: never decoded), or None when it goes to the SDK as text (outside the
+    guard, too short, not ASCII, or too many stand-ins pending)."""
+    if not ACTIVE.is_set():
+        return None
+    lit = make()
+    if len(lit) < SPLICE_FROM or not lit.isascii():
+        return None
+    return _pending(lit)
 
-    return re.sub(r"\\u00([0-9A-F]{2})", lambda m: "\\u00" + m.group(1).lower(), out)
+
+def _pending(lit: bytes) -> str | None:
+    """A new stand-in for ``lit``, or None past :data:`MAX_PENDING_BYTES`."""
+    token = f"{_MARK}{next(_COUNT)}"
+    with _LOCK:
+        if sum(map(len, _PENDING.values())) + len(lit) > MAX_PENDING_BYTES:
+            return None
+        _PENDING[b'"' + token.encode() + b'"'] = lit
+    return token
 
 
 def stand_in(text: str) -> str:
@@ -78,21 +90,15 @@ def stand_in(text: str) -> str:
         kept = _KEPT.get(id(text))
         if kept is not None and kept[0] is text:
             _KEPT.move_to_end(id(text))
-            lit = kept[1]
-        else:
-            lit = b""
-        if sum(map(len, _PENDING.values())) + len(lit or text) > MAX_PENDING_BYTES:
-            return text
+    lit = kept[1] if kept is not None and kept[0] is text else b""
     if not lit:
         lit = literal(text)  # outside the lock: ~20 ms for 5.7 MB
         with _LOCK:
             _KEPT[id(text)] = (text, lit)
             while len(_KEPT) > KEPT:
                 _KEPT.popitem(last=False)
-    token = f"{_MARK}{next(_COUNT)}"
-    with _LOCK:
-        _PENDING[b'"' + token.encode() + b'"'] = lit
-    return token
+    token = _pending(lit)
+    return text if token is None else token
 
 
 def splice(line: bytes) -> list[bytes] | None:

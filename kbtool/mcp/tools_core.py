@@ -372,7 +372,7 @@ def get_diff(
     if whole and order in (None, "index"):
         # kept encoded beside the kept report (services.diff.answer): a new process writes
         # those bytes without reading the report or encoding it again; in memory after that
-        return Rendered(read(DIFF_CACHE.answer_text, from_version_id, to_version_id, as_json))
+        return Rendered(read(DIFF_CACHE.answer, from_version_id, to_version_id, as_json))
     from kbtool.services.diff.triage import order_changes
 
     report = read(DIFF_CACHE.report, from_version_id, to_version_id)

@@ -17,7 +17,7 @@ from typing import Any
 
 from kbtool.textutil import json_safe
 
-__all__ = ["form", "LARGE", "as_json", "ascii_json"]
+__all__ = ["form", "LARGE", "Encoded", "as_json", "ascii_json", "string_literal"]
 
 
 def _env_bytes(name: str, default: int) -> int:
@@ -116,3 +116,49 @@ def form() -> str:
 
     encoder = "pc" if importlib.util.find_spec("pydantic_core") is not None else "json"
     return f"mcp-json-1-{LARGE}-{encoder}"
+
+
+def string_literal(text: str) -> bytes:
+    """``text`` as a JSON string literal, quotes included: for an ASCII text, byte for byte
+    what the MCP SDK's pydantic writes for it in an answer line (orjson escapes ``"``, ``\\``
+    and the controls as pydantic does, ``\\u00xx`` in lower case; DEL and the rest as is)."""
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover - orjson is a dependency
+        orjson = None
+    if orjson is not None:
+        try:
+            return orjson.dumps(text)
+        except TypeError:  # a lone surrogate (never in as_json's output): below, not ASCII
+            pass
+    return json.dumps(text, ensure_ascii=False).encode("utf-8", "surrogatepass")
+
+
+class Encoded:
+    """A JSON answer kept two ways, each made from the other when first asked: its text (as
+    :func:`as_json` wrote it) and that text's :func:`string_literal` (what the MCP server's
+    stdio guard writes into the answer line: :mod:`kbtool.mcp.splice`)."""
+
+    __slots__ = ("_text", "_literal")
+
+    def __init__(self, text: str | None = None, literal: bytes | None = None) -> None:
+        if text is None and literal is None:
+            raise ValueError("an encoded answer needs its text or its literal")
+        self._text = text
+        self._literal = literal
+
+    def text(self) -> str:
+        if self._text is None:
+            assert self._literal is not None
+            try:
+                import orjson
+            except ImportError:  # pragma: no cover - orjson is a dependency
+                self._text = json.loads(self._literal)
+            else:  # the literal holds one JSON string (~5 ms for ffmpeg's whole diff)
+                self._text = orjson.loads(self._literal)
+        return self._text
+
+    def literal(self) -> bytes:
+        if self._literal is None:
+            self._literal = string_literal(self.text())
+        return self._literal

@@ -11,9 +11,12 @@ the fingerprint of the two versions' annotations it was built under in its first
 rename, or any other annotation write of the two versions, misses it exactly as it misses a
 kept report, and the answer is made again from the report and kept again.
 
-File: one JSON header line ``{"format", "form", "annotations"}`` then the text, UTF-8 (ASCII
-for a big answer). Written by the preparation (:mod:`kbtool.services.diff.warm`) and by the
-first answer of a pair (where a report is kept today: the disk cache, never the KB); never
+File: one JSON header line ``{"format", "form", "annotations"}`` then the text as a JSON
+string literal (:func:`json_answer.string_literal`; ASCII for a big answer): what the MCP
+server's stdio guard writes into the answer line (:mod:`kbtool.mcp.splice`), so a new
+process writes the file's bytes without decoding or escaping them (the text is decoded
+only where it is asked for: :class:`json_answer.Encoded`). Written by the preparation
+(:mod:`kbtool.services.diff.warm`) and by the first answer of a pair (where a report is kept today: the disk cache, never the KB); never
 for an answer made while a stored report's triage is pending; never when the KB moved while
 it was made. The last two texts are also kept in memory (a warm call is a dict hit).
 """
@@ -30,17 +33,18 @@ from kbtool.kb import queries
 
 if TYPE_CHECKING:
     from kbtool.services.diff.cache import DiffCache
+    from kbtool.services.json_answer import Encoded
 
-__all__ = ["ANSWER_FORMAT", "MAX_TEXTS", "text_key", "whole_text"]
+__all__ = ["ANSWER_FORMAT", "MAX_TEXTS", "text_key", "whole_answer", "whole_text"]
 
-ANSWER_FORMAT = 1  # the kept answer file's shape (header line, then the text)
+ANSWER_FORMAT = 2  # the kept answer file's shape (header line, then the text's literal)
 MAX_TEXTS = 2  # whole answers kept in memory per cache (5.7 MB each on ffmpeg)
 
 
 def text_key(report_key: tuple, form: str) -> tuple:
     """The disk key of the answer of ``report_key`` in ``form`` (without the annotations:
     they are in the file's header)."""
-    return report_key[:3] + ("text", form) + report_key[4:6]
+    return report_key[:3] + ("text", f"{form}/{ANSWER_FORMAT}") + report_key[4:6]
 
 
 def whole_text(
@@ -51,33 +55,46 @@ def whole_text(
     encode: Callable[[dict[str, Any]], str] | None = None,
 ) -> str:
     """The whole report of ``a`` -> ``b`` as ``encode`` writes it (default
-    :func:`json_answer.as_json`, the MCP server's answer): from memory, else the kept file,
-    else encoded from :meth:`DiffCache.report` and kept."""
+    :func:`json_answer.as_json`, the MCP server's answer): :func:`whole_answer`'s text."""
+    return whole_answer(cache, conn, a, b, encode).text()
+
+
+def whole_answer(
+    cache: DiffCache,
+    conn: sqlite3.Connection,
+    a: int,
+    b: int,
+    encode: Callable[[dict[str, Any]], str] | None = None,
+) -> Encoded:
+    """The whole report of ``a`` -> ``b`` as ``encode`` writes it, with its literal: from
+    memory, else the kept file, else encoded from :meth:`DiffCache.report` and kept."""
     from kbtool.services import json_answer
 
     form = json_answer.form()
     key = cache._key(conn, a, b, "report")
     with cache._lock:
-        text = cache.texts.get((key, form))
-        if text is not None:
+        kept = cache.texts.get((key, form))
+        if kept is not None:
             cache.texts.move_to_end((key, form))
             cache.hits += 1
-            return text
+            return kept
     modules = tuple(queries.version_info(conn, v).get("sha256") for v in (a, b))
-    text = _read(cache, text_key(key, form), modules, form, key[6])
-    if text is not None:
+    literal = _read(cache, text_key(key, form), modules, form, key[6])
+    if literal is not None:
         cache.texts_read += 1
-        _remember(cache, (key, form), text)
-        return text
+        kept = json_answer.Encoded(literal=literal)
+        _remember(cache, (key, form), kept)
+        return kept
     report = cache.report(conn, a, b)
-    text = (encode or json_answer.as_json)(report)
+    kept = json_answer.Encoded((encode or json_answer.as_json)(report))
     if report.get("triage_pending") or cache._key(conn, a, b, "report") != key:
-        return text  # not final, or the KB moved while it was made: not kept
-    _remember(cache, (key, form), text)
+        return kept  # not final, or the KB moved while it was made: not kept
+    _remember(cache, (key, form), kept)
     header = {"format": ANSWER_FORMAT, "form": form, "annotations": key[6]}
-    data = orjson.dumps(header) + b"\n" + text.encode("utf-8", "surrogatepass")
-    cache.disk.put_bytes(text_key(key, form), modules, data)
-    return text
+    cache.disk.put_bytes(
+        text_key(key, form), modules, orjson.dumps(header) + b"\n" + kept.literal()
+    )
+    return kept
 
 
 def kept_text(cache: DiffCache, report_key: tuple, modules: tuple) -> bool:
@@ -88,7 +105,11 @@ def kept_text(cache: DiffCache, report_key: tuple, modules: tuple) -> bool:
     return cache.disk.has(text_key(report_key, json_answer.form()), modules)
 
 
-def _read(cache: DiffCache, key: tuple, modules: tuple, form: str, annotations: str) -> str | None:
+def _read(
+    cache: DiffCache, key: tuple, modules: tuple, form: str, annotations: str
+) -> bytes | None:
+    """The kept literal of ``key``, or None (missing, or of another format, form or
+    annotations)."""
     raw = cache.disk.get_bytes(key, modules)
     if raw is None:
         return None
@@ -104,13 +125,13 @@ def _read(cache: DiffCache, key: tuple, modules: tuple, form: str, annotations: 
         or header.get("annotations") != annotations
     ):
         return None
-    try:
-        return raw[end + 1 :].decode("utf-8", "surrogatepass")
-    except UnicodeDecodeError:
-        return None
+    literal = raw[end + 1 :]
+    if not (literal.startswith(b'"') and literal.endswith(b'"')):
+        return None  # cut short: made again
+    return literal
 
 
-def _remember(cache: DiffCache, key: tuple, text: str) -> None:
+def _remember(cache: DiffCache, key: tuple, text: Encoded) -> None:
     with cache._lock:
         stale = [k for k in cache.texts if k[0][:4] == key[0][:4] and k != key]
         for k in stale:  # the same question under an older key: the KB moved on

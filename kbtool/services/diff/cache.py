@@ -62,7 +62,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbtool.kb import queries
 from kbtool.services.diff.disk import DISK_FILES, DISK_FORMAT, DiskAnswers, disk_dir
@@ -75,6 +75,9 @@ from kbtool.services.diff.rejoin import (
     snapshot,
 )
 from kbtool.services.diff.rejoin import version_annotations as annotations_of
+
+if TYPE_CHECKING:
+    from kbtool.services.json_answer import Encoded
 
 # the matcher, the changelog and the relabelling are imported when a pair is built, not
 # when a kept answer is read (a new process's first whole answer: services.diff.answer)
@@ -141,7 +144,7 @@ class DiffCache:
         self.disk_hits = 0  # computed answers read back from disk (another process made them)
         self.relabelled = 0  # kept pairings whose changelog was built again (a rename it reads)
         self.partial = 0  # ... of which only the entries that read a renamed function
-        self.texts: OrderedDict[tuple, str] = OrderedDict()  # whole answers (:mod:`.answer`)
+        self.texts: OrderedDict[tuple, Encoded] = OrderedDict()  # whole answers (:mod:`.answer`)
         self.texts_read = 0  # whole answers read back encoded from disk
 
     # ------------------------------------------------------------ public
@@ -157,12 +160,18 @@ class DiffCache:
     def answer_text(
         self, conn: sqlite3.Connection, a: int, b: int, encode: Callable[[Any], str] | None = None
     ) -> str:
-        """The whole report of ``a`` -> ``b`` as the MCP server answers it, kept encoded
-        (:func:`kbtool.services.diff.answer.whole_text`). ``encode`` must write exactly what
-        :func:`kbtool.services.json_answer.as_json` writes (its text is kept under that form)."""
-        from kbtool.services.diff.answer import whole_text
+        """:meth:`answer`'s text."""
+        return self.answer(conn, a, b, encode).text()
 
-        return whole_text(self, conn, a, b, encode)
+    def answer(
+        self, conn: sqlite3.Connection, a: int, b: int, encode: Callable[[Any], str] | None = None
+    ) -> Encoded:
+        """The whole report of ``a`` -> ``b`` as the MCP server answers it, kept encoded, its
+        text and literal each made when asked (:func:`.answer.whole_answer`). ``encode`` must
+        write exactly what :func:`kbtool.services.json_answer.as_json` writes."""
+        from kbtool.services.diff.answer import whole_answer
+
+        return whole_answer(self, conn, a, b, encode)
 
     def kept(self, conn: sqlite3.Connection, a: int, b: int, *, whole: bool = False) -> bool:
         """Nothing of the pair is left to compute: its report and changelog are on disk under

@@ -217,7 +217,7 @@ def prepare_pairs(
             before = _work(cache)
             cache.report(conn, a, b)
             cache.changelog(conn, a, b)
-            cache.answer_text(conn, a, b)  # the MCP server's whole answer, kept encoded
+            cache.answer(conn, a, b)  # the MCP server's whole answer, kept encoded
             keep_head(cache, conn, a, b)  # what the TUI's diff screen shows first
             cache.clear()  # one pair in memory at a time: the answers are on disk
             prepared += _work(cache) > before

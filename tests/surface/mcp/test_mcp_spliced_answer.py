@@ -119,3 +119,28 @@ def test_a_whole_diff_line_is_the_same_bytes_spliced_or_not(tmp_path, monkeypatc
     assert spliced.isascii() and b"kbtool-splice" not in spliced
     assert json.loads(json.loads(spliced)["result"]["content"][0]["text"]) == expected
     assert spliced == _answer_line(db, KBTOOL_MCP_SPLICE_FROM=str(1 << 40))
+
+
+def test_a_kept_whole_diff_goes_out_from_its_literal_never_decoded(tmp_path, monkeypatch):
+    from kbtool.kb.db import open_ro
+    from kbtool.services import json_answer
+    from kbtool.services.diff.cache import DiffCache, DiskAnswers, disk_dir
+
+    db = two_versions_kb(tmp_path)
+    conn = open_ro(db)
+    try:
+        text = DiffCache(disk=DiskAnswers(disk_dir())).answer_text(conn, 1, 2)  # kept
+        kept = DiffCache(disk=DiskAnswers(disk_dir())).answer(conn, 1, 2)  # a new process
+        reference = json_answer.as_json(DiffCache(disk=DiskAnswers(None)).report(conn, 1, 2))
+    finally:
+        conn.close()
+    assert text == reference
+    assert kept._text is None and kept.literal() == splice.literal(text)
+    monkeypatch.setattr(splice, "SPLICE_FROM", 10)
+    monkeypatch.setattr(splice, "ACTIVE", threading.Event())
+    assert registry.Rendered(kept).wire() == text  # outside the guard: the text
+    kept = json_answer.Encoded(literal=kept.literal())
+    splice.ACTIVE.set()
+    token = registry.Rendered(kept).wire()
+    assert token.startswith(splice._MARK) and kept._text is None
+    assert b"".join(splice.splice(_sdk_line(token))) == _sdk_line(text)
