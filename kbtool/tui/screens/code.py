@@ -10,7 +10,9 @@ the binary is shown literally (:func:`kbtool.render.code.wasm_line` escapes cont
 
 from __future__ import annotations
 
+import sys
 import threading
+from collections.abc import Callable
 
 from rich.text import Text
 from textual import events, work
@@ -53,6 +55,7 @@ CLEAN = "clean"  # the cleaned C of `kbtool deep` (queries.get_analysis)
 PENDING = "pending"  # shown in the C view while a huge function's C is lifted
 MODE_LABEL = {WASM: "Raw WASM", C: "C", CLEAN: "Cleaned C"}
 MODE_CYCLE = {WASM: C, C: CLEAN, CLEAN: WASM}
+AT_ONCE_INSTRUCTIONS = 400  # the kept screen reads a function this short before it is shown
 KEPT = "kbtool-code"  # the name the app's kept code screen is installed under (open_code)
 
 
@@ -142,7 +145,6 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
         self._calls = {}
         self._gen += 1
         self._shown = self._lifting = self._resting = self._pages = None
-        self.seen_token = None  # resumed: refresh_from_kb reloads it
         self.query_one("#title", TitleBar).show(Text(f"v{version_id} #{index}"))
         self.query_one("#code-status", Static).update(Text("loading…", style="italic"))
         self.query_one("#code-understanding", Static).remove_class("-shown")
@@ -152,6 +154,24 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
             self.query_one(f"#{key}-label", Static).update(Text(f"{key} (…)", style="bold"))
             self.query_one(f"#{key}", LinkList).clear_options()
         view.focus()
+        if not self._answer_at_once():
+            self.seen_token = None  # resumed: refresh_from_kb reads it on a worker
+
+    def _answer_at_once(self) -> bool:
+        """A short function of a prepared version, read here on the UI thread before the
+        kept screen is shown again: its first frame has the code (no "loading…" frame: one
+        layout and render instead of two; the worker's read held the same interpreter lock).
+        Anything else (not prepared, long, an import, an error): False, the worker reads it."""
+        try:
+            result = _load(self.kb.db_path, _short_code_of, self.version_id, self.index)
+        except Exception:  # the worker says what it is
+            return False
+        if result is None:
+            return False
+        self._gen += 1
+        self._loaded(self._gen, result, None)
+        self.seen_token = self.kb.kb_token  # read now: not again when resumed
+        return True
 
     def on_screen_suspend(self) -> None:
         """Closed (the kept screen is not unmounted, see :func:`open_code`): the worker
@@ -186,33 +206,14 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
         (:mod:`kbtool.services.code_kept_c`) the first answer has it: the C view is one
         frame (split and measured in ``_show`` on the UI thread: done on this worker, it
         cost ~25 ms more CPU in the benchmark than the same work there)."""
-        from kbtool.services import code as code_service
 
         def say(text: str) -> None:
             self.app.call_from_thread(self._progress, gen, text)
 
         def both(conn, vid, idx):
-            if not code_service.is_cached(conn, vid):
-                say(
-                    f"preparing version {vid} for code (once per version: module, names, data labels)…"
-                )
-            n = code_service.body_instructions(conn, vid, idx) or 0
-            huge = n > code_service.HUGE_INSTRUCTIONS
-            if huge:
-                say(f"disassembling the first {code_service.FIRST_SCREEN:,} of {n:,} instructions…")
-            d, records = code_service.function_code(
-                conn,
-                vid,
-                idx,
-                max_lines=code_service.FIRST_SCREEN if huge else None,
-                lift=not huge,
-            )
-            return (
-                dict(d),
-                None if huge else code_service.neighbours(conn, vid, idx),  # huge: just after
-                queries.get_analysis(conn, d["stable_id"]),
-                records,
-            )
+            from kbtool.services import code as code_service
+
+            return _code_of(code_service, conn, vid, idx, say)
 
         try:
             result, error = _load(self.kb.db_path, both, version_id, index), None
@@ -602,6 +603,38 @@ class CodeScreen(PagedDisassembly, KnowledgeEdits, KbScreen):
 
     def after_rename(self, ref: FunctionRef) -> None:
         self.refresh_from_kb()
+
+
+def _code_of(code_service, conn, vid: int, idx: int, say: Callable[[str], None]) -> tuple:
+    """One function's code as the screen shows it: (code, callers and callees or None for
+    a huge function's (read just after), the deep analysis, the disassembly's records)."""
+    if not code_service.is_cached(conn, vid):
+        say(f"preparing version {vid} for code (once per version: module, names, data labels)…")
+    n = code_service.body_instructions(conn, vid, idx) or 0
+    huge = n > code_service.HUGE_INSTRUCTIONS
+    if huge:
+        say(f"disassembling the first {code_service.FIRST_SCREEN:,} of {n:,} instructions…")
+    d, records = code_service.function_code(
+        conn, vid, idx, max_lines=code_service.FIRST_SCREEN if huge else None, lift=not huge
+    )
+    return (
+        dict(d),
+        None if huge else code_service.neighbours(conn, vid, idx),  # huge: just after
+        queries.get_analysis(conn, d["stable_id"]),
+        records,
+    )
+
+
+def _short_code_of(conn, vid: int, idx: int) -> tuple | None:
+    """:func:`_code_of` for a function of at most :data:`AT_ONCE_INSTRUCTIONS` of a version
+    prepared already (read on the UI thread: a few ms); None for any other."""
+    code_service = sys.modules.get("kbtool.services.code")
+    if code_service is None or not code_service.is_cached(conn, vid):
+        return None
+    n = code_service.body_instructions(conn, vid, idx)
+    if n is None or n > AT_ONCE_INSTRUCTIONS:
+        return None
+    return _code_of(code_service, conn, vid, idx, lambda text: None)
 
 
 def _style_inputs(app) -> tuple:

@@ -119,3 +119,30 @@ def test_a_call_followed_from_the_kept_screen_opens_another(code_kb):
     assert back["screen"] is kept and back["index"] == 4
     assert back["first"] == before["first"] and back["title"] == before["title"]
     assert cursor == 2
+
+
+def test_a_short_function_of_a_prepared_version_is_read_before_it_is_shown(code_kb):
+    """Its first frame has the code (no "loading…" frame in between); the first open of the
+    version (not prepared yet) is read on a worker, as is a function not shown (an import)."""
+
+    async def main():
+        app = make_app(code_kb)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot)
+            first = open_code(app, 1, 4)
+            on_push = first._shown
+            await settle(pilot)
+            await _press(pilot, "escape")
+            again = open_code(app, 1, 2)
+            at_once = again._shown
+            await settle(pilot)
+            shown = _seen(app)
+            await _press(pilot, "escape")
+            open_code(app, 1, 0)  # an import: the worker's message
+            await settle(pilot)
+            return on_push, at_once, shown, screen_text(app)
+
+    on_push, at_once, shown, imported = asyncio.run(main())
+    assert on_push is None and at_once == (2, "c")
+    assert shown["first"].startswith("/* func[2]") and "callers (1)" in shown["text"]
+    assert "is an import (env.log): it has no code" in imported
