@@ -30,6 +30,8 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import compress, groupby, islice, repeat
 from operator import add, and_, eq, itemgetter, le, mul
 
+from kbtool.wasm.kept import keep_also
+
 Ref = tuple[int, int, str, str, int, int]
 
 #: references per stored row (both tables)
@@ -248,6 +250,7 @@ def write(
     caller's transaction; ``rows`` is not changed (in any order: sorted here by (function,
     offset), stable). ``columns``: as :func:`pack_any_order`."""
     chunks, targets = pack_any_order(rows, columns)
+    keep_also(chunks, targets)  # (a process ending after: never freed; kbtool.wasm.kept)
     vid = int(version_id)
     conn.executemany(
         "INSERT INTO data_ref_chunks(version_id, chunk, n, lo_func, hi_func, cols)"

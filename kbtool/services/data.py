@@ -38,6 +38,7 @@ from kbtool.textutil import LazyPattern
 from kbtool.wasm import ModuleAnalysis
 from kbtool.wasm.datamap import passive_addresses
 from kbtool.wasm.facts import decode_workers, gc_paused
+from kbtool.wasm.kept import keep_also
 
 MAX_READ = 4096  # bytes read_memory answers at most
 MAX_XREFS = 500  # references listed per answer (the total is always given)
@@ -201,6 +202,7 @@ def _build(
         ref_columns=ref_columns(),  # (the data walk's compiled packing, when built)
         refs_written=walked.refs_written,
     )
+    keep_also(rows, globals_)  # (a process ending after: never freed)
     kinds: dict[str, int] = {}
     for r in rows:
         kinds[r[2]] = kinds.get(r[2], 0) + 1

@@ -24,6 +24,9 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+# (re-exported: the ingest's end keeps its data when the process ends right after it)
+from kbtool.wasm.kept import keep_also, keep_until_exit, kept  # noqa: F401
+
 
 @contextlib.contextmanager
 def gc_paused_aged() -> Iterator[None]:
@@ -55,34 +58,6 @@ def _nothing_frozen() -> bool:
 
 #: a module of fewer bytes leaves too little to free for a thread (~1 ms with its import)
 THREAD_BYTES = 4_000_000
-
-#: what the ingest kept instead of freeing it (:func:`keep_until_exit`), else None
-_KEPT: list | None = None
-
-
-def keep_until_exit() -> None:
-    """The process ends (``os._exit``, no teardown) right after its ingest: the ingest's
-    working data is kept until then instead of freed (:func:`kept`), CPU no one needs
-    (fresh onnxruntime: 77 M instructions, 1.3 % of the process). Only for the command
-    line's own ingest (:mod:`kbtool.cli`): a process that lives on must free it."""
-    global _KEPT
-    if _KEPT is None:
-        _KEPT = []
-
-
-def keep_also(*objs: Any) -> None:
-    """Keep ``objs`` until the process ends when :func:`keep_until_exit` was called (the
-    caller then drops its references without freeing them); nothing otherwise."""
-    if _KEPT is not None:
-        _KEPT.append(objs)
-
-
-def kept(trash: Any) -> bool:
-    """Whether ``trash`` is kept until the process ends (:func:`keep_until_exit`), not freed."""
-    if _KEPT is None:
-        return False
-    _KEPT.append(trash)
-    return True
 
 
 def free_meanwhile(trash: list, nbytes: int) -> Any:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 
 from kbtool.services import ingest_end
+from kbtool.wasm import kept as kept_mod
 
 
 class _Obj:
@@ -114,17 +115,19 @@ def test_gc_paused_aged_leaves_the_heap_policy_alone(monkeypatch) -> None:
 
 
 def test_nothing_is_kept_unless_the_process_ends_after(monkeypatch) -> None:
-    monkeypatch.setattr(ingest_end, "_KEPT", None)
+    monkeypatch.setattr(kept_mod, "_KEPT", None)
     trash = [[1, 2, 3]]
     assert ingest_end.kept(trash) is False
+    assert not kept_mod.keeping()
     ingest_end.keep_also(trash)
-    assert ingest_end._KEPT is None
+    assert kept_mod._KEPT is None
     ingest_end.keep_until_exit()
     ingest_end.keep_until_exit()  # (twice: the same list)
-    assert ingest_end._KEPT == []
+    assert kept_mod._KEPT == []
+    assert kept_mod.keeping()
     assert ingest_end.kept(trash) is True
     ingest_end.keep_also(trash[0], "x")
-    assert ingest_end._KEPT == [trash, ([1, 2, 3], "x")]
+    assert kept_mod._KEPT == [trash, ([1, 2, 3], "x")]
 
 
 def test_an_ingest_that_keeps_its_data_stores_the_same_rows(tmp_path, monkeypatch) -> None:
@@ -144,7 +147,7 @@ def test_an_ingest_that_keeps_its_data_stores_the_same_rows(tmp_path, monkeypatc
     )
     dumps = []
     for keep in (False, True):
-        monkeypatch.setattr(ingest_end, "_KEPT", None)
+        monkeypatch.setattr(kept_mod, "_KEPT", None)
         if keep:
             ingest_end.keep_until_exit()
         conn = open_rw(tmp_path / f"kb{int(keep)}.db")
@@ -152,6 +155,7 @@ def test_an_ingest_that_keeps_its_data_stores_the_same_rows(tmp_path, monkeypatc
         dumps.append([sorted(repr(tuple(r)) for r in conn.execute(q).fetchall()) for q in tables])
         conn.close()
         if keep:
-            assert len(ingest_end._KEPT) >= 3  # (the facts rows, function rows, the trash)
+            # the facts rows, function rows, data walk, item rows, references' rows, trash
+            assert len(kept_mod._KEPT) >= 6
     assert dumps[0] == dumps[1]
     assert all(dumps[0])
