@@ -79,6 +79,9 @@ def samples(conn: sqlite3.Connection) -> dict[str, list[Any]]:
         "count": [50],
         # stable_id_taken: few questions (ids looked up one by one), very many (the whole set)
         "expected": [1, 10**9],
+        # heatmap_cells: the TUI's code order (provenances, unnamed last) and buckets
+        "slots": [("human", "oracle", "export", "agent", "diff-carry", None)],
+        "buckets": [11],
     }
 
 

@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from typing import TYPE_CHECKING
 
 from kbtool.kb.errors import UnknownStableIdError
 from kbtool.kb.queries.functions import functions_by_stable_id
-from kbtool.kb.queries.shapes import (
-    AnnotationEvent,
-    EventFeed,
-    FeedEvent,
-    FunctionAppearance,
-    History,
-    Rename,
-    VersionName,
-)
 from kbtool.kb.queries.symbols import get_symbol, require_stable_id
 from kbtool.kb.queries.versions import list_versions
+
+if TYPE_CHECKING:  # hints only: the TUI's start reads the change token, not the shapes
+    from kbtool.kb.queries.shapes import (
+        AnnotationEvent,
+        EventFeed,
+        FeedEvent,
+        FunctionAppearance,
+        History,
+        Rename,
+        VersionName,
+    )
 
 _EVENT_COLUMNS = (
     "id, kind, written, reason, provenance, confidence, actor, old_name, new_name, old, new,"
