@@ -4,6 +4,7 @@ other functions that reference the same strings (string xrefs)."""
 from __future__ import annotations
 
 import json
+import weakref
 from collections import Counter
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -11,7 +12,7 @@ from rich.measure import Measurement
 from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -85,6 +86,11 @@ class DrawnOnce:
         return Measurement.get(console, options, self.renderable)
 
 
+# the apps that showed a detail screen already (its rules are in their stylesheet): see
+# DetailScreen._on_screen_resume
+_STYLED: weakref.WeakSet = weakref.WeakSet()
+
+
 class DetailScreen(ScreenCss, KbScreen):
     """Everything the KB knows about one function of one version."""
 
@@ -121,6 +127,22 @@ class DetailScreen(ScreenCss, KbScreen):
                 yield Static(id="xrefs-label", classes="links-label")
                 yield LinkList(id="xrefs")
         yield DiffFooter(compact=True, show_command_palette=False)
+
+    _suspended = False  # covered or closed once: shown again, restyled as Textual does
+
+    def _on_screen_resume(self, event: events.ScreenResume) -> None:
+        """First shown just after its mount: Textual's handler (after this one) restyles
+        every widget of a resumed screen, all styled a moment ago as they were registered
+        (~10 % of a warm detail open's profile). The app's first detail screen is restyled
+        as Textual does (its rules join the stylesheet as it is first registered), and so is
+        one shown again (a theme may have changed meanwhile)."""
+        app = self.app
+        if not self._suspended and app in _STYLED:
+            event.refresh_styles = False
+        _STYLED.add(app)
+
+    def on_screen_suspend(self) -> None:
+        self._suspended = True
 
     def on_mount(self) -> None:
         self.query_one("#detail-main").focus()
