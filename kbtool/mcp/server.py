@@ -225,7 +225,7 @@ def _import_diff() -> None:
     importlib.import_module("kbtool.services.json_answer")
     importlib.import_module("kbtool.mcp.splice")
     # the queries a first diff's key reads (the KB's queries load lazily: ~11 ms in the call)
-    for name in ("diffs", "events", "functions", "shapes", "symbols"):
+    for name in ("diffs", "events", "functions", "symbols"):
         importlib.import_module(f"kbtool.kb.queries.{name}")
 
 
