@@ -103,23 +103,29 @@ def stand_in(text: str) -> str:
 
 def splice(line: bytes) -> list[bytes] | None:
     """``line`` (a whole short line the SDK wrote) as pieces with its stand-ins replaced by
-    their answers' literals, or None when it holds none."""
+    their answers' literals (each place a stand-in appears), or None when it holds none."""
     if _MARK_BYTES not in line:
         return None
     out: list[bytes] = []
+    used: set[bytes] = set()
     start = 0
     while True:
         at = line.find(b'"' + _MARK_BYTES, start)
         if at < 0:
             break
         end = line.find(b'"', at + 1) + 1
+        if end <= 0:
+            break
         with _LOCK:
-            lit = _PENDING.pop(line[at:end], None)
-        if lit is None or end <= 0:  # not one of ours (or already written): as it is
-            out.append(line[start : end if end > 0 else len(line)])
-            start = end if end > 0 else len(line)
-            continue
-        out += (line[start:at], lit)
+            lit = _PENDING.get(line[at:end])
+        if lit is None:  # not one of ours (or already written): as it is
+            out.append(line[start:end])
+        else:
+            out += (line[start:at], lit)
+            used.add(line[at:end])
         start = end
     out.append(line[start:])
+    with _LOCK:
+        for token in used:
+            _PENDING.pop(token, None)
     return out

@@ -78,6 +78,10 @@ def test_the_guard_writes_the_answer_in_place_of_its_stand_in(monkeypatch):
     assert _forward([short])[0] == short
     fake = _sdk_line(splice._MARK + "999999")
     assert _forward([fake])[0] == fake
+    token = splice.stand_in(text)  # twice in one line (an SDK copying it): both replaced
+    twice = b'{"a":"' + token.encode() + b'","b":"' + token.encode() + b'"}\n'
+    lit = splice.literal(text)
+    assert _forward([twice])[0] == b'{"a":' + lit + b',"b":' + lit + b"}\n"
 
 
 def _answer_line(db: Path, **env: str) -> bytes:
