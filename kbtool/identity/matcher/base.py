@@ -6,7 +6,7 @@ import bisect
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 from ..records import FuncRecord, Match
 from .bigrams import _TYPED, append, i64, vec
@@ -277,8 +277,8 @@ class MatcherBase:
         self.o2n_a: list[int] = [-1] * self.OLD.size
         self.n2o_a: list[int] = [-1] * self.NEW.size
         self.result: dict[int, Match] = {}  # by new index
-        self.queue: deque[tuple[int, int]] = deque()
-        self.queued: set[tuple[int, int]] = set()
+        self.queue: deque[int] = deque()  # matched pairs waiting: keys ``o << 32 | n``
+        self.queued: set[int] = set()
         self._feats: FeatureCache | None = None
         # each pair's content sum by one int key, ``o << 32 | n`` (no tuple per lookup)
         self._content: dict[int, tuple[float, float]] = {}
@@ -447,15 +447,16 @@ class MatcherBase:
         return got
 
     def _enqueue(self, o: int, n: int) -> None:
-        if (o, n) not in self.queued:
-            self.queued.add((o, n))
-            self.queue.append((o, n))
+        k: Any = (o << 32) | n  # (one int object for the set and the queue)
+        if k not in self.queued:
+            self.queued.add(k)
+            self.queue.append(k)
 
-    def unmatched_old(self) -> list[int]:
-        return [i for i in self.OLD.order if i not in self.o2n]
+    def unmatched_old(self) -> list[int]:  # (the dense arrays: no dict lookup per function)
+        return [i for i in self.OLD.order if self.o2n_a[i] < 0]
 
     def unmatched_new(self) -> list[int]:
-        return [i for i in self.NEW.order if i not in self.n2o]
+        return [i for i in self.NEW.order if self.n2o_a[i] < 0]
 
     def callee_check(self, o: int, n: int) -> tuple[int, int, int]:
         """(agree, disagree, defined callees) of the pair's callees under the current match:

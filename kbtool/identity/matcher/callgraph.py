@@ -30,8 +30,10 @@ class CallgraphStage(SimilarityStage):
         self.update_anchors()
         while not self.exhausted():
             while self.queue:
-                o, n = self.queue.popleft()
-                self.queued.discard((o, n))
+                k = self.queue.popleft()
+                self.queued.discard(k)
+                o = k >> 32
+                n = k & 0xFFFFFFFF
                 lo, ln = OLD.callees_a[o], NEW.callees_a[n]
                 co, cn = OLD.callers_a[o], NEW.callers_a[n]
                 hood = len(lo) + len(ln) + len(co) + len(cn)

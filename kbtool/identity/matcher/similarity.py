@@ -6,6 +6,7 @@ import bisect
 import heapq
 from collections import defaultdict
 from functools import partial
+from typing import Any, cast
 
 from .base import REVIEW_MARGIN, REVIEW_SCORE, _Side, bisect_ints
 from .bigrams import i64, vec
@@ -327,112 +328,131 @@ class SimilarityStage(FamilyStage):
             self.spend(1 + len(scored) // self.SCAN_PER_UNIT)
             return 0
         OLD, NEW = self.OLD, self.NEW
-        heap: list[tuple[float, int, int, int]]
-        alive_o: dict[int, dict[int, float]]
-        alive_n: dict[int, dict[int, float]]
-        kept = self._heap0
-        if kept is not None and kept[0] is scored:
-            # the last round read these very pairs and took and re-scored none (either
-            # drops ``_heap0``): its first heap and rival dicts are this round's
-            heap = kept[1][:]
-            alive_o, alive_n = kept[2], kept[3]
-        else:
-            heap = []
-            # (every function read below is one of ``scored``: plain dicts, filled by ``get``)
-            alive_o = {}
-            alive_n = {}
-            for s, o, n in scored:
-                heap.append((-s, o, n, 0))
-                ao = alive_o.get(o)
-                if ao is None:
-                    alive_o[o] = {n: s}
-                else:
-                    ao[n] = s
-                an = alive_n.get(n)
-                if an is None:
-                    alive_n[n] = {o: s}
-                else:
-                    an[o] = s
-            heapq.heapify(heap)
-            self._heap0 = (scored, heap[:], alive_o, alive_n)
+        # the pairs' functions and scores as the very objects of ``scored`` (typed ``Any``:
+        # a dict key or a heap entry made of them makes no int or float; the indices are
+        # unboxed, ``oi``/``ni``, only to index the dense arrays)
+        ents = cast(list[tuple[Any, Any, Any]], scored)
+        heap, alive_o, alive_n = self._assignment(scored, ents)
         epoch = 0
-        touched_o: dict[int, int] = {}
-        touched_n: dict[int, int] = {}
+        # the epoch each function's neighbourhood last changed at (-1: not this round), by
+        # function index
+        touched_o = vec[i64]([-1] * OLD.size)
+        touched_n = vec[i64]([-1] * NEW.size)
         # best and second-best score among the free candidates of each function, kept
         # until one of its candidates is matched or re-scored: a pop costs O(1), not a scan
-        top_o: dict[int, tuple[float, int, float]] = {}
-        top_n: dict[int, tuple[float, int, float]] = {}
+        top_o: dict[Any, tuple[float, int, float]] = {}
+        top_n: dict[Any, tuple[float, int, float]] = {}
         scan = self.SCAN_PER_UNIT
 
         o2n_a, n2o_a = self.o2n_a, self.n2o_a
         count = 0
         while heap:
-            neg, o, n, seen = heapq.heappop(heap)
-            if o2n_a[o] >= 0 or n2o_a[n] >= 0:
+            neg, po, pn, seen = heapq.heappop(heap)
+            oi: int = po
+            ni: int = pn
+            if o2n_a[oi] >= 0 or n2o_a[ni] >= 0:
                 continue
             if not self.spend(1):
                 break  # the budget is spent: what is matched so far stays
-            if touched_o.get(o, -1) >= seen or touched_n.get(n, -1) >= seen:
+            if touched_o[oi] >= seen or touched_n[ni] >= seen:
                 self._heap0 = None  # (the rival dicts change)
-                s = self.similarity(o, n)
-                alive_o[o][n] = s
-                alive_n[n][o] = s
-                top_o.pop(o, None)
-                top_n.pop(n, None)
-                heapq.heappush(heap, (-s, o, n, epoch + 1))
+                s = self.similarity(oi, ni)
+                alive_o[po][pn] = s
+                alive_n[pn][po] = s
+                top_o.pop(po, None)
+                top_n.pop(pn, None)
+                heapq.heappush(heap, (-s, po, pn, epoch + 1))
                 continue
             s = -neg
             if s < threshold:
                 break
             # rivals still free decide whether to take the pair at all
-            tn = top_n.get(n)
+            tn = top_n.get(pn)
             if tn is None:
-                tn = top_n[n] = self._top(scan, alive_n[n], o2n_a)
-            to = top_o.get(o)
+                tn = top_n[pn] = self._top(scan, alive_n[pn], o2n_a)
+            to = top_o.get(po)
             if to is None:
-                to = top_o[o] = self._top(scan, alive_o[o], n2o_a)
-            second = max(tn[2] if tn[1] == o else tn[0], to[2] if to[1] == n else to[0])
+                to = top_o[po] = self._top(scan, alive_o[po], n2o_a)
+            second = max(tn[2] if tn[1] == oi else tn[0], to[2] if to[1] == ni else to[0])
             margin = s - second
             if margin <= 1e-9 or margin < min_margin:
                 continue  # no clear winner yet: wait for more evidence
             # rivals taken by a match that is itself only a guess (flagged) still count
             # against confidence
             tentative = 0.0
-            for other, t in alive_n[n].items():
-                m = o2n_a[other]
-                if other != o and m >= 0 and self.result[m].review:
+            for other, t in alive_n[pn].items():
+                ot: int = other
+                m = o2n_a[ot]
+                if ot != oi and m >= 0 and self.result[m].review:
                     tentative = max(tentative, t)
-            for other, t in alive_o[o].items():
-                if other != n and n2o_a[other] >= 0 and self.result[other].review:
+            for other, t in alive_o[po].items():
+                ot = other
+                if ot != ni and n2o_a[ot] >= 0 and self.result[ot].review:
                     tentative = max(tentative, t)
             review = s < REVIEW_SCORE or s - max(second, tentative) < REVIEW_MARGIN
-            self.accept(o, n, s, "similarity", review)
+            self.accept(oi, ni, s, "similarity", review)
             self._heap0 = None
             count += 1
             epoch += 1
-            # o and n are no longer free rivals of anyone
-            for y in alive_o[o]:
+            # the pair's two are no longer free rivals of anyone
+            for y in alive_o[po]:
                 top_n.pop(y, None)
-            for x in alive_n[n]:
+            for x in alive_n[pn]:
                 top_o.pop(x, None)
-            for x in OLD.callers_a[o]:
-                touched_o[x] = epoch
-            for x in OLD.callees_a[o]:
-                touched_o[x] = epoch
-            for y in NEW.callers_a[n]:
-                touched_n[y] = epoch
-            for y in NEW.callees_a[n]:
-                touched_n[y] = epoch
+            for xi in OLD.callers_a[oi]:
+                touched_o[xi] = epoch
+            for xi in OLD.callees_a[oi]:
+                touched_o[xi] = epoch
+            for yi in NEW.callers_a[ni]:
+                touched_n[yi] = epoch
+            for yi in NEW.callees_a[ni]:
+                touched_n[yi] = epoch
         if count == 0 and not self.exhausted():
             # no match, no re-scoring: remember each pair's margin for the next rounds
             margins = []
-            for sc, o, n in scored:
-                tn = top_n.get(n) or top_n.setdefault(n, self._top(scan, alive_n[n], o2n_a))
-                to = top_o.get(o) or top_o.setdefault(o, self._top(scan, alive_o[o], n2o_a))
-                second = max(tn[2] if tn[1] == o else tn[0], to[2] if to[1] == n else to[0])
+            for ent in ents:
+                sx, po, pn = ent
+                sc: float = sx
+                oi = po
+                ni = pn
+                tn = top_n.get(pn) or top_n.setdefault(pn, self._top(scan, alive_n[pn], o2n_a))
+                to = top_o.get(po) or top_o.setdefault(po, self._top(scan, alive_o[po], n2o_a))
+                second = max(tn[2] if tn[1] == oi else tn[0], to[2] if to[1] == ni else to[0])
                 margins.append((sc, sc - second))
             self._margins = (scored, margins)
         return count
+
+    def _assignment(
+        self, scored: list[tuple[float, int, int]], ents: list[tuple[Any, Any, Any]]
+    ) -> tuple[
+        list[tuple[Any, Any, Any, int]], dict[Any, dict[Any, Any]], dict[Any, dict[Any, Any]]
+    ]:
+        """A round's first heap of ``scored`` (``ents``: the same list) and each function's
+        rival scores (old -> new -> score, new -> old -> score): the last round's when it
+        read these very pairs and took and re-scored none (either drops ``_heap0``)."""
+        kept = self._heap0
+        if kept is not None and kept[0] is scored:
+            return kept[1][:], kept[2], kept[3]
+        heap: list[tuple[Any, Any, Any, int]] = []
+        # (every function read by the round is one of ``scored``: plain dicts, by ``get``)
+        alive_o: dict[Any, dict[Any, Any]] = {}
+        alive_n: dict[Any, dict[Any, Any]] = {}
+        for ent in ents:
+            sx, po, pn = ent
+            heap.append((-sx, po, pn, 0))
+            ao = alive_o.get(po)
+            if ao is None:
+                alive_o[po] = {pn: sx}
+            else:
+                ao[pn] = sx
+            an = alive_n.get(pn)
+            if an is None:
+                alive_n[pn] = {po: sx}
+            else:
+                an[po] = sx
+        heapq.heapify(heap)
+        self._heap0 = (scored, heap[:], alive_o, alive_n)
+        return heap, alive_o, alive_n
 
     def _top(
         self, scan: int, alive: dict[int, float], matched: list[int]
@@ -467,25 +487,34 @@ class SimilarityStage(FamilyStage):
         if ao is None:
             return 0
         OLD, NEW = self.OLD, self.NEW
-        uo = [i for i in OLD.order if i not in self.o2n and not OLD.recs[i].imported]
-        un = [i for i in NEW.order if i not in self.n2o and not NEW.recs[i].imported]
+        # (the match state and the imports by the dense arrays: no dict lookup per function)
+        o2n_a, n2o_a, imp_o, imp_n = self.o2n_a, self.n2o_a, OLD.imp_a, NEW.imp_a
+        uo = [i for i in OLD.order if o2n_a[i] < 0 and not imp_o[i]]
+        un = [i for i in NEW.order if n2o_a[i] < 0 and not imp_n[i]]
         if not uo or not un:
             return 0
         bo = [self.span_o[0], *ao, self.span_o[1]]
         bn = [self.span_n[0], *an, self.span_n[1]]
         count = 0
         io = jn = 0
+        nuo, nun = len(uo), len(un)
         for k in range(len(bo) - 1):
-            xs = []
-            while io < len(uo) and uo[io] < bo[k + 1]:
-                if uo[io] > bo[k]:
-                    xs.append(uo[io])
+            # each side's unmatched functions below the gap's upper anchor (the walk goes
+            # on past them either way); a gap's lists made only when both sides have some
+            i0 = io
+            hi = bo[k + 1]
+            while io < nuo and uo[io] < hi:
                 io += 1
-            ys = []
-            while jn < len(un) and un[jn] < bn[k + 1]:
-                if un[jn] > bn[k]:
-                    ys.append(un[jn])
+            j0 = jn
+            hi = bn[k + 1]
+            while jn < nun and un[jn] < hi:
                 jn += 1
+            if i0 == io or j0 == jn:
+                continue
+            lo = bo[k]
+            xs = [x for x in uo[i0:io] if x > lo]
+            lo = bn[k]
+            ys = [y for y in un[j0:jn] if y > lo]
             if not xs or not ys or len(xs) * len(ys) > self.GAP_CELLS:
                 continue
             if not self.spend(len(xs) * len(ys) * 2):  # scoring + the alignment table
