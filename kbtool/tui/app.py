@@ -318,7 +318,10 @@ class KbApp(ReleasingWorkers, App[None]):
         """A screen opened or closed: not idle; back to the resident screens, the freeze a
         settle asked for meanwhile (what the closed screen left is collected first)."""
         self._active()
-        self._transient.update(s for s in self.screen_stack if not _resident(s))
+        # an installed screen (the kept code screen) is never removed on pop: not waited on
+        self._transient.update(
+            s for s in self.screen_stack if not _resident(s) and not self.is_screen_installed(s)
+        )
         before, self._stack_ids = self._stack_ids, {id(s) for s in self.screen_stack}
         if before - self._stack_ids:  # a screen closed: waited on with tries of its own
             heap.closed()
