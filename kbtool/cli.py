@@ -190,7 +190,7 @@ def _main(args: list[str], *, end_process: bool) -> int:
     from kbtool.kb.errors import KBError
 
     try:
-        ingested = _ingest_direct(args)
+        ingested = _ingest_direct(args, keep=end_process)
         if ingested is not None:
             if end_process:  # the process's own command line: nothing runs after it
                 _end_process(ingested)
@@ -278,14 +278,17 @@ def _plain_int(text: str) -> bool:
     return digits.isascii() and digits.isdigit()
 
 
-def _ingest_direct(args: list[str]) -> int | None:
+def _ingest_direct(args: list[str], keep: bool = False) -> int | None:
     """``kbtool [--db P] ingest FILE [options]`` run without Typer (whose parameter
     coercion imports pydantic: ~0.1 s CPU, most of a small module's ingest), through the
     same :func:`kbtool.commands.ingest_cmd.run` as the Typer command; ``None`` for any
     other command line or anything unusual (``--help``, an unknown or repeated-looking
     option, ``--``, an empty value, a missing or second FILE, a ``--base`` that is not a
     plain integer):
-    Typer then parses and reports it exactly as usual."""
+    Typer then parses and reports it exactly as usual. ``keep``: the process ends
+    (``os._exit``) right after, so the ingest keeps its working data instead of freeing it
+    (:func:`kbtool.wasm.kept.keep_until_exit`; W's measure: fresh onnxruntime -3.1 %
+    instructions); a TUI, MCP or test process never keeps."""
     plan = _ingest_plan(args)
     if plan is None:
         return None
@@ -295,6 +298,10 @@ def _ingest_direct(args: list[str]) -> int | None:
     from kbtool.commands import ingest_cmd
     from kbtool.kb.db import default_db_path
 
+    if keep:
+        from kbtool.wasm.kept import keep_until_exit
+
+        keep_until_exit()
     ingest_cmd.run(
         opts.get("db") or default_db_path(),
         Path(file),
