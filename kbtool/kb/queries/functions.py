@@ -134,6 +134,8 @@ def heatmap_cells(
     sums = "".join(f", count(CASE WHEN p = '{p}' THEN name END)" for p in named)
     cur = conn.cursor()
     cur.row_factory = None
+    # the ordered subquery is not flattened into an aggregate (SQLite's flattener, rule 16):
+    # group_concat sees the rows in index order (the tests compare with heatmap_rows')
     n, lo, hi, n_named, *by_slot, text = cur.execute(
         f"SELECT count(*), min(idx), max(idx), count(name){sums},"
         f" group_concat(char({_CODE_BASE} + {_code_sql(slots, buckets)}), '') FROM ("
