@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kbtool.wasm.kept import keep_also
+
 from ..records import FuncRecord, Match
 from .base import MatchStats, _Side
 from .exact import ExactStages
@@ -181,4 +183,6 @@ def match_functions_staged(
         stats.append(m.finish_stats())
     if prep is not None:
         prep.spent = m
+    else:  # (a process ending by ``os._exit`` right after its ingest never frees it)
+        keep_also(m)
     return out
