@@ -403,6 +403,7 @@ def _stored(
         store.insert_module_bytes(conn, vid, data)
         xrows, erows = rows.fact_rows(vid, funcs, slots, analysis.side)
         keep_also(analysis.side, xrows, erows)  # (a process ending after: never freed)
+        early["callees"] = analysis.side[2] if analysis.side is not None else None  # (new ids)
         analysis.side = None  # (its texts are in the rows now)
         store.insert_fact_values(conn, rows.FACT_COLUMNS, xrows)
         store.insert_call_edge_values(conn, rows.EDGE_COLUMNS, erows)
@@ -446,7 +447,8 @@ def _stored(
         write_early(len(carried))
     vid, mem_text = early["vid"], early.pop("mem_text")
     unmatched = [f.index for f in funcs if f.index not in carried]
-    new_ids = assign_new_ids(analysis, unmatched, queries.stable_id_taken(conn, len(unmatched)))
+    taken = queries.stable_id_taken(conn, len(unmatched))
+    new_ids = assign_new_ids(analysis, unmatched, taken, early.pop("callees", None))
 
     sid_of, frows = rows.function_rows(vid, funcs, carried, new_ids)
     store.insert_function_values(conn, rows.FUNCTION_COLUMNS, frows)
